@@ -1,0 +1,78 @@
+/*
+ * Shared definitions for every kiln kernel source.
+ *
+ * Expects from the host: -DT=<OpenCL type> and exactly one of
+ * -DKILN_DT_F32/F64/I32/I64/U8/BOOL=1. Optional: -DKILN_FP64=1 when the
+ * device supports doubles (needed by sources that convert to f64).
+ *
+ * Provides: UT (unsigned twin of T, for wrapping arithmetic), KILN_IS_FLOAT,
+ * KILN_BITS, KILN_SUP_<class> (1 when T belongs to an op-table dtype class),
+ * KILN_GEN_IF(cls, body, ...) (expands body(...) only for supported classes).
+ */
+#ifndef KILN_COMMON_CL
+#define KILN_COMMON_CL
+
+#if defined(KILN_DT_F64) || defined(KILN_FP64)
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+
+#if defined(KILN_DT_F32) || defined(KILN_DT_F64)
+#define KILN_IS_FLOAT 1
+#else
+#define KILN_IS_FLOAT 0
+#endif
+
+#if defined(KILN_DT_I32)
+#define UT uint
+#define KILN_BITS 32
+#define KILN_SIGNED 1
+#elif defined(KILN_DT_I64)
+#define UT ulong
+#define KILN_BITS 64
+#define KILN_SIGNED 1
+#elif defined(KILN_DT_U8) || defined(KILN_DT_BOOL)
+#define UT uchar
+#define KILN_BITS 8
+#define KILN_SIGNED 0
+#else
+#define UT T
+#define KILN_BITS 0
+#define KILN_SIGNED 1
+#endif
+
+/* Membership of T in the dtype classes of include/kiln/op_table.h, as 0/1 tokens for pasting. */
+#define KILN_SUP_ALL 1
+#if KILN_IS_FLOAT
+#define KILN_SUP_FLOAT 1
+#define KILN_SUP_INT 0
+#define KILN_SUP_INTNB 0
+#define KILN_SUP_NUM 1
+#elif defined(KILN_DT_BOOL)
+#define KILN_SUP_FLOAT 0
+#define KILN_SUP_INT 1
+#define KILN_SUP_INTNB 0
+#define KILN_SUP_NUM 0
+#else
+#define KILN_SUP_FLOAT 0
+#define KILN_SUP_INT 1
+#define KILN_SUP_INTNB 1
+#define KILN_SUP_NUM 1
+#endif
+
+#define KILN_CAT_(a, b) a##b
+#define KILN_CAT(a, b) KILN_CAT_(a, b)
+#define KILN_GEN_0(...)
+#define KILN_GEN_1(body, ...) body(__VA_ARGS__)
+#define KILN_GEN_IF(cls, body, ...) KILN_CAT(KILN_GEN_, KILN_SUP_##cls)(body, __VA_ARGS__)
+
+/* Result types named in the op table. */
+#define KILN_RES_SAME T
+#define KILN_RES_BOOL uchar
+
+/* Shape and strides of a broadcast operation; mirrors struct kiln__bcast on the host. */
+typedef struct {
+  ulong shape[8];
+  ulong stride[3][8];
+} kiln_bcast;
+
+#endif

@@ -1,0 +1,27 @@
+/*
+ * kiln: a portable OpenCL compute library.
+ *
+ * This umbrella header is the stable API. See README.md for an example and
+ * docs/ for the op semantics, the kernel cache and the environment variables.
+ */
+#ifndef KILN_H
+#define KILN_H
+
+#include "kiln/status.h"
+#include "kiln/dtype.h"
+#include "kiln/context.h"
+#include "kiln/tensor.h"
+#include "kiln/elementwise.h"
+#include "kiln/provider.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Library version as "MAJOR.MINOR.PATCH". */
+KILN_API const char *kiln_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

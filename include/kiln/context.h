@@ -1,0 +1,177 @@
+/*
+ * Contexts: one OpenCL device, one in-order command queue, the compiled
+ * programs, the buffer pool and the settings of one kiln user.
+ *
+ * A context may be used from several threads; kiln serialises work on it
+ * internally. Operations enqueue work and return; kiln_tensor_download() and
+ * kiln_context_finish() wait for it.
+ */
+#ifndef KILN_CONTEXT_H
+#define KILN_CONTEXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#include <CL/cl.h>
+
+#include "kiln/export.h"
+#include "kiln/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Opaque context handle. */
+typedef struct kiln_context kiln_context;
+
+/** What kiln knows about a device. Strings are NUL-terminated and truncated to fit. */
+typedef struct kiln_device_info {
+  char name[256];
+  char vendor[256];
+  char driver_version[128];
+  char device_version[128]; /**< e.g. "OpenCL 3.0 CUDA" */
+  char platform_name[256];
+  char platform_version[128];
+  uint32_t platform_index; /**< position in clGetPlatformIDs order */
+  uint32_t device_index;   /**< position within the platform */
+  uint32_t vendor_id;
+  uint32_t compute_units;
+  uint32_t address_bits;
+  uint64_t global_mem_bytes;
+  uint64_t local_mem_bytes;
+  uint64_t max_alloc_bytes;
+  size_t max_work_group_size;
+  int is_gpu;  /**< CL_DEVICE_TYPE_GPU */
+  int has_fp64;
+  int has_fp16;
+} kiln_device_info;
+
+/**
+ * Creates a context.
+ *
+ * @param selector which device: NULL means the KILN_DEVICE environment
+ *        variable if set, else the first GPU, else the first CPU device (in
+ *        platform order). A selector is either "P:D" (platform and device
+ *        index) or a case-insensitive substring of the device name.
+ * @param out receives the context; release with kiln_context_release().
+ * @return KILN_OK; KILN_ERR_INVALID_ARGUMENT if out is NULL or the selector
+ *         is malformed; KILN_ERR_NO_DEVICE if no platform/device matches;
+ *         KILN_ERR_OPENCL if the context or queue cannot be created;
+ *         KILN_ERR_HOST_MEMORY.
+ */
+KILN_API kiln_status kiln_context_create(const char *selector, kiln_context **out);
+
+/**
+ * Creates a context over OpenCL objects the caller already has. kiln retains
+ * them and releases its references on kiln_context_release(); the caller keeps
+ * its own. The queue must be in-order; NULL makes kiln create one.
+ *
+ * @return KILN_OK; KILN_ERR_INVALID_ARGUMENT for NULL context/device/out or an
+ *         out-of-order queue; KILN_ERR_CONTEXT_MISMATCH if the queue belongs to
+ *         another context or device; KILN_ERR_OPENCL; KILN_ERR_HOST_MEMORY.
+ */
+KILN_API kiln_status kiln_context_create_from_cl(cl_context cl_ctx, cl_device_id device,
+                                                 cl_command_queue queue, kiln_context **out);
+
+/**
+ * Waits for all queued work, then releases the context, its pooled buffers,
+ * programs and queue. Tensors still alive keep their buffers until they are
+ * released; using them in operations afterwards returns
+ * KILN_ERR_INVALID_HANDLE. NULL is accepted and ignored.
+ *
+ * @return KILN_OK, or KILN_ERR_INVALID_HANDLE for a released or foreign pointer.
+ */
+KILN_API kiln_status kiln_context_release(kiln_context *ctx);
+
+/**
+ * Blocks until all work queued on the context has finished.
+ * @return KILN_OK; KILN_ERR_INVALID_HANDLE; KILN_ERR_OPENCL if the device
+ *         reported a failure (the raw code is in the error record).
+ */
+KILN_API kiln_status kiln_context_finish(kiln_context *ctx);
+
+/**
+ * Describes the context's device.
+ * @return KILN_OK; KILN_ERR_INVALID_HANDLE; KILN_ERR_INVALID_ARGUMENT for NULL out.
+ */
+KILN_API kiln_status kiln_context_device_info(const kiln_context *ctx, kiln_device_info *out);
+
+/**
+ * The OpenCL objects of a context, for interoperation. kiln keeps ownership:
+ * retain them if they must outlive the context. Any out pointer may be NULL.
+ * @return KILN_OK or KILN_ERR_INVALID_HANDLE.
+ */
+KILN_API kiln_status kiln_context_cl_objects(const kiln_context *ctx, cl_context *cl_ctx,
+                                             cl_device_id *device, cl_command_queue *queue);
+
+/**
+ * Lists every OpenCL device on the machine, in the order "P:D" selectors use.
+ *
+ * @param infos array of capacity entries to fill (may be NULL when capacity is 0).
+ * @param count receives the total number of devices (may exceed capacity).
+ * @param default_index receives the index (into the full list) of the device
+ *        kiln_context_create(NULL, ...) would pick, honouring KILN_DEVICE, or
+ *        SIZE_MAX if it would fail; may be NULL.
+ * @return KILN_OK (also with zero devices); KILN_ERR_INVALID_ARGUMENT if count
+ *         is NULL or infos is NULL with capacity > 0.
+ */
+KILN_API kiln_status kiln_device_list(kiln_device_info *infos, size_t capacity, size_t *count,
+                                      size_t *default_index);
+
+/** Statistics of a context's buffer pool. */
+typedef struct kiln_pool_stats {
+  uint64_t hits;         /**< allocations served from the pool */
+  uint64_t misses;       /**< allocations that called clCreateBuffer */
+  uint64_t bytes_in_use; /**< bytes held by live tensors (rounded sizes) */
+  uint64_t bytes_cached; /**< bytes held idle in the pool */
+  uint64_t buffers_cached;
+  uint64_t limit_bytes; /**< idle bytes above this are released at once */
+} kiln_pool_stats;
+
+/**
+ * Reads the pool statistics.
+ * @return KILN_OK; KILN_ERR_INVALID_HANDLE; KILN_ERR_INVALID_ARGUMENT for NULL out.
+ */
+KILN_API kiln_status kiln_pool_stats_get(kiln_context *ctx, kiln_pool_stats *out);
+
+/**
+ * Releases idle pooled buffers until at most keep_bytes stay cached
+ * (0 releases all of them). Live tensors are not affected.
+ * @return KILN_OK or KILN_ERR_INVALID_HANDLE.
+ */
+KILN_API kiln_status kiln_pool_trim(kiln_context *ctx, uint64_t keep_bytes);
+
+/** Context options, set with kiln_context_set_option(). */
+typedef enum kiln_option {
+  /** Most idle bytes the buffer pool keeps (default: 1/4 of device memory, at most 2 GiB). */
+  KILN_OPT_POOL_LIMIT_BYTES = 1,
+} kiln_option;
+
+/**
+ * Sets an option on a context.
+ * @return KILN_OK; KILN_ERR_INVALID_HANDLE; KILN_ERR_INVALID_ARGUMENT for an
+ *         unknown option or a value outside kiln_option_bounds().
+ */
+KILN_API kiln_status kiln_context_set_option(kiln_context *ctx, kiln_option option, int64_t value);
+
+/**
+ * Reads an option.
+ * @return KILN_OK; KILN_ERR_INVALID_HANDLE; KILN_ERR_INVALID_ARGUMENT for an
+ *         unknown option or NULL value.
+ */
+KILN_API kiln_status kiln_context_get_option(const kiln_context *ctx, kiln_option option,
+                                             int64_t *value);
+
+/**
+ * Valid range of an option's value, inclusive.
+ * @return KILN_OK or KILN_ERR_INVALID_ARGUMENT for an unknown option or NULL bounds.
+ */
+KILN_API kiln_status kiln_option_bounds(kiln_option option, int64_t *lower, int64_t *upper);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,105 @@
+/*
+ * Elementwise operations: unary math, binary math with NumPy broadcasting,
+ * scalar forms, where, clamp and casts.
+ *
+ * Output convention for every operation here: if *out is NULL, kiln creates
+ * the result tensor and stores it in *out (the caller releases it). If *out
+ * is a tensor, it must already have the result's shape and dtype and belong
+ * to the same context; kiln writes into it. *out may be one of the inputs
+ * when it has the result's shape and dtype (in-place update).
+ *
+ * Statuses common to every operation here:
+ *   KILN_OK; KILN_ERR_INVALID_HANDLE (NULL, released or foreign ctx/tensor);
+ *   KILN_ERR_INVALID_ARGUMENT (NULL out, op outside the enum);
+ *   KILN_ERR_CONTEXT_MISMATCH (a tensor of another context);
+ *   KILN_ERR_DTYPE (dtype the op does not accept, mixed input dtypes, or a
+ *   given *out of the wrong dtype); KILN_ERR_SHAPE (not broadcastable, or a
+ *   given *out of the wrong shape); KILN_ERR_BUILD (kernel failed to compile;
+ *   the log is in the message); KILN_ERR_OPENCL; KILN_ERR_DEVICE_MEMORY;
+ *   KILN_ERR_HOST_MEMORY.
+ * Inputs of binary operations must have the same dtype; use kiln_cast().
+ */
+#ifndef KILN_ELEMENTWISE_H
+#define KILN_ELEMENTWISE_H
+
+#include "kiln/op_table.h"
+#include "kiln/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Unary ops, one per row of KILN_UNARY_OPS (include/kiln/op_table.h). */
+typedef enum kiln_unary_op {
+#define KILN_X_(E, n, d, r, expr) KILN_OP_##E,
+  KILN_UNARY_OPS(KILN_X_)
+#undef KILN_X_
+  KILN_UNARY_OP_COUNT
+} kiln_unary_op;
+
+/** Binary ops, one per row of KILN_BINARY_OPS. */
+typedef enum kiln_binary_op {
+#define KILN_X_(E, n, d, r, expr) KILN_OP_##E,
+  KILN_BINARY_OPS(KILN_X_)
+#undef KILN_X_
+  KILN_BINARY_OP_COUNT
+} kiln_binary_op;
+
+/** Lower-case name of an op ("exp", "add"); "?" outside the enum. */
+KILN_API const char *kiln_unary_op_name(kiln_unary_op op);
+KILN_API const char *kiln_binary_op_name(kiln_binary_op op);
+
+/** Nonzero if the op accepts inputs of this dtype. */
+KILN_API int kiln_unary_op_supports(kiln_unary_op op, kiln_dtype dtype);
+KILN_API int kiln_binary_op_supports(kiln_binary_op op, kiln_dtype dtype);
+
+/** y = op(x). Result dtype: x's, or bool for predicates. */
+KILN_API kiln_status kiln_unary(kiln_context *ctx, kiln_unary_op op, const kiln_tensor *x,
+                                kiln_tensor **out);
+
+/** c = op(a, b) with NumPy broadcasting. Result dtype: the inputs', or bool for comparisons and logical ops. */
+KILN_API kiln_status kiln_binary(kiln_context *ctx, kiln_binary_op op, const kiln_tensor *a,
+                                 const kiln_tensor *b, kiln_tensor **out);
+
+/**
+ * c = op(x, s) (scalar_first == 0) or c = op(s, x) (scalar_first != 0),
+ * where s is converted to x's dtype by kiln_cast() rules. No tensor is made
+ * for s.
+ */
+KILN_API kiln_status kiln_binary_scalar(kiln_context *ctx, kiln_binary_op op,
+                                        const kiln_tensor *x, kiln_scalar s, int scalar_first,
+                                        kiln_tensor **out);
+
+/**
+ * out = cond ? a : b, elementwise with broadcasting of all three. cond may be
+ * any dtype (nonzero is true); a and b must share a dtype, which is the result's.
+ */
+KILN_API kiln_status kiln_where(kiln_context *ctx, const kiln_tensor *cond, const kiln_tensor *a,
+                                const kiln_tensor *b, kiln_tensor **out);
+
+/**
+ * out = min(max(x, lo), hi) with lo and hi converted to x's dtype. NaN in x
+ * stays NaN. Accepts NUM dtypes. lo > hi gives hi everywhere (NumPy clip).
+ */
+KILN_API kiln_status kiln_clamp(kiln_context *ctx, const kiln_tensor *x, kiln_scalar lo,
+                                kiln_scalar hi, kiln_tensor **out);
+
+/**
+ * Converts x to dtype. Rules: float to integer truncates toward zero and
+ * saturates at the target's range, NaN becomes 0; integer to narrower integer
+ * wraps (keeps the low bits); anything to bool is (x != 0); float to float and
+ * integer to float round to nearest even. Casting to x's own dtype copies.
+ */
+KILN_API kiln_status kiln_cast(kiln_context *ctx, const kiln_tensor *x, kiln_dtype dtype,
+                               kiln_tensor **out);
+
+/**
+ * Copies src into dst (same shape and dtype, may be in different pooled
+ * buffers). Enqueued, not blocking.
+ */
+KILN_API kiln_status kiln_copy(kiln_context *ctx, const kiln_tensor *src, kiln_tensor *dst);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,102 @@
+/*
+ * The elementwise op table: the single source of truth for the op enums,
+ * their names, which dtypes each op accepts, the dtype of its result and
+ * the OpenCL C expression kiln compiles for it (cl_kernels/elementwise.cl
+ * includes this file and stamps one kernel per row).
+ *
+ * Columns: X(ENUM, name, dtypes, result, OpenCL expression)
+ *   dtypes: ALL   = f32 f64 i32 i64 u8 bool
+ *           NUM   = f32 f64 i32 i64 u8
+ *           FLOAT = f32 f64
+ *           INT   = i32 i64 u8 bool
+ *           INTNB = i32 i64 u8
+ *   result: SAME (the input dtype) or BOOL
+ *
+ * Semantics worth knowing (docs/ops.md has all of them):
+ * - NaN propagates through every float op, max/min included (NumPy maximum).
+ * - round is round-half-to-even (NumPy), not OpenCL's round-half-away.
+ * - Integer arithmetic wraps (two's complement). Integer division truncates
+ *   toward zero; x/0, fmod(x,0), remainder(x,0) are 0; INT_MIN/-1 wraps to
+ *   INT_MIN. remainder takes the sign of the divisor (Python %), fmod that of
+ *   the dividend (C). Shift counts >= the bit width (or negative) give 0 for
+ *   shl and for shr of non-negative values, -1 for shr of negative values.
+ * - abs(INT_MIN) is INT_MIN; sign gives -1, 0, 1 (NaN stays NaN).
+ */
+#ifndef KILN_OP_TABLE_H
+#define KILN_OP_TABLE_H
+
+#define KILN_UNARY_OPS(X)                                    \
+  X(ABS, abs, NUM, SAME, k_abs(x))                           \
+  X(NEG, neg, NUM, SAME, k_neg(x))                           \
+  X(SIGN, sign, NUM, SAME, k_sign(x))                        \
+  X(SQUARE, square, NUM, SAME, k_mul(x, x))                  \
+  X(RELU, relu, NUM, SAME, k_relu(x))                        \
+  X(SQRT, sqrt, FLOAT, SAME, sqrt(x))                        \
+  X(RSQRT, rsqrt, FLOAT, SAME, ((T)1 / sqrt(x)))             \
+  X(RECIPROCAL, reciprocal, FLOAT, SAME, ((T)1 / x))         \
+  X(EXP, exp, FLOAT, SAME, exp(x))                           \
+  X(EXP2, exp2, FLOAT, SAME, exp2(x))                        \
+  X(EXPM1, expm1, FLOAT, SAME, expm1(x))                     \
+  X(LOG, log, FLOAT, SAME, log(x))                           \
+  X(LOG2, log2, FLOAT, SAME, log2(x))                        \
+  X(LOG10, log10, FLOAT, SAME, log10(x))                     \
+  X(LOG1P, log1p, FLOAT, SAME, log1p(x))                     \
+  X(SIN, sin, FLOAT, SAME, sin(x))                           \
+  X(COS, cos, FLOAT, SAME, cos(x))                           \
+  X(TAN, tan, FLOAT, SAME, tan(x))                           \
+  X(ASIN, asin, FLOAT, SAME, asin(x))                        \
+  X(ACOS, acos, FLOAT, SAME, acos(x))                        \
+  X(ATAN, atan, FLOAT, SAME, atan(x))                        \
+  X(SINH, sinh, FLOAT, SAME, sinh(x))                        \
+  X(COSH, cosh, FLOAT, SAME, cosh(x))                        \
+  X(TANH, tanh, FLOAT, SAME, tanh(x))                        \
+  X(ASINH, asinh, FLOAT, SAME, asinh(x))                     \
+  X(ACOSH, acosh, FLOAT, SAME, acosh(x))                     \
+  X(ATANH, atanh, FLOAT, SAME, atanh(x))                     \
+  X(FLOOR, floor, FLOAT, SAME, floor(x))                     \
+  X(CEIL, ceil, FLOAT, SAME, ceil(x))                        \
+  X(ROUND, round, FLOAT, SAME, rint(x))                      \
+  X(TRUNC, trunc, FLOAT, SAME, trunc(x))                     \
+  X(ERF, erf, FLOAT, SAME, erf(x))                           \
+  X(ERFC, erfc, FLOAT, SAME, erfc(x))                        \
+  X(LGAMMA, lgamma, FLOAT, SAME, lgamma(x))                  \
+  X(TGAMMA, tgamma, FLOAT, SAME, tgamma(x))                  \
+  X(SIGMOID, sigmoid, FLOAT, SAME, k_sigmoid(x))             \
+  X(GELU, gelu, FLOAT, SAME, k_gelu(x))                      \
+  X(GELU_TANH, gelu_tanh, FLOAT, SAME, k_gelu_tanh(x))       \
+  X(SILU, silu, FLOAT, SAME, (x * k_sigmoid(x)))             \
+  X(SOFTPLUS, softplus, FLOAT, SAME, k_softplus(x))          \
+  X(ISNAN, isnan, ALL, BOOL, k_isnan(x))                     \
+  X(ISINF, isinf, ALL, BOOL, k_isinf(x))                     \
+  X(ISFINITE, isfinite, ALL, BOOL, k_isfinite(x))            \
+  X(LOGICAL_NOT, logical_not, ALL, BOOL, (x == (T)0))        \
+  X(BITWISE_NOT, bitwise_not, INT, SAME, k_bitwise_not(x))
+
+#define KILN_BINARY_OPS(X)                                   \
+  X(ADD, add, NUM, SAME, k_add(a, b))                        \
+  X(SUB, sub, NUM, SAME, k_sub(a, b))                        \
+  X(MUL, mul, NUM, SAME, k_mul(a, b))                        \
+  X(DIV, div, NUM, SAME, k_div(a, b))                        \
+  X(POW, pow, FLOAT, SAME, pow(a, b))                        \
+  X(MAX, max, ALL, SAME, k_max(a, b))                        \
+  X(MIN, min, ALL, SAME, k_min(a, b))                        \
+  X(HYPOT, hypot, FLOAT, SAME, hypot(a, b))                  \
+  X(ATAN2, atan2, FLOAT, SAME, atan2(a, b))                  \
+  X(FMOD, fmod, NUM, SAME, k_fmod(a, b))                     \
+  X(REMAINDER, remainder, NUM, SAME, k_remainder(a, b))      \
+  X(EQ, eq, ALL, BOOL, (a == b))                             \
+  X(NE, ne, ALL, BOOL, (a != b))                             \
+  X(LT, lt, ALL, BOOL, (a < b))                              \
+  X(LE, le, ALL, BOOL, (a <= b))                             \
+  X(GT, gt, ALL, BOOL, (a > b))                              \
+  X(GE, ge, ALL, BOOL, (a >= b))                             \
+  X(LOGICAL_AND, logical_and, ALL, BOOL, (a != (T)0 && b != (T)0)) \
+  X(LOGICAL_OR, logical_or, ALL, BOOL, (a != (T)0 || b != (T)0))   \
+  X(LOGICAL_XOR, logical_xor, ALL, BOOL, ((a != (T)0) != (b != (T)0))) \
+  X(BITWISE_AND, bitwise_and, INT, SAME, (a & b))            \
+  X(BITWISE_OR, bitwise_or, INT, SAME, (a | b))              \
+  X(BITWISE_XOR, bitwise_xor, INT, SAME, (a ^ b))            \
+  X(SHL, shl, INTNB, SAME, k_shl(a, b))                      \
+  X(SHR, shr, INTNB, SAME, k_shr(a, b))
+
+#endif

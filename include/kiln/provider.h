@@ -1,0 +1,92 @@
+/*
+ * The provider table: every public kiln entry point as one versioned struct,
+ * for programs that dlopen() libkiln.so and look up a single symbol:
+ *
+ *   kiln_get_provider_fn get = (kiln_get_provider_fn)dlsym(h, "kiln_get_provider");
+ *   const kiln_provider *kp;
+ *   if (get(KILN_PROVIDER_ABI, &kp) != 0) ... // refuse: built for another ABI
+ *   kp->context_create(NULL, &ctx);
+ *
+ * Slots are grouped by family (core, context, tensor, elementwise ...). Later
+ * releases only append slots at the end and grow struct_size; a change that
+ * breaks existing slots bumps KILN_PROVIDER_ABI. A slot a build does not
+ * provide is NULL (for example an FFT family built without an FFT library).
+ */
+#ifndef KILN_PROVIDER_H
+#define KILN_PROVIDER_H
+
+#include "kiln/elementwise.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** ABI version of struct kiln_provider this header describes. */
+#define KILN_PROVIDER_ABI 1u
+
+typedef struct kiln_provider {
+  uint32_t abi_version; /**< KILN_PROVIDER_ABI of the library */
+  uint32_t struct_size; /**< sizeof(kiln_provider) in the library; slots past it are absent */
+  const char *name;     /**< "kiln" */
+  const char *version;  /**< library version, "MAJOR.MINOR.PATCH" */
+
+  /* core */
+  const char *(*status_name)(kiln_status);
+  const char *(*status_string)(kiln_status);
+  const char *(*last_error)(void);
+  kiln_status (*last_error_status)(void);
+  int32_t (*last_error_code)(void);
+
+  /* context */
+  kiln_status (*context_create)(const char *, kiln_context **);
+  kiln_status (*context_create_from_cl)(cl_context, cl_device_id, cl_command_queue,
+                                        kiln_context **);
+  kiln_status (*context_release)(kiln_context *);
+  kiln_status (*context_finish)(kiln_context *);
+  kiln_status (*context_device_info)(const kiln_context *, kiln_device_info *);
+
+  /* tensor */
+  kiln_status (*tensor_create)(kiln_context *, kiln_dtype, size_t, const int64_t *,
+                               kiln_tensor **);
+  kiln_status (*tensor_zeros)(kiln_context *, kiln_dtype, size_t, const int64_t *,
+                              kiln_tensor **);
+  kiln_status (*tensor_full)(kiln_context *, kiln_dtype, size_t, const int64_t *, kiln_scalar,
+                             kiln_tensor **);
+  kiln_status (*tensor_from_host)(kiln_context *, kiln_dtype, size_t, const int64_t *,
+                                  const void *, kiln_tensor **);
+  kiln_status (*tensor_upload)(kiln_tensor *, const void *, size_t);
+  kiln_status (*tensor_download)(const kiln_tensor *, void *, size_t);
+  kiln_status (*tensor_wrap)(kiln_context *, cl_mem, size_t, kiln_dtype, size_t,
+                             const int64_t *, kiln_tensor **);
+  kiln_status (*tensor_release)(kiln_tensor *);
+  kiln_status (*tensor_cl_mem)(const kiln_tensor *, cl_mem *, size_t *);
+
+  /* elementwise family */
+  kiln_status (*unary)(kiln_context *, kiln_unary_op, const kiln_tensor *, kiln_tensor **);
+  kiln_status (*binary)(kiln_context *, kiln_binary_op, const kiln_tensor *,
+                        const kiln_tensor *, kiln_tensor **);
+  kiln_status (*binary_scalar)(kiln_context *, kiln_binary_op, const kiln_tensor *, kiln_scalar,
+                               int, kiln_tensor **);
+  kiln_status (*where)(kiln_context *, const kiln_tensor *, const kiln_tensor *,
+                       const kiln_tensor *, kiln_tensor **);
+  kiln_status (*clamp)(kiln_context *, const kiln_tensor *, kiln_scalar, kiln_scalar,
+                       kiln_tensor **);
+  kiln_status (*cast)(kiln_context *, const kiln_tensor *, kiln_dtype, kiln_tensor **);
+  kiln_status (*copy)(kiln_context *, const kiln_tensor *, kiln_tensor *);
+} kiln_provider;
+
+/** Type of kiln_get_provider, for dlsym(). */
+typedef kiln_status (*kiln_get_provider_fn)(uint32_t abi_version, const kiln_provider **out);
+
+/**
+ * Hands out the library's provider table (static; never freed).
+ * @return KILN_OK; KILN_ERR_INVALID_ARGUMENT for NULL out; KILN_ERR_ABI when
+ *         abi_version is not the library's KILN_PROVIDER_ABI (*out is then set
+ *         to NULL and the message names both versions).
+ */
+KILN_API kiln_status kiln_get_provider(uint32_t abi_version, const kiln_provider **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

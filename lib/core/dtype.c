@@ -1,0 +1,145 @@
+#include <string.h>
+
+#include "core/dtype_traits.h"
+#include "core/error.h"
+
+size_t
+kiln_dtype_size(kiln_dtype dtype)
+{
+  switch (dtype) {
+#define X(name, ctype, cltype, size, text) \
+  case KILN_##name:                        \
+    return size;
+    KILN_DTYPE_MAP(X)
+#undef X
+  case KILN_DTYPE_COUNT:
+    break;
+  }
+  return 0;
+}
+
+const char *
+kiln_dtype_name(kiln_dtype dtype)
+{
+  switch (dtype) {
+#define X(name, ctype, cltype, size, text) \
+  case KILN_##name:                        \
+    return text;
+    KILN_DTYPE_MAP(X)
+#undef X
+  case KILN_DTYPE_COUNT:
+    break;
+  }
+  return "?";
+}
+
+const char *
+kiln__dtype_cl_name(kiln_dtype dtype)
+{
+  switch (dtype) {
+#define X(name, ctype, cltype, size, text) \
+  case KILN_##name:                        \
+    return #cltype;
+    KILN_DTYPE_MAP(X)
+#undef X
+  case KILN_DTYPE_COUNT:
+    break;
+  }
+  return "?";
+}
+
+kiln_status
+kiln_dtype_from_name(const char *name, kiln_dtype *out)
+{
+  KILN_RETURN_IF(!name || !out, KILN_ERR_INVALID_ARGUMENT, "kiln_dtype_from_name",
+                 "NULL argument");
+  for (int d = 0; d < KILN_DTYPE_COUNT; d++) {
+    if (strcmp(name, kiln_dtype_name((kiln_dtype)d)) == 0) {
+      *out = (kiln_dtype)d;
+      return KILN_OK;
+    }
+  }
+  return kiln__fail(KILN_ERR_INVALID_ARGUMENT, "kiln_dtype_from_name",
+                    0, "unknown dtype '%s' (expected f32, f64, i32, i64, u8 or bool)", name);
+}
+
+int
+kiln__dtype_valid(kiln_dtype dtype)
+{
+  return (int)dtype >= 0 && dtype < KILN_DTYPE_COUNT;
+}
+
+unsigned
+kiln__dtype_class_mask(enum kiln__dtype_class cls)
+{
+  const unsigned f = KILN__DT_BIT(KILN_F32) | KILN__DT_BIT(KILN_F64);
+  const unsigned i = KILN__DT_BIT(KILN_I32) | KILN__DT_BIT(KILN_I64) | KILN__DT_BIT(KILN_U8);
+  switch (cls) {
+  case KILN__CLASS_ALL:
+    return f | i | KILN__DT_BIT(KILN_BOOL);
+  case KILN__CLASS_NUM:
+    return f | i;
+  case KILN__CLASS_FLOAT:
+    return f;
+  case KILN__CLASS_INT:
+    return i | KILN__DT_BIT(KILN_BOOL);
+  case KILN__CLASS_INTNB:
+    return i;
+  }
+  return 0;
+}
+
+void
+kiln__scalar_to_bytes(kiln_scalar s, kiln_dtype dtype, void *out)
+{
+  /* Same rules as kiln_cast(): float to int saturates (NaN to 0), int to int wraps. */
+  switch (dtype) {
+  case KILN_F32: {
+    float v = s.is_integer ? (float)s.i : (float)s.f;
+    memcpy(out, &v, 4);
+    return;
+  }
+  case KILN_F64: {
+    double v = s.is_integer ? (double)s.i : s.f;
+    memcpy(out, &v, 8);
+    return;
+  }
+  default:
+    break;
+  }
+  int64_t v;
+  if (s.is_integer) {
+    v = s.i;
+  } else if (s.f != s.f) {
+    v = 0;
+  } else if (dtype == KILN_BOOL) {
+    v = s.f != 0.0;
+  } else {
+    double lo = dtype == KILN_I32 ? -2147483648.0 : dtype == KILN_U8 ? 0.0 : -9223372036854775808.0;
+    double hi = dtype == KILN_I32 ? 2147483647.0 : dtype == KILN_U8 ? 255.0 : 9223372036854775807.0;
+    double t = s.f < lo ? lo : s.f > hi ? hi : s.f;
+    v = t >= 9223372036854775807.0 ? INT64_MAX : (int64_t)t;
+  }
+  switch (dtype) {
+  case KILN_I32: {
+    int32_t w = (int32_t)(uint32_t)(uint64_t)v;
+    memcpy(out, &w, 4);
+    return;
+  }
+  case KILN_I64:
+    memcpy(out, &v, 8);
+    return;
+  case KILN_U8: {
+    uint8_t w = (uint8_t)(uint64_t)v;
+    memcpy(out, &w, 1);
+    return;
+  }
+  case KILN_BOOL: {
+    uint8_t w = v != 0;
+    memcpy(out, &w, 1);
+    return;
+  }
+  default:
+    return;
+  }
+}

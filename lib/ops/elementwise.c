@@ -1,0 +1,387 @@
+/* Elementwise family: unary, binary (with broadcasting and scalar forms), where, clamp, cast, copy. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/dtype_traits.h"
+#include "core/error.h"
+#include "kiln/elementwise.h"
+#include "runtime/runtime.h"
+
+enum result_kind { RES_SAME, RES_BOOL };
+
+struct op_row {
+  const char *name;
+  enum kiln__dtype_class cls;
+  enum result_kind res;
+};
+
+static const struct op_row unary_rows[] = {
+#define X(E, n, cls, res, expr) {#n, KILN__CLASS_##cls, RES_##res},
+    KILN_UNARY_OPS(X)
+#undef X
+};
+
+static const struct op_row binary_rows[] = {
+#define X(E, n, cls, res, expr) {#n, KILN__CLASS_##cls, RES_##res},
+    KILN_BINARY_OPS(X)
+#undef X
+};
+
+const char *
+kiln_unary_op_name(kiln_unary_op op)
+{
+  return (unsigned)op < KILN_UNARY_OP_COUNT ? unary_rows[op].name : "?";
+}
+
+const char *
+kiln_binary_op_name(kiln_binary_op op)
+{
+  return (unsigned)op < KILN_BINARY_OP_COUNT ? binary_rows[op].name : "?";
+}
+
+static int
+row_supports(const struct op_row *row, kiln_dtype dtype)
+{
+  return kiln__dtype_valid(dtype) && (kiln__dtype_class_mask(row->cls) & KILN__DT_BIT(dtype));
+}
+
+int
+kiln_unary_op_supports(kiln_unary_op op, kiln_dtype dtype)
+{
+  return (unsigned)op < KILN_UNARY_OP_COUNT && row_supports(&unary_rows[op], dtype);
+}
+
+int
+kiln_binary_op_supports(kiln_binary_op op, kiln_dtype dtype)
+{
+  return (unsigned)op < KILN_BINARY_OP_COUNT && row_supports(&binary_rows[op], dtype);
+}
+
+static kiln_dtype
+result_dtype(const struct op_row *row, kiln_dtype in)
+{
+  return row->res == RES_BOOL ? KILN_BOOL : in;
+}
+
+static kiln_status
+check_supports(const char *op, const struct op_row *row, kiln_dtype dtype)
+{
+  if (row_supports(row, dtype))
+    return KILN_OK;
+  static const char *const class_text[] = {"any dtype", "f32, f64, i32, i64, u8", "f32, f64",
+                                           "i32, i64, u8, bool", "i32, i64, u8"};
+  return kiln__fail(KILN_ERR_DTYPE, op, 0, "%s does not accept %s (accepts %s)", row->name,
+                    kiln_dtype_name(dtype), class_text[row->cls]);
+}
+
+/* Kernel `name` of the elementwise (or cast) program for dtype, compiled on first use. */
+static kiln_status
+get_kernel(const char *op, kiln_context *ctx, const char *source, kiln_dtype dtype,
+           const char *name, cl_kernel *k)
+{
+  char options[160];
+  kiln__dtype_options(dtype, options, sizeof options);
+  if (strcmp(source, "cast") == 0 && ctx->info.has_fp64)
+    strncat(options, " -DKILN_FP64=1", sizeof options - strlen(options) - 1);
+  return kiln__kernel_get(op, ctx, source, options, name, k);
+}
+
+static uint64_t
+elem_offset(const kiln_tensor *t)
+{
+  return t->offset / kiln_dtype_size(t->dtype);
+}
+
+/* Sets the (buffer, element offset) argument pair at i and i+1; a NULL tensor passes a NULL buffer. */
+static kiln_status
+tensor_args(const char *op, cl_kernel k, cl_uint i, const kiln_tensor *t)
+{
+  cl_mem m = t ? t->mem : NULL;
+  cl_ulong off = t ? elem_offset(t) : 0;
+  KILN_TRY(kiln__arg(op, k, i, sizeof m, &m));
+  return kiln__arg(op, k, i + 1, sizeof off, &off);
+}
+
+/* Enqueues a kernel of the form k(in, inoff, out, outoff, n [, extra args]) under the lock. */
+static kiln_status
+run_map(const char *op, kiln_context *ctx, const char *source, kiln_dtype dtype, const char *kname,
+        const kiln_tensor *in, kiln_tensor *out, const void *extra, size_t extra_size,
+        size_t nextra)
+{
+  cl_kernel k;
+  KILN_TRY(get_kernel(op, ctx, source, dtype, kname, &k));
+  cl_ulong n = out->numel;
+  KILN_TRY(tensor_args(op, k, 0, in));
+  KILN_TRY(tensor_args(op, k, 2, out));
+  KILN_TRY(kiln__arg(op, k, 4, sizeof n, &n));
+  for (size_t i = 0; i < nextra; i++)
+    KILN_TRY(kiln__arg(op, k, (cl_uint)(5 + i), extra_size, (const char *)extra + i * extra_size));
+  return kiln__launch_1d(op, ctx, k, n);
+}
+
+/* The shared prologue: handles, context, op range. */
+static kiln_status
+check_common(const char *op, kiln_context *ctx, kiln_tensor **out)
+{
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
+  return KILN_OK;
+}
+
+kiln_status
+kiln_unary(kiln_context *ctx, kiln_unary_op uop, const kiln_tensor *x, kiln_tensor **out)
+{
+  char op[64];
+  snprintf(op, sizeof op, "kiln_unary(%s)", kiln_unary_op_name(uop));
+  KILN_TRY(check_common(op, ctx, out));
+  KILN_RETURN_IF((unsigned)uop >= KILN_UNARY_OP_COUNT, KILN_ERR_INVALID_ARGUMENT, op,
+                 "unknown unary op %d", (int)uop);
+  KILN_TRY(kiln__tensor_check(op, x, ctx));
+  const struct op_row *row = &unary_rows[uop];
+  KILN_TRY(check_supports(op, row, x->dtype));
+  int made;
+  KILN_TRY(kiln__output_prepare(op, ctx, result_dtype(row, x->dtype), &x->shape, out, &made));
+  char kname[64];
+  snprintf(kname, sizeof kname, "unary_%s", row->name);
+  pthread_mutex_lock(&ctx->lock);
+  kiln_status s = run_map(op, ctx, "elementwise", x->dtype, kname, x, *out, NULL, 0, 0);
+  pthread_mutex_unlock(&ctx->lock);
+  if (s != KILN_OK)
+    kiln__output_discard(out, made);
+  return s;
+}
+
+/*
+ * Shared body of kiln_binary and kiln_binary_scalar: a or b may be NULL,
+ * standing for the scalar (already converted to the tensor's dtype).
+ */
+static kiln_status
+binary_run(const char *op, kiln_context *ctx, kiln_binary_op bop, const kiln_tensor *a,
+           const kiln_tensor *b, const unsigned char *scalar, kiln_tensor **out)
+{
+  const struct op_row *row = &binary_rows[bop];
+  const kiln_tensor *t = a ? a : b;
+  kiln__shape shape = t->shape;
+  if (a && b)
+    KILN_TRY(kiln__shape_broadcast(op, &a->shape, &b->shape, &shape));
+  int made;
+  KILN_TRY(kiln__output_prepare(op, ctx, result_dtype(row, t->dtype), &shape, out, &made));
+
+  kiln__bcast plan;
+  int flat = 1;
+  uint32_t ndim = 0;
+  if (a && b) {
+    const kiln__shape *ops[2] = {&a->shape, &b->shape};
+    ndim = kiln__bcast_plan(&shape, ops, 2, &plan, &flat);
+  } else {
+    memset(&plan, 0, sizeof plan);
+  }
+  cl_uint flags = (a ? 0u : 1u) | (b ? 0u : 2u) | (flat ? 0u : 4u);
+  unsigned char zero[8] = {0};
+  size_t esz = kiln_dtype_size(t->dtype);
+  char kname[64];
+  snprintf(kname, sizeof kname, "binary_%s", row->name);
+
+  pthread_mutex_lock(&ctx->lock);
+  cl_kernel k;
+  cl_ulong n = (*out)->numel;
+  kiln_status s = get_kernel(op, ctx, "elementwise", t->dtype, kname, &k);
+  if (s == KILN_OK)
+    s = tensor_args(op, k, 0, a);
+  if (s == KILN_OK)
+    s = kiln__arg(op, k, 2, esz, a ? zero : scalar);
+  if (s == KILN_OK)
+    s = tensor_args(op, k, 3, b);
+  if (s == KILN_OK)
+    s = kiln__arg(op, k, 5, esz, b ? zero : scalar);
+  if (s == KILN_OK)
+    s = tensor_args(op, k, 6, *out);
+  if (s == KILN_OK)
+    s = kiln__arg(op, k, 8, sizeof n, &n);
+  if (s == KILN_OK)
+    s = kiln__arg(op, k, 9, sizeof ndim, &ndim);
+  if (s == KILN_OK)
+    s = kiln__arg(op, k, 10, sizeof plan, &plan);
+  if (s == KILN_OK)
+    s = kiln__arg(op, k, 11, sizeof flags, &flags);
+  if (s == KILN_OK)
+    s = kiln__launch_1d(op, ctx, k, n);
+  pthread_mutex_unlock(&ctx->lock);
+  if (s != KILN_OK)
+    kiln__output_discard(out, made);
+  return s;
+}
+
+static kiln_status
+check_binary_op(const char *op, kiln_binary_op bop)
+{
+  KILN_RETURN_IF((unsigned)bop >= KILN_BINARY_OP_COUNT, KILN_ERR_INVALID_ARGUMENT, op,
+                 "unknown binary op %d", (int)bop);
+  return KILN_OK;
+}
+
+kiln_status
+kiln_binary(kiln_context *ctx, kiln_binary_op bop, const kiln_tensor *a, const kiln_tensor *b,
+            kiln_tensor **out)
+{
+  char op[64];
+  snprintf(op, sizeof op, "kiln_binary(%s)", kiln_binary_op_name(bop));
+  KILN_TRY(check_common(op, ctx, out));
+  KILN_TRY(check_binary_op(op, bop));
+  KILN_TRY(kiln__tensor_check(op, a, ctx));
+  KILN_TRY(kiln__tensor_check(op, b, ctx));
+  KILN_RETURN_IF(a->dtype != b->dtype, KILN_ERR_DTYPE, op,
+                 "inputs have different dtypes (%s and %s); cast one with kiln_cast",
+                 kiln_dtype_name(a->dtype), kiln_dtype_name(b->dtype));
+  KILN_TRY(check_supports(op, &binary_rows[bop], a->dtype));
+  return binary_run(op, ctx, bop, a, b, NULL, out);
+}
+
+kiln_status
+kiln_binary_scalar(kiln_context *ctx, kiln_binary_op bop, const kiln_tensor *x, kiln_scalar s,
+                   int scalar_first, kiln_tensor **out)
+{
+  char op[64];
+  snprintf(op, sizeof op, "kiln_binary_scalar(%s)", kiln_binary_op_name(bop));
+  KILN_TRY(check_common(op, ctx, out));
+  KILN_TRY(check_binary_op(op, bop));
+  KILN_TRY(kiln__tensor_check(op, x, ctx));
+  KILN_TRY(check_supports(op, &binary_rows[bop], x->dtype));
+  unsigned char bytes[8];
+  kiln__scalar_to_bytes(s, x->dtype, bytes);
+  return binary_run(op, ctx, bop, scalar_first ? NULL : x, scalar_first ? x : NULL, bytes, out);
+}
+
+kiln_status
+kiln_cast(kiln_context *ctx, const kiln_tensor *x, kiln_dtype dtype, kiln_tensor **out)
+{
+  static const char op[] = "kiln_cast";
+  KILN_TRY(check_common(op, ctx, out));
+  KILN_TRY(kiln__tensor_check(op, x, ctx));
+  KILN_RETURN_IF(!kiln__dtype_valid(dtype), KILN_ERR_INVALID_ARGUMENT, op, "invalid dtype %d",
+                 (int)dtype);
+  int made;
+  KILN_TRY(kiln__output_prepare(op, ctx, dtype, &x->shape, out, &made));
+  char kname[32];
+  snprintf(kname, sizeof kname, "cast_to_%s", kiln_dtype_name(dtype));
+  pthread_mutex_lock(&ctx->lock);
+  kiln_status s = run_map(op, ctx, "cast", x->dtype, kname, x, *out, NULL, 0, 0);
+  pthread_mutex_unlock(&ctx->lock);
+  if (s != KILN_OK)
+    kiln__output_discard(out, made);
+  return s;
+}
+
+kiln_status
+kiln_clamp(kiln_context *ctx, const kiln_tensor *x, kiln_scalar lo, kiln_scalar hi,
+           kiln_tensor **out)
+{
+  static const char op[] = "kiln_clamp";
+  KILN_TRY(check_common(op, ctx, out));
+  KILN_TRY(kiln__tensor_check(op, x, ctx));
+  KILN_RETURN_IF(x->dtype == KILN_BOOL, KILN_ERR_DTYPE, op,
+                 "clamp does not accept bool (accepts f32, f64, i32, i64, u8)");
+  int made;
+  KILN_TRY(kiln__output_prepare(op, ctx, x->dtype, &x->shape, out, &made));
+  unsigned char bounds[2][8];
+  kiln__scalar_to_bytes(lo, x->dtype, bounds[0]);
+  kiln__scalar_to_bytes(hi, x->dtype, bounds[1]);
+  /* The two bounds go as consecutive dtype-sized args; pack them densely for run_map. */
+  size_t esz = kiln_dtype_size(x->dtype);
+  unsigned char packed[16];
+  memcpy(packed, bounds[0], esz);
+  memcpy(packed + esz, bounds[1], esz);
+  pthread_mutex_lock(&ctx->lock);
+  kiln_status s = run_map(op, ctx, "elementwise", x->dtype, "clamp_values", x, *out, packed, esz, 2);
+  pthread_mutex_unlock(&ctx->lock);
+  if (s != KILN_OK)
+    kiln__output_discard(out, made);
+  return s;
+}
+
+kiln_status
+kiln_where(kiln_context *ctx, const kiln_tensor *cond, const kiln_tensor *a, const kiln_tensor *b,
+           kiln_tensor **out)
+{
+  static const char op[] = "kiln_where";
+  KILN_TRY(check_common(op, ctx, out));
+  KILN_TRY(kiln__tensor_check(op, cond, ctx));
+  KILN_TRY(kiln__tensor_check(op, a, ctx));
+  KILN_TRY(kiln__tensor_check(op, b, ctx));
+  KILN_RETURN_IF(a->dtype != b->dtype, KILN_ERR_DTYPE, op,
+                 "value tensors have different dtypes (%s and %s)", kiln_dtype_name(a->dtype),
+                 kiln_dtype_name(b->dtype));
+  kiln__shape ab, shape;
+  KILN_TRY(kiln__shape_broadcast(op, &a->shape, &b->shape, &ab));
+  KILN_TRY(kiln__shape_broadcast(op, &cond->shape, &ab, &shape));
+
+  /* The kernel reads the condition as bytes; other dtypes become bool first. */
+  kiln_tensor *cbytes = NULL;
+  if (cond->dtype != KILN_BOOL && cond->dtype != KILN_U8)
+    KILN_TRY(kiln_cast(ctx, cond, KILN_BOOL, &cbytes));
+  const kiln_tensor *c = cbytes ? cbytes : cond;
+
+  int made;
+  kiln_status s = kiln__output_prepare(op, ctx, a->dtype, &shape, out, &made);
+  if (s != KILN_OK) {
+    kiln_tensor_release(cbytes);
+    return s;
+  }
+  const kiln__shape *ops[3] = {&c->shape, &a->shape, &b->shape};
+  kiln__bcast plan;
+  int flat;
+  cl_uint ndim = kiln__bcast_plan(&shape, ops, 3, &plan, &flat);
+  cl_uint flags = flat ? 0u : 4u;
+  cl_ulong n = (*out)->numel;
+
+  pthread_mutex_lock(&ctx->lock);
+  cl_kernel k;
+  s = get_kernel(op, ctx, "elementwise", a->dtype, "where_values", &k);
+  if (s == KILN_OK)
+    s = tensor_args(op, k, 0, c);
+  if (s == KILN_OK)
+    s = tensor_args(op, k, 2, a);
+  if (s == KILN_OK)
+    s = tensor_args(op, k, 4, b);
+  if (s == KILN_OK)
+    s = tensor_args(op, k, 6, *out);
+  if (s == KILN_OK)
+    s = kiln__arg(op, k, 8, sizeof n, &n);
+  if (s == KILN_OK)
+    s = kiln__arg(op, k, 9, sizeof ndim, &ndim);
+  if (s == KILN_OK)
+    s = kiln__arg(op, k, 10, sizeof plan, &plan);
+  if (s == KILN_OK)
+    s = kiln__arg(op, k, 11, sizeof flags, &flags);
+  if (s == KILN_OK)
+    s = kiln__launch_1d(op, ctx, k, n);
+  pthread_mutex_unlock(&ctx->lock);
+  kiln_tensor_release(cbytes);
+  if (s != KILN_OK)
+    kiln__output_discard(out, made);
+  return s;
+}
+
+kiln_status
+kiln_copy(kiln_context *ctx, const kiln_tensor *src, kiln_tensor *dst)
+{
+  static const char op[] = "kiln_copy";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_TRY(kiln__tensor_check(op, src, ctx));
+  KILN_TRY(kiln__tensor_check(op, dst, ctx));
+  KILN_RETURN_IF(src->dtype != dst->dtype, KILN_ERR_DTYPE, op, "dtypes differ (%s and %s)",
+                 kiln_dtype_name(src->dtype), kiln_dtype_name(dst->dtype));
+  if (!kiln__shape_equal(&src->shape, &dst->shape)) {
+    char sa[160], sb[160];
+    return kiln__fail(KILN_ERR_SHAPE, op, 0, "shapes differ (%s and %s)",
+                      kiln__shape_format(&src->shape, sa, sizeof sa),
+                      kiln__shape_format(&dst->shape, sb, sizeof sb));
+  }
+  if (src == dst || !src->nbytes)
+    return KILN_OK;
+  pthread_mutex_lock(&ctx->lock);
+  cl_int err = clEnqueueCopyBuffer(ctx->queue, src->mem, dst->mem, src->offset, dst->offset,
+                                   src->nbytes, 0, NULL, NULL);
+  pthread_mutex_unlock(&ctx->lock);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueCopyBuffer");
+}

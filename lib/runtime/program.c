@@ -1,0 +1,154 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/dtype_traits.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "kiln_cl_sources.h"
+#include "runtime/build.h"
+#include "runtime/runtime.h"
+
+const struct kiln__cl_source *
+kiln__cl_source_find(const char *name)
+{
+  for (size_t i = 0; i < KILN__CL_SOURCE_COUNT; i++)
+    if (strcmp(kiln__cl_sources[i].name, name) == 0)
+      return &kiln__cl_sources[i];
+  return NULL;
+}
+
+static struct kiln__program *
+find_program(kiln_context *ctx, const char *source, const char *options)
+{
+  for (size_t i = 0; i < ctx->nprograms; i++) {
+    struct kiln__program *p = &ctx->programs[i];
+    if (strcmp(p->source, source) == 0 && strcmp(p->options, options) == 0)
+      return p;
+  }
+  return NULL;
+}
+
+static kiln_status
+add_program(const char *op, kiln_context *ctx, const char *source, const char *options,
+            struct kiln__program **out)
+{
+  const struct kiln__cl_source *src = kiln__cl_source_find(source);
+  if (!src)
+    return kiln__fail(KILN_ERR_INTERNAL, op, 0, "no embedded kernel source named \"%s\"", source);
+  if (ctx->nprograms == ctx->cap_programs) {
+    size_t ncap = ctx->cap_programs ? ctx->cap_programs * 2 : 16;
+    struct kiln__program *n = realloc(ctx->programs, ncap * sizeof *n);
+    KILN_RETURN_IF(!n, KILN_ERR_HOST_MEMORY, op, "cannot grow the program registry");
+    ctx->programs = n;
+    ctx->cap_programs = ncap;
+  }
+  cl_program prog = NULL;
+  KILN_TRY(kiln__program_build(op, ctx, src, options, &prog));
+  struct kiln__program *p = &ctx->programs[ctx->nprograms];
+  memset(p, 0, sizeof *p);
+  p->source = strdup(source);
+  p->options = strdup(options);
+  if (!p->source || !p->options) {
+    free(p->source);
+    free(p->options);
+    clReleaseProgram(prog);
+    return kiln__fail(KILN_ERR_HOST_MEMORY, op, 0, "cannot record a program");
+  }
+  p->program = prog;
+  ctx->nprograms++;
+  *out = p;
+  return KILN_OK;
+}
+
+kiln_status
+kiln__kernel_get(const char *op, kiln_context *ctx, const char *source, const char *options,
+                 const char *kernel, cl_kernel *out)
+{
+  struct kiln__program *p = find_program(ctx, source, options);
+  if (!p)
+    KILN_TRY(add_program(op, ctx, source, options, &p));
+  for (size_t i = 0; i < p->nkernels; i++) {
+    if (strcmp(p->kernels[i].name, kernel) == 0) {
+      *out = p->kernels[i].kernel;
+      return KILN_OK;
+    }
+  }
+  cl_int err;
+  cl_kernel k = clCreateKernel(p->program, kernel, &err);
+  if (!k)
+    return kiln__fail(err == CL_INVALID_KERNEL_NAME ? KILN_ERR_INTERNAL : kiln__status_from_cl(err),
+                      op, err, "clCreateKernel(%s) in %s failed: %s", kernel, source,
+                      kiln__cl_error_name(err));
+  struct kiln__kernel *nk = realloc(p->kernels, (p->nkernels + 1) * sizeof *nk);
+  char *name = strdup(kernel);
+  if (!nk || !name) {
+    if (nk)
+      p->kernels = nk;
+    free(name);
+    clReleaseKernel(k);
+    return kiln__fail(KILN_ERR_HOST_MEMORY, op, 0, "cannot record a kernel");
+  }
+  p->kernels = nk;
+  p->kernels[p->nkernels].name = name;
+  p->kernels[p->nkernels].kernel = k;
+  p->nkernels++;
+  *out = k;
+  return KILN_OK;
+}
+
+void
+kiln__programs_destroy(kiln_context *ctx)
+{
+  for (size_t i = 0; i < ctx->nprograms; i++) {
+    struct kiln__program *p = &ctx->programs[i];
+    for (size_t k = 0; k < p->nkernels; k++) {
+      clReleaseKernel(p->kernels[k].kernel);
+      free(p->kernels[k].name);
+    }
+    free(p->kernels);
+    clReleaseProgram(p->program);
+    free(p->source);
+    free(p->options);
+  }
+  free(ctx->programs);
+  ctx->programs = NULL;
+  ctx->nprograms = ctx->cap_programs = 0;
+}
+
+kiln_status
+kiln__arg(const char *op, cl_kernel k, cl_uint i, size_t size, const void *value)
+{
+  cl_int err = clSetKernelArg(k, i, size, value);
+  if (err != CL_SUCCESS)
+    return kiln__fail(kiln__status_from_cl(err), op, err, "clSetKernelArg(%u) failed: %s", i,
+                      kiln__cl_error_name(err));
+  return KILN_OK;
+}
+
+kiln_status
+kiln__launch_1d(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n)
+{
+  if (n == 0)
+    return KILN_OK;
+  size_t local = ctx->wg_size;
+  /* Enough groups to fill the device several times over; the kernels loop over the rest. */
+  uint64_t max_groups = (uint64_t)(ctx->info.compute_units ? ctx->info.compute_units : 1) * 64;
+  uint64_t groups = (n + local - 1) / local;
+  if (groups > max_groups)
+    groups = max_groups;
+  size_t global = (size_t)(groups * local);
+  cl_int err = clEnqueueNDRangeKernel(ctx->queue, k, 1, NULL, &global, &local, 0, NULL, NULL);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueNDRangeKernel");
+}
+
+void
+kiln__dtype_options(kiln_dtype dtype, char *buf, size_t len)
+{
+  static const char *const ids[] = {
+#define X(name, ctype, cltype, size, text) "KILN_DT_" #name,
+      KILN_DTYPE_MAP(X)
+#undef X
+  };
+  snprintf(buf, len, "-cl-std=CL1.2 -DT=%s -D%s=1", kiln__dtype_cl_name(dtype), ids[dtype]);
+}

@@ -1,0 +1,126 @@
+/* Internal runtime objects: contexts, tensors, the buffer pool and the program registry. */
+#ifndef KILN_RUNTIME_H
+#define KILN_RUNTIME_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "core/shape.h"
+#include "kiln/context.h"
+#include "kiln/tensor.h"
+
+#define KILN__CTX_MAGIC 0x6b636f6eu  /* "kcon" */
+#define KILN__TENSOR_MAGIC 0x6b74656eu /* "kten" */
+#define KILN__DEAD_MAGIC 0xdeadbeefu
+
+struct kiln__pooled {
+  cl_mem mem;
+  uint64_t size;
+};
+
+struct kiln__pool {
+  struct kiln__pooled *free;
+  size_t nfree, cap;
+  uint64_t limit;
+  kiln_pool_stats stats;
+};
+
+struct kiln__kernel {
+  char *name;
+  cl_kernel kernel;
+};
+
+struct kiln__program {
+  char *source; /* embedded source name */
+  char *options;
+  cl_program program;
+  struct kiln__kernel *kernels;
+  size_t nkernels;
+};
+
+struct kiln_context {
+  uint32_t magic;
+  int released;  /* kiln_context_release() ran; struct lives on while tensors refer to it */
+  int64_t refs;  /* 1 for the caller plus one per live tensor */
+  pthread_mutex_t lock; /* guards everything below; held across an op's enqueue */
+  cl_platform_id platform;
+  cl_context cl;
+  cl_device_id device;
+  cl_command_queue queue;
+  kiln_device_info info;
+  size_t wg_size; /* default work-group size for 1-D kernels */
+  struct kiln__pool pool;
+  struct kiln__program *programs;
+  size_t nprograms, cap_programs;
+};
+
+struct kiln_tensor {
+  uint32_t magic;
+  kiln_context *ctx;
+  cl_mem mem;          /* NULL for empty tensors */
+  uint64_t offset;     /* bytes from the start of mem */
+  uint64_t capacity;   /* pooled allocation size; 0 when wrapped */
+  int wrapped;
+  kiln_dtype dtype;
+  kiln__shape shape;
+  uint64_t numel;
+  uint64_t nbytes;
+};
+
+/* Handle checks; each records a message naming op on failure. */
+kiln_status kiln__ctx_check(const char *op, const kiln_context *ctx);
+kiln_status kiln__tensor_check(const char *op, const kiln_tensor *t, const kiln_context *ctx);
+
+/* Drops one context reference; the last one frees the struct (through the quarantine). */
+void kiln__ctx_unref(kiln_context *ctx);
+
+/* Device enumeration and selection (device.c). */
+kiln_status kiln__device_query(cl_platform_id platform, cl_device_id device, kiln_device_info *out);
+kiln_status kiln__device_select(const char *op, const char *selector, cl_platform_id *platform,
+                                cl_device_id *device);
+
+/* Buffer pool (pool.c); called with ctx->lock held. */
+kiln_status kiln__pool_alloc(kiln_context *ctx, uint64_t bytes, cl_mem *mem, uint64_t *capacity);
+void kiln__pool_free(kiln_context *ctx, cl_mem mem, uint64_t capacity);
+void kiln__pool_trim_locked(kiln_context *ctx, uint64_t keep_bytes);
+void kiln__pool_destroy(kiln_context *ctx);
+
+/*
+ * Creates a tensor of the given shape with ctx->lock held (op results).
+ * Validates nothing beyond byte-size limits: callers pass checked shapes.
+ */
+kiln_status kiln__tensor_new_locked(const char *op, kiln_context *ctx, kiln_dtype dtype,
+                                    const kiln__shape *shape, kiln_tensor **out);
+
+/*
+ * Resolves the output of an op: allocates when *out is NULL, else checks
+ * that *out matches shape, dtype and context. Sets *made when it allocated.
+ */
+kiln_status kiln__output_prepare(const char *op, kiln_context *ctx, kiln_dtype dtype,
+                                 const kiln__shape *shape, kiln_tensor **out, int *made);
+
+/* Releases a tensor made by kiln__output_prepare on a failure path. */
+void kiln__output_discard(kiln_tensor **out, int made);
+
+/*
+ * Program registry (program.c): the kernel `kernel` of embedded source
+ * `source` built with `options`, compiled on first use per context. Called
+ * with ctx->lock held. The returned kernel is owned by the context.
+ */
+kiln_status kiln__kernel_get(const char *op, kiln_context *ctx, const char *source,
+                             const char *options, const char *kernel, cl_kernel *out);
+void kiln__programs_destroy(kiln_context *ctx);
+
+/* Enqueues a 1-D grid-stride kernel over n items (ctx->lock held). */
+kiln_status kiln__launch_1d(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n);
+
+/* Sets kernel argument i, recording a message naming op on failure. */
+kiln_status kiln__arg(const char *op, cl_kernel k, cl_uint i, size_t size, const void *value);
+
+/* Build options every program gets for dtype (the -D that select T). */
+void kiln__dtype_options(kiln_dtype dtype, char *buf, size_t len);
+
+/* Bounded quarantine for released handles, so later misuse reads poisoned memory, not freed memory. */
+void kiln__quarantine(void *p);
+
+#endif
