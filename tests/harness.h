@@ -1,0 +1,55 @@
+/*
+ * Shared helpers for the Check suites.
+ *
+ * Device suites run with CK_FORK=no (set in tests/meson.build): OpenCL
+ * implementations start threads, and forking after that is unsafe. Each
+ * suite binary calls harness_main(), which exits 77 (meson: skipped) when no
+ * OpenCL device exists, points KILN_CACHE_DIR at a fresh temp directory and
+ * runs the suite.
+ */
+#ifndef KILN_TESTS_HARNESS_H
+#define KILN_TESTS_HARNESS_H
+
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kiln.h"
+
+/* Fails the test with kiln's last error message when call does not return KILN_OK. */
+#define KOK(call)                                                                          \
+  do {                                                                                     \
+    kiln_status kok_s_ = (call);                                                           \
+    ck_assert_msg(kok_s_ == KILN_OK, "%s returned %s: %s", #call, kiln_status_name(kok_s_), \
+                  kiln_last_error());                                                      \
+  } while (0)
+
+/* Expects a specific status and a non-empty message naming the failed operation. */
+#define KEXPECT(call, status)                                                              \
+  do {                                                                                     \
+    kiln_status ke_s_ = (call);                                                            \
+    ck_assert_msg(ke_s_ == (status), "%s returned %s, expected %s (%s)", #call,            \
+                  kiln_status_name(ke_s_), kiln_status_name(status), kiln_last_error());   \
+    ck_assert_msg(kiln_last_error()[0] != 0, "%s left no error message", #call);           \
+  } while (0)
+
+/* The context shared by the tests of one suite binary (created on first use). */
+kiln_context *harness_ctx(void);
+
+/* Nonzero if the harness context's device supports f64. */
+int harness_has_fp64(void);
+
+/* A fresh temporary directory (mkdtemp under $TMPDIR or /tmp); never NULL; the caller frees. */
+char *harness_tempdir(void);
+
+/* Removes a directory tree (best effort). */
+void harness_rmtree(const char *path);
+
+/*
+ * Runs suite: exits 77 if needs_device and no OpenCL device exists, else sets
+ * a private KILN_CACHE_DIR and runs all tests, returning the exit status.
+ */
+int harness_main(Suite *suite, int needs_device);
+
+#endif
