@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Debian packages kiln needs to build, test and run on PoCL (CPU OpenCL).
+# Idempotent: does nothing when everything is present.
+set -euo pipefail
+pkgs=(meson ninja-build pkg-config gcc make python3 ocl-icd-opencl-dev opencl-headers
+      pocl-opencl-icd clinfo check libxxhash-dev libclblast-dev libclfft-dev libvkfft-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  echo "installing: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,299 @@
+/* Unit suite: status map, dtypes, shape arithmetic, broadcasting, scalar conversion. No device. */
+#include <math.h>
+#include <string.h>
+
+#include "core/dtype_traits.h"
+#include "core/error.h"
+#include "core/shape.h"
+#include "harness.h"
+
+START_TEST(status_names_are_unique_and_complete)
+{
+  static const kiln_status all[] = {
+#define X(name, value, text) KILN_##name,
+      KILN_STATUS_MAP(X)
+#undef X
+  };
+  size_t n = sizeof all / sizeof all[0];
+  for (size_t i = 0; i < n; i++) {
+    ck_assert_int_eq((int)all[i], (int)i); /* dense and stable numbering */
+    ck_assert_ptr_nonnull(strstr(kiln_status_name(all[i]), "KILN_"));
+    ck_assert_str_ne(kiln_status_string(all[i]), "unknown status");
+    for (size_t j = 0; j < i; j++)
+      ck_assert_str_ne(kiln_status_name(all[i]), kiln_status_name(all[j]));
+  }
+  ck_assert_str_eq(kiln_status_name(KILN_OK), "KILN_OK");
+  ck_assert_str_eq(kiln_status_name(KILN_ERR_SHAPE), "KILN_ERR_SHAPE");
+  ck_assert_str_eq(kiln_status_name((kiln_status)9999), "KILN_UNKNOWN");
+  ck_assert_str_eq(kiln_status_string((kiln_status)-3), "unknown status");
+}
+END_TEST
+
+START_TEST(error_record_keeps_op_message_and_raw_code)
+{
+  kiln_clear_error();
+  ck_assert_str_eq(kiln_last_error(), "");
+  ck_assert_int_eq(kiln_last_error_status(), KILN_OK);
+  kiln_status s = kiln__fail(KILN_ERR_SHAPE, "kiln_binary(add)", 0, "shapes %s and %s", "[3,4]",
+                             "[5]");
+  ck_assert_int_eq(s, KILN_ERR_SHAPE);
+  ck_assert_str_eq(kiln_last_error(), "kiln_binary(add): shapes [3,4] and [5]");
+  ck_assert_str_eq(kiln_last_error_op(), "kiln_binary(add)");
+  ck_assert_int_eq(kiln_last_error_status(), KILN_ERR_SHAPE);
+  s = kiln__fail_cl("kiln_tensor_create", -4, "clCreateBuffer");
+  ck_assert_int_eq(s, KILN_ERR_DEVICE_MEMORY);
+  ck_assert_int_eq(kiln_last_error_code(), -4);
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "CL_MEM_OBJECT_ALLOCATION_FAILURE"));
+  ck_assert_int_eq(kiln__status_from_cl(-11), KILN_ERR_BUILD);
+  ck_assert_int_eq(kiln__status_from_cl(-6), KILN_ERR_HOST_MEMORY);
+  ck_assert_int_eq(kiln__status_from_cl(-5), KILN_ERR_DEVICE_MEMORY);
+  ck_assert_int_eq(kiln__status_from_cl(-38), KILN_ERR_OPENCL);
+  ck_assert_str_eq(kiln__cl_error_name(-9999), "CL_UNKNOWN_ERROR");
+  /* A very long message is truncated, not overflowed. */
+  char big[5000];
+  memset(big, 'x', sizeof big - 1);
+  big[sizeof big - 1] = 0;
+  kiln__fail(KILN_ERR_INTERNAL, "op", 0, "%s", big);
+  ck_assert_uint_lt(strlen(kiln_last_error()), 2048);
+  kiln_clear_error();
+  ck_assert_str_eq(kiln_last_error(), "");
+}
+END_TEST
+
+START_TEST(dtype_traits)
+{
+  ck_assert_uint_eq(kiln_dtype_size(KILN_F32), 4);
+  ck_assert_uint_eq(kiln_dtype_size(KILN_F64), 8);
+  ck_assert_uint_eq(kiln_dtype_size(KILN_I32), 4);
+  ck_assert_uint_eq(kiln_dtype_size(KILN_I64), 8);
+  ck_assert_uint_eq(kiln_dtype_size(KILN_U8), 1);
+  ck_assert_uint_eq(kiln_dtype_size(KILN_BOOL), 1);
+  ck_assert_uint_eq(kiln_dtype_size(KILN_DTYPE_COUNT), 0);
+  ck_assert_uint_eq(kiln_dtype_size((kiln_dtype)-1), 0);
+  ck_assert_str_eq(kiln_dtype_name((kiln_dtype)77), "?");
+  for (int d = 0; d < KILN_DTYPE_COUNT; d++) {
+    kiln_dtype back;
+    KOK(kiln_dtype_from_name(kiln_dtype_name((kiln_dtype)d), &back));
+    ck_assert_int_eq(back, d);
+  }
+  kiln_dtype x;
+  KEXPECT(kiln_dtype_from_name("float128", &x), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_dtype_from_name(NULL, &x), KILN_ERR_INVALID_ARGUMENT);
+  ck_assert_str_eq(kiln__dtype_cl_name(KILN_I64), "long");
+  ck_assert_str_eq(kiln__dtype_cl_name(KILN_BOOL), "uchar");
+  ck_assert(kiln__dtype_class_mask(KILN__CLASS_FLOAT) & KILN__DT_BIT(KILN_F64));
+  ck_assert(!(kiln__dtype_class_mask(KILN__CLASS_NUM) & KILN__DT_BIT(KILN_BOOL)));
+  ck_assert(kiln__dtype_class_mask(KILN__CLASS_INT) & KILN__DT_BIT(KILN_BOOL));
+  ck_assert(!(kiln__dtype_class_mask(KILN__CLASS_INTNB) & KILN__DT_BIT(KILN_BOOL)));
+}
+END_TEST
+
+START_TEST(shape_make_counts_and_rejects)
+{
+  kiln__shape s;
+  uint64_t n, b;
+  int64_t d3[] = {2, 3, 4};
+  KOK(kiln__shape_make("t", 3, d3, 8, &s, &n, &b));
+  ck_assert_uint_eq(n, 24);
+  ck_assert_uint_eq(b, 192);
+  KOK(kiln__shape_make("t", 0, NULL, 4, &s, &n, &b));
+  ck_assert_uint_eq(n, 1); /* 0-d tensor holds one element */
+  int64_t zero[] = {5, 0, 7};
+  KOK(kiln__shape_make("t", 3, zero, 4, &s, &n, &b));
+  ck_assert_uint_eq(n, 0);
+  ck_assert_uint_eq(b, 0);
+  /* A zero dimension makes any product empty, even one that would overflow. */
+  int64_t zbig[] = {INT64_MAX, 0, INT64_MAX};
+  KOK(kiln__shape_make("t", 3, zbig, 8, &s, &n, &b));
+  ck_assert_uint_eq(n, 0);
+  int64_t neg[] = {3, -1};
+  KEXPECT(kiln__shape_make("t", 2, neg, 4, &s, &n, &b), KILN_ERR_SHAPE);
+  int64_t big[] = {1ll << 32, 1ll << 32};
+  KEXPECT(kiln__shape_make("t", 2, big, 4, &s, &n, &b), KILN_ERR_OVERFLOW);
+  int64_t bytes_big[] = {1ll << 61};
+  KEXPECT(kiln__shape_make("t", 1, bytes_big, 8, &s, &n, &b), KILN_ERR_OVERFLOW);
+  int64_t nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+  KEXPECT(kiln__shape_make("t", 9, nine, 4, &s, &n, &b), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln__shape_make("t", 2, NULL, 4, &s, &n, &b), KILN_ERR_INVALID_ARGUMENT);
+  int64_t eight[8] = {2, 2, 2, 2, 2, 2, 2, 2};
+  KOK(kiln__shape_make("t", 8, eight, 1, &s, &n, &b));
+  ck_assert_uint_eq(n, 256);
+}
+END_TEST
+
+static kiln__shape
+mk(size_t nd, const int64_t *d)
+{
+  kiln__shape s;
+  ck_assert_int_eq(kiln__shape_make("t", nd, d, 1, &s, NULL, NULL), KILN_OK);
+  return s;
+}
+
+START_TEST(broadcast_rules)
+{
+  char buf[64];
+  kiln__shape out;
+  int64_t a1[] = {3, 1, 5}, b1[] = {4, 1};
+  kiln__shape a = mk(3, a1), b = mk(2, b1);
+  KOK(kiln__shape_broadcast("t", &a, &b, &out));
+  ck_assert_str_eq(kiln__shape_format(&out, buf, sizeof buf), "[3,4,5]");
+  int64_t a2[] = {3, 4}, b2[] = {5};
+  a = mk(2, a2);
+  b = mk(1, b2);
+  KEXPECT(kiln__shape_broadcast("kiln_binary(add)", &a, &b, &out), KILN_ERR_SHAPE);
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "[3,4]"));
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "[5]"));
+  /* Zero broadcasts against 1 and against 0, never against another size. */
+  int64_t z[] = {0}, one[] = {1}, two[] = {2};
+  a = mk(1, z);
+  b = mk(1, one);
+  KOK(kiln__shape_broadcast("t", &a, &b, &out));
+  ck_assert_int_eq(out.dims[0], 0);
+  b = mk(1, two);
+  KEXPECT(kiln__shape_broadcast("t", &a, &b, &out), KILN_ERR_SHAPE);
+  /* 0-d against anything gives the other shape. */
+  a = mk(0, NULL);
+  b = mk(3, a1);
+  KOK(kiln__shape_broadcast("t", &a, &b, &out));
+  ck_assert_str_eq(kiln__shape_format(&out, buf, sizeof buf), "[3,1,5]");
+}
+END_TEST
+
+START_TEST(broadcast_plan_merges_dimensions)
+{
+  kiln__bcast plan;
+  int flat;
+  int64_t o[] = {3, 4, 5}, a1[] = {3, 4, 5}, b1[] = {4, 5};
+  kiln__shape out = mk(3, o), a = mk(3, a1), b = mk(2, b1);
+  const kiln__shape *ops[2] = {&a, &b};
+  uint32_t nd = kiln__bcast_plan(&out, ops, 2, &plan, &flat);
+  /* a is linear over all dims, b repeats every 20: two merged dims [3, 20]. */
+  ck_assert_uint_eq(nd, 2);
+  ck_assert(!flat);
+  ck_assert_uint_eq(plan.shape[0], 3);
+  ck_assert_uint_eq(plan.shape[1], 20);
+  ck_assert_uint_eq(plan.stride[0][0], 20);
+  ck_assert_uint_eq(plan.stride[0][1], 1);
+  ck_assert_uint_eq(plan.stride[1][0], 0);
+  ck_assert_uint_eq(plan.stride[1][1], 1);
+  /* Same shapes with size-1 dims collapse to one flat run. */
+  int64_t s1[] = {1, 6, 1, 7};
+  out = mk(4, s1);
+  a = mk(4, s1);
+  b = mk(4, s1);
+  nd = kiln__bcast_plan(&out, ops, 2, &plan, &flat);
+  ck_assert_uint_eq(nd, 1);
+  ck_assert(flat);
+  ck_assert_uint_eq(plan.shape[0], 42);
+  /* Column broadcast {3,1} against {3,4}. */
+  int64_t c3[] = {3, 1}, r34[] = {3, 4};
+  out = mk(2, r34);
+  a = mk(2, r34);
+  b = mk(2, c3);
+  nd = kiln__bcast_plan(&out, ops, 2, &plan, &flat);
+  ck_assert_uint_eq(nd, 2);
+  ck_assert_uint_eq(plan.stride[1][0], 1);
+  ck_assert_uint_eq(plan.stride[1][1], 0);
+}
+END_TEST
+
+START_TEST(scalar_conversion_follows_cast_rules)
+{
+  unsigned char buf[8];
+  int32_t i32;
+  int64_t i64;
+  uint8_t u8;
+  float f;
+  kiln__scalar_to_bytes(kiln_scalar_f64(3.9), KILN_I32, buf);
+  memcpy(&i32, buf, 4);
+  ck_assert_int_eq(i32, 3);
+  kiln__scalar_to_bytes(kiln_scalar_f64(-3.9), KILN_I32, buf);
+  memcpy(&i32, buf, 4);
+  ck_assert_int_eq(i32, -3);
+  kiln__scalar_to_bytes(kiln_scalar_f64(1e20), KILN_I32, buf);
+  memcpy(&i32, buf, 4);
+  ck_assert_int_eq(i32, INT32_MAX);
+  kiln__scalar_to_bytes(kiln_scalar_f64(NAN), KILN_I64, buf);
+  memcpy(&i64, buf, 8);
+  ck_assert_int_eq(i64, 0);
+  kiln__scalar_to_bytes(kiln_scalar_f64(-1e300), KILN_I64, buf);
+  memcpy(&i64, buf, 8);
+  ck_assert_int_eq(i64, INT64_MIN);
+  kiln__scalar_to_bytes(kiln_scalar_f64(1e300), KILN_I64, buf);
+  memcpy(&i64, buf, 8);
+  ck_assert_int_eq(i64, INT64_MAX);
+  kiln__scalar_to_bytes(kiln_scalar_f64(300.0), KILN_U8, buf);
+  memcpy(&u8, buf, 1);
+  ck_assert_uint_eq(u8, 255);
+  kiln__scalar_to_bytes(kiln_scalar_i64(300), KILN_U8, buf);
+  memcpy(&u8, buf, 1);
+  ck_assert_uint_eq(u8, 44); /* integers wrap */
+  kiln__scalar_to_bytes(kiln_scalar_i64((1ll << 53) + 1), KILN_I64, buf);
+  memcpy(&i64, buf, 8);
+  ck_assert_int_eq(i64, (1ll << 53) + 1); /* exact beyond double precision */
+  kiln__scalar_to_bytes(kiln_scalar_f64(0.25), KILN_BOOL, buf);
+  ck_assert_uint_eq(buf[0], 1);
+  kiln__scalar_to_bytes(kiln_scalar_i64(256), KILN_BOOL, buf);
+  ck_assert_uint_eq(buf[0], 1);
+  kiln__scalar_to_bytes(kiln_scalar_i64(7), KILN_F32, buf);
+  memcpy(&f, buf, 4);
+  ck_assert(f == 7.0f);
+}
+END_TEST
+
+START_TEST(provider_abi_is_checked)
+{
+  const kiln_provider *p = (const kiln_provider *)1;
+  KEXPECT(kiln_get_provider(KILN_PROVIDER_ABI + 1, &p), KILN_ERR_ABI);
+  ck_assert_ptr_null(p);
+  KEXPECT(kiln_get_provider(KILN_PROVIDER_ABI, NULL), KILN_ERR_INVALID_ARGUMENT);
+  KOK(kiln_get_provider(KILN_PROVIDER_ABI, &p));
+  ck_assert_uint_eq(p->abi_version, KILN_PROVIDER_ABI);
+  ck_assert_uint_eq(p->struct_size, sizeof *p);
+  ck_assert_str_eq(p->version, kiln_version());
+  ck_assert_ptr_eq(p->unary, kiln_unary);
+  /* Every slot of this build is filled. */
+  const void *const *slot = (const void *const *)&p->status_name;
+  const void *const *end = (const void *const *)((const char *)p + sizeof *p);
+  for (; slot < end; slot++)
+    ck_assert_ptr_nonnull(*slot);
+}
+END_TEST
+
+START_TEST(op_names_round_trip)
+{
+  ck_assert_str_eq(kiln_unary_op_name(KILN_OP_EXP), "exp");
+  ck_assert_str_eq(kiln_binary_op_name(KILN_OP_ADD), "add");
+  ck_assert_str_eq(kiln_unary_op_name((kiln_unary_op)-1), "?");
+  ck_assert_str_eq(kiln_binary_op_name(KILN_BINARY_OP_COUNT), "?");
+  ck_assert(kiln_unary_op_supports(KILN_OP_EXP, KILN_F32));
+  ck_assert(!kiln_unary_op_supports(KILN_OP_EXP, KILN_I32));
+  ck_assert(kiln_binary_op_supports(KILN_OP_SHL, KILN_I64));
+  ck_assert(!kiln_binary_op_supports(KILN_OP_SHL, KILN_BOOL));
+  ck_assert(!kiln_binary_op_supports(KILN_OP_ADD, KILN_DTYPE_COUNT));
+}
+END_TEST
+
+static Suite *
+unit_suite(void)
+{
+  Suite *s = suite_create("unit");
+  TCase *tc = tcase_create("core");
+  tcase_add_test(tc, status_names_are_unique_and_complete);
+  tcase_add_test(tc, error_record_keeps_op_message_and_raw_code);
+  tcase_add_test(tc, dtype_traits);
+  tcase_add_test(tc, shape_make_counts_and_rejects);
+  tcase_add_test(tc, broadcast_rules);
+  tcase_add_test(tc, broadcast_plan_merges_dimensions);
+  tcase_add_test(tc, scalar_conversion_follows_cast_rules);
+  tcase_add_test(tc, provider_abi_is_checked);
+  tcase_add_test(tc, op_names_round_trip);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int
+main(void)
+{
+  return harness_main(unit_suite(), 0);
+}
