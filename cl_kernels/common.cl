@@ -7,7 +7,7 @@
  *
  * Provides: UT (unsigned twin of T, for wrapping arithmetic), KILN_IS_FLOAT,
  * KILN_BITS, KILN_SUP_<class> (1 when T belongs to an op-table dtype class),
- * KILN_GEN_IF(cls, body, ...) (expands body(...) only for supported classes).
+ * KILN_GEN_IF(cls, body, a, b, c) (expands body(a, b, c) only for supported classes).
  */
 #ifndef KILN_COMMON_CL
 #define KILN_COMMON_CL
@@ -61,9 +61,10 @@
 
 #define KILN_CAT_(a, b) a##b
 #define KILN_CAT(a, b) KILN_CAT_(a, b)
-#define KILN_GEN_0(...)
-#define KILN_GEN_1(body, ...) body(__VA_ARGS__)
-#define KILN_GEN_IF(cls, body, ...) KILN_CAT(KILN_GEN_, KILN_SUP_##cls)(body, __VA_ARGS__)
+/* Fixed arity on purpose: OpenCL C forbids variadic macros (NVIDIA's compiler enforces it). */
+#define KILN_GEN_0(body, a, b, c)
+#define KILN_GEN_1(body, a, b, c) body(a, b, c)
+#define KILN_GEN_IF(cls, body, a, b, c) KILN_CAT(KILN_GEN_, KILN_SUP_##cls)(body, a, b, c)
 
 /* Result types named in the op table. */
 #define KILN_RES_SAME T
