@@ -56,6 +56,10 @@ static kiln_status
 context_init(const char *op, kiln_context *ctx, kiln_context **out)
 {
   kiln__device_query(ctx->platform, ctx->device, &ctx->info);
+  cl_command_queue_properties qprops = 0;
+  if (clGetCommandQueueInfo(ctx->queue, CL_QUEUE_PROPERTIES, sizeof qprops, &qprops, NULL) ==
+      CL_SUCCESS)
+    ctx->queue_profiling = (qprops & CL_QUEUE_PROFILING_ENABLE) != 0;
   ctx->wg_size = default_wg_size(&ctx->info);
   ctx->pool.limit = default_pool_limit(&ctx->info);
   ctx->pool.stats.limit_bytes = ctx->pool.limit;
@@ -200,6 +204,7 @@ kiln_context_release(kiln_context *ctx)
   pthread_mutex_lock(&ctx->lock);
   ctx->released = 1;
   clFinish(ctx->queue);
+  kiln__profile_destroy(ctx);
   kiln__programs_destroy(ctx);
   kiln__pool_destroy(ctx);
   /* Live tensors keep their own cl_mem references, so the context's can go now. */

@@ -138,8 +138,7 @@ kiln__launch_1d(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n)
   if (groups > max_groups)
     groups = max_groups;
   size_t global = (size_t)(groups * local);
-  cl_int err = clEnqueueNDRangeKernel(ctx->queue, k, 1, NULL, &global, &local, 0, NULL, NULL);
-  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueNDRangeKernel");
+  return kiln__enqueue_kernel(op, ctx, k, 1, &global, &local);
 }
 
 void

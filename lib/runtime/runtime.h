@@ -25,6 +25,14 @@ struct kiln__pool {
   kiln_pool_stats stats;
 };
 
+/* Kernel events recorded between kiln_profile_begin and kiln_profile_end. */
+struct kiln__profile {
+  int active;
+  cl_event *events;
+  size_t nevents, cap;
+  uint64_t kernels, device_ns, first_start, last_end;
+};
+
 struct kiln__kernel {
   char *name;
   cl_kernel kernel;
@@ -52,6 +60,8 @@ struct kiln_context {
   struct kiln__pool pool;
   struct kiln__program *programs;
   size_t nprograms, cap_programs;
+  int queue_profiling; /* the queue was created with CL_QUEUE_PROFILING_ENABLE */
+  struct kiln__profile prof;
 };
 
 struct kiln_tensor {
@@ -111,8 +121,18 @@ kiln_status kiln__kernel_get(const char *op, kiln_context *ctx, const char *sour
                              const char *options, const char *kernel, cl_kernel *out);
 void kiln__programs_destroy(kiln_context *ctx);
 
+/*
+ * Enqueues a kernel (ctx->lock held). Every family launches through here so
+ * that profiling (kiln_profile_begin) sees all kernels. local may be NULL.
+ */
+kiln_status kiln__enqueue_kernel(const char *op, kiln_context *ctx, cl_kernel k, cl_uint dims,
+                                 const size_t *global, const size_t *local);
+
 /* Enqueues a 1-D grid-stride kernel over n items (ctx->lock held). */
 kiln_status kiln__launch_1d(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n);
+
+/* Drops recorded profiling events (context release). */
+void kiln__profile_destroy(kiln_context *ctx);
 
 /* Sets kernel argument i, recording a message naming op on failure. */
 kiln_status kiln__arg(const char *op, cl_kernel k, cl_uint i, size_t size, const void *value);

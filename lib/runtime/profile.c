@@ -1,0 +1,125 @@
+/* Kernel-level profiling through OpenCL events, for benchmarks and the tuner. */
+#include <stdlib.h>
+
+#include "core/error.h"
+#include "kiln/profile.h"
+#include "runtime/runtime.h"
+
+/* Waits for the recorded events and folds their times into the totals. */
+static kiln_status
+fold(const char *op, kiln_context *ctx)
+{
+  struct kiln__profile *p = &ctx->prof;
+  kiln_status s = KILN_OK;
+  if (p->nevents) {
+    cl_int err = clWaitForEvents((cl_uint)p->nevents, p->events);
+    if (err != CL_SUCCESS)
+      s = kiln__fail_cl(op, err, "clWaitForEvents (profiling)");
+  }
+  for (size_t i = 0; i < p->nevents; i++) {
+    cl_ulong start = 0, end = 0;
+    if (s == KILN_OK &&
+        clGetEventProfilingInfo(p->events[i], CL_PROFILING_COMMAND_START, sizeof start, &start,
+                                NULL) == CL_SUCCESS &&
+        clGetEventProfilingInfo(p->events[i], CL_PROFILING_COMMAND_END, sizeof end, &end, NULL) ==
+            CL_SUCCESS &&
+        end >= start) {
+      p->kernels++;
+      p->device_ns += end - start;
+      if (!p->first_start || start < p->first_start)
+        p->first_start = start;
+      if (end > p->last_end)
+        p->last_end = end;
+    }
+    clReleaseEvent(p->events[i]);
+  }
+  p->nevents = 0;
+  return s;
+}
+
+kiln_status
+kiln__enqueue_kernel(const char *op, kiln_context *ctx, cl_kernel k, cl_uint dims,
+                     const size_t *global, const size_t *local)
+{
+  struct kiln__profile *p = &ctx->prof;
+  cl_event ev = NULL;
+  cl_int err = clEnqueueNDRangeKernel(ctx->queue, k, dims, NULL, global, local, 0, NULL,
+                                      p->active ? &ev : NULL);
+  if (err != CL_SUCCESS)
+    return kiln__fail_cl(op, err, "clEnqueueNDRangeKernel");
+  if (!ev)
+    return KILN_OK;
+  /* Bounded memory: a long profiled loop folds its events every few thousand kernels. */
+  if (p->nevents == p->cap) {
+    if (p->cap >= 4096) {
+      kiln_status s = fold(op, ctx);
+      if (s != KILN_OK) {
+        clReleaseEvent(ev);
+        return s;
+      }
+    } else {
+      size_t ncap = p->cap ? p->cap * 2 : 64;
+      cl_event *n = realloc(p->events, ncap * sizeof *n);
+      if (!n) {
+        clReleaseEvent(ev);
+        return KILN_OK; /* profiling is best effort; the kernel itself was enqueued */
+      }
+      p->events = n;
+      p->cap = ncap;
+    }
+  }
+  p->events[p->nevents++] = ev;
+  return KILN_OK;
+}
+
+void
+kiln__profile_destroy(kiln_context *ctx)
+{
+  struct kiln__profile *p = &ctx->prof;
+  for (size_t i = 0; i < p->nevents; i++)
+    clReleaseEvent(p->events[i]);
+  free(p->events);
+  p->events = NULL;
+  p->nevents = p->cap = 0;
+  p->active = 0;
+}
+
+kiln_status
+kiln_profile_begin(kiln_context *ctx)
+{
+  static const char op[] = "kiln_profile_begin";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_RETURN_IF(!ctx->queue_profiling, KILN_ERR_UNSUPPORTED, op,
+                 "the context's command queue was created without CL_QUEUE_PROFILING_ENABLE");
+  pthread_mutex_lock(&ctx->lock);
+  for (size_t i = 0; i < ctx->prof.nevents; i++)
+    clReleaseEvent(ctx->prof.events[i]);
+  ctx->prof.nevents = 0;
+  ctx->prof.kernels = ctx->prof.device_ns = ctx->prof.first_start = ctx->prof.last_end = 0;
+  ctx->prof.active = 1;
+  pthread_mutex_unlock(&ctx->lock);
+  return KILN_OK;
+}
+
+kiln_status
+kiln_profile_end(kiln_context *ctx, kiln_profile *out)
+{
+  static const char op[] = "kiln_profile_end";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
+  pthread_mutex_lock(&ctx->lock);
+  if (!ctx->prof.active) {
+    pthread_mutex_unlock(&ctx->lock);
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0,
+                      "profiling was not started with kiln_profile_begin");
+  }
+  kiln_status s = fold(op, ctx);
+  ctx->prof.active = 0;
+  out->kernels = ctx->prof.kernels;
+  out->device_ns = ctx->prof.device_ns;
+  out->span_ns = ctx->prof.last_end > ctx->prof.first_start
+                     ? ctx->prof.last_end - ctx->prof.first_start
+                     : 0;
+  pthread_mutex_unlock(&ctx->lock);
+  return s;
+}
