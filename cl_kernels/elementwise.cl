@@ -7,8 +7,8 @@
  *   unary_<name>(x, xoff, y, yoff, n)
  *   binary_<name>(a, aoff, a_scalar, b, boff, b_scalar, c, coff, n, ndim, bcast, flags)
  *     flags: 1 = a is the scalar, 2 = b is the scalar, 4 = broadcast (use bcast
- *     strides: operand 0 = a, 1 = b); otherwise all tensors are contiguous and
- *     have n elements.
+ *     strides: operand 0 = a, 1 = b; launched 2-D, dimension 0 over the innermost
+ *     merged dimension, 1 over rows); otherwise 1-D over n contiguous elements.
  *   where_values(cond, condoff, a, aoff, b, boff, out, outoff, n, ndim, bcast, flags)
  *   clamp_values(x, xoff, y, yoff, n, lo, hi)
  * Offsets are in elements. Every kernel loops grid-stride, so any global size works.
@@ -31,10 +31,19 @@
 #define k_bitwise_not(x) (x)
 inline T k_sign(T x) { return x > (T)0 ? (T)1 : x < (T)0 ? (T)-1 : x; }
 inline T k_sigmoid(T x) { return (T)1 / ((T)1 + exp(-x)); }
-inline T k_gelu(T x) { return (T)0.5 * x * ((T)1 + erf(x * (T)0.70710678118654752440)); }
+/*
+ * GELU and its tanh approximation, rewritten without the cancellation of
+ * 1 + erf(.) and 1 + tanh(.) near -1, which cost all relative accuracy for
+ * negative x (and, with a tanh that stops 1 ulp short of -1, gave
+ * gelu_tanh(-100) = -3e-6 and gelu_tanh(-inf) = -inf):
+ *   0.5 x (1 + erf(x / sqrt 2))  == 0.5 x erfc(-x / sqrt 2)
+ *   0.5 x (1 + tanh(u))          == x / (1 + e^(-2u)),  u = sqrt(2/pi) (x + 0.044715 x^3)
+ */
+inline T k_gelu(T x) { return (T)0.5 * x * erfc(-x * (T)0.70710678118654752440); }
 inline T k_gelu_tanh(T x)
 {
-  return (T)0.5 * x * ((T)1 + tanh((T)0.79788456080286535588 * (x + (T)0.044715 * x * x * x)));
+  T u = (T)0.79788456080286535588 * (x + (T)0.044715 * x * x * x);
+  return x / ((T)1 + exp((T)-2 * u));
 }
 /* log(1 + e^x) without overflow: max(x, 0) + log1p(e^-|x|). */
 inline T k_softplus(T x) { return fmax(x, (T)0) + log1p(exp(-fabs(x))); }
@@ -120,36 +129,49 @@ inline T k_shr(T a, T b)
 #define UNARY_ROW(E, name, cls, res, expr) KILN_GEN_IF(cls, UNARY_BODY, unary_##name, res, expr)
 KILN_UNARY_OPS(UNARY_ROW)
 
-/* Element offsets of operands for flat output index i under broadcasting. */
-inline void
-bcast_index(ulong i, uint ndim, const kiln_bcast *bc, uint nops, ulong *off)
-{
-  for (uint k = 0; k < nops; k++)
-    off[k] = 0;
-  for (uint d = ndim; d-- > 0;) {
-    ulong c = i % bc->shape[d];
-    i /= bc->shape[d];
-    for (uint k = 0; k < nops; k++)
-      off[k] += c * bc->stride[k][d];
-  }
-}
+/*
+ * Broadcast launches are 2-D: dimension 0 walks the innermost merged
+ * dimension (no division), dimension 1 the outer rows. A row's operand
+ * offsets take one div/mod per dimension between the outermost and the
+ * innermost: none at all for the common two-dimension case. Scalars, not
+ * private arrays, so that PoCL can still vectorise across work-items.
+ */
+#define BCAST_ROW_OFFSET(r, ndim, bc, k, out)        \
+  do {                                               \
+    ulong rr_ = (r);                                 \
+    out = 0;                                         \
+    for (uint d_ = (ndim)-1; d_ > 1;) { /* ndim >= 1 */ \
+      d_--;                                          \
+      out += (rr_ % (bc).shape[d_]) * (bc).stride[k][d_]; \
+      rr_ /= (bc).shape[d_];                         \
+    }                                                \
+    out += rr_ * (bc).stride[k][0];                  \
+  } while (0)
 
-#define BINARY_BODY(kname, res, expr)                                                     \
-  kernel void kname(global const T *as, ulong aoff, T ascal, global const T *bs,  \
-                            ulong boff, T bscal, global KILN_RES_##res *cs, ulong coff,   \
-                            ulong n, uint ndim, kiln_bcast bc, uint flags)                \
+#define BINARY_BODY(kname, res, expr)                                                    \
+  kernel void kname(global const T *as, ulong aoff, T ascal, global const T *bs,         \
+                    ulong boff, T bscal, global KILN_RES_##res *cs, ulong coff, ulong n, \
+                    uint ndim, kiln_bcast bc, uint flags)                                 \
   {                                                                                      \
-    for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {                   \
-      ulong ia = i, ib = i;                                                              \
-      if (flags & 4u) {                                                                  \
-        ulong off[2];                                                                    \
-        bcast_index(i, ndim, &bc, 2, off);                                               \
-        ia = off[0];                                                                     \
-        ib = off[1];                                                                     \
+    if (!(flags & 4u)) {                                                                 \
+      for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {                 \
+        T a = (flags & 1u) ? ascal : as[aoff + i];                                       \
+        T b = (flags & 2u) ? bscal : bs[boff + i];                                       \
+        cs[coff + i] = (KILN_RES_##res)(expr);                                           \
       }                                                                                  \
-      T a = (flags & 1u) ? ascal : as[aoff + ia];                                        \
-      T b = (flags & 2u) ? bscal : bs[boff + ib];                                        \
-      cs[coff + i] = (KILN_RES_##res)(expr);                                             \
+      return;                                                                            \
+    }                                                                                    \
+    ulong inner = bc.shape[ndim - 1], sa = bc.stride[0][ndim - 1];                       \
+    ulong sb = bc.stride[1][ndim - 1];                                                   \
+    for (ulong r = get_global_id(1); r * inner < n; r += get_global_size(1)) {           \
+      ulong oa, ob;                                                                      \
+      BCAST_ROW_OFFSET(r, ndim, bc, 0, oa);                                              \
+      BCAST_ROW_OFFSET(r, ndim, bc, 1, ob);                                              \
+      for (ulong j = get_global_id(0); j < inner; j += get_global_size(0)) {             \
+        T a = as[aoff + oa + j * sa];                                                    \
+        T b = bs[boff + ob + j * sb];                                                    \
+        cs[coff + r * inner + j] = (KILN_RES_##res)(expr);                               \
+      }                                                                                  \
     }                                                                                    \
   }
 #define BINARY_ROW(E, name, cls, res, expr) KILN_GEN_IF(cls, BINARY_BODY, binary_##name, res, expr)
@@ -160,11 +182,21 @@ where_values(global const uchar *conds, ulong condoff, global const T *as, ulong
              global const T *bs, ulong boff, global T *out, ulong outoff, ulong n, uint ndim,
              kiln_bcast bc, uint flags)
 {
-  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
-    ulong off[3] = {i, i, i};
-    if (flags & 4u)
-      bcast_index(i, ndim, &bc, 3, off);
-    out[outoff + i] = conds[condoff + off[0]] ? as[aoff + off[1]] : bs[boff + off[2]];
+  if (!(flags & 4u)) {
+    for (ulong i = get_global_id(0); i < n; i += get_global_size(0))
+      out[outoff + i] = conds[condoff + i] ? as[aoff + i] : bs[boff + i];
+    return;
+  }
+  ulong inner = bc.shape[ndim - 1];
+  ulong sc = bc.stride[0][ndim - 1], sa = bc.stride[1][ndim - 1], sb = bc.stride[2][ndim - 1];
+  for (ulong r = get_global_id(1); r * inner < n; r += get_global_size(1)) {
+    ulong oc, oa, ob;
+    BCAST_ROW_OFFSET(r, ndim, bc, 0, oc);
+    BCAST_ROW_OFFSET(r, ndim, bc, 1, oa);
+    BCAST_ROW_OFFSET(r, ndim, bc, 2, ob);
+    for (ulong j = get_global_id(0); j < inner; j += get_global_size(0))
+      out[outoff + r * inner + j] =
+          conds[condoff + oc + j * sc] ? as[aoff + oa + j * sa] : bs[boff + ob + j * sb];
   }
 }
 

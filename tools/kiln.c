@@ -9,6 +9,8 @@ static const struct command commands[] = {
     {"info", "list OpenCL platforms and devices, and the one kiln would pick", cmd_info},
     {"demo", "run a small pipeline of ops on the default device and check it against the host",
      cmd_demo},
+    {"bench", "time operations against the device's copy bandwidth; dispatch and startup costs",
+     cmd_bench},
 };
 
 static void

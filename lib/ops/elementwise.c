@@ -119,6 +119,35 @@ run_map(const char *op, kiln_context *ctx, const char *source, kiln_dtype dtype,
   return kiln__launch_1d(op, ctx, k, n);
 }
 
+/*
+ * Launches a kernel with the elementwise broadcast convention: 1-D over n
+ * when flat, else 2-D with dimension 0 over the innermost merged dimension.
+ */
+static kiln_status
+launch_bcast(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n, uint32_t ndim,
+             const kiln__bcast *plan, int flat)
+{
+  if (flat || n == 0)
+    return kiln__launch_1d(op, ctx, k, n);
+  uint64_t inner = plan->shape[ndim - 1], rows = n / inner;
+  size_t l0 = 1, l1;
+  while (l0 < inner && l0 < ctx->wg_size)
+    l0 *= 2;
+  l1 = ctx->wg_size / l0;
+  while (l1 > 1 && l1 / 2 >= rows)
+    l1 /= 2;
+  /* Caps keep the grid within 2^31 work-items; the kernels loop over the rest. */
+  uint64_t g0 = (inner < ((uint64_t)1 << 24) ? inner : ((uint64_t)1 << 24)) + l0 - 1;
+  g0 -= g0 % l0;
+  uint64_t max_rows = ((uint64_t)1 << 31) / g0;
+  uint64_t g1 = (rows < max_rows ? rows : max_rows) + l1 - 1;
+  g1 -= g1 % l1;
+  if (g1 == 0)
+    g1 = l1;
+  size_t global[2] = {(size_t)g0, (size_t)g1}, local[2] = {l0, l1};
+  return kiln__enqueue_kernel(op, ctx, k, 2, global, local);
+}
+
 /* The shared prologue: handles, context, op range. */
 static kiln_status
 check_common(const char *op, kiln_context *ctx, kiln_tensor **out)
@@ -205,7 +234,7 @@ binary_run(const char *op, kiln_context *ctx, kiln_binary_op bop, const kiln_ten
   if (s == KILN_OK)
     s = kiln__arg(op, k, 11, sizeof flags, &flags);
   if (s == KILN_OK)
-    s = kiln__launch_1d(op, ctx, k, n);
+    s = launch_bcast(op, ctx, k, n, ndim, &plan, flat);
   pthread_mutex_unlock(&ctx->lock);
   if (s != KILN_OK)
     kiln__output_discard(out, made);
@@ -354,7 +383,7 @@ kiln_where(kiln_context *ctx, const kiln_tensor *cond, const kiln_tensor *a, con
   if (s == KILN_OK)
     s = kiln__arg(op, k, 11, sizeof flags, &flags);
   if (s == KILN_OK)
-    s = kiln__launch_1d(op, ctx, k, n);
+    s = launch_bcast(op, ctx, k, n, ndim, &plan, flat);
   pthread_mutex_unlock(&ctx->lock);
   kiln_tensor_release(cbytes);
   if (s != KILN_OK)

@@ -1,0 +1,44 @@
+/* kiln bench: case table and measurement helpers shared by tools/bench_*.c. */
+#ifndef KILN_TOOLS_BENCH_H
+#define KILN_TOOLS_BENCH_H
+
+#include <stdint.h>
+
+#include "kiln.h"
+
+/* Inputs and output of one case at one (dtype, size); set up once, run many times. */
+struct bench_state {
+  kiln_context *ctx;
+  kiln_dtype dtype;
+  int64_t n;
+  kiln_tensor *in[3];
+  kiln_tensor *out;
+};
+
+struct bench_case {
+  const char *name;   /* "family.op", matched by --filter */
+  const char *family; /* op family, for grouping in reports */
+  /* Nonzero when the case applies to dtype. */
+  int (*supports)(kiln_dtype dtype);
+  /* Makes inputs (and the output, so runs measure the op, not the allocation). */
+  kiln_status (*setup)(struct bench_state *st);
+  /* One call of the operation. */
+  kiln_status (*run)(struct bench_state *st);
+  /* Bytes the op must move (read + write) for n elements of esz bytes: the GB/s numerator. */
+  double (*bytes)(int64_t n, size_t esz);
+};
+
+extern const struct bench_case bench_cases[];
+extern const size_t bench_case_count;
+
+/* Best plain-copy bandwidth (GB/s, read + write) for nbytes with raw OpenCL kernels of
+ * vector widths 1..16, timed with profiling events; also the width that won. */
+kiln_status bench_copy_reference(kiln_context *ctx, uint64_t nbytes, int reps, double *gbps,
+                                 int *best_width);
+
+/* Shared setup helpers for cases. */
+kiln_status bench_random_tensor(kiln_context *ctx, kiln_dtype dtype, size_t ndim,
+                                const int64_t *shape, kiln_tensor **out);
+void bench_state_release(struct bench_state *st);
+
+#endif

@@ -1,0 +1,496 @@
+/*
+ * kiln bench: times every case in tools/bench_cases.c per dtype and size with
+ * OpenCL profiling events and the wall clock, and reports each next to the
+ * best plain copy kernel measured on the same device in the same run.
+ */
+#include <math.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tools/bench.h"
+#include "tools/commands.h"
+
+extern char **environ;
+
+static const char usage[] =
+    "usage: kiln bench [options]\n\n"
+    "Times kiln's operations (device time from OpenCL profiling events, and wall time) and\n"
+    "reports medians, spread, effective GB/s and the ratio to the best plain copy kernel on the\n"
+    "same device in the same run. Also: per-op dispatch overhead and time to first result of\n"
+    "a new process with cold and warm caches.\n\n"
+    "options:\n"
+    "  --filter SUBSTR    only cases whose name contains SUBSTR (e.g. unary, binary.add)\n"
+    "  --sizes LIST       element counts, comma separated; k/M suffixes and 2^N accepted\n"
+    "                     (default 2^10,2^14,2^18,2^22,2^26)\n"
+    "  --dtype LIST       dtypes, comma separated (default f32,f64; f64 skipped without fp64)\n"
+    "  --device SEL       device selector as KILN_DEVICE takes it (P:D or name substring)\n"
+    "  --reps N           timed runs per point (default: adaptive, 5 to 50)\n"
+    "  --json             one JSON document on stdout instead of the table\n"
+    "  --no-startup       skip the dispatch-overhead and first-result measurements\n"
+    "  --list             print the case names and exit\n";
+
+#define MAX_SIZES 32
+#define MAX_DTYPES 6
+
+struct options {
+  const char *filter;
+  int64_t sizes[MAX_SIZES];
+  int nsizes;
+  kiln_dtype dtypes[MAX_DTYPES];
+  int ndtypes;
+  const char *device;
+  int reps;
+  int json;
+  int startup;
+};
+
+static int
+parse_count(const char *s, int64_t *out)
+{
+  char *end;
+  if (strncmp(s, "2^", 2) == 0) {
+    long e = strtol(s + 2, &end, 10);
+    if (*end || e < 0 || e > 40)
+      return -1;
+    *out = (int64_t)1 << e;
+    return 0;
+  }
+  double v = strtod(s, &end);
+  double mul = 1;
+  if (*end == 'k' || *end == 'K')
+    mul = 1024, end++;
+  else if (*end == 'm' || *end == 'M')
+    mul = 1024 * 1024, end++;
+  if (*end || v < 0 || end == s)
+    return -1;
+  *out = (int64_t)(v * mul);
+  return 0;
+}
+
+static int
+parse_options(int argc, char **argv, struct options *o)
+{
+  memset(o, 0, sizeof *o);
+  o->startup = 1;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--json") == 0) {
+      o->json = 1;
+    } else if (strcmp(a, "--no-startup") == 0) {
+      o->startup = 0;
+    } else if (strcmp(a, "--filter") == 0 && v) {
+      o->filter = v, i++;
+    } else if (strcmp(a, "--device") == 0 && v) {
+      o->device = v, i++;
+    } else if (strcmp(a, "--reps") == 0 && v) {
+      o->reps = atoi(v), i++;
+      if (o->reps < 1 || o->reps > 100000) {
+        fprintf(stderr, "kiln bench: --reps needs a positive count\n");
+        return -1;
+      }
+    } else if (strcmp(a, "--sizes") == 0 && v) {
+      char *copy = strdup(v), *save = NULL;
+      for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (o->nsizes == MAX_SIZES || parse_count(t, &o->sizes[o->nsizes]) != 0) {
+          fprintf(stderr, "kiln bench: bad size '%s'\n", t);
+          free(copy);
+          return -1;
+        }
+        o->nsizes++;
+      }
+      free(copy);
+      i++;
+    } else if (strcmp(a, "--dtype") == 0 && v) {
+      char *copy = strdup(v), *save = NULL;
+      for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (o->ndtypes == MAX_DTYPES || kiln_dtype_from_name(t, &o->dtypes[o->ndtypes]) != 0) {
+          fprintf(stderr, "kiln bench: bad dtype '%s' (f32, f64, i32, i64, u8, bool)\n", t);
+          free(copy);
+          return -1;
+        }
+        o->ndtypes++;
+      }
+      free(copy);
+      i++;
+    } else {
+      fprintf(stderr, "kiln bench: unexpected argument '%s'\n%s", a, usage);
+      return -1;
+    }
+  }
+  if (!o->nsizes) {
+    const int exps[] = {10, 14, 18, 22, 26};
+    for (int i = 0; i < 5; i++)
+      o->sizes[o->nsizes++] = (int64_t)1 << exps[i];
+  }
+  if (!o->ndtypes) {
+    o->dtypes[o->ndtypes++] = KILN_F32;
+    o->dtypes[o->ndtypes++] = KILN_F64;
+  }
+  return 0;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+struct result {
+  const char *name;
+  kiln_dtype dtype;
+  int64_t n;
+  int reps;
+  double dev_ms, wall_ms, spread_pct, gbps, copy_gbps;
+  kiln_status status;
+};
+
+/* Device and wall medians over reps runs after a warm-up; spread is (p90 - p10) / median. */
+static kiln_status
+measure(const struct bench_case *c, struct bench_state *st, int fixed_reps, struct result *r)
+{
+  kiln_status s = c->setup(st);
+  for (int w = 0; w < 2 && s == KILN_OK; w++)
+    s = c->run(st);
+  if (s == KILN_OK)
+    s = kiln_context_finish(st->ctx);
+  if (s != KILN_OK)
+    return s;
+  enum { MAXR = 50 };
+  int cap = fixed_reps ? fixed_reps : MAXR;
+  double *dev = calloc((size_t)cap, sizeof *dev), *wall = calloc((size_t)cap, sizeof *wall);
+  if (!dev || !wall) {
+    free(dev);
+    free(wall);
+    return KILN_ERR_HOST_MEMORY;
+  }
+  int n = 0;
+  double spent = 0;
+  /* Adaptive: at least 5 runs, more while the total stays under half a second. */
+  while (n < cap && (fixed_reps || n < 5 || spent < 0.5)) {
+    kiln_profile p;
+    double t0 = tool_now();
+    s = kiln_profile_begin(st->ctx);
+    if (s == KILN_OK)
+      s = c->run(st);
+    if (s == KILN_OK)
+      s = kiln_profile_end(st->ctx, &p);
+    if (s == KILN_OK)
+      s = kiln_context_finish(st->ctx); /* copies and fills are not kernel events */
+    if (s != KILN_OK)
+      break;
+    double t1 = tool_now();
+    wall[n] = (t1 - t0) * 1e3;
+    /* Ops without kernels (buffer copies) have no kernel events: their time is the wall time. */
+    dev[n] = p.kernels ? (double)p.device_ns * 1e-6 : wall[n];
+    spent += t1 - t0;
+    n++;
+  }
+  if (s == KILN_OK && n > 0) {
+    qsort(dev, (size_t)n, sizeof *dev, cmp_double);
+    qsort(wall, (size_t)n, sizeof *wall, cmp_double);
+    r->reps = n;
+    r->dev_ms = dev[n / 2];
+    r->wall_ms = wall[n / 2];
+    r->spread_pct = r->dev_ms > 0 ? (dev[(n * 9) / 10 < n ? (n * 9) / 10 : n - 1] - dev[n / 10]) /
+                                        r->dev_ms * 100.0
+                                  : 0;
+    double t = r->dev_ms > 0 ? r->dev_ms : r->wall_ms;
+    r->gbps = t > 0 ? c->bytes(st->n, kiln_dtype_size(st->dtype)) / (t * 1e-3) * 1e-9 : 0;
+  }
+  free(dev);
+  free(wall);
+  return s;
+}
+
+/* Microseconds per op for a chain of tiny adds, enqueued back to back then finished. */
+static double
+dispatch_overhead(kiln_context *ctx)
+{
+  int64_t one = 1;
+  kiln_tensor *a = NULL, *b = NULL;
+  double best[5];
+  int ok = kiln_tensor_zeros(ctx, KILN_F32, 1, &one, &a) == KILN_OK &&
+           kiln_tensor_zeros(ctx, KILN_F32, 1, &one, &b) == KILN_OK;
+  for (int rep = 0; rep < 5 && ok; rep++) {
+    const int chain = 500;
+    kiln_context_finish(ctx);
+    double t0 = tool_now();
+    for (int i = 0; i < chain && ok; i++)
+      ok = kiln_binary(ctx, KILN_OP_ADD, a, b, &b) == KILN_OK;
+    ok = ok && kiln_context_finish(ctx) == KILN_OK;
+    best[rep] = (tool_now() - t0) / chain * 1e6;
+  }
+  kiln_tensor_release(a);
+  kiln_tensor_release(b);
+  if (!ok)
+    return -1;
+  qsort(best, 5, sizeof *best, cmp_double);
+  return best[2];
+}
+
+/* Runs this binary as a child doing one elementwise op and one cast; returns wall seconds. */
+static double
+spawn_first_result(const char *self, const char *device, char **envp)
+{
+  char *args[] = {(char *)self, "bench", "--first-result-child", (char *)(device ? device : ""),
+                  NULL};
+  double t0 = tool_now();
+  pid_t pid;
+  if (posix_spawn(&pid, self, NULL, NULL, args, envp) != 0)
+    return -1;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  double t = tool_now() - t0;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? t : -1;
+}
+
+static int
+first_result_child(const char *device)
+{
+  kiln_context *ctx = NULL;
+  int64_t n = 1024;
+  kiln_tensor *x = NULL, *y = NULL, *z = NULL;
+  int32_t out[1024];
+  int ok = kiln_context_create(device && *device ? device : NULL, &ctx) == KILN_OK &&
+           kiln_tensor_full(ctx, KILN_F32, 1, &n, kiln_scalar_f64(1.5), &x) == KILN_OK &&
+           kiln_unary(ctx, KILN_OP_EXP, x, &y) == KILN_OK &&
+           kiln_cast(ctx, y, KILN_I32, &z) == KILN_OK &&
+           kiln_tensor_download(z, out, sizeof out) == KILN_OK && out[0] == 4;
+  if (!ok)
+    fprintf(stderr, "kiln bench: first-result child failed: %s\n", kiln_last_error());
+  kiln_tensor_release(x);
+  kiln_tensor_release(y);
+  kiln_tensor_release(z);
+  kiln_context_release(ctx);
+  return ok ? 0 : 1;
+}
+
+/* Environment for a child: ours plus the given overrides (NAME=VALUE), replacing same names. */
+static char **
+child_env(char *const *overrides, int n)
+{
+  size_t count = 0;
+  while (environ[count])
+    count++;
+  char **env = calloc(count + (size_t)n + 1, sizeof *env);
+  size_t k = 0;
+  for (size_t i = 0; i < count; i++) {
+    int replaced = 0;
+    for (int j = 0; j < n; j++) {
+      size_t len = strcspn(overrides[j], "=") + 1;
+      if (strncmp(environ[i], overrides[j], len) == 0)
+        replaced = 1;
+    }
+    if (!replaced)
+      env[k++] = environ[i];
+  }
+  for (int j = 0; j < n; j++)
+    env[k++] = overrides[j];
+  return env;
+}
+
+struct first_result {
+  const char *mode;
+  double median_ms;
+};
+
+static void
+measure_first_result(const char *self, const char *device, struct first_result fr[3])
+{
+  char kdir[] = "/tmp/kiln-bench-kc-XXXXXX", pdir[] = "/tmp/kiln-bench-pc-XXXXXX";
+  int have_dirs = mkdtemp(kdir) && mkdtemp(pdir);
+  char kv[64], pv[64];
+  snprintf(kv, sizeof kv, "KILN_CACHE_DIR=%s", kdir);
+  snprintf(pv, sizeof pv, "POCL_CACHE_DIR=%s", pdir);
+  /* cold: nothing cached anywhere (fresh kiln dir per run, driver caches off);
+   * kiln: kiln's cache warm, driver caches off; all: both warm. */
+  const char *modes[3] = {"cold", "warm kiln cache, driver cache off", "warm kiln + driver cache"};
+  for (int m = 0; m < 3; m++) {
+    double t[5];
+    int n = 0;
+    for (int r = 0; r < 5 && have_dirs; r++) {
+      char cold[64];
+      snprintf(cold, sizeof cold, "KILN_CACHE_DIR=%s/cold%d", kdir, r);
+      char *ov[] = {m == 0 ? cold : kv, pv, m == 2 ? "POCL_KERNEL_CACHE=1" : "POCL_KERNEL_CACHE=0",
+                    m == 2 ? "CUDA_CACHE_DISABLE=0" : "CUDA_CACHE_DISABLE=1"};
+      char **env = child_env(ov, 4);
+      if (m > 0 && r == 0)
+        spawn_first_result(self, device, env); /* fills the caches this mode reads */
+      double s = spawn_first_result(self, device, env);
+      free(env);
+      if (s > 0)
+        t[n++] = s * 1e3;
+    }
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    fr[m].mode = modes[m];
+    fr[m].median_ms = n ? t[n / 2] : -1;
+  }
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", kdir, pdir);
+  if (have_dirs && system(cmd) != 0)
+    fprintf(stderr, "kiln bench: could not remove %s\n", kdir);
+}
+
+static void
+progress(int done, int total)
+{
+  if (!isatty(2))
+    return;
+  int w = 40, filled = total ? done * w / total : w;
+  fprintf(stderr, "\r[%.*s%*s] %d/%d", filled, "########################################",
+          w - filled, "", done, total);
+  if (done == total)
+    fprintf(stderr, "\r%*s\r", w + 20, "");
+  fflush(stderr);
+}
+
+static const char *
+fmt_size(int64_t n, char *buf, size_t len)
+{
+  int e = 0;
+  while (e < 62 && ((int64_t)1 << e) < n)
+    e++;
+  if (n > 0 && ((int64_t)1 << e) == n)
+    snprintf(buf, len, "2^%d", e);
+  else
+    snprintf(buf, len, "%lld", (long long)n);
+  return buf;
+}
+
+int
+cmd_bench(int argc, char **argv)
+{
+  if (tool_wants_help(argc, argv, usage))
+    return 0;
+  if (argc >= 2 && strcmp(argv[1], "--first-result-child") == 0)
+    return first_result_child(argc >= 3 ? argv[2] : NULL);
+  if (argc >= 2 && strcmp(argv[1], "--list") == 0) {
+    for (size_t i = 0; i < bench_case_count; i++)
+      printf("%-28s %s\n", bench_cases[i].name, bench_cases[i].family);
+    return 0;
+  }
+  struct options o;
+  if (parse_options(argc, argv, &o) != 0)
+    return 2;
+  kiln_context *ctx = NULL;
+  if (kiln_context_create(o.device, &ctx) != KILN_OK) {
+    fprintf(stderr, "kiln bench: %s\n", kiln_last_error());
+    return 1;
+  }
+  kiln_device_info info;
+  kiln_context_device_info(ctx, &info);
+
+  size_t cap = bench_case_count * (size_t)o.ndtypes * (size_t)o.nsizes;
+  struct result *res = calloc(cap, sizeof *res);
+  size_t nres = 0;
+  int total = 0, done = 0;
+  for (size_t c = 0; c < bench_case_count; c++)
+    if (!o.filter || strstr(bench_cases[c].name, o.filter))
+      total += o.ndtypes * o.nsizes;
+  /* Copy reference per (dtype size, n): computed lazily, cached here. */
+  double copy_cache[MAX_SIZES][9];
+  memset(copy_cache, 0, sizeof copy_cache);
+  int failures = 0;
+  for (size_t c = 0; c < bench_case_count; c++) {
+    const struct bench_case *bc = &bench_cases[c];
+    if (o.filter && !strstr(bc->name, o.filter))
+      continue;
+    for (int d = 0; d < o.ndtypes; d++) {
+      kiln_dtype dt = o.dtypes[d];
+      for (int si = 0; si < o.nsizes; si++, progress(++done, total)) {
+        if (!bc->supports(dt) || (dt == KILN_F64 && !info.has_fp64))
+          continue;
+        struct result *r = &res[nres++];
+        r->name = bc->name;
+        r->dtype = dt;
+        r->n = o.sizes[si];
+        struct bench_state st = {ctx, dt, o.sizes[si], {NULL, NULL, NULL}, NULL};
+        r->status = measure(bc, &st, o.reps, r);
+        bench_state_release(&st);
+        kiln_pool_trim(ctx, 0);
+        if (r->status != KILN_OK) {
+          fprintf(stderr, "kiln bench: %s %s n=%lld: %s\n", bc->name, kiln_dtype_name(dt),
+                  (long long)r->n, kiln_last_error());
+          failures++;
+          continue;
+        }
+        size_t esz = kiln_dtype_size(dt);
+        double *cc = &copy_cache[si][esz];
+        if (*cc == 0) {
+          int width;
+          if (bench_copy_reference(ctx, (uint64_t)r->n * esz, 9, cc, &width) != KILN_OK)
+            *cc = -1;
+        }
+        r->copy_gbps = *cc;
+      }
+    }
+  }
+
+  double overhead = -1;
+  struct first_result fr[3] = {{"cold", -1}, {"warm kiln cache, driver cache off", -1},
+                               {"warm kiln + driver cache", -1}};
+  if (o.startup) {
+    overhead = dispatch_overhead(ctx);
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len > 0) {
+      self[len] = 0;
+      measure_first_result(self, o.device, fr);
+    }
+  }
+
+  if (o.json) {
+    printf("{\n  \"kiln_version\": \"%s\",\n  \"device\": {\"name\": \"%s\", \"platform\": \"%s\", "
+           "\"driver\": \"%s\"},\n  \"results\": [\n",
+           kiln_version(), info.name, info.platform_name, info.driver_version);
+    int first = 1;
+    for (size_t i = 0; i < nres; i++) {
+      struct result *r = &res[i];
+      if (r->status != KILN_OK)
+        continue;
+      printf("%s    {\"case\": \"%s\", \"dtype\": \"%s\", \"n\": %lld, \"reps\": %d, "
+             "\"device_ms\": %.6f, \"wall_ms\": %.6f, \"spread_pct\": %.2f, \"gbps\": %.3f, "
+             "\"copy_gbps\": %.3f, \"ratio_to_copy\": %.4f}",
+             first ? "" : ",\n", r->name, kiln_dtype_name(r->dtype), (long long)r->n, r->reps,
+             r->dev_ms, r->wall_ms, r->spread_pct, r->gbps, r->copy_gbps,
+             r->copy_gbps > 0 ? r->gbps / r->copy_gbps : 0.0);
+      first = 0;
+    }
+    printf("\n  ],\n  \"dispatch_us_per_op\": %.3f,\n  \"first_result_ms\": {", overhead);
+    for (int m = 0; m < 3; m++)
+      printf("%s\"%s\": %.2f", m ? ", " : "", fr[m].mode, fr[m].median_ms);
+    printf("}\n}\n");
+  } else {
+    printf("kiln %s bench on %s (%s, driver %s)\n", kiln_version(), info.name, info.platform_name,
+           info.driver_version);
+    printf("device time: median of OpenCL profiling events; wall: median per call including "
+           "launch and wait\n\n");
+    printf("%-24s %-5s %6s %11s %11s %7s %9s %9s %6s\n", "case", "dtype", "n", "device ms",
+           "wall ms", "spread", "GB/s", "copy GB/s", "ratio");
+    for (size_t i = 0; i < nres; i++) {
+      struct result *r = &res[i];
+      if (r->status != KILN_OK)
+        continue;
+      char sz[32];
+      printf("%-24s %-5s %6s %11.4f %11.4f %6.1f%% %9.2f %9.2f %5.0f%%\n", r->name,
+             kiln_dtype_name(r->dtype), fmt_size(r->n, sz, sizeof sz), r->dev_ms, r->wall_ms,
+             r->spread_pct, r->gbps, r->copy_gbps,
+             r->copy_gbps > 0 ? 100.0 * r->gbps / r->copy_gbps : 0.0);
+    }
+    if (o.startup) {
+      printf("\ndispatch overhead: %.2f us per op (chain of tiny adds, wall clock)\n", overhead);
+      printf("time to first result of a new process (one exp + one cast, median of 5):\n");
+      for (int m = 0; m < 3; m++)
+        printf("  %-36s %9.1f ms\n", fr[m].mode, fr[m].median_ms);
+    }
+  }
+  free(res);
+  kiln_context_release(ctx);
+  return failures ? 1 : 0;
+}
