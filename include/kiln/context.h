@@ -148,6 +148,20 @@ KILN_API kiln_status kiln_pool_trim(kiln_context *ctx, uint64_t keep_bytes);
 typedef enum kiln_option {
   /** Most idle bytes the buffer pool keeps (default: 1/4 of device memory, at most 2 GiB). */
   KILN_OPT_POOL_LIMIT_BYTES = 1,
+  /**
+   * GEMM, GEMV and SYRK calls whose m*n*k (per matrix) is at most this run on
+   * kiln's own kernel instead of CLBlast; 0 sends everything CLBlast can take
+   * to CLBlast. Default 262144 (64^3), a tunable (see docs/blas_fft.md).
+   * Without CLBlast in the build every such call runs on kiln's kernel.
+   */
+  KILN_OPT_GEMM_SMALL_MNK = 2,
+  /**
+   * FFT back end for plans created with KILN_FFT_BACKEND_AUTO: a
+   * kiln_fft_backend value (0 auto, 1 clFFT, 2 VkFFT). Default: the
+   * KILN_FFT_BACKEND environment variable ("auto", "clfft", "vkfft") read at
+   * context creation, else auto.
+   */
+  KILN_OPT_FFT_BACKEND = 3,
 } kiln_option;
 
 /**

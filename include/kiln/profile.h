@@ -17,7 +17,9 @@ extern "C" {
 
 /** What kiln_profile_end() reports. */
 typedef struct kiln_profile {
-  uint64_t kernels;   /**< kernels enqueued (and completed) while profiling */
+  uint64_t kernels;   /**< kernels enqueued (and completed) while profiling; one call into
+                           CLBlast, clFFT or VkFFT counts as one, timed from a marker
+                           enqueued before it to one enqueued after it */
   uint64_t device_ns; /**< sum over kernels of (end - start) on the device */
   uint64_t span_ns;   /**< first kernel's start to last kernel's end */
 } kiln_profile;

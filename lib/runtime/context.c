@@ -1,9 +1,12 @@
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/error.h"
 #include "core/log.h"
 #include "runtime/runtime.h"
+#include "runtime/tunables.h"
+#include "kiln_config.h"
 
 /*
  * Released handles go through a bounded FIFO before their memory is freed,
@@ -44,6 +47,21 @@ default_wg_size(const kiln_device_info *info)
   return wg;
 }
 
+/* KILN_FFT_BACKEND: auto (0), clfft (1), vkfft (2); anything else warns and means auto. */
+static int
+env_fft_backend(void)
+{
+  static const char *const names[] = {"auto", "clfft", "vkfft"};
+  const char *v = getenv("KILN_FFT_BACKEND");
+  if (!v || !*v)
+    return 0;
+  for (int i = 0; i < 3; i++)
+    if (strcasecmp(v, names[i]) == 0)
+      return i;
+  kiln__log(KILN__LOG_WARN, "KILN_FFT_BACKEND=\"%s\" is not auto, clfft or vkfft; using auto", v);
+  return 0;
+}
+
 static uint64_t
 default_pool_limit(const kiln_device_info *info)
 {
@@ -63,6 +81,11 @@ context_init(const char *op, kiln_context *ctx, kiln_context **out)
   ctx->wg_size = default_wg_size(&ctx->info);
   ctx->pool.limit = default_pool_limit(&ctx->info);
   ctx->pool.stats.limit_bytes = ctx->pool.limit;
+  ctx->gemm_small_mnk = KILN__GEMM_SMALL_MNK_DEFAULT;
+  ctx->fft_backend = env_fft_backend();
+  /* Debug switch: run a CLBlast build as if it had none (tests reach kiln's own BLAS kernels). */
+  const char *no_clblast = getenv("KILN_DEBUG_NO_CLBLAST");
+  ctx->use_clblast = KILN_HAVE_CLBLAST && !(no_clblast && *no_clblast && strcmp(no_clblast, "0"));
   pthread_mutexattr_t attr;
   pthread_mutexattr_init(&attr);
   pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
@@ -204,6 +227,13 @@ kiln_context_release(kiln_context *ctx)
   pthread_mutex_lock(&ctx->lock);
   ctx->released = 1;
   clFinish(ctx->queue);
+  /* Provider objects (FFT plans) hold cl objects of this context: they go first. */
+  for (int i = 0; i < KILN__EXT_COUNT; i++) {
+    if (ctx->ext[i].destroy)
+      ctx->ext[i].destroy(ctx, ctx->ext[i].data);
+    ctx->ext[i].data = NULL;
+    ctx->ext[i].destroy = NULL;
+  }
   kiln__profile_destroy(ctx);
   kiln__programs_destroy(ctx);
   kiln__pool_destroy(ctx);
@@ -254,8 +284,13 @@ kiln_option_bounds(kiln_option option, int64_t *lower, int64_t *upper)
   KILN_RETURN_IF(!lower || !upper, KILN_ERR_INVALID_ARGUMENT, op, "NULL bounds");
   switch (option) {
   case KILN_OPT_POOL_LIMIT_BYTES:
+  case KILN_OPT_GEMM_SMALL_MNK:
     *lower = 0;
     *upper = INT64_MAX;
+    return KILN_OK;
+  case KILN_OPT_FFT_BACKEND:
+    *lower = 0;
+    *upper = 2;
     return KILN_OK;
   }
   return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0, "unknown option %d", (int)option);
@@ -277,6 +312,12 @@ kiln_context_set_option(kiln_context *ctx, kiln_option option, int64_t value)
     ctx->pool.stats.limit_bytes = (uint64_t)value;
     kiln__pool_trim_locked(ctx, (uint64_t)value);
     break;
+  case KILN_OPT_GEMM_SMALL_MNK:
+    ctx->gemm_small_mnk = value;
+    break;
+  case KILN_OPT_FFT_BACKEND:
+    ctx->fft_backend = (int)value;
+    break;
   }
   pthread_mutex_unlock(&ctx->lock);
   return KILN_OK;
@@ -291,6 +332,12 @@ kiln_context_get_option(const kiln_context *ctx, kiln_option option, int64_t *va
   switch (option) {
   case KILN_OPT_POOL_LIMIT_BYTES:
     *value = (int64_t)ctx->pool.limit;
+    return KILN_OK;
+  case KILN_OPT_GEMM_SMALL_MNK:
+    *value = ctx->gemm_small_mnk;
+    return KILN_OK;
+  case KILN_OPT_FFT_BACKEND:
+    *value = ctx->fft_backend;
     return KILN_OK;
   }
   return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0, "unknown option %d", (int)option);

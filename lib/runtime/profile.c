@@ -18,9 +18,10 @@ fold(const char *op, kiln_context *ctx)
   }
   for (size_t i = 0; i < p->nevents; i++) {
     cl_ulong start = 0, end = 0;
+    cl_event first = p->begins[i] ? p->begins[i] : p->events[i];
     if (s == KILN_OK &&
-        clGetEventProfilingInfo(p->events[i], CL_PROFILING_COMMAND_START, sizeof start, &start,
-                                NULL) == CL_SUCCESS &&
+        clGetEventProfilingInfo(first, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL) ==
+            CL_SUCCESS &&
         clGetEventProfilingInfo(p->events[i], CL_PROFILING_COMMAND_END, sizeof end, &end, NULL) ==
             CL_SUCCESS &&
         end >= start) {
@@ -32,9 +33,48 @@ fold(const char *op, kiln_context *ctx)
         p->last_end = end;
     }
     clReleaseEvent(p->events[i]);
+    if (p->begins[i])
+      clReleaseEvent(p->begins[i]);
   }
   p->nevents = 0;
   return s;
+}
+
+/* Keeps (begin, end) for the next fold; takes ownership of both events. */
+static kiln_status
+record(const char *op, kiln_context *ctx, cl_event begin, cl_event end)
+{
+  struct kiln__profile *p = &ctx->prof;
+  /* Bounded memory: a long profiled loop folds its events every few thousand kernels. */
+  if (p->nevents == p->cap) {
+    if (p->cap >= 4096) {
+      kiln_status s = fold(op, ctx);
+      if (s != KILN_OK) {
+        clReleaseEvent(end);
+        if (begin)
+          clReleaseEvent(begin);
+        return s;
+      }
+    } else {
+      size_t ncap = p->cap ? p->cap * 2 : 64;
+      cl_event *n = realloc(p->events, ncap * sizeof *n);
+      if (n)
+        p->events = n;
+      cl_event *b = n ? realloc(p->begins, ncap * sizeof *b) : NULL;
+      if (b)
+        p->begins = b;
+      if (!n || !b) {
+        clReleaseEvent(end);
+        if (begin)
+          clReleaseEvent(begin);
+        return KILN_OK; /* profiling is best effort; the work itself was enqueued */
+      }
+      p->cap = ncap;
+    }
+  }
+  p->begins[p->nevents] = begin;
+  p->events[p->nevents++] = end;
+  return KILN_OK;
 }
 
 kiln_status
@@ -47,39 +87,46 @@ kiln__enqueue_kernel(const char *op, kiln_context *ctx, cl_kernel k, cl_uint dim
                                       p->active ? &ev : NULL);
   if (err != CL_SUCCESS)
     return kiln__fail_cl(op, err, "clEnqueueNDRangeKernel");
-  if (!ev)
+  return ev ? record(op, ctx, NULL, ev) : KILN_OK;
+}
+
+kiln_status
+kiln__provider_span_begin(const char *op, kiln_context *ctx, cl_event *begin)
+{
+  *begin = NULL;
+  if (!ctx->prof.active)
     return KILN_OK;
-  /* Bounded memory: a long profiled loop folds its events every few thousand kernels. */
-  if (p->nevents == p->cap) {
-    if (p->cap >= 4096) {
-      kiln_status s = fold(op, ctx);
-      if (s != KILN_OK) {
-        clReleaseEvent(ev);
-        return s;
-      }
-    } else {
-      size_t ncap = p->cap ? p->cap * 2 : 64;
-      cl_event *n = realloc(p->events, ncap * sizeof *n);
-      if (!n) {
-        clReleaseEvent(ev);
-        return KILN_OK; /* profiling is best effort; the kernel itself was enqueued */
-      }
-      p->events = n;
-      p->cap = ncap;
-    }
+  cl_int err = clEnqueueMarkerWithWaitList(ctx->queue, 0, NULL, begin);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueMarkerWithWaitList");
+}
+
+kiln_status
+kiln__provider_span_end(const char *op, kiln_context *ctx, cl_event begin)
+{
+  if (!begin)
+    return KILN_OK;
+  cl_event end = NULL;
+  cl_int err = clEnqueueMarkerWithWaitList(ctx->queue, 0, NULL, &end);
+  if (err != CL_SUCCESS) {
+    clReleaseEvent(begin);
+    return kiln__fail_cl(op, err, "clEnqueueMarkerWithWaitList");
   }
-  p->events[p->nevents++] = ev;
-  return KILN_OK;
+  return record(op, ctx, begin, end);
 }
 
 void
 kiln__profile_destroy(kiln_context *ctx)
 {
   struct kiln__profile *p = &ctx->prof;
-  for (size_t i = 0; i < p->nevents; i++)
+  for (size_t i = 0; i < p->nevents; i++) {
     clReleaseEvent(p->events[i]);
+    if (p->begins[i])
+      clReleaseEvent(p->begins[i]);
+  }
   free(p->events);
+  free(p->begins);
   p->events = NULL;
+  p->begins = NULL;
   p->nevents = p->cap = 0;
   p->active = 0;
 }
@@ -92,8 +139,11 @@ kiln_profile_begin(kiln_context *ctx)
   KILN_RETURN_IF(!ctx->queue_profiling, KILN_ERR_UNSUPPORTED, op,
                  "the context's command queue was created without CL_QUEUE_PROFILING_ENABLE");
   pthread_mutex_lock(&ctx->lock);
-  for (size_t i = 0; i < ctx->prof.nevents; i++)
+  for (size_t i = 0; i < ctx->prof.nevents; i++) {
     clReleaseEvent(ctx->prof.events[i]);
+    if (ctx->prof.begins[i])
+      clReleaseEvent(ctx->prof.begins[i]);
+  }
   ctx->prof.nevents = 0;
   ctx->prof.kernels = ctx->prof.device_ns = ctx->prof.first_start = ctx->prof.last_end = 0;
   ctx->prof.active = 1;

@@ -28,7 +28,8 @@ struct kiln__pool {
 /* Kernel events recorded between kiln_profile_begin and kiln_profile_end. */
 struct kiln__profile {
   int active;
-  cl_event *events;
+  cl_event *events; /* completion event of each kernel (or provider call) */
+  cl_event *begins; /* NULL for a kernel; the marker before a provider call */
   size_t nevents, cap;
   uint64_t kernels, device_ns, first_start, last_end;
 };
@@ -44,6 +45,19 @@ struct kiln__program {
   cl_program program;
   struct kiln__kernel *kernels;
   size_t nkernels;
+};
+
+/*
+ * Per-context state of op families that keep provider objects (FFT plans,
+ * VkFFT applications ...). The family creates it on first use (ctx->lock
+ * held) and registers a destructor, which kiln_context_release() calls with
+ * ctx->lock held after the queue is drained and before any cl object goes.
+ */
+enum kiln__ext_slot { KILN__EXT_FFT, KILN__EXT_COUNT };
+
+struct kiln__ext {
+  void *data;
+  void (*destroy)(kiln_context *ctx, void *data);
 };
 
 struct kiln_context {
@@ -62,6 +76,10 @@ struct kiln_context {
   size_t nprograms, cap_programs;
   int queue_profiling; /* the queue was created with CL_QUEUE_PROFILING_ENABLE */
   struct kiln__profile prof;
+  int64_t gemm_small_mnk; /* KILN_OPT_GEMM_SMALL_MNK */
+  int use_clblast;        /* built with CLBlast and not disabled by KILN_DEBUG_NO_CLBLAST */
+  int fft_backend;        /* KILN_OPT_FFT_BACKEND (a kiln_fft_backend value) */
+  struct kiln__ext ext[KILN__EXT_COUNT];
 };
 
 struct kiln_tensor {
@@ -128,6 +146,15 @@ void kiln__programs_destroy(kiln_context *ctx);
 kiln_status kiln__enqueue_kernel(const char *op, kiln_context *ctx, cl_kernel k, cl_uint dims,
                                  const size_t *global, const size_t *local);
 
+/*
+ * Provider libraries (CLBlast, clFFT, VkFFT) enqueue kernels kiln cannot see.
+ * Bracketing their calls with these (ctx->lock held) makes profiling count
+ * each call as one kernel spanning from a marker before it to a marker after
+ * it. Both are no-ops returning KILN_OK when profiling is off; *begin is then NULL.
+ */
+kiln_status kiln__provider_span_begin(const char *op, kiln_context *ctx, cl_event *begin);
+kiln_status kiln__provider_span_end(const char *op, kiln_context *ctx, cl_event begin);
+
 /* Enqueues a 1-D grid-stride kernel over n items (ctx->lock held). */
 kiln_status kiln__launch_1d(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n);
 
@@ -139,6 +166,18 @@ kiln_status kiln__arg(const char *op, cl_kernel k, cl_uint i, size_t size, const
 
 /* Build options every program gets for dtype (the -D that select T). */
 void kiln__dtype_options(kiln_dtype dtype, char *buf, size_t len);
+
+/*
+ * kiln's cache directory, for provider caches that live beside the kernel
+ * cache (clFFT's CLFFT_CACHE_PATH, VkFFT binaries): KILN_CACHE_DIR, else
+ * $XDG_CACHE_HOME/kiln when that is absolute, else $HOME/.cache/kiln.
+ * Returns 0 and fills buf, or -1 when caching is off (KILN_CACHE=off) or no
+ * location is known. The directory is not created here.
+ */
+int kiln__cache_dir(char *buf, size_t len);
+
+/* Creates path and its missing parents with mode 0700; 0 on success (also when it exists). */
+int kiln__mkdir_p(const char *path);
 
 /* Bounded quarantine for released handles, so later misuse reads poisoned memory, not freed memory. */
 void kiln__quarantine(void *p);

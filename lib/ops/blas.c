@@ -1,0 +1,782 @@
+/*
+ * BLAS family: GEMM (batched, broadcasting), matmul, GEMV, SYRK, dot, axpy,
+ * scal. Validation and batch planning live here; the arithmetic runs either
+ * on kiln's own kernels (cl_kernels/gemm_small.cl) or on CLBlast
+ * (lib/providers/clblast.c), chosen per call by size.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/dtype_traits.h"
+#include "core/error.h"
+#include "kiln/blas.h"
+#include "kiln_config.h"
+#include "runtime/runtime.h"
+#include "runtime/tunables.h"
+#if KILN_HAVE_CLBLAST
+#include "providers/clblast.h"
+#endif
+
+/* ---- kiln's own kernels ---- */
+
+/* Tile edge of gemm_small: the default while the device allows TILE^2 work-items. */
+static size_t
+gemm_tile(const kiln_context *ctx)
+{
+  size_t t = KILN__GEMM_TILE_DEFAULT;
+  while (t > 1 && t * t > ctx->info.max_work_group_size)
+    t /= 2;
+  return t;
+}
+
+static size_t
+dot_wg(const kiln_context *ctx)
+{
+  size_t w = 256;
+  while (w > 1 && w > ctx->info.max_work_group_size)
+    w /= 2;
+  return w;
+}
+
+static kiln_status
+get_kernel(const char *op, kiln_context *ctx, kiln_dtype dt, const char *name, cl_kernel *k)
+{
+  char opts[192];
+  kiln__dtype_options(dt, opts, sizeof opts);
+  size_t len = strlen(opts);
+  snprintf(opts + len, sizeof opts - len, " -DKILN_GEMM_TILE=%zu -DKILN_DOT_WG=%zu",
+           gemm_tile(ctx), dot_wg(ctx));
+  return kiln__kernel_get(op, ctx, "gemm_small", opts, name, k);
+}
+
+/* Sets a T-typed scalar argument from a double. */
+static kiln_status
+scalar_arg(const char *op, cl_kernel k, cl_uint i, kiln_dtype dt, double v)
+{
+  if (dt == KILN_F32) {
+    float f = (float)v;
+    return kiln__arg(op, k, i, sizeof f, &f);
+  }
+  return kiln__arg(op, k, i, sizeof v, &v);
+}
+
+/* One matrix operand as the kernels and CLBlast see it (offset and ld in elements). */
+struct mat {
+  cl_mem mem;
+  uint64_t off, ld;
+  int trans;
+};
+
+static uint64_t
+elem_off(const kiln_tensor *t)
+{
+  return t->offset / kiln_dtype_size(t->dtype);
+}
+
+/* Sets consecutive (buffer, offset, ld, batch stride, trans) arguments from index i. */
+static kiln_status
+mat_args(const char *op, cl_kernel k, cl_uint i, const struct mat *x, uint64_t batch_stride,
+         int with_trans)
+{
+  cl_ulong off = x->off, ld = x->ld, bs = batch_stride;
+  cl_uint tr = (cl_uint)x->trans;
+  KILN_TRY(kiln__arg(op, k, i, sizeof x->mem, &x->mem));
+  KILN_TRY(kiln__arg(op, k, i + 1, sizeof off, &off));
+  KILN_TRY(kiln__arg(op, k, i + 2, sizeof ld, &ld));
+  KILN_TRY(kiln__arg(op, k, i + 3, sizeof bs, &bs));
+  return with_trans ? kiln__arg(op, k, i + 4, sizeof tr, &tr) : KILN_OK;
+}
+
+/* gemm_small over batch matrices (ctx->lock held). k == 0 never touches A or B. */
+static kiln_status
+small_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t m, uint64_t n, uint64_t k,
+           double alpha, double beta, const struct mat *a, uint64_t astride, const struct mat *b,
+           uint64_t bstride, const struct mat *c, uint64_t cstride, uint64_t batch, cl_uint tri)
+{
+  cl_kernel kern;
+  KILN_TRY(get_kernel(op, ctx, dt, "gemm_small", &kern));
+  cl_ulong dims[3] = {m, n, k};
+  for (cl_uint i = 0; i < 3; i++)
+    KILN_TRY(kiln__arg(op, kern, i, sizeof dims[i], &dims[i]));
+  KILN_TRY(scalar_arg(op, kern, 3, dt, alpha));
+  KILN_TRY(scalar_arg(op, kern, 4, dt, beta));
+  KILN_TRY(mat_args(op, kern, 5, a, astride, 1));
+  KILN_TRY(mat_args(op, kern, 10, b, bstride, 1));
+  KILN_TRY(mat_args(op, kern, 15, c, cstride, 0));
+  KILN_TRY(kiln__arg(op, kern, 19, sizeof tri, &tri));
+  size_t t = gemm_tile(ctx);
+  size_t global[3] = {(size_t)((n + t - 1) / t * t), (size_t)((m + t - 1) / t * t),
+                      (size_t)batch};
+  size_t local[3] = {t, t, 1};
+  return kiln__enqueue_kernel(op, ctx, kern, 3, global, local);
+}
+
+/* sym_fill over batch n x n matrices (ctx->lock held). */
+static kiln_status
+small_sym_fill(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t n, const struct mat *c,
+               uint64_t cstride, uint64_t batch, cl_uint tri)
+{
+  cl_kernel kern;
+  KILN_TRY(get_kernel(op, ctx, dt, "sym_fill", &kern));
+  cl_ulong nn = n;
+  KILN_TRY(kiln__arg(op, kern, 0, sizeof nn, &nn));
+  KILN_TRY(mat_args(op, kern, 1, c, cstride, 0));
+  KILN_TRY(kiln__arg(op, kern, 5, sizeof tri, &tri));
+  size_t t = gemm_tile(ctx);
+  size_t global[3] = {(size_t)((n + t - 1) / t * t), (size_t)((n + t - 1) / t * t),
+                      (size_t)batch};
+  size_t local[3] = {t, t, 1};
+  return kiln__enqueue_kernel(op, ctx, kern, 3, global, local);
+}
+
+/* m*n*k without overflow (saturates). */
+static uint64_t
+mnk(uint64_t m, uint64_t n, uint64_t k)
+{
+  uint64_t r;
+  if (__builtin_mul_overflow(m, n, &r) || __builtin_mul_overflow(r, k, &r))
+    return UINT64_MAX;
+  return r;
+}
+
+/* Whether a GEMM-shaped call of this size goes to kiln's kernel. */
+static int
+use_small(const kiln_context *ctx, uint64_t m, uint64_t n, uint64_t k, double alpha)
+{
+  if (!ctx->use_clblast || k == 0 || alpha == 0.0)
+    return 1;
+  return mnk(m, n, k) <= (uint64_t)ctx->gemm_small_mnk;
+}
+
+/* ---- validation helpers ---- */
+
+static kiln_status
+check_float(const char *op, const kiln_tensor *t, const char *name)
+{
+  KILN_RETURN_IF(!kiln__dtype_is_float(t->dtype), KILN_ERR_DTYPE, op,
+                 "%s is %s; BLAS routines accept f32 and f64", name, kiln_dtype_name(t->dtype));
+  return KILN_OK;
+}
+
+static kiln_status
+check_same_dtype(const char *op, const kiln_tensor *a, const kiln_tensor *b, const char *an,
+                 const char *bn)
+{
+  KILN_TRY(check_float(op, a, an));
+  KILN_RETURN_IF(a->dtype != b->dtype, KILN_ERR_DTYPE, op,
+                 "%s is %s but %s is %s; cast one with kiln_cast", an, kiln_dtype_name(a->dtype),
+                 bn, kiln_dtype_name(b->dtype));
+  return KILN_OK;
+}
+
+static kiln_status
+check_trans(const char *op, kiln_transpose t, const char *name)
+{
+  KILN_RETURN_IF(t != KILN_NO_TRANS && t != KILN_TRANS, KILN_ERR_INVALID_ARGUMENT, op,
+                 "%s is %d, not KILN_NO_TRANS or KILN_TRANS", name, (int)t);
+  return KILN_OK;
+}
+
+/* Nonzero when the byte ranges of two tensors share memory. */
+static int
+overlaps(const kiln_tensor *x, const kiln_tensor *y)
+{
+  if (!x->nbytes || !y->nbytes || x->mem != y->mem)
+    return 0;
+  return x->offset < y->offset + y->nbytes && y->offset < x->offset + x->nbytes;
+}
+
+static kiln_status
+check_no_overlap(const char *op, const kiln_tensor *out, const kiln_tensor *in, const char *name)
+{
+  KILN_RETURN_IF(overlaps(out, in), KILN_ERR_INVALID_ARGUMENT, op,
+                 "the output overlaps input %s; use a separate output tensor", name);
+  return KILN_OK;
+}
+
+static const char *
+fmt(const kiln__shape *s, char *buf, size_t len)
+{
+  return kiln__shape_format(s, buf, len);
+}
+
+/* The batch dimensions of a shape (all but the last two). */
+static kiln__shape
+batch_of(const kiln__shape *s)
+{
+  kiln__shape b;
+  memset(&b, 0, sizeof b);
+  b.ndim = s->ndim - 2;
+  for (size_t i = 0; i < b.ndim; i++)
+    b.dims[i] = s->dims[i];
+  return b;
+}
+
+/* ---- batched GEMM over shape views ---- */
+
+/*
+ * A batch of GEMMs split into an outer loop and an inner strided batch.
+ * Batch dimensions of size 1 are dropped and neighbours merged wherever the
+ * strides of all three operands stay linear, so the common cases (one
+ * operand repeated, or every operand a contiguous batch) become a single
+ * strided call.
+ */
+struct batch_plan {
+  uint32_t ndim;
+  uint64_t dims[KILN_MAX_DIMS];
+  uint64_t stride[3][KILN_MAX_DIMS]; /* elements, per operand a, b, c */
+};
+
+static void
+plan_batches(const kiln__shape *ab, const kiln__shape *bb, const kiln__shape *cb,
+             const uint64_t matsize[3], struct batch_plan *p)
+{
+  int64_t st[3][KILN_MAX_DIMS];
+  const kiln__shape *ops[3] = {ab, bb, cb};
+  for (int o = 0; o < 3; o++)
+    kiln__shape_broadcast_strides(ops[o], cb, st[o]);
+  memset(p, 0, sizeof *p);
+  for (size_t d = 0; d < cb->ndim; d++) {
+    uint64_t len = (uint64_t)cb->dims[d];
+    if (len == 1)
+      continue;
+    int merge = p->ndim > 0;
+    for (int o = 0; o < 3 && merge; o++)
+      merge = p->stride[o][p->ndim - 1] == (uint64_t)st[o][d] * matsize[o] * len;
+    if (merge) {
+      p->dims[p->ndim - 1] *= len;
+      for (int o = 0; o < 3; o++)
+        p->stride[o][p->ndim - 1] = (uint64_t)st[o][d] * matsize[o];
+    } else {
+      p->dims[p->ndim] = len;
+      for (int o = 0; o < 3; o++)
+        p->stride[o][p->ndim] = (uint64_t)st[o][d] * matsize[o];
+      p->ndim++;
+    }
+  }
+}
+
+struct gemm_args {
+  kiln_dtype dt;
+  uint64_t m, n, k;
+  double alpha, beta;
+  struct mat a, b, c;
+};
+
+/* One strided batch of GEMMs, routed by size (ctx->lock held). */
+static kiln_status
+gemm_strided(const char *op, kiln_context *ctx, const struct gemm_args *g, uint64_t astride,
+             uint64_t bstride, uint64_t cstride, uint64_t batch)
+{
+  if (use_small(ctx, g->m, g->n, g->k, g->alpha)) {
+    /* alpha == 0 is BLAS's "A and B are not referenced": run it as k == 0. */
+    uint64_t k = g->alpha == 0.0 ? 0 : g->k;
+    return small_gemm(op, ctx, g->dt, g->m, g->n, k, g->alpha, g->beta, &g->a, astride, &g->b,
+                      bstride, &g->c, cstride, batch, 0);
+  }
+#if KILN_HAVE_CLBLAST
+  return kiln__clblast_gemm(op, ctx, g->dt, g->a.trans, g->b.trans, g->m, g->n, g->k, g->alpha,
+                            g->a.mem, g->a.off, g->a.ld, astride, g->b.mem, g->b.off, g->b.ld,
+                            bstride, g->beta, g->c.mem, g->c.off, g->c.ld, cstride, batch);
+#else
+  (void)astride;
+  (void)bstride;
+  (void)cstride;
+  (void)batch;
+  return kiln__fail(KILN_ERR_INTERNAL, op, 0, "CLBlast route taken in a build without CLBlast");
+#endif
+}
+
+/* Runs the whole batch plan: odometer over the outer dimensions, strided calls inside. */
+static kiln_status
+gemm_plan_run(const char *op, kiln_context *ctx, const struct gemm_args *g,
+              const struct batch_plan *p)
+{
+  if (p->ndim == 0)
+    return gemm_strided(op, ctx, g, 0, 0, 0, 1);
+  uint32_t in = p->ndim - 1;
+  uint64_t idx[KILN_MAX_DIMS] = {0};
+  for (;;) {
+    struct gemm_args h = *g;
+    for (uint32_t d = 0; d < in; d++) {
+      h.a.off += idx[d] * p->stride[0][d];
+      h.b.off += idx[d] * p->stride[1][d];
+      h.c.off += idx[d] * p->stride[2][d];
+    }
+    KILN_TRY(gemm_strided(op, ctx, &h, p->stride[0][in], p->stride[1][in], p->stride[2][in],
+                          p->dims[in]));
+    int d = (int)in - 1;
+    while (d >= 0 && ++idx[d] == p->dims[d])
+      idx[d--] = 0;
+    if (d < 0)
+      return KILN_OK;
+  }
+}
+
+/*
+ * GEMM on shape views of a and b (matmul inserts unit dimensions). The
+ * result's own shape is res_shape when given (same element count and layout
+ * as [batch..., m, n]), else [batch..., m, n].
+ */
+static kiln_status
+gemm_views(const char *op, kiln_context *ctx, int ta, int tb, double alpha, const kiln_tensor *a,
+           const kiln__shape *as, const kiln_tensor *b, const kiln__shape *bs, double beta,
+           kiln_tensor **c, const kiln__shape *res_shape)
+{
+  char s1[160], s2[160];
+  KILN_RETURN_IF(as->ndim < 2 || bs->ndim < 2, KILN_ERR_SHAPE, op,
+                 "operands need at least 2 dimensions, got a %s and b %s",
+                 fmt(&a->shape, s1, sizeof s1), fmt(&b->shape, s2, sizeof s2));
+  uint64_t ar = (uint64_t)as->dims[as->ndim - 2], ac = (uint64_t)as->dims[as->ndim - 1];
+  uint64_t br = (uint64_t)bs->dims[bs->ndim - 2], bc = (uint64_t)bs->dims[bs->ndim - 1];
+  uint64_t m = ta ? ac : ar, k = ta ? ar : ac, kb = tb ? bc : br, n = tb ? br : bc;
+  if (k != kb)
+    return kiln__fail(KILN_ERR_SHAPE, op, 0,
+                      "inner dimensions differ: op(a) is %llux%llu (a %s%s), op(b) is %llux%llu "
+                      "(b %s%s)",
+                      (unsigned long long)m, (unsigned long long)k, fmt(as, s1, sizeof s1),
+                      ta ? ", transposed" : "", (unsigned long long)kb, (unsigned long long)n,
+                      fmt(bs, s2, sizeof s2), tb ? ", transposed" : "");
+  kiln__shape ab = batch_of(as), bb = batch_of(bs), cb;
+  KILN_TRY(kiln__shape_broadcast(op, &ab, &bb, &cb));
+  kiln__shape view = cb;
+  view.dims[view.ndim++] = (int64_t)m;
+  view.dims[view.ndim++] = (int64_t)n;
+  const kiln__shape *shape = res_shape ? res_shape : &view;
+  int made;
+  KILN_TRY(kiln__output_prepare(op, ctx, a->dtype, shape, c, &made));
+  kiln_tensor *ct = *c;
+  kiln_status s = check_no_overlap(op, ct, a, "a");
+  if (s == KILN_OK)
+    s = check_no_overlap(op, ct, b, "b");
+  if (s != KILN_OK || !ct->numel) {
+    if (s != KILN_OK)
+      kiln__output_discard(c, made);
+    return s;
+  }
+  struct gemm_args g = {a->dtype, m, n, k, alpha, made ? 0.0 : beta,
+                        {a->mem, elem_off(a), ac, ta}, {b->mem, elem_off(b), bc, tb},
+                        {ct->mem, elem_off(ct), n, 0}};
+  uint64_t matsize[3] = {ar * ac, br * bc, m * n};
+  struct batch_plan plan;
+  plan_batches(&ab, &bb, &cb, matsize, &plan);
+  pthread_mutex_lock(&ctx->lock);
+  s = gemm_plan_run(op, ctx, &g, &plan);
+  pthread_mutex_unlock(&ctx->lock);
+  if (s != KILN_OK)
+    kiln__output_discard(c, made);
+  return s;
+}
+
+static kiln_status
+check_ctx_out(const char *op, kiln_context *ctx, const void *out)
+{
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
+  return KILN_OK;
+}
+
+kiln_status
+kiln_gemm(kiln_context *ctx, kiln_transpose trans_a, kiln_transpose trans_b, double alpha,
+          const kiln_tensor *a, const kiln_tensor *b, double beta, kiln_tensor **c)
+{
+  static const char op[] = "kiln_gemm";
+  KILN_TRY(check_ctx_out(op, ctx, c));
+  KILN_TRY(check_trans(op, trans_a, "trans_a"));
+  KILN_TRY(check_trans(op, trans_b, "trans_b"));
+  KILN_TRY(kiln__tensor_check(op, a, ctx));
+  KILN_TRY(kiln__tensor_check(op, b, ctx));
+  KILN_TRY(check_same_dtype(op, a, b, "a", "b"));
+  return gemm_views(op, ctx, trans_a == KILN_TRANS, trans_b == KILN_TRANS, alpha, a, &a->shape, b,
+                    &b->shape, beta, c, NULL);
+}
+
+kiln_status
+kiln_matmul(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b, kiln_tensor **out)
+{
+  static const char op[] = "kiln_matmul";
+  KILN_TRY(check_ctx_out(op, ctx, out));
+  KILN_TRY(kiln__tensor_check(op, a, ctx));
+  KILN_TRY(kiln__tensor_check(op, b, ctx));
+  KILN_TRY(check_same_dtype(op, a, b, "a", "b"));
+  char s1[160], s2[160];
+  KILN_RETURN_IF(a->shape.ndim == 0 || b->shape.ndim == 0, KILN_ERR_SHAPE, op,
+                 "matmul needs inputs of at least 1 dimension, got a %s and b %s",
+                 fmt(&a->shape, s1, sizeof s1), fmt(&b->shape, s2, sizeof s2));
+  /* NumPy: a 1-D a is a row [1, k], a 1-D b a column [k, 1]; those unit dims leave the result. */
+  kiln__shape as = a->shape, bs = b->shape;
+  int a_vec = as.ndim == 1, b_vec = bs.ndim == 1;
+  if (a_vec) {
+    as.dims[1] = as.dims[0];
+    as.dims[0] = 1;
+    as.ndim = 2;
+  }
+  if (b_vec) {
+    bs.dims[1] = 1;
+    bs.ndim = 2;
+  }
+  if (as.dims[as.ndim - 1] != bs.dims[bs.ndim - 2])
+    return kiln__fail(KILN_ERR_SHAPE, op, 0,
+                      "a %s and b %s: a's last dimension (%lld) differs from b's %s (%lld)",
+                      fmt(&a->shape, s1, sizeof s1), fmt(&b->shape, s2, sizeof s2),
+                      (long long)as.dims[as.ndim - 1], b_vec ? "only dimension" : "second-to-last",
+                      (long long)bs.dims[bs.ndim - 2]);
+  kiln__shape ab = batch_of(&as), bb = batch_of(&bs), res;
+  KILN_TRY(kiln__shape_broadcast(op, &ab, &bb, &res));
+  if (!a_vec)
+    res.dims[res.ndim++] = as.dims[as.ndim - 2];
+  if (!b_vec)
+    res.dims[res.ndim++] = bs.dims[bs.ndim - 1];
+  return gemm_views(op, ctx, 0, 0, 1.0, a, &as, b, &bs, 0.0, out, &res);
+}
+
+kiln_status
+kiln_gemv(kiln_context *ctx, kiln_transpose trans, double alpha, const kiln_tensor *a,
+          const kiln_tensor *x, double beta, kiln_tensor **y)
+{
+  static const char op[] = "kiln_gemv";
+  KILN_TRY(check_ctx_out(op, ctx, y));
+  KILN_TRY(check_trans(op, trans, "trans"));
+  KILN_TRY(kiln__tensor_check(op, a, ctx));
+  KILN_TRY(kiln__tensor_check(op, x, ctx));
+  KILN_TRY(check_same_dtype(op, a, x, "a", "x"));
+  char s1[160], s2[160];
+  KILN_RETURN_IF(a->shape.ndim != 2 || x->shape.ndim != 1, KILN_ERR_SHAPE, op,
+                 "a must be 2-D and x 1-D, got a %s and x %s", fmt(&a->shape, s1, sizeof s1),
+                 fmt(&x->shape, s2, sizeof s2));
+  int ta = trans == KILN_TRANS;
+  uint64_t ar = (uint64_t)a->shape.dims[0], ac = (uint64_t)a->shape.dims[1];
+  uint64_t rows = ta ? ac : ar, cols = ta ? ar : ac;
+  if ((uint64_t)x->shape.dims[0] != cols)
+    return kiln__fail(KILN_ERR_SHAPE, op, 0, "op(a) is %llux%llu (a %s%s) but x has length %lld",
+                      (unsigned long long)rows, (unsigned long long)cols,
+                      fmt(&a->shape, s1, sizeof s1), ta ? ", transposed" : "",
+                      (long long)x->shape.dims[0]);
+  kiln__shape ys = {1, {(int64_t)rows}};
+  int made;
+  KILN_TRY(kiln__output_prepare(op, ctx, a->dtype, &ys, y, &made));
+  kiln_tensor *yt = *y;
+  kiln_status s = check_no_overlap(op, yt, a, "a");
+  if (s == KILN_OK)
+    s = check_no_overlap(op, yt, x, "x");
+  if (s != KILN_OK || !rows) {
+    if (s != KILN_OK)
+      kiln__output_discard(y, made);
+    return s;
+  }
+  double b = made ? 0.0 : beta;
+  struct mat am = {a->mem, elem_off(a), ac, ta}, xm = {x->mem, elem_off(x), 1, 0};
+  struct mat ym = {yt->mem, elem_off(yt), 1, 0};
+  pthread_mutex_lock(&ctx->lock);
+  if (use_small(ctx, rows, 1, cols, alpha))
+    s = small_gemm(op, ctx, a->dtype, rows, 1, alpha == 0.0 ? 0 : cols, alpha, b, &am, 0, &xm, 0,
+                   &ym, 0, 1, 0);
+  else {
+#if KILN_HAVE_CLBLAST
+    /* CLBlast's GEMV reads y even for beta == 0 (a NaN there would survive): clear it first. */
+    if (b == 0.0) {
+      unsigned char zero[8] = {0};
+      cl_int err = clEnqueueFillBuffer(ctx->queue, yt->mem, zero, kiln_dtype_size(yt->dtype),
+                                       yt->offset, yt->nbytes, 0, NULL, NULL);
+      if (err != CL_SUCCESS)
+        s = kiln__fail_cl(op, err, "clEnqueueFillBuffer");
+    }
+    if (s == KILN_OK)
+      s = kiln__clblast_gemv(op, ctx, a->dtype, ta, ar, ac, alpha, am.mem, am.off, ac, xm.mem,
+                             xm.off, b, ym.mem, ym.off);
+#else
+    s = kiln__fail(KILN_ERR_INTERNAL, op, 0, "CLBlast route taken in a build without CLBlast");
+#endif
+  }
+  pthread_mutex_unlock(&ctx->lock);
+  if (s != KILN_OK)
+    kiln__output_discard(y, made);
+  return s;
+}
+
+kiln_status
+kiln_syrk(kiln_context *ctx, kiln_uplo uplo, kiln_transpose trans, double alpha,
+          const kiln_tensor *a, double beta, kiln_tensor **c, int fill_other)
+{
+  static const char op[] = "kiln_syrk";
+  KILN_TRY(check_ctx_out(op, ctx, c));
+  KILN_TRY(check_trans(op, trans, "trans"));
+  KILN_RETURN_IF(uplo != KILN_UPPER && uplo != KILN_LOWER, KILN_ERR_INVALID_ARGUMENT, op,
+                 "uplo is %d, not KILN_UPPER or KILN_LOWER", (int)uplo);
+  KILN_TRY(kiln__tensor_check(op, a, ctx));
+  KILN_TRY(check_float(op, a, "a"));
+  char s1[160];
+  KILN_RETURN_IF(a->shape.ndim < 2, KILN_ERR_SHAPE, op, "a needs at least 2 dimensions, got %s",
+                 fmt(&a->shape, s1, sizeof s1));
+  int ta = trans == KILN_TRANS;
+  size_t nd = a->shape.ndim;
+  uint64_t ar = (uint64_t)a->shape.dims[nd - 2], ac = (uint64_t)a->shape.dims[nd - 1];
+  uint64_t n = ta ? ac : ar, k = ta ? ar : ac;
+  kiln__shape cs = a->shape;
+  cs.dims[nd - 2] = cs.dims[nd - 1] = (int64_t)n;
+  int made = 0;
+  if (!*c) {
+    /* A fresh C starts at zero, so the triangle SYRK does not write is defined. */
+    KILN_TRY(kiln_tensor_zeros(ctx, a->dtype, cs.ndim, cs.dims, c));
+    made = 1;
+  } else {
+    KILN_TRY(kiln__output_prepare(op, ctx, a->dtype, &cs, c, &made));
+  }
+  kiln_tensor *ct = *c;
+  kiln_status s = check_no_overlap(op, ct, a, "a");
+  if (s != KILN_OK || !ct->numel) {
+    if (s != KILN_OK)
+      kiln__output_discard(c, made);
+    return s;
+  }
+  double b = made ? 0.0 : beta;
+  uint64_t batch = ct->numel / (n * n);
+  cl_uint tri = uplo == KILN_UPPER ? 1 : 2;
+  /* op(A) op(A)^T: the kernel's B is A itself with the opposite transpose. */
+  struct mat am = {a->mem, elem_off(a), ac, ta}, bm = {a->mem, elem_off(a), ac, !ta};
+  struct mat cm = {ct->mem, elem_off(ct), n, 0};
+  uint64_t astride = ar * ac, cstride = n * n;
+  pthread_mutex_lock(&ctx->lock);
+  if (use_small(ctx, n, n, k, alpha)) {
+    s = small_gemm(op, ctx, a->dtype, n, n, alpha == 0.0 ? 0 : k, alpha, b, &am, astride, &bm,
+                   astride, &cm, cstride, batch, tri);
+  } else {
+#if KILN_HAVE_CLBLAST
+    /* CLBlast has no batched SYRK: one call per matrix. */
+    for (uint64_t i = 0; i < batch && s == KILN_OK; i++)
+      s = kiln__clblast_syrk(op, ctx, a->dtype, uplo == KILN_UPPER, ta, n, k, alpha, am.mem,
+                             am.off + i * astride, ac, b, cm.mem, cm.off + i * cstride, n);
+#else
+    s = kiln__fail(KILN_ERR_INTERNAL, op, 0, "CLBlast route taken in a build without CLBlast");
+#endif
+  }
+  if (s == KILN_OK && fill_other)
+    s = small_sym_fill(op, ctx, a->dtype, n, &cm, cstride, batch, tri);
+  pthread_mutex_unlock(&ctx->lock);
+  if (s != KILN_OK)
+    kiln__output_discard(c, made);
+  return s;
+}
+
+/* ---- level 1 ---- */
+
+static kiln_status
+launch_level1(const char *op, kiln_context *ctx, kiln_dtype dt, const char *name, uint64_t n,
+              double alpha, const kiln_tensor *x, const kiln_tensor *y)
+{
+  cl_kernel k;
+  KILN_TRY(get_kernel(op, ctx, dt, name, &k));
+  cl_ulong nn = n, xo = elem_off(x);
+  KILN_TRY(kiln__arg(op, k, 0, sizeof nn, &nn));
+  KILN_TRY(scalar_arg(op, k, 1, dt, alpha));
+  KILN_TRY(kiln__arg(op, k, 2, sizeof x->mem, &x->mem));
+  KILN_TRY(kiln__arg(op, k, 3, sizeof xo, &xo));
+  if (y) {
+    cl_ulong yo = elem_off(y);
+    KILN_TRY(kiln__arg(op, k, 4, sizeof y->mem, &y->mem));
+    KILN_TRY(kiln__arg(op, k, 5, sizeof yo, &yo));
+  }
+  return kiln__launch_1d(op, ctx, k, n);
+}
+
+kiln_status
+kiln_dot(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *y, kiln_tensor **out)
+{
+  static const char op[] = "kiln_dot";
+  KILN_TRY(check_ctx_out(op, ctx, out));
+  KILN_TRY(kiln__tensor_check(op, x, ctx));
+  KILN_TRY(kiln__tensor_check(op, y, ctx));
+  KILN_TRY(check_same_dtype(op, x, y, "x", "y"));
+  char s1[160], s2[160];
+  KILN_RETURN_IF(x->shape.ndim != 1 || y->shape.ndim != 1 || x->numel != y->numel,
+                 KILN_ERR_SHAPE, op, "x and y must be 1-D of equal length, got %s and %s",
+                 fmt(&x->shape, s1, sizeof s1), fmt(&y->shape, s2, sizeof s2));
+  kiln__shape scalar = {0, {0}};
+  int made;
+  KILN_TRY(kiln__output_prepare(op, ctx, x->dtype, &scalar, out, &made));
+  kiln_tensor *o = *out;
+  kiln_status s = check_no_overlap(op, o, x, "x");
+  if (s == KILN_OK)
+    s = check_no_overlap(op, o, y, "y");
+  if (s != KILN_OK) {
+    kiln__output_discard(out, made);
+    return s;
+  }
+  uint64_t n = x->numel;
+  pthread_mutex_lock(&ctx->lock);
+  if (n == 0) {
+    unsigned char zero[8] = {0};
+    cl_int err = clEnqueueFillBuffer(ctx->queue, o->mem, zero, kiln_dtype_size(o->dtype),
+                                     o->offset, o->nbytes, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+      s = kiln__fail_cl(op, err, "clEnqueueFillBuffer");
+  }
+#if KILN_HAVE_CLBLAST
+  else if (ctx->use_clblast) {
+    s = kiln__clblast_dot(op, ctx, x->dtype, n, x->mem, elem_off(x), y->mem, elem_off(y), o->mem,
+                          elem_off(o));
+  }
+#endif
+  else {
+    cl_kernel k;
+    s = get_kernel(op, ctx, x->dtype, "blas_dot", &k);
+    cl_ulong nn = n, xo = elem_off(x), yo = elem_off(y), oo = elem_off(o);
+    if (s == KILN_OK)
+      s = kiln__arg(op, k, 0, sizeof nn, &nn);
+    if (s == KILN_OK)
+      s = kiln__arg(op, k, 1, sizeof x->mem, &x->mem);
+    if (s == KILN_OK)
+      s = kiln__arg(op, k, 2, sizeof xo, &xo);
+    if (s == KILN_OK)
+      s = kiln__arg(op, k, 3, sizeof y->mem, &y->mem);
+    if (s == KILN_OK)
+      s = kiln__arg(op, k, 4, sizeof yo, &yo);
+    if (s == KILN_OK)
+      s = kiln__arg(op, k, 5, sizeof o->mem, &o->mem);
+    if (s == KILN_OK)
+      s = kiln__arg(op, k, 6, sizeof oo, &oo);
+    size_t wg = dot_wg(ctx);
+    if (s == KILN_OK)
+      s = kiln__enqueue_kernel(op, ctx, k, 1, &wg, &wg);
+  }
+  pthread_mutex_unlock(&ctx->lock);
+  if (s != KILN_OK)
+    kiln__output_discard(out, made);
+  return s;
+}
+
+kiln_status
+kiln_axpy(kiln_context *ctx, double alpha, const kiln_tensor *x, kiln_tensor *y)
+{
+  static const char op[] = "kiln_axpy";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_TRY(kiln__tensor_check(op, x, ctx));
+  KILN_TRY(kiln__tensor_check(op, y, ctx));
+  KILN_TRY(check_same_dtype(op, x, y, "x", "y"));
+  if (!kiln__shape_equal(&x->shape, &y->shape)) {
+    char s1[160], s2[160];
+    return kiln__fail(KILN_ERR_SHAPE, op, 0, "x %s and y %s differ in shape",
+                      fmt(&x->shape, s1, sizeof s1), fmt(&y->shape, s2, sizeof s2));
+  }
+  /* The same elements on both sides are fine elementwise; a shifted overlap is not. */
+  KILN_RETURN_IF(overlaps(x, y) && x->offset != y->offset, KILN_ERR_INVALID_ARGUMENT, op,
+                 "x and y overlap at different offsets");
+  if (!x->numel)
+    return KILN_OK;
+  kiln_status s;
+  pthread_mutex_lock(&ctx->lock);
+#if KILN_HAVE_CLBLAST
+  if (ctx->use_clblast)
+    s = kiln__clblast_axpy(op, ctx, x->dtype, x->numel, alpha, x->mem, elem_off(x), y->mem,
+                           elem_off(y));
+  else
+#endif
+    s = launch_level1(op, ctx, x->dtype, "blas_axpy", x->numel, alpha, x, y);
+  pthread_mutex_unlock(&ctx->lock);
+  return s;
+}
+
+kiln_status
+kiln_scal(kiln_context *ctx, double alpha, kiln_tensor *x)
+{
+  static const char op[] = "kiln_scal";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_TRY(kiln__tensor_check(op, x, ctx));
+  KILN_TRY(check_float(op, x, "x"));
+  if (!x->numel)
+    return KILN_OK;
+  kiln_status s;
+  pthread_mutex_lock(&ctx->lock);
+#if KILN_HAVE_CLBLAST
+  if (ctx->use_clblast)
+    s = kiln__clblast_scal(op, ctx, x->dtype, x->numel, alpha, x->mem, elem_off(x));
+  else
+#endif
+    s = launch_level1(op, ctx, x->dtype, "blas_scal", x->numel, alpha, x, NULL);
+  pthread_mutex_unlock(&ctx->lock);
+  return s;
+}
+
+/* ---- warm-up ---- */
+
+int
+kiln_blas_has_clblast(void)
+{
+  return KILN_HAVE_CLBLAST;
+}
+
+/* Builds kiln's BLAS kernels for dt and, with CLBlast, runs each routine kiln uses once. */
+static kiln_status
+warm_dtype(const char *op, kiln_context *ctx, kiln_dtype dt)
+{
+  static const char *const kernels[] = {"gemm_small", "sym_fill", "blas_axpy", "blas_scal",
+                                        "blas_dot"};
+  pthread_mutex_lock(&ctx->lock);
+  kiln_status s = KILN_OK;
+  for (size_t i = 0; i < sizeof kernels / sizeof kernels[0] && s == KILN_OK; i++) {
+    cl_kernel k;
+    s = get_kernel(op, ctx, dt, kernels[i], &k);
+  }
+  pthread_mutex_unlock(&ctx->lock);
+  if (s != KILN_OK || !ctx->use_clblast)
+    return s;
+#if KILN_HAVE_CLBLAST
+  /* Tiny operands: the compile is the cost, the arithmetic is nothing. */
+  const int64_t sq[3] = {2, 2, 2};
+  kiln_tensor *a = NULL, *b = NULL, *c = NULL;
+  s = kiln_tensor_zeros(ctx, dt, 3, sq, &a);
+  if (s == KILN_OK)
+    s = kiln_tensor_zeros(ctx, dt, 3, sq, &b);
+  if (s == KILN_OK)
+    s = kiln_tensor_zeros(ctx, dt, 3, sq, &c);
+  if (s == KILN_OK) {
+    size_t off = elem_off(a), boff = elem_off(b), coff = elem_off(c);
+    pthread_mutex_lock(&ctx->lock);
+    s = kiln__clblast_gemm(op, ctx, dt, 0, 0, 2, 2, 2, 1.0, a->mem, off, 2, 4, b->mem, boff, 2, 4,
+                           0.0, c->mem, coff, 2, 4, 1);
+    if (s == KILN_OK)
+      s = kiln__clblast_gemm(op, ctx, dt, 0, 0, 2, 2, 2, 1.0, a->mem, off, 2, 4, b->mem, boff, 2,
+                             4, 0.0, c->mem, coff, 2, 4, 2);
+    if (s == KILN_OK)
+      s = kiln__clblast_gemv(op, ctx, dt, 0, 2, 2, 1.0, a->mem, off, 2, b->mem, boff, 0.0, c->mem,
+                             coff);
+    if (s == KILN_OK)
+      s = kiln__clblast_syrk(op, ctx, dt, 1, 0, 2, 2, 1.0, a->mem, off, 2, 0.0, c->mem, coff, 2);
+    if (s == KILN_OK)
+      s = kiln__clblast_dot(op, ctx, dt, 2, a->mem, off, b->mem, boff, c->mem, coff);
+    if (s == KILN_OK)
+      s = kiln__clblast_axpy(op, ctx, dt, 2, 1.0, a->mem, off, b->mem, boff);
+    if (s == KILN_OK)
+      s = kiln__clblast_scal(op, ctx, dt, 2, 1.0, a->mem, off);
+    pthread_mutex_unlock(&ctx->lock);
+  }
+  if (s == KILN_OK)
+    s = kiln_context_finish(ctx);
+  kiln_tensor_release(a);
+  kiln_tensor_release(b);
+  kiln_tensor_release(c);
+#endif
+  return s;
+}
+
+kiln_status
+kiln_blas_warm(kiln_context *ctx, kiln_blas_warm_scope scope)
+{
+  static const char op[] = "kiln_blas_warm";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_RETURN_IF(scope != KILN_BLAS_WARM_USED && scope != KILN_BLAS_WARM_ALL,
+                 KILN_ERR_INVALID_ARGUMENT, op, "scope %d is not a kiln_blas_warm_scope",
+                 (int)scope);
+  if (scope == KILN_BLAS_WARM_ALL) {
+#if KILN_HAVE_CLBLAST
+    KILN_TRY(kiln__clblast_fill_cache(op, ctx));
+#else
+    return kiln__fail(KILN_ERR_UNSUPPORTED, op, 0, "this libkiln was built without CLBlast");
+#endif
+  }
+  KILN_TRY(warm_dtype(op, ctx, KILN_F32));
+  if (ctx->info.has_fp64)
+    KILN_TRY(warm_dtype(op, ctx, KILN_F64));
+  return KILN_OK;
+}

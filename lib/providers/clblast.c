@@ -1,0 +1,228 @@
+/* CLBlast provider: row-major calls on the context's queue; every CLBlast status mapped. */
+#include "providers/clblast.h"
+
+#include <clblast_c.h>
+
+#include "core/error.h"
+
+/*
+ * Every status CLBlast 1.5 defines, with the kiln status it becomes. OpenCL
+ * codes follow kiln__status_from_cl(); argument errors CLBlast reports after
+ * kiln validated the same arguments are kiln bugs (KILN_ERR_INTERNAL);
+ * missing device features are KILN_ERR_UNSUPPORTED. A code outside the
+ * table (a newer CLBlast) is KILN_ERR_PROVIDER. The raw code always goes into
+ * the error record.
+ */
+#define CLBLAST_STATUS_MAP(X)                                           \
+  X(CLBlastSuccess, KILN_OK)                                            \
+  X(CLBlastOpenCLCompilerNotAvailable, KILN_ERR_BUILD)                  \
+  X(CLBlastTempBufferAllocFailure, KILN_ERR_DEVICE_MEMORY)              \
+  X(CLBlastOpenCLOutOfResources, KILN_ERR_DEVICE_MEMORY)                \
+  X(CLBlastOpenCLOutOfHostMemory, KILN_ERR_HOST_MEMORY)                 \
+  X(CLBlastOpenCLBuildProgramFailure, KILN_ERR_BUILD)                   \
+  X(CLBlastInvalidValue, KILN_ERR_OPENCL)                               \
+  X(CLBlastInvalidCommandQueue, KILN_ERR_OPENCL)                        \
+  X(CLBlastInvalidMemObject, KILN_ERR_OPENCL)                           \
+  X(CLBlastInvalidBinary, KILN_ERR_BUILD)                               \
+  X(CLBlastInvalidBuildOptions, KILN_ERR_BUILD)                         \
+  X(CLBlastInvalidProgram, KILN_ERR_OPENCL)                             \
+  X(CLBlastInvalidProgramExecutable, KILN_ERR_OPENCL)                   \
+  X(CLBlastInvalidKernelName, KILN_ERR_OPENCL)                          \
+  X(CLBlastInvalidKernelDefinition, KILN_ERR_OPENCL)                    \
+  X(CLBlastInvalidKernel, KILN_ERR_OPENCL)                              \
+  X(CLBlastInvalidArgIndex, KILN_ERR_OPENCL)                            \
+  X(CLBlastInvalidArgValue, KILN_ERR_OPENCL)                            \
+  X(CLBlastInvalidArgSize, KILN_ERR_OPENCL)                             \
+  X(CLBlastInvalidKernelArgs, KILN_ERR_OPENCL)                          \
+  X(CLBlastInvalidLocalNumDimensions, KILN_ERR_OPENCL)                  \
+  X(CLBlastInvalidLocalThreadsTotal, KILN_ERR_OPENCL)                   \
+  X(CLBlastInvalidLocalThreadsDim, KILN_ERR_OPENCL)                     \
+  X(CLBlastInvalidGlobalOffset, KILN_ERR_OPENCL)                        \
+  X(CLBlastInvalidEventWaitList, KILN_ERR_OPENCL)                       \
+  X(CLBlastInvalidEvent, KILN_ERR_OPENCL)                               \
+  X(CLBlastInvalidOperation, KILN_ERR_OPENCL)                           \
+  X(CLBlastInvalidBufferSize, KILN_ERR_DEVICE_MEMORY)                   \
+  X(CLBlastInvalidGlobalWorkSize, KILN_ERR_OPENCL)                      \
+  X(CLBlastNotImplemented, KILN_ERR_UNSUPPORTED)                        \
+  X(CLBlastInvalidMatrixA, KILN_ERR_INTERNAL)                           \
+  X(CLBlastInvalidMatrixB, KILN_ERR_INTERNAL)                           \
+  X(CLBlastInvalidMatrixC, KILN_ERR_INTERNAL)                           \
+  X(CLBlastInvalidVectorX, KILN_ERR_INTERNAL)                           \
+  X(CLBlastInvalidVectorY, KILN_ERR_INTERNAL)                           \
+  X(CLBlastInvalidDimension, KILN_ERR_INTERNAL)                         \
+  X(CLBlastInvalidLeadDimA, KILN_ERR_INTERNAL)                          \
+  X(CLBlastInvalidLeadDimB, KILN_ERR_INTERNAL)                          \
+  X(CLBlastInvalidLeadDimC, KILN_ERR_INTERNAL)                          \
+  X(CLBlastInvalidIncrementX, KILN_ERR_INTERNAL)                        \
+  X(CLBlastInvalidIncrementY, KILN_ERR_INTERNAL)                        \
+  X(CLBlastInsufficientMemoryA, KILN_ERR_INTERNAL)                      \
+  X(CLBlastInsufficientMemoryB, KILN_ERR_INTERNAL)                      \
+  X(CLBlastInsufficientMemoryC, KILN_ERR_INTERNAL)                      \
+  X(CLBlastInsufficientMemoryX, KILN_ERR_INTERNAL)                      \
+  X(CLBlastInsufficientMemoryY, KILN_ERR_INTERNAL)                      \
+  X(CLBlastInsufficientMemoryTemp, KILN_ERR_INTERNAL)                   \
+  X(CLBlastInvalidBatchCount, KILN_ERR_INTERNAL)                        \
+  X(CLBlastInvalidOverrideKernel, KILN_ERR_PROVIDER)                    \
+  X(CLBlastMissingOverrideParameter, KILN_ERR_PROVIDER)                 \
+  X(CLBlastInvalidLocalMemUsage, KILN_ERR_UNSUPPORTED)                  \
+  X(CLBlastNoHalfPrecision, KILN_ERR_UNSUPPORTED)                       \
+  X(CLBlastNoDoublePrecision, KILN_ERR_UNSUPPORTED)                     \
+  X(CLBlastInvalidVectorScalar, KILN_ERR_INTERNAL)                      \
+  X(CLBlastInsufficientMemoryScalar, KILN_ERR_INTERNAL)                 \
+  X(CLBlastDatabaseError, KILN_ERR_PROVIDER)                            \
+  X(CLBlastUnknownError, KILN_ERR_PROVIDER)                             \
+  X(CLBlastUnexpectedError, KILN_ERR_PROVIDER)
+
+static const struct {
+  int32_t code;
+  const char *name;
+  kiln_status status;
+} status_table[] = {
+#define X(code, st) {code, #code, st},
+    CLBLAST_STATUS_MAP(X)
+#undef X
+};
+
+kiln_status
+kiln__clblast_status(int32_t code)
+{
+  for (size_t i = 0; i < sizeof status_table / sizeof status_table[0]; i++)
+    if (status_table[i].code == code)
+      return status_table[i].status;
+  return KILN_ERR_PROVIDER;
+}
+
+const char *
+kiln__clblast_status_name(int32_t code)
+{
+  for (size_t i = 0; i < sizeof status_table / sizeof status_table[0]; i++)
+    if (status_table[i].code == code)
+      return status_table[i].name;
+  return "unknown CLBlast status";
+}
+
+/* Records a failed CLBlast call; KILN_OK passes through. */
+static kiln_status
+check(const char *op, const char *routine, CLBlastStatusCode code)
+{
+  if (code == CLBlastSuccess)
+    return KILN_OK;
+  return kiln__fail(kiln__clblast_status(code), op, code, "CLBlast %s failed: %s (%d)%s", routine,
+                    kiln__clblast_status_name(code), (int)code,
+                    kiln__clblast_status(code) == KILN_ERR_INTERNAL
+                        ? " (CLBlast rejected arguments kiln had validated: a kiln bug)"
+                        : "");
+}
+
+/* Runs one CLBlast call between profiling markers. */
+#define PROVIDER_CALL(op, ctx, routine, call)                   \
+  do {                                                          \
+    cl_event begin_;                                            \
+    KILN_TRY(kiln__provider_span_begin(op, ctx, &begin_));      \
+    kiln_status s_ = check(op, routine, call);                  \
+    kiln_status e_ = kiln__provider_span_end(op, ctx, begin_);  \
+    return s_ != KILN_OK ? s_ : e_;                             \
+  } while (0)
+
+static CLBlastTranspose
+tr(int t)
+{
+  return t ? CLBlastTransposeYes : CLBlastTransposeNo;
+}
+
+#define ROW CLBlastLayoutRowMajor
+
+kiln_status
+kiln__clblast_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int tb, size_t m,
+                   size_t n, size_t k, double alpha, cl_mem a, size_t aoff, size_t lda,
+                   size_t astride, cl_mem b, size_t boff, size_t ldb, size_t bstride, double beta,
+                   cl_mem c, size_t coff, size_t ldc, size_t cstride, size_t batch)
+{
+  cl_command_queue *q = &ctx->queue;
+  if (batch == 1) {
+    if (dt == KILN_F32)
+      PROVIDER_CALL(op, ctx, "Sgemm",
+                    CLBlastSgemm(ROW, tr(ta), tr(tb), m, n, k, (float)alpha, a, aoff, lda, b, boff,
+                                 ldb, (float)beta, c, coff, ldc, q, NULL));
+    PROVIDER_CALL(op, ctx, "Dgemm",
+                  CLBlastDgemm(ROW, tr(ta), tr(tb), m, n, k, alpha, a, aoff, lda, b, boff, ldb,
+                               beta, c, coff, ldc, q, NULL));
+  }
+  if (dt == KILN_F32)
+    PROVIDER_CALL(op, ctx, "SgemmStridedBatched",
+                  CLBlastSgemmStridedBatched(ROW, tr(ta), tr(tb), m, n, k, (float)alpha, a, aoff,
+                                             lda, astride, b, boff, ldb, bstride, (float)beta, c,
+                                             coff, ldc, cstride, batch, q, NULL));
+  PROVIDER_CALL(op, ctx, "DgemmStridedBatched",
+                CLBlastDgemmStridedBatched(ROW, tr(ta), tr(tb), m, n, k, alpha, a, aoff, lda,
+                                           astride, b, boff, ldb, bstride, beta, c, coff, ldc,
+                                           cstride, batch, q, NULL));
+}
+
+kiln_status
+kiln__clblast_gemv(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, size_t m, size_t n,
+                   double alpha, cl_mem a, size_t aoff, size_t lda, cl_mem x, size_t xoff,
+                   double beta, cl_mem y, size_t yoff)
+{
+  cl_command_queue *q = &ctx->queue;
+  if (dt == KILN_F32)
+    PROVIDER_CALL(op, ctx, "Sgemv",
+                  CLBlastSgemv(ROW, tr(ta), m, n, (float)alpha, a, aoff, lda, x, xoff, 1,
+                               (float)beta, y, yoff, 1, q, NULL));
+  PROVIDER_CALL(op, ctx, "Dgemv",
+                CLBlastDgemv(ROW, tr(ta), m, n, alpha, a, aoff, lda, x, xoff, 1, beta, y, yoff, 1,
+                             q, NULL));
+}
+
+kiln_status
+kiln__clblast_syrk(const char *op, kiln_context *ctx, kiln_dtype dt, int upper, int ta, size_t n,
+                   size_t k, double alpha, cl_mem a, size_t aoff, size_t lda, double beta,
+                   cl_mem c, size_t coff, size_t ldc)
+{
+  cl_command_queue *q = &ctx->queue;
+  CLBlastTriangle tri = upper ? CLBlastTriangleUpper : CLBlastTriangleLower;
+  if (dt == KILN_F32)
+    PROVIDER_CALL(op, ctx, "Ssyrk",
+                  CLBlastSsyrk(ROW, tri, tr(ta), n, k, (float)alpha, a, aoff, lda, (float)beta, c,
+                               coff, ldc, q, NULL));
+  PROVIDER_CALL(op, ctx, "Dsyrk",
+                CLBlastDsyrk(ROW, tri, tr(ta), n, k, alpha, a, aoff, lda, beta, c, coff, ldc, q,
+                             NULL));
+}
+
+kiln_status
+kiln__clblast_dot(const char *op, kiln_context *ctx, kiln_dtype dt, size_t n, cl_mem x,
+                  size_t xoff, cl_mem y, size_t yoff, cl_mem out, size_t outoff)
+{
+  cl_command_queue *q = &ctx->queue;
+  if (dt == KILN_F32)
+    PROVIDER_CALL(op, ctx, "Sdot", CLBlastSdot(n, out, outoff, x, xoff, 1, y, yoff, 1, q, NULL));
+  PROVIDER_CALL(op, ctx, "Ddot", CLBlastDdot(n, out, outoff, x, xoff, 1, y, yoff, 1, q, NULL));
+}
+
+kiln_status
+kiln__clblast_axpy(const char *op, kiln_context *ctx, kiln_dtype dt, size_t n, double alpha,
+                   cl_mem x, size_t xoff, cl_mem y, size_t yoff)
+{
+  cl_command_queue *q = &ctx->queue;
+  if (dt == KILN_F32)
+    PROVIDER_CALL(op, ctx, "Saxpy",
+                  CLBlastSaxpy(n, (float)alpha, x, xoff, 1, y, yoff, 1, q, NULL));
+  PROVIDER_CALL(op, ctx, "Daxpy", CLBlastDaxpy(n, alpha, x, xoff, 1, y, yoff, 1, q, NULL));
+}
+
+kiln_status
+kiln__clblast_scal(const char *op, kiln_context *ctx, kiln_dtype dt, size_t n, double alpha,
+                   cl_mem x, size_t xoff)
+{
+  cl_command_queue *q = &ctx->queue;
+  if (dt == KILN_F32)
+    PROVIDER_CALL(op, ctx, "Sscal", CLBlastSscal(n, (float)alpha, x, xoff, 1, q, NULL));
+  PROVIDER_CALL(op, ctx, "Dscal", CLBlastDscal(n, alpha, x, xoff, 1, q, NULL));
+}
+
+kiln_status
+kiln__clblast_fill_cache(const char *op, kiln_context *ctx)
+{
+  return check(op, "FillCache", CLBlastFillCache(ctx->device));
+}

@@ -1,0 +1,52 @@
+/*
+ * The CLBlast provider: thin wrappers that call CLBlast on a context's queue
+ * with row-major layout, bracket each call for profiling and turn CLBlast's
+ * status into a kiln status with the raw code kept.
+ *
+ * Every function is called with ctx->lock held. Offsets, leading dimensions
+ * and strides are in elements. Built only when kiln_config.h says
+ * KILN_HAVE_CLBLAST; callers check that first.
+ */
+#ifndef KILN_PROVIDERS_CLBLAST_H
+#define KILN_PROVIDERS_CLBLAST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/runtime.h"
+
+/* kiln status for a raw CLBlast status (the table in clblast.c); KILN_ERR_PROVIDER for unknown codes. */
+kiln_status kiln__clblast_status(int32_t code);
+
+/* CLBlast's name for a status ("CLBlastInvalidLeadDimA"), "unknown CLBlast status" otherwise. */
+const char *kiln__clblast_status_name(int32_t code);
+
+/* C = alpha op(A) op(B) + beta C for batch matrices (batch > 1: strided batched routine). */
+kiln_status kiln__clblast_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int tb,
+                               size_t m, size_t n, size_t k, double alpha, cl_mem a, size_t aoff,
+                               size_t lda, size_t astride, cl_mem b, size_t boff, size_t ldb,
+                               size_t bstride, double beta, cl_mem c, size_t coff, size_t ldc,
+                               size_t cstride, size_t batch);
+
+/* y = alpha op(A) x + beta y with A stored m x n (row-major), unit increments. */
+kiln_status kiln__clblast_gemv(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, size_t m,
+                               size_t n, double alpha, cl_mem a, size_t aoff, size_t lda,
+                               cl_mem x, size_t xoff, double beta, cl_mem y, size_t yoff);
+
+/* One triangle (upper != 0: upper) of C = alpha op(A) op(A)^T + beta C, C n x n. */
+kiln_status kiln__clblast_syrk(const char *op, kiln_context *ctx, kiln_dtype dt, int upper,
+                               int ta, size_t n, size_t k, double alpha, cl_mem a, size_t aoff,
+                               size_t lda, double beta, cl_mem c, size_t coff, size_t ldc);
+
+kiln_status kiln__clblast_dot(const char *op, kiln_context *ctx, kiln_dtype dt, size_t n,
+                              cl_mem x, size_t xoff, cl_mem y, size_t yoff, cl_mem out,
+                              size_t outoff);
+kiln_status kiln__clblast_axpy(const char *op, kiln_context *ctx, kiln_dtype dt, size_t n,
+                               double alpha, cl_mem x, size_t xoff, cl_mem y, size_t yoff);
+kiln_status kiln__clblast_scal(const char *op, kiln_context *ctx, kiln_dtype dt, size_t n,
+                               double alpha, cl_mem x, size_t xoff);
+
+/* CLBlastFillCache for the context's device: every routine, every precision. */
+kiln_status kiln__clblast_fill_cache(const char *op, kiln_context *ctx);
+
+#endif

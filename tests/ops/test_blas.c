@@ -1,0 +1,871 @@
+/*
+ * BLAS suite: GEMM, matmul, GEMV, SYRK, dot, axpy and scal against a host
+ * reference in double precision, on both routes (kiln's own kernel and
+ * CLBlast, forced with KILN_OPT_GEMM_SMALL_MNK) and without CLBlast
+ * (KILN_DEBUG_NO_CLBLAST), plus bad input.
+ *
+ * CLBlast compiles each routine and precision once per process (seconds each
+ * on PoCL, see docs/blas_fft.md); the first test pays for all of them through
+ * kiln_blas_warm() and reports the time.
+ */
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "harness.h"
+
+static const kiln_dtype float_dtypes[] = {KILN_F32, KILN_F64};
+
+/* Routes forced through the context option. */
+enum route { ROUTE_KILN, ROUTE_CLBLAST };
+static const char *const route_name[] = {"kiln kernel", "CLBlast"};
+
+static void
+set_route(kiln_context *ctx, enum route r)
+{
+  KOK(kiln_context_set_option(ctx, KILN_OPT_GEMM_SMALL_MNK, r == ROUTE_KILN ? INT64_MAX : 0));
+}
+
+static int
+skip_dtype(kiln_dtype dt)
+{
+  return dt == KILN_F64 && !harness_has_fp64();
+}
+
+static double
+now_s(void)
+{
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Deterministic values in [-1, 1). */
+static void
+fill_random(double *v, size_t n, uint32_t seed)
+{
+  uint32_t x = seed * 2654435761u + 1;
+  for (size_t i = 0; i < n; i++) {
+    x = x * 1664525u + 1013904223u;
+    v[i] = (double)(x >> 8) / 8388608.0 - 1.0;
+  }
+}
+
+static int64_t
+numel(size_t ndim, const int64_t *shape)
+{
+  int64_t n = 1;
+  for (size_t i = 0; i < ndim; i++)
+    n *= shape[i];
+  return n;
+}
+
+/* Uploads doubles as dt (values rounded to f32 in place, so the reference sees what the device sees). */
+static kiln_tensor *
+upload(kiln_dtype dt, size_t ndim, const int64_t *shape, double *v)
+{
+  int64_t n = numel(ndim, shape);
+  kiln_tensor *t = NULL;
+  if (dt == KILN_F32) {
+    float *f = malloc((size_t)(n ? n : 1) * sizeof *f);
+    for (int64_t i = 0; i < n; i++) {
+      f[i] = (float)v[i];
+      v[i] = f[i];
+    }
+    KOK(kiln_tensor_from_host(harness_ctx(), dt, ndim, shape, f, &t));
+    free(f);
+  } else {
+    KOK(kiln_tensor_from_host(harness_ctx(), dt, ndim, shape, v, &t));
+  }
+  return t;
+}
+
+static double *
+download(const kiln_tensor *t)
+{
+  uint64_t n = kiln_tensor_numel(t);
+  double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+  if (kiln_tensor_dtype(t) == KILN_F32) {
+    float *f = malloc((size_t)(n ? n : 1) * sizeof *f);
+    KOK(kiln_tensor_download(t, f, n * sizeof *f));
+    for (uint64_t i = 0; i < n; i++)
+      v[i] = f[i];
+    free(f);
+  } else {
+    KOK(kiln_tensor_download(t, v, n * sizeof *v));
+  }
+  return v;
+}
+
+static double
+eps_of(kiln_dtype dt)
+{
+  return dt == KILN_F32 ? 1.2e-7 : 2.3e-16;
+}
+
+/*
+ * Host GEMM on one matrix: C = alpha op(A) op(B) + beta C (beta == 0 never
+ * reads C), and per element the magnitude sum that bounds rounding error.
+ */
+static void
+ref_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const double *a,
+         const double *b, double beta, double *c, double *mag)
+{
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double acc = 0, am = 0;
+      for (int64_t p = 0; p < k; p++) {
+        double x = ta ? a[p * m + i] : a[i * k + p];
+        double y = tb ? b[j * k + p] : b[p * n + j];
+        acc += x * y;
+        am += fabs(x * y);
+      }
+      double old = beta != 0 ? c[i * n + j] : 0;
+      c[i * n + j] = alpha * acc + (beta != 0 ? beta * old : 0);
+      mag[i * n + j] = fabs(alpha) * am + fabs(beta * old);
+    }
+}
+
+/* Compares n values: |got - want| <= tol_scale * eps * (mag + tiny). */
+static void
+expect_close(const char *what, const double *got, const double *want, const double *mag,
+             size_t n, kiln_dtype dt, double tol_scale)
+{
+  double eps = eps_of(dt);
+  for (size_t i = 0; i < n; i++) {
+    double bound = tol_scale * eps * (mag[i] + 1e-30) + 1e-300;
+    ck_assert_msg(!isnan(got[i]), "%s: element %zu is NaN (want %g)", what, i, want[i]);
+    ck_assert_msg(fabs(got[i] - want[i]) <= bound, "%s: element %zu is %.17g, want %.17g (bound %g)",
+                  what, i, got[i], want[i], bound);
+  }
+}
+
+/*
+ * One kiln_gemm against the reference. Shapes carry the batch dimensions;
+ * the reference walks the broadcast batch. beta_nan fills a given C with NaN
+ * when beta == 0 to check it never propagates.
+ */
+struct gemm_case {
+  size_t nda, ndb;
+  int64_t as[5], bs[5];
+  int ta, tb;
+  double alpha, beta;
+  int give_c; /* pass an existing C (beta then matters) */
+};
+
+static void
+run_gemm_case(kiln_dtype dt, enum route r, const struct gemm_case *gc)
+{
+  kiln_context *ctx = harness_ctx();
+  set_route(ctx, r);
+  int64_t ar = gc->as[gc->nda - 2], ac = gc->as[gc->nda - 1];
+  int64_t br = gc->bs[gc->ndb - 2], bc = gc->bs[gc->ndb - 1];
+  int64_t m = gc->ta ? ac : ar, k = gc->ta ? ar : ac, n = gc->tb ? br : bc;
+  /* Broadcast batch shape, right-aligned. */
+  size_t nba = gc->nda - 2, nbb = gc->ndb - 2, nbc = nba > nbb ? nba : nbb;
+  int64_t cs[7];
+  for (size_t i = 0; i < nbc; i++) {
+    int64_t da = i + nba >= nbc ? gc->as[i + nba - nbc] : 1;
+    int64_t db = i + nbb >= nbc ? gc->bs[i + nbb - nbc] : 1;
+    cs[i] = da == 1 ? db : da;
+  }
+  cs[nbc] = m;
+  cs[nbc + 1] = n;
+  int64_t batch = numel(nbc, cs);
+  int64_t na = numel(gc->nda, gc->as), nb = numel(gc->ndb, gc->bs), nc = batch * m * n;
+  double *a = malloc((size_t)(na + 1) * sizeof *a), *b = malloc((size_t)(nb + 1) * sizeof *b);
+  double *c = malloc((size_t)(nc + 1) * sizeof *c), *mag = malloc((size_t)(nc + 1) * sizeof *mag);
+  fill_random(a, (size_t)na, 1);
+  fill_random(b, (size_t)nb, 2);
+  fill_random(c, (size_t)nc, 3);
+  if (gc->beta == 0)
+    for (int64_t i = 0; i < nc; i++)
+      c[i] = NAN;
+  kiln_tensor *ta = upload(dt, gc->nda, gc->as, a), *tb = upload(dt, gc->ndb, gc->bs, b);
+  kiln_tensor *tc = gc->give_c ? upload(dt, nbc + 2, cs, c) : NULL;
+  KOK(kiln_gemm(ctx, gc->ta ? KILN_TRANS : KILN_NO_TRANS, gc->tb ? KILN_TRANS : KILN_NO_TRANS,
+                gc->alpha, ta, tb, gc->beta, &tc));
+  ck_assert_uint_eq(kiln_tensor_ndim(tc), nbc + 2);
+  for (size_t i = 0; i < nbc + 2; i++)
+    ck_assert_int_eq(kiln_tensor_dim(tc, i), cs[i]);
+  double *got = download(tc);
+  /* Reference, batch by batch with broadcast indices. */
+  double beta = gc->give_c ? gc->beta : 0.0;
+  for (int64_t bi = 0; bi < batch; bi++) {
+    int64_t rem = bi, aoff = 0, boff = 0, astr = ar * ac, bstr = br * bc;
+    for (size_t d = nbc; d-- > 0;) {
+      int64_t idx = rem % cs[d];
+      rem /= cs[d];
+      if (d + nba >= nbc) {
+        int64_t dim = gc->as[d + nba - nbc];
+        aoff += (dim == 1 ? 0 : idx) * astr;
+        astr *= dim;
+      }
+      if (d + nbb >= nbc) {
+        int64_t dim = gc->bs[d + nbb - nbc];
+        boff += (dim == 1 ? 0 : idx) * bstr;
+        bstr *= dim;
+      }
+    }
+    ref_gemm(gc->ta, gc->tb, m, n, k, gc->alpha, a + aoff, b + boff, beta, c + bi * m * n,
+             mag + bi * m * n);
+  }
+  char what[160];
+  snprintf(what, sizeof what, "gemm %s %s ta=%d tb=%d m=%lld n=%lld k=%lld batch=%lld a=%g b=%g",
+           kiln_dtype_name(dt), route_name[r], gc->ta, gc->tb, (long long)m, (long long)n,
+           (long long)k, (long long)batch, gc->alpha, beta);
+  expect_close(what, got, c, mag, (size_t)nc, dt, 4.0 * (double)(k + 2));
+  free(got);
+  free(a);
+  free(b);
+  free(c);
+  free(mag);
+  kiln_tensor_release(ta);
+  kiln_tensor_release(tb);
+  kiln_tensor_release(tc);
+}
+
+START_TEST(blas_warm_first_call_cost)
+{
+  /* First thing in the process: this is where CLBlast compiles (reported, not judged). */
+  double t0 = now_s();
+  KOK(kiln_blas_warm(harness_ctx(), KILN_BLAS_WARM_USED));
+  fprintf(stderr, "kiln_blas_warm(USED): %.2f s (CLBlast %s)\n", now_s() - t0,
+          kiln_blas_has_clblast() ? "present" : "absent");
+  KEXPECT(kiln_blas_warm(harness_ctx(), (kiln_blas_warm_scope)7), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_blas_warm(NULL, KILN_BLAS_WARM_USED), KILN_ERR_INVALID_HANDLE);
+}
+END_TEST
+
+/* All transposes, odd sizes and alpha/beta edge values, both routes, f32 and f64. */
+START_TEST(gemm_transposes_sizes_scalars)
+{
+  static const int64_t dims[][3] = {{1, 1, 1}, {3, 17, 5}, {17, 3, 1}, {17, 17, 17}, {1, 3, 17}};
+  static const double ab[][2] = {{1, 0}, {-1, 1}, {0.5, -1}, {0, 2}, {2, 0}};
+  for (size_t d = 0; d < 2; d++) {
+    kiln_dtype dt = float_dtypes[d];
+    if (skip_dtype(dt))
+      continue;
+    for (int r = 0; r < 2; r++)
+      for (int t = 0; t < 4; t++)
+        for (size_t s = 0; s < sizeof dims / sizeof dims[0]; s++) {
+          int ta = t & 1, tb = t >> 1;
+          int64_t m = dims[s][0], n = dims[s][1], k = dims[s][2];
+          const double *sc = ab[(s + (size_t)t) % 5];
+          struct gemm_case gc = {2, 2, {ta ? k : m, ta ? m : k}, {tb ? n : k, tb ? k : n},
+                                 ta, tb, sc[0], sc[1], 1};
+          run_gemm_case(dt, (enum route)r, &gc);
+        }
+  }
+}
+END_TEST
+
+/* beta == 0 must not read C: NaN there stays out of the result (both routes, both precisions). */
+START_TEST(gemm_beta_zero_ignores_nan)
+{
+  for (size_t d = 0; d < 2; d++) {
+    kiln_dtype dt = float_dtypes[d];
+    if (skip_dtype(dt))
+      continue;
+    for (int r = 0; r < 2; r++) {
+      struct gemm_case gc = {2, 2, {33, 20}, {20, 70}, 0, 0, 1.5, 0.0, 1};
+      run_gemm_case(dt, (enum route)r, &gc);
+      struct gemm_case g2 = {2, 2, {33, 20}, {20, 70}, 0, 0, 0.0, 0.0, 1};
+      run_gemm_case(dt, (enum route)r, &g2);
+    }
+  }
+}
+END_TEST
+
+/* A size-1000 product, through CLBlast's large-matrix path, with NaN in C and beta == 0. */
+START_TEST(gemm_large_1000)
+{
+  struct gemm_case gc = {2, 2, {1000, 1000}, {1000, 1000}, 1, 0, 1.0, 0.0, 1};
+  run_gemm_case(KILN_F32, ROUTE_CLBLAST, &gc);
+  if (harness_has_fp64()) {
+    struct gemm_case g2 = {2, 2, {1000, 17}, {1000, 3}, 1, 0, -1.0, 1.0, 1};
+    run_gemm_case(KILN_F64, ROUTE_CLBLAST, &g2);
+  }
+}
+END_TEST
+
+/* Batches: contiguous (one strided call), a repeated operand, and broadcasts needing a loop. */
+START_TEST(gemm_batches_and_broadcast)
+{
+  static const struct gemm_case cases[] = {
+      {4, 4, {2, 3, 17, 5}, {2, 3, 5, 4}, 0, 0, 1.0, 0.0, 0},
+      {3, 2, {4, 3, 5}, {6, 5}, 0, 1, 1.0, 0.0, 0},   /* b repeated (stride 0); tb: b is [n, k] */
+      {2, 3, {5, 3}, {4, 5, 6}, 1, 0, -1.0, 0.0, 0},  /* a repeated; ta: a is [k, m] */
+      {4, 3, {3, 1, 4, 5}, {2, 5, 6}, 0, 0, 0.5, 0.0, 0}, /* broadcast both ways */
+      {4, 4, {2, 1, 3, 5}, {1, 3, 2, 3}, 1, 1, 1.0, 1.0, 1},
+      {3, 3, {1, 3, 3}, {5, 3, 3}, 0, 0, 1.0, 0.0, 0},
+  };
+  for (size_t d = 0; d < 2; d++) {
+    kiln_dtype dt = float_dtypes[d];
+    if (skip_dtype(dt))
+      continue;
+    for (int r = 0; r < 2; r++)
+      for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_gemm_case(dt, (enum route)r, &cases[i]);
+  }
+}
+END_TEST
+
+/* Zero-size dimensions: no work, k == 0 gives beta * C. */
+START_TEST(gemm_empty_dims)
+{
+  kiln_context *ctx = harness_ctx();
+  for (int r = 0; r < 2; r++) {
+    set_route(ctx, (enum route)r);
+    int64_t a0[2] = {3, 0}, b0[2] = {0, 4}, c0[2] = {3, 4};
+    kiln_tensor *a = NULL, *b = NULL, *c = NULL;
+    KOK(kiln_tensor_zeros(ctx, KILN_F32, 2, a0, &a));
+    KOK(kiln_tensor_zeros(ctx, KILN_F32, 2, b0, &b));
+    KOK(kiln_tensor_full(ctx, KILN_F32, 2, c0, kiln_scalar_f64(2.0), &c));
+    KOK(kiln_gemm(ctx, KILN_NO_TRANS, KILN_NO_TRANS, 1.0, a, b, 3.0, &c));
+    float got[12];
+    KOK(kiln_tensor_download(c, got, sizeof got));
+    for (int i = 0; i < 12; i++)
+      ck_assert_float_eq(got[i], 6.0f);
+    kiln_tensor *fresh = NULL;
+    KOK(kiln_gemm(ctx, KILN_NO_TRANS, KILN_NO_TRANS, 1.0, a, b, 0.0, &fresh));
+    KOK(kiln_tensor_download(fresh, got, sizeof got));
+    for (int i = 0; i < 12; i++)
+      ck_assert_float_eq(got[i], 0.0f);
+    kiln_tensor_release(fresh);
+    fresh = NULL;
+    /* m == 0: an empty result, nothing to do. */
+    int64_t e[3] = {2, 0, 3}, f[2] = {3, 5};
+    kiln_tensor *ea = NULL, *fb = NULL;
+    KOK(kiln_tensor_zeros(ctx, KILN_F32, 3, e, &ea));
+    KOK(kiln_tensor_zeros(ctx, KILN_F32, 2, f, &fb));
+    KOK(kiln_gemm(ctx, KILN_NO_TRANS, KILN_NO_TRANS, 1.0, ea, fb, 0.0, &fresh));
+    ck_assert_uint_eq(kiln_tensor_numel(fresh), 0);
+    ck_assert_int_eq(kiln_tensor_dim(fresh, 2), 5);
+    kiln_tensor_release(fresh);
+    kiln_tensor_release(ea);
+    kiln_tensor_release(fb);
+    kiln_tensor_release(a);
+    kiln_tensor_release(b);
+    kiln_tensor_release(c);
+  }
+}
+END_TEST
+
+START_TEST(gemm_bad_input)
+{
+  kiln_context *ctx = harness_ctx();
+  int64_t s34[2] = {3, 4}, s54[2] = {5, 4}, s4[1] = {4}, s245[3] = {2, 4, 5}, s345[3] = {3, 4, 5};
+  kiln_tensor *a = NULL, *b = NULL, *v = NULL, *b2 = NULL, *b3 = NULL, *i32 = NULL, *out = NULL;
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 2, s34, &a));
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 2, s54, &b));
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 1, s4, &v));
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 3, s245, &b2));
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 3, s345, &b3));
+  KOK(kiln_tensor_zeros(ctx, KILN_I32, 2, s34, &i32));
+  /* Inner dimensions 4 and 5. */
+  KEXPECT(kiln_gemm(ctx, KILN_NO_TRANS, KILN_NO_TRANS, 1, a, b, 0, &out), KILN_ERR_SHAPE);
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "kiln_gemm"));
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "inner dimensions differ"));
+  ck_assert_ptr_null(out);
+  /* Fewer than 2 dimensions. */
+  KEXPECT(kiln_gemm(ctx, KILN_NO_TRANS, KILN_NO_TRANS, 1, v, b, 0, &out), KILN_ERR_SHAPE);
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "at least 2 dimensions"));
+  /* Batch dimensions 2 and 3 do not broadcast. */
+  kiln_tensor *a2 = NULL;
+  int64_t s234[3] = {2, 3, 4};
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 3, s234, &a2));
+  KEXPECT(kiln_gemm(ctx, KILN_NO_TRANS, KILN_NO_TRANS, 1, a2, b3, 0, &out), KILN_ERR_SHAPE);
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "do not broadcast"));
+  /* A given output of the wrong shape. */
+  kiln_tensor *wrong = NULL;
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 2, s34, &wrong));
+  KEXPECT(kiln_gemm(ctx, KILN_NO_TRANS, KILN_TRANS, 1, a, b, 0, &wrong), KILN_ERR_SHAPE);
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "output shape"));
+  /* Dtypes. */
+  KEXPECT(kiln_gemm(ctx, KILN_NO_TRANS, KILN_NO_TRANS, 1, i32, i32, 0, &out), KILN_ERR_DTYPE);
+  KEXPECT(kiln_gemm(ctx, KILN_NO_TRANS, KILN_TRANS, 1, a, i32, 0, &out), KILN_ERR_DTYPE);
+  /* Flags, handles, NULL out. */
+  KEXPECT(kiln_gemm(ctx, (kiln_transpose)5, KILN_NO_TRANS, 1, a, b, 0, &out),
+          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_gemm(ctx, KILN_NO_TRANS, KILN_TRANS, 1, a, b, 0, NULL), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_gemm(ctx, KILN_NO_TRANS, KILN_TRANS, 1, NULL, b, 0, &out), KILN_ERR_INVALID_HANDLE);
+  /* The output may not be an input. */
+  kiln_tensor *sq = NULL;
+  int64_t s33[2] = {3, 3};
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 2, s33, &sq));
+  kiln_tensor *alias = sq;
+  KEXPECT(kiln_gemm(ctx, KILN_NO_TRANS, KILN_NO_TRANS, 1, sq, sq, 0, &alias),
+          KILN_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_eq(alias, sq);
+  /* matmul: 0-d input, mismatched vectors. */
+  kiln_tensor *scalar = NULL;
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 0, NULL, &scalar));
+  KEXPECT(kiln_matmul(ctx, scalar, a, &out), KILN_ERR_SHAPE);
+  KEXPECT(kiln_matmul(ctx, a, b, &out), KILN_ERR_SHAPE);
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "kiln_matmul"));
+  KEXPECT(kiln_matmul(ctx, v, b, &out), KILN_ERR_SHAPE); /* [4] @ [5,4] */
+  ck_assert_ptr_null(out);
+  kiln_tensor *bad[] = {a, b, v, b2, b3, i32, a2, wrong, sq, scalar};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    kiln_tensor_release(bad[i]);
+}
+END_TEST
+
+/* matmul: NumPy's 1-D rules and batch broadcasting, checked through the same reference. */
+START_TEST(matmul_numpy_rules)
+{
+  kiln_context *ctx = harness_ctx();
+  struct mm {
+    size_t nda, ndb;
+    int64_t as[4], bs[4];
+    size_t ndr;
+    int64_t rs[4];
+  } cases[] = {
+      {1, 1, {7}, {7}, 0, {0}},
+      {1, 2, {5}, {5, 3}, 1, {3}},
+      {2, 1, {4, 5}, {5}, 1, {4}},
+      {1, 3, {5}, {2, 5, 3}, 2, {2, 3}},
+      {3, 1, {2, 4, 5}, {5}, 2, {2, 4}},
+      {4, 2, {2, 1, 3, 5}, {5, 2}, 4, {2, 1, 3, 2}},
+      {3, 4, {3, 2, 5}, {4, 1, 5, 2}, 4, {4, 3, 2, 2}},
+  };
+  for (size_t d = 0; d < 2; d++) {
+    kiln_dtype dt = float_dtypes[d];
+    if (skip_dtype(dt))
+      continue;
+    for (int r = 0; r < 2; r++) {
+      set_route(ctx, (enum route)r);
+      for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct mm *c = &cases[i];
+        int64_t na = numel(c->nda, c->as), nb = numel(c->ndb, c->bs);
+        double *a = malloc((size_t)na * sizeof *a), *b = malloc((size_t)nb * sizeof *b);
+        fill_random(a, (size_t)na, 11);
+        fill_random(b, (size_t)nb, 12);
+        kiln_tensor *ta = upload(dt, c->nda, c->as, a), *tb = upload(dt, c->ndb, c->bs, b);
+        kiln_tensor *out = NULL;
+        KOK(kiln_matmul(ctx, ta, tb, &out));
+        ck_assert_uint_eq(kiln_tensor_ndim(out), c->ndr);
+        for (size_t k = 0; k < c->ndr; k++)
+          ck_assert_int_eq(kiln_tensor_dim(out, k), c->rs[k]);
+        /* The same product through kiln_gemm on explicit [.., 1, k] / [.., k, 1] views. */
+        int64_t as2[5], bs2[5];
+        size_t nda2 = c->nda, ndb2 = c->ndb;
+        memcpy(as2, c->as, sizeof c->as);
+        memcpy(bs2, c->bs, sizeof c->bs);
+        if (c->nda == 1) {
+          as2[1] = as2[0];
+          as2[0] = 1;
+          nda2 = 2;
+        }
+        if (c->ndb == 1) {
+          bs2[1] = 1;
+          ndb2 = 2;
+        }
+        struct gemm_case gc = {nda2, ndb2, {0}, {0}, 0, 0, 1.0, 0.0, 0};
+        memcpy(gc.as, as2, sizeof gc.as);
+        memcpy(gc.bs, bs2, sizeof gc.bs);
+        run_gemm_case(dt, (enum route)r, &gc);
+        /* And against a host product directly. */
+        double *got = download(out);
+        int64_t nr = numel(c->ndr, c->rs);
+        int64_t m = nda2 >= 2 ? as2[nda2 - 2] : 1, k = as2[nda2 - 1], n = bs2[ndb2 - 1];
+        int64_t batch = nr / (m * n);
+        double *want = malloc((size_t)nr * sizeof *want), *mag = malloc((size_t)nr * sizeof *mag);
+        for (int64_t bi = 0; bi < batch; bi++) {
+          /* Right-aligned broadcast of the batch dims (at most 2 here). */
+          int64_t ab = na / (m * k), bb = nb / (k * n);
+          int64_t ai = 0, bj = 0;
+          if (c->nda == 4 && c->ndb == 2)
+            ai = bi;
+          else if (c->nda == 3 && c->ndb == 4)
+            ai = bi % 3, bj = bi / 3;
+          else {
+            ai = ab > 1 ? bi : 0;
+            bj = bb > 1 ? bi : 0;
+          }
+          ref_gemm(0, 0, m, n, k, 1.0, a + ai * m * k, b + bj * k * n, 0.0, want + bi * m * n,
+                   mag + bi * m * n);
+        }
+        expect_close("matmul", got, want, mag, (size_t)nr, dt, 4.0 * (double)(k + 2));
+        free(got);
+        free(want);
+        free(mag);
+        free(a);
+        free(b);
+        kiln_tensor_release(ta);
+        kiln_tensor_release(tb);
+        kiln_tensor_release(out);
+      }
+    }
+  }
+}
+END_TEST
+
+START_TEST(gemv_both_transposes)
+{
+  kiln_context *ctx = harness_ctx();
+  static const int64_t dims[][2] = {{1, 1}, {3, 17}, {17, 3}, {1000, 17}};
+  for (size_t d = 0; d < 2; d++) {
+    kiln_dtype dt = float_dtypes[d];
+    if (skip_dtype(dt))
+      continue;
+    for (int r = 0; r < 2; r++) {
+      set_route(ctx, (enum route)r);
+      for (int t = 0; t < 2; t++)
+        for (size_t s = 0; s < sizeof dims / sizeof dims[0]; s++)
+          for (int give = 0; give < 2; give++) {
+            int64_t rows = dims[s][0], cols = dims[s][1];
+            int64_t xl = t ? rows : cols, yl = t ? cols : rows;
+            double alpha = give ? -0.5 : 1.0, beta = give ? (s % 2 ? 0.0 : 2.0) : 0.0;
+            double *a = malloc((size_t)(rows * cols) * sizeof *a), *x = malloc((size_t)xl * 8);
+            double *y = malloc((size_t)yl * 8), *mag = malloc((size_t)yl * 8);
+            fill_random(a, (size_t)(rows * cols), 21);
+            fill_random(x, (size_t)xl, 22);
+            fill_random(y, (size_t)yl, 23);
+            if (give && beta == 0)
+              for (int64_t i = 0; i < yl; i++)
+                y[i] = NAN;
+            int64_t as[2] = {rows, cols};
+            kiln_tensor *ta = upload(dt, 2, as, a), *tx = upload(dt, 1, &xl, x);
+            kiln_tensor *ty = give ? upload(dt, 1, &yl, y) : NULL;
+            KOK(kiln_gemv(ctx, t ? KILN_TRANS : KILN_NO_TRANS, alpha, ta, tx, beta, &ty));
+            ck_assert_int_eq(kiln_tensor_dim(ty, 0), yl);
+            double *got = download(ty);
+            /* op(A) x as a GEMM with n = 1: op(A) is yl x xl. */
+            ref_gemm(t, 0, yl, 1, xl, alpha, a, x, give ? beta : 0.0, y, mag);
+            char what[96];
+            snprintf(what, sizeof what, "gemv %s %s t=%d %lldx%lld", kiln_dtype_name(dt),
+                     route_name[r], t, (long long)rows, (long long)cols);
+            expect_close(what, got, y, mag, (size_t)yl, dt, 4.0 * (double)(xl + 2));
+            free(got);
+            free(a);
+            free(x);
+            free(y);
+            free(mag);
+            kiln_tensor_release(ta);
+            kiln_tensor_release(tx);
+            kiln_tensor_release(ty);
+          }
+    }
+  }
+  /* Bad shapes. */
+  int64_t s34[2] = {3, 4}, s3[1] = {3};
+  kiln_tensor *a = NULL, *x = NULL, *out = NULL;
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 2, s34, &a));
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 1, s3, &x));
+  KEXPECT(kiln_gemv(ctx, KILN_NO_TRANS, 1, a, x, 0, &out), KILN_ERR_SHAPE);
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "kiln_gemv"));
+  KOK(kiln_gemv(ctx, KILN_TRANS, 1, a, x, 0, &out));
+  KEXPECT(kiln_gemv(ctx, KILN_NO_TRANS, 1, x, x, 0, &out), KILN_ERR_SHAPE);
+  kiln_tensor *wrong = NULL;
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 1, s3, &wrong));
+  KEXPECT(kiln_gemv(ctx, KILN_TRANS, 1, a, x, 0, &wrong), KILN_ERR_SHAPE);
+  kiln_tensor_release(a);
+  kiln_tensor_release(x);
+  kiln_tensor_release(out);
+  kiln_tensor_release(wrong);
+}
+END_TEST
+
+/* SYRK: both triangles, both transposes, fill or not, batches, beta edge values, both routes. */
+START_TEST(syrk_triangles)
+{
+  kiln_context *ctx = harness_ctx();
+  static const int64_t dims[][3] = {{1, 1, 1}, {3, 17, 1}, {17, 3, 2}, {17, 17, 1}};
+  for (size_t d = 0; d < 2; d++) {
+    kiln_dtype dt = float_dtypes[d];
+    if (skip_dtype(dt))
+      continue;
+    for (int r = 0; r < 2; r++) {
+      set_route(ctx, (enum route)r);
+      for (int v = 0; v < 16; v++) {
+        int upper = v & 1, t = (v >> 1) & 1, fill = (v >> 2) & 1, give = (v >> 3) & 1;
+        const int64_t *dm = dims[(size_t)v % 4];
+        int64_t n = dm[0], k = dm[1], batch = dm[2];
+        double alpha = give ? 1.5 : 1.0, beta = give ? (v % 3 ? -1.0 : 0.0) : 0.0;
+        int64_t as[3] = {batch, t ? k : n, t ? n : k}, cs[3] = {batch, n, n};
+        int64_t na = batch * n * k, nc = batch * n * n;
+        double *a = malloc((size_t)na * 8), *c = malloc((size_t)nc * 8), *c0 = malloc((size_t)nc * 8);
+        double *mag = malloc((size_t)nc * 8);
+        fill_random(a, (size_t)na, 31);
+        fill_random(c, (size_t)nc, 32);
+        for (int64_t i = 0; i < nc; i++)
+          if (give && beta == 0)
+            c[i] = NAN;
+        memcpy(c0, c, (size_t)nc * 8);
+        kiln_tensor *ta = upload(dt, 3, as, a);
+        kiln_tensor *tc = give ? upload(dt, 3, cs, c) : NULL;
+        memcpy(c0, c, (size_t)nc * 8); /* rounded copy */
+        KOK(kiln_syrk(ctx, upper ? KILN_UPPER : KILN_LOWER, t ? KILN_TRANS : KILN_NO_TRANS, alpha,
+                      ta, beta, &tc, fill));
+        double *got = download(tc);
+        for (int64_t b = 0; b < batch; b++) {
+          double *cb = c + b * n * n, *mb = mag + b * n * n;
+          ref_gemm(t, !t, n, n, k, alpha, a + b * n * k, a + b * n * k, give ? beta : 0.0, cb, mb);
+          for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < n; j++) {
+              int inside = upper ? j >= i : j <= i;
+              if (inside)
+                continue;
+              if (fill) {
+                cb[i * n + j] = cb[j * n + i];
+                mb[i * n + j] = mb[j * n + i];
+              } else {
+                /* Untouched: a given C keeps its value, a fresh one is zero. */
+                cb[i * n + j] = give ? c0[b * n * n + i * n + j] : 0.0;
+                mb[i * n + j] = 0;
+              }
+            }
+        }
+        char what[128];
+        snprintf(what, sizeof what, "syrk %s %s upper=%d t=%d fill=%d give=%d n=%lld k=%lld",
+                 kiln_dtype_name(dt), route_name[r], upper, t, fill, give, (long long)n,
+                 (long long)k);
+        for (int64_t i = 0; i < nc; i++) {
+          if (isnan(c[i])) {
+            ck_assert_msg(isnan(got[i]), "%s: element %lld should be kept NaN", what, (long long)i);
+            got[i] = c[i] = 0;
+          }
+        }
+        expect_close(what, got, c, mag, (size_t)nc, dt, 4.0 * (double)(k + 2));
+        free(got);
+        free(a);
+        free(c);
+        free(c0);
+        free(mag);
+        kiln_tensor_release(ta);
+        kiln_tensor_release(tc);
+      }
+    }
+  }
+  int64_t s34[2] = {3, 4}, s4[1] = {4};
+  kiln_tensor *a = NULL, *v = NULL, *out = NULL;
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 2, s34, &a));
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 1, s4, &v));
+  KEXPECT(kiln_syrk(ctx, KILN_UPPER, KILN_NO_TRANS, 1, v, 0, &out, 0), KILN_ERR_SHAPE);
+  kiln_tensor *wrong = NULL;
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 2, s34, &wrong));
+  KEXPECT(kiln_syrk(ctx, KILN_UPPER, KILN_NO_TRANS, 1, a, 0, &wrong, 0), KILN_ERR_SHAPE);
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "kiln_syrk"));
+  KEXPECT(kiln_syrk(ctx, (kiln_uplo)9, KILN_NO_TRANS, 1, a, 0, &out, 0), KILN_ERR_INVALID_ARGUMENT);
+  kiln_tensor_release(a);
+  kiln_tensor_release(v);
+  kiln_tensor_release(wrong);
+}
+END_TEST
+
+/* dot, axpy and scal on ctx: lengths 0, 1, 17, 1000. */
+static void
+check_level1(kiln_context *ctx, const char *label)
+{
+  static const int64_t lens[] = {0, 1, 17, 1000};
+  for (size_t d = 0; d < 2; d++) {
+    kiln_dtype dt = float_dtypes[d];
+    if (skip_dtype(dt))
+      continue;
+    for (size_t l = 0; l < 4; l++) {
+      int64_t n = lens[l];
+      size_t sz = (size_t)(n ? n : 1) * 8;
+      double *x = malloc(sz), *y = malloc(sz);
+      fill_random(x, (size_t)n, 41);
+      fill_random(y, (size_t)n, 42);
+      float *fx = malloc(sz), *fy = malloc(sz);
+      kiln_tensor *tx = NULL, *ty = NULL, *dot = NULL;
+      if (dt == KILN_F32) {
+        for (int64_t i = 0; i < n; i++) {
+          fx[i] = (float)x[i], fy[i] = (float)y[i];
+          x[i] = fx[i], y[i] = fy[i];
+        }
+        KOK(kiln_tensor_from_host(ctx, dt, 1, &n, fx, &tx));
+        KOK(kiln_tensor_from_host(ctx, dt, 1, &n, fy, &ty));
+      } else {
+        KOK(kiln_tensor_from_host(ctx, dt, 1, &n, x, &tx));
+        KOK(kiln_tensor_from_host(ctx, dt, 1, &n, y, &ty));
+      }
+      KOK(kiln_dot(ctx, tx, ty, &dot));
+      ck_assert_uint_eq(kiln_tensor_ndim(dot), 0);
+      double want = 0, mag = 0, got;
+      for (int64_t i = 0; i < n; i++)
+        want += x[i] * y[i], mag += fabs(x[i] * y[i]);
+      if (dt == KILN_F32) {
+        float g;
+        KOK(kiln_tensor_download(dot, &g, sizeof g));
+        got = g;
+      } else {
+        KOK(kiln_tensor_download(dot, &got, sizeof got));
+      }
+      char what[96];
+      snprintf(what, sizeof what, "%s dot %s n=%lld", label, kiln_dtype_name(dt), (long long)n);
+      expect_close(what, &got, &want, &mag, 1, dt, 4.0 * (double)(n + 2));
+      /* y += -2 x, then y *= 0.5 */
+      KOK(kiln_axpy(ctx, -2.0, tx, ty));
+      KOK(kiln_scal(ctx, 0.5, ty));
+      for (int64_t i = 0; i < n; i++)
+        y[i] = (y[i] - 2.0 * x[i]) * 0.5;
+      kiln_tensor *copy = ty;
+      double *gy = n ? download(copy) : NULL;
+      double *m2 = malloc(sz);
+      for (int64_t i = 0; i < n; i++)
+        m2[i] = fabs(y[i]) + fabs(x[i]) + 1;
+      snprintf(what, sizeof what, "%s axpy+scal %s n=%lld", label, kiln_dtype_name(dt),
+               (long long)n);
+      if (n)
+        expect_close(what, gy, y, m2, (size_t)n, dt, 8.0);
+      free(gy);
+      free(m2);
+      free(x);
+      free(y);
+      free(fx);
+      free(fy);
+      kiln_tensor_release(tx);
+      kiln_tensor_release(ty);
+      kiln_tensor_release(dot);
+    }
+  }
+  /* scal by 0 keeps NaN (BLAS multiplies). */
+  float nanv[2] = {NAN, 1.0f};
+  int64_t two = 2;
+  kiln_tensor *t = NULL;
+  KOK(kiln_tensor_from_host(ctx, KILN_F32, 1, &two, nanv, &t));
+  KOK(kiln_scal(ctx, 0.0, t));
+  KOK(kiln_tensor_download(t, nanv, sizeof nanv));
+  ck_assert(isnan(nanv[0]));
+  ck_assert_float_eq(nanv[1], 0.0f);
+  kiln_tensor_release(t);
+}
+
+START_TEST(level1_dot_axpy_scal)
+{
+  check_level1(harness_ctx(), "clblast");
+  kiln_context *ctx = harness_ctx();
+  int64_t s3[1] = {3}, s4[1] = {4}, s22[2] = {2, 2};
+  kiln_tensor *a = NULL, *b = NULL, *m = NULL, *out = NULL;
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 1, s3, &a));
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 1, s4, &b));
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 2, s22, &m));
+  KEXPECT(kiln_dot(ctx, a, b, &out), KILN_ERR_SHAPE);
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "kiln_dot"));
+  KEXPECT(kiln_dot(ctx, m, m, &out), KILN_ERR_SHAPE);
+  KEXPECT(kiln_axpy(ctx, 1.0, a, b), KILN_ERR_SHAPE);
+  kiln_tensor *i32 = NULL;
+  KOK(kiln_tensor_zeros(ctx, KILN_I32, 1, s3, &i32));
+  KEXPECT(kiln_scal(ctx, 2.0, i32), KILN_ERR_DTYPE);
+  KEXPECT(kiln_axpy(ctx, 2.0, a, i32), KILN_ERR_DTYPE);
+  kiln_tensor_release(a);
+  kiln_tensor_release(b);
+  kiln_tensor_release(m);
+  kiln_tensor_release(i32);
+}
+END_TEST
+
+/* The same routines in a context that behaves like a build without CLBlast. */
+START_TEST(without_clblast)
+{
+  setenv("KILN_DEBUG_NO_CLBLAST", "1", 1);
+  kiln_context *ctx = NULL;
+  KOK(kiln_context_create(NULL, &ctx));
+  unsetenv("KILN_DEBUG_NO_CLBLAST");
+  check_level1(ctx, "no-clblast");
+  /* A GEMM larger than the small threshold still runs (on kiln's kernel). */
+  int64_t s[2] = {70, 70};
+  double *a = malloc(70 * 70 * 8), *c = malloc(70 * 70 * 8), *mag = malloc(70 * 70 * 8);
+  fill_random(a, 70 * 70, 51);
+  double *ad = malloc(70 * 70 * 8);
+  memcpy(ad, a, 70 * 70 * 8);
+  kiln_tensor *ta = NULL, *tc = NULL;
+  float af[70 * 70];
+  for (int i = 0; i < 70 * 70; i++)
+    af[i] = (float)a[i], a[i] = af[i];
+  KOK(kiln_tensor_from_host(ctx, KILN_F32, 2, s, af, &ta));
+  KOK(kiln_context_set_option(ctx, KILN_OPT_GEMM_SMALL_MNK, 0));
+  KOK(kiln_gemm(ctx, KILN_NO_TRANS, KILN_TRANS, 1.0, ta, ta, 0.0, &tc));
+  float cf[70 * 70];
+  KOK(kiln_tensor_download(tc, cf, sizeof cf));
+  double got[70 * 70];
+  for (int i = 0; i < 70 * 70; i++)
+    got[i] = cf[i];
+  ref_gemm(0, 1, 70, 70, 70, 1.0, a, a, 0.0, c, mag);
+  expect_close("no-clblast gemm", got, c, mag, 70 * 70, KILN_F32, 4.0 * 72);
+  kiln_tensor_release(ta);
+  kiln_tensor_release(tc);
+  free(a);
+  free(ad);
+  free(c);
+  free(mag);
+  KOK(kiln_blas_warm(ctx, KILN_BLAS_WARM_USED));
+  KOK(kiln_context_release(ctx));
+}
+END_TEST
+
+/* Profiling counts one CLBlast call as one kernel with a device time. */
+START_TEST(profiling_sees_clblast)
+{
+  if (!kiln_blas_has_clblast())
+    return;
+  kiln_context *ctx = harness_ctx();
+  set_route(ctx, ROUTE_CLBLAST);
+  int64_t s[2] = {64, 64};
+  kiln_tensor *a = NULL, *c = NULL;
+  KOK(kiln_tensor_full(ctx, KILN_F32, 2, s, kiln_scalar_f64(1.0), &a));
+  KOK(kiln_profile_begin(ctx));
+  KOK(kiln_gemm(ctx, KILN_NO_TRANS, KILN_NO_TRANS, 1.0, a, a, 0.0, &c));
+  kiln_profile p;
+  KOK(kiln_profile_end(ctx, &p));
+  ck_assert_uint_eq(p.kernels, 1);
+  ck_assert_uint_gt(p.device_ns, 0);
+  float v[64 * 64];
+  KOK(kiln_tensor_download(c, v, sizeof v));
+  ck_assert_float_eq(v[0], 64.0f);
+  kiln_tensor_release(a);
+  kiln_tensor_release(c);
+}
+END_TEST
+
+/* The routing option and its bounds. */
+START_TEST(small_threshold_option)
+{
+  kiln_context *ctx = NULL;
+  KOK(kiln_context_create(NULL, &ctx));
+  int64_t v = 0, lo, hi;
+  KOK(kiln_context_get_option(ctx, KILN_OPT_GEMM_SMALL_MNK, &v));
+  ck_assert_int_eq(v, 64 * 64 * 64);
+  KOK(kiln_option_bounds(KILN_OPT_GEMM_SMALL_MNK, &lo, &hi));
+  ck_assert_int_eq(lo, 0);
+  KEXPECT(kiln_context_set_option(ctx, KILN_OPT_GEMM_SMALL_MNK, -1), KILN_ERR_INVALID_ARGUMENT);
+  KOK(kiln_context_set_option(ctx, KILN_OPT_GEMM_SMALL_MNK, 5));
+  KOK(kiln_context_get_option(ctx, KILN_OPT_GEMM_SMALL_MNK, &v));
+  ck_assert_int_eq(v, 5);
+  KOK(kiln_context_release(ctx));
+}
+END_TEST
+
+static Suite *
+blas_suite(void)
+{
+  Suite *s = suite_create("blas");
+  TCase *tc = tcase_create("blas");
+  tcase_set_timeout(tc, 600);
+  tcase_add_test(tc, blas_warm_first_call_cost);
+  tcase_add_test(tc, gemm_transposes_sizes_scalars);
+  tcase_add_test(tc, gemm_beta_zero_ignores_nan);
+  tcase_add_test(tc, gemm_large_1000);
+  tcase_add_test(tc, gemm_batches_and_broadcast);
+  tcase_add_test(tc, gemm_empty_dims);
+  tcase_add_test(tc, gemm_bad_input);
+  tcase_add_test(tc, matmul_numpy_rules);
+  tcase_add_test(tc, gemv_both_transposes);
+  tcase_add_test(tc, syrk_triangles);
+  tcase_add_test(tc, level1_dot_axpy_scal);
+  tcase_add_test(tc, without_clblast);
+  tcase_add_test(tc, profiling_sees_clblast);
+  tcase_add_test(tc, small_threshold_option);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int
+main(void)
+{
+  return harness_main(blas_suite(), 1);
+}
