@@ -13,6 +13,7 @@
 #include "kiln/tensor.h"
 #include "kiln/elementwise.h"
 #include "kiln/blas.h"
+#include "kiln/fft.h"
 #include "kiln/profile.h"
 #include "kiln/provider.h"
 

@@ -19,6 +19,12 @@
 /* Edge of the square tile (and work-group) of gemm_small.cl on devices that allow TILE^2 items. */
 #define KILN__GEMM_TILE_DEFAULT 16
 
+/*
+ * FFT back end that KILN_FFT_BACKEND_AUTO picks on non-GPU devices when both
+ * can do a size (GPUs get VkFFT). Measured on PoCL here: docs/blas_fft.md.
+ */
+#define KILN__FFT_CPU_BACKEND KILN_FFT_BACKEND_VKFFT
+
 /* FFT plans kept per context (LRU over plans no caller holds). */
 #define KILN__FFT_PLAN_CACHE_CAPACITY 16
 

@@ -1,0 +1,679 @@
+/*
+ * FFT family: plan handles over a bounded per-context cache of compiled
+ * back-end plans (clFFT or VkFFT), tensor validation, staging of tensors
+ * that start inside a buffer, and NumPy-style normalisation.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "kiln/fft.h"
+#include "kiln_config.h"
+#include "providers/fft_backend.h"
+#include "runtime/runtime.h"
+#include "runtime/tunables.h"
+
+#define PLAN_MAGIC 0x6b666674u /* "kfft" */
+
+/* One compiled plan. Handles point here; an entry outlives its context's cache while held. */
+struct entry {
+  struct kiln__fft_key key;
+  void *impl;        /* back-end plan; NULL once the context is gone */
+  int64_t users;     /* live handles */
+  uint64_t last_use; /* cache clock, for LRU */
+  int orphan;        /* context released while handles held it */
+};
+
+/* The family's per-context state (ctx->ext[KILN__EXT_FFT]); guarded by ctx->lock. */
+struct fft_state {
+  struct entry **entries;
+  size_t n, cap;
+  uint64_t clock;
+  kiln_fft_stats stats;
+  struct kiln__fft_counters counters;
+  int vkfft_binaries; /* store/reload VkFFT binaries on this context */
+};
+
+struct kiln_fft_plan {
+  uint32_t magic;
+  kiln_context *ctx;
+  struct entry *entry;
+};
+
+const char *
+kiln_fft_backend_name(kiln_fft_backend b)
+{
+  switch (b) {
+  case KILN_FFT_BACKEND_AUTO:
+    return "auto";
+  case KILN_FFT_BACKEND_CLFFT:
+    return "clfft";
+  case KILN_FFT_BACKEND_VKFFT:
+    return "vkfft";
+  }
+  return "?";
+}
+
+int
+kiln_fft_backend_available(kiln_fft_backend b)
+{
+  switch (b) {
+  case KILN_FFT_BACKEND_AUTO:
+    return KILN_HAVE_CLFFT || KILN_HAVE_VKFFT;
+  case KILN_FFT_BACKEND_CLFFT:
+    return KILN_HAVE_CLFFT;
+  case KILN_FFT_BACKEND_VKFFT:
+    return KILN_HAVE_VKFFT;
+  }
+  return 0;
+}
+
+/* ---- back-end dispatch ---- */
+
+static void
+impl_destroy(kiln_fft_backend b, void *impl)
+{
+#if KILN_HAVE_CLFFT
+  if (b == KILN_FFT_BACKEND_CLFFT)
+    kiln__clfft_destroy(impl);
+#endif
+#if KILN_HAVE_VKFFT
+  if (b == KILN_FFT_BACKEND_VKFFT)
+    kiln__vkfft_destroy(impl);
+#endif
+  (void)b;
+  (void)impl;
+}
+
+static kiln_status
+impl_create(const char *op, kiln_context *ctx, const struct kiln__fft_key *key,
+            struct kiln__fft_counters *counters, int vkfft_binaries, void **impl)
+{
+#if KILN_HAVE_CLFFT
+  if (key->backend == KILN_FFT_BACKEND_CLFFT)
+    return kiln__clfft_create(op, ctx, key, impl);
+#endif
+#if KILN_HAVE_VKFFT
+  if (key->backend == KILN_FFT_BACKEND_VKFFT)
+    return kiln__vkfft_create(op, ctx, key, vkfft_binaries, counters, impl);
+#endif
+  (void)ctx;
+  (void)counters;
+  (void)vkfft_binaries;
+  (void)impl;
+  return kiln__fail(KILN_ERR_UNSUPPORTED, op, 0, "this libkiln was built without %s",
+                    kiln_fft_backend_name(key->backend));
+}
+
+static kiln_status
+impl_execute(const char *op, kiln_context *ctx, const struct entry *e, int inverse, cl_mem in,
+             cl_mem out)
+{
+#if KILN_HAVE_CLFFT
+  if (e->key.backend == KILN_FFT_BACKEND_CLFFT)
+    return kiln__clfft_execute(op, ctx, e->impl, inverse, in, out);
+#endif
+#if KILN_HAVE_VKFFT
+  if (e->key.backend == KILN_FFT_BACKEND_VKFFT)
+    return kiln__vkfft_execute(op, ctx, e->impl, inverse, in, out);
+#endif
+  (void)ctx;
+  (void)inverse;
+  (void)in;
+  (void)out;
+  return kiln__fail(KILN_ERR_INTERNAL, op, 0, "plan for a back end missing from this build");
+}
+
+/*
+ * The back end AUTO resolves to on this context when both could do the key.
+ * This is the one place the autotuner will take over (per device and size
+ * bucket); until then: VkFFT on GPUs, KILN__FFT_CPU_BACKEND elsewhere.
+ */
+static kiln_fft_backend
+auto_backend(const kiln_context *ctx)
+{
+  return ctx->info.is_gpu ? KILN_FFT_BACKEND_VKFFT : KILN__FFT_CPU_BACKEND;
+}
+
+static kiln_status
+resolve_backend(const char *op, const kiln_context *ctx, kiln_fft_backend asked,
+                struct kiln__fft_key *key)
+{
+  kiln_fft_backend b = asked == KILN_FFT_BACKEND_AUTO ? (kiln_fft_backend)ctx->fft_backend : asked;
+  char why_cl[256] = "", why_vk[256] = "";
+  int clfft_ok = KILN_HAVE_CLFFT, vkfft_ok = KILN_HAVE_VKFFT;
+#if KILN_HAVE_CLFFT
+  clfft_ok = kiln__clfft_supports(key, why_cl, sizeof why_cl);
+#endif
+#if KILN_HAVE_VKFFT
+  vkfft_ok = kiln__vkfft_supports(key, why_vk, sizeof why_vk);
+#endif
+  if (b == KILN_FFT_BACKEND_AUTO) {
+    /* kiln's choice, then whichever can do the size when the choice cannot. */
+    b = auto_backend(ctx);
+    if (b == KILN_FFT_BACKEND_VKFFT && !vkfft_ok && clfft_ok)
+      b = KILN_FFT_BACKEND_CLFFT;
+    if (b == KILN_FFT_BACKEND_CLFFT && !clfft_ok && vkfft_ok)
+      b = KILN_FFT_BACKEND_VKFFT;
+  }
+  KILN_RETURN_IF(!kiln_fft_backend_available(b), KILN_ERR_UNSUPPORTED, op,
+                 "this libkiln was built without %s", kiln_fft_backend_name(b));
+  KILN_RETURN_IF(b == KILN_FFT_BACKEND_CLFFT && !clfft_ok, KILN_ERR_UNSUPPORTED, op, "%s", why_cl);
+  KILN_RETURN_IF(b == KILN_FFT_BACKEND_VKFFT && !vkfft_ok, KILN_ERR_UNSUPPORTED, op, "%s", why_vk);
+  key->backend = b;
+  return KILN_OK;
+}
+
+/* ---- the per-context cache ---- */
+
+static void
+entry_drop_impl(struct entry *e)
+{
+  if (e->impl)
+    impl_destroy(e->key.backend, e->impl);
+  e->impl = NULL;
+}
+
+/* Context release (ctx->lock held): every compiled plan goes before the cl objects do. */
+static void
+state_destroy(kiln_context *ctx, void *data)
+{
+  (void)ctx;
+  struct fft_state *st = data;
+  for (size_t i = 0; i < st->n; i++) {
+    struct entry *e = st->entries[i];
+    entry_drop_impl(e);
+    if (e->users > 0)
+      e->orphan = 1; /* freed by the last kiln_fft_plan_release */
+    else
+      free(e);
+  }
+  free(st->entries);
+  free(st);
+}
+
+/* The family's state, made on first use (ctx->lock held). */
+static kiln_status
+state_get(const char *op, kiln_context *ctx, struct fft_state **out)
+{
+  struct fft_state *st = ctx->ext[KILN__EXT_FFT].data;
+  if (!st) {
+    st = calloc(1, sizeof *st);
+    KILN_RETURN_IF(!st, KILN_ERR_HOST_MEMORY, op, "cannot allocate the FFT plan cache");
+    /* KILN_VKFFT_BINARY_CACHE = on | off | auto (default: by platform), read once per context. */
+    const char *env = getenv("KILN_VKFFT_BINARY_CACHE");
+    int reload = 0;
+#if KILN_HAVE_VKFFT
+    reload = kiln__vkfft_binaries_reloadable(ctx);
+#endif
+    if (env && strcasecmp(env, "on") == 0)
+      reload = 1;
+    else if (env && strcasecmp(env, "off") == 0)
+      reload = 0;
+    st->vkfft_binaries = reload;
+    ctx->ext[KILN__EXT_FFT].data = st;
+    ctx->ext[KILN__EXT_FFT].destroy = state_destroy;
+  }
+  *out = st;
+  return KILN_OK;
+}
+
+static int
+key_equal(const struct kiln__fft_key *a, const struct kiln__fft_key *b)
+{
+  if (a->kind != b->kind || a->rank != b->rank || a->batch != b->batch ||
+      a->precision != b->precision || a->inplace != b->inplace || a->backend != b->backend)
+    return 0;
+  for (uint32_t i = 0; i < a->rank; i++)
+    if (a->sizes[i] != b->sizes[i])
+      return 0;
+  return 1;
+}
+
+static struct entry *
+cache_find(struct fft_state *st, const struct kiln__fft_key *key)
+{
+  for (size_t i = 0; i < st->n; i++)
+    if (key_equal(&st->entries[i]->key, key))
+      return st->entries[i];
+  return NULL;
+}
+
+/* Drops least recently used idle entries until at most the capacity remain. */
+static void
+cache_evict(struct fft_state *st)
+{
+  while (st->n > KILN__FFT_PLAN_CACHE_CAPACITY) {
+    size_t victim = st->n;
+    for (size_t i = 0; i < st->n; i++)
+      if (st->entries[i]->users == 0 &&
+          (victim == st->n || st->entries[i]->last_use < st->entries[victim]->last_use))
+        victim = i;
+    if (victim == st->n)
+      return; /* everything is in use */
+    struct entry *e = st->entries[victim];
+    entry_drop_impl(e);
+    free(e);
+    st->entries[victim] = st->entries[--st->n];
+    st->stats.plan_evictions++;
+  }
+}
+
+/* ---- plan API ---- */
+
+kiln_status
+kiln_fft_plan_create(kiln_context *ctx, kiln_fft_kind kind, size_t rank, const int64_t *sizes,
+                     int64_t batch, kiln_dtype precision, int inplace, kiln_fft_backend backend,
+                     kiln_fft_plan **out)
+{
+  static const char op[] = "kiln_fft_plan_create";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
+  *out = NULL;
+  KILN_RETURN_IF(kind != KILN_FFT_C2C && kind != KILN_FFT_R2C && kind != KILN_FFT_C2R,
+                 KILN_ERR_INVALID_ARGUMENT, op, "kind %d is not C2C, R2C or C2R", (int)kind);
+  KILN_RETURN_IF(rank < 1 || rank > 3, KILN_ERR_INVALID_ARGUMENT, op,
+                 "rank %zu is outside 1-3", rank);
+  KILN_RETURN_IF(!sizes, KILN_ERR_INVALID_ARGUMENT, op, "sizes is NULL");
+  KILN_RETURN_IF(backend != KILN_FFT_BACKEND_AUTO && backend != KILN_FFT_BACKEND_CLFFT &&
+                     backend != KILN_FFT_BACKEND_VKFFT,
+                 KILN_ERR_INVALID_ARGUMENT, op, "backend %d is not a kiln_fft_backend",
+                 (int)backend);
+  KILN_RETURN_IF(precision != KILN_F32 && precision != KILN_F64, KILN_ERR_DTYPE, op,
+                 "precision is %s; FFTs run on f32 or f64", kiln_dtype_name(precision));
+  KILN_RETURN_IF(precision == KILN_F64 && !ctx->info.has_fp64, KILN_ERR_UNSUPPORTED, op,
+                 "f64 needs fp64 support, which device \"%s\" lacks", ctx->info.name);
+  KILN_RETURN_IF(batch < 1, KILN_ERR_INVALID_ARGUMENT, op, "batch %lld is below 1",
+                 (long long)batch);
+  struct kiln__fft_key key;
+  memset(&key, 0, sizeof key);
+  key.kind = kind;
+  key.rank = (uint32_t)rank;
+  key.batch = batch;
+  key.precision = precision;
+  key.inplace = inplace != 0;
+  /* Element counts (real side, padded or not, times batch, times 2 for complex) must fit. */
+  uint64_t total = 2 * (uint64_t)batch;
+  for (size_t i = 0; i < rank; i++) {
+    KILN_RETURN_IF(sizes[i] < 1, KILN_ERR_INVALID_ARGUMENT, op, "size %zu is %lld (must be >= 1)",
+                   i, (long long)sizes[i]);
+    key.sizes[i] = sizes[i];
+    KILN_RETURN_IF(__builtin_mul_overflow(total, (uint64_t)sizes[i] + 2, &total) ||
+                       total > (uint64_t)INT64_MAX / 8,
+                   KILN_ERR_OVERFLOW, op, "the transform's element count overflows");
+  }
+  KILN_TRY(resolve_backend(op, ctx, backend, &key));
+
+  kiln_fft_plan *h = calloc(1, sizeof *h);
+  KILN_RETURN_IF(!h, KILN_ERR_HOST_MEMORY, op, "cannot allocate a plan handle");
+  pthread_mutex_lock(&ctx->lock);
+  struct fft_state *st = NULL;
+  kiln_status s = state_get(op, ctx, &st);
+  struct entry *e = s == KILN_OK ? cache_find(st, &key) : NULL;
+  if (e)
+    st->stats.plan_hits++;
+  int vkb = s == KILN_OK ? st->vkfft_binaries : 0;
+  pthread_mutex_unlock(&ctx->lock);
+  if (s != KILN_OK) {
+    free(h);
+    return s;
+  }
+  if (!e) {
+    /* Compile outside the context lock: other work on the context goes on meanwhile. */
+    struct kiln__fft_counters counters = {0, 0, 0};
+    void *impl = NULL;
+    s = impl_create(op, ctx, &key, &counters, vkb, &impl);
+    pthread_mutex_lock(&ctx->lock);
+    st->counters.binary_hits += counters.binary_hits;
+    st->counters.binary_stores += counters.binary_stores;
+    st->counters.binary_rejects += counters.binary_rejects;
+    if (s == KILN_OK) {
+      e = cache_find(st, &key);
+      if (e) {
+        /* Another thread made the same plan meanwhile: use that one. */
+        st->stats.plan_hits++;
+      } else {
+        st->stats.plan_misses++;
+        struct entry *ne = calloc(1, sizeof *ne);
+        if (ne && st->n == st->cap) {
+          size_t ncap = st->cap ? st->cap * 2 : 8;
+          struct entry **grown = realloc(st->entries, ncap * sizeof *grown);
+          if (grown) {
+            st->entries = grown;
+            st->cap = ncap;
+          }
+        }
+        if (!ne || st->n == st->cap) {
+          free(ne);
+          s = kiln__fail(KILN_ERR_HOST_MEMORY, op, 0, "cannot grow the FFT plan cache");
+        } else {
+          ne->key = key;
+          ne->impl = impl;
+          impl = NULL;
+          st->entries[st->n++] = ne;
+          e = ne;
+        }
+      }
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    if (impl)
+      impl_destroy(key.backend, impl);
+    if (s != KILN_OK) {
+      free(h);
+      return s;
+    }
+    pthread_mutex_lock(&ctx->lock);
+  } else {
+    pthread_mutex_lock(&ctx->lock);
+  }
+  e->users++;
+  e->last_use = ++st->clock;
+  ctx->refs++;
+  cache_evict(st);
+  pthread_mutex_unlock(&ctx->lock);
+  h->magic = PLAN_MAGIC;
+  h->ctx = ctx;
+  h->entry = e;
+  *out = h;
+  return KILN_OK;
+}
+
+static kiln_status
+plan_check(const char *op, const kiln_fft_plan *plan)
+{
+  KILN_RETURN_IF(!plan, KILN_ERR_INVALID_HANDLE, op, "plan is NULL");
+  KILN_RETURN_IF(plan->magic != PLAN_MAGIC, KILN_ERR_INVALID_HANDLE, op,
+                 "plan %p is released or not a kiln FFT plan", (const void *)plan);
+  return KILN_OK;
+}
+
+kiln_status
+kiln_fft_plan_release(kiln_fft_plan *plan)
+{
+  static const char op[] = "kiln_fft_plan_release";
+  if (!plan)
+    return KILN_OK;
+  KILN_TRY(plan_check(op, plan));
+  kiln_context *ctx = plan->ctx;
+  struct entry *e = plan->entry;
+  pthread_mutex_lock(&ctx->lock);
+  plan->magic = KILN__DEAD_MAGIC;
+  int free_entry = --e->users == 0 && e->orphan;
+  struct fft_state *st = ctx->ext[KILN__EXT_FFT].data;
+  if (st && !e->orphan)
+    cache_evict(st);
+  pthread_mutex_unlock(&ctx->lock);
+  if (free_entry)
+    free(e);
+  kiln__ctx_unref(ctx);
+  kiln__quarantine(plan);
+  return KILN_OK;
+}
+
+kiln_status
+kiln_fft_plan_backend(const kiln_fft_plan *plan, kiln_fft_backend *out)
+{
+  static const char op[] = "kiln_fft_plan_backend";
+  KILN_TRY(plan_check(op, plan));
+  KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
+  *out = plan->entry->key.backend;
+  return KILN_OK;
+}
+
+kiln_status
+kiln_fft_stats_get(kiln_context *ctx, kiln_fft_stats *out)
+{
+  static const char op[] = "kiln_fft_stats_get";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
+  memset(out, 0, sizeof *out);
+  pthread_mutex_lock(&ctx->lock);
+  struct fft_state *st = ctx->ext[KILN__EXT_FFT].data;
+  if (st) {
+    *out = st->stats;
+    out->plans_cached = st->n;
+    out->vkfft_binary_hits = st->counters.binary_hits;
+    out->vkfft_binary_stores = st->counters.binary_stores;
+    out->vkfft_binary_rejects = st->counters.binary_rejects;
+  }
+  pthread_mutex_unlock(&ctx->lock);
+  return KILN_OK;
+}
+
+/* ---- execution ---- */
+
+/* The tensor shapes a plan reads and writes (batch dims collapsed into one leading dim). */
+struct side {
+  uint64_t inner_numel; /* elements after the batch dims */
+  size_t ninner;        /* trailing dims that describe one transform */
+  int64_t inner[4];
+};
+
+static void
+side_shape(const struct kiln__fft_key *k, int complex_side, struct side *s)
+{
+  s->ninner = 0;
+  for (uint32_t i = 0; i + 1 < k->rank; i++)
+    s->inner[s->ninner++] = k->sizes[i];
+  int64_t last = k->sizes[k->rank - 1];
+  if (k->kind == KILN_FFT_C2C || !complex_side) {
+    s->inner[s->ninner++] = last;
+    if (k->kind == KILN_FFT_C2C)
+      s->inner[s->ninner++] = 2;
+  } else {
+    s->inner[s->ninner++] = last / 2 + 1;
+    s->inner[s->ninner++] = 2;
+  }
+  s->inner_numel = 1;
+  for (size_t i = 0; i < s->ninner; i++)
+    s->inner_numel *= (uint64_t)s->inner[i];
+}
+
+/* "[...,4,9,2]" for messages. */
+static const char *
+side_text(const struct side *s, char *buf, size_t len)
+{
+  int n = snprintf(buf, len, "[batch...");
+  for (size_t i = 0; i < s->ninner && n > 0 && (size_t)n < len; i++)
+    n += snprintf(buf + n, len - (size_t)n, ",%lld", (long long)s->inner[i]);
+  if (n > 0 && (size_t)n < len)
+    snprintf(buf + n, len - (size_t)n, "]");
+  return buf;
+}
+
+/* Checks that t ends in the side's dims and its leading dims multiply to batch. */
+static kiln_status
+check_side(const char *op, const kiln_tensor *t, const struct side *s, int64_t batch,
+           const char *name)
+{
+  char want[160], got[160];
+  int ok = t->shape.ndim >= s->ninner;
+  uint64_t lead = 1;
+  if (ok) {
+    size_t off = t->shape.ndim - s->ninner;
+    for (size_t i = 0; i < s->ninner; i++)
+      ok = ok && t->shape.dims[off + i] == s->inner[i];
+    for (size_t i = 0; i < off; i++)
+      lead *= (uint64_t)t->shape.dims[i];
+    ok = ok && lead == (uint64_t)batch;
+  }
+  if (!ok)
+    return kiln__fail(KILN_ERR_SHAPE, op, 0,
+                      "%s has shape %s; the plan needs %s with leading dimensions multiplying to "
+                      "the batch %lld",
+                      name, kiln__shape_format(&t->shape, got, sizeof got),
+                      side_text(s, want, sizeof want), (long long)batch);
+  return KILN_OK;
+}
+
+/* Scale factor of a (direction, norm) pair; 1 means no pass. */
+static double
+norm_factor(kiln_fft_direction dir, kiln_fft_norm norm, double n)
+{
+  switch (norm) {
+  case KILN_FFT_NORM_BACKWARD:
+    return dir == KILN_FFT_INVERSE ? 1.0 / n : 1.0;
+  case KILN_FFT_NORM_ORTHO:
+    return 1.0 / sqrt(n);
+  case KILN_FFT_NORM_FORWARD:
+    return dir == KILN_FFT_FORWARD ? 1.0 / n : 1.0;
+  case KILN_FFT_NORM_NONE:
+    return 1.0;
+  }
+  return 1.0;
+}
+
+static kiln_status
+scale(const char *op, kiln_context *ctx, kiln_dtype dt, kiln_tensor *t, double f)
+{
+  cl_kernel k;
+  char opts[160];
+  kiln__dtype_options(dt, opts, sizeof opts);
+  KILN_TRY(kiln__kernel_get(op, ctx, "fft", opts, "fft_scale", &k));
+  cl_ulong off = t->offset / kiln_dtype_size(dt), n = t->numel;
+  KILN_TRY(kiln__arg(op, k, 0, sizeof t->mem, &t->mem));
+  KILN_TRY(kiln__arg(op, k, 1, sizeof off, &off));
+  KILN_TRY(kiln__arg(op, k, 2, sizeof n, &n));
+  if (dt == KILN_F32) {
+    float ff = (float)f;
+    KILN_TRY(kiln__arg(op, k, 3, sizeof ff, &ff));
+  } else {
+    KILN_TRY(kiln__arg(op, k, 3, sizeof f, &f));
+  }
+  return kiln__launch_1d(op, ctx, k, n);
+}
+
+/* A zero-offset buffer holding t's bytes (ctx->lock held): t's own, or a pooled copy. */
+struct staged {
+  cl_mem mem;
+  uint64_t capacity; /* nonzero: a pooled scratch buffer to free */
+};
+
+static kiln_status
+stage(const char *op, kiln_context *ctx, const kiln_tensor *t, int copy_in, int force,
+      struct staged *out)
+{
+  out->mem = t->mem;
+  out->capacity = 0;
+  if (t->offset == 0 && !force)
+    return KILN_OK;
+  KILN_TRY(kiln__pool_alloc(ctx, t->nbytes, &out->mem, &out->capacity));
+  if (!copy_in)
+    return KILN_OK;
+  cl_int err = clEnqueueCopyBuffer(ctx->queue, t->mem, out->mem, t->offset, 0, t->nbytes, 0, NULL,
+                                   NULL);
+  if (err != CL_SUCCESS) {
+    kiln__pool_free(ctx, out->mem, out->capacity);
+    out->capacity = 0;
+    return kiln__fail_cl(op, err, "clEnqueueCopyBuffer (staging)");
+  }
+  return KILN_OK;
+}
+
+static void
+unstage(kiln_context *ctx, struct staged *s)
+{
+  if (s->capacity)
+    kiln__pool_free(ctx, s->mem, s->capacity);
+  s->capacity = 0;
+}
+
+kiln_status
+kiln_fft_execute(kiln_fft_plan *plan, kiln_fft_direction direction, kiln_fft_norm norm,
+                 kiln_tensor *in, kiln_tensor **out)
+{
+  static const char op[] = "kiln_fft_execute";
+  KILN_TRY(plan_check(op, plan));
+  kiln_context *ctx = plan->ctx;
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  const struct kiln__fft_key *k = &plan->entry->key;
+  KILN_RETURN_IF(direction != KILN_FFT_FORWARD && direction != KILN_FFT_INVERSE,
+                 KILN_ERR_INVALID_ARGUMENT, op, "direction %d is not forward (-1) or inverse (1)",
+                 (int)direction);
+  KILN_RETURN_IF(k->kind == KILN_FFT_R2C && direction != KILN_FFT_FORWARD,
+                 KILN_ERR_INVALID_ARGUMENT, op, "an R2C plan runs forward only");
+  KILN_RETURN_IF(k->kind == KILN_FFT_C2R && direction != KILN_FFT_INVERSE,
+                 KILN_ERR_INVALID_ARGUMENT, op, "a C2R plan runs inverse only");
+  KILN_RETURN_IF((unsigned)norm > KILN_FFT_NORM_NONE, KILN_ERR_INVALID_ARGUMENT, op,
+                 "norm %d is not a kiln_fft_norm", (int)norm);
+  KILN_TRY(kiln__tensor_check(op, in, ctx));
+  KILN_RETURN_IF(in->dtype != k->precision, KILN_ERR_DTYPE, op,
+                 "input is %s but the plan is %s", kiln_dtype_name(in->dtype),
+                 kiln_dtype_name(k->precision));
+  struct side sin, sout;
+  /* In place, R2C/C2R data lives in the complex shape (padded real rows). */
+  side_shape(k, k->kind != KILN_FFT_R2C || k->inplace, &sin);
+  side_shape(k, k->kind != KILN_FFT_C2R || k->inplace, &sout);
+  KILN_TRY(check_side(op, in, &sin, k->batch, "input"));
+
+  kiln_tensor *target;
+  int made = 0;
+  if (k->inplace) {
+    KILN_RETURN_IF(out && *out && *out != in, KILN_ERR_INVALID_ARGUMENT, op,
+                   "an in-place plan writes its input; out must be NULL or point to NULL or to the "
+                   "input");
+    target = in;
+  } else {
+    KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL for an out-of-place plan");
+    if (*out) {
+      KILN_TRY(kiln__tensor_check(op, *out, ctx));
+      KILN_RETURN_IF((*out)->dtype != k->precision, KILN_ERR_DTYPE, op,
+                     "output is %s but the plan is %s", kiln_dtype_name((*out)->dtype),
+                     kiln_dtype_name(k->precision));
+      KILN_TRY(check_side(op, *out, &sout, k->batch, "output"));
+      KILN_RETURN_IF((*out)->mem == in->mem && (*out)->nbytes && in->nbytes &&
+                         (*out)->offset < in->offset + in->nbytes &&
+                         in->offset < (*out)->offset + (*out)->nbytes,
+                     KILN_ERR_INVALID_ARGUMENT, op,
+                     "the output overlaps the input; use an in-place plan");
+    } else {
+      /* The input's batch dims, then the output side's dims. */
+      kiln__shape os;
+      memset(&os, 0, sizeof os);
+      size_t lead = in->shape.ndim - sin.ninner;
+      for (size_t i = 0; i < lead; i++)
+        os.dims[os.ndim++] = in->shape.dims[i];
+      for (size_t i = 0; i < sout.ninner; i++)
+        os.dims[os.ndim++] = sout.inner[i];
+      KILN_TRY(kiln__output_prepare(op, ctx, k->precision, &os, out, &made));
+    }
+    target = *out;
+  }
+
+  double f = norm_factor(direction, norm, (double)kiln__fft_real_count(k));
+  struct staged si = {NULL, 0}, so = {NULL, 0};
+  pthread_mutex_lock(&ctx->lock);
+  kiln_status s = plan->entry->impl
+                      ? KILN_OK
+                      : kiln__fail(KILN_ERR_INVALID_HANDLE, op, 0, "the plan's context is released");
+  /*
+   * Back ends take zero-offset buffers. Out-of-place C2R also gets a copy of
+   * its input: both libraries use the complex buffer as work space there.
+   */
+  int copy_c2r = !k->inplace && k->kind == KILN_FFT_C2R;
+  if (s == KILN_OK)
+    s = stage(op, ctx, in, 1, copy_c2r, &si);
+  if (s == KILN_OK)
+    s = k->inplace ? (so = si, KILN_OK) : stage(op, ctx, target, 0, 0, &so);
+  if (s == KILN_OK)
+    s = impl_execute(op, ctx, plan->entry, direction == KILN_FFT_INVERSE, si.mem, so.mem);
+  if (s == KILN_OK && so.mem != target->mem) {
+    cl_int err = clEnqueueCopyBuffer(ctx->queue, so.mem, target->mem, 0, target->offset,
+                                     target->nbytes, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+      s = kiln__fail_cl(op, err, "clEnqueueCopyBuffer (unstaging)");
+  }
+  if (s == KILN_OK && f != 1.0)
+    s = scale(op, ctx, k->precision, target, f);
+  if (!k->inplace)
+    unstage(ctx, &so);
+  unstage(ctx, &si);
+  pthread_mutex_unlock(&ctx->lock);
+  if (s != KILN_OK && made)
+    kiln__output_discard(out, made);
+  return s;
+}

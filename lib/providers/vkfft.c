@@ -1,0 +1,448 @@
+/*
+ * VkFFT back end (Debian's header-only vkFFT.h 1.2.26, OpenCL back end).
+ *
+ * This is the only file that includes vkFFT.h: 33k lines of static inline
+ * code that do not build clean under kiln's warning set, so the include is
+ * wrapped in a diagnostic push/pop that silences them for the header only.
+ *
+ * Compiled binaries. VkFFT can hand out its compiled kernels
+ * (saveApplicationToString) and build from them later
+ * (loadApplicationFromString); kiln stores them in <cache>/vkfft, one file
+ * per plan key and device identity, with a checksum, written atomically.
+ * VkFFT 1.2.26 copies each OpenCL binary as a C string (sprintf "%s" on
+ * save, size-1 bytes plus a NUL on load). NVIDIA's binaries are PTX text
+ * and survive; PoCL's are ELF-like bytes with NULs and come back broken
+ * (VKFFT_ERROR_FAILED_TO_CREATE_PROGRAM). So the store is used by default
+ * on NVIDIA only; KILN_VKFFT_BINARY_CACHE=on|off overrides (a reload VkFFT
+ * refuses is counted, the entry removed and the plan built from source).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define VKFFT_BACKEND 3
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+#pragma GCC diagnostic ignored "-Wall"
+#pragma GCC diagnostic ignored "-Wextra"
+#pragma GCC diagnostic ignored "-Wshadow"
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#pragma GCC diagnostic ignored "-Wmissing-prototypes"
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wunused-variable"
+#pragma GCC diagnostic ignored "-Wunused-but-set-variable"
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#include <vkFFT.h>
+#pragma GCC diagnostic pop
+
+#include "core/error.h"
+#include "core/log.h"
+#include "kiln_config.h"
+#include "providers/fft_backend.h"
+
+struct vk_plan {
+  VkFFTApplication app;
+  /* VkFFT keeps pointers to these for the application's lifetime. */
+  cl_platform_id platform;
+  cl_device_id device;
+  cl_context context;
+  cl_command_queue queue;
+  uint64_t buffer_size, input_size;
+  kiln_fft_kind kind;
+  int inplace;
+  int identity; /* every axis has size 1: the transform is a copy */
+};
+
+/* Names of the VkFFTResult values worth naming; others print their number. */
+static const char *
+result_name(VkFFTResult r)
+{
+  switch (r) {
+  case VKFFT_SUCCESS:
+    return "VKFFT_SUCCESS";
+  case VKFFT_ERROR_MALLOC_FAILED:
+    return "VKFFT_ERROR_MALLOC_FAILED";
+  case VKFFT_ERROR_INSUFFICIENT_CODE_BUFFER:
+    return "VKFFT_ERROR_INSUFFICIENT_CODE_BUFFER";
+  case VKFFT_ERROR_PLAN_NOT_INITIALIZED:
+    return "VKFFT_ERROR_PLAN_NOT_INITIALIZED";
+  case VKFFT_ERROR_UNSUPPORTED_RADIX:
+    return "VKFFT_ERROR_UNSUPPORTED_RADIX";
+  case VKFFT_ERROR_UNSUPPORTED_FFT_LENGTH:
+    return "VKFFT_ERROR_UNSUPPORTED_FFT_LENGTH";
+  case VKFFT_ERROR_UNSUPPORTED_FFT_LENGTH_R2C:
+    return "VKFFT_ERROR_UNSUPPORTED_FFT_LENGTH_R2C";
+  case VKFFT_ERROR_FAILED_TO_ALLOCATE:
+    return "VKFFT_ERROR_FAILED_TO_ALLOCATE";
+  case VKFFT_ERROR_FAILED_TO_COMPILE_PROGRAM:
+    return "VKFFT_ERROR_FAILED_TO_COMPILE_PROGRAM";
+  case VKFFT_ERROR_FAILED_TO_CREATE_PROGRAM:
+    return "VKFFT_ERROR_FAILED_TO_CREATE_PROGRAM";
+  case VKFFT_ERROR_FAILED_TO_LAUNCH_KERNEL:
+    return "VKFFT_ERROR_FAILED_TO_LAUNCH_KERNEL";
+  case VKFFT_ERROR_FAILED_TO_SET_KERNEL_ARG:
+    return "VKFFT_ERROR_FAILED_TO_SET_KERNEL_ARG";
+  default:
+    return "VkFFTResult";
+  }
+}
+
+/* Allocation failures are memory errors; compile failures build errors; the rest PROVIDER. */
+static kiln_status
+status_of(VkFFTResult r)
+{
+  switch (r) {
+  case VKFFT_SUCCESS:
+    return KILN_OK;
+  case VKFFT_ERROR_MALLOC_FAILED:
+    return KILN_ERR_HOST_MEMORY;
+  case VKFFT_ERROR_FAILED_TO_ALLOCATE:
+    return KILN_ERR_DEVICE_MEMORY;
+  case VKFFT_ERROR_FAILED_TO_COMPILE_PROGRAM:
+    return KILN_ERR_BUILD;
+  case VKFFT_ERROR_UNSUPPORTED_RADIX:
+  case VKFFT_ERROR_UNSUPPORTED_FFT_LENGTH:
+  case VKFFT_ERROR_UNSUPPORTED_FFT_LENGTH_R2C:
+    return KILN_ERR_UNSUPPORTED;
+  default:
+    return KILN_ERR_PROVIDER;
+  }
+}
+
+static kiln_status
+check(const char *op, const char *call, VkFFTResult r)
+{
+  if (r == VKFFT_SUCCESS)
+    return KILN_OK;
+  return kiln__fail(status_of(r), op, (int32_t)r, "VkFFT %s failed: %s (%d)", call, result_name(r),
+                    (int)r);
+}
+
+int
+kiln__vkfft_binaries_reloadable(const kiln_context *ctx)
+{
+  return strstr(ctx->info.platform_name, "NVIDIA") != NULL;
+}
+
+/* ---- the binary store ---- */
+
+#define STORE_MAGIC "KILNVKFT"
+#define STORE_FORMAT 1u
+
+static uint64_t
+fnv1a(uint64_t h, const void *data, size_t len)
+{
+  const unsigned char *p = data;
+  for (size_t i = 0; i < len; i++) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+#define FNV_INIT 0xcbf29ce484222325ull
+
+/* Everything the binaries depend on: the plan, VkFFT, the device and its driver. */
+static void
+store_key(const kiln_context *ctx, const struct kiln__fft_key *k, char *buf, size_t len)
+{
+  snprintf(buf, len,
+           "vkfft=%d kiln=%s format=%u kind=%d rank=%u sizes=%lld,%lld,%lld batch=%lld prec=%s "
+           "inplace=%d platform=%s|%s device=%s|%s|%u driver=%s bits=%u",
+           VkFFTGetVersion(), KILN_VERSION_STRING, STORE_FORMAT, (int)k->kind, k->rank,
+           (long long)k->sizes[0], (long long)k->sizes[1], (long long)k->sizes[2],
+           (long long)k->batch, kiln_dtype_name(k->precision), k->inplace, ctx->info.platform_name,
+           ctx->info.platform_version, ctx->info.name, ctx->info.device_version,
+           ctx->info.vendor_id, ctx->info.driver_version, ctx->info.address_bits);
+}
+
+/* <cache>/vkfft/<hash>.bin; -1 when there is no cache directory. */
+static int
+store_path(const char *key, char *path, size_t len, int create_dir)
+{
+  char dir[4096];
+  if (kiln__cache_dir(dir, sizeof dir - 8) != 0)
+    return -1;
+  strcat(dir, "/vkfft");
+  if (create_dir && kiln__mkdir_p(dir) != 0)
+    return -1;
+  int n = snprintf(path, len, "%s/%016llx.bin", dir,
+                   (unsigned long long)fnv1a(FNV_INIT, key, strlen(key)));
+  return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+/*
+ * Reads the payload stored for key: NULL on a miss. An entry whose key or
+ * checksum differs is a miss (a hash collision or a torn/corrupt file).
+ */
+static char *
+store_read(const char *key, uint64_t *size)
+{
+  char path[4200];
+  if (store_path(key, path, sizeof path, 0) != 0)
+    return NULL;
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  char magic[8];
+  uint32_t fmt = 0, klen = 0;
+  uint64_t plen = 0, sum = 0;
+  char *stored_key = NULL, *payload = NULL;
+  size_t want = strlen(key);
+  int ok = fread(magic, 1, 8, f) == 8 && memcmp(magic, STORE_MAGIC, 8) == 0 &&
+           fread(&fmt, sizeof fmt, 1, f) == 1 && fmt == STORE_FORMAT &&
+           fread(&klen, sizeof klen, 1, f) == 1 && klen == want &&
+           (stored_key = malloc(klen + 1)) != NULL && fread(stored_key, 1, klen, f) == klen &&
+           memcmp(stored_key, key, klen) == 0 && fread(&plen, sizeof plen, 1, f) == 1 &&
+           plen > 0 && plen < ((uint64_t)1 << 32) && (payload = malloc((size_t)plen)) != NULL &&
+           fread(payload, 1, (size_t)plen, f) == plen && fread(&sum, sizeof sum, 1, f) == 1 &&
+           sum == fnv1a(fnv1a(FNV_INIT, key, klen), payload, (size_t)plen);
+  fclose(f);
+  free(stored_key);
+  if (!ok) {
+    free(payload);
+    return NULL;
+  }
+  *size = plen;
+  return payload;
+}
+
+static void
+store_remove(const char *key)
+{
+  char path[4200];
+  if (store_path(key, path, sizeof path, 0) == 0)
+    unlink(path);
+}
+
+static int
+write_all(int fd, const void *data, size_t len)
+{
+  const char *p = data;
+  while (len) {
+    ssize_t w = write(fd, p, len);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return -1;
+    p += w;
+    len -= (size_t)w;
+  }
+  return 0;
+}
+
+/* Publishes payload for key: a unique temp file in the same directory, then rename. */
+static int
+store_write(const char *key, const void *payload, uint64_t plen)
+{
+  char path[4200], tmp[4300];
+  if (store_path(key, path, sizeof path, 1) != 0)
+    return -1;
+  snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path);
+  int fd = mkstemp(tmp);
+  if (fd < 0)
+    return -1;
+  uint32_t fmt = STORE_FORMAT, klen = (uint32_t)strlen(key);
+  uint64_t sum = fnv1a(fnv1a(FNV_INIT, key, klen), payload, (size_t)plen);
+  int rc = write_all(fd, STORE_MAGIC, 8) || write_all(fd, &fmt, sizeof fmt) ||
+           write_all(fd, &klen, sizeof klen) || write_all(fd, key, klen) ||
+           write_all(fd, &plen, sizeof plen) || write_all(fd, payload, (size_t)plen) ||
+           write_all(fd, &sum, sizeof sum) || fdatasync(fd);
+  if (close(fd) != 0)
+    rc = -1;
+  if (rc == 0 && rename(tmp, path) != 0)
+    rc = -1;
+  if (rc != 0)
+    unlink(tmp);
+  return rc;
+}
+
+/* ---- plans ---- */
+
+/*
+ * The axes VkFFT sees, fastest first. VkFFT has no radix for a size-1 axis;
+ * such an axis is an identity that does not change the packed layout, so it
+ * is dropped (the last axis of a real transform stays: it sets the layout).
+ * Returns the count (0: every axis is 1, a plain copy).
+ */
+static uint32_t
+vk_axes(const struct kiln__fft_key *k, uint64_t size[3])
+{
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < k->rank; i++) {
+    uint64_t len = (uint64_t)k->sizes[k->rank - 1 - i];
+    if (len > 1 || (i == 0 && k->kind != KILN_FFT_C2C))
+      size[n++] = len;
+  }
+  return n;
+}
+
+int
+kiln__vkfft_supports(const struct kiln__fft_key *key, char *why, size_t len)
+{
+  if (key->kind != KILN_FFT_C2C && key->sizes[key->rank - 1] == 1) {
+    snprintf(why, len, "VkFFT 1.2.26 cannot do a real transform whose last size is 1");
+    return 0;
+  }
+  return 1;
+}
+
+static void
+configure(struct vk_plan *p, const struct kiln__fft_key *k, VkFFTConfiguration *cfg)
+{
+  memset(cfg, 0, sizeof *cfg);
+  cfg->FFTdim = vk_axes(k, cfg->size);
+  cfg->numberBatches = (uint64_t)k->batch;
+  cfg->platform = &p->platform;
+  cfg->device = &p->device;
+  cfg->context = &p->context;
+  cfg->commandQueue = &p->queue;
+  cfg->doublePrecision = k->precision == KILN_F64;
+  size_t esz = kiln_dtype_size(k->precision);
+  p->buffer_size = kiln__fft_complex_count(k) * 2 * esz * (uint64_t)k->batch;
+  cfg->bufferSize = &p->buffer_size;
+  if (k->kind != KILN_FFT_C2C) {
+    cfg->performR2C = 1;
+    cfg->makeForwardPlanOnly = k->kind == KILN_FFT_R2C;
+    cfg->makeInversePlanOnly = k->kind == KILN_FFT_C2R;
+  }
+  if (k->inplace)
+    return;
+  /*
+   * Out of place: VkFFT reads "inputBuffer" and computes in "buffer". For
+   * C2C and R2C the input is inputBuffer and the output buffer; for C2R the
+   * complex input is buffer (VkFFT's work area: kiln passes a scratch copy)
+   * and the real result returns to inputBuffer.
+   */
+  cfg->isInputFormatted = 1;
+  if (k->kind == KILN_FFT_C2C) {
+    p->input_size = p->buffer_size;
+  } else {
+    p->input_size = kiln__fft_real_count(k) * esz * (uint64_t)k->batch;
+    uint64_t s = 1;
+    for (uint32_t i = 0; i < cfg->FFTdim; i++) {
+      s *= cfg->size[i];
+      cfg->inputBufferStride[i] = s;
+    }
+    cfg->inverseReturnToInputBuffer = k->kind == KILN_FFT_C2R;
+  }
+  cfg->inputBufferSize = &p->input_size;
+}
+
+kiln_status
+kiln__vkfft_create(const char *op, kiln_context *ctx, const struct kiln__fft_key *key,
+                   int binary_cache, struct kiln__fft_counters *counters, void **plan)
+{
+  struct vk_plan *p = calloc(1, sizeof *p);
+  KILN_RETURN_IF(!p, KILN_ERR_HOST_MEMORY, op, "cannot allocate a VkFFT plan");
+  p->platform = ctx->platform;
+  p->device = ctx->device;
+  p->context = ctx->cl;
+  p->queue = ctx->queue;
+  p->kind = key->kind;
+  p->inplace = key->inplace;
+  VkFFTConfiguration cfg;
+  uint64_t axes[3];
+  if (vk_axes(key, axes) == 0) {
+    p->identity = 1;
+    p->buffer_size = kiln__fft_complex_count(key) * 2 * kiln_dtype_size(key->precision) *
+                     (uint64_t)key->batch;
+    *plan = p;
+    return KILN_OK;
+  }
+  char skey[1024];
+  store_key(ctx, key, skey, sizeof skey);
+  VkFFTResult r = VKFFT_ERROR_PLAN_NOT_INITIALIZED;
+  if (binary_cache) {
+    uint64_t size = 0;
+    char *blob = store_read(skey, &size);
+    if (blob) {
+      configure(p, key, &cfg);
+      cfg.loadApplicationFromString = 1;
+      cfg.loadApplicationString = blob;
+      r = initializeVkFFT(&p->app, cfg);
+      free(blob);
+      if (r == VKFFT_SUCCESS) {
+        if (counters)
+          counters->binary_hits++;
+      } else {
+        kiln__log(KILN__LOG_WARN, "%s: VkFFT refused stored binaries (%s, %d); rebuilding", op,
+                  result_name(r), (int)r);
+        if (counters)
+          counters->binary_rejects++;
+        store_remove(skey);
+        memset(&p->app, 0, sizeof p->app);
+      }
+    }
+  }
+  if (r != VKFFT_SUCCESS) {
+    configure(p, key, &cfg);
+    cfg.saveApplicationToString = binary_cache ? 1 : 0;
+    r = initializeVkFFT(&p->app, cfg);
+    if (r != VKFFT_SUCCESS) {
+      free(p);
+      return check(op, "initializeVkFFT", r);
+    }
+    if (binary_cache && p->app.saveApplicationString && p->app.applicationStringSize) {
+      if (store_write(skey, p->app.saveApplicationString, p->app.applicationStringSize) == 0) {
+        if (counters)
+          counters->binary_stores++;
+      } else {
+        kiln__log(KILN__LOG_WARN, "%s: could not store VkFFT binaries in the cache directory",
+                  op);
+      }
+    }
+  }
+  *plan = p;
+  return KILN_OK;
+}
+
+kiln_status
+kiln__vkfft_execute(const char *op, kiln_context *ctx, void *plan, int inverse, cl_mem in,
+                    cl_mem out)
+{
+  struct vk_plan *p = plan;
+  if (p->identity) {
+    if (p->inplace || !p->buffer_size)
+      return KILN_OK;
+    cl_int err = clEnqueueCopyBuffer(ctx->queue, in, out, 0, 0, (size_t)p->buffer_size, 0, NULL,
+                                     NULL);
+    return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueCopyBuffer");
+  }
+  VkFFTLaunchParams lp;
+  memset(&lp, 0, sizeof lp);
+  cl_command_queue q = ctx->queue;
+  lp.commandQueue = &q;
+  if (p->inplace) {
+    lp.buffer = &in;
+  } else if (p->kind == KILN_FFT_C2R) {
+    lp.buffer = &in;
+    lp.inputBuffer = &out;
+  } else {
+    lp.inputBuffer = &in;
+    lp.buffer = &out;
+  }
+  cl_event begin;
+  KILN_TRY(kiln__provider_span_begin(op, ctx, &begin));
+  kiln_status s = check(op, "VkFFTAppend", VkFFTAppend(&p->app, inverse ? 1 : -1, &lp));
+  kiln_status e = kiln__provider_span_end(op, ctx, begin);
+  return s != KILN_OK ? s : e;
+}
+
+void
+kiln__vkfft_destroy(void *plan)
+{
+  struct vk_plan *p = plan;
+  if (!p)
+    return;
+  if (!p->identity)
+    deleteVkFFT(&p->app);
+  free(p);
+}

@@ -1,0 +1,817 @@
+/*
+ * FFT suite: c2c, r2c and c2r plans of rank 1-3, batched, in and out of
+ * place, f32 and f64, on clFFT and VkFFT, against a double-precision host DFT
+ * with a tolerance that grows with log n; normalisations; the plan cache;
+ * bad input; tensors that start inside a buffer; plans outliving their
+ * context; clFFT teardown and setup again; VkFFT binaries in a second
+ * process.
+ *
+ * Every plan compiles kernels (about a second each on PoCL), so the cases
+ * are chosen to cover the space with few plans and small sizes.
+ */
+#include <math.h>
+#include <spawn.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+extern char **environ;
+
+static const kiln_fft_backend backends[] = {KILN_FFT_BACKEND_CLFFT, KILN_FFT_BACKEND_VKFFT};
+
+static int
+have(kiln_fft_backend b)
+{
+  return kiln_fft_backend_available(b);
+}
+
+/* Deterministic values in [-1, 1). */
+static void
+fill_random(double *v, size_t n, uint32_t seed)
+{
+  uint32_t x = seed * 2654435761u + 7;
+  for (size_t i = 0; i < n; i++) {
+    x = x * 1664525u + 1013904223u;
+    v[i] = (double)(x >> 8) / 8388608.0 - 1.0;
+  }
+}
+
+static size_t
+prod(size_t rank, const int64_t *sizes)
+{
+  size_t n = 1;
+  for (size_t i = 0; i < rank; i++)
+    n *= (size_t)sizes[i];
+  return n;
+}
+
+/*
+ * In-place host DFT of `batch` complex arrays of shape sizes (interleaved
+ * doubles), along every axis: sign -1 forward, +1 inverse, unnormalised.
+ * Twiddles from the exact index product mod n, so the reference itself is
+ * accurate to a few ulps of double.
+ */
+static void
+host_dft(double *x, size_t batch, size_t rank, const int64_t *sizes, int sign)
+{
+  size_t total = prod(rank, sizes);
+  size_t maxn = 1;
+  for (size_t a = 0; a < rank; a++)
+    if ((size_t)sizes[a] > maxn)
+      maxn = (size_t)sizes[a];
+  double *line = malloc(2 * maxn * sizeof *line), *res = malloc(2 * maxn * sizeof *res);
+  for (size_t a = 0; a < rank; a++) {
+    size_t n = (size_t)sizes[a], inner = 1;
+    for (size_t b = a + 1; b < rank; b++)
+      inner *= (size_t)sizes[b];
+    size_t outer = total / (n * inner);
+    for (size_t bt = 0; bt < batch; bt++)
+      for (size_t o = 0; o < outer; o++)
+        for (size_t i = 0; i < inner; i++) {
+          double *base = x + 2 * (bt * total + o * n * inner + i);
+          for (size_t j = 0; j < n; j++) {
+            line[2 * j] = base[2 * j * inner];
+            line[2 * j + 1] = base[2 * j * inner + 1];
+          }
+          for (size_t k = 0; k < n; k++) {
+            double re = 0, im = 0;
+            for (size_t j = 0; j < n; j++) {
+              double ang = sign * 2.0 * M_PI * (double)((j * k) % n) / (double)n;
+              double c = cos(ang), s = sin(ang);
+              re += line[2 * j] * c - line[2 * j + 1] * s;
+              im += line[2 * j] * s + line[2 * j + 1] * c;
+            }
+            res[2 * k] = re;
+            res[2 * k + 1] = im;
+          }
+          for (size_t j = 0; j < n; j++) {
+            base[2 * j * inner] = res[2 * j];
+            base[2 * j * inner + 1] = res[2 * j + 1];
+          }
+        }
+  }
+  free(line);
+  free(res);
+}
+
+static kiln_tensor *
+upload(kiln_dtype dt, size_t ndim, const int64_t *shape, double *v)
+{
+  size_t n = prod(ndim, shape);
+  kiln_tensor *t = NULL;
+  if (dt == KILN_F32) {
+    float *f = malloc((n ? n : 1) * sizeof *f);
+    for (size_t i = 0; i < n; i++) {
+      f[i] = (float)v[i];
+      v[i] = f[i];
+    }
+    KOK(kiln_tensor_from_host(harness_ctx(), dt, ndim, shape, f, &t));
+    free(f);
+  } else {
+    KOK(kiln_tensor_from_host(harness_ctx(), dt, ndim, shape, v, &t));
+  }
+  return t;
+}
+
+static double *
+download(const kiln_tensor *t)
+{
+  uint64_t n = kiln_tensor_numel(t);
+  double *v = malloc((n ? n : 1) * sizeof *v);
+  if (kiln_tensor_dtype(t) == KILN_F32) {
+    float *f = malloc((n ? n : 1) * sizeof *f);
+    KOK(kiln_tensor_download(t, f, n * sizeof *f));
+    for (uint64_t i = 0; i < n; i++)
+      v[i] = f[i];
+    free(f);
+  } else {
+    KOK(kiln_tensor_download(t, v, n * sizeof *v));
+  }
+  return v;
+}
+
+/*
+ * Compares batch transforms of `per` reals each. Bound per transform:
+ * 8 * eps * (log2 n + 1) * ||input||_2 * |scale| + tiny, the usual FFT error
+ * growth with generous headroom (Bluestein included), where input_norm[b]
+ * is the 2-norm of that transform's input.
+ */
+static void
+expect_fft_close(const char *what, const double *got, const double *want, size_t batch, size_t per,
+                 size_t n, const double *input_norm, double scale, kiln_dtype dt)
+{
+  double eps = dt == KILN_F32 ? 1.2e-7 : 2.3e-16;
+  for (size_t b = 0; b < batch; b++) {
+    double bound = 8.0 * eps * (log2((double)n) + 1.0) * input_norm[b] * fabs(scale) + 1e-300;
+    if (bound == 0)
+      bound = 1e-30;
+    for (size_t i = 0; i < per; i++) {
+      double g = got[b * per + i], w = want[b * per + i];
+      ck_assert_msg(fabs(g - w) <= bound, "%s: transform %zu value %zu is %.10g, want %.10g "
+                    "(bound %.3g)", what, b, i, g, w, bound);
+    }
+  }
+}
+
+static void
+norms(const double *x, size_t batch, size_t per, double *out)
+{
+  for (size_t b = 0; b < batch; b++) {
+    double s = 0;
+    for (size_t i = 0; i < per; i++)
+      s += x[b * per + i] * x[b * per + i];
+    out[b] = sqrt(s);
+  }
+}
+
+static double
+norm_scale(kiln_fft_direction dir, kiln_fft_norm norm, double n)
+{
+  switch (norm) {
+  case KILN_FFT_NORM_BACKWARD:
+    return dir == KILN_FFT_INVERSE ? 1 / n : 1;
+  case KILN_FFT_NORM_ORTHO:
+    return 1 / sqrt(n);
+  case KILN_FFT_NORM_FORWARD:
+    return dir == KILN_FFT_FORWARD ? 1 / n : 1;
+  case KILN_FFT_NORM_NONE:
+    return 1;
+  }
+  return 1;
+}
+
+/* One c2c plan, both directions, checked against host_dft (input must stay unchanged). */
+static void
+check_c2c(kiln_fft_backend be, kiln_dtype dt, size_t rank, const int64_t *sizes, int64_t batch,
+          int inplace, kiln_fft_norm norm)
+{
+  kiln_context *ctx = harness_ctx();
+  kiln_fft_plan *plan = NULL;
+  KOK(kiln_fft_plan_create(ctx, KILN_FFT_C2C, rank, sizes, batch, dt, inplace, be, &plan));
+  kiln_fft_backend got_be;
+  KOK(kiln_fft_plan_backend(plan, &got_be));
+  ck_assert_int_eq(got_be, be);
+  size_t n = prod(rank, sizes), per = 2 * n, total = per * (size_t)batch;
+  int64_t shape[6];
+  size_t nd = 0;
+  shape[nd++] = batch;
+  for (size_t i = 0; i < rank; i++)
+    shape[nd++] = sizes[i];
+  shape[nd++] = 2;
+  double *x = malloc(total * sizeof *x), *nrm = malloc((size_t)batch * sizeof *nrm);
+  fill_random(x, total, (uint32_t)(n + rank));
+  kiln_tensor *tx = upload(dt, nd, shape, x);
+  norms(x, (size_t)batch, per, nrm);
+  for (int d = 0; d < 2; d++) {
+    kiln_fft_direction dir = d ? KILN_FFT_INVERSE : KILN_FFT_FORWARD;
+    kiln_tensor *in = tx, *out = NULL;
+    if (inplace) {
+      in = upload(dt, nd, shape, x);
+      KOK(kiln_fft_execute(plan, dir, norm, in, NULL));
+      out = in;
+    } else {
+      KOK(kiln_fft_execute(plan, dir, norm, in, &out));
+    }
+    double *got = download(out);
+    double *want = malloc(total * sizeof *want);
+    memcpy(want, x, total * sizeof *want);
+    host_dft(want, (size_t)batch, rank, sizes, d ? 1 : -1);
+    double sc = norm_scale(dir, norm, (double)n);
+    for (size_t i = 0; i < total; i++)
+      want[i] *= sc;
+    char what[160];
+    snprintf(what, sizeof what, "c2c %s %s rank %zu n=%zu batch %lld %s %s norm %d",
+             kiln_fft_backend_name(be), kiln_dtype_name(dt), rank, n, (long long)batch,
+             inplace ? "in-place" : "out-of-place", d ? "inverse" : "forward", (int)norm);
+    expect_fft_close(what, got, want, (size_t)batch, per, n, nrm, sc * 4.0, dt);
+    if (!inplace) {
+      /* Out of place leaves the input alone. */
+      double *again = download(tx);
+      ck_assert_msg(memcmp(again, x, total * sizeof *x) == 0, "%s: input changed", what);
+      free(again);
+    }
+    free(got);
+    free(want);
+    kiln_tensor_release(out);
+  }
+  kiln_tensor_release(tx);
+  free(x);
+  free(nrm);
+  KOK(kiln_fft_plan_release(plan));
+}
+
+START_TEST(c2c_1d_sizes)
+{
+  static const int64_t sizes[] = {1, 16, 105, 17};
+  for (size_t b = 0; b < 2; b++) {
+    if (!have(backends[b]))
+      continue;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+      if (backends[b] == KILN_FFT_BACKEND_CLFFT && sizes[i] == 17)
+        continue; /* prime beyond 13: VkFFT only (checked in bad_input) */
+      check_c2c(backends[b], KILN_F32, 1, &sizes[i], 3, 0, KILN_FFT_NORM_BACKWARD);
+      if (harness_has_fp64())
+        check_c2c(backends[b], KILN_F64, 1, &sizes[i], 2, 0, (kiln_fft_norm)(i % 4));
+    }
+  }
+}
+END_TEST
+
+START_TEST(c2c_2d_3d_batched)
+{
+  static const int64_t s2[2] = {12, 10}, s3[3] = {4, 6, 5}, s3b[3] = {3, 5, 7};
+  for (size_t b = 0; b < 2; b++) {
+    if (!have(backends[b]))
+      continue;
+    check_c2c(backends[b], KILN_F32, 2, s2, 3, 0, KILN_FFT_NORM_ORTHO);
+    check_c2c(backends[b], KILN_F32, 3, s3, 2, 0, KILN_FFT_NORM_FORWARD);
+    if (harness_has_fp64())
+      check_c2c(backends[b], KILN_F64, 3, s3b, 1, 0, KILN_FFT_NORM_NONE);
+  }
+}
+END_TEST
+
+START_TEST(c2c_in_place)
+{
+  static const int64_t s1 = 64, s2[2] = {8, 6};
+  for (size_t b = 0; b < 2; b++) {
+    if (!have(backends[b]))
+      continue;
+    check_c2c(backends[b], KILN_F32, 1, &s1, 2, 1, KILN_FFT_NORM_BACKWARD);
+    check_c2c(backends[b], KILN_F32, 2, s2, 1, 1, KILN_FFT_NORM_ORTHO);
+  }
+}
+END_TEST
+
+/*
+ * r2c of real x against the host DFT (first H outputs of the last axis),
+ * then c2r of that spectrum back to x (backward norm), both out of place or
+ * both in place (padded rows), with the inputs unchanged out of place.
+ */
+static void
+check_real_round_trip(kiln_fft_backend be, kiln_dtype dt, size_t rank, const int64_t *sizes,
+                      int64_t batch, int inplace)
+{
+  kiln_context *ctx = harness_ctx();
+  kiln_fft_plan *fwd = NULL, *inv = NULL;
+  KOK(kiln_fft_plan_create(ctx, KILN_FFT_R2C, rank, sizes, batch, dt, inplace, be, &fwd));
+  KOK(kiln_fft_plan_create(ctx, KILN_FFT_C2R, rank, sizes, batch, dt, inplace, be, &inv));
+  size_t n = prod(rank, sizes), L = (size_t)sizes[rank - 1], H = L / 2 + 1;
+  size_t rows = n / L * (size_t)batch;
+  int64_t rshape[5], cshape[6];
+  size_t nr = 0, nc = 0;
+  rshape[nr++] = cshape[nc++] = batch;
+  for (size_t i = 0; i + 1 < rank; i++)
+    rshape[nr++] = cshape[nc++] = sizes[i];
+  rshape[nr++] = (int64_t)L;
+  cshape[nc++] = (int64_t)H;
+  cshape[nc++] = 2;
+  double *x = malloc(rows * L * sizeof *x), *nrm = malloc((size_t)batch * sizeof *nrm);
+  fill_random(x, rows * L, (uint32_t)(n * 3 + rank));
+  /* Reference spectrum: the full complex DFT of x, cut to H along the last axis. */
+  double *full = malloc(2 * rows * L * sizeof *full);
+  kiln_tensor *tin;
+  if (inplace) {
+    double *padded = calloc(rows * 2 * H, sizeof *padded);
+    for (size_t r = 0; r < rows; r++)
+      for (size_t j = 0; j < L; j++)
+        padded[r * 2 * H + j] = x[r * L + j];
+    tin = upload(dt, nc, cshape, padded);
+    for (size_t r = 0; r < rows; r++)
+      for (size_t j = 0; j < L; j++)
+        x[r * L + j] = padded[r * 2 * H + j]; /* rounded as uploaded */
+    free(padded);
+  } else {
+    tin = upload(dt, nr, rshape, x);
+  }
+  for (size_t i = 0; i < rows * L; i++) {
+    full[2 * i] = x[i];
+    full[2 * i + 1] = 0;
+  }
+  norms(x, (size_t)batch, n, nrm);
+  host_dft(full, (size_t)batch, rank, sizes, -1);
+  double *want = malloc(2 * rows * H * sizeof *want);
+  for (size_t r = 0; r < rows; r++)
+    for (size_t j = 0; j < H; j++) {
+      want[2 * (r * H + j)] = full[2 * (r * L + j)];
+      want[2 * (r * H + j) + 1] = full[2 * (r * L + j) + 1];
+    }
+  char what[160];
+  snprintf(what, sizeof what, "r2c %s %s rank %zu n=%zu batch %lld %s", kiln_fft_backend_name(be),
+           kiln_dtype_name(dt), rank, n, (long long)batch, inplace ? "in-place" : "out-of-place");
+  kiln_tensor *spec = NULL;
+  if (inplace) {
+    KOK(kiln_fft_execute(fwd, KILN_FFT_FORWARD, KILN_FFT_NORM_BACKWARD, tin, NULL));
+    spec = tin;
+  } else {
+    KOK(kiln_fft_execute(fwd, KILN_FFT_FORWARD, KILN_FFT_NORM_BACKWARD, tin, &spec));
+    ck_assert_uint_eq(kiln_tensor_ndim(spec), nc);
+    for (size_t i = 0; i < nc; i++)
+      ck_assert_int_eq(kiln_tensor_dim(spec, i), cshape[i]);
+  }
+  double *got = download(spec);
+  expect_fft_close(what, got, want, (size_t)batch, 2 * H * (n / L), n, nrm, 4.0, dt);
+  free(got);
+  /* Back to real. */
+  kiln_tensor *back = NULL;
+  snprintf(what, sizeof what, "c2r %s %s rank %zu n=%zu batch %lld %s", kiln_fft_backend_name(be),
+           kiln_dtype_name(dt), rank, n, (long long)batch, inplace ? "in-place" : "out-of-place");
+  double *before = inplace ? NULL : download(spec);
+  if (inplace) {
+    KOK(kiln_fft_execute(inv, KILN_FFT_INVERSE, KILN_FFT_NORM_BACKWARD, spec, NULL));
+    back = spec;
+  } else {
+    KOK(kiln_fft_execute(inv, KILN_FFT_INVERSE, KILN_FFT_NORM_BACKWARD, spec, &back));
+    ck_assert_uint_eq(kiln_tensor_ndim(back), nr);
+    for (size_t i = 0; i < nr; i++)
+      ck_assert_int_eq(kiln_tensor_dim(back, i), rshape[i]);
+    double *after = download(spec);
+    ck_assert_msg(memcmp(before, after, 2 * rows * H * sizeof *after) == 0, "%s: input changed",
+                  what);
+    free(after);
+  }
+  double *res = download(back);
+  double *flat = malloc(rows * L * sizeof *flat);
+  for (size_t r = 0; r < rows; r++)
+    for (size_t j = 0; j < L; j++)
+      flat[r * L + j] = inplace ? res[r * 2 * H + j] : res[r * L + j];
+  /* The round trip carries the forward error too: bound on ||x|| with the inverse's 1/N. */
+  expect_fft_close(what, flat, x, (size_t)batch, n, n, nrm, 2.0 / sqrt((double)n), dt);
+  free(res);
+  free(flat);
+  free(before);
+  free(x);
+  free(nrm);
+  free(full);
+  free(want);
+  if (!inplace) {
+    kiln_tensor_release(back);
+    kiln_tensor_release(spec);
+  }
+  kiln_tensor_release(tin);
+  KOK(kiln_fft_plan_release(fwd));
+  KOK(kiln_fft_plan_release(inv));
+}
+
+START_TEST(real_round_trips)
+{
+  static const int64_t s16 = 16, s15 = 15, s2[2] = {6, 10}, s3[3] = {4, 4, 6};
+  for (size_t b = 0; b < 2; b++) {
+    if (!have(backends[b]))
+      continue;
+    check_real_round_trip(backends[b], KILN_F32, 1, &s16, 3, 0);
+    check_real_round_trip(backends[b], KILN_F32, 1, &s15, 2, 0);
+    check_real_round_trip(backends[b], KILN_F32, 2, s2, 2, 0);
+    check_real_round_trip(backends[b], KILN_F32, 3, s3, 1, 0);
+    if (harness_has_fp64())
+      check_real_round_trip(backends[b], KILN_F64, 2, s2, 1, 0);
+  }
+}
+END_TEST
+
+START_TEST(real_in_place)
+{
+  static const int64_t s16 = 16, s2[2] = {6, 10};
+  for (size_t b = 0; b < 2; b++) {
+    if (!have(backends[b]))
+      continue;
+    check_real_round_trip(backends[b], KILN_F32, 1, &s16, 2, 1);
+    check_real_round_trip(backends[b], KILN_F32, 2, s2, 1, 1);
+  }
+}
+END_TEST
+
+/* A prime size through VkFFT's Bluestein path, f32 and f64, and auto's choice. */
+START_TEST(prime_sizes_bluestein)
+{
+  if (!have(KILN_FFT_BACKEND_VKFFT))
+    return;
+  static const int64_t p17 = 17, p2[2] = {17, 19};
+  check_c2c(KILN_FFT_BACKEND_VKFFT, KILN_F32, 1, &p17, 4, 0, KILN_FFT_NORM_ORTHO);
+  check_c2c(KILN_FFT_BACKEND_VKFFT, KILN_F32, 2, p2, 1, 0, KILN_FFT_NORM_BACKWARD);
+  check_real_round_trip(KILN_FFT_BACKEND_VKFFT, KILN_F32, 1, &p17, 2, 0);
+  /* auto never picks clFFT for a size clFFT cannot do. */
+  kiln_fft_plan *plan = NULL;
+  KOK(kiln_context_set_option(harness_ctx(), KILN_OPT_FFT_BACKEND, KILN_FFT_BACKEND_AUTO));
+  KOK(kiln_fft_plan_create(harness_ctx(), KILN_FFT_C2C, 1, &p17, 4, KILN_F32, 0,
+                           KILN_FFT_BACKEND_AUTO, &plan));
+  kiln_fft_backend be;
+  KOK(kiln_fft_plan_backend(plan, &be));
+  ck_assert_int_eq(be, KILN_FFT_BACKEND_VKFFT);
+  KOK(kiln_fft_plan_release(plan));
+}
+END_TEST
+
+START_TEST(plan_cache_hits_and_bound)
+{
+  kiln_context *ctx = NULL;
+  KOK(kiln_context_create(NULL, &ctx));
+  kiln_fft_stats st0, st;
+  KOK(kiln_fft_stats_get(ctx, &st0));
+  ck_assert_uint_eq(st0.plan_misses, 0);
+  int64_t n = 32;
+  kiln_fft_plan *a = NULL, *b = NULL, *c = NULL;
+  KOK(kiln_fft_plan_create(ctx, KILN_FFT_C2C, 1, &n, 2, KILN_F32, 0, KILN_FFT_BACKEND_AUTO, &a));
+  KOK(kiln_fft_plan_create(ctx, KILN_FFT_C2C, 1, &n, 2, KILN_F32, 0, KILN_FFT_BACKEND_AUTO, &b));
+  KOK(kiln_fft_stats_get(ctx, &st));
+  ck_assert_uint_eq(st.plan_misses, 1);
+  ck_assert_uint_eq(st.plan_hits, 1);
+  ck_assert_uint_eq(st.plans_cached, 1);
+  ck_assert_ptr_ne(a, b);
+  /* Released handles leave the compiled plan cached: the next create is a hit. */
+  KOK(kiln_fft_plan_release(a));
+  KOK(kiln_fft_plan_release(b));
+  KOK(kiln_fft_plan_create(ctx, KILN_FFT_C2C, 1, &n, 2, KILN_F32, 0, KILN_FFT_BACKEND_AUTO, &c));
+  KOK(kiln_fft_stats_get(ctx, &st));
+  ck_assert_uint_eq(st.plan_hits, 2);
+  /* Anything that defines a plan makes a different one: batch, placement, precision. */
+  kiln_fft_plan *d = NULL, *e = NULL;
+  KOK(kiln_fft_plan_create(ctx, KILN_FFT_C2C, 1, &n, 3, KILN_F32, 0, KILN_FFT_BACKEND_AUTO, &d));
+  KOK(kiln_fft_plan_create(ctx, KILN_FFT_C2C, 1, &n, 2, KILN_F32, 1, KILN_FFT_BACKEND_AUTO, &e));
+  KOK(kiln_fft_stats_get(ctx, &st));
+  ck_assert_uint_eq(st.plan_misses, 3);
+  ck_assert_uint_eq(st.plan_hits, 2);
+  KOK(kiln_fft_plan_release(d));
+  KOK(kiln_fft_plan_release(e));
+  /* The bound: 16 idle plans at most; the held one survives. */
+  for (int64_t batch = 10; batch < 26; batch++) {
+    kiln_fft_plan *p = NULL;
+    KOK(kiln_fft_plan_create(ctx, KILN_FFT_C2C, 1, &n, batch, KILN_F32, 0, KILN_FFT_BACKEND_AUTO,
+                             &p));
+    KOK(kiln_fft_plan_release(p));
+  }
+  KOK(kiln_fft_stats_get(ctx, &st));
+  ck_assert_uint_le(st.plans_cached, 16);
+  ck_assert_uint_ge(st.plan_evictions, 3);
+  /* c, still held, was not evicted: creating it again is a hit. */
+  uint64_t hits = st.plan_hits;
+  kiln_fft_plan *c2 = NULL;
+  KOK(kiln_fft_plan_create(ctx, KILN_FFT_C2C, 1, &n, 2, KILN_F32, 0, KILN_FFT_BACKEND_AUTO, &c2));
+  KOK(kiln_fft_stats_get(ctx, &st));
+  ck_assert_uint_eq(st.plan_hits, hits + 1);
+  /* A plan outliving its context: execute refuses, release still works. */
+  int64_t shape[3] = {2, 32, 2};
+  kiln_tensor *x = NULL;
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 3, shape, &x));
+  kiln_tensor *y = NULL;
+  KOK(kiln_fft_execute(c2, KILN_FFT_FORWARD, KILN_FFT_NORM_BACKWARD, x, &y));
+  KOK(kiln_tensor_release(y));
+  y = NULL;
+  KOK(kiln_context_release(ctx));
+  KEXPECT(kiln_fft_execute(c2, KILN_FFT_FORWARD, KILN_FFT_NORM_BACKWARD, x, &y),
+          KILN_ERR_INVALID_HANDLE);
+  KOK(kiln_fft_plan_release(c));
+  KOK(kiln_fft_plan_release(c2));
+  KEXPECT(kiln_fft_plan_release(c2), KILN_ERR_INVALID_HANDLE);
+  kiln_tensor_release(x);
+}
+END_TEST
+
+START_TEST(bad_input)
+{
+  kiln_context *ctx = harness_ctx();
+  int64_t n = 8, zero = 0, p17 = 17;
+  kiln_fft_plan *p = NULL;
+  KEXPECT(kiln_fft_plan_create(ctx, KILN_FFT_C2C, 0, &n, 1, KILN_F32, 0, KILN_FFT_BACKEND_AUTO, &p),
+          KILN_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "kiln_fft_plan_create"));
+  KEXPECT(kiln_fft_plan_create(ctx, KILN_FFT_C2C, 4, &n, 1, KILN_F32, 0, KILN_FFT_BACKEND_AUTO, &p),
+          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_fft_plan_create(ctx, KILN_FFT_C2C, 1, &zero, 1, KILN_F32, 0, KILN_FFT_BACKEND_AUTO,
+                               &p),
+          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_fft_plan_create(ctx, KILN_FFT_C2C, 1, &n, 0, KILN_F32, 0, KILN_FFT_BACKEND_AUTO, &p),
+          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_fft_plan_create(ctx, KILN_FFT_C2C, 1, &n, 1, KILN_I32, 0, KILN_FFT_BACKEND_AUTO, &p),
+          KILN_ERR_DTYPE);
+  KEXPECT(kiln_fft_plan_create(ctx, (kiln_fft_kind)7, 1, &n, 1, KILN_F32, 0, KILN_FFT_BACKEND_AUTO,
+                               &p),
+          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_fft_plan_create(ctx, KILN_FFT_C2C, 1, &n, 1, KILN_F32, 0, (kiln_fft_backend)9, &p),
+          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_fft_plan_create(ctx, KILN_FFT_C2C, 1, NULL, 1, KILN_F32, 0, KILN_FFT_BACKEND_AUTO,
+                               &p),
+          KILN_ERR_INVALID_ARGUMENT);
+  if (have(KILN_FFT_BACKEND_CLFFT)) {
+    KEXPECT(kiln_fft_plan_create(ctx, KILN_FFT_C2C, 1, &p17, 1, KILN_F32, 0,
+                                 KILN_FFT_BACKEND_CLFFT, &p),
+            KILN_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(kiln_last_error(), "factor 17"));
+  }
+  ck_assert_ptr_null(p);
+
+  /* Execution: wrong shapes, dtype, direction, in-place misuse. */
+  KOK(kiln_fft_plan_create(ctx, KILN_FFT_R2C, 1, &n, 2, KILN_F32, 0, KILN_FFT_BACKEND_AUTO, &p));
+  int64_t good[2] = {2, 8}, bad[2] = {2, 7}, bad_batch[2] = {3, 8}, cplx[3] = {2, 5, 2};
+  kiln_tensor *x = NULL, *xb = NULL, *xbb = NULL, *xd = NULL, *y = NULL, *wrong = NULL;
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 2, good, &x));
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 2, bad, &xb));
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 2, bad_batch, &xbb));
+  KOK(kiln_tensor_zeros(ctx, KILN_I32, 2, good, &xd));
+  KEXPECT(kiln_fft_execute(p, KILN_FFT_FORWARD, KILN_FFT_NORM_BACKWARD, xb, &y), KILN_ERR_SHAPE);
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "[batch...,8]"));
+  KEXPECT(kiln_fft_execute(p, KILN_FFT_FORWARD, KILN_FFT_NORM_BACKWARD, xbb, &y), KILN_ERR_SHAPE);
+  KEXPECT(kiln_fft_execute(p, KILN_FFT_FORWARD, KILN_FFT_NORM_BACKWARD, xd, &y), KILN_ERR_DTYPE);
+  KEXPECT(kiln_fft_execute(p, KILN_FFT_INVERSE, KILN_FFT_NORM_BACKWARD, x, &y),
+          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_fft_execute(p, KILN_FFT_FORWARD, (kiln_fft_norm)8, x, &y), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_fft_execute(p, KILN_FFT_FORWARD, KILN_FFT_NORM_BACKWARD, x, NULL),
+          KILN_ERR_INVALID_ARGUMENT);
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 2, good, &wrong));
+  KEXPECT(kiln_fft_execute(p, KILN_FFT_FORWARD, KILN_FFT_NORM_BACKWARD, x, &wrong), KILN_ERR_SHAPE);
+  ck_assert_ptr_null(y);
+  KOK(kiln_fft_execute(p, KILN_FFT_FORWARD, KILN_FFT_NORM_BACKWARD, x, &y));
+  ck_assert_int_eq(kiln_tensor_dim(y, 1), 5);
+  KOK(kiln_fft_plan_release(p));
+  KEXPECT(kiln_fft_execute(p, KILN_FFT_FORWARD, KILN_FFT_NORM_BACKWARD, x, &y),
+          KILN_ERR_INVALID_HANDLE);
+  kiln_fft_plan *ip = NULL;
+  KOK(kiln_fft_plan_create(ctx, KILN_FFT_C2C, 1, &n, 1, KILN_F32, 1, KILN_FFT_BACKEND_AUTO, &ip));
+  kiln_tensor *c = NULL, *other = NULL;
+  int64_t cs[2] = {8, 2};
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 2, cs, &c));
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 2, cs, &other));
+  KEXPECT(kiln_fft_execute(ip, KILN_FFT_FORWARD, KILN_FFT_NORM_BACKWARD, c, &other),
+          KILN_ERR_INVALID_ARGUMENT);
+  kiln_tensor *same = c;
+  KOK(kiln_fft_execute(ip, KILN_FFT_FORWARD, KILN_FFT_NORM_BACKWARD, c, &same));
+  ck_assert_ptr_eq(same, c);
+  KOK(kiln_fft_plan_release(ip));
+  (void)cplx;
+  kiln_tensor *all[] = {x, xb, xbb, xd, y, wrong, c, other};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    kiln_tensor_release(all[i]);
+  KEXPECT(kiln_fft_plan_release((kiln_fft_plan *)x), KILN_ERR_INVALID_HANDLE);
+}
+END_TEST
+
+/* Tensors that start inside a buffer (wrapped with an offset) go through staging. */
+START_TEST(offset_tensors)
+{
+  kiln_context *ctx = harness_ctx();
+  cl_context clc;
+  KOK(kiln_context_cl_objects(ctx, &clc, NULL, NULL));
+  const int64_t n = 16, batch = 2;
+  size_t floats = (size_t)(n * batch * 2);
+  cl_int err;
+  cl_mem big = clCreateBuffer(clc, CL_MEM_READ_WRITE, (floats * 2 + 8) * sizeof(float), NULL, &err);
+  ck_assert_int_eq(err, CL_SUCCESS);
+  int64_t shape[3] = {batch, n, 2};
+  kiln_tensor *in = NULL, *out = NULL;
+  KOK(kiln_tensor_wrap(ctx, big, 3 * sizeof(float), KILN_F32, 3, shape, &in));
+  KOK(kiln_tensor_wrap(ctx, big, (floats + 5) * sizeof(float), KILN_F32, 3, shape, &out));
+  double *x = malloc(floats * sizeof *x), *nrm = malloc(2 * sizeof *nrm);
+  fill_random(x, floats, 99);
+  float *xf = malloc(floats * sizeof *xf);
+  for (size_t i = 0; i < floats; i++)
+    xf[i] = (float)x[i], x[i] = xf[i];
+  KOK(kiln_tensor_upload(in, xf, floats * sizeof *xf));
+  norms(x, 2, (size_t)n * 2, nrm);
+  for (size_t b = 0; b < 2; b++) {
+    if (!have(backends[b]))
+      continue;
+    kiln_fft_plan *p = NULL, *ip = NULL;
+    KOK(kiln_fft_plan_create(ctx, KILN_FFT_C2C, 1, &n, batch, KILN_F32, 0, backends[b], &p));
+    KOK(kiln_fft_execute(p, KILN_FFT_FORWARD, KILN_FFT_NORM_BACKWARD, in, &out));
+    double *want = malloc(floats * sizeof *want);
+    memcpy(want, x, floats * sizeof *want);
+    host_dft(want, 2, 1, &n, -1);
+    double *got = download(out);
+    expect_fft_close("offset out-of-place", got, want, 2, (size_t)n * 2, (size_t)n, nrm, 4, KILN_F32);
+    free(got);
+    /* In place on the offset output: inverse brings back n * x. */
+    KOK(kiln_fft_plan_create(ctx, KILN_FFT_C2C, 1, &n, batch, KILN_F32, 1, backends[b], &ip));
+    KOK(kiln_fft_execute(ip, KILN_FFT_INVERSE, KILN_FFT_NORM_BACKWARD, out, NULL));
+    got = download(out);
+    expect_fft_close("offset in-place", got, x, 2, (size_t)n * 2, (size_t)n, nrm, 2, KILN_F32);
+    free(got);
+    free(want);
+    KOK(kiln_fft_plan_release(p));
+    KOK(kiln_fft_plan_release(ip));
+  }
+  /* The input was not touched, and the floats around the tensors neither. */
+  float all[2 * 32 * 2 + 8];
+  KOK(kiln_context_finish(ctx));
+  cl_command_queue q;
+  KOK(kiln_context_cl_objects(ctx, NULL, NULL, &q));
+  ck_assert_int_eq(clEnqueueReadBuffer(q, big, CL_TRUE, 0, sizeof all, all, 0, NULL, NULL),
+                   CL_SUCCESS);
+  ck_assert_int_eq(memcmp(all + 3, xf, floats * sizeof *xf), 0);
+  kiln_tensor_release(in);
+  kiln_tensor_release(out);
+  clReleaseMemObject(big);
+  free(x);
+  free(xf);
+  free(nrm);
+}
+END_TEST
+
+/* clFFT is torn down after its last plan and set up again for the next; its cache dir is kiln's. */
+START_TEST(clfft_lifecycle_and_cache_path)
+{
+  if (!have(KILN_FFT_BACKEND_CLFFT))
+    return;
+  int64_t n = 8;
+  for (int round = 0; round < 2; round++) {
+    kiln_context *ctx = NULL;
+    KOK(kiln_context_create(NULL, &ctx));
+    kiln_fft_plan *p = NULL;
+    KOK(kiln_fft_plan_create(ctx, KILN_FFT_C2C, 1, &n, 1, KILN_F32, 0, KILN_FFT_BACKEND_CLFFT, &p));
+    int64_t shape[2] = {8, 2};
+    float ones[16];
+    for (int i = 0; i < 16; i++)
+      ones[i] = i % 2 ? 0.0f : 1.0f;
+    kiln_tensor *x = NULL, *y = NULL;
+    KOK(kiln_tensor_from_host(ctx, KILN_F32, 2, shape, ones, &x));
+    KOK(kiln_fft_execute(p, KILN_FFT_FORWARD, KILN_FFT_NORM_NONE, x, &y));
+    float out[16];
+    KOK(kiln_tensor_download(y, out, sizeof out));
+    ck_assert_float_eq_tol(out[0], 8.0f, 1e-5f);
+    for (int i = 1; i < 16; i++)
+      ck_assert_float_eq_tol(out[i], 0.0f, 1e-5f);
+    kiln_tensor_release(x);
+    kiln_tensor_release(y);
+    KOK(kiln_fft_plan_release(p));
+    /* Releasing the context destroys the cached plan; with no plan left clFFT is torn down. */
+    KOK(kiln_context_release(ctx));
+  }
+  const char *path = getenv("CLFFT_CACHE_PATH"), *kc = getenv("KILN_CACHE_DIR");
+  ck_assert_ptr_nonnull(path);
+  ck_assert_ptr_nonnull(kc);
+  ck_assert_msg(strncmp(path, kc, strlen(kc)) == 0, "CLFFT_CACHE_PATH %s is not under %s", path,
+                kc);
+}
+END_TEST
+
+/* ---- VkFFT binaries across processes ---- */
+
+static const int64_t child_size = 40;
+
+/* In the child: same plan, check the result, report the counters through the exit status. */
+static int
+vkfft_child(void)
+{
+  kiln_context *ctx = NULL;
+  if (kiln_context_create(NULL, &ctx) != KILN_OK)
+    return 10;
+  kiln_fft_plan *p = NULL;
+  if (kiln_fft_plan_create(ctx, KILN_FFT_C2C, 1, &child_size, 1, KILN_F32, 0,
+                           KILN_FFT_BACKEND_VKFFT, &p) != KILN_OK) {
+    fprintf(stderr, "child: %s\n", kiln_last_error());
+    return 11;
+  }
+  int64_t shape[2] = {child_size, 2};
+  float x[80], y[80];
+  for (int i = 0; i < 80; i++)
+    x[i] = i % 2 ? 0.0f : 1.0f;
+  kiln_tensor *tx = NULL, *ty = NULL;
+  if (kiln_tensor_from_host(ctx, KILN_F32, 2, shape, x, &tx) != KILN_OK ||
+      kiln_fft_execute(p, KILN_FFT_FORWARD, KILN_FFT_NORM_NONE, tx, &ty) != KILN_OK ||
+      kiln_tensor_download(ty, y, sizeof y) != KILN_OK)
+    return 12;
+  int ok = fabsf(y[0] - 40.0f) < 1e-4f;
+  for (int i = 1; i < 80; i++)
+    ok = ok && fabsf(y[i]) < 1e-4f;
+  kiln_fft_stats st;
+  kiln_fft_stats_get(ctx, &st);
+  kiln_tensor_release(tx);
+  kiln_tensor_release(ty);
+  kiln_fft_plan_release(p);
+  kiln_context_release(ctx);
+  if (!ok)
+    return 13;
+  fprintf(stderr, "child: vkfft binary hits %llu rejects %llu stores %llu\n",
+          (unsigned long long)st.vkfft_binary_hits, (unsigned long long)st.vkfft_binary_rejects,
+          (unsigned long long)st.vkfft_binary_stores);
+  /* 0: loaded from the store; 1: the store was refused and rebuilt; 2: nothing found. */
+  return st.vkfft_binary_hits ? 0 : st.vkfft_binary_rejects ? 1 : 2;
+}
+
+START_TEST(vkfft_binaries_second_process)
+{
+  if (!have(KILN_FFT_BACKEND_VKFFT))
+    return;
+  kiln_device_info info;
+  KOK(kiln_context_device_info(harness_ctx(), &info));
+  int reloadable = strstr(info.platform_name, "NVIDIA") != NULL;
+  char *dir = harness_tempdir();
+  const char *old = getenv("KILN_CACHE_DIR");
+  char *saved = old ? strdup(old) : NULL;
+  setenv("KILN_CACHE_DIR", dir, 1);
+  /* Default policy on this platform: store only where VkFFT can reload. */
+  kiln_context *ctx = NULL;
+  KOK(kiln_context_create(NULL, &ctx));
+  kiln_fft_plan *p = NULL;
+  KOK(kiln_fft_plan_create(ctx, KILN_FFT_C2C, 1, &child_size, 1, KILN_F32, 0,
+                           KILN_FFT_BACKEND_VKFFT, &p));
+  kiln_fft_stats st;
+  KOK(kiln_fft_stats_get(ctx, &st));
+  ck_assert_uint_eq(st.vkfft_binary_stores, (uint64_t)reloadable);
+  KOK(kiln_fft_plan_release(p));
+  KOK(kiln_context_release(ctx));
+  /* Forced on: this process stores, a second process built from the same cache reloads. */
+  setenv("KILN_VKFFT_BINARY_CACHE", "on", 1);
+  if (!reloadable) {
+    KOK(kiln_context_create(NULL, &ctx));
+    KOK(kiln_fft_plan_create(ctx, KILN_FFT_C2C, 1, &child_size, 1, KILN_F32, 0,
+                             KILN_FFT_BACKEND_VKFFT, &p));
+    KOK(kiln_fft_stats_get(ctx, &st));
+    ck_assert_uint_eq(st.vkfft_binary_stores, 1);
+    KOK(kiln_fft_plan_release(p));
+    KOK(kiln_context_release(ctx));
+  }
+  char self[4096];
+  ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  ck_assert_int_gt(len, 0);
+  self[len] = 0;
+  char *args[] = {self, "--vkfft-child", NULL};
+  pid_t pid;
+  ck_assert_int_eq(posix_spawn(&pid, self, NULL, NULL, args, environ), 0);
+  int status = 0;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert(WIFEXITED(status));
+  int code = WEXITSTATUS(status);
+  /* NVIDIA reloads the stored binaries; elsewhere VkFFT 1.2.26 refuses them and kiln rebuilds. */
+  ck_assert_msg(code == (reloadable ? 0 : 1), "child exit %d (0 hit, 1 refused, 2 miss, >9 error)",
+                code);
+  unsetenv("KILN_VKFFT_BINARY_CACHE");
+  if (saved)
+    setenv("KILN_CACHE_DIR", saved, 1);
+  else
+    unsetenv("KILN_CACHE_DIR");
+  free(saved);
+  harness_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+static Suite *
+fft_suite(void)
+{
+  Suite *s = suite_create("fft");
+  TCase *tc = tcase_create("fft");
+  tcase_set_timeout(tc, 600);
+  tcase_add_test(tc, clfft_lifecycle_and_cache_path); /* first: no clFFT plan exists yet */
+  tcase_add_test(tc, c2c_1d_sizes);
+  tcase_add_test(tc, c2c_2d_3d_batched);
+  tcase_add_test(tc, c2c_in_place);
+  tcase_add_test(tc, real_round_trips);
+  tcase_add_test(tc, real_in_place);
+  tcase_add_test(tc, prime_sizes_bluestein);
+  tcase_add_test(tc, plan_cache_hits_and_bound);
+  tcase_add_test(tc, bad_input);
+  tcase_add_test(tc, offset_tensors);
+  tcase_add_test(tc, vkfft_binaries_second_process);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int
+main(int argc, char **argv)
+{
+  if (argc == 2 && strcmp(argv[1], "--vkfft-child") == 0)
+    return vkfft_child();
+  return harness_main(fft_suite(), 1);
+}
