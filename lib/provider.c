@@ -34,6 +34,19 @@ static const kiln_provider provider = {
     .clamp = kiln_clamp,
     .cast = kiln_cast,
     .copy = kiln_copy,
+    .gemm = kiln_gemm,
+    .matmul = kiln_matmul,
+    .gemv = kiln_gemv,
+    .syrk = kiln_syrk,
+    .dot = kiln_dot,
+    .axpy = kiln_axpy,
+    .scal = kiln_scal,
+    .blas_warm = kiln_blas_warm,
+#if KILN_HAVE_CLFFT || KILN_HAVE_VKFFT
+    .fft_plan_create = kiln_fft_plan_create,
+    .fft_execute = kiln_fft_execute,
+    .fft_plan_release = kiln_fft_plan_release,
+#endif
 };
 
 kiln_status

@@ -15,7 +15,9 @@
 #ifndef KILN_PROVIDER_H
 #define KILN_PROVIDER_H
 
+#include "kiln/blas.h"
 #include "kiln/elementwise.h"
+#include "kiln/fft.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -73,6 +75,26 @@ typedef struct kiln_provider {
                        kiln_tensor **);
   kiln_status (*cast)(kiln_context *, const kiln_tensor *, kiln_dtype, kiln_tensor **);
   kiln_status (*copy)(kiln_context *, const kiln_tensor *, kiln_tensor *);
+
+  /* BLAS family (appended; older libraries have a smaller struct_size) */
+  kiln_status (*gemm)(kiln_context *, kiln_transpose, kiln_transpose, double, const kiln_tensor *,
+                      const kiln_tensor *, double, kiln_tensor **);
+  kiln_status (*matmul)(kiln_context *, const kiln_tensor *, const kiln_tensor *, kiln_tensor **);
+  kiln_status (*gemv)(kiln_context *, kiln_transpose, double, const kiln_tensor *,
+                      const kiln_tensor *, double, kiln_tensor **);
+  kiln_status (*syrk)(kiln_context *, kiln_uplo, kiln_transpose, double, const kiln_tensor *,
+                      double, kiln_tensor **, int);
+  kiln_status (*dot)(kiln_context *, const kiln_tensor *, const kiln_tensor *, kiln_tensor **);
+  kiln_status (*axpy)(kiln_context *, double, const kiln_tensor *, kiln_tensor *);
+  kiln_status (*scal)(kiln_context *, double, kiln_tensor *);
+  kiln_status (*blas_warm)(kiln_context *, kiln_blas_warm_scope);
+
+  /* FFT family (NULL in a build without clFFT and VkFFT) */
+  kiln_status (*fft_plan_create)(kiln_context *, kiln_fft_kind, size_t, const int64_t *, int64_t,
+                                 kiln_dtype, int, kiln_fft_backend, kiln_fft_plan **);
+  kiln_status (*fft_execute)(kiln_fft_plan *, kiln_fft_direction, kiln_fft_norm, kiln_tensor *,
+                             kiln_tensor **);
+  kiln_status (*fft_plan_release)(kiln_fft_plan *);
 } kiln_provider;
 
 /** Type of kiln_get_provider, for dlsym(). */
