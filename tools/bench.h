@@ -13,6 +13,7 @@ struct bench_state {
   int64_t n;
   kiln_tensor *in[3];
   kiln_tensor *out;
+  kiln_fft_plan *plan; /* FFT cases */
 };
 
 struct bench_case {
@@ -24,8 +25,14 @@ struct bench_case {
   kiln_status (*setup)(struct bench_state *st);
   /* One call of the operation. */
   kiln_status (*run)(struct bench_state *st);
-  /* Bytes the op must move (read + write) for n elements of esz bytes: the GB/s numerator. */
+  /*
+   * Bytes the op must move (read + write) for n elements of esz bytes: the GB/s
+   * numerator. NULL for compute-bound cases (GEMM), whose GB/s and copy ratio
+   * would mean nothing.
+   */
   double (*bytes)(int64_t n, size_t esz);
+  /* Floating-point operations of one call at size n (GFLOP/s numerator); NULL for memory-bound ops. */
+  double (*flops)(int64_t n);
 };
 
 extern const struct bench_case bench_cases[];

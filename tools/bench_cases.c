@@ -1,4 +1,5 @@
 /* The benchmark cases: one row per measured operation. A new op family adds rows here. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "tools/bench.h"
@@ -41,6 +42,8 @@ bench_state_release(struct bench_state *st)
   }
   kiln_tensor_release(st->out);
   st->out = NULL;
+  kiln_fft_plan_release(st->plan);
+  st->plan = NULL;
 }
 
 static int
@@ -185,14 +188,145 @@ run_cast(struct bench_state *st)
   return kiln_cast(st->ctx, st->in[0], KILN_I32, &st->out);
 }
 
+/*
+ * GEMM: n is the element count of each square operand, so --sizes 2^20 is a
+ * 1024 x 1024 x 1024 product (2 * 1024^3 flops). Rows: the default routing,
+ * and each route forced through KILN_OPT_GEMM_SMALL_MNK (to find the
+ * crossover that the tunable's default encodes).
+ */
+static int64_t
+square_dim(int64_t n)
+{
+  int64_t d = (int64_t)sqrt((double)n);
+  while (d * d > n)
+    d--;
+  while ((d + 1) * (d + 1) <= n)
+    d++;
+  return d > 0 ? d : 1;
+}
+
+static double
+flops_gemm(int64_t n)
+{
+  double d = (double)square_dim(n);
+  return 2.0 * d * d * d;
+}
+
+static int64_t default_small_mnk = -1;
+
+static kiln_status
+setup_gemm_route(struct bench_state *st, int64_t small_mnk)
+{
+  if (default_small_mnk < 0 &&
+      kiln_context_get_option(st->ctx, KILN_OPT_GEMM_SMALL_MNK, &default_small_mnk) != KILN_OK)
+    return kiln_last_error_status();
+  kiln_status s = kiln_context_set_option(st->ctx, KILN_OPT_GEMM_SMALL_MNK,
+                                          small_mnk < 0 ? default_small_mnk : small_mnk);
+  int64_t d = square_dim(st->n), shape[2] = {d, d};
+  if (s == KILN_OK)
+    s = bench_random_tensor(st->ctx, st->dtype, 2, shape, &st->in[0]);
+  if (s == KILN_OK)
+    s = bench_random_tensor(st->ctx, st->dtype, 2, shape, &st->in[1]);
+  if (s == KILN_OK)
+    s = kiln_tensor_create(st->ctx, st->dtype, 2, shape, &st->out);
+  return s;
+}
+
+static kiln_status
+setup_gemm(struct bench_state *st)
+{
+  return setup_gemm_route(st, -1);
+}
+
+static kiln_status
+setup_gemm_clblast(struct bench_state *st)
+{
+  return setup_gemm_route(st, 0);
+}
+
+static kiln_status
+setup_gemm_kiln(struct bench_state *st)
+{
+  return setup_gemm_route(st, INT64_MAX);
+}
+
+static kiln_status
+run_gemm(struct bench_state *st)
+{
+  return kiln_gemm(st->ctx, KILN_NO_TRANS, KILN_NO_TRANS, 1.0, st->in[0], st->in[1], 0.0,
+                   &st->out);
+}
+
+/*
+ * FFT: one complex-to-complex transform of n points (batch 1, out of place,
+ * forward, no normalisation pass). Plan creation is in setup, not timed
+ * here (docs/blas_fft.md measures it separately).
+ */
+static kiln_status
+setup_fft_backend(struct bench_state *st, kiln_fft_backend be)
+{
+  int64_t shape[2] = {st->n, 2};
+  kiln_status s = kiln_fft_plan_create(st->ctx, KILN_FFT_C2C, 1, &st->n, 1, st->dtype, 0, be,
+                                       &st->plan);
+  if (s == KILN_OK)
+    s = bench_random_tensor(st->ctx, st->dtype, 2, shape, &st->in[0]);
+  if (s == KILN_OK)
+    s = kiln_tensor_create(st->ctx, st->dtype, 2, shape, &st->out);
+  return s;
+}
+
+static kiln_status
+setup_fft(struct bench_state *st)
+{
+  return setup_fft_backend(st, KILN_FFT_BACKEND_AUTO);
+}
+
+static kiln_status
+setup_fft_clfft(struct bench_state *st)
+{
+  return setup_fft_backend(st, KILN_FFT_BACKEND_CLFFT);
+}
+
+static kiln_status
+setup_fft_vkfft(struct bench_state *st)
+{
+  return setup_fft_backend(st, KILN_FFT_BACKEND_VKFFT);
+}
+
+static kiln_status
+run_fft(struct bench_state *st)
+{
+  return kiln_fft_execute(st->plan, KILN_FFT_FORWARD, KILN_FFT_NORM_BACKWARD, st->in[0], &st->out);
+}
+
+/* Complex data read once and written once. */
+static double
+bytes_fft(int64_t n, size_t esz)
+{
+  return 4.0 * (double)n * (double)esz;
+}
+
+/* The customary 5 n log2 n of a complex FFT. */
+static double
+flops_fft(int64_t n)
+{
+  return n > 1 ? 5.0 * (double)n * log2((double)n) : 0.0;
+}
+
 const struct bench_case bench_cases[] = {
-    {"copy.kiln_copy", "copy", any_dtype, setup_one, run_copy, bytes_1in_1out},
-    {"unary.neg", "elementwise", num_dtype, setup_one, run_neg, bytes_1in_1out},
-    {"unary.exp", "elementwise", float_dtype, setup_one, run_exp, bytes_1in_1out},
-    {"binary.add", "elementwise", num_dtype, setup_two, run_add, bytes_2in_1out},
-    {"binary.add_row_bcast", "elementwise", num_dtype, setup_row_bcast, run_add, bytes_bcast},
-    {"binary.mul_scalar", "elementwise", num_dtype, setup_one, run_mul_scalar, bytes_1in_1out},
-    {"where", "elementwise", any_dtype, setup_where, run_where, bytes_where},
-    {"cast.to_i32", "elementwise", any_dtype, setup_cast, run_cast, bytes_cast},
+    {"copy.kiln_copy", "copy", any_dtype, setup_one, run_copy, bytes_1in_1out, NULL},
+    {"unary.neg", "elementwise", num_dtype, setup_one, run_neg, bytes_1in_1out, NULL},
+    {"unary.exp", "elementwise", float_dtype, setup_one, run_exp, bytes_1in_1out, NULL},
+    {"binary.add", "elementwise", num_dtype, setup_two, run_add, bytes_2in_1out, NULL},
+    {"binary.add_row_bcast", "elementwise", num_dtype, setup_row_bcast, run_add, bytes_bcast, NULL},
+    {"binary.mul_scalar", "elementwise", num_dtype, setup_one, run_mul_scalar, bytes_1in_1out, NULL},
+    {"where", "elementwise", any_dtype, setup_where, run_where, bytes_where, NULL},
+    {"cast.to_i32", "elementwise", any_dtype, setup_cast, run_cast, bytes_cast, NULL},
+    {"blas.gemm", "blas", float_dtype, setup_gemm, run_gemm, NULL, flops_gemm},
+    {"blas.gemm_clblast", "blas", float_dtype, setup_gemm_clblast, run_gemm, NULL, flops_gemm},
+    {"blas.gemm_kiln", "blas", float_dtype, setup_gemm_kiln, run_gemm, NULL, flops_gemm},
+    {"fft.c2c", "fft", float_dtype, setup_fft, run_fft, bytes_fft, flops_fft},
+    {"fft.c2c_clfft", "fft", float_dtype, setup_fft_clfft, run_fft, bytes_fft, flops_fft},
+    {"fft.c2c_vkfft", "fft", float_dtype, setup_fft_vkfft, run_fft, bytes_fft, flops_fft},
 };
 const size_t bench_case_count = sizeof bench_cases / sizeof bench_cases[0];

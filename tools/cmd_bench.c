@@ -31,7 +31,11 @@ static const char usage[] =
     "  --reps N           timed runs per point (default: adaptive, 5 to 50)\n"
     "  --json             one JSON document on stdout instead of the table\n"
     "  --no-startup       skip the dispatch-overhead and first-result measurements\n"
-    "  --list             print the case names and exit\n";
+    "  --list             print the case names and exit\n\n"
+    "GB/s counts bytes read plus written and is left out ('-') for compute-bound cases;\n"
+    "GFLOP/s is shown for cases with a flop count (blas.*: 2 d^3 for a d x d x d GEMM;\n"
+    "fft.*: 5 n log2 n). For blas.* cases n is the element count of each square matrix\n"
+    "(2^20 = 1024 x 1024); for fft.* the number of complex points of one transform.\n";
 
 #define MAX_SIZES 32
 #define MAX_DTYPES 6
@@ -146,7 +150,7 @@ struct result {
   kiln_dtype dtype;
   int64_t n;
   int reps;
-  double dev_ms, wall_ms, spread_pct, gbps, copy_gbps;
+  double dev_ms, wall_ms, spread_pct, gbps, copy_gbps, gflops; /* gbps/gflops < 0: not applicable */
   kiln_status status;
 };
 
@@ -201,7 +205,10 @@ measure(const struct bench_case *c, struct bench_state *st, int fixed_reps, stru
                                         r->dev_ms * 100.0
                                   : 0;
     double t = r->dev_ms > 0 ? r->dev_ms : r->wall_ms;
-    r->gbps = t > 0 ? c->bytes(st->n, kiln_dtype_size(st->dtype)) / (t * 1e-3) * 1e-9 : 0;
+    r->gbps = !c->bytes ? -1
+              : t > 0   ? c->bytes(st->n, kiln_dtype_size(st->dtype)) / (t * 1e-3) * 1e-9
+                        : 0;
+    r->gflops = !c->flops ? -1 : t > 0 ? c->flops(st->n) / (t * 1e-3) * 1e-9 : 0;
   }
   free(dev);
   free(wall);
@@ -410,7 +417,7 @@ cmd_bench(int argc, char **argv)
         r->name = bc->name;
         r->dtype = dt;
         r->n = o.sizes[si];
-        struct bench_state st = {ctx, dt, o.sizes[si], {NULL, NULL, NULL}, NULL};
+        struct bench_state st = {ctx, dt, o.sizes[si], {NULL, NULL, NULL}, NULL, NULL};
         r->status = measure(bc, &st, o.reps, r);
         bench_state_release(&st);
         kiln_pool_trim(ctx, 0);
@@ -422,6 +429,10 @@ cmd_bench(int argc, char **argv)
         }
         size_t esz = kiln_dtype_size(dt);
         double *cc = &copy_cache[si][esz];
+        if (!bc->bytes) {
+          r->copy_gbps = -1; /* compute-bound: no bandwidth comparison */
+          continue;
+        }
         if (*cc == 0) {
           int width;
           if (bench_copy_reference(ctx, (uint64_t)r->n * esz, 9, cc, &width) != KILN_OK)
@@ -454,12 +465,21 @@ cmd_bench(int argc, char **argv)
       struct result *r = &res[i];
       if (r->status != KILN_OK)
         continue;
+      /* Figures that do not apply to a case are null. */
+      char gb[32] = "null", cg[32] = "null", ratio[32] = "null", gf[32] = "null";
+      if (r->gbps >= 0)
+        snprintf(gb, sizeof gb, "%.3f", r->gbps);
+      if (r->gbps >= 0 && r->copy_gbps >= 0) {
+        snprintf(cg, sizeof cg, "%.3f", r->copy_gbps);
+        snprintf(ratio, sizeof ratio, "%.4f", r->copy_gbps > 0 ? r->gbps / r->copy_gbps : 0.0);
+      }
+      if (r->gflops >= 0)
+        snprintf(gf, sizeof gf, "%.3f", r->gflops);
       printf("%s    {\"case\": \"%s\", \"dtype\": \"%s\", \"n\": %lld, \"reps\": %d, "
-             "\"device_ms\": %.6f, \"wall_ms\": %.6f, \"spread_pct\": %.2f, \"gbps\": %.3f, "
-             "\"copy_gbps\": %.3f, \"ratio_to_copy\": %.4f}",
+             "\"device_ms\": %.6f, \"wall_ms\": %.6f, \"spread_pct\": %.2f, \"gbps\": %s, "
+             "\"copy_gbps\": %s, \"ratio_to_copy\": %s, \"gflops\": %s}",
              first ? "" : ",\n", r->name, kiln_dtype_name(r->dtype), (long long)r->n, r->reps,
-             r->dev_ms, r->wall_ms, r->spread_pct, r->gbps, r->copy_gbps,
-             r->copy_gbps > 0 ? r->gbps / r->copy_gbps : 0.0);
+             r->dev_ms, r->wall_ms, r->spread_pct, gb, cg, ratio, gf);
       first = 0;
     }
     printf("\n  ],\n  \"dispatch_us_per_op\": %.3f,\n  \"first_result_ms\": {", overhead);
@@ -471,17 +491,25 @@ cmd_bench(int argc, char **argv)
            info.driver_version);
     printf("device time: median of OpenCL profiling events; wall: median per call including "
            "launch and wait\n\n");
-    printf("%-24s %-5s %6s %11s %11s %7s %9s %9s %6s\n", "case", "dtype", "n", "device ms",
-           "wall ms", "spread", "GB/s", "copy GB/s", "ratio");
+    printf("%-24s %-5s %6s %11s %11s %7s %9s %9s %6s %9s\n", "case", "dtype", "n", "device ms",
+           "wall ms", "spread", "GB/s", "copy GB/s", "ratio", "GFLOP/s");
     for (size_t i = 0; i < nres; i++) {
       struct result *r = &res[i];
       if (r->status != KILN_OK)
         continue;
-      char sz[32];
-      printf("%-24s %-5s %6s %11.4f %11.4f %6.1f%% %9.2f %9.2f %5.0f%%\n", r->name,
+      char sz[32], gb[16] = "-", cg[16] = "-", ratio[16] = "-", gf[16] = "-";
+      if (r->gbps >= 0)
+        snprintf(gb, sizeof gb, "%.2f", r->gbps);
+      if (r->gbps >= 0 && r->copy_gbps >= 0) {
+        snprintf(cg, sizeof cg, "%.2f", r->copy_gbps);
+        snprintf(ratio, sizeof ratio, "%.0f%%",
+                 r->copy_gbps > 0 ? 100.0 * r->gbps / r->copy_gbps : 0.0);
+      }
+      if (r->gflops >= 0)
+        snprintf(gf, sizeof gf, "%.2f", r->gflops);
+      printf("%-24s %-5s %6s %11.4f %11.4f %6.1f%% %9s %9s %6s %9s\n", r->name,
              kiln_dtype_name(r->dtype), fmt_size(r->n, sz, sizeof sz), r->dev_ms, r->wall_ms,
-             r->spread_pct, r->gbps, r->copy_gbps,
-             r->copy_gbps > 0 ? 100.0 * r->gbps / r->copy_gbps : 0.0);
+             r->spread_pct, gb, cg, ratio, gf);
     }
     if (o.startup) {
       printf("\ndispatch overhead: %.2f us per op (chain of tiny adds, wall clock)\n", overhead);

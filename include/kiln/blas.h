@@ -10,7 +10,7 @@
  * B^T A^T) or uses the transpose flags; kiln never copies to change layout.
  *
  * Who runs it. Problems whose m*n*k (per matrix) is at most the context
- * option KILN_OPT_GEMM_SMALL_MNK (default 64^3) run on kiln's own tiled
+ * option KILN_OPT_GEMM_SMALL_MNK (default 32^3) run on kiln's own tiled
  * kernel, larger ones on CLBlast. CLBlast compiles each routine's kernels
  * once per process and per OpenCL context, and keeps no disk cache: the
  * first call of a routine and precision takes seconds (measured in

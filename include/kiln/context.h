@@ -151,7 +151,7 @@ typedef enum kiln_option {
   /**
    * GEMM, GEMV and SYRK calls whose m*n*k (per matrix) is at most this run on
    * kiln's own kernel instead of CLBlast; 0 sends everything CLBlast can take
-   * to CLBlast. Default 262144 (64^3), a tunable (see docs/blas_fft.md).
+   * to CLBlast. Default 32768 (32^3), a tunable (see docs/blas_fft.md).
    * Without CLBlast in the build every such call runs on kiln's kernel.
    */
   KILN_OPT_GEMM_SMALL_MNK = 2,

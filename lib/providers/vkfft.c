@@ -24,6 +24,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/*
+ * VkFFT sizes its kernels from the device's local memory and work-group
+ * limits. PoCL's CPU device reports 1 MiB of local memory and 4096
+ * work-items, so VkFFT builds single-pass kernels of 4096 work-items whose
+ * private arrays PoCL keeps on its worker threads' stacks: with the usual
+ * 8 MiB stacks, a 2^17-point transform crashed the process (SIGSEGV in
+ * PoCL's work-group function; it ran with `ulimit -s 65536`). So, in this
+ * file only, VkFFT's device queries go through kiln_vkfft_device_info(),
+ * which on CPU devices reports GPU-like limits (CPU_LOCAL_MEM,
+ * CPU_WORK_GROUP) and passes everything else through.
+ */
+#include <CL/cl.h>
+static cl_int kiln_vkfft_device_info(cl_device_id device, cl_device_info param, size_t size,
+                                     void *value, size_t *size_ret);
+#define clGetDeviceInfo kiln_vkfft_device_info
+
 #define VKFFT_BACKEND 3
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpedantic"
@@ -41,6 +57,36 @@
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 #include <vkFFT.h>
 #pragma GCC diagnostic pop
+#undef clGetDeviceInfo
+
+#include "runtime/tunables.h"
+
+static cl_int
+kiln_vkfft_device_info(cl_device_id device, cl_device_info param, size_t size, void *value,
+                       size_t *size_ret)
+{
+  cl_int err = clGetDeviceInfo(device, param, size, value, size_ret);
+  cl_device_type type = 0;
+  if (err != CL_SUCCESS || !value ||
+      clGetDeviceInfo(device, CL_DEVICE_TYPE, sizeof type, &type, NULL) != CL_SUCCESS ||
+      !(type & CL_DEVICE_TYPE_CPU))
+    return err;
+  if (param == CL_DEVICE_LOCAL_MEM_SIZE && size >= sizeof(cl_ulong)) {
+    cl_ulong *v = value;
+    if (*v > KILN__VKFFT_CPU_LOCAL_MEM)
+      *v = KILN__VKFFT_CPU_LOCAL_MEM;
+  } else if (param == CL_DEVICE_MAX_WORK_GROUP_SIZE && size >= sizeof(size_t)) {
+    size_t *v = value;
+    if (*v > KILN__VKFFT_CPU_WORK_GROUP)
+      *v = KILN__VKFFT_CPU_WORK_GROUP;
+  } else if (param == CL_DEVICE_MAX_WORK_ITEM_SIZES) {
+    size_t *v = value;
+    for (size_t i = 0; i < size / sizeof *v; i++)
+      if (v[i] > KILN__VKFFT_CPU_WORK_GROUP)
+        v[i] = KILN__VKFFT_CPU_WORK_GROUP;
+  }
+  return err;
+}
 
 #include "core/error.h"
 #include "core/log.h"

@@ -10,11 +10,13 @@
  * GEMM-family routing: a GEMM (or GEMV, SYRK) whose m*n*k per matrix is at
  * most this runs on kiln's own tiled kernel (cl_kernels/gemm_small.cl),
  * larger ones on CLBlast. Context option KILN_OPT_GEMM_SMALL_MNK overrides it.
- * 64^3: on PoCL here (2 cores) the crossover, measured in docs/blas_fft.md,
- * lies between 64^3 and 128^3; on GPUs CLBlast's launch of two to four
- * kernels costs tens of microseconds, which a 64^3 product does not repay.
+ * 32^3: on PoCL here (2 cores) a call costs about the same wall time on both
+ * routes at 32x32x32 (0.047 vs 0.050 ms); below, kiln's single launch wins
+ * (0.027 vs 0.035-0.07 ms at 16^3), above, CLBlast's tuned kernels do
+ * (docs/blas_fft.md has the table and the command). On GPUs `kiln bench
+ * --filter blas.gemm_` gives the same comparison.
  */
-#define KILN__GEMM_SMALL_MNK_DEFAULT (64 * 64 * 64)
+#define KILN__GEMM_SMALL_MNK_DEFAULT (32 * 32 * 32)
 
 /* Edge of the square tile (and work-group) of gemm_small.cl on devices that allow TILE^2 items. */
 #define KILN__GEMM_TILE_DEFAULT 16
@@ -24,6 +26,15 @@
  * can do a size (GPUs get VkFFT). Measured on PoCL here: docs/blas_fft.md.
  */
 #define KILN__FFT_CPU_BACKEND KILN_FFT_BACKEND_VKFFT
+
+/*
+ * Device limits VkFFT is shown on CPU devices (lib/providers/vkfft.c): PoCL
+ * reports 1 MiB of local memory and 4096-item work-groups, for which VkFFT
+ * generates kernels that overflow PoCL's 8 MiB worker stacks. Measured on
+ * PoCL here, see docs/blas_fft.md.
+ */
+#define KILN__VKFFT_CPU_LOCAL_MEM (64 * 1024)
+#define KILN__VKFFT_CPU_WORK_GROUP 256
 
 /* FFT plans kept per context (LRU over plans no caller holds). */
 #define KILN__FFT_PLAN_CACHE_CAPACITY 16

@@ -829,7 +829,7 @@ START_TEST(small_threshold_option)
   KOK(kiln_context_create(NULL, &ctx));
   int64_t v = 0, lo, hi;
   KOK(kiln_context_get_option(ctx, KILN_OPT_GEMM_SMALL_MNK, &v));
-  ck_assert_int_eq(v, 64 * 64 * 64);
+  ck_assert_int_eq(v, 32 * 32 * 32);
   KOK(kiln_option_bounds(KILN_OPT_GEMM_SMALL_MNK, &lo, &hi));
   ck_assert_int_eq(lo, 0);
   KEXPECT(kiln_context_set_option(ctx, KILN_OPT_GEMM_SMALL_MNK, -1), KILN_ERR_INVALID_ARGUMENT);
