@@ -148,9 +148,12 @@ def first_call_table(build, fft_sizes, blas_dtypes):
                 extra = (f" + first run {cold['first_execute_ms']:.0f} / "
                          f"{warm['first_execute_ms']:.0f} / {konly['first_execute_ms']:.0f}")
             else:
-                key, again = 'first_gemm_ms', 'second_gemm_ms'
-                what = f'CLBlast first GEMM 256^3 {args[1]}'
-                extra = ''
+                for r in ('gemm', 'gemm_batched', 'gemv', 'syrk', 'dot', 'axpy', 'scal'):
+                    key = f'first_{r}_ms'
+                    again = f" (second GEMM {cold['second_gemm_ms']:.2f})" if r == 'gemm' else ''
+                    print(f'| CLBlast first {r} {args[1]} | {cold[key]:.0f} | {warm[key]:.0f} '
+                          f'| {konly[key]:.0f} | -{again} |')
+                continue
             print(f'| {what} | {cold[key]:.0f} | {warm[key]:.0f} | {konly[key]:.0f} '
                   f'| {cold[again]:.3f}{extra} |')
     finally:

@@ -7,8 +7,9 @@
  *     execution (PoCL compiles per work-group size on first launch), and a
  *     second plan_create in the same process (a plan-cache hit).
  *   first_call blas f32|f64
- *     times the first CLBlast-routed GEMM (256^3) of the process, a second
- *     one, and kiln_blas_warm(USED) afterwards.
+ *     times the first call of each CLBlast routine kiln uses (GEMM 256^3, a
+ *     second GEMM, strided-batched GEMM, GEMV, SYRK, dot, axpy, scal) and
+ *     kiln_blas_warm(USED) afterwards (nothing left to compile: ~0).
  *
  * Prints one line of JSON. Uses only the public API.
  */
@@ -75,31 +76,44 @@ run_fft(kiln_context *ctx, const char *backend, int64_t n, kiln_dtype dt)
   return 0;
 }
 
+/* Times one call (enqueue + finish); -1 on failure. */
+#define TIMED(expr)                                                   \
+  (t0 = now_ms(), ((expr) == KILN_OK && kiln_context_finish(ctx) == KILN_OK) ? now_ms() - t0 : -1)
+
 static int
 run_blas(kiln_context *ctx, kiln_dtype dt)
 {
-  int64_t shape[2] = {256, 256};
-  kiln_tensor *a = NULL, *c = NULL;
-  if (kiln_tensor_full(ctx, dt, 2, shape, kiln_scalar_f64(1.0), &a) != KILN_OK)
+  /* Every size is above the small-kernel threshold: each first call is CLBlast's compile. */
+  int64_t sq[2] = {256, 256}, b3[3] = {2, 256, 256}, v[1] = {256}, big[1] = {1 << 16};
+  kiln_tensor *a = NULL, *ab = NULL, *x = NULL, *xl = NULL, *yl = NULL;
+  kiln_tensor *c = NULL, *cb = NULL, *y = NULL, *s = NULL, *sy = NULL;
+  if (kiln_tensor_full(ctx, dt, 2, sq, kiln_scalar_f64(1.0), &a) != KILN_OK ||
+      kiln_tensor_full(ctx, dt, 3, b3, kiln_scalar_f64(1.0), &ab) != KILN_OK ||
+      kiln_tensor_full(ctx, dt, 1, v, kiln_scalar_f64(1.0), &x) != KILN_OK ||
+      kiln_tensor_full(ctx, dt, 1, big, kiln_scalar_f64(1.0), &xl) != KILN_OK ||
+      kiln_tensor_full(ctx, dt, 1, big, kiln_scalar_f64(1.0), &yl) != KILN_OK)
     return fail("tensor");
-  /* 256^3 is above the small-kernel threshold: this is CLBlast's first call. */
-  double t0 = now_ms();
-  if (kiln_gemm(ctx, KILN_NO_TRANS, KILN_NO_TRANS, 1.0, a, a, 0.0, &c) != KILN_OK ||
-      kiln_context_finish(ctx) != KILN_OK)
-    return fail("gemm");
-  double t1 = now_ms();
-  if (kiln_gemm(ctx, KILN_NO_TRANS, KILN_NO_TRANS, 1.0, a, a, 0.0, &c) != KILN_OK ||
-      kiln_context_finish(ctx) != KILN_OK)
-    return fail("gemm");
-  double t2 = now_ms();
-  if (kiln_blas_warm(ctx, KILN_BLAS_WARM_USED) != KILN_OK)
-    return fail("blas_warm");
-  double t3 = now_ms();
+  double t0;
+  double gemm1 = TIMED(kiln_gemm(ctx, KILN_NO_TRANS, KILN_NO_TRANS, 1.0, a, a, 0.0, &c));
+  double gemm2 = TIMED(kiln_gemm(ctx, KILN_NO_TRANS, KILN_NO_TRANS, 1.0, a, a, 0.0, &c));
+  double batched = TIMED(kiln_gemm(ctx, KILN_NO_TRANS, KILN_NO_TRANS, 1.0, ab, ab, 0.0, &cb));
+  double gemv = TIMED(kiln_gemv(ctx, KILN_NO_TRANS, 1.0, a, x, 0.0, &y));
+  double syrk = TIMED(kiln_syrk(ctx, KILN_UPPER, KILN_NO_TRANS, 1.0, a, 0.0, &sy, 0));
+  double dot = TIMED(kiln_dot(ctx, xl, yl, &s));
+  double axpy = TIMED(kiln_axpy(ctx, 1.0, xl, yl));
+  double scal = TIMED(kiln_scal(ctx, 1.0, xl));
+  double warm = TIMED(kiln_blas_warm(ctx, KILN_BLAS_WARM_USED));
+  if (gemm1 < 0 || gemm2 < 0 || batched < 0 || gemv < 0 || syrk < 0 || dot < 0 || axpy < 0 ||
+      scal < 0 || warm < 0)
+    return fail("blas routine");
   printf("{\"what\": \"blas\", \"dtype\": \"%s\", \"first_gemm_ms\": %.2f, "
-         "\"second_gemm_ms\": %.3f, \"warm_used_after_ms\": %.2f}\n",
-         kiln_dtype_name(dt), t1 - t0, t2 - t1, t3 - t2);
-  kiln_tensor_release(a);
-  kiln_tensor_release(c);
+         "\"second_gemm_ms\": %.3f, \"first_gemm_batched_ms\": %.2f, \"first_gemv_ms\": %.2f, "
+         "\"first_syrk_ms\": %.2f, \"first_dot_ms\": %.2f, \"first_axpy_ms\": %.2f, "
+         "\"first_scal_ms\": %.2f, \"warm_used_after_ms\": %.2f}\n",
+         kiln_dtype_name(dt), gemm1, gemm2, batched, gemv, syrk, dot, axpy, scal, warm);
+  kiln_tensor *all[] = {a, ab, x, xl, yl, c, cb, y, s, sy};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    kiln_tensor_release(all[i]);
   return 0;
 }
 

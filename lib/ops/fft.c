@@ -263,6 +263,19 @@ cache_evict(struct fft_state *st)
   }
 }
 
+/*
+ * A new handle's hold on an entry (ctx->lock held, in the same critical
+ * section that found or inserted it, so no other thread can evict it first).
+ */
+static void
+take(kiln_context *ctx, struct fft_state *st, struct entry *e)
+{
+  e->users++;
+  e->last_use = ++st->clock;
+  ctx->refs++;
+  cache_evict(st);
+}
+
 /* ---- plan API ---- */
 
 kiln_status
@@ -314,8 +327,10 @@ kiln_fft_plan_create(kiln_context *ctx, kiln_fft_kind kind, size_t rank, const i
   struct fft_state *st = NULL;
   kiln_status s = state_get(op, ctx, &st);
   struct entry *e = s == KILN_OK ? cache_find(st, &key) : NULL;
-  if (e)
+  if (e) {
     st->stats.plan_hits++;
+    take(ctx, st, e);
+  }
   int vkb = s == KILN_OK ? st->vkfft_binaries : 0;
   pthread_mutex_unlock(&ctx->lock);
   if (s != KILN_OK) {
@@ -358,6 +373,8 @@ kiln_fft_plan_create(kiln_context *ctx, kiln_fft_kind kind, size_t rank, const i
           e = ne;
         }
       }
+      if (e)
+        take(ctx, st, e);
     }
     pthread_mutex_unlock(&ctx->lock);
     if (impl)
@@ -366,15 +383,7 @@ kiln_fft_plan_create(kiln_context *ctx, kiln_fft_kind kind, size_t rank, const i
       free(h);
       return s;
     }
-    pthread_mutex_lock(&ctx->lock);
-  } else {
-    pthread_mutex_lock(&ctx->lock);
   }
-  e->users++;
-  e->last_use = ++st->clock;
-  ctx->refs++;
-  cache_evict(st);
-  pthread_mutex_unlock(&ctx->lock);
   h->magic = PLAN_MAGIC;
   h->ctx = ctx;
   h->entry = e;

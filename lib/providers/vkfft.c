@@ -31,14 +31,14 @@
  * private arrays PoCL keeps on its worker threads' stacks: with the usual
  * 8 MiB stacks, a 2^17-point transform crashed the process (SIGSEGV in
  * PoCL's work-group function; it ran with `ulimit -s 65536`). So, in this
- * file only, VkFFT's device queries go through kiln_vkfft_device_info(),
+ * file only, VkFFT's device queries go through capped_device_info(),
  * which on CPU devices reports GPU-like limits (CPU_LOCAL_MEM,
  * CPU_WORK_GROUP) and passes everything else through.
  */
 #include <CL/cl.h>
-static cl_int kiln_vkfft_device_info(cl_device_id device, cl_device_info param, size_t size,
+static cl_int capped_device_info(cl_device_id device, cl_device_info param, size_t size,
                                      void *value, size_t *size_ret);
-#define clGetDeviceInfo kiln_vkfft_device_info
+#define clGetDeviceInfo capped_device_info
 
 #define VKFFT_BACKEND 3
 #pragma GCC diagnostic push
@@ -62,7 +62,7 @@ static cl_int kiln_vkfft_device_info(cl_device_id device, cl_device_info param, 
 #include "runtime/tunables.h"
 
 static cl_int
-kiln_vkfft_device_info(cl_device_id device, cl_device_info param, size_t size, void *value,
+capped_device_info(cl_device_id device, cl_device_info param, size_t size, void *value,
                        size_t *size_ret)
 {
   cl_int err = clGetDeviceInfo(device, param, size, value, size_ret);

@@ -822,6 +822,67 @@ START_TEST(profiling_sees_clblast)
 }
 END_TEST
 
+/* Tensors that start inside a buffer: CLBlast and kiln's kernel both take element offsets. */
+START_TEST(gemm_offset_tensors)
+{
+  kiln_context *ctx = harness_ctx();
+  cl_context clc;
+  cl_command_queue q;
+  KOK(kiln_context_cl_objects(ctx, &clc, NULL, &q));
+  const int64_t m = 37, k = 29, n = 41;
+  size_t na = (size_t)(m * k), nb = (size_t)(k * n), nc = (size_t)(m * n);
+  size_t total = na + nb + nc + 3 + 5 + 7 + 9; /* gaps before, between and after the tensors */
+  cl_int err;
+  cl_mem big = clCreateBuffer(clc, CL_MEM_READ_WRITE, total * sizeof(float), NULL, &err);
+  ck_assert_int_eq(err, CL_SUCCESS);
+  float *host = malloc(total * sizeof *host);
+  for (size_t i = 0; i < total; i++)
+    host[i] = -7.0f; /* guard value around the tensors */
+  double *a = malloc(na * 8), *b = malloc(nb * 8), *c = malloc(nc * 8), *mag = malloc(nc * 8);
+  fill_random(a, na, 61);
+  fill_random(b, nb, 62);
+  size_t aoff = 3, boff = aoff + na + 5, coff = boff + nb + 7;
+  for (size_t i = 0; i < na; i++)
+    host[aoff + i] = (float)a[i], a[i] = host[aoff + i];
+  for (size_t i = 0; i < nb; i++)
+    host[boff + i] = (float)b[i], b[i] = host[boff + i];
+  ck_assert_int_eq(clEnqueueWriteBuffer(q, big, CL_TRUE, 0, total * sizeof *host, host, 0, NULL,
+                                        NULL),
+                   CL_SUCCESS);
+  int64_t as[2] = {m, k}, bs[2] = {k, n}, cs[2] = {m, n};
+  kiln_tensor *ta = NULL, *tb = NULL, *tc = NULL;
+  KOK(kiln_tensor_wrap(ctx, big, aoff * sizeof(float), KILN_F32, 2, as, &ta));
+  KOK(kiln_tensor_wrap(ctx, big, boff * sizeof(float), KILN_F32, 2, bs, &tb));
+  KOK(kiln_tensor_wrap(ctx, big, coff * sizeof(float), KILN_F32, 2, cs, &tc));
+  ref_gemm(0, 0, m, n, k, 1.0, a, b, 0.0, c, mag);
+  for (int r = 0; r < 2; r++) {
+    set_route(ctx, (enum route)r);
+    KOK(kiln_gemm(ctx, KILN_NO_TRANS, KILN_NO_TRANS, 1.0, ta, tb, 0.0, &tc));
+    double *got = download(tc);
+    expect_close(route_name[r], got, c, mag, nc, KILN_F32, 4.0 * (double)(k + 2));
+    free(got);
+  }
+  /* Nothing outside the output moved. */
+  float *after = malloc(total * sizeof *after);
+  KOK(kiln_context_finish(ctx));
+  ck_assert_int_eq(clEnqueueReadBuffer(q, big, CL_TRUE, 0, total * sizeof *after, after, 0, NULL,
+                                       NULL),
+                   CL_SUCCESS);
+  ck_assert_int_eq(memcmp(after, host, coff * sizeof *after), 0);
+  ck_assert_float_eq(after[total - 1], -7.0f);
+  free(after);
+  free(host);
+  free(a);
+  free(b);
+  free(c);
+  free(mag);
+  kiln_tensor_release(ta);
+  kiln_tensor_release(tb);
+  kiln_tensor_release(tc);
+  clReleaseMemObject(big);
+}
+END_TEST
+
 /* The routing option and its bounds. */
 START_TEST(small_threshold_option)
 {
@@ -852,6 +913,7 @@ blas_suite(void)
   tcase_add_test(tc, gemm_large_1000);
   tcase_add_test(tc, gemm_batches_and_broadcast);
   tcase_add_test(tc, gemm_empty_dims);
+  tcase_add_test(tc, gemm_offset_tensors);
   tcase_add_test(tc, gemm_bad_input);
   tcase_add_test(tc, matmul_numpy_rules);
   tcase_add_test(tc, gemv_both_transposes);

@@ -10,6 +10,7 @@
  * are chosen to cover the space with few plans and small sizes.
  */
 #include <math.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -685,6 +686,68 @@ START_TEST(clfft_lifecycle_and_cache_path)
 }
 END_TEST
 
+/* Plans created and run from several threads at once on one context (clFFT serialised inside). */
+struct thread_job {
+  kiln_fft_backend be;
+  int64_t n;
+  int ok;
+  char error[512];
+};
+
+static void *
+thread_plan(void *arg)
+{
+  struct thread_job *j = arg;
+  kiln_context *ctx = harness_ctx();
+  kiln_fft_plan *p = NULL;
+  int64_t shape[2] = {j->n, 2};
+  kiln_tensor *x = NULL, *y = NULL;
+  float *h = malloc((size_t)j->n * 2 * sizeof *h);
+  for (int64_t i = 0; i < 2 * j->n; i++)
+    h[i] = i % 2 ? 0.0f : 1.0f;
+  j->ok = kiln_fft_plan_create(ctx, KILN_FFT_C2C, 1, &j->n, 1, KILN_F32, 0, j->be, &p) == KILN_OK &&
+          kiln_tensor_from_host(ctx, KILN_F32, 2, shape, h, &x) == KILN_OK &&
+          kiln_fft_execute(p, KILN_FFT_FORWARD, KILN_FFT_NORM_NONE, x, &y) == KILN_OK &&
+          kiln_tensor_download(y, h, (size_t)j->n * 2 * sizeof *h) == KILN_OK;
+  snprintf(j->error, sizeof j->error, "%s", j->ok ? "" : kiln_last_error());
+  /* The transform of all ones is n at frequency 0 and 0 elsewhere. */
+  for (int64_t i = 0; i < 2 * j->n && j->ok; i++) {
+    float want = i == 0 ? (float)j->n : 0.0f;
+    if (fabsf(h[i] - want) >= 1e-3f) {
+      snprintf(j->error, sizeof j->error, "value %lld is %g, want %g", (long long)i, h[i], want);
+      j->ok = 0;
+    }
+  }
+  kiln_tensor_release(x);
+  kiln_tensor_release(y);
+  kiln_fft_plan_release(p);
+  free(h);
+  return NULL;
+}
+
+START_TEST(plans_from_threads)
+{
+  struct thread_job jobs[4];
+  pthread_t th[4];
+  int nj = 0;
+  for (int i = 0; i < 4; i++) {
+    kiln_fft_backend be = backends[i % 2];
+    if (!have(be))
+      continue;
+    jobs[nj].be = be;
+    jobs[nj].n = 24 + 8 * i; /* distinct plans: every thread compiles */
+    jobs[nj].ok = 0;
+    ck_assert_int_eq(pthread_create(&th[nj], NULL, thread_plan, &jobs[nj]), 0);
+    nj++;
+  }
+  for (int i = 0; i < nj; i++) {
+    pthread_join(th[i], NULL);
+    ck_assert_msg(jobs[i].ok, "thread %d (%s, n=%lld) failed: %s", i,
+                  kiln_fft_backend_name(jobs[i].be), (long long)jobs[i].n, jobs[i].error);
+  }
+}
+END_TEST
+
 /* ---- VkFFT binaries across processes ---- */
 
 static const int64_t child_size = 40;
@@ -803,6 +866,7 @@ fft_suite(void)
   tcase_add_test(tc, plan_cache_hits_and_bound);
   tcase_add_test(tc, bad_input);
   tcase_add_test(tc, offset_tensors);
+  tcase_add_test(tc, plans_from_threads);
   tcase_add_test(tc, vkfft_binaries_second_process);
   suite_add_tcase(s, tc);
   return s;
