@@ -38,8 +38,8 @@ fail(const char *what)
 static int
 run_fft(kiln_context *ctx, const char *backend, int64_t n, kiln_dtype dt)
 {
-  kiln_fft_backend be = strcmp(backend, "clfft") == 0 ? KILN_FFT_BACKEND_CLFFT
-                                                      : KILN_FFT_BACKEND_VKFFT;
+  kiln_fft_backend be =
+      strcmp(backend, "clfft") == 0 ? KILN_FFT_BACKEND_CLFFT : KILN_FFT_BACKEND_VKFFT;
   kiln_fft_plan *p = NULL, *p2 = NULL;
   double t0 = now_ms();
   if (kiln_fft_plan_create(ctx, KILN_FFT_C2C, 1, &n, 1, dt, 0, be, &p) != KILN_OK)
@@ -77,7 +77,7 @@ run_fft(kiln_context *ctx, const char *backend, int64_t n, kiln_dtype dt)
 }
 
 /* Times one call (enqueue + finish); -1 on failure. */
-#define TIMED(expr)                                                   \
+#define TIMED(expr) \
   (t0 = now_ms(), ((expr) == KILN_OK && kiln_context_finish(ctx) == KILN_OK) ? now_ms() - t0 : -1)
 
 static int

@@ -50,8 +50,10 @@
  * creation compiles kernels (seconds on PoCL); clFFT's own binary cache is
  * pointed at $KILN_CACHE_DIR/clfft unless CLFFT_CACHE_PATH is set, and
  * VkFFT's compiled binaries are stored in $KILN_CACHE_DIR/vkfft on
- * platforms where VkFFT 1.2.26 can reload them (NVIDIA; not PoCL, see
- * docs/blas_fft.md), so a second process skips the compile there.
+ * platforms where VkFFT 1.2.26 can reload them (NVIDIA by default;
+ * KILN_VKFFT_BINARY_CACHE=on|off overrides), so a second process skips the
+ * compile there. Binaries that VkFFT's C-string copies would cut (PoCL's)
+ * are never stored (see docs/blas_fft.md).
  */
 #ifndef KILN_FFT_H
 #define KILN_FFT_H
@@ -113,9 +115,9 @@ typedef enum kiln_fft_backend {
  *         KILN_ERR_OPENCL; KILN_ERR_DEVICE_MEMORY; KILN_ERR_HOST_MEMORY.
  */
 KILN_API kiln_status kiln_fft_plan_create(kiln_context *ctx, kiln_fft_kind kind, size_t rank,
-                                          const int64_t *sizes, int64_t batch,
-                                          kiln_dtype precision, int inplace,
-                                          kiln_fft_backend backend, kiln_fft_plan **out);
+                                          const int64_t *sizes, int64_t batch, kiln_dtype precision,
+                                          int inplace, kiln_fft_backend backend,
+                                          kiln_fft_plan **out);
 
 /**
  * Runs a plan on a tensor. The work is enqueued; downloads and
@@ -163,13 +165,14 @@ KILN_API int kiln_fft_backend_available(kiln_fft_backend backend);
 
 /** Counters of a context's FFT plan cache and of VkFFT's binary store. */
 typedef struct kiln_fft_stats {
-  uint64_t plan_hits;      /**< kiln_fft_plan_create() served from the cache */
-  uint64_t plan_misses;    /**< plans compiled */
-  uint64_t plan_evictions; /**< compiled plans dropped to stay within the bound */
-  uint64_t plans_cached;   /**< compiled plans held now (in use or idle) */
-  uint64_t vkfft_binary_hits;    /**< VkFFT plans built from stored binaries */
-  uint64_t vkfft_binary_stores;  /**< VkFFT binaries written to the disk cache */
-  uint64_t vkfft_binary_rejects; /**< stored binaries VkFFT refused (rebuilt from source) */
+  uint64_t plan_hits;             /**< kiln_fft_plan_create() served from the cache */
+  uint64_t plan_misses;           /**< plans compiled */
+  uint64_t plan_evictions;        /**< compiled plans dropped to stay within the bound */
+  uint64_t plans_cached;          /**< compiled plans held now (in use or idle) */
+  uint64_t vkfft_binary_hits;     /**< VkFFT plans built from stored binaries */
+  uint64_t vkfft_binary_stores;   /**< VkFFT binaries written to the disk cache */
+  uint64_t vkfft_binary_rejects;  /**< stored binaries VkFFT refused (rebuilt from source) */
+  uint64_t vkfft_binary_unusable; /**< binaries cut by VkFFT's C-string copy (PoCL): not stored */
 } kiln_fft_stats;
 
 /**

@@ -45,8 +45,8 @@ get_kernel(const char *op, kiln_context *ctx, kiln_dtype dt, const char *name, c
   char opts[192];
   kiln__dtype_options(dt, opts, sizeof opts);
   size_t len = strlen(opts);
-  snprintf(opts + len, sizeof opts - len, " -DKILN_GEMM_TILE=%zu -DKILN_DOT_WG=%zu",
-           gemm_tile(ctx), dot_wg(ctx));
+  snprintf(opts + len, sizeof opts - len, " -DKILN_GEMM_TILE=%zu -DKILN_DOT_WG=%zu", gemm_tile(ctx),
+           dot_wg(ctx));
   return kiln__kernel_get(op, ctx, "gemm_small", opts, name, k);
 }
 
@@ -106,8 +106,7 @@ small_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t m, uint64_
   KILN_TRY(mat_args(op, kern, 15, c, cstride, 0));
   KILN_TRY(kiln__arg(op, kern, 19, sizeof tri, &tri));
   size_t t = gemm_tile(ctx);
-  size_t global[3] = {(size_t)((n + t - 1) / t * t), (size_t)((m + t - 1) / t * t),
-                      (size_t)batch};
+  size_t global[3] = {(size_t)((n + t - 1) / t * t), (size_t)((m + t - 1) / t * t), (size_t)batch};
   size_t local[3] = {t, t, 1};
   return kiln__enqueue_kernel(op, ctx, kern, 3, global, local);
 }
@@ -124,8 +123,7 @@ small_sym_fill(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t n, con
   KILN_TRY(mat_args(op, kern, 1, c, cstride, 0));
   KILN_TRY(kiln__arg(op, kern, 5, sizeof tri, &tri));
   size_t t = gemm_tile(ctx);
-  size_t global[3] = {(size_t)((n + t - 1) / t * t), (size_t)((n + t - 1) / t * t),
-                      (size_t)batch};
+  size_t global[3] = {(size_t)((n + t - 1) / t * t), (size_t)((n + t - 1) / t * t), (size_t)batch};
   size_t local[3] = {t, t, 1};
   return kiln__enqueue_kernel(op, ctx, kern, 3, global, local);
 }
@@ -355,8 +353,14 @@ gemm_views(const char *op, kiln_context *ctx, int ta, int tb, double alpha, cons
       kiln__output_discard(c, made);
     return s;
   }
-  struct gemm_args g = {a->dtype, m, n, k, alpha, made ? 0.0 : beta,
-                        {a->mem, elem_off(a), ac, ta}, {b->mem, elem_off(b), bc, tb},
+  struct gemm_args g = {a->dtype,
+                        m,
+                        n,
+                        k,
+                        alpha,
+                        made ? 0.0 : beta,
+                        {a->mem, elem_off(a), ac, ta},
+                        {b->mem, elem_off(b), bc, tb},
                         {ct->mem, elem_off(ct), n, 0}};
   uint64_t matsize[3] = {ar * ac, br * bc, m * n};
   struct batch_plan plan;
@@ -589,8 +593,8 @@ kiln_dot(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *y, kiln_ten
   KILN_TRY(kiln__tensor_check(op, y, ctx));
   KILN_TRY(check_same_dtype(op, x, y, "x", "y"));
   char s1[160], s2[160];
-  KILN_RETURN_IF(x->shape.ndim != 1 || y->shape.ndim != 1 || x->numel != y->numel,
-                 KILN_ERR_SHAPE, op, "x and y must be 1-D of equal length, got %s and %s",
+  KILN_RETURN_IF(x->shape.ndim != 1 || y->shape.ndim != 1 || x->numel != y->numel, KILN_ERR_SHAPE,
+                 op, "x and y must be 1-D of equal length, got %s and %s",
                  fmt(&x->shape, s1, sizeof s1), fmt(&y->shape, s2, sizeof s2));
   kiln__shape scalar = {0, {0}};
   int made;
@@ -607,8 +611,8 @@ kiln_dot(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *y, kiln_ten
   pthread_mutex_lock(&ctx->lock);
   if (n == 0) {
     unsigned char zero[8] = {0};
-    cl_int err = clEnqueueFillBuffer(ctx->queue, o->mem, zero, kiln_dtype_size(o->dtype),
-                                     o->offset, o->nbytes, 0, NULL, NULL);
+    cl_int err = clEnqueueFillBuffer(ctx->queue, o->mem, zero, kiln_dtype_size(o->dtype), o->offset,
+                                     o->nbytes, 0, NULL, NULL);
     if (err != CL_SUCCESS)
       s = kiln__fail_cl(op, err, "clEnqueueFillBuffer");
   }
@@ -736,8 +740,8 @@ warm_dtype(const char *op, kiln_context *ctx, kiln_dtype dt)
     s = kiln__clblast_gemm(op, ctx, dt, 0, 0, 2, 2, 2, 1.0, a->mem, off, 2, 4, b->mem, boff, 2, 4,
                            0.0, c->mem, coff, 2, 4, 1);
     if (s == KILN_OK)
-      s = kiln__clblast_gemm(op, ctx, dt, 0, 0, 2, 2, 2, 1.0, a->mem, off, 2, 4, b->mem, boff, 2,
-                             4, 0.0, c->mem, coff, 2, 4, 2);
+      s = kiln__clblast_gemm(op, ctx, dt, 0, 0, 2, 2, 2, 1.0, a->mem, off, 2, 4, b->mem, boff, 2, 4,
+                             0.0, c->mem, coff, 2, 4, 2);
     if (s == KILN_OK)
       s = kiln__clblast_gemv(op, ctx, dt, 0, 2, 2, 1.0, a->mem, off, 2, b->mem, boff, 0.0, c->mem,
                              coff);

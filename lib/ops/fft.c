@@ -289,8 +289,8 @@ kiln_fft_plan_create(kiln_context *ctx, kiln_fft_kind kind, size_t rank, const i
   *out = NULL;
   KILN_RETURN_IF(kind != KILN_FFT_C2C && kind != KILN_FFT_R2C && kind != KILN_FFT_C2R,
                  KILN_ERR_INVALID_ARGUMENT, op, "kind %d is not C2C, R2C or C2R", (int)kind);
-  KILN_RETURN_IF(rank < 1 || rank > 3, KILN_ERR_INVALID_ARGUMENT, op,
-                 "rank %zu is outside 1-3", rank);
+  KILN_RETURN_IF(rank < 1 || rank > 3, KILN_ERR_INVALID_ARGUMENT, op, "rank %zu is outside 1-3",
+                 rank);
   KILN_RETURN_IF(!sizes, KILN_ERR_INVALID_ARGUMENT, op, "sizes is NULL");
   KILN_RETURN_IF(backend != KILN_FFT_BACKEND_AUTO && backend != KILN_FFT_BACKEND_CLFFT &&
                      backend != KILN_FFT_BACKEND_VKFFT,
@@ -339,13 +339,14 @@ kiln_fft_plan_create(kiln_context *ctx, kiln_fft_kind kind, size_t rank, const i
   }
   if (!e) {
     /* Compile outside the context lock: other work on the context goes on meanwhile. */
-    struct kiln__fft_counters counters = {0, 0, 0};
+    struct kiln__fft_counters counters = {0, 0, 0, 0};
     void *impl = NULL;
     s = impl_create(op, ctx, &key, &counters, vkb, &impl);
     pthread_mutex_lock(&ctx->lock);
     st->counters.binary_hits += counters.binary_hits;
     st->counters.binary_stores += counters.binary_stores;
     st->counters.binary_rejects += counters.binary_rejects;
+    st->counters.binary_unusable += counters.binary_unusable;
     if (s == KILN_OK) {
       e = cache_find(st, &key);
       if (e) {
@@ -448,6 +449,7 @@ kiln_fft_stats_get(kiln_context *ctx, kiln_fft_stats *out)
     out->vkfft_binary_hits = st->counters.binary_hits;
     out->vkfft_binary_stores = st->counters.binary_stores;
     out->vkfft_binary_rejects = st->counters.binary_rejects;
+    out->vkfft_binary_unusable = st->counters.binary_unusable;
   }
   pthread_mutex_unlock(&ctx->lock);
   return KILN_OK;
@@ -573,8 +575,8 @@ stage(const char *op, kiln_context *ctx, const kiln_tensor *t, int copy_in, int 
   KILN_TRY(kiln__pool_alloc(ctx, t->nbytes, &out->mem, &out->capacity));
   if (!copy_in)
     return KILN_OK;
-  cl_int err = clEnqueueCopyBuffer(ctx->queue, t->mem, out->mem, t->offset, 0, t->nbytes, 0, NULL,
-                                   NULL);
+  cl_int err =
+      clEnqueueCopyBuffer(ctx->queue, t->mem, out->mem, t->offset, 0, t->nbytes, 0, NULL, NULL);
   if (err != CL_SUCCESS) {
     kiln__pool_free(ctx, out->mem, out->capacity);
     out->capacity = 0;
@@ -610,9 +612,8 @@ kiln_fft_execute(kiln_fft_plan *plan, kiln_fft_direction direction, kiln_fft_nor
   KILN_RETURN_IF((unsigned)norm > KILN_FFT_NORM_NONE, KILN_ERR_INVALID_ARGUMENT, op,
                  "norm %d is not a kiln_fft_norm", (int)norm);
   KILN_TRY(kiln__tensor_check(op, in, ctx));
-  KILN_RETURN_IF(in->dtype != k->precision, KILN_ERR_DTYPE, op,
-                 "input is %s but the plan is %s", kiln_dtype_name(in->dtype),
-                 kiln_dtype_name(k->precision));
+  KILN_RETURN_IF(in->dtype != k->precision, KILN_ERR_DTYPE, op, "input is %s but the plan is %s",
+                 kiln_dtype_name(in->dtype), kiln_dtype_name(k->precision));
   struct side sin, sout;
   /* In place, R2C/C2R data lives in the complex shape (padded real rows). */
   side_shape(k, k->kind != KILN_FFT_R2C || k->inplace, &sin);
@@ -656,9 +657,9 @@ kiln_fft_execute(kiln_fft_plan *plan, kiln_fft_direction direction, kiln_fft_nor
   double f = norm_factor(direction, norm, (double)kiln__fft_real_count(k));
   struct staged si = {NULL, 0}, so = {NULL, 0};
   pthread_mutex_lock(&ctx->lock);
-  kiln_status s = plan->entry->impl
-                      ? KILN_OK
-                      : kiln__fail(KILN_ERR_INVALID_HANDLE, op, 0, "the plan's context is released");
+  kiln_status s = plan->entry->impl ? KILN_OK
+                                    : kiln__fail(KILN_ERR_INVALID_HANDLE, op, 0,
+                                                 "the plan's context is released");
   /*
    * Back ends take zero-offset buffers. Out-of-place C2R also gets a copy of
    * its input: both libraries use the complex buffer as work space there.

@@ -13,64 +13,64 @@
  * table (a newer CLBlast) is KILN_ERR_PROVIDER. The raw code always goes into
  * the error record.
  */
-#define CLBLAST_STATUS_MAP(X)                                           \
-  X(CLBlastSuccess, KILN_OK)                                            \
-  X(CLBlastOpenCLCompilerNotAvailable, KILN_ERR_BUILD)                  \
-  X(CLBlastTempBufferAllocFailure, KILN_ERR_DEVICE_MEMORY)              \
-  X(CLBlastOpenCLOutOfResources, KILN_ERR_DEVICE_MEMORY)                \
-  X(CLBlastOpenCLOutOfHostMemory, KILN_ERR_HOST_MEMORY)                 \
-  X(CLBlastOpenCLBuildProgramFailure, KILN_ERR_BUILD)                   \
-  X(CLBlastInvalidValue, KILN_ERR_OPENCL)                               \
-  X(CLBlastInvalidCommandQueue, KILN_ERR_OPENCL)                        \
-  X(CLBlastInvalidMemObject, KILN_ERR_OPENCL)                           \
-  X(CLBlastInvalidBinary, KILN_ERR_BUILD)                               \
-  X(CLBlastInvalidBuildOptions, KILN_ERR_BUILD)                         \
-  X(CLBlastInvalidProgram, KILN_ERR_OPENCL)                             \
-  X(CLBlastInvalidProgramExecutable, KILN_ERR_OPENCL)                   \
-  X(CLBlastInvalidKernelName, KILN_ERR_OPENCL)                          \
-  X(CLBlastInvalidKernelDefinition, KILN_ERR_OPENCL)                    \
-  X(CLBlastInvalidKernel, KILN_ERR_OPENCL)                              \
-  X(CLBlastInvalidArgIndex, KILN_ERR_OPENCL)                            \
-  X(CLBlastInvalidArgValue, KILN_ERR_OPENCL)                            \
-  X(CLBlastInvalidArgSize, KILN_ERR_OPENCL)                             \
-  X(CLBlastInvalidKernelArgs, KILN_ERR_OPENCL)                          \
-  X(CLBlastInvalidLocalNumDimensions, KILN_ERR_OPENCL)                  \
-  X(CLBlastInvalidLocalThreadsTotal, KILN_ERR_OPENCL)                   \
-  X(CLBlastInvalidLocalThreadsDim, KILN_ERR_OPENCL)                     \
-  X(CLBlastInvalidGlobalOffset, KILN_ERR_OPENCL)                        \
-  X(CLBlastInvalidEventWaitList, KILN_ERR_OPENCL)                       \
-  X(CLBlastInvalidEvent, KILN_ERR_OPENCL)                               \
-  X(CLBlastInvalidOperation, KILN_ERR_OPENCL)                           \
-  X(CLBlastInvalidBufferSize, KILN_ERR_DEVICE_MEMORY)                   \
-  X(CLBlastInvalidGlobalWorkSize, KILN_ERR_OPENCL)                      \
-  X(CLBlastNotImplemented, KILN_ERR_UNSUPPORTED)                        \
-  X(CLBlastInvalidMatrixA, KILN_ERR_INTERNAL)                           \
-  X(CLBlastInvalidMatrixB, KILN_ERR_INTERNAL)                           \
-  X(CLBlastInvalidMatrixC, KILN_ERR_INTERNAL)                           \
-  X(CLBlastInvalidVectorX, KILN_ERR_INTERNAL)                           \
-  X(CLBlastInvalidVectorY, KILN_ERR_INTERNAL)                           \
-  X(CLBlastInvalidDimension, KILN_ERR_INTERNAL)                         \
-  X(CLBlastInvalidLeadDimA, KILN_ERR_INTERNAL)                          \
-  X(CLBlastInvalidLeadDimB, KILN_ERR_INTERNAL)                          \
-  X(CLBlastInvalidLeadDimC, KILN_ERR_INTERNAL)                          \
-  X(CLBlastInvalidIncrementX, KILN_ERR_INTERNAL)                        \
-  X(CLBlastInvalidIncrementY, KILN_ERR_INTERNAL)                        \
-  X(CLBlastInsufficientMemoryA, KILN_ERR_INTERNAL)                      \
-  X(CLBlastInsufficientMemoryB, KILN_ERR_INTERNAL)                      \
-  X(CLBlastInsufficientMemoryC, KILN_ERR_INTERNAL)                      \
-  X(CLBlastInsufficientMemoryX, KILN_ERR_INTERNAL)                      \
-  X(CLBlastInsufficientMemoryY, KILN_ERR_INTERNAL)                      \
-  X(CLBlastInsufficientMemoryTemp, KILN_ERR_INTERNAL)                   \
-  X(CLBlastInvalidBatchCount, KILN_ERR_INTERNAL)                        \
-  X(CLBlastInvalidOverrideKernel, KILN_ERR_PROVIDER)                    \
-  X(CLBlastMissingOverrideParameter, KILN_ERR_PROVIDER)                 \
-  X(CLBlastInvalidLocalMemUsage, KILN_ERR_UNSUPPORTED)                  \
-  X(CLBlastNoHalfPrecision, KILN_ERR_UNSUPPORTED)                       \
-  X(CLBlastNoDoublePrecision, KILN_ERR_UNSUPPORTED)                     \
-  X(CLBlastInvalidVectorScalar, KILN_ERR_INTERNAL)                      \
-  X(CLBlastInsufficientMemoryScalar, KILN_ERR_INTERNAL)                 \
-  X(CLBlastDatabaseError, KILN_ERR_PROVIDER)                            \
-  X(CLBlastUnknownError, KILN_ERR_PROVIDER)                             \
+#define CLBLAST_STATUS_MAP(X)                              \
+  X(CLBlastSuccess, KILN_OK)                               \
+  X(CLBlastOpenCLCompilerNotAvailable, KILN_ERR_BUILD)     \
+  X(CLBlastTempBufferAllocFailure, KILN_ERR_DEVICE_MEMORY) \
+  X(CLBlastOpenCLOutOfResources, KILN_ERR_DEVICE_MEMORY)   \
+  X(CLBlastOpenCLOutOfHostMemory, KILN_ERR_HOST_MEMORY)    \
+  X(CLBlastOpenCLBuildProgramFailure, KILN_ERR_BUILD)      \
+  X(CLBlastInvalidValue, KILN_ERR_OPENCL)                  \
+  X(CLBlastInvalidCommandQueue, KILN_ERR_OPENCL)           \
+  X(CLBlastInvalidMemObject, KILN_ERR_OPENCL)              \
+  X(CLBlastInvalidBinary, KILN_ERR_BUILD)                  \
+  X(CLBlastInvalidBuildOptions, KILN_ERR_BUILD)            \
+  X(CLBlastInvalidProgram, KILN_ERR_OPENCL)                \
+  X(CLBlastInvalidProgramExecutable, KILN_ERR_OPENCL)      \
+  X(CLBlastInvalidKernelName, KILN_ERR_OPENCL)             \
+  X(CLBlastInvalidKernelDefinition, KILN_ERR_OPENCL)       \
+  X(CLBlastInvalidKernel, KILN_ERR_OPENCL)                 \
+  X(CLBlastInvalidArgIndex, KILN_ERR_OPENCL)               \
+  X(CLBlastInvalidArgValue, KILN_ERR_OPENCL)               \
+  X(CLBlastInvalidArgSize, KILN_ERR_OPENCL)                \
+  X(CLBlastInvalidKernelArgs, KILN_ERR_OPENCL)             \
+  X(CLBlastInvalidLocalNumDimensions, KILN_ERR_OPENCL)     \
+  X(CLBlastInvalidLocalThreadsTotal, KILN_ERR_OPENCL)      \
+  X(CLBlastInvalidLocalThreadsDim, KILN_ERR_OPENCL)        \
+  X(CLBlastInvalidGlobalOffset, KILN_ERR_OPENCL)           \
+  X(CLBlastInvalidEventWaitList, KILN_ERR_OPENCL)          \
+  X(CLBlastInvalidEvent, KILN_ERR_OPENCL)                  \
+  X(CLBlastInvalidOperation, KILN_ERR_OPENCL)              \
+  X(CLBlastInvalidBufferSize, KILN_ERR_DEVICE_MEMORY)      \
+  X(CLBlastInvalidGlobalWorkSize, KILN_ERR_OPENCL)         \
+  X(CLBlastNotImplemented, KILN_ERR_UNSUPPORTED)           \
+  X(CLBlastInvalidMatrixA, KILN_ERR_INTERNAL)              \
+  X(CLBlastInvalidMatrixB, KILN_ERR_INTERNAL)              \
+  X(CLBlastInvalidMatrixC, KILN_ERR_INTERNAL)              \
+  X(CLBlastInvalidVectorX, KILN_ERR_INTERNAL)              \
+  X(CLBlastInvalidVectorY, KILN_ERR_INTERNAL)              \
+  X(CLBlastInvalidDimension, KILN_ERR_INTERNAL)            \
+  X(CLBlastInvalidLeadDimA, KILN_ERR_INTERNAL)             \
+  X(CLBlastInvalidLeadDimB, KILN_ERR_INTERNAL)             \
+  X(CLBlastInvalidLeadDimC, KILN_ERR_INTERNAL)             \
+  X(CLBlastInvalidIncrementX, KILN_ERR_INTERNAL)           \
+  X(CLBlastInvalidIncrementY, KILN_ERR_INTERNAL)           \
+  X(CLBlastInsufficientMemoryA, KILN_ERR_INTERNAL)         \
+  X(CLBlastInsufficientMemoryB, KILN_ERR_INTERNAL)         \
+  X(CLBlastInsufficientMemoryC, KILN_ERR_INTERNAL)         \
+  X(CLBlastInsufficientMemoryX, KILN_ERR_INTERNAL)         \
+  X(CLBlastInsufficientMemoryY, KILN_ERR_INTERNAL)         \
+  X(CLBlastInsufficientMemoryTemp, KILN_ERR_INTERNAL)      \
+  X(CLBlastInvalidBatchCount, KILN_ERR_INTERNAL)           \
+  X(CLBlastInvalidOverrideKernel, KILN_ERR_PROVIDER)       \
+  X(CLBlastMissingOverrideParameter, KILN_ERR_PROVIDER)    \
+  X(CLBlastInvalidLocalMemUsage, KILN_ERR_UNSUPPORTED)     \
+  X(CLBlastNoHalfPrecision, KILN_ERR_UNSUPPORTED)          \
+  X(CLBlastNoDoublePrecision, KILN_ERR_UNSUPPORTED)        \
+  X(CLBlastInvalidVectorScalar, KILN_ERR_INTERNAL)         \
+  X(CLBlastInsufficientMemoryScalar, KILN_ERR_INTERNAL)    \
+  X(CLBlastDatabaseError, KILN_ERR_PROVIDER)               \
+  X(CLBlastUnknownError, KILN_ERR_PROVIDER)                \
   X(CLBlastUnexpectedError, KILN_ERR_PROVIDER)
 
 static const struct {
@@ -115,13 +115,13 @@ check(const char *op, const char *routine, CLBlastStatusCode code)
 }
 
 /* Runs one CLBlast call between profiling markers. */
-#define PROVIDER_CALL(op, ctx, routine, call)                   \
-  do {                                                          \
-    cl_event begin_;                                            \
-    KILN_TRY(kiln__provider_span_begin(op, ctx, &begin_));      \
-    kiln_status s_ = check(op, routine, call);                  \
-    kiln_status e_ = kiln__provider_span_end(op, ctx, begin_);  \
-    return s_ != KILN_OK ? s_ : e_;                             \
+#define PROVIDER_CALL(op, ctx, routine, call)                  \
+  do {                                                         \
+    cl_event begin_;                                           \
+    KILN_TRY(kiln__provider_span_begin(op, ctx, &begin_));     \
+    kiln_status s_ = check(op, routine, call);                 \
+    kiln_status e_ = kiln__provider_span_end(op, ctx, begin_); \
+    return s_ != KILN_OK ? s_ : e_;                            \
   } while (0)
 
 static CLBlastTranspose
@@ -169,15 +169,15 @@ kiln__clblast_gemv(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, siz
     PROVIDER_CALL(op, ctx, "Sgemv",
                   CLBlastSgemv(ROW, tr(ta), m, n, (float)alpha, a, aoff, lda, x, xoff, 1,
                                (float)beta, y, yoff, 1, q, NULL));
-  PROVIDER_CALL(op, ctx, "Dgemv",
-                CLBlastDgemv(ROW, tr(ta), m, n, alpha, a, aoff, lda, x, xoff, 1, beta, y, yoff, 1,
-                             q, NULL));
+  PROVIDER_CALL(
+      op, ctx, "Dgemv",
+      CLBlastDgemv(ROW, tr(ta), m, n, alpha, a, aoff, lda, x, xoff, 1, beta, y, yoff, 1, q, NULL));
 }
 
 kiln_status
 kiln__clblast_syrk(const char *op, kiln_context *ctx, kiln_dtype dt, int upper, int ta, size_t n,
-                   size_t k, double alpha, cl_mem a, size_t aoff, size_t lda, double beta,
-                   cl_mem c, size_t coff, size_t ldc)
+                   size_t k, double alpha, cl_mem a, size_t aoff, size_t lda, double beta, cl_mem c,
+                   size_t coff, size_t ldc)
 {
   cl_command_queue *q = &ctx->queue;
   CLBlastTriangle tri = upper ? CLBlastTriangleUpper : CLBlastTriangleLower;
@@ -185,14 +185,14 @@ kiln__clblast_syrk(const char *op, kiln_context *ctx, kiln_dtype dt, int upper, 
     PROVIDER_CALL(op, ctx, "Ssyrk",
                   CLBlastSsyrk(ROW, tri, tr(ta), n, k, (float)alpha, a, aoff, lda, (float)beta, c,
                                coff, ldc, q, NULL));
-  PROVIDER_CALL(op, ctx, "Dsyrk",
-                CLBlastDsyrk(ROW, tri, tr(ta), n, k, alpha, a, aoff, lda, beta, c, coff, ldc, q,
-                             NULL));
+  PROVIDER_CALL(
+      op, ctx, "Dsyrk",
+      CLBlastDsyrk(ROW, tri, tr(ta), n, k, alpha, a, aoff, lda, beta, c, coff, ldc, q, NULL));
 }
 
 kiln_status
-kiln__clblast_dot(const char *op, kiln_context *ctx, kiln_dtype dt, size_t n, cl_mem x,
-                  size_t xoff, cl_mem y, size_t yoff, cl_mem out, size_t outoff)
+kiln__clblast_dot(const char *op, kiln_context *ctx, kiln_dtype dt, size_t n, cl_mem x, size_t xoff,
+                  cl_mem y, size_t yoff, cl_mem out, size_t outoff)
 {
   cl_command_queue *q = &ctx->queue;
   if (dt == KILN_F32)
@@ -206,8 +206,7 @@ kiln__clblast_axpy(const char *op, kiln_context *ctx, kiln_dtype dt, size_t n, d
 {
   cl_command_queue *q = &ctx->queue;
   if (dt == KILN_F32)
-    PROVIDER_CALL(op, ctx, "Saxpy",
-                  CLBlastSaxpy(n, (float)alpha, x, xoff, 1, y, yoff, 1, q, NULL));
+    PROVIDER_CALL(op, ctx, "Saxpy", CLBlastSaxpy(n, (float)alpha, x, xoff, 1, y, yoff, 1, q, NULL));
   PROVIDER_CALL(op, ctx, "Daxpy", CLBlastDaxpy(n, alpha, x, xoff, 1, y, yoff, 1, q, NULL));
 }
 

@@ -15,7 +15,8 @@
 
 #include "runtime/runtime.h"
 
-/* kiln status for a raw CLBlast status (the table in clblast.c); KILN_ERR_PROVIDER for unknown codes. */
+/* kiln status for a raw CLBlast status (the table in clblast.c); KILN_ERR_PROVIDER for unknown
+ * codes. */
 kiln_status kiln__clblast_status(int32_t code);
 
 /* CLBlast's name for a status ("CLBlastInvalidLeadDimA"), "unknown CLBlast status" otherwise. */
@@ -30,17 +31,16 @@ kiln_status kiln__clblast_gemm(const char *op, kiln_context *ctx, kiln_dtype dt,
 
 /* y = alpha op(A) x + beta y with A stored m x n (row-major), unit increments. */
 kiln_status kiln__clblast_gemv(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, size_t m,
-                               size_t n, double alpha, cl_mem a, size_t aoff, size_t lda,
-                               cl_mem x, size_t xoff, double beta, cl_mem y, size_t yoff);
+                               size_t n, double alpha, cl_mem a, size_t aoff, size_t lda, cl_mem x,
+                               size_t xoff, double beta, cl_mem y, size_t yoff);
 
 /* One triangle (upper != 0: upper) of C = alpha op(A) op(A)^T + beta C, C n x n. */
-kiln_status kiln__clblast_syrk(const char *op, kiln_context *ctx, kiln_dtype dt, int upper,
-                               int ta, size_t n, size_t k, double alpha, cl_mem a, size_t aoff,
-                               size_t lda, double beta, cl_mem c, size_t coff, size_t ldc);
+kiln_status kiln__clblast_syrk(const char *op, kiln_context *ctx, kiln_dtype dt, int upper, int ta,
+                               size_t n, size_t k, double alpha, cl_mem a, size_t aoff, size_t lda,
+                               double beta, cl_mem c, size_t coff, size_t ldc);
 
-kiln_status kiln__clblast_dot(const char *op, kiln_context *ctx, kiln_dtype dt, size_t n,
-                              cl_mem x, size_t xoff, cl_mem y, size_t yoff, cl_mem out,
-                              size_t outoff);
+kiln_status kiln__clblast_dot(const char *op, kiln_context *ctx, kiln_dtype dt, size_t n, cl_mem x,
+                              size_t xoff, cl_mem y, size_t yoff, cl_mem out, size_t outoff);
 kiln_status kiln__clblast_axpy(const char *op, kiln_context *ctx, kiln_dtype dt, size_t n,
                                double alpha, cl_mem x, size_t xoff, cl_mem y, size_t yoff);
 kiln_status kiln__clblast_scal(const char *op, kiln_context *ctx, kiln_dtype dt, size_t n,

@@ -90,8 +90,8 @@ check(const char *op, const char *call, clfftStatus s)
 {
   if (s == CLFFT_SUCCESS)
     return KILN_OK;
-  return kiln__fail(status_of(s), op, (int32_t)s, "clFFT %s failed: %s (%d)", call,
-                    status_name(s), (int)s);
+  return kiln__fail(status_of(s), op, (int32_t)s, "clFFT %s failed: %s (%d)", call, status_name(s),
+                    (int)s);
 }
 
 int
@@ -104,8 +104,9 @@ kiln__clfft_supports(const struct kiln__fft_key *key, char *why, size_t len)
       while (n % radices[r] == 0)
         n /= radices[r];
     if (n != 1) {
-      snprintf(why, len, "clFFT handles sizes whose prime factors are 2, 3, 5, 7, 11 and 13; "
-                         "size %lld has the factor %lld (VkFFT does any size)",
+      snprintf(why, len,
+               "clFFT handles sizes whose prime factors are 2, 3, 5, 7, 11 and 13; "
+               "size %lld has the factor %lld (VkFFT does any size)",
                (long long)key->sizes[i], (long long)n);
       return 0;
     }
@@ -128,8 +129,7 @@ set_cache_path(void)
     return;
   strcat(dir, "/clfft");
   if (kiln__mkdir_p(dir) != 0) {
-    kiln__log(KILN__LOG_WARN, "clFFT binary cache: cannot create %s; clFFT compiles uncached",
-              dir);
+    kiln__log(KILN__LOG_WARN, "clFFT binary cache: cannot create %s; clFFT compiles uncached", dir);
     return;
   }
   setenv("CLFFT_CACHE_PATH", dir, 0);
@@ -143,10 +143,17 @@ setup_locked(const char *op)
   if (clfft_plans++ > 0)
     return KILN_OK;
   set_cache_path();
+  /*
+   * What clfftInitSetupData() does, spelled out: the header defines it plain
+   * `__inline`, which in C99 emits no out-of-line copy, so an unoptimised
+   * build that does not inline it fails to link.
+   */
   clfftSetupData sd;
-  clfftStatus s = clfftInitSetupData(&sd);
-  if (s == CLFFT_SUCCESS)
-    s = clfftSetup(&sd);
+  memset(&sd, 0, sizeof sd);
+  sd.major = clfftVersionMajor;
+  sd.minor = clfftVersionMinor;
+  sd.patch = clfftVersionPatch;
+  clfftStatus s = clfftSetup(&sd);
   if (s != CLFFT_SUCCESS)
     clfft_plans--;
   return check(op, "clfftSetup", s);
@@ -185,8 +192,7 @@ layout(const struct kiln__fft_key *k, int complex_side, size_t strides[3], size_
 }
 
 kiln_status
-kiln__clfft_create(const char *op, kiln_context *ctx, const struct kiln__fft_key *key,
-                   void **plan)
+kiln__clfft_create(const char *op, kiln_context *ctx, const struct kiln__fft_key *key, void **plan)
 {
   struct clfft_plan *p = calloc(1, sizeof *p);
   KILN_RETURN_IF(!p, KILN_ERR_HOST_MEMORY, op, "cannot allocate a clFFT plan");
@@ -212,12 +218,13 @@ kiln__clfft_create(const char *op, kiln_context *ctx, const struct kiln__fft_key
     return s;
   }
   int created = 0;
-  s = check(op, "clfftCreateDefaultPlan", clfftCreateDefaultPlan(&p->handle, ctx->cl, dim, lengths));
+  s = check(op, "clfftCreateDefaultPlan",
+            clfftCreateDefaultPlan(&p->handle, ctx->cl, dim, lengths));
   created = s == KILN_OK;
   if (s == KILN_OK)
-    s = check(op, "clfftSetPlanPrecision",
-              clfftSetPlanPrecision(p->handle,
-                                    key->precision == KILN_F64 ? CLFFT_DOUBLE : CLFFT_SINGLE));
+    s = check(
+        op, "clfftSetPlanPrecision",
+        clfftSetPlanPrecision(p->handle, key->precision == KILN_F64 ? CLFFT_DOUBLE : CLFFT_SINGLE));
   if (s == KILN_OK)
     s = check(op, "clfftSetLayout", clfftSetLayout(p->handle, il, ol));
   if (s == KILN_OK)
@@ -259,9 +266,9 @@ kiln__clfft_execute(const char *op, kiln_context *ctx, void *plan, int inverse, 
   cl_event begin;
   KILN_TRY(kiln__provider_span_begin(op, ctx, &begin));
   pthread_mutex_lock(&clfft_lock);
-  clfftStatus st = clfftEnqueueTransform(p->handle, inverse ? CLFFT_BACKWARD : CLFFT_FORWARD, 1,
-                                         &ctx->queue, 0, NULL, NULL, &in, p->inplace ? NULL : &out,
-                                         NULL);
+  clfftStatus st =
+      clfftEnqueueTransform(p->handle, inverse ? CLFFT_BACKWARD : CLFFT_FORWARD, 1, &ctx->queue, 0,
+                            NULL, NULL, &in, p->inplace ? NULL : &out, NULL);
   pthread_mutex_unlock(&clfft_lock);
   kiln_status s = check(op, "clfftEnqueueTransform", st);
   kiln_status e = kiln__provider_span_end(op, ctx, begin);

@@ -43,7 +43,7 @@ kiln__fft_complex_count(const struct kiln__fft_key *k)
 
 /* Counters the back ends bump (the family's kiln_fft_stats, under ctx->lock or its own). */
 struct kiln__fft_counters {
-  uint64_t binary_hits, binary_stores, binary_rejects;
+  uint64_t binary_hits, binary_stores, binary_rejects, binary_unusable;
 };
 
 /* clFFT (clfft.c): plan creation and teardown serialised process-wide. */

@@ -11,18 +11,20 @@
  * per plan key and device identity, with a checksum, written atomically.
  * VkFFT 1.2.26 copies each OpenCL binary as a C string (sprintf "%s" on
  * save, size-1 bytes plus a NUL on load). NVIDIA's binaries are PTX text
- * and survive; PoCL's are ELF-like bytes with NULs and come back broken
- * (VKFFT_ERROR_FAILED_TO_CREATE_PROGRAM). So the store is used by default
- * on NVIDIA only; KILN_VKFFT_BINARY_CACHE=on|off overrides (a reload VkFFT
- * refuses is counted, the entry removed and the plan built from source).
+ * and survive; PoCL's contain NUL bytes, get cut at the first one, and a
+ * reload hands PoCL a truncated binary: VKFFT_ERROR_FAILED_TO_CREATE_PROGRAM,
+ * after PoCL read past the end of VkFFT's copy (AddressSanitizer:
+ * heap-buffer-overflow in pocl_driver_supports_binary). So:
+ *  - the store is used by default on NVIDIA only (saving costs PoCL an extra
+ *    compile anyway); KILN_VKFFT_BINARY_CACHE=on|off overrides the default;
+ *  - whatever the platform, a blob whose records do not parse back the way
+ *    VkFFT reads them (kiln__vkfft_blob_intact) is never stored or handed back
+ *    to VkFFT: it is counted as unusable and the plan is built from source.
+ * A stored blob VkFFT still refuses is counted, removed and rebuilt.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /*
  * VkFFT sizes its kernels from the device's local memory and work-group
@@ -37,7 +39,7 @@
  */
 #include <CL/cl.h>
 static cl_int capped_device_info(cl_device_id device, cl_device_info param, size_t size,
-                                     void *value, size_t *size_ret);
+                                 void *value, size_t *size_ret);
 #define clGetDeviceInfo capped_device_info
 
 #define VKFFT_BACKEND 3
@@ -63,7 +65,7 @@ static cl_int capped_device_info(cl_device_id device, cl_device_info param, size
 
 static cl_int
 capped_device_info(cl_device_id device, cl_device_info param, size_t size, void *value,
-                       size_t *size_ret)
+                   size_t *size_ret)
 {
   cl_int err = clGetDeviceInfo(device, param, size, value, size_ret);
   cl_device_type type = 0;
@@ -92,6 +94,7 @@ capped_device_info(cl_device_id device, cl_device_info param, size_t size, void 
 #include "core/log.h"
 #include "kiln_config.h"
 #include "providers/fft_backend.h"
+#include "providers/vkfft_store.h"
 
 struct vk_plan {
   VkFFTApplication app;
@@ -177,24 +180,6 @@ kiln__vkfft_binaries_reloadable(const kiln_context *ctx)
   return strstr(ctx->info.platform_name, "NVIDIA") != NULL;
 }
 
-/* ---- the binary store ---- */
-
-#define STORE_MAGIC "KILNVKFT"
-#define STORE_FORMAT 1u
-
-static uint64_t
-fnv1a(uint64_t h, const void *data, size_t len)
-{
-  const unsigned char *p = data;
-  for (size_t i = 0; i < len; i++) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
-#define FNV_INIT 0xcbf29ce484222325ull
-
 /* Everything the binaries depend on: the plan, VkFFT, the device and its driver. */
 static void
 store_key(const kiln_context *ctx, const struct kiln__fft_key *k, char *buf, size_t len)
@@ -202,112 +187,11 @@ store_key(const kiln_context *ctx, const struct kiln__fft_key *k, char *buf, siz
   snprintf(buf, len,
            "vkfft=%d kiln=%s format=%u kind=%d rank=%u sizes=%lld,%lld,%lld batch=%lld prec=%s "
            "inplace=%d platform=%s|%s device=%s|%s|%u driver=%s bits=%u",
-           VkFFTGetVersion(), KILN_VERSION_STRING, STORE_FORMAT, (int)k->kind, k->rank,
+           VkFFTGetVersion(), KILN_VERSION_STRING, KILN__VKFFT_STORE_FORMAT, (int)k->kind, k->rank,
            (long long)k->sizes[0], (long long)k->sizes[1], (long long)k->sizes[2],
            (long long)k->batch, kiln_dtype_name(k->precision), k->inplace, ctx->info.platform_name,
            ctx->info.platform_version, ctx->info.name, ctx->info.device_version,
            ctx->info.vendor_id, ctx->info.driver_version, ctx->info.address_bits);
-}
-
-/* <cache>/vkfft/<hash>.bin; -1 when there is no cache directory. */
-static int
-store_path(const char *key, char *path, size_t len, int create_dir)
-{
-  char dir[4096];
-  if (kiln__cache_dir(dir, sizeof dir - 8) != 0)
-    return -1;
-  strcat(dir, "/vkfft");
-  if (create_dir && kiln__mkdir_p(dir) != 0)
-    return -1;
-  int n = snprintf(path, len, "%s/%016llx.bin", dir,
-                   (unsigned long long)fnv1a(FNV_INIT, key, strlen(key)));
-  return n > 0 && (size_t)n < len ? 0 : -1;
-}
-
-/*
- * Reads the payload stored for key: NULL on a miss. An entry whose key or
- * checksum differs is a miss (a hash collision or a torn/corrupt file).
- */
-static char *
-store_read(const char *key, uint64_t *size)
-{
-  char path[4200];
-  if (store_path(key, path, sizeof path, 0) != 0)
-    return NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  char magic[8];
-  uint32_t fmt = 0, klen = 0;
-  uint64_t plen = 0, sum = 0;
-  char *stored_key = NULL, *payload = NULL;
-  size_t want = strlen(key);
-  int ok = fread(magic, 1, 8, f) == 8 && memcmp(magic, STORE_MAGIC, 8) == 0 &&
-           fread(&fmt, sizeof fmt, 1, f) == 1 && fmt == STORE_FORMAT &&
-           fread(&klen, sizeof klen, 1, f) == 1 && klen == want &&
-           (stored_key = malloc(klen + 1)) != NULL && fread(stored_key, 1, klen, f) == klen &&
-           memcmp(stored_key, key, klen) == 0 && fread(&plen, sizeof plen, 1, f) == 1 &&
-           plen > 0 && plen < ((uint64_t)1 << 32) && (payload = malloc((size_t)plen)) != NULL &&
-           fread(payload, 1, (size_t)plen, f) == plen && fread(&sum, sizeof sum, 1, f) == 1 &&
-           sum == fnv1a(fnv1a(FNV_INIT, key, klen), payload, (size_t)plen);
-  fclose(f);
-  free(stored_key);
-  if (!ok) {
-    free(payload);
-    return NULL;
-  }
-  *size = plen;
-  return payload;
-}
-
-static void
-store_remove(const char *key)
-{
-  char path[4200];
-  if (store_path(key, path, sizeof path, 0) == 0)
-    unlink(path);
-}
-
-static int
-write_all(int fd, const void *data, size_t len)
-{
-  const char *p = data;
-  while (len) {
-    ssize_t w = write(fd, p, len);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      return -1;
-    p += w;
-    len -= (size_t)w;
-  }
-  return 0;
-}
-
-/* Publishes payload for key: a unique temp file in the same directory, then rename. */
-static int
-store_write(const char *key, const void *payload, uint64_t plen)
-{
-  char path[4200], tmp[4300];
-  if (store_path(key, path, sizeof path, 1) != 0)
-    return -1;
-  snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path);
-  int fd = mkstemp(tmp);
-  if (fd < 0)
-    return -1;
-  uint32_t fmt = STORE_FORMAT, klen = (uint32_t)strlen(key);
-  uint64_t sum = fnv1a(fnv1a(FNV_INIT, key, klen), payload, (size_t)plen);
-  int rc = write_all(fd, STORE_MAGIC, 8) || write_all(fd, &fmt, sizeof fmt) ||
-           write_all(fd, &klen, sizeof klen) || write_all(fd, key, klen) ||
-           write_all(fd, &plen, sizeof plen) || write_all(fd, payload, (size_t)plen) ||
-           write_all(fd, &sum, sizeof sum) || fdatasync(fd);
-  if (close(fd) != 0)
-    rc = -1;
-  if (rc == 0 && rename(tmp, path) != 0)
-    rc = -1;
-  if (rc != 0)
-    unlink(tmp);
-  return rc;
 }
 
 /* ---- plans ---- */
@@ -398,8 +282,8 @@ kiln__vkfft_create(const char *op, kiln_context *ctx, const struct kiln__fft_key
   uint64_t axes[3];
   if (vk_axes(key, axes) == 0) {
     p->identity = 1;
-    p->buffer_size = kiln__fft_complex_count(key) * 2 * kiln_dtype_size(key->precision) *
-                     (uint64_t)key->batch;
+    p->buffer_size =
+        kiln__fft_complex_count(key) * 2 * kiln_dtype_size(key->precision) * (uint64_t)key->batch;
     *plan = p;
     return KILN_OK;
   }
@@ -408,7 +292,14 @@ kiln__vkfft_create(const char *op, kiln_context *ctx, const struct kiln__fft_key
   VkFFTResult r = VKFFT_ERROR_PLAN_NOT_INITIALIZED;
   if (binary_cache) {
     uint64_t size = 0;
-    char *blob = store_read(skey, &size);
+    char *blob = kiln__vkfft_store_read(skey, &size);
+    if (blob && !kiln__vkfft_blob_intact(blob, size)) {
+      if (counters)
+        counters->binary_unusable++;
+      kiln__vkfft_store_remove(skey);
+      free(blob);
+      blob = NULL;
+    }
     if (blob) {
       configure(p, key, &cfg);
       cfg.loadApplicationFromString = 1;
@@ -423,7 +314,7 @@ kiln__vkfft_create(const char *op, kiln_context *ctx, const struct kiln__fft_key
                   result_name(r), (int)r);
         if (counters)
           counters->binary_rejects++;
-        store_remove(skey);
+        kiln__vkfft_store_remove(skey);
         memset(&p->app, 0, sizeof p->app);
       }
     }
@@ -436,13 +327,21 @@ kiln__vkfft_create(const char *op, kiln_context *ctx, const struct kiln__fft_key
       free(p);
       return check(op, "initializeVkFFT", r);
     }
-    if (binary_cache && p->app.saveApplicationString && p->app.applicationStringSize) {
-      if (store_write(skey, p->app.saveApplicationString, p->app.applicationStringSize) == 0) {
+    if (binary_cache && p->app.saveApplicationString && p->app.applicationStringSize &&
+        !kiln__vkfft_blob_intact(p->app.saveApplicationString, p->app.applicationStringSize)) {
+      kiln__log(KILN__LOG_INFO,
+                "%s: VkFFT's binaries for this device do not survive its string "
+                "copies; not stored",
+                op);
+      if (counters)
+        counters->binary_unusable++;
+    } else if (binary_cache && p->app.saveApplicationString && p->app.applicationStringSize) {
+      if (kiln__vkfft_store_write(skey, p->app.saveApplicationString,
+                                  p->app.applicationStringSize) == 0) {
         if (counters)
           counters->binary_stores++;
       } else {
-        kiln__log(KILN__LOG_WARN, "%s: could not store VkFFT binaries in the cache directory",
-                  op);
+        kiln__log(KILN__LOG_WARN, "%s: could not store VkFFT binaries in the cache directory", op);
       }
     }
   }
@@ -458,8 +357,8 @@ kiln__vkfft_execute(const char *op, kiln_context *ctx, void *plan, int inverse, 
   if (p->identity) {
     if (p->inplace || !p->buffer_size)
       return KILN_OK;
-    cl_int err = clEnqueueCopyBuffer(ctx->queue, in, out, 0, 0, (size_t)p->buffer_size, 0, NULL,
-                                     NULL);
+    cl_int err =
+        clEnqueueCopyBuffer(ctx->queue, in, out, 0, 0, (size_t)p->buffer_size, 0, NULL, NULL);
     return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueCopyBuffer");
   }
   VkFFTLaunchParams lp;

@@ -12,7 +12,8 @@
 
 #include "runtime/runtime.h"
 
-/* secure_getenv: environment ignored in setuid programs (glibc; _GNU_SOURCE is set project-wide). */
+/* secure_getenv: environment ignored in setuid programs (glibc; _GNU_SOURCE is set project-wide).
+ */
 static const char *
 env(const char *name)
 {

@@ -60,7 +60,8 @@ numel(size_t ndim, const int64_t *shape)
   return n;
 }
 
-/* Uploads doubles as dt (values rounded to f32 in place, so the reference sees what the device sees). */
+/* Uploads doubles as dt (values rounded to f32 in place, so the reference sees what the device
+ * sees). */
 static kiln_tensor *
 upload(kiln_dtype dt, size_t ndim, const int64_t *shape, double *v)
 {
@@ -128,15 +129,16 @@ ref_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const do
 
 /* Compares n values: |got - want| <= tol_scale * eps * (mag + tiny). */
 static void
-expect_close(const char *what, const double *got, const double *want, const double *mag,
-             size_t n, kiln_dtype dt, double tol_scale)
+expect_close(const char *what, const double *got, const double *want, const double *mag, size_t n,
+             kiln_dtype dt, double tol_scale)
 {
   double eps = eps_of(dt);
   for (size_t i = 0; i < n; i++) {
     double bound = tol_scale * eps * (mag[i] + 1e-30) + 1e-300;
     ck_assert_msg(!isnan(got[i]), "%s: element %zu is NaN (want %g)", what, i, want[i]);
-    ck_assert_msg(fabs(got[i] - want[i]) <= bound, "%s: element %zu is %.17g, want %.17g (bound %g)",
-                  what, i, got[i], want[i], bound);
+    ck_assert_msg(fabs(got[i] - want[i]) <= bound,
+                  "%s: element %zu is %.17g, want %.17g (bound %g)", what, i, got[i], want[i],
+                  bound);
   }
 }
 
@@ -252,8 +254,8 @@ START_TEST(gemm_transposes_sizes_scalars)
           int ta = t & 1, tb = t >> 1;
           int64_t m = dims[s][0], n = dims[s][1], k = dims[s][2];
           const double *sc = ab[(s + (size_t)t) % 5];
-          struct gemm_case gc = {2, 2, {ta ? k : m, ta ? m : k}, {tb ? n : k, tb ? k : n},
-                                 ta, tb, sc[0], sc[1], 1};
+          struct gemm_case gc = {
+              2, 2, {ta ? k : m, ta ? m : k}, {tb ? n : k, tb ? k : n}, ta, tb, sc[0], sc[1], 1};
           run_gemm_case(dt, (enum route)r, &gc);
         }
   }
@@ -294,8 +296,8 @@ START_TEST(gemm_batches_and_broadcast)
 {
   static const struct gemm_case cases[] = {
       {4, 4, {2, 3, 17, 5}, {2, 3, 5, 4}, 0, 0, 1.0, 0.0, 0},
-      {3, 2, {4, 3, 5}, {6, 5}, 0, 1, 1.0, 0.0, 0},   /* b repeated (stride 0); tb: b is [n, k] */
-      {2, 3, {5, 3}, {4, 5, 6}, 1, 0, -1.0, 0.0, 0},  /* a repeated; ta: a is [k, m] */
+      {3, 2, {4, 3, 5}, {6, 5}, 0, 1, 1.0, 0.0, 0},  /* b repeated (stride 0); tb: b is [n, k] */
+      {2, 3, {5, 3}, {4, 5, 6}, 1, 0, -1.0, 0.0, 0}, /* a repeated; ta: a is [k, m] */
       {4, 3, {3, 1, 4, 5}, {2, 5, 6}, 0, 0, 0.5, 0.0, 0}, /* broadcast both ways */
       {4, 4, {2, 1, 3, 5}, {1, 3, 2, 3}, 1, 1, 1.0, 1.0, 1},
       {3, 3, {1, 3, 3}, {5, 3, 3}, 0, 0, 1.0, 0.0, 0},
@@ -586,7 +588,8 @@ START_TEST(syrk_triangles)
         double alpha = give ? 1.5 : 1.0, beta = give ? (v % 3 ? -1.0 : 0.0) : 0.0;
         int64_t as[3] = {batch, t ? k : n, t ? n : k}, cs[3] = {batch, n, n};
         int64_t na = batch * n * k, nc = batch * n * n;
-        double *a = malloc((size_t)na * 8), *c = malloc((size_t)nc * 8), *c0 = malloc((size_t)nc * 8);
+        double *a = malloc((size_t)na * 8), *c = malloc((size_t)nc * 8),
+               *c0 = malloc((size_t)nc * 8);
         double *mag = malloc((size_t)nc * 8);
         fill_random(a, (size_t)na, 31);
         fill_random(c, (size_t)nc, 32);
@@ -846,9 +849,9 @@ START_TEST(gemm_offset_tensors)
     host[aoff + i] = (float)a[i], a[i] = host[aoff + i];
   for (size_t i = 0; i < nb; i++)
     host[boff + i] = (float)b[i], b[i] = host[boff + i];
-  ck_assert_int_eq(clEnqueueWriteBuffer(q, big, CL_TRUE, 0, total * sizeof *host, host, 0, NULL,
-                                        NULL),
-                   CL_SUCCESS);
+  ck_assert_int_eq(
+      clEnqueueWriteBuffer(q, big, CL_TRUE, 0, total * sizeof *host, host, 0, NULL, NULL),
+      CL_SUCCESS);
   int64_t as[2] = {m, k}, bs[2] = {k, n}, cs[2] = {m, n};
   kiln_tensor *ta = NULL, *tb = NULL, *tc = NULL;
   KOK(kiln_tensor_wrap(ctx, big, aoff * sizeof(float), KILN_F32, 2, as, &ta));
@@ -865,9 +868,9 @@ START_TEST(gemm_offset_tensors)
   /* Nothing outside the output moved. */
   float *after = malloc(total * sizeof *after);
   KOK(kiln_context_finish(ctx));
-  ck_assert_int_eq(clEnqueueReadBuffer(q, big, CL_TRUE, 0, total * sizeof *after, after, 0, NULL,
-                                       NULL),
-                   CL_SUCCESS);
+  ck_assert_int_eq(
+      clEnqueueReadBuffer(q, big, CL_TRUE, 0, total * sizeof *after, after, 0, NULL, NULL),
+      CL_SUCCESS);
   ck_assert_int_eq(memcmp(after, host, coff * sizeof *after), 0);
   ck_assert_float_eq(after[total - 1], -7.0f);
   free(after);
