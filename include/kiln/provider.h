@@ -89,7 +89,7 @@ typedef struct kiln_provider {
   kiln_status (*scal)(kiln_context *, double, kiln_tensor *);
   kiln_status (*blas_warm)(kiln_context *, kiln_blas_warm_scope);
 
-  /* FFT family (NULL in a build without clFFT and VkFFT) */
+  /* FFT family (in a build without clFFT and VkFFT, plan creation returns KILN_ERR_UNSUPPORTED) */
   kiln_status (*fft_plan_create)(kiln_context *, kiln_fft_kind, size_t, const int64_t *, int64_t,
                                  kiln_dtype, int, kiln_fft_backend, kiln_fft_plan **);
   kiln_status (*fft_execute)(kiln_fft_plan *, kiln_fft_direction, kiln_fft_norm, kiln_tensor *,
