@@ -49,10 +49,10 @@ extern "C" {
 #endif
 
 /** Whether a matrix operand is used as stored or transposed. */
-typedef enum kiln_transpose {
+typedef enum kiln_trans {
   KILN_NO_TRANS = 0, /**< op(X) = X */
   KILN_TRANS = 1,    /**< op(X) = X^T */
-} kiln_transpose;
+} kiln_trans;
 
 /** Triangle of a symmetric result (row-major: upper holds the elements with column >= row). */
 typedef enum kiln_uplo {
@@ -75,7 +75,7 @@ typedef enum kiln_uplo {
  *         2 dimensions, the inner dimensions differ, or the batch dimensions
  *         do not broadcast.
  */
-KILN_API kiln_status kiln_gemm(kiln_context *ctx, kiln_transpose trans_a, kiln_transpose trans_b,
+KILN_API kiln_status kiln_gemm(kiln_context *ctx, kiln_trans trans_a, kiln_trans trans_b,
                                double alpha, const kiln_tensor *a, const kiln_tensor *b,
                                double beta, kiln_tensor **c);
 
@@ -98,7 +98,7 @@ KILN_API kiln_status kiln_matmul(kiln_context *ctx, const kiln_tensor *a, const 
  * @return the common statuses; KILN_ERR_SHAPE when a is not 2-D, x or a given
  *         y is not 1-D, or the lengths do not match.
  */
-KILN_API kiln_status kiln_gemv(kiln_context *ctx, kiln_transpose trans, double alpha,
+KILN_API kiln_status kiln_gemv(kiln_context *ctx, kiln_trans trans, double alpha,
                                const kiln_tensor *a, const kiln_tensor *x, double beta,
                                kiln_tensor **y);
 
@@ -114,9 +114,8 @@ KILN_API kiln_status kiln_gemv(kiln_context *ctx, kiln_transpose trans, double a
  * @return the common statuses; KILN_ERR_SHAPE when a has fewer than 2
  *         dimensions or a given c has the wrong shape.
  */
-KILN_API kiln_status kiln_syrk(kiln_context *ctx, kiln_uplo uplo, kiln_transpose trans,
-                               double alpha, const kiln_tensor *a, double beta, kiln_tensor **c,
-                               int fill_other);
+KILN_API kiln_status kiln_syrk(kiln_context *ctx, kiln_uplo uplo, kiln_trans trans, double alpha,
+                               const kiln_tensor *a, double beta, kiln_tensor **c, int fill_other);
 
 /**
  * Inner product of two 1-D tensors of equal length into a 0-d tensor

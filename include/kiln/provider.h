@@ -77,12 +77,12 @@ typedef struct kiln_provider {
   kiln_status (*copy)(kiln_context *, const kiln_tensor *, kiln_tensor *);
 
   /* BLAS family (appended; older libraries have a smaller struct_size) */
-  kiln_status (*gemm)(kiln_context *, kiln_transpose, kiln_transpose, double, const kiln_tensor *,
+  kiln_status (*gemm)(kiln_context *, kiln_trans, kiln_trans, double, const kiln_tensor *,
                       const kiln_tensor *, double, kiln_tensor **);
   kiln_status (*matmul)(kiln_context *, const kiln_tensor *, const kiln_tensor *, kiln_tensor **);
-  kiln_status (*gemv)(kiln_context *, kiln_transpose, double, const kiln_tensor *,
+  kiln_status (*gemv)(kiln_context *, kiln_trans, double, const kiln_tensor *,
                       const kiln_tensor *, double, kiln_tensor **);
-  kiln_status (*syrk)(kiln_context *, kiln_uplo, kiln_transpose, double, const kiln_tensor *,
+  kiln_status (*syrk)(kiln_context *, kiln_uplo, kiln_trans, double, const kiln_tensor *,
                       double, kiln_tensor **, int);
   kiln_status (*dot)(kiln_context *, const kiln_tensor *, const kiln_tensor *, kiln_tensor **);
   kiln_status (*axpy)(kiln_context *, double, const kiln_tensor *, kiln_tensor *);

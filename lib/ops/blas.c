@@ -169,7 +169,7 @@ check_same_dtype(const char *op, const kiln_tensor *a, const kiln_tensor *b, con
 }
 
 static kiln_status
-check_trans(const char *op, kiln_transpose t, const char *name)
+check_trans(const char *op, kiln_trans t, const char *name)
 {
   KILN_RETURN_IF(t != KILN_NO_TRANS && t != KILN_TRANS, KILN_ERR_INVALID_ARGUMENT, op,
                  "%s is %d, not KILN_NO_TRANS or KILN_TRANS", name, (int)t);
@@ -382,7 +382,7 @@ check_ctx_out(const char *op, kiln_context *ctx, const void *out)
 }
 
 kiln_status
-kiln_gemm(kiln_context *ctx, kiln_transpose trans_a, kiln_transpose trans_b, double alpha,
+kiln_gemm(kiln_context *ctx, kiln_trans trans_a, kiln_trans trans_b, double alpha,
           const kiln_tensor *a, const kiln_tensor *b, double beta, kiln_tensor **c)
 {
   static const char op[] = "kiln_gemm";
@@ -436,7 +436,7 @@ kiln_matmul(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b, kiln_
 }
 
 kiln_status
-kiln_gemv(kiln_context *ctx, kiln_transpose trans, double alpha, const kiln_tensor *a,
+kiln_gemv(kiln_context *ctx, kiln_trans trans, double alpha, const kiln_tensor *a,
           const kiln_tensor *x, double beta, kiln_tensor **y)
 {
   static const char op[] = "kiln_gemv";
@@ -500,8 +500,8 @@ kiln_gemv(kiln_context *ctx, kiln_transpose trans, double alpha, const kiln_tens
 }
 
 kiln_status
-kiln_syrk(kiln_context *ctx, kiln_uplo uplo, kiln_transpose trans, double alpha,
-          const kiln_tensor *a, double beta, kiln_tensor **c, int fill_other)
+kiln_syrk(kiln_context *ctx, kiln_uplo uplo, kiln_trans trans, double alpha, const kiln_tensor *a,
+          double beta, kiln_tensor **c, int fill_other)
 {
   static const char op[] = "kiln_syrk";
   KILN_TRY(check_ctx_out(op, ctx, c));

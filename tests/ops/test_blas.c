@@ -388,7 +388,7 @@ START_TEST(gemm_bad_input)
   KEXPECT(kiln_gemm(ctx, KILN_NO_TRANS, KILN_NO_TRANS, 1, i32, i32, 0, &out), KILN_ERR_DTYPE);
   KEXPECT(kiln_gemm(ctx, KILN_NO_TRANS, KILN_TRANS, 1, a, i32, 0, &out), KILN_ERR_DTYPE);
   /* Flags, handles, NULL out. */
-  KEXPECT(kiln_gemm(ctx, (kiln_transpose)5, KILN_NO_TRANS, 1, a, b, 0, &out),
+  KEXPECT(kiln_gemm(ctx, (kiln_trans)5, KILN_NO_TRANS, 1, a, b, 0, &out),
           KILN_ERR_INVALID_ARGUMENT);
   KEXPECT(kiln_gemm(ctx, KILN_NO_TRANS, KILN_TRANS, 1, a, b, 0, NULL), KILN_ERR_INVALID_ARGUMENT);
   KEXPECT(kiln_gemm(ctx, KILN_NO_TRANS, KILN_TRANS, 1, NULL, b, 0, &out), KILN_ERR_INVALID_HANDLE);
