@@ -12,6 +12,7 @@
 #include "kiln/context.h"
 #include "kiln/tensor.h"
 #include "kiln/elementwise.h"
+#include "kiln/layout.h"
 #include "kiln/profile.h"
 #include "kiln/provider.h"
 

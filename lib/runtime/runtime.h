@@ -71,6 +71,13 @@ struct kiln_tensor {
   uint64_t offset;     /* bytes from the start of mem */
   uint64_t capacity;   /* pooled allocation size; 0 when wrapped */
   int wrapped;
+  /*
+   * Views (kiln__tensor_view): tensors sharing one pooled buffer share this
+   * counter of live tensors on it (guarded by ctx->lock); the last release
+   * returns the buffer to the pool. NULL while a buffer has never been
+   * shared. Wrapped buffers need no counter: each view retains the cl_mem.
+   */
+  int64_t *shared;
   kiln_dtype dtype;
   kiln__shape shape;
   uint64_t numel;
@@ -108,6 +115,15 @@ kiln_status kiln__tensor_new_locked(const char *op, kiln_context *ctx, kiln_dtyp
  */
 kiln_status kiln__output_prepare(const char *op, kiln_context *ctx, kiln_dtype dtype,
                                  const kiln__shape *shape, kiln_tensor **out, int *made);
+
+/*
+ * Makes a new tensor handle over src's buffer, starting offset_bytes after
+ * src's first element, with the given shape (whose bytes must fit in src's).
+ * Writes through either handle are seen by the other; the buffer lives
+ * until the last of them is released. Takes ctx->lock itself.
+ */
+kiln_status kiln__tensor_view(const char *op, kiln_tensor *src, uint64_t offset_bytes,
+                              const kiln__shape *shape, kiln_tensor **out);
 
 /* Releases a tensor made by kiln__output_prepare on a failure path. */
 void kiln__output_discard(kiln_tensor **out, int made);

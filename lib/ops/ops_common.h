@@ -1,0 +1,104 @@
+/*
+ * Helpers shared by the layout, index, create and random families: kernel
+ * lookup with dtype options, argument lists, 1-D launches, axis and stride
+ * arithmetic, the device error flag, and the device pair sort. None of them
+ * is an op family of its own; each family still owns its kernels.
+ */
+#ifndef KILN_OPS_COMMON_H
+#define KILN_OPS_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "runtime/runtime.h" /* includes core/shape.h, whose tail has no include guard */
+
+/*
+ * Test hook: when nonzero, kiln__ops_launch uses this local size (clamped to
+ * what the kernel allows) instead of the context default. Only tests that
+ * link the library's internals set it, to prove results do not depend on the
+ * work-group size.
+ */
+extern size_t kiln__ops_local_override;
+
+/*
+ * Kernel `name` of embedded source `source` built for dtype, with
+ * -DKILN_FP64=1 added when the device has doubles (ctx->lock held).
+ */
+kiln_status kiln__ops_kernel(const char *op, kiln_context *ctx, const char *source,
+                             kiln_dtype dtype, const char *name, cl_kernel *k);
+
+/* Sequential kernel arguments; the first failure sticks and later adds are no-ops. */
+typedef struct kiln__args {
+  const char *op;
+  cl_kernel k;
+  cl_uint next;
+  kiln_status status;
+} kiln__args;
+
+kiln__args kiln__args_begin(const char *op, cl_kernel k);
+void kiln__args_raw(kiln__args *a, size_t size, const void *value);
+/* A tensor as (buffer, element offset); NULL passes a NULL buffer and offset 0. */
+void kiln__args_tensor(kiln__args *a, const kiln_tensor *t);
+/* A plain buffer with a zero element offset. */
+void kiln__args_mem(kiln__args *a, cl_mem m);
+void kiln__args_u64(kiln__args *a, uint64_t v);
+void kiln__args_i64(kiln__args *a, int64_t v);
+void kiln__args_u32(kiln__args *a, uint32_t v);
+/* __local scratch of bytes. */
+void kiln__args_local(kiln__args *a, size_t bytes);
+
+/* Enqueues a 1-D grid-stride kernel over n items (ctx->lock held); honours the test hook. */
+kiln_status kiln__ops_launch(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n);
+
+/*
+ * Local size for a kernel that needs exactly one work-group shape (scans):
+ * the context default or the test hook, clamped to the kernel's limit and
+ * rounded down to a power of two.
+ */
+size_t kiln__ops_local_size(kiln_context *ctx, cl_kernel k);
+
+/* Normalises an axis in [-ndim, ndim) to [0, ndim); INVALID_ARGUMENT otherwise. */
+kiln_status kiln__ops_axis(const char *op, int64_t axis, size_t ndim, size_t *out);
+
+/* Row-major element strides of a contiguous shape. */
+void kiln__ops_strides(const kiln__shape *s, int64_t strides[KILN_MAX_DIMS]);
+
+/* Element offset of a tensor within its buffer. */
+uint64_t kiln__ops_elem_offset(const kiln_tensor *t);
+
+/* Nonzero when two non-empty tensors share a buffer (in-place aliasing). */
+int kiln__ops_alias(const kiln_tensor *a, const kiln_tensor *b);
+
+/*
+ * The device error flag: four uints [any bad, lowest bad position (32-bit,
+ * saturated), 0, 0], written by kernels that validate data (indices) and read
+ * back once per call. kiln__ops_flag_new makes and initialises one (ctx->lock
+ * held); kiln__ops_flag_read releases the lock while it waits, then re-takes it.
+ */
+kiln_status kiln__ops_flag_new(const char *op, kiln_context *ctx, kiln_tensor **flag);
+kiln_status kiln__ops_flag_read(const char *op, kiln_context *ctx, kiln_tensor *flag,
+                                uint32_t out[4]);
+
+/* A scratch tensor of n elements of dtype (ctx->lock held); never an empty-buffer tensor. */
+kiln_status kiln__ops_scratch(const char *op, kiln_context *ctx, kiln_dtype dtype, uint64_t n,
+                              kiln_tensor **out);
+
+/* Blocking read of bytes at byte offset of a tensor's buffer; the lock is dropped while waiting. */
+kiln_status kiln__ops_read(const char *op, kiln_context *ctx, const kiln_tensor *t,
+                           uint64_t offset_bytes, void *host, size_t bytes);
+
+/*
+ * Sorts n pairs (keys[i], vals[i]) of ulongs in place, ascending by key then
+ * value, with the bitonic_step kernel of the given source (every family source
+ * that includes sort_pairs.clh has one). n must be a power of two; pad with
+ * (UINT64_MAX, UINT64_MAX). O(n log^2 n) work, log2(n)(log2(n)+1)/2 launches.
+ */
+kiln_status kiln__ops_sort_pairs(const char *op, kiln_context *ctx, const char *source,
+                                 kiln_dtype dtype, kiln_tensor *keys, kiln_tensor *vals,
+                                 uint64_t n);
+
+/* Smallest power of two >= n (1 for n <= 1). */
+uint64_t kiln__ops_pow2(uint64_t n);
+
+#endif
