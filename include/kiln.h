@@ -10,6 +10,7 @@
 #include "kiln/status.h"
 #include "kiln/dtype.h"
 #include "kiln/context.h"
+#include "kiln/cache.h"
 #include "kiln/tensor.h"
 #include "kiln/elementwise.h"
 #include "kiln/layout.h"

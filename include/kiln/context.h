@@ -148,12 +148,29 @@ KILN_API kiln_status kiln_pool_trim(kiln_context *ctx, uint64_t keep_bytes);
 typedef enum kiln_option {
   /** Most idle bytes the buffer pool keeps (default: 1/4 of device memory, at most 2 GiB). */
   KILN_OPT_POOL_LIMIT_BYTES = 1,
+  /**
+   * Disk kernel cache mode, a kiln_cache_mode (include/kiln/cache.h):
+   * KILN_CACHE_OFF (0), KILN_CACHE_READONLY (1) or KILN_CACHE_ON (2).
+   * Default: the KILN_CACHE environment variable (on, readonly, off), else ON.
+   * Setting it reopens the context's cache directory. Reading it gives the
+   * mode in force, which is lower than the one set when the directory does
+   * not allow more (kiln_context_cache_stats() says why).
+   */
+  KILN_OPT_CACHE_MODE = 2,
+  /**
+   * Size cap of the disk kernel cache in bytes, 0 for none. Default:
+   * KILN_CACHE_MAX_SIZE (e.g. 512M, 2G), else 1 GiB. Enforced at the next
+   * store (least recently used entries go first).
+   */
+  KILN_OPT_CACHE_MAX_BYTES = 3,
 } kiln_option;
 
 /**
  * Sets an option on a context.
  * @return KILN_OK; KILN_ERR_INVALID_HANDLE; KILN_ERR_INVALID_ARGUMENT for an
- *         unknown option or a value outside kiln_option_bounds().
+ *         unknown option or a value outside kiln_option_bounds();
+ *         KILN_ERR_HOST_MEMORY (KILN_OPT_CACHE_MODE: the cache could not be
+ *         reopened; the context then runs without a disk cache).
  */
 KILN_API kiln_status kiln_context_set_option(kiln_context *ctx, kiln_option option, int64_t value);
 

@@ -79,10 +79,8 @@ static kiln_status
 get_kernel(const char *op, kiln_context *ctx, const char *source, kiln_dtype dtype,
            const char *name, cl_kernel *k)
 {
-  char options[160];
-  kiln__dtype_options(dtype, options, sizeof options);
-  if (strcmp(source, "cast") == 0 && ctx->info.has_fp64)
-    strncat(options, " -DKILN_FP64=1", sizeof options - strlen(options) - 1);
+  char options[192];
+  kiln__program_options(&ctx->info, source, dtype, options, sizeof options);
   return kiln__kernel_get(op, ctx, source, options, name, k);
 }
 

@@ -11,9 +11,7 @@ kiln__ops_kernel(const char *op, kiln_context *ctx, const char *source, kiln_dty
                  const char *name, cl_kernel *k)
 {
   char options[192];
-  kiln__dtype_options(dtype, options, sizeof options);
-  if (ctx->info.has_fp64)
-    strncat(options, " -DKILN_FP64=1", sizeof options - strlen(options) - 1);
+  kiln__program_options(&ctx->info, source, dtype, options, sizeof options);
   return kiln__kernel_get(op, ctx, source, options, name, k);
 }
 

@@ -22,8 +22,9 @@
 extern size_t kiln__ops_local_override;
 
 /*
- * Kernel `name` of embedded source `source` built for dtype, with
- * -DKILN_FP64=1 added when the device has doubles (ctx->lock held).
+ * Kernel `name` of embedded source `source` built for dtype with the
+ * options of kiln__program_options(), which the cache warm-up uses too
+ * (ctx->lock held).
  */
 kiln_status kiln__ops_kernel(const char *op, kiln_context *ctx, const char *source,
                              kiln_dtype dtype, const char *name, cl_kernel *k);

@@ -60,6 +60,7 @@ struct kiln_context {
   struct kiln__pool pool;
   struct kiln__program *programs;
   size_t nprograms, cap_programs;
+  struct kiln_cache *cache; /* disk kernel cache (runtime/disk_cache.h); NULL acts as mode OFF */
   int queue_profiling; /* the queue was created with CL_QUEUE_PROFILING_ENABLE */
   struct kiln__profile prof;
 };
@@ -155,6 +156,18 @@ kiln_status kiln__arg(const char *op, cl_kernel k, cl_uint i, size_t size, const
 
 /* Build options every program gets for dtype (the -D that select T). */
 void kiln__dtype_options(kiln_dtype dtype, char *buf, size_t len);
+
+/*
+ * The build options of embedded source `source` for dtype on a device: the
+ * one place they are computed, so the ops and the cache warm-up (which builds
+ * every variant ahead of use) cannot disagree. A family that needs other
+ * options must add them here, or its warmed entries would never be hit.
+ */
+void kiln__program_options(const kiln_device_info *info, const char *source, kiln_dtype dtype,
+                           char *buf, size_t len);
+
+/* Nonzero if the device can run kernels of dtype (f64 needs fp64). */
+int kiln__device_has_dtype(const kiln_device_info *info, kiln_dtype dtype);
 
 /* Bounded quarantine for released handles, so later misuse reads poisoned memory, not freed memory. */
 void kiln__quarantine(void *p);
