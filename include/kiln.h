@@ -14,6 +14,7 @@
 #include "kiln/tensor.h"
 #include "kiln/elementwise.h"
 #include "kiln/layout.h"
+#include "kiln/create.h"
 #include "kiln/profile.h"
 #include "kiln/provider.h"
 
