@@ -19,6 +19,11 @@
  *   machine without any OpenCL platform. Unlike the context path they report
  *   an unusable directory as an error.
  *
+ * Environment, read at context creation: KILN_CACHE_DIR (directory),
+ * KILN_CACHE (on, readonly, off), KILN_CACHE_MAX_SIZE (e.g. 512M, 2G; 0 for
+ * no cap), KILN_CACHE_STORE (auto, always). All are ignored in setuid and
+ * setgid programs.
+ *
  * A kiln_cache handle is not thread-safe: use it from one thread at a time.
  * Several handles and processes may share a directory at once.
  */
@@ -43,6 +48,22 @@ typedef enum kiln_cache_mode {
   KILN_CACHE_ON = 2,       /**< hits are served and misses stored (the default) */
 } kiln_cache_mode;
 
+/**
+ * When a build that missed stores its binary. Values are stable;
+ * KILN_OPT_CACHE_STORE takes them.
+ */
+typedef enum kiln_cache_store_policy {
+  /**
+   * Per platform: on every miss, except on PoCL, where asking for a program's
+   * binary compiles every kernel of it again (seconds for a large program;
+   * docs/cache.md has the figures) while PoCL's own kernel cache already makes
+   * rebuilds cheap. There kiln only serves entries stored on purpose: by
+   * kiln_context_cache_warm(), an import, or the ALWAYS policy.
+   */
+  KILN_CACHE_STORE_AUTO = 0,
+  KILN_CACHE_STORE_ALWAYS = 1, /**< on every miss, whatever the platform */
+} kiln_cache_store_policy;
+
 /** Event counters. All count program builds (one per key per context), not kernel launches. */
 typedef struct kiln_cache_counters {
   uint64_t hits;           /**< programs created from a cached binary */
@@ -66,7 +87,6 @@ typedef struct kiln_cache_stats {
   uint64_t max_bytes;             /**< size cap in bytes; 0 means no cap */
   uint64_t entries;               /**< entries on disk, as last tracked or recounted */
   uint64_t bytes;                 /**< bytes of those entries (file lengths), as last tracked or recounted */
-  uint64_t pending;               /**< of those entries, markers of keys seen once and not stored yet (see docs/cache.md) */
   int64_t zeroed_at;              /**< Unix time of the last kiln_cache_stats_zero(), 0 if never */
   kiln_cache_counters session;    /**< this handle or context since it opened the cache (or was zeroed) */
   kiln_cache_counters persistent; /**< every process since the last zero, this handle's unsaved counts included */
@@ -172,7 +192,6 @@ typedef struct kiln_cache_entry {
   kiln_cache_entry_state state;
   const char *problem;      /**< "" when state is OK, else what is wrong */
   int checksum_verified;    /**< nonzero if the whole file was read and its checksum matched */
-  int pending;              /**< nonzero: a marker of a key seen once, with no binary yet */
   uint32_t format_version;
   const char *platform_name;
   const char *platform_version;
@@ -386,8 +405,8 @@ typedef struct kiln_cache_warm_result {
 /**
  * Builds every built-in kernel variant for the context's device (every
  * embedded source x every dtype the device supports), with the same build
- * options the operations use, and stores each in the disk cache at once,
- * also on platforms where kiln otherwise waits for a key's second miss.
+ * options the operations use, and stores each in the disk cache, whatever
+ * the store policy (so also on PoCL).
  * Variants already on disk are only checked. Programs stay in the context,
  * so later operations start at once. With the cache OFF or READONLY, or for
  * an untrusted device identity, variants are built into memory only.

@@ -163,6 +163,13 @@ typedef enum kiln_option {
    * store (least recently used entries go first).
    */
   KILN_OPT_CACHE_MAX_BYTES = 3,
+  /**
+   * When builds that miss the disk cache store their binary, a
+   * kiln_cache_store_policy: KILN_CACHE_STORE_AUTO (0, per platform: not on
+   * PoCL) or KILN_CACHE_STORE_ALWAYS (1). Default: KILN_CACHE_STORE (auto,
+   * always), else AUTO.
+   */
+  KILN_OPT_CACHE_STORE = 4,
 } kiln_option;
 
 /**

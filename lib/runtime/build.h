@@ -13,7 +13,7 @@ const struct kiln__cl_source *kiln__cl_source_find(const char *name);
 
 /* Flags of kiln__program_build. */
 enum {
-  /* Store the binary at once, even where kiln otherwise waits for a key's second miss (warm-up). */
+  /* Store the binary whatever the store policy (warm-up). */
   KILN__BUILD_STORE_NOW = 1u,
 };
 
@@ -27,7 +27,7 @@ struct kiln__build_outcome {
 /*
  * Builds src with options for ctx's device, through the disk cache: a hit
  * loads the cached binary; a miss (or a binary the driver refuses) compiles
- * from source and, in mode ON, stores the binary. On failure the message
+ * from source and, in mode ON and as the store policy says, stores the binary. On failure the message
  * carries the build log. outcome may be NULL. ctx->lock held.
  */
 kiln_status kiln__program_build(const char *op, kiln_context *ctx,

@@ -265,6 +265,10 @@ kiln_option_bounds(kiln_option option, int64_t *lower, int64_t *upper)
     *lower = KILN_CACHE_OFF;
     *upper = KILN_CACHE_ON;
     return KILN_OK;
+  case KILN_OPT_CACHE_STORE:
+    *lower = KILN_CACHE_STORE_AUTO;
+    *upper = KILN_CACHE_STORE_ALWAYS;
+    return KILN_OK;
   }
   return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0, "unknown option %d", (int)option);
 }
@@ -288,6 +292,7 @@ kiln_context_set_option(kiln_context *ctx, kiln_option option, int64_t value)
     break;
   case KILN_OPT_CACHE_MODE:
   case KILN_OPT_CACHE_MAX_BYTES:
+  case KILN_OPT_CACHE_STORE:
     s = kiln__ctx_cache_set_option(ctx, option, value);
     break;
   }
@@ -307,6 +312,7 @@ kiln_context_get_option(const kiln_context *ctx, kiln_option option, int64_t *va
     return KILN_OK;
   case KILN_OPT_CACHE_MODE:
   case KILN_OPT_CACHE_MAX_BYTES:
+  case KILN_OPT_CACHE_STORE:
     return kiln__ctx_cache_get_option(ctx, option, value);
   }
   return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0, "unknown option %d", (int)option);

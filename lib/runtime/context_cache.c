@@ -9,6 +9,7 @@ void
 kiln__ctx_cache_open(kiln_context *ctx)
 {
   ctx->cache = kiln__dc_open_degrading(NULL, kiln__dc_env_mode(), kiln__dc_env_max_bytes());
+  kiln__dc_set_store_policy(ctx->cache, kiln__dc_env_store_policy());
 }
 
 void
@@ -24,6 +25,7 @@ reopen(const char *op, kiln_context *ctx, const char *dir, int keep_dir, kiln_ca
 {
   if (!ctx->cache) {
     ctx->cache = kiln__dc_open_degrading(keep_dir ? NULL : dir, mode, kiln__dc_env_max_bytes());
+    kiln__dc_set_store_policy(ctx->cache, kiln__dc_env_store_policy());
   } else {
     kiln_cache *old = ctx->cache;
     ctx->cache = NULL;
@@ -40,7 +42,9 @@ kiln__ctx_cache_set_option(kiln_context *ctx, kiln_option option, int64_t value)
   static const char op[] = "kiln_context_set_option";
   if (option == KILN_OPT_CACHE_MODE)
     return reopen(op, ctx, NULL, 1, (kiln_cache_mode)value);
-  if (ctx->cache)
+  if (option == KILN_OPT_CACHE_STORE)
+    kiln__dc_set_store_policy(ctx->cache, (kiln_cache_store_policy)value);
+  else if (ctx->cache)
     kiln_cache_set_max_bytes(ctx->cache, (uint64_t)value);
   return KILN_OK;
 }
@@ -50,6 +54,8 @@ kiln__ctx_cache_get_option(const kiln_context *ctx, kiln_option option, int64_t 
 {
   if (option == KILN_OPT_CACHE_MODE)
     *value = kiln__dc_mode(ctx->cache);
+  else if (option == KILN_OPT_CACHE_STORE)
+    *value = kiln__dc_store_policy(ctx->cache);
   else
     *value = (int64_t)kiln__dc_max_bytes(ctx->cache);
   return KILN_OK;

@@ -343,11 +343,13 @@ kiln__dc_req_rekey(struct kiln__dc_req *r)
 /* ---------------------------------------------------------------- format */
 
 size_t
-kiln__dc_serialize(const struct kiln__dc_req *r, uint32_t flags, const void *payload,
-                   size_t payload_len, int64_t created, uint8_t **out)
+kiln__dc_serialize(const struct kiln__dc_req *r, const void *payload, size_t payload_len,
+                   int64_t created, uint8_t **out)
 {
   *out = NULL;
 #if KILN_HAVE_XXHASH
+  if (!payload || !payload_len)
+    return 0;
   size_t header = KILN__DC_FIXED;
   uint32_t len[KILN__DC_NSTR];
   for (int i = 0; i < KILN__DC_NSTR; i++) {
@@ -366,7 +368,7 @@ kiln__dc_serialize(const struct kiln__dc_req *r, uint32_t flags, const void *pay
   memcpy(b, "KILNKBIN", 8);
   put_u32(b + 8, r->format);
   put_u32(b + 12, (uint32_t)header);
-  put_u32(b + 16, flags);
+  put_u32(b + 16, 0);
   put_u32(b + 20, r->vendor_id);
   put_u32(b + 24, r->address_bits);
   put_u32(b + 28, KILN__DC_NSTR);
@@ -380,13 +382,12 @@ kiln__dc_serialize(const struct kiln__dc_req *r, uint32_t flags, const void *pay
     memcpy(p + 4, r->str[i], len[i]);
     p += 4 + len[i];
   }
-  if (payload_len)
-    memcpy(p, payload, payload_len);
+  memcpy(p, payload, payload_len);
   put_u64(b + header + payload_len, hash64(b, header + payload_len));
   *out = b;
   return total;
 #else
-  (void)r, (void)flags, (void)payload, (void)payload_len, (void)created;
+  (void)r, (void)payload, (void)payload_len, (void)created;
   return 0;
 #endif
 }
@@ -421,14 +422,14 @@ kiln__dc_parse(const uint8_t *buf, size_t len, uint64_t file_size, int full, uin
   memcpy(h->source_hash, buf + 64, 16);
   if (nstr != KILN__DC_NSTR)
     BAD("bad string count");
-  if (h->flags & ~KILN__DC_FLAG_PENDING)
-    BAD("unknown flags");
+  if (h->flags)
+    BAD("unknown flags (written by a newer kiln?)");
   if (h->header_size < KILN__DC_FIXED + 4 * KILN__DC_NSTR || h->header_size > KILN__DC_MAX_HEADER)
     BAD("bad header size");
   if (h->payload_size > KILN__DC_MAX_PAYLOAD)
     BAD("bad payload size");
-  if ((h->flags & KILN__DC_FLAG_PENDING) ? h->payload_size != 0 : h->payload_size == 0)
-    BAD("payload size does not match the pending flag");
+  if (h->payload_size == 0)
+    BAD("empty payload");
   uint64_t expect = (uint64_t)h->header_size + h->payload_size + KILN__DC_TRAILER;
   if (file_size < expect)
     BAD("truncated");
@@ -501,6 +502,7 @@ enum problem {
   P_WRITE,
   P_ENV_MODE,
   P_ENV_SIZE,
+  P_ENV_STORE,
   P_NO_XXHASH,
 };
 
@@ -601,6 +603,18 @@ kiln__dc_env_mode(void)
       return names[i].mode;
   warn_once(v, P_ENV_MODE, "KILN_CACHE=\"%s\" is not on, readonly or off; using on", v);
   return KILN_CACHE_ON;
+}
+
+kiln_cache_store_policy
+kiln__dc_env_store_policy(void)
+{
+  const char *v = secure_getenv("KILN_CACHE_STORE");
+  if (!v || !*v || strcasecmp(v, "auto") == 0)
+    return KILN_CACHE_STORE_AUTO;
+  if (strcasecmp(v, "always") == 0)
+    return KILN_CACHE_STORE_ALWAYS;
+  warn_once(v, P_ENV_STORE, "KILN_CACHE_STORE=\"%s\" is not auto or always; using auto", v);
+  return KILN_CACHE_STORE_AUTO;
 }
 
 uint64_t
@@ -742,6 +756,7 @@ struct kiln_cache {
   uint32_t format;
   kiln_cache_mode requested;
   kiln_cache_mode mode;
+  kiln_cache_store_policy store_policy; /* used by lib/runtime/build.c, kept across reopens */
   uint64_t max_bytes;
   char reason[256];
   pthread_mutex_t lock; /* guards the counters: contexts may be used from several threads */
@@ -996,6 +1011,7 @@ kiln__dc_reopen(kiln_cache *old, const char *dir, int keep_dir, kiln_cache_mode 
   pthread_mutex_lock(&old->lock);
   c->session = old->session;
   pthread_mutex_unlock(&old->lock);
+  c->store_policy = old->store_policy;
   kiln_cache_close(old);
   return c;
 }
@@ -1010,6 +1026,19 @@ kiln_cache_mode
 kiln__dc_requested_mode(const kiln_cache *c)
 {
   return c ? c->requested : KILN_CACHE_OFF;
+}
+
+kiln_cache_store_policy
+kiln__dc_store_policy(const kiln_cache *c)
+{
+  return c ? c->store_policy : KILN_CACHE_STORE_AUTO;
+}
+
+void
+kiln__dc_set_store_policy(kiln_cache *c, kiln_cache_store_policy policy)
+{
+  if (c)
+    c->store_policy = policy;
 }
 
 uint64_t
@@ -1532,7 +1561,7 @@ kiln__dc_lookup(kiln_cache *c, const struct kiln__dc_req *r, unsigned flags, voi
     why = "identity differs from the request";
     res = KILN__DC_BAD;
   } else {
-    res = (h.flags & KILN__DC_FLAG_PENDING) ? KILN__DC_PENDING : KILN__DC_HIT;
+    res = KILN__DC_HIT;
   }
   if (res == KILN__DC_HIT) {
     /* mtime is the LRU clock: atime is unreliable under noatime/relatime. */
@@ -1663,13 +1692,12 @@ publish(int vfd, const char *key_hex, const uint8_t *bytes, size_t len, int64_t 
 
 /* Publishes serialised bytes, updates the tracked size and enforces the cap. */
 static int
-store_bytes(kiln_cache *c, const char *key_hex, const uint8_t *bytes, size_t len, int is_marker)
+store_bytes(kiln_cache *c, const char *key_hex, const uint8_t *bytes, size_t len)
 {
   if (c->max_bytes && len > c->max_bytes) {
     kiln__log(KILN__LOG_DEBUG, "kernel cache: entry %s (%zu bytes) exceeds the cap; not stored",
               key_hex, len);
-    if (!is_marker)
-      COUNT(c, store_failures, 1);
+    COUNT(c, store_failures, 1);
     errno = EFBIG;
     return -1;
   }
@@ -1677,8 +1705,7 @@ store_bytes(kiln_cache *c, const char *key_hex, const uint8_t *bytes, size_t len
   if (vfd < 0) {
     /* The format directory vanished (cleared by hand): recreate it once. */
     if (mkdir(c->vdir, 0700) != 0 || (vfd = open_vdir(c)) < 0) {
-      if (!is_marker)
-        COUNT(c, store_failures, 1);
+      COUNT(c, store_failures, 1);
       return -1;
     }
   }
@@ -1686,17 +1713,14 @@ store_bytes(kiln_cache *c, const char *key_hex, const uint8_t *bytes, size_t len
   int e = publish(vfd, key_hex, bytes, len, &old);
   if (e) {
     close(vfd);
-    if (!is_marker)
-      COUNT(c, store_failures, 1);
+    COUNT(c, store_failures, 1);
     warn_once(c->dir, P_WRITE, "cannot write to cache directory %s (%s); entries are not stored",
               c->dir, strerror(e));
     errno = e;
     return -1;
   }
-  if (!is_marker) {
-    COUNT(c, stores, 1);
-    COUNT(c, bytes_written, len);
-  }
+  COUNT(c, stores, 1);
+  COUNT(c, bytes_written, len);
   struct store_delta d = {old < 0 ? 1 : 0, (int64_t)len - (old < 0 ? 0 : old)};
   int lk = lock_stats(vfd);
   if (lk >= 0) {
@@ -1718,16 +1742,13 @@ kiln__dc_store(kiln_cache *c, const struct kiln__dc_req *r, const void *payload,
 {
   if (!c || c->mode != KILN_CACHE_ON)
     return -1;
-  int marker = payload == NULL;
   uint8_t *bytes;
-  size_t n = kiln__dc_serialize(r, marker ? KILN__DC_FLAG_PENDING : 0, payload, marker ? 0 : len,
-                                (int64_t)time(NULL), &bytes);
+  size_t n = kiln__dc_serialize(r, payload, len, (int64_t)time(NULL), &bytes);
   if (!n) {
-    if (!marker)
-      COUNT(c, store_failures, 1);
+    COUNT(c, store_failures, 1);
     return -1;
   }
-  int rc = store_bytes(c, r->key_hex, bytes, n, marker);
+  int rc = store_bytes(c, r->key_hex, bytes, n);
   free(bytes);
   return rc;
 }
@@ -1902,7 +1923,6 @@ desc_fill(struct desc *d, const struct kiln__dc_header *h)
   d->e.address_bits = h->address_bits;
   d->e.payload_bytes = h->payload_size;
   d->e.created = h->created;
-  d->e.pending = (h->flags & KILN__DC_FLAG_PENDING) != 0;
   to_hex(h->source_hash, 16, d->e.source_hash);
 }
 
@@ -2179,7 +2199,7 @@ kiln_cache_entry_write(kiln_cache *cache, const void *data, size_t size, char *k
     return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0, "not a valid cache entry: %s", why);
   char hex[33];
   to_hex(h.key, 16, hex);
-  if (store_bytes(cache, hex, data, size, (h.flags & KILN__DC_FLAG_PENDING) != 0) != 0)
+  if (store_bytes(cache, hex, data, size) != 0)
     return kiln__fail(KILN_ERR_IO, op, errno, "cannot store entry %s in %s: %s", hex,
                       cache->vdir, strerror(errno));
   if (key_out)

@@ -16,7 +16,7 @@
  *    0  "KILNKBIN"                   magic
  *    8  u32 format version
  *   12  u32 header size H (offset of the payload)
- *   16  u32 flags                    bit 0: pending marker (no payload)
+ *   16  u32 flags                    0 (entries with other flags are refused)
  *   20  u32 vendor id
  *   24  u32 address bits
  *   28  u32 string count (8)
@@ -44,7 +44,6 @@
 #define KILN__DC_MAX_HEADER (1u << 20)
 #define KILN__DC_MAX_STRING 65535u
 #define KILN__DC_MAX_PAYLOAD (1ull << 30)
-#define KILN__DC_FLAG_PENDING 1u
 #define KILN__DC_DEFAULT_MAX_BYTES (1ull << 30)
 
 enum kiln__dc_str {
@@ -107,10 +106,10 @@ void kiln__dc_req_rekey(struct kiln__dc_req *r);
 
 /*
  * Serialises an entry: *out (malloc'd, caller frees) and its length, or 0
- * when out of memory or a field exceeds the format's limits.
+ * when out of memory, the payload is empty or a field exceeds the format's limits.
  */
-size_t kiln__dc_serialize(const struct kiln__dc_req *r, uint32_t flags, const void *payload,
-                          size_t payload_len, int64_t created, uint8_t **out);
+size_t kiln__dc_serialize(const struct kiln__dc_req *r, const void *payload, size_t payload_len,
+                          int64_t created, uint8_t **out);
 
 /*
  * Parses an entry. With full, buf must be the whole file (len == file size)
@@ -130,7 +129,6 @@ void kiln__dc_set_format(uint32_t format);
 enum kiln__dc_found {
   KILN__DC_MISS,    /* nothing there */
   KILN__DC_HIT,     /* a sound entry: payload returned */
-  KILN__DC_PENDING, /* a pending marker: the key missed before */
   KILN__DC_BAD,     /* something unusable was there (corrupt, foreign identity, unreadable) */
 };
 
@@ -150,10 +148,10 @@ enum kiln__dc_found kiln__dc_lookup(kiln_cache *c, const struct kiln__dc_req *r,
                                     void **buf, const void **payload, size_t *payload_len);
 
 /*
- * Publishes an entry for r (payload NULL and len 0: a pending marker) and
- * enforces the size cap. Returns 0 on success, -1 when nothing was stored
- * (mode not ON, disk full, I/O error, entry over the cap); never fails the
- * caller's work. Counts a store or a store failure (markers count neither).
+ * Publishes an entry for r and enforces the size cap. Returns 0 on success,
+ * -1 when nothing was stored (mode not ON, empty payload, disk full, I/O
+ * error, entry over the cap); never fails the caller's work. Counts a store
+ * or a store failure.
  */
 int kiln__dc_store(kiln_cache *c, const struct kiln__dc_req *r, const void *payload, size_t len);
 
@@ -182,6 +180,13 @@ kiln_cache *kiln__dc_reopen(kiln_cache *old, const char *dir, int keep_dir, kiln
 
 kiln_cache_mode kiln__dc_mode(const kiln_cache *c);
 kiln_cache_mode kiln__dc_requested_mode(const kiln_cache *c);
+
+/* When builds store binaries (kiln_cache_store_policy); kept with the handle across reopens. */
+kiln_cache_store_policy kiln__dc_store_policy(const kiln_cache *c);
+void kiln__dc_set_store_policy(kiln_cache *c, kiln_cache_store_policy policy);
+
+/* The policy from KILN_CACHE_STORE (auto, always; default auto). */
+kiln_cache_store_policy kiln__dc_env_store_policy(void);
 uint64_t kiln__dc_max_bytes(const kiln_cache *c);
 const char *kiln__dc_requested_dir(const kiln_cache *c); /* NULL: default resolution */
 
