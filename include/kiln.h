@@ -15,6 +15,7 @@
 #include "kiln/elementwise.h"
 #include "kiln/layout.h"
 #include "kiln/create.h"
+#include "kiln/index.h"
 #include "kiln/profile.h"
 #include "kiln/provider.h"
 

@@ -222,61 +222,6 @@ remap_run(const char *op, kiln_context *ctx, const kiln_tensor *src, kiln_tensor
   return kiln__ops_launch(op, ctx, k, n);
 }
 
-/*
- * The destination of an op: *out resolved by the output convention, or a
- * scratch tensor when *out shares a buffer with an input (copied over at
- * the end by out_finish).
- */
-struct out_target {
-  kiln_tensor **out;
-  kiln_tensor *dst; /* where kernels write */
-  kiln_tensor *scratch;
-  int made;
-};
-
-static kiln_status
-out_begin(const char *op, kiln_context *ctx, kiln_dtype dtype, const kiln__shape *shape,
-          kiln_tensor **out, const kiln_tensor *const *inputs, size_t ninputs,
-          struct out_target *t)
-{
-  memset(t, 0, sizeof *t);
-  t->out = out;
-  KILN_TRY(kiln__output_prepare(op, ctx, dtype, shape, out, &t->made));
-  t->dst = *out;
-  int alias = 0;
-  for (size_t i = 0; i < ninputs; i++)
-    alias |= kiln__ops_alias(*out, inputs[i]);
-  if (alias) {
-    pthread_mutex_lock(&ctx->lock);
-    kiln_status s = kiln__tensor_new_locked(op, ctx, dtype, shape, &t->scratch);
-    pthread_mutex_unlock(&ctx->lock);
-    if (s != KILN_OK) {
-      kiln__output_discard(out, t->made);
-      return s;
-    }
-    t->dst = t->scratch;
-  }
-  return KILN_OK;
-}
-
-/* Completes (status OK: copies a scratch result over) or unwinds the target. ctx->lock held. */
-static kiln_status
-out_finish(const char *op, kiln_context *ctx, struct out_target *t, kiln_status s)
-{
-  if (s == KILN_OK && t->scratch && t->scratch->nbytes) {
-    cl_int err = clEnqueueCopyBuffer(ctx->queue, t->scratch->mem, (*t->out)->mem,
-                                     t->scratch->offset, (*t->out)->offset, t->scratch->nbytes, 0,
-                                     NULL, NULL);
-    if (err != CL_SUCCESS)
-      s = kiln__fail_cl(op, err, "clEnqueueCopyBuffer");
-  }
-  kiln_tensor_release(t->scratch);
-  t->scratch = NULL;
-  if (s != KILN_OK)
-    kiln__output_discard(t->out, t->made);
-  return s;
-}
-
 static kiln_status
 check_common(const char *op, kiln_context *ctx, const kiln_tensor *x, const void *out)
 {
@@ -374,11 +319,11 @@ static kiln_status
 remap_op(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln__shape *oshape,
          struct remap *r, const void *fill, kiln_tensor **out)
 {
-  struct out_target t;
-  KILN_TRY(out_begin(op, ctx, x->dtype, oshape, out, &x, 1, &t));
+  kiln__out_target t;
+  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, oshape, out, &x, 1, &t));
   pthread_mutex_lock(&ctx->lock);
   kiln_status s = remap_run(op, ctx, x, t.dst, r, fill);
-  s = out_finish(op, ctx, &t, s);
+  s = kiln__ops_out_finish(op, ctx, &t, s);
   pthread_mutex_unlock(&ctx->lock);
   return s;
 }
@@ -805,8 +750,8 @@ static kiln_status
 join(const char *op, kiln_context *ctx, const kiln_tensor *const *inputs, size_t n,
      const kiln__shape *vshapes, size_t axis, const kiln__shape *oshape, kiln_tensor **out)
 {
-  struct out_target t;
-  KILN_TRY(out_begin(op, ctx, inputs[0]->dtype, oshape, out, inputs, n, &t));
+  kiln__out_target t;
+  KILN_TRY(kiln__ops_out_begin(op, ctx, inputs[0]->dtype, oshape, out, inputs, n, &t));
   int64_t os[KILN_MAX_DIMS];
   kiln__ops_strides(oshape, os);
   pthread_mutex_lock(&ctx->lock);
@@ -824,7 +769,7 @@ join(const char *op, kiln_context *ctx, const kiln_tensor *const *inputs, size_t
     pos += vs->dims[axis];
     s = remap_run(op, ctx, inputs[i], t.dst, &r, NULL);
   }
-  s = out_finish(op, ctx, &t, s);
+  s = kiln__ops_out_finish(op, ctx, &t, s);
   pthread_mutex_unlock(&ctx->lock);
   return s;
 }
@@ -951,15 +896,15 @@ kiln_split(kiln_context *ctx, const kiln_tensor *x, int64_t axis, const int64_t 
       remap_dim(&r, d, ps.dims[d], xs[d], os[d]);
     r.soff = pos * xs[ax];
     pos += sizes[i];
-    struct out_target t;
-    s = out_begin(op, ctx, x->dtype, &ps, &outs[i], &x, 1, &t);
+    kiln__out_target t;
+    s = kiln__ops_out_begin(op, ctx, x->dtype, &ps, &outs[i], &x, 1, &t);
     if (s != KILN_OK)
       break;
     made[i] = t.made;
     t.made = 0; /* unwound below for every piece at once */
     pthread_mutex_lock(&ctx->lock);
     s = remap_run(op, ctx, x, t.dst, &r, NULL);
-    s = out_finish(op, ctx, &t, s);
+    s = kiln__ops_out_finish(op, ctx, &t, s);
     pthread_mutex_unlock(&ctx->lock);
   }
   if (s != KILN_OK)
@@ -1048,8 +993,8 @@ kiln_diag(kiln_context *ctx, const kiln_tensor *x, int64_t k, kiln_tensor **out)
   int64_t dims[2] = {m, m};
   kiln__shape oshape;
   KILN_TRY(make_shape(op, 2, dims, x->dtype, &oshape));
-  struct out_target t;
-  KILN_TRY(out_begin(op, ctx, x->dtype, &oshape, out, &x, 1, &t));
+  kiln__out_target t;
+  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &oshape, out, &x, 1, &t));
   pthread_mutex_lock(&ctx->lock);
   kiln_status s = KILN_OK;
   if (t.dst->nbytes) {
@@ -1067,7 +1012,7 @@ kiln_diag(kiln_context *ctx, const kiln_tensor *x, int64_t k, kiln_tensor **out)
     r.doff = k >= 0 ? k : ak * m;
     s = remap_run(op, ctx, x, t.dst, &r, NULL);
   }
-  s = out_finish(op, ctx, &t, s);
+  s = kiln__ops_out_finish(op, ctx, &t, s);
   pthread_mutex_unlock(&ctx->lock);
   return s;
 }
@@ -1105,8 +1050,8 @@ kiln_kron(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b, kiln_te
     p.bstride[i] = (uint64_t)bst[i];
   }
   const kiln_tensor *ins[2] = {a, b};
-  struct out_target t;
-  KILN_TRY(out_begin(op, ctx, a->dtype, &oshape, out, ins, 2, &t));
+  kiln__out_target t;
+  KILN_TRY(kiln__ops_out_begin(op, ctx, a->dtype, &oshape, out, ins, 2, &t));
   uint64_t n = t.dst->numel;
   pthread_mutex_lock(&ctx->lock);
   kiln_status s = KILN_OK;
@@ -1126,7 +1071,7 @@ kiln_kron(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b, kiln_te
     if (s == KILN_OK)
       s = kiln__ops_launch(op, ctx, k, n);
   }
-  s = out_finish(op, ctx, &t, s);
+  s = kiln__ops_out_finish(op, ctx, &t, s);
   pthread_mutex_unlock(&ctx->lock);
   return s;
 }

@@ -152,6 +152,53 @@ kiln__ops_alias(const kiln_tensor *a, const kiln_tensor *b)
 }
 
 kiln_status
+kiln__ops_out_begin(const char *op, kiln_context *ctx, kiln_dtype dtype, const kiln__shape *shape,
+                    kiln_tensor **out, const kiln_tensor *const *inputs, size_t ninputs,
+                    kiln__out_target *t)
+{
+  memset(t, 0, sizeof *t);
+  t->out = out;
+  KILN_TRY(kiln__output_prepare(op, ctx, dtype, shape, out, &t->made));
+  t->dst = *out;
+  int alias = 0;
+  for (size_t i = 0; i < ninputs; i++)
+    alias |= kiln__ops_alias(*out, inputs[i]);
+  if (alias) {
+    pthread_mutex_lock(&ctx->lock);
+    kiln_status s = kiln__tensor_new_locked(op, ctx, dtype, shape, &t->scratch);
+    pthread_mutex_unlock(&ctx->lock);
+    if (s != KILN_OK) {
+      kiln__output_discard(out, t->made);
+      return s;
+    }
+    t->dst = t->scratch;
+  }
+  return KILN_OK;
+}
+
+kiln_status
+kiln__ops_copy(const char *op, kiln_context *ctx, const kiln_tensor *src, kiln_tensor *dst)
+{
+  if (!src->nbytes || (src->mem == dst->mem && src->offset == dst->offset))
+    return KILN_OK;
+  cl_int err = clEnqueueCopyBuffer(ctx->queue, src->mem, dst->mem, src->offset, dst->offset,
+                                   src->nbytes, 0, NULL, NULL);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueCopyBuffer");
+}
+
+kiln_status
+kiln__ops_out_finish(const char *op, kiln_context *ctx, kiln__out_target *t, kiln_status s)
+{
+  if (s == KILN_OK && t->scratch)
+    s = kiln__ops_copy(op, ctx, t->scratch, *t->out);
+  kiln_tensor_release(t->scratch);
+  t->scratch = NULL;
+  if (s != KILN_OK)
+    kiln__output_discard(t->out, t->made);
+  return s;
+}
+
+kiln_status
 kiln__ops_scratch(const char *op, kiln_context *ctx, kiln_dtype dtype, uint64_t n,
                   kiln_tensor **out)
 {

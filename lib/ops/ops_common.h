@@ -72,6 +72,35 @@ uint64_t kiln__ops_elem_offset(const kiln_tensor *t);
 int kiln__ops_alias(const kiln_tensor *a, const kiln_tensor *b);
 
 /*
+ * The destination of an op: *out resolved by the output convention, or a
+ * scratch tensor when *out shares a buffer with one of the inputs, copied
+ * over by kiln__ops_out_finish. Kernels write to dst.
+ */
+typedef struct kiln__out_target {
+  kiln_tensor **out;
+  kiln_tensor *dst;
+  kiln_tensor *scratch;
+  int made;
+} kiln__out_target;
+
+/* Takes ctx->lock itself (call without it). NULL entries of inputs are skipped. */
+kiln_status kiln__ops_out_begin(const char *op, kiln_context *ctx, kiln_dtype dtype,
+                                const kiln__shape *shape, kiln_tensor **out,
+                                const kiln_tensor *const *inputs, size_t ninputs,
+                                kiln__out_target *t);
+
+/*
+ * Completes the target (status s OK: copies a scratch result over) or
+ * unwinds it (releases what kiln made); returns the final status. ctx->lock held.
+ */
+kiln_status kiln__ops_out_finish(const char *op, kiln_context *ctx, kiln__out_target *t,
+                                 kiln_status s);
+
+/* Enqueues a copy of src's bytes over dst's (same size; ctx->lock held). */
+kiln_status kiln__ops_copy(const char *op, kiln_context *ctx, const kiln_tensor *src,
+                           kiln_tensor *dst);
+
+/*
  * The device error flag: four uints [any bad, lowest bad position (32-bit,
  * saturated), 0, 0], written by kernels that validate data (indices) and read
  * back once per call. kiln__ops_flag_new makes and initialises one (ctx->lock
