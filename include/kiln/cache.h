@@ -327,7 +327,11 @@ typedef struct kiln_cache_prune_options {
   /** Also remove the entries for which this returns nonzero (e.g. entries for absent devices). */
   int (*select)(const kiln_cache_entry *entry, void *user);
   void *select_user;
-  /** Called for each entry or file removed (or that would be, with dry_run); may be NULL. */
+  /**
+   * Called for each entry or temporary file removed (or that would be, with
+   * dry_run); may be NULL. Entries removed through select come with their
+   * header fields; the others with key, path, file_bytes and last_used only.
+   */
   kiln_cache_entry_fn on_remove;
   void *on_remove_user;
   /** Report what would be removed, remove nothing. */

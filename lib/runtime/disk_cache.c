@@ -995,9 +995,7 @@ kiln__dc_open_degrading(const char *dir, kiln_cache_mode mode, uint64_t max_byte
     }
     return c;
   }
-  if (mode == KILN_CACHE_OFF)
-    snprintf(c->reason, sizeof c->reason, "disabled (KILN_CACHE=off or KILN_OPT_CACHE_MODE)");
-  else
+  if (mode != KILN_CACHE_OFF)
     prepare(c, 0, "kiln cache");
   return c;
 }

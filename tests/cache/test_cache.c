@@ -1833,6 +1833,39 @@ run_child_ops(struct run_report *r, const char *mode, const char *extra_env)
            &r->pocl, &r->digest);
 }
 
+/*
+ * Starts the ops child without waiting, stdout to a file; used to run
+ * several real builds at once. Returns the pid.
+ */
+static pid_t
+start_child_ops(const char *out_path, const char *const *env_overrides)
+{
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  char *argv[] = {(char *)"test_cache", (char *)"--child", (char *)"ops", NULL};
+  size_t ne = 0;
+  while (environ[ne])
+    ne++;
+  char **envp = calloc(ne + 16, sizeof *envp);
+  size_t k = 0;
+  for (size_t i = 0; i < ne; i++) {
+    int drop = 0;
+    for (int j = 0; env_overrides[j]; j++)
+      drop |= strncmp(environ[i], env_overrides[j], strcspn(env_overrides[j], "=") + 1) == 0;
+    if (!drop)
+      envp[k++] = environ[i];
+  }
+  for (int j = 0; env_overrides[j]; j++)
+    envp[k++] = (char *)env_overrides[j];
+  pid_t pid;
+  int rc = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, envp);
+  posix_spawn_file_actions_destroy(&fa);
+  free(envp);
+  ck_assert_msg(rc == 0, "posix_spawn: %s", strerror(rc));
+  return pid;
+}
+
 #define RUN_OK(r) ck_assert_msg((r).rc == 0 && strstr((r).raw, "RESULT "), "child failed (%d): %s", (r).rc, (r).raw)
 
 struct find_arg {
@@ -2021,6 +2054,50 @@ START_TEST(e2e_cross_process)
   ck_assert_uint_eq(r.hits, 1); /* cast for f32, the variant warmed above */
   ck_assert_uint_eq(r.misses, 1);
   ck_assert(r.digest == r1.digest);
+
+  /*
+   * Four processes build and store the same programs at once (the driver's
+   * own cache off, so each really compiles and publishes): all correct, the
+   * cache verifies clean, and a fifth process hits both entries.
+   */
+  char *race_dir = harness_tempdir();
+  char env_dir[4200];
+  snprintf(env_dir, sizeof env_dir, "KILN_CACHE_DIR=%s", race_dir);
+  const char *env[] = {env_dir, "KILN_CACHE_STORE=always", "POCL_KERNEL_CACHE=0", NULL};
+  pid_t pids[4];
+  char outs[4][4300];
+  for (int i = 0; i < 4; i++) {
+    snprintf(outs[i], sizeof outs[i], "%s/out%d", race_dir, i);
+    pids[i] = start_child_ops(outs[i], env);
+  }
+  for (int i = 0; i < 4; i++) {
+    int st;
+    waitpid(pids[i], &st, 0);
+    char text[4096] = "";
+    FILE *f = fopen(outs[i], "r");
+    if (f) {
+      text[fread(text, 1, sizeof text - 1, f)] = 0;
+      fclose(f);
+    }
+    unsigned long long digest = 0;
+    const char *d = strstr(text, "digest=");
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && d, "racer %d: %s", i, text);
+    sscanf(d, "digest=%llx", &digest);
+    ck_assert(digest == r1.digest);
+  }
+  kiln_cache *h;
+  KOK(kiln_cache_open(race_dir, KILN_CACHE_ON, &h));
+  kiln_cache_verify_result vr;
+  KOK(kiln_cache_verify(h, 0, &vr));
+  ck_assert_uint_eq(vr.checked, 2);
+  ck_assert_uint_eq(vr.bad, 0);
+  kiln_cache_close(h);
+  e2e_cache = race_dir;
+  run_child_ops(&r, "ops", NULL);
+  RUN_OK(r);
+  ck_assert_uint_eq(r.hits, 2);
+  harness_rmtree(race_dir);
+  free(race_dir);
   harness_rmtree(fresh);
   free(fresh);
   harness_rmtree(cache);
