@@ -16,6 +16,7 @@
 #include "kiln/layout.h"
 #include "kiln/create.h"
 #include "kiln/index.h"
+#include "kiln/random.h"
 #include "kiln/profile.h"
 #include "kiln/provider.h"
 

@@ -22,6 +22,15 @@
 extern size_t kiln__ops_local_override;
 
 /*
+ * Test hook of the random family: raw Philox4x32-10 words of nblocks blocks
+ * whose counters are (ctr[0], ctr[1]) + j as a 64-bit number with ctr[2],
+ * ctr[3] fixed, under key (key[0], key[1]), into host (4 * nblocks words).
+ * Blocking; does not touch the context's stream state.
+ */
+kiln_status kiln__random_philox_blocks(kiln_context *ctx, const uint32_t key[2],
+                                       const uint32_t ctr[4], uint64_t nblocks, uint32_t *host);
+
+/*
  * Kernel `name` of embedded source `source` built for dtype with the
  * options of kiln__program_options(), which the cache warm-up uses too
  * (ctx->lock held).

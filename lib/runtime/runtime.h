@@ -63,6 +63,8 @@ struct kiln_context {
   struct kiln_cache *cache; /* disk kernel cache (runtime/disk_cache.h); NULL acts as mode OFF */
   int queue_profiling; /* the queue was created with CL_QUEUE_PROFILING_ENABLE */
   struct kiln__profile prof;
+  /* Philox stream state of the random family (ops/random.c); zero from calloc = seed 0. */
+  uint64_t rng_seed, rng_counter;
 };
 
 struct kiln_tensor {
