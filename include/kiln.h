@@ -17,6 +17,7 @@
 #include "kiln/create.h"
 #include "kiln/index.h"
 #include "kiln/random.h"
+#include "kiln/reduce.h"
 #include "kiln/profile.h"
 #include "kiln/provider.h"
 

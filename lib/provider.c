@@ -34,6 +34,11 @@ static const kiln_provider provider = {
     .clamp = kiln_clamp,
     .cast = kiln_cast,
     .copy = kiln_copy,
+    .reduce = kiln_reduce,
+    .argreduce = kiln_argreduce,
+    .scan = kiln_scan,
+    .scan_indexed = kiln_scan_indexed,
+    .diff = kiln_diff,
 };
 
 kiln_status

@@ -16,6 +16,7 @@
 #define KILN_PROVIDER_H
 
 #include "kiln/elementwise.h"
+#include "kiln/reduce.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -73,6 +74,18 @@ typedef struct kiln_provider {
                        kiln_tensor **);
   kiln_status (*cast)(kiln_context *, const kiln_tensor *, kiln_dtype, kiln_tensor **);
   kiln_status (*copy)(kiln_context *, const kiln_tensor *, kiln_tensor *);
+
+  /* reductions and scans (kiln/reduce.h) */
+  kiln_status (*reduce)(kiln_context *, kiln_reduce_op, const kiln_tensor *, const int64_t *,
+                        size_t, int, const kiln_reduce_options *, kiln_tensor **);
+  kiln_status (*argreduce)(kiln_context *, kiln_reduce_op, const kiln_tensor *, const int64_t *,
+                           size_t, int, const kiln_reduce_options *, kiln_tensor **,
+                           kiln_tensor **);
+  kiln_status (*scan)(kiln_context *, kiln_scan_op, const kiln_tensor *, int64_t,
+                      const kiln_scan_options *, kiln_tensor **);
+  kiln_status (*scan_indexed)(kiln_context *, kiln_scan_op, const kiln_tensor *, int64_t,
+                              const kiln_scan_options *, kiln_tensor **, kiln_tensor **);
+  kiln_status (*diff)(kiln_context *, const kiln_tensor *, int64_t, int64_t, kiln_tensor **);
 } kiln_provider;
 
 /** Type of kiln_get_provider, for dlsym(). */
