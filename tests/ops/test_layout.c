@@ -9,6 +9,7 @@
  * from input element src[i]" (or a fill value) computed here by plain index
  * loops, independent of the library's plans, and compared byte for byte.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1129,6 +1130,34 @@ START_TEST(bad_handles_and_contexts)
 }
 END_TEST
 
+/* The provider table carries the layout, index, create and random slots. */
+START_TEST(provider_slots)
+{
+  const kiln_provider *p = NULL;
+  KOK(kiln_get_provider(KILN_PROVIDER_ABI, &p));
+  ck_assert_uint_ge(p->struct_size, offsetof(kiln_provider, random_shuffle) + sizeof p->random_shuffle);
+#define SLOT(name) ck_assert_msg(p->name == kiln_##name, "provider slot " #name)
+  SLOT(reshape); SLOT(transpose); SLOT(permute); SLOT(flip); SLOT(roll); SLOT(concat);
+  SLOT(stack); SLOT(split); SLOT(slice); SLOT(slice_assign); SLOT(tile); SLOT(repeat);
+  SLOT(pad); SLOT(tril); SLOT(triu); SLOT(diag); SLOT(kron); SLOT(broadcast_to);
+  SLOT(gather); SLOT(index_select); SLOT(scatter); SLOT(masked_fill); SLOT(masked_select);
+  SLOT(nonzero); SLOT(embedding); SLOT(sub2ind); SLOT(ind2sub); SLOT(one_hot);
+  SLOT(tensor_ones); SLOT(tensor_empty_like); SLOT(tensor_zeros_like); SLOT(tensor_ones_like);
+  SLOT(tensor_full_like); SLOT(arange); SLOT(linspace); SLOT(logspace); SLOT(eye); SLOT(tri);
+  SLOT(meshgrid); SLOT(rng_seed); SLOT(rng_state_get); SLOT(rng_state_set);
+  SLOT(random_uniform); SLOT(random_normal); SLOT(random_integers); SLOT(random_bernoulli);
+  SLOT(random_bits); SLOT(random_permutation); SLOT(random_shuffle);
+#undef SLOT
+  /* A call through the table works like the direct one. */
+  int64_t s[2] = {2, 3};
+  kiln_tensor *x = hd_make(KILN_I32, 2, s, 1, NULL), *o = NULL;
+  KOK(p->transpose(ctx(), x, &o));
+  ck_assert_int_eq(kiln_tensor_dim(o, 0), 3);
+  KOK(kiln_tensor_release(o));
+  KOK(kiln_tensor_release(x));
+}
+END_TEST
+
 static Suite *
 layout_suite(void)
 {
@@ -1153,6 +1182,7 @@ layout_suite(void)
   tcase_add_test(tc, diag_both_ways);
   tcase_add_test(tc, kron_products);
   tcase_add_test(tc, bad_handles_and_contexts);
+  tcase_add_test(tc, provider_slots);
   suite_add_tcase(s, tc);
   return s;
 }
