@@ -8,21 +8,21 @@
  *
  * Two ways in:
  * - Through a context: each context opens the cache when it is created
- *   (KILN_CACHE_DIR, KILN_CACHE, KILN_CACHE_MAX_SIZE; API twins are
- *   KILN_OPT_CACHE_MODE, KILN_OPT_CACHE_MAX_BYTES and
- *   kiln_context_set_cache_dir()). The library never fails because of its
- *   cache: an unusable directory degrades to read-only or to no cache, with
- *   one warning per directory and problem per process.
+ *   (KILN_CACHE_DIR, KILN_CACHE, KILN_CACHE_MAX_SIZE, KILN_CACHE_STORE; API
+ *   twins are kiln_context_set_cache_dir(), KILN_OPT_CACHE_MODE,
+ *   KILN_OPT_CACHE_MAX_BYTES and KILN_OPT_CACHE_STORE). The library never
+ *   fails because of its cache: an unusable directory degrades to read-only
+ *   or to no cache, with one warning per directory and problem per process.
  * - Through a kiln_cache handle from kiln_cache_open(): inspection and
  *   maintenance (statistics, listing, verification, pruning, clearing,
  *   archiving entries). These calls make no OpenCL calls, so they work on a
  *   machine without any OpenCL platform. Unlike the context path they report
  *   an unusable directory as an error.
  *
- * Environment, read at context creation: KILN_CACHE_DIR (directory),
- * KILN_CACHE (on, readonly, off), KILN_CACHE_MAX_SIZE (e.g. 512M, 2G; 0 for
- * no cap), KILN_CACHE_STORE (auto, always). All are ignored in setuid and
- * setgid programs.
+ * Environment values: KILN_CACHE_DIR (a directory), KILN_CACHE (on,
+ * readonly, off), KILN_CACHE_MAX_SIZE (e.g. 512M, 2G; 0 for no cap),
+ * KILN_CACHE_STORE (auto, always). All are ignored in setuid and setgid
+ * programs.
  *
  * A kiln_cache handle is not thread-safe: use it from one thread at a time.
  * Several handles and processes may share a directory at once.
