@@ -128,12 +128,13 @@ launch_bcast(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n, uint32_
   if (flat || n == 0)
     return kiln__launch_1d(op, ctx, k, n);
   uint64_t inner = plan->shape[ndim - 1], rows = n / inner;
-  size_t l0 = 1, l1;
-  while (l0 < inner && l0 < ctx->wg_size)
-    l0 *= 2;
-  l1 = ctx->wg_size / l0;
-  while (l1 > 1 && l1 / 2 >= rows)
-    l1 /= 2;
+  /*
+   * Two local shapes only: PoCL compiles a specialised kernel for every new
+   * local size at first launch (~0.1-0.5 s each), so adapting the shape to
+   * every inner length multiplied first-use cost several times over.
+   */
+  size_t l0 = inner >= 32 || ctx->wg_size < 256 ? ctx->wg_size : 16;
+  size_t l1 = ctx->wg_size / l0;
   /* Caps keep the grid within 2^31 work-items; the kernels loop over the rest. */
   uint64_t g0 = (inner < ((uint64_t)1 << 24) ? inner : ((uint64_t)1 << 24)) + l0 - 1;
   g0 -= g0 % l0;
