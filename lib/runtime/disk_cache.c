@@ -878,23 +878,26 @@ prepare(kiln_cache *c, int strict, const char *op)
     return KILN_OK;
   }
   struct stat vst;
-  if (lstat(c->vdir, &vst) != 0) {
-    if (errno == ENOENT && create && mkdir(c->vdir, 0700) == 0 && lstat(c->vdir, &vst) == 0) {
-      /* created */
-    } else if (errno == ENOENT || errno == EACCES || errno == EROFS || errno == EPERM) {
-      /* Nothing stored yet for this format, and no way to create it: nothing to read either. */
-      if (strict && create)
-        return kiln__fail(KILN_ERR_IO, op, errno, "cannot create %s: %s", c->vdir, strerror(errno));
-      if (!strict)
-        degrade(c, KILN_CACHE_READONLY, P_READONLY, "cache directory %s is not writable", c->dir);
-      return KILN_OK;
-    } else {
-      int e = errno;
-      if (strict)
-        return kiln__fail(KILN_ERR_IO, op, e, "%s: %s", c->vdir, strerror(e));
-      degrade(c, KILN_CACHE_OFF, P_NOT_DIR, "%s: %s", c->vdir, strerror(e));
-      return KILN_OK;
-    }
+  int e = lstat(c->vdir, &vst) == 0 ? 0 : errno;
+  /* Processes starting together race to create it: EEXIST means another one won. */
+  if (e == ENOENT && create) {
+    e = mkdir(c->vdir, 0700) == 0 || errno == EEXIST ? 0 : errno;
+    if (!e && lstat(c->vdir, &vst) != 0)
+      e = errno;
+  }
+  if (e == ENOENT || e == EACCES || e == EROFS || e == EPERM) {
+    /* Nothing stored yet for this format, and no way to create it: nothing to read either. */
+    if (strict && create)
+      return kiln__fail(KILN_ERR_IO, op, e, "cannot create %s: %s", c->vdir, strerror(e));
+    if (!strict)
+      degrade(c, KILN_CACHE_READONLY, P_READONLY, "cache directory %s is not writable", c->dir);
+    return KILN_OK;
+  }
+  if (e) {
+    if (strict)
+      return kiln__fail(KILN_ERR_IO, op, e, "%s: %s", c->vdir, strerror(e));
+    degrade(c, KILN_CACHE_OFF, P_NOT_DIR, "%s: %s", c->vdir, strerror(e));
+    return KILN_OK;
   }
   if (S_ISLNK(vst.st_mode) || check_trust(&vst, c->vdir, why, sizeof why, &p) != 0) {
     if (S_ISLNK(vst.st_mode))

@@ -788,6 +788,46 @@ race(uint64_t max)
   free(dir);
 }
 
+/* Processes that start together all create the same fresh directories: every one must get mode ON. */
+START_TEST(concurrent_first_open)
+{
+  char *dir = harness_tempdir();
+  int gate[2];
+  ck_assert_int_eq(pipe(gate), 0);
+  pid_t pids[8];
+  for (int i = 0; i < 8; i++) {
+    fflush(stdout);
+    pids[i] = fork();
+    ck_assert_int_ge(pids[i], 0);
+    if (pids[i] == 0) {
+      close(gate[1]);
+      char b;
+      if (read(gate[0], &b, 1) != 0)
+        _exit(3);
+      for (int round = 0; round < 40; round++) {
+        char d[4200];
+        snprintf(d, sizeof d, "%s/r%d/kiln", dir, round);
+        kiln_cache *c = kiln__dc_open_degrading(d, KILN_CACHE_ON, 0);
+        int ok = c && kiln__dc_mode(c) == KILN_CACHE_ON;
+        kiln_cache_close(c);
+        if (!ok)
+          _exit(2);
+      }
+      _exit(0);
+    }
+  }
+  close(gate[0]);
+  close(gate[1]); /* releases all of them at once */
+  for (int i = 0; i < 8; i++) {
+    int st;
+    waitpid(pids[i], &st, 0);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "opener %d: status 0x%x", i, st);
+  }
+  harness_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 START_TEST(eight_processes_race_on_shared_keys)
 {
   race(0);
@@ -2379,6 +2419,7 @@ cache_suite(void)
   tcase_add_test(tc, unreadable_entry_miss_then_heal);
   tcase_add_test(tc, killed_writer_leaves_no_partial_entry);
   tcase_add_test(tc, writer_killed_at_random_points);
+  tcase_add_test(tc, concurrent_first_open);
   tcase_add_test(tc, eight_processes_race_on_shared_keys);
   tcase_add_test(tc, eight_processes_race_with_eviction);
   tcase_add_test(tc, size_cap_and_lru_order);
