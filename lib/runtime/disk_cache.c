@@ -1705,7 +1705,7 @@ store_bytes(kiln_cache *c, const char *key_hex, const uint8_t *bytes, size_t len
   int vfd = open_vdir(c);
   if (vfd < 0) {
     /* The format directory vanished (cleared by hand): recreate it once. */
-    if (mkdir(c->vdir, 0700) != 0 || (vfd = open_vdir(c)) < 0) {
+    if ((mkdir(c->vdir, 0700) != 0 && errno != EEXIST) || (vfd = open_vdir(c)) < 0) {
       COUNT(c, store_failures, 1);
       return -1;
     }
@@ -1715,8 +1715,12 @@ store_bytes(kiln_cache *c, const char *key_hex, const uint8_t *bytes, size_t len
   if (e) {
     close(vfd);
     COUNT(c, store_failures, 1);
-    warn_once(c->dir, P_WRITE, "cannot write to cache directory %s (%s); entries are not stored",
-              c->dir, strerror(e));
+    if (e == ENOTEMPTY || e == EEXIST || e == EISDIR)
+      kiln__log(KILN__LOG_DEBUG, "kernel cache: a directory occupies entry %s; not stored",
+                key_hex);
+    else
+      warn_once(c->dir, P_WRITE, "cannot write to cache directory %s (%s); entries are not stored",
+                c->dir, strerror(e));
     errno = e;
     return -1;
   }
