@@ -7,8 +7,9 @@
  * Kernels (offsets in elements; 1-D grid-stride loops unless noted):
  *   gather_axis(x, xoff, idx, ioff, is64, out, ooff, n, ndim, axis, len, plan, flag)
  *     out[c] = x[c with axis coordinate idx[c]] over the index shape (torch.gather)
- *   index_select(x, xoff, idx, ioff, is64, out, ooff, n, nidx, len, inner, flag)
- *     out[o, j, k] = x[o, idx[j], k] (numpy.take along an axis; embedding)
+ *   index_select(x, xoff, idx, ioff, is64, out, ooff, outer, nidx, len, inner, flag)
+ *     out[o, j, k] = x[o, idx[j], k] (numpy.take along an axis; embedding);
+ *     3-D: grid dimension 0 over k, 1 over j, 2 over o
  *   scatter_keys(idx, ioff, is64, m, npad, ndim, axis, len, plan, keys, vals, flag)
  *     for each index element e < m: keys[e] = target element, vals[e] = e;
  *     (ULONG_MAX, ULONG_MAX) for e in [m, npad) and for bad indices
@@ -102,21 +103,22 @@ gather_axis(global const T *x, ulong xoff, global const void *idx, ulong ioff, u
 
 kernel void
 index_select(global const T *x, ulong xoff, global const void *idx, ulong ioff, uint is64,
-             global T *out, ulong ooff, ulong n, ulong nidx, long len, ulong inner,
+             global T *out, ulong ooff, ulong outer, ulong nidx, long len, ulong inner,
              global uint *flag)
 {
-  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
-    ulong k = i % inner;
-    ulong j = (i / inner) % nidx;
-    ulong o = i / inner / nidx;
-    long v = load_index(idx, ioff + j, is64);
-    if (v < 0)
-      v += len;
-    if (v < 0 || v >= len) {
-      flag_bad(flag, j);
-      out[ooff + i] = (T)0;
-    } else {
-      out[ooff + i] = x[xoff + (o * (ulong)len + (ulong)v) * inner + k];
+  /* Grid dimension 2 walks o, 1 walks j, 0 walks k: no divisions. */
+  for (ulong o = get_global_id(2); o < outer; o += get_global_size(2)) {
+    for (ulong j = get_global_id(1); j < nidx; j += get_global_size(1)) {
+      long v = load_index(idx, ioff + j, is64);
+      if (v < 0)
+        v += len;
+      int bad = v < 0 || v >= len;
+      if (bad && get_global_id(0) == 0)
+        flag_bad(flag, j);
+      global const T *row = x + xoff + (o * (ulong)len + (ulong)(bad ? 0 : v)) * inner;
+      global T *dst = out + ooff + (o * nidx + j) * inner;
+      for (ulong k = get_global_id(0); k < inner; k += get_global_size(0))
+        dst[k] = bad ? (T)0 : row[k];
     }
   }
 }

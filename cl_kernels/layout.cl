@@ -3,10 +3,12 @@
  *
  * Build options: see common.cl (-DT=..., -DKILN_DT_...=1).
  * Kernels (offsets are in elements; every 1-D kernel loops grid-stride):
- *   remap(src, soff, dst, doff, n, ndim, plan, fill)
+ *   remap(src, soff, dst, doff, rows, ndim, plan, fill)
  *     The workhorse behind permute, flip, roll, concat, stack, split, slice,
- *     slice assignment, tile, repeat, pad, diag and broadcast_to. Walks the n
- *     elements of an iteration space of ndim dimensions (plan.extent); for
+ *     slice assignment, tile, repeat, pad, diag and broadcast_to. Walks an
+ *     iteration space of ndim >= 1 dimensions (plan.extent), launched 3-D:
+ *     grid dimensions 0 and 1 over the two innermost ones, 2 over the rows
+ *     (the product of the others). For
  *     coordinate c along dimension k the destination moves by
  *     c * plan.dstride[k] and the source by ic * plan.sstride[k], where ic is
  *     c mapped by plan.mode[k] (see REMAP_* below). Elements whose source
@@ -88,22 +90,43 @@ remap_coord(uint mode, long c, long p0, long p1, int *outside)
 }
 
 kernel void
-remap(global const T *src, ulong soff, global T *dst, ulong doff, ulong n, uint ndim,
+remap(global const T *src, ulong soff, global T *dst, ulong doff, ulong rows, uint ndim,
       kiln_remap plan, T fill)
 {
-  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
-    ulong rem = i;
+  /*
+   * Grid dimension 0 walks the innermost plan dimension, 1 the next one (or
+   * a single item when ndim is 1), 2 the rows: the product of the others,
+   * whose coordinates alone need divisions.
+   */
+  uint d0 = ndim - 1, d1 = ndim >= 2 ? ndim - 2 : ndim - 1;
+  ulong e0 = plan.extent[d0], e1 = ndim >= 2 ? plan.extent[d1] : 1;
+  for (ulong row = get_global_id(2); row < rows; row += get_global_size(2)) {
+    ulong rem = row;
     long s = 0, d = 0;
     int outside = 0;
-    for (uint k = ndim; k-- > 0;) {
+    for (uint k = ndim >= 2 ? d1 : d0; k-- > 0;) {
       ulong e = plan.extent[k];
       long c = (long)(rem % e);
       rem /= e;
       d += c * plan.dstride[k];
       s += remap_coord(plan.mode[k], c, plan.p0[k], plan.p1[k], &outside) * plan.sstride[k];
     }
-    /* Unsigned sums wrap exactly like the signed offsets they stand for. */
-    dst[doff + (ulong)d] = outside ? fill : src[soff + (ulong)s];
+    for (ulong c1 = get_global_id(1); c1 < e1; c1 += get_global_size(1)) {
+      long s1 = s, dd1 = d;
+      int out1 = outside;
+      if (ndim >= 2) {
+        s1 += remap_coord(plan.mode[d1], (long)c1, plan.p0[d1], plan.p1[d1], &out1) *
+              plan.sstride[d1];
+        dd1 += (long)c1 * plan.dstride[d1];
+      }
+      for (ulong c0 = get_global_id(0); c0 < e0; c0 += get_global_size(0)) {
+        int out0 = out1;
+        long sc = remap_coord(plan.mode[d0], (long)c0, plan.p0[d0], plan.p1[d0], &out0);
+        /* Unsigned sums wrap exactly like the signed offsets they stand for. */
+        ulong di = doff + (ulong)(dd1 + (long)c0 * plan.dstride[d0]);
+        dst[di] = out0 ? fill : src[soff + (ulong)(s1 + sc * plan.sstride[d0])];
+      }
+    }
   }
 }
 

@@ -201,7 +201,8 @@ take(const char *op, kiln_context *ctx, const kiln_tensor *x, size_t ax, const k
       kiln__args_tensor(&ar, index);
       kiln__args_u32(&ar, is64(index));
       kiln__args_tensor(&ar, t.dst);
-      kiln__args_u64(&ar, n);
+      uint64_t outer = n / inner / index->numel;
+      kiln__args_u64(&ar, outer);
       kiln__args_u64(&ar, index->numel);
       kiln__args_i64(&ar, len);
       kiln__args_u64(&ar, inner);
@@ -209,7 +210,7 @@ take(const char *op, kiln_context *ctx, const kiln_tensor *x, size_t ax, const k
       s = ar.status;
     }
     if (s == KILN_OK)
-      s = kiln__ops_launch(op, ctx, k, n);
+      s = kiln__ops_launch_3d(op, ctx, k, inner, index->numel, n / inner / index->numel);
     if (s == KILN_OK)
       s = flag_verdict(op, ctx, flag, index, -len, len, "the selected axis");
   }

@@ -153,14 +153,14 @@ try_transpose(const char *op, kiln_context *ctx, kiln_dtype dtype, const kiln_te
   if (sbatch < 0 || dbatch < 0)
     return KILN_OK;
   cl_kernel k;
+  /* Source matrix: rows = E_j, cols = E_i. */
+  uint64_t rows = (uint64_t)ej, cols = (uint64_t)ei;
   KILN_TRY(get_kernel(op, ctx, dtype, "transpose_tiled", &k));
   size_t maxwg = 0;
   if (clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof maxwg, &maxwg,
                                NULL) != CL_SUCCESS ||
       maxwg < 256)
     return KILN_OK; /* the generic kernel does it */
-  /* Source matrix: rows = E_j, cols = E_i. */
-  uint64_t rows = (uint64_t)ej, cols = (uint64_t)ei;
   kiln__args a = kiln__args_begin(op, k);
   cl_mem sm = src->mem, dm = dst->mem;
   kiln__args_mem(&a, sm);
@@ -214,12 +214,14 @@ remap_run(const char *op, kiln_context *ctx, const kiln_tensor *src, kiln_tensor
   kiln__args_u64(&a, kiln__ops_elem_offset(src) + (uint64_t)r->soff);
   kiln__args_mem(&a, dst->mem);
   kiln__args_u64(&a, kiln__ops_elem_offset(dst) + (uint64_t)r->doff);
-  kiln__args_u64(&a, n);
+  uint64_t e0 = r->p.extent[r->ndim - 1], e1 = r->ndim >= 2 ? r->p.extent[r->ndim - 2] : 1;
+  uint64_t rows = n / e0 / e1;
+  kiln__args_u64(&a, rows);
   kiln__args_u32(&a, (uint32_t)r->ndim);
   kiln__args_raw(&a, sizeof r->p, &r->p);
   kiln__args_raw(&a, esz, fill ? fill : zero);
   KILN_TRY(a.status);
-  return kiln__ops_launch(op, ctx, k, n);
+  return kiln__ops_launch_3d(op, ctx, k, e0, e1, rows);
 }
 
 static kiln_status

@@ -5,6 +5,7 @@
 #include <string.h>
 
 size_t kiln__ops_local_override;
+size_t kiln__ops_max_groups;
 
 kiln_status
 kiln__ops_kernel(const char *op, kiln_context *ctx, const char *source, kiln_dtype dtype,
@@ -72,6 +73,12 @@ kiln__args_local(kiln__args *a, size_t bytes)
   kiln__args_raw(a, bytes, NULL);
 }
 
+static uint64_t
+cap_groups(uint64_t groups)
+{
+  return kiln__ops_max_groups && groups > kiln__ops_max_groups ? kiln__ops_max_groups : groups;
+}
+
 static size_t
 kernel_max_wg(kiln_context *ctx, cl_kernel k)
 {
@@ -111,8 +118,39 @@ kiln__ops_launch(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n)
   uint64_t groups = (n + local - 1) / local;
   if (groups > max_groups)
     groups = max_groups;
+  groups = cap_groups(groups);
   size_t global = (size_t)(groups * local);
   return kiln__enqueue_kernel(op, ctx, k, 1, &global, &local);
+}
+
+kiln_status
+kiln__ops_launch_3d(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n0, uint64_t n1,
+                    uint64_t n2)
+{
+  if (n0 == 0 || n1 == 0 || n2 == 0)
+    return KILN_OK;
+  size_t wg = ctx->wg_size;
+  if (kiln__ops_local_override) {
+    size_t max = kernel_max_wg(ctx, k);
+    wg = kiln__ops_local_override < max ? kiln__ops_local_override : max;
+  }
+  size_t l0 = 1, l1 = 1;
+  while (l0 < n0 && l0 * 2 <= wg)
+    l0 *= 2;
+  while (l1 < n1 && l0 * l1 * 2 <= wg)
+    l1 *= 2;
+  /* One item per work-item up to a large grid (2^31 items in all); the kernels loop beyond it. */
+  uint64_t n0c = n0 < ((uint64_t)1 << 24) ? n0 : ((uint64_t)1 << 24);
+  uint64_t g0 = cap_groups((n0c + l0 - 1) / l0) * l0;
+  uint64_t c1 = ((uint64_t)1 << 31) / g0;
+  uint64_t g1 = cap_groups(((n1 < c1 ? n1 : c1) + l1 - 1) / l1) * l1;
+  uint64_t c2 = ((uint64_t)1 << 31) / (g0 * g1);
+  if (c2 < 1)
+    c2 = 1;
+  uint64_t g2 = cap_groups(n2 < c2 ? n2 : c2);
+  size_t global[3] = {(size_t)g0, (size_t)g1, (size_t)g2};
+  size_t local[3] = {l0, l1, 1};
+  return kiln__enqueue_kernel(op, ctx, k, 3, global, local);
 }
 
 kiln_status

@@ -22,6 +22,12 @@
 extern size_t kiln__ops_local_override;
 
 /*
+ * Test hook: when nonzero, launches use at most this many work-groups along
+ * each grid dimension, so the kernels' grid-stride loops run several times.
+ */
+extern size_t kiln__ops_max_groups;
+
+/*
  * Test hook of the random family: raw Philox4x32-10 words of nblocks blocks
  * whose counters are (ctr[0], ctr[1]) + j as a 64-bit number with ctr[2],
  * ctr[3] fixed, under key (key[0], key[1]), into host (4 * nblocks words).
@@ -60,6 +66,15 @@ void kiln__args_local(kiln__args *a, size_t bytes);
 
 /* Enqueues a 1-D grid-stride kernel over n items (ctx->lock held); honours the test hook. */
 kiln_status kiln__ops_launch(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n);
+
+/*
+ * Enqueues a 3-D grid-stride kernel over n0 x n1 x n2 items (dimension 0 the
+ * contiguous inner run) (ctx->lock held). The work-group spans dimension 0
+ * first, then 1; grid sizes are capped (the kernels loop over the rest).
+ * Honours the test hooks.
+ */
+kiln_status kiln__ops_launch_3d(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n0,
+                                uint64_t n1, uint64_t n2);
 
 /*
  * Local size for a kernel that needs exactly one work-group shape (scans):

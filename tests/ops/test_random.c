@@ -24,7 +24,10 @@
 #include <string.h>
 
 #include "hostdata.h"
+#include "kiln/index.h"
+#include "kiln/layout.h"
 #include "kiln/random.h"
+#include "kiln/create.h"
 #include "ops/ops_common.h"
 
 static kiln_context *
@@ -872,6 +875,99 @@ START_TEST(permutation_and_shuffle)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* launch geometry of the other families                                */
+/* ------------------------------------------------------------------ */
+
+/*
+ * This suite links the internals, so it also checks the layout, index and
+ * creation kernels under forced geometries: tiny work-groups of odd sizes
+ * and at most two work-groups per grid dimension, which makes every
+ * grid-stride loop run many times. Results must equal the default launch
+ * bit for bit.
+ */
+/* A tensor full of junk, so an element a kernel forgot cannot pass as correct. */
+static kiln_tensor *
+junk(kiln_dtype dt, size_t nd, const int64_t *shape)
+{
+  kiln_tensor *t = NULL;
+  KOK(kiln_tensor_full(ctx(), dt, nd, shape, kiln_scalar_i64(-77), &t));
+  return t;
+}
+
+static void *
+run_mix(size_t *bytes)
+{
+  kiln_context *c = ctx();
+  int64_t s4[4] = {3, 5, 7, 11}, perm[4] = {2, 0, 3, 1}, ps[4] = {7, 3, 11, 5};
+  int64_t s2[2] = {33, 17}, before[2] = {3, 40}, after[2] = {5, 2}, pads[2] = {41, 59};
+  int64_t ts[2] = {17, 33}, ss[2] = {29, 17}, na = 933, ni = 29;
+  kiln_tensor *x = NULL, *x2 = NULL, *idx = NULL, *gi = NULL, *mask = NULL, *ms = NULL;
+  kiln_tensor *p = junk(KILN_F32, 4, ps), *pad = junk(KILN_I32, 2, pads);
+  kiln_tensor *tr = junk(KILN_I32, 2, ts), *sel = junk(KILN_I32, 2, ss);
+  kiln_tensor *g = junk(KILN_I32, 2, s2), *sc = junk(KILN_I32, 2, s2), *ar = junk(KILN_F32, 1, &na);
+  KOK(kiln_rng_seed(c, 3));
+  KOK(kiln_tensor_create(c, KILN_F32, 4, s4, &x));
+  KOK(kiln_random_normal(c, x, 0, 1));
+  KOK(kiln_permute(c, x, perm, 4, &p));
+  KOK(kiln_tensor_create(c, KILN_I32, 2, s2, &x2));
+  KOK(kiln_random_integers(c, x2, -50, 50));
+  KOK(kiln_pad(c, x2, before, after, KILN_PAD_REFLECT, kiln_scalar_i64(0), &pad));
+  KOK(kiln_transpose(c, x2, &tr));
+  KOK(kiln_tensor_create(c, KILN_I64, 1, &ni, &idx));
+  KOK(kiln_random_integers(c, idx, -33, 33));
+  KOK(kiln_index_select(c, x2, 0, idx, &sel));
+  KOK(kiln_tensor_create(c, KILN_I32, 2, s2, &gi));
+  KOK(kiln_random_integers(c, gi, 0, 17));
+  KOK(kiln_gather(c, x2, 1, gi, &g));
+  KOK(kiln_scatter(c, x2, 1, gi, x2, KILN_SCATTER_ADD, &sc));
+  KOK(kiln_tensor_create(c, KILN_BOOL, 4, s4, &mask));
+  KOK(kiln_random_bernoulli(c, mask, 0.4));
+  uint64_t count = 0;
+  KOK(kiln_masked_select(c, x, mask, &ms, &count));
+  KOK(kiln_arange(c, kiln_scalar_f64(0.5), kiln_scalar_f64(700), kiln_scalar_f64(0.75), KILN_F32,
+                  &ar));
+  kiln_tensor *all[] = {p, pad, tr, sel, g, sc, ms, ar};
+  size_t total = 0;
+  for (size_t i = 0; i < 8; i++)
+    total += (size_t)kiln_tensor_nbytes(all[i]);
+  unsigned char *buf = malloc(total + 8), *at = buf;
+  memcpy(at, &count, 8);
+  at += 8;
+  for (size_t i = 0; i < 8; i++) {
+    size_t nb = (size_t)kiln_tensor_nbytes(all[i]);
+    KOK(kiln_tensor_download(all[i], at, nb));
+    at += nb;
+    KOK(kiln_tensor_release(all[i]));
+  }
+  *bytes = total + 8;
+  kiln_tensor *rest[] = {x, x2, idx, gi, mask};
+  for (size_t i = 0; i < 5; i++)
+    KOK(kiln_tensor_release(rest[i]));
+  return buf;
+}
+
+START_TEST(other_families_any_geometry)
+{
+  size_t nwant = 0;
+  void *want = run_mix(&nwant);
+  static const size_t locals[] = {1, 3, 0};
+  static const size_t groups[] = {0, 2, 2};
+  for (int g = 0; g < 3; g++) {
+    kiln__ops_local_override = locals[g];
+    kiln__ops_max_groups = groups[g];
+    size_t ngot = 0;
+    void *got = run_mix(&ngot);
+    kiln__ops_local_override = 0;
+    kiln__ops_max_groups = 0;
+    ck_assert_uint_eq(ngot, nwant);
+    ck_assert_msg(memcmp(got, want, nwant) == 0, "geometry %d changed a result", g);
+    free(got);
+  }
+  free(want);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* bad input                                                            */
 /* ------------------------------------------------------------------ */
 
@@ -945,6 +1041,7 @@ random_suite(void)
   tcase_add_test(tc, normal_statistics);
   tcase_add_test(tc, integer_statistics_and_bias);
   tcase_add_test(tc, permutation_and_shuffle);
+  tcase_add_test(tc, other_families_any_geometry);
   tcase_add_test(tc, bad_input);
   suite_add_tcase(s, tc);
   return s;
