@@ -1187,7 +1187,7 @@ START_TEST(unary_case)
   unary_reference(c->op, c->dt, rdt, in, want, n);
   tol_t tol = unary_tol(c->op, c->dt);
   inputs_t ins = {1, {"x"}, {c->dt}, {in}, {NULL}, {0}};
-  char label[128];
+  char label[320];
 
   kiln_tensor *x = upload(c->dt, s, in);
   kiln_tensor *y = NULL;
@@ -1316,7 +1316,7 @@ START_TEST(binary_case)
   const char *name = kiln_binary_op_name(c->op);
   tol_t tol = binary_tol(c->op, dt);
   rng_t r = rseed(2, (uint64_t)c->op, (uint64_t)dt, (uint64_t)c->kind * 16 + c->p);
-  char label[160], sa[64], sb[64], sv[64];
+  char label[320], sa[64], sb[64], sv[64];
 
   if (c->kind == B_SCALAR) {
     /* op(x, s) or op(s, x) with s converted to x's dtype. */
@@ -1545,7 +1545,7 @@ START_TEST(where_case)
       int t = is_float(c->cdt) ? getf(c->cdt, hc, mc[k]) != 0 : geti(c->cdt, hc, mc[k]) != 0;
       memcpy((char *)want + k * vs, t ? (char *)ha + ma[k] * vs : (char *)hb + mb[k] * vs, vs);
     }
-    char label[160], s1[64], s2[64], s3[64];
+    char label[320], s1[64], s2[64], s3[64];
     snprintf(label, sizeof label, "where cond %s %s, a %s b %s %s", kiln_dtype_name(c->cdt),
              shape_str(sc, s1, sizeof s1), kiln_dtype_name(c->vdt), shape_str(sa, s2, sizeof s2),
              shape_str(sb, s3, sizeof s3));
@@ -1644,7 +1644,7 @@ START_TEST(clamp_case)
         puti(dt, want, i, v < u ? v : u);
       }
     }
-    char label[160], sh[64], l1[64], l2[64];
+    char label[320], sh[64], l1[64], l2[64];
     snprintf(label, sizeof label, "clamp %s %s lo %s hi %s", kiln_dtype_name(dt),
              shape_str(s, sh, sizeof sh), scalar_str(bounds[bi][0], l1, sizeof l1),
              scalar_str(bounds[bi][1], l2, sizeof l2));
@@ -1730,7 +1730,7 @@ START_TEST(cast_case)
   void *want = xmalloc(n * kiln_dtype_size(c->to));
   for (size_t i = 0; i < n; i++)
     cast_elem(c->from, h, i, c->to, want, i);
-  char label[128], sh[64];
+  char label[320], sh[64];
   snprintf(label, sizeof label, "cast %s -> %s %s", kiln_dtype_name(c->from),
            kiln_dtype_name(c->to), shape_str(s, sh, sizeof sh));
   inputs_t ins = {1, {"x"}, {c->from}, {h}, {NULL}, {0}};
@@ -1772,7 +1772,7 @@ START_TEST(copy_all_dtypes)
       kiln_tensor *src = upload(dt, s, h), *dst = garbage_tensor(dt, s);
       KOK(kiln_copy(ctx, src, dst));
       KOK(kiln_copy(ctx, src, src)); /* onto itself: a no-op */
-      char label[96], sh[64];
+      char label[320], sh[64];
       snprintf(label, sizeof label, "copy %s %s", kiln_dtype_name(dt), shape_str(s, sh, sizeof sh));
       void *got = download(label, dst, dt, s);
       ck_assert_msg(bytes == 0 || memcmp(got, h, bytes) == 0, "%s: contents differ", label);
