@@ -13,12 +13,16 @@
  *     c * plan.dstride[k] and the source by ic * plan.sstride[k], where ic is
  *     c mapped by plan.mode[k] (see REMAP_* below). Elements whose source
  *     coordinate falls outside a constant pad get `fill`.
- *   transpose_tiled(src, soff, dst, doff, rows, cols, batch, sbatch, dbatch)
- *     dst[b] (cols x rows) = transpose of src[b] (rows x cols), both
- *     contiguous, b < batch at element strides sbatch/dbatch. 2-D grid of
- *     32x8 work-groups (reqd_work_group_size), one 32x32 tile per group
- *     through local memory padded to 33 columns against bank conflicts;
- *     dimension 2 of the grid walks the batch.
+ *   remap_affine32(src, soff, dst, doff, rows, ndim, plan)
+ *     remap for plans without coordinate maps whose offsets fit 32 bits.
+ *   permute_tiled(src, soff, dst, doff, ea, eb, sb, da, batch, nb, bp)
+ *     Any permutation-like copy in which axis a is contiguous in src and
+ *     axis b (!= a) contiguous in dst (2-D transpose, NCHW -> NHWC, axis
+ *     reversals): 32x32 tiles of the (a, b) plane go through local memory
+ *     padded to 33 columns against bank conflicts, so both the reads and
+ *     the writes are contiguous runs. Work-groups of 32x8
+ *     (reqd_work_group_size); grid dimension 0 over a tiles, 1 over b
+ *     tiles, 2 over the batch (the other nb axes, strides in bp).
  *   tri_mask(src, soff, dst, doff, n, rows, cols, k, upper)
  *     tril (upper = 0: keep j - i <= k) or triu (upper = 1: keep j - i >= k)
  *     on every rows x cols page; other elements become 0.
@@ -130,29 +134,80 @@ remap(global const T *src, ulong soff, global T *dst, ulong doff, ulong rows, ui
   }
 }
 
+/*
+ * The common case of remap without a coordinate map and with every offset
+ * below 2^31: 32-bit index arithmetic, which GPUs do several times faster
+ * than 64-bit division. Same launch as remap.
+ */
+kernel void
+remap_affine32(global const T *src, ulong soff, global T *dst, ulong doff, ulong rows, uint ndim,
+               kiln_remap plan)
+{
+  uint d0 = ndim - 1, d1 = ndim >= 2 ? ndim - 2 : ndim - 1;
+  uint e0 = (uint)plan.extent[d0], e1 = ndim >= 2 ? (uint)plan.extent[d1] : 1u;
+  int ss0 = (int)plan.sstride[d0], ds0 = (int)plan.dstride[d0];
+  int ss1 = ndim >= 2 ? (int)plan.sstride[d1] : 0, ds1 = ndim >= 2 ? (int)plan.dstride[d1] : 0;
+  uint nrows = (uint)rows;
+  for (uint row = (uint)get_global_id(2); row < nrows; row += (uint)get_global_size(2)) {
+    uint rem = row;
+    int s = 0, d = 0;
+    for (uint k = ndim >= 2 ? d1 : d0; k-- > 0;) {
+      uint e = (uint)plan.extent[k];
+      int c = (int)(rem % e);
+      rem /= e;
+      s += c * (int)plan.sstride[k];
+      d += c * (int)plan.dstride[k];
+    }
+    for (uint c1 = (uint)get_global_id(1); c1 < e1; c1 += (uint)get_global_size(1)) {
+      int s1 = s + (int)c1 * ss1, dd1 = d + (int)c1 * ds1;
+      for (uint c0 = (uint)get_global_id(0); c0 < e0; c0 += (uint)get_global_size(0))
+        dst[doff + (ulong)(long)(dd1 + (int)c0 * ds0)] = src[soff + (ulong)(long)(s1 + (int)c0 * ss0)];
+    }
+  }
+}
+
 #define TILE 32
 #define TILE_ROWS 8
 
+/* Batch axes of permute_tiled; mirrors struct tile_batch in lib/ops/layout.c. */
+typedef struct {
+  ulong extent[8];
+  long sstride[8];
+  long dstride[8];
+} kiln_batch;
+
 kernel __attribute__((reqd_work_group_size(TILE, TILE_ROWS, 1))) void
-transpose_tiled(global const T *src, ulong soff, global T *dst, ulong doff, ulong rows,
-                ulong cols, ulong batch, ulong sbatch, ulong dbatch)
+permute_tiled(global const T *src, ulong soff, global T *dst, ulong doff, ulong ea, ulong eb,
+              long sb, long da, ulong batch, uint nb, kiln_batch bp)
 {
   local T tile[TILE][TILE + 1];
   ulong tx = get_local_id(0), ty = get_local_id(1);
-  ulong c0 = get_group_id(0) * TILE, r0 = get_group_id(1) * TILE;
-  for (ulong b = get_global_id(2); b < batch; b += get_global_size(2)) {
-    global const T *s = src + soff + b * sbatch;
-    global T *o = dst + doff + b * dbatch;
+  ulong a0 = get_group_id(0) * TILE, b0 = get_group_id(1) * TILE;
+  for (ulong bi = get_global_id(2); bi < batch; bi += get_global_size(2)) {
+    ulong rem = bi;
+    long so = 0, dd = 0;
+    if (nb == 1) { /* the common batched transpose: no division */
+      so = (long)bi * bp.sstride[0];
+      dd = (long)bi * bp.dstride[0];
+    } else {
+      for (uint k = nb; k-- > 0;) {
+        ulong c = rem % bp.extent[k];
+        rem /= bp.extent[k];
+        so += (long)c * bp.sstride[k];
+        dd += (long)c * bp.dstride[k];
+      }
+    }
+    /* Read along a (contiguous in src), write along b (contiguous in dst). */
     for (ulong k = 0; k < TILE; k += TILE_ROWS) {
-      ulong r = r0 + ty + k, c = c0 + tx;
-      if (r < rows && c < cols)
-        tile[ty + k][tx] = s[r * cols + c];
+      ulong a = a0 + tx, b = b0 + ty + k;
+      if (a < ea && b < eb)
+        tile[ty + k][tx] = src[soff + (ulong)(so + (long)a + (long)b * sb)];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (ulong k = 0; k < TILE; k += TILE_ROWS) {
-      ulong orow = c0 + ty + k, ocol = r0 + tx; /* output is cols x rows */
-      if (orow < cols && ocol < rows)
-        o[orow * rows + ocol] = tile[tx][ty + k];
+      ulong b = b0 + tx, a = a0 + ty + k;
+      if (a < ea && b < eb)
+        dst[doff + (ulong)(dd + (long)b + (long)a * da)] = tile[tx][ty + k];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }

@@ -86,6 +86,35 @@ block_words(ulong b, uint c2, uint k0, uint k1, uint *w)
   philox4x32_10(w, k0, k1);
 }
 
+/*
+ * Stores the values of one block at element e: straight-line stores for a
+ * whole block, guarded ones for the tail. Scalars, not a private array:
+ * PoCL 3.1 miscompiled the array form for work-groups of one item.
+ */
+#define STORE4(out, off, e, n, v0, v1, v2, v3)                                       \
+  do {                                                                               \
+    if ((e) + 4 <= (n)) {                                                            \
+      (out)[(off) + (e)] = (v0);                                                     \
+      (out)[(off) + (e) + 1] = (v1);                                                 \
+      (out)[(off) + (e) + 2] = (v2);                                                 \
+      (out)[(off) + (e) + 3] = (v3);                                                 \
+    } else {                                                                         \
+      if ((e) < (n))                                                                 \
+        (out)[(off) + (e)] = (v0);                                                   \
+      if ((e) + 1 < (n))                                                             \
+        (out)[(off) + (e) + 1] = (v1);                                               \
+      if ((e) + 2 < (n))                                                             \
+        (out)[(off) + (e) + 2] = (v2);                                               \
+    }                                                                                \
+  } while (0)
+
+#define STORE2(out, off, e, n, v0, v1)                                               \
+  do {                                                                               \
+    (out)[(off) + (e)] = (v0);                                                       \
+    if ((e) + 1 < (n))                                                               \
+      (out)[(off) + (e) + 1] = (v1);                                                 \
+  } while (0)
+
 kernel void
 philox_blocks(global uint *out, ulong off, ulong nblocks, uint k0, uint k1, uint c0, uint c1,
               uint c2, uint c3)
@@ -104,21 +133,18 @@ kernel void
 random_bits(global T *out, ulong off, ulong n, ulong base, uint k0, uint k1)
 {
 #if defined(KILN_DT_I64)
-  const ulong per = 2;
+  ulong nb = (n + 1) / 2;
 #else
-  const ulong per = 4;
+  ulong nb = (n + 3) / 4;
 #endif
-  ulong nb = (n + per - 1) / per;
   for (ulong j = get_global_id(0); j < nb; j += get_global_size(0)) {
     uint w[4];
     block_words(base + j, 0u, k0, k1, w);
-    for (ulong t = 0; t < per && j * per + t < n; t++) {
 #if defined(KILN_DT_I64)
-      out[off + j * per + t] = (T)(((ulong)w[2 * t + 1] << 32) | w[2 * t]);
+    STORE2(out, off, j * 2, n, (T)(((ulong)w[1] << 32) | w[0]), (T)(((ulong)w[3] << 32) | w[2]));
 #else
-      out[off + j * per + t] = (T)w[t];
+    STORE4(out, off, j * 4, n, (T)w[0], (T)w[1], (T)w[2], (T)w[3]);
 #endif
-    }
   }
 }
 
@@ -328,22 +354,22 @@ kernel void
 random_uniform(global T *out, ulong off, ulong n, ulong base, uint k0, uint k1, T lo, T hi)
 {
 #if defined(KILN_DT_F64)
-  const ulong per = 2;
+  ulong nb = (n + 1) / 2;
 #else
-  const ulong per = 4;
+  ulong nb = (n + 3) / 4;
 #endif
-  ulong nb = (n + per - 1) / per;
   for (ulong j = get_global_id(0); j < nb; j += get_global_size(0)) {
     uint w[4];
     block_words(base + j, 0u, k0, k1, w);
-    for (ulong t = 0; t < per && j * per + t < n; t++) {
 #if defined(KILN_DT_F64)
-      T u = (T)bits53(w[2 * t], w[2 * t + 1]) * 0x1p-53;
+    T u0 = (T)bits53(w[0], w[1]) * 0x1p-53, u1 = (T)bits53(w[2], w[3]) * 0x1p-53;
+    STORE2(out, off, j * 2, n, scale_uniform(u0, lo, hi), scale_uniform(u1, lo, hi));
 #else
-      T u = (T)(w[t] >> 8) * 0x1p-24f;
+    T u0 = (T)(w[0] >> 8) * 0x1p-24f, u1 = (T)(w[1] >> 8) * 0x1p-24f;
+    T u2 = (T)(w[2] >> 8) * 0x1p-24f, u3 = (T)(w[3] >> 8) * 0x1p-24f;
+    STORE4(out, off, j * 4, n, scale_uniform(u0, lo, hi), scale_uniform(u1, lo, hi),
+           scale_uniform(u2, lo, hi), scale_uniform(u3, lo, hi));
 #endif
-      out[off + j * per + t] = scale_uniform(u, lo, hi);
-    }
   }
 }
 
@@ -351,32 +377,27 @@ kernel void
 random_normal(global T *out, ulong off, ulong n, ulong base, uint k0, uint k1, T mean, T stddev)
 {
 #if defined(KILN_DT_F64)
-  const ulong per = 2;
+  ulong nb = (n + 1) / 2;
 #else
-  const ulong per = 4;
+  ulong nb = (n + 3) / 4;
 #endif
-  ulong nb = (n + per - 1) / per;
   for (ulong j = get_global_id(0); j < nb; j += get_global_size(0)) {
     uint w[4];
     block_words(base + j, 0u, k0, k1, w);
-    T z[4];
 #if defined(KILN_DT_F64)
     double r = sqrt(-2.0 * det_log_f64(bits53(w[0], w[1]) + 1));
     double s, c;
     det_sincos_f64(bits53(w[2], w[3]), &s, &c);
-    z[0] = r * c;
-    z[1] = r * s;
+    STORE2(out, off, j * 2, n, mean + stddev * (r * c), mean + stddev * (r * s));
 #else
-    for (int p = 0; p < 2; p++) {
-      float r = det_sqrt_f32(-2.0f * det_log_f32((w[2 * p] >> 8) + 1u));
-      float s, c;
-      det_sincos_f32(w[2 * p + 1] >> 8, &s, &c);
-      z[2 * p] = r * c;
-      z[2 * p + 1] = r * s;
-    }
+    float r0 = det_sqrt_f32(-2.0f * det_log_f32((w[0] >> 8) + 1u));
+    float r1 = det_sqrt_f32(-2.0f * det_log_f32((w[2] >> 8) + 1u));
+    float s0, c0, s1, c1;
+    det_sincos_f32(w[1] >> 8, &s0, &c0);
+    det_sincos_f32(w[3] >> 8, &s1, &c1);
+    STORE4(out, off, j * 4, n, mean + stddev * (r0 * c0), mean + stddev * (r0 * s0),
+           mean + stddev * (r1 * c1), mean + stddev * (r1 * s1));
 #endif
-    for (ulong t = 0; t < per && j * per + t < n; t++)
-      out[off + j * per + t] = mean + stddev * z[t];
   }
 }
 #endif
@@ -436,8 +457,9 @@ random_bernoulli(global T *out, ulong off, ulong n, ulong base, uint k0, uint k1
   for (ulong j = get_global_id(0); j < nb; j += get_global_size(0)) {
     uint w[4];
     block_words(base + j, 0u, k0, k1, w);
-    for (ulong t = 0; t < 4 && j * 4 + t < n; t++)
-      out[off + j * 4 + t] = (ulong)w[t] < threshold ? (T)1 : (T)0;
+    STORE4(out, off, j * 4, n, (ulong)w[0] < threshold ? (T)1 : (T)0,
+           (ulong)w[1] < threshold ? (T)1 : (T)0, (ulong)w[2] < threshold ? (T)1 : (T)0,
+           (ulong)w[3] < threshold ? (T)1 : (T)0);
   }
 }
 

@@ -50,17 +50,19 @@ KILN_API kiln_status kiln_reshape(kiln_context *ctx, const kiln_tensor *x, size_
 
 /**
  * Swaps the last two axes: for x of shape [..., m, n] the result has shape
- * [..., n, m] (a batched matrix transpose). Uses a kernel tiled through
- * local memory. KILN_ERR_SHAPE if x has fewer than 2 dimensions.
+ * [..., n, m] (a batched matrix transpose), through 32x32 tiles in local
+ * memory when m and n are both >= 8. KILN_ERR_SHAPE if x has fewer than 2
+ * dimensions.
  */
 KILN_API kiln_status kiln_transpose(kiln_context *ctx, const kiln_tensor *x, kiln_tensor **out);
 
 /**
  * Reorders the axes: result axis i is x's axis perm[i] (NumPy transpose with
  * axes). perm must hold each axis of x exactly once (nperm == ndim, negative
- * entries allowed), else KILN_ERR_INVALID_ARGUMENT. Permutations that amount
- * to a (batched) matrix transpose once unit and adjacent axes are merged
- * take the tiled kernel of kiln_transpose.
+ * entries allowed), else KILN_ERR_INVALID_ARGUMENT. After unit axes are
+ * dropped and adjacent ones merged, a permutation whose source-contiguous
+ * axis is not the result's innermost one (both >= 8 long) moves through
+ * local-memory tiles like kiln_transpose; others map elements directly.
  */
 KILN_API kiln_status kiln_permute(kiln_context *ctx, const kiln_tensor *x, const int64_t *perm,
                                   size_t nperm, kiln_tensor **out);

@@ -7,9 +7,10 @@
  * a destination stride, a source stride and a coordinate map (affine, mod,
  * div, roll, pad). remap_run() simplifies the plan (drops unit dimensions,
  * merges adjacent affine ones) and then picks the cheapest executor: a
- * buffer copy when both sides are contiguous, the tiled transpose kernel
- * when the plan is a (batched) matrix transpose, else the generic remap
- * kernel. See cl_kernels/layout.cl.
+ * buffer copy when both sides are contiguous; the local-memory tiled kernel
+ * when one axis is contiguous in the source and another in the destination
+ * (transposes, NCHW -> NHWC, axis reversals); the 32-bit affine kernel when
+ * offsets are small; else the generic remap kernel. See cl_kernels/layout.cl.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,58 +128,103 @@ get_kernel(const char *op, kiln_context *ctx, kiln_dtype dtype, const char *name
   return kiln__ops_kernel(op, ctx, "layout", dtype, name, k);
 }
 
+/* Mirrors kiln_batch in cl_kernels/layout.cl. */
+struct tile_batch {
+  uint64_t extent[KILN_MAX_DIMS];
+  int64_t sstride[KILN_MAX_DIMS];
+  int64_t dstride[KILN_MAX_DIMS];
+};
+
+static int
+plan_affine(const struct remap *r)
+{
+  for (size_t k = 0; k < r->ndim; k++)
+    if (r->p.mode[k] != RM_AFFINE)
+      return 0;
+  return 1;
+}
+
 /*
- * The plan is a batched matrix transpose when, over dims (batch, i, j) or
- * (i, j), the destination walks a contiguous [E_i, E_j] matrix and the source
- * a contiguous [E_j, E_i] one. Enqueues the tiled kernel and sets *done.
+ * Through local-memory tiles when some axis a is contiguous in the source
+ * while the innermost axis b is contiguous in the destination, both long
+ * enough to fill a tile reasonably (>= 8): then plain element mapping would
+ * read or write with a stride. Enqueues permute_tiled and sets *done.
  */
 static kiln_status
-try_transpose(const char *op, kiln_context *ctx, kiln_dtype dtype, const kiln_tensor *src,
-              kiln_tensor *dst, const struct remap *r, int *done)
+try_tiled(const char *op, kiln_context *ctx, kiln_dtype dtype, const kiln_tensor *src,
+          kiln_tensor *dst, const struct remap *r, int *done)
 {
   *done = 0;
-  if (r->ndim != 2 && r->ndim != 3)
+  if (r->ndim < 2 || !plan_affine(r))
     return KILN_OK;
-  size_t b = r->ndim - 2;
-  const struct remap_plan *p = &r->p;
-  for (size_t k = 0; k < r->ndim; k++)
-    if (p->mode[k] != RM_AFFINE)
-      return KILN_OK;
-  int64_t ei = (int64_t)p->extent[b], ej = (int64_t)p->extent[b + 1];
-  if (p->dstride[b] != ej || p->dstride[b + 1] != 1 || p->sstride[b] != 1 ||
-      p->sstride[b + 1] != ei)
+  size_t b = r->ndim - 1, a = SIZE_MAX;
+  for (size_t k = 0; k < b; k++)
+    if (r->p.sstride[k] == 1)
+      a = k;
+  if (a == SIZE_MAX || r->p.dstride[b] != 1 || r->p.extent[a] < 8 || r->p.extent[b] < 8)
     return KILN_OK;
-  uint64_t batch = b ? p->extent[0] : 1;
-  int64_t sbatch = b ? p->sstride[0] : 0, dbatch = b ? p->dstride[0] : 0;
-  if (sbatch < 0 || dbatch < 0)
-    return KILN_OK;
+  struct tile_batch bp;
+  memset(&bp, 0, sizeof bp);
+  uint32_t nb = 0;
+  uint64_t batch = 1;
+  for (size_t k = 0; k < b; k++) {
+    if (k == a)
+      continue;
+    bp.extent[nb] = r->p.extent[k];
+    bp.sstride[nb] = r->p.sstride[k];
+    bp.dstride[nb] = r->p.dstride[k];
+    batch *= r->p.extent[k];
+    nb++;
+  }
   cl_kernel k;
-  /* Source matrix: rows = E_j, cols = E_i. */
-  uint64_t rows = (uint64_t)ej, cols = (uint64_t)ei;
-  KILN_TRY(get_kernel(op, ctx, dtype, "transpose_tiled", &k));
+  KILN_TRY(get_kernel(op, ctx, dtype, "permute_tiled", &k));
   size_t maxwg = 0;
   if (clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof maxwg, &maxwg,
                                NULL) != CL_SUCCESS ||
       maxwg < 256)
     return KILN_OK; /* the generic kernel does it */
-  kiln__args a = kiln__args_begin(op, k);
-  cl_mem sm = src->mem, dm = dst->mem;
-  kiln__args_mem(&a, sm);
-  kiln__args_u64(&a, kiln__ops_elem_offset(src) + (uint64_t)r->soff);
-  kiln__args_mem(&a, dm);
-  kiln__args_u64(&a, kiln__ops_elem_offset(dst) + (uint64_t)r->doff);
-  kiln__args_u64(&a, rows);
-  kiln__args_u64(&a, cols);
-  kiln__args_u64(&a, batch);
-  kiln__args_u64(&a, (uint64_t)sbatch);
-  kiln__args_u64(&a, (uint64_t)dbatch);
-  KILN_TRY(a.status);
+  uint64_t ea = r->p.extent[a], eb = r->p.extent[b];
+  kiln__args ar = kiln__args_begin(op, k);
+  kiln__args_mem(&ar, src->mem);
+  kiln__args_u64(&ar, kiln__ops_elem_offset(src) + (uint64_t)r->soff);
+  kiln__args_mem(&ar, dst->mem);
+  kiln__args_u64(&ar, kiln__ops_elem_offset(dst) + (uint64_t)r->doff);
+  kiln__args_u64(&ar, ea);
+  kiln__args_u64(&ar, eb);
+  kiln__args_i64(&ar, r->p.sstride[b]);
+  kiln__args_i64(&ar, r->p.dstride[a]);
+  kiln__args_u64(&ar, batch);
+  kiln__args_u32(&ar, nb);
+  kiln__args_raw(&ar, sizeof bp, &bp);
+  KILN_TRY(ar.status);
+  uint64_t g2 = batch < 65535 ? batch : 65535;
+  if (kiln__ops_max_groups && g2 > kiln__ops_max_groups)
+    g2 = kiln__ops_max_groups; /* test hook: make the batch loop run */
   size_t local[3] = {32, 8, 1};
-  size_t global[3] = {(size_t)((cols + 31) / 32 * 32), (size_t)((rows + 31) / 32 * 8),
-                      (size_t)(batch < 65536 ? batch : 65536)};
+  size_t global[3] = {(size_t)((ea + 31) / 32 * 32), (size_t)((eb + 31) / 32 * 8), (size_t)g2};
   KILN_TRY(kiln__enqueue_kernel(op, ctx, k, 3, global, local));
   *done = 1;
   return KILN_OK;
+}
+
+/* Nonzero when every source and destination offset of the affine plan r fits 31 bits. */
+static int
+plan_fits_32(const struct remap *r, uint64_t n)
+{
+  if (n >= ((uint64_t)1 << 31) || r->soff < 0 || r->doff < 0)
+    return 0;
+  uint64_t smax = 0, dmax = 0;
+  for (size_t k = 0; k < r->ndim; k++) {
+    uint64_t e = r->p.extent[k] - 1;
+    uint64_t ss = (uint64_t)(r->p.sstride[k] < 0 ? -r->p.sstride[k] : r->p.sstride[k]);
+    uint64_t ds = (uint64_t)(r->p.dstride[k] < 0 ? -r->p.dstride[k] : r->p.dstride[k]);
+    if (ss > ((uint64_t)1 << 31) || ds > ((uint64_t)1 << 31) || e > ((uint64_t)1 << 31))
+      return 0;
+    smax += e * ss;
+    dmax += e * ds;
+  }
+  /* Relative offsets within the kernel stay below 2^31 in magnitude. */
+  return smax < ((uint64_t)1 << 31) && dmax < ((uint64_t)1 << 31);
 }
 
 /*
@@ -203,11 +249,12 @@ remap_run(const char *op, kiln_context *ctx, const kiln_tensor *src, kiln_tensor
     return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueCopyBuffer");
   }
   int done;
-  KILN_TRY(try_transpose(op, ctx, dtype, src, dst, r, &done));
+  KILN_TRY(try_tiled(op, ctx, dtype, src, dst, r, &done));
   if (done)
     return KILN_OK;
+  int fast = plan_affine(r) && plan_fits_32(r, n);
   cl_kernel k;
-  KILN_TRY(get_kernel(op, ctx, dtype, "remap", &k));
+  KILN_TRY(get_kernel(op, ctx, dtype, fast ? "remap_affine32" : "remap", &k));
   unsigned char zero[8] = {0};
   kiln__args a = kiln__args_begin(op, k);
   kiln__args_mem(&a, src->mem);
@@ -219,7 +266,8 @@ remap_run(const char *op, kiln_context *ctx, const kiln_tensor *src, kiln_tensor
   kiln__args_u64(&a, rows);
   kiln__args_u32(&a, (uint32_t)r->ndim);
   kiln__args_raw(&a, sizeof r->p, &r->p);
-  kiln__args_raw(&a, esz, fill ? fill : zero);
+  if (!fast)
+    kiln__args_raw(&a, esz, fill ? fill : zero);
   KILN_TRY(a.status);
   return kiln__ops_launch_3d(op, ctx, k, e0, e1, rows);
 }

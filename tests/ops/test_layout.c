@@ -314,6 +314,14 @@ START_TEST(permute_6d)
   check_permute(KILN_F32, 4, s4, p1, 0);
   check_permute(KILN_F32, 4, s4, p2, 0);
   check_permute(KILN_U8, 4, s4, p3, 0);
+  /* Tiled with several batch axes, and a full reversal (tiled over the outer pair). */
+  int64_t s5[5] = {3, 16, 5, 9, 12}, p5[5] = {2, 4, 0, 3, 1};
+  int64_t sr[4] = {9, 10, 11, 12}, pr[4] = {3, 2, 1, 0};
+  HD_FOR_DTYPES(dt)
+  {
+    check_permute(dt, 5, s5, p5, 0);
+    check_permute(dt, 4, sr, pr, 0);
+  }
   /* Zero-size and 0-d. */
   int64_t sz[3] = {4, 0, 2}, pz[3] = {2, 0, 1};
   check_permute(KILN_I32, 3, sz, pz, 0);
