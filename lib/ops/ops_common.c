@@ -134,11 +134,20 @@ kiln__ops_launch_3d(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n0,
     size_t max = kernel_max_wg(ctx, k);
     wg = kiln__ops_local_override < max ? kiln__ops_local_override : max;
   }
-  size_t l0 = 1, l1 = 1;
-  while (l0 < n0 && l0 * 2 <= wg)
-    l0 *= 2;
-  while (l1 < n1 && l0 * l1 * 2 <= wg)
-    l1 *= 2;
+  /*
+   * Few work-group shapes on purpose: PoCL compiles a specialised kernel per
+   * local size (~100 ms each), so dimension 0 takes 256, 64, 16 or 1 items
+   * (the largest that n0 fills, at most wg) and dimension 1 the rest of wg.
+   */
+  static const size_t widths[] = {256, 64, 16, 1};
+  size_t l0 = 1;
+  for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++) {
+    if (widths[i] <= wg && widths[i] <= n0) {
+      l0 = widths[i];
+      break;
+    }
+  }
+  size_t l1 = wg / l0 ? wg / l0 : 1;
   /* One item per work-item up to a large grid (2^31 items in all); the kernels loop beyond it. */
   uint64_t n0c = n0 < ((uint64_t)1 << 24) ? n0 : ((uint64_t)1 << 24);
   uint64_t g0 = cap_groups((n0c + l0 - 1) / l0) * l0;
