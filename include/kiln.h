@@ -19,6 +19,7 @@
 #include "kiln/random.h"
 #include "kiln/reduce.h"
 #include "kiln/profile.h"
+#include "kiln/tune.h"
 #include "kiln/provider.h"
 
 #ifdef __cplusplus

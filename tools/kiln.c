@@ -11,6 +11,8 @@ static const struct command commands[] = {
      cmd_demo},
     {"bench", "time operations against the device's copy bandwidth; dispatch and startup costs",
      cmd_bench},
+    {"tune", "find and store the fastest launch parameters of kiln's kernels on this device",
+     cmd_tune},
 };
 
 static void

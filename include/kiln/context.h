@@ -170,6 +170,14 @@ typedef enum kiln_option {
    * always), else AUTO.
    */
   KILN_OPT_CACHE_STORE = 4,
+  /**
+   * Autotuner mode, a kiln_tune_mode (include/kiln/tune.h): KILN_TUNE_OFF
+   * (0, built-in launch parameters), KILN_TUNE_CACHED (1, stored tuning
+   * results where there are some) or KILN_TUNE_ONLINE (2, and tune a missing
+   * key on first use). Default: the KILN_TUNE environment variable (off,
+   * cached, online), else CACHED.
+   */
+  KILN_OPT_TUNE_MODE = 5,
 } kiln_option;
 
 /**

@@ -735,13 +735,6 @@ reduce_impl(kiln_context *ctx, kiln_reduce_op rop, const kiln_tensor *x, const i
                  KILN_ERR_INVALID_ARGUMENT, op, "unknown NaN policy %d", (int)o.nan_policy);
   KILN_RETURN_IF(!(o.ddof >= 0) || !isfinite(o.ddof), KILN_ERR_INVALID_ARGUMENT, op,
                  "ddof must be finite and >= 0 (got %g)", o.ddof);
-  kiln__launch_params defaults;
-  if (!lp) {
-    kiln__launch_params_default(ctx, KILN__LAUNCH_REDUCE, &defaults);
-    lp = &defaults;
-  }
-  KILN_TRY(kiln__launch_params_check(op, lp));
-
   struct red_call rc = {op, ctx, lp, NULL, NULL, 0, 0};
   int wide_matters;
   KILN_TRY(plan_op(op, rop, &o, &rc, &wide_matters));
@@ -753,6 +746,14 @@ reduce_impl(kiln_context *ctx, kiln_reduce_op rop, const kiln_tensor *x, const i
   KILN_TRY(kiln__axes_mask(op, x->shape.ndim, axes, naxes, &mask));
   kiln__reduce_layout l;
   kiln__reduce_layout_make(&x->shape, mask, keepdims, &l);
+  kiln__launch_params tuned;
+  if (!lp) {
+    /* Tuned per (dtype, layout, size) bucket, before any lock (online tuning runs kernels). */
+    kiln__launch_params_for(ctx, KILN__LAUNCH_REDUCE, x->dtype, l.outer, l.red, l.inner, &tuned);
+    lp = &tuned;
+  }
+  KILN_TRY(kiln__launch_params_check(op, lp));
+  rc.lp = lp;
   KILN_RETURN_IF(l.red == 0 && red_rows[rop].empty == EMPTY_ERROR, KILN_ERR_SHAPE, op,
                  "%s of an empty selection has no value (a reduced axis has size 0)",
                  red_rows[rop].name);

@@ -307,14 +307,17 @@ scan_impl(kiln_context *ctx, kiln_scan_op sop, const kiln_tensor *x, int64_t axi
     o = *opts;
   KILN_RETURN_IF(o.nan_policy != KILN_NAN_PROPAGATE && o.nan_policy != KILN_NAN_OMIT,
                  KILN_ERR_INVALID_ARGUMENT, op, "unknown NaN policy %d", (int)o.nan_policy);
-  kiln__launch_params defaults;
-  if (!lp) {
-    kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, &defaults);
-    lp = &defaults;
-  }
-  KILN_TRY(kiln__launch_params_check(op, lp));
   size_t ax;
   KILN_TRY(kiln__axis_normalize(op, x->shape.ndim, axis, &ax));
+  kiln__launch_params tuned;
+  if (!lp) {
+    /* Tuned per (dtype, layout, size) bucket, before any lock (online tuning runs kernels). */
+    uint64_t t_outer, t_len, t_inner;
+    kiln__axis_split(&x->shape, ax, &t_outer, &t_len, &t_inner);
+    kiln__launch_params_for(ctx, KILN__LAUNCH_SCAN, x->dtype, t_outer, t_len, t_inner, &tuned);
+    lp = &tuned;
+  }
+  KILN_TRY(kiln__launch_params_check(op, lp));
 
   char options[160];
   kiln__dtype_options(x->dtype, options, sizeof options);

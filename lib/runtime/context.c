@@ -5,6 +5,7 @@
 #include "core/log.h"
 #include "runtime/build.h"
 #include "runtime/runtime.h"
+#include "runtime/tuner.h"
 
 /*
  * Released handles go through a bounded FIFO before their memory is freed,
@@ -71,6 +72,7 @@ context_init(const char *op, kiln_context *ctx, kiln_context **out)
   pthread_mutexattr_destroy(&attr);
   ctx->refs = 1;
   kiln__ctx_cache_open(ctx);
+  kiln__tuner_create(ctx);
   ctx->magic = KILN__CTX_MAGIC;
   kiln__log(KILN__LOG_INFO, "%s: using %s (%s, driver %s)", op, ctx->info.name,
             ctx->info.platform_name, ctx->info.driver_version);
@@ -209,6 +211,7 @@ kiln_context_release(kiln_context *ctx)
   kiln__profile_destroy(ctx);
   kiln__programs_destroy(ctx);
   kiln__ctx_cache_close(ctx);
+  kiln__tuner_destroy(ctx);
   kiln__pool_destroy(ctx);
   /* Live tensors keep their own cl_mem references, so the context's can go now. */
   context_free_cl(ctx);
@@ -269,6 +272,10 @@ kiln_option_bounds(kiln_option option, int64_t *lower, int64_t *upper)
     *lower = KILN_CACHE_STORE_AUTO;
     *upper = KILN_CACHE_STORE_ALWAYS;
     return KILN_OK;
+  case KILN_OPT_TUNE_MODE:
+    *lower = KILN_TUNE_OFF;
+    *upper = KILN_TUNE_ONLINE;
+    return KILN_OK;
   }
   return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0, "unknown option %d", (int)option);
 }
@@ -295,6 +302,9 @@ kiln_context_set_option(kiln_context *ctx, kiln_option option, int64_t value)
   case KILN_OPT_CACHE_STORE:
     s = kiln__ctx_cache_set_option(ctx, option, value);
     break;
+  case KILN_OPT_TUNE_MODE:
+    kiln__tuner_set_mode(ctx, value);
+    break;
   }
   pthread_mutex_unlock(&ctx->lock);
   return s;
@@ -314,6 +324,9 @@ kiln_context_get_option(const kiln_context *ctx, kiln_option option, int64_t *va
   case KILN_OPT_CACHE_MAX_BYTES:
   case KILN_OPT_CACHE_STORE:
     return kiln__ctx_cache_get_option(ctx, option, value);
+  case KILN_OPT_TUNE_MODE:
+    *value = kiln__tuner_mode(ctx);
+    return KILN_OK;
   }
   return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0, "unknown option %d", (int)option);
 }

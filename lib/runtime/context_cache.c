@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "runtime/build.h"
+#include "runtime/tuner.h"
 
 void
 kiln__ctx_cache_open(kiln_context *ctx)
@@ -93,6 +94,8 @@ kiln_context_set_cache_dir(kiln_context *ctx, const char *dir)
   pthread_mutex_lock(&ctx->lock);
   kiln_cache_mode mode = ctx->cache ? kiln__dc_requested_mode(ctx->cache) : kiln__dc_env_mode();
   kiln_status s = reopen(op, ctx, dir, 0, mode);
+  /* Tuning files live under the cache directory: follow it. */
+  kiln__tuner_dir_changed(ctx);
   pthread_mutex_unlock(&ctx->lock);
   return s;
 }

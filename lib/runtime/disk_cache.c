@@ -1054,6 +1054,12 @@ kiln__dc_requested_dir(const kiln_cache *c)
   return c ? c->req_dir : NULL;
 }
 
+const char *
+kiln__dc_dir(const kiln_cache *c)
+{
+  return c ? c->dir : NULL;
+}
+
 kiln_status
 kiln_cache_open(const char *dir, kiln_cache_mode mode, kiln_cache **out)
 {

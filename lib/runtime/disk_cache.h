@@ -189,6 +189,8 @@ void kiln__dc_set_store_policy(kiln_cache *c, kiln_cache_store_policy policy);
 kiln_cache_store_policy kiln__dc_env_store_policy(void);
 uint64_t kiln__dc_max_bytes(const kiln_cache *c);
 const char *kiln__dc_requested_dir(const kiln_cache *c); /* NULL: default resolution */
+/* The resolved absolute directory; NULL when none (no home, or kiln built without xxHash). */
+const char *kiln__dc_dir(const kiln_cache *c);
 
 /* The requested mode from KILN_CACHE (on, readonly, off; default on). */
 kiln_cache_mode kiln__dc_env_mode(void);

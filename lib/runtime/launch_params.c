@@ -1,6 +1,7 @@
 #include "runtime/launch_params.h"
 
 #include "core/error.h"
+#include "runtime/tuner.h"
 
 void
 kiln__launch_params_default(const kiln_context *ctx, enum kiln__launch_family fam,
@@ -99,4 +100,15 @@ kiln__launch_target_groups(const kiln_context *ctx, const kiln__launch_params *p
 {
   uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
   return cu * p->groups_per_cu;
+}
+
+void
+kiln__launch_params_for(kiln_context *ctx, enum kiln__launch_family fam, kiln_dtype dtype,
+                        uint64_t outer, uint64_t len, uint64_t inner, kiln__launch_params *p)
+{
+  enum kiln__tune_layout layout = outer * inner <= 1 ? KILN__LAYOUT_FULL
+                                  : inner == 1       ? KILN__LAYOUT_ROW
+                                                     : KILN__LAYOUT_COL;
+  kiln__tune_lookup(ctx, fam == KILN__LAUNCH_SCAN ? KILN__TUNE_SCAN : KILN__TUNE_REDUCE, dtype,
+                    layout, outer * len * inner, p);
 }

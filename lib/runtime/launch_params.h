@@ -34,9 +34,19 @@ enum kiln__launch_family {
   KILN__LAUNCH_SCAN,
 };
 
-/* Built-in defaults for ctx's device; the tuner's stored values will be looked up here too. */
+/* Built-in defaults for ctx's device (kiln__launch_params_for adds the tuned values). */
 void kiln__launch_params_default(const kiln_context *ctx, enum kiln__launch_family fam,
                                  kiln__launch_params *p);
+
+/*
+ * The parameters for a problem of dtype viewed as (outer, len, inner), len
+ * the reduced or scanned length: the defaults with the autotuner's
+ * overridden, stored or online-tuned values for its bucket (runtime/tuner.c).
+ * Call it before taking ctx->lock: in mode ONLINE it may tune.
+ */
+void kiln__launch_params_for(kiln_context *ctx, enum kiln__launch_family fam, kiln_dtype dtype,
+                             uint64_t outer, uint64_t len, uint64_t inner,
+                             kiln__launch_params *p);
 
 /* INVALID_ARGUMENT with a message naming op for a value outside the ranges above. */
 kiln_status kiln__launch_params_check(const char *op, const kiln__launch_params *p);

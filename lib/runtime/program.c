@@ -140,9 +140,23 @@ kiln__arg(const char *op, cl_kernel k, cl_uint i, size_t size, const void *value
 kiln_status
 kiln__launch_1d(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n)
 {
+  return kiln__launch_1d_local(op, ctx, k, n, ctx->wg_size);
+}
+
+kiln_status
+kiln__launch_1d_local(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n, size_t local)
+{
   if (n == 0)
     return KILN_OK;
-  size_t local = ctx->wg_size;
+  if (local < 1)
+    local = 1;
+  /* A tuned or overridden size above the default may exceed what this kernel allows. */
+  size_t kmax = 0;
+  if (local > ctx->wg_size &&
+      clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax,
+                               NULL) == CL_SUCCESS &&
+      kmax && local > kmax)
+    local = kmax;
   /*
    * One item per work-item up to a very large grid: PoCL vectorises across
    * work-items only when each does one element (measured: 28 GB/s vs 1 GB/s

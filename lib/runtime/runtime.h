@@ -65,6 +65,8 @@ struct kiln_context {
   struct kiln__profile prof;
   /* Philox stream state of the random family (ops/random.c); zero from calloc = seed 0. */
   uint64_t rng_seed, rng_counter;
+  /* Autotuner state (runtime/tuner.c): mode, stored tables, overrides. NULL: defaults only. */
+  struct kiln__tuner *tuner;
 };
 
 struct kiln_tensor {
@@ -149,6 +151,10 @@ kiln_status kiln__enqueue_kernel(const char *op, kiln_context *ctx, cl_kernel k,
 
 /* Enqueues a 1-D grid-stride kernel over n items (ctx->lock held). */
 kiln_status kiln__launch_1d(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n);
+
+/* The same with an explicit local size (the elementwise family's tuned one). */
+kiln_status kiln__launch_1d_local(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n,
+                                  size_t local);
 
 /* Drops recorded profiling events (context release). */
 void kiln__profile_destroy(kiln_context *ctx);
