@@ -5,25 +5,34 @@
  *   -DKILN_FP64=1         the device has doubles: REAL results of integer inputs and the
  *                         kernels' float parameter are double (else float)
  *   -DKILN_REDUCE_WIDE=1  f32 inputs accumulate in double (needs KILN_FP64)
+ *   -DKILN_COLS=n         columns per work-item in NAME_cols (default 1; a tunable)
  *
  * Every reduction NAME (sum prod mean var min max argmin argmax any all count, and for
  * float T also lse normp) comes as four kernels over the input viewed as (outer, red,
  * inner), the reduced elements of one output at stride `inner`:
- *   NAME_rows(x, xoff, out, ooff, vals, voff, part, rows, red, nchunk, clen, lanes, flags,
- *             prm, loc)
+ *   NAME_rows(x, xoff, out, ooff, vals, voff, part, rows, red, nchunk, clen, lanes,
+ *             blocked, flags, prm, loc)
  *       inner == 1. `lanes` work-items (a power of two <= the work-group size) share a
  *       row, so a work-group holds local_size/lanes rows (one row when lanes is the group
  *       size, one row per item when lanes is 1); each row is cut into nchunk chunks of
- *       clen elements, one chunk per group. Lanes fold strided elements, then a tree in
- *       local memory merges them. nchunk == 1 writes the result, else the partial state
- *       part[row * nchunk + chunk].
+ *       clen elements, one chunk per group. Each lane folds its share of the chunk, then
+ *       a tree in local memory merges the lanes. blocked == 0: lane k takes elements k,
+ *       k + lanes, ... (neighbouring work-items read neighbouring addresses: GPUs);
+ *       blocked == 1: lane k takes one contiguous block (CPU devices such as PoCL run a
+ *       group's work-items one after another, so this streams memory in order);
+ *       blocked == 2: lane k takes 16-element vectors k, k + lanes, ... (coalesced, and
+ *       16 elements per load and per compensated step: GPUs).
+ *       nchunk == 1 writes the result, else the partial state part[row * nchunk + chunk].
  *   NAME_rows_p(part, out, ooff, vals, voff, rows, nchunk, lanes, flags, prm, loc)
  *       Second pass: merges the nchunk partial states of each row, same lane scheme.
  *   NAME_cols(x, xoff, out, ooff, vals, voff, part, outer, red, inner, nchunk, clen, flags,
  *             prm)
- *       inner > 1 (or any shape): one work-item per (outer, chunk, inner) column walks its
- *       chunk at stride inner; neighbouring items read neighbouring addresses. nchunk > 1
- *       writes part[(o * nchunk + chunk) * inner + i].
+ *       inner > 1 (or any shape): one work-item per (outer, chunk, KILN_COLS adjacent
+ *       inner positions) walks its chunk at stride inner; with KILN_COLS 1 neighbouring
+ *       items read neighbouring addresses (GPUs), with 16 or more one item reads whole
+ *       cache lines (CPUs); with KILN_COLS > 1 an item gathers 16 rows into a private tile
+ *       so each column folds as one vector. nchunk > 1 writes
+ *       part[(o * nchunk + chunk) * inner + i].
  *   NAME_cols_p(part, out, ooff, vals, voff, outer, nchunk, inner, flags, prm)
  *       Second pass of NAME_cols.
  * Other kernels: permute (copy into kept-then-reduced order), median_small, median_sort,
@@ -59,6 +68,11 @@
 #define FACC float
 #define FOUT float
 #endif
+#endif
+
+/* Adjacent columns one work-item of NAME_cols reduces (a build option: it sizes an array). */
+#ifndef KILN_COLS
+#define KILN_COLS 1
 #endif
 
 #define F_OMIT 1u
@@ -537,13 +551,222 @@ inline void normp_store(st_normp a, global T *out, ulong o, global T *vals, ulon
 }
 #endif
 
+/*
+ * ---- block folds: 16 contiguous elements at once (blocked lanes, i.e. CPU devices) ----
+ * A work-item that owns a contiguous block loads 16 elements as one vector and reduces
+ * them with a fixed pairwise tree (vector halves), then folds that one value into its
+ * state. On PoCL this is ~15x faster than folding element by element (a scalar Neumaier
+ * step per element is latency-bound, and PoCL does not vectorise loops across
+ * work-items), and the sums get better, not worse: a 4-level tree per block, then the
+ * compensated step. NAME_foldv(a, w, j, f, prm) folds the 16 lanes of w, which hold the
+ * elements of indices j..j+15. Ops where a block shortcut does not pay (logsumexp,
+ * p-norm) fold the 16 one by one.
+ */
+#define V16 KILN_CAT(T, 16)
+#define H2(x, OP) OP((x).lo, (x).hi)
+#define HTREE(w, OP) H2(H2(H2(H2(w, OP), OP), OP), OP)
+#define ADD_(a, b) ((a) + (b))
+#define MUL_(a, b) ((a) * (b))
+/* Plain compare-and-select max/min (one instruction each); NaN is dealt with before. */
+#define MAX_(a, b) ((a) > (b) ? (a) : (b))
+#define MIN_(a, b) ((a) < (b) ? (a) : (b))
+#define IMIN_(a, b) min(a, b)
+#define FACC16 KILN_CAT(FACC, 16)
+#define TO_FACC16(w) KILN_CAT(convert_, FACC16)(w)
+/* Lanes set in a vector comparison result (-1 per true lane), as a count. */
+#define COUNT16(mask) (-HTREE(convert_int16(mask), ADD_))
+
+#define FOLDV_LOOP(NAME)                                                                       \
+  inline st_##NAME NAME##_foldv(st_##NAME a, V16 w, long j, uint f, PT prm)                     \
+  {                                                                                            \
+    T t[16];                                                                                   \
+    vstore16(w, 0, t);                                                                         \
+    for (int q = 0; q < 16; q++)                                                               \
+      a = NAME##_fold(a, t[q], j + q, f, prm);                                                 \
+    return a;                                                                                  \
+  }
+
+#if KILN_IS_FLOAT
+/* The transformed block (|x|, x != 0, isnan(x)) with omitted NaN set to `fill`. */
+inline V16
+xform16(V16 raw, uint f, T fill)
+{
+  V16 w = raw;
+  if (f & F_ABS)
+    w = fabs(w);
+  if (f & F_NZ)
+    w = select((V16)0, (V16)1, w != (V16)0);
+  if (f & F_ISNAN)
+    w = select((V16)0, (V16)1, isnan(raw));
+  if (f & F_OMIT)
+    w = select(w, (V16)fill, isnan(raw));
+  return w;
+}
+
+inline st_sum sum_foldv(st_sum a, V16 raw, long j, uint f, PT prm)
+{
+  return kahan_add(a, (FACC)HTREE(TO_FACC16(xform16(raw, f, 0)), ADD_));
+}
+inline st_prod prod_foldv(st_prod a, V16 raw, long j, uint f, PT prm)
+{
+  return a * HTREE(TO_FACC16(xform16(raw, f, 1)), MUL_);
+}
+inline st_mean mean_foldv(st_mean a, V16 raw, long j, uint f, PT prm)
+{
+  a.k = kahan_add(a.k, HTREE(TO_FACC16(xform16(raw, f & F_OMIT, 0)), ADD_));
+  a.n += (f & F_OMIT) ? 16 - COUNT16(isnan(raw)) : 16;
+  return a;
+}
+#else
+inline st_sum sum_foldv(st_sum a, V16 raw, long j, uint f, PT prm)
+{
+  return (long)((ulong)a + HTREE(convert_ulong16(convert_long16(raw)), ADD_));
+}
+inline st_prod prod_foldv(st_prod a, V16 raw, long j, uint f, PT prm)
+{
+  return (long)((ulong)a * HTREE(convert_ulong16(convert_long16(raw)), MUL_));
+}
+inline st_mean mean_foldv(st_mean a, V16 raw, long j, uint f, PT prm)
+{
+  a.k = kahan_add(a.k, HTREE(TO_FACC16(raw), ADD_));
+  a.n += 16;
+  return a;
+}
+#endif
+
+/* var: the block's own mean and M2 (two-pass over registers), then Chan's merge;
+ * a block holding NaN or inf goes element by element (Welford's NaN/inf behaviour). */
+inline st_var
+var_fold_each(st_var a, V16 w, long j, uint f, PT prm)
+{
+  T t[16];
+  vstore16(w, 0, t);
+  for (int q = 0; q < 16; q++)
+    a = var_fold(a, t[q], j + q, f, prm);
+  return a;
+}
+
+inline st_var
+var_foldv(st_var a, V16 raw, long j, uint f, PT prm)
+{
+#if KILN_IS_FLOAT
+  if (any(!isfinite(raw)))
+    return var_fold_each(a, raw, j, f, prm);
+#endif
+  FACC16 w = TO_FACC16(raw);
+  st_var b;
+  b.n = 16;
+  b.mean = HTREE(w, ADD_) / (FACC)16;
+  FACC16 d = w - (FACC16)b.mean;
+  b.m2 = HTREE(d * d, ADD_);
+  return var_merge(a, b, f, prm);
+}
+
+inline st_max max_foldv(st_max a, V16 raw, long j, uint f, PT prm)
+{
+#if KILN_IS_FLOAT
+  if (f & F_ABS)
+    raw = fabs(raw);
+  if (any(isnan(raw))) /* propagate: the block's NaN wins; omit: fmax skips NaN */
+    return (f & F_OMIT) ? max_merge(a, HTREE(raw, fmax), f, prm) : (T)NAN;
+#endif
+  return max_merge(a, HTREE(raw, MAX_), f, prm);
+}
+inline st_min min_foldv(st_min a, V16 raw, long j, uint f, PT prm)
+{
+#if KILN_IS_FLOAT
+  if (f & F_ABS)
+    raw = fabs(raw);
+  if (any(isnan(raw)))
+    return (f & F_OMIT) ? min_merge(a, HTREE(raw, fmin), f, prm) : (T)NAN;
+#endif
+  return min_merge(a, HTREE(raw, MIN_), f, prm);
+}
+
+/* argmin/argmax: the block's best value by a tree, then its first position. */
+inline st_arg
+arg_foldv(st_arg a, V16 raw, long j, uint f, int is_max)
+{
+  T t[16];
+  vstore16(raw, 0, t);
+  st_arg b;
+#if KILN_IS_FLOAT
+  if (any(isnan(raw))) {
+    if (!(f & F_OMIT)) { /* the first NaN decides */
+      int q = 0;
+      while (!IS_NAN(t[q]))
+        q++;
+      b.v = t[q];
+      b.i = j + q;
+      return arg_merge(a, b, is_max);
+    }
+    for (int q = 0; q < 16; q++) /* omit: fold the rest one by one */
+      a = arg_fold(a, t[q], j + q, f, is_max);
+    return a;
+  }
+#endif
+  T best = is_max ? HTREE(raw, MAX_) : HTREE(raw, MIN_);
+  /* First lane holding best, without a branch per lane: min over (lane if equal, else 16). */
+  const int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  int q = HTREE(select((int16)16, lane, convert_int16(raw == (V16)best)), IMIN_);
+  b.v = t[q]; /* the element itself: -0.0 and +0.0 compare equal */
+  b.i = j + q;
+  return arg_merge(a, b, is_max);
+}
+inline st_arg argmax_foldv(st_arg a, V16 raw, long j, uint f, PT prm)
+{
+  return arg_foldv(a, raw, j, f, 1);
+}
+inline st_arg argmin_foldv(st_arg a, V16 raw, long j, uint f, PT prm)
+{
+  return arg_foldv(a, raw, j, f, 0);
+}
+
+/* any / all / count: the block's nonzero count (and, under omit, its non-NaN count). */
+inline int
+nonzero16(V16 raw, uint f, int *valid)
+{
+  *valid = 16;
+#if KILN_IS_FLOAT
+  V16 w = xform16(raw, f & ~F_OMIT, 0);
+  if (f & F_OMIT) {
+    *valid = 16 - COUNT16(isnan(raw));
+    return COUNT16(w != (V16)0 && !isnan(raw));
+  }
+  return COUNT16(w != (V16)0);
+#else
+  return COUNT16(raw != (V16)0);
+#endif
+}
+inline st_count count_foldv(st_count a, V16 raw, long j, uint f, PT prm)
+{
+  int valid;
+  return a + nonzero16(raw, f, &valid);
+}
+inline st_any any_foldv(st_any a, V16 raw, long j, uint f, PT prm)
+{
+  int valid;
+  return a | (nonzero16(raw, f, &valid) > 0);
+}
+inline st_all all_foldv(st_all a, V16 raw, long j, uint f, PT prm)
+{
+  int valid;
+  int nz = nonzero16(raw, f, &valid);
+  return a & (nz == valid);
+}
+
+#if KILN_IS_FLOAT
+FOLDV_LOOP(lse)
+FOLDV_LOOP(normp)
+#endif
+
 /* ---- the four kernels of one reduction (see the header comment) ---- */
 #define REDUCE_KERNELS(NAME, OUT)                                                              \
   STATE_FITS(st_##NAME)                                                                        \
   kernel void NAME##_rows(global const T *x, ulong xoff, global OUT *out, ulong ooff,          \
                           global T *vals, ulong voff, global st_##NAME *part, ulong rows,      \
-                          ulong red, ulong nchunk, ulong clen, uint lanes, uint flags, PT prm, \
-                          local st_##NAME *loc)                                                \
+                          ulong red, ulong nchunk, ulong clen, uint lanes, uint blocked,       \
+                          uint flags, PT prm, local st_##NAME *loc)                            \
   {                                                                                            \
     uint lid = get_local_id(0);                                                                \
     uint lane = lid & (lanes - 1u), slot = lid / lanes;                                        \
@@ -555,8 +778,25 @@ inline void normp_store(st_normp a, global T *out, ulong o, global T *vals, ulon
     if (live) {                                                                                \
       ulong beg = c * clen, end = min(beg + clen, red);                                        \
       global const T *xr = x + xoff + row * red;                                               \
-      for (ulong j = beg + lane; j < end; j += lanes)                                          \
-        acc = NAME##_fold(acc, xr[j], (long)j, flags, prm);                                    \
+      if (blocked == 1) {                                                                      \
+        ulong sub = (end - beg + lanes - 1) / lanes, b = beg + lane * sub;                     \
+        ulong e = min(b + sub, end), j = b;                                                    \
+        for (; j + 16 <= e; j += 16)                                                           \
+          acc = NAME##_foldv(acc, vload16(0, xr + j), (long)j, flags, prm);                    \
+        for (; j < e; j++)                                                                     \
+          acc = NAME##_fold(acc, xr[j], (long)j, flags, prm);                                  \
+      } else {                                                                                 \
+        ulong j = beg + lane;                                                                  \
+        if (blocked == 2) { /* lane k takes 16-element vectors k, k + lanes, ... */            \
+          ulong nv = (end - beg) / 16;                                                         \
+          for (ulong v = lane; v < nv; v += lanes)                                             \
+            acc = NAME##_foldv(acc, vload16(0, xr + beg + v * 16), (long)(beg + v * 16),       \
+                               flags, prm);                                                    \
+          j = beg + nv * 16 + lane;                                                            \
+        }                                                                                      \
+        for (; j < end; j += lanes)                                                            \
+          acc = NAME##_fold(acc, xr[j], (long)j, flags, prm);                                  \
+      }                                                                                        \
     }                                                                                          \
     loc[lid] = acc;                                                                            \
     barrier(CLK_LOCAL_MEM_FENCE);                                                              \
@@ -600,18 +840,40 @@ inline void normp_store(st_normp a, global T *out, ulong o, global T *vals, ulon
                           ulong red, ulong inner, ulong nchunk, ulong clen, uint flags,        \
                           PT prm)                                                              \
   {                                                                                            \
-    ulong total = outer * nchunk * inner;                                                      \
+    ulong nblk = (inner + KILN_COLS - 1) / KILN_COLS, total = outer * nchunk * nblk;           \
     for (ulong g = get_global_id(0); g < total; g += get_global_size(0)) {                     \
-      ulong i = g % inner, t = g / inner, c = t % nchunk, o = t / nchunk;                      \
-      ulong beg = c * clen, end = min(beg + clen, red);                                        \
-      global const T *xc = x + xoff + o * red * inner + i;                                     \
-      st_##NAME acc = NAME##_init(flags);                                                      \
-      for (ulong j = beg; j < end; j++)                                                        \
-        acc = NAME##_fold(acc, xc[j * inner], (long)j, flags, prm);                            \
-      if (nchunk == 1)                                                                         \
-        NAME##_store(acc, out, ooff + o * inner + i, vals, voff + o * inner + i, flags, prm);  \
-      else                                                                                     \
-        part[g] = acc;                                                                         \
+      ulong ib = g % nblk, t = g / nblk, c = t % nchunk, o = t / nchunk;                       \
+      ulong i0 = ib * KILN_COLS, beg = c * clen, end = min(beg + clen, red);                   \
+      uint cnt = (uint)min((ulong)KILN_COLS, inner - i0);                                      \
+      st_##NAME acc[KILN_COLS];                                                                \
+      for (uint k = 0; k < KILN_COLS; k++)                                                     \
+        acc[k] = NAME##_init(flags);                                                           \
+      ulong j = beg;                                                                           \
+      if (KILN_COLS > 1) { /* 16 rows at a time, transposed so each column is one vector */    \
+        for (; j + 16 <= end; j += 16) {                                                       \
+          T tile[KILN_COLS][16];                                                               \
+          for (uint q = 0; q < 16; q++) {                                                      \
+            global const T *xr = x + xoff + (o * red + j + q) * inner + i0;                    \
+            for (uint k = 0; k < cnt; k++)                                                     \
+              tile[k][q] = xr[k];                                                              \
+          }                                                                                    \
+          for (uint k = 0; k < cnt; k++)                                                       \
+            acc[k] = NAME##_foldv(acc[k], vload16(0, tile[k]), (long)j, flags, prm);           \
+        }                                                                                      \
+      }                                                                                        \
+      for (; j < end; j++) {                                                                   \
+        global const T *xr = x + xoff + (o * red + j) * inner + i0;                            \
+        for (uint k = 0; k < cnt; k++)                                                         \
+          acc[k] = NAME##_fold(acc[k], xr[k], (long)j, flags, prm);                            \
+      }                                                                                        \
+      for (uint k = 0; k < cnt; k++) {                                                         \
+        ulong i = i0 + k;                                                                      \
+        if (nchunk == 1)                                                                       \
+          NAME##_store(acc[k], out, ooff + o * inner + i, vals, voff + o * inner + i, flags,   \
+                       prm);                                                                   \
+        else                                                                                   \
+          part[(o * nchunk + c) * inner + i] = acc[k];                                         \
+      }                                                                                        \
     }                                                                                          \
   }                                                                                            \
   kernel void NAME##_cols_p(global const st_##NAME *part, global OUT *out, ulong ooff,         \
@@ -643,17 +905,26 @@ REDUCE_KERNELS(lse, LSE_OUT)
 REDUCE_KERNELS(normp, NORMP_OUT)
 #endif
 
-/* ---- permute: y (contiguous, shape p.shape) = x read at strides p.stride[0] ---- */
+/*
+ * ---- permute: y (contiguous, shape p.shape) = x read at strides p.stride[0] ----
+ * One work-item per run of PERM_RUN elements along y's last dim: the index is decomposed
+ * once per item (64-bit divisions per element would cost more than the copy on CPUs).
+ */
+#define PERM_RUN 64
 kernel void
 permute(global const T *x, ulong xoff, global T *y, ulong n, uint ndim, kiln_bcast p)
 {
-  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
-    ulong r = i, off = 0;
-    for (uint d = ndim; d-- > 0;) {
+  ulong last = p.shape[ndim - 1], nb = (last + PERM_RUN - 1) / PERM_RUN;
+  ulong st = p.stride[0][ndim - 1];
+  for (ulong g = get_global_id(0); g < (n / last) * nb; g += get_global_size(0)) {
+    ulong row = g / nb, j0 = (g % nb) * PERM_RUN, j1 = min(j0 + PERM_RUN, last);
+    ulong r = row, off = 0;
+    for (uint d = ndim - 1; d-- > 0;) {
       off += (r % p.shape[d]) * p.stride[0][d];
       r /= p.shape[d];
     }
-    y[i] = x[xoff + off];
+    for (ulong j = j0; j < j1; j++)
+      y[row * last + j] = x[xoff + off + j * st];
   }
 }
 
@@ -821,7 +1092,7 @@ median_init(global const long *nnan, global msel *sel, ulong rows, ulong red, ui
 /* One work-group per (row, chunk); 512 bins of local counters (256 per rank). */
 kernel void
 median_hist(global const T *x, ulong xoff, global const msel *sel, global uint *hist, ulong rows,
-            ulong red, ulong nchunk, ulong clen, uint shift)
+            ulong red, ulong nchunk, ulong clen, uint shift, uint blocked)
 {
   local uint lh[512];
   uint lid = get_local_id(0), wg = get_local_size(0);
@@ -833,7 +1104,11 @@ median_hist(global const T *x, ulong xoff, global const msel *sel, global uint *
     ulong hm = shift + 8 >= 64 ? 0 : ~((1UL << (shift + 8)) - 1);
     ulong pa = sel[row].key[0] & hm, pb = sel[row].key[1] & hm;
     ulong beg = c * clen, end = min(beg + clen, red);
-    for (ulong j = beg + lid; j < end; j += wg) {
+    /* Blocked: each work-item one contiguous block; else interleaved (see NAME_rows). */
+    int blk = blocked == 1;
+    ulong sub = blk ? (end - beg + wg - 1) / wg : 1, step = blk ? 1 : wg;
+    ulong b = blk ? beg + lid * sub : beg + lid, e = blk ? min(b + sub, end) : end;
+    for (ulong j = b; j < e; j += step) {
       ulong k = mkey(x[xoff + row * red + j]);
       uint bin = (uint)(k >> shift) & 255u;
       if ((k & hm) == pa)

@@ -211,27 +211,23 @@ pow2_ceil(uint64_t v)
   return p;
 }
 
-/* Work-items sharing a row: enough that each folds about items_per_thread elements. */
+/*
+ * Work-items sharing a row: enough that each folds about items_per_thread elements, but no
+ * more than it takes to give the device its target number of work-items (a CPU needs few:
+ * there, rows are best reduced whole by one item each), and at most the group size.
+ */
 static uint32_t
-lanes_for(uint64_t len, uint32_t ipt, size_t local)
+lanes_for(uint64_t len, uint32_t ipt, size_t local, uint64_t rows, uint64_t target_items)
 {
   uint64_t want = pow2_ceil((len + ipt - 1) / ipt);
+  uint64_t fill = pow2_ceil((target_items + rows - 1) / (rows ? rows : 1));
   uint64_t most = pow2_floor(local);
+  if (want > fill)
+    want = fill;
   return (uint32_t)(want < most ? want : most);
 }
 
 /* Groups for a grid-stride kernel over n items: at most 64 per compute unit. */
-static size_t
-grid_for(kiln_context *ctx, uint64_t n, size_t local)
-{
-  uint64_t groups = (n + local - 1) / local;
-  uint64_t cap = (uint64_t)(ctx->info.compute_units ? ctx->info.compute_units : 1) * 64;
-  if (groups > cap)
-    groups = cap;
-  if (groups < 1)
-    groups = 1;
-  return (size_t)(groups * local);
-}
 
 /*
  * Reduces src (element offset srcoff) viewed as (outer, red, inner) with red > 0 into
@@ -255,7 +251,7 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
     uint64_t clen;
     uint64_t nchunk = kiln__launch_chunks(lp, outer, red, (uint64_t)local * lp->items_per_thread,
                                           target, &clen);
-    uint32_t lanes = lanes_for(clen, lp->items_per_thread, local);
+    uint32_t lanes = lanes_for(clen, lp->items_per_thread, local, outer * nchunk, target * local);
     uint64_t rpg = local / lanes;
     if (nchunk > 1)
       KILN_TRY(tmp_alloc(ctx, outer * nchunk * STATE_BYTES, &part));
@@ -272,6 +268,7 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
     arg_u64(&a, nchunk);
     arg_u64(&a, clen);
     arg_u32(&a, lanes);
+    arg_u32(&a, lp->blocked);
     arg_u32(&a, rc->flags);
     arg_prm(&a, ctx, rc->prm);
     arg_raw(&a, local * STATE_BYTES, NULL);
@@ -283,7 +280,7 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
       if (s == KILN_OK)
         s = kiln__launch_local_size(rc->op, ctx, k, lp->wg_size, STATE_BYTES, &local2);
       if (s == KILN_OK) {
-        uint32_t lanes2 = lanes_for(nchunk, 1, local2);
+        uint32_t lanes2 = lanes_for(nchunk, 1, local2, outer, target * local2);
         uint64_t rpg2 = local2 / lanes2;
         struct args b = {rc->op, k, 0, KILN_OK};
         arg_mem(&b, part.mem);
@@ -307,9 +304,9 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
 
   KILN_TRY(kernel(rc, "_cols", &k));
   KILN_TRY(kiln__launch_local_size(rc->op, ctx, k, lp->wg_size, 0, &local));
-  uint64_t clen;
+  uint64_t clen, cols = lp->cols_per_item, nblk = (inner + cols - 1) / cols;
   uint64_t nchunk =
-      kiln__launch_chunks(lp, outer * inner, red, lp->items_per_thread, target * local, &clen);
+      kiln__launch_chunks(lp, outer * nblk, red, lp->items_per_thread, target * local, &clen);
   if (nchunk > 1)
     KILN_TRY(tmp_alloc(ctx, outer * nchunk * inner * STATE_BYTES, &part));
   struct args a = {rc->op, k, 0, KILN_OK};
@@ -327,7 +324,7 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
   arg_u64(&a, clen);
   arg_u32(&a, rc->flags);
   arg_prm(&a, ctx, rc->prm);
-  global = grid_for(ctx, outer * nchunk * inner, local);
+  global = kiln__launch_grid(outer * nchunk * nblk, local);
   s = a.s == KILN_OK ? kiln__enqueue_kernel(rc->op, ctx, k, 1, &global, &local) : a.s;
   if (s == KILN_OK && nchunk > 1) {
     s = kernel(rc, "_cols_p", &k);
@@ -345,7 +342,7 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
       arg_u64(&b, inner);
       arg_u32(&b, rc->flags);
       arg_prm(&b, ctx, rc->prm);
-      global = grid_for(ctx, outer * inner, local);
+      global = kiln__launch_grid(outer * inner, local);
       s = b.s == KILN_OK ? kiln__enqueue_kernel(rc->op, ctx, k, 1, &global, &local) : b.s;
     }
   }
@@ -376,7 +373,8 @@ run_permute(struct red_call *rc, const kiln_tensor *x, uint32_t ndim, const uint
   arg_u32(&a, ndim);
   arg_raw(&a, sizeof plan, &plan);
   KILN_TRY(a.s);
-  global = grid_for(rc->ctx, x->numel, local);
+  /* One work-item per run of PERM_RUN = 64 elements of the last dim (permute in reduce.cl). */
+  global = kiln__launch_grid(x->numel / shape[ndim - 1] * ((shape[ndim - 1] + 63) / 64), local);
   return kiln__enqueue_kernel(rc->op, rc->ctx, k, 1, &global, &local);
 }
 
@@ -386,7 +384,7 @@ launch_items(struct red_call *rc, cl_kernel k, uint64_t n)
 {
   size_t local, global;
   KILN_TRY(kiln__launch_local_size(rc->op, rc->ctx, k, rc->lp->wg_size, 0, &local));
-  global = grid_for(rc->ctx, n, local);
+  global = kiln__launch_grid(n, local);
   return kiln__enqueue_kernel(rc->op, rc->ctx, k, 1, &global, &local);
 }
 
@@ -496,6 +494,7 @@ run_median(struct red_call *rc, kiln_dtype dtype, cl_mem src, uint64_t srcoff, u
     arg_u64(&a, nchunk);
     arg_u64(&a, clen);
     arg_u32(&a, (uint32_t)shift);
+    arg_u32(&a, rc->lp->blocked);
     size_t global = (size_t)(rows * nchunk * local);
     s = a.s == KILN_OK ? kiln__enqueue_kernel(rc->op, ctx, kh, 1, &global, &local) : a.s;
     if (s != KILN_OK)
@@ -764,6 +763,8 @@ reduce_impl(kiln_context *ctx, kiln_reduce_op rop, const kiln_tensor *x, const i
     strncat(options, " -DKILN_FP64=1", sizeof options - strlen(options) - 1);
   if (wide)
     strncat(options, " -DKILN_REDUCE_WIDE=1", sizeof options - strlen(options) - 1);
+  snprintf(options + strlen(options), sizeof options - strlen(options), " -DKILN_COLS=%u",
+           lp->cols_per_item);
   rc.options = options;
 
   int made_v = 0, made = 0;

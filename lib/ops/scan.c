@@ -134,17 +134,6 @@ arg_u32(struct args *a, uint32_t v)
   arg_raw(a, sizeof x, &x);
 }
 
-static size_t
-grid_for(kiln_context *ctx, uint64_t n, size_t local)
-{
-  uint64_t groups = (n + local - 1) / local;
-  uint64_t cap = (uint64_t)(ctx->info.compute_units ? ctx->info.compute_units : 1) * 64;
-  if (groups > cap)
-    groups = cap;
-  if (groups < 1)
-    groups = 1;
-  return (size_t)(groups * local);
-}
 
 static uint64_t
 elem_offset(const kiln_tensor *t)
@@ -193,7 +182,8 @@ run_scan(struct scan_call *sc, const kiln_tensor *x, uint64_t outer, uint64_t le
     nchunk = kiln__launch_chunks(lp, lines, len, (uint64_t)local * lp->items_per_thread, target,
                                  &clen);
   else
-    nchunk = kiln__launch_chunks(lp, lines, len, lp->items_per_thread, target * local, &clen);
+    nchunk = kiln__launch_chunks(lp, outer * ((inner + lp->cols_per_item - 1) / lp->cols_per_item),
+                                 len, lp->items_per_thread, target * local, &clen);
 
   cl_mem ymem = y ? y->mem : NULL, imem = yi ? yi->mem : NULL;
   uint64_t yoff = elem_offset(y), ioff = elem_offset(yi);
@@ -237,7 +227,8 @@ run_scan(struct scan_call *sc, const kiln_tensor *x, uint64_t outer, uint64_t le
       arg_u64(&a, nchunk);
       arg_u64(&a, clen);
       arg_u32(&a, sc->flags);
-      global = grid_for(ctx, lines * nchunk, local);
+      global = kiln__launch_grid(
+          outer * nchunk * ((inner + lp->cols_per_item - 1) / lp->cols_per_item), local);
     }
     s = a.s == KILN_OK ? kiln__enqueue_kernel(sc->op, ctx, k, 1, &global, &local) : a.s;
   }
@@ -252,7 +243,7 @@ run_scan(struct scan_call *sc, const kiln_tensor *x, uint64_t outer, uint64_t le
       arg_u64(&a, nchunk);
       arg_u64(&a, inner);
       arg_u32(&a, sc->flags);
-      global = grid_for(ctx, lines, local);
+      global = kiln__launch_grid(lines, local);
       s = a.s == KILN_OK ? kiln__enqueue_kernel(sc->op, ctx, k, 1, &global, &local) : a.s;
     }
     if (s == KILN_OK)
@@ -272,7 +263,8 @@ run_scan(struct scan_call *sc, const kiln_tensor *x, uint64_t outer, uint64_t le
       arg_u64(&a, nchunk);
       arg_u64(&a, clen);
       arg_u32(&a, sc->flags);
-      global = grid_for(ctx, outer * (len - clen) * inner, local);
+      /* One group per (line, chunk after the first). */
+      global = (size_t)(lines * (nchunk - 1) * local);
       s = a.s == KILN_OK ? kiln__enqueue_kernel(sc->op, ctx, k, 1, &global, &local) : a.s;
     }
   }
@@ -319,8 +311,10 @@ scan_impl(kiln_context *ctx, kiln_scan_op sop, const kiln_tensor *x, int64_t axi
   }
   KILN_TRY(kiln__launch_params_check(op, lp));
 
-  char options[160];
+  char options[192];
   kiln__dtype_options(x->dtype, options, sizeof options);
+  snprintf(options + strlen(options), sizeof options - strlen(options), " -DKILN_COLS=%u",
+           lp->cols_per_item);
   struct scan_call sc = {op, ctx, lp, options, scan_rows[sop].name,
                          (o.nan_policy == KILN_NAN_OMIT ? F_OMIT : 0u) |
                              (o.exclusive ? F_EXCL : 0u)};
@@ -397,7 +391,8 @@ diff_once(const char *op, kiln_context *ctx, const char *options, cl_mem src, ui
   arg_u64(&a, len);
   arg_u64(&a, inner);
   KILN_TRY(a.s);
-  return kiln__launch_1d(op, ctx, k, outer * (len - 1) * inner);
+  /* One work-item per (line, block of DIFF_BLOCK = 256 outputs): see diff1 in scan.cl. */
+  return kiln__launch_1d(op, ctx, k, outer * ((len - 1 + 255) / 256) * inner);
 }
 
 kiln_status
@@ -420,8 +415,13 @@ kiln_diff(kiln_context *ctx, const kiln_tensor *x, int64_t axis, int64_t n, kiln
   KILN_TRY(kiln__output_prepare(op, ctx, x->dtype, &shape, out, &made));
   kiln_tensor *y = *out;
   kiln_status s = KILN_OK;
-  char options[160];
+  /* The scans' program (same options), so diff costs no build of its own. */
+  kiln__launch_params lp;
+  kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, &lp);
+  char options[192];
   kiln__dtype_options(x->dtype, options, sizeof options);
+  snprintf(options + strlen(options), sizeof options - strlen(options), " -DKILN_COLS=%u",
+           lp.cols_per_item);
   size_t esz = kiln_dtype_size(x->dtype);
 
   pthread_mutex_lock(&ctx->lock);

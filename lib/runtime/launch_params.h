@@ -27,7 +27,19 @@ typedef struct kiln__launch_params {
   uint64_t two_pass_min;
   /* Work-groups per compute unit that a split aims for (the partials' count). >= 1. */
   uint32_t groups_per_cu;
+  /* Memory order of the work-items sharing a row: 0 interleaved (item k reads k, k + lanes,
+   * ...: coalesced on GPUs), 1 blocked (each item one contiguous block: CPU devices run a
+   * group's items one after another, so this reads memory in order), 2 interleaved
+   * 16-element vectors (coalesced, fewer and wider loads: GPUs). */
+  uint32_t blocked;
+  /* Neighbouring columns (inner positions) one work-item of the column kernels handles, 1 to
+   * KILN__COLS_MAX; above 1 it reads 16-row tiles so each column folds as one vector. 16
+   * lets one CPU work-item read whole cache lines, 4 suits GPUs (more spills registers).
+   * A program build option, so each value is its own program. */
+  uint32_t cols_per_item;
 } kiln__launch_params;
+
+#define KILN__COLS_MAX 64
 
 enum kiln__launch_family {
   KILN__LAUNCH_REDUCE,
@@ -67,6 +79,9 @@ kiln_status kiln__launch_local_size(const char *op, kiln_context *ctx, cl_kernel
  */
 uint64_t kiln__launch_chunks(const kiln__launch_params *p, uint64_t lines, uint64_t len,
                              uint64_t min_chunk, uint64_t target_units, uint64_t *chunk_len);
+
+/* Global size for a kernel with one work-item per unit of n (grid-stride beyond 2^31 items). */
+size_t kiln__launch_grid(uint64_t n, size_t local);
 
 /* Work-groups the device should hold at once for a split: compute units x groups_per_cu. */
 uint64_t kiln__launch_target_groups(const kiln_context *ctx, const kiln__launch_params *p);

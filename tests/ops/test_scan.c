@@ -553,6 +553,7 @@ START_TEST(test_tunables)
       lp.two_pass_min = mode == 0 ? UINT64_MAX : 1;
       lp.items_per_thread = mode == 2 ? 3 : 1;
       lp.groups_per_cu = mode == 2 ? 3 : 8;
+      lp.cols_per_item = mode == 0 ? 16 : mode == 1 ? 1 : 5;
       for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++) {
         for (int excl = 0; excl < 2; excl++) {
           struct scase c = mk(ops[oi], KILN_F32, 1, v, 0);
