@@ -94,9 +94,10 @@ def bench_compare(machine, tuned, untuned):
     d = tuned["device"]
     out = [f"### {machine}: `kiln bench` with and without the tuning file", "",
            f"{d['name']}, driver {d['driver']}. Same cases, same process settings; untuned is "
-           "`KILN_TUNE=off`, tuned is `KILN_TUNE=cached` with the file written above. GB/s "
-           "counts bytes read plus written (reductions: read); copy is the best plain copy kernel "
-           "at the same size measured in the same run.", "",
+           "`KILN_TUNE=off`, tuned is `KILN_TUNE=cached` with the file written above; per case the "
+           f"best of {tuned.get('rounds', 1)} alternating runs of each. GB/s counts bytes read plus "
+           "written (reductions: read); copy is the best plain copy kernel at the same size "
+           "measured in the same run.", "",
            "| case | dtype | n | untuned GB/s | tuned GB/s | speedup | copy GB/s (tuned run) | "
            "tuned / copy |", "|---|---|---|---|---|---|---|---|"]
     base = {(r["case"], r["dtype"], r["n"]): r for r in untuned["results"]}

@@ -111,11 +111,9 @@ static const uint64_t tpm_full[] = {1024, 8192, 32768, 262144, UINT64_MAX};
 static const uint64_t tpm_quick[] = {8192, 262144};
 static const uint64_t gpc_full[] = {1, 2, 4, 8, 16};
 static const uint64_t gpc_quick[] = {2, 8};
-#ifdef KILN__COLS_MAX
-static const uint64_t blocked_all[] = {0, 1};
+static const uint64_t blocked_all[] = {0, 1, 2};
 static const uint64_t cols_full[] = {1, 4, 16, 64};
-static const uint64_t cols_quick[] = {1, 16};
-#endif
+static const uint64_t cols_quick[] = {4, 16};
 
 /*
  * The kiln__launch_params fields, in the order the coordinate search visits
@@ -130,14 +128,13 @@ static const struct tune_param red_params[] = {
      N_(tpm_quick), 0, 0},
     {"groups_per_cu", LP_FIELD(groups_per_cu), 1, 1024, gpc_full, N_(gpc_full), gpc_quick,
      N_(gpc_quick), 0, 0},
-#ifdef KILN__COLS_MAX
-    {"blocked", LP_FIELD(blocked), 0, 1, blocked_all, 2, blocked_all, 2, 0, 0},
+    {"blocked", LP_FIELD(blocked), 0, 2, blocked_all, N_(blocked_all), blocked_all,
+     N_(blocked_all), 0, 0},
     {"cols_per_item", LP_FIELD(cols_per_item), 1, KILN__COLS_MAX, cols_full, N_(cols_full),
      cols_quick, N_(cols_quick), 0, 1u << KILN__LAYOUT_COL},
-#endif
 };
 
-/* The scans read blocked nowhere: it is not searched (nor is it stored differently). */
+/* The scan kernels do not read blocked: it is no parameter of this family. */
 static const struct tune_param scan_params[] = {
     {"wg_size", LP_FIELD(wg_size), 1, 65536, wg_full, N_(wg_full), wg_quick, N_(wg_quick), 1, 0},
     {"items_per_thread", LP_FIELD(items_per_thread), 1, 1u << 20, scan_ipt_full,
@@ -146,10 +143,8 @@ static const struct tune_param scan_params[] = {
      N_(tpm_quick), 0, 0},
     {"groups_per_cu", LP_FIELD(groups_per_cu), 1, 1024, gpc_full, N_(gpc_full), gpc_quick,
      N_(gpc_quick), 0, 0},
-#ifdef KILN__COLS_MAX
     {"cols_per_item", LP_FIELD(cols_per_item), 1, KILN__COLS_MAX, cols_full, N_(cols_full),
      cols_quick, N_(cols_quick), 0, 1u << KILN__LAYOUT_COL},
-#endif
 };
 
 static int
