@@ -9,7 +9,9 @@
 #include "common.cl"
 
 #if KILN_IS_FLOAT
-#define TO_INT(type, x) convert_##type##_sat_rtz(x)
+/* The NaN test is explicit: NVIDIA's _sat conversions turn NaN into the type's minimum
+ * (INT_MIN, 128 for uchar) although the OpenCL spec asks for 0. */
+#define TO_INT(type, x) ((x) != (x) ? (type)0 : convert_##type##_sat_rtz(x))
 #else
 #define TO_INT(type, x) ((type)(x))
 #endif

@@ -10,11 +10,18 @@
 #include "kiln/status.h"
 #include "kiln/dtype.h"
 #include "kiln/context.h"
+#include "kiln/cache.h"
 #include "kiln/tensor.h"
 #include "kiln/elementwise.h"
+#include "kiln/layout.h"
+#include "kiln/create.h"
+#include "kiln/index.h"
+#include "kiln/random.h"
+#include "kiln/reduce.h"
 #include "kiln/blas.h"
 #include "kiln/fft.h"
 #include "kiln/profile.h"
+#include "kiln/tune.h"
 #include "kiln/provider.h"
 
 #ifdef __cplusplus

@@ -188,6 +188,83 @@ run_cast(struct bench_state *st)
   return kiln_cast(st->ctx, st->in[0], KILN_I32, &st->out);
 }
 
+/* Reductions and scans over [n/1024, 1024] (rows) or [1024, n/1024] (columns), or all of n. */
+static kiln_status
+setup_matrix(struct bench_state *st, int cols_first)
+{
+  int64_t inner = st->n < 1024 ? st->n : 1024;
+  int64_t shape[2] = {st->n / inner, inner};
+  if (cols_first) {
+    shape[0] = inner;
+    shape[1] = st->n / inner;
+  }
+  return bench_random_tensor(st->ctx, st->dtype, 2, shape, &st->in[0]);
+}
+
+static kiln_status
+setup_rows(struct bench_state *st)
+{
+  return setup_matrix(st, 0);
+}
+
+static kiln_status
+setup_cols(struct bench_state *st)
+{
+  return setup_matrix(st, 1);
+}
+
+static kiln_status
+setup_flat(struct bench_state *st)
+{
+  return bench_random_tensor(st->ctx, st->dtype, 1, &st->n, &st->in[0]);
+}
+
+/* The output is made by the first run (its shape depends on the case) and reused after. */
+static kiln_status
+run_sum_all(struct bench_state *st)
+{
+  return kiln_reduce(st->ctx, KILN_REDUCE_SUM, st->in[0], NULL, 0, 0, NULL, &st->out);
+}
+
+static kiln_status
+run_sum_axis1(struct bench_state *st)
+{
+  int64_t axis = 1;
+  return kiln_reduce(st->ctx, KILN_REDUCE_SUM, st->in[0], &axis, 1, 0, NULL, &st->out);
+}
+
+static kiln_status
+run_sum_axis0(struct bench_state *st)
+{
+  int64_t axis = 0;
+  return kiln_reduce(st->ctx, KILN_REDUCE_SUM, st->in[0], &axis, 1, 0, NULL, &st->out);
+}
+
+static kiln_status
+run_cumsum_axis1(struct bench_state *st)
+{
+  return kiln_scan(st->ctx, KILN_SCAN_CUMSUM, st->in[0], 1, NULL, &st->out);
+}
+
+static kiln_status
+run_cumsum_axis0(struct bench_state *st)
+{
+  return kiln_scan(st->ctx, KILN_SCAN_CUMSUM, st->in[0], 0, NULL, &st->out);
+}
+
+/* A reduction reads its input once; its outputs are a rounding error next to it. */
+static double
+bytes_read(int64_t n, size_t esz)
+{
+  return (double)n * (double)esz;
+}
+
+static int
+float_only(kiln_dtype d)
+{
+  return d == KILN_F32 || d == KILN_F64;
+}
+
 /*
  * GEMM: n is the element count of each square operand, so --sizes 2^20 is a
  * 1024 x 1024 x 1024 product (2 * 1024^3 flops). Rows: the default routing,
@@ -322,6 +399,11 @@ const struct bench_case bench_cases[] = {
     {"binary.mul_scalar", "elementwise", num_dtype, setup_one, run_mul_scalar, bytes_1in_1out, NULL},
     {"where", "elementwise", any_dtype, setup_where, run_where, bytes_where, NULL},
     {"cast.to_i32", "elementwise", any_dtype, setup_cast, run_cast, bytes_cast, NULL},
+    {"reduce.sum_all", "reduce", float_only, setup_flat, run_sum_all, bytes_read, NULL},
+    {"reduce.sum_rows", "reduce", float_only, setup_rows, run_sum_axis1, bytes_read, NULL},
+    {"reduce.sum_cols", "reduce", float_only, setup_cols, run_sum_axis0, bytes_read, NULL},
+    {"scan.cumsum_rows", "scan", float_only, setup_rows, run_cumsum_axis1, bytes_1in_1out, NULL},
+    {"scan.cumsum_cols", "scan", float_only, setup_cols, run_cumsum_axis0, bytes_1in_1out, NULL},
     {"blas.gemm", "blas", float_dtype, setup_gemm, run_gemm, NULL, flops_gemm},
     {"blas.gemm_clblast", "blas", float_dtype, setup_gemm_clblast, run_gemm, NULL, flops_gemm},
     {"blas.gemm_kiln", "blas", float_dtype, setup_gemm_kiln, run_gemm, NULL, flops_gemm},

@@ -324,9 +324,11 @@ measure_first_result(const char *self, const char *device, struct first_result f
     for (int r = 0; r < 5 && have_dirs; r++) {
       char cold[64];
       snprintf(cold, sizeof cold, "KILN_CACHE_DIR=%s/cold%d", kdir, r);
+      /* The filling run must store: on PoCL kiln stores only when asked (docs/cache.md). */
       char *ov[] = {m == 0 ? cold : kv, pv, m == 2 ? "POCL_KERNEL_CACHE=1" : "POCL_KERNEL_CACHE=0",
-                    m == 2 ? "CUDA_CACHE_DISABLE=0" : "CUDA_CACHE_DISABLE=1"};
-      char **env = child_env(ov, 4);
+                    m == 2 ? "CUDA_CACHE_DISABLE=0" : "CUDA_CACHE_DISABLE=1",
+                    m == 0 ? "KILN_CACHE_STORE=auto" : "KILN_CACHE_STORE=always"};
+      char **env = child_env(ov, 5);
       if (m > 0 && r == 0)
         spawn_first_result(self, device, env); /* fills the caches this mode reads */
       double s = spawn_first_result(self, device, env);

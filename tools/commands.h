@@ -11,6 +11,8 @@ struct command {
 int cmd_info(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
+int cmd_cache(int argc, char **argv);
 
 /* Nonzero if argv holds --help or -h (after printing usage to stdout). */
 int tool_wants_help(int argc, char **argv, const char *usage);

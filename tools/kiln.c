@@ -11,6 +11,10 @@ static const struct command commands[] = {
      cmd_demo},
     {"bench", "time operations against the device's copy bandwidth; dispatch and startup costs",
      cmd_bench},
+    {"tune", "find and store the fastest launch parameters of kiln's kernels on this device",
+     cmd_tune},
+    {"cache", "inspect and manage the disk kernel cache: stats, list, verify, prune, warm, ...",
+     cmd_cache},
 };
 
 static void

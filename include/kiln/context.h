@@ -149,25 +149,57 @@ typedef enum kiln_option {
   /** Most idle bytes the buffer pool keeps (default: 1/4 of device memory, at most 2 GiB). */
   KILN_OPT_POOL_LIMIT_BYTES = 1,
   /**
+   * Disk kernel cache mode, a kiln_cache_mode (include/kiln/cache.h):
+   * KILN_CACHE_OFF (0), KILN_CACHE_READONLY (1) or KILN_CACHE_ON (2).
+   * Default: the KILN_CACHE environment variable (on, readonly, off), else ON.
+   * Setting it reopens the context's cache directory. Reading it gives the
+   * mode in force, which is lower than the one set when the directory does
+   * not allow more (kiln_context_cache_stats() says why).
+   */
+  KILN_OPT_CACHE_MODE = 2,
+  /**
+   * Size cap of the disk kernel cache in bytes, 0 for none. Default:
+   * KILN_CACHE_MAX_SIZE (e.g. 512M, 2G), else 1 GiB. Enforced at the next
+   * store (least recently used entries go first).
+   */
+  KILN_OPT_CACHE_MAX_BYTES = 3,
+  /**
+   * When builds that miss the disk cache store their binary, a
+   * kiln_cache_store_policy: KILN_CACHE_STORE_AUTO (0, per platform: not on
+   * PoCL) or KILN_CACHE_STORE_ALWAYS (1). Default: KILN_CACHE_STORE (auto,
+   * always), else AUTO.
+   */
+  KILN_OPT_CACHE_STORE = 4,
+  /**
+   * Autotuner mode, a kiln_tune_mode (include/kiln/tune.h): KILN_TUNE_OFF
+   * (0, built-in launch parameters), KILN_TUNE_CACHED (1, stored tuning
+   * results where there are some) or KILN_TUNE_ONLINE (2, and tune a missing
+   * key on first use). Default: the KILN_TUNE environment variable (off,
+   * cached, online), else CACHED.
+   */
+  KILN_OPT_TUNE_MODE = 5,
+  /**
    * GEMM, GEMV and SYRK calls whose m*n*k (per matrix) is at most this run on
    * kiln's own kernel instead of CLBlast; 0 sends everything CLBlast can take
    * to CLBlast. Default 32768 (32^3), a tunable (see docs/blas_fft.md).
    * Without CLBlast in the build every such call runs on kiln's kernel.
    */
-  KILN_OPT_GEMM_SMALL_MNK = 2,
+  KILN_OPT_GEMM_SMALL_MNK = 6,
   /**
    * FFT back end for plans created with KILN_FFT_BACKEND_AUTO: a
    * kiln_fft_backend value (0 auto, 1 clFFT, 2 VkFFT). Default: the
    * KILN_FFT_BACKEND environment variable ("auto", "clfft", "vkfft") read at
    * context creation, else auto.
    */
-  KILN_OPT_FFT_BACKEND = 3,
+  KILN_OPT_FFT_BACKEND = 7,
 } kiln_option;
 
 /**
  * Sets an option on a context.
  * @return KILN_OK; KILN_ERR_INVALID_HANDLE; KILN_ERR_INVALID_ARGUMENT for an
- *         unknown option or a value outside kiln_option_bounds().
+ *         unknown option or a value outside kiln_option_bounds();
+ *         KILN_ERR_HOST_MEMORY (KILN_OPT_CACHE_MODE: the cache could not be
+ *         reopened; the context then runs without a disk cache).
  */
 KILN_API kiln_status kiln_context_set_option(kiln_context *ctx, kiln_option option, int64_t value);
 

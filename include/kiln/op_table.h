@@ -13,7 +13,11 @@
  *   result: SAME (the input dtype) or BOOL
  *
  * Semantics worth knowing (docs/ops.md has all of them):
- * - NaN propagates through every float op, max/min included (NumPy maximum).
+ * - NaN propagates through every float op that returns a float, max/min
+ *   included (NumPy maximum), except where C99 Annex F / OpenCL define a
+ *   number: pow(1, NaN) = pow(NaN, 0) = 1, hypot(+-inf, NaN) = +inf.
+ *   Comparisons with NaN are false (ne: true); NaN is nonzero, so the
+ *   logical ops and casts to bool treat it as true.
  * - round is round-half-to-even (NumPy), not OpenCL's round-half-away.
  * - Integer arithmetic wraps (two's complement). Integer division truncates
  *   toward zero; x/0, fmod(x,0), remainder(x,0) are 0; INT_MIN/-1 wraps to

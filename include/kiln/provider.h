@@ -17,6 +17,11 @@
 
 #include "kiln/blas.h"
 #include "kiln/elementwise.h"
+#include "kiln/create.h"
+#include "kiln/index.h"
+#include "kiln/layout.h"
+#include "kiln/random.h"
+#include "kiln/reduce.h"
 #include "kiln/fft.h"
 
 #ifdef __cplusplus
@@ -76,6 +81,100 @@ typedef struct kiln_provider {
   kiln_status (*cast)(kiln_context *, const kiln_tensor *, kiln_dtype, kiln_tensor **);
   kiln_status (*copy)(kiln_context *, const kiln_tensor *, kiln_tensor *);
 
+  /* reductions and scans (kiln/reduce.h) */
+  kiln_status (*reduce)(kiln_context *, kiln_reduce_op, const kiln_tensor *, const int64_t *,
+                        size_t, int, const kiln_reduce_options *, kiln_tensor **);
+  kiln_status (*argreduce)(kiln_context *, kiln_reduce_op, const kiln_tensor *, const int64_t *,
+                           size_t, int, const kiln_reduce_options *, kiln_tensor **,
+                           kiln_tensor **);
+  kiln_status (*scan)(kiln_context *, kiln_scan_op, const kiln_tensor *, int64_t,
+                      const kiln_scan_options *, kiln_tensor **);
+  kiln_status (*scan_indexed)(kiln_context *, kiln_scan_op, const kiln_tensor *, int64_t,
+                              const kiln_scan_options *, kiln_tensor **, kiln_tensor **);
+  kiln_status (*diff)(kiln_context *, const kiln_tensor *, int64_t, int64_t, kiln_tensor **);
+
+  /* layout (kiln/layout.h) */
+  kiln_status (*reshape)(kiln_context *, const kiln_tensor *, size_t, const int64_t *,
+                         kiln_tensor **);
+  kiln_status (*transpose)(kiln_context *, const kiln_tensor *, kiln_tensor **);
+  kiln_status (*permute)(kiln_context *, const kiln_tensor *, const int64_t *, size_t,
+                         kiln_tensor **);
+  kiln_status (*flip)(kiln_context *, const kiln_tensor *, const int64_t *, size_t,
+                      kiln_tensor **);
+  kiln_status (*roll)(kiln_context *, const kiln_tensor *, const int64_t *, const int64_t *,
+                      size_t, kiln_tensor **);
+  kiln_status (*concat)(kiln_context *, const kiln_tensor *const *, size_t, int64_t,
+                        kiln_tensor **);
+  kiln_status (*stack)(kiln_context *, const kiln_tensor *const *, size_t, int64_t,
+                       kiln_tensor **);
+  kiln_status (*split)(kiln_context *, const kiln_tensor *, int64_t, const int64_t *, size_t,
+                       kiln_tensor **);
+  kiln_status (*slice)(kiln_context *, const kiln_tensor *, const kiln_range *, size_t,
+                       kiln_tensor **);
+  kiln_status (*slice_assign)(kiln_context *, kiln_tensor *, const kiln_range *, size_t,
+                              const kiln_tensor *);
+  kiln_status (*tile)(kiln_context *, const kiln_tensor *, const int64_t *, size_t,
+                      kiln_tensor **);
+  kiln_status (*repeat)(kiln_context *, const kiln_tensor *, int64_t, int64_t, kiln_tensor **);
+  kiln_status (*pad)(kiln_context *, const kiln_tensor *, const int64_t *, const int64_t *,
+                     kiln_pad_mode, kiln_scalar, kiln_tensor **);
+  kiln_status (*tril)(kiln_context *, const kiln_tensor *, int64_t, kiln_tensor **);
+  kiln_status (*triu)(kiln_context *, const kiln_tensor *, int64_t, kiln_tensor **);
+  kiln_status (*diag)(kiln_context *, const kiln_tensor *, int64_t, kiln_tensor **);
+  kiln_status (*kron)(kiln_context *, const kiln_tensor *, const kiln_tensor *, kiln_tensor **);
+  kiln_status (*broadcast_to)(kiln_context *, const kiln_tensor *, size_t, const int64_t *,
+                              kiln_tensor **);
+
+  /* indexing (kiln/index.h) */
+  kiln_status (*gather)(kiln_context *, const kiln_tensor *, int64_t, const kiln_tensor *,
+                        kiln_tensor **);
+  kiln_status (*index_select)(kiln_context *, const kiln_tensor *, int64_t, const kiln_tensor *,
+                              kiln_tensor **);
+  kiln_status (*scatter)(kiln_context *, const kiln_tensor *, int64_t, const kiln_tensor *,
+                         const kiln_tensor *, kiln_scatter_mode, kiln_tensor **);
+  kiln_status (*masked_fill)(kiln_context *, const kiln_tensor *, const kiln_tensor *,
+                             kiln_scalar, kiln_tensor **);
+  kiln_status (*masked_select)(kiln_context *, const kiln_tensor *, const kiln_tensor *,
+                               kiln_tensor **, uint64_t *);
+  kiln_status (*nonzero)(kiln_context *, const kiln_tensor *, kiln_tensor **, uint64_t *);
+  kiln_status (*embedding)(kiln_context *, const kiln_tensor *, const kiln_tensor *,
+                           kiln_tensor **);
+  kiln_status (*sub2ind)(kiln_context *, const int64_t *, size_t, const kiln_tensor *,
+                         kiln_tensor **);
+  kiln_status (*ind2sub)(kiln_context *, const int64_t *, size_t, const kiln_tensor *,
+                         kiln_tensor **);
+  kiln_status (*one_hot)(kiln_context *, const kiln_tensor *, int64_t, kiln_dtype,
+                         kiln_tensor **);
+
+  /* creation (kiln/create.h) */
+  kiln_status (*tensor_ones)(kiln_context *, kiln_dtype, size_t, const int64_t *,
+                             kiln_tensor **);
+  kiln_status (*tensor_empty_like)(const kiln_tensor *, kiln_tensor **);
+  kiln_status (*tensor_zeros_like)(const kiln_tensor *, kiln_tensor **);
+  kiln_status (*tensor_ones_like)(const kiln_tensor *, kiln_tensor **);
+  kiln_status (*tensor_full_like)(const kiln_tensor *, kiln_scalar, kiln_tensor **);
+  kiln_status (*arange)(kiln_context *, kiln_scalar, kiln_scalar, kiln_scalar, kiln_dtype,
+                        kiln_tensor **);
+  kiln_status (*linspace)(kiln_context *, double, double, int64_t, int, kiln_dtype,
+                          kiln_tensor **);
+  kiln_status (*logspace)(kiln_context *, double, double, int64_t, int, double, kiln_dtype,
+                          kiln_tensor **);
+  kiln_status (*eye)(kiln_context *, int64_t, int64_t, int64_t, kiln_dtype, kiln_tensor **);
+  kiln_status (*tri)(kiln_context *, int64_t, int64_t, int64_t, kiln_dtype, kiln_tensor **);
+  kiln_status (*meshgrid)(kiln_context *, const kiln_tensor *const *, size_t,
+                          kiln_meshgrid_indexing, kiln_tensor **);
+
+  /* random numbers (kiln/random.h) */
+  kiln_status (*rng_seed)(kiln_context *, uint64_t);
+  kiln_status (*rng_state_get)(const kiln_context *, kiln_rng_state *);
+  kiln_status (*rng_state_set)(kiln_context *, const kiln_rng_state *);
+  kiln_status (*random_uniform)(kiln_context *, kiln_tensor *, double, double);
+  kiln_status (*random_normal)(kiln_context *, kiln_tensor *, double, double);
+  kiln_status (*random_integers)(kiln_context *, kiln_tensor *, int64_t, int64_t);
+  kiln_status (*random_bernoulli)(kiln_context *, kiln_tensor *, double);
+  kiln_status (*random_bits)(kiln_context *, kiln_tensor *);
+  kiln_status (*random_permutation)(kiln_context *, int64_t, kiln_dtype, kiln_tensor **);
+  kiln_status (*random_shuffle)(kiln_context *, const kiln_tensor *, kiln_tensor **);
   /* BLAS family (appended; older libraries have a smaller struct_size) */
   kiln_status (*gemm)(kiln_context *, kiln_trans, kiln_trans, double, const kiln_tensor *,
                       const kiln_tensor *, double, kiln_tensor **);

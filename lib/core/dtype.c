@@ -110,10 +110,10 @@ kiln__scalar_to_bytes(kiln_scalar s, kiln_dtype dtype, void *out)
   int64_t v;
   if (s.is_integer) {
     v = s.i;
+  } else if (dtype == KILN_BOOL) {
+    v = s.f != 0.0; /* NaN is nonzero: true, as kiln_cast() gives */
   } else if (s.f != s.f) {
     v = 0;
-  } else if (dtype == KILN_BOOL) {
-    v = s.f != 0.0;
   } else {
     double lo = dtype == KILN_I32 ? -2147483648.0 : dtype == KILN_U8 ? 0.0 : -9223372036854775808.0;
     double hi = dtype == KILN_I32 ? 2147483647.0 : dtype == KILN_U8 ? 255.0 : 9223372036854775807.0;

@@ -34,6 +34,24 @@ kiln__fail(kiln_status status, const char *op, int32_t raw, const char *fmt, ...
   return status;
 }
 
+void
+kiln__error_save(kiln__error_saved *s)
+{
+  s->status = last.status;
+  s->raw = last.raw;
+  memcpy(s->op, last.op, sizeof s->op);
+  memcpy(s->message, last.message, sizeof s->message);
+}
+
+void
+kiln__error_restore(const kiln__error_saved *s)
+{
+  last.status = s->status;
+  last.raw = s->raw;
+  memcpy(last.op, s->op, sizeof last.op);
+  memcpy(last.message, s->message, sizeof last.message);
+}
+
 const char *
 kiln_last_error(void)
 {

@@ -19,6 +19,21 @@ const char *kiln__cl_error_name(int32_t cl_err);
 /* Records a failed OpenCL call: status mapped from err, message "<what>: <CL name> (<err>)". */
 kiln_status kiln__fail_cl(const char *op, int32_t err, const char *what);
 
+/*
+ * A copy of the calling thread's error record, so that internal work that
+ * fails on purpose (the tuner's candidates) can leave the caller's record as
+ * it was: successful calls must not change it.
+ */
+typedef struct kiln__error_saved {
+  kiln_status status;
+  int32_t raw;
+  char op[64];
+  char message[2048];
+} kiln__error_saved;
+
+void kiln__error_save(kiln__error_saved *s);
+void kiln__error_restore(const kiln__error_saved *s);
+
 #define KILN_RETURN_IF(cond, status, op, ...)          \
   do {                                                 \
     if (cond)                                          \

@@ -38,8 +38,6 @@ int kiln__shape_equal(const kiln__shape *a, const kiln__shape *b);
 /* "[3,4]" into buf (always NUL-terminated); returns buf. */
 const char *kiln__shape_format(const kiln__shape *s, char *buf, size_t len);
 
-#endif
-
 /*
  * A broadcast launch plan for up to 3 operands against an output shape, with
  * adjacent dimensions merged wherever every operand allows, so kernels do as
@@ -58,3 +56,5 @@ typedef struct kiln__bcast {
  */
 uint32_t kiln__bcast_plan(const kiln__shape *out, const kiln__shape *const *ops, size_t nops,
                           kiln__bcast *plan, int *flat);
+
+#endif

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "kiln/elementwise.h"
 #include "runtime/runtime.h"
+#include "runtime/tuner.h"
 
 enum result_kind { RES_SAME, RES_BOOL };
 
@@ -79,10 +80,8 @@ static kiln_status
 get_kernel(const char *op, kiln_context *ctx, const char *source, kiln_dtype dtype,
            const char *name, cl_kernel *k)
 {
-  char options[160];
-  kiln__dtype_options(dtype, options, sizeof options);
-  if (strcmp(source, "cast") == 0 && ctx->info.has_fp64)
-    strncat(options, " -DKILN_FP64=1", sizeof options - strlen(options) - 1);
+  char options[192];
+  kiln__program_options(&ctx->info, source, dtype, options, sizeof options);
   return kiln__kernel_get(op, ctx, source, options, name, k);
 }
 
@@ -102,11 +101,14 @@ tensor_args(const char *op, cl_kernel k, cl_uint i, const kiln_tensor *t)
   return kiln__arg(op, k, i + 1, sizeof off, &off);
 }
 
-/* Enqueues a kernel of the form k(in, inoff, out, outoff, n [, extra args]) under the lock. */
+/*
+ * Enqueues a kernel of the form k(in, inoff, out, outoff, n [, extra args]) under the lock,
+ * with local size `local` (kiln__tune_elementwise_local, looked up before taking the lock).
+ */
 static kiln_status
 run_map(const char *op, kiln_context *ctx, const char *source, kiln_dtype dtype, const char *kname,
         const kiln_tensor *in, kiln_tensor *out, const void *extra, size_t extra_size,
-        size_t nextra)
+        size_t nextra, size_t local)
 {
   cl_kernel k;
   KILN_TRY(get_kernel(op, ctx, source, dtype, kname, &k));
@@ -116,26 +118,28 @@ run_map(const char *op, kiln_context *ctx, const char *source, kiln_dtype dtype,
   KILN_TRY(kiln__arg(op, k, 4, sizeof n, &n));
   for (size_t i = 0; i < nextra; i++)
     KILN_TRY(kiln__arg(op, k, (cl_uint)(5 + i), extra_size, (const char *)extra + i * extra_size));
-  return kiln__launch_1d(op, ctx, k, n);
+  return kiln__launch_1d_local(op, ctx, k, n, local);
 }
 
 /*
  * Launches a kernel with the elementwise broadcast convention: 1-D over n
- * when flat, else 2-D with dimension 0 over the innermost merged dimension.
+ * with local size flat_local when flat, else 2-D with dimension 0 over the
+ * innermost merged dimension.
  */
 static kiln_status
 launch_bcast(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n, uint32_t ndim,
-             const kiln__bcast *plan, int flat)
+             const kiln__bcast *plan, int flat, size_t flat_local)
 {
   if (flat || n == 0)
-    return kiln__launch_1d(op, ctx, k, n);
+    return kiln__launch_1d_local(op, ctx, k, n, flat_local);
   uint64_t inner = plan->shape[ndim - 1], rows = n / inner;
-  size_t l0 = 1, l1;
-  while (l0 < inner && l0 < ctx->wg_size)
-    l0 *= 2;
-  l1 = ctx->wg_size / l0;
-  while (l1 > 1 && l1 / 2 >= rows)
-    l1 /= 2;
+  /*
+   * Two local shapes only: PoCL compiles a specialised kernel for every new
+   * local size at first launch (~0.1-0.5 s each), so adapting the shape to
+   * every inner length multiplied first-use cost several times over.
+   */
+  size_t l0 = inner >= 32 || ctx->wg_size < 256 ? ctx->wg_size : 16;
+  size_t l1 = ctx->wg_size / l0;
   /* Caps keep the grid within 2^31 work-items; the kernels loop over the rest. */
   uint64_t g0 = (inner < ((uint64_t)1 << 24) ? inner : ((uint64_t)1 << 24)) + l0 - 1;
   g0 -= g0 % l0;
@@ -172,8 +176,9 @@ kiln_unary(kiln_context *ctx, kiln_unary_op uop, const kiln_tensor *x, kiln_tens
   KILN_TRY(kiln__output_prepare(op, ctx, result_dtype(row, x->dtype), &x->shape, out, &made));
   char kname[64];
   snprintf(kname, sizeof kname, "unary_%s", row->name);
+  size_t local = kiln__tune_elementwise_local(ctx, x->dtype, x->numel);
   pthread_mutex_lock(&ctx->lock);
-  kiln_status s = run_map(op, ctx, "elementwise", x->dtype, kname, x, *out, NULL, 0, 0);
+  kiln_status s = run_map(op, ctx, "elementwise", x->dtype, kname, x, *out, NULL, 0, 0, local);
   pthread_mutex_unlock(&ctx->lock);
   if (s != KILN_OK)
     kiln__output_discard(out, made);
@@ -210,10 +215,11 @@ binary_run(const char *op, kiln_context *ctx, kiln_binary_op bop, const kiln_ten
   size_t esz = kiln_dtype_size(t->dtype);
   char kname[64];
   snprintf(kname, sizeof kname, "binary_%s", row->name);
+  cl_ulong n = (*out)->numel;
+  size_t local = flat ? kiln__tune_elementwise_local(ctx, t->dtype, n) : ctx->wg_size;
 
   pthread_mutex_lock(&ctx->lock);
   cl_kernel k;
-  cl_ulong n = (*out)->numel;
   kiln_status s = get_kernel(op, ctx, "elementwise", t->dtype, kname, &k);
   if (s == KILN_OK)
     s = tensor_args(op, k, 0, a);
@@ -234,7 +240,7 @@ binary_run(const char *op, kiln_context *ctx, kiln_binary_op bop, const kiln_ten
   if (s == KILN_OK)
     s = kiln__arg(op, k, 11, sizeof flags, &flags);
   if (s == KILN_OK)
-    s = launch_bcast(op, ctx, k, n, ndim, &plan, flat);
+    s = launch_bcast(op, ctx, k, n, ndim, &plan, flat, local);
   pthread_mutex_unlock(&ctx->lock);
   if (s != KILN_OK)
     kiln__output_discard(out, made);
@@ -293,8 +299,9 @@ kiln_cast(kiln_context *ctx, const kiln_tensor *x, kiln_dtype dtype, kiln_tensor
   KILN_TRY(kiln__output_prepare(op, ctx, dtype, &x->shape, out, &made));
   char kname[32];
   snprintf(kname, sizeof kname, "cast_to_%s", kiln_dtype_name(dtype));
+  size_t local = kiln__tune_elementwise_local(ctx, x->dtype, x->numel);
   pthread_mutex_lock(&ctx->lock);
-  kiln_status s = run_map(op, ctx, "cast", x->dtype, kname, x, *out, NULL, 0, 0);
+  kiln_status s = run_map(op, ctx, "cast", x->dtype, kname, x, *out, NULL, 0, 0, local);
   pthread_mutex_unlock(&ctx->lock);
   if (s != KILN_OK)
     kiln__output_discard(out, made);
@@ -320,8 +327,10 @@ kiln_clamp(kiln_context *ctx, const kiln_tensor *x, kiln_scalar lo, kiln_scalar 
   unsigned char packed[16];
   memcpy(packed, bounds[0], esz);
   memcpy(packed + esz, bounds[1], esz);
+  size_t local = kiln__tune_elementwise_local(ctx, x->dtype, x->numel);
   pthread_mutex_lock(&ctx->lock);
-  kiln_status s = run_map(op, ctx, "elementwise", x->dtype, "clamp_values", x, *out, packed, esz, 2);
+  kiln_status s =
+      run_map(op, ctx, "elementwise", x->dtype, "clamp_values", x, *out, packed, esz, 2, local);
   pthread_mutex_unlock(&ctx->lock);
   if (s != KILN_OK)
     kiln__output_discard(out, made);
@@ -362,6 +371,7 @@ kiln_where(kiln_context *ctx, const kiln_tensor *cond, const kiln_tensor *a, con
   cl_uint ndim = kiln__bcast_plan(&shape, ops, 3, &plan, &flat);
   cl_uint flags = flat ? 0u : 4u;
   cl_ulong n = (*out)->numel;
+  size_t local = flat ? kiln__tune_elementwise_local(ctx, a->dtype, n) : ctx->wg_size;
 
   pthread_mutex_lock(&ctx->lock);
   cl_kernel k;
@@ -383,7 +393,7 @@ kiln_where(kiln_context *ctx, const kiln_tensor *cond, const kiln_tensor *a, con
   if (s == KILN_OK)
     s = kiln__arg(op, k, 11, sizeof flags, &flags);
   if (s == KILN_OK)
-    s = launch_bcast(op, ctx, k, n, ndim, &plan, flat);
+    s = launch_bcast(op, ctx, k, n, ndim, &plan, flat, local);
   pthread_mutex_unlock(&ctx->lock);
   kiln_tensor_release(cbytes);
   if (s != KILN_OK)

@@ -1,5 +1,6 @@
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -23,9 +24,9 @@ build_log(cl_program prog, cl_device_id dev)
   return log;
 }
 
-kiln_status
-kiln__program_build(const char *op, kiln_context *ctx, const struct kiln__cl_source *src,
-                    const char *options, cl_program *out)
+static kiln_status
+build_from_source(const char *op, kiln_context *ctx, const struct kiln__cl_source *src,
+                  const char *options, cl_program *out)
 {
   cl_int err;
   const char *text = src->text;
@@ -48,4 +49,223 @@ kiln__program_build(const char *op, kiln_context *ctx, const struct kiln__cl_sou
   }
   *out = prog;
   return KILN_OK;
+}
+
+/* A refused binary is an expected event (driver updated behind an unchanged version string...), not an error. */
+static cl_program
+build_from_binary(kiln_context *ctx, const void *bin, size_t len, const char *options,
+                  const char *key)
+{
+  cl_int err, bstatus = CL_SUCCESS;
+  const unsigned char *b = bin;
+  cl_program prog = clCreateProgramWithBinary(ctx->cl, 1, &ctx->device, &len, &b, &bstatus, &err);
+  if (!prog || err != CL_SUCCESS || bstatus != CL_SUCCESS) {
+    kiln__log(KILN__LOG_DEBUG, "kernel cache: driver refused binary %s: %s / %s", key,
+              kiln__cl_error_name(err), kiln__cl_error_name(bstatus));
+    if (prog)
+      clReleaseProgram(prog);
+    return NULL;
+  }
+  err = clBuildProgram(prog, 1, &ctx->device, options, NULL, NULL);
+  if (err != CL_SUCCESS) {
+    kiln__log(KILN__LOG_DEBUG, "kernel cache: building binary %s failed: %s", key,
+              kiln__cl_error_name(err));
+    clReleaseProgram(prog);
+    return NULL;
+  }
+  return prog;
+}
+
+/* The device binary of a program built for ctx's one device (malloc'd), or NULL. */
+static unsigned char *
+program_binary(kiln_context *ctx, cl_program prog, size_t *len)
+{
+  cl_uint ndev = 0;
+  size_t size = 0;
+  if (clGetProgramInfo(prog, CL_PROGRAM_NUM_DEVICES, sizeof ndev, &ndev, NULL) != CL_SUCCESS ||
+      ndev != 1 ||
+      clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) != CL_SUCCESS ||
+      size == 0)
+    return NULL;
+  unsigned char *bin = malloc(size);
+  if (!bin)
+    return NULL;
+  if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) != CL_SUCCESS) {
+    free(bin);
+    return NULL;
+  }
+  *len = size;
+  return bin;
+}
+
+static int
+contains_ci(const char *hay, const char *needle)
+{
+  size_t n = strlen(needle);
+  for (; *hay; hay++)
+    if (strncasecmp(hay, needle, n) == 0)
+      return 1;
+  return 0;
+}
+
+static int
+is_pocl(const kiln_device_info *info)
+{
+  return contains_ci(info->platform_name, "Portable Computing Language") ||
+         contains_ci(info->platform_version, "pocl");
+}
+
+/*
+ * Whether a build that missed stores its binary. Not on PoCL by default:
+ * asking PoCL for a binary compiles a generic work-group function for every
+ * kernel of the program (measured on PoCL 3.1: 12 s for the elementwise
+ * program, which builds from source in 1.9 s), while PoCL's own kernel
+ * cache already brings a rebuild down to tens of milliseconds; paying that
+ * on a user's second run would be worse than what the cache saves
+ * (docs/cache.md has the figures). Elsewhere the binary is at hand after the
+ * build (NVIDIA returns its PTX) and is stored at once.
+ */
+static int
+store_on_miss(const kiln_context *ctx, unsigned flags)
+{
+  return (flags & KILN__BUILD_STORE_NOW) ||
+         kiln__dc_store_policy(ctx->cache) == KILN_CACHE_STORE_ALWAYS || !is_pocl(&ctx->info);
+}
+
+int
+kiln__cache_identity(const kiln_device_info *info, struct kiln__dc_ident *id, const char **why)
+{
+  id->platform_name = info->platform_name;
+  id->platform_version = info->platform_version;
+  id->device_name = info->name;
+  id->device_version = info->device_version;
+  id->driver_version = info->driver_version;
+  id->vendor_id = info->vendor_id;
+  id->address_bits = info->address_bits;
+  const char *d = info->driver_version;
+  while (*d == ' ')
+    d++;
+  if (!*d || strcasecmp(d, "unknown") == 0 || strcasecmp(d, "n/a") == 0) {
+    *why = "the device reports no driver version, so a driver update could not be detected";
+    return 0;
+  }
+  if (!info->name[0] || !info->platform_name[0]) {
+    *why = "the device reports no device or platform name";
+    return 0;
+  }
+  return 1;
+}
+
+int
+kiln__options_uncacheable(const char *options)
+{
+  for (const char *p = options; *p;) {
+    while (*p == ' ' || *p == '\t')
+      p++;
+    if (p[0] == '-' && p[1] == 'I')
+      return 1;
+    while (*p && *p != ' ' && *p != '\t')
+      p++;
+  }
+  return 0;
+}
+
+static void
+store_program(kiln_context *ctx, const struct kiln__dc_req *req, cl_program prog,
+              struct kiln__build_outcome *outcome)
+{
+  size_t len = 0;
+  unsigned char *bin = program_binary(ctx, prog, &len);
+  if (!bin) {
+    kiln__log(KILN__LOG_DEBUG, "kernel cache: no binary for %s from the driver", req->key_hex);
+    kiln__dc_note_store_failure(ctx->cache);
+    return;
+  }
+  if (kiln__dc_store(ctx->cache, req, bin, len) == 0 && outcome)
+    outcome->stored = 1;
+  free(bin);
+}
+
+/* Fills req for a build, or returns 0 when this build must bypass the cache (counted if asked). */
+static int
+cache_request(kiln_context *ctx, const struct kiln__cl_source *src, const char *options,
+              struct kiln__dc_req *req, int count_bypass)
+{
+  struct kiln__dc_ident id;
+  const char *why;
+  if (kiln__dc_mode(ctx->cache) == KILN_CACHE_OFF || !kiln__cache_identity(&ctx->info, &id, &why) ||
+      kiln__options_uncacheable(options)) {
+    if (count_bypass)
+      kiln__dc_note_uncached(ctx->cache);
+    return 0;
+  }
+  kiln__dc_req_init(req, &id, src->name, src->text, src->len, options);
+  return 1;
+}
+
+kiln_status
+kiln__program_build(const char *op, kiln_context *ctx, const struct kiln__cl_source *src,
+                    const char *options, unsigned flags, cl_program *out,
+                    struct kiln__build_outcome *outcome)
+{
+  struct kiln__build_outcome none;
+  if (!outcome)
+    outcome = &none;
+  memset(outcome, 0, sizeof *outcome);
+  struct kiln__dc_req req;
+  if (!cache_request(ctx, src, options, &req, 1)) {
+    KILN_TRY(build_from_source(op, ctx, src, options, out));
+    outcome->compiled = 1;
+    return KILN_OK;
+  }
+  void *buf;
+  const void *bin;
+  size_t len;
+  enum kiln__dc_found found =
+      kiln__dc_lookup(ctx->cache, &req, KILN__DC_DEFER_HIT, &buf, &bin, &len);
+  if (found == KILN__DC_HIT) {
+    size_t entry_bytes = (size_t)((const uint8_t *)bin - (const uint8_t *)buf) + len +
+                         KILN__DC_TRAILER;
+    cl_program prog = build_from_binary(ctx, bin, len, options, req.key_hex);
+    free(buf);
+    if (prog) {
+      kiln__dc_note_hit(ctx->cache, entry_bytes);
+      *out = prog;
+      outcome->from_cache = 1;
+      return KILN_OK;
+    }
+    kiln__dc_note_rejected(ctx->cache);
+  }
+  cl_program prog;
+  KILN_TRY(build_from_source(op, ctx, src, options, &prog));
+  outcome->compiled = 1;
+  /*
+   * A corrupt or refused entry is replaced whatever the policy: left in
+   * place it would be read, refused and rebuilt by every process.
+   */
+  if (kiln__dc_mode(ctx->cache) == KILN_CACHE_ON && (found != KILN__DC_MISS || store_on_miss(ctx, flags)))
+    store_program(ctx, &req, prog, outcome);
+  *out = prog;
+  return KILN_OK;
+}
+
+void
+kiln__program_cache_existing(kiln_context *ctx, const struct kiln__cl_source *src,
+                             const char *options, cl_program prog,
+                             struct kiln__build_outcome *outcome)
+{
+  memset(outcome, 0, sizeof *outcome);
+  struct kiln__dc_req req;
+  if (!cache_request(ctx, src, options, &req, 0))
+    return;
+  void *buf;
+  const void *bin;
+  size_t len;
+  if (kiln__dc_lookup(ctx->cache, &req, KILN__DC_NOCOUNT, &buf, &bin, &len) == KILN__DC_HIT) {
+    free(buf);
+    outcome->from_cache = 1;
+    return;
+  }
+  if (kiln__dc_mode(ctx->cache) == KILN_CACHE_ON)
+    store_program(ctx, &req, prog, outcome);
 }

@@ -4,7 +4,9 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "runtime/build.h"
 #include "runtime/runtime.h"
+#include "runtime/tuner.h"
 #include "runtime/tunables.h"
 #include "kiln_config.h"
 
@@ -92,6 +94,8 @@ context_init(const char *op, kiln_context *ctx, kiln_context **out)
   pthread_mutex_init(&ctx->lock, &attr);
   pthread_mutexattr_destroy(&attr);
   ctx->refs = 1;
+  kiln__ctx_cache_open(ctx);
+  kiln__tuner_create(ctx);
   ctx->magic = KILN__CTX_MAGIC;
   kiln__log(KILN__LOG_INFO, "%s: using %s (%s, driver %s)", op, ctx->info.name,
             ctx->info.platform_name, ctx->info.driver_version);
@@ -236,6 +240,8 @@ kiln_context_release(kiln_context *ctx)
   }
   kiln__profile_destroy(ctx);
   kiln__programs_destroy(ctx);
+  kiln__ctx_cache_close(ctx);
+  kiln__tuner_destroy(ctx);
   kiln__pool_destroy(ctx);
   /* Live tensors keep their own cl_mem references, so the context's can go now. */
   context_free_cl(ctx);
@@ -284,6 +290,22 @@ kiln_option_bounds(kiln_option option, int64_t *lower, int64_t *upper)
   KILN_RETURN_IF(!lower || !upper, KILN_ERR_INVALID_ARGUMENT, op, "NULL bounds");
   switch (option) {
   case KILN_OPT_POOL_LIMIT_BYTES:
+  case KILN_OPT_CACHE_MAX_BYTES:
+    *lower = 0;
+    *upper = INT64_MAX;
+    return KILN_OK;
+  case KILN_OPT_CACHE_MODE:
+    *lower = KILN_CACHE_OFF;
+    *upper = KILN_CACHE_ON;
+    return KILN_OK;
+  case KILN_OPT_CACHE_STORE:
+    *lower = KILN_CACHE_STORE_AUTO;
+    *upper = KILN_CACHE_STORE_ALWAYS;
+    return KILN_OK;
+  case KILN_OPT_TUNE_MODE:
+    *lower = KILN_TUNE_OFF;
+    *upper = KILN_TUNE_ONLINE;
+    return KILN_OK;
   case KILN_OPT_GEMM_SMALL_MNK:
     *lower = 0;
     *upper = INT64_MAX;
@@ -305,12 +327,21 @@ kiln_context_set_option(kiln_context *ctx, kiln_option option, int64_t value)
   KILN_TRY(kiln_option_bounds(option, &lo, &hi));
   KILN_RETURN_IF(value < lo || value > hi, KILN_ERR_INVALID_ARGUMENT, op,
                  "value %lld outside [%lld, %lld]", (long long)value, (long long)lo, (long long)hi);
+  kiln_status s = KILN_OK;
   pthread_mutex_lock(&ctx->lock);
   switch (option) {
   case KILN_OPT_POOL_LIMIT_BYTES:
     ctx->pool.limit = (uint64_t)value;
     ctx->pool.stats.limit_bytes = (uint64_t)value;
     kiln__pool_trim_locked(ctx, (uint64_t)value);
+    break;
+  case KILN_OPT_CACHE_MODE:
+  case KILN_OPT_CACHE_MAX_BYTES:
+  case KILN_OPT_CACHE_STORE:
+    s = kiln__ctx_cache_set_option(ctx, option, value);
+    break;
+  case KILN_OPT_TUNE_MODE:
+    kiln__tuner_set_mode(ctx, value);
     break;
   case KILN_OPT_GEMM_SMALL_MNK:
     ctx->gemm_small_mnk = value;
@@ -320,7 +351,7 @@ kiln_context_set_option(kiln_context *ctx, kiln_option option, int64_t value)
     break;
   }
   pthread_mutex_unlock(&ctx->lock);
-  return KILN_OK;
+  return s;
 }
 
 kiln_status
@@ -332,6 +363,13 @@ kiln_context_get_option(const kiln_context *ctx, kiln_option option, int64_t *va
   switch (option) {
   case KILN_OPT_POOL_LIMIT_BYTES:
     *value = (int64_t)ctx->pool.limit;
+    return KILN_OK;
+  case KILN_OPT_CACHE_MODE:
+  case KILN_OPT_CACHE_MAX_BYTES:
+  case KILN_OPT_CACHE_STORE:
+    return kiln__ctx_cache_get_option(ctx, option, value);
+  case KILN_OPT_TUNE_MODE:
+    *value = kiln__tuner_mode(ctx);
     return KILN_OK;
   case KILN_OPT_GEMM_SMALL_MNK:
     *value = ctx->gemm_small_mnk;

@@ -31,7 +31,7 @@ find_program(kiln_context *ctx, const char *source, const char *options)
 
 static kiln_status
 add_program(const char *op, kiln_context *ctx, const char *source, const char *options,
-            struct kiln__program **out)
+            unsigned flags, struct kiln__build_outcome *outcome, struct kiln__program **out)
 {
   const struct kiln__cl_source *src = kiln__cl_source_find(source);
   if (!src)
@@ -44,7 +44,7 @@ add_program(const char *op, kiln_context *ctx, const char *source, const char *o
     ctx->cap_programs = ncap;
   }
   cl_program prog = NULL;
-  KILN_TRY(kiln__program_build(op, ctx, src, options, &prog));
+  KILN_TRY(kiln__program_build(op, ctx, src, options, flags, &prog, outcome));
   struct kiln__program *p = &ctx->programs[ctx->nprograms];
   memset(p, 0, sizeof *p);
   p->source = strdup(source);
@@ -67,7 +67,7 @@ kiln__kernel_get(const char *op, kiln_context *ctx, const char *source, const ch
 {
   struct kiln__program *p = find_program(ctx, source, options);
   if (!p)
-    KILN_TRY(add_program(op, ctx, source, options, &p));
+    KILN_TRY(add_program(op, ctx, source, options, 0, NULL, &p));
   for (size_t i = 0; i < p->nkernels; i++) {
     if (strcmp(p->kernels[i].name, kernel) == 0) {
       *out = p->kernels[i].kernel;
@@ -94,6 +94,17 @@ kiln__kernel_get(const char *op, kiln_context *ctx, const char *source, const ch
   p->kernels[p->nkernels].kernel = k;
   p->nkernels++;
   *out = k;
+  return KILN_OK;
+}
+
+kiln_status
+kiln__program_warm(const char *op, kiln_context *ctx, const char *source, const char *options,
+                   struct kiln__build_outcome *outcome)
+{
+  struct kiln__program *p = find_program(ctx, source, options);
+  if (!p)
+    return add_program(op, ctx, source, options, KILN__BUILD_STORE_NOW, outcome, &p);
+  kiln__program_cache_existing(ctx, kiln__cl_source_find(source), options, p->program, outcome);
   return KILN_OK;
 }
 
@@ -129,9 +140,23 @@ kiln__arg(const char *op, cl_kernel k, cl_uint i, size_t size, const void *value
 kiln_status
 kiln__launch_1d(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n)
 {
+  return kiln__launch_1d_local(op, ctx, k, n, ctx->wg_size);
+}
+
+kiln_status
+kiln__launch_1d_local(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n, size_t local)
+{
   if (n == 0)
     return KILN_OK;
-  size_t local = ctx->wg_size;
+  if (local < 1)
+    local = 1;
+  /* A tuned or overridden size above the default may exceed what this kernel allows. */
+  size_t kmax = 0;
+  if (local > ctx->wg_size &&
+      clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax,
+                               NULL) == CL_SUCCESS &&
+      kmax && local > kmax)
+    local = kmax;
   /*
    * One item per work-item up to a very large grid: PoCL vectorises across
    * work-items only when each does one element (measured: 28 GB/s vs 1 GB/s
@@ -155,4 +180,21 @@ kiln__dtype_options(kiln_dtype dtype, char *buf, size_t len)
 #undef X
   };
   snprintf(buf, len, "-cl-std=CL1.2 -DT=%s -D%s=1", kiln__dtype_cl_name(dtype), ids[dtype]);
+}
+
+int
+kiln__device_has_dtype(const kiln_device_info *info, kiln_dtype dtype)
+{
+  return kiln__dtype_valid(dtype) && (dtype != KILN_F64 || info->has_fp64);
+}
+
+void
+kiln__program_options(const kiln_device_info *info, const char *source, kiln_dtype dtype,
+                      char *buf, size_t len)
+{
+  (void)source; /* every family builds with the same options today; per-source ones go here */
+  kiln__dtype_options(dtype, buf, len);
+  /* Sources that convert to double (cast) need it; for the rest it only enables a pragma. */
+  if (info->has_fp64)
+    strncat(buf, " -DKILN_FP64=1", len - strlen(buf) - 1);
 }

@@ -74,8 +74,13 @@ struct kiln_context {
   struct kiln__pool pool;
   struct kiln__program *programs;
   size_t nprograms, cap_programs;
+  struct kiln_cache *cache; /* disk kernel cache (runtime/disk_cache.h); NULL acts as mode OFF */
   int queue_profiling; /* the queue was created with CL_QUEUE_PROFILING_ENABLE */
   struct kiln__profile prof;
+  /* Philox stream state of the random family (ops/random.c); zero from calloc = seed 0. */
+  uint64_t rng_seed, rng_counter;
+  /* Autotuner state (runtime/tuner.c): mode, stored tables, overrides. NULL: defaults only. */
+  struct kiln__tuner *tuner;
   int64_t gemm_small_mnk; /* KILN_OPT_GEMM_SMALL_MNK */
   int use_clblast;        /* built with CLBlast and not disabled by KILN_DEBUG_NO_CLBLAST */
   int fft_backend;        /* KILN_OPT_FFT_BACKEND (a kiln_fft_backend value) */
@@ -89,6 +94,13 @@ struct kiln_tensor {
   uint64_t offset;     /* bytes from the start of mem */
   uint64_t capacity;   /* pooled allocation size; 0 when wrapped */
   int wrapped;
+  /*
+   * Views (kiln__tensor_view): tensors sharing one pooled buffer share this
+   * counter of live tensors on it (guarded by ctx->lock); the last release
+   * returns the buffer to the pool. NULL while a buffer has never been
+   * shared. Wrapped buffers need no counter: each view retains the cl_mem.
+   */
+  int64_t *shared;
   kiln_dtype dtype;
   kiln__shape shape;
   uint64_t numel;
@@ -127,6 +139,15 @@ kiln_status kiln__tensor_new_locked(const char *op, kiln_context *ctx, kiln_dtyp
 kiln_status kiln__output_prepare(const char *op, kiln_context *ctx, kiln_dtype dtype,
                                  const kiln__shape *shape, kiln_tensor **out, int *made);
 
+/*
+ * Makes a new tensor handle over src's buffer, starting offset_bytes after
+ * src's first element, with the given shape (whose bytes must fit in src's).
+ * Writes through either handle are seen by the other; the buffer lives
+ * until the last of them is released. Takes ctx->lock itself.
+ */
+kiln_status kiln__tensor_view(const char *op, kiln_tensor *src, uint64_t offset_bytes,
+                              const kiln__shape *shape, kiln_tensor **out);
+
 /* Releases a tensor made by kiln__output_prepare on a failure path. */
 void kiln__output_discard(kiln_tensor **out, int made);
 
@@ -158,6 +179,10 @@ kiln_status kiln__provider_span_end(const char *op, kiln_context *ctx, cl_event 
 /* Enqueues a 1-D grid-stride kernel over n items (ctx->lock held). */
 kiln_status kiln__launch_1d(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n);
 
+/* The same with an explicit local size (the elementwise family's tuned one). */
+kiln_status kiln__launch_1d_local(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n,
+                                  size_t local);
+
 /* Drops recorded profiling events (context release). */
 void kiln__profile_destroy(kiln_context *ctx);
 
@@ -166,6 +191,18 @@ kiln_status kiln__arg(const char *op, cl_kernel k, cl_uint i, size_t size, const
 
 /* Build options every program gets for dtype (the -D that select T). */
 void kiln__dtype_options(kiln_dtype dtype, char *buf, size_t len);
+
+/*
+ * The build options of embedded source `source` for dtype on a device: the
+ * one place they are computed, so the ops and the cache warm-up (which builds
+ * every variant ahead of use) cannot disagree. A family that needs other
+ * options must add them here, or its warmed entries would never be hit.
+ */
+void kiln__program_options(const kiln_device_info *info, const char *source, kiln_dtype dtype,
+                           char *buf, size_t len);
+
+/* Nonzero if the device can run kernels of dtype (f64 needs fp64). */
+int kiln__device_has_dtype(const kiln_device_info *info, kiln_dtype dtype);
 
 /*
  * kiln's cache directory, for provider caches that live beside the kernel

@@ -246,14 +246,68 @@ kiln_tensor_release(kiln_tensor *t)
   pthread_mutex_lock(&ctx->lock);
   t->magic = KILN__DEAD_MAGIC;
   if (t->mem) {
-    if (t->wrapped)
+    if (t->wrapped) {
       clReleaseMemObject(t->mem);
-    else
+    } else if (t->shared && --*t->shared > 0) {
+      /* another view still uses the pooled buffer */
+    } else {
+      free(t->shared);
       kiln__pool_free(ctx, t->mem, t->capacity);
+    }
   }
   pthread_mutex_unlock(&ctx->lock);
   kiln__ctx_unref(ctx);
   kiln__quarantine(t);
+  return KILN_OK;
+}
+
+kiln_status
+kiln__tensor_view(const char *op, kiln_tensor *src, uint64_t offset_bytes,
+                  const kiln__shape *shape, kiln_tensor **out)
+{
+  uint64_t numel, nbytes;
+  kiln__shape s;
+  KILN_TRY(kiln__shape_make(op, shape->ndim, shape->dims, kiln_dtype_size(src->dtype), &s,
+                            &numel, &nbytes));
+  KILN_RETURN_IF(nbytes && (offset_bytes > src->nbytes || nbytes > src->nbytes - offset_bytes),
+                 KILN_ERR_INTERNAL, op, "view of %llu bytes at %llu exceeds its base (%llu bytes)",
+                 (unsigned long long)nbytes, (unsigned long long)offset_bytes,
+                 (unsigned long long)src->nbytes);
+  kiln_tensor *t = calloc(1, sizeof *t);
+  KILN_RETURN_IF(!t, KILN_ERR_HOST_MEMORY, op, "cannot allocate a tensor");
+  kiln_context *ctx = src->ctx;
+  pthread_mutex_lock(&ctx->lock);
+  if (nbytes) {
+    /* An empty view owns nothing; a non-empty one shares src's buffer. */
+    if (src->wrapped) {
+      clRetainMemObject(src->mem);
+    } else {
+      if (!src->shared) {
+        src->shared = malloc(sizeof *src->shared);
+        if (!src->shared) {
+          pthread_mutex_unlock(&ctx->lock);
+          free(t);
+          return kiln__fail(KILN_ERR_HOST_MEMORY, op, 0, "cannot allocate a view counter");
+        }
+        *src->shared = 1;
+      }
+      ++*src->shared;
+      t->shared = src->shared;
+    }
+    t->mem = src->mem;
+    t->offset = src->offset + offset_bytes;
+    t->capacity = src->capacity;
+    t->wrapped = src->wrapped;
+  }
+  t->magic = KILN__TENSOR_MAGIC;
+  t->ctx = ctx;
+  t->dtype = src->dtype;
+  t->shape = s;
+  t->numel = numel;
+  t->nbytes = nbytes;
+  ctx->refs++;
+  pthread_mutex_unlock(&ctx->lock);
+  *out = t;
   return KILN_OK;
 }
 

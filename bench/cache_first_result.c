@@ -1,0 +1,340 @@
+/*
+ * Time to first result of a fresh process, with and without kiln's disk
+ * cache and the driver's own cache: the figures of docs/cache.md.
+ *
+ * Each sample is a new process (this program re-executed with --child) that
+ * creates a context, runs one elementwise op (exp over f32) and one cast
+ * (f32 -> i32), downloads and checks the results. Reported per sample: the
+ * time from spawn to the checked results (the figure that matters), the
+ * whole process until exit (adds teardown: PoCL with its cache off deletes
+ * its temporary files then), the child's split (context, first exp, first
+ * cast) and its cache counters, which are checked against the mode (a
+ * "warm" sample that missed is an error).
+ *
+ * Modes (driver cache = PoCL's kernel cache, or NVIDIA's compute cache):
+ *   cold          empty kiln cache and empty driver cache, fresh for every sample
+ *   driver        kiln's cache off, the driver's cache warm
+ *   kiln          kiln's cache warm, the driver's cache off
+ *   both          both warm
+ * plus the one-time cost of filling kiln's cache (KILN_CACHE_STORE=always,
+ * which PoCL needs; see docs/cache.md) with the driver cache off.
+ *
+ * usage: cache_first_result [--runs N] [--device SELECTOR] [--json]
+ */
+#include <math.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kiln.h"
+
+extern char **environ;
+
+static double
+now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ------------------------------------------------------------ child */
+
+static int
+child(const char *device, double spawned)
+{
+  double t0 = now();
+  kiln_context *ctx = NULL;
+  if (kiln_context_create(device && *device ? device : NULL, &ctx) != KILN_OK) {
+    fprintf(stderr, "child: %s\n", kiln_last_error());
+    return 2;
+  }
+  double t_ctx = now();
+  enum { N = 4096 };
+  static float x[N], y[N];
+  static int32_t z[N];
+  for (int i = 0; i < N; i++)
+    x[i] = (float)(i % 97) / 16.0f - 3.0f;
+  int64_t shape[1] = {N};
+  kiln_tensor *tx = NULL, *ty = NULL, *tz = NULL;
+  int ok = kiln_tensor_from_host(ctx, KILN_F32, 1, shape, x, &tx) == KILN_OK &&
+           kiln_unary(ctx, KILN_OP_EXP, tx, &ty) == KILN_OK &&
+           kiln_tensor_download(ty, y, sizeof y) == KILN_OK;
+  double t_exp = now();
+  ok = ok && kiln_cast(ctx, tx, KILN_I32, &tz) == KILN_OK &&
+       kiln_tensor_download(tz, z, sizeof z) == KILN_OK;
+  double t_cast = now();
+  for (int i = 0; ok && i < N; i++)
+    ok = fabsf(y[i] - expf(x[i])) <= 1e-5f * expf(x[i]) && z[i] == (int32_t)x[i];
+  if (!ok) {
+    fprintf(stderr, "child: wrong result or failure: %s\n", kiln_last_error());
+    return 3;
+  }
+  kiln_cache_stats s;
+  kiln_context_cache_stats(ctx, &s);
+  kiln_tensor_release(tx);
+  kiln_tensor_release(ty);
+  kiln_tensor_release(tz);
+  kiln_context_release(ctx);
+  printf("result_ms=%.3f ctx_ms=%.3f exp_ms=%.3f cast_ms=%.3f hits=%llu misses=%llu stores=%llu\n",
+         (t_cast - spawned) * 1e3, (t_ctx - t0) * 1e3, (t_exp - t_ctx) * 1e3, (t_cast - t_exp) * 1e3,
+         (unsigned long long)s.session.hits, (unsigned long long)s.session.misses,
+         (unsigned long long)s.session.stores);
+  return 0;
+}
+
+/* ------------------------------------------------------------ parent */
+
+struct sample {
+  double wall_ms, result_ms, ctx_ms, exp_ms, cast_ms;
+  unsigned long long hits, misses, stores;
+};
+
+static const char *self_path, *device_sel;
+
+/* Runs one child with the environment overrides (NAME=VALUE); 0 on success. */
+static int
+run(char *const *env_over, int nover, struct sample *s)
+{
+  size_t ne = 0;
+  while (environ[ne])
+    ne++;
+  char **envp = calloc(ne + (size_t)nover + 1, sizeof *envp);
+  size_t k = 0;
+  for (size_t i = 0; i < ne; i++) {
+    int drop = 0;
+    for (int j = 0; j < nover; j++)
+      drop |= strncmp(environ[i], env_over[j], strcspn(env_over[j], "=") + 1) == 0;
+    if (!drop)
+      envp[k++] = environ[i];
+  }
+  for (int j = 0; j < nover; j++)
+    envp[k++] = env_over[j];
+  int fd[2];
+  if (pipe(fd) != 0)
+    return -1;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
+  posix_spawn_file_actions_addclose(&fa, fd[0]);
+  /* CLOCK_MONOTONIC is system-wide: the child measures from this instant. */
+  char when[64];
+  double t0 = now();
+  snprintf(when, sizeof when, "%.9f", t0);
+  char *argv[] = {(char *)self_path, "--child", (char *)(device_sel ? device_sel : ""), when, NULL};
+  pid_t pid;
+  int rc = posix_spawn(&pid, self_path, &fa, NULL, argv, envp);
+  posix_spawn_file_actions_destroy(&fa);
+  free(envp);
+  close(fd[1]);
+  char out[512] = "";
+  size_t got = 0;
+  ssize_t r;
+  while (rc == 0 && got < sizeof out - 1 && (r = read(fd[0], out + got, sizeof out - 1 - got)) > 0)
+    got += (size_t)r;
+  out[got] = 0;
+  close(fd[0]);
+  int status = 0;
+  if (rc == 0)
+    waitpid(pid, &status, 0);
+  s->wall_ms = (now() - t0) * 1e3;
+  if (rc != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return -1;
+  return sscanf(out, "result_ms=%lf ctx_ms=%lf exp_ms=%lf cast_ms=%lf hits=%llu misses=%llu stores=%llu",
+                &s->result_ms, &s->ctx_ms, &s->exp_ms, &s->cast_ms, &s->hits, &s->misses,
+                &s->stores) == 7
+             ? 0
+             : -1;
+}
+
+static int
+cmp(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double
+median(double *v, int n)
+{
+  qsort(v, (size_t)n, sizeof *v, cmp);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+struct result {
+  const char *name;
+  double result, wall, ctx, exp, cast, min, max;
+};
+
+static char kroot[64], proot[64];
+
+static int
+summarise(struct result *res, const char *name, struct sample *s, int n)
+{
+  double w[64], c[64], e[64], k[64], f[64];
+  for (int i = 0; i < n; i++) {
+    f[i] = s[i].result_ms;
+    w[i] = s[i].wall_ms;
+    c[i] = s[i].ctx_ms;
+    e[i] = s[i].exp_ms;
+    k[i] = s[i].cast_ms;
+  }
+  res->name = name;
+  res->wall = median(w, n);
+  res->result = median(f, n);
+  res->min = f[0];
+  res->max = f[n - 1];
+  res->ctx = median(c, n);
+  res->exp = median(e, n);
+  res->cast = median(k, n);
+  return 0;
+}
+
+static void
+cleanup(void)
+{
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", kroot, proot);
+  if (system(cmd) != 0)
+    fprintf(stderr, "cannot remove %s and %s\n", kroot, proot);
+}
+
+int
+main(int argc, char **argv)
+{
+  if (argc >= 4 && strcmp(argv[1], "--child") == 0)
+    return child(argv[2], strtod(argv[3], NULL));
+  int runs = 7, json = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
+      runs = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc)
+      device_sel = argv[++i];
+    else if (strcmp(argv[i], "--json") == 0)
+      json = 1;
+    else {
+      fprintf(stderr, "usage: %s [--runs N] [--device SELECTOR] [--json]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (runs < 1 || runs > 64) {
+    fprintf(stderr, "--runs must be 1..64\n");
+    return 2;
+  }
+  static char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0)
+    return 1;
+  self[n] = 0;
+  self_path = self;
+  snprintf(kroot, sizeof kroot, "/tmp/kiln-cfr-k-XXXXXX");
+  snprintf(proot, sizeof proot, "/tmp/kiln-cfr-p-XXXXXX");
+  if (!mkdtemp(kroot) || !mkdtemp(proot))
+    return 1;
+
+  char kc[128], pc[128], kcold[128], pcold[128];
+  snprintf(kc, sizeof kc, "KILN_CACHE_DIR=%s/warm", kroot);
+  snprintf(pc, sizeof pc, "POCL_CACHE_DIR=%s/warm", proot);
+  char *pocl_off = "POCL_KERNEL_CACHE=0", *pocl_on = "POCL_KERNEL_CACHE=1";
+  char *cuda_off = "CUDA_CACHE_DISABLE=1", *cuda_on = "CUDA_CACHE_DISABLE=0";
+  char *kiln_off = "KILN_CACHE=off", *kiln_on = "KILN_CACHE=on";
+  char *store_auto = "KILN_CACHE_STORE=auto", *store_always = "KILN_CACHE_STORE=always";
+  struct sample s[64], fill[1];
+  struct result res[4];
+  int rc = 0;
+
+  /* cold: fresh directories for every sample */
+  for (int i = 0; i < runs && !rc; i++) {
+    snprintf(kcold, sizeof kcold, "KILN_CACHE_DIR=%s/cold%d", kroot, i);
+    snprintf(pcold, sizeof pcold, "POCL_CACHE_DIR=%s/cold%d", proot, i);
+    char *ov[] = {kcold, pcold, pocl_on, cuda_on, kiln_on, store_auto};
+    rc = run(ov, 6, &s[i]) || s[i].hits != 0;
+  }
+  if (!rc)
+    summarise(&res[0], "cold", s, runs);
+
+  /* filling kiln's cache with the driver cache off: what one process pays, once */
+  char *fill_ov[] = {kc, pc, pocl_off, cuda_off, kiln_on, store_always};
+  if (!rc)
+    rc = run(fill_ov, 6, &fill[0]) || fill[0].stores != 2;
+
+  /* kiln warm, driver cache off */
+  char *kiln_ov[] = {kc, pc, pocl_off, cuda_off, kiln_on, store_auto};
+  for (int i = 0; i < runs && !rc; i++) {
+    rc = run(kiln_ov, 6, &s[i]) || s[i].misses != 0;
+    if (rc)
+      fprintf(stderr, "warm kiln sample missed (%llu misses)\n", s[i].misses);
+  }
+  if (!rc)
+    summarise(&res[2], "kiln", s, runs);
+
+  /* driver cache only: kiln off, driver cache warmed by one unmeasured run */
+  char pdrv[128];
+  snprintf(pdrv, sizeof pdrv, "POCL_CACHE_DIR=%s/driver", proot);
+  char *drv_ov[] = {kc, pdrv, pocl_on, cuda_on, kiln_off, store_auto};
+  struct sample warmup;
+  if (!rc)
+    rc = run(drv_ov, 6, &warmup);
+  for (int i = 0; i < runs && !rc; i++)
+    rc = run(drv_ov, 6, &s[i]);
+  if (!rc)
+    summarise(&res[1], "driver", s, runs);
+
+  /* both warm: the driver cache is warmed by one unmeasured run over kiln's warm entries */
+  char *both_ov[] = {kc, pc, pocl_on, cuda_on, kiln_on, store_auto};
+  if (!rc)
+    rc = run(both_ov, 6, &warmup);
+  for (int i = 0; i < runs && !rc; i++)
+    rc = run(both_ov, 6, &s[i]) || s[i].misses != 0;
+  if (!rc)
+    summarise(&res[3], "both", s, runs);
+  cleanup();
+  if (rc) {
+    fprintf(stderr, "a sample failed\n");
+    return 1;
+  }
+
+  kiln_device_info info;
+  size_t count = 0, def = 0;
+  kiln_device_list(NULL, 0, &count, &def);
+  kiln_device_info *all = calloc(count ? count : 1, sizeof *all);
+  kiln_device_list(all, count, &count, &def);
+  info = count && def < count ? all[def] : (kiln_device_info){0};
+  free(all);
+  static const char *const labels[4] = {
+      "cold (empty kiln and driver caches)", "driver cache only (kiln cache off)",
+      "kiln cache warm, driver cache off", "kiln cache and driver cache warm"};
+  if (json) {
+    printf("{\n  \"device\": \"%s\",\n  \"driver\": \"%s\",\n  \"runs\": %d,\n", info.name,
+           info.driver_version, runs);
+    printf("  \"fill_ms\": %.1f,\n  \"modes\": {\n", fill[0].result_ms);
+    for (int m = 0; m < 4; m++)
+      printf("    \"%s\": {\"result_ms\": %.2f, \"min_ms\": %.2f, \"max_ms\": %.2f, "
+             "\"process_ms\": %.2f, \"context_ms\": %.2f, \"first_exp_ms\": %.2f, "
+             "\"first_cast_ms\": %.2f}%s\n",
+             res[m].name, res[m].result, res[m].min, res[m].max, res[m].wall, res[m].ctx,
+             res[m].exp, res[m].cast, m < 3 ? "," : "");
+    printf("  }\n}\n");
+    return 0;
+  }
+  printf("device: %s (%s, driver %s)\n", info.name, info.platform_name, info.driver_version);
+  printf("time to first result of a new process (exp over f32 + cast f32->i32), median of %d:\n\n",
+         runs);
+  printf("  %-38s %9s %9s %9s %9s %9s %9s  %s\n", "mode", "result", "min-max", "context",
+         "exp", "cast", "process", "vs cold");
+  for (int m = 0; m < 4; m++)
+    printf("  %-38s %7.1fms %4.0f-%-4.0f %7.1fms %7.1fms %7.1fms %7.1fms  %5.1fx\n", labels[m],
+           res[m].result, res[m].min, res[m].max, res[m].ctx, res[m].exp, res[m].cast, res[m].wall,
+           res[0].result / res[m].result);
+  printf("\n  filling kiln's cache once (KILN_CACHE_STORE=always, driver cache off): %.1f ms to "
+         "the result, %.1f ms in all\n",
+         fill[0].result_ms, fill[0].wall_ms);
+  printf("  to the result, driver cache only / kiln warm: %.2fx; driver cache only / both warm: "
+         "%.2fx\n",
+         res[1].result / res[2].result, res[1].result / res[3].result);
+  return 0;
+}

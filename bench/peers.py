@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Peers in the same run: kiln next to NumPy (host), PyOpenCL on the same OpenCL device,
+and a C/OpenMP STREAM loop (the host memory-bandwidth limit), for the same ops and sizes.
+
+Usage: bench/peers.py --build BUILD_DIR [--sizes 2^10,2^14,...] [--dtype f32] [--out FILE.json]
+
+Run with Debian's python3 (/usr/bin/python3), which has python3-numpy and python3-pyopencl
+(`scripts/install-deps.sh --bench` installs them). Prints a markdown table of GB/s and ratios
+and writes everything it measured to --out. All timings are medians.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+try:
+    import pyopencl as cl
+    import pyopencl.array as cla
+    import pyopencl.elementwise as clelem
+    import pyopencl.reduction as clred
+except ImportError:  # the table then simply has no PyOpenCL column
+    cl = None
+
+# (case name as in `kiln bench`, bytes moved per element in units of the element size)
+CASES = [
+    ("copy.kiln_copy", 2), ("unary.neg", 2), ("unary.exp", 2), ("binary.add", 3),
+    ("binary.add_row_bcast", 2), ("binary.mul_scalar", 2), ("reduce.sum", 1), ("reduce.max", 1),
+]
+
+
+def parse_size(s):
+    if s.startswith("2^"):
+        return 1 << int(s[2:])
+    return int(s)
+
+
+def median_time(fn, reps=9, min_time=0.2):
+    fn()  # warm-up (and PyOpenCL's kernel build)
+    times = []
+    start = time.perf_counter()
+    while len(times) < reps or (time.perf_counter() - start < min_time and len(times) < 200):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def numpy_cases(n, dtype):
+    rng = np.random.default_rng(1)
+    a = rng.uniform(-2, 2, n).astype(dtype)
+    b = rng.uniform(-2, 2, n).astype(dtype)
+    out = np.empty_like(a)
+    cols = min(n, 1024)
+    a2 = a.reshape(n // cols, cols)
+    row = b[:cols].copy()
+    out2 = out.reshape(n // cols, cols)
+    return {
+        "copy.kiln_copy": lambda: np.copyto(out, a),
+        "unary.neg": lambda: np.negative(a, out=out),
+        "unary.exp": lambda: np.exp(a, out=out),
+        "binary.add": lambda: np.add(a, b, out=out),
+        "binary.add_row_bcast": lambda: np.add(a2, row, out=out2),
+        "binary.mul_scalar": lambda: np.multiply(a, dtype(3), out=out),
+        "reduce.sum": lambda: a.sum(),
+        "reduce.max": lambda: a.max(),
+    }
+
+
+def pyopencl_setup():
+    if cl is None:
+        return None, None
+    sel = os.environ.get("KILN_DEVICE", "")
+    devices = [d for p in cl.get_platforms() for d in p.get_devices()]
+    dev = None
+    for d in devices:
+        if sel and sel.lower() in d.name.lower():
+            dev = d
+    if dev is None:
+        gpus = [d for d in devices if d.type & cl.device_type.GPU]
+        dev = (gpus or devices)[0]
+    ctx = cl.Context([dev])
+    return ctx, cl.CommandQueue(ctx)
+
+
+def pyopencl_cases(ctx, queue, n, dtype):
+    ctype = "float" if dtype == np.float32 else "double"
+    rng = np.random.default_rng(1)
+    a = cla.to_device(queue, rng.uniform(-2, 2, n).astype(dtype))
+    b = cla.to_device(queue, rng.uniform(-2, 2, n).astype(dtype))
+    out = cla.empty_like(a)
+    cols = min(n, 1024)
+    row = cla.to_device(queue, rng.uniform(-2, 2, cols).astype(dtype))
+    neg = clelem.ElementwiseKernel(ctx, f"{ctype} *x, {ctype} *y", "y[i] = -x[i]")
+    exp = clelem.ElementwiseKernel(ctx, f"{ctype} *x, {ctype} *y", "y[i] = exp(x[i])")
+    add = clelem.ElementwiseKernel(ctx, f"{ctype} *x, {ctype} *z, {ctype} *y", "y[i] = x[i] + z[i]")
+    addr = clelem.ElementwiseKernel(ctx, f"{ctype} *x, {ctype} *r, {ctype} *y, long c",
+                                    "y[i] = x[i] + r[i % c]")
+    mul = clelem.ElementwiseKernel(ctx, f"{ctype} *x, {ctype} *y", "y[i] = 3 * x[i]")
+
+    def sync(f):
+        def run():
+            f()
+            queue.finish()
+        return run
+
+    return {
+        "copy.kiln_copy": sync(lambda: cl.enqueue_copy(queue, out.data, a.data)),
+        "unary.neg": sync(lambda: neg(a, out)),
+        "unary.exp": sync(lambda: exp(a, out)),
+        "binary.add": sync(lambda: add(a, b, out)),
+        "binary.add_row_bcast": sync(lambda: addr(a, row, out, np.int64(cols))),
+        "binary.mul_scalar": sync(lambda: mul(a, out)),
+        "reduce.sum": sync(lambda: cla.sum(a, queue=queue).get()),
+        "reduce.max": sync(lambda: cla.max(a, queue=queue).get()),
+    }
+
+
+def kiln_results(build, sizes, dtype):
+    cmd = [os.path.join(build, "tools", "kiln"), "bench", "--json", "--no-startup",
+           "--dtype", dtype, "--sizes", ",".join(str(s) for s in sizes)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    doc = json.loads(out)
+    return doc, {(r["case"], r["n"]): r for r in doc["results"]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--sizes", default="2^10,2^14,2^18,2^22,2^26")
+    ap.add_argument("--dtype", default="f32", choices=["f32", "f64"])
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    sizes = [parse_size(s) for s in args.sizes.split(",")]
+    dtype = np.float32 if args.dtype == "f32" else np.float64
+    esz = np.dtype(dtype).itemsize
+
+    kdoc, kres = kiln_results(args.build, sizes, args.dtype)
+    ctx, queue = pyopencl_setup()
+    stream = None
+    stream_exe = os.path.join(args.build, "bench", "stream_omp")
+    if os.path.exists(stream_exe):
+        out = subprocess.run([stream_exe, str(max(sizes))], check=True, capture_output=True,
+                             text=True).stdout
+        stream = json.loads(out)
+
+    rows = []
+    for case, mult in CASES:
+        for n in sizes:
+            row = {"case": case, "n": n, "dtype": args.dtype}
+            nbytes = mult * n * esz
+            r = kres.get((case, n))
+            if r:
+                row["kiln_gbps"] = r["gbps"]
+                row["kiln_copy_gbps"] = r["copy_gbps"]
+            row["numpy_gbps"] = nbytes / median_time(numpy_cases(n, dtype)[case]) * 1e-9
+            if ctx is not None:
+                row["pyopencl_gbps"] = nbytes / median_time(
+                    pyopencl_cases(ctx, queue, n, dtype)[case]) * 1e-9
+            rows.append(row)
+
+    doc = {"device": kdoc["device"], "kiln_version": kdoc["kiln_version"],
+           "pyopencl_device": queue.device.name if queue else None, "stream_omp": stream,
+           "rows": rows}
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(doc, f, indent=1)
+
+    print(f"device: {doc['device']['name']} ({doc['device']['platform']}); dtype {args.dtype}; "
+          "GB/s counts bytes read + written; medians")
+    if stream:
+        print(f"host STREAM (OpenMP, {stream['threads']} threads, n={stream['n']}): " +
+              ", ".join(f"{k} {v:.1f} GB/s" for k, v in stream["gbps"].items()))
+    print()
+    print("| case | n | kiln GB/s | copy GB/s (same device) | PyOpenCL GB/s | NumPy GB/s |"
+          " kiln / PyOpenCL | kiln / NumPy |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        k = r.get("kiln_gbps")
+        p = r.get("pyopencl_gbps")
+        npy = r["numpy_gbps"]
+        fmt = lambda v: f"{v:.2f}" if v is not None else "n/a"
+        ratio = lambda a, b: f"{a / b:.2f}" if a and b else "n/a"
+        print(f"| {r['case']} | {r['n']} | {fmt(k)} | {fmt(r.get('kiln_copy_gbps'))} | {fmt(p)} | "
+              f"{npy:.2f} | {ratio(k, p)} | {ratio(k, npy)} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,343 @@
+/*
+ * Indexing kernels: gathers, scatters, masks, stream compaction and index
+ * arithmetic.
+ *
+ * Build options: see common.cl (-DT=..., -DKILN_DT_...=1). T is the value
+ * dtype; index tensors may be int or long, chosen at run time by `is64`.
+ * Kernels (offsets in elements; 1-D grid-stride loops unless noted):
+ *   gather_axis(x, xoff, idx, ioff, is64, out, ooff, n, ndim, axis, len, plan, flag)
+ *     out[c] = x[c with axis coordinate idx[c]] over the index shape (torch.gather)
+ *   index_select(x, xoff, idx, ioff, is64, out, ooff, outer, nidx, len, inner, flag)
+ *     out[o, j, k] = x[o, idx[j], k] (numpy.take along an axis; embedding);
+ *     3-D: grid dimension 0 over k, 1 over j, 2 over o
+ *   scatter_keys(idx, ioff, is64, m, npad, ndim, axis, len, plan, keys, vals, flag)
+ *     for each index element e < m: keys[e] = target element, vals[e] = e;
+ *     (ULONG_MAX, ULONG_MAX) for e in [m, npad) and for bad indices
+ *   scatter_apply(keys, koff, vals, voff, m, src, soff, plan, out, ooff, add)
+ *     after sorting the pairs: the first item of each run of equal keys
+ *     folds its run in index order into out[key] (add) or stores the run's
+ *     last value (assign)
+ *   masked_fill(x, xoff, mask, moff, out, ooff, n, ndim, bcast, flat, value)
+ *   flags_nonzero(x, xoff, n, f, foff)        f[i] = x[i] != 0
+ *   flags_mask(mask, moff, n, ndim, bcast, flat, f, foff)
+ *   scan_tiles(data, doff, n, per, sums, soff, scratch)
+ *     exclusive scan of ulongs within tiles of local_size * per elements;
+ *     tile totals to sums. Needs one work-group per tile (global =
+ *     tiles * local size) and local scratch of local_size ulongs.
+ *   scan_add(data, doff, n, tile, sums, soff)  data[i] += sums[i / tile]
+ *   compact_positions(offs, ooff, n, total, out, outoff)   out[offs[i]] = i where selected
+ *   compact_values(offs, ooff, n, total, x, xoff, out, outoff)  out[offs[i]] = x[i]
+ *   one_hot(idx, ioff, is64, out, ooff, n, classes, flag)
+ *   sub2ind(subs, soff, is64, out, ooff, count, nd, dims, flag)
+ *   ind2sub(idx, ioff, is64, out, ooff, count, nd, dims, total, flag)
+ *   bitonic_step (sort_pairs.clh)
+ * The error flag is four uints: [0] |= 1 on a bad index, [1] = min over bad
+ * positions (saturated at 2^32-1). No kernel reads or writes out of bounds
+ * for a bad index: it writes 0 (gathers) or drops the element (scatters).
+ * Tunables: the scan's local size (any power of two the kernel allows).
+ */
+#include "common.cl"
+#include "sort_pairs.clh"
+
+/* An index element: long or int storage, chosen per call. */
+inline long
+load_index(global const void *p, ulong i, uint is64)
+{
+  return is64 ? ((global const long *)p)[i] : (long)((global const int *)p)[i];
+}
+
+inline void
+flag_bad(global uint *flag, ulong pos)
+{
+  atomic_or(&flag[0], 1u);
+  atomic_min(&flag[1], pos < 0xffffffffUL ? (uint)pos : 0xffffffffu);
+}
+
+/* Shape of an index tensor and the strides of the tensor it addresses; mirrors struct iplan. */
+typedef struct {
+  ulong shape[8];
+  ulong stride[8];
+} kiln_iplan;
+
+/* Element offset (through plan.stride) of the element at flat position i of plan.shape, skipping axis. */
+inline ulong
+plan_offset(ulong i, uint ndim, uint axis, const kiln_iplan *plan, ulong *axis_coord)
+{
+  ulong off = 0;
+  for (uint d = ndim; d-- > 0;) {
+    ulong c = i % plan->shape[d];
+    i /= plan->shape[d];
+    if (d == axis)
+      *axis_coord = c;
+    else
+      off += c * plan->stride[d];
+  }
+  return off;
+}
+
+#if defined(KILN_DT_BOOL)
+#define KADD(a, b) ((T)((a) | (b)))
+#else
+#define KADD(a, b) ((T)((UT)(a) + (UT)(b)))
+#endif
+
+kernel void
+gather_axis(global const T *x, ulong xoff, global const void *idx, ulong ioff, uint is64,
+            global T *out, ulong ooff, ulong n, uint ndim, uint axis, long len, kiln_iplan plan,
+            global uint *flag)
+{
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
+    ulong ac = 0;
+    ulong base = plan_offset(i, ndim, axis, &plan, &ac);
+    long v = load_index(idx, ioff + i, is64);
+    if (v < 0)
+      v += len;
+    if (v < 0 || v >= len) {
+      flag_bad(flag, i);
+      out[ooff + i] = (T)0;
+    } else {
+      out[ooff + i] = x[xoff + base + (ulong)v * plan.stride[axis]];
+    }
+  }
+}
+
+kernel void
+index_select(global const T *x, ulong xoff, global const void *idx, ulong ioff, uint is64,
+             global T *out, ulong ooff, ulong outer, ulong nidx, long len, ulong inner,
+             global uint *flag)
+{
+  /* Grid dimension 2 walks o, 1 walks j, 0 walks k: no divisions. */
+  for (ulong o = get_global_id(2); o < outer; o += get_global_size(2)) {
+    for (ulong j = get_global_id(1); j < nidx; j += get_global_size(1)) {
+      long v = load_index(idx, ioff + j, is64);
+      if (v < 0)
+        v += len;
+      int bad = v < 0 || v >= len;
+      if (bad && get_global_id(0) == 0)
+        flag_bad(flag, j);
+      global const T *row = x + xoff + (o * (ulong)len + (ulong)(bad ? 0 : v)) * inner;
+      global T *dst = out + ooff + (o * nidx + j) * inner;
+      for (ulong k = get_global_id(0); k < inner; k += get_global_size(0))
+        dst[k] = bad ? (T)0 : row[k];
+    }
+  }
+}
+
+kernel void
+scatter_keys(global const void *idx, ulong ioff, uint is64, ulong m, ulong npad, uint ndim,
+             uint axis, long len, kiln_iplan plan, global ulong *keys, ulong koff,
+             global ulong *vals, ulong voff, global uint *flag)
+{
+  for (ulong e = get_global_id(0); e < npad; e += get_global_size(0)) {
+    ulong key = ULONG_MAX, val = ULONG_MAX;
+    if (e < m) {
+      ulong ac = 0;
+      ulong base = plan_offset(e, ndim, axis, &plan, &ac);
+      long v = load_index(idx, ioff + e, is64);
+      if (v < 0)
+        v += len;
+      if (v < 0 || v >= len) {
+        flag_bad(flag, e);
+      } else {
+        key = base + (ulong)v * plan.stride[axis];
+        val = e;
+      }
+    }
+    keys[koff + e] = key;
+    vals[voff + e] = val;
+  }
+}
+
+kernel void
+scatter_apply(global const ulong *keys, ulong koff, global const ulong *vals, ulong voff, ulong m,
+              global const T *src, ulong soff, uint ndim, kiln_iplan plan, global T *out,
+              ulong ooff, uint add)
+{
+  for (ulong i = get_global_id(0); i < m; i += get_global_size(0)) {
+    ulong key = keys[koff + i];
+    if (key == ULONG_MAX || (i > 0 && keys[koff + i - 1] == key))
+      continue;
+    ulong ac = 0;
+    if (add) {
+      T acc = out[ooff + key];
+      for (ulong j = i; j < m && keys[koff + j] == key; j++)
+        acc = KADD(acc, src[soff + plan_offset(vals[voff + j], ndim, ndim, &plan, &ac)]);
+      out[ooff + key] = acc;
+    } else {
+      ulong last = i;
+      while (last + 1 < m && keys[koff + last + 1] == key)
+        last++;
+      out[ooff + key] = src[soff + plan_offset(vals[voff + last], ndim, ndim, &plan, &ac)];
+    }
+  }
+}
+
+/* Element offsets of operands for flat output index i under broadcasting (as in elementwise.cl). */
+inline void
+bcast_index2(ulong i, uint ndim, const kiln_bcast *bc, ulong *o0, ulong *o1)
+{
+  ulong a = 0, b = 0;
+  for (uint d = ndim; d-- > 0;) {
+    ulong c = i % bc->shape[d];
+    i /= bc->shape[d];
+    a += c * bc->stride[0][d];
+    b += c * bc->stride[1][d];
+  }
+  *o0 = a;
+  *o1 = b;
+}
+
+kernel void
+masked_fill(global const T *x, ulong xoff, global const uchar *mask, ulong moff, global T *out,
+            ulong ooff, ulong n, uint ndim, kiln_bcast bc, uint flat, T value)
+{
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
+    ulong xi = i, mi = i;
+    if (!flat)
+      bcast_index2(i, ndim, &bc, &xi, &mi);
+    out[ooff + i] = mask[moff + mi] ? value : x[xoff + xi];
+  }
+}
+
+kernel void
+flags_nonzero(global const T *x, ulong xoff, ulong n, global ulong *f, ulong foff)
+{
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0))
+    f[foff + i] = x[xoff + i] != (T)0 ? 1 : 0;
+}
+
+kernel void
+flags_mask(global const uchar *mask, ulong moff, ulong n, uint ndim, kiln_bcast bc, uint flat,
+           global ulong *f, ulong foff)
+{
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
+    ulong xi = i, mi = i;
+    if (!flat)
+      bcast_index2(i, ndim, &bc, &xi, &mi);
+    f[foff + i] = mask[moff + mi] != 0 ? 1 : 0;
+  }
+}
+
+kernel void
+scan_tiles(global ulong *data, ulong doff, ulong n, uint per, global ulong *sums, ulong soff,
+           local ulong *scratch)
+{
+  uint l = get_local_id(0), L = get_local_size(0);
+  ulong g = get_group_id(0);
+  ulong base = (g * L + l) * per;
+  ulong s = 0;
+  for (uint t = 0; t < per; t++)
+    if (base + t < n)
+      s += data[doff + base + t];
+  scratch[l] = s;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  /* Hillis-Steele inclusive scan of the per-item sums. */
+  for (uint step = 1; step < L; step <<= 1) {
+    ulong v = l >= step ? scratch[l - step] : 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    scratch[l] += v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  ulong run = scratch[l] - s;
+  if (l == L - 1)
+    sums[soff + g] = scratch[l];
+  for (uint t = 0; t < per; t++) {
+    ulong i = base + t;
+    if (i < n) {
+      ulong v = data[doff + i];
+      data[doff + i] = run;
+      run += v;
+    }
+  }
+}
+
+kernel void
+scan_add(global ulong *data, ulong doff, ulong n, ulong tile, global const ulong *sums, ulong soff)
+{
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0))
+    data[doff + i] += sums[soff + i / tile];
+}
+
+/* After an exclusive scan of 0/1 flags: element i was selected when the next offset is larger. */
+inline int
+selected(global const ulong *offs, ulong ooff, ulong i, ulong n, ulong total)
+{
+  ulong next = i + 1 < n ? offs[ooff + i + 1] : total;
+  return next != offs[ooff + i];
+}
+
+kernel void
+compact_positions(global const ulong *offs, ulong ooff, ulong n, ulong total, global long *out,
+                  ulong outoff)
+{
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0))
+    if (selected(offs, ooff, i, n, total))
+      out[outoff + offs[ooff + i]] = (long)i;
+}
+
+kernel void
+compact_values(global const ulong *offs, ulong ooff, ulong n, ulong total, global const T *x,
+               ulong xoff, global T *out, ulong outoff)
+{
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0))
+    if (selected(offs, ooff, i, n, total))
+      out[outoff + offs[ooff + i]] = x[xoff + i];
+}
+
+kernel void
+one_hot(global const void *idx, ulong ioff, uint is64, global T *out, ulong ooff, ulong n,
+        ulong classes, global uint *flag)
+{
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
+    ulong p = i / classes, c = i % classes;
+    long v = load_index(idx, ioff + p, is64);
+    if (v < 0 || (ulong)v >= classes) {
+      if (c == 0)
+        flag_bad(flag, p);
+      out[ooff + i] = (T)0;
+    } else {
+      out[ooff + i] = (ulong)v == c ? (T)1 : (T)0;
+    }
+  }
+}
+
+/* Row-major dims of sub2ind/ind2sub; mirrors struct dims8 in lib/ops/index.c. */
+typedef struct {
+  ulong d[8];
+} kiln_dims;
+
+kernel void
+sub2ind(global const void *subs, ulong soff, uint is64, global long *out, ulong ooff, ulong count,
+        uint nd, kiln_dims dims, global uint *flag)
+{
+  for (ulong p = get_global_id(0); p < count; p += get_global_size(0)) {
+    ulong acc = 0;
+    int bad = 0;
+    for (uint d = 0; d < nd; d++) {
+      long s = load_index(subs, soff + p * nd + d, is64);
+      if (s < 0 || (ulong)s >= dims.d[d])
+        bad = 1;
+      acc = acc * dims.d[d] + (ulong)s;
+    }
+    if (bad)
+      flag_bad(flag, p);
+    out[ooff + p] = bad ? 0 : (long)acc;
+  }
+}
+
+kernel void
+ind2sub(global const void *idx, ulong ioff, uint is64, global long *out, ulong ooff, ulong count,
+        uint nd, kiln_dims dims, ulong total, global uint *flag)
+{
+  for (ulong p = get_global_id(0); p < count; p += get_global_size(0)) {
+    long v = load_index(idx, ioff + p, is64);
+    int bad = v < 0 || (ulong)v >= total;
+    if (bad)
+      flag_bad(flag, p);
+    ulong r = bad ? 0 : (ulong)v;
+    for (uint d = nd; d-- > 0;) {
+      out[ooff + p * nd + d] = (long)(r % dims.d[d]);
+      r /= dims.d[d];
+    }
+  }
+}

@@ -1,0 +1,490 @@
+/*
+ * Random numbers from the counter-based Philox4x32-10 generator
+ * (Salmon et al., SC'11; Random123's philox4x32 with 10 rounds).
+ *
+ * The stream (also in docs/layout.md, "Random numbers"): the 64-bit seed is
+ * the key (k0 = low word, k1 = high word); block b, a 64-bit number, is the
+ * counter (b_lo, b_hi, 0, 0) and yields four 32-bit words w0..w3. A call
+ * reads blocks base, base+1, ... where base is the context's counter. Each
+ * element depends only on (seed, base, its index): work-items own whole
+ * blocks, so the work-group size and the launch geometry never matter.
+ *
+ * Results are bitwise identical on every conforming device: only integer
+ * operations, IEEE add/subtract/multiply (no contraction into fma: see the
+ * pragma), exact scalings by powers of two and nextafter are used. Normals
+ * do not call the built-in log/sqrt/sin/cos, whose accuracy OpenCL leaves to
+ * the device: det_* below evaluate them with fixed operation sequences (f64
+ * also uses division and sqrt, which OpenCL requires to be correctly rounded
+ * for doubles).
+ *
+ * Build options: see common.cl (-DT=..., -DKILN_DT_...=1).
+ * Kernels (offsets in elements; grid-stride loops over blocks or elements):
+ *   philox_blocks(out, off, nblocks, k0, k1, c0, c1, c2, c3)
+ *     raw words of blocks (c0,c1)+j as a 64-bit number, c2, c3 fixed (tests)
+ *   random_bits(out, off, n, base, k0, k1)        i32: 4 per block, i64: 2 per block
+ *   random_uniform(out, off, n, base, k0, k1, lo, hi)     f32: 4 per block, f64: 2
+ *   random_normal(out, off, n, base, k0, k1, mean, std)   f32: 4 per block, f64: 2
+ *   random_integers(out, off, n, base, k0, k1, span, lo)  one block per element
+ *   random_bernoulli(out, off, n, base, k0, k1, threshold) 4 per block
+ *   perm_keys(keys, koff, vals, voff, n, npad, base, k0, k1)  2 keys per block
+ *   perm_write(vals, voff, n, out, ooff)          i32/i64 permutation from sorted values
+ *   gather_rows(x, xoff, vals, voff, out, ooff, n, inner)  shuffle along axis 0
+ *   bitonic_step (sort_pairs.clh)
+ * Tunables: none (any local size gives the same bits).
+ */
+#include "common.cl"
+#include "sort_pairs.clh"
+
+#pragma OPENCL FP_CONTRACT OFF
+
+#define PHILOX_M0 0xD2511F53u
+#define PHILOX_M1 0xCD9E8D57u
+#define PHILOX_W0 0x9E3779B9u
+#define PHILOX_W1 0xBB67AE85u
+
+/*
+ * Philox4x32-10 of counter c under key (k0, k1), in place. Straight-line
+ * scalars, and the 32x32->64 products as one 64-bit multiply rather than
+ * mul_hi plus a multiply: the same bits, and measured on PoCL 3.1 here
+ * 1.7x faster (GPUs emit one wide multiply either way).
+ */
+#define PHILOX_ROUND(c0, c1, c2, c3, k0, k1)                                          \
+  {                                                                                  \
+    ulong p0_ = (ulong)PHILOX_M0 * c0, p1_ = (ulong)PHILOX_M1 * c2;                  \
+    uint lo0_ = (uint)p0_, hi0_ = (uint)(p0_ >> 32);                                 \
+    uint lo1_ = (uint)p1_, hi1_ = (uint)(p1_ >> 32);                                 \
+    c0 = hi1_ ^ c1 ^ k0;                                                             \
+    c1 = lo1_;                                                                       \
+    c2 = hi0_ ^ c3 ^ k1;                                                             \
+    c3 = lo0_;                                                                       \
+  }
+
+inline void
+philox4x32_10(uint *c, uint k0, uint k1)
+{
+  uint c0 = c[0], c1 = c[1], c2 = c[2], c3 = c[3];
+  PHILOX_ROUND(c0, c1, c2, c3, k0, k1);
+  for (int r = 1; r < 10; r++) {
+    k0 += PHILOX_W0;
+    k1 += PHILOX_W1;
+    PHILOX_ROUND(c0, c1, c2, c3, k0, k1);
+  }
+  c[0] = c0;
+  c[1] = c1;
+  c[2] = c2;
+  c[3] = c3;
+}
+
+/* The four words of stream block b (counter (b_lo, b_hi, c2, 0)). */
+inline void
+block_words(ulong b, uint c2, uint k0, uint k1, uint *w)
+{
+  w[0] = (uint)b;
+  w[1] = (uint)(b >> 32);
+  w[2] = c2;
+  w[3] = 0u;
+  philox4x32_10(w, k0, k1);
+}
+
+/*
+ * Stores the values of one block at element e: straight-line stores for a
+ * whole block, guarded ones for the tail. Scalars, not a private array:
+ * PoCL 3.1 miscompiled the array form for work-groups of one item.
+ */
+#define STORE4(out, off, e, n, v0, v1, v2, v3)                                       \
+  do {                                                                               \
+    if ((e) + 4 <= (n)) {                                                            \
+      (out)[(off) + (e)] = (v0);                                                     \
+      (out)[(off) + (e) + 1] = (v1);                                                 \
+      (out)[(off) + (e) + 2] = (v2);                                                 \
+      (out)[(off) + (e) + 3] = (v3);                                                 \
+    } else {                                                                         \
+      if ((e) < (n))                                                                 \
+        (out)[(off) + (e)] = (v0);                                                   \
+      if ((e) + 1 < (n))                                                             \
+        (out)[(off) + (e) + 1] = (v1);                                               \
+      if ((e) + 2 < (n))                                                             \
+        (out)[(off) + (e) + 2] = (v2);                                               \
+    }                                                                                \
+  } while (0)
+
+#define STORE2(out, off, e, n, v0, v1)                                               \
+  do {                                                                               \
+    (out)[(off) + (e)] = (v0);                                                       \
+    if ((e) + 1 < (n))                                                               \
+      (out)[(off) + (e) + 1] = (v1);                                                 \
+  } while (0)
+
+kernel void
+philox_blocks(global uint *out, ulong off, ulong nblocks, uint k0, uint k1, uint c0, uint c1,
+              uint c2, uint c3)
+{
+  for (ulong j = get_global_id(0); j < nblocks; j += get_global_size(0)) {
+    ulong b = (((ulong)c1 << 32) | c0) + j;
+    uint w[4] = {(uint)b, (uint)(b >> 32), c2, c3};
+    philox4x32_10(w, k0, k1);
+    for (int t = 0; t < 4; t++)
+      out[off + 4 * j + t] = w[t];
+  }
+}
+
+#if defined(KILN_DT_I32) || defined(KILN_DT_I64)
+kernel void
+random_bits(global T *out, ulong off, ulong n, ulong base, uint k0, uint k1)
+{
+#if defined(KILN_DT_I64)
+  ulong nb = (n + 1) / 2;
+#else
+  ulong nb = (n + 3) / 4;
+#endif
+  for (ulong j = get_global_id(0); j < nb; j += get_global_size(0)) {
+    uint w[4];
+    block_words(base + j, 0u, k0, k1, w);
+#if defined(KILN_DT_I64)
+    STORE2(out, off, j * 2, n, (T)(((ulong)w[1] << 32) | w[0]), (T)(((ulong)w[3] << 32) | w[2]));
+#else
+    STORE4(out, off, j * 4, n, (T)w[0], (T)w[1], (T)w[2], (T)w[3]);
+#endif
+  }
+}
+
+kernel void
+perm_write(global const ulong *vals, ulong voff, ulong n, global T *out, ulong ooff)
+{
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0))
+    out[ooff + i] = (T)vals[voff + i];
+}
+#endif
+
+/* ---- deterministic math for Box-Muller ---- */
+
+#if defined(KILN_DT_F32)
+/* ln(k * 2^-24) for k in [1, 2^24]: exponent split, then 2 atanh(s) with s = f / (2 + f). */
+inline float
+det_log_f32(uint k)
+{
+  float x = (float)k;
+  uint bits = as_uint(x);
+  int e = (int)(bits >> 23) - 127;
+  float m = as_float((bits & 0x007fffffu) | 0x3f800000u);
+  if (m > 1.41421354f) {
+    m = m * 0.5f;
+    e += 1;
+  }
+  float f = m - 1.0f;
+  float d = f + 2.0f;
+  /* 1/d by Newton from a linear start (relative error 1.5% -> float precision in 3 steps). */
+  float y = 0.984995544f - 0.239f * d;
+  y = y * (2.0f - d * y);
+  y = y * (2.0f - d * y);
+  y = y * (2.0f - d * y);
+  float s = f * y;
+  float s2 = s * s;
+  float p = 0.111111112f;
+  p = p * s2 + 0.142857149f;
+  p = p * s2 + 0.200000003f;
+  p = p * s2 + 0.333333343f;
+  p = p * s2 + 1.0f;
+  float lnm = (2.0f * s) * p;
+  float ef = (float)(e - 24);
+  return ef * 0.693145752f + (ef * 1.42860677e-06f + lnm);
+}
+
+/* sqrt(x) for x >= 0 by Newton on 1/sqrt from the classic bit-level start. */
+inline float
+det_sqrt_f32(float x)
+{
+  if (x == 0.0f)
+    return 0.0f;
+  float y = as_float(0x5f3759dfu - (as_uint(x) >> 1));
+  float hx = 0.5f * x;
+  y = y * (1.5f - hx * (y * y));
+  y = y * (1.5f - hx * (y * y));
+  y = y * (1.5f - hx * (y * y));
+  return x * y;
+}
+
+inline float
+sin_poly_f32(float t)
+{
+  float t2 = t * t;
+  float p = 2.75573188e-06f;
+  p = p * t2 + -0.000198412701f;
+  p = p * t2 + 0.00833333377f;
+  p = p * t2 + -0.166666672f;
+  return t + t * (t2 * p);
+}
+
+inline float
+cos_poly_f32(float t)
+{
+  float t2 = t * t;
+  float p = -2.755732e-07f;
+  p = p * t2 + 2.48015876e-05f;
+  p = p * t2 + -0.00138888892f;
+  p = p * t2 + 0.0416666679f;
+  p = p * t2 + -0.5f;
+  return 1.0f + t2 * p;
+}
+
+/* sin and cos of 2 pi k 2^-24 for k < 2^24: quadrant from the top bits, octant symmetry. */
+inline void
+det_sincos_f32(uint k, float *s, float *c)
+{
+  uint q = k >> 22;
+  float f = (float)(k & 0x3fffffu) * 0x1p-22f;
+  float a, b;
+  if (f <= 0.5f) {
+    float t = f * 1.57079637f;
+    a = sin_poly_f32(t);
+    b = cos_poly_f32(t);
+  } else {
+    float t = (1.0f - f) * 1.57079637f;
+    a = cos_poly_f32(t);
+    b = sin_poly_f32(t);
+  }
+  *s = q == 0 ? a : q == 1 ? b : q == 2 ? -a : -b;
+  *c = q == 0 ? b : q == 1 ? -a : q == 2 ? -b : a;
+}
+#endif
+
+#if defined(KILN_DT_F64)
+/* ln(K * 2^-53) for K in [1, 2^53]. */
+inline double
+det_log_f64(ulong k)
+{
+  double x = (double)k;
+  ulong bits = as_ulong(x);
+  int e = (int)(bits >> 52) - 1023;
+  double m = as_double((bits & 0x000fffffffffffffUL) | 0x3ff0000000000000UL);
+  if (m > 1.4142135623730951) {
+    m = m * 0.5;
+    e += 1;
+  }
+  double s = (m - 1.0) / (m + 1.0);
+  double s2 = s * s;
+  double p = 0.043478260869565216;
+  p = p * s2 + 0.047619047619047616;
+  p = p * s2 + 0.05263157894736842;
+  p = p * s2 + 0.058823529411764705;
+  p = p * s2 + 0.06666666666666667;
+  p = p * s2 + 0.07692307692307693;
+  p = p * s2 + 0.09090909090909091;
+  p = p * s2 + 0.1111111111111111;
+  p = p * s2 + 0.14285714285714285;
+  p = p * s2 + 0.2;
+  p = p * s2 + 0.3333333333333333;
+  p = p * s2 + 1.0;
+  double lnm = (2.0 * s) * p;
+  double ef = (double)(e - 53);
+  return ef * 6.93147180369123816490e-01 + (ef * 1.90821492927058770002e-10 + lnm);
+}
+
+inline double
+sin_poly_f64(double t)
+{
+  double t2 = t * t;
+  double p = -8.22063524662433e-18;
+  p = p * t2 + 2.8114572543455206e-15;
+  p = p * t2 + -7.647163731819816e-13;
+  p = p * t2 + 1.6059043836821613e-10;
+  p = p * t2 + -2.505210838544172e-08;
+  p = p * t2 + 2.7557319223985893e-06;
+  p = p * t2 + -0.0001984126984126984;
+  p = p * t2 + 0.008333333333333333;
+  p = p * t2 + -0.16666666666666666;
+  return t + t * (t2 * p);
+}
+
+inline double
+cos_poly_f64(double t)
+{
+  double t2 = t * t;
+  double p = 4.110317623312165e-19;
+  p = p * t2 + -1.5619206968586225e-16;
+  p = p * t2 + 4.779477332387385e-14;
+  p = p * t2 + -1.1470745597729725e-11;
+  p = p * t2 + 2.08767569878681e-09;
+  p = p * t2 + -2.755731922398589e-07;
+  p = p * t2 + 2.48015873015873e-05;
+  p = p * t2 + -0.001388888888888889;
+  p = p * t2 + 0.041666666666666664;
+  p = p * t2 + -0.5;
+  return 1.0 + t2 * p;
+}
+
+/* sin and cos of 2 pi K 2^-53 for K < 2^53. */
+inline void
+det_sincos_f64(ulong k, double *s, double *c)
+{
+  ulong q = k >> 51;
+  double f = (double)(k & 0x7ffffffffffffUL) * 0x1p-51;
+  double a, b;
+  if (f <= 0.5) {
+    double t = f * 1.5707963267948966;
+    a = sin_poly_f64(t);
+    b = cos_poly_f64(t);
+  } else {
+    double t = (1.0 - f) * 1.5707963267948966;
+    a = cos_poly_f64(t);
+    b = sin_poly_f64(t);
+  }
+  *s = q == 0 ? a : q == 1 ? b : q == 2 ? -a : -b;
+  *c = q == 0 ? b : q == 1 ? -a : q == 2 ? -b : a;
+}
+
+/* 53 random bits from two words. */
+inline ulong
+bits53(uint hi, uint lo)
+{
+  return ((ulong)(hi >> 5) << 26) | (lo >> 6);
+}
+#endif
+
+#if KILN_IS_FLOAT
+/* lo + (hi - lo) * u in T, kept below hi when rounding reaches it. */
+inline T
+scale_uniform(T u, T lo, T hi)
+{
+  T v = lo + (hi - lo) * u;
+  return v >= hi ? nextafter(hi, lo) : v;
+}
+
+kernel void
+random_uniform(global T *out, ulong off, ulong n, ulong base, uint k0, uint k1, T lo, T hi)
+{
+#if defined(KILN_DT_F64)
+  ulong nb = (n + 1) / 2;
+#else
+  ulong nb = (n + 3) / 4;
+#endif
+  for (ulong j = get_global_id(0); j < nb; j += get_global_size(0)) {
+    uint w[4];
+    block_words(base + j, 0u, k0, k1, w);
+#if defined(KILN_DT_F64)
+    T u0 = (T)bits53(w[0], w[1]) * 0x1p-53, u1 = (T)bits53(w[2], w[3]) * 0x1p-53;
+    STORE2(out, off, j * 2, n, scale_uniform(u0, lo, hi), scale_uniform(u1, lo, hi));
+#else
+    T u0 = (T)(w[0] >> 8) * 0x1p-24f, u1 = (T)(w[1] >> 8) * 0x1p-24f;
+    T u2 = (T)(w[2] >> 8) * 0x1p-24f, u3 = (T)(w[3] >> 8) * 0x1p-24f;
+    STORE4(out, off, j * 4, n, scale_uniform(u0, lo, hi), scale_uniform(u1, lo, hi),
+           scale_uniform(u2, lo, hi), scale_uniform(u3, lo, hi));
+#endif
+  }
+}
+
+kernel void
+random_normal(global T *out, ulong off, ulong n, ulong base, uint k0, uint k1, T mean, T stddev)
+{
+#if defined(KILN_DT_F64)
+  ulong nb = (n + 1) / 2;
+#else
+  ulong nb = (n + 3) / 4;
+#endif
+  for (ulong j = get_global_id(0); j < nb; j += get_global_size(0)) {
+    uint w[4];
+    block_words(base + j, 0u, k0, k1, w);
+#if defined(KILN_DT_F64)
+    double r = sqrt(-2.0 * det_log_f64(bits53(w[0], w[1]) + 1));
+    double s, c;
+    det_sincos_f64(bits53(w[2], w[3]), &s, &c);
+    STORE2(out, off, j * 2, n, mean + stddev * (r * c), mean + stddev * (r * s));
+#else
+    float r0 = det_sqrt_f32(-2.0f * det_log_f32((w[0] >> 8) + 1u));
+    float r1 = det_sqrt_f32(-2.0f * det_log_f32((w[2] >> 8) + 1u));
+    float s0, c0, s1, c1;
+    det_sincos_f32(w[1] >> 8, &s0, &c0);
+    det_sincos_f32(w[3] >> 8, &s1, &c1);
+    STORE4(out, off, j * 4, n, mean + stddev * (r0 * c0), mean + stddev * (r0 * s0),
+           mean + stddev * (r1 * c1), mean + stddev * (r1 * s1));
+#endif
+  }
+}
+#endif
+
+#if defined(KILN_DT_I32) || defined(KILN_DT_I64) || defined(KILN_DT_U8)
+/*
+ * lo + a uniform value in [0, span), span >= 1, by Lemire's multiply-and-
+ * reject method: 32-bit words while span <= 2^32, 64-bit words (two per
+ * draw) above. Element i owns block base + i; rejections move on to its
+ * next words and then to blocks (base + i, round, ...), round = 1, 2, ...,
+ * which no other call or element uses (their third counter word is 0).
+ */
+kernel void
+random_integers(global T *out, ulong off, ulong n, ulong base, uint k0, uint k1, ulong span,
+                long lo)
+{
+  int wide = span > 0x100000000UL;
+  ulong threshold = (0 - span) % span; /* 2^64 mod span; 2^32 mod span below */
+  if (!wide)
+    threshold = (0x100000000UL - span) % span;
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
+    ulong value = 0;
+    for (uint round = 0;; round++) {
+      uint w[4];
+      block_words(base + i, round, k0, k1, w);
+      int done = 0;
+      if (wide) {
+        for (int t = 0; t < 2 && !done; t++) {
+          ulong x = ((ulong)w[2 * t + 1] << 32) | w[2 * t];
+          if (x * span >= threshold) {
+            value = mul_hi(x, span);
+            done = 1;
+          }
+        }
+      } else {
+        for (int t = 0; t < 4 && !done; t++) {
+          ulong m = (ulong)w[t] * span;
+          if ((m & 0xffffffffUL) >= threshold) {
+            value = m >> 32;
+            done = 1;
+          }
+        }
+      }
+      if (done)
+        break;
+    }
+    out[off + i] = (T)((ulong)lo + value);
+  }
+}
+#endif
+
+kernel void
+random_bernoulli(global T *out, ulong off, ulong n, ulong base, uint k0, uint k1,
+                 ulong threshold)
+{
+  ulong nb = (n + 3) / 4;
+  for (ulong j = get_global_id(0); j < nb; j += get_global_size(0)) {
+    uint w[4];
+    block_words(base + j, 0u, k0, k1, w);
+    STORE4(out, off, j * 4, n, (ulong)w[0] < threshold ? (T)1 : (T)0,
+           (ulong)w[1] < threshold ? (T)1 : (T)0, (ulong)w[2] < threshold ? (T)1 : (T)0,
+           (ulong)w[3] < threshold ? (T)1 : (T)0);
+  }
+}
+
+kernel void
+perm_keys(global ulong *keys, ulong koff, global ulong *vals, ulong voff, ulong n, ulong npad,
+          ulong base, uint k0, uint k1)
+{
+  for (ulong i = get_global_id(0); i < npad; i += get_global_size(0)) {
+    ulong key = ULONG_MAX, val = ULONG_MAX;
+    if (i < n) {
+      uint w[4];
+      block_words(base + i / 2, 0u, k0, k1, w);
+      uint t = (uint)(i % 2);
+      key = ((ulong)w[2 * t + 1] << 32) | w[2 * t];
+      val = i;
+    }
+    keys[koff + i] = key;
+    vals[voff + i] = val;
+  }
+}
+
+kernel void
+gather_rows(global const T *x, ulong xoff, global const ulong *vals, ulong voff, global T *out,
+            ulong ooff, ulong n, ulong inner)
+{
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0))
+    out[ooff + i] = x[xoff + vals[voff + i / inner] * inner + i % inner];
+}

@@ -1,0 +1,1158 @@
+/*
+ * Reduction kernels.
+ *
+ * Build options: those of common.cl (-DT=..., -DKILN_DT_<X>=1), plus
+ *   -DKILN_FP64=1         the device has doubles: REAL results of integer inputs and the
+ *                         kernels' float parameter are double (else float)
+ *   -DKILN_REDUCE_WIDE=1  f32 inputs accumulate in double (needs KILN_FP64)
+ *   -DKILN_COLS=n         columns per work-item in NAME_cols (default 1; a tunable)
+ *
+ * Every reduction NAME (sum prod mean var min max argmin argmax any all count, and for
+ * float T also lse normp) comes as four kernels over the input viewed as (outer, red,
+ * inner), the reduced elements of one output at stride `inner`:
+ *   NAME_rows(x, xoff, out, ooff, vals, voff, part, rows, red, nchunk, clen, lanes,
+ *             blocked, flags, prm, loc)
+ *       inner == 1. `lanes` work-items (a power of two <= the work-group size) share a
+ *       row, so a work-group holds local_size/lanes rows (one row when lanes is the group
+ *       size, one row per item when lanes is 1); each row is cut into nchunk chunks of
+ *       clen elements, one chunk per group. Each lane folds its share of the chunk, then
+ *       a tree in local memory merges the lanes. blocked == 0: lane k takes elements k,
+ *       k + lanes, ... (neighbouring work-items read neighbouring addresses: GPUs);
+ *       blocked == 1: lane k takes one contiguous block (CPU devices such as PoCL run a
+ *       group's work-items one after another, so this streams memory in order);
+ *       blocked == 2: lane k takes 16-element vectors k, k + lanes, ... (coalesced, and
+ *       16 elements per load and per compensated step: GPUs).
+ *       nchunk == 1 writes the result, else the partial state part[row * nchunk + chunk].
+ *   NAME_rows_p(part, out, ooff, vals, voff, rows, nchunk, lanes, flags, prm, loc)
+ *       Second pass: merges the nchunk partial states of each row, same lane scheme.
+ *   NAME_cols(x, xoff, out, ooff, vals, voff, part, outer, red, inner, nchunk, clen, flags,
+ *             prm)
+ *       inner > 1 (or any shape): one work-item per (outer, chunk, KILN_COLS adjacent
+ *       inner positions) walks its chunk at stride inner; with KILN_COLS 1 neighbouring
+ *       items read neighbouring addresses (GPUs), with 16 or more one item reads whole
+ *       cache lines (CPUs); with KILN_COLS > 1 an item gathers 16 rows into a private tile
+ *       so each column folds as one vector. nchunk > 1 writes
+ *       part[(o * nchunk + chunk) * inner + i].
+ *   NAME_cols_p(part, out, ooff, vals, voff, outer, nchunk, inner, flags, prm)
+ *       Second pass of NAME_cols.
+ * Other kernels: permute (copy into kept-then-reduced order), median_small, median_sort,
+ * median_init, median_hist, median_pick, median_store (see the median section).
+ *
+ * flags: 1 omit NaN, 2 fold |x|, 4 fold (x != 0), 8 fold isnan(x), 16 store sqrt (std).
+ * prm: ddof for var, the exponent p for normp.
+ * vals: argmin/argmax also store the value there when non-NULL.
+ * Tunables (set by the host, lib/runtime/launch_params.h): local size, lanes, nchunk/clen.
+ * The kernels are correct for any local size, any power-of-two lanes <= local size and
+ * any chunking; no float atomics are used, so results do not depend on timing.
+ */
+#include "common.cl"
+
+#ifdef KILN_FP64
+#define PT double
+#else
+#define PT float
+#endif
+
+#if KILN_IS_FLOAT
+#if defined(KILN_REDUCE_WIDE) && defined(KILN_FP64)
+#define FACC double
+#else
+#define FACC T
+#endif
+#define FOUT T
+#else
+#ifdef KILN_FP64
+#define FACC double
+#define FOUT double
+#else
+#define FACC float
+#define FOUT float
+#endif
+#endif
+
+/* Adjacent columns one work-item of NAME_cols reduces (a build option: it sizes an array). */
+#ifndef KILN_COLS
+#define KILN_COLS 1
+#endif
+
+#define F_OMIT 1u
+#define F_ABS 2u
+#define F_NZ 4u
+#define F_ISNAN 8u
+#define F_STD 16u
+
+#define IS_NAN(v) ((v) != (v))
+#define SKIP(v, f) (((f) & F_OMIT) && IS_NAN(v))
+
+/* Host and kernels agree on 32 bytes as the most a partial state may take. */
+#define STATE_FITS(st) typedef char st##_fits_32_bytes[sizeof(st) <= 32 ? 1 : -1];
+
+inline T
+xform(T v, uint f)
+{
+#if KILN_IS_FLOAT
+  if (f & F_ABS)
+    v = fabs(v);
+#endif
+  if (f & F_NZ)
+    v = (T)(v != (T)0);
+  if (f & F_ISNAN)
+    v = (T)IS_NAN(v);
+  return v;
+}
+
+/* ---- compensated accumulation (Neumaier): c gathers what each addition rounds away ---- */
+typedef struct {
+  FACC s, c;
+} kahan;
+
+inline kahan
+kahan_add(kahan a, FACC v)
+{
+  FACC t = a.s + v;
+  a.c += fabs(a.s) >= fabs(v) ? (a.s - t) + v : (v - t) + a.s;
+  a.s = t;
+  return a;
+}
+
+inline kahan
+kahan_merge(kahan a, kahan b)
+{
+  a = kahan_add(a, b.s);
+  a.c += b.c;
+  return a;
+}
+
+/* Once s is inf or NaN the correction is inf - inf garbage: s alone is the answer. */
+inline FACC
+kahan_value(kahan a)
+{
+  return isfinite(a.s) ? a.s + a.c : a.s;
+}
+
+inline kahan
+kahan_zero(void)
+{
+  kahan k;
+  k.s = 0;
+  k.c = 0;
+  return k;
+}
+
+/* ---- sum: floats compensated in FACC; integers wrap in 64 bits ---- */
+#if KILN_IS_FLOAT
+typedef kahan st_sum;
+#define SUM_OUT T
+inline st_sum sum_init(uint f) { return kahan_zero(); }
+inline st_sum sum_fold(st_sum a, T v, long j, uint f, PT prm)
+{
+  return SKIP(v, f) ? a : kahan_add(a, (FACC)xform(v, f));
+}
+inline st_sum sum_merge(st_sum a, st_sum b, uint f, PT prm) { return kahan_merge(a, b); }
+inline void sum_store(st_sum a, global SUM_OUT *out, ulong o, global T *vals, ulong vo, uint f,
+                      PT prm)
+{
+  out[o] = (T)kahan_value(a);
+}
+#else
+typedef long st_sum;
+#define SUM_OUT long
+inline st_sum sum_init(uint f) { return 0; }
+inline st_sum sum_fold(st_sum a, T v, long j, uint f, PT prm)
+{
+  return (long)((ulong)a + (ulong)(long)xform(v, f));
+}
+inline st_sum sum_merge(st_sum a, st_sum b, uint f, PT prm) { return (long)((ulong)a + (ulong)b); }
+inline void sum_store(st_sum a, global SUM_OUT *out, ulong o, global T *vals, ulong vo, uint f,
+                      PT prm)
+{
+  out[o] = a;
+}
+#endif
+
+/* ---- prod ---- */
+#if KILN_IS_FLOAT
+typedef FACC st_prod;
+#define PROD_OUT T
+inline st_prod prod_fold(st_prod a, T v, long j, uint f, PT prm)
+{
+  return SKIP(v, f) ? a : a * (FACC)v;
+}
+inline st_prod prod_merge(st_prod a, st_prod b, uint f, PT prm) { return a * b; }
+#else
+typedef long st_prod;
+#define PROD_OUT long
+inline st_prod prod_fold(st_prod a, T v, long j, uint f, PT prm)
+{
+  return (long)((ulong)a * (ulong)(long)v);
+}
+inline st_prod prod_merge(st_prod a, st_prod b, uint f, PT prm)
+{
+  return (long)((ulong)a * (ulong)b);
+}
+#endif
+inline st_prod prod_init(uint f) { return (st_prod)1; }
+inline void prod_store(st_prod a, global PROD_OUT *out, ulong o, global T *vals, ulong vo, uint f,
+                       PT prm)
+{
+  out[o] = (PROD_OUT)a;
+}
+
+/* ---- mean: compensated sum and count (the count excludes omitted NaN) ---- */
+typedef struct {
+  kahan k;
+  long n;
+} st_mean;
+#define MEAN_OUT FOUT
+inline st_mean mean_init(uint f)
+{
+  st_mean m;
+  m.k = kahan_zero();
+  m.n = 0;
+  return m;
+}
+inline st_mean mean_fold(st_mean a, T v, long j, uint f, PT prm)
+{
+  if (SKIP(v, f))
+    return a;
+  a.k = kahan_add(a.k, (FACC)v);
+  a.n++;
+  return a;
+}
+inline st_mean mean_merge(st_mean a, st_mean b, uint f, PT prm)
+{
+  a.k = kahan_merge(a.k, b.k);
+  a.n += b.n;
+  return a;
+}
+inline void mean_store(st_mean a, global MEAN_OUT *out, ulong o, global T *vals, ulong vo, uint f,
+                       PT prm)
+{
+  out[o] = (FOUT)(kahan_value(a.k) / (FACC)a.n);
+}
+
+/* ---- var/std: Welford per item, Chan et al.'s pairwise merge; never sum of squares ---- */
+typedef struct {
+  FACC mean, m2;
+  long n;
+} st_var;
+#define VAR_OUT FOUT
+inline st_var var_init(uint f)
+{
+  st_var s;
+  s.mean = 0;
+  s.m2 = 0;
+  s.n = 0;
+  return s;
+}
+inline st_var var_fold(st_var a, T v, long j, uint f, PT prm)
+{
+  if (SKIP(v, f))
+    return a;
+  FACC x = (FACC)v;
+  a.n++;
+  FACC d = x - a.mean;
+  a.mean += d / (FACC)a.n;
+  a.m2 += d * (x - a.mean);
+  return a;
+}
+inline st_var var_merge(st_var a, st_var b, uint f, PT prm)
+{
+  if (b.n == 0)
+    return a;
+  if (a.n == 0)
+    return b;
+  FACC na = (FACC)a.n, nb = (FACC)b.n, n = na + nb;
+  FACC d = b.mean - a.mean;
+  a.mean += d * (nb / n);
+  a.m2 += b.m2 + d * d * (na * (nb / n));
+  a.n += b.n;
+  return a;
+}
+/* NumPy: m2 / max(n - ddof, 0), so n <= ddof gives inf (or NaN when m2 is 0). */
+inline void var_store(st_var a, global VAR_OUT *out, ulong o, global T *vals, ulong vo, uint f,
+                      PT prm)
+{
+  FACC den = (FACC)a.n - (FACC)prm;
+  FACC v = a.m2 / (den > (FACC)0 ? den : (FACC)0);
+  out[o] = (FOUT)((f & F_STD) ? sqrt(v) : v);
+}
+
+/* ---- min / max: NaN wins under propagate; under omit NaN is the identity (fmin/fmax) ---- */
+#if KILN_IS_FLOAT
+#define MAX_ID(f) (((f) & F_OMIT) ? (T)NAN : (T)-INFINITY)
+#define MIN_ID(f) (((f) & F_OMIT) ? (T)NAN : (T)INFINITY)
+#elif defined(KILN_DT_I32)
+#define MAX_ID(f) ((T)INT_MIN)
+#define MIN_ID(f) ((T)INT_MAX)
+#elif defined(KILN_DT_I64)
+#define MAX_ID(f) ((T)LONG_MIN)
+#define MIN_ID(f) ((T)LONG_MAX)
+#else
+#define MAX_ID(f) ((T)0)
+#define MIN_ID(f) ((T)UCHAR_MAX)
+#endif
+
+#if KILN_IS_FLOAT
+#define MINMAX_MERGE(a, b, f, CMP, FN)                                                       \
+  (((f) & F_OMIT) ? FN(a, b) : IS_NAN(a) ? (a) : IS_NAN(b) ? (b) : ((b)CMP(a)) ? (b) : (a))
+#else
+#define MINMAX_MERGE(a, b, f, CMP, FN) (((b)CMP(a)) ? (b) : (a))
+#endif
+
+typedef T st_max;
+typedef T st_min;
+#define MAX_OUT T
+#define MIN_OUT T
+inline st_max max_init(uint f) { return MAX_ID(f); }
+inline st_min min_init(uint f) { return MIN_ID(f); }
+inline st_max max_merge(st_max a, st_max b, uint f, PT prm) { return MINMAX_MERGE(a, b, f, >, fmax); }
+inline st_min min_merge(st_min a, st_min b, uint f, PT prm) { return MINMAX_MERGE(a, b, f, <, fmin); }
+inline st_max max_fold(st_max a, T v, long j, uint f, PT prm) { return max_merge(a, xform(v, f), f, prm); }
+inline st_min min_fold(st_min a, T v, long j, uint f, PT prm) { return min_merge(a, xform(v, f), f, prm); }
+inline void max_store(st_max a, global T *out, ulong o, global T *vals, ulong vo, uint f, PT prm)
+{
+  out[o] = a;
+}
+inline void min_store(st_min a, global T *out, ulong o, global T *vals, ulong vo, uint f, PT prm)
+{
+  out[o] = a;
+}
+
+/* ---- argmin / argmax: (value, index); ties and NaN go to the smaller index ---- */
+typedef struct {
+  T v;
+  long i; /* -1: no element yet */
+} st_arg;
+typedef st_arg st_argmax;
+typedef st_arg st_argmin;
+#define ARGMAX_OUT long
+#define ARGMIN_OUT long
+
+inline st_arg
+arg_empty(uint f)
+{
+  st_arg a;
+#if KILN_IS_FLOAT
+  a.v = (T)NAN;
+#else
+  a.v = (T)0;
+#endif
+  a.i = -1;
+  return a;
+}
+
+/* want_b: b beats a (greater for argmax when is_max, smaller otherwise). */
+inline st_arg
+arg_merge(st_arg a, st_arg b, int is_max)
+{
+  if (b.i < 0)
+    return a;
+  if (a.i < 0)
+    return b;
+#if KILN_IS_FLOAT
+  int an = IS_NAN(a.v), bn = IS_NAN(b.v);
+  if (an || bn) {
+    if (an && bn)
+      return b.i < a.i ? b : a;
+    return an ? a : b;
+  }
+#endif
+  if (is_max ? b.v > a.v : b.v < a.v)
+    return b;
+  if (b.v == a.v && b.i < a.i)
+    return b;
+  return a;
+}
+
+inline st_arg
+arg_fold(st_arg a, T v, long j, uint f, int is_max)
+{
+  if (SKIP(v, f))
+    return a;
+  st_arg b;
+  b.v = xform(v, f);
+  b.i = j;
+  return arg_merge(a, b, is_max);
+}
+
+inline void
+arg_store(st_arg a, global long *out, ulong o, global T *vals, ulong vo)
+{
+  out[o] = a.i;
+  if (vals)
+    vals[vo] = a.v;
+}
+
+inline st_arg argmax_init(uint f) { return arg_empty(f); }
+inline st_arg argmin_init(uint f) { return arg_empty(f); }
+inline st_arg argmax_fold(st_arg a, T v, long j, uint f, PT prm) { return arg_fold(a, v, j, f, 1); }
+inline st_arg argmin_fold(st_arg a, T v, long j, uint f, PT prm) { return arg_fold(a, v, j, f, 0); }
+inline st_arg argmax_merge(st_arg a, st_arg b, uint f, PT prm) { return arg_merge(a, b, 1); }
+inline st_arg argmin_merge(st_arg a, st_arg b, uint f, PT prm) { return arg_merge(a, b, 0); }
+inline void argmax_store(st_arg a, global long *out, ulong o, global T *vals, ulong vo, uint f,
+                         PT prm)
+{
+  arg_store(a, out, o, vals, vo);
+}
+inline void argmin_store(st_arg a, global long *out, ulong o, global T *vals, ulong vo, uint f,
+                         PT prm)
+{
+  arg_store(a, out, o, vals, vo);
+}
+
+/* ---- any / all / count of nonzero elements (NaN is nonzero unless omitted) ---- */
+typedef uchar st_any;
+typedef uchar st_all;
+typedef long st_count;
+#define ANY_OUT uchar
+#define ALL_OUT uchar
+#define COUNT_OUT long
+inline st_any any_init(uint f) { return 0; }
+inline st_all all_init(uint f) { return 1; }
+inline st_count count_init(uint f) { return 0; }
+inline st_any any_fold(st_any a, T v, long j, uint f, PT prm)
+{
+  return SKIP(v, f) ? a : (uchar)(a | (xform(v, f) != (T)0));
+}
+inline st_all all_fold(st_all a, T v, long j, uint f, PT prm)
+{
+  return SKIP(v, f) ? a : (uchar)(a & (xform(v, f) != (T)0));
+}
+inline st_count count_fold(st_count a, T v, long j, uint f, PT prm)
+{
+  return SKIP(v, f) ? a : a + (xform(v, f) != (T)0);
+}
+inline st_any any_merge(st_any a, st_any b, uint f, PT prm) { return a | b; }
+inline st_all all_merge(st_all a, st_all b, uint f, PT prm) { return a & b; }
+inline st_count count_merge(st_count a, st_count b, uint f, PT prm) { return a + b; }
+inline void any_store(st_any a, global uchar *out, ulong o, global T *vals, ulong vo, uint f, PT prm)
+{
+  out[o] = a;
+}
+inline void all_store(st_all a, global uchar *out, ulong o, global T *vals, ulong vo, uint f, PT prm)
+{
+  out[o] = a;
+}
+inline void count_store(st_count a, global long *out, ulong o, global T *vals, ulong vo, uint f,
+                        PT prm)
+{
+  out[o] = a;
+}
+
+#if KILN_IS_FLOAT
+/* ---- logsumexp: running (max, sum of exp(x - max)), so no exp overflows ---- */
+typedef struct {
+  FACC m, s;
+} st_lse;
+#define LSE_OUT T
+inline st_lse lse_init(uint f)
+{
+  st_lse a;
+  a.m = -INFINITY;
+  a.s = 0;
+  return a;
+}
+inline st_lse lse_merge(st_lse a, st_lse b, uint f, PT prm)
+{
+  if (IS_NAN(a.m) || IS_NAN(b.m)) {
+    a.m = NAN;
+    a.s = 1;
+    return a;
+  }
+  if (b.m > a.m) {
+    st_lse t = a;
+    a = b;
+    b = t;
+  }
+  if (b.s == (FACC)0)
+    return a;
+  if (a.m == -INFINITY) { /* both hold only -inf: exp(-inf) terms are all 0 */
+    a.s += b.s;
+    return a;
+  }
+  if (a.m == INFINITY) {
+    a.s = 1;
+    return a;
+  }
+  a.s += b.s * exp(b.m - a.m);
+  return a;
+}
+inline st_lse lse_fold(st_lse a, T v, long j, uint f, PT prm)
+{
+  if (SKIP(v, f))
+    return a;
+  st_lse b;
+  b.m = (FACC)v;
+  b.s = 1;
+  return lse_merge(a, b, f, prm);
+}
+inline void lse_store(st_lse a, global T *out, ulong o, global T *vals, ulong vo, uint f, PT prm)
+{
+  out[o] = (T)(a.m + log(a.s));
+}
+
+/*
+ * ---- p-norm with scaling (LAPACK nrm2 style): sum (|x| / scale)^p with scale the
+ * largest |x| so far, so neither overflow nor underflow happens before the final
+ * scale * sum^(1/p) ----
+ */
+typedef struct {
+  FACC scale, ssq;
+} st_normp;
+#define NORMP_OUT T
+inline st_normp normp_init(uint f)
+{
+  st_normp a;
+  a.scale = 0;
+  a.ssq = 0;
+  return a;
+}
+inline st_normp normp_merge(st_normp a, st_normp b, uint f, PT prm)
+{
+  if (IS_NAN(a.scale) || IS_NAN(b.scale)) {
+    a.scale = NAN;
+    a.ssq = 1;
+    return a;
+  }
+  if (b.scale > a.scale) {
+    st_normp t = a;
+    a = b;
+    b = t;
+  }
+  if (b.scale == (FACC)0)
+    return a;
+  if (isinf(a.scale)) {
+    a.ssq = 1;
+    return a;
+  }
+  FACC r = b.scale / a.scale;
+  a.ssq += b.ssq * (prm == (PT)2 ? r * r : pow(r, (FACC)prm));
+  return a;
+}
+inline st_normp normp_fold(st_normp a, T v, long j, uint f, PT prm)
+{
+  if (SKIP(v, f))
+    return a;
+  st_normp b;
+  b.scale = fabs((FACC)v);
+  b.ssq = b.scale != (FACC)0 ? (FACC)1 : (FACC)0;
+  return normp_merge(a, b, f, prm);
+}
+inline void normp_store(st_normp a, global T *out, ulong o, global T *vals, ulong vo, uint f,
+                        PT prm)
+{
+  FACC r;
+  if (a.scale == (FACC)0 || isinf(a.scale) || IS_NAN(a.scale))
+    r = a.scale;
+  else
+    r = a.scale * (prm == (PT)2 ? sqrt(a.ssq) : pow(a.ssq, (FACC)1 / (FACC)prm));
+  out[o] = (T)r;
+}
+#endif
+
+/*
+ * ---- block folds: 16 contiguous elements at once (blocked lanes, i.e. CPU devices) ----
+ * A work-item that owns a contiguous block loads 16 elements as one vector and reduces
+ * them with a fixed pairwise tree (vector halves), then folds that one value into its
+ * state. On PoCL this is ~15x faster than folding element by element (a scalar Neumaier
+ * step per element is latency-bound, and PoCL does not vectorise loops across
+ * work-items), and the sums get better, not worse: a 4-level tree per block, then the
+ * compensated step. NAME_foldv(a, w, j, f, prm) folds the 16 lanes of w, which hold the
+ * elements of indices j..j+15. Ops where a block shortcut does not pay (logsumexp,
+ * p-norm) fold the 16 one by one.
+ */
+#define V16 KILN_CAT(T, 16)
+#define H2(x, OP) OP((x).lo, (x).hi)
+#define HTREE(w, OP) H2(H2(H2(H2(w, OP), OP), OP), OP)
+#define ADD_(a, b) ((a) + (b))
+#define MUL_(a, b) ((a) * (b))
+/* Plain compare-and-select max/min (one instruction each); NaN is dealt with before. */
+#define MAX_(a, b) ((a) > (b) ? (a) : (b))
+#define MIN_(a, b) ((a) < (b) ? (a) : (b))
+#define IMIN_(a, b) min(a, b)
+#define FACC16 KILN_CAT(FACC, 16)
+#define TO_FACC16(w) KILN_CAT(convert_, FACC16)(w)
+/* Lanes set in a vector comparison result (-1 per true lane), as a count. */
+#define COUNT16(mask) (-HTREE(convert_int16(mask), ADD_))
+
+#define FOLDV_LOOP(NAME)                                                                       \
+  inline st_##NAME NAME##_foldv(st_##NAME a, V16 w, long j, uint f, PT prm)                     \
+  {                                                                                            \
+    T t[16];                                                                                   \
+    vstore16(w, 0, t);                                                                         \
+    for (int q = 0; q < 16; q++)                                                               \
+      a = NAME##_fold(a, t[q], j + q, f, prm);                                                 \
+    return a;                                                                                  \
+  }
+
+#if KILN_IS_FLOAT
+/* The transformed block (|x|, x != 0, isnan(x)) with omitted NaN set to `fill`. */
+inline V16
+xform16(V16 raw, uint f, T fill)
+{
+  V16 w = raw;
+  if (f & F_ABS)
+    w = fabs(w);
+  if (f & F_NZ)
+    w = select((V16)0, (V16)1, w != (V16)0);
+  if (f & F_ISNAN)
+    w = select((V16)0, (V16)1, isnan(raw));
+  if (f & F_OMIT)
+    w = select(w, (V16)fill, isnan(raw));
+  return w;
+}
+
+inline st_sum sum_foldv(st_sum a, V16 raw, long j, uint f, PT prm)
+{
+  return kahan_add(a, (FACC)HTREE(TO_FACC16(xform16(raw, f, 0)), ADD_));
+}
+inline st_prod prod_foldv(st_prod a, V16 raw, long j, uint f, PT prm)
+{
+  return a * HTREE(TO_FACC16(xform16(raw, f, 1)), MUL_);
+}
+inline st_mean mean_foldv(st_mean a, V16 raw, long j, uint f, PT prm)
+{
+  a.k = kahan_add(a.k, HTREE(TO_FACC16(xform16(raw, f & F_OMIT, 0)), ADD_));
+  a.n += (f & F_OMIT) ? 16 - COUNT16(isnan(raw)) : 16;
+  return a;
+}
+#else
+inline st_sum sum_foldv(st_sum a, V16 raw, long j, uint f, PT prm)
+{
+  return (long)((ulong)a + HTREE(convert_ulong16(convert_long16(raw)), ADD_));
+}
+inline st_prod prod_foldv(st_prod a, V16 raw, long j, uint f, PT prm)
+{
+  return (long)((ulong)a * HTREE(convert_ulong16(convert_long16(raw)), MUL_));
+}
+inline st_mean mean_foldv(st_mean a, V16 raw, long j, uint f, PT prm)
+{
+  a.k = kahan_add(a.k, HTREE(TO_FACC16(raw), ADD_));
+  a.n += 16;
+  return a;
+}
+#endif
+
+/* var: the block's own mean and M2 (two-pass over registers), then Chan's merge;
+ * a block holding NaN or inf goes element by element (Welford's NaN/inf behaviour). */
+inline st_var
+var_fold_each(st_var a, V16 w, long j, uint f, PT prm)
+{
+  T t[16];
+  vstore16(w, 0, t);
+  for (int q = 0; q < 16; q++)
+    a = var_fold(a, t[q], j + q, f, prm);
+  return a;
+}
+
+inline st_var
+var_foldv(st_var a, V16 raw, long j, uint f, PT prm)
+{
+#if KILN_IS_FLOAT
+  if (any(!isfinite(raw)))
+    return var_fold_each(a, raw, j, f, prm);
+#endif
+  FACC16 w = TO_FACC16(raw);
+  st_var b;
+  b.n = 16;
+  b.mean = HTREE(w, ADD_) / (FACC)16;
+  FACC16 d = w - (FACC16)b.mean;
+  b.m2 = HTREE(d * d, ADD_);
+  return var_merge(a, b, f, prm);
+}
+
+inline st_max max_foldv(st_max a, V16 raw, long j, uint f, PT prm)
+{
+#if KILN_IS_FLOAT
+  if (f & F_ABS)
+    raw = fabs(raw);
+  if (any(isnan(raw))) /* propagate: the block's NaN wins; omit: fmax skips NaN */
+    return (f & F_OMIT) ? max_merge(a, HTREE(raw, fmax), f, prm) : (T)NAN;
+#endif
+  return max_merge(a, HTREE(raw, MAX_), f, prm);
+}
+inline st_min min_foldv(st_min a, V16 raw, long j, uint f, PT prm)
+{
+#if KILN_IS_FLOAT
+  if (f & F_ABS)
+    raw = fabs(raw);
+  if (any(isnan(raw)))
+    return (f & F_OMIT) ? min_merge(a, HTREE(raw, fmin), f, prm) : (T)NAN;
+#endif
+  return min_merge(a, HTREE(raw, MIN_), f, prm);
+}
+
+/* argmin/argmax: the block's best value by a tree, then its first position. */
+inline st_arg
+arg_foldv(st_arg a, V16 raw, long j, uint f, int is_max)
+{
+  T t[16];
+  vstore16(raw, 0, t);
+  st_arg b;
+#if KILN_IS_FLOAT
+  if (any(isnan(raw))) {
+    if (!(f & F_OMIT)) { /* the first NaN decides */
+      int q = 0;
+      while (!IS_NAN(t[q]))
+        q++;
+      b.v = t[q];
+      b.i = j + q;
+      return arg_merge(a, b, is_max);
+    }
+    for (int q = 0; q < 16; q++) /* omit: fold the rest one by one */
+      a = arg_fold(a, t[q], j + q, f, is_max);
+    return a;
+  }
+#endif
+  T best = is_max ? HTREE(raw, MAX_) : HTREE(raw, MIN_);
+  /* First lane holding best, without a branch per lane: min over (lane if equal, else 16). */
+  const int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  int q = HTREE(select((int16)16, lane, convert_int16(raw == (V16)best)), IMIN_);
+  b.v = t[q]; /* the element itself: -0.0 and +0.0 compare equal */
+  b.i = j + q;
+  return arg_merge(a, b, is_max);
+}
+inline st_arg argmax_foldv(st_arg a, V16 raw, long j, uint f, PT prm)
+{
+  return arg_foldv(a, raw, j, f, 1);
+}
+inline st_arg argmin_foldv(st_arg a, V16 raw, long j, uint f, PT prm)
+{
+  return arg_foldv(a, raw, j, f, 0);
+}
+
+/* any / all / count: the block's nonzero count (and, under omit, its non-NaN count). */
+inline int
+nonzero16(V16 raw, uint f, int *valid)
+{
+  *valid = 16;
+#if KILN_IS_FLOAT
+  V16 w = xform16(raw, f & ~F_OMIT, 0);
+  if (f & F_OMIT) {
+    *valid = 16 - COUNT16(isnan(raw));
+    return COUNT16(w != (V16)0 && !isnan(raw));
+  }
+  return COUNT16(w != (V16)0);
+#else
+  return COUNT16(raw != (V16)0);
+#endif
+}
+inline st_count count_foldv(st_count a, V16 raw, long j, uint f, PT prm)
+{
+  int valid;
+  return a + nonzero16(raw, f, &valid);
+}
+inline st_any any_foldv(st_any a, V16 raw, long j, uint f, PT prm)
+{
+  int valid;
+  return a | (nonzero16(raw, f, &valid) > 0);
+}
+inline st_all all_foldv(st_all a, V16 raw, long j, uint f, PT prm)
+{
+  int valid;
+  int nz = nonzero16(raw, f, &valid);
+  return a & (nz == valid);
+}
+
+#if KILN_IS_FLOAT
+FOLDV_LOOP(lse)
+FOLDV_LOOP(normp)
+#endif
+
+/* ---- the four kernels of one reduction (see the header comment) ---- */
+#define REDUCE_KERNELS(NAME, OUT)                                                              \
+  STATE_FITS(st_##NAME)                                                                        \
+  kernel void NAME##_rows(global const T *x, ulong xoff, global OUT *out, ulong ooff,          \
+                          global T *vals, ulong voff, global st_##NAME *part, ulong rows,      \
+                          ulong red, ulong nchunk, ulong clen, uint lanes, uint blocked,       \
+                          uint flags, PT prm, local st_##NAME *loc)                            \
+  {                                                                                            \
+    uint lid = get_local_id(0);                                                                \
+    uint lane = lid & (lanes - 1u), slot = lid / lanes;                                        \
+    uint rpg = (uint)get_local_size(0) / lanes;                                                \
+    ulong g = get_group_id(0), c = g % nchunk;                                                 \
+    ulong row = (g / nchunk) * rpg + slot;                                                     \
+    int live = slot < rpg && row < rows;                                                       \
+    st_##NAME acc = NAME##_init(flags);                                                        \
+    if (live) {                                                                                \
+      ulong beg = c * clen, end = min(beg + clen, red);                                        \
+      global const T *xr = x + xoff + row * red;                                               \
+      if (blocked == 1) {                                                                      \
+        ulong sub = (end - beg + lanes - 1) / lanes, b = beg + lane * sub;                     \
+        ulong e = min(b + sub, end), j = b;                                                    \
+        for (; j + 16 <= e; j += 16)                                                           \
+          acc = NAME##_foldv(acc, vload16(0, xr + j), (long)j, flags, prm);                    \
+        for (; j < e; j++)                                                                     \
+          acc = NAME##_fold(acc, xr[j], (long)j, flags, prm);                                  \
+      } else {                                                                                 \
+        ulong j = beg + lane;                                                                  \
+        if (blocked == 2) { /* lane k takes 16-element vectors k, k + lanes, ... */            \
+          ulong nv = (end - beg) / 16;                                                         \
+          for (ulong v = lane; v < nv; v += lanes)                                             \
+            acc = NAME##_foldv(acc, vload16(0, xr + beg + v * 16), (long)(beg + v * 16),       \
+                               flags, prm);                                                    \
+          j = beg + nv * 16 + lane;                                                            \
+        }                                                                                      \
+        for (; j < end; j += lanes)                                                            \
+          acc = NAME##_fold(acc, xr[j], (long)j, flags, prm);                                  \
+      }                                                                                        \
+    }                                                                                          \
+    loc[lid] = acc;                                                                            \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+    for (uint s = lanes >> 1; s > 0; s >>= 1) {                                                \
+      if (lane < s && slot < rpg)                                                              \
+        loc[lid] = NAME##_merge(loc[lid], loc[lid + s], flags, prm);                           \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                            \
+    }                                                                                          \
+    if (live && lane == 0) {                                                                   \
+      if (nchunk == 1)                                                                         \
+        NAME##_store(loc[lid], out, ooff + row, vals, voff + row, flags, prm);                 \
+      else                                                                                     \
+        part[row * nchunk + c] = loc[lid];                                                     \
+    }                                                                                          \
+  }                                                                                            \
+  kernel void NAME##_rows_p(global const st_##NAME *part, global OUT *out, ulong ooff,         \
+                            global T *vals, ulong voff, ulong rows, ulong nchunk, uint lanes,  \
+                            uint flags, PT prm, local st_##NAME *loc)                          \
+  {                                                                                            \
+    uint lid = get_local_id(0);                                                                \
+    uint lane = lid & (lanes - 1u), slot = lid / lanes;                                        \
+    uint rpg = (uint)get_local_size(0) / lanes;                                                \
+    ulong row = get_group_id(0) * rpg + slot;                                                  \
+    int live = slot < rpg && row < rows;                                                       \
+    st_##NAME acc = NAME##_init(flags);                                                        \
+    if (live)                                                                                  \
+      for (ulong j = lane; j < nchunk; j += lanes)                                             \
+        acc = NAME##_merge(acc, part[row * nchunk + j], flags, prm);                           \
+    loc[lid] = acc;                                                                            \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+    for (uint s = lanes >> 1; s > 0; s >>= 1) {                                                \
+      if (lane < s && slot < rpg)                                                              \
+        loc[lid] = NAME##_merge(loc[lid], loc[lid + s], flags, prm);                           \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                            \
+    }                                                                                          \
+    if (live && lane == 0)                                                                     \
+      NAME##_store(loc[lid], out, ooff + row, vals, voff + row, flags, prm);                   \
+  }                                                                                            \
+  kernel void NAME##_cols(global const T *x, ulong xoff, global OUT *out, ulong ooff,          \
+                          global T *vals, ulong voff, global st_##NAME *part, ulong outer,     \
+                          ulong red, ulong inner, ulong nchunk, ulong clen, uint flags,        \
+                          PT prm)                                                              \
+  {                                                                                            \
+    ulong nblk = (inner + KILN_COLS - 1) / KILN_COLS, total = outer * nchunk * nblk;           \
+    for (ulong g = get_global_id(0); g < total; g += get_global_size(0)) {                     \
+      ulong ib = g % nblk, t = g / nblk, c = t % nchunk, o = t / nchunk;                       \
+      ulong i0 = ib * KILN_COLS, beg = c * clen, end = min(beg + clen, red);                   \
+      uint cnt = (uint)min((ulong)KILN_COLS, inner - i0);                                      \
+      st_##NAME acc[KILN_COLS];                                                                \
+      for (uint k = 0; k < KILN_COLS; k++)                                                     \
+        acc[k] = NAME##_init(flags);                                                           \
+      ulong j = beg;                                                                           \
+      if (KILN_COLS > 1) { /* 16 rows at a time, transposed so each column is one vector */    \
+        for (; j + 16 <= end; j += 16) {                                                       \
+          T tile[KILN_COLS][16];                                                               \
+          for (uint q = 0; q < 16; q++) {                                                      \
+            global const T *xr = x + xoff + (o * red + j + q) * inner + i0;                    \
+            for (uint k = 0; k < cnt; k++)                                                     \
+              tile[k][q] = xr[k];                                                              \
+          }                                                                                    \
+          for (uint k = 0; k < cnt; k++)                                                       \
+            acc[k] = NAME##_foldv(acc[k], vload16(0, tile[k]), (long)j, flags, prm);           \
+        }                                                                                      \
+      }                                                                                        \
+      for (; j < end; j++) {                                                                   \
+        global const T *xr = x + xoff + (o * red + j) * inner + i0;                            \
+        for (uint k = 0; k < cnt; k++)                                                         \
+          acc[k] = NAME##_fold(acc[k], xr[k], (long)j, flags, prm);                            \
+      }                                                                                        \
+      for (uint k = 0; k < cnt; k++) {                                                         \
+        ulong i = i0 + k;                                                                      \
+        if (nchunk == 1)                                                                       \
+          NAME##_store(acc[k], out, ooff + o * inner + i, vals, voff + o * inner + i, flags,   \
+                       prm);                                                                   \
+        else                                                                                   \
+          part[(o * nchunk + c) * inner + i] = acc[k];                                         \
+      }                                                                                        \
+    }                                                                                          \
+  }                                                                                            \
+  kernel void NAME##_cols_p(global const st_##NAME *part, global OUT *out, ulong ooff,         \
+                            global T *vals, ulong voff, ulong outer, ulong nchunk,             \
+                            ulong inner, uint flags, PT prm)                                   \
+  {                                                                                            \
+    for (ulong g = get_global_id(0); g < outer * inner; g += get_global_size(0)) {             \
+      ulong i = g % inner, o = g / inner;                                                      \
+      st_##NAME acc = NAME##_init(flags);                                                      \
+      for (ulong c = 0; c < nchunk; c++)                                                       \
+        acc = NAME##_merge(acc, part[(o * nchunk + c) * inner + i], flags, prm);               \
+      NAME##_store(acc, out, ooff + g, vals, voff + g, flags, prm);                            \
+    }                                                                                          \
+  }
+
+REDUCE_KERNELS(sum, SUM_OUT)
+REDUCE_KERNELS(prod, PROD_OUT)
+REDUCE_KERNELS(mean, MEAN_OUT)
+REDUCE_KERNELS(var, VAR_OUT)
+REDUCE_KERNELS(min, MIN_OUT)
+REDUCE_KERNELS(max, MAX_OUT)
+REDUCE_KERNELS(argmin, ARGMIN_OUT)
+REDUCE_KERNELS(argmax, ARGMAX_OUT)
+REDUCE_KERNELS(any, ANY_OUT)
+REDUCE_KERNELS(all, ALL_OUT)
+REDUCE_KERNELS(count, COUNT_OUT)
+#if KILN_IS_FLOAT
+REDUCE_KERNELS(lse, LSE_OUT)
+REDUCE_KERNELS(normp, NORMP_OUT)
+#endif
+
+/*
+ * ---- permute: y (contiguous, shape p.shape) = x read at strides p.stride[0] ----
+ * One work-item per run of PERM_RUN elements along y's last dim: the index is decomposed
+ * once per item (64-bit divisions per element would cost more than the copy on CPUs).
+ */
+#define PERM_RUN 64
+kernel void
+permute(global const T *x, ulong xoff, global T *y, ulong n, uint ndim, kiln_bcast p)
+{
+  ulong last = p.shape[ndim - 1], nb = (last + PERM_RUN - 1) / PERM_RUN;
+  ulong st = p.stride[0][ndim - 1];
+  for (ulong g = get_global_id(0); g < (n / last) * nb; g += get_global_size(0)) {
+    ulong row = g / nb, j0 = (g % nb) * PERM_RUN, j1 = min(j0 + PERM_RUN, last);
+    ulong r = row, off = 0;
+    for (uint d = ndim - 1; d-- > 0;) {
+      off += (r % p.shape[d]) * p.stride[0][d];
+      r /= p.shape[d];
+    }
+    for (ulong j = j0; j < j1; j++)
+      y[row * last + j] = x[xoff + off + j * st];
+  }
+}
+
+/*
+ * ---- median ----
+ * Rows (inner == 1), three tiers by row length:
+ *   median_small  red <= MEDIAN_SMALL: one work-item per row, insertion sort in private
+ *                 memory, O(red^2) per row.
+ *   median_sort   red <= the host's limit (local memory): one work-group per row, bitonic
+ *                 sort of the row's keys in local memory, O(P log^2 P) with P = red
+ *                 rounded up to a power of two (passed as npow2).
+ *   radix select  longer rows: the two middle ranks are found on an order-preserving
+ *                 unsigned key (NaN keys above +inf), 8 bits per pass: median_hist counts
+ *                 the keys that match the bits chosen so far into 256 bins per rank (local
+ *                 atomics, per (row, chunk)), median_pick sums the chunks and picks the bin
+ *                 holding each rank. KEY_BITS/8 passes, each one read of the rows:
+ *                 O(red * KEY_BITS / 8) per row. median_init/median_store bracket them.
+ */
+#define MEDIAN_SMALL 32
+
+#if defined(KILN_DT_F32)
+#define KEY_BITS 32
+inline ulong mkey(T v)
+{
+  uint b = IS_NAN(v) ? 0x7fffffffu : as_uint(v);
+  return (ulong)((b & 0x80000000u) ? ~b : (b | 0x80000000u));
+}
+inline T unkey(ulong k)
+{
+  uint b = (uint)k;
+  return as_float((b & 0x80000000u) ? (b & 0x7fffffffu) : ~b);
+}
+#elif defined(KILN_DT_F64)
+#define KEY_BITS 64
+inline ulong mkey(T v)
+{
+  ulong b = IS_NAN(v) ? 0x7fffffffffffffffUL : as_ulong(v);
+  return (b & 0x8000000000000000UL) ? ~b : (b | 0x8000000000000000UL);
+}
+inline T unkey(ulong k)
+{
+  return as_double((k & 0x8000000000000000UL) ? (k & 0x7fffffffffffffffUL) : ~k);
+}
+#elif defined(KILN_DT_I32)
+#define KEY_BITS 32
+inline ulong mkey(T v) { return (ulong)((uint)v ^ 0x80000000u); }
+inline T unkey(ulong k) { return (T)((uint)k ^ 0x80000000u); }
+#elif defined(KILN_DT_I64)
+#define KEY_BITS 64
+inline ulong mkey(T v) { return (ulong)v ^ 0x8000000000000000UL; }
+inline T unkey(ulong k) { return (T)(k ^ 0x8000000000000000UL); }
+#else
+#define KEY_BITS 8
+inline ulong mkey(T v) { return (ulong)v; }
+inline T unkey(ulong k) { return (T)k; }
+#endif
+
+/* Midpoint of the two middle values; halves first where the sum would overflow. */
+inline FOUT
+midpoint(FOUT a, FOUT b)
+{
+  FOUT s = a + b;
+  return isfinite(s) || !isfinite(a) || !isfinite(b) ? s * (FOUT)0.5 : a * (FOUT)0.5 + b * (FOUT)0.5;
+}
+
+kernel void
+median_small(global const T *x, ulong xoff, global FOUT *out, ulong ooff, ulong rows, ulong red,
+             uint flags)
+{
+  for (ulong r = get_global_id(0); r < rows; r += get_global_size(0)) {
+    T buf[MEDIAN_SMALL];
+    uint n = 0;
+    int nan = 0;
+    for (ulong j = 0; j < red; j++) {
+      T v = x[xoff + r * red + j];
+      if (IS_NAN(v)) {
+        nan = 1;
+        continue;
+      }
+      uint k = n++;
+      while (k > 0 && buf[k - 1] > v) { /* insertion sort as the row streams in */
+        buf[k] = buf[k - 1];
+        k--;
+      }
+      buf[k] = v;
+    }
+    FOUT res;
+    if ((nan && !(flags & F_OMIT)) || n == 0)
+      res = (FOUT)NAN;
+    else
+      res = midpoint((FOUT)buf[(n - 1) / 2], (FOUT)buf[n / 2]);
+    out[ooff + r] = res;
+  }
+}
+
+/* One work-group per row; keys holds npow2 ulongs. NaN is counted and padded away. */
+kernel void
+median_sort(global const T *x, ulong xoff, global FOUT *out, ulong ooff, ulong rows, ulong red,
+            uint npow2, uint flags, local ulong *keys)
+{
+  local uint nn;
+  uint lid = get_local_id(0), wg = get_local_size(0);
+  ulong r = get_group_id(0);
+  if (lid == 0)
+    nn = 0;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint j = lid; j < npow2; j += wg) {
+    ulong k = ~0UL;
+    if (j < red) {
+      T v = x[xoff + r * red + j];
+      if (IS_NAN(v))
+        atomic_inc(&nn);
+      else
+        k = mkey(v);
+    }
+    keys[j] = k;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint size = 2; size <= npow2; size <<= 1) {
+    for (uint stride = size >> 1; stride > 0; stride >>= 1) {
+      for (uint t = lid; t < npow2 / 2; t += wg) {
+        uint i = 2 * stride * (t / stride) + t % stride, j = i + stride;
+        ulong a = keys[i], b = keys[j];
+        if ((a > b) == ((i & size) == 0)) {
+          keys[i] = b;
+          keys[j] = a;
+        }
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+  }
+  if (lid == 0) {
+    long n = (long)red - (long)nn;
+    FOUT res;
+    if ((nn && !(flags & F_OMIT)) || n <= 0)
+      res = (FOUT)NAN;
+    else
+      res = midpoint((FOUT)unkey(keys[(n - 1) / 2]), (FOUT)unkey(keys[n / 2]));
+    out[ooff + r] = res;
+  }
+}
+
+typedef struct {
+  ulong key[2]; /* bits chosen so far for the lower and the upper middle rank */
+  long rank[2]; /* rank still sought among the keys matching key[] */
+  long n;       /* elements taking part; <= 0: the result is NaN */
+  long pad;
+} msel;
+
+kernel void
+median_init(global const long *nnan, global msel *sel, ulong rows, ulong red, uint flags)
+{
+  for (ulong r = get_global_id(0); r < rows; r += get_global_size(0)) {
+    long nn = nnan ? nnan[r] : 0;
+    msel s;
+    s.n = (nn && !(flags & F_OMIT)) ? -1 : (long)red - nn;
+    s.key[0] = s.key[1] = 0;
+    s.rank[0] = (s.n - 1) / 2;
+    s.rank[1] = s.n / 2;
+    s.pad = 0;
+    sel[r] = s;
+  }
+}
+
+/* One work-group per (row, chunk); 512 bins of local counters (256 per rank). */
+kernel void
+median_hist(global const T *x, ulong xoff, global const msel *sel, global uint *hist, ulong rows,
+            ulong red, ulong nchunk, ulong clen, uint shift, uint blocked)
+{
+  local uint lh[512];
+  uint lid = get_local_id(0), wg = get_local_size(0);
+  ulong g = get_group_id(0), row = g / nchunk, c = g % nchunk;
+  for (uint b = lid; b < 512; b += wg)
+    lh[b] = 0;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (row < rows && sel[row].n > 0) {
+    ulong hm = shift + 8 >= 64 ? 0 : ~((1UL << (shift + 8)) - 1);
+    ulong pa = sel[row].key[0] & hm, pb = sel[row].key[1] & hm;
+    ulong beg = c * clen, end = min(beg + clen, red);
+    /* Blocked: each work-item one contiguous block; else interleaved (see NAME_rows). */
+    int blk = blocked == 1;
+    ulong sub = blk ? (end - beg + wg - 1) / wg : 1, step = blk ? 1 : wg;
+    ulong b = blk ? beg + lid * sub : beg + lid, e = blk ? min(b + sub, end) : end;
+    for (ulong j = b; j < e; j += step) {
+      ulong k = mkey(x[xoff + row * red + j]);
+      uint bin = (uint)(k >> shift) & 255u;
+      if ((k & hm) == pa)
+        atomic_inc(&lh[bin]);
+      if ((k & hm) == pb)
+        atomic_inc(&lh[256 + bin]);
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (row < rows)
+    for (uint b = lid; b < 512; b += wg)
+      hist[g * 512 + b] = lh[b];
+}
+
+kernel void
+median_pick(global const uint *hist, global msel *sel, ulong rows, ulong nchunk, uint shift)
+{
+  for (ulong r = get_global_id(0); r < rows; r += get_global_size(0)) {
+    msel s = sel[r];
+    if (s.n <= 0)
+      continue;
+    for (uint w = 0; w < 2; w++) {
+      ulong cum = 0;
+      for (uint bin = 0; bin < 256; bin++) {
+        ulong cnt = 0;
+        for (ulong c = 0; c < nchunk; c++)
+          cnt += hist[(r * nchunk + c) * 512 + w * 256 + bin];
+        if (cum + cnt > (ulong)s.rank[w]) {
+          s.key[w] |= (ulong)bin << shift;
+          s.rank[w] -= (long)cum;
+          break;
+        }
+        cum += cnt;
+      }
+    }
+    sel[r] = s;
+  }
+}
+
+kernel void
+median_store(global const msel *sel, global FOUT *out, ulong ooff, ulong rows)
+{
+  for (ulong r = get_global_id(0); r < rows; r += get_global_size(0)) {
+    msel s = sel[r];
+    out[ooff + r] = s.n <= 0 ? (FOUT)NAN : midpoint((FOUT)unkey(s.key[0]), (FOUT)unkey(s.key[1]));
+  }
+}

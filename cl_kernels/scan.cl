@@ -1,0 +1,417 @@
+/*
+ * Scan and difference kernels.
+ *
+ * Build options: those of common.cl (-DT=..., -DKILN_DT_<X>=1), and -DKILN_COLS=n, the
+ * number of neighbouring lines (inner positions) one work-item of NAME_lines scans
+ * (default 1, for GPUs; 16 or more on CPUs, so one item reads whole cache lines).
+ *
+ * One set of kernels per row of KILN_SCAN_OPS (include/kiln/reduce_table.h) that accepts
+ * T, over the input viewed as (outer, len, inner) with the scanned axis in the middle:
+ *   NAME_lines(x, xoff, y, yoff, yi, yioff, tot, outer, len, inner, nchunk, clen, flags)
+ *       One work-item per (outer, chunk, KILN_COLS inner positions): scans its chunk of
+ *       clen elements serially; neighbouring items take neighbouring inner positions, so
+ *       reads are coalesced when inner > 1. The many-short-lines kernel.
+ *   NAME_tiles(x, xoff, y, yoff, yi, yioff, tot, lines, len, nchunk, clen, ipt, flags, loc)
+ *       inner == 1: one work-group per (line, chunk). The chunk is walked in tiles of
+ *       local_size * ipt elements: each item folds ipt consecutive elements, the group
+ *       scans the item totals in local memory (Hillis-Steele), then each item rescans its
+ *       elements from its exclusive prefix and writes them; a carry links the tiles.
+ *       The long-line kernel.
+ *   NAME_totals(tot, outer, nchunk, inner, flags)
+ *       With nchunk > 1 both kernels above leave each chunk's total in
+ *       tot[(o * nchunk + chunk) * inner + i]; this turns them, per line, into exclusive
+ *       prefixes (serially: nchunk is small, bounded by the host).
+ *   NAME_fixup(y, yoff, yi, yioff, tot, outer, len, inner, nchunk, clen, flags)
+ *       One work-group per (line, chunk 1..nchunk-1), each item a contiguous part of the
+ *       chunk: combines the chunk's prefix into its outputs. (No per-element index
+ *       division: 64-bit divisions cost more than the data on CPUs.)
+ * diff1(x, xoff, y, yoff, outer, len, inner): first difference along the middle axis, one
+ *       work-item per (outer, block of 256 outputs, inner).
+ *
+ * flags: 1 omit NaN (NaN elements are skipped), 2 exclusive scan.
+ * yi: i64 indices of cummin/cummax (NULL when not wanted; the host always provides a
+ * buffer when nchunk > 1, because the fixup needs them to tell an empty prefix from NaN).
+ * Tunables (host side, lib/runtime/launch_params.h): local size, ipt, nchunk/clen; every
+ * kernel is correct for any of them.
+ */
+#include "common.cl"
+#include "kiln/reduce_table.h"
+
+/* Adjacent lines one work-item of NAME_lines scans (a build option: it sizes an array). */
+#ifndef KILN_COLS
+#define KILN_COLS 1
+#endif
+
+#define F_OMIT 1u
+#define F_EXCL 2u
+
+#define IS_NAN(v) ((v) != (v))
+#define SKIP(v, f) (((f) & F_OMIT) && IS_NAN(v))
+
+#define STATE_FITS(st) typedef char st##_fits_32_bytes[sizeof(st) <= 32 ? 1 : -1];
+
+#if KILN_IS_FLOAT
+#define SOUT T
+#define WRAP_ADD(a, b) ((a) + (b))
+#define WRAP_MUL(a, b) ((a) * (b))
+#else
+#define SOUT long
+#define WRAP_ADD(a, b) ((long)((ulong)(a) + (ulong)(b)))
+#define WRAP_MUL(a, b) ((long)((ulong)(a) * (ulong)(b)))
+#endif
+#define SCAN_OUT_WIDE SOUT
+#define SCAN_OUT_SAME T
+
+/* ---- cumsum / cumprod: NaN omitted counts as the identity (nancumsum, nancumprod) ---- */
+typedef SOUT st_cumsum;
+typedef SOUT st_cumprod;
+inline st_cumsum cumsum_empty(uint f) { return (SOUT)0; }
+inline st_cumprod cumprod_empty(uint f) { return (SOUT)1; }
+inline st_cumsum cumsum_load(T v, long j, uint f) { return SKIP(v, f) ? (SOUT)0 : (SOUT)v; }
+inline st_cumprod cumprod_load(T v, long j, uint f) { return SKIP(v, f) ? (SOUT)1 : (SOUT)v; }
+inline st_cumsum cumsum_combine(st_cumsum a, st_cumsum b, uint f) { return WRAP_ADD(a, b); }
+inline st_cumprod cumprod_combine(st_cumprod a, st_cumprod b, uint f) { return WRAP_MUL(a, b); }
+inline st_cumsum cumsum_reload(SOUT v, long i) { return v; }
+inline st_cumprod cumprod_reload(SOUT v, long i) { return v; }
+inline void cumsum_store(st_cumsum a, global SOUT *y, ulong k, global long *yi, ulong ki)
+{
+  y[k] = a;
+}
+inline void cumprod_store(st_cumprod a, global SOUT *y, ulong k, global long *yi, ulong ki)
+{
+  y[k] = a;
+}
+
+/* ---- cummin / cummax: (value, index of its first occurrence); NaN wins unless omitted ---- */
+typedef struct {
+  T v;
+  long i; /* -1: nothing scanned yet */
+} st_cumarg;
+typedef st_cumarg st_cummin;
+typedef st_cumarg st_cummax;
+
+#if KILN_IS_FLOAT
+#define EMPTY_MAX ((T)NAN)
+#define EMPTY_MIN ((T)NAN)
+#elif defined(KILN_DT_I32)
+#define EMPTY_MAX ((T)INT_MIN)
+#define EMPTY_MIN ((T)INT_MAX)
+#elif defined(KILN_DT_I64)
+#define EMPTY_MAX ((T)LONG_MIN)
+#define EMPTY_MIN ((T)LONG_MAX)
+#else
+#define EMPTY_MAX ((T)0)
+#define EMPTY_MIN ((T)UCHAR_MAX)
+#endif
+
+inline st_cumarg
+cumarg_combine(st_cumarg a, st_cumarg b, int is_max)
+{
+  if (b.i < 0)
+    return a;
+  if (a.i < 0)
+    return b;
+#if KILN_IS_FLOAT
+  int an = IS_NAN(a.v), bn = IS_NAN(b.v);
+  if (an || bn) {
+    if (an && bn)
+      return b.i < a.i ? b : a;
+    return an ? a : b;
+  }
+#endif
+  if (is_max ? b.v > a.v : b.v < a.v)
+    return b;
+  if (b.v == a.v && b.i < a.i)
+    return b;
+  return a;
+}
+
+inline st_cumarg
+cumarg_make(T v, long i)
+{
+  st_cumarg a;
+  a.v = v;
+  a.i = i;
+  return a;
+}
+
+inline st_cummax cummax_empty(uint f) { return cumarg_make(EMPTY_MAX, -1); }
+inline st_cummin cummin_empty(uint f) { return cumarg_make(EMPTY_MIN, -1); }
+inline st_cummax cummax_load(T v, long j, uint f) { return SKIP(v, f) ? cummax_empty(f) : cumarg_make(v, j); }
+inline st_cummin cummin_load(T v, long j, uint f) { return SKIP(v, f) ? cummin_empty(f) : cumarg_make(v, j); }
+inline st_cummax cummax_combine(st_cummax a, st_cummax b, uint f) { return cumarg_combine(a, b, 1); }
+inline st_cummin cummin_combine(st_cummin a, st_cummin b, uint f) { return cumarg_combine(a, b, 0); }
+inline st_cummax cummax_reload(T v, long i) { return cumarg_make(v, i); }
+inline st_cummin cummin_reload(T v, long i) { return cumarg_make(v, i); }
+inline void
+cumarg_store(st_cumarg a, global T *y, ulong k, global long *yi, ulong ki)
+{
+  if (y)
+    y[k] = a.v;
+  if (yi)
+    yi[ki] = a.i;
+}
+inline void cummax_store(st_cummax a, global T *y, ulong k, global long *yi, ulong ki)
+{
+  cumarg_store(a, y, k, yi, ki);
+}
+inline void cummin_store(st_cummin a, global T *y, ulong k, global long *yi, ulong ki)
+{
+  cumarg_store(a, y, k, yi, ki);
+}
+
+#if KILN_IS_FLOAT
+/* ---- logcumsumexp: log(exp(a) + exp(b)) without overflow; NaN omitted counts as -inf ---- */
+typedef T st_logcumsumexp;
+inline T
+logaddexp(T a, T b)
+{
+  if (IS_NAN(a) || IS_NAN(b))
+    return (T)NAN;
+  if (a == (T)-INFINITY)
+    return b;
+  if (b == (T)-INFINITY)
+    return a;
+  if (a == b) /* also +inf + +inf, where a - b would be NaN */
+    return a + (T)M_LN2;
+  return fmax(a, b) + log1p(exp(-fabs(a - b)));
+}
+inline st_logcumsumexp logcumsumexp_empty(uint f) { return (T)-INFINITY; }
+inline st_logcumsumexp logcumsumexp_load(T v, long j, uint f) { return SKIP(v, f) ? (T)-INFINITY : v; }
+inline st_logcumsumexp logcumsumexp_combine(T a, T b, uint f) { return logaddexp(a, b); }
+inline st_logcumsumexp logcumsumexp_reload(T v, long i) { return v; }
+inline void logcumsumexp_store(T a, global T *y, ulong k, global long *yi, ulong ki) { y[k] = a; }
+#endif
+
+/* Writes the running state before (exclusive) or after (inclusive) folding v in. */
+#define SCAN_STEP(NAME, acc, v, y, k, yi, ki, flags)                                            \
+  do {                                                                                          \
+    if ((flags) & F_EXCL)                                                                       \
+      NAME##_store(acc, y, k, yi, ki);                                                          \
+    acc = NAME##_combine(acc, v, flags);                                                        \
+    if (!((flags) & F_EXCL))                                                                    \
+      NAME##_store(acc, y, k, yi, ki);                                                          \
+  } while (0)
+
+
+/*
+ * ---- blocks of 16 (contiguous lines): the work of CPU devices ----
+ * NAME_fold16(acc, w, j, f) folds 16 loaded elements (indices j..j+15) into acc;
+ * NAME_scan16(run, w, j, f, y, k, yi, ki) scans them from run, writes y[k..k+15] (and
+ * yi) and returns the new run. cumsum and cumprod do both with vector operations (a
+ * 4-step Hillis-Steele prefix inside the vector, shuffles with identity fill), which on
+ * PoCL is several times faster than a scalar loop; the other ops loop element by element.
+ * Any order of combining gives the same integers and is within the documented bound for
+ * floats (docs/reductions.md).
+ */
+#define V16 KILN_CAT(T, 16)
+#define H2(x, OP) OP((x).lo, (x).hi)
+#define HTREE(w, OP) H2(H2(H2(H2(w, OP), OP), OP), OP)
+#define ADD_(a, b) ((a) + (b))
+#define MUL_(a, b) ((a) * (b))
+#define MASK1 (0, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30)
+#define MASK2 (0, 0, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29)
+#define MASK4 (0, 0, 0, 0, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27)
+#define MASK8 (0, 0, 0, 0, 0, 0, 0, 0, 16, 17, 18, 19, 20, 21, 22, 23)
+#if KILN_IS_FLOAT
+/* Lanes in T; omitted NaN become the identity. */
+#define A16 V16
+#if defined(KILN_DT_F32)
+#define AMASK16 uint16
+#else
+#define AMASK16 ulong16
+#endif
+#define TO_A16(raw, f, id) (((f) & F_OMIT) ? select(raw, (V16)(id), isnan(raw)) : (raw))
+#define FROM_A(v) (v)
+#define FROM_A16(v) (v)
+#define TO_A(v) (v)
+#else
+/* Integers: lanes in ulong, so the wrap-around of 64-bit sums and products is defined. */
+#define A16 ulong16
+#define AMASK16 ulong16
+#define TO_A16(raw, f, id) convert_ulong16(convert_long16(raw))
+#define FROM_A(v) ((long)(v))
+#define FROM_A16(v) as_long16(v)
+#define TO_A(v) ((ulong)(v))
+#endif
+#define SHIFT16(w, id, m) shuffle2((A16)(id), w, (AMASK16)m)
+
+#define VEC_SCAN(NAME, OP, ID)                                                                 \
+  inline SOUT NAME##_fold16(SOUT acc, V16 raw, long j, uint f)                                 \
+  {                                                                                            \
+    return FROM_A(OP(TO_A(acc), HTREE(TO_A16(raw, f, ID), OP)));                               \
+  }                                                                                            \
+  inline SOUT NAME##_scan16(SOUT run, V16 raw, long j, uint f, global SOUT *y, ulong k,        \
+                            global long *yi, ulong ki)                                         \
+  {                                                                                            \
+    A16 w = TO_A16(raw, f, ID);                                                                \
+    w = OP(w, SHIFT16(w, ID, MASK1));                                                          \
+    w = OP(w, SHIFT16(w, ID, MASK2));                                                          \
+    w = OP(w, SHIFT16(w, ID, MASK4));                                                          \
+    w = OP(w, SHIFT16(w, ID, MASK8));                                                          \
+    A16 out = (f & F_EXCL) ? SHIFT16(w, ID, MASK1) : w;                                        \
+    vstore16(FROM_A16(OP((A16)TO_A(run), out)), 0, y + k);                                     \
+    return FROM_A(OP(TO_A(run), w.sf));                                                        \
+  }
+VEC_SCAN(cumsum, ADD_, 0)
+VEC_SCAN(cumprod, MUL_, 1)
+
+#define LOOP16(NAME)                                                                           \
+  inline st_##NAME NAME##_fold16(st_##NAME acc, V16 raw, long j, uint f)                        \
+  {                                                                                            \
+    T t[16];                                                                                   \
+    vstore16(raw, 0, t);                                                                       \
+    for (int q = 0; q < 16; q++)                                                               \
+      acc = NAME##_combine(acc, NAME##_load(t[q], j + q, f), f);                               \
+    return acc;                                                                                \
+  }                                                                                            \
+  inline st_##NAME NAME##_scan16(st_##NAME run, V16 raw, long j, uint f, global SCAN_OUT_SAME *y, \
+                                 ulong k, global long *yi, ulong ki)                           \
+  {                                                                                            \
+    T t[16];                                                                                   \
+    vstore16(raw, 0, t);                                                                       \
+    for (int q = 0; q < 16; q++) {                                                             \
+      st_##NAME v = NAME##_load(t[q], j + q, f);                                               \
+      SCAN_STEP(NAME, run, v, y, k + q, yi, ki + q, f);                                        \
+    }                                                                                          \
+    return run;                                                                                \
+  }
+LOOP16(cummin)
+LOOP16(cummax)
+#if KILN_IS_FLOAT
+LOOP16(logcumsumexp)
+#endif
+
+#define SCAN_KERNELS(NAME, RES, unused)                                                          \
+  STATE_FITS(st_##NAME)                                                                         \
+  kernel void NAME##_lines(global const T *x, ulong xoff, global SCAN_OUT_##RES *y, ulong yoff, \
+                           global long *yi, ulong yioff, global st_##NAME *tot, ulong outer,   \
+                           ulong len, ulong inner, ulong nchunk, ulong clen, uint flags)        \
+  {                                                                                             \
+    ulong nblk = (inner + KILN_COLS - 1) / KILN_COLS, total = outer * nchunk * nblk;            \
+    for (ulong g = get_global_id(0); g < total; g += get_global_size(0)) {                      \
+      ulong ib = g % nblk, t = g / nblk, c = t % nchunk, o = t / nchunk;                        \
+      ulong i0 = ib * KILN_COLS, beg = c * clen, end = min(beg + clen, len);                    \
+      uint cnt = (uint)min((ulong)KILN_COLS, inner - i0);                                       \
+      st_##NAME acc[KILN_COLS];                                                                 \
+      for (uint q = 0; q < KILN_COLS; q++)                                                      \
+        acc[q] = NAME##_empty(flags);                                                           \
+      ulong j = beg;                                                                            \
+      if (inner == 1) /* a contiguous line: blocks of 16 */                                     \
+        for (; j + 16 <= end; j += 16)                                                          \
+          acc[0] = NAME##_scan16(acc[0], vload16(0, x + xoff + o * len + j), (long)j, flags, y, \
+                                 yoff + o * len + j, yi, yioff + o * len + j);                  \
+      for (; j < end; j++) {                                                                    \
+        ulong k0 = (o * len + j) * inner + i0;                                                  \
+        for (uint q = 0; q < cnt; q++) {                                                        \
+          st_##NAME v = NAME##_load(x[xoff + k0 + q], (long)j, flags);                          \
+          SCAN_STEP(NAME, acc[q], v, y, yoff + k0 + q, yi, yioff + k0 + q, flags);              \
+        }                                                                                       \
+      }                                                                                         \
+      if (nchunk > 1)                                                                           \
+        for (uint q = 0; q < cnt; q++)                                                          \
+          tot[(o * nchunk + c) * inner + i0 + q] = acc[q];                                      \
+    }                                                                                           \
+  }                                                                                             \
+  kernel void NAME##_tiles(global const T *x, ulong xoff, global SCAN_OUT_##RES *y, ulong yoff, \
+                           global long *yi, ulong yioff, global st_##NAME *tot, ulong lines,   \
+                           ulong len, ulong nchunk, ulong clen, uint ipt, uint flags,           \
+                           local st_##NAME *loc)                                                \
+  {                                                                                             \
+    uint lid = get_local_id(0), wg = get_local_size(0);                                         \
+    ulong g = get_group_id(0), line = g / nchunk, c = g % nchunk;                               \
+    ulong beg = c * clen, end = min(beg + clen, len), base = line * len;                        \
+    ulong tile = (ulong)wg * ipt;                                                               \
+    st_##NAME carry = NAME##_empty(flags);                                                      \
+    for (ulong t0 = beg; t0 < end; t0 += tile) {                                                \
+      ulong s = t0 + (ulong)lid * ipt, e = min(s + ipt, end);                                   \
+      st_##NAME acc = NAME##_empty(flags);                                                      \
+      ulong j = s;                                                                              \
+      for (; j + 16 <= e; j += 16)                                                              \
+        acc = NAME##_fold16(acc, vload16(0, x + xoff + base + j), (long)j, flags);              \
+      for (; j < e; j++)                                                                        \
+        acc = NAME##_combine(acc, NAME##_load(x[xoff + base + j], (long)j, flags), flags);      \
+      loc[lid] = acc;                                                                           \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                             \
+      for (uint d = 1; d < wg; d <<= 1) {                                                       \
+        st_##NAME v = loc[lid];                                                                 \
+        if (lid >= d)                                                                           \
+          v = NAME##_combine(loc[lid - d], v, flags);                                           \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                           \
+        loc[lid] = v;                                                                           \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                           \
+      }                                                                                         \
+      st_##NAME run = NAME##_combine(carry, lid ? loc[lid - 1] : NAME##_empty(flags), flags);   \
+      for (j = s; j + 16 <= e; j += 16)                                                         \
+        run = NAME##_scan16(run, vload16(0, x + xoff + base + j), (long)j, flags, y,            \
+                            yoff + base + j, yi, yioff + base + j);                             \
+      for (; j < e; j++) {                                                                      \
+        st_##NAME v = NAME##_load(x[xoff + base + j], (long)j, flags);                          \
+        SCAN_STEP(NAME, run, v, y, yoff + base + j, yi, yioff + base + j, flags);               \
+      }                                                                                         \
+      carry = NAME##_combine(carry, loc[wg - 1], flags);                                        \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                             \
+    }                                                                                           \
+    if (lid == 0 && nchunk > 1 && line < lines)                                                 \
+      tot[g] = carry;                                                                           \
+  }                                                                                             \
+  kernel void NAME##_totals(global st_##NAME *tot, ulong outer, ulong nchunk, ulong inner,      \
+                            uint flags)                                                         \
+  {                                                                                             \
+    for (ulong g = get_global_id(0); g < outer * inner; g += get_global_size(0)) {              \
+      ulong i = g % inner, o = g / inner;                                                       \
+      st_##NAME run = NAME##_empty(flags);                                                      \
+      for (ulong c = 0; c < nchunk; c++) {                                                      \
+        ulong k = (o * nchunk + c) * inner + i;                                                 \
+        st_##NAME v = tot[k];                                                                   \
+        tot[k] = run;                                                                           \
+        run = NAME##_combine(run, v, flags);                                                    \
+      }                                                                                         \
+    }                                                                                           \
+  }                                                                                             \
+  kernel void NAME##_fixup(global SCAN_OUT_##RES *y, ulong yoff, global long *yi, ulong yioff,  \
+                           global const st_##NAME *tot, ulong outer, ulong len, ulong inner,    \
+                           ulong nchunk, ulong clen, uint flags)                                \
+  {                                                                                             \
+    uint lid = get_local_id(0), wg = get_local_size(0);                                         \
+    ulong g = get_group_id(0), c = g % (nchunk - 1) + 1, line = g / (nchunk - 1);               \
+    ulong i = line % inner, o = line / inner;                                                   \
+    if (o >= outer)                                                                             \
+      return;                                                                                   \
+    st_##NAME p = tot[(o * nchunk + c) * inner + i];                                            \
+    ulong beg = c * clen, end = min(beg + clen, len), sub = (end - beg + wg - 1) / wg;          \
+    ulong b = beg + lid * sub, e = min(b + sub, end);                                           \
+    for (ulong j = b; j < e; j++) {                                                             \
+      ulong k = (o * len + j) * inner + i;                                                      \
+      st_##NAME v = NAME##_reload(y[yoff + k], yi ? yi[yioff + k] : (long)j);                   \
+      NAME##_store(NAME##_combine(p, v, flags), y, yoff + k, yi, yioff + k);                    \
+    }                                                                                           \
+  }
+
+#define SCAN_ROW(E, name, cls, res) KILN_GEN_IF(cls, SCAN_KERNELS, name, res, 0)
+KILN_SCAN_OPS(SCAN_ROW)
+
+/* ---- diff: y = x[j + 1] - x[j] along the middle axis; integers wrap, bool is != ---- */
+#define DIFF_BLOCK 256
+#if KILN_IS_FLOAT
+#define DIFF(b, a) ((b) - (a))
+#elif defined(KILN_DT_BOOL)
+#define DIFF(b, a) ((T)((b) != (a)))
+#else
+#define DIFF(b, a) ((T)((UT)(b) - (UT)(a)))
+#endif
+
+kernel void
+diff1(global const T *x, ulong xoff, global T *y, ulong yoff, ulong outer, ulong len, ulong inner)
+{
+  /* One work-item per (line, block of DIFF_BLOCK outputs): index arithmetic once per item. */
+  ulong m = len - 1, nb = (m + DIFF_BLOCK - 1) / DIFF_BLOCK;
+  for (ulong g = get_global_id(0); g < outer * nb * inner; g += get_global_size(0)) {
+    ulong i = g % inner, t = g / inner, jb = t % nb, o = t / nb;
+    ulong j0 = jb * DIFF_BLOCK, j1 = min(j0 + DIFF_BLOCK, m);
+    for (ulong j = j0; j < j1; j++) {
+      ulong k = (o * len + j) * inner + i;
+      y[yoff + (o * m + j) * inner + i] = DIFF(x[xoff + k + inner], x[xoff + k]);
+    }
+  }
+}

@@ -1,0 +1,119 @@
+/*
+ * Creation operations: ones and the *_like family, arange, linspace,
+ * logspace, eye (identity), tri and meshgrid. kiln_tensor_create (empty),
+ * kiln_tensor_zeros and kiln_tensor_full are in tensor.h. docs/layout.md
+ * has the semantics.
+ *
+ * Every element of a result is written by kiln (pooled buffers are never
+ * handed out with stale contents), except for kiln_tensor_empty_like.
+ *
+ * Output convention for arange, linspace, logspace, eye, tri and meshgrid
+ * (as in elementwise.h): if *out is NULL kiln creates the result; otherwise
+ * *out must already have the result's shape and dtype and belong to ctx.
+ * The *_like functions and kiln_tensor_ones always create a new tensor, as
+ * kiln_tensor_create does (*out is set to NULL first, then to the result).
+ *
+ * Statuses common to every operation here:
+ *   KILN_OK; KILN_ERR_INVALID_HANDLE (NULL, released or foreign ctx/tensor);
+ *   KILN_ERR_INVALID_ARGUMENT (NULL out, a dtype outside the enum, argument
+ *   values named below); KILN_ERR_CONTEXT_MISMATCH; KILN_ERR_DTYPE (a dtype
+ *   the operation does not accept, or a given *out of another dtype);
+ *   KILN_ERR_SHAPE (a given *out of the wrong shape); KILN_ERR_UNSUPPORTED
+ *   (f64 without fp64); KILN_ERR_OVERFLOW (result too large); KILN_ERR_BUILD;
+ *   KILN_ERR_OPENCL; KILN_ERR_DEVICE_MEMORY; KILN_ERR_HOST_MEMORY.
+ */
+#ifndef KILN_CREATE_H
+#define KILN_CREATE_H
+
+#include "kiln/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** As kiln_tensor_full() with the value 1 (true for bool). Same statuses. */
+KILN_API kiln_status kiln_tensor_ones(kiln_context *ctx, kiln_dtype dtype, size_t ndim,
+                                      const int64_t *shape, kiln_tensor **out);
+
+/**
+ * A new tensor with x's context, dtype and shape: uninitialised (empty_like),
+ * 0, 1, or value converted to x's dtype by kiln_cast() rules (full_like).
+ * The caller releases *out.
+ */
+KILN_API kiln_status kiln_tensor_empty_like(const kiln_tensor *x, kiln_tensor **out);
+KILN_API kiln_status kiln_tensor_zeros_like(const kiln_tensor *x, kiln_tensor **out);
+KILN_API kiln_status kiln_tensor_ones_like(const kiln_tensor *x, kiln_tensor **out);
+KILN_API kiln_status kiln_tensor_full_like(const kiln_tensor *x, kiln_scalar value,
+                                           kiln_tensor **out);
+
+/**
+ * The 1-D tensor start, start + step, ... up to but excluding stop (NumPy
+ * arange). Length: ceil((stop - start) / step), at least 0.
+ *
+ * dtype f32/f64: element i is start + i * step computed in double (in float
+ * on devices without fp64) and rounded to dtype. dtype i32/i64/u8: start,
+ * stop and step must be integral (integer scalars, or floats with integral
+ * values); element i is start + i * step in exact 64-bit arithmetic,
+ * wrapped to dtype like kiln_cast(). bool is KILN_ERR_DTYPE.
+ * step 0, or a non-finite bound or length, is KILN_ERR_INVALID_ARGUMENT.
+ */
+KILN_API kiln_status kiln_arange(kiln_context *ctx, kiln_scalar start, kiln_scalar stop,
+                                 kiln_scalar step, kiln_dtype dtype, kiln_tensor **out);
+
+/**
+ * n evenly spaced values from start to stop (NumPy linspace, MATLAB
+ * linspace with endpoint != 0). With endpoint, the step is
+ * (stop - start) / (n - 1) and the last element is exactly stop; without,
+ * the step is (stop - start) / n and stop is excluded. Element i is
+ * start + i * step, computed in double (float without fp64). dtype f32 or
+ * f64 (else KILN_ERR_DTYPE); n >= 0; non-finite start or stop is
+ * KILN_ERR_INVALID_ARGUMENT.
+ */
+KILN_API kiln_status kiln_linspace(kiln_context *ctx, double start, double stop, int64_t n,
+                                   int endpoint, kiln_dtype dtype, kiln_tensor **out);
+
+/**
+ * base raised to kiln_linspace(start, stop, n, endpoint): n values from
+ * base^start to base^stop (NumPy logspace). dtype f32 or f64; base > 0.
+ * pow is the device's (OpenCL allows it a few ulp of error).
+ */
+KILN_API kiln_status kiln_logspace(kiln_context *ctx, double start, double stop, int64_t n,
+                                   int endpoint, double base, kiln_dtype dtype, kiln_tensor **out);
+
+/**
+ * rows x cols matrix with ones on diagonal k (k > 0 above the main one,
+ * k < 0 below) and zeros elsewhere, every element written. Any dtype. The
+ * identity matrix is kiln_eye(ctx, n, n, 0, dtype, &out). rows, cols >= 0.
+ */
+KILN_API kiln_status kiln_eye(kiln_context *ctx, int64_t rows, int64_t cols, int64_t k,
+                              kiln_dtype dtype, kiln_tensor **out);
+
+/**
+ * rows x cols matrix with ones at and below diagonal k (column - row <= k)
+ * and zeros elsewhere (NumPy tri). Any dtype. rows, cols >= 0.
+ */
+KILN_API kiln_status kiln_tri(kiln_context *ctx, int64_t rows, int64_t cols, int64_t k,
+                              kiln_dtype dtype, kiln_tensor **out);
+
+/** Axis order of kiln_meshgrid results. */
+typedef enum kiln_meshgrid_indexing {
+  KILN_MESHGRID_XY = 0, /**< Cartesian (MATLAB, NumPy default): the first two axes swapped */
+  KILN_MESHGRID_IJ,     /**< matrix: result axis i follows input i */
+} kiln_meshgrid_indexing;
+
+/**
+ * Coordinate grids from n 1-D tensors of one dtype (1 <= n <= KILN_MAX_DIMS).
+ * With IJ indexing every result has shape (len0, len1, ..., len(n-1)) and
+ * outs[i][..., j, ...] = inputs[i][j] along axis i; XY swaps the first two
+ * axes of the shape (for n >= 2), so outs[0] varies along axis 1 and outs[1]
+ * along axis 0. outs[i] follows the output convention for each result; on
+ * failure the results kiln made are released and reset to NULL. Inputs that
+ * are not 1-D are KILN_ERR_SHAPE, mixed dtypes KILN_ERR_DTYPE.
+ */
+KILN_API kiln_status kiln_meshgrid(kiln_context *ctx, const kiln_tensor *const *inputs, size_t n,
+                                   kiln_meshgrid_indexing indexing, kiln_tensor **outs);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

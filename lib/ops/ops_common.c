@@ -1,0 +1,338 @@
+/* Helpers shared by the layout, index, create and random families (see ops_common.h). */
+#include "ops/ops_common.h"
+
+#include <stdio.h>
+#include <string.h>
+
+size_t kiln__ops_local_override;
+size_t kiln__ops_max_groups;
+
+kiln_status
+kiln__ops_kernel(const char *op, kiln_context *ctx, const char *source, kiln_dtype dtype,
+                 const char *name, cl_kernel *k)
+{
+  char options[192];
+  kiln__program_options(&ctx->info, source, dtype, options, sizeof options);
+  return kiln__kernel_get(op, ctx, source, options, name, k);
+}
+
+kiln__args
+kiln__args_begin(const char *op, cl_kernel k)
+{
+  kiln__args a = {op, k, 0, KILN_OK};
+  return a;
+}
+
+void
+kiln__args_raw(kiln__args *a, size_t size, const void *value)
+{
+  if (a->status == KILN_OK)
+    a->status = kiln__arg(a->op, a->k, a->next, size, value);
+  a->next++;
+}
+
+void
+kiln__args_tensor(kiln__args *a, const kiln_tensor *t)
+{
+  cl_mem m = t ? t->mem : NULL;
+  cl_ulong off = t ? kiln__ops_elem_offset(t) : 0;
+  kiln__args_raw(a, sizeof m, &m);
+  kiln__args_raw(a, sizeof off, &off);
+}
+
+void
+kiln__args_mem(kiln__args *a, cl_mem m)
+{
+  kiln__args_raw(a, sizeof m, &m);
+}
+
+void
+kiln__args_u64(kiln__args *a, uint64_t v)
+{
+  cl_ulong x = v;
+  kiln__args_raw(a, sizeof x, &x);
+}
+
+void
+kiln__args_i64(kiln__args *a, int64_t v)
+{
+  cl_long x = v;
+  kiln__args_raw(a, sizeof x, &x);
+}
+
+void
+kiln__args_u32(kiln__args *a, uint32_t v)
+{
+  cl_uint x = v;
+  kiln__args_raw(a, sizeof x, &x);
+}
+
+void
+kiln__args_local(kiln__args *a, size_t bytes)
+{
+  kiln__args_raw(a, bytes, NULL);
+}
+
+static uint64_t
+cap_groups(uint64_t groups)
+{
+  return kiln__ops_max_groups && groups > kiln__ops_max_groups ? kiln__ops_max_groups : groups;
+}
+
+static size_t
+kernel_max_wg(kiln_context *ctx, cl_kernel k)
+{
+  size_t max = 0;
+  if (clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof max, &max,
+                               NULL) != CL_SUCCESS ||
+      max == 0)
+    max = ctx->info.max_work_group_size ? ctx->info.max_work_group_size : 1;
+  return max;
+}
+
+size_t
+kiln__ops_local_size(kiln_context *ctx, cl_kernel k)
+{
+  size_t want = kiln__ops_local_override ? kiln__ops_local_override : ctx->wg_size;
+  size_t max = kernel_max_wg(ctx, k);
+  if (want > max)
+    want = max;
+  size_t p = 1;
+  while (p * 2 <= want)
+    p *= 2;
+  return p;
+}
+
+kiln_status
+kiln__ops_launch(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n)
+{
+  if (n == 0)
+    return KILN_OK;
+  size_t local = ctx->wg_size;
+  if (kiln__ops_local_override) {
+    size_t max = kernel_max_wg(ctx, k);
+    local = kiln__ops_local_override < max ? kiln__ops_local_override : max;
+  }
+  /* As kiln__launch_1d: one item per work-item up to a large cap, grid-stride beyond it. */
+  uint64_t max_groups = ((uint64_t)1 << 31) / local;
+  uint64_t groups = (n + local - 1) / local;
+  if (groups > max_groups)
+    groups = max_groups;
+  groups = cap_groups(groups);
+  size_t global = (size_t)(groups * local);
+  return kiln__enqueue_kernel(op, ctx, k, 1, &global, &local);
+}
+
+kiln_status
+kiln__ops_launch_3d(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n0, uint64_t n1,
+                    uint64_t n2)
+{
+  if (n0 == 0 || n1 == 0 || n2 == 0)
+    return KILN_OK;
+  size_t wg = ctx->wg_size;
+  if (kiln__ops_local_override) {
+    size_t max = kernel_max_wg(ctx, k);
+    wg = kiln__ops_local_override < max ? kiln__ops_local_override : max;
+  }
+  /*
+   * Few work-group shapes on purpose: PoCL compiles a specialised kernel per
+   * local size (~100 ms each), so dimension 0 takes 256, 64, 16 or 1 items
+   * (the largest that n0 fills, at most wg) and dimension 1 the rest of wg.
+   */
+  static const size_t widths[] = {256, 64, 16, 1};
+  size_t l0 = 1;
+  for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++) {
+    if (widths[i] <= wg && widths[i] <= n0) {
+      l0 = widths[i];
+      break;
+    }
+  }
+  size_t l1 = wg / l0 ? wg / l0 : 1;
+  /* One item per work-item up to a large grid (2^31 items in all); the kernels loop beyond it. */
+  uint64_t n0c = n0 < ((uint64_t)1 << 24) ? n0 : ((uint64_t)1 << 24);
+  uint64_t g0 = cap_groups((n0c + l0 - 1) / l0) * l0;
+  uint64_t c1 = ((uint64_t)1 << 31) / g0;
+  uint64_t g1 = cap_groups(((n1 < c1 ? n1 : c1) + l1 - 1) / l1) * l1;
+  uint64_t c2 = ((uint64_t)1 << 31) / (g0 * g1);
+  if (c2 < 1)
+    c2 = 1;
+  uint64_t g2 = cap_groups(n2 < c2 ? n2 : c2);
+  size_t global[3] = {(size_t)g0, (size_t)g1, (size_t)g2};
+  size_t local[3] = {l0, l1, 1};
+  return kiln__enqueue_kernel(op, ctx, k, 3, global, local);
+}
+
+kiln_status
+kiln__ops_axis(const char *op, int64_t axis, size_t ndim, size_t *out)
+{
+  int64_t n = (int64_t)ndim;
+  KILN_RETURN_IF(axis < -n || axis >= n, KILN_ERR_INVALID_ARGUMENT, op,
+                 "axis %lld is out of range for a tensor of %zu dimensions", (long long)axis, ndim);
+  *out = (size_t)(axis < 0 ? axis + n : axis);
+  return KILN_OK;
+}
+
+void
+kiln__ops_strides(const kiln__shape *s, int64_t strides[KILN_MAX_DIMS])
+{
+  int64_t st = 1;
+  for (size_t i = KILN_MAX_DIMS; i-- > 0;) {
+    if (i >= s->ndim) {
+      strides[i] = 0;
+      continue;
+    }
+    strides[i] = st;
+    st *= s->dims[i] ? s->dims[i] : 1;
+  }
+}
+
+uint64_t
+kiln__ops_elem_offset(const kiln_tensor *t)
+{
+  return t->offset / kiln_dtype_size(t->dtype);
+}
+
+int
+kiln__ops_alias(const kiln_tensor *a, const kiln_tensor *b)
+{
+  return a && b && a->mem && a->mem == b->mem;
+}
+
+kiln_status
+kiln__ops_out_begin(const char *op, kiln_context *ctx, kiln_dtype dtype, const kiln__shape *shape,
+                    kiln_tensor **out, const kiln_tensor *const *inputs, size_t ninputs,
+                    kiln__out_target *t)
+{
+  memset(t, 0, sizeof *t);
+  t->out = out;
+  KILN_TRY(kiln__output_prepare(op, ctx, dtype, shape, out, &t->made));
+  t->dst = *out;
+  int alias = 0;
+  for (size_t i = 0; i < ninputs; i++)
+    alias |= kiln__ops_alias(*out, inputs[i]);
+  if (alias) {
+    pthread_mutex_lock(&ctx->lock);
+    kiln_status s = kiln__tensor_new_locked(op, ctx, dtype, shape, &t->scratch);
+    pthread_mutex_unlock(&ctx->lock);
+    if (s != KILN_OK) {
+      kiln__output_discard(out, t->made);
+      return s;
+    }
+    t->dst = t->scratch;
+  }
+  return KILN_OK;
+}
+
+kiln_status
+kiln__ops_copy(const char *op, kiln_context *ctx, const kiln_tensor *src, kiln_tensor *dst)
+{
+  if (!src->nbytes || (src->mem == dst->mem && src->offset == dst->offset))
+    return KILN_OK;
+  cl_int err = clEnqueueCopyBuffer(ctx->queue, src->mem, dst->mem, src->offset, dst->offset,
+                                   src->nbytes, 0, NULL, NULL);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueCopyBuffer");
+}
+
+kiln_status
+kiln__ops_out_finish(const char *op, kiln_context *ctx, kiln__out_target *t, kiln_status s)
+{
+  if (s == KILN_OK && t->scratch)
+    s = kiln__ops_copy(op, ctx, t->scratch, *t->out);
+  kiln_tensor_release(t->scratch);
+  t->scratch = NULL;
+  if (s != KILN_OK)
+    kiln__output_discard(t->out, t->made);
+  return s;
+}
+
+kiln_status
+kiln__ops_scratch(const char *op, kiln_context *ctx, kiln_dtype dtype, uint64_t n,
+                  kiln_tensor **out)
+{
+  kiln__shape s;
+  memset(&s, 0, sizeof s);
+  s.ndim = 1;
+  s.dims[0] = (int64_t)(n ? n : 1);
+  return kiln__tensor_new_locked(op, ctx, dtype, &s, out);
+}
+
+kiln_status
+kiln__ops_flag_new(const char *op, kiln_context *ctx, kiln_tensor **flag)
+{
+  static const cl_uint init[4] = {0u, 0xffffffffu, 0u, 0u};
+  KILN_TRY(kiln__ops_scratch(op, ctx, KILN_I32, 4, flag));
+  /* init is static, so a non-blocking write may read it later. */
+  cl_int err = clEnqueueWriteBuffer(ctx->queue, (*flag)->mem, CL_FALSE, (*flag)->offset,
+                                    sizeof init, init, 0, NULL, NULL);
+  if (err != CL_SUCCESS) {
+    kiln_tensor_release(*flag);
+    *flag = NULL;
+    return kiln__fail_cl(op, err, "clEnqueueWriteBuffer (error flag)");
+  }
+  return KILN_OK;
+}
+
+kiln_status
+kiln__ops_read(const char *op, kiln_context *ctx, const kiln_tensor *t, uint64_t offset_bytes,
+               void *host, size_t bytes)
+{
+  cl_event ev = NULL;
+  cl_int err = clEnqueueReadBuffer(ctx->queue, t->mem, CL_FALSE, t->offset + offset_bytes, bytes,
+                                   host, 0, NULL, &ev);
+  if (err == CL_SUCCESS)
+    err = clFlush(ctx->queue);
+  if (err != CL_SUCCESS) {
+    if (ev)
+      clReleaseEvent(ev);
+    return kiln__fail_cl(op, err, "clEnqueueReadBuffer");
+  }
+  /* Other threads may enqueue while this one waits; our read is already in queue order. */
+  pthread_mutex_unlock(&ctx->lock);
+  err = clWaitForEvents(1, &ev);
+  pthread_mutex_lock(&ctx->lock);
+  clReleaseEvent(ev);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clWaitForEvents (read-back)");
+}
+
+kiln_status
+kiln__ops_flag_read(const char *op, kiln_context *ctx, kiln_tensor *flag, uint32_t out[4])
+{
+  cl_uint v[4];
+  KILN_TRY(kiln__ops_read(op, ctx, flag, 0, v, sizeof v));
+  for (int i = 0; i < 4; i++)
+    out[i] = v[i];
+  return KILN_OK;
+}
+
+uint64_t
+kiln__ops_pow2(uint64_t n)
+{
+  uint64_t p = 1;
+  while (p < n)
+    p <<= 1;
+  return p;
+}
+
+kiln_status
+kiln__ops_sort_pairs(const char *op, kiln_context *ctx, const char *source, kiln_dtype dtype,
+                     kiln_tensor *keys, kiln_tensor *vals, uint64_t n)
+{
+  if (n < 2)
+    return KILN_OK;
+  cl_kernel k;
+  KILN_TRY(kiln__ops_kernel(op, ctx, source, dtype, "bitonic_step", &k));
+  for (uint64_t size = 2; size <= n; size <<= 1) {
+    for (uint64_t stride = size / 2; stride > 0; stride >>= 1) {
+      kiln__args a = kiln__args_begin(op, k);
+      kiln__args_tensor(&a, keys);
+      kiln__args_tensor(&a, vals);
+      kiln__args_u64(&a, n);
+      kiln__args_u64(&a, stride);
+      kiln__args_u64(&a, size);
+      KILN_TRY(a.status);
+      /* One work-item per compare-exchange pair. */
+      KILN_TRY(kiln__ops_launch(op, ctx, k, n / 2));
+    }
+  }
+  return KILN_OK;
+}

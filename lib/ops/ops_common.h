@@ -1,0 +1,158 @@
+/*
+ * Helpers shared by the layout, index, create and random families: kernel
+ * lookup with dtype options, argument lists, 1-D launches, axis and stride
+ * arithmetic, the device error flag, and the device pair sort. None of them
+ * is an op family of its own; each family still owns its kernels.
+ */
+#ifndef KILN_OPS_COMMON_H
+#define KILN_OPS_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "runtime/runtime.h" /* includes core/shape.h, whose tail has no include guard */
+
+/*
+ * Test hook: when nonzero, kiln__ops_launch uses this local size (clamped to
+ * what the kernel allows) instead of the context default. Only tests that
+ * link the library's internals set it, to prove results do not depend on the
+ * work-group size.
+ */
+extern size_t kiln__ops_local_override;
+
+/*
+ * Test hook: when nonzero, launches use at most this many work-groups along
+ * each grid dimension, so the kernels' grid-stride loops run several times.
+ */
+extern size_t kiln__ops_max_groups;
+
+/*
+ * Test hook of the random family: raw Philox4x32-10 words of nblocks blocks
+ * whose counters are (ctr[0], ctr[1]) + j as a 64-bit number with ctr[2],
+ * ctr[3] fixed, under key (key[0], key[1]), into host (4 * nblocks words).
+ * Blocking; does not touch the context's stream state.
+ */
+kiln_status kiln__random_philox_blocks(kiln_context *ctx, const uint32_t key[2],
+                                       const uint32_t ctr[4], uint64_t nblocks, uint32_t *host);
+
+/*
+ * Kernel `name` of embedded source `source` built for dtype with the
+ * options of kiln__program_options(), which the cache warm-up uses too
+ * (ctx->lock held).
+ */
+kiln_status kiln__ops_kernel(const char *op, kiln_context *ctx, const char *source,
+                             kiln_dtype dtype, const char *name, cl_kernel *k);
+
+/* Sequential kernel arguments; the first failure sticks and later adds are no-ops. */
+typedef struct kiln__args {
+  const char *op;
+  cl_kernel k;
+  cl_uint next;
+  kiln_status status;
+} kiln__args;
+
+kiln__args kiln__args_begin(const char *op, cl_kernel k);
+void kiln__args_raw(kiln__args *a, size_t size, const void *value);
+/* A tensor as (buffer, element offset); NULL passes a NULL buffer and offset 0. */
+void kiln__args_tensor(kiln__args *a, const kiln_tensor *t);
+/* A plain buffer with a zero element offset. */
+void kiln__args_mem(kiln__args *a, cl_mem m);
+void kiln__args_u64(kiln__args *a, uint64_t v);
+void kiln__args_i64(kiln__args *a, int64_t v);
+void kiln__args_u32(kiln__args *a, uint32_t v);
+/* __local scratch of bytes. */
+void kiln__args_local(kiln__args *a, size_t bytes);
+
+/* Enqueues a 1-D grid-stride kernel over n items (ctx->lock held); honours the test hook. */
+kiln_status kiln__ops_launch(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n);
+
+/*
+ * Enqueues a 3-D grid-stride kernel over n0 x n1 x n2 items (dimension 0 the
+ * contiguous inner run) (ctx->lock held). The work-group spans dimension 0
+ * first, then 1; grid sizes are capped (the kernels loop over the rest).
+ * Honours the test hooks.
+ */
+kiln_status kiln__ops_launch_3d(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n0,
+                                uint64_t n1, uint64_t n2);
+
+/*
+ * Local size for a kernel that needs exactly one work-group shape (scans):
+ * the context default or the test hook, clamped to the kernel's limit and
+ * rounded down to a power of two.
+ */
+size_t kiln__ops_local_size(kiln_context *ctx, cl_kernel k);
+
+/* Normalises an axis in [-ndim, ndim) to [0, ndim); INVALID_ARGUMENT otherwise. */
+kiln_status kiln__ops_axis(const char *op, int64_t axis, size_t ndim, size_t *out);
+
+/* Row-major element strides of a contiguous shape. */
+void kiln__ops_strides(const kiln__shape *s, int64_t strides[KILN_MAX_DIMS]);
+
+/* Element offset of a tensor within its buffer. */
+uint64_t kiln__ops_elem_offset(const kiln_tensor *t);
+
+/* Nonzero when two non-empty tensors share a buffer (in-place aliasing). */
+int kiln__ops_alias(const kiln_tensor *a, const kiln_tensor *b);
+
+/*
+ * The destination of an op: *out resolved by the output convention, or a
+ * scratch tensor when *out shares a buffer with one of the inputs, copied
+ * over by kiln__ops_out_finish. Kernels write to dst.
+ */
+typedef struct kiln__out_target {
+  kiln_tensor **out;
+  kiln_tensor *dst;
+  kiln_tensor *scratch;
+  int made;
+} kiln__out_target;
+
+/* Takes ctx->lock itself (call without it). NULL entries of inputs are skipped. */
+kiln_status kiln__ops_out_begin(const char *op, kiln_context *ctx, kiln_dtype dtype,
+                                const kiln__shape *shape, kiln_tensor **out,
+                                const kiln_tensor *const *inputs, size_t ninputs,
+                                kiln__out_target *t);
+
+/*
+ * Completes the target (status s OK: copies a scratch result over) or
+ * unwinds it (releases what kiln made); returns the final status. ctx->lock held.
+ */
+kiln_status kiln__ops_out_finish(const char *op, kiln_context *ctx, kiln__out_target *t,
+                                 kiln_status s);
+
+/* Enqueues a copy of src's bytes over dst's (same size; ctx->lock held). */
+kiln_status kiln__ops_copy(const char *op, kiln_context *ctx, const kiln_tensor *src,
+                           kiln_tensor *dst);
+
+/*
+ * The device error flag: four uints [any bad, lowest bad position (32-bit,
+ * saturated), 0, 0], written by kernels that validate data (indices) and read
+ * back once per call. kiln__ops_flag_new makes and initialises one (ctx->lock
+ * held); kiln__ops_flag_read releases the lock while it waits, then re-takes it.
+ */
+kiln_status kiln__ops_flag_new(const char *op, kiln_context *ctx, kiln_tensor **flag);
+kiln_status kiln__ops_flag_read(const char *op, kiln_context *ctx, kiln_tensor *flag,
+                                uint32_t out[4]);
+
+/* A scratch tensor of n elements of dtype (ctx->lock held); never an empty-buffer tensor. */
+kiln_status kiln__ops_scratch(const char *op, kiln_context *ctx, kiln_dtype dtype, uint64_t n,
+                              kiln_tensor **out);
+
+/* Blocking read of bytes at byte offset of a tensor's buffer; the lock is dropped while waiting. */
+kiln_status kiln__ops_read(const char *op, kiln_context *ctx, const kiln_tensor *t,
+                           uint64_t offset_bytes, void *host, size_t bytes);
+
+/*
+ * Sorts n pairs (keys[i], vals[i]) of ulongs in place, ascending by key then
+ * value, with the bitonic_step kernel of the given source (every family source
+ * that includes sort_pairs.clh has one). n must be a power of two; pad with
+ * (UINT64_MAX, UINT64_MAX). O(n log^2 n) work, log2(n)(log2(n)+1)/2 launches.
+ */
+kiln_status kiln__ops_sort_pairs(const char *op, kiln_context *ctx, const char *source,
+                                 kiln_dtype dtype, kiln_tensor *keys, kiln_tensor *vals,
+                                 uint64_t n);
+
+/* Smallest power of two >= n (1 for n <= 1). */
+uint64_t kiln__ops_pow2(uint64_t n);
+
+#endif

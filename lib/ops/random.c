@@ -1,0 +1,380 @@
+/*
+ * Random family: the per-context Philox4x32-10 stream state and the
+ * generators. Each call reserves its counter blocks under the context lock
+ * and enqueues one kernel over them; see cl_kernels/random.cl for the
+ * element-to-word mapping and the device-independent arithmetic.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "core/dtype_traits.h"
+#include "kiln/random.h"
+#include "ops/ops_common.h"
+
+kiln_status
+kiln_rng_seed(kiln_context *ctx, uint64_t seed)
+{
+  KILN_TRY(kiln__ctx_check("kiln_rng_seed", ctx));
+  pthread_mutex_lock(&ctx->lock);
+  ctx->rng_seed = seed;
+  ctx->rng_counter = 0;
+  pthread_mutex_unlock(&ctx->lock);
+  return KILN_OK;
+}
+
+kiln_status
+kiln_rng_state_get(const kiln_context *ctx, kiln_rng_state *out)
+{
+  static const char op[] = "kiln_rng_state_get";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
+  kiln_context *c = (kiln_context *)ctx; /* the lock is not part of the logical state */
+  pthread_mutex_lock(&c->lock);
+  out->seed = c->rng_seed;
+  out->counter = c->rng_counter;
+  pthread_mutex_unlock(&c->lock);
+  return KILN_OK;
+}
+
+kiln_status
+kiln_rng_state_set(kiln_context *ctx, const kiln_rng_state *state)
+{
+  static const char op[] = "kiln_rng_state_set";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_RETURN_IF(!state, KILN_ERR_INVALID_ARGUMENT, op, "state is NULL");
+  pthread_mutex_lock(&ctx->lock);
+  ctx->rng_seed = state->seed;
+  ctx->rng_counter = state->counter;
+  pthread_mutex_unlock(&ctx->lock);
+  return KILN_OK;
+}
+
+static kiln_status
+get_kernel(const char *op, kiln_context *ctx, kiln_dtype dtype, const char *name, cl_kernel *k)
+{
+  return kiln__ops_kernel(op, ctx, "random", dtype, name, k);
+}
+
+/* The stream arguments (base, k0, k1) of a call that reads nblocks blocks. */
+struct stream {
+  uint64_t base;
+  uint32_t k0, k1;
+  uint64_t nblocks;
+};
+
+/* Reads the state for a call (ctx->lock held); stream_commit advances it once the call is enqueued. */
+static struct stream
+stream_begin(kiln_context *ctx, uint64_t nblocks)
+{
+  struct stream s = {ctx->rng_counter, (uint32_t)ctx->rng_seed,
+                     (uint32_t)(ctx->rng_seed >> 32), nblocks};
+  return s;
+}
+
+static void
+stream_commit(kiln_context *ctx, const struct stream *s)
+{
+  ctx->rng_counter = s->base + s->nblocks; /* wraps modulo 2^64 */
+}
+
+static void
+stream_args(kiln__args *a, const struct stream *s)
+{
+  kiln__args_u64(a, s->base);
+  kiln__args_u32(a, s->k0);
+  kiln__args_u32(a, s->k1);
+}
+
+static kiln_status
+check_out(const char *op, kiln_context *ctx, const kiln_tensor *out)
+{
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  return kiln__tensor_check(op, out, ctx);
+}
+
+/*
+ * Fills out with kernel `name`, whose arguments are (out, off, n, base, k0,
+ * k1, extra...), reading per_block elements from each counter block: one
+ * work-item per block, any launch geometry.
+ */
+static kiln_status
+fill(const char *op, kiln_context *ctx, kiln_tensor *out, const char *name, uint64_t per_block,
+     const void *extra, size_t extra_size, size_t nextra)
+{
+  uint64_t n = out->numel;
+  uint64_t nblocks = (n + per_block - 1) / per_block;
+  pthread_mutex_lock(&ctx->lock);
+  struct stream st = stream_begin(ctx, nblocks);
+  kiln_status s = KILN_OK;
+  if (n) {
+    cl_kernel k;
+    s = get_kernel(op, ctx, out->dtype, name, &k);
+    if (s == KILN_OK) {
+      kiln__args a = kiln__args_begin(op, k);
+      kiln__args_tensor(&a, out);
+      kiln__args_u64(&a, n);
+      stream_args(&a, &st);
+      for (size_t i = 0; i < nextra; i++)
+        kiln__args_raw(&a, extra_size, (const char *)extra + i * extra_size);
+      s = a.status;
+    }
+    if (s == KILN_OK)
+      s = kiln__ops_launch(op, ctx, k, nblocks);
+  }
+  if (s == KILN_OK)
+    stream_commit(ctx, &st);
+  pthread_mutex_unlock(&ctx->lock);
+  return s;
+}
+
+kiln_status
+kiln_random_uniform(kiln_context *ctx, kiln_tensor *out, double lo, double hi)
+{
+  static const char op[] = "kiln_random_uniform";
+  KILN_TRY(check_out(op, ctx, out));
+  KILN_RETURN_IF(!kiln__dtype_is_float(out->dtype), KILN_ERR_DTYPE, op,
+                 "uniform values are f32 or f64, not %s", kiln_dtype_name(out->dtype));
+  KILN_RETURN_IF(!isfinite(lo) || !isfinite(hi) || !(lo < hi), KILN_ERR_INVALID_ARGUMENT, op,
+                 "needs finite lo < hi (got %g, %g)", lo, hi);
+  unsigned char bounds[16];
+  if (out->dtype == KILN_F32) {
+    float l = (float)lo, h = (float)hi;
+    KILN_RETURN_IF(!(l < h) || !isfinite(h - l) || !isfinite(l) || !isfinite(h),
+                   KILN_ERR_INVALID_ARGUMENT, op,
+                   "[%g, %g) is empty or too wide in f32", lo, hi);
+    memcpy(bounds, &l, 4);
+    memcpy(bounds + 4, &h, 4);
+    return fill(op, ctx, out, "random_uniform", 4, bounds, 4, 2);
+  }
+  KILN_RETURN_IF(!isfinite(hi - lo), KILN_ERR_INVALID_ARGUMENT, op,
+                 "[%g, %g) is too wide: hi - lo overflows", lo, hi);
+  memcpy(bounds, &lo, 8);
+  memcpy(bounds + 8, &hi, 8);
+  return fill(op, ctx, out, "random_uniform", 2, bounds, 8, 2);
+}
+
+kiln_status
+kiln_random_normal(kiln_context *ctx, kiln_tensor *out, double mean, double stddev)
+{
+  static const char op[] = "kiln_random_normal";
+  KILN_TRY(check_out(op, ctx, out));
+  KILN_RETURN_IF(!kiln__dtype_is_float(out->dtype), KILN_ERR_DTYPE, op,
+                 "normal values are f32 or f64, not %s", kiln_dtype_name(out->dtype));
+  KILN_RETURN_IF(!isfinite(mean) || !isfinite(stddev) || stddev < 0, KILN_ERR_INVALID_ARGUMENT,
+                 op, "needs finite mean and stddev >= 0 (got %g, %g)", mean, stddev);
+  unsigned char params[16];
+  if (out->dtype == KILN_F32) {
+    float m = (float)mean, s = (float)stddev;
+    KILN_RETURN_IF(!isfinite(m) || !isfinite(s), KILN_ERR_INVALID_ARGUMENT, op,
+                   "mean %g or stddev %g overflows f32", mean, stddev);
+    memcpy(params, &m, 4);
+    memcpy(params + 4, &s, 4);
+    return fill(op, ctx, out, "random_normal", 4, params, 4, 2);
+  }
+  memcpy(params, &mean, 8);
+  memcpy(params + 8, &stddev, 8);
+  return fill(op, ctx, out, "random_normal", 2, params, 8, 2);
+}
+
+kiln_status
+kiln_random_integers(kiln_context *ctx, kiln_tensor *out, int64_t lo, int64_t hi)
+{
+  static const char op[] = "kiln_random_integers";
+  KILN_TRY(check_out(op, ctx, out));
+  kiln_dtype dt = out->dtype;
+  KILN_RETURN_IF(dt != KILN_I32 && dt != KILN_I64 && dt != KILN_U8, KILN_ERR_DTYPE, op,
+                 "random integers are i32, i64 or u8, not %s", kiln_dtype_name(dt));
+  KILN_RETURN_IF(!(lo < hi), KILN_ERR_INVALID_ARGUMENT, op, "needs lo < hi (got %lld, %lld)",
+                 (long long)lo, (long long)hi);
+  int64_t min = dt == KILN_I32 ? INT32_MIN : dt == KILN_U8 ? 0 : INT64_MIN;
+  int64_t max = dt == KILN_I32 ? INT32_MAX : dt == KILN_U8 ? 255 : INT64_MAX;
+  KILN_RETURN_IF(lo < min || hi - 1 > max, KILN_ERR_INVALID_ARGUMENT, op,
+                 "[%lld, %lld) does not fit %s", (long long)lo, (long long)hi,
+                 kiln_dtype_name(dt));
+  struct {
+    uint64_t span;
+    int64_t lo;
+  } p = {(uint64_t)hi - (uint64_t)lo, lo};
+  unsigned char params[16];
+  memcpy(params, &p.span, 8);
+  memcpy(params + 8, &p.lo, 8);
+  return fill(op, ctx, out, "random_integers", 1, params, 8, 2);
+}
+
+kiln_status
+kiln_random_bernoulli(kiln_context *ctx, kiln_tensor *out, double p)
+{
+  static const char op[] = "kiln_random_bernoulli";
+  KILN_TRY(check_out(op, ctx, out));
+  KILN_RETURN_IF(!(p >= 0.0 && p <= 1.0), KILN_ERR_INVALID_ARGUMENT, op,
+                 "p must lie in [0, 1] (got %g)", p);
+  uint64_t threshold = (uint64_t)ldexp(p, 32);
+  return fill(op, ctx, out, "random_bernoulli", 4, &threshold, 8, 1);
+}
+
+kiln_status
+kiln_random_bits(kiln_context *ctx, kiln_tensor *out)
+{
+  static const char op[] = "kiln_random_bits";
+  KILN_TRY(check_out(op, ctx, out));
+  KILN_RETURN_IF(out->dtype != KILN_I32 && out->dtype != KILN_I64, KILN_ERR_DTYPE, op,
+                 "raw bits fill i32 or i64, not %s", kiln_dtype_name(out->dtype));
+  return fill(op, ctx, out, "random_bits", out->dtype == KILN_I32 ? 4 : 2, NULL, 0, 0);
+}
+
+/*
+ * Sorted (key, index) pairs for a permutation of n (ctx->lock held): *vals
+ * holds the permutation in its first n entries. Consumes ceil(n / 2) blocks.
+ */
+static kiln_status
+permutation_pairs(const char *op, kiln_context *ctx, kiln_dtype program, uint64_t n,
+                  kiln_tensor **vals)
+{
+  uint64_t npad = kiln__ops_pow2(n);
+  kiln_tensor *keys = NULL;
+  struct stream st = stream_begin(ctx, (n + 1) / 2);
+  cl_kernel k;
+  kiln_status s = get_kernel(op, ctx, program, "perm_keys", &k);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(op, ctx, KILN_I64, npad, &keys);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(op, ctx, KILN_I64, npad, vals);
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, k);
+    kiln__args_tensor(&a, keys);
+    kiln__args_tensor(&a, *vals);
+    kiln__args_u64(&a, n);
+    kiln__args_u64(&a, npad);
+    stream_args(&a, &st);
+    s = a.status;
+  }
+  if (s == KILN_OK)
+    s = kiln__ops_launch(op, ctx, k, npad);
+  if (s == KILN_OK)
+    s = kiln__ops_sort_pairs(op, ctx, "random", program, keys, *vals, npad);
+  kiln_tensor_release(keys);
+  if (s == KILN_OK) {
+    stream_commit(ctx, &st);
+  } else {
+    kiln_tensor_release(*vals);
+    *vals = NULL;
+  }
+  return s;
+}
+
+kiln_status
+kiln_random_permutation(kiln_context *ctx, int64_t n, kiln_dtype dtype, kiln_tensor **out)
+{
+  static const char op[] = "kiln_random_permutation";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
+  KILN_RETURN_IF(dtype != KILN_I32 && dtype != KILN_I64, KILN_ERR_DTYPE, op,
+                 "permutations are i32 or i64, not %s", kiln_dtype_name(dtype));
+  KILN_RETURN_IF(n < 0, KILN_ERR_INVALID_ARGUMENT, op, "n is negative (%lld)", (long long)n);
+  KILN_RETURN_IF(dtype == KILN_I32 && n > (int64_t)1 << 31, KILN_ERR_INVALID_ARGUMENT, op,
+                 "n = %lld does not fit i32 indices", (long long)n);
+  kiln__shape shape;
+  KILN_TRY(kiln__shape_make(op, 1, &n, kiln_dtype_size(dtype), &shape, NULL, NULL));
+  int made;
+  KILN_TRY(kiln__output_prepare(op, ctx, dtype, &shape, out, &made));
+  pthread_mutex_lock(&ctx->lock);
+  kiln_tensor *vals = NULL;
+  kiln_status s = KILN_OK;
+  if (n) {
+    s = permutation_pairs(op, ctx, dtype, (uint64_t)n, &vals);
+    cl_kernel k;
+    if (s == KILN_OK)
+      s = get_kernel(op, ctx, dtype, "perm_write", &k);
+    if (s == KILN_OK) {
+      kiln__args a = kiln__args_begin(op, k);
+      kiln__args_tensor(&a, vals);
+      kiln__args_u64(&a, (uint64_t)n);
+      kiln__args_tensor(&a, *out);
+      s = a.status;
+    }
+    if (s == KILN_OK)
+      s = kiln__ops_launch(op, ctx, k, (uint64_t)n);
+  }
+  kiln_tensor_release(vals);
+  pthread_mutex_unlock(&ctx->lock);
+  if (s != KILN_OK)
+    kiln__output_discard(out, made);
+  return s;
+}
+
+kiln_status
+kiln_random_shuffle(kiln_context *ctx, const kiln_tensor *x, kiln_tensor **out)
+{
+  static const char op[] = "kiln_random_shuffle";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
+  KILN_TRY(kiln__tensor_check(op, x, ctx));
+  KILN_RETURN_IF(x->shape.ndim == 0, KILN_ERR_SHAPE, op,
+                 "x must have at least one dimension to shuffle along");
+  const kiln_tensor *ins[1] = {x};
+  kiln__out_target t;
+  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &x->shape, out, ins, 1, &t));
+  uint64_t rows = (uint64_t)x->shape.dims[0];
+  uint64_t inner = rows ? x->numel / rows : 0;
+  pthread_mutex_lock(&ctx->lock);
+  kiln_tensor *vals = NULL;
+  kiln_status s = KILN_OK;
+  if (rows) {
+    /* The permutation consumes the stream even when the rows are empty. */
+    s = permutation_pairs(op, ctx, x->dtype, rows, &vals);
+    if (s == KILN_OK && x->numel) {
+      cl_kernel k;
+      s = get_kernel(op, ctx, x->dtype, "gather_rows", &k);
+      if (s == KILN_OK) {
+        kiln__args a = kiln__args_begin(op, k);
+        kiln__args_tensor(&a, x);
+        kiln__args_tensor(&a, vals);
+        kiln__args_tensor(&a, t.dst);
+        kiln__args_u64(&a, x->numel);
+        kiln__args_u64(&a, inner);
+        s = a.status;
+      }
+      if (s == KILN_OK)
+        s = kiln__ops_launch(op, ctx, k, x->numel);
+    }
+  }
+  kiln_tensor_release(vals);
+  s = kiln__ops_out_finish(op, ctx, &t, s);
+  pthread_mutex_unlock(&ctx->lock);
+  return s;
+}
+
+kiln_status
+kiln__random_philox_blocks(kiln_context *ctx, const uint32_t key[2], const uint32_t ctr[4],
+                           uint64_t nblocks, uint32_t *host)
+{
+  static const char op[] = "kiln__random_philox_blocks";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_RETURN_IF(!key || !ctr || (!host && nblocks), KILN_ERR_INVALID_ARGUMENT, op,
+                 "NULL argument");
+  if (!nblocks)
+    return KILN_OK;
+  pthread_mutex_lock(&ctx->lock);
+  kiln_tensor *buf = NULL;
+  cl_kernel k;
+  kiln_status s = get_kernel(op, ctx, KILN_I32, "philox_blocks", &k);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(op, ctx, KILN_I32, nblocks * 4, &buf);
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, k);
+    kiln__args_tensor(&a, buf);
+    kiln__args_u64(&a, nblocks);
+    kiln__args_u32(&a, key[0]);
+    kiln__args_u32(&a, key[1]);
+    for (int i = 0; i < 4; i++)
+      kiln__args_u32(&a, ctr[i]);
+    s = a.status;
+  }
+  if (s == KILN_OK)
+    s = kiln__ops_launch(op, ctx, k, nblocks);
+  if (s == KILN_OK)
+    s = kiln__ops_read(op, ctx, buf, 0, host, nblocks * 16);
+  kiln_tensor_release(buf);
+  pthread_mutex_unlock(&ctx->lock);
+  return s;
+}

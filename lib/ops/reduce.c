@@ -1,0 +1,822 @@
+/*
+ * Reduction family: kiln_reduce, kiln_argreduce. Kernels in cl_kernels/reduce.cl; the
+ * strategy (rows, columns, two-pass, permute, median tiers) is chosen here and
+ * described in docs/reductions.md.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/axes.h"
+#include "core/dtype_traits.h"
+#include "core/error.h"
+#include "kiln/reduce.h"
+#include "ops/tuned.h"
+#include "runtime/runtime.h"
+
+enum result_rule { RES_SAME, RES_WIDE, RES_REAL, RES_BOOL, RES_I64 };
+enum empty_rule { EMPTY_VALUE, EMPTY_ERROR };
+
+struct red_row {
+  const char *name;
+  enum kiln__dtype_class cls;
+  enum result_rule res;
+  enum empty_rule empty;
+};
+
+static const struct red_row red_rows[] = {
+#define X(E, n, cls, res, empty) {#n, KILN__CLASS_##cls, RES_##res, EMPTY_##empty},
+    KILN_REDUCE_OPS(X)
+#undef X
+};
+
+/* Bytes the kernels may use for one partial state (reduce.cl checks its states fit). */
+#define STATE_BYTES 32
+/* Size of struct msel in reduce.cl. */
+#define MSEL_BYTES 48
+/* Rows up to this length take median_small (MEDIAN_SMALL in reduce.cl). */
+#define MEDIAN_SMALL 32
+/* Longest row median_sort handles (its keys live in local memory). */
+#define MEDIAN_SORT_MAX 4096
+
+/* Flags of reduce.cl. */
+#define F_OMIT 1u
+#define F_ABS 2u
+#define F_NZ 4u
+#define F_ISNAN 8u
+#define F_STD 16u
+
+const char *
+kiln_reduce_op_name(kiln_reduce_op op)
+{
+  return (unsigned)op < KILN_REDUCE_OP_COUNT ? red_rows[op].name : "?";
+}
+
+int
+kiln_reduce_op_supports(kiln_reduce_op op, kiln_dtype dtype)
+{
+  return (unsigned)op < KILN_REDUCE_OP_COUNT && kiln__dtype_valid(dtype) &&
+         (kiln__dtype_class_mask(red_rows[op].cls) & KILN__DT_BIT(dtype));
+}
+
+static kiln_dtype
+result_dtype(const kiln_context *ctx, enum result_rule rule, kiln_dtype in)
+{
+  switch (rule) {
+  case RES_SAME:
+    return in;
+  case RES_WIDE:
+    return kiln__dtype_is_float(in) ? in : KILN_I64;
+  case RES_REAL:
+    return kiln__dtype_is_float(in) ? in : ctx->info.has_fp64 ? KILN_F64 : KILN_F32;
+  case RES_BOOL:
+    return KILN_BOOL;
+  case RES_I64:
+    break;
+  }
+  return KILN_I64;
+}
+
+static kiln_status
+check_op_dtype(const char *op, kiln_reduce_op rop, kiln_dtype dtype)
+{
+  KILN_RETURN_IF((unsigned)rop >= KILN_REDUCE_OP_COUNT, KILN_ERR_INVALID_ARGUMENT, op,
+                 "unknown reduction op %d", (int)rop);
+  KILN_RETURN_IF(!kiln__dtype_valid(dtype), KILN_ERR_INVALID_ARGUMENT, op, "invalid dtype %d",
+                 (int)dtype);
+  KILN_RETURN_IF(!kiln_reduce_op_supports(rop, dtype), KILN_ERR_DTYPE, op,
+                 "%s does not accept %s (accepts f32, f64; cast integers with kiln_cast)",
+                 red_rows[rop].name, kiln_dtype_name(dtype));
+  return KILN_OK;
+}
+
+kiln_status
+kiln_reduce_result_dtype(const kiln_context *ctx, kiln_reduce_op rop, kiln_dtype in,
+                         kiln_dtype *out)
+{
+  static const char op[] = "kiln_reduce_result_dtype";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
+  KILN_TRY(check_op_dtype(op, rop, in));
+  *out = result_dtype(ctx, red_rows[rop].res, in);
+  return KILN_OK;
+}
+
+/* ---------------------------------------------------------------------------------- */
+
+/* A temporary device buffer from the context's pool (ctx->lock held). */
+struct tmp {
+  cl_mem mem;
+  uint64_t cap;
+};
+
+static kiln_status
+tmp_alloc(kiln_context *ctx, uint64_t bytes, struct tmp *t)
+{
+  return kiln__pool_alloc(ctx, bytes ? bytes : 1, &t->mem, &t->cap);
+}
+
+/* Queued kernels still using the buffer keep it alive: the queue is in order. */
+static void
+tmp_free(kiln_context *ctx, struct tmp *t)
+{
+  if (t->mem)
+    kiln__pool_free(ctx, t->mem, t->cap);
+  t->mem = NULL;
+}
+
+/* One reduction as the kernels see it. */
+struct red_call {
+  const char *op; /* for messages */
+  kiln_context *ctx;
+  const kiln__launch_params *lp;
+  const char *options; /* program build options */
+  const char *kop;     /* kernel op name in reduce.cl ("sum", "argmax" ...) */
+  cl_uint flags;
+  double prm;
+};
+
+/* Argument list builder: stops at the first failure, which it keeps. */
+struct args {
+  const char *op;
+  cl_kernel k;
+  cl_uint i;
+  kiln_status s;
+};
+
+static void
+arg_raw(struct args *a, size_t size, const void *v)
+{
+  if (a->s == KILN_OK)
+    a->s = kiln__arg(a->op, a->k, a->i, size, v);
+  a->i++;
+}
+
+static void
+arg_mem(struct args *a, cl_mem m)
+{
+  arg_raw(a, sizeof m, &m);
+}
+
+static void
+arg_u64(struct args *a, uint64_t v)
+{
+  cl_ulong x = v;
+  arg_raw(a, sizeof x, &x);
+}
+
+static void
+arg_u32(struct args *a, uint32_t v)
+{
+  cl_uint x = v;
+  arg_raw(a, sizeof x, &x);
+}
+
+/* The kernels' PT: double where the device has fp64, else float. */
+static void
+arg_prm(struct args *a, kiln_context *ctx, double v)
+{
+  if (ctx->info.has_fp64) {
+    cl_double d = v;
+    arg_raw(a, sizeof d, &d);
+  } else {
+    cl_float f = (cl_float)v;
+    arg_raw(a, sizeof f, &f);
+  }
+}
+
+static kiln_status
+kernel(struct red_call *rc, const char *suffix, cl_kernel *k)
+{
+  char name[64];
+  snprintf(name, sizeof name, "%s%s", rc->kop, suffix);
+  return kiln__kernel_get(rc->op, rc->ctx, "reduce", rc->options, name, k);
+}
+
+static uint64_t
+pow2_floor(uint64_t v)
+{
+  uint64_t p = 1;
+  while (p * 2 <= v)
+    p *= 2;
+  return p;
+}
+
+static uint64_t
+pow2_ceil(uint64_t v)
+{
+  uint64_t p = 1;
+  while (p < v)
+    p *= 2;
+  return p;
+}
+
+/*
+ * Work-items sharing a row: enough that each folds about items_per_thread elements, but no
+ * more than it takes to give the device its target number of work-items (a CPU needs few:
+ * there, rows are best reduced whole by one item each), and at most the group size.
+ */
+static uint32_t
+lanes_for(uint64_t len, uint32_t ipt, size_t local, uint64_t rows, uint64_t target_items)
+{
+  uint64_t want = pow2_ceil((len + ipt - 1) / ipt);
+  uint64_t fill = pow2_ceil((target_items + rows - 1) / (rows ? rows : 1));
+  uint64_t most = pow2_floor(local);
+  if (want > fill)
+    want = fill;
+  return (uint32_t)(want < most ? want : most);
+}
+
+/* Groups for a grid-stride kernel over n items: at most 64 per compute unit. */
+
+/*
+ * Reduces src (element offset srcoff) viewed as (outer, red, inner) with red > 0 into
+ * out (+ vals for argmin/argmax). ctx->lock held.
+ */
+static kiln_status
+run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uint64_t red,
+           uint64_t inner, cl_mem out, uint64_t ooff, cl_mem vals, uint64_t voff)
+{
+  kiln_context *ctx = rc->ctx;
+  const kiln__launch_params *lp = rc->lp;
+  uint64_t target = kiln__launch_target_groups(ctx, lp);
+  struct tmp part = {0};
+  cl_kernel k;
+  size_t local, global;
+  kiln_status s;
+
+  if (inner == 1) {
+    KILN_TRY(kernel(rc, "_rows", &k));
+    KILN_TRY(kiln__launch_local_size(rc->op, ctx, k, lp->wg_size, STATE_BYTES, &local));
+    uint64_t clen;
+    uint64_t nchunk = kiln__launch_chunks(lp, outer, red, (uint64_t)local * lp->items_per_thread,
+                                          target, &clen);
+    uint32_t lanes = lanes_for(clen, lp->items_per_thread, local, outer * nchunk, target * local);
+    uint64_t rpg = local / lanes;
+    if (nchunk > 1)
+      KILN_TRY(tmp_alloc(ctx, outer * nchunk * STATE_BYTES, &part));
+    struct args a = {rc->op, k, 0, KILN_OK};
+    arg_mem(&a, src);
+    arg_u64(&a, srcoff);
+    arg_mem(&a, out);
+    arg_u64(&a, ooff);
+    arg_mem(&a, vals);
+    arg_u64(&a, voff);
+    arg_mem(&a, part.mem);
+    arg_u64(&a, outer);
+    arg_u64(&a, red);
+    arg_u64(&a, nchunk);
+    arg_u64(&a, clen);
+    arg_u32(&a, lanes);
+    arg_u32(&a, lp->blocked);
+    arg_u32(&a, rc->flags);
+    arg_prm(&a, ctx, rc->prm);
+    arg_raw(&a, local * STATE_BYTES, NULL);
+    global = (size_t)(((outer + rpg - 1) / rpg) * nchunk * local);
+    s = a.s == KILN_OK ? kiln__enqueue_kernel(rc->op, ctx, k, 1, &global, &local) : a.s;
+    if (s == KILN_OK && nchunk > 1) {
+      s = kernel(rc, "_rows_p", &k);
+      size_t local2 = 0;
+      if (s == KILN_OK)
+        s = kiln__launch_local_size(rc->op, ctx, k, lp->wg_size, STATE_BYTES, &local2);
+      if (s == KILN_OK) {
+        uint32_t lanes2 = lanes_for(nchunk, 1, local2, outer, target * local2);
+        uint64_t rpg2 = local2 / lanes2;
+        struct args b = {rc->op, k, 0, KILN_OK};
+        arg_mem(&b, part.mem);
+        arg_mem(&b, out);
+        arg_u64(&b, ooff);
+        arg_mem(&b, vals);
+        arg_u64(&b, voff);
+        arg_u64(&b, outer);
+        arg_u64(&b, nchunk);
+        arg_u32(&b, lanes2);
+        arg_u32(&b, rc->flags);
+        arg_prm(&b, ctx, rc->prm);
+        arg_raw(&b, local2 * STATE_BYTES, NULL);
+        global = (size_t)(((outer + rpg2 - 1) / rpg2) * local2);
+        s = b.s == KILN_OK ? kiln__enqueue_kernel(rc->op, ctx, k, 1, &global, &local2) : b.s;
+      }
+    }
+    tmp_free(ctx, &part);
+    return s;
+  }
+
+  KILN_TRY(kernel(rc, "_cols", &k));
+  KILN_TRY(kiln__launch_local_size(rc->op, ctx, k, lp->wg_size, 0, &local));
+  uint64_t clen, cols = lp->cols_per_item, nblk = (inner + cols - 1) / cols;
+  uint64_t nchunk =
+      kiln__launch_chunks(lp, outer * nblk, red, lp->items_per_thread, target * local, &clen);
+  if (nchunk > 1)
+    KILN_TRY(tmp_alloc(ctx, outer * nchunk * inner * STATE_BYTES, &part));
+  struct args a = {rc->op, k, 0, KILN_OK};
+  arg_mem(&a, src);
+  arg_u64(&a, srcoff);
+  arg_mem(&a, out);
+  arg_u64(&a, ooff);
+  arg_mem(&a, vals);
+  arg_u64(&a, voff);
+  arg_mem(&a, part.mem);
+  arg_u64(&a, outer);
+  arg_u64(&a, red);
+  arg_u64(&a, inner);
+  arg_u64(&a, nchunk);
+  arg_u64(&a, clen);
+  arg_u32(&a, rc->flags);
+  arg_prm(&a, ctx, rc->prm);
+  global = kiln__launch_grid(outer * nchunk * nblk, local);
+  s = a.s == KILN_OK ? kiln__enqueue_kernel(rc->op, ctx, k, 1, &global, &local) : a.s;
+  if (s == KILN_OK && nchunk > 1) {
+    s = kernel(rc, "_cols_p", &k);
+    if (s == KILN_OK)
+      s = kiln__launch_local_size(rc->op, ctx, k, lp->wg_size, 0, &local);
+    if (s == KILN_OK) {
+      struct args b = {rc->op, k, 0, KILN_OK};
+      arg_mem(&b, part.mem);
+      arg_mem(&b, out);
+      arg_u64(&b, ooff);
+      arg_mem(&b, vals);
+      arg_u64(&b, voff);
+      arg_u64(&b, outer);
+      arg_u64(&b, nchunk);
+      arg_u64(&b, inner);
+      arg_u32(&b, rc->flags);
+      arg_prm(&b, ctx, rc->prm);
+      global = kiln__launch_grid(outer * inner, local);
+      s = b.s == KILN_OK ? kiln__enqueue_kernel(rc->op, ctx, k, 1, &global, &local) : b.s;
+    }
+  }
+  tmp_free(ctx, &part);
+  return s;
+}
+
+/* Copies x into dst in the order of plan (shape and source strides). ctx->lock held. */
+static kiln_status
+run_permute(struct red_call *rc, const kiln_tensor *x, uint32_t ndim, const uint64_t *shape,
+            const uint64_t *stride, cl_mem dst)
+{
+  kiln__bcast plan;
+  memset(&plan, 0, sizeof plan);
+  for (uint32_t d = 0; d < ndim; d++) {
+    plan.shape[d] = shape[d];
+    plan.stride[0][d] = stride[d];
+  }
+  cl_kernel k;
+  size_t local, global;
+  KILN_TRY(kiln__kernel_get(rc->op, rc->ctx, "reduce", rc->options, "permute", &k));
+  KILN_TRY(kiln__launch_local_size(rc->op, rc->ctx, k, rc->lp->wg_size, 0, &local));
+  struct args a = {rc->op, k, 0, KILN_OK};
+  arg_mem(&a, x->mem);
+  arg_u64(&a, x->offset / kiln_dtype_size(x->dtype));
+  arg_mem(&a, dst);
+  arg_u64(&a, x->numel);
+  arg_u32(&a, ndim);
+  arg_raw(&a, sizeof plan, &plan);
+  KILN_TRY(a.s);
+  /* One work-item per run of PERM_RUN = 64 elements of the last dim (permute in reduce.cl). */
+  global = kiln__launch_grid(x->numel / shape[ndim - 1] * ((shape[ndim - 1] + 63) / 64), local);
+  return kiln__enqueue_kernel(rc->op, rc->ctx, k, 1, &global, &local);
+}
+
+/* A 1-D grid-stride launch of a median kernel over `rows` items. */
+static kiln_status
+launch_items(struct red_call *rc, cl_kernel k, uint64_t n)
+{
+  size_t local, global;
+  KILN_TRY(kiln__launch_local_size(rc->op, rc->ctx, k, rc->lp->wg_size, 0, &local));
+  global = kiln__launch_grid(n, local);
+  return kiln__enqueue_kernel(rc->op, rc->ctx, k, 1, &global, &local);
+}
+
+static unsigned
+key_bits(kiln_dtype d)
+{
+  switch (d) {
+  case KILN_F64:
+  case KILN_I64:
+    return 64;
+  case KILN_F32:
+  case KILN_I32:
+    return 32;
+  default:
+    return 8;
+  }
+}
+
+/* Median of each row of src, viewed as (rows, red) with red > 0. ctx->lock held. */
+static kiln_status
+run_median(struct red_call *rc, kiln_dtype dtype, cl_mem src, uint64_t srcoff, uint64_t rows,
+           uint64_t red, cl_mem out, uint64_t ooff)
+{
+  kiln_context *ctx = rc->ctx;
+  cl_kernel k;
+  kiln_status s;
+  if (red <= MEDIAN_SMALL) {
+    KILN_TRY(kiln__kernel_get(rc->op, ctx, "reduce", rc->options, "median_small", &k));
+    struct args a = {rc->op, k, 0, KILN_OK};
+    arg_mem(&a, src);
+    arg_u64(&a, srcoff);
+    arg_mem(&a, out);
+    arg_u64(&a, ooff);
+    arg_u64(&a, rows);
+    arg_u64(&a, red);
+    arg_u32(&a, rc->flags);
+    KILN_TRY(a.s);
+    return launch_items(rc, k, rows);
+  }
+
+  uint64_t npow2 = pow2_ceil(red);
+  if (red <= MEDIAN_SORT_MAX && npow2 * 8 + 64 <= ctx->info.local_mem_bytes) {
+    KILN_TRY(kiln__kernel_get(rc->op, ctx, "reduce", rc->options, "median_sort", &k));
+    size_t local, global;
+    KILN_TRY(kiln__launch_local_size(rc->op, ctx, k, rc->lp->wg_size, 0, &local));
+    struct args a = {rc->op, k, 0, KILN_OK};
+    arg_mem(&a, src);
+    arg_u64(&a, srcoff);
+    arg_mem(&a, out);
+    arg_u64(&a, ooff);
+    arg_u64(&a, rows);
+    arg_u64(&a, red);
+    arg_u32(&a, (uint32_t)npow2);
+    arg_u32(&a, rc->flags);
+    arg_raw(&a, (size_t)npow2 * 8, NULL);
+    KILN_TRY(a.s);
+    global = (size_t)(rows * local);
+    return kiln__enqueue_kernel(rc->op, ctx, k, 1, &global, &local);
+  }
+
+  /* Radix selection. NaN count first (floats): it decides the ranks and propagation. */
+  struct tmp nnan = {0}, sel = {0}, hist = {0};
+  int is_float = kiln__dtype_is_float(dtype);
+  s = tmp_alloc(ctx, rows * MSEL_BYTES, &sel);
+  if (s == KILN_OK && is_float) {
+    s = tmp_alloc(ctx, rows * 8, &nnan);
+    if (s == KILN_OK) {
+      struct red_call cnt = *rc;
+      cnt.kop = "count";
+      cnt.flags = F_ISNAN;
+      s = run_reduce(&cnt, src, srcoff, rows, red, 1, nnan.mem, 0, NULL, 0);
+    }
+  }
+  if (s == KILN_OK)
+    s = kiln__kernel_get(rc->op, ctx, "reduce", rc->options, "median_init", &k);
+  if (s == KILN_OK) {
+    struct args a = {rc->op, k, 0, KILN_OK};
+    arg_mem(&a, nnan.mem);
+    arg_mem(&a, sel.mem);
+    arg_u64(&a, rows);
+    arg_u64(&a, red);
+    arg_u32(&a, rc->flags);
+    s = a.s == KILN_OK ? launch_items(rc, k, rows) : a.s;
+  }
+  cl_kernel kh = NULL, kp = NULL;
+  size_t local = 1;
+  if (s == KILN_OK)
+    s = kiln__kernel_get(rc->op, ctx, "reduce", rc->options, "median_hist", &kh);
+  if (s == KILN_OK)
+    s = kiln__kernel_get(rc->op, ctx, "reduce", rc->options, "median_pick", &kp);
+  if (s == KILN_OK)
+    s = kiln__launch_local_size(rc->op, ctx, kh, rc->lp->wg_size, 0, &local);
+  uint64_t clen = red, nchunk = 1;
+  if (s == KILN_OK) {
+    nchunk = kiln__launch_chunks(rc->lp, rows, red, (uint64_t)local * rc->lp->items_per_thread,
+                                 kiln__launch_target_groups(ctx, rc->lp), &clen);
+    s = tmp_alloc(ctx, rows * nchunk * 512 * 4, &hist);
+  }
+  for (int shift = (int)key_bits(dtype) - 8; s == KILN_OK && shift >= 0; shift -= 8) {
+    struct args a = {rc->op, kh, 0, KILN_OK};
+    arg_mem(&a, src);
+    arg_u64(&a, srcoff);
+    arg_mem(&a, sel.mem);
+    arg_mem(&a, hist.mem);
+    arg_u64(&a, rows);
+    arg_u64(&a, red);
+    arg_u64(&a, nchunk);
+    arg_u64(&a, clen);
+    arg_u32(&a, (uint32_t)shift);
+    arg_u32(&a, rc->lp->blocked);
+    size_t global = (size_t)(rows * nchunk * local);
+    s = a.s == KILN_OK ? kiln__enqueue_kernel(rc->op, ctx, kh, 1, &global, &local) : a.s;
+    if (s != KILN_OK)
+      break;
+    struct args b = {rc->op, kp, 0, KILN_OK};
+    arg_mem(&b, hist.mem);
+    arg_mem(&b, sel.mem);
+    arg_u64(&b, rows);
+    arg_u64(&b, nchunk);
+    arg_u32(&b, (uint32_t)shift);
+    s = b.s == KILN_OK ? launch_items(rc, kp, rows) : b.s;
+  }
+  if (s == KILN_OK)
+    s = kiln__kernel_get(rc->op, ctx, "reduce", rc->options, "median_store", &k);
+  if (s == KILN_OK) {
+    struct args a = {rc->op, k, 0, KILN_OK};
+    arg_mem(&a, sel.mem);
+    arg_mem(&a, out);
+    arg_u64(&a, ooff);
+    arg_u64(&a, rows);
+    s = a.s == KILN_OK ? launch_items(rc, k, rows) : a.s;
+  }
+  tmp_free(ctx, &hist);
+  tmp_free(ctx, &nnan);
+  tmp_free(ctx, &sel);
+  return s;
+}
+
+/* ---------------------------------------------------------------------------------- */
+
+/* Kernel op, flags and parameter for a public op with its options. */
+static kiln_status
+plan_op(const char *op, kiln_reduce_op rop, const kiln_reduce_options *o, struct red_call *rc,
+        int *wide_matters)
+{
+  rc->flags = o->nan_policy == KILN_NAN_OMIT ? F_OMIT : 0u;
+  rc->prm = 0;
+  *wide_matters = 0;
+  switch (rop) {
+  case KILN_REDUCE_SUM:
+    rc->kop = "sum";
+    *wide_matters = 1;
+    break;
+  case KILN_REDUCE_PROD:
+    rc->kop = "prod";
+    *wide_matters = 1;
+    break;
+  case KILN_REDUCE_MEAN:
+    rc->kop = "mean";
+    *wide_matters = 1;
+    break;
+  case KILN_REDUCE_VAR:
+  case KILN_REDUCE_STD:
+    rc->kop = "var";
+    rc->prm = o->ddof;
+    rc->flags |= rop == KILN_REDUCE_STD ? F_STD : 0u;
+    *wide_matters = 1;
+    break;
+  case KILN_REDUCE_MIN:
+    rc->kop = "min";
+    break;
+  case KILN_REDUCE_MAX:
+    rc->kop = "max";
+    break;
+  case KILN_REDUCE_ARGMIN:
+    rc->kop = "argmin";
+    break;
+  case KILN_REDUCE_ARGMAX:
+    rc->kop = "argmax";
+    break;
+  case KILN_REDUCE_ANY:
+    rc->kop = "any";
+    break;
+  case KILN_REDUCE_ALL:
+    rc->kop = "all";
+    break;
+  case KILN_REDUCE_COUNT_NONZERO:
+    rc->kop = "count";
+    break;
+  case KILN_REDUCE_LOGSUMEXP:
+    rc->kop = "lse";
+    *wide_matters = 1;
+    break;
+  case KILN_REDUCE_MEDIAN:
+    rc->kop = "median";
+    break;
+  case KILN_REDUCE_NORM:
+    switch (o->norm_ord) {
+    case KILN_NORM_L2:
+      rc->kop = "normp";
+      rc->prm = 2;
+      *wide_matters = 1;
+      break;
+    case KILN_NORM_P:
+      KILN_RETURN_IF(!(o->norm_p > 0) || !isfinite(o->norm_p), KILN_ERR_INVALID_ARGUMENT, op,
+                     "norm_p must be finite and > 0 (got %g)", o->norm_p);
+      rc->kop = "normp";
+      rc->prm = o->norm_p;
+      *wide_matters = 1;
+      break;
+    case KILN_NORM_L1:
+      rc->kop = "sum";
+      rc->flags |= F_ABS;
+      *wide_matters = 1;
+      break;
+    case KILN_NORM_LINF:
+      rc->kop = "max";
+      rc->flags |= F_ABS;
+      break;
+    case KILN_NORM_NEG_INF:
+      rc->kop = "min";
+      rc->flags |= F_ABS;
+      break;
+    case KILN_NORM_L0:
+      rc->kop = "sum";
+      rc->flags |= F_NZ;
+      *wide_matters = 1;
+      break;
+    default:
+      return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0, "unknown norm order %d",
+                        (int)o->norm_ord);
+    }
+    break;
+  default:
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0, "unknown reduction op %d", (int)rop);
+  }
+  return KILN_OK;
+}
+
+/* What a reduction over zero elements gives (EMPTY_VALUE ops). */
+static double
+empty_value(kiln_reduce_op rop, const kiln_reduce_options *o)
+{
+  switch (rop) {
+  case KILN_REDUCE_PROD:
+  case KILN_REDUCE_ALL:
+    return 1;
+  case KILN_REDUCE_MEAN:
+  case KILN_REDUCE_VAR:
+  case KILN_REDUCE_STD:
+  case KILN_REDUCE_MEDIAN:
+    return NAN;
+  case KILN_REDUCE_LOGSUMEXP:
+    return -INFINITY;
+  case KILN_REDUCE_NORM:
+    return o->norm_ord == KILN_NORM_NEG_INF ? INFINITY : 0;
+  default:
+    return 0;
+  }
+}
+
+static kiln_status
+fill(const char *op, kiln_context *ctx, kiln_tensor *t, double v)
+{
+  if (!t->nbytes)
+    return KILN_OK;
+  unsigned char pattern[8];
+  kiln__scalar_to_bytes(kiln_scalar_f64(v), t->dtype, pattern);
+  cl_int err = clEnqueueFillBuffer(ctx->queue, t->mem, pattern, kiln_dtype_size(t->dtype),
+                                   t->offset, t->nbytes, 0, NULL, NULL);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueFillBuffer");
+}
+
+static uint64_t
+elem_offset(const kiln_tensor *t)
+{
+  return t ? t->offset / kiln_dtype_size(t->dtype) : 0;
+}
+
+/* Everything after validation and output preparation; ctx->lock held. */
+static kiln_status
+reduce_locked(struct red_call *rc, kiln_reduce_op rop, const kiln_tensor *x,
+              const kiln__reduce_layout *l, const kiln_reduce_options *o, kiln_tensor *vals,
+              kiln_tensor *out)
+{
+  kiln_context *ctx = rc->ctx;
+  if (out->numel == 0)
+    return KILN_OK;
+  if (l->red == 0) {
+    KILN_TRY(fill(rc->op, ctx, out, empty_value(rop, o)));
+    return KILN_OK;
+  }
+  cl_mem src = x->mem;
+  uint64_t srcoff = elem_offset(x);
+  uint64_t outer = l->outer, red = l->red, inner = l->inner;
+  struct tmp perm = {0};
+  kiln_status s = KILN_OK;
+  int is_median = rop == KILN_REDUCE_MEDIAN;
+  if (l->permute || (is_median && inner > 1)) {
+    /* Median needs contiguous rows: (outer, red, inner) becomes (outer, inner, red). */
+    uint64_t shape[3] = {outer, inner, red}, stride[3] = {red * inner, 1, inner};
+    s = tmp_alloc(ctx, x->nbytes, &perm);
+    if (s == KILN_OK)
+      s = l->permute ? run_permute(rc, x, l->perm_ndim, l->perm_shape, l->perm_stride, perm.mem)
+                     : run_permute(rc, x, 3, shape, stride, perm.mem);
+    if (!l->permute)
+      outer *= inner;
+    inner = 1;
+    src = perm.mem;
+    srcoff = 0;
+  }
+  if (s == KILN_OK) {
+    if (is_median)
+      s = run_median(rc, x->dtype, src, srcoff, outer, red, out->mem, elem_offset(out));
+    else
+      s = run_reduce(rc, src, srcoff, outer, red, inner, out->mem, elem_offset(out),
+                     vals ? vals->mem : NULL, elem_offset(vals));
+  }
+  tmp_free(ctx, &perm);
+  return s;
+}
+
+/* kiln_reduce (arg_call 0) and kiln_argreduce (arg_call 1: out = indices, values optional). */
+static kiln_status
+reduce_impl(kiln_context *ctx, kiln_reduce_op rop, const kiln_tensor *x, const int64_t *axes,
+            size_t naxes, int keepdims, const kiln_reduce_options *opts,
+            const kiln__launch_params *lp, int arg_call, kiln_tensor **values, kiln_tensor **out)
+{
+  char op[64];
+  snprintf(op, sizeof op, "%s(%s)", arg_call ? "kiln_argreduce" : "kiln_reduce",
+           kiln_reduce_op_name(rop));
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "%s is NULL",
+                 arg_call ? "indices" : "out");
+  KILN_RETURN_IF((unsigned)rop >= KILN_REDUCE_OP_COUNT, KILN_ERR_INVALID_ARGUMENT, op,
+                 "unknown reduction op %d", (int)rop);
+  KILN_RETURN_IF(arg_call && rop != KILN_REDUCE_ARGMIN && rop != KILN_REDUCE_ARGMAX,
+                 KILN_ERR_INVALID_ARGUMENT, op,
+                 "kiln_argreduce takes KILN_REDUCE_ARGMIN or KILN_REDUCE_ARGMAX");
+  KILN_TRY(kiln__tensor_check(op, x, ctx));
+  KILN_TRY(check_op_dtype(op, rop, x->dtype));
+  kiln_reduce_options o;
+  memset(&o, 0, sizeof o);
+  if (opts)
+    o = *opts;
+  KILN_RETURN_IF(o.nan_policy != KILN_NAN_PROPAGATE && o.nan_policy != KILN_NAN_OMIT,
+                 KILN_ERR_INVALID_ARGUMENT, op, "unknown NaN policy %d", (int)o.nan_policy);
+  KILN_RETURN_IF(!(o.ddof >= 0) || !isfinite(o.ddof), KILN_ERR_INVALID_ARGUMENT, op,
+                 "ddof must be finite and >= 0 (got %g)", o.ddof);
+  struct red_call rc = {op, ctx, lp, NULL, NULL, 0, 0};
+  int wide_matters;
+  KILN_TRY(plan_op(op, rop, &o, &rc, &wide_matters));
+  int wide = o.accumulate_f64 && wide_matters && x->dtype == KILN_F32;
+  KILN_RETURN_IF(o.accumulate_f64 && !ctx->info.has_fp64, KILN_ERR_UNSUPPORTED, op,
+                 "accumulate_f64 needs fp64, which device \"%s\" lacks", ctx->info.name);
+
+  unsigned mask;
+  KILN_TRY(kiln__axes_mask(op, x->shape.ndim, axes, naxes, &mask));
+  kiln__reduce_layout l;
+  kiln__reduce_layout_make(&x->shape, mask, keepdims, &l);
+  kiln__launch_params tuned;
+  if (!lp) {
+    /* Tuned per (dtype, layout, size) bucket, before any lock (online tuning runs kernels). */
+    kiln__launch_params_for(ctx, KILN__LAUNCH_REDUCE, x->dtype, l.outer, l.red, l.inner, &tuned);
+    lp = &tuned;
+  }
+  KILN_TRY(kiln__launch_params_check(op, lp));
+  rc.lp = lp;
+  KILN_RETURN_IF(l.red == 0 && red_rows[rop].empty == EMPTY_ERROR, KILN_ERR_SHAPE, op,
+                 "%s of an empty selection has no value (a reduced axis has size 0)",
+                 red_rows[rop].name);
+
+  char options[192];
+  kiln__dtype_options(x->dtype, options, sizeof options);
+  if (ctx->info.has_fp64)
+    strncat(options, " -DKILN_FP64=1", sizeof options - strlen(options) - 1);
+  if (wide)
+    strncat(options, " -DKILN_REDUCE_WIDE=1", sizeof options - strlen(options) - 1);
+  snprintf(options + strlen(options), sizeof options - strlen(options), " -DKILN_COLS=%u",
+           lp->cols_per_item);
+  rc.options = options;
+
+  int made_v = 0, made = 0;
+  KILN_TRY(kiln__output_prepare(op, ctx, result_dtype(ctx, red_rows[rop].res, x->dtype), &l.out,
+                                out, &made));
+  kiln_status s = KILN_OK;
+  if (values)
+    s = kiln__output_prepare(op, ctx, x->dtype, &l.out, values, &made_v);
+  if (s != KILN_OK) {
+    kiln__output_discard(out, made);
+    return s;
+  }
+  pthread_mutex_lock(&ctx->lock);
+  s = reduce_locked(&rc, rop, x, &l, &o, values ? *values : NULL, *out);
+  pthread_mutex_unlock(&ctx->lock);
+  if (s != KILN_OK) {
+    kiln__output_discard(out, made);
+    if (values)
+      kiln__output_discard(values, made_v);
+  }
+  return s;
+}
+
+kiln_status
+kiln__reduce_tuned(kiln_context *ctx, kiln_reduce_op op, const kiln_tensor *x,
+                   const int64_t *axes, size_t naxes, int keepdims,
+                   const kiln_reduce_options *opts, const kiln__launch_params *lp,
+                   kiln_tensor **out)
+{
+  return reduce_impl(ctx, op, x, axes, naxes, keepdims, opts, lp, 0, NULL, out);
+}
+
+kiln_status
+kiln__argreduce_tuned(kiln_context *ctx, kiln_reduce_op op, const kiln_tensor *x,
+                      const int64_t *axes, size_t naxes, int keepdims,
+                      const kiln_reduce_options *opts, const kiln__launch_params *lp,
+                      kiln_tensor **values, kiln_tensor **indices)
+{
+  return reduce_impl(ctx, op, x, axes, naxes, keepdims, opts, lp, 1, values, indices);
+}
+
+kiln_status
+kiln_reduce(kiln_context *ctx, kiln_reduce_op op, const kiln_tensor *x, const int64_t *axes,
+            size_t naxes, int keepdims, const kiln_reduce_options *opts, kiln_tensor **out)
+{
+  return reduce_impl(ctx, op, x, axes, naxes, keepdims, opts, NULL, 0, NULL, out);
+}
+
+kiln_status
+kiln_argreduce(kiln_context *ctx, kiln_reduce_op op, const kiln_tensor *x, const int64_t *axes,
+               size_t naxes, int keepdims, const kiln_reduce_options *opts, kiln_tensor **values,
+               kiln_tensor **indices)
+{
+  return reduce_impl(ctx, op, x, axes, naxes, keepdims, opts, NULL, 1, values, indices);
+}

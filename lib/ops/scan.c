@@ -1,0 +1,466 @@
+/*
+ * Scan family: kiln_scan, kiln_scan_indexed, kiln_diff. Kernels in cl_kernels/scan.cl;
+ * the strategy (one item per line, or tiled work-group scans, each optionally split into
+ * chunks with a totals pass and a fixup) is chosen here; docs/reductions.md describes it.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/axes.h"
+#include "core/dtype_traits.h"
+#include "core/error.h"
+#include "kiln/reduce.h"
+#include "ops/tuned.h"
+#include "runtime/runtime.h"
+
+enum result_rule { RES_SAME, RES_WIDE };
+
+struct scan_row {
+  const char *name;
+  enum kiln__dtype_class cls;
+  enum result_rule res;
+};
+
+static const struct scan_row scan_rows[] = {
+#define X(E, n, cls, res) {#n, KILN__CLASS_##cls, RES_##res},
+    KILN_SCAN_OPS(X)
+#undef X
+};
+
+/* Bytes a chunk total may take (scan.cl checks its states fit). */
+#define STATE_BYTES 32
+
+#define F_OMIT 1u
+#define F_EXCL 2u
+
+const char *
+kiln_scan_op_name(kiln_scan_op op)
+{
+  return (unsigned)op < KILN_SCAN_OP_COUNT ? scan_rows[op].name : "?";
+}
+
+int
+kiln_scan_op_supports(kiln_scan_op op, kiln_dtype dtype)
+{
+  return (unsigned)op < KILN_SCAN_OP_COUNT && kiln__dtype_valid(dtype) &&
+         (kiln__dtype_class_mask(scan_rows[op].cls) & KILN__DT_BIT(dtype));
+}
+
+static kiln_dtype
+result_dtype(enum result_rule rule, kiln_dtype in)
+{
+  return rule == RES_WIDE && !kiln__dtype_is_float(in) ? KILN_I64 : in;
+}
+
+static kiln_status
+check_op_dtype(const char *op, kiln_scan_op sop, kiln_dtype dtype)
+{
+  KILN_RETURN_IF((unsigned)sop >= KILN_SCAN_OP_COUNT, KILN_ERR_INVALID_ARGUMENT, op,
+                 "unknown scan op %d", (int)sop);
+  KILN_RETURN_IF(!kiln__dtype_valid(dtype), KILN_ERR_INVALID_ARGUMENT, op, "invalid dtype %d",
+                 (int)dtype);
+  KILN_RETURN_IF(!kiln_scan_op_supports(sop, dtype), KILN_ERR_DTYPE, op,
+                 "%s does not accept %s (accepts f32, f64; cast integers with kiln_cast)",
+                 scan_rows[sop].name, kiln_dtype_name(dtype));
+  return KILN_OK;
+}
+
+kiln_status
+kiln_scan_result_dtype(const kiln_context *ctx, kiln_scan_op sop, kiln_dtype in, kiln_dtype *out)
+{
+  static const char op[] = "kiln_scan_result_dtype";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
+  KILN_TRY(check_op_dtype(op, sop, in));
+  *out = result_dtype(scan_rows[sop].res, in);
+  return KILN_OK;
+}
+
+/* ---------------------------------------------------------------------------------- */
+
+struct tmp {
+  cl_mem mem;
+  uint64_t cap;
+};
+
+static kiln_status
+tmp_alloc(kiln_context *ctx, uint64_t bytes, struct tmp *t)
+{
+  return kiln__pool_alloc(ctx, bytes ? bytes : 1, &t->mem, &t->cap);
+}
+
+/* Queued kernels still using the buffer keep it alive: the queue is in order. */
+static void
+tmp_free(kiln_context *ctx, struct tmp *t)
+{
+  if (t->mem)
+    kiln__pool_free(ctx, t->mem, t->cap);
+  t->mem = NULL;
+}
+
+/* Argument list builder: stops at the first failure, which it keeps. */
+struct args {
+  const char *op;
+  cl_kernel k;
+  cl_uint i;
+  kiln_status s;
+};
+
+static void
+arg_raw(struct args *a, size_t size, const void *v)
+{
+  if (a->s == KILN_OK)
+    a->s = kiln__arg(a->op, a->k, a->i, size, v);
+  a->i++;
+}
+
+static void
+arg_mem(struct args *a, cl_mem m)
+{
+  arg_raw(a, sizeof m, &m);
+}
+
+static void
+arg_u64(struct args *a, uint64_t v)
+{
+  cl_ulong x = v;
+  arg_raw(a, sizeof x, &x);
+}
+
+static void
+arg_u32(struct args *a, uint32_t v)
+{
+  cl_uint x = v;
+  arg_raw(a, sizeof x, &x);
+}
+
+
+static uint64_t
+elem_offset(const kiln_tensor *t)
+{
+  return t ? t->offset / kiln_dtype_size(t->dtype) : 0;
+}
+
+struct scan_call {
+  const char *op;
+  kiln_context *ctx;
+  const kiln__launch_params *lp;
+  const char *options;
+  const char *name; /* op name in scan.cl */
+  cl_uint flags;
+};
+
+static kiln_status
+get(struct scan_call *sc, const char *suffix, cl_kernel *k)
+{
+  char name[64];
+  snprintf(name, sizeof name, "%s%s", sc->name, suffix);
+  return kiln__kernel_get(sc->op, sc->ctx, "scan", sc->options, name, k);
+}
+
+/*
+ * Scans x, viewed as (outer, len, inner) with len > 0, into y (and yi). ctx->lock held.
+ * need_idx: cummin/cummax, whose fixup needs indices even when the caller wants none.
+ */
+static kiln_status
+run_scan(struct scan_call *sc, const kiln_tensor *x, uint64_t outer, uint64_t len,
+         uint64_t inner, kiln_tensor *y, kiln_tensor *yi, int need_idx)
+{
+  kiln_context *ctx = sc->ctx;
+  const kiln__launch_params *lp = sc->lp;
+  uint64_t lines = outer * inner, target = kiln__launch_target_groups(ctx, lp);
+  int tiles = inner == 1 && len >= lp->two_pass_min;
+  cl_kernel k;
+  size_t local, global;
+  uint64_t nchunk, clen;
+  struct tmp tot = {0}, idx = {0}, val = {0};
+  kiln_status s;
+
+  KILN_TRY(get(sc, tiles ? "_tiles" : "_lines", &k));
+  KILN_TRY(kiln__launch_local_size(sc->op, ctx, k, lp->wg_size, tiles ? STATE_BYTES : 0, &local));
+  if (tiles)
+    nchunk = kiln__launch_chunks(lp, lines, len, (uint64_t)local * lp->items_per_thread, target,
+                                 &clen);
+  else
+    nchunk = kiln__launch_chunks(lp, outer * ((inner + lp->cols_per_item - 1) / lp->cols_per_item),
+                                 len, lp->items_per_thread, target * local, &clen);
+
+  cl_mem ymem = y ? y->mem : NULL, imem = yi ? yi->mem : NULL;
+  uint64_t yoff = elem_offset(y), ioff = elem_offset(yi);
+  s = KILN_OK;
+  if (nchunk > 1) {
+    s = tmp_alloc(ctx, lines * nchunk * STATE_BYTES, &tot);
+    if (s == KILN_OK && need_idx && !yi) {
+      s = tmp_alloc(ctx, outer * len * inner * 8, &idx);
+      imem = idx.mem;
+      ioff = 0;
+    }
+    /* Likewise the values of an indexed scan whose caller wants only the indices. */
+    if (s == KILN_OK && !y) {
+      s = tmp_alloc(ctx, outer * len * inner * kiln_dtype_size(x->dtype), &val);
+      ymem = val.mem;
+      yoff = 0;
+    }
+  }
+  if (s == KILN_OK) {
+    struct args a = {sc->op, k, 0, KILN_OK};
+    arg_mem(&a, x->mem);
+    arg_u64(&a, elem_offset(x));
+    arg_mem(&a, ymem);
+    arg_u64(&a, yoff);
+    arg_mem(&a, imem);
+    arg_u64(&a, ioff);
+    arg_mem(&a, tot.mem);
+    if (tiles) {
+      arg_u64(&a, lines);
+      arg_u64(&a, len);
+      arg_u64(&a, nchunk);
+      arg_u64(&a, clen);
+      arg_u32(&a, lp->items_per_thread);
+      arg_u32(&a, sc->flags);
+      arg_raw(&a, local * STATE_BYTES, NULL);
+      global = (size_t)(lines * nchunk * local);
+    } else {
+      arg_u64(&a, outer);
+      arg_u64(&a, len);
+      arg_u64(&a, inner);
+      arg_u64(&a, nchunk);
+      arg_u64(&a, clen);
+      arg_u32(&a, sc->flags);
+      global = kiln__launch_grid(
+          outer * nchunk * ((inner + lp->cols_per_item - 1) / lp->cols_per_item), local);
+    }
+    s = a.s == KILN_OK ? kiln__enqueue_kernel(sc->op, ctx, k, 1, &global, &local) : a.s;
+  }
+  if (s == KILN_OK && nchunk > 1) {
+    s = get(sc, "_totals", &k);
+    if (s == KILN_OK)
+      s = kiln__launch_local_size(sc->op, ctx, k, lp->wg_size, 0, &local);
+    if (s == KILN_OK) {
+      struct args a = {sc->op, k, 0, KILN_OK};
+      arg_mem(&a, tot.mem);
+      arg_u64(&a, outer);
+      arg_u64(&a, nchunk);
+      arg_u64(&a, inner);
+      arg_u32(&a, sc->flags);
+      global = kiln__launch_grid(lines, local);
+      s = a.s == KILN_OK ? kiln__enqueue_kernel(sc->op, ctx, k, 1, &global, &local) : a.s;
+    }
+    if (s == KILN_OK)
+      s = get(sc, "_fixup", &k);
+    if (s == KILN_OK)
+      s = kiln__launch_local_size(sc->op, ctx, k, lp->wg_size, 0, &local);
+    if (s == KILN_OK) {
+      struct args a = {sc->op, k, 0, KILN_OK};
+      arg_mem(&a, ymem);
+      arg_u64(&a, yoff);
+      arg_mem(&a, imem);
+      arg_u64(&a, ioff);
+      arg_mem(&a, tot.mem);
+      arg_u64(&a, outer);
+      arg_u64(&a, len);
+      arg_u64(&a, inner);
+      arg_u64(&a, nchunk);
+      arg_u64(&a, clen);
+      arg_u32(&a, sc->flags);
+      /* One group per (line, chunk after the first). */
+      global = (size_t)(lines * (nchunk - 1) * local);
+      s = a.s == KILN_OK ? kiln__enqueue_kernel(sc->op, ctx, k, 1, &global, &local) : a.s;
+    }
+  }
+  tmp_free(ctx, &val);
+  tmp_free(ctx, &idx);
+  tmp_free(ctx, &tot);
+  return s;
+}
+
+/* kiln_scan (indexed 0: out in *values) and kiln_scan_indexed (indexed 1). */
+static kiln_status
+scan_impl(kiln_context *ctx, kiln_scan_op sop, const kiln_tensor *x, int64_t axis,
+          const kiln_scan_options *opts, const kiln__launch_params *lp, int indexed,
+          kiln_tensor **values, kiln_tensor **indices)
+{
+  char op[64];
+  snprintf(op, sizeof op, "%s(%s)", indexed ? "kiln_scan_indexed" : "kiln_scan",
+           kiln_scan_op_name(sop));
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_RETURN_IF(indexed ? !indices : !values, KILN_ERR_INVALID_ARGUMENT, op, "%s is NULL",
+                 indexed ? "indices" : "out");
+  KILN_RETURN_IF((unsigned)sop >= KILN_SCAN_OP_COUNT, KILN_ERR_INVALID_ARGUMENT, op,
+                 "unknown scan op %d", (int)sop);
+  KILN_RETURN_IF(indexed && sop != KILN_SCAN_CUMMIN && sop != KILN_SCAN_CUMMAX,
+                 KILN_ERR_INVALID_ARGUMENT, op,
+                 "kiln_scan_indexed takes KILN_SCAN_CUMMIN or KILN_SCAN_CUMMAX");
+  KILN_TRY(kiln__tensor_check(op, x, ctx));
+  KILN_TRY(check_op_dtype(op, sop, x->dtype));
+  kiln_scan_options o;
+  memset(&o, 0, sizeof o);
+  if (opts)
+    o = *opts;
+  KILN_RETURN_IF(o.nan_policy != KILN_NAN_PROPAGATE && o.nan_policy != KILN_NAN_OMIT,
+                 KILN_ERR_INVALID_ARGUMENT, op, "unknown NaN policy %d", (int)o.nan_policy);
+  size_t ax;
+  KILN_TRY(kiln__axis_normalize(op, x->shape.ndim, axis, &ax));
+  kiln__launch_params tuned;
+  if (!lp) {
+    /* Tuned per (dtype, layout, size) bucket, before any lock (online tuning runs kernels). */
+    uint64_t t_outer, t_len, t_inner;
+    kiln__axis_split(&x->shape, ax, &t_outer, &t_len, &t_inner);
+    kiln__launch_params_for(ctx, KILN__LAUNCH_SCAN, x->dtype, t_outer, t_len, t_inner, &tuned);
+    lp = &tuned;
+  }
+  KILN_TRY(kiln__launch_params_check(op, lp));
+
+  char options[192];
+  kiln__dtype_options(x->dtype, options, sizeof options);
+  snprintf(options + strlen(options), sizeof options - strlen(options), " -DKILN_COLS=%u",
+           lp->cols_per_item);
+  struct scan_call sc = {op, ctx, lp, options, scan_rows[sop].name,
+                         (o.nan_policy == KILN_NAN_OMIT ? F_OMIT : 0u) |
+                             (o.exclusive ? F_EXCL : 0u)};
+
+  int made_v = 0, made_i = 0;
+  kiln_status s = KILN_OK;
+  if (values)
+    s = kiln__output_prepare(op, ctx, result_dtype(scan_rows[sop].res, x->dtype), &x->shape,
+                             values, &made_v);
+  if (s == KILN_OK && indexed)
+    s = kiln__output_prepare(op, ctx, KILN_I64, &x->shape, indices, &made_i);
+  if (s == KILN_OK && x->numel) {
+    uint64_t outer, len, inner;
+    kiln__axis_split(&x->shape, ax, &outer, &len, &inner);
+    int need_idx = sop == KILN_SCAN_CUMMIN || sop == KILN_SCAN_CUMMAX;
+    pthread_mutex_lock(&ctx->lock);
+    s = run_scan(&sc, x, outer, len, inner, values ? *values : NULL, indexed ? *indices : NULL,
+                 need_idx);
+    pthread_mutex_unlock(&ctx->lock);
+  }
+  if (s != KILN_OK) {
+    if (values)
+      kiln__output_discard(values, made_v);
+    if (indexed)
+      kiln__output_discard(indices, made_i);
+  }
+  return s;
+}
+
+kiln_status
+kiln__scan_tuned(kiln_context *ctx, kiln_scan_op op, const kiln_tensor *x, int64_t axis,
+                 const kiln_scan_options *opts, const kiln__launch_params *lp, kiln_tensor **out)
+{
+  return scan_impl(ctx, op, x, axis, opts, lp, 0, out, NULL);
+}
+
+kiln_status
+kiln__scan_indexed_tuned(kiln_context *ctx, kiln_scan_op op, const kiln_tensor *x, int64_t axis,
+                         const kiln_scan_options *opts, const kiln__launch_params *lp,
+                         kiln_tensor **values, kiln_tensor **indices)
+{
+  return scan_impl(ctx, op, x, axis, opts, lp, 1, values, indices);
+}
+
+kiln_status
+kiln_scan(kiln_context *ctx, kiln_scan_op op, const kiln_tensor *x, int64_t axis,
+          const kiln_scan_options *opts, kiln_tensor **out)
+{
+  return scan_impl(ctx, op, x, axis, opts, NULL, 0, out, NULL);
+}
+
+kiln_status
+kiln_scan_indexed(kiln_context *ctx, kiln_scan_op op, const kiln_tensor *x, int64_t axis,
+                  const kiln_scan_options *opts, kiln_tensor **values, kiln_tensor **indices)
+{
+  return scan_impl(ctx, op, x, axis, opts, NULL, 1, values, indices);
+}
+
+/* ---------------------------------------------------------------------------------- */
+
+/* One first difference of src (outer, len, inner) into dst (outer, len - 1, inner). */
+static kiln_status
+diff_once(const char *op, kiln_context *ctx, const char *options, cl_mem src, uint64_t srcoff,
+          cl_mem dst, uint64_t dstoff, uint64_t outer, uint64_t len, uint64_t inner)
+{
+  cl_kernel k;
+  KILN_TRY(kiln__kernel_get(op, ctx, "scan", options, "diff1", &k));
+  struct args a = {op, k, 0, KILN_OK};
+  arg_mem(&a, src);
+  arg_u64(&a, srcoff);
+  arg_mem(&a, dst);
+  arg_u64(&a, dstoff);
+  arg_u64(&a, outer);
+  arg_u64(&a, len);
+  arg_u64(&a, inner);
+  KILN_TRY(a.s);
+  /* One work-item per (line, block of DIFF_BLOCK = 256 outputs): see diff1 in scan.cl. */
+  return kiln__launch_1d(op, ctx, k, outer * ((len - 1 + 255) / 256) * inner);
+}
+
+kiln_status
+kiln_diff(kiln_context *ctx, const kiln_tensor *x, int64_t axis, int64_t n, kiln_tensor **out)
+{
+  static const char op[] = "kiln_diff";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
+  KILN_TRY(kiln__tensor_check(op, x, ctx));
+  KILN_RETURN_IF(n < 0, KILN_ERR_INVALID_ARGUMENT, op, "order n must be >= 0 (got %lld)",
+                 (long long)n);
+  size_t ax;
+  KILN_TRY(kiln__axis_normalize(op, x->shape.ndim, axis, &ax));
+  uint64_t outer, len, inner;
+  kiln__axis_split(&x->shape, ax, &outer, &len, &inner);
+  kiln__shape shape = x->shape;
+  uint64_t steps = (uint64_t)n < len ? (uint64_t)n : len;
+  shape.dims[ax] = (int64_t)(len - steps);
+  int made;
+  KILN_TRY(kiln__output_prepare(op, ctx, x->dtype, &shape, out, &made));
+  kiln_tensor *y = *out;
+  kiln_status s = KILN_OK;
+  /* The scans' program (same options), so diff costs no build of its own. */
+  kiln__launch_params lp;
+  kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, &lp);
+  char options[192];
+  kiln__dtype_options(x->dtype, options, sizeof options);
+  snprintf(options + strlen(options), sizeof options - strlen(options), " -DKILN_COLS=%u",
+           lp.cols_per_item);
+  size_t esz = kiln_dtype_size(x->dtype);
+
+  pthread_mutex_lock(&ctx->lock);
+  if (y->numel == 0) {
+    /* nothing to write */
+  } else if (steps == 0) {
+    if (y != x) {
+      cl_int err = clEnqueueCopyBuffer(ctx->queue, x->mem, y->mem, x->offset, y->offset,
+                                       x->nbytes, 0, NULL, NULL);
+      if (err != CL_SUCCESS)
+        s = kiln__fail_cl(op, err, "clEnqueueCopyBuffer");
+    }
+  } else {
+    /* Orders above 1 ping-pong between two temporaries; the last pass writes y. */
+    struct tmp t[2] = {{0}, {0}};
+    cl_mem src = x->mem;
+    uint64_t srcoff = elem_offset(x), cur = len;
+    for (uint64_t p = 0; s == KILN_OK && p < steps; p++) {
+      int last = p + 1 == steps;
+      cl_mem dst = y->mem;
+      uint64_t dstoff = elem_offset(y);
+      if (!last) {
+        struct tmp *tp = &t[p & 1];
+        if (!tp->mem)
+          s = tmp_alloc(ctx, outer * (cur - 1) * inner * esz, tp);
+        dst = tp->mem;
+        dstoff = 0;
+      }
+      if (s == KILN_OK)
+        s = diff_once(op, ctx, options, src, srcoff, dst, dstoff, outer, cur, inner);
+      src = dst;
+      srcoff = dstoff;
+      cur--;
+    }
+    tmp_free(ctx, &t[0]);
+    tmp_free(ctx, &t[1]);
+  }
+  pthread_mutex_unlock(&ctx->lock);
+  if (s != KILN_OK)
+    kiln__output_discard(out, made);
+  return s;
+}

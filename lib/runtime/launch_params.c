@@ -1,0 +1,141 @@
+#include "runtime/launch_params.h"
+
+#include "core/error.h"
+#include "runtime/tuner.h"
+
+void
+kiln__launch_params_default(const kiln_context *ctx, enum kiln__launch_family fam,
+                            kiln__launch_params *p)
+{
+  const kiln_device_info *info = &ctx->info;
+  if (info->is_gpu) {
+    /* GPUs: many groups in flight, coalesced strided loops; a split pays off early. */
+    p->wg_size = 256;
+    p->items_per_thread = fam == KILN__LAUNCH_SCAN ? 8 : 4;
+    p->two_pass_min = fam == KILN__LAUNCH_SCAN ? 16384 : 8192;
+    p->groups_per_cu = 8;
+    /* Measured on an H200 (docs/performance.md): 16-vectors per lane read 1.45x faster
+     * than scalars; four columns per item in 16-row tiles 1.6x faster than one. */
+    p->blocked = 2;
+    p->cols_per_item = 4;
+  } else {
+    /*
+     * CPU devices (PoCL): a work-group runs on one core, so a split only needs a few
+     * groups per core, and a line too short to keep two cores busy for a while is not
+     * worth a second pass. Measured with bench/bench_reduce (docs/performance.md).
+     */
+    p->wg_size = 256;
+    p->items_per_thread = fam == KILN__LAUNCH_SCAN ? 1024 : 64;
+    p->two_pass_min = 32768;
+    p->groups_per_cu = 4;
+    p->blocked = 1;
+    p->cols_per_item = 16;
+  }
+  if (p->wg_size > info->max_work_group_size && info->max_work_group_size > 0)
+    p->wg_size = (uint32_t)info->max_work_group_size;
+}
+
+kiln_status
+kiln__launch_params_check(const char *op, const kiln__launch_params *p)
+{
+  KILN_RETURN_IF(!p, KILN_ERR_INVALID_ARGUMENT, op, "launch parameters are NULL");
+  KILN_RETURN_IF(p->wg_size < 1, KILN_ERR_INVALID_ARGUMENT, op, "work-group size is 0");
+  KILN_RETURN_IF(p->items_per_thread < 1, KILN_ERR_INVALID_ARGUMENT, op,
+                 "items per thread is 0");
+  KILN_RETURN_IF(p->two_pass_min < 1, KILN_ERR_INVALID_ARGUMENT, op, "two-pass threshold is 0");
+  KILN_RETURN_IF(p->groups_per_cu < 1, KILN_ERR_INVALID_ARGUMENT, op, "groups per CU is 0");
+  KILN_RETURN_IF(p->blocked > 2, KILN_ERR_INVALID_ARGUMENT, op, "blocked must be 0, 1 or 2");
+  KILN_RETURN_IF(p->cols_per_item < 1 || p->cols_per_item > KILN__COLS_MAX,
+                 KILN_ERR_INVALID_ARGUMENT, op, "columns per item must be 1 to %d (got %u)",
+                 KILN__COLS_MAX, p->cols_per_item);
+  return KILN_OK;
+}
+
+kiln_status
+kiln__launch_local_size(const char *op, kiln_context *ctx, cl_kernel k, uint32_t want,
+                        size_t local_bytes_per_item, size_t *out)
+{
+  size_t kmax = 0;
+  cl_ulong kmem = 0;
+  cl_int err = clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax,
+                                        &kmax, NULL);
+  if (err != CL_SUCCESS)
+    return kiln__fail_cl(op, err, "clGetKernelWorkGroupInfo(CL_KERNEL_WORK_GROUP_SIZE)");
+  err = clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof kmem, &kmem,
+                                 NULL);
+  if (err != CL_SUCCESS)
+    return kiln__fail_cl(op, err, "clGetKernelWorkGroupInfo(CL_KERNEL_LOCAL_MEM_SIZE)");
+  size_t wg = want;
+  if (ctx->info.max_work_group_size && wg > ctx->info.max_work_group_size)
+    wg = ctx->info.max_work_group_size;
+  if (kmax && wg > kmax)
+    wg = kmax;
+  if (local_bytes_per_item) {
+    uint64_t avail = ctx->info.local_mem_bytes > kmem ? ctx->info.local_mem_bytes - kmem : 0;
+    while (wg > 1 && (uint64_t)wg * local_bytes_per_item > avail)
+      wg /= 2;
+    KILN_RETURN_IF((uint64_t)wg * local_bytes_per_item > avail, KILN_ERR_UNSUPPORTED, op,
+                   "the device's %llu bytes of local memory are too few",
+                   (unsigned long long)ctx->info.local_mem_bytes);
+  }
+  *out = wg ? wg : 1;
+  return KILN_OK;
+}
+
+uint64_t
+kiln__launch_chunks(const kiln__launch_params *p, uint64_t lines, uint64_t len,
+                    uint64_t min_chunk, uint64_t target_units, uint64_t *chunk_len)
+{
+  uint64_t c = 1;
+  if (len >= p->two_pass_min && len > 1 && lines > 0) {
+    if (min_chunk < 1)
+      min_chunk = 1;
+    uint64_t want = (target_units + lines - 1) / lines;
+    uint64_t most = (len + min_chunk - 1) / min_chunk;
+    c = want < most ? want : most;
+    if (c < 1)
+      c = 1;
+  }
+  uint64_t clen = len ? (len + c - 1) / c : 1;
+  if (clen < 1)
+    clen = 1;
+  /* Rounding the length up can leave the last chunks empty: recount. */
+  c = len ? (len + clen - 1) / clen : 1;
+  *chunk_len = clen;
+  return c;
+}
+
+size_t
+kiln__launch_grid(uint64_t n, size_t local)
+{
+  /*
+   * One work-item per unit: PoCL runs a group's items one after another, so a grid-stride
+   * loop would make every item sweep the whole range (measured: 1/10 of the bandwidth).
+   * The cap keeps the global size within 32-bit size_t devices; kernels loop beyond it.
+   */
+  uint64_t groups = (n + local - 1) / local;
+  uint64_t cap = ((uint64_t)1 << 31) / local;
+  if (groups > cap)
+    groups = cap;
+  if (groups < 1)
+    groups = 1;
+  return (size_t)(groups * local);
+}
+
+uint64_t
+kiln__launch_target_groups(const kiln_context *ctx, const kiln__launch_params *p)
+{
+  uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
+  return cu * p->groups_per_cu;
+}
+
+void
+kiln__launch_params_for(kiln_context *ctx, enum kiln__launch_family fam, kiln_dtype dtype,
+                        uint64_t outer, uint64_t len, uint64_t inner, kiln__launch_params *p)
+{
+  enum kiln__tune_layout layout = outer * inner <= 1 ? KILN__LAYOUT_FULL
+                                  : inner == 1       ? KILN__LAYOUT_ROW
+                                                     : KILN__LAYOUT_COL;
+  kiln__tune_lookup(ctx, fam == KILN__LAUNCH_SCAN ? KILN__TUNE_SCAN : KILN__TUNE_REDUCE, dtype,
+                    layout, outer * len * inner, p);
+}

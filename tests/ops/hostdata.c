@@ -1,0 +1,225 @@
+#include "hostdata.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const kiln_dtype hd_all_dtypes[6] = {KILN_F32, KILN_F64, KILN_I32, KILN_I64, KILN_U8, KILN_BOOL};
+
+int
+hd_dtype_ok(kiln_dtype dt)
+{
+  return dt != KILN_F64 || harness_has_fp64();
+}
+
+double
+hd_getf(kiln_dtype dt, const void *buf, uint64_t i)
+{
+  switch (dt) {
+  case KILN_F32:
+    return ((const float *)buf)[i];
+  case KILN_F64:
+    return ((const double *)buf)[i];
+  default:
+    return (double)hd_geti(dt, buf, i);
+  }
+}
+
+int64_t
+hd_geti(kiln_dtype dt, const void *buf, uint64_t i)
+{
+  switch (dt) {
+  case KILN_F32:
+    return (int64_t)((const float *)buf)[i];
+  case KILN_F64:
+    return (int64_t)((const double *)buf)[i];
+  case KILN_I32:
+    return ((const int32_t *)buf)[i];
+  case KILN_I64:
+    return ((const int64_t *)buf)[i];
+  default:
+    return ((const uint8_t *)buf)[i];
+  }
+}
+
+void
+hd_setf(kiln_dtype dt, void *buf, uint64_t i, double v)
+{
+  switch (dt) {
+  case KILN_F32:
+    ((float *)buf)[i] = (float)v;
+    return;
+  case KILN_F64:
+    ((double *)buf)[i] = v;
+    return;
+  case KILN_BOOL:
+    ((uint8_t *)buf)[i] = v != 0.0;
+    return;
+  default:
+    hd_seti(dt, buf, i, (int64_t)v);
+  }
+}
+
+void
+hd_seti(kiln_dtype dt, void *buf, uint64_t i, int64_t v)
+{
+  switch (dt) {
+  case KILN_F32:
+    ((float *)buf)[i] = (float)v;
+    return;
+  case KILN_F64:
+    ((double *)buf)[i] = (double)v;
+    return;
+  case KILN_I32:
+    ((int32_t *)buf)[i] = (int32_t)(uint32_t)(uint64_t)v;
+    return;
+  case KILN_I64:
+    ((int64_t *)buf)[i] = v;
+    return;
+  case KILN_U8:
+    ((uint8_t *)buf)[i] = (uint8_t)(uint64_t)v;
+    return;
+  case KILN_BOOL:
+    ((uint8_t *)buf)[i] = v != 0;
+    return;
+  default:
+    return;
+  }
+}
+
+static uint64_t
+mix(uint64_t x)
+{
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
+  return x;
+}
+
+void *
+hd_pattern(kiln_dtype dt, uint64_t n, uint64_t seed)
+{
+  size_t esz = kiln_dtype_size(dt);
+  void *buf = calloc(n ? n : 1, esz);
+  ck_assert_ptr_nonnull(buf);
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t h = mix(i * 0x9e3779b97f4a7c15ull + seed + 1);
+    switch (dt) {
+    case KILN_F32:
+    case KILN_F64:
+      /* Distinct, exactly representable: i + a fraction from the hash. */
+      hd_setf(dt, buf, i, (double)i + (double)(h % 1024) / 1024.0 - 500.0);
+      break;
+    case KILN_I32:
+      hd_seti(dt, buf, i, (int64_t)(int32_t)(uint32_t)h);
+      break;
+    case KILN_I64:
+      hd_seti(dt, buf, i, (int64_t)h);
+      break;
+    case KILN_U8:
+      hd_seti(dt, buf, i, (int64_t)(h & 0xff));
+      break;
+    case KILN_BOOL:
+      hd_seti(dt, buf, i, (int64_t)((h >> 7) & 1));
+      break;
+    default:
+      break;
+    }
+  }
+  return buf;
+}
+
+kiln_tensor *
+hd_upload(kiln_dtype dt, size_t nd, const int64_t *shape, const void *data)
+{
+  kiln_tensor *t = NULL;
+  KOK(kiln_tensor_from_host(harness_ctx(), dt, nd, shape, data, &t));
+  return t;
+}
+
+kiln_tensor *
+hd_make(kiln_dtype dt, size_t nd, const int64_t *shape, uint64_t seed, void **host)
+{
+  void *data = hd_pattern(dt, hd_numel(nd, shape), seed);
+  kiln_tensor *t = hd_upload(dt, nd, shape, data);
+  if (host)
+    *host = data;
+  else
+    free(data);
+  return t;
+}
+
+void *
+hd_download(const kiln_tensor *t)
+{
+  uint64_t nb = kiln_tensor_nbytes(t);
+  void *buf = malloc(nb ? nb : 1);
+  ck_assert_ptr_nonnull(buf);
+  KOK(kiln_tensor_download(t, buf, nb));
+  return buf;
+}
+
+uint64_t
+hd_numel(size_t nd, const int64_t *shape)
+{
+  uint64_t n = 1;
+  for (size_t i = 0; i < nd; i++)
+    n *= (uint64_t)shape[i];
+  return n;
+}
+
+void
+hd_unravel(uint64_t i, size_t nd, const int64_t *shape, int64_t *coord)
+{
+  for (size_t d = nd; d-- > 0;) {
+    coord[d] = (int64_t)(i % (uint64_t)shape[d]);
+    i /= (uint64_t)shape[d];
+  }
+}
+
+uint64_t
+hd_ravel(size_t nd, const int64_t *shape, const int64_t *coord)
+{
+  uint64_t i = 0;
+  for (size_t d = 0; d < nd; d++)
+    i = i * (uint64_t)shape[d] + (uint64_t)coord[d];
+  return i;
+}
+
+void
+hd_expect_shape(const kiln_tensor *t, kiln_dtype dt, size_t nd, const int64_t *shape)
+{
+  ck_assert_int_eq(kiln_tensor_dtype(t), dt);
+  ck_assert_uint_eq(kiln_tensor_ndim(t), nd);
+  for (size_t i = 0; i < nd; i++)
+    ck_assert_msg(kiln_tensor_dim(t, i) == shape[i], "dim %zu is %lld, expected %lld", i,
+                  (long long)kiln_tensor_dim(t, i), (long long)shape[i]);
+}
+
+void
+hd_expect_map(kiln_dtype dt, const void *got, const void *in, const int64_t *src, uint64_t n,
+              const void *fill, const char *what)
+{
+  size_t esz = kiln_dtype_size(dt);
+  for (uint64_t i = 0; i < n; i++) {
+    const unsigned char *g = (const unsigned char *)got + i * esz;
+    const unsigned char *w =
+        src[i] < 0 ? (const unsigned char *)fill : (const unsigned char *)in + (uint64_t)src[i] * esz;
+    ck_assert_msg(memcmp(g, w, esz) == 0,
+                  "%s (%s): element %llu is %g, expected %g (source %lld)", what,
+                  kiln_dtype_name(dt), (unsigned long long)i, hd_getf(dt, got, i),
+                  src[i] < 0 ? hd_getf(dt, fill, 0) : hd_getf(dt, in, (uint64_t)src[i]),
+                  (long long)src[i]);
+  }
+}
+
+void
+hd_expect_equal(kiln_dtype dt, const void *got, const void *want, uint64_t n, const char *what)
+{
+  size_t esz = kiln_dtype_size(dt);
+  for (uint64_t i = 0; i < n; i++)
+    ck_assert_msg(memcmp((const char *)got + i * esz, (const char *)want + i * esz, esz) == 0,
+                  "%s (%s): element %llu is %g, expected %g", what, kiln_dtype_name(dt),
+                  (unsigned long long)i, hd_getf(dt, got, i), hd_getf(dt, want, i));
+}

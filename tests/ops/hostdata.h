@@ -1,0 +1,68 @@
+/*
+ * Host-side helpers shared by the layout, index, create and random suites:
+ * dtype-generic element access, deterministic test patterns, upload and
+ * download through the public API, index arithmetic and byte-exact checks
+ * against a host reference expressed as "output element i comes from input
+ * element src[i]".
+ */
+#ifndef KILN_TESTS_HOSTDATA_H
+#define KILN_TESTS_HOSTDATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "harness.h"
+
+extern const kiln_dtype hd_all_dtypes[6];
+#define HD_NDTYPES 6
+
+/* Loops dt over every dtype the harness device supports (f64 only with fp64); no break inside. */
+#define HD_FOR_DTYPES(dt)                                                   \
+  for (size_t dt##_i = 0; dt##_i < HD_NDTYPES; dt##_i++)                    \
+    for (int dt##_k = hd_dtype_ok(hd_all_dtypes[dt##_i]); dt##_k; dt##_k = 0) \
+      for (kiln_dtype dt = hd_all_dtypes[dt##_i]; dt##_k; dt##_k = 0)
+
+/* Nonzero when the harness device supports dtype (f64 needs fp64). */
+int hd_dtype_ok(kiln_dtype dt);
+
+/* Element i of a host buffer of dtype, as a double / as an exact integer (floats truncate). */
+double hd_getf(kiln_dtype dt, const void *buf, uint64_t i);
+int64_t hd_geti(kiln_dtype dt, const void *buf, uint64_t i);
+/* Stores v (integer dtypes wrap, bool stores v != 0). */
+void hd_setf(kiln_dtype dt, void *buf, uint64_t i, double v);
+void hd_seti(kiln_dtype dt, void *buf, uint64_t i, int64_t v);
+
+/*
+ * n deterministic values for dtype that differ between neighbours (bool
+ * alternates irregularly). seed varies the pattern. Caller frees.
+ */
+void *hd_pattern(kiln_dtype dt, uint64_t n, uint64_t seed);
+
+/* Uploads host data (n = product of shape) into a new tensor; fails the test on error. */
+kiln_tensor *hd_upload(kiln_dtype dt, size_t nd, const int64_t *shape, const void *data);
+
+/* A tensor of shape holding hd_pattern(dt, numel, seed); *host receives the data (may be NULL). */
+kiln_tensor *hd_make(kiln_dtype dt, size_t nd, const int64_t *shape, uint64_t seed, void **host);
+
+/* Downloads a tensor into a fresh malloc'd buffer (at least 1 byte). */
+void *hd_download(const kiln_tensor *t);
+
+uint64_t hd_numel(size_t nd, const int64_t *shape);
+void hd_unravel(uint64_t i, size_t nd, const int64_t *shape, int64_t *coord);
+uint64_t hd_ravel(size_t nd, const int64_t *shape, const int64_t *coord);
+
+/* Asserts t has this shape and dtype. */
+void hd_expect_shape(const kiln_tensor *t, kiln_dtype dt, size_t nd, const int64_t *shape);
+
+/*
+ * Asserts got[i] == in[src[i]] byte for byte for i < n, or got[i] == fill
+ * where src[i] < 0. what names the case in failure messages.
+ */
+void hd_expect_map(kiln_dtype dt, const void *got, const void *in, const int64_t *src, uint64_t n,
+                   const void *fill, const char *what);
+
+/* Asserts two host buffers of n elements of dtype are byte-identical. */
+void hd_expect_equal(kiln_dtype dt, const void *got, const void *want, uint64_t n,
+                     const char *what);
+
+#endif

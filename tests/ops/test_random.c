@@ -1,0 +1,1054 @@
+/*
+ * Random suite.
+ *
+ * 1. Philox4x32-10 known-answer vectors from Random123 (kat_vectors) on the
+ *    host replica and on the device (internal hook), plus a long run of
+ *    blocks across a 32-bit counter carry.
+ * 2. Bitwise checks of every generator against a host replica of the stream
+ *    definition (docs/layout.md, cl_kernels/random.cl): same words, same
+ *    operation sequences, IEEE float arithmetic without contraction (the
+ *    suite is compiled as ISO C11, which keeps GCC from fusing into fma).
+ * 3. Determinism: identical bits for forced work-group sizes 1, 7 and 64
+ *    (through the ops test hook) and for chunked vs whole generation;
+ *    save/restore of the state; the counter advance of every generator.
+ * 4. Statistics with fixed seeds: mean and variance (5 sigma), chi-square
+ *    on bins (p = 0.001 critical values), Kolmogorov-Smirnov for normals
+ *    (1.63 / sqrt(n), the 1% level), a modulo-bias probe for integers, and
+ *    permutation uniformity.
+ * 5. Bad input with exact statuses.
+ *
+ * This suite links the library's internals for the two test hooks.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hostdata.h"
+#include "kiln/index.h"
+#include "kiln/layout.h"
+#include "kiln/random.h"
+#include "kiln/create.h"
+#include "ops/ops_common.h"
+
+static kiln_context *
+ctx(void)
+{
+  return harness_ctx();
+}
+
+/* ------------------------------------------------------------------ */
+/* host replica of the stream                                           */
+/* ------------------------------------------------------------------ */
+
+static void
+philox(uint32_t c[4], uint32_t k0, uint32_t k1)
+{
+  for (int r = 0; r < 10; r++) {
+    if (r) {
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    uint64_t p0 = (uint64_t)0xD2511F53u * c[0], p1 = (uint64_t)0xCD9E8D57u * c[2];
+    uint32_t n0 = (uint32_t)(p1 >> 32) ^ c[1] ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c[3] ^ k1;
+    c[0] = n0;
+    c[1] = (uint32_t)p1;
+    c[2] = n2;
+    c[3] = (uint32_t)p0;
+  }
+}
+
+static void
+block_words(uint64_t b, uint32_t c2, uint64_t seed, uint32_t w[4])
+{
+  w[0] = (uint32_t)b;
+  w[1] = (uint32_t)(b >> 32);
+  w[2] = c2;
+  w[3] = 0;
+  philox(w, (uint32_t)seed, (uint32_t)(seed >> 32));
+}
+
+static float
+as_f(uint32_t u)
+{
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+static uint32_t
+as_u(float f)
+{
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+
+static double
+as_d(uint64_t u)
+{
+  double d;
+  memcpy(&d, &u, 8);
+  return d;
+}
+
+static uint64_t
+as_ul(double d)
+{
+  uint64_t u;
+  memcpy(&u, &d, 8);
+  return u;
+}
+
+static float
+det_log_f32(uint32_t k)
+{
+  float x = (float)k;
+  uint32_t bits = as_u(x);
+  int e = (int)(bits >> 23) - 127;
+  float m = as_f((bits & 0x007fffffu) | 0x3f800000u);
+  if (m > 1.41421354f) {
+    m = m * 0.5f;
+    e += 1;
+  }
+  float f = m - 1.0f;
+  float d = f + 2.0f;
+  float y = 0.984995544f - 0.239f * d;
+  y = y * (2.0f - d * y);
+  y = y * (2.0f - d * y);
+  y = y * (2.0f - d * y);
+  float s = f * y;
+  float s2 = s * s;
+  float p = 0.111111112f;
+  p = p * s2 + 0.142857149f;
+  p = p * s2 + 0.200000003f;
+  p = p * s2 + 0.333333343f;
+  p = p * s2 + 1.0f;
+  float lnm = (2.0f * s) * p;
+  float ef = (float)(e - 24);
+  return ef * 0.693145752f + (ef * 1.42860677e-06f + lnm);
+}
+
+static float
+det_sqrt_f32(float x)
+{
+  if (x == 0.0f)
+    return 0.0f;
+  float y = as_f(0x5f3759dfu - (as_u(x) >> 1));
+  float hx = 0.5f * x;
+  y = y * (1.5f - hx * (y * y));
+  y = y * (1.5f - hx * (y * y));
+  y = y * (1.5f - hx * (y * y));
+  return x * y;
+}
+
+static float
+sin_poly_f32(float t)
+{
+  float t2 = t * t;
+  float p = 2.75573188e-06f;
+  p = p * t2 + -0.000198412701f;
+  p = p * t2 + 0.00833333377f;
+  p = p * t2 + -0.166666672f;
+  return t + t * (t2 * p);
+}
+
+static float
+cos_poly_f32(float t)
+{
+  float t2 = t * t;
+  float p = -2.755732e-07f;
+  p = p * t2 + 2.48015876e-05f;
+  p = p * t2 + -0.00138888892f;
+  p = p * t2 + 0.0416666679f;
+  p = p * t2 + -0.5f;
+  return 1.0f + t2 * p;
+}
+
+static void
+det_sincos_f32(uint32_t k, float *s, float *c)
+{
+  uint32_t q = k >> 22;
+  float f = (float)(k & 0x3fffffu) * 0x1p-22f;
+  float a, b;
+  if (f <= 0.5f) {
+    float t = f * 1.57079637f;
+    a = sin_poly_f32(t);
+    b = cos_poly_f32(t);
+  } else {
+    float t = (1.0f - f) * 1.57079637f;
+    a = cos_poly_f32(t);
+    b = sin_poly_f32(t);
+  }
+  *s = q == 0 ? a : q == 1 ? b : q == 2 ? -a : -b;
+  *c = q == 0 ? b : q == 1 ? -a : q == 2 ? -b : a;
+}
+
+static double
+det_log_f64(uint64_t k)
+{
+  double x = (double)k;
+  uint64_t bits = as_ul(x);
+  int e = (int)(bits >> 52) - 1023;
+  double m = as_d((bits & 0x000fffffffffffffull) | 0x3ff0000000000000ull);
+  if (m > 1.4142135623730951) {
+    m = m * 0.5;
+    e += 1;
+  }
+  double s = (m - 1.0) / (m + 1.0);
+  double s2 = s * s;
+  static const double c[] = {0.043478260869565216, 0.047619047619047616, 0.05263157894736842,
+                             0.058823529411764705, 0.06666666666666667,  0.07692307692307693,
+                             0.09090909090909091,  0.1111111111111111,   0.14285714285714285,
+                             0.2,                  0.3333333333333333,   1.0};
+  double p = c[0];
+  for (int i = 1; i < 12; i++)
+    p = p * s2 + c[i];
+  double lnm = (2.0 * s) * p;
+  double ef = (double)(e - 53);
+  return ef * 6.93147180369123816490e-01 + (ef * 1.90821492927058770002e-10 + lnm);
+}
+
+static double
+sin_poly_f64(double t)
+{
+  static const double c[] = {-8.22063524662433e-18,  2.8114572543455206e-15, -7.647163731819816e-13,
+                             1.6059043836821613e-10, -2.505210838544172e-08, 2.7557319223985893e-06,
+                             -0.0001984126984126984, 0.008333333333333333,   -0.16666666666666666};
+  double t2 = t * t, p = c[0];
+  for (int i = 1; i < 9; i++)
+    p = p * t2 + c[i];
+  return t + t * (t2 * p);
+}
+
+static double
+cos_poly_f64(double t)
+{
+  static const double c[] = {4.110317623312165e-19,  -1.5619206968586225e-16, 4.779477332387385e-14,
+                             -1.1470745597729725e-11, 2.08767569878681e-09,   -2.755731922398589e-07,
+                             2.48015873015873e-05,    -0.001388888888888889,  0.041666666666666664,
+                             -0.5};
+  double t2 = t * t, p = c[0];
+  for (int i = 1; i < 10; i++)
+    p = p * t2 + c[i];
+  return 1.0 + t2 * p;
+}
+
+static void
+det_sincos_f64(uint64_t k, double *s, double *c)
+{
+  uint64_t q = k >> 51;
+  double f = (double)(k & 0x7ffffffffffffull) * 0x1p-51;
+  double a, b;
+  if (f <= 0.5) {
+    double t = f * 1.5707963267948966;
+    a = sin_poly_f64(t);
+    b = cos_poly_f64(t);
+  } else {
+    double t = (1.0 - f) * 1.5707963267948966;
+    a = cos_poly_f64(t);
+    b = sin_poly_f64(t);
+  }
+  *s = q == 0 ? a : q == 1 ? b : q == 2 ? -a : -b;
+  *c = q == 0 ? b : q == 1 ? -a : q == 2 ? -b : a;
+}
+
+static uint64_t
+bits53(uint32_t hi, uint32_t lo)
+{
+  return ((uint64_t)(hi >> 5) << 26) | (lo >> 6);
+}
+
+__extension__ typedef unsigned __int128 u128; /* GCC/Clang: the 64x64 -> 128 product of Lemire's method */
+
+/* Host replica: n elements of a generator from state st, into host buffer out. */
+enum gen { G_BITS, G_UNIFORM, G_NORMAL, G_INTEGERS, G_BERNOULLI };
+
+struct gen_params {
+  double a, b;     /* uniform lo/hi, normal mean/std, bernoulli p */
+  int64_t lo, hi;  /* integers */
+};
+
+static uint64_t
+per_block(enum gen g, kiln_dtype dt)
+{
+  if (g == G_INTEGERS)
+    return 1;
+  if (g == G_BERNOULLI)
+    return 4;
+  return kiln_dtype_size(dt) == 8 ? 2 : 4;
+}
+
+static void
+replica(enum gen g, kiln_dtype dt, uint64_t seed, uint64_t counter, uint64_t n,
+        const struct gen_params *p, void *out)
+{
+  uint64_t per = per_block(g, dt);
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t j = i / per, t = i % per;
+    uint32_t w[4];
+    block_words(counter + (g == G_INTEGERS ? i : j), 0, seed, w);
+    switch (g) {
+    case G_BITS:
+      if (dt == KILN_I64)
+        ((int64_t *)out)[i] = (int64_t)(((uint64_t)w[2 * t + 1] << 32) | w[2 * t]);
+      else
+        ((int32_t *)out)[i] = (int32_t)w[t];
+      break;
+    case G_UNIFORM:
+      if (dt == KILN_F32) {
+        float lo = (float)p->a, hi = (float)p->b;
+        float u = (float)(w[t] >> 8) * 0x1p-24f;
+        float v = lo + (hi - lo) * u;
+        ((float *)out)[i] = v >= hi ? nextafterf(hi, lo) : v;
+      } else {
+        double u = (double)bits53(w[2 * t], w[2 * t + 1]) * 0x1p-53;
+        double v = p->a + (p->b - p->a) * u;
+        ((double *)out)[i] = v >= p->b ? nextafter(p->b, p->a) : v;
+      }
+      break;
+    case G_NORMAL:
+      if (dt == KILN_F32) {
+        uint64_t pr = t / 2;
+        float r = det_sqrt_f32(-2.0f * det_log_f32((w[2 * pr] >> 8) + 1u));
+        float s, c;
+        det_sincos_f32(w[2 * pr + 1] >> 8, &s, &c);
+        float z = t % 2 ? r * s : r * c;
+        ((float *)out)[i] = (float)p->a + (float)p->b * z;
+      } else {
+        double r = sqrt(-2.0 * det_log_f64(bits53(w[0], w[1]) + 1));
+        double s, c;
+        det_sincos_f64(bits53(w[2], w[3]), &s, &c);
+        double z = t ? r * s : r * c;
+        ((double *)out)[i] = p->a + p->b * z;
+      }
+      break;
+    case G_INTEGERS: {
+      uint64_t span = (uint64_t)p->hi - (uint64_t)p->lo, value = 0;
+      int wide = span > 0x100000000ull;
+      uint64_t thr = wide ? (0 - span) % span : (0x100000000ull - span) % span;
+      for (uint32_t round = 0;; round++) {
+        if (round)
+          block_words(counter + i, round, seed, w);
+        int done = 0;
+        for (int k = 0; k < (wide ? 2 : 4) && !done; k++) {
+          if (wide) {
+            uint64_t x = ((uint64_t)w[2 * k + 1] << 32) | w[2 * k];
+            u128 m = (u128)x * span;
+            if ((uint64_t)m >= thr) {
+              value = (uint64_t)(m >> 64);
+              done = 1;
+            }
+          } else {
+            uint64_t m = (uint64_t)w[k] * span;
+            if ((m & 0xffffffffull) >= thr) {
+              value = m >> 32;
+              done = 1;
+            }
+          }
+        }
+        if (done)
+          break;
+      }
+      hd_seti(dt, out, i, (int64_t)((uint64_t)p->lo + value));
+      break;
+    }
+    case G_BERNOULLI: {
+      uint64_t thr = (uint64_t)ldexp(p->a, 32);
+      hd_seti(dt, out, i, (uint64_t)w[t] < thr);
+      break;
+    }
+    }
+  }
+}
+
+/* Runs generator g on the device into a fresh tensor of n elements; returns its host copy. */
+static void *
+device_gen(enum gen g, kiln_dtype dt, uint64_t n, const struct gen_params *p)
+{
+  int64_t shape = (int64_t)n;
+  kiln_tensor *t = NULL;
+  KOK(kiln_tensor_create(ctx(), dt, 1, &shape, &t));
+  switch (g) {
+  case G_BITS:
+    KOK(kiln_random_bits(ctx(), t));
+    break;
+  case G_UNIFORM:
+    KOK(kiln_random_uniform(ctx(), t, p->a, p->b));
+    break;
+  case G_NORMAL:
+    KOK(kiln_random_normal(ctx(), t, p->a, p->b));
+    break;
+  case G_INTEGERS:
+    KOK(kiln_random_integers(ctx(), t, p->lo, p->hi));
+    break;
+  case G_BERNOULLI:
+    KOK(kiln_random_bernoulli(ctx(), t, p->a));
+    break;
+  }
+  void *h = hd_download(t);
+  KOK(kiln_tensor_release(t));
+  return h;
+}
+
+struct gen_case {
+  enum gen g;
+  kiln_dtype dt;
+  struct gen_params p;
+  const char *name;
+};
+
+static const struct gen_case gen_cases[] = {
+    {G_BITS, KILN_I32, {0, 0, 0, 0}, "bits i32"},
+    {G_BITS, KILN_I64, {0, 0, 0, 0}, "bits i64"},
+    {G_UNIFORM, KILN_F32, {0, 1, 0, 0}, "uniform f32 [0,1)"},
+    {G_UNIFORM, KILN_F32, {1, 2, 0, 0}, "uniform f32 [1,2)"},
+    {G_UNIFORM, KILN_F32, {-3.5, 1e3, 0, 0}, "uniform f32 [-3.5,1000)"},
+    {G_UNIFORM, KILN_F64, {0, 1, 0, 0}, "uniform f64 [0,1)"},
+    {G_UNIFORM, KILN_F64, {-1e-3, 7, 0, 0}, "uniform f64"},
+    {G_NORMAL, KILN_F32, {0, 1, 0, 0}, "normal f32"},
+    {G_NORMAL, KILN_F32, {-2, 0.5, 0, 0}, "normal f32 shifted"},
+    {G_NORMAL, KILN_F64, {0, 1, 0, 0}, "normal f64"},
+    {G_NORMAL, KILN_F64, {10, 3, 0, 0}, "normal f64 shifted"},
+    {G_INTEGERS, KILN_I32, {0, 0, -5, 17}, "integers i32 [-5,17)"},
+    {G_INTEGERS, KILN_I32, {0, 0, INT32_MIN, INT32_MAX}, "integers i32 wide"},
+    {G_INTEGERS, KILN_I64, {0, 0, 0, 3ll << 40}, "integers i64 [0,3<<40)"},
+    {G_INTEGERS, KILN_I64, {0, 0, INT64_MIN, INT64_MAX}, "integers i64 full"},
+    {G_INTEGERS, KILN_I64, {0, 0, 0, 0xC0000000ll}, "integers i64 3<<30"},
+    {G_INTEGERS, KILN_I64, {0, 0, 0, 1ll << 32}, "integers i64 span 2^32"},
+    {G_INTEGERS, KILN_I64, {0, 0, -1, 1ll << 32}, "integers i64 span 2^32+1"},
+    {G_INTEGERS, KILN_U8, {0, 0, 0, 256}, "integers u8"},
+    {G_INTEGERS, KILN_U8, {0, 0, 3, 10}, "integers u8 [3,10)"},
+    {G_BERNOULLI, KILN_BOOL, {0.3, 0, 0, 0}, "bernoulli bool"},
+    {G_BERNOULLI, KILN_F32, {0.75, 0, 0, 0}, "bernoulli f32"},
+    {G_BERNOULLI, KILN_I64, {1.0, 0, 0, 0}, "bernoulli i64 p=1"},
+    {G_BERNOULLI, KILN_U8, {0.0, 0, 0, 0}, "bernoulli u8 p=0"},
+};
+#define NGEN (sizeof gen_cases / sizeof gen_cases[0])
+
+/* ------------------------------------------------------------------ */
+/* known answers                                                        */
+/* ------------------------------------------------------------------ */
+
+static const uint32_t kat[3][10] = {
+    /* ctr[4], key[2], expected[4]; Random123 kat_vectors, philox4x32 10 */
+    {0, 0, 0, 0, 0, 0, 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8},
+    {0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0x408f276d, 0x41c83b0e,
+     0xa20bc7c6, 0x6d5451fd},
+    {0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0, 0xd16cfe09, 0x94fdcceb,
+     0x5001e420, 0x24126ea1},
+};
+
+START_TEST(philox_known_answers)
+{
+  for (int v = 0; v < 3; v++) {
+    uint32_t c[4] = {kat[v][0], kat[v][1], kat[v][2], kat[v][3]};
+    philox(c, kat[v][4], kat[v][5]);
+    for (int i = 0; i < 4; i++)
+      ck_assert_msg(c[i] == kat[v][6 + i], "host KAT %d word %d: %08x", v, i, c[i]);
+    uint32_t got[4];
+    KOK(kiln__random_philox_blocks(ctx(), &kat[v][4], &kat[v][0], 1, got));
+    for (int i = 0; i < 4; i++)
+      ck_assert_msg(got[i] == kat[v][6 + i], "device KAT %d word %d: %08x, expected %08x", v, i,
+                    got[i], kat[v][6 + i]);
+  }
+  /* 3000 blocks crossing the 2^32 carry of the low counter word. */
+  uint32_t key[2] = {0x01234567, 0x89abcdef}, ctr[4] = {0xfffffa00u, 41, 7, 9};
+  uint32_t *got = malloc(3000 * 16);
+  KOK(kiln__random_philox_blocks(ctx(), key, ctr, 3000, got));
+  for (uint64_t j = 0; j < 3000; j++) {
+    uint64_t b = (((uint64_t)ctr[1] << 32) | ctr[0]) + j;
+    uint32_t c[4] = {(uint32_t)b, (uint32_t)(b >> 32), ctr[2], ctr[3]};
+    philox(c, key[0], key[1]);
+    for (int i = 0; i < 4; i++)
+      ck_assert_msg(got[j * 4 + i] == c[i], "block %llu word %d", (unsigned long long)j, i);
+  }
+  free(got);
+  /* The public stream: bits of seed 0 at counter 0 start with the first KAT vector. */
+  KOK(kiln_rng_seed(ctx(), 0));
+  int64_t four = 4;
+  kiln_tensor *t = NULL;
+  KOK(kiln_tensor_create(ctx(), KILN_I32, 1, &four, &t));
+  KOK(kiln_random_bits(ctx(), t));
+  uint32_t w[4];
+  KOK(kiln_tensor_download(t, w, sizeof w));
+  for (int i = 0; i < 4; i++)
+    ck_assert_uint_eq(w[i], kat[0][6 + i]);
+  KOK(kiln_tensor_release(t));
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* bitwise replica, determinism, state                                  */
+/* ------------------------------------------------------------------ */
+
+START_TEST(generators_match_the_stream_definition)
+{
+  static const uint64_t sizes[] = {0, 1, 3, 4, 5, 1021, 4096};
+  for (size_t c = 0; c < NGEN; c++) {
+    const struct gen_case *gc = &gen_cases[c];
+    if (!hd_dtype_ok(gc->dt))
+      continue;
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+      uint64_t n = sizes[si];
+      kiln_rng_state st = {0x9e3779b97f4a7c15ull ^ (c * 1000 + si), 0xfffffffffffff000ull + si};
+      KOK(kiln_rng_state_set(ctx(), &st));
+      void *got = device_gen(gc->g, gc->dt, n, &gc->p);
+      void *want = calloc(n ? n : 1, 8);
+      replica(gc->g, gc->dt, st.seed, st.counter, n, &gc->p, want);
+      hd_expect_equal(gc->dt, got, want, n, gc->name);
+      /* The counter moved past exactly the blocks read (wrapping through 2^64). */
+      kiln_rng_state after;
+      KOK(kiln_rng_state_get(ctx(), &after));
+      uint64_t per = per_block(gc->g, gc->dt);
+      ck_assert_msg(after.counter == st.counter + (n + per - 1) / per && after.seed == st.seed,
+                    "%s: counter advanced to %llx", gc->name, (unsigned long long)after.counter);
+      free(got);
+      free(want);
+    }
+  }
+}
+END_TEST
+
+START_TEST(independent_of_local_size_and_chunking)
+{
+  static const size_t locals[] = {1, 7, 64};
+  const uint64_t n = 4096;
+  for (size_t c = 0; c < NGEN; c++) {
+    const struct gen_case *gc = &gen_cases[c];
+    if (!hd_dtype_ok(gc->dt))
+      continue;
+    kiln_rng_state st = {1234567 + c, 99};
+    KOK(kiln_rng_state_set(ctx(), &st));
+    void *whole = device_gen(gc->g, gc->dt, n, &gc->p);
+    for (size_t l = 0; l < sizeof locals / sizeof locals[0]; l++) {
+      kiln__ops_local_override = locals[l];
+      KOK(kiln_rng_state_set(ctx(), &st));
+      void *got = device_gen(gc->g, gc->dt, n, &gc->p);
+      kiln__ops_local_override = 0;
+      hd_expect_equal(gc->dt, got, whole, n, gc->name);
+      free(got);
+    }
+    /* Chunks whose sizes are multiples of the per-block count give the same values. */
+    uint64_t per = per_block(gc->g, gc->dt);
+    uint64_t chunks[3] = {per * 3, per * 250, n - per * 253};
+    size_t esz = kiln_dtype_size(gc->dt);
+    unsigned char *joined = malloc(n * esz);
+    KOK(kiln_rng_state_set(ctx(), &st));
+    for (uint64_t k = 0, pos = 0; k < 3; pos += chunks[k], k++) {
+      void *part = device_gen(gc->g, gc->dt, chunks[k], &gc->p);
+      memcpy(joined + pos * esz, part, chunks[k] * esz);
+      free(part);
+    }
+    hd_expect_equal(gc->dt, joined, whole, n, gc->name);
+    free(joined);
+    free(whole);
+  }
+}
+END_TEST
+
+START_TEST(state_save_restore)
+{
+  KOK(kiln_rng_seed(ctx(), 42));
+  kiln_rng_state s0;
+  KOK(kiln_rng_state_get(ctx(), &s0));
+  ck_assert(s0.seed == 42 && s0.counter == 0);
+  struct gen_params p = {0, 1, 0, 0};
+  void *a = device_gen(G_NORMAL, KILN_F32, 1000, &p);
+  void *b = device_gen(G_NORMAL, KILN_F32, 1000, &p);
+  ck_assert(memcmp(a, b, 4000) != 0); /* the stream moved on */
+  KOK(kiln_rng_state_set(ctx(), &s0));
+  void *c = device_gen(G_NORMAL, KILN_F32, 1000, &p);
+  ck_assert_mem_eq(a, c, 4000);
+  /* A different seed gives a different stream; a new context starts at {0, 0}. */
+  KOK(kiln_rng_seed(ctx(), 43));
+  void *d = device_gen(G_NORMAL, KILN_F32, 1000, &p);
+  ck_assert(memcmp(a, d, 4000) != 0);
+  kiln_context *fresh = NULL;
+  KOK(kiln_context_create(NULL, &fresh));
+  kiln_rng_state fs;
+  KOK(kiln_rng_state_get(fresh, &fs));
+  ck_assert(fs.seed == 0 && fs.counter == 0);
+  KOK(kiln_context_release(fresh));
+  free(a);
+  free(b);
+  free(c);
+  free(d);
+  /* A failed call leaves the state alone. */
+  KOK(kiln_rng_state_get(ctx(), &s0));
+  int64_t four = 4;
+  kiln_tensor *t = NULL;
+  KOK(kiln_tensor_create(ctx(), KILN_I32, 1, &four, &t));
+  KEXPECT(kiln_random_uniform(ctx(), t, 0, 1), KILN_ERR_DTYPE);
+  kiln_rng_state s1;
+  KOK(kiln_rng_state_get(ctx(), &s1));
+  ck_assert(s1.counter == s0.counter);
+  KOK(kiln_tensor_release(t));
+  KEXPECT(kiln_rng_state_get(ctx(), NULL), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_rng_state_set(ctx(), NULL), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_rng_seed(NULL, 1), KILN_ERR_INVALID_HANDLE);
+  KEXPECT(kiln_rng_state_get(NULL, &s1), KILN_ERR_INVALID_HANDLE);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* statistics                                                           */
+/* ------------------------------------------------------------------ */
+
+/* Chi-square critical value at p = 0.001 (Wilson-Hilferty). */
+static double
+chi2_crit(double dof)
+{
+  double z = 3.090232, a = 2.0 / (9.0 * dof);
+  double v = 1.0 - a + z * sqrt(a);
+  return dof * v * v * v;
+}
+
+static double
+chi2(const uint64_t *counts, size_t bins, double expected)
+{
+  double x = 0;
+  for (size_t i = 0; i < bins; i++)
+    x += ((double)counts[i] - expected) * ((double)counts[i] - expected) / expected;
+  return x;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+START_TEST(uniform_statistics)
+{
+  const uint64_t n = 1 << 20;
+  for (int f = 0; f < 2; f++) {
+    kiln_dtype dt = f ? KILN_F64 : KILN_F32;
+    if (!hd_dtype_ok(dt))
+      continue;
+    KOK(kiln_rng_seed(ctx(), 2024 + (uint64_t)f));
+    struct gen_params p = {-2, 6, 0, 0};
+    void *h = device_gen(G_UNIFORM, dt, n, &p);
+    double sum = 0, sq = 0;
+    uint64_t counts[100] = {0};
+    for (uint64_t i = 0; i < n; i++) {
+      double v = hd_getf(dt, h, i);
+      ck_assert(v >= -2 && v < 6);
+      sum += v;
+      sq += v * v;
+      counts[(int)((v + 2) / 8 * 100)]++;
+    }
+    double mean = sum / n, var = sq / n - mean * mean;
+    /* mean 2, variance 64/12; sigma of the mean sqrt(var/n), of the variance ~ sqrt(0.8 var^2/n) */
+    ck_assert_msg(fabs(mean - 2.0) < 5 * sqrt(64.0 / 12 / n), "uniform mean %g", mean);
+    ck_assert_msg(fabs(var - 64.0 / 12) < 5 * sqrt(0.8 / n) * 64.0 / 12, "uniform variance %g", var);
+    double x2 = chi2(counts, 100, n / 100.0);
+    ck_assert_msg(x2 < chi2_crit(99), "uniform chi-square %g over 99 dof", x2);
+    free(h);
+  }
+}
+END_TEST
+
+/* Standard normal CDF. */
+static double
+phi(double x)
+{
+  return 0.5 * erfc(-x / sqrt(2.0));
+}
+
+START_TEST(normal_statistics)
+{
+  const uint64_t n = 200000;
+  for (int f = 0; f < 2; f++) {
+    kiln_dtype dt = f ? KILN_F64 : KILN_F32;
+    if (!hd_dtype_ok(dt))
+      continue;
+    KOK(kiln_rng_seed(ctx(), 77 + (uint64_t)f));
+    struct gen_params p = {1.5, 2.0, 0, 0};
+    void *h = device_gen(G_NORMAL, dt, n, &p);
+    double *z = malloc(n * sizeof *z), sum = 0, sq = 0, m4 = 0;
+    for (uint64_t i = 0; i < n; i++) {
+      double v = hd_getf(dt, h, i);
+      ck_assert(isfinite(v));
+      z[i] = (v - 1.5) / 2.0;
+      sum += z[i];
+      sq += z[i] * z[i];
+      m4 += z[i] * z[i] * z[i] * z[i];
+    }
+    double mean = sum / n, var = sq / n - mean * mean, kurt = m4 / n;
+    ck_assert_msg(fabs(mean) < 5 / sqrt((double)n), "normal mean %g", mean);
+    ck_assert_msg(fabs(var - 1) < 5 * sqrt(2.0 / n), "normal variance %g", var);
+    ck_assert_msg(fabs(kurt - 3) < 5 * sqrt(96.0 / n), "normal fourth moment %g", kurt);
+    qsort(z, n, sizeof *z, cmp_double);
+    double d = 0;
+    for (uint64_t i = 0; i < n; i++) {
+      double c = phi(z[i]);
+      double lo = c - (double)i / n, hi = (double)(i + 1) / n - c;
+      d = fmax(d, fmax(lo, hi));
+    }
+    ck_assert_msg(d < 1.63 / sqrt((double)n), "normal KS distance %g (limit %g)", d,
+                  1.63 / sqrt((double)n));
+    /* Chi-square on 40 equiprobable bins through the CDF. */
+    uint64_t counts[40] = {0};
+    for (uint64_t i = 0; i < n; i++) {
+      int b = (int)(phi(z[i]) * 40);
+      counts[b > 39 ? 39 : b]++;
+    }
+    double x2 = chi2(counts, 40, n / 40.0);
+    ck_assert_msg(x2 < chi2_crit(39), "normal chi-square %g over 39 dof", x2);
+    free(z);
+    free(h);
+  }
+}
+END_TEST
+
+START_TEST(integer_statistics_and_bias)
+{
+  KOK(kiln_rng_seed(ctx(), 5));
+  const uint64_t n = 1 << 18;
+  struct gen_params p = {0, 0, -3, 14};
+  int32_t *h = device_gen(G_INTEGERS, KILN_I32, n, &p);
+  uint64_t counts[17] = {0};
+  for (uint64_t i = 0; i < n; i++) {
+    ck_assert(h[i] >= -3 && h[i] < 14);
+    counts[h[i] + 3]++;
+  }
+  double x2 = chi2(counts, 17, n / 17.0);
+  ck_assert_msg(x2 < chi2_crit(16), "integers chi-square %g over 16 dof", x2);
+  free(h);
+  /* span 3 * 2^30: reducing a 32-bit word modulo the span would put half of
+   * the values below 2^30; an unbiased draw puts a third there. */
+  struct gen_params q = {0, 0, 0, 0xC0000000ll};
+  int64_t *g = device_gen(G_INTEGERS, KILN_I64, n, &q);
+  uint64_t low = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    ck_assert(g[i] >= 0 && g[i] < 0xC0000000ll);
+    low += g[i] < (1ll << 30);
+  }
+  double frac = (double)low / n;
+  ck_assert_msg(fabs(frac - 1.0 / 3) < 5 * sqrt(2.0 / 9 / n), "fraction below 2^30: %g", frac);
+  free(g);
+  /* The full i64 range: both halves, and the extremes' neighbourhood reachable. */
+  struct gen_params r = {0, 0, INT64_MIN, INT64_MAX};
+  g = device_gen(G_INTEGERS, KILN_I64, n, &r);
+  uint64_t neg = 0;
+  for (uint64_t i = 0; i < n; i++)
+    neg += g[i] < 0;
+  ck_assert_msg(fabs((double)neg / n - 0.5) < 5 * sqrt(0.25 / n), "negative fraction %g",
+                (double)neg / n);
+  free(g);
+  /* Bernoulli mean. */
+  struct gen_params b = {0.3, 0, 0, 0};
+  uint8_t *m = device_gen(G_BERNOULLI, KILN_BOOL, n, &b);
+  uint64_t ones = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    ck_assert(m[i] <= 1);
+    ones += m[i];
+  }
+  ck_assert_msg(fabs((double)ones / n - 0.3) < 5 * sqrt(0.21 / n), "bernoulli mean %g",
+                (double)ones / n);
+  free(m);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* permutation and shuffle                                              */
+/* ------------------------------------------------------------------ */
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Host replica: indices sorted by (64-bit key, index). */
+static void
+replica_permutation(uint64_t seed, uint64_t counter, uint64_t n, int64_t *perm)
+{
+  uint64_t *pairs = malloc(2 * n * sizeof *pairs);
+  for (uint64_t i = 0; i < n; i++) {
+    uint32_t w[4];
+    block_words(counter + i / 2, 0, seed, w);
+    uint64_t t = i % 2;
+    pairs[2 * i] = ((uint64_t)w[2 * t + 1] << 32) | w[2 * t];
+    pairs[2 * i + 1] = i;
+  }
+  /* sort pairs lexicographically: keys are distinct in practice; ties fall back to the index */
+  qsort(pairs, n, 2 * sizeof *pairs, cmp_u64);
+  for (uint64_t i = 0; i + 1 < n; i++)
+    if (pairs[2 * i] == pairs[2 * i + 2] && pairs[2 * i + 1] > pairs[2 * i + 3]) {
+      uint64_t v = pairs[2 * i + 1];
+      pairs[2 * i + 1] = pairs[2 * i + 3];
+      pairs[2 * i + 3] = v;
+    }
+  for (uint64_t i = 0; i < n; i++)
+    perm[i] = (int64_t)pairs[2 * i + 1];
+  free(pairs);
+}
+
+START_TEST(permutation_and_shuffle)
+{
+  static const int64_t sizes[] = {0, 1, 2, 5, 1000, 65537};
+  for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+    for (int d = 0; d < 2; d++) {
+      kiln_dtype dt = d ? KILN_I64 : KILN_I32;
+      int64_t n = sizes[s];
+      kiln_rng_state st = {31337 + s, 1000 * s};
+      KOK(kiln_rng_state_set(ctx(), &st));
+      kiln_tensor *t = NULL;
+      KOK(kiln_random_permutation(ctx(), n, dt, &t));
+      hd_expect_shape(t, dt, 1, &n);
+      void *h = hd_download(t);
+      int64_t *want = malloc(((size_t)n + 1) * sizeof *want);
+      replica_permutation(st.seed, st.counter, (uint64_t)n, want);
+      uint8_t *seen = calloc((size_t)n + 1, 1);
+      for (int64_t i = 0; i < n; i++) {
+        int64_t v = hd_geti(dt, h, (uint64_t)i);
+        ck_assert(v >= 0 && v < n && !seen[v]);
+        seen[v] = 1;
+        ck_assert_int_eq(v, want[i]);
+      }
+      kiln_rng_state after;
+      KOK(kiln_rng_state_get(ctx(), &after));
+      ck_assert(after.counter == st.counter + (uint64_t)(n + 1) / 2);
+      free(seen);
+      free(want);
+      free(h);
+      KOK(kiln_tensor_release(t));
+    }
+  }
+  /* Uniformity over the 120 orders of 5 elements. */
+  KOK(kiln_rng_seed(ctx(), 8));
+  uint64_t counts[120] = {0};
+  const int draws = 1200;
+  for (int k = 0; k < draws; k++) {
+    int64_t five = 5;
+    kiln_tensor *t = NULL;
+    KOK(kiln_random_permutation(ctx(), five, KILN_I64, &t));
+    int64_t p[5];
+    KOK(kiln_tensor_download(t, p, sizeof p));
+    KOK(kiln_tensor_release(t));
+    /* Lehmer code -> rank in [0, 120) */
+    int rank = 0, used[5] = {0};
+    static const int fact[5] = {24, 6, 2, 1, 1};
+    for (int i = 0; i < 5; i++) {
+      int smaller = 0;
+      for (int j = 0; j < p[i]; j++)
+        smaller += !used[j];
+      used[p[i]] = 1;
+      rank += smaller * fact[i];
+    }
+    counts[rank]++;
+  }
+  double x2 = chi2(counts, 120, draws / 120.0);
+  ck_assert_msg(x2 < chi2_crit(119), "permutation chi-square %g over 119 dof", x2);
+
+  /* Shuffle = the same permutation applied to rows; in place works. */
+  HD_FOR_DTYPES(dt)
+  {
+    int64_t shape[3] = {37, 2, 3};
+    void *hx;
+    kiln_tensor *x = hd_make(dt, 3, shape, 90, &hx);
+    kiln_rng_state st = {555, 12};
+    KOK(kiln_rng_state_set(ctx(), &st));
+    kiln_tensor *out = NULL;
+    KOK(kiln_random_shuffle(ctx(), x, &out));
+    int64_t perm[37], src[222];
+    replica_permutation(st.seed, st.counter, 37, perm);
+    for (int i = 0; i < 222; i++)
+      src[i] = perm[i / 6] * 6 + i % 6;
+    void *g = hd_download(out);
+    hd_expect_map(dt, g, hx, src, 222, NULL, "shuffle");
+    free(g);
+    KOK(kiln_tensor_release(out));
+    KOK(kiln_rng_state_set(ctx(), &st));
+    out = x;
+    KOK(kiln_random_shuffle(ctx(), x, &out));
+    g = hd_download(x);
+    hd_expect_map(dt, g, hx, src, 222, NULL, "shuffle in place");
+    free(g);
+    free(hx);
+    KOK(kiln_tensor_release(x));
+  }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* launch geometry of the other families                                */
+/* ------------------------------------------------------------------ */
+
+/*
+ * This suite links the internals, so it also checks the layout, index and
+ * creation kernels under forced geometries: tiny work-groups of odd sizes
+ * and at most two work-groups per grid dimension, which makes every
+ * grid-stride loop run many times. Results must equal the default launch
+ * bit for bit.
+ */
+/* A tensor full of junk, so an element a kernel forgot cannot pass as correct. */
+static kiln_tensor *
+junk(kiln_dtype dt, size_t nd, const int64_t *shape)
+{
+  kiln_tensor *t = NULL;
+  KOK(kiln_tensor_full(ctx(), dt, nd, shape, kiln_scalar_i64(-77), &t));
+  return t;
+}
+
+static void *
+run_mix(size_t *bytes)
+{
+  kiln_context *c = ctx();
+  int64_t s4[4] = {3, 5, 7, 11}, perm[4] = {2, 0, 3, 1}, ps[4] = {7, 3, 11, 5};
+  int64_t s2[2] = {33, 17}, before[2] = {3, 40}, after[2] = {5, 2}, pads[2] = {41, 59};
+  int64_t ts[2] = {17, 33}, ss[2] = {29, 17}, na = 933, ni = 29;
+  kiln_tensor *x = NULL, *x2 = NULL, *idx = NULL, *gi = NULL, *mask = NULL, *ms = NULL;
+  kiln_tensor *p = junk(KILN_F32, 4, ps), *pad = junk(KILN_I32, 2, pads);
+  kiln_tensor *tr = junk(KILN_I32, 2, ts), *sel = junk(KILN_I32, 2, ss);
+  kiln_tensor *g = junk(KILN_I32, 2, s2), *sc = junk(KILN_I32, 2, s2), *ar = junk(KILN_F32, 1, &na);
+  KOK(kiln_rng_seed(c, 3));
+  KOK(kiln_tensor_create(c, KILN_F32, 4, s4, &x));
+  KOK(kiln_random_normal(c, x, 0, 1));
+  KOK(kiln_permute(c, x, perm, 4, &p));
+  KOK(kiln_tensor_create(c, KILN_I32, 2, s2, &x2));
+  KOK(kiln_random_integers(c, x2, -50, 50));
+  KOK(kiln_pad(c, x2, before, after, KILN_PAD_REFLECT, kiln_scalar_i64(0), &pad));
+  KOK(kiln_transpose(c, x2, &tr));
+  KOK(kiln_tensor_create(c, KILN_I64, 1, &ni, &idx));
+  KOK(kiln_random_integers(c, idx, -33, 33));
+  KOK(kiln_index_select(c, x2, 0, idx, &sel));
+  KOK(kiln_tensor_create(c, KILN_I32, 2, s2, &gi));
+  KOK(kiln_random_integers(c, gi, 0, 17));
+  KOK(kiln_gather(c, x2, 1, gi, &g));
+  KOK(kiln_scatter(c, x2, 1, gi, x2, KILN_SCATTER_ADD, &sc));
+  KOK(kiln_tensor_create(c, KILN_BOOL, 4, s4, &mask));
+  KOK(kiln_random_bernoulli(c, mask, 0.4));
+  uint64_t count = 0;
+  KOK(kiln_masked_select(c, x, mask, &ms, &count));
+  KOK(kiln_arange(c, kiln_scalar_f64(0.5), kiln_scalar_f64(700), kiln_scalar_f64(0.75), KILN_F32,
+                  &ar));
+  kiln_tensor *all[] = {p, pad, tr, sel, g, sc, ms, ar};
+  size_t total = 0;
+  for (size_t i = 0; i < 8; i++)
+    total += (size_t)kiln_tensor_nbytes(all[i]);
+  unsigned char *buf = malloc(total + 8), *at = buf;
+  memcpy(at, &count, 8);
+  at += 8;
+  for (size_t i = 0; i < 8; i++) {
+    size_t nb = (size_t)kiln_tensor_nbytes(all[i]);
+    KOK(kiln_tensor_download(all[i], at, nb));
+    at += nb;
+    KOK(kiln_tensor_release(all[i]));
+  }
+  *bytes = total + 8;
+  kiln_tensor *rest[] = {x, x2, idx, gi, mask};
+  for (size_t i = 0; i < 5; i++)
+    KOK(kiln_tensor_release(rest[i]));
+  return buf;
+}
+
+START_TEST(other_families_any_geometry)
+{
+  size_t nwant = 0;
+  void *want = run_mix(&nwant);
+  static const size_t locals[] = {1, 3, 0};
+  static const size_t groups[] = {0, 2, 2};
+  for (int g = 0; g < 3; g++) {
+    kiln__ops_local_override = locals[g];
+    kiln__ops_max_groups = groups[g];
+    size_t ngot = 0;
+    void *got = run_mix(&ngot);
+    kiln__ops_local_override = 0;
+    kiln__ops_max_groups = 0;
+    ck_assert_uint_eq(ngot, nwant);
+    ck_assert_msg(memcmp(got, want, nwant) == 0, "geometry %d changed a result", g);
+    free(got);
+  }
+  free(want);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* bad input                                                            */
+/* ------------------------------------------------------------------ */
+
+START_TEST(bad_input)
+{
+  int64_t four = 4;
+  kiln_tensor *f = NULL, *i = NULL, *u = NULL, *b = NULL, *o = NULL;
+  KOK(kiln_tensor_create(ctx(), KILN_F32, 1, &four, &f));
+  KOK(kiln_tensor_create(ctx(), KILN_I32, 1, &four, &i));
+  KOK(kiln_tensor_create(ctx(), KILN_U8, 1, &four, &u));
+  KOK(kiln_tensor_create(ctx(), KILN_BOOL, 1, &four, &b));
+  KEXPECT(kiln_random_uniform(ctx(), f, 1, 1), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_random_uniform(ctx(), f, 2, 1), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_random_uniform(ctx(), f, NAN, 1), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_random_uniform(ctx(), f, -3e38, 3e38), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_random_uniform(ctx(), f, 1, 1 + 1e-9), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_random_uniform(ctx(), i, 0, 1), KILN_ERR_DTYPE);
+  KEXPECT(kiln_random_normal(ctx(), f, 0, -1), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_random_normal(ctx(), f, INFINITY, 1), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_random_normal(ctx(), b, 0, 1), KILN_ERR_DTYPE);
+  KEXPECT(kiln_random_integers(ctx(), i, 5, 5), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_random_integers(ctx(), i, 0, (int64_t)INT32_MAX + 2), KILN_ERR_INVALID_ARGUMENT);
+  KOK(kiln_random_integers(ctx(), i, INT32_MIN, (int64_t)INT32_MAX + 1));
+  KEXPECT(kiln_random_integers(ctx(), u, -1, 5), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_random_integers(ctx(), u, 0, 257), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_random_integers(ctx(), f, 0, 5), KILN_ERR_DTYPE);
+  KEXPECT(kiln_random_integers(ctx(), b, 0, 2), KILN_ERR_DTYPE);
+  KEXPECT(kiln_random_bernoulli(ctx(), b, 1.5), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_random_bernoulli(ctx(), b, NAN), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_random_bits(ctx(), f), KILN_ERR_DTYPE);
+  KEXPECT(kiln_random_permutation(ctx(), -1, KILN_I64, &o), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_random_permutation(ctx(), 3, KILN_F32, &o), KILN_ERR_DTYPE);
+  KEXPECT(kiln_random_permutation(ctx(), 3, KILN_I64, NULL), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_random_permutation(ctx(), 5, KILN_I64, &f), KILN_ERR_DTYPE);
+  kiln_tensor *wrong = NULL;
+  KOK(kiln_tensor_create(ctx(), KILN_I64, 1, &four, &wrong));
+  KEXPECT(kiln_random_permutation(ctx(), 5, KILN_I64, &wrong), KILN_ERR_SHAPE);
+  KOK(kiln_tensor_release(wrong));
+  kiln_tensor *s0 = NULL;
+  KOK(kiln_tensor_zeros(ctx(), KILN_F32, 0, NULL, &s0));
+  KEXPECT(kiln_random_shuffle(ctx(), s0, &o), KILN_ERR_SHAPE);
+  KEXPECT(kiln_random_shuffle(ctx(), NULL, &o), KILN_ERR_INVALID_HANDLE);
+  KEXPECT(kiln_random_uniform(ctx(), NULL, 0, 1), KILN_ERR_INVALID_HANDLE);
+  KEXPECT(kiln_random_normal(NULL, f, 0, 1), KILN_ERR_INVALID_HANDLE);
+  kiln_context *other = NULL;
+  KOK(kiln_context_create(NULL, &other));
+  KEXPECT(kiln_random_bits(other, i), KILN_ERR_CONTEXT_MISMATCH);
+  KOK(kiln_context_release(other));
+  KEXPECT(kiln_random_bits(other, i), KILN_ERR_INVALID_HANDLE);
+  ck_assert_ptr_null(o);
+  KOK(kiln_tensor_release(s0));
+  KOK(kiln_tensor_release(f));
+  KOK(kiln_tensor_release(i));
+  KOK(kiln_tensor_release(u));
+  KOK(kiln_tensor_release(b));
+  KEXPECT(kiln_random_bernoulli(ctx(), b, 0.5), KILN_ERR_INVALID_HANDLE);
+}
+END_TEST
+
+static Suite *
+random_suite(void)
+{
+  Suite *s = suite_create("random");
+  TCase *tc = tcase_create("random");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, philox_known_answers);
+  tcase_add_test(tc, generators_match_the_stream_definition);
+  tcase_add_test(tc, independent_of_local_size_and_chunking);
+  tcase_add_test(tc, state_save_restore);
+  tcase_add_test(tc, uniform_statistics);
+  tcase_add_test(tc, normal_statistics);
+  tcase_add_test(tc, integer_statistics_and_bias);
+  tcase_add_test(tc, permutation_and_shuffle);
+  tcase_add_test(tc, other_families_any_geometry);
+  tcase_add_test(tc, bad_input);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int
+main(void)
+{
+  return harness_main(random_suite(), 1);
+}

@@ -1,0 +1,1327 @@
+/*
+ * Reduction suite: kiln_reduce and kiln_argreduce against a host reference.
+ *
+ * Coverage: every op of KILN_REDUCE_OPS for every dtype it accepts; sizes 1,
+ * primes, non-multiples of the work-group size, 2^24 + 3 elements; every
+ * subset of the axes of a {3,5,7,4} tensor (sum, max, argmax, mean, var,
+ * median), with and without keepdims and with negative axes; NaN and +-inf
+ * under both NaN policies, including all-NaN slices; argmin/argmax ties;
+ * empty reductions; ddof, every norm order, overflow-safe norms and
+ * logsumexp; the three median tiers; f64 accumulation and a device without
+ * fp64 (KILN_DEBUG_NO_FP64); bad input. The rows, columns, two-pass and
+ * permute strategies are all reached, and test_tunables runs them at
+ * work-group sizes 64, 128, 256 and the device maximum with the two-pass
+ * split forced on and off, each of the three lane orders (blocked,
+ * interleaved 16-vectors, interleaved scalars) and 16, 1 and 5 columns per
+ * work-item (this suite links the library internals for
+ * kiln__reduce_tuned).
+ *
+ * Reference: computed in long double (exact for every input dtype: 64-bit
+ * mantissa on x86-64) from the exact input values: straight sums, two-pass
+ * variance, sqrt of the sum of squares, sorting for the median; integer sums
+ * and products wrap in 64 bits like the library's.
+ *
+ * Tolerances (eps = the epsilon of the accumulation type: FLT_EPSILON for
+ * f32, DBL_EPSILON for f64 and for integer inputs with f64 results; S = sum
+ * of |x_i|, n = elements reduced, L = 1 + log2(n)):
+ *   sum, mean, norm L1       8 eps S (mean: / n): docs/reductions.md derives the bound
+ *   prod                     (n + 4) eps |want|
+ *   var, std                 8 L eps (|want| + mean^2) (Welford + pairwise merge)
+ *   norm L2 / p              8 L eps |want|
+ *   logsumexp                8 L eps (1 + |want|)
+ *   everything else          exact: min, max, argmin, argmax, any, all,
+ *                            count_nonzero, norm L0/Linf/-inf, integer
+ *                            sum/prod, median (whose
+ *                            midpoint the reference rounds like the device)
+ *   f32 with accumulate_f64  sum/mean: FLT_EPSILON |want| + 8 DBL_EPSILON S
+ * NaN matches only NaN and an infinity only the same infinity.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "ops/tuned.h"
+
+/*
+ * ck_assert_msg records a checkpoint even when it passes (a write and flush per call
+ * with CK_FORK=no); element-wise comparisons of millions of values use this instead.
+ */
+#define EXPECT(cond, ...)                                                                      \
+  do {                                                                                         \
+    if (!(cond))                                                                               \
+      ck_abort_msg(__VA_ARGS__);                                                               \
+  } while (0)
+
+/* ------------------------------------------------------------------ */
+/* Host data                                                           */
+/* ------------------------------------------------------------------ */
+
+enum gen {
+  GEN_UNIFORM, /* floats in [-2, 2); i32 in [-1000, 1000]; i64 around +-2^40; u8; bool */
+  GEN_SPECIAL, /* GEN_UNIFORM with about 10% NaN, 3% +inf, 3% -inf (floats) */
+  GEN_NAN,     /* GEN_UNIFORM with about 10% NaN, no infinities (floats) */
+  GEN_TIES,    /* values 0..3 only: many ties */
+  GEN_NEAR1,   /* floats in [0.9, 1.1) (products) */
+  GEN_NANROW,  /* GEN_SPECIAL, and elements [n/3, n/2) all NaN (a whole row of a {6, k} matrix) */
+};
+
+static uint64_t rng_state;
+
+static uint64_t
+rnd(void)
+{
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return rng_state;
+}
+
+static double
+unif(void)
+{
+  return (double)(rnd() >> 11) * 0x1.0p-53;
+}
+
+struct host {
+  kiln_dtype dt;
+  uint64_t n;
+  void *raw;
+  long double *v;
+};
+
+static void
+host_set(struct host *h, uint64_t i, long double v)
+{
+  switch (h->dt) {
+  case KILN_F32:
+    ((float *)h->raw)[i] = (float)v;
+    h->v[i] = ((float *)h->raw)[i];
+    break;
+  case KILN_F64:
+    ((double *)h->raw)[i] = (double)v;
+    h->v[i] = ((double *)h->raw)[i];
+    break;
+  case KILN_I32:
+    ((int32_t *)h->raw)[i] = (int32_t)v;
+    h->v[i] = ((int32_t *)h->raw)[i];
+    break;
+  case KILN_I64:
+    ((int64_t *)h->raw)[i] = (int64_t)v;
+    h->v[i] = (long double)((int64_t *)h->raw)[i];
+    break;
+  default:
+    ((uint8_t *)h->raw)[i] = (uint8_t)v;
+    h->v[i] = ((uint8_t *)h->raw)[i];
+    break;
+  }
+}
+
+static void
+host_make(struct host *h, kiln_dtype dt, uint64_t n, enum gen g, uint64_t seed)
+{
+  h->dt = dt;
+  h->n = n;
+  h->raw = malloc(n * kiln_dtype_size(dt) + 8);
+  h->v = malloc(n * sizeof(long double) + 16);
+  ck_assert(h->raw && h->v);
+  rng_state = seed * 2654435761u + 0x9e3779b97f4a7c15ull;
+  int is_float = dt == KILN_F32 || dt == KILN_F64;
+  for (uint64_t i = 0; i < n; i++) {
+    long double v;
+    if (dt == KILN_BOOL)
+      v = (long double)(rnd() & 1); /* a bool holds 0 or 1, whatever the generator */
+    else if (g == GEN_TIES)
+      v = (long double)(rnd() % 4);
+    else if (g == GEN_NEAR1)
+      v = 0.9 + 0.2 * unif();
+    else if (is_float)
+      v = unif() * 4.0 - 2.0;
+    else if (dt == KILN_I32)
+      v = (long double)((int64_t)(rnd() % 2001) - 1000);
+    else if (dt == KILN_I64)
+      v = (long double)((int64_t)(rnd() >> 23) * ((rnd() & 1) ? 1 : -1));
+    else if (dt == KILN_U8)
+      v = (long double)(rnd() % 256);
+    else
+      v = (long double)(rnd() & 1);
+    if (is_float && (g == GEN_SPECIAL || g == GEN_NAN || g == GEN_NANROW)) {
+      uint64_t r = rnd() % 100;
+      if (r < 10)
+        v = NAN;
+      else if (g != GEN_NAN && r < 13)
+        v = INFINITY;
+      else if (g != GEN_NAN && r < 16)
+        v = -INFINITY;
+      if (g == GEN_NANROW && i >= n / 3 && i < n / 2)
+        v = NAN;
+    }
+    host_set(h, i, v);
+  }
+}
+
+static void
+host_free(struct host *h)
+{
+  free(h->raw);
+  free(h->v);
+}
+
+/* Element i of a downloaded buffer of dtype dt, as long double. */
+static long double
+elem(kiln_dtype dt, const void *p, uint64_t i)
+{
+  switch (dt) {
+  case KILN_F32:
+    return ((const float *)p)[i];
+  case KILN_F64:
+    return ((const double *)p)[i];
+  case KILN_I32:
+    return ((const int32_t *)p)[i];
+  case KILN_I64:
+    return (long double)((const int64_t *)p)[i];
+  default:
+    return ((const uint8_t *)p)[i];
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* Reference                                                           */
+/* ------------------------------------------------------------------ */
+
+struct ref {
+  long double v; /* value result */
+  int64_t i;     /* integer results: wrapped sums/products, counts, indices */
+  long double sumabs, mean2, n;
+};
+
+static int
+isnanl_(long double v)
+{
+  return v != v;
+}
+
+static int
+cmp_ld(const void *a, const void *b)
+{
+  long double x = *(const long double *)a, y = *(const long double *)b;
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* The device's midpoint of two middle values, in the result's precision. */
+static long double
+midpoint_as(kiln_dtype res, long double a, long double b)
+{
+  if (res == KILN_F32) {
+    float fa = (float)a, fb = (float)b, s = fa + fb;
+    return isfinite(s) || !isfinite(fa) || !isfinite(fb) ? s * 0.5f : fa * 0.5f + fb * 0.5f;
+  }
+  double da = (double)a, db = (double)b, s = da + db;
+  return isfinite(s) || !isfinite(da) || !isfinite(db) ? s * 0.5 : da * 0.5 + db * 0.5;
+}
+
+/* op over a[0..n) (in reduced-index order), NumPy semantics as documented in reduce.h. */
+static struct ref
+ref_op(kiln_reduce_op op, const kiln_reduce_options *o, kiln_dtype dt, kiln_dtype res,
+       const long double *a, uint64_t n)
+{
+  struct ref r = {0, 0, 0, 0, 0};
+  int omit = o->nan_policy == KILN_NAN_OMIT;
+  int is_float = dt == KILN_F32 || dt == KILN_F64;
+  long double *f = malloc((n + 1) * sizeof *f);
+  int64_t *fi = malloc((n + 1) * sizeof *fi);
+  uint64_t m = 0;
+  int anynan = 0;
+  int64_t firstnan = -1;
+  for (uint64_t j = 0; j < n; j++) {
+    if (isnanl_(a[j])) {
+      if (firstnan < 0)
+        firstnan = (int64_t)j;
+      anynan = 1;
+      if (omit)
+        continue;
+    }
+    f[m] = a[j];
+    fi[m] = (int64_t)j;
+    m++;
+  }
+  for (uint64_t j = 0; j < m; j++)
+    r.sumabs += fabsl(f[j]);
+  r.n = (long double)m;
+  int prop_nan = anynan && !omit;
+  switch (op) {
+  case KILN_REDUCE_SUM:
+  case KILN_REDUCE_PROD: {
+    int sum = op == KILN_REDUCE_SUM;
+    if (is_float) {
+      long double acc = sum ? 0 : 1;
+      for (uint64_t j = 0; j < m; j++)
+        acc = sum ? acc + f[j] : acc * f[j];
+      r.v = acc;
+    } else {
+      uint64_t acc = sum ? 0 : 1;
+      for (uint64_t j = 0; j < m; j++)
+        acc = sum ? acc + (uint64_t)(int64_t)f[j] : acc * (uint64_t)(int64_t)f[j];
+      r.i = (int64_t)acc;
+      r.v = (long double)r.i;
+    }
+    break;
+  }
+  case KILN_REDUCE_MEAN:
+  case KILN_REDUCE_VAR:
+  case KILN_REDUCE_STD: {
+    long double s = 0;
+    for (uint64_t j = 0; j < m; j++)
+      s += f[j];
+    long double mean = s / (long double)m;
+    r.mean2 = mean * mean;
+    if (op == KILN_REDUCE_MEAN) {
+      r.v = mean;
+      break;
+    }
+    long double q = 0;
+    for (uint64_t j = 0; j < m; j++)
+      q += (f[j] - mean) * (f[j] - mean);
+    long double den = (long double)m - (long double)o->ddof;
+    r.v = q / (den > 0 ? den : 0);
+    if (op == KILN_REDUCE_STD)
+      r.v = sqrtl(r.v);
+    break;
+  }
+  case KILN_REDUCE_MIN:
+  case KILN_REDUCE_MAX:
+  case KILN_REDUCE_ARGMIN:
+  case KILN_REDUCE_ARGMAX: {
+    int is_max = op == KILN_REDUCE_MAX || op == KILN_REDUCE_ARGMAX;
+    if (prop_nan) {
+      r.v = NAN;
+      r.i = firstnan;
+    } else if (m == 0) {
+      r.v = NAN;
+      r.i = -1;
+    } else {
+      uint64_t best = 0;
+      for (uint64_t j = 1; j < m; j++)
+        if (is_max ? f[j] > f[best] : f[j] < f[best])
+          best = j;
+      r.v = f[best];
+      r.i = fi[best];
+    }
+    if (op == KILN_REDUCE_MIN || op == KILN_REDUCE_MAX)
+      r.i = isnanl_(r.v) ? 0 : (int64_t)r.v;
+    break;
+  }
+  case KILN_REDUCE_ANY:
+  case KILN_REDUCE_ALL:
+  case KILN_REDUCE_COUNT_NONZERO: {
+    int64_t nz = 0;
+    for (uint64_t j = 0; j < m; j++)
+      nz += f[j] != 0;
+    r.i = op == KILN_REDUCE_ANY ? nz > 0 : op == KILN_REDUCE_ALL ? nz == (int64_t)m : nz;
+    r.v = (long double)r.i;
+    break;
+  }
+  case KILN_REDUCE_NORM: {
+    long double acc = 0;
+    switch (o->norm_ord) {
+    case KILN_NORM_L2:
+    case KILN_NORM_P: {
+      long double p = o->norm_ord == KILN_NORM_L2 ? 2 : o->norm_p;
+      for (uint64_t j = 0; j < m; j++)
+        acc += powl(fabsl(f[j]), p);
+      r.v = powl(acc, 1 / p);
+      break;
+    }
+    case KILN_NORM_L1:
+      for (uint64_t j = 0; j < m; j++)
+        acc += fabsl(f[j]);
+      r.v = acc;
+      break;
+    case KILN_NORM_L0:
+      for (uint64_t j = 0; j < m; j++)
+        acc += f[j] != 0;
+      r.v = acc;
+      break;
+    case KILN_NORM_LINF:
+    case KILN_NORM_NEG_INF: {
+      int mx = o->norm_ord == KILN_NORM_LINF;
+      acc = mx ? 0 : INFINITY;
+      for (uint64_t j = 0; j < m; j++)
+        acc = mx ? fmaxl(acc, fabsl(f[j])) : fminl(acc, fabsl(f[j]));
+      r.v = prop_nan ? NAN : (m == 0 && omit && anynan) ? NAN : acc;
+      break;
+    }
+    }
+    if (prop_nan && o->norm_ord != KILN_NORM_L0)
+      r.v = NAN;
+    break;
+  }
+  case KILN_REDUCE_LOGSUMEXP: {
+    long double mx = -INFINITY;
+    for (uint64_t j = 0; j < m; j++)
+      mx = fmaxl(mx, f[j]);
+    if (prop_nan)
+      r.v = NAN;
+    else if (m == 0 || mx == -INFINITY)
+      r.v = -INFINITY;
+    else if (mx == INFINITY)
+      r.v = INFINITY;
+    else {
+      long double s = 0;
+      for (uint64_t j = 0; j < m; j++)
+        s += expl(f[j] - mx);
+      r.v = mx + logl(s);
+    }
+    break;
+  }
+  case KILN_REDUCE_MEDIAN:
+    if (prop_nan || m == 0) {
+      r.v = NAN;
+    } else {
+      qsort(f, m, sizeof *f, cmp_ld);
+      r.v = midpoint_as(res, f[(m - 1) / 2], f[m / 2]);
+    }
+    break;
+  case KILN_REDUCE_OP_COUNT:
+    break;
+  }
+  free(f);
+  free(fi);
+  return r;
+}
+
+static long double
+tolerance(kiln_reduce_op op, const kiln_reduce_options *o, kiln_dtype dt, const struct ref *r)
+{
+  int is_float = dt == KILN_F32 || dt == KILN_F64;
+  long double eps = dt == KILN_F32 ? FLT_EPSILON : DBL_EPSILON;
+  long double L = 1 + log2l(r->n + 1);
+  if (dt == KILN_F32 && o->accumulate_f64 &&
+      (op == KILN_REDUCE_SUM || op == KILN_REDUCE_MEAN))
+    return FLT_EPSILON * fabsl(r->v) + 8 * DBL_EPSILON * r->sumabs / (op == KILN_REDUCE_MEAN ? r->n : 1);
+  switch (op) {
+  case KILN_REDUCE_SUM:
+    return is_float ? 8 * eps * r->sumabs : 0;
+  case KILN_REDUCE_MEAN:
+    return 8 * eps * r->sumabs / (r->n > 0 ? r->n : 1);
+  case KILN_REDUCE_PROD:
+    return is_float ? (r->n + 4) * eps * fabsl(r->v) : 0;
+  case KILN_REDUCE_VAR:
+  case KILN_REDUCE_STD:
+    return 8 * L * eps * (fabsl(r->v) + r->mean2);
+  case KILN_REDUCE_NORM:
+    if (o->norm_ord == KILN_NORM_L1)
+      return 8 * eps * r->sumabs;
+    if (o->norm_ord == KILN_NORM_L2 || o->norm_ord == KILN_NORM_P)
+      return 8 * L * eps * fabsl(r->v);
+    return 0;
+  case KILN_REDUCE_LOGSUMEXP:
+    return 8 * L * eps * (1 + fabsl(r->v));
+  default:
+    return 0;
+  }
+}
+
+static int
+matches(long double got, long double want, long double tol)
+{
+  if (isnanl_(want))
+    return isnanl_(got);
+  if (isinf(want))
+    return got == want;
+  return fabsl(got - want) <= tol;
+}
+
+/* ------------------------------------------------------------------ */
+/* One case: run on the device, compare every output element          */
+/* ------------------------------------------------------------------ */
+
+struct rcase {
+  kiln_reduce_op op;
+  kiln_dtype dt;
+  size_t ndim;
+  int64_t shape[KILN_MAX_DIMS];
+  int all_axes; /* axes NULL, naxes 0 */
+  size_t naxes;
+  int64_t axes[KILN_MAX_DIMS];
+  int keepdims;
+  kiln_reduce_options opts;
+  enum gen gen;
+  int arg_values; /* kiln_argreduce with values */
+};
+
+static char *
+describe(const struct rcase *c, char *buf, size_t len)
+{
+  size_t u = (size_t)snprintf(buf, len, "%s %s shape [", kiln_reduce_op_name(c->op),
+                              kiln_dtype_name(c->dt));
+  for (size_t d = 0; d < c->ndim && u < len; d++)
+    u += (size_t)snprintf(buf + u, len - u, d ? ",%lld" : "%lld", (long long)c->shape[d]);
+  if (u < len)
+    u += (size_t)snprintf(buf + u, len - u, "] axes ");
+  if (c->all_axes && u < len)
+    u += (size_t)snprintf(buf + u, len - u, "all");
+  for (size_t d = 0; !c->all_axes && d < c->naxes && u < len; d++)
+    u += (size_t)snprintf(buf + u, len - u, d ? ",%lld" : "(%lld", (long long)c->axes[d]);
+  if (!c->all_axes && u < len)
+    u += (size_t)snprintf(buf + u, len - u, c->naxes ? ")" : "()");
+  if (u < len)
+    snprintf(buf + u, len - u, " keepdims %d nan %s ddof %g ord %d gen %d", c->keepdims,
+             c->opts.nan_policy == KILN_NAN_OMIT ? "omit" : "propagate", c->opts.ddof,
+             (int)c->opts.norm_ord, (int)c->gen);
+  return buf;
+}
+
+static void
+run_case(const struct rcase *c, const kiln__launch_params *lp, uint64_t seed)
+{
+  kiln_context *ctx = harness_ctx();
+  char what[512];
+  describe(c, what, sizeof what);
+  uint64_t n = 1;
+  for (size_t d = 0; d < c->ndim; d++)
+    n *= (uint64_t)c->shape[d];
+  struct host h;
+  host_make(&h, c->dt, n, c->gen, seed);
+  kiln_tensor *x = NULL, *y = NULL, *vals = NULL;
+  KOK(kiln_tensor_from_host(ctx, c->dt, c->ndim, c->shape, h.raw, &x));
+  const int64_t *axes = c->all_axes ? NULL : c->axes;
+  size_t naxes = c->all_axes ? 0 : c->naxes;
+  kiln_status s;
+  int is_arg = c->op == KILN_REDUCE_ARGMIN || c->op == KILN_REDUCE_ARGMAX;
+  if (c->arg_values)
+    s = kiln__argreduce_tuned(ctx, c->op, x, axes, naxes, c->keepdims, &c->opts, lp, &vals, &y);
+  else
+    s = kiln__reduce_tuned(ctx, c->op, x, axes, naxes, c->keepdims, &c->opts, lp, &y);
+  ck_assert_msg(s == KILN_OK, "%s: %s: %s", what, kiln_status_name(s), kiln_last_error());
+
+  /* Expected shape and the reduced/kept dims. */
+  unsigned mask = 0;
+  for (size_t d = 0; d < c->ndim; d++)
+    if (c->all_axes)
+      mask |= 1u << d;
+  for (size_t i = 0; !c->all_axes && i < c->naxes; i++)
+    mask |= 1u << (size_t)(c->axes[i] < 0 ? c->axes[i] + (int64_t)c->ndim : c->axes[i]);
+  size_t kept[KILN_MAX_DIMS], redd[KILN_MAX_DIMS], nk = 0, nr = 0, eo = 0;
+  int64_t strides[KILN_MAX_DIMS];
+  int64_t st = 1;
+  for (size_t d = c->ndim; d-- > 0;) {
+    strides[d] = st;
+    st *= c->shape[d];
+  }
+  uint64_t nout = 1, nred = 1;
+  for (size_t d = 0; d < c->ndim; d++) {
+    if (mask & (1u << d)) {
+      redd[nr++] = d;
+      nred *= (uint64_t)c->shape[d];
+      if (c->keepdims) {
+        ck_assert_msg(kiln_tensor_dim(y, eo) == 1, "%s: keepdims dim %zu", what, eo);
+        eo++;
+      }
+    } else {
+      kept[nk++] = d;
+      nout *= (uint64_t)c->shape[d];
+      ck_assert_msg(kiln_tensor_dim(y, eo) == c->shape[d], "%s: dim %zu is %lld", what, eo,
+                    (long long)kiln_tensor_dim(y, eo));
+      eo++;
+    }
+  }
+  ck_assert_msg(kiln_tensor_ndim(y) == eo, "%s: result has %zu dims, expected %zu", what,
+                kiln_tensor_ndim(y), eo);
+  kiln_dtype rdt = kiln_tensor_dtype(y), want_dt;
+  KOK(kiln_reduce_result_dtype(ctx, c->op, c->dt, &want_dt));
+  ck_assert_msg(rdt == want_dt, "%s: result dtype %s", what, kiln_dtype_name(rdt));
+
+  void *got = malloc(nout * 8 + 8), *gotv = malloc(nout * 8 + 8);
+  KOK(kiln_tensor_download(y, got, kiln_tensor_nbytes(y)));
+  if (vals) {
+    ck_assert_int_eq(kiln_tensor_dtype(vals), c->dt);
+    KOK(kiln_tensor_download(vals, gotv, kiln_tensor_nbytes(vals)));
+  }
+  long double *buf = malloc((nred + 1) * sizeof *buf);
+  int is_float_res = rdt == KILN_F32 || rdt == KILN_F64;
+  for (uint64_t o = 0; o < nout; o++) {
+    int64_t base = 0;
+    uint64_t t = o;
+    for (size_t k = nk; k-- > 0;) {
+      base += (int64_t)(t % (uint64_t)c->shape[kept[k]]) * strides[kept[k]];
+      t /= (uint64_t)c->shape[kept[k]];
+    }
+    for (uint64_t rr = 0; rr < nred; rr++) {
+      int64_t off = base;
+      uint64_t u = rr;
+      for (size_t k = nr; k-- > 0;) {
+        off += (int64_t)(u % (uint64_t)c->shape[redd[k]]) * strides[redd[k]];
+        u /= (uint64_t)c->shape[redd[k]];
+      }
+      buf[rr] = h.v[off];
+    }
+    struct ref r = ref_op(c->op, &c->opts, c->dt, rdt, buf, nred);
+    long double g = elem(rdt, got, o);
+    if (is_arg) {
+      EXPECT((int64_t)g == r.i, "%s: out[%llu] index %lld, expected %lld", what,
+                    (unsigned long long)o, (long long)g, (long long)r.i);
+      if (vals) {
+        long double gv = elem(c->dt, gotv, o);
+        EXPECT(matches(gv, r.v, 0), "%s: out[%llu] value %Lg, expected %Lg", what,
+                      (unsigned long long)o, gv, r.v);
+      }
+    } else if (!is_float_res) {
+      EXPECT((int64_t)g == r.i, "%s: out[%llu] = %lld, expected %lld", what,
+                    (unsigned long long)o, (long long)g, (long long)r.i);
+    } else {
+      /* The reference rounded to the result dtype, then compared within tolerance. */
+      long double want = rdt == KILN_F32 ? (long double)(float)r.v : (long double)(double)r.v;
+      long double tol = tolerance(c->op, &c->opts, c->dt, &r);
+      EXPECT(matches(g, want, tol), "%s: out[%llu] = %.17Lg, expected %.17Lg (tol %.3Lg)",
+                    what, (unsigned long long)o, g, want, tol);
+    }
+  }
+  free(buf);
+  free(got);
+  free(gotv);
+  kiln_tensor_release(vals);
+  kiln_tensor_release(y);
+  kiln_tensor_release(x);
+  host_free(&h);
+}
+
+/* Shorthand constructors. */
+static struct rcase
+mk(kiln_reduce_op op, kiln_dtype dt, size_t ndim, const int64_t *shape)
+{
+  struct rcase c;
+  memset(&c, 0, sizeof c);
+  c.op = op;
+  c.dt = dt;
+  c.ndim = ndim;
+  memcpy(c.shape, shape, ndim * sizeof *shape);
+  c.all_axes = 1;
+  c.gen = op == KILN_REDUCE_PROD && (dt == KILN_F32 || dt == KILN_F64) ? GEN_NEAR1 : GEN_UNIFORM;
+  return c;
+}
+
+static struct rcase
+with_axes(struct rcase c, size_t naxes, const int64_t *axes)
+{
+  c.all_axes = 0;
+  c.naxes = naxes;
+  if (naxes)
+    memcpy(c.axes, axes, naxes * sizeof *axes);
+  return c;
+}
+
+static const kiln_dtype all_dtypes[] = {KILN_F32, KILN_F64, KILN_I32, KILN_I64, KILN_U8, KILN_BOOL};
+#define NDTYPES (sizeof all_dtypes / sizeof all_dtypes[0])
+
+/* ------------------------------------------------------------------ */
+/* Tests                                                               */
+/* ------------------------------------------------------------------ */
+
+/* Every op, every accepted dtype: full reductions of several lengths and both axes of a matrix. */
+START_TEST(test_ops_dtypes)
+{
+  kiln_dtype dt = all_dtypes[_i];
+  if (dt == KILN_F64 && !harness_has_fp64())
+    return;
+  static const int64_t lens[] = {1, 7, 257, 1000, 65537};
+  for (int op = 0; op < KILN_REDUCE_OP_COUNT; op++) {
+    if (!kiln_reduce_op_supports((kiln_reduce_op)op, dt))
+      continue;
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+      /* The two-pass length only for the float types: the integer kernels share the code. */
+      if (lens[li] > 1000 && !(dt == KILN_F32 || dt == KILN_F64))
+        continue;
+      struct rcase c = mk((kiln_reduce_op)op, dt, 1, &lens[li]);
+      run_case(&c, NULL, (uint64_t)op * 31 + li);
+    }
+    const int64_t shape[2] = {13, 37};
+    for (int64_t ax = 0; ax < 2; ax++) {
+      struct rcase c = with_axes(mk((kiln_reduce_op)op, dt, 2, shape), 1, &ax);
+      c.keepdims = (int)ax;
+      run_case(&c, NULL, (uint64_t)op * 7 + (uint64_t)ax);
+    }
+  }
+}
+END_TEST
+
+/* Every subset of the axes of a {3,5,7,4} tensor, keepdims both ways, negative axes too. */
+START_TEST(test_axes_4d)
+{
+  static const int64_t shape[4] = {3, 5, 7, 4};
+  static const kiln_reduce_op ops[] = {KILN_REDUCE_SUM,  KILN_REDUCE_MAX, KILN_REDUCE_ARGMAX,
+                                       KILN_REDUCE_MEAN, KILN_REDUCE_VAR, KILN_REDUCE_MEDIAN};
+  for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++) {
+    for (unsigned m = 0; m < 16; m++) {
+      for (int keep = 0; keep < 2; keep++) {
+        int64_t axes[4];
+        size_t na = 0;
+        for (int d = 0; d < 4; d++)
+          if (m & (1u << d))
+            axes[na++] = (m + (unsigned)keep) % 2 ? d - 4 : d; /* alternate negative forms */
+        struct rcase c = with_axes(mk(ops[oi], KILN_F32, 4, shape), na, axes);
+        c.keepdims = keep;
+        run_case(&c, NULL, m * 3u + oi);
+      }
+    }
+    struct rcase all = mk(ops[oi], KILN_F32, 4, shape);
+    run_case(&all, NULL, 99);
+    /* Axes in descending order name the same set. */
+    static const int64_t rev[2] = {2, 0};
+    struct rcase r = with_axes(mk(ops[oi], KILN_F32, 4, shape), 2, rev);
+    run_case(&r, NULL, 98);
+  }
+}
+END_TEST
+
+/* NaN and +-inf under both policies, with an all-NaN row, for every float op. */
+START_TEST(test_nan_policies)
+{
+  kiln_dtype dt = _i ? KILN_F64 : KILN_F32;
+  if (dt == KILN_F64 && !harness_has_fp64())
+    return;
+  static const int64_t shape[2] = {6, 9};
+  static const kiln_norm_ord ords[] = {KILN_NORM_L2, KILN_NORM_L1, KILN_NORM_LINF,
+                                       KILN_NORM_NEG_INF, KILN_NORM_L0, KILN_NORM_P};
+  for (int op = 0; op < KILN_REDUCE_OP_COUNT; op++) {
+    size_t nord = op == KILN_REDUCE_NORM ? sizeof ords / sizeof ords[0] : 1;
+    for (size_t oi = 0; oi < nord; oi++) {
+      for (int pol = 0; pol < 2; pol++) {
+        for (int ax = -1; ax < 2; ax++) {
+          for (int g = 0; g < 2; g++) {
+            struct rcase c = mk((kiln_reduce_op)op, dt, 2, shape);
+            if (ax >= 0) {
+              int64_t a = ax;
+              c = with_axes(c, 1, &a);
+            }
+            c.gen = g ? GEN_NANROW : GEN_NAN;
+            c.opts.nan_policy = pol ? KILN_NAN_OMIT : KILN_NAN_PROPAGATE;
+            c.opts.norm_ord = ords[oi];
+            c.opts.norm_p = 3;
+            c.opts.ddof = 1;
+            run_case(&c, NULL, (uint64_t)(op * 100 + ax * 10 + g));
+            /* With infinities as well (GEN_NANROW also holds +-inf). */
+            c.gen = g ? GEN_NANROW : GEN_SPECIAL;
+            run_case(&c, NULL, (uint64_t)(op * 100 + ax * 10 + g + 5));
+          }
+        }
+      }
+    }
+  }
+}
+END_TEST
+
+/* Ties: the first occurrence wins, on every strategy (rows, lanes, columns, two-pass). */
+START_TEST(test_argmax_ties)
+{
+  static const kiln_dtype dts[] = {KILN_F32, KILN_I32, KILN_U8, KILN_BOOL};
+  kiln_device_info info;
+  KOK(kiln_context_device_info(harness_ctx(), &info));
+  kiln__launch_params split;
+  kiln__launch_params_default(harness_ctx(), KILN__LAUNCH_REDUCE, &split);
+  split.two_pass_min = 1;
+  split.items_per_thread = 3;
+  const int64_t len[1] = {1000}, mat[2] = {37, 129};
+  for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+    for (int op = KILN_REDUCE_ARGMIN; op <= KILN_REDUCE_ARGMAX; op++) {
+      for (int forced = 0; forced < 2; forced++) {
+        const kiln__launch_params *lp = forced ? &split : NULL;
+        struct rcase c = mk((kiln_reduce_op)op, dts[d], 1, len);
+        c.gen = GEN_TIES;
+        run_case(&c, lp, d * 10 + (uint64_t)op);
+        c.arg_values = 1;
+        run_case(&c, lp, d * 10 + (uint64_t)op + 1);
+        for (int64_t ax = 0; ax < 2; ax++) {
+          struct rcase m = with_axes(mk((kiln_reduce_op)op, dts[d], 2, mat), 1, &ax);
+          m.gen = GEN_TIES;
+          m.arg_values = (int)ax;
+          run_case(&m, lp, d * 10 + (uint64_t)op + 2 + (uint64_t)ax);
+        }
+      }
+    }
+  }
+  /* All equal: index 0 everywhere, also after a split across groups. */
+  float ones[4099];
+  for (int i = 0; i < 4099; i++)
+    ones[i] = 1.0f;
+  int64_t n = 4099;
+  kiln_tensor *x = NULL, *idx = NULL;
+  KOK(kiln_tensor_from_host(harness_ctx(), KILN_F32, 1, &n, ones, &x));
+  KOK(kiln__argreduce_tuned(harness_ctx(), KILN_REDUCE_ARGMAX, x, NULL, 0, 0, NULL, &split, NULL,
+                            &idx));
+  int64_t got = -5;
+  KOK(kiln_tensor_download(idx, &got, 8));
+  ck_assert_int_eq(got, 0);
+  kiln_tensor_release(idx);
+  kiln_tensor_release(x);
+}
+END_TEST
+
+/* Empty reductions: NumPy's values, and KILN_ERR_SHAPE for ops without one. */
+START_TEST(test_empty)
+{
+  kiln_context *ctx = harness_ctx();
+  const int64_t s0[1] = {0}, s30[2] = {3, 0}, s04[2] = {0, 4};
+  kiln_tensor *e0 = NULL, *e30 = NULL, *e04 = NULL;
+  KOK(kiln_tensor_create(ctx, KILN_F32, 1, s0, &e0));
+  KOK(kiln_tensor_create(ctx, KILN_F32, 2, s30, &e30));
+  KOK(kiln_tensor_create(ctx, KILN_F32, 2, s04, &e04));
+  struct {
+    kiln_reduce_op op;
+    double want;
+  } vals[] = {{KILN_REDUCE_SUM, 0},        {KILN_REDUCE_PROD, 1},     {KILN_REDUCE_MEAN, NAN},
+              {KILN_REDUCE_VAR, NAN},      {KILN_REDUCE_STD, NAN},    {KILN_REDUCE_ANY, 0},
+              {KILN_REDUCE_ALL, 1},        {KILN_REDUCE_COUNT_NONZERO, 0},
+              {KILN_REDUCE_NORM, 0},       {KILN_REDUCE_LOGSUMEXP, -INFINITY},
+              {KILN_REDUCE_MEDIAN, NAN}};
+  for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
+    /* All axes of [0]: a 0-d result. */
+    kiln_tensor *y = NULL;
+    KOK(kiln_reduce(ctx, vals[i].op, e0, NULL, 0, 0, NULL, &y));
+    ck_assert_uint_eq(kiln_tensor_ndim(y), 0);
+    unsigned char b[8];
+    KOK(kiln_tensor_download(y, b, kiln_tensor_nbytes(y)));
+    long double g = elem(kiln_tensor_dtype(y), b, 0);
+    ck_assert_msg(matches(g, vals[i].want, 0), "%s of nothing: %Lg", kiln_reduce_op_name(vals[i].op),
+                  g);
+    kiln_tensor_release(y);
+    /* Axis 1 of [3,0]: three empty slices. */
+    y = NULL;
+    int64_t ax = 1;
+    KOK(kiln_reduce(ctx, vals[i].op, e30, &ax, 1, 1, NULL, &y));
+    ck_assert_int_eq(kiln_tensor_dim(y, 0), 3);
+    ck_assert_int_eq(kiln_tensor_dim(y, 1), 1);
+    unsigned char b3[24];
+    KOK(kiln_tensor_download(y, b3, kiln_tensor_nbytes(y)));
+    for (int k = 0; k < 3; k++)
+      ck_assert(matches(elem(kiln_tensor_dtype(y), b3, (uint64_t)k), vals[i].want, 0));
+    kiln_tensor_release(y);
+  }
+  /* Norm -inf of nothing is +inf (the empty min). */
+  kiln_reduce_options o = {0};
+  o.norm_ord = KILN_NORM_NEG_INF;
+  kiln_tensor *y = NULL;
+  KOK(kiln_reduce(ctx, KILN_REDUCE_NORM, e0, NULL, 0, 0, &o, &y));
+  float f;
+  KOK(kiln_tensor_download(y, &f, 4));
+  ck_assert(isinf(f) && f > 0);
+  kiln_tensor_release(y);
+  /* No value for min/max/argmin/argmax of nothing, also when the result would be empty. */
+  static const kiln_reduce_op none[] = {KILN_REDUCE_MIN, KILN_REDUCE_MAX, KILN_REDUCE_ARGMIN,
+                                        KILN_REDUCE_ARGMAX};
+  for (size_t i = 0; i < 4; i++) {
+    y = NULL;
+    KEXPECT(kiln_reduce(ctx, none[i], e0, NULL, 0, 0, NULL, &y), KILN_ERR_SHAPE);
+    ck_assert_ptr_null(y);
+    int64_t ax = 1;
+    KEXPECT(kiln_reduce(ctx, none[i], e30, &ax, 1, 0, NULL, &y), KILN_ERR_SHAPE);
+    ax = 0;
+    KEXPECT(kiln_reduce(ctx, none[i], e04, &ax, 1, 0, NULL, &y), KILN_ERR_SHAPE);
+    /* Reducing the non-empty axis of [0,4] is fine: zero results. */
+    ax = 1;
+    KOK(kiln_reduce(ctx, none[i], e04, &ax, 1, 0, NULL, &y));
+    ck_assert_int_eq(kiln_tensor_dim(y, 0), 0);
+    kiln_tensor_release(y);
+    y = NULL;
+  }
+  /* Reduce over no axis (non-NULL axes, naxes 0): elementwise. */
+  struct rcase c = with_axes(mk(KILN_REDUCE_SUM, KILN_I32, 2, (int64_t[]){3, 4}), 0, NULL);
+  run_case(&c, NULL, 1);
+  c.op = KILN_REDUCE_VAR;
+  run_case(&c, NULL, 2);
+  c.op = KILN_REDUCE_ARGMAX;
+  run_case(&c, NULL, 3);
+  /* A 0-d input. */
+  struct rcase z = mk(KILN_REDUCE_MEAN, KILN_F32, 0, NULL);
+  run_case(&z, NULL, 4);
+  kiln_tensor_release(e0);
+  kiln_tensor_release(e30);
+  kiln_tensor_release(e04);
+}
+END_TEST
+
+START_TEST(test_bad_inputs)
+{
+  kiln_context *ctx = harness_ctx();
+  const int64_t shape[4] = {3, 5, 7, 4};
+  kiln_tensor *x = NULL, *xi = NULL, *y = NULL, *dead = NULL;
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 4, shape, &x));
+  KOK(kiln_tensor_zeros(ctx, KILN_I32, 4, shape, &xi));
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 1, shape, &dead));
+  KOK(kiln_tensor_release(dead));
+  int64_t ax_bad[1] = {4}, ax_neg[1] = {-5}, ax_dup[2] = {1, 1}, ax_dup2[2] = {-1, 3};
+  KEXPECT(kiln_reduce(ctx, KILN_REDUCE_SUM, x, ax_bad, 1, 0, NULL, &y), KILN_ERR_SHAPE);
+  KEXPECT(kiln_reduce(ctx, KILN_REDUCE_SUM, x, ax_neg, 1, 0, NULL, &y), KILN_ERR_SHAPE);
+  KEXPECT(kiln_reduce(ctx, KILN_REDUCE_SUM, x, ax_dup, 2, 0, NULL, &y), KILN_ERR_SHAPE);
+  KEXPECT(kiln_reduce(ctx, KILN_REDUCE_MAX, x, ax_dup2, 2, 0, NULL, &y), KILN_ERR_SHAPE);
+  ck_assert_msg(strstr(kiln_last_error(), "twice") != NULL, "%s", kiln_last_error());
+  KEXPECT(kiln_reduce(ctx, KILN_REDUCE_SUM, x, NULL, 2, 0, NULL, &y), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_reduce(NULL, KILN_REDUCE_SUM, x, NULL, 0, 0, NULL, &y), KILN_ERR_INVALID_HANDLE);
+  KEXPECT(kiln_reduce(ctx, KILN_REDUCE_SUM, NULL, NULL, 0, 0, NULL, &y), KILN_ERR_INVALID_HANDLE);
+  KEXPECT(kiln_reduce(ctx, KILN_REDUCE_SUM, dead, NULL, 0, 0, NULL, &y), KILN_ERR_INVALID_HANDLE);
+  KEXPECT(kiln_reduce(ctx, KILN_REDUCE_SUM, x, NULL, 0, 0, NULL, NULL), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_reduce(ctx, KILN_REDUCE_OP_COUNT, x, NULL, 0, 0, NULL, &y),
+          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_reduce(ctx, (kiln_reduce_op)-1, x, NULL, 0, 0, NULL, &y),
+          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_reduce(ctx, KILN_REDUCE_NORM, xi, NULL, 0, 0, NULL, &y), KILN_ERR_DTYPE);
+  KEXPECT(kiln_reduce(ctx, KILN_REDUCE_LOGSUMEXP, xi, NULL, 0, 0, NULL, &y), KILN_ERR_DTYPE);
+  kiln_reduce_options o = {0};
+  o.ddof = -1;
+  KEXPECT(kiln_reduce(ctx, KILN_REDUCE_VAR, x, NULL, 0, 0, &o, &y), KILN_ERR_INVALID_ARGUMENT);
+  o.ddof = 0;
+  o.nan_policy = (kiln_nan_policy)7;
+  KEXPECT(kiln_reduce(ctx, KILN_REDUCE_SUM, x, NULL, 0, 0, &o, &y), KILN_ERR_INVALID_ARGUMENT);
+  o.nan_policy = KILN_NAN_PROPAGATE;
+  o.norm_ord = KILN_NORM_P;
+  o.norm_p = 0;
+  KEXPECT(kiln_reduce(ctx, KILN_REDUCE_NORM, x, NULL, 0, 0, &o, &y), KILN_ERR_INVALID_ARGUMENT);
+  o.norm_p = INFINITY;
+  KEXPECT(kiln_reduce(ctx, KILN_REDUCE_NORM, x, NULL, 0, 0, &o, &y), KILN_ERR_INVALID_ARGUMENT);
+  o.norm_ord = (kiln_norm_ord)99;
+  KEXPECT(kiln_reduce(ctx, KILN_REDUCE_NORM, x, NULL, 0, 0, &o, &y), KILN_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_null(y);
+  /* kiln_argreduce: only argmin/argmax, indices required. */
+  KEXPECT(kiln_argreduce(ctx, KILN_REDUCE_SUM, x, NULL, 0, 0, NULL, NULL, &y),
+          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_argreduce(ctx, KILN_REDUCE_ARGMAX, x, NULL, 0, 0, NULL, NULL, NULL),
+          KILN_ERR_INVALID_ARGUMENT);
+  /* A given output of the wrong shape or dtype. */
+  kiln_tensor *o_bad = NULL, *o_f32 = NULL;
+  const int64_t s35[2] = {3, 5}, s57[2] = {5, 7};
+  int64_t ax23[2] = {2, 3};
+  KOK(kiln_tensor_create(ctx, KILN_F32, 2, s57, &o_bad));
+  KEXPECT(kiln_reduce(ctx, KILN_REDUCE_SUM, x, ax23, 2, 0, NULL, &o_bad), KILN_ERR_SHAPE);
+  KOK(kiln_tensor_create(ctx, KILN_F32, 2, s35, &o_f32));
+  KEXPECT(kiln_reduce(ctx, KILN_REDUCE_SUM, xi, ax23, 2, 0, NULL, &o_f32), KILN_ERR_DTYPE);
+  KEXPECT(kiln_reduce(ctx, KILN_REDUCE_SUM, x, ax23, 2, 1, NULL, &o_f32), KILN_ERR_SHAPE);
+  KEXPECT(kiln_argreduce(ctx, KILN_REDUCE_ARGMAX, x, ax23, 2, 0, NULL, NULL, &o_f32),
+          KILN_ERR_DTYPE);
+  /* A result kiln allocated is released when the second output is rejected. */
+  kiln_tensor *vals_bad = o_bad, *idx = NULL;
+  KEXPECT(kiln_argreduce(ctx, KILN_REDUCE_ARGMAX, x, ax23, 2, 0, NULL, &vals_bad, &idx),
+          KILN_ERR_SHAPE);
+  ck_assert_ptr_null(idx);
+  /* Another context's tensor. */
+  kiln_context *other = NULL;
+  KOK(kiln_context_create(NULL, &other));
+  KEXPECT(kiln_reduce(other, KILN_REDUCE_SUM, x, NULL, 0, 0, NULL, &y), KILN_ERR_CONTEXT_MISMATCH);
+  KOK(kiln_context_release(other));
+  /* Result dtype queries. */
+  kiln_dtype rd;
+  KOK(kiln_reduce_result_dtype(ctx, KILN_REDUCE_SUM, KILN_I32, &rd));
+  ck_assert_int_eq(rd, KILN_I64);
+  KOK(kiln_reduce_result_dtype(ctx, KILN_REDUCE_SUM, KILN_BOOL, &rd));
+  ck_assert_int_eq(rd, KILN_I64);
+  KOK(kiln_reduce_result_dtype(ctx, KILN_REDUCE_MEAN, KILN_U8, &rd));
+  ck_assert_int_eq(rd, harness_has_fp64() ? KILN_F64 : KILN_F32);
+  KOK(kiln_reduce_result_dtype(ctx, KILN_REDUCE_ANY, KILN_F32, &rd));
+  ck_assert_int_eq(rd, KILN_BOOL);
+  KEXPECT(kiln_reduce_result_dtype(ctx, KILN_REDUCE_NORM, KILN_I32, &rd), KILN_ERR_DTYPE);
+  KEXPECT(kiln_reduce_result_dtype(ctx, KILN_REDUCE_SUM, KILN_I32, NULL),
+          KILN_ERR_INVALID_ARGUMENT);
+  ck_assert_str_eq(kiln_reduce_op_name(KILN_REDUCE_COUNT_NONZERO), "count_nonzero");
+  ck_assert_str_eq(kiln_reduce_op_name(KILN_REDUCE_OP_COUNT), "?");
+  ck_assert(!kiln_reduce_op_supports(KILN_REDUCE_LOGSUMEXP, KILN_BOOL));
+  ck_assert(kiln_reduce_op_supports(KILN_REDUCE_MEDIAN, KILN_U8));
+  /* Bad launch parameters through the internal entry point. */
+  kiln__launch_params lp;
+  kiln__launch_params_default(ctx, KILN__LAUNCH_REDUCE, &lp);
+  lp.wg_size = 0;
+  KEXPECT(kiln__reduce_tuned(ctx, KILN_REDUCE_SUM, x, NULL, 0, 0, NULL, &lp, &y),
+          KILN_ERR_INVALID_ARGUMENT);
+  kiln_tensor_release(o_bad);
+  kiln_tensor_release(o_f32);
+  kiln_tensor_release(x);
+  kiln_tensor_release(xi);
+}
+END_TEST
+
+/* A given output is written in place, and kiln_argreduce fills given values and indices. */
+START_TEST(test_given_outputs)
+{
+  kiln_context *ctx = harness_ctx();
+  const int64_t shape[2] = {4, 6};
+  float h[24];
+  for (int i = 0; i < 24; i++)
+    h[i] = (float)((i * 7) % 11) - 5.0f;
+  kiln_tensor *x = NULL, *y = NULL, *v = NULL, *ix = NULL;
+  KOK(kiln_tensor_from_host(ctx, KILN_F32, 2, shape, h, &x));
+  KOK(kiln_tensor_full(ctx, KILN_F32, 1, shape, kiln_scalar_f64(99), &y));
+  KOK(kiln_tensor_create(ctx, KILN_F32, 1, shape, &v));
+  KOK(kiln_tensor_create(ctx, KILN_I64, 1, shape, &ix));
+  kiln_tensor *y0 = y, *v0 = v, *ix0 = ix;
+  int64_t ax = 1;
+  KOK(kiln_reduce(ctx, KILN_REDUCE_SUM, x, &ax, 1, 0, NULL, &y));
+  KOK(kiln_argreduce(ctx, KILN_REDUCE_ARGMIN, x, &ax, 1, 0, NULL, &v, &ix));
+  ck_assert_ptr_eq(y, y0);
+  ck_assert_ptr_eq(v, v0);
+  ck_assert_ptr_eq(ix, ix0);
+  float s[4], mv[4];
+  int64_t mi[4];
+  KOK(kiln_tensor_download(y, s, sizeof s));
+  KOK(kiln_tensor_download(v, mv, sizeof mv));
+  KOK(kiln_tensor_download(ix, mi, sizeof mi));
+  for (int r = 0; r < 4; r++) {
+    float want = 0, best = h[r * 6];
+    int64_t bi = 0;
+    for (int c = 0; c < 6; c++) {
+      want += h[r * 6 + c];
+      if (h[r * 6 + c] < best) {
+        best = h[r * 6 + c];
+        bi = c;
+      }
+    }
+    ck_assert_float_eq(s[r], want);
+    ck_assert_float_eq(mv[r], best);
+    ck_assert_int_eq(mi[r], bi);
+  }
+  kiln_tensor_release(x);
+  kiln_tensor_release(y);
+  kiln_tensor_release(v);
+  kiln_tensor_release(ix);
+}
+END_TEST
+
+/* ddof, std, the norm orders, overflow-safe norms and logsumexp, large and tiny magnitudes. */
+START_TEST(test_numerics)
+{
+  kiln_context *ctx = harness_ctx();
+  /* var/std with ddof 0, 1, n-1, n and above (inf or NaN, as NumPy). */
+  const int64_t n17[1] = {17}, mat[2] = {9, 31};
+  static const double ddofs[] = {0, 1, 16, 17, 20};
+  for (size_t i = 0; i < sizeof ddofs / sizeof ddofs[0]; i++) {
+    for (int op = KILN_REDUCE_VAR; op <= KILN_REDUCE_STD; op++) {
+      struct rcase c = mk((kiln_reduce_op)op, KILN_F32, 1, n17);
+      c.opts.ddof = ddofs[i];
+      run_case(&c, NULL, i);
+      c.dt = KILN_I64;
+      run_case(&c, NULL, i + 1);
+    }
+  }
+  /* Every norm order, rows and columns. */
+  static const kiln_norm_ord ords[] = {KILN_NORM_L2, KILN_NORM_L1, KILN_NORM_LINF,
+                                       KILN_NORM_NEG_INF, KILN_NORM_L0, KILN_NORM_P};
+  static const double ps[] = {3, 0.5, 1.5};
+  for (size_t oi = 0; oi < sizeof ords / sizeof ords[0]; oi++) {
+    for (size_t pi = 0; pi < (ords[oi] == KILN_NORM_P ? 3u : 1u); pi++) {
+      for (int64_t ax = 0; ax < 2; ax++) {
+        struct rcase c = with_axes(mk(KILN_REDUCE_NORM, KILN_F32, 2, mat), 1, &ax);
+        c.opts.norm_ord = ords[oi];
+        c.opts.norm_p = ps[pi];
+        run_case(&c, NULL, oi * 10 + pi);
+      }
+    }
+  }
+  /* L2 of values whose squares overflow or underflow f32, and logsumexp of values whose exp does. */
+  static const float scales[] = {1e30f, 1e-30f, 3e38f};
+  for (size_t si = 0; si < 3; si++) {
+    float h[100];
+    double ss = 0;
+    for (int i = 0; i < 100; i++) {
+      h[i] = scales[si] * (float)(0.5 + (i % 10) / 20.0);
+      ss += ((double)h[i] / scales[si]) * ((double)h[i] / scales[si]);
+    }
+    int64_t n = 100;
+    kiln_tensor *x = NULL, *y = NULL;
+    KOK(kiln_tensor_from_host(ctx, KILN_F32, 1, &n, h, &x));
+    KOK(kiln_reduce(ctx, KILN_REDUCE_NORM, x, NULL, 0, 0, NULL, &y));
+    float got;
+    KOK(kiln_tensor_download(y, &got, 4));
+    double want = (double)scales[si] * sqrt(ss);
+    if (want > FLT_MAX)
+      ck_assert_msg(isinf(got), "norm %g: got %g", want, got);
+    else
+      ck_assert_msg(fabs(got - want) <= 1e-5 * want, "norm %g: got %.9g", want, (double)got);
+    kiln_tensor_release(y);
+    y = NULL;
+    kiln_tensor_release(x);
+  }
+  float big[3] = {1000.0f, 1000.0f, 999.0f};
+  int64_t n3 = 3;
+  kiln_tensor *x = NULL, *y = NULL;
+  KOK(kiln_tensor_from_host(ctx, KILN_F32, 1, &n3, big, &x));
+  KOK(kiln_reduce(ctx, KILN_REDUCE_LOGSUMEXP, x, NULL, 0, 0, NULL, &y));
+  float got;
+  KOK(kiln_tensor_download(y, &got, 4));
+  double want = 1000.0 + log(2.0 + exp(-1.0));
+  ck_assert_msg(fabs(got - want) < 1e-4, "logsumexp %.7g vs %.7g", (double)got, want);
+  kiln_tensor_release(y);
+  kiln_tensor_release(x);
+  /* Extremes of logsumexp: all -inf gives -inf, a +inf gives +inf. */
+  float ninf[2] = {-INFINITY, -INFINITY}, pinf[3] = {1, INFINITY, -INFINITY};
+  int64_t n2 = 2;
+  y = NULL;
+  KOK(kiln_tensor_from_host(ctx, KILN_F32, 1, &n2, ninf, &x));
+  KOK(kiln_reduce(ctx, KILN_REDUCE_LOGSUMEXP, x, NULL, 0, 0, NULL, &y));
+  KOK(kiln_tensor_download(y, &got, 4));
+  ck_assert(isinf(got) && got < 0);
+  kiln_tensor_release(y);
+  kiln_tensor_release(x);
+  y = NULL;
+  KOK(kiln_tensor_from_host(ctx, KILN_F32, 1, &n3, pinf, &x));
+  KOK(kiln_reduce(ctx, KILN_REDUCE_LOGSUMEXP, x, NULL, 0, 0, NULL, &y));
+  KOK(kiln_tensor_download(y, &got, 4));
+  ck_assert(isinf(got) && got > 0);
+  kiln_tensor_release(y);
+  kiln_tensor_release(x);
+  /* Variance of values with a large common offset: the naive formula would lose every digit. */
+  float off[64];
+  for (int i = 0; i < 64; i++)
+    off[i] = 10000.0f + (float)(i % 2); /* var = 0.25 (ddof 0) */
+  int64_t n64 = 64;
+  y = NULL;
+  KOK(kiln_tensor_from_host(ctx, KILN_F32, 1, &n64, off, &x));
+  KOK(kiln_reduce(ctx, KILN_REDUCE_VAR, x, NULL, 0, 0, NULL, &y));
+  KOK(kiln_tensor_download(y, &got, 4));
+  ck_assert_msg(fabs(got - 0.25) < 1e-5, "var with offset: %.9g", (double)got);
+  kiln_tensor_release(y);
+  kiln_tensor_release(x);
+}
+END_TEST
+
+/* The three median tiers, odd and even lengths, NaN, integers, and the permuted layouts. */
+START_TEST(test_median)
+{
+  static const int64_t lens[] = {1, 2, 7, 32, 33, 100, 1024, 4096, 4097, 10001};
+  static const kiln_dtype dts[] = {KILN_F32, KILN_F64, KILN_I32, KILN_I64, KILN_U8};
+  for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+    if (dts[d] == KILN_F64 && !harness_has_fp64())
+      continue;
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+      const int64_t shape[2] = {3, lens[li]};
+      int64_t ax = 1;
+      struct rcase c = with_axes(mk(KILN_REDUCE_MEDIAN, dts[d], 2, shape), 1, &ax);
+      run_case(&c, NULL, d * 100 + li);
+      if (dts[d] == KILN_F32 || dts[d] == KILN_F64) {
+        c.gen = GEN_NAN;
+        run_case(&c, NULL, d * 100 + li + 50);
+        c.opts.nan_policy = KILN_NAN_OMIT;
+        run_case(&c, NULL, d * 100 + li + 51);
+        c.gen = GEN_TIES;
+        run_case(&c, NULL, d * 100 + li + 52);
+      }
+    }
+    /* Columns (a permute into rows first) and a full median split across work-groups. */
+    const int64_t mat[2] = {301, 5};
+    int64_t ax0 = 0;
+    struct rcase c = with_axes(mk(KILN_REDUCE_MEDIAN, dts[d], 2, mat), 1, &ax0);
+    run_case(&c, NULL, d);
+    const int64_t big[1] = {200003};
+    struct rcase full = mk(KILN_REDUCE_MEDIAN, dts[d], 1, big);
+    run_case(&full, NULL, d + 1);
+  }
+  /* Integer medians average the middle pair in f64: large i64 values. */
+  const int64_t two[1] = {2};
+  int64_t hv[2] = {INT64_MAX, INT64_MAX - 2};
+  kiln_tensor *x = NULL, *y = NULL;
+  KOK(kiln_tensor_from_host(harness_ctx(), KILN_I64, 1, two, hv, &x));
+  KOK(kiln_reduce(harness_ctx(), KILN_REDUCE_MEDIAN, x, NULL, 0, 0, NULL, &y));
+  if (harness_has_fp64()) {
+    double got;
+    KOK(kiln_tensor_download(y, &got, 8));
+    ck_assert(got == (double)INT64_MAX);
+  }
+  kiln_tensor_release(y);
+  kiln_tensor_release(x);
+}
+END_TEST
+
+/*
+ * Every strategy at work-group sizes 64, 128, 256 and the device maximum, with the
+ * two-pass split forced on (two_pass_min 1, 1 or 3 items per thread) and off.
+ */
+START_TEST(test_tunables)
+{
+  kiln_context *ctx = harness_ctx();
+  kiln_device_info info;
+  KOK(kiln_context_device_info(ctx, &info));
+  uint32_t wgs[4] = {64, 128, 256, (uint32_t)info.max_work_group_size};
+  /* Compensated sums, first-occurrence indices, Welford merges: the three kinds of state. */
+  static const kiln_reduce_op ops[] = {KILN_REDUCE_SUM, KILN_REDUCE_ARGMAX, KILN_REDUCE_VAR};
+  const int64_t v1[1] = {1000}, m1[2] = {37, 129}, m2[2] = {5, 3001};
+  for (size_t w = 0; w < 4; w++) {
+    if (wgs[w] > info.max_work_group_size)
+      continue;
+    for (int mode = 0; mode < 3; mode++) {
+      kiln__launch_params lp;
+      kiln__launch_params_default(ctx, KILN__LAUNCH_REDUCE, &lp);
+      lp.wg_size = wgs[w];
+      /* mode 0: one pass, blocked lanes, 16 columns per item in 16-row tiles (CPU shape);
+       * mode 1: split forced, interleaved 16-vectors, 1 column per item (GPU shape);
+       * mode 2: split forced, 3 items per thread, interleaved scalars, 5 columns per item. */
+      lp.two_pass_min = mode == 0 ? UINT64_MAX : 1;
+      lp.items_per_thread = mode == 2 ? 3 : 1;
+      lp.groups_per_cu = mode == 2 ? 3 : 8;
+      lp.blocked = mode == 0 ? 1 : mode == 1 ? 2 : 0;
+      lp.cols_per_item = mode == 0 ? 16 : mode == 1 ? 1 : 5;
+      for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++) {
+        struct rcase c = mk(ops[oi], KILN_F32, 1, v1);
+        c.gen = ops[oi] == KILN_REDUCE_ARGMAX ? GEN_TIES : GEN_UNIFORM;
+        run_case(&c, &lp, w * 100 + (uint64_t)mode * 10 + oi);
+        for (int64_t ax = 0; ax < 2; ax++) {
+          struct rcase a = with_axes(mk(ops[oi], KILN_F32, 2, m1), 1, &ax);
+          a.gen = c.gen;
+          run_case(&a, &lp, w * 100 + (uint64_t)mode * 10 + oi + 1);
+          struct rcase b = with_axes(mk(ops[oi], KILN_F32, 2, m2), 1, &ax);
+          run_case(&b, &lp, w * 100 + (uint64_t)mode * 10 + oi + 2);
+        }
+      }
+    }
+  }
+}
+END_TEST
+
+/* 2^24 + 3 elements: sum (against a long double sum), mean, max, argmax, f64 accumulation. */
+START_TEST(test_large)
+{
+  kiln_context *ctx = harness_ctx();
+  int64_t n = (1 << 24) + 3;
+  float *h = malloc((size_t)n * sizeof *h);
+  ck_assert_ptr_nonnull(h);
+  rng_state = 12345;
+  long double sum = 0, sumabs = 0;
+  float mx = -INFINITY;
+  int64_t amx = 0;
+  for (int64_t i = 0; i < n; i++) {
+    /* Positive offset: the sum grows to ~1.7e7, where f32 ulps are 2. */
+    h[i] = (float)(unif() + 0.5);
+    sum += h[i];
+    sumabs += fabsl((long double)h[i]);
+    if (h[i] > mx) {
+      mx = h[i];
+      amx = i;
+    }
+  }
+  kiln_tensor *x = NULL;
+  KOK(kiln_tensor_from_host(ctx, KILN_F32, 1, &n, h, &x));
+  for (int wide = 0; wide < (harness_has_fp64() ? 2 : 1); wide++) {
+    kiln_reduce_options o = {0};
+    o.accumulate_f64 = wide;
+    kiln_tensor *y = NULL;
+    float got;
+    KOK(kiln_reduce(ctx, KILN_REDUCE_SUM, x, NULL, 0, 0, &o, &y));
+    KOK(kiln_tensor_download(y, &got, 4));
+    long double tol = wide ? FLT_EPSILON * sum + 8 * DBL_EPSILON * sumabs : 8 * FLT_EPSILON * sumabs;
+    ck_assert_msg(fabsl(got - sum) <= tol, "sum %.10g vs %.10Lg (tol %.3Lg, wide %d)",
+                  (double)got, sum, tol, wide);
+    kiln_tensor_release(y);
+    y = NULL;
+    KOK(kiln_reduce(ctx, KILN_REDUCE_MEAN, x, NULL, 0, 0, &o, &y));
+    KOK(kiln_tensor_download(y, &got, 4));
+    ck_assert_msg(fabsl(got - sum / n) <= tol / n, "mean %.10g vs %.10Lg", (double)got, sum / n);
+    kiln_tensor_release(y);
+  }
+  kiln_tensor *y = NULL, *v = NULL;
+  KOK(kiln_argreduce(ctx, KILN_REDUCE_ARGMAX, x, NULL, 0, 0, NULL, &v, &y));
+  int64_t gi;
+  float gv;
+  KOK(kiln_tensor_download(y, &gi, 8));
+  KOK(kiln_tensor_download(v, &gv, 4));
+  ck_assert_int_eq(gi, amx);
+  ck_assert_float_eq(gv, mx);
+  kiln_tensor_release(y);
+  kiln_tensor_release(v);
+  y = NULL;
+  KOK(kiln_reduce(ctx, KILN_REDUCE_MAX, x, NULL, 0, 0, NULL, &y));
+  KOK(kiln_tensor_download(y, &gv, 4));
+  ck_assert_float_eq(gv, mx);
+  kiln_tensor_release(y);
+  kiln_tensor_release(x);
+  free(h);
+}
+END_TEST
+
+/* A device without fp64 (simulated): integer means are f32, f64 accumulation is refused. */
+START_TEST(test_no_fp64)
+{
+  setenv("KILN_DEBUG_NO_FP64", "1", 1);
+  kiln_context *ctx = NULL;
+  kiln_status s = kiln_context_create(NULL, &ctx);
+  unsetenv("KILN_DEBUG_NO_FP64");
+  KOK(s);
+  kiln_dtype rd;
+  KOK(kiln_reduce_result_dtype(ctx, KILN_REDUCE_MEAN, KILN_I32, &rd));
+  ck_assert_int_eq(rd, KILN_F32);
+  int32_t h[5] = {1, 2, 3, 4, 6};
+  int64_t n = 5;
+  kiln_tensor *x = NULL, *y = NULL, *xf = NULL;
+  KOK(kiln_tensor_from_host(ctx, KILN_I32, 1, &n, h, &x));
+  KOK(kiln_reduce(ctx, KILN_REDUCE_MEAN, x, NULL, 0, 0, NULL, &y));
+  ck_assert_int_eq(kiln_tensor_dtype(y), KILN_F32);
+  float got;
+  KOK(kiln_tensor_download(y, &got, 4));
+  ck_assert_float_eq(got, 3.2f);
+  kiln_tensor_release(y);
+  y = NULL;
+  KOK(kiln_reduce(ctx, KILN_REDUCE_STD, x, NULL, 0, 0, NULL, &y));
+  KOK(kiln_tensor_download(y, &got, 4));
+  ck_assert_msg(fabsf(got - 1.7204651f) < 1e-6f, "std %g", (double)got);
+  kiln_tensor_release(y);
+  y = NULL;
+  float hf[2] = {1, 2};
+  int64_t n2 = 2;
+  KOK(kiln_tensor_from_host(ctx, KILN_F32, 1, &n2, hf, &xf));
+  kiln_reduce_options o = {0};
+  o.accumulate_f64 = 1;
+  KEXPECT(kiln_reduce(ctx, KILN_REDUCE_SUM, xf, NULL, 0, 0, &o, &y), KILN_ERR_UNSUPPORTED);
+  kiln_tensor_release(xf);
+  kiln_tensor_release(x);
+  KOK(kiln_context_release(ctx));
+}
+END_TEST
+
+START_TEST(test_provider_slots)
+{
+  const kiln_provider *p = NULL;
+  KOK(kiln_get_provider(KILN_PROVIDER_ABI, &p));
+  ck_assert(p->struct_size >= sizeof(kiln_provider));
+  ck_assert(p->reduce == kiln_reduce);
+  ck_assert(p->argreduce == kiln_argreduce);
+  ck_assert(p->scan == kiln_scan);
+  ck_assert(p->scan_indexed == kiln_scan_indexed);
+  ck_assert(p->diff == kiln_diff);
+}
+END_TEST
+
+static Suite *
+reduce_suite(void)
+{
+  Suite *s = suite_create("reduce");
+  struct {
+    const char *name;
+    const TTest *test;
+    int loops;
+  } groups[] = {
+      {"ops_dtypes", test_ops_dtypes, (int)NDTYPES},
+      {"axes_4d", test_axes_4d, 0},
+      {"nan_policies", test_nan_policies, 2},
+      {"argmax_ties", test_argmax_ties, 0},
+      {"empty", test_empty, 0},
+      {"bad_inputs", test_bad_inputs, 0},
+      {"given_outputs", test_given_outputs, 0},
+      {"numerics", test_numerics, 0},
+      {"median", test_median, 0},
+      {"tunables", test_tunables, 0},
+      {"large", test_large, 0},
+      {"no_fp64", test_no_fp64, 0},
+      {"provider", test_provider_slots, 0},
+  };
+  for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+    TCase *tc = tcase_create(groups[g].name);
+    tcase_set_timeout(tc, 300);
+    if (groups[g].loops)
+      tcase_add_loop_test(tc, groups[g].test, 0, groups[g].loops);
+    else
+      tcase_add_test(tc, groups[g].test);
+    suite_add_tcase(s, tc);
+  }
+  return s;
+}
+
+int
+main(void)
+{
+  return harness_main(reduce_suite(), 1);
+}

@@ -1,0 +1,808 @@
+/*
+ * Scan suite: kiln_scan, kiln_scan_indexed and kiln_diff against a host reference.
+ *
+ * Coverage: every op of KILN_SCAN_OPS for every dtype it accepts, inclusive and
+ * exclusive, along every axis of 1-, 2- and 3-D tensors (lengths 1, primes,
+ * non-multiples of the work-group size); NaN and +-inf under both NaN policies
+ * with an all-NaN line; cummin/cummax indices with ties; long lines (tiled
+ * work-group scans split across groups) up to 2^24 + 3 elements; every strategy
+ * at work-group sizes 64, 128, 256 and the device maximum with the split forced
+ * on and off (this suite links the library internals for kiln__scan_tuned);
+ * in-place scans; diff of orders 0..len+; bad input.
+ *
+ * Reference: long double (exact for every input dtype), sequential, with the
+ * documented semantics; integer cumsum/cumprod wrap in 64 bits like the library.
+ *
+ * Tolerances. cumsum and cumprod of floats are tested on data whose every
+ * partial result is exactly representable (multiples of 1/8 of small
+ * magnitude for sums; +-1, +-2, +-1/2 for products), so they must be exact,
+ * whatever order the device combines in; test_random_sums then checks
+ * rounding on general data against the sequential bound
+ *     |got_i - want_i| <= (i + 1) eps sum_{j<=i} |x_j|,
+ * which holds for any combining order. logcumsumexp:
+ *     |got_i - want_i| <= 4 eps (1 + |want_i|) min(i + 1, 256),
+ * (each combine adds a few eps of the running value; the device's dependency
+ * chain is at most items_per_thread + log2(work-group) + tiles + chunks, under
+ * 256 for the defaults and every configuration used here). cummin, cummax,
+ * indices, integer scans and diff: exact. NaN matches only NaN.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "ops/tuned.h"
+
+/*
+ * ck_assert_msg records a checkpoint even when it passes (a write and flush per call
+ * with CK_FORK=no); element-wise comparisons of millions of values use this instead.
+ */
+#define EXPECT(cond, ...)                                                                      \
+  do {                                                                                         \
+    if (!(cond))                                                                               \
+      ck_abort_msg(__VA_ARGS__);                                                               \
+  } while (0)
+
+enum gen {
+  GEN_DYADIC, /* floats k/8, |k| <= 16; i32 in [-1000, 1000]; i64 around +-2^40; u8; bool */
+  GEN_PM,     /* floats +-1, and +-2 or +-1/2 with probability 1/100 (products); ints too */
+  GEN_TIES,   /* values 0..3 */
+  GEN_SPECIAL, /* GEN_DYADIC with 10% NaN, 3% +inf, 3% -inf */
+  GEN_NANROW,  /* GEN_SPECIAL and elements [n/3, n/2) NaN */
+  GEN_RANDOM,  /* floats uniform in [-2, 2), not exactly summable */
+};
+
+static uint64_t rng_state;
+
+static uint64_t
+rnd(void)
+{
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return rng_state;
+}
+
+struct host {
+  kiln_dtype dt;
+  uint64_t n;
+  void *raw;
+  long double *v;
+};
+
+static void
+host_set(struct host *h, uint64_t i, long double v)
+{
+  switch (h->dt) {
+  case KILN_F32:
+    ((float *)h->raw)[i] = (float)v;
+    h->v[i] = ((float *)h->raw)[i];
+    break;
+  case KILN_F64:
+    ((double *)h->raw)[i] = (double)v;
+    h->v[i] = ((double *)h->raw)[i];
+    break;
+  case KILN_I32:
+    ((int32_t *)h->raw)[i] = (int32_t)v;
+    h->v[i] = ((int32_t *)h->raw)[i];
+    break;
+  case KILN_I64:
+    ((int64_t *)h->raw)[i] = (int64_t)v;
+    h->v[i] = (long double)((int64_t *)h->raw)[i];
+    break;
+  default:
+    ((uint8_t *)h->raw)[i] = (uint8_t)(int64_t)v;
+    h->v[i] = ((uint8_t *)h->raw)[i];
+    break;
+  }
+}
+
+static void
+host_make(struct host *h, kiln_dtype dt, uint64_t n, enum gen g, uint64_t seed)
+{
+  h->dt = dt;
+  h->n = n;
+  h->raw = malloc(n * kiln_dtype_size(dt) + 8);
+  h->v = malloc(n * sizeof(long double) + 16);
+  ck_assert(h->raw && h->v);
+  rng_state = seed * 2654435761u + 0x9e3779b97f4a7c15ull;
+  int is_float = dt == KILN_F32 || dt == KILN_F64;
+  for (uint64_t i = 0; i < n; i++) {
+    long double v;
+    if (dt == KILN_BOOL) {
+      v = (long double)(rnd() & 1); /* a bool holds 0 or 1, whatever the generator */
+    } else if (g == GEN_TIES) {
+      v = (long double)(rnd() % 4);
+    } else if (g == GEN_PM) {
+      uint64_t r = rnd();
+      v = (r & 1) ? 1 : -1;
+      if (is_float && r % 100 == 2)
+        v *= (r & 4) ? 2 : 0.5;
+      else if (!is_float && r % 100 == 2)
+        v *= 3;
+    } else if (g == GEN_RANDOM && is_float) {
+      v = (long double)(rnd() >> 11) * 0x1.0p-53L * 4 - 2;
+    } else if (is_float) {
+      v = (long double)((int64_t)(rnd() % 33) - 16) / 8;
+    } else if (dt == KILN_I32) {
+      v = (long double)((int64_t)(rnd() % 2001) - 1000);
+    } else if (dt == KILN_I64) {
+      v = (long double)((int64_t)(rnd() >> 23) * ((rnd() & 1) ? 1 : -1));
+    } else if (dt == KILN_U8) {
+      v = (long double)(rnd() % 256);
+    } else {
+      v = (long double)(rnd() & 1);
+    }
+    if (is_float && (g == GEN_SPECIAL || g == GEN_NANROW)) {
+      uint64_t r = rnd() % 100;
+      if (r < 10)
+        v = NAN;
+      else if (r < 13)
+        v = INFINITY;
+      else if (r < 16)
+        v = -INFINITY;
+      if (g == GEN_NANROW && i >= n / 3 && i < n / 2)
+        v = NAN;
+    }
+    host_set(h, i, v);
+  }
+}
+
+static void
+host_free(struct host *h)
+{
+  free(h->raw);
+  free(h->v);
+}
+
+static long double
+elem(kiln_dtype dt, const void *p, uint64_t i)
+{
+  switch (dt) {
+  case KILN_F32:
+    return ((const float *)p)[i];
+  case KILN_F64:
+    return ((const double *)p)[i];
+  case KILN_I32:
+    return ((const int32_t *)p)[i];
+  case KILN_I64:
+    return (long double)((const int64_t *)p)[i];
+  default:
+    return ((const uint8_t *)p)[i];
+  }
+}
+
+static int
+isnan_(long double v)
+{
+  return v != v;
+}
+
+static int
+matches(long double got, long double want, long double tol)
+{
+  if (isnan_(want))
+    return isnan_(got);
+  if (isinf(want))
+    return got == want;
+  return fabsl(got - want) <= tol;
+}
+
+static long double
+logaddexp_ld(long double a, long double b)
+{
+  if (isnan_(a) || isnan_(b))
+    return NAN;
+  if (a == -INFINITY)
+    return b;
+  if (b == -INFINITY)
+    return a;
+  if (a == b)
+    return a + logl(2);
+  long double m = a > b ? a : b;
+  return m + log1pl(expl(-fabsl(a - b)));
+}
+
+/* The empty value of cummin/cummax for dtype dt. */
+static long double
+cum_empty(kiln_dtype dt, int is_max)
+{
+  switch (dt) {
+  case KILN_F32:
+  case KILN_F64:
+    return NAN;
+  case KILN_I32:
+    return is_max ? INT32_MIN : INT32_MAX;
+  case KILN_I64:
+    return is_max ? (long double)INT64_MIN : (long double)INT64_MAX;
+  default:
+    return is_max ? 0 : 255;
+  }
+}
+
+/*
+ * Scans one line a[0..n) into want[] (values) and wi[] (cummin/cummax indices),
+ * sumabs[] (prefix sums of |x| for the tolerance).
+ */
+static void
+ref_line(kiln_scan_op op, const kiln_scan_options *o, kiln_dtype dt, const long double *a,
+         uint64_t n, long double *want, int64_t *wi, long double *sumabs)
+{
+  int omit = o->nan_policy == KILN_NAN_OMIT, is_float = dt == KILN_F32 || dt == KILN_F64;
+  int is_max = op == KILN_SCAN_CUMMAX;
+  long double acc = op == KILN_SCAN_CUMPROD ? 1 : op == KILN_SCAN_LOGCUMSUMEXP ? -INFINITY : 0;
+  uint64_t iacc = op == KILN_SCAN_CUMPROD ? 1 : 0;
+  long double cv = cum_empty(dt, is_max), sa = 0;
+  int64_t ci = -1;
+  for (uint64_t j = 0; j < n; j++) {
+    long double x = a[j];
+    int skip = omit && isnan_(x);
+    long double before = acc, cvb = cv;
+    uint64_t ibefore = iacc;
+    int64_t cib = ci;
+    if (!skip) {
+      sa += fabsl(x);
+      switch (op) {
+      case KILN_SCAN_CUMSUM:
+        acc += x;
+        iacc += (uint64_t)(int64_t)x;
+        break;
+      case KILN_SCAN_CUMPROD:
+        acc *= x;
+        iacc *= (uint64_t)(int64_t)x;
+        break;
+      case KILN_SCAN_LOGCUMSUMEXP:
+        acc = logaddexp_ld(acc, x);
+        break;
+      default:
+        if (ci < 0) {
+          cv = x;
+          ci = (int64_t)j;
+        } else if (isnan_(cv)) {
+          /* the first NaN stays */
+        } else if (isnan_(x) || (is_max ? x > cv : x < cv)) {
+          cv = x;
+          ci = (int64_t)j;
+        }
+        break;
+      }
+    }
+    int excl = o->exclusive;
+    sumabs[j] = sa;
+    if (op == KILN_SCAN_CUMMIN || op == KILN_SCAN_CUMMAX) {
+      want[j] = excl ? cvb : cv;
+      wi[j] = excl ? cib : ci;
+    } else if (!is_float && op != KILN_SCAN_LOGCUMSUMEXP) {
+      want[j] = (long double)(int64_t)(excl ? ibefore : iacc);
+      wi[j] = (int64_t)(excl ? ibefore : iacc);
+    } else {
+      want[j] = excl ? before : acc;
+    }
+  }
+}
+
+struct scase {
+  kiln_scan_op op;
+  kiln_dtype dt;
+  size_t ndim;
+  int64_t shape[KILN_MAX_DIMS];
+  int64_t axis;
+  kiln_scan_options opts;
+  enum gen gen;
+  int indexed;     /* kiln_scan_indexed */
+  int want_values; /* with kiln_scan_indexed: ask for values too */
+  int in_place;    /* kiln_scan with *out == x */
+};
+
+static void
+describe(const struct scase *c, char *buf, size_t len)
+{
+  size_t u = (size_t)snprintf(buf, len, "%s%s %s shape [", kiln_scan_op_name(c->op),
+                              c->indexed ? "(indexed)" : "", kiln_dtype_name(c->dt));
+  for (size_t d = 0; d < c->ndim && u < len; d++)
+    u += (size_t)snprintf(buf + u, len - u, d ? ",%lld" : "%lld", (long long)c->shape[d]);
+  if (u < len)
+    snprintf(buf + u, len - u, "] axis %lld %s nan %s gen %d", (long long)c->axis,
+             c->opts.exclusive ? "exclusive" : "inclusive",
+             c->opts.nan_policy == KILN_NAN_OMIT ? "omit" : "propagate", (int)c->gen);
+}
+
+static void
+run_case(const struct scase *c, const kiln__launch_params *lp, uint64_t seed)
+{
+  kiln_context *ctx = harness_ctx();
+  char what[400];
+  describe(c, what, sizeof what);
+  uint64_t n = 1;
+  for (size_t d = 0; d < c->ndim; d++)
+    n *= (uint64_t)c->shape[d];
+  struct host h;
+  host_make(&h, c->dt, n, c->gen, seed);
+  kiln_tensor *x = NULL, *y = NULL, *yi = NULL;
+  KOK(kiln_tensor_from_host(ctx, c->dt, c->ndim, c->shape, h.raw, &x));
+  kiln_status s;
+  if (c->indexed) {
+    s = kiln__scan_indexed_tuned(ctx, c->op, x, c->axis, &c->opts, lp, c->want_values ? &y : NULL,
+                                 &yi);
+  } else {
+    if (c->in_place)
+      y = x;
+    s = kiln__scan_tuned(ctx, c->op, x, c->axis, &c->opts, lp, &y);
+  }
+  ck_assert_msg(s == KILN_OK, "%s: %s: %s", what, kiln_status_name(s), kiln_last_error());
+  size_t ax = (size_t)(c->axis < 0 ? c->axis + (int64_t)c->ndim : c->axis);
+  uint64_t outer = 1, len = (uint64_t)c->shape[ax], inner = 1;
+  for (size_t d = 0; d < ax; d++)
+    outer *= (uint64_t)c->shape[d];
+  for (size_t d = ax + 1; d < c->ndim; d++)
+    inner *= (uint64_t)c->shape[d];
+  kiln_dtype rdt = c->dt;
+  if (!c->indexed)
+    KOK(kiln_scan_result_dtype(ctx, c->op, c->dt, &rdt));
+  void *got = NULL, *goti = NULL;
+  if (y) {
+    ck_assert_int_eq(kiln_tensor_dtype(y), rdt);
+    ck_assert_uint_eq(kiln_tensor_numel(y), n);
+    got = malloc(n * 8 + 8);
+    KOK(kiln_tensor_download(y, got, kiln_tensor_nbytes(y)));
+  }
+  if (yi) {
+    ck_assert_int_eq(kiln_tensor_dtype(yi), KILN_I64);
+    goti = malloc(n * 8 + 8);
+    KOK(kiln_tensor_download(yi, goti, kiln_tensor_nbytes(yi)));
+  }
+  long double *line = malloc((len + 1) * sizeof *line), *want = malloc((len + 1) * sizeof *want);
+  long double *sa = malloc((len + 1) * sizeof *sa);
+  int64_t *wi = malloc((len + 1) * sizeof *wi);
+  int is_float = rdt == KILN_F32 || rdt == KILN_F64;
+  long double eps = c->dt == KILN_F32 ? FLT_EPSILON : DBL_EPSILON;
+  for (uint64_t o = 0; o < outer; o++) {
+    for (uint64_t i = 0; i < inner; i++) {
+      for (uint64_t j = 0; j < len; j++)
+        line[j] = h.v[(o * len + j) * inner + i];
+      ref_line(c->op, &c->opts, c->dt, line, len, want, wi, sa);
+      for (uint64_t j = 0; j < len; j++) {
+        uint64_t k = (o * len + j) * inner + i;
+        if (got) {
+          long double g = elem(rdt, got, k);
+          long double w = want[j], tol = 0;
+          if (is_float) {
+            w = rdt == KILN_F32 ? (long double)(float)w : (long double)(double)w;
+            if (c->op == KILN_SCAN_LOGCUMSUMEXP)
+              tol = 4 * eps * (1 + fabsl(w)) * (long double)(j + 1 < 256 ? j + 1 : 256);
+            else if (c->gen == GEN_RANDOM)
+              tol = (long double)(j + 1) * eps * sa[j];
+          }
+          int cum_arg = c->op == KILN_SCAN_CUMMIN || c->op == KILN_SCAN_CUMMAX;
+          EXPECT(is_float ? matches(g, w, tol)
+                                 : (int64_t)g == (cum_arg ? (int64_t)w : wi[j]),
+                        "%s: out[%llu] (line %llu,%llu pos %llu) = %.17Lg, expected %.17Lg", what,
+                        (unsigned long long)k, (unsigned long long)o, (unsigned long long)i,
+                        (unsigned long long)j, g, w);
+        }
+        if (goti) {
+          int64_t gi = ((const int64_t *)goti)[k];
+          EXPECT(gi == wi[j], "%s: index[%llu] (pos %llu) = %lld, expected %lld", what,
+                        (unsigned long long)k, (unsigned long long)j, (long long)gi,
+                        (long long)wi[j]);
+        }
+      }
+    }
+  }
+  free(line);
+  free(want);
+  free(sa);
+  free(wi);
+  free(got);
+  free(goti);
+  if (y != x)
+    kiln_tensor_release(y);
+  kiln_tensor_release(yi);
+  kiln_tensor_release(x);
+  host_free(&h);
+}
+
+static struct scase
+mk(kiln_scan_op op, kiln_dtype dt, size_t ndim, const int64_t *shape, int64_t axis)
+{
+  struct scase c;
+  memset(&c, 0, sizeof c);
+  c.op = op;
+  c.dt = dt;
+  c.ndim = ndim;
+  memcpy(c.shape, shape, ndim * sizeof *shape);
+  c.axis = axis;
+  c.gen = op == KILN_SCAN_CUMPROD ? GEN_PM : GEN_DYADIC;
+  return c;
+}
+
+static const kiln_dtype all_dtypes[] = {KILN_F32, KILN_F64, KILN_I32, KILN_I64, KILN_U8, KILN_BOOL};
+#define NDTYPES (sizeof all_dtypes / sizeof all_dtypes[0])
+
+/* Every op and dtype, inclusive and exclusive, along every axis. */
+START_TEST(test_ops_dtypes)
+{
+  kiln_dtype dt = all_dtypes[_i];
+  if (dt == KILN_F64 && !harness_has_fp64())
+    return;
+  static const int64_t lens[] = {1, 7, 1000};
+  const int64_t m[2] = {13, 37}, t3[3] = {3, 5, 7};
+  for (int op = 0; op < KILN_SCAN_OP_COUNT; op++) {
+    if (!kiln_scan_op_supports((kiln_scan_op)op, dt))
+      continue;
+    for (int excl = 0; excl < 2; excl++) {
+      for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        struct scase c = mk((kiln_scan_op)op, dt, 1, &lens[li], 0);
+        c.opts.exclusive = excl;
+        run_case(&c, NULL, (uint64_t)op * 10 + li);
+      }
+      for (int64_t ax = -1; ax < 2; ax++) {
+        struct scase c = mk((kiln_scan_op)op, dt, 2, m, ax);
+        c.opts.exclusive = excl;
+        run_case(&c, NULL, (uint64_t)op * 10 + (uint64_t)(ax + 5));
+      }
+      for (int64_t ax = 0; ax < 3; ax++) {
+        struct scase c = mk((kiln_scan_op)op, dt, 3, t3, ax);
+        c.opts.exclusive = excl;
+        c.indexed = op == KILN_SCAN_CUMMIN || op == KILN_SCAN_CUMMAX;
+        c.want_values = (int)ax != 1;
+        run_case(&c, NULL, (uint64_t)op * 10 + (uint64_t)ax);
+      }
+    }
+  }
+}
+END_TEST
+
+/* NaN and +-inf under both policies (all-NaN lines included), values and indices. */
+START_TEST(test_nan_policies)
+{
+  kiln_dtype dt = _i ? KILN_F64 : KILN_F32;
+  if (dt == KILN_F64 && !harness_has_fp64())
+    return;
+  const int64_t shape[2] = {6, 9};
+  for (int op = 0; op < KILN_SCAN_OP_COUNT; op++)
+    for (int pol = 0; pol < 2; pol++)
+      for (int excl = 0; excl < 2; excl++)
+        for (int64_t ax = 0; ax < 2; ax++)
+          for (int g = 0; g < 2; g++) {
+            struct scase c = mk((kiln_scan_op)op, dt, 2, shape, ax);
+            c.gen = g ? GEN_NANROW : GEN_SPECIAL;
+            c.opts.nan_policy = pol ? KILN_NAN_OMIT : KILN_NAN_PROPAGATE;
+            c.opts.exclusive = excl;
+            run_case(&c, NULL, (uint64_t)(op * 16 + pol * 8 + excl * 4 + ax * 2 + g));
+            if (op == KILN_SCAN_CUMMIN || op == KILN_SCAN_CUMMAX) {
+              c.indexed = 1;
+              c.want_values = 1;
+              run_case(&c, NULL, (uint64_t)(op * 16 + pol * 8 + excl * 4 + ax * 2 + g));
+            }
+          }
+}
+END_TEST
+
+/* cummin/cummax indices: first occurrence on ties, -1 before anything was scanned. */
+START_TEST(test_indexed_ties)
+{
+  static const kiln_dtype dts[] = {KILN_F32, KILN_I32, KILN_U8, KILN_BOOL};
+  const int64_t v[1] = {1000}, m[2] = {37, 129};
+  for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++)
+    for (int op = KILN_SCAN_CUMMIN; op <= KILN_SCAN_CUMMAX; op++)
+      for (int excl = 0; excl < 2; excl++) {
+        struct scase c = mk((kiln_scan_op)op, dts[d], 1, v, 0);
+        c.gen = GEN_TIES;
+        c.indexed = 1;
+        c.want_values = excl;
+        c.opts.exclusive = excl;
+        run_case(&c, NULL, d * 4 + (uint64_t)op);
+        for (int64_t ax = 0; ax < 2; ax++) {
+          struct scase mm = mk((kiln_scan_op)op, dts[d], 2, m, ax);
+          mm.gen = GEN_TIES;
+          mm.indexed = 1;
+          mm.want_values = 1;
+          mm.opts.exclusive = excl;
+          run_case(&mm, NULL, d * 4 + (uint64_t)op + (uint64_t)ax);
+        }
+      }
+}
+END_TEST
+
+/* Long lines: tiled work-group scans split across groups; one 2^24 + 3 element cumsum. */
+START_TEST(test_long)
+{
+  const int64_t n1[1] = {100003}, big[1] = {(1 << 24) + 3}, tall[2] = {4099, 3};
+  static const kiln_scan_op ops[] = {KILN_SCAN_CUMSUM, KILN_SCAN_CUMMAX, KILN_SCAN_LOGCUMSUMEXP,
+                                     KILN_SCAN_CUMPROD};
+  for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++) {
+    for (int excl = 0; excl < 2; excl++) {
+      struct scase c = mk(ops[oi], KILN_F32, 1, n1, 0);
+      c.opts.exclusive = excl;
+      c.indexed = ops[oi] == KILN_SCAN_CUMMAX;
+      c.want_values = 1;
+      run_case(&c, NULL, oi * 2 + (uint64_t)excl);
+      struct scase t = mk(ops[oi], KILN_F32, 2, tall, 0);
+      t.opts.exclusive = excl;
+      run_case(&t, NULL, oi * 2 + (uint64_t)excl + 7);
+    }
+  }
+  struct scase ci = mk(KILN_SCAN_CUMSUM, KILN_I32, 1, n1, 0);
+  run_case(&ci, NULL, 3);
+  struct scase cl = mk(KILN_SCAN_CUMSUM, KILN_I64, 1, n1, 0);
+  cl.opts.exclusive = 1;
+  run_case(&cl, NULL, 4);
+  struct scase cb = mk(KILN_SCAN_CUMSUM, KILN_F32, 1, big, 0);
+  run_case(&cb, NULL, 5);
+}
+END_TEST
+
+/* Every strategy at work-group sizes 64, 128, 256 and the device maximum, split forced on and off. */
+START_TEST(test_tunables)
+{
+  kiln_context *ctx = harness_ctx();
+  kiln_device_info info;
+  KOK(kiln_context_device_info(ctx, &info));
+  uint32_t wgs[4] = {64, 128, 256, (uint32_t)info.max_work_group_size};
+  const int64_t v[1] = {1000}, m1[2] = {37, 129}, m2[2] = {3, 3001};
+  static const kiln_scan_op ops[] = {KILN_SCAN_CUMSUM, KILN_SCAN_CUMMAX, KILN_SCAN_LOGCUMSUMEXP};
+  for (size_t w = 0; w < 4; w++) {
+    if (wgs[w] > info.max_work_group_size)
+      continue;
+    for (int mode = 0; mode < 3; mode++) {
+      kiln__launch_params lp;
+      kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, &lp);
+      lp.wg_size = wgs[w];
+      lp.two_pass_min = mode == 0 ? UINT64_MAX : 1;
+      lp.items_per_thread = mode == 2 ? 3 : 1;
+      lp.groups_per_cu = mode == 2 ? 3 : 8;
+      lp.cols_per_item = mode == 0 ? 16 : mode == 1 ? 1 : 5;
+      for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++) {
+        for (int excl = 0; excl < 2; excl++) {
+          struct scase c = mk(ops[oi], KILN_F32, 1, v, 0);
+          c.opts.exclusive = excl;
+          c.indexed = ops[oi] == KILN_SCAN_CUMMAX;
+          c.want_values = excl;
+          c.gen = ops[oi] == KILN_SCAN_CUMMAX ? GEN_TIES : GEN_DYADIC;
+          run_case(&c, &lp, w * 100 + (uint64_t)mode * 10 + oi);
+          for (int64_t ax = 0; ax < 2; ax++) {
+            struct scase a = mk(ops[oi], KILN_F32, 2, m1, ax);
+            a.opts.exclusive = excl;
+            a.gen = c.gen;
+            run_case(&a, &lp, w * 100 + (uint64_t)mode * 10 + oi + 1);
+            struct scase b = mk(ops[oi], KILN_F32, 2, m2, ax);
+            b.opts.exclusive = excl;
+            b.indexed = c.indexed;
+            b.want_values = 1;
+            run_case(&b, &lp, w * 100 + (uint64_t)mode * 10 + oi + 2);
+          }
+        }
+      }
+    }
+  }
+}
+END_TEST
+
+/* Rounding on general data: within the sequential-sum bound, for the default strategies. */
+START_TEST(test_random_sums)
+{
+  const int64_t v[1] = {50021}, m[2] = {3001, 7};
+  for (int d = 0; d < (harness_has_fp64() ? 2 : 1); d++) {
+    kiln_dtype dt = d ? KILN_F64 : KILN_F32;
+    struct scase c = mk(KILN_SCAN_CUMSUM, dt, 1, v, 0);
+    c.gen = GEN_RANDOM;
+    run_case(&c, NULL, 1);
+    struct scase c2 = mk(KILN_SCAN_CUMSUM, dt, 2, m, 0);
+    c2.gen = GEN_RANDOM;
+    run_case(&c2, NULL, 2);
+  }
+}
+END_TEST
+
+/* In place (*out == x), empty tensors, and the output convention with a given tensor. */
+START_TEST(test_in_place_and_empty)
+{
+  kiln_context *ctx = harness_ctx();
+  const int64_t m[2] = {17, 33};
+  for (int op = 0; op < KILN_SCAN_OP_COUNT; op++) {
+    struct scase c = mk((kiln_scan_op)op, KILN_F32, 2, m, 1);
+    c.in_place = 1;
+    run_case(&c, NULL, (uint64_t)op);
+  }
+  const int64_t e[2] = {0, 5};
+  kiln_tensor *x = NULL, *y = NULL, *yi = NULL;
+  KOK(kiln_tensor_create(ctx, KILN_I32, 2, e, &x));
+  KOK(kiln_scan(ctx, KILN_SCAN_CUMSUM, x, 1, NULL, &y));
+  ck_assert_int_eq(kiln_tensor_dtype(y), KILN_I64);
+  ck_assert_uint_eq(kiln_tensor_numel(y), 0);
+  KOK(kiln_scan_indexed(ctx, KILN_SCAN_CUMMAX, x, 0, NULL, NULL, &yi));
+  ck_assert_uint_eq(kiln_tensor_numel(yi), 0);
+  kiln_tensor_release(y);
+  kiln_tensor_release(yi);
+  kiln_tensor_release(x);
+  /* A given output of the right shape and dtype is written. */
+  int32_t h[6] = {1, 2, 3, 4, 5, 6};
+  int64_t n = 6, want[6] = {1, 3, 6, 10, 15, 21}, got[6];
+  x = NULL;
+  KOK(kiln_tensor_from_host(ctx, KILN_I32, 1, &n, h, &x));
+  KOK(kiln_tensor_create(ctx, KILN_I64, 1, &n, &y));
+  kiln_tensor *y0 = y;
+  KOK(kiln_scan(ctx, KILN_SCAN_CUMSUM, x, 0, NULL, &y));
+  ck_assert_ptr_eq(y, y0);
+  KOK(kiln_tensor_download(y, got, sizeof got));
+  ck_assert_mem_eq(got, want, sizeof want);
+  kiln_tensor_release(y);
+  kiln_tensor_release(x);
+}
+END_TEST
+
+START_TEST(test_bad_inputs)
+{
+  kiln_context *ctx = harness_ctx();
+  const int64_t shape[2] = {4, 5};
+  kiln_tensor *x = NULL, *xi = NULL, *dead = NULL, *y = NULL, *yi = NULL, *z0 = NULL;
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 2, shape, &x));
+  KOK(kiln_tensor_zeros(ctx, KILN_I32, 2, shape, &xi));
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 2, shape, &dead));
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 0, NULL, &z0));
+  KOK(kiln_tensor_release(dead));
+  KEXPECT(kiln_scan(ctx, KILN_SCAN_CUMSUM, x, 2, NULL, &y), KILN_ERR_SHAPE);
+  KEXPECT(kiln_scan(ctx, KILN_SCAN_CUMSUM, x, -3, NULL, &y), KILN_ERR_SHAPE);
+  KEXPECT(kiln_scan(ctx, KILN_SCAN_CUMSUM, z0, 0, NULL, &y), KILN_ERR_SHAPE);
+  KEXPECT(kiln_scan(NULL, KILN_SCAN_CUMSUM, x, 0, NULL, &y), KILN_ERR_INVALID_HANDLE);
+  KEXPECT(kiln_scan(ctx, KILN_SCAN_CUMSUM, NULL, 0, NULL, &y), KILN_ERR_INVALID_HANDLE);
+  KEXPECT(kiln_scan(ctx, KILN_SCAN_CUMSUM, dead, 0, NULL, &y), KILN_ERR_INVALID_HANDLE);
+  KEXPECT(kiln_scan(ctx, KILN_SCAN_CUMSUM, x, 0, NULL, NULL), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_scan(ctx, KILN_SCAN_OP_COUNT, x, 0, NULL, &y), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_scan(ctx, KILN_SCAN_LOGCUMSUMEXP, xi, 0, NULL, &y), KILN_ERR_DTYPE);
+  kiln_scan_options o = {0};
+  o.nan_policy = (kiln_nan_policy)3;
+  KEXPECT(kiln_scan(ctx, KILN_SCAN_CUMSUM, x, 0, &o, &y), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_scan_indexed(ctx, KILN_SCAN_CUMSUM, x, 0, NULL, NULL, &yi),
+          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_scan_indexed(ctx, KILN_SCAN_CUMMAX, x, 0, NULL, NULL, NULL),
+          KILN_ERR_INVALID_ARGUMENT);
+  /* cumsum of i32 is i64: an i32 output is the wrong dtype; a wrong shape is refused. */
+  KEXPECT(kiln_scan(ctx, KILN_SCAN_CUMSUM, xi, 0, NULL, &xi), KILN_ERR_DTYPE);
+  kiln_tensor *wrong = NULL;
+  KOK(kiln_tensor_create(ctx, KILN_F32, 1, shape, &wrong));
+  KEXPECT(kiln_scan(ctx, KILN_SCAN_CUMMAX, x, 0, NULL, &wrong), KILN_ERR_SHAPE);
+  /* A rejected values output releases the indices kiln made. */
+  KEXPECT(kiln_scan_indexed(ctx, KILN_SCAN_CUMMAX, x, 0, NULL, &wrong, &yi), KILN_ERR_SHAPE);
+  ck_assert_ptr_null(yi);
+  ck_assert_ptr_null(y);
+  kiln_dtype rd;
+  KOK(kiln_scan_result_dtype(ctx, KILN_SCAN_CUMPROD, KILN_BOOL, &rd));
+  ck_assert_int_eq(rd, KILN_I64);
+  KOK(kiln_scan_result_dtype(ctx, KILN_SCAN_CUMMIN, KILN_U8, &rd));
+  ck_assert_int_eq(rd, KILN_U8);
+  KEXPECT(kiln_scan_result_dtype(ctx, KILN_SCAN_LOGCUMSUMEXP, KILN_I64, &rd), KILN_ERR_DTYPE);
+  ck_assert_str_eq(kiln_scan_op_name(KILN_SCAN_LOGCUMSUMEXP), "logcumsumexp");
+  /* diff */
+  KEXPECT(kiln_diff(ctx, x, 0, -1, &y), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_diff(ctx, x, 5, 1, &y), KILN_ERR_SHAPE);
+  KEXPECT(kiln_diff(ctx, dead, 0, 1, &y), KILN_ERR_INVALID_HANDLE);
+  KEXPECT(kiln_diff(ctx, x, 0, 1, NULL), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_diff(ctx, x, 0, 1, &wrong), KILN_ERR_SHAPE);
+  kiln__launch_params lp;
+  kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, &lp);
+  lp.items_per_thread = 0;
+  KEXPECT(kiln__scan_tuned(ctx, KILN_SCAN_CUMSUM, x, 0, NULL, &lp, &y), KILN_ERR_INVALID_ARGUMENT);
+  kiln_tensor_release(wrong);
+  kiln_tensor_release(x);
+  kiln_tensor_release(xi);
+  kiln_tensor_release(z0);
+}
+END_TEST
+
+/* diff of every dtype, orders 0..len+2, along every axis, against repeated host differences. */
+START_TEST(test_diff)
+{
+  kiln_context *ctx = harness_ctx();
+  const int64_t shape[3] = {4, 6, 5};
+  for (size_t d = 0; d < NDTYPES; d++) {
+    kiln_dtype dt = all_dtypes[d];
+    if (dt == KILN_F64 && !harness_has_fp64())
+      continue;
+    struct host h;
+    host_make(&h, dt, 120, GEN_DYADIC, d);
+    if (dt == KILN_I32) { /* wrap-around: INT_MIN - 1 */
+      host_set(&h, 0, INT32_MIN);
+      host_set(&h, 5, 1);
+    }
+    kiln_tensor *x = NULL;
+    KOK(kiln_tensor_from_host(ctx, dt, 3, shape, h.raw, &x));
+    for (int64_t ax = -1; ax < 3; ax++) {
+      size_t a = (size_t)(ax < 0 ? ax + 3 : ax);
+      for (int64_t order = 0; order <= shape[a] + 2; order++) {
+        kiln_tensor *y = NULL;
+        KOK(kiln_diff(ctx, x, ax, order, &y));
+        int64_t len = shape[a] - (order < shape[a] ? order : shape[a]);
+        for (size_t k = 0; k < 3; k++)
+          ck_assert_int_eq(kiln_tensor_dim(y, k), k == a ? len : shape[k]);
+        ck_assert_int_eq(kiln_tensor_dtype(y), dt);
+        unsigned char *got = malloc(120 * 8);
+        KOK(kiln_tensor_download(y, got, kiln_tensor_nbytes(y)));
+        /* Host: repeated first differences in the dtype's arithmetic. */
+        uint64_t outer = 1, inner = 1, L = (uint64_t)shape[a];
+        for (size_t k = 0; k < a; k++)
+          outer *= (uint64_t)shape[k];
+        for (size_t k = a + 1; k < 3; k++)
+          inner *= (uint64_t)shape[k];
+        for (uint64_t o = 0; o < outer; o++)
+          for (uint64_t i = 0; i < inner; i++) {
+            long double w[8];
+            for (uint64_t j = 0; j < L; j++)
+              w[j] = h.v[(o * L + j) * inner + i];
+            for (int64_t p = 0; p < order && p < (int64_t)L; p++)
+              for (uint64_t j = 0; j + 1 + (uint64_t)p < L; j++) {
+                long double dv = w[j + 1] - w[j];
+                if (dt == KILN_BOOL)
+                  dv = w[j + 1] != w[j];
+                else if (dt == KILN_U8)
+                  dv = (long double)(uint8_t)(int)dv;
+                else if (dt == KILN_I32)
+                  dv = (long double)(int32_t)(uint32_t)(int64_t)dv;
+                else if (dt == KILN_F32)
+                  dv = (float)dv;
+                w[j] = dv;
+              }
+            for (int64_t j = 0; j < len; j++) {
+              uint64_t k = (o * (uint64_t)len + (uint64_t)j) * inner + i;
+              long double g = elem(dt, got, k);
+              EXPECT(g == w[j], "diff %s axis %lld order %lld: out[%llu] = %Lg, expected %Lg",
+                            kiln_dtype_name(dt), (long long)ax, (long long)order,
+                            (unsigned long long)k, g, w[j]);
+            }
+          }
+        free(got);
+        kiln_tensor_release(y);
+      }
+    }
+    kiln_tensor_release(x);
+    host_free(&h);
+  }
+  /* Empty input along the axis, and a long axis (one launch per order). */
+  const int64_t e[2] = {3, 0};
+  kiln_tensor *x = NULL, *y = NULL;
+  KOK(kiln_tensor_create(ctx, KILN_F32, 2, e, &x));
+  KOK(kiln_diff(ctx, x, 1, 2, &y));
+  ck_assert_int_eq(kiln_tensor_dim(y, 1), 0);
+  kiln_tensor_release(y);
+  kiln_tensor_release(x);
+}
+END_TEST
+
+static Suite *
+scan_suite(void)
+{
+  Suite *s = suite_create("scan");
+  struct {
+    const char *name;
+    const TTest *test;
+    int loops;
+  } groups[] = {
+      {"ops_dtypes", test_ops_dtypes, (int)NDTYPES},
+      {"nan_policies", test_nan_policies, 2},
+      {"indexed_ties", test_indexed_ties, 0},
+      {"long", test_long, 0},
+      {"tunables", test_tunables, 0},
+      {"random_sums", test_random_sums, 0},
+      {"in_place_and_empty", test_in_place_and_empty, 0},
+      {"bad_inputs", test_bad_inputs, 0},
+      {"diff", test_diff, 0},
+  };
+  for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+    TCase *tc = tcase_create(groups[g].name);
+    tcase_set_timeout(tc, 300);
+    if (groups[g].loops)
+      tcase_add_loop_test(tc, groups[g].test, 0, groups[g].loops);
+    else
+      tcase_add_test(tc, groups[g].test);
+    suite_add_tcase(s, tc);
+  }
+  return s;
+}
+
+int
+main(void)
+{
+  return harness_main(scan_suite(), 1);
+}

@@ -1,0 +1,981 @@
+/*
+ * Tuner suite: the tuning file format and its writer (round trip, a killed
+ * writer, concurrent merges, corrupt and truncated files), lookups (fallback
+ * order with fake device identities, the three modes, overrides), tuning
+ * (candidate validation with a sabotaged candidate, failures never retried,
+ * online tuning), import/export and the listing calls.
+ *
+ * Candidate sets stay small: on PoCL every new local size is a compile.
+ * The killed-writer test runs its writers as separate processes (this binary
+ * re-executed with --tune-writer), since this process has OpenCL threads.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "runtime/tune_file.h"
+#include "runtime/tuner.h"
+
+extern char **environ;
+
+/* ---------------------------------------------------------------- helpers */
+
+static void
+write_text(const char *path, const char *text, size_t len)
+{
+  FILE *f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(text, 1, len, f), len);
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+/* Writes text as the tuning file of (device, driver) under cache dir; returns its path (static). */
+static const char *
+plant(const char *dir, const char *device, const char *driver, const char *text)
+{
+  static char path[4600];
+  char tdir[4200], dn[96], vn[96], name[256];
+  const char *why = "";
+  ck_assert_int_eq(kiln__tf_dir(dir, 1, tdir, sizeof tdir, &why), 0);
+  kiln__tf_normalize(device, 1, dn, sizeof dn);
+  kiln__tf_normalize(driver, 0, vn, sizeof vn);
+  ck_assert_int_eq(kiln__tf_file_name(dn, vn, name, sizeof name), 0);
+  snprintf(path, sizeof path, "%s/%s", tdir, name);
+  write_text(path, text, strlen(text));
+  return path;
+}
+
+/* The shared context, pointed at a cache dir with a fake identity, mode CACHED, no overrides. */
+static kiln_context *
+use(const char *dir, const char *device, const char *driver)
+{
+  kiln_context *ctx = harness_ctx();
+  KOK(kiln_context_set_cache_dir(ctx, dir));
+  kiln__tune_set_identity(ctx, device, driver);
+  KOK(kiln_context_set_option(ctx, KILN_OPT_TUNE_MODE, KILN_TUNE_CACHED));
+  static const char *const fams[] = {"elementwise", "reduce", "scan"};
+  static const char *const buckets[] = {NULL, "flat.2^12", "row.2^14", "row.2^16"};
+  for (size_t f = 0; f < 3; f++)
+    for (size_t b = 0; b < 4; b++)
+      kiln_tune_override(ctx, fams[f], KILN_F32, buckets[b], NULL); /* not all buckets exist */
+  kiln_clear_error();
+  return ctx;
+}
+
+static void
+expect_params(kiln_context *ctx, const char *family, const char *bucket, const char *want_sub,
+              kiln_tune_source want_src)
+{
+  char buf[256];
+  kiln_tune_source src;
+  KOK(kiln_tune_params_get(ctx, family, KILN_F32, bucket, buf, sizeof buf, &src));
+  ck_assert_msg(src == want_src, "%s %s: source %d, expected %d (%s)", family, bucket, (int)src,
+                (int)want_src, buf);
+  if (want_sub)
+    ck_assert_msg(strstr(buf, want_sub) != NULL, "%s %s: \"%s\" lacks \"%s\"", family, bucket, buf,
+                  want_sub);
+}
+
+static char *
+read_all(const char *path, size_t *len)
+{
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  char *b = malloc(1 << 21);
+  *len = fread(b, 1, 1 << 21, f);
+  fclose(f);
+  b[*len] = 0;
+  return b;
+}
+
+/* Host sum of the rows of a [rows, len] f32 tensor, in double. */
+static void
+check_row_sums(kiln_context *ctx, int64_t rows, int64_t len)
+{
+  int64_t shape[2] = {rows, len};
+  float *h = malloc(sizeof(float) * (size_t)(rows * len));
+  for (int64_t i = 0; i < rows * len; i++)
+    h[i] = (float)((i * 7919) % 61 - 30) / 8.0f;
+  kiln_tensor *x = NULL, *y = NULL;
+  KOK(kiln_tensor_from_host(ctx, KILN_F32, 2, shape, h, &x));
+  int64_t axis = 1;
+  KOK(kiln_reduce(ctx, KILN_REDUCE_SUM, x, &axis, 1, 0, NULL, &y));
+  float *got = malloc(sizeof(float) * (size_t)rows);
+  KOK(kiln_tensor_download(y, got, sizeof(float) * (size_t)rows));
+  for (int64_t r = 0; r < rows; r++) {
+    double s = 0;
+    for (int64_t i = 0; i < len; i++)
+      s += h[r * len + i];
+    ck_assert_msg(got[r] == (float)s, "row %lld: %g, expected %g", (long long)r, got[r], s);
+  }
+  kiln_tensor_release(x);
+  kiln_tensor_release(y);
+  free(h);
+  free(got);
+}
+
+/* a + b over n f32 elements, checked against the host. */
+static void
+check_add(kiln_context *ctx, int64_t n)
+{
+  float *a = malloc(sizeof(float) * (size_t)n), *b = malloc(sizeof(float) * (size_t)n);
+  for (int64_t i = 0; i < n; i++) {
+    a[i] = (float)i * 0.5f;
+    b[i] = (float)(n - i);
+  }
+  kiln_tensor *ta = NULL, *tb = NULL, *tc = NULL;
+  KOK(kiln_tensor_from_host(ctx, KILN_F32, 1, &n, a, &ta));
+  KOK(kiln_tensor_from_host(ctx, KILN_F32, 1, &n, b, &tb));
+  KOK(kiln_binary(ctx, KILN_OP_ADD, ta, tb, &tc));
+  float *c = malloc(sizeof(float) * (size_t)n);
+  KOK(kiln_tensor_download(tc, c, sizeof(float) * (size_t)n));
+  for (int64_t i = 0; i < n; i++)
+    ck_assert_msg(c[i] == a[i] + b[i], "element %lld", (long long)i);
+  kiln_tensor_release(ta);
+  kiln_tensor_release(tb);
+  kiln_tensor_release(tc);
+  free(a);
+  free(b);
+  free(c);
+}
+
+static const char good_file[] =
+    "kiln-tuning v1\n"
+    "device Fake Device\n"
+    "driver 1.0\n"
+    "v1 reduce f32 row.2^16 wg_size=64 items_per_thread=16 time_ns=100 default_ns=200\n"
+    "v1 scan f32 col.2^20 wg_size=128 two_pass_min=1024 time_ns=5 default_ns=9\n"
+    "v1 elementwise f64 flat.2^24 wg_size=512 time_ns=7 default_ns=8\n"
+    "v1 reduce f32 row.2^16 wg_size=1024 items_per_thread=16 failed=wrong\n";
+
+/* ---------------------------------------------------------------- the file layer */
+
+START_TEST(file_round_trip)
+{
+  struct kiln__tf_table t;
+  kiln__tf_init(&t);
+  ck_assert_int_eq(kiln__tf_parse(good_file, strlen(good_file), &t), KILN__TF_OK);
+  ck_assert_uint_eq(t.n, 4);
+  ck_assert_uint_eq(t.skipped, 0);
+  ck_assert_str_eq(t.device, "Fake Device");
+  ck_assert_str_eq(t.driver, "1.0");
+  uint64_t v = 0;
+  ck_assert(kiln__tf_param(&t.e[0], "items_per_thread", &v) && v == 16);
+  ck_assert_uint_eq(t.e[1].time_ns, 5);
+  ck_assert_str_eq(t.e[3].failed, "wrong");
+
+  /* format -> parse gives the same entries; write -> read too. */
+  size_t len;
+  char *text = kiln__tf_format(&t, &len);
+  struct kiln__tf_table u;
+  kiln__tf_init(&u);
+  ck_assert_int_eq(kiln__tf_parse(text, len, &u), KILN__TF_OK);
+  ck_assert_uint_eq(u.n, t.n);
+  for (size_t i = 0; i < t.n; i++) {
+    int found = 0;
+    for (size_t j = 0; j < u.n; j++)
+      found |= kiln__tf_same_key(&t.e[i], &u.e[j]) && memcmp(&t.e[i], &u.e[j], sizeof t.e[i]) == 0;
+    ck_assert_msg(found, "entry %zu lost in the round trip", i);
+  }
+  char *dir = harness_tempdir();
+  char path[4200];
+  snprintf(path, sizeof path, "%s/t.txt", dir);
+  ck_assert_int_eq(kiln__tf_write(path, &t), 0);
+  struct kiln__tf_table r;
+  const char *why = "";
+  ck_assert_int_eq(kiln__tf_read(path, &r, &why), 0);
+  ck_assert_uint_eq(r.n, 4);
+
+  /* Merge: same key replaced, new key added, others kept; header from the update. */
+  struct kiln__tf_table up;
+  kiln__tf_init(&up);
+  snprintf(up.device, sizeof up.device, "Other Name");
+  struct kiln__tf_entry e = r.e[0];
+  e.time_ns = 42;
+  ck_assert_int_eq(kiln__tf_put(&up, &e), 0);
+  snprintf(e.bucket, sizeof e.bucket, "row.2^18");
+  ck_assert_int_eq(kiln__tf_put(&up, &e), 0);
+  ck_assert_int_eq(kiln__tf_merge(path, &up), 0);
+  struct kiln__tf_table m;
+  ck_assert_int_eq(kiln__tf_read(path, &m, &why), 0);
+  ck_assert_uint_eq(m.n, 5);
+  ck_assert_str_eq(m.device, "Other Name");
+  ck_assert_str_eq(m.driver, "1.0");
+  int replaced = 0;
+  for (size_t i = 0; i < m.n; i++)
+    replaced |= kiln__tf_same_key(&m.e[i], &r.e[0]) && m.e[i].time_ns == 42;
+  ck_assert(replaced);
+
+  /* A newer version's file is not overwritten by a merge; a damaged one is replaced. */
+  write_text(path, "kiln-tuning v2\nanything\n", 24);
+  ck_assert_int_eq(kiln__tf_merge(path, &up), ENOTSUP);
+  size_t vlen;
+  char *v2 = read_all(path, &vlen);
+  ck_assert_uint_eq(vlen, 24);
+  free(v2);
+  write_text(path, "\x01\x02 garbage", 10);
+  ck_assert_int_eq(kiln__tf_merge(path, &up), 0);
+  struct kiln__tf_table g;
+  ck_assert_int_eq(kiln__tf_read(path, &g, &why), 0);
+  ck_assert_uint_eq(g.n, 2);
+  kiln__tf_free(&g);
+
+  /* Identity names. */
+  char n1[96], n2[96], name[256];
+  kiln__tf_normalize("pthread-skylake-avx512-AMD EPYC", 1, n1, sizeof n1);
+  ck_assert_str_eq(n1, "skylake-avx512-amd-epyc");
+  kiln__tf_normalize("3.1+debian", 0, n2, sizeof n2);
+  ck_assert_str_eq(n2, "3.1-debian");
+  kiln__tf_normalize("  --//  ", 0, n2, sizeof n2);
+  ck_assert_str_eq(n2, "unknown");
+  kiln__tf_normalize("NVIDIA H200 (565.57.01) -- x", 1, n2, sizeof n2);
+  ck_assert_str_eq(n2, "nvidia-h200-565.57.01-x");
+  ck_assert_int_eq(kiln__tf_file_name(n1, "3.1-debian", name, sizeof name), 0);
+  ck_assert_str_eq(name, "skylake-avx512-amd-epyc--3.1-debian.txt");
+
+  kiln__tf_free(&t);
+  kiln__tf_free(&u);
+  kiln__tf_free(&r);
+  kiln__tf_free(&up);
+  kiln__tf_free(&m);
+  free(text);
+  harness_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+START_TEST(parser_refuses_bad_input)
+{
+  static const struct {
+    const char *text;
+    int status;
+    size_t entries, skipped;
+  } cases[] = {
+      {"", KILN__TF_BAD_HEADER, 0, 0},
+      {"kiln-tuning v2\nv1 reduce f32 row.2^16 wg_size=64 time_ns=1 default_ns=2\n",
+       KILN__TF_BAD_HEADER, 0, 0},
+      {"v1 reduce f32 row.2^16 wg_size=64 time_ns=1 default_ns=2\n", KILN__TF_BAD_HEADER, 0, 0},
+      {"kiln-tuning v1 extra\n", KILN__TF_BAD_HEADER, 0, 0},
+      {"\n# comment\n  \nkiln-tuning v1\r\n", KILN__TF_OK, 0, 0},
+      {"kiln-tuning v1\n"
+       "v1 reduce f32 row.2^16 wg_size=64 time_ns=1 default_ns=2\n" /* good */
+       "v1 reduce f32 row.2^16 wg_size=64 time_ns=1\n"              /* a time missing */
+       "v1 reduce f32 row.2^16 time_ns=1 default_ns=2\n"            /* no parameter */
+       "v1 reduce f32 row.2^16 wg_size=-4 time_ns=1 default_ns=2\n" /* sign */
+       "v1 reduce f32 row.2^16 wg_size=18446744073709551616 time_ns=1 default_ns=2\n"
+       "v1 reduce f32 row.2^16 wg_size=1 wg_size=2 time_ns=1 default_ns=2\n" /* repeated */
+       "v1 Reduce f32 row.2^16 wg_size=1 time_ns=1 default_ns=2\n"           /* upper case */
+       "v1 reduce f32 row/2^16 wg_size=1 time_ns=1 default_ns=2\n"           /* bad bucket char */
+       "v1 reduce f32 row.2^16 wg_size=1 failed=wrong time_ns=3 default_ns=4\n" /* both kinds */
+       "v1 reduce f32 row.2^16 wg_size=1 failed=Wrong!\n"
+       "v2 reduce f32 row.2^16 wg_size=64 time_ns=1 default_ns=2\n" /* other line version */
+       "v1 reduce f32\n"
+       "v1 a b c d=1 e=2 f=3 g=4 h=5 i=6 j=7 k=8 l=9 time_ns=1 default_ns=2\n" /* 9 params */
+       "v1 reduce f32 row.2^16 wg_size time_ns=1 default_ns=2\n"
+       "v1 reduce f32 row.2^16 wg_size=1 time_ns=1 default_ns=2", /* no newline: fine */
+       KILN__TF_OK, 1, 13},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct kiln__tf_table t;
+    kiln__tf_init(&t);
+    int s = kiln__tf_parse(cases[i].text, strlen(cases[i].text), &t);
+    ck_assert_msg(s == cases[i].status, "case %zu: status %d", i, s);
+    if (s == KILN__TF_OK) {
+      ck_assert_msg(t.n == cases[i].entries, "case %zu: %zu entries", i, t.n);
+      ck_assert_msg(t.skipped == cases[i].skipped, "case %zu: %zu skipped", i, t.skipped);
+      if (t.n)
+        ck_assert_uint_eq(t.e[0].pval[0], 1); /* the last good line replaced the first */
+    }
+    kiln__tf_free(&t);
+  }
+  /* A line of 2000 characters and a NUL byte: skipped; parsing never runs past len. */
+  char buf[4096];
+  int n = snprintf(buf, sizeof buf, "kiln-tuning v1\nv1 reduce f32 row.2^16 wg_size=");
+  memset(buf + n, '1', 2000);
+  n += 2000;
+  n += snprintf(buf + n, sizeof buf - (size_t)n, " time_ns=1 default_ns=2\nv1 reduce f32 ");
+  buf[n++] = 0;
+  n += snprintf(buf + n, sizeof buf - (size_t)n, "row.2^16 wg_size=1 time_ns=1 default_ns=2\n");
+  struct kiln__tf_table t;
+  kiln__tf_init(&t);
+  ck_assert_int_eq(kiln__tf_parse(buf, (size_t)n, &t), KILN__TF_OK);
+  ck_assert_uint_eq(t.n, 0);
+  ck_assert_uint_eq(t.skipped, 2);
+  /* Every prefix of a good file parses or is refused; none crashes, none invents entries. */
+  for (size_t len = 0; len <= strlen(good_file); len++) {
+    kiln__tf_free(&t);
+    int s = kiln__tf_parse(good_file, len, &t);
+    ck_assert(s == KILN__TF_OK || s == KILN__TF_BAD_HEADER);
+    ck_assert_uint_le(t.n, 4);
+  }
+  kiln__tf_free(&t);
+}
+END_TEST
+
+/* ---- the killed writer: helpers run as child processes (no OpenCL in them) ---- */
+
+static void
+fill_table(struct kiln__tf_table *t, uint64_t stamp, size_t n, const char *family)
+{
+  kiln__tf_init(t);
+  snprintf(t->device, sizeof t->device, "Writer Device");
+  snprintf(t->driver, sizeof t->driver, "1");
+  for (size_t i = 0; i < n; i++) {
+    struct kiln__tf_entry e;
+    memset(&e, 0, sizeof e);
+    snprintf(e.family, sizeof e.family, "%s", family);
+    snprintf(e.dtype, sizeof e.dtype, "f32");
+    snprintf(e.bucket, sizeof e.bucket, "b%zu", i);
+    e.nparams = 2;
+    snprintf(e.pname[0], sizeof e.pname[0], "wg_size");
+    snprintf(e.pname[1], sizeof e.pname[1], "items_per_thread");
+    e.pval[0] = stamp;
+    e.pval[1] = i;
+    e.time_ns = stamp;
+    e.default_ns = stamp + 1;
+    kiln__tf_put(t, &e);
+  }
+}
+
+static void
+slow_down(void)
+{
+  usleep(3000);
+}
+
+/* Rewrites path forever, alternating two contents of 2000 entries, slowed down mid-write. */
+static int
+writer_main(const char *path)
+{
+  struct kiln__tf_table a, b;
+  fill_table(&a, 1, 2000, "fam");
+  fill_table(&b, 2, 2000, "fam");
+  kiln__tf_test_mid_write = slow_down;
+  for (unsigned i = 0;; i++)
+    if (kiln__tf_write(path, i % 2 ? &b : &a) != 0)
+      return 1;
+}
+
+/* Merges n single-entry updates of its own family into path, one merge each. */
+static int
+merger_main(const char *path, const char *family, int n)
+{
+  for (int i = 0; i < n; i++) {
+    struct kiln__tf_table up;
+    fill_table(&up, 7, 1, family);
+    snprintf(up.e[0].bucket, sizeof up.e[0].bucket, "b%d", i);
+    if (kiln__tf_merge(path, &up) != 0)
+      return 1;
+    kiln__tf_free(&up);
+  }
+  return 0;
+}
+
+static pid_t
+spawn_self(char *const *args)
+{
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  ck_assert_int_gt(n, 0);
+  self[n] = 0;
+  pid_t pid;
+  ck_assert_int_eq(posix_spawn(&pid, self, NULL, NULL, (char *const *)args, environ), 0);
+  return pid;
+}
+
+START_TEST(atomic_write_survives_kill)
+{
+  char *dir = harness_tempdir();
+  char path[4200];
+  snprintf(path, sizeof path, "%s/w.txt", dir);
+  struct timespec seed;
+  clock_gettime(CLOCK_MONOTONIC, &seed);
+  srand((unsigned)seed.tv_nsec);
+  int complete_a = 0, complete_b = 0;
+  for (int round = 0; round < 12; round++) {
+    char *args[] = {"test_tuner", "--tune-writer", path, NULL};
+    unlink(path);
+    pid_t pid = spawn_self(args);
+    /* Once the first write is published the writer is in its loop: kill it anywhere in there. */
+    for (int wait = 0; wait < 1000 && access(path, F_OK) != 0; wait++)
+      usleep(10000);
+    usleep((useconds_t)(rand() % 20000));
+    kill(pid, SIGKILL);
+    int st;
+    waitpid(pid, &st, 0);
+    ck_assert(WIFSIGNALED(st));
+    struct kiln__tf_table t;
+    const char *why = "";
+    int r = kiln__tf_read(path, &t, &why);
+    ck_assert_msg(r == 0, "round %d: %s", round, why);
+    ck_assert_uint_eq(t.n, 2000);
+    ck_assert_uint_eq(t.skipped, 0);
+    uint64_t stamp = t.e[0].time_ns;
+    for (size_t i = 0; i < t.n; i++)
+      ck_assert_msg(t.e[i].time_ns == stamp, "round %d: a mix of two writes", round);
+    complete_a += stamp == 1;
+    complete_b += stamp == 2;
+    kiln__tf_free(&t);
+  }
+  ck_assert_int_eq(complete_a + complete_b, 12);
+
+  /* Kills leave temp files; readers ignore them, and merges remove stale ones. */
+  char tmp[4300];
+  snprintf(tmp, sizeof tmp, "%s.tmp.ABCDEF", path);
+  write_text(tmp, "kiln-tuning v1\nhalf a li", 24);
+  struct timespec old[2] = {{time(NULL) - 7200, 0}, {time(NULL) - 7200, 0}};
+  ck_assert_int_eq(utimensat(AT_FDCWD, tmp, old, 0), 0);
+  struct kiln__tf_table up;
+  fill_table(&up, 3, 1, "other");
+  ck_assert_int_eq(kiln__tf_merge(path, &up), 0);
+  kiln__tf_free(&up);
+  ck_assert_int_ne(access(tmp, F_OK), 0);
+
+  /* Two concurrent mergers: the lock makes every key of both survive. */
+  char merged[4200];
+  snprintf(merged, sizeof merged, "%s/m.txt", dir);
+  char *a1[] = {"test_tuner", "--tune-merger", merged, "alpha", NULL};
+  char *a2[] = {"test_tuner", "--tune-merger", merged, "beta", NULL};
+  pid_t p1 = spawn_self(a1), p2 = spawn_self(a2);
+  int s1, s2;
+  waitpid(p1, &s1, 0);
+  waitpid(p2, &s2, 0);
+  ck_assert(WIFEXITED(s1) && WEXITSTATUS(s1) == 0);
+  ck_assert(WIFEXITED(s2) && WEXITSTATUS(s2) == 0);
+  struct kiln__tf_table m;
+  const char *why = "";
+  ck_assert_int_eq(kiln__tf_read(merged, &m, &why), 0);
+  ck_assert_uint_eq(m.n, 2 * 40);
+  kiln__tf_free(&m);
+  harness_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- lookups */
+
+START_TEST(corrupt_files_are_misses)
+{
+  char *dir = harness_tempdir();
+  kiln_context *ctx = use(dir, "Fake Device", "1.0");
+  static const char *const bad[] = {
+      "\x7f" "ELF\x01\x02garbage\n\x00\x01",
+      "kiln-tuning v9\nv1 reduce f32 row.2^16 wg_size=64 time_ns=1 default_ns=2\n",
+      "kiln-tuning v1\nv1 reduce f32 row.2^16 wg_size=0 time_ns=1 default_ns=2\n", /* range */
+      "kiln-tuning v1\nv1 reduce f32 row.2^16 bogus=3 time_ns=1 default_ns=2\n",   /* name */
+      "kiln-tuning v1\nv1 reduce f32 row.2^99 wg_size=64 time_ns=1 default_ns=2\n", /* bucket */
+      "kiln-tuning v1\nv1 reduce q32 row.2^16 wg_size=64 time_ns=1 default_ns=2\n", /* dtype */
+      "kiln-tuning v1\nv1 reduce f32 flat.2^16 wg_size=64 time_ns=1 default_ns=2\n", /* layout */
+      "kiln-tuning v1\nv1 reduce f32 row.2^16 wg_size=64 time_ns=1 defau", /* truncated */
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    const char *path = plant(dir, "Fake Device", "1.0", "");
+    write_text(path, bad[i], i == 0 ? 16 : strlen(bad[i]));
+    kiln__tune_set_identity(ctx, "Fake Device", "1.0"); /* re-read */
+    expect_params(ctx, "reduce", "row.2^16", NULL, KILN_TUNE_SOURCE_DEFAULT);
+  }
+  check_row_sums(ctx, 4, 256); /* and the op still runs */
+
+  /* Truncated after a good line: the good line counts, the cut one not. */
+  const char *path = plant(dir, "Fake Device", "1.0",
+                           "kiln-tuning v1\n"
+                           "v1 reduce f32 row.2^14 wg_size=32 time_ns=1 default_ns=2\n"
+                           "v1 reduce f32 row.2^16 wg_size=64 tim");
+  kiln__tune_set_identity(ctx, "Fake Device", "1.0");
+  expect_params(ctx, "reduce", "row.2^14", "wg_size=32 ", KILN_TUNE_SOURCE_STORED);
+  expect_params(ctx, "reduce", "row.2^16", NULL, KILN_TUNE_SOURCE_DEFAULT);
+
+  /* Not a regular file, a symbolic link, over 1 MiB: ignored. */
+  unlink(path);
+  ck_assert_int_eq(mkdir(path, 0700), 0);
+  kiln__tune_set_identity(ctx, "Fake Device", "1.0");
+  expect_params(ctx, "reduce", "row.2^14", NULL, KILN_TUNE_SOURCE_DEFAULT);
+  rmdir(path);
+  char target[4300];
+  snprintf(target, sizeof target, "%s/elsewhere.txt", dir);
+  write_text(target, good_file, strlen(good_file));
+  ck_assert_int_eq(symlink(target, path), 0);
+  kiln__tune_set_identity(ctx, "Fake Device", "1.0");
+  expect_params(ctx, "reduce", "row.2^16", NULL, KILN_TUNE_SOURCE_DEFAULT);
+  unlink(path);
+  size_t big = (1u << 20) + 100;
+  char *huge = malloc(big);
+  memset(huge, '#', big);
+  memcpy(huge, good_file, strlen(good_file));
+  huge[strlen(good_file)] = '\n';
+  write_text(path, huge, big);
+  free(huge);
+  kiln__tune_set_identity(ctx, "Fake Device", "1.0");
+  expect_params(ctx, "reduce", "row.2^16", NULL, KILN_TUNE_SOURCE_DEFAULT);
+
+  /* A tuning directory others may write: not trusted. */
+  unlink(path);
+  plant(dir, "Fake Device", "1.0", good_file);
+  char tdir[4300];
+  snprintf(tdir, sizeof tdir, "%s/tuning", dir);
+  ck_assert_int_eq(chmod(tdir, 0777), 0);
+  kiln__tune_set_identity(ctx, "Fake Device", "1.0");
+  expect_params(ctx, "reduce", "row.2^16", NULL, KILN_TUNE_SOURCE_DEFAULT);
+  ck_assert_int_eq(chmod(tdir, 0700), 0);
+  kiln__tune_set_identity(ctx, "Fake Device", "1.0");
+  expect_params(ctx, "reduce", "row.2^16", "wg_size=64 ", KILN_TUNE_SOURCE_STORED);
+  harness_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+START_TEST(fallback_order)
+{
+  char *dir = harness_tempdir();
+  const char *a = plant(dir, "Fake Device", "1.0",
+                        "kiln-tuning v1\ndevice Fake Device\ndriver 1.0\n"
+                        "v1 reduce f32 row.2^16 wg_size=64 time_ns=1 default_ns=2\n");
+  const char *b = plant(dir, "Fake Device", "2.0",
+                        "kiln-tuning v1\ndevice Fake Device\ndriver 2.0\n"
+                        "v1 reduce f32 row.2^16 wg_size=128 time_ns=1 default_ns=2\n"
+                        "v1 reduce f32 col.2^16 wg_size=32 time_ns=1 default_ns=2\n");
+  (void)a;
+  /* The newest other-driver file is the one used. */
+  struct timespec older[2] = {{time(NULL) - 3600, 0}, {time(NULL) - 3600, 0}};
+  ck_assert_int_eq(utimensat(AT_FDCWD, b, older, 0), 0);
+
+  /* Exact device and driver first; keys it lacks from the same device's other driver. */
+  kiln_context *ctx = use(dir, "Fake Device", "1.0");
+  expect_params(ctx, "reduce", "row.2^16", "wg_size=64 ", KILN_TUNE_SOURCE_STORED);
+  expect_params(ctx, "reduce", "col.2^16", "wg_size=32 ", KILN_TUNE_SOURCE_OTHER_DRIVER);
+  expect_params(ctx, "reduce", "full.2^16", NULL, KILN_TUNE_SOURCE_DEFAULT);
+
+  /* A third driver: the newest other file (1.0) wins over the older one (2.0). */
+  ctx = use(dir, "Fake Device", "3.0");
+  expect_params(ctx, "reduce", "row.2^16", "wg_size=64 ", KILN_TUNE_SOURCE_OTHER_DRIVER);
+  expect_params(ctx, "reduce", "col.2^16", NULL, KILN_TUNE_SOURCE_DEFAULT);
+
+  /* Another device (even one whose name starts the same): defaults. */
+  ctx = use(dir, "Fake", "1.0");
+  expect_params(ctx, "reduce", "row.2^16", NULL, KILN_TUNE_SOURCE_DEFAULT);
+  ctx = use(dir, "Other Device", "1.0");
+  expect_params(ctx, "reduce", "row.2^16", NULL, KILN_TUNE_SOURCE_DEFAULT);
+
+  /* Defaults are the built-in ones: the same as in mode OFF. */
+  ctx = use(dir, "Fake Device", "1.0");
+  char on[256], off[256];
+  KOK(kiln_tune_params_get(ctx, "reduce", KILN_F32, "full.2^16", on, sizeof on, NULL));
+  KOK(kiln_context_set_option(ctx, KILN_OPT_TUNE_MODE, KILN_TUNE_OFF));
+  KOK(kiln_tune_params_get(ctx, "reduce", KILN_F32, "full.2^16", off, sizeof off, NULL));
+  ck_assert_str_eq(on, off);
+  harness_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+START_TEST(modes)
+{
+  char *dir = harness_tempdir();
+  const char *path = plant(dir, "Fake Device", "1.0",
+                           "kiln-tuning v1\ndevice Fake Device\ndriver 1.0\n"
+                           "v1 reduce f32 row.2^14 wg_size=32 items_per_thread=1 time_ns=1 "
+                           "default_ns=2\n");
+  kiln_context *ctx = use(dir, "Fake Device", "1.0");
+  int64_t lo, hi, v;
+  KOK(kiln_option_bounds(KILN_OPT_TUNE_MODE, &lo, &hi));
+  ck_assert_int_eq(lo, KILN_TUNE_OFF);
+  ck_assert_int_eq(hi, KILN_TUNE_ONLINE);
+  KEXPECT(kiln_context_set_option(ctx, KILN_OPT_TUNE_MODE, 3), KILN_ERR_INVALID_ARGUMENT);
+
+  /* off: defaults although a result is stored; cached: the stored one. */
+  KOK(kiln_context_set_option(ctx, KILN_OPT_TUNE_MODE, KILN_TUNE_OFF));
+  KOK(kiln_context_get_option(ctx, KILN_OPT_TUNE_MODE, &v));
+  ck_assert_int_eq(v, KILN_TUNE_OFF);
+  expect_params(ctx, "reduce", "row.2^14", NULL, KILN_TUNE_SOURCE_DEFAULT);
+  check_row_sums(ctx, 64, 256);
+  KOK(kiln_context_set_option(ctx, KILN_OPT_TUNE_MODE, KILN_TUNE_CACHED));
+  expect_params(ctx, "reduce", "row.2^14", "wg_size=32 items_per_thread=1 ",
+                KILN_TUNE_SOURCE_STORED);
+  check_row_sums(ctx, 64, 256); /* the stored parameters give the same sums */
+
+  /* cached: a missing key is not tuned; the file stays as it was. */
+  size_t len0, len1;
+  char *before = read_all(path, &len0);
+  uint64_t ev0 = kiln__tune_test_evaluations();
+  check_add(ctx, 4096);
+  ck_assert_uint_eq(kiln__tune_test_evaluations(), ev0);
+  char *after = read_all(path, &len1);
+  ck_assert(len0 == len1 && memcmp(before, after, len0) == 0);
+  free(before);
+  free(after);
+  expect_params(ctx, "elementwise", "flat.2^12", NULL, KILN_TUNE_SOURCE_DEFAULT);
+
+  /* online: the first use of a missing key tunes and stores it; the second does not. */
+  KOK(kiln_context_set_option(ctx, KILN_OPT_TUNE_MODE, KILN_TUNE_ONLINE));
+  check_add(ctx, 4096);
+  uint64_t ev1 = kiln__tune_test_evaluations();
+  ck_assert_uint_gt(ev1, ev0);
+  expect_params(ctx, "elementwise", "flat.2^12", NULL, KILN_TUNE_SOURCE_STORED);
+  check_add(ctx, 5000); /* same bucket */
+  ck_assert_uint_eq(kiln__tune_test_evaluations(), ev1);
+  char *now = read_all(path, &len1);
+  ck_assert_ptr_nonnull(strstr(now, "v1 elementwise f32 flat.2^12 wg_size="));
+  ck_assert_ptr_nonnull(strstr(now, "v1 reduce f32 row.2^14 wg_size=32 ")); /* kept */
+  free(now);
+  /* Small problems are not worth tuning online. */
+  check_add(ctx, 100);
+  ck_assert_uint_eq(kiln__tune_test_evaluations(), ev1);
+  /* Nor while the caller profiles: tuning would reset the recording. */
+  KOK(kiln_profile_begin(ctx));
+  check_add(ctx, 1 << 13);
+  kiln_profile p;
+  KOK(kiln_profile_end(ctx, &p));
+  ck_assert_uint_eq(kiln__tune_test_evaluations(), ev1);
+  ck_assert_uint_ge(p.kernels, 1);
+
+  /* The environment variable sets the mode of new contexts (an unknown value warns). */
+  static const struct {
+    const char *value;
+    int64_t mode;
+  } env[] = {{"off", KILN_TUNE_OFF}, {"ONLINE", KILN_TUNE_ONLINE}, {"cached", KILN_TUNE_CACHED},
+             {"sometimes", KILN_TUNE_CACHED}};
+  for (size_t i = 0; i < 4; i++) {
+    setenv("KILN_TUNE", env[i].value, 1);
+    kiln_context *c2 = NULL;
+    KOK(kiln_context_create(NULL, &c2));
+    KOK(kiln_context_get_option(c2, KILN_OPT_TUNE_MODE, &v));
+    ck_assert_msg(v == env[i].mode, "KILN_TUNE=%s gave %lld", env[i].value, (long long)v);
+    KOK(kiln_context_release(c2));
+  }
+  unsetenv("KILN_TUNE");
+  harness_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+START_TEST(override_api)
+{
+  char *dir = harness_tempdir();
+  plant(dir, "Fake Device", "1.0",
+        "kiln-tuning v1\nv1 reduce f32 row.2^14 wg_size=32 time_ns=1 default_ns=2\n");
+  kiln_context *ctx = use(dir, "Fake Device", "1.0");
+  char def[256];
+  KOK(kiln_tune_params_get(ctx, "reduce", KILN_F32, "full.2^16", def, sizeof def, NULL));
+
+  /* Every bucket, then one bucket: the bucket's own wins; unnamed parameters keep theirs. */
+  KOK(kiln_tune_override(ctx, "reduce", KILN_F32, NULL, "wg_size=16 two_pass_min=1024"));
+  expect_params(ctx, "reduce", "full.2^16", "wg_size=16 ", KILN_TUNE_SOURCE_OVERRIDE);
+  expect_params(ctx, "reduce", "row.2^14", "two_pass_min=1024 ", KILN_TUNE_SOURCE_OVERRIDE);
+  KOK(kiln_tune_override(ctx, "reduce", KILN_F32, "row.2^14", "wg_size=8"));
+  expect_params(ctx, "reduce", "row.2^14", "wg_size=8 ", KILN_TUNE_SOURCE_OVERRIDE);
+  expect_params(ctx, "reduce", "row.2^14", "two_pass_min=1024 ", KILN_TUNE_SOURCE_OVERRIDE);
+  char buf[256], tok[64];
+  KOK(kiln_tune_params_get(ctx, "reduce", KILN_F32, "full.2^16", buf, sizeof buf, NULL));
+  const char *g = strstr(def, "groups_per_cu=");
+  snprintf(tok, sizeof tok, "%.*s", (int)strcspn(g, " "), g);
+  ck_assert_ptr_nonnull(strstr(buf, tok)); /* the parameters not named are untouched */
+  check_row_sums(ctx, 16, 1024); /* runs, and right, with the overridden values */
+  check_row_sums(ctx, 2, 70000); /* two-pass from 1024 on */
+
+  /* Overrides apply in mode OFF too; other dtypes and families are not affected. */
+  KOK(kiln_context_set_option(ctx, KILN_OPT_TUNE_MODE, KILN_TUNE_OFF));
+  expect_params(ctx, "reduce", "row.2^14", "wg_size=8 ", KILN_TUNE_SOURCE_OVERRIDE);
+  KOK(kiln_tune_params_get(ctx, "reduce", KILN_I32, "row.2^14", buf, sizeof buf, NULL));
+  ck_assert_ptr_null(strstr(buf, "wg_size=8 "));
+  expect_params(ctx, "scan", "row.2^14", NULL, KILN_TUNE_SOURCE_DEFAULT);
+  KOK(kiln_context_set_option(ctx, KILN_OPT_TUNE_MODE, KILN_TUNE_CACHED));
+
+  /* Elementwise: a local size the launch clamps to what the kernel allows. */
+  KOK(kiln_tune_override(ctx, "elementwise", KILN_F32, NULL, "wg_size=65536"));
+  check_add(ctx, 3000);
+  KOK(kiln_tune_override(ctx, "elementwise", KILN_F32, NULL, "wg_size=1"));
+  check_add(ctx, 3001);
+  KOK(kiln_tune_override(ctx, "elementwise", KILN_F32, NULL, NULL));
+
+  /* Removing: the bucket's, then every bucket's; the stored value is back. */
+  KOK(kiln_tune_override(ctx, "reduce", KILN_F32, "row.2^14", NULL));
+  expect_params(ctx, "reduce", "row.2^14", "wg_size=16 ", KILN_TUNE_SOURCE_OVERRIDE);
+  KOK(kiln_tune_override(ctx, "reduce", KILN_F32, NULL, ""));
+  expect_params(ctx, "reduce", "row.2^14", "wg_size=32 ", KILN_TUNE_SOURCE_STORED);
+  expect_params(ctx, "reduce", "full.2^16", NULL, KILN_TUNE_SOURCE_DEFAULT);
+
+  /* Refusals name the problem. */
+  KEXPECT(kiln_tune_override(ctx, "reduce", KILN_F32, NULL, "bogus=1"), KILN_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "bogus"));
+  KEXPECT(kiln_tune_override(ctx, "reduce", KILN_F32, NULL, "wg_size=0"),
+          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_tune_override(ctx, "reduce", KILN_F32, NULL, "wg_size=1 wg_size=2"),
+          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_tune_override(ctx, "reduce", KILN_F32, NULL, "wg_size"), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_tune_override(ctx, "reduce", KILN_F32, NULL, "wg_size=12x"),
+          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_tune_override(ctx, "reduce", KILN_F32, "row.2^x", "wg_size=4"),
+          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_tune_override(ctx, "reduce", KILN_F32, "flat.2^4", "wg_size=4"),
+          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_tune_override(ctx, "reduce", (kiln_dtype)99, NULL, "wg_size=4"),
+          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_tune_override(ctx, "gemm", KILN_F32, NULL, "wg_size=4"), KILN_ERR_NOT_FOUND);
+  KEXPECT(kiln_tune_override(NULL, "reduce", KILN_F32, NULL, "wg_size=4"),
+          KILN_ERR_INVALID_HANDLE);
+  KEXPECT(kiln_tune_params_get(ctx, "reduce", KILN_F32, "row.2^1", buf, sizeof buf, NULL),
+          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_tune_params_get(ctx, "reduce", KILN_F32, "row.2^14", buf, 8, NULL),
+          KILN_ERR_INVALID_ARGUMENT);
+  harness_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- tuning */
+
+struct events {
+  int starts, dones, candidates;
+  kiln_tune_result last;
+};
+
+static int
+count_events(const kiln_tune_progress *p, void *user)
+{
+  struct events *e = user;
+  e->starts += p->event == KILN_TUNE_EVENT_KEY_START;
+  e->dones += p->event == KILN_TUNE_EVENT_KEY_DONE;
+  e->candidates += p->event == KILN_TUNE_EVENT_CANDIDATE;
+  ck_assert_uint_lt(p->key_index, p->key_count);
+  if (p->event == KILN_TUNE_EVENT_KEY_DONE)
+    e->last = *p->result;
+  return 0;
+}
+
+static kiln_tune_result
+tune_one(kiln_context *ctx, const char *family, const char *layout, uint64_t n, int store)
+{
+  kiln_tune_request req;
+  memset(&req, 0, sizeof req);
+  req.family = family;
+  req.layouts = layout;
+  req.sizes = &n;
+  req.nsizes = 1;
+  req.reps = 1;
+  req.quick = 1;
+  req.no_store = !store;
+  struct events ev = {0, 0, 0, {0}};
+  KOK(kiln_tune_run(ctx, &req, count_events, &ev));
+  ck_assert_int_eq(ev.starts, 1);
+  ck_assert_int_eq(ev.dones, 1);
+  ck_assert_int_eq(ev.candidates, (int)ev.last.candidates);
+  ck_assert_int_eq(ev.last.status, KILN_OK);
+  return ev.last;
+}
+
+START_TEST(wrong_candidate_never_wins)
+{
+  char *dir = harness_tempdir();
+  kiln_context *ctx = use(dir, "Fake Device", "1.0");
+  char def[256];
+  KOK(kiln_tune_params_get(ctx, "elementwise", KILN_F32, "flat.2^12", def, sizeof def, NULL));
+  ck_assert_str_ne(def, "wg_size=64");
+
+  /* The hook alone makes wg_size=64 the fastest (1 ns): it wins while its output is right. */
+  kiln__tune_test_sabotage("elementwise", "wg_size", 64, 0);
+  kiln_tune_result r = tune_one(ctx, "elementwise", "flat", 4096, 0);
+  ck_assert_str_eq(r.tuned_params, "wg_size=64");
+  ck_assert_uint_eq(r.tuned_ns, 1);
+
+  /* Fast but wrong: refused, recorded, and the winner is another candidate. */
+  kiln__tune_test_sabotage("elementwise", "wg_size", 64, 1);
+  r = tune_one(ctx, "elementwise", "flat", 4096, 1);
+  ck_assert_str_ne(r.tuned_params, "wg_size=64");
+  ck_assert_uint_ge(r.failed, 1);
+  ck_assert_uint_gt(r.tuned_ns, 1);
+  char tuned[256];
+  kiln_tune_source src;
+  KOK(kiln_tune_params_get(ctx, "elementwise", KILN_F32, "flat.2^12", tuned, sizeof tuned, &src));
+  ck_assert_int_eq(src, KILN_TUNE_SOURCE_STORED);
+  ck_assert_str_ne(tuned, "wg_size=64");
+  char tdir[4300], path[4600];
+  snprintf(tdir, sizeof tdir, "%s/tuning", dir);
+  snprintf(path, sizeof path, "%s/fake-device--1.0.txt", tdir);
+  size_t len;
+  char *text = read_all(path, &len);
+  ck_assert_ptr_nonnull(text);
+  ck_assert_ptr_nonnull(strstr(text, "v1 elementwise f32 flat.2^12 wg_size=64 failed=wrong\n"));
+  free(text);
+
+  /* Never retried: in this context, nor in a fresh one that reads the file. */
+  uint64_t ev0 = kiln__tune_test_evaluations();
+  r = tune_one(ctx, "elementwise", "flat", 4096, 1);
+  ck_assert_uint_ge(r.skipped, 1);
+  ck_assert_uint_eq(r.failed, 0);
+  ck_assert_str_ne(r.tuned_params, "wg_size=64");
+  ck_assert_uint_eq(kiln__tune_test_evaluations() - ev0, r.candidates - 1 - r.skipped);
+  kiln_context *c2 = NULL;
+  KOK(kiln_context_create(NULL, &c2));
+  KOK(kiln_context_set_cache_dir(c2, dir));
+  kiln__tune_set_identity(c2, "Fake Device", "1.0");
+  r = tune_one(c2, "elementwise", "flat", 4096, 0);
+  ck_assert_uint_ge(r.skipped, 1);
+  ck_assert_str_ne(r.tuned_params, "wg_size=64");
+  KOK(kiln_context_release(c2));
+  kiln__tune_test_sabotage(NULL, NULL, 0, 0);
+
+  /* The same for a reduction candidate: wrong sums never win. */
+  kiln__tune_test_sabotage("reduce", "items_per_thread", 4, 1);
+  r = tune_one(ctx, "reduce", "row", 1 << 12, 1);
+  ck_assert_ptr_null(strstr(r.tuned_params, "items_per_thread=4 "));
+  ck_assert_uint_ge(r.failed, 1);
+  kiln__tune_test_sabotage(NULL, NULL, 0, 0);
+  check_row_sums(ctx, 64, 64); /* with what was stored */
+  harness_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* Counts listed results (failure records are not counted). */
+static int
+collect_entries(const kiln_tune_entry *e, void *user)
+{
+  int *n = user;
+  ck_assert_str_ne(e->family, "");
+  ck_assert_ptr_nonnull(strstr(e->path, "/tuning/"));
+  ck_assert(e->failed[0] ? e->time_ns == 0 : e->time_ns > 0);
+  *n += !e->failed[0];
+  return 0;
+}
+
+START_TEST(run_list_import_export)
+{
+  char *dir = harness_tempdir();
+  kiln_context *ctx = use(dir, "Fake Device", "1.0");
+
+  /* A real (quick) tuning of one scan key: stored, listed, used, and still right. */
+  kiln_tune_result r = tune_one(ctx, "scan", "row", 1 << 12, 1);
+  ck_assert_str_eq(r.bucket, "row.2^12");
+  ck_assert_str_eq(r.shape, "[64,64] axis 1");
+  ck_assert_uint_gt(r.default_ns, 0);
+  ck_assert(r.bytes > 0);
+  expect_params(ctx, "scan", "row.2^12", NULL, KILN_TUNE_SOURCE_STORED);
+  int64_t shape[2] = {64, 64};
+  float h[64 * 64], got[64 * 64];
+  for (int i = 0; i < 64 * 64; i++)
+    h[i] = (float)(i % 13) - 6.0f;
+  kiln_tensor *x = NULL, *y = NULL;
+  KOK(kiln_tensor_from_host(ctx, KILN_F32, 2, shape, h, &x));
+  KOK(kiln_scan(ctx, KILN_SCAN_CUMSUM, x, 1, NULL, &y));
+  KOK(kiln_tensor_download(y, got, sizeof got));
+  for (int row = 0; row < 64; row++) {
+    float s = 0;
+    for (int i = 0; i < 64; i++) {
+      s += h[row * 64 + i];
+      ck_assert(got[row * 64 + i] == s);
+    }
+  }
+  kiln_tensor_release(x);
+  kiln_tensor_release(y);
+  int n = 0;
+  KOK(kiln_tune_list(ctx, collect_entries, &n));
+  ck_assert_int_eq(n, 1);
+  n = 0;
+  KOK(kiln_tune_dir_list(dir, collect_entries, &n));
+  ck_assert_int_eq(n, 1);
+  kiln_tune_dir_stats st;
+  KOK(kiln_tune_dir_stats_get(dir, &st));
+  ck_assert_uint_eq(st.files, 1);
+  ck_assert_uint_eq(st.results, 1);
+  ck_assert_uint_gt(st.bytes, 0);
+
+  /* Export -> a fresh cache directory -> import: the entries and their effect come along. */
+  plant(dir, "Fake Device", "1.0", good_file); /* replaces the file: 3 results, 1 failure */
+  char out[4300];
+  snprintf(out, sizeof out, "%s/exported.txt", dir);
+  ctx = use(dir, "Fake Device", "1.0");
+  KOK(kiln_tune_export(ctx, out));
+  char *dir2 = harness_tempdir();
+  ctx = use(dir2, "Fake Device", "1.0");
+  n = 0;
+  KOK(kiln_tune_list(ctx, collect_entries, &n));
+  ck_assert_int_eq(n, 0);
+  expect_params(ctx, "reduce", "row.2^16", NULL, KILN_TUNE_SOURCE_DEFAULT);
+  size_t imported = 0;
+  KOK(kiln_tune_import(ctx, out, 0, &imported));
+  ck_assert_uint_eq(imported, 4);
+  expect_params(ctx, "reduce", "row.2^16", "wg_size=64 items_per_thread=16 ",
+                KILN_TUNE_SOURCE_STORED);
+  n = 0;
+  KOK(kiln_tune_list(ctx, collect_entries, &n));
+  ck_assert_int_eq(n, 3);
+  KOK(kiln_tune_dir_stats_get(dir2, &st));
+  ck_assert_uint_eq(st.results, 3);
+  ck_assert_uint_eq(st.failures, 1);
+
+  /* Another device's file needs the flag; broken and missing files are refused. */
+  ctx = use(dir2, "Another Device", "1.0");
+  KEXPECT(kiln_tune_import(ctx, out, 0, NULL), KILN_ERR_INVALID_ARGUMENT);
+  KOK(kiln_tune_import(ctx, out, KILN_TUNE_IMPORT_ANY_DEVICE, &imported));
+  expect_params(ctx, "reduce", "row.2^16", "wg_size=64 ", KILN_TUNE_SOURCE_STORED);
+  KOK(kiln_tune_dir_stats_get(dir2, &st));
+  ck_assert_uint_eq(st.files, 2);
+  char broken[4300];
+  snprintf(broken, sizeof broken, "%s/broken.txt", dir);
+  write_text(broken, "kiln-tuning v7\n", 15);
+  KEXPECT(kiln_tune_import(ctx, broken, KILN_TUNE_IMPORT_ANY_DEVICE, NULL),
+          KILN_ERR_INVALID_ARGUMENT);
+  snprintf(broken, sizeof broken, "%s/missing.txt", dir);
+  KEXPECT(kiln_tune_import(ctx, broken, 0, NULL), KILN_ERR_IO);
+  KEXPECT(kiln_tune_import(ctx, out, 8, NULL), KILN_ERR_INVALID_ARGUMENT);
+  snprintf(broken, sizeof broken, "%s/no/such/dir/x.txt", dir);
+  KEXPECT(kiln_tune_export(ctx, broken), KILN_ERR_IO);
+
+  /* Families and bucket names. */
+  kiln_tune_family_desc d;
+  KOK(kiln_tune_family_get(1, &d));
+  ck_assert_str_eq(d.name, "reduce");
+  ck_assert_ptr_nonnull(strstr(d.params, "two_pass_min"));
+  ck_assert_str_eq(d.layouts, "full row col");
+  KEXPECT(kiln_tune_family_get(3, &d), KILN_ERR_NOT_FOUND);
+  char b[32];
+  KOK(kiln_tune_bucket_name("reduce", "col", 1500000, b, sizeof b));
+  ck_assert_str_eq(b, "col.2^20");
+  KEXPECT(kiln_tune_bucket_name("reduce", "flat", 1, b, sizeof b), KILN_ERR_NOT_FOUND);
+  KEXPECT(kiln_tune_bucket_name("reduce", "row", 3, b, sizeof b), KILN_ERR_INVALID_ARGUMENT);
+  harness_rmtree(dir2);
+  free(dir2);
+  harness_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+static Suite *
+tuner_suite(void)
+{
+  Suite *s = suite_create("tuner");
+  TCase *files = tcase_create("files");
+  tcase_add_test(files, file_round_trip);
+  tcase_add_test(files, parser_refuses_bad_input);
+  tcase_add_test(files, atomic_write_survives_kill);
+  tcase_set_timeout(files, 60);
+  suite_add_tcase(s, files);
+  TCase *device = tcase_create("device");
+  tcase_add_test(device, corrupt_files_are_misses);
+  tcase_add_test(device, fallback_order);
+  tcase_add_test(device, modes);
+  tcase_add_test(device, override_api);
+  tcase_add_test(device, wrong_candidate_never_wins);
+  tcase_add_test(device, run_list_import_export);
+  tcase_set_timeout(device, 120);
+  suite_add_tcase(s, device);
+  return s;
+}
+
+int
+main(int argc, char **argv)
+{
+  if (argc == 3 && strcmp(argv[1], "--tune-writer") == 0)
+    return writer_main(argv[2]);
+  if (argc == 4 && strcmp(argv[1], "--tune-merger") == 0)
+    return merger_main(argv[2], argv[3], 40);
+  return harness_main(tuner_suite(), 1);
+}

@@ -1,0 +1,550 @@
+/*
+ * kiln cache export / import: a single archive of complete entry files, so an
+ * application can ship a warm cache. docs/cli.md documents the format:
+ *
+ *   header   "KILNCARC", u32 archive version (1), u32 flags (0), i64 created
+ *   records  u64 length L, u32 CRC-32 of the L bytes, u32 reserved (0),
+ *            L bytes: one entry file exactly as kiln_cache_entry_read returns it
+ *   trailer  "KILNCEND", u64 record count, u32 CRC-32 of every byte before this field
+ *
+ * All integers little-endian; CRC-32 is the IEEE/zlib one. The file must end
+ * right after the trailer.
+ *
+ * Export writes a temporary file next to FILE and renames it into place.
+ * Import checks the whole archive before it publishes anything: every record
+ * is checked against its CRC and written into a private staging cache with
+ * kiln_cache_entry_write (which checks format, checksum and key), and the
+ * trailer must match. Only then are the entries that match a present device
+ * (or all, with --all) copied into the target cache, each published
+ * atomically by the library. A corrupt or truncated archive imports nothing.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tools/cache_cli.h"
+#include "tools/commands.h"
+#include "tools/units.h"
+
+#define ARCHIVE_MAGIC "KILNCARC"
+#define ARCHIVE_END "KILNCEND"
+#define ARCHIVE_VERSION 1u
+#define ARCHIVE_HEADER 24u
+/* Largest entry the cache format allows: 1 MiB header + 1 GiB binary + checksum. */
+#define ARCHIVE_MAX_RECORD ((1ull << 30) + (1ull << 20) + 8u)
+
+static uint32_t crc_table[256];
+
+static void
+crc_init(void)
+{
+  if (crc_table[1])
+    return;
+  for (uint32_t i = 0; i < 256; i++) {
+    uint32_t c = i;
+    for (int k = 0; k < 8; k++)
+      c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+    crc_table[i] = c;
+  }
+}
+
+/* Continues a CRC-32: start with crc = 0. */
+static uint32_t
+crc32_update(uint32_t crc, const void *data, size_t len)
+{
+  const uint8_t *p = data;
+  crc = ~crc;
+  for (size_t i = 0; i < len; i++)
+    crc = crc_table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
+  return ~crc;
+}
+
+static void
+put_u32(uint8_t *p, uint32_t v)
+{
+  for (int i = 0; i < 4; i++)
+    p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void
+put_u64(uint8_t *p, uint64_t v)
+{
+  for (int i = 0; i < 8; i++)
+    p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t
+get_u32(const uint8_t *p)
+{
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; i--)
+    v = v << 8 | p[i];
+  return v;
+}
+
+static uint64_t
+get_u64(const uint8_t *p)
+{
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--)
+    v = v << 8 | p[i];
+  return v;
+}
+
+/* ================================================================ export */
+
+static const char export_usage[] =
+    "usage: kiln cache export FILE [--dir DIR] [--json] [--device SUBSTR]\n\n"
+    "Writes the cache's sound entries (optionally only those of one device) into one archive\n"
+    "file, to ship a warm cache; 'kiln cache import' reads it. FILE is replaced atomically.\n"
+    "Corrupt entries are left out and reported (exit status 1); so is an export that would\n"
+    "be empty.\n\n"
+    "options:\n"
+    "  --dir DIR         the cache directory (default: the one the library uses)\n"
+    "  --json            one JSON document on stdout\n"
+    "  --device SUBSTR   only entries whose device name contains SUBSTR (any case)\n";
+
+struct writer {
+  FILE *f;
+  uint32_t crc;
+  uint64_t bytes;
+};
+
+static int
+wr(struct writer *w, const void *p, size_t n)
+{
+  w->crc = crc32_update(w->crc, p, n);
+  w->bytes += n;
+  return fwrite(p, 1, n, w->f) == n ? 0 : -1;
+}
+
+int
+cache_export(int argc, char **argv)
+{
+  struct cache_cli c;
+  cli_init(&c, "export", export_usage);
+  if (tool_wants_help(argc, argv, export_usage))
+    return EXIT_OK;
+  const char *file = NULL, *device = NULL, *v;
+  for (int i = 1; i < argc; i++) {
+    int r = cli_common_opt(&c, argc, argv, &i);
+    if (r == 0 && (r = cli_opt_value(&c, argc, argv, &i, "--device", &v)) == 1)
+      device = v;
+    if (r < 0)
+      return EXIT_USAGE;
+    if (r)
+      continue;
+    if (argv[i][0] == '-' || file)
+      return cli_unexpected(&c, argv[i]);
+    file = argv[i];
+  }
+  if (!file || !*file)
+    return cli_usage_error(&c, "which file? give the archive to write");
+  int rc = cli_resolve_dir(&c);
+  if (rc)
+    return rc;
+  if (!c.exists)
+    return cli_fail(&c, "nothing to export: %s does not exist", c.dir);
+  kiln_cache *cache;
+  if ((rc = cli_open(&c, KILN_CACHE_READONLY, &cache)))
+    return rc;
+  struct entry_list l = {0};
+  if ((rc = cli_collect(&c, cache, 0, &l))) {
+    kiln_cache_close(cache);
+    return rc;
+  }
+  crc_init();
+  /* The temporary file lives next to FILE, so the rename cannot cross file systems. */
+  size_t flen = strlen(file);
+  char *tmp = malloc(flen + 16);
+  int fd = -1;
+  if (tmp) {
+    snprintf(tmp, flen + 16, "%s.tmp.XXXXXX", file);
+    fd = mkstemp(tmp);
+  }
+  if (fd < 0) {
+    rc = tmp ? cli_fail(&c, "cannot create a file next to %s: %s", file, strerror(errno))
+             : cli_fail(&c, "out of memory");
+    free(tmp);
+    entry_list_free(&l);
+    kiln_cache_close(cache);
+    return rc;
+  }
+  mode_t mask = umask(0);
+  umask(mask);
+  fchmod(fd, 0666 & ~mask);
+  struct writer w = {fdopen(fd, "wb"), 0, 0};
+  uint8_t hdr[ARCHIVE_HEADER];
+  memcpy(hdr, ARCHIVE_MAGIC, 8);
+  put_u32(hdr + 8, ARCHIVE_VERSION);
+  put_u32(hdr + 12, 0);
+  put_u64(hdr + 16, (uint64_t)time(NULL));
+  int werr = !w.f || wr(&w, hdr, sizeof hdr) != 0;
+  uint64_t count = 0, entry_bytes = 0, corrupt = 0, skipped_device = 0;
+  char **keys = calloc(l.n + 1, sizeof *keys);
+  for (size_t i = 0; i < l.n && !werr && keys; i++) {
+    const kiln_cache_entry *e = &l.v[i];
+    if (e->state == KILN_CACHE_ENTRY_OK && device && !contains_nocase(e->device_name, device)) {
+      skipped_device++;
+      continue;
+    }
+    void *data = NULL;
+    size_t size = 0;
+    kiln_status s = e->state == KILN_CACHE_ENTRY_OK
+                        ? kiln_cache_entry_read(cache, e->key, &data, &size)
+                        : KILN_ERR_INVALID_ARGUMENT;
+    if (s == KILN_ERR_NOT_FOUND)
+      continue; /* removed by another process since the listing */
+    if (s != KILN_OK) {
+      if (s == KILN_ERR_INVALID_ARGUMENT || s == KILN_ERR_IO) {
+        fprintf(stderr, "kiln cache export: left out %s: %s\n", e->key,
+                e->state == KILN_CACHE_ENTRY_OK ? kiln_last_error() : e->problem);
+        corrupt++;
+        continue;
+      }
+      rc = cli_fail_kiln(&c);
+      break;
+    }
+    uint8_t rec[16];
+    put_u64(rec, size);
+    put_u32(rec + 8, crc32_update(0, data, size));
+    put_u32(rec + 12, 0);
+    werr = wr(&w, rec, sizeof rec) != 0 || wr(&w, data, size) != 0;
+    free(data);
+    if (!werr) {
+      keys[count++] = (char *)e->key;
+      entry_bytes += size;
+    }
+  }
+  kiln_cache_close(cache);
+  if (!keys && !rc)
+    rc = cli_fail(&c, "out of memory");
+  if (!rc && !werr) {
+    uint8_t end[20];
+    memcpy(end, ARCHIVE_END, 8);
+    put_u64(end + 8, count);
+    w.crc = crc32_update(w.crc, end, 16);
+    put_u32(end + 16, w.crc);
+    werr = fwrite(end, 1, sizeof end, w.f) != sizeof end;
+    w.bytes += sizeof end;
+  }
+  if (!rc && !werr)
+    werr = fflush(w.f) != 0 || fsync(fileno(w.f)) != 0;
+  int cerr = w.f ? fclose(w.f) : close(fd);
+  if (!rc && (werr || cerr))
+    rc = cli_fail(&c, "cannot write %s: %s", tmp, strerror(errno));
+  if (!rc && count == 0)
+    rc = cli_fail(&c, "no entries to export%s%s%s", device ? " for device '" : "",
+                  device ? device : "", device ? "'" : "");
+  if (!rc && rename(tmp, file) != 0)
+    rc = cli_fail(&c, "cannot rename %s to %s: %s", tmp, file, strerror(errno));
+  if (rc) {
+    unlink(tmp);
+  } else if (c.json) {
+    struct json j;
+    json_init(&j, stdout);
+    json_object_begin(&j, NULL);
+    json_string(&j, "dir", c.dir);
+    json_string(&j, "file", file);
+    json_u64(&j, "entries", count);
+    json_u64(&j, "entry_bytes", entry_bytes);
+    json_u64(&j, "archive_bytes", w.bytes);
+    json_u64(&j, "left_out_corrupt", corrupt);
+    json_u64(&j, "skipped_other_devices", skipped_device);
+    json_array_begin(&j, "keys");
+    for (uint64_t i = 0; i < count; i++)
+      json_string(&j, NULL, keys[i]);
+    json_array_end(&j);
+    json_object_end(&j);
+    if (json_end(&j) != 0)
+      rc = cli_fail(&c, "cannot write the JSON output");
+  } else {
+    char a[32];
+    printf("exported %llu entr%s (%s) from %s to %s", (unsigned long long)count,
+           count == 1 ? "y" : "ies", units_size(entry_bytes, a, sizeof a), c.dir, file);
+    if (skipped_device)
+      printf("; %llu of other devices not included", (unsigned long long)skipped_device);
+    printf("\n");
+  }
+  if (!rc && corrupt)
+    rc = EXIT_PROBLEM; /* the archive is written; the left-out entries are reported above */
+  free(keys);
+  free(tmp);
+  entry_list_free(&l);
+  return rc;
+}
+
+/* ================================================================ import */
+
+static const char import_usage[] =
+    "usage: kiln cache import FILE [--dir DIR] [--json] [--all]\n\n"
+    "Adds the entries of an archive written by 'kiln cache export'. The whole archive is\n"
+    "checked first (record checksums, every entry's header, checksum and key, the trailer):\n"
+    "a corrupt or truncated archive imports nothing (exit status 1). Then the entries built\n"
+    "for a device present on this machine (same platform, device, driver, vendor and\n"
+    "address bits) are published, each atomically; the others are skipped. Entries are\n"
+    "staged in a private directory under $TMPDIR (default /tmp) while checking.\n\n"
+    "options:\n"
+    "  --dir DIR    the cache directory (default: the one the library uses; created if needed)\n"
+    "  --json       one JSON document on stdout\n"
+    "  --all        import every entry, also those of devices not present (no OpenCL needed)\n";
+
+/* Reads exactly n bytes: 0, or -1 at a short read (*eof set when the file ended). */
+static int
+rd(FILE *f, void *p, size_t n, uint32_t *crc)
+{
+  if (fread(p, 1, n, f) != n)
+    return -1;
+  if (crc)
+    *crc = crc32_update(*crc, p, n);
+  return 0;
+}
+
+/* Removes the staging cache: kiln's files through the library, then the emptied directories. */
+static void
+remove_staging(kiln_cache *staging, const char *dir)
+{
+  if (staging) {
+    kiln_cache_clear(staging, NULL);
+    kiln_cache_close(staging);
+  }
+  /* kiln_cache_clear keeps the current format's directory; rmdir takes only empty ones. */
+  DIR *d = opendir(dir);
+  struct dirent *de;
+  while (d && (de = readdir(d)))
+    if (de->d_name[0] == 'v' && de->d_name[1] >= '0' && de->d_name[1] <= '9') {
+      char sub[4400];
+      snprintf(sub, sizeof sub, "%s/%s", dir, de->d_name);
+      rmdir(sub);
+    }
+  if (d)
+    closedir(d);
+  if (rmdir(dir) != 0 && errno != ENOENT)
+    fprintf(stderr, "kiln cache import: could not remove the staging directory %s: %s\n", dir,
+            strerror(errno));
+}
+
+/* Checks the archive and stages its entries. EXIT_OK, or EXIT_PROBLEM with the cause printed. */
+static int
+stage_archive(const struct cache_cli *c, const char *file, kiln_cache *staging, uint64_t *records)
+{
+  FILE *f = fopen(file, "rb");
+  if (!f)
+    return cli_fail(c, "cannot open %s: %s", file, strerror(errno));
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    fclose(f);
+    return cli_fail(c, "%s is not a regular file", file);
+  }
+  crc_init();
+  uint32_t crc = 0;
+  uint8_t hdr[ARCHIVE_HEADER];
+  int rc = EXIT_OK;
+  *records = 0;
+  if (rd(f, hdr, sizeof hdr, &crc) != 0 || memcmp(hdr, ARCHIVE_MAGIC, 8) != 0) {
+    fclose(f);
+    return cli_fail(c, "%s is not a kiln cache archive (no KILNCARC header)", file);
+  }
+  if (get_u32(hdr + 8) != ARCHIVE_VERSION || get_u32(hdr + 12) != 0) {
+    fclose(f);
+    return cli_fail(c, "%s: archive version %u, flags 0x%x: this kiln reads version %u, flags 0",
+                    file, get_u32(hdr + 8), get_u32(hdr + 12), ARCHIVE_VERSION);
+  }
+  uint64_t offset = sizeof hdr;
+  for (;;) {
+    uint8_t rec[16];
+    if (rd(f, rec, 8, &crc) != 0) {
+      rc = cli_fail(c, "%s is truncated at byte %llu (no trailer)", file,
+                    (unsigned long long)offset);
+      break;
+    }
+    if (memcmp(rec, ARCHIVE_END, 8) == 0) {
+      uint8_t end[12];
+      uint32_t before = 0;
+      if (rd(f, end, 8, &crc) != 0 || (before = crc, rd(f, end + 8, 4, NULL) != 0)) {
+        rc = cli_fail(c, "%s is truncated in its trailer", file);
+      } else if (get_u64(end) != *records) {
+        rc = cli_fail(c, "%s: the trailer counts %llu entries, the archive holds %llu", file,
+                      (unsigned long long)get_u64(end), (unsigned long long)*records);
+      } else if (get_u32(end + 8) != before) {
+        rc = cli_fail(c, "%s: archive checksum mismatch (the file is damaged)", file);
+      } else if (fgetc(f) != EOF) {
+        rc = cli_fail(c, "%s has bytes after its trailer", file);
+      }
+      break;
+    }
+    if (rd(f, rec + 8, 8, &crc) != 0) {
+      rc = cli_fail(c, "%s is truncated at byte %llu", file, (unsigned long long)offset);
+      break;
+    }
+    uint64_t len = get_u64(rec);
+    if (len == 0 || len > ARCHIVE_MAX_RECORD || get_u32(rec + 12) != 0) {
+      rc = cli_fail(c, "%s: record %llu at byte %llu has a bad length (%llu) or reserved field",
+                    file, (unsigned long long)*records + 1, (unsigned long long)offset,
+                    (unsigned long long)len);
+      break;
+    }
+    if (len > (uint64_t)st.st_size - offset - 16) {
+      rc = cli_fail(c, "%s is truncated in record %llu (at byte %llu, %llu bytes announced)", file,
+                    (unsigned long long)*records + 1, (unsigned long long)offset,
+                    (unsigned long long)len);
+      break;
+    }
+    uint8_t *data = malloc((size_t)len);
+    if (!data) {
+      rc = cli_fail(c, "out of memory reading %s", file);
+      break;
+    }
+    if (rd(f, data, (size_t)len, &crc) != 0) {
+      rc = cli_fail(c, "%s is truncated in record %llu", file, (unsigned long long)*records + 1);
+    } else if (crc32_update(0, data, (size_t)len) != get_u32(rec + 8)) {
+      rc = cli_fail(c, "%s: record %llu at byte %llu fails its checksum (the file is damaged)",
+                    file, (unsigned long long)*records + 1, (unsigned long long)offset);
+    } else if (kiln_cache_entry_write(staging, data, (size_t)len, NULL) != KILN_OK) {
+      rc = cli_fail(c, "%s: record %llu is not a valid entry for this kiln: %s", file,
+                    (unsigned long long)*records + 1, kiln_last_error());
+    }
+    free(data);
+    if (rc)
+      break;
+    offset += 16 + len;
+    (*records)++;
+  }
+  fclose(f);
+  return rc;
+}
+
+int
+cache_import(int argc, char **argv)
+{
+  struct cache_cli c;
+  cli_init(&c, "import", import_usage);
+  if (tool_wants_help(argc, argv, import_usage))
+    return EXIT_OK;
+  const char *file = NULL;
+  int all = 0;
+  for (int i = 1; i < argc; i++) {
+    int r = cli_common_opt(&c, argc, argv, &i);
+    if (r < 0)
+      return EXIT_USAGE;
+    if (r)
+      continue;
+    if (strcmp(argv[i], "--all") == 0)
+      all = 1;
+    else if (argv[i][0] == '-' || file)
+      return cli_unexpected(&c, argv[i]);
+    else
+      file = argv[i];
+  }
+  if (!file || !*file)
+    return cli_usage_error(&c, "which file? give the archive to read");
+  int rc = cli_resolve_dir(&c);
+  if (rc)
+    return rc;
+  /* Open the target first: an unusable directory should fail before the work. */
+  kiln_cache *target;
+  if ((rc = cli_open(&c, KILN_CACHE_ON, &target)))
+    return rc;
+  kiln_device_info *devs = NULL;
+  size_t ndev = 0;
+  if (!all && (rc = cli_devices(&c, &devs, &ndev))) {
+    kiln_cache_close(target);
+    return rc;
+  }
+  const char *tmpdir = getenv("TMPDIR");
+  char sdir[4096];
+  snprintf(sdir, sizeof sdir, "%s/kiln-import-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+  kiln_cache *staging = NULL;
+  if (!mkdtemp(sdir)) {
+    rc = cli_fail(&c, "cannot create a staging directory %s: %s", sdir, strerror(errno));
+    free(devs);
+    kiln_cache_close(target);
+    return rc;
+  }
+  if (kiln_cache_open(sdir, KILN_CACHE_ON, &staging) != KILN_OK) {
+    rc = cli_fail_kiln(&c);
+  } else {
+    kiln_cache_set_max_bytes(staging, 0); /* never evict while staging */
+  }
+  uint64_t records = 0;
+  if (!rc && (rc = stage_archive(&c, file, staging, &records)))
+    fprintf(stderr, "kiln cache import: nothing was imported into %s\n", c.dir);
+  struct entry_list l = {0};
+  if (!rc)
+    rc = cli_collect(&c, staging, 0, &l);
+  uint64_t imported = 0, bytes = 0;
+  size_t *skipped = calloc(l.n + 1, sizeof *skipped);
+  size_t nskipped = 0;
+  if (!rc && !skipped)
+    rc = cli_fail(&c, "out of memory");
+  for (size_t i = 0; i < l.n && !rc; i++) {
+    const kiln_cache_entry *e = &l.v[i];
+    if (!all && entry_device_match(e, devs, ndev) < 0) {
+      skipped[nskipped++] = i;
+      continue;
+    }
+    void *data = NULL;
+    size_t size = 0;
+    if (kiln_cache_entry_read(staging, e->key, &data, &size) != KILN_OK ||
+        kiln_cache_entry_write(target, data, size, NULL) != KILN_OK) {
+      rc = cli_fail(&c, "entry %s: %s (%llu entries imported before it)", e->key, kiln_last_error(),
+                    (unsigned long long)imported);
+    } else {
+      imported++;
+      bytes += size;
+    }
+    free(data);
+  }
+  remove_staging(staging, sdir);
+  kiln_cache_close(target);
+  if (!rc && c.json) {
+    struct json j;
+    json_init(&j, stdout);
+    json_object_begin(&j, NULL);
+    json_string(&j, "dir", c.dir);
+    json_string(&j, "file", file);
+    json_u64(&j, "records", records);
+    json_u64(&j, "entries", l.n);
+    json_u64(&j, "imported", imported);
+    json_u64(&j, "bytes", bytes);
+    json_u64(&j, "skipped", nskipped);
+    json_array_begin(&j, "skipped_entries");
+    for (size_t i = 0; i < nskipped; i++) {
+      const kiln_cache_entry *e = &l.v[skipped[i]];
+      json_object_begin(&j, NULL);
+      json_string(&j, "key", e->key);
+      json_string(&j, "source", e->source_name);
+      json_string(&j, "device", e->device_name);
+      json_string(&j, "driver", e->driver_version);
+      json_object_end(&j);
+    }
+    json_array_end(&j);
+    json_object_end(&j);
+    if (json_end(&j) != 0)
+      rc = cli_fail(&c, "cannot write the JSON output");
+  } else if (!rc) {
+    char a[32];
+    printf("imported %llu of %zu entr%s (%s) from %s into %s\n", (unsigned long long)imported, l.n,
+           l.n == 1 ? "y" : "ies", units_size(bytes, a, sizeof a), file, c.dir);
+    if (nskipped) {
+      printf("skipped %zu built for devices not present here (--all imports them anyway):\n",
+             nskipped);
+      for (size_t i = 0; i < nskipped && i < 20; i++) {
+        const kiln_cache_entry *e = &l.v[skipped[i]];
+        printf("  %.12s  %s  %s  driver %s\n", e->key, e->source_name, e->device_name,
+               e->driver_version);
+      }
+      if (nskipped > 20)
+        printf("  ... and %zu more\n", nskipped - 20);
+    }
+  }
+  free(skipped);
+  free(devs);
+  entry_list_free(&l);
+  return rc;
+}
