@@ -9,9 +9,14 @@
  */
 #include "common.cl"
 
+/* `kiln cache warm` builds every source for every dtype: only f32/f64 get kernels. */
+#if KILN_IS_FLOAT
+
 kernel void
 fft_scale(global T *x, ulong xoff, ulong n, T s)
 {
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0))
     x[xoff + i] *= s;
 }
+
+#endif /* KILN_IS_FLOAT */

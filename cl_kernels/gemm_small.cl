@@ -33,6 +33,9 @@
  */
 #include "common.cl"
 
+/* `kiln cache warm` builds every source for every dtype: only f32/f64 get kernels. */
+#if KILN_IS_FLOAT
+
 #ifndef KILN_GEMM_TILE
 #define KILN_GEMM_TILE 16
 #endif
@@ -133,3 +136,5 @@ blas_dot(ulong n, global const T *x, ulong xoff, global const T *y, ulong yoff, 
   if (l == 0)
     out[outoff] = part[0];
 }
+
+#endif /* KILN_IS_FLOAT */

@@ -48,12 +48,12 @@
  * returns a new handle to the same compiled plan. The cache keeps up to 16
  * plans that no handle holds, evicting the least recently used. Plan
  * creation compiles kernels (seconds on PoCL); clFFT's own binary cache is
- * pointed at $KILN_CACHE_DIR/clfft unless CLFFT_CACHE_PATH is set, and
- * VkFFT's compiled binaries are stored in $KILN_CACHE_DIR/vkfft on
- * platforms where VkFFT 1.2.26 can reload them (NVIDIA by default;
- * KILN_VKFFT_BINARY_CACHE=on|off overrides), so a second process skips the
- * compile there. Binaries that VkFFT's C-string copies would cut (PoCL's)
- * are never stored (see docs/blas_fft.md).
+ * pointed at <kernel cache dir>/clfft unless CLFFT_CACHE_PATH is set, and
+ * VkFFT's compiled binaries are kept in the context's kernel cache (source
+ * name "vkfft") on platforms where VkFFT 1.2.26 can reload them (NVIDIA by
+ * default; KILN_VKFFT_BINARY_CACHE=on|off overrides), so a second process
+ * skips the compile there. Binaries that VkFFT's C-string copies would cut
+ * (PoCL's) are never stored (see docs/blas_fft.md).
  */
 #ifndef KILN_FFT_H
 #define KILN_FFT_H

@@ -20,33 +20,13 @@
 
 /* ---- kiln's own kernels ---- */
 
-/* Tile edge of gemm_small: the default while the device allows TILE^2 work-items. */
-static size_t
-gemm_tile(const kiln_context *ctx)
-{
-  size_t t = KILN__GEMM_TILE_DEFAULT;
-  while (t > 1 && t * t > ctx->info.max_work_group_size)
-    t /= 2;
-  return t;
-}
-
-static size_t
-dot_wg(const kiln_context *ctx)
-{
-  size_t w = 256;
-  while (w > 1 && w > ctx->info.max_work_group_size)
-    w /= 2;
-  return w;
-}
-
+/* kiln__program_options() adds the tile and dot sizes, so `kiln cache warm` builds the same
+ * variant. */
 static kiln_status
 get_kernel(const char *op, kiln_context *ctx, kiln_dtype dt, const char *name, cl_kernel *k)
 {
   char opts[192];
-  kiln__dtype_options(dt, opts, sizeof opts);
-  size_t len = strlen(opts);
-  snprintf(opts + len, sizeof opts - len, " -DKILN_GEMM_TILE=%zu -DKILN_DOT_WG=%zu", gemm_tile(ctx),
-           dot_wg(ctx));
+  kiln__program_options(&ctx->info, "gemm_small", dt, opts, sizeof opts);
   return kiln__kernel_get(op, ctx, "gemm_small", opts, name, k);
 }
 
@@ -105,7 +85,7 @@ small_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t m, uint64_
   KILN_TRY(mat_args(op, kern, 10, b, bstride, 1));
   KILN_TRY(mat_args(op, kern, 15, c, cstride, 0));
   KILN_TRY(kiln__arg(op, kern, 19, sizeof tri, &tri));
-  size_t t = gemm_tile(ctx);
+  size_t t = kiln__gemm_tile(&ctx->info);
   size_t global[3] = {(size_t)((n + t - 1) / t * t), (size_t)((m + t - 1) / t * t), (size_t)batch};
   size_t local[3] = {t, t, 1};
   return kiln__enqueue_kernel(op, ctx, kern, 3, global, local);
@@ -122,7 +102,7 @@ small_sym_fill(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t n, con
   KILN_TRY(kiln__arg(op, kern, 0, sizeof nn, &nn));
   KILN_TRY(mat_args(op, kern, 1, c, cstride, 0));
   KILN_TRY(kiln__arg(op, kern, 5, sizeof tri, &tri));
-  size_t t = gemm_tile(ctx);
+  size_t t = kiln__gemm_tile(&ctx->info);
   size_t global[3] = {(size_t)((n + t - 1) / t * t), (size_t)((n + t - 1) / t * t), (size_t)batch};
   size_t local[3] = {t, t, 1};
   return kiln__enqueue_kernel(op, ctx, kern, 3, global, local);
@@ -640,7 +620,7 @@ kiln_dot(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *y, kiln_ten
       s = kiln__arg(op, k, 5, sizeof o->mem, &o->mem);
     if (s == KILN_OK)
       s = kiln__arg(op, k, 6, sizeof oo, &oo);
-    size_t wg = dot_wg(ctx);
+    size_t wg = kiln__dot_wg(&ctx->info);
     if (s == KILN_OK)
       s = kiln__enqueue_kernel(op, ctx, k, 1, &wg, &wg);
   }

@@ -542,8 +542,8 @@ static kiln_status
 scale(const char *op, kiln_context *ctx, kiln_dtype dt, kiln_tensor *t, double f)
 {
   cl_kernel k;
-  char opts[160];
-  kiln__dtype_options(dt, opts, sizeof opts);
+  char opts[192];
+  kiln__program_options(&ctx->info, "fft", dt, opts, sizeof opts);
   KILN_TRY(kiln__kernel_get(op, ctx, "fft", opts, "fft_scale", &k));
   cl_ulong off = t->offset / kiln_dtype_size(dt), n = t->numel;
   KILN_TRY(kiln__arg(op, k, 0, sizeof t->mem, &t->mem));

@@ -5,16 +5,19 @@
  * with the first plan and teardown after the last plan is destroyed, so no
  * plan ever outlives the library state it was made in.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <clFFT.h>
 
 #include "core/error.h"
 #include "core/log.h"
 #include "providers/fft_backend.h"
+#include "runtime/disk_cache.h"
 
 static pthread_mutex_t clfft_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t clfft_plans; /* live plans; setup done while > 0 */
@@ -115,21 +118,25 @@ kiln__clfft_supports(const struct kiln__fft_key *key, char *why, size_t len)
 }
 
 /*
- * Points clFFT's binary cache into kiln's cache directory unless the user
- * chose a place: clFFT reads CLFFT_CACHE_PATH in clfftSetup().
+ * Points clFFT's binary cache into kiln's cache directory (the directory of
+ * the context that sets clFFT up, when its kernel cache is on) unless the
+ * user set CLFFT_CACHE_PATH: clFFT reads the variable in clfftSetup(), once
+ * per setup, for the whole process. clFFT has no read-only mode, so a
+ * read-only or off kernel cache leaves clFFT uncached. cache_dir may be NULL.
  */
 static void
-set_cache_path(void)
+set_cache_path(const char *cache_dir)
 {
   const char *user = getenv("CLFFT_CACHE_PATH");
-  if (user && *user)
+  if ((user && *user) || !cache_dir)
     return;
   char dir[4096];
-  if (kiln__cache_dir(dir, sizeof dir - 8) != 0)
+  int n = snprintf(dir, sizeof dir, "%s/clfft", cache_dir);
+  if (n <= 0 || (size_t)n >= sizeof dir)
     return;
-  strcat(dir, "/clfft");
-  if (kiln__mkdir_p(dir) != 0) {
-    kiln__log(KILN__LOG_WARN, "clFFT binary cache: cannot create %s; clFFT compiles uncached", dir);
+  if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+    kiln__log(KILN__LOG_WARN, "clFFT binary cache: cannot create %s (%s); clFFT compiles uncached",
+              dir, strerror(errno));
     return;
   }
   setenv("CLFFT_CACHE_PATH", dir, 0);
@@ -138,11 +145,11 @@ set_cache_path(void)
 
 /* Takes a reference on clFFT's library state (clfft_lock held). */
 static kiln_status
-setup_locked(const char *op)
+setup_locked(const char *op, const char *cache_dir)
 {
   if (clfft_plans++ > 0)
     return KILN_OK;
-  set_cache_path();
+  set_cache_path(cache_dir);
   /*
    * What clfftInitSetupData() does, spelled out: the header defines it plain
    * `__inline`, which in C99 emits no out-of-line copy, so an unoptimised
@@ -210,8 +217,20 @@ kiln__clfft_create(const char *op, kiln_context *ctx, const struct kiln__fft_key
   layout(key, key->kind != KILN_FFT_C2R, ostr, &odist);
   clfftDim dim = key->rank == 1 ? CLFFT_1D : key->rank == 2 ? CLFFT_2D : CLFFT_3D;
 
+  /* The cache directory, copied under ctx->lock before clfft_lock (the lock order is ctx, clFFT).
+   */
+  char cache_dir[4096];
+  int have_dir = 0;
+  pthread_mutex_lock(&ctx->lock);
+  const char *d = kiln__dc_dir(ctx->cache);
+  if (d && kiln__dc_mode(ctx->cache) == KILN_CACHE_ON && strlen(d) < sizeof cache_dir) {
+    strcpy(cache_dir, d);
+    have_dir = 1;
+  }
+  pthread_mutex_unlock(&ctx->lock);
+
   pthread_mutex_lock(&clfft_lock);
-  kiln_status s = setup_locked(op);
+  kiln_status s = setup_locked(op, have_dir ? cache_dir : NULL);
   if (s != KILN_OK) {
     pthread_mutex_unlock(&clfft_lock);
     free(p);

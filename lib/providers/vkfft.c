@@ -7,8 +7,9 @@
  *
  * Compiled binaries. VkFFT can hand out its compiled kernels
  * (saveApplicationToString) and build from them later
- * (loadApplicationFromString); kiln stores them in <cache>/vkfft, one file
- * per plan key and device identity, with a checksum, written atomically.
+ * (loadApplicationFromString); kiln keeps them in the context's kernel
+ * cache (lib/runtime/disk_cache.h) as entries of source name "vkfft", keyed
+ * by the plan and the cache's device identity.
  * VkFFT 1.2.26 copies each OpenCL binary as a C string (sprintf "%s" on
  * save, size-1 bytes plus a NUL on load). NVIDIA's binaries are PTX text
  * and survive; PoCL's contain NUL bytes, get cut at the first one, and a
@@ -94,7 +95,9 @@ capped_device_info(cl_device_id device, cl_device_info param, size_t size, void 
 #include "core/log.h"
 #include "kiln_config.h"
 #include "providers/fft_backend.h"
-#include "providers/vkfft_store.h"
+#include "providers/vkfft_blob.h"
+#include "runtime/build.h"
+#include "runtime/disk_cache.h"
 
 struct vk_plan {
   VkFFTApplication app;
@@ -180,18 +183,37 @@ kiln__vkfft_binaries_reloadable(const kiln_context *ctx)
   return strstr(ctx->info.platform_name, "NVIDIA") != NULL;
 }
 
-/* Everything the binaries depend on: the plan, VkFFT, the device and its driver. */
+/*
+ * The "source text" of a plan's binaries in the kernel cache: everything
+ * that shapes VkFFT's generated code. The device, driver and kiln version
+ * are the cache identity's part of the key (kiln__dc_req_init).
+ */
 static void
-store_key(const kiln_context *ctx, const struct kiln__fft_key *k, char *buf, size_t len)
+cache_text(const struct kiln__fft_key *k, char *buf, size_t len)
 {
   snprintf(buf, len,
-           "vkfft=%d kiln=%s format=%u kind=%d rank=%u sizes=%lld,%lld,%lld batch=%lld prec=%s "
-           "inplace=%d platform=%s|%s device=%s|%s|%u driver=%s bits=%u",
-           VkFFTGetVersion(), KILN_VERSION_STRING, KILN__VKFFT_STORE_FORMAT, (int)k->kind, k->rank,
-           (long long)k->sizes[0], (long long)k->sizes[1], (long long)k->sizes[2],
-           (long long)k->batch, kiln_dtype_name(k->precision), k->inplace, ctx->info.platform_name,
-           ctx->info.platform_version, ctx->info.name, ctx->info.device_version,
-           ctx->info.vendor_id, ctx->info.driver_version, ctx->info.address_bits);
+           "VkFFT %d OpenCL application string, kiln layout %u: kind=%d rank=%u "
+           "sizes=%lld,%lld,%lld batch=%lld prec=%s inplace=%d cpu_limits=%u/%u",
+           VkFFTGetVersion(), KILN__VKFFT_LAYOUT, (int)k->kind, k->rank, (long long)k->sizes[0],
+           (long long)k->sizes[1], (long long)k->sizes[2], (long long)k->batch,
+           kiln_dtype_name(k->precision), k->inplace, (unsigned)KILN__VKFFT_CPU_LOCAL_MEM,
+           (unsigned)KILN__VKFFT_CPU_WORK_GROUP);
+}
+
+/*
+ * Prepares the kernel-cache request for a plan's binaries (ctx->lock held).
+ * 0 when the cache cannot hold them (mode off, or a device identity the
+ * cache refuses). The request borrows text and ctx's device strings.
+ */
+static int
+cache_request(kiln_context *ctx, const char *text, struct kiln__dc_req *req)
+{
+  struct kiln__dc_ident id;
+  const char *why = NULL;
+  if (kiln__dc_mode(ctx->cache) == KILN_CACHE_OFF || !kiln__cache_identity(&ctx->info, &id, &why))
+    return 0;
+  kiln__dc_req_init(req, &id, "vkfft", text, strlen(text), "");
+  return 1;
 }
 
 /* ---- plans ---- */
@@ -287,62 +309,92 @@ kiln__vkfft_create(const char *op, kiln_context *ctx, const struct kiln__fft_key
     *plan = p;
     return KILN_OK;
   }
-  char skey[1024];
-  store_key(ctx, key, skey, sizeof skey);
+  /*
+   * Binaries go through the context's kernel cache (entries with source name
+   * "vkfft"): its modes, size cap, statistics and `kiln cache` tools apply.
+   * ctx->lock is held only around cache calls; VkFFT compiles outside it.
+   */
+  char text[512];
+  cache_text(key, text, sizeof text);
+  struct kiln__dc_req req;
+  int cacheable = 0;
   VkFFTResult r = VKFFT_ERROR_PLAN_NOT_INITIALIZED;
   if (binary_cache) {
-    uint64_t size = 0;
-    char *blob = kiln__vkfft_store_read(skey, &size);
-    if (blob && !kiln__vkfft_blob_intact(blob, size)) {
+    void *buf = NULL;
+    const void *payload = NULL;
+    size_t len = 0;
+    pthread_mutex_lock(&ctx->lock);
+    cacheable = cache_request(ctx, text, &req);
+    enum kiln__dc_found found =
+        cacheable ? kiln__dc_lookup(ctx->cache, &req, KILN__DC_DEFER_HIT, &buf, &payload, &len)
+                  : KILN__DC_MISS;
+    pthread_mutex_unlock(&ctx->lock);
+    if (found == KILN__DC_HIT && !kiln__vkfft_blob_intact(payload, len)) {
+      /* Stored by a build without the check, or damaged in a way the checksum missed. */
       if (counters)
         counters->binary_unusable++;
-      kiln__vkfft_store_remove(skey);
-      free(blob);
-      blob = NULL;
+      found = KILN__DC_BAD;
+      pthread_mutex_lock(&ctx->lock);
+      kiln__dc_note_rejected(ctx->cache);
+      pthread_mutex_unlock(&ctx->lock);
     }
-    if (blob) {
-      configure(p, key, &cfg);
-      cfg.loadApplicationFromString = 1;
-      cfg.loadApplicationString = blob;
-      r = initializeVkFFT(&p->app, cfg);
-      free(blob);
+    if (found == KILN__DC_HIT) {
+      size_t entry_bytes =
+          (size_t)((const uint8_t *)payload - (const uint8_t *)buf) + len + KILN__DC_TRAILER;
+      /* VkFFT reads records by their sizes; a NUL after the copy keeps it inside. */
+      char *blob = malloc(len + 1);
+      if (blob) {
+        memcpy(blob, payload, len);
+        blob[len] = 0;
+        configure(p, key, &cfg);
+        cfg.loadApplicationFromString = 1;
+        cfg.loadApplicationString = blob;
+        r = initializeVkFFT(&p->app, cfg);
+        free(blob);
+      }
+      pthread_mutex_lock(&ctx->lock);
       if (r == VKFFT_SUCCESS) {
+        kiln__dc_note_hit(ctx->cache, entry_bytes);
         if (counters)
           counters->binary_hits++;
       } else {
-        kiln__log(KILN__LOG_WARN, "%s: VkFFT refused stored binaries (%s, %d); rebuilding", op,
-                  result_name(r), (int)r);
+        kiln__dc_note_rejected(ctx->cache);
         if (counters)
           counters->binary_rejects++;
-        kiln__vkfft_store_remove(skey);
+      }
+      pthread_mutex_unlock(&ctx->lock);
+      if (r != VKFFT_SUCCESS) {
+        kiln__log(KILN__LOG_WARN, "%s: VkFFT refused cached binaries (%s, %d); rebuilding", op,
+                  result_name(r), (int)r);
         memset(&p->app, 0, sizeof p->app);
       }
     }
+    free(buf);
   }
   if (r != VKFFT_SUCCESS) {
     configure(p, key, &cfg);
-    cfg.saveApplicationToString = binary_cache ? 1 : 0;
+    cfg.saveApplicationToString = cacheable ? 1 : 0;
     r = initializeVkFFT(&p->app, cfg);
     if (r != VKFFT_SUCCESS) {
       free(p);
       return check(op, "initializeVkFFT", r);
     }
-    if (binary_cache && p->app.saveApplicationString && p->app.applicationStringSize &&
-        !kiln__vkfft_blob_intact(p->app.saveApplicationString, p->app.applicationStringSize)) {
+    const char *blob = p->app.saveApplicationString;
+    uint64_t size = p->app.applicationStringSize;
+    if (cacheable && blob && size && !kiln__vkfft_blob_intact(blob, size)) {
       kiln__log(KILN__LOG_INFO,
-                "%s: VkFFT's binaries for this device do not survive its string "
-                "copies; not stored",
+                "%s: VkFFT's binaries for this device do not survive its string copies; "
+                "not cached",
                 op);
       if (counters)
         counters->binary_unusable++;
-    } else if (binary_cache && p->app.saveApplicationString && p->app.applicationStringSize) {
-      if (kiln__vkfft_store_write(skey, p->app.saveApplicationString,
-                                  p->app.applicationStringSize) == 0) {
-        if (counters)
-          counters->binary_stores++;
-      } else {
-        kiln__log(KILN__LOG_WARN, "%s: could not store VkFFT binaries in the cache directory", op);
-      }
+    } else if (cacheable && blob && size) {
+      /* Stores in mode ON only; a read-only or degraded cache keeps nothing, silently. */
+      pthread_mutex_lock(&ctx->lock);
+      int stored = kiln__dc_store(ctx->cache, &req, blob, (size_t)size) == 0;
+      pthread_mutex_unlock(&ctx->lock);
+      if (stored && counters)
+        counters->binary_stores++;
     }
   }
   *plan = p;

@@ -8,6 +8,7 @@
 #include "kiln_cl_sources.h"
 #include "runtime/build.h"
 #include "runtime/runtime.h"
+#include "runtime/tunables.h"
 
 const struct kiln__cl_source *
 kiln__cl_source_find(const char *name)
@@ -192,9 +193,32 @@ void
 kiln__program_options(const kiln_device_info *info, const char *source, kiln_dtype dtype,
                       char *buf, size_t len)
 {
-  (void)source; /* every family builds with the same options today; per-source ones go here */
   kiln__dtype_options(dtype, buf, len);
   /* Sources that convert to double (cast) need it; for the rest it only enables a pragma. */
   if (info->has_fp64)
     strncat(buf, " -DKILN_FP64=1", len - strlen(buf) - 1);
+  /* Per-source options: the BLAS kernels' tile and reduction group sizes. */
+  if (strcmp(source, "gemm_small") == 0) {
+    size_t used = strlen(buf);
+    snprintf(buf + used, len - used, " -DKILN_GEMM_TILE=%zu -DKILN_DOT_WG=%zu",
+             kiln__gemm_tile(info), kiln__dot_wg(info));
+  }
+}
+
+size_t
+kiln__gemm_tile(const kiln_device_info *info)
+{
+  size_t t = KILN__GEMM_TILE_DEFAULT;
+  while (t > 1 && t * t > info->max_work_group_size)
+    t /= 2;
+  return t;
+}
+
+size_t
+kiln__dot_wg(const kiln_device_info *info)
+{
+  size_t w = 256;
+  while (w > 1 && w > info->max_work_group_size)
+    w /= 2;
+  return w;
 }

@@ -201,20 +201,16 @@ void kiln__dtype_options(kiln_dtype dtype, char *buf, size_t len);
 void kiln__program_options(const kiln_device_info *info, const char *source, kiln_dtype dtype,
                            char *buf, size_t len);
 
+/*
+ * Launch geometry the BLAS kernels are built for (cl_kernels/gemm_small.cl):
+ * the GEMM tile edge (KILN__GEMM_TILE_DEFAULT while TILE^2 fits a work-group)
+ * and the dot product's work-group size.
+ */
+size_t kiln__gemm_tile(const kiln_device_info *info);
+size_t kiln__dot_wg(const kiln_device_info *info);
+
 /* Nonzero if the device can run kernels of dtype (f64 needs fp64). */
 int kiln__device_has_dtype(const kiln_device_info *info, kiln_dtype dtype);
-
-/*
- * kiln's cache directory, for provider caches that live beside the kernel
- * cache (clFFT's CLFFT_CACHE_PATH, VkFFT binaries): KILN_CACHE_DIR, else
- * $XDG_CACHE_HOME/kiln when that is absolute, else $HOME/.cache/kiln.
- * Returns 0 and fills buf, or -1 when caching is off (KILN_CACHE=off) or no
- * location is known. The directory is not created here.
- */
-int kiln__cache_dir(char *buf, size_t len);
-
-/* Creates path and its missing parents with mode 0700; 0 on success (also when it exists). */
-int kiln__mkdir_p(const char *path);
 
 /* Bounded quarantine for released handles, so later misuse reads poisoned memory, not freed memory. */
 void kiln__quarantine(void *p);
