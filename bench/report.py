@@ -34,12 +34,15 @@ def bench_tables(machine, doc):
            f"kiln {doc['kiln_version']}. Device time is the median of OpenCL profiling events; "
            "GB/s counts bytes read plus written; ratio is to the best plain copy kernel at the "
            "same size on the same device in the same run.", "",
-           "| case | dtype | n | device ms | wall ms | spread | GB/s | copy GB/s | ratio |",
-           "|---|---|---|---|---|---|---|---|---|"]
+           "| case | dtype | n | device ms | wall ms | spread | GB/s | GFLOP/s | copy GB/s | ratio |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    num = lambda v, f: "n/a" if v is None else format(v, f)
     for r in doc["results"]:
+        ratio = r.get("ratio_to_copy")
         out.append(f"| {r['case']} | {r['dtype']} | {size_label(r['n'])} | {r['device_ms']:.4f} | "
-                   f"{r['wall_ms']:.4f} | {r['spread_pct']:.1f}% | {r['gbps']:.2f} | "
-                   f"{r['copy_gbps']:.2f} | {100 * r['ratio_to_copy']:.0f}% |")
+                   f"{r['wall_ms']:.4f} | {r['spread_pct']:.1f}% | {num(r.get('gbps'), '.2f')} | "
+                   f"{num(r.get('gflops'), '.1f')} | {num(r.get('copy_gbps'), '.2f')} | "
+                   f"{'n/a' if not ratio or r.get('gbps') is None else format(100 * ratio, '.0f') + '%'} |")
     if "dispatch_us_per_op" in doc:
         out += ["", f"Dispatch overhead: {doc['dispatch_us_per_op']:.2f} us per op (chain of tiny "
                 "adds, wall clock)."]
@@ -79,6 +82,8 @@ def plots(machine, doc, imgdir):
     by_family = collections.defaultdict(lambda: collections.defaultdict(list))
     copy = collections.defaultdict(dict)
     for r in doc["results"]:
+        if r.get("gbps") is None:
+            continue
         fam = r["case"].split(".")[0]
         by_family[(fam, r["dtype"])][r["case"]].append((r["n"], r["gbps"]))
         copy[r["dtype"]][r["n"]] = r["copy_gbps"]

@@ -69,7 +69,8 @@ def plot(machine, family, doc, path):
             series[(r["dtype"], r["layout"])].append(r)
     if not series:
         return False
-    keys = sorted(series)
+    order = {"flat": 0, "full": 1, "row": 2, "col": 3}
+    keys = sorted(series, key=lambda k: (k[0], order.get(k[1], 9)))
     fig, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 3.6), squeeze=False)
     for ax, key in zip(axes[0], keys):
         rs = sorted(series[key], key=lambda r: r["elements"])

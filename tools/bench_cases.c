@@ -390,6 +390,81 @@ flops_fft(int64_t n)
   return n > 1 ? 5.0 * (double)n * log2((double)n) : 0.0;
 }
 
+/* Layout, indexing and random rows: a square transpose, a row gather and normal numbers. */
+static kiln_status
+setup_square(struct bench_state *st)
+{
+  int64_t d = 1;
+  while ((d * 2) * (d * 2) <= st->n)
+    d *= 2;
+  int64_t shape[2] = {d, st->n / d};
+  kiln_status s = bench_random_tensor(st->ctx, st->dtype, 2, shape, &st->in[0]);
+  int64_t tshape[2] = {shape[1], shape[0]};
+  if (s == KILN_OK)
+    s = kiln_tensor_create(st->ctx, st->dtype, 2, tshape, &st->out);
+  return s;
+}
+
+static kiln_status
+run_transpose(struct bench_state *st)
+{
+  return kiln_transpose(st->ctx, st->in[0], &st->out);
+}
+
+/* index_select of n/64 pseudo-random rows of a [n/64, 64] table: an embedding lookup. */
+static kiln_status
+setup_gather_rows(struct bench_state *st)
+{
+  int64_t cols = st->n < 64 ? st->n : 64, rows = st->n / cols;
+  int64_t shape[2] = {rows, cols};
+  kiln_status s = bench_random_tensor(st->ctx, st->dtype, 2, shape, &st->in[0]);
+  int64_t *idx = malloc((size_t)rows * sizeof *idx);
+  if (!idx)
+    return KILN_ERR_HOST_MEMORY;
+  uint64_t x = 88172645463325252ull;
+  for (int64_t i = 0; i < rows; i++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    idx[i] = (int64_t)(x % (uint64_t)rows);
+  }
+  if (s == KILN_OK)
+    s = kiln_tensor_from_host(st->ctx, KILN_I64, 1, &rows, idx, &st->in[1]);
+  free(idx);
+  if (s == KILN_OK)
+    s = kiln_tensor_create(st->ctx, st->dtype, 2, shape, &st->out);
+  return s;
+}
+
+static kiln_status
+run_gather_rows(struct bench_state *st)
+{
+  return kiln_index_select(st->ctx, st->in[0], 0, st->in[1], &st->out);
+}
+
+/* Row data read and written, plus the 8-byte index of every row (64 elements). */
+static double
+bytes_gather(int64_t n, size_t esz)
+{
+  return 2.0 * (double)n * (double)esz + (double)n / 64.0 * 8.0;
+}
+
+static kiln_status
+setup_out_only(struct bench_state *st)
+{
+  return kiln_tensor_create(st->ctx, st->dtype, 1, &st->n, &st->out);
+}
+
+static kiln_status
+run_normal(struct bench_state *st)
+{
+  return kiln_random_normal(st->ctx, st->out, 0.0, 1.0);
+}
+
+static double
+bytes_write(int64_t n, size_t esz)
+{
+  return (double)n * (double)esz;
+}
+
 const struct bench_case bench_cases[] = {
     {"copy.kiln_copy", "copy", any_dtype, setup_one, run_copy, bytes_1in_1out, NULL},
     {"unary.neg", "elementwise", num_dtype, setup_one, run_neg, bytes_1in_1out, NULL},
@@ -410,5 +485,8 @@ const struct bench_case bench_cases[] = {
     {"fft.c2c", "fft", float_dtype, setup_fft, run_fft, bytes_fft, flops_fft},
     {"fft.c2c_clfft", "fft", float_dtype, setup_fft_clfft, run_fft, bytes_fft, flops_fft},
     {"fft.c2c_vkfft", "fft", float_dtype, setup_fft_vkfft, run_fft, bytes_fft, flops_fft},
+    {"layout.transpose", "layout", any_dtype, setup_square, run_transpose, bytes_1in_1out, NULL},
+    {"index.gather_rows", "index", any_dtype, setup_gather_rows, run_gather_rows, bytes_gather, NULL},
+    {"random.normal", "random", float_dtype, setup_out_only, run_normal, bytes_write, NULL},
 };
 const size_t bench_case_count = sizeof bench_cases / sizeof bench_cases[0];

@@ -53,29 +53,6 @@ struct options {
 };
 
 static int
-parse_count(const char *s, int64_t *out)
-{
-  char *end;
-  if (strncmp(s, "2^", 2) == 0) {
-    long e = strtol(s + 2, &end, 10);
-    if (*end || e < 0 || e > 40)
-      return -1;
-    *out = (int64_t)1 << e;
-    return 0;
-  }
-  double v = strtod(s, &end);
-  double mul = 1;
-  if (*end == 'k' || *end == 'K')
-    mul = 1024, end++;
-  else if (*end == 'm' || *end == 'M')
-    mul = 1024 * 1024, end++;
-  if (*end || v < 0 || end == s)
-    return -1;
-  *out = (int64_t)(v * mul);
-  return 0;
-}
-
-static int
 parse_options(int argc, char **argv, struct options *o)
 {
   memset(o, 0, sizeof *o);
@@ -98,28 +75,14 @@ parse_options(int argc, char **argv, struct options *o)
         return -1;
       }
     } else if (strcmp(a, "--sizes") == 0 && v) {
-      char *copy = strdup(v), *save = NULL;
-      for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (o->nsizes == MAX_SIZES || parse_count(t, &o->sizes[o->nsizes]) != 0) {
-          fprintf(stderr, "kiln bench: bad size '%s'\n", t);
-          free(copy);
-          return -1;
-        }
-        o->nsizes++;
-      }
-      free(copy);
+      o->nsizes = tool_parse_counts("bench", v, o->sizes, MAX_SIZES);
+      if (o->nsizes < 0)
+        return -1;
       i++;
     } else if (strcmp(a, "--dtype") == 0 && v) {
-      char *copy = strdup(v), *save = NULL;
-      for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (o->ndtypes == MAX_DTYPES || kiln_dtype_from_name(t, &o->dtypes[o->ndtypes]) != 0) {
-          fprintf(stderr, "kiln bench: bad dtype '%s' (f32, f64, i32, i64, u8, bool)\n", t);
-          free(copy);
-          return -1;
-        }
-        o->ndtypes++;
-      }
-      free(copy);
+      o->ndtypes = tool_parse_dtypes("bench", v, o->dtypes, MAX_DTYPES);
+      if (o->ndtypes < 0)
+        return -1;
       i++;
     } else {
       fprintf(stderr, "kiln bench: unexpected argument '%s'\n%s", a, usage);

@@ -602,7 +602,7 @@ START_TEST(modes)
   check_row_sums(ctx, 64, 256); /* the stored parameters give the same sums */
 
   /* cached: a missing key is not tuned; the file stays as it was. */
-  size_t len0, len1;
+  size_t len0 = 0, len1 = 0;
   char *before = read_all(path, &len0);
   uint64_t ev0 = kiln__tune_test_evaluations();
   check_add(ctx, 4096);
@@ -822,10 +822,17 @@ START_TEST(wrong_candidate_never_wins)
   KOK(kiln_context_release(c2));
   kiln__tune_test_sabotage(NULL, NULL, 0, 0);
 
-  /* The same for a reduction candidate: wrong sums never win. */
-  kiln__tune_test_sabotage("reduce", "items_per_thread", 4, 1);
+  /* The same for a reduction candidate: wrong sums never win. The sabotaged value is the
+   * quick-set candidate that is not this device's default (4 on GPUs, 64 on CPUs): the
+   * default is the reference, not a candidate. */
+  kiln_device_info dinfo;
+  KOK(kiln_context_device_info(ctx, &dinfo));
+  uint64_t bad_ipt = dinfo.is_gpu ? 64 : 4;
+  char bad_text[40];
+  snprintf(bad_text, sizeof bad_text, "items_per_thread=%llu ", (unsigned long long)bad_ipt);
+  kiln__tune_test_sabotage("reduce", "items_per_thread", bad_ipt, 1);
   r = tune_one(ctx, "reduce", "row", 1 << 12, 1);
-  ck_assert_ptr_null(strstr(r.tuned_params, "items_per_thread=4 "));
+  ck_assert_ptr_null(strstr(r.tuned_params, bad_text));
   ck_assert_uint_ge(r.failed, 1);
   kiln__tune_test_sabotage(NULL, NULL, 0, 0);
   check_row_sums(ctx, 64, 64); /* with what was stored */
