@@ -758,13 +758,11 @@ reduce_impl(kiln_context *ctx, kiln_reduce_op rop, const kiln_tensor *x, const i
                  red_rows[rop].name);
 
   char options[192];
-  kiln__dtype_options(x->dtype, options, sizeof options);
-  if (ctx->info.has_fp64)
-    strncat(options, " -DKILN_FP64=1", sizeof options - strlen(options) - 1);
+  /* The shared options (what `kiln cache warm` builds), then the f64-accumulation variant. */
+  kiln__program_options_cols(&ctx->info, "reduce", x->dtype, lp->cols_per_item, options,
+                             sizeof options);
   if (wide)
     strncat(options, " -DKILN_REDUCE_WIDE=1", sizeof options - strlen(options) - 1);
-  snprintf(options + strlen(options), sizeof options - strlen(options), " -DKILN_COLS=%u",
-           lp->cols_per_item);
   rc.options = options;
 
   int made_v = 0, made = 0;

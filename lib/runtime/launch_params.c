@@ -3,6 +3,13 @@
 #include "core/error.h"
 #include "runtime/tuner.h"
 
+uint32_t
+kiln__default_cols_per_item(const kiln_device_info *info)
+{
+  /* Measured: four columns per item in 16-row tiles on an H200; 16 on PoCL (docs/reductions.md). */
+  return info->is_gpu ? 4 : 16;
+}
+
 void
 kiln__launch_params_default(const kiln_context *ctx, enum kiln__launch_family fam,
                             kiln__launch_params *p)
@@ -17,7 +24,7 @@ kiln__launch_params_default(const kiln_context *ctx, enum kiln__launch_family fa
     /* Measured on an H200 (docs/performance.md): 16-vectors per lane read 1.45x faster
      * than scalars; four columns per item in 16-row tiles 1.6x faster than one. */
     p->blocked = 2;
-    p->cols_per_item = 4;
+    p->cols_per_item = kiln__default_cols_per_item(info);
   } else {
     /*
      * CPU devices (PoCL): a work-group runs on one core, so a split only needs a few
@@ -29,7 +36,7 @@ kiln__launch_params_default(const kiln_context *ctx, enum kiln__launch_family fa
     p->two_pass_min = 32768;
     p->groups_per_cu = 4;
     p->blocked = 1;
-    p->cols_per_item = 16;
+    p->cols_per_item = kiln__default_cols_per_item(info);
   }
   if (p->wg_size > info->max_work_group_size && info->max_work_group_size > 0)
     p->wg_size = (uint32_t)info->max_work_group_size;

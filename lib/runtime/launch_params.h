@@ -46,6 +46,9 @@ enum kiln__launch_family {
   KILN__LAUNCH_SCAN,
 };
 
+/* Default columns per work-item of the reduce and scan kernels (compiled in as KILN_COLS). */
+uint32_t kiln__default_cols_per_item(const kiln_device_info *info);
+
 /* Built-in defaults for ctx's device (kiln__launch_params_for adds the tuned values). */
 void kiln__launch_params_default(const kiln_context *ctx, enum kiln__launch_family fam,
                                  kiln__launch_params *p);

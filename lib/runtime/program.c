@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "kiln_cl_sources.h"
 #include "runtime/build.h"
+#include "runtime/launch_params.h"
 #include "runtime/runtime.h"
 #include "runtime/tunables.h"
 
@@ -193,6 +194,13 @@ void
 kiln__program_options(const kiln_device_info *info, const char *source, kiln_dtype dtype,
                       char *buf, size_t len)
 {
+  kiln__program_options_cols(info, source, dtype, kiln__default_cols_per_item(info), buf, len);
+}
+
+void
+kiln__program_options_cols(const kiln_device_info *info, const char *source, kiln_dtype dtype,
+                           uint32_t cols, char *buf, size_t len)
+{
   kiln__dtype_options(dtype, buf, len);
   /* Sources that convert to double (cast) need it; for the rest it only enables a pragma. */
   if (info->has_fp64)
@@ -202,6 +210,11 @@ kiln__program_options(const kiln_device_info *info, const char *source, kiln_dty
     size_t used = strlen(buf);
     snprintf(buf + used, len - used, " -DKILN_GEMM_TILE=%zu -DKILN_DOT_WG=%zu",
              kiln__gemm_tile(info), kiln__dot_wg(info));
+  }
+  /* Reductions and scans compile their columns per work-item in (a launch parameter). */
+  if (strcmp(source, "reduce") == 0 || strcmp(source, "scan") == 0) {
+    size_t used = strlen(buf);
+    snprintf(buf + used, len - used, " -DKILN_COLS=%u", cols);
   }
 }
 

@@ -201,6 +201,11 @@ void kiln__dtype_options(kiln_dtype dtype, char *buf, size_t len);
 void kiln__program_options(const kiln_device_info *info, const char *source, kiln_dtype dtype,
                            char *buf, size_t len);
 
+/* As kiln__program_options with an explicit KILN_COLS for the reduce and scan sources
+ * (kiln__program_options uses the device default, which is what the warm-up builds). */
+void kiln__program_options_cols(const kiln_device_info *info, const char *source,
+                                kiln_dtype dtype, uint32_t cols, char *buf, size_t len);
+
 /*
  * Launch geometry the BLAS kernels are built for (cl_kernels/gemm_small.cl):
  * the GEMM tile edge (KILN__GEMM_TILE_DEFAULT while TILE^2 fits a work-group)
