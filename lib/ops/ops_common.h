@@ -56,7 +56,7 @@ kiln__args kiln__args_begin(const char *op, cl_kernel k);
 void kiln__args_raw(kiln__args *a, size_t size, const void *value);
 /* A tensor as (buffer, element offset); NULL passes a NULL buffer and offset 0. */
 void kiln__args_tensor(kiln__args *a, const kiln_tensor *t);
-/* A plain buffer with a zero element offset. */
+/* A plain buffer (one argument, no offset). */
 void kiln__args_mem(kiln__args *a, cl_mem m);
 void kiln__args_u64(kiln__args *a, uint64_t v);
 void kiln__args_i64(kiln__args *a, int64_t v);

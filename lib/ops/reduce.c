@@ -11,6 +11,7 @@
 #include "core/dtype_traits.h"
 #include "core/error.h"
 #include "kiln/reduce.h"
+#include "ops/ops_common.h"
 #include "ops/tuned.h"
 #include "runtime/runtime.h"
 
@@ -136,52 +137,16 @@ struct red_call {
   double prm;
 };
 
-/* Argument list builder: stops at the first failure, which it keeps. */
-struct args {
-  const char *op;
-  cl_kernel k;
-  cl_uint i;
-  kiln_status s;
-};
-
-static void
-arg_raw(struct args *a, size_t size, const void *v)
-{
-  if (a->s == KILN_OK)
-    a->s = kiln__arg(a->op, a->k, a->i, size, v);
-  a->i++;
-}
-
-static void
-arg_mem(struct args *a, cl_mem m)
-{
-  arg_raw(a, sizeof m, &m);
-}
-
-static void
-arg_u64(struct args *a, uint64_t v)
-{
-  cl_ulong x = v;
-  arg_raw(a, sizeof x, &x);
-}
-
-static void
-arg_u32(struct args *a, uint32_t v)
-{
-  cl_uint x = v;
-  arg_raw(a, sizeof x, &x);
-}
-
 /* The kernels' PT: double where the device has fp64, else float. */
 static void
-arg_prm(struct args *a, kiln_context *ctx, double v)
+arg_prm(kiln__args *a, kiln_context *ctx, double v)
 {
   if (ctx->info.has_fp64) {
     cl_double d = v;
-    arg_raw(a, sizeof d, &d);
+    kiln__args_raw(a, sizeof d, &d);
   } else {
     cl_float f = (cl_float)v;
-    arg_raw(a, sizeof f, &f);
+    kiln__args_raw(a, sizeof f, &f);
   }
 }
 
@@ -255,25 +220,25 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
     uint64_t rpg = local / lanes;
     if (nchunk > 1)
       KILN_TRY(tmp_alloc(ctx, outer * nchunk * STATE_BYTES, &part));
-    struct args a = {rc->op, k, 0, KILN_OK};
-    arg_mem(&a, src);
-    arg_u64(&a, srcoff);
-    arg_mem(&a, out);
-    arg_u64(&a, ooff);
-    arg_mem(&a, vals);
-    arg_u64(&a, voff);
-    arg_mem(&a, part.mem);
-    arg_u64(&a, outer);
-    arg_u64(&a, red);
-    arg_u64(&a, nchunk);
-    arg_u64(&a, clen);
-    arg_u32(&a, lanes);
-    arg_u32(&a, lp->blocked);
-    arg_u32(&a, rc->flags);
+    kiln__args a = kiln__args_begin(rc->op, k);
+    kiln__args_mem(&a, src);
+    kiln__args_u64(&a, srcoff);
+    kiln__args_mem(&a, out);
+    kiln__args_u64(&a, ooff);
+    kiln__args_mem(&a, vals);
+    kiln__args_u64(&a, voff);
+    kiln__args_mem(&a, part.mem);
+    kiln__args_u64(&a, outer);
+    kiln__args_u64(&a, red);
+    kiln__args_u64(&a, nchunk);
+    kiln__args_u64(&a, clen);
+    kiln__args_u32(&a, lanes);
+    kiln__args_u32(&a, lp->blocked);
+    kiln__args_u32(&a, rc->flags);
     arg_prm(&a, ctx, rc->prm);
-    arg_raw(&a, local * STATE_BYTES, NULL);
+    kiln__args_raw(&a, local * STATE_BYTES, NULL);
     global = (size_t)(((outer + rpg - 1) / rpg) * nchunk * local);
-    s = a.s == KILN_OK ? kiln__enqueue_kernel(rc->op, ctx, k, 1, &global, &local) : a.s;
+    s = a.status == KILN_OK ? kiln__enqueue_kernel(rc->op, ctx, k, 1, &global, &local) : a.status;
     if (s == KILN_OK && nchunk > 1) {
       s = kernel(rc, "_rows_p", &k);
       size_t local2 = 0;
@@ -282,20 +247,20 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
       if (s == KILN_OK) {
         uint32_t lanes2 = lanes_for(nchunk, 1, local2, outer, target * local2);
         uint64_t rpg2 = local2 / lanes2;
-        struct args b = {rc->op, k, 0, KILN_OK};
-        arg_mem(&b, part.mem);
-        arg_mem(&b, out);
-        arg_u64(&b, ooff);
-        arg_mem(&b, vals);
-        arg_u64(&b, voff);
-        arg_u64(&b, outer);
-        arg_u64(&b, nchunk);
-        arg_u32(&b, lanes2);
-        arg_u32(&b, rc->flags);
+        kiln__args b = kiln__args_begin(rc->op, k);
+        kiln__args_mem(&b, part.mem);
+        kiln__args_mem(&b, out);
+        kiln__args_u64(&b, ooff);
+        kiln__args_mem(&b, vals);
+        kiln__args_u64(&b, voff);
+        kiln__args_u64(&b, outer);
+        kiln__args_u64(&b, nchunk);
+        kiln__args_u32(&b, lanes2);
+        kiln__args_u32(&b, rc->flags);
         arg_prm(&b, ctx, rc->prm);
-        arg_raw(&b, local2 * STATE_BYTES, NULL);
+        kiln__args_raw(&b, local2 * STATE_BYTES, NULL);
         global = (size_t)(((outer + rpg2 - 1) / rpg2) * local2);
-        s = b.s == KILN_OK ? kiln__enqueue_kernel(rc->op, ctx, k, 1, &global, &local2) : b.s;
+        s = b.status == KILN_OK ? kiln__enqueue_kernel(rc->op, ctx, k, 1, &global, &local2) : b.status;
       }
     }
     tmp_free(ctx, &part);
@@ -309,41 +274,41 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
       kiln__launch_chunks(lp, outer * nblk, red, lp->items_per_thread, target * local, &clen);
   if (nchunk > 1)
     KILN_TRY(tmp_alloc(ctx, outer * nchunk * inner * STATE_BYTES, &part));
-  struct args a = {rc->op, k, 0, KILN_OK};
-  arg_mem(&a, src);
-  arg_u64(&a, srcoff);
-  arg_mem(&a, out);
-  arg_u64(&a, ooff);
-  arg_mem(&a, vals);
-  arg_u64(&a, voff);
-  arg_mem(&a, part.mem);
-  arg_u64(&a, outer);
-  arg_u64(&a, red);
-  arg_u64(&a, inner);
-  arg_u64(&a, nchunk);
-  arg_u64(&a, clen);
-  arg_u32(&a, rc->flags);
+  kiln__args a = kiln__args_begin(rc->op, k);
+  kiln__args_mem(&a, src);
+  kiln__args_u64(&a, srcoff);
+  kiln__args_mem(&a, out);
+  kiln__args_u64(&a, ooff);
+  kiln__args_mem(&a, vals);
+  kiln__args_u64(&a, voff);
+  kiln__args_mem(&a, part.mem);
+  kiln__args_u64(&a, outer);
+  kiln__args_u64(&a, red);
+  kiln__args_u64(&a, inner);
+  kiln__args_u64(&a, nchunk);
+  kiln__args_u64(&a, clen);
+  kiln__args_u32(&a, rc->flags);
   arg_prm(&a, ctx, rc->prm);
   global = kiln__launch_grid(outer * nchunk * nblk, local);
-  s = a.s == KILN_OK ? kiln__enqueue_kernel(rc->op, ctx, k, 1, &global, &local) : a.s;
+  s = a.status == KILN_OK ? kiln__enqueue_kernel(rc->op, ctx, k, 1, &global, &local) : a.status;
   if (s == KILN_OK && nchunk > 1) {
     s = kernel(rc, "_cols_p", &k);
     if (s == KILN_OK)
       s = kiln__launch_local_size(rc->op, ctx, k, lp->wg_size, 0, &local);
     if (s == KILN_OK) {
-      struct args b = {rc->op, k, 0, KILN_OK};
-      arg_mem(&b, part.mem);
-      arg_mem(&b, out);
-      arg_u64(&b, ooff);
-      arg_mem(&b, vals);
-      arg_u64(&b, voff);
-      arg_u64(&b, outer);
-      arg_u64(&b, nchunk);
-      arg_u64(&b, inner);
-      arg_u32(&b, rc->flags);
+      kiln__args b = kiln__args_begin(rc->op, k);
+      kiln__args_mem(&b, part.mem);
+      kiln__args_mem(&b, out);
+      kiln__args_u64(&b, ooff);
+      kiln__args_mem(&b, vals);
+      kiln__args_u64(&b, voff);
+      kiln__args_u64(&b, outer);
+      kiln__args_u64(&b, nchunk);
+      kiln__args_u64(&b, inner);
+      kiln__args_u32(&b, rc->flags);
       arg_prm(&b, ctx, rc->prm);
       global = kiln__launch_grid(outer * inner, local);
-      s = b.s == KILN_OK ? kiln__enqueue_kernel(rc->op, ctx, k, 1, &global, &local) : b.s;
+      s = b.status == KILN_OK ? kiln__enqueue_kernel(rc->op, ctx, k, 1, &global, &local) : b.status;
     }
   }
   tmp_free(ctx, &part);
@@ -365,14 +330,14 @@ run_permute(struct red_call *rc, const kiln_tensor *x, uint32_t ndim, const uint
   size_t local, global;
   KILN_TRY(kiln__kernel_get(rc->op, rc->ctx, "reduce", rc->options, "permute", &k));
   KILN_TRY(kiln__launch_local_size(rc->op, rc->ctx, k, rc->lp->wg_size, 0, &local));
-  struct args a = {rc->op, k, 0, KILN_OK};
-  arg_mem(&a, x->mem);
-  arg_u64(&a, x->offset / kiln_dtype_size(x->dtype));
-  arg_mem(&a, dst);
-  arg_u64(&a, x->numel);
-  arg_u32(&a, ndim);
-  arg_raw(&a, sizeof plan, &plan);
-  KILN_TRY(a.s);
+  kiln__args a = kiln__args_begin(rc->op, k);
+  kiln__args_mem(&a, x->mem);
+  kiln__args_u64(&a, x->offset / kiln_dtype_size(x->dtype));
+  kiln__args_mem(&a, dst);
+  kiln__args_u64(&a, x->numel);
+  kiln__args_u32(&a, ndim);
+  kiln__args_raw(&a, sizeof plan, &plan);
+  KILN_TRY(a.status);
   /* One work-item per run of PERM_RUN = 64 elements of the last dim (permute in reduce.cl). */
   global = kiln__launch_grid(x->numel / shape[ndim - 1] * ((shape[ndim - 1] + 63) / 64), local);
   return kiln__enqueue_kernel(rc->op, rc->ctx, k, 1, &global, &local);
@@ -413,15 +378,15 @@ run_median(struct red_call *rc, kiln_dtype dtype, cl_mem src, uint64_t srcoff, u
   kiln_status s;
   if (red <= MEDIAN_SMALL) {
     KILN_TRY(kiln__kernel_get(rc->op, ctx, "reduce", rc->options, "median_small", &k));
-    struct args a = {rc->op, k, 0, KILN_OK};
-    arg_mem(&a, src);
-    arg_u64(&a, srcoff);
-    arg_mem(&a, out);
-    arg_u64(&a, ooff);
-    arg_u64(&a, rows);
-    arg_u64(&a, red);
-    arg_u32(&a, rc->flags);
-    KILN_TRY(a.s);
+    kiln__args a = kiln__args_begin(rc->op, k);
+    kiln__args_mem(&a, src);
+    kiln__args_u64(&a, srcoff);
+    kiln__args_mem(&a, out);
+    kiln__args_u64(&a, ooff);
+    kiln__args_u64(&a, rows);
+    kiln__args_u64(&a, red);
+    kiln__args_u32(&a, rc->flags);
+    KILN_TRY(a.status);
     return launch_items(rc, k, rows);
   }
 
@@ -430,17 +395,17 @@ run_median(struct red_call *rc, kiln_dtype dtype, cl_mem src, uint64_t srcoff, u
     KILN_TRY(kiln__kernel_get(rc->op, ctx, "reduce", rc->options, "median_sort", &k));
     size_t local, global;
     KILN_TRY(kiln__launch_local_size(rc->op, ctx, k, rc->lp->wg_size, 0, &local));
-    struct args a = {rc->op, k, 0, KILN_OK};
-    arg_mem(&a, src);
-    arg_u64(&a, srcoff);
-    arg_mem(&a, out);
-    arg_u64(&a, ooff);
-    arg_u64(&a, rows);
-    arg_u64(&a, red);
-    arg_u32(&a, (uint32_t)npow2);
-    arg_u32(&a, rc->flags);
-    arg_raw(&a, (size_t)npow2 * 8, NULL);
-    KILN_TRY(a.s);
+    kiln__args a = kiln__args_begin(rc->op, k);
+    kiln__args_mem(&a, src);
+    kiln__args_u64(&a, srcoff);
+    kiln__args_mem(&a, out);
+    kiln__args_u64(&a, ooff);
+    kiln__args_u64(&a, rows);
+    kiln__args_u64(&a, red);
+    kiln__args_u32(&a, (uint32_t)npow2);
+    kiln__args_u32(&a, rc->flags);
+    kiln__args_raw(&a, (size_t)npow2 * 8, NULL);
+    KILN_TRY(a.status);
     global = (size_t)(rows * local);
     return kiln__enqueue_kernel(rc->op, ctx, k, 1, &global, &local);
   }
@@ -461,13 +426,13 @@ run_median(struct red_call *rc, kiln_dtype dtype, cl_mem src, uint64_t srcoff, u
   if (s == KILN_OK)
     s = kiln__kernel_get(rc->op, ctx, "reduce", rc->options, "median_init", &k);
   if (s == KILN_OK) {
-    struct args a = {rc->op, k, 0, KILN_OK};
-    arg_mem(&a, nnan.mem);
-    arg_mem(&a, sel.mem);
-    arg_u64(&a, rows);
-    arg_u64(&a, red);
-    arg_u32(&a, rc->flags);
-    s = a.s == KILN_OK ? launch_items(rc, k, rows) : a.s;
+    kiln__args a = kiln__args_begin(rc->op, k);
+    kiln__args_mem(&a, nnan.mem);
+    kiln__args_mem(&a, sel.mem);
+    kiln__args_u64(&a, rows);
+    kiln__args_u64(&a, red);
+    kiln__args_u32(&a, rc->flags);
+    s = a.status == KILN_OK ? launch_items(rc, k, rows) : a.status;
   }
   cl_kernel kh = NULL, kp = NULL;
   size_t local = 1;
@@ -484,38 +449,38 @@ run_median(struct red_call *rc, kiln_dtype dtype, cl_mem src, uint64_t srcoff, u
     s = tmp_alloc(ctx, rows * nchunk * 512 * 4, &hist);
   }
   for (int shift = (int)key_bits(dtype) - 8; s == KILN_OK && shift >= 0; shift -= 8) {
-    struct args a = {rc->op, kh, 0, KILN_OK};
-    arg_mem(&a, src);
-    arg_u64(&a, srcoff);
-    arg_mem(&a, sel.mem);
-    arg_mem(&a, hist.mem);
-    arg_u64(&a, rows);
-    arg_u64(&a, red);
-    arg_u64(&a, nchunk);
-    arg_u64(&a, clen);
-    arg_u32(&a, (uint32_t)shift);
-    arg_u32(&a, rc->lp->blocked);
+    kiln__args a = kiln__args_begin(rc->op, kh);
+    kiln__args_mem(&a, src);
+    kiln__args_u64(&a, srcoff);
+    kiln__args_mem(&a, sel.mem);
+    kiln__args_mem(&a, hist.mem);
+    kiln__args_u64(&a, rows);
+    kiln__args_u64(&a, red);
+    kiln__args_u64(&a, nchunk);
+    kiln__args_u64(&a, clen);
+    kiln__args_u32(&a, (uint32_t)shift);
+    kiln__args_u32(&a, rc->lp->blocked);
     size_t global = (size_t)(rows * nchunk * local);
-    s = a.s == KILN_OK ? kiln__enqueue_kernel(rc->op, ctx, kh, 1, &global, &local) : a.s;
+    s = a.status == KILN_OK ? kiln__enqueue_kernel(rc->op, ctx, kh, 1, &global, &local) : a.status;
     if (s != KILN_OK)
       break;
-    struct args b = {rc->op, kp, 0, KILN_OK};
-    arg_mem(&b, hist.mem);
-    arg_mem(&b, sel.mem);
-    arg_u64(&b, rows);
-    arg_u64(&b, nchunk);
-    arg_u32(&b, (uint32_t)shift);
-    s = b.s == KILN_OK ? launch_items(rc, kp, rows) : b.s;
+    kiln__args b = kiln__args_begin(rc->op, kp);
+    kiln__args_mem(&b, hist.mem);
+    kiln__args_mem(&b, sel.mem);
+    kiln__args_u64(&b, rows);
+    kiln__args_u64(&b, nchunk);
+    kiln__args_u32(&b, (uint32_t)shift);
+    s = b.status == KILN_OK ? launch_items(rc, kp, rows) : b.status;
   }
   if (s == KILN_OK)
     s = kiln__kernel_get(rc->op, ctx, "reduce", rc->options, "median_store", &k);
   if (s == KILN_OK) {
-    struct args a = {rc->op, k, 0, KILN_OK};
-    arg_mem(&a, sel.mem);
-    arg_mem(&a, out);
-    arg_u64(&a, ooff);
-    arg_u64(&a, rows);
-    s = a.s == KILN_OK ? launch_items(rc, k, rows) : a.s;
+    kiln__args a = kiln__args_begin(rc->op, k);
+    kiln__args_mem(&a, sel.mem);
+    kiln__args_mem(&a, out);
+    kiln__args_u64(&a, ooff);
+    kiln__args_u64(&a, rows);
+    s = a.status == KILN_OK ? launch_items(rc, k, rows) : a.status;
   }
   tmp_free(ctx, &hist);
   tmp_free(ctx, &nnan);

@@ -10,6 +10,7 @@
 #include "core/dtype_traits.h"
 #include "core/error.h"
 #include "kiln/reduce.h"
+#include "ops/ops_common.h"
 #include "ops/tuned.h"
 #include "runtime/runtime.h"
 
@@ -98,43 +99,6 @@ tmp_free(kiln_context *ctx, struct tmp *t)
   t->mem = NULL;
 }
 
-/* Argument list builder: stops at the first failure, which it keeps. */
-struct args {
-  const char *op;
-  cl_kernel k;
-  cl_uint i;
-  kiln_status s;
-};
-
-static void
-arg_raw(struct args *a, size_t size, const void *v)
-{
-  if (a->s == KILN_OK)
-    a->s = kiln__arg(a->op, a->k, a->i, size, v);
-  a->i++;
-}
-
-static void
-arg_mem(struct args *a, cl_mem m)
-{
-  arg_raw(a, sizeof m, &m);
-}
-
-static void
-arg_u64(struct args *a, uint64_t v)
-{
-  cl_ulong x = v;
-  arg_raw(a, sizeof x, &x);
-}
-
-static void
-arg_u32(struct args *a, uint32_t v)
-{
-  cl_uint x = v;
-  arg_raw(a, sizeof x, &x);
-}
-
-
 static uint64_t
 elem_offset(const kiln_tensor *t)
 {
@@ -203,69 +167,69 @@ run_scan(struct scan_call *sc, const kiln_tensor *x, uint64_t outer, uint64_t le
     }
   }
   if (s == KILN_OK) {
-    struct args a = {sc->op, k, 0, KILN_OK};
-    arg_mem(&a, x->mem);
-    arg_u64(&a, elem_offset(x));
-    arg_mem(&a, ymem);
-    arg_u64(&a, yoff);
-    arg_mem(&a, imem);
-    arg_u64(&a, ioff);
-    arg_mem(&a, tot.mem);
+    kiln__args a = kiln__args_begin(sc->op, k);
+    kiln__args_mem(&a, x->mem);
+    kiln__args_u64(&a, elem_offset(x));
+    kiln__args_mem(&a, ymem);
+    kiln__args_u64(&a, yoff);
+    kiln__args_mem(&a, imem);
+    kiln__args_u64(&a, ioff);
+    kiln__args_mem(&a, tot.mem);
     if (tiles) {
-      arg_u64(&a, lines);
-      arg_u64(&a, len);
-      arg_u64(&a, nchunk);
-      arg_u64(&a, clen);
-      arg_u32(&a, lp->items_per_thread);
-      arg_u32(&a, sc->flags);
-      arg_raw(&a, local * STATE_BYTES, NULL);
+      kiln__args_u64(&a, lines);
+      kiln__args_u64(&a, len);
+      kiln__args_u64(&a, nchunk);
+      kiln__args_u64(&a, clen);
+      kiln__args_u32(&a, lp->items_per_thread);
+      kiln__args_u32(&a, sc->flags);
+      kiln__args_raw(&a, local * STATE_BYTES, NULL);
       global = (size_t)(lines * nchunk * local);
     } else {
-      arg_u64(&a, outer);
-      arg_u64(&a, len);
-      arg_u64(&a, inner);
-      arg_u64(&a, nchunk);
-      arg_u64(&a, clen);
-      arg_u32(&a, sc->flags);
+      kiln__args_u64(&a, outer);
+      kiln__args_u64(&a, len);
+      kiln__args_u64(&a, inner);
+      kiln__args_u64(&a, nchunk);
+      kiln__args_u64(&a, clen);
+      kiln__args_u32(&a, sc->flags);
       global = kiln__launch_grid(
           outer * nchunk * ((inner + lp->cols_per_item - 1) / lp->cols_per_item), local);
     }
-    s = a.s == KILN_OK ? kiln__enqueue_kernel(sc->op, ctx, k, 1, &global, &local) : a.s;
+    s = a.status == KILN_OK ? kiln__enqueue_kernel(sc->op, ctx, k, 1, &global, &local) : a.status;
   }
   if (s == KILN_OK && nchunk > 1) {
     s = get(sc, "_totals", &k);
     if (s == KILN_OK)
       s = kiln__launch_local_size(sc->op, ctx, k, lp->wg_size, 0, &local);
     if (s == KILN_OK) {
-      struct args a = {sc->op, k, 0, KILN_OK};
-      arg_mem(&a, tot.mem);
-      arg_u64(&a, outer);
-      arg_u64(&a, nchunk);
-      arg_u64(&a, inner);
-      arg_u32(&a, sc->flags);
+      kiln__args a = kiln__args_begin(sc->op, k);
+      kiln__args_mem(&a, tot.mem);
+      kiln__args_u64(&a, outer);
+      kiln__args_u64(&a, nchunk);
+      kiln__args_u64(&a, inner);
+      kiln__args_u32(&a, sc->flags);
       global = kiln__launch_grid(lines, local);
-      s = a.s == KILN_OK ? kiln__enqueue_kernel(sc->op, ctx, k, 1, &global, &local) : a.s;
+      s = a.status == KILN_OK ? kiln__enqueue_kernel(sc->op, ctx, k, 1, &global, &local) : a.status;
     }
     if (s == KILN_OK)
       s = get(sc, "_fixup", &k);
     if (s == KILN_OK)
       s = kiln__launch_local_size(sc->op, ctx, k, lp->wg_size, 0, &local);
     if (s == KILN_OK) {
-      struct args a = {sc->op, k, 0, KILN_OK};
-      arg_mem(&a, ymem);
-      arg_u64(&a, yoff);
-      arg_mem(&a, imem);
-      arg_u64(&a, ioff);
-      arg_mem(&a, tot.mem);
-      arg_u64(&a, outer);
-      arg_u64(&a, len);
-      arg_u64(&a, inner);
-      arg_u64(&a, nchunk);
-      arg_u64(&a, clen);
-      arg_u32(&a, sc->flags);
+      kiln__args a = kiln__args_begin(sc->op, k);
+      kiln__args_mem(&a, ymem);
+      kiln__args_u64(&a, yoff);
+      kiln__args_mem(&a, imem);
+      kiln__args_u64(&a, ioff);
+      kiln__args_mem(&a, tot.mem);
+      kiln__args_u64(&a, outer);
+      kiln__args_u64(&a, len);
+      kiln__args_u64(&a, inner);
+      kiln__args_u64(&a, nchunk);
+      kiln__args_u64(&a, clen);
+      kiln__args_u32(&a, sc->flags);
       /* One group per (line, chunk after the first). */
       global = (size_t)(lines * (nchunk - 1) * local);
-      s = a.s == KILN_OK ? kiln__enqueue_kernel(sc->op, ctx, k, 1, &global, &local) : a.s;
+      s = a.status == KILN_OK ? kiln__enqueue_kernel(sc->op, ctx, k, 1, &global, &local) : a.status;
     }
   }
   tmp_free(ctx, &val);
@@ -381,15 +345,15 @@ diff_once(const char *op, kiln_context *ctx, const char *options, cl_mem src, ui
 {
   cl_kernel k;
   KILN_TRY(kiln__kernel_get(op, ctx, "scan", options, "diff1", &k));
-  struct args a = {op, k, 0, KILN_OK};
-  arg_mem(&a, src);
-  arg_u64(&a, srcoff);
-  arg_mem(&a, dst);
-  arg_u64(&a, dstoff);
-  arg_u64(&a, outer);
-  arg_u64(&a, len);
-  arg_u64(&a, inner);
-  KILN_TRY(a.s);
+  kiln__args a = kiln__args_begin(op, k);
+  kiln__args_mem(&a, src);
+  kiln__args_u64(&a, srcoff);
+  kiln__args_mem(&a, dst);
+  kiln__args_u64(&a, dstoff);
+  kiln__args_u64(&a, outer);
+  kiln__args_u64(&a, len);
+  kiln__args_u64(&a, inner);
+  KILN_TRY(a.status);
   /* One work-item per (line, block of DIFF_BLOCK = 256 outputs): see diff1 in scan.cl. */
   return kiln__launch_1d(op, ctx, k, outer * ((len - 1 + 255) / 256) * inner);
 }
