@@ -5,6 +5,7 @@
 #include "core/dtype_traits.h"
 #include "core/error.h"
 #include "kiln/elementwise.h"
+#include "ops/ops_common.h"
 #include "runtime/runtime.h"
 #include "runtime/tuner.h"
 
@@ -75,32 +76,6 @@ check_supports(const char *op, const struct op_row *row, kiln_dtype dtype)
                     kiln_dtype_name(dtype), class_text[row->cls]);
 }
 
-/* Kernel `name` of the elementwise (or cast) program for dtype, compiled on first use. */
-static kiln_status
-get_kernel(const char *op, kiln_context *ctx, const char *source, kiln_dtype dtype,
-           const char *name, cl_kernel *k)
-{
-  char options[192];
-  kiln__program_options(&ctx->info, source, dtype, options, sizeof options);
-  return kiln__kernel_get(op, ctx, source, options, name, k);
-}
-
-static uint64_t
-elem_offset(const kiln_tensor *t)
-{
-  return t->offset / kiln_dtype_size(t->dtype);
-}
-
-/* Sets the (buffer, element offset) argument pair at i and i+1; a NULL tensor passes a NULL buffer. */
-static kiln_status
-tensor_args(const char *op, cl_kernel k, cl_uint i, const kiln_tensor *t)
-{
-  cl_mem m = t ? t->mem : NULL;
-  cl_ulong off = t ? elem_offset(t) : 0;
-  KILN_TRY(kiln__arg(op, k, i, sizeof m, &m));
-  return kiln__arg(op, k, i + 1, sizeof off, &off);
-}
-
 /*
  * Enqueues a kernel of the form k(in, inoff, out, outoff, n [, extra args]) under the lock,
  * with local size `local` (kiln__tune_elementwise_local, looked up before taking the lock).
@@ -111,14 +86,27 @@ run_map(const char *op, kiln_context *ctx, const char *source, kiln_dtype dtype,
         size_t nextra, size_t local)
 {
   cl_kernel k;
-  KILN_TRY(get_kernel(op, ctx, source, dtype, kname, &k));
-  cl_ulong n = out->numel;
-  KILN_TRY(tensor_args(op, k, 0, in));
-  KILN_TRY(tensor_args(op, k, 2, out));
-  KILN_TRY(kiln__arg(op, k, 4, sizeof n, &n));
+  KILN_TRY(kiln__ops_kernel(op, ctx, source, dtype, kname, &k));
+  kiln__args args = kiln__args_begin(op, k);
+  kiln__args_tensor(&args, in);
+  kiln__args_tensor(&args, out);
+  kiln__args_u64(&args, out->numel);
   for (size_t i = 0; i < nextra; i++)
-    KILN_TRY(kiln__arg(op, k, (cl_uint)(5 + i), extra_size, (const char *)extra + i * extra_size));
-  return kiln__launch_1d_local(op, ctx, k, n, local);
+    kiln__args_raw(&args, extra_size, (const char *)extra + i * extra_size);
+  KILN_TRY(args.status);
+  return kiln__launch_1d_local(op, ctx, k, out->numel, local);
+}
+
+/* The arguments binary and where kernels end with: output, n, rank, broadcast plan, flags. */
+static void
+bcast_tail_args(kiln__args *args, const kiln_tensor *out, cl_ulong n, cl_uint ndim,
+                const kiln__bcast *plan, cl_uint flags)
+{
+  kiln__args_tensor(args, out);
+  kiln__args_u64(args, n);
+  kiln__args_u32(args, ndim);
+  kiln__args_raw(args, sizeof *plan, plan);
+  kiln__args_u32(args, flags);
 }
 
 /*
@@ -220,25 +208,16 @@ binary_run(const char *op, kiln_context *ctx, kiln_binary_op bop, const kiln_ten
 
   pthread_mutex_lock(&ctx->lock);
   cl_kernel k;
-  kiln_status s = get_kernel(op, ctx, "elementwise", t->dtype, kname, &k);
-  if (s == KILN_OK)
-    s = tensor_args(op, k, 0, a);
-  if (s == KILN_OK)
-    s = kiln__arg(op, k, 2, esz, a ? zero : scalar);
-  if (s == KILN_OK)
-    s = tensor_args(op, k, 3, b);
-  if (s == KILN_OK)
-    s = kiln__arg(op, k, 5, esz, b ? zero : scalar);
-  if (s == KILN_OK)
-    s = tensor_args(op, k, 6, *out);
-  if (s == KILN_OK)
-    s = kiln__arg(op, k, 8, sizeof n, &n);
-  if (s == KILN_OK)
-    s = kiln__arg(op, k, 9, sizeof ndim, &ndim);
-  if (s == KILN_OK)
-    s = kiln__arg(op, k, 10, sizeof plan, &plan);
-  if (s == KILN_OK)
-    s = kiln__arg(op, k, 11, sizeof flags, &flags);
+  kiln_status s = kiln__ops_kernel(op, ctx, "elementwise", t->dtype, kname, &k);
+  if (s == KILN_OK) {
+    kiln__args args = kiln__args_begin(op, k);
+    kiln__args_tensor(&args, a);
+    kiln__args_raw(&args, esz, a ? zero : scalar);
+    kiln__args_tensor(&args, b);
+    kiln__args_raw(&args, esz, b ? zero : scalar);
+    bcast_tail_args(&args, *out, n, ndim, &plan, flags);
+    s = args.status;
+  }
   if (s == KILN_OK)
     s = launch_bcast(op, ctx, k, n, ndim, &plan, flat, local);
   pthread_mutex_unlock(&ctx->lock);
@@ -375,23 +354,15 @@ kiln_where(kiln_context *ctx, const kiln_tensor *cond, const kiln_tensor *a, con
 
   pthread_mutex_lock(&ctx->lock);
   cl_kernel k;
-  s = get_kernel(op, ctx, "elementwise", a->dtype, "where_values", &k);
-  if (s == KILN_OK)
-    s = tensor_args(op, k, 0, c);
-  if (s == KILN_OK)
-    s = tensor_args(op, k, 2, a);
-  if (s == KILN_OK)
-    s = tensor_args(op, k, 4, b);
-  if (s == KILN_OK)
-    s = tensor_args(op, k, 6, *out);
-  if (s == KILN_OK)
-    s = kiln__arg(op, k, 8, sizeof n, &n);
-  if (s == KILN_OK)
-    s = kiln__arg(op, k, 9, sizeof ndim, &ndim);
-  if (s == KILN_OK)
-    s = kiln__arg(op, k, 10, sizeof plan, &plan);
-  if (s == KILN_OK)
-    s = kiln__arg(op, k, 11, sizeof flags, &flags);
+  s = kiln__ops_kernel(op, ctx, "elementwise", a->dtype, "where_values", &k);
+  if (s == KILN_OK) {
+    kiln__args args = kiln__args_begin(op, k);
+    kiln__args_tensor(&args, c);
+    kiln__args_tensor(&args, a);
+    kiln__args_tensor(&args, b);
+    bcast_tail_args(&args, *out, n, ndim, &plan, flags);
+    s = args.status;
+  }
   if (s == KILN_OK)
     s = launch_bcast(op, ctx, k, n, ndim, &plan, flat, local);
   pthread_mutex_unlock(&ctx->lock);
