@@ -249,6 +249,8 @@ child_env(char *const *overrides, int n)
   while (environ[count])
     count++;
   char **env = calloc(count + (size_t)n + 1, sizeof *env);
+  if (!env)
+    return NULL;
   size_t k = 0;
   for (size_t i = 0; i < count; i++) {
     int replaced = 0;
@@ -292,6 +294,8 @@ measure_first_result(const char *self, const char *device, struct first_result f
                     m == 2 ? "CUDA_CACHE_DISABLE=0" : "CUDA_CACHE_DISABLE=1",
                     m == 0 ? "KILN_CACHE_STORE=auto" : "KILN_CACHE_STORE=always"};
       char **env = child_env(ov, 5);
+      if (!env)
+        break; /* out of memory: this mode reports no figure (-1) */
       if (m > 0 && r == 0)
         spawn_first_result(self, device, env); /* fills the caches this mode reads */
       double s = spawn_first_result(self, device, env);
