@@ -11,7 +11,7 @@
  * cache (lib/runtime/disk_cache.h) as entries of source name "vkfft", keyed
  * by the plan and the cache's device identity.
  * VkFFT 1.2.26 copies each OpenCL binary as a C string (sprintf "%s" on
- * save, size-1 bytes plus a NUL on load). NVIDIA's binaries are PTX text
+ * save, size-2 bytes plus a NUL on load). NVIDIA's binaries are PTX text
  * and survive; PoCL's contain NUL bytes, get cut at the first one, and a
  * reload hands PoCL a truncated binary: VKFFT_ERROR_FAILED_TO_CREATE_PROGRAM,
  * after PoCL read past the end of VkFFT's copy (AddressSanitizer:
@@ -381,11 +381,18 @@ kiln__vkfft_create(const char *op, kiln_context *ctx, const struct kiln__fft_key
     }
     const char *blob = p->app.saveApplicationString;
     uint64_t size = p->app.applicationStringSize;
-    if (cacheable && blob && size && !kiln__vkfft_blob_intact(blob, size)) {
+    uint64_t bad = 0;
+    if (cacheable && blob && size && !kiln__vkfft_blob_check(blob, size, &bad)) {
+      /* The bytes where the walk failed tell a cut binary from a record format change. */
+      char near[25];
+      size_t m = 0;
+      for (uint64_t i = bad; i < size && m + 1 < sizeof near; i++)
+        near[m++] = blob[i] >= 32 && blob[i] < 127 ? blob[i] : '.';
+      near[m] = 0;
       kiln__log(KILN__LOG_INFO,
-                "%s: VkFFT's binaries for this device do not survive its string copies; "
-                "not cached",
-                op);
+                "%s: VkFFT's binaries for this device do not survive its string copies "
+                "(record at byte %llu of %llu: \"%s\"); not cached",
+                op, (unsigned long long)bad, (unsigned long long)size, near);
       if (counters)
         counters->binary_unusable++;
     } else if (cacheable && blob && size) {

@@ -13,8 +13,11 @@
 
 /*
  * Whether a VkFFT 1.2.26 application string will load the way it was saved
- * (every record "<size>\n" plus size-1 bytes without NUL, then zero padding).
+ * (every record "<size>\n" plus size-2 bytes without NUL, as VkFFT's OpenCL
+ * loader reads them, then zero padding). The _check form also reports the
+ * offset of the first record that does not (NULL: not wanted).
  */
 int kiln__vkfft_blob_intact(const char *blob, uint64_t size);
+int kiln__vkfft_blob_check(const char *blob, uint64_t size, uint64_t *bad);
 
 #endif
