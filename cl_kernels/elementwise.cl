@@ -12,6 +12,17 @@
  *   where_values(cond, condoff, a, aoff, b, boff, out, outoff, n, ndim, bcast, flags)
  *   clamp_values(x, xoff, y, yoff, n, lo, hi)
  * Offsets are in elements. Every kernel loops grid-stride, so any global size works.
+ *
+ * Flat (non-broadcast) launches have two compile-time tunables, both 1 by
+ * default: KILN_EW_VEC, elements moved as one vector access, and
+ * KILN_EW_ITEMS, vectors per work-item, spaced one work-group apart so that a
+ * group's accesses stay contiguous. Loads of all of an item's vectors are
+ * issued before any store. GPUs whose cost per work-item, not memory, limits
+ * 4-byte types need them; PoCL wants 1 and 1 (it vectorises across items).
+ * The host launches ceil(n / (VEC * ITEMS)) items rounded up to whole groups,
+ * passes VEC > 1 only when every vector-accessed operand's offset is a
+ * multiple of VEC (buffers themselves are aligned far beyond a vector), and
+ * the tail loop takes the last n % VEC elements.
  */
 #include "common.cl"
 #include "kiln/op_table.h"
@@ -114,16 +125,66 @@ inline T k_shr(T a, T b)
 #define k_max(a, b) (((a) > (b) || (a) != (a)) ? (a) : (b))
 #define k_min(a, b) (((a) < (b) || (a) != (a)) ? (a) : (b))
 
+#ifndef KILN_EW_VEC
+#define KILN_EW_VEC 1
+#endif
+#ifndef KILN_EW_ITEMS
+#define KILN_EW_ITEMS 1
+#endif
+#if KILN_EW_VEC > 1
+#define VEC_OF(t) KILN_CAT(t, KILN_EW_VEC)
+#else
+#define VEC_OF(t) t
+#endif
+/* One vector of t and its lanes. */
+#define LANES(t) union { VEC_OF(t) v; t s[KILN_EW_VEC]; }
+#define VAT(t, p, v) (((global VEC_OF(t) *)(p))[v])
+#define VAT_CONST(t, p, v) (((global const VEC_OF(t) *)(p))[v])
+
+/*
+ * The flat loop over whole vectors: FLAT_EACH(e) visits slot e of this
+ * work-item's KILN_EW_ITEMS (vector index FLAT_SLOT(e)) when it exists;
+ * FLAT_TAIL(i) then walks the n % KILN_EW_VEC elements after the last vector.
+ */
+#define FLAT_VECTORS(n)                                                                   \
+  ulong nv_ = (n) / KILN_EW_VEC, lsz_ = get_local_size(0), blk_ = lsz_ * KILN_EW_ITEMS;  \
+  for (ulong v0_ = get_group_id(0) * blk_ + get_local_id(0); v0_ < nv_;                 \
+       v0_ += get_num_groups(0) * blk_)
+#define FLAT_SLOT(e) (v0_ + (ulong)(e) * lsz_)
+#define FLAT_EACH(e) for (uint e = 0; e < KILN_EW_ITEMS; e++) if (FLAT_SLOT(e) < nv_)
+#define FLAT_LANES(l) for (uint l = 0; l < KILN_EW_VEC; l++)
+#define FLAT_TAIL(i, n)                                                                   \
+  if (KILN_EW_VEC > 1)                                                                   \
+    for (ulong i = nv_ * KILN_EW_VEC + get_global_id(0); i < (n); i += get_global_size(0))
+
 /* ---- one kernel per op-table row ----
  * Names are pasted before any expansion: the OpenCL headers may define
  * builtins such as cos or max as macros. */
 #define UNARY_BODY(kname, res, expr)                                                      \
-  kernel void kname(global const T *xs, ulong xoff, global KILN_RES_##res *ys,    \
-                           ulong yoff, ulong n)                                          \
+  kernel void kname(global const T *xs, ulong xoff, global KILN_RES_##res *ys,           \
+                    ulong yoff, ulong n)                                                 \
   {                                                                                      \
-    for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {                   \
-      T x = xs[xoff + i];                                                                \
-      ys[yoff + i] = (KILN_RES_##res)(expr);                                             \
+    global const T *xp = xs + xoff;                                                      \
+    global KILN_RES_##res *yp = ys + yoff;                                               \
+    FLAT_VECTORS(n)                                                                      \
+    {                                                                                    \
+      LANES(T) xv[KILN_EW_ITEMS];                                                        \
+      FLAT_EACH(e) xv[e].v = VAT_CONST(T, xp, FLAT_SLOT(e));                             \
+      FLAT_EACH(e)                                                                       \
+      {                                                                                  \
+        LANES(KILN_RES_##res) yv;                                                        \
+        FLAT_LANES(l)                                                                    \
+        {                                                                                \
+          T x = xv[e].s[l];                                                              \
+          yv.s[l] = (KILN_RES_##res)(expr);                                              \
+        }                                                                                \
+        VAT(KILN_RES_##res, yp, FLAT_SLOT(e)) = yv.v;                                    \
+      }                                                                                  \
+    }                                                                                    \
+    FLAT_TAIL(i, n)                                                                      \
+    {                                                                                    \
+      T x = xp[i];                                                                       \
+      yp[i] = (KILN_RES_##res)(expr);                                                    \
     }                                                                                    \
   }
 #define UNARY_ROW(E, name, cls, res, expr) KILN_GEN_IF(cls, UNARY_BODY, unary_##name, res, expr)
@@ -154,10 +215,35 @@ KILN_UNARY_OPS(UNARY_ROW)
                     uint ndim, kiln_bcast bc, uint flags)                                 \
   {                                                                                      \
     if (!(flags & 4u)) {                                                                 \
-      for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {                 \
-        T a = (flags & 1u) ? ascal : as[aoff + i];                                       \
-        T b = (flags & 2u) ? bscal : bs[boff + i];                                       \
-        cs[coff + i] = (KILN_RES_##res)(expr);                                           \
+      global const T *ap = as + aoff, *bp = bs + boff;                                   \
+      global KILN_RES_##res *cp = cs + coff;                                             \
+      FLAT_VECTORS(n)                                                                    \
+      {                                                                                  \
+        LANES(T) av[KILN_EW_ITEMS], bv[KILN_EW_ITEMS];                                   \
+        FLAT_EACH(e)                                                                     \
+        {                                                                                \
+          if (!(flags & 1u))                                                             \
+            av[e].v = VAT_CONST(T, ap, FLAT_SLOT(e));                                    \
+          if (!(flags & 2u))                                                             \
+            bv[e].v = VAT_CONST(T, bp, FLAT_SLOT(e));                                    \
+        }                                                                                \
+        FLAT_EACH(e)                                                                     \
+        {                                                                                \
+          LANES(KILN_RES_##res) cv;                                                      \
+          FLAT_LANES(l)                                                                  \
+          {                                                                              \
+            T a = (flags & 1u) ? ascal : av[e].s[l];                                     \
+            T b = (flags & 2u) ? bscal : bv[e].s[l];                                     \
+            cv.s[l] = (KILN_RES_##res)(expr);                                            \
+          }                                                                              \
+          VAT(KILN_RES_##res, cp, FLAT_SLOT(e)) = cv.v;                                  \
+        }                                                                                \
+      }                                                                                  \
+      FLAT_TAIL(i, n)                                                                    \
+      {                                                                                  \
+        T a = (flags & 1u) ? ascal : ap[i];                                              \
+        T b = (flags & 2u) ? bscal : bp[i];                                              \
+        cp[i] = (KILN_RES_##res)(expr);                                                  \
       }                                                                                  \
       return;                                                                            \
     }                                                                                    \
@@ -183,8 +269,27 @@ where_values(global const uchar *conds, ulong condoff, global const T *as, ulong
              kiln_bcast bc, uint flags)
 {
   if (!(flags & 4u)) {
-    for (ulong i = get_global_id(0); i < n; i += get_global_size(0))
-      out[outoff + i] = conds[condoff + i] ? as[aoff + i] : bs[boff + i];
+    global const uchar *cp = conds + condoff;
+    global const T *ap = as + aoff, *bp = bs + boff;
+    global T *op = out + outoff;
+    FLAT_VECTORS(n)
+    {
+      LANES(uchar) cv[KILN_EW_ITEMS];
+      LANES(T) av[KILN_EW_ITEMS], bv[KILN_EW_ITEMS];
+      FLAT_EACH(e)
+      {
+        cv[e].v = VAT_CONST(uchar, cp, FLAT_SLOT(e));
+        av[e].v = VAT_CONST(T, ap, FLAT_SLOT(e));
+        bv[e].v = VAT_CONST(T, bp, FLAT_SLOT(e));
+      }
+      FLAT_EACH(e)
+      {
+        LANES(T) ov;
+        FLAT_LANES(l) ov.s[l] = cv[e].s[l] ? av[e].s[l] : bv[e].s[l];
+        VAT(T, op, FLAT_SLOT(e)) = ov.v;
+      }
+    }
+    FLAT_TAIL(i, n) op[i] = cp[i] ? ap[i] : bp[i];
     return;
   }
   ulong inner = bc.shape[ndim - 1];
@@ -201,12 +306,27 @@ where_values(global const uchar *conds, ulong condoff, global const T *as, ulong
 }
 
 /* min(max(x, lo), hi) written with compares so NaN in x passes through. */
+inline T k_clamp(T x, T lo, T hi)
+{
+  x = x < lo ? lo : x;
+  return x > hi ? hi : x;
+}
+
 kernel void
 clamp_values(global const T *xs, ulong xoff, global T *ys, ulong yoff, ulong n, T lo, T hi)
 {
-  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
-    T x = xs[xoff + i];
-    x = x < lo ? lo : x;
-    ys[yoff + i] = x > hi ? hi : x;
+  global const T *xp = xs + xoff;
+  global T *yp = ys + yoff;
+  FLAT_VECTORS(n)
+  {
+    LANES(T) xv[KILN_EW_ITEMS];
+    FLAT_EACH(e) xv[e].v = VAT_CONST(T, xp, FLAT_SLOT(e));
+    FLAT_EACH(e)
+    {
+      LANES(T) yv;
+      FLAT_LANES(l) yv.s[l] = k_clamp(xv[e].s[l], lo, hi);
+      VAT(T, yp, FLAT_SLOT(e)) = yv.v;
+    }
   }
+  FLAT_TAIL(i, n) yp[i] = k_clamp(xp[i], lo, hi);
 }

@@ -77,16 +77,53 @@ check_supports(const char *op, const struct op_row *row, kiln_dtype dtype)
 }
 
 /*
- * Enqueues a kernel of the form k(in, inoff, out, outoff, n [, extra args]) under the lock,
- * with local size `local` (kiln__tune_elementwise_local, looked up before taking the lock).
+ * How a flat launch runs: the tuned local size and the program variant with
+ * the tuned vectors per item and vector width (cl_kernels/elementwise.cl).
+ * Looked up before taking ctx->lock (online tuning runs kernels).
+ */
+typedef struct {
+  size_t local;
+  kiln__program_variant variant;
+} flat_shape;
+
+/*
+ * The shape for n elements of dtype whose vector-accessed operands are
+ * ts[0..nts) (NULL entries: scalars). A vector access needs every operand's
+ * element offset to be a multiple of the width: views at other offsets take
+ * width 1 (another program of the same family).
+ */
+static flat_shape
+flat_shape_for(kiln_context *ctx, kiln_dtype dtype, uint64_t n, const kiln_tensor *const *ts,
+               size_t nts)
+{
+  struct kiln__ew_params p;
+  kiln__tune_elementwise(ctx, dtype, n, &p);
+  for (size_t i = 0; i < nts; i++)
+    if (ts[i] && kiln__ops_elem_offset(ts[i]) % p.vec_width)
+      p.vec_width = 1;
+  flat_shape sh = {p.wg_size, {0, p.items_per_thread, p.vec_width}};
+  return sh;
+}
+
+/* Launches a flat kernel over n elements: one work-item per KILN_EW_ITEMS vectors. */
+static kiln_status
+launch_flat(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n, const flat_shape *sh)
+{
+  uint64_t per_item = (uint64_t)sh->variant.ew_items * sh->variant.ew_vec;
+  return kiln__launch_1d_local(op, ctx, k, n / per_item + (n % per_item != 0), sh->local);
+}
+
+/*
+ * Enqueues kernel kname(in, inoff, out, outoff, n [, extra args]) of source
+ * with flat shape sh, under the lock.
  */
 static kiln_status
-run_map(const char *op, kiln_context *ctx, const char *source, kiln_dtype dtype, const char *kname,
-        const kiln_tensor *in, kiln_tensor *out, const void *extra, size_t extra_size,
-        size_t nextra, size_t local)
+run_map(const char *op, kiln_context *ctx, const char *source, kiln_dtype dtype,
+        const char *kname, const kiln_tensor *in, kiln_tensor *out, const void *extra,
+        size_t extra_size, size_t nextra, const flat_shape *sh)
 {
   cl_kernel k;
-  KILN_TRY(kiln__ops_kernel(op, ctx, source, dtype, kname, &k));
+  KILN_TRY(kiln__ops_kernel_variant(op, ctx, source, dtype, &sh->variant, kname, &k));
   kiln__args args = kiln__args_begin(op, k);
   kiln__args_tensor(&args, in);
   kiln__args_tensor(&args, out);
@@ -94,7 +131,7 @@ run_map(const char *op, kiln_context *ctx, const char *source, kiln_dtype dtype,
   for (size_t i = 0; i < nextra; i++)
     kiln__args_raw(&args, extra_size, (const char *)extra + i * extra_size);
   KILN_TRY(args.status);
-  return kiln__launch_1d_local(op, ctx, k, out->numel, local);
+  return launch_flat(op, ctx, k, out->numel, sh);
 }
 
 /* The arguments binary and where kernels end with: output, n, rank, broadcast plan, flags. */
@@ -110,16 +147,15 @@ bcast_tail_args(kiln__args *args, const kiln_tensor *out, cl_ulong n, cl_uint nd
 }
 
 /*
- * Launches a kernel with the elementwise broadcast convention: 1-D over n
- * with local size flat_local when flat, else 2-D with dimension 0 over the
- * innermost merged dimension.
+ * Launches a kernel with the elementwise broadcast convention: flat with
+ * shape sh, else 2-D with dimension 0 over the innermost merged dimension.
  */
 static kiln_status
 launch_bcast(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n, uint32_t ndim,
-             const kiln__bcast *plan, int flat, size_t flat_local)
+             const kiln__bcast *plan, int flat, const flat_shape *sh)
 {
   if (flat || n == 0)
-    return kiln__launch_1d_local(op, ctx, k, n, flat_local);
+    return launch_flat(op, ctx, k, n, sh);
   uint64_t inner = plan->shape[ndim - 1], rows = n / inner;
   /*
    * Two local shapes only: PoCL compiles a specialised kernel for every new
@@ -164,9 +200,10 @@ kiln_unary(kiln_context *ctx, kiln_unary_op uop, const kiln_tensor *x, kiln_tens
   KILN_TRY(kiln__output_prepare(op, ctx, result_dtype(row, x->dtype), &x->shape, out, &made));
   char kname[64];
   snprintf(kname, sizeof kname, "unary_%s", row->name);
-  size_t local = kiln__tune_elementwise_local(ctx, x->dtype, x->numel);
+  const kiln_tensor *ts[] = {x, *out};
+  flat_shape sh = flat_shape_for(ctx, x->dtype, x->numel, ts, 2);
   pthread_mutex_lock(&ctx->lock);
-  kiln_status s = run_map(op, ctx, "elementwise", x->dtype, kname, x, *out, NULL, 0, 0, local);
+  kiln_status s = run_map(op, ctx, "elementwise", x->dtype, kname, x, *out, NULL, 0, 0, &sh);
   pthread_mutex_unlock(&ctx->lock);
   if (s != KILN_OK)
     kiln__output_discard(out, made);
@@ -204,11 +241,14 @@ binary_run(const char *op, kiln_context *ctx, kiln_binary_op bop, const kiln_ten
   char kname[64];
   snprintf(kname, sizeof kname, "binary_%s", row->name);
   cl_ulong n = (*out)->numel;
-  size_t local = flat ? kiln__tune_elementwise_local(ctx, t->dtype, n) : ctx->wg_size;
+  const kiln_tensor *ts[] = {a, b, *out};
+  flat_shape sh = {ctx->wg_size, {0, 0, 0}};
+  if (flat)
+    sh = flat_shape_for(ctx, t->dtype, n, ts, 3);
 
   pthread_mutex_lock(&ctx->lock);
   cl_kernel k;
-  kiln_status s = kiln__ops_kernel(op, ctx, "elementwise", t->dtype, kname, &k);
+  kiln_status s = kiln__ops_kernel_variant(op, ctx, "elementwise", t->dtype, &sh.variant, kname, &k);
   if (s == KILN_OK) {
     kiln__args args = kiln__args_begin(op, k);
     kiln__args_tensor(&args, a);
@@ -219,7 +259,7 @@ binary_run(const char *op, kiln_context *ctx, kiln_binary_op bop, const kiln_ten
     s = args.status;
   }
   if (s == KILN_OK)
-    s = launch_bcast(op, ctx, k, n, ndim, &plan, flat, local);
+    s = launch_bcast(op, ctx, k, n, ndim, &plan, flat, &sh);
   pthread_mutex_unlock(&ctx->lock);
   if (s != KILN_OK)
     kiln__output_discard(out, made);
@@ -278,9 +318,11 @@ kiln_cast(kiln_context *ctx, const kiln_tensor *x, kiln_dtype dtype, kiln_tensor
   KILN_TRY(kiln__output_prepare(op, ctx, dtype, &x->shape, out, &made));
   char kname[32];
   snprintf(kname, sizeof kname, "cast_to_%s", kiln_dtype_name(dtype));
-  size_t local = kiln__tune_elementwise_local(ctx, x->dtype, x->numel);
+  /* cast.cl converts one element per work-item; only the local size is tuned for it. */
+  flat_shape sh = flat_shape_for(ctx, x->dtype, x->numel, NULL, 0);
+  sh.variant.ew_items = sh.variant.ew_vec = 1;
   pthread_mutex_lock(&ctx->lock);
-  kiln_status s = run_map(op, ctx, "cast", x->dtype, kname, x, *out, NULL, 0, 0, local);
+  kiln_status s = run_map(op, ctx, "cast", x->dtype, kname, x, *out, NULL, 0, 0, &sh);
   pthread_mutex_unlock(&ctx->lock);
   if (s != KILN_OK)
     kiln__output_discard(out, made);
@@ -306,10 +348,11 @@ kiln_clamp(kiln_context *ctx, const kiln_tensor *x, kiln_scalar lo, kiln_scalar 
   unsigned char packed[16];
   memcpy(packed, bounds[0], esz);
   memcpy(packed + esz, bounds[1], esz);
-  size_t local = kiln__tune_elementwise_local(ctx, x->dtype, x->numel);
+  const kiln_tensor *ts[] = {x, *out};
+  flat_shape sh = flat_shape_for(ctx, x->dtype, x->numel, ts, 2);
   pthread_mutex_lock(&ctx->lock);
-  kiln_status s =
-      run_map(op, ctx, "elementwise", x->dtype, "clamp_values", x, *out, packed, esz, 2, local);
+  kiln_status s = run_map(op, ctx, "elementwise", x->dtype, "clamp_values", x, *out, packed, esz, 2,
+                          &sh);
   pthread_mutex_unlock(&ctx->lock);
   if (s != KILN_OK)
     kiln__output_discard(out, made);
@@ -350,11 +393,14 @@ kiln_where(kiln_context *ctx, const kiln_tensor *cond, const kiln_tensor *a, con
   cl_uint ndim = kiln__bcast_plan(&shape, ops, 3, &plan, &flat);
   cl_uint flags = flat ? 0u : 4u;
   cl_ulong n = (*out)->numel;
-  size_t local = flat ? kiln__tune_elementwise_local(ctx, a->dtype, n) : ctx->wg_size;
+  const kiln_tensor *ts[] = {c, a, b, *out};
+  flat_shape sh = {ctx->wg_size, {0, 0, 0}};
+  if (flat)
+    sh = flat_shape_for(ctx, a->dtype, n, ts, 4);
 
   pthread_mutex_lock(&ctx->lock);
   cl_kernel k;
-  s = kiln__ops_kernel(op, ctx, "elementwise", a->dtype, "where_values", &k);
+  s = kiln__ops_kernel_variant(op, ctx, "elementwise", a->dtype, &sh.variant, "where_values", &k);
   if (s == KILN_OK) {
     kiln__args args = kiln__args_begin(op, k);
     kiln__args_tensor(&args, c);
@@ -364,7 +410,7 @@ kiln_where(kiln_context *ctx, const kiln_tensor *cond, const kiln_tensor *a, con
     s = args.status;
   }
   if (s == KILN_OK)
-    s = launch_bcast(op, ctx, k, n, ndim, &plan, flat, local);
+    s = launch_bcast(op, ctx, k, n, ndim, &plan, flat, &sh);
   pthread_mutex_unlock(&ctx->lock);
   kiln_tensor_release(cbytes);
   if (s != KILN_OK)

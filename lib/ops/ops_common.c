@@ -11,8 +11,18 @@ kiln_status
 kiln__ops_kernel(const char *op, kiln_context *ctx, const char *source, kiln_dtype dtype,
                  const char *name, cl_kernel *k)
 {
+  return kiln__ops_kernel_variant(op, ctx, source, dtype, NULL, name, k);
+}
+
+kiln_status
+kiln__ops_kernel_variant(const char *op, kiln_context *ctx, const char *source,
+                         kiln_dtype dtype, const kiln__program_variant *v, const char *name,
+                         cl_kernel *k)
+{
+  static const kiln__program_variant defaults = {0, 0, 0};
   char options[192];
-  kiln__program_options(&ctx->info, source, dtype, options, sizeof options);
+  kiln__program_options_variant(&ctx->info, source, dtype, v ? v : &defaults, options,
+                                sizeof options);
   return kiln__kernel_get(op, ctx, source, options, name, k);
 }
 

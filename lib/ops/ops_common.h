@@ -44,6 +44,11 @@ kiln_status kiln__random_philox_blocks(kiln_context *ctx, const uint32_t key[2],
 kiln_status kiln__ops_kernel(const char *op, kiln_context *ctx, const char *source,
                              kiln_dtype dtype, const char *name, cl_kernel *k);
 
+/* The same from one program variant (NULL: the device defaults, as kiln__ops_kernel). */
+kiln_status kiln__ops_kernel_variant(const char *op, kiln_context *ctx, const char *source,
+                                     kiln_dtype dtype, const kiln__program_variant *v,
+                                     const char *name, cl_kernel *k);
+
 /* Sequential kernel arguments; the first failure sticks and later adds are no-ops. */
 typedef struct kiln__args {
   const char *op;

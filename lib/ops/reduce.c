@@ -724,8 +724,9 @@ reduce_impl(kiln_context *ctx, kiln_reduce_op rop, const kiln_tensor *x, const i
 
   char options[192];
   /* The shared options (what `kiln cache warm` builds), then the f64-accumulation variant. */
-  kiln__program_options_cols(&ctx->info, "reduce", x->dtype, lp->cols_per_item, options,
-                             sizeof options);
+  kiln__program_options_variant(&ctx->info, "reduce", x->dtype,
+                                &(kiln__program_variant){.cols = lp->cols_per_item}, options,
+                                sizeof options);
   if (wide)
     strncat(options, " -DKILN_REDUCE_WIDE=1", sizeof options - strlen(options) - 1);
   rc.options = options;

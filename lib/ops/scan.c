@@ -276,8 +276,9 @@ scan_impl(kiln_context *ctx, kiln_scan_op sop, const kiln_tensor *x, int64_t axi
   KILN_TRY(kiln__launch_params_check(op, lp));
 
   char options[192];
-  kiln__program_options_cols(&ctx->info, "scan", x->dtype, lp->cols_per_item, options,
-                             sizeof options);
+  kiln__program_options_variant(&ctx->info, "scan", x->dtype,
+                                &(kiln__program_variant){.cols = lp->cols_per_item}, options,
+                                sizeof options);
   struct scan_call sc = {op, ctx, lp, options, scan_rows[sop].name,
                          (o.nan_policy == KILN_NAN_OMIT ? F_OMIT : 0u) |
                              (o.exclusive ? F_EXCL : 0u)};
@@ -382,8 +383,9 @@ kiln_diff(kiln_context *ctx, const kiln_tensor *x, int64_t axis, int64_t n, kiln
   kiln__launch_params lp;
   kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, &lp);
   char options[192];
-  kiln__program_options_cols(&ctx->info, "scan", x->dtype, lp.cols_per_item, options,
-                             sizeof options);
+  kiln__program_options_variant(&ctx->info, "scan", x->dtype,
+                                &(kiln__program_variant){.cols = lp.cols_per_item}, options,
+                                sizeof options);
   size_t esz = kiln_dtype_size(x->dtype);
 
   pthread_mutex_lock(&ctx->lock);

@@ -11,6 +11,19 @@ kiln__default_cols_per_item(const kiln_device_info *info)
 }
 
 void
+kiln__ew_default_shape(const kiln_device_info *info, uint32_t *items, uint32_t *vec)
+{
+  /*
+   * PoCL vectorises across work-items, which wants one element each. On an
+   * H200 four elements per item, a work-group apart, lift a + b over 2^26
+   * floats from 62% to 104% of the copy bandwidth; vector accesses gained
+   * nothing there (kiln tune, docs/tuning.md).
+   */
+  *items = info->is_gpu ? 4 : 1;
+  *vec = 1;
+}
+
+void
 kiln__launch_params_default(const kiln_context *ctx, enum kiln__launch_family fam,
                             kiln__launch_params *p)
 {

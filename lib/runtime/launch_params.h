@@ -49,6 +49,16 @@ enum kiln__launch_family {
 /* Default columns per work-item of the reduce and scan kernels (compiled in as KILN_COLS). */
 uint32_t kiln__default_cols_per_item(const kiln_device_info *info);
 
+/* Limits of the flat elementwise shape: vector widths are 1, 2, 4, 8 or 16. */
+#define KILN__EW_ITEMS_MAX 16
+#define KILN__EW_VEC_MAX 16
+
+/*
+ * Default shape of flat elementwise launches (cl_kernels/elementwise.cl):
+ * vectors per work-item and elements per vector access.
+ */
+void kiln__ew_default_shape(const kiln_device_info *info, uint32_t *items, uint32_t *vec);
+
 /* Built-in defaults for ctx's device (kiln__launch_params_for adds the tuned values). */
 void kiln__launch_params_default(const kiln_context *ctx, enum kiln__launch_family fam,
                                  kiln__launch_params *p);

@@ -1,3 +1,4 @@
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,27 +195,50 @@ void
 kiln__program_options(const kiln_device_info *info, const char *source, kiln_dtype dtype,
                       char *buf, size_t len)
 {
-  kiln__program_options_cols(info, source, dtype, kiln__default_cols_per_item(info), buf, len);
+  kiln__program_variant v = {0, 0, 0};
+  kiln__program_options_variant(info, source, dtype, &v, buf, len);
+}
+
+/* Appends printf-style text to buf (always terminated; truncation shows up as a build miss). */
+static void __attribute__((format(printf, 3, 4)))
+append(char *buf, size_t len, const char *fmt, ...)
+{
+  size_t used = strlen(buf);
+  if (used + 1 >= len)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf + used, len - used, fmt, ap);
+  va_end(ap);
 }
 
 void
-kiln__program_options_cols(const kiln_device_info *info, const char *source, kiln_dtype dtype,
-                           uint32_t cols, char *buf, size_t len)
+kiln__program_options_variant(const kiln_device_info *info, const char *source,
+                              kiln_dtype dtype, const kiln__program_variant *v, char *buf,
+                              size_t len)
 {
   kiln__dtype_options(dtype, buf, len);
   /* Sources that convert to double (cast) need it; for the rest it only enables a pragma. */
   if (info->has_fp64)
     strncat(buf, " -DKILN_FP64=1", len - strlen(buf) - 1);
   /* Per-source options: the BLAS kernels' tile and reduction group sizes. */
-  if (strcmp(source, "gemm_small") == 0) {
-    size_t used = strlen(buf);
-    snprintf(buf + used, len - used, " -DKILN_GEMM_TILE=%zu -DKILN_DOT_WG=%zu",
-             kiln__gemm_tile(info), kiln__dot_wg(info));
-  }
+  if (strcmp(source, "gemm_small") == 0)
+    append(buf, len, " -DKILN_GEMM_TILE=%u -DKILN_DOT_WG=%u", (uint32_t)kiln__gemm_tile(info),
+           (uint32_t)kiln__dot_wg(info));
   /* Reductions and scans compile their columns per work-item in (a launch parameter). */
-  if (strcmp(source, "reduce") == 0 || strcmp(source, "scan") == 0) {
-    size_t used = strlen(buf);
-    snprintf(buf + used, len - used, " -DKILN_COLS=%u", cols);
+  if (strcmp(source, "reduce") == 0 || strcmp(source, "scan") == 0)
+    append(buf, len, " -DKILN_COLS=%u", v->cols ? v->cols : kiln__default_cols_per_item(info));
+  /* Flat elementwise launches compile their vector width and vectors per item in. The
+   * kernels' own defaults are 1 and 1, so that variant keeps the plain option string. */
+  if (strcmp(source, "elementwise") == 0) {
+    uint32_t items, vec;
+    kiln__ew_default_shape(info, &items, &vec);
+    if (v->ew_items)
+      items = v->ew_items;
+    if (v->ew_vec)
+      vec = v->ew_vec;
+    if (items != 1 || vec != 1)
+      append(buf, len, " -DKILN_EW_ITEMS=%u -DKILN_EW_VEC=%u", items, vec);
   }
 }
 

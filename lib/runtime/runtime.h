@@ -201,10 +201,18 @@ void kiln__dtype_options(kiln_dtype dtype, char *buf, size_t len);
 void kiln__program_options(const kiln_device_info *info, const char *source, kiln_dtype dtype,
                            char *buf, size_t len);
 
-/* As kiln__program_options with an explicit KILN_COLS for the reduce and scan sources
- * (kiln__program_options uses the device default, which is what the warm-up builds). */
-void kiln__program_options_cols(const kiln_device_info *info, const char *source,
-                                kiln_dtype dtype, uint32_t cols, char *buf, size_t len);
+/* A program variant: the compile-time launch parameters of some sources; 0 = device default. */
+typedef struct kiln__program_variant {
+  uint32_t cols;     /* reduce, scan: KILN_COLS (columns per work-item) */
+  uint32_t ew_items; /* elementwise: KILN_EW_ITEMS (vectors per work-item of flat launches) */
+  uint32_t ew_vec;   /* elementwise: KILN_EW_VEC (elements per vector access) */
+} kiln__program_variant;
+
+/* As kiln__program_options for one variant (kiln__program_options builds the all-default
+ * one, which is what the warm-up builds). */
+void kiln__program_options_variant(const kiln_device_info *info, const char *source,
+                                   kiln_dtype dtype, const kiln__program_variant *v, char *buf,
+                                   size_t len);
 
 /*
  * Launch geometry the BLAS kernels are built for (cl_kernels/gemm_small.cl):

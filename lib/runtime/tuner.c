@@ -53,7 +53,14 @@ struct tune_param {
   size_t nquick;
   int local_size; /* a work-group size: candidates above the kernels' limit are dropped */
   unsigned layouts; /* layouts whose kernels it changes (bits of kiln__tune_layout); 0: all */
+  int pow2;         /* only powers of two are valid (vector widths) */
 };
+
+static int
+param_value_ok(const struct tune_param *p, uint64_t v)
+{
+  return v >= p->min && v <= p->max && (!p->pow2 || (v & (v - 1)) == 0);
+}
 
 struct problem;
 
@@ -97,9 +104,19 @@ struct problem {
 static const uint64_t ew_wg_full[] = {16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
 static const uint64_t ew_wg_quick[] = {64, 256, 1024};
 
+/* Each vector width and item count is a program of its own (compile-time in the kernels). */
+static const uint64_t ew_items_full[] = {1, 2, 4, 8};
+static const uint64_t ew_vec_full[] = {1, 2, 4, 8};
+static const uint64_t ew_shape_quick[] = {1, 4};
+
+#define EW_FIELD(f) offsetof(struct kiln__ew_params, f), sizeof(uint32_t)
 static const struct tune_param ew_params[] = {
-    {"wg_size", offsetof(struct kiln__ew_params, wg_size), sizeof(uint32_t), 1, 65536, ew_wg_full,
-     N_(ew_wg_full), ew_wg_quick, N_(ew_wg_quick), 1, 0},
+    {"wg_size", EW_FIELD(wg_size), 1, 65536, ew_wg_full, N_(ew_wg_full), ew_wg_quick,
+     N_(ew_wg_quick), 1, 0},
+    {"items_per_thread", EW_FIELD(items_per_thread), 1, KILN__EW_ITEMS_MAX, ew_items_full,
+     N_(ew_items_full), ew_shape_quick, N_(ew_shape_quick), 0, 0},
+    {"vec_width", EW_FIELD(vec_width), 1, KILN__EW_VEC_MAX, ew_vec_full, N_(ew_vec_full),
+     ew_shape_quick, N_(ew_shape_quick), 0, 0, 1},
 };
 
 static const uint64_t wg_full[] = {32, 64, 128, 256, 512, 1024};
@@ -170,6 +187,7 @@ ew_defaults(const kiln_context *ctx, void *params)
 {
   struct kiln__ew_params *p = params;
   p->wg_size = (uint32_t)ctx->wg_size;
+  kiln__ew_default_shape(&ctx->info, &p->items_per_thread, &p->vec_width);
 }
 
 static void
@@ -522,7 +540,7 @@ entry_values(const struct tune_family *f, const struct kiln__tf_entry *e, uint32
   *mask = 0;
   for (uint32_t i = 0; i < e->nparams; i++) {
     int p = find_param(f, e->pname[i]);
-    if (p < 0 || e->pval[i] < f->params[p].min || e->pval[i] > f->params[p].max)
+    if (p < 0 || !param_value_ok(&f->params[p], e->pval[i]))
       return -1;
     *mask |= 1u << p;
     val[p] = e->pval[i];
@@ -827,16 +845,23 @@ kiln__tune_lookup(kiln_context *ctx, enum kiln__tune_fam fam, kiln_dtype dtype,
   resolve(ctx, fam, dtype, layout, k, params, &online);
 }
 
-size_t
-kiln__tune_elementwise_local(kiln_context *ctx, kiln_dtype dtype, uint64_t n)
+void
+kiln__tune_elementwise(kiln_context *ctx, kiln_dtype dtype, uint64_t n, struct kiln__ew_params *p)
 {
-  struct kiln__ew_params p;
-  kiln__tune_lookup(ctx, KILN__TUNE_ELEMENTWISE, dtype, KILN__LAYOUT_FLAT, n, &p);
-  size_t wg = p.wg_size ? p.wg_size : 1;
+  kiln__tune_lookup(ctx, KILN__TUNE_ELEMENTWISE, dtype, KILN__LAYOUT_FLAT, n, p);
+  if (p->wg_size < 1)
+    p->wg_size = 1;
+  /* Values outside what the kernels compile (from an override or an imported table) fall
+   * back to the defaults rather than failing the op on a build error. */
+  uint32_t items, vec;
+  kiln__ew_default_shape(&ctx->info, &items, &vec);
+  if (p->items_per_thread < 1 || p->items_per_thread > KILN__EW_ITEMS_MAX)
+    p->items_per_thread = items;
+  if (p->vec_width < 1 || p->vec_width > KILN__EW_VEC_MAX || (p->vec_width & (p->vec_width - 1)))
+    p->vec_width = vec;
   /* Stored and overridden values may exceed this device's limit; the launch must not. */
-  if (ctx->info.max_work_group_size && wg > ctx->info.max_work_group_size)
-    wg = ctx->info.max_work_group_size;
-  return wg;
+  if (ctx->info.max_work_group_size && p->wg_size > ctx->info.max_work_group_size)
+    p->wg_size = (uint32_t)ctx->info.max_work_group_size;
 }
 
 /* ---------------------------------------------------------------- tuning */
@@ -1544,10 +1569,10 @@ parse_params(const char *op, const struct tune_family *f, const char *text, uint
       if (ok)
         v = v * 10 + (uint64_t)(*d - '0');
     }
-    KILN_RETURN_IF(!ok || v < f->params[p].min || v > f->params[p].max,
-                   KILN_ERR_INVALID_ARGUMENT, op, "%s=%.*s is outside [%llu, %llu]", name,
-                   (int)(end - eq - 1), eq + 1, (unsigned long long)f->params[p].min,
-                   (unsigned long long)f->params[p].max);
+    KILN_RETURN_IF(!ok || !param_value_ok(&f->params[p], v), KILN_ERR_INVALID_ARGUMENT, op,
+                   "%s=%.*s is outside [%llu, %llu]%s", name, (int)(end - eq - 1), eq + 1,
+                   (unsigned long long)f->params[p].min, (unsigned long long)f->params[p].max,
+                   f->params[p].pow2 ? " or not a power of two" : "");
     *mask |= 1u << p;
     val[p] = v;
     s = end;

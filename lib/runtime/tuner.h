@@ -35,7 +35,9 @@ enum kiln__tune_layout {
 
 /* The elementwise family's parameters (flat 1-D launches). */
 struct kiln__ew_params {
-  uint32_t wg_size; /* local size; default ctx->wg_size */
+  uint32_t wg_size;          /* local size; default ctx->wg_size */
+  uint32_t items_per_thread; /* vectors per work-item (KILN_EW_ITEMS) */
+  uint32_t vec_width;        /* elements per vector access (KILN_EW_VEC) */
 };
 
 /* Per-context state: created with the context (reads KILN_TUNE), freed with it. */
@@ -58,8 +60,12 @@ void kiln__tuner_dir_changed(kiln_context *ctx);
 void kiln__tune_lookup(kiln_context *ctx, enum kiln__tune_fam fam, kiln_dtype dtype,
                        enum kiln__tune_layout layout, uint64_t elements, void *params);
 
-/* The local size of an elementwise flat launch over n elements of dtype (a lookup). */
-size_t kiln__tune_elementwise_local(kiln_context *ctx, kiln_dtype dtype, uint64_t n);
+/*
+ * The parameters of an elementwise flat launch over n elements of dtype (a
+ * lookup), with the local size clamped to the device's limit.
+ */
+void kiln__tune_elementwise(kiln_context *ctx, kiln_dtype dtype, uint64_t n,
+                            struct kiln__ew_params *p);
 
 /* ---- test hooks (tests/tuner) ---- */
 

@@ -2243,6 +2243,174 @@ START_TEST(bad_shapes_and_outputs)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* Flat launch shapes: every vector width and item count the tuner picks */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The tuner's candidates for the elementwise family (lib/runtime/tuner.c):
+ * each value of items_per_thread and vec_width, with the other at 1, and one
+ * pair of both. Each pair is a program build, so not the full cross product.
+ */
+static const uint32_t flat_shapes[][2] = {{1, 1}, {2, 1}, {4, 1}, {8, 1}, {1, 2},
+                                          {1, 4}, {1, 8}, {4, 4}, {8, 8}};
+#define NFLAT_SHAPES (sizeof flat_shapes / sizeof flat_shapes[0])
+static const kiln_dtype flat_dtypes[] = {KILN_F32, KILN_I64, KILN_U8};
+#define NFLAT_DTYPES (sizeof flat_dtypes / sizeof flat_dtypes[0])
+
+/* Host value of element i: small integers, exact in every dtype and for +, *, -. */
+static int64_t
+flat_value(kiln_dtype dt, uint64_t i, int which)
+{
+  int64_t v = (int64_t)((i * 2654435761u + (uint64_t)which * 97u) % 23u);
+  return dt == KILN_U8 ? v : v - 11;
+}
+
+static void
+flat_fill(kiln_dtype dt, void *p, uint64_t n, int which)
+{
+  for (uint64_t i = 0; i < n; i++) {
+    int64_t v = flat_value(dt, i, which);
+    if (dt == KILN_F32)
+      ((float *)p)[i] = (float)v;
+    else if (dt == KILN_I64)
+      ((int64_t *)p)[i] = v;
+    else
+      ((uint8_t *)p)[i] = (uint8_t)v;
+  }
+}
+
+/* Checks n elements of dtype dt (or bool) at got against want(i). */
+#define FLAT_CHECK(what, dt, got, n, want_expr)                                            \
+  for (uint64_t i = 0; i < (n); i++) {                                                     \
+    int64_t want_ = (want_expr), got_ = (int64_t)getf((dt), (got), i);                     \
+    if ((dt) == KILN_U8 || (dt) == KILN_BOOL)                                              \
+      want_ &= 0xff;                                                                       \
+    ck_assert_msg(got_ == want_, "%s, items %u vec %u, %s n=%llu offset %llu: [%llu] = %lld, want %lld", \
+                  what, items, vec, kiln_dtype_name(dt), (unsigned long long)(n),          \
+                  (unsigned long long)off, (unsigned long long)i, (long long)got_,         \
+                  (long long)want_);                                                       \
+  }
+
+START_TEST(flat_shape_case)
+{
+  const uint32_t items = flat_shapes[_i / NFLAT_DTYPES][0], vec = flat_shapes[_i / NFLAT_DTYPES][1];
+  const kiln_dtype dt = flat_dtypes[_i % NFLAT_DTYPES];
+  kiln_context *ctx = harness_ctx();
+  char params[64];
+  snprintf(params, sizeof params, "items_per_thread=%u vec_width=%u", items, vec);
+  KOK(kiln_tune_override(ctx, "elementwise", dt, NULL, params));
+  char got_params[256];
+  kiln_tune_source src;
+  KOK(kiln_tune_params_get(ctx, "elementwise", dt, "flat.2^10", got_params, sizeof got_params,
+                           &src));
+  ck_assert_int_eq(src, KILN_TUNE_SOURCE_OVERRIDE);
+  ck_assert_ptr_nonnull(strstr(got_params, params));
+
+  cl_context clc;
+  KOK(kiln_context_cl_objects(ctx, &clc, NULL, NULL));
+  /* Sizes around the vector and item multiples, a prime, and more than one round of groups. */
+  static const uint64_t flat_sizes[] = {1, 3, 7, 8, 61, 1000, 4099, 65537};
+  size_t esz = kiln_dtype_size(dt);
+  uint64_t nmax = 65537;
+  /* Element offsets: aligned to every width, aligned to vec only, and misaligned (width 1). */
+  const uint64_t offsets[] = {0, vec, 1};
+  void *ha = malloc(nmax * esz), *hb = malloc(nmax * esz), *got = malloc(nmax * esz);
+  uint8_t *hc = malloc(nmax);
+  ck_assert(ha && hb && got && hc);
+  cl_int err;
+  cl_mem mem = clCreateBuffer(clc, CL_MEM_READ_WRITE, 4 * (nmax + 16) * esz, NULL, &err);
+  ck_assert_int_eq(err, CL_SUCCESS);
+  for (size_t si = 0; si < sizeof flat_sizes / sizeof flat_sizes[0]; si++) {
+    for (size_t oi = 0; oi < 3; oi++) {
+      uint64_t n = flat_sizes[si], off = offsets[oi];
+      if (si >= 6 && oi == 1) /* large sizes: aligned and misaligned only */
+        continue;
+      int64_t shape[1] = {(int64_t)n};
+      size_t stride = (nmax + 16) * esz; /* regions of the buffer for a, b, cond, y */
+      kiln_tensor *a, *b, *c, *y, *yb = NULL, *tmp = NULL;
+      KOK(kiln_tensor_wrap(ctx, mem, off * esz, dt, 1, shape, &a));
+      KOK(kiln_tensor_wrap(ctx, mem, stride + off * esz, dt, 1, shape, &b));
+      KOK(kiln_tensor_wrap(ctx, mem, 2 * stride + off, KILN_BOOL, 1, shape, &c));
+      KOK(kiln_tensor_wrap(ctx, mem, 3 * stride + off * esz, dt, 1, shape, &y));
+      flat_fill(dt, ha, n, 0);
+      flat_fill(dt, hb, n, 1);
+      for (uint64_t i = 0; i < n; i++)
+        hc[i] = (uint8_t)(flat_value(dt, i, 2) & 1);
+      KOK(kiln_tensor_upload(a, ha, n * esz));
+      KOK(kiln_tensor_upload(b, hb, n * esz));
+      KOK(kiln_tensor_upload(c, hc, n));
+
+      KOK(kiln_binary(ctx, KILN_OP_ADD, a, b, &y));
+      KOK(kiln_tensor_download(y, got, n * esz));
+      FLAT_CHECK("add", dt, got, n, flat_value(dt, i, 0) + flat_value(dt, i, 1));
+
+      KOK(kiln_binary_scalar(ctx, KILN_OP_SUB, a, kiln_scalar_i64(5), 1, &y));
+      KOK(kiln_tensor_download(y, got, n * esz));
+      FLAT_CHECK("5 - a", dt, got, n, 5 - flat_value(dt, i, 0));
+
+      KOK(kiln_binary_scalar(ctx, KILN_OP_MUL, b, kiln_scalar_i64(3), 0, &y));
+      KOK(kiln_tensor_download(y, got, n * esz));
+      FLAT_CHECK("b * 3", dt, got, n, flat_value(dt, i, 1) * 3);
+
+      KOK(kiln_binary(ctx, KILN_OP_LT, a, b, &yb));
+      KOK(kiln_tensor_download(yb, got, n));
+      FLAT_CHECK("a < b", KILN_BOOL, got, n, flat_value(dt, i, 0) < flat_value(dt, i, 1));
+
+      KOK(kiln_unary(ctx, KILN_OP_NEG, a, &y));
+      KOK(kiln_tensor_download(y, got, n * esz));
+      FLAT_CHECK("-a", dt, got, n, -flat_value(dt, i, 0));
+
+      KOK(kiln_clamp(ctx, b, kiln_scalar_i64(2), kiln_scalar_i64(9), &y));
+      KOK(kiln_tensor_download(y, got, n * esz));
+      FLAT_CHECK("clamp(b, 2, 9)", dt, got, n,
+                 flat_value(dt, i, 1) < 2 ? 2 : flat_value(dt, i, 1) > 9 ? 9 : flat_value(dt, i, 1));
+
+      KOK(kiln_where(ctx, c, a, b, &y));
+      KOK(kiln_tensor_download(y, got, n * esz));
+      FLAT_CHECK("where(c, a, b)", dt, got, n, hc[i] ? flat_value(dt, i, 0) : flat_value(dt, i, 1));
+
+      /* In place: each item's loads come before its stores. */
+      KOK(kiln_binary(ctx, KILN_OP_ADD, a, b, &a));
+      KOK(kiln_tensor_download(a, got, n * esz));
+      FLAT_CHECK("a += b", dt, got, n, flat_value(dt, i, 0) + flat_value(dt, i, 1));
+
+      /* A fresh output (pool-allocated, offset 0) from a possibly misaligned input. */
+      KOK(kiln_unary(ctx, KILN_OP_NEG, b, &tmp));
+      KOK(kiln_tensor_download(tmp, got, n * esz));
+      FLAT_CHECK("-b (new output)", dt, got, n, -flat_value(dt, i, 1));
+
+      KOK(kiln_tensor_release(tmp));
+      KOK(kiln_tensor_release(yb));
+      KOK(kiln_tensor_release(a));
+      KOK(kiln_tensor_release(b));
+      KOK(kiln_tensor_release(c));
+      KOK(kiln_tensor_release(y));
+    }
+  }
+  clReleaseMemObject(mem);
+  free(ha);
+  free(hb);
+  free(hc);
+  free(got);
+  KOK(kiln_tune_override(ctx, "elementwise", dt, NULL, NULL));
+}
+END_TEST
+
+/* Overrides outside what the kernels compile are refused with a message naming the value. */
+START_TEST(flat_shape_bad_overrides)
+{
+  kiln_context *ctx = harness_ctx();
+  static const char *const bad[] = {"vec_width=3", "vec_width=0", "vec_width=32",
+                                    "items_per_thread=0", "items_per_thread=17"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    KEXPECT(kiln_tune_override(ctx, "elementwise", KILN_F32, NULL, bad[i]),
+            KILN_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(kiln_last_error(), strchr(bad[i], '=') + 1));
+  }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* Suite                                                               */
 /* ------------------------------------------------------------------ */
 
@@ -2302,6 +2470,8 @@ elementwise_suite(void)
       {"empty", zero_size_tensors, 0},         {"zero_dim", zero_dim_tensors, 0},
       {"bad_handles", bad_handles, 0},         {"bad_ops_dtypes", bad_ops_and_dtypes, 0},
       {"bad_shapes_outputs", bad_shapes_and_outputs, 0},
+      {"flat_shapes", flat_shape_case, NFLAT_SHAPES * NFLAT_DTYPES},
+      {"flat_shape_bad_overrides", flat_shape_bad_overrides, 0},
   };
   for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
     TCase *tc = tcase_create(groups[g].name);

@@ -771,54 +771,81 @@ tune_one(kiln_context *ctx, const char *family, const char *layout, uint64_t n, 
   return ev.last;
 }
 
+/* Parameters with the sabotaged work-group size (whatever the family's other parameters). */
+static int
+wg64(const char *params)
+{
+  return strncmp(params, "wg_size=64 ", 11) == 0 || strcmp(params, "wg_size=64") == 0;
+}
+
 START_TEST(wrong_candidate_never_wins)
 {
   char *dir = harness_tempdir();
   kiln_context *ctx = use(dir, "Fake Device", "1.0");
   char def[256];
   KOK(kiln_tune_params_get(ctx, "elementwise", KILN_F32, "flat.2^12", def, sizeof def, NULL));
-  ck_assert_str_ne(def, "wg_size=64");
+  ck_assert(!wg64(def));
 
   /* The hook alone makes wg_size=64 the fastest (1 ns): it wins while its output is right. */
   kiln__tune_test_sabotage("elementwise", "wg_size", 64, 0);
   kiln_tune_result r = tune_one(ctx, "elementwise", "flat", 4096, 0);
-  ck_assert_str_eq(r.tuned_params, "wg_size=64");
+  ck_assert(wg64(r.tuned_params));
   ck_assert_uint_eq(r.tuned_ns, 1);
 
   /* Fast but wrong: refused, recorded, and the winner is another candidate. */
   kiln__tune_test_sabotage("elementwise", "wg_size", 64, 1);
   r = tune_one(ctx, "elementwise", "flat", 4096, 1);
-  ck_assert_str_ne(r.tuned_params, "wg_size=64");
+  ck_assert(!wg64(r.tuned_params));
   ck_assert_uint_ge(r.failed, 1);
   ck_assert_uint_gt(r.tuned_ns, 1);
   char tuned[256];
   kiln_tune_source src;
   KOK(kiln_tune_params_get(ctx, "elementwise", KILN_F32, "flat.2^12", tuned, sizeof tuned, &src));
   ck_assert_int_eq(src, KILN_TUNE_SOURCE_STORED);
-  ck_assert_str_ne(tuned, "wg_size=64");
+  ck_assert(!wg64(tuned));
   char tdir[4300], path[4600];
   snprintf(tdir, sizeof tdir, "%s/tuning", dir);
   snprintf(path, sizeof path, "%s/fake-device--1.0.txt", tdir);
   size_t len;
   char *text = read_all(path, &len);
   ck_assert_ptr_nonnull(text);
-  ck_assert_ptr_nonnull(strstr(text, "v1 elementwise f32 flat.2^12 wg_size=64 failed=wrong\n"));
+  /* The failure is recorded with the candidate's whole parameter set: the defaults' other values. */
+  char want_line[400];
+  snprintf(want_line, sizeof want_line, "v1 elementwise f32 flat.2^12 wg_size=64%s failed=wrong\n",
+           strchr(def, ' ') ? strchr(def, ' ') : "");
+  ck_assert_ptr_nonnull(strstr(text, want_line));
   free(text);
 
   /* Never retried: in this context, nor in a fresh one that reads the file. */
   uint64_t ev0 = kiln__tune_test_evaluations();
   r = tune_one(ctx, "elementwise", "flat", 4096, 1);
   ck_assert_uint_ge(r.skipped, 1);
-  ck_assert_uint_eq(r.failed, 0);
-  ck_assert_str_ne(r.tuned_params, "wg_size=64");
+  ck_assert(!wg64(r.tuned_params));
   ck_assert_uint_eq(kiln__tune_test_evaluations() - ev0, r.candidates - 1 - r.skipped);
+  /*
+   * The search may reach wg_size=64 with other values of the family's other
+   * parameters (timings steer it; they differ between runs on a GPU): those
+   * are new candidates and fail afresh. The same candidate never fails twice.
+   */
+  text = read_all(path, &len);
+  ck_assert_ptr_nonnull(text);
+  for (char *line = strstr(text, "failed=wrong"); line; line = strstr(line + 1, "failed=wrong")) {
+    char *start = line;
+    while (start > text && start[-1] != '\n')
+      start--;
+    char once[400];
+    snprintf(once, sizeof once, "%.*s", (int)(line - start), start);
+    ck_assert_ptr_eq(strstr(text, once), start);
+    ck_assert_ptr_null(strstr(line, once));
+  }
+  free(text);
   kiln_context *c2 = NULL;
   KOK(kiln_context_create(NULL, &c2));
   KOK(kiln_context_set_cache_dir(c2, dir));
   kiln__tune_set_identity(c2, "Fake Device", "1.0");
   r = tune_one(c2, "elementwise", "flat", 4096, 0);
   ck_assert_uint_ge(r.skipped, 1);
-  ck_assert_str_ne(r.tuned_params, "wg_size=64");
+  ck_assert(!wg64(r.tuned_params));
   KOK(kiln_context_release(c2));
   kiln__tune_test_sabotage(NULL, NULL, 0, 0);
 
