@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "core/dtype_traits.h"
 #include "core/error.h"
@@ -59,7 +60,7 @@ struct problem;
 
 struct tune_family {
   const char *name, *description;
-  const char *source;          /* embedded source of the timed op's kernels */
+  const char *source;          /* embedded source of the timed op's kernels; NULL: none */
   const char *kernel_prefix;   /* names of the timed op's kernels: they bound the work-group size */
   size_t local_bytes_per_item; /* local memory a work-item of its cooperative kernels needs */
   size_t params_size;
@@ -69,10 +70,21 @@ struct tune_family {
   const char *layout_names;
   int ninputs;
   int float_sum; /* float outputs are sums: compared within the sum tolerance, else bitwise */
+  int wall_clock; /* timed by wall time per call (host work included), else device time */
   int (*dtype_ok)(kiln_dtype dtype);
   void (*defaults)(const kiln_context *ctx, void *params);
   kiln_status (*run)(struct problem *pb, const void *params);
   double (*bytes)(const struct problem *pb);
+  /* Optional, NULL for the defaults of the first families: */
+  int (*available)(const kiln_context *ctx); /* there is a choice to make on ctx; NULL: always */
+  const char *needs;                         /* what available() checks, for messages */
+  kiln_status (*setup)(struct problem *pb);  /* makes the inputs; NULL: ninputs of pb->shape */
+  /* output comparison with the reference; NULL: bitwise, or the sum tolerance (float_sum) */
+  int (*match)(const struct problem *pb, const void *ref, const void *got, size_t bytes);
+  /* nonzero when a and b run the same code on pb: the candidate is not timed again */
+  int (*same_run)(const struct problem *pb, const void *a, const void *b);
+  const uint64_t *sizes; /* kiln_tune_run's sizes when the request has none; NULL: default_sizes */
+  size_t nsizes;
 };
 
 /* One timed problem: inputs made once, the output reused by every run. */
@@ -89,6 +101,7 @@ struct problem {
   int64_t axis;
   kiln_tensor *in[2];
   kiln_tensor *out;
+  char desc[64]; /* the timed shape for reports, when setup describes it ("" otherwise) */
 };
 
 #define N_(a) (sizeof(a) / sizeof((a)[0]))
@@ -273,6 +286,13 @@ _Static_assert(sizeof(kiln__launch_params) <= PARAMS_MAX, "parameter buffer too 
 _Static_assert(sizeof(struct kiln__ew_params) <= PARAMS_MAX, "parameter buffer too small");
 
 static const char *const layout_names[KILN__LAYOUT_N] = {"flat", "full", "row", "col"};
+
+/* Whether f has a choice to make on ctx (online tuning and kiln_tune_run skip it otherwise). */
+static int
+family_available(const struct tune_family *f, const kiln_context *ctx)
+{
+  return !f->available || f->available(ctx);
+}
 
 /* Smallest bucket exponent of a layout: rows and columns need at least 2 x 2 elements. */
 static int
@@ -768,7 +788,7 @@ resolve(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, void *p
   if (apply_ovr(t, fam, dtype, layout, k, params))
     src = KILN_TUNE_SOURCE_OVERRIDE;
   if (online_wanted && mode == KILN_TUNE_ONLINE && src == KILN_TUNE_SOURCE_DEFAULT &&
-      k >= ONLINE_MIN_LOG2 && !tried_has(t, key)) {
+      k >= ONLINE_MIN_LOG2 && family_available(f, ctx) && !tried_has(t, key)) {
     *online_wanted = 1;
     tried_add(t, key); /* no retry, and no second thread tuning the same key */
   }
@@ -906,7 +926,9 @@ problem_make(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, st
     break;
   }
   kiln_status s = KILN_OK;
-  for (int i = 0; i < pb->f->ninputs && s == KILN_OK; i++)
+  if (pb->f->setup)
+    s = pb->f->setup(pb);
+  for (int i = 0; i < pb->f->ninputs && s == KILN_OK && !pb->f->setup; i++)
     s = make_input(ctx, dtype, pb->ndim, pb->shape, pb->n, 12345u + 7919u * (uint32_t)i,
                    &pb->in[i]);
   if (s != KILN_OK)
@@ -939,6 +961,36 @@ outputs_match(kiln_dtype dt, int float_sum, const void *a, const void *b, size_t
 }
 
 static int
+outputs_agree(const struct problem *pb, const void *ref, const void *got, size_t bytes)
+{
+  if (pb->f->match)
+    return pb->f->match(pb, ref, got, bytes);
+  return outputs_match(kiln_tensor_dtype(pb->out), pb->f->float_sum, ref, got, bytes);
+}
+
+/*
+ * The sabotage hook's wrong result: wrong by every family's measure, also by
+ * tolerances relative to the whole output, which a flipped low bit of one
+ * float would pass.
+ */
+static void
+corrupt_output(kiln_dtype dt, void *buf, size_t bytes)
+{
+  if (dt != KILN_F32 && dt != KILN_F64) {
+    ((unsigned char *)buf)[0] ^= 0x5a;
+    return;
+  }
+  size_t n = bytes / kiln_dtype_size(dt);
+  double l1 = 0;
+  for (size_t i = 0; i < n; i++)
+    l1 += fabs(dt == KILN_F32 ? (double)((const float *)buf)[i] : ((const double *)buf)[i]);
+  if (dt == KILN_F32)
+    ((float *)buf)[0] += (float)(1.0 + l1);
+  else
+    ((double *)buf)[0] += 1.0 + l1;
+}
+
+static int
 sabotaged(int fam, const void *params)
 {
   return sabotage.active && sabotage.fam == fam &&
@@ -967,15 +1019,44 @@ failure_reason(kiln_status s)
   case KILN_ERR_DEVICE_MEMORY:
   case KILN_ERR_HOST_MEMORY:
     return "memory";
+  case KILN_ERR_UNSUPPORTED:
+    return "unsupported"; /* e.g. a back end that cannot do the problem */
   default:
     return "launch";
   }
+}
+
+/*
+ * Wall time of one call, waited for: a choice between libraries is about
+ * what a call costs its caller, and for small problems that is mostly host
+ * work (CLBlast's per-call work, a library's enqueue path), which device time
+ * leaves out. On PoCL here device time put CLBlast's SGEMM well ahead of
+ * kiln's kernel from 2^10 to 2^14 (2.5-7 us against 4-16 us), while a call
+ * costs 15-55 us of wall time on either route.
+ */
+static kiln_status
+time_call(struct problem *pb, const void *params, uint64_t *ns)
+{
+  kiln_status s = kiln_context_finish(pb->ctx); /* earlier work is not this call's */
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  if (s == KILN_OK)
+    s = pb->f->run(pb, params);
+  if (s == KILN_OK)
+    s = kiln_context_finish(pb->ctx);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  int64_t d = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
+  if (s == KILN_OK)
+    *ns = d > 0 ? (uint64_t)d : 1;
+  return s;
 }
 
 /* Device time of one run of params on pb (the caller forces params for lookups). */
 static kiln_status
 time_once(struct problem *pb, const void *params, uint64_t *ns)
 {
+  if (pb->f->wall_clock)
+    return time_call(pb, params, ns);
   kiln_profile p;
   kiln_status s = kiln_profile_begin(pb->ctx);
   if (s == KILN_OK)
@@ -1020,7 +1101,9 @@ evaluate(struct problem *pb, const void *params, const void *ref, void **got, si
   e->failed[0] = 0;
   /* Elementwise ops take their local size from a lookup: force it on this thread. */
   force(pb, params);
-  kiln_status s = f->run(pb, params);
+  kiln_status s = ref && sabotage.corrupt == 2 && sabotaged(pb->fam, params)
+                      ? kiln__fail(KILN_ERR_UNSUPPORTED, "kiln_tune_run", 0, "sabotaged candidate")
+                      : f->run(pb, params);
   if (s == KILN_OK)
     s = kiln_context_finish(ctx);
   void *buf = NULL;
@@ -1032,10 +1115,9 @@ evaluate(struct problem *pb, const void *params, const void *ref, void **got, si
   if (s != KILN_OK) {
     snprintf(e->failed, sizeof e->failed, "%s", failure_reason(s));
   } else {
-    if (ref && sabotage.corrupt && sabotaged(pb->fam, params) && bytes)
-      ((unsigned char *)buf)[0] ^= 0x5a;
-    if (ref && (bytes != *got_bytes ||
-                !outputs_match(kiln_tensor_dtype(pb->out), f->float_sum, ref, buf, bytes))) {
+    if (ref && sabotage.corrupt == 1 && sabotaged(pb->fam, params) && bytes)
+      corrupt_output(kiln_tensor_dtype(pb->out), buf, bytes);
+    if (ref && (bytes != *got_bytes || !outputs_agree(pb, ref, buf, bytes))) {
       snprintf(e->failed, sizeof e->failed, "wrong");
       s = KILN_ERR_INTERNAL;
     }
@@ -1114,6 +1196,8 @@ static uint64_t
 local_limit(kiln_context *ctx, const struct tune_family *f, kiln_dtype dtype)
 {
   uint64_t lim = ctx->info.max_work_group_size ? ctx->info.max_work_group_size : 1024;
+  if (!f->source)
+    return lim; /* no kernels of kiln's: nothing bounds a work-group size parameter */
   char opts[192];
   kiln__dtype_options(dtype, opts, sizeof opts);
   size_t ol = strlen(opts);
@@ -1259,7 +1343,9 @@ tune_key(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, struct
   tl.tuning++;
   struct problem pb;
   kiln_status s = problem_make(ctx, fam, dtype, layout, k, &pb);
-  if (pb.ndim == 2)
+  if (pb.desc[0])
+    snprintf(res->shape, sizeof res->shape, "%s", pb.desc);
+  else if (pb.ndim == 2)
     snprintf(res->shape, sizeof res->shape, "[%lld,%lld] axis %lld", (long long)pb.shape[0],
              (long long)pb.shape[1], (long long)pb.axis);
   else
@@ -1306,8 +1392,8 @@ tune_key(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, struct
           continue;
         pbuf c = best;
         pset(p, c.b, vals[vi]);
-        if (eval_same(f, c.b, best.b))
-          continue;
+        if (eval_same(f, c.b, best.b) || (f->same_run && f->same_run(&pb, c.b, def.b)))
+          continue; /* nothing new to time */
         struct eval *ev = NULL;
         for (size_t m = 0; m < nmemo && !ev; m++)
           if (eval_same(f, memo[m].params.b, c.b))
@@ -1404,12 +1490,19 @@ tune_key(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, struct
 /* ---------------------------------------------------------------- public API */
 
 static char family_param_names[KILN__TUNE_NFAM][160];
+static char family_list[160]; /* "elementwise, reduce, ..." for messages */
 static pthread_once_t family_names_once = PTHREAD_ONCE_INIT;
 
 /* The parameter lists are made from the table, so they cannot drift from it. */
 static void
 init_family_names(void)
 {
+  size_t lused = 0;
+  for (int i = 0; i < KILN__TUNE_NFAM && lused < sizeof family_list; i++) {
+    int w = snprintf(family_list + lused, sizeof family_list - lused, "%s%s", i ? ", " : "",
+                     families[i].name);
+    lused += w > 0 ? (size_t)w : 0;
+  }
   for (int i = 0; i < KILN__TUNE_NFAM; i++) {
     size_t used = 0;
     for (size_t p = 0; p < families[i].nparams && used < sizeof family_param_names[i]; p++) {
@@ -1441,8 +1534,8 @@ family_arg(const char *op, const char *family, int *fam)
 {
   KILN_RETURN_IF(!family, KILN_ERR_INVALID_ARGUMENT, op, "family is NULL");
   *fam = find_family(family);
-  KILN_RETURN_IF(*fam < 0, KILN_ERR_NOT_FOUND, op,
-                 "no tuned family \"%s\" (elementwise, reduce, scan)", family);
+  KILN_RETURN_IF(*fam < 0, KILN_ERR_NOT_FOUND, op, "no tuned family \"%s\" (%s)", family,
+                 (pthread_once(&family_names_once, init_family_names), family_list));
   return KILN_OK;
 }
 
@@ -1619,8 +1712,12 @@ kiln_tune_run(kiln_context *ctx, const kiln_tune_request *req, kiln_tune_progres
                  "the context is being profiled (kiln_profile_begin); tuning would reset it");
   KILN_RETURN_IF(tl.tuning, KILN_ERR_INVALID_ARGUMENT, op, "called from inside tuning");
   int only = -1;
-  if (req->family)
+  if (req->family) {
     KILN_TRY(family_arg(op, req->family, &only));
+    KILN_RETURN_IF(!family_available(&families[only], ctx), KILN_ERR_UNSUPPORTED, op,
+                   "%s has nothing to choose here: it needs %s", families[only].name,
+                   families[only].needs);
+  }
   kiln_dtype f32 = KILN_F32;
   const kiln_dtype *dts = req->dtypes ? req->dtypes : &f32;
   size_t ndt = req->dtypes ? req->ndtypes : 1;
@@ -1628,10 +1725,13 @@ kiln_tune_run(kiln_context *ctx, const kiln_tune_request *req, kiln_tune_progres
     KILN_RETURN_IF(!kiln__dtype_valid(dts[i]), KILN_ERR_INVALID_ARGUMENT, op, "invalid dtype %d",
                    (int)dts[i]);
   static const uint64_t default_sizes[] = {1u << 12, 1u << 16, 1u << 20, 1u << 24};
-  const uint64_t *sizes = req->sizes ? req->sizes : default_sizes;
-  size_t nsizes = req->sizes ? req->nsizes : N_(default_sizes);
-  for (size_t i = 0; i < nsizes; i++)
-    KILN_RETURN_IF(!sizes[i], KILN_ERR_INVALID_ARGUMENT, op, "size %zu is 0", i);
+  if (req->sizes)
+    for (size_t i = 0; i < req->nsizes; i++)
+      KILN_RETURN_IF(!req->sizes[i], KILN_ERR_INVALID_ARGUMENT, op, "size %zu is 0", i);
+  size_t max_sizes = req->sizes ? req->nsizes : N_(default_sizes);
+  for (int fam = 0; fam < KILN__TUNE_NFAM && !req->sizes; fam++)
+    if (families[fam].nsizes > max_sizes)
+      max_sizes = families[fam].nsizes;
   unsigned want_layouts = ~0u;
   if (req->layouts) {
     want_layouts = 0;
@@ -1654,12 +1754,19 @@ kiln_tune_run(kiln_context *ctx, const kiln_tune_request *req, kiln_tune_progres
   }
 
   /* The keys, in family, dtype, size, layout order, without repeats. */
-  uint32_t *keys = calloc((size_t)KILN__TUNE_NFAM * ndt * nsizes * KILN__LAYOUT_N + 1, sizeof *keys);
+  uint32_t *keys =
+      calloc((size_t)KILN__TUNE_NFAM * ndt * max_sizes * KILN__LAYOUT_N + 1, sizeof *keys);
   KILN_RETURN_IF(!keys, KILN_ERR_HOST_MEMORY, op, "out of memory");
   size_t nkeys = 0;
   for (int fam = 0; fam < KILN__TUNE_NFAM; fam++) {
-    if (only >= 0 && fam != only)
+    if ((only >= 0 && fam != only) || !family_available(&families[fam], ctx))
       continue;
+    const uint64_t *sizes = req->sizes            ? req->sizes
+                            : families[fam].sizes ? families[fam].sizes
+                                                  : default_sizes;
+    size_t nsizes = req->sizes            ? req->nsizes
+                    : families[fam].sizes ? families[fam].nsizes
+                                          : N_(default_sizes);
     for (size_t d = 0; d < ndt; d++) {
       if (!families[fam].dtype_ok(dts[d]) || !kiln__device_has_dtype(&ctx->info, dts[d]))
         continue;

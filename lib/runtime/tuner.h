@@ -71,9 +71,13 @@ void kiln__tune_set_identity(kiln_context *ctx, const char *device, const char *
 
 /*
  * Sabotages one candidate of a family in every later tuning: the candidate
- * whose parameter `param` equals value claims a 1 ns time and, with
- * corrupt, delivers a wrong result (its output is altered after the run).
- * family NULL removes the hook. Process-wide; not thread-safe.
+ * whose parameter `param` equals value claims a 1 ns time and, with corrupt
+ * 1, delivers a wrong result (its output is altered after the run: the first
+ * float element moved by more than the whole output's 1-norm, so it is wrong
+ * by every family's tolerance; integer outputs get bits of their first byte
+ * flipped); with corrupt 2 its run fails with KILN_ERR_UNSUPPORTED, as a back
+ * end that cannot do the problem would. family NULL removes the hook.
+ * Process-wide; not thread-safe.
  */
 void kiln__tune_test_sabotage(const char *family, const char *param, uint64_t value, int corrupt);
 
