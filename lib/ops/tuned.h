@@ -1,13 +1,19 @@
 /*
- * Entry points of the reduce and scan families that take explicit launch
- * parameters, for the autotuner and for tests that sweep the tunables. The
- * public functions call these with NULL (the device defaults of
- * lib/runtime/launch_params.c). Arguments and statuses otherwise as in
- * include/kiln/reduce.h; invalid parameters are KILN_ERR_INVALID_ARGUMENT.
+ * Entry points of the tuned families that take explicit parameters, for the
+ * autotuner (lib/runtime/tuner.c) and for tests that sweep the tunables.
+ *
+ * Reduce and scan: the public functions call these with NULL (the device
+ * defaults of lib/runtime/launch_params.c). Arguments and statuses otherwise
+ * as in include/kiln/reduce.h; invalid parameters are
+ * KILN_ERR_INVALID_ARGUMENT.
+ *
+ * FFT: the problem the fft family times, with the back end given instead of
+ * looked up.
  */
 #ifndef KILN_OPS_TUNED_H
 #define KILN_OPS_TUNED_H
 
+#include "kiln/fft.h"
 #include "kiln/reduce.h"
 #include "runtime/launch_params.h"
 
@@ -30,5 +36,23 @@ kiln_status kiln__scan_indexed_tuned(kiln_context *ctx, kiln_scan_op op, const k
                                      int64_t axis, const kiln_scan_options *opts,
                                      const kiln__launch_params *lp, kiln_tensor **values,
                                      kiln_tensor **indices);
+
+/*
+ * The back end KILN_FFT_BACKEND_AUTO takes when the autotuner has no choice
+ * for a size bucket (the fft family's default): VkFFT on GPUs,
+ * KILN__FFT_CPU_BACKEND on other devices, the other one when this libkiln
+ * lacks that one.
+ */
+kiln_fft_backend kiln__fft_default_backend(const kiln_context *ctx);
+
+/*
+ * One forward, unnormalised, out-of-place 1-D C2C transform of x ([n, 2],
+ * f32 or f64, batch 1) on backend (not AUTO), with a plan from the context's
+ * plan cache; *out follows kiln's output convention. Statuses as
+ * kiln_fft_plan_create() and kiln_fft_execute() (KILN_ERR_UNSUPPORTED when
+ * the back end cannot do n or is missing from this build).
+ */
+kiln_status kiln__fft_c2c_forward(kiln_context *ctx, kiln_tensor *x, kiln_fft_backend backend,
+                                  kiln_tensor **out);
 
 #endif

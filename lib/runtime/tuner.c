@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "kiln/elementwise.h"
+#include "kiln/fft.h"
 #include "kiln/profile.h"
 #include "kiln/reduce.h"
 #include "ops/tuned.h"
@@ -160,6 +161,21 @@ static const struct tune_param scan_params[] = {
      cols_quick, N_(cols_quick), 0, 1u << KILN__LAYOUT_COL},
 };
 
+/* fft: one parameter, the back end as kiln_fft_backend numbers it (1 clFFT, 2 VkFFT). */
+static const uint64_t fft_backends[] = {KILN_FFT_BACKEND_CLFFT, KILN_FFT_BACKEND_VKFFT};
+
+static const struct tune_param fft_params[] = {
+    {"backend", offsetof(struct kiln__fft_tune_params, backend), sizeof(uint32_t),
+     KILN_FFT_BACKEND_CLFFT, KILN_FFT_BACKEND_VKFFT, fft_backends, N_(fft_backends), fft_backends,
+     N_(fft_backends), 0, 0},
+};
+
+#define P2(k) ((uint64_t)1 << (k))
+/* Every bucket matters for a choice between two routes: the defaults leave no gaps. */
+static const uint64_t fft_sizes[] = {P2(8),  P2(9),  P2(10), P2(11), P2(12), P2(13),
+                                     P2(14), P2(15), P2(16), P2(17), P2(18), P2(19),
+                                     P2(20), P2(21), P2(22), P2(23), P2(24)};
+
 static int
 ew_dtype_ok(kiln_dtype d)
 {
@@ -176,6 +192,21 @@ static int
 cumsum_dtype_ok(kiln_dtype d)
 {
   return kiln_scan_op_supports(KILN_SCAN_CUMSUM, d);
+}
+
+static int
+float_dtype_ok(kiln_dtype d)
+{
+  return d == KILN_F32 || d == KILN_F64;
+}
+
+/* Choosing needs both back ends; a build with one has nothing to tune. */
+static int
+fft_available(const kiln_context *ctx)
+{
+  (void)ctx;
+  return kiln_fft_backend_available(KILN_FFT_BACKEND_CLFFT) &&
+         kiln_fft_backend_available(KILN_FFT_BACKEND_VKFFT);
 }
 
 static void
@@ -195,6 +226,13 @@ static void
 scan_defaults(const kiln_context *ctx, void *params)
 {
   kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, params);
+}
+
+static void
+fft_defaults(const kiln_context *ctx, void *params)
+{
+  struct kiln__fft_tune_params *p = params;
+  p->backend = (uint32_t)kiln__fft_default_backend(ctx);
 }
 
 /* The flat elementwise launch: a + b over n elements (its local size comes from the lookup). */
@@ -217,6 +255,24 @@ scan_run(struct problem *pb, const void *params)
 {
   return kiln__scan_tuned(pb->ctx, KILN_SCAN_CUMSUM, pb->in[0], pb->axis, NULL, params, &pb->out);
 }
+
+static kiln_status
+fft_run(struct problem *pb, const void *params)
+{
+  const struct kiln__fft_tune_params *p = params;
+  return kiln__fft_c2c_forward(pb->ctx, pb->in[0], (kiln_fft_backend)p->backend, &pb->out);
+}
+
+/* Complex input and output, each 2^k points of two reals. */
+static double
+fft_bytes(const struct problem *pb)
+{
+  return 4.0 * (double)pb->n * (double)kiln_dtype_size(pb->dtype);
+}
+
+/* Defined with the tuning code below, where the inputs are made. */
+static kiln_status fft_setup(struct problem *pb);
+static int fft_match(const struct problem *pb, const void *ref, const void *got, size_t bytes);
 
 static double
 ew_bytes(const struct problem *pb)
@@ -280,12 +336,32 @@ static const struct tune_family families[KILN__TUNE_NFAM] = {
                          .defaults = scan_defaults,
                          .run = scan_run,
                          .bytes = in_out_bytes},
+    [KILN__TUNE_FFT] = {.name = "fft",
+                        .description = "back end of auto FFT plans, timed on a 1-D c2c transform",
+                        .params_size = sizeof(struct kiln__fft_tune_params),
+                        .params = fft_params,
+                        .nparams = N_(fft_params),
+                        .layouts = L_(POINTS),
+                        .layout_names = "points",
+                        .ninputs = 1,
+                        .wall_clock = 1,
+                        .dtype_ok = float_dtype_ok,
+                        .defaults = fft_defaults,
+                        .run = fft_run,
+                        .bytes = fft_bytes,
+                        .available = fft_available,
+                        .needs = "a libkiln built with both clFFT and VkFFT",
+                        .setup = fft_setup,
+                        .match = fft_match,
+                        .sizes = fft_sizes,
+                        .nsizes = N_(fft_sizes)},
 };
 
 _Static_assert(sizeof(kiln__launch_params) <= PARAMS_MAX, "parameter buffer too small");
 _Static_assert(sizeof(struct kiln__ew_params) <= PARAMS_MAX, "parameter buffer too small");
+_Static_assert(sizeof(struct kiln__fft_tune_params) <= PARAMS_MAX, "parameter buffer too small");
 
-static const char *const layout_names[KILN__LAYOUT_N] = {"flat", "full", "row", "col"};
+static const char *const layout_names[KILN__LAYOUT_N] = {"flat", "full", "row", "col", "points"};
 
 /* Whether f has a choice to make on ctx (online tuning and kiln_tune_run skip it otherwise). */
 static int
@@ -936,6 +1012,17 @@ problem_make(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, st
   return s;
 }
 
+/* fft: one transform of 2^k complex points, [2^k, 2]. */
+static kiln_status
+fft_setup(struct problem *pb)
+{
+  pb->ndim = 2;
+  pb->shape[0] = (int64_t)pb->n;
+  pb->shape[1] = 2;
+  snprintf(pb->desc, sizeof pb->desc, "c2c [%lld]", (long long)pb->n);
+  return make_input(pb->ctx, pb->dtype, 2, pb->shape, 2 * pb->n, 12345u, &pb->in[0]);
+}
+
 /*
  * Float sums are compared with |a - b| <= 8 eps max(|a|, |b|, 1). The inputs
  * (multiples of 1/16, random signs) keep every partial sum of a realistic
@@ -960,6 +1047,31 @@ outputs_match(kiln_dtype dt, int float_sum, const void *a, const void *b, size_t
   return 1;
 }
 
+/*
+ * Two FFTs of one input differ by rounding that grows with log2 n; compared
+ * over the whole output as ||got - ref||_2 <= 8 eps (log2 n + 1) ||ref||_2
+ * (eps of the dtype), i.e. relative to the signal's norm, never bitwise.
+ * clFFT and VkFFT agree within 1 to 2% of that bound on PoCL (2^8 to 2^20
+ * points, f32 and f64), while a single output bin off by its typical size
+ * (norm / sqrt(n)) exceeds it below 2^30 points. NaN or Inf never match.
+ */
+static int
+fft_match(const struct problem *pb, const void *ref, const void *got, size_t bytes)
+{
+  int f32 = pb->dtype == KILN_F32;
+  size_t n = bytes / kiln_dtype_size(pb->dtype);
+  double eps = f32 ? 1.1920928955078125e-07 : 2.220446049250313e-16;
+  double d2 = 0, r2 = 0;
+  for (size_t i = 0; i < n; i++) {
+    double x = f32 ? ((const float *)ref)[i] : ((const double *)ref)[i];
+    double y = f32 ? ((const float *)got)[i] : ((const double *)got)[i];
+    d2 += (x - y) * (x - y);
+    r2 += x * x;
+  }
+  double tol = 8.0 * eps * (double)(pb->k + 1);
+  return isfinite(d2) && isfinite(r2) && d2 <= tol * tol * r2;
+}
+
 static int
 outputs_agree(const struct problem *pb, const void *ref, const void *got, size_t bytes)
 {
@@ -970,8 +1082,8 @@ outputs_agree(const struct problem *pb, const void *ref, const void *got, size_t
 
 /*
  * The sabotage hook's wrong result: wrong by every family's measure, also by
- * tolerances relative to the whole output, which a flipped low bit of one
- * float would pass.
+ * tolerances relative to the whole output (fft_match), which a flipped low
+ * bit of one float would pass.
  */
 static void
 corrupt_output(kiln_dtype dt, void *buf, size_t bytes)
@@ -1746,8 +1858,8 @@ kiln_tune_run(kiln_context *ctx, const kiln_tune_request *req, kiln_tune_progres
       for (int i = 0; i < KILN__LAYOUT_N; i++)
         if (strlen(layout_names[i]) == n && strncmp(s, layout_names[i], n) == 0)
           l = i;
-      KILN_RETURN_IF(l < 0, KILN_ERR_NOT_FOUND, op, "no layout \"%.*s\" (flat, full, row, col)",
-                     (int)n, s);
+      KILN_RETURN_IF(l < 0, KILN_ERR_NOT_FOUND, op,
+                     "no layout \"%.*s\" (flat, full, row, col, points)", (int)n, s);
       want_layouts |= 1u << l;
       s += n;
     }

@@ -21,21 +21,33 @@ enum kiln__tune_fam {
   KILN__TUNE_ELEMENTWISE,
   KILN__TUNE_REDUCE,
   KILN__TUNE_SCAN,
+  KILN__TUNE_FFT, /* the back end of KILN_FFT_BACKEND_AUTO plans */
   KILN__TUNE_NFAM
 };
 
 /* Bucket layouts. */
 enum kiln__tune_layout {
-  KILN__LAYOUT_FLAT, /* elementwise over contiguous elements */
-  KILN__LAYOUT_FULL, /* the whole tensor is one line (outer = inner = 1) */
-  KILN__LAYOUT_ROW,  /* lines along a contiguous axis (inner = 1) */
-  KILN__LAYOUT_COL,  /* lines along a strided axis (inner > 1) */
+  KILN__LAYOUT_FLAT,   /* elementwise over contiguous elements */
+  KILN__LAYOUT_FULL,   /* the whole tensor is one line (outer = inner = 1) */
+  KILN__LAYOUT_ROW,    /* lines along a contiguous axis (inner = 1) */
+  KILN__LAYOUT_COL,    /* lines along a strided axis (inner > 1) */
+  KILN__LAYOUT_POINTS, /* FFT: points of one transform (the product of its sizes) */
   KILN__LAYOUT_N
 };
 
 /* The elementwise family's parameters (flat 1-D launches). */
 struct kiln__ew_params {
   uint32_t wg_size; /* local size; default ctx->wg_size */
+};
+
+/*
+ * The fft family's parameter: the back end KILN_FFT_BACKEND_AUTO plans take,
+ * a kiln_fft_backend value (1 clFFT, 2 VkFFT). Default: the built-in rule
+ * (kiln__fft_default_backend). A choice that cannot do a plan's sizes is
+ * never used for it (lib/ops/fft.c falls back to the other back end).
+ */
+struct kiln__fft_tune_params {
+  uint32_t backend;
 };
 
 /* Per-context state: created with the context (reads KILN_TUNE), freed with it. */
