@@ -7,8 +7,8 @@
  * as in include/kiln/reduce.h; invalid parameters are
  * KILN_ERR_INVALID_ARGUMENT.
  *
- * FFT: the problem the fft family times, with the back end given instead of
- * looked up.
+ * FFT and GEMM: the problems the fft and gemm families time, with the back
+ * end or route given instead of looked up.
  */
 #ifndef KILN_OPS_TUNED_H
 #define KILN_OPS_TUNED_H
@@ -54,5 +54,22 @@ kiln_fft_backend kiln__fft_default_backend(const kiln_context *ctx);
  */
 kiln_status kiln__fft_c2c_forward(kiln_context *ctx, kiln_tensor *x, kiln_fft_backend backend,
                                   kiln_tensor **out);
+
+/*
+ * kiln_matmul() of 2-D a and b on an explicit route (an enum
+ * kiln__gemm_route of runtime/tuner.h), whatever KILN_OPT_GEMM_SMALL_MNK and
+ * the autotuner say. KILN_ERR_UNSUPPORTED for the CLBlast route on a context
+ * without CLBlast; KILN_ERR_INVALID_ARGUMENT for another route value; other
+ * statuses as kiln_matmul().
+ */
+kiln_status kiln__matmul_routed(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b,
+                                int route, kiln_tensor **out);
+
+/*
+ * Test hook: GEMM, GEMV and SYRK calls routed since the process started
+ * (each strided GEMM batch, GEMV and SYRK call counts once), out[0] on
+ * kiln's kernel, out[1] on CLBlast.
+ */
+void kiln__blas_test_routes(uint64_t out[2]);
 
 #endif

@@ -23,6 +23,7 @@
 #include "ops/tuned.h"
 #include "runtime/disk_cache.h"
 #include "runtime/launch_params.h"
+#include "runtime/tunables.h"
 #include "runtime/tune_file.h"
 
 /* Room for any family's parameter struct. */
@@ -170,11 +171,23 @@ static const struct tune_param fft_params[] = {
      N_(fft_backends), 0, 0},
 };
 
+/* gemm: one parameter, the route (enum kiln__gemm_route); 0, the rule, is the default only. */
+static const uint64_t gemm_routes[] = {KILN__GEMM_ROUTE_KILN, KILN__GEMM_ROUTE_CLBLAST};
+
+static const struct tune_param gemm_params[] = {
+    {"route", offsetof(struct kiln__gemm_tune_params, route), sizeof(uint32_t),
+     KILN__GEMM_ROUTE_RULE, KILN__GEMM_ROUTE_CLBLAST, gemm_routes, N_(gemm_routes), gemm_routes,
+     N_(gemm_routes), 0, 0},
+};
+
 #define P2(k) ((uint64_t)1 << (k))
 /* Every bucket matters for a choice between two routes: the defaults leave no gaps. */
 static const uint64_t fft_sizes[] = {P2(8),  P2(9),  P2(10), P2(11), P2(12), P2(13),
                                      P2(14), P2(15), P2(16), P2(17), P2(18), P2(19),
                                      P2(20), P2(21), P2(22), P2(23), P2(24)};
+static const uint64_t gemm_sizes[] = {P2(10), P2(11), P2(12), P2(13), P2(14),
+                                      P2(15), P2(16), P2(17), P2(18), P2(19),
+                                      P2(20), P2(21), P2(22), P2(23), P2(24)};
 
 static int
 ew_dtype_ok(kiln_dtype d)
@@ -209,6 +222,12 @@ fft_available(const kiln_context *ctx)
          kiln_fft_backend_available(KILN_FFT_BACKEND_VKFFT);
 }
 
+static int
+gemm_available(const kiln_context *ctx)
+{
+  return ctx->use_clblast;
+}
+
 static void
 ew_defaults(const kiln_context *ctx, void *params)
 {
@@ -233,6 +252,14 @@ fft_defaults(const kiln_context *ctx, void *params)
 {
   struct kiln__fft_tune_params *p = params;
   p->backend = (uint32_t)kiln__fft_default_backend(ctx);
+}
+
+static void
+gemm_defaults(const kiln_context *ctx, void *params)
+{
+  (void)ctx;
+  struct kiln__gemm_tune_params *p = params;
+  p->route = KILN__GEMM_ROUTE_RULE;
 }
 
 /* The flat elementwise launch: a + b over n elements (its local size comes from the lookup). */
@@ -263,6 +290,35 @@ fft_run(struct problem *pb, const void *params)
   return kiln__fft_c2c_forward(pb->ctx, pb->in[0], (kiln_fft_backend)p->backend, &pb->out);
 }
 
+/* The route a parameter set takes on pb: the rule resolves by the timed m*n*k (2^k). */
+static uint32_t
+gemm_effective_route(const struct problem *pb, const void *params)
+{
+  const struct kiln__gemm_tune_params *p = params;
+  if (p->route != KILN__GEMM_ROUTE_RULE)
+    return p->route;
+  return pb->n <= (uint64_t)KILN__GEMM_SMALL_MNK_DEFAULT ? KILN__GEMM_ROUTE_KILN
+                                                         : KILN__GEMM_ROUTE_CLBLAST;
+}
+
+/*
+ * One of the two routes is what the rule (the default) does on the timed
+ * problem: timing it again could only let noise store it, and for the
+ * bucket the threshold splits, that would move the other half too.
+ */
+static int
+gemm_same_run(const struct problem *pb, const void *a, const void *b)
+{
+  return gemm_effective_route(pb, a) == gemm_effective_route(pb, b);
+}
+
+static kiln_status
+gemm_run(struct problem *pb, const void *params)
+{
+  const struct kiln__gemm_tune_params *p = params;
+  return kiln__matmul_routed(pb->ctx, pb->in[0], pb->in[1], (int)p->route, &pb->out);
+}
+
 /* Complex input and output, each 2^k points of two reals. */
 static double
 fft_bytes(const struct problem *pb)
@@ -270,8 +326,17 @@ fft_bytes(const struct problem *pb)
   return 4.0 * (double)pb->n * (double)kiln_dtype_size(pb->dtype);
 }
 
+/* A and B read, C written once: what the operation cannot avoid moving. */
+static double
+gemm_bytes(const struct problem *pb)
+{
+  return (double)(kiln_tensor_nbytes(pb->in[0]) + kiln_tensor_nbytes(pb->in[1]) +
+                  kiln_tensor_nbytes(pb->out));
+}
+
 /* Defined with the tuning code below, where the inputs are made. */
 static kiln_status fft_setup(struct problem *pb);
+static kiln_status gemm_setup(struct problem *pb);
 static int fft_match(const struct problem *pb, const void *ref, const void *got, size_t bytes);
 
 static double
@@ -355,13 +420,36 @@ static const struct tune_family families[KILN__TUNE_NFAM] = {
                         .match = fft_match,
                         .sizes = fft_sizes,
                         .nsizes = N_(fft_sizes)},
+    [KILN__TUNE_GEMM] = {.name = "gemm",
+                         .description = "GEMM/GEMV/SYRK route (kiln kernel or CLBlast), timed "
+                                        "on a matrix product",
+                         .params_size = sizeof(struct kiln__gemm_tune_params),
+                         .params = gemm_params,
+                         .nparams = N_(gemm_params),
+                         .layouts = L_(MNK),
+                         .layout_names = "mnk",
+                         .ninputs = 2,
+                         .float_sum = 1,
+                         .wall_clock = 1,
+                         .dtype_ok = float_dtype_ok,
+                         .defaults = gemm_defaults,
+                         .run = gemm_run,
+                         .bytes = gemm_bytes,
+                         .available = gemm_available,
+                         .needs = "CLBlast (a libkiln built with it, KILN_DEBUG_NO_CLBLAST unset)",
+                         .setup = gemm_setup,
+                         .same_run = gemm_same_run,
+                         .sizes = gemm_sizes,
+                         .nsizes = N_(gemm_sizes)},
 };
 
 _Static_assert(sizeof(kiln__launch_params) <= PARAMS_MAX, "parameter buffer too small");
 _Static_assert(sizeof(struct kiln__ew_params) <= PARAMS_MAX, "parameter buffer too small");
 _Static_assert(sizeof(struct kiln__fft_tune_params) <= PARAMS_MAX, "parameter buffer too small");
+_Static_assert(sizeof(struct kiln__gemm_tune_params) <= PARAMS_MAX, "parameter buffer too small");
 
-static const char *const layout_names[KILN__LAYOUT_N] = {"flat", "full", "row", "col", "points"};
+static const char *const layout_names[KILN__LAYOUT_N] = {"flat", "full",   "row",
+                                                         "col",  "points", "mnk"};
 
 /* Whether f has a choice to make on ctx (online tuning and kiln_tune_run skip it otherwise). */
 static int
@@ -1021,6 +1109,29 @@ fft_setup(struct problem *pb)
   pb->shape[1] = 2;
   snprintf(pb->desc, sizeof pb->desc, "c2c [%lld]", (long long)pb->n);
   return make_input(pb->ctx, pb->dtype, 2, pb->shape, 2 * pb->n, 12345u, &pb->in[0]);
+}
+
+/*
+ * gemm: [m, kk] x [kk, n] with m*n*kk = 2^k, as square as powers of two
+ * allow. Products of the inputs (multiples of 1/16 in [-2, 2]) are multiples
+ * of 1/256 below 4, so every partial sum of a row is exact while kk < 2^14
+ * (f32): both routes give the same bits in any summation order.
+ */
+static kiln_status
+gemm_setup(struct problem *pb)
+{
+  int e = pb->k / 3, r = pb->k % 3;
+  int64_t m = (int64_t)1 << (e + (r > 0)), n = (int64_t)1 << (e + (r > 1)), kk = (int64_t)1 << e;
+  int64_t as[2] = {m, kk}, bs[2] = {kk, n};
+  pb->ndim = 2;
+  pb->shape[0] = m;
+  pb->shape[1] = n;
+  snprintf(pb->desc, sizeof pb->desc, "[%lld,%lld]x[%lld,%lld]", (long long)m, (long long)kk,
+           (long long)kk, (long long)n);
+  kiln_status s = make_input(pb->ctx, pb->dtype, 2, as, (uint64_t)(m * kk), 12345u, &pb->in[0]);
+  if (s == KILN_OK)
+    s = make_input(pb->ctx, pb->dtype, 2, bs, (uint64_t)(kk * n), 12345u + 7919u, &pb->in[1]);
+  return s;
 }
 
 /*
@@ -1859,7 +1970,7 @@ kiln_tune_run(kiln_context *ctx, const kiln_tune_request *req, kiln_tune_progres
         if (strlen(layout_names[i]) == n && strncmp(s, layout_names[i], n) == 0)
           l = i;
       KILN_RETURN_IF(l < 0, KILN_ERR_NOT_FOUND, op,
-                     "no layout \"%.*s\" (flat, full, row, col, points)", (int)n, s);
+                     "no layout \"%.*s\" (flat, full, row, col, points, mnk)", (int)n, s);
       want_layouts |= 1u << l;
       s += n;
     }

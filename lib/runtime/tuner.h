@@ -21,7 +21,8 @@ enum kiln__tune_fam {
   KILN__TUNE_ELEMENTWISE,
   KILN__TUNE_REDUCE,
   KILN__TUNE_SCAN,
-  KILN__TUNE_FFT, /* the back end of KILN_FFT_BACKEND_AUTO plans */
+  KILN__TUNE_FFT,  /* the back end of KILN_FFT_BACKEND_AUTO plans */
+  KILN__TUNE_GEMM, /* the route of GEMM, GEMV and SYRK: kiln's kernel or CLBlast */
   KILN__TUNE_NFAM
 };
 
@@ -32,6 +33,7 @@ enum kiln__tune_layout {
   KILN__LAYOUT_ROW,    /* lines along a contiguous axis (inner = 1) */
   KILN__LAYOUT_COL,    /* lines along a strided axis (inner > 1) */
   KILN__LAYOUT_POINTS, /* FFT: points of one transform (the product of its sizes) */
+  KILN__LAYOUT_MNK,    /* GEMM: m*n*k of one matrix product */
   KILN__LAYOUT_N
 };
 
@@ -48,6 +50,22 @@ struct kiln__ew_params {
  */
 struct kiln__fft_tune_params {
   uint32_t backend;
+};
+
+/* Values of the gemm family's parameter. */
+enum kiln__gemm_route {
+  KILN__GEMM_ROUTE_RULE = 0,    /* m*n*k <= KILN__GEMM_SMALL_MNK_DEFAULT: kiln's kernel (default) */
+  KILN__GEMM_ROUTE_KILN = 1,    /* kiln's kernel (cl_kernels/gemm_small.cl) */
+  KILN__GEMM_ROUTE_CLBLAST = 2, /* CLBlast */
+};
+
+/*
+ * The gemm family's parameter: where GEMM, GEMV and SYRK calls of a bucket
+ * run. It applies only while KILN_OPT_GEMM_SMALL_MNK was never set on the
+ * context (an explicit threshold wins) and CLBlast is in use.
+ */
+struct kiln__gemm_tune_params {
+  uint32_t route; /* an enum kiln__gemm_route */
 };
 
 /* Per-context state: created with the context (reads KILN_TUNE), freed with it. */
