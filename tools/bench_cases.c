@@ -267,9 +267,11 @@ float_only(kiln_dtype d)
 
 /*
  * GEMM: n is the element count of each square operand, so --sizes 2^20 is a
- * 1024 x 1024 x 1024 product (2 * 1024^3 flops). Rows: the default routing,
- * and each route forced through KILN_OPT_GEMM_SMALL_MNK (to find the
- * crossover that the tunable's default encodes).
+ * 1024 x 1024 x 1024 product (2 * 1024^3 flops). Rows: the default routing
+ * (the autotuner's gemm family, whose default is the built-in threshold),
+ * and each route forced for every size by a route override (to find the
+ * crossover). Not KILN_OPT_GEMM_SMALL_MNK: once set, that option would route
+ * the default row too.
  */
 static int64_t
 square_dim(int64_t n)
@@ -289,16 +291,11 @@ flops_gemm(int64_t n)
   return 2.0 * d * d * d;
 }
 
-static int64_t default_small_mnk = -1;
-
+/* route: NULL the context's own routing, else "route=1" (kiln's kernel) or "route=2" (CLBlast). */
 static kiln_status
-setup_gemm_route(struct bench_state *st, int64_t small_mnk)
+setup_gemm_route(struct bench_state *st, const char *route)
 {
-  if (default_small_mnk < 0 &&
-      kiln_context_get_option(st->ctx, KILN_OPT_GEMM_SMALL_MNK, &default_small_mnk) != KILN_OK)
-    return kiln_last_error_status();
-  kiln_status s = kiln_context_set_option(st->ctx, KILN_OPT_GEMM_SMALL_MNK,
-                                          small_mnk < 0 ? default_small_mnk : small_mnk);
+  kiln_status s = kiln_tune_override(st->ctx, "gemm", st->dtype, NULL, route);
   int64_t d = square_dim(st->n), shape[2] = {d, d};
   if (s == KILN_OK)
     s = bench_random_tensor(st->ctx, st->dtype, 2, shape, &st->in[0]);
@@ -312,19 +309,19 @@ setup_gemm_route(struct bench_state *st, int64_t small_mnk)
 static kiln_status
 setup_gemm(struct bench_state *st)
 {
-  return setup_gemm_route(st, -1);
+  return setup_gemm_route(st, NULL);
 }
 
 static kiln_status
 setup_gemm_clblast(struct bench_state *st)
 {
-  return setup_gemm_route(st, 0);
+  return setup_gemm_route(st, "route=2");
 }
 
 static kiln_status
 setup_gemm_kiln(struct bench_state *st)
 {
-  return setup_gemm_route(st, INT64_MAX);
+  return setup_gemm_route(st, "route=1");
 }
 
 static kiln_status

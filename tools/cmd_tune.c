@@ -13,18 +13,23 @@
 
 static const char usage[] =
     "usage: kiln tune [options]\n\n"
-    "Finds the fastest launch parameters of kiln's kernel families on this device and\n"
-    "stores them in the device's tuning file under the cache directory, where every\n"
-    "program using kiln on this device picks them up (docs/tuning.md). For each key\n"
-    "(family, dtype, size bucket) it times the built-in defaults and the candidates\n"
-    "(OpenCL profiling events, median of --reps runs), checks each candidate's output\n"
-    "against the defaults' output, and keeps the fastest correct one.\n\n"
+    "Finds the fastest launch parameters of kiln's kernel families, the faster FFT back\n"
+    "end and the faster GEMM route on this device and stores them in the device's\n"
+    "tuning file under the cache directory, where every program using kiln on this\n"
+    "device picks them up (docs/tuning.md). For each key (family, dtype, size bucket)\n"
+    "it times the built-in defaults and the candidates (OpenCL profiling events; fft\n"
+    "and gemm: wall time of a call; median of --reps runs), checks each candidate's\n"
+    "output against the defaults' output, and keeps the fastest correct one.\n\n"
     "options:\n"
-    "  --family F      elementwise, reduce or scan (default: all)\n"
+    "  --family F      elementwise, reduce, scan, fft (back end of auto FFT plans) or\n"
+    "                  gemm (kiln kernel or CLBlast) (default: all)\n"
     "  --dtype LIST    dtypes, comma separated (default f32; f64 skipped without fp64)\n"
-    "  --sizes LIST    element counts, comma separated; k/M suffixes and 2^N accepted;\n"
-    "                  each is tuned at 2^floor(log2) (default 2^12,2^16,2^20,2^24)\n"
-    "  --layout LIST   bucket layouts: flat (elementwise), full, row, col (default: all)\n"
+    "  --sizes LIST    sizes, comma separated: element counts, for fft the points of one\n"
+    "                  transform, for gemm m*n*k; k/M suffixes and 2^N accepted; each is\n"
+    "                  tuned at 2^floor(log2) (default 2^12,2^16,2^20,2^24; fft every 2^k\n"
+    "                  from 2^8 to 2^24; gemm every 2^k from 2^10 to 2^24)\n"
+    "  --layout LIST   bucket layouts: flat (elementwise), full, row, col (reduce, scan),\n"
+    "                  points (fft), mnk (gemm) (default: all)\n"
     "  --device SEL    device selector as KILN_DEVICE takes it (P:D or name substring)\n"
     "  --reps N        timed runs per candidate (default 5)\n"
     "  --quick         the small candidate set that online tuning (KILN_TUNE=online) uses\n"
@@ -99,10 +104,15 @@ parse_options(int argc, char **argv, struct options *o)
   if (o->family) {
     kiln_tune_family_desc d;
     int found = 0;
-    for (size_t i = 0; kiln_tune_family_get(i, &d) == KILN_OK; i++)
+    char names[160] = "";
+    size_t used = 0;
+    for (size_t i = 0; kiln_tune_family_get(i, &d) == KILN_OK; i++) {
       found |= strcmp(d.name, o->family) == 0;
+      int w = snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", d.name);
+      used += w > 0 && (size_t)w < sizeof names - used ? (size_t)w : 0;
+    }
     if (!found) {
-      fprintf(stderr, "kiln tune: no family '%s' (elementwise, reduce, scan)\n", o->family);
+      fprintf(stderr, "kiln tune: no family '%s' (%s)\n", o->family, names);
       return -1;
     }
   }
@@ -305,8 +315,9 @@ print_table(const struct run *r, const kiln_device_info *info)
 {
   printf("kiln %s tune on %s (%s, driver %s)\n", kiln_version(), info->name, info->platform_name,
          info->driver_version);
-  printf("device time: median of OpenCL profiling events; GB/s: bytes the op must move / time;\n"
-         "copy: best plain copy kernel for the same bytes on the same device\n\n");
+  printf("device time: median of OpenCL profiling events (fft, gemm: wall time of a call);\n"
+         "GB/s: bytes the op must move / time; copy: best plain copy kernel for the same bytes\n"
+         "on the same device\n\n");
   printf("%-11s %-5s %-9s %-22s %10s %10s %7s %8s %8s %8s %6s  %s\n", "family", "dtype", "bucket",
          "shape", "default ms", "tuned ms", "speedup", "def GB/s", "tun GB/s", "copyGB/s",
          "/copy", "tuned parameters");

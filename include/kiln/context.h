@@ -181,15 +181,20 @@ typedef enum kiln_option {
   /**
    * GEMM, GEMV and SYRK calls whose m*n*k (per matrix) is at most this run on
    * kiln's own kernel instead of CLBlast; 0 sends everything CLBlast can take
-   * to CLBlast. Default 32768 (32^3), a tunable (see docs/blas_fft.md).
-   * Without CLBlast in the build every such call runs on kiln's kernel.
+   * to CLBlast. Until it is set, the route comes from the autotuner's "gemm"
+   * family (stored per device and m*n*k bucket, include/kiln/tune.h), whose
+   * default is this threshold at 32768 (32^3); once set on a context it
+   * decides every call of that context, over tuned and overridden routes.
+   * Reading it gives 32768 until it is set. Without CLBlast in the build
+   * every such call runs on kiln's kernel. See docs/blas_fft.md.
    */
   KILN_OPT_GEMM_SMALL_MNK = 6,
   /**
    * FFT back end for plans created with KILN_FFT_BACKEND_AUTO: a
    * kiln_fft_backend value (0 auto, 1 clFFT, 2 VkFFT). Default: the
    * KILN_FFT_BACKEND environment variable ("auto", "clfft", "vkfft") read at
-   * context creation, else auto.
+   * context creation, else auto. Auto takes the autotuner's "fft" choice for
+   * the precision and size bucket (include/kiln/fft.h).
    */
   KILN_OPT_FFT_BACKEND = 7,
 } kiln_option;

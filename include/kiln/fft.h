@@ -38,10 +38,16 @@
  * 2, 3, 5, 7, 11 and 13; KILN_FFT_BACKEND_VKFFT any size (other primes
  * through Bluestein's algorithm). KILN_FFT_BACKEND_AUTO in a plan means the
  * context's KILN_OPT_FFT_BACKEND (environment KILN_FFT_BACKEND =
- * auto|clfft|vkfft); when that is auto too, kiln picks VkFFT on GPUs (8-17x
- * faster than clFFT on the H200 at 2^20-2^24 points) and the back end
- * measured faster on CPU devices (docs/blas_fft.md), and whichever can do the
- * size when only one can.
+ * auto|clfft|vkfft). When that is auto too and both back ends can do the
+ * sizes, the autotuner's "fft" family decides per device, precision and
+ * bucket of points (floor(log2) of the product of the sizes; batch, rank,
+ * kind and placement share it): an override (kiln_tune_override), a stored
+ * result of `kiln tune`, or in mode KILN_TUNE_ONLINE both back ends timed
+ * on first use; without one, the built-in rule: VkFFT on GPUs (8-17x faster
+ * than clFFT on the H200 at 2^20-2^24 points) and the back end measured
+ * faster on CPU devices (docs/blas_fft.md). When only one back end can do
+ * the sizes, auto takes that one whatever is stored.
+ * kiln_fft_plan_backend() tells which one a plan got.
  *
  * Plans are cached per context: creating a plan that matches one already
  * made (same kind, rank, sizes, batch, precision, placement and back end)

@@ -3,16 +3,28 @@
  *
  * Each tuned kernel family (elementwise, reduce, scan) has tunable launch
  * parameters (work-group size, work per item, one-pass vs two-pass strategy
- * ...) whose best values differ between devices by large factors. kiln keeps
- * what it learns in one small text file per device identity (normalised
- * device name + driver version) under the cache directory
- * (include/kiln/cache.h): DIR/tuning/<device>--<driver>.txt.
+ * ...) whose best values differ between devices by large factors; two more
+ * families choose between libraries: "fft" the back end of
+ * KILN_FFT_BACKEND_AUTO plans (parameter backend: 1 clFFT, 2 VkFFT, the
+ * kiln_fft_backend values) and "gemm" where GEMM, GEMV and SYRK run
+ * (parameter route: 0 the built-in m*n*k threshold, 1 kiln's kernel, 2
+ * CLBlast). kiln keeps what it learns in one small text file per device
+ * identity (normalised device name + driver version) under the cache
+ * directory (include/kiln/cache.h): DIR/tuning/<device>--<driver>.txt.
  *
  * A family's results are keyed by dtype and a size bucket,
  * "<layout>.2^<k>": the layout of the problem (elementwise: "flat";
  * reductions and scans: "full" for a whole tensor to one value or line,
- * "row" along a contiguous last axis, "col" along a strided axis) and
- * k = floor(log2(element count)) of the input.
+ * "row" along a contiguous last axis, "col" along a strided axis; fft:
+ * "points"; gemm: "mnk") and k = floor(log2(size)), where the size is the
+ * input's element count, the points of one transform (the product of a
+ * plan's sizes) or m*n*k of one matrix product.
+ *
+ * Choices that are not the autotuner's win over it: an explicit back end in
+ * kiln_fft_plan_create() or KILN_OPT_FFT_BACKEND / KILN_FFT_BACKEND other
+ * than auto; KILN_OPT_GEMM_SMALL_MNK once set on the context. A stored or
+ * overridden FFT back end that cannot do a plan's sizes is not used for it
+ * (the other one is). docs/tuning.md has the details.
  *
  * Which parameters an operation uses, first match wins:
  *   1. an override set on the context (kiln_tune_override), in every mode;
@@ -60,10 +72,11 @@ typedef enum kiln_tune_source {
 
 /** A tuned family, as kiln_tune_family_get() describes it. Strings are static. */
 typedef struct kiln_tune_family_desc {
-  const char *name;        /**< "elementwise", "reduce", "scan" */
+  const char *name;        /**< "elementwise", "reduce", "scan", "fft", "gemm" */
   const char *description; /**< what is timed, one line */
   const char *params;      /**< its parameter names, space separated */
-  const char *layouts;     /**< its bucket layouts, space separated ("flat", "full row col") */
+  const char *layouts;     /**< its bucket layouts, space separated ("flat", "full row col",
+                                "points", "mnk") */
 } kiln_tune_family_desc;
 
 /**
@@ -75,7 +88,9 @@ KILN_API kiln_status kiln_tune_family_get(size_t index, kiln_tune_family_desc *o
 
 /**
  * The bucket name of a problem: "<layout>.2^<k>", k = floor(log2(elements)).
- * @param family a family name; layout one of its layouts; elements >= 1.
+ * @param family a family name; layout one of its layouts; elements >= 1: the
+ *        input's elements, for "points" the points of one transform, for
+ *        "mnk" m*n*k.
  * @return KILN_OK; KILN_ERR_NOT_FOUND for an unknown family or layout;
  *         KILN_ERR_INVALID_ARGUMENT for NULL arguments, elements 0, fewer
  *         than 4 elements for "row" or "col", or a buffer too small (16
@@ -121,7 +136,10 @@ typedef struct kiln_tune_request {
   const char *family;       /**< one family name, or NULL for all of them */
   const kiln_dtype *dtypes; /**< dtypes to tune; NULL: f32 only */
   size_t ndtypes;
-  const uint64_t *sizes; /**< element counts (each tuned at 2^floor(log2)); NULL: 2^12, 2^16, 2^20, 2^24 */
+  const uint64_t *sizes; /**< sizes as kiln_tune_bucket_name() counts them (each tuned at
+                              2^floor(log2)); NULL: each family's defaults (elementwise, reduce,
+                              scan: 2^12, 2^16, 2^20, 2^24; fft: every 2^k from 2^8 to 2^24;
+                              gemm: every 2^k from 2^10 to 2^24) */
   size_t nsizes;
   const char *layouts; /**< space-separated layouts to tune; NULL: all of each family's */
   int reps;            /**< timed runs per candidate (the median counts); 0: 5 */
@@ -135,13 +153,14 @@ typedef struct kiln_tune_result {
   const char *layout; /**< static */
   kiln_dtype dtype;
   char bucket[32];
-  uint64_t elements; /**< input elements of the timed problem (2^k) */
+  uint64_t elements; /**< the timed problem's size, 2^k: input elements, FFT points or m*n*k */
   char shape[64];    /**< the timed problem, e.g. "[1024,1024] axis 1" */
   double bytes;      /**< bytes the timed operation must move: GB/s = bytes / ns */
   char default_params[256];
   char tuned_params[256];  /**< the winner (the defaults when nothing beat them by 5%) */
-  uint64_t default_ns;     /**< median device time of the defaults */
-  uint64_t tuned_ns;       /**< median device time of the winner */
+  uint64_t default_ns;     /**< median device time of the defaults (fft, gemm: wall time
+                                of a call, waited for) */
+  uint64_t tuned_ns;       /**< median device time of the winner (fft, gemm: wall time) */
   uint32_t candidates;     /**< candidates considered, the defaults included */
   uint32_t failed;         /**< candidates that failed now (build, launch or wrong result) */
   uint32_t skipped;        /**< candidates skipped: recorded as failed earlier */
@@ -160,9 +179,11 @@ typedef struct kiln_tune_progress {
   size_t key_index, key_count;             /**< this key (0-based) of how many */
   size_t candidate_index, candidate_limit; /**< candidates evaluated so far for this key, and at most */
   const char *params;  /**< CANDIDATE: its parameters */
-  uint64_t median_ns;  /**< CANDIDATE: its median device time, 0 when it did not run */
+  uint64_t median_ns;  /**< CANDIDATE: its median device time (fft, gemm: wall time), 0 when
+                            it did not run */
   const char *failed;  /**< CANDIDATE: "" when it ran correctly, else "build", "launch",
-                            "wrong", "skipped" (failed before) */
+                            "memory", "unsupported" (e.g. a back end that cannot do the
+                            problem), "wrong", "skipped" (failed before) */
   const kiln_tune_result *result; /**< the current key */
 } kiln_tune_progress;
 
@@ -174,11 +195,14 @@ typedef int (*kiln_tune_progress_fn)(const kiln_tune_progress *p, void *user);
  * defaults and the candidates (filtered by the device's and kernels'
  * work-group and local-memory limits; a coordinate search over the
  * parameters), each compiled through the kernel cache, warmed up, timed
- * with OpenCL profiling events (median of reps runs) and checked against
- * the defaults' output before it may win. Failed candidates are recorded
- * and never retried. Results are merged into the device's tuning file and
- * used by ctx at once. Uses kiln_profile_begin/end on ctx itself: do not
- * call it while profiling.
+ * with OpenCL profiling events (fft and gemm, choices between libraries: by
+ * the wall time of a call, host work included; median of reps runs) and
+ * checked against the defaults' output before it may win (bitwise; float
+ * sums and matrix products within a rounding tolerance per element, FFTs
+ * relative to the signal's norm). Failed candidates are recorded and never
+ * retried. Results are merged into the device's tuning file and used by ctx
+ * at once. Uses kiln_profile_begin/end on ctx itself: do not call it while
+ * profiling.
  *
  * @param fn may be NULL.
  * @return KILN_OK (also when single keys failed: see their status);
@@ -186,7 +210,10 @@ typedef int (*kiln_tune_progress_fn)(const kiln_tune_progress *p, void *user);
  *         layout); KILN_ERR_INVALID_ARGUMENT (NULL req, an invalid dtype, a
  *         size of 0, reps negative or over 1000, profiling in progress, a call
  *         from a progress callback);
- *         KILN_ERR_UNSUPPORTED (the queue has no profiling); KILN_ERR_IO
+ *         KILN_ERR_UNSUPPORTED (the queue has no profiling, or the one family
+ *         asked for has nothing to choose on ctx: fft without both clFFT and
+ *         VkFFT, gemm without CLBlast; with family NULL such families are
+ *         skipped); KILN_ERR_IO
  *         (results could not be stored; they stay in use by ctx);
  *         KILN_ERR_HOST_MEMORY.
  */

@@ -2,9 +2,11 @@
  * BLAS family: GEMM (batched, broadcasting), matmul, GEMV, SYRK, dot, axpy,
  * scal. Validation and batch planning live here; the arithmetic runs either
  * on kiln's own kernels (cl_kernels/gemm_small.cl) or on CLBlast
- * (lib/providers/clblast.c), chosen per call by size.
+ * (lib/providers/clblast.c), chosen per call by size (use_small: the context
+ * option, else the autotuner's gemm route, else the built-in threshold).
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,8 +14,10 @@
 #include "core/error.h"
 #include "kiln/blas.h"
 #include "kiln_config.h"
+#include "ops/tuned.h"
 #include "runtime/runtime.h"
 #include "runtime/tunables.h"
+#include "runtime/tuner.h"
 #if KILN_HAVE_CLBLAST
 #include "providers/clblast.h"
 #endif
@@ -118,13 +122,54 @@ mnk(uint64_t m, uint64_t n, uint64_t k)
   return r;
 }
 
-/* Whether a GEMM-shaped call of this size goes to kiln's kernel. */
+/* Routed calls by route (kiln__blas_test_routes): [0] kiln's kernel, [1] CLBlast. */
+static atomic_uint_fast64_t routed[2];
+
+/* The route a caller asks for instead of the usual choice (kiln__matmul_routed). */
+#define ROUTE_CHOOSE (-1)
+
+/*
+ * Whether a GEMM-shaped call of this size goes to kiln's kernel. First match:
+ * no CLBlast, or nothing to multiply (k == 0, alpha == 0): kiln's kernel; a
+ * forced route; KILN_OPT_GEMM_SMALL_MNK once set on the context (the caller
+ * said so); the gemm family of the autotuner for m*n*k's bucket, whose
+ * default is the built-in threshold. Call it before taking ctx->lock: the
+ * lookup may tune online.
+ */
 static int
-use_small(const kiln_context *ctx, uint64_t m, uint64_t n, uint64_t k, double alpha)
+use_small(kiln_context *ctx, kiln_dtype dt, uint64_t m, uint64_t n, uint64_t k, double alpha,
+          int route)
 {
   if (!ctx->use_clblast || k == 0 || alpha == 0.0)
     return 1;
-  return mnk(m, n, k) <= (uint64_t)ctx->gemm_small_mnk;
+  uint64_t size = mnk(m, n, k);
+  if (route == ROUTE_CHOOSE) {
+    pthread_mutex_lock(&ctx->lock);
+    int64_t threshold = ctx->gemm_small_mnk;
+    int set = ctx->gemm_small_mnk_set;
+    pthread_mutex_unlock(&ctx->lock);
+    if (set)
+      return size <= (uint64_t)threshold;
+    struct kiln__gemm_tune_params p;
+    kiln__tune_lookup(ctx, KILN__TUNE_GEMM, dt, KILN__LAYOUT_MNK, size ? size : 1, &p);
+    route = (int)p.route;
+  }
+  if (route == KILN__GEMM_ROUTE_KILN || route == KILN__GEMM_ROUTE_CLBLAST)
+    return route == KILN__GEMM_ROUTE_KILN;
+  return size <= (uint64_t)KILN__GEMM_SMALL_MNK_DEFAULT;
+}
+
+static void
+count_route(int small)
+{
+  atomic_fetch_add(&routed[small ? 0 : 1], 1);
+}
+
+void
+kiln__blas_test_routes(uint64_t out[2])
+{
+  out[0] = atomic_load(&routed[0]);
+  out[1] = atomic_load(&routed[1]);
 }
 
 /* ---- validation helpers ---- */
@@ -240,6 +285,7 @@ struct gemm_args {
   uint64_t m, n, k;
   double alpha, beta;
   struct mat a, b, c;
+  int small; /* use_small(), decided before ctx->lock was taken */
 };
 
 /* One strided batch of GEMMs, routed by size (ctx->lock held). */
@@ -247,7 +293,8 @@ static kiln_status
 gemm_strided(const char *op, kiln_context *ctx, const struct gemm_args *g, uint64_t astride,
              uint64_t bstride, uint64_t cstride, uint64_t batch)
 {
-  if (use_small(ctx, g->m, g->n, g->k, g->alpha)) {
+  count_route(g->small);
+  if (g->small) {
     /* alpha == 0 is BLAS's "A and B are not referenced": run it as k == 0. */
     uint64_t k = g->alpha == 0.0 ? 0 : g->k;
     return small_gemm(op, ctx, g->dt, g->m, g->n, k, g->alpha, g->beta, &g->a, astride, &g->b,
@@ -300,7 +347,7 @@ gemm_plan_run(const char *op, kiln_context *ctx, const struct gemm_args *g,
 static kiln_status
 gemm_views(const char *op, kiln_context *ctx, int ta, int tb, double alpha, const kiln_tensor *a,
            const kiln__shape *as, const kiln_tensor *b, const kiln__shape *bs, double beta,
-           kiln_tensor **c, const kiln__shape *res_shape)
+           kiln_tensor **c, const kiln__shape *res_shape, int route)
 {
   char s1[160], s2[160];
   KILN_RETURN_IF(as->ndim < 2 || bs->ndim < 2, KILN_ERR_SHAPE, op,
@@ -341,7 +388,8 @@ gemm_views(const char *op, kiln_context *ctx, int ta, int tb, double alpha, cons
                         made ? 0.0 : beta,
                         {a->mem, elem_off(a), ac, ta},
                         {b->mem, elem_off(b), bc, tb},
-                        {ct->mem, elem_off(ct), n, 0}};
+                        {ct->mem, elem_off(ct), n, 0},
+                        use_small(ctx, a->dtype, m, n, k, alpha, route)};
   uint64_t matsize[3] = {ar * ac, br * bc, m * n};
   struct batch_plan plan;
   plan_batches(&ab, &bb, &cb, matsize, &plan);
@@ -373,7 +421,7 @@ kiln_gemm(kiln_context *ctx, kiln_trans trans_a, kiln_trans trans_b, double alph
   KILN_TRY(kiln__tensor_check(op, b, ctx));
   KILN_TRY(check_same_dtype(op, a, b, "a", "b"));
   return gemm_views(op, ctx, trans_a == KILN_TRANS, trans_b == KILN_TRANS, alpha, a, &a->shape, b,
-                    &b->shape, beta, c, NULL);
+                    &b->shape, beta, c, NULL, ROUTE_CHOOSE);
 }
 
 kiln_status
@@ -412,7 +460,28 @@ kiln_matmul(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b, kiln_
     res.dims[res.ndim++] = as.dims[as.ndim - 2];
   if (!b_vec)
     res.dims[res.ndim++] = bs.dims[bs.ndim - 1];
-  return gemm_views(op, ctx, 0, 0, 1.0, a, &as, b, &bs, 0.0, out, &res);
+  return gemm_views(op, ctx, 0, 0, 1.0, a, &as, b, &bs, 0.0, out, &res, ROUTE_CHOOSE);
+}
+
+kiln_status
+kiln__matmul_routed(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b, int route,
+                    kiln_tensor **out)
+{
+  static const char op[] = "kiln_matmul";
+  KILN_TRY(check_ctx_out(op, ctx, out));
+  KILN_TRY(kiln__tensor_check(op, a, ctx));
+  KILN_TRY(kiln__tensor_check(op, b, ctx));
+  KILN_TRY(check_same_dtype(op, a, b, "a", "b"));
+  KILN_RETURN_IF(route != KILN__GEMM_ROUTE_RULE && route != KILN__GEMM_ROUTE_KILN &&
+                     route != KILN__GEMM_ROUTE_CLBLAST,
+                 KILN_ERR_INVALID_ARGUMENT, op, "route %d is not a kiln__gemm_route", route);
+  KILN_RETURN_IF(route == KILN__GEMM_ROUTE_CLBLAST && !ctx->use_clblast, KILN_ERR_UNSUPPORTED, op,
+                 "the CLBlast route on a context without CLBlast");
+  char s1[160], s2[160];
+  KILN_RETURN_IF(a->shape.ndim != 2 || b->shape.ndim != 2, KILN_ERR_SHAPE, op,
+                 "a routed matmul takes matrices, got a %s and b %s", fmt(&a->shape, s1, sizeof s1),
+                 fmt(&b->shape, s2, sizeof s2));
+  return gemm_views(op, ctx, 0, 0, 1.0, a, &a->shape, b, &b->shape, 0.0, out, NULL, route);
 }
 
 kiln_status
@@ -452,8 +521,10 @@ kiln_gemv(kiln_context *ctx, kiln_trans trans, double alpha, const kiln_tensor *
   double b = made ? 0.0 : beta;
   struct mat am = {a->mem, elem_off(a), ac, ta}, xm = {x->mem, elem_off(x), 1, 0};
   struct mat ym = {yt->mem, elem_off(yt), 1, 0};
+  int small = use_small(ctx, a->dtype, rows, 1, cols, alpha, ROUTE_CHOOSE);
+  count_route(small);
   pthread_mutex_lock(&ctx->lock);
-  if (use_small(ctx, rows, 1, cols, alpha))
+  if (small)
     s = small_gemm(op, ctx, a->dtype, rows, 1, alpha == 0.0 ? 0 : cols, alpha, b, &am, 0, &xm, 0,
                    &ym, 0, 1, 0);
   else {
@@ -521,8 +592,10 @@ kiln_syrk(kiln_context *ctx, kiln_uplo uplo, kiln_trans trans, double alpha, con
   struct mat am = {a->mem, elem_off(a), ac, ta}, bm = {a->mem, elem_off(a), ac, !ta};
   struct mat cm = {ct->mem, elem_off(ct), n, 0};
   uint64_t astride = ar * ac, cstride = n * n;
+  int small = use_small(ctx, a->dtype, n, n, k, alpha, ROUTE_CHOOSE);
+  count_route(small);
   pthread_mutex_lock(&ctx->lock);
-  if (use_small(ctx, n, n, k, alpha)) {
+  if (small) {
     s = small_gemm(op, ctx, a->dtype, n, n, alpha == 0.0 ? 0 : k, alpha, b, &am, astride, &bm,
                    astride, &cm, cstride, batch, tri);
   } else {

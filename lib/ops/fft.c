@@ -13,9 +13,11 @@
 #include "core/log.h"
 #include "kiln/fft.h"
 #include "kiln_config.h"
+#include "ops/tuned.h"
 #include "providers/fft_backend.h"
 #include "runtime/runtime.h"
 #include "runtime/tunables.h"
+#include "runtime/tuner.h"
 
 #define PLAN_MAGIC 0x6b666674u /* "kfft" */
 
@@ -128,19 +130,32 @@ impl_execute(const char *op, kiln_context *ctx, const struct entry *e, int inver
   return kiln__fail(KILN_ERR_INTERNAL, op, 0, "plan for a back end missing from this build");
 }
 
+kiln_fft_backend
+kiln__fft_default_backend(const kiln_context *ctx)
+{
+  kiln_fft_backend b = ctx->info.is_gpu ? KILN_FFT_BACKEND_VKFFT : KILN__FFT_CPU_BACKEND;
+  if (!kiln_fft_backend_available(b))
+    b = b == KILN_FFT_BACKEND_VKFFT ? KILN_FFT_BACKEND_CLFFT : KILN_FFT_BACKEND_VKFFT;
+  return b;
+}
+
 /*
- * The back end AUTO resolves to on this context when both could do the key.
- * This is the one place the autotuner will take over (per device and size
- * bucket); until then: VkFFT on GPUs, KILN__FFT_CPU_BACKEND elsewhere.
+ * AUTO's choice when both back ends can do the key: the autotuner's for the
+ * key's precision and size bucket (an override, a stored result, online
+ * tuning in mode ONLINE), else kiln__fft_default_backend. Called before
+ * ctx->lock is taken: online tuning runs transforms.
  */
 static kiln_fft_backend
-auto_backend(const kiln_context *ctx)
+tuned_backend(kiln_context *ctx, const struct kiln__fft_key *key)
 {
-  return ctx->info.is_gpu ? KILN_FFT_BACKEND_VKFFT : KILN__FFT_CPU_BACKEND;
+  struct kiln__fft_tune_params p;
+  kiln__tune_lookup(ctx, KILN__TUNE_FFT, key->precision, KILN__LAYOUT_POINTS,
+                    kiln__fft_real_count(key), &p);
+  return (kiln_fft_backend)p.backend;
 }
 
 static kiln_status
-resolve_backend(const char *op, const kiln_context *ctx, kiln_fft_backend asked,
+resolve_backend(const char *op, kiln_context *ctx, kiln_fft_backend asked,
                 struct kiln__fft_key *key)
 {
   kiln_fft_backend b = asked == KILN_FFT_BACKEND_AUTO ? (kiln_fft_backend)ctx->fft_backend : asked;
@@ -153,12 +168,14 @@ resolve_backend(const char *op, const kiln_context *ctx, kiln_fft_backend asked,
   vkfft_ok = kiln__vkfft_supports(key, why_vk, sizeof why_vk);
 #endif
   if (b == KILN_FFT_BACKEND_AUTO) {
-    /* kiln's choice, then whichever can do the size when the choice cannot. */
-    b = auto_backend(ctx);
-    if (b == KILN_FFT_BACKEND_VKFFT && !vkfft_ok && clfft_ok)
-      b = KILN_FFT_BACKEND_CLFFT;
-    if (b == KILN_FFT_BACKEND_CLFFT && !clfft_ok && vkfft_ok)
-      b = KILN_FFT_BACKEND_VKFFT;
+    /* Only a real choice asks the tuner: a stored choice must never pick a back end that
+     * cannot run the plan, and a forced one needs no tuning. */
+    if (clfft_ok && vkfft_ok)
+      b = tuned_backend(ctx, key);
+    else if (clfft_ok || vkfft_ok)
+      b = clfft_ok ? KILN_FFT_BACKEND_CLFFT : KILN_FFT_BACKEND_VKFFT;
+    else
+      b = kiln__fft_default_backend(ctx); /* fails below, naming why */
   }
   KILN_RETURN_IF(!kiln_fft_backend_available(b), KILN_ERR_UNSUPPORTED, op,
                  "this libkiln was built without %s", kiln_fft_backend_name(b));
@@ -685,5 +702,24 @@ kiln_fft_execute(kiln_fft_plan *plan, kiln_fft_direction direction, kiln_fft_nor
   pthread_mutex_unlock(&ctx->lock);
   if (s != KILN_OK && made)
     kiln__output_discard(out, made);
+  return s;
+}
+
+kiln_status
+kiln__fft_c2c_forward(kiln_context *ctx, kiln_tensor *x, kiln_fft_backend backend,
+                      kiln_tensor **out)
+{
+  static const char op[] = "kiln_fft_execute";
+  KILN_TRY(kiln__tensor_check(op, x, ctx));
+  KILN_RETURN_IF(x->shape.ndim != 2 || x->shape.dims[1] != 2 || x->shape.dims[0] < 1,
+                 KILN_ERR_SHAPE, op, "the c2c problem is [n, 2]");
+  KILN_RETURN_IF(backend == KILN_FFT_BACKEND_AUTO, KILN_ERR_INVALID_ARGUMENT, op,
+                 "a back end must be given");
+  int64_t n = x->shape.dims[0];
+  kiln_fft_plan *plan = NULL;
+  /* After the first call a cache hit: no compile is timed. */
+  KILN_TRY(kiln_fft_plan_create(ctx, KILN_FFT_C2C, 1, &n, 1, x->dtype, 0, backend, &plan));
+  kiln_status s = kiln_fft_execute(plan, KILN_FFT_FORWARD, KILN_FFT_NORM_NONE, x, out);
+  kiln_fft_plan_release(plan);
   return s;
 }

@@ -1,13 +1,19 @@
 /*
- * Entry points of the reduce and scan families that take explicit launch
- * parameters, for the autotuner and for tests that sweep the tunables. The
- * public functions call these with NULL (the device defaults of
- * lib/runtime/launch_params.c). Arguments and statuses otherwise as in
- * include/kiln/reduce.h; invalid parameters are KILN_ERR_INVALID_ARGUMENT.
+ * Entry points of the tuned families that take explicit parameters, for the
+ * autotuner (lib/runtime/tuner.c) and for tests that sweep the tunables.
+ *
+ * Reduce and scan: the public functions call these with NULL (the device
+ * defaults of lib/runtime/launch_params.c). Arguments and statuses otherwise
+ * as in include/kiln/reduce.h; invalid parameters are
+ * KILN_ERR_INVALID_ARGUMENT.
+ *
+ * FFT and GEMM: the problems the fft and gemm families time, with the back
+ * end or route given instead of looked up.
  */
 #ifndef KILN_OPS_TUNED_H
 #define KILN_OPS_TUNED_H
 
+#include "kiln/fft.h"
 #include "kiln/reduce.h"
 #include "runtime/launch_params.h"
 
@@ -30,5 +36,40 @@ kiln_status kiln__scan_indexed_tuned(kiln_context *ctx, kiln_scan_op op, const k
                                      int64_t axis, const kiln_scan_options *opts,
                                      const kiln__launch_params *lp, kiln_tensor **values,
                                      kiln_tensor **indices);
+
+/*
+ * The back end KILN_FFT_BACKEND_AUTO takes when the autotuner has no choice
+ * for a size bucket (the fft family's default): VkFFT on GPUs,
+ * KILN__FFT_CPU_BACKEND on other devices, the other one when this libkiln
+ * lacks that one.
+ */
+kiln_fft_backend kiln__fft_default_backend(const kiln_context *ctx);
+
+/*
+ * One forward, unnormalised, out-of-place 1-D C2C transform of x ([n, 2],
+ * f32 or f64, batch 1) on backend (not AUTO), with a plan from the context's
+ * plan cache; *out follows kiln's output convention. Statuses as
+ * kiln_fft_plan_create() and kiln_fft_execute() (KILN_ERR_UNSUPPORTED when
+ * the back end cannot do n or is missing from this build).
+ */
+kiln_status kiln__fft_c2c_forward(kiln_context *ctx, kiln_tensor *x, kiln_fft_backend backend,
+                                  kiln_tensor **out);
+
+/*
+ * kiln_matmul() of 2-D a and b on an explicit route (an enum
+ * kiln__gemm_route of runtime/tuner.h), whatever KILN_OPT_GEMM_SMALL_MNK and
+ * the autotuner say. KILN_ERR_UNSUPPORTED for the CLBlast route on a context
+ * without CLBlast; KILN_ERR_INVALID_ARGUMENT for another route value; other
+ * statuses as kiln_matmul().
+ */
+kiln_status kiln__matmul_routed(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b,
+                                int route, kiln_tensor **out);
+
+/*
+ * Test hook: GEMM, GEMV and SYRK calls routed since the process started
+ * (each strided GEMM batch, GEMV and SYRK call counts once), out[0] on
+ * kiln's kernel, out[1] on CLBlast.
+ */
+void kiln__blas_test_routes(uint64_t out[2]);
 
 #endif

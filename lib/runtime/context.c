@@ -345,6 +345,7 @@ kiln_context_set_option(kiln_context *ctx, kiln_option option, int64_t value)
     break;
   case KILN_OPT_GEMM_SMALL_MNK:
     ctx->gemm_small_mnk = value;
+    ctx->gemm_small_mnk_set = 1;
     break;
   case KILN_OPT_FFT_BACKEND:
     ctx->fft_backend = (int)value;

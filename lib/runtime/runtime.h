@@ -82,6 +82,7 @@ struct kiln_context {
   /* Autotuner state (runtime/tuner.c): mode, stored tables, overrides. NULL: defaults only. */
   struct kiln__tuner *tuner;
   int64_t gemm_small_mnk; /* KILN_OPT_GEMM_SMALL_MNK */
+  int gemm_small_mnk_set; /* the option was set: it routes every call, not the autotuner */
   int use_clblast;        /* built with CLBlast and not disabled by KILN_DEBUG_NO_CLBLAST */
   int fft_backend;        /* KILN_OPT_FFT_BACKEND (a kiln_fft_backend value) */
   struct kiln__ext ext[KILN__EXT_COUNT];

@@ -1,7 +1,8 @@
 /*
  * Named tunables: the built-in defaults of choices that depend on the device.
- * Each is one constant here, read in one place; the autotuner will own them
- * (per device, stored), these values stay as its fallbacks.
+ * Each is one constant here, read in one place. Where the autotuner owns a
+ * choice (per device and size bucket, stored: lib/runtime/tuner.c), these
+ * values are its defaults.
  */
 #ifndef KILN_RUNTIME_TUNABLES_H
 #define KILN_RUNTIME_TUNABLES_H
@@ -9,7 +10,8 @@
 /*
  * GEMM-family routing: a GEMM (or GEMV, SYRK) whose m*n*k per matrix is at
  * most this runs on kiln's own tiled kernel (cl_kernels/gemm_small.cl),
- * larger ones on CLBlast. Context option KILN_OPT_GEMM_SMALL_MNK overrides it.
+ * larger ones on CLBlast. The default route of the autotuner's gemm family;
+ * context option KILN_OPT_GEMM_SMALL_MNK, once set, replaces both.
  * 32^3: on PoCL here (2 cores) a call costs about the same wall time on both
  * routes at 32x32x32 (0.047 vs 0.050 ms); below, kiln's single launch wins
  * (0.027 vs 0.035-0.07 ms at 16^3), above, CLBlast's tuned kernels do
@@ -23,7 +25,8 @@
 
 /*
  * FFT back end that KILN_FFT_BACKEND_AUTO picks on non-GPU devices when both
- * can do a size (GPUs get VkFFT). Measured on PoCL here: docs/blas_fft.md.
+ * can do a size and the autotuner's fft family has no choice stored (GPUs
+ * get VkFFT). Measured on PoCL here: docs/blas_fft.md.
  */
 #define KILN__FFT_CPU_BACKEND KILN_FFT_BACKEND_VKFFT
 

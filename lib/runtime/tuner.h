@@ -21,15 +21,19 @@ enum kiln__tune_fam {
   KILN__TUNE_ELEMENTWISE,
   KILN__TUNE_REDUCE,
   KILN__TUNE_SCAN,
+  KILN__TUNE_FFT,  /* the back end of KILN_FFT_BACKEND_AUTO plans */
+  KILN__TUNE_GEMM, /* the route of GEMM, GEMV and SYRK: kiln's kernel or CLBlast */
   KILN__TUNE_NFAM
 };
 
 /* Bucket layouts. */
 enum kiln__tune_layout {
-  KILN__LAYOUT_FLAT, /* elementwise over contiguous elements */
-  KILN__LAYOUT_FULL, /* the whole tensor is one line (outer = inner = 1) */
-  KILN__LAYOUT_ROW,  /* lines along a contiguous axis (inner = 1) */
-  KILN__LAYOUT_COL,  /* lines along a strided axis (inner > 1) */
+  KILN__LAYOUT_FLAT,   /* elementwise over contiguous elements */
+  KILN__LAYOUT_FULL,   /* the whole tensor is one line (outer = inner = 1) */
+  KILN__LAYOUT_ROW,    /* lines along a contiguous axis (inner = 1) */
+  KILN__LAYOUT_COL,    /* lines along a strided axis (inner > 1) */
+  KILN__LAYOUT_POINTS, /* FFT: points of one transform (the product of its sizes) */
+  KILN__LAYOUT_MNK,    /* GEMM: m*n*k of one matrix product */
   KILN__LAYOUT_N
 };
 
@@ -38,6 +42,32 @@ struct kiln__ew_params {
   uint32_t wg_size;          /* local size; default ctx->wg_size */
   uint32_t items_per_thread; /* vectors per work-item (KILN_EW_ITEMS) */
   uint32_t vec_width;        /* elements per vector access (KILN_EW_VEC) */
+};
+
+/*
+ * The fft family's parameter: the back end KILN_FFT_BACKEND_AUTO plans take,
+ * a kiln_fft_backend value (1 clFFT, 2 VkFFT). Default: the built-in rule
+ * (kiln__fft_default_backend). A choice that cannot do a plan's sizes is
+ * never used for it (lib/ops/fft.c falls back to the other back end).
+ */
+struct kiln__fft_tune_params {
+  uint32_t backend;
+};
+
+/* Values of the gemm family's parameter. */
+enum kiln__gemm_route {
+  KILN__GEMM_ROUTE_RULE = 0,    /* m*n*k <= KILN__GEMM_SMALL_MNK_DEFAULT: kiln's kernel (default) */
+  KILN__GEMM_ROUTE_KILN = 1,    /* kiln's kernel (cl_kernels/gemm_small.cl) */
+  KILN__GEMM_ROUTE_CLBLAST = 2, /* CLBlast */
+};
+
+/*
+ * The gemm family's parameter: where GEMM, GEMV and SYRK calls of a bucket
+ * run. It applies only while KILN_OPT_GEMM_SMALL_MNK was never set on the
+ * context (an explicit threshold wins) and CLBlast is in use.
+ */
+struct kiln__gemm_tune_params {
+  uint32_t route; /* an enum kiln__gemm_route */
 };
 
 /* Per-context state: created with the context (reads KILN_TUNE), freed with it. */
@@ -77,9 +107,13 @@ void kiln__tune_set_identity(kiln_context *ctx, const char *device, const char *
 
 /*
  * Sabotages one candidate of a family in every later tuning: the candidate
- * whose parameter `param` equals value claims a 1 ns time and, with
- * corrupt, delivers a wrong result (its output is altered after the run).
- * family NULL removes the hook. Process-wide; not thread-safe.
+ * whose parameter `param` equals value claims a 1 ns time and, with corrupt
+ * 1, delivers a wrong result (its output is altered after the run: the first
+ * float element moved by more than the whole output's 1-norm, so it is wrong
+ * by every family's tolerance; integer outputs get bits of their first byte
+ * flipped); with corrupt 2 its run fails with KILN_ERR_UNSUPPORTED, as a back
+ * end that cannot do the problem would. family NULL removes the hook.
+ * Process-wide; not thread-safe.
  */
 void kiln__tune_test_sabotage(const char *family, const char *param, uint64_t value, int corrupt);
 

@@ -3,7 +3,9 @@
  * writer, concurrent merges, corrupt and truncated files), lookups (fallback
  * order with fake device identities, the three modes, overrides), tuning
  * (candidate validation with a sabotaged candidate, failures never retried,
- * online tuning), import/export and the listing calls.
+ * online tuning), import/export and the listing calls; the fft and gemm
+ * families: what auto FFT plans and GEMM routes take from them, and their
+ * tuning.
  *
  * Candidate sets stay small: on PoCL every new local size is a compile.
  * The killed-writer test runs its writers as separate processes (this binary
@@ -11,6 +13,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
@@ -20,6 +23,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "ops/tuned.h"
 #include "runtime/tune_file.h"
 #include "runtime/tuner.h"
 
@@ -60,10 +64,11 @@ use(const char *dir, const char *device, const char *driver)
   KOK(kiln_context_set_cache_dir(ctx, dir));
   kiln__tune_set_identity(ctx, device, driver);
   KOK(kiln_context_set_option(ctx, KILN_OPT_TUNE_MODE, KILN_TUNE_CACHED));
-  static const char *const fams[] = {"elementwise", "reduce", "scan"};
-  static const char *const buckets[] = {NULL, "flat.2^12", "row.2^14", "row.2^16"};
-  for (size_t f = 0; f < 3; f++)
-    for (size_t b = 0; b < 4; b++)
+  static const char *const fams[] = {"elementwise", "reduce", "scan", "fft", "gemm"};
+  static const char *const buckets[] = {NULL,         "flat.2^12",   "row.2^14", "row.2^16",
+                                        "points.2^4", "points.2^10", "mnk.2^12", "mnk.2^18"};
+  for (size_t f = 0; f < 5; f++)
+    for (size_t b = 0; b < 8; b++)
       kiln_tune_override(ctx, fams[f], KILN_F32, buckets[b], NULL); /* not all buckets exist */
   kiln_clear_error();
   return ctx;
@@ -718,7 +723,7 @@ START_TEST(override_api)
           KILN_ERR_INVALID_ARGUMENT);
   KEXPECT(kiln_tune_override(ctx, "reduce", (kiln_dtype)99, NULL, "wg_size=4"),
           KILN_ERR_INVALID_ARGUMENT);
-  KEXPECT(kiln_tune_override(ctx, "gemm", KILN_F32, NULL, "wg_size=4"), KILN_ERR_NOT_FOUND);
+  KEXPECT(kiln_tune_override(ctx, "nosuch", KILN_F32, NULL, "wg_size=4"), KILN_ERR_NOT_FOUND);
   KEXPECT(kiln_tune_override(NULL, "reduce", KILN_F32, NULL, "wg_size=4"),
           KILN_ERR_INVALID_HANDLE);
   KEXPECT(kiln_tune_params_get(ctx, "reduce", KILN_F32, "row.2^1", buf, sizeof buf, NULL),
@@ -969,7 +974,7 @@ START_TEST(run_list_import_export)
   ck_assert_str_eq(d.name, "reduce");
   ck_assert_ptr_nonnull(strstr(d.params, "two_pass_min"));
   ck_assert_str_eq(d.layouts, "full row col");
-  KEXPECT(kiln_tune_family_get(3, &d), KILN_ERR_NOT_FOUND);
+  KEXPECT(kiln_tune_family_get(5, &d), KILN_ERR_NOT_FOUND);
   char b[32];
   KOK(kiln_tune_bucket_name("reduce", "col", 1500000, b, sizeof b));
   ck_assert_str_eq(b, "col.2^20");
@@ -977,6 +982,315 @@ START_TEST(run_list_import_export)
   KEXPECT(kiln_tune_bucket_name("reduce", "row", 3, b, sizeof b), KILN_ERR_INVALID_ARGUMENT);
   harness_rmtree(dir2);
   free(dir2);
+  harness_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- the fft and gemm families */
+
+/* The value of the family's only parameter for a bucket ("backend=2" -> 2), and its source. */
+static uint64_t
+param_value(kiln_context *ctx, const char *family, const char *bucket, kiln_tune_source *src)
+{
+  char buf[256];
+  KOK(kiln_tune_params_get(ctx, family, KILN_F32, bucket, buf, sizeof buf, src));
+  const char *eq = strchr(buf, '=');
+  ck_assert_ptr_nonnull(eq);
+  return strtoull(eq + 1, NULL, 10);
+}
+
+static int
+file_has(const char *dir, const char *name, const char *line)
+{
+  char path[4600];
+  snprintf(path, sizeof path, "%s/tuning/%s", dir, name);
+  size_t len;
+  char *text = read_all(path, &len);
+  int has = text && strstr(text, line) != NULL;
+  free(text);
+  return has;
+}
+
+/*
+ * Makes a KILN_FFT_BACKEND_AUTO plan (1-D c2c, n points, f32), checks one
+ * forward transform against a DFT in double on the host, and returns the
+ * back end the plan got.
+ */
+static kiln_fft_backend
+auto_fft(kiln_context *ctx, int64_t n)
+{
+  kiln_fft_plan *plan = NULL;
+  KOK(kiln_fft_plan_create(ctx, KILN_FFT_C2C, 1, &n, 1, KILN_F32, 0, KILN_FFT_BACKEND_AUTO, &plan));
+  kiln_fft_backend be;
+  KOK(kiln_fft_plan_backend(plan, &be));
+  int64_t shape[2] = {n, 2};
+  float *x = malloc(sizeof(float) * 2 * (size_t)n), *y = malloc(sizeof(float) * 2 * (size_t)n);
+  for (int64_t i = 0; i < 2 * n; i++)
+    x[i] = (float)((i * 37) % 11 - 5) / 4.0f;
+  kiln_tensor *tx = NULL, *ty = NULL;
+  KOK(kiln_tensor_from_host(ctx, KILN_F32, 2, shape, x, &tx));
+  KOK(kiln_fft_execute(plan, KILN_FFT_FORWARD, KILN_FFT_NORM_NONE, tx, &ty));
+  KOK(kiln_tensor_download(ty, y, sizeof(float) * 2 * (size_t)n));
+  double d2 = 0, r2 = 0;
+  for (int64_t k = 0; k < n; k++) {
+    double re = 0, im = 0;
+    for (int64_t j = 0; j < n; j++) {
+      double a = -2.0 * M_PI * (double)((j * k) % n) / (double)n;
+      re += x[2 * j] * cos(a) - x[2 * j + 1] * sin(a);
+      im += x[2 * j] * sin(a) + x[2 * j + 1] * cos(a);
+    }
+    d2 += (y[2 * k] - re) * (y[2 * k] - re) + (y[2 * k + 1] - im) * (y[2 * k + 1] - im);
+    r2 += re * re + im * im;
+  }
+  ck_assert_msg(sqrt(d2) <= 1e-5 * sqrt(r2), "auto FFT of %lld points on %s: relative error %g",
+                (long long)n, kiln_fft_backend_name(be), sqrt(d2 / r2));
+  kiln_tensor_release(tx);
+  kiln_tensor_release(ty);
+  KOK(kiln_fft_plan_release(plan));
+  free(x);
+  free(y);
+  return be;
+}
+
+START_TEST(fft_family_chooses_auto_backend)
+{
+  if (!kiln_fft_backend_available(KILN_FFT_BACKEND_CLFFT) ||
+      !kiln_fft_backend_available(KILN_FFT_BACKEND_VKFFT))
+    return; /* one back end: nothing to choose */
+  kiln_tune_family_desc d;
+  KOK(kiln_tune_family_get(3, &d));
+  ck_assert_str_eq(d.name, "fft");
+  ck_assert_str_eq(d.params, "backend");
+  ck_assert_str_eq(d.layouts, "points");
+  char b[32];
+  KOK(kiln_tune_bucket_name("fft", "points", 1000, b, sizeof b));
+  ck_assert_str_eq(b, "points.2^9");
+
+  char *dir = harness_tempdir();
+  kiln_context *ctx = use(dir, "Fake Device", "1.0");
+  kiln_tune_source src;
+  uint64_t def = param_value(ctx, "fft", "points.2^10", &src);
+  ck_assert_int_eq(src, KILN_TUNE_SOURCE_DEFAULT);
+  ck_assert(def == KILN_FFT_BACKEND_CLFFT || def == KILN_FFT_BACKEND_VKFFT);
+  uint64_t other = def == KILN_FFT_BACKEND_CLFFT ? KILN_FFT_BACKEND_VKFFT : KILN_FFT_BACKEND_CLFFT;
+  char def_text[32], other_text[32], line[128];
+  snprintf(def_text, sizeof def_text, "backend=%llu", (unsigned long long)def);
+  snprintf(other_text, sizeof other_text, "backend=%llu", (unsigned long long)other);
+
+  /* Online: the first auto plan of a missing key times both back ends, stores and uses the
+   * winner; the next plan of the bucket does not tune again. */
+  KOK(kiln_context_set_option(ctx, KILN_OPT_TUNE_MODE, KILN_TUNE_ONLINE));
+  uint64_t ev0 = kiln__tune_test_evaluations();
+  kiln_fft_backend got = auto_fft(ctx, 1024);
+  ck_assert_uint_eq(kiln__tune_test_evaluations(), ev0 + 1);
+  ck_assert_uint_eq(param_value(ctx, "fft", "points.2^10", &src), (uint64_t)got);
+  ck_assert_int_eq(src, KILN_TUNE_SOURCE_STORED);
+  ck_assert(file_has(dir, "fake-device--1.0.txt", "v1 fft f32 points.2^10 backend="));
+  ck_assert_int_eq(auto_fft(ctx, 1024), got);
+  ck_assert_uint_eq(kiln__tune_test_evaluations(), ev0 + 1);
+  KOK(kiln_context_set_option(ctx, KILN_OPT_TUNE_MODE, KILN_TUNE_CACHED));
+
+  /* The other back end made to claim 1 ns wins while its output is right: outputs of two
+   * libraries are compared within a tolerance, not bitwise... */
+  kiln__tune_test_sabotage("fft", "backend", other, 0);
+  kiln_tune_result r = tune_one(ctx, "fft", "points", 1024, 0);
+  ck_assert_str_eq(r.tuned_params, other_text);
+  ck_assert_str_eq(r.shape, "c2c [1024]");
+  /* ...and never when it is wrong: refused, recorded, the defaults stored. */
+  kiln__tune_test_sabotage("fft", "backend", other, 1);
+  r = tune_one(ctx, "fft", "points", 1024, 1);
+  ck_assert_str_eq(r.tuned_params, def_text);
+  ck_assert_uint_eq(r.failed, 1);
+  snprintf(line, sizeof line, "v1 fft f32 points.2^10 %s failed=wrong\n", other_text);
+  ck_assert(file_has(dir, "fake-device--1.0.txt", line));
+  snprintf(line, sizeof line, "v1 fft f32 points.2^10 %s time_ns=", def_text);
+  ck_assert(file_has(dir, "fake-device--1.0.txt", line));
+  ck_assert_uint_eq(param_value(ctx, "fft", "points.2^10", &src), def);
+  /* A candidate that cannot run (as a back end that cannot do a size): recorded, never chosen.
+   * Another driver's file, so the failure above does not make it a skip. */
+  ctx = use(dir, "Fake Device", "2.0");
+  kiln__tune_test_sabotage("fft", "backend", other, 2);
+  r = tune_one(ctx, "fft", "points", 1024, 1);
+  kiln__tune_test_sabotage(NULL, NULL, 0, 0);
+  ck_assert_str_eq(r.tuned_params, def_text);
+  ck_assert_uint_eq(r.failed, 1);
+  snprintf(line, sizeof line, "v1 fft f32 points.2^10 %s failed=unsupported\n", other_text);
+  ck_assert(file_has(dir, "fake-device--2.0.txt", line));
+
+  /* A stored choice is what auto takes (also against the built-in rule); mode off, an
+   * explicit context option and an override take precedence as documented. */
+  snprintf(line, sizeof line, "kiln-tuning v1\nv1 fft f32 points.2^10 %s time_ns=1 default_ns=2\n",
+           other_text);
+  plant(dir, "Fake Device", "1.0", line);
+  ctx = use(dir, "Fake Device", "1.0");
+  ck_assert_uint_eq(auto_fft(ctx, 1024), other);
+  KOK(kiln_context_set_option(ctx, KILN_OPT_TUNE_MODE, KILN_TUNE_OFF));
+  ck_assert_uint_eq(auto_fft(ctx, 1024), def);
+  KOK(kiln_context_set_option(ctx, KILN_OPT_TUNE_MODE, KILN_TUNE_CACHED));
+  KOK(kiln_context_set_option(ctx, KILN_OPT_FFT_BACKEND, (int64_t)def));
+  ck_assert_uint_eq(auto_fft(ctx, 1024), def);
+  KOK(kiln_context_set_option(ctx, KILN_OPT_FFT_BACKEND, KILN_FFT_BACKEND_AUTO));
+  KOK(kiln_tune_override(ctx, "fft", KILN_F32, "points.2^10", def_text));
+  ck_assert_uint_eq(auto_fft(ctx, 1024), def);
+
+  /* A choice that cannot do the size is not taken: clFFT everywhere, but 17 points go to
+   * VkFFT (and are right), 16 to clFFT. */
+  KOK(kiln_tune_override(ctx, "fft", KILN_F32, NULL, "backend=1"));
+  ck_assert_int_eq(auto_fft(ctx, 17), KILN_FFT_BACKEND_VKFFT);
+  ck_assert_int_eq(auto_fft(ctx, 16), KILN_FFT_BACKEND_CLFFT);
+  KEXPECT(kiln_tune_override(ctx, "fft", KILN_F32, NULL, "backend=3"), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_tune_override(ctx, "fft", KILN_F32, "row.2^4", "backend=1"),
+          KILN_ERR_INVALID_ARGUMENT);
+  use(dir, "Fake Device", "1.0");
+  harness_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* Where matmul_route() saw a product run. */
+enum { ON_KILN, ON_CLBLAST };
+
+/*
+ * [m, k] x [k, n] f32 through kiln_matmul on ctx, checked exactly against the
+ * host (small integers: every route gives the exact products); returns the
+ * route it took, which must be the only one counted (unless online tuning
+ * may run more).
+ */
+static int
+matmul_route_counted(kiln_context *ctx, int64_t m, int64_t k, int64_t n, int only_one)
+{
+  int64_t as[2] = {m, k}, bs[2] = {k, n};
+  float *a = malloc(sizeof(float) * (size_t)(m * k)), *b = malloc(sizeof(float) * (size_t)(k * n));
+  float *c = malloc(sizeof(float) * (size_t)(m * n));
+  for (int64_t i = 0; i < m * k; i++)
+    a[i] = (float)((i * 7) % 5 - 2);
+  for (int64_t i = 0; i < k * n; i++)
+    b[i] = (float)((i * 3) % 7 - 3);
+  kiln_tensor *ta = NULL, *tb = NULL, *tc = NULL;
+  KOK(kiln_tensor_from_host(ctx, KILN_F32, 2, as, a, &ta));
+  KOK(kiln_tensor_from_host(ctx, KILN_F32, 2, bs, b, &tb));
+  uint64_t before[2], after[2];
+  kiln__blas_test_routes(before);
+  KOK(kiln_matmul(ctx, ta, tb, &tc));
+  kiln__blas_test_routes(after);
+  KOK(kiln_tensor_download(tc, c, sizeof(float) * (size_t)(m * n)));
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double s = 0;
+      for (int64_t p = 0; p < k; p++)
+        s += (double)a[i * k + p] * b[p * n + j];
+      ck_assert_msg(c[i * n + j] == (float)s, "c[%lld,%lld] = %g, want %g", (long long)i,
+                    (long long)j, c[i * n + j], s);
+    }
+  if (only_one)
+    ck_assert_uint_eq(after[0] - before[0] + after[1] - before[1], 1);
+  kiln_tensor_release(ta);
+  kiln_tensor_release(tb);
+  kiln_tensor_release(tc);
+  free(a);
+  free(b);
+  free(c);
+  return after[1] > before[1] ? ON_CLBLAST : ON_KILN;
+}
+
+static int
+matmul_route(kiln_context *ctx, int64_t m, int64_t k, int64_t n)
+{
+  return matmul_route_counted(ctx, m, k, n, 1);
+}
+
+START_TEST(gemm_family_routes)
+{
+  if (!kiln_blas_has_clblast())
+    return; /* no CLBlast: nothing to choose */
+  kiln_tune_family_desc d;
+  KOK(kiln_tune_family_get(4, &d));
+  ck_assert_str_eq(d.name, "gemm");
+  ck_assert_str_eq(d.params, "route");
+  ck_assert_str_eq(d.layouts, "mnk");
+  char *dir = harness_tempdir();
+  kiln_context *ctx = use(dir, "Fake Device", "1.0");
+  kiln_tune_source src;
+  ck_assert_uint_eq(param_value(ctx, "gemm", "mnk.2^12", &src), 0);
+  ck_assert_int_eq(src, KILN_TUNE_SOURCE_DEFAULT);
+
+  /* Defaults: the built-in threshold, 32^3. */
+  ck_assert_int_eq(matmul_route(ctx, 16, 16, 16), ON_KILN);
+  ck_assert_int_eq(matmul_route(ctx, 32, 32, 32), ON_KILN);
+  ck_assert_int_eq(matmul_route(ctx, 33, 32, 32), ON_CLBLAST);
+  ck_assert_int_eq(matmul_route(ctx, 64, 64, 64), ON_CLBLAST);
+  /* Per-bucket overrides turn both around; other buckets keep the threshold. */
+  KOK(kiln_tune_override(ctx, "gemm", KILN_F32, "mnk.2^12", "route=2"));
+  KOK(kiln_tune_override(ctx, "gemm", KILN_F32, "mnk.2^18", "route=1"));
+  ck_assert_int_eq(matmul_route(ctx, 16, 16, 16), ON_CLBLAST);
+  ck_assert_int_eq(matmul_route(ctx, 64, 64, 64), ON_KILN);
+  ck_assert_int_eq(matmul_route(ctx, 32, 32, 32), ON_KILN);
+  ck_assert_int_eq(matmul_route(ctx, 128, 64, 64), ON_CLBLAST);
+  KOK(kiln_tune_override(ctx, "gemm", KILN_F32, "mnk.2^12", NULL));
+  KOK(kiln_tune_override(ctx, "gemm", KILN_F32, "mnk.2^18", NULL));
+  KEXPECT(kiln_tune_override(ctx, "gemm", KILN_F32, NULL, "route=3"), KILN_ERR_INVALID_ARGUMENT);
+
+  /* A stored route is used. */
+  plant(dir, "Fake Device", "1.0",
+        "kiln-tuning v1\nv1 gemm f32 mnk.2^12 route=2 time_ns=1 default_ns=2\n");
+  ctx = use(dir, "Fake Device", "1.0");
+  ck_assert_int_eq(matmul_route(ctx, 16, 16, 16), ON_CLBLAST);
+
+  /* Tuning: the CLBlast route made to claim 1 ns wins while right, never while wrong. */
+  kiln__tune_test_sabotage("gemm", "route", KILN__GEMM_ROUTE_CLBLAST, 0);
+  kiln_tune_result r = tune_one(ctx, "gemm", "mnk", 4096, 0);
+  ck_assert_str_eq(r.tuned_params, "route=2");
+  ck_assert_str_eq(r.shape, "[16,16]x[16,16]");
+  kiln__tune_test_sabotage("gemm", "route", KILN__GEMM_ROUTE_CLBLAST, 1);
+  r = tune_one(ctx, "gemm", "mnk", 4096, 1);
+  kiln__tune_test_sabotage(NULL, NULL, 0, 0);
+  ck_assert_str_ne(r.tuned_params, "route=2");
+  ck_assert_uint_eq(r.failed, 1);
+  ck_assert(file_has(dir, "fake-device--1.0.txt", "v1 gemm f32 mnk.2^12 route=2 failed=wrong\n"));
+  ck_assert_uint_ne(param_value(ctx, "gemm", "mnk.2^12", &src), KILN__GEMM_ROUTE_CLBLAST);
+  ck_assert_int_eq(src, KILN_TUNE_SOURCE_STORED);
+  ck_assert_int_eq(matmul_route(ctx, 16, 16, 16), ON_KILN);
+
+  /* Online: a missing key is tuned on its first call, once. */
+  KOK(kiln_context_set_option(ctx, KILN_OPT_TUNE_MODE, KILN_TUNE_ONLINE));
+  uint64_t ev0 = kiln__tune_test_evaluations();
+  matmul_route_counted(ctx, 32, 32, 16, 0);
+  ck_assert_uint_gt(kiln__tune_test_evaluations(), ev0);
+  param_value(ctx, "gemm", "mnk.2^14", &src);
+  ck_assert_int_eq(src, KILN_TUNE_SOURCE_STORED);
+  ev0 = kiln__tune_test_evaluations();
+  matmul_route(ctx, 32, 32, 16);
+  ck_assert_uint_eq(kiln__tune_test_evaluations(), ev0);
+  KOK(kiln_context_set_option(ctx, KILN_OPT_TUNE_MODE, KILN_TUNE_CACHED));
+
+  /* KILN_OPT_GEMM_SMALL_MNK, once set, wins over stored and overridden routes (a context of
+   * its own: the option stays set for the context's life). */
+  kiln_context *c2 = NULL;
+  KOK(kiln_context_create(NULL, &c2));
+  KOK(kiln_context_set_cache_dir(c2, dir));
+  kiln__tune_set_identity(c2, "Fake Device", "1.0");
+  KOK(kiln_tune_override(c2, "gemm", KILN_F32, "mnk.2^12", "route=2"));
+  KOK(kiln_tune_override(c2, "gemm", KILN_F32, "mnk.2^18", "route=1"));
+  ck_assert_int_eq(matmul_route(c2, 16, 16, 16), ON_CLBLAST);
+  KOK(kiln_context_set_option(c2, KILN_OPT_GEMM_SMALL_MNK, 32 * 32 * 32));
+  ck_assert_int_eq(matmul_route(c2, 16, 16, 16), ON_KILN);
+  ck_assert_int_eq(matmul_route(c2, 64, 64, 64), ON_CLBLAST);
+  KOK(kiln_context_set_option(c2, KILN_OPT_GEMM_SMALL_MNK, INT64_MAX));
+  ck_assert_int_eq(matmul_route(c2, 64, 64, 64), ON_KILN);
+  KOK(kiln_context_release(c2));
+
+  /* Without CLBlast there is nothing to tune. */
+  setenv("KILN_DEBUG_NO_CLBLAST", "1", 1);
+  KOK(kiln_context_create(NULL, &c2));
+  unsetenv("KILN_DEBUG_NO_CLBLAST");
+  kiln_tune_request req;
+  memset(&req, 0, sizeof req);
+  req.family = "gemm";
+  req.no_store = 1;
+  KEXPECT(kiln_tune_run(c2, &req, NULL, NULL), KILN_ERR_UNSUPPORTED);
+  KOK(kiln_context_release(c2));
+  use(dir, "Fake Device", "1.0");
   harness_rmtree(dir);
   free(dir);
 }
@@ -1001,6 +1315,12 @@ tuner_suite(void)
   tcase_add_test(device, run_list_import_export);
   tcase_set_timeout(device, 120);
   suite_add_tcase(s, device);
+  /* Plans of both FFT libraries and CLBlast's SGEMM: seconds each with a cold PoCL cache. */
+  TCase *choices = tcase_create("choices");
+  tcase_add_test(choices, fft_family_chooses_auto_backend);
+  tcase_add_test(choices, gemm_family_routes);
+  tcase_set_timeout(choices, 180);
+  suite_add_tcase(s, choices);
   return s;
 }
 
