@@ -786,13 +786,28 @@ FOLDV_LOOP(normp)
         for (; j < e; j++)                                                                     \
           acc = NAME##_fold(acc, xr[j], (long)j, flags, prm);                                  \
       } else {                                                                                 \
+        /* Loads of an unrolled step are issued before its folds (same fold order): a   \
+         * lane keeps several loads in flight, which GPUs need to cover memory latency. */ \
         ulong j = beg + lane;                                                                  \
         if (blocked == 2) { /* lane k takes 16-element vectors k, k + lanes, ... */            \
-          ulong nv = (end - beg) / 16;                                                         \
-          for (ulong v = lane; v < nv; v += lanes)                                             \
+          ulong nv = (end - beg) / 16, v = lane;                                               \
+          for (; v + lanes < nv; v += 2 * lanes) {                                             \
+            V16 w0 = vload16(0, xr + beg + v * 16);                                            \
+            V16 w1 = vload16(0, xr + beg + (v + lanes) * 16);                                  \
+            acc = NAME##_foldv(acc, w0, (long)(beg + v * 16), flags, prm);                     \
+            acc = NAME##_foldv(acc, w1, (long)(beg + (v + lanes) * 16), flags, prm);           \
+          }                                                                                    \
+          for (; v < nv; v += lanes)                                                           \
             acc = NAME##_foldv(acc, vload16(0, xr + beg + v * 16), (long)(beg + v * 16),       \
                                flags, prm);                                                    \
           j = beg + nv * 16 + lane;                                                            \
+        }                                                                                      \
+        for (; j + 3 * lanes < end; j += 4 * lanes) {                                          \
+          T x0 = xr[j], x1 = xr[j + lanes], x2 = xr[j + 2 * lanes], x3 = xr[j + 3 * lanes];    \
+          acc = NAME##_fold(acc, x0, (long)j, flags, prm);                                     \
+          acc = NAME##_fold(acc, x1, (long)(j + lanes), flags, prm);                           \
+          acc = NAME##_fold(acc, x2, (long)(j + 2 * lanes), flags, prm);                       \
+          acc = NAME##_fold(acc, x3, (long)(j + 3 * lanes), flags, prm);                       \
         }                                                                                      \
         for (; j < end; j += lanes)                                                            \
           acc = NAME##_fold(acc, xr[j], (long)j, flags, prm);                                  \
