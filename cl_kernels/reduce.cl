@@ -6,6 +6,10 @@
  *                         kernels' float parameter are double (else float)
  *   -DKILN_REDUCE_WIDE=1  f32 inputs accumulate in double (needs KILN_FP64)
  *   -DKILN_COLS=n         columns per work-item in NAME_cols (default 1; a tunable)
+ *   -DKILN_BLOCKED=b      the lane order of NAME_rows compiled in (the `blocked` argument
+ *                         is then ignored): the other orders' code drops out of the kernel,
+ *                         and with it their registers (the 16-wide double-accumulating folds
+ *                         need many, which limits how many work-items a GPU keeps resident)
  *
  * Every reduction NAME (sum prod mean var min max argmin argmax any all count, and for
  * float T also lse normp) comes as four kernels over the input viewed as (outer, red,
@@ -71,6 +75,12 @@
 #endif
 
 /* Adjacent columns one work-item of NAME_cols reduces (a build option: it sizes an array). */
+#ifdef KILN_BLOCKED
+#define LANE_ORDER(runtime) KILN_BLOCKED
+#else
+#define LANE_ORDER(runtime) (runtime)
+#endif
+
 #ifndef KILN_COLS
 #define KILN_COLS 1
 #endif
@@ -768,7 +778,7 @@ FOLDV_LOOP(normp)
                           ulong red, ulong nchunk, ulong clen, uint lanes, uint blocked,       \
                           uint flags, PT prm, local st_##NAME *loc)                            \
   {                                                                                            \
-    uint lid = get_local_id(0);                                                                \
+    uint lid = get_local_id(0), order = LANE_ORDER(blocked);                                   \
     uint lane = lid & (lanes - 1u), slot = lid / lanes;                                        \
     uint rpg = (uint)get_local_size(0) / lanes;                                                \
     ulong g = get_group_id(0), c = g % nchunk;                                                 \
@@ -778,7 +788,7 @@ FOLDV_LOOP(normp)
     if (live) {                                                                                \
       ulong beg = c * clen, end = min(beg + clen, red);                                        \
       global const T *xr = x + xoff + row * red;                                               \
-      if (blocked == 1) {                                                                      \
+      if (order == 1) {                                                                        \
         ulong sub = (end - beg + lanes - 1) / lanes, b = beg + lane * sub;                     \
         ulong e = min(b + sub, end), j = b;                                                    \
         for (; j + 16 <= e; j += 16)                                                           \
@@ -789,7 +799,7 @@ FOLDV_LOOP(normp)
         /* Loads of an unrolled step are issued before its folds (same fold order): a   \
          * lane keeps several loads in flight, which GPUs need to cover memory latency. */ \
         ulong j = beg + lane;                                                                  \
-        if (blocked == 2) { /* lane k takes 16-element vectors k, k + lanes, ... */            \
+        if (order == 2) { /* lane k takes 16-element vectors k, k + lanes, ... */              \
           ulong nv = (end - beg) / 16, v = lane;                                               \
           for (; v + lanes < nv; v += 2 * lanes) {                                             \
             V16 w0 = vload16(0, xr + beg + v * 16);                                            \

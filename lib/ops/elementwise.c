@@ -101,7 +101,7 @@ flat_shape_for(kiln_context *ctx, kiln_dtype dtype, uint64_t n, const kiln_tenso
   for (size_t i = 0; i < nts; i++)
     if (ts[i] && kiln__ops_elem_offset(ts[i]) % p.vec_width)
       p.vec_width = 1;
-  flat_shape sh = {p.wg_size, {0, p.items_per_thread, p.vec_width}};
+  flat_shape sh = {p.wg_size, {.ew_items = p.items_per_thread, .ew_vec = p.vec_width}};
   return sh;
 }
 
@@ -242,7 +242,7 @@ binary_run(const char *op, kiln_context *ctx, kiln_binary_op bop, const kiln_ten
   snprintf(kname, sizeof kname, "binary_%s", row->name);
   cl_ulong n = (*out)->numel;
   const kiln_tensor *ts[] = {a, b, *out};
-  flat_shape sh = {ctx->wg_size, {0, 0, 0}};
+  flat_shape sh = {ctx->wg_size, {0, 0, 0, 0}};
   if (flat)
     sh = flat_shape_for(ctx, t->dtype, n, ts, 3);
 
@@ -394,7 +394,7 @@ kiln_where(kiln_context *ctx, const kiln_tensor *cond, const kiln_tensor *a, con
   cl_uint flags = flat ? 0u : 4u;
   cl_ulong n = (*out)->numel;
   const kiln_tensor *ts[] = {c, a, b, *out};
-  flat_shape sh = {ctx->wg_size, {0, 0, 0}};
+  flat_shape sh = {ctx->wg_size, {0, 0, 0, 0}};
   if (flat)
     sh = flat_shape_for(ctx, a->dtype, n, ts, 4);
 

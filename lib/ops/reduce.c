@@ -725,7 +725,9 @@ reduce_impl(kiln_context *ctx, kiln_reduce_op rop, const kiln_tensor *x, const i
   char options[192];
   /* The shared options (what `kiln cache warm` builds), then the f64-accumulation variant. */
   kiln__program_options_variant(&ctx->info, "reduce", x->dtype,
-                                &(kiln__program_variant){.cols = lp->cols_per_item}, options,
+                                &(kiln__program_variant){.cols = lp->cols_per_item,
+                                                         .lane_order = lp->blocked + 1},
+                                options,
                                 sizeof options);
   if (wide)
     strncat(options, " -DKILN_REDUCE_WIDE=1", sizeof options - strlen(options) - 1);

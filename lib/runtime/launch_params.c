@@ -10,6 +10,12 @@ kiln__default_cols_per_item(const kiln_device_info *info)
   return info->is_gpu ? 4 : 16;
 }
 
+uint32_t
+kiln__default_lane_order(const kiln_device_info *info)
+{
+  return info->is_gpu ? 2 : 1;
+}
+
 void
 kiln__ew_default_shape(const kiln_device_info *info, uint32_t *items, uint32_t *vec)
 {
@@ -36,7 +42,7 @@ kiln__launch_params_default(const kiln_context *ctx, enum kiln__launch_family fa
     p->groups_per_cu = 8;
     /* Measured on an H200 (docs/performance.md): 16-vectors per lane read 1.45x faster
      * than scalars; four columns per item in 16-row tiles 1.6x faster than one. */
-    p->blocked = 2;
+    p->blocked = kiln__default_lane_order(info);
     p->cols_per_item = kiln__default_cols_per_item(info);
   } else {
     /*
@@ -48,7 +54,7 @@ kiln__launch_params_default(const kiln_context *ctx, enum kiln__launch_family fa
     p->items_per_thread = fam == KILN__LAUNCH_SCAN ? 1024 : 64;
     p->two_pass_min = 32768;
     p->groups_per_cu = 4;
-    p->blocked = 1;
+    p->blocked = kiln__default_lane_order(info);
     p->cols_per_item = kiln__default_cols_per_item(info);
   }
   if (p->wg_size > info->max_work_group_size && info->max_work_group_size > 0)

@@ -49,6 +49,9 @@ enum kiln__launch_family {
 /* Default columns per work-item of the reduce and scan kernels (compiled in as KILN_COLS). */
 uint32_t kiln__default_cols_per_item(const kiln_device_info *info);
 
+/* Default lane order (`blocked`) of the reduce rows kernel (compiled in as KILN_BLOCKED). */
+uint32_t kiln__default_lane_order(const kiln_device_info *info);
+
 /* Limits of the flat elementwise shape: vector widths are 1, 2, 4, 8 or 16. */
 #define KILN__EW_ITEMS_MAX 16
 #define KILN__EW_VEC_MAX 16

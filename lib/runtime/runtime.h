@@ -204,9 +204,10 @@ void kiln__program_options(const kiln_device_info *info, const char *source, kil
 
 /* A program variant: the compile-time launch parameters of some sources; 0 = device default. */
 typedef struct kiln__program_variant {
-  uint32_t cols;     /* reduce, scan: KILN_COLS (columns per work-item) */
-  uint32_t ew_items; /* elementwise: KILN_EW_ITEMS (vectors per work-item of flat launches) */
-  uint32_t ew_vec;   /* elementwise: KILN_EW_VEC (elements per vector access) */
+  uint32_t cols;       /* reduce, scan: KILN_COLS (columns per work-item) */
+  uint32_t lane_order; /* reduce: KILN_BLOCKED + 1 (the rows kernel's lane order; 0 default) */
+  uint32_t ew_items;   /* elementwise: KILN_EW_ITEMS (vectors per work-item of flat launches) */
+  uint32_t ew_vec;     /* elementwise: KILN_EW_VEC (elements per vector access) */
 } kiln__program_variant;
 
 /* As kiln__program_options for one variant (kiln__program_options builds the all-default

@@ -127,9 +127,9 @@ static const uint64_t ew_shape_quick[] = {1, 4};
 #define EW_FIELD(f) offsetof(struct kiln__ew_params, f), sizeof(uint32_t)
 static const struct tune_param ew_params[] = {
     {"wg_size", EW_FIELD(wg_size), 1, 65536, ew_wg_full, N_(ew_wg_full), ew_wg_quick,
-     N_(ew_wg_quick), 1, 0},
+     N_(ew_wg_quick), 1, 0, 0},
     {"items_per_thread", EW_FIELD(items_per_thread), 1, KILN__EW_ITEMS_MAX, ew_items_full,
-     N_(ew_items_full), ew_shape_quick, N_(ew_shape_quick), 0, 0},
+     N_(ew_items_full), ew_shape_quick, N_(ew_shape_quick), 0, 0, 0},
     {"vec_width", EW_FIELD(vec_width), 1, KILN__EW_VEC_MAX, ew_vec_full, N_(ew_vec_full),
      ew_shape_quick, N_(ew_shape_quick), 0, 0, 1},
 };
@@ -153,30 +153,30 @@ static const uint64_t cols_quick[] = {4, 16};
  * searched only where it matters: column layouts.
  */
 static const struct tune_param red_params[] = {
-    {"wg_size", LP_FIELD(wg_size), 1, 65536, wg_full, N_(wg_full), wg_quick, N_(wg_quick), 1, 0},
+    {"wg_size", LP_FIELD(wg_size), 1, 65536, wg_full, N_(wg_full), wg_quick, N_(wg_quick), 1, 0, 0},
     {"items_per_thread", LP_FIELD(items_per_thread), 1, 1u << 20, red_ipt_full, N_(red_ipt_full),
-     ipt_quick, N_(ipt_quick), 0, 0},
+     ipt_quick, N_(ipt_quick), 0, 0, 0},
     {"two_pass_min", LP_FIELD(two_pass_min), 1, UINT64_MAX, tpm_full, N_(tpm_full), tpm_quick,
-     N_(tpm_quick), 0, 0},
+     N_(tpm_quick), 0, 0, 0},
     {"groups_per_cu", LP_FIELD(groups_per_cu), 1, 1024, gpc_full, N_(gpc_full), gpc_quick,
-     N_(gpc_quick), 0, 0},
+     N_(gpc_quick), 0, 0, 0},
     {"blocked", LP_FIELD(blocked), 0, 2, blocked_all, N_(blocked_all), blocked_all,
-     N_(blocked_all), 0, 0},
+     N_(blocked_all), 0, 0, 0},
     {"cols_per_item", LP_FIELD(cols_per_item), 1, KILN__COLS_MAX, cols_full, N_(cols_full),
-     cols_quick, N_(cols_quick), 0, 1u << KILN__LAYOUT_COL},
+     cols_quick, N_(cols_quick), 0, 1u << KILN__LAYOUT_COL, 0},
 };
 
 /* The scan kernels do not read blocked: it is no parameter of this family. */
 static const struct tune_param scan_params[] = {
-    {"wg_size", LP_FIELD(wg_size), 1, 65536, wg_full, N_(wg_full), wg_quick, N_(wg_quick), 1, 0},
+    {"wg_size", LP_FIELD(wg_size), 1, 65536, wg_full, N_(wg_full), wg_quick, N_(wg_quick), 1, 0, 0},
     {"items_per_thread", LP_FIELD(items_per_thread), 1, 1u << 20, scan_ipt_full,
-     N_(scan_ipt_full), ipt_quick, N_(ipt_quick), 0, 0},
+     N_(scan_ipt_full), ipt_quick, N_(ipt_quick), 0, 0, 0},
     {"two_pass_min", LP_FIELD(two_pass_min), 1, UINT64_MAX, tpm_full, N_(tpm_full), tpm_quick,
-     N_(tpm_quick), 0, 0},
+     N_(tpm_quick), 0, 0, 0},
     {"groups_per_cu", LP_FIELD(groups_per_cu), 1, 1024, gpc_full, N_(gpc_full), gpc_quick,
-     N_(gpc_quick), 0, 0},
+     N_(gpc_quick), 0, 0, 0},
     {"cols_per_item", LP_FIELD(cols_per_item), 1, KILN__COLS_MAX, cols_full, N_(cols_full),
-     cols_quick, N_(cols_quick), 0, 1u << KILN__LAYOUT_COL},
+     cols_quick, N_(cols_quick), 0, 1u << KILN__LAYOUT_COL, 0},
 };
 
 /* fft: one parameter, the back end as kiln_fft_backend numbers it (1 clFFT, 2 VkFFT). */
@@ -185,7 +185,7 @@ static const uint64_t fft_backends[] = {KILN_FFT_BACKEND_CLFFT, KILN_FFT_BACKEND
 static const struct tune_param fft_params[] = {
     {"backend", offsetof(struct kiln__fft_tune_params, backend), sizeof(uint32_t),
      KILN_FFT_BACKEND_CLFFT, KILN_FFT_BACKEND_VKFFT, fft_backends, N_(fft_backends), fft_backends,
-     N_(fft_backends), 0, 0},
+     N_(fft_backends), 0, 0, 0},
 };
 
 /* gemm: one parameter, the route (enum kiln__gemm_route); 0, the rule, is the default only. */
@@ -194,7 +194,7 @@ static const uint64_t gemm_routes[] = {KILN__GEMM_ROUTE_KILN, KILN__GEMM_ROUTE_C
 static const struct tune_param gemm_params[] = {
     {"route", offsetof(struct kiln__gemm_tune_params, route), sizeof(uint32_t),
      KILN__GEMM_ROUTE_RULE, KILN__GEMM_ROUTE_CLBLAST, gemm_routes, N_(gemm_routes), gemm_routes,
-     N_(gemm_routes), 0, 0},
+     N_(gemm_routes), 0, 0, 0},
 };
 
 #define P2(k) ((uint64_t)1 << (k))
