@@ -109,7 +109,11 @@ flat_shape_for(kiln_context *ctx, kiln_dtype dtype, uint64_t n, const kiln_tenso
 static kiln_status
 launch_flat(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n, const flat_shape *sh)
 {
+  /* A 0 (device-default) field launches an item per element: more than needed, still
+   * correct, since the kernels loop over whatever their grid does not cover. */
   uint64_t per_item = (uint64_t)sh->variant.ew_items * sh->variant.ew_vec;
+  if (per_item < 1)
+    per_item = 1;
   return kiln__launch_1d_local(op, ctx, k, n / per_item + (n % per_item != 0), sh->local);
 }
 
@@ -154,7 +158,9 @@ static kiln_status
 launch_bcast(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n, uint32_t ndim,
              const kiln__bcast *plan, int flat, const flat_shape *sh)
 {
-  if (flat || n == 0)
+  if (n == 0)
+    return KILN_OK;
+  if (flat)
     return launch_flat(op, ctx, k, n, sh);
   uint64_t inner = plan->shape[ndim - 1], rows = n / inner;
   /*
