@@ -220,7 +220,7 @@ kiln__program_options_variant(const kiln_device_info *info, const char *source,
   kiln__dtype_options(dtype, buf, len);
   /* Sources that convert to double (cast) need it; for the rest it only enables a pragma. */
   if (info->has_fp64)
-    strncat(buf, " -DKILN_FP64=1", len - strlen(buf) - 1);
+    append(buf, len, " -DKILN_FP64=1");
   /* Per-source options: the BLAS kernels' tile and reduction group sizes. */
   if (strcmp(source, "gemm_small") == 0)
     append(buf, len, " -DKILN_GEMM_TILE=%u -DKILN_DOT_WG=%u", (uint32_t)kiln__gemm_tile(info),
