@@ -1,4 +1,6 @@
+#ifndef _GNU_SOURCE /* meson passes it; kept for builds outside meson */
 #define _GNU_SOURCE
+#endif
 #include "harness.h"
 
 #include <ftw.h>
