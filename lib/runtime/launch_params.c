@@ -17,16 +17,23 @@ kiln__default_lane_order(const kiln_device_info *info)
 }
 
 void
-kiln__ew_default_shape(const kiln_device_info *info, uint32_t *items, uint32_t *vec)
+kiln__ew_default_shape(const kiln_device_info *info, kiln_dtype dtype, uint32_t *items,
+                       uint32_t *vec)
 {
   /*
-   * PoCL vectorises across work-items, which wants one element each. On an
-   * H200 four elements per item, a work-group apart, lift a + b over 2^26
-   * floats from 62% to 104% of the copy bandwidth; vector accesses gained
-   * nothing there (kiln tune, docs/tuning.md).
+   * Measured with `kiln tune --family elementwise` (docs/tuning.md). H200:
+   * four elements per item, a work-group apart, lift a + b over 2^26 floats
+   * from 62% to 104% of the copy bandwidth; vector accesses gained nothing.
+   * PoCL: 8-wide accesses run 4-byte and 1-byte types 1.3x-3.5x faster at
+   * 2^16-2^22 elements, i64 gains with 4-wide ones, f64 loses with any width.
    */
-  *items = info->is_gpu ? 4 : 1;
-  *vec = 1;
+  if (info->is_gpu) {
+    *items = 4;
+    *vec = 1;
+    return;
+  }
+  *items = 1;
+  *vec = dtype == KILN_F64 ? 1 : dtype == KILN_I64 ? 4 : 8;
 }
 
 void

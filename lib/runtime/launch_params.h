@@ -57,10 +57,11 @@ uint32_t kiln__default_lane_order(const kiln_device_info *info);
 #define KILN__EW_VEC_MAX 16
 
 /*
- * Default shape of flat elementwise launches (cl_kernels/elementwise.cl):
+ * Default shape of flat elementwise launches of dtype (cl_kernels/elementwise.cl):
  * vectors per work-item and elements per vector access.
  */
-void kiln__ew_default_shape(const kiln_device_info *info, uint32_t *items, uint32_t *vec);
+void kiln__ew_default_shape(const kiln_device_info *info, kiln_dtype dtype, uint32_t *items,
+                            uint32_t *vec);
 
 /* Built-in defaults for ctx's device (kiln__launch_params_for adds the tuned values). */
 void kiln__launch_params_default(const kiln_context *ctx, enum kiln__launch_family fam,

@@ -236,7 +236,7 @@ kiln__program_options_variant(const kiln_device_info *info, const char *source,
    * kernels' own defaults are 1 and 1, so that variant keeps the plain option string. */
   if (strcmp(source, "elementwise") == 0) {
     uint32_t items, vec;
-    kiln__ew_default_shape(info, &items, &vec);
+    kiln__ew_default_shape(info, dtype, &items, &vec);
     if (v->ew_items)
       items = v->ew_items;
     if (v->ew_vec)

@@ -81,7 +81,7 @@ struct tune_family {
   int float_sum; /* float outputs are sums: compared within the sum tolerance, else bitwise */
   int wall_clock; /* timed by wall time per call (host work included), else device time */
   int (*dtype_ok)(kiln_dtype dtype);
-  void (*defaults)(const kiln_context *ctx, void *params);
+  void (*defaults)(const kiln_context *ctx, kiln_dtype dtype, void *params);
   kiln_status (*run)(struct problem *pb, const void *params);
   double (*bytes)(const struct problem *pb);
   /* Optional, NULL for the defaults of the first families: */
@@ -246,35 +246,39 @@ gemm_available(const kiln_context *ctx)
 }
 
 static void
-ew_defaults(const kiln_context *ctx, void *params)
+ew_defaults(const kiln_context *ctx, kiln_dtype dtype, void *params)
 {
   struct kiln__ew_params *p = params;
   p->wg_size = (uint32_t)ctx->wg_size;
-  kiln__ew_default_shape(&ctx->info, &p->items_per_thread, &p->vec_width);
+  kiln__ew_default_shape(&ctx->info, dtype, &p->items_per_thread, &p->vec_width);
 }
 
 static void
-red_defaults(const kiln_context *ctx, void *params)
+red_defaults(const kiln_context *ctx, kiln_dtype dtype, void *params)
 {
+  (void)dtype;
   kiln__launch_params_default(ctx, KILN__LAUNCH_REDUCE, params);
 }
 
 static void
-scan_defaults(const kiln_context *ctx, void *params)
+scan_defaults(const kiln_context *ctx, kiln_dtype dtype, void *params)
 {
+  (void)dtype;
   kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, params);
 }
 
 static void
-fft_defaults(const kiln_context *ctx, void *params)
+fft_defaults(const kiln_context *ctx, kiln_dtype dtype, void *params)
 {
+  (void)dtype;
   struct kiln__fft_tune_params *p = params;
   p->backend = (uint32_t)kiln__fft_default_backend(ctx);
 }
 
 static void
-gemm_defaults(const kiln_context *ctx, void *params)
+gemm_defaults(const kiln_context *ctx, kiln_dtype dtype, void *params)
 {
+  (void)dtype;
   (void)ctx;
   struct kiln__gemm_tune_params *p = params;
   p->route = KILN__GEMM_ROUTE_RULE;
@@ -953,7 +957,7 @@ resolve(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, void *p
         int *online_wanted)
 {
   const struct tune_family *f = &families[fam];
-  f->defaults(ctx, params);
+  f->defaults(ctx, dtype, params);
   if (online_wanted)
     *online_wanted = 0;
   struct kiln__tuner *t = ctx->tuner;
@@ -1038,7 +1042,7 @@ kiln__tune_elementwise(kiln_context *ctx, kiln_dtype dtype, uint64_t n, struct k
   /* Values outside what the kernels compile (from an override or an imported table) fall
    * back to the defaults rather than failing the op on a build error. */
   uint32_t items, vec;
-  kiln__ew_default_shape(&ctx->info, &items, &vec);
+  kiln__ew_default_shape(&ctx->info, dtype, &items, &vec);
   if (p->items_per_thread < 1 || p->items_per_thread > KILN__EW_ITEMS_MAX)
     p->items_per_thread = items;
   if (p->vec_width < 1 || p->vec_width > KILN__EW_VEC_MAX || (p->vec_width & (p->vec_width - 1)))
@@ -1579,7 +1583,7 @@ tune_key(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, struct
   bucket_text(layout, k, res->bucket, sizeof res->bucket);
   res->elements = (uint64_t)1 << k;
   pbuf def;
-  f->defaults(ctx, def.b);
+  f->defaults(ctx, dtype, def.b);
   params_text(f, def.b, res->default_params, sizeof res->default_params);
   snprintf(res->tuned_params, sizeof res->tuned_params, "%s", res->default_params);
 
