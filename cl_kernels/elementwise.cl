@@ -18,7 +18,8 @@
  * KILN_EW_ITEMS, vectors per work-item, spaced one work-group apart so that a
  * group's accesses stay contiguous. Loads of all of an item's vectors are
  * issued before any store. GPUs whose cost per work-item, not memory, limits
- * 4-byte types need them; PoCL wants 1 and 1 (it vectorises across items).
+ * 4-byte types want more items; PoCL wants wide vectors (defaults and
+ * measurements: kiln__ew_default_shape, docs/tuning.md).
  * The host launches ceil(n / (VEC * ITEMS)) items rounded up to whole groups,
  * passes VEC > 1 only when every vector-accessed operand's offset is a
  * multiple of VEC (buffers themselves are aligned far beyond a vector), and
