@@ -210,6 +210,35 @@ KILN_UNARY_OPS(UNARY_ROW)
     out += rr_ * (bc).stride[k][0];                  \
   } while (0)
 
+/*
+ * Every element (row r, inner position j) of a broadcast launch through
+ * ELEM(x1, x2), a block that reads r and j. When the host's grid covers every
+ * element (flags & 8), each work-item does its one element without loops,
+ * which PoCL runs about 3x faster (its work-item loops vectorise); otherwise
+ * grid-stride loops take the rest. Expects inner, n and flags in scope.
+ */
+#define BCAST_EACH(ELEM, x1, x2)                                                          \
+  if (flags & 8u) {                                                                      \
+    ulong r = get_global_id(1), j = get_global_id(0);                                    \
+    if (r * inner < n && j < inner)                                                      \
+      ELEM(x1, x2)                                                                       \
+  } else {                                                                               \
+    for (ulong r = get_global_id(1); r * inner < n; r += get_global_size(1))             \
+      for (ulong j = get_global_id(0); j < inner; j += get_global_size(0))               \
+        ELEM(x1, x2)                                                                     \
+  }
+
+/* One element of a broadcast binary op (see BINARY_BODY). */
+#define BINARY_ELEM(res, expr)                                                            \
+  {                                                                                      \
+    ulong oa, ob;                                                                        \
+    BCAST_ROW_OFFSET(r, ndim, bc, 0, oa);                                                \
+    BCAST_ROW_OFFSET(r, ndim, bc, 1, ob);                                                \
+    T a = as[aoff + oa + j * sa];                                                        \
+    T b = bs[boff + ob + j * sb];                                                        \
+    cs[coff + r * inner + j] = (KILN_RES_##res)(expr);                                   \
+  }
+
 #define BINARY_BODY(kname, res, expr)                                                    \
   kernel void kname(global const T *as, ulong aoff, T ascal, global const T *bs,         \
                     ulong boff, T bscal, global KILN_RES_##res *cs, ulong coff, ulong n, \
@@ -250,19 +279,21 @@ KILN_UNARY_OPS(UNARY_ROW)
     }                                                                                    \
     ulong inner = bc.shape[ndim - 1], sa = bc.stride[0][ndim - 1];                       \
     ulong sb = bc.stride[1][ndim - 1];                                                   \
-    for (ulong r = get_global_id(1); r * inner < n; r += get_global_size(1)) {           \
-      ulong oa, ob;                                                                      \
-      BCAST_ROW_OFFSET(r, ndim, bc, 0, oa);                                              \
-      BCAST_ROW_OFFSET(r, ndim, bc, 1, ob);                                              \
-      for (ulong j = get_global_id(0); j < inner; j += get_global_size(0)) {             \
-        T a = as[aoff + oa + j * sa];                                                    \
-        T b = bs[boff + ob + j * sb];                                                    \
-        cs[coff + r * inner + j] = (KILN_RES_##res)(expr);                               \
-      }                                                                                  \
-    }                                                                                    \
+    BCAST_EACH(BINARY_ELEM, res, expr)                                                   \
   }
 #define BINARY_ROW(E, name, cls, res, expr) KILN_GEN_IF(cls, BINARY_BODY, binary_##name, res, expr)
 KILN_BINARY_OPS(BINARY_ROW)
+
+/* One element of a broadcast where (the arguments are unused). */
+#define WHERE_ELEM(u1, u2)                                                                \
+  {                                                                                      \
+    ulong oc, oa, ob;                                                                    \
+    BCAST_ROW_OFFSET(r, ndim, bc, 0, oc);                                                \
+    BCAST_ROW_OFFSET(r, ndim, bc, 1, oa);                                                \
+    BCAST_ROW_OFFSET(r, ndim, bc, 2, ob);                                                \
+    out[outoff + r * inner + j] =                                                        \
+        conds[condoff + oc + j * sc] ? as[aoff + oa + j * sa] : bs[boff + ob + j * sb];  \
+  }
 
 kernel void
 where_values(global const uchar *conds, ulong condoff, global const T *as, ulong aoff,
@@ -295,15 +326,7 @@ where_values(global const uchar *conds, ulong condoff, global const T *as, ulong
   }
   ulong inner = bc.shape[ndim - 1];
   ulong sc = bc.stride[0][ndim - 1], sa = bc.stride[1][ndim - 1], sb = bc.stride[2][ndim - 1];
-  for (ulong r = get_global_id(1); r * inner < n; r += get_global_size(1)) {
-    ulong oc, oa, ob;
-    BCAST_ROW_OFFSET(r, ndim, bc, 0, oc);
-    BCAST_ROW_OFFSET(r, ndim, bc, 1, oa);
-    BCAST_ROW_OFFSET(r, ndim, bc, 2, ob);
-    for (ulong j = get_global_id(0); j < inner; j += get_global_size(0))
-      out[outoff + r * inner + j] =
-          conds[condoff + oc + j * sc] ? as[aoff + oa + j * sa] : bs[boff + ob + j * sb];
-  }
+  BCAST_EACH(WHERE_ELEM, _, _)
 }
 
 /* min(max(x, lo), hi) written with compares so NaN in x passes through. */

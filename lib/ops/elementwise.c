@@ -151,17 +151,14 @@ bcast_tail_args(kiln__args *args, const kiln_tensor *out, cl_ulong n, cl_uint nd
 }
 
 /*
- * Launches a kernel with the elementwise broadcast convention: flat with
- * shape sh, else 2-D with dimension 0 over the innermost merged dimension.
+ * The 2-D grid of a broadcast launch over n > 0 elements: dimension 0 over
+ * the innermost merged dimension, 1 over rows. Returns whether it covers
+ * every element (then the kernels do one element per work-item: flag 8).
  */
-static kiln_status
-launch_bcast(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n, uint32_t ndim,
-             const kiln__bcast *plan, int flat, const flat_shape *sh)
+static int
+bcast_grid(const kiln_context *ctx, uint64_t n, uint32_t ndim, const kiln__bcast *plan,
+           size_t global[2], size_t local[2])
 {
-  if (n == 0)
-    return KILN_OK;
-  if (flat)
-    return launch_flat(op, ctx, k, n, sh);
   uint64_t inner = plan->shape[ndim - 1], rows = n / inner;
   /*
    * Two local shapes only: PoCL compiles a specialised kernel for every new
@@ -178,7 +175,35 @@ launch_bcast(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n, uint32_
   g1 -= g1 % l1;
   if (g1 == 0)
     g1 = l1;
-  size_t global[2] = {(size_t)g0, (size_t)g1}, local[2] = {l0, l1};
+  global[0] = (size_t)g0;
+  global[1] = (size_t)g1;
+  local[0] = l0;
+  local[1] = l1;
+  return g0 >= inner && g1 >= rows;
+}
+
+/* Flag 8 of the binary and where kernels for a broadcast launch (see bcast_grid). */
+static cl_uint
+bcast_cover_flag(const kiln_context *ctx, uint64_t n, uint32_t ndim, const kiln__bcast *plan)
+{
+  size_t global[2], local[2];
+  return n && bcast_grid(ctx, n, ndim, plan, global, local) ? 8u : 0u;
+}
+
+/*
+ * Launches a kernel with the elementwise broadcast convention: flat with
+ * shape sh, else the 2-D grid of bcast_grid.
+ */
+static kiln_status
+launch_bcast(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n, uint32_t ndim,
+             const kiln__bcast *plan, int flat, const flat_shape *sh)
+{
+  if (n == 0)
+    return KILN_OK;
+  if (flat)
+    return launch_flat(op, ctx, k, n, sh);
+  size_t global[2], local[2];
+  bcast_grid(ctx, n, ndim, plan, global, local);
   return kiln__enqueue_kernel(op, ctx, k, 2, global, local);
 }
 
@@ -241,7 +266,8 @@ binary_run(const char *op, kiln_context *ctx, kiln_binary_op bop, const kiln_ten
   } else {
     memset(&plan, 0, sizeof plan);
   }
-  cl_uint flags = (a ? 0u : 1u) | (b ? 0u : 2u) | (flat ? 0u : 4u);
+  cl_uint flags = (a ? 0u : 1u) | (b ? 0u : 2u) |
+                  (flat ? 0u : 4u | bcast_cover_flag(ctx, (*out)->numel, ndim, &plan));
   unsigned char zero[8] = {0};
   size_t esz = kiln_dtype_size(t->dtype);
   char kname[64];
@@ -397,7 +423,7 @@ kiln_where(kiln_context *ctx, const kiln_tensor *cond, const kiln_tensor *a, con
   kiln__bcast plan;
   int flat;
   cl_uint ndim = kiln__bcast_plan(&shape, ops, 3, &plan, &flat);
-  cl_uint flags = flat ? 0u : 4u;
+  cl_uint flags = flat ? 0u : 4u | bcast_cover_flag(ctx, (*out)->numel, ndim, &plan);
   cl_ulong n = (*out)->numel;
   const kiln_tensor *ts[] = {c, a, b, *out};
   flat_shape sh = {ctx->wg_size, {0, 0, 0, 0}};

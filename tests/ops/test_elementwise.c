@@ -2396,6 +2396,54 @@ START_TEST(flat_shape_case)
 }
 END_TEST
 
+/*
+ * A broadcast whose inner dimension exceeds the launch grid's cap (2^24
+ * work-items along it): the kernels take their grid-stride loops instead of
+ * one element per work-item.
+ */
+START_TEST(bcast_beyond_grid)
+{
+  kiln_context *ctx = harness_ctx();
+  const int64_t inner = ((int64_t)1 << 24) + 3, sa[2] = {2, inner}, sb[1] = {inner};
+  size_t n = (size_t)(2 * inner);
+  float *ha = malloc(n * sizeof *ha), *hb = malloc((size_t)inner * sizeof *hb);
+  float *got = malloc(n * sizeof *got);
+  uint8_t *hc = malloc((size_t)inner);
+  ck_assert(ha && hb && got && hc);
+  for (size_t i = 0; i < n; i++)
+    ha[i] = (float)(i % 1000) - 500.0f;
+  for (int64_t i = 0; i < inner; i++) {
+    hb[i] = (float)(i % 77);
+    hc[i] = (uint8_t)(i % 3 == 0);
+  }
+  kiln_tensor *a, *b, *c, *y = NULL;
+  KOK(kiln_tensor_from_host(ctx, KILN_F32, 2, sa, ha, &a));
+  KOK(kiln_tensor_from_host(ctx, KILN_F32, 1, sb, hb, &b));
+  KOK(kiln_tensor_from_host(ctx, KILN_BOOL, 1, sb, hc, &c));
+  KOK(kiln_binary(ctx, KILN_OP_ADD, a, b, &y));
+  KOK(kiln_tensor_download(y, got, n * sizeof *got));
+  for (size_t i = 0; i < n; i++)
+    if (got[i] != ha[i] + hb[i % (size_t)inner])
+      ck_abort_msg("a + b beyond the grid: [%zu] = %g, want %g", i, got[i], ha[i] + hb[i % (size_t)inner]);
+  KOK(kiln_where(ctx, c, a, b, &y));
+  KOK(kiln_tensor_download(y, got, n * sizeof *got));
+  for (size_t i = 0; i < n; i++) {
+    size_t j = i % (size_t)inner;
+    float want = hc[j] ? ha[i] : hb[j];
+    if (got[i] != want)
+      ck_abort_msg("where beyond the grid: [%zu] = %g, want %g", i, got[i], want);
+  }
+  KOK(kiln_tensor_release(a));
+  KOK(kiln_tensor_release(b));
+  KOK(kiln_tensor_release(c));
+  KOK(kiln_tensor_release(y));
+  free(ha);
+  free(hb);
+  free(hc);
+  free(got);
+}
+END_TEST
+
 /* Overrides outside what the kernels compile are refused with a message naming the value. */
 START_TEST(flat_shape_bad_overrides)
 {
@@ -2472,6 +2520,7 @@ elementwise_suite(void)
       {"bad_shapes_outputs", bad_shapes_and_outputs, 0},
       {"flat_shapes", flat_shape_case, NFLAT_SHAPES * NFLAT_DTYPES},
       {"flat_shape_bad_overrides", flat_shape_bad_overrides, 0},
+      {"bcast_beyond_grid", bcast_beyond_grid, 0},
   };
   for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
     TCase *tc = tcase_create(groups[g].name);
