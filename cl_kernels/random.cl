@@ -158,6 +158,30 @@ perm_write(global const ulong *vals, ulong voff, ulong n, global T *out, ulong o
 
 /* ---- deterministic math for Box-Muller ---- */
 
+/*
+ * sin and cos of 2 pi k 2^-BITS for k < 2^BITS: the quadrant from the top two
+ * bits, the rest folded into [0, pi/4] by octant symmetry, then polynomials.
+ * One body for both precisions: FT the float type, KT the integer type.
+ */
+#define DET_SINCOS(NAME, FT, KT, BITS, SUF)                                               \
+  inline void NAME(KT k, FT *s, FT *c)                                                   \
+  {                                                                                      \
+    KT q = k >> (BITS - 2);                                                              \
+    FT f = (FT)(k & (((KT)1 << (BITS - 2)) - 1)) / (FT)((KT)1 << (BITS - 2));            \
+    FT a, b;                                                                             \
+    if (f <= (FT)0.5) {                                                                  \
+      FT t = f * (FT)1.5707963267948966;                                                 \
+      a = sin_poly_##SUF(t);                                                             \
+      b = cos_poly_##SUF(t);                                                             \
+    } else {                                                                             \
+      FT t = ((FT)1 - f) * (FT)1.5707963267948966;                                       \
+      a = cos_poly_##SUF(t);                                                             \
+      b = sin_poly_##SUF(t);                                                             \
+    }                                                                                    \
+    *s = q == 0 ? a : q == 1 ? b : q == 2 ? -a : -b;                                     \
+    *c = q == 0 ? b : q == 1 ? -a : q == 2 ? -b : a;                                     \
+  }
+
 #if defined(KILN_DT_F32)
 /* ln(k * 2^-24) for k in [1, 2^24]: exponent split, then 2 atanh(s) with s = f / (2 + f). */
 inline float
@@ -227,25 +251,8 @@ cos_poly_f32(float t)
   return 1.0f + t2 * p;
 }
 
-/* sin and cos of 2 pi k 2^-24 for k < 2^24: quadrant from the top bits, octant symmetry. */
-inline void
-det_sincos_f32(uint k, float *s, float *c)
-{
-  uint q = k >> 22;
-  float f = (float)(k & 0x3fffffu) * 0x1p-22f;
-  float a, b;
-  if (f <= 0.5f) {
-    float t = f * 1.57079637f;
-    a = sin_poly_f32(t);
-    b = cos_poly_f32(t);
-  } else {
-    float t = (1.0f - f) * 1.57079637f;
-    a = cos_poly_f32(t);
-    b = sin_poly_f32(t);
-  }
-  *s = q == 0 ? a : q == 1 ? b : q == 2 ? -a : -b;
-  *c = q == 0 ? b : q == 1 ? -a : q == 2 ? -b : a;
-}
+/* sin and cos of 2 pi k 2^-24 for k < 2^24 (DET_SINCOS). */
+DET_SINCOS(det_sincos_f32, float, uint, 24, f32)
 #endif
 
 #if defined(KILN_DT_F64)
@@ -313,25 +320,8 @@ cos_poly_f64(double t)
   return 1.0 + t2 * p;
 }
 
-/* sin and cos of 2 pi K 2^-53 for K < 2^53. */
-inline void
-det_sincos_f64(ulong k, double *s, double *c)
-{
-  ulong q = k >> 51;
-  double f = (double)(k & 0x7ffffffffffffUL) * 0x1p-51;
-  double a, b;
-  if (f <= 0.5) {
-    double t = f * 1.5707963267948966;
-    a = sin_poly_f64(t);
-    b = cos_poly_f64(t);
-  } else {
-    double t = (1.0 - f) * 1.5707963267948966;
-    a = cos_poly_f64(t);
-    b = sin_poly_f64(t);
-  }
-  *s = q == 0 ? a : q == 1 ? b : q == 2 ? -a : -b;
-  *c = q == 0 ? b : q == 1 ? -a : q == 2 ? -b : a;
-}
+/* sin and cos of 2 pi K 2^-53 for K < 2^53 (DET_SINCOS). */
+DET_SINCOS(det_sincos_f64, double, ulong, 53, f64)
 
 /* 53 random bits from two words. */
 inline ulong

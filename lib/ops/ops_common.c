@@ -41,11 +41,19 @@ kiln__args_raw(kiln__args *a, size_t size, const void *value)
   a->next++;
 }
 
+kiln_status
+kiln__args_enqueue_1d(const kiln__args *a, kiln_context *ctx, size_t global, size_t local)
+{
+  if (a->status != KILN_OK)
+    return a->status;
+  return kiln__enqueue_kernel(a->op, ctx, a->k, 1, &global, &local);
+}
+
 void
 kiln__args_tensor(kiln__args *a, const kiln_tensor *t)
 {
   cl_mem m = t ? t->mem : NULL;
-  cl_ulong off = t ? kiln__ops_elem_offset(t) : 0;
+  cl_ulong off = kiln__ops_elem_offset(t);
   kiln__args_raw(a, sizeof m, &m);
   kiln__args_raw(a, sizeof off, &off);
 }
@@ -199,7 +207,21 @@ kiln__ops_strides(const kiln__shape *s, int64_t strides[KILN_MAX_DIMS])
 uint64_t
 kiln__ops_elem_offset(const kiln_tensor *t)
 {
-  return t->offset / kiln_dtype_size(t->dtype);
+  return t ? t->offset / kiln_dtype_size(t->dtype) : 0;
+}
+
+kiln_status
+kiln__ops_tmp_alloc(kiln_context *ctx, uint64_t bytes, kiln__ops_tmp *t)
+{
+  return kiln__pool_alloc(ctx, bytes ? bytes : 1, &t->mem, &t->cap);
+}
+
+void
+kiln__ops_tmp_free(kiln_context *ctx, kiln__ops_tmp *t)
+{
+  if (t->mem)
+    kiln__pool_free(ctx, t->mem, t->cap);
+  t->mem = NULL;
 }
 
 int

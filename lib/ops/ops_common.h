@@ -63,6 +63,10 @@ void kiln__args_raw(kiln__args *a, size_t size, const void *value);
 void kiln__args_tensor(kiln__args *a, const kiln_tensor *t);
 /* A plain buffer (one argument, no offset). */
 void kiln__args_mem(kiln__args *a, cl_mem m);
+/* Enqueues the arguments' kernel over a 1-D grid (global, local), or returns the first
+ * argument failure (ctx->lock held). */
+kiln_status kiln__args_enqueue_1d(const kiln__args *a, kiln_context *ctx, size_t global,
+                                  size_t local);
 void kiln__args_u64(kiln__args *a, uint64_t v);
 void kiln__args_i64(kiln__args *a, int64_t v);
 void kiln__args_u32(kiln__args *a, uint32_t v);
@@ -94,8 +98,21 @@ kiln_status kiln__ops_axis(const char *op, int64_t axis, size_t ndim, size_t *ou
 /* Row-major element strides of a contiguous shape. */
 void kiln__ops_strides(const kiln__shape *s, int64_t strides[KILN_MAX_DIMS]);
 
-/* Element offset of a tensor within its buffer. */
+/* Element offset of a tensor within its buffer (0 for NULL, as kiln__args_tensor passes). */
 uint64_t kiln__ops_elem_offset(const kiln_tensor *t);
+
+/*
+ * A temporary device buffer of at least bytes (at least 1) from the context's
+ * pool (ctx->lock held). Freeing it right after enqueueing the kernels that
+ * use it is safe: the queue is in order, so a later user of the same pool
+ * buffer runs after them.
+ */
+typedef struct kiln__ops_tmp {
+  cl_mem mem;
+  uint64_t cap;
+} kiln__ops_tmp;
+kiln_status kiln__ops_tmp_alloc(kiln_context *ctx, uint64_t bytes, kiln__ops_tmp *t);
+void kiln__ops_tmp_free(kiln_context *ctx, kiln__ops_tmp *t);
 
 /* Nonzero when two non-empty tensors share a buffer (in-place aliasing). */
 int kiln__ops_alias(const kiln_tensor *a, const kiln_tensor *b);

@@ -105,27 +105,6 @@ kiln_reduce_result_dtype(const kiln_context *ctx, kiln_reduce_op rop, kiln_dtype
 
 /* ---------------------------------------------------------------------------------- */
 
-/* A temporary device buffer from the context's pool (ctx->lock held). */
-struct tmp {
-  cl_mem mem;
-  uint64_t cap;
-};
-
-static kiln_status
-tmp_alloc(kiln_context *ctx, uint64_t bytes, struct tmp *t)
-{
-  return kiln__pool_alloc(ctx, bytes ? bytes : 1, &t->mem, &t->cap);
-}
-
-/* Queued kernels still using the buffer keep it alive: the queue is in order. */
-static void
-tmp_free(kiln_context *ctx, struct tmp *t)
-{
-  if (t->mem)
-    kiln__pool_free(ctx, t->mem, t->cap);
-  t->mem = NULL;
-}
-
 /* One reduction as the kernels see it. */
 struct red_call {
   const char *op; /* for messages */
@@ -198,6 +177,16 @@ lanes_for(uint64_t len, uint32_t ipt, size_t local, uint64_t rows, uint64_t targ
  * Reduces src (element offset srcoff) viewed as (outer, red, inner) with red > 0 into
  * out (+ vals for argmin/argmax). ctx->lock held.
  */
+/* The outputs every reduction kernel takes: result (and, for arg-reductions, values). */
+static void
+args_outputs(kiln__args *a, cl_mem out, uint64_t ooff, cl_mem vals, uint64_t voff)
+{
+  kiln__args_mem(a, out);
+  kiln__args_u64(a, ooff);
+  kiln__args_mem(a, vals);
+  kiln__args_u64(a, voff);
+}
+
 static kiln_status
 run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uint64_t red,
            uint64_t inner, cl_mem out, uint64_t ooff, cl_mem vals, uint64_t voff)
@@ -205,7 +194,7 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
   kiln_context *ctx = rc->ctx;
   const kiln__launch_params *lp = rc->lp;
   uint64_t target = kiln__launch_target_groups(ctx, lp);
-  struct tmp part = {0};
+  kiln__ops_tmp part = {0};
   cl_kernel k;
   size_t local, global;
   kiln_status s;
@@ -219,14 +208,11 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
     uint32_t lanes = lanes_for(clen, lp->items_per_thread, local, outer * nchunk, target * local);
     uint64_t rpg = local / lanes;
     if (nchunk > 1)
-      KILN_TRY(tmp_alloc(ctx, outer * nchunk * STATE_BYTES, &part));
+      KILN_TRY(kiln__ops_tmp_alloc(ctx, outer * nchunk * STATE_BYTES, &part));
     kiln__args a = kiln__args_begin(rc->op, k);
     kiln__args_mem(&a, src);
     kiln__args_u64(&a, srcoff);
-    kiln__args_mem(&a, out);
-    kiln__args_u64(&a, ooff);
-    kiln__args_mem(&a, vals);
-    kiln__args_u64(&a, voff);
+    args_outputs(&a, out, ooff, vals, voff);
     kiln__args_mem(&a, part.mem);
     kiln__args_u64(&a, outer);
     kiln__args_u64(&a, red);
@@ -238,7 +224,7 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
     arg_prm(&a, ctx, rc->prm);
     kiln__args_raw(&a, local * STATE_BYTES, NULL);
     global = (size_t)(((outer + rpg - 1) / rpg) * nchunk * local);
-    s = a.status == KILN_OK ? kiln__enqueue_kernel(rc->op, ctx, k, 1, &global, &local) : a.status;
+    s = kiln__args_enqueue_1d(&a, ctx, global, local);
     if (s == KILN_OK && nchunk > 1) {
       s = kernel(rc, "_rows_p", &k);
       size_t local2 = 0;
@@ -249,10 +235,7 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
         uint64_t rpg2 = local2 / lanes2;
         kiln__args b = kiln__args_begin(rc->op, k);
         kiln__args_mem(&b, part.mem);
-        kiln__args_mem(&b, out);
-        kiln__args_u64(&b, ooff);
-        kiln__args_mem(&b, vals);
-        kiln__args_u64(&b, voff);
+        args_outputs(&b, out, ooff, vals, voff);
         kiln__args_u64(&b, outer);
         kiln__args_u64(&b, nchunk);
         kiln__args_u32(&b, lanes2);
@@ -260,10 +243,10 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
         arg_prm(&b, ctx, rc->prm);
         kiln__args_raw(&b, local2 * STATE_BYTES, NULL);
         global = (size_t)(((outer + rpg2 - 1) / rpg2) * local2);
-        s = b.status == KILN_OK ? kiln__enqueue_kernel(rc->op, ctx, k, 1, &global, &local2) : b.status;
+        s = kiln__args_enqueue_1d(&b, ctx, global, local2);
       }
     }
-    tmp_free(ctx, &part);
+    kiln__ops_tmp_free(ctx, &part);
     return s;
   }
 
@@ -273,14 +256,11 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
   uint64_t nchunk =
       kiln__launch_chunks(lp, outer * nblk, red, lp->items_per_thread, target * local, &clen);
   if (nchunk > 1)
-    KILN_TRY(tmp_alloc(ctx, outer * nchunk * inner * STATE_BYTES, &part));
+    KILN_TRY(kiln__ops_tmp_alloc(ctx, outer * nchunk * inner * STATE_BYTES, &part));
   kiln__args a = kiln__args_begin(rc->op, k);
   kiln__args_mem(&a, src);
   kiln__args_u64(&a, srcoff);
-  kiln__args_mem(&a, out);
-  kiln__args_u64(&a, ooff);
-  kiln__args_mem(&a, vals);
-  kiln__args_u64(&a, voff);
+  args_outputs(&a, out, ooff, vals, voff);
   kiln__args_mem(&a, part.mem);
   kiln__args_u64(&a, outer);
   kiln__args_u64(&a, red);
@@ -290,7 +270,7 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
   kiln__args_u32(&a, rc->flags);
   arg_prm(&a, ctx, rc->prm);
   global = kiln__launch_grid(outer * nchunk * nblk, local);
-  s = a.status == KILN_OK ? kiln__enqueue_kernel(rc->op, ctx, k, 1, &global, &local) : a.status;
+  s = kiln__args_enqueue_1d(&a, ctx, global, local);
   if (s == KILN_OK && nchunk > 1) {
     s = kernel(rc, "_cols_p", &k);
     if (s == KILN_OK)
@@ -298,20 +278,17 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
     if (s == KILN_OK) {
       kiln__args b = kiln__args_begin(rc->op, k);
       kiln__args_mem(&b, part.mem);
-      kiln__args_mem(&b, out);
-      kiln__args_u64(&b, ooff);
-      kiln__args_mem(&b, vals);
-      kiln__args_u64(&b, voff);
+      args_outputs(&b, out, ooff, vals, voff);
       kiln__args_u64(&b, outer);
       kiln__args_u64(&b, nchunk);
       kiln__args_u64(&b, inner);
       kiln__args_u32(&b, rc->flags);
       arg_prm(&b, ctx, rc->prm);
       global = kiln__launch_grid(outer * inner, local);
-      s = b.status == KILN_OK ? kiln__enqueue_kernel(rc->op, ctx, k, 1, &global, &local) : b.status;
+      s = kiln__args_enqueue_1d(&b, ctx, global, local);
     }
   }
-  tmp_free(ctx, &part);
+  kiln__ops_tmp_free(ctx, &part);
   return s;
 }
 
@@ -411,11 +388,11 @@ run_median(struct red_call *rc, kiln_dtype dtype, cl_mem src, uint64_t srcoff, u
   }
 
   /* Radix selection. NaN count first (floats): it decides the ranks and propagation. */
-  struct tmp nnan = {0}, sel = {0}, hist = {0};
+  kiln__ops_tmp nnan = {0}, sel = {0}, hist = {0};
   int is_float = kiln__dtype_is_float(dtype);
-  s = tmp_alloc(ctx, rows * MSEL_BYTES, &sel);
+  s = kiln__ops_tmp_alloc(ctx, rows * MSEL_BYTES, &sel);
   if (s == KILN_OK && is_float) {
-    s = tmp_alloc(ctx, rows * 8, &nnan);
+    s = kiln__ops_tmp_alloc(ctx, rows * 8, &nnan);
     if (s == KILN_OK) {
       struct red_call cnt = *rc;
       cnt.kop = "count";
@@ -446,7 +423,7 @@ run_median(struct red_call *rc, kiln_dtype dtype, cl_mem src, uint64_t srcoff, u
   if (s == KILN_OK) {
     nchunk = kiln__launch_chunks(rc->lp, rows, red, (uint64_t)local * rc->lp->items_per_thread,
                                  kiln__launch_target_groups(ctx, rc->lp), &clen);
-    s = tmp_alloc(ctx, rows * nchunk * 512 * 4, &hist);
+    s = kiln__ops_tmp_alloc(ctx, rows * nchunk * 512 * 4, &hist);
   }
   for (int shift = (int)key_bits(dtype) - 8; s == KILN_OK && shift >= 0; shift -= 8) {
     kiln__args a = kiln__args_begin(rc->op, kh);
@@ -461,7 +438,7 @@ run_median(struct red_call *rc, kiln_dtype dtype, cl_mem src, uint64_t srcoff, u
     kiln__args_u32(&a, (uint32_t)shift);
     kiln__args_u32(&a, rc->lp->blocked);
     size_t global = (size_t)(rows * nchunk * local);
-    s = a.status == KILN_OK ? kiln__enqueue_kernel(rc->op, ctx, kh, 1, &global, &local) : a.status;
+    s = kiln__args_enqueue_1d(&a, ctx, global, local);
     if (s != KILN_OK)
       break;
     kiln__args b = kiln__args_begin(rc->op, kp);
@@ -482,9 +459,9 @@ run_median(struct red_call *rc, kiln_dtype dtype, cl_mem src, uint64_t srcoff, u
     kiln__args_u64(&a, rows);
     s = a.status == KILN_OK ? launch_items(rc, k, rows) : a.status;
   }
-  tmp_free(ctx, &hist);
-  tmp_free(ctx, &nnan);
-  tmp_free(ctx, &sel);
+  kiln__ops_tmp_free(ctx, &hist);
+  kiln__ops_tmp_free(ctx, &nnan);
+  kiln__ops_tmp_free(ctx, &sel);
   return s;
 }
 
@@ -623,12 +600,6 @@ fill(const char *op, kiln_context *ctx, kiln_tensor *t, double v)
   return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueFillBuffer");
 }
 
-static uint64_t
-elem_offset(const kiln_tensor *t)
-{
-  return t ? t->offset / kiln_dtype_size(t->dtype) : 0;
-}
-
 /* Everything after validation and output preparation; ctx->lock held. */
 static kiln_status
 reduce_locked(struct red_call *rc, kiln_reduce_op rop, const kiln_tensor *x,
@@ -643,15 +614,15 @@ reduce_locked(struct red_call *rc, kiln_reduce_op rop, const kiln_tensor *x,
     return KILN_OK;
   }
   cl_mem src = x->mem;
-  uint64_t srcoff = elem_offset(x);
+  uint64_t srcoff = kiln__ops_elem_offset(x);
   uint64_t outer = l->outer, red = l->red, inner = l->inner;
-  struct tmp perm = {0};
+  kiln__ops_tmp perm = {0};
   kiln_status s = KILN_OK;
   int is_median = rop == KILN_REDUCE_MEDIAN;
   if (l->permute || (is_median && inner > 1)) {
     /* Median needs contiguous rows: (outer, red, inner) becomes (outer, inner, red). */
     uint64_t shape[3] = {outer, inner, red}, stride[3] = {red * inner, 1, inner};
-    s = tmp_alloc(ctx, x->nbytes, &perm);
+    s = kiln__ops_tmp_alloc(ctx, x->nbytes, &perm);
     if (s == KILN_OK)
       s = l->permute ? run_permute(rc, x, l->perm_ndim, l->perm_shape, l->perm_stride, perm.mem)
                      : run_permute(rc, x, 3, shape, stride, perm.mem);
@@ -663,12 +634,12 @@ reduce_locked(struct red_call *rc, kiln_reduce_op rop, const kiln_tensor *x,
   }
   if (s == KILN_OK) {
     if (is_median)
-      s = run_median(rc, x->dtype, src, srcoff, outer, red, out->mem, elem_offset(out));
+      s = run_median(rc, x->dtype, src, srcoff, outer, red, out->mem, kiln__ops_elem_offset(out));
     else
-      s = run_reduce(rc, src, srcoff, outer, red, inner, out->mem, elem_offset(out),
-                     vals ? vals->mem : NULL, elem_offset(vals));
+      s = run_reduce(rc, src, srcoff, outer, red, inner, out->mem, kiln__ops_elem_offset(out),
+                     vals ? vals->mem : NULL, kiln__ops_elem_offset(vals));
   }
-  tmp_free(ctx, &perm);
+  kiln__ops_tmp_free(ctx, &perm);
   return s;
 }
 

@@ -79,32 +79,6 @@ kiln_scan_result_dtype(const kiln_context *ctx, kiln_scan_op sop, kiln_dtype in,
 
 /* ---------------------------------------------------------------------------------- */
 
-struct tmp {
-  cl_mem mem;
-  uint64_t cap;
-};
-
-static kiln_status
-tmp_alloc(kiln_context *ctx, uint64_t bytes, struct tmp *t)
-{
-  return kiln__pool_alloc(ctx, bytes ? bytes : 1, &t->mem, &t->cap);
-}
-
-/* Queued kernels still using the buffer keep it alive: the queue is in order. */
-static void
-tmp_free(kiln_context *ctx, struct tmp *t)
-{
-  if (t->mem)
-    kiln__pool_free(ctx, t->mem, t->cap);
-  t->mem = NULL;
-}
-
-static uint64_t
-elem_offset(const kiln_tensor *t)
-{
-  return t ? t->offset / kiln_dtype_size(t->dtype) : 0;
-}
-
 struct scan_call {
   const char *op;
   kiln_context *ctx;
@@ -137,7 +111,7 @@ run_scan(struct scan_call *sc, const kiln_tensor *x, uint64_t outer, uint64_t le
   cl_kernel k;
   size_t local, global;
   uint64_t nchunk, clen;
-  struct tmp tot = {0}, idx = {0}, val = {0};
+  kiln__ops_tmp tot = {0}, idx = {0}, val = {0};
   kiln_status s;
 
   KILN_TRY(get(sc, tiles ? "_tiles" : "_lines", &k));
@@ -150,18 +124,18 @@ run_scan(struct scan_call *sc, const kiln_tensor *x, uint64_t outer, uint64_t le
                                  len, lp->items_per_thread, target * local, &clen);
 
   cl_mem ymem = y ? y->mem : NULL, imem = yi ? yi->mem : NULL;
-  uint64_t yoff = elem_offset(y), ioff = elem_offset(yi);
+  uint64_t yoff = kiln__ops_elem_offset(y), ioff = kiln__ops_elem_offset(yi);
   s = KILN_OK;
   if (nchunk > 1) {
-    s = tmp_alloc(ctx, lines * nchunk * STATE_BYTES, &tot);
+    s = kiln__ops_tmp_alloc(ctx, lines * nchunk * STATE_BYTES, &tot);
     if (s == KILN_OK && need_idx && !yi) {
-      s = tmp_alloc(ctx, outer * len * inner * 8, &idx);
+      s = kiln__ops_tmp_alloc(ctx, outer * len * inner * 8, &idx);
       imem = idx.mem;
       ioff = 0;
     }
     /* Likewise the values of an indexed scan whose caller wants only the indices. */
     if (s == KILN_OK && !y) {
-      s = tmp_alloc(ctx, outer * len * inner * kiln_dtype_size(x->dtype), &val);
+      s = kiln__ops_tmp_alloc(ctx, outer * len * inner * kiln_dtype_size(x->dtype), &val);
       ymem = val.mem;
       yoff = 0;
     }
@@ -169,7 +143,7 @@ run_scan(struct scan_call *sc, const kiln_tensor *x, uint64_t outer, uint64_t le
   if (s == KILN_OK) {
     kiln__args a = kiln__args_begin(sc->op, k);
     kiln__args_mem(&a, x->mem);
-    kiln__args_u64(&a, elem_offset(x));
+    kiln__args_u64(&a, kiln__ops_elem_offset(x));
     kiln__args_mem(&a, ymem);
     kiln__args_u64(&a, yoff);
     kiln__args_mem(&a, imem);
@@ -194,7 +168,7 @@ run_scan(struct scan_call *sc, const kiln_tensor *x, uint64_t outer, uint64_t le
       global = kiln__launch_grid(
           outer * nchunk * ((inner + lp->cols_per_item - 1) / lp->cols_per_item), local);
     }
-    s = a.status == KILN_OK ? kiln__enqueue_kernel(sc->op, ctx, k, 1, &global, &local) : a.status;
+    s = kiln__args_enqueue_1d(&a, ctx, global, local);
   }
   if (s == KILN_OK && nchunk > 1) {
     s = get(sc, "_totals", &k);
@@ -208,7 +182,7 @@ run_scan(struct scan_call *sc, const kiln_tensor *x, uint64_t outer, uint64_t le
       kiln__args_u64(&a, inner);
       kiln__args_u32(&a, sc->flags);
       global = kiln__launch_grid(lines, local);
-      s = a.status == KILN_OK ? kiln__enqueue_kernel(sc->op, ctx, k, 1, &global, &local) : a.status;
+      s = kiln__args_enqueue_1d(&a, ctx, global, local);
     }
     if (s == KILN_OK)
       s = get(sc, "_fixup", &k);
@@ -229,12 +203,12 @@ run_scan(struct scan_call *sc, const kiln_tensor *x, uint64_t outer, uint64_t le
       kiln__args_u32(&a, sc->flags);
       /* One group per (line, chunk after the first). */
       global = (size_t)(lines * (nchunk - 1) * local);
-      s = a.status == KILN_OK ? kiln__enqueue_kernel(sc->op, ctx, k, 1, &global, &local) : a.status;
+      s = kiln__args_enqueue_1d(&a, ctx, global, local);
     }
   }
-  tmp_free(ctx, &val);
-  tmp_free(ctx, &idx);
-  tmp_free(ctx, &tot);
+  kiln__ops_tmp_free(ctx, &val);
+  kiln__ops_tmp_free(ctx, &idx);
+  kiln__ops_tmp_free(ctx, &tot);
   return s;
 }
 
@@ -400,17 +374,17 @@ kiln_diff(kiln_context *ctx, const kiln_tensor *x, int64_t axis, int64_t n, kiln
     }
   } else {
     /* Orders above 1 ping-pong between two temporaries; the last pass writes y. */
-    struct tmp t[2] = {{0}, {0}};
+    kiln__ops_tmp t[2] = {{0}, {0}};
     cl_mem src = x->mem;
-    uint64_t srcoff = elem_offset(x), cur = len;
+    uint64_t srcoff = kiln__ops_elem_offset(x), cur = len;
     for (uint64_t p = 0; s == KILN_OK && p < steps; p++) {
       int last = p + 1 == steps;
       cl_mem dst = y->mem;
-      uint64_t dstoff = elem_offset(y);
+      uint64_t dstoff = kiln__ops_elem_offset(y);
       if (!last) {
-        struct tmp *tp = &t[p & 1];
+        kiln__ops_tmp *tp = &t[p & 1];
         if (!tp->mem)
-          s = tmp_alloc(ctx, outer * (cur - 1) * inner * esz, tp);
+          s = kiln__ops_tmp_alloc(ctx, outer * (cur - 1) * inner * esz, tp);
         dst = tp->mem;
         dstoff = 0;
       }
@@ -420,8 +394,8 @@ kiln_diff(kiln_context *ctx, const kiln_tensor *x, int64_t axis, int64_t n, kiln
       srcoff = dstoff;
       cur--;
     }
-    tmp_free(ctx, &t[0]);
-    tmp_free(ctx, &t[1]);
+    kiln__ops_tmp_free(ctx, &t[0]);
+    kiln__ops_tmp_free(ctx, &t[1]);
   }
   pthread_mutex_unlock(&ctx->lock);
   if (s != KILN_OK)
