@@ -182,29 +182,37 @@ bcast_grid(const kiln_context *ctx, uint64_t n, uint32_t ndim, const kiln__bcast
   return g0 >= inner && g1 >= rows;
 }
 
-/* Flag 8 of the binary and where kernels for a broadcast launch (see bcast_grid). */
-static cl_uint
-bcast_cover_flag(const kiln_context *ctx, uint64_t n, uint32_t ndim, const kiln__bcast *plan)
+/* How a binary or where kernel runs over n elements: flat, or 2-D over a broadcast plan. */
+typedef struct {
+  int flat;
+  flat_shape sh;              /* flat launches (looked up before taking ctx->lock) */
+  size_t global[2], local[2]; /* broadcast launches: bcast_grid */
+  cl_uint flags;              /* kernel flags 4 (broadcast) and 8 (its grid covers all) */
+} bcast_launch;
+
+/* The launch of n elements of dtype; ts[0..nts) are the operands (see flat_shape_for). */
+static bcast_launch
+bcast_launch_for(kiln_context *ctx, kiln_dtype dtype, uint64_t n, uint32_t ndim,
+                 const kiln__bcast *plan, int flat, const kiln_tensor *const *ts, size_t nts)
 {
-  size_t global[2], local[2];
-  return n && bcast_grid(ctx, n, ndim, plan, global, local) ? 8u : 0u;
+  bcast_launch l = {flat, {ctx->wg_size, {0, 0, 0, 0}}, {0, 0}, {0, 0}, 0};
+  if (flat)
+    l.sh = flat_shape_for(ctx, dtype, n, ts, nts);
+  else if (n)
+    l.flags = 4u | (bcast_grid(ctx, n, ndim, plan, l.global, l.local) ? 8u : 0u);
+  else
+    l.flags = 4u;
+  return l;
 }
 
-/*
- * Launches a kernel with the elementwise broadcast convention: flat with
- * shape sh, else the 2-D grid of bcast_grid.
- */
 static kiln_status
-launch_bcast(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n, uint32_t ndim,
-             const kiln__bcast *plan, int flat, const flat_shape *sh)
+launch_bcast(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n, const bcast_launch *l)
 {
   if (n == 0)
     return KILN_OK;
-  if (flat)
-    return launch_flat(op, ctx, k, n, sh);
-  size_t global[2], local[2];
-  bcast_grid(ctx, n, ndim, plan, global, local);
-  return kiln__enqueue_kernel(op, ctx, k, 2, global, local);
+  if (l->flat)
+    return launch_flat(op, ctx, k, n, &l->sh);
+  return kiln__enqueue_kernel(op, ctx, k, 2, l->global, l->local);
 }
 
 /* The shared prologue: handles, context, op range. */
@@ -266,21 +274,19 @@ binary_run(const char *op, kiln_context *ctx, kiln_binary_op bop, const kiln_ten
   } else {
     memset(&plan, 0, sizeof plan);
   }
-  cl_uint flags = (a ? 0u : 1u) | (b ? 0u : 2u) |
-                  (flat ? 0u : 4u | bcast_cover_flag(ctx, (*out)->numel, ndim, &plan));
   unsigned char zero[8] = {0};
   size_t esz = kiln_dtype_size(t->dtype);
   char kname[64];
   snprintf(kname, sizeof kname, "binary_%s", row->name);
   cl_ulong n = (*out)->numel;
   const kiln_tensor *ts[] = {a, b, *out};
-  flat_shape sh = {ctx->wg_size, {0, 0, 0, 0}};
-  if (flat)
-    sh = flat_shape_for(ctx, t->dtype, n, ts, 3);
+  bcast_launch l = bcast_launch_for(ctx, t->dtype, n, ndim, &plan, flat, ts, 3);
+  cl_uint flags = (a ? 0u : 1u) | (b ? 0u : 2u) | l.flags;
 
   pthread_mutex_lock(&ctx->lock);
   cl_kernel k;
-  kiln_status s = kiln__ops_kernel_variant(op, ctx, "elementwise", t->dtype, &sh.variant, kname, &k);
+  kiln_status s =
+      kiln__ops_kernel_variant(op, ctx, "elementwise", t->dtype, &l.sh.variant, kname, &k);
   if (s == KILN_OK) {
     kiln__args args = kiln__args_begin(op, k);
     kiln__args_tensor(&args, a);
@@ -291,7 +297,7 @@ binary_run(const char *op, kiln_context *ctx, kiln_binary_op bop, const kiln_ten
     s = args.status;
   }
   if (s == KILN_OK)
-    s = launch_bcast(op, ctx, k, n, ndim, &plan, flat, &sh);
+    s = launch_bcast(op, ctx, k, n, &l);
   pthread_mutex_unlock(&ctx->lock);
   if (s != KILN_OK)
     kiln__output_discard(out, made);
@@ -423,26 +429,24 @@ kiln_where(kiln_context *ctx, const kiln_tensor *cond, const kiln_tensor *a, con
   kiln__bcast plan;
   int flat;
   cl_uint ndim = kiln__bcast_plan(&shape, ops, 3, &plan, &flat);
-  cl_uint flags = flat ? 0u : 4u | bcast_cover_flag(ctx, (*out)->numel, ndim, &plan);
   cl_ulong n = (*out)->numel;
   const kiln_tensor *ts[] = {c, a, b, *out};
-  flat_shape sh = {ctx->wg_size, {0, 0, 0, 0}};
-  if (flat)
-    sh = flat_shape_for(ctx, a->dtype, n, ts, 4);
+  bcast_launch l = bcast_launch_for(ctx, a->dtype, n, ndim, &plan, flat, ts, 4);
 
   pthread_mutex_lock(&ctx->lock);
   cl_kernel k;
-  s = kiln__ops_kernel_variant(op, ctx, "elementwise", a->dtype, &sh.variant, "where_values", &k);
+  s = kiln__ops_kernel_variant(op, ctx, "elementwise", a->dtype, &l.sh.variant, "where_values",
+                               &k);
   if (s == KILN_OK) {
     kiln__args args = kiln__args_begin(op, k);
     kiln__args_tensor(&args, c);
     kiln__args_tensor(&args, a);
     kiln__args_tensor(&args, b);
-    bcast_tail_args(&args, *out, n, ndim, &plan, flags);
+    bcast_tail_args(&args, *out, n, ndim, &plan, l.flags);
     s = args.status;
   }
   if (s == KILN_OK)
-    s = launch_bcast(op, ctx, k, n, ndim, &plan, flat, &sh);
+    s = launch_bcast(op, ctx, k, n, &l);
   pthread_mutex_unlock(&ctx->lock);
   kiln_tensor_release(cbytes);
   if (s != KILN_OK)
