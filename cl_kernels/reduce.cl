@@ -24,8 +24,10 @@
  *       k + lanes, ... (neighbouring work-items read neighbouring addresses: GPUs);
  *       blocked == 1: lane k takes one contiguous block (CPU devices such as PoCL run a
  *       group's work-items one after another, so this streams memory in order);
- *       blocked == 2: lane k takes 16-element vectors k, k + lanes, ... (coalesced, and
- *       16 elements per load and per compensated step: GPUs).
+ *       blocked == 2: lane k takes 4-element vectors k, k + lanes, ... from the first
+ *       4-aligned element on (aligned 16-byte loads of f32, each warp instruction reading
+ *       consecutive vectors), four of them per 16-element block and compensated step, and
+ *       two blocks' loads in flight (GPUs).
  *       nchunk == 1 writes the result, else the partial state part[row * nchunk + chunk].
  *   NAME_rows_p(part, out, ooff, vals, voff, rows, nchunk, lanes, flags, prm, loc)
  *       Second pass: merges the nchunk partial states of each row, same lane scheme.
@@ -568,10 +570,19 @@ inline void normp_store(st_normp a, global T *out, ulong o, global T *vals, ulon
  * state. On PoCL this is ~15x faster than folding element by element (a scalar Neumaier
  * step per element is latency-bound, and PoCL does not vectorise loops across
  * work-items), and the sums get better, not worse: a 4-level tree per block, then the
- * compensated step. NAME_foldv(a, w, j, f, prm) folds the 16 lanes of w, which hold the
- * elements of indices j..j+15. Ops where a block shortcut does not pay (logsumexp,
- * p-norm) fold the 16 one by one.
+ * compensated step. NAME_foldv(a, w, j, js, f, prm) folds the 16 lanes of w, four quarters
+ * of four consecutive elements each, the quarters starting js apart: lane q holds the
+ * element of index blk_pos(j, js, q) (js == 4: the contiguous block j..j+15; GPU lanes
+ * build blocks from four coalesced 4-vectors, js == 4 * lanes). Positions grow with q, so
+ * "the first lane" is "the smallest index" for argmin/argmax. Ops where a block shortcut
+ * does not pay (logsumexp, p-norm) fold the 16 one by one.
  */
+inline long
+blk_pos(long j, long js, int q)
+{
+  return j + (q >> 2) * js + (q & 3);
+}
+
 #define V16 KILN_CAT(T, 16)
 #define H2(x, OP) OP((x).lo, (x).hi)
 #define HTREE(w, OP) H2(H2(H2(H2(w, OP), OP), OP), OP)
@@ -587,12 +598,12 @@ inline void normp_store(st_normp a, global T *out, ulong o, global T *vals, ulon
 #define COUNT16(mask) (-HTREE(convert_int16(mask), ADD_))
 
 #define FOLDV_LOOP(NAME)                                                                       \
-  inline st_##NAME NAME##_foldv(st_##NAME a, V16 w, long j, uint f, PT prm)                     \
+  inline st_##NAME NAME##_foldv(st_##NAME a, V16 w, long j, long js, uint f, PT prm)            \
   {                                                                                            \
     T t[16];                                                                                   \
     vstore16(w, 0, t);                                                                         \
     for (int q = 0; q < 16; q++)                                                               \
-      a = NAME##_fold(a, t[q], j + q, f, prm);                                                 \
+      a = NAME##_fold(a, t[q], blk_pos(j, js, q), f, prm);                                     \
     return a;                                                                                  \
   }
 
@@ -613,30 +624,30 @@ xform16(V16 raw, uint f, T fill)
   return w;
 }
 
-inline st_sum sum_foldv(st_sum a, V16 raw, long j, uint f, PT prm)
+inline st_sum sum_foldv(st_sum a, V16 raw, long j, long js, uint f, PT prm)
 {
   return kahan_add(a, (FACC)HTREE(TO_FACC16(xform16(raw, f, 0)), ADD_));
 }
-inline st_prod prod_foldv(st_prod a, V16 raw, long j, uint f, PT prm)
+inline st_prod prod_foldv(st_prod a, V16 raw, long j, long js, uint f, PT prm)
 {
   return a * HTREE(TO_FACC16(xform16(raw, f, 1)), MUL_);
 }
-inline st_mean mean_foldv(st_mean a, V16 raw, long j, uint f, PT prm)
+inline st_mean mean_foldv(st_mean a, V16 raw, long j, long js, uint f, PT prm)
 {
   a.k = kahan_add(a.k, HTREE(TO_FACC16(xform16(raw, f & F_OMIT, 0)), ADD_));
   a.n += (f & F_OMIT) ? 16 - COUNT16(isnan(raw)) : 16;
   return a;
 }
 #else
-inline st_sum sum_foldv(st_sum a, V16 raw, long j, uint f, PT prm)
+inline st_sum sum_foldv(st_sum a, V16 raw, long j, long js, uint f, PT prm)
 {
   return (long)((ulong)a + HTREE(convert_ulong16(convert_long16(raw)), ADD_));
 }
-inline st_prod prod_foldv(st_prod a, V16 raw, long j, uint f, PT prm)
+inline st_prod prod_foldv(st_prod a, V16 raw, long j, long js, uint f, PT prm)
 {
   return (long)((ulong)a * HTREE(convert_ulong16(convert_long16(raw)), MUL_));
 }
-inline st_mean mean_foldv(st_mean a, V16 raw, long j, uint f, PT prm)
+inline st_mean mean_foldv(st_mean a, V16 raw, long j, long js, uint f, PT prm)
 {
   a.k = kahan_add(a.k, HTREE(TO_FACC16(raw), ADD_));
   a.n += 16;
@@ -647,21 +658,21 @@ inline st_mean mean_foldv(st_mean a, V16 raw, long j, uint f, PT prm)
 /* var: the block's own mean and M2 (two-pass over registers), then Chan's merge;
  * a block holding NaN or inf goes element by element (Welford's NaN/inf behaviour). */
 inline st_var
-var_fold_each(st_var a, V16 w, long j, uint f, PT prm)
+var_fold_each(st_var a, V16 w, long j, long js, uint f, PT prm)
 {
   T t[16];
   vstore16(w, 0, t);
   for (int q = 0; q < 16; q++)
-    a = var_fold(a, t[q], j + q, f, prm);
+    a = var_fold(a, t[q], blk_pos(j, js, q), f, prm);
   return a;
 }
 
 inline st_var
-var_foldv(st_var a, V16 raw, long j, uint f, PT prm)
+var_foldv(st_var a, V16 raw, long j, long js, uint f, PT prm)
 {
 #if KILN_IS_FLOAT
   if (any(!isfinite(raw)))
-    return var_fold_each(a, raw, j, f, prm);
+    return var_fold_each(a, raw, j, js, f, prm);
 #endif
   FACC16 w = TO_FACC16(raw);
   st_var b;
@@ -672,7 +683,7 @@ var_foldv(st_var a, V16 raw, long j, uint f, PT prm)
   return var_merge(a, b, f, prm);
 }
 
-inline st_max max_foldv(st_max a, V16 raw, long j, uint f, PT prm)
+inline st_max max_foldv(st_max a, V16 raw, long j, long js, uint f, PT prm)
 {
 #if KILN_IS_FLOAT
   if (f & F_ABS)
@@ -682,7 +693,7 @@ inline st_max max_foldv(st_max a, V16 raw, long j, uint f, PT prm)
 #endif
   return max_merge(a, HTREE(raw, MAX_), f, prm);
 }
-inline st_min min_foldv(st_min a, V16 raw, long j, uint f, PT prm)
+inline st_min min_foldv(st_min a, V16 raw, long j, long js, uint f, PT prm)
 {
 #if KILN_IS_FLOAT
   if (f & F_ABS)
@@ -695,7 +706,7 @@ inline st_min min_foldv(st_min a, V16 raw, long j, uint f, PT prm)
 
 /* argmin/argmax: the block's best value by a tree, then its first position. */
 inline st_arg
-arg_foldv(st_arg a, V16 raw, long j, uint f, int is_max)
+arg_foldv(st_arg a, V16 raw, long j, long js, uint f, int is_max)
 {
   T t[16];
   vstore16(raw, 0, t);
@@ -707,11 +718,11 @@ arg_foldv(st_arg a, V16 raw, long j, uint f, int is_max)
       while (!IS_NAN(t[q]))
         q++;
       b.v = t[q];
-      b.i = j + q;
+      b.i = blk_pos(j, js, q);
       return arg_merge(a, b, is_max);
     }
     for (int q = 0; q < 16; q++) /* omit: fold the rest one by one */
-      a = arg_fold(a, t[q], j + q, f, is_max);
+      a = arg_fold(a, t[q], blk_pos(j, js, q), f, is_max);
     return a;
   }
 #endif
@@ -720,16 +731,16 @@ arg_foldv(st_arg a, V16 raw, long j, uint f, int is_max)
   const int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   int q = HTREE(select((int16)16, lane, convert_int16(raw == (V16)best)), IMIN_);
   b.v = t[q]; /* the element itself: -0.0 and +0.0 compare equal */
-  b.i = j + q;
+  b.i = blk_pos(j, js, q);
   return arg_merge(a, b, is_max);
 }
-inline st_arg argmax_foldv(st_arg a, V16 raw, long j, uint f, PT prm)
+inline st_arg argmax_foldv(st_arg a, V16 raw, long j, long js, uint f, PT prm)
 {
-  return arg_foldv(a, raw, j, f, 1);
+  return arg_foldv(a, raw, j, js, f, 1);
 }
-inline st_arg argmin_foldv(st_arg a, V16 raw, long j, uint f, PT prm)
+inline st_arg argmin_foldv(st_arg a, V16 raw, long j, long js, uint f, PT prm)
 {
-  return arg_foldv(a, raw, j, f, 0);
+  return arg_foldv(a, raw, j, js, f, 0);
 }
 
 /* any / all / count: the block's nonzero count (and, under omit, its non-NaN count). */
@@ -748,17 +759,17 @@ nonzero16(V16 raw, uint f, int *valid)
   return COUNT16(raw != (V16)0);
 #endif
 }
-inline st_count count_foldv(st_count a, V16 raw, long j, uint f, PT prm)
+inline st_count count_foldv(st_count a, V16 raw, long j, long js, uint f, PT prm)
 {
   int valid;
   return a + nonzero16(raw, f, &valid);
 }
-inline st_any any_foldv(st_any a, V16 raw, long j, uint f, PT prm)
+inline st_any any_foldv(st_any a, V16 raw, long j, long js, uint f, PT prm)
 {
   int valid;
   return a | (nonzero16(raw, f, &valid) > 0);
 }
-inline st_all all_foldv(st_all a, V16 raw, long j, uint f, PT prm)
+inline st_all all_foldv(st_all a, V16 raw, long j, long js, uint f, PT prm)
 {
   int valid;
   int nz = nonzero16(raw, f, &valid);
@@ -771,6 +782,16 @@ FOLDV_LOOP(normp)
 #endif
 
 /* ---- the four kernels of one reduction (see the header comment) ---- */
+#define T4 KILN_CAT(T, 4)
+/* A 16-element block from the 4-vectors u, u + L, u + 2L, u + 3L of xv. */
+#define LOAD_BLK(xv, u, L) ((V16)((xv)[u], (xv)[(u) + (L)], (xv)[(u) + 2 * (L)], (xv)[(u) + 3 * (L)]))
+/* Blocks whose loads a lane issues together in lane order 2: 128 bytes of f32, i32 or u8
+ * (32 registers of data), 128 of f64/i64 with one (a second would double the registers). */
+#if KILN_BITS == 64 || defined(KILN_DT_F64)
+#define RBLK 1
+#else
+#define RBLK 2
+#endif
 #define REDUCE_KERNELS(NAME, OUT)                                                              \
   STATE_FITS(st_##NAME)                                                                        \
   kernel void NAME##_rows(global const T *x, ulong xoff, global OUT *out, ulong ooff,          \
@@ -792,25 +813,43 @@ FOLDV_LOOP(normp)
         ulong sub = (end - beg + lanes - 1) / lanes, b = beg + lane * sub;                     \
         ulong e = min(b + sub, end), j = b;                                                    \
         for (; j + 16 <= e; j += 16)                                                           \
-          acc = NAME##_foldv(acc, vload16(0, xr + j), (long)j, flags, prm);                    \
+          acc = NAME##_foldv(acc, vload16(0, xr + j), (long)j, 4, flags, prm);                 \
         for (; j < e; j++)                                                                     \
           acc = NAME##_fold(acc, xr[j], (long)j, flags, prm);                                  \
       } else {                                                                                 \
         /* Loads of an unrolled step are issued before its folds (same fold order): a   \
          * lane keeps several loads in flight, which GPUs need to cover memory latency. */ \
         ulong j = beg + lane;                                                                  \
-        if (order == 2) { /* lane k takes 16-element vectors k, k + lanes, ... */              \
-          ulong nv = (end - beg) / 16, v = lane;                                               \
-          for (; v + lanes < nv; v += 2 * lanes) {                                             \
-            V16 w0 = vload16(0, xr + beg + v * 16);                                            \
-            V16 w1 = vload16(0, xr + beg + (v + lanes) * 16);                                  \
-            acc = NAME##_foldv(acc, w0, (long)(beg + v * 16), flags, prm);                     \
-            acc = NAME##_foldv(acc, w1, (long)(beg + (v + lanes) * 16), flags, prm);           \
-          }                                                                                    \
-          for (; v < nv; v += lanes)                                                           \
-            acc = NAME##_foldv(acc, vload16(0, xr + beg + v * 16), (long)(beg + v * 16),       \
+        if (order == 2) {                                                                      \
+          /* Lane k folds blocks of four 4-vectors k, k + lanes, k + 2 lanes, k + 3 lanes, so  \
+           * each load instruction of a warp reads consecutive 16-byte vectors. They start at  \
+           * the chunk's first element whose buffer index is a multiple of 4 (buffers are     \
+           * aligned far beyond 4 elements); the head before it is folded element by element. \
+           * Loads of RBLK blocks are issued before their folds. */                            \
+          ulong a = min(end, beg + ((4u - (uint)((xoff + row * red + beg) & 3u)) & 3u));       \
+          for (ulong h = beg + lane; h < a; h += lanes)                                        \
+            acc = NAME##_fold(acc, xr[h], (long)h, flags, prm);                                \
+          global const T4 *xv = (global const T4 *)(xr + a);                                   \
+          ulong n4 = (end - a) / 4, v = lane, L = lanes;                                       \
+          if (RBLK == 2)                                                                       \
+            for (; v + 7 * L < n4; v += 8 * L) {                                               \
+              V16 w0 = LOAD_BLK(xv, v, L), w1 = LOAD_BLK(xv, v + 4 * L, L);                    \
+              acc = NAME##_foldv(acc, w0, (long)(a + 4 * v), (long)(4 * L), flags, prm);       \
+              acc = NAME##_foldv(acc, w1, (long)(a + 4 * (v + 4 * L)), (long)(4 * L), flags,   \
+                                 prm);                                                         \
+            }                                                                                  \
+          for (; v + 3 * L < n4; v += 4 * L)                                                   \
+            acc = NAME##_foldv(acc, LOAD_BLK(xv, v, L), (long)(a + 4 * v), (long)(4 * L),      \
                                flags, prm);                                                    \
-          j = beg + nv * 16 + lane;                                                            \
+          for (; v < n4; v += L) {                                                             \
+            T4 w = xv[v];                                                                      \
+            long p = (long)(a + 4 * v);                                                        \
+            acc = NAME##_fold(acc, w.s0, p, flags, prm);                                       \
+            acc = NAME##_fold(acc, w.s1, p + 1, flags, prm);                                   \
+            acc = NAME##_fold(acc, w.s2, p + 2, flags, prm);                                   \
+            acc = NAME##_fold(acc, w.s3, p + 3, flags, prm);                                   \
+          }                                                                                    \
+          j = a + 4 * n4 + lane;                                                               \
         }                                                                                      \
         for (; j + 3 * lanes < end; j += 4 * lanes) {                                          \
           T x0 = xr[j], x1 = xr[j + lanes], x2 = xr[j + 2 * lanes], x3 = xr[j + 3 * lanes];    \
@@ -883,7 +922,7 @@ FOLDV_LOOP(normp)
               tile[k][q] = xr[k];                                                              \
           }                                                                                    \
           for (uint k = 0; k < cnt; k++)                                                       \
-            acc[k] = NAME##_foldv(acc[k], vload16(0, tile[k]), (long)j, flags, prm);           \
+            acc[k] = NAME##_foldv(acc[k], vload16(0, tile[k]), (long)j, 4, flags, prm);        \
         }                                                                                      \
       }                                                                                        \
       for (; j < end; j++) {                                                                   \

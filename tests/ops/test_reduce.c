@@ -449,6 +449,7 @@ struct rcase {
   kiln_reduce_options opts;
   enum gen gen;
   int arg_values; /* kiln_argreduce with values */
+  uint64_t lead;  /* the tensor starts this many elements into its buffer (poisoned before) */
 };
 
 static char *
@@ -484,8 +485,25 @@ run_case(const struct rcase *c, const kiln__launch_params *lp, uint64_t seed)
     n *= (uint64_t)c->shape[d];
   struct host h;
   host_make(&h, c->dt, n, c->gen, seed);
-  kiln_tensor *x = NULL, *y = NULL, *vals = NULL;
-  KOK(kiln_tensor_from_host(ctx, c->dt, c->ndim, c->shape, h.raw, &x));
+  kiln_tensor *x = NULL, *y = NULL, *vals = NULL, *whole = NULL;
+  if (c->lead) {
+    /* A view at an element offset: the leading bytes are 0x7f, a huge float or integer,
+     * so a kernel that reads before the view's first element fails the comparison. */
+    size_t es = kiln_dtype_size(c->dt);
+    int64_t total = (int64_t)(n + c->lead);
+    unsigned char *raw = malloc((size_t)total * es);
+    ck_assert_ptr_nonnull(raw);
+    memset(raw, c->dt == KILN_BOOL ? 1 : 0x7f, c->lead * es);
+    memcpy(raw + c->lead * es, h.raw, n * es);
+    KOK(kiln_tensor_from_host(ctx, c->dt, 1, &total, raw, &whole));
+    free(raw);
+    cl_mem mem;
+    size_t off;
+    KOK(kiln_tensor_cl_mem(whole, &mem, &off));
+    KOK(kiln_tensor_wrap(ctx, mem, off + c->lead * es, c->dt, c->ndim, c->shape, &x));
+  } else {
+    KOK(kiln_tensor_from_host(ctx, c->dt, c->ndim, c->shape, h.raw, &x));
+  }
   const int64_t *axes = c->all_axes ? NULL : c->axes;
   size_t naxes = c->all_axes ? 0 : c->naxes;
   kiln_status s;
@@ -584,6 +602,7 @@ run_case(const struct rcase *c, const kiln__launch_params *lp, uint64_t seed)
   kiln_tensor_release(vals);
   kiln_tensor_release(y);
   kiln_tensor_release(x);
+  kiln_tensor_release(whole);
   host_free(&h);
 }
 
@@ -1173,6 +1192,50 @@ START_TEST(test_tunables)
 }
 END_TEST
 
+/*
+ * Lane order 2 (4-vectors from the first 4-aligned element, 16-element blocks, loads of
+ * one or two blocks in flight) for every dtype: views starting 0-3 elements into their
+ * buffer, rows whose starts fall on every alignment, rows long enough for whole blocks,
+ * leftover vectors and a scalar tail, one pass and split into chunks at odd offsets.
+ */
+START_TEST(test_vector_lanes)
+{
+  kiln_dtype dt = all_dtypes[_i];
+  if (dt == KILN_F64 && !harness_has_fp64())
+    return;
+  kiln_context *ctx = harness_ctx();
+  static const kiln_reduce_op ops[] = {KILN_REDUCE_SUM,    KILN_REDUCE_MAX,    KILN_REDUCE_ARGMIN,
+                                       KILN_REDUCE_ARGMAX, KILN_REDUCE_COUNT_NONZERO,
+                                       KILN_REDUCE_ALL,    KILN_REDUCE_VAR,    KILN_REDUCE_LOGSUMEXP};
+  const int64_t v1[1] = {4099}, m1[2] = {7, 517}, m2[2] = {3, 2053};
+  for (int split = 0; split < 2; split++) {
+    kiln__launch_params lp;
+    kiln__launch_params_default(ctx, KILN__LAUNCH_REDUCE, &lp);
+    lp.blocked = 2;
+    lp.wg_size = 64;
+    lp.items_per_thread = split ? 37 : 64;
+    lp.two_pass_min = split ? 1 : UINT64_MAX;
+    for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++) {
+      if (!kiln_reduce_op_supports(ops[oi], dt))
+        continue;
+      for (uint64_t lead = 0; lead < 4; lead++) {
+        uint64_t seed = (uint64_t)split * 1000 + oi * 10 + lead;
+        struct rcase c = mk(ops[oi], dt, 1, v1);
+        int is_arg = ops[oi] == KILN_REDUCE_ARGMIN || ops[oi] == KILN_REDUCE_ARGMAX;
+        c.gen = is_arg ? GEN_TIES : c.gen;
+        c.lead = lead;
+        run_case(&c, &lp, seed);
+        const int64_t ax = 1;
+        struct rcase a = with_axes(mk(ops[oi], dt, 2, lead & 1 ? m1 : m2), 1, &ax);
+        a.gen = c.gen;
+        a.lead = lead;
+        run_case(&a, &lp, seed + 5);
+      }
+    }
+  }
+}
+END_TEST
+
 /* 2^24 + 3 elements: sum (against a long double sum), mean, max, argmax, f64 accumulation. */
 START_TEST(test_large)
 {
@@ -1304,6 +1367,7 @@ reduce_suite(void)
       {"numerics", test_numerics, 0},
       {"median", test_median, 0},
       {"tunables", test_tunables, 0},
+      {"vector_lanes", test_vector_lanes, (int)NDTYPES},
       {"large", test_large, 0},
       {"no_fp64", test_no_fp64, 0},
       {"provider", test_provider_slots, 0},
