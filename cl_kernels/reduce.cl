@@ -37,7 +37,8 @@
  *       inner positions) walks its chunk at stride inner; with KILN_COLS 1 neighbouring
  *       items read neighbouring addresses (GPUs), with 16 or more one item reads whole
  *       cache lines (CPUs); with KILN_COLS > 1 an item gathers 16 rows into a private tile
- *       so each column folds as one vector. nchunk > 1 writes
+ *       so each column folds as one vector (by 4-vector loads when KILN_COLS is a multiple
+ *       of 4 and the item's columns start at a 4-aligned buffer index in every row). nchunk > 1 writes
  *       part[(o * nchunk + chunk) * inner + i].
  *   NAME_cols_p(part, out, ooff, vals, voff, outer, nchunk, inner, flags, prm)
  *       Second pass of NAME_cols.
@@ -913,13 +914,25 @@ FOLDV_LOOP(normp)
       for (uint k = 0; k < KILN_COLS; k++)                                                     \
         acc[k] = NAME##_init(flags);                                                           \
       ulong j = beg;                                                                           \
+      /* A whole group of 4-aligned columns loads as 4-vectors (16 bytes per load of f32). */ \
+      int vec4 = KILN_COLS % 4 == 0 && cnt == KILN_COLS && ((xoff + i0) & 3) == 0 &&           \
+                 (inner & 3) == 0;                                                             \
       if (KILN_COLS > 1) { /* 16 rows at a time, transposed so each column is one vector */    \
         for (; j + 16 <= end; j += 16) {                                                       \
           T tile[KILN_COLS][16];                                                               \
           for (uint q = 0; q < 16; q++) {                                                      \
             global const T *xr = x + xoff + (o * red + j + q) * inner + i0;                    \
-            for (uint k = 0; k < cnt; k++)                                                     \
-              tile[k][q] = xr[k];                                                              \
+            if (vec4)                                                                          \
+              for (uint k = 0; k < KILN_COLS / 4; k++) {                                       \
+                T4 w = ((global const T4 *)xr)[k];                                             \
+                tile[4 * k][q] = w.s0;                                                         \
+                tile[4 * k + 1][q] = w.s1;                                                     \
+                tile[4 * k + 2][q] = w.s2;                                                     \
+                tile[4 * k + 3][q] = w.s3;                                                     \
+              }                                                                                \
+            else                                                                               \
+              for (uint k = 0; k < cnt; k++)                                                   \
+                tile[k][q] = xr[k];                                                            \
           }                                                                                    \
           for (uint k = 0; k < cnt; k++)                                                       \
             acc[k] = NAME##_foldv(acc[k], vload16(0, tile[k]), (long)j, 4, flags, prm);        \

@@ -1196,7 +1196,9 @@ END_TEST
  * Lane order 2 (4-vectors from the first 4-aligned element, 16-element blocks, loads of
  * one or two blocks in flight) for every dtype: views starting 0-3 elements into their
  * buffer, rows whose starts fall on every alignment, rows long enough for whole blocks,
- * leftover vectors and a scalar tail, one pass and split into chunks at odd offsets.
+ * leftover vectors and a scalar tail, one pass and split into chunks at odd offsets; and
+ * the columns kernel's 4-vector tile loads (4 and 16 columns per item, 72 columns: a
+ * partial group of 16 at the edge; misaligned views take the scalar loads).
  */
 START_TEST(test_vector_lanes)
 {
@@ -1230,6 +1232,16 @@ START_TEST(test_vector_lanes)
         a.gen = c.gen;
         a.lead = lead;
         run_case(&a, &lp, seed + 5);
+        /* Columns: 4-vector loads where 4 and 16 columns per item start 4-aligned (lead 0). */
+        const int64_t ax0 = 0, mc[2] = {67, 72};
+        for (uint32_t cols = 4; lead < 2 && cols <= 16; cols *= 4) {
+          kiln__launch_params lc = lp;
+          lc.cols_per_item = cols;
+          struct rcase b = with_axes(mk(ops[oi], dt, 2, mc), 1, &ax0);
+          b.gen = c.gen;
+          b.lead = lead;
+          run_case(&b, &lc, seed + 7 + cols);
+        }
       }
     }
   }
