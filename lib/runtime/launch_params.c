@@ -68,6 +68,24 @@ kiln__launch_params_default(const kiln_context *ctx, enum kiln__launch_family fa
     p->wg_size = (uint32_t)info->max_work_group_size;
 }
 
+void
+kiln__launch_params_columns(const kiln_context *ctx, kiln__launch_params *p)
+{
+  /*
+   * Measured on an H200 (`kiln tune --family reduce --layout col`, docs/tuning.md): every
+   * tuned column key used 32- or 64-item groups, 1-8 groups per compute unit and a split
+   * from 1024 rows on. A [4096, 4096] axis-0 sum is not split at the row defaults (4096 <
+   * two_pass_min), leaving 1024 work-items for 132 compute units (22% of copy), and
+   * where it is split they make so many chunks that partials and their second pass cost
+   * more than the split saves.
+   */
+  if (!ctx->info.is_gpu)
+    return;
+  p->wg_size = p->wg_size < 64 ? p->wg_size : 64;
+  p->groups_per_cu = 2;
+  p->two_pass_min = 1024;
+}
+
 kiln_status
 kiln__launch_params_check(const char *op, const kiln__launch_params *p)
 {

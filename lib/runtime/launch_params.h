@@ -30,7 +30,8 @@ typedef struct kiln__launch_params {
   /* Memory order of the work-items sharing a row: 0 interleaved (item k reads k, k + lanes,
    * ...: coalesced on GPUs), 1 blocked (each item one contiguous block: CPU devices run a
    * group's items one after another, so this reads memory in order), 2 interleaved
-   * 16-element vectors (coalesced, fewer and wider loads: GPUs). */
+   * aligned 4-element vectors, four per 16-element block (coalesced 16-byte loads of f32,
+   * several in flight: GPUs). */
   uint32_t blocked;
   /* Neighbouring columns (inner positions) one work-item of the column kernels handles, 1 to
    * KILN__COLS_MAX; above 1 it reads 16-row tiles so each column folds as one vector. 16
@@ -66,6 +67,12 @@ void kiln__ew_default_shape(const kiln_device_info *info, kiln_dtype dtype, uint
 /* Built-in defaults for ctx's device (kiln__launch_params_for adds the tuned values). */
 void kiln__launch_params_default(const kiln_context *ctx, enum kiln__launch_family fam,
                                  kiln__launch_params *p);
+
+/*
+ * Turns reduce defaults p into the defaults of column layouts (inner > 1) on ctx's device:
+ * on GPUs fewer, smaller groups and a split from 1024 reduced rows on.
+ */
+void kiln__launch_params_columns(const kiln_context *ctx, kiln__launch_params *p);
 
 /*
  * The parameters for a problem of dtype viewed as (outer, len, inner), len

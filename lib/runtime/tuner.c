@@ -81,7 +81,7 @@ struct tune_family {
   int float_sum; /* float outputs are sums: compared within the sum tolerance, else bitwise */
   int wall_clock; /* timed by wall time per call (host work included), else device time */
   int (*dtype_ok)(kiln_dtype dtype);
-  void (*defaults)(const kiln_context *ctx, kiln_dtype dtype, void *params);
+  void (*defaults)(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params);
   kiln_status (*run)(struct problem *pb, const void *params);
   double (*bytes)(const struct problem *pb);
   /* Optional, NULL for the defaults of the first families: */
@@ -246,38 +246,44 @@ gemm_available(const kiln_context *ctx)
 }
 
 static void
-ew_defaults(const kiln_context *ctx, kiln_dtype dtype, void *params)
+ew_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
 {
+  (void)layout;
   struct kiln__ew_params *p = params;
   p->wg_size = (uint32_t)ctx->wg_size;
   kiln__ew_default_shape(&ctx->info, dtype, &p->items_per_thread, &p->vec_width);
 }
 
 static void
-red_defaults(const kiln_context *ctx, kiln_dtype dtype, void *params)
+red_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
 {
   (void)dtype;
   kiln__launch_params_default(ctx, KILN__LAUNCH_REDUCE, params);
+  if (layout == KILN__LAYOUT_COL)
+    kiln__launch_params_columns(ctx, params);
 }
 
 static void
-scan_defaults(const kiln_context *ctx, kiln_dtype dtype, void *params)
+scan_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
 {
+  (void)layout;
   (void)dtype;
   kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, params);
 }
 
 static void
-fft_defaults(const kiln_context *ctx, kiln_dtype dtype, void *params)
+fft_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
 {
+  (void)layout;
   (void)dtype;
   struct kiln__fft_tune_params *p = params;
   p->backend = (uint32_t)kiln__fft_default_backend(ctx);
 }
 
 static void
-gemm_defaults(const kiln_context *ctx, kiln_dtype dtype, void *params)
+gemm_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
 {
+  (void)layout;
   (void)dtype;
   (void)ctx;
   struct kiln__gemm_tune_params *p = params;
@@ -957,7 +963,7 @@ resolve(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, void *p
         int *online_wanted)
 {
   const struct tune_family *f = &families[fam];
-  f->defaults(ctx, dtype, params);
+  f->defaults(ctx, dtype, layout, params);
   if (online_wanted)
     *online_wanted = 0;
   struct kiln__tuner *t = ctx->tuner;
@@ -1583,7 +1589,7 @@ tune_key(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, struct
   bucket_text(layout, k, res->bucket, sizeof res->bucket);
   res->elements = (uint64_t)1 << k;
   pbuf def;
-  f->defaults(ctx, dtype, def.b);
+  f->defaults(ctx, dtype, layout, def.b);
   params_text(f, def.b, res->default_params, sizeof res->default_params);
   snprintf(res->tuned_params, sizeof res->tuned_params, "%s", res->default_params);
 
