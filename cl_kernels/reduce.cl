@@ -966,6 +966,241 @@ FOLDV_LOOP(normp)
     }                                                                                          \
   }
 
+/*
+ * ---- NAME_colsv: the column kernel with one state vector per 16 adjacent columns ----
+ * For sum, mean, max and min, and KILN_COLS a multiple of 16 (CPU devices): a work-item
+ * walks its rows reading KILN_COLS contiguous elements per row as 16-vectors and folds
+ * each into a vector of 16 column states (Neumaier steps lane by lane), so a CPU streams
+ * whole cache lines and its vector unit does the arithmetic; NAME_cols instead gathers
+ * 16-row tiles and folds them column by column. Columns past the last whole vector (the
+ * tensor's right edge) fold element by element. Same arguments, grid and partials as
+ * NAME_cols (the host picks one; NAME_cols_p merges either's partials).
+ */
+#if KILN_IS_FLOAT
+typedef struct {
+  FACC16 s, c;
+} vst_sum;
+inline vst_sum sum_vinit(uint f)
+{
+  vst_sum a;
+  a.s = (FACC16)0;
+  a.c = (FACC16)0;
+  return a;
+}
+inline vst_sum vkahan_add(vst_sum a, FACC16 v)
+{
+  FACC16 t = a.s + v;
+  a.c += select((v - t) + a.s, (a.s - t) + v, isgreaterequal(fabs(a.s), fabs(v)));
+  a.s = t;
+  return a;
+}
+inline vst_sum sum_vfold(vst_sum a, V16 raw, uint f) { return vkahan_add(a, TO_FACC16(xform16(raw, f, 0))); }
+inline void sum_vlanes(vst_sum a, st_sum *out)
+{
+  FACC s[16], c[16];
+  vstore16(a.s, 0, s);
+  vstore16(a.c, 0, c);
+  for (int q = 0; q < 16; q++) {
+    out[q].s = s[q];
+    out[q].c = c[q];
+  }
+}
+typedef struct {
+  vst_sum k;
+  long16 n;
+} vst_mean;
+inline vst_mean mean_vinit(uint f)
+{
+  vst_mean a;
+  a.k = sum_vinit(f);
+  a.n = (long16)0;
+  return a;
+}
+inline vst_mean mean_vfold(vst_mean a, V16 raw, uint f)
+{
+  a.k = vkahan_add(a.k, TO_FACC16(xform16(raw, f & F_OMIT, 0)));
+  /* isnan is -1 per NaN lane: omitted NaN do not count */
+  a.n += (f & F_OMIT) ? (long16)1 + convert_long16(isnan(raw)) : (long16)1;
+  return a;
+}
+#else
+typedef long16 vst_sum;
+inline vst_sum sum_vinit(uint f) { return (long16)0; }
+inline vst_sum sum_vfold(vst_sum a, V16 raw, uint f)
+{
+  return as_long16(as_ulong16(a) + as_ulong16(convert_long16(raw)));
+}
+inline void sum_vlanes(vst_sum a, st_sum *out) { vstore16(a, 0, out); }
+typedef struct {
+  FACC16 s, c;
+  long16 n;
+} vst_mean;
+inline vst_mean mean_vinit(uint f)
+{
+  vst_mean a;
+  a.s = (FACC16)0;
+  a.c = (FACC16)0;
+  a.n = (long16)0;
+  return a;
+}
+inline vst_mean mean_vfold(vst_mean a, V16 raw, uint f)
+{
+  FACC16 v = TO_FACC16(raw), t = a.s + v;
+  a.c += select((v - t) + a.s, (a.s - t) + v, isgreaterequal(fabs(a.s), fabs(v)));
+  a.s = t;
+  a.n += (long16)1;
+  return a;
+}
+#endif
+inline void mean_vlanes(vst_mean a, st_mean *out)
+{
+  FACC s[16], c[16];
+  long n[16];
+#if KILN_IS_FLOAT
+  vstore16(a.k.s, 0, s);
+  vstore16(a.k.c, 0, c);
+#else
+  vstore16(a.s, 0, s);
+  vstore16(a.c, 0, c);
+#endif
+  vstore16(a.n, 0, n);
+  for (int q = 0; q < 16; q++) {
+    out[q].k.s = s[q];
+    out[q].k.c = c[q];
+    out[q].n = n[q];
+  }
+}
+
+/* max/min lane by lane as MINMAX_MERGE does it: under omit fmax/fmin skip NaN, else the
+ * state's NaN stays, then the new NaN wins, then the larger (smaller) value. */
+#if KILN_IS_FLOAT
+#define VMINMAX(a, b, f, CMP, FN)                                                              \
+  (((f) & F_OMIT) ? FN(a, b)                                                                   \
+                  : select(select(select(a, b, (b)CMP(a)), b, isnan(b)), a, isnan(a)))
+#define VXFORM(raw, f) xform16(raw, (f) & ~F_OMIT, 0)
+#else
+#define VMINMAX(a, b, f, CMP, FN) select(a, b, (b)CMP(a))
+#define VXFORM(raw, f) (raw)
+#endif
+typedef V16 vst_max;
+typedef V16 vst_min;
+inline vst_max max_vinit(uint f) { return (V16)MAX_ID(f); }
+inline vst_min min_vinit(uint f) { return (V16)MIN_ID(f); }
+inline vst_max max_vfold(vst_max a, V16 raw, uint f) { return VMINMAX(a, VXFORM(raw, f), f, >, fmax); }
+inline vst_min min_vfold(vst_min a, V16 raw, uint f) { return VMINMAX(a, VXFORM(raw, f), f, <, fmin); }
+inline void max_vlanes(vst_max a, st_max *out) { vstore16(a, 0, out); }
+inline void min_vlanes(vst_min a, st_min *out) { vstore16(a, 0, out); }
+
+/*
+ * NAME_vrows(a, p, inner, f): folds the 16-vectors at p, p + inner, ... p + 15 inner (16
+ * rows of the same 16 columns). Compensated states add the 16 rows by a pairwise tree
+ * first, one compensated step per block as in the row kernels' blocks (and as NAME_cols's
+ * tiles do: the same bound, 16x fewer compensated steps); the others fold row by row.
+ */
+#define VROWS_EACH(NAME)                                                                       \
+  inline vst_##NAME NAME##_vrows(vst_##NAME a, global const T *p, ulong inner, uint f)         \
+  {                                                                                            \
+    for (int q = 0; q < 16; q++)                                                               \
+      a = NAME##_vfold(a, vload16(0, p + q * inner), f);                                       \
+    return a;                                                                                  \
+  }
+/* Pairwise sum of the 16 rows as FACC16, each row through XF (a V16 -> V16 transform). */
+#define VTREE16(w, p, inner, XF)                                                               \
+  for (int q = 0; q < 16; q++)                                                                 \
+    w[q] = TO_FACC16(XF(vload16(0, (p) + q * (inner))));                                       \
+  for (int h = 8; h > 0; h >>= 1)                                                              \
+    for (int q = 0; q < h; q++)                                                                \
+      w[q] = w[2 * q] + w[2 * q + 1];
+
+#if KILN_IS_FLOAT
+#define XF_SUM(r) xform16(r, f, 0)
+#define XF_MEAN(r) xform16(r, f & F_OMIT, 0)
+inline vst_sum sum_vrows(vst_sum a, global const T *p, ulong inner, uint f)
+{
+  FACC16 w[16];
+  VTREE16(w, p, inner, XF_SUM)
+  return vkahan_add(a, w[0]);
+}
+inline vst_mean mean_vrows(vst_mean a, global const T *p, ulong inner, uint f)
+{
+  FACC16 w[16];
+  VTREE16(w, p, inner, XF_MEAN)
+  a.k = vkahan_add(a.k, w[0]);
+  a.n += (long16)16;
+  if (f & F_OMIT) /* isnan is -1 per NaN lane: omitted NaN do not count */
+    for (int q = 0; q < 16; q++)
+      a.n += convert_long16(isnan(vload16(0, p + q * inner)));
+  return a;
+}
+#else
+#define XF_ID(r) (r)
+VROWS_EACH(sum)
+inline vst_mean mean_vrows(vst_mean a, global const T *p, ulong inner, uint f)
+{
+  FACC16 w[16];
+  VTREE16(w, p, inner, XF_ID)
+  FACC16 t = a.s + w[0];
+  a.c += select((w[0] - t) + a.s, (a.s - t) + w[0], isgreaterequal(fabs(a.s), fabs(w[0])));
+  a.s = t;
+  a.n += (long16)16;
+  return a;
+}
+#endif
+VROWS_EACH(max)
+VROWS_EACH(min)
+
+#define REDUCE_COLSV(NAME, OUT)                                                                \
+  kernel void NAME##_colsv(global const T *x, ulong xoff, global OUT *out, ulong ooff,         \
+                           global T *vals, ulong voff, global st_##NAME *part, ulong outer,    \
+                           ulong red, ulong inner, ulong nchunk, ulong clen, uint flags,       \
+                           PT prm)                                                             \
+  {                                                                                            \
+    ulong nblk = (inner + KILN_COLS - 1) / KILN_COLS, total = outer * nchunk * nblk;           \
+    for (ulong g = get_global_id(0); g < total; g += get_global_size(0)) {                     \
+      ulong ib = g % nblk, t = g / nblk, c = t % nchunk, o = t / nchunk;                       \
+      ulong i0 = ib * KILN_COLS, beg = c * clen, end = min(beg + clen, red);                   \
+      uint cnt = (uint)min((ulong)KILN_COLS, inner - i0), nv = cnt / 16;                       \
+      vst_##NAME acc[KILN_COLS / 16];                                                          \
+      st_##NAME edge[16], l[16]; /* the columns past the last whole vector; lane states */     \
+      for (uint v = 0; v < nv; v++)                                                            \
+        acc[v] = NAME##_vinit(flags);                                                          \
+      for (uint k = nv * 16; k < cnt; k++)                                                     \
+        edge[k - nv * 16] = NAME##_init(flags);                                                \
+      ulong j = beg;                                                                           \
+      for (; j + 16 <= end; j += 16) {                                                         \
+        global const T *xr = x + xoff + (o * red + j) * inner + i0;                            \
+        for (uint v = 0; v < nv; v++)                                                          \
+          acc[v] = NAME##_vrows(acc[v], xr + 16 * v, inner, flags);                            \
+        for (uint k = nv * 16; k < cnt; k++)                                                   \
+          for (uint q = 0; q < 16; q++)                                                        \
+            edge[k - nv * 16] =                                                                \
+                NAME##_fold(edge[k - nv * 16], xr[q * inner + k], (long)(j + q), flags, prm);  \
+      }                                                                                        \
+      for (; j < end; j++) {                                                                   \
+        global const T *xr = x + xoff + (o * red + j) * inner + i0;                            \
+        for (uint v = 0; v < nv; v++)                                                          \
+          acc[v] = NAME##_vfold(acc[v], vload16(v, xr), flags);                                \
+        for (uint k = nv * 16; k < cnt; k++)                                                   \
+          edge[k - nv * 16] = NAME##_fold(edge[k - nv * 16], xr[k], (long)j, flags, prm);      \
+      }                                                                                        \
+      for (uint k = 0; k < cnt; k++) {                                                         \
+        ulong i = i0 + k;                                                                      \
+        st_##NAME r;                                                                           \
+        if (k < nv * 16) {                                                                     \
+          if (k % 16 == 0)                                                                     \
+            NAME##_vlanes(acc[k / 16], l);                                                     \
+          r = l[k % 16];                                                                       \
+        } else {                                                                               \
+          r = edge[k - nv * 16];                                                               \
+        }                                                                                      \
+        if (nchunk == 1)                                                                       \
+          NAME##_store(r, out, ooff + o * inner + i, vals, voff + o * inner + i, flags, prm);  \
+        else                                                                                   \
+          part[(o * nchunk + c) * inner + i] = r;                                              \
+      }                                                                                        \
+    }                                                                                          \
+  }
+
 REDUCE_KERNELS(sum, SUM_OUT)
 REDUCE_KERNELS(prod, PROD_OUT)
 REDUCE_KERNELS(mean, MEAN_OUT)
@@ -980,6 +1215,12 @@ REDUCE_KERNELS(count, COUNT_OUT)
 #if KILN_IS_FLOAT
 REDUCE_KERNELS(lse, LSE_OUT)
 REDUCE_KERNELS(normp, NORMP_OUT)
+#endif
+#if KILN_COLS % 16 == 0
+REDUCE_COLSV(sum, SUM_OUT)
+REDUCE_COLSV(mean, MEAN_OUT)
+REDUCE_COLSV(max, MAX_OUT)
+REDUCE_COLSV(min, MIN_OUT)
 #endif
 
 /*

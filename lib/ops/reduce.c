@@ -187,6 +187,30 @@ args_outputs(kiln__args *a, cl_mem out, uint64_t ooff, cl_mem vals, uint64_t vof
   kiln__args_u64(a, voff);
 }
 
+/*
+ * The column kernel with vector states (NAME_colsv in reduce.cl) exists for sum, mean, max
+ * and min and for columns per item in multiples of 16.
+ */
+static int
+cols_vector(const struct red_call *rc)
+{
+  static const char *const ops[] = {"sum", "mean", "max", "min"};
+  if (rc->lp->cols_per_item % 16 != 0)
+    return 0;
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    if (strcmp(rc->kop, ops[i]) == 0)
+      return 1;
+  return 0;
+}
+
+/* Columns per item as the program is built: the tile path stops at KILN__TILE_COLS_MAX. */
+static uint32_t
+cols_per_item(const struct red_call *rc)
+{
+  uint32_t c = rc->lp->cols_per_item;
+  return cols_vector(rc) || c <= KILN__TILE_COLS_MAX ? c : KILN__TILE_COLS_MAX;
+}
+
 static kiln_status
 run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uint64_t red,
            uint64_t inner, cl_mem out, uint64_t ooff, cl_mem vals, uint64_t voff)
@@ -250,9 +274,9 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
     return s;
   }
 
-  KILN_TRY(kernel(rc, "_cols", &k));
+  KILN_TRY(kernel(rc, cols_vector(rc) ? "_colsv" : "_cols", &k));
   KILN_TRY(kiln__launch_local_size(rc->op, ctx, k, lp->wg_size, 0, &local));
-  uint64_t clen, cols = lp->cols_per_item, nblk = (inner + cols - 1) / cols;
+  uint64_t clen, cols = cols_per_item(rc), nblk = (inner + cols - 1) / cols;
   uint64_t nchunk =
       kiln__launch_chunks(lp, outer * nblk, red, lp->items_per_thread, target * local, &clen);
   if (nchunk > 1)
@@ -696,7 +720,7 @@ reduce_impl(kiln_context *ctx, kiln_reduce_op rop, const kiln_tensor *x, const i
   char options[192];
   /* The shared options (what `kiln cache warm` builds), then the f64-accumulation variant. */
   kiln__program_options_variant(&ctx->info, "reduce", x->dtype,
-                                &(kiln__program_variant){.cols = lp->cols_per_item,
+                                &(kiln__program_variant){.cols = cols_per_item(&rc),
                                                          .lane_order = lp->blocked + 1},
                                 options,
                                 sizeof options);

@@ -47,8 +47,10 @@ kiln__launch_params_default(const kiln_context *ctx, enum kiln__launch_family fa
     p->items_per_thread = fam == KILN__LAUNCH_SCAN ? 8 : 4;
     p->two_pass_min = fam == KILN__LAUNCH_SCAN ? 16384 : 8192;
     p->groups_per_cu = 8;
-    /* Measured on an H200 (docs/performance.md): 16-vectors per lane read 1.45x faster
-     * than scalars; four columns per item in 16-row tiles 1.6x faster than one. */
+    /* Measured on an H200 (docs/performance.md): aligned 4-vectors per lane, four to a
+     * block, read sums at 2^26 at 1.9x the speed of 16-wide vload16 lanes (which were
+     * 1.45x faster than scalars); four columns per item in 16-row tiles 1.6x faster than
+     * one. */
     p->blocked = kiln__default_lane_order(info);
     p->cols_per_item = kiln__default_cols_per_item(info);
   } else {
@@ -79,11 +81,21 @@ kiln__launch_params_columns(const kiln_context *ctx, kiln__launch_params *p)
    * where it is split they make so many chunks that partials and their second pass cost
    * more than the split saves.
    */
-  if (!ctx->info.is_gpu)
+  p->two_pass_min = 1024;
+  if (!ctx->info.is_gpu) {
+    /*
+     * Measured on PoCL (2 cores; `kiln bench --filter reduce.sum_cols`, docs/reductions.md):
+     * an item that reads 1 KB of each row (256 f32 columns as 16-vectors, NAME_colsv) lets
+     * the prefetchers stream, where 64 bytes per row at a stride of 16-64 KB left the sum
+     * over axis 0 at 3-10 GB/s; with so few items per row, 8-item groups give both cores
+     * work. Sums over axis 0 of 2^22-2^24 floats: 2.8-4 -> 20-40 GB/s (rows: 28).
+     */
+    p->wg_size = 8;
+    p->cols_per_item = 256;
     return;
+  }
   p->wg_size = p->wg_size < 64 ? p->wg_size : 64;
   p->groups_per_cu = 2;
-  p->two_pass_min = 1024;
 }
 
 kiln_status

@@ -40,7 +40,10 @@ typedef struct kiln__launch_params {
   uint32_t cols_per_item;
 } kiln__launch_params;
 
-#define KILN__COLS_MAX 64
+#define KILN__COLS_MAX 256
+/* Most columns per item of the tile path (NAME_cols); reductions without vector states
+ * (lib/ops/reduce.c) take min(cols_per_item, this). */
+#define KILN__TILE_COLS_MAX 64
 
 enum kiln__launch_family {
   KILN__LAUNCH_REDUCE,
@@ -70,7 +73,8 @@ void kiln__launch_params_default(const kiln_context *ctx, enum kiln__launch_fami
 
 /*
  * Turns reduce defaults p into the defaults of column layouts (inner > 1) on ctx's device:
- * on GPUs fewer, smaller groups and a split from 1024 reduced rows on.
+ * on GPUs fewer, smaller groups; on CPUs 256 columns per item in 8-item groups; on both a
+ * split from 1024 reduced rows on.
  */
 void kiln__launch_params_columns(const kiln_context *ctx, kiln__launch_params *p);
 

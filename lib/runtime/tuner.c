@@ -145,6 +145,8 @@ static const uint64_t gpc_full[] = {1, 2, 4, 8, 16};
 static const uint64_t gpc_quick[] = {2, 8};
 static const uint64_t blocked_all[] = {0, 1, 2};
 static const uint64_t cols_full[] = {1, 4, 16, 64};
+/* 256: the vector-state column kernel of sum/mean/max/min (the tile path stops at 64). */
+static const uint64_t red_cols_full[] = {1, 4, 16, 64, 256};
 static const uint64_t cols_quick[] = {4, 16};
 
 /*
@@ -162,8 +164,8 @@ static const struct tune_param red_params[] = {
      N_(gpc_quick), 0, 0, 0},
     {"blocked", LP_FIELD(blocked), 0, 2, blocked_all, N_(blocked_all), blocked_all,
      N_(blocked_all), 0, 0, 0},
-    {"cols_per_item", LP_FIELD(cols_per_item), 1, KILN__COLS_MAX, cols_full, N_(cols_full),
-     cols_quick, N_(cols_quick), 0, 1u << KILN__LAYOUT_COL, 0},
+    {"cols_per_item", LP_FIELD(cols_per_item), 1, KILN__COLS_MAX, red_cols_full,
+     N_(red_cols_full), cols_quick, N_(cols_quick), 0, 1u << KILN__LAYOUT_COL, 0},
 };
 
 /* The scan kernels do not read blocked: it is no parameter of this family. */

@@ -12,9 +12,10 @@
  * permute strategies are all reached, and test_tunables runs them at
  * work-group sizes 64, 128, 256 and the device maximum with the two-pass
  * split forced on and off, each of the three lane orders (blocked,
- * interleaved 16-vectors, interleaved scalars) and 16, 1 and 5 columns per
- * work-item (this suite links the library internals for
- * kiln__reduce_tuned).
+ * interleaved 4-vectors, interleaved scalars) and 16, 1 and 5 columns per
+ * work-item; vector_lanes runs the 4-vector paths for every dtype on views
+ * 0-3 elements into their buffer (this suite links the library internals
+ * for kiln__reduce_tuned).
  *
  * Reference: computed in long double (exact for every input dtype: 64-bit
  * mantissa on x86-64) from the exact input values: straight sums, two-pass
@@ -1168,7 +1169,7 @@ START_TEST(test_tunables)
       kiln__launch_params_default(ctx, KILN__LAUNCH_REDUCE, &lp);
       lp.wg_size = wgs[w];
       /* mode 0: one pass, blocked lanes, 16 columns per item in 16-row tiles (CPU shape);
-       * mode 1: split forced, interleaved 16-vectors, 1 column per item (GPU shape);
+       * mode 1: split forced, interleaved 4-vectors, 1 column per item (GPU shape);
        * mode 2: split forced, 3 items per thread, interleaved scalars, 5 columns per item. */
       lp.two_pass_min = mode == 0 ? UINT64_MAX : 1;
       lp.items_per_thread = mode == 2 ? 3 : 1;
@@ -1206,9 +1207,10 @@ START_TEST(test_vector_lanes)
   if (dt == KILN_F64 && !harness_has_fp64())
     return;
   kiln_context *ctx = harness_ctx();
-  static const kiln_reduce_op ops[] = {KILN_REDUCE_SUM,    KILN_REDUCE_MAX,    KILN_REDUCE_ARGMIN,
-                                       KILN_REDUCE_ARGMAX, KILN_REDUCE_COUNT_NONZERO,
-                                       KILN_REDUCE_ALL,    KILN_REDUCE_VAR,    KILN_REDUCE_LOGSUMEXP};
+  static const kiln_reduce_op ops[] = {
+      KILN_REDUCE_SUM,           KILN_REDUCE_MEAN, KILN_REDUCE_MAX, KILN_REDUCE_MIN,
+      KILN_REDUCE_ARGMIN,        KILN_REDUCE_ARGMAX, KILN_REDUCE_COUNT_NONZERO,
+      KILN_REDUCE_ALL,           KILN_REDUCE_VAR,  KILN_REDUCE_LOGSUMEXP};
   const int64_t v1[1] = {4099}, m1[2] = {7, 517}, m2[2] = {3, 2053};
   for (int split = 0; split < 2; split++) {
     kiln__launch_params lp;
@@ -1232,9 +1234,16 @@ START_TEST(test_vector_lanes)
         a.gen = c.gen;
         a.lead = lead;
         run_case(&a, &lp, seed + 5);
-        /* Columns: 4-vector loads where 4 and 16 columns per item start 4-aligned (lead 0). */
+        /* Columns: the tile path's 4-vector loads where 4 and 16 columns per item start
+         * 4-aligned (lead 0); vector states (sum, mean, max, min) for 16 and 256 columns
+         * per item, in blocks of 16 rows, a 3-row tail and an 8-column edge (72 = 4 * 16 +
+         * 8). */
         const int64_t ax0 = 0, mc[2] = {67, 72};
-        for (uint32_t cols = 4; lead < 2 && cols <= 16; cols *= 4) {
+        int vec_state = ops[oi] == KILN_REDUCE_SUM || ops[oi] == KILN_REDUCE_MEAN ||
+                        ops[oi] == KILN_REDUCE_MAX || ops[oi] == KILN_REDUCE_MIN;
+        for (uint32_t cols = 4; lead < 2 && cols <= 256; cols *= cols == 16 ? 16 : 4) {
+          if (cols == 256 && !vec_state)
+            continue; /* the tile path at its limit: test_tunables' 16 columns cover it */
           kiln__launch_params lc = lp;
           lc.cols_per_item = cols;
           struct rcase b = with_axes(mk(ops[oi], dt, 2, mc), 1, &ax0);
