@@ -189,13 +189,14 @@ args_outputs(kiln__args *a, cl_mem out, uint64_t ooff, cl_mem vals, uint64_t vof
 
 /*
  * The column kernel with vector states (NAME_colsv in reduce.cl) exists for sum, mean, max
- * and min and for columns per item in multiples of 16.
+ * and min, for columns per item in multiples of 16, on CPU devices (-DKILN_COLSV, set by
+ * kiln__program_options_variant).
  */
 static int
 cols_vector(const struct red_call *rc)
 {
   static const char *const ops[] = {"sum", "mean", "max", "min"};
-  if (rc->lp->cols_per_item % 16 != 0)
+  if (rc->ctx->info.is_gpu || rc->lp->cols_per_item % 16 != 0)
     return 0;
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
     if (strcmp(rc->kop, ops[i]) == 0)

@@ -228,10 +228,15 @@ kiln__program_options_variant(const kiln_device_info *info, const char *source,
   /* Reductions and scans compile their columns per work-item in (a launch parameter). */
   if (strcmp(source, "reduce") == 0 || strcmp(source, "scan") == 0)
     append(buf, len, " -DKILN_COLS=%u", v->cols ? v->cols : kiln__default_cols_per_item(info));
-  /* and reductions their rows kernel's lane order (also a launch parameter). */
-  if (strcmp(source, "reduce") == 0)
+  /* and reductions their rows kernel's lane order (also a launch parameter), and on CPU
+   * devices the vector-state column kernels (whole 16-column vectors per work-item). */
+  if (strcmp(source, "reduce") == 0) {
     append(buf, len, " -DKILN_BLOCKED=%u",
            v->lane_order ? v->lane_order - 1 : kiln__default_lane_order(info));
+    uint32_t cols = v->cols ? v->cols : kiln__default_cols_per_item(info);
+    if (!info->is_gpu && cols % 16 == 0)
+      append(buf, len, " -DKILN_COLSV=1");
+  }
   /* Flat elementwise launches compile their vector width and vectors per item in. The
    * kernels' own defaults are 1 and 1, so that variant keeps the plain option string. */
   if (strcmp(source, "elementwise") == 0) {
