@@ -979,97 +979,88 @@ FOLDV_LOOP(normp)
  * tensor's right edge) fold element by element. Same arguments, grid and partials as
  * NAME_cols (the host picks one; NAME_cols_p merges either's partials).
  */
-#if KILN_IS_FLOAT
+#if defined(KILN_COLSV) && KILN_COLS % 16 == 0
+/* Neumaier steps lane by lane: kahan_add on 16 states at once. */
 typedef struct {
   FACC16 s, c;
-} vst_sum;
-inline vst_sum sum_vinit(uint f)
+} vkahan;
+inline vkahan
+vkahan_zero(void)
 {
-  vst_sum a;
+  vkahan a;
   a.s = (FACC16)0;
   a.c = (FACC16)0;
   return a;
 }
-inline vst_sum vkahan_add(vst_sum a, FACC16 v)
+inline vkahan
+vkahan_add(vkahan a, FACC16 v)
 {
   FACC16 t = a.s + v;
   a.c += select((v - t) + a.s, (a.s - t) + v, isgreaterequal(fabs(a.s), fabs(v)));
   a.s = t;
   return a;
 }
-inline vst_sum sum_vfold(vst_sum a, V16 raw, uint f) { return vkahan_add(a, TO_FACC16(xform16(raw, f, 0))); }
-inline void sum_vlanes(vst_sum a, st_sum *out)
+/* Lane q of a into k[q]. */
+inline void
+vkahan_lanes(vkahan a, kahan *k)
 {
   FACC s[16], c[16];
   vstore16(a.s, 0, s);
   vstore16(a.c, 0, c);
   for (int q = 0; q < 16; q++) {
-    out[q].s = s[q];
-    out[q].c = c[q];
+    k[q].s = s[q];
+    k[q].c = c[q];
   }
 }
-typedef struct {
-  vst_sum k;
-  long16 n;
-} vst_mean;
-inline vst_mean mean_vinit(uint f)
-{
-  vst_mean a;
-  a.k = sum_vinit(f);
-  a.n = (long16)0;
-  return a;
-}
-inline vst_mean mean_vfold(vst_mean a, V16 raw, uint f)
-{
-  a.k = vkahan_add(a.k, TO_FACC16(xform16(raw, f & F_OMIT, 0)));
-  /* isnan is -1 per NaN lane: omitted NaN do not count */
-  a.n += (f & F_OMIT) ? (long16)1 + convert_long16(isnan(raw)) : (long16)1;
-  return a;
-}
+
+#if KILN_IS_FLOAT
+typedef vkahan vst_sum;
+inline vst_sum sum_vinit(uint f) { return vkahan_zero(); }
+inline vst_sum sum_vfold(vst_sum a, V16 raw, uint f) { return vkahan_add(a, TO_FACC16(xform16(raw, f, 0))); }
+inline void sum_vlanes(vst_sum a, st_sum *out) { vkahan_lanes(a, out); }
+#define XF_MEAN(r) xform16(r, f & F_OMIT, 0)
 #else
-typedef long16 vst_sum;
+typedef long16 vst_sum; /* integer sums wrap in 64 bits, like sum_fold */
 inline vst_sum sum_vinit(uint f) { return (long16)0; }
 inline vst_sum sum_vfold(vst_sum a, V16 raw, uint f)
 {
   return as_long16(as_ulong16(a) + as_ulong16(convert_long16(raw)));
 }
 inline void sum_vlanes(vst_sum a, st_sum *out) { vstore16(a, 0, out); }
+#define XF_MEAN(r) (r)
+#endif
+
 typedef struct {
-  FACC16 s, c;
+  vkahan k;
   long16 n;
 } vst_mean;
 inline vst_mean mean_vinit(uint f)
 {
   vst_mean a;
-  a.s = (FACC16)0;
-  a.c = (FACC16)0;
+  a.k = vkahan_zero();
   a.n = (long16)0;
   return a;
 }
+/* Lanes that count: all, or under omit the non-NaN ones (isnan is -1 per NaN lane). */
+#if KILN_IS_FLOAT
+#define VCOUNT(raw, f) ((f) & F_OMIT ? (long16)1 + convert_long16(isnan(raw)) : (long16)1)
+#else
+#define VCOUNT(raw, f) ((long16)1)
+#endif
 inline vst_mean mean_vfold(vst_mean a, V16 raw, uint f)
 {
-  FACC16 v = TO_FACC16(raw), t = a.s + v;
-  a.c += select((v - t) + a.s, (a.s - t) + v, isgreaterequal(fabs(a.s), fabs(v)));
-  a.s = t;
-  a.n += (long16)1;
+  a.k = vkahan_add(a.k, TO_FACC16(XF_MEAN(raw)));
+  a.n += VCOUNT(raw, f);
   return a;
 }
-#endif
 inline void mean_vlanes(vst_mean a, st_mean *out)
 {
-  FACC s[16], c[16];
+  kahan k[16];
   long n[16];
-#if KILN_IS_FLOAT
-  vstore16(a.k.s, 0, s);
-  vstore16(a.k.c, 0, c);
-#else
-  vstore16(a.s, 0, s);
-  vstore16(a.c, 0, c);
-#endif
+  vkahan_lanes(a.k, k);
   vstore16(a.n, 0, n);
   for (int q = 0; q < 16; q++) {
-    out[q].k.s = s[q];
-    out[q].k.c = c[q];
+    out[q].k = k[q];
     out[q].n = n[q];
   }
 }
@@ -1117,38 +1108,24 @@ inline void min_vlanes(vst_min a, st_min *out) { vstore16(a, 0, out); }
 
 #if KILN_IS_FLOAT
 #define XF_SUM(r) xform16(r, f, 0)
-#define XF_MEAN(r) xform16(r, f & F_OMIT, 0)
 inline vst_sum sum_vrows(vst_sum a, global const T *p, ulong inner, uint f)
 {
   FACC16 w[16];
   VTREE16(w, p, inner, XF_SUM)
   return vkahan_add(a, w[0]);
 }
+#else
+VROWS_EACH(sum)
+#endif
 inline vst_mean mean_vrows(vst_mean a, global const T *p, ulong inner, uint f)
 {
   FACC16 w[16];
   VTREE16(w, p, inner, XF_MEAN)
   a.k = vkahan_add(a.k, w[0]);
-  a.n += (long16)16;
-  if (f & F_OMIT) /* isnan is -1 per NaN lane: omitted NaN do not count */
-    for (int q = 0; q < 16; q++)
-      a.n += convert_long16(isnan(vload16(0, p + q * inner)));
+  for (int q = 0; q < 16; q++)
+    a.n += VCOUNT(vload16(0, p + q * inner), f);
   return a;
 }
-#else
-#define XF_ID(r) (r)
-VROWS_EACH(sum)
-inline vst_mean mean_vrows(vst_mean a, global const T *p, ulong inner, uint f)
-{
-  FACC16 w[16];
-  VTREE16(w, p, inner, XF_ID)
-  FACC16 t = a.s + w[0];
-  a.c += select((w[0] - t) + a.s, (a.s - t) + w[0], isgreaterequal(fabs(a.s), fabs(w[0])));
-  a.s = t;
-  a.n += (long16)16;
-  return a;
-}
-#endif
 VROWS_EACH(max)
 VROWS_EACH(min)
 
@@ -1203,6 +1180,7 @@ VROWS_EACH(min)
       }                                                                                        \
     }                                                                                          \
   }
+#endif
 
 REDUCE_KERNELS(sum, SUM_OUT)
 REDUCE_KERNELS(prod, PROD_OUT)
