@@ -177,7 +177,8 @@ static const struct tune_param scan_params[] = {
      N_(tpm_quick), 0, 0, 0},
     {"groups_per_cu", LP_FIELD(groups_per_cu), 1, 1024, gpc_full, N_(gpc_full), gpc_quick,
      N_(gpc_quick), 0, 0, 0},
-    {"cols_per_item", LP_FIELD(cols_per_item), 1, KILN__COLS_MAX, cols_full, N_(cols_full),
+    /* The scan kernels have no vector-state path: at most the tile path's columns. */
+    {"cols_per_item", LP_FIELD(cols_per_item), 1, KILN__TILE_COLS_MAX, cols_full, N_(cols_full),
      cols_quick, N_(cols_quick), 0, 1u << KILN__LAYOUT_COL, 0},
 };
 

@@ -1237,10 +1237,12 @@ START_TEST(test_vector_lanes)
         a.lead = lead;
         run_case(&a, &lp, seed + 5);
         /* Columns: the tile path's 4-vector loads where 4 and 16 columns per item start
-         * 4-aligned (lead 0); vector states (sum, mean, max, min) for 16 and 256 columns
-         * per item, in blocks of 16 rows, a 3-row tail and an 8-column edge (72 = 4 * 16 +
-         * 8). */
-        const int64_t ax0 = 0, mc[2] = {67, 72};
+         * 4-aligned (lead 0; 70 columns never are); vector states (sum, mean, max, min) for
+         * 16 and 256 columns per item, in blocks of 16 rows, a 3-row tail and an 8-column
+         * edge (72 = 4 * 16 + 8), and for floats with NaN and infinities under both NaN
+         * policies. */
+        const int64_t ax0 = 0, mc[2] = {67, 72}, mc70[2] = {67, 70};
+        int is_float = dt == KILN_F32 || dt == KILN_F64;
         int vec_state = ops[oi] == KILN_REDUCE_SUM || ops[oi] == KILN_REDUCE_MEAN ||
                         ops[oi] == KILN_REDUCE_MAX || ops[oi] == KILN_REDUCE_MIN;
         for (uint32_t cols = 4; lead < 2 && cols <= 256; cols *= cols == 16 ? 16 : 4) {
@@ -1252,6 +1254,18 @@ START_TEST(test_vector_lanes)
           b.gen = c.gen;
           b.lead = lead;
           run_case(&b, &lc, seed + 7 + cols);
+          if (cols == 4) {
+            struct rcase u = with_axes(mk(ops[oi], dt, 2, mc70), 1, &ax0);
+            u.gen = c.gen;
+            u.lead = lead;
+            run_case(&u, &lc, seed + 3);
+          }
+          for (int pol = 0; vec_state && is_float && cols >= 16 && pol < 2; pol++) {
+            struct rcase n = b;
+            n.gen = GEN_SPECIAL;
+            n.opts.nan_policy = pol ? KILN_NAN_OMIT : KILN_NAN_PROPAGATE;
+            run_case(&n, &lc, seed + 11 + (uint64_t)pol);
+          }
         }
       }
     }
