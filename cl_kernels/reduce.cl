@@ -8,16 +8,15 @@
  *   -DKILN_COLS=n         columns per work-item in NAME_cols (default 1; a tunable)
  *   -DKILN_COLSV=1        also NAME_colsv for sum, mean, max, min when KILN_COLS is a
  *                         multiple of 16 (the host sets it on CPU devices)
- *   -DKILN_BLOCKED=b      the lane order of NAME_rows compiled in (the `blocked` argument
- *                         is then ignored): the other orders' code drops out of the kernel,
- *                         and with it their registers (the 16-wide double-accumulating folds
- *                         need many, which limits how many work-items a GPU keeps resident)
+ *   -DKILN_BLOCKED=b      the lane order of NAME_rows (default 1): a build option, so the
+ *                         other orders' code drops out of the kernel, and with it their
+ *                         registers (which limit how many work-items a GPU keeps resident)
  *
  * Every reduction NAME (sum prod mean var min max argmin argmax any all count, and for
  * float T also lse normp) comes as four kernels over the input viewed as (outer, red,
  * inner), the reduced elements of one output at stride `inner`:
- *   NAME_rows(x, xoff, out, ooff, vals, voff, part, rows, red, nchunk, clen, lanes,
- *             blocked, flags, prm, loc)
+ *   NAME_rows(x, xoff, out, ooff, vals, voff, part, rows, red, nchunk, clen, lanes, flags,
+ *             prm, loc)
  *       inner == 1. `lanes` work-items (a power of two <= the work-group size) share a
  *       row, so a work-group holds local_size/lanes rows (one row when lanes is the group
  *       size, one row per item when lanes is 1); each row is cut into nchunk chunks of
@@ -40,10 +39,11 @@
  *       items read neighbouring addresses (GPUs), with 16 or more one item reads whole
  *       cache lines (CPUs); with KILN_COLS > 1 an item gathers 16 rows into a private tile
  *       so each column folds as one vector (by 4-vector loads when KILN_COLS is a multiple
- *       of 4 and the item's columns start at a 4-aligned buffer index in every row). nchunk > 1 writes
- *       part[(o * nchunk + chunk) * inner + i].
+ *       of 4 and the item's columns start at a 4-aligned buffer index in every row).
+ *       nchunk > 1 writes part[(o * nchunk + chunk) * inner + i]. With KILN_COLSV, sum,
+ *       mean, max and min also come as NAME_colsv (same arguments and partials; see there).
  *   NAME_cols_p(part, out, ooff, vals, voff, outer, nchunk, inner, flags, prm)
- *       Second pass of NAME_cols.
+ *       Second pass of NAME_cols and NAME_colsv.
  * Other kernels: permute (copy into kept-then-reduced order), median_small, median_sort,
  * median_init, median_hist, median_pick, median_store (see the median section).
  *
@@ -79,13 +79,12 @@
 #endif
 #endif
 
-/* Adjacent columns one work-item of NAME_cols reduces (a build option: it sizes an array). */
-#ifdef KILN_BLOCKED
-#define LANE_ORDER(runtime) KILN_BLOCKED
-#else
-#define LANE_ORDER(runtime) (runtime)
+/* The rows kernel's lane order (kiln__program_options_variant always sets it). */
+#ifndef KILN_BLOCKED
+#define KILN_BLOCKED 1
 #endif
 
+/* Adjacent columns one work-item of NAME_cols reduces (a build option: it sizes an array). */
 #ifndef KILN_COLS
 #define KILN_COLS 1
 #endif
@@ -785,6 +784,27 @@ FOLDV_LOOP(normp)
 #endif
 
 /* ---- the four kernels of one reduction (see the header comment) ---- */
+/* Work-item g's share of a column launch (NAME_cols, NAME_colsv) of nblk column groups per
+ * chunk: outer index o, chunk c, rows [beg, end), first column i0, cnt columns. */
+typedef struct {
+  ulong o, c, beg, end, i0;
+  uint cnt;
+} col_share;
+
+inline col_share
+col_share_of(ulong g, ulong nblk, ulong nchunk, ulong clen, ulong red, ulong inner)
+{
+  col_share sh;
+  ulong t = g / nblk;
+  sh.c = t % nchunk;
+  sh.o = t / nchunk;
+  sh.i0 = (g % nblk) * KILN_COLS;
+  sh.beg = sh.c * clen;
+  sh.end = min(sh.beg + clen, red);
+  sh.cnt = (uint)min((ulong)KILN_COLS, inner - sh.i0);
+  return sh;
+}
+
 #define T4 KILN_CAT(T, 4)
 /* A 16-element block from the 4-vectors u, u + L, u + 2L, u + 3L of xv. */
 #define LOAD_BLK(xv, u, L) ((V16)((xv)[u], (xv)[(u) + (L)], (xv)[(u) + 2 * (L)], (xv)[(u) + 3 * (L)]))
@@ -797,12 +817,23 @@ FOLDV_LOOP(normp)
 #endif
 #define REDUCE_KERNELS(NAME, OUT)                                                              \
   STATE_FITS(st_##NAME)                                                                        \
+  /* Column k of a column share: its result, or its chunk's partial state. */                 \
+  inline void NAME##_col_put(st_##NAME a, col_share sh, uint k, global OUT *out, ulong ooff,   \
+                             global T *vals, ulong voff, global st_##NAME *part, ulong inner,  \
+                             ulong nchunk, uint flags, PT prm)                                 \
+  {                                                                                            \
+    ulong i = sh.i0 + k;                                                                       \
+    if (nchunk == 1)                                                                           \
+      NAME##_store(a, out, ooff + sh.o * inner + i, vals, voff + sh.o * inner + i, flags, prm); \
+    else                                                                                       \
+      part[(sh.o * nchunk + sh.c) * inner + i] = a;                                            \
+  }                                                                                            \
   kernel void NAME##_rows(global const T *x, ulong xoff, global OUT *out, ulong ooff,          \
                           global T *vals, ulong voff, global st_##NAME *part, ulong rows,      \
-                          ulong red, ulong nchunk, ulong clen, uint lanes, uint blocked,       \
-                          uint flags, PT prm, local st_##NAME *loc)                            \
+                          ulong red, ulong nchunk, ulong clen, uint lanes, uint flags,         \
+                          PT prm, local st_##NAME *loc)                                        \
   {                                                                                            \
-    uint lid = get_local_id(0), order = LANE_ORDER(blocked);                                   \
+    uint lid = get_local_id(0), order = KILN_BLOCKED;                                          \
     uint lane = lid & (lanes - 1u), slot = lid / lanes;                                        \
     uint rpg = (uint)get_local_size(0) / lanes;                                                \
     ulong g = get_group_id(0), c = g % nchunk;                                                 \
@@ -909,13 +940,13 @@ FOLDV_LOOP(normp)
   {                                                                                            \
     ulong nblk = (inner + KILN_COLS - 1) / KILN_COLS, total = outer * nchunk * nblk;           \
     for (ulong g = get_global_id(0); g < total; g += get_global_size(0)) {                     \
-      ulong ib = g % nblk, t = g / nblk, c = t % nchunk, o = t / nchunk;                       \
-      ulong i0 = ib * KILN_COLS, beg = c * clen, end = min(beg + clen, red);                   \
-      uint cnt = (uint)min((ulong)KILN_COLS, inner - i0);                                      \
+      col_share sh = col_share_of(g, nblk, nchunk, clen, red, inner);                          \
+      ulong o = sh.o, i0 = sh.i0, end = sh.end;                                                \
+      uint cnt = sh.cnt;                                                                       \
       st_##NAME acc[KILN_COLS];                                                                \
       for (uint k = 0; k < KILN_COLS; k++)                                                     \
         acc[k] = NAME##_init(flags);                                                           \
-      ulong j = beg;                                                                           \
+      ulong j = sh.beg;                                                                        \
       /* A whole group of 4-aligned columns loads as 4-vectors (16 bytes per load of f32). */ \
       int vec4 = KILN_COLS % 4 == 0 && cnt == KILN_COLS && ((xoff + i0) & 3) == 0 &&           \
                  (inner & 3) == 0;                                                             \
@@ -945,14 +976,8 @@ FOLDV_LOOP(normp)
         for (uint k = 0; k < cnt; k++)                                                         \
           acc[k] = NAME##_fold(acc[k], xr[k], (long)j, flags, prm);                            \
       }                                                                                        \
-      for (uint k = 0; k < cnt; k++) {                                                         \
-        ulong i = i0 + k;                                                                      \
-        if (nchunk == 1)                                                                       \
-          NAME##_store(acc[k], out, ooff + o * inner + i, vals, voff + o * inner + i, flags,   \
-                       prm);                                                                   \
-        else                                                                                   \
-          part[(o * nchunk + c) * inner + i] = acc[k];                                         \
-      }                                                                                        \
+      for (uint k = 0; k < cnt; k++)                                                           \
+        NAME##_col_put(acc[k], sh, k, out, ooff, vals, voff, part, inner, nchunk, flags, prm); \
     }                                                                                          \
   }                                                                                            \
   kernel void NAME##_cols_p(global const st_##NAME *part, global OUT *out, ulong ooff,         \
@@ -1137,16 +1162,16 @@ VROWS_EACH(min)
   {                                                                                            \
     ulong nblk = (inner + KILN_COLS - 1) / KILN_COLS, total = outer * nchunk * nblk;           \
     for (ulong g = get_global_id(0); g < total; g += get_global_size(0)) {                     \
-      ulong ib = g % nblk, t = g / nblk, c = t % nchunk, o = t / nchunk;                       \
-      ulong i0 = ib * KILN_COLS, beg = c * clen, end = min(beg + clen, red);                   \
-      uint cnt = (uint)min((ulong)KILN_COLS, inner - i0), nv = cnt / 16;                       \
+      col_share sh = col_share_of(g, nblk, nchunk, clen, red, inner);                          \
+      ulong o = sh.o, i0 = sh.i0, end = sh.end;                                                \
+      uint cnt = sh.cnt, nv = cnt / 16;                                                        \
       vst_##NAME acc[KILN_COLS / 16];                                                          \
       st_##NAME edge[16], l[16]; /* the columns past the last whole vector; lane states */     \
       for (uint v = 0; v < nv; v++)                                                            \
         acc[v] = NAME##_vinit(flags);                                                          \
       for (uint k = nv * 16; k < cnt; k++)                                                     \
         edge[k - nv * 16] = NAME##_init(flags);                                                \
-      ulong j = beg;                                                                           \
+      ulong j = sh.beg;                                                                        \
       for (; j + 16 <= end; j += 16) {                                                         \
         global const T *xr = x + xoff + (o * red + j) * inner + i0;                            \
         for (uint v = 0; v < nv; v++)                                                          \
@@ -1163,21 +1188,15 @@ VROWS_EACH(min)
         for (uint k = nv * 16; k < cnt; k++)                                                   \
           edge[k - nv * 16] = NAME##_fold(edge[k - nv * 16], xr[k], (long)j, flags, prm);      \
       }                                                                                        \
-      for (uint k = 0; k < cnt; k++) {                                                         \
-        ulong i = i0 + k;                                                                      \
-        st_##NAME r;                                                                           \
-        if (k < nv * 16) {                                                                     \
-          if (k % 16 == 0)                                                                     \
-            NAME##_vlanes(acc[k / 16], l);                                                     \
-          r = l[k % 16];                                                                       \
-        } else {                                                                               \
-          r = edge[k - nv * 16];                                                               \
-        }                                                                                      \
-        if (nchunk == 1)                                                                       \
-          NAME##_store(r, out, ooff + o * inner + i, vals, voff + o * inner + i, flags, prm);  \
-        else                                                                                   \
-          part[(o * nchunk + c) * inner + i] = r;                                              \
+      for (uint v = 0; v < nv; v++) {                                                          \
+        NAME##_vlanes(acc[v], l);                                                              \
+        for (uint q = 0; q < 16; q++)                                                          \
+          NAME##_col_put(l[q], sh, 16 * v + q, out, ooff, vals, voff, part, inner, nchunk,     \
+                         flags, prm);                                                          \
       }                                                                                        \
+      for (uint k = nv * 16; k < cnt; k++)                                                     \
+        NAME##_col_put(edge[k - nv * 16], sh, k, out, ooff, vals, voff, part, inner, nchunk,   \
+                       flags, prm);                                                            \
     }                                                                                          \
   }
 #endif

@@ -171,12 +171,6 @@ lanes_for(uint64_t len, uint32_t ipt, size_t local, uint64_t rows, uint64_t targ
   return (uint32_t)(want < most ? want : most);
 }
 
-/* Groups for a grid-stride kernel over n items: at most 64 per compute unit. */
-
-/*
- * Reduces src (element offset srcoff) viewed as (outer, red, inner) with red > 0 into
- * out (+ vals for argmin/argmax). ctx->lock held.
- */
 /* The outputs every reduction kernel takes: result (and, for arg-reductions, values). */
 static void
 args_outputs(kiln__args *a, cl_mem out, uint64_t ooff, cl_mem vals, uint64_t voff)
@@ -212,6 +206,10 @@ cols_per_item(const struct red_call *rc)
   return cols_vector(rc) || c <= KILN__TILE_COLS_MAX ? c : KILN__TILE_COLS_MAX;
 }
 
+/*
+ * Reduces src (element offset srcoff) viewed as (outer, red, inner) with red > 0 into
+ * out (+ vals for argmin/argmax). ctx->lock held.
+ */
 static kiln_status
 run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uint64_t red,
            uint64_t inner, cl_mem out, uint64_t ooff, cl_mem vals, uint64_t voff)
@@ -244,7 +242,6 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
     kiln__args_u64(&a, nchunk);
     kiln__args_u64(&a, clen);
     kiln__args_u32(&a, lanes);
-    kiln__args_u32(&a, lp->blocked);
     kiln__args_u32(&a, rc->flags);
     arg_prm(&a, ctx, rc->prm);
     kiln__args_raw(&a, local * STATE_BYTES, NULL);
