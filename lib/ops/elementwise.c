@@ -109,11 +109,8 @@ flat_shape_for(kiln_context *ctx, kiln_dtype dtype, uint64_t n, const kiln_tenso
 static kiln_status
 launch_flat(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n, const flat_shape *sh)
 {
-  /* A 0 (device-default) field launches an item per element: more than needed, still
-   * correct, since the kernels loop over whatever their grid does not cover. */
+  /* flat_shape_for's fields are validated launch parameters: both at least 1. */
   uint64_t per_item = (uint64_t)sh->variant.ew_items * sh->variant.ew_vec;
-  if (per_item < 1)
-    per_item = 1;
   return kiln__launch_1d_local(op, ctx, k, n / per_item + (n % per_item != 0), sh->local);
 }
 

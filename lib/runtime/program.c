@@ -225,15 +225,16 @@ kiln__program_options_variant(const kiln_device_info *info, const char *source,
   if (strcmp(source, "gemm_small") == 0)
     append(buf, len, " -DKILN_GEMM_TILE=%u -DKILN_DOT_WG=%u", (uint32_t)kiln__gemm_tile(info),
            (uint32_t)kiln__dot_wg(info));
-  /* Reductions and scans compile their columns per work-item in (a launch parameter). */
-  if (strcmp(source, "reduce") == 0 || strcmp(source, "scan") == 0)
-    append(buf, len, " -DKILN_COLS=%u", v->cols ? v->cols : kiln__default_cols_per_item(info));
+  /* Reductions and scans compile their columns per work-item in (a launch parameter), */
+  int is_reduce = strcmp(source, "reduce") == 0;
+  uint32_t cols = v->cols ? v->cols : kiln__default_cols_per_item(info);
+  if (is_reduce || strcmp(source, "scan") == 0)
+    append(buf, len, " -DKILN_COLS=%u", cols);
   /* and reductions their rows kernel's lane order (also a launch parameter), and on CPU
    * devices the vector-state column kernels (whole 16-column vectors per work-item). */
-  if (strcmp(source, "reduce") == 0) {
+  if (is_reduce) {
     append(buf, len, " -DKILN_BLOCKED=%u",
            v->lane_order ? v->lane_order - 1 : kiln__default_lane_order(info));
-    uint32_t cols = v->cols ? v->cols : kiln__default_cols_per_item(info);
     if (!info->is_gpu && cols % 16 == 0)
       append(buf, len, " -DKILN_COLSV=1");
   }
