@@ -1194,12 +1194,63 @@ START_TEST(test_tunables)
 END_TEST
 
 /*
+ * op over one axis (all axes when axis < 0) of a view starting lead elements into its
+ * buffer; argmin/argmax get ties, so that first positions are checked.
+ */
+static struct rcase
+lead_case(kiln_reduce_op op, kiln_dtype dt, size_t ndim, const int64_t *shape, int64_t axis,
+          uint64_t lead)
+{
+  struct rcase c = mk(op, dt, ndim, shape);
+  if (axis >= 0)
+    c = with_axes(c, 1, &axis);
+  if (op == KILN_REDUCE_ARGMIN || op == KILN_REDUCE_ARGMAX)
+    c.gen = GEN_TIES;
+  c.lead = lead;
+  return c;
+}
+
+/*
+ * Columns of [67, 72] (and [67, 70], never 4-aligned) under lp with 4, 16 and 256 columns
+ * per item: the tile path's 4-vector loads where the item's columns start 4-aligned; vector
+ * states (sum, mean, max, min on CPU devices) in blocks of 16 rows, a 3-row tail and an
+ * 8-column edge (72 = 4 * 16 + 8), and for floats with NaN and infinities under both NaN
+ * policies. 256 is skipped where it would only repeat the tile path at its limit of 64.
+ */
+static void
+vector_cols(kiln_reduce_op op, kiln_dtype dt, const kiln__launch_params *lp, uint64_t lead,
+            int is_gpu, uint64_t seed)
+{
+  const int64_t mc[2] = {67, 72}, mc70[2] = {67, 70};
+  int is_float = dt == KILN_F32 || dt == KILN_F64;
+  int vec_state = op == KILN_REDUCE_SUM || op == KILN_REDUCE_MEAN || op == KILN_REDUCE_MAX ||
+                  op == KILN_REDUCE_MIN;
+  for (uint32_t cols = 4; cols <= 256; cols *= cols == 16 ? 16 : 4) {
+    if (cols == 256 && (!vec_state || is_gpu))
+      continue;
+    kiln__launch_params lc = *lp;
+    lc.cols_per_item = cols;
+    struct rcase b = lead_case(op, dt, 2, mc, 0, lead);
+    run_case(&b, &lc, seed + cols);
+    if (cols == 4) {
+      struct rcase u = lead_case(op, dt, 2, mc70, 0, lead);
+      run_case(&u, &lc, seed);
+    }
+    for (int pol = 0; vec_state && is_float && cols >= 16 && pol < 2; pol++) {
+      struct rcase n = b;
+      n.gen = GEN_SPECIAL;
+      n.opts.nan_policy = pol ? KILN_NAN_OMIT : KILN_NAN_PROPAGATE;
+      run_case(&n, &lc, seed + 1 + (uint64_t)pol);
+    }
+  }
+}
+
+/*
  * Lane order 2 (4-vectors from the first 4-aligned element, 16-element blocks, loads of
  * one or two blocks in flight) for every dtype: views starting 0-3 elements into their
  * buffer, rows whose starts fall on every alignment, rows long enough for whole blocks,
  * leftover vectors and a scalar tail, one pass and split into chunks at odd offsets; and
- * the columns kernel's 4-vector tile loads (4 and 16 columns per item, 72 columns: a
- * partial group of 16 at the edge; misaligned views take the scalar loads).
+ * the column kernels' vector paths (vector_cols) on aligned and misaligned views.
  */
 START_TEST(test_vector_lanes)
 {
@@ -1210,9 +1261,9 @@ START_TEST(test_vector_lanes)
   kiln_device_info info;
   KOK(kiln_context_device_info(ctx, &info));
   static const kiln_reduce_op ops[] = {
-      KILN_REDUCE_SUM,           KILN_REDUCE_MEAN, KILN_REDUCE_MAX, KILN_REDUCE_MIN,
-      KILN_REDUCE_ARGMIN,        KILN_REDUCE_ARGMAX, KILN_REDUCE_COUNT_NONZERO,
-      KILN_REDUCE_ALL,           KILN_REDUCE_VAR,  KILN_REDUCE_LOGSUMEXP};
+      KILN_REDUCE_SUM,    KILN_REDUCE_MEAN,          KILN_REDUCE_MAX, KILN_REDUCE_MIN,
+      KILN_REDUCE_ARGMIN, KILN_REDUCE_ARGMAX,        KILN_REDUCE_COUNT_NONZERO,
+      KILN_REDUCE_ALL,    KILN_REDUCE_VAR,           KILN_REDUCE_LOGSUMEXP};
   const int64_t v1[1] = {4099}, m1[2] = {7, 517}, m2[2] = {3, 2053};
   for (int split = 0; split < 2; split++) {
     kiln__launch_params lp;
@@ -1226,47 +1277,12 @@ START_TEST(test_vector_lanes)
         continue;
       for (uint64_t lead = 0; lead < 4; lead++) {
         uint64_t seed = (uint64_t)split * 1000 + oi * 10 + lead;
-        struct rcase c = mk(ops[oi], dt, 1, v1);
-        int is_arg = ops[oi] == KILN_REDUCE_ARGMIN || ops[oi] == KILN_REDUCE_ARGMAX;
-        c.gen = is_arg ? GEN_TIES : c.gen;
-        c.lead = lead;
+        struct rcase c = lead_case(ops[oi], dt, 1, v1, -1, lead);
         run_case(&c, &lp, seed);
-        const int64_t ax = 1;
-        struct rcase a = with_axes(mk(ops[oi], dt, 2, lead & 1 ? m1 : m2), 1, &ax);
-        a.gen = c.gen;
-        a.lead = lead;
+        struct rcase a = lead_case(ops[oi], dt, 2, lead & 1 ? m1 : m2, 1, lead);
         run_case(&a, &lp, seed + 5);
-        /* Columns: the tile path's 4-vector loads where 4 and 16 columns per item start
-         * 4-aligned (lead 0; 70 columns never are); vector states (sum, mean, max, min) for
-         * 16 and 256 columns per item, in blocks of 16 rows, a 3-row tail and an 8-column
-         * edge (72 = 4 * 16 + 8), and for floats with NaN and infinities under both NaN
-         * policies. */
-        const int64_t ax0 = 0, mc[2] = {67, 72}, mc70[2] = {67, 70};
-        int is_float = dt == KILN_F32 || dt == KILN_F64;
-        int vec_state = ops[oi] == KILN_REDUCE_SUM || ops[oi] == KILN_REDUCE_MEAN ||
-                        ops[oi] == KILN_REDUCE_MAX || ops[oi] == KILN_REDUCE_MIN;
-        for (uint32_t cols = 4; lead < 2 && cols <= 256; cols *= cols == 16 ? 16 : 4) {
-          if (cols == 256 && (!vec_state || info.is_gpu))
-            continue; /* vector states are a CPU path; the tile path's limit is 64 */
-          kiln__launch_params lc = lp;
-          lc.cols_per_item = cols;
-          struct rcase b = with_axes(mk(ops[oi], dt, 2, mc), 1, &ax0);
-          b.gen = c.gen;
-          b.lead = lead;
-          run_case(&b, &lc, seed + 7 + cols);
-          if (cols == 4) {
-            struct rcase u = with_axes(mk(ops[oi], dt, 2, mc70), 1, &ax0);
-            u.gen = c.gen;
-            u.lead = lead;
-            run_case(&u, &lc, seed + 3);
-          }
-          for (int pol = 0; vec_state && is_float && cols >= 16 && pol < 2; pol++) {
-            struct rcase n = b;
-            n.gen = GEN_SPECIAL;
-            n.opts.nan_policy = pol ? KILN_NAN_OMIT : KILN_NAN_PROPAGATE;
-            run_case(&n, &lc, seed + 11 + (uint64_t)pol);
-          }
-        }
+        if (lead < 2)
+          vector_cols(ops[oi], dt, &lp, lead, info.is_gpu, seed + 7);
       }
     }
   }
