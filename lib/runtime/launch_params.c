@@ -84,11 +84,12 @@ kiln__launch_params_columns(const kiln_context *ctx, kiln__launch_params *p)
   p->two_pass_min = 1024;
   if (!ctx->info.is_gpu) {
     /*
-     * Measured on PoCL (2 cores; `kiln bench --filter reduce.sum_cols`, docs/reductions.md):
-     * an item that reads 1 KB of each row (256 f32 columns as 16-vectors, NAME_colsv) lets
-     * the prefetchers stream, where 64 bytes per row at a stride of 16-64 KB left the sum
-     * over axis 0 at 3-10 GB/s; with so few items per row, 8-item groups give both cores
-     * work. Sums over axis 0 of 2^22-2^24 floats: 2.8-4 -> 20-40 GB/s (rows: 28).
+     * Measured on PoCL (2 cores; `kiln tune --family reduce`, docs/tuning.md): an item
+     * that reads 1 KB of each row (256 f32 columns as 16-vectors, NAME_colsv) lets the
+     * prefetchers stream, where 64 bytes per row at a stride of 16-64 KB left the tuned
+     * sum over axis 0 of 2^22 and 2^24 floats at 1.9 and 2.2 GB/s; with these defaults
+     * 40 and 27 GB/s (rows: 28). With so few items per row, 8-item groups give both cores
+     * work.
      */
     p->wg_size = 8;
     p->cols_per_item = 256;
