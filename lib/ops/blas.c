@@ -14,23 +14,22 @@
 #include "core/error.h"
 #include "kiln/blas.h"
 #include "kiln_config.h"
+#include "ops/blas_route.h"
 #include "ops/tuned.h"
 #include "runtime/runtime.h"
-#include "runtime/tunables.h"
-#include "runtime/tuner.h"
 #if KILN_HAVE_CLBLAST
 #include "providers/clblast.h"
 #endif
 
 /* ---- kiln's own kernels ---- */
 
-/* kiln__program_options() adds the tile and dot sizes, so `kiln cache warm` builds the same
- * variant. */
+/* The family's build options add the tile and dot sizes (blas_route.c), so `kiln cache warm`
+ * builds the same variant. */
 static kiln_status
 get_kernel(const char *op, kiln_context *ctx, kiln_dtype dt, const char *name, cl_kernel *k)
 {
   char opts[192];
-  kiln__program_options(&ctx->info, "gemm_small", dt, opts, sizeof opts);
+  kiln__program_options(&ctx->info, "gemm_small", dt, NULL, opts, sizeof opts);
   return kiln__kernel_get(op, ctx, "gemm_small", opts, name, k);
 }
 
@@ -129,34 +128,17 @@ static atomic_uint_fast64_t routed[2];
 #define ROUTE_CHOOSE (-1)
 
 /*
- * Whether a GEMM-shaped call of this size goes to kiln's kernel. First match:
- * no CLBlast, or nothing to multiply (k == 0, alpha == 0): kiln's kernel; a
- * forced route; KILN_OPT_GEMM_SMALL_MNK once set on the context (the caller
- * said so); the gemm family of the autotuner for m*n*k's bucket, whose
- * default is the built-in threshold. Call it before taking ctx->lock: the
- * lookup may tune online.
+ * Whether a GEMM-shaped call of this size goes to kiln's kernel: no CLBlast,
+ * or nothing to multiply (k == 0, alpha == 0), else the route
+ * (kiln__blas_route_small). Call it before taking ctx->lock.
  */
 static int
 use_small(kiln_context *ctx, kiln_dtype dt, uint64_t m, uint64_t n, uint64_t k, double alpha,
           int route)
 {
-  if (!ctx->use_clblast || k == 0 || alpha == 0.0)
+  if (!kiln__blas_use_clblast(ctx) || k == 0 || alpha == 0.0)
     return 1;
-  uint64_t size = mnk(m, n, k);
-  if (route == ROUTE_CHOOSE) {
-    pthread_mutex_lock(&ctx->lock);
-    int64_t threshold = ctx->gemm_small_mnk;
-    int set = ctx->gemm_small_mnk_set;
-    pthread_mutex_unlock(&ctx->lock);
-    if (set)
-      return size <= (uint64_t)threshold;
-    struct kiln__gemm_tune_params p;
-    kiln__tune_lookup(ctx, KILN__TUNE_GEMM, dt, KILN__LAYOUT_MNK, size ? size : 1, &p);
-    route = (int)p.route;
-  }
-  if (route == KILN__GEMM_ROUTE_KILN || route == KILN__GEMM_ROUTE_CLBLAST)
-    return route == KILN__GEMM_ROUTE_KILN;
-  return size <= (uint64_t)KILN__GEMM_SMALL_MNK_DEFAULT;
+  return kiln__blas_route_small(ctx, dt, mnk(m, n, k), route);
 }
 
 static void
@@ -475,7 +457,7 @@ kiln__matmul_routed(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *
   KILN_RETURN_IF(route != KILN__GEMM_ROUTE_RULE && route != KILN__GEMM_ROUTE_KILN &&
                      route != KILN__GEMM_ROUTE_CLBLAST,
                  KILN_ERR_INVALID_ARGUMENT, op, "route %d is not a kiln__gemm_route", route);
-  KILN_RETURN_IF(route == KILN__GEMM_ROUTE_CLBLAST && !ctx->use_clblast, KILN_ERR_UNSUPPORTED, op,
+  KILN_RETURN_IF(route == KILN__GEMM_ROUTE_CLBLAST && !kiln__blas_use_clblast(ctx), KILN_ERR_UNSUPPORTED, op,
                  "the CLBlast route on a context without CLBlast");
   char s1[160], s2[160];
   KILN_RETURN_IF(a->shape.ndim != 2 || b->shape.ndim != 2, KILN_ERR_SHAPE, op,
@@ -670,7 +652,7 @@ kiln_dot(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *y, kiln_ten
       s = kiln__fail_cl(op, err, "clEnqueueFillBuffer");
   }
 #if KILN_HAVE_CLBLAST
-  else if (ctx->use_clblast) {
+  else if (kiln__blas_use_clblast(ctx)) {
     s = kiln__clblast_dot(op, ctx, x->dtype, n, x->mem, elem_off(x), y->mem, elem_off(y), o->mem,
                           elem_off(o));
   }
@@ -724,7 +706,7 @@ kiln_axpy(kiln_context *ctx, double alpha, const kiln_tensor *x, kiln_tensor *y)
   kiln_status s;
   pthread_mutex_lock(&ctx->lock);
 #if KILN_HAVE_CLBLAST
-  if (ctx->use_clblast)
+  if (kiln__blas_use_clblast(ctx))
     s = kiln__clblast_axpy(op, ctx, x->dtype, x->numel, alpha, x->mem, elem_off(x), y->mem,
                            elem_off(y));
   else
@@ -746,7 +728,7 @@ kiln_scal(kiln_context *ctx, double alpha, kiln_tensor *x)
   kiln_status s;
   pthread_mutex_lock(&ctx->lock);
 #if KILN_HAVE_CLBLAST
-  if (ctx->use_clblast)
+  if (kiln__blas_use_clblast(ctx))
     s = kiln__clblast_scal(op, ctx, x->dtype, x->numel, alpha, x->mem, elem_off(x));
   else
 #endif
@@ -776,7 +758,7 @@ warm_dtype(const char *op, kiln_context *ctx, kiln_dtype dt)
     s = get_kernel(op, ctx, dt, kernels[i], &k);
   }
   pthread_mutex_unlock(&ctx->lock);
-  if (s != KILN_OK || !ctx->use_clblast)
+  if (s != KILN_OK || !kiln__blas_use_clblast(ctx))
     return s;
 #if KILN_HAVE_CLBLAST
   /* Tiny operands: the compile is the cost, the arithmetic is nothing. */

@@ -5,6 +5,7 @@
 
 #include "core/dtype_traits.h"
 #include "kiln/create.h"
+#include "ops/families.h"
 #include "ops/ops_common.h"
 
 kiln_status
@@ -349,3 +350,7 @@ kiln_meshgrid(kiln_context *ctx, const kiln_tensor *const *inputs, size_t n,
       kiln__output_discard(&outs[j], made[j]);
   return st;
 }
+
+static const char *const create_sources[] = {"create", NULL};
+
+const struct kiln__family kiln__create_family = {.name = "create", .sources = create_sources};

@@ -13,10 +13,11 @@
 #include "core/log.h"
 #include "kiln/fft.h"
 #include "kiln_config.h"
+#include "ops/families.h"
+#include "ops/tunables.h"
 #include "ops/tuned.h"
 #include "providers/fft_backend.h"
 #include "runtime/runtime.h"
-#include "runtime/tunables.h"
 #include "runtime/tuner.h"
 
 #define PLAN_MAGIC 0x6b666674u /* "kfft" */
@@ -30,8 +31,9 @@ struct entry {
   int orphan;        /* context released while handles held it */
 };
 
-/* The family's per-context state (ctx->ext[KILN__EXT_FFT]); guarded by ctx->lock. */
+/* The family's per-context state (kiln__family_state); guarded by ctx->lock. */
 struct fft_state {
+  int backend; /* KILN_OPT_FFT_BACKEND (a kiln_fft_backend value) */
   struct entry **entries;
   size_t n, cap;
   uint64_t clock;
@@ -148,17 +150,22 @@ kiln__fft_default_backend(const kiln_context *ctx)
 static kiln_fft_backend
 tuned_backend(kiln_context *ctx, const struct kiln__fft_key *key)
 {
-  struct kiln__fft_tune_params p;
-  kiln__tune_lookup(ctx, KILN__TUNE_FFT, key->precision, KILN__LAYOUT_POINTS,
-                    kiln__fft_real_count(key), &p);
-  return (kiln_fft_backend)p.backend;
+  uint32_t backend;
+  kiln__tune_lookup(ctx, &kiln__fft_tune, key->precision, KILN__LAYOUT_POINTS,
+                    kiln__fft_real_count(key), &backend);
+  return (kiln_fft_backend)backend;
 }
 
 static kiln_status
 resolve_backend(const char *op, kiln_context *ctx, kiln_fft_backend asked,
                 struct kiln__fft_key *key)
 {
-  kiln_fft_backend b = asked == KILN_FFT_BACKEND_AUTO ? (kiln_fft_backend)ctx->fft_backend : asked;
+  kiln_fft_backend b = asked;
+  if (b == KILN_FFT_BACKEND_AUTO) {
+    pthread_mutex_lock(&ctx->lock);
+    b = (kiln_fft_backend)((struct fft_state *)kiln__family_state(ctx, &kiln__fft_family))->backend;
+    pthread_mutex_unlock(&ctx->lock);
+  }
   char why_cl[256] = "", why_vk[256] = "";
   int clfft_ok = KILN_HAVE_CLFFT, vkfft_ok = KILN_HAVE_VKFFT;
 #if KILN_HAVE_CLFFT
@@ -213,29 +220,48 @@ state_destroy(kiln_context *ctx, void *data)
   free(st);
 }
 
-/* The family's state, made on first use (ctx->lock held). */
+/* KILN_FFT_BACKEND: auto, clfft or vkfft; anything else warns and means auto. */
+static int
+env_backend(void)
+{
+  const char *v = getenv("KILN_FFT_BACKEND");
+  if (!v || !*v)
+    return KILN_FFT_BACKEND_AUTO;
+  for (int b = KILN_FFT_BACKEND_AUTO; b <= KILN_FFT_BACKEND_VKFFT; b++)
+    if (strcasecmp(v, kiln_fft_backend_name((kiln_fft_backend)b)) == 0)
+      return b;
+  kiln__log(KILN__LOG_WARN, "KILN_FFT_BACKEND=\"%s\" is not auto, clfft or vkfft; using auto", v);
+  return KILN_FFT_BACKEND_AUTO;
+}
+
+static kiln_status
+state_create(kiln_context *ctx, void **out)
+{
+  struct fft_state *st = calloc(1, sizeof *st);
+  KILN_RETURN_IF(!st, KILN_ERR_HOST_MEMORY, "kiln_context_create",
+                 "cannot allocate the FFT plan cache");
+  st->backend = env_backend();
+  /* KILN_VKFFT_BINARY_CACHE = on | off | auto (default: by platform), read once per context. */
+  const char *env = getenv("KILN_VKFFT_BINARY_CACHE");
+  int reload = 0;
+#if KILN_HAVE_VKFFT
+  reload = kiln__vkfft_binaries_reloadable(ctx);
+#endif
+  if (env && strcasecmp(env, "on") == 0)
+    reload = 1;
+  else if (env && strcasecmp(env, "off") == 0)
+    reload = 0;
+  st->vkfft_binaries = reload;
+  *out = st;
+  return KILN_OK;
+}
+
+/* The family's state (ctx->lock held). */
 static kiln_status
 state_get(const char *op, kiln_context *ctx, struct fft_state **out)
 {
-  struct fft_state *st = ctx->ext[KILN__EXT_FFT].data;
-  if (!st) {
-    st = calloc(1, sizeof *st);
-    KILN_RETURN_IF(!st, KILN_ERR_HOST_MEMORY, op, "cannot allocate the FFT plan cache");
-    /* KILN_VKFFT_BINARY_CACHE = on | off | auto (default: by platform), read once per context. */
-    const char *env = getenv("KILN_VKFFT_BINARY_CACHE");
-    int reload = 0;
-#if KILN_HAVE_VKFFT
-    reload = kiln__vkfft_binaries_reloadable(ctx);
-#endif
-    if (env && strcasecmp(env, "on") == 0)
-      reload = 1;
-    else if (env && strcasecmp(env, "off") == 0)
-      reload = 0;
-    st->vkfft_binaries = reload;
-    ctx->ext[KILN__EXT_FFT].data = st;
-    ctx->ext[KILN__EXT_FFT].destroy = state_destroy;
-  }
-  *out = st;
+  (void)op;
+  *out = kiln__family_state(ctx, &kiln__fft_family);
   return KILN_OK;
 }
 
@@ -430,7 +456,7 @@ kiln_fft_plan_release(kiln_fft_plan *plan)
   pthread_mutex_lock(&ctx->lock);
   plan->magic = KILN__DEAD_MAGIC;
   int free_entry = --e->users == 0 && e->orphan;
-  struct fft_state *st = ctx->ext[KILN__EXT_FFT].data;
+  struct fft_state *st = kiln__family_state(ctx, &kiln__fft_family);
   if (st && !e->orphan)
     cache_evict(st);
   pthread_mutex_unlock(&ctx->lock);
@@ -459,7 +485,7 @@ kiln_fft_stats_get(kiln_context *ctx, kiln_fft_stats *out)
   KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
   memset(out, 0, sizeof *out);
   pthread_mutex_lock(&ctx->lock);
-  struct fft_state *st = ctx->ext[KILN__EXT_FFT].data;
+  struct fft_state *st = kiln__family_state(ctx, &kiln__fft_family);
   if (st) {
     *out = st->stats;
     out->plans_cached = st->n;
@@ -560,7 +586,7 @@ scale(const char *op, kiln_context *ctx, kiln_dtype dt, kiln_tensor *t, double f
 {
   cl_kernel k;
   char opts[192];
-  kiln__program_options(&ctx->info, "fft", dt, opts, sizeof opts);
+  kiln__program_options(&ctx->info, "fft", dt, NULL, opts, sizeof opts);
   KILN_TRY(kiln__kernel_get(op, ctx, "fft", opts, "fft_scale", &k));
   cl_ulong off = t->offset / kiln_dtype_size(dt), n = t->numel;
   KILN_TRY(kiln__arg(op, k, 0, sizeof t->mem, &t->mem));
@@ -723,3 +749,33 @@ kiln__fft_c2c_forward(kiln_context *ctx, kiln_tensor *x, kiln_fft_backend backen
   kiln_fft_plan_release(plan);
   return s;
 }
+
+static void
+fft_option_set(kiln_context *ctx, void *state, kiln_option option, int64_t value)
+{
+  ((struct fft_state *)state)->backend = (int)value;
+}
+
+static int64_t
+fft_option_get(const kiln_context *ctx, const void *state, kiln_option option)
+{
+  return ((const struct fft_state *)state)->backend;
+}
+
+static const char *const fft_sources[] = {"fft", NULL};
+
+static const struct kiln__family_option fft_options[] = {
+    {KILN_OPT_FFT_BACKEND, KILN_FFT_BACKEND_AUTO, KILN_FFT_BACKEND_VKFFT},
+};
+
+const struct kiln__family kiln__fft_family = {
+    .name = "fft",
+    .sources = fft_sources,
+    .tune = &kiln__fft_tune,
+    .state_create = state_create,
+    .state_destroy = state_destroy,
+    .options = fft_options,
+    .noptions = sizeof fft_options / sizeof fft_options[0],
+    .option_set = fft_option_set,
+    .option_get = fft_option_get,
+};

@@ -11,6 +11,7 @@
 
 #include "core/dtype_traits.h"
 #include "kiln/index.h"
+#include "ops/families.h"
 #include "ops/ops_common.h"
 
 /* Mirrors kiln_iplan in cl_kernels/index.cl. */
@@ -801,3 +802,7 @@ kiln_one_hot(kiln_context *ctx, const kiln_tensor *indices, int64_t num_classes,
   pthread_mutex_unlock(&ctx->lock);
   return s;
 }
+
+static const char *const index_sources[] = {"index", NULL};
+
+const struct kiln__family kiln__index_family = {.name = "index", .sources = index_sources};

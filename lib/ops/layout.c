@@ -18,6 +18,7 @@
 
 #include "core/dtype_traits.h"
 #include "kiln/layout.h"
+#include "ops/families.h"
 #include "ops/ops_common.h"
 
 enum remap_mode {
@@ -1125,3 +1126,7 @@ kiln_kron(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b, kiln_te
   pthread_mutex_unlock(&ctx->lock);
   return s;
 }
+
+static const char *const layout_sources[] = {"layout", NULL};
+
+const struct kiln__family kiln__layout_family = {.name = "layout", .sources = layout_sources};

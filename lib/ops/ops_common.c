@@ -19,10 +19,8 @@ kiln__ops_kernel_variant(const char *op, kiln_context *ctx, const char *source,
                          kiln_dtype dtype, const kiln__program_variant *v, const char *name,
                          cl_kernel *k)
 {
-  static const kiln__program_variant defaults = {0, 0, 0, 0};
   char options[192];
-  kiln__program_options_variant(&ctx->info, source, dtype, v ? v : &defaults, options,
-                                sizeof options);
+  kiln__program_options(&ctx->info, source, dtype, v, options, sizeof options);
   return kiln__kernel_get(op, ctx, source, options, name, k);
 }
 

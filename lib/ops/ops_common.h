@@ -37,6 +37,18 @@ kiln_status kiln__random_philox_blocks(kiln_context *ctx, const uint32_t key[2],
                                        const uint32_t ctr[4], uint64_t nblocks, uint32_t *host);
 
 /*
+ * A program variant: the compile-time launch parameters of some sources (the
+ * `variant` of kiln__program_options); 0 = the device default. Read by the
+ * build-option callbacks of the reduce, scan and elementwise families.
+ */
+typedef struct kiln__program_variant {
+  uint32_t cols;       /* reduce, scan: KILN_COLS (columns per work-item) */
+  uint32_t lane_order; /* reduce: KILN_BLOCKED + 1 (the rows kernel's lane order; 0 default) */
+  uint32_t ew_items;   /* elementwise: KILN_EW_ITEMS (vectors per work-item of flat launches) */
+  uint32_t ew_vec;     /* elementwise: KILN_EW_VEC (elements per vector access) */
+} kiln__program_variant;
+
+/*
  * Kernel `name` of embedded source `source` built for dtype with the
  * options of kiln__program_options(), which the cache warm-up uses too
  * (ctx->lock held).

@@ -5,19 +5,55 @@
  * element-to-word mapping and the device-independent arithmetic.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/dtype_traits.h"
 #include "kiln/random.h"
+#include "ops/families.h"
 #include "ops/ops_common.h"
+
+/* The family's per-context state: the Philox stream (guarded by ctx->lock). A new
+ * context starts at seed 0, counter 0. */
+struct rng_state {
+  uint64_t seed, counter;
+};
+
+static kiln_status
+rng_state_create(kiln_context *ctx, void **state)
+{
+  *state = calloc(1, sizeof(struct rng_state));
+  return *state ? KILN_OK
+                : kiln__fail(KILN_ERR_HOST_MEMORY, "kiln_context_create", 0,
+                             "cannot allocate the random stream state");
+}
+
+static void
+rng_state_destroy(kiln_context *ctx, void *state)
+{
+  free(state);
+}
+
+static const char *const random_sources[] = {"random", NULL};
+
+const struct kiln__family kiln__random_family = {.name = "random",
+                                                 .sources = random_sources,
+                                                 .state_create = rng_state_create,
+                                                 .state_destroy = rng_state_destroy};
+
+static struct rng_state *
+rng(const kiln_context *ctx)
+{
+  return kiln__family_state(ctx, &kiln__random_family);
+}
 
 kiln_status
 kiln_rng_seed(kiln_context *ctx, uint64_t seed)
 {
   KILN_TRY(kiln__ctx_check("kiln_rng_seed", ctx));
   pthread_mutex_lock(&ctx->lock);
-  ctx->rng_seed = seed;
-  ctx->rng_counter = 0;
+  rng(ctx)->seed = seed;
+  rng(ctx)->counter = 0;
   pthread_mutex_unlock(&ctx->lock);
   return KILN_OK;
 }
@@ -30,8 +66,8 @@ kiln_rng_state_get(const kiln_context *ctx, kiln_rng_state *out)
   KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
   kiln_context *c = (kiln_context *)ctx; /* the lock is not part of the logical state */
   pthread_mutex_lock(&c->lock);
-  out->seed = c->rng_seed;
-  out->counter = c->rng_counter;
+  out->seed = rng(c)->seed;
+  out->counter = rng(c)->counter;
   pthread_mutex_unlock(&c->lock);
   return KILN_OK;
 }
@@ -43,8 +79,8 @@ kiln_rng_state_set(kiln_context *ctx, const kiln_rng_state *state)
   KILN_TRY(kiln__ctx_check(op, ctx));
   KILN_RETURN_IF(!state, KILN_ERR_INVALID_ARGUMENT, op, "state is NULL");
   pthread_mutex_lock(&ctx->lock);
-  ctx->rng_seed = state->seed;
-  ctx->rng_counter = state->counter;
+  rng(ctx)->seed = state->seed;
+  rng(ctx)->counter = state->counter;
   pthread_mutex_unlock(&ctx->lock);
   return KILN_OK;
 }
@@ -66,15 +102,15 @@ struct stream {
 static struct stream
 stream_begin(kiln_context *ctx, uint64_t nblocks)
 {
-  struct stream s = {ctx->rng_counter, (uint32_t)ctx->rng_seed,
-                     (uint32_t)(ctx->rng_seed >> 32), nblocks};
+  const struct rng_state *r = rng(ctx);
+  struct stream s = {r->counter, (uint32_t)r->seed, (uint32_t)(r->seed >> 32), nblocks};
   return s;
 }
 
 static void
 stream_commit(kiln_context *ctx, const struct stream *s)
 {
-  ctx->rng_counter = s->base + s->nblocks; /* wraps modulo 2^64 */
+  rng(ctx)->counter = s->base + s->nblocks; /* wraps modulo 2^64 */
 }
 
 static void

@@ -62,7 +62,14 @@ static cl_int capped_device_info(cl_device_id device, cl_device_info param, size
 #pragma GCC diagnostic pop
 #undef clGetDeviceInfo
 
-#include "runtime/tunables.h"
+/*
+ * Device limits VkFFT is shown on CPU devices: PoCL
+ * reports 1 MiB of local memory and 4096-item work-groups, for which VkFFT
+ * generates kernels that overflow PoCL's 8 MiB worker stacks. Measured on
+ * PoCL here, see docs/blas_fft.md.
+ */
+#define KILN__VKFFT_CPU_LOCAL_MEM (64 * 1024)
+#define KILN__VKFFT_CPU_WORK_GROUP 256
 
 static cl_int
 capped_device_info(cl_device_id device, cl_device_info param, size_t size, void *value,

@@ -8,9 +8,8 @@
 #include "core/log.h"
 #include "kiln_cl_sources.h"
 #include "runtime/build.h"
-#include "runtime/launch_params.h"
+#include "runtime/family.h"
 #include "runtime/runtime.h"
-#include "runtime/tunables.h"
 
 const struct kiln__cl_source *
 kiln__cl_source_find(const char *name)
@@ -191,17 +190,9 @@ kiln__device_has_dtype(const kiln_device_info *info, kiln_dtype dtype)
   return kiln__dtype_valid(dtype) && (dtype != KILN_F64 || info->has_fp64);
 }
 
-void
-kiln__program_options(const kiln_device_info *info, const char *source, kiln_dtype dtype,
-                      char *buf, size_t len)
-{
-  kiln__program_variant v = {0, 0, 0, 0};
-  kiln__program_options_variant(info, source, dtype, &v, buf, len);
-}
-
 /* Appends printf-style text to buf (always terminated; truncation shows up as a build miss). */
-static void __attribute__((format(printf, 3, 4)))
-append(char *buf, size_t len, const char *fmt, ...)
+void
+kiln__options_append(char *buf, size_t len, const char *fmt, ...)
 {
   size_t used = strlen(buf);
   if (used + 1 >= len)
@@ -213,59 +204,14 @@ append(char *buf, size_t len, const char *fmt, ...)
 }
 
 void
-kiln__program_options_variant(const kiln_device_info *info, const char *source,
-                              kiln_dtype dtype, const kiln__program_variant *v, char *buf,
-                              size_t len)
+kiln__program_options(const kiln_device_info *info, const char *source, kiln_dtype dtype,
+                      const void *variant, char *buf, size_t len)
 {
   kiln__dtype_options(dtype, buf, len);
   /* Sources that convert to double (cast) need it; for the rest it only enables a pragma. */
   if (info->has_fp64)
-    append(buf, len, " -DKILN_FP64=1");
-  /* Per-source options: the BLAS kernels' tile and reduction group sizes. */
-  if (strcmp(source, "gemm_small") == 0)
-    append(buf, len, " -DKILN_GEMM_TILE=%u -DKILN_DOT_WG=%u", (uint32_t)kiln__gemm_tile(info),
-           (uint32_t)kiln__dot_wg(info));
-  /* Reductions and scans compile their columns per work-item in (a launch parameter), */
-  int is_reduce = strcmp(source, "reduce") == 0;
-  uint32_t cols = v->cols ? v->cols : kiln__default_cols_per_item(info);
-  if (is_reduce || strcmp(source, "scan") == 0)
-    append(buf, len, " -DKILN_COLS=%u", cols);
-  /* and reductions their rows kernel's lane order (also a launch parameter), and on CPU
-   * devices the vector-state column kernels (whole 16-column vectors per work-item). */
-  if (is_reduce) {
-    append(buf, len, " -DKILN_BLOCKED=%u",
-           v->lane_order ? v->lane_order - 1 : kiln__default_lane_order(info));
-    if (!info->is_gpu && cols % 16 == 0)
-      append(buf, len, " -DKILN_COLSV=1");
-  }
-  /* Flat elementwise launches compile their vector width and vectors per item in. The
-   * kernels' own defaults are 1 and 1, so that variant keeps the plain option string. */
-  if (strcmp(source, "elementwise") == 0) {
-    uint32_t items, vec;
-    kiln__ew_default_shape(info, dtype, &items, &vec);
-    if (v->ew_items)
-      items = v->ew_items;
-    if (v->ew_vec)
-      vec = v->ew_vec;
-    if (items != 1 || vec != 1)
-      append(buf, len, " -DKILN_EW_ITEMS=%u -DKILN_EW_VEC=%u", items, vec);
-  }
-}
-
-size_t
-kiln__gemm_tile(const kiln_device_info *info)
-{
-  size_t t = KILN__GEMM_TILE_DEFAULT;
-  while (t > 1 && t * t > info->max_work_group_size)
-    t /= 2;
-  return t;
-}
-
-size_t
-kiln__dot_wg(const kiln_device_info *info)
-{
-  size_t w = 256;
-  while (w > 1 && w > info->max_work_group_size)
-    w /= 2;
-  return w;
+    kiln__options_append(buf, len, " -DKILN_FP64=1");
+  const struct kiln__family *f = kiln__family_of_source(source);
+  if (f && f->build_options)
+    f->build_options(info, source, dtype, variant, buf, len);
 }

@@ -16,21 +16,10 @@
 #include "core/dtype_traits.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "kiln/elementwise.h"
-#include "kiln/fft.h"
 #include "kiln/profile.h"
-#include "kiln/reduce.h"
-#include "ops/tuned.h"
 #include "runtime/disk_cache.h"
-#include "runtime/launch_params.h"
-#include "runtime/tunables.h"
+#include "runtime/family.h"
 #include "runtime/tune_file.h"
-
-/* Room for any family's parameter struct. */
-#define PARAMS_MAX 64
-typedef struct {
-  alignas(8) unsigned char b[PARAMS_MAX];
-} pbuf;
 
 /* Tuning rounds of the coordinate search (it stops early when a round changes nothing). */
 #define ROUNDS 2
@@ -46,445 +35,60 @@ typedef struct {
 
 /* ---------------------------------------------------------------- the family table */
 
-struct tune_param {
-  const char *name;
-  size_t offset, size; /* in the family's parameter struct: 4 or 8 bytes */
-  uint64_t min, max;
-  const uint64_t *full; /* candidates of `kiln tune` */
-  size_t nfull;
-  const uint64_t *quick; /* the small set: online tuning, --quick, CI */
-  size_t nquick;
-  int local_size; /* a work-group size: candidates above the kernels' limit are dropped */
-  unsigned layouts; /* layouts whose kernels it changes (bits of kiln__tune_layout); 0: all */
-  int pow2;         /* only powers of two are valid (vector widths) */
-};
+typedef struct {
+  alignas(8) unsigned char b[KILN__TUNE_PARAMS_MAX];
+} pbuf;
+
+#define N_(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The tuned families: those of kiln__families with a tune description, in table order. */
+static const struct kiln__tune_family *tuned[KILN__FAMILY_SLOTS];
+static int ntuned;
+static pthread_once_t tuned_once = PTHREAD_ONCE_INIT;
+
+static void
+tuned_collect(void)
+{
+  for (size_t i = 0; kiln__families[i] && ntuned < KILN__FAMILY_SLOTS; i++)
+    if (kiln__families[i]->tune)
+      tuned[ntuned++] = kiln__families[i]->tune;
+}
 
 static int
-param_value_ok(const struct tune_param *p, uint64_t v)
+nfam(void)
+{
+  pthread_once(&tuned_once, tuned_collect);
+  return ntuned;
+}
+
+static const struct kiln__tune_family *
+fam_at(int i)
+{
+  pthread_once(&tuned_once, tuned_collect);
+  return tuned[i];
+}
+
+static int
+param_value_ok(const struct kiln__tune_param *p, uint64_t v)
 {
   return v >= p->min && v <= p->max && (!p->pow2 || (v & (v - 1)) == 0);
 }
 
-struct problem;
-
-struct tune_family {
-  const char *name, *description;
-  const char *source;          /* embedded source of the timed op's kernels; NULL: none */
-  const char *kernel_prefix;   /* names of the timed op's kernels: they bound the work-group size */
-  size_t local_bytes_per_item; /* local memory a work-item of its cooperative kernels needs */
-  size_t params_size;
-  const struct tune_param *params;
-  size_t nparams;
-  unsigned layouts; /* bit per enum kiln__tune_layout */
-  const char *layout_names;
-  int ninputs;
-  int float_sum; /* float outputs are sums: compared within the sum tolerance, else bitwise */
-  int wall_clock; /* timed by wall time per call (host work included), else device time */
-  int (*dtype_ok)(kiln_dtype dtype);
-  void (*defaults)(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params);
-  kiln_status (*run)(struct problem *pb, const void *params);
-  double (*bytes)(const struct problem *pb);
-  /* Optional, NULL for the defaults of the first families: */
-  int (*available)(const kiln_context *ctx); /* there is a choice to make on ctx; NULL: always */
-  const char *needs;                         /* what available() checks, for messages */
-  kiln_status (*setup)(struct problem *pb);  /* makes the inputs; NULL: ninputs of pb->shape */
-  /* output comparison with the reference; NULL: bitwise, or the sum tolerance (float_sum) */
-  int (*match)(const struct problem *pb, const void *ref, const void *got, size_t bytes);
-  /* nonzero when a and b run the same code on pb: the candidate is not timed again */
-  int (*same_run)(const struct problem *pb, const void *a, const void *b);
-  const uint64_t *sizes; /* kiln_tune_run's sizes when the request has none; NULL: default_sizes */
-  size_t nsizes;
-};
-
-/* One timed problem: inputs made once, the output reused by every run. */
-struct problem {
-  kiln_context *ctx;
-  const struct tune_family *f;
-  enum kiln__tune_fam fam;
-  kiln_dtype dtype;
-  enum kiln__tune_layout layout;
-  int k;
-  uint64_t n;
-  int64_t shape[2];
-  size_t ndim;
-  int64_t axis;
-  kiln_tensor *in[2];
-  kiln_tensor *out;
-  char desc[64]; /* the timed shape for reports, when setup describes it ("" otherwise) */
-};
-
-#define N_(a) (sizeof(a) / sizeof((a)[0]))
-#define LP_FIELD(f) offsetof(kiln__launch_params, f), sizeof(((kiln__launch_params *)0)->f)
-
-static const uint64_t ew_wg_full[] = {16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
-static const uint64_t ew_wg_quick[] = {64, 256, 1024};
-
-/* Each vector width and item count is a program of its own (compile-time in the kernels). */
-static const uint64_t ew_items_full[] = {1, 2, 4, 8};
-static const uint64_t ew_vec_full[] = {1, 2, 4, 8};
-static const uint64_t ew_shape_quick[] = {1, 4};
-
-#define EW_FIELD(f) offsetof(struct kiln__ew_params, f), sizeof(uint32_t)
-static const struct tune_param ew_params[] = {
-    {"wg_size", EW_FIELD(wg_size), 1, 65536, ew_wg_full, N_(ew_wg_full), ew_wg_quick,
-     N_(ew_wg_quick), 1, 0, 0},
-    {"items_per_thread", EW_FIELD(items_per_thread), 1, KILN__EW_ITEMS_MAX, ew_items_full,
-     N_(ew_items_full), ew_shape_quick, N_(ew_shape_quick), 0, 0, 0},
-    {"vec_width", EW_FIELD(vec_width), 1, KILN__EW_VEC_MAX, ew_vec_full, N_(ew_vec_full),
-     ew_shape_quick, N_(ew_shape_quick), 0, 0, 1},
-};
-
-static const uint64_t wg_full[] = {32, 64, 128, 256, 512, 1024};
-static const uint64_t wg_quick[] = {64, 256};
-static const uint64_t red_ipt_full[] = {1, 4, 16, 64, 256};
-static const uint64_t scan_ipt_full[] = {1, 4, 8, 16, 64, 256};
-static const uint64_t ipt_quick[] = {4, 64};
-static const uint64_t tpm_full[] = {1024, 8192, 32768, 262144, UINT64_MAX};
-static const uint64_t tpm_quick[] = {8192, 262144};
-static const uint64_t gpc_full[] = {1, 2, 4, 8, 16};
-static const uint64_t gpc_quick[] = {2, 8};
-static const uint64_t blocked_all[] = {0, 1, 2};
-static const uint64_t cols_full[] = {1, 4, 16, 64};
-/* 256: the vector-state column kernel of sum/mean/max/min (the tile path stops at 64). */
-static const uint64_t red_cols_full[] = {1, 4, 16, 64, 256};
-static const uint64_t cols_quick[] = {4, 16};
-
-/*
- * The kiln__launch_params fields, in the order the coordinate search visits
- * them. Each new cols_per_item value is a program build of its own, so it is
- * searched only where it matters: column layouts.
- */
-static const struct tune_param red_params[] = {
-    {"wg_size", LP_FIELD(wg_size), 1, 65536, wg_full, N_(wg_full), wg_quick, N_(wg_quick), 1, 0, 0},
-    {"items_per_thread", LP_FIELD(items_per_thread), 1, 1u << 20, red_ipt_full, N_(red_ipt_full),
-     ipt_quick, N_(ipt_quick), 0, 0, 0},
-    {"two_pass_min", LP_FIELD(two_pass_min), 1, UINT64_MAX, tpm_full, N_(tpm_full), tpm_quick,
-     N_(tpm_quick), 0, 0, 0},
-    {"groups_per_cu", LP_FIELD(groups_per_cu), 1, 1024, gpc_full, N_(gpc_full), gpc_quick,
-     N_(gpc_quick), 0, 0, 0},
-    {"blocked", LP_FIELD(blocked), 0, 2, blocked_all, N_(blocked_all), blocked_all,
-     N_(blocked_all), 0, 0, 0},
-    {"cols_per_item", LP_FIELD(cols_per_item), 1, KILN__COLS_MAX, red_cols_full,
-     N_(red_cols_full), cols_quick, N_(cols_quick), 0, 1u << KILN__LAYOUT_COL, 0},
-};
-
-/* The scan kernels do not read blocked: it is no parameter of this family. */
-static const struct tune_param scan_params[] = {
-    {"wg_size", LP_FIELD(wg_size), 1, 65536, wg_full, N_(wg_full), wg_quick, N_(wg_quick), 1, 0, 0},
-    {"items_per_thread", LP_FIELD(items_per_thread), 1, 1u << 20, scan_ipt_full,
-     N_(scan_ipt_full), ipt_quick, N_(ipt_quick), 0, 0, 0},
-    {"two_pass_min", LP_FIELD(two_pass_min), 1, UINT64_MAX, tpm_full, N_(tpm_full), tpm_quick,
-     N_(tpm_quick), 0, 0, 0},
-    {"groups_per_cu", LP_FIELD(groups_per_cu), 1, 1024, gpc_full, N_(gpc_full), gpc_quick,
-     N_(gpc_quick), 0, 0, 0},
-    /* The scan kernels have no vector-state path: at most the tile path's columns. */
-    {"cols_per_item", LP_FIELD(cols_per_item), 1, KILN__TILE_COLS_MAX, cols_full, N_(cols_full),
-     cols_quick, N_(cols_quick), 0, 1u << KILN__LAYOUT_COL, 0},
-};
-
-/* fft: one parameter, the back end as kiln_fft_backend numbers it (1 clFFT, 2 VkFFT). */
-static const uint64_t fft_backends[] = {KILN_FFT_BACKEND_CLFFT, KILN_FFT_BACKEND_VKFFT};
-
-static const struct tune_param fft_params[] = {
-    {"backend", offsetof(struct kiln__fft_tune_params, backend), sizeof(uint32_t),
-     KILN_FFT_BACKEND_CLFFT, KILN_FFT_BACKEND_VKFFT, fft_backends, N_(fft_backends), fft_backends,
-     N_(fft_backends), 0, 0, 0},
-};
-
-/* gemm: one parameter, the route (enum kiln__gemm_route); 0, the rule, is the default only. */
-static const uint64_t gemm_routes[] = {KILN__GEMM_ROUTE_KILN, KILN__GEMM_ROUTE_CLBLAST};
-
-static const struct tune_param gemm_params[] = {
-    {"route", offsetof(struct kiln__gemm_tune_params, route), sizeof(uint32_t),
-     KILN__GEMM_ROUTE_RULE, KILN__GEMM_ROUTE_CLBLAST, gemm_routes, N_(gemm_routes), gemm_routes,
-     N_(gemm_routes), 0, 0, 0},
-};
-
-#define P2(k) ((uint64_t)1 << (k))
-/* Every bucket matters for a choice between two routes: the defaults leave no gaps. */
-static const uint64_t fft_sizes[] = {P2(8),  P2(9),  P2(10), P2(11), P2(12), P2(13),
-                                     P2(14), P2(15), P2(16), P2(17), P2(18), P2(19),
-                                     P2(20), P2(21), P2(22), P2(23), P2(24)};
-static const uint64_t gemm_sizes[] = {P2(10), P2(11), P2(12), P2(13), P2(14),
-                                      P2(15), P2(16), P2(17), P2(18), P2(19),
-                                      P2(20), P2(21), P2(22), P2(23), P2(24)};
-
 static int
-ew_dtype_ok(kiln_dtype d)
+fam_index(const struct kiln__tune_family *f)
 {
-  return kiln_binary_op_supports(KILN_OP_ADD, d);
+  for (int i = 0; i < nfam(); i++)
+    if (tuned[i] == f)
+      return i;
+  return -1;
 }
-
-static int
-sum_dtype_ok(kiln_dtype d)
-{
-  return kiln_reduce_op_supports(KILN_REDUCE_SUM, d);
-}
-
-static int
-cumsum_dtype_ok(kiln_dtype d)
-{
-  return kiln_scan_op_supports(KILN_SCAN_CUMSUM, d);
-}
-
-static int
-float_dtype_ok(kiln_dtype d)
-{
-  return d == KILN_F32 || d == KILN_F64;
-}
-
-/* Choosing needs both back ends; a build with one has nothing to tune. */
-static int
-fft_available(const kiln_context *ctx)
-{
-  (void)ctx;
-  return kiln_fft_backend_available(KILN_FFT_BACKEND_CLFFT) &&
-         kiln_fft_backend_available(KILN_FFT_BACKEND_VKFFT);
-}
-
-static int
-gemm_available(const kiln_context *ctx)
-{
-  return ctx->use_clblast;
-}
-
-static void
-ew_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
-{
-  (void)layout;
-  struct kiln__ew_params *p = params;
-  p->wg_size = (uint32_t)ctx->wg_size;
-  kiln__ew_default_shape(&ctx->info, dtype, &p->items_per_thread, &p->vec_width);
-}
-
-static void
-red_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
-{
-  (void)dtype;
-  kiln__launch_params_default(ctx, KILN__LAUNCH_REDUCE, params);
-  if (layout == KILN__LAYOUT_COL)
-    kiln__launch_params_columns(ctx, params);
-}
-
-static void
-scan_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
-{
-  (void)layout;
-  (void)dtype;
-  kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, params);
-}
-
-static void
-fft_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
-{
-  (void)layout;
-  (void)dtype;
-  struct kiln__fft_tune_params *p = params;
-  p->backend = (uint32_t)kiln__fft_default_backend(ctx);
-}
-
-static void
-gemm_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
-{
-  (void)layout;
-  (void)dtype;
-  (void)ctx;
-  struct kiln__gemm_tune_params *p = params;
-  p->route = KILN__GEMM_ROUTE_RULE;
-}
-
-/* The flat elementwise launch: a + b over n elements (its local size comes from the lookup). */
-static kiln_status
-ew_run(struct problem *pb, const void *params)
-{
-  (void)params;
-  return kiln_binary(pb->ctx, KILN_OP_ADD, pb->in[0], pb->in[1], &pb->out);
-}
-
-static kiln_status
-red_run(struct problem *pb, const void *params)
-{
-  return kiln__reduce_tuned(pb->ctx, KILN_REDUCE_SUM, pb->in[0], &pb->axis, 1, 0, NULL, params,
-                            &pb->out);
-}
-
-static kiln_status
-scan_run(struct problem *pb, const void *params)
-{
-  return kiln__scan_tuned(pb->ctx, KILN_SCAN_CUMSUM, pb->in[0], pb->axis, NULL, params, &pb->out);
-}
-
-static kiln_status
-fft_run(struct problem *pb, const void *params)
-{
-  const struct kiln__fft_tune_params *p = params;
-  return kiln__fft_c2c_forward(pb->ctx, pb->in[0], (kiln_fft_backend)p->backend, &pb->out);
-}
-
-/* The route a parameter set takes on pb: the rule resolves by the timed m*n*k (2^k). */
-static uint32_t
-gemm_effective_route(const struct problem *pb, const void *params)
-{
-  const struct kiln__gemm_tune_params *p = params;
-  if (p->route != KILN__GEMM_ROUTE_RULE)
-    return p->route;
-  return pb->n <= (uint64_t)KILN__GEMM_SMALL_MNK_DEFAULT ? KILN__GEMM_ROUTE_KILN
-                                                         : KILN__GEMM_ROUTE_CLBLAST;
-}
-
-/*
- * One of the two routes is what the rule (the default) does on the timed
- * problem: timing it again could only let noise store it, and for the
- * bucket the threshold splits, that would move the other half too.
- */
-static int
-gemm_same_run(const struct problem *pb, const void *a, const void *b)
-{
-  return gemm_effective_route(pb, a) == gemm_effective_route(pb, b);
-}
-
-static kiln_status
-gemm_run(struct problem *pb, const void *params)
-{
-  const struct kiln__gemm_tune_params *p = params;
-  return kiln__matmul_routed(pb->ctx, pb->in[0], pb->in[1], (int)p->route, &pb->out);
-}
-
-/* Complex input and output, each 2^k points of two reals. */
-static double
-fft_bytes(const struct problem *pb)
-{
-  return 4.0 * (double)pb->n * (double)kiln_dtype_size(pb->dtype);
-}
-
-/* A and B read, C written once: what the operation cannot avoid moving. */
-static double
-gemm_bytes(const struct problem *pb)
-{
-  return (double)(kiln_tensor_nbytes(pb->in[0]) + kiln_tensor_nbytes(pb->in[1]) +
-                  kiln_tensor_nbytes(pb->out));
-}
-
-/* Defined with the tuning code below, where the inputs are made. */
-static kiln_status fft_setup(struct problem *pb);
-static kiln_status gemm_setup(struct problem *pb);
-static int fft_match(const struct problem *pb, const void *ref, const void *got, size_t bytes);
-
-static double
-ew_bytes(const struct problem *pb)
-{
-  return 3.0 * (double)pb->n * (double)kiln_dtype_size(pb->dtype);
-}
-
-static double
-in_out_bytes(const struct problem *pb)
-{
-  return (double)pb->n * (double)kiln_dtype_size(pb->dtype) +
-         (double)kiln_tensor_nbytes(pb->out);
-}
-
-#define L_(x) (1u << KILN__LAYOUT_##x)
-
-static const struct tune_family families[KILN__TUNE_NFAM] = {
-    [KILN__TUNE_ELEMENTWISE] = {.name = "elementwise",
-                                .description = "flat 1-D launches, timed on a + b",
-                                .source = "elementwise",
-                                .kernel_prefix = "binary_add",
-                                .params_size = sizeof(struct kiln__ew_params),
-                                .params = ew_params,
-                                .nparams = N_(ew_params),
-                                .layouts = L_(FLAT),
-                                .layout_names = "flat",
-                                .ninputs = 2,
-                                .dtype_ok = ew_dtype_ok,
-                                .defaults = ew_defaults,
-                                .run = ew_run,
-                                .bytes = ew_bytes},
-    [KILN__TUNE_REDUCE] = {.name = "reduce",
-                           .description = "reductions (rows, columns, two-pass), timed on sum",
-                           .source = "reduce",
-                           .kernel_prefix = "sum_",
-                           .local_bytes_per_item = 32,
-                           .params_size = sizeof(kiln__launch_params),
-                           .params = red_params,
-                           .nparams = N_(red_params),
-                           .layouts = L_(FULL) | L_(ROW) | L_(COL),
-                           .layout_names = "full row col",
-                           .ninputs = 1,
-                           .float_sum = 1,
-                           .dtype_ok = sum_dtype_ok,
-                           .defaults = red_defaults,
-                           .run = red_run,
-                           .bytes = in_out_bytes},
-    [KILN__TUNE_SCAN] = {.name = "scan",
-                         .description = "scans (lines, tiles, two-pass), timed on cumsum",
-                         .source = "scan",
-                         .kernel_prefix = "cumsum_",
-                         .local_bytes_per_item = 32,
-                         .params_size = sizeof(kiln__launch_params),
-                         .params = scan_params,
-                         .nparams = N_(scan_params),
-                         .layouts = L_(FULL) | L_(ROW) | L_(COL),
-                         .layout_names = "full row col",
-                         .ninputs = 1,
-                         .float_sum = 1,
-                         .dtype_ok = cumsum_dtype_ok,
-                         .defaults = scan_defaults,
-                         .run = scan_run,
-                         .bytes = in_out_bytes},
-    [KILN__TUNE_FFT] = {.name = "fft",
-                        .description = "back end of auto FFT plans, timed on a 1-D c2c transform",
-                        .params_size = sizeof(struct kiln__fft_tune_params),
-                        .params = fft_params,
-                        .nparams = N_(fft_params),
-                        .layouts = L_(POINTS),
-                        .layout_names = "points",
-                        .ninputs = 1,
-                        .wall_clock = 1,
-                        .dtype_ok = float_dtype_ok,
-                        .defaults = fft_defaults,
-                        .run = fft_run,
-                        .bytes = fft_bytes,
-                        .available = fft_available,
-                        .needs = "a libkiln built with both clFFT and VkFFT",
-                        .setup = fft_setup,
-                        .match = fft_match,
-                        .sizes = fft_sizes,
-                        .nsizes = N_(fft_sizes)},
-    [KILN__TUNE_GEMM] = {.name = "gemm",
-                         .description = "GEMM/GEMV/SYRK route (kiln kernel or CLBlast), timed "
-                                        "on a matrix product",
-                         .params_size = sizeof(struct kiln__gemm_tune_params),
-                         .params = gemm_params,
-                         .nparams = N_(gemm_params),
-                         .layouts = L_(MNK),
-                         .layout_names = "mnk",
-                         .ninputs = 2,
-                         .float_sum = 1,
-                         .wall_clock = 1,
-                         .dtype_ok = float_dtype_ok,
-                         .defaults = gemm_defaults,
-                         .run = gemm_run,
-                         .bytes = gemm_bytes,
-                         .available = gemm_available,
-                         .needs = "CLBlast (a libkiln built with it, KILN_DEBUG_NO_CLBLAST unset)",
-                         .setup = gemm_setup,
-                         .same_run = gemm_same_run,
-                         .sizes = gemm_sizes,
-                         .nsizes = N_(gemm_sizes)},
-};
-
-_Static_assert(sizeof(kiln__launch_params) <= PARAMS_MAX, "parameter buffer too small");
-_Static_assert(sizeof(struct kiln__ew_params) <= PARAMS_MAX, "parameter buffer too small");
-_Static_assert(sizeof(struct kiln__fft_tune_params) <= PARAMS_MAX, "parameter buffer too small");
-_Static_assert(sizeof(struct kiln__gemm_tune_params) <= PARAMS_MAX, "parameter buffer too small");
 
 static const char *const layout_names[KILN__LAYOUT_N] = {"flat", "full",   "row",
                                                          "col",  "points", "mnk"};
 
 /* Whether f has a choice to make on ctx (online tuning and kiln_tune_run skip it otherwise). */
 static int
-family_available(const struct tune_family *f, const kiln_context *ctx)
+family_available(const struct kiln__tune_family *f, const kiln_context *ctx)
 {
   return !f->available || f->available(ctx);
 }
@@ -497,7 +101,7 @@ layout_min_k(enum kiln__tune_layout l)
 }
 
 static uint64_t
-pget(const struct tune_param *p, const void *s)
+pget(const struct kiln__tune_param *p, const void *s)
 {
   if (p->size == 8) {
     uint64_t v;
@@ -510,7 +114,7 @@ pget(const struct tune_param *p, const void *s)
 }
 
 static void
-pset(const struct tune_param *p, void *s, uint64_t v)
+pset(const struct kiln__tune_param *p, void *s, uint64_t v)
 {
   if (p->size == 8) {
     memcpy((char *)s + p->offset, &v, 8);
@@ -523,14 +127,14 @@ pset(const struct tune_param *p, void *s, uint64_t v)
 static int
 find_family(const char *name)
 {
-  for (int i = 0; i < KILN__TUNE_NFAM; i++)
-    if (name && strcmp(families[i].name, name) == 0)
+  for (int i = 0; i < nfam(); i++)
+    if (name && strcmp(fam_at(i)->name, name) == 0)
       return i;
   return -1;
 }
 
 static int
-find_param(const struct tune_family *f, const char *name)
+find_param(const struct kiln__tune_family *f, const char *name)
 {
   for (size_t i = 0; i < f->nparams; i++)
     if (strcmp(f->params[i].name, name) == 0)
@@ -551,7 +155,7 @@ log2_floor(uint64_t v)
 
 /* "<layout>.2^<k>" into layout and k; 0, or -1 when malformed or not one of f's layouts. */
 static int
-parse_bucket(const struct tune_family *f, const char *s, int *layout, int *k)
+parse_bucket(const struct kiln__tune_family *f, const char *s, int *layout, int *k)
 {
   const char *dot = s ? strchr(s, '.') : NULL;
   if (!dot || strncmp(dot + 1, "2^", 2) != 0)
@@ -586,7 +190,7 @@ bucket_text(int layout, int k, char *buf, size_t len)
 
 /* "name=value ..." of every parameter of f in params. */
 static void
-params_text(const struct tune_family *f, const void *params, char *buf, size_t len)
+params_text(const struct kiln__tune_family *f, const void *params, char *buf, size_t len)
 {
   size_t used = 0;
   buf[0] = 0;
@@ -731,7 +335,7 @@ kiln__tuner_dir_changed(kiln_context *ctx)
 
 /* Converts a file entry for f into parameter values; 0, or -1 (names or ranges wrong). */
 static int
-entry_values(const struct tune_family *f, const struct kiln__tf_entry *e, uint32_t *mask,
+entry_values(const struct kiln__tune_family *f, const struct kiln__tf_entry *e, uint32_t *mask,
              uint64_t *val)
 {
   *mask = 0;
@@ -753,8 +357,8 @@ entry_key(const struct kiln__tf_entry *e, uint32_t *key, uint32_t *mask, uint64_
   kiln_dtype dt;
   int layout, k;
   if (fam < 0 || kiln_dtype_from_name(e->dtype, &dt) != KILN_OK ||
-      !families[fam].dtype_ok(dt) || parse_bucket(&families[fam], e->bucket, &layout, &k) != 0 ||
-      entry_values(&families[fam], e, mask, val) != 0)
+      !fam_at(fam)->dtype_ok(dt) || parse_bucket(fam_at(fam), e->bucket, &layout, &k) != 0 ||
+      entry_values(fam_at(fam), e, mask, val) != 0)
     return -1;
   *key = pack_key(fam, dt, layout, k);
   return 0;
@@ -891,7 +495,7 @@ ensure_loaded(kiln_context *ctx, struct kiln__tuner *t)
 
 /* Applies the stored record of key to params; returns its source, or -1 (t->lock held). */
 static int
-apply_rec(struct kiln__tuner *t, uint32_t key, const struct tune_family *f, void *params)
+apply_rec(struct kiln__tuner *t, uint32_t key, const struct kiln__tune_family *f, void *params)
 {
   struct rec *r = rec_find(t, key);
   if (!r)
@@ -906,7 +510,7 @@ apply_rec(struct kiln__tuner *t, uint32_t key, const struct tune_family *f, void
 static int
 apply_ovr(struct kiln__tuner *t, int fam, kiln_dtype dtype, int layout, int k, void *params)
 {
-  const struct tune_family *f = &families[fam];
+  const struct kiln__tune_family *f = fam_at(fam);
   int any = 0;
   for (int pass = 0; pass < 2; pass++) {
     for (size_t i = 0; i < t->novrs; i++) {
@@ -965,7 +569,7 @@ static int
 resolve(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, void *params,
         int *online_wanted)
 {
-  const struct tune_family *f = &families[fam];
+  const struct kiln__tune_family *f = fam_at(fam);
   f->defaults(ctx, dtype, layout, params);
   if (online_wanted)
     *online_wanted = 0;
@@ -1003,11 +607,16 @@ static kiln_status tune_key(kiln_context *ctx, int fam, kiln_dtype dtype, int la
                             struct tune_opts *o, kiln_tune_result *res);
 
 void
-kiln__tune_lookup(kiln_context *ctx, enum kiln__tune_fam fam, kiln_dtype dtype,
+kiln__tune_lookup(kiln_context *ctx, const struct kiln__tune_family *family, kiln_dtype dtype,
                   enum kiln__tune_layout layout, uint64_t elements, void *params)
 {
-  if (tl.fam == (int)fam && tl.ctx == ctx) {
-    memcpy(params, tl.params.b, families[fam].params_size);
+  int fam = fam_index(family);
+  if (fam < 0) { /* a family outside kiln__families: nothing stored, nothing to tune */
+    family->defaults(ctx, dtype, (int)layout, params);
+    return;
+  }
+  if (tl.fam == fam && tl.ctx == ctx) {
+    memcpy(params, tl.params.b, fam_at(fam)->params_size);
     return;
   }
   int k = log2_floor(elements);
@@ -1035,37 +644,17 @@ kiln__tune_lookup(kiln_context *ctx, enum kiln__tune_fam fam, kiln_dtype dtype,
   kiln_status s = tune_key(ctx, fam, dtype, layout, k, &o, &res);
   kiln__log(s == KILN_OK ? KILN__LOG_INFO : KILN__LOG_WARN,
             "online tuning of %s %s %s: %s (defaults %llu ns, tuned %llu ns: %s)",
-            families[fam].name, kiln_dtype_name(dtype), res.bucket,
+            fam_at(fam)->name, kiln_dtype_name(dtype), res.bucket,
             s == KILN_OK ? "done" : kiln_last_error(), (unsigned long long)res.default_ns,
             (unsigned long long)res.tuned_ns, res.tuned_params);
   kiln__error_restore(&saved);
   resolve(ctx, fam, dtype, layout, k, params, &online);
 }
 
-void
-kiln__tune_elementwise(kiln_context *ctx, kiln_dtype dtype, uint64_t n, struct kiln__ew_params *p)
-{
-  kiln__tune_lookup(ctx, KILN__TUNE_ELEMENTWISE, dtype, KILN__LAYOUT_FLAT, n, p);
-  if (p->wg_size < 1)
-    p->wg_size = 1;
-  /* Values outside what the kernels compile (from an override or an imported table) fall
-   * back to the defaults rather than failing the op on a build error. */
-  uint32_t items, vec;
-  kiln__ew_default_shape(&ctx->info, dtype, &items, &vec);
-  if (p->items_per_thread < 1 || p->items_per_thread > KILN__EW_ITEMS_MAX)
-    p->items_per_thread = items;
-  if (p->vec_width < 1 || p->vec_width > KILN__EW_VEC_MAX || (p->vec_width & (p->vec_width - 1)))
-    p->vec_width = vec;
-  /* Stored and overridden values may exceed this device's limit; the launch must not. */
-  if (ctx->info.max_work_group_size && p->wg_size > ctx->info.max_work_group_size)
-    p->wg_size = (uint32_t)ctx->info.max_work_group_size;
-}
-
 /* ---------------------------------------------------------------- tuning */
 
-/* Deterministic inputs. Floats are multiples of 1/16 in [-2, 2] without zeros (see float_close). */
-static kiln_status
-make_input(kiln_context *ctx, kiln_dtype dt, size_t ndim, const int64_t *shape, uint64_t n,
+kiln_status
+kiln__tune_input(kiln_context *ctx, kiln_dtype dt, size_t ndim, const int64_t *shape, uint64_t n,
            uint32_t seed, kiln_tensor **out)
 {
   size_t esz = kiln_dtype_size(dt);
@@ -1093,8 +682,15 @@ make_input(kiln_context *ctx, kiln_dtype dt, size_t ndim, const int64_t *shape, 
   return s;
 }
 
+double
+kiln__tune_in_out_bytes(const struct kiln__tune_problem *pb)
+{
+  return (double)pb->n * (double)kiln_dtype_size(pb->dtype) +
+         (double)kiln_tensor_nbytes(pb->out);
+}
+
 static void
-problem_free(struct problem *pb)
+problem_free(struct kiln__tune_problem *pb)
 {
   kiln_tensor_release(pb->in[0]);
   kiln_tensor_release(pb->in[1]);
@@ -1105,12 +701,12 @@ problem_free(struct problem *pb)
 
 /* The representative problem of a bucket: 2^k elements, rows and columns as square as can be. */
 static kiln_status
-problem_make(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, struct problem *pb)
+problem_make(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, struct kiln__tune_problem *pb)
 {
   memset(pb, 0, sizeof *pb);
   pb->ctx = ctx;
-  pb->fam = (enum kiln__tune_fam)fam;
-  pb->f = &families[fam];
+  pb->fam = fam;
+  pb->f = fam_at(fam);
   pb->dtype = dtype;
   pb->layout = (enum kiln__tune_layout)layout;
   pb->k = k;
@@ -1131,44 +727,10 @@ problem_make(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, st
   if (pb->f->setup)
     s = pb->f->setup(pb);
   for (int i = 0; i < pb->f->ninputs && s == KILN_OK && !pb->f->setup; i++)
-    s = make_input(ctx, dtype, pb->ndim, pb->shape, pb->n, 12345u + 7919u * (uint32_t)i,
+    s = kiln__tune_input(ctx, dtype, pb->ndim, pb->shape, pb->n, 12345u + 7919u * (uint32_t)i,
                    &pb->in[i]);
   if (s != KILN_OK)
     problem_free(pb);
-  return s;
-}
-
-/* fft: one transform of 2^k complex points, [2^k, 2]. */
-static kiln_status
-fft_setup(struct problem *pb)
-{
-  pb->ndim = 2;
-  pb->shape[0] = (int64_t)pb->n;
-  pb->shape[1] = 2;
-  snprintf(pb->desc, sizeof pb->desc, "c2c [%lld]", (long long)pb->n);
-  return make_input(pb->ctx, pb->dtype, 2, pb->shape, 2 * pb->n, 12345u, &pb->in[0]);
-}
-
-/*
- * gemm: [m, kk] x [kk, n] with m*n*kk = 2^k, as square as powers of two
- * allow. Products of the inputs (multiples of 1/16 in [-2, 2]) are multiples
- * of 1/256 below 4, so every partial sum of a row is exact while kk < 2^14
- * (f32): both routes give the same bits in any summation order.
- */
-static kiln_status
-gemm_setup(struct problem *pb)
-{
-  int e = pb->k / 3, r = pb->k % 3;
-  int64_t m = (int64_t)1 << (e + (r > 0)), n = (int64_t)1 << (e + (r > 1)), kk = (int64_t)1 << e;
-  int64_t as[2] = {m, kk}, bs[2] = {kk, n};
-  pb->ndim = 2;
-  pb->shape[0] = m;
-  pb->shape[1] = n;
-  snprintf(pb->desc, sizeof pb->desc, "[%lld,%lld]x[%lld,%lld]", (long long)m, (long long)kk,
-           (long long)kk, (long long)n);
-  kiln_status s = make_input(pb->ctx, pb->dtype, 2, as, (uint64_t)(m * kk), 12345u, &pb->in[0]);
-  if (s == KILN_OK)
-    s = make_input(pb->ctx, pb->dtype, 2, bs, (uint64_t)(kk * n), 12345u + 7919u, &pb->in[1]);
   return s;
 }
 
@@ -1196,33 +758,8 @@ outputs_match(kiln_dtype dt, int float_sum, const void *a, const void *b, size_t
   return 1;
 }
 
-/*
- * Two FFTs of one input differ by rounding that grows with log2 n; compared
- * over the whole output as ||got - ref||_2 <= 8 eps (log2 n + 1) ||ref||_2
- * (eps of the dtype), i.e. relative to the signal's norm, never bitwise.
- * clFFT and VkFFT agree within 1 to 2% of that bound on PoCL (2^8 to 2^20
- * points, f32 and f64), while a single output bin off by its typical size
- * (norm / sqrt(n)) exceeds it below 2^30 points. NaN or Inf never match.
- */
 static int
-fft_match(const struct problem *pb, const void *ref, const void *got, size_t bytes)
-{
-  int f32 = pb->dtype == KILN_F32;
-  size_t n = bytes / kiln_dtype_size(pb->dtype);
-  double eps = f32 ? 1.1920928955078125e-07 : 2.220446049250313e-16;
-  double d2 = 0, r2 = 0;
-  for (size_t i = 0; i < n; i++) {
-    double x = f32 ? ((const float *)ref)[i] : ((const double *)ref)[i];
-    double y = f32 ? ((const float *)got)[i] : ((const double *)got)[i];
-    d2 += (x - y) * (x - y);
-    r2 += x * x;
-  }
-  double tol = 8.0 * eps * (double)(pb->k + 1);
-  return isfinite(d2) && isfinite(r2) && d2 <= tol * tol * r2;
-}
-
-static int
-outputs_agree(const struct problem *pb, const void *ref, const void *got, size_t bytes)
+outputs_agree(const struct kiln__tune_problem *pb, const void *ref, const void *got, size_t bytes)
 {
   if (pb->f->match)
     return pb->f->match(pb, ref, got, bytes);
@@ -1255,7 +792,7 @@ static int
 sabotaged(int fam, const void *params)
 {
   return sabotage.active && sabotage.fam == fam &&
-         pget(&families[fam].params[sabotage.param], params) == sabotage.value;
+         pget(&fam_at(fam)->params[sabotage.param], params) == sabotage.value;
 }
 
 static int
@@ -1296,7 +833,7 @@ failure_reason(kiln_status s)
  * costs 15-55 us of wall time on either route.
  */
 static kiln_status
-time_call(struct problem *pb, const void *params, uint64_t *ns)
+time_call(struct kiln__tune_problem *pb, const void *params, uint64_t *ns)
 {
   kiln_status s = kiln_context_finish(pb->ctx); /* earlier work is not this call's */
   struct timespec t0, t1;
@@ -1314,7 +851,7 @@ time_call(struct problem *pb, const void *params, uint64_t *ns)
 
 /* Device time of one run of params on pb (the caller forces params for lookups). */
 static kiln_status
-time_once(struct problem *pb, const void *params, uint64_t *ns)
+time_once(struct kiln__tune_problem *pb, const void *params, uint64_t *ns)
 {
   if (pb->f->wall_clock)
     return time_call(pb, params, ns);
@@ -1332,7 +869,7 @@ time_once(struct problem *pb, const void *params, uint64_t *ns)
 }
 
 static void
-force(struct problem *pb, const void *params)
+force(struct kiln__tune_problem *pb, const void *params)
 {
   tl.ctx = pb->ctx;
   tl.fam = pb->fam;
@@ -1352,11 +889,11 @@ unforce(void)
  * timed runs; fills e. Returns KILN_OK, or the failure status (e->failed set).
  */
 static kiln_status
-evaluate(struct problem *pb, const void *params, const void *ref, void **got, size_t *got_bytes,
+evaluate(struct kiln__tune_problem *pb, const void *params, const void *ref, void **got, size_t *got_bytes,
          int reps, struct eval *e)
 {
   kiln_context *ctx = pb->ctx;
-  const struct tune_family *f = pb->f;
+  const struct kiln__tune_family *f = pb->f;
   memcpy(e->params.b, params, f->params_size);
   e->median_ns = 0;
   e->failed[0] = 0;
@@ -1414,7 +951,7 @@ static void
 failure_entry(int fam, kiln_dtype dtype, const char *bucket, const struct eval *ev,
               struct kiln__tf_entry *e)
 {
-  const struct tune_family *f = &families[fam];
+  const struct kiln__tune_family *f = fam_at(fam);
   memset(e, 0, sizeof *e);
   snprintf(e->family, sizeof e->family, "%s", f->name);
   snprintf(e->dtype, sizeof e->dtype, "%s", kiln_dtype_name(dtype));
@@ -1435,7 +972,7 @@ failed_before(struct kiln__tuner *t, int fam, kiln_dtype dtype, const char *buck
   if (!t)
     return 0;
   struct eval ev;
-  memcpy(ev.params.b, params, families[fam].params_size);
+  memcpy(ev.params.b, params, fam_at(fam)->params_size);
   snprintf(ev.failed, sizeof ev.failed, "x");
   struct kiln__tf_entry e;
   failure_entry(fam, dtype, bucket, &ev, &e);
@@ -1454,7 +991,7 @@ failed_before(struct kiln__tuner *t, int fam, kiln_dtype dtype, const char *buck
  * and time the same configuration again.
  */
 static uint64_t
-local_limit(kiln_context *ctx, const struct tune_family *f, kiln_dtype dtype)
+local_limit(kiln_context *ctx, const struct kiln__tune_family *f, kiln_dtype dtype)
 {
   uint64_t lim = ctx->info.max_work_group_size ? ctx->info.max_work_group_size : 1024;
   if (!f->source)
@@ -1516,7 +1053,7 @@ store_key(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, const
   struct kiln__tuner *t = ctx->tuner;
   if (!t)
     return kiln__fail(KILN_ERR_HOST_MEMORY, op, 0, "the context has no tuner state");
-  const struct tune_family *f = &families[fam];
+  const struct kiln__tune_family *f = fam_at(fam);
   uint64_t val[KILN__TF_MAX_PARAMS] = {0};
   for (size_t i = 0; i < f->nparams; i++)
     val[i] = pget(&f->params[i], best);
@@ -1571,7 +1108,7 @@ store_key(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, const
 }
 
 static int
-eval_same(const struct tune_family *f, const void *a, const void *b)
+eval_same(const struct kiln__tune_family *f, const void *a, const void *b)
 {
   for (size_t i = 0; i < f->nparams; i++)
     if (pget(&f->params[i], a) != pget(&f->params[i], b))
@@ -1584,7 +1121,7 @@ static kiln_status
 tune_key(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, struct tune_opts *o,
          kiln_tune_result *res)
 {
-  const struct tune_family *f = &families[fam];
+  const struct kiln__tune_family *f = fam_at(fam);
   memset(res, 0, sizeof *res);
   res->family = f->name;
   res->layout = layout_names[layout];
@@ -1602,7 +1139,7 @@ tune_key(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, struct
       limit_count += ROUNDS * (o->quick ? f->params[i].nquick : f->params[i].nfull);
 
   tl.tuning++;
-  struct problem pb;
+  struct kiln__tune_problem pb;
   kiln_status s = problem_make(ctx, fam, dtype, layout, k, &pb);
   if (pb.desc[0])
     snprintf(res->shape, sizeof res->shape, "%s", pb.desc);
@@ -1641,7 +1178,7 @@ tune_key(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, struct
   for (int round = 0; round < ROUNDS && s == KILN_OK && !o->stop; round++) {
     int changed = 0;
     for (size_t pi = 0; pi < f->nparams && !o->stop; pi++) {
-      const struct tune_param *p = &f->params[pi];
+      const struct kiln__tune_param *p = &f->params[pi];
       if (p->layouts && !(p->layouts & (1u << layout)))
         continue; /* it changes nothing here: the defaults' value stays */
       const uint64_t *vals = o->quick ? p->quick : p->full;
@@ -1750,7 +1287,7 @@ tune_key(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, struct
 
 /* ---------------------------------------------------------------- public API */
 
-static char family_param_names[KILN__TUNE_NFAM][160];
+static char family_param_names[KILN__FAMILY_SLOTS][160];
 static char family_list[160]; /* "elementwise, reduce, ..." for messages */
 static pthread_once_t family_names_once = PTHREAD_ONCE_INIT;
 
@@ -1759,16 +1296,16 @@ static void
 init_family_names(void)
 {
   size_t lused = 0;
-  for (int i = 0; i < KILN__TUNE_NFAM && lused < sizeof family_list; i++) {
+  for (int i = 0; i < nfam() && lused < sizeof family_list; i++) {
     int w = snprintf(family_list + lused, sizeof family_list - lused, "%s%s", i ? ", " : "",
-                     families[i].name);
+                     fam_at(i)->name);
     lused += w > 0 ? (size_t)w : 0;
   }
-  for (int i = 0; i < KILN__TUNE_NFAM; i++) {
+  for (int i = 0; i < nfam(); i++) {
     size_t used = 0;
-    for (size_t p = 0; p < families[i].nparams && used < sizeof family_param_names[i]; p++) {
+    for (size_t p = 0; p < fam_at(i)->nparams && used < sizeof family_param_names[i]; p++) {
       int w = snprintf(family_param_names[i] + used, sizeof family_param_names[i] - used, "%s%s",
-                       p ? " " : "", families[i].params[p].name);
+                       p ? " " : "", fam_at(i)->params[p].name);
       used += w > 0 ? (size_t)w : 0;
     }
   }
@@ -1779,10 +1316,10 @@ kiln_tune_family_get(size_t index, kiln_tune_family_desc *out)
 {
   static const char op[] = "kiln_tune_family_get";
   KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
-  KILN_RETURN_IF(index >= KILN__TUNE_NFAM, KILN_ERR_NOT_FOUND, op, "no family %zu (there are %d)",
-                 index, KILN__TUNE_NFAM);
+  KILN_RETURN_IF(index >= (size_t)nfam(), KILN_ERR_NOT_FOUND, op, "no family %zu (there are %d)",
+                 index, nfam());
   pthread_once(&family_names_once, init_family_names);
-  const struct tune_family *f = &families[index];
+  const struct kiln__tune_family *f = fam_at(index);
   out->name = f->name;
   out->description = f->description;
   out->params = family_param_names[index];
@@ -1803,10 +1340,10 @@ family_arg(const char *op, const char *family, int *fam)
 static kiln_status
 dtype_arg(const char *op, kiln_context *ctx, int fam, kiln_dtype dtype)
 {
-  KILN_RETURN_IF(!kiln__dtype_valid(dtype) || !families[fam].dtype_ok(dtype) ||
+  KILN_RETURN_IF(!kiln__dtype_valid(dtype) || !fam_at(fam)->dtype_ok(dtype) ||
                      !kiln__device_has_dtype(&ctx->info, dtype),
                  KILN_ERR_INVALID_ARGUMENT, op, "%s is not tuned for dtype %d on this device",
-                 families[fam].name, (int)dtype);
+                 fam_at(fam)->name, (int)dtype);
   return KILN_OK;
 }
 
@@ -1821,10 +1358,10 @@ kiln_tune_bucket_name(const char *family, const char *layout, uint64_t elements,
                  "NULL layout or buf, or 0 elements");
   int l = -1;
   for (int i = 0; i < KILN__LAYOUT_N; i++)
-    if (strcmp(layout, layout_names[i]) == 0 && (families[fam].layouts & (1u << i)))
+    if (strcmp(layout, layout_names[i]) == 0 && (fam_at(fam)->layouts & (1u << i)))
       l = i;
   KILN_RETURN_IF(l < 0, KILN_ERR_NOT_FOUND, op, "%s has no layout \"%s\" (it has: %s)", family,
-                 layout, families[fam].layout_names);
+                 layout, fam_at(fam)->layout_names);
   int k = log2_floor(elements);
   KILN_RETURN_IF(k < layout_min_k((enum kiln__tune_layout)l), KILN_ERR_INVALID_ARGUMENT, op,
                  "a %s problem has at least 4 elements", layout);
@@ -1845,15 +1382,15 @@ kiln_tune_params_get(kiln_context *ctx, const char *family, kiln_dtype dtype, co
   int fam, layout, k;
   KILN_TRY(family_arg(op, family, &fam));
   KILN_TRY(dtype_arg(op, ctx, fam, dtype));
-  KILN_RETURN_IF(!buf || !bucket || parse_bucket(&families[fam], bucket, &layout, &k) != 0,
+  KILN_RETURN_IF(!buf || !bucket || parse_bucket(fam_at(fam), bucket, &layout, &k) != 0,
                  KILN_ERR_INVALID_ARGUMENT, op,
                  "bucket \"%s\" is not <layout>.2^<k> with a layout of %s (%s)",
-                 bucket ? bucket : "(null)", family, families[fam].layout_names);
+                 bucket ? bucket : "(null)", family, fam_at(fam)->layout_names);
   pbuf p;
   /* A query: never starts online tuning, and leaves the key untried for it. */
   int src = resolve(ctx, fam, dtype, layout, k, p.b, NULL);
   char text[256];
-  params_text(&families[fam], p.b, text, sizeof text);
+  params_text(fam_at(fam), p.b, text, sizeof text);
   KILN_RETURN_IF(strlen(text) + 1 > len, KILN_ERR_INVALID_ARGUMENT, op,
                  "buffer of %zu bytes too small (need %zu)", len, strlen(text) + 1);
   memcpy(buf, text, strlen(text) + 1);
@@ -1864,7 +1401,7 @@ kiln_tune_params_get(kiln_context *ctx, const char *family, kiln_dtype dtype, co
 
 /* Parses "name=value ..." for f into mask and val; records a message naming the problem. */
 static kiln_status
-parse_params(const char *op, const struct tune_family *f, const char *text, uint32_t *mask,
+parse_params(const char *op, const struct kiln__tune_family *f, const char *text, uint32_t *mask,
              uint64_t *val)
 {
   *mask = 0;
@@ -1888,7 +1425,7 @@ parse_params(const char *op, const struct tune_family *f, const char *text, uint
     int p = find_param(f, name);
     KILN_RETURN_IF(p < 0, KILN_ERR_INVALID_ARGUMENT, op, "%s has no parameter \"%s\" (it has: %s)",
                    f->name, name, (pthread_once(&family_names_once, init_family_names),
-                                   family_param_names[f - families]));
+                                   family_param_names[fam_index(f)]));
     KILN_RETURN_IF(*mask & (1u << p), KILN_ERR_INVALID_ARGUMENT, op, "%s given twice", name);
     uint64_t v = 0;
     const char *d = eq + 1;
@@ -1918,13 +1455,13 @@ kiln_tune_override(kiln_context *ctx, const char *family, kiln_dtype dtype, cons
   int fam, layout = -1, k = -1;
   KILN_TRY(family_arg(op, family, &fam));
   KILN_TRY(dtype_arg(op, ctx, fam, dtype));
-  KILN_RETURN_IF(bucket && parse_bucket(&families[fam], bucket, &layout, &k) != 0,
+  KILN_RETURN_IF(bucket && parse_bucket(fam_at(fam), bucket, &layout, &k) != 0,
                  KILN_ERR_INVALID_ARGUMENT, op,
                  "bucket \"%s\" is not <layout>.2^<k> with a layout of %s (%s)", bucket, family,
-                 families[fam].layout_names);
+                 fam_at(fam)->layout_names);
   struct ovr o = {fam, dtype, layout, k, 0, {0}};
   if (params)
-    KILN_TRY(parse_params(op, &families[fam], params, &o.mask, o.val));
+    KILN_TRY(parse_params(op, fam_at(fam), params, &o.mask, o.val));
   struct kiln__tuner *t = ctx->tuner;
   KILN_RETURN_IF(!t, KILN_ERR_HOST_MEMORY, op, "the context has no tuner state");
   kiln_status s = KILN_OK;
@@ -1975,9 +1512,9 @@ kiln_tune_run(kiln_context *ctx, const kiln_tune_request *req, kiln_tune_progres
   int only = -1;
   if (req->family) {
     KILN_TRY(family_arg(op, req->family, &only));
-    KILN_RETURN_IF(!family_available(&families[only], ctx), KILN_ERR_UNSUPPORTED, op,
-                   "%s has nothing to choose here: it needs %s", families[only].name,
-                   families[only].needs);
+    KILN_RETURN_IF(!family_available(fam_at(only), ctx), KILN_ERR_UNSUPPORTED, op,
+                   "%s has nothing to choose here: it needs %s", fam_at(only)->name,
+                   fam_at(only)->needs);
   }
   kiln_dtype f32 = KILN_F32;
   const kiln_dtype *dts = req->dtypes ? req->dtypes : &f32;
@@ -1990,9 +1527,9 @@ kiln_tune_run(kiln_context *ctx, const kiln_tune_request *req, kiln_tune_progres
     for (size_t i = 0; i < req->nsizes; i++)
       KILN_RETURN_IF(!req->sizes[i], KILN_ERR_INVALID_ARGUMENT, op, "size %zu is 0", i);
   size_t max_sizes = req->sizes ? req->nsizes : N_(default_sizes);
-  for (int fam = 0; fam < KILN__TUNE_NFAM && !req->sizes; fam++)
-    if (families[fam].nsizes > max_sizes)
-      max_sizes = families[fam].nsizes;
+  for (int fam = 0; fam < nfam() && !req->sizes; fam++)
+    if (fam_at(fam)->nsizes > max_sizes)
+      max_sizes = fam_at(fam)->nsizes;
   unsigned want_layouts = ~0u;
   if (req->layouts) {
     want_layouts = 0;
@@ -2016,25 +1553,25 @@ kiln_tune_run(kiln_context *ctx, const kiln_tune_request *req, kiln_tune_progres
 
   /* The keys, in family, dtype, size, layout order, without repeats. */
   uint32_t *keys =
-      calloc((size_t)KILN__TUNE_NFAM * ndt * max_sizes * KILN__LAYOUT_N + 1, sizeof *keys);
+      calloc((size_t)nfam() * ndt * max_sizes * KILN__LAYOUT_N + 1, sizeof *keys);
   KILN_RETURN_IF(!keys, KILN_ERR_HOST_MEMORY, op, "out of memory");
   size_t nkeys = 0;
-  for (int fam = 0; fam < KILN__TUNE_NFAM; fam++) {
-    if ((only >= 0 && fam != only) || !family_available(&families[fam], ctx))
+  for (int fam = 0; fam < nfam(); fam++) {
+    if ((only >= 0 && fam != only) || !family_available(fam_at(fam), ctx))
       continue;
     const uint64_t *sizes = req->sizes            ? req->sizes
-                            : families[fam].sizes ? families[fam].sizes
+                            : fam_at(fam)->sizes ? fam_at(fam)->sizes
                                                   : default_sizes;
     size_t nsizes = req->sizes            ? req->nsizes
-                    : families[fam].sizes ? families[fam].nsizes
+                    : fam_at(fam)->sizes ? fam_at(fam)->nsizes
                                           : N_(default_sizes);
     for (size_t d = 0; d < ndt; d++) {
-      if (!families[fam].dtype_ok(dts[d]) || !kiln__device_has_dtype(&ctx->info, dts[d]))
+      if (!fam_at(fam)->dtype_ok(dts[d]) || !kiln__device_has_dtype(&ctx->info, dts[d]))
         continue;
       for (size_t si = 0; si < nsizes; si++) {
         int k = log2_floor(sizes[si]);
         for (int l = 0; l < KILN__LAYOUT_N; l++) {
-          if (!(families[fam].layouts & want_layouts & (1u << l)) ||
+          if (!(fam_at(fam)->layouts & want_layouts & (1u << l)) ||
               k < layout_min_k((enum kiln__tune_layout)l) || k > MAX_LOG2)
             continue;
           uint32_t key = pack_key(fam, dts[d], l, k);
@@ -2288,7 +1825,7 @@ kiln__tune_test_sabotage(const char *family, const char *param, uint64_t value, 
   int fam = find_family(family);
   if (fam < 0)
     return;
-  int p = find_param(&families[fam], param);
+  int p = find_param(fam_at(fam), param);
   if (p < 0)
     return;
   sabotage.fam = fam;

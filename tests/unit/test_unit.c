@@ -6,6 +6,9 @@
 #include "core/error.h"
 #include "core/shape.h"
 #include "harness.h"
+#include "kiln_cl_sources.h"
+#include "runtime/build.h"
+#include "runtime/family.h"
 
 START_TEST(status_names_are_unique_and_complete)
 {
@@ -260,6 +263,33 @@ START_TEST(provider_abi_is_checked)
 }
 END_TEST
 
+/* The runtime reaches kernels only through the family table: every embedded source has one
+ * owner (or `kiln cache warm` would skip it), and every source a family names exists. */
+START_TEST(every_source_has_one_family)
+{
+  for (size_t i = 0; i < KILN__CL_SOURCE_COUNT; i++) {
+    int owners = 0;
+    for (size_t f = 0; kiln__families[f]; f++)
+      for (const char *const *s = kiln__families[f]->sources; s && *s; s++)
+        owners += strcmp(*s, kiln__cl_sources[i].name) == 0;
+    ck_assert_msg(owners == 1, "source %s has %d owning families", kiln__cl_sources[i].name,
+                  owners);
+  }
+  size_t nfam = 0;
+  for (size_t f = 0; kiln__families[f]; f++, nfam++) {
+    ck_assert_ptr_nonnull(kiln__families[f]->name);
+    for (const char *const *s = kiln__families[f]->sources; s && *s; s++)
+      ck_assert_msg(kiln__cl_source_find(*s) != NULL, "%s names unknown source %s",
+                    kiln__families[f]->name, *s);
+    for (size_t o = 0; o < kiln__families[f]->noptions; o++) {
+      ck_assert_ptr_nonnull(kiln__families[f]->option_set);
+      ck_assert_ptr_nonnull(kiln__families[f]->option_get);
+    }
+  }
+  ck_assert_uint_le(nfam, KILN__FAMILY_SLOTS);
+}
+END_TEST
+
 START_TEST(op_names_round_trip)
 {
   ck_assert_str_eq(kiln_unary_op_name(KILN_OP_EXP), "exp");
@@ -288,6 +318,7 @@ unit_suite(void)
   tcase_add_test(tc, scalar_conversion_follows_cast_rules);
   tcase_add_test(tc, provider_abi_is_checked);
   tcase_add_test(tc, op_names_round_trip);
+  tcase_add_test(tc, every_source_has_one_family);
   suite_add_tcase(s, tc);
   return s;
 }
