@@ -108,12 +108,17 @@ kiln_context_cache_warm(kiln_context *ctx, kiln_cache_warm_fn progress, void *us
   static const char op[] = "kiln_context_cache_warm";
   KILN_TRY(kiln__ctx_check(op, ctx));
   kiln_cache_warm_result res = {0};
-  /* Every family's sources, in family order. */
+  /* Every family's sources, sorted by name (the order progress reports them in). */
   const char *sources[64];
   size_t nsources = 0;
   for (size_t f = 0; kiln__families[f]; f++)
-    for (const char *const *src = kiln__families[f]->sources; src && *src && nsources < 64; src++)
-      sources[nsources++] = *src;
+    for (const char *const *src = kiln__families[f]->sources; src && *src && nsources < 64;
+         src++) {
+      size_t j = nsources++;
+      for (; j > 0 && strcmp(sources[j - 1], *src) > 0; j--)
+        sources[j] = sources[j - 1];
+      sources[j] = *src;
+    }
   for (size_t i = 0; i < nsources; i++)
     for (int d = 0; d < KILN_DTYPE_COUNT; d++)
       res.variants += kiln__device_has_dtype(&ctx->info, (kiln_dtype)d) != 0;
