@@ -15,6 +15,7 @@
 #include "kiln/blas.h"
 #include "kiln_config.h"
 #include "ops/blas_route.h"
+#include "ops/ops_common.h"
 #include "ops/tuned.h"
 #include "runtime/runtime.h"
 #if KILN_HAVE_CLBLAST
@@ -33,17 +34,6 @@ get_kernel(const char *op, kiln_context *ctx, kiln_dtype dt, const char *name, c
   return kiln__kernel_get(op, ctx, "gemm_small", opts, name, k);
 }
 
-/* Sets a T-typed scalar argument from a double. */
-static kiln_status
-scalar_arg(const char *op, cl_kernel k, cl_uint i, kiln_dtype dt, double v)
-{
-  if (dt == KILN_F32) {
-    float f = (float)v;
-    return kiln__arg(op, k, i, sizeof f, &f);
-  }
-  return kiln__arg(op, k, i, sizeof v, &v);
-}
-
 /* One matrix operand as the kernels and CLBlast see it (offset and ld in elements). */
 struct mat {
   cl_mem mem;
@@ -57,18 +47,16 @@ elem_off(const kiln_tensor *t)
   return t->offset / kiln_dtype_size(t->dtype);
 }
 
-/* Sets consecutive (buffer, offset, ld, batch stride, trans) arguments from index i. */
-static kiln_status
-mat_args(const char *op, cl_kernel k, cl_uint i, const struct mat *x, uint64_t batch_stride,
-         int with_trans)
+/* Adds (buffer, offset, ld, batch stride[, trans]) arguments. */
+static void
+mat_args(kiln__args *a, const struct mat *x, uint64_t batch_stride, int with_trans)
 {
-  cl_ulong off = x->off, ld = x->ld, bs = batch_stride;
-  cl_uint tr = (cl_uint)x->trans;
-  KILN_TRY(kiln__arg(op, k, i, sizeof x->mem, &x->mem));
-  KILN_TRY(kiln__arg(op, k, i + 1, sizeof off, &off));
-  KILN_TRY(kiln__arg(op, k, i + 2, sizeof ld, &ld));
-  KILN_TRY(kiln__arg(op, k, i + 3, sizeof bs, &bs));
-  return with_trans ? kiln__arg(op, k, i + 4, sizeof tr, &tr) : KILN_OK;
+  kiln__args_mem(a, x->mem);
+  kiln__args_u64(a, x->off);
+  kiln__args_u64(a, x->ld);
+  kiln__args_u64(a, batch_stride);
+  if (with_trans)
+    kiln__args_u32(a, (uint32_t)x->trans);
 }
 
 /* gemm_small over batch matrices (ctx->lock held). k == 0 never touches A or B. */
@@ -79,19 +67,20 @@ small_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t m, uint64_
 {
   cl_kernel kern;
   KILN_TRY(get_kernel(op, ctx, dt, "gemm_small", &kern));
-  cl_ulong dims[3] = {m, n, k};
-  for (cl_uint i = 0; i < 3; i++)
-    KILN_TRY(kiln__arg(op, kern, i, sizeof dims[i], &dims[i]));
-  KILN_TRY(scalar_arg(op, kern, 3, dt, alpha));
-  KILN_TRY(scalar_arg(op, kern, 4, dt, beta));
-  KILN_TRY(mat_args(op, kern, 5, a, astride, 1));
-  KILN_TRY(mat_args(op, kern, 10, b, bstride, 1));
-  KILN_TRY(mat_args(op, kern, 15, c, cstride, 0));
-  KILN_TRY(kiln__arg(op, kern, 19, sizeof tri, &tri));
+  kiln__args args = kiln__args_begin(op, kern);
+  kiln__args_u64(&args, m);
+  kiln__args_u64(&args, n);
+  kiln__args_u64(&args, k);
+  kiln__args_float(&args, dt, alpha);
+  kiln__args_float(&args, dt, beta);
+  mat_args(&args, a, astride, 1);
+  mat_args(&args, b, bstride, 1);
+  mat_args(&args, c, cstride, 0);
+  kiln__args_u32(&args, tri);
   size_t t = kiln__gemm_tile(&ctx->info);
   size_t global[3] = {(size_t)((n + t - 1) / t * t), (size_t)((m + t - 1) / t * t), (size_t)batch};
   size_t local[3] = {t, t, 1};
-  return kiln__enqueue_kernel(op, ctx, kern, 3, global, local);
+  return kiln__args_enqueue(&args, ctx, 3, global, local);
 }
 
 /* sym_fill over batch n x n matrices (ctx->lock held). */
@@ -101,14 +90,14 @@ small_sym_fill(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t n, con
 {
   cl_kernel kern;
   KILN_TRY(get_kernel(op, ctx, dt, "sym_fill", &kern));
-  cl_ulong nn = n;
-  KILN_TRY(kiln__arg(op, kern, 0, sizeof nn, &nn));
-  KILN_TRY(mat_args(op, kern, 1, c, cstride, 0));
-  KILN_TRY(kiln__arg(op, kern, 5, sizeof tri, &tri));
+  kiln__args args = kiln__args_begin(op, kern);
+  kiln__args_u64(&args, n);
+  mat_args(&args, c, cstride, 0);
+  kiln__args_u32(&args, tri);
   size_t t = kiln__gemm_tile(&ctx->info);
   size_t global[3] = {(size_t)((n + t - 1) / t * t), (size_t)((n + t - 1) / t * t), (size_t)batch};
   size_t local[3] = {t, t, 1};
-  return kiln__enqueue_kernel(op, ctx, kern, 3, global, local);
+  return kiln__args_enqueue(&args, ctx, 3, global, local);
 }
 
 /* m*n*k without overflow (saturates). */
@@ -606,17 +595,13 @@ launch_level1(const char *op, kiln_context *ctx, kiln_dtype dt, const char *name
 {
   cl_kernel k;
   KILN_TRY(get_kernel(op, ctx, dt, name, &k));
-  cl_ulong nn = n, xo = elem_off(x);
-  KILN_TRY(kiln__arg(op, k, 0, sizeof nn, &nn));
-  KILN_TRY(scalar_arg(op, k, 1, dt, alpha));
-  KILN_TRY(kiln__arg(op, k, 2, sizeof x->mem, &x->mem));
-  KILN_TRY(kiln__arg(op, k, 3, sizeof xo, &xo));
-  if (y) {
-    cl_ulong yo = elem_off(y);
-    KILN_TRY(kiln__arg(op, k, 4, sizeof y->mem, &y->mem));
-    KILN_TRY(kiln__arg(op, k, 5, sizeof yo, &yo));
-  }
-  return kiln__launch_1d(op, ctx, k, n);
+  kiln__args args = kiln__args_begin(op, k);
+  kiln__args_u64(&args, n);
+  kiln__args_float(&args, dt, alpha);
+  kiln__args_tensor(&args, x);
+  if (y)
+    kiln__args_tensor(&args, y);
+  return kiln__args_launch_1d(&args, ctx, n, 0);
 }
 
 kiln_status
@@ -660,24 +645,15 @@ kiln_dot(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *y, kiln_ten
   else {
     cl_kernel k;
     s = get_kernel(op, ctx, x->dtype, "blas_dot", &k);
-    cl_ulong nn = n, xo = elem_off(x), yo = elem_off(y), oo = elem_off(o);
-    if (s == KILN_OK)
-      s = kiln__arg(op, k, 0, sizeof nn, &nn);
-    if (s == KILN_OK)
-      s = kiln__arg(op, k, 1, sizeof x->mem, &x->mem);
-    if (s == KILN_OK)
-      s = kiln__arg(op, k, 2, sizeof xo, &xo);
-    if (s == KILN_OK)
-      s = kiln__arg(op, k, 3, sizeof y->mem, &y->mem);
-    if (s == KILN_OK)
-      s = kiln__arg(op, k, 4, sizeof yo, &yo);
-    if (s == KILN_OK)
-      s = kiln__arg(op, k, 5, sizeof o->mem, &o->mem);
-    if (s == KILN_OK)
-      s = kiln__arg(op, k, 6, sizeof oo, &oo);
-    size_t wg = kiln__dot_wg(&ctx->info);
-    if (s == KILN_OK)
-      s = kiln__enqueue_kernel(op, ctx, k, 1, &wg, &wg);
+    if (s == KILN_OK) {
+      kiln__args args = kiln__args_begin(op, k);
+      kiln__args_u64(&args, n);
+      kiln__args_tensor(&args, x);
+      kiln__args_tensor(&args, y);
+      kiln__args_tensor(&args, o);
+      size_t wg = kiln__dot_wg(&ctx->info);
+      s = kiln__args_enqueue_1d(&args, ctx, wg, wg);
+    }
   }
   pthread_mutex_unlock(&ctx->lock);
   if (s != KILN_OK)

@@ -89,7 +89,7 @@ fill_kernel(const char *op, kiln_context *ctx, kiln_dtype dtype, size_t ndim, co
       st = a.status;
     }
     if (st == KILN_OK)
-      st = kiln__ops_launch(op, ctx, k, n);
+      st = kiln__launch_1d(op, ctx, k, n, 0);
   }
   pthread_mutex_unlock(&ctx->lock);
   if (st != KILN_OK)
@@ -342,7 +342,7 @@ kiln_meshgrid(kiln_context *ctx, const kiln_tensor *const *inputs, size_t n,
       st = a.status;
     }
     if (st == KILN_OK)
-      st = kiln__ops_launch(op, ctx, k, total);
+      st = kiln__launch_1d(op, ctx, k, total, 0);
     pthread_mutex_unlock(&ctx->lock);
   }
   if (st != KILN_OK)

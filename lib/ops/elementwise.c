@@ -170,7 +170,7 @@ launch_flat(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n, const fl
 {
   /* flat_shape_for's fields are validated launch parameters: both at least 1. */
   uint64_t per_item = (uint64_t)sh->variant.ew_items * sh->variant.ew_vec;
-  return kiln__launch_1d_local(op, ctx, k, n / per_item + (n % per_item != 0), sh->local);
+  return kiln__launch_1d(op, ctx, k, n / per_item + (n % per_item != 0), sh->local);
 }
 
 /*

@@ -14,6 +14,7 @@
 #include "kiln/fft.h"
 #include "kiln_config.h"
 #include "ops/families.h"
+#include "ops/ops_common.h"
 #include "ops/tunables.h"
 #include "ops/tuned.h"
 #include "providers/fft_backend.h"
@@ -588,17 +589,11 @@ scale(const char *op, kiln_context *ctx, kiln_dtype dt, kiln_tensor *t, double f
   char opts[192];
   kiln__program_options(&ctx->info, "fft", dt, NULL, opts, sizeof opts);
   KILN_TRY(kiln__kernel_get(op, ctx, "fft", opts, "fft_scale", &k));
-  cl_ulong off = t->offset / kiln_dtype_size(dt), n = t->numel;
-  KILN_TRY(kiln__arg(op, k, 0, sizeof t->mem, &t->mem));
-  KILN_TRY(kiln__arg(op, k, 1, sizeof off, &off));
-  KILN_TRY(kiln__arg(op, k, 2, sizeof n, &n));
-  if (dt == KILN_F32) {
-    float ff = (float)f;
-    KILN_TRY(kiln__arg(op, k, 3, sizeof ff, &ff));
-  } else {
-    KILN_TRY(kiln__arg(op, k, 3, sizeof f, &f));
-  }
-  return kiln__launch_1d(op, ctx, k, n);
+  kiln__args args = kiln__args_begin(op, k);
+  kiln__args_tensor(&args, t);
+  kiln__args_u64(&args, t->numel);
+  kiln__args_float(&args, dt, f);
+  return kiln__args_launch_1d(&args, ctx, t->numel, 0);
 }
 
 /* A zero-offset buffer holding t's bytes (ctx->lock held): t's own, or a pooled copy. */

@@ -155,7 +155,7 @@ fill(const char *op, kiln_context *ctx, kiln_tensor *out, const char *name, uint
       s = a.status;
     }
     if (s == KILN_OK)
-      s = kiln__ops_launch(op, ctx, k, nblocks);
+      s = kiln__launch_1d(op, ctx, k, nblocks, 0);
   }
   if (s == KILN_OK)
     stream_commit(ctx, &st);
@@ -285,7 +285,7 @@ permutation_pairs(const char *op, kiln_context *ctx, kiln_dtype program, uint64_
     s = a.status;
   }
   if (s == KILN_OK)
-    s = kiln__ops_launch(op, ctx, k, npad);
+    s = kiln__launch_1d(op, ctx, k, npad, 0);
   if (s == KILN_OK)
     s = kiln__ops_sort_pairs(op, ctx, "random", program, keys, *vals, npad);
   kiln_tensor_release(keys);
@@ -329,7 +329,7 @@ kiln_random_permutation(kiln_context *ctx, int64_t n, kiln_dtype dtype, kiln_ten
       s = a.status;
     }
     if (s == KILN_OK)
-      s = kiln__ops_launch(op, ctx, k, (uint64_t)n);
+      s = kiln__launch_1d(op, ctx, k, (uint64_t)n, 0);
   }
   kiln_tensor_release(vals);
   pthread_mutex_unlock(&ctx->lock);
@@ -371,7 +371,7 @@ kiln_random_shuffle(kiln_context *ctx, const kiln_tensor *x, kiln_tensor **out)
         s = a.status;
       }
       if (s == KILN_OK)
-        s = kiln__ops_launch(op, ctx, k, x->numel);
+        s = kiln__launch_1d(op, ctx, k, x->numel, 0);
     }
   }
   kiln_tensor_release(vals);
@@ -407,7 +407,7 @@ kiln__random_philox_blocks(kiln_context *ctx, const uint32_t key[2], const uint3
     s = a.status;
   }
   if (s == KILN_OK)
-    s = kiln__ops_launch(op, ctx, k, nblocks);
+    s = kiln__launch_1d(op, ctx, k, nblocks, 0);
   if (s == KILN_OK)
     s = kiln__ops_read(op, ctx, buf, 0, host, nblocks * 16);
   kiln_tensor_release(buf);

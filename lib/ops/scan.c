@@ -332,7 +332,7 @@ diff_once(const char *op, kiln_context *ctx, const char *options, cl_mem src, ui
   kiln__args_u64(&a, inner);
   KILN_TRY(a.status);
   /* One work-item per (line, block of DIFF_BLOCK = 256 outputs): see diff1 in scan.cl. */
-  return kiln__launch_1d(op, ctx, k, outer * ((len - 1 + 255) / 256) * inner);
+  return kiln__launch_1d(op, ctx, k, outer * ((len - 1 + 255) / 256) * inner, 0);
 }
 
 kiln_status

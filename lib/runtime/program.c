@@ -129,50 +129,6 @@ kiln__programs_destroy(kiln_context *ctx)
   ctx->nprograms = ctx->cap_programs = 0;
 }
 
-kiln_status
-kiln__arg(const char *op, cl_kernel k, cl_uint i, size_t size, const void *value)
-{
-  cl_int err = clSetKernelArg(k, i, size, value);
-  if (err != CL_SUCCESS)
-    return kiln__fail(kiln__status_from_cl(err), op, err, "clSetKernelArg(%u) failed: %s", i,
-                      kiln__cl_error_name(err));
-  return KILN_OK;
-}
-
-kiln_status
-kiln__launch_1d(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n)
-{
-  return kiln__launch_1d_local(op, ctx, k, n, ctx->wg_size);
-}
-
-kiln_status
-kiln__launch_1d_local(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n, size_t local)
-{
-  if (n == 0)
-    return KILN_OK;
-  if (local < 1)
-    local = 1;
-  /* A tuned or overridden size above the default may exceed what this kernel allows. */
-  size_t kmax = 0;
-  if (local > ctx->wg_size &&
-      clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax,
-                               NULL) == CL_SUCCESS &&
-      kmax && local > kmax)
-    local = kmax;
-  /*
-   * One item per work-item up to a very large grid: PoCL vectorises across
-   * work-items only when each does one element (measured: 28 GB/s vs 1 GB/s
-   * for a grid-stride loop over 2^24 floats). Beyond the cap the kernels'
-   * grid-stride loops take the rest.
-   */
-  uint64_t max_groups = ((uint64_t)1 << 31) / local;
-  uint64_t groups = (n + local - 1) / local;
-  if (groups > max_groups)
-    groups = max_groups;
-  size_t global = (size_t)(groups * local);
-  return kiln__enqueue_kernel(op, ctx, k, 1, &global, &local);
-}
-
 void
 kiln__dtype_options(kiln_dtype dtype, char *buf, size_t len)
 {

@@ -146,12 +146,6 @@ kiln_status kiln__kernel_get(const char *op, kiln_context *ctx, const char *sour
                              const char *options, const char *kernel, cl_kernel *out);
 void kiln__programs_destroy(kiln_context *ctx);
 
-/*
- * Enqueues a kernel (ctx->lock held). Every family launches through here so
- * that profiling (kiln_profile_begin) sees all kernels. local may be NULL.
- */
-kiln_status kiln__enqueue_kernel(const char *op, kiln_context *ctx, cl_kernel k, cl_uint dims,
-                                 const size_t *global, const size_t *local);
 
 /*
  * Provider libraries (CLBlast, clFFT, VkFFT) enqueue kernels kiln cannot see.
@@ -162,18 +156,13 @@ kiln_status kiln__enqueue_kernel(const char *op, kiln_context *ctx, cl_kernel k,
 kiln_status kiln__provider_span_begin(const char *op, kiln_context *ctx, cl_event *begin);
 kiln_status kiln__provider_span_end(const char *op, kiln_context *ctx, cl_event begin);
 
-/* Enqueues a 1-D grid-stride kernel over n items (ctx->lock held). */
-kiln_status kiln__launch_1d(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n);
 
-/* The same with an explicit local size (the elementwise family's tuned one). */
-kiln_status kiln__launch_1d_local(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n,
-                                  size_t local);
+/* Records a kernel's (or a provider span's) events while profiling is on (ctx->lock held). */
+kiln_status kiln__profile_record(const char *op, kiln_context *ctx, cl_event begin, cl_event end);
 
 /* Drops recorded profiling events (context release). */
 void kiln__profile_destroy(kiln_context *ctx);
 
-/* Sets kernel argument i, recording a message naming op on failure. */
-kiln_status kiln__arg(const char *op, cl_kernel k, cl_uint i, size_t size, const void *value);
 
 /* Build options every program gets for dtype (the -D that select T). */
 void kiln__dtype_options(kiln_dtype dtype, char *buf, size_t len);
