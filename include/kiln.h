@@ -1,8 +1,11 @@
 /*
  * kiln: a portable OpenCL compute library.
  *
- * This umbrella header is the stable API. See README.md for an example and
- * docs/ for the op semantics, the kernel cache and the environment variables.
+ * This umbrella header declares the whole API. Everything is stable except
+ * kiln/cache.h, kiln/tune.h and kiln/profile.h, which are experimental: their
+ * shape may change in a minor release (docs/stability.md). See README.md for
+ * an example and docs/ for the op semantics, the kernel cache and the
+ * environment variables.
  */
 #ifndef KILN_H
 #define KILN_H

@@ -1,6 +1,9 @@
 /*
  * The on-disk kernel binary cache.
  *
+ * Experimental API (docs/stability.md): its shape may change in a minor
+ * release, never in a patch release; it has no provider-table slots.
+ *
  * Every program kiln compiles is kept as a device binary in a cache
  * directory, one file per key, so a device pays for a compile once rather
  * than once per process. docs/cache.md describes the layout, the entry

@@ -12,7 +12,7 @@
 
 #include "core/error.h"
 #include "runtime/launch.h"
-#include "runtime/runtime.h" /* includes core/shape.h, whose tail has no include guard */
+#include "runtime/runtime.h"
 
 /*
  * Test hook of the random family: raw Philox4x32-10 words of nblocks blocks
