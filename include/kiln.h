@@ -11,6 +11,7 @@
 #define KILN_H
 
 #include "kiln/status.h"
+#include "kiln/log.h"
 #include "kiln/dtype.h"
 #include "kiln/context.h"
 #include "kiln/cache.h"

@@ -22,6 +22,7 @@
 #include "kiln/blas.h"
 #include "kiln/context.h"
 #include "kiln/dtype.h"
+#include "kiln/log.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
 #include "kiln/elementwise.h"
@@ -185,7 +186,11 @@ extern "C" {
   X(fft_backend_available, kiln_fft_backend_available) \
   X(fft_backend_name, kiln_fft_backend_name) \
   X(fft_plan_backend, kiln_fft_plan_backend) \
-  X(fft_stats_get, kiln_fft_stats_get)
+  X(fft_stats_get, kiln_fft_stats_get) \
+  /* diagnostics */ \
+  X(log_set_handler, kiln_log_set_handler) \
+  X(log_set_level, kiln_log_set_level) \
+  X(log_get_level, kiln_log_get_level)
 
 #define KILN_PROVIDER_SLOT_(slot, function) __typeof__(function) *slot;
 

@@ -1,9 +1,11 @@
 /* Unit suite: status map, dtypes, shape arithmetic, broadcasting, scalar conversion. No device. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/dtype_traits.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/shape.h"
 #include "harness.h"
 #include "kiln_cl_sources.h"
@@ -290,6 +292,47 @@ START_TEST(every_source_has_one_family)
 }
 END_TEST
 
+struct captured {
+  int calls;
+  kiln_log_level level;
+  char text[128];
+};
+
+static void
+capture(kiln_log_level level, const char *message, void *user)
+{
+  struct captured *c = user;
+  c->calls++;
+  c->level = level;
+  snprintf(c->text, sizeof c->text, "%s", message);
+}
+
+/* A host application's handler receives kiln's messages at and above the level it sets. */
+START_TEST(log_handler_and_level)
+{
+  kiln_log_level saved = kiln_log_get_level();
+  struct captured c = {0};
+  kiln_log_set_handler(capture, &c);
+  ck_assert_int_eq(kiln_log_set_level(KILN_LOG_INFO), KILN_OK);
+  ck_assert_int_eq(kiln_log_get_level(), KILN_LOG_INFO);
+  kiln__log(KILN__LOG_WARN, "disk %s", "full");
+  ck_assert_int_eq(c.calls, 1);
+  ck_assert_int_eq(c.level, KILN_LOG_WARN);
+  ck_assert_str_eq(c.text, "disk full");
+  kiln__log(KILN__LOG_DEBUG, "dropped");
+  ck_assert_int_eq(c.calls, 1);
+  ck_assert_int_eq(kiln_log_set_level(KILN_LOG_OFF), KILN_OK);
+  kiln__log(KILN__LOG_ERROR, "dropped too");
+  ck_assert_int_eq(c.calls, 1);
+  ck_assert_int_eq(kiln_log_set_level((kiln_log_level)7), KILN_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "kiln_log_set_level"));
+  kiln_log_set_handler(NULL, NULL);
+  kiln__log(KILN__LOG_ERROR, "to stderr, filtered");
+  ck_assert_int_eq(c.calls, 1);
+  ck_assert_int_eq(kiln_log_set_level(saved), KILN_OK);
+}
+END_TEST
+
 START_TEST(op_names_round_trip)
 {
   ck_assert_str_eq(kiln_unary_op_name(KILN_OP_EXP), "exp");
@@ -319,6 +362,7 @@ unit_suite(void)
   tcase_add_test(tc, provider_abi_is_checked);
   tcase_add_test(tc, op_names_round_trip);
   tcase_add_test(tc, every_source_has_one_family);
+  tcase_add_test(tc, log_handler_and_level);
   suite_add_tcase(s, tc);
   return s;
 }
