@@ -71,10 +71,8 @@ check_supports(const char *op, const struct op_row *row, kiln_dtype dtype)
 {
   if (row_supports(row, dtype))
     return KILN_OK;
-  static const char *const class_text[] = {"any dtype", "f32, f64, i32, i64, u8", "f32, f64",
-                                           "i32, i64, u8, bool", "i32, i64, u8"};
   return kiln__fail(KILN_ERR_DTYPE, op, 0, "%s does not accept %s (accepts %s)", row->name,
-                    kiln_dtype_name(dtype), class_text[row->cls]);
+                    kiln_dtype_name(dtype), kiln__dtype_class_text(row->cls));
 }
 
 /* ---------------------------------------------------------------- launch shape and tuning */
