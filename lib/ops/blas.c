@@ -2,7 +2,7 @@
  * BLAS family: GEMM (batched, broadcasting), matmul, GEMV, SYRK, dot, axpy,
  * scal. Validation and batch planning live here; the arithmetic runs either
  * on kiln's own kernels (cl_kernels/gemm_small.cl) or on CLBlast
- * (lib/providers/clblast.c), chosen per call by size (use_small: the context
+ * (lib/backends/clblast.c), chosen per call by size (use_small: the context
  * option, else the autotuner's gemm route, else the built-in threshold).
  */
 #include <math.h>
@@ -19,7 +19,7 @@
 #include "ops/tuned.h"
 #include "runtime/runtime.h"
 #if KILN_HAVE_CLBLAST
-#include "providers/clblast.h"
+#include "backends/clblast.h"
 #endif
 
 /* ---- kiln's own kernels ---- */

@@ -17,7 +17,7 @@
 #include "ops/ops_common.h"
 #include "ops/tunables.h"
 #include "ops/tuned.h"
-#include "providers/fft_backend.h"
+#include "backends/fft_backend.h"
 #include "runtime/runtime.h"
 #include "runtime/tuner.h"
 

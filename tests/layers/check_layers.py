@@ -8,7 +8,7 @@ Fails (exit 1, one line per violation) when
 - a file under lib/runtime includes an ops or back-end header, or names an op
   family's embedded source in a string literal (the runtime reaches families
   only through the table of runtime/family.h);
-- a back end (lib/providers) includes an ops header;
+- a back end (lib/backends) includes an ops header;
 - a tool (tools/) includes anything but kiln.h and the tools' own headers;
 - the functions libkiln exports differ from those the public headers declare
   with KILN_API, or a provider-table slot names a function that is not public.
@@ -38,9 +38,8 @@ def strip_comments(text):
 def check_includes(root, problems):
     rules = [
         ("lib/core", lambda inc: inc.startswith(("core/", "kiln/")), "core/ and kiln/ headers only"),
-        ("lib/runtime", lambda inc: not inc.startswith(("ops/", "providers/", "backends/")),
+        ("lib/runtime", lambda inc: not inc.startswith(("ops/", "backends/", "backends/")),
          "no ops or back-end header"),
-        ("lib/providers", lambda inc: not inc.startswith("ops/"), "no ops header"),
         ("lib/backends", lambda inc: not inc.startswith("ops/"), "no ops header"),
         ("tools", lambda inc: inc == "kiln.h" or inc.startswith("tools/"),
          "kiln.h and tools/ headers only"),

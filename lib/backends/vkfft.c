@@ -101,8 +101,8 @@ capped_device_info(cl_device_id device, cl_device_info param, size_t size, void 
 #include "core/error.h"
 #include "core/log.h"
 #include "kiln_config.h"
-#include "providers/fft_backend.h"
-#include "providers/vkfft_blob.h"
+#include "backends/fft_backend.h"
+#include "backends/vkfft_blob.h"
 #include "runtime/build.h"
 #include "runtime/disk_cache.h"
 

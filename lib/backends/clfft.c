@@ -16,7 +16,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "providers/fft_backend.h"
+#include "backends/fft_backend.h"
 #include "runtime/disk_cache.h"
 
 static pthread_mutex_t clfft_lock = PTHREAD_MUTEX_INITIALIZER;
