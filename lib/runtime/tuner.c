@@ -2196,7 +2196,7 @@ kiln_tune_import(kiln_context *ctx, const char *path, unsigned flags, size_t *im
     *imported = 0;
   struct kiln__tf_table in;
   const char *why = "";
-  int r = kiln__tf_read(path, &in, &why);
+  int r = kiln__tf_read_named(path, &in, &why);
   KILN_RETURN_IF(r == 1, KILN_ERR_IO, op, "%s does not exist", path);
   if (r < 0 && strstr(why, "version 1"))
     return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0, "%s: %s", path, why);
