@@ -356,6 +356,14 @@ cmd_bench(int argc, char **argv)
   struct options o;
   if (parse_options(argc, argv, &o) != 0)
     return 2;
+  size_t matching = 0;
+  for (size_t i = 0; i < bench_case_count; i++)
+    matching += !o.filter || strstr(bench_cases[i].name, o.filter) != NULL;
+  if (!matching)
+    return tool_usage_error("bench",
+                            "--filter: no case name contains '%s' (kiln bench --list "
+                            "names them)",
+                            o.filter);
   if (o.list) {
     for (size_t i = 0; i < bench_case_count; i++)
       if (!o.filter || strstr(bench_cases[i].name, o.filter))

@@ -78,6 +78,34 @@ layout_item(const char *item, int i, void *arg)
   return -1;
 }
 
+/* With --family, every --layout item must be one of that family's layouts: otherwise the
+   request selects no key and the run would tune nothing. Nonzero after a usage error. */
+static int
+family_lacks_layout(const char *family, const char *layouts)
+{
+  kiln_tune_family_desc d;
+  for (size_t f = 0; kiln_tune_family_get(f, &d) == KILN_OK; f++) {
+    if (strcmp(d.name, family) != 0)
+      continue;
+    for (const char *l = layouts; *l;) {
+      size_t n = strcspn(l, ",");
+      int found = 0;
+      for (const char *h = d.layouts; *h && !found;) {
+        size_t m = strcspn(h, " ");
+        found = m == n && strncmp(h, l, n) == 0;
+        h += m + strspn(h + m, " ");
+      }
+      if (!found) {
+        tool_usage_error("tune", "--layout: %s has no layout '%.*s' (%s)", family, (int)n, l,
+                         d.layouts);
+        return 1;
+      }
+      l += n + (l[n] == ',');
+    }
+  }
+  return 0;
+}
+
 static int
 parse_options(int argc, char **argv, struct options *o)
 {
@@ -147,6 +175,8 @@ parse_options(int argc, char **argv, struct options *o)
       return -1;
     }
   }
+  if (o->family && o->layouts && family_lacks_layout(o->family, o->layouts))
+    return -1;
   return 0;
 }
 
@@ -485,6 +515,12 @@ cmd_tune(int argc, char **argv)
   }
   for (size_t i = 0; i < r.nkeys; i++)
     failures += r.keys[i].r.status != KILN_OK;
+  if (s == KILN_OK && r.nkeys == 0) {
+    /* f64 without fp64, say: an empty table with status 0 would read as success. */
+    fprintf(stderr, "kiln tune: nothing to tune: no key of the requested families, dtypes, "
+                    "sizes and layouts applies to this device\n");
+    failures++;
+  }
   if (o.json)
     print_json(&r, &info, failures);
   else

@@ -187,6 +187,19 @@ START_TEST(list_flags_refuse_empty_lists_and_items)
   EXPECT(NULL, 2, ARGS("--dtype: bad dtype 'f33'"), "bench", "--dtype", "f32,f33");
   EXPECT(NULL, 2, ARGS("--layout: no layout 'rows'"), "tune", "--layout", "row,rows");
   EXPECT(NULL, 2, ARGS("--family: no family 'reduces'"), "tune", "--family", "reduces");
+  /* Filters and layouts that select nothing ran nothing and exited 0. */
+  EXPECT(NULL, 2, ARGS("--filter: no case name contains 'zzz'"), "bench", "--filter", "zzz");
+  EXPECT(NULL, 2, ARGS("--filter: no case name contains 'zzz'"), "bench", "--list", "--filter",
+         "zzz");
+  EXPECT(NULL, 2, ARGS("--layout: fft has no layout 'row'"), "tune", "--family", "fft", "--layout",
+         "row");
+  EXPECT(NULL, 2, ARGS("--layout: reduce has no layout 'flat'"), "tune", "--family", "reduce",
+         "--layout", "row,flat");
+  char cache_env[4400];
+  snprintf(cache_env, sizeof cache_env, "KILN_CACHE_DIR=%s/nothing", scratch);
+  const char *env[] = {"KILN_DEBUG_NO_FP64=1", cache_env, NULL};
+  EXPECT(env, 1, ARGS("nothing to tune"), "tune", "--family", "elementwise", "--dtype", "f64",
+         "--dry-run", "--no-copy");
   EXPECT(NULL, 2, ARGS("--sizes: at most 32 items"), "bench", "--sizes",
          "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,"
          "33");
