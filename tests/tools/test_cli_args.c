@@ -143,8 +143,8 @@ expect(const char *const *env, int status, const char *const *want, const char *
   kiln_v(&r, env, args);
   show(args, what, sizeof what);
   ck_assert_msg(r.status != -1, "kiln %s: still running after %d s (hangs)", what, DEADLINE_S);
-  ck_assert_msg(r.status == status, "kiln %s: exit %d, expected %d\nstdout:\n%s\nstderr:\n%s",
-                what, r.status, status, r.out, r.err);
+  ck_assert_msg(r.status == status, "kiln %s: exit %d, expected %d\nstdout:\n%s\nstderr:\n%s", what,
+                r.status, status, r.out, r.err);
   for (size_t i = 0; want && want[i]; i++)
     ck_assert_msg(strstr(r.err, want[i]) != NULL, "kiln %s: stderr lacks \"%s\":\n%s", what,
                   want[i], r.err);
@@ -162,13 +162,13 @@ START_TEST(list_flags_refuse_empty_lists_and_items)
 {
   /* Each used to run with the defaults (or tune nothing) and exit 0. */
   static const char *const lists[][3] = {
-      {"bench", "--sizes", ""},     {"bench", "--sizes", ",,,"},  {"bench", "--sizes", "1,,2"},
-      {"bench", "--sizes", "1,"},   {"bench", "--sizes", ",1"},   {"bench", "--dtype", ""},
-      {"bench", "--dtype", ","},    {"bench", "--dtype", "f32,"}, {"tune", "--dtype", ""},
-      {"tune", "--dtype", ",f32"},  {"tune", "--sizes", ","},     {"tune", "--sizes", ""},
-      {"tune", "--layout", ""},     {"tune", "--layout", "row,"}, {"tune", "--layout", ",,"},
-      {"tune", "--family", ""},     {"bench", "--filter", ""},    {"bench", "--device", ""},
-      {"tune", "--device", ""},     {"bench", "--reps", ""},      {"tune", "--reps", ""},
+      {"bench", "--sizes", ""},    {"bench", "--sizes", ",,,"},  {"bench", "--sizes", "1,,2"},
+      {"bench", "--sizes", "1,"},  {"bench", "--sizes", ",1"},   {"bench", "--dtype", ""},
+      {"bench", "--dtype", ","},   {"bench", "--dtype", "f32,"}, {"tune", "--dtype", ""},
+      {"tune", "--dtype", ",f32"}, {"tune", "--sizes", ","},     {"tune", "--sizes", ""},
+      {"tune", "--layout", ""},    {"tune", "--layout", "row,"}, {"tune", "--layout", ",,"},
+      {"tune", "--family", ""},    {"bench", "--filter", ""},    {"bench", "--device", ""},
+      {"tune", "--device", ""},    {"bench", "--reps", ""},      {"tune", "--reps", ""},
   };
   for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
     const char *want[] = {lists[i][1], "see 'kiln", NULL};
@@ -211,9 +211,18 @@ END_TEST
 START_TEST(size_arguments_are_range_checked)
 {
   /* --size 2^62 wrapped the host allocation (a heap overflow); 2^40 and up exited 1 silently. */
-  static const char *const sizes[] = {"4611686018427387904", "1099511627777", "2^41", "2^70",
-                                      "-1",                  "abc",           "1.5",  "0x10",
-                                      "1e3",                 " 5",            "+5",   "5 ",
+  static const char *const sizes[] = {"4611686018427387904",
+                                      "1099511627777",
+                                      "2^41",
+                                      "2^70",
+                                      "-1",
+                                      "abc",
+                                      "1.5",
+                                      "0x10",
+                                      "1e3",
+                                      " 5",
+                                      "+5",
+                                      "5 ",
                                       "99999999999999999999999999"};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
     EXPECT(NULL, 2, ARGS("--size", "0 to 2^40"), "demo", "--size", sizes[i]);
@@ -225,20 +234,20 @@ START_TEST(size_arguments_are_range_checked)
   for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
     EXPECT(NULL, 2, ARGS("--reps", "1 to 100000"), "bench", "--reps", counts[i]);
     EXPECT(NULL, 2, ARGS("--reps", "1 to 1000"), "tune", "--reps", counts[i]);
-    EXPECT(NULL, 2, ARGS("--limit", "1 to 1000000"), "cache", "warm", "--limit", counts[i],
-           "--dir", scratch);
+    EXPECT(NULL, 2, ARGS("--limit", "1 to 1000000"), "cache", "warm", "--limit", counts[i], "--dir",
+           scratch);
   }
   EXPECT(NULL, 2, ARGS("--reps", "1 to 100000"), "bench", "--reps", "100001");
   EXPECT(NULL, 2, ARGS("--reps", "1 to 1000"), "tune", "--reps", "1001");
-  static const char *const bytes[] = {"-1", "abc", "1e9", "1.5.5", "99999999999999999999",
+  static const char *const bytes[] = {"-1",       "abc", "1e9", "1.5.5", "99999999999999999999",
                                       "16777216T"};
   for (size_t i = 0; i < sizeof bytes / sizeof bytes[0]; i++)
     EXPECT(NULL, 2, ARGS("--max-size: bad size", "16 EiB"), "cache", "prune", "--max-size",
            bytes[i], "--dir", scratch);
   EXPECT(NULL, 2, ARGS("--max-size", "at least 1 byte"), "cache", "prune", "--max-size", "0.5",
          "--dir", scratch);
-  static const char *const ages[] = {"0s", "5", "-1d", "1d-1h", "101y", "5300w",
-                                     "99999999999999999999s"};
+  static const char *const ages[] = {
+      "0s", "5", "-1d", "1d-1h", "101y", "5300w", "99999999999999999999s"};
   for (size_t i = 0; i < sizeof ages / sizeof ages[0]; i++) {
     EXPECT(NULL, 2, ARGS("--older-than: bad age", "100 years"), "cache", "prune", "--older-than",
            ages[i], "--dir", scratch);
@@ -267,9 +276,8 @@ END_TEST
 START_TEST(device_selectors_and_special_files)
 {
   /* KILN_DEVICE=0:4294967296 used to pick device 0:0. */
-  static const char *const envs[][2] = {{"KILN_DEVICE=0:4294967296", NULL},
-                                        {"KILN_DEVICE=-1:0", NULL},
-                                        {"KILN_DEVICE=0:", NULL}};
+  static const char *const envs[][2] = {
+      {"KILN_DEVICE=0:4294967296", NULL}, {"KILN_DEVICE=-1:0", NULL}, {"KILN_DEVICE=0:", NULL}};
   for (size_t i = 0; i < sizeof envs / sizeof envs[0]; i++) {
     EXPECT(envs[i], 1, ARGS("malformed device selector"), "demo", "--size", "1");
     struct run r;
@@ -280,10 +288,9 @@ START_TEST(device_selectors_and_special_files)
     run_free(&r);
   }
   EXPECT(NULL, 2, ARGS("malformed device selector"), "bench", "--device", "0:+1", "--sizes", "1");
-  EXPECT(NULL, 2, ARGS("malformed device selector"), "tune", "--device", "4294967296:0",
-         "--list");
-  EXPECT(NULL, 2, ARGS("malformed device selector"), "cache", "warm", "--device", "0:0:0",
-         "--dir", scratch);
+  EXPECT(NULL, 2, ARGS("malformed device selector"), "tune", "--device", "4294967296:0", "--list");
+  EXPECT(NULL, 2, ARGS("malformed device selector"), "cache", "warm", "--device", "0:0:0", "--dir",
+         scratch);
 
   /* A FIFO as the archive to import: refused at once instead of waiting for a writer. */
   char fifo[4300], dir[4300];
@@ -372,9 +379,10 @@ START_TEST(tune_list_json)
 
   FILE *f = fopen(path, "wb");
   ck_assert_ptr_nonnull(f);
-  fprintf(f, "kiln-tuning v1\ndevice %s\ndriver %s\n"
-             "v1 reduce f32 row.2^16 wg_size=64 time_ns=100 default_ns=200\n"
-             "v1 reduce f32 row.2^16 wg_size=1024 failed=wrong\n",
+  fprintf(f,
+          "kiln-tuning v1\ndevice %s\ndriver %s\n"
+          "v1 reduce f32 row.2^16 wg_size=64 time_ns=100 default_ns=200\n"
+          "v1 reduce f32 row.2^16 wg_size=1024 failed=wrong\n",
           info.name, info.driver_version);
   fclose(f);
   kiln_v(&r, env, ARGS("tune", "--json", "--list"));
