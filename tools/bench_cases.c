@@ -1,5 +1,6 @@
 /* The benchmark cases: one row per measured operation. A new op family adds rows here. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "tools/bench.h"
@@ -8,15 +9,20 @@ kiln_status
 bench_random_tensor(kiln_context *ctx, kiln_dtype dtype, size_t ndim, const int64_t *shape,
                     kiln_tensor **out)
 {
-  int64_t n = 1;
-  for (size_t i = 0; i < ndim; i++)
-    n *= shape[i];
-  size_t esz = kiln_dtype_size(dtype);
-  unsigned char *h = malloc((size_t)n * esz + 1);
-  if (!h)
+  /* The device tensor first: the library checks the byte count (overflow, the device's largest
+     allocation) before a host buffer of that size is allocated and filled. */
+  kiln_status s = kiln_tensor_create(ctx, dtype, ndim, shape, out);
+  if (s != KILN_OK)
+    return s;
+  uint64_t n = kiln_tensor_numel(*out), bytes = kiln_tensor_nbytes(*out);
+  unsigned char *h = bytes < SIZE_MAX ? malloc((size_t)bytes + 1) : NULL;
+  if (!h) {
+    kiln_tensor_release(*out);
+    *out = NULL;
     return KILN_ERR_HOST_MEMORY;
+  }
   uint32_t x = 12345;
-  for (int64_t i = 0; i < n; i++) {
+  for (uint64_t i = 0; i < n; i++) {
     x = x * 1664525u + 1013904223u;
     double v = (double)(x >> 8) / 16777216.0 * 4.0 - 2.0; /* [-2, 2) */
     switch (dtype) {
@@ -28,8 +34,12 @@ bench_random_tensor(kiln_context *ctx, kiln_dtype dtype, size_t ndim, const int6
     default: h[i] = (unsigned char)(x >> 31); break;
     }
   }
-  kiln_status s = kiln_tensor_from_host(ctx, dtype, ndim, shape, h, out);
+  s = kiln_tensor_upload(*out, h, (size_t)bytes);
   free(h);
+  if (s != KILN_OK) {
+    kiln_tensor_release(*out);
+    *out = NULL;
+  }
   return s;
 }
 
@@ -415,6 +425,8 @@ setup_gather_rows(struct bench_state *st)
   int64_t cols = st->n < 64 ? st->n : 64, rows = st->n / cols;
   int64_t shape[2] = {rows, cols};
   kiln_status s = bench_random_tensor(st->ctx, st->dtype, 2, shape, &st->in[0]);
+  if (s != KILN_OK)
+    return s; /* no index buffer for a table the device could not hold */
   int64_t *idx = malloc((size_t)rows * sizeof *idx);
   if (!idx)
     return KILN_ERR_HOST_MEMORY;
@@ -423,8 +435,7 @@ setup_gather_rows(struct bench_state *st)
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
     idx[i] = (int64_t)(x % (uint64_t)rows);
   }
-  if (s == KILN_OK)
-    s = kiln_tensor_from_host(st->ctx, KILN_I64, 1, &rows, idx, &st->in[1]);
+  s = kiln_tensor_from_host(st->ctx, KILN_I64, 1, &rows, idx, &st->in[1]);
   free(idx);
   if (s == KILN_OK)
     s = kiln_tensor_create(st->ctx, st->dtype, 2, shape, &st->out);

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/core/file.h"
 #include "tools/cache_cli.h"
 #include "tools/commands.h"
 #include "tools/units.h"
@@ -333,13 +334,17 @@ remove_staging(kiln_cache *staging, const char *dir)
 static int
 stage_archive(const struct cache_cli *c, const char *file, kiln_cache *staging, uint64_t *records)
 {
-  FILE *f = fopen(file, "rb");
-  if (!f)
-    return cli_fail(c, "cannot open %s: %s", file, strerror(errno));
+  /* Without blocking: a FIFO in the file's place would otherwise hang the open. */
+  const char *why;
   struct stat st;
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    fclose(f);
-    return cli_fail(c, "%s is not a regular file", file);
+  int fd = kiln__open_regular(file, O_RDONLY, 0, &st, &why);
+  if (fd < 0)
+    return cli_fail(c, "cannot open %s: %s", file,
+                    errno == EINVAL || errno == ENXIO ? why : strerror(errno));
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    close(fd);
+    return cli_fail(c, "cannot open %s: %s", file, strerror(errno));
   }
   crc_init();
   uint32_t crc = 0;

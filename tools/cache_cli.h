@@ -21,6 +21,13 @@
 /* Exit statuses of every kiln command. */
 enum { EXIT_OK = 0, EXIT_PROBLEM = 1, EXIT_USAGE = 2 };
 
+/* What SIZE (units_parse_size, at least 1 byte) and AGE (units_parse_age, positive) take,
+   for usage errors. */
+#define SIZE_RANGE                                                                        \
+  "a number of bytes from 1 to 16 EiB, fractions allowed, with an optional K, M, G or T " \
+  "suffix: 65536, 512K, 1.5G"
+#define AGE_RANGE "1 second to 100 years as <integer><unit> parts, unit s, m, h, d or w: 7d, 1d12h"
+
 /* One invocation of a cache subcommand. */
 struct cache_cli {
   const char *name;    /* the subcommand, for messages */
@@ -47,7 +54,7 @@ int cli_fail_kiln(const struct cache_cli *c);
  * Option matching. argv[*i] is the argument being looked at.
  * cli_opt_value: 1 if it is `name VALUE` or `name=VALUE` (*value set, *i
  * advanced past a separate value), 0 if it is another argument, -1 if the
- * value is missing (usage error printed).
+ * value is missing or empty (usage error printed).
  */
 int cli_opt_value(const struct cache_cli *c, int argc, char **argv, int *i, const char *name,
                   const char **value);

@@ -53,19 +53,21 @@ cli_opt_value(const struct cache_cli *c, int argc, char **argv, int *i, const ch
 {
   const char *a = argv[*i];
   size_t n = strlen(name);
-  if (strncmp(a, name, n) != 0)
+  if (strncmp(a, name, n) != 0 || (a[n] != 0 && a[n] != '='))
     return 0;
   if (a[n] == '=') {
     *value = a + n + 1;
-    return 1;
-  }
-  if (a[n] != 0)
-    return 0;
-  if (*i + 1 >= argc) {
+  } else if (*i + 1 < argc) {
+    *value = argv[++*i];
+  } else {
     cli_usage_error(c, "%s needs a value", name);
     return -1;
   }
-  *value = argv[++*i];
+  /* An empty filter would silently match everything (or nothing): refuse it. */
+  if (!**value) {
+    cli_usage_error(c, "%s needs a value, not an empty string", name);
+    return -1;
+  }
   return 1;
 }
 
@@ -78,13 +80,8 @@ cli_common_opt(struct cache_cli *c, int argc, char **argv, int *i)
   }
   const char *v;
   int r = cli_opt_value(c, argc, argv, i, "--dir", &v);
-  if (r == 1) {
-    if (!*v) {
-      cli_usage_error(c, "--dir needs a directory");
-      return -1;
-    }
+  if (r == 1)
     c->dir_arg = v;
-  }
   return r;
 }
 

@@ -212,13 +212,13 @@ cache_prune(int argc, char **argv)
     int r = cli_common_opt(&c, argc, argv, &i);
     if (r == 0 && (r = cli_opt_value(&c, argc, argv, &i, "--max-size", &v)) == 1) {
       if (units_parse_size(v, &max_size) != 0)
-        return cli_usage_error(&c, "bad size '%s' (e.g. 500M, 2G, 1.5G, 65536)", v);
+        return cli_usage_error(&c, "--max-size: bad size '%s' (%s)", v, SIZE_RANGE);
       if (max_size == 0)
         return cli_usage_error(&c, "--max-size must be at least 1 byte (kiln cache clear "
                                    "removes every entry)");
     } else if (r == 0 && (r = cli_opt_value(&c, argc, argv, &i, "--older-than", &v)) == 1) {
       if (units_parse_age(v, &older) != 0 || older <= 0)
-        return cli_usage_error(&c, "bad age '%s' (e.g. 7d, 12h, 30m, 45s, 2w, 1d12h)", v);
+        return cli_usage_error(&c, "--older-than: bad age '%s' (%s)", v, AGE_RANGE);
     } else if (r == 0 && strcmp(argv[i], "--stale") == 0) {
       stale = r = 1;
     } else if (r == 0 && strcmp(argv[i], "--dry-run") == 0) {
@@ -493,10 +493,8 @@ cache_warm(int argc, char **argv)
     } else if (r == 0 && (r = cli_opt_value(&c, argc, argv, &i, "--device", &v)) == 1) {
       device = v;
     } else if (r == 0 && (r = cli_opt_value(&c, argc, argv, &i, "--limit", &v)) == 1) {
-      char *end;
-      limit = strtol(v, &end, 10);
-      if (*end || end == v || limit < 1 || limit > 1000000)
-        return cli_usage_error(&c, "--limit needs a positive count (got '%s')", v);
+      if (tool_parse_int(v, 1, 1000000, &limit) != 0)
+        return cli_usage_error(&c, "--limit: bad count '%s' (a whole number from 1 to 1000000)", v);
     }
     if (r < 0)
       return EXIT_USAGE;
@@ -507,8 +505,11 @@ cache_warm(int argc, char **argv)
   if (rc)
     return rc;
   kiln_context *ctx = NULL;
-  if (kiln_context_create(device, &ctx) != KILN_OK)
-    return cli_fail_kiln(&c);
+  kiln_status cs = kiln_context_create(device, &ctx);
+  if (cs != KILN_OK) {
+    cli_fail_kiln(&c);
+    return cs == KILN_ERR_INVALID_ARGUMENT ? EXIT_USAGE : EXIT_PROBLEM; /* a malformed --device */
+  }
   kiln_cache_stats st;
   /* Warm stores on purpose: the cache must be on, in this directory. */
   if (kiln_context_set_cache_dir(ctx, c.dir) != KILN_OK ||

@@ -50,6 +50,7 @@ struct options {
   int reps;
   int json;
   int startup;
+  int list;
 };
 
 static int
@@ -58,34 +59,40 @@ parse_options(int argc, char **argv, struct options *o)
   memset(o, 0, sizeof *o);
   o->startup = 1;
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    const char *a = argv[i], *v;
+    int r;
     if (strcmp(a, "--json") == 0) {
       o->json = 1;
     } else if (strcmp(a, "--no-startup") == 0) {
       o->startup = 0;
-    } else if (strcmp(a, "--filter") == 0 && v) {
-      o->filter = v, i++;
-    } else if (strcmp(a, "--device") == 0 && v) {
-      o->device = v, i++;
-    } else if (strcmp(a, "--reps") == 0 && v) {
-      o->reps = atoi(v), i++;
-      if (o->reps < 1 || o->reps > 100000) {
-        fprintf(stderr, "kiln bench: --reps needs a positive count\n");
+    } else if (strcmp(a, "--list") == 0) {
+      o->list = 1;
+    } else if ((r = tool_opt_value("bench", argc, argv, &i, "--filter", &v)) != 0) {
+      if (r < 0)
+        return -1;
+      o->filter = v;
+    } else if ((r = tool_opt_value("bench", argc, argv, &i, "--device", &v)) != 0) {
+      if (r < 0)
+        return -1;
+      o->device = v;
+    } else if ((r = tool_opt_value("bench", argc, argv, &i, "--reps", &v)) != 0) {
+      long reps;
+      if (r < 0)
+        return -1;
+      if (tool_parse_int(v, 1, 100000, &reps) != 0) {
+        tool_usage_error("bench", "--reps: bad count '%s' (a whole number from 1 to 100000)", v);
         return -1;
       }
-    } else if (strcmp(a, "--sizes") == 0 && v) {
-      o->nsizes = tool_parse_counts("bench", v, o->sizes, MAX_SIZES);
-      if (o->nsizes < 0)
+      o->reps = (int)reps;
+    } else if ((r = tool_opt_value("bench", argc, argv, &i, "--sizes", &v)) != 0) {
+      if (r < 0 || (o->nsizes = tool_parse_counts("bench", "--sizes", v, o->sizes, MAX_SIZES)) < 0)
         return -1;
-      i++;
-    } else if (strcmp(a, "--dtype") == 0 && v) {
-      o->ndtypes = tool_parse_dtypes("bench", v, o->dtypes, MAX_DTYPES);
-      if (o->ndtypes < 0)
+    } else if ((r = tool_opt_value("bench", argc, argv, &i, "--dtype", &v)) != 0) {
+      if (r < 0 ||
+          (o->ndtypes = tool_parse_dtypes("bench", "--dtype", v, o->dtypes, MAX_DTYPES)) < 0)
         return -1;
-      i++;
     } else {
-      fprintf(stderr, "kiln bench: unexpected argument '%s'\n%s", a, usage);
+      tool_usage_error("bench", "unexpected argument '%s'", a);
       return -1;
     }
   }
@@ -346,24 +353,39 @@ cmd_bench(int argc, char **argv)
     return 0;
   if (argc >= 2 && strcmp(argv[1], "--first-result-child") == 0)
     return first_result_child(argc >= 3 ? argv[2] : NULL);
-  if (argc >= 2 && strcmp(argv[1], "--list") == 0) {
-    for (size_t i = 0; i < bench_case_count; i++)
-      printf("%-28s %s\n", bench_cases[i].name, bench_cases[i].family);
-    return 0;
-  }
   struct options o;
   if (parse_options(argc, argv, &o) != 0)
     return 2;
+  size_t matching = 0;
+  for (size_t i = 0; i < bench_case_count; i++)
+    matching += !o.filter || strstr(bench_cases[i].name, o.filter) != NULL;
+  if (!matching)
+    return tool_usage_error("bench",
+                            "--filter: no case name contains '%s' (kiln bench --list "
+                            "names them)",
+                            o.filter);
+  if (o.list) {
+    for (size_t i = 0; i < bench_case_count; i++)
+      if (!o.filter || strstr(bench_cases[i].name, o.filter))
+        printf("%-28s %s\n", bench_cases[i].name, bench_cases[i].family);
+    return 0;
+  }
   kiln_context *ctx = NULL;
-  if (kiln_context_create(o.device, &ctx) != KILN_OK) {
+  kiln_status cs = kiln_context_create(o.device, &ctx);
+  if (cs != KILN_OK) {
     fprintf(stderr, "kiln bench: %s\n", kiln_last_error());
-    return 1;
+    return cs == KILN_ERR_INVALID_ARGUMENT ? 2 : 1; /* a malformed --device or KILN_DEVICE */
   }
   kiln_device_info info;
   kiln_context_device_info(ctx, &info);
 
   size_t cap = bench_case_count * (size_t)o.ndtypes * (size_t)o.nsizes;
   struct result *res = calloc(cap, sizeof *res);
+  if (!res) {
+    fprintf(stderr, "kiln bench: out of host memory\n");
+    kiln_context_release(ctx);
+    return 1;
+  }
   size_t nres = 0;
   int total = 0, done = 0;
   for (size_t c = 0; c < bench_case_count; c++)
@@ -391,8 +413,10 @@ cmd_bench(int argc, char **argv)
         bench_state_release(&st);
         kiln_pool_trim(ctx, 0);
         if (r->status != KILN_OK) {
+          /* Host allocations in the tool fail without a library message. */
           fprintf(stderr, "kiln bench: %s %s n=%lld: %s\n", bc->name, kiln_dtype_name(dt),
-                  (long long)r->n, kiln_last_error());
+                  (long long)r->n,
+                  r->status == KILN_ERR_HOST_MEMORY ? "out of host memory" : kiln_last_error());
           failures++;
           continue;
         }

@@ -379,7 +379,7 @@ cache_list(int argc, char **argv)
       source = v;
     else if (r == 0 && (r = cli_opt_value(&c, argc, argv, &i, "--older-than", &v)) == 1) {
       if (units_parse_age(v, &older) != 0 || older <= 0)
-        return cli_usage_error(&c, "bad age '%s' (e.g. 7d, 12h, 30m, 45s, 2w, 1d12h)", v);
+        return cli_usage_error(&c, "--older-than: bad age '%s' (%s)", v, AGE_RANGE);
     } else if (r == 0 && (r = cli_opt_value(&c, argc, argv, &i, "--sort", &v)) == 1) {
       if (strcmp(v, "key") == 0)
         sort = SORT_KEY;

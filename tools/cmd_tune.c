@@ -10,6 +10,7 @@
 
 #include "tools/bench.h"
 #include "tools/commands.h"
+#include "tools/json.h"
 
 static const char usage[] =
     "usage: kiln tune [options]\n\n"
@@ -51,14 +52,68 @@ struct options {
   int reps, quick, dry_run, copy, json, list;
 };
 
+/* A --layout item: one of the layouts some family has (kiln_tune_family_get). */
+static int
+layout_item(const char *item, int i, void *arg)
+{
+  (void)i, (void)arg;
+  char all[160] = "";
+  size_t used = 0;
+  kiln_tune_family_desc d;
+  for (size_t f = 0; kiln_tune_family_get(f, &d) == KILN_OK; f++) {
+    for (const char *l = d.layouts; *l;) {
+      size_t n = strcspn(l, " ");
+      if (n == strlen(item) && strncmp(l, item, n) == 0)
+        return 0;
+      char name[32];
+      snprintf(name, sizeof name, "%.*s", (int)n, l);
+      if (!strstr(all, name)) {
+        int w = snprintf(all + used, sizeof all - used, "%s%s", used ? ", " : "", name);
+        used += w > 0 && (size_t)w < sizeof all - used ? (size_t)w : 0;
+      }
+      l += n + strspn(l + n, " ");
+    }
+  }
+  tool_usage_error("tune", "--layout: no layout '%s' (%s)", item, all);
+  return -1;
+}
+
+/* With --family, every --layout item must be one of that family's layouts: otherwise the
+   request selects no key and the run would tune nothing. Nonzero after a usage error. */
+static int
+family_lacks_layout(const char *family, const char *layouts)
+{
+  kiln_tune_family_desc d;
+  for (size_t f = 0; kiln_tune_family_get(f, &d) == KILN_OK; f++) {
+    if (strcmp(d.name, family) != 0)
+      continue;
+    for (const char *l = layouts; *l;) {
+      size_t n = strcspn(l, ",");
+      int found = 0;
+      for (const char *h = d.layouts; *h && !found;) {
+        size_t m = strcspn(h, " ");
+        found = m == n && strncmp(h, l, n) == 0;
+        h += m + strspn(h + m, " ");
+      }
+      if (!found) {
+        tool_usage_error("tune", "--layout: %s has no layout '%.*s' (%s)", family, (int)n, l,
+                         d.layouts);
+        return 1;
+      }
+      l += n + (l[n] == ',');
+    }
+  }
+  return 0;
+}
+
 static int
 parse_options(int argc, char **argv, struct options *o)
 {
   memset(o, 0, sizeof *o);
   o->copy = 1;
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    const char *a = argv[i], *v;
+    int r;
     if (strcmp(a, "--json") == 0) {
       o->json = 1;
     } else if (strcmp(a, "--quick") == 0) {
@@ -69,35 +124,39 @@ parse_options(int argc, char **argv, struct options *o)
       o->copy = 0;
     } else if (strcmp(a, "--list") == 0) {
       o->list = 1;
-    } else if (strcmp(a, "--family") == 0 && v) {
-      o->family = v, i++;
-    } else if (strcmp(a, "--layout") == 0 && v) {
-      o->layouts = v, i++;
-    } else if (strcmp(a, "--device") == 0 && v) {
-      o->device = v, i++;
-    } else if (strcmp(a, "--reps") == 0 && v) {
-      char *end;
-      long r = strtol(v, &end, 10);
-      if (*end || r < 1 || r > 1000) {
-        fprintf(stderr, "kiln tune: --reps needs a count from 1 to 1000\n");
+    } else if ((r = tool_opt_value("tune", argc, argv, &i, "--family", &v)) != 0) {
+      if (r < 0)
+        return -1;
+      o->family = v;
+    } else if ((r = tool_opt_value("tune", argc, argv, &i, "--layout", &v)) != 0) {
+      if (r < 0 || tool_parse_list("tune", "--layout", v, 16, layout_item, NULL) < 0)
+        return -1;
+      o->layouts = v;
+    } else if ((r = tool_opt_value("tune", argc, argv, &i, "--device", &v)) != 0) {
+      if (r < 0)
+        return -1;
+      o->device = v;
+    } else if ((r = tool_opt_value("tune", argc, argv, &i, "--reps", &v)) != 0) {
+      long reps;
+      if (r < 0)
+        return -1;
+      if (tool_parse_int(v, 1, 1000, &reps) != 0) {
+        tool_usage_error("tune", "--reps: bad count '%s' (a whole number from 1 to 1000)", v);
         return -1;
       }
-      o->reps = (int)r, i++;
-    } else if (strcmp(a, "--sizes") == 0 && v) {
+      o->reps = (int)reps;
+    } else if ((r = tool_opt_value("tune", argc, argv, &i, "--sizes", &v)) != 0) {
       int64_t counts[MAX_SIZES];
-      o->nsizes = tool_parse_counts("tune", v, counts, MAX_SIZES);
-      if (o->nsizes < 0)
+      if (r < 0 || (o->nsizes = tool_parse_counts("tune", "--sizes", v, counts, MAX_SIZES)) < 0)
         return -1;
       for (int k = 0; k < o->nsizes; k++)
         o->sizes[k] = (uint64_t)counts[k];
-      i++;
-    } else if (strcmp(a, "--dtype") == 0 && v) {
-      o->ndtypes = tool_parse_dtypes("tune", v, o->dtypes, MAX_DTYPES);
-      if (o->ndtypes < 0)
+    } else if ((r = tool_opt_value("tune", argc, argv, &i, "--dtype", &v)) != 0) {
+      if (r < 0 ||
+          (o->ndtypes = tool_parse_dtypes("tune", "--dtype", v, o->dtypes, MAX_DTYPES)) < 0)
         return -1;
-      i++;
     } else {
-      fprintf(stderr, "kiln tune: unexpected argument '%s'\n\n%s", a, usage);
+      tool_usage_error("tune", "unexpected argument '%s'", a);
       return -1;
     }
   }
@@ -112,10 +171,12 @@ parse_options(int argc, char **argv, struct options *o)
       used += w > 0 && (size_t)w < sizeof names - used ? (size_t)w : 0;
     }
     if (!found) {
-      fprintf(stderr, "kiln tune: no family '%s' (%s)\n", o->family, names);
+      tool_usage_error("tune", "--family: no family '%s' (%s)", o->family, names);
       return -1;
     }
   }
+  if (o->family && o->layouts && family_lacks_layout(o->family, o->layouts))
+    return -1;
   return 0;
 }
 
@@ -233,16 +294,7 @@ on_progress(const kiln_tune_progress *p, void *user)
 static void
 json_str(const char *s)
 {
-  putchar('"');
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\')
-      printf("\\%c", *s);
-    else if ((unsigned char)*s < 0x20)
-      printf("\\u%04x", (unsigned)(unsigned char)*s);
-    else
-      putchar(*s);
-  }
-  putchar('"');
+  json_write_string(stdout, s);
 }
 
 static double
@@ -354,6 +406,68 @@ print_entry(const kiln_tune_entry *e, void *user)
   return 0;
 }
 
+/* --list --json: each stored entry as an object of the "entries" array. */
+static int
+json_entry(const kiln_tune_entry *e, void *user)
+{
+  struct json *j = user;
+  json_object_begin(j, NULL);
+  json_string(j, "path", e->path);
+  json_string(j, "device", e->device);
+  json_string(j, "driver", e->driver);
+  json_string(j, "family", e->family);
+  json_string(j, "dtype", e->dtype);
+  json_string(j, "bucket", e->bucket);
+  json_string(j, "params", e->params);
+  json_u64(j, "time_ns", e->time_ns);
+  json_u64(j, "default_ns", e->default_ns);
+  json_string(j, "failed", e->failed);
+  json_object_end(j);
+  return 0;
+}
+
+static int
+list_entries(kiln_context *ctx, const kiln_device_info *info, int as_json)
+{
+  if (!as_json) {
+    kiln_status s = kiln_tune_list(ctx, print_entry, NULL);
+    if (s != KILN_OK)
+      fprintf(stderr, "kiln tune: %s\n", kiln_last_error());
+    return s == KILN_OK ? 0 : 1;
+  }
+  /* Built in memory first, so that a failure prints no half document. */
+  char *doc = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&doc, &len);
+  if (!mem) {
+    fprintf(stderr, "kiln tune: out of memory\n");
+    return 1;
+  }
+  struct json j;
+  json_init(&j, mem);
+  json_object_begin(&j, NULL);
+  json_string(&j, "kiln_version", kiln_version());
+  json_object_begin(&j, "device");
+  json_string(&j, "name", info->name);
+  json_string(&j, "platform", info->platform_name);
+  json_string(&j, "driver", info->driver_version);
+  json_object_end(&j);
+  json_array_begin(&j, "entries");
+  kiln_status s = kiln_tune_list(ctx, json_entry, &j);
+  json_array_end(&j);
+  json_object_end(&j);
+  int bad = json_end(&j) != 0;
+  bad |= fclose(mem) != 0;
+  if (s != KILN_OK || bad) {
+    fprintf(stderr, "kiln tune: %s\n", s != KILN_OK ? kiln_last_error() : "cannot write JSON");
+    free(doc);
+    return 1;
+  }
+  fwrite(doc, 1, len, stdout);
+  free(doc);
+  return fflush(stdout) == 0 ? 0 : 1;
+}
+
 int
 cmd_tune(int argc, char **argv)
 {
@@ -363,18 +477,17 @@ cmd_tune(int argc, char **argv)
   if (parse_options(argc, argv, &o) != 0)
     return 2;
   kiln_context *ctx = NULL;
-  if (kiln_context_create(o.device, &ctx) != KILN_OK) {
+  kiln_status cs = kiln_context_create(o.device, &ctx);
+  if (cs != KILN_OK) {
     fprintf(stderr, "kiln tune: %s\n", kiln_last_error());
-    return 1;
+    return cs == KILN_ERR_INVALID_ARGUMENT ? 2 : 1; /* a malformed --device or KILN_DEVICE */
   }
   kiln_device_info info;
   kiln_context_device_info(ctx, &info);
   if (o.list) {
-    kiln_status s = kiln_tune_list(ctx, print_entry, NULL);
-    if (s != KILN_OK)
-      fprintf(stderr, "kiln tune: %s\n", kiln_last_error());
+    int rc = list_entries(ctx, &info, o.json);
     kiln_context_release(ctx);
-    return s == KILN_OK ? 0 : 1;
+    return rc;
   }
   kiln_tune_request req;
   memset(&req, 0, sizeof req);
@@ -402,6 +515,12 @@ cmd_tune(int argc, char **argv)
   }
   for (size_t i = 0; i < r.nkeys; i++)
     failures += r.keys[i].r.status != KILN_OK;
+  if (s == KILN_OK && r.nkeys == 0) {
+    /* f64 without fp64, say: an empty table with status 0 would read as success. */
+    fprintf(stderr, "kiln tune: nothing to tune: no key of the requested families, dtypes, "
+                    "sizes and layouts applies to this device\n");
+    failures++;
+  }
   if (o.json)
     print_json(&r, &info, failures);
   else

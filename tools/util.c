@@ -1,3 +1,5 @@
+#include <ctype.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,58 +28,177 @@ tool_now(void)
 }
 
 int
-tool_parse_count(const char *s, int64_t *out)
+tool_usage_error(const char *cmd, const char *fmt, ...)
 {
-  char *end;
-  if (strncmp(s, "2^", 2) == 0) {
-    long e = strtol(s + 2, &end, 10);
-    if (*end || e < 0 || e > 40 || end == s + 2)
-      return -1;
-    *out = (int64_t)1 << e;
+  fprintf(stderr, "kiln %s: ", cmd);
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\n(see 'kiln %s --help')\n", cmd);
+  return 2;
+}
+
+int
+tool_opt_value(const char *cmd, int argc, char **argv, int *i, const char *name, const char **value)
+{
+  const char *a = argv[*i];
+  size_t n = strlen(name);
+  if (strncmp(a, name, n) != 0 || (a[n] != 0 && a[n] != '='))
     return 0;
-  }
-  double v = strtod(s, &end);
-  double mul = 1;
-  if (*end == 'k' || *end == 'K')
-    mul = 1024, end++;
-  else if (*end == 'm' || *end == 'M')
-    mul = 1024 * 1024, end++;
-  if (*end || end == s || !(v >= 1) || v * mul > 1e12)
+  if (a[n] == '=') {
+    *value = a + n + 1;
+  } else if (*i + 1 < argc) {
+    *value = argv[++*i];
+  } else {
+    tool_usage_error(cmd, "%s needs a value", name);
     return -1;
-  *out = (int64_t)(v * mul);
+  }
+  if (!**value) {
+    tool_usage_error(cmd, "%s needs a value, not an empty string", name);
+    return -1;
+  }
+  return 1;
+}
+
+/* Decimal digits into *v, refusing anything above limit. The end, or NULL. */
+static const char *
+digits(const char *s, uint64_t limit, uint64_t *v)
+{
+  if (!isdigit((unsigned char)*s))
+    return NULL;
+  *v = 0;
+  for (; isdigit((unsigned char)*s); s++) {
+    *v = *v * 10 + (uint64_t)(*s - '0');
+    if (*v > limit)
+      return NULL;
+  }
+  return s;
+}
+
+int
+tool_parse_count(const char *s, int64_t min, int64_t max, int64_t *out)
+{
+  uint64_t v;
+  if (strncmp(s, "2^", 2) == 0) {
+    const char *end = digits(s + 2, 62, &v);
+    if (!end || *end)
+      return -1;
+    v = (uint64_t)1 << v;
+  } else {
+    /* N[.F][k|M]: whole, then up to 9 fraction digits as a fraction of 10^9 (1.5k = 1536). */
+    uint64_t whole, frac = 0, scale = 1000000000, mul = 1;
+    const char *p = digits(s, (uint64_t)1 << 62, &whole);
+    if (!p)
+      return -1;
+    if (*p == '.') {
+      p++;
+      if (!isdigit((unsigned char)*p))
+        return -1;
+      for (; isdigit((unsigned char)*p); p++)
+        if (scale > 1) {
+          scale /= 10;
+          frac += (uint64_t)(*p - '0') * scale;
+        } else if (*p != '0') {
+          return -1; /* no count has a tenth of a nano-element */
+        }
+    }
+    if (*p == 'k' || *p == 'K')
+      mul = 1024, p++;
+    else if (*p == 'm' || *p == 'M')
+      mul = 1024 * 1024, p++;
+    if (*p || whole > ((uint64_t)1 << 62) / mul || (frac * mul) % 1000000000 != 0)
+      return -1; /* trailing junk, too large, or not a whole number of elements */
+    v = whole * mul + frac * mul / 1000000000;
+  }
+  if (v < (uint64_t)min || v > (uint64_t)max)
+    return -1;
+  *out = (int64_t)v;
   return 0;
 }
 
 int
-tool_parse_counts(const char *cmd, const char *list, int64_t *out, int cap)
+tool_parse_int(const char *s, long min, long max, long *out)
 {
-  char *copy = strdup(list), *save = NULL;
-  int n = 0;
-  for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save)) {
-    if (n == cap || tool_parse_count(t, &out[n]) != 0) {
-      fprintf(stderr, "kiln %s: bad size '%s' (N, Nk, NM or 2^N; at most %d)\n", cmd, t, cap);
-      free(copy);
-      return -1;
-    }
-    n++;
-  }
-  free(copy);
-  return n;
+  uint64_t v;
+  const char *end = digits(s, (uint64_t)max, &v);
+  if (!end || *end || (int64_t)v < min)
+    return -1;
+  *out = (long)v;
+  return 0;
 }
 
 int
-tool_parse_dtypes(const char *cmd, const char *list, kiln_dtype *out, int cap)
+tool_parse_list(const char *cmd, const char *flag, const char *list, int cap, tool_item_fn fn,
+                void *arg)
 {
-  char *copy = strdup(list), *save = NULL;
   int n = 0;
-  for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save)) {
-    if (n == cap || kiln_dtype_from_name(t, &out[n]) != KILN_OK) {
-      fprintf(stderr, "kiln %s: bad dtype '%s' (f32, f64, i32, i64, u8, bool)\n", cmd, t);
-      free(copy);
+  for (const char *s = list;; n++) {
+    size_t len = strcspn(s, ",");
+    if (len == 0) {
+      tool_usage_error(cmd, "%s: empty item in '%s' (a comma-separated list without empty items)",
+                       flag, list);
       return -1;
     }
-    n++;
+    if (n == cap) {
+      tool_usage_error(cmd, "%s: at most %d items", flag, cap);
+      return -1;
+    }
+    char item[256];
+    snprintf(item, sizeof item, "%.*s", (int)(len < sizeof item ? len : sizeof item - 1), s);
+    if (len >= sizeof item || fn(item, n, arg) != 0) {
+      if (len >= sizeof item)
+        tool_usage_error(cmd, "%s: item '%s...' is too long", flag, item);
+      return -1;
+    }
+    s += len;
+    if (!*s)
+      return n + 1;
+    s++; /* the comma: an item must follow */
   }
-  free(copy);
-  return n;
+}
+
+struct counts_arg {
+  const char *cmd, *flag;
+  int64_t *out;
+};
+
+static int
+count_item(const char *item, int i, void *arg)
+{
+  struct counts_arg *a = arg;
+  if (tool_parse_count(item, 1, TOOL_MAX_COUNT, &a->out[i]) == 0)
+    return 0;
+  tool_usage_error(a->cmd, "%s: bad size '%s' (N, Nk, NM or 2^N: a whole count from 1 to 2^40)",
+                   a->flag, item);
+  return -1;
+}
+
+int
+tool_parse_counts(const char *cmd, const char *flag, const char *list, int64_t *out, int cap)
+{
+  struct counts_arg a = {cmd, flag, out};
+  return tool_parse_list(cmd, flag, list, cap, count_item, &a);
+}
+
+struct dtypes_arg {
+  const char *cmd, *flag;
+  kiln_dtype *out;
+};
+
+static int
+dtype_item(const char *item, int i, void *arg)
+{
+  struct dtypes_arg *a = arg;
+  if (kiln_dtype_from_name(item, &a->out[i]) == KILN_OK)
+    return 0;
+  tool_usage_error(a->cmd, "%s: bad dtype '%s' (f32, f64, i32, i64, u8, bool)", a->flag, item);
+  return -1;
+}
+
+int
+tool_parse_dtypes(const char *cmd, const char *flag, const char *list, kiln_dtype *out, int cap)
+{
+  struct dtypes_arg a = {cmd, flag, out};
+  return tool_parse_list(cmd, flag, list, cap, dtype_item, &a);
 }

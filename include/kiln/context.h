@@ -55,12 +55,16 @@ typedef struct kiln_device_info {
  * @param selector which device: NULL means the KILN_DEVICE environment
  *        variable if set, else the first GPU, else the first CPU device (in
  *        platform order). A selector is either "P:D" (platform and device
- *        index) or a case-insensitive substring of the device name.
+ *        index, each decimal digits from 0 to UINT32_MAX) or a
+ *        case-insensitive substring of the device name. A selector of only
+ *        digits, signs, blanks and colons is read as "P:D" and is malformed
+ *        unless exactly <digits>:<digits> in range ("0:4294967296", "-1:0",
+ *        "0:", " 0:0", "0:0:0").
  * @param out receives the context; release with kiln_context_release().
  * @return KILN_OK; KILN_ERR_INVALID_ARGUMENT if out is NULL or the selector
- *         is malformed; KILN_ERR_NO_DEVICE if no platform/device matches;
- *         KILN_ERR_OPENCL if the context or queue cannot be created;
- *         KILN_ERR_HOST_MEMORY.
+ *         (or KILN_DEVICE) is malformed; KILN_ERR_NO_DEVICE if no
+ *         platform/device matches; KILN_ERR_OPENCL if the context or queue
+ *         cannot be created; KILN_ERR_HOST_MEMORY.
  */
 KILN_API kiln_status kiln_context_create(const char *selector, kiln_context **out);
 

@@ -293,7 +293,9 @@ KILN_API kiln_status kiln_tune_dir_stats_get(const char *cache_dir, kiln_tune_di
  * @return KILN_OK; KILN_ERR_INVALID_HANDLE; KILN_ERR_INVALID_ARGUMENT (NULL
  *         path, unknown flags, not a version-1 tuning file, or a file of
  *         another device without KILN_TUNE_IMPORT_ANY_DEVICE); KILN_ERR_IO
- *         (unreadable; or the merged file could not be written, errno in
+ *         (missing, unreadable, or not a regular file: a FIFO or device is
+ *         refused without blocking, a symbolic link to a file is followed;
+ *         or the merged file could not be written, errno in
  *         kiln_last_error_code(): the entries are still used by ctx);
  *         KILN_ERR_HOST_MEMORY.
  */

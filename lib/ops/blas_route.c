@@ -211,11 +211,9 @@ gemm_setup(struct kiln__tune_problem *pb)
   pb->shape[1] = n;
   snprintf(pb->desc, sizeof pb->desc, "[%lld,%lld]x[%lld,%lld]", (long long)m, (long long)kk,
            (long long)kk, (long long)n);
-  kiln_status s = kiln__tune_input(pb->ctx, pb->dtype, 2, as, (uint64_t)(m * kk), 12345u,
-                                   &pb->in[0]);
+  kiln_status s = kiln__tune_input(pb->ctx, pb->dtype, 2, as, 12345u, &pb->in[0]);
   if (s == KILN_OK)
-    s = kiln__tune_input(pb->ctx, pb->dtype, 2, bs, (uint64_t)(kk * n), 12345u + 7919u,
-                         &pb->in[1]);
+    s = kiln__tune_input(pb->ctx, pb->dtype, 2, bs, 12345u + 7919u, &pb->in[1]);
   return s;
 }
 

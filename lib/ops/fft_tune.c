@@ -73,7 +73,7 @@ fft_setup(struct kiln__tune_problem *pb)
   pb->shape[0] = (int64_t)pb->n;
   pb->shape[1] = 2;
   snprintf(pb->desc, sizeof pb->desc, "c2c [%lld]", (long long)pb->n);
-  return kiln__tune_input(pb->ctx, pb->dtype, 2, pb->shape, 2 * pb->n, 12345u, &pb->in[0]);
+  return kiln__tune_input(pb->ctx, pb->dtype, 2, pb->shape, 12345u, &pb->in[0]);
 }
 
 /*

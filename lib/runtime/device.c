@@ -1,4 +1,5 @@
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,10 +142,56 @@ contains_ci(const char *hay, const char *needle)
   return nl == 0;
 }
 
+/* One index of a "P:D" selector: decimal digits only, at most UINT32_MAX. 0, or -1. */
+static int
+parse_part(const char *s, size_t len, uint32_t *out)
+{
+  if (len == 0)
+    return -1;
+  uint64_t v = 0;
+  for (size_t i = 0; i < len; i++) {
+    if (s[i] < '0' || s[i] > '9')
+      return -1;
+    v = v * 10 + (uint64_t)(s[i] - '0');
+    if (v > UINT32_MAX)
+      return -1;
+  }
+  *out = (uint32_t)v;
+  return 0;
+}
+
+/*
+ * A selector made only of digits, signs, blanks and one or more ':' is meant
+ * as "P:D" (no device name looks like that, while names such as
+ * "gfx90a:sramecc+:xnack-" hold colons among letters): 1 with both indices
+ * set when it is exactly <digits>:<digits> within range; -1 (error recorded)
+ * when it is malformed, so that "0:4294967296" or "-1:0" can never select a
+ * device by wrapping around; 0 when the selector is a name substring.
+ */
+static int
+parse_index(const char *op, const char *selector, uint32_t *p, uint32_t *d)
+{
+  if (!strchr(selector, ':') || selector[strspn(selector, "0123456789:+- \t")] != 0)
+    return 0;
+  const char *colon = strchr(selector, ':');
+  if (parse_part(selector, (size_t)(colon - selector), p) != 0 ||
+      parse_part(colon + 1, strlen(colon + 1), d) != 0) {
+    kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0,
+               "malformed device selector \"%s\": P:D takes two decimal indices from 0 to %u",
+               selector, UINT32_MAX);
+    return -1;
+  }
+  return 1;
+}
+
 /* Index into refs chosen by selector (NULL: the default rule), or -1 with a recorded error. */
 static long
 pick(const char *op, const char *selector, const struct devref *refs, size_t n)
 {
+  uint32_t p = 0, d = 0;
+  int ix = selector && *selector ? parse_index(op, selector, &p, &d) : 0;
+  if (ix < 0)
+    return -1;
   if (n == 0) {
     kiln__fail(KILN_ERR_NO_DEVICE, op, 0,
                "no OpenCL platform or device found (is an ICD such as pocl-opencl-icd installed?)");
@@ -159,9 +206,7 @@ pick(const char *op, const char *selector, const struct devref *refs, size_t n)
         return (long)i;
     return 0;
   }
-  unsigned p, d;
-  char tail;
-  if (sscanf(selector, "%u:%u%c", &p, &d, &tail) == 2) {
+  if (ix) {
     for (size_t i = 0; i < n; i++)
       if (refs[i].pi == p && refs[i].di == d)
         return (long)i;

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/file.h"
 #include "core/log.h"
 
 void (*kiln__tf_test_mid_write)(void);
@@ -532,21 +533,12 @@ kiln__tf_dir(const char *cache_dir, int create, char *out, size_t len, const cha
 
 /* Reads a whole regular file of at most KILN__TF_MAX_FILE bytes. 0, 1 (absent), -1. */
 static int
-read_small(const char *path, char **buf, size_t *len, const char **why)
+read_small(const char *path, int oflags, char **buf, size_t *len, const char **why)
 {
-  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT)
-      return 1;
-    *why = errno == ELOOP ? "the tuning file is a symbolic link" : "cannot open the tuning file";
-    return -1;
-  }
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    *why = "the tuning file is not a regular file";
-    return -1;
-  }
+  int fd = kiln__open_regular(path, O_RDONLY | oflags, 0, &st, why);
+  if (fd < 0)
+    return errno == ENOENT ? 1 : -1;
   if (st.st_size > (off_t)KILN__TF_MAX_FILE) {
     close(fd);
     *why = "the tuning file is larger than 1 MiB";
@@ -573,13 +565,13 @@ read_small(const char *path, char **buf, size_t *len, const char **why)
   return 0;
 }
 
-int
-kiln__tf_read(const char *path, struct kiln__tf_table *t, const char **why)
+static int
+read_table(const char *path, int oflags, struct kiln__tf_table *t, const char **why)
 {
   kiln__tf_init(t);
   char *buf = NULL;
   size_t len = 0;
-  int r = read_small(path, &buf, &len, why);
+  int r = read_small(path, oflags, &buf, &len, why);
   if (r != 0)
     return r;
   int p = kiln__tf_parse(buf, len, t);
@@ -591,6 +583,18 @@ kiln__tf_read(const char *path, struct kiln__tf_table *t, const char **why)
     return -1;
   }
   return 0;
+}
+
+int
+kiln__tf_read(const char *path, struct kiln__tf_table *t, const char **why)
+{
+  return read_table(path, O_NOFOLLOW, t, why);
+}
+
+int
+kiln__tf_read_named(const char *path, struct kiln__tf_table *t, const char **why)
+{
+  return read_table(path, 0, t, why);
 }
 
 static int
@@ -679,12 +683,12 @@ static int
 other_version(const char *path)
 {
   char buf[512];
-  FILE *f = fopen(path, "rb");
-  if (!f)
+  int fd = kiln__open_regular(path, O_RDONLY | O_NOFOLLOW, 0, NULL, NULL);
+  if (fd < 0)
     return 0;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  buf[n > 0 ? n : 0] = 0;
   const char *s = buf;
   while (*s) {
     s += strspn(s, " \t\r\n");
@@ -704,7 +708,7 @@ kiln__tf_merge(const char *path, const struct kiln__tf_table *updates)
   char lockpath[4200];
   if (snprintf(lockpath, sizeof lockpath, "%s.lock", path) >= (int)sizeof lockpath)
     return ENAMETOOLONG;
-  int lfd = open(lockpath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int lfd = kiln__open_regular(lockpath, O_RDWR | O_CREAT | O_NOFOLLOW, 0600, NULL, NULL);
   /*
    * Without the lock (read-only lock file, NFS without flock) the merge still
    * runs: the rename stays atomic, and a concurrent writer can then lose

@@ -117,11 +117,16 @@ int kiln__tf_file_name(const char *device_norm, const char *driver_norm, char *o
 int kiln__tf_dir(const char *cache_dir, int create, char *out, size_t len, const char **why);
 
 /*
- * Reads a tuning file. 0: parsed into t (t->skipped says how many lines were
- * refused); 1: no such file; -1: unusable (not a regular file, too large,
- * unreadable, wrong header), *why set. t is left empty on 1 and -1.
+ * Reads one of kiln's own tuning files (a symbolic link in its place is
+ * refused). 0: parsed into t (t->skipped says how many lines were refused);
+ * 1: no such file; -1: unusable (not a regular file, too large, unreadable,
+ * wrong header), *why set. t is left empty on 1 and -1. Never blocks on a
+ * FIFO or device in the file's place (core/file.h).
  */
 int kiln__tf_read(const char *path, struct kiln__tf_table *t, const char **why);
+
+/* kiln__tf_read of a file the caller named (kiln_tune_import): symbolic links are followed. */
+int kiln__tf_read_named(const char *path, struct kiln__tf_table *t, const char **why);
 
 /* Writes t to path atomically (temp file, fsync, rename). 0, or an errno value. */
 int kiln__tf_write(const char *path, const struct kiln__tf_table *t);

@@ -653,15 +653,25 @@ kiln__tune_lookup(kiln_context *ctx, const struct kiln__tune_family *family, kil
 
 /* ---------------------------------------------------------------- tuning */
 
+/*
+ * The device tensor comes first: it checks the shape's byte count for overflow and against the
+ * device's largest allocation before a host buffer of that size is made.
+ */
 kiln_status
-kiln__tune_input(kiln_context *ctx, kiln_dtype dt, size_t ndim, const int64_t *shape, uint64_t n,
-           uint32_t seed, kiln_tensor **out)
+kiln__tune_input(kiln_context *ctx, kiln_dtype dt, size_t ndim, const int64_t *shape,
+                 uint32_t seed, kiln_tensor **out)
 {
-  size_t esz = kiln_dtype_size(dt);
-  unsigned char *h = malloc((size_t)n * esz + 1);
-  if (!h)
+  kiln_status s = kiln_tensor_create(ctx, dt, ndim, shape, out);
+  if (s != KILN_OK)
+    return s;
+  uint64_t n = kiln_tensor_numel(*out), bytes = kiln_tensor_nbytes(*out);
+  unsigned char *h = bytes < SIZE_MAX ? malloc((size_t)bytes + 1) : NULL;
+  if (!h) {
+    kiln_tensor_release(*out);
+    *out = NULL;
     return kiln__fail(KILN_ERR_HOST_MEMORY, "kiln_tune_run", 0, "no memory for %llu inputs",
                       (unsigned long long)n);
+  }
   uint32_t x = seed;
   for (uint64_t i = 0; i < n; i++) {
     x = x * 1664525u + 1013904223u;
@@ -677,8 +687,12 @@ kiln__tune_input(kiln_context *ctx, kiln_dtype dt, size_t ndim, const int64_t *s
     default: h[i] = (unsigned char)(x >> 31); break;
     }
   }
-  kiln_status s = kiln_tensor_from_host(ctx, dt, ndim, shape, h, out);
+  s = kiln_tensor_upload(*out, h, (size_t)bytes);
   free(h);
+  if (s != KILN_OK) {
+    kiln_tensor_release(*out);
+    *out = NULL;
+  }
   return s;
 }
 
@@ -727,8 +741,8 @@ problem_make(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, st
   if (pb->f->setup)
     s = pb->f->setup(pb);
   for (int i = 0; i < pb->f->ninputs && s == KILN_OK && !pb->f->setup; i++)
-    s = kiln__tune_input(ctx, dtype, pb->ndim, pb->shape, pb->n, 12345u + 7919u * (uint32_t)i,
-                   &pb->in[i]);
+    s = kiln__tune_input(ctx, dtype, pb->ndim, pb->shape, 12345u + 7919u * (uint32_t)i,
+                         &pb->in[i]);
   if (s != KILN_OK)
     problem_free(pb);
   return s;
@@ -1733,7 +1747,7 @@ kiln_tune_import(kiln_context *ctx, const char *path, unsigned flags, size_t *im
     *imported = 0;
   struct kiln__tf_table in;
   const char *why = "";
-  int r = kiln__tf_read(path, &in, &why);
+  int r = kiln__tf_read_named(path, &in, &why);
   KILN_RETURN_IF(r == 1, KILN_ERR_IO, op, "%s does not exist", path);
   if (r < 0 && strstr(why, "version 1"))
     return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0, "%s: %s", path, why);

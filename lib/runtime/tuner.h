@@ -103,12 +103,13 @@ struct kiln__tune_family {
 #define KILN__TUNE_PARAMS_MAX 64
 
 /*
- * Deterministic tuning input of n elements shaped [ndim, shape]: floats are
- * multiples of 1/16 in [-2, 2] without zeros, so sums of realistic lines are
- * exact in any order. Statuses as kiln_tensor_from_host, KILN_ERR_HOST_MEMORY.
+ * Deterministic tuning input shaped [ndim, shape]: floats are multiples of
+ * 1/16 in [-2, 2] without zeros, so sums of realistic lines are exact in any
+ * order. Statuses as kiln_tensor_create and kiln_tensor_upload,
+ * KILN_ERR_HOST_MEMORY.
  */
 kiln_status kiln__tune_input(kiln_context *ctx, kiln_dtype dt, size_t ndim, const int64_t *shape,
-                             uint64_t n, uint32_t seed, kiln_tensor **out);
+                             uint32_t seed, kiln_tensor **out);
 
 /* Bytes an op with one input of pb->n elements and output pb->out moves. */
 double kiln__tune_in_out_bytes(const struct kiln__tune_problem *pb);

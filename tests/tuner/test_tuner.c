@@ -886,6 +886,58 @@ collect_entries(const kiln_tune_entry *e, void *user)
   return 0;
 }
 
+/*
+ * A FIFO, a device or a symbolic link in a tuning file's place: a miss or a refusal, never a
+ * hang. An open() that blocked on the FIFO would wait for a writer forever; alarm() turns that
+ * into a failure.
+ */
+START_TEST(special_files_never_block)
+{
+  char *dir = harness_tempdir();
+  kiln_context *ctx = use(dir, "Fake Device", "1.0");
+  const char *planted = plant(dir, "Fake Device", "1.0", good_file);
+  char path[4600], fifo[4300], link[4300], copy[4300];
+  snprintf(path, sizeof path, "%s", planted);
+  snprintf(fifo, sizeof fifo, "%s/import.fifo", dir);
+  snprintf(link, sizeof link, "%s/import-link.txt", dir);
+  snprintf(copy, sizeof copy, "%s/import.txt", dir);
+  ck_assert_int_eq(unlink(path), 0);
+  ck_assert_int_eq(mkfifo(path, 0600), 0);
+  ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+  alarm(60);
+  /* The device's own file is a FIFO: the lookup is a miss (and the op still runs). */
+  kiln__tune_set_identity(ctx, "Fake Device", "1.0");
+  expect_params(ctx, "reduce", "row.2^16", NULL, KILN_TUNE_SOURCE_DEFAULT);
+  check_row_sums(ctx, 4, 256);
+  int n = 0;
+  KOK(kiln_tune_list(ctx, collect_entries, &n));
+  ck_assert_int_eq(n, 0);
+  kiln_tune_dir_stats st;
+  KOK(kiln_tune_dir_stats_get(dir, &st));
+  ck_assert_uint_eq(st.results, 0);
+  /* Importing a FIFO or a character device: KILN_ERR_IO naming the problem. */
+  KEXPECT(kiln_tune_import(ctx, fifo, KILN_TUNE_IMPORT_ANY_DEVICE, NULL), KILN_ERR_IO);
+  ck_assert_msg(strstr(kiln_last_error(), "not a regular file") != NULL, "%s", kiln_last_error());
+  KEXPECT(kiln_tune_import(ctx, "/dev/null", KILN_TUNE_IMPORT_ANY_DEVICE, NULL), KILN_ERR_IO);
+  ck_assert_msg(strstr(kiln_last_error(), "not a regular file") != NULL, "%s", kiln_last_error());
+  /* An import merges into the device file: with a FIFO there it is rewritten, not read. */
+  write_text(copy, good_file, strlen(good_file));
+  size_t imported = 0;
+  KOK(kiln_tune_import(ctx, copy, 0, &imported));
+  ck_assert_uint_eq(imported, 4);
+  struct stat sb;
+  ck_assert_int_eq(lstat(path, &sb), 0);
+  ck_assert(S_ISREG(sb.st_mode));
+  /* The caller's own file may be reached through a symbolic link (kiln's files may not). */
+  ck_assert_int_eq(symlink(copy, link), 0);
+  KOK(kiln_tune_import(ctx, link, 0, &imported));
+  ck_assert_uint_eq(imported, 4);
+  alarm(0);
+  harness_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 START_TEST(run_list_import_export)
 {
   char *dir = harness_tempdir();
@@ -1309,6 +1361,7 @@ tuner_suite(void)
   suite_add_tcase(s, files);
   TCase *device = tcase_create("device");
   tcase_add_test(device, corrupt_files_are_misses);
+  tcase_add_test(device, special_files_never_block);
   tcase_add_test(device, fallback_order);
   tcase_add_test(device, modes);
   tcase_add_test(device, override_api);

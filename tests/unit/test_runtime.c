@@ -54,6 +54,49 @@ START_TEST(context_default_and_selectors)
 }
 END_TEST
 
+/*
+ * Index selectors are parsed with range checks: an index past UINT32_MAX used to wrap
+ * ("0:4294967296" chose device 0:0), a sign or blank slipped through sscanf. Each is
+ * refused as malformed, from the argument and from KILN_DEVICE alike; colons among other
+ * characters still make a name substring (AMD names such as "gfx90a:sramecc+:xnack-").
+ */
+START_TEST(index_selectors_checked)
+{
+  kiln_device_info info;
+  size_t n = 0;
+  KOK(kiln_device_list(&info, 1, &n, NULL));
+  ck_assert_uint_ge(n, 1);
+  char wrapped[64];
+  snprintf(wrapped, sizeof wrapped, "%u:%llu", info.platform_index,
+           (unsigned long long)info.device_index + 4294967296ull);
+  const char *const bad[] = {wrapped,  "4294967296:0", "0:18446744073709551616", "-1:0",
+                             "0:-0",   "+0:0",         "0:+0",                   " 0:0",
+                             "0: 0",   "0:0 ",         ":0",                     "0:",
+                             ":",      "0:0:0",        "00000000000000000000004294967296:0"};
+  kiln_context *c = NULL;
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    KEXPECT(kiln_context_create(bad[i], &c), KILN_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(c);
+    ck_assert_msg(strstr(kiln_last_error(), "malformed device selector") != NULL, "%s: %s", bad[i],
+                  kiln_last_error());
+    setenv("KILN_DEVICE", bad[i], 1);
+    KEXPECT(kiln_context_create(NULL, &c), KILN_ERR_INVALID_ARGUMENT);
+    size_t def = 0;
+    KOK(kiln_device_list(NULL, 0, &n, &def));
+    ck_assert_uint_eq(def, SIZE_MAX);
+  }
+  unsetenv("KILN_DEVICE");
+  /* Leading zeros are still decimal; the largest index is merely absent. */
+  char padded[64];
+  snprintf(padded, sizeof padded, "00%u:000%u", info.platform_index, info.device_index);
+  KOK(kiln_context_create(padded, &c));
+  KOK(kiln_context_release(c));
+  KEXPECT(kiln_context_create("4294967295:4294967295", &c), KILN_ERR_NO_DEVICE);
+  KEXPECT(kiln_context_create("0:0x", &c), KILN_ERR_NO_DEVICE); /* a name substring */
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "no device name contains"));
+}
+END_TEST
+
 START_TEST(device_list_matches_default)
 {
   size_t n = 0, def = SIZE_MAX;
@@ -475,6 +518,7 @@ runtime_suite(void)
   TCase *tc = tcase_create("runtime");
   tcase_set_timeout(tc, 240);
   tcase_add_test(tc, context_default_and_selectors);
+  tcase_add_test(tc, index_selectors_checked);
   tcase_add_test(tc, device_list_matches_default);
   tcase_add_test(tc, context_from_cl_objects);
   tcase_add_test(tc, tensor_round_trip_all_dtypes);
