@@ -13,10 +13,13 @@
  * Export writes a temporary file next to FILE and renames it into place.
  * Import checks the whole archive before it publishes anything: every record
  * is checked against its CRC and written into a private staging cache with
- * kiln_cache_entry_write (which checks format, checksum and key), and the
- * trailer must match. Only then are the entries that match a present device
- * (or all, with --all) copied into the target cache, each published
- * atomically by the library. A corrupt or truncated archive imports nothing.
+ * kiln_cache_entry_write_keyed (which checks format and key, and the MAC
+ * under the target directory's key or the --key file's), and the trailer
+ * must match. Only then are the entries that match a present device (or
+ * all, with --all) copied into the target cache, each published atomically
+ * by the library with a MAC under the target's key. A corrupt or truncated
+ * archive, or one with any entry whose MAC does not verify, imports nothing:
+ * the CRCs catch damage, only the MACs catch forgery.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -282,17 +285,22 @@ cache_export(int argc, char **argv)
 /* ================================================================ import */
 
 static const char import_usage[] =
-    "usage: kiln cache import FILE [--dir DIR] [--json] [--all]\n\n"
+    "usage: kiln cache import FILE [--dir DIR] [--json] [--all] [--key KEYFILE]\n\n"
     "Adds the entries of an archive written by 'kiln cache export'. The whole archive is\n"
-    "checked first (record checksums, every entry's header, checksum and key, the trailer):\n"
-    "a corrupt or truncated archive imports nothing (exit status 1). Then the entries built\n"
-    "for a device present on this machine (same platform, device, driver, vendor and\n"
-    "address bits) are published, each atomically; the others are skipped. Entries are\n"
-    "staged in a private directory under $TMPDIR (default /tmp) while checking.\n\n"
+    "checked first (record checksums, every entry's header, key and MAC, the trailer):\n"
+    "a corrupt or truncated archive, or one with an entry whose MAC does not verify,\n"
+    "imports nothing (exit status 1). A MAC verifies under the target directory's own key\n"
+    "(archives this cache exported) or under KEYFILE. Then the entries built for a device\n"
+    "present on this machine (same platform, device, driver, vendor and address bits) are\n"
+    "published, each atomically with a MAC under the target's key; the others are skipped.\n"
+    "Entries are staged in a private directory under $TMPDIR (default /tmp) while checking.\n\n"
     "options:\n"
-    "  --dir DIR    the cache directory (default: the one the library uses; created if needed)\n"
-    "  --json       one JSON document on stdout\n"
-    "  --all        import every entry, also those of devices not present (no OpenCL needed)\n";
+    "  --dir DIR       the cache directory (default: the one the library uses; created if needed)\n"
+    "  --json          one JSON document on stdout\n"
+    "  --all           import every entry, also those of devices not present (no OpenCL needed)\n"
+    "  --key KEYFILE   also accept entries authenticated by this key file: the exporting\n"
+    "                  cache's key ('kiln cache stats' shows its path), copied over a channel\n"
+    "                  you trust. Whoever has it can make entries your cache will run.\n";
 
 /* Reads exactly n bytes: 0, or -1 at a short read (*eof set when the file ended). */
 static int
@@ -311,6 +319,9 @@ remove_staging(kiln_cache *staging, const char *dir)
 {
   if (staging) {
     kiln_cache_clear(staging, NULL);
+    char key[4200];
+    if (kiln_cache_key_path(staging, key, sizeof key) == KILN_OK)
+      unlink(key); /* the clear keeps a directory's key */
     kiln_cache_close(staging);
   }
   /* kiln_cache_clear keeps the current format's directory; rmdir takes only empty ones. */
@@ -329,18 +340,73 @@ remove_staging(kiln_cache *staging, const char *dir)
             strerror(errno));
 }
 
+/* The MAC keys an archive's entries may be authenticated with. */
+struct import_keys {
+  uint8_t local[KILN_CACHE_KEY_BYTES]; /* the target directory's */
+  uint8_t given[KILN_CACHE_KEY_BYTES]; /* --key */
+  int have_given;
+};
+
+/* The key of an open cache. EXIT_OK or EXIT_PROBLEM (message printed). */
+static int
+cache_key(const struct cache_cli *c, kiln_cache *cache, uint8_t key[KILN_CACHE_KEY_BYTES])
+{
+  char path[4200];
+  if (kiln_cache_key_path(cache, path, sizeof path) != KILN_OK ||
+      kiln_cache_key_read(path, key) != KILN_OK)
+    return cli_fail_kiln(c);
+  return EXIT_OK;
+}
+
+/*
+ * Stages one record: its MAC must verify under the target's key or the
+ * --key one. 0, or -1 with kiln_last_error() saying why.
+ */
+static int
+stage_record(kiln_cache *staging, const struct import_keys *k, const uint8_t *data, size_t len)
+{
+  if (kiln_cache_entry_write_keyed(staging, data, len, k->local, NULL) == KILN_OK)
+    return 0;
+  if (k->have_given && kiln_cache_entry_write_keyed(staging, data, len, k->given, NULL) == KILN_OK)
+    return 0;
+  return -1;
+}
+
+/*
+ * Opens an archive the user named: never blocks (a FIFO would hang a
+ * plain open or read) and takes only regular files. NULL with the message printed.
+ */
+static FILE *
+open_archive(const struct cache_cli *c, const char *file, struct stat *st)
+{
+  int fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    cli_fail(c, "cannot open %s: %s", file, strerror(errno));
+    return NULL;
+  }
+  if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+    cli_fail(c, "%s is not a regular file", file);
+    close(fd);
+    return NULL;
+  }
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    cli_fail(c, "cannot read %s: %s", file, strerror(errno));
+    close(fd);
+  }
+  return f;
+}
+
 /* Checks the archive and stages its entries. EXIT_OK, or EXIT_PROBLEM with the cause printed. */
 static int
-stage_archive(const struct cache_cli *c, const char *file, kiln_cache *staging, uint64_t *records)
+stage_archive(const struct cache_cli *c, const char *file, kiln_cache *staging,
+              const struct import_keys *keys, uint64_t *records, uint64_t *refused)
 {
-  FILE *f = fopen(file, "rb");
-  if (!f)
-    return cli_fail(c, "cannot open %s: %s", file, strerror(errno));
   struct stat st;
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    fclose(f);
-    return cli_fail(c, "%s is not a regular file", file);
-  }
+  FILE *f = open_archive(c, file, &st);
+  if (!f)
+    return EXIT_PROBLEM;
+  *refused = 0;
   crc_init();
   uint32_t crc = 0;
   uint8_t hdr[ARCHIVE_HEADER];
@@ -375,6 +441,12 @@ stage_archive(const struct cache_cli *c, const char *file, kiln_cache *staging, 
         rc = cli_fail(c, "%s: archive checksum mismatch (the file is damaged)", file);
       } else if (fgetc(f) != EOF) {
         rc = cli_fail(c, "%s has bytes after its trailer", file);
+      } else if (*refused) {
+        rc = cli_fail(c,
+                      "%s: %llu of %llu entries refused: not authenticated by this cache's key%s "
+                      "(an archive from another cache directory needs its key: --key FILE)",
+                      file, (unsigned long long)*refused, (unsigned long long)*records,
+                      keys->have_given ? " or the --key file's" : "");
       }
       break;
     }
@@ -405,9 +477,15 @@ stage_archive(const struct cache_cli *c, const char *file, kiln_cache *staging, 
     } else if (crc32_update(0, data, (size_t)len) != get_u32(rec + 8)) {
       rc = cli_fail(c, "%s: record %llu at byte %llu fails its checksum (the file is damaged)",
                     file, (unsigned long long)*records + 1, (unsigned long long)offset);
-    } else if (kiln_cache_entry_write(staging, data, (size_t)len, NULL) != KILN_OK) {
-      rc = cli_fail(c, "%s: record %llu is not a valid entry for this kiln: %s", file,
-                    (unsigned long long)*records + 1, kiln_last_error());
+    } else if (stage_record(staging, keys, data, (size_t)len) != 0) {
+      /* Refused entries are counted and the rest still checked, so one run reports them all. */
+      char key[33] = "?";
+      if (len >= 64)
+        for (int i = 0; i < 16; i++)
+          snprintf(key + 2 * i, 3, "%02x", data[48 + i]);
+      fprintf(stderr, "kiln cache import: %s: record %llu (entry %s) refused: %s\n", file,
+              (unsigned long long)*records + 1, key, kiln_last_error());
+      (*refused)++;
     }
     free(data);
     if (rc)
@@ -426,10 +504,12 @@ cache_import(int argc, char **argv)
   cli_init(&c, "import", import_usage);
   if (tool_wants_help(argc, argv, import_usage))
     return EXIT_OK;
-  const char *file = NULL;
+  const char *file = NULL, *key_file = NULL, *v;
   int all = 0;
   for (int i = 1; i < argc; i++) {
     int r = cli_common_opt(&c, argc, argv, &i);
+    if (r == 0 && (r = cli_opt_value(&c, argc, argv, &i, "--key", &v)) == 1)
+      key_file = v;
     if (r < 0)
       return EXIT_USAGE;
     if (r)
@@ -443,13 +523,22 @@ cache_import(int argc, char **argv)
   }
   if (!file || !*file)
     return cli_usage_error(&c, "which file? give the archive to read");
+  if (key_file && !*key_file)
+    return cli_usage_error(&c, "--key needs a key file");
   int rc = cli_resolve_dir(&c);
   if (rc)
     return rc;
+  struct import_keys keys = {.have_given = key_file != NULL};
+  if (key_file && kiln_cache_key_read(key_file, keys.given) != KILN_OK)
+    return cli_fail_kiln(&c);
   /* Open the target first: an unusable directory should fail before the work. */
   kiln_cache *target;
   if ((rc = cli_open(&c, KILN_CACHE_ON, &target)))
     return rc;
+  if ((rc = cache_key(&c, target, keys.local))) {
+    kiln_cache_close(target);
+    return rc;
+  }
   kiln_device_info *devs = NULL;
   size_t ndev = 0;
   if (!all && (rc = cli_devices(&c, &devs, &ndev))) {
@@ -471,8 +560,11 @@ cache_import(int argc, char **argv)
   } else {
     kiln_cache_set_max_bytes(staging, 0); /* never evict while staging */
   }
-  uint64_t records = 0;
-  if (!rc && (rc = stage_archive(&c, file, staging, &records)))
+  uint64_t records = 0, refused = 0;
+  uint8_t staging_key[KILN_CACHE_KEY_BYTES];
+  if (!rc)
+    rc = cache_key(&c, staging, staging_key);
+  if (!rc && (rc = stage_archive(&c, file, staging, &keys, &records, &refused)))
     fprintf(stderr, "kiln cache import: nothing was imported into %s\n", c.dir);
   struct entry_list l = {0};
   if (!rc)
@@ -491,7 +583,7 @@ cache_import(int argc, char **argv)
     void *data = NULL;
     size_t size = 0;
     if (kiln_cache_entry_read(staging, e->key, &data, &size) != KILN_OK ||
-        kiln_cache_entry_write(target, data, size, NULL) != KILN_OK) {
+        kiln_cache_entry_write_keyed(target, data, size, staging_key, NULL) != KILN_OK) {
       rc = cli_fail(&c, "entry %s: %s (%llu entries imported before it)", e->key, kiln_last_error(),
                     (unsigned long long)imported);
     } else {
@@ -536,8 +628,13 @@ cache_import(int argc, char **argv)
              nskipped);
       for (size_t i = 0; i < nskipped && i < 20; i++) {
         const kiln_cache_entry *e = &l.v[skipped[i]];
-        printf("  %.12s  %s  %s  driver %s\n", e->key, e->source_name, e->device_name,
-               e->driver_version);
+        printf("  %.12s  ", e->key);
+        text_put(stdout, e->source_name);
+        fputs("  ", stdout);
+        text_put(stdout, e->device_name);
+        fputs("  driver ", stdout);
+        text_put(stdout, e->driver_version);
+        putchar('\n');
       }
       if (nskipped > 20)
         printf("  ... and %zu more\n", nskipped - 20);

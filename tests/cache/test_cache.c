@@ -12,6 +12,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <sodium.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <grp.h>
@@ -227,8 +228,11 @@ START_TEST(format_golden_bytes)
   /* The kiln version is part of every entry and its key; pin it for the golden bytes. */
   r.str[KILN__DC_KILN_VERSION] = "0.1.0";
   kiln__dc_req_rekey(&r);
+  uint8_t mac_key[KILN__DC_KEY_BYTES];
+  for (size_t i = 0; i < sizeof mac_key; i++)
+    mac_key[i] = (uint8_t)i;
   uint8_t *b;
-  size_t n = kiln__dc_serialize(&r, "BIN", 3, 1700000000, &b);
+  size_t n = kiln__dc_serialize(&r, "BIN", 3, 1700000000, mac_key, &b);
   static const char golden[] =
       "4b494c4e4b42494e" "01000000" "bd000000" "00000000" "34120000" "40000000" "08000000"
       "0300000000000000" "00f1536500000000"
@@ -251,17 +255,29 @@ START_TEST(format_golden_bytes)
   ck_assert_str_eq(hex, golden);
   struct kiln__dc_header h;
   const char *why = "";
-  ck_assert_int_eq(kiln__dc_parse(b, n, n, 1, 1, &h, &why), 0);
+  /* The trailer is keyed BLAKE2b-256 of everything before it, as docs/cache.md says. */
+  uint8_t mac[32];
+  crypto_generichash(mac, sizeof mac, b, n - 32, mac_key, sizeof mac_key);
+  ck_assert_int_eq(memcmp(mac, b + n - 32, 32), 0);
+  ck_assert_int_eq(kiln__dc_parse(b, n, n, 1, KILN__DC_FORMAT, mac_key, &h, &why), 0);
   ck_assert_uint_eq(h.payload_size, 3);
   ck_assert_int_eq(memcmp(h.payload, "BIN", 3), 0);
   ck_assert_int_eq(h.created, 1700000000);
   ck_assert_uint_eq(h.len[KILN__DC_OPTIONS], 5);
   free(b);
   /* An entry always carries a binary; flags are reserved and refused when set. */
-  ck_assert_uint_eq(kiln__dc_serialize(&r, "", 0, 1700000000, &b), 0);
-  n = kiln__dc_serialize(&r, "BIN", 3, 1700000000, &b);
+  ck_assert_uint_eq(kiln__dc_serialize(&r, "", 0, 1700000000, mac_key, &b), 0);
+  /* No key, no entry: nothing unauthenticated is ever written, nor accepted. */
+  ck_assert_uint_eq(kiln__dc_serialize(&r, "BIN", 3, 1700000000, NULL, &b), 0);
+  n = kiln__dc_serialize(&r, "BIN", 3, 1700000000, mac_key, &b);
+  ck_assert_int_eq(kiln__dc_parse(b, n, n, 1, KILN__DC_FORMAT, NULL, &h, &why), -1);
+  ck_assert_ptr_nonnull(strstr(why, "MAC"));
+  mac_key[0] ^= 1;
+  ck_assert_int_eq(kiln__dc_parse(b, n, n, 1, KILN__DC_FORMAT, mac_key, &h, &why), -1);
+  ck_assert_ptr_nonnull(strstr(why, "MAC mismatch"));
+  mac_key[0] ^= 1;
   b[16] = 1;
-  ck_assert_int_eq(kiln__dc_parse(b, n, n, 0, 1, &h, &why), -1);
+  ck_assert_int_eq(kiln__dc_parse(b, n, n, 0, KILN__DC_FORMAT, NULL, &h, &why), -1);
   ck_assert_ptr_nonnull(strstr(why, "flags"));
   free(b);
 }
@@ -1976,7 +1992,8 @@ plant_unloadable_binary(const char *key)
   KOK(kiln_cache_entry_read(h, key, &data, &size));
   struct kiln__dc_header hd;
   const char *why = "";
-  ck_assert_int_eq(kiln__dc_parse(data, size, size, 1, kiln__dc_format(), &hd, &why), 0);
+  ck_assert_int_eq(
+      kiln__dc_parse(data, size, size, 1, kiln__dc_format(), kiln__dc_mac_key(h), &hd, &why), 0);
   struct kiln__dc_req r;
   memset(&r, 0, sizeof r);
   char strs[KILN__DC_NSTR][1024];
@@ -1993,7 +2010,8 @@ plant_unloadable_binary(const char *key)
   for (size_t i = 0; i < sizeof junk; i++)
     junk[i] = (uint8_t)(i * 7 + 3);
   uint8_t *bytes;
-  size_t n = kiln__dc_serialize(&r, junk, sizeof junk, (int64_t)time(NULL), &bytes);
+  size_t n =
+      kiln__dc_serialize(&r, junk, sizeof junk, (int64_t)time(NULL), kiln__dc_mac_key(h), &bytes);
   ck_assert_uint_gt(n, 0);
   char got[33];
   KOK(kiln_cache_entry_write(h, bytes, n, got));

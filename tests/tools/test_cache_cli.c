@@ -436,11 +436,12 @@ write_fake_entry(const char *dir, const char *device_name, const char *driver, i
   snprintf(text, sizeof text, "kernel void fake(global int *x) { x[0] = %d; }\n", variant);
   struct kiln__dc_req r;
   kiln__dc_req_init(&r, &id, "fake", text, strlen(text), "-cl-std=CL1.2 -DT=int");
-  uint8_t *buf = NULL;
-  size_t n = kiln__dc_serialize(&r, "not a device binary", 19, (int64_t)time(NULL), &buf);
-  ck_assert_uint_gt(n, 0);
   kiln_cache *c = NULL;
   KOK(kiln_cache_open(dir, KILN_CACHE_ON, &c));
+  uint8_t *buf = NULL;
+  size_t n = kiln__dc_serialize(&r, "not a device binary", 19, (int64_t)time(NULL),
+                                kiln__dc_mac_key(c), &buf);
+  ck_assert_uint_gt(n, 0);
   KOK(kiln_cache_entry_write(c, buf, n, key));
   KOK(kiln_cache_close(c));
   free(buf);
