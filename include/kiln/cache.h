@@ -327,7 +327,7 @@ KILN_API kiln_status kiln_cache_entry_write_keyed(kiln_cache *cache, const void 
  * @return KILN_OK; KILN_ERR_INVALID_HANDLE; KILN_ERR_INVALID_ARGUMENT (NULL
  *         buf, or len too small: the message gives the needed length);
  *         KILN_ERR_NOT_FOUND (the directory has no usable key: missing, not a
- *         regular file, not owned by this user, not mode 0600 or not 32
+ *         regular file, not owned by this user, accessible by group or others, or not 32
  *         bytes; the message says which).
  */
 KILN_API kiln_status kiln_cache_key_path(kiln_cache *cache, char *buf, size_t len);

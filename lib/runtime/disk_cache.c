@@ -908,8 +908,10 @@ open_vdir(const kiln_cache *c)
 
 /*
  * Reads DIR/key through topfd. Refused (as if absent) unless it is a regular
- * file of exactly the key's size, owned by this user and of mode 0600: a key
- * that others could read or replace would authenticate their entries. 0, or
+ * file of exactly the key's size, owned by this user, with no group or other
+ * permission bits: a key that others could read or replace would
+ * authenticate their entries. (kiln makes it 0600; 0400 after a chmod -R
+ * a-w of a cache made read-only on purpose is as private.) 0, or
  * -1 with errno (ENOENT: there is none) and *why.
  */
 static int
@@ -931,8 +933,9 @@ key_read_at(int topfd, uint8_t key[KILN__DC_KEY_BYTES], char *why, size_t whylen
   else if (st.st_uid != geteuid())
     e = EPERM, snprintf(why, whylen, "is owned by uid %u, not by this user (uid %u)",
                         (unsigned)st.st_uid, (unsigned)geteuid());
-  else if ((st.st_mode & 07777) != 0600)
-    e = EPERM, snprintf(why, whylen, "has mode %04o, not 0600", (unsigned)(st.st_mode & 07777));
+  else if (st.st_mode & 077)
+    e = EPERM, snprintf(why, whylen, "is accessible by group or others (mode %04o; it must be 0600)",
+                        (unsigned)(st.st_mode & 07777));
   else if (st.st_size != KILN__DC_KEY_BYTES)
     e = EPERM, snprintf(why, whylen, "has %lld bytes, not %u", (long long)st.st_size,
                         KILN__DC_KEY_BYTES);

@@ -34,6 +34,9 @@
 extern char **environ;
 
 #define WARM_VARIANTS 8
+/* The directory of the current cache format (DIR/v<KILN__DC_FORMAT>). */
+#define VDIR "v2"
+_Static_assert(KILN__DC_FORMAT == 2, "VDIR names the current format's directory");
 
 static char *scratch; /* outputs of child processes, the empty vendor directory */
 static char *master;  /* the cache filled once through the library */
@@ -221,12 +224,12 @@ cmp_kfile(const void *a, const void *b)
   return strcmp(((const struct kfile *)a)->key, ((const struct kfile *)b)->key);
 }
 
-/* The entry files (regular files named like entries) under dir/v1, sorted by key. */
+/* The entry files (regular files named like entries) under dir/VDIR, sorted by key. */
 static size_t
 entry_files(const char *dir, struct kfile *out, size_t cap)
 {
   char v1[4200];
-  snprintf(v1, sizeof v1, "%s/v1", dir);
+  snprintf(v1, sizeof v1, "%s/" VDIR, dir);
   size_t n = 0;
   DIR *d = opendir(v1);
   struct dirent *de;
@@ -848,9 +851,9 @@ START_TEST(prune_stale_entries_and_temp_files)
   write_fake_entry(dir, NULL, "0.0-fake-driver", 1, fake);
   /* A temp file an interrupted writer left two hours ago, and a fresh one (still being written). */
   char tmp_old[4400], tmp_new[4400];
-  snprintf(tmp_old, sizeof tmp_old, "%s/v1/%.2s/%.30s.kbin.tmp.AbC123", dir, f[0].key,
+  snprintf(tmp_old, sizeof tmp_old, "%s/" VDIR "/%.2s/%.30s.kbin.tmp.AbC123", dir, f[0].key,
            f[0].key + 2);
-  snprintf(tmp_new, sizeof tmp_new, "%s/v1/%.2s/%.30s.kbin.tmp.XyZ789", dir, f[0].key,
+  snprintf(tmp_new, sizeof tmp_new, "%s/" VDIR "/%.2s/%.30s.kbin.tmp.XyZ789", dir, f[0].key,
            f[0].key + 2);
   spit(tmp_old, "partial", 7);
   spit(tmp_new, "partial", 7);
@@ -1388,22 +1391,22 @@ START_TEST(clear_and_verify_touch_only_kiln_files_and_never_follow_links)
   free(entry);
   /* Inside: links to them in entry places, and files kiln does not own. */
   char link1[4400], link2[4400], foreign[6][4400];
-  snprintf(link1, sizeof link1, "%s/v1/%.2s/%.30s.kbin", dir, "ee",
+  snprintf(link1, sizeof link1, "%s/" VDIR "/%.2s/%.30s.kbin", dir, "ee",
            "ffffffffffffffffffffffffffffff");
-  snprintf(link2, sizeof link2, "%s/v1/01", dir);
-  snprintf(cmd, sizeof cmd, "mkdir -p '%s/v1/ee' && ln -s '%s' '%s' && ln -s '%s' '%s'", dir,
+  snprintf(link2, sizeof link2, "%s/" VDIR "/01", dir);
+  snprintf(cmd, sizeof cmd, "mkdir -p '%s/" VDIR "/ee' && ln -s '%s' '%s' && ln -s '%s' '%s'", dir,
            outside, link1, outdir, link2);
   ck_assert_int_eq(system(cmd), 0);
   snprintf(foreign[0], sizeof foreign[0], "%s/notes.txt", dir);
-  snprintf(foreign[1], sizeof foreign[1], "%s/v1/README", dir);
-  snprintf(foreign[2], sizeof foreign[2], "%s/v1/%.2s/keep.me", dir, f[0].key);
+  snprintf(foreign[1], sizeof foreign[1], "%s/" VDIR "/README", dir);
+  snprintf(foreign[2], sizeof foreign[2], "%s/" VDIR "/%.2s/keep.me", dir, f[0].key);
   snprintf(foreign[3], sizeof foreign[3], "%s/tuning", dir);
   mkdir(foreign[3], 0700);
   snprintf(foreign[3], sizeof foreign[3], "%s/tuning/some-device--3.1.txt", dir);
   snprintf(foreign[4], sizeof foreign[4], "%s/v2", dir);
   mkdir(foreign[4], 0700);
   snprintf(foreign[4], sizeof foreign[4], "%s/v2/newer-format-data", dir);
-  snprintf(foreign[5], sizeof foreign[5], "%s/v1/%.2s/%.30s.kbin.bak", dir, f[1].key, f[1].key + 2);
+  snprintf(foreign[5], sizeof foreign[5], "%s/" VDIR "/%.2s/%.30s.kbin.bak", dir, f[1].key, f[1].key + 2);
   for (int i = 0; i < 6; i++)
     spit(foreign[i], "mine", 4);
   spit(foreign[3], TUNING_FILE, strlen(TUNING_FILE));
