@@ -1268,7 +1268,7 @@ START_TEST(text_output_escapes_control_characters)
   /* JSON keeps the exact bytes, escaped per JSON. */
   KILN(&r, NULL, "cache", "show", key, "--json", "--dir", dir);
   EXPECT_STATUS(&r, 0, "show --json");
-  jq_expect(r.out, "repr((d['device'], d['driver'], d['options']))",
+  jq_expect(r.out, "repr((d['entry']['device'], d['entry']['driver'], d['entry']['options']))",
             "('evil\\x1b[2J\\x1b]0;pwned\\x07\\ndev\\x9b1m', '1.0\\x1b[31m', "
             "'-DX=1 \\x1b[8m\\r\\n-DY=2')");
   run_free(&r);
@@ -1463,15 +1463,17 @@ START_TEST(file_commands_work_without_an_opencl_platform)
   EXPECT_STATUS(&r, 0, "export");
   run_free(&r);
   /* Without --all nothing matches a device here: all skipped, not an error. */
-  KILN(&r, np, "cache", "import", archive, "--dir", other, "--json");
+  char *dkey = key_file_of(dir);
+  KILN(&r, np, "cache", "import", archive, "--dir", other, "--json", "--key", dkey);
   EXPECT_STATUS(&r, 0, "import");
   char want[64];
   snprintf(want, sizeof want, "0 %zu", n - 1);
   jq_expect(r.out, "d['imported'], d['skipped']", want);
   run_free(&r);
-  KILN(&r, np, "cache", "import", archive, "--all", "--dir", other);
+  KILN(&r, np, "cache", "import", archive, "--all", "--dir", other, "--key", dkey);
   EXPECT_STATUS(&r, 0, "import --all");
   run_free(&r);
+  free(dkey);
   struct kfile g[64];
   ck_assert_uint_eq(entry_files(other, g, 64), n - 1);
   KILN(&r, np, "cache", "clear", "--dir", other);
