@@ -22,7 +22,7 @@ static const struct {
      cache_stats},
     {"list", "one row per entry; filter by device, source, age; sort by size or age", cache_list},
     {"show", "everything about one entry (a unique key prefix is enough)", cache_show},
-    {"verify", "check every entry's header and checksum; --fix removes bad ones", cache_verify},
+    {"verify", "check every entry's header and MAC; --fix removes bad ones", cache_verify},
     {"prune", "remove entries by size, age or staleness, and stale temp files", cache_prune},
     {"clear", "remove everything kiln owns in the cache directory", cache_clear},
     {"warm", "build and store every built-in kernel variant for a device", cache_warm},
@@ -514,7 +514,7 @@ cache_list(int argc, char **argv)
 
 static const char show_usage[] =
     "usage: kiln cache show KEY [--dir DIR] [--json]\n\n"
-    "Shows every header field of one entry, reads the whole file to check its checksum, and\n"
+    "Shows every header field of one entry, reads the whole file to check its MAC, and\n"
     "says whether it was built for a device present now. KEY may be any unique prefix of the\n"
     "32 hex digits; an ambiguous prefix lists the candidates (exit status 2).\n"
     "Exit status 1 if the entry is corrupt or unreadable, or no entry matches.\n\n"
@@ -603,7 +603,7 @@ cache_show(int argc, char **argv)
     return rc;
   }
   entry_list_free(&l);
-  /* Read the whole file this time: the checksum is part of what show reports. */
+  /* Read the whole file this time: the MAC is part of what show reports. */
   struct entry_list one = {0};
   kiln_status s = kiln_cache_entry_find(cache, low, entry_list_add, &one);
   kiln_cache_close(cache);
@@ -645,7 +645,7 @@ cache_show(int argc, char **argv)
     printf("%-18s %s\n", "key", e->key);
     printf("%-18s %s\n", "path", e->path);
     if (e->state == KILN_CACHE_ENTRY_OK)
-      printf("%-18s ok: header sound, checksum verified over %llu bytes\n", "state",
+      printf("%-18s ok: header sound, MAC verified over %llu bytes\n", "state",
              (unsigned long long)e->file_bytes);
     else
       printf("%-18s %s: %s\n", "state", entry_state_name(e->state), e->problem);

@@ -348,13 +348,14 @@ typedef struct kiln_cache_verify_result {
 } kiln_cache_verify_result;
 
 /**
- * Reads every entry and checks its header and checksum; with fix, removes
+ * Reads every entry and checks its header and MAC; with fix, removes
  * the bad ones (never removing anything kiln does not recognise as its own).
  * Report individual entries with kiln_cache_foreach_entry(KILN_CACHE_VERIFY).
  * @return KILN_OK (also when bad entries were found: see out);
  *         KILN_ERR_INVALID_HANDLE; KILN_ERR_INVALID_ARGUMENT for NULL out;
- *         KILN_ERR_UNSUPPORTED (fix on a READONLY handle); KILN_ERR_IO;
- *         KILN_ERR_HOST_MEMORY.
+ *         KILN_ERR_UNSUPPORTED (fix on a READONLY handle, or the directory
+ *         has no usable key to check MACs with: the message says why);
+ *         KILN_ERR_IO; KILN_ERR_HOST_MEMORY.
  */
 KILN_API kiln_status kiln_cache_verify(kiln_cache *cache, int fix, kiln_cache_verify_result *out);
 

@@ -3,7 +3,7 @@
  * docs/cache.md for the behaviour). No OpenCL calls here.
  *
  * Concurrency model, after ccache: readers take no lock and trust nothing
- * they read (whole-file checksum, byte-for-byte identity compare); writers
+ * they read (whole-file MAC, byte-for-byte identity compare); writers
  * publish by rename() of a uniquely named temp file in the target
  * directory, so a reader sees the old file or the new one, never a mix, and
  * a writer killed at any point leaves at most a temp file that cleanup

@@ -585,7 +585,7 @@ START_TEST(list_show_stats_match_the_files)
                 "stats:\n%s", r.out);
   run_free(&r);
 
-  /* show by a prefix: every header field, the checksum read and the device match. */
+  /* show by a prefix: every header field, the MAC checked and the device match. */
   char prefix[9];
   snprintf(prefix, sizeof prefix, "%.8s", f[0].key);
   KILN(&r, NULL, "cache", "show", prefix, "--dir", dir, "--json");
@@ -601,7 +601,7 @@ START_TEST(list_show_stats_match_the_files)
   run_free(&r);
   KILN(&r, NULL, "cache", "show", prefix, "--dir", dir);
   EXPECT_STATUS(&r, 0, "show");
-  ck_assert_msg(strstr(r.out, f[0].key) && strstr(r.out, "checksum verified") &&
+  ck_assert_msg(strstr(r.out, f[0].key) && strstr(r.out, "MAC verified") &&
                     strstr(r.out, "device match       yes") && strstr(r.out, "build options"),
                 "show:\n%s", r.out);
   run_free(&r);
