@@ -59,8 +59,8 @@ main(int argc, char **argv)
     fprintf(stderr, "cannot open a cache in %s\n", dir);
     return 1;
   }
-  static const struct kiln__dc_ident id = {"Bench Platform", "OpenCL 3.0", "Bench Device",
-                                           "OpenCL 3.0", "1.0", 1, 64};
+  static const struct kiln__dc_ident id = {
+      "Bench Platform", "OpenCL 3.0", "Bench Device", "OpenCL 3.0", "1.0", 1, 64};
   struct kiln__dc_req r;
   kiln__dc_req_init(&r, &id, "bench", "kernel void k() {}", 18, "-DT=float");
   uint8_t *payload = malloc(n);

@@ -587,8 +587,7 @@ cache_show(int argc, char **argv)
               "kiln cache show: %zu entries have keys starting with %s; give more digits:\n",
               matches, low);
       for (size_t i = first; i < l.n; i++)
-        if (strncmp(l.v[i].key, low, plen) == 0)
-        {
+        if (strncmp(l.v[i].key, low, plen) == 0) {
           fprintf(stderr, "  %s  ", l.v[i].key);
           text_put(stderr, l.v[i].state == KILN_CACHE_ENTRY_OK ? l.v[i].source_name
                                                                : entry_state_name(l.v[i].state));

@@ -612,7 +612,7 @@ kiln__dc_parse_size(const char *s, uint64_t *out)
     end++;
   while (isspace((unsigned char)*end))
     end++;
-  /* Sizes travel as int64_t options (KILN_OPT_CACHE_MAX_BYTES): larger ones would read back negative. */
+  /* Caps travel as int64_t options (KILN_OPT_CACHE_MAX_BYTES): larger ones read back negative. */
   if (*end || v > ((uint64_t)INT64_MAX >> shift))
     return -1;
   *out = (uint64_t)v << shift;
@@ -794,9 +794,9 @@ struct kiln_cache {
   kiln_cache_store_policy store_policy; /* used by lib/runtime/build.c, kept across reopens */
   uint64_t max_bytes;
   char reason[256];
-  int have_key;                          /* mac_key holds the directory's key */
-  uint8_t mac_key[KILN__DC_KEY_BYTES];   /* DIR/key: what entries are authenticated with */
-  char key_problem[512];                 /* why have_key is 0 */
+  int have_key;                        /* mac_key holds the directory's key */
+  uint8_t mac_key[KILN__DC_KEY_BYTES]; /* DIR/key: what entries are authenticated with */
+  char key_problem[512];               /* why have_key is 0 */
   pthread_mutex_t lock; /* guards the counters: contexts may be used from several threads */
   kiln_cache_counters session;
   kiln_cache_counters unsaved;
@@ -925,22 +925,23 @@ key_read_at(int topfd, uint8_t key[KILN__DC_KEY_BYTES], char *why, size_t whylen
     return -1;
   }
   struct stat st;
-  int e = 0;
+  int e = EPERM;
   if (fstat(fd, &st) != 0)
-    e = errno, snprintf(why, whylen, "%s", strerror(e));
+    snprintf(why, whylen, "%s", strerror(e = errno));
   else if (!S_ISREG(st.st_mode))
-    e = EPERM, snprintf(why, whylen, "is not a regular file");
+    snprintf(why, whylen, "is not a regular file");
   else if (st.st_uid != geteuid())
-    e = EPERM, snprintf(why, whylen, "is owned by uid %u, not by this user (uid %u)",
-                        (unsigned)st.st_uid, (unsigned)geteuid());
+    snprintf(why, whylen, "is owned by uid %u, not by this user (uid %u)", (unsigned)st.st_uid,
+             (unsigned)geteuid());
   else if (st.st_mode & 077)
-    e = EPERM, snprintf(why, whylen, "is accessible by group or others (mode %04o; it must be 0600)",
-                        (unsigned)(st.st_mode & 07777));
+    snprintf(why, whylen, "is accessible by group or others (mode %04o; it must be 0600)",
+             (unsigned)(st.st_mode & 07777));
   else if (st.st_size != KILN__DC_KEY_BYTES)
-    e = EPERM, snprintf(why, whylen, "has %lld bytes, not %u", (long long)st.st_size,
-                        KILN__DC_KEY_BYTES);
+    snprintf(why, whylen, "has %lld bytes, not %u", (long long)st.st_size, KILN__DC_KEY_BYTES);
   else if (read_exact(fd, key, KILN__DC_KEY_BYTES) != 0)
-    e = EIO, snprintf(why, whylen, "cannot be read");
+    snprintf(why, whylen, "cannot be read"), e = EIO;
+  else
+    e = 0;
   close(fd);
   errno = e;
   return e ? -1 : 0;

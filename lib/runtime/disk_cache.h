@@ -126,7 +126,7 @@ size_t kiln__dc_serialize(const struct kiln__dc_req *r, const void *payload, siz
 int kiln__dc_parse(const uint8_t *buf, size_t len, uint64_t file_size, int full, uint32_t format,
                    const uint8_t *mac_key, struct kiln__dc_header *h, const char **why);
 
-/* Writes the MAC of the entry buf[0, len) (len includes the trailer) under mac_key into its trailer. */
+/* Writes the MAC under mac_key of the entry buf[0, len) (trailer included) into its trailer. */
 void kiln__dc_mac_seal(uint8_t *buf, size_t len, const uint8_t *mac_key);
 
 /* The MAC key of the cache directory; NULL when it has no usable one (then nothing is trusted). */

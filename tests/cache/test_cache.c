@@ -12,11 +12,11 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <sodium.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <grp.h>
 #include <signal.h>
+#include <sodium.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/disk_cache.h"
 #include "fuzz_key.h"
+#include "runtime/disk_cache.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -19,8 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runtime/disk_cache.h"
 #include "fuzz_key.h"
+#include "runtime/disk_cache.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

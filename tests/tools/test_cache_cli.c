@@ -655,8 +655,7 @@ START_TEST(verify_finds_corruption_and_fix_lets_the_library_rebuild)
   char *before = snapshot(dir);
   KILN(&r, NULL, "cache", "verify", "--dir", dir);
   EXPECT_STATUS(&r, 1, "verify with a corrupt entry");
-  ck_assert_msg(strstr(r.out, bad->key) && strstr(r.out, "MAC mismatch") &&
-                    strstr(r.out, "1 bad"),
+  ck_assert_msg(strstr(r.out, bad->key) && strstr(r.out, "MAC mismatch") && strstr(r.out, "1 bad"),
                 "%s", r.out);
   run_free(&r);
   KILN(&r, NULL, "cache", "verify", "--dir", dir, "--json");
@@ -992,10 +991,10 @@ START_TEST(export_then_import_gives_identical_entries_that_hit)
     ck_assert_str_eq(g[i].key, f[i].key);
     size_t la, lb;
     char *da = slurp(f[i].path, &la), *db = slurp(g[i].path, &lb);
-    ck_assert_msg(la == lb && memcmp(da, db, la - KILN__DC_TRAILER) == 0 &&
-                      memcmp(da + la - KILN__DC_TRAILER, db + lb - KILN__DC_TRAILER,
-                             KILN__DC_TRAILER) != 0,
-                  "entry %s: not the same entry under b's key after import", f[i].key);
+    ck_assert_msg(
+        la == lb && memcmp(da, db, la - KILN__DC_TRAILER) == 0 &&
+            memcmp(da + la - KILN__DC_TRAILER, db + lb - KILN__DC_TRAILER, KILN__DC_TRAILER) != 0,
+        "entry %s: not the same entry under b's key after import", f[i].key);
     free(da);
     free(db);
   }
@@ -1233,15 +1232,16 @@ START_TEST(text_output_escapes_control_characters)
   char *dir = copy_master();
   char key[33];
   /* Clear the screen, set the window title, a C1 CSI (as UTF-8), a newline to forge a line. */
-  write_fake_entry_opts(dir, "evil\x1b[2J\x1b]0;pwned\x07\ndev\xc2\x9b" "1m", "1.0\x1b[31m",
-                        "-DX=1 \x1b[8m\r\n-DY=2", 4, key);
+  write_fake_entry_opts(dir,
+                        "evil\x1b[2J\x1b]0;pwned\x07\ndev\xc2\x9b"
+                        "1m",
+                        "1.0\x1b[31m", "-DX=1 \x1b[8m\r\n-DY=2", 4, key);
   struct {
     const char *args[8];
     const char *want[3]; /* escaped forms that must appear */
   } cmds[] = {
       {{"cache", "list"}, {"evil\\x1b[2J\\x1b]0;pwned\\x07\\x0adev\\xc2\\x9b1m", "1.0\\x1b[31m"}},
-      {{"cache", "show", key},
-       {"evil\\x1b[2J", "-DX=1 \\x1b[8m\\x0d\\x0a-DY=2", "1.0\\x1b[31m"}},
+      {{"cache", "show", key}, {"evil\\x1b[2J", "-DX=1 \\x1b[8m\\x0d\\x0a-DY=2", "1.0\\x1b[31m"}},
       {{"cache", "stats"}, {"evil\\x1b[2J\\x1b]0;pwned\\x07\\x0adev", "1.0\\x1b[31m"}},
   };
   struct run r;
@@ -1559,7 +1559,8 @@ START_TEST(clear_and_verify_touch_only_kiln_files_and_never_follow_links)
   snprintf(foreign[4], sizeof foreign[4], "%s/v2", dir);
   mkdir(foreign[4], 0700);
   snprintf(foreign[4], sizeof foreign[4], "%s/v2/newer-format-data", dir);
-  snprintf(foreign[5], sizeof foreign[5], "%s/" VDIR "/%.2s/%.30s.kbin.bak", dir, f[1].key, f[1].key + 2);
+  snprintf(foreign[5], sizeof foreign[5], "%s/" VDIR "/%.2s/%.30s.kbin.bak", dir, f[1].key,
+           f[1].key + 2);
   for (int i = 0; i < 6; i++)
     spit(foreign[i], "mine", 4);
   spit(foreign[3], TUNING_FILE, strlen(TUNING_FILE));
