@@ -10,6 +10,8 @@
  * All integers little-endian; CRC-32 is the IEEE/zlib one. The file must end
  * right after the trailer.
  *
+ * The reader is tools/cache_archive_read.c (fuzzed on its own in tests/fuzz).
+ *
  * Export writes a temporary file next to FILE and renames it into place.
  * Import checks the whole archive before it publishes anything: every record
  * is checked against its CRC and written into a private staging cache with
@@ -30,42 +32,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tools/cache_archive_read.h"
 #include "tools/cache_cli.h"
 #include "tools/commands.h"
 #include "tools/units.h"
-
-#define ARCHIVE_MAGIC "KILNCARC"
-#define ARCHIVE_END "KILNCEND"
-#define ARCHIVE_VERSION 1u
-#define ARCHIVE_HEADER 24u
-/* Largest entry the cache format allows: 1 MiB header + 1 GiB binary + checksum. */
-#define ARCHIVE_MAX_RECORD ((1ull << 30) + (1ull << 20) + 8u)
-
-static uint32_t crc_table[256];
-
-static void
-crc_init(void)
-{
-  if (crc_table[1])
-    return;
-  for (uint32_t i = 0; i < 256; i++) {
-    uint32_t c = i;
-    for (int k = 0; k < 8; k++)
-      c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-    crc_table[i] = c;
-  }
-}
-
-/* Continues a CRC-32: start with crc = 0. */
-static uint32_t
-crc32_update(uint32_t crc, const void *data, size_t len)
-{
-  const uint8_t *p = data;
-  crc = ~crc;
-  for (size_t i = 0; i < len; i++)
-    crc = crc_table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
-  return ~crc;
-}
 
 static void
 put_u32(uint8_t *p, uint32_t v)
@@ -79,24 +49,6 @@ put_u64(uint8_t *p, uint64_t v)
 {
   for (int i = 0; i < 8; i++)
     p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t
-get_u32(const uint8_t *p)
-{
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; i--)
-    v = v << 8 | p[i];
-  return v;
-}
-
-static uint64_t
-get_u64(const uint8_t *p)
-{
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--)
-    v = v << 8 | p[i];
-  return v;
 }
 
 /* ================================================================ export */
@@ -121,7 +73,7 @@ struct writer {
 static int
 wr(struct writer *w, const void *p, size_t n)
 {
-  w->crc = crc32_update(w->crc, p, n);
+  w->crc = archive_crc32(w->crc, p, n);
   w->bytes += n;
   return fwrite(p, 1, n, w->f) == n ? 0 : -1;
 }
@@ -161,7 +113,6 @@ cache_export(int argc, char **argv)
     kiln_cache_close(cache);
     return rc;
   }
-  crc_init();
   /* The temporary file lives next to FILE, so the rename cannot cross file systems. */
   size_t flen = strlen(file);
   char *tmp = malloc(flen + 16);
@@ -215,7 +166,7 @@ cache_export(int argc, char **argv)
     }
     uint8_t rec[16];
     put_u64(rec, size);
-    put_u32(rec + 8, crc32_update(0, data, size));
+    put_u32(rec + 8, archive_crc32(0, data, size));
     put_u32(rec + 12, 0);
     werr = wr(&w, rec, sizeof rec) != 0 || wr(&w, data, size) != 0;
     free(data);
@@ -231,7 +182,7 @@ cache_export(int argc, char **argv)
     uint8_t end[20];
     memcpy(end, ARCHIVE_END, 8);
     put_u64(end + 8, count);
-    w.crc = crc32_update(w.crc, end, 16);
+    w.crc = archive_crc32(w.crc, end, 16);
     put_u32(end + 16, w.crc);
     werr = fwrite(end, 1, sizeof end, w.f) != sizeof end;
     w.bytes += sizeof end;
@@ -301,17 +252,6 @@ static const char import_usage[] =
     "  --key KEYFILE   also accept entries authenticated by this key file: the exporting\n"
     "                  cache's key ('kiln cache stats' shows its path), copied over a channel\n"
     "                  you trust. Whoever has it can make entries your cache will run.\n";
-
-/* Reads exactly n bytes: 0, or -1 at a short read (*eof set when the file ended). */
-static int
-rd(FILE *f, void *p, size_t n, uint32_t *crc)
-{
-  if (fread(p, 1, n, f) != n)
-    return -1;
-  if (crc)
-    *crc = crc32_update(*crc, p, n);
-  return 0;
-}
 
 /* Removes the staging cache: kiln's files through the library, then the emptied directories. */
 static void
@@ -397,6 +337,30 @@ open_archive(const struct cache_cli *c, const char *file, struct stat *st)
   return f;
 }
 
+struct stage_arg {
+  const char *file;
+  kiln_cache *staging;
+  const struct import_keys *keys;
+  uint64_t refused;
+};
+
+/* Refused entries are counted and the rest still checked, so one run reports them all. */
+static int
+stage_one(const uint8_t *data, size_t len, uint64_t index, void *user)
+{
+  struct stage_arg *a = user;
+  if (stage_record(a->staging, a->keys, data, len) == 0)
+    return 0;
+  char key[33] = "?";
+  if (len >= 64)
+    for (int i = 0; i < 16; i++)
+      snprintf(key + 2 * i, 3, "%02x", data[48 + i]);
+  fprintf(stderr, "kiln cache import: %s: record %llu (entry %s) refused: %s\n", a->file,
+          (unsigned long long)index + 1, key, kiln_last_error());
+  a->refused++;
+  return 0;
+}
+
 /* Checks the archive and stages its entries. EXIT_OK, or EXIT_PROBLEM with the cause printed. */
 static int
 stage_archive(const struct cache_cli *c, const char *file, kiln_cache *staging,
@@ -406,95 +370,20 @@ stage_archive(const struct cache_cli *c, const char *file, kiln_cache *staging,
   FILE *f = open_archive(c, file, &st);
   if (!f)
     return EXIT_PROBLEM;
-  *refused = 0;
-  crc_init();
-  uint32_t crc = 0;
-  uint8_t hdr[ARCHIVE_HEADER];
-  int rc = EXIT_OK;
-  *records = 0;
-  if (rd(f, hdr, sizeof hdr, &crc) != 0 || memcmp(hdr, ARCHIVE_MAGIC, 8) != 0) {
-    fclose(f);
-    return cli_fail(c, "%s is not a kiln cache archive (no KILNCARC header)", file);
-  }
-  if (get_u32(hdr + 8) != ARCHIVE_VERSION || get_u32(hdr + 12) != 0) {
-    fclose(f);
-    return cli_fail(c, "%s: archive version %u, flags 0x%x: this kiln reads version %u, flags 0",
-                    file, get_u32(hdr + 8), get_u32(hdr + 12), ARCHIVE_VERSION);
-  }
-  uint64_t offset = sizeof hdr;
-  for (;;) {
-    uint8_t rec[16];
-    if (rd(f, rec, 8, &crc) != 0) {
-      rc = cli_fail(c, "%s is truncated at byte %llu (no trailer)", file,
-                    (unsigned long long)offset);
-      break;
-    }
-    if (memcmp(rec, ARCHIVE_END, 8) == 0) {
-      uint8_t end[12];
-      uint32_t before = 0;
-      if (rd(f, end, 8, &crc) != 0 || (before = crc, rd(f, end + 8, 4, NULL) != 0)) {
-        rc = cli_fail(c, "%s is truncated in its trailer", file);
-      } else if (get_u64(end) != *records) {
-        rc = cli_fail(c, "%s: the trailer counts %llu entries, the archive holds %llu", file,
-                      (unsigned long long)get_u64(end), (unsigned long long)*records);
-      } else if (get_u32(end + 8) != before) {
-        rc = cli_fail(c, "%s: archive checksum mismatch (the file is damaged)", file);
-      } else if (fgetc(f) != EOF) {
-        rc = cli_fail(c, "%s has bytes after its trailer", file);
-      } else if (*refused) {
-        rc = cli_fail(c,
-                      "%s: %llu of %llu entries refused: not authenticated by this cache's key%s "
-                      "(an archive from another cache directory needs its key: --key FILE)",
-                      file, (unsigned long long)*refused, (unsigned long long)*records,
-                      keys->have_given ? " or the --key file's" : "");
-      }
-      break;
-    }
-    if (rd(f, rec + 8, 8, &crc) != 0) {
-      rc = cli_fail(c, "%s is truncated at byte %llu", file, (unsigned long long)offset);
-      break;
-    }
-    uint64_t len = get_u64(rec);
-    if (len == 0 || len > ARCHIVE_MAX_RECORD || get_u32(rec + 12) != 0) {
-      rc = cli_fail(c, "%s: record %llu at byte %llu has a bad length (%llu) or reserved field",
-                    file, (unsigned long long)*records + 1, (unsigned long long)offset,
-                    (unsigned long long)len);
-      break;
-    }
-    if (len > (uint64_t)st.st_size - offset - 16) {
-      rc = cli_fail(c, "%s is truncated in record %llu (at byte %llu, %llu bytes announced)", file,
-                    (unsigned long long)*records + 1, (unsigned long long)offset,
-                    (unsigned long long)len);
-      break;
-    }
-    uint8_t *data = malloc((size_t)len);
-    if (!data) {
-      rc = cli_fail(c, "out of memory reading %s", file);
-      break;
-    }
-    if (rd(f, data, (size_t)len, &crc) != 0) {
-      rc = cli_fail(c, "%s is truncated in record %llu", file, (unsigned long long)*records + 1);
-    } else if (crc32_update(0, data, (size_t)len) != get_u32(rec + 8)) {
-      rc = cli_fail(c, "%s: record %llu at byte %llu fails its checksum (the file is damaged)",
-                    file, (unsigned long long)*records + 1, (unsigned long long)offset);
-    } else if (stage_record(staging, keys, data, (size_t)len) != 0) {
-      /* Refused entries are counted and the rest still checked, so one run reports them all. */
-      char key[33] = "?";
-      if (len >= 64)
-        for (int i = 0; i < 16; i++)
-          snprintf(key + 2 * i, 3, "%02x", data[48 + i]);
-      fprintf(stderr, "kiln cache import: %s: record %llu (entry %s) refused: %s\n", file,
-              (unsigned long long)*records + 1, key, kiln_last_error());
-      (*refused)++;
-    }
-    free(data);
-    if (rc)
-      break;
-    offset += 16 + len;
-    (*records)++;
-  }
+  struct stage_arg a = {file, staging, keys, 0};
+  char err[512];
+  int r = archive_read(f, (uint64_t)st.st_size, stage_one, &a, records, err, sizeof err);
   fclose(f);
-  return rc;
+  *refused = a.refused;
+  if (r != 0)
+    return cli_fail(c, "%s%s", file, err);
+  if (a.refused)
+    return cli_fail(c,
+                    "%s: %llu of %llu entries refused: not authenticated by this cache's key%s "
+                    "(an archive from another cache directory needs its key: --key FILE)",
+                    file, (unsigned long long)a.refused, (unsigned long long)*records,
+                    keys->have_given ? " or the --key file's" : "");
+  return EXIT_OK;
 }
 
 int
