@@ -2434,6 +2434,8 @@ START_TEST(e2e_cross_process)
 
   run_child_ops(&r, "options", "KILN_CACHE_MAX_SIZE=256M");
   RUN_OK(r);
+  run_child_ops(&r, "big-cap", "KILN_CACHE_MAX_SIZE=8388608T");
+  RUN_OK(r);
 
   /* Warm-up stores whatever the policy, with the ops' own options: a new process hits it. */
   run_child_ops(&r, "warm", NULL);
@@ -2637,6 +2639,33 @@ child_bypass(void)
   return 0;
 }
 
+/*
+ * KILN_CACHE_MAX_SIZE=2^63 (8388608T): a warning and the default, so the
+ * option never reads back negative; the option's own range tops out at INT64_MAX.
+ */
+static int
+child_big_cap(void)
+{
+  kiln_context *ctx;
+  if (kiln_context_create(NULL, &ctx) != KILN_OK)
+    return 2;
+  int64_t v;
+  if (kiln_context_get_option(ctx, KILN_OPT_CACHE_MAX_BYTES, &v) != KILN_OK || v != (1 << 30))
+    return 3;
+  if (kiln__dc_warnings() == 0)
+    return 4;
+  if (kiln_context_set_option(ctx, KILN_OPT_CACHE_MAX_BYTES, INT64_MAX) != KILN_OK ||
+      kiln_context_get_option(ctx, KILN_OPT_CACHE_MAX_BYTES, &v) != KILN_OK || v != INT64_MAX)
+    return 5;
+  if (kiln_context_set_option(ctx, KILN_OPT_CACHE_MAX_BYTES, INT64_MIN) !=
+          KILN_ERR_INVALID_ARGUMENT ||
+      kiln_context_get_option(ctx, KILN_OPT_CACHE_MAX_BYTES, &v) != KILN_OK || v != INT64_MAX)
+    return 6;
+  report(ctx, 0);
+  kiln_context_release(ctx);
+  return 0;
+}
+
 /* The context's cache options, their bounds and the directory override. */
 static int
 child_options(void)
@@ -2737,6 +2766,8 @@ child_main(int argc, char **argv)
     return child_warm();
   if (strcmp(argv[2], "options") == 0)
     return child_options();
+  if (strcmp(argv[2], "big-cap") == 0)
+    return child_big_cap();
   return 2;
 }
 
