@@ -58,12 +58,20 @@ def dependency_calls(meson_build):
         yield m.group(1), text[m.start() : i + 1]
 
 
-def fallback_of(call):
-    """(subproject, variable or None) named by a call's fallback keyword, or None."""
-    m = re.search(r"\bfallback\s*:\s*(\[[^\]]*\]|'[^']*')", call)
+def fallback_of(call, text):
+    """(subproject, variable or None) named by a call's fallback keyword, or None.
+
+    The keyword's value is a string, a list, or a variable; for a variable, the first
+    assignment of a non-empty string or list to it in text counts (meson.build may
+    offer a fallback only where it works)."""
+    m = re.search(r"\bfallback\s*:\s*(\[[^\]]*\]|'[^']*'|\w+)", call)
     if not m:
         return None
-    names = re.findall(r"'([^']*)'", m.group(1))
+    value = m.group(1)
+    if value[0] not in "['":
+        assigned = re.findall(rf"^\s*{value}\s*=\s*(\[[^\]]*\]|'[^']*')", text, re.M)
+        value = next((a for a in assigned if re.search(r"'[^']+'", a)), "")
+    names = re.findall(r"'([^']*)'", value)
     if not names or len(names) > 2:
         return None
     return names[0], names[1] if len(names) == 2 else None
@@ -135,8 +143,9 @@ def main(argv):
         return 2
     root, required = Path(argv[1]), set(argv[2:])
     errors, used, lines = [], set(), []
-    for dep_name, call in dependency_calls((root / "meson.build").read_text(encoding="utf-8")):
-        fallback = fallback_of(call)
+    text = strip_comments((root / "meson.build").read_text(encoding="utf-8"))
+    for dep_name, call in dependency_calls(text):
+        fallback = fallback_of(call, text)
         if fallback is None:
             if dep_name in required:
                 errors.append(f"meson.build: dependency('{dep_name}') has no fallback")
