@@ -10,13 +10,18 @@
  * All integers little-endian; CRC-32 is the IEEE/zlib one. The file must end
  * right after the trailer.
  *
+ * The reader is tools/cache_archive_read.c (fuzzed on its own in tests/fuzz).
+ *
  * Export writes a temporary file next to FILE and renames it into place.
  * Import checks the whole archive before it publishes anything: every record
  * is checked against its CRC and written into a private staging cache with
- * kiln_cache_entry_write (which checks format, checksum and key), and the
- * trailer must match. Only then are the entries that match a present device
- * (or all, with --all) copied into the target cache, each published
- * atomically by the library. A corrupt or truncated archive imports nothing.
+ * kiln_cache_entry_write_keyed (which checks format and key, and the MAC
+ * under the target directory's key or the --key file's), and the trailer
+ * must match. Only then are the entries that match a present device (or
+ * all, with --all) copied into the target cache, each published atomically
+ * by the library with a MAC under the target's key. A corrupt or truncated
+ * archive, or one with any entry whose MAC does not verify, imports nothing:
+ * the CRCs catch damage, only the MACs catch forgery.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -27,43 +32,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lib/core/file.h"
+#include "tools/cache_archive_read.h"
 #include "tools/cache_cli.h"
 #include "tools/commands.h"
 #include "tools/units.h"
-
-#define ARCHIVE_MAGIC "KILNCARC"
-#define ARCHIVE_END "KILNCEND"
-#define ARCHIVE_VERSION 1u
-#define ARCHIVE_HEADER 24u
-/* Largest entry the cache format allows: 1 MiB header + 1 GiB binary + checksum. */
-#define ARCHIVE_MAX_RECORD ((1ull << 30) + (1ull << 20) + 8u)
-
-static uint32_t crc_table[256];
-
-static void
-crc_init(void)
-{
-  if (crc_table[1])
-    return;
-  for (uint32_t i = 0; i < 256; i++) {
-    uint32_t c = i;
-    for (int k = 0; k < 8; k++)
-      c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-    crc_table[i] = c;
-  }
-}
-
-/* Continues a CRC-32: start with crc = 0. */
-static uint32_t
-crc32_update(uint32_t crc, const void *data, size_t len)
-{
-  const uint8_t *p = data;
-  crc = ~crc;
-  for (size_t i = 0; i < len; i++)
-    crc = crc_table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
-  return ~crc;
-}
 
 static void
 put_u32(uint8_t *p, uint32_t v)
@@ -77,24 +49,6 @@ put_u64(uint8_t *p, uint64_t v)
 {
   for (int i = 0; i < 8; i++)
     p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t
-get_u32(const uint8_t *p)
-{
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; i--)
-    v = v << 8 | p[i];
-  return v;
-}
-
-static uint64_t
-get_u64(const uint8_t *p)
-{
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--)
-    v = v << 8 | p[i];
-  return v;
 }
 
 /* ================================================================ export */
@@ -119,7 +73,7 @@ struct writer {
 static int
 wr(struct writer *w, const void *p, size_t n)
 {
-  w->crc = crc32_update(w->crc, p, n);
+  w->crc = archive_crc32(w->crc, p, n);
   w->bytes += n;
   return fwrite(p, 1, n, w->f) == n ? 0 : -1;
 }
@@ -159,7 +113,6 @@ cache_export(int argc, char **argv)
     kiln_cache_close(cache);
     return rc;
   }
-  crc_init();
   /* The temporary file lives next to FILE, so the rename cannot cross file systems. */
   size_t flen = strlen(file);
   char *tmp = malloc(flen + 16);
@@ -213,7 +166,7 @@ cache_export(int argc, char **argv)
     }
     uint8_t rec[16];
     put_u64(rec, size);
-    put_u32(rec + 8, crc32_update(0, data, size));
+    put_u32(rec + 8, archive_crc32(0, data, size));
     put_u32(rec + 12, 0);
     werr = wr(&w, rec, sizeof rec) != 0 || wr(&w, data, size) != 0;
     free(data);
@@ -229,7 +182,7 @@ cache_export(int argc, char **argv)
     uint8_t end[20];
     memcpy(end, ARCHIVE_END, 8);
     put_u64(end + 8, count);
-    w.crc = crc32_update(w.crc, end, 16);
+    w.crc = archive_crc32(w.crc, end, 16);
     put_u32(end + 16, w.crc);
     werr = fwrite(end, 1, sizeof end, w.f) != sizeof end;
     w.bytes += sizeof end;
@@ -283,28 +236,22 @@ cache_export(int argc, char **argv)
 /* ================================================================ import */
 
 static const char import_usage[] =
-    "usage: kiln cache import FILE [--dir DIR] [--json] [--all]\n\n"
+    "usage: kiln cache import FILE [--dir DIR] [--json] [--all] [--key KEYFILE]\n\n"
     "Adds the entries of an archive written by 'kiln cache export'. The whole archive is\n"
-    "checked first (record checksums, every entry's header, checksum and key, the trailer):\n"
-    "a corrupt or truncated archive imports nothing (exit status 1). Then the entries built\n"
-    "for a device present on this machine (same platform, device, driver, vendor and\n"
-    "address bits) are published, each atomically; the others are skipped. Entries are\n"
-    "staged in a private directory under $TMPDIR (default /tmp) while checking.\n\n"
+    "checked first (record checksums, every entry's header, key and MAC, the trailer):\n"
+    "a corrupt or truncated archive, or one with an entry whose MAC does not verify,\n"
+    "imports nothing (exit status 1). A MAC verifies under the target directory's own key\n"
+    "(archives this cache exported) or under KEYFILE. Then the entries built for a device\n"
+    "present on this machine (same platform, device, driver, vendor and address bits) are\n"
+    "published, each atomically with a MAC under the target's key; the others are skipped.\n"
+    "Entries are staged in a private directory under $TMPDIR (default /tmp) while checking.\n\n"
     "options:\n"
-    "  --dir DIR    the cache directory (default: the one the library uses; created if needed)\n"
-    "  --json       one JSON document on stdout\n"
-    "  --all        import every entry, also those of devices not present (no OpenCL needed)\n";
-
-/* Reads exactly n bytes: 0, or -1 at a short read (*eof set when the file ended). */
-static int
-rd(FILE *f, void *p, size_t n, uint32_t *crc)
-{
-  if (fread(p, 1, n, f) != n)
-    return -1;
-  if (crc)
-    *crc = crc32_update(*crc, p, n);
-  return 0;
-}
+    "  --dir DIR       the cache directory (default: the one the library uses; created if needed)\n"
+    "  --json          one JSON document on stdout\n"
+    "  --all           import every entry, also those of devices not present (no OpenCL needed)\n"
+    "  --key KEYFILE   also accept entries authenticated by this key file: the exporting\n"
+    "                  cache's key ('kiln cache stats' shows its path), copied over a channel\n"
+    "                  you trust. Whoever has it can make entries your cache will run.\n";
 
 /* Removes the staging cache: kiln's files through the library, then the emptied directories. */
 static void
@@ -312,6 +259,9 @@ remove_staging(kiln_cache *staging, const char *dir)
 {
   if (staging) {
     kiln_cache_clear(staging, NULL);
+    char key[4200];
+    if (kiln_cache_key_path(staging, key, sizeof key) == KILN_OK)
+      unlink(key); /* the clear keeps a directory's key */
     kiln_cache_close(staging);
   }
   /* kiln_cache_clear keeps the current format's directory; rmdir takes only empty ones. */
@@ -330,98 +280,110 @@ remove_staging(kiln_cache *staging, const char *dir)
             strerror(errno));
 }
 
-/* Checks the archive and stages its entries. EXIT_OK, or EXIT_PROBLEM with the cause printed. */
+/* The MAC keys an archive's entries may be authenticated with. */
+struct import_keys {
+  uint8_t local[KILN_CACHE_KEY_BYTES]; /* the target directory's */
+  uint8_t given[KILN_CACHE_KEY_BYTES]; /* --key */
+  int have_given;
+};
+
+/* The key of an open cache. EXIT_OK or EXIT_PROBLEM (message printed). */
 static int
-stage_archive(const struct cache_cli *c, const char *file, kiln_cache *staging, uint64_t *records)
+cache_key(const struct cache_cli *c, kiln_cache *cache, uint8_t key[KILN_CACHE_KEY_BYTES])
 {
-  /* Without blocking: a FIFO in the file's place would otherwise hang the open. */
-  const char *why;
-  struct stat st;
-  int fd = kiln__open_regular(file, O_RDONLY, 0, &st, &why);
-  if (fd < 0)
-    return cli_fail(c, "cannot open %s: %s", file,
-                    errno == EINVAL || errno == ENXIO ? why : strerror(errno));
+  char path[4200];
+  if (kiln_cache_key_path(cache, path, sizeof path) != KILN_OK ||
+      kiln_cache_key_read(path, key) != KILN_OK)
+    return cli_fail_kiln(c);
+  return EXIT_OK;
+}
+
+/*
+ * Stages one record: its MAC must verify under the target's key or the
+ * --key one. 0, or -1 with kiln_last_error() saying why.
+ */
+static int
+stage_record(kiln_cache *staging, const struct import_keys *k, const uint8_t *data, size_t len)
+{
+  if (kiln_cache_entry_write_keyed(staging, data, len, k->local, NULL) == KILN_OK)
+    return 0;
+  if (k->have_given && kiln_cache_entry_write_keyed(staging, data, len, k->given, NULL) == KILN_OK)
+    return 0;
+  return -1;
+}
+
+/*
+ * Opens an archive the user named: never blocks (a FIFO would hang a
+ * plain open or read) and takes only regular files. NULL with the message printed.
+ */
+static FILE *
+open_archive(const struct cache_cli *c, const char *file, struct stat *st)
+{
+  int fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    cli_fail(c, "cannot open %s: %s", file, strerror(errno));
+    return NULL;
+  }
+  if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+    cli_fail(c, "%s is not a regular file", file);
+    close(fd);
+    return NULL;
+  }
   FILE *f = fdopen(fd, "rb");
   if (!f) {
+    cli_fail(c, "cannot read %s: %s", file, strerror(errno));
     close(fd);
-    return cli_fail(c, "cannot open %s: %s", file, strerror(errno));
   }
-  crc_init();
-  uint32_t crc = 0;
-  uint8_t hdr[ARCHIVE_HEADER];
-  int rc = EXIT_OK;
-  *records = 0;
-  if (rd(f, hdr, sizeof hdr, &crc) != 0 || memcmp(hdr, ARCHIVE_MAGIC, 8) != 0) {
-    fclose(f);
-    return cli_fail(c, "%s is not a kiln cache archive (no KILNCARC header)", file);
-  }
-  if (get_u32(hdr + 8) != ARCHIVE_VERSION || get_u32(hdr + 12) != 0) {
-    fclose(f);
-    return cli_fail(c, "%s: archive version %u, flags 0x%x: this kiln reads version %u, flags 0",
-                    file, get_u32(hdr + 8), get_u32(hdr + 12), ARCHIVE_VERSION);
-  }
-  uint64_t offset = sizeof hdr;
-  for (;;) {
-    uint8_t rec[16];
-    if (rd(f, rec, 8, &crc) != 0) {
-      rc = cli_fail(c, "%s is truncated at byte %llu (no trailer)", file,
-                    (unsigned long long)offset);
-      break;
-    }
-    if (memcmp(rec, ARCHIVE_END, 8) == 0) {
-      uint8_t end[12];
-      uint32_t before = 0;
-      if (rd(f, end, 8, &crc) != 0 || (before = crc, rd(f, end + 8, 4, NULL) != 0)) {
-        rc = cli_fail(c, "%s is truncated in its trailer", file);
-      } else if (get_u64(end) != *records) {
-        rc = cli_fail(c, "%s: the trailer counts %llu entries, the archive holds %llu", file,
-                      (unsigned long long)get_u64(end), (unsigned long long)*records);
-      } else if (get_u32(end + 8) != before) {
-        rc = cli_fail(c, "%s: archive checksum mismatch (the file is damaged)", file);
-      } else if (fgetc(f) != EOF) {
-        rc = cli_fail(c, "%s has bytes after its trailer", file);
-      }
-      break;
-    }
-    if (rd(f, rec + 8, 8, &crc) != 0) {
-      rc = cli_fail(c, "%s is truncated at byte %llu", file, (unsigned long long)offset);
-      break;
-    }
-    uint64_t len = get_u64(rec);
-    if (len == 0 || len > ARCHIVE_MAX_RECORD || get_u32(rec + 12) != 0) {
-      rc = cli_fail(c, "%s: record %llu at byte %llu has a bad length (%llu) or reserved field",
-                    file, (unsigned long long)*records + 1, (unsigned long long)offset,
-                    (unsigned long long)len);
-      break;
-    }
-    if (len > (uint64_t)st.st_size - offset - 16) {
-      rc = cli_fail(c, "%s is truncated in record %llu (at byte %llu, %llu bytes announced)", file,
-                    (unsigned long long)*records + 1, (unsigned long long)offset,
-                    (unsigned long long)len);
-      break;
-    }
-    uint8_t *data = malloc((size_t)len);
-    if (!data) {
-      rc = cli_fail(c, "out of memory reading %s", file);
-      break;
-    }
-    if (rd(f, data, (size_t)len, &crc) != 0) {
-      rc = cli_fail(c, "%s is truncated in record %llu", file, (unsigned long long)*records + 1);
-    } else if (crc32_update(0, data, (size_t)len) != get_u32(rec + 8)) {
-      rc = cli_fail(c, "%s: record %llu at byte %llu fails its checksum (the file is damaged)",
-                    file, (unsigned long long)*records + 1, (unsigned long long)offset);
-    } else if (kiln_cache_entry_write(staging, data, (size_t)len, NULL) != KILN_OK) {
-      rc = cli_fail(c, "%s: record %llu is not a valid entry for this kiln: %s", file,
-                    (unsigned long long)*records + 1, kiln_last_error());
-    }
-    free(data);
-    if (rc)
-      break;
-    offset += 16 + len;
-    (*records)++;
-  }
+  return f;
+}
+
+struct stage_arg {
+  const char *file;
+  kiln_cache *staging;
+  const struct import_keys *keys;
+  uint64_t refused;
+};
+
+/* Refused entries are counted and the rest still checked, so one run reports them all. */
+static int
+stage_one(const uint8_t *data, size_t len, uint64_t index, void *user)
+{
+  struct stage_arg *a = user;
+  if (stage_record(a->staging, a->keys, data, len) == 0)
+    return 0;
+  char key[33] = "?";
+  if (len >= 64)
+    for (int i = 0; i < 16; i++)
+      snprintf(key + 2 * i, 3, "%02x", data[48 + i]);
+  fprintf(stderr, "kiln cache import: %s: record %llu (entry %s) refused: %s\n", a->file,
+          (unsigned long long)index + 1, key, kiln_last_error());
+  a->refused++;
+  return 0;
+}
+
+/* Checks the archive and stages its entries. EXIT_OK, or EXIT_PROBLEM with the cause printed. */
+static int
+stage_archive(const struct cache_cli *c, const char *file, kiln_cache *staging,
+              const struct import_keys *keys, uint64_t *records, uint64_t *refused)
+{
+  struct stat st;
+  FILE *f = open_archive(c, file, &st);
+  if (!f)
+    return EXIT_PROBLEM;
+  struct stage_arg a = {file, staging, keys, 0};
+  char err[512];
+  int r = archive_read(f, (uint64_t)st.st_size, stage_one, &a, records, err, sizeof err);
   fclose(f);
-  return rc;
+  *refused = a.refused;
+  if (r != 0)
+    return cli_fail(c, "%s%s", file, err);
+  if (a.refused)
+    return cli_fail(c,
+                    "%s: %llu of %llu entries refused: not authenticated by this cache's key%s "
+                    "(an archive from another cache directory needs its key: --key FILE)",
+                    file, (unsigned long long)a.refused, (unsigned long long)*records,
+                    keys->have_given ? " or the --key file's" : "");
+  return EXIT_OK;
 }
 
 int
@@ -431,10 +393,12 @@ cache_import(int argc, char **argv)
   cli_init(&c, "import", import_usage);
   if (tool_wants_help(argc, argv, import_usage))
     return EXIT_OK;
-  const char *file = NULL;
+  const char *file = NULL, *key_file = NULL, *v;
   int all = 0;
   for (int i = 1; i < argc; i++) {
     int r = cli_common_opt(&c, argc, argv, &i);
+    if (r == 0 && (r = cli_opt_value(&c, argc, argv, &i, "--key", &v)) == 1)
+      key_file = v;
     if (r < 0)
       return EXIT_USAGE;
     if (r)
@@ -448,13 +412,22 @@ cache_import(int argc, char **argv)
   }
   if (!file || !*file)
     return cli_usage_error(&c, "which file? give the archive to read");
+  if (key_file && !*key_file)
+    return cli_usage_error(&c, "--key needs a key file");
   int rc = cli_resolve_dir(&c);
   if (rc)
     return rc;
+  struct import_keys keys = {.have_given = key_file != NULL};
+  if (key_file && kiln_cache_key_read(key_file, keys.given) != KILN_OK)
+    return cli_fail_kiln(&c);
   /* Open the target first: an unusable directory should fail before the work. */
   kiln_cache *target;
   if ((rc = cli_open(&c, KILN_CACHE_ON, &target)))
     return rc;
+  if ((rc = cache_key(&c, target, keys.local))) {
+    kiln_cache_close(target);
+    return rc;
+  }
   kiln_device_info *devs = NULL;
   size_t ndev = 0;
   if (!all && (rc = cli_devices(&c, &devs, &ndev))) {
@@ -476,8 +449,11 @@ cache_import(int argc, char **argv)
   } else {
     kiln_cache_set_max_bytes(staging, 0); /* never evict while staging */
   }
-  uint64_t records = 0;
-  if (!rc && (rc = stage_archive(&c, file, staging, &records)))
+  uint64_t records = 0, refused = 0;
+  uint8_t staging_key[KILN_CACHE_KEY_BYTES];
+  if (!rc)
+    rc = cache_key(&c, staging, staging_key);
+  if (!rc && (rc = stage_archive(&c, file, staging, &keys, &records, &refused)))
     fprintf(stderr, "kiln cache import: nothing was imported into %s\n", c.dir);
   struct entry_list l = {0};
   if (!rc)
@@ -496,7 +472,7 @@ cache_import(int argc, char **argv)
     void *data = NULL;
     size_t size = 0;
     if (kiln_cache_entry_read(staging, e->key, &data, &size) != KILN_OK ||
-        kiln_cache_entry_write(target, data, size, NULL) != KILN_OK) {
+        kiln_cache_entry_write_keyed(target, data, size, staging_key, NULL) != KILN_OK) {
       rc = cli_fail(&c, "entry %s: %s (%llu entries imported before it)", e->key, kiln_last_error(),
                     (unsigned long long)imported);
     } else {
@@ -541,8 +517,13 @@ cache_import(int argc, char **argv)
              nskipped);
       for (size_t i = 0; i < nskipped && i < 20; i++) {
         const kiln_cache_entry *e = &l.v[skipped[i]];
-        printf("  %.12s  %s  %s  driver %s\n", e->key, e->source_name, e->device_name,
-               e->driver_version);
+        printf("  %.12s  ", e->key);
+        text_put(stdout, e->source_name);
+        fputs("  ", stdout);
+        text_put(stdout, e->device_name);
+        fputs("  driver ", stdout);
+        text_put(stdout, e->driver_version);
+        putchar('\n');
       }
       if (nskipped > 20)
         printf("  ... and %zu more\n", nskipped - 20);

@@ -112,6 +112,16 @@ int entry_device_match(const kiln_cache_entry *e, const kiln_device_info *infos,
 
 /* ---- human output */
 
+/*
+ * Text that came out of a cache entry (an imported archive controls it) for a
+ * terminal: control characters (C0, DEL, and C1 as UTF-8) become \xNN and a
+ * backslash \\, so no escape sequence reaches the terminal. JSON output
+ * needs none of this: json.c escapes per JSON.
+ * text_escape: a malloc'd copy, NULL when out of memory; text_put: to f.
+ */
+char *text_escape(const char *s);
+void text_put(FILE *f, const char *s);
+
 /* A text table: add cells row by row, then print with every column as wide as its widest cell. */
 struct table {
   int ncols;

@@ -336,6 +336,60 @@ table_init(struct table *t, int ncols, unsigned right_align, const char *const *
   table_row(t, header);
 }
 
+/* Bytes that must not reach a terminal raw: C0 controls, DEL, and the C1 controls' UTF-8 lead. */
+static size_t
+escaped_len(const unsigned char *p)
+{
+  if (*p < 0x20 || *p == 0x7f)
+    return 1;
+  if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+    return 2;
+  return 0;
+}
+
+static size_t
+escape_into(const char *s, char *out)
+{
+  size_t n = 0;
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    size_t k = escaped_len(p);
+    if (!k) {
+      if (*p == '\\' && out)
+        out[n] = '\\', out[n + 1] = '\\';
+      else if (out)
+        out[n] = (char)*p;
+      n += *p == '\\' ? 2 : 1;
+      p++;
+      continue;
+    }
+    for (size_t i = 0; i < k; i++, p++) {
+      if (out)
+        snprintf(out + n, 5, "\\x%02x", *p);
+      n += 4;
+    }
+  }
+  if (out)
+    out[n] = 0;
+  return n;
+}
+
+char *
+text_escape(const char *s)
+{
+  char *out = malloc(escape_into(s, NULL) + 1);
+  if (out)
+    escape_into(s, out);
+  return out;
+}
+
+void
+text_put(FILE *f, const char *s)
+{
+  char *e = text_escape(s);
+  fputs(e ? e : "?", f);
+  free(e);
+}
+
 void
 table_row(struct table *t, const char *const *cells)
 {
@@ -348,7 +402,7 @@ table_row(struct table *t, const char *const *cells)
     t->cap = cap;
   }
   for (int i = 0; i < t->ncols; i++)
-    t->cells[t->nrows * (size_t)t->ncols + (size_t)i] = strdup(cells[i] ? cells[i] : "");
+    t->cells[t->nrows * (size_t)t->ncols + (size_t)i] = text_escape(cells[i] ? cells[i] : "");
   t->nrows++;
 }
 

@@ -13,7 +13,7 @@
 
 static const char verify_usage[] =
     "usage: kiln cache verify [--dir DIR] [--json] [--fix]\n\n"
-    "Reads every entry whole and checks its header, sizes, key and checksum. Bad entries are\n"
+    "Reads every entry whole and checks its header, sizes, key and MAC. Bad entries are\n"
     "listed with their problem; with --fix they are removed (the library rebuilds them on next\n"
     "use). Exit status 1 if bad entries were found and not removed.\n\n"
     "options:\n"

@@ -22,7 +22,7 @@ static const struct {
      cache_stats},
     {"list", "one row per entry; filter by device, source, age; sort by size or age", cache_list},
     {"show", "everything about one entry (a unique key prefix is enough)", cache_show},
-    {"verify", "check every entry's header and checksum; --fix removes bad ones", cache_verify},
+    {"verify", "check every entry's header and MAC; --fix removes bad ones", cache_verify},
     {"prune", "remove entries by size, age or staleness, and stale temp files", cache_prune},
     {"clear", "remove everything kiln owns in the cache directory", cache_clear},
     {"warm", "build and store every built-in kernel variant for a device", cache_warm},
@@ -113,6 +113,10 @@ cache_stats(int argc, char **argv)
   struct entry_list l = {0};
   kiln_cache_prune_result old = {0};
   kiln_cache *cache = NULL;
+  char key_file[4200] = "", key_problem[1024] = "";
+  snprintf(key_file, sizeof key_file, "%s/key", c.dir);
+  if (!c.exists)
+    snprintf(key_problem, sizeof key_problem, "made when the directory is first written");
   if (c.exists) {
     if ((rc = cli_open(&c, zero || recount ? KILN_CACHE_ON : KILN_CACHE_READONLY, &cache)))
       return rc;
@@ -122,6 +126,9 @@ cache_stats(int argc, char **argv)
       rc = cli_fail_kiln(&c);
     if (!rc)
       kiln_cache_stats_get(cache, &st);
+    /* The key's path, for copying it to a machine that imports this cache's archives. */
+    if (!rc && kiln_cache_key_path(cache, key_file, sizeof key_file) != KILN_OK)
+      snprintf(key_problem, sizeof key_problem, "%s", kiln_last_error());
     if (!rc)
       rc = cli_collect(&c, cache, 0, &l);
     /* A dry run that only looks at old formats and temp files counts what --stale would take. */
@@ -202,6 +209,8 @@ cache_stats(int argc, char **argv)
     json_object_begin(&j, NULL);
     json_string(&j, "dir", c.dir);
     json_bool(&j, "exists", c.exists);
+    json_string(&j, "key_file", key_file);
+    json_string(&j, "key_problem", key_problem);
     json_u64(&j, "entries", l.n);
     json_u64(&j, "bytes", bytes);
     json_u64(&j, "corrupt_entries", corrupt);
@@ -249,6 +258,8 @@ cache_stats(int argc, char **argv)
     int64_t now = (int64_t)time(NULL);
     printf("%-20s %s%s\n", "cache directory", c.dir,
            c.exists ? "" : " (does not exist: nothing cached yet)");
+    printf("%-20s %s%s%s%s\n", "key file", key_file, *key_problem ? " (" : "", key_problem,
+           *key_problem ? ")" : "");
     printf("%-20s %zu", "entries", l.n);
     if (corrupt)
       printf(" (%llu corrupt or unreadable: kiln cache verify)", (unsigned long long)corrupt);
@@ -503,13 +514,22 @@ cache_list(int argc, char **argv)
 
 static const char show_usage[] =
     "usage: kiln cache show KEY [--dir DIR] [--json]\n\n"
-    "Shows every header field of one entry, reads the whole file to check its checksum, and\n"
+    "Shows every header field of one entry, reads the whole file to check its MAC, and\n"
     "says whether it was built for a device present now. KEY may be any unique prefix of the\n"
     "32 hex digits; an ambiguous prefix lists the candidates (exit status 2).\n"
     "Exit status 1 if the entry is corrupt or unreadable, or no entry matches.\n\n"
     "options:\n"
     "  --dir DIR    the cache directory (default: the one the library uses)\n"
     "  --json       one JSON document on stdout\n";
+
+/* One "label  value" line of show, the value escaped (it comes from the entry's header). */
+static void
+show_line(const char *label, const char *value)
+{
+  printf("%-18s ", label);
+  text_put(stdout, value);
+  putchar('\n');
+}
 
 int
 cache_show(int argc, char **argv)
@@ -567,11 +587,14 @@ cache_show(int argc, char **argv)
               "kiln cache show: %zu entries have keys starting with %s; give more digits:\n",
               matches, low);
       for (size_t i = first; i < l.n; i++)
-        if (strncmp(l.v[i].key, low, plen) == 0)
-          fprintf(stderr, "  %s  %s  %s\n", l.v[i].key,
-                  l.v[i].state == KILN_CACHE_ENTRY_OK ? l.v[i].source_name
-                                                      : entry_state_name(l.v[i].state),
-                  l.v[i].options);
+        if (strncmp(l.v[i].key, low, plen) == 0) {
+          fprintf(stderr, "  %s  ", l.v[i].key);
+          text_put(stderr, l.v[i].state == KILN_CACHE_ENTRY_OK ? l.v[i].source_name
+                                                               : entry_state_name(l.v[i].state));
+          fputs("  ", stderr);
+          text_put(stderr, l.v[i].options);
+          fputc('\n', stderr);
+        }
       rc = EXIT_USAGE;
     }
     entry_list_free(&l);
@@ -579,7 +602,7 @@ cache_show(int argc, char **argv)
     return rc;
   }
   entry_list_free(&l);
-  /* Read the whole file this time: the checksum is part of what show reports. */
+  /* Read the whole file this time: the MAC is part of what show reports. */
   struct entry_list one = {0};
   kiln_status s = kiln_cache_entry_find(cache, low, entry_list_add, &one);
   kiln_cache_close(cache);
@@ -621,7 +644,7 @@ cache_show(int argc, char **argv)
     printf("%-18s %s\n", "key", e->key);
     printf("%-18s %s\n", "path", e->path);
     if (e->state == KILN_CACHE_ENTRY_OK)
-      printf("%-18s ok: header sound, checksum verified over %llu bytes\n", "state",
+      printf("%-18s ok: header sound, MAC verified over %llu bytes\n", "state",
              (unsigned long long)e->file_bytes);
     else
       printf("%-18s %s: %s\n", "state", entry_state_name(e->state), e->problem);
@@ -633,17 +656,17 @@ cache_show(int argc, char **argv)
       printf("%-18s %s (%s)\n", "created", units_date(e->created, a, sizeof a),
              units_age(e->created, now, b, sizeof b));
       printf("%-18s %u\n", "format version", e->format_version);
-      printf("%-18s %s\n", "source", e->source_name);
+      show_line("source", e->source_name);
       printf("%-18s %s\n", "source hash", e->source_hash);
-      printf("%-18s %s\n", "build options", e->options);
-      printf("%-18s %s\n", "platform", e->platform_name);
-      printf("%-18s %s\n", "platform version", e->platform_version);
-      printf("%-18s %s\n", "device", e->device_name);
-      printf("%-18s %s\n", "device version", e->device_version);
-      printf("%-18s %s\n", "driver version", e->driver_version);
+      show_line("build options", e->options);
+      show_line("platform", e->platform_name);
+      show_line("platform version", e->platform_version);
+      show_line("device", e->device_name);
+      show_line("device version", e->device_version);
+      show_line("driver version", e->driver_version);
       printf("%-18s 0x%x\n", "vendor id", e->vendor_id);
       printf("%-18s %u\n", "address bits", e->address_bits);
-      printf("%-18s %s\n", "written by kiln", e->kiln_version);
+      show_line("written by kiln", e->kiln_version);
       printf("%-18s %s (%llu bytes)\n", "binary size", units_size(e->payload_bytes, a, sizeof a),
              (unsigned long long)e->payload_bytes);
       if (!dev_known)

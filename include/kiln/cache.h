@@ -27,6 +27,13 @@
  * KILN_CACHE_STORE (auto, always). All are ignored in setuid and setgid
  * programs.
  *
+ * Trust: each cache directory holds a secret key (DIR/key, 32 random bytes,
+ * mode 0600, made on first use), and every entry carries a MAC under it. An
+ * entry whose MAC does not verify is never handed to the driver: a forged or
+ * foreign binary is a corrupt entry, rebuilt and overwritten. Archives from
+ * another directory are imported with that directory's key
+ * (kiln_cache_entry_write_keyed). docs/cache.md has the details.
+ *
  * A kiln_cache handle is not thread-safe: use it from one thread at a time.
  * Several handles and processes may share a directory at once.
  */
@@ -73,7 +80,7 @@ typedef struct kiln_cache_counters {
   uint64_t misses;         /**< lookups that found no usable entry (corrupt and rejected included) */
   uint64_t stores;         /**< entries written */
   uint64_t evictions;      /**< entries removed to keep the directory under its size cap */
-  uint64_t corrupt;        /**< entries refused on read: truncated, bad checksum, foreign identity, unreadable */
+  uint64_t corrupt;        /**< entries refused on read: truncated, bad MAC, foreign identity, unreadable */
   uint64_t rejected;       /**< entries whose binary the driver refused (then rebuilt from source) */
   uint64_t uncached;       /**< builds that bypassed the cache (mode off, -I in the options, untrusted device identity) */
   uint64_t store_failures; /**< stores not done: disk full, I/O error, or an entry larger than the cap */
@@ -119,10 +126,13 @@ KILN_API kiln_status kiln_cache_default_dir(char *buf, size_t len);
  *
  * @param dir the directory, or NULL for kiln_cache_default_dir().
  * @param mode KILN_CACHE_ON creates the directory (mode 0700, parents too)
- *        when missing and allows every call; KILN_CACHE_READONLY creates and
+ *        and its MAC key when missing and allows every call; KILN_CACHE_READONLY creates and
  *        writes nothing, and calls that would modify the directory return
  *        KILN_ERR_UNSUPPORTED. KILN_CACHE_OFF is not accepted.
- *        The size cap starts as KILN_CACHE_MAX_SIZE or 1 GiB.
+ *        The size cap starts as KILN_CACHE_MAX_SIZE or 1 GiB. A missing or
+ *        untrusted key file is not an error here: the calls that need the
+ *        key (verifying, reading and writing entries) fail with
+ *        KILN_ERR_UNSUPPORTED and say why.
  * @param out receives the handle; release it with kiln_cache_close().
  * @return KILN_OK; KILN_ERR_INVALID_ARGUMENT (NULL out, mode OFF or unknown);
  *         KILN_ERR_NOT_FOUND (READONLY and the directory does not exist, or no
@@ -144,8 +154,10 @@ KILN_API kiln_status kiln_cache_close(kiln_cache *cache);
 /**
  * Sets the size cap of the handle (used by kiln_cache_stats() and by
  * kiln_cache_prune() when its max_bytes is KILN_CACHE_KEEP_CAP).
- * @param max_bytes the cap; 0 means no cap.
- * @return KILN_OK; KILN_ERR_INVALID_HANDLE for NULL.
+ * @param max_bytes the cap; 0 means no cap; at most INT64_MAX (the range of
+ *        KILN_OPT_CACHE_MAX_BYTES).
+ * @return KILN_OK; KILN_ERR_INVALID_HANDLE for NULL; KILN_ERR_INVALID_ARGUMENT
+ *         for a cap above INT64_MAX (the cap is unchanged).
  */
 KILN_API kiln_status kiln_cache_set_max_bytes(kiln_cache *cache, uint64_t max_bytes);
 
@@ -178,8 +190,8 @@ KILN_API kiln_status kiln_cache_recount(kiln_cache *cache, kiln_cache_stats *out
 
 /** State of one entry as found by kiln_cache_foreach_entry(). */
 typedef enum kiln_cache_entry_state {
-  KILN_CACHE_ENTRY_OK = 0,      /**< header (and checksum, when verified) are sound */
-  KILN_CACHE_ENTRY_CORRUPT = 1, /**< truncated, extended, bad magic, bad checksum, key not matching its file name */
+  KILN_CACHE_ENTRY_OK = 0,      /**< header (and MAC, when verified) are sound */
+  KILN_CACHE_ENTRY_CORRUPT = 1, /**< truncated, extended, bad magic, bad MAC (forged, or no usable key), key not matching its file name */
   KILN_CACHE_ENTRY_UNREADABLE = 2, /**< cannot be opened or read (permissions, a directory in its place, I/O error) */
 } kiln_cache_entry_state;
 
@@ -194,7 +206,7 @@ typedef struct kiln_cache_entry {
   const char *path;         /**< absolute path of the entry file */
   kiln_cache_entry_state state;
   const char *problem;      /**< "" when state is OK, else what is wrong */
-  int checksum_verified;    /**< nonzero if the whole file was read and its checksum matched */
+  int checksum_verified;    /**< nonzero if the whole file was read and its MAC verified under the directory's key */
   uint32_t format_version;
   const char *platform_name;
   const char *platform_version;
@@ -218,7 +230,7 @@ typedef int (*kiln_cache_entry_fn)(const kiln_cache_entry *entry, void *user);
 
 /** Flags of kiln_cache_foreach_entry(). */
 enum {
-  /** Read whole files and check their checksums (else only headers are read and sizes checked). */
+  /** Read whole files and check their MACs (else only headers are read and sizes checked). */
   KILN_CACHE_VERIFY = 1u << 0,
 };
 
@@ -265,13 +277,15 @@ KILN_API kiln_status kiln_cache_entry_find(kiln_cache *cache, const char *prefix
 KILN_API kiln_status kiln_cache_entry_remove(kiln_cache *cache, const char *key);
 
 /**
- * Reads the complete file of an entry (header, binary and checksum), after
- * checking it, e.g. to put it into an archive.
+ * Reads the complete file of an entry (header, binary and MAC), after
+ * checking it (MAC included), e.g. to put it into an archive.
  * @param data receives a buffer owned by the caller (free() it).
  * @param size receives its length.
  * @return KILN_OK; KILN_ERR_INVALID_HANDLE; KILN_ERR_INVALID_ARGUMENT (NULL
- *         pointers, key not 32 hex digits, or the entry is corrupt: the
- *         message says why); KILN_ERR_NOT_FOUND; KILN_ERR_IO; KILN_ERR_HOST_MEMORY.
+ *         pointers, key not 32 hex digits, or the entry is corrupt or its
+ *         MAC does not verify: the message says why); KILN_ERR_NOT_FOUND;
+ *         KILN_ERR_IO; KILN_ERR_UNSUPPORTED (the directory has no usable
+ *         key); KILN_ERR_HOST_MEMORY.
  */
 KILN_API kiln_status kiln_cache_entry_read(kiln_cache *cache, const char *key, void **data,
                                            size_t *size);
@@ -279,17 +293,55 @@ KILN_API kiln_status kiln_cache_entry_read(kiln_cache *cache, const char *key, v
 /**
  * Checks a complete entry file from kiln_cache_entry_read() (or an archive)
  * and publishes it under its key, replacing any entry there. The format
- * version, checksum and key (recomputed from the header) must all be valid.
- * The size cap is enforced afterwards, as for any store.
+ * version and key (recomputed from the header) must be valid, and the MAC
+ * must verify under this directory's key. The size cap is enforced
+ * afterwards, as for any store. Same as kiln_cache_entry_write_keyed() with
+ * a NULL mac_key.
  * @param key_out receives the key (33 bytes: hex digits and NUL); may be NULL.
  * @return KILN_OK; KILN_ERR_INVALID_HANDLE; KILN_ERR_INVALID_ARGUMENT (NULL
  *         data, or bytes that are not a valid entry of this format version:
- *         the message says why); KILN_ERR_UNSUPPORTED (READONLY handle);
- *         KILN_ERR_IO (cannot write, e.g. disk full; errno in
- *         kiln_last_error_code()); KILN_ERR_HOST_MEMORY.
+ *         the message says why; a MAC that does not verify says "MAC
+ *         mismatch"); KILN_ERR_UNSUPPORTED (READONLY handle, or the directory
+ *         has no usable key); KILN_ERR_IO (cannot write, e.g. disk full;
+ *         errno in kiln_last_error_code()); KILN_ERR_HOST_MEMORY.
  */
 KILN_API kiln_status kiln_cache_entry_write(kiln_cache *cache, const void *data, size_t size,
                                             char *key_out);
+
+/** Size of a cache directory's MAC key and of a key file. */
+#define KILN_CACHE_KEY_BYTES 32
+
+/**
+ * kiln_cache_entry_write() for an entry authenticated under another key,
+ * e.g. one from an archive that another cache directory exported: the MAC
+ * must verify under mac_key (KILN_CACHE_KEY_BYTES bytes, from
+ * kiln_cache_key_read() of that directory's key file, copied over a trusted
+ * channel; NULL: this directory's key). The entry is published with a MAC
+ * under this directory's key. Returns what kiln_cache_entry_write() returns.
+ */
+KILN_API kiln_status kiln_cache_entry_write_keyed(kiln_cache *cache, const void *data, size_t size,
+                                                  const uint8_t *mac_key, char *key_out);
+
+/**
+ * The path of the directory's key file (DIR/key), e.g. to copy it to a
+ * machine that imports this cache's archives. Keep it secret: whoever has it
+ * can make entries this directory trusts.
+ * @param buf receives the NUL-terminated path (also when the key is unusable).
+ * @return KILN_OK; KILN_ERR_INVALID_HANDLE; KILN_ERR_INVALID_ARGUMENT (NULL
+ *         buf, or len too small: the message gives the needed length);
+ *         KILN_ERR_NOT_FOUND (the directory has no usable key: missing, not a
+ *         regular file, not owned by this user, accessible by group or others, or not 32
+ *         bytes; the message says which).
+ */
+KILN_API kiln_status kiln_cache_key_path(kiln_cache *cache, char *buf, size_t len);
+
+/**
+ * Reads a key file (a regular file of exactly KILN_CACHE_KEY_BYTES bytes).
+ * Opened without blocking, so a FIFO is refused rather than waited on.
+ * @return KILN_OK; KILN_ERR_INVALID_ARGUMENT (NULL arguments, not a regular
+ *         file, wrong size); KILN_ERR_NOT_FOUND; KILN_ERR_IO.
+ */
+KILN_API kiln_status kiln_cache_key_read(const char *path, uint8_t key[KILN_CACHE_KEY_BYTES]);
 
 /** Totals of kiln_cache_verify(). */
 typedef struct kiln_cache_verify_result {
@@ -299,13 +351,14 @@ typedef struct kiln_cache_verify_result {
 } kiln_cache_verify_result;
 
 /**
- * Reads every entry and checks its header and checksum; with fix, removes
+ * Reads every entry and checks its header and MAC; with fix, removes
  * the bad ones (never removing anything kiln does not recognise as its own).
  * Report individual entries with kiln_cache_foreach_entry(KILN_CACHE_VERIFY).
  * @return KILN_OK (also when bad entries were found: see out);
  *         KILN_ERR_INVALID_HANDLE; KILN_ERR_INVALID_ARGUMENT for NULL out;
- *         KILN_ERR_UNSUPPORTED (fix on a READONLY handle); KILN_ERR_IO;
- *         KILN_ERR_HOST_MEMORY.
+ *         KILN_ERR_UNSUPPORTED (fix on a READONLY handle, or the directory
+ *         has no usable key to check MACs with: the message says why);
+ *         KILN_ERR_IO; KILN_ERR_HOST_MEMORY.
  */
 KILN_API kiln_status kiln_cache_verify(kiln_cache *cache, int fix, kiln_cache_verify_result *out);
 

@@ -3,7 +3,7 @@
  * docs/cache.md for the behaviour). No OpenCL calls here.
  *
  * Concurrency model, after ccache: readers take no lock and trust nothing
- * they read (whole-file checksum, byte-for-byte identity compare); writers
+ * they read (whole-file MAC, byte-for-byte identity compare); writers
  * publish by rename() of a uniquely named temp file in the target
  * directory, so a reader sees the old file or the new one, never a mix, and
  * a writer killed at any point leaves at most a temp file that cleanup
@@ -12,9 +12,15 @@
  * is noise) and when a handle closes, never on a hit.
  *
  * There is no fsync/fdatasync before the rename: a power loss can leave a
- * renamed entry with missing data, which the checksum turns into a miss and
- * a rebuild, so durability would buy nothing but latency (Mesa and ccache
+ * renamed entry with missing data, which the MAC turns into a miss and a
+ * rebuild, so durability would buy nothing but latency (Mesa and ccache
  * decide the same).
+ *
+ * Trust: on a CPU device a binary is host code, so an entry is handed to
+ * the driver only when its MAC verifies under the directory's secret key
+ * (DIR/key). The key hash and file names are computed from public inputs and
+ * prove nothing against someone who can write an entry or an archive; the
+ * MAC does, as long as the key file stays private.
  *
  * Paths below the cache directory are opened relative to directory file
  * descriptors with O_NOFOLLOW, so a symbolic link planted inside the cache
@@ -45,6 +51,8 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "kiln_config.h"
+
+#include <sodium.h>
 
 #if KILN_HAVE_XXHASH
 #include <xxhash.h>
@@ -254,13 +262,38 @@ hash128(const void *p, size_t n, uint8_t out[16])
   XXH128_canonicalFromHash(&c, XXH3_128bits(p, n));
   memcpy(out, c.digest, 16);
 }
-
-static uint64_t
-hash64(const void *p, size_t n)
-{
-  return XXH3_64bits(p, n);
-}
 #endif
+
+/* sodium_init picks the fastest BLAKE2b implementation; it is idempotent, once is enough. */
+static pthread_once_t sodium_once = PTHREAD_ONCE_INIT;
+
+static void
+sodium_start(void)
+{
+  if (sodium_init() < 0)
+    kiln__log(KILN__LOG_DEBUG, "kernel cache: sodium_init failed; using libsodium's defaults");
+}
+
+static void
+mac_compute(const uint8_t *p, size_t n, const uint8_t *mac_key, uint8_t out[KILN__DC_TRAILER])
+{
+  pthread_once(&sodium_once, sodium_start);
+  crypto_generichash(out, KILN__DC_TRAILER, p, n, mac_key, KILN__DC_KEY_BYTES);
+}
+
+void
+kiln__dc_mac_seal(uint8_t *buf, size_t len, const uint8_t *mac_key)
+{
+  mac_compute(buf, len - KILN__DC_TRAILER, mac_key, buf + len - KILN__DC_TRAILER);
+}
+
+static int
+mac_ok(const uint8_t *buf, size_t len, const uint8_t *mac_key)
+{
+  uint8_t mac[KILN__DC_TRAILER];
+  mac_compute(buf, len - KILN__DC_TRAILER, mac_key, mac);
+  return crypto_verify_32(mac, buf + len - KILN__DC_TRAILER) == 0;
+}
 
 /*
  * The key covers every input of the compile: the cache format version, the
@@ -344,11 +377,11 @@ kiln__dc_req_rekey(struct kiln__dc_req *r)
 
 size_t
 kiln__dc_serialize(const struct kiln__dc_req *r, const void *payload, size_t payload_len,
-                   int64_t created, uint8_t **out)
+                   int64_t created, const uint8_t *mac_key, uint8_t **out)
 {
   *out = NULL;
 #if KILN_HAVE_XXHASH
-  if (!payload || !payload_len)
+  if (!payload || !payload_len || !mac_key)
     return 0;
   size_t header = KILN__DC_FIXED;
   uint32_t len[KILN__DC_NSTR];
@@ -383,18 +416,18 @@ kiln__dc_serialize(const struct kiln__dc_req *r, const void *payload, size_t pay
     p += 4 + len[i];
   }
   memcpy(p, payload, payload_len);
-  put_u64(b + header + payload_len, hash64(b, header + payload_len));
+  kiln__dc_mac_seal(b, total, mac_key);
   *out = b;
   return total;
 #else
-  (void)r, (void)payload, (void)payload_len, (void)created;
+  (void)r, (void)payload, (void)payload_len, (void)created, (void)mac_key;
   return 0;
 #endif
 }
 
 int
 kiln__dc_parse(const uint8_t *buf, size_t len, uint64_t file_size, int full, uint32_t format,
-               struct kiln__dc_header *h, const char **why)
+               const uint8_t *mac_key, struct kiln__dc_header *h, const char **why)
 {
 #define BAD(msg)    \
   do {              \
@@ -434,16 +467,12 @@ kiln__dc_parse(const uint8_t *buf, size_t len, uint64_t file_size, int full, uin
   if (file_size < expect)
     BAD("truncated");
   if (file_size > expect)
-    BAD("trailing bytes after the checksum");
+    BAD("trailing bytes after the MAC");
   if (len < h->header_size)
     BAD("truncated header");
-#if KILN_HAVE_XXHASH
-  if (full && get_u64(buf + h->header_size + h->payload_size) !=
-                  hash64(buf, (size_t)(h->header_size + h->payload_size)))
-    BAD("checksum mismatch");
-#else
+#if !KILN_HAVE_XXHASH
   if (full)
-    BAD("kiln was built without xxHash: checksums cannot be verified");
+    BAD("kiln was built without xxHash: keys cannot be verified");
 #endif
   size_t off = KILN__DC_FIXED;
   for (int i = 0; i < KILN__DC_NSTR; i++) {
@@ -465,6 +494,10 @@ kiln__dc_parse(const uint8_t *buf, size_t len, uint64_t file_size, int full, uin
   if (key_compute(h->format, h->str, h->len, h->vendor_id, h->address_bits, h->source_hash, key) ||
       memcmp(key, h->key, 16) != 0)
     BAD("key does not match the header");
+  if (full && !mac_key)
+    BAD("no usable MAC key: the entry cannot be authenticated");
+  if (full && !mac_ok(buf, len, mac_key))
+    BAD("MAC mismatch (forged, or written under another key)");
   h->payload = full ? buf + h->header_size : NULL;
   return 0;
 #undef BAD
@@ -504,6 +537,7 @@ enum problem {
   P_ENV_SIZE,
   P_ENV_STORE,
   P_NO_XXHASH,
+  P_KEY,
 };
 
 static uint64_t
@@ -578,7 +612,8 @@ kiln__dc_parse_size(const char *s, uint64_t *out)
     end++;
   while (isspace((unsigned char)*end))
     end++;
-  if (*end || (shift && v > (UINT64_MAX >> shift)))
+  /* Caps travel as int64_t options (KILN_OPT_CACHE_MAX_BYTES): larger ones read back negative. */
+  if (*end || v > ((uint64_t)INT64_MAX >> shift))
     return -1;
   *out = (uint64_t)v << shift;
   return 0;
@@ -626,8 +661,8 @@ kiln__dc_env_max_bytes(void)
     return KILN__DC_DEFAULT_MAX_BYTES;
   if (kiln__dc_parse_size(v, &n) == 0)
     return n;
-  warn_once(v, P_ENV_SIZE, "KILN_CACHE_MAX_SIZE=\"%s\" is not a size such as 512M or 2G; using 1G",
-            v);
+  warn_once(v, P_ENV_SIZE,
+            "KILN_CACHE_MAX_SIZE=\"%s\" is not a size such as 512M or 2G below 8E; using 1G", v);
   return KILN__DC_DEFAULT_MAX_BYTES;
 }
 
@@ -759,6 +794,9 @@ struct kiln_cache {
   kiln_cache_store_policy store_policy; /* used by lib/runtime/build.c, kept across reopens */
   uint64_t max_bytes;
   char reason[256];
+  int have_key;                        /* mac_key holds the directory's key */
+  uint8_t mac_key[KILN__DC_KEY_BYTES]; /* DIR/key: what entries are authenticated with */
+  char key_problem[512];               /* why have_key is 0 */
   pthread_mutex_t lock; /* guards the counters: contexts may be used from several threads */
   kiln_cache_counters session;
   kiln_cache_counters unsaved;
@@ -806,12 +844,6 @@ degrade(kiln_cache *c, kiln_cache_mode to, enum problem p, const char *fmt, ...)
             to == KILN_CACHE_OFF ? "without a disk cache" : "with a read-only disk cache");
 }
 
-static int
-open_vdir(const kiln_cache *c)
-{
-  return open(c->vdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-}
-
 /* A directory kiln may trust: a real directory, ours, not writable by group or others. */
 static int
 check_trust(const struct stat *st, const char *path, char *why, size_t whylen, enum problem *p)
@@ -837,12 +869,165 @@ check_trust(const struct stat *st, const char *path, char *why, size_t whylen, e
 }
 
 /*
+ * Opens a directory below dfd (no link followed) and checks it like the
+ * cache directory: anyone who could write into it could plant entries or
+ * swap them under a reader. -1 with errno (EPERM: not trusted).
+ */
+static int
+open_trusted_dir(int dfd, const char *name)
+{
+  int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  struct stat st;
+  char why[256];
+  enum problem p;
+  int bad = fstat(fd, &st) != 0;
+  if (bad)
+    snprintf(why, sizeof why, "%s: %s", name, strerror(errno));
+  else
+    bad = check_trust(&st, name, why, sizeof why, &p) != 0;
+  if (bad) {
+    kiln__log(KILN__LOG_DEBUG, "kernel cache: %s; its entries are not used", why);
+    close(fd);
+    errno = EPERM;
+    return -1;
+  }
+  return fd;
+}
+
+static int
+open_vdir(const kiln_cache *c)
+{
+  return open_trusted_dir(AT_FDCWD, c->vdir);
+}
+
+/* ---------------------------------------------------------------- the MAC key */
+
+#define KEY_FILE "key"
+
+/*
+ * Reads DIR/key through topfd. Refused (as if absent) unless it is a regular
+ * file of exactly the key's size, owned by this user, with no group or other
+ * permission bits: a key that others could read or replace would
+ * authenticate their entries. (kiln makes it 0600; 0400 after a chmod -R
+ * a-w of a cache made read-only on purpose is as private.) 0, or
+ * -1 with errno (ENOENT: there is none) and *why.
+ */
+static int
+key_read_at(int topfd, uint8_t key[KILN__DC_KEY_BYTES], char *why, size_t whylen)
+{
+  int fd = openat(topfd, KEY_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    snprintf(why, whylen, "%s", e == ELOOP ? "is a symbolic link" : strerror(e));
+    errno = e == ELOOP ? EPERM : e;
+    return -1;
+  }
+  struct stat st;
+  int e = EPERM;
+  if (fstat(fd, &st) != 0)
+    snprintf(why, whylen, "%s", strerror(e = errno));
+  else if (!S_ISREG(st.st_mode))
+    snprintf(why, whylen, "is not a regular file");
+  else if (st.st_uid != geteuid())
+    snprintf(why, whylen, "is owned by uid %u, not by this user (uid %u)", (unsigned)st.st_uid,
+             (unsigned)geteuid());
+  else if (st.st_mode & 077)
+    snprintf(why, whylen, "is accessible by group or others (mode %04o; it must be 0600)",
+             (unsigned)(st.st_mode & 07777));
+  else if (st.st_size != KILN__DC_KEY_BYTES)
+    snprintf(why, whylen, "has %lld bytes, not %u", (long long)st.st_size, KILN__DC_KEY_BYTES);
+  else if (read_exact(fd, key, KILN__DC_KEY_BYTES) != 0)
+    snprintf(why, whylen, "cannot be read"), e = EIO;
+  else
+    e = 0;
+  close(fd);
+  errno = e;
+  return e ? -1 : 0;
+}
+
+/*
+ * Makes DIR/key when there is none. The key is written to a private temp
+ * file and link()ed into place, which never replaces an existing file, so
+ * processes racing here all end up reading the one key that won.
+ */
+static int
+key_create_at(int topfd)
+{
+  uint8_t key[KILN__DC_KEY_BYTES];
+  size_t got = 0;
+  while (got < sizeof key) {
+    ssize_t n = getrandom(key + got, sizeof key - got, 0);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return -1;
+    got += (size_t)n;
+  }
+  char tmp[32] = KEY_FILE ".tmp.";
+  size_t base = strlen(tmp);
+  int fd = -1;
+  for (int tries = 0; fd < 0 && tries < 16; tries++) {
+    random_suffix(tmp + base);
+    tmp[base + 6] = 0;
+    fd = openat(topfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 && errno != EEXIST)
+      break;
+  }
+  if (fd < 0)
+    return -1;
+  /* The umask may have taken more than group and other bits. */
+  int e = fchmod(fd, 0600) != 0 || write_all(fd, key, sizeof key) != 0 ? errno : 0;
+  if (close(fd) != 0 && !e)
+    e = errno;
+  if (!e && linkat(topfd, tmp, topfd, KEY_FILE, 0) != 0 && errno != EEXIST)
+    e = errno;
+  unlinkat(topfd, tmp, 0);
+  sodium_memzero(key, sizeof key);
+  errno = e;
+  return e ? -1 : 0;
+}
+
+/* Loads (and with create, makes) the directory's key; sets have_key or key_problem. */
+static void
+key_load(kiln_cache *c, int create)
+{
+  c->have_key = 0;
+  char why[256] = "";
+  int topfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (topfd < 0) {
+    snprintf(c->key_problem, sizeof c->key_problem, "%s: %s", c->dir, strerror(errno));
+    return;
+  }
+  int r = key_read_at(topfd, c->mac_key, why, sizeof why);
+  if (r != 0 && errno == ENOENT && create) {
+    if (key_create_at(topfd) != 0)
+      snprintf(why, sizeof why, "cannot be created (%s)", strerror(errno));
+    else
+      r = key_read_at(topfd, c->mac_key, why, sizeof why);
+  }
+  close(topfd);
+  if (r == 0)
+    c->have_key = 1;
+  else
+    snprintf(c->key_problem, sizeof c->key_problem, "key file %s/" KEY_FILE " %s", c->dir,
+             strcmp(why, strerror(ENOENT)) == 0 ? "does not exist" : why);
+}
+
+const uint8_t *
+kiln__dc_mac_key(const kiln_cache *c)
+{
+  return c && c->have_key ? c->mac_key : NULL;
+}
+
+/*
  * Makes the directory usable for c->requested: creates it when allowed,
  * checks trust and writability. In strict mode (kiln_cache_open) a problem
  * is an error with the message recorded; otherwise it degrades c->mode.
  */
 static kiln_status
-prepare(kiln_cache *c, int strict, const char *op)
+prepare_dirs(kiln_cache *c, int strict, const char *op)
 {
   char why[1024];
   enum problem p = P_NOT_DIR;
@@ -932,6 +1117,24 @@ prepare(kiln_cache *c, int strict, const char *op)
   return KILN_OK;
 }
 
+/*
+ * prepare_dirs, then the MAC key: made when the cache may write, else only
+ * read. A context's cache without a key is off (nothing it reads could be
+ * trusted, nothing it writes could be); a handle from kiln_cache_open keeps
+ * working for what needs no key and reports key_problem where one is needed.
+ */
+static kiln_status
+prepare(kiln_cache *c, int strict, const char *op)
+{
+  KILN_TRY(prepare_dirs(c, strict, op));
+  if (c->mode == KILN_CACHE_OFF)
+    return KILN_OK;
+  key_load(c, c->mode == KILN_CACHE_ON);
+  if (!c->have_key && !strict)
+    degrade(c, KILN_CACHE_OFF, P_KEY, "%s", c->key_problem);
+  return KILN_OK;
+}
+
 static kiln_cache *
 cache_alloc(const char *req_dir, kiln_cache_mode mode, uint64_t max_bytes)
 {
@@ -952,6 +1155,7 @@ cache_alloc(const char *req_dir, kiln_cache_mode mode, uint64_t max_bytes)
 static void
 cache_free(kiln_cache *c)
 {
+  sodium_memzero(c->mac_key, sizeof c->mac_key);
   pthread_mutex_destroy(&c->lock);
   free(c->dir);
   free(c->vdir);
@@ -1093,7 +1297,10 @@ kiln_cache_open(const char *dir, kiln_cache_mode mode, kiln_cache **out)
 kiln_status
 kiln_cache_set_max_bytes(kiln_cache *cache, uint64_t max_bytes)
 {
-  KILN_RETURN_IF(!cache, KILN_ERR_INVALID_HANDLE, "kiln_cache_set_max_bytes", "cache is NULL");
+  static const char op[] = "kiln_cache_set_max_bytes";
+  KILN_RETURN_IF(!cache, KILN_ERR_INVALID_HANDLE, op, "cache is NULL");
+  KILN_RETURN_IF(max_bytes > (uint64_t)INT64_MAX, KILN_ERR_INVALID_ARGUMENT, op,
+                 "cap of %" PRIu64 " bytes is above the largest (2^63 - 1)", max_bytes);
   cache->max_bytes = max_bytes;
   return KILN_OK;
 }
@@ -1325,7 +1532,7 @@ walk_vdir(int vfd, walk_fn fn, void *arg)
   while (!stop && (de = readdir(d))) {
     if (!is_sub_name(de->d_name))
       continue;
-    int sfd = openat(vfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int sfd = open_trusted_dir(vfd, de->d_name);
     if (sfd < 0)
       continue;
     DIR *sd = fdopendir(sfd);
@@ -1401,7 +1608,7 @@ unlink_entry(int vfd, const char *key)
   char sub[3] = {key[0], key[1], 0};
   char name[ENTRY_NAME_LEN + 1];
   snprintf(name, sizeof name, "%.30s.kbin", key + 2);
-  int sfd = openat(vfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int sfd = open_trusted_dir(vfd, sub);
   if (sfd < 0)
     return -1;
   struct stat st;
@@ -1489,10 +1696,11 @@ read_entry(int vfd, const char *key_hex, uint8_t **buf, size_t *len, int *absent
   entry_path_parts(key_hex, sub, name);
   *absent = 0;
   *buf = NULL;
-  int sfd = openat(vfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int sfd = open_trusted_dir(vfd, sub);
   if (sfd < 0) {
     *absent = errno == ENOENT;
-    *why = "subdirectory cannot be opened";
+    *why = errno == EPERM ? "its subdirectory is not trusted (not ours, or writable by others)"
+                          : "subdirectory cannot be opened";
     return -1;
   }
   int fd = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -1562,7 +1770,7 @@ kiln__dc_lookup(kiln_cache *c, const struct kiln__dc_req *r, unsigned flags, voi
   struct kiln__dc_header h;
   if (fd < 0) {
     res = absent ? KILN__DC_MISS : KILN__DC_BAD;
-  } else if (kiln__dc_parse(buf, len, len, 1, r->format, &h, &why) != 0) {
+  } else if (kiln__dc_parse(buf, len, len, 1, r->format, kiln__dc_mac_key(c), &h, &why) != 0) {
     res = KILN__DC_BAD;
   } else if (!header_matches(&h, r)) {
     why = "identity differs from the request";
@@ -1649,7 +1857,7 @@ publish(int vfd, const char *key_hex, const uint8_t *bytes, size_t len, int64_t 
   *old_size = -1;
   if (mkdirat(vfd, sub, 0700) != 0 && errno != EEXIST)
     return errno;
-  int sfd = openat(vfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int sfd = open_trusted_dir(vfd, sub);
   if (sfd < 0)
     return errno;
   int fd = -1, e = 0;
@@ -1754,7 +1962,7 @@ kiln__dc_store(kiln_cache *c, const struct kiln__dc_req *r, const void *payload,
   if (!c || c->mode != KILN_CACHE_ON)
     return -1;
   uint8_t *bytes;
-  size_t n = kiln__dc_serialize(r, payload, len, (int64_t)time(NULL), &bytes);
+  size_t n = kiln__dc_serialize(r, payload, len, (int64_t)time(NULL), kiln__dc_mac_key(c), &bytes);
   if (!n) {
     COUNT(c, store_failures, 1);
     return -1;
@@ -1820,6 +2028,15 @@ need_writable(const kiln_cache *c, const char *op)
   KILN_RETURN_IF(!c, KILN_ERR_INVALID_HANDLE, op, "cache is NULL");
   KILN_RETURN_IF(c->mode != KILN_CACHE_ON, KILN_ERR_UNSUPPORTED, op,
                  "cache %s is open read-only", c->dir ? c->dir : "(none)");
+  return KILN_OK;
+}
+
+/* A handle with a usable key, or the error that says why there is none. */
+static kiln_status
+need_key(const kiln_cache *c, const char *op)
+{
+  KILN_RETURN_IF(!c->have_key, KILN_ERR_UNSUPPORTED, op, "%s: entries cannot be authenticated",
+                 c->key_problem);
   return KILN_OK;
 }
 
@@ -1939,7 +2156,8 @@ desc_fill(struct desc *d, const struct kiln__dc_header *h)
 
 /* Reads and judges the entry file sub/name (through sfd); fills d. Returns 0 or -1 when out of memory. */
 static int
-desc_load(struct desc *d, int sfd, const char *name, uint32_t format, int verify)
+desc_load(struct desc *d, int sfd, const char *name, uint32_t format, const uint8_t *mac_key,
+          int verify)
 {
   int fd = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   struct stat st;
@@ -1987,7 +2205,7 @@ desc_load(struct desc *d, int sfd, const char *name, uint32_t format, int verify
   struct kiln__dc_header h;
   const char *why = "";
   int full = whole;
-  if (kiln__dc_parse(buf, want, size, full, format, &h, &why) != 0) {
+  if (kiln__dc_parse(buf, want, size, full, format, mac_key, &h, &why) != 0) {
     d->e.state = KILN_CACHE_ENTRY_CORRUPT;
     snprintf(d->problem, sizeof d->problem, "%s", why);
   } else {
@@ -2041,7 +2259,8 @@ foreach_cb(int sfd, const char *sub, const char *name, const struct stat *st, en
     return 1;
   }
   desc_init(d, a->c->vdir, key, st);
-  if (desc_load(d, sfd, name, a->c->format, (a->flags & KILN_CACHE_VERIFY) != 0) != 0) {
+  if (desc_load(d, sfd, name, a->c->format, kiln__dc_mac_key(a->c),
+                (a->flags & KILN_CACHE_VERIFY) != 0) != 0) {
     free(d);
     a->oom = 1;
     return 1;
@@ -2141,7 +2360,7 @@ kiln_cache_entry_remove(kiln_cache *cache, const char *key)
                       "no entry %s (%s)", key, strerror(errno));
   char sub[3], name[ENTRY_NAME_LEN + 1];
   entry_path_parts(key, sub, name);
-  int sfd = openat(vfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int sfd = open_trusted_dir(vfd, sub);
   struct stat st;
   kiln_status s = KILN_OK;
   if (sfd < 0 || fstatat(sfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -2170,6 +2389,7 @@ kiln_cache_entry_read(kiln_cache *cache, const char *key, void **data, size_t *s
                  "key must be 32 lowercase hex digits");
   *data = NULL;
   *size = 0;
+  KILN_TRY(need_key(cache, op));
   int vfd = open_vdir(cache);
   if (vfd < 0)
     return kiln__fail(errno == ENOENT ? KILN_ERR_NOT_FOUND : KILN_ERR_IO, op, errno,
@@ -2186,7 +2406,7 @@ kiln_cache_entry_read(kiln_cache *cache, const char *key, void **data, size_t *s
   close(fd);
   struct kiln__dc_header h;
   char hex[33];
-  if (kiln__dc_parse(buf, len, len, 1, cache->format, &h, &why) != 0 ||
+  if (kiln__dc_parse(buf, len, len, 1, cache->format, kiln__dc_mac_key(cache), &h, &why) != 0 ||
       (to_hex(h.key, 16, hex), strcmp(hex, key) != 0)) {
     free(buf);
     return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0, "entry %s is corrupt: %s", key,
@@ -2198,24 +2418,86 @@ kiln_cache_entry_read(kiln_cache *cache, const char *key, void **data, size_t *s
 }
 
 kiln_status
-kiln_cache_entry_write(kiln_cache *cache, const void *data, size_t size, char *key_out)
+kiln_cache_entry_write_keyed(kiln_cache *cache, const void *data, size_t size,
+                             const uint8_t *mac_key, char *key_out)
 {
   static const char op[] = "kiln_cache_entry_write";
   KILN_RETURN_IF(!cache, KILN_ERR_INVALID_HANDLE, op, "cache is NULL");
   KILN_RETURN_IF(!data, KILN_ERR_INVALID_ARGUMENT, op, "data is NULL");
   KILN_TRY(need_writable(cache, op));
+  KILN_TRY(need_key(cache, op));
   struct kiln__dc_header h;
   const char *why = "";
-  if (kiln__dc_parse(data, size, size, 1, cache->format, &h, &why) != 0)
+  if (kiln__dc_parse(data, size, size, 1, cache->format, mac_key ? mac_key : cache->mac_key, &h,
+                     &why) != 0)
     return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0, "not a valid cache entry: %s", why);
   char hex[33];
   to_hex(h.key, 16, hex);
-  if (store_bytes(cache, hex, data, size) != 0)
-    return kiln__fail(KILN_ERR_IO, op, errno, "cannot store entry %s in %s: %s", hex,
-                      cache->vdir, strerror(errno));
+  const uint8_t *bytes = data;
+  uint8_t *resealed = NULL;
+  if (mac_key && sodium_memcmp(mac_key, cache->mac_key, KILN__DC_KEY_BYTES) != 0) {
+    /* Authenticated under the sender's key; from now on this directory's key vouches for it. */
+    resealed = malloc(size);
+    KILN_RETURN_IF(!resealed, KILN_ERR_HOST_MEMORY, op, "cannot allocate %zu bytes", size);
+    memcpy(resealed, data, size);
+    kiln__dc_mac_seal(resealed, size, cache->mac_key);
+    bytes = resealed;
+  }
+  int rc = store_bytes(cache, hex, bytes, size);
+  int e = errno;
+  free(resealed);
+  if (rc != 0)
+    return kiln__fail(KILN_ERR_IO, op, e, "cannot store entry %s in %s: %s", hex, cache->vdir,
+                      strerror(e));
   if (key_out)
     memcpy(key_out, hex, 33);
   return KILN_OK;
+}
+
+kiln_status
+kiln_cache_entry_write(kiln_cache *cache, const void *data, size_t size, char *key_out)
+{
+  return kiln_cache_entry_write_keyed(cache, data, size, NULL, key_out);
+}
+
+kiln_status
+kiln_cache_key_path(kiln_cache *cache, char *buf, size_t len)
+{
+  static const char op[] = "kiln_cache_key_path";
+  KILN_RETURN_IF(!cache, KILN_ERR_INVALID_HANDLE, op, "cache is NULL");
+  KILN_RETURN_IF(!buf, KILN_ERR_INVALID_ARGUMENT, op, "buf is NULL");
+  int n = snprintf(buf, len, "%s/" KEY_FILE, cache->dir ? cache->dir : "");
+  KILN_RETURN_IF(!cache->dir, KILN_ERR_NOT_FOUND, op, "the cache has no directory");
+  KILN_RETURN_IF(n < 0 || (size_t)n >= len, KILN_ERR_INVALID_ARGUMENT, op,
+                 "buffer of %zu bytes too small (need %d)", len, n + 1);
+  KILN_RETURN_IF(!cache->have_key, KILN_ERR_NOT_FOUND, op, "%s", cache->key_problem);
+  return KILN_OK;
+}
+
+kiln_status
+kiln_cache_key_read(const char *path, uint8_t key[KILN_CACHE_KEY_BYTES])
+{
+  static const char op[] = "kiln_cache_key_read";
+  KILN_RETURN_IF(!path || !key, KILN_ERR_INVALID_ARGUMENT, op, "NULL %s", path ? "key" : "path");
+  /* O_NONBLOCK: a FIFO given as the key file must not hang the caller before fstat refuses it. */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return kiln__fail(errno == ENOENT ? KILN_ERR_NOT_FOUND : KILN_ERR_IO, op, errno,
+                      "cannot open key file %s: %s", path, strerror(errno));
+  struct stat st;
+  kiln_status s = KILN_OK;
+  if (fstat(fd, &st) != 0)
+    s = kiln__fail(KILN_ERR_IO, op, errno, "key file %s: %s", path, strerror(errno));
+  else if (!S_ISREG(st.st_mode))
+    s = kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0, "key file %s is not a regular file", path);
+  else if (st.st_size != KILN_CACHE_KEY_BYTES)
+    s = kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0,
+                   "key file %s has %lld bytes; a kiln cache key has %d", path,
+                   (long long)st.st_size, KILN_CACHE_KEY_BYTES);
+  else if (read_exact(fd, key, KILN_CACHE_KEY_BYTES) != 0)
+    s = kiln__fail(KILN_ERR_IO, op, errno, "cannot read key file %s", path);
+  close(fd);
+  return s;
 }
 
 /* ---------------------------------------------------------------- public: verify, prune, clear */
@@ -2238,7 +2520,7 @@ verify_cb(const kiln_cache_entry *e, void *user)
   if (a->fix) {
     char sub[3], name[ENTRY_NAME_LEN + 1];
     entry_path_parts(e->key, sub, name);
-    int sfd = openat(a->vfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int sfd = open_trusted_dir(a->vfd, sub);
     struct stat st;
     if (sfd >= 0 && fstatat(sfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
         (S_ISREG(st.st_mode) ? unlinkat(sfd, name, 0)
@@ -2258,6 +2540,7 @@ kiln_cache_verify(kiln_cache *cache, int fix, kiln_cache_verify_result *out)
   KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
   if (fix)
     KILN_TRY(need_writable(cache, op));
+  KILN_TRY(need_key(cache, op));
   memset(out, 0, sizeof *out);
   struct verify_arg va = {.res = out, .fix = fix, .vfd = -1};
   if (fix && (va.vfd = open_vdir(cache)) < 0 && errno != ENOENT)
@@ -2329,7 +2612,7 @@ prune_cb(int sfd, const char *sub, const char *name, const struct stat *st, enum
       return 1;
     }
     desc_init(d, a->dir, key, st);
-    if (desc_load(d, sfd, name, a->c->format, 0) != 0) {
+    if (desc_load(d, sfd, name, a->c->format, NULL, 0) != 0) {
       free(d);
       a->oom = 1;
       return 1;

@@ -7,6 +7,7 @@
  *
  * Layout under the cache directory DIR:
  *   DIR/CACHEDIR.TAG                 tells backup tools to skip the directory
+ *   DIR/key                          the per-user MAC key: 32 random bytes, mode 0600
  *   DIR/v<F>/                        everything of cache format version F
  *   DIR/v<F>/ab/<30 hex>.kbin        one entry per key (key = ab + the 30 digits)
  *   DIR/v<F>/ab/<30 hex>.kbin.tmp.X  a write in progress (X: 6 random characters)
@@ -28,7 +29,7 @@
  *       version, device name, device version, driver version, kiln version,
  *       build options, source name
  *    H  payload (the device binary), P bytes
- *  H+P  u64 XXH3-64 of bytes [0, H+P)
+ *  H+P  32-byte MAC: keyed BLAKE2b-256 of bytes [0, H+P) under DIR/key
  */
 #ifndef KILN_RUNTIME_DISK_CACHE_H
 #define KILN_RUNTIME_DISK_CACHE_H
@@ -38,9 +39,10 @@
 
 #include "kiln/cache.h"
 
-#define KILN__DC_FORMAT 1u
+#define KILN__DC_FORMAT 2u
 #define KILN__DC_FIXED 80u           /* bytes before the strings */
-#define KILN__DC_TRAILER 8u          /* checksum */
+#define KILN__DC_TRAILER 32u         /* MAC */
+#define KILN__DC_KEY_BYTES 32u       /* the MAC key (KILN_CACHE_KEY_BYTES) */
 #define KILN__DC_MAX_HEADER (1u << 20)
 #define KILN__DC_MAX_STRING 65535u
 #define KILN__DC_MAX_PAYLOAD (1ull << 30)
@@ -105,21 +107,30 @@ void kiln__dc_req_init(struct kiln__dc_req *r, const struct kiln__dc_ident *id,
 void kiln__dc_req_rekey(struct kiln__dc_req *r);
 
 /*
- * Serialises an entry: *out (malloc'd, caller frees) and its length, or 0
- * when out of memory, the payload is empty or a field exceeds the format's limits.
+ * Serialises an entry with its MAC under mac_key (KILN__DC_KEY_BYTES):
+ * *out (malloc'd, caller frees) and its length, or 0 when out of memory, the
+ * payload is empty, mac_key is NULL or a field exceeds the format's limits.
  */
 size_t kiln__dc_serialize(const struct kiln__dc_req *r, const void *payload, size_t payload_len,
-                          int64_t created, uint8_t **out);
+                          int64_t created, const uint8_t *mac_key, uint8_t **out);
 
 /*
  * Parses an entry. With full, buf must be the whole file (len == file size)
- * and the checksum is verified; otherwise buf holds at least the header and
- * file_size is the file's length, against which the sizes are checked.
- * Returns 0, or -1 with *why set to a static description. Never reads
- * outside [buf, buf + len).
+ * and its MAC is verified under mac_key (NULL: refused, nothing can vouch
+ * for the payload); otherwise buf holds at least the header, file_size is
+ * the file's length, against which the sizes are checked, and mac_key is
+ * unused. The MAC is checked last, so every structural check runs on any
+ * input. Returns 0, or -1 with *why set to a static description. Never
+ * reads outside [buf, buf + len).
  */
 int kiln__dc_parse(const uint8_t *buf, size_t len, uint64_t file_size, int full, uint32_t format,
-                   struct kiln__dc_header *h, const char **why);
+                   const uint8_t *mac_key, struct kiln__dc_header *h, const char **why);
+
+/* Writes the MAC under mac_key of the entry buf[0, len) (trailer included) into its trailer. */
+void kiln__dc_mac_seal(uint8_t *buf, size_t len, const uint8_t *mac_key);
+
+/* The MAC key of the cache directory; NULL when it has no usable one (then nothing is trusted). */
+const uint8_t *kiln__dc_mac_key(const kiln_cache *c);
 
 /* The current format version, and a test hook to change it (tests only, not thread-safe). */
 uint32_t kiln__dc_format(void);

@@ -16,6 +16,7 @@
 #include <ftw.h>
 #include <grp.h>
 #include <signal.h>
+#include <sodium.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,8 @@ static const struct kiln__dc_ident ident_a = {"Fake Platform", "OpenCL 3.0 fake 
                                               "OpenCL 3.0 fake", "1.2.3", 0x1234u, 64};
 static const char src_text[] = "kernel void k(global float *x) { x[get_global_id(0)] *= 2; }\n";
 static const char src_opts[] = "-cl-std=CL1.2 -DT=float -DKILN_DT_F32=1";
+/* A MAC key that is not the cache directory's: all a forger without DIR/key can use. */
+static const uint8_t forger_key[KILN__DC_KEY_BYTES] = {0x5a, 0xa5, 0x5a, 0xa5, 0x13, 0x37};
 
 static void
 req_for(struct kiln__dc_req *r, const struct kiln__dc_ident *id, const char *opts, int variant)
@@ -227,12 +230,15 @@ START_TEST(format_golden_bytes)
   /* The kiln version is part of every entry and its key; pin it for the golden bytes. */
   r.str[KILN__DC_KILN_VERSION] = "0.1.0";
   kiln__dc_req_rekey(&r);
+  uint8_t mac_key[KILN__DC_KEY_BYTES];
+  for (size_t i = 0; i < sizeof mac_key; i++)
+    mac_key[i] = (uint8_t)i;
   uint8_t *b;
-  size_t n = kiln__dc_serialize(&r, "BIN", 3, 1700000000, &b);
+  size_t n = kiln__dc_serialize(&r, "BIN", 3, 1700000000, mac_key, &b);
   static const char golden[] =
-      "4b494c4e4b42494e" "01000000" "bd000000" "00000000" "34120000" "40000000" "08000000"
+      "4b494c4e4b42494e" "02000000" "bd000000" "00000000" "34120000" "40000000" "08000000"
       "0300000000000000" "00f1536500000000"
-      "776d585eebcca8eb3280b80725ac40d0" /* key */
+      "bcd80b6b51e28a28940962a8fdbef359" /* key */
       "50ca1943360d8a4683093789725c4c92" /* XXH3-128 of "src" */
       "0d000000" "46616b6520506c6174666f726d"
       "13000000" "4f70656e434c20332e302066616b6520312e30"
@@ -242,8 +248,8 @@ START_TEST(format_golden_bytes)
       "05000000" "302e312e30"
       "05000000" "2d44583d31"
       "04000000" "66616b65"
-      "42494e"            /* payload */
-      "2953462f819baa9b"; /* XXH3-64 of everything before */
+      "42494e" /* payload */
+      "8e2891cc28193bb4839c60adf2982d6aeec6fa17858fb8b863c31c08ff65c8a9"; /* MAC of the rest */
   char hex[1024];
   ck_assert_uint_lt(n * 2, sizeof hex);
   for (size_t i = 0; i < n; i++)
@@ -251,17 +257,29 @@ START_TEST(format_golden_bytes)
   ck_assert_str_eq(hex, golden);
   struct kiln__dc_header h;
   const char *why = "";
-  ck_assert_int_eq(kiln__dc_parse(b, n, n, 1, 1, &h, &why), 0);
+  /* The trailer is keyed BLAKE2b-256 of everything before it, as docs/cache.md says. */
+  uint8_t mac[32];
+  crypto_generichash(mac, sizeof mac, b, n - 32, mac_key, sizeof mac_key);
+  ck_assert_int_eq(memcmp(mac, b + n - 32, 32), 0);
+  ck_assert_int_eq(kiln__dc_parse(b, n, n, 1, KILN__DC_FORMAT, mac_key, &h, &why), 0);
   ck_assert_uint_eq(h.payload_size, 3);
   ck_assert_int_eq(memcmp(h.payload, "BIN", 3), 0);
   ck_assert_int_eq(h.created, 1700000000);
   ck_assert_uint_eq(h.len[KILN__DC_OPTIONS], 5);
   free(b);
   /* An entry always carries a binary; flags are reserved and refused when set. */
-  ck_assert_uint_eq(kiln__dc_serialize(&r, "", 0, 1700000000, &b), 0);
-  n = kiln__dc_serialize(&r, "BIN", 3, 1700000000, &b);
+  ck_assert_uint_eq(kiln__dc_serialize(&r, "", 0, 1700000000, mac_key, &b), 0);
+  /* No key, no entry: nothing unauthenticated is ever written, nor accepted. */
+  ck_assert_uint_eq(kiln__dc_serialize(&r, "BIN", 3, 1700000000, NULL, &b), 0);
+  n = kiln__dc_serialize(&r, "BIN", 3, 1700000000, mac_key, &b);
+  ck_assert_int_eq(kiln__dc_parse(b, n, n, 1, KILN__DC_FORMAT, NULL, &h, &why), -1);
+  ck_assert_ptr_nonnull(strstr(why, "MAC"));
+  mac_key[0] ^= 1;
+  ck_assert_int_eq(kiln__dc_parse(b, n, n, 1, KILN__DC_FORMAT, mac_key, &h, &why), -1);
+  ck_assert_ptr_nonnull(strstr(why, "MAC mismatch"));
+  mac_key[0] ^= 1;
   b[16] = 1;
-  ck_assert_int_eq(kiln__dc_parse(b, n, n, 0, 1, &h, &why), -1);
+  ck_assert_int_eq(kiln__dc_parse(b, n, n, 0, KILN__DC_FORMAT, NULL, &h, &why), -1);
   ck_assert_ptr_nonnull(strstr(why, "flags"));
   free(b);
 }
@@ -508,6 +526,261 @@ START_TEST(corrupt_entries_miss_then_heal)
   fclose(fopen(inner, "w"));
   ck_assert_int_eq(store_n(c, &r, 100), -1);
   ck_assert_int_eq(access(inner, F_OK), 0);
+  kiln_cache_close(c);
+  harness_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* Writes bytes as the file at path (replacing it), as someone with write access to the cache could. */
+static void
+plant_file(const char *path, const uint8_t *b, size_t n)
+{
+  unlink(path);
+  FILE *f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(b, 1, n, f), n);
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+struct verify_seen {
+  int corrupt;
+  char problem[256];
+};
+
+static int
+note_corrupt(const kiln_cache_entry *e, void *user)
+{
+  struct verify_seen *v = user;
+  if (e->state != KILN_CACHE_ENTRY_OK) {
+    v->corrupt++;
+    snprintf(v->problem, sizeof v->problem, "%s", e->problem);
+  }
+  return 0;
+}
+
+/* P18: only entries authenticated by the directory's key reach the driver. */
+START_TEST(forged_entry_is_refused_and_rebuilt)
+{
+  char *dir = harness_tempdir();
+  kiln_cache *c = open_on(dir, 0);
+  struct kiln__dc_req r;
+  req_for(&r, &ident_a, src_opts, 70);
+  ck_assert_int_eq(store_n(c, &r, 5000), 0);
+  /* The forger's entry: right key and identity (public inputs), their payload, MAC under their key. */
+  uint8_t evil[5000];
+  memset(evil, 0xcc, sizeof evil);
+  uint8_t *b;
+  size_t n = kiln__dc_serialize(&r, evil, sizeof evil, (int64_t)time(NULL), forger_key, &b);
+  ck_assert_uint_gt(n, 0);
+  char p[4200];
+  entry_path(dir, &r, p, sizeof p);
+  plant_file(p, b, n);
+
+  kiln_cache_stats s0, s1;
+  kiln_cache_stats_get(c, &s0);
+  void *buf;
+  const void *pl;
+  size_t len;
+  ck_assert_int_eq(kiln__dc_lookup(c, &r, 0, &buf, &pl, &len), KILN__DC_BAD);
+  ck_assert_ptr_null(buf);
+  ck_assert_ptr_null(pl);
+  kiln_cache_stats_get(c, &s1);
+  ck_assert_uint_eq(s1.session.corrupt, s0.session.corrupt + 1);
+  ck_assert_uint_eq(s1.session.hits, s0.session.hits);
+
+  /* Verification reports it; reading it for an export and importing it are refused. */
+  struct verify_seen v = {0};
+  KOK(kiln_cache_foreach_entry(c, KILN_CACHE_VERIFY, note_corrupt, &v));
+  ck_assert_int_eq(v.corrupt, 1);
+  ck_assert_msg(strstr(v.problem, "MAC mismatch"), "problem: %s", v.problem);
+  void *data;
+  size_t size;
+  KEXPECT(kiln_cache_entry_read(c, r.key_hex, &data, &size), KILN_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "MAC mismatch"));
+  KEXPECT(kiln_cache_entry_write(c, b, n, NULL), KILN_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "MAC mismatch"));
+
+  /* The rebuild overwrites it, and the entry is served again. */
+  ck_assert_int_eq(store_n(c, &r, 5000), 0);
+  ck_assert(hit_ok(c, &r, 5000, NULL));
+
+  /* verify --fix removes a forgery. */
+  plant_file(p, b, n);
+  kiln_cache_verify_result vr;
+  KOK(kiln_cache_verify(c, 1, &vr));
+  ck_assert_uint_eq(vr.bad, 1);
+  ck_assert_uint_eq(vr.removed, 1);
+  ck_assert_int_eq(access(p, F_OK), -1);
+
+  /* Under the sender's key, an entry is accepted and re-authenticated with this directory's key. */
+  char key[33];
+  KOK(kiln_cache_entry_write_keyed(c, b, n, forger_key, key));
+  ck_assert_str_eq(key, r.key_hex);
+  ck_assert_int_eq(kiln__dc_lookup(c, &r, 0, &buf, &pl, &len), KILN__DC_HIT);
+  ck_assert_uint_eq(len, sizeof evil);
+  ck_assert_int_eq(memcmp(pl, evil, len), 0);
+  free(buf);
+  free(b);
+  kiln_cache_close(c);
+  harness_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+struct key_race_arg {
+  const char *dir;
+  int variant;
+};
+
+static int
+key_race_child(void *arg)
+{
+  const struct key_race_arg *a = arg;
+  kiln_cache *c = kiln__dc_open_degrading(a->dir, KILN_CACHE_ON, 0);
+  if (!c || kiln__dc_mode(c) != KILN_CACHE_ON)
+    return 2;
+  struct kiln__dc_req r;
+  req_for(&r, &ident_a, src_opts, a->variant);
+  int rc = store_n(c, &r, 300) == 0 ? 0 : 3;
+  kiln_cache_close(c);
+  return rc;
+}
+
+/* The key file: made once, private, shared by racing processes; an unusable one switches the cache off. */
+START_TEST(mac_key_file_is_private_and_agreed_on)
+{
+  char *dir = harness_tempdir();
+  /* Eight processes open a fresh directory at once: each stores an entry, all must hit. */
+  pid_t pids[8];
+  struct key_race_arg args[8];
+  fflush(stdout);
+  for (int i = 0; i < 8; i++) {
+    args[i] = (struct key_race_arg){dir, 80 + i};
+    pids[i] = fork();
+    ck_assert_int_ge(pids[i], 0);
+    if (pids[i] == 0)
+      _exit(key_race_child(&args[i]));
+  }
+  for (int i = 0; i < 8; i++) {
+    int st;
+    ck_assert_int_eq(waitpid(pids[i], &st, 0), pids[i]);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child %d: status 0x%x", i, st);
+  }
+  kiln_cache *c = open_on(dir, 0);
+  for (int i = 0; i < 8; i++) {
+    struct kiln__dc_req r;
+    req_for(&r, &ident_a, src_opts, 80 + i);
+    ck_assert_msg(hit_ok(c, &r, 300, NULL), "entry of process %d does not verify", i);
+  }
+  kiln_cache_close(c);
+  char kp[4200];
+  snprintf(kp, sizeof kp, "%s/key", dir);
+  struct stat st;
+  ck_assert_int_eq(lstat(kp, &st), 0);
+  ck_assert(S_ISREG(st.st_mode));
+  ck_assert_uint_eq(st.st_mode & 07777, 0600);
+  ck_assert_uint_eq(st.st_size, KILN__DC_KEY_BYTES);
+  ck_assert_uint_eq(st.st_uid, geteuid());
+  KOK(kiln_cache_open(dir, KILN_CACHE_READONLY, &c));
+  char path[4200];
+  KOK(kiln_cache_key_path(c, path, sizeof path));
+  ck_assert_str_eq(path, kp);
+  uint8_t k[KILN_CACHE_KEY_BYTES];
+  KOK(kiln_cache_key_read(path, k));
+  ck_assert_int_eq(memcmp(k, kiln__dc_mac_key(c), sizeof k), 0);
+  kiln_cache_close(c);
+
+  /* A key others may read, a link, or one of the wrong size is refused: the cache is off. */
+  for (size_t i = 0; i < 4; i++) {
+    char cmd[4 * 4200 + 64];
+    snprintf(cmd, sizeof cmd, "cp -p '%s' '%s.save'", kp, kp);
+    ck_assert_int_eq(system(cmd), 0);
+    if (i == 0)
+      snprintf(cmd, sizeof cmd, "chmod 0644 '%s'", kp);
+    else if (i == 1)
+      snprintf(cmd, sizeof cmd, "chmod 0620 '%s'", kp);
+    else if (i == 2)
+      snprintf(cmd, sizeof cmd, "mv '%s' '%s.real' && ln -s key.real '%s'", kp, kp, kp);
+    else
+      snprintf(cmd, sizeof cmd, "printf short > '%s'", kp);
+    ck_assert_int_eq(system(cmd), 0);
+    c = kiln__dc_open_degrading(dir, KILN_CACHE_ON, 0);
+    ck_assert_msg(kiln__dc_mode(c) == KILN_CACHE_OFF, "case %zu: mode %d", i, kiln__dc_mode(c));
+    kiln_cache_stats s;
+    kiln_cache_stats_get(c, &s);
+    ck_assert_msg(strstr(s.reason, "key"), "case %zu: reason %s", i, s.reason);
+    kiln_cache_close(c);
+    KOK(kiln_cache_open(dir, KILN_CACHE_READONLY, &c));
+    KEXPECT(kiln_cache_key_path(c, path, sizeof path), KILN_ERR_NOT_FOUND);
+    kiln_cache_verify_result vr;
+    KEXPECT(kiln_cache_verify(c, 0, &vr), KILN_ERR_UNSUPPORTED);
+    kiln_cache_close(c);
+    snprintf(cmd, sizeof cmd, "rm -f '%s' '%s.real' && mv '%s.save' '%s'", kp, kp, kp, kp);
+    ck_assert_int_eq(system(cmd), 0);
+  }
+  /* chmod -R a-w of a cache made read-only on purpose leaves a key of mode 0400: still private. */
+  ck_assert_int_eq(chmod(kp, 0400), 0);
+  c = kiln__dc_open_degrading(dir, KILN_CACHE_READONLY, 0);
+  ck_assert_int_eq(kiln__dc_mode(c), KILN_CACHE_READONLY);
+  kiln_cache_close(c);
+
+  /* Read-only without a key: nothing is trusted, so the cache is off; nothing is created. */
+  ck_assert_int_eq(unlink(kp), 0);
+  c = kiln__dc_open_degrading(dir, KILN_CACHE_READONLY, 0);
+  ck_assert_int_eq(kiln__dc_mode(c), KILN_CACHE_OFF);
+  kiln_cache_close(c);
+  ck_assert_int_eq(access(kp, F_OK), -1);
+  /* With the key made anew, the old entries are forgeries as far as the directory knows. */
+  c = open_on(dir, 0);
+  struct kiln__dc_req r;
+  req_for(&r, &ident_a, src_opts, 80);
+  enum kiln__dc_found f;
+  ck_assert(!hit_ok(c, &r, 300, &f));
+  ck_assert_int_eq(f, KILN__DC_BAD);
+  kiln_cache_close(c);
+  harness_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* Every directory level entries are read from is trust-checked, the entry subdirectories too. */
+START_TEST(untrusted_entry_subdirectory_is_not_served)
+{
+  char *dir = harness_tempdir();
+  kiln_cache *c = open_on(dir, 0);
+  struct kiln__dc_req r;
+  req_for(&r, &ident_a, src_opts, 90);
+  ck_assert_int_eq(store_n(c, &r, 400), 0);
+  ck_assert(hit_ok(c, &r, 400, NULL));
+  char sub[4200];
+  snprintf(sub, sizeof sub, "%s/v%u/%.2s", dir, kiln__dc_format(), r.key_hex);
+  int seen;
+  for (int round = 0; round < 2; round++) {
+    if (round == 0) {
+      ck_assert_int_eq(chmod(sub, 0777), 0);
+    } else {
+      ck_assert_int_eq(chmod(sub, 0700), 0);
+      if (geteuid() != 0)
+        break; /* a foreign owner needs root to make */
+      ck_assert_int_eq(chown(sub, NOBODY, NOBODY), 0);
+    }
+    enum kiln__dc_found f;
+    ck_assert_msg(!hit_ok(c, &r, 400, &f), "round %d: entry served from an untrusted directory",
+                  round);
+    ck_assert_int_eq(f, KILN__DC_BAD);
+    seen = 0;
+    struct verify_seen v = {0};
+    KOK(kiln_cache_foreach_entry(c, 0, note_corrupt, &v));
+    seen = v.corrupt;
+    ck_assert_int_eq(seen, 0);
+    /* A store does not write into it either. */
+    ck_assert_int_eq(store_n(c, &r, 400), -1);
+  }
+  if (geteuid() == 0)
+    ck_assert_int_eq(chown(sub, geteuid(), getegid()), 0);
+  ck_assert_int_eq(chmod(sub, 0700), 0);
+  ck_assert(hit_ok(c, &r, 400, NULL));
   kiln_cache_close(c);
   harness_rmtree(dir);
   free(dir);
@@ -1174,7 +1447,11 @@ START_TEST(size_strings)
            {"3gb", 1, 3ull << 30},   {"1T", 1, 1ull << 40},     {"0", 1, 0},
            {" 7M ", 1, 7ull << 20},  {"1.5G", 0, 0},            {"", 0, 0},
            {"G", 0, 0},              {"-1", 0, 0},              {"12X", 0, 0},
-           {"99999999999999T", 0, 0}, {"18446744073709551616", 0, 0}};
+           {"99999999999999T", 0, 0}, {"18446744073709551616", 0, 0},
+           /* Caps are int64_t options (KILN_OPT_CACHE_MAX_BYTES): 2^63 and above would read back negative. */
+           {"9223372036854775807", 1, INT64_MAX}, {"9223372036854775808", 0, 0},
+           {"8388607T", 1, 8388607ull << 40},   {"8388608T", 0, 0},
+           {"8589934592G", 0, 0},              {"18446744073709551615", 0, 0}};
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     uint64_t v = 12345;
     int r = kiln__dc_parse_size(t[i].s, &v);
@@ -1186,6 +1463,22 @@ START_TEST(size_strings)
   ck_assert_uint_eq(kiln__dc_env_max_bytes(), 256ull << 20);
   setenv("KILN_CACHE_MAX_SIZE", "lots", 1);
   ck_assert_uint_eq(kiln__dc_env_max_bytes(), KILN__DC_DEFAULT_MAX_BYTES);
+  uint64_t w0 = kiln__dc_warnings();
+  setenv("KILN_CACHE_MAX_SIZE", "8388608T", 1); /* 2^63: a warning and the default */
+  ck_assert_uint_eq(kiln__dc_env_max_bytes(), KILN__DC_DEFAULT_MAX_BYTES);
+  ck_assert_uint_eq(kiln__dc_warnings(), w0 + 1);
+  /* The handle's setter refuses what the option could not hold. */
+  char *dir = harness_tempdir();
+  kiln_cache *h;
+  KOK(kiln_cache_open(dir, KILN_CACHE_READONLY, &h));
+  KOK(kiln_cache_set_max_bytes(h, INT64_MAX));
+  KEXPECT(kiln_cache_set_max_bytes(h, (uint64_t)INT64_MAX + 1), KILN_ERR_INVALID_ARGUMENT);
+  kiln_cache_stats st;
+  KOK(kiln_cache_stats_get(h, &st));
+  ck_assert_uint_eq(st.max_bytes, INT64_MAX);
+  kiln_cache_close(h);
+  harness_rmtree(dir);
+  free(dir);
   unsetenv("KILN_CACHE_MAX_SIZE");
   ck_assert_uint_eq(kiln__dc_env_max_bytes(), 1ull << 30);
 }
@@ -1292,10 +1585,12 @@ START_TEST(directory_resolution_order)
   kiln_cache *c = kiln__dc_open_degrading(NULL, KILN_CACHE_ON, 0);
   ck_assert_int_eq(kiln__dc_mode(c), KILN_CACHE_ON);
   kiln_cache_close(c);
-  const char *made[] = {"/a", "/a/b", "/a/b/kiln", "/a/b/kiln/v1"};
+  const char *made[] = {"/a", "/a/b", "/a/b/kiln", "/a/b/kiln/v"};
   for (int i = 0; i < 4; i++) {
     char p[4300];
     snprintf(p, sizeof p, "%s%s", tmp, made[i]);
+    if (i == 3)
+      snprintf(p + strlen(p), sizeof p - strlen(p), "%u", kiln__dc_format());
     struct stat st;
     ck_assert_int_eq(stat(p, &st), 0);
     ck_assert_msg((st.st_mode & 0777) == 0700, "%s has mode %o", p, st.st_mode & 0777);
@@ -1652,7 +1947,7 @@ list_cb(const kiln_cache_entry *e, void *user)
     ck_assert_str_eq(e->kiln_version, kiln_version());
     ck_assert_uint_eq(e->vendor_id, 0x1234);
     ck_assert_uint_eq(e->address_bits, 64);
-    ck_assert_uint_eq(e->file_bytes, e->payload_bytes + 80 + 8 * 4 + 8 + strlen("Fake Platform") +
+    ck_assert_uint_eq(e->file_bytes, e->payload_bytes + 80 + 8 * 4 + KILN__DC_TRAILER + strlen("Fake Platform") +
                                          strlen("OpenCL 3.0 fake 1.0") + strlen("Fake Device") +
                                          strlen("OpenCL 3.0 fake") + 5 +
                                          strlen(kiln_version()) + strlen(e->options) + 4);
@@ -1759,7 +2054,7 @@ START_TEST(inspection_api)
   absent[31] = absent[31] == '0' ? '1' : '0';
   KEXPECT(kiln_cache_entry_find(h, absent, first_cb, &state), KILN_ERR_NOT_FOUND);
 
-  /* Export and import: identical bytes in another directory, which then hits. */
+  /* Export and import: the same entry in another directory (under its key), which then hits. */
   void *data;
   size_t size;
   KOK(kiln_cache_entry_read(h, r[1].key_hex, &data, &size));
@@ -1767,12 +2062,15 @@ START_TEST(inspection_api)
   kiln_cache *h2;
   KOK(kiln_cache_open(dir2, KILN_CACHE_ON, &h2));
   char key[33];
-  KOK(kiln_cache_entry_write(h2, data, size, key));
+  /* Another directory's entry is authenticated by that directory's key only. */
+  KEXPECT(kiln_cache_entry_write(h2, data, size, key), KILN_ERR_INVALID_ARGUMENT);
+  KOK(kiln_cache_entry_write_keyed(h2, data, size, kiln__dc_mac_key(h), key));
   ck_assert_str_eq(key, r[1].key_hex);
   kiln_cache *c2 = open_on(dir2, 0);
   ck_assert(hit_ok(c2, &r[1], 1001, NULL));
   ((uint8_t *)data)[size / 2] ^= 1;
-  KEXPECT(kiln_cache_entry_write(h2, data, size, key), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_cache_entry_write_keyed(h2, data, size, kiln__dc_mac_key(h), key),
+          KILN_ERR_INVALID_ARGUMENT);
   free(data);
   kiln_cache_close(c2);
   kiln_cache_close(h2);
@@ -1963,11 +2261,14 @@ entry_of(const char *source, const char *opts)
 }
 
 /*
- * Rewrites an entry with a well-formed header and checksum around a binary
- * the driver cannot load, through the import API.
+ * Rewrites an entry with a well-formed header around a binary the driver
+ * cannot load. With forge, the key (public inputs) is right but the MAC is
+ * made under forger_key and the file is written in place, as an attacker
+ * who can write the directory would; otherwise it goes in through the
+ * import API with the directory's key.
  */
 static void
-plant_unloadable_binary(const char *key)
+plant_unloadable_binary(const char *key, const char *path, int forge)
 {
   kiln_cache *h;
   KOK(kiln_cache_open(e2e_cache, KILN_CACHE_ON, &h));
@@ -1976,7 +2277,8 @@ plant_unloadable_binary(const char *key)
   KOK(kiln_cache_entry_read(h, key, &data, &size));
   struct kiln__dc_header hd;
   const char *why = "";
-  ck_assert_int_eq(kiln__dc_parse(data, size, size, 1, kiln__dc_format(), &hd, &why), 0);
+  ck_assert_int_eq(
+      kiln__dc_parse(data, size, size, 1, kiln__dc_format(), kiln__dc_mac_key(h), &hd, &why), 0);
   struct kiln__dc_req r;
   memset(&r, 0, sizeof r);
   char strs[KILN__DC_NSTR][1024];
@@ -1993,11 +2295,20 @@ plant_unloadable_binary(const char *key)
   for (size_t i = 0; i < sizeof junk; i++)
     junk[i] = (uint8_t)(i * 7 + 3);
   uint8_t *bytes;
-  size_t n = kiln__dc_serialize(&r, junk, sizeof junk, (int64_t)time(NULL), &bytes);
+  size_t n = kiln__dc_serialize(&r, junk, sizeof junk, (int64_t)time(NULL),
+                                forge ? forger_key : kiln__dc_mac_key(h), &bytes);
   ck_assert_uint_gt(n, 0);
-  char got[33];
-  KOK(kiln_cache_entry_write(h, bytes, n, got));
-  ck_assert_str_eq(got, key);
+  if (forge) {
+    KEXPECT(kiln_cache_entry_write(h, bytes, n, NULL), KILN_ERR_INVALID_ARGUMENT);
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(bytes, 1, n, f), n);
+    ck_assert_int_eq(fclose(f), 0);
+  } else {
+    char got[33];
+    KOK(kiln_cache_entry_write(h, bytes, n, got));
+    ck_assert_str_eq(got, key);
+  }
   free(bytes);
   free(data);
   kiln_cache_close(h);
@@ -2059,7 +2370,26 @@ START_TEST(e2e_cross_process)
   ck_assert_uint_eq(r.hits, 2);
 
   /* A sound entry whose binary the driver refuses: a rejection, rebuilt from source, healed. */
-  plant_unloadable_binary(cast.key);
+  /*
+   * A forged entry (right key, junk binary, MAC under another key) is never
+   * handed to the driver: it is corrupt, not rejected (a driver that saw it
+   * would refuse it, or crash), and the rebuild replaces it. PoCL crashed on
+   * such entries when a recomputable checksum was all that guarded them.
+   */
+  plant_unloadable_binary(cast.key, cast.path, 1);
+  run_child_ops(&r, "ops", NULL);
+  RUN_OK(r);
+  ck_assert_uint_eq(r.corrupt, 1);
+  ck_assert_uint_eq(r.rejected, 0);
+  ck_assert_uint_eq(r.hits, 1);
+  ck_assert_uint_eq(r.stores, 1);
+  ck_assert(r.digest == r1.digest);
+  run_child_ops(&r, "ops", NULL);
+  RUN_OK(r);
+  ck_assert_uint_eq(r.hits, 2);
+  ck_assert_uint_eq(r.corrupt, 0);
+
+  plant_unloadable_binary(cast.key, cast.path, 0);
   run_child_ops(&r, "ops", NULL);
   RUN_OK(r);
   ck_assert_uint_eq(r.rejected, 1);
@@ -2103,6 +2433,8 @@ START_TEST(e2e_cross_process)
   ck_assert_uint_eq(walk_n + walk_temps, 0);
 
   run_child_ops(&r, "options", "KILN_CACHE_MAX_SIZE=256M");
+  RUN_OK(r);
+  run_child_ops(&r, "big-cap", "KILN_CACHE_MAX_SIZE=8388608T");
   RUN_OK(r);
 
   /* Warm-up stores whatever the policy, with the ops' own options: a new process hits it. */
@@ -2307,6 +2639,33 @@ child_bypass(void)
   return 0;
 }
 
+/*
+ * KILN_CACHE_MAX_SIZE=2^63 (8388608T): a warning and the default, so the
+ * option never reads back negative; the option's own range tops out at INT64_MAX.
+ */
+static int
+child_big_cap(void)
+{
+  kiln_context *ctx;
+  if (kiln_context_create(NULL, &ctx) != KILN_OK)
+    return 2;
+  int64_t v;
+  if (kiln_context_get_option(ctx, KILN_OPT_CACHE_MAX_BYTES, &v) != KILN_OK || v != (1 << 30))
+    return 3;
+  if (kiln__dc_warnings() == 0)
+    return 4;
+  if (kiln_context_set_option(ctx, KILN_OPT_CACHE_MAX_BYTES, INT64_MAX) != KILN_OK ||
+      kiln_context_get_option(ctx, KILN_OPT_CACHE_MAX_BYTES, &v) != KILN_OK || v != INT64_MAX)
+    return 5;
+  if (kiln_context_set_option(ctx, KILN_OPT_CACHE_MAX_BYTES, INT64_MIN) !=
+          KILN_ERR_INVALID_ARGUMENT ||
+      kiln_context_get_option(ctx, KILN_OPT_CACHE_MAX_BYTES, &v) != KILN_OK || v != INT64_MAX)
+    return 6;
+  report(ctx, 0);
+  kiln_context_release(ctx);
+  return 0;
+}
+
 /* The context's cache options, their bounds and the directory override. */
 static int
 child_options(void)
@@ -2407,6 +2766,8 @@ child_main(int argc, char **argv)
     return child_warm();
   if (strcmp(argv[2], "options") == 0)
     return child_options();
+  if (strcmp(argv[2], "big-cap") == 0)
+    return child_big_cap();
   return 2;
 }
 
@@ -2423,6 +2784,9 @@ cache_suite(void)
   tcase_add_test(tc, uncacheable_options_and_untrusted_identity);
   tcase_add_test(tc, identity_mismatch_is_a_miss);
   tcase_add_test(tc, corrupt_entries_miss_then_heal);
+  tcase_add_test(tc, forged_entry_is_refused_and_rebuilt);
+  tcase_add_test(tc, mac_key_file_is_private_and_agreed_on);
+  tcase_add_test(tc, untrusted_entry_subdirectory_is_not_served);
   tcase_add_test(tc, unreadable_entry_miss_then_heal);
   tcase_add_test(tc, killed_writer_leaves_no_partial_entry);
   tcase_add_test(tc, writer_killed_at_random_points);

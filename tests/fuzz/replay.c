@@ -3,8 +3,10 @@
  * directory, then mutations of a valid entry (bit flips, byte writes,
  * truncations, extensions, insertions, length fields set to extremes),
  * each also written into a real cache directory and read back through the
- * lookup and listing paths. Every mutation must be refused: the checksum
- * covers every byte but itself, so a changed entry that parses is a bug.
+ * lookup and listing paths. Every mutation must be refused: the MAC covers
+ * every byte but itself, so a changed entry that parses is a bug. The cache
+ * directory has a key of its own, so there even the unchanged entry is a
+ * forgery (made without that key) and must never be a hit.
  *
  * usage: fuzz_cache_entry_replay CORPUS_DIR [MUTATIONS]
  *        fuzz_cache_entry_replay --write-corpus DIR   (regenerates the seed files)
@@ -17,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fuzz_key.h"
 #include "runtime/disk_cache.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -30,7 +33,7 @@ valid_entry(struct kiln__dc_req *r, uint8_t **out)
 {
   kiln__dc_req_init(r, &ident, "fuzz", text, sizeof text - 1, "-DT=int");
   static const char payload[] = "a device binary of some length, 64 bytes long, give or take.";
-  return kiln__dc_serialize(r, payload, sizeof payload, 1700000000, out);
+  return kiln__dc_serialize(r, payload, sizeof payload, 1700000000, fuzz_mac_key, out);
 }
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -104,7 +107,7 @@ count_entries(const kiln_cache_entry *e, void *user)
 /* Plants bytes as the entry of r in a cache and reads them back through lookup and listing. */
 static int
 through_files(kiln_cache *c, const char *dir, const struct kiln__dc_req *r, const uint8_t *b,
-              size_t n, int must_refuse)
+              size_t n)
 {
   char path[4200];
   snprintf(path, sizeof path, "%s/v%u/%.2s", dir, KILN__DC_FORMAT, r->key_hex);
@@ -123,8 +126,8 @@ through_files(kiln_cache *c, const char *dir, const struct kiln__dc_req *r, cons
   size_t len;
   enum kiln__dc_found got = kiln__dc_lookup(c, r, 0, &buf, &p, &len);
   free(buf);
-  if (must_refuse && got == KILN__DC_HIT) {
-    fprintf(stderr, "a mutated entry was accepted by lookup\n");
+  if (got == KILN__DC_HIT) {
+    fprintf(stderr, "an entry made without the directory's key was accepted by lookup\n");
     return -1;
   }
   int seen = 0;
@@ -163,7 +166,7 @@ write_corpus(const char *dir)
                {"header-size-below-fixed", 12, 40},
                {"string-overruns", 80, 0x10000u},
                {"string-count-9", 28, 9},
-               {"bad-version", 8, 2},
+               {"bad-version", 8, KILN__DC_FORMAT - 1},
                {"unknown-flags", 16, 1},
                {"zero-payload-size", 32, 0}};
   for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
@@ -233,7 +236,7 @@ main(int argc, char **argv)
   size_t n = valid_entry(&r, &e);
   struct kiln__dc_header h;
   const char *why = "";
-  if (kiln__dc_parse(e, n, n, 1, KILN__DC_FORMAT, &h, &why) != 0) {
+  if (kiln__dc_parse(e, n, n, 1, KILN__DC_FORMAT, fuzz_mac_key, &h, &why) != 0) {
     fprintf(stderr, "the valid seed does not parse: %s\n", why);
     return 1;
   }
@@ -250,11 +253,11 @@ main(int argc, char **argv)
     size_t len = mutate(e, n, &b);
     LLVMFuzzerTestOneInput(b, len);
     int changed = len != n || memcmp(b, e, n) != 0;
-    if (changed && kiln__dc_parse(b, len, len, 1, KILN__DC_FORMAT, &h, &why) == 0) {
+    if (changed && kiln__dc_parse(b, len, len, 1, KILN__DC_FORMAT, fuzz_mac_key, &h, &why) == 0) {
       fprintf(stderr, "mutation %ld was accepted\n", i);
       failures++;
     }
-    if (i % 10 == 0 && through_files(c, dir, &r, b, len, changed) != 0)
+    if (i % 10 == 0 && through_files(c, dir, &r, b, len) != 0)
       failures++;
     free(b);
   }

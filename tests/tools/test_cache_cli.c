@@ -34,6 +34,9 @@
 extern char **environ;
 
 #define WARM_VARIANTS 8
+/* The directory of the current cache format (DIR/v<KILN__DC_FORMAT>). */
+#define VDIR "v2"
+_Static_assert(KILN__DC_FORMAT == 2, "VDIR names the current format's directory");
 
 static char *scratch; /* outputs of child processes, the empty vendor directory */
 static char *master;  /* the cache filled once through the library */
@@ -221,12 +224,12 @@ cmp_kfile(const void *a, const void *b)
   return strcmp(((const struct kfile *)a)->key, ((const struct kfile *)b)->key);
 }
 
-/* The entry files (regular files named like entries) under dir/v1, sorted by key. */
+/* The entry files (regular files named like entries) under dir/VDIR, sorted by key. */
 static size_t
 entry_files(const char *dir, struct kfile *out, size_t cap)
 {
   char v1[4200];
-  snprintf(v1, sizeof v1, "%s/v1", dir);
+  snprintf(v1, sizeof v1, "%s/" VDIR, dir);
   size_t n = 0;
   DIR *d = opendir(v1);
   struct dirent *de;
@@ -418,11 +421,12 @@ first_device(void)
   return info;
 }
 
-/* Publishes an entry built for the first device but with the given device name and driver
-   version (NULL: the real ones), through kiln_cache_entry_write. */
+/* Publishes an entry built for the first device but with the given device name, driver
+   version and build options (NULL: the real ones, and fixed options), through
+   kiln_cache_entry_write. */
 static void
-write_fake_entry(const char *dir, const char *device_name, const char *driver, int variant,
-                 char key[33])
+write_fake_entry_opts(const char *dir, const char *device_name, const char *driver,
+                      const char *options, int variant, char key[33])
 {
   kiln_device_info d = first_device();
   struct kiln__dc_ident id = {d.platform_name,
@@ -435,15 +439,40 @@ write_fake_entry(const char *dir, const char *device_name, const char *driver, i
   char text[128];
   snprintf(text, sizeof text, "kernel void fake(global int *x) { x[0] = %d; }\n", variant);
   struct kiln__dc_req r;
-  kiln__dc_req_init(&r, &id, "fake", text, strlen(text), "-cl-std=CL1.2 -DT=int");
-  uint8_t *buf = NULL;
-  size_t n = kiln__dc_serialize(&r, "not a device binary", 19, (int64_t)time(NULL), &buf);
-  ck_assert_uint_gt(n, 0);
+  kiln__dc_req_init(&r, &id, "fake", text, strlen(text),
+                    options ? options : "-cl-std=CL1.2 -DT=int");
   kiln_cache *c = NULL;
   KOK(kiln_cache_open(dir, KILN_CACHE_ON, &c));
+  uint8_t *buf = NULL;
+  size_t n = kiln__dc_serialize(&r, "not a device binary", 19, (int64_t)time(NULL),
+                                kiln__dc_mac_key(c), &buf);
+  ck_assert_uint_gt(n, 0);
   KOK(kiln_cache_entry_write(c, buf, n, key));
   KOK(kiln_cache_close(c));
   free(buf);
+}
+
+static void
+write_fake_entry(const char *dir, const char *device_name, const char *driver, int variant,
+                 char key[33])
+{
+  write_fake_entry_opts(dir, device_name, driver, NULL, variant, key);
+}
+
+/* DIR/key of a cache, from `kiln cache stats --json` (the way a user finds it). */
+static char *
+key_file_of(const char *dir)
+{
+  struct run r;
+  KILN(&r, NULL, "cache", "stats", "--dir", dir, "--json");
+  EXPECT_STATUS(&r, 0, "stats for the key file");
+  jq_expect(r.out, "d['key_problem']", "");
+  char *k = jq(r.out, "d['key_file']");
+  run_free(&r);
+  char want[4300];
+  snprintf(want, sizeof want, "%s/key", dir);
+  ck_assert_str_eq(k, want);
+  return k;
 }
 
 static const char *const *
@@ -556,7 +585,7 @@ START_TEST(list_show_stats_match_the_files)
                 "stats:\n%s", r.out);
   run_free(&r);
 
-  /* show by a prefix: every header field, the checksum read and the device match. */
+  /* show by a prefix: every header field, the MAC checked and the device match. */
   char prefix[9];
   snprintf(prefix, sizeof prefix, "%.8s", f[0].key);
   KILN(&r, NULL, "cache", "show", prefix, "--dir", dir, "--json");
@@ -572,7 +601,7 @@ START_TEST(list_show_stats_match_the_files)
   run_free(&r);
   KILN(&r, NULL, "cache", "show", prefix, "--dir", dir);
   EXPECT_STATUS(&r, 0, "show");
-  ck_assert_msg(strstr(r.out, f[0].key) && strstr(r.out, "checksum verified") &&
+  ck_assert_msg(strstr(r.out, f[0].key) && strstr(r.out, "MAC verified") &&
                     strstr(r.out, "device match       yes") && strstr(r.out, "build options"),
                 "show:\n%s", r.out);
   run_free(&r);
@@ -617,7 +646,7 @@ START_TEST(verify_finds_corruption_and_fix_lets_the_library_rebuild)
   ck_assert_msg(strstr(r.out, "all sound"), "%s", r.out);
   run_free(&r);
 
-  /* Flip one byte in the middle of the binary: only the checksum can tell. */
+  /* Flip one byte in the middle of the binary: only the MAC can tell. */
   size_t len;
   char *data = slurp(bad->path, &len);
   data[len / 2] ^= 0x20;
@@ -626,8 +655,7 @@ START_TEST(verify_finds_corruption_and_fix_lets_the_library_rebuild)
   char *before = snapshot(dir);
   KILN(&r, NULL, "cache", "verify", "--dir", dir);
   EXPECT_STATUS(&r, 1, "verify with a corrupt entry");
-  ck_assert_msg(strstr(r.out, bad->key) && strstr(r.out, "checksum mismatch") &&
-                    strstr(r.out, "1 bad"),
+  ck_assert_msg(strstr(r.out, bad->key) && strstr(r.out, "MAC mismatch") && strstr(r.out, "1 bad"),
                 "%s", r.out);
   run_free(&r);
   KILN(&r, NULL, "cache", "verify", "--dir", dir, "--json");
@@ -847,9 +875,9 @@ START_TEST(prune_stale_entries_and_temp_files)
   write_fake_entry(dir, NULL, "0.0-fake-driver", 1, fake);
   /* A temp file an interrupted writer left two hours ago, and a fresh one (still being written). */
   char tmp_old[4400], tmp_new[4400];
-  snprintf(tmp_old, sizeof tmp_old, "%s/v1/%.2s/%.30s.kbin.tmp.AbC123", dir, f[0].key,
+  snprintf(tmp_old, sizeof tmp_old, "%s/" VDIR "/%.2s/%.30s.kbin.tmp.AbC123", dir, f[0].key,
            f[0].key + 2);
-  snprintf(tmp_new, sizeof tmp_new, "%s/v1/%.2s/%.30s.kbin.tmp.XyZ789", dir, f[0].key,
+  snprintf(tmp_new, sizeof tmp_new, "%s/" VDIR "/%.2s/%.30s.kbin.tmp.XyZ789", dir, f[0].key,
            f[0].key + 2);
   spit(tmp_old, "partial", 7);
   spit(tmp_new, "partial", 7);
@@ -929,21 +957,44 @@ START_TEST(export_then_import_gives_identical_entries_that_hit)
   ck_assert_msg(strstr(r.err, "no entries"), "%s", r.err);
   run_free(&r);
 
+  /*
+   * Another directory has another key: without the exporter's key nothing is
+   * imported (every entry is refused and counted); with --key it all is.
+   */
+  KILN(&r, NULL, "cache", "import", archive, "--dir", b);
+  EXPECT_STATUS(&r, 1, "import of another cache's archive without --key");
+  char count[100];
+  snprintf(count, sizeof count, "%zu of %zu entries refused", n + 1, n + 1);
+  ck_assert_msg(strstr(r.err, count) && strstr(r.err, "MAC mismatch") && strstr(r.err, "--key") &&
+                    strstr(r.err, "nothing was imported"),
+                "%s", r.err);
+  run_free(&r);
+  struct kfile g[64];
+  ck_assert_uint_eq(entry_files(b, g, 64), 0);
+  /* Its own archive goes back into the exporting cache without --key. */
+  KILN(&r, NULL, "cache", "import", archive, "--all", "--dir", a);
+  EXPECT_STATUS(&r, 0, "import into the exporting cache");
+  run_free(&r);
+  char *akey = key_file_of(a);
+
   /* Into a directory that does not exist yet: the stale entry is skipped. */
-  KILN(&r, NULL, "cache", "import", archive, "--dir", b, "--json");
+  KILN(&r, NULL, "cache", "import", archive, "--dir", b, "--json", "--key", akey);
   EXPECT_STATUS(&r, 0, "import");
   char want[100];
   snprintf(want, sizeof want, "%zu %zu 1 %s", n + 1, n, fake);
   jq_expect(r.out, "d['records'], d['imported'], d['skipped'], d['skipped_entries'][0]['key']",
             want);
   run_free(&r);
-  struct kfile g[64];
   ck_assert_uint_eq(entry_files(b, g, 64), n);
   for (size_t i = 0; i < n; i++) {
+    /* The same entry, now vouched for by b's own key: only the MAC differs. */
     ck_assert_str_eq(g[i].key, f[i].key);
     size_t la, lb;
     char *da = slurp(f[i].path, &la), *db = slurp(g[i].path, &lb);
-    ck_assert_msg(la == lb && memcmp(da, db, la) == 0, "entry %s differs after import", f[i].key);
+    ck_assert_msg(
+        la == lb && memcmp(da, db, la - KILN__DC_TRAILER) == 0 &&
+            memcmp(da + la - KILN__DC_TRAILER, db + lb - KILN__DC_TRAILER, KILN__DC_TRAILER) != 0,
+        "entry %s: not the same entry under b's key after import", f[i].key);
     free(da);
     free(db);
   }
@@ -960,12 +1011,13 @@ START_TEST(export_then_import_gives_identical_entries_that_hit)
   run_free(&r);
 
   /* --all takes the stale entry too, and needs no OpenCL. */
-  KILN(&r, no_platform_env(), "cache", "import", archive, "--all", "--dir", c);
+  KILN(&r, no_platform_env(), "cache", "import", archive, "--all", "--dir", c, "--key", akey);
   EXPECT_STATUS(&r, 0, "import --all");
   snprintf(want, sizeof want, "imported %zu of %zu entries", n + 1, n + 1);
   ck_assert_msg(strstr(r.out, want), "%s", r.out);
   run_free(&r);
   ck_assert_uint_eq(entry_files(c, g, 64), n + 1);
+  free(akey);
   harness_rmtree(a);
   harness_rmtree(b);
   harness_rmtree(c);
@@ -1030,6 +1082,8 @@ START_TEST(corrupt_or_truncated_archives_import_nothing)
   KILN(&r, NULL, "cache", "export", archive, "--dir", a);
   EXPECT_STATUS(&r, 0, "export");
   run_free(&r);
+  /* The exporter's key is trusted throughout: what is refused is refused for its damage. */
+  char *akey = key_file_of(a);
   size_t len;
   char *good = slurp(archive, &len);
   ck_assert_uint_gt(len, 1000);
@@ -1060,7 +1114,8 @@ START_TEST(corrupt_or_truncated_archives_import_nothing)
       /* Damage that only one check can see: each must hold on its own. */
       {"wrong record checksum, archive checksum recomputed", len, 24 + 8, 0, 1},
       {"trailer count off, archive checksum recomputed", len, (long)(len - 12), 0, 1},
-      {"flipped byte in a binary, every checksum recomputed (the entry's own catches it)", len,
+      /* A forgery: binary changed, entry key (public inputs) and every CRC right, MAC not. */
+      {"flipped byte in a binary, every checksum recomputed (the entry's MAC catches it)", len,
        (long)(len / 2), 0, 2},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -1076,10 +1131,15 @@ START_TEST(corrupt_or_truncated_archives_import_nothing)
     spit(bad, copy, n);
     free(copy);
     harness_rmtree(target);
-    KILN(&r, env, "cache", "import", bad, "--all", "--dir", target);
+    KILN(&r, env, "cache", "import", bad, "--all", "--dir", target, "--key", akey);
     ck_assert_msg(r.status == 1, "%s: exit %d\n%s%s", cases[i].what, r.status, r.out, r.err);
     ck_assert_msg(strstr(r.err, "kiln cache import: ") && strstr(r.err, "nothing was imported"),
                   "%s: stderr:\n%s", cases[i].what, r.err);
+    char refused[64];
+    snprintf(refused, sizeof refused, "1 of %d entries refused", WARM_VARIANTS);
+    if (cases[i].fix == 2)
+      ck_assert_msg(strstr(r.err, "MAC mismatch") && strstr(r.err, refused), "%s: stderr:\n%s",
+                    cases[i].what, r.err);
     run_free(&r);
     struct kfile g[64];
     ck_assert_msg(entry_files(target, g, 64) == 0, "%s: entries were imported", cases[i].what);
@@ -1092,12 +1152,13 @@ START_TEST(corrupt_or_truncated_archives_import_nothing)
   }
   /* The intact archive imports. */
   harness_rmtree(target);
-  KILN(&r, env, "cache", "import", archive, "--all", "--dir", target);
+  KILN(&r, env, "cache", "import", archive, "--all", "--dir", target, "--key", akey);
   EXPECT_STATUS(&r, 0, "import of the intact archive");
   run_free(&r);
   struct kfile g[64];
   ck_assert_uint_eq(entry_files(target, g, 64), WARM_VARIANTS);
   free(good);
+  free(akey);
   harness_rmtree(target);
   harness_rmtree(a);
   free(a);
@@ -1148,7 +1209,9 @@ START_TEST(json_output_parses_and_escapes_every_string)
            key);
   jq_expect(r.out, expr, "[\"dev \\\"q\\\" \\\\ b\\nl\\u0001 \\ufffd end\"]");
   run_free(&r);
-  KILN(&r, NULL, "cache", "import", archive, "--json", "--dir", other);
+  char *dkey = key_file_of(dir);
+  KILN(&r, NULL, "cache", "import", archive, "--json", "--dir", other, "--key", dkey);
+  free(dkey);
   EXPECT_STATUS(&r, 0, "import --json");
   jq_expect(r.out, "json.dumps(d['skipped_entries'][0]['device'])",
             "\"dev \\\"q\\\" \\\\ b\\nl\\u0001 \\ufffd end\"");
@@ -1158,6 +1221,98 @@ START_TEST(json_output_parses_and_escapes_every_string)
   ck_assert_int_eq(jq_int(r.out, "d['entries']"), WARM_VARIANTS);
   run_free(&r);
   harness_rmtree(other);
+  harness_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* Text output shows what an entry's header says, never what it would do to a terminal. */
+START_TEST(text_output_escapes_control_characters)
+{
+  char *dir = copy_master();
+  char key[33];
+  /* Clear the screen, set the window title, a C1 CSI (as UTF-8), a newline to forge a line. */
+  write_fake_entry_opts(dir,
+                        "evil\x1b[2J\x1b]0;pwned\x07\ndev\xc2\x9b"
+                        "1m",
+                        "1.0\x1b[31m", "-DX=1 \x1b[8m\r\n-DY=2", 4, key);
+  struct {
+    const char *args[8];
+    const char *want[3]; /* escaped forms that must appear */
+  } cmds[] = {
+      {{"cache", "list"}, {"evil\\x1b[2J\\x1b]0;pwned\\x07\\x0adev\\xc2\\x9b1m", "1.0\\x1b[31m"}},
+      {{"cache", "show", key}, {"evil\\x1b[2J", "-DX=1 \\x1b[8m\\x0d\\x0a-DY=2", "1.0\\x1b[31m"}},
+      {{"cache", "stats"}, {"evil\\x1b[2J\\x1b]0;pwned\\x07\\x0adev", "1.0\\x1b[31m"}},
+  };
+  struct run r;
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+    const char *args[16];
+    size_t n = 0;
+    for (; cmds[i].args[n]; n++)
+      args[n] = cmds[i].args[n];
+    args[n++] = "--dir";
+    args[n++] = dir;
+    args[n] = NULL;
+    kiln_v(&r, NULL, args);
+    EXPECT_STATUS(&r, 0, cmds[i].args[1]);
+    for (const char *p = r.out; *p; p++)
+      ck_assert_msg(*p == '\n' || ((unsigned char)*p >= 0x20 && *p != 0x7f),
+                    "%s: raw control byte 0x%02x at offset %zu:\n%s", cmds[i].args[1],
+                    (unsigned char)*p, (size_t)(p - r.out), r.out);
+    ck_assert_msg(!strstr(r.out, "\xc2\x9b"), "%s: raw C1 control:\n%s", cmds[i].args[1], r.out);
+    for (int k = 0; k < 3 && cmds[i].want[k]; k++)
+      ck_assert_msg(strstr(r.out, cmds[i].want[k]), "%s: no %s in:\n%s", cmds[i].args[1],
+                    cmds[i].want[k], r.out);
+    run_free(&r);
+  }
+  /* JSON keeps the exact bytes, escaped per JSON. */
+  KILN(&r, NULL, "cache", "show", key, "--json", "--dir", dir);
+  EXPECT_STATUS(&r, 0, "show --json");
+  jq_expect(r.out, "repr((d['entry']['device'], d['entry']['driver'], d['entry']['options']))",
+            "('evil\\x1b[2J\\x1b]0;pwned\\x07\\ndev\\x9b1m', '1.0\\x1b[31m', "
+            "'-DX=1 \\x1b[8m\\r\\n-DY=2')");
+  run_free(&r);
+  harness_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
+/* Archive and key paths are untrusted: a FIFO (or a directory) fails at once, never hangs. */
+START_TEST(import_refuses_a_fifo_without_waiting)
+{
+  char *dir = copy_master();
+  char fifo[4300], target[4300], archive[4300];
+  snprintf(fifo, sizeof fifo, "%s/archive.fifo", scratch);
+  snprintf(target, sizeof target, "%s/fifo-target", scratch);
+  snprintf(archive, sizeof archive, "%s/fifo-good.kca", scratch);
+  unlink(fifo);
+  ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+  struct run r;
+  KILN(&r, NULL, "cache", "export", archive, "--dir", dir);
+  EXPECT_STATUS(&r, 0, "export");
+  run_free(&r);
+  char *key = key_file_of(dir);
+  /* Without the fix the tool blocks in open() forever: the alarm ends the test instead. */
+  alarm(60);
+  KILN(&r, NULL, "cache", "import", fifo, "--all", "--dir", target);
+  EXPECT_STATUS(&r, 1, "import of a FIFO");
+  ck_assert_msg(strstr(r.err, "is not a regular file"), "%s", r.err);
+  run_free(&r);
+  KILN(&r, NULL, "cache", "import", archive, "--all", "--dir", target, "--key", fifo);
+  EXPECT_STATUS(&r, 1, "import with a FIFO as the key file");
+  ck_assert_msg(strstr(r.err, "is not a regular file"), "%s", r.err);
+  run_free(&r);
+  KILN(&r, NULL, "cache", "import", scratch, "--all", "--dir", target, "--key", key);
+  EXPECT_STATUS(&r, 1, "import of a directory");
+  ck_assert_msg(strstr(r.err, "is not a regular file"), "%s", r.err);
+  run_free(&r);
+  alarm(0);
+  struct kfile g[64];
+  ck_assert_uint_eq(entry_files(target, g, 64), 0);
+  unlink(fifo);
+  unlink(archive);
+  free(key);
+  harness_rmtree(target);
   harness_rmtree(dir);
   free(dir);
 }
@@ -1308,15 +1463,17 @@ START_TEST(file_commands_work_without_an_opencl_platform)
   EXPECT_STATUS(&r, 0, "export");
   run_free(&r);
   /* Without --all nothing matches a device here: all skipped, not an error. */
-  KILN(&r, np, "cache", "import", archive, "--dir", other, "--json");
+  char *dkey = key_file_of(dir);
+  KILN(&r, np, "cache", "import", archive, "--dir", other, "--json", "--key", dkey);
   EXPECT_STATUS(&r, 0, "import");
   char want[64];
   snprintf(want, sizeof want, "0 %zu", n - 1);
   jq_expect(r.out, "d['imported'], d['skipped']", want);
   run_free(&r);
-  KILN(&r, np, "cache", "import", archive, "--all", "--dir", other);
+  KILN(&r, np, "cache", "import", archive, "--all", "--dir", other, "--key", dkey);
   EXPECT_STATUS(&r, 0, "import --all");
   run_free(&r);
+  free(dkey);
   struct kfile g[64];
   ck_assert_uint_eq(entry_files(other, g, 64), n - 1);
   KILN(&r, np, "cache", "clear", "--dir", other);
@@ -1387,22 +1544,23 @@ START_TEST(clear_and_verify_touch_only_kiln_files_and_never_follow_links)
   free(entry);
   /* Inside: links to them in entry places, and files kiln does not own. */
   char link1[4400], link2[4400], foreign[6][4400];
-  snprintf(link1, sizeof link1, "%s/v1/%.2s/%.30s.kbin", dir, "ee",
+  snprintf(link1, sizeof link1, "%s/" VDIR "/%.2s/%.30s.kbin", dir, "ee",
            "ffffffffffffffffffffffffffffff");
-  snprintf(link2, sizeof link2, "%s/v1/01", dir);
-  snprintf(cmd, sizeof cmd, "mkdir -p '%s/v1/ee' && ln -s '%s' '%s' && ln -s '%s' '%s'", dir,
+  snprintf(link2, sizeof link2, "%s/" VDIR "/01", dir);
+  snprintf(cmd, sizeof cmd, "mkdir -p '%s/" VDIR "/ee' && ln -s '%s' '%s' && ln -s '%s' '%s'", dir,
            outside, link1, outdir, link2);
   ck_assert_int_eq(system(cmd), 0);
   snprintf(foreign[0], sizeof foreign[0], "%s/notes.txt", dir);
-  snprintf(foreign[1], sizeof foreign[1], "%s/v1/README", dir);
-  snprintf(foreign[2], sizeof foreign[2], "%s/v1/%.2s/keep.me", dir, f[0].key);
+  snprintf(foreign[1], sizeof foreign[1], "%s/" VDIR "/README", dir);
+  snprintf(foreign[2], sizeof foreign[2], "%s/" VDIR "/%.2s/keep.me", dir, f[0].key);
   snprintf(foreign[3], sizeof foreign[3], "%s/tuning", dir);
   mkdir(foreign[3], 0700);
   snprintf(foreign[3], sizeof foreign[3], "%s/tuning/some-device--3.1.txt", dir);
   snprintf(foreign[4], sizeof foreign[4], "%s/v2", dir);
   mkdir(foreign[4], 0700);
   snprintf(foreign[4], sizeof foreign[4], "%s/v2/newer-format-data", dir);
-  snprintf(foreign[5], sizeof foreign[5], "%s/v1/%.2s/%.30s.kbin.bak", dir, f[1].key, f[1].key + 2);
+  snprintf(foreign[5], sizeof foreign[5], "%s/" VDIR "/%.2s/%.30s.kbin.bak", dir, f[1].key,
+           f[1].key + 2);
   for (int i = 0; i < 6; i++)
     spit(foreign[i], "mine", 4);
   spit(foreign[3], TUNING_FILE, strlen(TUNING_FILE));
@@ -1593,6 +1751,8 @@ suite(void)
   tcase_add_test(tc, export_then_import_gives_identical_entries_that_hit);
   tcase_add_test(tc, corrupt_or_truncated_archives_import_nothing);
   tcase_add_test(tc, json_output_parses_and_escapes_every_string);
+  tcase_add_test(tc, text_output_escapes_control_characters);
+  tcase_add_test(tc, import_refuses_a_fifo_without_waiting);
   tcase_add_test(tc, bad_arguments_exit_2_with_a_message);
   tcase_add_test(tc, file_commands_work_without_an_opencl_platform);
   tcase_add_test(tc, stats_zero_keeps_entries_and_recount_follows_the_files);
