@@ -2115,7 +2115,7 @@ kiln_tune_run(kiln_context *ctx, const kiln_tune_request *req, kiln_tune_progres
   kiln_status first_store_failure = KILN_OK;
   char store_msg[2048] = "";
   int profiled = 0;
-  for (size_t i = 0; i < nkeys && !o.stop && !profiled; i++) {
+  for (size_t i = 0; i < nkeys && !o.stop; i++) {
     o.key_index = i;
     kiln_tune_result res;
     /* Each key holds the context while it is tuned; other threads' ops run between keys. */
