@@ -6,7 +6,7 @@
  * device supports doubles (needed by sources that convert to f64).
  *
  * Provides: UT (unsigned twin of T, for wrapping arithmetic), KILN_IS_FLOAT,
- * KILN_BITS, KILN_SUP_<class> (1 when T belongs to an op-table dtype class),
+ * KILN_BITS, KILN_T_MIN/KILN_T_MAX (the range of T), KILN_SUP_<class> (1 when T belongs to an op-table dtype class),
  * KILN_GEN_IF(cls, body, a, b, c) (expands body(a, b, c) only for supported classes).
  */
 #ifndef KILN_COMMON_CL
@@ -38,6 +38,25 @@
 #define UT T
 #define KILN_BITS 0
 #define KILN_SIGNED 1
+#endif
+
+/* The smallest and largest value of T (floats: the infinities; bool: false and true, not
+ * the 0 and 255 of the uchar it is stored in): the identities of max and min. */
+#if KILN_IS_FLOAT
+#define KILN_T_MIN ((T)-INFINITY)
+#define KILN_T_MAX ((T)INFINITY)
+#elif defined(KILN_DT_I32)
+#define KILN_T_MIN ((T)INT_MIN)
+#define KILN_T_MAX ((T)INT_MAX)
+#elif defined(KILN_DT_I64)
+#define KILN_T_MIN ((T)LONG_MIN)
+#define KILN_T_MAX ((T)LONG_MAX)
+#elif defined(KILN_DT_BOOL)
+#define KILN_T_MIN ((T)0)
+#define KILN_T_MAX ((T)1)
+#else
+#define KILN_T_MIN ((T)0)
+#define KILN_T_MAX ((T)UCHAR_MAX)
 #endif
 
 /* Membership of T in the dtype classes of include/kiln/op_table.h, as 0/1 tokens for pasting. */

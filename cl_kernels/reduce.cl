@@ -292,19 +292,16 @@ inline void var_store(st_var a, global VAR_OUT *out, ulong o, global T *vals, ul
   out[o] = (FOUT)((f & F_STD) ? sqrt(v) : v);
 }
 
-/* ---- min / max: NaN wins under propagate; under omit NaN is the identity (fmin/fmax) ---- */
+/* ---- min / max: NaN wins under propagate; under omit NaN is the identity (fmin/fmax) ----
+ * Folding |x| (norms Linf and -inf) starts from 0 and +inf instead, the identities of max
+ * and min over |x| >= 0 under both policies: a slice that omitting NaN leaves empty then
+ * gives the norm's empty value (0, +inf), where nanmax/nanmin of nothing give NaN. */
 #if KILN_IS_FLOAT
-#define MAX_ID(f) (((f) & F_OMIT) ? (T)NAN : (T)-INFINITY)
-#define MIN_ID(f) (((f) & F_OMIT) ? (T)NAN : (T)INFINITY)
-#elif defined(KILN_DT_I32)
-#define MAX_ID(f) ((T)INT_MIN)
-#define MIN_ID(f) ((T)INT_MAX)
-#elif defined(KILN_DT_I64)
-#define MAX_ID(f) ((T)LONG_MIN)
-#define MIN_ID(f) ((T)LONG_MAX)
+#define MAX_ID(f) (((f) & F_ABS) ? (T)0 : ((f) & F_OMIT) ? (T)NAN : KILN_T_MIN)
+#define MIN_ID(f) (((f) & (F_OMIT | F_ABS)) == F_OMIT ? (T)NAN : KILN_T_MAX)
 #else
-#define MAX_ID(f) ((T)0)
-#define MIN_ID(f) ((T)UCHAR_MAX)
+#define MAX_ID(f) KILN_T_MIN
+#define MIN_ID(f) KILN_T_MAX
 #endif
 
 #if KILN_IS_FLOAT

@@ -90,18 +90,13 @@ typedef struct {
 typedef st_cumarg st_cummin;
 typedef st_cumarg st_cummax;
 
+/* The value an empty prefix shows (exclusive scans): NaN for floats, else the identity. */
 #if KILN_IS_FLOAT
 #define EMPTY_MAX ((T)NAN)
 #define EMPTY_MIN ((T)NAN)
-#elif defined(KILN_DT_I32)
-#define EMPTY_MAX ((T)INT_MIN)
-#define EMPTY_MIN ((T)INT_MAX)
-#elif defined(KILN_DT_I64)
-#define EMPTY_MAX ((T)LONG_MIN)
-#define EMPTY_MIN ((T)LONG_MAX)
 #else
-#define EMPTY_MAX ((T)0)
-#define EMPTY_MIN ((T)UCHAR_MAX)
+#define EMPTY_MAX KILN_T_MIN
+#define EMPTY_MIN KILN_T_MAX
 #endif
 
 inline st_cumarg

@@ -5,6 +5,7 @@
 
 #include <ftw.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static kiln_context *shared_ctx;
@@ -58,16 +59,16 @@ harness_rmtree(const char *path)
     nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-int
-harness_main(Suite *suite, int needs_device)
+static int
+have_device(void)
 {
-  if (needs_device) {
-    size_t n = 0;
-    if (kiln_device_list(NULL, 0, &n, NULL) != KILN_OK || n == 0) {
-      fprintf(stderr, "no OpenCL device: skipping\n");
-      return 77;
-    }
-  }
+  size_t n = 0;
+  return kiln_device_list(NULL, 0, &n, NULL) == KILN_OK && n > 0;
+}
+
+static int
+run_suite(Suite *suite)
+{
   char *cache = harness_tempdir();
   if (!getenv("KILN_TEST_KEEP_CACHE_ENV"))
     setenv("KILN_CACHE_DIR", cache, 1);
@@ -80,4 +81,37 @@ harness_main(Suite *suite, int needs_device)
   harness_rmtree(cache);
   free(cache);
   return failed ? 1 : 0;
+}
+
+int
+harness_main(Suite *suite, int needs_device)
+{
+  if (needs_device && !have_device()) {
+    fprintf(stderr, "no OpenCL device: skipping\n");
+    return 77;
+  }
+  return run_suite(suite);
+}
+
+int
+harness_main_cold(Suite *suite)
+{
+  /* Forking is safe here: this process has not started OpenCL (or any thread) yet. */
+  pid_t pid = fork();
+  if (pid < 0) {
+    perror("fork");
+    return 1;
+  }
+  if (pid == 0)
+    _exit(have_device() ? 0 : 77);
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {
+    fprintf(stderr, "the device check crashed\n");
+    return 1;
+  }
+  if (WEXITSTATUS(status) == 77) {
+    fprintf(stderr, "no OpenCL device: skipping\n");
+    return 77;
+  }
+  return run_suite(suite);
 }

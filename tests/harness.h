@@ -52,4 +52,11 @@ void harness_rmtree(const char *path);
  */
 int harness_main(Suite *suite, int needs_device);
 
+/*
+ * As harness_main(suite, 1), but the test process makes no OpenCL call before its tests: the
+ * device check runs in a child process forked first (the tests then see the ICD loader and the
+ * platform uninitialised, as a program's first threads do).
+ */
+int harness_main_cold(Suite *suite);
+
 #endif

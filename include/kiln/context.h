@@ -1,10 +1,42 @@
 /*
  * Contexts: one OpenCL device, one in-order command queue, the compiled
  * programs, the buffer pool and the settings of one kiln user.
- *
- * A context may be used from several threads; kiln serialises work on it
- * internally. Operations enqueue work and return; kiln_tensor_download() and
+ * Operations enqueue work and return; kiln_tensor_download() and
  * kiln_context_finish() wait for it.
+ *
+ * Threads. Every kiln function may be called from any thread; the error
+ * record (kiln_last_error()) is per thread.
+ *
+ * - Process-wide: kiln_device_list(), kiln_context_create(),
+ *   kiln_context_create_from_cl() and the OpenCL part of
+ *   kiln_context_release() take one process-wide lock around platform and
+ *   device listing, device and queue queries and cl_context/queue creation
+ *   and release, because OpenCL implementations (PoCL 3.1, the ICD loader)
+ *   are not thread-safe there. Any number of threads may create and release
+ *   contexts at once. That lock covers kiln's own OpenCL calls only: a
+ *   program that lists platforms or creates cl_contexts itself on other
+ *   threads at the same time must serialise those calls itself (or make them
+ *   before it starts threads). clFFT's library state (set up with the first
+ *   clFFT plan, torn down after the last) and every clFFT call are
+ *   serialised by another process-wide lock.
+ * - A shared context: any number of threads may use one context at once.
+ *   Each operation takes the context's lock to allocate and enqueue its
+ *   work on the context's single in-order queue (an operation that waits for
+ *   the device lets go of it while it waits), and each gives the result it
+ *   would give alone. kiln does not order operations of different threads
+ *   beyond the order they take the lock in: a thread that reads a tensor
+ *   another thread writes must wait for the writer itself, and two threads
+ *   writing one tensor (in place) race.
+ *   Options set on a shared context apply to operations that start
+ *   afterwards. kiln_profile_begin()/kiln_profile_end() count the kernels of
+ *   every thread on the context.
+ * - Tuning (include/kiln/tune.h): the tuning of one key, online or through
+ *   kiln_tune_run(), holds the context until the key's result is stored;
+ *   operations of other threads on the context wait for it. A context being
+ *   profiled is not tuned.
+ * - Releasing: kiln_context_release() and kiln_tensor_release() must not run
+ *   while another thread still uses the same handle; different contexts and
+ *   tensors are independent.
  */
 #ifndef KILN_CONTEXT_H
 #define KILN_CONTEXT_H
@@ -50,7 +82,8 @@ typedef struct kiln_device_info {
 } kiln_device_info;
 
 /**
- * Creates a context.
+ * Creates a context. Safe from any thread, also while other threads create
+ * or release contexts (see "Threads" above).
  *
  * @param selector which device: NULL means the KILN_DEVICE environment
  *        variable if set, else the first GPU, else the first CPU device (in
@@ -71,7 +104,10 @@ KILN_API kiln_status kiln_context_create(const char *selector, kiln_context **ou
 /**
  * Creates a context over OpenCL objects the caller already has. kiln retains
  * them and releases its references on kiln_context_release(); the caller keeps
- * its own. The queue must be in-order; NULL makes kiln create one.
+ * its own. The queue must be in-order; NULL makes kiln create one. Safe from
+ * any thread; several kiln contexts may share one cl_context and queue
+ * (operations of different kiln contexts on one queue are not ordered
+ * against each other beyond the queue's own order).
  *
  * @return KILN_OK; KILN_ERR_INVALID_ARGUMENT for NULL context/device/out or an
  *         out-of-order queue; KILN_ERR_CONTEXT_MISMATCH if the queue belongs to

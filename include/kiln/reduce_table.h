@@ -18,7 +18,8 @@
  *           I64   i64
  *   empty:  VALUE a reduction over zero elements gives the op's empty value
  *                 (sum 0, prod 1, mean/var/std/median NaN, any false, all
- *                 true, count_nonzero 0, norm 0, logsumexp -inf)
+ *                 true, count_nonzero 0, norm 0 (order -inf: +inf),
+ *                 logsumexp -inf)
  *           ERROR it fails with KILN_ERR_SHAPE (min/max/argmin/argmax of
  *                 nothing have no value, as in NumPy)
  *

@@ -202,10 +202,16 @@ typedef int (*kiln_tune_progress_fn)(const kiln_tune_progress *p, void *user);
  * the wall time of a call, host work included; median of reps runs) and
  * checked against the defaults' output before it may win (bitwise; float
  * sums and matrix products within a rounding tolerance per element, FFTs
- * relative to the signal's norm). Failed candidates are recorded and never
- * retried. Results are merged into the device's tuning file and used by ctx
- * at once. Uses kiln_profile_begin/end on ctx itself: do not call it while
- * profiling.
+ * relative to the signal's norm). A candidate that fails is run once more;
+ * failures that repeat are recorded and never retried. Results are merged
+ * into the device's tuning file and used by ctx at once. Uses
+ * kiln_profile_begin/end on ctx itself: do not call it while profiling.
+ *
+ * Threads: each key holds ctx while it is tuned, so other threads'
+ * operations on ctx wait until the key is done (they run between keys); fn
+ * runs with ctx held and must not wait for another thread that uses ctx.
+ * A profile begun by another thread between keys stops the run
+ * (KILN_ERR_INVALID_ARGUMENT).
  *
  * @param fn may be NULL.
  * @return KILN_OK (also when single keys failed: see their status);

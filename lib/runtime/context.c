@@ -59,10 +59,12 @@ default_pool_limit(const kiln_device_info *info)
 static void
 context_free_cl(kiln_context *ctx)
 {
+  kiln__platform_lock();
   if (ctx->queue)
     clReleaseCommandQueue(ctx->queue);
   if (ctx->cl)
     clReleaseContext(ctx->cl);
+  kiln__platform_unlock();
   ctx->queue = NULL;
   ctx->cl = NULL;
 }
@@ -72,11 +74,13 @@ context_free_cl(kiln_context *ctx)
 static kiln_status
 context_init(const char *op, kiln_context *ctx, kiln_context **out)
 {
-  kiln__device_query(ctx->platform, ctx->device, &ctx->info);
   cl_command_queue_properties qprops = 0;
+  kiln__platform_lock();
+  kiln__device_query(ctx->platform, ctx->device, &ctx->info);
   if (clGetCommandQueueInfo(ctx->queue, CL_QUEUE_PROPERTIES, sizeof qprops, &qprops, NULL) ==
       CL_SUCCESS)
     ctx->queue_profiling = (qprops & CL_QUEUE_PROFILING_ENABLE) != 0;
+  kiln__platform_unlock();
   ctx->wg_size = default_wg_size(&ctx->info);
   ctx->pool.limit = default_pool_limit(&ctx->info);
   ctx->pool.stats.limit_bytes = ctx->pool.limit;
@@ -109,39 +113,35 @@ kiln_context_create(const char *selector, kiln_context **out)
   *out = NULL;
   kiln_context *ctx = calloc(1, sizeof *ctx);
   KILN_RETURN_IF(!ctx, KILN_ERR_HOST_MEMORY, op, "cannot allocate a context");
+  kiln__platform_lock();
   kiln_status s = kiln__device_select(op, selector, &ctx->platform, &ctx->device);
-  if (s != KILN_OK)
-    goto fail;
-  cl_int err;
-  cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)ctx->platform, 0};
-  ctx->cl = clCreateContext(props, 1, &ctx->device, NULL, NULL, &err);
-  if (!ctx->cl) {
-    s = kiln__fail_cl(op, err, "clCreateContext");
-    goto fail;
+  cl_int err = CL_SUCCESS;
+  if (s == KILN_OK) {
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)ctx->platform, 0};
+    ctx->cl = clCreateContext(props, 1, &ctx->device, NULL, NULL, &err);
+    if (!ctx->cl)
+      s = kiln__fail_cl(op, err, "clCreateContext");
   }
   /* Profiling is on so that the tuner and benchmarks can time kernels on the same queue. */
-  ctx->queue = clCreateCommandQueue(ctx->cl, ctx->device, CL_QUEUE_PROFILING_ENABLE, &err);
-  if (!ctx->queue) {
-    s = kiln__fail_cl(op, err, "clCreateCommandQueue");
-    goto fail;
+  if (s == KILN_OK) {
+    ctx->queue = clCreateCommandQueue(ctx->cl, ctx->device, CL_QUEUE_PROFILING_ENABLE, &err);
+    if (!ctx->queue)
+      s = kiln__fail_cl(op, err, "clCreateCommandQueue");
   }
-  return context_init(op, ctx, out);
-fail:
+  kiln__platform_unlock();
+  if (s == KILN_OK)
+    return context_init(op, ctx, out);
   context_free_cl(ctx);
   free(ctx);
   return s;
 }
 
-kiln_status
-kiln_context_create_from_cl(cl_context cl_ctx, cl_device_id device, cl_command_queue queue,
-                            kiln_context **out)
+/* Checks the caller's cl objects of kiln_context_create_from_cl (platform lock held). */
+static kiln_status
+check_cl_objects(const char *op, cl_context cl_ctx, cl_device_id device, cl_command_queue queue,
+                 cl_platform_id *platform)
 {
-  static const char op[] = "kiln_context_create_from_cl";
-  KILN_RETURN_IF(!out || !cl_ctx || !device, KILN_ERR_INVALID_ARGUMENT, op,
-                 "NULL %s", !out ? "out" : !cl_ctx ? "cl_context" : "cl_device_id");
-  *out = NULL;
-  cl_platform_id platform = NULL;
-  cl_int err = clGetDeviceInfo(device, CL_DEVICE_PLATFORM, sizeof platform, &platform, NULL);
+  cl_int err = clGetDeviceInfo(device, CL_DEVICE_PLATFORM, sizeof *platform, platform, NULL);
   if (err != CL_SUCCESS)
     return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, err, "device is not a valid cl_device_id (%s)",
                       kiln__cl_error_name(err));
@@ -157,42 +157,58 @@ kiln_context_create_from_cl(cl_context cl_ctx, cl_device_id device, cl_command_q
     for (cl_uint i = 0; i < ndev; i++)
       found |= devs[i] == device;
   KILN_RETURN_IF(!found, KILN_ERR_CONTEXT_MISMATCH, op, "device is not part of the cl_context");
-  if (queue) {
-    cl_context qctx = NULL;
-    cl_device_id qdev = NULL;
-    cl_command_queue_properties qprops = 0;
-    err = clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof qctx, &qctx, NULL);
-    if (err == CL_SUCCESS)
-      err = clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof qdev, &qdev, NULL);
-    if (err == CL_SUCCESS)
-      err = clGetCommandQueueInfo(queue, CL_QUEUE_PROPERTIES, sizeof qprops, &qprops, NULL);
-    if (err != CL_SUCCESS)
-      return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, err, "queue is not valid (%s)",
-                        kiln__cl_error_name(err));
-    KILN_RETURN_IF(qctx != cl_ctx || qdev != device, KILN_ERR_CONTEXT_MISMATCH, op,
-                   "queue belongs to another context or device");
-    KILN_RETURN_IF(qprops & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, KILN_ERR_INVALID_ARGUMENT, op,
-                   "queue is out-of-order; kiln needs an in-order queue");
-  }
+  if (!queue)
+    return KILN_OK;
+  cl_context qctx = NULL;
+  cl_device_id qdev = NULL;
+  cl_command_queue_properties qprops = 0;
+  err = clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof qctx, &qctx, NULL);
+  if (err == CL_SUCCESS)
+    err = clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof qdev, &qdev, NULL);
+  if (err == CL_SUCCESS)
+    err = clGetCommandQueueInfo(queue, CL_QUEUE_PROPERTIES, sizeof qprops, &qprops, NULL);
+  if (err != CL_SUCCESS)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, err, "queue is not valid (%s)",
+                      kiln__cl_error_name(err));
+  KILN_RETURN_IF(qctx != cl_ctx || qdev != device, KILN_ERR_CONTEXT_MISMATCH, op,
+                 "queue belongs to another context or device");
+  KILN_RETURN_IF(qprops & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, KILN_ERR_INVALID_ARGUMENT, op,
+                 "queue is out-of-order; kiln needs an in-order queue");
+  return KILN_OK;
+}
+
+kiln_status
+kiln_context_create_from_cl(cl_context cl_ctx, cl_device_id device, cl_command_queue queue,
+                            kiln_context **out)
+{
+  static const char op[] = "kiln_context_create_from_cl";
+  KILN_RETURN_IF(!out || !cl_ctx || !device, KILN_ERR_INVALID_ARGUMENT, op,
+                 "NULL %s", !out ? "out" : !cl_ctx ? "cl_context" : "cl_device_id");
+  *out = NULL;
   kiln_context *ctx = calloc(1, sizeof *ctx);
   KILN_RETURN_IF(!ctx, KILN_ERR_HOST_MEMORY, op, "cannot allocate a context");
-  ctx->platform = platform;
-  ctx->device = device;
-  ctx->cl = cl_ctx;
-  clRetainContext(cl_ctx);
-  if (queue) {
-    ctx->queue = queue;
-    clRetainCommandQueue(queue);
-  } else {
-    ctx->queue = clCreateCommandQueue(cl_ctx, device, CL_QUEUE_PROFILING_ENABLE, &err);
-    if (!ctx->queue) {
-      kiln_status s = kiln__fail_cl(op, err, "clCreateCommandQueue");
-      context_free_cl(ctx);
-      free(ctx);
-      return s;
+  kiln__platform_lock();
+  kiln_status s = check_cl_objects(op, cl_ctx, device, queue, &ctx->platform);
+  if (s == KILN_OK) {
+    ctx->device = device;
+    ctx->cl = cl_ctx;
+    clRetainContext(cl_ctx);
+    if (queue) {
+      ctx->queue = queue;
+      clRetainCommandQueue(queue);
+    } else {
+      cl_int err;
+      ctx->queue = clCreateCommandQueue(cl_ctx, device, CL_QUEUE_PROFILING_ENABLE, &err);
+      if (!ctx->queue)
+        s = kiln__fail_cl(op, err, "clCreateCommandQueue");
     }
   }
-  return context_init(op, ctx, out);
+  kiln__platform_unlock();
+  if (s == KILN_OK)
+    return context_init(op, ctx, out);
+  context_free_cl(ctx);
+  free(ctx);
+  return s;
 }
 
 void

@@ -1,4 +1,5 @@
 #include <ctype.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,27 @@
 
 #define MAX_PLATFORMS 16
 #define MAX_DEVICES 64
+
+/*
+ * The ICD loader's and PoCL 3.1's platform and device discovery is not
+ * thread-safe: threads listing platforms while another initialises them got
+ * no platform on every later attempt, or crashed in PoCL reading a device
+ * name that was not filled in yet (plain OpenCL code does the same). So
+ * every call kiln makes on that path takes this one process-wide lock.
+ */
+static pthread_mutex_t platform_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void
+kiln__platform_lock(void)
+{
+  pthread_mutex_lock(&platform_lock);
+}
+
+void
+kiln__platform_unlock(void)
+{
+  pthread_mutex_unlock(&platform_lock);
+}
 
 static void
 info_string(cl_device_id d, cl_device_info what, char *buf, size_t len)
@@ -252,13 +274,14 @@ kiln_device_list(kiln_device_info *infos, size_t capacity, size_t *count, size_t
   KILN_RETURN_IF(!count || (!infos && capacity), KILN_ERR_INVALID_ARGUMENT, "kiln_device_list",
                  "NULL count, or NULL infos with capacity %zu", capacity);
   struct devref refs[MAX_DEVICES];
+  kiln__platform_lock();
   size_t n = enumerate(refs, MAX_DEVICES);
   for (size_t i = 0; i < n && i < capacity; i++)
     kiln__device_query(refs[i].platform, refs[i].device, &infos[i]);
+  long def = default_index ? pick("kiln_device_list", env_selector(NULL), refs, n) : -1;
+  kiln__platform_unlock();
   *count = n;
-  if (default_index) {
-    long i = pick("kiln_device_list", env_selector(NULL), refs, n);
-    *default_index = i < 0 ? SIZE_MAX : (size_t)i;
-  }
+  if (default_index)
+    *default_index = def < 0 ? SIZE_MAX : (size_t)def;
   return KILN_OK;
 }

@@ -100,7 +100,16 @@ kiln_status kiln__tensor_check(const char *op, const kiln_tensor *t, const kiln_
 /* Drops one context reference; the last one frees the struct (through the quarantine). */
 void kiln__ctx_unref(kiln_context *ctx);
 
-/* Device enumeration and selection (device.c). */
+/*
+ * The process-wide lock of OpenCL platform work (device.c): platform and
+ * device listing, device and queue queries, cl_context and command queue
+ * creation and release. Taken after ctx->lock where both are held; nothing
+ * else is taken under it.
+ */
+void kiln__platform_lock(void);
+void kiln__platform_unlock(void);
+
+/* Device enumeration and selection (device.c); the caller holds the platform lock. */
 kiln_status kiln__device_query(cl_platform_id platform, cl_device_id device, kiln_device_info *out);
 kiln_status kiln__device_select(const char *op, const char *selector, cl_platform_id *platform,
                                 cl_device_id *device);

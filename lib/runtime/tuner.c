@@ -253,6 +253,7 @@ static _Thread_local struct {
 
 static struct {
   int active, fam, param, corrupt;
+  int transient_left; /* corrupt 3: failing runs left */
   uint64_t value;
 } sabotage;
 
@@ -561,6 +562,30 @@ profiling(kiln_context *ctx)
 }
 
 /*
+ * Takes the context for the tuning of one key: ctx->lock (recursive) stays
+ * held until tune_release(), so other threads' ops on the context wait
+ * instead of landing in the candidates' profiling windows, and no second
+ * tuning on another thread can begin or end a profile in the middle of this
+ * one's. Returns 0 (lock not held) when the caller profiles the context:
+ * tuning would reset the recording.
+ */
+static int
+tune_hold(kiln_context *ctx)
+{
+  pthread_mutex_lock(&ctx->lock);
+  if (!ctx->prof.active)
+    return 1;
+  pthread_mutex_unlock(&ctx->lock);
+  return 0;
+}
+
+static void
+tune_release(kiln_context *ctx)
+{
+  pthread_mutex_unlock(&ctx->lock);
+}
+
+/*
  * The parameters of a key: defaults, then stored (unless mode OFF), then
  * overrides. *online_wanted (online_wanted may be NULL: never): mode ONLINE,
  * nothing stored or overridden, and a problem large enough to be worth it.
@@ -626,7 +651,7 @@ kiln__tune_lookup(kiln_context *ctx, const struct kiln__tune_family *family, kil
   resolve(ctx, fam, dtype, layout, k, params, &online);
   if (!online)
     return;
-  if (tl.tuning || profiling(ctx)) {
+  if (tl.tuning || !tune_hold(ctx)) {
     /* Not now: tuning would reset the caller's profile or recurse. A later call retries. */
     pthread_mutex_lock(&ctx->tuner->lock);
     uint32_t key = pack_key(fam, dtype, layout, k);
@@ -642,6 +667,7 @@ kiln__tune_lookup(kiln_context *ctx, const struct kiln__tune_family *family, kil
   struct tune_opts o = {1, 3, 1, NULL, NULL, 0, 1, 0};
   kiln_tune_result res;
   kiln_status s = tune_key(ctx, fam, dtype, layout, k, &o, &res);
+  tune_release(ctx);
   kiln__log(s == KILN_OK ? KILN__LOG_INFO : KILN__LOG_WARN,
             "online tuning of %s %s %s: %s (defaults %llu ns, tuned %llu ns: %s)",
             fam_at(fam)->name, kiln_dtype_name(dtype), res.bucket,
@@ -809,6 +835,22 @@ sabotaged(int fam, const void *params)
          pget(&fam_at(fam)->params[sabotage.param], params) == sabotage.value;
 }
 
+/* The failure the sabotage hook makes params' run have (corrupt 2 and 3), else KILN_OK. */
+static kiln_status
+sabotage_failure(const struct problem *pb, const void *params)
+{
+  if (!sabotaged(pb->fam, params))
+    return KILN_OK;
+  if (sabotage.corrupt == 2)
+    return kiln__fail(KILN_ERR_UNSUPPORTED, "kiln_tune_run", 0, "sabotaged candidate");
+  if (sabotage.corrupt == 3 && sabotage.transient_left > 0) {
+    sabotage.transient_left--;
+    return kiln__fail(KILN_ERR_DEVICE_MEMORY, "kiln_tune_run", 0,
+                      "sabotaged candidate (a passing failure)");
+  }
+  return KILN_OK;
+}
+
 static int
 cmp_u64(const void *a, const void *b)
 {
@@ -913,9 +955,9 @@ evaluate(struct kiln__tune_problem *pb, const void *params, const void *ref, voi
   e->failed[0] = 0;
   /* Elementwise ops take their local size from a lookup: force it on this thread. */
   force(pb, params);
-  kiln_status s = ref && sabotage.corrupt == 2 && sabotaged(pb->fam, params)
-                      ? kiln__fail(KILN_ERR_UNSUPPORTED, "kiln_tune_run", 0, "sabotaged candidate")
-                      : f->run(pb, params);
+  kiln_status s = ref ? sabotage_failure(pb, params) : KILN_OK;
+  if (s == KILN_OK)
+    s = f->run(pb, params);
   if (s == KILN_OK)
     s = kiln_context_finish(ctx);
   void *buf = NULL;
@@ -957,6 +999,23 @@ evaluate(struct kiln__tune_problem *pb, const void *params, const void *ref, voi
   } else {
     free(buf);
   }
+  return s;
+}
+
+/*
+ * evaluate(), run a second time when it fails: only a failure that repeats
+ * counts (and is recorded, in the context and in the tuning file). The
+ * context is held for the tuning (tune_hold), so the second run has it to
+ * itself; a failure that other contexts or processes on the device caused
+ * (device memory they held, say) must not keep a candidate out for good.
+ */
+static kiln_status
+evaluate_confirmed(struct problem *pb, const void *params, const void *ref, void **got,
+                   size_t *got_bytes, int reps, struct eval *e)
+{
+  kiln_status s = evaluate(pb, params, ref, got, got_bytes, reps, e);
+  if (s != KILN_OK)
+    s = evaluate(pb, params, ref, got, got_bytes, reps, e);
   return s;
 }
 
@@ -1173,7 +1232,7 @@ tune_key(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, struct
   if (s == KILN_OK && !memo)
     s = kiln__fail(KILN_ERR_HOST_MEMORY, "kiln_tune_run", 0, "out of memory");
   if (s == KILN_OK) {
-    s = evaluate(&pb, def.b, NULL, &ref, &ref_bytes, o->reps, &memo[0]);
+    s = evaluate_confirmed(&pb, def.b, NULL, &ref, &ref_bytes, o->reps, &memo[0]);
     if (s != KILN_OK)
       s = kiln__fail(s, "kiln_tune_run", 0, "%s %s %s: the defaults failed (%s)", f->name,
                      kiln_dtype_name(dtype), res->bucket, memo[0].failed);
@@ -1222,7 +1281,7 @@ tune_key(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, struct
             res->skipped++;
           } else {
             atomic_fetch_add(&evaluations, 1);
-            if (evaluate(&pb, c.b, ref, NULL, &ref_bytes, o->reps, ev) != KILN_OK) {
+            if (evaluate_confirmed(&pb, c.b, ref, NULL, &ref_bytes, o->reps, ev) != KILN_OK) {
               res->failed++;
               struct kiln__tf_entry fe;
               failure_entry(fam, dtype, res->bucket, ev, &fe);
@@ -1606,11 +1665,18 @@ kiln_tune_run(kiln_context *ctx, const kiln_tune_request *req, kiln_tune_progres
                         0, nkeys, 0};
   kiln_status first_store_failure = KILN_OK;
   char store_msg[2048] = "";
+  int profiled = 0;
   for (size_t i = 0; i < nkeys && !o.stop; i++) {
     o.key_index = i;
     kiln_tune_result res;
+    /* Each key holds the context while it is tuned; other threads' ops run between keys. */
+    if (!tune_hold(ctx)) {
+      profiled = 1;
+      break;
+    }
     kiln_status s = tune_key(ctx, (int)(keys[i] >> 24), (kiln_dtype)((keys[i] >> 16) & 0xff),
                              (int)((keys[i] >> 8) & 0xff), (int)(keys[i] & 0xff), &o, &res);
+    tune_release(ctx);
     if (s == KILN_ERR_IO && first_store_failure == KILN_OK) {
       first_store_failure = s;
       snprintf(store_msg, sizeof store_msg, "%s", kiln_last_error());
@@ -1618,6 +1684,10 @@ kiln_tune_run(kiln_context *ctx, const kiln_tune_request *req, kiln_tune_progres
   }
   free(keys);
   kiln__error_restore(&saved);
+  if (profiled)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0,
+                      "another thread started profiling the context (kiln_profile_begin); "
+                      "tuning stopped before the next key");
   if (first_store_failure != KILN_OK)
     return kiln__fail(first_store_failure, op, 0, "%s", store_msg);
   return KILN_OK;
@@ -1846,6 +1916,7 @@ kiln__tune_test_sabotage(const char *family, const char *param, uint64_t value, 
   sabotage.param = p;
   sabotage.value = value;
   sabotage.corrupt = corrupt;
+  sabotage.transient_left = corrupt == 3;
   sabotage.active = 1;
 }
 

@@ -129,7 +129,8 @@ void kiln__tuner_dir_changed(kiln_context *ctx);
  * Fills params (the family's parameter struct) for a problem of `elements`
  * input elements: overrides, stored results, online tuning, defaults, as
  * include/kiln/tune.h orders them. Never fails. Call it before taking
- * ctx->lock (in mode ONLINE it may run kernels).
+ * ctx->lock: in mode ONLINE it may tune the key, which holds ctx->lock for
+ * the whole tuning (other threads' ops on the context wait meanwhile).
  */
 void kiln__tune_lookup(kiln_context *ctx, const struct kiln__tune_family *fam, kiln_dtype dtype,
                        enum kiln__tune_layout layout, uint64_t elements, void *params);
@@ -149,7 +150,9 @@ void kiln__tune_set_identity(kiln_context *ctx, const char *device, const char *
  * float element moved by more than the whole output's 1-norm, so it is wrong
  * by every family's tolerance; integer outputs get bits of their first byte
  * flipped); with corrupt 2 its run fails with KILN_ERR_UNSUPPORTED, as a back
- * end that cannot do the problem would. family NULL removes the hook.
+ * end that cannot do the problem would; with corrupt 3 only its first run
+ * after the call fails (KILN_ERR_DEVICE_MEMORY), a failure that does not
+ * repeat. family NULL removes the hook.
  * Process-wide; not thread-safe.
  */
 void kiln__tune_test_sabotage(const char *family, const char *param, uint64_t value, int corrupt);

@@ -157,7 +157,33 @@ hd_download(const kiln_tensor *t)
   void *buf = malloc(nb ? nb : 1);
   ck_assert_ptr_nonnull(buf);
   KOK(kiln_tensor_download(t, buf, nb));
+  hd_expect_bool01(kiln_tensor_dtype(t), buf, kiln_tensor_numel(t), "hd_download");
   return buf;
+}
+
+void
+hd_expect_bool01(kiln_dtype dt, const void *got, uint64_t n, const char *what)
+{
+  if (dt != KILN_BOOL)
+    return;
+  const uint8_t *b = got;
+  for (uint64_t i = 0; i < n; i++)
+    if (b[i] > 1)
+      ck_abort_msg("%s: bool element %llu holds byte %u, not 0 or 1", what, (unsigned long long)i,
+                   (unsigned)b[i]);
+}
+
+void
+hd_expect_bool01_tensor(const kiln_tensor *t, const char *what)
+{
+  if (kiln_tensor_dtype(t) != KILN_BOOL)
+    return;
+  uint64_t n = kiln_tensor_numel(t);
+  uint8_t *b = malloc(n ? n : 1);
+  ck_assert_ptr_nonnull(b);
+  KOK(kiln_tensor_download(t, b, n));
+  hd_expect_bool01(KILN_BOOL, b, n, what);
+  free(b);
 }
 
 uint64_t

@@ -1,5 +1,6 @@
 /*
- * Host-side helpers shared by the layout, index, create and random suites:
+ * Host-side helpers shared by the op suites (layout, index, create and random; the
+ * elementwise, reduce and scan suites use the bool check):
  * dtype-generic element access, deterministic test patterns, upload and
  * download through the public API, index arithmetic and byte-exact checks
  * against a host reference expressed as "output element i comes from input
@@ -44,8 +45,21 @@ kiln_tensor *hd_upload(kiln_dtype dt, size_t nd, const int64_t *shape, const voi
 /* A tensor of shape holding hd_pattern(dt, numel, seed); *host receives the data (may be NULL). */
 kiln_tensor *hd_make(kiln_dtype dt, size_t nd, const int64_t *shape, uint64_t seed, void **host);
 
-/* Downloads a tensor into a fresh malloc'd buffer (at least 1 byte). */
+/*
+ * Downloads a tensor into a fresh malloc'd buffer (at least 1 byte); a bool tensor's bytes
+ * are checked with hd_expect_bool01.
+ */
 void *hd_download(const kiln_tensor *t);
+
+/*
+ * The bool invariant: when dt is KILN_BOOL, asserts every one of the n bytes of a
+ * downloaded buffer is 0 or 1 (every op that writes a bool keeps it; a 255 is a true
+ * that NumPy would never hold and that breaks ==, sums and bitwise ops after it).
+ * Other dtypes: no check. what names the case in failure messages.
+ */
+void hd_expect_bool01(kiln_dtype dt, const void *got, uint64_t n, const char *what);
+/* hd_expect_bool01 of a tensor's whole contents (downloads it). */
+void hd_expect_bool01_tensor(const kiln_tensor *t, const char *what);
 
 uint64_t hd_numel(size_t nd, const int64_t *shape);
 void hd_unravel(uint64_t i, size_t nd, const int64_t *shape, int64_t *coord);

@@ -93,6 +93,20 @@ START_TEST(ones_and_like)
   KOK(kiln_tensor_download(l, &b, 1));
   ck_assert_uint_eq(b, 255);
   KOK(kiln_tensor_release(l));
+  /* bool holds 0 or 1 whatever the value: 256 (0 as u8), -1 and NaN are true, -0.0 false. */
+  kiln_tensor *bt = NULL;
+  KOK(kiln_tensor_zeros(ctx(), KILN_BOOL, 1, one, &bt));
+  const kiln_scalar bv[5] = {kiln_scalar_i64(256), kiln_scalar_i64(-1), kiln_scalar_f64(NAN),
+                             kiln_scalar_f64(-0.0), kiln_scalar_f64(0.25)};
+  const uint8_t bwant[5] = {1, 1, 1, 0, 1};
+  for (int i = 0; i < 5; i++) {
+    KOK(kiln_tensor_full_like(bt, bv[i], &l));
+    uint8_t *g = hd_download(l);
+    ck_assert_msg(g[0] == bwant[i], "full_like bool value %d gives %u", i, g[0]);
+    free(g);
+    KOK(kiln_tensor_release(l));
+  }
+  KOK(kiln_tensor_release(bt));
   /* Empty shapes. */
   int64_t z[2] = {0, 4};
   kiln_tensor *e = NULL;

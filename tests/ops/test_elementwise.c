@@ -2,7 +2,9 @@
  * Elementwise suite: every row of the op table (include/kiln/op_table.h)
  * against a host reference, for every dtype the row accepts, at sizes 0, 1,
  * 7, 1023 and 1<<20, with broadcasting, scalar operands and in-place output;
- * where, clamp, cast (all dtype pairs) and copy; bad input; empty tensors.
+ * where, clamp, cast (all dtype pairs) and copy; bad input; empty tensors. Every bool
+ * result holds only the bytes 0 and 1 (hd_expect_bool01 in download()), also from u8
+ * inputs holding every byte value and from bool tensors combined with scalars like 7.
  *
  * The op lists, accepted dtypes and result dtypes are generated from the
  * X-macro table, so a new row is tested automatically; its host reference
@@ -37,6 +39,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "hostdata.h"
 
 /* ------------------------------------------------------------------ */
 /* The op table, decoded independently of the library                 */
@@ -448,6 +451,7 @@ download(const char *label, const kiln_tensor *t, kiln_dtype dt, const shape_t *
   size_t bytes = n * kiln_dtype_size(dt);
   void *buf = xmalloc(bytes);
   KOK(kiln_tensor_download(t, buf, bytes));
+  hd_expect_bool01(dt, buf, n, label);
   return buf;
 }
 
@@ -1897,6 +1901,76 @@ expect_shape(const kiln_tensor *t, kiln_dtype dt, const shape_t *s, const char *
   ck_assert_uint_eq(kiln_tensor_numel(t), shape_numel(s));
 }
 
+/* Asserts the bool tensor y (of shape s) holds want[], then releases it. */
+static void
+expect_truth(const char *label, kiln_tensor *y, const uint8_t *want, const shape_t *s)
+{
+  uint8_t *got = download(label, y, KILN_BOOL, s);
+  for (size_t i = 0; i < shape_numel(s); i++)
+    ck_assert_msg(got[i] == want[i], "%s: element %zu is %u, expected %u", label, i, got[i],
+                  want[i]);
+  free(got);
+  kiln_tensor_release(y);
+}
+
+/*
+ * The bool invariant from inputs that are not 0/1: a u8 tensor holding every byte value
+ * through each op that reads it as a truth value and writes bool (cast, the logical ops,
+ * comparisons with 0, isnan/isfinite, where's condition), and bool tensors with scalars such as 7
+ * and 0.5 (which become true) through max, min, the bitwise ops and where. Each result must be the
+ * truth value as a 0 or 1 byte.
+ */
+START_TEST(bool_from_bytes)
+{
+  kiln_context *ctx = harness_ctx();
+  const shape_t s = {1, {256}};
+  uint8_t bytes[256], bits[256], w[256];
+  for (int i = 0; i < 256; i++) {
+    bytes[i] = (uint8_t)i;
+    bits[i] = (uint8_t)((i * 7 + i / 3) & 1);
+  }
+  kiln_tensor *u = upload(KILN_U8, &s, bytes), *b = upload(KILN_BOOL, &s, bits), *nb = NULL;
+  KOK(kiln_unary(ctx, KILN_OP_LOGICAL_NOT, b, &nb));
+/* One op into y, checked against expr of uv (the u8 byte's truth) and bv (the bool). */
+#define CHECK_BOOL(label, call, expr)       \
+  do {                                      \
+    kiln_tensor *y = NULL;                  \
+    KOK(call);                              \
+    for (int i = 0; i < 256; i++) {         \
+      int uv = bytes[i] != 0, bv = bits[i]; \
+      w[i] = (uint8_t)(expr);               \
+      (void)uv;                             \
+      (void)bv;                             \
+    }                                       \
+    expect_truth(label, y, w, &s);          \
+  } while (0)
+  CHECK_BOOL("cast u8 to bool", kiln_cast(ctx, u, KILN_BOOL, &y), uv);
+  CHECK_BOOL("logical_not u8", kiln_unary(ctx, KILN_OP_LOGICAL_NOT, u, &y), !uv);
+  CHECK_BOOL("logical_and u8 u8", kiln_binary(ctx, KILN_OP_LOGICAL_AND, u, u, &y), uv);
+  CHECK_BOOL("logical_or u8 0",
+             kiln_binary_scalar(ctx, KILN_OP_LOGICAL_OR, u, kiln_scalar_i64(0), 1, &y), uv);
+  CHECK_BOOL("logical_xor u8 1",
+             kiln_binary_scalar(ctx, KILN_OP_LOGICAL_XOR, u, kiln_scalar_i64(1), 0, &y), !uv);
+  CHECK_BOOL("ne u8 0", kiln_binary_scalar(ctx, KILN_OP_NE, u, kiln_scalar_i64(0), 0, &y), uv);
+  CHECK_BOOL("isfinite u8", kiln_unary(ctx, KILN_OP_ISFINITE, u, &y), 1);
+  CHECK_BOOL("isnan u8", kiln_unary(ctx, KILN_OP_ISNAN, u, &y), 0);
+  CHECK_BOOL("max bool 7", kiln_binary_scalar(ctx, KILN_OP_MAX, b, kiln_scalar_i64(7), 0, &y), 1);
+  CHECK_BOOL("min 0.5 bool", kiln_binary_scalar(ctx, KILN_OP_MIN, b, kiln_scalar_f64(0.5), 1, &y),
+             bv);
+  CHECK_BOOL("bitwise_and bool 6",
+             kiln_binary_scalar(ctx, KILN_OP_BITWISE_AND, b, kiln_scalar_i64(6), 0, &y), bv);
+  CHECK_BOOL("bitwise_xor bool 255",
+             kiln_binary_scalar(ctx, KILN_OP_BITWISE_XOR, b, kiln_scalar_i64(255), 0, &y), !bv);
+  CHECK_BOOL("bitwise_not bool", kiln_unary(ctx, KILN_OP_BITWISE_NOT, b, &y), !bv);
+  CHECK_BOOL("eq bool 2", kiln_binary_scalar(ctx, KILN_OP_EQ, b, kiln_scalar_i64(2), 0, &y), bv);
+  CHECK_BOOL("where(u8, bool, !bool)", kiln_where(ctx, u, b, nb, &y), uv ? bv : !bv);
+#undef CHECK_BOOL
+  kiln_tensor_release(nb);
+  kiln_tensor_release(u);
+  kiln_tensor_release(b);
+}
+END_TEST
+
 START_TEST(zero_size_tensors)
 {
   kiln_context *ctx = harness_ctx();
@@ -2354,6 +2428,7 @@ START_TEST(flat_shape_case)
 
       KOK(kiln_binary(ctx, KILN_OP_LT, a, b, &yb));
       KOK(kiln_tensor_download(yb, got, n));
+      hd_expect_bool01(KILN_BOOL, got, n, "a < b");
       FLAT_CHECK("a < b", KILN_BOOL, got, n, flat_value(dt, i, 0) < flat_value(dt, i, 1));
 
       KOK(kiln_unary(ctx, KILN_OP_NEG, a, &y));
@@ -2521,6 +2596,7 @@ elementwise_suite(void)
       {"flat_shapes", flat_shape_case, NFLAT_SHAPES * NFLAT_DTYPES},
       {"flat_shape_bad_overrides", flat_shape_bad_overrides, 0},
       {"bcast_beyond_grid", bcast_beyond_grid, 0},
+      {"bool_from_bytes", bool_from_bytes, 0},
   };
   for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
     TCase *tc = tcase_create(groups[g].name);

@@ -5,7 +5,9 @@
  * primes, non-multiples of the work-group size, 2^24 + 3 elements; every
  * subset of the axes of a {3,5,7,4} tensor (sum, max, argmax, mean, var,
  * median), with and without keepdims and with negative axes; NaN and +-inf
- * under both NaN policies, including all-NaN slices; argmin/argmax ties;
+ * under both NaN policies, including all-NaN slices (nan_slices: every op and norm
+ * order along each axis of a 4-D tensor whose NaN planes leave whole slices NaN, at
+ * every value of every tunable); argmin/argmax ties;
  * empty reductions; ddof, every norm order, overflow-safe norms and
  * logsumexp; the three median tiers; f64 accumulation and a device without
  * fp64 (KILN_DEBUG_NO_FP64); bad input. The rows, columns, two-pass and
@@ -15,7 +17,7 @@
  * interleaved 4-vectors, interleaved scalars) and 16, 1 and 5 columns per
  * work-item; vector_lanes runs the 4-vector paths for every dtype on views
  * 0-3 elements into their buffer (this suite links the library internals
- * for kiln__reduce_tuned).
+ * for kiln__reduce_tuned). Every bool result holds only 0 and 1 (hd_expect_bool01).
  *
  * Reference: computed in long double (exact for every input dtype: 64-bit
  * mantissa on x86-64) from the exact input values: straight sums, two-pass
@@ -43,6 +45,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "hostdata.h"
 #include "ops/tuned.h"
 
 /*
@@ -350,7 +353,7 @@ ref_op(kiln_reduce_op op, const kiln_reduce_options *o, kiln_dtype dt, kiln_dtyp
       acc = mx ? 0 : INFINITY;
       for (uint64_t j = 0; j < m; j++)
         acc = mx ? fmaxl(acc, fabsl(f[j])) : fminl(acc, fabsl(f[j]));
-      r.v = prop_nan ? NAN : (m == 0 && omit && anynan) ? NAN : acc;
+      r.v = acc; /* nothing left after omitting NaN: the empty value, 0 or +inf */
       break;
     }
     }
@@ -451,6 +454,7 @@ struct rcase {
   enum gen gen;
   int arg_values; /* kiln_argreduce with values */
   uint64_t lead;  /* the tensor starts this many elements into its buffer (poisoned before) */
+  int nan_planes; /* also NaN wherever coordinate d is d + 1: all-NaN slices along every axis */
 };
 
 static char *
@@ -469,9 +473,9 @@ describe(const struct rcase *c, char *buf, size_t len)
   if (!c->all_axes && u < len)
     u += (size_t)snprintf(buf + u, len - u, c->naxes ? ")" : "()");
   if (u < len)
-    snprintf(buf + u, len - u, " keepdims %d nan %s ddof %g ord %d gen %d", c->keepdims,
+    snprintf(buf + u, len - u, " keepdims %d nan %s ddof %g ord %d gen %d%s", c->keepdims,
              c->opts.nan_policy == KILN_NAN_OMIT ? "omit" : "propagate", c->opts.ddof,
-             (int)c->opts.norm_ord, (int)c->gen);
+             (int)c->opts.norm_ord, (int)c->gen, c->nan_planes ? " nan planes" : "");
   return buf;
 }
 
@@ -486,6 +490,15 @@ run_case(const struct rcase *c, const kiln__launch_params *lp, uint64_t seed)
     n *= (uint64_t)c->shape[d];
   struct host h;
   host_make(&h, c->dt, n, c->gen, seed);
+  for (uint64_t i = 0; c->nan_planes && i < n; i++) {
+    uint64_t t = i;
+    for (size_t d = c->ndim; d-- > 0; t /= (uint64_t)c->shape[d]) {
+      if (t % (uint64_t)c->shape[d] == (d + 1) % (uint64_t)c->shape[d]) {
+        host_set(&h, i, NAN);
+        break;
+      }
+    }
+  }
   kiln_tensor *x = NULL, *y = NULL, *vals = NULL, *whole = NULL;
   if (c->lead) {
     /* A view at an element offset: the leading bytes are 0x7f, a huge float or integer,
@@ -554,9 +567,11 @@ run_case(const struct rcase *c, const kiln__launch_params *lp, uint64_t seed)
 
   void *got = malloc(nout * 8 + 8), *gotv = malloc(nout * 8 + 8);
   KOK(kiln_tensor_download(y, got, kiln_tensor_nbytes(y)));
+  hd_expect_bool01(rdt, got, nout, what);
   if (vals) {
     ck_assert_int_eq(kiln_tensor_dtype(vals), c->dt);
     KOK(kiln_tensor_download(vals, gotv, kiln_tensor_nbytes(vals)));
+    hd_expect_bool01(c->dt, gotv, nout, what);
   }
   long double *buf = malloc((nred + 1) * sizeof *buf);
   int is_float_res = rdt == KILN_F32 || rdt == KILN_F64;
@@ -1149,8 +1164,44 @@ START_TEST(test_median)
 END_TEST
 
 /*
- * Every strategy at work-group sizes 64, 128, 256 and the device maximum, with the
- * two-pass split forced on (two_pass_min 1, 1 or 3 items per thread) and off.
+ * Launch parameters that between them take every value the tuner searches (lib/runtime/
+ * tuner.c) of the choices that select different code: each lane order and 1, 4, 16, 64
+ * and 256 columns per item (16 and 256 are the vector-state column kernels on CPU devices,
+ * 64 the tile path's cap; 5 is a ragged extra), with the two-pass split off and forced on
+ * (two_pass_min 1) at 1, 3, 4, 16 or 64 items per thread. The first three are
+ * test_tunables' shapes:
+ *   0 one pass, blocked lanes, 16 columns per item in 16-row tiles (CPU shape);
+ *   1 split, interleaved 4-vectors, 1 column per item (GPU shape);
+ *   2 split, 3 items per thread, interleaved scalars, 5 columns per item.
+ */
+static const struct lp_mode {
+  int split;
+  uint32_t ipt, gpc, blocked, cols;
+} lp_modes[] = {
+    {0, 1, 8, 1, 16}, {1, 1, 8, 2, 1},    {1, 3, 3, 0, 5},     {0, 64, 4, 0, 4},
+    {1, 4, 2, 1, 64}, {0, 16, 1, 2, 256}, {1, 16, 16, 1, 256},
+};
+#define NLP_MODES (sizeof lp_modes / sizeof lp_modes[0])
+
+/* The device's reduction defaults with lp_modes[mode] and work-group size wg. */
+static kiln__launch_params
+lp_for_mode(kiln_context *ctx, size_t mode, uint32_t wg)
+{
+  const struct lp_mode *m = &lp_modes[mode];
+  kiln__launch_params lp;
+  kiln__launch_params_default(ctx, KILN__LAUNCH_REDUCE, &lp);
+  lp.wg_size = wg;
+  lp.two_pass_min = m->split ? 1 : UINT64_MAX;
+  lp.items_per_thread = m->ipt;
+  lp.groups_per_cu = m->gpc;
+  lp.blocked = m->blocked;
+  lp.cols_per_item = m->cols;
+  return lp;
+}
+
+/*
+ * Every strategy at work-group sizes 64, 128, 256 and the device maximum, in the first
+ * three lp_modes (the two-pass split forced on and off, each lane order).
  */
 START_TEST(test_tunables)
 {
@@ -1164,18 +1215,8 @@ START_TEST(test_tunables)
   for (size_t w = 0; w < 4; w++) {
     if (wgs[w] > info.max_work_group_size)
       continue;
-    for (int mode = 0; mode < 3; mode++) {
-      kiln__launch_params lp;
-      kiln__launch_params_default(ctx, KILN__LAUNCH_REDUCE, &lp);
-      lp.wg_size = wgs[w];
-      /* mode 0: one pass, blocked lanes, 16 columns per item in 16-row tiles (CPU shape);
-       * mode 1: split forced, interleaved 4-vectors, 1 column per item (GPU shape);
-       * mode 2: split forced, 3 items per thread, interleaved scalars, 5 columns per item. */
-      lp.two_pass_min = mode == 0 ? UINT64_MAX : 1;
-      lp.items_per_thread = mode == 2 ? 3 : 1;
-      lp.groups_per_cu = mode == 2 ? 3 : 8;
-      lp.blocked = mode == 0 ? 1 : mode == 1 ? 2 : 0;
-      lp.cols_per_item = mode == 0 ? 16 : mode == 1 ? 1 : 5;
+    for (size_t mode = 0; mode < 3; mode++) {
+      kiln__launch_params lp = lp_for_mode(ctx, mode, wgs[w]);
       for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++) {
         struct rcase c = mk(ops[oi], KILN_F32, 1, v1);
         c.gen = ops[oi] == KILN_REDUCE_ARGMAX ? GEN_TIES : GEN_UNIFORM;
@@ -1187,6 +1228,67 @@ START_TEST(test_tunables)
           struct rcase b = with_axes(mk(ops[oi], KILN_F32, 2, m2), 1, &ax);
           run_case(&b, &lp, w * 100 + (uint64_t)mode * 10 + oi + 2);
         }
+      }
+    }
+  }
+}
+END_TEST
+
+/*
+ * All-NaN and partly NaN slices (issue 14: norm Linf/-inf of an all-NaN slice under omit
+ * gave NaN, not 0/+inf): every op and every norm order over each axis of a [17, 2, 17, 19]
+ * tensor (rows for the last axis, 16-row blocks and a tail; columns for the others, a
+ * 16-column vector and an edge), over axes 0 and 2 (the permute) and over all of it (one
+ * row); NaN on the planes where coordinate d is d + 1, so every layout has all-NaN slices
+ * next to slices with one NaN or a few (GEN_SPECIAL adds 10% NaN and +-inf). Both NaN
+ * policies at the tuned defaults, then omit in every lp_modes entry, each at one of the
+ * tuner's work-group sizes (a mode of 256 columns per item runs only the ops that have
+ * vector-state column kernels: for the others it builds the same 64-column program).
+ */
+START_TEST(test_nan_slices)
+{
+  kiln_dtype dt = _i ? KILN_F64 : KILN_F32;
+  if (dt == KILN_F64 && !harness_has_fp64())
+    return;
+  kiln_context *ctx = harness_ctx();
+  kiln_device_info info;
+  KOK(kiln_context_device_info(ctx, &info));
+  static const uint32_t wgs[NLP_MODES] = {256, 64, 512, 1024, 256, 128, 32};
+  static const int64_t shape[4] = {17, 2, 17, 19};
+  static const kiln_norm_ord ords[] = {KILN_NORM_L2,      KILN_NORM_L1, KILN_NORM_LINF,
+                                       KILN_NORM_NEG_INF, KILN_NORM_L0, KILN_NORM_P};
+  /* Axis sets: one axis each, axes 0 and 2, all (nset 0). */
+  static const int64_t sets[6][2] = {{0}, {1}, {2}, {3}, {0, 2}, {0}};
+  static const size_t nset[6] = {1, 1, 1, 1, 2, 0};
+  for (size_t mode = 0; mode <= NLP_MODES; mode++) {
+    kiln__launch_params lp;
+    if (mode) {
+      uint32_t wg = wgs[mode - 1];
+      lp = lp_for_mode(ctx, mode - 1,
+                       wg < info.max_work_group_size ? wg : (uint32_t)info.max_work_group_size);
+    }
+    for (int op = 0; op < KILN_REDUCE_OP_COUNT; op++) {
+      size_t nord = op == KILN_REDUCE_NORM ? sizeof ords / sizeof ords[0] : 1;
+      for (size_t oi = 0; oi < nord; oi++) {
+        int colsv = op == KILN_REDUCE_SUM || op == KILN_REDUCE_MEAN || op == KILN_REDUCE_MAX ||
+                    op == KILN_REDUCE_MIN ||
+                    (op == KILN_REDUCE_NORM && ords[oi] != KILN_NORM_L2 && ords[oi] != KILN_NORM_P);
+        if (mode && lp.cols_per_item > KILN__TILE_COLS_MAX && !colsv)
+          continue;
+        for (int pol = mode ? 1 : 0; pol < 2; pol++)
+          for (size_t si = 0; si < 6; si++) {
+            struct rcase c = mk((kiln_reduce_op)op, dt, 4, shape);
+            if (nset[si])
+              c = with_axes(c, nset[si], sets[si]);
+            c.gen = GEN_SPECIAL;
+            c.nan_planes = 1;
+            c.opts.nan_policy = pol ? KILN_NAN_OMIT : KILN_NAN_PROPAGATE;
+            c.opts.norm_ord = ords[oi];
+            c.opts.norm_p = 3;
+            c.opts.ddof = 1;
+            c.arg_values = op == KILN_REDUCE_ARGMIN || op == KILN_REDUCE_ARGMAX;
+            run_case(&c, mode ? &lp : NULL, (uint64_t)(op * 1000 + (int)oi * 100 + pol * 10) + si);
+          }
       }
     }
   }
@@ -1413,6 +1515,7 @@ reduce_suite(void)
       {"ops_dtypes", test_ops_dtypes, (int)NDTYPES},
       {"axes_4d", test_axes_4d, 0},
       {"nan_policies", test_nan_policies, 2},
+      {"nan_slices", test_nan_slices, 2},
       {"argmax_ties", test_argmax_ties, 0},
       {"empty", test_empty, 0},
       {"bad_inputs", test_bad_inputs, 0},

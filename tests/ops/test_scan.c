@@ -8,7 +8,8 @@
  * work-group scans split across groups) up to 2^24 + 3 elements; every strategy
  * at work-group sizes 64, 128, 256 and the device maximum with the split forced
  * on and off (this suite links the library internals for kiln__scan_tuned);
- * in-place scans; diff of orders 0..len+; bad input.
+ * in-place scans; diff of orders 0..len+; bad input. Every bool output holds only 0 and 1
+ * (hd_expect_bool01), and exclusive cummin/cummax of bool start from true/false.
  *
  * Reference: long double (exact for every input dtype), sequential, with the
  * documented semantics; integer cumsum/cumprod wrap in 64 bits like the library.
@@ -32,6 +33,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "hostdata.h"
 #include "ops/tuned.h"
 
 /*
@@ -204,7 +206,7 @@ logaddexp_ld(long double a, long double b)
   return m + log1pl(expl(-fabsl(a - b)));
 }
 
-/* The empty value of cummin/cummax for dtype dt. */
+/* The empty value of cummin/cummax for dtype dt: NaN, else the dtype's smallest/largest. */
 static long double
 cum_empty(kiln_dtype dt, int is_max)
 {
@@ -216,6 +218,8 @@ cum_empty(kiln_dtype dt, int is_max)
     return is_max ? INT32_MIN : INT32_MAX;
   case KILN_I64:
     return is_max ? (long double)INT64_MIN : (long double)INT64_MAX;
+  case KILN_BOOL:
+    return is_max ? 0 : 1;
   default:
     return is_max ? 0 : 255;
   }
@@ -346,6 +350,7 @@ run_case(const struct scase *c, const kiln__launch_params *lp, uint64_t seed)
     ck_assert_uint_eq(kiln_tensor_numel(y), n);
     got = malloc(n * 8 + 8);
     KOK(kiln_tensor_download(y, got, kiln_tensor_nbytes(y)));
+    hd_expect_bool01(rdt, got, n, what);
   }
   if (yi) {
     ck_assert_int_eq(kiln_tensor_dtype(yi), KILN_I64);
@@ -506,6 +511,48 @@ START_TEST(test_indexed_ties)
 }
 END_TEST
 
+/*
+ * Exclusive cummin/cummax of bool (issue 14): the empty prefix is bool's true/false, not
+ * u8's 255/0; NumPy's np.minimum.accumulate of [1, 1, 0] shifted in from the identity.
+ */
+START_TEST(test_bool_exclusive)
+{
+  kiln_context *ctx = harness_ctx();
+  const uint8_t in[3] = {1, 0, 1};
+  const uint8_t want_min[3] = {1, 1, 0}, want_max[3] = {0, 1, 1};
+  const int64_t want_imin[3] = {-1, 0, 1}, want_imax[3] = {-1, 0, 0};
+  int64_t n = 3;
+  kiln_tensor *x = NULL;
+  KOK(kiln_tensor_from_host(ctx, KILN_BOOL, 1, &n, in, &x));
+  kiln_scan_options o = {0};
+  o.exclusive = 1;
+  for (int op = KILN_SCAN_CUMMIN; op <= KILN_SCAN_CUMMAX; op++) {
+    int is_min = op == KILN_SCAN_CUMMIN;
+    kiln_tensor *y = NULL, *v = NULL, *yi = NULL;
+    uint8_t got[3], gotv[3];
+    int64_t goti[3];
+    KOK(kiln_scan(ctx, (kiln_scan_op)op, x, 0, &o, &y));
+    KOK(kiln_tensor_download(y, got, sizeof got));
+    KOK(kiln_scan_indexed(ctx, (kiln_scan_op)op, x, 0, &o, &v, &yi));
+    KOK(kiln_tensor_download(v, gotv, sizeof gotv));
+    KOK(kiln_tensor_download(yi, goti, sizeof goti));
+    for (int j = 0; j < 3; j++) {
+      uint8_t w = is_min ? want_min[j] : want_max[j];
+      int64_t wi = is_min ? want_imin[j] : want_imax[j];
+      ck_assert_msg(got[j] == w && gotv[j] == w && goti[j] == wi,
+                    "exclusive %s of bool [1,0,1]: out[%d] = %u (indexed %u, index %lld), "
+                    "expected %u (index %lld)",
+                    kiln_scan_op_name((kiln_scan_op)op), j, got[j], gotv[j], (long long)goti[j], w,
+                    (long long)wi);
+    }
+    kiln_tensor_release(y);
+    kiln_tensor_release(v);
+    kiln_tensor_release(yi);
+  }
+  kiln_tensor_release(x);
+}
+END_TEST
+
 /* Long lines: tiled work-group scans split across groups; one 2^24 + 3 element cumsum. */
 START_TEST(test_long)
 {
@@ -573,6 +620,19 @@ START_TEST(test_tunables)
             b.want_values = 1;
             run_case(&b, &lp, w * 100 + (uint64_t)mode * 10 + oi + 2);
           }
+        }
+      }
+      /* bool: the empty prefix of an exclusive cummin is true, in every chunk and fixup. */
+      for (int op = KILN_SCAN_CUMMIN; op <= KILN_SCAN_CUMMAX; op++) {
+        struct scase c = mk((kiln_scan_op)op, KILN_BOOL, 1, v, 0);
+        c.opts.exclusive = 1;
+        run_case(&c, &lp, w * 100 + (uint64_t)mode * 10 + 7);
+        c.indexed = c.want_values = 1;
+        run_case(&c, &lp, w * 100 + (uint64_t)mode * 10 + 8);
+        for (int64_t ax = 0; ax < 2; ax++) {
+          struct scase b = mk((kiln_scan_op)op, KILN_BOOL, 2, m2, ax);
+          b.opts.exclusive = 1;
+          run_case(&b, &lp, w * 100 + (uint64_t)mode * 10 + 9);
         }
       }
     }
@@ -720,6 +780,7 @@ START_TEST(test_diff)
         ck_assert_int_eq(kiln_tensor_dtype(y), dt);
         unsigned char *got = malloc(120 * 8);
         KOK(kiln_tensor_download(y, got, kiln_tensor_nbytes(y)));
+        hd_expect_bool01(dt, got, kiln_tensor_numel(y), "diff");
         /* Host: repeated first differences in the dtype's arithmetic. */
         uint64_t outer = 1, inner = 1, L = (uint64_t)shape[a];
         for (size_t k = 0; k < a; k++)
@@ -782,6 +843,7 @@ scan_suite(void)
       {"ops_dtypes", test_ops_dtypes, (int)NDTYPES},
       {"nan_policies", test_nan_policies, 2},
       {"indexed_ties", test_indexed_ties, 0},
+      {"bool_exclusive", test_bool_exclusive, 0},
       {"long", test_long, 0},
       {"tunables", test_tunables, 0},
       {"random_sums", test_random_sums, 0},

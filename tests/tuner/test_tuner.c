@@ -5,7 +5,7 @@
  * (candidate validation with a sabotaged candidate, failures never retried,
  * online tuning), import/export and the listing calls; the fft and gemm
  * families: what auto FFT plans and GEMM routes take from them, and their
- * tuning.
+ * tuning; online tuning on a context shared by threads.
  *
  * Candidate sets stay small: on PoCL every new local size is a compile.
  * The killed-writer test runs its writers as separate processes (this binary
@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
@@ -87,6 +88,18 @@ expect_params(kiln_context *ctx, const char *family, const char *bucket, const c
   if (want_sub)
     ck_assert_msg(strstr(buf, want_sub) != NULL, "%s %s: \"%s\" lacks \"%s\"", family, bucket, buf,
                   want_sub);
+}
+
+/* The source of the parameters of (family, dtype, bucket) must be want_src. */
+static void
+expect_params_dt(kiln_context *ctx, const char *family, kiln_dtype dtype, const char *bucket,
+                 kiln_tune_source want_src)
+{
+  char buf[256];
+  kiln_tune_source src;
+  KOK(kiln_tune_params_get(ctx, family, dtype, bucket, buf, sizeof buf, &src));
+  ck_assert_msg(src == want_src, "%s %s %s: source %d, expected %d (%s)", family,
+                kiln_dtype_name(dtype), bucket, (int)src, (int)want_src, buf);
 }
 
 static char *
@@ -874,6 +887,32 @@ START_TEST(wrong_candidate_never_wins)
 }
 END_TEST
 
+/*
+ * A candidate whose first run fails and whose second succeeds (the test hook's corrupt 3; on a
+ * device shared with other contexts, device memory they held) is run again: the failure is not
+ * recorded, and the candidate competes (here it wins with its claimed 1 ns).
+ */
+START_TEST(passing_failure_not_recorded)
+{
+  char *dir = harness_tempdir();
+  kiln_context *ctx = use(dir, "Fake Device", "1.0");
+  kiln__tune_test_sabotage("elementwise", "wg_size", 64, 3);
+  kiln_tune_result r = tune_one(ctx, "elementwise", "flat", 4096, 1);
+  kiln__tune_test_sabotage(NULL, NULL, 0, 0);
+  ck_assert_uint_eq(r.failed, 0);
+  ck_assert_msg(wg64(r.tuned_params), "tuned %s", r.tuned_params);
+  char path[4600];
+  snprintf(path, sizeof path, "%s/tuning/fake-device--1.0.txt", dir);
+  size_t len;
+  char *text = read_all(path, &len);
+  ck_assert_ptr_nonnull(text);
+  ck_assert_msg(strstr(text, "failed=") == NULL, "a failure was recorded:\n%s", text);
+  free(text);
+  harness_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 /* Counts listed results (failure records are not counted). */
 static int
 collect_entries(const kiln_tune_entry *e, void *user)
@@ -1349,6 +1388,212 @@ START_TEST(gemm_family_routes)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- threads */
+
+/* An op of one tuned key, run by a thread of online_tuning_shared_by_threads. */
+struct shared_job {
+  const char *family;
+  kiln_dtype dtype;
+  const char *bucket;
+  enum { JOB_ADD, JOB_SUM, JOB_CUMSUM } kind;
+  int64_t rows, cols; /* rows 0: 1-D of cols elements */
+  int64_t axis;
+};
+
+/*
+ * Keys whose candidates share their programs (so a cold PoCL cache compiles each once), two
+ * threads per key: one tunes it, the other runs with the defaults meanwhile.
+ */
+static const struct shared_job shared_jobs[] = {
+    {"elementwise", KILN_F32, "flat.2^12", JOB_ADD, 0, 4096, 0},
+    {"elementwise", KILN_F32, "flat.2^13", JOB_ADD, 0, 8192, 0},
+    {"elementwise", KILN_F32, "flat.2^14", JOB_ADD, 0, 16384, 0},
+    {"reduce", KILN_F32, "row.2^12", JOB_SUM, 32, 128, 1},
+    {"elementwise", KILN_F32, "flat.2^12", JOB_ADD, 0, 4500, 0},
+    {"elementwise", KILN_F32, "flat.2^13", JOB_ADD, 0, 9000, 0},
+    {"elementwise", KILN_F32, "flat.2^14", JOB_ADD, 0, 20000, 0},
+    {"reduce", KILN_F32, "row.2^12", JOB_SUM, 64, 64, 1},
+};
+#define N_SHARED_JOBS (sizeof shared_jobs / sizeof shared_jobs[0])
+
+/*
+ * Runs job once on ctx and checks every element against the host; returns 0, or 1 with a message
+ * in err. No ck_assert: it runs on other threads. Inputs are multiples of 1/8 in [-4, 4], so every
+ * sum of these sizes is exact in f32 and any summation order gives the host's value.
+ */
+static int
+run_shared_job(kiln_context *ctx, const struct shared_job *j, int seed, char *err, size_t errlen)
+{
+  int64_t n = j->rows ? j->rows * j->cols : j->cols;
+  int64_t shape[2] = {j->rows ? j->rows : j->cols, j->cols};
+  size_t ndim = j->rows ? 2 : 1;
+  size_t esz = kiln_dtype_size(j->dtype);
+  unsigned char *a = malloc((size_t)n * esz), *b = malloc((size_t)n * esz);
+  double *want = calloc((size_t)n, sizeof *want);
+  double *got = calloc((size_t)n, sizeof *got);
+  for (int64_t i = 0; i < n; i++) {
+    double va = (double)((i * 7919 + seed * 31) % 65 - 32) / 8.0;
+    double vb = (double)((i * 104729 + seed) % 65 - 32) / 8.0;
+    if (j->dtype == KILN_I32) {
+      ((int32_t *)a)[i] = (int32_t)(va * 8);
+      ((int32_t *)b)[i] = (int32_t)(vb * 8);
+    } else {
+      ((float *)a)[i] = (float)va;
+      ((float *)b)[i] = (float)vb;
+    }
+  }
+  int64_t inner = j->rows && j->axis == 0 ? j->cols : 1;
+  int64_t len = j->rows ? shape[j->axis] : n;
+  int64_t nout = j->kind == JOB_SUM ? n / len : n;
+  for (int64_t o = 0; o < n / len; o++) {
+    int64_t base = (o / inner) * len * inner + o % inner;
+    double acc = 0;
+    for (int64_t i = 0; i < len; i++) {
+      int64_t at = base + i * inner;
+      double x = j->dtype == KILN_I32 ? ((int32_t *)a)[at] : ((float *)a)[at];
+      double y = j->dtype == KILN_I32 ? ((int32_t *)b)[at] : ((float *)b)[at];
+      acc += x;
+      if (j->kind == JOB_ADD)
+        want[at] = x + y;
+      else if (j->kind == JOB_CUMSUM)
+        want[at] = acc;
+    }
+    if (j->kind == JOB_SUM)
+      want[o] = acc;
+  }
+  kiln_tensor *ta = NULL, *tb = NULL, *out = NULL;
+  kiln_status s = kiln_tensor_from_host(ctx, j->dtype, ndim, shape + (ndim == 1), a, &ta);
+  if (s == KILN_OK && j->kind == JOB_ADD)
+    s = kiln_tensor_from_host(ctx, j->dtype, ndim, shape + (ndim == 1), b, &tb);
+  if (s == KILN_OK && j->kind == JOB_ADD)
+    s = kiln_binary(ctx, KILN_OP_ADD, ta, tb, &out);
+  else if (s == KILN_OK && j->kind == JOB_SUM)
+    s = kiln_reduce(ctx, KILN_REDUCE_SUM, ta, &j->axis, 1, 0, NULL, &out);
+  else if (s == KILN_OK)
+    s = kiln_scan(ctx, KILN_SCAN_CUMSUM, ta, j->axis, NULL, &out);
+  unsigned char *h = malloc((size_t)nout * esz);
+  if (s == KILN_OK)
+    s = kiln_tensor_download(out, h, (size_t)nout * esz);
+  int bad = s != KILN_OK;
+  if (bad)
+    snprintf(err, errlen, "%s %s: %s", j->family, j->bucket, kiln_last_error());
+  for (int64_t i = 0; i < nout && !bad; i++) {
+    got[i] = j->dtype == KILN_I32 ? ((int32_t *)h)[i] : ((float *)h)[i];
+    if (got[i] != want[i]) {
+      snprintf(err, errlen, "%s %s: element %lld is %g, expected %g", j->family, j->bucket,
+               (long long)i, got[i], want[i]);
+      bad = 1;
+    }
+  }
+  kiln_tensor_release(ta);
+  kiln_tensor_release(tb);
+  kiln_tensor_release(out);
+  free(a);
+  free(b);
+  free(h);
+  free(want);
+  free(got);
+  return bad;
+}
+
+struct shared_worker {
+  kiln_context *ctx;
+  const struct shared_job *job;
+  int seed;
+  int failures;
+  char first[512];
+};
+
+static void *
+shared_worker_run(void *arg)
+{
+  struct shared_worker *w = arg;
+  char err[512];
+  for (int it = 0; it < 3; it++)
+    if (run_shared_job(w->ctx, w->job, w->seed + it, err, sizeof err) && w->failures++ == 0)
+      snprintf(w->first, sizeof w->first, "%s", err);
+  return NULL;
+}
+
+struct listed_failure {
+  char family[32], bucket[32], dtype[8], params[256], failed[32];
+};
+
+static int
+collect_failures(const kiln_tune_entry *e, void *user)
+{
+  struct listed_failure *f = user;
+  if (!e->failed[0])
+    return 0;
+  for (; f->family[0]; f++)
+    ;
+  snprintf(f->family, sizeof f->family, "%s", e->family);
+  snprintf(f->bucket, sizeof f->bucket, "%s", e->bucket);
+  snprintf(f->dtype, sizeof f->dtype, "%s", e->dtype);
+  snprintf(f->params, sizeof f->params, "%s", e->params);
+  snprintf(f->failed, sizeof f->failed, "%s", e->failed);
+  return 0;
+}
+
+/*
+ * Threads running ops of several keys on one context in mode online: each key is tuned by one of
+ * them while the others keep running ops. Every result must be right, and a candidate recorded as
+ * failed must fail when it runs alone (here: forced through an override, in the same context).
+ */
+START_TEST(online_tuning_shared_by_threads)
+{
+  char *dir = harness_tempdir();
+  kiln_context *ctx = NULL;
+  KOK(kiln_context_create(NULL, &ctx));
+  KOK(kiln_context_set_cache_dir(ctx, dir));
+  KOK(kiln_context_set_option(ctx, KILN_OPT_TUNE_MODE, KILN_TUNE_ONLINE));
+  uint64_t ev0 = kiln__tune_test_evaluations();
+  pthread_t th[N_SHARED_JOBS];
+  struct shared_worker w[N_SHARED_JOBS];
+  for (size_t i = 0; i < N_SHARED_JOBS; i++) {
+    memset(&w[i], 0, sizeof w[i]);
+    w[i].ctx = ctx;
+    w[i].job = &shared_jobs[i];
+    w[i].seed = (int)i;
+    ck_assert_int_eq(pthread_create(&th[i], NULL, shared_worker_run, &w[i]), 0);
+  }
+  for (size_t i = 0; i < N_SHARED_JOBS; i++)
+    pthread_join(th[i], NULL);
+  for (size_t i = 0; i < N_SHARED_JOBS; i++)
+    ck_assert_msg(w[i].failures == 0, "%d wrong or failed ops, first %s", w[i].failures,
+                  w[i].first);
+  ck_assert_uint_gt(kiln__tune_test_evaluations(), ev0); /* something was tuned */
+
+  /* Every key was tuned and stored; each failure record must reproduce alone. */
+  KOK(kiln_context_set_option(ctx, KILN_OPT_TUNE_MODE, KILN_TUNE_CACHED));
+  for (size_t i = 0; i < N_SHARED_JOBS; i++)
+    expect_params_dt(ctx, shared_jobs[i].family, shared_jobs[i].dtype, shared_jobs[i].bucket,
+                     KILN_TUNE_SOURCE_STORED);
+  static struct listed_failure fails[512];
+  memset(fails, 0, sizeof fails);
+  KOK(kiln_tune_list(ctx, collect_failures, fails));
+  for (struct listed_failure *f = fails; f->family[0]; f++) {
+    const struct shared_job *j = NULL;
+    for (size_t i = 0; i < N_SHARED_JOBS && !j; i++)
+      if (strcmp(shared_jobs[i].family, f->family) == 0 &&
+          strcmp(shared_jobs[i].bucket, f->bucket) == 0 &&
+          strcmp(kiln_dtype_name(shared_jobs[i].dtype), f->dtype) == 0)
+        j = &shared_jobs[i];
+    ck_assert_msg(j != NULL, "failure record for a key no thread ran: %s %s %s", f->family,
+                  f->dtype, f->bucket);
+    KOK(kiln_tune_override(ctx, j->family, j->dtype, j->bucket, f->params));
+    char err[512] = "";
+    int bad = run_shared_job(ctx, j, 99, err, sizeof err);
+    KOK(kiln_tune_override(ctx, j->family, j->dtype, j->bucket, NULL));
+    ck_assert_msg(bad, "%s %s %s %s recorded failed=%s, but it runs correctly alone", f->family,
+                  f->dtype, f->bucket, f->params, f->failed);
+  }
+  KOK(kiln_context_release(ctx));
+  harness_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 static Suite *
 tuner_suite(void)
 {
@@ -1366,6 +1611,7 @@ tuner_suite(void)
   tcase_add_test(device, modes);
   tcase_add_test(device, override_api);
   tcase_add_test(device, wrong_candidate_never_wins);
+  tcase_add_test(device, passing_failure_not_recorded);
   tcase_add_test(device, run_list_import_export);
   tcase_set_timeout(device, 120);
   suite_add_tcase(s, device);
@@ -1375,6 +1621,11 @@ tuner_suite(void)
   tcase_add_test(choices, gemm_family_routes);
   tcase_set_timeout(choices, 180);
   suite_add_tcase(s, choices);
+  /* Online tuning of eight keys at once: tens of seconds with a cold PoCL cache. */
+  TCase *threads = tcase_create("threads");
+  tcase_add_test(threads, online_tuning_shared_by_threads);
+  tcase_set_timeout(threads, 240);
+  suite_add_tcase(s, threads);
   return s;
 }
 
