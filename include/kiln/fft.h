@@ -19,12 +19,16 @@
  *        of the last axis, as numpy.fft.rfftn).
  *   C2R (inverse only): in [batch..., sizes[0..rank-2]..., H, 2], out
  *        [batch..., sizes...] real (numpy.fft.irfftn with s = sizes). The
- *        imaginary parts that a real result cannot have (the zero and, for
- *        even L, the Nyquist frequency) are ignored.
+ *        imaginary parts that a real result cannot have are ignored, for
+ *        every batch count, back end and placement: at rank 1 those of the
+ *        zero and, for even L, the Nyquist frequency; at rank 2-3 those
+ *        columns are taken as their Hermitian part over the other axes,
+ *        (c[j] + conj(c[-j])) / 2, which is what irfftn computes.
  * In-place plans take one tensor: for C2C [batch..., sizes..., 2]; for
  * R2C/C2R the complex shape [batch..., ..., H, 2], where the real data sits
  * in each last-axis row's first L elements (row stride 2H reals, the
- * padded layout of FFTW and cuFFT).
+ * padded layout of FFTW and cuFFT). An in-place C2R overwrites its input
+ * (as the result); an out-of-place one leaves it unchanged.
  *
  * Normalisation (as numpy.fft's norm, N = product of sizes):
  *   KILN_FFT_NORM_BACKWARD: forward unscaled, inverse scaled by 1/N (default);

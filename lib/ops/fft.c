@@ -556,12 +556,18 @@ norm_factor(kiln_fft_direction dir, kiln_fft_norm norm, double n)
 }
 
 static kiln_status
+fft_kernel(const char *op, kiln_context *ctx, kiln_dtype dt, const char *name, cl_kernel *k)
+{
+  char opts[192];
+  kiln__program_options(&ctx->info, "fft", dt, opts, sizeof opts);
+  return kiln__kernel_get(op, ctx, "fft", opts, name, k);
+}
+
+static kiln_status
 scale(const char *op, kiln_context *ctx, kiln_dtype dt, kiln_tensor *t, double f)
 {
   cl_kernel k;
-  char opts[192];
-  kiln__program_options(&ctx->info, "fft", dt, opts, sizeof opts);
-  KILN_TRY(kiln__kernel_get(op, ctx, "fft", opts, "fft_scale", &k));
+  KILN_TRY(fft_kernel(op, ctx, dt, "fft_scale", &k));
   cl_ulong off = t->offset / kiln_dtype_size(dt), n = t->numel;
   KILN_TRY(kiln__arg(op, k, 0, sizeof t->mem, &t->mem));
   KILN_TRY(kiln__arg(op, k, 1, sizeof off, &off));
@@ -573,6 +579,32 @@ scale(const char *op, kiln_context *ctx, kiln_dtype dt, kiln_tensor *t, double f
     KILN_TRY(kiln__arg(op, k, 3, sizeof f, &f));
   }
   return kiln__launch_1d(op, ctx, k, n);
+}
+
+/*
+ * Makes a C2R plan's complex input in mem (zero-offset, ctx->lock held) a
+ * valid half spectrum, as numpy.fft.irfftn reads it: the imaginary parts a
+ * real result cannot have are dropped. Both back ends need this: clFFT
+ * ignored them only for batch 1 and VkFFT only for odd batch counts.
+ */
+static kiln_status
+c2r_hermitian(const char *op, kiln_context *ctx, const struct kiln__fft_key *key, cl_mem mem)
+{
+  cl_kernel k;
+  KILN_TRY(fft_kernel(op, ctx, key->precision, "fft_c2r_hermitian", &k));
+  cl_ulong outer[2] = {1, 1};
+  for (uint32_t i = 0; i + 1 < key->rank; i++)
+    outer[i + 3 - key->rank] = (cl_ulong)key->sizes[i];
+  int64_t last = key->sizes[key->rank - 1];
+  cl_ulong batch = (cl_ulong)key->batch, h = (cl_ulong)(last / 2 + 1);
+  cl_uint ncols = last % 2 == 0 ? 2 : 1;
+  KILN_TRY(kiln__arg(op, k, 0, sizeof mem, &mem));
+  KILN_TRY(kiln__arg(op, k, 1, sizeof batch, &batch));
+  KILN_TRY(kiln__arg(op, k, 2, sizeof outer[0], &outer[0]));
+  KILN_TRY(kiln__arg(op, k, 3, sizeof outer[1], &outer[1]));
+  KILN_TRY(kiln__arg(op, k, 4, sizeof h, &h));
+  KILN_TRY(kiln__arg(op, k, 5, sizeof ncols, &ncols));
+  return kiln__launch_1d(op, ctx, k, batch * outer[0] * outer[1] * ncols);
 }
 
 /* A zero-offset buffer holding t's bytes (ctx->lock held): t's own, or a pooled copy. */
@@ -679,11 +711,15 @@ kiln_fft_execute(kiln_fft_plan *plan, kiln_fft_direction direction, kiln_fft_nor
                                                  "the plan's context is released");
   /*
    * Back ends take zero-offset buffers. Out-of-place C2R also gets a copy of
-   * its input: both libraries use the complex buffer as work space there.
+   * its input: both libraries use the complex buffer as work space there,
+   * and kiln cleans the spectrum in it (in place, the input is overwritten
+   * by the result anyway).
    */
-  int copy_c2r = !k->inplace && k->kind == KILN_FFT_C2R;
+  int c2r = k->kind == KILN_FFT_C2R;
   if (s == KILN_OK)
-    s = stage(op, ctx, in, 1, copy_c2r, &si);
+    s = stage(op, ctx, in, 1, c2r && !k->inplace, &si);
+  if (s == KILN_OK && c2r)
+    s = c2r_hermitian(op, ctx, k, si.mem);
   if (s == KILN_OK)
     s = k->inplace ? (so = si, KILN_OK) : stage(op, ctx, target, 0, 0, &so);
   if (s == KILN_OK)
