@@ -472,8 +472,8 @@ host_irfftn(const double *c, size_t batch, size_t rank, const int64_t *sizes, do
  * stays unchanged.
  */
 static void
-check_c2r_irfft(kiln_fft_backend be, kiln_dtype dt, size_t rank, const int64_t *sizes,
-                size_t nlead, const int64_t *lead, int inplace, const double *fixed)
+check_c2r_irfft(kiln_fft_backend be, kiln_dtype dt, size_t rank, const int64_t *sizes, size_t nlead,
+                const int64_t *lead, int inplace, const double *fixed)
 {
   int64_t batch = (int64_t)prod(nlead, lead);
   kiln_fft_plan *plan = NULL;
