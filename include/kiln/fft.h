@@ -117,9 +117,14 @@ typedef enum kiln_fft_backend {
  * @return KILN_OK; KILN_ERR_INVALID_HANDLE (ctx); KILN_ERR_INVALID_ARGUMENT
  *         (NULL out or sizes, kind/backend outside the enum, rank outside
  *         1-3, size or batch < 1); KILN_ERR_DTYPE (precision not f32/f64);
- *         KILN_ERR_OVERFLOW (the transform does not fit in memory sizes);
+ *         KILN_ERR_OVERFLOW (the transform does not fit in memory sizes,
+ *         or its complex data exceeds the device's largest allocation:
+ *         checked before a back end is chosen, so alike for all);
  *         KILN_ERR_UNSUPPORTED (f64 without fp64, a back end missing from
- *         this build, or clFFT asked for a size it cannot do);
+ *         this build, or a size the back end cannot do: clFFT's prime
+ *         factors above 13 or real sizes over 2^24 (f32) / 2^22 (f64),
+ *         VkFFT's real last size 1 or an axis it cannot split into 3
+ *         passes; docs/blas_fft.md lists the limits);
  *         KILN_ERR_PROVIDER (clFFT or VkFFT failed; the raw clfftStatus or
  *         VkFFTResult is kiln_last_error_code()); KILN_ERR_BUILD;
  *         KILN_ERR_OPENCL; KILN_ERR_DEVICE_MEMORY; KILN_ERR_HOST_MEMORY.

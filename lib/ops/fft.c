@@ -336,6 +336,16 @@ kiln_fft_plan_create(kiln_context *ctx, kiln_fft_kind kind, size_t rank, const i
                        total > (uint64_t)INT64_MAX / 8,
                    KILN_ERR_OVERFLOW, op, "the transform's element count overflows");
   }
+  /*
+   * Every tensor a plan reads or writes is one buffer, and the complex side
+   * is the largest. A plan no tensor could feed is refused here, the same
+   * way for both back ends (clFFT used to accept 2^40 points, VkFFT refused).
+   */
+  uint64_t bytes = kiln__fft_complex_count(&key) * 2 * kiln_dtype_size(precision) * (uint64_t)batch;
+  KILN_RETURN_IF(bytes > ctx->info.max_alloc_bytes, KILN_ERR_OVERFLOW, op,
+                 "the plan's complex data takes %llu bytes, over the device's largest allocation "
+                 "(%llu bytes)",
+                 (unsigned long long)bytes, (unsigned long long)ctx->info.max_alloc_bytes);
   KILN_TRY(resolve_backend(op, ctx, backend, &key));
 
   kiln_fft_plan *h = calloc(1, sizeof *h);

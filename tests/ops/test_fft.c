@@ -775,6 +775,53 @@ START_TEST(bad_input)
 }
 END_TEST
 
+/*
+ * Limits are checked at plan creation, the same way for every back end and
+ * auto: data beyond the device's largest allocation is KILN_ERR_OVERFLOW
+ * (clFFT used to accept 2^40 points); clFFT's real-transform bound is
+ * KILN_ERR_UNSUPPORTED naming it, and auto then takes VkFFT.
+ */
+START_TEST(plan_limits)
+{
+  kiln_context *ctx = harness_ctx();
+  const kiln_fft_backend all[3] = {KILN_FFT_BACKEND_CLFFT, KILN_FFT_BACKEND_VKFFT,
+                                   KILN_FFT_BACKEND_AUTO};
+  const int64_t huge = (int64_t)1 << 40, row = 1024, rows = (int64_t)1 << 30;
+  const kiln_fft_kind kinds[3] = {KILN_FFT_C2C, KILN_FFT_R2C, KILN_FFT_C2R};
+  for (size_t b = 0; b < 3; b++) {
+    if (!have(all[b]))
+      continue;
+    for (size_t k = 0; k < 3; k++) {
+      kiln_fft_plan *p = NULL;
+      KEXPECT(kiln_fft_plan_create(ctx, kinds[k], 1, &huge, 1, KILN_F32, (int)k % 2, all[b], &p),
+              KILN_ERR_OVERFLOW);
+      ck_assert_msg(strstr(kiln_last_error(), "largest allocation"), "%s: %s",
+                    kiln_fft_backend_name(all[b]), kiln_last_error());
+      /* The same points as a batch of small transforms. */
+      KEXPECT(kiln_fft_plan_create(ctx, kinds[k], 1, &row, rows, KILN_F32, 0, all[b], &p),
+              KILN_ERR_OVERFLOW);
+      ck_assert_ptr_null(p);
+    }
+  }
+  if (!have(KILN_FFT_BACKEND_CLFFT))
+    return;
+  const int64_t over = (int64_t)1 << 25;
+  kiln_fft_plan *p = NULL;
+  KEXPECT(
+      kiln_fft_plan_create(ctx, KILN_FFT_R2C, 1, &over, 1, KILN_F32, 0, KILN_FFT_BACKEND_CLFFT, &p),
+      KILN_ERR_UNSUPPORTED);
+  ck_assert_msg(strstr(kiln_last_error(), "up to 2^24"), "%s", kiln_last_error());
+  if (harness_has_fp64()) {
+    const int64_t over64 = (int64_t)1 << 23;
+    KEXPECT(kiln_fft_plan_create(ctx, KILN_FFT_C2R, 2, (int64_t[]){2, over64}, 1, KILN_F64, 0,
+                                 KILN_FFT_BACKEND_CLFFT, &p),
+            KILN_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(kiln_last_error(), "up to 2^22"), "%s", kiln_last_error());
+  }
+  ck_assert_ptr_null(p);
+}
+END_TEST
+
 /* Tensors that start inside a buffer (wrapped with an offset) go through staging. */
 START_TEST(offset_tensors)
 {
@@ -1060,6 +1107,7 @@ fft_suite(void)
   tcase_add_test(tc, prime_sizes_bluestein);
   tcase_add_test(tc, plan_cache_hits_and_bound);
   tcase_add_test(tc, bad_input);
+  tcase_add_test(tc, plan_limits);
   tcase_add_test(tc, offset_tensors);
   tcase_add_test(tc, plans_from_threads);
   tcase_add_test(tc, vkfft_binaries_second_process);
