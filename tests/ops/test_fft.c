@@ -467,8 +467,9 @@ host_irfftn(const double *c, size_t batch, size_t rank, const int64_t *sizes, do
 /*
  * One C2R plan on a random half spectrum whose every bin, DC and Nyquist
  * included, has a nonzero imaginary part, against host_irfftn. The batch
- * is given as leading dims (lead, nlead). In place the real result sits in
- * the first L reals of each row of 2H. The input of an out-of-place call
+ * is given as leading dims (lead, nlead). fixed, when not NULL, is the
+ * spectrum of every row instead (2H reals). In place the real result sits
+ * in the first L reals of each row of 2H. The input of an out-of-place call
  * stays unchanged.
  */
 static void
