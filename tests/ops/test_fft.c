@@ -566,18 +566,14 @@ START_TEST(c2r_ignores_dc_nyquist_imag)
   issue[17] = -0.5;
   kiln_dtype dts[2] = {KILN_F64, KILN_F32};
   for (size_t t = harness_has_fp64() ? 0 : 1; t < 2; t++)
-    for (int64_t batch = 1; batch <= 4; batch++)
-      for (size_t b = 0; b < nb; b++) {
-        int64_t lead[2];
-        size_t nl = c2r_lead(batch, lead);
-        check_c2r_irfft(bes[b], dts[t], 1, &lens[2], nl, lead, 0, issue);
-      }
-  for (size_t t = harness_has_fp64() ? 0 : 1; t < 2; t++)
     for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++)
       for (int64_t batch = 1; batch <= 4; batch++)
         for (size_t b = 0; b < nb; b++) {
           int64_t lead[2];
           size_t nl = c2r_lead(batch, lead);
+          /* Back to back, the two share one compiled plan (auto's too, from the cache). */
+          if (lens[i] == 16)
+            check_c2r_irfft(bes[b], dts[t], 1, &lens[i], nl, lead, 0, issue);
           check_c2r_irfft(bes[b], dts[t], 1, &lens[i], nl, lead, 0, NULL);
         }
 }
