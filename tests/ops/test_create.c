@@ -36,10 +36,8 @@ expect_close(kiln_dtype dt, const void *got, const double *want, uint64_t n, dou
       ck_assert_msg(g == w, "%s (%s): element %llu is %.17g, expected %.17g", what,
                     kiln_dtype_name(dt), (unsigned long long)i, g, w);
     else
-      ck_assert_msg(fabs(g - w) <= tol * fabs(w) + 1e-300,
-                    "%s (%s): element %llu is %.17g, "
-                    "expected %.17g",
-                    what, kiln_dtype_name(dt), (unsigned long long)i, g, w);
+      ck_assert_msg(fabs(g - w) <= tol * fabs(w) + 1e-300, "%s (%s): element %llu is %.17g, "
+                    "expected %.17g", what, kiln_dtype_name(dt), (unsigned long long)i, g, w);
   }
 }
 
@@ -160,7 +158,7 @@ END_TEST
 
 START_TEST(arange_integer)
 {
-  static const int64_t cases[][3] = {{-5, 17, 3},   {10, -10, -7}, {0, 0, 1},   {7, 3, 1},
+  static const int64_t cases[][3] = {{-5, 17, 3},  {10, -10, -7}, {0, 0, 1}, {7, 3, 1},
                                      {250, 260, 3}, {0, 1, 5},     {-3, -4, -1}};
   HD_FOR_DTYPES(dt)
   {
@@ -171,8 +169,8 @@ START_TEST(arange_integer)
       for (int64_t v = a; d > 0 ? v < b : v > b; v += d)
         n++;
       kiln_tensor *t = NULL;
-      KOK(kiln_arange(ctx(), kiln_scalar_i64(a), kiln_scalar_f64((double)b), kiln_scalar_i64(d), dt,
-                      &t));
+      KOK(kiln_arange(ctx(), kiln_scalar_i64(a), kiln_scalar_f64((double)b), kiln_scalar_i64(d),
+                      dt, &t));
       hd_expect_shape(t, dt, 1, &n);
       void *g = hd_download(t);
       unsigned char *want = calloc((size_t)n + 1, 8);
@@ -206,27 +204,27 @@ START_TEST(arange_integer)
           KILN_ERR_DTYPE);
   KOK(kiln_tensor_release(t));
   t = NULL;
-  KEXPECT(
-      kiln_arange(ctx(), kiln_scalar_i64(0), kiln_scalar_i64(4), kiln_scalar_i64(0), KILN_I32, &t),
-      KILN_ERR_INVALID_ARGUMENT);
-  KEXPECT(
-      kiln_arange(ctx(), kiln_scalar_f64(0), kiln_scalar_f64(4), kiln_scalar_f64(0), KILN_F32, &t),
-      KILN_ERR_INVALID_ARGUMENT);
-  KEXPECT(kiln_arange(ctx(), kiln_scalar_f64(0.5), kiln_scalar_i64(4), kiln_scalar_i64(1), KILN_I32,
+  KEXPECT(kiln_arange(ctx(), kiln_scalar_i64(0), kiln_scalar_i64(4), kiln_scalar_i64(0), KILN_I32,
                       &t),
           KILN_ERR_INVALID_ARGUMENT);
-  KEXPECT(kiln_arange(ctx(), kiln_scalar_f64(NAN), kiln_scalar_f64(4), kiln_scalar_f64(1), KILN_F64,
+  KEXPECT(kiln_arange(ctx(), kiln_scalar_f64(0), kiln_scalar_f64(4), kiln_scalar_f64(0), KILN_F32,
                       &t),
           KILN_ERR_INVALID_ARGUMENT);
-  KEXPECT(
-      kiln_arange(ctx(), kiln_scalar_i64(0), kiln_scalar_i64(4), kiln_scalar_i64(1), KILN_BOOL, &t),
-      KILN_ERR_DTYPE);
+  KEXPECT(kiln_arange(ctx(), kiln_scalar_f64(0.5), kiln_scalar_i64(4), kiln_scalar_i64(1),
+                      KILN_I32, &t),
+          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_arange(ctx(), kiln_scalar_f64(NAN), kiln_scalar_f64(4), kiln_scalar_f64(1),
+                      KILN_F64, &t),
+          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_arange(ctx(), kiln_scalar_i64(0), kiln_scalar_i64(4), kiln_scalar_i64(1),
+                      KILN_BOOL, &t),
+          KILN_ERR_DTYPE);
   KEXPECT(kiln_arange(ctx(), kiln_scalar_i64(0), kiln_scalar_i64(4), kiln_scalar_i64(1),
                       (kiln_dtype)-1, &t),
           KILN_ERR_INVALID_ARGUMENT);
-  KEXPECT(
-      kiln_arange(NULL, kiln_scalar_i64(0), kiln_scalar_i64(4), kiln_scalar_i64(1), KILN_I32, &t),
-      KILN_ERR_INVALID_HANDLE);
+  KEXPECT(kiln_arange(NULL, kiln_scalar_i64(0), kiln_scalar_i64(4), kiln_scalar_i64(1), KILN_I32,
+                      &t),
+          KILN_ERR_INVALID_HANDLE);
   KEXPECT(kiln_arange(ctx(), kiln_scalar_i64(0), kiln_scalar_i64(4), kiln_scalar_i64(1), KILN_I32,
                       NULL),
           KILN_ERR_INVALID_ARGUMENT);
@@ -240,8 +238,8 @@ START_TEST(linspace_logspace)
     double a, b;
     int64_t n;
     int endpoint;
-  } cases[] = {{0, 1, 5, 1},      {2, 3, 5, 0},      {-7.5, 3.25, 1, 1}, {1, 2, 0, 1},
-               {1, 2, 1, 0},      {10, -10, 101, 1}, {0, 1, 1000, 1},    {3, 3, 4, 1},
+  } cases[] = {{0, 1, 5, 1}, {2, 3, 5, 0}, {-7.5, 3.25, 1, 1}, {1, 2, 0, 1},
+               {1, 2, 1, 0}, {10, -10, 101, 1}, {0, 1, 1000, 1}, {3, 3, 4, 1},
                {-0.7, 0.3, 37, 1}}; /* the last: start + 36 * step != stop in double */
   double tol = harness_has_fp64() ? 0.0 : 1e-6;
   for (int f = 0; f < 2; f++) {
@@ -263,8 +261,8 @@ START_TEST(linspace_logspace)
       void *g = hd_download(t);
       expect_close(dt, g, want, (uint64_t)n, dt == KILN_F64 ? tol / 1e6 : tol, "linspace");
       if (cases[c].endpoint && n > 1)
-        ck_assert(hd_getf(dt, g, (uint64_t)n - 1) ==
-                  (dt == KILN_F32 ? (double)(float)cases[c].b : cases[c].b));
+        ck_assert(hd_getf(dt, g, (uint64_t)n - 1) == (dt == KILN_F32 ? (double)(float)cases[c].b
+                                                                     : cases[c].b));
       free(g);
       KOK(kiln_tensor_release(t));
       /* logspace base 10 and base 2 on the same exponents */
@@ -359,8 +357,8 @@ END_TEST
 
 START_TEST(eye_and_tri)
 {
-  static const int64_t cases[][3] = {{3, 5, 0}, {4, 4, 1},  {5, 3, -2}, {0, 3, 0},
-                                     {3, 0, 0}, {4, 4, 10}, {1, 1, 0},  {7, 2, -10}};
+  static const int64_t cases[][3] = {{3, 5, 0}, {4, 4, 1}, {5, 3, -2}, {0, 3, 0},
+                                     {3, 0, 0}, {4, 4, 10}, {1, 1, 0}, {7, 2, -10}};
   HD_FOR_DTYPES(dt)
   {
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -469,7 +467,8 @@ START_TEST(meshgrid_xy_ij)
   const kiln_tensor *vvi[2] = {v, vi};
   KEXPECT(kiln_meshgrid(ctx(), vvi, 2, KILN_MESHGRID_IJ, outs), KILN_ERR_DTYPE);
   KEXPECT(kiln_meshgrid(ctx(), vvi, 0, KILN_MESHGRID_IJ, outs), KILN_ERR_INVALID_ARGUMENT);
-  KEXPECT(kiln_meshgrid(ctx(), vvi, 2, (kiln_meshgrid_indexing)5, outs), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_meshgrid(ctx(), vvi, 2, (kiln_meshgrid_indexing)5, outs),
+          KILN_ERR_INVALID_ARGUMENT);
   KEXPECT(kiln_meshgrid(ctx(), vvi, 2, KILN_MESHGRID_IJ, NULL), KILN_ERR_INVALID_ARGUMENT);
   /* A bad given second output unwinds the first, which kiln made. */
   const kiln_tensor *vv[2] = {v, v};
