@@ -50,7 +50,9 @@
  * on first use; without one, the built-in rule: VkFFT on GPUs (8-17x faster
  * than clFFT on the H200 at 2^20-2^24 points) and the back end measured
  * faster on CPU devices (docs/blas_fft.md). When only one back end can do
- * the sizes, auto takes that one whatever is stored.
+ * the sizes, auto takes that one whatever is stored; when the one auto
+ * chose refuses the plan while planning (KILN_ERR_UNSUPPORTED: a VkFFT
+ * limit that depends on the device), auto takes the other.
  * kiln_fft_plan_backend() tells which one a plan got.
  *
  * Plans are cached per context: creating a plan that matches one already
@@ -123,8 +125,9 @@ typedef enum kiln_fft_backend {
  *         KILN_ERR_UNSUPPORTED (f64 without fp64, a back end missing from
  *         this build, or a size the back end cannot do: clFFT's prime
  *         factors above 13 or real sizes over 2^24 (f32) / 2^22 (f64),
- *         VkFFT's real last size 1 or an axis it cannot split into 3
- *         passes; docs/blas_fft.md lists the limits);
+ *         VkFFT's real last size 1, an axis it cannot split into 3
+ *         passes or an odd real last size beyond one pass;
+ *         docs/blas_fft.md lists the limits);
  *         KILN_ERR_PROVIDER (clFFT or VkFFT failed; the raw clfftStatus or
  *         VkFFTResult is kiln_last_error_code()); KILN_ERR_BUILD;
  *         KILN_ERR_OPENCL; KILN_ERR_DEVICE_MEMORY; KILN_ERR_HOST_MEMORY.

@@ -819,6 +819,40 @@ START_TEST(plan_limits)
 }
 END_TEST
 
+/*
+ * Some limits only VkFFT's planner knows: on PoCL (64 KiB local memory as
+ * kiln reports it to VkFFT) a real transform of odd size beyond one pass,
+ * 4375 in f64, 8505 in f32. VkFFT asked directly refuses it naming the
+ * limit; auto, having chosen VkFFT, takes clFFT instead of failing.
+ */
+START_TEST(auto_falls_back)
+{
+  if (!have(KILN_FFT_BACKEND_CLFFT) || !have(KILN_FFT_BACKEND_VKFFT))
+    return;
+  kiln_dtype dt = harness_has_fp64() ? KILN_F64 : KILN_F32;
+  const int64_t n = dt == KILN_F64 ? 4375 : 8505;
+  KOK(kiln_context_set_option(harness_ctx(), KILN_OPT_FFT_BACKEND, KILN_FFT_BACKEND_AUTO));
+  for (int k = 1; k <= 2; k++) {
+    kiln_fft_plan *p = NULL;
+    kiln_status s = kiln_fft_plan_create(harness_ctx(), (kiln_fft_kind)k, 1, &n, 2, dt, 0,
+                                         KILN_FFT_BACKEND_VKFFT, &p);
+    if (s == KILN_OK) {
+      KOK(kiln_fft_plan_release(p)); /* a device with more local memory: nothing to fall from */
+      continue;
+    }
+    ck_assert_int_eq(s, KILN_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(kiln_last_error(), "odd last size"), "%s", kiln_last_error());
+    KOK(kiln_fft_plan_create(harness_ctx(), (kiln_fft_kind)k, 1, &n, 2, dt, 0,
+                             KILN_FFT_BACKEND_AUTO, &p));
+    kiln_fft_backend be;
+    KOK(kiln_fft_plan_backend(p, &be));
+    ck_assert_int_eq(be, KILN_FFT_BACKEND_CLFFT);
+    KOK(kiln_fft_plan_release(p));
+  }
+  check_real_round_trip(KILN_FFT_BACKEND_AUTO, dt, 1, &n, 2, 0);
+}
+END_TEST
+
 /* Tensors that start inside a buffer (wrapped with an offset) go through staging. */
 START_TEST(offset_tensors)
 {
@@ -1105,6 +1139,7 @@ fft_suite(void)
   tcase_add_test(tc, plan_cache_hits_and_bound);
   tcase_add_test(tc, bad_input);
   tcase_add_test(tc, plan_limits);
+  tcase_add_test(tc, auto_falls_back);
   tcase_add_test(tc, offset_tensors);
   tcase_add_test(tc, plans_from_threads);
   tcase_add_test(tc, vkfft_binaries_second_process);
