@@ -55,7 +55,12 @@ KILN_API kiln_status kiln_tensor_full_like(const kiln_tensor *x, kiln_scalar val
  * stop and step must be integral (integer scalars, or floats with integral
  * values); element i is start + i * step in exact 64-bit arithmetic,
  * wrapped to dtype like kiln_cast(). bool is KILN_ERR_DTYPE.
- * step 0, or a non-finite bound or length, is KILN_ERR_INVALID_ARGUMENT.
+ * step 0, a non-finite start, stop or step, or a length that is not finite
+ * ((stop - start) / step overflows double towards stop, as in
+ * arange(0, 1e300, 1e-300)) is KILN_ERR_INVALID_ARGUMENT. A finite length
+ * too large for the result (2^63 or more, more bytes than int64 or the
+ * device's largest allocation hold) is KILN_ERR_OVERFLOW. A range that runs
+ * away from stop is empty, however large the quotient.
  */
 KILN_API kiln_status kiln_arange(kiln_context *ctx, kiln_scalar start, kiln_scalar stop,
                                  kiln_scalar step, kiln_dtype dtype, kiln_tensor **out);
@@ -66,8 +71,11 @@ KILN_API kiln_status kiln_arange(kiln_context *ctx, kiln_scalar start, kiln_scal
  * (stop - start) / (n - 1) and the last element is exactly stop; without,
  * the step is (stop - start) / n and stop is excluded. Element i is
  * start + i * step, computed in double (float without fp64). dtype f32 or
- * f64 (else KILN_ERR_DTYPE); n >= 0; non-finite start or stop is
- * KILN_ERR_INVALID_ARGUMENT.
+ * f64 (else KILN_ERR_DTYPE); n >= 0. A non-finite start or stop, or a step
+ * that is not finite (stop - start overflows double, as in
+ * linspace(-1e308, 1e308, 3)), is KILN_ERR_INVALID_ARGUMENT; an n too large
+ * for the result (more bytes than int64 or the device's largest
+ * allocation hold) is KILN_ERR_OVERFLOW.
  */
 KILN_API kiln_status kiln_linspace(kiln_context *ctx, double start, double stop, int64_t n,
                                    int endpoint, kiln_dtype dtype, kiln_tensor **out);

@@ -19,12 +19,16 @@
  *        of the last axis, as numpy.fft.rfftn).
  *   C2R (inverse only): in [batch..., sizes[0..rank-2]..., H, 2], out
  *        [batch..., sizes...] real (numpy.fft.irfftn with s = sizes). The
- *        imaginary parts that a real result cannot have (the zero and, for
- *        even L, the Nyquist frequency) are ignored.
+ *        imaginary parts that a real result cannot have are ignored, for
+ *        every batch count, back end and placement: at rank 1 those of the
+ *        zero and, for even L, the Nyquist frequency; at rank 2-3 those
+ *        columns are taken as their Hermitian part over the other axes,
+ *        (c[j] + conj(c[-j])) / 2, which is what irfftn computes.
  * In-place plans take one tensor: for C2C [batch..., sizes..., 2]; for
  * R2C/C2R the complex shape [batch..., ..., H, 2], where the real data sits
  * in each last-axis row's first L elements (row stride 2H reals, the
- * padded layout of FFTW and cuFFT).
+ * padded layout of FFTW and cuFFT). An in-place C2R overwrites its input
+ * (as the result); an out-of-place one leaves it unchanged.
  *
  * Normalisation (as numpy.fft's norm, N = product of sizes):
  *   KILN_FFT_NORM_BACKWARD: forward unscaled, inverse scaled by 1/N (default);
@@ -46,7 +50,9 @@
  * on first use; without one, the built-in rule: VkFFT on GPUs (8-17x faster
  * than clFFT on the H200 at 2^20-2^24 points) and the back end measured
  * faster on CPU devices (docs/blas_fft.md). When only one back end can do
- * the sizes, auto takes that one whatever is stored.
+ * the sizes, auto takes that one whatever is stored; when the one auto
+ * chose refuses the plan while planning (KILN_ERR_UNSUPPORTED: a VkFFT
+ * limit that depends on the device), auto takes the other.
  * kiln_fft_plan_backend() tells which one a plan got.
  *
  * Plans are cached per context: creating a plan that matches one already
@@ -113,9 +119,15 @@ typedef enum kiln_fft_backend {
  * @return KILN_OK; KILN_ERR_INVALID_HANDLE (ctx); KILN_ERR_INVALID_ARGUMENT
  *         (NULL out or sizes, kind/backend outside the enum, rank outside
  *         1-3, size or batch < 1); KILN_ERR_DTYPE (precision not f32/f64);
- *         KILN_ERR_OVERFLOW (the transform does not fit in memory sizes);
+ *         KILN_ERR_OVERFLOW (the transform does not fit in memory sizes,
+ *         or its complex data exceeds the device's largest allocation:
+ *         checked before a back end is chosen, so alike for all);
  *         KILN_ERR_UNSUPPORTED (f64 without fp64, a back end missing from
- *         this build, or clFFT asked for a size it cannot do);
+ *         this build, or a size the back end cannot do: clFFT's prime
+ *         factors above 13 or real sizes over 2^24 (f32) / 2^22 (f64),
+ *         VkFFT's real last size 1, an axis it cannot split into 3
+ *         passes or an odd real last size beyond one pass;
+ *         docs/blas_fft.md lists the limits);
  *         KILN_ERR_PROVIDER (clFFT or VkFFT failed; the raw clfftStatus or
  *         VkFFTResult is kiln_last_error_code()); KILN_ERR_BUILD;
  *         KILN_ERR_OPENCL; KILN_ERR_DEVICE_MEMORY; KILN_ERR_HOST_MEMORY.

@@ -101,8 +101,17 @@ int
 kiln__clfft_supports(const struct kiln__fft_key *key, char *why, size_t len)
 {
   static const int64_t radices[] = {2, 3, 5, 7, 11, 13};
+  /* clfftBakePlan's bounds for real transforms (CLFFT_NOTIMPLEMENTED beyond them). */
+  int real_log2 = key->precision == KILN_F64 ? 22 : 24;
   for (uint32_t i = 0; i < key->rank; i++) {
     int64_t n = key->sizes[i];
+    if (key->kind != KILN_FFT_C2C && n > (int64_t)1 << real_log2) {
+      snprintf(why, len,
+               "clFFT's real transforms take sizes up to 2^%d in %s; size %lld is larger "
+               "(VkFFT has no such bound)",
+               real_log2, kiln_dtype_name(key->precision), (long long)n);
+      return 0;
+    }
     for (size_t r = 0; r < sizeof radices / sizeof radices[0]; r++)
       while (n % radices[r] == 0)
         n /= radices[r];

@@ -382,6 +382,26 @@ kiln__vkfft_create(const char *op, kiln_context *ctx, const struct kiln__fft_key
     configure(p, key, &cfg);
     cfg.saveApplicationToString = cacheable ? 1 : 0;
     r = initializeVkFFT(&p->app, cfg);
+    if (r == VKFFT_ERROR_UNSUPPORTED_FFT_LENGTH_R2C) {
+      free(p);
+      return kiln__fail(KILN_ERR_UNSUPPORTED, op, (int32_t)r,
+                        "VkFFT does a real transform of odd last size only in one pass that fits "
+                        "the device's local memory, which size %lld exceeds "
+                        "(VKFFT_ERROR_UNSUPPORTED_FFT_LENGTH_R2C)",
+                        (long long)key->sizes[key->rank - 1]);
+    }
+    if (r == VKFFT_ERROR_UNSUPPORTED_FFT_LENGTH) {
+      /* The bound depends on the device's local memory, so only VkFFT's planner can tell. */
+      char sizes[80] = "";
+      for (uint32_t i = 0, n = 0; i < key->rank && n < sizeof sizes; i++)
+        n += (uint32_t)snprintf(sizes + n, sizeof sizes - n, i ? "x%lld" : "%lld",
+                                (long long)key->sizes[i]);
+      free(p);
+      return kiln__fail(KILN_ERR_UNSUPPORTED, op, (int32_t)r,
+                        "VkFFT splits each axis into at most 3 passes that fit the device's local "
+                        "memory, which sizes %s exceed (VKFFT_ERROR_UNSUPPORTED_FFT_LENGTH)",
+                        sizes);
+    }
     if (r != VKFFT_SUCCESS) {
       free(p);
       return check(op, "initializeVkFFT", r);

@@ -181,8 +181,17 @@ kiln_arange(kiln_context *ctx, kiln_scalar start, kiln_scalar stop, kiln_scalar 
     KILN_RETURN_IF(!isfinite(a) || !isfinite(b) || !isfinite(d), KILN_ERR_INVALID_ARGUMENT, op,
                    "start, stop and step must be finite (%g, %g, %g)", a, b, d);
     KILN_RETURN_IF(d == 0.0, KILN_ERR_INVALID_ARGUMENT, op, "step is 0");
+    /*
+     * An infinite quotient (it overflows double) describes no sequence: an
+     * argument error. A finite one that no int64 or buffer holds is a size
+     * limit. A range running away from stop is empty however long.
+     */
     double len = ceil((b - a) / d);
-    KILN_RETURN_IF(!(len < 9.2e18), KILN_ERR_OVERFLOW, op, "length %g is too large", len);
+    KILN_RETURN_IF(isinf(len) && len > 0, KILN_ERR_INVALID_ARGUMENT, op,
+                   "the length (stop - start) / step is not finite (start %g, stop %g, step %g)", a,
+                   b, d);
+    KILN_RETURN_IF(len >= 9223372036854775808.0, KILN_ERR_OVERFLOW, op,
+                   "length %g does not fit in int64", len);
     int64_t n = len > 0 ? (int64_t)len : 0;
     struct ct_args c = {ctx->info.has_fp64, {a, d, 0, 0}, 2, 0, 0, 0, 0};
     return fill_kernel(op, ctx, dtype, 1, &n, "arange_float", more_ct, &c, out);
@@ -220,6 +229,10 @@ spaced(const char *op, kiln_context *ctx, double start, double stop, int64_t n, 
                  "base must be positive and finite (%g)", *base);
   int64_t div = endpoint ? n - 1 : n;
   double step = div > 0 ? (stop - start) / (double)div : 0.0;
+  /* As arange's infinite length: start + i * step would be NaN or infinite from element 0. */
+  KILN_RETURN_IF(!isfinite(step), KILN_ERR_INVALID_ARGUMENT, op,
+                 "the step (stop - start) / %s is not finite (start %g, stop %g, n %lld)",
+                 endpoint ? "(n - 1)" : "n", start, stop, (long long)n);
   struct ct_args c = {ctx->info.has_fp64, {start, step, stop, 0}, 3, 1,
                       (uint32_t)(endpoint && n > 1), base != NULL, base ? *base : 0};
   return fill_kernel(op, ctx, dtype, 1, &n, base ? "logspace_values" : "linspace_values",

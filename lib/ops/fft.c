@@ -157,9 +157,14 @@ tuned_backend(kiln_context *ctx, const struct kiln__fft_key *key)
   return (kiln_fft_backend)backend;
 }
 
+/*
+ * Sets key->backend. *alt is the other back end when auto chose between two
+ * that both pass their checks here (some limits only show when a back end
+ * plans: VkFFT's passes), else KILN_FFT_BACKEND_AUTO.
+ */
 static kiln_status
 resolve_backend(const char *op, kiln_context *ctx, kiln_fft_backend asked,
-                struct kiln__fft_key *key)
+                struct kiln__fft_key *key, kiln_fft_backend *alt)
 {
   kiln_fft_backend b = asked;
   if (b == KILN_FFT_BACKEND_AUTO) {
@@ -175,12 +180,14 @@ resolve_backend(const char *op, kiln_context *ctx, kiln_fft_backend asked,
 #if KILN_HAVE_VKFFT
   vkfft_ok = kiln__vkfft_supports(key, why_vk, sizeof why_vk);
 #endif
+  *alt = KILN_FFT_BACKEND_AUTO;
   if (b == KILN_FFT_BACKEND_AUTO) {
     /* Only a real choice asks the tuner: a stored choice must never pick a back end that
      * cannot run the plan, and a forced one needs no tuning. */
-    if (clfft_ok && vkfft_ok)
+    if (clfft_ok && vkfft_ok) {
       b = tuned_backend(ctx, key);
-    else if (clfft_ok || vkfft_ok)
+      *alt = b == KILN_FFT_BACKEND_CLFFT ? KILN_FFT_BACKEND_VKFFT : KILN_FFT_BACKEND_CLFFT;
+    } else if (clfft_ok || vkfft_ok)
       b = clfft_ok ? KILN_FFT_BACKEND_CLFFT : KILN_FFT_BACKEND_VKFFT;
     else
       b = kiln__fft_default_backend(ctx); /* fails below, naming why */
@@ -320,6 +327,73 @@ take(kiln_context *ctx, struct fft_state *st, struct entry *e)
   cache_evict(st);
 }
 
+/*
+ * The cached compiled plan for key, compiled and inserted on a miss, with a
+ * new hold taken on it (*out).
+ */
+static kiln_status
+plan_get(const char *op, kiln_context *ctx, const struct kiln__fft_key *key, struct entry **out)
+{
+  pthread_mutex_lock(&ctx->lock);
+  struct fft_state *st = NULL;
+  kiln_status s = state_get(op, ctx, &st);
+  struct entry *e = s == KILN_OK ? cache_find(st, key) : NULL;
+  if (e) {
+    st->stats.plan_hits++;
+    take(ctx, st, e);
+  }
+  int vkb = s == KILN_OK ? st->vkfft_binaries : 0;
+  pthread_mutex_unlock(&ctx->lock);
+  if (s != KILN_OK || e) {
+    *out = e;
+    return s;
+  }
+  /* Compile outside the context lock: other work on the context goes on meanwhile. */
+  struct kiln__fft_counters counters = {0, 0, 0, 0};
+  void *impl = NULL;
+  s = impl_create(op, ctx, key, &counters, vkb, &impl);
+  pthread_mutex_lock(&ctx->lock);
+  st->counters.binary_hits += counters.binary_hits;
+  st->counters.binary_stores += counters.binary_stores;
+  st->counters.binary_rejects += counters.binary_rejects;
+  st->counters.binary_unusable += counters.binary_unusable;
+  if (s == KILN_OK) {
+    e = cache_find(st, key);
+    if (e) {
+      /* Another thread made the same plan meanwhile: use that one. */
+      st->stats.plan_hits++;
+    } else {
+      st->stats.plan_misses++;
+      struct entry *ne = calloc(1, sizeof *ne);
+      if (ne && st->n == st->cap) {
+        size_t ncap = st->cap ? st->cap * 2 : 8;
+        struct entry **grown = realloc(st->entries, ncap * sizeof *grown);
+        if (grown) {
+          st->entries = grown;
+          st->cap = ncap;
+        }
+      }
+      if (!ne || st->n == st->cap) {
+        free(ne);
+        s = kiln__fail(KILN_ERR_HOST_MEMORY, op, 0, "cannot grow the FFT plan cache");
+      } else {
+        ne->key = *key;
+        ne->impl = impl;
+        impl = NULL;
+        st->entries[st->n++] = ne;
+        e = ne;
+      }
+    }
+    if (e)
+      take(ctx, st, e);
+  }
+  pthread_mutex_unlock(&ctx->lock);
+  if (impl)
+    impl_destroy(key->backend, impl);
+  *out = e;
+  return s;
+}
+
 /* ---- plan API ---- */
 
 kiln_status
@@ -363,71 +437,33 @@ kiln_fft_plan_create(kiln_context *ctx, kiln_fft_kind kind, size_t rank, const i
                        total > (uint64_t)INT64_MAX / 8,
                    KILN_ERR_OVERFLOW, op, "the transform's element count overflows");
   }
-  KILN_TRY(resolve_backend(op, ctx, backend, &key));
+  /*
+   * Every tensor a plan reads or writes is one buffer, and the complex side
+   * is the largest. A plan no tensor could feed is refused here, the same
+   * way for both back ends (clFFT used to accept 2^40 points, VkFFT refused).
+   */
+  uint64_t bytes = kiln__fft_complex_count(&key) * 2 * kiln_dtype_size(precision) * (uint64_t)batch;
+  KILN_RETURN_IF(bytes > ctx->info.max_alloc_bytes, KILN_ERR_OVERFLOW, op,
+                 "the plan's complex data takes %llu bytes, over the device's largest allocation "
+                 "(%llu bytes)",
+                 (unsigned long long)bytes, (unsigned long long)ctx->info.max_alloc_bytes);
+  kiln_fft_backend alt;
+  KILN_TRY(resolve_backend(op, ctx, backend, &key, &alt));
 
   kiln_fft_plan *h = calloc(1, sizeof *h);
   KILN_RETURN_IF(!h, KILN_ERR_HOST_MEMORY, op, "cannot allocate a plan handle");
-  pthread_mutex_lock(&ctx->lock);
-  struct fft_state *st = NULL;
-  kiln_status s = state_get(op, ctx, &st);
-  struct entry *e = s == KILN_OK ? cache_find(st, &key) : NULL;
-  if (e) {
-    st->stats.plan_hits++;
-    take(ctx, st, e);
+  struct entry *e = NULL;
+  kiln_status s = plan_get(op, ctx, &key, &e);
+  if (s == KILN_ERR_UNSUPPORTED && alt != KILN_FFT_BACKEND_AUTO) {
+    /* Auto's choice found a limit only its planner knows: the other back end passed its checks. */
+    kiln__log(KILN__LOG_INFO, "%s: auto takes %s: %s", op, kiln_fft_backend_name(alt),
+              kiln_last_error());
+    key.backend = alt;
+    s = plan_get(op, ctx, &key, &e);
   }
-  int vkb = s == KILN_OK ? st->vkfft_binaries : 0;
-  pthread_mutex_unlock(&ctx->lock);
   if (s != KILN_OK) {
     free(h);
     return s;
-  }
-  if (!e) {
-    /* Compile outside the context lock: other work on the context goes on meanwhile. */
-    struct kiln__fft_counters counters = {0, 0, 0, 0};
-    void *impl = NULL;
-    s = impl_create(op, ctx, &key, &counters, vkb, &impl);
-    pthread_mutex_lock(&ctx->lock);
-    st->counters.binary_hits += counters.binary_hits;
-    st->counters.binary_stores += counters.binary_stores;
-    st->counters.binary_rejects += counters.binary_rejects;
-    st->counters.binary_unusable += counters.binary_unusable;
-    if (s == KILN_OK) {
-      e = cache_find(st, &key);
-      if (e) {
-        /* Another thread made the same plan meanwhile: use that one. */
-        st->stats.plan_hits++;
-      } else {
-        st->stats.plan_misses++;
-        struct entry *ne = calloc(1, sizeof *ne);
-        if (ne && st->n == st->cap) {
-          size_t ncap = st->cap ? st->cap * 2 : 8;
-          struct entry **grown = realloc(st->entries, ncap * sizeof *grown);
-          if (grown) {
-            st->entries = grown;
-            st->cap = ncap;
-          }
-        }
-        if (!ne || st->n == st->cap) {
-          free(ne);
-          s = kiln__fail(KILN_ERR_HOST_MEMORY, op, 0, "cannot grow the FFT plan cache");
-        } else {
-          ne->key = key;
-          ne->impl = impl;
-          impl = NULL;
-          st->entries[st->n++] = ne;
-          e = ne;
-        }
-      }
-      if (e)
-        take(ctx, st, e);
-    }
-    pthread_mutex_unlock(&ctx->lock);
-    if (impl)
-      impl_destroy(key.backend, impl);
-    if (s != KILN_OK) {
-      free(h);
-      return s;
-    }
   }
   h->magic = PLAN_MAGIC;
   h->ctx = ctx;
@@ -583,17 +619,48 @@ norm_factor(kiln_fft_direction dir, kiln_fft_norm norm, double n)
 }
 
 static kiln_status
+fft_kernel(const char *op, kiln_context *ctx, kiln_dtype dt, const char *name, cl_kernel *k)
+{
+  return kiln__ops_kernel(op, ctx, "fft", dt, name, k);
+}
+
+static kiln_status
 scale(const char *op, kiln_context *ctx, kiln_dtype dt, kiln_tensor *t, double f)
 {
   cl_kernel k;
-  char opts[192];
-  kiln__program_options(&ctx->info, "fft", dt, NULL, opts, sizeof opts);
-  KILN_TRY(kiln__kernel_get(op, ctx, "fft", opts, "fft_scale", &k));
+  KILN_TRY(fft_kernel(op, ctx, dt, "fft_scale", &k));
   kiln__args args = kiln__args_begin(op, k);
   kiln__args_tensor(&args, t);
   kiln__args_u64(&args, t->numel);
   kiln__args_float(&args, dt, f);
   return kiln__args_launch_1d(&args, ctx, t->numel, 0);
+}
+
+/*
+ * Makes a C2R plan's complex input in mem (zero-offset, ctx->lock held) a
+ * valid half spectrum, as numpy.fft.irfftn reads it: the imaginary parts a
+ * real result cannot have are dropped. Both back ends need this: clFFT
+ * ignored them only for batch 1 and VkFFT only for odd batch counts.
+ */
+static kiln_status
+c2r_hermitian(const char *op, kiln_context *ctx, const struct kiln__fft_key *key, cl_mem mem)
+{
+  cl_kernel k;
+  KILN_TRY(fft_kernel(op, ctx, key->precision, "fft_c2r_hermitian", &k));
+  cl_ulong outer[2] = {1, 1};
+  for (uint32_t i = 0; i + 1 < key->rank; i++)
+    outer[i + 3 - key->rank] = (cl_ulong)key->sizes[i];
+  int64_t last = key->sizes[key->rank - 1];
+  cl_ulong batch = (cl_ulong)key->batch, h = (cl_ulong)(last / 2 + 1);
+  cl_uint ncols = last % 2 == 0 ? 2 : 1;
+  kiln__args args = kiln__args_begin(op, k);
+  kiln__args_mem(&args, mem);
+  kiln__args_u64(&args, batch);
+  kiln__args_u64(&args, outer[0]);
+  kiln__args_u64(&args, outer[1]);
+  kiln__args_u64(&args, h);
+  kiln__args_u32(&args, ncols);
+  return kiln__args_launch_1d(&args, ctx, batch * outer[0] * outer[1] * ncols, 0);
 }
 
 /* A zero-offset buffer holding t's bytes (ctx->lock held): t's own, or a pooled copy. */
@@ -700,11 +767,15 @@ kiln_fft_execute(kiln_fft_plan *plan, kiln_fft_direction direction, kiln_fft_nor
                                                  "the plan's context is released");
   /*
    * Back ends take zero-offset buffers. Out-of-place C2R also gets a copy of
-   * its input: both libraries use the complex buffer as work space there.
+   * its input: both libraries use the complex buffer as work space there,
+   * and kiln cleans the spectrum in it (in place, the input is overwritten
+   * by the result anyway).
    */
-  int copy_c2r = !k->inplace && k->kind == KILN_FFT_C2R;
+  int c2r = k->kind == KILN_FFT_C2R;
   if (s == KILN_OK)
-    s = stage(op, ctx, in, 1, copy_c2r, &si);
+    s = stage(op, ctx, in, 1, c2r && !k->inplace, &si);
+  if (s == KILN_OK && c2r)
+    s = c2r_hermitian(op, ctx, k, si.mem);
   if (s == KILN_OK)
     s = k->inplace ? (so = si, KILN_OK) : stage(op, ctx, target, 0, 0, &so);
   if (s == KILN_OK)

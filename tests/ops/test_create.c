@@ -306,6 +306,69 @@ START_TEST(linspace_logspace)
 }
 END_TEST
 
+/*
+ * Lengths and steps: one that is not finite (the quotient overflows double)
+ * is an argument error, a finite one too large for the result an overflow;
+ * a range running away from stop is empty however large the quotient.
+ */
+START_TEST(length_limits)
+{
+  kiln_tensor *t = NULL;
+  kiln_dtype dts[2] = {KILN_F64, KILN_F32};
+  for (int f = harness_has_fp64() ? 0 : 1; f < 2; f++) {
+    KEXPECT(kiln_arange(ctx(), kiln_scalar_f64(0), kiln_scalar_f64(1e300), kiln_scalar_f64(1e-300),
+                        dts[f], &t),
+            KILN_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(kiln_last_error(), "not finite"));
+    KEXPECT(kiln_arange(ctx(), kiln_scalar_f64(-1e308), kiln_scalar_f64(1e308), kiln_scalar_f64(1),
+                        dts[f], &t),
+            KILN_ERR_INVALID_ARGUMENT);
+    KEXPECT(kiln_arange(ctx(), kiln_scalar_f64(0), kiln_scalar_f64(1e19), kiln_scalar_f64(1),
+                        dts[f], &t),
+            KILN_ERR_OVERFLOW);
+    /* Fits int64, not the bytes of one buffer. */
+    KEXPECT(kiln_arange(ctx(), kiln_scalar_f64(0), kiln_scalar_f64(1e18), kiln_scalar_f64(1),
+                        dts[f], &t),
+            KILN_ERR_OVERFLOW);
+    KEXPECT(kiln_arange(ctx(), kiln_scalar_f64(0), kiln_scalar_f64(4e18), kiln_scalar_f64(1),
+                        dts[f], &t),
+            KILN_ERR_OVERFLOW);
+    ck_assert_ptr_null(t);
+    int64_t zero = 0;
+    KOK(kiln_arange(ctx(), kiln_scalar_f64(0), kiln_scalar_f64(-1e300), kiln_scalar_f64(1e-300),
+                    dts[f], &t));
+    hd_expect_shape(t, dts[f], 1, &zero);
+    KOK(kiln_tensor_release(t));
+    t = NULL;
+
+    KEXPECT(kiln_linspace(ctx(), -1e308, 1e308, 3, 1, dts[f], &t), KILN_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(kiln_last_error(), "not finite"));
+    KEXPECT(kiln_linspace(ctx(), -1e308, 1e308, 2, 0, dts[f], &t), KILN_ERR_INVALID_ARGUMENT);
+    KEXPECT(kiln_logspace(ctx(), -1e308, 1e308, 3, 1, 10.0, dts[f], &t), KILN_ERR_INVALID_ARGUMENT);
+    KEXPECT(kiln_linspace(ctx(), 0, 1, INT64_MAX, 1, dts[f], &t), KILN_ERR_OVERFLOW);
+    KEXPECT(kiln_linspace(ctx(), 0, 1, (int64_t)1 << 40, 0, dts[f], &t), KILN_ERR_OVERFLOW);
+    ck_assert_ptr_null(t);
+    /* One element needs no step: start, even when stop - start overflows. */
+    int64_t one = 1;
+    KOK(kiln_linspace(ctx(), -1e308, 1e308, 1, 1, dts[f], &t));
+    hd_expect_shape(t, dts[f], 1, &one);
+    void *g = hd_download(t);
+    ck_assert(hd_getf(dts[f], g, 0) == (dts[f] == KILN_F32 ? (double)(float)-1e308 : -1e308));
+    free(g);
+    KOK(kiln_tensor_release(t));
+    t = NULL;
+  }
+  /* Integer lengths are finite: too long is an overflow. */
+  KEXPECT(kiln_arange(ctx(), kiln_scalar_i64(INT64_MIN), kiln_scalar_i64(INT64_MAX),
+                      kiln_scalar_i64(1), KILN_I64, &t),
+          KILN_ERR_OVERFLOW);
+  KEXPECT(kiln_arange(ctx(), kiln_scalar_i64(0), kiln_scalar_i64(INT64_MAX), kiln_scalar_i64(1),
+                      KILN_I32, &t),
+          KILN_ERR_OVERFLOW);
+  ck_assert_ptr_null(t);
+}
+END_TEST
+
 START_TEST(eye_and_tri)
 {
   static const int64_t cases[][3] = {{3, 5, 0}, {4, 4, 1}, {5, 3, -2}, {0, 3, 0},
@@ -444,6 +507,7 @@ create_suite(void)
   tcase_add_test(tc, arange_float);
   tcase_add_test(tc, arange_integer);
   tcase_add_test(tc, linspace_logspace);
+  tcase_add_test(tc, length_limits);
   tcase_add_test(tc, eye_and_tri);
   tcase_add_test(tc, meshgrid_xy_ij);
   suite_add_tcase(s, tc);

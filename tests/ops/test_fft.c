@@ -426,6 +426,187 @@ START_TEST(real_in_place)
 }
 END_TEST
 
+/*
+ * numpy.fft.irfftn of a half spectrum c [batch, outer..., H] (interleaved),
+ * unnormalised, into x [batch, outer..., L]: an inverse DFT over the outer
+ * axes, then per row the real inverse DFT that takes only the real parts of
+ * the bins a real result maps onto themselves (0 and, for even L, L/2).
+ */
+static void
+host_irfftn(const double *c, size_t batch, size_t rank, const int64_t *sizes, double *x)
+{
+  size_t L = (size_t)sizes[rank - 1], H = L / 2 + 1, outer = prod(rank - 1, sizes);
+  double *w = malloc(2 * batch * outer * H * sizeof *w), *col = malloc(2 * outer * sizeof *col);
+  memcpy(w, c, 2 * batch * outer * H * sizeof *w);
+  for (size_t b = 0; b < batch && rank > 1; b++)
+    for (size_t k = 0; k < H; k++) {
+      double *base = w + 2 * (b * outer * H + k);
+      for (size_t j = 0; j < outer; j++)
+        col[2 * j] = base[2 * j * H], col[2 * j + 1] = base[2 * j * H + 1];
+      host_dft(col, 1, rank - 1, sizes, 1);
+      for (size_t j = 0; j < outer; j++)
+        base[2 * j * H] = col[2 * j], base[2 * j * H + 1] = col[2 * j + 1];
+    }
+  for (size_t r = 0; r < batch * outer; r++) {
+    const double *z = w + 2 * r * H;
+    for (size_t n = 0; n < L; n++) {
+      double v = z[0];
+      if (L % 2 == 0)
+        v += n % 2 ? -z[2 * (H - 1)] : z[2 * (H - 1)];
+      for (size_t k = 1; k < (L + 1) / 2; k++) {
+        double ang = 2.0 * M_PI * (double)((k * n) % L) / (double)L;
+        v += 2.0 * (z[2 * k] * cos(ang) - z[2 * k + 1] * sin(ang));
+      }
+      x[r * L + n] = v;
+    }
+  }
+  free(w);
+  free(col);
+}
+
+/*
+ * One C2R plan on a random half spectrum whose every bin, DC and Nyquist
+ * included, has a nonzero imaginary part, against host_irfftn. The batch
+ * is given as leading dims (lead, nlead). fixed, when not NULL, is the
+ * spectrum of every row instead (2H reals). In place the real result sits
+ * in the first L reals of each row of 2H. The input of an out-of-place call
+ * stays unchanged.
+ */
+static void
+check_c2r_irfft(kiln_fft_backend be, kiln_dtype dt, size_t rank, const int64_t *sizes, size_t nlead,
+                const int64_t *lead, int inplace, const double *fixed)
+{
+  int64_t batch = (int64_t)prod(nlead, lead);
+  kiln_fft_plan *plan = NULL;
+  KOK(kiln_fft_plan_create(harness_ctx(), KILN_FFT_C2R, rank, sizes, batch, dt, inplace, be,
+                           &plan));
+  size_t n = prod(rank, sizes), L = (size_t)sizes[rank - 1], H = L / 2 + 1;
+  size_t rows = n / L * (size_t)batch, per = n / L * 2 * H;
+  int64_t cshape[8];
+  size_t nc = 0;
+  for (size_t i = 0; i < nlead; i++)
+    cshape[nc++] = lead[i];
+  for (size_t i = 0; i + 1 < rank; i++)
+    cshape[nc++] = sizes[i];
+  cshape[nc++] = (int64_t)H;
+  cshape[nc++] = 2;
+  double *c = malloc(rows * 2 * H * sizeof *c), *nrm = malloc((size_t)batch * sizeof *nrm);
+  fill_random(c, rows * 2 * H, (uint32_t)(n * 7 + (size_t)batch + rank));
+  for (size_t i = 0; fixed && i < rows * 2 * H; i++)
+    c[i] = fixed[i % (2 * H)];
+  kiln_tensor *in = upload(dt, nc, cshape, c), *out = NULL;
+  norms(c, (size_t)batch, per, nrm);
+  char what[200];
+  snprintf(what, sizeof what, "c2r %s %s rank %zu L=%zu n=%zu batch %lld (%zu leading dims) %s",
+           kiln_fft_backend_name(be), kiln_dtype_name(dt), rank, L, n, (long long)batch, nlead,
+           inplace ? "in-place" : "out-of-place");
+  if (inplace) {
+    KOK(kiln_fft_execute(plan, KILN_FFT_INVERSE, KILN_FFT_NORM_NONE, in, NULL));
+    out = in;
+  } else {
+    KOK(kiln_fft_execute(plan, KILN_FFT_INVERSE, KILN_FFT_NORM_NONE, in, &out));
+    ck_assert_uint_eq(kiln_tensor_ndim(out), nc - 1);
+    ck_assert_int_eq(kiln_tensor_dim(out, nc - 2), (int64_t)L);
+    double *after = download(in);
+    ck_assert_msg(memcmp(after, c, rows * 2 * H * sizeof *c) == 0, "%s: input changed", what);
+    free(after);
+  }
+  double *got = download(out), *flat = malloc(rows * L * sizeof *flat);
+  for (size_t r = 0; r < rows; r++)
+    for (size_t j = 0; j < L; j++)
+      flat[r * L + j] = inplace ? got[r * 2 * H + j] : got[r * L + j];
+  double *want = malloc(rows * L * sizeof *want);
+  host_irfftn(c, (size_t)batch, rank, sizes, want);
+  /* The unnormalised inverse of a spectrum of norm |c| has norm <= sqrt(2n)|c|. */
+  expect_fft_close(what, flat, want, (size_t)batch, n, n, nrm, 4.0 * sqrt((double)n), dt);
+  free(got);
+  free(flat);
+  free(want);
+  free(c);
+  free(nrm);
+  if (!inplace)
+    kiln_tensor_release(out);
+  kiln_tensor_release(in);
+  KOK(kiln_fft_plan_release(plan));
+}
+
+/* The back ends this build has, then auto. */
+static size_t
+c2r_backends(kiln_fft_backend out[3])
+{
+  size_t nb = 0;
+  for (size_t b = 0; b < 2; b++)
+    if (have(backends[b]))
+      out[nb++] = backends[b];
+  out[nb++] = KILN_FFT_BACKEND_AUTO;
+  return nb;
+}
+
+/* Batches 1-4; 2 and 4 as two leading dims. */
+static size_t
+c2r_lead(int64_t batch, int64_t lead[2])
+{
+  if (batch % 2)
+    return lead[0] = batch, 1;
+  lead[0] = batch / 2, lead[1] = 2;
+  return 2;
+}
+
+/*
+ * C2R ignores the imaginary parts of the DC and Nyquist bins whatever the
+ * batch (clFFT honoured them for batch >= 2, VkFFT for even batch counts).
+ * The issue's example first: DC 1+0.75i, Nyquist -0.5i, L = 16, all ones.
+ */
+START_TEST(c2r_ignores_dc_nyquist_imag)
+{
+  static const int64_t lens[] = {2, 15, 16, 100, 1024};
+  kiln_fft_backend bes[3];
+  size_t nb = c2r_backends(bes);
+  double issue[18] = {1, 0.75};
+  issue[17] = -0.5;
+  kiln_dtype dts[2] = {KILN_F64, KILN_F32};
+  for (size_t t = harness_has_fp64() ? 0 : 1; t < 2; t++)
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++)
+      for (int64_t batch = 1; batch <= 4; batch++)
+        for (size_t b = 0; b < nb; b++) {
+          int64_t lead[2];
+          size_t nl = c2r_lead(batch, lead);
+          /* Back to back, the two share one compiled plan (auto's too, from the cache). */
+          if (lens[i] == 16)
+            check_c2r_irfft(bes[b], dts[t], 1, &lens[i], nl, lead, 0, issue);
+          check_c2r_irfft(bes[b], dts[t], 1, &lens[i], nl, lead, 0, NULL);
+        }
+}
+END_TEST
+
+/* In place, and over 2-D and 3-D plans (the DC and Nyquist columns made Hermitian over the
+ * outer axes, as numpy.fft.irfftn does). */
+START_TEST(c2r_ignores_dc_nyquist_imag_in_place_and_nd)
+{
+  static const int64_t lens[] = {2, 15, 16, 100, 1024};
+  static const int64_t s2[2] = {6, 16}, s2b[2] = {5, 15}, s3[3] = {3, 4, 10};
+  kiln_fft_backend bes[3];
+  size_t nb = c2r_backends(bes);
+  kiln_dtype dt = harness_has_fp64() ? KILN_F64 : KILN_F32;
+  for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++)
+    for (int64_t batch = 1; batch <= 4; batch++)
+      for (size_t b = 0; b < nb; b++) {
+        int64_t lead[2];
+        size_t nl = c2r_lead(batch, lead);
+        check_c2r_irfft(bes[b], i % 2 ? KILN_F32 : dt, 1, &lens[i], nl, lead, 1, NULL);
+      }
+  for (int inplace = 0; inplace < 2; inplace++)
+    for (int64_t batch = 1; batch <= 3; batch += 2)
+      for (size_t b = 0; b < nb; b++) {
+        int64_t lead[2];
+        size_t nl = c2r_lead(batch + inplace, lead);
+        check_c2r_irfft(bes[b], KILN_F32, 2, s2, nl, lead, inplace, NULL);
+        check_c2r_irfft(bes[b], dt, 2, s2b, nl, lead, inplace, NULL);
+        check_c2r_irfft(bes[b], KILN_F32, 3, s3, nl, lead, inplace, NULL);
+      }
+}
+END_TEST
+
 /* A prime size through VkFFT's Bluestein path, f32 and f64, and auto's choice. */
 START_TEST(prime_sizes_bluestein)
 {
@@ -588,6 +769,87 @@ START_TEST(bad_input)
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     kiln_tensor_release(all[i]);
   KEXPECT(kiln_fft_plan_release((kiln_fft_plan *)x), KILN_ERR_INVALID_HANDLE);
+}
+END_TEST
+
+/*
+ * Limits are checked at plan creation, the same way for every back end and
+ * auto: data beyond the device's largest allocation is KILN_ERR_OVERFLOW
+ * (clFFT used to accept 2^40 points); clFFT's real-transform bound is
+ * KILN_ERR_UNSUPPORTED naming it, and auto then takes VkFFT.
+ */
+START_TEST(plan_limits)
+{
+  kiln_context *ctx = harness_ctx();
+  const kiln_fft_backend all[3] = {KILN_FFT_BACKEND_CLFFT, KILN_FFT_BACKEND_VKFFT,
+                                   KILN_FFT_BACKEND_AUTO};
+  const int64_t huge = (int64_t)1 << 40, row = 1024, rows = (int64_t)1 << 30;
+  const kiln_fft_kind kinds[3] = {KILN_FFT_C2C, KILN_FFT_R2C, KILN_FFT_C2R};
+  for (size_t b = 0; b < 3; b++) {
+    if (!have(all[b]))
+      continue;
+    for (size_t k = 0; k < 3; k++) {
+      kiln_fft_plan *p = NULL;
+      KEXPECT(kiln_fft_plan_create(ctx, kinds[k], 1, &huge, 1, KILN_F32, (int)k % 2, all[b], &p),
+              KILN_ERR_OVERFLOW);
+      ck_assert_msg(strstr(kiln_last_error(), "largest allocation"), "%s: %s",
+                    kiln_fft_backend_name(all[b]), kiln_last_error());
+      /* The same points as a batch of small transforms. */
+      KEXPECT(kiln_fft_plan_create(ctx, kinds[k], 1, &row, rows, KILN_F32, 0, all[b], &p),
+              KILN_ERR_OVERFLOW);
+      ck_assert_ptr_null(p);
+    }
+  }
+  if (!have(KILN_FFT_BACKEND_CLFFT))
+    return;
+  const int64_t over = (int64_t)1 << 25;
+  kiln_fft_plan *p = NULL;
+  KEXPECT(
+      kiln_fft_plan_create(ctx, KILN_FFT_R2C, 1, &over, 1, KILN_F32, 0, KILN_FFT_BACKEND_CLFFT, &p),
+      KILN_ERR_UNSUPPORTED);
+  ck_assert_msg(strstr(kiln_last_error(), "up to 2^24"), "%s", kiln_last_error());
+  if (harness_has_fp64()) {
+    const int64_t over64 = (int64_t)1 << 23;
+    KEXPECT(kiln_fft_plan_create(ctx, KILN_FFT_C2R, 2, (int64_t[]){2, over64}, 1, KILN_F64, 0,
+                                 KILN_FFT_BACKEND_CLFFT, &p),
+            KILN_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(kiln_last_error(), "up to 2^22"), "%s", kiln_last_error());
+  }
+  ck_assert_ptr_null(p);
+}
+END_TEST
+
+/*
+ * Some limits only VkFFT's planner knows: on PoCL (64 KiB local memory as
+ * kiln reports it to VkFFT) a real transform of odd size beyond one pass,
+ * 4375 in f64, 8505 in f32. VkFFT asked directly refuses it naming the
+ * limit; auto, having chosen VkFFT, takes clFFT instead of failing.
+ */
+START_TEST(auto_falls_back)
+{
+  if (!have(KILN_FFT_BACKEND_CLFFT) || !have(KILN_FFT_BACKEND_VKFFT))
+    return;
+  kiln_dtype dt = harness_has_fp64() ? KILN_F64 : KILN_F32;
+  const int64_t n = dt == KILN_F64 ? 4375 : 8505;
+  KOK(kiln_context_set_option(harness_ctx(), KILN_OPT_FFT_BACKEND, KILN_FFT_BACKEND_AUTO));
+  for (int k = 1; k <= 2; k++) {
+    kiln_fft_plan *p = NULL;
+    kiln_status s = kiln_fft_plan_create(harness_ctx(), (kiln_fft_kind)k, 1, &n, 2, dt, 0,
+                                         KILN_FFT_BACKEND_VKFFT, &p);
+    if (s == KILN_OK) {
+      KOK(kiln_fft_plan_release(p)); /* a device with more local memory: nothing to fall from */
+      continue;
+    }
+    ck_assert_int_eq(s, KILN_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(kiln_last_error(), "odd last size"), "%s", kiln_last_error());
+    KOK(kiln_fft_plan_create(harness_ctx(), (kiln_fft_kind)k, 1, &n, 2, dt, 0,
+                             KILN_FFT_BACKEND_AUTO, &p));
+    kiln_fft_backend be;
+    KOK(kiln_fft_plan_backend(p, &be));
+    ck_assert_int_eq(be, KILN_FFT_BACKEND_CLFFT);
+    KOK(kiln_fft_plan_release(p));
+  }
+  check_real_round_trip(KILN_FFT_BACKEND_AUTO, dt, 1, &n, 2, 0);
 }
 END_TEST
 
@@ -876,10 +1138,18 @@ fft_suite(void)
   tcase_add_test(tc, prime_sizes_bluestein);
   tcase_add_test(tc, plan_cache_hits_and_bound);
   tcase_add_test(tc, bad_input);
+  tcase_add_test(tc, plan_limits);
+  tcase_add_test(tc, auto_falls_back);
   tcase_add_test(tc, offset_tensors);
   tcase_add_test(tc, plans_from_threads);
   tcase_add_test(tc, vkfft_binaries_second_process);
   suite_add_tcase(s, tc);
+  /* Many small plans: its own case, so CK_RUN_CASE=c2r runs it alone. */
+  TCase *c2r = tcase_create("c2r");
+  tcase_set_timeout(c2r, 900);
+  tcase_add_test(c2r, c2r_ignores_dc_nyquist_imag);
+  tcase_add_test(c2r, c2r_ignores_dc_nyquist_imag_in_place_and_nd);
+  suite_add_tcase(s, c2r);
   return s;
 }
 
