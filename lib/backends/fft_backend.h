@@ -3,10 +3,11 @@
  * clfft.c, VkFFT in vkfft.c). Back ends see zero-offset buffers (the family
  * stages tensors that start inside a buffer) and run unnormalised.
  */
-#ifndef KILN_PROVIDERS_FFT_BACKEND_H
-#define KILN_PROVIDERS_FFT_BACKEND_H
+#ifndef KILN_BACKENDS_FFT_BACKEND_H
+#define KILN_BACKENDS_FFT_BACKEND_H
 
 #include "kiln/fft.h"
+#include "kiln_config.h"
 #include "runtime/runtime.h"
 
 /* Everything that defines a compiled plan on one context (the plan-cache key). */
@@ -46,33 +47,46 @@ struct kiln__fft_counters {
   uint64_t binary_hits, binary_stores, binary_rejects, binary_unusable;
 };
 
-/* clFFT (clfft.c): plan creation and teardown serialised process-wide. */
-int kiln__clfft_supports(const struct kiln__fft_key *key, char *why, size_t len);
-kiln_status kiln__clfft_create(const char *op, kiln_context *ctx, const struct kiln__fft_key *key,
-                               void **plan);
-/* Enqueues on ctx's queue (ctx->lock held). For in-place plans out is ignored. */
-kiln_status kiln__clfft_execute(const char *op, kiln_context *ctx, void *plan, int inverse,
-                                cl_mem in, cl_mem out);
-void kiln__clfft_destroy(void *plan);
-
-/* VkFFT (vkfft.c): nonzero when VkFFT can do key, else the reason in why. */
-int kiln__vkfft_supports(const struct kiln__fft_key *key, char *why, size_t len);
+/*
+ * One back end's entry points. The family (lib/ops/fft.c) picks the table
+ * by kiln_fft_backend; a back end this libkiln was built without has a NULL
+ * table.
+ */
+struct kiln__fft_backend_ops {
+  /* Nonzero when the back end can do key, else the reason in why. */
+  int (*supports)(const struct kiln__fft_key *key, char *why, size_t len);
+  /*
+   * Compiles a plan for key on ctx. binary_cache: 1 store and reload
+   * compiled binaries in kiln's cache directory (back ends that can), 0 do
+   * not; counters may be NULL.
+   */
+  kiln_status (*create)(const char *op, kiln_context *ctx, const struct kiln__fft_key *key,
+                        int binary_cache, struct kiln__fft_counters *counters, void **plan);
+  /* Enqueues on ctx's queue (ctx->lock held). For in-place plans out is ignored. */
+  kiln_status (*execute)(const char *op, kiln_context *ctx, void *plan, int inverse, cl_mem in,
+                         cl_mem out);
+  void (*destroy)(void *plan);
+  /* Whether binaries may be stored and reloaded on ctx's platform by default; NULL: never. */
+  int (*binaries_reloadable)(const kiln_context *ctx);
+};
 
 /*
- * VkFFT (vkfft.c). binary_cache: 1 store and reload compiled binaries in
- * kiln's cache directory, 0 do not. counters may be NULL.
+ * clFFT (clfft.c): plan creation and teardown serialised process-wide.
+ * VkFFT (vkfft.c): binaries reloadable on NVIDIA only (VkFFT 1.2.26 copies
+ * OpenCL binaries as C strings, which only survives text binaries such as
+ * NVIDIA's PTX).
  */
-kiln_status kiln__vkfft_create(const char *op, kiln_context *ctx, const struct kiln__fft_key *key,
-                               int binary_cache, struct kiln__fft_counters *counters, void **plan);
-kiln_status kiln__vkfft_execute(const char *op, kiln_context *ctx, void *plan, int inverse,
-                                cl_mem in, cl_mem out);
-void kiln__vkfft_destroy(void *plan);
-
-/*
- * Whether VkFFT binaries may be stored and reloaded on this context's
- * platform by default: NVIDIA only (VkFFT 1.2.26 copies OpenCL binaries as C
- * strings, which only survives text binaries such as NVIDIA's PTX).
- */
-int kiln__vkfft_binaries_reloadable(const kiln_context *ctx);
+#if KILN_HAVE_CLFFT
+extern const struct kiln__fft_backend_ops kiln__clfft_ops;
+#define KILN__CLFFT_OPS (&kiln__clfft_ops)
+#else
+#define KILN__CLFFT_OPS NULL
+#endif
+#if KILN_HAVE_VKFFT
+extern const struct kiln__fft_backend_ops kiln__vkfft_ops;
+#define KILN__VKFFT_OPS (&kiln__vkfft_ops)
+#else
+#define KILN__VKFFT_OPS NULL
+#endif
 
 #endif

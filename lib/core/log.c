@@ -1,3 +1,4 @@
+#include "core/env.h"
 #include "core/log.h"
 
 #include <pthread.h>
@@ -19,7 +20,7 @@ static void *handler_user;
 static int
 level_from_env(void)
 {
-  const char *v = getenv("KILN_LOG");
+  const char *v = kiln__env(KILN__ENV_LOG);
   if (!v || !*v)
     return KILN__LOG_WARN;
   static const char *names[] = {"error", "warn", "info", "debug"};

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "kiln/blas.h"
 #include "kiln_config.h"
@@ -33,8 +34,7 @@ blas_state_create(kiln_context *ctx, void **state)
                       "cannot allocate the BLAS state");
   st->small_mnk = KILN__GEMM_SMALL_MNK_DEFAULT;
   /* Debug switch: run a CLBlast build as if it had none (tests reach kiln's own kernels). */
-  const char *no_clblast = getenv("KILN_DEBUG_NO_CLBLAST");
-  st->use_clblast = KILN_HAVE_CLBLAST && !(no_clblast && *no_clblast && strcmp(no_clblast, "0"));
+  st->use_clblast = KILN_HAVE_CLBLAST && !kiln__env_flag(KILN__ENV_DEBUG_NO_CLBLAST);
   *state = st;
   return KILN_OK;
 }

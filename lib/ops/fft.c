@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "kiln/fft.h"
@@ -63,74 +64,67 @@ kiln_fft_backend_name(kiln_fft_backend b)
   return "?";
 }
 
+static const struct kiln__fft_backend_ops *backend_ops(kiln_fft_backend b);
+
 int
 kiln_fft_backend_available(kiln_fft_backend b)
 {
-  switch (b) {
-  case KILN_FFT_BACKEND_AUTO:
-    return KILN_HAVE_CLFFT || KILN_HAVE_VKFFT;
-  case KILN_FFT_BACKEND_CLFFT:
-    return KILN_HAVE_CLFFT;
-  case KILN_FFT_BACKEND_VKFFT:
-    return KILN_HAVE_VKFFT;
-  }
-  return 0;
+  if (b == KILN_FFT_BACKEND_AUTO)
+    return backend_ops(KILN_FFT_BACKEND_CLFFT) || backend_ops(KILN_FFT_BACKEND_VKFFT);
+  return backend_ops(b) != NULL;
 }
 
 /* ---- back-end dispatch ---- */
 
+/* The back ends by kiln_fft_backend; NULL where this libkiln was built without one. */
+static const struct kiln__fft_backend_ops *const backends[] = {
+    [KILN_FFT_BACKEND_AUTO] = NULL,
+    [KILN_FFT_BACKEND_CLFFT] = KILN__CLFFT_OPS,
+    [KILN_FFT_BACKEND_VKFFT] = KILN__VKFFT_OPS,
+};
+
+static const struct kiln__fft_backend_ops *
+backend_ops(kiln_fft_backend b)
+{
+  return (unsigned)b < sizeof backends / sizeof backends[0] ? backends[b] : NULL;
+}
+
 static void
 impl_destroy(kiln_fft_backend b, void *impl)
 {
-#if KILN_HAVE_CLFFT
-  if (b == KILN_FFT_BACKEND_CLFFT)
-    kiln__clfft_destroy(impl);
-#endif
-#if KILN_HAVE_VKFFT
-  if (b == KILN_FFT_BACKEND_VKFFT)
-    kiln__vkfft_destroy(impl);
-#endif
-  (void)b;
-  (void)impl;
+  if (backend_ops(b))
+    backend_ops(b)->destroy(impl);
 }
 
 static kiln_status
 impl_create(const char *op, kiln_context *ctx, const struct kiln__fft_key *key,
             struct kiln__fft_counters *counters, int vkfft_binaries, void **impl)
 {
-#if KILN_HAVE_CLFFT
-  if (key->backend == KILN_FFT_BACKEND_CLFFT)
-    return kiln__clfft_create(op, ctx, key, impl);
-#endif
-#if KILN_HAVE_VKFFT
-  if (key->backend == KILN_FFT_BACKEND_VKFFT)
-    return kiln__vkfft_create(op, ctx, key, vkfft_binaries, counters, impl);
-#endif
-  (void)ctx;
-  (void)counters;
-  (void)vkfft_binaries;
-  (void)impl;
-  return kiln__fail(KILN_ERR_UNSUPPORTED, op, 0, "this libkiln was built without %s",
-                    kiln_fft_backend_name(key->backend));
+  const struct kiln__fft_backend_ops *be = backend_ops(key->backend);
+  KILN_RETURN_IF(!be, KILN_ERR_UNSUPPORTED, op, "this libkiln was built without %s",
+                 kiln_fft_backend_name(key->backend));
+  return be->create(op, ctx, key, vkfft_binaries, counters, impl);
 }
 
 static kiln_status
 impl_execute(const char *op, kiln_context *ctx, const struct entry *e, int inverse, cl_mem in,
              cl_mem out)
 {
-#if KILN_HAVE_CLFFT
-  if (e->key.backend == KILN_FFT_BACKEND_CLFFT)
-    return kiln__clfft_execute(op, ctx, e->impl, inverse, in, out);
-#endif
-#if KILN_HAVE_VKFFT
-  if (e->key.backend == KILN_FFT_BACKEND_VKFFT)
-    return kiln__vkfft_execute(op, ctx, e->impl, inverse, in, out);
-#endif
-  (void)ctx;
-  (void)inverse;
-  (void)in;
-  (void)out;
-  return kiln__fail(KILN_ERR_INTERNAL, op, 0, "plan for a back end missing from this build");
+  const struct kiln__fft_backend_ops *be = backend_ops(e->key.backend);
+  KILN_RETURN_IF(!be, KILN_ERR_INTERNAL, op, "plan for a back end missing from this build");
+  return be->execute(op, ctx, e->impl, inverse, in, out);
+}
+
+/* Whether b can do key (a back end missing from the build cannot), else why. */
+static int
+backend_supports(kiln_fft_backend b, const struct kiln__fft_key *key, char *why, size_t len)
+{
+  const struct kiln__fft_backend_ops *be = backend_ops(b);
+  if (!be) {
+    snprintf(why, len, "this libkiln was built without %s", kiln_fft_backend_name(b));
+    return 0;
+  }
+  return be->supports(key, why, len);
 }
 
 kiln_fft_backend
@@ -173,13 +167,8 @@ resolve_backend(const char *op, kiln_context *ctx, kiln_fft_backend asked,
     pthread_mutex_unlock(&ctx->lock);
   }
   char why_cl[256] = "", why_vk[256] = "";
-  int clfft_ok = KILN_HAVE_CLFFT, vkfft_ok = KILN_HAVE_VKFFT;
-#if KILN_HAVE_CLFFT
-  clfft_ok = kiln__clfft_supports(key, why_cl, sizeof why_cl);
-#endif
-#if KILN_HAVE_VKFFT
-  vkfft_ok = kiln__vkfft_supports(key, why_vk, sizeof why_vk);
-#endif
+  int clfft_ok = backend_supports(KILN_FFT_BACKEND_CLFFT, key, why_cl, sizeof why_cl);
+  int vkfft_ok = backend_supports(KILN_FFT_BACKEND_VKFFT, key, why_vk, sizeof why_vk);
   *alt = KILN_FFT_BACKEND_AUTO;
   if (b == KILN_FFT_BACKEND_AUTO) {
     /* Only a real choice asks the tuner: a stored choice must never pick a back end that
@@ -232,7 +221,7 @@ state_destroy(kiln_context *ctx, void *data)
 static int
 env_backend(void)
 {
-  const char *v = getenv("KILN_FFT_BACKEND");
+  const char *v = kiln__env(KILN__ENV_FFT_BACKEND);
   if (!v || !*v)
     return KILN_FFT_BACKEND_AUTO;
   for (int b = KILN_FFT_BACKEND_AUTO; b <= KILN_FFT_BACKEND_VKFFT; b++)
@@ -250,11 +239,9 @@ state_create(kiln_context *ctx, void **out)
                  "cannot allocate the FFT plan cache");
   st->backend = env_backend();
   /* KILN_VKFFT_BINARY_CACHE = on | off | auto (default: by platform), read once per context. */
-  const char *env = getenv("KILN_VKFFT_BINARY_CACHE");
-  int reload = 0;
-#if KILN_HAVE_VKFFT
-  reload = kiln__vkfft_binaries_reloadable(ctx);
-#endif
+  const char *env = kiln__env(KILN__ENV_VKFFT_BINARY_CACHE);
+  const struct kiln__fft_backend_ops *vk = backend_ops(KILN_FFT_BACKEND_VKFFT);
+  int reload = vk && vk->binaries_reloadable && vk->binaries_reloadable(ctx);
   if (env && strcasecmp(env, "on") == 0)
     reload = 1;
   else if (env && strcasecmp(env, "off") == 0)
@@ -819,19 +806,25 @@ kiln__fft_c2c_forward(kiln_context *ctx, kiln_tensor *x, kiln_fft_backend backen
 static void
 fft_option_set(kiln_context *ctx, void *state, kiln_option option, int64_t value)
 {
-  ((struct fft_state *)state)->backend = (int)value;
+  struct fft_state *st = state;
+  if (option == KILN_OPT_FFT_BACKEND)
+    st->backend = (int)value;
+  else
+    st->vkfft_binaries = (int)value;
 }
 
 static int64_t
 fft_option_get(const kiln_context *ctx, const void *state, kiln_option option)
 {
-  return ((const struct fft_state *)state)->backend;
+  const struct fft_state *st = state;
+  return option == KILN_OPT_FFT_BACKEND ? st->backend : st->vkfft_binaries;
 }
 
 static const char *const fft_sources[] = {"fft", NULL};
 
 static const struct kiln__family_option fft_options[] = {
     {KILN_OPT_FFT_BACKEND, KILN_FFT_BACKEND_AUTO, KILN_FFT_BACKEND_VKFFT},
+    {KILN_OPT_VKFFT_BINARY_CACHE, 0, 1},
 };
 
 const struct kiln__family kiln__fft_family = {

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "kiln_config.h"
@@ -121,7 +122,7 @@ kiln__dc_parse_size(const char *s, uint64_t *out)
 kiln_cache_mode
 kiln__dc_env_mode(void)
 {
-  const char *v = secure_getenv("KILN_CACHE");
+  const char *v = kiln__env(KILN__ENV_CACHE);
   if (!v || !*v)
     return KILN_CACHE_ON;
   static const struct {
@@ -142,7 +143,7 @@ kiln__dc_env_mode(void)
 kiln_cache_store_policy
 kiln__dc_env_store_policy(void)
 {
-  const char *v = secure_getenv("KILN_CACHE_STORE");
+  const char *v = kiln__env(KILN__ENV_CACHE_STORE);
   if (!v || !*v || strcasecmp(v, "auto") == 0)
     return KILN_CACHE_STORE_AUTO;
   if (strcasecmp(v, "always") == 0)
@@ -154,7 +155,7 @@ kiln__dc_env_store_policy(void)
 uint64_t
 kiln__dc_env_max_bytes(void)
 {
-  const char *v = secure_getenv("KILN_CACHE_MAX_SIZE");
+  const char *v = kiln__env(KILN__ENV_CACHE_MAX_SIZE);
   uint64_t n;
   if (!v || !*v)
     return KILN__DC_DEFAULT_MAX_BYTES;
@@ -208,7 +209,7 @@ passwd_home(void)
 char *
 kiln__dc_resolve_dir(const char *explicit_dir, const char **why)
 {
-  const char *e = explicit_dir && *explicit_dir ? explicit_dir : secure_getenv("KILN_CACHE_DIR");
+  const char *e = explicit_dir && *explicit_dir ? explicit_dir : kiln__env(KILN__ENV_CACHE_DIR);
   if (e && *e) {
     if (e[0] == '/')
       return strdup(e);
@@ -220,10 +221,10 @@ kiln__dc_resolve_dir(const char *explicit_dir, const char **why)
     return kiln__dc_join(cwd, e);
   }
   /* The XDG base directory spec says relative values are to be ignored. */
-  const char *x = secure_getenv("XDG_CACHE_HOME");
+  const char *x = kiln__env(KILN__ENV_XDG_CACHE_HOME);
   if (x && x[0] == '/')
     return kiln__dc_join(x, "kiln");
-  const char *h = secure_getenv("HOME");
+  const char *h = kiln__env(KILN__ENV_HOME);
   char *home = h && h[0] == '/' ? strdup(h) : passwd_home();
   if (!home) {
     *why = "no cache directory: KILN_CACHE_DIR, XDG_CACHE_HOME and HOME are unset and the "

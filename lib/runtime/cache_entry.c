@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "kiln_config.h"
@@ -215,7 +216,7 @@ kiln__dc_read_exact(int fd, uint8_t *p, size_t n)
 void
 kiln__dc_fault_point(const char *where)
 {
-  const char *v = secure_getenv("KILN_TEST_CACHE_KILL_AT");
+  const char *v = kiln__env(KILN__ENV_TEST_CACHE_KILL_AT);
   if (v && strcmp(v, where) == 0)
     raise(SIGKILL);
 }

@@ -14,6 +14,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "core/env.h"
 #include "core/dtype_traits.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -214,7 +215,7 @@ atomic_uint_fast64_t kiln__tn_evaluations;
 static int
 mode_from_env(void)
 {
-  const char *v = secure_getenv("KILN_TUNE");
+  const char *v = kiln__env(KILN__ENV_TUNE);
   if (!v || !*v)
     return KILN_TUNE_CACHED;
   static const char *const names[] = {"off", "cached", "online"};

@@ -10,6 +10,7 @@ Fails (exit 1, one line per violation) when
   only through the table of runtime/family.h);
 - a back end (lib/backends) includes an ops header;
 - a tool (tools/) includes anything but kiln.h and the tools' own headers;
+- a library file other than lib/core/env.c reads the environment;
 - the functions libkiln exports differ from those the public headers declare
   with KILN_API, or a provider-table slot names a function that is not public.
 """
@@ -63,6 +64,17 @@ def check_runtime_names_no_family(root, problems):
                 problems.append(f"{os.path.relpath(path, root)}: names the family source \"{lit}\"")
 
 
+def check_env_in_one_place(root, problems):
+    for sub in ("lib",):
+        for path in files(root, sub):
+            if path.endswith(os.path.join("core", "env.c")):
+                continue
+            code = strip_comments(open(path, encoding="utf-8").read())
+            if re.search(r"\b(secure_)?getenv\s*\(", code):
+                problems.append(f"{os.path.relpath(path, root)}: reads the environment itself "
+                                "(use kiln__env, lib/core/env.h)")
+
+
 def public_functions(root):
     decl = re.compile(r"\bKILN_API\b[^;{]*?\b(kiln_\w+)\s*\(", re.S)
     names = set()
@@ -98,6 +110,7 @@ def main():
     problems = []
     check_includes(root, problems)
     check_runtime_names_no_family(root, problems)
+    check_env_in_one_place(root, problems)
     if len(sys.argv) > 2:
         check_exports(root, sys.argv[2], problems)
     for p in problems:

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/dtype_traits.h"
+#include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/shape.h"
@@ -333,6 +334,26 @@ START_TEST(log_handler_and_level)
 }
 END_TEST
 
+/* Every KILN_ variable kiln reads is in the README's table (and so documented). */
+START_TEST(env_vars_documented)
+{
+  FILE *f = fopen(KILN_TEST_SOURCE_ROOT "/README.md", "r");
+  ck_assert_ptr_nonnull(f);
+  static char text[1 << 17];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = 0;
+  for (int v = 0; v < KILN__ENV_COUNT; v++) {
+    const char *name = kiln__env_name((enum kiln__env)v);
+    if (strncmp(name, "KILN_", 5) != 0 || strncmp(name, "KILN_TEST_", 10) == 0)
+      continue;
+    char row[64];
+    snprintf(row, sizeof row, "| `%s` |", name);
+    ck_assert_msg(strstr(text, row) != NULL, "%s is not in README.md's table", name);
+  }
+}
+END_TEST
+
 START_TEST(op_names_round_trip)
 {
   ck_assert_str_eq(kiln_unary_op_name(KILN_OP_EXP), "exp");
@@ -363,6 +384,7 @@ unit_suite(void)
   tcase_add_test(tc, op_names_round_trip);
   tcase_add_test(tc, every_source_has_one_family);
   tcase_add_test(tc, log_handler_and_level);
+  tcase_add_test(tc, env_vars_documented);
   suite_add_tcase(s, tc);
   return s;
 }
