@@ -386,8 +386,8 @@ kiln_clamp(kiln_context *ctx, const kiln_tensor *x, kiln_scalar lo, kiln_scalar 
   const kiln_tensor *ts[] = {x, t.dst};
   flat_shape sh = flat_shape_for(ctx, x->dtype, x->numel, ts, 2);
   pthread_mutex_lock(&ctx->lock);
-  kiln_status s = run_map(op, ctx, "elementwise", x->dtype, "clamp_values", x, t.dst, packed, esz,
-                          2, &sh);
+  kiln_status s =
+      run_map(op, ctx, "elementwise", x->dtype, "clamp_values", x, t.dst, packed, esz, 2, &sh);
   s = kiln__ops_out_finish(op, ctx, &t, s);
   pthread_mutex_unlock(&ctx->lock);
   return s;

@@ -261,8 +261,8 @@ scan_impl(kiln_context *ctx, kiln_scan_op sop, const kiln_tensor *x, int64_t axi
   kiln__out_target tv = {0}, ti = {0};
   kiln_status s = KILN_OK;
   if (values)
-    s = kiln__ops_out_begin(op, ctx, result_dtype(scan_rows[sop].res, x->dtype), &x->shape,
-                            values, &x, 1, 0, &tv);
+    s = kiln__ops_out_begin(op, ctx, result_dtype(scan_rows[sop].res, x->dtype), &x->shape, values,
+                            &x, 1, 0, &tv);
   if (s == KILN_OK && indexed)
     s = kiln__ops_out_begin(op, ctx, KILN_I64, &x->shape, indices, &x, 1, 0, &ti);
   if (s == KILN_OK && values && indexed) {
