@@ -2616,6 +2616,49 @@ START_TEST(overlap_outputs)
 }
 END_TEST
 
+/* A sub-buffer and its parent are one set of bytes: overlap through them is seen too. */
+START_TEST(subbuffer_overlap)
+{
+  kiln_context *ctx = harness_ctx();
+  cl_context clc;
+  cl_device_id dev;
+  KOK(kiln_context_cl_objects(ctx, &clc, &dev, NULL));
+  cl_uint align_bits = 0;
+  ck_assert_int_eq(
+      clGetDeviceInfo(dev, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL),
+      CL_SUCCESS);
+  size_t origin = align_bits / 8 ? align_bits / 8 : 4;
+  const int64_t n = OV_N;
+  float hx[OV_N], want[OV_N];
+  for (int i = 0; i < OV_N; i++) {
+    hx[i] = (float)(i % 29) - 14.0f;
+    want[i] = -hx[i];
+  }
+  cl_int err;
+  cl_mem parent = clCreateBuffer(clc, CL_MEM_READ_WRITE, origin + (OV_N + 1) * 4, NULL, &err);
+  ck_assert_int_eq(err, CL_SUCCESS);
+  cl_buffer_region region = {origin, (OV_N + 1) * 4};
+  cl_mem sub =
+      clCreateSubBuffer(parent, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
+  ck_assert_int_eq(err, CL_SUCCESS);
+  for (int out_first = 1; out_first >= 0; out_first--) {
+    /* x in the sub-buffer, y in the parent one element before or after it */
+    kiln_tensor *x, *y;
+    KOK(kiln_tensor_wrap(ctx, sub, out_first ? 4 : 0, KILN_F32, 1, &n, &x));
+    KOK(kiln_tensor_wrap(ctx, parent, out_first ? origin : origin + 4, KILN_F32, 1, &n, &y));
+    KOK(kiln_tensor_upload(x, hx, sizeof hx));
+    KOK(kiln_unary(ctx, KILN_OP_NEG, x, &y));
+    float *got = harness_download(y);
+    ov_expect(got, want, "kiln_unary(neg) across a sub-buffer", out_first);
+    free(got);
+    kiln_tensor_release(x);
+    kiln_tensor_release(y);
+  }
+  clReleaseMemObject(sub);
+  clReleaseMemObject(parent);
+}
+END_TEST
+
 /* Exact aliasing (the same bytes through another handle) is written in place and copies nothing. */
 START_TEST(exact_alias)
 {
@@ -2676,6 +2719,7 @@ elementwise_suite(void)
       {"bcast_beyond_grid", bcast_beyond_grid, 0},
       {"overlap_outputs", overlap_outputs, 0},
       {"exact_alias", exact_alias, 0},
+      {"subbuffer_overlap", subbuffer_overlap, 0},
   };
   for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
     TCase *tc = tcase_create(groups[g].name);
