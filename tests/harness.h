@@ -47,6 +47,32 @@ char *harness_tempdir(void);
 void harness_rmtree(const char *path);
 
 /*
+ * Aliasing tests (docs/ops.md, "Aliasing"): an input and an output wrapped
+ * over one new buffer, their first bytes shift bytes apart (the output
+ * first with out_first, else the input). The buffer starts zeroed, then the
+ * input receives host (its full size). *all (may be NULL) wraps the whole
+ * buffer as u8, to check that a refused call left every byte alone. The
+ * caller releases the tensors; the buffer goes with the last of them.
+ */
+void harness_overlap_pair(kiln_dtype in_dt, size_t in_nd, const int64_t *in_shape, const void *host,
+                          kiln_dtype out_dt, size_t out_nd, const int64_t *out_shape, size_t shift,
+                          int out_first, kiln_tensor **in, kiln_tensor **out, kiln_tensor **all);
+
+/* Downloads a tensor into a fresh malloc'd buffer of its size (at least 1 byte). */
+void *harness_download(const kiln_tensor *t);
+
+/* Expects call to be refused with INVALID_ARGUMENT, leaving every byte of the tensor all alone. */
+#define KEXPECT_REFUSED_UNTOUCHED(all, call)                            \
+  do {                                                                  \
+    void *ker_before_ = harness_download(all);                          \
+    KEXPECT(call, KILN_ERR_INVALID_ARGUMENT);                           \
+    void *ker_after_ = harness_download(all);                           \
+    ck_assert_mem_eq(ker_before_, ker_after_, kiln_tensor_nbytes(all)); \
+    free(ker_before_);                                                  \
+    free(ker_after_);                                                   \
+  } while (0)
+
+/*
  * Runs suite: exits 77 if needs_device and no OpenCL device exists, else sets
  * a private KILN_CACHE_DIR and runs all tests, returning the exit status.
  */

@@ -904,6 +904,65 @@ START_TEST(small_threshold_option)
 }
 END_TEST
 
+/*
+ * Aliasing: GEMM, GEMV and dot refuse an output one element before or after
+ * an input, leaving every byte alone; axpy computes y = (1 + alpha) x when y
+ * is x's very bytes (another handle too) and refuses a partial overlap.
+ */
+START_TEST(overlapping_outputs)
+{
+  kiln_context *ctx = harness_ctx();
+  enum { M = 9, K = 7, N = 11 };
+  const int64_t as[2] = {M, K}, bs[2] = {K, N}, cs[2] = {M, N}, ks = K, ms = M, n1 = M * K;
+  float ha[M * K], hb[K * N], hk[K];
+  for (int i = 0; i < M * K; i++)
+    ha[i] = (float)(i % 5) - 2.0f;
+  for (int i = 0; i < K * N; i++)
+    hb[i] = (float)(i % 3) - 1.0f;
+  for (int i = 0; i < K; i++)
+    hk[i] = (float)i;
+  kiln_tensor *b = NULL, *v = NULL;
+  KOK(kiln_tensor_from_host(ctx, KILN_F32, 2, bs, hb, &b));
+  KOK(kiln_tensor_from_host(ctx, KILN_F32, 1, &ks, hk, &v));
+  for (int out_first = 1; out_first >= 0; out_first--) {
+    kiln_tensor *a, *c, *all;
+    harness_overlap_pair(KILN_F32, 2, as, ha, KILN_F32, 2, cs, 4, out_first, &a, &c, &all);
+    KEXPECT_REFUSED_UNTOUCHED(all,
+                              kiln_gemm(ctx, KILN_NO_TRANS, KILN_NO_TRANS, 1.0, a, b, 0.0, &c));
+    kiln_tensor_release(a);
+    kiln_tensor_release(c);
+    kiln_tensor_release(all);
+
+    harness_overlap_pair(KILN_F32, 2, as, ha, KILN_F32, 1, &ms, 4, out_first, &a, &c, &all);
+    KEXPECT_REFUSED_UNTOUCHED(all, kiln_gemv(ctx, KILN_NO_TRANS, 1.0, a, v, 0.0, &c));
+    kiln_tensor_release(a);
+    kiln_tensor_release(c);
+    kiln_tensor_release(all);
+
+    kiln_tensor *x, *y;
+    harness_overlap_pair(KILN_F32, 1, &n1, ha, KILN_F32, 1, &n1, 4, out_first, &x, &y, &all);
+    KEXPECT_REFUSED_UNTOUCHED(all, kiln_axpy(ctx, 2.0, x, y));
+    kiln_tensor_release(x);
+    kiln_tensor_release(y);
+    kiln_tensor_release(all);
+  }
+  /* y over exactly x's bytes, as x itself and through another handle. */
+  kiln_tensor *x, *y;
+  harness_overlap_pair(KILN_F32, 1, &n1, ha, KILN_F32, 1, &n1, 0, 1, &x, &y, NULL);
+  KOK(kiln_axpy(ctx, 2.0, x, x));
+  KOK(kiln_axpy(ctx, 0.5, x, y));
+  float *got = harness_download(y);
+  for (int i = 0; i < n1; i++)
+    ck_assert_msg(got[i] == ha[i] * 4.5f, "axpy onto x's own bytes: [%d] = %g, expected %g", i,
+                  (double)got[i], (double)(ha[i] * 4.5f));
+  free(got);
+  kiln_tensor_release(x);
+  kiln_tensor_release(y);
+  kiln_tensor_release(b);
+  kiln_tensor_release(v);
+}
+END_TEST
+
 static Suite *
 blas_suite(void)
 {
@@ -922,6 +981,7 @@ blas_suite(void)
   tcase_add_test(tc, gemv_both_transposes);
   tcase_add_test(tc, syrk_triangles);
   tcase_add_test(tc, level1_dot_axpy_scal);
+  tcase_add_test(tc, overlapping_outputs);
   tcase_add_test(tc, without_clblast);
   tcase_add_test(tc, profiling_sees_clblast);
   tcase_add_test(tc, small_threshold_option);

@@ -2576,6 +2576,196 @@ build_cases(void)
         castcases[n_castcases++] = (struct castcase){all_dtypes[f], all_dtypes[t], s};
 }
 
+/* ------------------------------------------------------------------ */
+/* Aliasing: outputs one element before and after their input          */
+/* ------------------------------------------------------------------ */
+
+enum { OV_N = 1031 };
+
+/* Checks got[i] == want[i] for OV_N floats; what and out_first name the case. */
+static void
+ov_expect(const float *got, const float *want, const char *what, int out_first)
+{
+  for (int i = 0; i < OV_N; i++)
+    ck_assert_msg(got[i] == want[i], "%s, output %s the input: [%d] = %g, expected %g", what,
+                  out_first ? "before" : "after", i, (double)got[i], (double)want[i]);
+}
+
+START_TEST(overlap_outputs)
+{
+  kiln_context *ctx = harness_ctx();
+  const int64_t n = OV_N;
+  float *hx = malloc(OV_N * sizeof *hx), *hb = malloc(OV_N * sizeof *hb);
+  float *want = malloc(OV_N * sizeof *want), *got;
+  int32_t *hi = malloc(OV_N * sizeof *hi);
+  uint8_t *hc = malloc(OV_N);
+  for (int i = 0; i < OV_N; i++) {
+    hx[i] = (float)(i % 97) * 0.25f - 7.0f;
+    hb[i] = (float)(i % 13) - 6.0f;
+    hi[i] = i * 3 - 1500;
+    hc[i] = (uint8_t)(i % 3 == 0);
+  }
+  kiln_tensor *b = NULL, *c = NULL;
+  KOK(kiln_tensor_from_host(ctx, KILN_F32, 1, &n, hb, &b));
+  KOK(kiln_tensor_from_host(ctx, KILN_BOOL, 1, &n, hc, &c));
+  for (int out_first = 1; out_first >= 0; out_first--) {
+    kiln_tensor *x, *y;
+    /* unary */
+    harness_overlap_pair(KILN_F32, 1, &n, hx, KILN_F32, 1, &n, 4, out_first, &x, &y, NULL);
+    KOK(kiln_unary(ctx, KILN_OP_NEG, x, &y));
+    for (int i = 0; i < OV_N; i++)
+      want[i] = -hx[i];
+    got = harness_download(y);
+    ov_expect(got, want, "kiln_unary(neg)", out_first);
+    free(got);
+    kiln_tensor_release(x);
+    kiln_tensor_release(y);
+    /* binary, the overlapping operand on either side */
+    for (int side = 0; side < 2; side++) {
+      harness_overlap_pair(KILN_F32, 1, &n, hx, KILN_F32, 1, &n, 4, out_first, &x, &y, NULL);
+      KOK(kiln_binary(ctx, KILN_OP_SUB, side ? b : x, side ? x : b, &y));
+      for (int i = 0; i < OV_N; i++)
+        want[i] = side ? hb[i] - hx[i] : hx[i] - hb[i];
+      got = harness_download(y);
+      ov_expect(got, want, "kiln_binary(sub)", out_first);
+      free(got);
+      kiln_tensor_release(x);
+      kiln_tensor_release(y);
+    }
+    /* scalar form */
+    harness_overlap_pair(KILN_F32, 1, &n, hx, KILN_F32, 1, &n, 4, out_first, &x, &y, NULL);
+    KOK(kiln_binary_scalar(ctx, KILN_OP_MUL, x, kiln_scalar_f64(2.0), 0, &y));
+    for (int i = 0; i < OV_N; i++)
+      want[i] = hx[i] * 2.0f;
+    got = harness_download(y);
+    ov_expect(got, want, "kiln_binary_scalar(mul)", out_first);
+    free(got);
+    kiln_tensor_release(x);
+    kiln_tensor_release(y);
+    /* clamp */
+    harness_overlap_pair(KILN_F32, 1, &n, hx, KILN_F32, 1, &n, 4, out_first, &x, &y, NULL);
+    KOK(kiln_clamp(ctx, x, kiln_scalar_f64(-3.0), kiln_scalar_f64(5.0), &y));
+    for (int i = 0; i < OV_N; i++)
+      want[i] = hx[i] < -3.0f ? -3.0f : hx[i] > 5.0f ? 5.0f : hx[i];
+    got = harness_download(y);
+    ov_expect(got, want, "kiln_clamp", out_first);
+    free(got);
+    kiln_tensor_release(x);
+    kiln_tensor_release(y);
+    /* where, the overlapping operand as a value */
+    harness_overlap_pair(KILN_F32, 1, &n, hx, KILN_F32, 1, &n, 4, out_first, &x, &y, NULL);
+    KOK(kiln_where(ctx, c, x, b, &y));
+    for (int i = 0; i < OV_N; i++)
+      want[i] = hc[i] ? hx[i] : hb[i];
+    got = harness_download(y);
+    ov_expect(got, want, "kiln_where", out_first);
+    free(got);
+    kiln_tensor_release(x);
+    kiln_tensor_release(y);
+    /* cast i32 -> f32, one element (4 bytes) apart */
+    harness_overlap_pair(KILN_I32, 1, &n, hi, KILN_F32, 1, &n, 4, out_first, &x, &y, NULL);
+    KOK(kiln_cast(ctx, x, KILN_F32, &y));
+    for (int i = 0; i < OV_N; i++)
+      want[i] = (float)hi[i];
+    got = harness_download(y);
+    ov_expect(got, want, "kiln_cast(i32 -> f32)", out_first);
+    free(got);
+    kiln_tensor_release(x);
+    kiln_tensor_release(y);
+    /* kiln_copy between two wraps of overlapping bytes */
+    harness_overlap_pair(KILN_F32, 1, &n, hx, KILN_F32, 1, &n, 4, out_first, &x, &y, NULL);
+    KOK(kiln_copy(ctx, x, y));
+    got = harness_download(y);
+    ov_expect(got, hx, "kiln_copy", out_first);
+    free(got);
+    kiln_tensor_release(x);
+    kiln_tensor_release(y);
+  }
+  kiln_tensor_release(b);
+  kiln_tensor_release(c);
+  free(hx);
+  free(hb);
+  free(want);
+  free(hi);
+  free(hc);
+}
+END_TEST
+
+/* A sub-buffer and its parent are one set of bytes: overlap through them is seen too. */
+START_TEST(subbuffer_overlap)
+{
+  kiln_context *ctx = harness_ctx();
+  cl_context clc;
+  cl_device_id dev;
+  KOK(kiln_context_cl_objects(ctx, &clc, &dev, NULL));
+  cl_uint align_bits = 0;
+  ck_assert_int_eq(
+      clGetDeviceInfo(dev, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL),
+      CL_SUCCESS);
+  size_t origin = align_bits / 8 ? align_bits / 8 : 4;
+  const int64_t n = OV_N;
+  float hx[OV_N], want[OV_N];
+  for (int i = 0; i < OV_N; i++) {
+    hx[i] = (float)(i % 29) - 14.0f;
+    want[i] = -hx[i];
+  }
+  cl_int err;
+  cl_mem parent = clCreateBuffer(clc, CL_MEM_READ_WRITE, origin + (OV_N + 1) * 4, NULL, &err);
+  ck_assert_int_eq(err, CL_SUCCESS);
+  cl_buffer_region region = {origin, (OV_N + 1) * 4};
+  cl_mem sub =
+      clCreateSubBuffer(parent, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
+  ck_assert_int_eq(err, CL_SUCCESS);
+  for (int out_first = 1; out_first >= 0; out_first--) {
+    /* x in the sub-buffer, y in the parent one element before or after it */
+    kiln_tensor *x, *y;
+    KOK(kiln_tensor_wrap(ctx, sub, out_first ? 4 : 0, KILN_F32, 1, &n, &x));
+    KOK(kiln_tensor_wrap(ctx, parent, out_first ? origin : origin + 4, KILN_F32, 1, &n, &y));
+    KOK(kiln_tensor_upload(x, hx, sizeof hx));
+    KOK(kiln_unary(ctx, KILN_OP_NEG, x, &y));
+    float *got = harness_download(y);
+    ov_expect(got, want, "kiln_unary(neg) across a sub-buffer", out_first);
+    free(got);
+    kiln_tensor_release(x);
+    kiln_tensor_release(y);
+  }
+  clReleaseMemObject(sub);
+  clReleaseMemObject(parent);
+}
+END_TEST
+
+/* Exact aliasing (the same bytes through another handle) is written in place and copies nothing. */
+START_TEST(exact_alias)
+{
+  kiln_context *ctx = harness_ctx();
+  const int64_t n = OV_N;
+  float hx[OV_N], want[OV_N];
+  for (int i = 0; i < OV_N; i++)
+    hx[i] = (float)(i % 31) - 15.0f;
+  kiln_tensor *x, *y, *v = NULL;
+  harness_overlap_pair(KILN_F32, 1, &n, hx, KILN_F32, 1, &n, 0, 1, &x, &y, NULL);
+  KOK(kiln_unary(ctx, KILN_OP_ABS, x, &y));
+  KOK(kiln_binary(ctx, KILN_OP_ADD, x, y, &y));
+  KOK(kiln_binary(ctx, KILN_OP_ADD, x, x, &x));
+  for (int i = 0; i < OV_N; i++)
+    want[i] = fabsf(hx[i]) * 4.0f;
+  float *got = harness_download(y);
+  ov_expect(got, want, "abs then two doublings in place", 1);
+  free(got);
+  /* A copy into its own reshape view (same bytes, another handle) and into itself. */
+  KOK(kiln_reshape(ctx, x, 1, &n, &v));
+  KOK(kiln_copy(ctx, x, v));
+  KOK(kiln_copy(ctx, y, x));
+  KOK(kiln_copy(ctx, x, x));
+  got = harness_download(v);
+  ov_expect(got, want, "kiln_copy onto the same bytes", 1);
+  free(got);
+  kiln_tensor_release(v);
+  kiln_tensor_release(x);
+  kiln_tensor_release(y);
+}
+END_TEST
+
 static Suite *
 elementwise_suite(void)
 {
@@ -2586,17 +2776,26 @@ elementwise_suite(void)
     const TTest *test;
     size_t n; /* 0: a plain test */
   } groups[] = {
-      {"table", op_table_matches_library, 0},  {"unary", unary_case, n_ucases},
-      {"binary", binary_case, n_bcases},       {"where", where_case, n_wcases},
-      {"clamp", clamp_case, n_ccases},         {"cast", cast_case, n_castcases},
-      {"copy", copy_all_dtypes, 0},            {"offsets", wrapped_offsets, 0},
-      {"empty", zero_size_tensors, 0},         {"zero_dim", zero_dim_tensors, 0},
-      {"bad_handles", bad_handles, 0},         {"bad_ops_dtypes", bad_ops_and_dtypes, 0},
+      {"table", op_table_matches_library, 0},
+      {"unary", unary_case, n_ucases},
+      {"binary", binary_case, n_bcases},
+      {"where", where_case, n_wcases},
+      {"clamp", clamp_case, n_ccases},
+      {"cast", cast_case, n_castcases},
+      {"copy", copy_all_dtypes, 0},
+      {"offsets", wrapped_offsets, 0},
+      {"empty", zero_size_tensors, 0},
+      {"zero_dim", zero_dim_tensors, 0},
+      {"bad_handles", bad_handles, 0},
+      {"bad_ops_dtypes", bad_ops_and_dtypes, 0},
       {"bad_shapes_outputs", bad_shapes_and_outputs, 0},
       {"flat_shapes", flat_shape_case, NFLAT_SHAPES * NFLAT_DTYPES},
       {"flat_shape_bad_overrides", flat_shape_bad_overrides, 0},
       {"bcast_beyond_grid", bcast_beyond_grid, 0},
       {"bool_from_bytes", bool_from_bytes, 0},
+      {"overlap_outputs", overlap_outputs, 0},
+      {"exact_alias", exact_alias, 0},
+      {"subbuffer_overlap", subbuffer_overlap, 0},
   };
   for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
     TCase *tc = tcase_create(groups[g].name);

@@ -1027,6 +1027,41 @@ START_TEST(bad_input)
 }
 END_TEST
 
+/*
+ * Aliasing: a shuffle into bytes one element before or after x gives what
+ * a separate output gives from the same generator state.
+ */
+START_TEST(overlapping_outputs)
+{
+  kiln_context *ctx = harness_ctx();
+  enum { R = 301, C = 3 };
+  const int64_t xs[2] = {R, C};
+  int32_t *hx = malloc(R * C * sizeof *hx);
+  for (int i = 0; i < R * C; i++)
+    hx[i] = i;
+  kiln_tensor *sep = hd_upload(KILN_I32, 2, xs, hx);
+  for (int out_first = 1; out_first >= 0; out_first--) {
+    kiln_rng_state st;
+    KOK(kiln_rng_state_get(ctx, &st));
+    kiln_tensor *ref = NULL, *x, *y;
+    KOK(kiln_random_shuffle(ctx, sep, &ref));
+    KOK(kiln_rng_state_set(ctx, &st));
+    harness_overlap_pair(KILN_I32, 2, xs, hx, KILN_I32, 2, xs, 4, out_first, &x, &y, NULL);
+    KOK(kiln_random_shuffle(ctx, x, &y));
+    int32_t *want = harness_download(ref), *got = harness_download(y);
+    hd_expect_equal(KILN_I32, got, want, R * C,
+                    out_first ? "shuffle into bytes before x" : "shuffle into bytes after x");
+    free(want);
+    free(got);
+    kiln_tensor_release(ref);
+    kiln_tensor_release(x);
+    kiln_tensor_release(y);
+  }
+  kiln_tensor_release(sep);
+  free(hx);
+}
+END_TEST
+
 static Suite *
 random_suite(void)
 {
@@ -1041,6 +1076,7 @@ random_suite(void)
   tcase_add_test(tc, normal_statistics);
   tcase_add_test(tc, integer_statistics_and_bias);
   tcase_add_test(tc, permutation_and_shuffle);
+  tcase_add_test(tc, overlapping_outputs);
   tcase_add_test(tc, other_families_any_geometry);
   tcase_add_test(tc, bad_input);
   suite_add_tcase(s, tc);

@@ -1503,6 +1503,73 @@ START_TEST(test_provider_slots)
 }
 END_TEST
 
+/*
+ * Aliasing: an output one element before or after its input is computed
+ * through a temporary (correct values); outputs overlapping each other are
+ * refused with every byte left alone.
+ */
+START_TEST(test_overlap)
+{
+  kiln_context *ctx = harness_ctx();
+  enum { R = 67, C = 45 };
+  const int64_t xs[2] = {R, C};
+  float *hx = malloc(R * C * sizeof *hx);
+  for (int i = 0; i < R * C; i++)
+    hx[i] = (float)((i * 7) % 23) - 11.0f; /* small integers: every order sums exactly */
+  for (int out_first = 1; out_first >= 0; out_first--) {
+    for (int ax = 0; ax < 2; ax++) {
+      const int64_t axis = ax, on = xs[1 - ax];
+      kiln_tensor *x, *y;
+      harness_overlap_pair(KILN_F32, 2, xs, hx, KILN_F32, 1, &on, 4, out_first, &x, &y, NULL);
+      KOK(kiln_reduce(ctx, KILN_REDUCE_SUM, x, &axis, 1, 0, NULL, &y));
+      float *got = harness_download(y);
+      for (int64_t o = 0; o < on; o++) {
+        float want = 0;
+        for (int64_t k = 0; k < xs[ax]; k++)
+          want += ax ? hx[o * C + k] : hx[k * C + o];
+        ck_assert_msg(got[o] == want, "sum over axis %d, output %s x: [%lld] = %g, expected %g", ax,
+                      out_first ? "before" : "after", (long long)o, (double)got[o], (double)want);
+      }
+      free(got);
+      kiln_tensor_release(x);
+      kiln_tensor_release(y);
+    }
+    /* argmax indices over x's bytes (8-byte elements one f32 apart is still an overlap). */
+    kiln_tensor *x, *idx;
+    const int64_t rn = R;
+    const int64_t axis = 1;
+    harness_overlap_pair(KILN_F32, 2, xs, hx, KILN_I64, 1, &rn, 8, out_first, &x, &idx, NULL);
+    KOK(kiln_argreduce(ctx, KILN_REDUCE_ARGMAX, x, &axis, 1, 0, NULL, NULL, &idx));
+    int64_t *gi = harness_download(idx);
+    for (int r = 0; r < R; r++) {
+      int64_t best = 0;
+      for (int k = 1; k < C; k++)
+        if (hx[r * C + k] > hx[r * C + best])
+          best = k;
+      ck_assert_msg(gi[r] == best, "argmax row %d: %lld, expected %lld", r, (long long)gi[r],
+                    (long long)best);
+    }
+    free(gi);
+    kiln_tensor_release(x);
+    kiln_tensor_release(idx);
+  }
+  /* values and indices over shared bytes: refused, nothing written. */
+  kiln_tensor *x = NULL, *vals, *idx, *all;
+  KOK(kiln_tensor_from_host(ctx, KILN_F32, 2, xs, hx, &x));
+  const int64_t rn = R, axis = 1;
+  for (int out_first = 1; out_first >= 0; out_first--) {
+    harness_overlap_pair(KILN_F32, 1, &rn, hx, KILN_I64, 1, &rn, 8, out_first, &vals, &idx, &all);
+    KEXPECT_REFUSED_UNTOUCHED(
+        all, kiln_argreduce(ctx, KILN_REDUCE_ARGMAX, x, &axis, 1, 0, NULL, &vals, &idx));
+    kiln_tensor_release(vals);
+    kiln_tensor_release(idx);
+    kiln_tensor_release(all);
+  }
+  kiln_tensor_release(x);
+  free(hx);
+}
+END_TEST
+
 static Suite *
 reduce_suite(void)
 {
@@ -1527,6 +1594,7 @@ reduce_suite(void)
       {"large", test_large, 0},
       {"no_fp64", test_no_fp64, 0},
       {"provider", test_provider_slots, 0},
+      {"overlap", test_overlap, 0},
   };
   for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
     TCase *tc = tcase_create(groups[g].name);

@@ -831,6 +831,78 @@ START_TEST(test_diff)
 }
 END_TEST
 
+/*
+ * Aliasing: outputs one element before or after x (scan, indexed scan,
+ * diff including its n = 0 copy) give the values of a separate output;
+ * indexed outputs overlapping each other are refused with every byte left alone.
+ */
+START_TEST(test_overlap)
+{
+  kiln_context *ctx = harness_ctx();
+  enum { N = 3001 };
+  const int64_t n = N;
+  float *hx = malloc(N * sizeof *hx);
+  for (int i = 0; i < N; i++)
+    hx[i] = (float)((i * 5) % 17) - 8.0f; /* small integers: prefix sums are exact */
+  for (int out_first = 1; out_first >= 0; out_first--) {
+    const char *where = out_first ? "before" : "after";
+    kiln_tensor *x, *y;
+    harness_overlap_pair(KILN_F32, 1, &n, hx, KILN_F32, 1, &n, 4, out_first, &x, &y, NULL);
+    KOK(kiln_scan(ctx, KILN_SCAN_CUMSUM, x, 0, NULL, &y));
+    float *got = harness_download(y), acc = 0;
+    for (int i = 0; i < N; i++) {
+      acc += hx[i];
+      ck_assert_msg(got[i] == acc, "cumsum, output %s x: [%d] = %g, expected %g", where, i,
+                    (double)got[i], (double)acc);
+    }
+    free(got);
+    kiln_tensor_release(x);
+    kiln_tensor_release(y);
+
+    harness_overlap_pair(KILN_F32, 1, &n, hx, KILN_I64, 1, &n, 8, out_first, &x, &y, NULL);
+    KOK(kiln_scan_indexed(ctx, KILN_SCAN_CUMMAX, x, 0, NULL, NULL, &y));
+    int64_t *gi = harness_download(y), best = 0;
+    for (int i = 0; i < N; i++) {
+      if (hx[i] > hx[best])
+        best = i;
+      ck_assert_msg(gi[i] == best, "cummax indices, output %s x: [%d] = %lld, expected %lld", where,
+                    i, (long long)gi[i], (long long)best);
+    }
+    free(gi);
+    kiln_tensor_release(x);
+    kiln_tensor_release(y);
+
+    for (int64_t order = 0; order < 3; order++) {
+      const int64_t dn = N - order;
+      harness_overlap_pair(KILN_F32, 1, &n, hx, KILN_F32, 1, &dn, 4, out_first, &x, &y, NULL);
+      KOK(kiln_diff(ctx, x, 0, order, &y));
+      got = harness_download(y);
+      for (int i = 0; i < dn; i++) {
+        float want = order == 0   ? hx[i]
+                     : order == 1 ? hx[i + 1] - hx[i]
+                                  : (hx[i + 2] - hx[i + 1]) - (hx[i + 1] - hx[i]);
+        ck_assert_msg(got[i] == want, "diff n=%lld, output %s x: [%d] = %g, expected %g",
+                      (long long)order, where, i, (double)got[i], (double)want);
+      }
+      free(got);
+      kiln_tensor_release(x);
+      kiln_tensor_release(y);
+    }
+
+    kiln_tensor *xs = NULL, *vals, *idx, *all;
+    KOK(kiln_tensor_from_host(ctx, KILN_F32, 1, &n, hx, &xs));
+    harness_overlap_pair(KILN_F32, 1, &n, hx, KILN_I64, 1, &n, 8, out_first, &vals, &idx, &all);
+    KEXPECT_REFUSED_UNTOUCHED(all,
+                              kiln_scan_indexed(ctx, KILN_SCAN_CUMMAX, xs, 0, NULL, &vals, &idx));
+    kiln_tensor_release(vals);
+    kiln_tensor_release(idx);
+    kiln_tensor_release(all);
+    kiln_tensor_release(xs);
+  }
+  free(hx);
+}
+END_TEST
+
 static Suite *
 scan_suite(void)
 {
@@ -850,6 +922,7 @@ scan_suite(void)
       {"in_place_and_empty", test_in_place_and_empty, 0},
       {"bad_inputs", test_bad_inputs, 0},
       {"diff", test_diff, 0},
+      {"overlap", test_overlap, 0},
   };
   for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
     TCase *tc = tcase_create(groups[g].name);
