@@ -878,7 +878,8 @@ fft_suite(void)
   tcase_add_test(tc, bad_input);
   tcase_add_test(tc, offset_tensors);
   tcase_add_test(tc, plans_from_threads);
-  tcase_add_test(tc, vkfft_binaries_second_process);
+  if (!harness_small()) /* the disk cache across processes: no kernel of its own */
+    tcase_add_test(tc, vkfft_binaries_second_process);
   suite_add_tcase(s, tc);
   return s;
 }
