@@ -1485,7 +1485,7 @@ START_TEST(op_table_matches_library)
       size_t found = 0;
       for (size_t i = 0; i < n_ucases; i++)
         found += ucases[i].op == (kiln_unary_op)op && ucases[i].dt == all_dtypes[d];
-      ck_assert_uint_eq(found, n_sizes);
+      ck_assert_uint_eq(found, harness_small() ? 2 : n_sizes);
     }
   for (int op = 0; op < KILN_BINARY_OP_COUNT; op++)
     for (size_t d = 0; d < NDTYPES; d++) {
@@ -2509,7 +2509,8 @@ build_cases(void)
     for (size_t d = 0; d < NDTYPES; d++)
       if (kiln_unary_op_supports((kiln_unary_op)op, all_dtypes[d]))
         for (size_t s = 0; s < n_sizes; s++)
-          ucases[n_ucases++] = (struct ucase){(kiln_unary_op)op, all_dtypes[d], s};
+          if (s == n_sizes - 1 || variant_runs(s, n_sizes - 1, (size_t)op + d))
+            ucases[n_ucases++] = (struct ucase){(kiln_unary_op)op, all_dtypes[d], s};
   for (int op = 0; op < KILN_BINARY_OP_COUNT; op++)
     for (size_t d = 0; d < NDTYPES; d++) {
       kiln_dtype dt = all_dtypes[d];
@@ -2529,9 +2530,11 @@ build_cases(void)
       if (!binary_info[op].res_bool || dt == KILN_BOOL)
         bcases[n_bcases++] = (struct bcase){(kiln_binary_op)op, dt, B_INPLACE, 0};
     }
+  /* The small mode: bool conditions and one other condition dtype per value dtype. */
   for (size_t v = 0; v < NDTYPES; v++)
     for (size_t c = 0; c < NDTYPES; c++)
-      wcases[n_wcases++] = (struct wcase){all_dtypes[v], all_dtypes[c]};
+      if (all_dtypes[c] == KILN_BOOL || variant_runs(c, NDTYPES, v))
+        wcases[n_wcases++] = (struct wcase){all_dtypes[v], all_dtypes[c]};
   for (size_t d = 0; d < NDTYPES; d++)
     if (all_dtypes[d] != KILN_BOOL)
       for (size_t s = 0; s < n_sizes; s++)
