@@ -28,6 +28,29 @@ harness_has_fp64(void)
   return info.has_fp64;
 }
 
+int
+harness_small(void)
+{
+  static int small = -1;
+  if (small < 0) {
+    const char *v = getenv("KILN_TEST_SMALL");
+    small = v && *v && strcmp(v, "0") != 0;
+  }
+  return small;
+}
+
+int
+harness_fits(uint64_t numel)
+{
+  return !harness_small() || numel <= HARNESS_SMALL_NUMEL;
+}
+
+int64_t
+harness_size(int64_t normal, int64_t small)
+{
+  return harness_small() ? small : normal;
+}
+
 char *
 harness_tempdir(void)
 {

@@ -6,6 +6,12 @@
  * suite binary calls harness_main(), which exits 77 (meson: skipped) when no
  * OpenCL device exists, points KILN_CACHE_DIR at a fresh temp directory and
  * runs the suite.
+ *
+ * KILN_TEST_SMALL=1 selects the small mode, for running the suites under a
+ * simulator such as oclgrind (meson suite `oclgrind`): each family registers
+ * only the tests that exercise every kernel on small inputs, and sized cases
+ * above HARNESS_SMALL_NUMEL elements are skipped (harness_fits) or run at a
+ * smaller stand-in size (harness_size).
  */
 #ifndef KILN_TESTS_HARNESS_H
 #define KILN_TESTS_HARNESS_H
@@ -45,6 +51,19 @@ char *harness_tempdir(void);
 
 /* Removes a directory tree (best effort). */
 void harness_rmtree(const char *path);
+
+/* Largest case, in elements, that runs in the small mode. */
+#define HARNESS_SMALL_NUMEL 1500
+
+/* Nonzero in the small mode (KILN_TEST_SMALL set to anything but "" or "0"). */
+int harness_small(void);
+
+/* Nonzero when a case of numel elements runs: always, except above HARNESS_SMALL_NUMEL in the
+ * small mode. */
+int harness_fits(uint64_t numel);
+
+/* normal, or small in the small mode: the size of a case that has a small stand-in. */
+int64_t harness_size(int64_t normal, int64_t small);
 
 /*
  * Aliasing tests (docs/ops.md, "Aliasing"): an input and an output wrapped

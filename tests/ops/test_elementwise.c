@@ -957,11 +957,19 @@ binary_tol(kiln_binary_op op, kiln_dtype dt)
 /* Inputs                                                              */
 /* ------------------------------------------------------------------ */
 
-static const shape_t sizes[] = {
+/*
+ * Sizes of the generated cases. The small mode (harness_small) runs the first
+ * n_sizes - 1 and 257 in place of 1023: a tail of every vector width, short
+ * enough for a simulator.
+ */
+static shape_t sizes[] = {
     {1, {0}}, {1, {1}}, {1, {7}}, {1, {1023}}, {1, {1 << 20}},
 };
 #define NSIZES (sizeof sizes / sizeof sizes[0])
-#define SPECIALS_MIN 1023 /* arrays at least this long start with the special values */
+#define MID_SIZE 3 /* the size of the scalar and in-place cases */
+static size_t n_sizes = NSIZES;
+/* Arrays at least this long (sizes[MID_SIZE]) start with the special values. */
+#define SPECIALS_MIN shape_numel(&sizes[MID_SIZE])
 
 static const double float_specials[] = {
     NAN, INFINITY, -INFINITY, 0.0, -0.0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 3.5, -3.5, 1.0,
@@ -1245,6 +1253,23 @@ static const struct {
 };
 #define NBPAIRS (sizeof bpairs / sizeof bpairs[0])
 
+/*
+ * Whether case k of n variants of one (op, dtype) is generated: always, and in the small mode
+ * only the variant rot % n, so that the variants rotate over the ops and dtypes.
+ */
+static int
+variant_runs(size_t k, size_t n, size_t rot)
+{
+  return !harness_small() || k == rot % n;
+}
+
+/* Binary cases of one (op, dtype) at least: sizes, broadcast pairs, scalar sides (build_cases). */
+static size_t
+binary_variants(void)
+{
+  return harness_small() ? 4 : n_sizes + NBPAIRS + 2;
+}
+
 struct bcase {
   kiln_binary_op op;
   kiln_dtype dt;
@@ -1325,7 +1350,7 @@ START_TEST(binary_case)
   if (c->kind == B_SCALAR) {
     /* op(x, s) or op(s, x) with s converted to x's dtype. */
     const int sf = (int)c->p;
-    const shape_t *s = &sizes[3];
+    const shape_t *s = &sizes[MID_SIZE];
     size_t n = shape_numel(s);
     void *xa = xmalloc(n * esz), *xb = xmalloc(n * esz);
     binary_inputs(c->op, dt, xa, n, xb, n, 1, &r);
@@ -1359,7 +1384,7 @@ START_TEST(binary_case)
     shp_a = bpairs[c->p].a;
     shp_b = bpairs[c->p].b;
   } else {
-    shp_a = shp_b = sizes[c->kind == B_INPLACE ? 3 : c->p];
+    shp_a = shp_b = sizes[c->kind == B_INPLACE ? MID_SIZE : c->p];
   }
   ck_assert(host_broadcast(&shp_a, &shp_b, &so));
   size_t na = shape_numel(&shp_a), nb = shape_numel(&shp_b), n = shape_numel(&so);
@@ -1464,7 +1489,7 @@ START_TEST(op_table_matches_library)
       size_t found = 0;
       for (size_t i = 0; i < n_ucases; i++)
         found += ucases[i].op == (kiln_unary_op)op && ucases[i].dt == all_dtypes[d];
-      ck_assert_uint_eq(found, NSIZES);
+      ck_assert_uint_eq(found, harness_small() ? 2 : n_sizes);
     }
   for (int op = 0; op < KILN_BINARY_OP_COUNT; op++)
     for (size_t d = 0; d < NDTYPES; d++) {
@@ -1473,7 +1498,7 @@ START_TEST(op_table_matches_library)
       size_t found = 0;
       for (size_t i = 0; i < n_bcases; i++)
         found += bcases[i].op == (kiln_binary_op)op && bcases[i].dt == all_dtypes[d];
-      ck_assert_uint_ge(found, NSIZES + NBPAIRS + 2);
+      ck_assert_uint_ge(found, binary_variants());
     }
 }
 END_TEST
@@ -1538,6 +1563,8 @@ START_TEST(where_case)
     shape_t ab, so;
     ck_assert(host_broadcast(sa, sb, &ab) && host_broadcast(sc, &ab, &so));
     size_t nc = shape_numel(sc), na = shape_numel(sa), nb = shape_numel(sb), n = shape_numel(&so);
+    if (!harness_fits(n))
+      continue;
     void *hc = xmalloc(nc * cs), *ha = xmalloc(na * vs), *hb = xmalloc(nb * vs);
     for (size_t k = 0; k < nc; k++)
       cond_value(c->cdt, &r, hc, k);
@@ -1766,7 +1793,7 @@ START_TEST(copy_all_dtypes)
     kiln_dtype dt = all_dtypes[d];
     if (dt == KILN_F64 && !harness_has_fp64())
       continue;
-    for (size_t si = 0; si < NSIZES; si++) {
+    for (size_t si = 0; si < n_sizes; si++) {
       const shape_t *s = &sizes[si];
       size_t bytes = shape_numel(s) * kiln_dtype_size(dt);
       rng_t r = rseed(6, (uint64_t)dt, si, 0);
@@ -2369,6 +2396,9 @@ START_TEST(flat_shape_case)
 {
   const uint32_t items = flat_shapes[_i / NFLAT_DTYPES][0], vec = flat_shapes[_i / NFLAT_DTYPES][1];
   const kiln_dtype dt = flat_dtypes[_i % NFLAT_DTYPES];
+  /* The small mode: each shape (a program build of its own) with one dtype, rotating. */
+  if (!variant_runs(_i % NFLAT_DTYPES, NFLAT_DTYPES, _i / NFLAT_DTYPES))
+    return;
   kiln_context *ctx = harness_ctx();
   char params[64];
   snprintf(params, sizeof params, "items_per_thread=%u vec_width=%u", items, vec);
@@ -2397,7 +2427,7 @@ START_TEST(flat_shape_case)
   for (size_t si = 0; si < sizeof flat_sizes / sizeof flat_sizes[0]; si++) {
     for (size_t oi = 0; oi < 3; oi++) {
       uint64_t n = flat_sizes[si], off = offsets[oi];
-      if (si >= 6 && oi == 1) /* large sizes: aligned and misaligned only */
+      if ((si >= 6 && oi == 1) /* large sizes: aligned and misaligned only */ || !harness_fits(n))
         continue;
       int64_t shape[1] = {(int64_t)n};
       size_t stride = (nmax + 16) * esz; /* regions of the buffer for a, b, cond, y */
@@ -2481,6 +2511,8 @@ START_TEST(bcast_beyond_grid)
   kiln_context *ctx = harness_ctx();
   const int64_t inner = ((int64_t)1 << 24) + 3, sa[2] = {2, inner}, sb[1] = {inner};
   size_t n = (size_t)(2 * inner);
+  if (!harness_fits(n))
+    return;
   float *ha = malloc(n * sizeof *ha), *hb = malloc((size_t)inner * sizeof *hb);
   float *got = malloc(n * sizeof *got);
   uint8_t *hc = malloc((size_t)inner);
@@ -2540,6 +2572,10 @@ END_TEST
 static void
 build_cases(void)
 {
+  if (harness_small()) {
+    sizes[MID_SIZE] = (shape_t){1, {257}};
+    n_sizes = MID_SIZE + 1;
+  }
   ucases = malloc(KILN_UNARY_OP_COUNT * NDTYPES * NSIZES * sizeof *ucases);
   bcases = malloc(KILN_BINARY_OP_COUNT * NDTYPES * (NSIZES + NBPAIRS + 3) * sizeof *bcases);
   if (!ucases || !bcases)
@@ -2547,33 +2583,42 @@ build_cases(void)
   for (int op = 0; op < KILN_UNARY_OP_COUNT; op++)
     for (size_t d = 0; d < NDTYPES; d++)
       if (kiln_unary_op_supports((kiln_unary_op)op, all_dtypes[d]))
-        for (size_t s = 0; s < NSIZES; s++)
-          ucases[n_ucases++] = (struct ucase){(kiln_unary_op)op, all_dtypes[d], s};
+        for (size_t s = 0; s < n_sizes; s++)
+          if (s == n_sizes - 1 || variant_runs(s, n_sizes - 1, (size_t)op + d))
+            ucases[n_ucases++] = (struct ucase){(kiln_unary_op)op, all_dtypes[d], s};
   for (int op = 0; op < KILN_BINARY_OP_COUNT; op++)
     for (size_t d = 0; d < NDTYPES; d++) {
       kiln_dtype dt = all_dtypes[d];
       if (!kiln_binary_op_supports((kiln_binary_op)op, dt))
         continue;
-      for (size_t s = 0; s < NSIZES; s++)
-        bcases[n_bcases++] = (struct bcase){(kiln_binary_op)op, dt, B_SAME, s};
+      /* The small mode: the largest size, one smaller size, one broadcast pair, one side. */
+      const size_t rot = (size_t)op + d;
+      for (size_t s = 0; s < n_sizes; s++)
+        if (s == n_sizes - 1 || variant_runs(s, n_sizes - 1, rot))
+          bcases[n_bcases++] = (struct bcase){(kiln_binary_op)op, dt, B_SAME, s};
       for (size_t p = 0; p < NBPAIRS; p++)
-        bcases[n_bcases++] = (struct bcase){(kiln_binary_op)op, dt, B_BCAST, p};
+        if (variant_runs(p, NBPAIRS, rot))
+          bcases[n_bcases++] = (struct bcase){(kiln_binary_op)op, dt, B_BCAST, p};
       for (size_t sf = 0; sf < 2; sf++)
-        bcases[n_bcases++] = (struct bcase){(kiln_binary_op)op, dt, B_SCALAR, sf};
+        if (variant_runs(sf, 2, rot))
+          bcases[n_bcases++] = (struct bcase){(kiln_binary_op)op, dt, B_SCALAR, sf};
       if (!binary_info[op].res_bool || dt == KILN_BOOL)
         bcases[n_bcases++] = (struct bcase){(kiln_binary_op)op, dt, B_INPLACE, 0};
     }
+  /* The small mode: bool conditions and one other condition dtype per value dtype. */
   for (size_t v = 0; v < NDTYPES; v++)
     for (size_t c = 0; c < NDTYPES; c++)
-      wcases[n_wcases++] = (struct wcase){all_dtypes[v], all_dtypes[c]};
+      if (all_dtypes[c] == KILN_BOOL || variant_runs(c, NDTYPES, v))
+        wcases[n_wcases++] = (struct wcase){all_dtypes[v], all_dtypes[c]};
   for (size_t d = 0; d < NDTYPES; d++)
     if (all_dtypes[d] != KILN_BOOL)
-      for (size_t s = 0; s < NSIZES; s++)
+      for (size_t s = 0; s < n_sizes; s++)
         ccases[n_ccases++] = (struct ccase){all_dtypes[d], s};
   for (size_t f = 0; f < NDTYPES; f++)
     for (size_t t = 0; t < NDTYPES; t++)
-      for (size_t s = 0; s < NSIZES; s++)
-        castcases[n_castcases++] = (struct castcase){all_dtypes[f], all_dtypes[t], s};
+      for (size_t s = 0; s < n_sizes; s++)
+        if (s == n_sizes - 1 || variant_runs(s, n_sizes - 1, f + t))
+          castcases[n_castcases++] = (struct castcase){all_dtypes[f], all_dtypes[t], s};
 }
 
 /* ------------------------------------------------------------------ */

@@ -321,6 +321,8 @@ run_case(const struct scase *c, const kiln__launch_params *lp, uint64_t seed)
   uint64_t n = 1;
   for (size_t d = 0; d < c->ndim; d++)
     n *= (uint64_t)c->shape[d];
+  if (!harness_fits(n))
+    return;
   struct host h;
   host_make(&h, c->dt, n, c->gen, seed);
   kiln_tensor *x = NULL, *y = NULL, *yi = NULL;
@@ -437,6 +439,8 @@ START_TEST(test_ops_dtypes)
     if (!kiln_scan_op_supports((kiln_scan_op)op, dt))
       continue;
     for (int excl = 0; excl < 2; excl++) {
+      if (harness_small() && excl != op % 2) /* the small mode: one form per op, alternating */
+        continue;
       for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
         struct scase c = mk((kiln_scan_op)op, dt, 1, &lens[li], 0);
         c.opts.exclusive = excl;
@@ -470,7 +474,7 @@ START_TEST(test_nan_policies)
     for (int pol = 0; pol < 2; pol++)
       for (int excl = 0; excl < 2; excl++)
         for (int64_t ax = 0; ax < 2; ax++)
-          for (int g = 0; g < 2; g++) {
+          for (int g = harness_small(); g < 2; g++) { /* small mode: GEN_NANROW only */
             struct scase c = mk((kiln_scan_op)op, dt, 2, shape, ax);
             c.gen = g ? GEN_NANROW : GEN_SPECIAL;
             c.opts.nan_policy = pol ? KILN_NAN_OMIT : KILN_NAN_PROPAGATE;
@@ -489,7 +493,7 @@ END_TEST
 START_TEST(test_indexed_ties)
 {
   static const kiln_dtype dts[] = {KILN_F32, KILN_I32, KILN_U8, KILN_BOOL};
-  const int64_t v[1] = {1000}, m[2] = {37, 129};
+  const int64_t v[1] = {1000}, m[2] = {harness_size(37, 7), 129};
   for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++)
     for (int op = KILN_SCAN_CUMMIN; op <= KILN_SCAN_CUMMAX; op++)
       for (int excl = 0; excl < 2; excl++) {
@@ -556,7 +560,8 @@ END_TEST
 /* Long lines: tiled work-group scans split across groups; one 2^24 + 3 element cumsum. */
 START_TEST(test_long)
 {
-  const int64_t n1[1] = {100003}, big[1] = {(1 << 24) + 3}, tall[2] = {4099, 3};
+  const int64_t n1[1] = {harness_size(100003, 1301)}, big[1] = {(1 << 24) + 3};
+  const int64_t tall[2] = {harness_size(4099, 401), 3};
   static const kiln_scan_op ops[] = {KILN_SCAN_CUMSUM, KILN_SCAN_CUMMAX, KILN_SCAN_LOGCUMSUMEXP,
                                      KILN_SCAN_CUMPROD};
   for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++) {
@@ -588,10 +593,12 @@ START_TEST(test_tunables)
   kiln_device_info info;
   KOK(kiln_context_device_info(ctx, &info));
   uint32_t wgs[4] = {64, 128, 256, (uint32_t)info.max_work_group_size};
-  const int64_t v[1] = {1000}, m1[2] = {37, 129}, m2[2] = {3, 3001};
+  const int64_t v[1] = {1000}, m1[2] = {harness_size(37, 7), 129};
+  const int64_t m2[2] = {3, harness_size(3001, 401)};
   static const kiln_scan_op ops[] = {KILN_SCAN_CUMSUM, KILN_SCAN_CUMMAX, KILN_SCAN_LOGCUMSUMEXP};
   for (size_t w = 0; w < 4; w++) {
-    if (wgs[w] > info.max_work_group_size)
+    /* The small mode: work-groups of 64, the most groups for its small inputs. */
+    if (wgs[w] > info.max_work_group_size || (harness_small() && w != 0))
       continue;
     for (int mode = 0; mode < 3; mode++) {
       kiln__launch_params lp;
@@ -643,7 +650,7 @@ END_TEST
 /* Rounding on general data: within the sequential-sum bound, for the default strategies. */
 START_TEST(test_random_sums)
 {
-  const int64_t v[1] = {50021}, m[2] = {3001, 7};
+  const int64_t v[1] = {harness_size(50021, 1009)}, m[2] = {harness_size(3001, 151), 7};
   for (int d = 0; d < (harness_has_fp64() ? 2 : 1); d++) {
     kiln_dtype dt = d ? KILN_F64 : KILN_F32;
     struct scase c = mk(KILN_SCAN_CUMSUM, dt, 1, v, 0);
