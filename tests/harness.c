@@ -28,6 +28,29 @@ harness_has_fp64(void)
   return info.has_fp64;
 }
 
+int
+harness_small(void)
+{
+  static int small = -1;
+  if (small < 0) {
+    const char *v = getenv("KILN_TEST_SMALL");
+    small = v && *v && strcmp(v, "0") != 0;
+  }
+  return small;
+}
+
+int
+harness_fits(uint64_t numel)
+{
+  return !harness_small() || numel <= HARNESS_SMALL_NUMEL;
+}
+
+int64_t
+harness_size(int64_t normal, int64_t small)
+{
+  return harness_small() ? small : normal;
+}
+
 char *
 harness_tempdir(void)
 {
@@ -114,4 +137,49 @@ harness_main_cold(Suite *suite)
     return 77;
   }
   return run_suite(suite);
+}
+
+void
+harness_overlap_pair(kiln_dtype in_dt, size_t in_nd, const int64_t *in_shape, const void *host,
+                     kiln_dtype out_dt, size_t out_nd, const int64_t *out_shape, size_t shift,
+                     int out_first, kiln_tensor **in, kiln_tensor **out, kiln_tensor **all)
+{
+  kiln_context *ctx = harness_ctx();
+  uint64_t nin = 1, nout = 1;
+  for (size_t i = 0; i < in_nd; i++)
+    nin *= (uint64_t)in_shape[i];
+  for (size_t i = 0; i < out_nd; i++)
+    nout *= (uint64_t)out_shape[i];
+  size_t in_bytes = nin * kiln_dtype_size(in_dt), out_bytes = nout * kiln_dtype_size(out_dt);
+  int64_t total = (int64_t)(shift + (in_bytes > out_bytes ? in_bytes : out_bytes));
+  cl_context clc;
+  ck_assert_int_eq(kiln_context_cl_objects(ctx, &clc, NULL, NULL), KILN_OK);
+  cl_int err;
+  cl_mem mem = clCreateBuffer(clc, CL_MEM_READ_WRITE, (size_t)total, NULL, &err);
+  ck_assert_int_eq(err, CL_SUCCESS);
+  kiln_tensor *whole = NULL;
+  ck_assert_int_eq(kiln_tensor_wrap(ctx, mem, 0, KILN_U8, 1, &total, &whole), KILN_OK);
+  void *zero = calloc(1, (size_t)total);
+  ck_assert_int_eq(kiln_tensor_upload(whole, zero, (size_t)total), KILN_OK);
+  free(zero);
+  ck_assert_int_eq(kiln_tensor_wrap(ctx, mem, out_first ? shift : 0, in_dt, in_nd, in_shape, in),
+                   KILN_OK);
+  ck_assert_int_eq(
+      kiln_tensor_wrap(ctx, mem, out_first ? 0 : shift, out_dt, out_nd, out_shape, out), KILN_OK);
+  clReleaseMemObject(mem);
+  ck_assert_int_eq(kiln_tensor_upload(*in, host, in_bytes), KILN_OK);
+  if (all)
+    *all = whole;
+  else
+    kiln_tensor_release(whole);
+}
+
+void *
+harness_download(const kiln_tensor *t)
+{
+  size_t bytes = kiln_tensor_nbytes(t);
+  void *p = malloc(bytes ? bytes : 1);
+  ck_assert_ptr_nonnull(p);
+  ck_assert_msg(kiln_tensor_download(t, p, bytes) == KILN_OK, "download: %s", kiln_last_error());
+  return p;
 }

@@ -6,6 +6,12 @@
  * suite binary calls harness_main(), which exits 77 (meson: skipped) when no
  * OpenCL device exists, points KILN_CACHE_DIR at a fresh temp directory and
  * runs the suite.
+ *
+ * KILN_TEST_SMALL=1 selects the small mode, for running the suites under a
+ * simulator such as oclgrind (meson suite `oclgrind`): each family registers
+ * only the tests that exercise every kernel on small inputs, and sized cases
+ * above HARNESS_SMALL_NUMEL elements are skipped (harness_fits) or run at a
+ * smaller stand-in size (harness_size).
  */
 #ifndef KILN_TESTS_HARNESS_H
 #define KILN_TESTS_HARNESS_H
@@ -45,6 +51,45 @@ char *harness_tempdir(void);
 
 /* Removes a directory tree (best effort). */
 void harness_rmtree(const char *path);
+
+/* Largest case, in elements, that runs in the small mode. */
+#define HARNESS_SMALL_NUMEL 1500
+
+/* Nonzero in the small mode (KILN_TEST_SMALL set to anything but "" or "0"). */
+int harness_small(void);
+
+/* Nonzero when a case of numel elements runs: always, except above HARNESS_SMALL_NUMEL in the
+ * small mode. */
+int harness_fits(uint64_t numel);
+
+/* normal, or small in the small mode: the size of a case that has a small stand-in. */
+int64_t harness_size(int64_t normal, int64_t small);
+
+/*
+ * Aliasing tests (docs/ops.md, "Aliasing"): an input and an output wrapped
+ * over one new buffer, their first bytes shift bytes apart (the output
+ * first with out_first, else the input). The buffer starts zeroed, then the
+ * input receives host (its full size). *all (may be NULL) wraps the whole
+ * buffer as u8, to check that a refused call left every byte alone. The
+ * caller releases the tensors; the buffer goes with the last of them.
+ */
+void harness_overlap_pair(kiln_dtype in_dt, size_t in_nd, const int64_t *in_shape, const void *host,
+                          kiln_dtype out_dt, size_t out_nd, const int64_t *out_shape, size_t shift,
+                          int out_first, kiln_tensor **in, kiln_tensor **out, kiln_tensor **all);
+
+/* Downloads a tensor into a fresh malloc'd buffer of its size (at least 1 byte). */
+void *harness_download(const kiln_tensor *t);
+
+/* Expects call to be refused with INVALID_ARGUMENT, leaving every byte of the tensor all alone. */
+#define KEXPECT_REFUSED_UNTOUCHED(all, call)                            \
+  do {                                                                  \
+    void *ker_before_ = harness_download(all);                          \
+    KEXPECT(call, KILN_ERR_INVALID_ARGUMENT);                           \
+    void *ker_after_ = harness_download(all);                           \
+    ck_assert_mem_eq(ker_before_, ker_after_, kiln_tensor_nbytes(all)); \
+    free(ker_before_);                                                  \
+    free(ker_after_);                                                   \
+  } while (0)
 
 /*
  * Runs suite: exits 77 if needs_device and no OpenCL device exists, else sets

@@ -22,8 +22,9 @@
  * beta were 0). If *out is a tensor it must have the result's shape and
  * dtype and belong to the context; kiln updates it in place. With beta == 0
  * the previous contents of *out are never read, so NaN or Inf there do not
- * propagate (BLAS semantics). The output must not overlap an input
- * (KILN_ERR_INVALID_ARGUMENT).
+ * propagate (BLAS semantics). The output must not share any byte with an
+ * input (KILN_ERR_INVALID_ARGUMENT, nothing written; kiln_axpy below is the
+ * exception). docs/ops.md, "Aliasing".
  *
  * Statuses common to every call here:
  *   KILN_OK; KILN_ERR_INVALID_HANDLE (NULL, released or foreign ctx or
@@ -128,7 +129,9 @@ KILN_API kiln_status kiln_dot(kiln_context *ctx, const kiln_tensor *x, const kil
 
 /**
  * y += alpha * x, in place on y, over every element; x and y have the same
- * shape and dtype and must not overlap.
+ * shape and dtype. y may be x's very bytes (x itself or another handle over
+ * them): then y = (1 + alpha) x. A partial overlap (y shifted against x)
+ * is KILN_ERR_INVALID_ARGUMENT, nothing written.
  * @return the common statuses; KILN_ERR_SHAPE when the shapes differ.
  */
 KILN_API kiln_status kiln_axpy(kiln_context *ctx, double alpha, const kiln_tensor *x,

@@ -10,7 +10,9 @@
  * Output convention for arange, linspace, logspace, eye, tri and meshgrid
  * (as in elementwise.h): if *out is NULL kiln creates the result; otherwise
  * *out must already have the result's shape and dtype and belong to ctx.
- * The *_like functions and kiln_tensor_ones always create a new tensor, as
+ * A meshgrid output may share bytes with an input (computed through a
+ * temporary), not with another output (KILN_ERR_INVALID_ARGUMENT, nothing
+ * written); docs/ops.md, "Aliasing". The *_like functions and kiln_tensor_ones always create a new tensor, as
  * kiln_tensor_create does (*out is set to NULL first, then to the result).
  *
  * Statuses common to every operation here:

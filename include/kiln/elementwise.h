@@ -6,7 +6,12 @@
  * the result tensor and stores it in *out (the caller releases it). If *out
  * is a tensor, it must already have the result's shape and dtype and belong
  * to the same context; kiln writes into it. *out may be one of the inputs
- * when it has the result's shape and dtype (in-place update).
+ * when it has the result's shape and dtype (in-place update), or share
+ * bytes with one in any other way (an output one element after its input):
+ * kiln then computes into a temporary and copies, so the result is as if
+ * the inputs had been read first (docs/ops.md, "Aliasing", for every
+ * family). kiln_copy onto the same bytes does nothing; onto partly
+ * overlapping bytes it copies through a temporary.
  *
  * Statuses common to every operation here:
  *   KILN_OK; KILN_ERR_INVALID_HANDLE (NULL, released or foreign ctx/tensor);

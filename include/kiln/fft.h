@@ -153,7 +153,8 @@ KILN_API kiln_status kiln_fft_plan_create(kiln_context *ctx, kiln_fft_kind kind,
  *         context was released); KILN_ERR_INVALID_ARGUMENT (direction or
  *         norm outside the enum or not allowed for the kind, NULL out for an
  *         out-of-place plan, an in-place plan given another output, an
- *         output overlapping the input); KILN_ERR_CONTEXT_MISMATCH;
+ *         output sharing any byte with the input, nothing written:
+ *         docs/ops.md, "Aliasing"); KILN_ERR_CONTEXT_MISMATCH;
  *         KILN_ERR_DTYPE (tensor dtype is not the plan's precision);
  *         KILN_ERR_SHAPE (tensor shapes do not match the plan; the message
  *         names the expected shape); KILN_ERR_PROVIDER; KILN_ERR_OPENCL;

@@ -18,9 +18,9 @@
  *
  * Output convention (as in elementwise.h): if *out is NULL kiln creates the
  * result; otherwise *out must have the result's shape and dtype and belong
- * to ctx. *out may share a buffer with an input: kiln then works through a
- * temporary. masked_select and nonzero, whose result size depends on the
- * data, require *out == NULL.
+ * to ctx. *out may share bytes with an input: kiln then works through a
+ * temporary (docs/ops.md, "Aliasing"). masked_select and nonzero, whose
+ * result size depends on the data, require *out == NULL.
  *
  * Statuses common to every operation here:
  *   KILN_OK; KILN_ERR_INVALID_HANDLE (NULL, released or foreign ctx/tensor);

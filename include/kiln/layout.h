@@ -10,9 +10,11 @@
  * Output convention (as in elementwise.h): if *out is NULL, kiln creates the
  * result and stores it in *out (the caller releases it); otherwise *out must
  * already have the result's shape and dtype and belong to the same context,
- * and kiln writes into it. *out may be (or share a buffer with) an input:
+ * and kiln writes into it. *out may be (or share bytes with) an input:
  * kiln then computes into a temporary and copies, so the result is as if
- * the input had been read first. Results are independent copies, except
+ * the input had been read first; kiln_tril/kiln_triu over exactly x's
+ * bytes work in place (docs/ops.md, "Aliasing"). Results are independent
+ * copies, except
  * kiln_reshape with *out NULL, which returns a view (see there).
  *
  * Statuses common to every operation here:
@@ -102,8 +104,10 @@ KILN_API kiln_status kiln_stack(kiln_context *ctx, const kiln_tensor *const *inp
 /**
  * Cuts x along axis into n consecutive pieces of sizes[0], ..., sizes[n-1]
  * elements, which must be >= 0 and sum to the axis length (else
- * KILN_ERR_SHAPE). outs[i] follows the output convention for each piece. On
- * failure, pieces kiln created are released and their outs[i] reset to NULL.
+ * KILN_ERR_SHAPE). outs[i] follows the output convention for each piece;
+ * given pieces that share bytes with each other are KILN_ERR_INVALID_ARGUMENT
+ * (nothing written). On failure, pieces kiln created are released and their
+ * outs[i] reset to NULL.
  */
 KILN_API kiln_status kiln_split(kiln_context *ctx, const kiln_tensor *x, int64_t axis,
                                 const int64_t *sizes, size_t n, kiln_tensor **outs);

@@ -108,7 +108,8 @@ KILN_API kiln_status kiln_random_permutation(kiln_context *ctx, int64_t n, kiln_
  * x with its slices along axis 0 in random order: out[i] = x[p[i]] for the
  * permutation p that kiln_random_permutation(x.shape[0]) would give from the
  * same state (and it consumes the same counter blocks). x must have rank >=
- * 1; any dtype. Output convention as in elementwise.h; *out may be x.
+ * 1; any dtype. Output convention as in elementwise.h; *out may be x or
+ * share bytes with it (through a temporary; docs/ops.md, "Aliasing").
  */
 KILN_API kiln_status kiln_random_shuffle(kiln_context *ctx, const kiln_tensor *x,
                                          kiln_tensor **out);

@@ -15,8 +15,12 @@
  * Output convention (every function here): if *out is NULL, kiln creates the
  * result tensor and stores it in *out (the caller releases it). If *out is a
  * tensor, it must already have the result's shape and dtype and belong to
- * the same context; kiln writes into it. Scans may write into their input
- * (*out == x) when the result dtype equals x's.
+ * the same context; kiln writes into it. An output may be (scans: *out ==
+ * x when the result dtype equals x's) or share bytes with x: kiln then
+ * computes into a temporary and copies. The two outputs of
+ * kiln_argreduce and kiln_scan_indexed must not share bytes with each
+ * other (KILN_ERR_INVALID_ARGUMENT, nothing written). docs/ops.md,
+ * "Aliasing".
  *
  * Statuses common to every function here:
  *   KILN_OK; KILN_ERR_INVALID_HANDLE (NULL, released or foreign ctx/tensor);

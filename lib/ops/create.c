@@ -330,32 +330,42 @@ kiln_meshgrid(kiln_context *ctx, const kiln_tensor *const *inputs, size_t n,
   }
   kiln__shape s;
   KILN_TRY(kiln__shape_make(op, n, dims, kiln_dtype_size(inputs[0]->dtype), &s, NULL, NULL));
+  /* Grids written one after another must not land on each other. */
+  for (size_t i = 0; i < n; i++)
+    if (outs[i])
+      KILN_TRY(kiln__tensor_check(op, outs[i], ctx));
+  KILN_TRY(kiln__ops_outputs_disjoint(op, outs, NULL, n));
   int made[KILN_MAX_DIMS] = {0};
   kiln_status st = KILN_OK;
   size_t i;
   for (i = 0; i < n && st == KILN_OK; i++) {
-    st = kiln__output_prepare(op, ctx, inputs[0]->dtype, &s, &outs[i], &made[i]);
+    /* Every input, not just input i: a later grid still reads its input. */
+    kiln__out_target t;
+    st = kiln__ops_out_begin(op, ctx, inputs[0]->dtype, &s, &outs[i], inputs, n, 0, &t);
     if (st != KILN_OK)
       break;
+    made[i] = t.made;
+    t.made = 0; /* unwound below for every grid at once */
     uint64_t total = outs[i]->numel, inner = 1;
     for (size_t d = axis_of[i] + 1; d < n; d++)
       inner *= (uint64_t)dims[d];
-    if (!total)
-      continue;
     pthread_mutex_lock(&ctx->lock);
-    cl_kernel k;
-    st = kiln__ops_kernel(op, ctx, "create", inputs[0]->dtype, "axis_bcast", &k);
-    if (st == KILN_OK) {
-      kiln__args a = kiln__args_begin(op, k);
-      kiln__args_tensor(&a, inputs[i]);
-      kiln__args_tensor(&a, outs[i]);
-      kiln__args_u64(&a, total);
-      kiln__args_u64(&a, (uint64_t)dims[axis_of[i]]);
-      kiln__args_u64(&a, inner);
-      st = a.status;
+    if (total) {
+      cl_kernel k;
+      st = kiln__ops_kernel(op, ctx, "create", inputs[0]->dtype, "axis_bcast", &k);
+      if (st == KILN_OK) {
+        kiln__args a = kiln__args_begin(op, k);
+        kiln__args_tensor(&a, inputs[i]);
+        kiln__args_tensor(&a, t.dst);
+        kiln__args_u64(&a, total);
+        kiln__args_u64(&a, (uint64_t)dims[axis_of[i]]);
+        kiln__args_u64(&a, inner);
+        st = a.status;
+      }
+      if (st == KILN_OK)
+        st = kiln__launch_1d(op, ctx, k, total, 0);
     }
-    if (st == KILN_OK)
-      st = kiln__launch_1d(op, ctx, k, total, 0);
+    st = kiln__ops_out_finish(op, ctx, &t, st);
     pthread_mutex_unlock(&ctx->lock);
   }
   if (st != KILN_OK)

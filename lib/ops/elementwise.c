@@ -289,17 +289,16 @@ kiln_unary(kiln_context *ctx, kiln_unary_op uop, const kiln_tensor *x, kiln_tens
   KILN_TRY(kiln__tensor_check(op, x, ctx));
   const struct op_row *row = &unary_rows[uop];
   KILN_TRY(check_supports(op, row, x->dtype));
-  int made;
-  KILN_TRY(kiln__output_prepare(op, ctx, result_dtype(row, x->dtype), &x->shape, out, &made));
+  kiln__out_target t;
+  KILN_TRY(kiln__ops_out_begin(op, ctx, result_dtype(row, x->dtype), &x->shape, out, &x, 1, 1, &t));
   char kname[64];
   snprintf(kname, sizeof kname, "unary_%s", row->name);
-  const kiln_tensor *ts[] = {x, *out};
+  const kiln_tensor *ts[] = {x, t.dst};
   flat_shape sh = flat_shape_for(ctx, x->dtype, x->numel, ts, 2);
   pthread_mutex_lock(&ctx->lock);
-  kiln_status s = run_map(op, ctx, "elementwise", x->dtype, kname, x, *out, NULL, 0, 0, &sh);
+  kiln_status s = run_map(op, ctx, "elementwise", x->dtype, kname, x, t.dst, NULL, 0, 0, &sh);
+  s = kiln__ops_out_finish(op, ctx, &t, s);
   pthread_mutex_unlock(&ctx->lock);
-  if (s != KILN_OK)
-    kiln__output_discard(out, made);
   return s;
 }
 
@@ -316,8 +315,11 @@ binary_run(const char *op, kiln_context *ctx, kiln_binary_op bop, const kiln_ten
   kiln__shape shape = t->shape;
   if (a && b)
     KILN_TRY(kiln__shape_broadcast(op, &a->shape, &b->shape, &shape));
-  int made;
-  KILN_TRY(kiln__output_prepare(op, ctx, result_dtype(row, t->dtype), &shape, out, &made));
+  const kiln_tensor *ins[2] = {a, b};
+  kiln__out_target target;
+  KILN_TRY(
+      kiln__ops_out_begin(op, ctx, result_dtype(row, t->dtype), &shape, out, ins, 2, 1, &target));
+  kiln_tensor *dst = target.dst;
 
   kiln__bcast plan;
   int flat = 1;
@@ -332,8 +334,8 @@ binary_run(const char *op, kiln_context *ctx, kiln_binary_op bop, const kiln_ten
   size_t esz = kiln_dtype_size(t->dtype);
   char kname[64];
   snprintf(kname, sizeof kname, "binary_%s", row->name);
-  cl_ulong n = (*out)->numel;
-  const kiln_tensor *ts[] = {a, b, *out};
+  cl_ulong n = dst->numel;
+  const kiln_tensor *ts[] = {a, b, dst};
   bcast_launch l = bcast_launch_for(ctx, t->dtype, n, ndim, &plan, flat, ts, 3);
   cl_uint flags = (a ? 0u : 1u) | (b ? 0u : 2u) | l.flags;
 
@@ -347,14 +349,13 @@ binary_run(const char *op, kiln_context *ctx, kiln_binary_op bop, const kiln_ten
     kiln__args_raw(&args, esz, a ? zero : scalar);
     kiln__args_tensor(&args, b);
     kiln__args_raw(&args, esz, b ? zero : scalar);
-    bcast_tail_args(&args, *out, n, ndim, &plan, flags);
+    bcast_tail_args(&args, dst, n, ndim, &plan, flags);
     s = args.status;
   }
   if (s == KILN_OK)
     s = launch_bcast(op, ctx, k, n, &l);
+  s = kiln__ops_out_finish(op, ctx, &target, s);
   pthread_mutex_unlock(&ctx->lock);
-  if (s != KILN_OK)
-    kiln__output_discard(out, made);
   return s;
 }
 
@@ -406,18 +407,17 @@ kiln_cast(kiln_context *ctx, const kiln_tensor *x, kiln_dtype dtype, kiln_tensor
   KILN_TRY(kiln__tensor_check(op, x, ctx));
   KILN_RETURN_IF(!kiln__dtype_valid(dtype), KILN_ERR_INVALID_ARGUMENT, op, "invalid dtype %d",
                  (int)dtype);
-  int made;
-  KILN_TRY(kiln__output_prepare(op, ctx, dtype, &x->shape, out, &made));
+  kiln__out_target t;
+  KILN_TRY(kiln__ops_out_begin(op, ctx, dtype, &x->shape, out, &x, 1, 1, &t));
   char kname[32];
   snprintf(kname, sizeof kname, "cast_to_%s", kiln_dtype_name(dtype));
   /* cast.cl converts one element per work-item; only the local size is tuned for it. */
   flat_shape sh = flat_shape_for(ctx, x->dtype, x->numel, NULL, 0);
   sh.variant.ew_items = sh.variant.ew_vec = 1;
   pthread_mutex_lock(&ctx->lock);
-  kiln_status s = run_map(op, ctx, "cast", x->dtype, kname, x, *out, NULL, 0, 0, &sh);
+  kiln_status s = run_map(op, ctx, "cast", x->dtype, kname, x, t.dst, NULL, 0, 0, &sh);
+  s = kiln__ops_out_finish(op, ctx, &t, s);
   pthread_mutex_unlock(&ctx->lock);
-  if (s != KILN_OK)
-    kiln__output_discard(out, made);
   return s;
 }
 
@@ -430,8 +430,8 @@ kiln_clamp(kiln_context *ctx, const kiln_tensor *x, kiln_scalar lo, kiln_scalar 
   KILN_TRY(kiln__tensor_check(op, x, ctx));
   KILN_RETURN_IF(x->dtype == KILN_BOOL, KILN_ERR_DTYPE, op,
                  "clamp does not accept bool (accepts f32, f64, i32, i64, u8)");
-  int made;
-  KILN_TRY(kiln__output_prepare(op, ctx, x->dtype, &x->shape, out, &made));
+  kiln__out_target t;
+  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &x->shape, out, &x, 1, 1, &t));
   unsigned char bounds[2][8];
   kiln__scalar_to_bytes(lo, x->dtype, bounds[0]);
   kiln__scalar_to_bytes(hi, x->dtype, bounds[1]);
@@ -440,14 +440,13 @@ kiln_clamp(kiln_context *ctx, const kiln_tensor *x, kiln_scalar lo, kiln_scalar 
   unsigned char packed[16];
   memcpy(packed, bounds[0], esz);
   memcpy(packed + esz, bounds[1], esz);
-  const kiln_tensor *ts[] = {x, *out};
+  const kiln_tensor *ts[] = {x, t.dst};
   flat_shape sh = flat_shape_for(ctx, x->dtype, x->numel, ts, 2);
   pthread_mutex_lock(&ctx->lock);
-  kiln_status s = run_map(op, ctx, "elementwise", x->dtype, "clamp_values", x, *out, packed, esz, 2,
-                          &sh);
+  kiln_status s =
+      run_map(op, ctx, "elementwise", x->dtype, "clamp_values", x, t.dst, packed, esz, 2, &sh);
+  s = kiln__ops_out_finish(op, ctx, &t, s);
   pthread_mutex_unlock(&ctx->lock);
-  if (s != KILN_OK)
-    kiln__output_discard(out, made);
   return s;
 }
 
@@ -473,8 +472,9 @@ kiln_where(kiln_context *ctx, const kiln_tensor *cond, const kiln_tensor *a, con
     KILN_TRY(kiln_cast(ctx, cond, KILN_BOOL, &cbytes));
   const kiln_tensor *c = cbytes ? cbytes : cond;
 
-  int made;
-  kiln_status s = kiln__output_prepare(op, ctx, a->dtype, &shape, out, &made);
+  const kiln_tensor *ins[3] = {c, a, b};
+  kiln__out_target t;
+  kiln_status s = kiln__ops_out_begin(op, ctx, a->dtype, &shape, out, ins, 3, 1, &t);
   if (s != KILN_OK) {
     kiln_tensor_release(cbytes);
     return s;
@@ -483,8 +483,8 @@ kiln_where(kiln_context *ctx, const kiln_tensor *cond, const kiln_tensor *a, con
   kiln__bcast plan;
   int flat;
   cl_uint ndim = kiln__bcast_plan(&shape, ops, 3, &plan, &flat);
-  cl_ulong n = (*out)->numel;
-  const kiln_tensor *ts[] = {c, a, b, *out};
+  cl_ulong n = t.dst->numel;
+  const kiln_tensor *ts[] = {c, a, b, t.dst};
   bcast_launch l = bcast_launch_for(ctx, a->dtype, n, ndim, &plan, flat, ts, 4);
 
   pthread_mutex_lock(&ctx->lock);
@@ -496,15 +496,14 @@ kiln_where(kiln_context *ctx, const kiln_tensor *cond, const kiln_tensor *a, con
     kiln__args_tensor(&args, c);
     kiln__args_tensor(&args, a);
     kiln__args_tensor(&args, b);
-    bcast_tail_args(&args, *out, n, ndim, &plan, l.flags);
+    bcast_tail_args(&args, t.dst, n, ndim, &plan, l.flags);
     s = args.status;
   }
   if (s == KILN_OK)
     s = launch_bcast(op, ctx, k, n, &l);
+  s = kiln__ops_out_finish(op, ctx, &t, s);
   pthread_mutex_unlock(&ctx->lock);
   kiln_tensor_release(cbytes);
-  if (s != KILN_OK)
-    kiln__output_discard(out, made);
   return s;
 }
 
@@ -523,13 +522,10 @@ kiln_copy(kiln_context *ctx, const kiln_tensor *src, kiln_tensor *dst)
                       kiln__shape_format(&src->shape, sa, sizeof sa),
                       kiln__shape_format(&dst->shape, sb, sizeof sb));
   }
-  if (src == dst || !src->nbytes)
-    return KILN_OK;
   pthread_mutex_lock(&ctx->lock);
-  cl_int err = clEnqueueCopyBuffer(ctx->queue, src->mem, dst->mem, src->offset, dst->offset,
-                                   src->nbytes, 0, NULL, NULL);
+  kiln_status s = kiln__ops_copy(op, ctx, src, dst);
   pthread_mutex_unlock(&ctx->lock);
-  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueCopyBuffer");
+  return s;
 }
 
 /* ---------------------------------------------------------------- the family */

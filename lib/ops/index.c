@@ -123,7 +123,7 @@ kiln_gather(kiln_context *ctx, const kiln_tensor *x, int64_t axis, const kiln_te
                       kiln__shape_format(&x->shape, b, sizeof b), ax);
   const kiln_tensor *ins[2] = {x, index};
   kiln__out_target t;
-  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &index->shape, out, ins, 2, &t));
+  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &index->shape, out, ins, 2, 0, &t));
   uint64_t n = index->numel;
   int64_t len = x->shape.dims[ax];
   struct iplan p;
@@ -185,7 +185,7 @@ take(const char *op, kiln_context *ctx, const kiln_tensor *x, size_t ax, const k
   KILN_TRY(kiln__shape_make(op, r, dims, kiln_dtype_size(x->dtype), &oshape, NULL, NULL));
   const kiln_tensor *ins[2] = {x, index};
   kiln__out_target t;
-  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &oshape, out, ins, 2, &t));
+  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &oshape, out, ins, 2, 0, &t));
   uint64_t n = t.dst->numel;
   int64_t len = x->shape.dims[ax];
   pthread_mutex_lock(&ctx->lock);
@@ -265,12 +265,6 @@ snapshot(const char *op, kiln_context *ctx, const kiln_tensor *t, kiln_tensor **
   return s;
 }
 
-static int
-same_region(const kiln_tensor *a, const kiln_tensor *b)
-{
-  return a->mem == b->mem && a->offset == b->offset;
-}
-
 /* The scatter proper, with inputs that do not overlap the output (ctx->lock held). */
 static kiln_status
 scatter_run(const char *op, kiln_context *ctx, const kiln_tensor *x, size_t ax,
@@ -315,7 +309,7 @@ scatter_run(const char *op, kiln_context *ctx, const kiln_tensor *x, size_t ax,
     if (s == KILN_OK)
       s = flag_verdict(op, ctx, flag, index, -len, len, "the scattered axis");
   }
-  if (s == KILN_OK && !same_region(x, dst))
+  if (s == KILN_OK)
     s = kiln__ops_copy(op, ctx, x, dst);
   if (s == KILN_OK && m) {
     s = kiln__ops_sort_pairs(op, ctx, "index", x->dtype, keys, vals, npad);
@@ -385,7 +379,7 @@ kiln_scatter(kiln_context *ctx, const kiln_tensor *x, int64_t axis, const kiln_t
     s = snapshot(op, ctx, index, &ix);
   if (s == KILN_OK && kiln__ops_alias(dst, src))
     s = snapshot(op, ctx, src, &sx);
-  if (s == KILN_OK && kiln__ops_alias(dst, x) && !same_region(dst, x))
+  if (s == KILN_OK && kiln__ops_overlap(dst, x) == KILN__OVERLAP_PARTIAL)
     s = snapshot(op, ctx, x, &xx);
   if (s == KILN_OK)
     s = scatter_run(op, ctx, xx ? xx : x, ax, ix ? ix : index, sx ? sx : src, mode, dst);
@@ -425,12 +419,11 @@ kiln_masked_fill(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *mas
   KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
   KILN_TRY(kiln__tensor_check(op, x, ctx));
   KILN_TRY(check_mask(op, ctx, x, mask));
-  /* Elementwise, so writing over x itself is safe; any other overlap goes through a temporary. */
-  const kiln_tensor *ins[2] = {mask, NULL};
-  if (*out && kiln__ops_alias(*out, x) && !same_region(*out, x))
-    ins[1] = x;
+  /* Elementwise, so writing over x's (or mask's) own bytes is safe; any other overlap goes
+   * through a temporary. */
+  const kiln_tensor *ins[2] = {mask, x};
   kiln__out_target t;
-  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &x->shape, out, ins, ins[1] ? 2 : 1, &t));
+  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &x->shape, out, ins, 2, 1, &t));
   const kiln__shape *ops[2] = {&x->shape, &mask->shape};
   kiln__bcast plan;
   int flat;
@@ -647,7 +640,7 @@ index_math(const char *op, kiln_context *ctx, const kiln_tensor *in, const kiln_
 {
   const kiln_tensor *ins[1] = {in};
   kiln__out_target t;
-  KILN_TRY(kiln__ops_out_begin(op, ctx, KILN_I64, oshape, out, ins, 1, &t));
+  KILN_TRY(kiln__ops_out_begin(op, ctx, KILN_I64, oshape, out, ins, 1, 0, &t));
   pthread_mutex_lock(&ctx->lock);
   kiln_status s = KILN_OK;
   kiln_tensor *flag = NULL;
@@ -772,7 +765,7 @@ kiln_one_hot(kiln_context *ctx, const kiln_tensor *indices, int64_t num_classes,
   KILN_TRY(kiln__shape_make(op, in + 1, dims, kiln_dtype_size(dtype), &oshape, NULL, NULL));
   const kiln_tensor *ins[1] = {indices};
   kiln__out_target t;
-  KILN_TRY(kiln__ops_out_begin(op, ctx, dtype, &oshape, out, ins, 1, &t));
+  KILN_TRY(kiln__ops_out_begin(op, ctx, dtype, &oshape, out, ins, 1, 0, &t));
   uint64_t n = t.dst->numel;
   pthread_mutex_lock(&ctx->lock);
   kiln_status s = KILN_OK;

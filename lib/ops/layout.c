@@ -354,13 +354,10 @@ kiln_reshape(kiln_context *ctx, const kiln_tensor *x, size_t ndim, const int64_t
     return kiln__tensor_view(op, (kiln_tensor *)x, 0, &s, out);
   int made;
   KILN_TRY(kiln__output_prepare(op, ctx, x->dtype, &s, out, &made));
-  if (*out == x || !x->nbytes || ((*out)->mem == x->mem && (*out)->offset == x->offset))
-    return KILN_OK;
   pthread_mutex_lock(&ctx->lock);
-  cl_int err = clEnqueueCopyBuffer(ctx->queue, x->mem, (*out)->mem, x->offset, (*out)->offset,
-                                   x->nbytes, 0, NULL, NULL);
+  kiln_status st = kiln__ops_copy(op, ctx, x, *out);
   pthread_mutex_unlock(&ctx->lock);
-  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueCopyBuffer");
+  return st;
 }
 
 /* ---- permute, transpose, flip, roll, broadcast_to, tile, repeat, pad: one source, one remap ---- */
@@ -371,7 +368,7 @@ remap_op(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln__sh
          struct remap *r, const void *fill, kiln_tensor **out)
 {
   kiln__out_target t;
-  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, oshape, out, &x, 1, &t));
+  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, oshape, out, &x, 1, 0, &t));
   pthread_mutex_lock(&ctx->lock);
   kiln_status s = remap_run(op, ctx, x, t.dst, r, fill);
   s = kiln__ops_out_finish(op, ctx, &t, s);
@@ -761,12 +758,8 @@ kiln_slice_assign(kiln_context *ctx, kiln_tensor *x, const kiln_range *ranges, s
   if (kiln__ops_alias(x, values)) {
     /* Overlapping read and write: snapshot values first. */
     s = kiln__tensor_new_locked(op, ctx, values->dtype, &values->shape, &tmp);
-    if (s == KILN_OK) {
-      cl_int err = clEnqueueCopyBuffer(ctx->queue, values->mem, tmp->mem, values->offset,
-                                       tmp->offset, values->nbytes, 0, NULL, NULL);
-      if (err != CL_SUCCESS)
-        s = kiln__fail_cl(op, err, "clEnqueueCopyBuffer");
-    }
+    if (s == KILN_OK)
+      s = kiln__ops_copy(op, ctx, values, tmp);
     src = tmp;
   }
   if (s == KILN_OK)
@@ -802,7 +795,7 @@ join(const char *op, kiln_context *ctx, const kiln_tensor *const *inputs, size_t
      const kiln__shape *vshapes, size_t axis, const kiln__shape *oshape, kiln_tensor **out)
 {
   kiln__out_target t;
-  KILN_TRY(kiln__ops_out_begin(op, ctx, inputs[0]->dtype, oshape, out, inputs, n, &t));
+  KILN_TRY(kiln__ops_out_begin(op, ctx, inputs[0]->dtype, oshape, out, inputs, n, 0, &t));
   int64_t os[KILN_MAX_DIMS];
   kiln__ops_strides(oshape, os);
   pthread_mutex_lock(&ctx->lock);
@@ -934,6 +927,11 @@ kiln_split(kiln_context *ctx, const kiln_tensor *x, int64_t axis, const int64_t 
   int64_t pos = 0;
   size_t i;
   kiln_status s = KILN_OK;
+  /* Pieces written one after another must not land on each other. */
+  for (i = 0; i < n; i++)
+    if (outs[i])
+      KILN_TRY(kiln__tensor_check(op, outs[i], ctx));
+  KILN_TRY(kiln__ops_outputs_disjoint(op, outs, NULL, n));
   int *made = calloc(n, sizeof *made);
   KILN_RETURN_IF(!made, KILN_ERR_HOST_MEMORY, op, "cannot allocate %zu flags", n);
   for (i = 0; i < n && s == KILN_OK; i++) {
@@ -948,7 +946,7 @@ kiln_split(kiln_context *ctx, const kiln_tensor *x, int64_t axis, const int64_t 
     r.soff = pos * xs[ax];
     pos += sizes[i];
     kiln__out_target t;
-    s = kiln__ops_out_begin(op, ctx, x->dtype, &ps, &outs[i], &x, 1, &t);
+    s = kiln__ops_out_begin(op, ctx, x->dtype, &ps, &outs[i], &x, 1, 0, &t);
     if (s != KILN_OK)
       break;
     made[i] = t.made;
@@ -974,16 +972,16 @@ tri(const char *op, kiln_context *ctx, const kiln_tensor *x, int64_t k, uint32_t
   KILN_TRY(check_common(op, ctx, x, out));
   size_t nd = x->shape.ndim;
   KILN_RETURN_IF(nd < 2, KILN_ERR_SHAPE, op, "needs at least 2 dimensions, x has %zu", nd);
-  int made;
-  KILN_TRY(kiln__output_prepare(op, ctx, x->dtype, &x->shape, out, &made));
-  /* Elementwise: safe in place. */
+  /* Elementwise: safe in place over exactly x's bytes. */
+  kiln__out_target t;
+  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &x->shape, out, &x, 1, 1, &t));
   pthread_mutex_lock(&ctx->lock);
   cl_kernel kern;
   kiln_status s = get_kernel(op, ctx, x->dtype, "tri_mask", &kern);
   if (s == KILN_OK && x->numel) {
     kiln__args a = kiln__args_begin(op, kern);
     kiln__args_tensor(&a, x);
-    kiln__args_tensor(&a, *out);
+    kiln__args_tensor(&a, t.dst);
     kiln__args_u64(&a, x->numel);
     kiln__args_u64(&a, (uint64_t)x->shape.dims[nd - 2]);
     kiln__args_u64(&a, (uint64_t)x->shape.dims[nd - 1]);
@@ -993,9 +991,8 @@ tri(const char *op, kiln_context *ctx, const kiln_tensor *x, int64_t k, uint32_t
     if (s == KILN_OK)
       s = kiln__launch_1d(op, ctx, kern, x->numel, 0);
   }
+  s = kiln__ops_out_finish(op, ctx, &t, s);
   pthread_mutex_unlock(&ctx->lock);
-  if (s != KILN_OK)
-    kiln__output_discard(out, made);
   return s;
 }
 
@@ -1045,7 +1042,7 @@ kiln_diag(kiln_context *ctx, const kiln_tensor *x, int64_t k, kiln_tensor **out)
   kiln__shape oshape;
   KILN_TRY(make_shape(op, 2, dims, x->dtype, &oshape));
   kiln__out_target t;
-  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &oshape, out, &x, 1, &t));
+  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &oshape, out, &x, 1, 0, &t));
   pthread_mutex_lock(&ctx->lock);
   kiln_status s = KILN_OK;
   if (t.dst->nbytes) {
@@ -1102,7 +1099,7 @@ kiln_kron(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b, kiln_te
   }
   const kiln_tensor *ins[2] = {a, b};
   kiln__out_target t;
-  KILN_TRY(kiln__ops_out_begin(op, ctx, a->dtype, &oshape, out, ins, 2, &t));
+  KILN_TRY(kiln__ops_out_begin(op, ctx, a->dtype, &oshape, out, ins, 2, 0, &t));
   uint64_t n = t.dst->numel;
   pthread_mutex_lock(&ctx->lock);
   kiln_status s = KILN_OK;

@@ -1,4 +1,4 @@
-/* Helpers shared by the layout, index, create and random families (see ops_common.h). */
+/* Helpers shared by the op families (see ops_common.h). */
 #include "ops/ops_common.h"
 
 #include <stdio.h>
@@ -66,24 +66,80 @@ kiln__ops_tmp_free(kiln_context *ctx, kiln__ops_tmp *t)
   t->mem = NULL;
 }
 
+/*
+ * The buffer whose bytes t addresses and t's first byte in it. kiln's pool
+ * never makes sub-buffers, so only a wrapped cl_mem can be one; OpenCL has
+ * no sub-buffers of sub-buffers, so one level resolves it.
+ */
+static cl_mem
+byte_base(const kiln_tensor *t, uint64_t *first)
+{
+  *first = t->offset;
+  if (!t->wrapped)
+    return t->mem;
+  cl_mem parent = NULL;
+  size_t origin = 0;
+  if (clGetMemObjectInfo(t->mem, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof parent, &parent, NULL) !=
+          CL_SUCCESS ||
+      !parent ||
+      clGetMemObjectInfo(t->mem, CL_MEM_OFFSET, sizeof origin, &origin, NULL) != CL_SUCCESS)
+    return t->mem;
+  *first += origin;
+  return parent;
+}
+
+kiln__overlap
+kiln__ops_overlap(const kiln_tensor *a, const kiln_tensor *b)
+{
+  if (!a || !b || !a->mem || !b->mem || !a->nbytes || !b->nbytes)
+    return KILN__OVERLAP_NONE;
+  uint64_t fa, fb;
+  if (byte_base(a, &fa) != byte_base(b, &fb))
+    return KILN__OVERLAP_NONE;
+  if (fa >= fb + b->nbytes || fb >= fa + a->nbytes)
+    return KILN__OVERLAP_NONE;
+  return fa == fb && a->nbytes == b->nbytes ? KILN__OVERLAP_SAME : KILN__OVERLAP_PARTIAL;
+}
+
 int
 kiln__ops_alias(const kiln_tensor *a, const kiln_tensor *b)
 {
-  return a && b && a->mem && a->mem == b->mem;
+  return kiln__ops_overlap(a, b) != KILN__OVERLAP_NONE;
+}
+
+kiln_status
+kiln__ops_outputs_disjoint(const char *op, kiln_tensor *const *outs, const char *const *names,
+                           size_t n)
+{
+  for (size_t i = 0; i < n; i++) {
+    for (size_t j = i + 1; j < n; j++) {
+      if (!kiln__ops_alias(outs[i], outs[j]))
+        continue;
+      if (names)
+        return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0,
+                          "outputs %s and %s overlap; each result needs its own bytes", names[i],
+                          names[j]);
+      return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0,
+                        "outputs %zu and %zu overlap; each result needs its own bytes", i, j);
+    }
+  }
+  return KILN_OK;
 }
 
 kiln_status
 kiln__ops_out_begin(const char *op, kiln_context *ctx, kiln_dtype dtype, const kiln__shape *shape,
                     kiln_tensor **out, const kiln_tensor *const *inputs, size_t ninputs,
-                    kiln__out_target *t)
+                    int inplace, kiln__out_target *t)
 {
   memset(t, 0, sizeof *t);
   t->out = out;
   KILN_TRY(kiln__output_prepare(op, ctx, dtype, shape, out, &t->made));
   t->dst = *out;
   int alias = 0;
-  for (size_t i = 0; i < ninputs; i++)
-    alias |= kiln__ops_alias(*out, inputs[i]);
+  for (size_t i = 0; i < ninputs && !t->made; i++) {
+    kiln__overlap o = kiln__ops_overlap(*out, inputs[i]);
+    alias |= o == KILN__OVERLAP_PARTIAL || (o == KILN__OVERLAP_SAME && !inplace);
+  }
   if (alias) {
     pthread_mutex_lock(&ctx->lock);
     kiln_status s = kiln__tensor_new_locked(op, ctx, dtype, shape, &t->scratch);
@@ -97,14 +153,29 @@ kiln__ops_out_begin(const char *op, kiln_context *ctx, kiln_dtype dtype, const k
   return KILN_OK;
 }
 
+static kiln_status
+copy_bytes(const char *op, kiln_context *ctx, cl_mem src, uint64_t src_off, cl_mem dst,
+           uint64_t dst_off, uint64_t bytes)
+{
+  cl_int err = clEnqueueCopyBuffer(ctx->queue, src, dst, src_off, dst_off, bytes, 0, NULL, NULL);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueCopyBuffer");
+}
+
 kiln_status
 kiln__ops_copy(const char *op, kiln_context *ctx, const kiln_tensor *src, kiln_tensor *dst)
 {
-  if (!src->nbytes || (src->mem == dst->mem && src->offset == dst->offset))
+  kiln__overlap o = kiln__ops_overlap(src, dst);
+  if (!src->nbytes || o == KILN__OVERLAP_SAME)
     return KILN_OK;
-  cl_int err = clEnqueueCopyBuffer(ctx->queue, src->mem, dst->mem, src->offset, dst->offset,
-                                   src->nbytes, 0, NULL, NULL);
-  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueCopyBuffer");
+  if (o == KILN__OVERLAP_NONE)
+    return copy_bytes(op, ctx, src->mem, src->offset, dst->mem, dst->offset, src->nbytes);
+  kiln__ops_tmp tmp = {NULL, 0};
+  KILN_TRY(kiln__ops_tmp_alloc(ctx, src->nbytes, &tmp));
+  kiln_status s = copy_bytes(op, ctx, src->mem, src->offset, tmp.mem, 0, src->nbytes);
+  if (s == KILN_OK)
+    s = copy_bytes(op, ctx, tmp.mem, 0, dst->mem, dst->offset, src->nbytes);
+  kiln__ops_tmp_free(ctx, &tmp);
+  return s;
 }
 
 kiln_status

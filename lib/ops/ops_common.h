@@ -1,8 +1,10 @@
 /*
- * Helpers shared by the layout, index, create and random families: kernel
- * lookup with dtype options, argument lists, 1-D launches, axis and stride
- * arithmetic, the device error flag, and the device pair sort. None of them
- * is an op family of its own; each family still owns its kernels.
+ * Helpers shared by the op families: kernel lookup with dtype options,
+ * argument lists, 1-D launches, axis and stride arithmetic, the device error
+ * flag, the device pair sort, and the one place that decides how an output
+ * overlapping an input is handled (kiln__ops_overlap, kiln__ops_out_begin;
+ * docs/ops.md "Aliasing"). None of them is an op family of its own; each
+ * family still owns its kernels.
  */
 #ifndef KILN_OPS_COMMON_H
 #define KILN_OPS_COMMON_H
@@ -70,13 +72,39 @@ typedef struct kiln__ops_tmp {
 kiln_status kiln__ops_tmp_alloc(kiln_context *ctx, uint64_t bytes, kiln__ops_tmp *t);
 void kiln__ops_tmp_free(kiln_context *ctx, kiln__ops_tmp *t);
 
-/* Nonzero when two non-empty tensors share a buffer (in-place aliasing). */
+/*
+ * How the bytes of two tensors relate (docs/ops.md, "Aliasing"). Tensors
+ * are compared as byte ranges of one underlying buffer: a wrapped
+ * sub-buffer (clCreateSubBuffer) counts as its parent at the sub-buffer's
+ * origin, so wraps of one cl_mem, of its sub-buffers and kiln's own views
+ * all compare. Empty tensors overlap nothing.
+ */
+typedef enum kiln__overlap {
+  KILN__OVERLAP_NONE,    /* no shared byte */
+  KILN__OVERLAP_SAME,    /* exactly the same bytes: same buffer, first byte and size */
+  KILN__OVERLAP_PARTIAL, /* some shared bytes, not the same range */
+} kiln__overlap;
+
+kiln__overlap kiln__ops_overlap(const kiln_tensor *a, const kiln_tensor *b);
+
+/* Nonzero when two tensors share any byte. */
 int kiln__ops_alias(const kiln_tensor *a, const kiln_tensor *b);
 
 /*
+ * INVALID_ARGUMENT when two of the n outputs of one op (NULL entries
+ * skipped; checked handles) share a byte: which result would land there
+ * is undefined. names (NULL: the messages give positions) name them.
+ */
+kiln_status kiln__ops_outputs_disjoint(const char *op, kiln_tensor *const *outs,
+                                       const char *const *names, size_t n);
+
+/*
  * The destination of an op: *out resolved by the output convention, or a
- * scratch tensor when *out shares a buffer with one of the inputs, copied
- * over by kiln__ops_out_finish. Kernels write to dst.
+ * scratch tensor when *out shares bytes with one of the inputs, copied
+ * over by kiln__ops_out_finish. With inplace, an output over exactly an
+ * input's bytes (KILN__OVERLAP_SAME) is written directly: for kernels that
+ * read each element before writing it and nothing else (elementwise maps).
+ * Kernels write to dst.
  */
 typedef struct kiln__out_target {
   kiln_tensor **out;
@@ -88,7 +116,7 @@ typedef struct kiln__out_target {
 /* Takes ctx->lock itself (call without it). NULL entries of inputs are skipped. */
 kiln_status kiln__ops_out_begin(const char *op, kiln_context *ctx, kiln_dtype dtype,
                                 const kiln__shape *shape, kiln_tensor **out,
-                                const kiln_tensor *const *inputs, size_t ninputs,
+                                const kiln_tensor *const *inputs, size_t ninputs, int inplace,
                                 kiln__out_target *t);
 
 /*
@@ -98,7 +126,11 @@ kiln_status kiln__ops_out_begin(const char *op, kiln_context *ctx, kiln_dtype dt
 kiln_status kiln__ops_out_finish(const char *op, kiln_context *ctx, kiln__out_target *t,
                                  kiln_status s);
 
-/* Enqueues a copy of src's bytes over dst's (same size; ctx->lock held). */
+/*
+ * Enqueues a copy of src's bytes over dst's (same size; ctx->lock held). The
+ * same bytes on both sides copy nothing; partly overlapping ones go through
+ * a pooled temporary (clEnqueueCopyBuffer refuses overlapping ranges).
+ */
 kiln_status kiln__ops_copy(const char *op, kiln_context *ctx, const kiln_tensor *src,
                            kiln_tensor *dst);
 

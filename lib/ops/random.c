@@ -349,7 +349,7 @@ kiln_random_shuffle(kiln_context *ctx, const kiln_tensor *x, kiln_tensor **out)
                  "x must have at least one dimension to shuffle along");
   const kiln_tensor *ins[1] = {x};
   kiln__out_target t;
-  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &x->shape, out, ins, 1, &t));
+  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &x->shape, out, ins, 1, 0, &t));
   uint64_t rows = (uint64_t)x->shape.dims[0];
   uint64_t inner = rows ? x->numel / rows : 0;
   pthread_mutex_lock(&ctx->lock);

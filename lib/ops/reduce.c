@@ -728,24 +728,26 @@ reduce_impl(kiln_context *ctx, kiln_reduce_op rop, const kiln_tensor *x, const i
     strncat(options, " -DKILN_REDUCE_WIDE=1", sizeof options - strlen(options) - 1);
   rc.options = options;
 
-  int made_v = 0, made = 0;
-  KILN_TRY(kiln__output_prepare(op, ctx, result_dtype(ctx, red_rows[rop].res, x->dtype), &l.out,
-                                out, &made));
+  /* Multi-pass strategies read x after writing partial results: any overlap goes through a
+   * temporary. */
+  kiln__out_target to, tv = {0};
+  KILN_TRY(kiln__ops_out_begin(op, ctx, result_dtype(ctx, red_rows[rop].res, x->dtype), &l.out, out,
+                               &x, 1, 0, &to));
   kiln_status s = KILN_OK;
   if (values)
-    s = kiln__output_prepare(op, ctx, x->dtype, &l.out, values, &made_v);
-  if (s != KILN_OK) {
-    kiln__output_discard(out, made);
-    return s;
+    s = kiln__ops_out_begin(op, ctx, x->dtype, &l.out, values, &x, 1, 0, &tv);
+  if (s == KILN_OK && values) {
+    kiln_tensor *outs[2] = {*values, *out};
+    static const char *const names[2] = {"values", "indices"};
+    s = kiln__ops_outputs_disjoint(op, outs, names, 2);
   }
   pthread_mutex_lock(&ctx->lock);
-  s = reduce_locked(&rc, rop, x, &l, &o, values ? *values : NULL, *out);
+  if (s == KILN_OK)
+    s = reduce_locked(&rc, rop, x, &l, &o, values ? tv.dst : NULL, to.dst);
+  s = kiln__ops_out_finish(op, ctx, &to, s);
+  if (tv.out)
+    s = kiln__ops_out_finish(op, ctx, &tv, s);
   pthread_mutex_unlock(&ctx->lock);
-  if (s != KILN_OK) {
-    kiln__output_discard(out, made);
-    if (values)
-      kiln__output_discard(values, made_v);
-  }
   return s;
 }
 

@@ -259,28 +259,32 @@ scan_impl(kiln_context *ctx, kiln_scan_op sop, const kiln_tensor *x, int64_t axi
                          (o.nan_policy == KILN_NAN_OMIT ? F_OMIT : 0u) |
                              (o.exclusive ? F_EXCL : 0u)};
 
-  int made_v = 0, made_i = 0;
+  /* Tiled passes read x after writing partial results: any overlap goes through a temporary. */
+  kiln__out_target tv = {0}, ti = {0};
   kiln_status s = KILN_OK;
   if (values)
-    s = kiln__output_prepare(op, ctx, result_dtype(scan_rows[sop].res, x->dtype), &x->shape,
-                             values, &made_v);
+    s = kiln__ops_out_begin(op, ctx, result_dtype(scan_rows[sop].res, x->dtype), &x->shape, values,
+                            &x, 1, 0, &tv);
   if (s == KILN_OK && indexed)
-    s = kiln__output_prepare(op, ctx, KILN_I64, &x->shape, indices, &made_i);
+    s = kiln__ops_out_begin(op, ctx, KILN_I64, &x->shape, indices, &x, 1, 0, &ti);
+  if (s == KILN_OK && values && indexed) {
+    kiln_tensor *outs[2] = {*values, *indices};
+    static const char *const names[2] = {"values", "indices"};
+    s = kiln__ops_outputs_disjoint(op, outs, names, 2);
+  }
+  pthread_mutex_lock(&ctx->lock);
   if (s == KILN_OK && x->numel) {
     uint64_t outer, len, inner;
     kiln__axis_split(&x->shape, ax, &outer, &len, &inner);
     int need_idx = sop == KILN_SCAN_CUMMIN || sop == KILN_SCAN_CUMMAX;
-    pthread_mutex_lock(&ctx->lock);
-    s = run_scan(&sc, x, outer, len, inner, values ? *values : NULL, indexed ? *indices : NULL,
+    s = run_scan(&sc, x, outer, len, inner, values ? tv.dst : NULL, indexed ? ti.dst : NULL,
                  need_idx);
-    pthread_mutex_unlock(&ctx->lock);
   }
-  if (s != KILN_OK) {
-    if (values)
-      kiln__output_discard(values, made_v);
-    if (indexed)
-      kiln__output_discard(indices, made_i);
-  }
+  if (tv.out)
+    s = kiln__ops_out_finish(op, ctx, &tv, s);
+  if (ti.out)
+    s = kiln__ops_out_finish(op, ctx, &ti, s);
+  pthread_mutex_unlock(&ctx->lock);
   return s;
 }
 
@@ -351,9 +355,10 @@ kiln_diff(kiln_context *ctx, const kiln_tensor *x, int64_t axis, int64_t n, kiln
   kiln__shape shape = x->shape;
   uint64_t steps = (uint64_t)n < len ? (uint64_t)n : len;
   shape.dims[ax] = (int64_t)(len - steps);
-  int made;
-  KILN_TRY(kiln__output_prepare(op, ctx, x->dtype, &shape, out, &made));
-  kiln_tensor *y = *out;
+  /* Order 0 is a copy, which handles overlap itself; the kernels read x while writing y. */
+  kiln__out_target t;
+  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &shape, out, &x, 1, steps == 0, &t));
+  kiln_tensor *y = t.dst;
   kiln_status s = KILN_OK;
   /* The scans' program (same options), so diff costs no build of its own. */
   kiln__launch_params lp;
@@ -368,15 +373,10 @@ kiln_diff(kiln_context *ctx, const kiln_tensor *x, int64_t axis, int64_t n, kiln
   if (y->numel == 0) {
     /* nothing to write */
   } else if (steps == 0) {
-    if (y != x) {
-      cl_int err = clEnqueueCopyBuffer(ctx->queue, x->mem, y->mem, x->offset, y->offset,
-                                       x->nbytes, 0, NULL, NULL);
-      if (err != CL_SUCCESS)
-        s = kiln__fail_cl(op, err, "clEnqueueCopyBuffer");
-    }
+    s = kiln__ops_copy(op, ctx, x, y);
   } else {
     /* Orders above 1 ping-pong between two temporaries; the last pass writes y. */
-    kiln__ops_tmp t[2] = {{0}, {0}};
+    kiln__ops_tmp tmp[2] = {{0}, {0}};
     cl_mem src = x->mem;
     uint64_t srcoff = kiln__ops_elem_offset(x), cur = len;
     for (uint64_t p = 0; s == KILN_OK && p < steps; p++) {
@@ -384,7 +384,7 @@ kiln_diff(kiln_context *ctx, const kiln_tensor *x, int64_t axis, int64_t n, kiln
       cl_mem dst = y->mem;
       uint64_t dstoff = kiln__ops_elem_offset(y);
       if (!last) {
-        kiln__ops_tmp *tp = &t[p & 1];
+        kiln__ops_tmp *tp = &tmp[p & 1];
         if (!tp->mem)
           s = kiln__ops_tmp_alloc(ctx, outer * (cur - 1) * inner * esz, tp);
         dst = tp->mem;
@@ -396,12 +396,11 @@ kiln_diff(kiln_context *ctx, const kiln_tensor *x, int64_t axis, int64_t n, kiln
       srcoff = dstoff;
       cur--;
     }
-    kiln__ops_tmp_free(ctx, &t[0]);
-    kiln__ops_tmp_free(ctx, &t[1]);
+    kiln__ops_tmp_free(ctx, &tmp[0]);
+    kiln__ops_tmp_free(ctx, &tmp[1]);
   }
+  s = kiln__ops_out_finish(op, ctx, &t, s);
   pthread_mutex_unlock(&ctx->lock);
-  if (s != KILN_OK)
-    kiln__output_discard(out, made);
   return s;
 }
 

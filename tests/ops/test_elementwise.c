@@ -957,11 +957,19 @@ binary_tol(kiln_binary_op op, kiln_dtype dt)
 /* Inputs                                                              */
 /* ------------------------------------------------------------------ */
 
-static const shape_t sizes[] = {
+/*
+ * Sizes of the generated cases. The small mode (harness_small) runs the first
+ * n_sizes - 1 and 257 in place of 1023: a tail of every vector width, short
+ * enough for a simulator.
+ */
+static shape_t sizes[] = {
     {1, {0}}, {1, {1}}, {1, {7}}, {1, {1023}}, {1, {1 << 20}},
 };
 #define NSIZES (sizeof sizes / sizeof sizes[0])
-#define SPECIALS_MIN 1023 /* arrays at least this long start with the special values */
+#define MID_SIZE 3 /* the size of the scalar and in-place cases */
+static size_t n_sizes = NSIZES;
+/* Arrays at least this long (sizes[MID_SIZE]) start with the special values. */
+#define SPECIALS_MIN shape_numel(&sizes[MID_SIZE])
 
 static const double float_specials[] = {
     NAN, INFINITY, -INFINITY, 0.0, -0.0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 3.5, -3.5, 1.0,
@@ -1245,6 +1253,23 @@ static const struct {
 };
 #define NBPAIRS (sizeof bpairs / sizeof bpairs[0])
 
+/*
+ * Whether case k of n variants of one (op, dtype) is generated: always, and in the small mode
+ * only the variant rot % n, so that the variants rotate over the ops and dtypes.
+ */
+static int
+variant_runs(size_t k, size_t n, size_t rot)
+{
+  return !harness_small() || k == rot % n;
+}
+
+/* Binary cases of one (op, dtype) at least: sizes, broadcast pairs, scalar sides (build_cases). */
+static size_t
+binary_variants(void)
+{
+  return harness_small() ? 4 : n_sizes + NBPAIRS + 2;
+}
+
 struct bcase {
   kiln_binary_op op;
   kiln_dtype dt;
@@ -1325,7 +1350,7 @@ START_TEST(binary_case)
   if (c->kind == B_SCALAR) {
     /* op(x, s) or op(s, x) with s converted to x's dtype. */
     const int sf = (int)c->p;
-    const shape_t *s = &sizes[3];
+    const shape_t *s = &sizes[MID_SIZE];
     size_t n = shape_numel(s);
     void *xa = xmalloc(n * esz), *xb = xmalloc(n * esz);
     binary_inputs(c->op, dt, xa, n, xb, n, 1, &r);
@@ -1359,7 +1384,7 @@ START_TEST(binary_case)
     shp_a = bpairs[c->p].a;
     shp_b = bpairs[c->p].b;
   } else {
-    shp_a = shp_b = sizes[c->kind == B_INPLACE ? 3 : c->p];
+    shp_a = shp_b = sizes[c->kind == B_INPLACE ? MID_SIZE : c->p];
   }
   ck_assert(host_broadcast(&shp_a, &shp_b, &so));
   size_t na = shape_numel(&shp_a), nb = shape_numel(&shp_b), n = shape_numel(&so);
@@ -1464,7 +1489,7 @@ START_TEST(op_table_matches_library)
       size_t found = 0;
       for (size_t i = 0; i < n_ucases; i++)
         found += ucases[i].op == (kiln_unary_op)op && ucases[i].dt == all_dtypes[d];
-      ck_assert_uint_eq(found, NSIZES);
+      ck_assert_uint_eq(found, harness_small() ? 2 : n_sizes);
     }
   for (int op = 0; op < KILN_BINARY_OP_COUNT; op++)
     for (size_t d = 0; d < NDTYPES; d++) {
@@ -1473,7 +1498,7 @@ START_TEST(op_table_matches_library)
       size_t found = 0;
       for (size_t i = 0; i < n_bcases; i++)
         found += bcases[i].op == (kiln_binary_op)op && bcases[i].dt == all_dtypes[d];
-      ck_assert_uint_ge(found, NSIZES + NBPAIRS + 2);
+      ck_assert_uint_ge(found, binary_variants());
     }
 }
 END_TEST
@@ -1538,6 +1563,8 @@ START_TEST(where_case)
     shape_t ab, so;
     ck_assert(host_broadcast(sa, sb, &ab) && host_broadcast(sc, &ab, &so));
     size_t nc = shape_numel(sc), na = shape_numel(sa), nb = shape_numel(sb), n = shape_numel(&so);
+    if (!harness_fits(n))
+      continue;
     void *hc = xmalloc(nc * cs), *ha = xmalloc(na * vs), *hb = xmalloc(nb * vs);
     for (size_t k = 0; k < nc; k++)
       cond_value(c->cdt, &r, hc, k);
@@ -1766,7 +1793,7 @@ START_TEST(copy_all_dtypes)
     kiln_dtype dt = all_dtypes[d];
     if (dt == KILN_F64 && !harness_has_fp64())
       continue;
-    for (size_t si = 0; si < NSIZES; si++) {
+    for (size_t si = 0; si < n_sizes; si++) {
       const shape_t *s = &sizes[si];
       size_t bytes = shape_numel(s) * kiln_dtype_size(dt);
       rng_t r = rseed(6, (uint64_t)dt, si, 0);
@@ -2369,6 +2396,9 @@ START_TEST(flat_shape_case)
 {
   const uint32_t items = flat_shapes[_i / NFLAT_DTYPES][0], vec = flat_shapes[_i / NFLAT_DTYPES][1];
   const kiln_dtype dt = flat_dtypes[_i % NFLAT_DTYPES];
+  /* The small mode: each shape (a program build of its own) with one dtype, rotating. */
+  if (!variant_runs(_i % NFLAT_DTYPES, NFLAT_DTYPES, _i / NFLAT_DTYPES))
+    return;
   kiln_context *ctx = harness_ctx();
   char params[64];
   snprintf(params, sizeof params, "items_per_thread=%u vec_width=%u", items, vec);
@@ -2397,7 +2427,7 @@ START_TEST(flat_shape_case)
   for (size_t si = 0; si < sizeof flat_sizes / sizeof flat_sizes[0]; si++) {
     for (size_t oi = 0; oi < 3; oi++) {
       uint64_t n = flat_sizes[si], off = offsets[oi];
-      if (si >= 6 && oi == 1) /* large sizes: aligned and misaligned only */
+      if ((si >= 6 && oi == 1) /* large sizes: aligned and misaligned only */ || !harness_fits(n))
         continue;
       int64_t shape[1] = {(int64_t)n};
       size_t stride = (nmax + 16) * esz; /* regions of the buffer for a, b, cond, y */
@@ -2481,6 +2511,8 @@ START_TEST(bcast_beyond_grid)
   kiln_context *ctx = harness_ctx();
   const int64_t inner = ((int64_t)1 << 24) + 3, sa[2] = {2, inner}, sb[1] = {inner};
   size_t n = (size_t)(2 * inner);
+  if (!harness_fits(n))
+    return;
   float *ha = malloc(n * sizeof *ha), *hb = malloc((size_t)inner * sizeof *hb);
   float *got = malloc(n * sizeof *got);
   uint8_t *hc = malloc((size_t)inner);
@@ -2540,6 +2572,10 @@ END_TEST
 static void
 build_cases(void)
 {
+  if (harness_small()) {
+    sizes[MID_SIZE] = (shape_t){1, {257}};
+    n_sizes = MID_SIZE + 1;
+  }
   ucases = malloc(KILN_UNARY_OP_COUNT * NDTYPES * NSIZES * sizeof *ucases);
   bcases = malloc(KILN_BINARY_OP_COUNT * NDTYPES * (NSIZES + NBPAIRS + 3) * sizeof *bcases);
   if (!ucases || !bcases)
@@ -2547,34 +2583,233 @@ build_cases(void)
   for (int op = 0; op < KILN_UNARY_OP_COUNT; op++)
     for (size_t d = 0; d < NDTYPES; d++)
       if (kiln_unary_op_supports((kiln_unary_op)op, all_dtypes[d]))
-        for (size_t s = 0; s < NSIZES; s++)
-          ucases[n_ucases++] = (struct ucase){(kiln_unary_op)op, all_dtypes[d], s};
+        for (size_t s = 0; s < n_sizes; s++)
+          if (s == n_sizes - 1 || variant_runs(s, n_sizes - 1, (size_t)op + d))
+            ucases[n_ucases++] = (struct ucase){(kiln_unary_op)op, all_dtypes[d], s};
   for (int op = 0; op < KILN_BINARY_OP_COUNT; op++)
     for (size_t d = 0; d < NDTYPES; d++) {
       kiln_dtype dt = all_dtypes[d];
       if (!kiln_binary_op_supports((kiln_binary_op)op, dt))
         continue;
-      for (size_t s = 0; s < NSIZES; s++)
-        bcases[n_bcases++] = (struct bcase){(kiln_binary_op)op, dt, B_SAME, s};
+      /* The small mode: the largest size, one smaller size, one broadcast pair, one side. */
+      const size_t rot = (size_t)op + d;
+      for (size_t s = 0; s < n_sizes; s++)
+        if (s == n_sizes - 1 || variant_runs(s, n_sizes - 1, rot))
+          bcases[n_bcases++] = (struct bcase){(kiln_binary_op)op, dt, B_SAME, s};
       for (size_t p = 0; p < NBPAIRS; p++)
-        bcases[n_bcases++] = (struct bcase){(kiln_binary_op)op, dt, B_BCAST, p};
+        if (variant_runs(p, NBPAIRS, rot))
+          bcases[n_bcases++] = (struct bcase){(kiln_binary_op)op, dt, B_BCAST, p};
       for (size_t sf = 0; sf < 2; sf++)
-        bcases[n_bcases++] = (struct bcase){(kiln_binary_op)op, dt, B_SCALAR, sf};
+        if (variant_runs(sf, 2, rot))
+          bcases[n_bcases++] = (struct bcase){(kiln_binary_op)op, dt, B_SCALAR, sf};
       if (!binary_info[op].res_bool || dt == KILN_BOOL)
         bcases[n_bcases++] = (struct bcase){(kiln_binary_op)op, dt, B_INPLACE, 0};
     }
+  /* The small mode: bool conditions and one other condition dtype per value dtype. */
   for (size_t v = 0; v < NDTYPES; v++)
     for (size_t c = 0; c < NDTYPES; c++)
-      wcases[n_wcases++] = (struct wcase){all_dtypes[v], all_dtypes[c]};
+      if (all_dtypes[c] == KILN_BOOL || variant_runs(c, NDTYPES, v))
+        wcases[n_wcases++] = (struct wcase){all_dtypes[v], all_dtypes[c]};
   for (size_t d = 0; d < NDTYPES; d++)
     if (all_dtypes[d] != KILN_BOOL)
-      for (size_t s = 0; s < NSIZES; s++)
+      for (size_t s = 0; s < n_sizes; s++)
         ccases[n_ccases++] = (struct ccase){all_dtypes[d], s};
   for (size_t f = 0; f < NDTYPES; f++)
     for (size_t t = 0; t < NDTYPES; t++)
-      for (size_t s = 0; s < NSIZES; s++)
-        castcases[n_castcases++] = (struct castcase){all_dtypes[f], all_dtypes[t], s};
+      for (size_t s = 0; s < n_sizes; s++)
+        if (s == n_sizes - 1 || variant_runs(s, n_sizes - 1, f + t))
+          castcases[n_castcases++] = (struct castcase){all_dtypes[f], all_dtypes[t], s};
 }
+
+/* ------------------------------------------------------------------ */
+/* Aliasing: outputs one element before and after their input          */
+/* ------------------------------------------------------------------ */
+
+enum { OV_N = 1031 };
+
+/* Checks got[i] == want[i] for OV_N floats; what and out_first name the case. */
+static void
+ov_expect(const float *got, const float *want, const char *what, int out_first)
+{
+  for (int i = 0; i < OV_N; i++)
+    ck_assert_msg(got[i] == want[i], "%s, output %s the input: [%d] = %g, expected %g", what,
+                  out_first ? "before" : "after", i, (double)got[i], (double)want[i]);
+}
+
+START_TEST(overlap_outputs)
+{
+  kiln_context *ctx = harness_ctx();
+  const int64_t n = OV_N;
+  float *hx = malloc(OV_N * sizeof *hx), *hb = malloc(OV_N * sizeof *hb);
+  float *want = malloc(OV_N * sizeof *want), *got;
+  int32_t *hi = malloc(OV_N * sizeof *hi);
+  uint8_t *hc = malloc(OV_N);
+  for (int i = 0; i < OV_N; i++) {
+    hx[i] = (float)(i % 97) * 0.25f - 7.0f;
+    hb[i] = (float)(i % 13) - 6.0f;
+    hi[i] = i * 3 - 1500;
+    hc[i] = (uint8_t)(i % 3 == 0);
+  }
+  kiln_tensor *b = NULL, *c = NULL;
+  KOK(kiln_tensor_from_host(ctx, KILN_F32, 1, &n, hb, &b));
+  KOK(kiln_tensor_from_host(ctx, KILN_BOOL, 1, &n, hc, &c));
+  for (int out_first = 1; out_first >= 0; out_first--) {
+    kiln_tensor *x, *y;
+    /* unary */
+    harness_overlap_pair(KILN_F32, 1, &n, hx, KILN_F32, 1, &n, 4, out_first, &x, &y, NULL);
+    KOK(kiln_unary(ctx, KILN_OP_NEG, x, &y));
+    for (int i = 0; i < OV_N; i++)
+      want[i] = -hx[i];
+    got = harness_download(y);
+    ov_expect(got, want, "kiln_unary(neg)", out_first);
+    free(got);
+    kiln_tensor_release(x);
+    kiln_tensor_release(y);
+    /* binary, the overlapping operand on either side */
+    for (int side = 0; side < 2; side++) {
+      harness_overlap_pair(KILN_F32, 1, &n, hx, KILN_F32, 1, &n, 4, out_first, &x, &y, NULL);
+      KOK(kiln_binary(ctx, KILN_OP_SUB, side ? b : x, side ? x : b, &y));
+      for (int i = 0; i < OV_N; i++)
+        want[i] = side ? hb[i] - hx[i] : hx[i] - hb[i];
+      got = harness_download(y);
+      ov_expect(got, want, "kiln_binary(sub)", out_first);
+      free(got);
+      kiln_tensor_release(x);
+      kiln_tensor_release(y);
+    }
+    /* scalar form */
+    harness_overlap_pair(KILN_F32, 1, &n, hx, KILN_F32, 1, &n, 4, out_first, &x, &y, NULL);
+    KOK(kiln_binary_scalar(ctx, KILN_OP_MUL, x, kiln_scalar_f64(2.0), 0, &y));
+    for (int i = 0; i < OV_N; i++)
+      want[i] = hx[i] * 2.0f;
+    got = harness_download(y);
+    ov_expect(got, want, "kiln_binary_scalar(mul)", out_first);
+    free(got);
+    kiln_tensor_release(x);
+    kiln_tensor_release(y);
+    /* clamp */
+    harness_overlap_pair(KILN_F32, 1, &n, hx, KILN_F32, 1, &n, 4, out_first, &x, &y, NULL);
+    KOK(kiln_clamp(ctx, x, kiln_scalar_f64(-3.0), kiln_scalar_f64(5.0), &y));
+    for (int i = 0; i < OV_N; i++)
+      want[i] = hx[i] < -3.0f ? -3.0f : hx[i] > 5.0f ? 5.0f : hx[i];
+    got = harness_download(y);
+    ov_expect(got, want, "kiln_clamp", out_first);
+    free(got);
+    kiln_tensor_release(x);
+    kiln_tensor_release(y);
+    /* where, the overlapping operand as a value */
+    harness_overlap_pair(KILN_F32, 1, &n, hx, KILN_F32, 1, &n, 4, out_first, &x, &y, NULL);
+    KOK(kiln_where(ctx, c, x, b, &y));
+    for (int i = 0; i < OV_N; i++)
+      want[i] = hc[i] ? hx[i] : hb[i];
+    got = harness_download(y);
+    ov_expect(got, want, "kiln_where", out_first);
+    free(got);
+    kiln_tensor_release(x);
+    kiln_tensor_release(y);
+    /* cast i32 -> f32, one element (4 bytes) apart */
+    harness_overlap_pair(KILN_I32, 1, &n, hi, KILN_F32, 1, &n, 4, out_first, &x, &y, NULL);
+    KOK(kiln_cast(ctx, x, KILN_F32, &y));
+    for (int i = 0; i < OV_N; i++)
+      want[i] = (float)hi[i];
+    got = harness_download(y);
+    ov_expect(got, want, "kiln_cast(i32 -> f32)", out_first);
+    free(got);
+    kiln_tensor_release(x);
+    kiln_tensor_release(y);
+    /* kiln_copy between two wraps of overlapping bytes */
+    harness_overlap_pair(KILN_F32, 1, &n, hx, KILN_F32, 1, &n, 4, out_first, &x, &y, NULL);
+    KOK(kiln_copy(ctx, x, y));
+    got = harness_download(y);
+    ov_expect(got, hx, "kiln_copy", out_first);
+    free(got);
+    kiln_tensor_release(x);
+    kiln_tensor_release(y);
+  }
+  kiln_tensor_release(b);
+  kiln_tensor_release(c);
+  free(hx);
+  free(hb);
+  free(want);
+  free(hi);
+  free(hc);
+}
+END_TEST
+
+/* A sub-buffer and its parent are one set of bytes: overlap through them is seen too. */
+START_TEST(subbuffer_overlap)
+{
+  kiln_context *ctx = harness_ctx();
+  cl_context clc;
+  cl_device_id dev;
+  KOK(kiln_context_cl_objects(ctx, &clc, &dev, NULL));
+  cl_uint align_bits = 0;
+  ck_assert_int_eq(
+      clGetDeviceInfo(dev, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL),
+      CL_SUCCESS);
+  size_t origin = align_bits / 8 ? align_bits / 8 : 4;
+  const int64_t n = OV_N;
+  float hx[OV_N], want[OV_N];
+  for (int i = 0; i < OV_N; i++) {
+    hx[i] = (float)(i % 29) - 14.0f;
+    want[i] = -hx[i];
+  }
+  cl_int err;
+  cl_mem parent = clCreateBuffer(clc, CL_MEM_READ_WRITE, origin + (OV_N + 1) * 4, NULL, &err);
+  ck_assert_int_eq(err, CL_SUCCESS);
+  cl_buffer_region region = {origin, (OV_N + 1) * 4};
+  cl_mem sub =
+      clCreateSubBuffer(parent, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
+  ck_assert_int_eq(err, CL_SUCCESS);
+  for (int out_first = 1; out_first >= 0; out_first--) {
+    /* x in the sub-buffer, y in the parent one element before or after it */
+    kiln_tensor *x, *y;
+    KOK(kiln_tensor_wrap(ctx, sub, out_first ? 4 : 0, KILN_F32, 1, &n, &x));
+    KOK(kiln_tensor_wrap(ctx, parent, out_first ? origin : origin + 4, KILN_F32, 1, &n, &y));
+    KOK(kiln_tensor_upload(x, hx, sizeof hx));
+    KOK(kiln_unary(ctx, KILN_OP_NEG, x, &y));
+    float *got = harness_download(y);
+    ov_expect(got, want, "kiln_unary(neg) across a sub-buffer", out_first);
+    free(got);
+    kiln_tensor_release(x);
+    kiln_tensor_release(y);
+  }
+  clReleaseMemObject(sub);
+  clReleaseMemObject(parent);
+}
+END_TEST
+
+/* Exact aliasing (the same bytes through another handle) is written in place and copies nothing. */
+START_TEST(exact_alias)
+{
+  kiln_context *ctx = harness_ctx();
+  const int64_t n = OV_N;
+  float hx[OV_N], want[OV_N];
+  for (int i = 0; i < OV_N; i++)
+    hx[i] = (float)(i % 31) - 15.0f;
+  kiln_tensor *x, *y, *v = NULL;
+  harness_overlap_pair(KILN_F32, 1, &n, hx, KILN_F32, 1, &n, 0, 1, &x, &y, NULL);
+  KOK(kiln_unary(ctx, KILN_OP_ABS, x, &y));
+  KOK(kiln_binary(ctx, KILN_OP_ADD, x, y, &y));
+  KOK(kiln_binary(ctx, KILN_OP_ADD, x, x, &x));
+  for (int i = 0; i < OV_N; i++)
+    want[i] = fabsf(hx[i]) * 4.0f;
+  float *got = harness_download(y);
+  ov_expect(got, want, "abs then two doublings in place", 1);
+  free(got);
+  /* A copy into its own reshape view (same bytes, another handle) and into itself. */
+  KOK(kiln_reshape(ctx, x, 1, &n, &v));
+  KOK(kiln_copy(ctx, x, v));
+  KOK(kiln_copy(ctx, y, x));
+  KOK(kiln_copy(ctx, x, x));
+  got = harness_download(v);
+  ov_expect(got, want, "kiln_copy onto the same bytes", 1);
+  free(got);
+  kiln_tensor_release(v);
+  kiln_tensor_release(x);
+  kiln_tensor_release(y);
+}
+END_TEST
 
 static Suite *
 elementwise_suite(void)
@@ -2586,17 +2821,26 @@ elementwise_suite(void)
     const TTest *test;
     size_t n; /* 0: a plain test */
   } groups[] = {
-      {"table", op_table_matches_library, 0},  {"unary", unary_case, n_ucases},
-      {"binary", binary_case, n_bcases},       {"where", where_case, n_wcases},
-      {"clamp", clamp_case, n_ccases},         {"cast", cast_case, n_castcases},
-      {"copy", copy_all_dtypes, 0},            {"offsets", wrapped_offsets, 0},
-      {"empty", zero_size_tensors, 0},         {"zero_dim", zero_dim_tensors, 0},
-      {"bad_handles", bad_handles, 0},         {"bad_ops_dtypes", bad_ops_and_dtypes, 0},
+      {"table", op_table_matches_library, 0},
+      {"unary", unary_case, n_ucases},
+      {"binary", binary_case, n_bcases},
+      {"where", where_case, n_wcases},
+      {"clamp", clamp_case, n_ccases},
+      {"cast", cast_case, n_castcases},
+      {"copy", copy_all_dtypes, 0},
+      {"offsets", wrapped_offsets, 0},
+      {"empty", zero_size_tensors, 0},
+      {"zero_dim", zero_dim_tensors, 0},
+      {"bad_handles", bad_handles, 0},
+      {"bad_ops_dtypes", bad_ops_and_dtypes, 0},
       {"bad_shapes_outputs", bad_shapes_and_outputs, 0},
       {"flat_shapes", flat_shape_case, NFLAT_SHAPES * NFLAT_DTYPES},
       {"flat_shape_bad_overrides", flat_shape_bad_overrides, 0},
       {"bcast_beyond_grid", bcast_beyond_grid, 0},
       {"bool_from_bytes", bool_from_bytes, 0},
+      {"overlap_outputs", overlap_outputs, 0},
+      {"exact_alias", exact_alias, 0},
+      {"subbuffer_overlap", subbuffer_overlap, 0},
   };
   for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
     TCase *tc = tcase_create(groups[g].name);

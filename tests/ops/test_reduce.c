@@ -488,6 +488,8 @@ run_case(const struct rcase *c, const kiln__launch_params *lp, uint64_t seed)
   uint64_t n = 1;
   for (size_t d = 0; d < c->ndim; d++)
     n *= (uint64_t)c->shape[d];
+  if (!harness_fits(n))
+    return;
   struct host h;
   host_make(&h, c->dt, n, c->gen, seed);
   for (uint64_t i = 0; c->nan_planes && i < n; i++) {
@@ -690,6 +692,8 @@ START_TEST(test_axes_4d)
   for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++) {
     for (unsigned m = 0; m < 16; m++) {
       for (int keep = 0; keep < 2; keep++) {
+        if (harness_small() && keep != (int)(m & 1)) /* the small mode: one form per subset */
+          continue;
         int64_t axes[4];
         size_t na = 0;
         for (int d = 0; d < 4; d++)
@@ -736,6 +740,8 @@ START_TEST(test_nan_policies)
             c.opts.norm_p = 3;
             c.opts.ddof = 1;
             run_case(&c, NULL, (uint64_t)(op * 100 + ax * 10 + g));
+            if (harness_small()) /* GEN_NAN and GEN_NANROW, which holds +-inf as well */
+              continue;
             /* With infinities as well (GEN_NANROW also holds +-inf). */
             c.gen = g ? GEN_NANROW : GEN_SPECIAL;
             run_case(&c, NULL, (uint64_t)(op * 100 + ax * 10 + g + 5));
@@ -757,7 +763,7 @@ START_TEST(test_argmax_ties)
   kiln__launch_params_default(harness_ctx(), KILN__LAUNCH_REDUCE, &split);
   split.two_pass_min = 1;
   split.items_per_thread = 3;
-  const int64_t len[1] = {1000}, mat[2] = {37, 129};
+  const int64_t len[1] = {1000}, mat[2] = {harness_size(37, 7), 129};
   for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
     for (int op = KILN_REDUCE_ARGMIN; op <= KILN_REDUCE_ARGMAX; op++) {
       for (int forced = 0; forced < 2; forced++) {
@@ -780,7 +786,7 @@ START_TEST(test_argmax_ties)
   float ones[4099];
   for (int i = 0; i < 4099; i++)
     ones[i] = 1.0f;
-  int64_t n = 4099;
+  int64_t n = harness_size(4099, 1027);
   kiln_tensor *x = NULL, *idx = NULL;
   KOK(kiln_tensor_from_host(harness_ctx(), KILN_F32, 1, &n, ones, &x));
   KOK(kiln__argreduce_tuned(harness_ctx(), KILN_REDUCE_ARGMAX, x, NULL, 0, 0, NULL, &split, NULL,
@@ -1211,9 +1217,11 @@ START_TEST(test_tunables)
   uint32_t wgs[4] = {64, 128, 256, (uint32_t)info.max_work_group_size};
   /* Compensated sums, first-occurrence indices, Welford merges: the three kinds of state. */
   static const kiln_reduce_op ops[] = {KILN_REDUCE_SUM, KILN_REDUCE_ARGMAX, KILN_REDUCE_VAR};
-  const int64_t v1[1] = {1000}, m1[2] = {37, 129}, m2[2] = {5, 3001};
+  const int64_t v1[1] = {1000}, m1[2] = {harness_size(37, 7), 129};
+  const int64_t m2[2] = {harness_size(5, 2), harness_size(3001, 701)};
   for (size_t w = 0; w < 4; w++) {
-    if (wgs[w] > info.max_work_group_size)
+    /* The small mode: work-groups of 64, the most groups for its small inputs. */
+    if (wgs[w] > info.max_work_group_size || (harness_small() && w != 0))
       continue;
     for (size_t mode = 0; mode < 3; mode++) {
       kiln__launch_params lp = lp_for_mode(ctx, mode, wgs[w]);
@@ -1323,7 +1331,8 @@ static void
 vector_cols(kiln_reduce_op op, kiln_dtype dt, const kiln__launch_params *lp, uint64_t lead,
             int is_gpu, uint64_t seed)
 {
-  const int64_t mc[2] = {67, 72}, mc70[2] = {67, 70};
+  /* The small mode's 19 rows still hold a block of 16 and a 3-row tail. */
+  const int64_t rows = harness_size(67, 19), mc[2] = {rows, 72}, mc70[2] = {rows, 70};
   int is_float = dt == KILN_F32 || dt == KILN_F64;
   int vec_state = op == KILN_REDUCE_SUM || op == KILN_REDUCE_MEAN || op == KILN_REDUCE_MAX ||
                   op == KILN_REDUCE_MIN;
@@ -1366,8 +1375,11 @@ START_TEST(test_vector_lanes)
       KILN_REDUCE_SUM,    KILN_REDUCE_MEAN,          KILN_REDUCE_MAX, KILN_REDUCE_MIN,
       KILN_REDUCE_ARGMIN, KILN_REDUCE_ARGMAX,        KILN_REDUCE_COUNT_NONZERO,
       KILN_REDUCE_ALL,    KILN_REDUCE_VAR,           KILN_REDUCE_LOGSUMEXP};
-  const int64_t v1[1] = {4099}, m1[2] = {7, 517}, m2[2] = {3, 2053};
-  for (int split = 0; split < 2; split++) {
+  const int64_t v1[1] = {harness_size(4099, 1027)}, m1[2] = {harness_size(7, 2), 517};
+  const int64_t m2[2] = {3, harness_size(2053, 261)};
+  /* The small mode: one of the two per dtype, alternating. */
+  for (int split = harness_small() ? _i % 2 : 0; split < (harness_small() ? _i % 2 + 1 : 2);
+       split++) {
     kiln__launch_params lp;
     kiln__launch_params_default(ctx, KILN__LAUNCH_REDUCE, &lp);
     lp.blocked = 2;
@@ -1377,7 +1389,8 @@ START_TEST(test_vector_lanes)
     for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++) {
       if (!kiln_reduce_op_supports(ops[oi], dt))
         continue;
-      for (uint64_t lead = 0; lead < 4; lead++) {
+      /* The small mode: an aligned view and one 3 elements in. */
+      for (uint64_t lead = 0; lead < 4; lead += harness_small() ? 3 : 1) {
         uint64_t seed = (uint64_t)split * 1000 + oi * 10 + lead;
         struct rcase c = lead_case(ops[oi], dt, 1, v1, -1, lead);
         run_case(&c, &lp, seed);
@@ -1396,6 +1409,8 @@ START_TEST(test_large)
 {
   kiln_context *ctx = harness_ctx();
   int64_t n = (1 << 24) + 3;
+  if (!harness_fits((uint64_t)n))
+    return;
   float *h = malloc((size_t)n * sizeof *h);
   ck_assert_ptr_nonnull(h);
   rng_state = 12345;
@@ -1503,6 +1518,73 @@ START_TEST(test_provider_slots)
 }
 END_TEST
 
+/*
+ * Aliasing: an output one element before or after its input is computed
+ * through a temporary (correct values); outputs overlapping each other are
+ * refused with every byte left alone.
+ */
+START_TEST(test_overlap)
+{
+  kiln_context *ctx = harness_ctx();
+  enum { R = 67, C = 45 };
+  const int64_t xs[2] = {R, C};
+  float *hx = malloc(R * C * sizeof *hx);
+  for (int i = 0; i < R * C; i++)
+    hx[i] = (float)((i * 7) % 23) - 11.0f; /* small integers: every order sums exactly */
+  for (int out_first = 1; out_first >= 0; out_first--) {
+    for (int ax = 0; ax < 2; ax++) {
+      const int64_t axis = ax, on = xs[1 - ax];
+      kiln_tensor *x, *y;
+      harness_overlap_pair(KILN_F32, 2, xs, hx, KILN_F32, 1, &on, 4, out_first, &x, &y, NULL);
+      KOK(kiln_reduce(ctx, KILN_REDUCE_SUM, x, &axis, 1, 0, NULL, &y));
+      float *got = harness_download(y);
+      for (int64_t o = 0; o < on; o++) {
+        float want = 0;
+        for (int64_t k = 0; k < xs[ax]; k++)
+          want += ax ? hx[o * C + k] : hx[k * C + o];
+        ck_assert_msg(got[o] == want, "sum over axis %d, output %s x: [%lld] = %g, expected %g", ax,
+                      out_first ? "before" : "after", (long long)o, (double)got[o], (double)want);
+      }
+      free(got);
+      kiln_tensor_release(x);
+      kiln_tensor_release(y);
+    }
+    /* argmax indices over x's bytes (8-byte elements one f32 apart is still an overlap). */
+    kiln_tensor *x, *idx;
+    const int64_t rn = R;
+    const int64_t axis = 1;
+    harness_overlap_pair(KILN_F32, 2, xs, hx, KILN_I64, 1, &rn, 8, out_first, &x, &idx, NULL);
+    KOK(kiln_argreduce(ctx, KILN_REDUCE_ARGMAX, x, &axis, 1, 0, NULL, NULL, &idx));
+    int64_t *gi = harness_download(idx);
+    for (int r = 0; r < R; r++) {
+      int64_t best = 0;
+      for (int k = 1; k < C; k++)
+        if (hx[r * C + k] > hx[r * C + best])
+          best = k;
+      ck_assert_msg(gi[r] == best, "argmax row %d: %lld, expected %lld", r, (long long)gi[r],
+                    (long long)best);
+    }
+    free(gi);
+    kiln_tensor_release(x);
+    kiln_tensor_release(idx);
+  }
+  /* values and indices over shared bytes: refused, nothing written. */
+  kiln_tensor *x = NULL, *vals, *idx, *all;
+  KOK(kiln_tensor_from_host(ctx, KILN_F32, 2, xs, hx, &x));
+  const int64_t rn = R, axis = 1;
+  for (int out_first = 1; out_first >= 0; out_first--) {
+    harness_overlap_pair(KILN_F32, 1, &rn, hx, KILN_I64, 1, &rn, 8, out_first, &vals, &idx, &all);
+    KEXPECT_REFUSED_UNTOUCHED(
+        all, kiln_argreduce(ctx, KILN_REDUCE_ARGMAX, x, &axis, 1, 0, NULL, &vals, &idx));
+    kiln_tensor_release(vals);
+    kiln_tensor_release(idx);
+    kiln_tensor_release(all);
+  }
+  kiln_tensor_release(x);
+  free(hx);
+}
+END_TEST
+
 static Suite *
 reduce_suite(void)
 {
@@ -1527,6 +1609,7 @@ reduce_suite(void)
       {"large", test_large, 0},
       {"no_fp64", test_no_fp64, 0},
       {"provider", test_provider_slots, 0},
+      {"overlap", test_overlap, 0},
   };
   for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
     TCase *tc = tcase_create(groups[g].name);
