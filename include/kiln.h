@@ -22,6 +22,7 @@
 #include "kiln/index.h"
 #include "kiln/random.h"
 #include "kiln/reduce.h"
+#include "kiln/scan.h"
 #include "kiln/blas.h"
 #include "kiln/fft.h"
 #include "kiln/profile.h"

@@ -9,7 +9,7 @@
 #include "core/axes.h"
 #include "core/dtype_traits.h"
 #include "core/error.h"
-#include "kiln/reduce.h"
+#include "kiln/scan.h"
 #include "ops/families.h"
 #include "ops/launch_params.h"
 #include "ops/ops_common.h"
