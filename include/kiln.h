@@ -1,13 +1,17 @@
 /*
  * kiln: a portable OpenCL compute library.
  *
- * This umbrella header is the stable API. See README.md for an example and
- * docs/ for the op semantics, the kernel cache and the environment variables.
+ * This umbrella header declares the whole API. Everything is stable except
+ * kiln/cache.h, kiln/tune.h and kiln/profile.h, which are experimental: their
+ * shape may change in a minor release (docs/stability.md). See README.md for
+ * an example and docs/ for the op semantics, the kernel cache and the
+ * environment variables.
  */
 #ifndef KILN_H
 #define KILN_H
 
 #include "kiln/status.h"
+#include "kiln/log.h"
 #include "kiln/dtype.h"
 #include "kiln/context.h"
 #include "kiln/cache.h"
@@ -18,6 +22,7 @@
 #include "kiln/index.h"
 #include "kiln/random.h"
 #include "kiln/reduce.h"
+#include "kiln/scan.h"
 #include "kiln/blas.h"
 #include "kiln/fft.h"
 #include "kiln/profile.h"

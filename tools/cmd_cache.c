@@ -190,16 +190,9 @@ cache_stats(int argc, char **argv)
     uint64_t v;
     int is_bytes;
   } counters[] = {
-      {"hits", "hits", k->hits, 0},
-      {"misses", "misses", k->misses, 0},
-      {"stores", "stores", k->stores, 0},
-      {"evictions", "evictions", k->evictions, 0},
-      {"corrupt", "corrupt", k->corrupt, 0},
-      {"rejected", "rejected", k->rejected, 0},
-      {"uncached", "uncached", k->uncached, 0},
-      {"store_failures", "store failures", k->store_failures, 0},
-      {"bytes_read", "bytes read", k->bytes_read, 1},
-      {"bytes_written", "bytes written", k->bytes_written, 1},
+#define COUNTER(field, label, is_bytes) {#field, label, k->field, is_bytes},
+      KILN_CACHE_COUNTERS(COUNTER)
+#undef COUNTER
   };
   const size_t ncounters = sizeof counters / sizeof counters[0];
 

@@ -1,6 +1,9 @@
 /*
  * The on-disk kernel binary cache.
  *
+ * Experimental API (docs/stability.md): its shape may change in a minor
+ * release, never in a patch release; it has no provider-table slots.
+ *
  * Every program kiln compiles is kept as a device binary in a cache
  * directory, one file per key, so a device pays for a compile once rather
  * than once per process. docs/cache.md describes the layout, the entry
@@ -71,18 +74,39 @@ typedef enum kiln_cache_store_policy {
   KILN_CACHE_STORE_ALWAYS = 1, /**< on every miss, whatever the platform */
 } kiln_cache_store_policy;
 
-/** Event counters. All count program builds (one per key per context), not kernel launches. */
+/**
+ * The event counters, one row each: X(field, label, is_bytes). All count
+ * program builds (one per key per context), not kernel launches:
+ * - hits: programs created from a cached binary
+ * - misses: lookups that found no usable entry (corrupt and rejected included)
+ * - stores: entries written
+ * - evictions: entries removed to keep the directory under its size cap
+ * - corrupt: entries refused on read: truncated, bad MAC, foreign identity, unreadable
+ * - rejected: entries whose binary the driver refused (then rebuilt from source)
+ * - uncached: builds that bypassed the cache (mode off, -I in the options, untrusted
+ *   device identity)
+ * - store_failures: stores not done: disk full, I/O error, or an entry larger than the cap
+ * - bytes_read: entry bytes read by hits
+ * - bytes_written: entry bytes written by stores
+ * The struct, the statistics file and `kiln cache stats` are generated from this list.
+ */
+#define KILN_CACHE_COUNTERS(X)          \
+  X(hits, "hits", 0)                     \
+  X(misses, "misses", 0)                 \
+  X(stores, "stores", 0)                 \
+  X(evictions, "evictions", 0)           \
+  X(corrupt, "corrupt", 0)               \
+  X(rejected, "rejected", 0)             \
+  X(uncached, "uncached", 0)             \
+  X(store_failures, "store failures", 0) \
+  X(bytes_read, "bytes read", 1)         \
+  X(bytes_written, "bytes written", 1)
+
+/** Event counters (KILN_CACHE_COUNTERS). */
 typedef struct kiln_cache_counters {
-  uint64_t hits;           /**< programs created from a cached binary */
-  uint64_t misses;         /**< lookups that found no usable entry (corrupt and rejected included) */
-  uint64_t stores;         /**< entries written */
-  uint64_t evictions;      /**< entries removed to keep the directory under its size cap */
-  uint64_t corrupt;        /**< entries refused on read: truncated, bad MAC, foreign identity, unreadable */
-  uint64_t rejected;       /**< entries whose binary the driver refused (then rebuilt from source) */
-  uint64_t uncached;       /**< builds that bypassed the cache (mode off, -I in the options, untrusted device identity) */
-  uint64_t store_failures; /**< stores not done: disk full, I/O error, or an entry larger than the cap */
-  uint64_t bytes_read;     /**< entry bytes read by hits */
-  uint64_t bytes_written;  /**< entry bytes written by stores */
+#define KILN_CACHE_COUNTER_FIELD_(field, label, is_bytes) uint64_t field;
+  KILN_CACHE_COUNTERS(KILN_CACHE_COUNTER_FIELD_)
+#undef KILN_CACHE_COUNTER_FIELD_
 } kiln_cache_counters;
 
 /** A snapshot of a cache's state. */

@@ -237,6 +237,15 @@ typedef enum kiln_option {
    * the precision and size bucket (include/kiln/fft.h).
    */
   KILN_OPT_FFT_BACKEND = 7,
+  /**
+   * 1: VkFFT plans store their compiled kernels in kiln's cache directory and
+   * reload them in later processes; 0: they compile every time. Default: the
+   * KILN_VKFFT_BINARY_CACHE environment variable ("on", "off") read at
+   * context creation, else 1 on NVIDIA and 0 elsewhere (docs/blas_fft.md:
+   * VkFFT 1.2.26 reloads only text binaries). Applies to plans created after
+   * it is set.
+   */
+  KILN_OPT_VKFFT_BINARY_CACHE = 8,
 } kiln_option;
 
 /**

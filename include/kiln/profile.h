@@ -3,6 +3,9 @@
  * context between kiln_profile_begin() and kiln_profile_end(), measured with
  * OpenCL profiling events. Used by `kiln bench` and the autotuner; useful to
  * separate device time from launch overhead in an application.
+ *
+ * Experimental API (docs/stability.md): its shape may change in a minor
+ * release, never in a patch release; it has no provider-table slots.
  */
 #ifndef KILN_PROFILE_H
 #define KILN_PROFILE_H

@@ -8,14 +8,23 @@
  *   kp->context_create(NULL, &ctx);
  *
  * Slots are grouped by family (core, context, tensor, elementwise ...). Later
- * releases only append slots at the end and grow struct_size; a change that
- * breaks existing slots bumps KILN_PROVIDER_ABI. A slot a build does not
- * provide is NULL (for example an FFT family built without an FFT library).
+ * releases only append slots at the end and grow struct_size (check
+ * struct_size before using a slot added after the first release, as the
+ * list below marks); a change that breaks existing slots bumps
+ * KILN_PROVIDER_ABI. Every slot is set in every build: families whose back
+ * end is missing return KILN_ERR_UNSUPPORTED. The experimental APIs
+ * (kiln/cache.h, kiln/tune.h, kiln/profile.h: docs/stability.md) have no
+ * slots; dlsym() them by name.
  */
 #ifndef KILN_PROVIDER_H
 #define KILN_PROVIDER_H
 
 #include "kiln/blas.h"
+#include "kiln/context.h"
+#include "kiln/dtype.h"
+#include "kiln/log.h"
+#include "kiln/status.h"
+#include "kiln/tensor.h"
 #include "kiln/elementwise.h"
 #include "kiln/create.h"
 #include "kiln/index.h"
@@ -31,169 +40,166 @@ extern "C" {
 /** ABI version of struct kiln_provider this header describes. */
 #define KILN_PROVIDER_ABI 1u
 
+/*
+ * The slots, in table order: X(slot, function). Each slot is a pointer of
+ * the function's own type, so a signature is written once, at its
+ * documented declaration. Only append.
+ */
+#define KILN_PROVIDER_SLOTS(X) \
+  /* core */ \
+  X(status_name, kiln_status_name) \
+  X(status_string, kiln_status_string) \
+  X(last_error, kiln_last_error) \
+  X(last_error_status, kiln_last_error_status) \
+  X(last_error_code, kiln_last_error_code) \
+  /* context */ \
+  X(context_create, kiln_context_create) \
+  X(context_create_from_cl, kiln_context_create_from_cl) \
+  X(context_release, kiln_context_release) \
+  X(context_finish, kiln_context_finish) \
+  X(context_device_info, kiln_context_device_info) \
+  /* tensor */ \
+  X(tensor_create, kiln_tensor_create) \
+  X(tensor_zeros, kiln_tensor_zeros) \
+  X(tensor_full, kiln_tensor_full) \
+  X(tensor_from_host, kiln_tensor_from_host) \
+  X(tensor_upload, kiln_tensor_upload) \
+  X(tensor_download, kiln_tensor_download) \
+  X(tensor_wrap, kiln_tensor_wrap) \
+  X(tensor_release, kiln_tensor_release) \
+  X(tensor_cl_mem, kiln_tensor_cl_mem) \
+  /* elementwise family */ \
+  X(unary, kiln_unary) \
+  X(binary, kiln_binary) \
+  X(binary_scalar, kiln_binary_scalar) \
+  X(where, kiln_where) \
+  X(clamp, kiln_clamp) \
+  X(cast, kiln_cast) \
+  X(copy, kiln_copy) \
+  /* reductions and scans (kiln/reduce.h) */ \
+  X(reduce, kiln_reduce) \
+  X(argreduce, kiln_argreduce) \
+  X(scan, kiln_scan) \
+  X(scan_indexed, kiln_scan_indexed) \
+  X(diff, kiln_diff) \
+  /* layout (kiln/layout.h) */ \
+  X(reshape, kiln_reshape) \
+  X(transpose, kiln_transpose) \
+  X(permute, kiln_permute) \
+  X(flip, kiln_flip) \
+  X(roll, kiln_roll) \
+  X(concat, kiln_concat) \
+  X(stack, kiln_stack) \
+  X(split, kiln_split) \
+  X(slice, kiln_slice) \
+  X(slice_assign, kiln_slice_assign) \
+  X(tile, kiln_tile) \
+  X(repeat, kiln_repeat) \
+  X(pad, kiln_pad) \
+  X(tril, kiln_tril) \
+  X(triu, kiln_triu) \
+  X(diag, kiln_diag) \
+  X(kron, kiln_kron) \
+  X(broadcast_to, kiln_broadcast_to) \
+  /* indexing (kiln/index.h) */ \
+  X(gather, kiln_gather) \
+  X(index_select, kiln_index_select) \
+  X(scatter, kiln_scatter) \
+  X(masked_fill, kiln_masked_fill) \
+  X(masked_select, kiln_masked_select) \
+  X(nonzero, kiln_nonzero) \
+  X(embedding, kiln_embedding) \
+  X(sub2ind, kiln_sub2ind) \
+  X(ind2sub, kiln_ind2sub) \
+  X(one_hot, kiln_one_hot) \
+  /* creation (kiln/create.h) */ \
+  X(tensor_ones, kiln_tensor_ones) \
+  X(tensor_empty_like, kiln_tensor_empty_like) \
+  X(tensor_zeros_like, kiln_tensor_zeros_like) \
+  X(tensor_ones_like, kiln_tensor_ones_like) \
+  X(tensor_full_like, kiln_tensor_full_like) \
+  X(arange, kiln_arange) \
+  X(linspace, kiln_linspace) \
+  X(logspace, kiln_logspace) \
+  X(eye, kiln_eye) \
+  X(tri, kiln_tri) \
+  X(meshgrid, kiln_meshgrid) \
+  /* random numbers (kiln/random.h) */ \
+  X(rng_seed, kiln_rng_seed) \
+  X(rng_state_get, kiln_rng_state_get) \
+  X(rng_state_set, kiln_rng_state_set) \
+  X(random_uniform, kiln_random_uniform) \
+  X(random_normal, kiln_random_normal) \
+  X(random_integers, kiln_random_integers) \
+  X(random_bernoulli, kiln_random_bernoulli) \
+  X(random_bits, kiln_random_bits) \
+  X(random_permutation, kiln_random_permutation) \
+  X(random_shuffle, kiln_random_shuffle) \
+  /* BLAS family (appended; older libraries have a smaller struct_size) */ \
+  X(gemm, kiln_gemm) \
+  X(matmul, kiln_matmul) \
+  X(gemv, kiln_gemv) \
+  X(syrk, kiln_syrk) \
+  X(dot, kiln_dot) \
+  X(axpy, kiln_axpy) \
+  X(scal, kiln_scal) \
+  X(blas_warm, kiln_blas_warm) \
+  /* FFT family (in a build without clFFT and VkFFT, plan creation returns KILN_ERR_UNSUPPORTED) */ \
+  X(fft_plan_create, kiln_fft_plan_create) \
+  X(fft_execute, kiln_fft_execute) \
+  X(fft_plan_release, kiln_fft_plan_release) \
+  /* ABI 1 appended (struct_size tells a caller whether a library has them): */ \
+  /* errors */ \
+  X(last_error_op, kiln_last_error_op) \
+  X(clear_error, kiln_clear_error) \
+  /* context: options, objects, devices, pool */ \
+  X(context_set_option, kiln_context_set_option) \
+  X(context_get_option, kiln_context_get_option) \
+  X(option_bounds, kiln_option_bounds) \
+  X(context_cl_objects, kiln_context_cl_objects) \
+  X(device_list, kiln_device_list) \
+  X(pool_stats_get, kiln_pool_stats_get) \
+  X(pool_trim, kiln_pool_trim) \
+  /* tensor accessors */ \
+  X(tensor_context, kiln_tensor_context) \
+  X(tensor_dtype, kiln_tensor_dtype) \
+  X(tensor_ndim, kiln_tensor_ndim) \
+  X(tensor_dim, kiln_tensor_dim) \
+  X(tensor_numel, kiln_tensor_numel) \
+  X(tensor_nbytes, kiln_tensor_nbytes) \
+  /* dtypes and op tables */ \
+  X(dtype_name, kiln_dtype_name) \
+  X(dtype_size, kiln_dtype_size) \
+  X(dtype_from_name, kiln_dtype_from_name) \
+  X(unary_op_name, kiln_unary_op_name) \
+  X(unary_op_supports, kiln_unary_op_supports) \
+  X(binary_op_name, kiln_binary_op_name) \
+  X(binary_op_supports, kiln_binary_op_supports) \
+  X(reduce_op_name, kiln_reduce_op_name) \
+  X(reduce_op_supports, kiln_reduce_op_supports) \
+  X(reduce_result_dtype, kiln_reduce_result_dtype) \
+  X(scan_op_name, kiln_scan_op_name) \
+  X(scan_op_supports, kiln_scan_op_supports) \
+  X(scan_result_dtype, kiln_scan_result_dtype) \
+  /* back ends */ \
+  X(blas_has_clblast, kiln_blas_has_clblast) \
+  X(fft_backend_available, kiln_fft_backend_available) \
+  X(fft_backend_name, kiln_fft_backend_name) \
+  X(fft_plan_backend, kiln_fft_plan_backend) \
+  X(fft_stats_get, kiln_fft_stats_get) \
+  /* diagnostics */ \
+  X(log_set_handler, kiln_log_set_handler) \
+  X(log_set_level, kiln_log_set_level) \
+  X(log_get_level, kiln_log_get_level)
+
+#define KILN_PROVIDER_SLOT_(slot, function) __typeof__(function) *slot;
+
 typedef struct kiln_provider {
   uint32_t abi_version; /**< KILN_PROVIDER_ABI of the library */
   uint32_t struct_size; /**< sizeof(kiln_provider) in the library; slots past it are absent */
   const char *name;     /**< "kiln" */
   const char *version;  /**< library version, "MAJOR.MINOR.PATCH" */
-
-  /* core */
-  const char *(*status_name)(kiln_status);
-  const char *(*status_string)(kiln_status);
-  const char *(*last_error)(void);
-  kiln_status (*last_error_status)(void);
-  int32_t (*last_error_code)(void);
-
-  /* context */
-  kiln_status (*context_create)(const char *, kiln_context **);
-  kiln_status (*context_create_from_cl)(cl_context, cl_device_id, cl_command_queue,
-                                        kiln_context **);
-  kiln_status (*context_release)(kiln_context *);
-  kiln_status (*context_finish)(kiln_context *);
-  kiln_status (*context_device_info)(const kiln_context *, kiln_device_info *);
-
-  /* tensor */
-  kiln_status (*tensor_create)(kiln_context *, kiln_dtype, size_t, const int64_t *,
-                               kiln_tensor **);
-  kiln_status (*tensor_zeros)(kiln_context *, kiln_dtype, size_t, const int64_t *,
-                              kiln_tensor **);
-  kiln_status (*tensor_full)(kiln_context *, kiln_dtype, size_t, const int64_t *, kiln_scalar,
-                             kiln_tensor **);
-  kiln_status (*tensor_from_host)(kiln_context *, kiln_dtype, size_t, const int64_t *,
-                                  const void *, kiln_tensor **);
-  kiln_status (*tensor_upload)(kiln_tensor *, const void *, size_t);
-  kiln_status (*tensor_download)(const kiln_tensor *, void *, size_t);
-  kiln_status (*tensor_wrap)(kiln_context *, cl_mem, size_t, kiln_dtype, size_t,
-                             const int64_t *, kiln_tensor **);
-  kiln_status (*tensor_release)(kiln_tensor *);
-  kiln_status (*tensor_cl_mem)(const kiln_tensor *, cl_mem *, size_t *);
-
-  /* elementwise family */
-  kiln_status (*unary)(kiln_context *, kiln_unary_op, const kiln_tensor *, kiln_tensor **);
-  kiln_status (*binary)(kiln_context *, kiln_binary_op, const kiln_tensor *,
-                        const kiln_tensor *, kiln_tensor **);
-  kiln_status (*binary_scalar)(kiln_context *, kiln_binary_op, const kiln_tensor *, kiln_scalar,
-                               int, kiln_tensor **);
-  kiln_status (*where)(kiln_context *, const kiln_tensor *, const kiln_tensor *,
-                       const kiln_tensor *, kiln_tensor **);
-  kiln_status (*clamp)(kiln_context *, const kiln_tensor *, kiln_scalar, kiln_scalar,
-                       kiln_tensor **);
-  kiln_status (*cast)(kiln_context *, const kiln_tensor *, kiln_dtype, kiln_tensor **);
-  kiln_status (*copy)(kiln_context *, const kiln_tensor *, kiln_tensor *);
-
-  /* reductions and scans (kiln/reduce.h) */
-  kiln_status (*reduce)(kiln_context *, kiln_reduce_op, const kiln_tensor *, const int64_t *,
-                        size_t, int, const kiln_reduce_options *, kiln_tensor **);
-  kiln_status (*argreduce)(kiln_context *, kiln_reduce_op, const kiln_tensor *, const int64_t *,
-                           size_t, int, const kiln_reduce_options *, kiln_tensor **,
-                           kiln_tensor **);
-  kiln_status (*scan)(kiln_context *, kiln_scan_op, const kiln_tensor *, int64_t,
-                      const kiln_scan_options *, kiln_tensor **);
-  kiln_status (*scan_indexed)(kiln_context *, kiln_scan_op, const kiln_tensor *, int64_t,
-                              const kiln_scan_options *, kiln_tensor **, kiln_tensor **);
-  kiln_status (*diff)(kiln_context *, const kiln_tensor *, int64_t, int64_t, kiln_tensor **);
-
-  /* layout (kiln/layout.h) */
-  kiln_status (*reshape)(kiln_context *, const kiln_tensor *, size_t, const int64_t *,
-                         kiln_tensor **);
-  kiln_status (*transpose)(kiln_context *, const kiln_tensor *, kiln_tensor **);
-  kiln_status (*permute)(kiln_context *, const kiln_tensor *, const int64_t *, size_t,
-                         kiln_tensor **);
-  kiln_status (*flip)(kiln_context *, const kiln_tensor *, const int64_t *, size_t,
-                      kiln_tensor **);
-  kiln_status (*roll)(kiln_context *, const kiln_tensor *, const int64_t *, const int64_t *,
-                      size_t, kiln_tensor **);
-  kiln_status (*concat)(kiln_context *, const kiln_tensor *const *, size_t, int64_t,
-                        kiln_tensor **);
-  kiln_status (*stack)(kiln_context *, const kiln_tensor *const *, size_t, int64_t,
-                       kiln_tensor **);
-  kiln_status (*split)(kiln_context *, const kiln_tensor *, int64_t, const int64_t *, size_t,
-                       kiln_tensor **);
-  kiln_status (*slice)(kiln_context *, const kiln_tensor *, const kiln_range *, size_t,
-                       kiln_tensor **);
-  kiln_status (*slice_assign)(kiln_context *, kiln_tensor *, const kiln_range *, size_t,
-                              const kiln_tensor *);
-  kiln_status (*tile)(kiln_context *, const kiln_tensor *, const int64_t *, size_t,
-                      kiln_tensor **);
-  kiln_status (*repeat)(kiln_context *, const kiln_tensor *, int64_t, int64_t, kiln_tensor **);
-  kiln_status (*pad)(kiln_context *, const kiln_tensor *, const int64_t *, const int64_t *,
-                     kiln_pad_mode, kiln_scalar, kiln_tensor **);
-  kiln_status (*tril)(kiln_context *, const kiln_tensor *, int64_t, kiln_tensor **);
-  kiln_status (*triu)(kiln_context *, const kiln_tensor *, int64_t, kiln_tensor **);
-  kiln_status (*diag)(kiln_context *, const kiln_tensor *, int64_t, kiln_tensor **);
-  kiln_status (*kron)(kiln_context *, const kiln_tensor *, const kiln_tensor *, kiln_tensor **);
-  kiln_status (*broadcast_to)(kiln_context *, const kiln_tensor *, size_t, const int64_t *,
-                              kiln_tensor **);
-
-  /* indexing (kiln/index.h) */
-  kiln_status (*gather)(kiln_context *, const kiln_tensor *, int64_t, const kiln_tensor *,
-                        kiln_tensor **);
-  kiln_status (*index_select)(kiln_context *, const kiln_tensor *, int64_t, const kiln_tensor *,
-                              kiln_tensor **);
-  kiln_status (*scatter)(kiln_context *, const kiln_tensor *, int64_t, const kiln_tensor *,
-                         const kiln_tensor *, kiln_scatter_mode, kiln_tensor **);
-  kiln_status (*masked_fill)(kiln_context *, const kiln_tensor *, const kiln_tensor *,
-                             kiln_scalar, kiln_tensor **);
-  kiln_status (*masked_select)(kiln_context *, const kiln_tensor *, const kiln_tensor *,
-                               kiln_tensor **, uint64_t *);
-  kiln_status (*nonzero)(kiln_context *, const kiln_tensor *, kiln_tensor **, uint64_t *);
-  kiln_status (*embedding)(kiln_context *, const kiln_tensor *, const kiln_tensor *,
-                           kiln_tensor **);
-  kiln_status (*sub2ind)(kiln_context *, const int64_t *, size_t, const kiln_tensor *,
-                         kiln_tensor **);
-  kiln_status (*ind2sub)(kiln_context *, const int64_t *, size_t, const kiln_tensor *,
-                         kiln_tensor **);
-  kiln_status (*one_hot)(kiln_context *, const kiln_tensor *, int64_t, kiln_dtype,
-                         kiln_tensor **);
-
-  /* creation (kiln/create.h) */
-  kiln_status (*tensor_ones)(kiln_context *, kiln_dtype, size_t, const int64_t *,
-                             kiln_tensor **);
-  kiln_status (*tensor_empty_like)(const kiln_tensor *, kiln_tensor **);
-  kiln_status (*tensor_zeros_like)(const kiln_tensor *, kiln_tensor **);
-  kiln_status (*tensor_ones_like)(const kiln_tensor *, kiln_tensor **);
-  kiln_status (*tensor_full_like)(const kiln_tensor *, kiln_scalar, kiln_tensor **);
-  kiln_status (*arange)(kiln_context *, kiln_scalar, kiln_scalar, kiln_scalar, kiln_dtype,
-                        kiln_tensor **);
-  kiln_status (*linspace)(kiln_context *, double, double, int64_t, int, kiln_dtype,
-                          kiln_tensor **);
-  kiln_status (*logspace)(kiln_context *, double, double, int64_t, int, double, kiln_dtype,
-                          kiln_tensor **);
-  kiln_status (*eye)(kiln_context *, int64_t, int64_t, int64_t, kiln_dtype, kiln_tensor **);
-  kiln_status (*tri)(kiln_context *, int64_t, int64_t, int64_t, kiln_dtype, kiln_tensor **);
-  kiln_status (*meshgrid)(kiln_context *, const kiln_tensor *const *, size_t,
-                          kiln_meshgrid_indexing, kiln_tensor **);
-
-  /* random numbers (kiln/random.h) */
-  kiln_status (*rng_seed)(kiln_context *, uint64_t);
-  kiln_status (*rng_state_get)(const kiln_context *, kiln_rng_state *);
-  kiln_status (*rng_state_set)(kiln_context *, const kiln_rng_state *);
-  kiln_status (*random_uniform)(kiln_context *, kiln_tensor *, double, double);
-  kiln_status (*random_normal)(kiln_context *, kiln_tensor *, double, double);
-  kiln_status (*random_integers)(kiln_context *, kiln_tensor *, int64_t, int64_t);
-  kiln_status (*random_bernoulli)(kiln_context *, kiln_tensor *, double);
-  kiln_status (*random_bits)(kiln_context *, kiln_tensor *);
-  kiln_status (*random_permutation)(kiln_context *, int64_t, kiln_dtype, kiln_tensor **);
-  kiln_status (*random_shuffle)(kiln_context *, const kiln_tensor *, kiln_tensor **);
-  /* BLAS family (appended; older libraries have a smaller struct_size) */
-  kiln_status (*gemm)(kiln_context *, kiln_trans, kiln_trans, double, const kiln_tensor *,
-                      const kiln_tensor *, double, kiln_tensor **);
-  kiln_status (*matmul)(kiln_context *, const kiln_tensor *, const kiln_tensor *, kiln_tensor **);
-  kiln_status (*gemv)(kiln_context *, kiln_trans, double, const kiln_tensor *,
-                      const kiln_tensor *, double, kiln_tensor **);
-  kiln_status (*syrk)(kiln_context *, kiln_uplo, kiln_trans, double, const kiln_tensor *,
-                      double, kiln_tensor **, int);
-  kiln_status (*dot)(kiln_context *, const kiln_tensor *, const kiln_tensor *, kiln_tensor **);
-  kiln_status (*axpy)(kiln_context *, double, const kiln_tensor *, kiln_tensor *);
-  kiln_status (*scal)(kiln_context *, double, kiln_tensor *);
-  kiln_status (*blas_warm)(kiln_context *, kiln_blas_warm_scope);
-
-  /* FFT family (in a build without clFFT and VkFFT, plan creation returns KILN_ERR_UNSUPPORTED) */
-  kiln_status (*fft_plan_create)(kiln_context *, kiln_fft_kind, size_t, const int64_t *, int64_t,
-                                 kiln_dtype, int, kiln_fft_backend, kiln_fft_plan **);
-  kiln_status (*fft_execute)(kiln_fft_plan *, kiln_fft_direction, kiln_fft_norm, kiln_tensor *,
-                             kiln_tensor **);
-  kiln_status (*fft_plan_release)(kiln_fft_plan *);
+  KILN_PROVIDER_SLOTS(KILN_PROVIDER_SLOT_)
 } kiln_provider;
 
 /** Type of kiln_get_provider, for dlsym(). */

@@ -1,6 +1,9 @@
 /*
  * The workgroup autotuner.
  *
+ * Experimental API (docs/stability.md): its shape may change in a minor
+ * release, never in a patch release; it has no provider-table slots.
+ *
  * Each tuned kernel family (elementwise, reduce, scan) has tunable launch
  * parameters (work-group size, work per item, one-pass vs two-pass strategy
  * ...) whose best values differ between devices by large factors; two more

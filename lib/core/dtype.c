@@ -72,21 +72,23 @@ kiln__dtype_valid(kiln_dtype dtype)
 unsigned
 kiln__dtype_class_mask(enum kiln__dtype_class cls)
 {
-  const unsigned f = KILN__DT_BIT(KILN_F32) | KILN__DT_BIT(KILN_F64);
-  const unsigned i = KILN__DT_BIT(KILN_I32) | KILN__DT_BIT(KILN_I64) | KILN__DT_BIT(KILN_U8);
-  switch (cls) {
-  case KILN__CLASS_ALL:
-    return f | i | KILN__DT_BIT(KILN_BOOL);
-  case KILN__CLASS_NUM:
-    return f | i;
-  case KILN__CLASS_FLOAT:
-    return f;
-  case KILN__CLASS_INT:
-    return i | KILN__DT_BIT(KILN_BOOL);
-  case KILN__CLASS_INTNB:
-    return i;
-  }
-  return 0;
+  static const unsigned masks[] = {
+#define X(name, mask, text) mask,
+      KILN__DTYPE_CLASSES(X)
+#undef X
+  };
+  return (unsigned)cls < sizeof masks / sizeof masks[0] ? masks[cls] : 0;
+}
+
+const char *
+kiln__dtype_class_text(enum kiln__dtype_class cls)
+{
+  static const char *const texts[] = {
+#define X(name, mask, text) text,
+      KILN__DTYPE_CLASSES(X)
+#undef X
+  };
+  return (unsigned)cls < sizeof texts / sizeof texts[0] ? texts[cls] : "?";
 }
 
 void

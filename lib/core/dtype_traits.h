@@ -6,18 +6,32 @@
 
 #define KILN__DT_BIT(d) (1u << (unsigned)(d))
 
-/* The dtype classes named in include/kiln/op_table.h. */
+#define KILN__DT_FLOATS (KILN__DT_BIT(KILN_F32) | KILN__DT_BIT(KILN_F64))
+#define KILN__DT_INTS (KILN__DT_BIT(KILN_I32) | KILN__DT_BIT(KILN_I64) | KILN__DT_BIT(KILN_U8))
+
+/*
+ * The dtype classes the op tables name (include/kiln/op_table.h,
+ * reduce_table.h): X(NAME, mask of dtypes, text for messages). One row each;
+ * the enum, the masks and the texts come from here.
+ */
+#define KILN__DTYPE_CLASSES(X)                                                                  \
+  X(ALL, KILN__DT_FLOATS | KILN__DT_INTS | KILN__DT_BIT(KILN_BOOL), "any dtype")              \
+  X(NUM, KILN__DT_FLOATS | KILN__DT_INTS, "f32, f64, i32, i64, u8")                          \
+  X(FLOAT, KILN__DT_FLOATS, "f32, f64")                                                      \
+  X(INT, KILN__DT_INTS | KILN__DT_BIT(KILN_BOOL), "i32, i64, u8, bool")                      \
+  X(INTNB, KILN__DT_INTS, "i32, i64, u8")
+
 enum kiln__dtype_class {
-  KILN__CLASS_ALL,
-  KILN__CLASS_NUM,
-  KILN__CLASS_FLOAT,
-  KILN__CLASS_INT,
-  KILN__CLASS_INTNB,
+#define X(name, mask, text) KILN__CLASS_##name,
+  KILN__DTYPE_CLASSES(X)
+#undef X
 };
 
 int kiln__dtype_valid(kiln_dtype dtype);
 const char *kiln__dtype_cl_name(kiln_dtype dtype);
 unsigned kiln__dtype_class_mask(enum kiln__dtype_class cls);
+/* The class's dtypes as text ("f32, f64"), for messages. */
+const char *kiln__dtype_class_text(enum kiln__dtype_class cls);
 
 /* Writes s converted to dtype (kiln_cast() rules) into out (dtype-size bytes). */
 void kiln__scalar_to_bytes(kiln_scalar s, kiln_dtype dtype, void *out);

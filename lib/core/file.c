@@ -1,4 +1,4 @@
-#include "file.h" /* by its own directory: the kiln tool compiles this file too */
+#include "core/file.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,5 +1,7 @@
+#include "core/env.h"
 #include "core/log.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -10,10 +12,15 @@
 /* -2: not read yet. Read lazily so that library load does no work. */
 static atomic_int threshold = -2;
 
+/* The host's handler and its argument, replaced together. */
+static pthread_mutex_t handler_lock = PTHREAD_MUTEX_INITIALIZER;
+static kiln_log_fn handler;
+static void *handler_user;
+
 static int
 level_from_env(void)
 {
-  const char *v = getenv("KILN_LOG");
+  const char *v = kiln__env(KILN__ENV_LOG);
   if (!v || !*v)
     return KILN__LOG_WARN;
   static const char *names[] = {"error", "warn", "info", "debug"};
@@ -25,6 +32,20 @@ level_from_env(void)
   return KILN__LOG_WARN;
 }
 
+static int
+current_threshold(void)
+{
+  int t = atomic_load(&threshold);
+  if (t == -2) {
+    t = level_from_env();
+    int expected = -2;
+    /* A level set by the API meanwhile wins over the environment. */
+    if (!atomic_compare_exchange_strong(&threshold, &expected, t))
+      t = expected;
+  }
+  return t;
+}
+
 void
 kiln__log_set_level(int level)
 {
@@ -34,12 +55,7 @@ kiln__log_set_level(int level)
 void
 kiln__log(enum kiln__log_level level, const char *fmt, ...)
 {
-  int t = atomic_load(&threshold);
-  if (t == -2) {
-    t = level_from_env();
-    atomic_store(&threshold, t);
-  }
-  if ((int)level > t)
+  if ((int)level > current_threshold())
     return;
   static const char *tags[] = {"error", "warning", "info", "debug"};
   char buf[2048];
@@ -47,5 +63,27 @@ kiln__log(enum kiln__log_level level, const char *fmt, ...)
   va_start(ap, fmt);
   vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "kiln %s: %s\n", tags[level], buf);
+  pthread_mutex_lock(&handler_lock);
+  kiln_log_fn fn = handler;
+  void *user = handler_user;
+  pthread_mutex_unlock(&handler_lock);
+  if (fn)
+    fn((kiln_log_level)level, buf, user);
+  else
+    fprintf(stderr, "kiln %s: %s\n", tags[level], buf);
+}
+
+void
+kiln__log_set_handler(kiln_log_fn fn, void *user)
+{
+  pthread_mutex_lock(&handler_lock);
+  handler = fn;
+  handler_user = fn ? user : NULL;
+  pthread_mutex_unlock(&handler_lock);
+}
+
+int
+kiln__log_level(void)
+{
+  return current_threshold();
 }

@@ -2,7 +2,7 @@
  * BLAS family: GEMM (batched, broadcasting), matmul, GEMV, SYRK, dot, axpy,
  * scal. Validation and batch planning live here; the arithmetic runs either
  * on kiln's own kernels (cl_kernels/gemm_small.cl) or on CLBlast
- * (lib/providers/clblast.c), chosen per call by size (use_small: the context
+ * (lib/backends/clblast.c), chosen per call by size (use_small: the context
  * option, else the autotuner's gemm route, else the built-in threshold).
  */
 #include <math.h>
@@ -14,36 +14,24 @@
 #include "core/error.h"
 #include "kiln/blas.h"
 #include "kiln_config.h"
+#include "ops/blas_route.h"
 #include "ops/ops_common.h"
 #include "ops/tuned.h"
 #include "runtime/runtime.h"
-#include "runtime/tunables.h"
-#include "runtime/tuner.h"
 #if KILN_HAVE_CLBLAST
-#include "providers/clblast.h"
+#include "backends/clblast.h"
 #endif
 
 /* ---- kiln's own kernels ---- */
 
-/* kiln__program_options() adds the tile and dot sizes, so `kiln cache warm` builds the same
- * variant. */
+/* The family's build options add the tile and dot sizes (blas_route.c), so `kiln cache warm`
+ * builds the same variant. */
 static kiln_status
 get_kernel(const char *op, kiln_context *ctx, kiln_dtype dt, const char *name, cl_kernel *k)
 {
   char opts[192];
-  kiln__program_options(&ctx->info, "gemm_small", dt, opts, sizeof opts);
+  kiln__program_options(&ctx->info, "gemm_small", dt, NULL, opts, sizeof opts);
   return kiln__kernel_get(op, ctx, "gemm_small", opts, name, k);
-}
-
-/* Sets a T-typed scalar argument from a double. */
-static kiln_status
-scalar_arg(const char *op, cl_kernel k, cl_uint i, kiln_dtype dt, double v)
-{
-  if (dt == KILN_F32) {
-    float f = (float)v;
-    return kiln__arg(op, k, i, sizeof f, &f);
-  }
-  return kiln__arg(op, k, i, sizeof v, &v);
 }
 
 /* One matrix operand as the kernels and CLBlast see it (offset and ld in elements). */
@@ -59,18 +47,16 @@ elem_off(const kiln_tensor *t)
   return t->offset / kiln_dtype_size(t->dtype);
 }
 
-/* Sets consecutive (buffer, offset, ld, batch stride, trans) arguments from index i. */
-static kiln_status
-mat_args(const char *op, cl_kernel k, cl_uint i, const struct mat *x, uint64_t batch_stride,
-         int with_trans)
+/* Adds (buffer, offset, ld, batch stride[, trans]) arguments. */
+static void
+mat_args(kiln__args *a, const struct mat *x, uint64_t batch_stride, int with_trans)
 {
-  cl_ulong off = x->off, ld = x->ld, bs = batch_stride;
-  cl_uint tr = (cl_uint)x->trans;
-  KILN_TRY(kiln__arg(op, k, i, sizeof x->mem, &x->mem));
-  KILN_TRY(kiln__arg(op, k, i + 1, sizeof off, &off));
-  KILN_TRY(kiln__arg(op, k, i + 2, sizeof ld, &ld));
-  KILN_TRY(kiln__arg(op, k, i + 3, sizeof bs, &bs));
-  return with_trans ? kiln__arg(op, k, i + 4, sizeof tr, &tr) : KILN_OK;
+  kiln__args_mem(a, x->mem);
+  kiln__args_u64(a, x->off);
+  kiln__args_u64(a, x->ld);
+  kiln__args_u64(a, batch_stride);
+  if (with_trans)
+    kiln__args_u32(a, (uint32_t)x->trans);
 }
 
 /* gemm_small over batch matrices (ctx->lock held). k == 0 never touches A or B. */
@@ -81,19 +67,20 @@ small_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t m, uint64_
 {
   cl_kernel kern;
   KILN_TRY(get_kernel(op, ctx, dt, "gemm_small", &kern));
-  cl_ulong dims[3] = {m, n, k};
-  for (cl_uint i = 0; i < 3; i++)
-    KILN_TRY(kiln__arg(op, kern, i, sizeof dims[i], &dims[i]));
-  KILN_TRY(scalar_arg(op, kern, 3, dt, alpha));
-  KILN_TRY(scalar_arg(op, kern, 4, dt, beta));
-  KILN_TRY(mat_args(op, kern, 5, a, astride, 1));
-  KILN_TRY(mat_args(op, kern, 10, b, bstride, 1));
-  KILN_TRY(mat_args(op, kern, 15, c, cstride, 0));
-  KILN_TRY(kiln__arg(op, kern, 19, sizeof tri, &tri));
+  kiln__args args = kiln__args_begin(op, kern);
+  kiln__args_u64(&args, m);
+  kiln__args_u64(&args, n);
+  kiln__args_u64(&args, k);
+  kiln__args_float(&args, dt, alpha);
+  kiln__args_float(&args, dt, beta);
+  mat_args(&args, a, astride, 1);
+  mat_args(&args, b, bstride, 1);
+  mat_args(&args, c, cstride, 0);
+  kiln__args_u32(&args, tri);
   size_t t = kiln__gemm_tile(&ctx->info);
   size_t global[3] = {(size_t)((n + t - 1) / t * t), (size_t)((m + t - 1) / t * t), (size_t)batch};
   size_t local[3] = {t, t, 1};
-  return kiln__enqueue_kernel(op, ctx, kern, 3, global, local);
+  return kiln__args_enqueue(&args, ctx, 3, global, local);
 }
 
 /* sym_fill over batch n x n matrices (ctx->lock held). */
@@ -103,14 +90,14 @@ small_sym_fill(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t n, con
 {
   cl_kernel kern;
   KILN_TRY(get_kernel(op, ctx, dt, "sym_fill", &kern));
-  cl_ulong nn = n;
-  KILN_TRY(kiln__arg(op, kern, 0, sizeof nn, &nn));
-  KILN_TRY(mat_args(op, kern, 1, c, cstride, 0));
-  KILN_TRY(kiln__arg(op, kern, 5, sizeof tri, &tri));
+  kiln__args args = kiln__args_begin(op, kern);
+  kiln__args_u64(&args, n);
+  mat_args(&args, c, cstride, 0);
+  kiln__args_u32(&args, tri);
   size_t t = kiln__gemm_tile(&ctx->info);
   size_t global[3] = {(size_t)((n + t - 1) / t * t), (size_t)((n + t - 1) / t * t), (size_t)batch};
   size_t local[3] = {t, t, 1};
-  return kiln__enqueue_kernel(op, ctx, kern, 3, global, local);
+  return kiln__args_enqueue(&args, ctx, 3, global, local);
 }
 
 /* m*n*k without overflow (saturates). */
@@ -130,34 +117,17 @@ static atomic_uint_fast64_t routed[2];
 #define ROUTE_CHOOSE (-1)
 
 /*
- * Whether a GEMM-shaped call of this size goes to kiln's kernel. First match:
- * no CLBlast, or nothing to multiply (k == 0, alpha == 0): kiln's kernel; a
- * forced route; KILN_OPT_GEMM_SMALL_MNK once set on the context (the caller
- * said so); the gemm family of the autotuner for m*n*k's bucket, whose
- * default is the built-in threshold. Call it before taking ctx->lock: the
- * lookup may tune online.
+ * Whether a GEMM-shaped call of this size goes to kiln's kernel: no CLBlast,
+ * or nothing to multiply (k == 0, alpha == 0), else the route
+ * (kiln__blas_route_small). Call it before taking ctx->lock.
  */
 static int
 use_small(kiln_context *ctx, kiln_dtype dt, uint64_t m, uint64_t n, uint64_t k, double alpha,
           int route)
 {
-  if (!ctx->use_clblast || k == 0 || alpha == 0.0)
+  if (!kiln__blas_use_clblast(ctx) || k == 0 || alpha == 0.0)
     return 1;
-  uint64_t size = mnk(m, n, k);
-  if (route == ROUTE_CHOOSE) {
-    pthread_mutex_lock(&ctx->lock);
-    int64_t threshold = ctx->gemm_small_mnk;
-    int set = ctx->gemm_small_mnk_set;
-    pthread_mutex_unlock(&ctx->lock);
-    if (set)
-      return size <= (uint64_t)threshold;
-    struct kiln__gemm_tune_params p;
-    kiln__tune_lookup(ctx, KILN__TUNE_GEMM, dt, KILN__LAYOUT_MNK, size ? size : 1, &p);
-    route = (int)p.route;
-  }
-  if (route == KILN__GEMM_ROUTE_KILN || route == KILN__GEMM_ROUTE_CLBLAST)
-    return route == KILN__GEMM_ROUTE_KILN;
-  return size <= (uint64_t)KILN__GEMM_SMALL_MNK_DEFAULT;
+  return kiln__blas_route_small(ctx, dt, mnk(m, n, k), route);
 }
 
 static void
@@ -472,7 +442,7 @@ kiln__matmul_routed(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *
   KILN_RETURN_IF(route != KILN__GEMM_ROUTE_RULE && route != KILN__GEMM_ROUTE_KILN &&
                      route != KILN__GEMM_ROUTE_CLBLAST,
                  KILN_ERR_INVALID_ARGUMENT, op, "route %d is not a kiln__gemm_route", route);
-  KILN_RETURN_IF(route == KILN__GEMM_ROUTE_CLBLAST && !ctx->use_clblast, KILN_ERR_UNSUPPORTED, op,
+  KILN_RETURN_IF(route == KILN__GEMM_ROUTE_CLBLAST && !kiln__blas_use_clblast(ctx), KILN_ERR_UNSUPPORTED, op,
                  "the CLBlast route on a context without CLBlast");
   char s1[160], s2[160];
   KILN_RETURN_IF(a->shape.ndim != 2 || b->shape.ndim != 2, KILN_ERR_SHAPE, op,
@@ -621,17 +591,13 @@ launch_level1(const char *op, kiln_context *ctx, kiln_dtype dt, const char *name
 {
   cl_kernel k;
   KILN_TRY(get_kernel(op, ctx, dt, name, &k));
-  cl_ulong nn = n, xo = elem_off(x);
-  KILN_TRY(kiln__arg(op, k, 0, sizeof nn, &nn));
-  KILN_TRY(scalar_arg(op, k, 1, dt, alpha));
-  KILN_TRY(kiln__arg(op, k, 2, sizeof x->mem, &x->mem));
-  KILN_TRY(kiln__arg(op, k, 3, sizeof xo, &xo));
-  if (y) {
-    cl_ulong yo = elem_off(y);
-    KILN_TRY(kiln__arg(op, k, 4, sizeof y->mem, &y->mem));
-    KILN_TRY(kiln__arg(op, k, 5, sizeof yo, &yo));
-  }
-  return kiln__launch_1d(op, ctx, k, n);
+  kiln__args args = kiln__args_begin(op, k);
+  kiln__args_u64(&args, n);
+  kiln__args_float(&args, dt, alpha);
+  kiln__args_tensor(&args, x);
+  if (y)
+    kiln__args_tensor(&args, y);
+  return kiln__args_launch_1d(&args, ctx, n, 0);
 }
 
 kiln_status
@@ -667,7 +633,7 @@ kiln_dot(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *y, kiln_ten
       s = kiln__fail_cl(op, err, "clEnqueueFillBuffer");
   }
 #if KILN_HAVE_CLBLAST
-  else if (ctx->use_clblast) {
+  else if (kiln__blas_use_clblast(ctx)) {
     s = kiln__clblast_dot(op, ctx, x->dtype, n, x->mem, elem_off(x), y->mem, elem_off(y), o->mem,
                           elem_off(o));
   }
@@ -675,24 +641,15 @@ kiln_dot(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *y, kiln_ten
   else {
     cl_kernel k;
     s = get_kernel(op, ctx, x->dtype, "blas_dot", &k);
-    cl_ulong nn = n, xo = elem_off(x), yo = elem_off(y), oo = elem_off(o);
-    if (s == KILN_OK)
-      s = kiln__arg(op, k, 0, sizeof nn, &nn);
-    if (s == KILN_OK)
-      s = kiln__arg(op, k, 1, sizeof x->mem, &x->mem);
-    if (s == KILN_OK)
-      s = kiln__arg(op, k, 2, sizeof xo, &xo);
-    if (s == KILN_OK)
-      s = kiln__arg(op, k, 3, sizeof y->mem, &y->mem);
-    if (s == KILN_OK)
-      s = kiln__arg(op, k, 4, sizeof yo, &yo);
-    if (s == KILN_OK)
-      s = kiln__arg(op, k, 5, sizeof o->mem, &o->mem);
-    if (s == KILN_OK)
-      s = kiln__arg(op, k, 6, sizeof oo, &oo);
-    size_t wg = kiln__dot_wg(&ctx->info);
-    if (s == KILN_OK)
-      s = kiln__enqueue_kernel(op, ctx, k, 1, &wg, &wg);
+    if (s == KILN_OK) {
+      kiln__args args = kiln__args_begin(op, k);
+      kiln__args_u64(&args, n);
+      kiln__args_tensor(&args, x);
+      kiln__args_tensor(&args, y);
+      kiln__args_tensor(&args, o);
+      size_t wg = kiln__dot_wg(&ctx->info);
+      s = kiln__args_enqueue_1d(&args, ctx, wg, wg);
+    }
   }
   pthread_mutex_unlock(&ctx->lock);
   if (s != KILN_OK)
@@ -722,7 +679,7 @@ kiln_axpy(kiln_context *ctx, double alpha, const kiln_tensor *x, kiln_tensor *y)
   kiln_status s;
   pthread_mutex_lock(&ctx->lock);
 #if KILN_HAVE_CLBLAST
-  if (ctx->use_clblast)
+  if (kiln__blas_use_clblast(ctx))
     s = kiln__clblast_axpy(op, ctx, x->dtype, x->numel, alpha, x->mem, elem_off(x), y->mem,
                            elem_off(y));
   else
@@ -744,7 +701,7 @@ kiln_scal(kiln_context *ctx, double alpha, kiln_tensor *x)
   kiln_status s;
   pthread_mutex_lock(&ctx->lock);
 #if KILN_HAVE_CLBLAST
-  if (ctx->use_clblast)
+  if (kiln__blas_use_clblast(ctx))
     s = kiln__clblast_scal(op, ctx, x->dtype, x->numel, alpha, x->mem, elem_off(x));
   else
 #endif
@@ -774,7 +731,7 @@ warm_dtype(const char *op, kiln_context *ctx, kiln_dtype dt)
     s = get_kernel(op, ctx, dt, kernels[i], &k);
   }
   pthread_mutex_unlock(&ctx->lock);
-  if (s != KILN_OK || !ctx->use_clblast)
+  if (s != KILN_OK || !kiln__blas_use_clblast(ctx))
     return s;
 #if KILN_HAVE_CLBLAST
   /* Tiny operands: the compile is the cost, the arithmetic is nothing. */

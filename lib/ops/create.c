@@ -5,6 +5,7 @@
 
 #include "core/dtype_traits.h"
 #include "kiln/create.h"
+#include "ops/families.h"
 #include "ops/ops_common.h"
 
 kiln_status
@@ -88,7 +89,7 @@ fill_kernel(const char *op, kiln_context *ctx, kiln_dtype dtype, size_t ndim, co
       st = a.status;
     }
     if (st == KILN_OK)
-      st = kiln__ops_launch(op, ctx, k, n);
+      st = kiln__launch_1d(op, ctx, k, n, 0);
   }
   pthread_mutex_unlock(&ctx->lock);
   if (st != KILN_OK)
@@ -362,7 +363,7 @@ kiln_meshgrid(kiln_context *ctx, const kiln_tensor *const *inputs, size_t n,
         st = a.status;
       }
       if (st == KILN_OK)
-        st = kiln__ops_launch(op, ctx, k, total);
+        st = kiln__launch_1d(op, ctx, k, total, 0);
     }
     st = kiln__ops_out_finish(op, ctx, &t, st);
     pthread_mutex_unlock(&ctx->lock);
@@ -372,3 +373,7 @@ kiln_meshgrid(kiln_context *ctx, const kiln_tensor *const *inputs, size_t n,
       kiln__output_discard(&outs[j], made[j]);
   return st;
 }
+
+static const char *const create_sources[] = {"create", NULL};
+
+const struct kiln__family kiln__create_family = {.name = "create", .sources = create_sources};

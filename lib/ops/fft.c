@@ -9,15 +9,17 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "kiln/fft.h"
 #include "kiln_config.h"
+#include "ops/families.h"
 #include "ops/ops_common.h"
+#include "ops/tunables.h"
 #include "ops/tuned.h"
-#include "providers/fft_backend.h"
+#include "backends/fft_backend.h"
 #include "runtime/runtime.h"
-#include "runtime/tunables.h"
 #include "runtime/tuner.h"
 
 #define PLAN_MAGIC 0x6b666674u /* "kfft" */
@@ -31,8 +33,9 @@ struct entry {
   int orphan;        /* context released while handles held it */
 };
 
-/* The family's per-context state (ctx->ext[KILN__EXT_FFT]); guarded by ctx->lock. */
+/* The family's per-context state (kiln__family_state); guarded by ctx->lock. */
 struct fft_state {
+  int backend; /* KILN_OPT_FFT_BACKEND (a kiln_fft_backend value) */
   struct entry **entries;
   size_t n, cap;
   uint64_t clock;
@@ -61,74 +64,67 @@ kiln_fft_backend_name(kiln_fft_backend b)
   return "?";
 }
 
+static const struct kiln__fft_backend_ops *backend_ops(kiln_fft_backend b);
+
 int
 kiln_fft_backend_available(kiln_fft_backend b)
 {
-  switch (b) {
-  case KILN_FFT_BACKEND_AUTO:
-    return KILN_HAVE_CLFFT || KILN_HAVE_VKFFT;
-  case KILN_FFT_BACKEND_CLFFT:
-    return KILN_HAVE_CLFFT;
-  case KILN_FFT_BACKEND_VKFFT:
-    return KILN_HAVE_VKFFT;
-  }
-  return 0;
+  if (b == KILN_FFT_BACKEND_AUTO)
+    return backend_ops(KILN_FFT_BACKEND_CLFFT) || backend_ops(KILN_FFT_BACKEND_VKFFT);
+  return backend_ops(b) != NULL;
 }
 
 /* ---- back-end dispatch ---- */
 
+/* The back ends by kiln_fft_backend; NULL where this libkiln was built without one. */
+static const struct kiln__fft_backend_ops *const backends[] = {
+    [KILN_FFT_BACKEND_AUTO] = NULL,
+    [KILN_FFT_BACKEND_CLFFT] = KILN__CLFFT_OPS,
+    [KILN_FFT_BACKEND_VKFFT] = KILN__VKFFT_OPS,
+};
+
+static const struct kiln__fft_backend_ops *
+backend_ops(kiln_fft_backend b)
+{
+  return (unsigned)b < sizeof backends / sizeof backends[0] ? backends[b] : NULL;
+}
+
 static void
 impl_destroy(kiln_fft_backend b, void *impl)
 {
-#if KILN_HAVE_CLFFT
-  if (b == KILN_FFT_BACKEND_CLFFT)
-    kiln__clfft_destroy(impl);
-#endif
-#if KILN_HAVE_VKFFT
-  if (b == KILN_FFT_BACKEND_VKFFT)
-    kiln__vkfft_destroy(impl);
-#endif
-  (void)b;
-  (void)impl;
+  if (backend_ops(b))
+    backend_ops(b)->destroy(impl);
 }
 
 static kiln_status
 impl_create(const char *op, kiln_context *ctx, const struct kiln__fft_key *key,
             struct kiln__fft_counters *counters, int vkfft_binaries, void **impl)
 {
-#if KILN_HAVE_CLFFT
-  if (key->backend == KILN_FFT_BACKEND_CLFFT)
-    return kiln__clfft_create(op, ctx, key, impl);
-#endif
-#if KILN_HAVE_VKFFT
-  if (key->backend == KILN_FFT_BACKEND_VKFFT)
-    return kiln__vkfft_create(op, ctx, key, vkfft_binaries, counters, impl);
-#endif
-  (void)ctx;
-  (void)counters;
-  (void)vkfft_binaries;
-  (void)impl;
-  return kiln__fail(KILN_ERR_UNSUPPORTED, op, 0, "this libkiln was built without %s",
-                    kiln_fft_backend_name(key->backend));
+  const struct kiln__fft_backend_ops *be = backend_ops(key->backend);
+  KILN_RETURN_IF(!be, KILN_ERR_UNSUPPORTED, op, "this libkiln was built without %s",
+                 kiln_fft_backend_name(key->backend));
+  return be->create(op, ctx, key, vkfft_binaries, counters, impl);
 }
 
 static kiln_status
 impl_execute(const char *op, kiln_context *ctx, const struct entry *e, int inverse, cl_mem in,
              cl_mem out)
 {
-#if KILN_HAVE_CLFFT
-  if (e->key.backend == KILN_FFT_BACKEND_CLFFT)
-    return kiln__clfft_execute(op, ctx, e->impl, inverse, in, out);
-#endif
-#if KILN_HAVE_VKFFT
-  if (e->key.backend == KILN_FFT_BACKEND_VKFFT)
-    return kiln__vkfft_execute(op, ctx, e->impl, inverse, in, out);
-#endif
-  (void)ctx;
-  (void)inverse;
-  (void)in;
-  (void)out;
-  return kiln__fail(KILN_ERR_INTERNAL, op, 0, "plan for a back end missing from this build");
+  const struct kiln__fft_backend_ops *be = backend_ops(e->key.backend);
+  KILN_RETURN_IF(!be, KILN_ERR_INTERNAL, op, "plan for a back end missing from this build");
+  return be->execute(op, ctx, e->impl, inverse, in, out);
+}
+
+/* Whether b can do key (a back end missing from the build cannot), else why. */
+static int
+backend_supports(kiln_fft_backend b, const struct kiln__fft_key *key, char *why, size_t len)
+{
+  const struct kiln__fft_backend_ops *be = backend_ops(b);
+  if (!be) {
+    snprintf(why, len, "this libkiln was built without %s", kiln_fft_backend_name(b));
+    return 0;
+  }
+  return be->supports(key, why, len);
 }
 
 kiln_fft_backend
@@ -149,10 +145,10 @@ kiln__fft_default_backend(const kiln_context *ctx)
 static kiln_fft_backend
 tuned_backend(kiln_context *ctx, const struct kiln__fft_key *key)
 {
-  struct kiln__fft_tune_params p;
-  kiln__tune_lookup(ctx, KILN__TUNE_FFT, key->precision, KILN__LAYOUT_POINTS,
-                    kiln__fft_real_count(key), &p);
-  return (kiln_fft_backend)p.backend;
+  uint32_t backend;
+  kiln__tune_lookup(ctx, &kiln__fft_tune, key->precision, KILN__LAYOUT_POINTS,
+                    kiln__fft_real_count(key), &backend);
+  return (kiln_fft_backend)backend;
 }
 
 /*
@@ -164,15 +160,15 @@ static kiln_status
 resolve_backend(const char *op, kiln_context *ctx, kiln_fft_backend asked,
                 struct kiln__fft_key *key, kiln_fft_backend *alt)
 {
-  kiln_fft_backend b = asked == KILN_FFT_BACKEND_AUTO ? (kiln_fft_backend)ctx->fft_backend : asked;
+  kiln_fft_backend b = asked;
+  if (b == KILN_FFT_BACKEND_AUTO) {
+    pthread_mutex_lock(&ctx->lock);
+    b = (kiln_fft_backend)((struct fft_state *)kiln__family_state(ctx, &kiln__fft_family))->backend;
+    pthread_mutex_unlock(&ctx->lock);
+  }
   char why_cl[256] = "", why_vk[256] = "";
-  int clfft_ok = KILN_HAVE_CLFFT, vkfft_ok = KILN_HAVE_VKFFT;
-#if KILN_HAVE_CLFFT
-  clfft_ok = kiln__clfft_supports(key, why_cl, sizeof why_cl);
-#endif
-#if KILN_HAVE_VKFFT
-  vkfft_ok = kiln__vkfft_supports(key, why_vk, sizeof why_vk);
-#endif
+  int clfft_ok = backend_supports(KILN_FFT_BACKEND_CLFFT, key, why_cl, sizeof why_cl);
+  int vkfft_ok = backend_supports(KILN_FFT_BACKEND_VKFFT, key, why_vk, sizeof why_vk);
   *alt = KILN_FFT_BACKEND_AUTO;
   if (b == KILN_FFT_BACKEND_AUTO) {
     /* Only a real choice asks the tuner: a stored choice must never pick a back end that
@@ -221,29 +217,46 @@ state_destroy(kiln_context *ctx, void *data)
   free(st);
 }
 
-/* The family's state, made on first use (ctx->lock held). */
+/* KILN_FFT_BACKEND: auto, clfft or vkfft; anything else warns and means auto. */
+static int
+env_backend(void)
+{
+  const char *v = kiln__env(KILN__ENV_FFT_BACKEND);
+  if (!v || !*v)
+    return KILN_FFT_BACKEND_AUTO;
+  for (int b = KILN_FFT_BACKEND_AUTO; b <= KILN_FFT_BACKEND_VKFFT; b++)
+    if (strcasecmp(v, kiln_fft_backend_name((kiln_fft_backend)b)) == 0)
+      return b;
+  kiln__log(KILN__LOG_WARN, "KILN_FFT_BACKEND=\"%s\" is not auto, clfft or vkfft; using auto", v);
+  return KILN_FFT_BACKEND_AUTO;
+}
+
+static kiln_status
+state_create(kiln_context *ctx, void **out)
+{
+  struct fft_state *st = calloc(1, sizeof *st);
+  KILN_RETURN_IF(!st, KILN_ERR_HOST_MEMORY, "kiln_context_create",
+                 "cannot allocate the FFT plan cache");
+  st->backend = env_backend();
+  /* KILN_VKFFT_BINARY_CACHE = on | off | auto (default: by platform), read once per context. */
+  const char *env = kiln__env(KILN__ENV_VKFFT_BINARY_CACHE);
+  const struct kiln__fft_backend_ops *vk = backend_ops(KILN_FFT_BACKEND_VKFFT);
+  int reload = vk && vk->binaries_reloadable && vk->binaries_reloadable(ctx);
+  if (env && strcasecmp(env, "on") == 0)
+    reload = 1;
+  else if (env && strcasecmp(env, "off") == 0)
+    reload = 0;
+  st->vkfft_binaries = reload;
+  *out = st;
+  return KILN_OK;
+}
+
+/* The family's state (ctx->lock held). */
 static kiln_status
 state_get(const char *op, kiln_context *ctx, struct fft_state **out)
 {
-  struct fft_state *st = ctx->ext[KILN__EXT_FFT].data;
-  if (!st) {
-    st = calloc(1, sizeof *st);
-    KILN_RETURN_IF(!st, KILN_ERR_HOST_MEMORY, op, "cannot allocate the FFT plan cache");
-    /* KILN_VKFFT_BINARY_CACHE = on | off | auto (default: by platform), read once per context. */
-    const char *env = getenv("KILN_VKFFT_BINARY_CACHE");
-    int reload = 0;
-#if KILN_HAVE_VKFFT
-    reload = kiln__vkfft_binaries_reloadable(ctx);
-#endif
-    if (env && strcasecmp(env, "on") == 0)
-      reload = 1;
-    else if (env && strcasecmp(env, "off") == 0)
-      reload = 0;
-    st->vkfft_binaries = reload;
-    ctx->ext[KILN__EXT_FFT].data = st;
-    ctx->ext[KILN__EXT_FFT].destroy = state_destroy;
-  }
-  *out = st;
+  (void)op;
+  *out = kiln__family_state(ctx, &kiln__fft_family);
   return KILN_OK;
 }
 
@@ -467,7 +480,7 @@ kiln_fft_plan_release(kiln_fft_plan *plan)
   pthread_mutex_lock(&ctx->lock);
   plan->magic = KILN__DEAD_MAGIC;
   int free_entry = --e->users == 0 && e->orphan;
-  struct fft_state *st = ctx->ext[KILN__EXT_FFT].data;
+  struct fft_state *st = kiln__family_state(ctx, &kiln__fft_family);
   if (st && !e->orphan)
     cache_evict(st);
   pthread_mutex_unlock(&ctx->lock);
@@ -496,7 +509,7 @@ kiln_fft_stats_get(kiln_context *ctx, kiln_fft_stats *out)
   KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
   memset(out, 0, sizeof *out);
   pthread_mutex_lock(&ctx->lock);
-  struct fft_state *st = ctx->ext[KILN__EXT_FFT].data;
+  struct fft_state *st = kiln__family_state(ctx, &kiln__fft_family);
   if (st) {
     *out = st->stats;
     out->plans_cached = st->n;
@@ -595,9 +608,7 @@ norm_factor(kiln_fft_direction dir, kiln_fft_norm norm, double n)
 static kiln_status
 fft_kernel(const char *op, kiln_context *ctx, kiln_dtype dt, const char *name, cl_kernel *k)
 {
-  char opts[192];
-  kiln__program_options(&ctx->info, "fft", dt, opts, sizeof opts);
-  return kiln__kernel_get(op, ctx, "fft", opts, name, k);
+  return kiln__ops_kernel(op, ctx, "fft", dt, name, k);
 }
 
 static kiln_status
@@ -605,17 +616,11 @@ scale(const char *op, kiln_context *ctx, kiln_dtype dt, kiln_tensor *t, double f
 {
   cl_kernel k;
   KILN_TRY(fft_kernel(op, ctx, dt, "fft_scale", &k));
-  cl_ulong off = t->offset / kiln_dtype_size(dt), n = t->numel;
-  KILN_TRY(kiln__arg(op, k, 0, sizeof t->mem, &t->mem));
-  KILN_TRY(kiln__arg(op, k, 1, sizeof off, &off));
-  KILN_TRY(kiln__arg(op, k, 2, sizeof n, &n));
-  if (dt == KILN_F32) {
-    float ff = (float)f;
-    KILN_TRY(kiln__arg(op, k, 3, sizeof ff, &ff));
-  } else {
-    KILN_TRY(kiln__arg(op, k, 3, sizeof f, &f));
-  }
-  return kiln__launch_1d(op, ctx, k, n);
+  kiln__args args = kiln__args_begin(op, k);
+  kiln__args_tensor(&args, t);
+  kiln__args_u64(&args, t->numel);
+  kiln__args_float(&args, dt, f);
+  return kiln__args_launch_1d(&args, ctx, t->numel, 0);
 }
 
 /*
@@ -635,13 +640,14 @@ c2r_hermitian(const char *op, kiln_context *ctx, const struct kiln__fft_key *key
   int64_t last = key->sizes[key->rank - 1];
   cl_ulong batch = (cl_ulong)key->batch, h = (cl_ulong)(last / 2 + 1);
   cl_uint ncols = last % 2 == 0 ? 2 : 1;
-  KILN_TRY(kiln__arg(op, k, 0, sizeof mem, &mem));
-  KILN_TRY(kiln__arg(op, k, 1, sizeof batch, &batch));
-  KILN_TRY(kiln__arg(op, k, 2, sizeof outer[0], &outer[0]));
-  KILN_TRY(kiln__arg(op, k, 3, sizeof outer[1], &outer[1]));
-  KILN_TRY(kiln__arg(op, k, 4, sizeof h, &h));
-  KILN_TRY(kiln__arg(op, k, 5, sizeof ncols, &ncols));
-  return kiln__launch_1d(op, ctx, k, batch * outer[0] * outer[1] * ncols);
+  kiln__args args = kiln__args_begin(op, k);
+  kiln__args_mem(&args, mem);
+  kiln__args_u64(&args, batch);
+  kiln__args_u64(&args, outer[0]);
+  kiln__args_u64(&args, outer[1]);
+  kiln__args_u64(&args, h);
+  kiln__args_u32(&args, ncols);
+  return kiln__args_launch_1d(&args, ctx, batch * outer[0] * outer[1] * ncols, 0);
 }
 
 /* A zero-offset buffer holding t's bytes (ctx->lock held): t's own, or a pooled copy. */
@@ -794,3 +800,39 @@ kiln__fft_c2c_forward(kiln_context *ctx, kiln_tensor *x, kiln_fft_backend backen
   kiln_fft_plan_release(plan);
   return s;
 }
+
+static void
+fft_option_set(kiln_context *ctx, void *state, kiln_option option, int64_t value)
+{
+  struct fft_state *st = state;
+  if (option == KILN_OPT_FFT_BACKEND)
+    st->backend = (int)value;
+  else
+    st->vkfft_binaries = (int)value;
+}
+
+static int64_t
+fft_option_get(const kiln_context *ctx, const void *state, kiln_option option)
+{
+  const struct fft_state *st = state;
+  return option == KILN_OPT_FFT_BACKEND ? st->backend : st->vkfft_binaries;
+}
+
+static const char *const fft_sources[] = {"fft", NULL};
+
+static const struct kiln__family_option fft_options[] = {
+    {KILN_OPT_FFT_BACKEND, KILN_FFT_BACKEND_AUTO, KILN_FFT_BACKEND_VKFFT},
+    {KILN_OPT_VKFFT_BINARY_CACHE, 0, 1},
+};
+
+const struct kiln__family kiln__fft_family = {
+    .name = "fft",
+    .sources = fft_sources,
+    .tune = &kiln__fft_tune,
+    .state_create = state_create,
+    .state_destroy = state_destroy,
+    .options = fft_options,
+    .noptions = sizeof fft_options / sizeof fft_options[0],
+    .option_set = fft_option_set,
+    .option_get = fft_option_get,
+};

@@ -11,6 +11,7 @@
 
 #include "core/dtype_traits.h"
 #include "kiln/index.h"
+#include "ops/families.h"
 #include "ops/ops_common.h"
 
 /* Mirrors kiln_iplan in cl_kernels/index.cl. */
@@ -150,7 +151,7 @@ kiln_gather(kiln_context *ctx, const kiln_tensor *x, int64_t axis, const kiln_te
       s = ar.status;
     }
     if (s == KILN_OK)
-      s = kiln__ops_launch(op, ctx, k, n);
+      s = kiln__launch_1d(op, ctx, k, n, 0);
     if (s == KILN_OK)
       s = flag_verdict(op, ctx, flag, index, -len, len, "the gathered axis");
   }
@@ -210,7 +211,7 @@ take(const char *op, kiln_context *ctx, const kiln_tensor *x, size_t ax, const k
       s = ar.status;
     }
     if (s == KILN_OK)
-      s = kiln__ops_launch_3d(op, ctx, k, inner, index->numel, n / inner / index->numel);
+      s = kiln__launch_3d(op, ctx, k, inner, index->numel, n / inner / index->numel);
     if (s == KILN_OK)
       s = flag_verdict(op, ctx, flag, index, -len, len, "the selected axis");
   }
@@ -303,7 +304,7 @@ scatter_run(const char *op, kiln_context *ctx, const kiln_tensor *x, size_t ax,
       s = ar.status;
     }
     if (s == KILN_OK)
-      s = kiln__ops_launch(op, ctx, k, npad);
+      s = kiln__launch_1d(op, ctx, k, npad, 0);
     /* Validate before the target is touched. */
     if (s == KILN_OK)
       s = flag_verdict(op, ctx, flag, index, -len, len, "the scattered axis");
@@ -330,7 +331,7 @@ scatter_run(const char *op, kiln_context *ctx, const kiln_tensor *x, size_t ax,
       s = ar.status;
     }
     if (s == KILN_OK)
-      s = kiln__ops_launch(op, ctx, k, m);
+      s = kiln__launch_1d(op, ctx, k, m, 0);
   }
   kiln_tensor_release(flag);
   kiln_tensor_release(vals);
@@ -448,7 +449,7 @@ kiln_masked_fill(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *mas
       s = ar.status;
     }
     if (s == KILN_OK)
-      s = kiln__ops_launch(op, ctx, k, n);
+      s = kiln__launch_1d(op, ctx, k, n, 0);
   }
   s = kiln__ops_out_finish(op, ctx, &t, s);
   pthread_mutex_unlock(&ctx->lock);
@@ -467,7 +468,7 @@ scan_exclusive(const char *op, kiln_context *ctx, kiln_dtype dtype, kiln_tensor 
   cl_kernel kt, ka;
   KILN_TRY(get_kernel(op, ctx, dtype, "scan_tiles", &kt));
   KILN_TRY(get_kernel(op, ctx, dtype, "scan_add", &ka));
-  size_t local = kiln__ops_local_size(ctx, kt);
+  size_t local = kiln__launch_pow2_local(ctx, kt);
   const uint32_t per = 8;
   uint64_t tile = (uint64_t)local * per;
   uint64_t groups = (n + tile - 1) / tile;
@@ -494,7 +495,7 @@ scan_exclusive(const char *op, kiln_context *ctx, kiln_dtype dtype, kiln_tensor 
       s = ar.status;
     }
     if (s == KILN_OK)
-      s = kiln__ops_launch(op, ctx, ka, n);
+      s = kiln__launch_1d(op, ctx, ka, n, 0);
   } else if (s == KILN_OK) {
     cl_ulong t = 0;
     s = kiln__ops_read(op, ctx, sums, 0, &t, sizeof t);
@@ -545,7 +546,7 @@ compact(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln_tens
       s = ar.status;
     }
     if (s == KILN_OK)
-      s = kiln__ops_launch(op, ctx, k, n);
+      s = kiln__launch_1d(op, ctx, k, n, 0);
     if (s == KILN_OK)
       s = scan_exclusive(op, ctx, x->dtype, offs, n, &total);
   }
@@ -566,7 +567,7 @@ compact(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln_tens
       s = ar.status;
     }
     if (s == KILN_OK)
-      s = kiln__ops_launch(op, ctx, k, n);
+      s = kiln__launch_1d(op, ctx, k, n, 0);
     if (s != KILN_OK) {
       kiln_tensor_release(*out);
       *out = NULL;
@@ -668,7 +669,7 @@ index_math(const char *op, kiln_context *ctx, const kiln_tensor *in, const kiln_
       s = ar.status;
     }
     if (s == KILN_OK)
-      s = kiln__ops_launch(op, ctx, k, count);
+      s = kiln__launch_1d(op, ctx, k, count, 0);
     if (s == KILN_OK && is_ind2sub) {
       s = flag_verdict(op, ctx, flag, in, 0, (int64_t)total, "the dims' element count");
     } else if (s == KILN_OK) {
@@ -785,7 +786,7 @@ kiln_one_hot(kiln_context *ctx, const kiln_tensor *indices, int64_t num_classes,
       s = ar.status;
     }
     if (s == KILN_OK)
-      s = kiln__ops_launch(op, ctx, k, n);
+      s = kiln__launch_1d(op, ctx, k, n, 0);
     if (s == KILN_OK)
       s = flag_verdict(op, ctx, flag, indices, 0, num_classes, "num_classes");
   }
@@ -794,3 +795,7 @@ kiln_one_hot(kiln_context *ctx, const kiln_tensor *indices, int64_t num_classes,
   pthread_mutex_unlock(&ctx->lock);
   return s;
 }
+
+static const char *const index_sources[] = {"index", NULL};
+
+const struct kiln__family kiln__index_family = {.name = "index", .sources = index_sources};

@@ -18,6 +18,7 @@
 
 #include "core/dtype_traits.h"
 #include "kiln/layout.h"
+#include "ops/families.h"
 #include "ops/ops_common.h"
 
 enum remap_mode {
@@ -198,8 +199,8 @@ try_tiled(const char *op, kiln_context *ctx, kiln_dtype dtype, const kiln_tensor
   kiln__args_raw(&ar, sizeof bp, &bp);
   KILN_TRY(ar.status);
   uint64_t g2 = batch < 65535 ? batch : 65535;
-  if (kiln__ops_max_groups && g2 > kiln__ops_max_groups)
-    g2 = kiln__ops_max_groups; /* test hook: make the batch loop run */
+  if (kiln__launch_max_groups && g2 > kiln__launch_max_groups)
+    g2 = kiln__launch_max_groups; /* test hook: make the batch loop run */
   size_t local[3] = {32, 8, 1};
   size_t global[3] = {(size_t)((ea + 31) / 32 * 32), (size_t)((eb + 31) / 32 * 8), (size_t)g2};
   KILN_TRY(kiln__enqueue_kernel(op, ctx, k, 3, global, local));
@@ -269,7 +270,7 @@ remap_run(const char *op, kiln_context *ctx, const kiln_tensor *src, kiln_tensor
   if (!fast)
     kiln__args_raw(&a, esz, fill ? fill : zero);
   KILN_TRY(a.status);
-  return kiln__ops_launch_3d(op, ctx, k, e0, e1, rows);
+  return kiln__launch_3d(op, ctx, k, e0, e1, rows);
 }
 
 static kiln_status
@@ -988,7 +989,7 @@ tri(const char *op, kiln_context *ctx, const kiln_tensor *x, int64_t k, uint32_t
     kiln__args_u32(&a, upper);
     s = a.status;
     if (s == KILN_OK)
-      s = kiln__ops_launch(op, ctx, kern, x->numel);
+      s = kiln__launch_1d(op, ctx, kern, x->numel, 0);
   }
   s = kiln__ops_out_finish(op, ctx, &t, s);
   pthread_mutex_unlock(&ctx->lock);
@@ -1116,9 +1117,13 @@ kiln_kron(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b, kiln_te
       s = ar.status;
     }
     if (s == KILN_OK)
-      s = kiln__ops_launch(op, ctx, k, n);
+      s = kiln__launch_1d(op, ctx, k, n, 0);
   }
   s = kiln__ops_out_finish(op, ctx, &t, s);
   pthread_mutex_unlock(&ctx->lock);
   return s;
 }
+
+static const char *const layout_sources[] = {"layout", NULL};
+
+const struct kiln__family kiln__layout_family = {.name = "layout", .sources = layout_sources};

@@ -4,8 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-size_t kiln__ops_local_override;
-size_t kiln__ops_max_groups;
 
 kiln_status
 kiln__ops_kernel(const char *op, kiln_context *ctx, const char *source, kiln_dtype dtype,
@@ -19,165 +17,9 @@ kiln__ops_kernel_variant(const char *op, kiln_context *ctx, const char *source,
                          kiln_dtype dtype, const kiln__program_variant *v, const char *name,
                          cl_kernel *k)
 {
-  static const kiln__program_variant defaults = {0, 0, 0, 0};
   char options[192];
-  kiln__program_options_variant(&ctx->info, source, dtype, v ? v : &defaults, options,
-                                sizeof options);
+  kiln__program_options(&ctx->info, source, dtype, v, options, sizeof options);
   return kiln__kernel_get(op, ctx, source, options, name, k);
-}
-
-kiln__args
-kiln__args_begin(const char *op, cl_kernel k)
-{
-  kiln__args a = {op, k, 0, KILN_OK};
-  return a;
-}
-
-void
-kiln__args_raw(kiln__args *a, size_t size, const void *value)
-{
-  if (a->status == KILN_OK)
-    a->status = kiln__arg(a->op, a->k, a->next, size, value);
-  a->next++;
-}
-
-kiln_status
-kiln__args_enqueue_1d(const kiln__args *a, kiln_context *ctx, size_t global, size_t local)
-{
-  if (a->status != KILN_OK)
-    return a->status;
-  return kiln__enqueue_kernel(a->op, ctx, a->k, 1, &global, &local);
-}
-
-void
-kiln__args_tensor(kiln__args *a, const kiln_tensor *t)
-{
-  cl_mem m = t ? t->mem : NULL;
-  cl_ulong off = kiln__ops_elem_offset(t);
-  kiln__args_raw(a, sizeof m, &m);
-  kiln__args_raw(a, sizeof off, &off);
-}
-
-void
-kiln__args_mem(kiln__args *a, cl_mem m)
-{
-  kiln__args_raw(a, sizeof m, &m);
-}
-
-void
-kiln__args_u64(kiln__args *a, uint64_t v)
-{
-  cl_ulong x = v;
-  kiln__args_raw(a, sizeof x, &x);
-}
-
-void
-kiln__args_i64(kiln__args *a, int64_t v)
-{
-  cl_long x = v;
-  kiln__args_raw(a, sizeof x, &x);
-}
-
-void
-kiln__args_u32(kiln__args *a, uint32_t v)
-{
-  cl_uint x = v;
-  kiln__args_raw(a, sizeof x, &x);
-}
-
-void
-kiln__args_local(kiln__args *a, size_t bytes)
-{
-  kiln__args_raw(a, bytes, NULL);
-}
-
-static uint64_t
-cap_groups(uint64_t groups)
-{
-  return kiln__ops_max_groups && groups > kiln__ops_max_groups ? kiln__ops_max_groups : groups;
-}
-
-static size_t
-kernel_max_wg(kiln_context *ctx, cl_kernel k)
-{
-  size_t max = 0;
-  if (clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof max, &max,
-                               NULL) != CL_SUCCESS ||
-      max == 0)
-    max = ctx->info.max_work_group_size ? ctx->info.max_work_group_size : 1;
-  return max;
-}
-
-size_t
-kiln__ops_local_size(kiln_context *ctx, cl_kernel k)
-{
-  size_t want = kiln__ops_local_override ? kiln__ops_local_override : ctx->wg_size;
-  size_t max = kernel_max_wg(ctx, k);
-  if (want > max)
-    want = max;
-  size_t p = 1;
-  while (p * 2 <= want)
-    p *= 2;
-  return p;
-}
-
-kiln_status
-kiln__ops_launch(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n)
-{
-  if (n == 0)
-    return KILN_OK;
-  size_t local = ctx->wg_size;
-  if (kiln__ops_local_override) {
-    size_t max = kernel_max_wg(ctx, k);
-    local = kiln__ops_local_override < max ? kiln__ops_local_override : max;
-  }
-  /* As kiln__launch_1d: one item per work-item up to a large cap, grid-stride beyond it. */
-  uint64_t max_groups = ((uint64_t)1 << 31) / local;
-  uint64_t groups = (n + local - 1) / local;
-  if (groups > max_groups)
-    groups = max_groups;
-  groups = cap_groups(groups);
-  size_t global = (size_t)(groups * local);
-  return kiln__enqueue_kernel(op, ctx, k, 1, &global, &local);
-}
-
-kiln_status
-kiln__ops_launch_3d(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n0, uint64_t n1,
-                    uint64_t n2)
-{
-  if (n0 == 0 || n1 == 0 || n2 == 0)
-    return KILN_OK;
-  size_t wg = ctx->wg_size;
-  if (kiln__ops_local_override) {
-    size_t max = kernel_max_wg(ctx, k);
-    wg = kiln__ops_local_override < max ? kiln__ops_local_override : max;
-  }
-  /*
-   * Few work-group shapes on purpose: PoCL compiles a specialised kernel per
-   * local size (~100 ms each), so dimension 0 takes 256, 64, 16 or 1 items
-   * (the largest that n0 fills, at most wg) and dimension 1 the rest of wg.
-   */
-  static const size_t widths[] = {256, 64, 16, 1};
-  size_t l0 = 1;
-  for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++) {
-    if (widths[i] <= wg && widths[i] <= n0) {
-      l0 = widths[i];
-      break;
-    }
-  }
-  size_t l1 = wg / l0 ? wg / l0 : 1;
-  /* One item per work-item up to a large grid (2^31 items in all); the kernels loop beyond it. */
-  uint64_t n0c = n0 < ((uint64_t)1 << 24) ? n0 : ((uint64_t)1 << 24);
-  uint64_t g0 = cap_groups((n0c + l0 - 1) / l0) * l0;
-  uint64_t c1 = ((uint64_t)1 << 31) / g0;
-  uint64_t g1 = cap_groups(((n1 < c1 ? n1 : c1) + l1 - 1) / l1) * l1;
-  uint64_t c2 = ((uint64_t)1 << 31) / (g0 * g1);
-  if (c2 < 1)
-    c2 = 1;
-  uint64_t g2 = cap_groups(n2 < c2 ? n2 : c2);
-  size_t global[3] = {(size_t)g0, (size_t)g1, (size_t)g2};
-  size_t local[3] = {l0, l1, 1};
-  return kiln__enqueue_kernel(op, ctx, k, 3, global, local);
 }
 
 kiln_status
@@ -434,7 +276,7 @@ kiln__ops_sort_pairs(const char *op, kiln_context *ctx, const char *source, kiln
       kiln__args_u64(&a, size);
       KILN_TRY(a.status);
       /* One work-item per compare-exchange pair. */
-      KILN_TRY(kiln__ops_launch(op, ctx, k, n / 2));
+      KILN_TRY(kiln__launch_1d(op, ctx, k, n / 2, 0));
     }
   }
   return KILN_OK;

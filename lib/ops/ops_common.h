@@ -13,21 +13,8 @@
 #include <stdint.h>
 
 #include "core/error.h"
-#include "runtime/runtime.h" /* includes core/shape.h, whose tail has no include guard */
-
-/*
- * Test hook: when nonzero, kiln__ops_launch uses this local size (clamped to
- * what the kernel allows) instead of the context default. Only tests that
- * link the library's internals set it, to prove results do not depend on the
- * work-group size.
- */
-extern size_t kiln__ops_local_override;
-
-/*
- * Test hook: when nonzero, launches use at most this many work-groups along
- * each grid dimension, so the kernels' grid-stride loops run several times.
- */
-extern size_t kiln__ops_max_groups;
+#include "runtime/launch.h"
+#include "runtime/runtime.h"
 
 /*
  * Test hook of the random family: raw Philox4x32-10 words of nblocks blocks
@@ -37,6 +24,18 @@ extern size_t kiln__ops_max_groups;
  */
 kiln_status kiln__random_philox_blocks(kiln_context *ctx, const uint32_t key[2],
                                        const uint32_t ctr[4], uint64_t nblocks, uint32_t *host);
+
+/*
+ * A program variant: the compile-time launch parameters of some sources (the
+ * `variant` of kiln__program_options); 0 = the device default. Read by the
+ * build-option callbacks of the reduce, scan and elementwise families.
+ */
+typedef struct kiln__program_variant {
+  uint32_t cols;       /* reduce, scan: KILN_COLS (columns per work-item) */
+  uint32_t lane_order; /* reduce: KILN_BLOCKED + 1 (the rows kernel's lane order; 0 default) */
+  uint32_t ew_items;   /* elementwise: KILN_EW_ITEMS (vectors per work-item of flat launches) */
+  uint32_t ew_vec;     /* elementwise: KILN_EW_VEC (elements per vector access) */
+} kiln__program_variant;
 
 /*
  * Kernel `name` of embedded source `source` built for dtype with the
@@ -50,49 +49,6 @@ kiln_status kiln__ops_kernel(const char *op, kiln_context *ctx, const char *sour
 kiln_status kiln__ops_kernel_variant(const char *op, kiln_context *ctx, const char *source,
                                      kiln_dtype dtype, const kiln__program_variant *v,
                                      const char *name, cl_kernel *k);
-
-/* Sequential kernel arguments; the first failure sticks and later adds are no-ops. */
-typedef struct kiln__args {
-  const char *op;
-  cl_kernel k;
-  cl_uint next;
-  kiln_status status;
-} kiln__args;
-
-kiln__args kiln__args_begin(const char *op, cl_kernel k);
-void kiln__args_raw(kiln__args *a, size_t size, const void *value);
-/* A tensor as (buffer, element offset); NULL passes a NULL buffer and offset 0. */
-void kiln__args_tensor(kiln__args *a, const kiln_tensor *t);
-/* A plain buffer (one argument, no offset). */
-void kiln__args_mem(kiln__args *a, cl_mem m);
-/* Enqueues the arguments' kernel over a 1-D grid (global, local), or returns the first
- * argument failure (ctx->lock held). */
-kiln_status kiln__args_enqueue_1d(const kiln__args *a, kiln_context *ctx, size_t global,
-                                  size_t local);
-void kiln__args_u64(kiln__args *a, uint64_t v);
-void kiln__args_i64(kiln__args *a, int64_t v);
-void kiln__args_u32(kiln__args *a, uint32_t v);
-/* __local scratch of bytes. */
-void kiln__args_local(kiln__args *a, size_t bytes);
-
-/* Enqueues a 1-D grid-stride kernel over n items (ctx->lock held); honours the test hook. */
-kiln_status kiln__ops_launch(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n);
-
-/*
- * Enqueues a 3-D grid-stride kernel over n0 x n1 x n2 items (dimension 0 the
- * contiguous inner run) (ctx->lock held). The work-group spans dimension 0
- * first, then 1; grid sizes are capped (the kernels loop over the rest).
- * Honours the test hooks.
- */
-kiln_status kiln__ops_launch_3d(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n0,
-                                uint64_t n1, uint64_t n2);
-
-/*
- * Local size for a kernel that needs exactly one work-group shape (scans):
- * the context default or the test hook, clamped to the kernel's limit and
- * rounded down to a power of two.
- */
-size_t kiln__ops_local_size(kiln_context *ctx, cl_kernel k);
 
 /* Normalises an axis in [-ndim, ndim) to [0, ndim); INVALID_ARGUMENT otherwise. */
 kiln_status kiln__ops_axis(const char *op, int64_t axis, size_t ndim, size_t *out);

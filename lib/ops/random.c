@@ -5,19 +5,55 @@
  * element-to-word mapping and the device-independent arithmetic.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/dtype_traits.h"
 #include "kiln/random.h"
+#include "ops/families.h"
 #include "ops/ops_common.h"
+
+/* The family's per-context state: the Philox stream (guarded by ctx->lock). A new
+ * context starts at seed 0, counter 0. */
+struct rng_state {
+  uint64_t seed, counter;
+};
+
+static kiln_status
+rng_state_create(kiln_context *ctx, void **state)
+{
+  *state = calloc(1, sizeof(struct rng_state));
+  return *state ? KILN_OK
+                : kiln__fail(KILN_ERR_HOST_MEMORY, "kiln_context_create", 0,
+                             "cannot allocate the random stream state");
+}
+
+static void
+rng_state_destroy(kiln_context *ctx, void *state)
+{
+  free(state);
+}
+
+static const char *const random_sources[] = {"random", NULL};
+
+const struct kiln__family kiln__random_family = {.name = "random",
+                                                 .sources = random_sources,
+                                                 .state_create = rng_state_create,
+                                                 .state_destroy = rng_state_destroy};
+
+static struct rng_state *
+rng(const kiln_context *ctx)
+{
+  return kiln__family_state(ctx, &kiln__random_family);
+}
 
 kiln_status
 kiln_rng_seed(kiln_context *ctx, uint64_t seed)
 {
   KILN_TRY(kiln__ctx_check("kiln_rng_seed", ctx));
   pthread_mutex_lock(&ctx->lock);
-  ctx->rng_seed = seed;
-  ctx->rng_counter = 0;
+  rng(ctx)->seed = seed;
+  rng(ctx)->counter = 0;
   pthread_mutex_unlock(&ctx->lock);
   return KILN_OK;
 }
@@ -30,8 +66,8 @@ kiln_rng_state_get(const kiln_context *ctx, kiln_rng_state *out)
   KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
   kiln_context *c = (kiln_context *)ctx; /* the lock is not part of the logical state */
   pthread_mutex_lock(&c->lock);
-  out->seed = c->rng_seed;
-  out->counter = c->rng_counter;
+  out->seed = rng(c)->seed;
+  out->counter = rng(c)->counter;
   pthread_mutex_unlock(&c->lock);
   return KILN_OK;
 }
@@ -43,8 +79,8 @@ kiln_rng_state_set(kiln_context *ctx, const kiln_rng_state *state)
   KILN_TRY(kiln__ctx_check(op, ctx));
   KILN_RETURN_IF(!state, KILN_ERR_INVALID_ARGUMENT, op, "state is NULL");
   pthread_mutex_lock(&ctx->lock);
-  ctx->rng_seed = state->seed;
-  ctx->rng_counter = state->counter;
+  rng(ctx)->seed = state->seed;
+  rng(ctx)->counter = state->counter;
   pthread_mutex_unlock(&ctx->lock);
   return KILN_OK;
 }
@@ -66,15 +102,15 @@ struct stream {
 static struct stream
 stream_begin(kiln_context *ctx, uint64_t nblocks)
 {
-  struct stream s = {ctx->rng_counter, (uint32_t)ctx->rng_seed,
-                     (uint32_t)(ctx->rng_seed >> 32), nblocks};
+  const struct rng_state *r = rng(ctx);
+  struct stream s = {r->counter, (uint32_t)r->seed, (uint32_t)(r->seed >> 32), nblocks};
   return s;
 }
 
 static void
 stream_commit(kiln_context *ctx, const struct stream *s)
 {
-  ctx->rng_counter = s->base + s->nblocks; /* wraps modulo 2^64 */
+  rng(ctx)->counter = s->base + s->nblocks; /* wraps modulo 2^64 */
 }
 
 static void
@@ -119,7 +155,7 @@ fill(const char *op, kiln_context *ctx, kiln_tensor *out, const char *name, uint
       s = a.status;
     }
     if (s == KILN_OK)
-      s = kiln__ops_launch(op, ctx, k, nblocks);
+      s = kiln__launch_1d(op, ctx, k, nblocks, 0);
   }
   if (s == KILN_OK)
     stream_commit(ctx, &st);
@@ -249,7 +285,7 @@ permutation_pairs(const char *op, kiln_context *ctx, kiln_dtype program, uint64_
     s = a.status;
   }
   if (s == KILN_OK)
-    s = kiln__ops_launch(op, ctx, k, npad);
+    s = kiln__launch_1d(op, ctx, k, npad, 0);
   if (s == KILN_OK)
     s = kiln__ops_sort_pairs(op, ctx, "random", program, keys, *vals, npad);
   kiln_tensor_release(keys);
@@ -293,7 +329,7 @@ kiln_random_permutation(kiln_context *ctx, int64_t n, kiln_dtype dtype, kiln_ten
       s = a.status;
     }
     if (s == KILN_OK)
-      s = kiln__ops_launch(op, ctx, k, (uint64_t)n);
+      s = kiln__launch_1d(op, ctx, k, (uint64_t)n, 0);
   }
   kiln_tensor_release(vals);
   pthread_mutex_unlock(&ctx->lock);
@@ -335,7 +371,7 @@ kiln_random_shuffle(kiln_context *ctx, const kiln_tensor *x, kiln_tensor **out)
         s = a.status;
       }
       if (s == KILN_OK)
-        s = kiln__ops_launch(op, ctx, k, x->numel);
+        s = kiln__launch_1d(op, ctx, k, x->numel, 0);
     }
   }
   kiln_tensor_release(vals);
@@ -371,7 +407,7 @@ kiln__random_philox_blocks(kiln_context *ctx, const uint32_t key[2], const uint3
     s = a.status;
   }
   if (s == KILN_OK)
-    s = kiln__ops_launch(op, ctx, k, nblocks);
+    s = kiln__launch_1d(op, ctx, k, nblocks, 0);
   if (s == KILN_OK)
     s = kiln__ops_read(op, ctx, buf, 0, host, nblocks * 16);
   kiln_tensor_release(buf);

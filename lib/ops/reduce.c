@@ -11,6 +11,8 @@
 #include "core/dtype_traits.h"
 #include "core/error.h"
 #include "kiln/reduce.h"
+#include "ops/families.h"
+#include "ops/launch_params.h"
 #include "ops/ops_common.h"
 #include "ops/tuned.h"
 #include "runtime/runtime.h"
@@ -184,7 +186,7 @@ args_outputs(kiln__args *a, cl_mem out, uint64_t ooff, cl_mem vals, uint64_t vof
 /*
  * The column kernel with vector states (NAME_colsv in reduce.cl) exists for sum, mean, max
  * and min, for columns per item in multiples of 16, on CPU devices (-DKILN_COLSV, set by
- * kiln__program_options_variant).
+ * reduce_build_options).
  */
 static int
 cols_vector(const struct red_call *rc)
@@ -717,7 +719,7 @@ reduce_impl(kiln_context *ctx, kiln_reduce_op rop, const kiln_tensor *x, const i
 
   char options[192];
   /* The shared options (what `kiln cache warm` builds), then the f64-accumulation variant. */
-  kiln__program_options_variant(&ctx->info, "reduce", x->dtype,
+  kiln__program_options(&ctx->info, "reduce", x->dtype,
                                 &(kiln__program_variant){.cols = cols_per_item(&rc),
                                                          .lane_order = lp->blocked + 1},
                                 options,
@@ -781,3 +783,31 @@ kiln_argreduce(kiln_context *ctx, kiln_reduce_op op, const kiln_tensor *x, const
 {
   return reduce_impl(ctx, op, x, axes, naxes, keepdims, opts, NULL, 1, values, indices);
 }
+
+/*
+ * Reductions compile their columns per work-item in (a launch parameter), the rows
+ * kernel's lane order (also one), and on CPU devices the vector-state column kernels
+ * (whole 16-column vectors per work-item).
+ */
+static void
+reduce_build_options(const kiln_device_info *info, const char *source, kiln_dtype dtype,
+                     const void *variant, char *buf, size_t len)
+{
+  (void)source;
+  (void)dtype;
+  const kiln__program_variant *v = variant;
+  uint32_t cols = v && v->cols ? v->cols : kiln__default_cols_per_item(info);
+  uint32_t lanes = v && v->lane_order ? v->lane_order - 1 : kiln__default_lane_order(info);
+  kiln__options_append(buf, len, " -DKILN_COLS=%u -DKILN_BLOCKED=%u", cols, lanes);
+  if (!info->is_gpu && cols % 16 == 0)
+    kiln__options_append(buf, len, " -DKILN_COLSV=1");
+}
+
+static const char *const reduce_sources[] = {"reduce", NULL};
+
+const struct kiln__family kiln__reduce_family = {
+    .name = "reduce",
+    .sources = reduce_sources,
+    .build_options = reduce_build_options,
+    .tune = &kiln__reduce_tune,
+};

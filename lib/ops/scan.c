@@ -9,7 +9,9 @@
 #include "core/axes.h"
 #include "core/dtype_traits.h"
 #include "core/error.h"
-#include "kiln/reduce.h"
+#include "kiln/scan.h"
+#include "ops/families.h"
+#include "ops/launch_params.h"
 #include "ops/ops_common.h"
 #include "ops/tuned.h"
 #include "runtime/runtime.h"
@@ -250,7 +252,7 @@ scan_impl(kiln_context *ctx, kiln_scan_op sop, const kiln_tensor *x, int64_t axi
   KILN_TRY(kiln__launch_params_check(op, lp));
 
   char options[192];
-  kiln__program_options_variant(&ctx->info, "scan", x->dtype,
+  kiln__program_options(&ctx->info, "scan", x->dtype,
                                 &(kiln__program_variant){.cols = lp->cols_per_item}, options,
                                 sizeof options);
   struct scan_call sc = {op, ctx, lp, options, scan_rows[sop].name,
@@ -334,7 +336,7 @@ diff_once(const char *op, kiln_context *ctx, const char *options, cl_mem src, ui
   kiln__args_u64(&a, inner);
   KILN_TRY(a.status);
   /* One work-item per (line, block of DIFF_BLOCK = 256 outputs): see diff1 in scan.cl. */
-  return kiln__launch_1d(op, ctx, k, outer * ((len - 1 + 255) / 256) * inner);
+  return kiln__launch_1d(op, ctx, k, outer * ((len - 1 + 255) / 256) * inner, 0);
 }
 
 kiln_status
@@ -362,7 +364,7 @@ kiln_diff(kiln_context *ctx, const kiln_tensor *x, int64_t axis, int64_t n, kiln
   kiln__launch_params lp;
   kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, &lp);
   char options[192];
-  kiln__program_options_variant(&ctx->info, "scan", x->dtype,
+  kiln__program_options(&ctx->info, "scan", x->dtype,
                                 &(kiln__program_variant){.cols = lp.cols_per_item}, options,
                                 sizeof options);
   size_t esz = kiln_dtype_size(x->dtype);
@@ -401,3 +403,24 @@ kiln_diff(kiln_context *ctx, const kiln_tensor *x, int64_t axis, int64_t n, kiln
   pthread_mutex_unlock(&ctx->lock);
   return s;
 }
+
+/* Scans compile their columns per work-item in (a launch parameter). */
+static void
+scan_build_options(const kiln_device_info *info, const char *source, kiln_dtype dtype,
+                   const void *variant, char *buf, size_t len)
+{
+  (void)source;
+  (void)dtype;
+  const kiln__program_variant *v = variant;
+  kiln__options_append(buf, len, " -DKILN_COLS=%u",
+                       v && v->cols ? v->cols : kiln__default_cols_per_item(info));
+}
+
+static const char *const scan_sources[] = {"scan", NULL};
+
+const struct kiln__family kiln__scan_family = {
+    .name = "scan",
+    .sources = scan_sources,
+    .build_options = scan_build_options,
+    .tune = &kiln__scan_tune,
+};

@@ -15,7 +15,7 @@
 
 #include "kiln/fft.h"
 #include "kiln/reduce.h"
-#include "runtime/launch_params.h"
+#include "ops/launch_params.h"
 
 kiln_status kiln__reduce_tuned(kiln_context *ctx, kiln_reduce_op op, const kiln_tensor *x,
                                const int64_t *axes, size_t naxes, int keepdims,
@@ -57,7 +57,7 @@ kiln_status kiln__fft_c2c_forward(kiln_context *ctx, kiln_tensor *x, kiln_fft_ba
 
 /*
  * kiln_matmul() of 2-D a and b on an explicit route (an enum
- * kiln__gemm_route of runtime/tuner.h), whatever KILN_OPT_GEMM_SMALL_MNK and
+ * kiln__gemm_route of ops/blas_route.h), whatever KILN_OPT_GEMM_SMALL_MNK and
  * the autotuner say. KILN_ERR_UNSUPPORTED for the CLBlast route on a context
  * without CLBlast; KILN_ERR_INVALID_ARGUMENT for another route value; other
  * statuses as kiln_matmul().
@@ -71,5 +71,9 @@ kiln_status kiln__matmul_routed(kiln_context *ctx, const kiln_tensor *a, const k
  * kiln's kernel, out[1] on CLBlast.
  */
 void kiln__blas_test_routes(uint64_t out[2]);
+
+/* The autotuner's description of the fft family (lib/ops/fft_tune.c). */
+struct kiln__tune_family;
+extern const struct kiln__tune_family kiln__fft_tune;
 
 #endif

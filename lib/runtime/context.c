@@ -5,9 +5,9 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "runtime/build.h"
+#include "runtime/family.h"
 #include "runtime/runtime.h"
 #include "runtime/tuner.h"
-#include "runtime/tunables.h"
 #include "kiln_config.h"
 
 /*
@@ -49,60 +49,11 @@ default_wg_size(const kiln_device_info *info)
   return wg;
 }
 
-/* KILN_FFT_BACKEND: auto (0), clfft (1), vkfft (2); anything else warns and means auto. */
-static int
-env_fft_backend(void)
-{
-  static const char *const names[] = {"auto", "clfft", "vkfft"};
-  const char *v = getenv("KILN_FFT_BACKEND");
-  if (!v || !*v)
-    return 0;
-  for (int i = 0; i < 3; i++)
-    if (strcasecmp(v, names[i]) == 0)
-      return i;
-  kiln__log(KILN__LOG_WARN, "KILN_FFT_BACKEND=\"%s\" is not auto, clfft or vkfft; using auto", v);
-  return 0;
-}
-
 static uint64_t
 default_pool_limit(const kiln_device_info *info)
 {
   uint64_t lim = info->global_mem_bytes / 4;
   return lim > (2ull << 30) ? (2ull << 30) : lim;
-}
-
-/* Finishes a context whose cl objects are set: info, lock, pool. Takes ownership of ctx. */
-static kiln_status
-context_init(const char *op, kiln_context *ctx, kiln_context **out)
-{
-  cl_command_queue_properties qprops = 0;
-  kiln__platform_lock();
-  kiln__device_query(ctx->platform, ctx->device, &ctx->info);
-  if (clGetCommandQueueInfo(ctx->queue, CL_QUEUE_PROPERTIES, sizeof qprops, &qprops, NULL) ==
-      CL_SUCCESS)
-    ctx->queue_profiling = (qprops & CL_QUEUE_PROFILING_ENABLE) != 0;
-  kiln__platform_unlock();
-  ctx->wg_size = default_wg_size(&ctx->info);
-  ctx->pool.limit = default_pool_limit(&ctx->info);
-  ctx->pool.stats.limit_bytes = ctx->pool.limit;
-  ctx->gemm_small_mnk = KILN__GEMM_SMALL_MNK_DEFAULT;
-  ctx->fft_backend = env_fft_backend();
-  /* Debug switch: run a CLBlast build as if it had none (tests reach kiln's own BLAS kernels). */
-  const char *no_clblast = getenv("KILN_DEBUG_NO_CLBLAST");
-  ctx->use_clblast = KILN_HAVE_CLBLAST && !(no_clblast && *no_clblast && strcmp(no_clblast, "0"));
-  pthread_mutexattr_t attr;
-  pthread_mutexattr_init(&attr);
-  pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
-  pthread_mutex_init(&ctx->lock, &attr);
-  pthread_mutexattr_destroy(&attr);
-  ctx->refs = 1;
-  kiln__ctx_cache_open(ctx);
-  kiln__tuner_create(ctx);
-  ctx->magic = KILN__CTX_MAGIC;
-  kiln__log(KILN__LOG_INFO, "%s: using %s (%s, driver %s)", op, ctx->info.name,
-            ctx->info.platform_name, ctx->info.driver_version);
-  *out = ctx;
-  return KILN_OK;
 }
 
 static void
@@ -116,6 +67,42 @@ context_free_cl(kiln_context *ctx)
   kiln__platform_unlock();
   ctx->queue = NULL;
   ctx->cl = NULL;
+}
+
+/* Finishes a context whose cl objects are set: info, lock, pool, family state. Takes ownership
+ * of ctx (freed with its cl objects on failure). */
+static kiln_status
+context_init(const char *op, kiln_context *ctx, kiln_context **out)
+{
+  cl_command_queue_properties qprops = 0;
+  kiln__platform_lock();
+  kiln__device_query(ctx->platform, ctx->device, &ctx->info);
+  if (clGetCommandQueueInfo(ctx->queue, CL_QUEUE_PROPERTIES, sizeof qprops, &qprops, NULL) ==
+      CL_SUCCESS)
+    ctx->queue_profiling = (qprops & CL_QUEUE_PROFILING_ENABLE) != 0;
+  kiln__platform_unlock();
+  ctx->wg_size = default_wg_size(&ctx->info);
+  ctx->pool.limit = default_pool_limit(&ctx->info);
+  ctx->pool.stats.limit_bytes = ctx->pool.limit;
+  kiln_status s = kiln__family_states_create(op, ctx);
+  if (s != KILN_OK) {
+    context_free_cl(ctx);
+    free(ctx);
+    return s;
+  }
+  pthread_mutexattr_t attr;
+  pthread_mutexattr_init(&attr);
+  pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+  pthread_mutex_init(&ctx->lock, &attr);
+  pthread_mutexattr_destroy(&attr);
+  ctx->refs = 1;
+  kiln__ctx_cache_open(ctx);
+  kiln__tuner_create(ctx);
+  ctx->magic = KILN__CTX_MAGIC;
+  kiln__log(KILN__LOG_INFO, "%s: using %s (%s, driver %s)", op, ctx->info.name,
+            ctx->info.platform_name, ctx->info.driver_version);
+  *out = ctx;
+  return KILN_OK;
 }
 
 kiln_status
@@ -247,13 +234,8 @@ kiln_context_release(kiln_context *ctx)
   pthread_mutex_lock(&ctx->lock);
   ctx->released = 1;
   clFinish(ctx->queue);
-  /* Provider objects (FFT plans) hold cl objects of this context: they go first. */
-  for (int i = 0; i < KILN__EXT_COUNT; i++) {
-    if (ctx->ext[i].destroy)
-      ctx->ext[i].destroy(ctx, ctx->ext[i].data);
-    ctx->ext[i].data = NULL;
-    ctx->ext[i].destroy = NULL;
-  }
+  /* Family state (FFT plans) holds cl objects of this context: it goes first. */
+  kiln__family_states_destroy(ctx);
   kiln__profile_destroy(ctx);
   kiln__programs_destroy(ctx);
   kiln__ctx_cache_close(ctx);
@@ -322,16 +304,15 @@ kiln_option_bounds(kiln_option option, int64_t *lower, int64_t *upper)
     *lower = KILN_TUNE_OFF;
     *upper = KILN_TUNE_ONLINE;
     return KILN_OK;
-  case KILN_OPT_GEMM_SMALL_MNK:
-    *lower = 0;
-    *upper = INT64_MAX;
-    return KILN_OK;
-  case KILN_OPT_FFT_BACKEND:
-    *lower = 0;
-    *upper = 2;
-    return KILN_OK;
+  default:
+    break;
   }
-  return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0, "unknown option %d", (int)option);
+  const struct kiln__family_option *row;
+  KILN_RETURN_IF(!kiln__family_of_option(option, &row), KILN_ERR_INVALID_ARGUMENT, op,
+                 "unknown option %d", (int)option);
+  *lower = row->lower;
+  *upper = row->upper;
+  return KILN_OK;
 }
 
 kiln_status
@@ -359,13 +340,12 @@ kiln_context_set_option(kiln_context *ctx, kiln_option option, int64_t value)
   case KILN_OPT_TUNE_MODE:
     kiln__tuner_set_mode(ctx, value);
     break;
-  case KILN_OPT_GEMM_SMALL_MNK:
-    ctx->gemm_small_mnk = value;
-    ctx->gemm_small_mnk_set = 1;
+  default: {
+    /* kiln_option_bounds found the owner */
+    const struct kiln__family *f = kiln__family_of_option(option, NULL);
+    f->option_set(ctx, kiln__family_state(ctx, f), option, value);
     break;
-  case KILN_OPT_FFT_BACKEND:
-    ctx->fft_backend = (int)value;
-    break;
+  }
   }
   pthread_mutex_unlock(&ctx->lock);
   return s;
@@ -388,12 +368,14 @@ kiln_context_get_option(const kiln_context *ctx, kiln_option option, int64_t *va
   case KILN_OPT_TUNE_MODE:
     *value = kiln__tuner_mode(ctx);
     return KILN_OK;
-  case KILN_OPT_GEMM_SMALL_MNK:
-    *value = ctx->gemm_small_mnk;
-    return KILN_OK;
-  case KILN_OPT_FFT_BACKEND:
-    *value = ctx->fft_backend;
-    return KILN_OK;
+  default:
+    break;
   }
-  return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0, "unknown option %d", (int)option);
+  const struct kiln__family *f = kiln__family_of_option(option, NULL);
+  KILN_RETURN_IF(!f, KILN_ERR_INVALID_ARGUMENT, op, "unknown option %d", (int)option);
+  kiln_context *c = (kiln_context *)ctx; /* the lock is not part of the logical state */
+  pthread_mutex_lock(&c->lock);
+  *value = f->option_get(ctx, kiln__family_state(ctx, f), option);
+  pthread_mutex_unlock(&c->lock);
+  return KILN_OK;
 }

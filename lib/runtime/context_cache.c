@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "runtime/build.h"
+#include "runtime/family.h"
 #include "runtime/tuner.h"
 
 void
@@ -107,19 +108,30 @@ kiln_context_cache_warm(kiln_context *ctx, kiln_cache_warm_fn progress, void *us
   static const char op[] = "kiln_context_cache_warm";
   KILN_TRY(kiln__ctx_check(op, ctx));
   kiln_cache_warm_result res = {0};
-  for (size_t i = 0; i < KILN__CL_SOURCE_COUNT; i++)
+  /* Every family's sources, sorted by name (the order progress reports them in). */
+  const char *sources[64];
+  size_t nsources = 0;
+  for (size_t f = 0; kiln__families[f]; f++)
+    for (const char *const *src = kiln__families[f]->sources; src && *src && nsources < 64;
+         src++) {
+      size_t j = nsources++;
+      for (; j > 0 && strcmp(sources[j - 1], *src) > 0; j--)
+        sources[j] = sources[j - 1];
+      sources[j] = *src;
+    }
+  for (size_t i = 0; i < nsources; i++)
     for (int d = 0; d < KILN_DTYPE_COUNT; d++)
       res.variants += kiln__device_has_dtype(&ctx->info, (kiln_dtype)d) != 0;
   kiln_status first_failure = KILN_OK;
   char failed_variant[256] = "";
   int stop = 0;
-  for (size_t i = 0; i < KILN__CL_SOURCE_COUNT && !stop; i++) {
-    const char *source = kiln__cl_sources[i].name;
+  for (size_t i = 0; i < nsources && !stop; i++) {
+    const char *source = sources[i];
     for (int d = 0; d < KILN_DTYPE_COUNT && !stop; d++) {
       if (!kiln__device_has_dtype(&ctx->info, (kiln_dtype)d))
         continue;
       char options[192];
-      kiln__program_options(&ctx->info, source, (kiln_dtype)d, options, sizeof options);
+      kiln__program_options(&ctx->info, source, (kiln_dtype)d, NULL, options, sizeof options);
       struct kiln__build_outcome oc;
       pthread_mutex_lock(&ctx->lock);
       kiln_status s = kiln__program_warm(op, ctx, source, options, &oc);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "runtime/runtime.h"
 
@@ -104,8 +105,7 @@ kiln__device_query(cl_platform_id platform, cl_device_id device, kiln_device_inf
     free(ext);
   }
   /* Test hook: pretend the device lacks fp64, to exercise the unsupported paths on any device. */
-  const char *nofp64 = getenv("KILN_DEBUG_NO_FP64");
-  if (nofp64 && *nofp64 && strcmp(nofp64, "0") != 0)
+  if (kiln__env_flag(KILN__ENV_DEBUG_NO_FP64))
     out->has_fp64 = 0;
 
   struct devref refs[MAX_DEVICES];
@@ -250,7 +250,7 @@ env_selector(const char *selector)
 {
   if (selector)
     return selector;
-  const char *e = getenv("KILN_DEVICE");
+  const char *e = kiln__env(KILN__ENV_DEVICE);
   return e && *e ? e : NULL;
 }
 

@@ -41,8 +41,8 @@ fold(const char *op, kiln_context *ctx)
 }
 
 /* Keeps (begin, end) for the next fold; takes ownership of both events. */
-static kiln_status
-record(const char *op, kiln_context *ctx, cl_event begin, cl_event end)
+kiln_status
+kiln__profile_record(const char *op, kiln_context *ctx, cl_event begin, cl_event end)
 {
   struct kiln__profile *p = &ctx->prof;
   /* Bounded memory: a long profiled loop folds its events every few thousand kernels. */
@@ -78,19 +78,6 @@ record(const char *op, kiln_context *ctx, cl_event begin, cl_event end)
 }
 
 kiln_status
-kiln__enqueue_kernel(const char *op, kiln_context *ctx, cl_kernel k, cl_uint dims,
-                     const size_t *global, const size_t *local)
-{
-  struct kiln__profile *p = &ctx->prof;
-  cl_event ev = NULL;
-  cl_int err = clEnqueueNDRangeKernel(ctx->queue, k, dims, NULL, global, local, 0, NULL,
-                                      p->active ? &ev : NULL);
-  if (err != CL_SUCCESS)
-    return kiln__fail_cl(op, err, "clEnqueueNDRangeKernel");
-  return ev ? record(op, ctx, NULL, ev) : KILN_OK;
-}
-
-kiln_status
 kiln__provider_span_begin(const char *op, kiln_context *ctx, cl_event *begin)
 {
   *begin = NULL;
@@ -111,7 +98,7 @@ kiln__provider_span_end(const char *op, kiln_context *ctx, cl_event begin)
     clReleaseEvent(begin);
     return kiln__fail_cl(op, err, "clEnqueueMarkerWithWaitList");
   }
-  return record(op, ctx, begin, end);
+  return kiln__profile_record(op, ctx, begin, end);
 }
 
 void

@@ -8,9 +8,8 @@
 #include "core/log.h"
 #include "kiln_cl_sources.h"
 #include "runtime/build.h"
-#include "runtime/launch_params.h"
+#include "runtime/family.h"
 #include "runtime/runtime.h"
-#include "runtime/tunables.h"
 
 const struct kiln__cl_source *
 kiln__cl_source_find(const char *name)
@@ -130,50 +129,6 @@ kiln__programs_destroy(kiln_context *ctx)
   ctx->nprograms = ctx->cap_programs = 0;
 }
 
-kiln_status
-kiln__arg(const char *op, cl_kernel k, cl_uint i, size_t size, const void *value)
-{
-  cl_int err = clSetKernelArg(k, i, size, value);
-  if (err != CL_SUCCESS)
-    return kiln__fail(kiln__status_from_cl(err), op, err, "clSetKernelArg(%u) failed: %s", i,
-                      kiln__cl_error_name(err));
-  return KILN_OK;
-}
-
-kiln_status
-kiln__launch_1d(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n)
-{
-  return kiln__launch_1d_local(op, ctx, k, n, ctx->wg_size);
-}
-
-kiln_status
-kiln__launch_1d_local(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n, size_t local)
-{
-  if (n == 0)
-    return KILN_OK;
-  if (local < 1)
-    local = 1;
-  /* A tuned or overridden size above the default may exceed what this kernel allows. */
-  size_t kmax = 0;
-  if (local > ctx->wg_size &&
-      clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax,
-                               NULL) == CL_SUCCESS &&
-      kmax && local > kmax)
-    local = kmax;
-  /*
-   * One item per work-item up to a very large grid: PoCL vectorises across
-   * work-items only when each does one element (measured: 28 GB/s vs 1 GB/s
-   * for a grid-stride loop over 2^24 floats). Beyond the cap the kernels'
-   * grid-stride loops take the rest.
-   */
-  uint64_t max_groups = ((uint64_t)1 << 31) / local;
-  uint64_t groups = (n + local - 1) / local;
-  if (groups > max_groups)
-    groups = max_groups;
-  size_t global = (size_t)(groups * local);
-  return kiln__enqueue_kernel(op, ctx, k, 1, &global, &local);
-}
-
 void
 kiln__dtype_options(kiln_dtype dtype, char *buf, size_t len)
 {
@@ -191,17 +146,9 @@ kiln__device_has_dtype(const kiln_device_info *info, kiln_dtype dtype)
   return kiln__dtype_valid(dtype) && (dtype != KILN_F64 || info->has_fp64);
 }
 
-void
-kiln__program_options(const kiln_device_info *info, const char *source, kiln_dtype dtype,
-                      char *buf, size_t len)
-{
-  kiln__program_variant v = {0, 0, 0, 0};
-  kiln__program_options_variant(info, source, dtype, &v, buf, len);
-}
-
 /* Appends printf-style text to buf (always terminated; truncation shows up as a build miss). */
-static void __attribute__((format(printf, 3, 4)))
-append(char *buf, size_t len, const char *fmt, ...)
+void
+kiln__options_append(char *buf, size_t len, const char *fmt, ...)
 {
   size_t used = strlen(buf);
   if (used + 1 >= len)
@@ -213,59 +160,14 @@ append(char *buf, size_t len, const char *fmt, ...)
 }
 
 void
-kiln__program_options_variant(const kiln_device_info *info, const char *source,
-                              kiln_dtype dtype, const kiln__program_variant *v, char *buf,
-                              size_t len)
+kiln__program_options(const kiln_device_info *info, const char *source, kiln_dtype dtype,
+                      const void *variant, char *buf, size_t len)
 {
   kiln__dtype_options(dtype, buf, len);
   /* Sources that convert to double (cast) need it; for the rest it only enables a pragma. */
   if (info->has_fp64)
-    append(buf, len, " -DKILN_FP64=1");
-  /* Per-source options: the BLAS kernels' tile and reduction group sizes. */
-  if (strcmp(source, "gemm_small") == 0)
-    append(buf, len, " -DKILN_GEMM_TILE=%u -DKILN_DOT_WG=%u", (uint32_t)kiln__gemm_tile(info),
-           (uint32_t)kiln__dot_wg(info));
-  /* Reductions and scans compile their columns per work-item in (a launch parameter), */
-  int is_reduce = strcmp(source, "reduce") == 0;
-  uint32_t cols = v->cols ? v->cols : kiln__default_cols_per_item(info);
-  if (is_reduce || strcmp(source, "scan") == 0)
-    append(buf, len, " -DKILN_COLS=%u", cols);
-  /* and reductions their rows kernel's lane order (also a launch parameter), and on CPU
-   * devices the vector-state column kernels (whole 16-column vectors per work-item). */
-  if (is_reduce) {
-    append(buf, len, " -DKILN_BLOCKED=%u",
-           v->lane_order ? v->lane_order - 1 : kiln__default_lane_order(info));
-    if (!info->is_gpu && cols % 16 == 0)
-      append(buf, len, " -DKILN_COLSV=1");
-  }
-  /* Flat elementwise launches compile their vector width and vectors per item in. The
-   * kernels' own defaults are 1 and 1, so that variant keeps the plain option string. */
-  if (strcmp(source, "elementwise") == 0) {
-    uint32_t items, vec;
-    kiln__ew_default_shape(info, dtype, &items, &vec);
-    if (v->ew_items)
-      items = v->ew_items;
-    if (v->ew_vec)
-      vec = v->ew_vec;
-    if (items != 1 || vec != 1)
-      append(buf, len, " -DKILN_EW_ITEMS=%u -DKILN_EW_VEC=%u", items, vec);
-  }
-}
-
-size_t
-kiln__gemm_tile(const kiln_device_info *info)
-{
-  size_t t = KILN__GEMM_TILE_DEFAULT;
-  while (t > 1 && t * t > info->max_work_group_size)
-    t /= 2;
-  return t;
-}
-
-size_t
-kiln__dot_wg(const kiln_device_info *info)
-{
-  size_t w = 256;
-  while (w > 1 && w > info->max_work_group_size)
-    w /= 2;
-  return w;
+    kiln__options_append(buf, len, " -DKILN_FP64=1");
+  const struct kiln__family *f = kiln__family_of_source(source);
+  if (f && f->build_options)
+    f->build_options(info, source, dtype, variant, buf, len);
 }

@@ -47,18 +47,8 @@ struct kiln__program {
   size_t nkernels;
 };
 
-/*
- * Per-context state of op families that keep provider objects (FFT plans,
- * VkFFT applications ...). The family creates it on first use (ctx->lock
- * held) and registers a destructor, which kiln_context_release() calls with
- * ctx->lock held after the queue is drained and before any cl object goes.
- */
-enum kiln__ext_slot { KILN__EXT_FFT, KILN__EXT_COUNT };
-
-struct kiln__ext {
-  void *data;
-  void (*destroy)(kiln_context *ctx, void *data);
-};
+/* Most op families a build can hold (runtime/family.h: their per-context state slots). */
+#define KILN__FAMILY_SLOTS 16
 
 struct kiln_context {
   uint32_t magic;
@@ -77,15 +67,10 @@ struct kiln_context {
   struct kiln_cache *cache; /* disk kernel cache (runtime/disk_cache.h); NULL acts as mode OFF */
   int queue_profiling; /* the queue was created with CL_QUEUE_PROFILING_ENABLE */
   struct kiln__profile prof;
-  /* Philox stream state of the random family (ops/random.c); zero from calloc = seed 0. */
-  uint64_t rng_seed, rng_counter;
   /* Autotuner state (runtime/tuner.c): mode, stored tables, overrides. NULL: defaults only. */
   struct kiln__tuner *tuner;
-  int64_t gemm_small_mnk; /* KILN_OPT_GEMM_SMALL_MNK */
-  int gemm_small_mnk_set; /* the option was set: it routes every call, not the autotuner */
-  int use_clblast;        /* built with CLBlast and not disabled by KILN_DEBUG_NO_CLBLAST */
-  int fft_backend;        /* KILN_OPT_FFT_BACKEND (a kiln_fft_backend value) */
-  struct kiln__ext ext[KILN__EXT_COUNT];
+  /* Each family's state (runtime/family.h), by its index in kiln__families. */
+  void *family_state[KILN__FAMILY_SLOTS];
 };
 
 struct kiln_tensor {
@@ -170,12 +155,6 @@ kiln_status kiln__kernel_get(const char *op, kiln_context *ctx, const char *sour
                              const char *options, const char *kernel, cl_kernel *out);
 void kiln__programs_destroy(kiln_context *ctx);
 
-/*
- * Enqueues a kernel (ctx->lock held). Every family launches through here so
- * that profiling (kiln_profile_begin) sees all kernels. local may be NULL.
- */
-kiln_status kiln__enqueue_kernel(const char *op, kiln_context *ctx, cl_kernel k, cl_uint dims,
-                                 const size_t *global, const size_t *local);
 
 /*
  * Provider libraries (CLBlast, clFFT, VkFFT) enqueue kernels kiln cannot see.
@@ -186,52 +165,31 @@ kiln_status kiln__enqueue_kernel(const char *op, kiln_context *ctx, cl_kernel k,
 kiln_status kiln__provider_span_begin(const char *op, kiln_context *ctx, cl_event *begin);
 kiln_status kiln__provider_span_end(const char *op, kiln_context *ctx, cl_event begin);
 
-/* Enqueues a 1-D grid-stride kernel over n items (ctx->lock held). */
-kiln_status kiln__launch_1d(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n);
 
-/* The same with an explicit local size (the elementwise family's tuned one). */
-kiln_status kiln__launch_1d_local(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n,
-                                  size_t local);
+/* Records a kernel's (or a provider span's) events while profiling is on (ctx->lock held). */
+kiln_status kiln__profile_record(const char *op, kiln_context *ctx, cl_event begin, cl_event end);
 
 /* Drops recorded profiling events (context release). */
 void kiln__profile_destroy(kiln_context *ctx);
 
-/* Sets kernel argument i, recording a message naming op on failure. */
-kiln_status kiln__arg(const char *op, cl_kernel k, cl_uint i, size_t size, const void *value);
 
 /* Build options every program gets for dtype (the -D that select T). */
 void kiln__dtype_options(kiln_dtype dtype, char *buf, size_t len);
 
 /*
  * The build options of embedded source `source` for dtype on a device: the
- * one place they are computed, so the ops and the cache warm-up (which builds
- * every variant ahead of use) cannot disagree. A family that needs other
- * options must add them here, or its warmed entries would never be hit.
+ * common dtype options, then those of the family that owns the source
+ * (runtime/family.h). variant is that family's compile-time launch
+ * parameters, NULL for the device defaults. The one place options are
+ * computed, so the ops and the cache warm-up (which builds the NULL variant
+ * of every source ahead of use) cannot disagree.
  */
 void kiln__program_options(const kiln_device_info *info, const char *source, kiln_dtype dtype,
-                           char *buf, size_t len);
+                           const void *variant, char *buf, size_t len);
 
-/* A program variant: the compile-time launch parameters of some sources; 0 = device default. */
-typedef struct kiln__program_variant {
-  uint32_t cols;       /* reduce, scan: KILN_COLS (columns per work-item) */
-  uint32_t lane_order; /* reduce: KILN_BLOCKED + 1 (the rows kernel's lane order; 0 default) */
-  uint32_t ew_items;   /* elementwise: KILN_EW_ITEMS (vectors per work-item of flat launches) */
-  uint32_t ew_vec;     /* elementwise: KILN_EW_VEC (elements per vector access) */
-} kiln__program_variant;
-
-/* As kiln__program_options for one variant (kiln__program_options builds the all-default
- * one, which is what the warm-up builds). */
-void kiln__program_options_variant(const kiln_device_info *info, const char *source,
-                                   kiln_dtype dtype, const kiln__program_variant *v, char *buf,
-                                   size_t len);
-
-/*
- * Launch geometry the BLAS kernels are built for (cl_kernels/gemm_small.cl):
- * the GEMM tile edge (KILN__GEMM_TILE_DEFAULT while TILE^2 fits a work-group)
- * and the dot product's work-group size.
- */
-size_t kiln__gemm_tile(const kiln_device_info *info);
-size_t kiln__dot_wg(const kiln_device_info *info);
+/* Appends printf-style text to build options buf (always terminated). */
+void kiln__options_append(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Nonzero if the device can run kernels of dtype (f64 needs fp64). */
 int kiln__device_has_dtype(const kiln_device_info *info, kiln_dtype dtype);

@@ -2,7 +2,8 @@
  * The autotuner (see tuner.h and include/kiln/tune.h): the family table,
  * lookups for the ops, tuning, and the per-context state.
  */
-#include "runtime/tuner.h"
+#include "runtime/tune_internal.h"
+
 
 #include <math.h>
 #include <stdalign.h>
@@ -13,491 +14,88 @@
 #include <strings.h>
 #include <time.h>
 
+#include "core/env.h"
 #include "core/dtype_traits.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "kiln/elementwise.h"
-#include "kiln/fft.h"
 #include "kiln/profile.h"
-#include "kiln/reduce.h"
-#include "ops/tuned.h"
 #include "runtime/disk_cache.h"
-#include "runtime/launch_params.h"
-#include "runtime/tunables.h"
+#include "runtime/family.h"
 #include "runtime/tune_file.h"
 
-/* Room for any family's parameter struct. */
-#define PARAMS_MAX 64
-typedef struct {
-  alignas(8) unsigned char b[PARAMS_MAX];
-} pbuf;
-
 /* Tuning rounds of the coordinate search (it stops early when a round changes nothing). */
-#define ROUNDS 2
 /* A candidate must beat the defaults by 5% to replace them: medians on a shared or
  * throttling device move by a few percent between runs, and flipping parameters on noise
  * would make results unstable from one tuning to the next. */
-#define WIN_MARGIN 0.95
 /* Largest bucket exponent; larger problems share the last bucket. */
-#define MAX_LOG2 62
 /* Online tuning skips smaller problems: launch overhead dominates them, so any
  * parameters do, and each new work-group size would cost a compile on PoCL. */
-#define ONLINE_MIN_LOG2 10
 
 /* ---------------------------------------------------------------- the family table */
 
-struct tune_param {
-  const char *name;
-  size_t offset, size; /* in the family's parameter struct: 4 or 8 bytes */
-  uint64_t min, max;
-  const uint64_t *full; /* candidates of `kiln tune` */
-  size_t nfull;
-  const uint64_t *quick; /* the small set: online tuning, --quick, CI */
-  size_t nquick;
-  int local_size; /* a work-group size: candidates above the kernels' limit are dropped */
-  unsigned layouts; /* layouts whose kernels it changes (bits of kiln__tune_layout); 0: all */
-  int pow2;         /* only powers of two are valid (vector widths) */
-};
+/* The kiln__tn_tuned families: those of kiln__families with a tune description, in table order. */
+const struct kiln__tune_family *kiln__tn_tuned[KILN__FAMILY_SLOTS];
 
-static int
-param_value_ok(const struct tune_param *p, uint64_t v)
+static int ntuned;
+
+static pthread_once_t tuned_once = PTHREAD_ONCE_INIT;
+
+static void
+tuned_collect(void)
+{
+  for (size_t i = 0; kiln__families[i] && ntuned < KILN__FAMILY_SLOTS; i++)
+    if (kiln__families[i]->tune)
+      kiln__tn_tuned[ntuned++] = kiln__families[i]->tune;
+}
+
+int
+kiln__tn_nfam(void)
+{
+  pthread_once(&tuned_once, tuned_collect);
+  return ntuned;
+}
+
+const struct kiln__tune_family *
+kiln__tn_fam_at(int i)
+{
+  pthread_once(&tuned_once, tuned_collect);
+  return kiln__tn_tuned[i];
+}
+
+int
+kiln__tn_param_value_ok(const struct kiln__tune_param *p, uint64_t v)
 {
   return v >= p->min && v <= p->max && (!p->pow2 || (v & (v - 1)) == 0);
 }
 
-struct problem;
-
-struct tune_family {
-  const char *name, *description;
-  const char *source;          /* embedded source of the timed op's kernels; NULL: none */
-  const char *kernel_prefix;   /* names of the timed op's kernels: they bound the work-group size */
-  size_t local_bytes_per_item; /* local memory a work-item of its cooperative kernels needs */
-  size_t params_size;
-  const struct tune_param *params;
-  size_t nparams;
-  unsigned layouts; /* bit per enum kiln__tune_layout */
-  const char *layout_names;
-  int ninputs;
-  int float_sum; /* float outputs are sums: compared within the sum tolerance, else bitwise */
-  int wall_clock; /* timed by wall time per call (host work included), else device time */
-  int (*dtype_ok)(kiln_dtype dtype);
-  void (*defaults)(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params);
-  kiln_status (*run)(struct problem *pb, const void *params);
-  double (*bytes)(const struct problem *pb);
-  /* Optional, NULL for the defaults of the first families: */
-  int (*available)(const kiln_context *ctx); /* there is a choice to make on ctx; NULL: always */
-  const char *needs;                         /* what available() checks, for messages */
-  kiln_status (*setup)(struct problem *pb);  /* makes the inputs; NULL: ninputs of pb->shape */
-  /* output comparison with the reference; NULL: bitwise, or the sum tolerance (float_sum) */
-  int (*match)(const struct problem *pb, const void *ref, const void *got, size_t bytes);
-  /* nonzero when a and b run the same code on pb: the candidate is not timed again */
-  int (*same_run)(const struct problem *pb, const void *a, const void *b);
-  const uint64_t *sizes; /* kiln_tune_run's sizes when the request has none; NULL: default_sizes */
-  size_t nsizes;
-};
-
-/* One timed problem: inputs made once, the output reused by every run. */
-struct problem {
-  kiln_context *ctx;
-  const struct tune_family *f;
-  enum kiln__tune_fam fam;
-  kiln_dtype dtype;
-  enum kiln__tune_layout layout;
-  int k;
-  uint64_t n;
-  int64_t shape[2];
-  size_t ndim;
-  int64_t axis;
-  kiln_tensor *in[2];
-  kiln_tensor *out;
-  char desc[64]; /* the timed shape for reports, when setup describes it ("" otherwise) */
-};
-
-#define N_(a) (sizeof(a) / sizeof((a)[0]))
-#define LP_FIELD(f) offsetof(kiln__launch_params, f), sizeof(((kiln__launch_params *)0)->f)
-
-static const uint64_t ew_wg_full[] = {16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
-static const uint64_t ew_wg_quick[] = {64, 256, 1024};
-
-/* Each vector width and item count is a program of its own (compile-time in the kernels). */
-static const uint64_t ew_items_full[] = {1, 2, 4, 8};
-static const uint64_t ew_vec_full[] = {1, 2, 4, 8};
-static const uint64_t ew_shape_quick[] = {1, 4};
-
-#define EW_FIELD(f) offsetof(struct kiln__ew_params, f), sizeof(uint32_t)
-static const struct tune_param ew_params[] = {
-    {"wg_size", EW_FIELD(wg_size), 1, 65536, ew_wg_full, N_(ew_wg_full), ew_wg_quick,
-     N_(ew_wg_quick), 1, 0, 0},
-    {"items_per_thread", EW_FIELD(items_per_thread), 1, KILN__EW_ITEMS_MAX, ew_items_full,
-     N_(ew_items_full), ew_shape_quick, N_(ew_shape_quick), 0, 0, 0},
-    {"vec_width", EW_FIELD(vec_width), 1, KILN__EW_VEC_MAX, ew_vec_full, N_(ew_vec_full),
-     ew_shape_quick, N_(ew_shape_quick), 0, 0, 1},
-};
-
-static const uint64_t wg_full[] = {32, 64, 128, 256, 512, 1024};
-static const uint64_t wg_quick[] = {64, 256};
-static const uint64_t red_ipt_full[] = {1, 4, 16, 64, 256};
-static const uint64_t scan_ipt_full[] = {1, 4, 8, 16, 64, 256};
-static const uint64_t ipt_quick[] = {4, 64};
-static const uint64_t tpm_full[] = {1024, 8192, 32768, 262144, UINT64_MAX};
-static const uint64_t tpm_quick[] = {8192, 262144};
-static const uint64_t gpc_full[] = {1, 2, 4, 8, 16};
-static const uint64_t gpc_quick[] = {2, 8};
-static const uint64_t blocked_all[] = {0, 1, 2};
-static const uint64_t cols_full[] = {1, 4, 16, 64};
-/* 256: the vector-state column kernel of sum/mean/max/min (the tile path stops at 64). */
-static const uint64_t red_cols_full[] = {1, 4, 16, 64, 256};
-static const uint64_t cols_quick[] = {4, 16};
-
-/*
- * The kiln__launch_params fields, in the order the coordinate search visits
- * them. Each new cols_per_item value is a program build of its own, so it is
- * searched only where it matters: column layouts.
- */
-static const struct tune_param red_params[] = {
-    {"wg_size", LP_FIELD(wg_size), 1, 65536, wg_full, N_(wg_full), wg_quick, N_(wg_quick), 1, 0, 0},
-    {"items_per_thread", LP_FIELD(items_per_thread), 1, 1u << 20, red_ipt_full, N_(red_ipt_full),
-     ipt_quick, N_(ipt_quick), 0, 0, 0},
-    {"two_pass_min", LP_FIELD(two_pass_min), 1, UINT64_MAX, tpm_full, N_(tpm_full), tpm_quick,
-     N_(tpm_quick), 0, 0, 0},
-    {"groups_per_cu", LP_FIELD(groups_per_cu), 1, 1024, gpc_full, N_(gpc_full), gpc_quick,
-     N_(gpc_quick), 0, 0, 0},
-    {"blocked", LP_FIELD(blocked), 0, 2, blocked_all, N_(blocked_all), blocked_all,
-     N_(blocked_all), 0, 0, 0},
-    {"cols_per_item", LP_FIELD(cols_per_item), 1, KILN__COLS_MAX, red_cols_full,
-     N_(red_cols_full), cols_quick, N_(cols_quick), 0, 1u << KILN__LAYOUT_COL, 0},
-};
-
-/* The scan kernels do not read blocked: it is no parameter of this family. */
-static const struct tune_param scan_params[] = {
-    {"wg_size", LP_FIELD(wg_size), 1, 65536, wg_full, N_(wg_full), wg_quick, N_(wg_quick), 1, 0, 0},
-    {"items_per_thread", LP_FIELD(items_per_thread), 1, 1u << 20, scan_ipt_full,
-     N_(scan_ipt_full), ipt_quick, N_(ipt_quick), 0, 0, 0},
-    {"two_pass_min", LP_FIELD(two_pass_min), 1, UINT64_MAX, tpm_full, N_(tpm_full), tpm_quick,
-     N_(tpm_quick), 0, 0, 0},
-    {"groups_per_cu", LP_FIELD(groups_per_cu), 1, 1024, gpc_full, N_(gpc_full), gpc_quick,
-     N_(gpc_quick), 0, 0, 0},
-    /* The scan kernels have no vector-state path: at most the tile path's columns. */
-    {"cols_per_item", LP_FIELD(cols_per_item), 1, KILN__TILE_COLS_MAX, cols_full, N_(cols_full),
-     cols_quick, N_(cols_quick), 0, 1u << KILN__LAYOUT_COL, 0},
-};
-
-/* fft: one parameter, the back end as kiln_fft_backend numbers it (1 clFFT, 2 VkFFT). */
-static const uint64_t fft_backends[] = {KILN_FFT_BACKEND_CLFFT, KILN_FFT_BACKEND_VKFFT};
-
-static const struct tune_param fft_params[] = {
-    {"backend", offsetof(struct kiln__fft_tune_params, backend), sizeof(uint32_t),
-     KILN_FFT_BACKEND_CLFFT, KILN_FFT_BACKEND_VKFFT, fft_backends, N_(fft_backends), fft_backends,
-     N_(fft_backends), 0, 0, 0},
-};
-
-/* gemm: one parameter, the route (enum kiln__gemm_route); 0, the rule, is the default only. */
-static const uint64_t gemm_routes[] = {KILN__GEMM_ROUTE_KILN, KILN__GEMM_ROUTE_CLBLAST};
-
-static const struct tune_param gemm_params[] = {
-    {"route", offsetof(struct kiln__gemm_tune_params, route), sizeof(uint32_t),
-     KILN__GEMM_ROUTE_RULE, KILN__GEMM_ROUTE_CLBLAST, gemm_routes, N_(gemm_routes), gemm_routes,
-     N_(gemm_routes), 0, 0, 0},
-};
-
-#define P2(k) ((uint64_t)1 << (k))
-/* Every bucket matters for a choice between two routes: the defaults leave no gaps. */
-static const uint64_t fft_sizes[] = {P2(8),  P2(9),  P2(10), P2(11), P2(12), P2(13),
-                                     P2(14), P2(15), P2(16), P2(17), P2(18), P2(19),
-                                     P2(20), P2(21), P2(22), P2(23), P2(24)};
-static const uint64_t gemm_sizes[] = {P2(10), P2(11), P2(12), P2(13), P2(14),
-                                      P2(15), P2(16), P2(17), P2(18), P2(19),
-                                      P2(20), P2(21), P2(22), P2(23), P2(24)};
-
-static int
-ew_dtype_ok(kiln_dtype d)
+int
+kiln__tn_fam_index(const struct kiln__tune_family *f)
 {
-  return kiln_binary_op_supports(KILN_OP_ADD, d);
+  for (int i = 0; i < kiln__tn_nfam(); i++)
+    if (kiln__tn_tuned[i] == f)
+      return i;
+  return -1;
 }
 
-static int
-sum_dtype_ok(kiln_dtype d)
-{
-  return kiln_reduce_op_supports(KILN_REDUCE_SUM, d);
-}
-
-static int
-cumsum_dtype_ok(kiln_dtype d)
-{
-  return kiln_scan_op_supports(KILN_SCAN_CUMSUM, d);
-}
-
-static int
-float_dtype_ok(kiln_dtype d)
-{
-  return d == KILN_F32 || d == KILN_F64;
-}
-
-/* Choosing needs both back ends; a build with one has nothing to tune. */
-static int
-fft_available(const kiln_context *ctx)
-{
-  (void)ctx;
-  return kiln_fft_backend_available(KILN_FFT_BACKEND_CLFFT) &&
-         kiln_fft_backend_available(KILN_FFT_BACKEND_VKFFT);
-}
-
-static int
-gemm_available(const kiln_context *ctx)
-{
-  return ctx->use_clblast;
-}
-
-static void
-ew_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
-{
-  (void)layout;
-  struct kiln__ew_params *p = params;
-  p->wg_size = (uint32_t)ctx->wg_size;
-  kiln__ew_default_shape(&ctx->info, dtype, &p->items_per_thread, &p->vec_width);
-}
-
-static void
-red_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
-{
-  (void)dtype;
-  kiln__launch_params_default(ctx, KILN__LAUNCH_REDUCE, params);
-  if (layout == KILN__LAYOUT_COL)
-    kiln__launch_params_columns(ctx, params);
-}
-
-static void
-scan_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
-{
-  (void)layout;
-  (void)dtype;
-  kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, params);
-}
-
-static void
-fft_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
-{
-  (void)layout;
-  (void)dtype;
-  struct kiln__fft_tune_params *p = params;
-  p->backend = (uint32_t)kiln__fft_default_backend(ctx);
-}
-
-static void
-gemm_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
-{
-  (void)layout;
-  (void)dtype;
-  (void)ctx;
-  struct kiln__gemm_tune_params *p = params;
-  p->route = KILN__GEMM_ROUTE_RULE;
-}
-
-/* The flat elementwise launch: a + b over n elements (its local size comes from the lookup). */
-static kiln_status
-ew_run(struct problem *pb, const void *params)
-{
-  (void)params;
-  return kiln_binary(pb->ctx, KILN_OP_ADD, pb->in[0], pb->in[1], &pb->out);
-}
-
-static kiln_status
-red_run(struct problem *pb, const void *params)
-{
-  return kiln__reduce_tuned(pb->ctx, KILN_REDUCE_SUM, pb->in[0], &pb->axis, 1, 0, NULL, params,
-                            &pb->out);
-}
-
-static kiln_status
-scan_run(struct problem *pb, const void *params)
-{
-  return kiln__scan_tuned(pb->ctx, KILN_SCAN_CUMSUM, pb->in[0], pb->axis, NULL, params, &pb->out);
-}
-
-static kiln_status
-fft_run(struct problem *pb, const void *params)
-{
-  const struct kiln__fft_tune_params *p = params;
-  return kiln__fft_c2c_forward(pb->ctx, pb->in[0], (kiln_fft_backend)p->backend, &pb->out);
-}
-
-/* The route a parameter set takes on pb: the rule resolves by the timed m*n*k (2^k). */
-static uint32_t
-gemm_effective_route(const struct problem *pb, const void *params)
-{
-  const struct kiln__gemm_tune_params *p = params;
-  if (p->route != KILN__GEMM_ROUTE_RULE)
-    return p->route;
-  return pb->n <= (uint64_t)KILN__GEMM_SMALL_MNK_DEFAULT ? KILN__GEMM_ROUTE_KILN
-                                                         : KILN__GEMM_ROUTE_CLBLAST;
-}
-
-/*
- * One of the two routes is what the rule (the default) does on the timed
- * problem: timing it again could only let noise store it, and for the
- * bucket the threshold splits, that would move the other half too.
- */
-static int
-gemm_same_run(const struct problem *pb, const void *a, const void *b)
-{
-  return gemm_effective_route(pb, a) == gemm_effective_route(pb, b);
-}
-
-static kiln_status
-gemm_run(struct problem *pb, const void *params)
-{
-  const struct kiln__gemm_tune_params *p = params;
-  return kiln__matmul_routed(pb->ctx, pb->in[0], pb->in[1], (int)p->route, &pb->out);
-}
-
-/* Complex input and output, each 2^k points of two reals. */
-static double
-fft_bytes(const struct problem *pb)
-{
-  return 4.0 * (double)pb->n * (double)kiln_dtype_size(pb->dtype);
-}
-
-/* A and B read, C written once: what the operation cannot avoid moving. */
-static double
-gemm_bytes(const struct problem *pb)
-{
-  return (double)(kiln_tensor_nbytes(pb->in[0]) + kiln_tensor_nbytes(pb->in[1]) +
-                  kiln_tensor_nbytes(pb->out));
-}
-
-/* Defined with the tuning code below, where the inputs are made. */
-static kiln_status fft_setup(struct problem *pb);
-static kiln_status gemm_setup(struct problem *pb);
-static int fft_match(const struct problem *pb, const void *ref, const void *got, size_t bytes);
-
-static double
-ew_bytes(const struct problem *pb)
-{
-  return 3.0 * (double)pb->n * (double)kiln_dtype_size(pb->dtype);
-}
-
-static double
-in_out_bytes(const struct problem *pb)
-{
-  return (double)pb->n * (double)kiln_dtype_size(pb->dtype) +
-         (double)kiln_tensor_nbytes(pb->out);
-}
-
-#define L_(x) (1u << KILN__LAYOUT_##x)
-
-static const struct tune_family families[KILN__TUNE_NFAM] = {
-    [KILN__TUNE_ELEMENTWISE] = {.name = "elementwise",
-                                .description = "flat 1-D launches, timed on a + b",
-                                .source = "elementwise",
-                                .kernel_prefix = "binary_add",
-                                .params_size = sizeof(struct kiln__ew_params),
-                                .params = ew_params,
-                                .nparams = N_(ew_params),
-                                .layouts = L_(FLAT),
-                                .layout_names = "flat",
-                                .ninputs = 2,
-                                .dtype_ok = ew_dtype_ok,
-                                .defaults = ew_defaults,
-                                .run = ew_run,
-                                .bytes = ew_bytes},
-    [KILN__TUNE_REDUCE] = {.name = "reduce",
-                           .description = "reductions (rows, columns, two-pass), timed on sum",
-                           .source = "reduce",
-                           .kernel_prefix = "sum_",
-                           .local_bytes_per_item = 32,
-                           .params_size = sizeof(kiln__launch_params),
-                           .params = red_params,
-                           .nparams = N_(red_params),
-                           .layouts = L_(FULL) | L_(ROW) | L_(COL),
-                           .layout_names = "full row col",
-                           .ninputs = 1,
-                           .float_sum = 1,
-                           .dtype_ok = sum_dtype_ok,
-                           .defaults = red_defaults,
-                           .run = red_run,
-                           .bytes = in_out_bytes},
-    [KILN__TUNE_SCAN] = {.name = "scan",
-                         .description = "scans (lines, tiles, two-pass), timed on cumsum",
-                         .source = "scan",
-                         .kernel_prefix = "cumsum_",
-                         .local_bytes_per_item = 32,
-                         .params_size = sizeof(kiln__launch_params),
-                         .params = scan_params,
-                         .nparams = N_(scan_params),
-                         .layouts = L_(FULL) | L_(ROW) | L_(COL),
-                         .layout_names = "full row col",
-                         .ninputs = 1,
-                         .float_sum = 1,
-                         .dtype_ok = cumsum_dtype_ok,
-                         .defaults = scan_defaults,
-                         .run = scan_run,
-                         .bytes = in_out_bytes},
-    [KILN__TUNE_FFT] = {.name = "fft",
-                        .description = "back end of auto FFT plans, timed on a 1-D c2c transform",
-                        .params_size = sizeof(struct kiln__fft_tune_params),
-                        .params = fft_params,
-                        .nparams = N_(fft_params),
-                        .layouts = L_(POINTS),
-                        .layout_names = "points",
-                        .ninputs = 1,
-                        .wall_clock = 1,
-                        .dtype_ok = float_dtype_ok,
-                        .defaults = fft_defaults,
-                        .run = fft_run,
-                        .bytes = fft_bytes,
-                        .available = fft_available,
-                        .needs = "a libkiln built with both clFFT and VkFFT",
-                        .setup = fft_setup,
-                        .match = fft_match,
-                        .sizes = fft_sizes,
-                        .nsizes = N_(fft_sizes)},
-    [KILN__TUNE_GEMM] = {.name = "gemm",
-                         .description = "GEMM/GEMV/SYRK route (kiln kernel or CLBlast), timed "
-                                        "on a matrix product",
-                         .params_size = sizeof(struct kiln__gemm_tune_params),
-                         .params = gemm_params,
-                         .nparams = N_(gemm_params),
-                         .layouts = L_(MNK),
-                         .layout_names = "mnk",
-                         .ninputs = 2,
-                         .float_sum = 1,
-                         .wall_clock = 1,
-                         .dtype_ok = float_dtype_ok,
-                         .defaults = gemm_defaults,
-                         .run = gemm_run,
-                         .bytes = gemm_bytes,
-                         .available = gemm_available,
-                         .needs = "CLBlast (a libkiln built with it, KILN_DEBUG_NO_CLBLAST unset)",
-                         .setup = gemm_setup,
-                         .same_run = gemm_same_run,
-                         .sizes = gemm_sizes,
-                         .nsizes = N_(gemm_sizes)},
-};
-
-_Static_assert(sizeof(kiln__launch_params) <= PARAMS_MAX, "parameter buffer too small");
-_Static_assert(sizeof(struct kiln__ew_params) <= PARAMS_MAX, "parameter buffer too small");
-_Static_assert(sizeof(struct kiln__fft_tune_params) <= PARAMS_MAX, "parameter buffer too small");
-_Static_assert(sizeof(struct kiln__gemm_tune_params) <= PARAMS_MAX, "parameter buffer too small");
-
-static const char *const layout_names[KILN__LAYOUT_N] = {"flat", "full",   "row",
+const char *const kiln__tn_layout_names[KILN__LAYOUT_N] = {"flat", "full",   "row",
                                                          "col",  "points", "mnk"};
 
 /* Whether f has a choice to make on ctx (online tuning and kiln_tune_run skip it otherwise). */
-static int
-family_available(const struct tune_family *f, const kiln_context *ctx)
+int
+kiln__tn_family_available(const struct kiln__tune_family *f, const kiln_context *ctx)
 {
   return !f->available || f->available(ctx);
 }
 
 /* Smallest bucket exponent of a layout: rows and columns need at least 2 x 2 elements. */
-static int
-layout_min_k(enum kiln__tune_layout l)
+int
+kiln__tn_layout_min_k(enum kiln__tune_layout l)
 {
   return l == KILN__LAYOUT_ROW || l == KILN__LAYOUT_COL ? 2 : 0;
 }
 
-static uint64_t
-pget(const struct tune_param *p, const void *s)
+uint64_t
+kiln__tn_pget(const struct kiln__tune_param *p, const void *s)
 {
   if (p->size == 8) {
     uint64_t v;
@@ -509,8 +107,8 @@ pget(const struct tune_param *p, const void *s)
   return v;
 }
 
-static void
-pset(const struct tune_param *p, void *s, uint64_t v)
+void
+kiln__tn_pset(const struct kiln__tune_param *p, void *s, uint64_t v)
 {
   if (p->size == 8) {
     memcpy((char *)s + p->offset, &v, 8);
@@ -520,17 +118,17 @@ pset(const struct tune_param *p, void *s, uint64_t v)
   }
 }
 
-static int
-find_family(const char *name)
+int
+kiln__tn_find_family(const char *name)
 {
-  for (int i = 0; i < KILN__TUNE_NFAM; i++)
-    if (name && strcmp(families[i].name, name) == 0)
+  for (int i = 0; i < kiln__tn_nfam(); i++)
+    if (name && strcmp(kiln__tn_fam_at(i)->name, name) == 0)
       return i;
   return -1;
 }
 
-static int
-find_param(const struct tune_family *f, const char *name)
+int
+kiln__tn_find_param(const struct kiln__tune_family *f, const char *name)
 {
   for (size_t i = 0; i < f->nparams; i++)
     if (strcmp(f->params[i].name, name) == 0)
@@ -538,8 +136,8 @@ find_param(const struct tune_family *f, const char *name)
   return -1;
 }
 
-static int
-log2_floor(uint64_t v)
+int
+kiln__tn_log2_floor(uint64_t v)
 {
   int k = 0;
   while (v > 1) {
@@ -550,15 +148,15 @@ log2_floor(uint64_t v)
 }
 
 /* "<layout>.2^<k>" into layout and k; 0, or -1 when malformed or not one of f's layouts. */
-static int
-parse_bucket(const struct tune_family *f, const char *s, int *layout, int *k)
+int
+kiln__tn_parse_bucket(const struct kiln__tune_family *f, const char *s, int *layout, int *k)
 {
   const char *dot = s ? strchr(s, '.') : NULL;
   if (!dot || strncmp(dot + 1, "2^", 2) != 0)
     return -1;
   int l = -1;
   for (int i = 0; i < KILN__LAYOUT_N; i++)
-    if ((size_t)(dot - s) == strlen(layout_names[i]) && strncmp(s, layout_names[i], (size_t)(dot - s)) == 0)
+    if ((size_t)(dot - s) == strlen(kiln__tn_layout_names[i]) && strncmp(s, kiln__tn_layout_names[i], (size_t)(dot - s)) == 0)
       l = i;
   if (l < 0 || !(f->layouts & (1u << l)))
     return -1;
@@ -571,28 +169,28 @@ parse_bucket(const struct tune_family *f, const char *s, int *layout, int *k)
       return -1;
     v = v * 10 + (*d - '0');
   }
-  if (v > MAX_LOG2 || v < layout_min_k((enum kiln__tune_layout)l))
+  if (v > MAX_LOG2 || v < kiln__tn_layout_min_k((enum kiln__tune_layout)l))
     return -1;
   *layout = l;
   *k = v;
   return 0;
 }
 
-static void
-bucket_text(int layout, int k, char *buf, size_t len)
+void
+kiln__tn_bucket_text(int layout, int k, char *buf, size_t len)
 {
-  snprintf(buf, len, "%s.2^%d", layout_names[layout], k);
+  snprintf(buf, len, "%s.2^%d", kiln__tn_layout_names[layout], k);
 }
 
 /* "name=value ..." of every parameter of f in params. */
-static void
-params_text(const struct tune_family *f, const void *params, char *buf, size_t len)
+void
+kiln__tn_params_text(const struct kiln__tune_family *f, const void *params, char *buf, size_t len)
 {
   size_t used = 0;
   buf[0] = 0;
   for (size_t i = 0; i < f->nparams && used < len; i++) {
     int w = snprintf(buf + used, len - used, "%s%s=%llu", i ? " " : "", f->params[i].name,
-                     (unsigned long long)pget(&f->params[i], params));
+                     (unsigned long long)kiln__tn_pget(&f->params[i], params));
     if (w < 0)
       break;
     used += (size_t)w;
@@ -601,64 +199,23 @@ params_text(const struct tune_family *f, const void *params, char *buf, size_t l
 
 /* ---------------------------------------------------------------- per-context state */
 
-struct rec {
-  uint32_t key;
-  int source; /* kiln_tune_source */
-  uint32_t mask;
-  uint64_t val[KILN__TF_MAX_PARAMS];
-};
-
-struct ovr {
-  int fam;
-  kiln_dtype dtype;
-  int layout, k; /* -1: every bucket */
-  uint32_t mask;
-  uint64_t val[KILN__TF_MAX_PARAMS];
-};
-
-struct kiln__tuner {
-  pthread_mutex_t lock; /* guards everything but the atomics; never held while taking ctx->lock */
-  atomic_int mode;
-  atomic_int loaded; /* tables read for the current directory and identity */
-  char dir[4096];    /* cache directory the tables came from; "" when none */
-  char dev_raw[KILN__TF_IDENT_LEN], drv_raw[KILN__TF_IDENT_LEN]; /* as the driver names them */
-  char dev[96], drv[96]; /* normalised */
-  char exact_name[256], other_name[256];
-  struct rec *recs;
-  size_t nrecs, caprecs;
-  struct kiln__tf_table fails; /* failed candidates: the exact file's and this context's */
-  struct ovr *ovrs;
-  size_t novrs, capovrs;
-  uint32_t *tried; /* keys online tuning has tried (or is trying) in this context */
-  size_t ntried, captried;
-};
-
-static uint32_t
-pack_key(int fam, kiln_dtype dtype, int layout, int k)
+uint32_t
+kiln__tn_pack_key(int fam, kiln_dtype dtype, int layout, int k)
 {
   return ((uint32_t)fam << 24) | ((uint32_t)dtype << 16) | ((uint32_t)layout << 8) | (uint32_t)k;
 }
 
 /* Lookups that tuning itself makes on this thread: candidates are forced, nothing recurses. */
-static _Thread_local struct {
-  const kiln_context *ctx;
-  int fam; /* -1: nothing forced */
-  pbuf params;
-  int tuning;
-} tl = {NULL, -1, {{0}}, 0};
+_Thread_local struct forced kiln__tn_tl = {NULL, -1, {{0}}, 0};
 
-static struct {
-  int active, fam, param, corrupt;
-  int transient_left; /* corrupt 3: failing runs left */
-  uint64_t value;
-} sabotage;
+struct sabotage_hook kiln__tn_sabotage;
 
-static atomic_uint_fast64_t evaluations;
+atomic_uint_fast64_t kiln__tn_evaluations;
 
 static int
 mode_from_env(void)
 {
-  const char *v = secure_getenv("KILN_TUNE");
+  const char *v = kiln__env(KILN__ENV_TUNE);
   if (!v || !*v)
     return KILN_TUNE_CACHED;
   static const char *const names[] = {"off", "cached", "online"};
@@ -669,8 +226,8 @@ mode_from_env(void)
   return KILN_TUNE_CACHED;
 }
 
-static void
-set_identity(struct kiln__tuner *t, const char *device, const char *driver)
+void
+kiln__tn_set_identity(struct kiln__tuner *t, const char *device, const char *driver)
 {
   snprintf(t->dev_raw, sizeof t->dev_raw, "%s", device);
   snprintf(t->drv_raw, sizeof t->drv_raw, "%s", driver);
@@ -691,7 +248,7 @@ kiln__tuner_create(kiln_context *ctx)
   atomic_init(&t->mode, mode_from_env());
   atomic_init(&t->loaded, 0);
   kiln__tf_init(&t->fails);
-  set_identity(t, ctx->info.name, ctx->info.driver_version);
+  kiln__tn_set_identity(t, ctx->info.name, ctx->info.driver_version);
   ctx->tuner = t;
 }
 
@@ -732,13 +289,13 @@ kiln__tuner_dir_changed(kiln_context *ctx)
 
 /* Converts a file entry for f into parameter values; 0, or -1 (names or ranges wrong). */
 static int
-entry_values(const struct tune_family *f, const struct kiln__tf_entry *e, uint32_t *mask,
+entry_values(const struct kiln__tune_family *f, const struct kiln__tf_entry *e, uint32_t *mask,
              uint64_t *val)
 {
   *mask = 0;
   for (uint32_t i = 0; i < e->nparams; i++) {
-    int p = find_param(f, e->pname[i]);
-    if (p < 0 || !param_value_ok(&f->params[p], e->pval[i]))
+    int p = kiln__tn_find_param(f, e->pname[i]);
+    if (p < 0 || !kiln__tn_param_value_ok(&f->params[p], e->pval[i]))
       return -1;
     *mask |= 1u << p;
     val[p] = e->pval[i];
@@ -747,17 +304,17 @@ entry_values(const struct tune_family *f, const struct kiln__tf_entry *e, uint32
 }
 
 /* The key of a file entry, or -1 (unknown family, dtype, bucket; bad parameters). */
-static int
-entry_key(const struct kiln__tf_entry *e, uint32_t *key, uint32_t *mask, uint64_t *val)
+int
+kiln__tn_entry_key(const struct kiln__tf_entry *e, uint32_t *key, uint32_t *mask, uint64_t *val)
 {
-  int fam = find_family(e->family);
+  int fam = kiln__tn_find_family(e->family);
   kiln_dtype dt;
   int layout, k;
   if (fam < 0 || kiln_dtype_from_name(e->dtype, &dt) != KILN_OK ||
-      !families[fam].dtype_ok(dt) || parse_bucket(&families[fam], e->bucket, &layout, &k) != 0 ||
-      entry_values(&families[fam], e, mask, val) != 0)
+      !kiln__tn_fam_at(fam)->dtype_ok(dt) || kiln__tn_parse_bucket(kiln__tn_fam_at(fam), e->bucket, &layout, &k) != 0 ||
+      entry_values(kiln__tn_fam_at(fam), e, mask, val) != 0)
     return -1;
-  *key = pack_key(fam, dt, layout, k);
+  *key = kiln__tn_pack_key(fam, dt, layout, k);
   return 0;
 }
 
@@ -771,8 +328,8 @@ rec_find(struct kiln__tuner *t, uint32_t key)
 }
 
 /* Adds or replaces the record of key (t->lock held). */
-static void
-rec_put(struct kiln__tuner *t, uint32_t key, int source, uint32_t mask, const uint64_t *val)
+void
+kiln__tn_rec_put(struct kiln__tuner *t, uint32_t key, int source, uint32_t mask, const uint64_t *val)
 {
   struct rec *r = rec_find(t, key);
   if (!r) {
@@ -801,7 +358,7 @@ take_table(struct kiln__tuner *t, const struct kiln__tf_table *tab, int source, 
     const struct kiln__tf_entry *e = &tab->e[i];
     uint32_t key, mask;
     uint64_t val[KILN__TF_MAX_PARAMS] = {0};
-    if (entry_key(e, &key, &mask, val) != 0) {
+    if (kiln__tn_entry_key(e, &key, &mask, val) != 0) {
       bad++;
       continue;
     }
@@ -809,7 +366,7 @@ take_table(struct kiln__tuner *t, const struct kiln__tf_table *tab, int source, 
       if (source == KILN_TUNE_SOURCE_STORED)
         kiln__tf_put(&t->fails, e);
     } else if (source == KILN_TUNE_SOURCE_STORED || !rec_find(t, key)) {
-      rec_put(t, key, source, mask, val);
+      kiln__tn_rec_put(t, key, source, mask, val);
     }
   }
   if (bad || tab->skipped)
@@ -869,14 +426,14 @@ load_tables(struct kiln__tuner *t, const char *dir)
       snprintf(t->other_name, sizeof t->other_name, "%s", other);
       if (t->nrecs > before)
         kiln__log(KILN__LOG_INFO,
-                  "tuning: using results of %s for keys not tuned with driver %s (%s)", other,
+                  "tuning: using results of %s for keys not kiln__tn_tuned with driver %s (%s)", other,
                   t->drv_raw, t->exact_name);
     }
   }
 }
 
-static void
-ensure_loaded(kiln_context *ctx, struct kiln__tuner *t)
+void
+kiln__tn_ensure_loaded(kiln_context *ctx, struct kiln__tuner *t)
 {
   if (atomic_load(&t->loaded))
     return;
@@ -892,14 +449,14 @@ ensure_loaded(kiln_context *ctx, struct kiln__tuner *t)
 
 /* Applies the stored record of key to params; returns its source, or -1 (t->lock held). */
 static int
-apply_rec(struct kiln__tuner *t, uint32_t key, const struct tune_family *f, void *params)
+apply_rec(struct kiln__tuner *t, uint32_t key, const struct kiln__tune_family *f, void *params)
 {
   struct rec *r = rec_find(t, key);
   if (!r)
     return -1;
   for (size_t i = 0; i < f->nparams; i++)
     if (r->mask & (1u << i))
-      pset(&f->params[i], params, r->val[i]);
+      kiln__tn_pset(&f->params[i], params, r->val[i]);
   return r->source;
 }
 
@@ -907,7 +464,7 @@ apply_rec(struct kiln__tuner *t, uint32_t key, const struct tune_family *f, void
 static int
 apply_ovr(struct kiln__tuner *t, int fam, kiln_dtype dtype, int layout, int k, void *params)
 {
-  const struct tune_family *f = &families[fam];
+  const struct kiln__tune_family *f = kiln__tn_fam_at(fam);
   int any = 0;
   for (int pass = 0; pass < 2; pass++) {
     for (size_t i = 0; i < t->novrs; i++) {
@@ -918,7 +475,7 @@ apply_ovr(struct kiln__tuner *t, int fam, kiln_dtype dtype, int layout, int k, v
         continue;
       for (size_t p = 0; p < f->nparams; p++)
         if (o->mask & (1u << p))
-          pset(&f->params[p], params, o->val[p]);
+          kiln__tn_pset(&f->params[p], params, o->val[p]);
       any = 1;
     }
   }
@@ -948,8 +505,8 @@ tried_add(struct kiln__tuner *t, uint32_t key)
   t->tried[t->ntried++] = key;
 }
 
-static int
-profiling(kiln_context *ctx)
+int
+kiln__tn_profiling(kiln_context *ctx)
 {
   pthread_mutex_lock(&ctx->lock);
   int p = ctx->prof.active;
@@ -959,14 +516,14 @@ profiling(kiln_context *ctx)
 
 /*
  * Takes the context for the tuning of one key: ctx->lock (recursive) stays
- * held until tune_release(), so other threads' ops on the context wait
- * instead of landing in the candidates' profiling windows, and no second
+ * held until kiln__tn_tune_release(), so other threads' ops on the context wait
+ * instead of landing in the candidates' kiln__tn_profiling windows, and no second
  * tuning on another thread can begin or end a profile in the middle of this
  * one's. Returns 0 (lock not held) when the caller profiles the context:
  * tuning would reset the recording.
  */
-static int
-tune_hold(kiln_context *ctx)
+int
+kiln__tn_tune_hold(kiln_context *ctx)
 {
   pthread_mutex_lock(&ctx->lock);
   if (!ctx->prof.active)
@@ -975,8 +532,8 @@ tune_hold(kiln_context *ctx)
   return 0;
 }
 
-static void
-tune_release(kiln_context *ctx)
+void
+kiln__tn_tune_release(kiln_context *ctx)
 {
   pthread_mutex_unlock(&ctx->lock);
 }
@@ -986,11 +543,11 @@ tune_release(kiln_context *ctx)
  * overrides. *online_wanted (online_wanted may be NULL: never): mode ONLINE,
  * nothing stored or overridden, and a problem large enough to be worth it.
  */
-static int
-resolve(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, void *params,
+int
+kiln__tn_resolve(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, void *params,
         int *online_wanted)
 {
-  const struct tune_family *f = &families[fam];
+  const struct kiln__tune_family *f = kiln__tn_fam_at(fam);
   f->defaults(ctx, dtype, layout, params);
   if (online_wanted)
     *online_wanted = 0;
@@ -999,8 +556,8 @@ resolve(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, void *p
     return KILN_TUNE_SOURCE_DEFAULT;
   int mode = atomic_load(&t->mode);
   if (mode != KILN_TUNE_OFF)
-    ensure_loaded(ctx, t);
-  uint32_t key = pack_key(fam, dtype, layout, k);
+    kiln__tn_ensure_loaded(ctx, t);
+  uint32_t key = kiln__tn_pack_key(fam, dtype, layout, k);
   pthread_mutex_lock(&t->lock);
   int src = mode != KILN_TUNE_OFF ? apply_rec(t, key, f, params) : -1;
   if (src < 0)
@@ -1008,7 +565,7 @@ resolve(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, void *p
   if (apply_ovr(t, fam, dtype, layout, k, params))
     src = KILN_TUNE_SOURCE_OVERRIDE;
   if (online_wanted && mode == KILN_TUNE_ONLINE && src == KILN_TUNE_SOURCE_DEFAULT &&
-      k >= ONLINE_MIN_LOG2 && family_available(f, ctx) && !tried_has(t, key)) {
+      k >= ONLINE_MIN_LOG2 && kiln__tn_family_available(f, ctx) && !tried_has(t, key)) {
     *online_wanted = 1;
     tried_add(t, key); /* no retry, and no second thread tuning the same key */
   }
@@ -1016,36 +573,30 @@ resolve(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, void *p
   return src;
 }
 
-struct tune_opts {
-  int quick, reps, store;
-  kiln_tune_progress_fn fn;
-  void *user;
-  size_t key_index, key_count;
-  int stop;
-};
-
-static kiln_status tune_key(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k,
-                            struct tune_opts *o, kiln_tune_result *res);
-
 void
-kiln__tune_lookup(kiln_context *ctx, enum kiln__tune_fam fam, kiln_dtype dtype,
+kiln__tune_lookup(kiln_context *ctx, const struct kiln__tune_family *family, kiln_dtype dtype,
                   enum kiln__tune_layout layout, uint64_t elements, void *params)
 {
-  if (tl.fam == (int)fam && tl.ctx == ctx) {
-    memcpy(params, tl.params.b, families[fam].params_size);
+  int fam = kiln__tn_fam_index(family);
+  if (fam < 0) { /* a family outside kiln__families: nothing stored, nothing to tune */
+    family->defaults(ctx, dtype, (int)layout, params);
     return;
   }
-  int k = log2_floor(elements);
+  if (kiln__tn_tl.fam == fam && kiln__tn_tl.ctx == ctx) {
+    memcpy(params, kiln__tn_tl.params.b, kiln__tn_fam_at(fam)->params_size);
+    return;
+  }
+  int k = kiln__tn_log2_floor(elements);
   if (k > MAX_LOG2)
     k = MAX_LOG2;
   int online;
-  resolve(ctx, fam, dtype, layout, k, params, &online);
+  kiln__tn_resolve(ctx, fam, dtype, layout, k, params, &online);
   if (!online)
     return;
-  if (tl.tuning || !tune_hold(ctx)) {
+  if (kiln__tn_tl.tuning || !kiln__tn_tune_hold(ctx)) {
     /* Not now: tuning would reset the caller's profile or recurse. A later call retries. */
     pthread_mutex_lock(&ctx->tuner->lock);
-    uint32_t key = pack_key(fam, dtype, layout, k);
+    uint32_t key = kiln__tn_pack_key(fam, dtype, layout, k);
     for (size_t i = 0; i < ctx->tuner->ntried; i++)
       if (ctx->tuner->tried[i] == key)
         ctx->tuner->tried[i] = ctx->tuner->tried[--ctx->tuner->ntried];
@@ -1057,1333 +608,13 @@ kiln__tune_lookup(kiln_context *ctx, enum kiln__tune_fam fam, kiln_dtype dtype,
   kiln__error_save(&saved);
   struct tune_opts o = {1, 3, 1, NULL, NULL, 0, 1, 0};
   kiln_tune_result res;
-  kiln_status s = tune_key(ctx, fam, dtype, layout, k, &o, &res);
-  tune_release(ctx);
+  kiln_status s = kiln__tn_tune_key(ctx, fam, dtype, layout, k, &o, &res);
+  kiln__tn_tune_release(ctx);
   kiln__log(s == KILN_OK ? KILN__LOG_INFO : KILN__LOG_WARN,
-            "online tuning of %s %s %s: %s (defaults %llu ns, tuned %llu ns: %s)",
-            families[fam].name, kiln_dtype_name(dtype), res.bucket,
+            "online tuning of %s %s %s: %s (defaults %llu ns, kiln__tn_tuned %llu ns: %s)",
+            kiln__tn_fam_at(fam)->name, kiln_dtype_name(dtype), res.bucket,
             s == KILN_OK ? "done" : kiln_last_error(), (unsigned long long)res.default_ns,
             (unsigned long long)res.tuned_ns, res.tuned_params);
   kiln__error_restore(&saved);
-  resolve(ctx, fam, dtype, layout, k, params, &online);
-}
-
-void
-kiln__tune_elementwise(kiln_context *ctx, kiln_dtype dtype, uint64_t n, struct kiln__ew_params *p)
-{
-  kiln__tune_lookup(ctx, KILN__TUNE_ELEMENTWISE, dtype, KILN__LAYOUT_FLAT, n, p);
-  if (p->wg_size < 1)
-    p->wg_size = 1;
-  /* Values outside what the kernels compile (from an override or an imported table) fall
-   * back to the defaults rather than failing the op on a build error. */
-  uint32_t items, vec;
-  kiln__ew_default_shape(&ctx->info, dtype, &items, &vec);
-  if (p->items_per_thread < 1 || p->items_per_thread > KILN__EW_ITEMS_MAX)
-    p->items_per_thread = items;
-  if (p->vec_width < 1 || p->vec_width > KILN__EW_VEC_MAX || (p->vec_width & (p->vec_width - 1)))
-    p->vec_width = vec;
-  /* Stored and overridden values may exceed this device's limit; the launch must not. */
-  if (ctx->info.max_work_group_size && p->wg_size > ctx->info.max_work_group_size)
-    p->wg_size = (uint32_t)ctx->info.max_work_group_size;
-}
-
-/* ---------------------------------------------------------------- tuning */
-
-/*
- * Deterministic inputs. Floats are multiples of 1/16 in [-2, 2] without zeros (see float_close).
- * The device tensor comes first: it checks the shape's byte count for overflow and against the
- * device's largest allocation before a host buffer of that size is made.
- */
-static kiln_status
-make_input(kiln_context *ctx, kiln_dtype dt, size_t ndim, const int64_t *shape, uint32_t seed,
-           kiln_tensor **out)
-{
-  kiln_status s = kiln_tensor_create(ctx, dt, ndim, shape, out);
-  if (s != KILN_OK)
-    return s;
-  uint64_t n = kiln_tensor_numel(*out), bytes = kiln_tensor_nbytes(*out);
-  unsigned char *h = bytes < SIZE_MAX ? malloc((size_t)bytes + 1) : NULL;
-  if (!h) {
-    kiln_tensor_release(*out);
-    *out = NULL;
-    return kiln__fail(KILN_ERR_HOST_MEMORY, "kiln_tune_run", 0, "no memory for %llu inputs",
-                      (unsigned long long)n);
-  }
-  uint32_t x = seed;
-  for (uint64_t i = 0; i < n; i++) {
-    x = x * 1664525u + 1013904223u;
-    int32_t m = (int32_t)((x >> 8) % 64u) - 32;
-    if (m >= 0)
-      m++; /* [-32, -1] and [1, 32] */
-    switch (dt) {
-    case KILN_F32: ((float *)h)[i] = (float)m / 16.0f; break;
-    case KILN_F64: ((double *)h)[i] = (double)m / 16.0; break;
-    case KILN_I32: ((int32_t *)h)[i] = (int32_t)((x >> 4) % 2001u) - 1000; break;
-    case KILN_I64: ((int64_t *)h)[i] = (int64_t)((x >> 4) % 2001u) - 1000; break;
-    case KILN_U8: h[i] = (unsigned char)(x >> 24); break;
-    default: h[i] = (unsigned char)(x >> 31); break;
-    }
-  }
-  s = kiln_tensor_upload(*out, h, (size_t)bytes);
-  free(h);
-  if (s != KILN_OK) {
-    kiln_tensor_release(*out);
-    *out = NULL;
-  }
-  return s;
-}
-
-static void
-problem_free(struct problem *pb)
-{
-  kiln_tensor_release(pb->in[0]);
-  kiln_tensor_release(pb->in[1]);
-  kiln_tensor_release(pb->out);
-  memset(pb->in, 0, sizeof pb->in);
-  pb->out = NULL;
-}
-
-/* The representative problem of a bucket: 2^k elements, rows and columns as square as can be. */
-static kiln_status
-problem_make(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, struct problem *pb)
-{
-  memset(pb, 0, sizeof *pb);
-  pb->ctx = ctx;
-  pb->fam = (enum kiln__tune_fam)fam;
-  pb->f = &families[fam];
-  pb->dtype = dtype;
-  pb->layout = (enum kiln__tune_layout)layout;
-  pb->k = k;
-  pb->n = (uint64_t)1 << k;
-  int64_t lines = (int64_t)1 << (k / 2), len = (int64_t)1 << (k - k / 2);
-  switch (layout) {
-  case KILN__LAYOUT_ROW:
-    pb->ndim = 2, pb->shape[0] = lines, pb->shape[1] = len, pb->axis = 1;
-    break;
-  case KILN__LAYOUT_COL:
-    pb->ndim = 2, pb->shape[0] = len, pb->shape[1] = lines, pb->axis = 0;
-    break;
-  default:
-    pb->ndim = 1, pb->shape[0] = (int64_t)pb->n, pb->axis = 0;
-    break;
-  }
-  kiln_status s = KILN_OK;
-  if (pb->f->setup)
-    s = pb->f->setup(pb);
-  for (int i = 0; i < pb->f->ninputs && s == KILN_OK && !pb->f->setup; i++)
-    s = make_input(ctx, dtype, pb->ndim, pb->shape, 12345u + 7919u * (uint32_t)i, &pb->in[i]);
-  if (s != KILN_OK)
-    problem_free(pb);
-  return s;
-}
-
-/* fft: one transform of 2^k complex points, [2^k, 2]. */
-static kiln_status
-fft_setup(struct problem *pb)
-{
-  pb->ndim = 2;
-  pb->shape[0] = (int64_t)pb->n;
-  pb->shape[1] = 2;
-  snprintf(pb->desc, sizeof pb->desc, "c2c [%lld]", (long long)pb->n);
-  return make_input(pb->ctx, pb->dtype, 2, pb->shape, 12345u, &pb->in[0]);
-}
-
-/*
- * gemm: [m, kk] x [kk, n] with m*n*kk = 2^k, as square as powers of two
- * allow. Products of the inputs (multiples of 1/16 in [-2, 2]) are multiples
- * of 1/256 below 4, so every partial sum of a row is exact while kk < 2^14
- * (f32): both routes give the same bits in any summation order.
- */
-static kiln_status
-gemm_setup(struct problem *pb)
-{
-  int e = pb->k / 3, r = pb->k % 3;
-  int64_t m = (int64_t)1 << (e + (r > 0)), n = (int64_t)1 << (e + (r > 1)), kk = (int64_t)1 << e;
-  int64_t as[2] = {m, kk}, bs[2] = {kk, n};
-  pb->ndim = 2;
-  pb->shape[0] = m;
-  pb->shape[1] = n;
-  snprintf(pb->desc, sizeof pb->desc, "[%lld,%lld]x[%lld,%lld]", (long long)m, (long long)kk,
-           (long long)kk, (long long)n);
-  kiln_status s = make_input(pb->ctx, pb->dtype, 2, as, 12345u, &pb->in[0]);
-  if (s == KILN_OK)
-    s = make_input(pb->ctx, pb->dtype, 2, bs, 12345u + 7919u, &pb->in[1]);
-  return s;
-}
-
-/*
- * Float sums are compared with |a - b| <= 8 eps max(|a|, |b|, 1). The inputs
- * (multiples of 1/16, random signs) keep every partial sum of a realistic
- * line exactly representable, so summation orders agree exactly and the
- * tolerance only absorbs rare roundings; one dropped or repeated element
- * (at least 1/16) exceeds it while |sum| < 2^16 (f32).
- */
-static int
-outputs_match(kiln_dtype dt, int float_sum, const void *a, const void *b, size_t bytes)
-{
-  if (!float_sum || (dt != KILN_F32 && dt != KILN_F64))
-    return memcmp(a, b, bytes) == 0;
-  size_t n = bytes / kiln_dtype_size(dt);
-  double eps = dt == KILN_F32 ? 1.1920928955078125e-07 : 2.220446049250313e-16;
-  for (size_t i = 0; i < n; i++) {
-    double x = dt == KILN_F32 ? ((const float *)a)[i] : ((const double *)a)[i];
-    double y = dt == KILN_F32 ? ((const float *)b)[i] : ((const double *)b)[i];
-    double m = fmax(fmax(fabs(x), fabs(y)), 1.0);
-    if (!(fabs(x - y) <= 8 * eps * m)) /* NaN fails too */
-      return 0;
-  }
-  return 1;
-}
-
-/*
- * Two FFTs of one input differ by rounding that grows with log2 n; compared
- * over the whole output as ||got - ref||_2 <= 8 eps (log2 n + 1) ||ref||_2
- * (eps of the dtype), i.e. relative to the signal's norm, never bitwise.
- * clFFT and VkFFT agree within 1 to 2% of that bound on PoCL (2^8 to 2^20
- * points, f32 and f64), while a single output bin off by its typical size
- * (norm / sqrt(n)) exceeds it below 2^30 points. NaN or Inf never match.
- */
-static int
-fft_match(const struct problem *pb, const void *ref, const void *got, size_t bytes)
-{
-  int f32 = pb->dtype == KILN_F32;
-  size_t n = bytes / kiln_dtype_size(pb->dtype);
-  double eps = f32 ? 1.1920928955078125e-07 : 2.220446049250313e-16;
-  double d2 = 0, r2 = 0;
-  for (size_t i = 0; i < n; i++) {
-    double x = f32 ? ((const float *)ref)[i] : ((const double *)ref)[i];
-    double y = f32 ? ((const float *)got)[i] : ((const double *)got)[i];
-    d2 += (x - y) * (x - y);
-    r2 += x * x;
-  }
-  double tol = 8.0 * eps * (double)(pb->k + 1);
-  return isfinite(d2) && isfinite(r2) && d2 <= tol * tol * r2;
-}
-
-static int
-outputs_agree(const struct problem *pb, const void *ref, const void *got, size_t bytes)
-{
-  if (pb->f->match)
-    return pb->f->match(pb, ref, got, bytes);
-  return outputs_match(kiln_tensor_dtype(pb->out), pb->f->float_sum, ref, got, bytes);
-}
-
-/*
- * The sabotage hook's wrong result: wrong by every family's measure, also by
- * tolerances relative to the whole output (fft_match), which a flipped low
- * bit of one float would pass.
- */
-static void
-corrupt_output(kiln_dtype dt, void *buf, size_t bytes)
-{
-  if (dt != KILN_F32 && dt != KILN_F64) {
-    ((unsigned char *)buf)[0] ^= 0x5a;
-    return;
-  }
-  size_t n = bytes / kiln_dtype_size(dt);
-  double l1 = 0;
-  for (size_t i = 0; i < n; i++)
-    l1 += fabs(dt == KILN_F32 ? (double)((const float *)buf)[i] : ((const double *)buf)[i]);
-  if (dt == KILN_F32)
-    ((float *)buf)[0] += (float)(1.0 + l1);
-  else
-    ((double *)buf)[0] += 1.0 + l1;
-}
-
-static int
-sabotaged(int fam, const void *params)
-{
-  return sabotage.active && sabotage.fam == fam &&
-         pget(&families[fam].params[sabotage.param], params) == sabotage.value;
-}
-
-/* The failure the sabotage hook makes params' run have (corrupt 2 and 3), else KILN_OK. */
-static kiln_status
-sabotage_failure(const struct problem *pb, const void *params)
-{
-  if (!sabotaged(pb->fam, params))
-    return KILN_OK;
-  if (sabotage.corrupt == 2)
-    return kiln__fail(KILN_ERR_UNSUPPORTED, "kiln_tune_run", 0, "sabotaged candidate");
-  if (sabotage.corrupt == 3 && sabotage.transient_left > 0) {
-    sabotage.transient_left--;
-    return kiln__fail(KILN_ERR_DEVICE_MEMORY, "kiln_tune_run", 0,
-                      "sabotaged candidate (a passing failure)");
-  }
-  return KILN_OK;
-}
-
-static int
-cmp_u64(const void *a, const void *b)
-{
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
-struct eval {
-  pbuf params;
-  uint64_t median_ns;
-  char failed[KILN__TF_REASON_LEN]; /* "" when it ran and was right */
-};
-
-static const char *
-failure_reason(kiln_status s)
-{
-  switch (s) {
-  case KILN_ERR_BUILD:
-    return "build";
-  case KILN_ERR_DEVICE_MEMORY:
-  case KILN_ERR_HOST_MEMORY:
-    return "memory";
-  case KILN_ERR_UNSUPPORTED:
-    return "unsupported"; /* e.g. a back end that cannot do the problem */
-  default:
-    return "launch";
-  }
-}
-
-/*
- * Wall time of one call, waited for: a choice between libraries is about
- * what a call costs its caller, and for small problems that is mostly host
- * work (CLBlast's per-call work, a library's enqueue path), which device time
- * leaves out. On PoCL here device time put CLBlast's SGEMM well ahead of
- * kiln's kernel from 2^10 to 2^14 (2.5-7 us against 4-16 us), while a call
- * costs 15-55 us of wall time on either route.
- */
-static kiln_status
-time_call(struct problem *pb, const void *params, uint64_t *ns)
-{
-  kiln_status s = kiln_context_finish(pb->ctx); /* earlier work is not this call's */
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  if (s == KILN_OK)
-    s = pb->f->run(pb, params);
-  if (s == KILN_OK)
-    s = kiln_context_finish(pb->ctx);
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  int64_t d = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
-  if (s == KILN_OK)
-    *ns = d > 0 ? (uint64_t)d : 1;
-  return s;
-}
-
-/* Device time of one run of params on pb (the caller forces params for lookups). */
-static kiln_status
-time_once(struct problem *pb, const void *params, uint64_t *ns)
-{
-  if (pb->f->wall_clock)
-    return time_call(pb, params, ns);
-  kiln_profile p;
-  kiln_status s = kiln_profile_begin(pb->ctx);
-  if (s == KILN_OK)
-    s = pb->f->run(pb, params);
-  if (s == KILN_OK)
-    s = kiln_profile_end(pb->ctx, &p);
-  else
-    kiln_profile_end(pb->ctx, &p); /* stops the recording; the run's status is what counts */
-  if (s == KILN_OK)
-    *ns = p.device_ns ? p.device_ns : 1;
-  return s;
-}
-
-static void
-force(struct problem *pb, const void *params)
-{
-  tl.ctx = pb->ctx;
-  tl.fam = pb->fam;
-  memcpy(tl.params.b, params, pb->f->params_size);
-}
-
-static void
-unforce(void)
-{
-  tl.fam = -1;
-  tl.ctx = NULL;
-}
-
-/*
- * Runs params on pb: once to build and check the output against ref (NULL:
- * this is the reference, kept in *got), once more to warm up, then reps
- * timed runs; fills e. Returns KILN_OK, or the failure status (e->failed set).
- */
-static kiln_status
-evaluate(struct problem *pb, const void *params, const void *ref, void **got, size_t *got_bytes,
-         int reps, struct eval *e)
-{
-  kiln_context *ctx = pb->ctx;
-  const struct tune_family *f = pb->f;
-  memcpy(e->params.b, params, f->params_size);
-  e->median_ns = 0;
-  e->failed[0] = 0;
-  /* Elementwise ops take their local size from a lookup: force it on this thread. */
-  force(pb, params);
-  kiln_status s = ref ? sabotage_failure(pb, params) : KILN_OK;
-  if (s == KILN_OK)
-    s = f->run(pb, params);
-  if (s == KILN_OK)
-    s = kiln_context_finish(ctx);
-  void *buf = NULL;
-  size_t bytes = pb->out ? (size_t)kiln_tensor_nbytes(pb->out) : 0;
-  if (s == KILN_OK) {
-    buf = malloc(bytes + 1);
-    s = buf ? kiln_tensor_download(pb->out, buf, bytes) : KILN_ERR_HOST_MEMORY;
-  }
-  if (s != KILN_OK) {
-    snprintf(e->failed, sizeof e->failed, "%s", failure_reason(s));
-  } else {
-    if (ref && sabotage.corrupt == 1 && sabotaged(pb->fam, params) && bytes)
-      corrupt_output(kiln_tensor_dtype(pb->out), buf, bytes);
-    if (ref && (bytes != *got_bytes || !outputs_agree(pb, ref, buf, bytes))) {
-      snprintf(e->failed, sizeof e->failed, "wrong");
-      s = KILN_ERR_INTERNAL;
-    }
-  }
-  if (s == KILN_OK)
-    s = f->run(pb, params); /* warm-up: caches, PoCL's per-local-size code */
-  uint64_t *t = s == KILN_OK ? calloc((size_t)reps, sizeof *t) : NULL;
-  if (s == KILN_OK && !t)
-    s = KILN_ERR_HOST_MEMORY;
-  for (int r = 0; r < reps && s == KILN_OK; r++)
-    s = time_once(pb, params, &t[r]);
-  if (s != KILN_OK && !e->failed[0])
-    snprintf(e->failed, sizeof e->failed, "%s", failure_reason(s));
-  if (s == KILN_OK) {
-    qsort(t, (size_t)reps, sizeof *t, cmp_u64);
-    e->median_ns = t[reps / 2] ? t[reps / 2] : 1;
-    if (ref && sabotaged(pb->fam, params))
-      e->median_ns = 1;
-  }
-  free(t);
-  unforce();
-  if (!ref && s == KILN_OK) {
-    *got = buf;
-    *got_bytes = bytes;
-  } else {
-    free(buf);
-  }
-  return s;
-}
-
-/*
- * evaluate(), run a second time when it fails: only a failure that repeats
- * counts (and is recorded, in the context and in the tuning file). The
- * context is held for the tuning (tune_hold), so the second run has it to
- * itself; a failure that other contexts or processes on the device caused
- * (device memory they held, say) must not keep a candidate out for good.
- */
-static kiln_status
-evaluate_confirmed(struct problem *pb, const void *params, const void *ref, void **got,
-                   size_t *got_bytes, int reps, struct eval *e)
-{
-  kiln_status s = evaluate(pb, params, ref, got, got_bytes, reps, e);
-  if (s != KILN_OK)
-    s = evaluate(pb, params, ref, got, got_bytes, reps, e);
-  return s;
-}
-
-/* A failure record for a candidate (an entry of the tuning file). */
-static void
-failure_entry(int fam, kiln_dtype dtype, const char *bucket, const struct eval *ev,
-              struct kiln__tf_entry *e)
-{
-  const struct tune_family *f = &families[fam];
-  memset(e, 0, sizeof *e);
-  snprintf(e->family, sizeof e->family, "%s", f->name);
-  snprintf(e->dtype, sizeof e->dtype, "%s", kiln_dtype_name(dtype));
-  snprintf(e->bucket, sizeof e->bucket, "%s", bucket);
-  for (size_t i = 0; i < f->nparams && i < KILN__TF_MAX_PARAMS; i++) {
-    snprintf(e->pname[i], sizeof e->pname[i], "%s", f->params[i].name);
-    e->pval[i] = pget(&f->params[i], ev->params.b);
-  }
-  e->nparams = (uint32_t)f->nparams;
-  snprintf(e->failed, sizeof e->failed, "%s", ev->failed);
-}
-
-/* Nonzero when the context recorded params as failed for this key (t->lock taken). */
-static int
-failed_before(struct kiln__tuner *t, int fam, kiln_dtype dtype, const char *bucket,
-              const void *params)
-{
-  if (!t)
-    return 0;
-  struct eval ev;
-  memcpy(ev.params.b, params, families[fam].params_size);
-  snprintf(ev.failed, sizeof ev.failed, "x");
-  struct kiln__tf_entry e;
-  failure_entry(fam, dtype, bucket, &ev, &e);
-  int hit = 0;
-  pthread_mutex_lock(&t->lock);
-  for (size_t i = 0; i < t->fails.n && !hit; i++)
-    hit = kiln__tf_same_key(&t->fails.e[i], &e);
-  pthread_mutex_unlock(&t->lock);
-  return hit;
-}
-
-/*
- * The largest work-group size the timed op's kernels of this dtype accept on
- * the device (those the defaults' run created), and what their local memory
- * leaves (ctx->lock taken). Larger candidates would only be clamped at launch
- * and time the same configuration again.
- */
-static uint64_t
-local_limit(kiln_context *ctx, const struct tune_family *f, kiln_dtype dtype)
-{
-  uint64_t lim = ctx->info.max_work_group_size ? ctx->info.max_work_group_size : 1024;
-  if (!f->source)
-    return lim; /* no kernels of kiln's: nothing bounds a work-group size parameter */
-  char opts[192];
-  kiln__dtype_options(dtype, opts, sizeof opts);
-  size_t ol = strlen(opts);
-  cl_ulong kmem_max = 0;
-  pthread_mutex_lock(&ctx->lock);
-  for (size_t i = 0; i < ctx->nprograms; i++) {
-    const struct kiln__program *p = &ctx->programs[i];
-    if (strcmp(p->source, f->source) != 0 || strncmp(p->options, opts, ol) != 0 ||
-        (p->options[ol] != 0 && p->options[ol] != ' '))
-      continue;
-    for (size_t j = 0; j < p->nkernels; j++) {
-      if (strncmp(p->kernels[j].name, f->kernel_prefix, strlen(f->kernel_prefix)) != 0)
-        continue;
-      size_t kwg = 0;
-      cl_ulong kmem = 0;
-      if (clGetKernelWorkGroupInfo(p->kernels[j].kernel, ctx->device, CL_KERNEL_WORK_GROUP_SIZE,
-                                   sizeof kwg, &kwg, NULL) == CL_SUCCESS &&
-          kwg && kwg < lim)
-        lim = kwg;
-      if (clGetKernelWorkGroupInfo(p->kernels[j].kernel, ctx->device, CL_KERNEL_LOCAL_MEM_SIZE,
-                                   sizeof kmem, &kmem, NULL) == CL_SUCCESS &&
-          kmem > kmem_max)
-        kmem_max = kmem;
-    }
-  }
-  pthread_mutex_unlock(&ctx->lock);
-  if (f->local_bytes_per_item) {
-    uint64_t avail =
-        ctx->info.local_mem_bytes > kmem_max ? ctx->info.local_mem_bytes - kmem_max : 0;
-    uint64_t by_mem = avail / f->local_bytes_per_item;
-    if (by_mem < lim)
-      lim = by_mem ? by_mem : 1;
-  }
-  return lim;
-}
-
-static int
-notify(struct tune_opts *o, kiln_tune_event ev, size_t idx, size_t limit, const char *params,
-       uint64_t ns, const char *failed, const kiln_tune_result *res)
-{
-  if (!o->fn)
-    return 0;
-  kiln_tune_progress p = {ev, o->key_index, o->key_count, idx, limit, params, ns, failed, res};
-  if (o->fn(&p, o->user))
-    o->stop = 1;
-  return o->stop;
-}
-
-/* Stores a key's winner and the new failure records: in the context, then in the file. */
-static kiln_status
-store_key(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, const void *best,
-          uint64_t tuned_ns, uint64_t default_ns, const struct kiln__tf_table *newfails)
-{
-  static const char op[] = "kiln_tune_run";
-  struct kiln__tuner *t = ctx->tuner;
-  if (!t)
-    return kiln__fail(KILN_ERR_HOST_MEMORY, op, 0, "the context has no tuner state");
-  const struct tune_family *f = &families[fam];
-  uint64_t val[KILN__TF_MAX_PARAMS] = {0};
-  for (size_t i = 0; i < f->nparams; i++)
-    val[i] = pget(&f->params[i], best);
-  struct kiln__tf_table up;
-  kiln__tf_init(&up);
-  snprintf(up.device, sizeof up.device, "%s", t->dev_raw);
-  snprintf(up.driver, sizeof up.driver, "%s", t->drv_raw);
-  struct kiln__tf_entry e;
-  struct eval ev;
-  memcpy(ev.params.b, best, f->params_size);
-  ev.failed[0] = 0;
-  char bucket[32];
-  bucket_text(layout, k, bucket, sizeof bucket);
-  failure_entry(fam, dtype, bucket, &ev, &e);
-  e.time_ns = tuned_ns;
-  e.default_ns = default_ns;
-  kiln_status s = kiln__tf_put(&up, &e) == 0 ? KILN_OK : KILN_ERR_HOST_MEMORY;
-  for (size_t i = 0; i < newfails->n && s == KILN_OK; i++)
-    if (kiln__tf_put(&up, &newfails->e[i]) != 0)
-      s = KILN_ERR_HOST_MEMORY;
-  char dir[4096];
-  pthread_mutex_lock(&t->lock);
-  rec_put(t, pack_key(fam, dtype, layout, k), KILN_TUNE_SOURCE_STORED,
-          (1u << f->nparams) - 1u, val);
-  for (size_t i = 0; i < newfails->n; i++)
-    kiln__tf_put(&t->fails, &newfails->e[i]);
-  snprintf(dir, sizeof dir, "%s", t->dir);
-  char name[256];
-  snprintf(name, sizeof name, "%s", t->exact_name);
-  pthread_mutex_unlock(&t->lock);
-  if (s != KILN_OK) {
-    kiln__tf_free(&up);
-    return kiln__fail(s, op, 0, "no memory to store the results");
-  }
-  char tdir[4200], path[4600];
-  const char *why = "";
-  if (!dir[0]) {
-    kiln__tf_free(&up);
-    return kiln__fail(KILN_ERR_IO, op, 0,
-                      "no cache directory to store tuning results in (kept for this context)");
-  }
-  if (kiln__tf_dir(dir, 1, tdir, sizeof tdir, &why) != 0) {
-    kiln__tf_free(&up);
-    return kiln__fail(KILN_ERR_IO, op, 0, "%s/tuning: %s", dir, why);
-  }
-  snprintf(path, sizeof path, "%s/%s", tdir, name);
-  int err = kiln__tf_merge(path, &up);
-  kiln__tf_free(&up);
-  if (err)
-    return kiln__fail(KILN_ERR_IO, op, err, "cannot write %s: %s", path, strerror(err));
-  return KILN_OK;
-}
-
-static int
-eval_same(const struct tune_family *f, const void *a, const void *b)
-{
-  for (size_t i = 0; i < f->nparams; i++)
-    if (pget(&f->params[i], a) != pget(&f->params[i], b))
-      return 0;
-  return 1;
-}
-
-/* Tunes one key (see kiln_tune_run). res is filled whatever happens. */
-static kiln_status
-tune_key(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, struct tune_opts *o,
-         kiln_tune_result *res)
-{
-  const struct tune_family *f = &families[fam];
-  memset(res, 0, sizeof *res);
-  res->family = f->name;
-  res->layout = layout_names[layout];
-  res->dtype = dtype;
-  bucket_text(layout, k, res->bucket, sizeof res->bucket);
-  res->elements = (uint64_t)1 << k;
-  pbuf def;
-  f->defaults(ctx, dtype, layout, def.b);
-  params_text(f, def.b, res->default_params, sizeof res->default_params);
-  snprintf(res->tuned_params, sizeof res->tuned_params, "%s", res->default_params);
-
-  size_t limit_count = 1;
-  for (size_t i = 0; i < f->nparams; i++)
-    if (!f->params[i].layouts || (f->params[i].layouts & (1u << layout)))
-      limit_count += ROUNDS * (o->quick ? f->params[i].nquick : f->params[i].nfull);
-
-  tl.tuning++;
-  struct problem pb;
-  kiln_status s = problem_make(ctx, fam, dtype, layout, k, &pb);
-  if (pb.desc[0])
-    snprintf(res->shape, sizeof res->shape, "%s", pb.desc);
-  else if (pb.ndim == 2)
-    snprintf(res->shape, sizeof res->shape, "[%lld,%lld] axis %lld", (long long)pb.shape[0],
-             (long long)pb.shape[1], (long long)pb.axis);
-  else
-    snprintf(res->shape, sizeof res->shape, "[%lld]", (long long)pb.shape[0]);
-  notify(o, KILN_TUNE_EVENT_KEY_START, 0, limit_count, NULL, 0, "", res);
-
-  void *ref = NULL;
-  size_t ref_bytes = 0;
-  struct eval *memo = calloc(limit_count, sizeof *memo);
-  size_t nmemo = 0;
-  struct kiln__tf_table newfails;
-  kiln__tf_init(&newfails);
-  if (s == KILN_OK && !memo)
-    s = kiln__fail(KILN_ERR_HOST_MEMORY, "kiln_tune_run", 0, "out of memory");
-  if (s == KILN_OK) {
-    s = evaluate_confirmed(&pb, def.b, NULL, &ref, &ref_bytes, o->reps, &memo[0]);
-    if (s != KILN_OK)
-      s = kiln__fail(s, "kiln_tune_run", 0, "%s %s %s: the defaults failed (%s)", f->name,
-                     kiln_dtype_name(dtype), res->bucket, memo[0].failed);
-  }
-  if (s == KILN_OK) {
-    nmemo = 1;
-    res->bytes = f->bytes(&pb);
-    res->default_ns = res->tuned_ns = memo[0].median_ns;
-    res->candidates = 1;
-    notify(o, KILN_TUNE_EVENT_CANDIDATE, 1, limit_count, res->default_params, memo[0].median_ns,
-           "", res);
-  }
-  uint64_t lim = s == KILN_OK ? local_limit(ctx, f, dtype) : 0;
-  pbuf best = def;
-  uint64_t best_ns = s == KILN_OK ? memo[0].median_ns : 0;
-  for (int round = 0; round < ROUNDS && s == KILN_OK && !o->stop; round++) {
-    int changed = 0;
-    for (size_t pi = 0; pi < f->nparams && !o->stop; pi++) {
-      const struct tune_param *p = &f->params[pi];
-      if (p->layouts && !(p->layouts & (1u << layout)))
-        continue; /* it changes nothing here: the defaults' value stays */
-      const uint64_t *vals = o->quick ? p->quick : p->full;
-      size_t nv = o->quick ? p->nquick : p->nfull;
-      pbuf pick = best;
-      uint64_t pick_ns = best_ns;
-      for (size_t vi = 0; vi < nv && !o->stop; vi++) {
-        if (p->local_size && vals[vi] > lim)
-          continue;
-        pbuf c = best;
-        pset(p, c.b, vals[vi]);
-        if (eval_same(f, c.b, best.b) || (f->same_run && f->same_run(&pb, c.b, def.b)))
-          continue; /* nothing new to time */
-        struct eval *ev = NULL;
-        for (size_t m = 0; m < nmemo && !ev; m++)
-          if (eval_same(f, memo[m].params.b, c.b))
-            ev = &memo[m];
-        if (!ev && nmemo < limit_count) {
-          ev = &memo[nmemo++];
-          char ptext[256];
-          params_text(f, c.b, ptext, sizeof ptext);
-          res->candidates++;
-          if (failed_before(ctx->tuner, fam, dtype, res->bucket, c.b)) {
-            memcpy(ev->params.b, c.b, f->params_size);
-            ev->median_ns = 0;
-            snprintf(ev->failed, sizeof ev->failed, "skipped");
-            res->skipped++;
-          } else {
-            atomic_fetch_add(&evaluations, 1);
-            if (evaluate_confirmed(&pb, c.b, ref, NULL, &ref_bytes, o->reps, ev) != KILN_OK) {
-              res->failed++;
-              struct kiln__tf_entry fe;
-              failure_entry(fam, dtype, res->bucket, ev, &fe);
-              kiln__tf_put(&newfails, &fe);
-            }
-          }
-          notify(o, KILN_TUNE_EVENT_CANDIDATE, res->candidates, limit_count, ptext,
-                 ev->median_ns, ev->failed, res);
-        }
-        if (ev && !ev->failed[0] && ev->median_ns < pick_ns) {
-          pick = ev->params;
-          pick_ns = ev->median_ns;
-        }
-      }
-      if (!eval_same(f, pick.b, best.b)) {
-        best = pick;
-        best_ns = pick_ns;
-        changed = 1;
-      }
-    }
-    if (!changed)
-      break;
-  }
-  if (s == KILN_OK && !eval_same(f, best.b, def.b) && !o->stop) {
-    /*
-     * The defaults were timed first and the winner minutes later: on a shared or throttling
-     * device that alone can fake a speedup. Both are timed again, alternating, and these
-     * medians decide and are reported.
-     */
-    uint64_t *td = calloc((size_t)o->reps, sizeof *td), *tb = calloc((size_t)o->reps, sizeof *tb);
-    kiln_status cs = td && tb ? KILN_OK : KILN_ERR_HOST_MEMORY;
-    for (int r = 0; r < o->reps && cs == KILN_OK; r++) {
-      force(&pb, def.b);
-      cs = time_once(&pb, def.b, &td[r]);
-      force(&pb, best.b);
-      if (cs == KILN_OK)
-        cs = time_once(&pb, best.b, &tb[r]);
-    }
-    unforce();
-    if (cs == KILN_OK && !sabotaged(fam, best.b)) {
-      qsort(td, (size_t)o->reps, sizeof *td, cmp_u64);
-      qsort(tb, (size_t)o->reps, sizeof *tb, cmp_u64);
-      res->default_ns = td[o->reps / 2];
-      best_ns = tb[o->reps / 2];
-    }
-    free(td);
-    free(tb);
-  }
-  if (s == KILN_OK) {
-    /* Noise must not replace the defaults: a winner has to be clearly faster. */
-    if ((double)best_ns > (double)res->default_ns * WIN_MARGIN) {
-      best = def;
-      best_ns = res->default_ns;
-    }
-    res->tuned_ns = best_ns;
-    params_text(f, best.b, res->tuned_params, sizeof res->tuned_params);
-    if (o->store && !o->stop)
-      s = store_key(ctx, fam, dtype, layout, k, best.b, best_ns, res->default_ns, &newfails);
-    else if (o->store && newfails.n && ctx->tuner) {
-      /* Stopped early: keep the failures so they are not retried, but no winner. */
-      pthread_mutex_lock(&ctx->tuner->lock);
-      for (size_t i = 0; i < newfails.n; i++)
-        kiln__tf_put(&ctx->tuner->fails, &newfails.e[i]);
-      pthread_mutex_unlock(&ctx->tuner->lock);
-    }
-  }
-  res->status = s;
-  notify(o, KILN_TUNE_EVENT_KEY_DONE, res->candidates, limit_count, NULL, 0, "", res);
-  kiln__tf_free(&newfails);
-  free(memo);
-  free(ref);
-  problem_free(&pb);
-  tl.tuning--;
-  return s;
-}
-
-/* ---------------------------------------------------------------- public API */
-
-static char family_param_names[KILN__TUNE_NFAM][160];
-static char family_list[160]; /* "elementwise, reduce, ..." for messages */
-static pthread_once_t family_names_once = PTHREAD_ONCE_INIT;
-
-/* The parameter lists are made from the table, so they cannot drift from it. */
-static void
-init_family_names(void)
-{
-  size_t lused = 0;
-  for (int i = 0; i < KILN__TUNE_NFAM && lused < sizeof family_list; i++) {
-    int w = snprintf(family_list + lused, sizeof family_list - lused, "%s%s", i ? ", " : "",
-                     families[i].name);
-    lused += w > 0 ? (size_t)w : 0;
-  }
-  for (int i = 0; i < KILN__TUNE_NFAM; i++) {
-    size_t used = 0;
-    for (size_t p = 0; p < families[i].nparams && used < sizeof family_param_names[i]; p++) {
-      int w = snprintf(family_param_names[i] + used, sizeof family_param_names[i] - used, "%s%s",
-                       p ? " " : "", families[i].params[p].name);
-      used += w > 0 ? (size_t)w : 0;
-    }
-  }
-}
-
-kiln_status
-kiln_tune_family_get(size_t index, kiln_tune_family_desc *out)
-{
-  static const char op[] = "kiln_tune_family_get";
-  KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
-  KILN_RETURN_IF(index >= KILN__TUNE_NFAM, KILN_ERR_NOT_FOUND, op, "no family %zu (there are %d)",
-                 index, KILN__TUNE_NFAM);
-  pthread_once(&family_names_once, init_family_names);
-  const struct tune_family *f = &families[index];
-  out->name = f->name;
-  out->description = f->description;
-  out->params = family_param_names[index];
-  out->layouts = f->layout_names;
-  return KILN_OK;
-}
-
-static kiln_status
-family_arg(const char *op, const char *family, int *fam)
-{
-  KILN_RETURN_IF(!family, KILN_ERR_INVALID_ARGUMENT, op, "family is NULL");
-  *fam = find_family(family);
-  KILN_RETURN_IF(*fam < 0, KILN_ERR_NOT_FOUND, op, "no tuned family \"%s\" (%s)", family,
-                 (pthread_once(&family_names_once, init_family_names), family_list));
-  return KILN_OK;
-}
-
-static kiln_status
-dtype_arg(const char *op, kiln_context *ctx, int fam, kiln_dtype dtype)
-{
-  KILN_RETURN_IF(!kiln__dtype_valid(dtype) || !families[fam].dtype_ok(dtype) ||
-                     !kiln__device_has_dtype(&ctx->info, dtype),
-                 KILN_ERR_INVALID_ARGUMENT, op, "%s is not tuned for dtype %d on this device",
-                 families[fam].name, (int)dtype);
-  return KILN_OK;
-}
-
-kiln_status
-kiln_tune_bucket_name(const char *family, const char *layout, uint64_t elements, char *buf,
-                      size_t len)
-{
-  static const char op[] = "kiln_tune_bucket_name";
-  int fam;
-  KILN_TRY(family_arg(op, family, &fam));
-  KILN_RETURN_IF(!layout || !buf || !elements, KILN_ERR_INVALID_ARGUMENT, op,
-                 "NULL layout or buf, or 0 elements");
-  int l = -1;
-  for (int i = 0; i < KILN__LAYOUT_N; i++)
-    if (strcmp(layout, layout_names[i]) == 0 && (families[fam].layouts & (1u << i)))
-      l = i;
-  KILN_RETURN_IF(l < 0, KILN_ERR_NOT_FOUND, op, "%s has no layout \"%s\" (it has: %s)", family,
-                 layout, families[fam].layout_names);
-  int k = log2_floor(elements);
-  KILN_RETURN_IF(k < layout_min_k((enum kiln__tune_layout)l), KILN_ERR_INVALID_ARGUMENT, op,
-                 "a %s problem has at least 4 elements", layout);
-  char b[32];
-  bucket_text(l, k > MAX_LOG2 ? MAX_LOG2 : k, b, sizeof b);
-  KILN_RETURN_IF(strlen(b) + 1 > len, KILN_ERR_INVALID_ARGUMENT, op,
-                 "buffer of %zu bytes too small", len);
-  memcpy(buf, b, strlen(b) + 1);
-  return KILN_OK;
-}
-
-kiln_status
-kiln_tune_params_get(kiln_context *ctx, const char *family, kiln_dtype dtype, const char *bucket,
-                     char *buf, size_t len, kiln_tune_source *source)
-{
-  static const char op[] = "kiln_tune_params_get";
-  KILN_TRY(kiln__ctx_check(op, ctx));
-  int fam, layout, k;
-  KILN_TRY(family_arg(op, family, &fam));
-  KILN_TRY(dtype_arg(op, ctx, fam, dtype));
-  KILN_RETURN_IF(!buf || !bucket || parse_bucket(&families[fam], bucket, &layout, &k) != 0,
-                 KILN_ERR_INVALID_ARGUMENT, op,
-                 "bucket \"%s\" is not <layout>.2^<k> with a layout of %s (%s)",
-                 bucket ? bucket : "(null)", family, families[fam].layout_names);
-  pbuf p;
-  /* A query: never starts online tuning, and leaves the key untried for it. */
-  int src = resolve(ctx, fam, dtype, layout, k, p.b, NULL);
-  char text[256];
-  params_text(&families[fam], p.b, text, sizeof text);
-  KILN_RETURN_IF(strlen(text) + 1 > len, KILN_ERR_INVALID_ARGUMENT, op,
-                 "buffer of %zu bytes too small (need %zu)", len, strlen(text) + 1);
-  memcpy(buf, text, strlen(text) + 1);
-  if (source)
-    *source = (kiln_tune_source)src;
-  return KILN_OK;
-}
-
-/* Parses "name=value ..." for f into mask and val; records a message naming the problem. */
-static kiln_status
-parse_params(const char *op, const struct tune_family *f, const char *text, uint32_t *mask,
-             uint64_t *val)
-{
-  *mask = 0;
-  const char *s = text;
-  while (*s) {
-    while (*s == ' ' || *s == '\t')
-      s++;
-    if (!*s)
-      break;
-    const char *end = s;
-    while (*end && *end != ' ' && *end != '\t')
-      end++;
-    const char *eq = memchr(s, '=', (size_t)(end - s));
-    KILN_RETURN_IF(!eq, KILN_ERR_INVALID_ARGUMENT, op, "\"%.*s\" is not name=value",
-                   (int)(end - s), s);
-    char name[KILN__TF_NAME_LEN];
-    KILN_RETURN_IF((size_t)(eq - s) >= sizeof name, KILN_ERR_INVALID_ARGUMENT, op,
-                   "parameter name \"%.*s\" too long", (int)(eq - s), s);
-    memcpy(name, s, (size_t)(eq - s));
-    name[eq - s] = 0;
-    int p = find_param(f, name);
-    KILN_RETURN_IF(p < 0, KILN_ERR_INVALID_ARGUMENT, op, "%s has no parameter \"%s\" (it has: %s)",
-                   f->name, name, (pthread_once(&family_names_once, init_family_names),
-                                   family_param_names[f - families]));
-    KILN_RETURN_IF(*mask & (1u << p), KILN_ERR_INVALID_ARGUMENT, op, "%s given twice", name);
-    uint64_t v = 0;
-    const char *d = eq + 1;
-    int ok = d < end;
-    for (; d < end && ok; d++) {
-      ok = *d >= '0' && *d <= '9' && v <= (UINT64_MAX - (uint64_t)(*d - '0')) / 10;
-      if (ok)
-        v = v * 10 + (uint64_t)(*d - '0');
-    }
-    KILN_RETURN_IF(!ok || !param_value_ok(&f->params[p], v), KILN_ERR_INVALID_ARGUMENT, op,
-                   "%s=%.*s is outside [%llu, %llu]%s", name, (int)(end - eq - 1), eq + 1,
-                   (unsigned long long)f->params[p].min, (unsigned long long)f->params[p].max,
-                   f->params[p].pow2 ? " or not a power of two" : "");
-    *mask |= 1u << p;
-    val[p] = v;
-    s = end;
-  }
-  return KILN_OK;
-}
-
-kiln_status
-kiln_tune_override(kiln_context *ctx, const char *family, kiln_dtype dtype, const char *bucket,
-                   const char *params)
-{
-  static const char op[] = "kiln_tune_override";
-  KILN_TRY(kiln__ctx_check(op, ctx));
-  int fam, layout = -1, k = -1;
-  KILN_TRY(family_arg(op, family, &fam));
-  KILN_TRY(dtype_arg(op, ctx, fam, dtype));
-  KILN_RETURN_IF(bucket && parse_bucket(&families[fam], bucket, &layout, &k) != 0,
-                 KILN_ERR_INVALID_ARGUMENT, op,
-                 "bucket \"%s\" is not <layout>.2^<k> with a layout of %s (%s)", bucket, family,
-                 families[fam].layout_names);
-  struct ovr o = {fam, dtype, layout, k, 0, {0}};
-  if (params)
-    KILN_TRY(parse_params(op, &families[fam], params, &o.mask, o.val));
-  struct kiln__tuner *t = ctx->tuner;
-  KILN_RETURN_IF(!t, KILN_ERR_HOST_MEMORY, op, "the context has no tuner state");
-  kiln_status s = KILN_OK;
-  pthread_mutex_lock(&t->lock);
-  size_t i = 0;
-  while (i < t->novrs && !(t->ovrs[i].fam == fam && t->ovrs[i].dtype == dtype &&
-                           t->ovrs[i].layout == layout && t->ovrs[i].k == k))
-    i++;
-  if (!o.mask) {
-    if (i < t->novrs)
-      t->ovrs[i] = t->ovrs[--t->novrs];
-  } else {
-    if (i == t->novrs && t->novrs == t->capovrs) {
-      size_t ncap = t->capovrs ? t->capovrs * 2 : 8;
-      struct ovr *n = realloc(t->ovrs, ncap * sizeof *n);
-      if (n) {
-        t->ovrs = n;
-        t->capovrs = ncap;
-      }
-    }
-    if (i < t->capovrs) {
-      t->ovrs[i] = o;
-      if (i == t->novrs)
-        t->novrs++;
-    } else {
-      s = KILN_ERR_HOST_MEMORY;
-    }
-  }
-  pthread_mutex_unlock(&t->lock);
-  KILN_RETURN_IF(s != KILN_OK, s, op, "no memory for the override");
-  return KILN_OK;
-}
-
-kiln_status
-kiln_tune_run(kiln_context *ctx, const kiln_tune_request *req, kiln_tune_progress_fn fn,
-              void *user)
-{
-  static const char op[] = "kiln_tune_run";
-  KILN_TRY(kiln__ctx_check(op, ctx));
-  KILN_RETURN_IF(!req, KILN_ERR_INVALID_ARGUMENT, op, "req is NULL");
-  KILN_RETURN_IF(!ctx->queue_profiling, KILN_ERR_UNSUPPORTED, op,
-                 "the context's command queue was created without CL_QUEUE_PROFILING_ENABLE");
-  KILN_RETURN_IF(req->reps < 0 || req->reps > 1000, KILN_ERR_INVALID_ARGUMENT, op,
-                 "reps must be 1 to 1000 (or 0 for 5), got %d", req->reps);
-  KILN_RETURN_IF(profiling(ctx), KILN_ERR_INVALID_ARGUMENT, op,
-                 "the context is being profiled (kiln_profile_begin); tuning would reset it");
-  KILN_RETURN_IF(tl.tuning, KILN_ERR_INVALID_ARGUMENT, op, "called from inside tuning");
-  int only = -1;
-  if (req->family) {
-    KILN_TRY(family_arg(op, req->family, &only));
-    KILN_RETURN_IF(!family_available(&families[only], ctx), KILN_ERR_UNSUPPORTED, op,
-                   "%s has nothing to choose here: it needs %s", families[only].name,
-                   families[only].needs);
-  }
-  kiln_dtype f32 = KILN_F32;
-  const kiln_dtype *dts = req->dtypes ? req->dtypes : &f32;
-  size_t ndt = req->dtypes ? req->ndtypes : 1;
-  for (size_t i = 0; i < ndt; i++)
-    KILN_RETURN_IF(!kiln__dtype_valid(dts[i]), KILN_ERR_INVALID_ARGUMENT, op, "invalid dtype %d",
-                   (int)dts[i]);
-  static const uint64_t default_sizes[] = {1u << 12, 1u << 16, 1u << 20, 1u << 24};
-  if (req->sizes)
-    for (size_t i = 0; i < req->nsizes; i++)
-      KILN_RETURN_IF(!req->sizes[i], KILN_ERR_INVALID_ARGUMENT, op, "size %zu is 0", i);
-  size_t max_sizes = req->sizes ? req->nsizes : N_(default_sizes);
-  for (int fam = 0; fam < KILN__TUNE_NFAM && !req->sizes; fam++)
-    if (families[fam].nsizes > max_sizes)
-      max_sizes = families[fam].nsizes;
-  unsigned want_layouts = ~0u;
-  if (req->layouts) {
-    want_layouts = 0;
-    const char *s = req->layouts;
-    while (*s) {
-      while (*s == ' ' || *s == ',')
-        s++;
-      size_t n = strcspn(s, " ,");
-      if (!n)
-        break;
-      int l = -1;
-      for (int i = 0; i < KILN__LAYOUT_N; i++)
-        if (strlen(layout_names[i]) == n && strncmp(s, layout_names[i], n) == 0)
-          l = i;
-      KILN_RETURN_IF(l < 0, KILN_ERR_NOT_FOUND, op,
-                     "no layout \"%.*s\" (flat, full, row, col, points, mnk)", (int)n, s);
-      want_layouts |= 1u << l;
-      s += n;
-    }
-  }
-
-  /* The keys, in family, dtype, size, layout order, without repeats. */
-  uint32_t *keys =
-      calloc((size_t)KILN__TUNE_NFAM * ndt * max_sizes * KILN__LAYOUT_N + 1, sizeof *keys);
-  KILN_RETURN_IF(!keys, KILN_ERR_HOST_MEMORY, op, "out of memory");
-  size_t nkeys = 0;
-  for (int fam = 0; fam < KILN__TUNE_NFAM; fam++) {
-    if ((only >= 0 && fam != only) || !family_available(&families[fam], ctx))
-      continue;
-    const uint64_t *sizes = req->sizes            ? req->sizes
-                            : families[fam].sizes ? families[fam].sizes
-                                                  : default_sizes;
-    size_t nsizes = req->sizes            ? req->nsizes
-                    : families[fam].sizes ? families[fam].nsizes
-                                          : N_(default_sizes);
-    for (size_t d = 0; d < ndt; d++) {
-      if (!families[fam].dtype_ok(dts[d]) || !kiln__device_has_dtype(&ctx->info, dts[d]))
-        continue;
-      for (size_t si = 0; si < nsizes; si++) {
-        int k = log2_floor(sizes[si]);
-        for (int l = 0; l < KILN__LAYOUT_N; l++) {
-          if (!(families[fam].layouts & want_layouts & (1u << l)) ||
-              k < layout_min_k((enum kiln__tune_layout)l) || k > MAX_LOG2)
-            continue;
-          uint32_t key = pack_key(fam, dts[d], l, k);
-          size_t j = 0;
-          while (j < nkeys && keys[j] != key)
-            j++;
-          if (j == nkeys)
-            keys[nkeys++] = key;
-        }
-      }
-    }
-  }
-  if (ctx->tuner)
-    ensure_loaded(ctx, ctx->tuner);
-  kiln__error_saved saved;
-  kiln__error_save(&saved);
-  struct tune_opts o = {req->quick != 0, req->reps ? req->reps : 5, !req->no_store, fn, user,
-                        0, nkeys, 0};
-  kiln_status first_store_failure = KILN_OK;
-  char store_msg[2048] = "";
-  int profiled = 0;
-  for (size_t i = 0; i < nkeys && !o.stop; i++) {
-    o.key_index = i;
-    kiln_tune_result res;
-    /* Each key holds the context while it is tuned; other threads' ops run between keys. */
-    if (!tune_hold(ctx)) {
-      profiled = 1;
-      break;
-    }
-    kiln_status s = tune_key(ctx, (int)(keys[i] >> 24), (kiln_dtype)((keys[i] >> 16) & 0xff),
-                             (int)((keys[i] >> 8) & 0xff), (int)(keys[i] & 0xff), &o, &res);
-    tune_release(ctx);
-    if (s == KILN_ERR_IO && first_store_failure == KILN_OK) {
-      first_store_failure = s;
-      snprintf(store_msg, sizeof store_msg, "%s", kiln_last_error());
-    }
-  }
-  free(keys);
-  kiln__error_restore(&saved);
-  if (profiled)
-    return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0,
-                      "another thread started profiling the context (kiln_profile_begin); "
-                      "tuning stopped before the next key");
-  if (first_store_failure != KILN_OK)
-    return kiln__fail(first_store_failure, op, 0, "%s", store_msg);
-  return KILN_OK;
-}
-
-/* The stored tables ctx uses: its exact file, then the other driver's keys it lacks. */
-static kiln_status
-effective_table(kiln_context *ctx, struct kiln__tf_table *out, char *exact_path, char *other_path,
-                size_t len)
-{
-  struct kiln__tuner *t = ctx->tuner;
-  kiln__tf_init(out);
-  exact_path[0] = other_path[0] = 0;
-  if (!t)
-    return KILN_OK;
-  atomic_store(&t->loaded, 0); /* see files written by other processes since */
-  ensure_loaded(ctx, t);
-  char dir[4096], exact[256], other[256];
-  pthread_mutex_lock(&t->lock);
-  snprintf(dir, sizeof dir, "%s", t->dir);
-  snprintf(exact, sizeof exact, "%s", t->exact_name);
-  snprintf(other, sizeof other, "%s", t->other_name);
-  snprintf(out->device, sizeof out->device, "%s", t->dev_raw);
-  snprintf(out->driver, sizeof out->driver, "%s", t->drv_raw);
-  pthread_mutex_unlock(&t->lock);
-  if (!dir[0])
-    return KILN_OK;
-  const char *why = "";
-  char tdir[4200];
-  if (kiln__tf_dir(dir, 0, tdir, sizeof tdir, &why) != 0)
-    return KILN_OK;
-  snprintf(exact_path, len, "%s/%s", tdir, exact);
-  if (other[0])
-    snprintf(other_path, len, "%s/%s", tdir, other);
-  struct kiln__tf_table tab;
-  for (int pass = 0; pass < 2; pass++) {
-    const char *p = pass ? other_path : exact_path;
-    if (!p[0] || kiln__tf_read(p, &tab, &why) != 0)
-      continue;
-    for (size_t i = 0; i < tab.n; i++) {
-      int have = 0;
-      for (size_t j = 0; pass && j < out->n && !have; j++)
-        have = kiln__tf_same_key(&out->e[j], &tab.e[i]);
-      /* Another driver's failures say nothing about this one. */
-      if (!have && !(pass && tab.e[i].failed[0]) && kiln__tf_put(out, &tab.e[i]) != 0) {
-        kiln__tf_free(&tab);
-        kiln__tf_free(out);
-        return kiln__fail(KILN_ERR_HOST_MEMORY, "kiln_tune", 0, "out of memory");
-      }
-    }
-    kiln__tf_free(&tab);
-  }
-  return KILN_OK;
-}
-
-kiln_status
-kiln_tune_list(kiln_context *ctx, kiln_tune_entry_fn fn, void *user)
-{
-  static const char op[] = "kiln_tune_list";
-  KILN_TRY(kiln__ctx_check(op, ctx));
-  KILN_RETURN_IF(!fn, KILN_ERR_INVALID_ARGUMENT, op, "fn is NULL");
-  struct kiln__tf_table tab;
-  char exact[4600], other[4600];
-  KILN_TRY(effective_table(ctx, &tab, exact, other, sizeof exact));
-  struct kiln__tuner *t = ctx->tuner;
-  char odev[96] = "", odrv[96] = "";
-  if (other[0] && t) {
-    const char *b = strrchr(other, '/') + 1, *sep = strstr(b, "--");
-    snprintf(odev, sizeof odev, "%.*s", (int)(sep - b), b);
-    snprintf(odrv, sizeof odrv, "%.*s", (int)(strlen(sep + 2) - 4), sep + 2);
-  }
-  /* Entries from the other driver's file are those its exact file lacks. */
-  struct kiln__tf_table ex;
-  const char *why = "";
-  int have_exact = exact[0] && kiln__tf_read(exact, &ex, &why) == 0;
-  for (size_t i = 0; i < tab.n; i++) {
-    int from_exact = 0;
-    for (size_t j = 0; have_exact && j < ex.n && !from_exact; j++)
-      from_exact = kiln__tf_same_key(&ex.e[j], &tab.e[i]);
-    char params[1024];
-    kiln__tf_format_params(&tab.e[i], params, sizeof params);
-    kiln_tune_entry e = {from_exact ? exact : other,
-                         from_exact ? t->dev : odev,
-                         from_exact ? t->drv : odrv,
-                         tab.e[i].family,
-                         tab.e[i].dtype,
-                         tab.e[i].bucket,
-                         params,
-                         tab.e[i].time_ns,
-                         tab.e[i].default_ns,
-                         tab.e[i].failed};
-    if (fn(&e, user))
-      break;
-  }
-  if (have_exact)
-    kiln__tf_free(&ex);
-  kiln__tf_free(&tab);
-  return KILN_OK;
-}
-
-kiln_status
-kiln_tune_export(kiln_context *ctx, const char *path)
-{
-  static const char op[] = "kiln_tune_export";
-  KILN_TRY(kiln__ctx_check(op, ctx));
-  KILN_RETURN_IF(!path, KILN_ERR_INVALID_ARGUMENT, op, "path is NULL");
-  struct kiln__tf_table tab;
-  char exact[4600], other[4600];
-  KILN_TRY(effective_table(ctx, &tab, exact, other, sizeof exact));
-  int err = kiln__tf_write(path, &tab);
-  kiln__tf_free(&tab);
-  KILN_RETURN_IF(err, KILN_ERR_IO, op, "cannot write %s: %s", path, strerror(err));
-  return KILN_OK;
-}
-
-kiln_status
-kiln_tune_import(kiln_context *ctx, const char *path, unsigned flags, size_t *imported)
-{
-  static const char op[] = "kiln_tune_import";
-  KILN_TRY(kiln__ctx_check(op, ctx));
-  KILN_RETURN_IF(!path, KILN_ERR_INVALID_ARGUMENT, op, "path is NULL");
-  KILN_RETURN_IF(flags & ~KILN_TUNE_IMPORT_ANY_DEVICE, KILN_ERR_INVALID_ARGUMENT, op,
-                 "unknown flags 0x%x", flags & ~KILN_TUNE_IMPORT_ANY_DEVICE);
-  struct kiln__tuner *t = ctx->tuner;
-  KILN_RETURN_IF(!t, KILN_ERR_HOST_MEMORY, op, "the context has no tuner state");
-  if (imported)
-    *imported = 0;
-  struct kiln__tf_table in;
-  const char *why = "";
-  int r = kiln__tf_read_named(path, &in, &why);
-  KILN_RETURN_IF(r == 1, KILN_ERR_IO, op, "%s does not exist", path);
-  if (r < 0 && strstr(why, "version 1"))
-    return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0, "%s: %s", path, why);
-  KILN_RETURN_IF(r < 0, KILN_ERR_IO, op, "%s: %s", path, why);
-  char dev[96];
-  kiln__tf_normalize(in.device, 1, dev, sizeof dev);
-  if (!(flags & KILN_TUNE_IMPORT_ANY_DEVICE) && strcmp(dev, t->dev) != 0) {
-    kiln__tf_free(&in);
-    return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0,
-                      "%s is for device \"%s\", this context's is \"%s\" (pass "
-                      "KILN_TUNE_IMPORT_ANY_DEVICE to take it anyway)",
-                      path, dev, t->dev);
-  }
-  ensure_loaded(ctx, t);
-  struct kiln__tf_table up;
-  kiln__tf_init(&up);
-  snprintf(up.device, sizeof up.device, "%s", t->dev_raw);
-  snprintf(up.driver, sizeof up.driver, "%s", t->drv_raw);
-  size_t taken = 0, bad = 0;
-  kiln_status s = KILN_OK;
-  pthread_mutex_lock(&t->lock);
-  for (size_t i = 0; i < in.n && s == KILN_OK; i++) {
-    uint32_t key, mask;
-    uint64_t val[KILN__TF_MAX_PARAMS] = {0};
-    if (entry_key(&in.e[i], &key, &mask, val) != 0) {
-      bad++;
-      continue;
-    }
-    if (kiln__tf_put(&up, &in.e[i]) != 0) {
-      s = KILN_ERR_HOST_MEMORY;
-      break;
-    }
-    if (in.e[i].failed[0])
-      kiln__tf_put(&t->fails, &in.e[i]);
-    else
-      rec_put(t, key, KILN_TUNE_SOURCE_STORED, mask, val);
-    taken++;
-  }
-  char dir[4096], name[256];
-  snprintf(dir, sizeof dir, "%s", t->dir);
-  snprintf(name, sizeof name, "%s", t->exact_name);
-  pthread_mutex_unlock(&t->lock);
-  kiln__tf_free(&in);
-  if (s != KILN_OK) {
-    kiln__tf_free(&up);
-    return kiln__fail(s, op, 0, "out of memory");
-  }
-  if (bad)
-    kiln__log(KILN__LOG_INFO, "%s: %zu entries with unknown families, dtypes, buckets or "
-                              "parameters skipped", path, bad);
-  if (imported)
-    *imported = taken;
-  char tdir[4200], fpath[4600];
-  int err = 0;
-  if (!dir[0]) {
-    why = "no cache directory";
-    err = -1;
-  } else if (kiln__tf_dir(dir, 1, tdir, sizeof tdir, &why) != 0) {
-    err = -1;
-  } else {
-    snprintf(fpath, sizeof fpath, "%s/%s", tdir, name);
-    err = up.n ? kiln__tf_merge(fpath, &up) : 0;
-    why = err ? strerror(err) : "";
-  }
-  kiln__tf_free(&up);
-  KILN_RETURN_IF(err, KILN_ERR_IO, op, "imported entries are used but not stored: %s", why);
-  return KILN_OK;
-}
-
-/* ---------------------------------------------------------------- test hooks */
-
-void
-kiln__tune_set_identity(kiln_context *ctx, const char *device, const char *driver)
-{
-  struct kiln__tuner *t = ctx->tuner;
-  if (!t)
-    return;
-  pthread_mutex_lock(&t->lock);
-  set_identity(t, device ? device : ctx->info.name, driver ? driver : ctx->info.driver_version);
-  t->ntried = 0;
-  pthread_mutex_unlock(&t->lock);
-  atomic_store(&t->loaded, 0);
-}
-
-void
-kiln__tune_test_sabotage(const char *family, const char *param, uint64_t value, int corrupt)
-{
-  memset(&sabotage, 0, sizeof sabotage);
-  int fam = find_family(family);
-  if (fam < 0)
-    return;
-  int p = find_param(&families[fam], param);
-  if (p < 0)
-    return;
-  sabotage.fam = fam;
-  sabotage.param = p;
-  sabotage.value = value;
-  sabotage.corrupt = corrupt;
-  sabotage.transient_left = corrupt == 3;
-  sabotage.active = 1;
-}
-
-uint64_t
-kiln__tune_test_evaluations(void)
-{
-  return atomic_load(&evaluations);
+  kiln__tn_resolve(ctx, fam, dtype, layout, k, params, &online);
 }

@@ -1,13 +1,14 @@
 /*
- * The autotuner's runtime side: the table of tuned families, lookups for the
+ * The autotuner's runtime side: the description of a tuned family, lookups for the
  * ops, tuning (for `kiln tune`, kiln_tune_run and mode ONLINE) and the
  * per-context state (mode, loaded tables, overrides). The public API is
  * include/kiln/tune.h; the file format is lib/runtime/tune_file.h.
  *
- * A new family plugs in with one row of the family table in tuner.c: its
- * parameter struct and parameters (name, offset, range, candidate values),
- * layouts, defaults, and a problem to time (setup, run, bytes moved). Its op
- * then calls kiln__tune_lookup() with its key before launching.
+ * A family plugs in by pointing its struct kiln__family (runtime/family.h)
+ * at a struct kiln__tune_family: its parameter struct and parameters (name,
+ * offset, range, candidate values), layouts, defaults, and a problem to time
+ * (setup, run, bytes moved). Its op then calls kiln__tune_lookup() with its
+ * key before launching.
  */
 #ifndef KILN_RUNTIME_TUNER_H
 #define KILN_RUNTIME_TUNER_H
@@ -16,15 +17,6 @@
 
 #include "kiln/tune.h"
 #include "runtime/runtime.h"
-
-enum kiln__tune_fam {
-  KILN__TUNE_ELEMENTWISE,
-  KILN__TUNE_REDUCE,
-  KILN__TUNE_SCAN,
-  KILN__TUNE_FFT,  /* the back end of KILN_FFT_BACKEND_AUTO plans */
-  KILN__TUNE_GEMM, /* the route of GEMM, GEMV and SYRK: kiln's kernel or CLBlast */
-  KILN__TUNE_NFAM
-};
 
 /* Bucket layouts. */
 enum kiln__tune_layout {
@@ -37,38 +29,90 @@ enum kiln__tune_layout {
   KILN__LAYOUT_N
 };
 
-/* The elementwise family's parameters (flat 1-D launches). */
-struct kiln__ew_params {
-  uint32_t wg_size;          /* local size; default ctx->wg_size */
-  uint32_t items_per_thread; /* vectors per work-item (KILN_EW_ITEMS) */
-  uint32_t vec_width;        /* elements per vector access (KILN_EW_VEC) */
+/* One tunable of a family: a 4- or 8-byte field of the family's parameter struct. */
+struct kiln__tune_param {
+  const char *name;
+  size_t offset, size;
+  uint64_t min, max;
+  const uint64_t *full; /* candidates of `kiln tune` */
+  size_t nfull;
+  const uint64_t *quick; /* the small set: online tuning, --quick, CI */
+  size_t nquick;
+  int local_size; /* a work-group size: candidates above the kernels' limit are dropped */
+  unsigned layouts; /* layouts whose kernels it changes (bits of kiln__tune_layout); 0: all */
+  int pow2;         /* only powers of two are valid (vector widths) */
+};
+
+struct kiln__tune_family;
+
+/* One timed problem: inputs made once, the output reused by every run. */
+struct kiln__tune_problem {
+  kiln_context *ctx;
+  const struct kiln__tune_family *f;
+  int fam; /* the tuner's index of f */
+  kiln_dtype dtype;
+  enum kiln__tune_layout layout;
+  int k;
+  uint64_t n; /* 2^k */
+  int64_t shape[2];
+  size_t ndim;
+  int64_t axis;
+  kiln_tensor *in[2];
+  kiln_tensor *out;
+  char desc[64]; /* the timed shape for reports, when setup describes it ("" otherwise) */
 };
 
 /*
- * The fft family's parameter: the back end KILN_FFT_BACKEND_AUTO plans take,
- * a kiln_fft_backend value (1 clFFT, 2 VkFFT). Default: the built-in rule
- * (kiln__fft_default_backend). A choice that cannot do a plan's sizes is
- * never used for it (lib/ops/fft.c falls back to the other back end).
+ * What the autotuner knows of a tuned family (the `tune` member of its
+ * struct kiln__family): its parameters, layouts and defaults, and a problem
+ * to time. run re-enters the family's op with explicit parameters; lookups
+ * the op makes during a run get the candidate being timed.
  */
-struct kiln__fft_tune_params {
-  uint32_t backend;
+struct kiln__tune_family {
+  const char *name, *description;
+  const char *source;          /* embedded source of the timed op's kernels; NULL: none */
+  const char *kernel_prefix;   /* names of the timed op's kernels: they bound the work-group size */
+  size_t local_bytes_per_item; /* local memory a work-item of its cooperative kernels needs */
+  size_t params_size;          /* at most KILN__TUNE_PARAMS_MAX */
+  const struct kiln__tune_param *params;
+  size_t nparams;
+  unsigned layouts; /* bit per enum kiln__tune_layout */
+  const char *layout_names;
+  int ninputs;
+  int float_sum; /* float outputs are sums: compared within the sum tolerance, else bitwise */
+  int wall_clock; /* timed by wall time per call (host work included), else device time */
+  int (*dtype_ok)(kiln_dtype dtype);
+  void (*defaults)(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params);
+  kiln_status (*run)(struct kiln__tune_problem *pb, const void *params);
+  double (*bytes)(const struct kiln__tune_problem *pb);
+  /* Optional: */
+  int (*available)(const kiln_context *ctx); /* there is a choice to make on ctx; NULL: always */
+  const char *needs;                         /* what available() checks, for messages */
+  /* makes the inputs; NULL: ninputs of pb->shape (kiln__tune_input) */
+  kiln_status (*setup)(struct kiln__tune_problem *pb);
+  /* output comparison with the reference; NULL: bitwise, or the sum tolerance (float_sum) */
+  int (*match)(const struct kiln__tune_problem *pb, const void *ref, const void *got,
+               size_t bytes);
+  /* nonzero when a and b run the same code on pb: the candidate is not timed again */
+  int (*same_run)(const struct kiln__tune_problem *pb, const void *a, const void *b);
+  const uint64_t *sizes; /* kiln_tune_run's sizes when the request has none; NULL: defaults */
+  size_t nsizes;
 };
 
-/* Values of the gemm family's parameter. */
-enum kiln__gemm_route {
-  KILN__GEMM_ROUTE_RULE = 0,    /* m*n*k <= KILN__GEMM_SMALL_MNK_DEFAULT: kiln's kernel (default) */
-  KILN__GEMM_ROUTE_KILN = 1,    /* kiln's kernel (cl_kernels/gemm_small.cl) */
-  KILN__GEMM_ROUTE_CLBLAST = 2, /* CLBlast */
-};
+/* Largest parameter struct of a family. */
+#define KILN__TUNE_PARAMS_MAX 64
 
 /*
- * The gemm family's parameter: where GEMM, GEMV and SYRK calls of a bucket
- * run. It applies only while KILN_OPT_GEMM_SMALL_MNK was never set on the
- * context (an explicit threshold wins) and CLBlast is in use.
+ * Deterministic tuning input shaped [ndim, shape]: floats are multiples of
+ * 1/16 in [-2, 2] without zeros, so sums of realistic lines are exact in any
+ * order. Statuses as kiln_tensor_create and kiln_tensor_upload,
+ * KILN_ERR_HOST_MEMORY.
  */
-struct kiln__gemm_tune_params {
-  uint32_t route; /* an enum kiln__gemm_route */
-};
+kiln_status kiln__tune_input(kiln_context *ctx, kiln_dtype dt, size_t ndim, const int64_t *shape,
+                             uint32_t seed, kiln_tensor **out);
+
+/* Bytes an op with one input of pb->n elements and output pb->out moves. */
+double kiln__tune_in_out_bytes(const struct kiln__tune_problem *pb);
 
 /* Per-context state: created with the context (reads KILN_TUNE), freed with it. */
 void kiln__tuner_create(kiln_context *ctx);
@@ -88,15 +132,8 @@ void kiln__tuner_dir_changed(kiln_context *ctx);
  * ctx->lock: in mode ONLINE it may tune the key, which holds ctx->lock for
  * the whole tuning (other threads' ops on the context wait meanwhile).
  */
-void kiln__tune_lookup(kiln_context *ctx, enum kiln__tune_fam fam, kiln_dtype dtype,
+void kiln__tune_lookup(kiln_context *ctx, const struct kiln__tune_family *fam, kiln_dtype dtype,
                        enum kiln__tune_layout layout, uint64_t elements, void *params);
-
-/*
- * The parameters of an elementwise flat launch over n elements of dtype (a
- * lookup), with the local size clamped to the device's limit.
- */
-void kiln__tune_elementwise(kiln_context *ctx, kiln_dtype dtype, uint64_t n,
-                            struct kiln__ew_params *p);
 
 /* ---- test hooks (tests/tuner) ---- */
 

@@ -2602,7 +2602,7 @@ child_bypass(void)
     return 3;
   const struct kiln__cl_source *src = kiln__cl_source_find("cast");
   char opts[256];
-  kiln__program_options(&ctx->info, "cast", KILN_F32, opts, sizeof opts);
+  kiln__program_options(&ctx->info, "cast", KILN_F32, NULL, opts, sizeof opts);
   strcat(opts, " -I/tmp");
   cl_program prog = NULL;
   struct kiln__build_outcome oc;

@@ -523,10 +523,10 @@ START_TEST(independent_of_local_size_and_chunking)
     KOK(kiln_rng_state_set(ctx(), &st));
     void *whole = device_gen(gc->g, gc->dt, n, &gc->p);
     for (size_t l = 0; l < sizeof locals / sizeof locals[0]; l++) {
-      kiln__ops_local_override = locals[l];
+      kiln__launch_local_override = locals[l];
       KOK(kiln_rng_state_set(ctx(), &st));
       void *got = device_gen(gc->g, gc->dt, n, &gc->p);
-      kiln__ops_local_override = 0;
+      kiln__launch_local_override = 0;
       hd_expect_equal(gc->dt, got, whole, n, gc->name);
       free(got);
     }
@@ -965,12 +965,12 @@ START_TEST(other_families_any_geometry)
   static const size_t locals[] = {1, 3, 0};
   static const size_t groups[] = {0, 2, 2};
   for (int g = 0; g < 3; g++) {
-    kiln__ops_local_override = locals[g];
-    kiln__ops_max_groups = groups[g];
+    kiln__launch_local_override = locals[g];
+    kiln__launch_max_groups = groups[g];
     size_t ngot = 0;
     void *got = run_mix(&ngot);
-    kiln__ops_local_override = 0;
-    kiln__ops_max_groups = 0;
+    kiln__launch_local_override = 0;
+    kiln__launch_max_groups = 0;
     ck_assert_uint_eq(ngot, nwant);
     ck_assert_msg(memcmp(got, want, nwant) == 0, "geometry %d changed a result", g);
     free(got);

@@ -26,6 +26,7 @@
 #include "harness.h"
 #include "ops/tuned.h"
 #include "runtime/tune_file.h"
+#include "ops/blas_route.h"
 #include "runtime/tuner.h"
 
 extern char **environ;

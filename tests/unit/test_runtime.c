@@ -491,9 +491,19 @@ START_TEST(dlopen_provider)
   ck_assert_int_eq(out[1], 4);
   ck_assert_int_eq(kp->binary(ctx, KILN_OP_POW, x, x, &y), KILN_ERR_DTYPE);
   ck_assert_ptr_nonnull(strstr(kp->last_error(), "pow"));
+  /* Shape accessors reach a dlopen user through the table too. */
+  ck_assert_uint_eq(kp->tensor_ndim(y), 1);
+  ck_assert_int_eq(kp->tensor_dim(y, 0), 3);
+  ck_assert_int_eq(kp->tensor_dtype(y), KILN_I32);
   kp->tensor_release(x);
   kp->tensor_release(y);
   kp->context_release(ctx);
+  /* Every slot is set, to the exported function of its name. */
+  ck_assert_uint_eq(kp->struct_size, sizeof(kiln_provider));
+#define CHECK_SLOT(slot, function)                                                              \
+  ck_assert_msg(kp->slot != NULL && kp->slot == function, "slot " #slot " is not " #function);
+  KILN_PROVIDER_SLOTS(CHECK_SLOT)
+#undef CHECK_SLOT
   /* Internal symbols stay hidden. */
   ck_assert_ptr_null(dlsym(h, "kiln__fail"));
   ck_assert_ptr_null(dlsym(h, "kiln__pool_alloc"));

@@ -1,11 +1,17 @@
 /* Unit suite: status map, dtypes, shape arithmetic, broadcasting, scalar conversion. No device. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/dtype_traits.h"
+#include "core/env.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/shape.h"
 #include "harness.h"
+#include "kiln_cl_sources.h"
+#include "runtime/build.h"
+#include "runtime/family.h"
 
 START_TEST(status_names_are_unique_and_complete)
 {
@@ -260,6 +266,94 @@ START_TEST(provider_abi_is_checked)
 }
 END_TEST
 
+/* The runtime reaches kernels only through the family table: every embedded source has one
+ * owner (or `kiln cache warm` would skip it), and every source a family names exists. */
+START_TEST(every_source_has_one_family)
+{
+  for (size_t i = 0; i < KILN__CL_SOURCE_COUNT; i++) {
+    int owners = 0;
+    for (size_t f = 0; kiln__families[f]; f++)
+      for (const char *const *s = kiln__families[f]->sources; s && *s; s++)
+        owners += strcmp(*s, kiln__cl_sources[i].name) == 0;
+    ck_assert_msg(owners == 1, "source %s has %d owning families", kiln__cl_sources[i].name,
+                  owners);
+  }
+  size_t nfam = 0;
+  for (size_t f = 0; kiln__families[f]; f++, nfam++) {
+    ck_assert_ptr_nonnull(kiln__families[f]->name);
+    for (const char *const *s = kiln__families[f]->sources; s && *s; s++)
+      ck_assert_msg(kiln__cl_source_find(*s) != NULL, "%s names unknown source %s",
+                    kiln__families[f]->name, *s);
+    for (size_t o = 0; o < kiln__families[f]->noptions; o++) {
+      ck_assert_ptr_nonnull(kiln__families[f]->option_set);
+      ck_assert_ptr_nonnull(kiln__families[f]->option_get);
+    }
+  }
+  ck_assert_uint_le(nfam, KILN__FAMILY_SLOTS);
+}
+END_TEST
+
+struct captured {
+  int calls;
+  kiln_log_level level;
+  char text[128];
+};
+
+static void
+capture(kiln_log_level level, const char *message, void *user)
+{
+  struct captured *c = user;
+  c->calls++;
+  c->level = level;
+  snprintf(c->text, sizeof c->text, "%s", message);
+}
+
+/* A host application's handler receives kiln's messages at and above the level it sets. */
+START_TEST(log_handler_and_level)
+{
+  kiln_log_level saved = kiln_log_get_level();
+  struct captured c = {0};
+  kiln_log_set_handler(capture, &c);
+  ck_assert_int_eq(kiln_log_set_level(KILN_LOG_INFO), KILN_OK);
+  ck_assert_int_eq(kiln_log_get_level(), KILN_LOG_INFO);
+  kiln__log(KILN__LOG_WARN, "disk %s", "full");
+  ck_assert_int_eq(c.calls, 1);
+  ck_assert_int_eq(c.level, KILN_LOG_WARN);
+  ck_assert_str_eq(c.text, "disk full");
+  kiln__log(KILN__LOG_DEBUG, "dropped");
+  ck_assert_int_eq(c.calls, 1);
+  ck_assert_int_eq(kiln_log_set_level(KILN_LOG_OFF), KILN_OK);
+  kiln__log(KILN__LOG_ERROR, "dropped too");
+  ck_assert_int_eq(c.calls, 1);
+  ck_assert_int_eq(kiln_log_set_level((kiln_log_level)7), KILN_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "kiln_log_set_level"));
+  kiln_log_set_handler(NULL, NULL);
+  kiln__log(KILN__LOG_ERROR, "to stderr, filtered");
+  ck_assert_int_eq(c.calls, 1);
+  ck_assert_int_eq(kiln_log_set_level(saved), KILN_OK);
+}
+END_TEST
+
+/* Every KILN_ variable kiln reads is in the README's table (and so documented). */
+START_TEST(env_vars_documented)
+{
+  FILE *f = fopen(KILN_TEST_SOURCE_ROOT "/README.md", "r");
+  ck_assert_ptr_nonnull(f);
+  static char text[1 << 17];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = 0;
+  for (int v = 0; v < KILN__ENV_COUNT; v++) {
+    const char *name = kiln__env_name((enum kiln__env)v);
+    if (strncmp(name, "KILN_", 5) != 0 || strncmp(name, "KILN_TEST_", 10) == 0)
+      continue;
+    char row[64];
+    snprintf(row, sizeof row, "| `%s` |", name);
+    ck_assert_msg(strstr(text, row) != NULL, "%s is not in README.md's table", name);
+  }
+}
+END_TEST
+
 START_TEST(op_names_round_trip)
 {
   ck_assert_str_eq(kiln_unary_op_name(KILN_OP_EXP), "exp");
@@ -288,6 +382,9 @@ unit_suite(void)
   tcase_add_test(tc, scalar_conversion_follows_cast_rules);
   tcase_add_test(tc, provider_abi_is_checked);
   tcase_add_test(tc, op_names_round_trip);
+  tcase_add_test(tc, every_source_has_one_family);
+  tcase_add_test(tc, log_handler_and_level);
+  tcase_add_test(tc, env_vars_documented);
   suite_add_tcase(s, tc);
   return s;
 }

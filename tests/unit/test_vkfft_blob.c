@@ -4,7 +4,7 @@
  * itself is the kernel cache's and tested there. Links internals.
  */
 #include "harness.h"
-#include "providers/vkfft_blob.h"
+#include "backends/vkfft_blob.h"
 
 /* Records of size-2 text bytes each, as VkFFT's OpenCL loader reads them. */
 static const char payload[] = "12\nhello worl9\nsecond!\0\0";

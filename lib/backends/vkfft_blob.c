@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "providers/vkfft_blob.h"
+#include "backends/vkfft_blob.h"
 
 /*
  * Whether a VkFFT application string will load the way it was saved. VkFFT's

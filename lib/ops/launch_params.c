@@ -1,6 +1,8 @@
-#include "runtime/launch_params.h"
+#include "ops/launch_params.h"
 
 #include "core/error.h"
+#include "kiln/reduce.h"
+#include "ops/tuned.h"
 #include "runtime/tuner.h"
 
 uint32_t
@@ -14,26 +16,6 @@ uint32_t
 kiln__default_lane_order(const kiln_device_info *info)
 {
   return info->is_gpu ? 2 : 1;
-}
-
-void
-kiln__ew_default_shape(const kiln_device_info *info, kiln_dtype dtype, uint32_t *items,
-                       uint32_t *vec)
-{
-  /*
-   * Measured with `kiln tune --family elementwise` (docs/tuning.md). H200:
-   * four elements per item, a work-group apart, lift a + b over 2^26 floats
-   * from 62% to 104% of the copy bandwidth; vector accesses gained nothing.
-   * PoCL: 8-wide accesses run 4-byte and 1-byte types 1.3x-3.5x faster at
-   * 2^16-2^22 elements, i64 gains with 4-wide ones, f64 loses with any width.
-   */
-  if (info->is_gpu) {
-    *items = 4;
-    *vec = 1;
-    return;
-  }
-  *items = 1;
-  *vec = dtype == KILN_F64 ? 1 : dtype == KILN_I64 ? 4 : 8;
 }
 
 void
@@ -200,6 +182,146 @@ kiln__launch_params_for(kiln_context *ctx, enum kiln__launch_family fam, kiln_dt
   enum kiln__tune_layout layout = outer * inner <= 1 ? KILN__LAYOUT_FULL
                                   : inner == 1       ? KILN__LAYOUT_ROW
                                                      : KILN__LAYOUT_COL;
-  kiln__tune_lookup(ctx, fam == KILN__LAUNCH_SCAN ? KILN__TUNE_SCAN : KILN__TUNE_REDUCE, dtype,
+  kiln__tune_lookup(ctx, fam == KILN__LAUNCH_SCAN ? &kiln__scan_tune : &kiln__reduce_tune, dtype,
                     layout, outer * len * inner, p);
 }
+
+/* ---------------------------------------------------------------- tuner descriptions */
+
+#define N_(a) (sizeof(a) / sizeof((a)[0]))
+#define LP_FIELD(f) .offset = offsetof(kiln__launch_params, f), .size = sizeof(((kiln__launch_params *)0)->f)
+#define CANDIDATES(f, q) .full = f, .nfull = N_(f), .quick = q, .nquick = N_(q)
+
+static const uint64_t wg_full[] = {32, 64, 128, 256, 512, 1024};
+static const uint64_t wg_quick[] = {64, 256};
+static const uint64_t red_ipt_full[] = {1, 4, 16, 64, 256};
+static const uint64_t scan_ipt_full[] = {1, 4, 8, 16, 64, 256};
+static const uint64_t ipt_quick[] = {4, 64};
+static const uint64_t tpm_full[] = {1024, 8192, 32768, 262144, UINT64_MAX};
+static const uint64_t tpm_quick[] = {8192, 262144};
+static const uint64_t gpc_full[] = {1, 2, 4, 8, 16};
+static const uint64_t gpc_quick[] = {2, 8};
+static const uint64_t blocked_all[] = {0, 1, 2};
+static const uint64_t cols_full[] = {1, 4, 16, 64};
+/* 256: the vector-state column kernel of sum/mean/max/min (the tile path stops at 64). */
+static const uint64_t red_cols_full[] = {1, 4, 16, 64, 256};
+static const uint64_t cols_quick[] = {4, 16};
+
+/*
+ * The kiln__launch_params fields, in the order the coordinate search visits
+ * them. Each new cols_per_item value is a program build of its own, so it is
+ * searched only where it matters: column layouts.
+ */
+static const struct kiln__tune_param red_params[] = {
+    {.name = "wg_size", LP_FIELD(wg_size), .min = 1, .max = 65536,
+     CANDIDATES(wg_full, wg_quick), .local_size = 1},
+    {.name = "items_per_thread", LP_FIELD(items_per_thread), .min = 1, .max = 1u << 20,
+     CANDIDATES(red_ipt_full, ipt_quick)},
+    {.name = "two_pass_min", LP_FIELD(two_pass_min), .min = 1, .max = UINT64_MAX,
+     CANDIDATES(tpm_full, tpm_quick)},
+    {.name = "groups_per_cu", LP_FIELD(groups_per_cu), .min = 1, .max = 1024,
+     CANDIDATES(gpc_full, gpc_quick)},
+    {.name = "blocked", LP_FIELD(blocked), .min = 0, .max = 2,
+     CANDIDATES(blocked_all, blocked_all)},
+    {.name = "cols_per_item", LP_FIELD(cols_per_item), .min = 1, .max = KILN__COLS_MAX,
+     CANDIDATES(red_cols_full, cols_quick), .layouts = 1u << KILN__LAYOUT_COL},
+};
+
+/* The scan kernels do not read blocked: it is no parameter of this family. */
+static const struct kiln__tune_param scan_params[] = {
+    {.name = "wg_size", LP_FIELD(wg_size), .min = 1, .max = 65536,
+     CANDIDATES(wg_full, wg_quick), .local_size = 1},
+    {.name = "items_per_thread", LP_FIELD(items_per_thread), .min = 1, .max = 1u << 20,
+     CANDIDATES(scan_ipt_full, ipt_quick)},
+    {.name = "two_pass_min", LP_FIELD(two_pass_min), .min = 1, .max = UINT64_MAX,
+     CANDIDATES(tpm_full, tpm_quick)},
+    {.name = "groups_per_cu", LP_FIELD(groups_per_cu), .min = 1, .max = 1024,
+     CANDIDATES(gpc_full, gpc_quick)},
+    /* The scan kernels have no vector-state path: at most the tile path's columns. */
+    {.name = "cols_per_item", LP_FIELD(cols_per_item), .min = 1, .max = KILN__TILE_COLS_MAX,
+     CANDIDATES(cols_full, cols_quick), .layouts = 1u << KILN__LAYOUT_COL},
+};
+
+static int
+sum_dtype_ok(kiln_dtype d)
+{
+  return kiln_reduce_op_supports(KILN_REDUCE_SUM, d);
+}
+
+static int
+cumsum_dtype_ok(kiln_dtype d)
+{
+  return kiln_scan_op_supports(KILN_SCAN_CUMSUM, d);
+}
+
+static void
+red_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
+{
+  (void)dtype;
+  kiln__launch_params_default(ctx, KILN__LAUNCH_REDUCE, params);
+  if (layout == KILN__LAYOUT_COL)
+    kiln__launch_params_columns(ctx, params);
+}
+
+static void
+scan_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
+{
+  (void)layout;
+  (void)dtype;
+  kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, params);
+}
+
+static kiln_status
+red_run(struct kiln__tune_problem *pb, const void *params)
+{
+  return kiln__reduce_tuned(pb->ctx, KILN_REDUCE_SUM, pb->in[0], &pb->axis, 1, 0, NULL, params,
+                            &pb->out);
+}
+
+static kiln_status
+scan_run(struct kiln__tune_problem *pb, const void *params)
+{
+  return kiln__scan_tuned(pb->ctx, KILN_SCAN_CUMSUM, pb->in[0], pb->axis, NULL, params, &pb->out);
+}
+
+_Static_assert(sizeof(kiln__launch_params) <= KILN__TUNE_PARAMS_MAX, "parameters too large");
+
+#define LAYOUTS_LINES (1u << KILN__LAYOUT_FULL | 1u << KILN__LAYOUT_ROW | 1u << KILN__LAYOUT_COL)
+
+const struct kiln__tune_family kiln__reduce_tune = {
+    .name = "reduce",
+    .description = "reductions (rows, columns, two-pass), timed on sum",
+    .source = "reduce",
+    .kernel_prefix = "sum_",
+    .local_bytes_per_item = 32,
+    .params_size = sizeof(kiln__launch_params),
+    .params = red_params,
+    .nparams = N_(red_params),
+    .layouts = LAYOUTS_LINES,
+    .layout_names = "full row col",
+    .ninputs = 1,
+    .float_sum = 1,
+    .dtype_ok = sum_dtype_ok,
+    .defaults = red_defaults,
+    .run = red_run,
+    .bytes = kiln__tune_in_out_bytes,
+};
+
+const struct kiln__tune_family kiln__scan_tune = {
+    .name = "scan",
+    .description = "scans (lines, tiles, two-pass), timed on cumsum",
+    .source = "scan",
+    .kernel_prefix = "cumsum_",
+    .local_bytes_per_item = 32,
+    .params_size = sizeof(kiln__launch_params),
+    .params = scan_params,
+    .nparams = N_(scan_params),
+    .layouts = LAYOUTS_LINES,
+    .layout_names = "full row col",
+    .ninputs = 1,
+    .float_sum = 1,
+    .dtype_ok = cumsum_dtype_ok,
+    .defaults = scan_defaults,
+    .run = scan_run,
+    .bytes = kiln__tune_in_out_bytes,
+};

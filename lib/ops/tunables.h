@@ -4,8 +4,8 @@
  * choice (per device and size bucket, stored: lib/runtime/tuner.c), these
  * values are its defaults.
  */
-#ifndef KILN_RUNTIME_TUNABLES_H
-#define KILN_RUNTIME_TUNABLES_H
+#ifndef KILN_OPS_TUNABLES_H
+#define KILN_OPS_TUNABLES_H
 
 /*
  * GEMM-family routing: a GEMM (or GEMV, SYRK) whose m*n*k per matrix is at
@@ -29,15 +29,6 @@
  * get VkFFT). Measured on PoCL here: docs/blas_fft.md.
  */
 #define KILN__FFT_CPU_BACKEND KILN_FFT_BACKEND_VKFFT
-
-/*
- * Device limits VkFFT is shown on CPU devices (lib/providers/vkfft.c): PoCL
- * reports 1 MiB of local memory and 4096-item work-groups, for which VkFFT
- * generates kernels that overflow PoCL's 8 MiB worker stacks. Measured on
- * PoCL here, see docs/blas_fft.md.
- */
-#define KILN__VKFFT_CPU_LOCAL_MEM (64 * 1024)
-#define KILN__VKFFT_CPU_WORK_GROUP 256
 
 /* FFT plans kept per context (LRU over plans no caller holds). */
 #define KILN__FFT_PLAN_CACHE_CAPACITY 16

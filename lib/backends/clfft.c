@@ -14,9 +14,10 @@
 
 #include <clFFT.h>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "providers/fft_backend.h"
+#include "backends/fft_backend.h"
 #include "runtime/disk_cache.h"
 
 static pthread_mutex_t clfft_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -97,8 +98,8 @@ check(const char *op, const char *call, clfftStatus s)
                     (int)s);
 }
 
-int
-kiln__clfft_supports(const struct kiln__fft_key *key, char *why, size_t len)
+static int
+clfft_supports(const struct kiln__fft_key *key, char *why, size_t len)
 {
   static const int64_t radices[] = {2, 3, 5, 7, 11, 13};
   /* clfftBakePlan's bounds for real transforms (CLFFT_NOTIMPLEMENTED beyond them). */
@@ -136,7 +137,7 @@ kiln__clfft_supports(const struct kiln__fft_key *key, char *why, size_t len)
 static void
 set_cache_path(const char *cache_dir)
 {
-  const char *user = getenv("CLFFT_CACHE_PATH");
+  const char *user = kiln__env(KILN__ENV_CLFFT_CACHE_PATH);
   if ((user && *user) || !cache_dir)
     return;
   char dir[4096];
@@ -207,8 +208,9 @@ layout(const struct kiln__fft_key *k, int complex_side, size_t strides[3], size_
   *dist = s;
 }
 
-kiln_status
-kiln__clfft_create(const char *op, kiln_context *ctx, const struct kiln__fft_key *key, void **plan)
+static kiln_status
+clfft_create(const char *op, kiln_context *ctx, const struct kiln__fft_key *key,
+             int binary_cache, struct kiln__fft_counters *counters, void **plan)
 {
   struct clfft_plan *p = calloc(1, sizeof *p);
   KILN_RETURN_IF(!p, KILN_ERR_HOST_MEMORY, op, "cannot allocate a clFFT plan");
@@ -286,8 +288,8 @@ kiln__clfft_create(const char *op, kiln_context *ctx, const struct kiln__fft_key
   return KILN_OK;
 }
 
-kiln_status
-kiln__clfft_execute(const char *op, kiln_context *ctx, void *plan, int inverse, cl_mem in,
+static kiln_status
+clfft_execute(const char *op, kiln_context *ctx, void *plan, int inverse, cl_mem in,
                     cl_mem out)
 {
   struct clfft_plan *p = plan;
@@ -303,8 +305,8 @@ kiln__clfft_execute(const char *op, kiln_context *ctx, void *plan, int inverse, 
   return s != KILN_OK ? s : e;
 }
 
-void
-kiln__clfft_destroy(void *plan)
+static void
+clfft_destroy(void *plan)
 {
   struct clfft_plan *p = plan;
   if (!p)
@@ -315,3 +317,11 @@ kiln__clfft_destroy(void *plan)
   pthread_mutex_unlock(&clfft_lock);
   free(p);
 }
+
+/* clFFT keeps no binaries of kiln's: its own cache (CLFFT_CACHE_PATH) serves that. */
+const struct kiln__fft_backend_ops kiln__clfft_ops = {
+    .supports = clfft_supports,
+    .create = clfft_create,
+    .execute = clfft_execute,
+    .destroy = clfft_destroy,
+};

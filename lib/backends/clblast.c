@@ -1,5 +1,5 @@
 /* CLBlast provider: row-major calls on the context's queue; every CLBlast status mapped. */
-#include "providers/clblast.h"
+#include "backends/clblast.h"
 
 #include <clblast_c.h>
 

@@ -6,8 +6,8 @@
  * kiln__launch_params_check(); the values only change speed (and, for float
  * sums, the rounding order within the documented error bound).
  */
-#ifndef KILN_RUNTIME_LAUNCH_PARAMS_H
-#define KILN_RUNTIME_LAUNCH_PARAMS_H
+#ifndef KILN_OPS_LAUNCH_PARAMS_H
+#define KILN_OPS_LAUNCH_PARAMS_H
 
 #include <stdint.h>
 
@@ -57,17 +57,6 @@ uint32_t kiln__default_cols_per_item(const kiln_device_info *info);
 /* Default lane order (`blocked`) of the reduce rows kernel (compiled in as KILN_BLOCKED). */
 uint32_t kiln__default_lane_order(const kiln_device_info *info);
 
-/* Limits of the flat elementwise shape: vector widths are 1, 2, 4, 8 or 16. */
-#define KILN__EW_ITEMS_MAX 16
-#define KILN__EW_VEC_MAX 16
-
-/*
- * Default shape of flat elementwise launches of dtype (cl_kernels/elementwise.cl):
- * vectors per work-item and elements per vector access.
- */
-void kiln__ew_default_shape(const kiln_device_info *info, kiln_dtype dtype, uint32_t *items,
-                            uint32_t *vec);
-
 /* Built-in defaults for ctx's device (kiln__launch_params_for adds the tuned values). */
 void kiln__launch_params_default(const kiln_context *ctx, enum kiln__launch_family fam,
                                  kiln__launch_params *p);
@@ -114,5 +103,10 @@ size_t kiln__launch_grid(uint64_t n, size_t local);
 
 /* Work-groups the device should hold at once for a split: compute units x groups_per_cu. */
 uint64_t kiln__launch_target_groups(const kiln_context *ctx, const kiln__launch_params *p);
+
+/* The autotuner's descriptions of the reduce and scan families (runtime/tuner.h). */
+struct kiln__tune_family;
+extern const struct kiln__tune_family kiln__reduce_tune;
+extern const struct kiln__tune_family kiln__scan_tune;
 
 #endif

@@ -1,0 +1,40 @@
+/*
+ * The BLAS family's choices (lib/ops/blas_route.c): where a GEMM, GEMV or
+ * SYRK runs (kiln's kernel or CLBlast), its per-context state, and the
+ * launch geometry of kiln's own kernels (cl_kernels/gemm_small.cl).
+ */
+#ifndef KILN_OPS_BLAS_ROUTE_H
+#define KILN_OPS_BLAS_ROUTE_H
+
+#include <stdint.h>
+
+#include "runtime/runtime.h"
+
+/* Values of the gemm tuner family's parameter. */
+enum kiln__gemm_route {
+  KILN__GEMM_ROUTE_RULE = 0,    /* m*n*k <= KILN__GEMM_SMALL_MNK_DEFAULT: kiln's kernel (default) */
+  KILN__GEMM_ROUTE_KILN = 1,    /* kiln's kernel (cl_kernels/gemm_small.cl) */
+  KILN__GEMM_ROUTE_CLBLAST = 2, /* CLBlast */
+};
+
+/* Nonzero when ctx runs CLBlast: built with it and KILN_DEBUG_NO_CLBLAST unset. No locks. */
+int kiln__blas_use_clblast(const kiln_context *ctx);
+
+/*
+ * The route of a call of m*n*k = size, route a forced enum kiln__gemm_route
+ * value or -1 to choose: KILN_OPT_GEMM_SMALL_MNK once set on the context (the
+ * caller said so), else the gemm family of the autotuner for size's bucket,
+ * whose default is the built-in threshold. Returns nonzero for kiln's kernel.
+ * Call it before taking ctx->lock: the lookup may tune online.
+ */
+int kiln__blas_route_small(kiln_context *ctx, kiln_dtype dt, uint64_t size, int route);
+
+/*
+ * Launch geometry the BLAS kernels are built for: the GEMM tile edge
+ * (KILN__GEMM_TILE_DEFAULT while TILE^2 fits a work-group) and the dot
+ * product's work-group size.
+ */
+size_t kiln__gemm_tile(const kiln_device_info *info);
+size_t kiln__dot_wg(const kiln_device_info *info);
+
+#endif

@@ -1,0 +1,21 @@
+/*
+ * The op families' descriptors (runtime/family.h), one per lib/ops/<family>.c.
+ * A family's own code reaches its per-context state with
+ * kiln__family_state(ctx, &kiln__<family>_family).
+ */
+#ifndef KILN_OPS_FAMILIES_H
+#define KILN_OPS_FAMILIES_H
+
+#include "runtime/family.h"
+
+extern const struct kiln__family kiln__elementwise_family;
+extern const struct kiln__family kiln__reduce_family;
+extern const struct kiln__family kiln__scan_family;
+extern const struct kiln__family kiln__layout_family;
+extern const struct kiln__family kiln__index_family;
+extern const struct kiln__family kiln__create_family;
+extern const struct kiln__family kiln__random_family;
+extern const struct kiln__family kiln__blas_family;
+extern const struct kiln__family kiln__fft_family;
+
+#endif

@@ -1,0 +1,80 @@
+/*
+ * The one seam between the runtime and the op families.
+ *
+ * Each family (lib/ops/<family>.c) describes itself once in a struct
+ * kiln__family: the embedded sources it owns and their build options, its
+ * autotuner description, its per-context state and the context options it
+ * owns. lib/ops/families.c lists them; the runtime walks that list and never
+ * names a family (tests/layers checks that lib/runtime includes no ops
+ * header).
+ */
+#ifndef KILN_RUNTIME_FAMILY_H
+#define KILN_RUNTIME_FAMILY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/runtime.h"
+
+struct kiln__tune_family; /* runtime/tuner.h */
+
+/* A context option a family owns, with its bounds (kiln_option_bounds). */
+struct kiln__family_option {
+  kiln_option option;
+  int64_t lower, upper;
+};
+
+struct kiln__family {
+  const char *name;
+  /* Embedded sources (cl_kernels/<name>.cl) the family builds; NULL-terminated. Every
+   * embedded source belongs to exactly one family (tests/unit checks it). */
+  const char *const *sources;
+  /*
+   * Appends the family's own build options of source for dtype on a device to buf
+   * (after the common dtype options). variant: a family-defined set of compile-time
+   * launch parameters; NULL means the device defaults, which is what `kiln cache warm`
+   * builds. NULL callback: no options of its own.
+   */
+  void (*build_options)(const kiln_device_info *info, const char *source, kiln_dtype dtype,
+                        const void *variant, char *buf, size_t len);
+  /* The autotuner's description of the family (runtime/tuner.h); NULL: not tuned. */
+  const struct kiln__tune_family *tune;
+  /*
+   * Per-context state: made by state_create when the context is created (ctx->info is
+   * set, ctx->lock not yet usable by others), freed by state_destroy at release with
+   * ctx->lock held, after the queue is drained and before any cl object goes. Reached
+   * with kiln__family_state(). NULL callbacks: no state.
+   */
+  kiln_status (*state_create)(kiln_context *ctx, void **state);
+  void (*state_destroy)(kiln_context *ctx, void *state);
+  /* Context options the family owns; set and get run with ctx->lock held, the value
+   * already checked against the bounds. */
+  const struct kiln__family_option *options;
+  size_t noptions;
+  void (*option_set)(kiln_context *ctx, void *state, kiln_option option, int64_t value);
+  int64_t (*option_get)(const kiln_context *ctx, const void *state, kiln_option option);
+};
+
+
+
+
+/* lib/ops/families.c: every family, NULL-terminated. */
+extern const struct kiln__family *const kiln__families[];
+
+/* The family's state on ctx (NULL when it has none). No locks taken. */
+void *kiln__family_state(const kiln_context *ctx, const struct kiln__family *family);
+
+/* The family that owns embedded source `source`, or NULL. */
+const struct kiln__family *kiln__family_of_source(const char *source);
+
+/* The family that owns option, or NULL. */
+const struct kiln__family *kiln__family_of_option(kiln_option option,
+                                                  const struct kiln__family_option **row);
+
+/* Creates every family's state on a new context; on failure the ones made are freed. */
+kiln_status kiln__family_states_create(const char *op, kiln_context *ctx);
+
+/* Frees every family's state (context release, ctx->lock held). */
+void kiln__family_states_destroy(kiln_context *ctx);
+
+#endif
