@@ -423,7 +423,7 @@ kiln__dc_parse(const uint8_t *buf, size_t len, uint64_t file_size, int full, uin
   memcpy(h->key, buf + 48, 16);
   memcpy(h->source_hash, buf + 64, 16);
   if (nstr != KILN__DC_NSTR)
-    BAD("bad string kiln__dc_count");
+    BAD("bad string count");
   if (h->flags)
     BAD("unknown flags (written by a newer kiln?)");
   if (h->header_size < KILN__DC_FIXED + 4 * KILN__DC_NSTR || h->header_size > KILN__DC_MAX_HEADER)

@@ -392,7 +392,7 @@ kiln__dc_set_exact(struct stats_file *sf, void *arg)
  * With stats.lock held: walks the entries, removes stale temp files and,
  * when over the cap, the least recently used entries down to 90% of it
  * (the slack keeps a full cache from walking on every store), never the
- * entry just written. Writes the exact kiln__dc_count and size it found.
+ * entry just written. Writes the exact count and size it found.
  */
 static void
 evict_locked(kiln_cache *c, int vfd, const char *keep_key)

@@ -74,7 +74,7 @@ family_arg(const char *op, const char *family, int *fam)
 {
   KILN_RETURN_IF(!family, KILN_ERR_INVALID_ARGUMENT, op, "family is NULL");
   *fam = kiln__tn_find_family(family);
-  KILN_RETURN_IF(*fam < 0, KILN_ERR_NOT_FOUND, op, "no kiln__tn_tuned family \"%s\" (%s)", family,
+  KILN_RETURN_IF(*fam < 0, KILN_ERR_NOT_FOUND, op, "no tuned family \"%s\" (%s)", family,
                  (pthread_once(&family_names_once, init_family_names), family_list));
   return KILN_OK;
 }
@@ -84,7 +84,7 @@ dtype_arg(const char *op, kiln_context *ctx, int fam, kiln_dtype dtype)
 {
   KILN_RETURN_IF(!kiln__dtype_valid(dtype) || !kiln__tn_fam_at(fam)->dtype_ok(dtype) ||
                      !kiln__device_has_dtype(&ctx->info, dtype),
-                 KILN_ERR_INVALID_ARGUMENT, op, "%s is not kiln__tn_tuned for dtype %d on this device",
+                 KILN_ERR_INVALID_ARGUMENT, op, "%s is not tuned for dtype %d on this device",
                  kiln__tn_fam_at(fam)->name, (int)dtype);
   return KILN_OK;
 }
@@ -94,7 +94,7 @@ kiln_tune_bucket_name(const char *family, const char *layout, uint64_t elements,
                       size_t len)
 {
   static const char op[] = "kiln_tune_bucket_name";
-  int fam;
+  int fam = -1;
   KILN_TRY(family_arg(op, family, &fam));
   KILN_RETURN_IF(!layout || !buf || !elements, KILN_ERR_INVALID_ARGUMENT, op,
                  "NULL layout or buf, or 0 elements");
@@ -121,7 +121,7 @@ kiln_tune_params_get(kiln_context *ctx, const char *family, kiln_dtype dtype, co
 {
   static const char op[] = "kiln_tune_params_get";
   KILN_TRY(kiln__ctx_check(op, ctx));
-  int fam, layout, k;
+  int fam = -1, layout, k;
   KILN_TRY(family_arg(op, family, &fam));
   KILN_TRY(dtype_arg(op, ctx, fam, dtype));
   KILN_RETURN_IF(!buf || !bucket || kiln__tn_parse_bucket(kiln__tn_fam_at(fam), bucket, &layout, &k) != 0,
@@ -194,7 +194,7 @@ kiln_tune_override(kiln_context *ctx, const char *family, kiln_dtype dtype, cons
 {
   static const char op[] = "kiln_tune_override";
   KILN_TRY(kiln__ctx_check(op, ctx));
-  int fam, layout = -1, k = -1;
+  int fam = -1, layout = -1, k = -1;
   KILN_TRY(family_arg(op, family, &fam));
   KILN_TRY(dtype_arg(op, ctx, fam, dtype));
   KILN_RETURN_IF(bucket && kiln__tn_parse_bucket(kiln__tn_fam_at(fam), bucket, &layout, &k) != 0,
@@ -338,7 +338,7 @@ kiln_tune_run(kiln_context *ctx, const kiln_tune_request *req, kiln_tune_progres
   for (size_t i = 0; i < nkeys && !o.stop; i++) {
     o.key_index = i;
     kiln_tune_result res;
-    /* Each key holds the context while it is kiln__tn_tuned; other threads' ops run between keys. */
+    /* Each key holds the context while it is tuned; other threads' ops run between keys. */
     if (!kiln__tn_tune_hold(ctx)) {
       profiled = 1;
       break;
@@ -355,7 +355,7 @@ kiln_tune_run(kiln_context *ctx, const kiln_tune_request *req, kiln_tune_progres
   kiln__error_restore(&saved);
   if (profiled)
     return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0,
-                      "another thread started kiln__tn_profiling the context (kiln_profile_begin); "
+                      "another thread started profiling the context (kiln_profile_begin); "
                       "tuning stopped before the next key");
   if (first_store_failure != KILN_OK)
     return kiln__fail(first_store_failure, op, 0, "%s", store_msg);

@@ -145,7 +145,7 @@ int kiln__tn_profiling(kiln_context *ctx);
 /*
  * Takes the context for the tuning of one key: ctx->lock (recursive) stays
  * held until kiln__tn_tune_release(), so other threads' ops on the context wait
- * instead of landing in the candidates' kiln__tn_profiling windows, and no second
+ * instead of landing in the candidates' profiling windows, and no second
  * tuning on another thread can begin or end a profile in the middle of this
  * one's. Returns 0 (lock not held) when the caller profiles the context:
  * tuning would reset the recording.

@@ -157,7 +157,7 @@ outputs_agree(const struct kiln__tune_problem *pb, const void *ref, const void *
 }
 
 /*
- * The kiln__tn_sabotage hook's wrong result: wrong by every family's measure, also by
+ * The sabotage hook's wrong result: wrong by every family's measure, also by
  * tolerances relative to the whole output (fft_match), which a flipped low
  * bit of one float would pass.
  */
@@ -185,7 +185,7 @@ sabotaged(int fam, const void *params)
          kiln__tn_pget(&kiln__tn_fam_at(fam)->params[kiln__tn_sabotage.param], params) == kiln__tn_sabotage.value;
 }
 
-/* The failure the kiln__tn_sabotage hook makes params' run have (corrupt 2 and 3), else KILN_OK. */
+/* The failure the sabotage hook makes params' run have (corrupt 2 and 3), else KILN_OK. */
 static kiln_status
 sabotage_failure(const struct kiln__tune_problem *pb, const void *params)
 {

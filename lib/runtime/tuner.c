@@ -33,7 +33,7 @@
 
 /* ---------------------------------------------------------------- the family table */
 
-/* The kiln__tn_tuned families: those of kiln__families with a tune description, in table order. */
+/* The tuned families: those of kiln__families with a tune description, in table order. */
 const struct kiln__tune_family *kiln__tn_tuned[KILN__FAMILY_SLOTS];
 
 static int ntuned;
@@ -426,7 +426,7 @@ load_tables(struct kiln__tuner *t, const char *dir)
       snprintf(t->other_name, sizeof t->other_name, "%s", other);
       if (t->nrecs > before)
         kiln__log(KILN__LOG_INFO,
-                  "tuning: using results of %s for keys not kiln__tn_tuned with driver %s (%s)", other,
+                  "tuning: using results of %s for keys not tuned with driver %s (%s)", other,
                   t->drv_raw, t->exact_name);
     }
   }
@@ -517,7 +517,7 @@ kiln__tn_profiling(kiln_context *ctx)
 /*
  * Takes the context for the tuning of one key: ctx->lock (recursive) stays
  * held until kiln__tn_tune_release(), so other threads' ops on the context wait
- * instead of landing in the candidates' kiln__tn_profiling windows, and no second
+ * instead of landing in the candidates' profiling windows, and no second
  * tuning on another thread can begin or end a profile in the middle of this
  * one's. Returns 0 (lock not held) when the caller profiles the context:
  * tuning would reset the recording.
@@ -611,7 +611,7 @@ kiln__tune_lookup(kiln_context *ctx, const struct kiln__tune_family *family, kil
   kiln_status s = kiln__tn_tune_key(ctx, fam, dtype, layout, k, &o, &res);
   kiln__tn_tune_release(ctx);
   kiln__log(s == KILN_OK ? KILN__LOG_INFO : KILN__LOG_WARN,
-            "online tuning of %s %s %s: %s (defaults %llu ns, kiln__tn_tuned %llu ns: %s)",
+            "online tuning of %s %s %s: %s (defaults %llu ns, tuned %llu ns: %s)",
             kiln__tn_fam_at(fam)->name, kiln_dtype_name(dtype), res.bucket,
             s == KILN_OK ? "done" : kiln_last_error(), (unsigned long long)res.default_ns,
             (unsigned long long)res.tuned_ns, res.tuned_params);
