@@ -5,6 +5,12 @@
 #include "ops/tuned.h"
 #include "runtime/tuner.h"
 
+#include <stdlib.h>
+#include <string.h>
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/resource.h>
+#endif
+
 uint32_t
 kiln__default_cols_per_item(const kiln_device_info *info)
 {
@@ -97,6 +103,63 @@ kiln__launch_params_check(const char *op, const kiln__launch_params *p)
   return KILN_OK;
 }
 
+/*
+ * Private bytes one work-item of k may hold on a CPU device's worker stack, and the
+ * most a work-group's items may hold together. PoCL runs a work-group on one worker
+ * thread with every item's private arrays on that thread's stack, and its
+ * CL_KERNEL_PRIVATE_MEM_SIZE says 1024 bytes for every kiln kernel (PoCL 3.1 here), so
+ * the bound comes from what the column kernels keep per item: NAME_cols (reduce.cl) a
+ * 16-row tile of KILN_COLS elements and KILN_COLS states, NAME_colsv and NAME_lines
+ * (scan.cl) KILN_COLS states (whole vectors or one per column), a state being at most
+ * 32 bytes (STATE_BYTES of lib/ops). Other kernels hold a few scalars (0 here).
+ *
+ * Measured on PoCL with 8 MiB stacks (ulimit -s 8192), columns of a [300, 700] f64
+ * tensor: prod_cols, var_cols, argmax_cols and lse_cols at KILN_COLS=64 (the tile path's
+ * most; 10 KiB each by this bound) ran in groups of 512 and crashed (SIGSEGV) in groups
+ * of 1024; sum_colsv at KILN_COLS=256 (8 KiB) ran at 1024 and crashed at 2048, at 64
+ * ran at 4096; the scan family's cumsum..logcumsumexp _lines at 64 ran at 4096, and so
+ * did the elementwise kernels at 8 vectors of 8 f64 per item (no KILN_COLS arrays). The
+ * worker stacks follow RLIMIT_STACK (ulimit -s 4096: prod_cols at 64 crashed at 1024, ran
+ * at 256; 16384: ran at 1024), and are glibc's 2 MiB where it is unlimited (prod_cols at
+ * 64 crashed at 256). A quarter of the stack leaves room for the bound's error and the
+ * rest of the thread's frames.
+ */
+static uint64_t
+private_bytes_per_item(kiln_context *ctx, cl_kernel k, uint64_t *budget)
+{
+  uint64_t stack = 8u << 20;
+#if defined(__unix__) || defined(__APPLE__)
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_STACK, &rl) == 0)
+    stack = rl.rlim_cur == RLIM_INFINITY ? 2u << 20 : (uint64_t)rl.rlim_cur;
+#endif
+  *budget = stack / 4;
+  char name[128] = "", opts[512] = "";
+  cl_program prog = NULL;
+  if (clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof name, name, NULL) != CL_SUCCESS ||
+      clGetKernelInfo(k, CL_KERNEL_PROGRAM, sizeof prog, &prog, NULL) != CL_SUCCESS ||
+      clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_OPTIONS, sizeof opts, opts,
+                            NULL) != CL_SUCCESS)
+    return 0;
+  size_t n = strlen(name);
+  int tile = n > 5 && strcmp(name + n - 5, "_cols") == 0;
+  int states = (n > 6 && strcmp(name + n - 6, "_colsv") == 0) ||
+               (n > 6 && strcmp(name + n - 6, "_lines") == 0);
+  const char *c = strstr(opts, "-DKILN_COLS=");
+  if (!(tile || states) || !c)
+    return 0;
+  uint64_t cols = strtoull(c + strlen("-DKILN_COLS="), NULL, 10), elem = 8;
+  /* The program's options start with its dtype's (kiln__dtype_options). */
+  for (int d = 0; d < KILN_DTYPE_COUNT; d++) {
+    char dt[96];
+    kiln__dtype_options((kiln_dtype)d, dt, sizeof dt);
+    size_t l = strlen(dt);
+    if (strncmp(opts, dt, l) == 0 && (opts[l] == ' ' || opts[l] == 0))
+      elem = kiln_dtype_size((kiln_dtype)d);
+  }
+  return cols * ((tile ? 16 * elem : 0) + 32);
+}
+
 kiln_status
 kiln__launch_local_size(const char *op, kiln_context *ctx, cl_kernel k, uint32_t want,
                         size_t local_bytes_per_item, size_t *out)
@@ -116,6 +179,12 @@ kiln__launch_local_size(const char *op, kiln_context *ctx, cl_kernel k, uint32_t
     wg = ctx->info.max_work_group_size;
   if (kmax && wg > kmax)
     wg = kmax;
+  /* GPUs keep private arrays in registers and per-item scratch, not on one thread's stack. */
+  if (!ctx->info.is_gpu) {
+    uint64_t budget, per_item = private_bytes_per_item(ctx, k, &budget);
+    while (wg > 1 && (uint64_t)wg * per_item > budget)
+      wg /= 2;
+  }
   if (local_bytes_per_item) {
     uint64_t avail = ctx->info.local_mem_bytes > kmem ? ctx->info.local_mem_bytes - kmem : 0;
     while (wg > 1 && (uint64_t)wg * local_bytes_per_item > avail)
@@ -129,8 +198,8 @@ kiln__launch_local_size(const char *op, kiln_context *ctx, cl_kernel k, uint32_t
 }
 
 uint64_t
-kiln__launch_chunks(const kiln__launch_params *p, uint64_t lines, uint64_t len,
-                    uint64_t min_chunk, uint64_t target_units, uint64_t *chunk_len)
+kiln__launch_chunks(const kiln__launch_params *p, uint64_t lines, uint64_t len, uint64_t min_chunk,
+                    uint64_t target_units, uint64_t *chunk_len)
 {
   uint64_t c = 1;
   if (len >= p->two_pass_min && len > 1 && lines > 0) {

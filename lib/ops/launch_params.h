@@ -83,8 +83,11 @@ kiln_status kiln__launch_params_check(const char *op, const kiln__launch_params 
 
 /*
  * The local size to launch kernel k with: want, clamped to the device's and
- * the kernel's work-group limits and so that want * local_bytes_per_item
- * fits in local memory next to the kernel's own (ctx->lock held).
+ * the kernel's work-group limits, so that want * local_bytes_per_item fits
+ * in local memory next to the kernel's own, and on non-GPU devices so that
+ * the group's private column arrays (the KILN_COLS tiles and states of the
+ * reduce and scan column kernels) take at most a quarter of a worker
+ * thread's stack (ctx->lock held).
  */
 kiln_status kiln__launch_local_size(const char *op, kiln_context *ctx, cl_kernel k, uint32_t want,
                                     size_t local_bytes_per_item, size_t *out);

@@ -1404,6 +1404,35 @@ START_TEST(test_vector_lanes)
 }
 END_TEST
 
+/*
+ * Launch shapes whose private memory, a whole work-group's on one PoCL worker thread's stack,
+ * overflowed its 8 MiB (SIGSEGV in the kernel): columns of [300, 700] f64 at 256 columns per
+ * item, prod (the tile path at 64 columns: a 64 x 16 tile and 64 states per item) in groups of
+ * 1024 and sum (the vector-state path, NAME_colsv) in groups of 4096; each in one pass and
+ * split into chunks (the second pass too). The work-group size is clamped, the results exact.
+ */
+START_TEST(test_private_stack)
+{
+  kiln_context *ctx = harness_ctx();
+  kiln_dtype dt = harness_has_fp64() ? KILN_F64 : KILN_F32;
+  static const struct {
+    kiln_reduce_op op;
+    uint32_t wg;
+  } shapes[] = {{KILN_REDUCE_PROD, 1024}, {KILN_REDUCE_SUM, 4096}};
+  const int64_t shape[2] = {300, 700}, ax = 0;
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+    for (int split = 0; split < 2; split++) {
+      kiln__launch_params lp;
+      kiln__launch_params_default(ctx, KILN__LAUNCH_REDUCE, &lp);
+      lp.wg_size = shapes[i].wg;
+      lp.cols_per_item = KILN__COLS_MAX;
+      lp.two_pass_min = split ? 1 : UINT64_MAX;
+      struct rcase c = with_axes(mk(shapes[i].op, dt, 2, shape), 1, &ax);
+      run_case(&c, &lp, i * 10 + (uint64_t)split);
+    }
+}
+END_TEST
+
 /* 2^24 + 3 elements: sum (against a long double sum), mean, max, argmax, f64 accumulation. */
 START_TEST(test_large)
 {
@@ -1606,6 +1635,7 @@ reduce_suite(void)
       {"median", test_median, 0},
       {"tunables", test_tunables, 0},
       {"vector_lanes", test_vector_lanes, (int)NDTYPES},
+      {"private_stack", test_private_stack, 0},
       {"large", test_large, 0},
       {"no_fp64", test_no_fp64, 0},
       {"provider", test_provider_slots, 0},
