@@ -42,26 +42,39 @@ kernels_of(kiln_context *ctx, const char *source, char *out, size_t len)
   const char *text = src->text;
   size_t n = src->len;
   cl_program p = clCreateProgramWithSource(ctx->cl, 1, &text, &n, &err);
-  if (!p || clBuildProgram(p, 1, &ctx->device, options, NULL, NULL) != CL_SUCCESS) {
-    fprintf(stderr, "kernel_index: %s does not build\n", source);
+  if (!p) {
+    fprintf(stderr, "kernel_index: %s: clCreateProgramWithSource failed (%d)\n", source, err);
     return 1;
   }
+  int rc = 1;
   size_t size = 0;
-  clGetProgramInfo(p, CL_PROGRAM_KERNEL_NAMES, 0, NULL, &size);
-  char *names = malloc(size + 1);
-  char *list[1024];
-  size_t count = 0;
-  if (!names || clGetProgramInfo(p, CL_PROGRAM_KERNEL_NAMES, size, names, NULL) != CL_SUCCESS)
-    return 1;
-  names[size] = 0;
-  for (char *tok = strtok(names, ";"); tok && count < 1024; tok = strtok(NULL, ";"))
-    list[count++] = tok;
-  qsort(list, count, sizeof list[0], cmp_str);
-  for (size_t i = 0; i < count; i++)
-    snprintf(out + strlen(out), len - strlen(out), "%s`%s`", i ? ", " : "", list[i]);
+  char *names = NULL;
+  err = clBuildProgram(p, 1, &ctx->device, options, NULL, NULL);
+  if (err == CL_SUCCESS)
+    err = clGetProgramInfo(p, CL_PROGRAM_KERNEL_NAMES, 0, NULL, &size);
+  if (err == CL_SUCCESS && (names = malloc(size + 1)) != NULL)
+    err = clGetProgramInfo(p, CL_PROGRAM_KERNEL_NAMES, size, names, NULL);
+  if (err != CL_SUCCESS || !names) {
+    fprintf(stderr, "kernel_index: %s: build or kernel names failed (%d)\n", source, err);
+  } else {
+    names[size] = 0;
+    char *list[1024];
+    size_t count = 0;
+    char *tok = strtok(names, ";");
+    for (; tok && count < 1024; tok = strtok(NULL, ";"))
+      list[count++] = tok;
+    if (tok) {
+      fprintf(stderr, "kernel_index: %s has more than 1024 kernels\n", source);
+    } else {
+      qsort(list, count, sizeof list[0], cmp_str);
+      for (size_t i = 0; i < count; i++)
+        snprintf(out + strlen(out), len - strlen(out), "%s`%s`", i ? ", " : "", list[i]);
+      rc = 0;
+    }
+  }
   free(names);
   clReleaseProgram(p);
-  return 0;
+  return rc;
 }
 
 static char *
