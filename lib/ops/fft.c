@@ -606,16 +606,10 @@ norm_factor(kiln_fft_direction dir, kiln_fft_norm norm, double n)
 }
 
 static kiln_status
-fft_kernel(const char *op, kiln_context *ctx, kiln_dtype dt, const char *name, cl_kernel *k)
-{
-  return kiln__ops_kernel(op, ctx, "fft", dt, name, k);
-}
-
-static kiln_status
 scale(const char *op, kiln_context *ctx, kiln_dtype dt, kiln_tensor *t, double f)
 {
   cl_kernel k;
-  KILN_TRY(fft_kernel(op, ctx, dt, "fft_scale", &k));
+  KILN_TRY(kiln__ops_kernel(op, ctx, "fft", dt, "fft_scale", &k));
   kiln__args args = kiln__args_begin(op, k);
   kiln__args_tensor(&args, t);
   kiln__args_u64(&args, t->numel);
@@ -633,7 +627,7 @@ static kiln_status
 c2r_hermitian(const char *op, kiln_context *ctx, const struct kiln__fft_key *key, cl_mem mem)
 {
   cl_kernel k;
-  KILN_TRY(fft_kernel(op, ctx, key->precision, "fft_c2r_hermitian", &k));
+  KILN_TRY(kiln__ops_kernel(op, ctx, "fft", key->precision, "fft_c2r_hermitian", &k));
   cl_ulong outer[2] = {1, 1};
   for (uint32_t i = 0; i + 1 < key->rank; i++)
     outer[i + 3 - key->rank] = (cl_ulong)key->sizes[i];
