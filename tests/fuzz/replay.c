@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "replay_corpus.h"
 #include "fuzz_key.h"
 #include "runtime/disk_cache.h"
 
@@ -203,33 +204,9 @@ main(int argc, char **argv)
     return 2;
   }
   long mutations = argc > 2 ? strtol(argv[2], NULL, 10) : 5000;
-  DIR *d = opendir(argv[1]);
-  if (!d) {
-    fprintf(stderr, "%s: %s\n", argv[1], strerror(errno));
+  int files = replay_corpus(argv[1], 10);
+  if (files < 0)
     return 1;
-  }
-  int files = 0;
-  struct dirent *de;
-  while ((de = readdir(d))) {
-    if (de->d_name[0] == '.')
-      continue;
-    char path[4200];
-    snprintf(path, sizeof path, "%s/%s", argv[1], de->d_name);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-      continue;
-    uint8_t *buf = malloc(1 << 20);
-    size_t n = fread(buf, 1, 1 << 20, f);
-    fclose(f);
-    LLVMFuzzerTestOneInput(buf, n);
-    free(buf);
-    files++;
-  }
-  closedir(d);
-  if (files < 10) {
-    fprintf(stderr, "corpus %s has %d files, expected the checked-in seeds\n", argv[1], files);
-    return 1;
-  }
 
   struct kiln__dc_req r;
   uint8_t *e;

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "replay_corpus.h"
 #include "runtime/tune_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -172,33 +173,9 @@ main(int argc, char **argv)
     return 2;
   }
   long mutations = argc > 2 ? strtol(argv[2], NULL, 10) : 5000;
-  DIR *d = opendir(argv[1]);
-  if (!d) {
-    fprintf(stderr, "%s: %s\n", argv[1], strerror(errno));
+  int files = replay_corpus(argv[1], 12);
+  if (files < 0)
     return 1;
-  }
-  int files = 0;
-  struct dirent *de;
-  while ((de = readdir(d))) {
-    if (de->d_name[0] == '.')
-      continue;
-    char path[4200];
-    snprintf(path, sizeof path, "%s/%s", argv[1], de->d_name);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-      continue;
-    uint8_t *buf = malloc(1 << 20);
-    size_t n = fread(buf, 1, 1 << 20, f);
-    fclose(f);
-    LLVMFuzzerTestOneInput(buf, n);
-    free(buf);
-    files++;
-  }
-  closedir(d);
-  if (files < 12) {
-    fprintf(stderr, "corpus %s has %d files, expected the checked-in seeds\n", argv[1], files);
-    return 1;
-  }
 
   struct kiln__tf_table t;
   kiln__tf_init(&t);
