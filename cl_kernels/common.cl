@@ -1,9 +1,18 @@
 /*
  * Shared definitions for every kiln kernel source.
  *
- * Expects from the host: -DT=<OpenCL type> and exactly one of
- * -DKILN_DT_F32/F64/I32/I64/U8/BOOL=1. Optional: -DKILN_FP64=1 when the
- * device supports doubles (needed by sources that convert to f64).
+ * Expects from the host: -DT=<OpenCL type kernels compute in> and exactly one
+ * of -DKILN_DT_F32/F64/I32/I64/U8/BOOL/F16/BF16/C64/C128=1. Optional:
+ * -DKILN_FP64=1 when the device supports doubles (needed by sources that
+ * convert to f64).
+ *
+ * Storage: ST is the type a buffer of the dtype holds and KILN_LOAD(p, i) /
+ * KILN_STORE(p, i, v) move element i between a `global ST *` and a T. For
+ * f16 and bf16, T is float and ST is half (vload_half/vstore_half_rte, core
+ * OpenCL: no cl_khr_fp16 needed) or ushort (the top half of an f32, rounded
+ * to nearest even by kiln_f32_to_bf16); for every other dtype ST is T and
+ * the two macros are plain indexing. C64/C128 compute in float2/double2
+ * (.x real, .y imaginary) with RT the real type; KILN_IS_COMPLEX is 1.
  *
  * Provides: UT (unsigned twin of T, for wrapping arithmetic), KILN_IS_FLOAT,
  * KILN_BITS, KILN_T_MIN/KILN_T_MAX (the range of T), KILN_SUP_<class> (1 when T belongs to an op-table dtype class),
@@ -12,14 +21,55 @@
 #ifndef KILN_COMMON_CL
 #define KILN_COMMON_CL
 
-#if defined(KILN_DT_F64) || defined(KILN_FP64)
+#if defined(KILN_DT_F64) || defined(KILN_DT_C128) || defined(KILN_FP64)
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
 
-#if defined(KILN_DT_F32) || defined(KILN_DT_F64)
+/* KILN_IS_FLOAT: T is a real floating type (f16 and bf16 included: they compute in float). */
+#if defined(KILN_DT_F32) || defined(KILN_DT_F64) || defined(KILN_DT_F16) || defined(KILN_DT_BF16)
 #define KILN_IS_FLOAT 1
 #else
 #define KILN_IS_FLOAT 0
+#endif
+#if defined(KILN_DT_F16) || defined(KILN_DT_BF16)
+#define KILN_IS_HALF 1
+#else
+#define KILN_IS_HALF 0
+#endif
+#if defined(KILN_DT_C64)
+#define KILN_IS_COMPLEX 1
+#define RT float
+#elif defined(KILN_DT_C128)
+#define KILN_IS_COMPLEX 1
+#define RT double
+#else
+#define KILN_IS_COMPLEX 0
+#define RT T
+#endif
+
+/* bfloat16 <-> float. NaN keeps its sign and top payload bits and is made quiet, so that
+ * rounding cannot carry it into the exponent (to infinity). */
+inline float kiln_bf16_to_f32(ushort h) { return as_float((uint)h << 16); }
+inline ushort kiln_f32_to_bf16(float f)
+{
+  uint u = as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return (ushort)((u >> 16) | 0x40u);
+  return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+#if defined(KILN_DT_F16)
+#define ST half
+#define KILN_LOAD(p, i) vload_half((i), (p))
+#define KILN_STORE(p, i, v) vstore_half_rte((v), (i), (p))
+#elif defined(KILN_DT_BF16)
+#define ST ushort
+#define KILN_LOAD(p, i) kiln_bf16_to_f32((p)[i])
+#define KILN_STORE(p, i, v) ((p)[i] = kiln_f32_to_bf16(v))
+#else
+#define ST T
+#define KILN_LOAD(p, i) ((p)[i])
+#define KILN_STORE(p, i, v) ((p)[i] = (v))
 #endif
 
 #if defined(KILN_DT_I32)
@@ -59,19 +109,28 @@
 #define KILN_T_MAX ((T)UCHAR_MAX)
 #endif
 
-/* Membership of T in the dtype classes of include/kiln/op_table.h, as 0/1 tokens for pasting. */
+/* Membership of T in the dtype classes of include/kiln/op_table.h, as 0/1 tokens for pasting.
+ * Complex dtypes belong to none of them (their ops are their own rows). */
+#if KILN_IS_COMPLEX
+#define KILN_SUP_ALL 0
+#define KILN_SUP_FLOAT 0
+#define KILN_SUP_INT 0
+#define KILN_SUP_INTNB 0
+#define KILN_SUP_NUM 0
+#elif KILN_IS_FLOAT
 #define KILN_SUP_ALL 1
-#if KILN_IS_FLOAT
 #define KILN_SUP_FLOAT 1
 #define KILN_SUP_INT 0
 #define KILN_SUP_INTNB 0
 #define KILN_SUP_NUM 1
 #elif defined(KILN_DT_BOOL)
+#define KILN_SUP_ALL 1
 #define KILN_SUP_FLOAT 0
 #define KILN_SUP_INT 1
 #define KILN_SUP_INTNB 0
 #define KILN_SUP_NUM 0
 #else
+#define KILN_SUP_ALL 1
 #define KILN_SUP_FLOAT 0
 #define KILN_SUP_INT 1
 #define KILN_SUP_INTNB 1

@@ -14,17 +14,35 @@
 extern "C" {
 #endif
 
+/** A c64 element: two f32, real part first (the layout of C99 float _Complex). */
+typedef struct kiln_complex64 {
+  float re, im;
+} kiln_complex64;
+
+/** A c128 element: two f64, real part first (the layout of C99 double _Complex). */
+typedef struct kiln_complex128 {
+  double re, im;
+} kiln_complex128;
+
 /*
- * X(NAME, C type, OpenCL C type, size, short name).
+ * X(NAME, C type, OpenCL C storage type, size, short name).
  * BOOL is stored as one byte holding 0 or 1; kiln ops only ever write 0 or 1.
+ * F16 is IEEE binary16 and BF16 bfloat16 (the top half of an f32), both held
+ * in a uint16_t on the host: convert with kiln_f16_from_f32() and friends.
+ * Kernels compute on them in f32 and store with round-to-nearest-even.
+ * C64/C128 are complex numbers, real part first.
  */
-#define KILN_DTYPE_MAP(X)                 \
-  X(F32, float, float, 4, "f32")          \
-  X(F64, double, double, 8, "f64")        \
-  X(I32, int32_t, int, 4, "i32")          \
-  X(I64, int64_t, long, 8, "i64")         \
-  X(U8, uint8_t, uchar, 1, "u8")          \
-  X(BOOL, uint8_t, uchar, 1, "bool")
+#define KILN_DTYPE_MAP(X)                        \
+  X(F32, float, float, 4, "f32")                 \
+  X(F64, double, double, 8, "f64")               \
+  X(I32, int32_t, int, 4, "i32")                 \
+  X(I64, int64_t, long, 8, "i64")                \
+  X(U8, uint8_t, uchar, 1, "u8")                 \
+  X(BOOL, uint8_t, uchar, 1, "bool")             \
+  X(F16, uint16_t, half, 2, "f16")               \
+  X(BF16, uint16_t, ushort, 2, "bf16")           \
+  X(C64, kiln_complex64, float2, 8, "c64")       \
+  X(C128, kiln_complex128, double2, 16, "c128")
 
 /** Element type of a tensor. */
 typedef enum kiln_dtype {
@@ -45,6 +63,28 @@ KILN_API const char *kiln_dtype_name(kiln_dtype dtype);
  * @return KILN_OK, or KILN_ERR_INVALID_ARGUMENT for NULL or an unknown name.
  */
 KILN_API kiln_status kiln_dtype_from_name(const char *name, kiln_dtype *out);
+
+/**
+ * f32 to f16 (IEEE binary16), rounding to nearest even: overflow gives
+ * infinity, results below the smallest normal become subnormals, NaN stays
+ * NaN (sign and the top payload bits kept, made quiet).
+ */
+KILN_API uint16_t kiln_f16_from_f32(float value);
+
+/** f64 to f16 with one rounding (no double rounding through f32); as kiln_f16_from_f32(). */
+KILN_API uint16_t kiln_f16_from_f64(double value);
+
+/** f16 to f32: exact for every value, subnormals and NaN payloads included. */
+KILN_API float kiln_f16_to_f32(uint16_t bits);
+
+/** f32 to bf16, rounding to nearest even; overflow gives infinity, NaN stays NaN. */
+KILN_API uint16_t kiln_bf16_from_f32(float value);
+
+/** f64 to bf16 with one rounding; as kiln_bf16_from_f32(). */
+KILN_API uint16_t kiln_bf16_from_f64(double value);
+
+/** bf16 to f32: exact for every value. */
+KILN_API float kiln_bf16_to_f32(uint16_t bits);
 
 /**
  * A scalar operand or fill value, tagged with how it was given. Integers are

@@ -190,7 +190,14 @@ extern "C" {
   /* diagnostics */ \
   X(log_set_handler, kiln_log_set_handler) \
   X(log_set_level, kiln_log_set_level) \
-  X(log_get_level, kiln_log_get_level)
+  X(log_get_level, kiln_log_get_level) \
+  /* half-precision conversions (f16, bf16) */ \
+  X(f16_from_f32, kiln_f16_from_f32) \
+  X(f16_from_f64, kiln_f16_from_f64) \
+  X(f16_to_f32, kiln_f16_to_f32) \
+  X(bf16_from_f32, kiln_bf16_from_f32) \
+  X(bf16_from_f64, kiln_bf16_from_f64) \
+  X(bf16_to_f32, kiln_bf16_to_f32)
 
 #define KILN_PROVIDER_SLOT_(slot, function) __typeof__(function) *slot;
 

@@ -48,6 +48,13 @@ kiln__dtype_cl_name(kiln_dtype dtype)
   return "?";
 }
 
+const char *
+kiln__dtype_cl_compute_name(kiln_dtype dtype)
+{
+  /* The 16-bit floats are storage only: kernels compute on them as float. */
+  return dtype == KILN_F16 || dtype == KILN_BF16 ? "float" : kiln__dtype_cl_name(dtype);
+}
+
 kiln_status
 kiln_dtype_from_name(const char *name, kiln_dtype *out)
 {
@@ -60,7 +67,7 @@ kiln_dtype_from_name(const char *name, kiln_dtype *out)
     }
   }
   return kiln__fail(KILN_ERR_INVALID_ARGUMENT, "kiln_dtype_from_name",
-                    0, "unknown dtype '%s' (expected f32, f64, i32, i64, u8 or bool)", name);
+                    0, "unknown dtype '%s' (expected f32, f64, i32, i64, u8, bool, f16, bf16, c64 or c128)", name);
 }
 
 int
@@ -94,8 +101,26 @@ kiln__dtype_class_text(enum kiln__dtype_class cls)
 void
 kiln__scalar_to_bytes(kiln_scalar s, kiln_dtype dtype, void *out)
 {
-  /* Same rules as kiln_cast(): float to int saturates (NaN to 0), int to int wraps. */
+  /* Same rules as kiln_cast(): float to int saturates (NaN to 0), int to int wraps; to a
+   * 16-bit float with one rounding; to complex with a zero imaginary part. */
   switch (dtype) {
+  case KILN_F16:
+  case KILN_BF16: {
+    double d = s.is_integer ? (double)s.i : s.f;
+    uint16_t h = dtype == KILN_F16 ? kiln_f16_from_f64(d) : kiln_bf16_from_f64(d);
+    memcpy(out, &h, 2);
+    return;
+  }
+  case KILN_C64: {
+    kiln_complex64 c = {s.is_integer ? (float)s.i : (float)s.f, 0.0f};
+    memcpy(out, &c, sizeof c);
+    return;
+  }
+  case KILN_C128: {
+    kiln_complex128 c = {s.is_integer ? (double)s.i : s.f, 0.0};
+    memcpy(out, &c, sizeof c);
+    return;
+  }
   case KILN_F32: {
     float v = s.is_integer ? (float)s.i : (float)s.f;
     memcpy(out, &v, 4);

@@ -251,6 +251,7 @@ static const struct kiln__family_option blas_options[] = {
 const struct kiln__family kiln__blas_family = {
     .name = "blas",
     .sources = blas_sources,
+    .dtypes = KILN__DT_CLASSIC,
     .build_options = blas_build_options,
     .tune = &gemm_tune,
     .state_create = blas_state_create,

@@ -376,4 +376,4 @@ kiln_meshgrid(kiln_context *ctx, const kiln_tensor *const *inputs, size_t n,
 
 static const char *const create_sources[] = {"create", NULL};
 
-const struct kiln__family kiln__create_family = {.name = "create", .sources = create_sources};
+const struct kiln__family kiln__create_family = {.name = "create", .sources = create_sources, .dtypes = KILN__DT_CLASSIC};

@@ -622,6 +622,7 @@ static const char *const ew_sources[] = {"elementwise", "cast", NULL};
 const struct kiln__family kiln__elementwise_family = {
     .name = "elementwise",
     .sources = ew_sources,
+    .dtypes = KILN__DT_CLASSIC,
     .build_options = ew_build_options,
     .tune = &ew_tune,
 };

@@ -822,6 +822,7 @@ static const struct kiln__family_option fft_options[] = {
 const struct kiln__family kiln__fft_family = {
     .name = "fft",
     .sources = fft_sources,
+    .dtypes = KILN__DT_CLASSIC,
     .tune = &kiln__fft_tune,
     .state_create = state_create,
     .state_destroy = state_destroy,

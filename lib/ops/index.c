@@ -798,4 +798,4 @@ kiln_one_hot(kiln_context *ctx, const kiln_tensor *indices, int64_t num_classes,
 
 static const char *const index_sources[] = {"index", NULL};
 
-const struct kiln__family kiln__index_family = {.name = "index", .sources = index_sources};
+const struct kiln__family kiln__index_family = {.name = "index", .sources = index_sources, .dtypes = KILN__DT_CLASSIC};

@@ -1126,4 +1126,4 @@ kiln_kron(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b, kiln_te
 
 static const char *const layout_sources[] = {"layout", NULL};
 
-const struct kiln__family kiln__layout_family = {.name = "layout", .sources = layout_sources};
+const struct kiln__family kiln__layout_family = {.name = "layout", .sources = layout_sources, .dtypes = KILN__DT_CLASSIC};

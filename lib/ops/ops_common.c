@@ -1,5 +1,6 @@
 /* Helpers shared by the op families (see ops_common.h). */
 #include "ops/ops_common.h"
+#include "runtime/family.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +18,9 @@ kiln__ops_kernel_variant(const char *op, kiln_context *ctx, const char *source,
                          kiln_dtype dtype, const kiln__program_variant *v, const char *name,
                          cl_kernel *k)
 {
+  const struct kiln__family *f = kiln__family_of_source(source);
+  KILN_RETURN_IF(f && !(f->dtypes & KILN__DT_BIT(dtype)), KILN_ERR_DTYPE, op,
+                 "dtype %s is not supported by the %s kernels", kiln_dtype_name(dtype), f->name);
   char options[192];
   kiln__program_options(&ctx->info, source, dtype, v, options, sizeof options);
   return kiln__kernel_get(op, ctx, source, options, name, k);

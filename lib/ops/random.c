@@ -38,6 +38,7 @@ static const char *const random_sources[] = {"random", NULL};
 
 const struct kiln__family kiln__random_family = {.name = "random",
                                                  .sources = random_sources,
+    .dtypes = KILN__DT_CLASSIC,
                                                  .state_create = rng_state_create,
                                                  .state_destroy = rng_state_destroy};
 

@@ -808,6 +808,7 @@ static const char *const reduce_sources[] = {"reduce", NULL};
 const struct kiln__family kiln__reduce_family = {
     .name = "reduce",
     .sources = reduce_sources,
+    .dtypes = KILN__DT_CLASSIC,
     .build_options = reduce_build_options,
     .tune = &kiln__reduce_tune,
 };

@@ -421,6 +421,7 @@ static const char *const scan_sources[] = {"scan", NULL};
 const struct kiln__family kiln__scan_family = {
     .name = "scan",
     .sources = scan_sources,
+    .dtypes = KILN__DT_CLASSIC,
     .build_options = scan_build_options,
     .tune = &kiln__scan_tune,
 };

@@ -110,25 +110,31 @@ kiln_context_cache_warm(kiln_context *ctx, kiln_cache_warm_fn progress, void *us
   kiln_cache_warm_result res = {0};
   /* Every family's sources, sorted by name (the order progress reports them in). */
   const char *sources[64];
+  unsigned source_dtypes[64];
   size_t nsources = 0;
   for (size_t f = 0; kiln__families[f]; f++)
     for (const char *const *src = kiln__families[f]->sources; src && *src && nsources < 64;
          src++) {
       size_t j = nsources++;
-      for (; j > 0 && strcmp(sources[j - 1], *src) > 0; j--)
+      for (; j > 0 && strcmp(sources[j - 1], *src) > 0; j--) {
         sources[j] = sources[j - 1];
+        source_dtypes[j] = source_dtypes[j - 1];
+      }
       sources[j] = *src;
+      source_dtypes[j] = kiln__families[f]->dtypes;
     }
   for (size_t i = 0; i < nsources; i++)
     for (int d = 0; d < KILN_DTYPE_COUNT; d++)
-      res.variants += kiln__device_has_dtype(&ctx->info, (kiln_dtype)d) != 0;
+      res.variants += kiln__device_has_dtype(&ctx->info, (kiln_dtype)d) &&
+                      (source_dtypes[i] & KILN__DT_BIT(d));
   kiln_status first_failure = KILN_OK;
   char failed_variant[256] = "";
   int stop = 0;
   for (size_t i = 0; i < nsources && !stop; i++) {
     const char *source = sources[i];
     for (int d = 0; d < KILN_DTYPE_COUNT && !stop; d++) {
-      if (!kiln__device_has_dtype(&ctx->info, (kiln_dtype)d))
+      if (!kiln__device_has_dtype(&ctx->info, (kiln_dtype)d) ||
+          !(source_dtypes[i] & KILN__DT_BIT(d)))
         continue;
       char options[192];
       kiln__program_options(&ctx->info, source, (kiln_dtype)d, NULL, options, sizeof options);

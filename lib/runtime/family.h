@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/dtype_traits.h"
 #include "runtime/runtime.h"
 
 struct kiln__tune_family; /* runtime/tuner.h */
@@ -29,6 +30,10 @@ struct kiln__family {
   /* Embedded sources (cl_kernels/<name>.cl) the family builds; NULL-terminated. Every
    * embedded source belongs to exactly one family (tests/unit checks it). */
   const char *const *sources;
+  /* The dtypes its sources build for (KILN__DT_BIT mask, core/dtype_traits.h): `kiln cache
+   * warm` builds only these, and a kernel lookup for another dtype fails with
+   * KILN_ERR_DTYPE before any compile. */
+  unsigned dtypes;
   /*
    * Appends the family's own build options of source for dtype on a device to buf
    * (after the common dtype options). variant: a family-defined set of compile-time

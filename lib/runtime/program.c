@@ -137,13 +137,14 @@ kiln__dtype_options(kiln_dtype dtype, char *buf, size_t len)
       KILN_DTYPE_MAP(X)
 #undef X
   };
-  snprintf(buf, len, "-cl-std=CL1.2 -DT=%s -D%s=1", kiln__dtype_cl_name(dtype), ids[dtype]);
+  snprintf(buf, len, "-cl-std=CL1.2 -DT=%s -D%s=1", kiln__dtype_cl_compute_name(dtype),
+           ids[dtype]);
 }
 
 int
 kiln__device_has_dtype(const kiln_device_info *info, kiln_dtype dtype)
 {
-  return kiln__dtype_valid(dtype) && (dtype != KILN_F64 || info->has_fp64);
+  return kiln__dtype_valid(dtype) && ((dtype != KILN_F64 && dtype != KILN_C128) || info->has_fp64);
 }
 
 /* Appends printf-style text to buf (always terminated; truncation shows up as a build miss). */

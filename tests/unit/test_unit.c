@@ -91,6 +91,95 @@ START_TEST(dtype_traits)
   ck_assert(!(kiln__dtype_class_mask(KILN__CLASS_NUM) & KILN__DT_BIT(KILN_BOOL)));
   ck_assert(kiln__dtype_class_mask(KILN__CLASS_INT) & KILN__DT_BIT(KILN_BOOL));
   ck_assert(!(kiln__dtype_class_mask(KILN__CLASS_INTNB) & KILN__DT_BIT(KILN_BOOL)));
+  ck_assert_uint_eq(kiln_dtype_size(KILN_F16), 2);
+  ck_assert_uint_eq(kiln_dtype_size(KILN_BF16), 2);
+  ck_assert_uint_eq(kiln_dtype_size(KILN_C64), sizeof(kiln_complex64));
+  ck_assert_uint_eq(kiln_dtype_size(KILN_C128), sizeof(kiln_complex128));
+  ck_assert_str_eq(kiln__dtype_cl_compute_name(KILN_BF16), "float");
+  ck_assert_str_eq(kiln__dtype_cl_name(KILN_BF16), "ushort");
+  ck_assert_str_eq(kiln__dtype_cl_compute_name(KILN_C128), "double2");
+}
+END_TEST
+
+/* The value of f16 bits h, computed from the definition of binary16. */
+static double
+f16_reference(uint16_t h)
+{
+  int e = (h >> 10) & 31, m = h & 1023;
+  double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, e - 25);
+  return h & 0x8000 ? -v : v;
+}
+
+static double
+bf16_reference(uint16_t h)
+{
+  int e = (h >> 7) & 255, m = h & 127;
+  double v = e == 0 ? ldexp(m, -133) : e == 255 ? (m ? NAN : INFINITY) : ldexp(128 + m, e - 134);
+  return h & 0x8000 ? -v : v;
+}
+
+/*
+ * Every bit pattern of one 16-bit format: decodes to its value, encodes back to itself, and
+ * the midpoint to the next pattern up rounds to the even one of the two from f32 and from f64,
+ * while the points just inside it round to the nearer one. f64 inputs just past a midpoint
+ * that f32 cannot tell from the midpoint show that f64 is rounded once, not through f32.
+ */
+static void
+check_half_format(double (*ref)(uint16_t), float (*to32)(uint16_t), uint16_t (*from32)(float),
+                  uint16_t (*from64)(double), uint16_t max_finite)
+{
+  for (uint32_t h = 0; h < 65536; h++) {
+    double v = ref((uint16_t)h);
+    float f = to32((uint16_t)h);
+    if (isnan(v)) {
+      ck_assert_msg(isnan(f), "pattern 0x%04x", h);
+      ck_assert(isnan(to32(from32(f))) && isnan(to32(from64(f))));
+      ck_assert_int_eq(signbit(to32(from32(f))) != 0, (h & 0x8000) != 0);
+      continue;
+    }
+    ck_assert_msg(f == v && (signbit(f) != 0) == ((h & 0x8000) != 0), "pattern 0x%04x", h);
+    ck_assert_uint_eq(from32(f), h);
+    ck_assert_uint_eq(from64(v), h);
+    uint16_t mag = h & 0x7fff;
+    if (mag >= max_finite)
+      continue;
+    uint16_t up = (uint16_t)(h + 1);
+    double mid = (v + ref(up)) / 2; /* exact in f32 and f64 */
+    uint16_t even = (h & 1) ? up : (uint16_t)h;
+    ck_assert_msg(from32((float)mid) == even, "tie above 0x%04x", h);
+    ck_assert_msg(from64(mid) == even, "tie above 0x%04x (f64)", h);
+    float below = nextafterf((float)mid, (float)v), above = nextafterf((float)mid, (float)ref(up));
+    ck_assert_uint_eq(from32(below), h);
+    ck_assert_uint_eq(from32(above), up);
+    double just_above = mid + (ref(up) - v) * 0x1p-40;
+    ck_assert_uint_eq(from64(just_above), up);
+    ck_assert_uint_eq(from64(mid - (ref(up) - v) * 0x1p-40), h);
+  }
+}
+
+START_TEST(half_conversions_every_pattern)
+{
+  check_half_format(f16_reference, kiln_f16_to_f32, kiln_f16_from_f32, kiln_f16_from_f64, 0x7bff);
+  check_half_format(bf16_reference, kiln_bf16_to_f32, kiln_bf16_from_f32, kiln_bf16_from_f64,
+                    0x7f7f);
+  /* Overflow: past the midpoint between the largest finite value and the next power of two. */
+  ck_assert_uint_eq(kiln_f16_from_f32(65519.99f), 0x7bff);
+  ck_assert_uint_eq(kiln_f16_from_f32(65520.0f), 0x7c00);
+  ck_assert_uint_eq(kiln_f16_from_f32(-1e9f), 0xfc00);
+  ck_assert_uint_eq(kiln_f16_from_f64(1e300), 0x7c00);
+  ck_assert_uint_eq(kiln_bf16_from_f32(3.4e38f), 0x7f80);
+  ck_assert_uint_eq(kiln_bf16_from_f64(-1e300), 0xff80);
+  ck_assert_uint_eq(kiln_f16_from_f32(-0.0f), 0x8000);
+  /* Below half the smallest subnormal: zero; above it: the smallest subnormal. */
+  ck_assert_uint_eq(kiln_f16_from_f32(0x1p-25f), 0x0000);
+  ck_assert_uint_eq(kiln_f16_from_f32(0x1.01p-25f), 0x0001);
+  ck_assert_uint_eq(kiln_f16_from_f64(-0x1p-40), 0x8000);
+  /* NaN payload class: quiet, top payload bits kept. */
+  uint32_t nan_bits = 0x7fa00000u; /* a signalling NaN with payload 0x200000 */
+  float snan;
+  memcpy(&snan, &nan_bits, 4);
+  ck_assert_uint_eq(kiln_f16_from_f32(snan), 0x7e00 | (0x200000u >> 13));
+  ck_assert_uint_eq(kiln_bf16_from_f32(snan), 0x7fe0);
 }
 END_TEST
 
@@ -376,6 +465,7 @@ unit_suite(void)
   tcase_add_test(tc, status_names_are_unique_and_complete);
   tcase_add_test(tc, error_record_keeps_op_message_and_raw_code);
   tcase_add_test(tc, dtype_traits);
+  tcase_add_test(tc, half_conversions_every_pattern);
   tcase_add_test(tc, shape_make_counts_and_rejects);
   tcase_add_test(tc, broadcast_rules);
   tcase_add_test(tc, broadcast_plan_merges_dimensions);
