@@ -442,8 +442,8 @@ kiln__matmul_routed(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *
   KILN_RETURN_IF(route != KILN__GEMM_ROUTE_RULE && route != KILN__GEMM_ROUTE_KILN &&
                      route != KILN__GEMM_ROUTE_CLBLAST,
                  KILN_ERR_INVALID_ARGUMENT, op, "route %d is not a kiln__gemm_route", route);
-  KILN_RETURN_IF(route == KILN__GEMM_ROUTE_CLBLAST && !kiln__blas_use_clblast(ctx), KILN_ERR_UNSUPPORTED, op,
-                 "the CLBlast route on a context without CLBlast");
+  KILN_RETURN_IF(route == KILN__GEMM_ROUTE_CLBLAST && !kiln__blas_use_clblast(ctx),
+                 KILN_ERR_UNSUPPORTED, op, "the CLBlast route on a context without CLBlast");
   char s1[160], s2[160];
   KILN_RETURN_IF(a->shape.ndim != 2 || b->shape.ndim != 2, KILN_ERR_SHAPE, op,
                  "a routed matmul takes matrices, got a %s and b %s", fmt(&a->shape, s1, sizeof s1),

@@ -129,9 +129,15 @@ blas_build_options(const kiln_device_info *info, const char *source, kiln_dtype 
 static const uint64_t gemm_routes[] = {KILN__GEMM_ROUTE_KILN, KILN__GEMM_ROUTE_CLBLAST};
 
 static const struct kiln__tune_param gemm_params[] = {
-    {.name = "route", .offset = 0, .size = sizeof(uint32_t), .min = KILN__GEMM_ROUTE_RULE,
-     .max = KILN__GEMM_ROUTE_CLBLAST, .full = gemm_routes, .nfull = N_(gemm_routes),
-     .quick = gemm_routes, .nquick = N_(gemm_routes)},
+    {.name = "route",
+     .offset = 0,
+     .size = sizeof(uint32_t),
+     .min = KILN__GEMM_ROUTE_RULE,
+     .max = KILN__GEMM_ROUTE_CLBLAST,
+     .full = gemm_routes,
+     .nfull = N_(gemm_routes),
+     .quick = gemm_routes,
+     .nquick = N_(gemm_routes)},
 };
 
 /* Every bucket matters for a choice between two routes: the defaults leave no gaps. */
@@ -242,7 +248,7 @@ static const struct kiln__tune_family gemm_tune = {
 
 /* ---------------------------------------------------------------- the family */
 
-static const char *const blas_sources[] = {"gemm_small", NULL};
+static const struct kiln__source blas_sources[] = {{"gemm_small", KILN__DT_CLASSIC}, {NULL, 0}};
 
 static const struct kiln__family_option blas_options[] = {
     {KILN_OPT_GEMM_SMALL_MNK, 0, INT64_MAX},
@@ -251,7 +257,6 @@ static const struct kiln__family_option blas_options[] = {
 const struct kiln__family kiln__blas_family = {
     .name = "blas",
     .sources = blas_sources,
-    .dtypes = KILN__DT_CLASSIC,
     .build_options = blas_build_options,
     .tune = &gemm_tune,
     .state_create = blas_state_create,

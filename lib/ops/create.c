@@ -233,10 +233,11 @@ spaced(const char *op, kiln_context *ctx, double start, double stop, int64_t n, 
   KILN_RETURN_IF(!isfinite(step), KILN_ERR_INVALID_ARGUMENT, op,
                  "the step (stop - start) / %s is not finite (start %g, stop %g, n %lld)",
                  endpoint ? "(n - 1)" : "n", start, stop, (long long)n);
-  struct ct_args c = {ctx->info.has_fp64, {start, step, stop, 0}, 3, 1,
-                      (uint32_t)(endpoint && n > 1), base != NULL, base ? *base : 0};
-  return fill_kernel(op, ctx, dtype, 1, &n, base ? "logspace_values" : "linspace_values",
-                     more_ct, &c, out);
+  struct ct_args c = {
+      ctx->info.has_fp64, {start, step, stop, 0}, 3, 1, (uint32_t)(endpoint && n > 1),
+      base != NULL,       base ? *base : 0};
+  return fill_kernel(op, ctx, dtype, 1, &n, base ? "logspace_values" : "linspace_values", more_ct,
+                     &c, out);
 }
 
 kiln_status
@@ -374,6 +375,6 @@ kiln_meshgrid(kiln_context *ctx, const kiln_tensor *const *inputs, size_t n,
   return st;
 }
 
-static const char *const create_sources[] = {"create", NULL};
+static const struct kiln__source create_sources[] = {{"create", KILN__DT_CLASSIC}, {NULL, 0}};
 
-const struct kiln__family kiln__create_family = {.name = "create", .sources = create_sources, .dtypes = KILN__DT_CLASSIC};
+const struct kiln__family kiln__create_family = {.name = "create", .sources = create_sources};

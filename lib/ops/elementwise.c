@@ -1,4 +1,5 @@
-/* Elementwise family: unary, binary (with broadcasting and scalar forms), where, clamp, cast, copy. */
+/* Elementwise family: unary, binary (with broadcasting and scalar forms), where, clamp, cast, copy.
+ */
 #include <stdio.h>
 #include <string.h>
 
@@ -176,9 +177,9 @@ launch_flat(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n, const fl
  * with flat shape sh, under the lock.
  */
 static kiln_status
-run_map(const char *op, kiln_context *ctx, const char *source, kiln_dtype dtype,
-        const char *kname, const kiln_tensor *in, kiln_tensor *out, const void *extra,
-        size_t extra_size, size_t nextra, const flat_shape *sh)
+run_map(const char *op, kiln_context *ctx, const char *source, kiln_dtype dtype, const char *kname,
+        const kiln_tensor *in, kiln_tensor *out, const void *extra, size_t extra_size,
+        size_t nextra, const flat_shape *sh)
 {
   cl_kernel k;
   KILN_TRY(kiln__ops_kernel_variant(op, ctx, source, dtype, &sh->variant, kname, &k));
@@ -489,8 +490,7 @@ kiln_where(kiln_context *ctx, const kiln_tensor *cond, const kiln_tensor *a, con
 
   pthread_mutex_lock(&ctx->lock);
   cl_kernel k;
-  s = kiln__ops_kernel_variant(op, ctx, "elementwise", a->dtype, &l.sh.variant, "where_values",
-                               &k);
+  s = kiln__ops_kernel_variant(op, ctx, "elementwise", a->dtype, &l.sh.variant, "where_values", &k);
   if (s == KILN_OK) {
     kiln__args args = kiln__args_begin(op, k);
     kiln__args_tensor(&args, c);
@@ -560,13 +560,32 @@ static const uint64_t ew_vec_full[] = {1, 2, 4, 8};
 static const uint64_t ew_shape_quick[] = {1, 4};
 
 static const struct kiln__tune_param ew_tune_params[] = {
-    {.name = "wg_size", EW_FIELD(wg_size), .min = 1, .max = 65536, .full = ew_wg_full,
-     .nfull = N_(ew_wg_full), .quick = ew_wg_quick, .nquick = N_(ew_wg_quick), .local_size = 1},
-    {.name = "items_per_thread", EW_FIELD(items_per_thread), .min = 1, .max = EW_ITEMS_MAX,
-     .full = ew_items_full, .nfull = N_(ew_items_full), .quick = ew_shape_quick,
+    {.name = "wg_size",
+     EW_FIELD(wg_size),
+     .min = 1,
+     .max = 65536,
+     .full = ew_wg_full,
+     .nfull = N_(ew_wg_full),
+     .quick = ew_wg_quick,
+     .nquick = N_(ew_wg_quick),
+     .local_size = 1},
+    {.name = "items_per_thread",
+     EW_FIELD(items_per_thread),
+     .min = 1,
+     .max = EW_ITEMS_MAX,
+     .full = ew_items_full,
+     .nfull = N_(ew_items_full),
+     .quick = ew_shape_quick,
      .nquick = N_(ew_shape_quick)},
-    {.name = "vec_width", EW_FIELD(vec_width), .min = 1, .max = EW_VEC_MAX, .full = ew_vec_full,
-     .nfull = N_(ew_vec_full), .quick = ew_shape_quick, .nquick = N_(ew_shape_quick), .pow2 = 1},
+    {.name = "vec_width",
+     EW_FIELD(vec_width),
+     .min = 1,
+     .max = EW_VEC_MAX,
+     .full = ew_vec_full,
+     .nfull = N_(ew_vec_full),
+     .quick = ew_shape_quick,
+     .nquick = N_(ew_shape_quick),
+     .pow2 = 1},
 };
 
 static int
@@ -617,12 +636,12 @@ static const struct kiln__tune_family ew_tune = {
     .bytes = ew_bytes,
 };
 
-static const char *const ew_sources[] = {"elementwise", "cast", NULL};
+static const struct kiln__source ew_sources[] = {
+    {"elementwise", KILN__DT_CLASSIC}, {"cast", KILN__DT_CLASSIC}, {NULL, 0}};
 
 const struct kiln__family kiln__elementwise_family = {
     .name = "elementwise",
     .sources = ew_sources,
-    .dtypes = KILN__DT_CLASSIC,
     .build_options = ew_build_options,
     .tune = &ew_tune,
 };

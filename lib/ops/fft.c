@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "backends/fft_backend.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -18,7 +19,6 @@
 #include "ops/ops_common.h"
 #include "ops/tunables.h"
 #include "ops/tuned.h"
-#include "backends/fft_backend.h"
 #include "runtime/runtime.h"
 #include "runtime/tuner.h"
 
@@ -812,7 +812,7 @@ fft_option_get(const kiln_context *ctx, const void *state, kiln_option option)
   return option == KILN_OPT_FFT_BACKEND ? st->backend : st->vkfft_binaries;
 }
 
-static const char *const fft_sources[] = {"fft", NULL};
+static const struct kiln__source fft_sources[] = {{"fft", KILN__DT_CLASSIC}, {NULL, 0}};
 
 static const struct kiln__family_option fft_options[] = {
     {KILN_OPT_FFT_BACKEND, KILN_FFT_BACKEND_AUTO, KILN_FFT_BACKEND_VKFFT},
@@ -822,7 +822,6 @@ static const struct kiln__family_option fft_options[] = {
 const struct kiln__family kiln__fft_family = {
     .name = "fft",
     .sources = fft_sources,
-    .dtypes = KILN__DT_CLASSIC,
     .tune = &kiln__fft_tune,
     .state_create = state_create,
     .state_destroy = state_destroy,

@@ -18,9 +18,15 @@
 static const uint64_t fft_backends[] = {KILN_FFT_BACKEND_CLFFT, KILN_FFT_BACKEND_VKFFT};
 
 static const struct kiln__tune_param fft_params[] = {
-    {.name = "backend", .offset = 0, .size = sizeof(uint32_t), .min = KILN_FFT_BACKEND_CLFFT,
-     .max = KILN_FFT_BACKEND_VKFFT, .full = fft_backends, .nfull = N_(fft_backends),
-     .quick = fft_backends, .nquick = N_(fft_backends)},
+    {.name = "backend",
+     .offset = 0,
+     .size = sizeof(uint32_t),
+     .min = KILN_FFT_BACKEND_CLFFT,
+     .max = KILN_FFT_BACKEND_VKFFT,
+     .full = fft_backends,
+     .nfull = N_(fft_backends),
+     .quick = fft_backends,
+     .nquick = N_(fft_backends)},
 };
 
 /* Every bucket matters for a choice between two back ends: the defaults leave no gaps. */
@@ -54,7 +60,7 @@ fft_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params
 static kiln_status
 fft_run(struct kiln__tune_problem *pb, const void *params)
 {
-  return kiln__fft_c2c_forward(pb->ctx, pb->in[0], (kiln_fft_backend)*(const uint32_t *)params,
+  return kiln__fft_c2c_forward(pb->ctx, pb->in[0], (kiln_fft_backend) * (const uint32_t *)params,
                                &pb->out);
 }
 

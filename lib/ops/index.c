@@ -796,6 +796,6 @@ kiln_one_hot(kiln_context *ctx, const kiln_tensor *indices, int64_t num_classes,
   return s;
 }
 
-static const char *const index_sources[] = {"index", NULL};
+static const struct kiln__source index_sources[] = {{"index", KILN__DT_CLASSIC}, {NULL, 0}};
 
-const struct kiln__family kiln__index_family = {.name = "index", .sources = index_sources, .dtypes = KILN__DT_CLASSIC};
+const struct kiln__family kiln__index_family = {.name = "index", .sources = index_sources};

@@ -92,8 +92,7 @@ kiln__launch_params_check(const char *op, const kiln__launch_params *p)
 {
   KILN_RETURN_IF(!p, KILN_ERR_INVALID_ARGUMENT, op, "launch parameters are NULL");
   KILN_RETURN_IF(p->wg_size < 1, KILN_ERR_INVALID_ARGUMENT, op, "work-group size is 0");
-  KILN_RETURN_IF(p->items_per_thread < 1, KILN_ERR_INVALID_ARGUMENT, op,
-                 "items per thread is 0");
+  KILN_RETURN_IF(p->items_per_thread < 1, KILN_ERR_INVALID_ARGUMENT, op, "items per thread is 0");
   KILN_RETURN_IF(p->two_pass_min < 1, KILN_ERR_INVALID_ARGUMENT, op, "two-pass threshold is 0");
   KILN_RETURN_IF(p->groups_per_cu < 1, KILN_ERR_INVALID_ARGUMENT, op, "groups per CU is 0");
   KILN_RETURN_IF(p->blocked > 2, KILN_ERR_INVALID_ARGUMENT, op, "blocked must be 0, 1 or 2");
@@ -138,8 +137,8 @@ private_bytes_per_item(kiln_context *ctx, cl_kernel k, uint64_t *budget)
   cl_program prog = NULL;
   if (clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof name, name, NULL) != CL_SUCCESS ||
       clGetKernelInfo(k, CL_KERNEL_PROGRAM, sizeof prog, &prog, NULL) != CL_SUCCESS ||
-      clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_OPTIONS, sizeof opts, opts,
-                            NULL) != CL_SUCCESS)
+      clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_OPTIONS, sizeof opts, opts, NULL) !=
+          CL_SUCCESS)
     return 0;
   size_t n = strlen(name);
   int tile = n > 5 && strcmp(name + n - 5, "_cols") == 0;
@@ -166,12 +165,12 @@ kiln__launch_local_size(const char *op, kiln_context *ctx, cl_kernel k, uint32_t
 {
   size_t kmax = 0;
   cl_ulong kmem = 0;
-  cl_int err = clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax,
-                                        &kmax, NULL);
+  cl_int err =
+      clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax, NULL);
   if (err != CL_SUCCESS)
     return kiln__fail_cl(op, err, "clGetKernelWorkGroupInfo(CL_KERNEL_WORK_GROUP_SIZE)");
-  err = clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof kmem, &kmem,
-                                 NULL);
+  err =
+      clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof kmem, &kmem, NULL);
   if (err != CL_SUCCESS)
     return kiln__fail_cl(op, err, "clGetKernelWorkGroupInfo(CL_KERNEL_LOCAL_MEM_SIZE)");
   size_t wg = want;
@@ -258,7 +257,8 @@ kiln__launch_params_for(kiln_context *ctx, enum kiln__launch_family fam, kiln_dt
 /* ---------------------------------------------------------------- tuner descriptions */
 
 #define N_(a) (sizeof(a) / sizeof((a)[0]))
-#define LP_FIELD(f) .offset = offsetof(kiln__launch_params, f), .size = sizeof(((kiln__launch_params *)0)->f)
+#define LP_FIELD(f) \
+  .offset = offsetof(kiln__launch_params, f), .size = sizeof(((kiln__launch_params *)0)->f)
 #define CANDIDATES(f, q) .full = f, .nfull = N_(f), .quick = q, .nquick = N_(q)
 
 static const uint64_t wg_full[] = {32, 64, 128, 256, 512, 1024};
@@ -282,33 +282,70 @@ static const uint64_t cols_quick[] = {4, 16};
  * searched only where it matters: column layouts.
  */
 static const struct kiln__tune_param red_params[] = {
-    {.name = "wg_size", LP_FIELD(wg_size), .min = 1, .max = 65536,
-     CANDIDATES(wg_full, wg_quick), .local_size = 1},
-    {.name = "items_per_thread", LP_FIELD(items_per_thread), .min = 1, .max = 1u << 20,
+    {.name = "wg_size",
+     LP_FIELD(wg_size),
+     .min = 1,
+     .max = 65536,
+     CANDIDATES(wg_full, wg_quick),
+     .local_size = 1},
+    {.name = "items_per_thread",
+     LP_FIELD(items_per_thread),
+     .min = 1,
+     .max = 1u << 20,
      CANDIDATES(red_ipt_full, ipt_quick)},
-    {.name = "two_pass_min", LP_FIELD(two_pass_min), .min = 1, .max = UINT64_MAX,
+    {.name = "two_pass_min",
+     LP_FIELD(two_pass_min),
+     .min = 1,
+     .max = UINT64_MAX,
      CANDIDATES(tpm_full, tpm_quick)},
-    {.name = "groups_per_cu", LP_FIELD(groups_per_cu), .min = 1, .max = 1024,
+    {.name = "groups_per_cu",
+     LP_FIELD(groups_per_cu),
+     .min = 1,
+     .max = 1024,
      CANDIDATES(gpc_full, gpc_quick)},
-    {.name = "blocked", LP_FIELD(blocked), .min = 0, .max = 2,
+    {.name = "blocked",
+     LP_FIELD(blocked),
+     .min = 0,
+     .max = 2,
      CANDIDATES(blocked_all, blocked_all)},
-    {.name = "cols_per_item", LP_FIELD(cols_per_item), .min = 1, .max = KILN__COLS_MAX,
-     CANDIDATES(red_cols_full, cols_quick), .layouts = 1u << KILN__LAYOUT_COL},
+    {.name = "cols_per_item",
+     LP_FIELD(cols_per_item),
+     .min = 1,
+     .max = KILN__COLS_MAX,
+     CANDIDATES(red_cols_full, cols_quick),
+     .layouts = 1u << KILN__LAYOUT_COL},
 };
 
 /* The scan kernels do not read blocked: it is no parameter of this family. */
 static const struct kiln__tune_param scan_params[] = {
-    {.name = "wg_size", LP_FIELD(wg_size), .min = 1, .max = 65536,
-     CANDIDATES(wg_full, wg_quick), .local_size = 1},
-    {.name = "items_per_thread", LP_FIELD(items_per_thread), .min = 1, .max = 1u << 20,
+    {.name = "wg_size",
+     LP_FIELD(wg_size),
+     .min = 1,
+     .max = 65536,
+     CANDIDATES(wg_full, wg_quick),
+     .local_size = 1},
+    {.name = "items_per_thread",
+     LP_FIELD(items_per_thread),
+     .min = 1,
+     .max = 1u << 20,
      CANDIDATES(scan_ipt_full, ipt_quick)},
-    {.name = "two_pass_min", LP_FIELD(two_pass_min), .min = 1, .max = UINT64_MAX,
+    {.name = "two_pass_min",
+     LP_FIELD(two_pass_min),
+     .min = 1,
+     .max = UINT64_MAX,
      CANDIDATES(tpm_full, tpm_quick)},
-    {.name = "groups_per_cu", LP_FIELD(groups_per_cu), .min = 1, .max = 1024,
+    {.name = "groups_per_cu",
+     LP_FIELD(groups_per_cu),
+     .min = 1,
+     .max = 1024,
      CANDIDATES(gpc_full, gpc_quick)},
     /* The scan kernels have no vector-state path: at most the tile path's columns. */
-    {.name = "cols_per_item", LP_FIELD(cols_per_item), .min = 1, .max = KILN__TILE_COLS_MAX,
-     CANDIDATES(cols_full, cols_quick), .layouts = 1u << KILN__LAYOUT_COL},
+    {.name = "cols_per_item",
+     LP_FIELD(cols_per_item),
+     .min = 1,
+     .max = KILN__TILE_COLS_MAX,
+     CANDIDATES(cols_full, cols_quick),
+     .layouts = 1u << KILN__LAYOUT_COL},
 };
 
 static int

@@ -244,9 +244,9 @@ remap_run(const char *op, kiln_context *ctx, const kiln_tensor *src, kiln_tensor
   remap_simplify(r);
   if (r->ndim == 0 ||
       (r->ndim == 1 && r->p.mode[0] == RM_AFFINE && r->p.sstride[0] == 1 && r->p.dstride[0] == 1)) {
-    cl_int err = clEnqueueCopyBuffer(ctx->queue, src->mem, dst->mem,
-                                     src->offset + (uint64_t)r->soff * esz,
-                                     dst->offset + (uint64_t)r->doff * esz, n * esz, 0, NULL, NULL);
+    cl_int err =
+        clEnqueueCopyBuffer(ctx->queue, src->mem, dst->mem, src->offset + (uint64_t)r->soff * esz,
+                            dst->offset + (uint64_t)r->doff * esz, n * esz, 0, NULL, NULL);
     return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueCopyBuffer");
   }
   int done;
@@ -360,7 +360,8 @@ kiln_reshape(kiln_context *ctx, const kiln_tensor *x, size_t ndim, const int64_t
   return st;
 }
 
-/* ---- permute, transpose, flip, roll, broadcast_to, tile, repeat, pad: one source, one remap ---- */
+/* ---- permute, transpose, flip, roll, broadcast_to, tile, repeat, pad: one source, one remap ----
+ */
 
 /* Runs r from x into the output of shape oshape, with the aliasing and output conventions. */
 static kiln_status
@@ -610,9 +611,8 @@ kiln_pad(kiln_context *ctx, const kiln_tensor *x, const int64_t *before, const i
     int64_t len = x->shape.dims[i];
     KILN_RETURN_IF(before[i] > INT64_MAX - len || after[i] > INT64_MAX - len - before[i],
                    KILN_ERR_OVERFLOW, op, "padded length of axis %zu overflows", i);
-    KILN_RETURN_IF(len == 0 && (before[i] || after[i]) && mode != KILN_PAD_CONSTANT,
-                   KILN_ERR_SHAPE, op, "%s padding cannot extend the empty axis %zu",
-                   names[mode], i);
+    KILN_RETURN_IF(len == 0 && (before[i] || after[i]) && mode != KILN_PAD_CONSTANT, KILN_ERR_SHAPE,
+                   op, "%s padding cannot extend the empty axis %zu", names[mode], i);
     oshape.dims[i] = len + before[i] + after[i];
   }
   KILN_TRY(make_shape(op, nd, oshape.dims, x->dtype, &oshape));
@@ -635,11 +635,9 @@ kiln_pad(kiln_context *ctx, const kiln_tensor *x, const int64_t *before, const i
 
 /* Python slice.indices(): first index, count and step of range rg over an axis of length n. */
 static kiln_status
-range_resolve(const char *op, size_t axis, kiln_range rg, int64_t n, int64_t *first,
-              int64_t *count)
+range_resolve(const char *op, size_t axis, kiln_range rg, int64_t n, int64_t *first, int64_t *count)
 {
-  KILN_RETURN_IF(rg.step == 0, KILN_ERR_INVALID_ARGUMENT, op, "slice step of axis %zu is 0",
-                 axis);
+  KILN_RETURN_IF(rg.step == 0, KILN_ERR_INVALID_ARGUMENT, op, "slice step of axis %zu is 0", axis);
   KILN_RETURN_IF(rg.step == INT64_MIN, KILN_ERR_INVALID_ARGUMENT, op,
                  "slice step of axis %zu is out of range", axis);
   int64_t start, stop;
@@ -730,9 +728,8 @@ kiln_slice_assign(kiln_context *ctx, kiln_tensor *x, const kiln_range *ranges, s
   KILN_TRY(kiln__ctx_check(op, ctx));
   KILN_TRY(kiln__tensor_check(op, x, ctx));
   KILN_TRY(kiln__tensor_check(op, values, ctx));
-  KILN_RETURN_IF(values->dtype != x->dtype, KILN_ERR_DTYPE, op,
-                 "values are %s, the target is %s", kiln_dtype_name(values->dtype),
-                 kiln_dtype_name(x->dtype));
+  KILN_RETURN_IF(values->dtype != x->dtype, KILN_ERR_DTYPE, op, "values are %s, the target is %s",
+                 kiln_dtype_name(values->dtype), kiln_dtype_name(x->dtype));
   kiln__shape sshape, joint;
   int64_t off, ds[KILN_MAX_DIMS], vs[KILN_MAX_DIMS];
   KILN_TRY(slice_plan(op, x, ranges, nranges, &sshape, &off, ds));
@@ -843,10 +840,9 @@ kiln_concat(kiln_context *ctx, const kiln_tensor *const *inputs, size_t n, int64
     if (!ok) {
       char a[160], b[160];
       free(vshapes);
-      return kiln__fail(KILN_ERR_SHAPE, op, 0,
-                        "input %zu has shape %s, which does not match %s outside axis %zu", i,
-                        kiln__shape_format(si, a, sizeof a),
-                        kiln__shape_format(&x0->shape, b, sizeof b), ax);
+      return kiln__fail(
+          KILN_ERR_SHAPE, op, 0, "input %zu has shape %s, which does not match %s outside axis %zu",
+          i, kiln__shape_format(si, a, sizeof a), kiln__shape_format(&x0->shape, b, sizeof b), ax);
     }
     if (si->dims[ax] > INT64_MAX - total) {
       free(vshapes);
@@ -1020,7 +1016,8 @@ kiln_diag(kiln_context *ctx, const kiln_tensor *x, int64_t k, kiln_tensor **out)
   int64_t ak = k < 0 ? -k : k;
   if (nd == 2) {
     int64_t rows = x->shape.dims[0], cols = x->shape.dims[1];
-    int64_t len = k >= 0 ? (cols - k < rows ? cols - k : rows) : (rows + k < cols ? rows + k : cols);
+    int64_t len =
+        k >= 0 ? (cols - k < rows ? cols - k : rows) : (rows + k < cols ? rows + k : cols);
     if (k >= 0 && k > cols)
       len = 0;
     if (k < 0 && ak > rows)
@@ -1124,6 +1121,6 @@ kiln_kron(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b, kiln_te
   return s;
 }
 
-static const char *const layout_sources[] = {"layout", NULL};
+static const struct kiln__source layout_sources[] = {{"layout", KILN__DT_CLASSIC}, {NULL, 0}};
 
-const struct kiln__family kiln__layout_family = {.name = "layout", .sources = layout_sources, .dtypes = KILN__DT_CLASSIC};
+const struct kiln__family kiln__layout_family = {.name = "layout", .sources = layout_sources};

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
 kiln_status
 kiln__ops_kernel(const char *op, kiln_context *ctx, const char *source, kiln_dtype dtype,
                  const char *name, cl_kernel *k)
@@ -14,13 +13,13 @@ kiln__ops_kernel(const char *op, kiln_context *ctx, const char *source, kiln_dty
 }
 
 kiln_status
-kiln__ops_kernel_variant(const char *op, kiln_context *ctx, const char *source,
-                         kiln_dtype dtype, const kiln__program_variant *v, const char *name,
-                         cl_kernel *k)
+kiln__ops_kernel_variant(const char *op, kiln_context *ctx, const char *source, kiln_dtype dtype,
+                         const kiln__program_variant *v, const char *name, cl_kernel *k)
 {
-  const struct kiln__family *f = kiln__family_of_source(source);
-  KILN_RETURN_IF(f && !(f->dtypes & KILN__DT_BIT(dtype)), KILN_ERR_DTYPE, op,
-                 "dtype %s is not supported by the %s kernels", kiln_dtype_name(dtype), f->name);
+  const struct kiln__source *src = NULL;
+  kiln__family_of_source(source, &src);
+  KILN_RETURN_IF(src && !(src->dtypes & KILN__DT_BIT(dtype)), KILN_ERR_DTYPE, op,
+                 "dtype %s is not supported by the %s.cl kernels", kiln_dtype_name(dtype), source);
   char options[192];
   kiln__program_options(&ctx->info, source, dtype, v, options, sizeof options);
   return kiln__kernel_get(op, ctx, source, options, name, k);

@@ -34,11 +34,10 @@ rng_state_destroy(kiln_context *ctx, void *state)
   free(state);
 }
 
-static const char *const random_sources[] = {"random", NULL};
+static const struct kiln__source random_sources[] = {{"random", KILN__DT_CLASSIC}, {NULL, 0}};
 
 const struct kiln__family kiln__random_family = {.name = "random",
                                                  .sources = random_sources,
-    .dtypes = KILN__DT_CLASSIC,
                                                  .state_create = rng_state_create,
                                                  .state_destroy = rng_state_destroy};
 
@@ -99,7 +98,8 @@ struct stream {
   uint64_t nblocks;
 };
 
-/* Reads the state for a call (ctx->lock held); stream_commit advances it once the call is enqueued. */
+/* Reads the state for a call (ctx->lock held); stream_commit advances it once the call is enqueued.
+ */
 static struct stream
 stream_begin(kiln_context *ctx, uint64_t nblocks)
 {
@@ -177,8 +177,7 @@ kiln_random_uniform(kiln_context *ctx, kiln_tensor *out, double lo, double hi)
   if (out->dtype == KILN_F32) {
     float l = (float)lo, h = (float)hi;
     KILN_RETURN_IF(!(l < h) || !isfinite(h - l) || !isfinite(l) || !isfinite(h),
-                   KILN_ERR_INVALID_ARGUMENT, op,
-                   "[%g, %g) is empty or too wide in f32", lo, hi);
+                   KILN_ERR_INVALID_ARGUMENT, op, "[%g, %g) is empty or too wide in f32", lo, hi);
     memcpy(bounds, &l, 4);
     memcpy(bounds + 4, &h, 4);
     return fill(op, ctx, out, "random_uniform", 4, bounds, 4, 2);
@@ -197,8 +196,8 @@ kiln_random_normal(kiln_context *ctx, kiln_tensor *out, double mean, double stdd
   KILN_TRY(check_out(op, ctx, out));
   KILN_RETURN_IF(!kiln__dtype_is_float(out->dtype), KILN_ERR_DTYPE, op,
                  "normal values are f32 or f64, not %s", kiln_dtype_name(out->dtype));
-  KILN_RETURN_IF(!isfinite(mean) || !isfinite(stddev) || stddev < 0, KILN_ERR_INVALID_ARGUMENT,
-                 op, "needs finite mean and stddev >= 0 (got %g, %g)", mean, stddev);
+  KILN_RETURN_IF(!isfinite(mean) || !isfinite(stddev) || stddev < 0, KILN_ERR_INVALID_ARGUMENT, op,
+                 "needs finite mean and stddev >= 0 (got %g, %g)", mean, stddev);
   unsigned char params[16];
   if (out->dtype == KILN_F32) {
     float m = (float)mean, s = (float)stddev;
@@ -226,8 +225,7 @@ kiln_random_integers(kiln_context *ctx, kiln_tensor *out, int64_t lo, int64_t hi
   int64_t min = dt == KILN_I32 ? INT32_MIN : dt == KILN_U8 ? 0 : INT64_MIN;
   int64_t max = dt == KILN_I32 ? INT32_MAX : dt == KILN_U8 ? 255 : INT64_MAX;
   KILN_RETURN_IF(lo < min || hi - 1 > max, KILN_ERR_INVALID_ARGUMENT, op,
-                 "[%lld, %lld) does not fit %s", (long long)lo, (long long)hi,
-                 kiln_dtype_name(dt));
+                 "[%lld, %lld) does not fit %s", (long long)lo, (long long)hi, kiln_dtype_name(dt));
   struct {
     uint64_t span;
     int64_t lo;

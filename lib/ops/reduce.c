@@ -228,8 +228,8 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
     KILN_TRY(kernel(rc, "_rows", &k));
     KILN_TRY(kiln__launch_local_size(rc->op, ctx, k, lp->wg_size, STATE_BYTES, &local));
     uint64_t clen;
-    uint64_t nchunk = kiln__launch_chunks(lp, outer, red, (uint64_t)local * lp->items_per_thread,
-                                          target, &clen);
+    uint64_t nchunk =
+        kiln__launch_chunks(lp, outer, red, (uint64_t)local * lp->items_per_thread, target, &clen);
     uint32_t lanes = lanes_for(clen, lp->items_per_thread, local, outer * nchunk, target * local);
     uint64_t rpg = local / lanes;
     if (nchunk > 1)
@@ -677,8 +677,7 @@ reduce_impl(kiln_context *ctx, kiln_reduce_op rop, const kiln_tensor *x, const i
   snprintf(op, sizeof op, "%s(%s)", arg_call ? "kiln_argreduce" : "kiln_reduce",
            kiln_reduce_op_name(rop));
   KILN_TRY(kiln__ctx_check(op, ctx));
-  KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "%s is NULL",
-                 arg_call ? "indices" : "out");
+  KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "%s is NULL", arg_call ? "indices" : "out");
   KILN_RETURN_IF((unsigned)rop >= KILN_REDUCE_OP_COUNT, KILN_ERR_INVALID_ARGUMENT, op,
                  "unknown reduction op %d", (int)rop);
   KILN_RETURN_IF(arg_call && rop != KILN_REDUCE_ARGMIN && rop != KILN_REDUCE_ARGMAX,
@@ -719,11 +718,10 @@ reduce_impl(kiln_context *ctx, kiln_reduce_op rop, const kiln_tensor *x, const i
 
   char options[192];
   /* The shared options (what `kiln cache warm` builds), then the f64-accumulation variant. */
-  kiln__program_options(&ctx->info, "reduce", x->dtype,
-                                &(kiln__program_variant){.cols = cols_per_item(&rc),
-                                                         .lane_order = lp->blocked + 1},
-                                options,
-                                sizeof options);
+  kiln__program_options(
+      &ctx->info, "reduce", x->dtype,
+      &(kiln__program_variant){.cols = cols_per_item(&rc), .lane_order = lp->blocked + 1}, options,
+      sizeof options);
   if (wide)
     strncat(options, " -DKILN_REDUCE_WIDE=1", sizeof options - strlen(options) - 1);
   rc.options = options;
@@ -752,10 +750,9 @@ reduce_impl(kiln_context *ctx, kiln_reduce_op rop, const kiln_tensor *x, const i
 }
 
 kiln_status
-kiln__reduce_tuned(kiln_context *ctx, kiln_reduce_op op, const kiln_tensor *x,
-                   const int64_t *axes, size_t naxes, int keepdims,
-                   const kiln_reduce_options *opts, const kiln__launch_params *lp,
-                   kiln_tensor **out)
+kiln__reduce_tuned(kiln_context *ctx, kiln_reduce_op op, const kiln_tensor *x, const int64_t *axes,
+                   size_t naxes, int keepdims, const kiln_reduce_options *opts,
+                   const kiln__launch_params *lp, kiln_tensor **out)
 {
   return reduce_impl(ctx, op, x, axes, naxes, keepdims, opts, lp, 0, NULL, out);
 }
@@ -803,12 +800,11 @@ reduce_build_options(const kiln_device_info *info, const char *source, kiln_dtyp
     kiln__options_append(buf, len, " -DKILN_COLSV=1");
 }
 
-static const char *const reduce_sources[] = {"reduce", NULL};
+static const struct kiln__source reduce_sources[] = {{"reduce", KILN__DT_CLASSIC}, {NULL, 0}};
 
 const struct kiln__family kiln__reduce_family = {
     .name = "reduce",
     .sources = reduce_sources,
-    .dtypes = KILN__DT_CLASSIC,
     .build_options = reduce_build_options,
     .tune = &kiln__reduce_tune,
 };

@@ -103,8 +103,8 @@ get(struct scan_call *sc, const char *suffix, cl_kernel *k)
  * need_idx: cummin/cummax, whose fixup needs indices even when the caller wants none.
  */
 static kiln_status
-run_scan(struct scan_call *sc, const kiln_tensor *x, uint64_t outer, uint64_t len,
-         uint64_t inner, kiln_tensor *y, kiln_tensor *yi, int need_idx)
+run_scan(struct scan_call *sc, const kiln_tensor *x, uint64_t outer, uint64_t len, uint64_t inner,
+         kiln_tensor *y, kiln_tensor *yi, int need_idx)
 {
   kiln_context *ctx = sc->ctx;
   const kiln__launch_params *lp = sc->lp;
@@ -119,8 +119,8 @@ run_scan(struct scan_call *sc, const kiln_tensor *x, uint64_t outer, uint64_t le
   KILN_TRY(get(sc, tiles ? "_tiles" : "_lines", &k));
   KILN_TRY(kiln__launch_local_size(sc->op, ctx, k, lp->wg_size, tiles ? STATE_BYTES : 0, &local));
   if (tiles)
-    nchunk = kiln__launch_chunks(lp, lines, len, (uint64_t)local * lp->items_per_thread, target,
-                                 &clen);
+    nchunk =
+        kiln__launch_chunks(lp, lines, len, (uint64_t)local * lp->items_per_thread, target, &clen);
   else
     nchunk = kiln__launch_chunks(lp, outer * ((inner + lp->cols_per_item - 1) / lp->cols_per_item),
                                  len, lp->items_per_thread, target * local, &clen);
@@ -253,9 +253,13 @@ scan_impl(kiln_context *ctx, kiln_scan_op sop, const kiln_tensor *x, int64_t axi
 
   char options[192];
   kiln__program_options(&ctx->info, "scan", x->dtype,
-                                &(kiln__program_variant){.cols = lp->cols_per_item}, options,
-                                sizeof options);
-  struct scan_call sc = {op, ctx, lp, options, scan_rows[sop].name,
+                        &(kiln__program_variant){.cols = lp->cols_per_item}, options,
+                        sizeof options);
+  struct scan_call sc = {op,
+                         ctx,
+                         lp,
+                         options,
+                         scan_rows[sop].name,
                          (o.nan_policy == KILN_NAN_OMIT ? F_OMIT : 0u) |
                              (o.exclusive ? F_EXCL : 0u)};
 
@@ -365,8 +369,8 @@ kiln_diff(kiln_context *ctx, const kiln_tensor *x, int64_t axis, int64_t n, kiln
   kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, &lp);
   char options[192];
   kiln__program_options(&ctx->info, "scan", x->dtype,
-                                &(kiln__program_variant){.cols = lp.cols_per_item}, options,
-                                sizeof options);
+                        &(kiln__program_variant){.cols = lp.cols_per_item}, options,
+                        sizeof options);
   size_t esz = kiln_dtype_size(x->dtype);
 
   pthread_mutex_lock(&ctx->lock);
@@ -416,12 +420,11 @@ scan_build_options(const kiln_device_info *info, const char *source, kiln_dtype 
                        v && v->cols ? v->cols : kiln__default_cols_per_item(info));
 }
 
-static const char *const scan_sources[] = {"scan", NULL};
+static const struct kiln__source scan_sources[] = {{"scan", KILN__DT_CLASSIC}, {NULL, 0}};
 
 const struct kiln__family kiln__scan_family = {
     .name = "scan",
     .sources = scan_sources,
-    .dtypes = KILN__DT_CLASSIC,
     .build_options = scan_build_options,
     .tune = &kiln__scan_tune,
 };

@@ -21,7 +21,8 @@ kiln__ctx_cache_close(kiln_context *ctx)
   ctx->cache = NULL;
 }
 
-/* Reopens the cache with dir (keep_dir: the current one) and mode; never leaves it worse than NULL. */
+/* Reopens the cache with dir (keep_dir: the current one) and mode; never leaves it worse than NULL.
+ */
 static kiln_status
 reopen(const char *op, kiln_context *ctx, const char *dir, int keep_dir, kiln_cache_mode mode)
 {
@@ -113,20 +114,20 @@ kiln_context_cache_warm(kiln_context *ctx, kiln_cache_warm_fn progress, void *us
   unsigned source_dtypes[64];
   size_t nsources = 0;
   for (size_t f = 0; kiln__families[f]; f++)
-    for (const char *const *src = kiln__families[f]->sources; src && *src && nsources < 64;
-         src++) {
+    for (const struct kiln__source *src = kiln__families[f]->sources;
+         src && src->name && nsources < 64; src++) {
       size_t j = nsources++;
-      for (; j > 0 && strcmp(sources[j - 1], *src) > 0; j--) {
+      for (; j > 0 && strcmp(sources[j - 1], src->name) > 0; j--) {
         sources[j] = sources[j - 1];
         source_dtypes[j] = source_dtypes[j - 1];
       }
-      sources[j] = *src;
-      source_dtypes[j] = kiln__families[f]->dtypes;
+      sources[j] = src->name;
+      source_dtypes[j] = src->dtypes;
     }
   for (size_t i = 0; i < nsources; i++)
     for (int d = 0; d < KILN_DTYPE_COUNT; d++)
-      res.variants += kiln__device_has_dtype(&ctx->info, (kiln_dtype)d) &&
-                      (source_dtypes[i] & KILN__DT_BIT(d));
+      res.variants +=
+          kiln__device_has_dtype(&ctx->info, (kiln_dtype)d) && (source_dtypes[i] & KILN__DT_BIT(d));
   kiln_status first_failure = KILN_OK;
   char failed_variant[256] = "";
   int stop = 0;

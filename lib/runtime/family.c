@@ -22,12 +22,15 @@ kiln__family_state(const kiln_context *ctx, const struct kiln__family *family)
 }
 
 const struct kiln__family *
-kiln__family_of_source(const char *source)
+kiln__family_of_source(const char *source, const struct kiln__source **row)
 {
   for (size_t i = 0; kiln__families[i]; i++)
-    for (const char *const *s = kiln__families[i]->sources; s && *s; s++)
-      if (strcmp(*s, source) == 0)
+    for (const struct kiln__source *s = kiln__families[i]->sources; s && s->name; s++)
+      if (strcmp(s->name, source) == 0) {
+        if (row)
+          *row = s;
         return kiln__families[i];
+      }
   return NULL;
 }
 

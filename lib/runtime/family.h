@@ -25,15 +25,19 @@ struct kiln__family_option {
   int64_t lower, upper;
 };
 
+/* An embedded source (cl_kernels/<name>.cl) and the dtypes it builds for (KILN__DT_BIT mask,
+ * core/dtype_traits.h): `kiln cache warm` builds only those, and a kernel lookup for another
+ * dtype fails with KILN_ERR_DTYPE before any compile. */
+struct kiln__source {
+  const char *name;
+  unsigned dtypes;
+};
+
 struct kiln__family {
   const char *name;
-  /* Embedded sources (cl_kernels/<name>.cl) the family builds; NULL-terminated. Every
-   * embedded source belongs to exactly one family (tests/unit checks it). */
-  const char *const *sources;
-  /* The dtypes its sources build for (KILN__DT_BIT mask, core/dtype_traits.h): `kiln cache
-   * warm` builds only these, and a kernel lookup for another dtype fails with
-   * KILN_ERR_DTYPE before any compile. */
-  unsigned dtypes;
+  /* The sources the family builds, ended by {NULL}. Every embedded source belongs to
+   * exactly one family (tests/unit checks it). */
+  const struct kiln__source *sources;
   /*
    * Appends the family's own build options of source for dtype on a device to buf
    * (after the common dtype options). variant: a family-defined set of compile-time
@@ -60,17 +64,15 @@ struct kiln__family {
   int64_t (*option_get)(const kiln_context *ctx, const void *state, kiln_option option);
 };
 
-
-
-
 /* lib/ops/families.c: every family, NULL-terminated. */
 extern const struct kiln__family *const kiln__families[];
 
 /* The family's state on ctx (NULL when it has none). No locks taken. */
 void *kiln__family_state(const kiln_context *ctx, const struct kiln__family *family);
 
-/* The family that owns embedded source `source`, or NULL. */
-const struct kiln__family *kiln__family_of_source(const char *source);
+/* The family that owns embedded source `source`, or NULL; *row (optional) gets its row. */
+const struct kiln__family *kiln__family_of_source(const char *source,
+                                                  const struct kiln__source **row);
 
 /* The family that owns option, or NULL. */
 const struct kiln__family *kiln__family_of_option(kiln_option option,

@@ -168,7 +168,7 @@ kiln__program_options(const kiln_device_info *info, const char *source, kiln_dty
   /* Sources that convert to double (cast) need it; for the rest it only enables a pragma. */
   if (info->has_fp64)
     kiln__options_append(buf, len, " -DKILN_FP64=1");
-  const struct kiln__family *f = kiln__family_of_source(source);
+  const struct kiln__family *f = kiln__family_of_source(source, NULL);
   if (f && f->build_options)
     f->build_options(info, source, dtype, variant, buf, len);
 }

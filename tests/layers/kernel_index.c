@@ -97,13 +97,13 @@ render(kiln_context *ctx)
       "too (a flag takes the square root).\n");
   for (size_t f = 0; kiln__families[f]; f++) {
     PUT("\n## %s\n", kiln__families[f]->name);
-    for (const char *const *s = kiln__families[f]->sources; s && *s; s++) {
+    for (const struct kiln__source *s = kiln__families[f]->sources; s && s->name; s++) {
       char list[65536] = "";
-      if (kernels_of(ctx, *s, list, sizeof list)) {
+      if (kernels_of(ctx, s->name, list, sizeof list)) {
         free(out);
         return NULL;
       }
-      PUT("\n`%s.cl`: %s\n", *s, list);
+      PUT("\n`%s.cl`: %s\n", s->name, list);
     }
   }
 #undef PUT

@@ -362,17 +362,20 @@ START_TEST(every_source_has_one_family)
   for (size_t i = 0; i < KILN__CL_SOURCE_COUNT; i++) {
     int owners = 0;
     for (size_t f = 0; kiln__families[f]; f++)
-      for (const char *const *s = kiln__families[f]->sources; s && *s; s++)
-        owners += strcmp(*s, kiln__cl_sources[i].name) == 0;
+      for (const struct kiln__source *s = kiln__families[f]->sources; s && s->name; s++)
+        owners += strcmp(s->name, kiln__cl_sources[i].name) == 0;
     ck_assert_msg(owners == 1, "source %s has %d owning families", kiln__cl_sources[i].name,
                   owners);
   }
   size_t nfam = 0;
   for (size_t f = 0; kiln__families[f]; f++, nfam++) {
     ck_assert_ptr_nonnull(kiln__families[f]->name);
-    for (const char *const *s = kiln__families[f]->sources; s && *s; s++)
-      ck_assert_msg(kiln__cl_source_find(*s) != NULL, "%s names unknown source %s",
-                    kiln__families[f]->name, *s);
+    for (const struct kiln__source *s = kiln__families[f]->sources; s && s->name; s++) {
+      ck_assert_msg(kiln__cl_source_find(s->name) != NULL, "%s names unknown source %s",
+                    kiln__families[f]->name, s->name);
+      ck_assert_msg(s->dtypes && !(s->dtypes & ~KILN__DT_EVERY), "%s.cl builds no dtype",
+                    s->name);
+    }
     for (size_t o = 0; o < kiln__families[f]->noptions; o++) {
       ck_assert_ptr_nonnull(kiln__families[f]->option_set);
       ck_assert_ptr_nonnull(kiln__families[f]->option_get);
