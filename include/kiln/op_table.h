@@ -5,9 +5,9 @@
  * includes this file and stamps one kernel per row).
  *
  * Columns: X(ENUM, name, dtypes, result, OpenCL expression)
- *   dtypes: ALL   = f32 f64 i32 i64 u8 bool
- *           NUM   = f32 f64 i32 i64 u8
- *           FLOAT = f32 f64
+ *   dtypes: ALL   = every real dtype (f16 bf16 f32 f64 i32 i64 u8 bool)
+ *           NUM   = f16 bf16 f32 f64 i32 i64 u8
+ *           FLOAT = f16 bf16 f32 f64
  *           INT   = i32 i64 u8 bool
  *           INTNB = i32 i64 u8
  *   result: SAME (the input dtype) or BOOL

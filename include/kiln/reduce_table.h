@@ -7,8 +7,8 @@
  *
  * Reductions: X(ENUM, name, dtypes, result, empty)
  * Scans:      X(ENUM, name, dtypes, result)
- *   dtypes: ALL   = f32 f64 i32 i64 u8 bool
- *           FLOAT = f32 f64
+ *   dtypes: ALL   = every real dtype (f16 bf16 f32 f64 i32 i64 u8 bool)
+ *           FLOAT = f16 bf16 f32 f64
  *   result: SAME  the input dtype
  *           WIDE  f32 and f64 stay; i32, i64, u8 and bool give i64 (NumPy's
  *                 sum of int32 is int64; kiln has no u64, so u8 also gives i64)

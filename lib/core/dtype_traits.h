@@ -18,12 +18,14 @@
 /*
  * The dtype classes the op tables name (include/kiln/op_table.h,
  * reduce_table.h): X(NAME, mask of dtypes, text for messages). One row each;
- * the enum, the masks and the texts come from here.
+ * the enum, the masks and the texts come from here. Complex dtypes are in no
+ * class: their ops are listed apart. A family accepts a dtype of a row's class
+ * only when its kernel source builds that dtype too (struct kiln__source).
  */
 #define KILN__DTYPE_CLASSES(X)                                                                  \
-  X(ALL, KILN__DT_FLOATS | KILN__DT_INTS | KILN__DT_BIT(KILN_BOOL), "any dtype")              \
-  X(NUM, KILN__DT_FLOATS | KILN__DT_INTS, "f32, f64, i32, i64, u8")                          \
-  X(FLOAT, KILN__DT_FLOATS, "f32, f64")                                                      \
+  X(ALL, KILN__DT_CLASSIC | KILN__DT_HALVES, "any real dtype")                                \
+  X(NUM, KILN__DT_FLOATS | KILN__DT_HALVES | KILN__DT_INTS, "f16, bf16, f32, f64, i32, i64, u8") \
+  X(FLOAT, KILN__DT_FLOATS | KILN__DT_HALVES, "f16, bf16, f32, f64")                          \
   X(INT, KILN__DT_INTS | KILN__DT_BIT(KILN_BOOL), "i32, i64, u8, bool")                      \
   X(INTNB, KILN__DT_INTS, "i32, i64, u8")
 

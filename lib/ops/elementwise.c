@@ -46,7 +46,8 @@ kiln_binary_op_name(kiln_binary_op op)
 static int
 row_supports(const struct op_row *row, kiln_dtype dtype)
 {
-  return kiln__dtype_valid(dtype) && (kiln__dtype_class_mask(row->cls) & KILN__DT_BIT(dtype));
+  return kiln__dtype_valid(dtype) && (kiln__dtype_class_mask(row->cls) &
+                                      kiln__ops_source_dtypes("elementwise") & KILN__DT_BIT(dtype));
 }
 
 int

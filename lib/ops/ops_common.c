@@ -25,6 +25,14 @@ kiln__ops_kernel_variant(const char *op, kiln_context *ctx, const char *source, 
   return kiln__kernel_get(op, ctx, source, options, name, k);
 }
 
+unsigned
+kiln__ops_source_dtypes(const char *source)
+{
+  const struct kiln__source *src = NULL;
+  kiln__family_of_source(source, &src);
+  return src ? src->dtypes : 0;
+}
+
 kiln_status
 kiln__ops_axis(const char *op, int64_t axis, size_t ndim, size_t *out)
 {

@@ -51,6 +51,10 @@ kiln_status kiln__ops_kernel_variant(const char *op, kiln_context *ctx, const ch
                                      const char *name, cl_kernel *k);
 
 /* Normalises an axis in [-ndim, ndim) to [0, ndim); INVALID_ARGUMENT otherwise. */
+/* The dtypes embedded source `source` builds (struct kiln__source); 0 for an unknown source.
+ * An op accepts a dtype only when both its table row's class and its source allow it. */
+unsigned kiln__ops_source_dtypes(const char *source);
+
 kiln_status kiln__ops_axis(const char *op, int64_t axis, size_t ndim, size_t *out);
 
 /* Row-major element strides of a contiguous shape. */

@@ -59,7 +59,8 @@ int
 kiln_reduce_op_supports(kiln_reduce_op op, kiln_dtype dtype)
 {
   return (unsigned)op < KILN_REDUCE_OP_COUNT && kiln__dtype_valid(dtype) &&
-         (kiln__dtype_class_mask(red_rows[op].cls) & KILN__DT_BIT(dtype));
+         (kiln__dtype_class_mask(red_rows[op].cls) & kiln__ops_source_dtypes("reduce") &
+          KILN__DT_BIT(dtype));
 }
 
 static kiln_dtype

@@ -46,7 +46,8 @@ int
 kiln_scan_op_supports(kiln_scan_op op, kiln_dtype dtype)
 {
   return (unsigned)op < KILN_SCAN_OP_COUNT && kiln__dtype_valid(dtype) &&
-         (kiln__dtype_class_mask(scan_rows[op].cls) & KILN__DT_BIT(dtype));
+         (kiln__dtype_class_mask(scan_rows[op].cls) & kiln__ops_source_dtypes("scan") &
+          KILN__DT_BIT(dtype));
 }
 
 static kiln_dtype
