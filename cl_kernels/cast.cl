@@ -1,14 +1,54 @@
 /*
- * Casts from T to every dtype: kernel cast_to_<short name>(x, xoff, y, yoff, n).
+ * Casts from T to every dtype: kernel cast_to_<short name>(x, xoff, y, yoff, n),
+ * one program per source dtype.
  *
- * Build options: see common.cl; -DKILN_FP64=1 adds cast_to_f64.
- * Rules (match kiln_cast() in include/kiln/elementwise.h): float to integer
- * truncates and saturates with NaN -> 0 (the _sat_rtz conversions); integer
- * to integer wraps; anything to bool is x != 0; to float rounds to nearest even.
+ * Build options: see common.cl; -DKILN_FP64=1 adds cast_to_f64 and cast_to_c128
+ * (and is needed by the f64/c128 sources).
+ * Rules (match kiln_cast() in include/kiln/elementwise.h, docs/ops.md "Cast rules"):
+ * float to integer truncates and saturates with NaN -> 0 (the _sat_rtz
+ * conversions); integer to integer wraps; anything to bool is x != 0 (complex:
+ * either part); to a float rounds to nearest even, once, from any source;
+ * complex to real keeps the real part; real to complex sets imag = 0.
+ * f16/bf16 NaN results keep the sign and, from a float source, the top payload
+ * bits (made quiet); from a double source they are the canonical quiet NaN,
+ * as the host conversions in lib/core/half.c give. Casting f16 or bf16 to
+ * itself copies the bits.
  */
 #include "common.cl"
 
-#if KILN_IS_FLOAT
+#if defined(KILN_DT_F64) || defined(KILN_DT_C128)
+#define KILN_SRC_DOUBLE 1
+#else
+#define KILN_SRC_DOUBLE 0
+#endif
+
+/* f16 loads are exact, NaN payloads included: vload_half may quiet a signalling NaN (PoCL
+ * does), so a NaN is rebuilt from its bits; a select, next to memory traffic. */
+#if defined(KILN_DT_F16)
+inline float
+load_f16(global const half *p, ulong i)
+{
+  uint h = ((global const ushort *)p)[i];
+  float f = vload_half(i, p);
+  uint nan = (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu);
+  return nan ? as_float(((h & 0x8000u) << 16) | 0x7f800000u | ((h & 0x3ffu) << 13)) : f;
+}
+#define LOAD(p, i) load_f16((p), (i))
+#else
+#define LOAD(p, i) KILN_LOAD(p, i)
+#endif
+
+/* The value a real target converts from (complex: the real part, as NumPy's cast with its
+ * ComplexWarning) and the "nonzero" a bool target tests (complex: either part). */
+#if KILN_IS_COMPLEX
+#define REAL(v) ((v).x)
+#define NONZERO(v) ((v).x != (RT)0 || (v).y != (RT)0)
+#else
+#define REAL(x) (x)
+#define NONZERO(x) ((x) != (T)0)
+#endif
+
+#if KILN_IS_FLOAT || KILN_IS_COMPLEX
 /* The NaN test is explicit: NVIDIA's _sat conversions turn NaN into the type's minimum
  * (INT_MIN, 128 for uchar) although the OpenCL spec asks for 0. */
 #define TO_INT(type, x) ((x) != (x) ? (type)0 : convert_##type##_sat_rtz(x))
@@ -16,21 +56,114 @@
 #define TO_INT(type, x) ((type)(x))
 #endif
 
-#define CAST_KERNEL(short, type, conv)                                                    \
-  kernel void cast_to_##short(global const T *xs, ulong xoff, global type *ys, ulong yoff, \
-                              ulong n)                                                    \
-  {                                                                                       \
-    for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {                    \
-      T x = xs[xoff + i];                                                                 \
-      ys[yoff + i] = conv;                                                                \
-    }                                                                                     \
+/*
+ * To f16 and bf16. A float value (f32, f16, bf16, c64, and integers: every i32/i64 that
+ * rounds differently through f32 is beyond the f16 range anyway) goes through
+ * vstore_half_rte / kiln_f32_to_bf16. A double goes straight to f16 through the double
+ * vstore_half_rte, and to bf16 through f32 rounded to odd: f32 keeps 16 more bits than
+ * bf16, so that first rounding cannot create a false tie and the second is the only one
+ * that counts. i32/i64 to bf16 round to odd into f32 for the same reason (2^25 + 2^17 + 1
+ * would otherwise round to the tie 2^25 + 2^17 in f32, then to even 2^25).
+ */
+inline ushort
+nan_f16_bits(float v)
+{
+  uint u = as_uint(v);
+  return (ushort)(((u >> 16) & 0x8000u) | 0x7e00u | ((u & 0x7fffffu) >> 13));
+}
+
+inline void
+store_f16_float(global half *p, ulong i, float v)
+{
+  if (isnan(v))
+    ((global ushort *)p)[i] = nan_f16_bits(v);
+  else
+    vstore_half_rte(v, i, p);
+}
+
+#if KILN_SRC_DOUBLE
+inline void
+store_f16_double(global half *p, ulong i, double v)
+{
+  if (isnan(v))
+    ((global ushort *)p)[i] = signbit(v) ? (ushort)0xfe00u : (ushort)0x7e00u;
+  else
+    vstore_half_rte(v, i, p);
+}
+
+inline ushort
+bf16_from_double(double v)
+{
+  if (isnan(v))
+    return signbit(v) ? (ushort)0xffc0u : (ushort)0x7fc0u;
+  float f = convert_float_rtz(v);
+  uint odd = (double)f != v ? 1u : 0u;
+  return kiln_f32_to_bf16(as_float(as_uint(f) | odd));
+}
+#define STORE_F16(p, i, v) store_f16_double((p), (i), (v))
+#define TO_BF16(v) bf16_from_double(v)
+#elif KILN_IS_FLOAT || KILN_IS_COMPLEX
+#define STORE_F16(p, i, v) store_f16_float((p), (i), (v))
+#define TO_BF16(v) kiln_f32_to_bf16(v)
+#else
+inline ushort
+bf16_from_long(long v)
+{
+  float f = convert_float_rtz(v);
+  uint odd = convert_long(f) != v ? 1u : 0u;
+  return kiln_f32_to_bf16(as_float(as_uint(f) | odd));
+}
+#define STORE_F16(p, i, v) vstore_half_rte(convert_float(v), (i), (p))
+#define TO_BF16(v) bf16_from_long(convert_long(v))
+#endif
+
+/* To complex: a complex source converts both parts, a real one gets imag = +0. */
+#if KILN_IS_COMPLEX
+#define TO_C64(x) convert_float2(x)
+#define TO_C128(x) convert_double2(x)
+#else
+#define TO_C64(x) ((float2)(convert_float(x), 0.0f))
+#define TO_C128(x) ((double2)(convert_double(x), 0.0))
+#endif
+
+/* One statement per target: reads element i of xs, writes element j of ys. */
+#define CONV_F32(xs, i, ys, j) ((ys)[j] = convert_float(REAL(LOAD(xs, i))))
+#define CONV_F64(xs, i, ys, j) ((ys)[j] = convert_double(REAL(LOAD(xs, i))))
+#define CONV_I32(xs, i, ys, j) ((ys)[j] = TO_INT(int, REAL(LOAD(xs, i))))
+#define CONV_I64(xs, i, ys, j) ((ys)[j] = TO_INT(long, REAL(LOAD(xs, i))))
+#define CONV_U8(xs, i, ys, j) ((ys)[j] = TO_INT(uchar, REAL(LOAD(xs, i))))
+#define CONV_BOOL(xs, i, ys, j) ((ys)[j] = (uchar)NONZERO(LOAD(xs, i)))
+#define CONV_C64(xs, i, ys, j) ((ys)[j] = TO_C64(LOAD(xs, i)))
+#define CONV_C128(xs, i, ys, j) ((ys)[j] = TO_C128(LOAD(xs, i)))
+/* A 16-bit float cast to itself copies the bits (a signalling NaN stays one). */
+#if defined(KILN_DT_F16)
+#define CONV_F16(xs, i, ys, j) (((global ushort *)(ys))[j] = ((global const ushort *)(xs))[i])
+#else
+#define CONV_F16(xs, i, ys, j) STORE_F16(ys, j, REAL(LOAD(xs, i)))
+#endif
+#if defined(KILN_DT_BF16)
+#define CONV_BF16(xs, i, ys, j) ((ys)[j] = (xs)[i])
+#else
+#define CONV_BF16(xs, i, ys, j) ((ys)[j] = TO_BF16(REAL(LOAD(xs, i))))
+#endif
+
+#define CAST_KERNEL(short, conv, type)                                                     \
+  kernel void cast_to_##short(global const ST *xs, ulong xoff, global type *ys, ulong yoff, \
+                              ulong n)                                                     \
+  {                                                                                        \
+    for (ulong i = get_global_id(0); i < n; i += get_global_size(0))                       \
+      conv(xs, xoff + i, ys, yoff + i);                                                    \
   }
 
-CAST_KERNEL(f32, float, convert_float(x))
-#if defined(KILN_DT_F64) || defined(KILN_FP64)
-CAST_KERNEL(f64, double, convert_double(x))
+CAST_KERNEL(f32, CONV_F32, float)
+CAST_KERNEL(i32, CONV_I32, int)
+CAST_KERNEL(i64, CONV_I64, long)
+CAST_KERNEL(u8, CONV_U8, uchar)
+CAST_KERNEL(bool, CONV_BOOL, uchar)
+CAST_KERNEL(f16, CONV_F16, half)
+CAST_KERNEL(bf16, CONV_BF16, ushort)
+CAST_KERNEL(c64, CONV_C64, float2)
+#if defined(KILN_DT_F64) || defined(KILN_DT_C128) || defined(KILN_FP64)
+CAST_KERNEL(f64, CONV_F64, double)
+CAST_KERNEL(c128, CONV_C128, double2)
 #endif
-CAST_KERNEL(i32, int, TO_INT(int, x))
-CAST_KERNEL(i64, long, TO_INT(long, x))
-CAST_KERNEL(u8, uchar, TO_INT(uchar, x))
-CAST_KERNEL(bool, uchar, (uchar)(x != (T)0))

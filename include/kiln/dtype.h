@@ -65,6 +65,25 @@ KILN_API const char *kiln_dtype_name(kiln_dtype dtype);
 KILN_API kiln_status kiln_dtype_from_name(const char *name, kiln_dtype *out);
 
 /**
+ * The dtype a binary operation on dtypes a and b computes in (NumPy/PyTorch type
+ * promotion; the full table is in docs/ops.md, "Type promotion"). Symmetric.
+ * Kinds rank bool < integer < floating < complex, and the result is of the
+ * higher kind:
+ * - bool with x: x. Integers: the wider one (u8 with i32: i32; i32 with i64: i64).
+ * - integer with a floating or complex dtype: that dtype (i64 + f16 = f16,
+ *   i32 + c64 = c64), as PyTorch; NumPy widens i32/i64 + f16/f32 to f64 and
+ *   i32/i64 + c64 to c128.
+ * - floating: the wider; f16 with bf16: f32 (neither holds the other).
+ * - real with complex: the complex dtype wide enough for both (f64 + c64 = c128).
+ * kiln_binary() still requires equal dtypes: cast the operands to the result
+ * of this function with kiln_cast() first. A c128 or f64 result may still be
+ * unsupported by a device without fp64.
+ * @return KILN_OK; KILN_ERR_INVALID_ARGUMENT for a dtype outside the enum or a NULL out
+ *         (*out is left alone then).
+ */
+KILN_API kiln_status kiln_dtype_promote(kiln_dtype a, kiln_dtype b, kiln_dtype *out);
+
+/**
  * f32 to f16 (IEEE binary16), rounding to nearest even: overflow gives
  * infinity, results below the smallest normal become subnormals, NaN stays
  * NaN (sign and the top payload bits kept, made quiet).

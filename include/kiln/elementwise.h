@@ -90,10 +90,20 @@ KILN_API kiln_status kiln_clamp(kiln_context *ctx, const kiln_tensor *x, kiln_sc
                                 kiln_scalar hi, kiln_tensor **out);
 
 /**
- * Converts x to dtype. Rules: float to integer truncates toward zero and
- * saturates at the target's range, NaN becomes 0; integer to narrower integer
- * wraps (keeps the low bits); anything to bool is (x != 0); float to float and
- * integer to float round to nearest even. Casting to x's own dtype copies.
+ * Converts x to dtype; any of the ten dtypes to any other (docs/ops.md, "Cast
+ * rules"). Rules: float to integer truncates toward zero and saturates at the
+ * target's range, NaN becomes 0; integer to narrower integer wraps (keeps the
+ * low bits); anything to bool is (x != 0), NaN and complex numbers with any
+ * nonzero part included; to f32, f64, f16 or bf16 rounds to nearest even
+ * once, from any source (f64 to f16 does not go through f32); f16 and bf16 to
+ * wider floats are exact. Complex to a real dtype keeps the real part and
+ * drops the imaginary one (NumPy does the same with a ComplexWarning; kiln
+ * does not warn); real to complex sets the imaginary part to +0; c64 <-> c128
+ * converts both parts. Casting to x's own dtype copies. To find the dtype two
+ * tensors have in common before a binary op, see kiln_dtype_promote().
+ * Besides the common statuses: KILN_ERR_INVALID_ARGUMENT (dtype outside the
+ * enum); KILN_ERR_UNSUPPORTED (x or dtype is f64 or c128 and the device lacks
+ * fp64).
  */
 KILN_API kiln_status kiln_cast(kiln_context *ctx, const kiln_tensor *x, kiln_dtype dtype,
                                kiln_tensor **out);

@@ -197,7 +197,9 @@ extern "C" {
   X(f16_to_f32, kiln_f16_to_f32) \
   X(bf16_from_f32, kiln_bf16_from_f32) \
   X(bf16_from_f64, kiln_bf16_from_f64) \
-  X(bf16_to_f32, kiln_bf16_to_f32)
+  X(bf16_to_f32, kiln_bf16_to_f32) \
+  /* type promotion */ \
+  X(dtype_promote, kiln_dtype_promote)
 
 #define KILN_PROVIDER_SLOT_(slot, function) __typeof__(function) *slot;
 

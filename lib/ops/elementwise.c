@@ -409,6 +409,14 @@ kiln_cast(kiln_context *ctx, const kiln_tensor *x, kiln_dtype dtype, kiln_tensor
   KILN_TRY(kiln__tensor_check(op, x, ctx));
   KILN_RETURN_IF(!kiln__dtype_valid(dtype), KILN_ERR_INVALID_ARGUMENT, op, "invalid dtype %d",
                  (int)dtype);
+  /* f64 tensors cannot exist without fp64, c128 ones can (they are bytes until a kernel
+   * reads them); either end needs the device's doubles. */
+  for (int end = 0; end < 2; end++) {
+    kiln_dtype d = end ? dtype : x->dtype;
+    KILN_RETURN_IF(!kiln__device_has_dtype(&ctx->info, d), KILN_ERR_UNSUPPORTED, op,
+                   "%s needs fp64 support, which device \"%s\" lacks", kiln_dtype_name(d),
+                   ctx->info.name);
+  }
   kiln__out_target t;
   KILN_TRY(kiln__ops_out_begin(op, ctx, dtype, &x->shape, out, &x, 1, 1, &t));
   char kname[32];
@@ -638,7 +646,7 @@ static const struct kiln__tune_family ew_tune = {
 };
 
 static const struct kiln__source ew_sources[] = {
-    {"elementwise", KILN__DT_CLASSIC}, {"cast", KILN__DT_CLASSIC}, {NULL, 0}};
+    {"elementwise", KILN__DT_CLASSIC}, {"cast", KILN__DT_EVERY}, {NULL, 0}};
 
 const struct kiln__family kiln__elementwise_family = {
     .name = "elementwise",

@@ -336,6 +336,94 @@ START_TEST(scalar_conversion_follows_cast_rules)
 }
 END_TEST
 
+/* The 16-bit float and complex targets: one rounding from the f64 or i64 value, imag = +0. */
+START_TEST(scalar_conversion_half_and_complex)
+{
+  unsigned char buf[16]; /* c128 is 16 bytes */
+  uint16_t h;
+#define HALF_OF(sc, dt) (kiln__scalar_to_bytes((sc), (dt), buf), memcpy(&h, buf, 2), h)
+  ck_assert_uint_eq(HALF_OF(kiln_scalar_f64(1.0), KILN_F16), 0x3c00);
+  ck_assert_uint_eq(HALF_OF(kiln_scalar_f64(-2.0), KILN_BF16), 0xc000);
+  ck_assert_uint_eq(HALF_OF(kiln_scalar_f64(65504.0), KILN_F16), 0x7bff);
+  ck_assert_uint_eq(HALF_OF(kiln_scalar_f64(65520.0), KILN_F16), 0x7c00); /* tie to inf */
+  ck_assert_uint_eq(HALF_OF(kiln_scalar_f64(-1e39), KILN_BF16), 0xff80);
+  ck_assert_uint_eq(HALF_OF(kiln_scalar_f64(-1e-50), KILN_BF16), 0x8000);
+  ck_assert_uint_eq(HALF_OF(kiln_scalar_f64(0x1p-24), KILN_F16), 0x0001); /* subnormal */
+  ck_assert_uint_eq(HALF_OF(kiln_scalar_f64(-NAN), KILN_F16), 0xfe00);
+  ck_assert_uint_eq(HALF_OF(kiln_scalar_f64(NAN), KILN_BF16), 0x7fc0);
+  /* Just above a tie by less than an f32 can hold: through f32 it would round to even. */
+  ck_assert_uint_eq(HALF_OF(kiln_scalar_f64(1.0 + 0x1p-11 + 0x1p-40), KILN_F16), 0x3c01);
+  ck_assert_uint_eq(HALF_OF(kiln_scalar_f64(1.0 + 0x1p-8 + 0x1p-40), KILN_BF16), 0x3f81);
+  /* Integers: ties to even, overflow to inf, and i64 beyond 2^53 rounded once. */
+  ck_assert_uint_eq(HALF_OF(kiln_scalar_i64(2049), KILN_F16), 0x6800);
+  ck_assert_uint_eq(HALF_OF(kiln_scalar_i64(2051), KILN_F16), 0x6802);
+  ck_assert_uint_eq(HALF_OF(kiln_scalar_i64(-70000), KILN_F16), 0xfc00);
+  ck_assert_uint_eq(HALF_OF(kiln_scalar_i64(257), KILN_BF16), 0x4380);
+  int64_t big = (INT64_C(1) << 60) + (INT64_C(1) << 52) + 1; /* (double) gives the tie */
+  ck_assert_uint_eq(HALF_OF(kiln_scalar_i64(big), KILN_BF16),
+                    kiln_bf16_from_f64(0x1p60 + 0x1p53));
+  ck_assert_uint_eq(HALF_OF(kiln_scalar_i64(-big), KILN_BF16),
+                    kiln_bf16_from_f64(-0x1p60 - 0x1p53));
+  ck_assert_uint_eq(HALF_OF(kiln_scalar_i64(INT64_MIN), KILN_BF16), 0xdf00);
+  ck_assert_uint_eq(HALF_OF(kiln_scalar_i64(INT64_MAX), KILN_BF16), 0x5f00);
+#undef HALF_OF
+  kiln_complex64 c;
+  kiln__scalar_to_bytes(kiln_scalar_f64(0.1), KILN_C64, buf);
+  memcpy(&c, buf, sizeof c);
+  ck_assert(c.re == 0.1f && c.im == 0.0f && !signbit(c.im));
+  kiln__scalar_to_bytes(kiln_scalar_i64(16777217), KILN_C64, buf);
+  memcpy(&c, buf, sizeof c);
+  ck_assert(c.re == 16777216.0f && c.im == 0.0f);
+  kiln_complex128 z;
+  kiln__scalar_to_bytes(kiln_scalar_f64(-0.0), KILN_C128, buf);
+  memcpy(&z, buf, sizeof z);
+  ck_assert(z.re == 0.0 && signbit(z.re) && z.im == 0.0 && !signbit(z.im));
+  kiln__scalar_to_bytes(kiln_scalar_i64((INT64_C(1) << 53) + 1), KILN_C128, buf);
+  memcpy(&z, buf, sizeof z);
+  ck_assert(z.re == 0x1p53 && z.im == 0.0);
+  kiln__scalar_to_bytes(kiln_scalar_f64(INFINITY), KILN_C128, buf);
+  memcpy(&z, buf, sizeof z);
+  ck_assert(isinf(z.re) && z.re > 0 && z.im == 0.0);
+}
+END_TEST
+
+/* The full 10x10 table of docs/ops.md, "Type promotion", written out independently. */
+START_TEST(dtype_promotion_table)
+{
+  enum { F32 = KILN_F32, F64 = KILN_F64, I32 = KILN_I32, I64 = KILN_I64, U8 = KILN_U8,
+         BL = KILN_BOOL, F16 = KILN_F16, BF = KILN_BF16, C64 = KILN_C64, C128 = KILN_C128 };
+  static const int order[10] = {F32, F64, I32, I64, U8, BL, F16, BF, C64, C128};
+  static const int table[10][10] = {
+      /*         f32   f64   i32   i64   u8    bool  f16   bf16  c64   c128 */
+      /* f32 */ {F32, F64, F32, F32, F32, F32, F32, F32, C64, C128},
+      /* f64 */ {F64, F64, F64, F64, F64, F64, F64, F64, C128, C128},
+      /* i32 */ {F32, F64, I32, I64, I32, I32, F16, BF, C64, C128},
+      /* i64 */ {F32, F64, I64, I64, I64, I64, F16, BF, C64, C128},
+      /* u8  */ {F32, F64, I32, I64, U8, U8, F16, BF, C64, C128},
+      /* bool */ {F32, F64, I32, I64, U8, BL, F16, BF, C64, C128},
+      /* f16 */ {F32, F64, F16, F16, F16, F16, F16, F32, C64, C128},
+      /* bf16 */ {F32, F64, BF, BF, BF, BF, F32, BF, C64, C128},
+      /* c64 */ {C64, C128, C64, C64, C64, C64, C64, C64, C64, C128},
+      /* c128 */ {C128, C128, C128, C128, C128, C128, C128, C128, C128, C128},
+  };
+  ck_assert_int_eq(KILN_DTYPE_COUNT, 10);
+  for (int i = 0; i < 10; i++)
+    for (int j = 0; j < 10; j++) {
+      kiln_dtype got = KILN_DTYPE_COUNT;
+      KOK(kiln_dtype_promote((kiln_dtype)order[i], (kiln_dtype)order[j], &got));
+      ck_assert_msg((int)got == table[i][j], "%s + %s: got %s, want %s",
+                    kiln_dtype_name((kiln_dtype)order[i]), kiln_dtype_name((kiln_dtype)order[j]),
+                    kiln_dtype_name(got), kiln_dtype_name((kiln_dtype)table[i][j]));
+    }
+  kiln_dtype kept = KILN_U8;
+  KEXPECT(kiln_dtype_promote(KILN_DTYPE_COUNT, KILN_F32, &kept), KILN_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "kiln_dtype_promote"));
+  KEXPECT(kiln_dtype_promote(KILN_F32, (kiln_dtype)-1, &kept), KILN_ERR_INVALID_ARGUMENT);
+  ck_assert_int_eq(kept, KILN_U8);
+  KEXPECT(kiln_dtype_promote(KILN_F32, KILN_I32, NULL), KILN_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
 START_TEST(provider_abi_is_checked)
 {
   const kiln_provider *p = (const kiln_provider *)1;
@@ -473,6 +561,8 @@ unit_suite(void)
   tcase_add_test(tc, broadcast_rules);
   tcase_add_test(tc, broadcast_plan_merges_dimensions);
   tcase_add_test(tc, scalar_conversion_follows_cast_rules);
+  tcase_add_test(tc, scalar_conversion_half_and_complex);
+  tcase_add_test(tc, dtype_promotion_table);
   tcase_add_test(tc, provider_abi_is_checked);
   tcase_add_test(tc, op_names_round_trip);
   tcase_add_test(tc, every_source_has_one_family);
