@@ -22,7 +22,8 @@
  *   given *out of the wrong shape); KILN_ERR_BUILD (kernel failed to compile;
  *   the log is in the message); KILN_ERR_OPENCL; KILN_ERR_DEVICE_MEMORY;
  *   KILN_ERR_HOST_MEMORY.
- * Inputs of binary operations must have the same dtype; use kiln_cast().
+ * Inputs of binary operations must have the same dtype: kiln_dtype_promote()
+ * gives the common one, kiln_cast() converts to it.
  */
 #ifndef KILN_ELEMENTWISE_H
 #define KILN_ELEMENTWISE_H

@@ -77,10 +77,10 @@ enum { KIND_BOOL, KIND_INT, KIND_FLOAT, KIND_COMPLEX };
 static int
 promote_kind(kiln_dtype d)
 {
-  return d == KILN_BOOL ? KIND_BOOL
-         : kiln__dtype_is_complex(d) ? KIND_COMPLEX
+  return d == KILN_BOOL               ? KIND_BOOL
+         : kiln__dtype_is_complex(d)  ? KIND_COMPLEX
          : kiln__dtype_is_floating(d) ? KIND_FLOAT
-                                       : KIND_INT;
+                                      : KIND_INT;
 }
 
 /* Bytes of precision a floating or complex dtype carries per part (f16 and bf16: 2). */

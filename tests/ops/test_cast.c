@@ -258,11 +258,11 @@ ref_cast(kiln_dtype from, const void *in, kiln_dtype to, void *out, uint64_t k)
 /* ------------------------------------------------------------------ */
 
 static const double float_edges[] = {
-    NAN, -NAN, INFINITY, -INFINITY, 0.0, -0.0, 0.5, -0.5, 1.5, 2.5, -1.9, 1.9, 127.5, 255.5,
-    255.9, 256.0, 300.0, -1.0, -300.0, 2147483647.0, 2147483648.0, 2147483520.0, -2147483648.0,
+    NAN, -NAN, INFINITY, -INFINITY, 0.0, -0.0, 0.5, -0.5, 1.5, 2.5, -1.9, 1.9, 127.5, 255.5, 255.9,
+    256.0, 300.0, -1.0, -300.0, 2147483647.0, 2147483648.0, 2147483520.0, -2147483648.0,
     -2147483904.0, -2147483649.0, 4294967296.0, 9007199254740993.0, 0x1p63, -0x1p63,
-    9223372036854774784.0, -9.3e18, 1e20, -1e20, 3.4e38, 1e39, -1e39, 1e300, -1e300, 1e-40,
-    1e-310, 1.0 + 0x1p-24, 1.0 + 3 * 0x1p-24, 0.1, 16777217.0, -0.99, 0.99,
+    9223372036854774784.0, -9.3e18, 1e20, -1e20, 3.4e38, 1e39, -1e39, 1e300, -1e300, 1e-40, 1e-310,
+    1.0 + 0x1p-24, 1.0 + 3 * 0x1p-24, 0.1, 16777217.0, -0.99, 0.99,
     /* 16-bit float ranges: f16 max, its tie to inf and just below it, f16 subnormals and
      * half the smallest one, f16 and bf16 ties and a hair above them */
     65504.0, 65520.0, 65519.99, -65520.0, 0x1p-14, 0x1p-24, 0x1p-25, 0x1.8p-25, 0x1p-26,
@@ -270,14 +270,45 @@ static const double float_edges[] = {
     0x1.fep127, 0x1.fe00001p127, 0x1p-149, -0x1p-150, 2049.0, 2051.0, 33554433.0};
 #define N_FLOAT_EDGES (sizeof float_edges / sizeof float_edges[0])
 
-static const int64_t int_edges[] = {
-    0, 1, -1, 2, 127, 128, 255, 256, 257, -255, -256, 2049, 2051, -2051, 65504, 65519, 65520,
-    65535, 65536, -65520, 16777217, 16777219, 2147483647, INT32_MIN,
-    (INT64_C(1) << 25) + (INT64_C(1) << 17) + 1, -(INT64_C(1) << 25) - (INT64_C(1) << 17) - 1,
-    (INT64_C(1) << 32) + 5, -(INT64_C(1) << 32) - 5, (INT64_C(1) << 53) + 1,
-    (INT64_C(1) << 53) + 3, (INT64_C(1) << 60) + (INT64_C(1) << 52) + 1,
-    -(INT64_C(1) << 60) - (INT64_C(1) << 52) - 1, (INT64_C(1) << 60) + (INT64_C(1) << 36) + 1,
-    INT64_MAX, INT64_MIN, INT64_MAX - 1, 0x7fffff80, 0x7fffffc0, (INT64_C(1) << 40) + 0x80};
+static const int64_t int_edges[] = {0,
+                                    1,
+                                    -1,
+                                    2,
+                                    127,
+                                    128,
+                                    255,
+                                    256,
+                                    257,
+                                    -255,
+                                    -256,
+                                    2049,
+                                    2051,
+                                    -2051,
+                                    65504,
+                                    65519,
+                                    65520,
+                                    65535,
+                                    65536,
+                                    -65520,
+                                    16777217,
+                                    16777219,
+                                    2147483647,
+                                    INT32_MIN,
+                                    (INT64_C(1) << 25) + (INT64_C(1) << 17) + 1,
+                                    -(INT64_C(1) << 25) - (INT64_C(1) << 17) - 1,
+                                    (INT64_C(1) << 32) + 5,
+                                    -(INT64_C(1) << 32) - 5,
+                                    (INT64_C(1) << 53) + 1,
+                                    (INT64_C(1) << 53) + 3,
+                                    (INT64_C(1) << 60) + (INT64_C(1) << 52) + 1,
+                                    -(INT64_C(1) << 60) - (INT64_C(1) << 52) - 1,
+                                    (INT64_C(1) << 60) + (INT64_C(1) << 36) + 1,
+                                    INT64_MAX,
+                                    INT64_MIN,
+                                    INT64_MAX - 1,
+                                    0x7fffff80,
+                                    0x7fffffc0,
+                                    (INT64_C(1) << 40) + 0x80};
 #define N_INT_EDGES (sizeof int_edges / sizeof int_edges[0])
 
 static uint64_t
@@ -511,11 +542,28 @@ f64_hair(double mid, double half_ulp)
   return ldexp(half_ulp, -30);
 }
 
-static const uint32_t f32_extra[] = {
-    0x7fc00000u, 0xffc00000u, 0x7f800001u, 0xff800001u, 0x7fffffffu, 0xff812345u, 0x7fa00000u,
-    0x00000001u, 0x80000001u, 0x007fffffu, 0x807fffffu, 0x00400000u, 0x7f7fffffu, 0xff7fffffu,
-    0x7f800000u, 0xff800000u, 0x477ff000u /* 65520 */, 0x477fefffu, 0x33000000u /* 2^-25 */,
-    0x33000001u, 0xb3000000u, 0x33800000u /* 2^-24 */};
+static const uint32_t f32_extra[] = {0x7fc00000u,
+                                     0xffc00000u,
+                                     0x7f800001u,
+                                     0xff800001u,
+                                     0x7fffffffu,
+                                     0xff812345u,
+                                     0x7fa00000u,
+                                     0x00000001u,
+                                     0x80000001u,
+                                     0x007fffffu,
+                                     0x807fffffu,
+                                     0x00400000u,
+                                     0x7f7fffffu,
+                                     0xff7fffffu,
+                                     0x7f800000u,
+                                     0xff800000u,
+                                     0x477ff000u /* 65520 */,
+                                     0x477fefffu,
+                                     0x33000000u /* 2^-25 */,
+                                     0x33000001u,
+                                     0xb3000000u,
+                                     0x33800000u /* 2^-24 */};
 #define N_F32_EXTRA (sizeof f32_extra / sizeof f32_extra[0])
 
 /* f32 -> f16 and bf16 on every tie and its f32 neighbours, overflow, subnormals and NaN. */
@@ -560,9 +608,22 @@ START_TEST(f64_to_half_single_rounding)
   double *x = xmalloc((2 * 6 * 65536 + 16) * sizeof *x);
   uint64_t n = boundaries(1, f64_hair, x);
   n += boundaries(0, f64_hair, x + n);
-  static const double extra[] = {65520.0 - 0x1p-30, -65520.0 + 0x1p-30, 0x1.fep127 - 0x1p90,
-                                 0x1.fep127 + 0x1p90, 1e300, -1e300, 1e-300, -1e-300, 0x1p-1074,
-                                 NAN, -NAN, INFINITY, -INFINITY, DBL_MAX, 0.0, -0.0};
+  static const double extra[] = {65520.0 - 0x1p-30,
+                                 -65520.0 + 0x1p-30,
+                                 0x1.fep127 - 0x1p90,
+                                 0x1.fep127 + 0x1p90,
+                                 1e300,
+                                 -1e300,
+                                 1e-300,
+                                 -1e-300,
+                                 0x1p-1074,
+                                 NAN,
+                                 -NAN,
+                                 INFINITY,
+                                 -INFINITY,
+                                 DBL_MAX,
+                                 0.0,
+                                 -0.0};
   for (size_t k = 0; k < sizeof extra / sizeof extra[0]; k++)
     x[n++] = extra[k];
   uint16_t *want = xmalloc(n * 2);
@@ -571,8 +632,7 @@ START_TEST(f64_to_half_single_rounding)
     uint64_t differ = 0;
     for (uint64_t k = 0; k < n; k++) {
       want[k] = f16 ? kiln_f16_from_f64(x[k]) : kiln_bf16_from_f64(x[k]);
-      differ +=
-          want[k] != (f16 ? kiln_f16_from_f32((float)x[k]) : kiln_bf16_from_f32((float)x[k]));
+      differ += want[k] != (f16 ? kiln_f16_from_f32((float)x[k]) : kiln_bf16_from_f32((float)x[k]));
     }
     ck_assert_uint_gt(differ, 10000); /* the cases double rounding would get wrong */
     uint16_t *got = cast_host(KILN_F64, x, n, hd);
@@ -632,8 +692,8 @@ START_TEST(int_to_half_rounding)
   for (uint64_t k = 0; k < n; k++)
     if (v[k] >= INT32_MIN && v[k] <= INT32_MAX)
       v32[n32++] = (int32_t)v[k];
-  static const kiln_dtype targets[] = {KILN_F16, KILN_BF16, KILN_F32, KILN_C64, KILN_F64,
-                                       KILN_C128};
+  static const kiln_dtype targets[] = {KILN_F16, KILN_BF16, KILN_F32,
+                                       KILN_C64, KILN_F64,  KILN_C128};
   for (int wide = 0; wide < 2; wide++) {
     kiln_dtype from = wide ? KILN_I64 : KILN_I32;
     const void *src = wide ? (const void *)v : (const void *)v32;

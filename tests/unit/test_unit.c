@@ -360,8 +360,7 @@ START_TEST(scalar_conversion_half_and_complex)
   ck_assert_uint_eq(HALF_OF(kiln_scalar_i64(-70000), KILN_F16), 0xfc00);
   ck_assert_uint_eq(HALF_OF(kiln_scalar_i64(257), KILN_BF16), 0x4380);
   int64_t big = (INT64_C(1) << 60) + (INT64_C(1) << 52) + 1; /* (double) gives the tie */
-  ck_assert_uint_eq(HALF_OF(kiln_scalar_i64(big), KILN_BF16),
-                    kiln_bf16_from_f64(0x1p60 + 0x1p53));
+  ck_assert_uint_eq(HALF_OF(kiln_scalar_i64(big), KILN_BF16), kiln_bf16_from_f64(0x1p60 + 0x1p53));
   ck_assert_uint_eq(HALF_OF(kiln_scalar_i64(-big), KILN_BF16),
                     kiln_bf16_from_f64(-0x1p60 - 0x1p53));
   ck_assert_uint_eq(HALF_OF(kiln_scalar_i64(INT64_MIN), KILN_BF16), 0xdf00);
@@ -390,6 +389,8 @@ END_TEST
 /* The full 10x10 table of docs/ops.md, "Type promotion", written out independently. */
 START_TEST(dtype_promotion_table)
 {
+  /* one row per line, as the table in docs/ops.md */
+  /* clang-format off */
   enum { F32 = KILN_F32, F64 = KILN_F64, I32 = KILN_I32, I64 = KILN_I64, U8 = KILN_U8,
          BL = KILN_BOOL, F16 = KILN_F16, BF = KILN_BF16, C64 = KILN_C64, C128 = KILN_C128 };
   static const int order[10] = {F32, F64, I32, I64, U8, BL, F16, BF, C64, C128};
@@ -406,6 +407,7 @@ START_TEST(dtype_promotion_table)
       /* c64 */ {C64, C128, C64, C64, C64, C64, C64, C64, C64, C128},
       /* c128 */ {C128, C128, C128, C128, C128, C128, C128, C128, C128, C128},
   };
+  /* clang-format on */
   ck_assert_int_eq(KILN_DTYPE_COUNT, 10);
   for (int i = 0; i < 10; i++)
     for (int j = 0; j < 10; j++) {
