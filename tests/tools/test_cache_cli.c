@@ -4,7 +4,7 @@
  * fills through the library.
  *
  * A master cache is filled once with kiln_context_cache_warm (the first
- * WARM_VARIANTS variants, e.g. cast for every dtype, then create); each test works
+ * WARM_VARIANTS variants: cast for every dtype, then create); each test works
  * on a copy of it. Entries with identities no device has (a fake driver
  * version, a device name full of JSON-hostile bytes) are written with the
  * file layer (runtime/disk_cache.h) and published by kiln_cache_entry_write,
@@ -33,7 +33,8 @@
 
 extern char **environ;
 
-#define WARM_VARIANTS 8
+/* More variants than cast has dtypes (it builds every one), so the master holds two sources. */
+#define WARM_VARIANTS (KILN_DTYPE_COUNT + 2)
 /* The directory of the current cache format (DIR/v<KILN__DC_FORMAT>). */
 #define VDIR "v2"
 _Static_assert(KILN__DC_FORMAT == 2, "VDIR names the current format's directory");
@@ -508,7 +509,7 @@ START_TEST(list_show_stats_match_the_files)
   ck_assert_int_eq(jq_int(r.out, "d['count']"), (long long)n);
   ck_assert_int_eq(jq_int(r.out, "d['bytes']"), (long long)total);
   jq_expect(r.out, "' '.join(sorted(e['key'] for e in d['entries']))", keys);
-  char sources[300] = "[";
+  char sources[WARM_VARIANTS * (sizeof master_src[0] + 4) + 2] = "[";
   for (size_t i = 0; i < master_nsrc; i++)
     snprintf(sources + strlen(sources), sizeof sources - strlen(sources), "%s'%s'", i ? ", " : "",
              master_src[i]);
