@@ -26,12 +26,13 @@
  * Statuses common to every function here:
  *   KILN_OK; KILN_ERR_INVALID_HANDLE (NULL, released or foreign ctx or tensor);
  *   KILN_ERR_INVALID_ARGUMENT (a NULL required output pointer, an op outside its enum, a
- *   reduction outside kiln_reduction, an axis out of range, a bad scalar: eps < 0 or NaN, label_smoothing
- *   outside [0, 1], outputs sharing bytes); KILN_ERR_CONTEXT_MISMATCH (a tensor of another
- *   context); KILN_ERR_DTYPE (a dtype other than f32/f64, tensors of different dtypes, a
- *   target of the wrong dtype, a given *out of the wrong dtype); KILN_ERR_SHAPE (shapes that do not match as documented, a given *out of the wrong shape);
- *   KILN_ERR_UNSUPPORTED (f64 without fp64); KILN_ERR_BUILD (a kernel failed to compile;
- *   the log is in the message); KILN_ERR_OPENCL; KILN_ERR_DEVICE_MEMORY;
+ *   reduction outside kiln_reduction, an axis out of range, a bad scalar: eps < 0 or NaN,
+ *   label_smoothing outside [0, 1], outputs sharing bytes); KILN_ERR_CONTEXT_MISMATCH (a
+ *   tensor of another context); KILN_ERR_DTYPE (a dtype other than f32/f64, tensors of
+ *   different dtypes, a target of the wrong dtype, a given *out of the wrong dtype);
+ *   KILN_ERR_SHAPE (shapes that do not match as documented, a given *out of the wrong
+ *   shape); KILN_ERR_UNSUPPORTED (f64 without fp64); KILN_ERR_BUILD (a kernel failed to
+ *   compile; the log is in the message); KILN_ERR_OPENCL; KILN_ERR_DEVICE_MEMORY;
  *   KILN_ERR_HOST_MEMORY; KILN_ERR_OVERFLOW (a temporary exceeds the device's largest
  *   allocation).
  * On failure results kiln allocated are released and their pointers left NULL; a tensor the
@@ -88,9 +89,8 @@ KILN_API kiln_status kiln_log_softmax_backward(kiln_context *ctx, const kiln_ten
  * A row of D = 0 elements is refused (KILN_ERR_SHAPE), an empty batch is not.
  */
 KILN_API kiln_status kiln_layer_norm(kiln_context *ctx, const kiln_tensor *x, int64_t axis,
-                                     const kiln_tensor *weight, const kiln_tensor *bias,
-                                     double eps, kiln_tensor **out, kiln_tensor **mean,
-                                     kiln_tensor **rstd);
+                                     const kiln_tensor *weight, const kiln_tensor *bias, double eps,
+                                     kiln_tensor **out, kiln_tensor **mean, kiln_tensor **rstd);
 
 /**
  * Gradients of kiln_layer_norm from grad (x's shape), x, the forward's mean and rstd and its
@@ -105,8 +105,7 @@ KILN_API kiln_status kiln_layer_norm_backward(kiln_context *ctx, const kiln_tens
                                               const kiln_tensor *x, const kiln_tensor *mean,
                                               const kiln_tensor *rstd, const kiln_tensor *weight,
                                               int64_t axis, kiln_tensor **grad_x,
-                                              kiln_tensor **grad_weight,
-                                              kiln_tensor **grad_bias);
+                                              kiln_tensor **grad_weight, kiln_tensor **grad_bias);
 
 /**
  * RMS normalisation over the trailing axes [axis, ndim): y = x * rstd * weight with
@@ -134,7 +133,7 @@ typedef enum kiln_activation {
 #define KILN_X_(E, n, v, f, b) KILN_ACT_##E,
   KILN_ACTIVATIONS(KILN_X_)
 #undef KILN_X_
-  KILN_ACTIVATION_COUNT
+      KILN_ACTIVATION_COUNT
 } kiln_activation;
 
 /** Name of an activation ("gelu_tanh"); "?" outside the enum. Never NULL. */
@@ -203,8 +202,7 @@ KILN_API kiln_status kiln_cross_entropy(kiln_context *ctx, const kiln_tensor *lo
 KILN_API kiln_status kiln_cross_entropy_backward(kiln_context *ctx, const kiln_tensor *grad_out,
                                                  const kiln_tensor *logits,
                                                  const kiln_tensor *target, int64_t ignore_index,
-                                                 double label_smoothing,
-                                                 kiln_reduction reduction,
+                                                 double label_smoothing, kiln_reduction reduction,
                                                  kiln_tensor **grad_logits);
 
 /**
@@ -227,7 +225,7 @@ typedef enum kiln_loss_op {
 #define KILN_X_(E, n, f, b) KILN_LOSS_##E,
   KILN_POINT_LOSSES(KILN_X_)
 #undef KILN_X_
-  KILN_LOSS_OP_COUNT
+      KILN_LOSS_OP_COUNT
 } kiln_loss_op;
 
 /** Name of a pointwise loss ("smooth_l1"); "?" outside the enum. Never NULL. */

@@ -51,8 +51,8 @@ kiln__nn_check_float(const char *op, kiln_context *ctx, const kiln_tensor *t, co
 }
 
 kiln_status
-kiln__nn_check_like(const char *op, kiln_context *ctx, const kiln_tensor *t,
-                    const kiln_tensor *ref, const char *what)
+kiln__nn_check_like(const char *op, kiln_context *ctx, const kiln_tensor *t, const kiln_tensor *ref,
+                    const char *what)
 {
   KILN_TRY(kiln__tensor_check(op, t, ctx));
   KILN_RETURN_IF(t->dtype != ref->dtype, KILN_ERR_DTYPE, op, "%s is %s, expected %s", what,
@@ -75,8 +75,8 @@ kiln__nn_check_reduction(const char *op, kiln_reduction reduction)
 }
 
 kiln_status
-kiln__nn_check_grad_out(const char *op, kiln_context *ctx, const kiln_tensor *g,
-                        kiln_dtype dtype, const kiln__shape *shape, kiln_reduction reduction)
+kiln__nn_check_grad_out(const char *op, kiln_context *ctx, const kiln_tensor *g, kiln_dtype dtype,
+                        const kiln__shape *shape, kiln_reduction reduction)
 {
   KILN_TRY(kiln__tensor_check(op, g, ctx));
   KILN_RETURN_IF(g->dtype != dtype, KILN_ERR_DTYPE, op, "grad_out is %s, expected %s",
@@ -95,8 +95,8 @@ kiln__nn_check_grad_out(const char *op, kiln_context *ctx, const kiln_tensor *g,
 }
 
 kiln_status
-kiln__nn_finish(const char *op, kiln_context *ctx, kiln_dtype dtype, cl_mem a, cl_mem b,
-                uint64_t n, kiln_tensor *out, double scale)
+kiln__nn_finish(const char *op, kiln_context *ctx, kiln_dtype dtype, cl_mem a, cl_mem b, uint64_t n,
+                kiln_tensor *out, double scale)
 {
   cl_kernel k;
   KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_ROWS, dtype, "nn_finish", &k));
@@ -147,8 +147,8 @@ typedef struct {
 } row_kernel;
 
 static kiln_status
-row_kernel_get(const char *op, kiln_context *ctx, kiln_dtype dtype, const char *name,
-               uint64_t len, uint64_t inner, row_kernel *rk)
+row_kernel_get(const char *op, kiln_context *ctx, kiln_dtype dtype, const char *name, uint64_t len,
+               uint64_t inner, row_kernel *rk)
 {
   KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_ROWS, dtype, name, &rk->k));
   rk->local = kiln__launch_pow2_local(ctx, rk->k);
@@ -319,15 +319,15 @@ norm_geometry(const char *op, const kiln_tensor *x, int64_t axis, norm_geo *g)
       g->params.dims[i - ax] = x->shape.dims[i];
     }
   }
-  KILN_RETURN_IF(g->len == 0, KILN_ERR_SHAPE, op,
-                 "the normalised axes [%zu, %zu) hold no element", ax, x->shape.ndim);
+  KILN_RETURN_IF(g->len == 0, KILN_ERR_SHAPE, op, "the normalised axes [%zu, %zu) hold no element",
+                 ax, x->shape.ndim);
   return KILN_OK;
 }
 
 /* An optional per-row (n = rows) or per-column (n = len) operand of x's dtype. */
 static kiln_status
-check_vec(const char *op, kiln_context *ctx, const kiln_tensor *v, const kiln_tensor *x,
-          uint64_t n, const char *what)
+check_vec(const char *op, kiln_context *ctx, const kiln_tensor *v, const kiln_tensor *x, uint64_t n,
+          const char *what)
 {
   if (!v)
     return KILN_OK;
@@ -375,7 +375,8 @@ targets_begin(const char *op, kiln_context *ctx, kiln_dtype dtype, kiln_tensor *
     memset(&t[i], 0, sizeof t[i]);
     if (!outs[i])
       continue;
-    kiln_status s = kiln__ops_out_begin(op, ctx, dtype, shapes[i], outs[i], ins, nins, i == 0, &t[i]);
+    kiln_status s =
+        kiln__ops_out_begin(op, ctx, dtype, shapes[i], outs[i], ins, nins, i == 0, &t[i]);
     if (s != KILN_OK) {
       pthread_mutex_lock(&ctx->lock);
       for (size_t j = 0; j < i; j++)
@@ -510,8 +511,8 @@ norm_param_grads(const char *op, kiln_context *ctx, const kiln_tensor *grad, con
 
 static kiln_status
 norm_backward(const char *op, kiln_context *ctx, const kiln_tensor *grad, const kiln_tensor *x,
-              const kiln_tensor *mean, const kiln_tensor *rstd, const kiln_tensor *w,
-              int64_t axis, int rms, kiln_tensor **gx, kiln_tensor **gw, kiln_tensor **gb)
+              const kiln_tensor *mean, const kiln_tensor *rstd, const kiln_tensor *w, int64_t axis,
+              int rms, kiln_tensor **gx, kiln_tensor **gw, kiln_tensor **gb)
 {
   KILN_TRY(kiln__ctx_check(op, ctx));
   KILN_TRY(kiln__nn_check_float(op, ctx, x, KILN__NN_ROWS));
@@ -580,8 +581,8 @@ kiln_rms_norm_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_te
                        const kiln_tensor *rstd, const kiln_tensor *weight, int64_t axis,
                        kiln_tensor **grad_x, kiln_tensor **grad_weight)
 {
-  return norm_backward("kiln_rms_norm_backward", ctx, grad, x, NULL, rstd, weight, axis, 1,
-                       grad_x, grad_weight, NULL);
+  return norm_backward("kiln_rms_norm_backward", ctx, grad, x, NULL, rstd, weight, axis, 1, grad_x,
+                       grad_weight, NULL);
 }
 
 /* ---------------------------------------------------------------- family */

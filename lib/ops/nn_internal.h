@@ -40,8 +40,8 @@ kiln_status kiln__nn_check_grad_out(const char *op, kiln_context *ctx, const kil
  * One work-group (ctx->lock held): out[0] = sum(a[0..n)) * scale, or with b (non-NULL)
  * sum(a) / sum(b). a and b hold compute-dtype values.
  */
-kiln_status kiln__nn_finish(const char *op, kiln_context *ctx, kiln_dtype dtype, cl_mem a,
-                            cl_mem b, uint64_t n, kiln_tensor *out, double scale);
+kiln_status kiln__nn_finish(const char *op, kiln_context *ctx, kiln_dtype dtype, cl_mem a, cl_mem b,
+                            uint64_t n, kiln_tensor *out, double scale);
 
 /* Elements per work-item of the flat kernels of nn_act.cl on a device (KILN_NN_ITEMS). */
 uint32_t kiln__nn_items(const kiln_device_info *info);

@@ -297,8 +297,8 @@ class_forward(const char *op, kiln_context *ctx, int ce, const kiln_tensor *x,
     /* Indices: mean over the rows not ignored; probabilities: over every row. */
     int by_weight = red == KILN_REDUCTION_MEAN && !g.probs;
     double scale = red == KILN_REDUCTION_MEAN && g.probs ? 1.0 / (double)g.rows : 1.0;
-    s = kiln__nn_finish(op, ctx, x->dtype, tmp.lr.mem, by_weight ? tmp.lv.mem : NULL, g.rows,
-                        t.dst, scale);
+    s = kiln__nn_finish(op, ctx, x->dtype, tmp.lr.mem, by_weight ? tmp.lv.mem : NULL, g.rows, t.dst,
+                        scale);
   }
   if (reduce)
     row_tmps_free(ctx, &tmp);
@@ -312,8 +312,8 @@ kiln_cross_entropy(kiln_context *ctx, const kiln_tensor *logits, const kiln_tens
                    int64_t ignore_index, double label_smoothing, kiln_reduction reduction,
                    kiln_tensor **out)
 {
-  return class_forward("kiln_cross_entropy", ctx, 1, logits, target, ignore_index,
-                       label_smoothing, reduction, out);
+  return class_forward("kiln_cross_entropy", ctx, 1, logits, target, ignore_index, label_smoothing,
+                       reduction, out);
 }
 
 kiln_status
@@ -365,8 +365,8 @@ class_backward(const char *op, kiln_context *ctx, int ce, const kiln_tensor *gou
   kiln_dtype cdt = kiln__nn_compute_dtype(x->dtype);
   int by_count = red == KILN_REDUCTION_MEAN && !g.probs;
   double scale = red == KILN_REDUCTION_MEAN && g.probs ? 1.0 / (double)g.rows : 1.0;
-  uint32_t flags = (g.probs ? 1u : 0u) | (red == KILN_REDUCTION_NONE ? 4u : 0u) |
-                   (by_count ? 8u : 0u);
+  uint32_t flags =
+      (g.probs ? 1u : 0u) | (red == KILN_REDUCTION_NONE ? 4u : 0u) | (by_count ? 8u : 0u);
   pthread_mutex_lock(&ctx->lock);
   kiln_status s = KILN_OK;
   kiln__ops_tmp denom = {NULL, 0};
@@ -432,8 +432,8 @@ kiln_nll_loss_backward(kiln_context *ctx, const kiln_tensor *grad_out, const kil
                        const kiln_tensor *target, int64_t ignore_index, kiln_reduction reduction,
                        kiln_tensor **grad_logp)
 {
-  return class_backward("kiln_nll_loss_backward", ctx, 0, grad_out, logp, target, ignore_index,
-                        0.0, reduction, grad_logp);
+  return class_backward("kiln_nll_loss_backward", ctx, 0, grad_out, logp, target, ignore_index, 0.0,
+                        reduction, grad_logp);
 }
 
 /* ---------------------------------------------------------------- pointwise losses */
@@ -480,8 +480,8 @@ kiln_loss(kiln_context *ctx, kiln_loss_op lop, const kiln_tensor *x, const kiln_
   int reduce = red != KILN_REDUCTION_NONE;
   const kiln_tensor *ins[3] = {x, y, pw};
   kiln__out_target t;
-  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, reduce ? &scalar_shape : &x->shape, out, ins,
-                               3, 1, &t));
+  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, reduce ? &scalar_shape : &x->shape, out, ins, 3,
+                               1, &t));
   char kname[64];
   snprintf(kname, sizeof kname, "loss_%s", loss_names[lop]);
   kiln_dtype cdt = kiln__nn_compute_dtype(x->dtype);
