@@ -714,6 +714,12 @@ norm_case(kiln_dtype dt, int rms, size_t nd, const int64_t *shape, int64_t axis,
   expect_tensor(tdw, dw, ctol, what);
   if (!rms)
     expect_tensor(tdb, db, ctol, what);
+  /* In place: the output over x. */
+  if (rms)
+    KOK(kiln_rms_norm(ctx, tx, axis, tw, eps, &tx, NULL));
+  else
+    KOK(kiln_layer_norm(ctx, tx, axis, tw, tb, eps, &tx, NULL, NULL));
+  expect_tensor(tx, y, tol_of(dt), what);
   free(md);
   free(rd);
   free(x), free(w), free(b), free(g), free(y), free(mean), free(rstd), free(dx), free(dw), free(db);
