@@ -325,6 +325,46 @@ def setup_normal(e, n):
     return (lambda: out.normal_(0.0, 1.0)), [n], "out.normal_(0, 1)"
 
 
+def nn_rows_shape(n):
+    # kiln's setup_nn_rows: [n/inner, inner], inner = min(n, 4096) (16384 x 4096 at 2^26)
+    inner = min(n, 4096)
+    return [n // inner, inner]
+
+
+def setup_softmax(e, n):
+    shape = nn_rows_shape(n)
+    a, out = e.uniform(*shape), e.empty(*shape)
+    return (lambda: e.torch.softmax(a, -1, out=out)), shape, "torch.softmax(x, -1, out=out)"
+
+
+def setup_layer_norm(e, n):
+    shape = nn_rows_shape(n)
+    a = e.uniform(*shape)
+    w = e.torch.ones(shape[1], device=e.device, dtype=e.dtype)
+    b = e.torch.zeros(shape[1], device=e.device, dtype=e.dtype)
+    f = e.torch.nn.functional
+    return ((lambda: f.layer_norm(a, shape[1:], w, b, 1e-5)), shape,
+            "F.layer_norm(x, [4096], w, b, 1e-5)")
+
+
+def setup_gelu(e, n):
+    a = e.uniform(n)
+    f = e.torch.nn.functional
+    return (lambda: f.gelu(a)), [n], "F.gelu(x)"
+
+
+def setup_cross_entropy(e, n):
+    shape = nn_rows_shape(n)
+    a = e.uniform(*shape)
+    t = e.torch.randint(0, shape[1], (shape[0],), generator=e.gen, device=e.device)
+    f = e.torch.nn.functional
+    return (lambda: f.cross_entropy(a, t)), shape, "F.cross_entropy(x, t) (mean)"
+
+
+def bytes_ce(n, esz):  # the logits read once
+    return n * esz
+
+
 # (kiln case name, setup(env, n) -> (call, shape, op text), bytes(n, esz) or None, flops(n) or None)
 CASES = [
     ("copy.kiln_copy", setup_copy, bytes_1in_1out, None),
@@ -345,6 +385,10 @@ CASES = [
     ("layout.transpose", setup_transpose, bytes_1in_1out, None),
     ("index.gather_rows", setup_gather_rows, bytes_gather, None),
     ("random.normal", setup_normal, bytes_write, None),
+    ("nn.softmax", setup_softmax, bytes_1in_1out, None),
+    ("nn.layer_norm", setup_layer_norm, bytes_1in_1out, None),
+    ("nn.gelu", setup_gelu, bytes_1in_1out, None),
+    ("nn.cross_entropy", setup_cross_entropy, bytes_ce, None),
 ]
 COPY_CASE = "copy.kiln_copy"
 

@@ -25,6 +25,7 @@
 #include "kiln/scan.h"
 #include "kiln/blas.h"
 #include "kiln/fft.h"
+#include "kiln/nn.h"
 #include "kiln/profile.h"
 #include "kiln/tune.h"
 #include "kiln/provider.h"

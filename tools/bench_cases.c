@@ -473,6 +473,82 @@ bytes_write(int64_t n, size_t esz)
   return (double)n * (double)esz;
 }
 
+/* nn rows over [n/4096, 4096] (the 16384 x 4096 at n = 2^26); gelu over all of n. */
+static kiln_status
+setup_nn_rows(struct bench_state *st)
+{
+  int64_t inner = st->n < 4096 ? st->n : 4096;
+  int64_t shape[2] = {st->n / inner, inner};
+  return bench_random_tensor(st->ctx, st->dtype, 2, shape, &st->in[0]);
+}
+
+static kiln_status
+run_softmax(struct bench_state *st)
+{
+  return kiln_softmax(st->ctx, st->in[0], -1, &st->out);
+}
+
+/* layer_norm with a weight and a bias of the row length (ones and zeros). */
+static kiln_status
+setup_layer_norm(struct bench_state *st)
+{
+  kiln_status s = setup_nn_rows(st);
+  int64_t len = kiln_tensor_dim(st->in[0], 1);
+  if (s == KILN_OK)
+    s = kiln_tensor_full(st->ctx, st->dtype, 1, &len, kiln_scalar_f64(1), &st->in[1]);
+  if (s == KILN_OK)
+    s = kiln_tensor_zeros(st->ctx, st->dtype, 1, &len, &st->in[2]);
+  return s;
+}
+
+static kiln_status
+run_layer_norm(struct bench_state *st)
+{
+  return kiln_layer_norm(st->ctx, st->in[0], -1, st->in[1], st->in[2], 1e-5, &st->out, NULL,
+                         NULL);
+}
+
+static kiln_status
+run_gelu(struct bench_state *st)
+{
+  return kiln_activation_forward(st->ctx, KILN_ACT_GELU, st->in[0], 0, 0, &st->out);
+}
+
+/* Cross entropy with mean reduction: logits [n/4096, 4096] and one class index per row. */
+static kiln_status
+setup_cross_entropy(struct bench_state *st)
+{
+  kiln_status s = setup_nn_rows(st);
+  if (s != KILN_OK)
+    return s;
+  int64_t rows = kiln_tensor_dim(st->in[0], 0), classes = kiln_tensor_dim(st->in[0], 1);
+  int64_t *t = malloc((size_t)(rows ? rows : 1) * sizeof *t);
+  if (!t)
+    return KILN_ERR_HOST_MEMORY;
+  uint32_t x = 777;
+  for (int64_t i = 0; i < rows; i++) {
+    x = x * 1664525u + 1013904223u;
+    t[i] = (int64_t)(x >> 8) % classes;
+  }
+  s = kiln_tensor_from_host(st->ctx, KILN_I64, 1, &rows, t, &st->in[1]);
+  free(t);
+  return s;
+}
+
+static kiln_status
+run_cross_entropy(struct bench_state *st)
+{
+  return kiln_cross_entropy(st->ctx, st->in[0], st->in[1], -100, 0.0, KILN_REDUCTION_MEAN,
+                            &st->out);
+}
+
+/* Cross entropy reads the logits once (the 8-byte index per 4096 is noise). */
+static double
+bytes_ce(int64_t n, size_t esz)
+{
+  return (double)n * (double)esz;
+}
+
 const struct bench_case bench_cases[] = {
     {"copy.kiln_copy", "copy", any_dtype, setup_one, run_copy, bytes_1in_1out, NULL},
     {"unary.neg", "elementwise", num_dtype, setup_one, run_neg, bytes_1in_1out, NULL},
@@ -496,5 +572,9 @@ const struct bench_case bench_cases[] = {
     {"layout.transpose", "layout", any_dtype, setup_square, run_transpose, bytes_1in_1out, NULL},
     {"index.gather_rows", "index", any_dtype, setup_gather_rows, run_gather_rows, bytes_gather, NULL},
     {"random.normal", "random", float_dtype, setup_out_only, run_normal, bytes_write, NULL},
+    {"nn.softmax", "nn", float_dtype, setup_nn_rows, run_softmax, bytes_1in_1out, NULL},
+    {"nn.layer_norm", "nn", float_dtype, setup_layer_norm, run_layer_norm, bytes_1in_1out, NULL},
+    {"nn.gelu", "nn", float_dtype, setup_flat, run_gelu, bytes_1in_1out, NULL},
+    {"nn.cross_entropy", "nn", float_dtype, setup_cross_entropy, run_cross_entropy, bytes_ce, NULL},
 };
 const size_t bench_case_count = sizeof bench_cases / sizeof bench_cases[0];

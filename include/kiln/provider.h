@@ -199,7 +199,29 @@ extern "C" {
   X(bf16_from_f64, kiln_bf16_from_f64) \
   X(bf16_to_f32, kiln_bf16_to_f32) \
   /* type promotion */ \
-  X(dtype_promote, kiln_dtype_promote)
+  X(dtype_promote, kiln_dtype_promote) \
+  /* nn: row kernels, activations, losses */ \
+  X(softmax, kiln_softmax) \
+  X(log_softmax, kiln_log_softmax) \
+  X(softmax_backward, kiln_softmax_backward) \
+  X(log_softmax_backward, kiln_log_softmax_backward) \
+  X(layer_norm, kiln_layer_norm) \
+  X(layer_norm_backward, kiln_layer_norm_backward) \
+  X(rms_norm, kiln_rms_norm) \
+  X(rms_norm_backward, kiln_rms_norm_backward) \
+  X(activation_name, kiln_activation_name) \
+  X(activation_supports, kiln_activation_supports) \
+  X(activation_backward_uses_output, kiln_activation_backward_uses_output) \
+  X(activation_forward, kiln_activation_forward) \
+  X(activation_backward, kiln_activation_backward) \
+  X(cross_entropy, kiln_cross_entropy) \
+  X(cross_entropy_backward, kiln_cross_entropy_backward) \
+  X(nll_loss, kiln_nll_loss) \
+  X(nll_loss_backward, kiln_nll_loss_backward) \
+  X(loss_op_name, kiln_loss_op_name) \
+  X(loss, kiln_loss) \
+  X(loss_backward, kiln_loss_backward) \
+  X(nn_supports, kiln_nn_supports)
 
 #define KILN_PROVIDER_SLOT_(slot, function) __typeof__(function) *slot;
 

@@ -1,0 +1,214 @@
+/*
+ * nn family, flat kernels: activations and pointwise losses, one forward and one backward
+ * kernel per row of include/kiln/nn_table.h.
+ *
+ * Build options: common.cl's (-DT=..., -DKILN_DT_...=1); tensors are `global ST *` moved
+ * through KILN_LOAD/KILN_STORE, arithmetic in T. Tunable: KILN_NN_ITEMS (elements per
+ * work-item, a work-group apart so a group's accesses stay contiguous; 4 on GPUs, 1 on CPUs:
+ * kiln__nn_build_options).
+ * Kernels (offsets in elements, n elements, grid-stride loops: any global size works):
+ *   act_fwd_<name>(x, xoff, y, yoff, n, p0, p1)
+ *   act_bwd_<name>(g, goff, v, voff, dx, dxoff, n, p0, p1)
+ *   loss_<name>(x, xoff, y, yoff, w, woff, wlen, out, outoff, part, n, p0, flags)
+ *     flags 1: reduce (each work-group writes its sum to part[group], a T buffer; out unused;
+ *     needs a power-of-two local size), else out[i] = loss; 2: w (pos_weight, element
+ *     i % wlen) present, else w = 1.
+ *   lossb_<name>(gout, goff, x, xoff, y, yoff, w, woff, wlen, dx, dxoff, n, p0, scale, flags)
+ *     dx[i] = g * scale * d loss / d x, g = gout[i] with flags 4, else gout[0]; 2 as above.
+ */
+#include "common.cl"
+#include "kiln/nn_table.h"
+
+#ifndef KILN_NN_ITEMS
+#define KILN_NN_ITEMS 1
+#endif
+
+#define SELU_ALPHA ((T)1.6732632423543772848170429916717)
+#define SELU_SCALE ((T)1.0507009873554804934193349852946)
+#define INV_SQRT2 ((T)0.70710678118654752440)
+#define INV_SQRT2PI ((T)0.39894228040143267794)
+
+/* 1 / (1 + e^-x), without overflow warnings mattering: exp(-x) = inf gives 0. */
+inline T a_sigmoid(T x) { return (T)1 / ((T)1 + exp(-x)); }
+/* log(1 + e^x) without overflow. */
+inline T a_softplus(T x) { return fmax(x, (T)0) + log1p(exp(-fabs(x))); }
+/* 0.5 x (1 + erf(x / sqrt 2)) without the cancellation near -1 (elementwise.cl's k_gelu). */
+inline T a_gelu(T x) { return (T)0.5 * x * erfc(-x * INV_SQRT2); }
+inline T a_gelu_d(T x)
+{
+  return (T)0.5 * erfc(-x * INV_SQRT2) + x * INV_SQRT2PI * exp((T)-0.5 * x * x);
+}
+#define GELU_K ((T)0.79788456080286535588) /* sqrt(2 / pi) */
+#define GELU_C ((T)0.044715)
+inline T a_gelu_tanh(T x)
+{
+  T u = GELU_K * (x + GELU_C * x * x * x);
+  return x / ((T)1 + exp((T)-2 * u));
+}
+inline T a_gelu_tanh_d(T x)
+{
+  T u = GELU_K * (x + GELU_C * x * x * x);
+  T t = tanh(u);
+  return (T)0.5 * ((T)1 + t) + (T)0.5 * x * ((T)1 - t * t) * GELU_K * ((T)1 + (T)3 * GELU_C * x * x);
+}
+inline T a_silu_d(T x)
+{
+  T s = a_sigmoid(x);
+  return s * ((T)1 + x * ((T)1 - s));
+}
+inline T a_mish_d(T x)
+{
+  T t = tanh(a_softplus(x));
+  return t + x * a_sigmoid(x) * ((T)1 - t * t);
+}
+
+/* Losses. */
+inline T l_sign(T d) { return d > (T)0 ? (T)1 : d < (T)0 ? (T)-1 : d; }
+inline T l_smooth_l1(T d, T beta)
+{
+  T a = fabs(d);
+  return a < beta ? (T)0.5 * d * d / beta : a - (T)0.5 * beta;
+}
+inline T l_smooth_l1_d(T d, T beta) { return fabs(d) < beta ? d / beta : l_sign(d); }
+inline T l_huber(T d, T delta)
+{
+  T a = fabs(d);
+  return a < delta ? (T)0.5 * d * d : delta * (a - (T)0.5 * delta);
+}
+inline T l_huber_d(T d, T delta) { return fabs(d) < delta ? d : delta * l_sign(d); }
+/* PyTorch clamps each log at -100, so that x = 0 or 1 give a finite loss. */
+inline T l_bce(T x, T y)
+{
+  return -(y * fmax(log(x), (T)-100) + ((T)1 - y) * fmax(log((T)1 - x), (T)-100));
+}
+
+/*
+ * The flat loop: FLAT_BEGIN(n) visits this work-item's KILN_NN_ITEMS elements FLAT_I(e),
+ * one work-group apart (FLAT_EACH(e) skips those past n), then the next block.
+ */
+#define FLAT_BEGIN(n)                                                                    \
+  const ulong lsz_ = get_local_size(0), blk_ = lsz_ * KILN_NN_ITEMS;                     \
+  for (ulong i0_ = get_group_id(0) * blk_ + get_local_id(0); i0_ < (n);                 \
+       i0_ += get_num_groups(0) * blk_)
+#define FLAT_I(e) (i0_ + (ulong)(e) * lsz_)
+#define FLAT_EACH(e, n)                                                                  \
+  for (uint e = 0; e < KILN_NN_ITEMS; e++)                                               \
+    if (FLAT_I(e) < (n))
+
+/* Names are pasted before any expansion: builtins such as tanh may be macros. */
+#define ACT_KERNELS(E, name, vcol, fwd, bwd)                                             \
+  kernel void act_fwd_##name(global const ST *xs, ulong xoff, global ST *ys, ulong yoff, \
+                             ulong n, T p0, T p1)                                        \
+  {                                                                                      \
+    global const ST *xp = xs + xoff;                                                     \
+    global ST *yp = ys + yoff;                                                           \
+    FLAT_BEGIN(n)                                                                        \
+    {                                                                                    \
+      T xv[KILN_NN_ITEMS];                                                               \
+      FLAT_EACH(e, n) xv[e] = KILN_LOAD(xp, FLAT_I(e));                                  \
+      FLAT_EACH(e, n)                                                                    \
+      {                                                                                  \
+        T x = xv[e];                                                                     \
+        KILN_STORE(yp, FLAT_I(e), (T)(fwd));                                             \
+      }                                                                                  \
+    }                                                                                    \
+  }                                                                                      \
+  kernel void act_bwd_##name(global const ST *gs, ulong goff, global const ST *vs,       \
+                             ulong voff, global ST *dxs, ulong dxoff, ulong n, T p0, T p1) \
+  {                                                                                      \
+    global const ST *gp = gs + goff;                                                     \
+    global const ST *vp = vs + voff;                                                     \
+    global ST *dxp = dxs + dxoff;                                                        \
+    FLAT_BEGIN(n)                                                                        \
+    {                                                                                    \
+      T gv[KILN_NN_ITEMS], vv[KILN_NN_ITEMS];                                            \
+      FLAT_EACH(e, n)                                                                    \
+      {                                                                                  \
+        gv[e] = KILN_LOAD(gp, FLAT_I(e));                                                \
+        vv[e] = KILN_LOAD(vp, FLAT_I(e));                                                \
+      }                                                                                  \
+      FLAT_EACH(e, n)                                                                    \
+      {                                                                                  \
+        T g = gv[e], v = vv[e];                                                          \
+        KILN_STORE(dxp, FLAT_I(e), (T)(bwd));                                            \
+      }                                                                                  \
+    }                                                                                    \
+  }
+KILN_ACTIVATIONS(ACT_KERNELS)
+
+/* Sum of every work-item's v into part[group] (power-of-two local size). */
+inline void group_sum_store(T v, local T *sh, global T *part)
+{
+  uint lid = get_local_id(0), lsz = get_local_size(0);
+  sh[lid] = v;
+  for (uint off = lsz >> 1; off > 0; off >>= 1) {
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid < off)
+      sh[lid] += sh[lid + off];
+  }
+  if (lid == 0)
+    part[get_group_id(0)] = sh[0];
+}
+
+#define LOSS_KERNELS(E, name, fwd, bwd)                                                  \
+  kernel void loss_##name(global const ST *xs, ulong xoff, global const ST *ys,          \
+                          ulong yoff, global const ST *ws, ulong woff, ulong wlen,       \
+                          global ST *outs, ulong outoff, global T *part, ulong n, T p0,  \
+                          uint flags, local T *sh)                                       \
+  {                                                                                      \
+    global const ST *xp = xs + xoff;                                                     \
+    global const ST *yp = ys + yoff;                                                     \
+    global const ST *wp = ws + woff;                                                     \
+    global ST *op = outs + outoff;                                                       \
+    T acc = (T)0;                                                                        \
+    FLAT_BEGIN(n)                                                                        \
+    {                                                                                    \
+      T xv[KILN_NN_ITEMS], yv[KILN_NN_ITEMS];                                            \
+      FLAT_EACH(e, n)                                                                    \
+      {                                                                                  \
+        xv[e] = KILN_LOAD(xp, FLAT_I(e));                                                \
+        yv[e] = KILN_LOAD(yp, FLAT_I(e));                                                \
+      }                                                                                  \
+      FLAT_EACH(e, n)                                                                    \
+      {                                                                                  \
+        T x = xv[e], y = yv[e];                                                          \
+        T w = (flags & 2u) ? KILN_LOAD(wp, FLAT_I(e) % wlen) : (T)1;                     \
+        T l = (fwd);                                                                     \
+        if (flags & 1u)                                                                  \
+          acc += l;                                                                      \
+        else                                                                             \
+          KILN_STORE(op, FLAT_I(e), l);                                                  \
+      }                                                                                  \
+    }                                                                                    \
+    if (flags & 1u)                                                                      \
+      group_sum_store(acc, sh, part);                                                    \
+  }                                                                                      \
+  kernel void lossb_##name(global const ST *gos, ulong gooff, global const ST *xs,       \
+                           ulong xoff, global const ST *ys, ulong yoff,                  \
+                           global const ST *ws, ulong woff, ulong wlen, global ST *dxs,  \
+                           ulong dxoff, ulong n, T p0, T scale, uint flags)              \
+  {                                                                                      \
+    global const ST *gop = gos + gooff;                                                  \
+    global const ST *xp = xs + xoff;                                                     \
+    global const ST *yp = ys + yoff;                                                     \
+    global const ST *wp = ws + woff;                                                     \
+    global ST *dxp = dxs + dxoff;                                                        \
+    T g0 = (flags & 4u) ? (T)0 : KILN_LOAD(gop, 0) * scale;                              \
+    FLAT_BEGIN(n)                                                                        \
+    {                                                                                    \
+      T xv[KILN_NN_ITEMS], yv[KILN_NN_ITEMS];                                            \
+      FLAT_EACH(e, n)                                                                    \
+      {                                                                                  \
+        xv[e] = KILN_LOAD(xp, FLAT_I(e));                                                \
+        yv[e] = KILN_LOAD(yp, FLAT_I(e));                                                \
+      }                                                                                  \
+      FLAT_EACH(e, n)                                                                    \
+      {                                                                                  \
+        T x = xv[e], y = yv[e];                                                          \
+        T w = (flags & 2u) ? KILN_LOAD(wp, FLAT_I(e) % wlen) : (T)1;                     \
+        T g = (flags & 4u) ? KILN_LOAD(gop, FLAT_I(e)) * scale : g0;                     \
+        KILN_STORE(dxp, FLAT_I(e), g * (T)(bwd));                                        \
+      }                                                                                  \
+    }                                                                                    \
+  }
+KILN_POINT_LOSSES(LOSS_KERNELS)

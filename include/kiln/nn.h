@@ -1,0 +1,265 @@
+/*
+ * Neural-network building blocks, forward and backward (docs/nn.md has the formulas, the
+ * layouts and the edge cases).
+ *
+ * - Row kernels: softmax, log_softmax (one pass, online max and sum) and their backward
+ *   passes from the output; layer_norm and rms_norm with the statistics the backward pass
+ *   takes, and backward passes giving the input, weight and bias gradients.
+ * - Activations with gradients: one table, include/kiln/nn_table.h (KILN_ACTIVATIONS).
+ * - Losses with reduction none, mean or sum, forward and backward: cross_entropy from
+ *   logits (class indices with ignore_index and label smoothing, or probabilities), nll,
+ *   and the pointwise losses of KILN_POINT_LOSSES (mse, l1, smooth_l1, huber,
+ *   binary_cross_entropy, bce_with_logits with pos_weight, kl_div).
+ *
+ * dtypes: f32 and f64 (f64 needs a device with fp64: KILN_ERR_UNSUPPORTED otherwise).
+ * Every floating tensor of one call has the input's dtype; class indices are i64.
+ * kiln_activation_supports and kiln_nn_supports say what a build accepts.
+ *
+ * Output convention (every function here): if *out is NULL, kiln creates the result and
+ * stores it in *out (the caller releases it). If *out is a tensor, it must already have the
+ * result's shape and dtype and belong to the same context; kiln writes into it. An output
+ * may be exactly an input (computed in place) or share some of its bytes (kiln computes into
+ * a temporary and copies). Functions with several outputs take NULL for the ones not wanted
+ * where documented; the wanted ones must not share bytes with each other
+ * (KILN_ERR_INVALID_ARGUMENT, nothing written).
+ *
+ * Statuses common to every function here:
+ *   KILN_OK; KILN_ERR_INVALID_HANDLE (NULL, released or foreign ctx or tensor);
+ *   KILN_ERR_INVALID_ARGUMENT (a NULL required output pointer, an op outside its enum, a
+ *   reduction outside kiln_reduction, an axis out of range, a bad scalar: eps < 0 or NaN,
+ *   label_smoothing outside [0, 1], outputs sharing bytes); KILN_ERR_CONTEXT_MISMATCH (a
+ *   tensor of another context); KILN_ERR_DTYPE (a dtype other than f32/f64, tensors of
+ *   different dtypes, a target of the wrong dtype, a given *out of the wrong dtype);
+ *   KILN_ERR_SHAPE (shapes that do not match as documented, a given *out of the wrong
+ *   shape); KILN_ERR_UNSUPPORTED (f64 without fp64); KILN_ERR_BUILD (a kernel failed to
+ *   compile; the log is in the message); KILN_ERR_OPENCL; KILN_ERR_DEVICE_MEMORY;
+ *   KILN_ERR_HOST_MEMORY; KILN_ERR_OVERFLOW (a temporary exceeds the device's largest
+ *   allocation).
+ * On failure results kiln allocated are released and their pointers left NULL; a tensor the
+ * caller passed may have been partly written.
+ */
+#ifndef KILN_NN_H
+#define KILN_NN_H
+
+#include "kiln/nn_table.h"
+#include "kiln/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ row kernels */
+
+/**
+ * y = softmax(x) along axis: exp(x - max) / sum(exp(x - max)), one pass over the row for
+ * the max and the sum (online rescaling), one for the output. axis may be negative. Rows
+ * holding -inf give 0 there; a row of only -inf gives NaN everywhere (as PyTorch); a NaN
+ * anywhere in a row gives a row of NaN; +inf gives NaN. Empty rows and batches are valid.
+ * *out: x's shape and dtype.
+ */
+KILN_API kiln_status kiln_softmax(kiln_context *ctx, const kiln_tensor *x, int64_t axis,
+                                  kiln_tensor **out);
+
+/** y = log_softmax(x) = x - max - log(sum(exp(x - max))) along axis; as kiln_softmax (a row of
+ * only -inf gives NaN). */
+KILN_API kiln_status kiln_log_softmax(kiln_context *ctx, const kiln_tensor *x, int64_t axis,
+                                      kiln_tensor **out);
+
+/**
+ * Gradient of softmax from its output: dx = y * (g - sum(g * y)) along axis. grad and y
+ * have one shape and dtype; *grad_in gets it.
+ */
+KILN_API kiln_status kiln_softmax_backward(kiln_context *ctx, const kiln_tensor *grad,
+                                           const kiln_tensor *y, int64_t axis,
+                                           kiln_tensor **grad_in);
+
+/** Gradient of log_softmax from its output: dx = g - exp(y) * sum(g) along axis. */
+KILN_API kiln_status kiln_log_softmax_backward(kiln_context *ctx, const kiln_tensor *grad,
+                                               const kiln_tensor *y, int64_t axis,
+                                               kiln_tensor **grad_in);
+
+/**
+ * Layer normalisation over the trailing axes [axis, ndim) of x, taken as one row of
+ * D = x.shape[axis] * ... * x.shape[ndim - 1] elements (PyTorch's normalized_shape):
+ *   y = (x - mean) * rstd * weight + bias,  rstd = 1 / sqrt(var + eps),
+ * var the biased variance (Welford per lane, Chan's combination across lanes).
+ * weight and bias (either may be NULL: 1 and 0) hold D elements (any shape of D elements).
+ * eps >= 0. *out: x's shape. mean and rstd (each may be NULL: not wanted) receive the row
+ * statistics, shape x.shape[0:axis] (0-d when axis is 0), for kiln_layer_norm_backward.
+ * A row of D = 0 elements is refused (KILN_ERR_SHAPE), an empty batch is not.
+ */
+KILN_API kiln_status kiln_layer_norm(kiln_context *ctx, const kiln_tensor *x, int64_t axis,
+                                     const kiln_tensor *weight, const kiln_tensor *bias, double eps,
+                                     kiln_tensor **out, kiln_tensor **mean, kiln_tensor **rstd);
+
+/**
+ * Gradients of kiln_layer_norm from grad (x's shape), x, the forward's mean and rstd and its
+ * weight (NULL when the forward had none). xhat = (x - mean) * rstd, gw = grad * weight:
+ *   dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat))   (means over the row),
+ *   dweight = sum over rows of grad * xhat,  dbias = sum over rows of grad.
+ * grad_x, grad_weight, grad_bias: each may be NULL (not wanted); grad_weight and grad_bias
+ * get D elements shaped like x.shape[axis:]. grad_weight without a weight is still the
+ * gradient the weight would have at 1.
+ */
+KILN_API kiln_status kiln_layer_norm_backward(kiln_context *ctx, const kiln_tensor *grad,
+                                              const kiln_tensor *x, const kiln_tensor *mean,
+                                              const kiln_tensor *rstd, const kiln_tensor *weight,
+                                              int64_t axis, kiln_tensor **grad_x,
+                                              kiln_tensor **grad_weight, kiln_tensor **grad_bias);
+
+/**
+ * RMS normalisation over the trailing axes [axis, ndim): y = x * rstd * weight with
+ * rstd = 1 / sqrt(mean(x^2) + eps). weight may be NULL (1). rstd (may be NULL) as in
+ * kiln_layer_norm.
+ */
+KILN_API kiln_status kiln_rms_norm(kiln_context *ctx, const kiln_tensor *x, int64_t axis,
+                                   const kiln_tensor *weight, double eps, kiln_tensor **out,
+                                   kiln_tensor **rstd);
+
+/**
+ * Gradients of kiln_rms_norm: xhat = x * rstd, gw = grad * weight,
+ *   dx = rstd * (gw - xhat * mean(gw * xhat)),  dweight = sum over rows of grad * xhat.
+ * grad_x and grad_weight may each be NULL (not wanted).
+ */
+KILN_API kiln_status kiln_rms_norm_backward(kiln_context *ctx, const kiln_tensor *grad,
+                                            const kiln_tensor *x, const kiln_tensor *rstd,
+                                            const kiln_tensor *weight, int64_t axis,
+                                            kiln_tensor **grad_x, kiln_tensor **grad_weight);
+
+/* ------------------------------------------------------------------------ activations */
+
+/** Activations, one per row of KILN_ACTIVATIONS. */
+typedef enum kiln_activation {
+#define KILN_X_(E, n, v, f, b) KILN_ACT_##E,
+  KILN_ACTIVATIONS(KILN_X_)
+#undef KILN_X_
+      KILN_ACTIVATION_COUNT
+} kiln_activation;
+
+/** Name of an activation ("gelu_tanh"); "?" outside the enum. Never NULL. */
+KILN_API const char *kiln_activation_name(kiln_activation op);
+
+/** Nonzero when op accepts dtype in this build. */
+KILN_API int kiln_activation_supports(kiln_activation op, kiln_dtype dtype);
+
+/**
+ * Nonzero when kiln_activation_backward of op takes the forward's output y (relu, sigmoid,
+ * tanh), zero when it takes the input x; -1 outside the enum.
+ */
+KILN_API int kiln_activation_backward_uses_output(kiln_activation op);
+
+/**
+ * y = op(x) elementwise. p0 and p1 are the op's scalars (PyTorch's defaults in brackets),
+ * ignored by the others: leaky_relu p0 = negative_slope (0.01); elu, celu p0 = alpha (1);
+ * softplus p0 = beta (1), p1 = threshold (20); hardtanh p0 = min_val (-1), p1 = max_val (1).
+ * *out: x's shape and dtype.
+ */
+KILN_API kiln_status kiln_activation_forward(kiln_context *ctx, kiln_activation op,
+                                             const kiln_tensor *x, double p0, double p1,
+                                             kiln_tensor **out);
+
+/**
+ * dx = g * op'(.) elementwise, PyTorch's formulas: v is the forward input x, or its output
+ * y when kiln_activation_backward_uses_output(op). grad and v have one shape and dtype.
+ */
+KILN_API kiln_status kiln_activation_backward(kiln_context *ctx, kiln_activation op,
+                                              const kiln_tensor *grad, const kiln_tensor *v,
+                                              double p0, double p1, kiln_tensor **grad_in);
+
+/* ------------------------------------------------------------------------ losses */
+
+/** How a loss folds its per-element (per-row) values. */
+typedef enum kiln_reduction {
+  KILN_REDUCTION_NONE = 0, /**< one value per element (per row for cross_entropy and nll) */
+  KILN_REDUCTION_MEAN = 1, /**< their mean, a 0-d tensor (see each loss for the divisor) */
+  KILN_REDUCTION_SUM = 2,  /**< their sum, a 0-d tensor */
+} kiln_reduction;
+
+/**
+ * Cross entropy from logits whose last axis holds C classes (batch shape B = the leading
+ * axes; PyTorch's class axis 1 of a [N, C, d...] input is a kiln_permute away).
+ * target: i64 class indices of shape B, or probabilities of the logits' dtype and shape.
+ * With indices, per row, lse = logsumexp(z), e = label_smoothing:
+ *   loss = lse - (1 - e) * z[t] - e / C * sum_j z[j];  rows with t == ignore_index give 0,
+ * and mean divides by the number of rows not ignored (NaN when every row is ignored, as
+ * PyTorch). An index outside [0, C) other than ignore_index gives NaN for its row (no
+ * device-to-host check). With probabilities p, q = (1 - e) p + e / C:
+ *   loss = sum_j q[j] * (lse - z[j]);  mean divides by the number of rows.
+ * ignore_index is unused with probabilities. label_smoothing in [0, 1].
+ * *out: shape B (none) or 0-d (mean, sum), the logits' dtype.
+ */
+KILN_API kiln_status kiln_cross_entropy(kiln_context *ctx, const kiln_tensor *logits,
+                                        const kiln_tensor *target, int64_t ignore_index,
+                                        double label_smoothing, kiln_reduction reduction,
+                                        kiln_tensor **out);
+
+/**
+ * Gradient of kiln_cross_entropy with respect to the logits, with the forward's arguments:
+ * dz = g * (softmax(z) * sum_j q[j] - q) per row, q the smoothed target (0 for ignored
+ * rows), g = grad_out[row] (none: shape B) or grad_out / divisor (mean) or grad_out (sum;
+ * grad_out 0-d or of one element). *grad_logits: the logits' shape.
+ */
+KILN_API kiln_status kiln_cross_entropy_backward(kiln_context *ctx, const kiln_tensor *grad_out,
+                                                 const kiln_tensor *logits,
+                                                 const kiln_tensor *target, int64_t ignore_index,
+                                                 double label_smoothing, kiln_reduction reduction,
+                                                 kiln_tensor **grad_logits);
+
+/**
+ * Negative log likelihood: loss = -logp[row, t] for i64 targets t of shape B (logp: B + [C]),
+ * 0 for t == ignore_index; mean divides by the rows not ignored (NaN when none is); an index
+ * outside [0, C) gives NaN for its row. *out as kiln_cross_entropy.
+ */
+KILN_API kiln_status kiln_nll_loss(kiln_context *ctx, const kiln_tensor *logp,
+                                   const kiln_tensor *target, int64_t ignore_index,
+                                   kiln_reduction reduction, kiln_tensor **out);
+
+/** Gradient of kiln_nll_loss: -g at [row, t], 0 elsewhere (and in ignored rows). */
+KILN_API kiln_status kiln_nll_loss_backward(kiln_context *ctx, const kiln_tensor *grad_out,
+                                            const kiln_tensor *logp, const kiln_tensor *target,
+                                            int64_t ignore_index, kiln_reduction reduction,
+                                            kiln_tensor **grad_logp);
+
+/** Pointwise losses, one per row of KILN_POINT_LOSSES. */
+typedef enum kiln_loss_op {
+#define KILN_X_(E, n, f, b) KILN_LOSS_##E,
+  KILN_POINT_LOSSES(KILN_X_)
+#undef KILN_X_
+      KILN_LOSS_OP_COUNT
+} kiln_loss_op;
+
+/** Name of a pointwise loss ("smooth_l1"); "?" outside the enum. Never NULL. */
+KILN_API const char *kiln_loss_op_name(kiln_loss_op op);
+
+/**
+ * A pointwise loss of input x against target y (same shape and dtype), elementwise then
+ * reduced (mean divides by the element count: NaN for an empty input, as PyTorch; sum of
+ * none is 0). param: smooth_l1's beta (>= 0; 0 is l1), huber's delta (> 0), ignored by the
+ * others. pos_weight: bce_with_logits only (NULL for the others, else
+ * KILN_ERR_INVALID_ARGUMENT), NULL or a tensor of the last axis' length (broadcast over
+ * the leading axes). bce takes probabilities and clamps each log at -100 (as PyTorch);
+ * kl_div takes log-probabilities x and probabilities y (kl_div_log_target: log y), and its
+ * mean is over elements (PyTorch's batchmean is sum / batch). *out: x's shape (none) or 0-d.
+ */
+KILN_API kiln_status kiln_loss(kiln_context *ctx, kiln_loss_op op, const kiln_tensor *input,
+                               const kiln_tensor *target, const kiln_tensor *pos_weight,
+                               double param, kiln_reduction reduction, kiln_tensor **out);
+
+/**
+ * Gradient of kiln_loss with respect to input (the formulas of KILN_POINT_LOSSES, PyTorch's
+ * bce clamp of the denominator at 1e-12), times grad_out (x's shape for none, else 0-d or
+ * one element), divided by the element count for mean. *grad_input: x's shape.
+ */
+KILN_API kiln_status kiln_loss_backward(kiln_context *ctx, kiln_loss_op op,
+                                        const kiln_tensor *grad_out, const kiln_tensor *input,
+                                        const kiln_tensor *target, const kiln_tensor *pos_weight,
+                                        double param, kiln_reduction reduction,
+                                        kiln_tensor **grad_input);
+
+/** Nonzero when the nn row kernels and losses accept dtype in this build (f32, f64). */
+KILN_API int kiln_nn_supports(kiln_dtype dtype);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,613 @@
+/*
+ * nn family: softmax, log_softmax, layer_norm, rms_norm and their backward passes
+ * (cl_kernels/nn_rows.cl), the helpers nn_loss.c shares, and the family descriptor.
+ * Activations and losses are in nn_loss.c.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/dtype_traits.h"
+#include "core/error.h"
+#include "core/shape.h"
+#include "kiln/nn.h"
+#include "ops/families.h"
+#include "ops/nn_internal.h"
+#include "runtime/runtime.h"
+
+/* The dtypes the nn kernels build for today; f16/bf16 need only this mask widened (the
+ * kernels move data through KILN_LOAD/KILN_STORE and keep scratch in the compute dtype). */
+#define NN_DTYPES KILN__DT_FLOATS
+
+/* Most work-groups a row launch asks for; the kernels loop over further blocks of rows. */
+#define NN_MAX_GROUPS ((uint64_t)1 << 20)
+
+kiln_dtype
+kiln__nn_compute_dtype(kiln_dtype dtype)
+{
+  return kiln__dtype_is_half(dtype) ? KILN_F32 : dtype;
+}
+
+static size_t
+tsize(kiln_dtype dtype)
+{
+  return kiln_dtype_size(kiln__nn_compute_dtype(dtype));
+}
+
+int
+kiln_nn_supports(kiln_dtype dtype)
+{
+  return kiln__dtype_valid(dtype) &&
+         (kiln__ops_source_dtypes(KILN__NN_ROWS) & KILN__DT_BIT(dtype)) != 0;
+}
+
+kiln_status
+kiln__nn_check_float(const char *op, kiln_context *ctx, const kiln_tensor *t, const char *source)
+{
+  KILN_TRY(kiln__tensor_check(op, t, ctx));
+  KILN_RETURN_IF(!(kiln__ops_source_dtypes(source) & KILN__DT_BIT(t->dtype)), KILN_ERR_DTYPE, op,
+                 "dtype %s is not accepted (f32 or f64)", kiln_dtype_name(t->dtype));
+  return KILN_OK;
+}
+
+kiln_status
+kiln__nn_check_like(const char *op, kiln_context *ctx, const kiln_tensor *t, const kiln_tensor *ref,
+                    const char *what)
+{
+  KILN_TRY(kiln__tensor_check(op, t, ctx));
+  KILN_RETURN_IF(t->dtype != ref->dtype, KILN_ERR_DTYPE, op, "%s is %s, expected %s", what,
+                 kiln_dtype_name(t->dtype), kiln_dtype_name(ref->dtype));
+  if (!kiln__shape_equal(&t->shape, &ref->shape)) {
+    char a[128], b[128];
+    return kiln__fail(KILN_ERR_SHAPE, op, 0, "%s has shape %s, expected %s", what,
+                      kiln__shape_format(&t->shape, a, sizeof a),
+                      kiln__shape_format(&ref->shape, b, sizeof b));
+  }
+  return KILN_OK;
+}
+
+kiln_status
+kiln__nn_check_reduction(const char *op, kiln_reduction reduction)
+{
+  KILN_RETURN_IF((unsigned)reduction > KILN_REDUCTION_SUM, KILN_ERR_INVALID_ARGUMENT, op,
+                 "unknown reduction %d (none, mean or sum)", (int)reduction);
+  return KILN_OK;
+}
+
+kiln_status
+kiln__nn_check_grad_out(const char *op, kiln_context *ctx, const kiln_tensor *g, kiln_dtype dtype,
+                        const kiln__shape *shape, kiln_reduction reduction)
+{
+  KILN_TRY(kiln__tensor_check(op, g, ctx));
+  KILN_RETURN_IF(g->dtype != dtype, KILN_ERR_DTYPE, op, "grad_out is %s, expected %s",
+                 kiln_dtype_name(g->dtype), kiln_dtype_name(dtype));
+  char a[128], b[128];
+  if (reduction == KILN_REDUCTION_NONE)
+    KILN_RETURN_IF(!kiln__shape_equal(&g->shape, shape), KILN_ERR_SHAPE, op,
+                   "grad_out has shape %s, expected %s (reduction none)",
+                   kiln__shape_format(&g->shape, a, sizeof a),
+                   kiln__shape_format(shape, b, sizeof b));
+  else
+    KILN_RETURN_IF(g->numel != 1, KILN_ERR_SHAPE, op,
+                   "grad_out has shape %s, expected one element (a reduced loss)",
+                   kiln__shape_format(&g->shape, a, sizeof a));
+  return KILN_OK;
+}
+
+kiln_status
+kiln__nn_finish(const char *op, kiln_context *ctx, kiln_dtype dtype, cl_mem a, cl_mem b, uint64_t n,
+                kiln_tensor *out, double scale)
+{
+  cl_kernel k;
+  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_ROWS, dtype, "nn_finish", &k));
+  size_t local = kiln__launch_pow2_local(ctx, k);
+  kiln__args args = kiln__args_begin(op, k);
+  kiln__args_mem(&args, a);
+  kiln__args_mem(&args, b);
+  kiln__args_u64(&args, n);
+  kiln__args_tensor(&args, out);
+  kiln__args_float(&args, kiln__nn_compute_dtype(dtype), scale);
+  kiln__args_u32(&args, b ? 1u : 0u);
+  kiln__args_local(&args, local * tsize(dtype));
+  kiln__args_local(&args, local * tsize(dtype));
+  return kiln__args_enqueue_1d(&args, ctx, local, local);
+}
+
+/* ---------------------------------------------------------------- row launches */
+
+/* Lanes per row: the whole group for long rows, the next power of two for short ones, one
+ * when rows are strided (inner > 1), so adjacent work-items read adjacent columns. */
+static uint32_t
+lanes_per_row(size_t local, uint64_t len, uint64_t inner)
+{
+  if (inner > 1)
+    return 1;
+  uint32_t p = 1;
+  while (p < local && p < len)
+    p *= 2;
+  return p;
+}
+
+static kiln_status
+row_enqueue(const kiln__args *a, kiln_context *ctx, size_t local, uint32_t lpr, uint64_t rows)
+{
+  if (a->status != KILN_OK || rows == 0)
+    return a->status;
+  uint64_t rpg = local / lpr, groups = (rows + rpg - 1) / rpg;
+  if (groups > NN_MAX_GROUPS)
+    groups = NN_MAX_GROUPS;
+  return kiln__args_enqueue_1d(a, ctx, (size_t)(groups * local), local);
+}
+
+/* A row kernel, its local size and lanes per row. */
+typedef struct {
+  cl_kernel k;
+  size_t local;
+  uint32_t lpr;
+} row_kernel;
+
+static kiln_status
+row_kernel_get(const char *op, kiln_context *ctx, kiln_dtype dtype, const char *name, uint64_t len,
+               uint64_t inner, row_kernel *rk)
+{
+  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_ROWS, dtype, name, &rk->k));
+  rk->local = kiln__launch_pow2_local(ctx, rk->k);
+  rk->lpr = lanes_per_row(rk->local, len, inner);
+  return KILN_OK;
+}
+
+/* ---------------------------------------------------------------- softmax */
+
+static kiln_status
+check_out_ptr(const char *op, kiln_context *ctx, kiln_tensor **out)
+{
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
+  return KILN_OK;
+}
+
+/* rows, len and inner of a softmax along axis ax. */
+static void
+axis_geometry(const kiln__shape *s, size_t ax, uint64_t *rows, uint64_t *len, uint64_t *inner)
+{
+  uint64_t outer = 1, in = 1;
+  for (size_t i = 0; i < ax; i++)
+    outer *= (uint64_t)s->dims[i];
+  for (size_t i = ax + 1; i < s->ndim; i++)
+    in *= (uint64_t)s->dims[i];
+  *len = (uint64_t)s->dims[ax];
+  *inner = in;
+  *rows = outer * in;
+}
+
+static kiln_status
+softmax_forward(const char *op, kiln_context *ctx, const kiln_tensor *x, int64_t axis,
+                uint32_t logmode, kiln_tensor **out)
+{
+  KILN_TRY(check_out_ptr(op, ctx, out));
+  KILN_TRY(kiln__nn_check_float(op, ctx, x, KILN__NN_ROWS));
+  size_t ax;
+  KILN_TRY(kiln__ops_axis(op, axis, x->shape.ndim, &ax));
+  uint64_t rows, len, inner;
+  axis_geometry(&x->shape, ax, &rows, &len, &inner);
+  kiln__out_target t;
+  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &x->shape, out, &x, 1, 1, &t));
+  pthread_mutex_lock(&ctx->lock);
+  kiln_status s = KILN_OK;
+  if (x->numel) {
+    row_kernel rk;
+    s = row_kernel_get(op, ctx, x->dtype, "softmax_fwd", len, inner, &rk);
+    if (s == KILN_OK) {
+      kiln__args a = kiln__args_begin(op, rk.k);
+      kiln__args_tensor(&a, x);
+      kiln__args_tensor(&a, t.dst);
+      kiln__args_u64(&a, rows);
+      kiln__args_u64(&a, len);
+      kiln__args_u64(&a, inner);
+      kiln__args_u32(&a, rk.lpr);
+      kiln__args_u32(&a, logmode);
+      kiln__args_local(&a, rk.local * tsize(x->dtype));
+      kiln__args_local(&a, rk.local * tsize(x->dtype));
+      s = row_enqueue(&a, ctx, rk.local, rk.lpr, rows);
+    }
+  }
+  s = kiln__ops_out_finish(op, ctx, &t, s);
+  pthread_mutex_unlock(&ctx->lock);
+  return s;
+}
+
+kiln_status
+kiln_softmax(kiln_context *ctx, const kiln_tensor *x, int64_t axis, kiln_tensor **out)
+{
+  return softmax_forward("kiln_softmax", ctx, x, axis, 0, out);
+}
+
+kiln_status
+kiln_log_softmax(kiln_context *ctx, const kiln_tensor *x, int64_t axis, kiln_tensor **out)
+{
+  return softmax_forward("kiln_log_softmax", ctx, x, axis, 1, out);
+}
+
+static kiln_status
+softmax_backward(const char *op, kiln_context *ctx, const kiln_tensor *grad, const kiln_tensor *y,
+                 int64_t axis, uint32_t logmode, kiln_tensor **out)
+{
+  KILN_TRY(check_out_ptr(op, ctx, out));
+  KILN_TRY(kiln__nn_check_float(op, ctx, y, KILN__NN_ROWS));
+  KILN_TRY(kiln__nn_check_like(op, ctx, grad, y, "grad"));
+  size_t ax;
+  KILN_TRY(kiln__ops_axis(op, axis, y->shape.ndim, &ax));
+  uint64_t rows, len, inner;
+  axis_geometry(&y->shape, ax, &rows, &len, &inner);
+  const kiln_tensor *ins[2] = {grad, y};
+  kiln__out_target t;
+  KILN_TRY(kiln__ops_out_begin(op, ctx, y->dtype, &y->shape, out, ins, 2, 1, &t));
+  pthread_mutex_lock(&ctx->lock);
+  kiln_status s = KILN_OK;
+  if (y->numel) {
+    row_kernel rk;
+    s = row_kernel_get(op, ctx, y->dtype, "softmax_bwd", len, inner, &rk);
+    if (s == KILN_OK) {
+      kiln__args a = kiln__args_begin(op, rk.k);
+      kiln__args_tensor(&a, grad);
+      kiln__args_tensor(&a, y);
+      kiln__args_tensor(&a, t.dst);
+      kiln__args_u64(&a, rows);
+      kiln__args_u64(&a, len);
+      kiln__args_u64(&a, inner);
+      kiln__args_u32(&a, rk.lpr);
+      kiln__args_u32(&a, logmode);
+      kiln__args_local(&a, rk.local * tsize(y->dtype));
+      s = row_enqueue(&a, ctx, rk.local, rk.lpr, rows);
+    }
+  }
+  s = kiln__ops_out_finish(op, ctx, &t, s);
+  pthread_mutex_unlock(&ctx->lock);
+  return s;
+}
+
+kiln_status
+kiln_softmax_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_tensor *y,
+                      int64_t axis, kiln_tensor **grad_in)
+{
+  return softmax_backward("kiln_softmax_backward", ctx, grad, y, axis, 0, grad_in);
+}
+
+kiln_status
+kiln_log_softmax_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_tensor *y,
+                          int64_t axis, kiln_tensor **grad_in)
+{
+  return softmax_backward("kiln_log_softmax_backward", ctx, grad, y, axis, 1, grad_in);
+}
+
+/* ---------------------------------------------------------------- layer_norm, rms_norm */
+
+/* Flags of the norm kernels (cl_kernels/nn_rows.cl). */
+enum {
+  NORM_W = 1,
+  NORM_B = 2,
+  NORM_RMS = 4,
+  NORM_MEAN = 8,
+  NORM_RSTD = 16,
+  NORM_DW = 32,
+  NORM_DB = 64,
+};
+
+/* The rows, row length and shapes of a normalisation over the trailing axes [axis, ndim). */
+typedef struct {
+  uint64_t rows, len;
+  kiln__shape stats;  /* x.shape[0:axis] */
+  kiln__shape params; /* x.shape[axis:] */
+} norm_geo;
+
+static kiln_status
+norm_geometry(const char *op, const kiln_tensor *x, int64_t axis, norm_geo *g)
+{
+  size_t ax;
+  KILN_TRY(kiln__ops_axis(op, axis, x->shape.ndim, &ax));
+  memset(g, 0, sizeof *g);
+  g->rows = 1;
+  g->len = 1;
+  g->stats.ndim = ax;
+  g->params.ndim = x->shape.ndim - ax;
+  for (size_t i = 0; i < x->shape.ndim; i++) {
+    if (i < ax) {
+      g->rows *= (uint64_t)x->shape.dims[i];
+      g->stats.dims[i] = x->shape.dims[i];
+    } else {
+      g->len *= (uint64_t)x->shape.dims[i];
+      g->params.dims[i - ax] = x->shape.dims[i];
+    }
+  }
+  KILN_RETURN_IF(g->len == 0, KILN_ERR_SHAPE, op, "the normalised axes [%zu, %zu) hold no element",
+                 ax, x->shape.ndim);
+  return KILN_OK;
+}
+
+/* An optional per-row (n = rows) or per-column (n = len) operand of x's dtype. */
+static kiln_status
+check_vec(const char *op, kiln_context *ctx, const kiln_tensor *v, const kiln_tensor *x, uint64_t n,
+          const char *what)
+{
+  if (!v)
+    return KILN_OK;
+  KILN_TRY(kiln__tensor_check(op, v, ctx));
+  KILN_RETURN_IF(v->dtype != x->dtype, KILN_ERR_DTYPE, op, "%s is %s, expected %s", what,
+                 kiln_dtype_name(v->dtype), kiln_dtype_name(x->dtype));
+  KILN_RETURN_IF(v->numel != n, KILN_ERR_SHAPE, op, "%s has %llu elements, expected %llu", what,
+                 (unsigned long long)v->numel, (unsigned long long)n);
+  return KILN_OK;
+}
+
+static kiln_status
+check_eps(const char *op, double eps)
+{
+  KILN_RETURN_IF(!(eps >= 0), KILN_ERR_INVALID_ARGUMENT, op, "eps %g must be >= 0", eps);
+  return KILN_OK;
+}
+
+/* Checks the caller's given outputs (NULL pointers and NULL *p skipped) share no byte. */
+static kiln_status
+outputs_disjoint(const char *op, kiln_context *ctx, kiln_tensor **const *outs,
+                 const char *const *names, size_t n)
+{
+  kiln_tensor *given[3] = {NULL, NULL, NULL};
+  for (size_t i = 0; i < n; i++)
+    if (outs[i] && *outs[i]) {
+      KILN_TRY(kiln__tensor_check(op, *outs[i], ctx));
+      given[i] = *outs[i];
+    }
+  return kiln__ops_outputs_disjoint(op, given, names, n);
+}
+
+/*
+ * Starts the wanted ones of n output targets (outs[i] NULL: not wanted). Only the first may
+ * be written over exactly an input's bytes (the row kernels read each element of a row before
+ * writing it); the others go through a temporary when they overlap an input. On failure those
+ * begun are unwound.
+ */
+static kiln_status
+targets_begin(const char *op, kiln_context *ctx, kiln_dtype dtype, kiln_tensor **const *outs,
+              const kiln__shape *const *shapes, const kiln_tensor *const *ins, size_t nins,
+              size_t n, kiln__out_target *t)
+{
+  for (size_t i = 0; i < n; i++) {
+    memset(&t[i], 0, sizeof t[i]);
+    if (!outs[i])
+      continue;
+    kiln_status s =
+        kiln__ops_out_begin(op, ctx, dtype, shapes[i], outs[i], ins, nins, i == 0, &t[i]);
+    if (s != KILN_OK) {
+      pthread_mutex_lock(&ctx->lock);
+      for (size_t j = 0; j < i; j++)
+        if (outs[j])
+          kiln__ops_out_finish(op, ctx, &t[j], s);
+      pthread_mutex_unlock(&ctx->lock);
+      return s;
+    }
+  }
+  return KILN_OK;
+}
+
+/* Completes (s OK) or unwinds every wanted target; ctx->lock held. */
+static kiln_status
+targets_finish(const char *op, kiln_context *ctx, kiln_tensor **const *outs, size_t n,
+               kiln__out_target *t, kiln_status s)
+{
+  for (size_t i = 0; i < n; i++)
+    if (outs[i])
+      s = kiln__ops_out_finish(op, ctx, &t[i], s);
+  return s;
+}
+
+static kiln_status
+norm_forward(const char *op, kiln_context *ctx, const kiln_tensor *x, int64_t axis,
+             const kiln_tensor *w, const kiln_tensor *b, double eps, int rms, kiln_tensor **out,
+             kiln_tensor **mean, kiln_tensor **rstd)
+{
+  KILN_TRY(check_out_ptr(op, ctx, out));
+  KILN_TRY(kiln__nn_check_float(op, ctx, x, KILN__NN_ROWS));
+  norm_geo g;
+  KILN_TRY(norm_geometry(op, x, axis, &g));
+  KILN_TRY(check_vec(op, ctx, w, x, g.len, "weight"));
+  KILN_TRY(check_vec(op, ctx, b, x, g.len, "bias"));
+  KILN_TRY(check_eps(op, eps));
+  kiln_tensor **outs[3] = {out, mean, rstd};
+  static const char *const names[3] = {"out", "mean", "rstd"};
+  KILN_TRY(outputs_disjoint(op, ctx, outs, names, 3));
+  const kiln__shape *shapes[3] = {&x->shape, &g.stats, &g.stats};
+  const kiln_tensor *ins[3] = {x, w, b};
+  kiln__out_target t[3];
+  KILN_TRY(targets_begin(op, ctx, x->dtype, outs, shapes, ins, 3, 3, t));
+  pthread_mutex_lock(&ctx->lock);
+  kiln_status s = KILN_OK;
+  if (x->numel) {
+    row_kernel rk;
+    s = row_kernel_get(op, ctx, x->dtype, "norm_fwd", g.len, 1, &rk);
+    if (s == KILN_OK) {
+      uint32_t flags = (w ? NORM_W : 0) | (b ? NORM_B : 0) | (rms ? NORM_RMS : 0) |
+                       (mean ? NORM_MEAN : 0) | (rstd ? NORM_RSTD : 0);
+      kiln__args a = kiln__args_begin(op, rk.k);
+      kiln__args_tensor(&a, x);
+      kiln__args_tensor(&a, w);
+      kiln__args_tensor(&a, b);
+      kiln__args_tensor(&a, t[0].dst);
+      kiln__args_tensor(&a, mean ? t[1].dst : NULL);
+      kiln__args_tensor(&a, rstd ? t[2].dst : NULL);
+      kiln__args_u64(&a, g.rows);
+      kiln__args_u64(&a, g.len);
+      kiln__args_float(&a, kiln__nn_compute_dtype(x->dtype), eps);
+      kiln__args_u32(&a, rk.lpr);
+      kiln__args_u32(&a, flags);
+      for (int i = 0; i < 3; i++)
+        kiln__args_local(&a, rk.local * tsize(x->dtype));
+      s = row_enqueue(&a, ctx, rk.local, rk.lpr, g.rows);
+    }
+  }
+  s = targets_finish(op, ctx, outs, 3, t, s);
+  pthread_mutex_unlock(&ctx->lock);
+  return s;
+}
+
+kiln_status
+kiln_layer_norm(kiln_context *ctx, const kiln_tensor *x, int64_t axis, const kiln_tensor *weight,
+                const kiln_tensor *bias, double eps, kiln_tensor **out, kiln_tensor **mean,
+                kiln_tensor **rstd)
+{
+  return norm_forward("kiln_layer_norm", ctx, x, axis, weight, bias, eps, 0, out, mean, rstd);
+}
+
+kiln_status
+kiln_rms_norm(kiln_context *ctx, const kiln_tensor *x, int64_t axis, const kiln_tensor *weight,
+              double eps, kiln_tensor **out, kiln_tensor **rstd)
+{
+  return norm_forward("kiln_rms_norm", ctx, x, axis, weight, NULL, eps, 1, out, NULL, rstd);
+}
+
+/* Column sums of the weight and bias gradients: chunks of rows, then a sum over chunks. */
+static kiln_status
+norm_param_grads(const char *op, kiln_context *ctx, const kiln_tensor *grad, const kiln_tensor *x,
+                 const kiln_tensor *mean, const kiln_tensor *rstd, const norm_geo *g,
+                 uint32_t flags, kiln_tensor *dw, kiln_tensor *db)
+{
+  /* Enough chunks for about 2^17 work-items, each summing rows / nchunk rows. */
+  uint64_t nchunk = ((uint64_t)1 << 17) / g->len;
+  if (nchunk > g->rows)
+    nchunk = g->rows;
+  if (nchunk < 1)
+    nchunk = 1;
+  kiln__ops_tmp part;
+  KILN_TRY(kiln__ops_tmp_alloc(ctx, 2 * nchunk * g->len * tsize(x->dtype), &part));
+  cl_kernel k;
+  kiln_status s = kiln__ops_kernel(op, ctx, KILN__NN_ROWS, x->dtype, "norm_cols", &k);
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, k);
+    kiln__args_tensor(&a, grad);
+    kiln__args_tensor(&a, x);
+    kiln__args_tensor(&a, mean);
+    kiln__args_tensor(&a, rstd);
+    kiln__args_mem(&a, part.mem);
+    kiln__args_u64(&a, g->rows);
+    kiln__args_u64(&a, g->len);
+    kiln__args_u64(&a, nchunk);
+    kiln__args_u32(&a, flags);
+    s = kiln__args_launch_1d(&a, ctx, nchunk * g->len, 0);
+  }
+  if (s == KILN_OK)
+    s = kiln__ops_kernel(op, ctx, KILN__NN_ROWS, x->dtype, "norm_cols_finish", &k);
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, k);
+    kiln__args_mem(&a, part.mem);
+    kiln__args_u64(&a, nchunk);
+    kiln__args_u64(&a, g->len);
+    kiln__args_tensor(&a, dw);
+    kiln__args_tensor(&a, db);
+    kiln__args_u32(&a, flags);
+    s = kiln__args_launch_1d(&a, ctx, g->len, 0);
+  }
+  kiln__ops_tmp_free(ctx, &part);
+  return s;
+}
+
+static kiln_status
+norm_backward(const char *op, kiln_context *ctx, const kiln_tensor *grad, const kiln_tensor *x,
+              const kiln_tensor *mean, const kiln_tensor *rstd, const kiln_tensor *w, int64_t axis,
+              int rms, kiln_tensor **gx, kiln_tensor **gw, kiln_tensor **gb)
+{
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_TRY(kiln__nn_check_float(op, ctx, x, KILN__NN_ROWS));
+  KILN_TRY(kiln__nn_check_like(op, ctx, grad, x, "grad"));
+  norm_geo g;
+  KILN_TRY(norm_geometry(op, x, axis, &g));
+  if (!rms) {
+    KILN_RETURN_IF(!mean, KILN_ERR_INVALID_HANDLE, op, "mean is NULL");
+    KILN_TRY(check_vec(op, ctx, mean, x, g.rows, "mean"));
+  }
+  KILN_RETURN_IF(!rstd, KILN_ERR_INVALID_HANDLE, op, "rstd is NULL");
+  KILN_TRY(check_vec(op, ctx, rstd, x, g.rows, "rstd"));
+  KILN_TRY(check_vec(op, ctx, w, x, g.len, "weight"));
+  kiln_tensor **outs[3] = {gx, gw, gb};
+  static const char *const names[3] = {"grad_x", "grad_weight", "grad_bias"};
+  KILN_TRY(outputs_disjoint(op, ctx, outs, names, 3));
+  const kiln__shape *shapes[3] = {&x->shape, &g.params, &g.params};
+  const kiln_tensor *ins[5] = {grad, x, mean, rstd, w};
+  kiln__out_target t[3];
+  KILN_TRY(targets_begin(op, ctx, x->dtype, outs, shapes, ins, 5, 3, t));
+  pthread_mutex_lock(&ctx->lock);
+  kiln_status s = KILN_OK;
+  uint32_t base = (w ? NORM_W : 0) | (rms ? NORM_RMS : 0);
+  /* Parameter gradients first: grad_x may be written over grad or x. */
+  if (gw || gb)
+    s = norm_param_grads(op, ctx, grad, x, mean, rstd, &g,
+                         base | (gw ? NORM_DW : 0) | (gb ? NORM_DB : 0), gw ? t[1].dst : NULL,
+                         gb ? t[2].dst : NULL);
+  if (s == KILN_OK && gx && x->numel) {
+    row_kernel rk;
+    s = row_kernel_get(op, ctx, x->dtype, "norm_bwd", g.len, 1, &rk);
+    if (s == KILN_OK) {
+      kiln__args a = kiln__args_begin(op, rk.k);
+      kiln__args_tensor(&a, grad);
+      kiln__args_tensor(&a, x);
+      kiln__args_tensor(&a, w);
+      kiln__args_tensor(&a, mean);
+      kiln__args_tensor(&a, rstd);
+      kiln__args_tensor(&a, t[0].dst);
+      kiln__args_u64(&a, g.rows);
+      kiln__args_u64(&a, g.len);
+      kiln__args_u32(&a, rk.lpr);
+      kiln__args_u32(&a, base);
+      kiln__args_local(&a, rk.local * tsize(x->dtype));
+      kiln__args_local(&a, rk.local * tsize(x->dtype));
+      s = row_enqueue(&a, ctx, rk.local, rk.lpr, g.rows);
+    }
+  }
+  s = targets_finish(op, ctx, outs, 3, t, s);
+  pthread_mutex_unlock(&ctx->lock);
+  return s;
+}
+
+kiln_status
+kiln_layer_norm_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_tensor *x,
+                         const kiln_tensor *mean, const kiln_tensor *rstd,
+                         const kiln_tensor *weight, int64_t axis, kiln_tensor **grad_x,
+                         kiln_tensor **grad_weight, kiln_tensor **grad_bias)
+{
+  return norm_backward("kiln_layer_norm_backward", ctx, grad, x, mean, rstd, weight, axis, 0,
+                       grad_x, grad_weight, grad_bias);
+}
+
+kiln_status
+kiln_rms_norm_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_tensor *x,
+                       const kiln_tensor *rstd, const kiln_tensor *weight, int64_t axis,
+                       kiln_tensor **grad_x, kiln_tensor **grad_weight)
+{
+  return norm_backward("kiln_rms_norm_backward", ctx, grad, x, NULL, rstd, weight, axis, 1, grad_x,
+                       grad_weight, NULL);
+}
+
+/* ---------------------------------------------------------------- family */
+
+uint32_t
+kiln__nn_items(const kiln_device_info *info)
+{
+  /* Four elements per work-item on GPUs (the elementwise family's measured H200 default),
+   * one on CPUs, where PoCL vectorises across work-items. */
+  return info->is_gpu ? 4 : 1;
+}
+
+static void
+nn_build_options(const kiln_device_info *info, const char *source, kiln_dtype dtype,
+                 const void *variant, char *buf, size_t len)
+{
+  (void)dtype;
+  (void)variant;
+  uint32_t items = kiln__nn_items(info);
+  if (strcmp(source, KILN__NN_ACT) == 0 && items != 1)
+    kiln__options_append(buf, len, " -DKILN_NN_ITEMS=%u", items);
+}
+
+static const struct kiln__source nn_sources[] = {
+    {KILN__NN_ROWS, NN_DTYPES}, {KILN__NN_ACT, NN_DTYPES}, {NULL, 0}};
+
+const struct kiln__family kiln__nn_family = {
+    .name = "nn", .sources = nn_sources, .build_options = nn_build_options};

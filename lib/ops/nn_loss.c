@@ -1,0 +1,570 @@
+/*
+ * nn family: activations with their gradients and the losses (cross_entropy, nll and the
+ * pointwise ones of KILN_POINT_LOSSES), forward and backward. Kernels: cl_kernels/nn_act.cl
+ * (activations, pointwise losses) and nn_rows.cl (cross_entropy, nll, the final sums).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/dtype_traits.h"
+#include "core/error.h"
+#include "core/shape.h"
+#include "kiln/nn.h"
+#include "ops/families.h"
+#include "ops/nn_internal.h"
+#include "runtime/runtime.h"
+
+/* Most work-groups of a reducing pointwise loss: its partial sums, summed by one group. */
+#define LOSS_MAX_GROUPS 1024
+
+enum { V_IN = 0, V_OUT = 1 };
+
+static const struct {
+  const char *name;
+  int uses_out;
+} act_rows[] = {
+#define X(E, n, v, f, b) {#n, V_##v},
+    KILN_ACTIVATIONS(X)
+#undef X
+};
+
+static const char *const loss_names[] = {
+#define X(E, n, f, b) #n,
+    KILN_POINT_LOSSES(X)
+#undef X
+};
+
+const char *
+kiln_activation_name(kiln_activation op)
+{
+  return (unsigned)op < KILN_ACTIVATION_COUNT ? act_rows[op].name : "?";
+}
+
+int
+kiln_activation_supports(kiln_activation op, kiln_dtype dtype)
+{
+  return (unsigned)op < KILN_ACTIVATION_COUNT && kiln__dtype_valid(dtype) &&
+         (kiln__ops_source_dtypes(KILN__NN_ACT) & KILN__DT_BIT(dtype)) != 0;
+}
+
+int
+kiln_activation_backward_uses_output(kiln_activation op)
+{
+  return (unsigned)op < KILN_ACTIVATION_COUNT ? act_rows[op].uses_out : -1;
+}
+
+const char *
+kiln_loss_op_name(kiln_loss_op op)
+{
+  return (unsigned)op < KILN_LOSS_OP_COUNT ? loss_names[op] : "?";
+}
+
+static size_t
+tsize(kiln_dtype dtype)
+{
+  return kiln_dtype_size(kiln__nn_compute_dtype(dtype));
+}
+
+static kiln_status
+check_out_ptr(const char *op, kiln_context *ctx, kiln_tensor **out)
+{
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
+  return KILN_OK;
+}
+
+/* A flat launch over n elements of a kernel of nn_act.cl. */
+static kiln_status
+flat_launch(const kiln__args *a, kiln_context *ctx, uint64_t n)
+{
+  uint64_t items = kiln__nn_items(&ctx->info);
+  return kiln__args_launch_1d(a, ctx, n / items + (n % items != 0), 0);
+}
+
+/* ---------------------------------------------------------------- activations */
+
+static kiln_status
+check_activation(const char *op, kiln_activation act)
+{
+  KILN_RETURN_IF((unsigned)act >= KILN_ACTIVATION_COUNT, KILN_ERR_INVALID_ARGUMENT, op,
+                 "unknown activation %d", (int)act);
+  return KILN_OK;
+}
+
+kiln_status
+kiln_activation_forward(kiln_context *ctx, kiln_activation act, const kiln_tensor *x, double p0,
+                        double p1, kiln_tensor **out)
+{
+  char op[64];
+  snprintf(op, sizeof op, "kiln_activation_forward(%s)", kiln_activation_name(act));
+  KILN_TRY(check_out_ptr(op, ctx, out));
+  KILN_TRY(check_activation(op, act));
+  KILN_TRY(kiln__nn_check_float(op, ctx, x, KILN__NN_ACT));
+  kiln__out_target t;
+  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &x->shape, out, &x, 1, 1, &t));
+  char kname[64];
+  snprintf(kname, sizeof kname, "act_fwd_%s", act_rows[act].name);
+  kiln_dtype cdt = kiln__nn_compute_dtype(x->dtype);
+  pthread_mutex_lock(&ctx->lock);
+  cl_kernel k;
+  kiln_status s = kiln__ops_kernel(op, ctx, KILN__NN_ACT, x->dtype, kname, &k);
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, k);
+    kiln__args_tensor(&a, x);
+    kiln__args_tensor(&a, t.dst);
+    kiln__args_u64(&a, x->numel);
+    kiln__args_float(&a, cdt, p0);
+    kiln__args_float(&a, cdt, p1);
+    s = flat_launch(&a, ctx, x->numel);
+  }
+  s = kiln__ops_out_finish(op, ctx, &t, s);
+  pthread_mutex_unlock(&ctx->lock);
+  return s;
+}
+
+kiln_status
+kiln_activation_backward(kiln_context *ctx, kiln_activation act, const kiln_tensor *grad,
+                         const kiln_tensor *v, double p0, double p1, kiln_tensor **grad_in)
+{
+  char op[64];
+  snprintf(op, sizeof op, "kiln_activation_backward(%s)", kiln_activation_name(act));
+  KILN_TRY(check_out_ptr(op, ctx, grad_in));
+  KILN_TRY(check_activation(op, act));
+  KILN_TRY(kiln__nn_check_float(op, ctx, v, KILN__NN_ACT));
+  KILN_TRY(kiln__nn_check_like(op, ctx, grad, v, "grad"));
+  const kiln_tensor *ins[2] = {grad, v};
+  kiln__out_target t;
+  KILN_TRY(kiln__ops_out_begin(op, ctx, v->dtype, &v->shape, grad_in, ins, 2, 1, &t));
+  char kname[64];
+  snprintf(kname, sizeof kname, "act_bwd_%s", act_rows[act].name);
+  kiln_dtype cdt = kiln__nn_compute_dtype(v->dtype);
+  pthread_mutex_lock(&ctx->lock);
+  cl_kernel k;
+  kiln_status s = kiln__ops_kernel(op, ctx, KILN__NN_ACT, v->dtype, kname, &k);
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, k);
+    kiln__args_tensor(&a, grad);
+    kiln__args_tensor(&a, v);
+    kiln__args_tensor(&a, t.dst);
+    kiln__args_u64(&a, v->numel);
+    kiln__args_float(&a, cdt, p0);
+    kiln__args_float(&a, cdt, p1);
+    s = flat_launch(&a, ctx, v->numel);
+  }
+  s = kiln__ops_out_finish(op, ctx, &t, s);
+  pthread_mutex_unlock(&ctx->lock);
+  return s;
+}
+
+/* ---------------------------------------------------------------- class losses */
+
+/* Rows of C classes over the last axis of x, and the batch shape B = x.shape[0:ndim-1]. */
+typedef struct {
+  uint64_t rows, classes;
+  kiln__shape batch;
+  int probs; /* target holds probabilities (else i64 class indices) */
+} class_geo;
+
+static const kiln__shape scalar_shape = {0};
+
+static kiln_status
+class_geometry(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *target,
+               int allow_probs, class_geo *g)
+{
+  KILN_RETURN_IF(x->shape.ndim < 1, KILN_ERR_SHAPE, op,
+                 "the input is 0-d; it needs a class axis (the last)");
+  memset(g, 0, sizeof *g);
+  g->batch.ndim = x->shape.ndim - 1;
+  g->rows = 1;
+  for (size_t i = 0; i + 1 < x->shape.ndim; i++) {
+    g->batch.dims[i] = x->shape.dims[i];
+    g->rows *= (uint64_t)x->shape.dims[i];
+  }
+  g->classes = (uint64_t)x->shape.dims[x->shape.ndim - 1];
+  KILN_RETURN_IF(g->classes == 0, KILN_ERR_SHAPE, op, "the class axis is empty");
+  KILN_TRY(kiln__tensor_check(op, target, ctx));
+  char a[128], b[128];
+  if (target->dtype == KILN_I64) {
+    KILN_RETURN_IF(!kiln__shape_equal(&target->shape, &g->batch), KILN_ERR_SHAPE, op,
+                   "target indices have shape %s, expected %s",
+                   kiln__shape_format(&target->shape, a, sizeof a),
+                   kiln__shape_format(&g->batch, b, sizeof b));
+    return KILN_OK;
+  }
+  KILN_RETURN_IF(!allow_probs || target->dtype != x->dtype, KILN_ERR_DTYPE, op,
+                 "target is %s, expected i64 class indices%s", kiln_dtype_name(target->dtype),
+                 allow_probs ? " or probabilities of the input's dtype" : "");
+  KILN_TRY(kiln__nn_check_like(op, ctx, target, x, "target probabilities"));
+  g->probs = 1;
+  return KILN_OK;
+}
+
+static kiln_status
+check_smoothing(const char *op, double e)
+{
+  KILN_RETURN_IF(!(e >= 0 && e <= 1), KILN_ERR_INVALID_ARGUMENT, op,
+                 "label_smoothing %g is outside [0, 1]", e);
+  return KILN_OK;
+}
+
+/* Two compute-dtype temporaries of n values each (per-row losses and weights). */
+typedef struct {
+  kiln__ops_tmp lr, lv;
+} row_tmps;
+
+static kiln_status
+row_tmps_alloc(kiln_context *ctx, kiln_dtype dtype, uint64_t n, row_tmps *t)
+{
+  memset(t, 0, sizeof *t);
+  KILN_TRY(kiln__ops_tmp_alloc(ctx, n * tsize(dtype), &t->lr));
+  kiln_status s = kiln__ops_tmp_alloc(ctx, n * tsize(dtype), &t->lv);
+  if (s != KILN_OK)
+    kiln__ops_tmp_free(ctx, &t->lr);
+  return s;
+}
+
+static void
+row_tmps_free(kiln_context *ctx, row_tmps *t)
+{
+  kiln__ops_tmp_free(ctx, &t->lr);
+  kiln__ops_tmp_free(ctx, &t->lv);
+}
+
+/*
+ * The shared body of cross_entropy and nll forward: the per-row kernel (kname: ce_fwd, which
+ * takes the row arguments, or nll_fwd), writing out directly (none) or per-row values
+ * folded by nn_finish.
+ */
+static kiln_status
+class_forward(const char *op, kiln_context *ctx, int ce, const kiln_tensor *x,
+              const kiln_tensor *target, int64_t ignore, double eps, kiln_reduction red,
+              kiln_tensor **out)
+{
+  KILN_TRY(check_out_ptr(op, ctx, out));
+  KILN_TRY(kiln__nn_check_float(op, ctx, x, KILN__NN_ROWS));
+  KILN_TRY(kiln__nn_check_reduction(op, red));
+  KILN_TRY(check_smoothing(op, eps));
+  class_geo g;
+  KILN_TRY(class_geometry(op, ctx, x, target, ce, &g));
+  const kiln__shape *shape = red == KILN_REDUCTION_NONE ? &g.batch : &scalar_shape;
+  const kiln_tensor *ins[2] = {x, target};
+  kiln__out_target t;
+  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, shape, out, ins, 2, 0, &t));
+  kiln_dtype cdt = kiln__nn_compute_dtype(x->dtype);
+  int reduce = red != KILN_REDUCTION_NONE;
+  pthread_mutex_lock(&ctx->lock);
+  row_tmps tmp;
+  memset(&tmp, 0, sizeof tmp);
+  kiln_status s = reduce ? row_tmps_alloc(ctx, x->dtype, g.rows ? g.rows : 1, &tmp) : KILN_OK;
+  cl_kernel k = NULL;
+  if (s == KILN_OK && g.rows)
+    s = kiln__ops_kernel(op, ctx, KILN__NN_ROWS, x->dtype, ce ? "ce_fwd" : "nll_fwd", &k);
+  if (s == KILN_OK && g.rows) {
+    uint32_t flags = (g.probs ? 1u : 0u) | (reduce ? 2u : 0u);
+    kiln__args a = kiln__args_begin(op, k);
+    kiln__args_tensor(&a, x);
+    kiln__args_tensor(&a, g.probs ? NULL : target);
+    if (ce)
+      kiln__args_tensor(&a, g.probs ? target : NULL);
+    kiln__args_tensor(&a, reduce ? NULL : t.dst);
+    kiln__args_mem(&a, tmp.lr.mem);
+    kiln__args_mem(&a, tmp.lv.mem);
+    kiln__args_u64(&a, g.rows);
+    kiln__args_u64(&a, g.classes);
+    if (ce) {
+      size_t local = kiln__launch_pow2_local(ctx, k);
+      uint32_t lpr = 1;
+      while (lpr < local && lpr < g.classes)
+        lpr *= 2;
+      kiln__args_u32(&a, lpr);
+      kiln__args_i64(&a, ignore);
+      kiln__args_float(&a, cdt, eps);
+      kiln__args_u32(&a, flags);
+      for (int i = 0; i < 4; i++)
+        kiln__args_local(&a, local * tsize(x->dtype));
+      uint64_t rpg = local / lpr, groups = (g.rows + rpg - 1) / rpg;
+      if (groups > ((uint64_t)1 << 20))
+        groups = (uint64_t)1 << 20;
+      s = kiln__args_enqueue_1d(&a, ctx, (size_t)(groups * local), local);
+    } else {
+      kiln__args_i64(&a, ignore);
+      kiln__args_u32(&a, flags);
+      s = kiln__args_launch_1d(&a, ctx, g.rows, 0);
+    }
+  }
+  if (s == KILN_OK && reduce) {
+    /* Indices: mean over the rows not ignored; probabilities: over every row. */
+    int by_weight = red == KILN_REDUCTION_MEAN && !g.probs;
+    double scale = red == KILN_REDUCTION_MEAN && g.probs ? 1.0 / (double)g.rows : 1.0;
+    s = kiln__nn_finish(op, ctx, x->dtype, tmp.lr.mem, by_weight ? tmp.lv.mem : NULL, g.rows, t.dst,
+                        scale);
+  }
+  if (reduce)
+    row_tmps_free(ctx, &tmp);
+  s = kiln__ops_out_finish(op, ctx, &t, s);
+  pthread_mutex_unlock(&ctx->lock);
+  return s;
+}
+
+kiln_status
+kiln_cross_entropy(kiln_context *ctx, const kiln_tensor *logits, const kiln_tensor *target,
+                   int64_t ignore_index, double label_smoothing, kiln_reduction reduction,
+                   kiln_tensor **out)
+{
+  return class_forward("kiln_cross_entropy", ctx, 1, logits, target, ignore_index, label_smoothing,
+                       reduction, out);
+}
+
+kiln_status
+kiln_nll_loss(kiln_context *ctx, const kiln_tensor *logp, const kiln_tensor *target,
+              int64_t ignore_index, kiln_reduction reduction, kiln_tensor **out)
+{
+  return class_forward("kiln_nll_loss", ctx, 0, logp, target, ignore_index, 0.0, reduction, out);
+}
+
+/* The number of rows not ignored, into a one-value compute-dtype temporary. */
+static kiln_status
+count_valid(const char *op, kiln_context *ctx, kiln_dtype dtype, const kiln_tensor *target,
+            uint64_t rows, int64_t ignore, kiln__ops_tmp *denom)
+{
+  KILN_TRY(kiln__ops_tmp_alloc(ctx, tsize(dtype), denom));
+  cl_kernel k;
+  kiln_status s = kiln__ops_kernel(op, ctx, KILN__NN_ROWS, dtype, "nn_count", &k);
+  if (s == KILN_OK) {
+    size_t local = kiln__launch_pow2_local(ctx, k);
+    kiln__args a = kiln__args_begin(op, k);
+    kiln__args_tensor(&a, target);
+    kiln__args_u64(&a, rows);
+    kiln__args_i64(&a, ignore);
+    kiln__args_mem(&a, denom->mem);
+    kiln__args_local(&a, local * tsize(dtype));
+    kiln__args_local(&a, local * tsize(dtype));
+    s = kiln__args_enqueue_1d(&a, ctx, local, local);
+  }
+  if (s != KILN_OK)
+    kiln__ops_tmp_free(ctx, denom);
+  return s;
+}
+
+static kiln_status
+class_backward(const char *op, kiln_context *ctx, int ce, const kiln_tensor *gout,
+               const kiln_tensor *x, const kiln_tensor *target, int64_t ignore, double eps,
+               kiln_reduction red, kiln_tensor **out)
+{
+  KILN_TRY(check_out_ptr(op, ctx, out));
+  KILN_TRY(kiln__nn_check_float(op, ctx, x, KILN__NN_ROWS));
+  KILN_TRY(kiln__nn_check_reduction(op, red));
+  KILN_TRY(check_smoothing(op, eps));
+  class_geo g;
+  KILN_TRY(class_geometry(op, ctx, x, target, ce, &g));
+  KILN_TRY(kiln__nn_check_grad_out(op, ctx, gout, x->dtype, &g.batch, red));
+  const kiln_tensor *ins[3] = {gout, x, target};
+  kiln__out_target t;
+  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &x->shape, out, ins, 3, 1, &t));
+  kiln_dtype cdt = kiln__nn_compute_dtype(x->dtype);
+  int by_count = red == KILN_REDUCTION_MEAN && !g.probs;
+  double scale = red == KILN_REDUCTION_MEAN && g.probs ? 1.0 / (double)g.rows : 1.0;
+  uint32_t flags =
+      (g.probs ? 1u : 0u) | (red == KILN_REDUCTION_NONE ? 4u : 0u) | (by_count ? 8u : 0u);
+  pthread_mutex_lock(&ctx->lock);
+  kiln_status s = KILN_OK;
+  kiln__ops_tmp denom = {NULL, 0};
+  if (x->numel && by_count)
+    s = count_valid(op, ctx, x->dtype, target, g.rows, ignore, &denom);
+  cl_kernel k = NULL;
+  if (s == KILN_OK && x->numel)
+    s = kiln__ops_kernel(op, ctx, KILN__NN_ROWS, x->dtype, ce ? "ce_bwd" : "nll_bwd", &k);
+  if (s == KILN_OK && x->numel) {
+    kiln__args a = kiln__args_begin(op, k);
+    kiln__args_tensor(&a, gout);
+    if (ce)
+      kiln__args_tensor(&a, x);
+    kiln__args_tensor(&a, g.probs ? NULL : target);
+    if (ce)
+      kiln__args_tensor(&a, g.probs ? target : NULL);
+    kiln__args_tensor(&a, t.dst);
+    kiln__args_mem(&a, denom.mem);
+    kiln__args_u64(&a, g.rows);
+    kiln__args_u64(&a, g.classes);
+    if (ce) {
+      size_t local = kiln__launch_pow2_local(ctx, k);
+      uint32_t lpr = 1;
+      while (lpr < local && lpr < g.classes)
+        lpr *= 2;
+      kiln__args_u32(&a, lpr);
+      kiln__args_i64(&a, ignore);
+      kiln__args_float(&a, cdt, eps);
+      kiln__args_float(&a, cdt, scale);
+      kiln__args_u32(&a, flags);
+      for (int i = 0; i < 3; i++)
+        kiln__args_local(&a, local * tsize(x->dtype));
+      uint64_t rpg = local / lpr, groups = (g.rows + rpg - 1) / rpg;
+      if (groups > ((uint64_t)1 << 20))
+        groups = (uint64_t)1 << 20;
+      s = kiln__args_enqueue_1d(&a, ctx, (size_t)(groups * local), local);
+    } else {
+      kiln__args_i64(&a, ignore);
+      kiln__args_float(&a, cdt, scale);
+      kiln__args_u32(&a, flags);
+      s = kiln__args_launch_1d(&a, ctx, x->numel, 0);
+    }
+  }
+  if (denom.mem)
+    kiln__ops_tmp_free(ctx, &denom);
+  s = kiln__ops_out_finish(op, ctx, &t, s);
+  pthread_mutex_unlock(&ctx->lock);
+  return s;
+}
+
+kiln_status
+kiln_cross_entropy_backward(kiln_context *ctx, const kiln_tensor *grad_out,
+                            const kiln_tensor *logits, const kiln_tensor *target,
+                            int64_t ignore_index, double label_smoothing, kiln_reduction reduction,
+                            kiln_tensor **grad_logits)
+{
+  return class_backward("kiln_cross_entropy_backward", ctx, 1, grad_out, logits, target,
+                        ignore_index, label_smoothing, reduction, grad_logits);
+}
+
+kiln_status
+kiln_nll_loss_backward(kiln_context *ctx, const kiln_tensor *grad_out, const kiln_tensor *logp,
+                       const kiln_tensor *target, int64_t ignore_index, kiln_reduction reduction,
+                       kiln_tensor **grad_logp)
+{
+  return class_backward("kiln_nll_loss_backward", ctx, 0, grad_out, logp, target, ignore_index, 0.0,
+                        reduction, grad_logp);
+}
+
+/* ---------------------------------------------------------------- pointwise losses */
+
+static kiln_status
+check_point_loss(const char *op, kiln_context *ctx, kiln_loss_op lop, const kiln_tensor *x,
+                 const kiln_tensor *y, const kiln_tensor *pw, double param, kiln_reduction red,
+                 uint64_t *wlen)
+{
+  KILN_RETURN_IF((unsigned)lop >= KILN_LOSS_OP_COUNT, KILN_ERR_INVALID_ARGUMENT, op,
+                 "unknown loss %d", (int)lop);
+  KILN_TRY(kiln__nn_check_float(op, ctx, x, KILN__NN_ACT));
+  KILN_TRY(kiln__nn_check_like(op, ctx, y, x, "target"));
+  KILN_TRY(kiln__nn_check_reduction(op, red));
+  KILN_RETURN_IF(lop == KILN_LOSS_SMOOTH_L1 && !(param >= 0), KILN_ERR_INVALID_ARGUMENT, op,
+                 "beta %g must be >= 0", param);
+  KILN_RETURN_IF(lop == KILN_LOSS_HUBER && !(param > 0), KILN_ERR_INVALID_ARGUMENT, op,
+                 "delta %g must be > 0", param);
+  *wlen = 0;
+  if (!pw)
+    return KILN_OK;
+  KILN_RETURN_IF(lop != KILN_LOSS_BCE_WITH_LOGITS, KILN_ERR_INVALID_ARGUMENT, op,
+                 "pos_weight is for bce_with_logits only");
+  KILN_TRY(kiln__tensor_check(op, pw, ctx));
+  KILN_RETURN_IF(pw->dtype != x->dtype, KILN_ERR_DTYPE, op, "pos_weight is %s, expected %s",
+                 kiln_dtype_name(pw->dtype), kiln_dtype_name(x->dtype));
+  uint64_t last = x->shape.ndim ? (uint64_t)x->shape.dims[x->shape.ndim - 1] : 1;
+  KILN_RETURN_IF(pw->numel != last, KILN_ERR_SHAPE, op,
+                 "pos_weight has %llu elements, expected %llu (the last axis)",
+                 (unsigned long long)pw->numel, (unsigned long long)last);
+  *wlen = last;
+  return KILN_OK;
+}
+
+kiln_status
+kiln_loss(kiln_context *ctx, kiln_loss_op lop, const kiln_tensor *x, const kiln_tensor *y,
+          const kiln_tensor *pw, double param, kiln_reduction red, kiln_tensor **out)
+{
+  char op[64];
+  snprintf(op, sizeof op, "kiln_loss(%s)", kiln_loss_op_name(lop));
+  KILN_TRY(check_out_ptr(op, ctx, out));
+  uint64_t wlen;
+  KILN_TRY(check_point_loss(op, ctx, lop, x, y, pw, param, red, &wlen));
+  int reduce = red != KILN_REDUCTION_NONE;
+  const kiln_tensor *ins[3] = {x, y, pw};
+  kiln__out_target t;
+  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, reduce ? &scalar_shape : &x->shape, out, ins, 3,
+                               1, &t));
+  char kname[64];
+  snprintf(kname, sizeof kname, "loss_%s", loss_names[lop]);
+  kiln_dtype cdt = kiln__nn_compute_dtype(x->dtype);
+  uint64_t n = x->numel;
+  pthread_mutex_lock(&ctx->lock);
+  cl_kernel k;
+  kiln__ops_tmp part = {NULL, 0};
+  kiln_status s = kiln__ops_kernel(op, ctx, KILN__NN_ACT, x->dtype, kname, &k);
+  if (s == KILN_OK && (n || reduce)) {
+    size_t local = kiln__launch_pow2_local(ctx, k);
+    uint64_t per = (uint64_t)local * kiln__nn_items(&ctx->info);
+    uint64_t groups = (n + per - 1) / per;
+    if (groups > LOSS_MAX_GROUPS)
+      groups = LOSS_MAX_GROUPS;
+    if (groups < 1)
+      groups = 1;
+    if (reduce)
+      s = kiln__ops_tmp_alloc(ctx, groups * tsize(x->dtype), &part);
+    kiln__args a = kiln__args_begin(op, k);
+    kiln__args_tensor(&a, x);
+    kiln__args_tensor(&a, y);
+    kiln__args_tensor(&a, pw);
+    kiln__args_u64(&a, wlen);
+    kiln__args_tensor(&a, reduce ? NULL : t.dst);
+    kiln__args_mem(&a, part.mem);
+    kiln__args_u64(&a, n);
+    kiln__args_float(&a, cdt, param);
+    kiln__args_u32(&a, (reduce ? 1u : 0u) | (pw ? 2u : 0u));
+    kiln__args_local(&a, local * tsize(x->dtype));
+    if (s == KILN_OK && reduce)
+      s = kiln__args_enqueue_1d(&a, ctx, (size_t)(groups * local), local);
+    else if (s == KILN_OK)
+      s = flat_launch(&a, ctx, n);
+    if (s == KILN_OK && reduce)
+      s = kiln__nn_finish(op, ctx, x->dtype, part.mem, NULL, groups, t.dst,
+                          red == KILN_REDUCTION_MEAN ? 1.0 / (double)n : 1.0);
+  }
+  if (part.mem)
+    kiln__ops_tmp_free(ctx, &part);
+  s = kiln__ops_out_finish(op, ctx, &t, s);
+  pthread_mutex_unlock(&ctx->lock);
+  return s;
+}
+
+kiln_status
+kiln_loss_backward(kiln_context *ctx, kiln_loss_op lop, const kiln_tensor *gout,
+                   const kiln_tensor *x, const kiln_tensor *y, const kiln_tensor *pw, double param,
+                   kiln_reduction red, kiln_tensor **grad_input)
+{
+  char op[64];
+  snprintf(op, sizeof op, "kiln_loss_backward(%s)", kiln_loss_op_name(lop));
+  KILN_TRY(check_out_ptr(op, ctx, grad_input));
+  uint64_t wlen;
+  KILN_TRY(check_point_loss(op, ctx, lop, x, y, pw, param, red, &wlen));
+  KILN_TRY(kiln__nn_check_grad_out(op, ctx, gout, x->dtype, &x->shape, red));
+  const kiln_tensor *ins[4] = {gout, x, y, pw};
+  kiln__out_target t;
+  /* Reduced losses read grad_out[0] from every work-item: an output over it needs a copy. */
+  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &x->shape, grad_input, ins, 4,
+                               red == KILN_REDUCTION_NONE, &t));
+  char kname[64];
+  snprintf(kname, sizeof kname, "lossb_%s", loss_names[lop]);
+  kiln_dtype cdt = kiln__nn_compute_dtype(x->dtype);
+  uint64_t n = x->numel;
+  double scale = red == KILN_REDUCTION_MEAN ? 1.0 / (double)n : 1.0;
+  pthread_mutex_lock(&ctx->lock);
+  cl_kernel k;
+  kiln_status s = kiln__ops_kernel(op, ctx, KILN__NN_ACT, x->dtype, kname, &k);
+  if (s == KILN_OK && n) {
+    kiln__args a = kiln__args_begin(op, k);
+    kiln__args_tensor(&a, gout);
+    kiln__args_tensor(&a, x);
+    kiln__args_tensor(&a, y);
+    kiln__args_tensor(&a, pw);
+    kiln__args_u64(&a, wlen);
+    kiln__args_tensor(&a, t.dst);
+    kiln__args_u64(&a, n);
+    kiln__args_float(&a, cdt, param);
+    kiln__args_float(&a, cdt, scale);
+    kiln__args_u32(&a, (pw ? 2u : 0u) | (red == KILN_REDUCTION_NONE ? 4u : 0u));
+    s = flat_launch(&a, ctx, n);
+  }
+  s = kiln__ops_out_finish(op, ctx, &t, s);
+  pthread_mutex_unlock(&ctx->lock);
+  return s;
+}

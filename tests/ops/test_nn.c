@@ -1,0 +1,1315 @@
+/*
+ * nn suite: softmax, log_softmax, layer_norm, rms_norm, the activations and the losses,
+ * forward and backward, against host references in double precision.
+ *
+ * Coverage: f32 and f64 (f64 with fp64); batch 1, odd and prime row lengths, short rows
+ * (several per work-group), rows longer than a work-group, softmax along a middle and the
+ * first axis, empty batches, rows holding -inf, a row of only -inf (NaN, as PyTorch) and
+ * NaN; every backward pass against its analytic host gradient on a larger shape, and by
+ * central finite differences of the device's own forward (f64, h = 1e-6) on small random
+ * shapes; cross_entropy with indices, label smoothing, probabilities and ignore_index on
+ * some and on every row; reductions none, mean and sum; in-place calls; bad input.
+ *
+ * Tolerances: |got - want| <= tol (1 + |want|) with tol 3e-5 for f32 (row sums of a few
+ * thousand terms and the f32 exp/erfc/tanh of OpenCL, a few ulp each) and 1e-11 for f64;
+ * finite differences agree within 1e-6 (1 + |g|) (truncation h^2, rounding 1e-16 / h).
+ * NaN matches only NaN, infinities only the same infinity.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+/* ck_assert_msg records a checkpoint per call; bulk comparisons use this instead. */
+#define EXPECT(cond, ...)        \
+  do {                           \
+    if (!(cond))                 \
+      ck_abort_msg(__VA_ARGS__); \
+  } while (0)
+
+static const kiln_dtype dtypes[] = {KILN_F32, KILN_F64};
+
+/* The small mode (oclgrind) runs every other case of a list, and always its last. */
+#define SMALL_SKIP(i, n) (harness_small() && (i) % 2 == 1 && (i) + 1 < (n))
+/* Loops dt over f32 and f64 (f64 only with fp64); no break inside. */
+#define FOR_DTYPES(dt)                                                                      \
+  for (size_t dt##_i = 0; dt##_i < 2; dt##_i++)                                             \
+    for (int dt##_k = dtypes[dt##_i] != KILN_F64 || harness_has_fp64(); dt##_k; dt##_k = 0) \
+      for (kiln_dtype dt = dtypes[dt##_i]; dt##_k; dt##_k = 0)
+
+static uint64_t rng = 88172645463325252ull;
+
+static double
+urand(double lo, double hi)
+{
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return lo + (hi - lo) * (double)(rng >> 11) / 9007199254740992.0;
+}
+
+static double *
+rand_vec(size_t n, double lo, double hi)
+{
+  double *v = malloc((n ? n : 1) * sizeof *v);
+  for (size_t i = 0; i < n; i++)
+    v[i] = urand(lo, hi);
+  return v;
+}
+
+static uint64_t
+numel(size_t nd, const int64_t *shape)
+{
+  uint64_t n = 1;
+  for (size_t i = 0; i < nd; i++)
+    n *= (uint64_t)shape[i];
+  return n;
+}
+
+static kiln_tensor *
+up(kiln_dtype dt, size_t nd, const int64_t *shape, const double *v)
+{
+  uint64_t n = numel(nd, shape);
+  void *h = malloc((n ? n : 1) * 8);
+  for (uint64_t i = 0; i < n; i++) {
+    if (dt == KILN_F32)
+      ((float *)h)[i] = (float)v[i];
+    else
+      ((double *)h)[i] = v[i];
+  }
+  kiln_tensor *t = NULL;
+  KOK(kiln_tensor_from_host(harness_ctx(), dt, nd, shape, h, &t));
+  free(h);
+  return t;
+}
+
+static kiln_tensor *
+up_i64(size_t nd, const int64_t *shape, const int64_t *v)
+{
+  kiln_tensor *t = NULL;
+  KOK(kiln_tensor_from_host(harness_ctx(), KILN_I64, nd, shape, v, &t));
+  return t;
+}
+
+/* The tensor's values as doubles (malloc'd, at least one). */
+static double *
+down(const kiln_tensor *t)
+{
+  uint64_t n = kiln_tensor_numel(t);
+  void *h = malloc(n * 8 + 8);
+  KOK(kiln_tensor_download(t, h, kiln_tensor_nbytes(t)));
+  double *d = malloc(n * sizeof *d + 8);
+  for (uint64_t i = 0; i < n; i++)
+    d[i] = kiln_tensor_dtype(t) == KILN_F32 ? (double)((float *)h)[i] : ((double *)h)[i];
+  free(h);
+  return d;
+}
+
+/* x rounded to dt (the reference sees what the device sees). */
+static void
+round_to(kiln_dtype dt, double *x, size_t n)
+{
+  if (dt == KILN_F32)
+    for (size_t i = 0; i < n; i++)
+      x[i] = (double)(float)x[i];
+}
+
+static double
+tol_of(kiln_dtype dt)
+{
+  return dt == KILN_F32 ? 3e-5 : 1e-11;
+}
+
+static int
+close_to(double got, double want, double tol)
+{
+  if (isnan(want))
+    return isnan(got);
+  if (isinf(want))
+    return got == want;
+  return fabs(got - want) <= tol * (1 + fabs(want));
+}
+
+static void
+expect_close(const double *got, const double *want, uint64_t n, double tol, const char *what)
+{
+  for (uint64_t i = 0; i < n; i++)
+    EXPECT(close_to(got[i], want[i], tol), "%s: element %llu is %.17g, expected %.17g", what,
+           (unsigned long long)i, got[i], want[i]);
+}
+
+/* Downloads t and compares it with want. */
+static void
+expect_tensor(const kiln_tensor *t, const double *want, double tol, const char *what)
+{
+  double *got = down(t);
+  expect_close(got, want, kiln_tensor_numel(t), tol, what);
+  free(got);
+}
+
+/* ------------------------------------------------------------------ host references */
+
+/* Softmax (or log_softmax) of rows of len along stride inner. */
+static void
+ref_softmax(const double *x, double *y, uint64_t outer, uint64_t len, uint64_t inner, int logm)
+{
+  for (uint64_t o = 0; o < outer; o++)
+    for (uint64_t i = 0; i < inner; i++) {
+      const double *xr = x + o * len * inner + i;
+      double *yr = y + o * len * inner + i;
+      double m = -INFINITY, s = 0;
+      int nan = 0;
+      for (uint64_t j = 0; j < len; j++) {
+        nan |= isnan(xr[j * inner]);
+        if (xr[j * inner] > m)
+          m = xr[j * inner];
+      }
+      for (uint64_t j = 0; j < len; j++)
+        s += exp(xr[j * inner] - m);
+      for (uint64_t j = 0; j < len; j++) {
+        double v = logm ? xr[j * inner] - m - log(s) : exp(xr[j * inner] - m) / s;
+        yr[j * inner] = nan || m == -INFINITY || m == INFINITY ? NAN : v;
+      }
+    }
+}
+
+static void
+ref_softmax_bwd(const double *g, const double *y, double *dx, uint64_t outer, uint64_t len,
+                uint64_t inner, int logm)
+{
+  for (uint64_t o = 0; o < outer; o++)
+    for (uint64_t i = 0; i < inner; i++) {
+      uint64_t b = o * len * inner + i;
+      double a = 0;
+      for (uint64_t j = 0; j < len; j++)
+        a += logm ? g[b + j * inner] : g[b + j * inner] * y[b + j * inner];
+      for (uint64_t j = 0; j < len; j++) {
+        uint64_t k = b + j * inner;
+        dx[k] = logm ? g[k] - exp(y[k]) * a : y[k] * (g[k] - a);
+      }
+    }
+}
+
+/* Layer norm (rms = 0) or rms norm of rows x rows of len; w, b may be NULL. */
+static void
+ref_norm(const double *x, const double *w, const double *b, double eps, int rms, uint64_t rows,
+         uint64_t len, double *y, double *mean, double *rstd)
+{
+  for (uint64_t r = 0; r < rows; r++) {
+    const double *xr = x + r * len;
+    double mu = 0, v = 0;
+    if (!rms) {
+      for (uint64_t j = 0; j < len; j++)
+        mu += xr[j];
+      mu /= (double)len;
+    }
+    for (uint64_t j = 0; j < len; j++)
+      v += (xr[j] - mu) * (xr[j] - mu);
+    double rs = 1 / sqrt(v / (double)len + eps);
+    mean[r] = mu;
+    rstd[r] = rs;
+    for (uint64_t j = 0; j < len; j++)
+      y[r * len + j] = (xr[j] - mu) * rs * (w ? w[j] : 1) + (b ? b[j] : 0);
+  }
+}
+
+static void
+ref_norm_bwd(const double *g, const double *x, const double *mean, const double *rstd,
+             const double *w, int rms, uint64_t rows, uint64_t len, double *dx, double *dw,
+             double *db)
+{
+  for (uint64_t j = 0; j < len; j++)
+    dw[j] = db[j] = 0;
+  for (uint64_t r = 0; r < rows; r++) {
+    double a = 0, c = 0, mu = rms ? 0 : mean[r], rs = rstd[r];
+    for (uint64_t j = 0; j < len; j++) {
+      uint64_t k = r * len + j;
+      double gw = g[k] * (w ? w[j] : 1), xh = (x[k] - mu) * rs;
+      a += gw;
+      c += gw * xh;
+      dw[j] += g[k] * xh;
+      db[j] += g[k];
+    }
+    a = rms ? 0 : a / (double)len;
+    c /= (double)len;
+    for (uint64_t j = 0; j < len; j++) {
+      uint64_t k = r * len + j;
+      double gw = g[k] * (w ? w[j] : 1), xh = (x[k] - mu) * rs;
+      dx[k] = rs * (gw - a - xh * c);
+    }
+  }
+}
+
+static double
+sigm(double x)
+{
+  return 1 / (1 + exp(-x));
+}
+
+static double
+softplus1(double x)
+{
+  return fmax(x, 0) + log1p(exp(-fabs(x)));
+}
+
+#define SELU_A 1.6732632423543772848170429916717
+#define SELU_S 1.0507009873554804934193349852946
+
+/* f(x) of an activation, and its derivative f'(x). */
+static double
+act_f(kiln_activation a, double x, double p0, double p1)
+{
+  const double k = sqrt(2 / M_PI);
+  switch (a) {
+  case KILN_ACT_RELU:
+    return x < 0 ? 0 : x;
+  case KILN_ACT_LEAKY_RELU:
+    return x > 0 ? x : x * p0;
+  case KILN_ACT_ELU:
+    return x > 0 ? x : p0 * expm1(x);
+  case KILN_ACT_SELU:
+    return SELU_S * (x > 0 ? x : SELU_A * expm1(x));
+  case KILN_ACT_CELU:
+    return x > 0 ? x : p0 * expm1(x / p0);
+  case KILN_ACT_GELU:
+    return 0.5 * x * erfc(-x / sqrt(2));
+  case KILN_ACT_GELU_TANH:
+    return 0.5 * x * (1 + tanh(k * (x + 0.044715 * x * x * x)));
+  case KILN_ACT_SILU:
+    return x * sigm(x);
+  case KILN_ACT_MISH:
+    return x * tanh(softplus1(x));
+  case KILN_ACT_SIGMOID:
+    return sigm(x);
+  case KILN_ACT_TANH:
+    return tanh(x);
+  case KILN_ACT_SOFTPLUS:
+    return x * p0 > p1 ? x : softplus1(x * p0) / p0;
+  case KILN_ACT_HARDSIGMOID:
+    return fmin(fmax(x / 6 + 0.5, 0), 1);
+  case KILN_ACT_HARDSWISH:
+    return x * fmin(fmax(x + 3, 0), 6) / 6;
+  case KILN_ACT_HARDTANH:
+    return x < p0 ? p0 : x > p1 ? p1 : x;
+  case KILN_ACTIVATION_COUNT:
+    break;
+  }
+  return NAN;
+}
+
+static double
+act_d(kiln_activation a, double x, double p0, double p1)
+{
+  const double k = sqrt(2 / M_PI);
+  switch (a) {
+  case KILN_ACT_RELU:
+    return x > 0 ? 1 : 0;
+  case KILN_ACT_LEAKY_RELU:
+    return x > 0 ? 1 : p0;
+  case KILN_ACT_ELU:
+    return x > 0 ? 1 : p0 * exp(x);
+  case KILN_ACT_SELU:
+    return x > 0 ? SELU_S : SELU_S * SELU_A * exp(x);
+  case KILN_ACT_CELU:
+    return x > 0 ? 1 : exp(x / p0);
+  case KILN_ACT_GELU:
+    return 0.5 * erfc(-x / sqrt(2)) + x * exp(-0.5 * x * x) / sqrt(2 * M_PI);
+  case KILN_ACT_GELU_TANH: {
+    double t = tanh(k * (x + 0.044715 * x * x * x));
+    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x);
+  }
+  case KILN_ACT_SILU:
+    return sigm(x) * (1 + x * (1 - sigm(x)));
+  case KILN_ACT_MISH: {
+    double t = tanh(softplus1(x));
+    return t + x * sigm(x) * (1 - t * t);
+  }
+  case KILN_ACT_SIGMOID:
+    return sigm(x) * (1 - sigm(x));
+  case KILN_ACT_TANH:
+    return 1 - tanh(x) * tanh(x);
+  case KILN_ACT_SOFTPLUS:
+    return x * p0 > p1 ? 1 : sigm(x * p0);
+  case KILN_ACT_HARDSIGMOID:
+    return x > -3 && x < 3 ? 1.0 / 6 : 0;
+  case KILN_ACT_HARDSWISH:
+    return x < -3 ? 0 : x <= 3 ? x / 3 + 0.5 : 1;
+  case KILN_ACT_HARDTANH:
+    return x <= p0 || x >= p1 ? 0 : 1;
+  case KILN_ACTIVATION_COUNT:
+    break;
+  }
+  return NAN;
+}
+
+/* Scalars every activation test uses (non-default, to see them applied). */
+static void
+act_params(kiln_activation a, double *p0, double *p1)
+{
+  *p0 = 0;
+  *p1 = 0;
+  switch (a) {
+  case KILN_ACT_LEAKY_RELU:
+    *p0 = 0.07;
+    break;
+  case KILN_ACT_ELU:
+    *p0 = 1.3;
+    break;
+  case KILN_ACT_CELU:
+    *p0 = 0.8;
+    break;
+  case KILN_ACT_SOFTPLUS:
+    *p0 = 1.5, *p1 = 2.5;
+    break;
+  case KILN_ACT_HARDTANH:
+    *p0 = -0.75, *p1 = 1.25;
+    break;
+  default:
+    break;
+  }
+}
+
+/* Pointwise loss l(x, y) (w: pos_weight element) and dl/dx. */
+static double
+loss_f(kiln_loss_op op, double x, double y, double w, double p)
+{
+  double d = x - y, a = fabs(d);
+  switch (op) {
+  case KILN_LOSS_MSE:
+    return d * d;
+  case KILN_LOSS_L1:
+    return a;
+  case KILN_LOSS_SMOOTH_L1:
+    return a < p ? 0.5 * d * d / p : a - 0.5 * p;
+  case KILN_LOSS_HUBER:
+    return a < p ? 0.5 * d * d : p * (a - 0.5 * p);
+  case KILN_LOSS_BCE:
+    return -(y * fmax(log(x), -100) + (1 - y) * fmax(log(1 - x), -100));
+  case KILN_LOSS_BCE_WITH_LOGITS:
+    return (1 - y) * x + (1 + (w - 1) * y) * (log1p(exp(-fabs(x))) + fmax(-x, 0));
+  case KILN_LOSS_KL_DIV:
+    return (y == 0 ? 0 : y * log(y)) - y * x;
+  case KILN_LOSS_KL_DIV_LOG_TARGET:
+    return exp(y) * (y - x);
+  case KILN_LOSS_OP_COUNT:
+    break;
+  }
+  return NAN;
+}
+
+static double
+loss_d(kiln_loss_op op, double x, double y, double w, double p)
+{
+  double d = x - y, s = d > 0 ? 1 : d < 0 ? -1 : 0;
+  switch (op) {
+  case KILN_LOSS_MSE:
+    return 2 * d;
+  case KILN_LOSS_L1:
+    return s;
+  case KILN_LOSS_SMOOTH_L1:
+    return fabs(d) < p ? d / p : s;
+  case KILN_LOSS_HUBER:
+    return fabs(d) < p ? d : p * s;
+  case KILN_LOSS_BCE:
+    return d / fmax((1 - x) * x, 1e-12);
+  case KILN_LOSS_BCE_WITH_LOGITS:
+    return sigm(x) * (w * y + 1 - y) - w * y;
+  case KILN_LOSS_KL_DIV:
+    return -y;
+  case KILN_LOSS_KL_DIV_LOG_TARGET:
+    return -exp(y);
+  case KILN_LOSS_OP_COUNT:
+    break;
+  }
+  return NAN;
+}
+
+/* Inputs and targets in each loss's domain. */
+static void
+loss_data(kiln_loss_op op, double *x, double *y, size_t n)
+{
+  for (size_t i = 0; i < n; i++) {
+    switch (op) {
+    case KILN_LOSS_BCE:
+      x[i] = urand(0.05, 0.95), y[i] = urand(0, 1);
+      break;
+    case KILN_LOSS_BCE_WITH_LOGITS:
+      x[i] = urand(-4, 4), y[i] = urand(0, 1);
+      break;
+    case KILN_LOSS_KL_DIV:
+      x[i] = urand(-3, 0), y[i] = i % 7 == 3 ? 0 : urand(0, 1);
+      break;
+    case KILN_LOSS_KL_DIV_LOG_TARGET:
+      x[i] = urand(-3, 0), y[i] = urand(-3, 0);
+      break;
+    default:
+      x[i] = urand(-2, 2), y[i] = urand(-2, 2);
+      break;
+    }
+  }
+}
+
+static double
+loss_param(kiln_loss_op op)
+{
+  return op == KILN_LOSS_SMOOTH_L1 ? 0.7 : op == KILN_LOSS_HUBER ? 1.3 : 0;
+}
+
+/* Cross entropy of rows of C logits: indices t (NULL: probabilities p), smoothing e.
+ * Writes the per-row losses, the row weights (0 ignored) and, when dz, d(sum of g_r loss_r). */
+static void
+ref_ce(const double *z, const int64_t *t, const double *p, uint64_t rows, uint64_t C,
+       int64_t ignore, double e, double *loss, double *wgt, const double *g, double *dz)
+{
+  for (uint64_t r = 0; r < rows; r++) {
+    const double *zr = z + r * C;
+    double m = -INFINITY, s = 0, qs = 0, lossr = 0;
+    for (uint64_t j = 0; j < C; j++)
+      m = fmax(m, zr[j]);
+    for (uint64_t j = 0; j < C; j++)
+      s += exp(zr[j] - m);
+    double lse = m + log(s);
+    wgt[r] = 1;
+    int ign = !p && t[r] == ignore;
+    for (uint64_t j = 0; j < C; j++) {
+      double q = p ? (1 - e) * p[r * C + j] + e / (double)C
+                   : ((int64_t)j == t[r] ? 1 - e : 0) + e / (double)C;
+      qs += q;
+      lossr += q * (lse - zr[j]);
+    }
+    if (ign) {
+      lossr = 0;
+      wgt[r] = 0;
+    }
+    loss[r] = lossr;
+    if (dz)
+      for (uint64_t j = 0; j < C; j++) {
+        double q = p ? (1 - e) * p[r * C + j] + e / (double)C
+                     : ((int64_t)j == t[r] ? 1 - e : 0) + e / (double)C;
+        dz[r * C + j] = ign ? 0 : g[r] * (exp(zr[j] - lse) * qs - q);
+      }
+  }
+}
+
+/* ------------------------------------------------------------------ finite differences */
+
+/* The device forward of one op as a function of its input: sum_i r_i f(x)_i. */
+typedef double (*fd_fn)(void *arg, kiln_dtype dt, const double *x);
+
+/* Central differences of f at x (n values) against the analytic gradient. */
+static void
+fd_check(fd_fn f, void *arg, double *x, size_t n, const double *analytic, const char *what)
+{
+  const double h = 1e-6;
+  for (size_t i = 0; i < n; i++) {
+    double x0 = x[i];
+    x[i] = x0 + h;
+    double fp = f(arg, KILN_F64, x);
+    x[i] = x0 - h;
+    double fm = f(arg, KILN_F64, x);
+    x[i] = x0;
+    double fd = (fp - fm) / (2 * h);
+    EXPECT(fabs(fd - analytic[i]) <= 1e-6 * (1 + fabs(analytic[i])),
+           "%s: d/dx[%zu] by differences %.12g, backward gave %.12g", what, i, fd, analytic[i]);
+  }
+}
+
+static double
+dot(const double *a, const double *b, size_t n)
+{
+  double s = 0;
+  for (size_t i = 0; i < n; i++)
+    s += a[i] * b[i];
+  return s;
+}
+
+/* ------------------------------------------------------------------ softmax */
+
+struct sm_case {
+  size_t nd;
+  int64_t shape[3];
+  int64_t axis;
+};
+
+static void
+softmax_case(kiln_dtype dt, const struct sm_case *c, int logm)
+{
+  kiln_context *ctx = harness_ctx();
+  uint64_t n = numel(c->nd, c->shape);
+  size_t ax = (size_t)(c->axis < 0 ? c->axis + (int64_t)c->nd : c->axis);
+  uint64_t outer = 1, inner = 1, len = (uint64_t)c->shape[ax];
+  for (size_t i = 0; i < ax; i++)
+    outer *= (uint64_t)c->shape[i];
+  for (size_t i = ax + 1; i < c->nd; i++)
+    inner *= (uint64_t)c->shape[i];
+  double *x = rand_vec(n, -6, 6), *g = rand_vec(n, -1, 1);
+  round_to(dt, x, n);
+  round_to(dt, g, n);
+  double *y = malloc((n + 1) * sizeof *y), *dx = malloc((n + 1) * sizeof *dx);
+  ref_softmax(x, y, outer, len, inner, logm);
+  kiln_tensor *tx = up(dt, c->nd, c->shape, x), *ty = NULL, *tg = up(dt, c->nd, c->shape, g),
+              *tdx = NULL;
+  char what[96];
+  snprintf(what, sizeof what, "%s %s shape [%lld,%lld,%lld] axis %lld", kiln_dtype_name(dt),
+           logm ? "log_softmax" : "softmax", (long long)c->shape[0],
+           (long long)(c->nd > 1 ? c->shape[1] : 0), (long long)(c->nd > 2 ? c->shape[2] : 0),
+           (long long)c->axis);
+  KOK((logm ? kiln_log_softmax : kiln_softmax)(ctx, tx, c->axis, &ty));
+  expect_tensor(ty, y, tol_of(dt), what);
+  /* The backward pass from the device's output, against the reference from the same y. */
+  double *yd = down(ty);
+  ref_softmax_bwd(g, yd, dx, outer, len, inner, logm);
+  KOK((logm ? kiln_log_softmax_backward : kiln_softmax_backward)(ctx, tg, ty, c->axis, &tdx));
+  expect_tensor(tdx, dx, tol_of(dt) * 4, what);
+  /* In place: over x, and the gradient over grad. */
+  KOK((logm ? kiln_log_softmax : kiln_softmax)(ctx, tx, c->axis, &tx));
+  expect_tensor(tx, y, tol_of(dt), what);
+  KOK((logm ? kiln_log_softmax_backward : kiln_softmax_backward)(ctx, tg, ty, c->axis, &tg));
+  expect_tensor(tg, dx, tol_of(dt) * 4, what);
+  free(yd);
+  free(x);
+  free(g);
+  free(y);
+  free(dx);
+  kiln_tensor_release(tx);
+  kiln_tensor_release(ty);
+  kiln_tensor_release(tg);
+  kiln_tensor_release(tdx);
+}
+
+START_TEST(softmax_shapes)
+{
+  const struct sm_case cases[] = {
+      {1, {1}, 0},       {1, {7}, -1},
+      {2, {1, 1}, 1},    {2, {3, 5}, 1},
+      {2, {64, 33}, -1}, {2, {5, 2}, 1},
+      {2, {0, 5}, 1},    {2, {4, 0}, 1},
+      {3, {2, 3, 4}, 1}, {3, {3, 5, 7}, 0},
+      {2, {9, 257}, 1},  {2, {7, 1000}, 1},
+      {2, {40, 130}, 0}, {2, {harness_size(61, 3), harness_size(3001, 301)}, 1},
+  };
+  FOR_DTYPES(dt)
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    if (!SMALL_SKIP(i, sizeof cases / sizeof cases[0]))
+      for (int logm = 0; logm < 2; logm++)
+        softmax_case(dt, &cases[i], logm);
+}
+END_TEST
+
+START_TEST(softmax_special_rows)
+{
+  kiln_context *ctx = harness_ctx();
+  const double I = INFINITY;
+  /* Rows: some -inf, all -inf, a NaN, +inf, one -inf then finite (the online rescale). */
+  enum { R = 6, C = 5 };
+  const double x[R * C] = {-I, 0, -I, 1, 2, -I, -I, -I, -I, -I, 0, NAN, 1, 2, 3,
+                           0,  I, 1,  2, 3, -I, 4,  -I, 3,  -I, 1, 2,   3, 4, 5};
+  int64_t shape[2] = {R, C};
+  FOR_DTYPES(dt)
+  for (int logm = 0; logm < 2; logm++) {
+    double want[R * C];
+    ref_softmax(x, want, R, C, 1, logm);
+    ck_assert(isnan(want[5]) && isnan(want[10]) && isnan(want[15]));
+    kiln_tensor *tx = up(dt, 2, shape, x), *ty = NULL;
+    KOK((logm ? kiln_log_softmax : kiln_softmax)(ctx, tx, 1, &ty));
+    expect_tensor(ty, want, tol_of(dt), logm ? "log_softmax special rows" : "softmax special rows");
+    kiln_tensor_release(tx);
+    kiln_tensor_release(ty);
+  }
+}
+END_TEST
+
+struct sm_fd {
+  int logm;
+  const double *r;
+  int64_t shape[2];
+};
+
+static double
+sm_eval(void *arg, kiln_dtype dt, const double *x)
+{
+  struct sm_fd *a = arg;
+  kiln_tensor *tx = up(dt, 2, a->shape, x), *ty = NULL;
+  KOK((a->logm ? kiln_log_softmax : kiln_softmax)(harness_ctx(), tx, -1, &ty));
+  double *y = down(ty), v = dot(y, a->r, (size_t)numel(2, a->shape));
+  free(y);
+  kiln_tensor_release(tx);
+  kiln_tensor_release(ty);
+  return v;
+}
+
+START_TEST(softmax_finite_differences)
+{
+  if (!harness_has_fp64())
+    return;
+  kiln_context *ctx = harness_ctx();
+  for (int logm = 0; logm < 2; logm++) {
+    struct sm_fd a = {logm, NULL, {3, 7}};
+    size_t n = 21;
+    double *x = rand_vec(n, -2, 2), *r = rand_vec(n, -1, 1);
+    a.r = r;
+    kiln_tensor *tx = up(KILN_F64, 2, a.shape, x), *ty = NULL, *tr = up(KILN_F64, 2, a.shape, r),
+                *tdx = NULL;
+    KOK((logm ? kiln_log_softmax : kiln_softmax)(ctx, tx, -1, &ty));
+    KOK((logm ? kiln_log_softmax_backward : kiln_softmax_backward)(ctx, tr, ty, -1, &tdx));
+    double *dx = down(tdx);
+    fd_check(sm_eval, &a, x, n, dx, logm ? "log_softmax backward" : "softmax backward");
+    free(dx);
+    free(x);
+    free(r);
+    kiln_tensor_release(tx);
+    kiln_tensor_release(ty);
+    kiln_tensor_release(tr);
+    kiln_tensor_release(tdx);
+  }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ layer_norm, rms_norm */
+
+static void
+norm_case(kiln_dtype dt, int rms, size_t nd, const int64_t *shape, int64_t axis, int with_w,
+          int with_b)
+{
+  kiln_context *ctx = harness_ctx();
+  size_t ax = (size_t)(axis < 0 ? axis + (int64_t)nd : axis);
+  uint64_t rows = numel(ax, shape), len = numel(nd - ax, shape + ax), n = rows * len;
+  double eps = 1e-5;
+  double *x = rand_vec(n, -3, 5), *w = rand_vec(len, 0.5, 1.5), *b = rand_vec(len, -1, 1),
+         *g = rand_vec(n, -1, 1);
+  round_to(dt, x, n);
+  round_to(dt, w, len);
+  round_to(dt, b, len);
+  round_to(dt, g, n);
+  double *y = malloc((n + 1) * 8), *mean = malloc((rows + 1) * 8), *rstd = malloc((rows + 1) * 8);
+  double *dx = malloc((n + 1) * 8), *dw = malloc((len + 1) * 8), *db = malloc((len + 1) * 8);
+  ref_norm(x, with_w ? w : NULL, with_b && !rms ? b : NULL, eps, rms, rows, len, y, mean, rstd);
+  kiln_tensor *tx = up(dt, nd, shape, x),
+              *tw = with_w ? up(dt, 1, (int64_t[]){(int64_t)len}, w) : NULL;
+  kiln_tensor *tb = with_b ? up(dt, 1, (int64_t[]){(int64_t)len}, b) : NULL;
+  kiln_tensor *tg = up(dt, nd, shape, g), *ty = NULL, *tm = NULL, *tr = NULL;
+  char what[96];
+  snprintf(what, sizeof what, "%s %s rows %llu len %llu w %d b %d", kiln_dtype_name(dt),
+           rms ? "rms_norm" : "layer_norm", (unsigned long long)rows, (unsigned long long)len,
+           with_w, with_b);
+  if (rms)
+    KOK(kiln_rms_norm(ctx, tx, axis, tw, eps, &ty, &tr));
+  else
+    KOK(kiln_layer_norm(ctx, tx, axis, tw, tb, eps, &ty, &tm, &tr));
+  expect_tensor(ty, y, tol_of(dt), what);
+  if (!rms)
+    expect_tensor(tm, mean, tol_of(dt), what);
+  expect_tensor(tr, rstd, tol_of(dt), what);
+  double *md = rms ? NULL : down(tm), *rd = down(tr);
+  ref_norm_bwd(g, x, rms ? mean : md, rd, with_w ? w : NULL, rms, rows, len, dx, dw, db);
+  kiln_tensor *tdx = NULL, *tdw = NULL, *tdb = NULL;
+  if (rms)
+    KOK(kiln_rms_norm_backward(ctx, tg, tx, tr, tw, axis, &tdx, &tdw));
+  else
+    KOK(kiln_layer_norm_backward(ctx, tg, tx, tm, tr, tw, axis, &tdx, &tdw, &tdb));
+  expect_tensor(tdx, dx, tol_of(dt) * 4, what);
+  /* Column sums over many rows: f32 error grows with the rows. */
+  double ctol = tol_of(dt) * (dt == KILN_F32 ? 1 + (double)rows / 64 : 1);
+  expect_tensor(tdw, dw, ctol, what);
+  if (!rms)
+    expect_tensor(tdb, db, ctol, what);
+  /* In place: the output over x. */
+  if (rms)
+    KOK(kiln_rms_norm(ctx, tx, axis, tw, eps, &tx, NULL));
+  else
+    KOK(kiln_layer_norm(ctx, tx, axis, tw, tb, eps, &tx, NULL, NULL));
+  expect_tensor(tx, y, tol_of(dt), what);
+  free(md);
+  free(rd);
+  free(x), free(w), free(b), free(g), free(y), free(mean), free(rstd), free(dx), free(dw), free(db);
+  kiln_tensor_release(tx), kiln_tensor_release(tw), kiln_tensor_release(tb);
+  kiln_tensor_release(tg), kiln_tensor_release(ty), kiln_tensor_release(tm);
+  kiln_tensor_release(tr), kiln_tensor_release(tdx), kiln_tensor_release(tdw);
+  kiln_tensor_release(tdb);
+}
+
+START_TEST(norm_shapes)
+{
+  const struct {
+    size_t nd;
+    int64_t shape[3];
+    int64_t axis;
+  } cases[] = {
+      {1, {1}, 0},
+      {2, {1, 7}, 1},
+      {2, {5, 3}, -1},
+      {3, {2, 3, 5}, 1},
+      {2, {33, 64}, 1},
+      {2, {0, 8}, 1},
+      {2, {3, 1000}, 1},
+      {2, {17, 257}, -1},
+      {2, {harness_size(130, 4), harness_size(2053, 300)}, 1},
+  };
+  FOR_DTYPES(dt)
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    if (!SMALL_SKIP(i, sizeof cases / sizeof cases[0]))
+      for (int rms = 0; rms < 2; rms++)
+        for (int wb = rms; wb < 3; wb++) /* rms_norm has no bias */
+          norm_case(dt, rms, cases[i].nd, cases[i].shape, cases[i].axis, wb != 1, wb == 0);
+}
+END_TEST
+
+struct norm_fd {
+  int rms, which; /* which: 0 x, 1 weight, 2 bias */
+  const double *x, *w, *b, *r;
+  int64_t shape[2];
+};
+
+static double
+norm_eval(void *arg, kiln_dtype dt, const double *v)
+{
+  struct norm_fd *a = arg;
+  int64_t len = a->shape[1];
+  kiln_tensor *tx = up(dt, 2, a->shape, a->which == 0 ? v : a->x);
+  kiln_tensor *tw = up(dt, 1, &len, a->which == 1 ? v : a->w);
+  kiln_tensor *tb = up(dt, 1, &len, a->which == 2 ? v : a->b), *ty = NULL;
+  if (a->rms)
+    KOK(kiln_rms_norm(harness_ctx(), tx, 1, tw, 1e-5, &ty, NULL));
+  else
+    KOK(kiln_layer_norm(harness_ctx(), tx, 1, tw, tb, 1e-5, &ty, NULL, NULL));
+  double *y = down(ty), s = dot(y, a->r, (size_t)numel(2, a->shape));
+  free(y);
+  kiln_tensor_release(tx), kiln_tensor_release(tw), kiln_tensor_release(tb);
+  kiln_tensor_release(ty);
+  return s;
+}
+
+START_TEST(norm_finite_differences)
+{
+  if (!harness_has_fp64())
+    return;
+  kiln_context *ctx = harness_ctx();
+  for (int rms = 0; rms < 2; rms++) {
+    struct norm_fd a = {rms, 0, NULL, NULL, NULL, NULL, {3, 6}};
+    int64_t len = 6;
+    double *x = rand_vec(18, -2, 2), *w = rand_vec(6, 0.5, 1.5), *b = rand_vec(6, -1, 1),
+           *r = rand_vec(18, -1, 1);
+    a.x = x, a.w = w, a.b = b, a.r = r;
+    kiln_tensor *tx = up(KILN_F64, 2, a.shape, x), *tw = up(KILN_F64, 1, &len, w);
+    kiln_tensor *tb = up(KILN_F64, 1, &len, b), *tr = up(KILN_F64, 2, a.shape, r);
+    kiln_tensor *ty = NULL, *tm = NULL, *ts = NULL, *tdx = NULL, *tdw = NULL, *tdb = NULL;
+    if (rms) {
+      KOK(kiln_rms_norm(ctx, tx, 1, tw, 1e-5, &ty, &ts));
+      KOK(kiln_rms_norm_backward(ctx, tr, tx, ts, tw, 1, &tdx, &tdw));
+    } else {
+      KOK(kiln_layer_norm(ctx, tx, 1, tw, tb, 1e-5, &ty, &tm, &ts));
+      KOK(kiln_layer_norm_backward(ctx, tr, tx, tm, ts, tw, 1, &tdx, &tdw, &tdb));
+    }
+    double *dx = down(tdx), *dw = down(tdw);
+    double *xc = malloc(18 * 8), *wc = malloc(6 * 8), *bc = malloc(6 * 8);
+    memcpy(xc, x, 18 * 8), memcpy(wc, w, 6 * 8), memcpy(bc, b, 6 * 8);
+    a.which = 0;
+    fd_check(norm_eval, &a, xc, 18, dx, rms ? "rms_norm dx" : "layer_norm dx");
+    a.which = 1;
+    fd_check(norm_eval, &a, wc, 6, dw, rms ? "rms_norm dweight" : "layer_norm dweight");
+    if (!rms) {
+      double *db = down(tdb);
+      a.which = 2;
+      fd_check(norm_eval, &a, bc, 6, db, "layer_norm dbias");
+      free(db);
+    }
+    free(dx), free(dw), free(xc), free(wc), free(bc), free(x), free(w), free(b), free(r);
+    kiln_tensor_release(tx), kiln_tensor_release(tw), kiln_tensor_release(tb);
+    kiln_tensor_release(tr), kiln_tensor_release(ty), kiln_tensor_release(tm);
+    kiln_tensor_release(ts), kiln_tensor_release(tdx), kiln_tensor_release(tdw);
+    kiln_tensor_release(tdb);
+  }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ activations */
+
+START_TEST(activations_against_reference)
+{
+  kiln_context *ctx = harness_ctx();
+  const int64_t sizes[] = {0, 1, 7, 1031, harness_size(100003, 1200)};
+  FOR_DTYPES(dt)
+  for (int ai = 0; ai < KILN_ACTIVATION_COUNT; ai++) {
+    kiln_activation a = (kiln_activation)ai;
+    ck_assert(kiln_activation_supports(a, dt));
+    double p0, p1;
+    act_params(a, &p0, &p1);
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+      if (SMALL_SKIP(si, sizeof sizes / sizeof sizes[0]))
+        continue;
+      int64_t n = sizes[si];
+      double *x = rand_vec((size_t)n, -5, 5), *g = rand_vec((size_t)n, -1, 1);
+      round_to(dt, x, (size_t)n);
+      round_to(dt, g, (size_t)n);
+      double *y = malloc((size_t)n * 8 + 8), *dx = malloc((size_t)n * 8 + 8);
+      for (int64_t i = 0; i < n; i++) {
+        y[i] = act_f(a, x[i], p0, p1);
+        dx[i] = g[i] * act_d(a, x[i], p0, p1);
+      }
+      char what[96];
+      snprintf(what, sizeof what, "%s %s n %lld", kiln_dtype_name(dt), kiln_activation_name(a),
+               (long long)n);
+      kiln_tensor *tx = up(dt, 1, &n, x), *tg = up(dt, 1, &n, g), *ty = NULL, *tdx = NULL;
+      KOK(kiln_activation_forward(ctx, a, tx, p0, p1, &ty));
+      expect_tensor(ty, y, tol_of(dt), what);
+      KOK(kiln_activation_backward(ctx, a, tg, kiln_activation_backward_uses_output(a) ? ty : tx,
+                                   p0, p1, &tdx));
+      /* From the output, f' is recomputed from a rounded y: a looser bound in f32. */
+      expect_tensor(tdx, dx, tol_of(dt) * (dt == KILN_F32 ? 10 : 1), what);
+      /* In place. */
+      KOK(kiln_activation_forward(ctx, a, tx, p0, p1, &tx));
+      expect_tensor(tx, y, tol_of(dt), what);
+      free(x), free(g), free(y), free(dx);
+      kiln_tensor_release(tx), kiln_tensor_release(tg), kiln_tensor_release(ty);
+      kiln_tensor_release(tdx);
+    }
+  }
+}
+END_TEST
+
+struct act_fd {
+  kiln_activation a;
+  double p0, p1;
+  const double *r;
+  int64_t n;
+};
+
+static double
+act_eval(void *arg, kiln_dtype dt, const double *x)
+{
+  struct act_fd *a = arg;
+  kiln_tensor *tx = up(dt, 1, &a->n, x), *ty = NULL;
+  KOK(kiln_activation_forward(harness_ctx(), a->a, tx, a->p0, a->p1, &ty));
+  double *y = down(ty), s = dot(y, a->r, (size_t)a->n);
+  free(y);
+  kiln_tensor_release(tx), kiln_tensor_release(ty);
+  return s;
+}
+
+START_TEST(activations_finite_differences)
+{
+  if (!harness_has_fp64())
+    return;
+  kiln_context *ctx = harness_ctx();
+  for (int ai = 0; ai < KILN_ACTIVATION_COUNT; ai++) {
+    struct act_fd a = {(kiln_activation)ai, 0, 0, NULL, 9};
+    act_params(a.a, &a.p0, &a.p1);
+    double *x = rand_vec(9, -4, 4), *r = rand_vec(9, -1, 1);
+    a.r = r;
+    kiln_tensor *tx = up(KILN_F64, 1, &a.n, x), *tr = up(KILN_F64, 1, &a.n, r), *ty = NULL,
+                *tdx = NULL;
+    KOK(kiln_activation_forward(ctx, a.a, tx, a.p0, a.p1, &ty));
+    KOK(kiln_activation_backward(ctx, a.a, tr, kiln_activation_backward_uses_output(a.a) ? ty : tx,
+                                 a.p0, a.p1, &tdx));
+    double *dx = down(tdx);
+    fd_check(act_eval, &a, x, 9, dx, kiln_activation_name(a.a));
+    free(dx), free(x), free(r);
+    kiln_tensor_release(tx), kiln_tensor_release(tr), kiln_tensor_release(ty);
+    kiln_tensor_release(tdx);
+  }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ class losses */
+
+static double
+fold(const double *v, const double *wgt, uint64_t n, kiln_reduction red, int by_weight)
+{
+  double s = 0, c = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    s += v[i];
+    c += wgt[i];
+  }
+  if (red == KILN_REDUCTION_SUM)
+    return s;
+  return by_weight ? s / c : s / (double)n;
+}
+
+/* cross_entropy (nll = 0) or nll forward and backward for every reduction. mode: 0 indices,
+ * 1 indices with smoothing, 2 probabilities, 3 every row ignored. */
+static void
+class_case(kiln_dtype dt, int nll, int mode, uint64_t rows, uint64_t C)
+{
+  kiln_context *ctx = harness_ctx();
+  uint64_t n = rows * C;
+  const int64_t ignore = -100;
+  double e = mode == 1 ? 0.15 : mode == 2 ? 0.05 : 0;
+  double *z = rand_vec(n, -4, 4), *p = rand_vec(n, 0, 1);
+  if (nll)
+    for (uint64_t r = 0; r < rows; r++) { /* log-probabilities */
+      double m = -INFINITY, s = 0;
+      for (uint64_t j = 0; j < C; j++)
+        m = fmax(m, z[r * C + j]);
+      for (uint64_t j = 0; j < C; j++)
+        s += exp(z[r * C + j] - m);
+      for (uint64_t j = 0; j < C; j++)
+        z[r * C + j] -= m + log(s);
+    }
+  for (uint64_t r = 0; r < rows; r++) { /* rows of p sum to 1 */
+    double s = 0;
+    for (uint64_t j = 0; j < C; j++)
+      s += p[r * C + j];
+    for (uint64_t j = 0; j < C; j++)
+      p[r * C + j] /= s;
+  }
+  round_to(dt, z, n);
+  round_to(dt, p, n);
+  int64_t *t = malloc((rows + 1) * 8);
+  for (uint64_t r = 0; r < rows; r++)
+    t[r] = mode == 3 || r % 5 == 2 ? ignore : (int64_t)(urand(0, (double)C));
+  double *loss = malloc((rows + 1) * 8), *wgt = malloc((rows + 1) * 8), *gr = rand_vec(rows, -1, 1),
+         *dz = malloc((n + 1) * 8), *ones = malloc((rows + 1) * 8);
+  round_to(dt, gr, rows);
+  int probs = mode == 2 && !nll;
+  if (nll) {
+    for (uint64_t r = 0; r < rows; r++) {
+      wgt[r] = t[r] != ignore;
+      loss[r] = wgt[r] ? -z[r * C + (uint64_t)t[r]] : 0;
+    }
+  } else {
+    ref_ce(z, t, probs ? p : NULL, rows, C, ignore, e, loss, wgt, gr, dz);
+  }
+  int64_t zs[2] = {(int64_t)rows, (int64_t)C}, rs = (int64_t)rows;
+  kiln_tensor *tz = up(dt, 2, zs, z), *tt = probs ? up(dt, 2, zs, p) : up_i64(1, &rs, t);
+  char what[128];
+  snprintf(what, sizeof what, "%s %s mode %d rows %llu C %llu", kiln_dtype_name(dt),
+           nll ? "nll" : "cross_entropy", mode, (unsigned long long)rows, (unsigned long long)C);
+  for (int ri = 0; ri < 3; ri++) {
+    kiln_reduction red = (kiln_reduction)ri;
+    kiln_tensor *tl = NULL, *tgo = NULL, *tdz = NULL;
+    if (nll)
+      KOK(kiln_nll_loss(ctx, tz, tt, ignore, red, &tl));
+    else
+      KOK(kiln_cross_entropy(ctx, tz, tt, ignore, e, red, &tl));
+    double scale = 1;
+    if (red == KILN_REDUCTION_NONE) {
+      expect_tensor(tl, loss, tol_of(dt) * 4, what);
+      tgo = up(dt, 1, &rs, gr);
+    } else {
+      double want = fold(loss, wgt, rows, red, !probs);
+      ck_assert_int_eq((int)kiln_tensor_ndim(tl), 0);
+      expect_tensor(tl, &want, tol_of(dt) * 8, what);
+      double g0 = 0.75;
+      tgo = up(dt, 0, NULL, &g0);
+      double c = 0;
+      for (uint64_t r = 0; r < rows; r++)
+        c += wgt[r];
+      scale = red == KILN_REDUCTION_SUM ? g0 : probs ? g0 / (double)rows : g0 / c;
+    }
+    /* The reference gradient for grad_out = gr (none) or the scaled constant. */
+    for (uint64_t r = 0; r < rows; r++)
+      ones[r] = red == KILN_REDUCTION_NONE ? gr[r] : scale;
+    if (nll) {
+      for (uint64_t i = 0; i < n; i++)
+        dz[i] = 0;
+      for (uint64_t r = 0; r < rows; r++)
+        if (t[r] != ignore)
+          dz[r * C + (uint64_t)t[r]] = -ones[r];
+    } else {
+      ref_ce(z, t, probs ? p : NULL, rows, C, ignore, e, loss, wgt, ones, dz);
+    }
+    if (nll)
+      KOK(kiln_nll_loss_backward(ctx, tgo, tz, tt, ignore, red, &tdz));
+    else
+      KOK(kiln_cross_entropy_backward(ctx, tgo, tz, tt, ignore, e, red, &tdz));
+    expect_tensor(tdz, dz, tol_of(dt) * 4, what);
+    kiln_tensor_release(tl), kiln_tensor_release(tgo), kiln_tensor_release(tdz);
+  }
+  free(z), free(p), free(t), free(loss), free(wgt), free(gr), free(dz), free(ones);
+  kiln_tensor_release(tz), kiln_tensor_release(tt);
+}
+
+START_TEST(class_losses)
+{
+  const uint64_t shapes[][2] = {
+      {1, 1}, {1, 5},   {6, 3},    {37, 10},
+      {0, 7}, {9, 300}, {3, 1001}, {harness_size(515, 5), harness_size(777, 40)}};
+  FOR_DTYPES(dt)
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+    if (!SMALL_SKIP(i, sizeof shapes / sizeof shapes[0]))
+      for (int mode = 0; mode < 4; mode++) {
+        class_case(dt, 0, mode, shapes[i][0], shapes[i][1]);
+        if (mode != 2)
+          class_case(dt, 1, mode, shapes[i][0], shapes[i][1]);
+      }
+}
+END_TEST
+
+START_TEST(cross_entropy_every_row_ignored_and_empty)
+{
+  kiln_context *ctx = harness_ctx();
+  int64_t zs[2] = {4, 3}, rs = 4, t[4] = {7, 7, 7, 7};
+  double z[12] = {0};
+  FOR_DTYPES(dt)
+  {
+    kiln_tensor *tz = up(dt, 2, zs, z), *tt = up_i64(1, &rs, t), *mean = NULL, *sum = NULL;
+    KOK(kiln_cross_entropy(ctx, tz, tt, 7, 0.1, KILN_REDUCTION_MEAN, &mean));
+    KOK(kiln_cross_entropy(ctx, tz, tt, 7, 0.1, KILN_REDUCTION_SUM, &sum));
+    double *m = down(mean), *s = down(sum);
+    ck_assert_msg(isnan(m[0]), "mean over no row is %g, expected NaN", m[0]);
+    ck_assert_msg(s[0] == 0, "sum over no row is %g", s[0]);
+    free(m), free(s);
+    kiln_tensor_release(tz), kiln_tensor_release(tt), kiln_tensor_release(mean);
+    kiln_tensor_release(sum);
+    /* An out-of-range index gives NaN for its row only. */
+    int64_t bad[4] = {0, 3, 1, -1};
+    tz = up(dt, 2, zs, z), tt = up_i64(1, &rs, bad);
+    kiln_tensor *none = NULL;
+    KOK(kiln_cross_entropy(ctx, tz, tt, -100, 0, KILN_REDUCTION_NONE, &none));
+    double *v = down(none);
+    ck_assert(!isnan(v[0]) && isnan(v[1]) && !isnan(v[2]) && isnan(v[3]));
+    free(v);
+    kiln_tensor_release(tz), kiln_tensor_release(tt), kiln_tensor_release(none);
+  }
+}
+END_TEST
+
+struct ce_fd {
+  int nll, probs;
+  double e;
+  const int64_t *t;
+  const double *p;
+  int64_t shape[2];
+};
+
+static double
+ce_eval(void *arg, kiln_dtype dt, const double *z)
+{
+  struct ce_fd *a = arg;
+  kiln_tensor *tz = up(dt, 2, a->shape, z), *tl = NULL;
+  kiln_tensor *tt = a->probs ? up(dt, 2, a->shape, a->p) : up_i64(1, a->shape, a->t);
+  if (a->nll)
+    KOK(kiln_nll_loss(harness_ctx(), tz, tt, 1, KILN_REDUCTION_MEAN, &tl));
+  else
+    KOK(kiln_cross_entropy(harness_ctx(), tz, tt, 1, a->e, KILN_REDUCTION_MEAN, &tl));
+  double *l = down(tl), v = l[0];
+  free(l);
+  kiln_tensor_release(tz), kiln_tensor_release(tt), kiln_tensor_release(tl);
+  return v;
+}
+
+START_TEST(class_losses_finite_differences)
+{
+  if (!harness_has_fp64())
+    return;
+  kiln_context *ctx = harness_ctx();
+  const int64_t t[4] = {0, 1, 3, 2}; /* ignore_index 1: row 1 ignored */
+  for (int k = 0; k < 4; k++) {
+    struct ce_fd a = {k == 3, k == 2, k == 1 ? 0.2 : k == 2 ? 0.1 : 0, t, NULL, {4, 5}};
+    double *z = rand_vec(20, -2, 2), *p = rand_vec(20, 0, 1);
+    a.p = p;
+    kiln_tensor *tz = up(KILN_F64, 2, a.shape, z), *tdz = NULL;
+    kiln_tensor *tt = a.probs ? up(KILN_F64, 2, a.shape, p) : up_i64(1, a.shape, t);
+    double one = 1;
+    kiln_tensor *tg = up(KILN_F64, 0, NULL, &one);
+    if (a.nll)
+      KOK(kiln_nll_loss_backward(ctx, tg, tz, tt, 1, KILN_REDUCTION_MEAN, &tdz));
+    else
+      KOK(kiln_cross_entropy_backward(ctx, tg, tz, tt, 1, a.e, KILN_REDUCTION_MEAN, &tdz));
+    double *dz = down(tdz);
+    fd_check(ce_eval, &a, z, 20, dz,
+             a.nll     ? "nll"
+             : a.probs ? "cross_entropy probabilities"
+                       : "cross_entropy");
+    free(dz), free(z), free(p);
+    kiln_tensor_release(tz), kiln_tensor_release(tt), kiln_tensor_release(tg);
+    kiln_tensor_release(tdz);
+  }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ pointwise losses */
+
+START_TEST(point_losses)
+{
+  kiln_context *ctx = harness_ctx();
+  const int64_t shapes[][2] = {{0, 3}, {1, 1}, {3, 7}, {harness_size(301, 9), 333}};
+  FOR_DTYPES(dt)
+  for (int li = 0; li < KILN_LOSS_OP_COUNT; li++)
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+      for (int with_pw = 0; with_pw < (li == KILN_LOSS_BCE_WITH_LOGITS ? 2 : 1); with_pw++) {
+        kiln_loss_op op = (kiln_loss_op)li;
+        const int64_t *shape = shapes[si];
+        uint64_t n = numel(2, shape), last = (uint64_t)shape[1];
+        double prm = loss_param(op);
+        double *x = malloc(n * 8 + 8), *y = malloc(n * 8 + 8), *w = rand_vec(last, 0.5, 3);
+        loss_data(op, x, y, n);
+        round_to(dt, x, n), round_to(dt, y, n), round_to(dt, w, last);
+        double *l = malloc(n * 8 + 8), *ones = malloc(n * 8 + 8), *g = rand_vec(n, -1, 1);
+        round_to(dt, g, n);
+        for (uint64_t i = 0; i < n; i++) {
+          l[i] = loss_f(op, x[i], y[i], with_pw ? w[i % last] : 1, prm);
+          ones[i] = 1;
+        }
+        char what[96];
+        snprintf(what, sizeof what, "%s %s n %llu pos_weight %d", kiln_dtype_name(dt),
+                 kiln_loss_op_name(op), (unsigned long long)n, with_pw);
+        int64_t ls = (int64_t)last;
+        kiln_tensor *tx = up(dt, 2, shape, x), *ty = up(dt, 2, shape, y);
+        kiln_tensor *tw = with_pw ? up(dt, 1, &ls, w) : NULL;
+        for (int ri = 0; ri < 3; ri++) {
+          kiln_reduction red = (kiln_reduction)ri;
+          kiln_tensor *tl = NULL, *tgo = NULL, *tdx = NULL;
+          KOK(kiln_loss(ctx, op, tx, ty, tw, prm, red, &tl));
+          double gs = 1;
+          if (red == KILN_REDUCTION_NONE) {
+            expect_tensor(tl, l, tol_of(dt), what);
+            tgo = up(dt, 2, shape, g);
+          } else {
+            double want = fold(l, ones, n, red, 0);
+            expect_tensor(tl, &want, tol_of(dt) * 8, what);
+            double g0 = -1.25;
+            tgo = up(dt, 0, NULL, &g0);
+            gs = red == KILN_REDUCTION_SUM ? g0 : g0 / (double)n;
+          }
+          double *dx = malloc(n * 8 + 8);
+          for (uint64_t i = 0; i < n; i++)
+            dx[i] = (red == KILN_REDUCTION_NONE ? g[i] : gs) *
+                    loss_d(op, x[i], y[i], with_pw ? w[i % last] : 1, prm);
+          KOK(kiln_loss_backward(ctx, op, tgo, tx, ty, tw, prm, red, &tdx));
+          expect_tensor(tdx, dx, tol_of(dt) * 4, what);
+          free(dx);
+          kiln_tensor_release(tl), kiln_tensor_release(tgo), kiln_tensor_release(tdx);
+        }
+        free(x), free(y), free(w), free(l), free(ones), free(g);
+        kiln_tensor_release(tx), kiln_tensor_release(ty), kiln_tensor_release(tw);
+      }
+}
+END_TEST
+
+struct loss_fd {
+  kiln_loss_op op;
+  const double *y, *w;
+  int64_t shape[2];
+};
+
+static double
+loss_eval(void *arg, kiln_dtype dt, const double *x)
+{
+  struct loss_fd *a = arg;
+  int64_t last = a->shape[1];
+  kiln_tensor *tx = up(dt, 2, a->shape, x), *ty = up(dt, 2, a->shape, a->y), *tl = NULL;
+  kiln_tensor *tw = a->w ? up(dt, 1, &last, a->w) : NULL;
+  KOK(kiln_loss(harness_ctx(), a->op, tx, ty, tw, loss_param(a->op), KILN_REDUCTION_MEAN, &tl));
+  double *l = down(tl), v = l[0];
+  free(l);
+  kiln_tensor_release(tx), kiln_tensor_release(ty), kiln_tensor_release(tw);
+  kiln_tensor_release(tl);
+  return v;
+}
+
+START_TEST(point_losses_finite_differences)
+{
+  if (!harness_has_fp64())
+    return;
+  kiln_context *ctx = harness_ctx();
+  for (int li = 0; li < KILN_LOSS_OP_COUNT; li++) {
+    struct loss_fd a = {(kiln_loss_op)li, NULL, NULL, {2, 5}};
+    double x[10], y[10], *w = rand_vec(5, 0.5, 3);
+    loss_data(a.op, x, y, 10);
+    a.y = y;
+    a.w = a.op == KILN_LOSS_BCE_WITH_LOGITS ? w : NULL;
+    int64_t last = 5;
+    kiln_tensor *tx = up(KILN_F64, 2, a.shape, x), *ty = up(KILN_F64, 2, a.shape, y);
+    kiln_tensor *tw = a.w ? up(KILN_F64, 1, &last, w) : NULL, *tdx = NULL;
+    double one = 1;
+    kiln_tensor *tg = up(KILN_F64, 0, NULL, &one);
+    KOK(kiln_loss_backward(ctx, a.op, tg, tx, ty, tw, loss_param(a.op), KILN_REDUCTION_MEAN, &tdx));
+    double *dx = down(tdx);
+    fd_check(loss_eval, &a, x, 10, dx, kiln_loss_op_name(a.op));
+    free(dx), free(w);
+    kiln_tensor_release(tx), kiln_tensor_release(ty), kiln_tensor_release(tw);
+    kiln_tensor_release(tg), kiln_tensor_release(tdx);
+  }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ bad input */
+
+START_TEST(bad_input)
+{
+  kiln_context *ctx = harness_ctx();
+  int64_t s23[2] = {2, 3}, s2 = 2, s3 = 3;
+  double v[6] = {0, 1, 2, 3, 4, 5};
+  kiln_tensor *x = up(KILN_F32, 2, s23, v), *x2 = up(KILN_F32, 1, &s3, v), *o = NULL;
+  kiln_tensor *xi = NULL, *t = NULL, *tbad = NULL;
+  KOK(kiln_tensor_zeros(ctx, KILN_I32, 2, s23, &xi));
+  KOK(kiln_tensor_zeros(ctx, KILN_I64, 1, &s2, &t));
+  KOK(kiln_tensor_zeros(ctx, KILN_I64, 1, &s3, &tbad));
+  KEXPECT(kiln_softmax(ctx, xi, 1, &o), KILN_ERR_DTYPE);
+  KEXPECT(kiln_softmax(ctx, x, 2, &o), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_softmax(ctx, x, 1, NULL), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_softmax(ctx, NULL, 1, &o), KILN_ERR_INVALID_HANDLE);
+  KEXPECT(kiln_softmax_backward(ctx, x2, x, 1, &o), KILN_ERR_SHAPE);
+  KEXPECT(kiln_layer_norm(ctx, x, 1, x, NULL, 1e-5, &o, NULL, NULL), KILN_ERR_SHAPE);
+  KEXPECT(kiln_layer_norm(ctx, x, 1, NULL, NULL, -1, &o, NULL, NULL), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_layer_norm_backward(ctx, x, x, NULL, x2, NULL, 1, &o, NULL, NULL),
+          KILN_ERR_INVALID_HANDLE);
+  /* Two outputs over one tensor. */
+  kiln_tensor *m = NULL;
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 1, &s2, &m));
+  kiln_tensor *m2 = m;
+  KEXPECT(kiln_layer_norm(ctx, x, 1, NULL, NULL, 1e-5, &o, &m, &m2), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_activation_forward(ctx, KILN_ACTIVATION_COUNT, x, 0, 0, &o),
+          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_activation_forward(ctx, KILN_ACT_GELU, xi, 0, 0, &o), KILN_ERR_DTYPE);
+  KEXPECT(kiln_activation_backward(ctx, KILN_ACT_GELU, x2, x, 0, 0, &o), KILN_ERR_SHAPE);
+  KEXPECT(kiln_cross_entropy(ctx, x, tbad, -100, 0, KILN_REDUCTION_MEAN, &o), KILN_ERR_SHAPE);
+  KEXPECT(kiln_cross_entropy(ctx, x, t, -100, 1.5, KILN_REDUCTION_MEAN, &o),
+          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_cross_entropy(ctx, x, t, -100, 0, (kiln_reduction)7, &o), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_cross_entropy(ctx, x, xi, -100, 0, KILN_REDUCTION_MEAN, &o), KILN_ERR_DTYPE);
+  KEXPECT(kiln_nll_loss(ctx, x, x, -100, KILN_REDUCTION_MEAN, &o), KILN_ERR_DTYPE);
+  KEXPECT(kiln_cross_entropy_backward(ctx, x, x, t, -100, 0, KILN_REDUCTION_MEAN, &o),
+          KILN_ERR_SHAPE);
+  KEXPECT(kiln_loss(ctx, KILN_LOSS_MSE, x, x2, NULL, 0, KILN_REDUCTION_MEAN, &o), KILN_ERR_SHAPE);
+  KEXPECT(kiln_loss(ctx, KILN_LOSS_MSE, x, x, x2, 0, KILN_REDUCTION_MEAN, &o),
+          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_loss(ctx, KILN_LOSS_BCE_WITH_LOGITS, x, x, m, 0, KILN_REDUCTION_MEAN, &o),
+          KILN_ERR_SHAPE);
+  KEXPECT(kiln_loss(ctx, KILN_LOSS_HUBER, x, x, NULL, 0, KILN_REDUCTION_MEAN, &o),
+          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_loss(ctx, KILN_LOSS_OP_COUNT, x, x, NULL, 0, KILN_REDUCTION_MEAN, &o),
+          KILN_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_null(o);
+  ck_assert_str_eq(kiln_activation_name(KILN_ACT_GELU_TANH), "gelu_tanh");
+  ck_assert_str_eq(kiln_loss_op_name(KILN_LOSS_SMOOTH_L1), "smooth_l1");
+  ck_assert_int_eq(kiln_activation_backward_uses_output(KILN_ACT_SIGMOID), 1);
+  ck_assert_int_eq(kiln_activation_backward_uses_output(KILN_ACT_GELU), 0);
+  ck_assert(!kiln_nn_supports(KILN_I32) && kiln_nn_supports(KILN_F32));
+  kiln_tensor_release(x), kiln_tensor_release(x2), kiln_tensor_release(xi);
+  kiln_tensor_release(t), kiln_tensor_release(tbad), kiln_tensor_release(m);
+}
+END_TEST
+
+static Suite *
+nn_suite(void)
+{
+  Suite *s = suite_create("nn");
+  TCase *tc = tcase_create("nn");
+  tcase_set_timeout(tc, 600);
+  tcase_add_test(tc, softmax_shapes);
+  tcase_add_test(tc, softmax_special_rows);
+  tcase_add_test(tc, norm_shapes);
+  tcase_add_test(tc, activations_against_reference);
+  tcase_add_test(tc, class_losses);
+  tcase_add_test(tc, cross_entropy_every_row_ignored_and_empty);
+  tcase_add_test(tc, point_losses);
+  tcase_add_test(tc, bad_input);
+  if (!harness_small()) {
+    tcase_add_test(tc, softmax_finite_differences);
+    tcase_add_test(tc, norm_finite_differences);
+    tcase_add_test(tc, activations_finite_differences);
+    tcase_add_test(tc, class_losses_finite_differences);
+    tcase_add_test(tc, point_losses_finite_differences);
+  }
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int
+main(void)
+{
+  return harness_main(nn_suite(), 1);
+}
