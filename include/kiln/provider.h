@@ -20,6 +20,7 @@
 #define KILN_PROVIDER_H
 
 #include "kiln/blas.h"
+#include "kiln/complex.h"
 #include "kiln/context.h"
 #include "kiln/dtype.h"
 #include "kiln/log.h"
@@ -197,7 +198,10 @@ extern "C" {
   X(f16_to_f32, kiln_f16_to_f32) \
   X(bf16_from_f32, kiln_bf16_from_f32) \
   X(bf16_from_f64, kiln_bf16_from_f64) \
-  X(bf16_to_f32, kiln_bf16_to_f32)
+  X(bf16_to_f32, kiln_bf16_to_f32) \
+  X(complex, kiln_complex) \
+  X(view_as_real, kiln_view_as_real) \
+  X(view_as_complex, kiln_view_as_complex)
 
 #define KILN_PROVIDER_SLOT_(slot, function) __typeof__(function) *slot;
 
