@@ -127,16 +127,24 @@ inline T c_exp(T z)
   return CPLX(e * c, e * s);
 }
 
-/* log|z| + i arg z; near |z| = 1, log1p(|z|^2 - 1) / 2 keeps the real part's relative accuracy. */
+/*
+ * log|z| + i arg z (branch cut along the negative real axis). Near |z| = 1,
+ * log1p(|z|^2 - 1) / 2 keeps the real part's relative accuracy.
+ */
 inline T c_log(T z)
 {
   RT ax = fabs(z.x), ay = fabs(z.y);
   RT mx = fmax(ax, ay), mn = fmin(ax, ay);
   RT re;
-  if (isfinite(ax) && isfinite(ay) && mx >= (RT)0.5 && mx <= (RT)2)
+  if (isfinite(ax) && isfinite(ay) && mx >= (RT)0.5 && mx <= (RT)2) {
     re = (RT)0.5 * log1p((mx - (RT)1) * (mx + (RT)1) + mn * mn);
-  else
-    re = log(hypot(z.x, z.y));
+  } else if (isfinite(ax) && isfinite(ay) && mx > (RT)0) {
+    /* |z| scaled by 2^-k: hypot neither overflows (|z| > max) nor goes subnormal */
+    int k = ilogb(mx);
+    re = log(hypot(ldexp(z.x, -k), ldexp(z.y, -k))) + (RT)k * (RT)0.69314718055994530942;
+  } else {
+    re = log(hypot(z.x, z.y)); /* zeros, infinities, NaN */
+  }
   return CPLX(re, atan2(z.y, z.x));
 }
 

@@ -199,7 +199,7 @@ extern "C" {
   X(bf16_from_f32, kiln_bf16_from_f32) \
   X(bf16_from_f64, kiln_bf16_from_f64) \
   X(bf16_to_f32, kiln_bf16_to_f32) \
-  X(complex, kiln_complex) \
+  X(complex_from_parts, kiln_complex) \
   X(view_as_real, kiln_view_as_real) \
   X(view_as_complex, kiln_view_as_complex)
 
