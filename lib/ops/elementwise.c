@@ -332,8 +332,8 @@ binary_run(const char *op, kiln_context *ctx, kiln_binary_op bop, const kiln_ten
 
 kiln_status
 kiln__ew_bcast_run(const char *op, kiln_context *ctx, const char *source, const char *kname,
-                   kiln_dtype kdtype, kiln_dtype rdtype, const kiln_tensor *a,
-                   const kiln_tensor *b, const unsigned char *scalar, kiln_tensor **out)
+                   kiln_dtype kdtype, kiln_dtype rdtype, const kiln_tensor *a, const kiln_tensor *b,
+                   const unsigned char *scalar, kiln_tensor **out)
 {
   const kiln_tensor *t = a ? a : b;
   kiln__shape shape = t->shape;
@@ -514,7 +514,8 @@ kiln_where(kiln_context *ctx, const kiln_tensor *cond, const kiln_tensor *a, con
 
   pthread_mutex_lock(&ctx->lock);
   cl_kernel k;
-  s = kiln__ops_kernel_variant(op, ctx, kiln__dtype_is_complex(a->dtype) ? "complex" : "elementwise",
+  s = kiln__ops_kernel_variant(op, ctx,
+                               kiln__dtype_is_complex(a->dtype) ? "complex" : "elementwise",
                                a->dtype, &l.sh.variant, "where_values", &k);
   if (s == KILN_OK) {
     kiln__args args = kiln__args_begin(op, k);
@@ -680,7 +681,8 @@ static const struct kiln__source ew_sources[] = {
     {"elementwise", KILN__DT_CLASSIC},
     {"cast", KILN__DT_CLASSIC},
     {"complex", KILN__DT_COMPLEX},
-    {NULL, 0}};
+    {NULL, 0},
+};
 
 const struct kiln__family kiln__elementwise_family = {
     .name = "elementwise",

@@ -72,8 +72,8 @@ unsupported(const char *op, const char *name, kiln_dtype dtype, const struct cro
   char list[512] = "";
   size_t len = 0;
   for (size_t i = 0; i < n && len < sizeof list; i++)
-    len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "",
-                            op_name(rows[i].op));
+    len +=
+        (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", op_name(rows[i].op));
   return kiln__fail(KILN_ERR_DTYPE, op, 0, "%s does not accept %s (complex dtypes accept %s)", name,
                     kiln_dtype_name(dtype), list);
 }
@@ -144,8 +144,8 @@ kiln_complex(kiln_context *ctx, const kiln_tensor *re, const kiln_tensor *im, ki
  * *out (which must have that dtype and shape). x's bytes are the result's.
  */
 static kiln_status
-view_or_copy(const char *op, kiln_context *ctx, const kiln_tensor *x, kiln_dtype dtype,
-             size_t ndim, const int64_t *dims, kiln_tensor **out)
+view_or_copy(const char *op, kiln_context *ctx, const kiln_tensor *x, kiln_dtype dtype, size_t ndim,
+             const int64_t *dims, kiln_tensor **out)
 {
   kiln__shape s;
   uint64_t numel;

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kiln.h"
 #include "core/dtype_traits.h"
+#include "kiln.h"
 #include "kiln_cl_sources.h"
 #include "runtime/build.h"
 #include "runtime/family.h"

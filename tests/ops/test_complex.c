@@ -32,10 +32,10 @@ typedef long double complex lc;
 static const kiln_dtype cdts[2] = {KILN_C64, KILN_C128};
 
 /* Loops dt over c64 and c128 (the latter only with fp64). */
-#define FOR_CDT(dt)                                                      \
-  for (size_t dt##_i = 0; dt##_i < 2; dt##_i++)                          \
-    for (kiln_dtype dt = cdts[dt##_i]; dt##_i < 2 &&                     \
-                                       (dt == KILN_C64 || harness_has_fp64()); dt##_i = 2)
+#define FOR_CDT(dt)                                                                          \
+  for (size_t dt##_i = 0; dt##_i < 2; dt##_i++)                                              \
+    for (kiln_dtype dt = cdts[dt##_i]; dt##_i < 2 && (dt == KILN_C64 || harness_has_fp64()); \
+         dt##_i = 2)
 
 static long double
 eps_of(kiln_dtype dt)
@@ -103,7 +103,8 @@ urand(void)
   return (double)(rng_state >> 11) / 9007199254740992.0;
 }
 
-/* Input domains: small (|parts| <= 3), wide (magnitudes 2^-30..2^30, zeros, equal parts), pow base. */
+/* Input domains: small (|parts| <= 3), wide (magnitudes 2^-30..2^30, zeros, equal parts), pow base.
+ */
 enum domain { D_SMALL, D_WIDE, D_BASE };
 
 static lc
@@ -131,17 +132,61 @@ sample(enum domain d, size_t i)
 
 enum res { R_SAME, R_REAL, R_BOOL };
 
-static lc ref_neg(lc z) { return -z; }
-static lc ref_conj(lc z) { return conjl(z); }
-static lc ref_real(lc z) { return creall(z); }
-static lc ref_imag(lc z) { return cimagl(z); }
-static lc ref_abs(lc z) { return hypotl(creall(z), cimagl(z)); }
-static lc ref_angle(lc z) { return atan2l(cimagl(z), creall(z)); }
-static lc ref_square(lc z) { return z * z; }
-static lc ref_recip(lc z) { return 1.0L / z; }
-static lc ref_isnan(lc z) { return isnan(creall(z)) || isnan(cimagl(z)); }
-static lc ref_isinf(lc z) { return isinf(creall(z)) || isinf(cimagl(z)); }
-static lc ref_isfinite(lc z) { return isfinite(creall(z)) && isfinite(cimagl(z)); }
+static lc
+ref_neg(lc z)
+{
+  return -z;
+}
+static lc
+ref_conj(lc z)
+{
+  return conjl(z);
+}
+static lc
+ref_real(lc z)
+{
+  return creall(z);
+}
+static lc
+ref_imag(lc z)
+{
+  return cimagl(z);
+}
+static lc
+ref_abs(lc z)
+{
+  return hypotl(creall(z), cimagl(z));
+}
+static lc
+ref_angle(lc z)
+{
+  return atan2l(cimagl(z), creall(z));
+}
+static lc
+ref_square(lc z)
+{
+  return z * z;
+}
+static lc
+ref_recip(lc z)
+{
+  return 1.0L / z;
+}
+static lc
+ref_isnan(lc z)
+{
+  return isnan(creall(z)) || isnan(cimagl(z));
+}
+static lc
+ref_isinf(lc z)
+{
+  return isinf(creall(z)) || isinf(cimagl(z));
+}
+static lc
+ref_isfinite(lc z)
+{
+  return isfinite(creall(z)) && isfinite(cimagl(z));
+}
 
 struct uop {
   kiln_unary_op op;
@@ -184,8 +229,8 @@ struct bop {
 };
 
 static const struct bop bops[] = {
-    {KILN_OP_ADD, B_ADD, 0, D_WIDE}, {KILN_OP_SUB, B_SUB, 0, D_WIDE},
-    {KILN_OP_MUL, B_MUL, 4, D_WIDE}, {KILN_OP_DIV, B_DIV, 8, D_WIDE},
+    {KILN_OP_ADD, B_ADD, 0, D_WIDE},   {KILN_OP_SUB, B_SUB, 0, D_WIDE},
+    {KILN_OP_MUL, B_MUL, 4, D_WIDE},   {KILN_OP_DIV, B_DIV, 8, D_WIDE},
     {KILN_OP_POW, B_POW, 256, D_BASE}, {KILN_OP_EQ, B_EQ, 0, D_WIDE},
     {KILN_OP_NE, B_NE, 0, D_WIDE},
 };
@@ -351,9 +396,7 @@ START_TEST(unary_ops_all_sizes)
         }
         kiln_tensor *x = upload(dt, 1, &n, host), *y = NULL;
         KOK(kiln_unary(ctx, u->op, x, &y));
-        kiln_dtype want_dt = u->res == R_BOOL   ? KILN_BOOL
-                             : u->res == R_REAL ? part_dtype(dt)
-                                                : dt;
+        kiln_dtype want_dt = u->res == R_BOOL ? KILN_BOOL : u->res == R_REAL ? part_dtype(dt) : dt;
         ck_assert_int_eq(kiln_tensor_dtype(y), want_dt);
         ck_assert_int_eq(kiln_tensor_numel(y), n);
         void *got = download(y);
@@ -445,8 +488,7 @@ START_TEST(scalars_and_broadcasting)
             size_t o = (i * 4 + j) * 5 + l;
             lc want = bops[k].kind == B_POW ? 0 : bref(bops[k].kind, dt, x, y);
             if (bops[k].kind != B_POW) /* wide-domain bases overflow; pow has its own cases */
-              expect_match("broadcast", dt, o, x, y, res_get(res, dt, got, o), want,
-                           bops[k].tol);
+              expect_match("broadcast", dt, o, x, y, res_get(res, dt, got, o), want, bops[k].tol);
           }
       free(got);
       kiln_tensor_release(c);
@@ -506,47 +548,61 @@ struct special {
 
 #define PI 3.14159265358979323846
 static const struct special exp_table[] = {
-    {+0.0, +0.0, 1, +0.0, 0},   {-0.0, +0.0, 1, +0.0, 0},  {+0.0, -0.0, 1, -0.0, 0},
-    {1, INF, NAN, NAN, 0},      {1, NAN, NAN, NAN, 0},     {INF, +0.0, INF, +0.0, 0},
-    {INF, -0.0, INF, -0.0, 0},  {-INF, 1, +0.0, +0.0, 0},  {-INF, 2, -0.0, +0.0, 0},
-    {INF, 1, INF, INF, 0},      {INF, 2, -INF, INF, 0},    {-INF, INF, 0, 0, 3},
-    {INF, INF, INF, NAN, 1},    {-INF, NAN, 0, 0, 3},      {INF, NAN, INF, NAN, 1},
-    {NAN, +0.0, NAN, +0.0, 0},  {NAN, -0.0, NAN, -0.0, 0}, {NAN, 1, NAN, NAN, 0},
+    {+0.0, +0.0, 1, +0.0, 0},  {-0.0, +0.0, 1, +0.0, 0},  {+0.0, -0.0, 1, -0.0, 0},
+    {1, INF, NAN, NAN, 0},     {1, NAN, NAN, NAN, 0},     {INF, +0.0, INF, +0.0, 0},
+    {INF, -0.0, INF, -0.0, 0}, {-INF, 1, +0.0, +0.0, 0},  {-INF, 2, -0.0, +0.0, 0},
+    {INF, 1, INF, INF, 0},     {INF, 2, -INF, INF, 0},    {-INF, INF, 0, 0, 3},
+    {INF, INF, INF, NAN, 1},   {-INF, NAN, 0, 0, 3},      {INF, NAN, INF, NAN, 1},
+    {NAN, +0.0, NAN, +0.0, 0}, {NAN, -0.0, NAN, -0.0, 0}, {NAN, 1, NAN, NAN, 0},
     {NAN, NAN, NAN, NAN, 0},
 };
 static const struct special log_table[] = {
-    {-0.0, +0.0, -INF, PI, 0},       {+0.0, +0.0, -INF, +0.0, 0},   {-0.0, -0.0, -INF, -PI, 0},
-    {+0.0, -0.0, -INF, -0.0, 0},     {1, INF, INF, PI / 2, 0},      {-1, -INF, INF, -PI / 2, 0},
-    {1, NAN, NAN, NAN, 0},           {-INF, 1, INF, PI, 0},         {INF, 1, INF, +0.0, 0},
-    {-INF, -1, INF, -PI, 0},         {INF, -1, INF, -0.0, 0},       {-INF, INF, INF, 3 * PI / 4, 0},
-    {INF, INF, INF, PI / 4, 0},      {INF, NAN, INF, NAN, 0},       {-INF, NAN, INF, NAN, 0},
-    {NAN, 1, NAN, NAN, 0},           {NAN, INF, INF, NAN, 0},       {NAN, NAN, NAN, NAN, 0},
-    {1, +0.0, +0.0, +0.0, 0},        {1, -0.0, +0.0, -0.0, 0},      {-1, +0.0, +0.0, PI, 0},
+    {-0.0, +0.0, -INF, PI, 0},   {+0.0, +0.0, -INF, +0.0, 0}, {-0.0, -0.0, -INF, -PI, 0},
+    {+0.0, -0.0, -INF, -0.0, 0}, {1, INF, INF, PI / 2, 0},    {-1, -INF, INF, -PI / 2, 0},
+    {1, NAN, NAN, NAN, 0},       {-INF, 1, INF, PI, 0},       {INF, 1, INF, +0.0, 0},
+    {-INF, -1, INF, -PI, 0},     {INF, -1, INF, -0.0, 0},     {-INF, INF, INF, 3 * PI / 4, 0},
+    {INF, INF, INF, PI / 4, 0},  {INF, NAN, INF, NAN, 0},     {-INF, NAN, INF, NAN, 0},
+    {NAN, 1, NAN, NAN, 0},       {NAN, INF, INF, NAN, 0},     {NAN, NAN, NAN, NAN, 0},
+    {1, +0.0, +0.0, +0.0, 0},    {1, -0.0, +0.0, -0.0, 0},    {-1, +0.0, +0.0, PI, 0},
     {-1, -0.0, +0.0, -PI, 0},
 };
 static const struct special sqrt_table[] = {
-    {+0.0, +0.0, +0.0, +0.0, 0}, {-0.0, +0.0, +0.0, +0.0, 0}, {+0.0, -0.0, +0.0, -0.0, 0},
-    {-0.0, -0.0, +0.0, -0.0, 0}, {1, INF, INF, INF, 0},       {NAN, INF, INF, INF, 0},
-    {-INF, INF, INF, INF, 0},    {1, -INF, INF, -INF, 0},     {1, NAN, NAN, NAN, 0},
-    {-INF, 1, +0.0, INF, 0},     {-INF, -1, +0.0, -INF, 0},   {INF, 1, INF, +0.0, 0},
-    {INF, -1, INF, -0.0, 0},     {-INF, NAN, NAN, INF, 2},    {INF, NAN, INF, NAN, 0},
-    {NAN, 1, NAN, NAN, 0},       {NAN, NAN, NAN, NAN, 0},     {-4, +0.0, +0.0, 2, 0},
-    {-4, -0.0, +0.0, -2, 0},     {4, -0.0, 2, -0.0, 0},       {3, 4, 2, 1, 0},
-    {-3, 4, 1, 2, 0},            {-3, -4, 1, -2, 0},          {0, 2, 1, 1, 0},
+    {+0.0, +0.0, +0.0, +0.0, 0},
+    {-0.0, +0.0, +0.0, +0.0, 0},
+    {+0.0, -0.0, +0.0, -0.0, 0},
+    {-0.0, -0.0, +0.0, -0.0, 0},
+    {1, INF, INF, INF, 0},
+    {NAN, INF, INF, INF, 0},
+    {-INF, INF, INF, INF, 0},
+    {1, -INF, INF, -INF, 0},
+    {1, NAN, NAN, NAN, 0},
+    {-INF, 1, +0.0, INF, 0},
+    {-INF, -1, +0.0, -INF, 0},
+    {INF, 1, INF, +0.0, 0},
+    {INF, -1, INF, -0.0, 0},
+    {-INF, NAN, NAN, INF, 2},
+    {INF, NAN, INF, NAN, 0},
+    {NAN, 1, NAN, NAN, 0},
+    {NAN, NAN, NAN, NAN, 0},
+    {-4, +0.0, +0.0, 2, 0},
+    {-4, -0.0, +0.0, -2, 0},
+    {4, -0.0, 2, -0.0, 0},
+    {3, 4, 2, 1, 0},
+    {-3, 4, 1, 2, 0},
+    {-3, -4, 1, -2, 0},
+    {0, 2, 1, 1, 0},
 };
 /* Division: a / b given as (in_re, in_im) pairs of rows; want as the second row's re/im. */
 static const struct special div_table[] = {
     /* numerator row, then denominator row with the quotient */
-    {1, 1, 0, 0, 0},     {0, 0, INF, INF, 0},   /* nonzero / 0: infinities */
-    {1, 0, 0, 0, 0},     {0, 0, INF, NAN, 0},   /* NumPy's (inf, nan) */
-    {-2, 0, 0, 0, 0},    {-0.0, 0, INF, NAN, 0}, /* sign from copysign(inf, -0) * -2 */
-    {0, 0, 0, 0, 0},     {0, 0, NAN, NAN, 0},
-    {INF, 0, 0, 0, 0},   {1, 1, INF, -INF, 0},
-    {INF, INF, 0, 0, 0}, {1, 0, INF, INF, 0},   /* recovered from NaN/NaN */
-    {1, 1, 0, 0, 0},     {INF, INF, 0, 0, 0},   /* finite / infinite: zero */
-    {5, -3, 0, 0, 0},    {INF, 0, +0.0, -0.0, 0},
-    {NAN, 0, 0, 0, 0},   {1, 1, NAN, NAN, 0},
-    {1, 1, 0, 0, 0},     {NAN, 1, NAN, NAN, 0},
+    {1, 1, 0, 0, 0},      {0, 0, INF, INF, 0},    /* nonzero / 0: infinities */
+    {1, 0, 0, 0, 0},      {0, 0, INF, NAN, 0},    /* NumPy's (inf, nan) */
+    {-2, 0, 0, 0, 0},     {-0.0, 0, INF, NAN, 0}, /* sign from copysign(inf, -0) * -2 */
+    {0, 0, 0, 0, 0},      {0, 0, NAN, NAN, 0},     {INF, 0, 0, 0, 0},
+    {1, 1, INF, -INF, 0}, {INF, INF, 0, 0, 0},     {1, 0, INF, INF, 0}, /* recovered from NaN/NaN */
+    {1, 1, 0, 0, 0},      {INF, INF, 0, 0, 0}, /* finite / infinite: zero */
+    {5, -3, 0, 0, 0},     {INF, 0, +0.0, -0.0, 0}, {NAN, 0, 0, 0, 0},
+    {1, 1, NAN, NAN, 0},  {1, 1, 0, 0, 0},         {NAN, 1, NAN, NAN, 0},
 };
 
 static int
@@ -586,8 +642,8 @@ run_special(kiln_unary_op op, const struct special *t, size_t n)
     for (size_t i = 0; i < n; i++) {
       lc g = cget(dt, got, i);
       ck_assert_msg(special_ok(dt, g, &t[i]), "%s %s(%g, %g): got (%Lg, %Lg), want (%g, %g)",
-                    kiln_dtype_name(dt), kiln_unary_op_name(op), t[i].in_re, t[i].in_im,
-                    creall(g), cimagl(g), t[i].re, t[i].im);
+                    kiln_dtype_name(dt), kiln_unary_op_name(op), t[i].in_re, t[i].in_im, creall(g),
+                    cimagl(g), t[i].re, t[i].im);
     }
     free(got);
     kiln_tensor_release(x);
@@ -595,11 +651,20 @@ run_special(kiln_unary_op op, const struct special *t, size_t n)
   }
 }
 
-START_TEST(annex_g_exp) { run_special(KILN_OP_EXP, exp_table, N_(exp_table)); }
+START_TEST(annex_g_exp)
+{
+  run_special(KILN_OP_EXP, exp_table, N_(exp_table));
+}
 END_TEST
-START_TEST(annex_g_log) { run_special(KILN_OP_LOG, log_table, N_(log_table)); }
+START_TEST(annex_g_log)
+{
+  run_special(KILN_OP_LOG, log_table, N_(log_table));
+}
 END_TEST
-START_TEST(annex_g_sqrt) { run_special(KILN_OP_SQRT, sqrt_table, N_(sqrt_table)); }
+START_TEST(annex_g_sqrt)
+{
+  run_special(KILN_OP_SQRT, sqrt_table, N_(sqrt_table));
+}
 END_TEST
 
 START_TEST(division_special_values)
@@ -621,8 +686,8 @@ START_TEST(division_special_values)
       lc g = cget(dt, got, i);
       const struct special *w = &div_table[2 * i + 1];
       ck_assert_msg(special_ok(dt, g, w), "%s (%g, %g) / (%g, %g): got (%Lg, %Lg), want (%g, %g)",
-                    kiln_dtype_name(dt), div_table[2 * i].in_re, div_table[2 * i].in_im,
-                    w->in_re, w->in_im, creall(g), cimagl(g), w->re, w->im);
+                    kiln_dtype_name(dt), div_table[2 * i].in_re, div_table[2 * i].in_im, w->in_re,
+                    w->in_im, creall(g), cimagl(g), w->re, w->im);
     }
     free(got);
     kiln_tensor_release(a);
@@ -640,32 +705,56 @@ struct extreme {
 };
 
 static const struct extreme ext64[] = {
-    {1, 0, 1e38L, 1e38L, 1e38L, 1e38L},        {1, 0, 1e-38L, 1e-38L, 1e-38L, 1e-38L},
-    {1, 0, 3e38L, 3e38L, 3e38L, -3e38L},       {1, 0, 1e30L, 1e-30L, 1, 0},
-    {1, 0, 3e-30L, 4e-30L, 2e-40L, 1e-40L},    {1, 0, 1e-44L, 3e-44L, 1e-30L, 0},
-    {1, 0, 1, 2, 1e-38L, 3e-39L},              {1, 0, 2e38L, -1e38L, 3, 1},
-    {0, KILN_OP_RECIPROCAL, 1e-38L, 1e-38L, 0, 0}, {0, KILN_OP_RECIPROCAL, 3e38L, -1e38L, 0, 0},
-    {0, KILN_OP_ABS, 2e38L, 2e38L, 0, 0},      {0, KILN_OP_ABS, 1e-40L, 1e-40L, 0, 0},
-    {0, KILN_OP_SQRT, 3e38L, 3e38L, 0, 0},     {0, KILN_OP_SQRT, -3e38L, 1e-30L, 0, 0},
-    {0, KILN_OP_SQRT, 1e-42L, 1e-42L, 0, 0},   {0, KILN_OP_LOG, 3e38L, 3e38L, 0, 0},
-    {0, KILN_OP_LOG, 1e-42L, 1e-42L, 0, 0},    {0, KILN_OP_LOG, 1, 1e-20L, 0, 0},
-    {0, KILN_OP_EXP, 88.9L, 0.785L, 0, 0},          {0, KILN_OP_EXP, -100, 1, 0, 0},
-    {0, KILN_OP_COSH, 89.5L, 0.785L, 0, 0},         {0, KILN_OP_TANH, 30, 1, 0, 0},
+    {1, 0, 1e38L, 1e38L, 1e38L, 1e38L},
+    {1, 0, 1e-38L, 1e-38L, 1e-38L, 1e-38L},
+    {1, 0, 3e38L, 3e38L, 3e38L, -3e38L},
+    {1, 0, 1e30L, 1e-30L, 1, 0},
+    {1, 0, 3e-30L, 4e-30L, 2e-40L, 1e-40L},
+    {1, 0, 1e-44L, 3e-44L, 1e-30L, 0},
+    {1, 0, 1, 2, 1e-38L, 3e-39L},
+    {1, 0, 2e38L, -1e38L, 3, 1},
+    {0, KILN_OP_RECIPROCAL, 1e-38L, 1e-38L, 0, 0},
+    {0, KILN_OP_RECIPROCAL, 3e38L, -1e38L, 0, 0},
+    {0, KILN_OP_ABS, 2e38L, 2e38L, 0, 0},
+    {0, KILN_OP_ABS, 1e-40L, 1e-40L, 0, 0},
+    {0, KILN_OP_SQRT, 3e38L, 3e38L, 0, 0},
+    {0, KILN_OP_SQRT, -3e38L, 1e-30L, 0, 0},
+    {0, KILN_OP_SQRT, 1e-42L, 1e-42L, 0, 0},
+    {0, KILN_OP_LOG, 3e38L, 3e38L, 0, 0},
+    {0, KILN_OP_LOG, 1e-42L, 1e-42L, 0, 0},
+    {0, KILN_OP_LOG, 1, 1e-20L, 0, 0},
+    {0, KILN_OP_EXP, 88.9L, 0.785L, 0, 0},
+    {0, KILN_OP_EXP, -100, 1, 0, 0},
+    {0, KILN_OP_COSH, 89.5L, 0.785L, 0, 0},
+    {0, KILN_OP_TANH, 30, 1, 0, 0},
 };
 static const struct extreme ext128[] = {
-    {1, 0, 1e300L, 1e300L, 1e300L, 1e300L},      {1, 0, 1e-300L, 1e-300L, 1e-300L, 1e-300L},
-    {1, 0, 1e308L, 1e308L, 1e308L, -1e308L},     {1, 0, 1e300L, 1e-300L, 1, 0},
-    {1, 0, 3e-300L, 4e-300L, 2e-320L, 1e-320L},  {1, 0, 1e-320L, 3e-320L, 1e-300L, 0},
-    {1, 0, 1, 2, 1e-308L, 3e-309L},              {1, 0, 1e-300L, 0, 1e10L, 1e10L},
-    {1, 0, 1.7e308L, -1e308L, 3, 1},     {1, 0, 1e-10L, 1e-10L, 1e-310L, 2e-310L},
-    {0, KILN_OP_RECIPROCAL, 1e-300L, 1e-300L, 0, 0}, {0, KILN_OP_RECIPROCAL, 1e308L, -1e308L, 0, 0},
-    {0, KILN_OP_ABS, 1e300L, 1e300L, 0, 0},      {0, KILN_OP_ABS, 1e308L, 1e308L, 0, 0},
-    {0, KILN_OP_ABS, 1e-310L, 1e-310L, 0, 0},    {0, KILN_OP_SQRT, 1e308L, 1e308L, 0, 0},
-    {0, KILN_OP_SQRT, -1e308L, 1e-300L, 0, 0},   {0, KILN_OP_SQRT, 1e-320L, 1e-320L, 0, 0},
-    {0, KILN_OP_LOG, 1e308L, 1e308L, 0, 0},      {0, KILN_OP_LOG, 1e-320L, 1e-320L, 0, 0},
-    {0, KILN_OP_LOG, 1, 1e-200L, 0, 0},          {0, KILN_OP_EXP, 710, 0.785L, 0, 0},
-    {0, KILN_OP_EXP, -800, 1, 0, 0},             {0, KILN_OP_COSH, 710.5L, 0.785L, 0, 0},
-    {0, KILN_OP_SINH, -710.5L, 0.785L, 0, 0},         {0, KILN_OP_TANH, 30, 1, 0, 0},
+    {1, 0, 1e300L, 1e300L, 1e300L, 1e300L},
+    {1, 0, 1e-300L, 1e-300L, 1e-300L, 1e-300L},
+    {1, 0, 1e308L, 1e308L, 1e308L, -1e308L},
+    {1, 0, 1e300L, 1e-300L, 1, 0},
+    {1, 0, 3e-300L, 4e-300L, 2e-320L, 1e-320L},
+    {1, 0, 1e-320L, 3e-320L, 1e-300L, 0},
+    {1, 0, 1, 2, 1e-308L, 3e-309L},
+    {1, 0, 1e-300L, 0, 1e10L, 1e10L},
+    {1, 0, 1.7e308L, -1e308L, 3, 1},
+    {1, 0, 1e-10L, 1e-10L, 1e-310L, 2e-310L},
+    {0, KILN_OP_RECIPROCAL, 1e-300L, 1e-300L, 0, 0},
+    {0, KILN_OP_RECIPROCAL, 1e308L, -1e308L, 0, 0},
+    {0, KILN_OP_ABS, 1e300L, 1e300L, 0, 0},
+    {0, KILN_OP_ABS, 1e308L, 1e308L, 0, 0},
+    {0, KILN_OP_ABS, 1e-310L, 1e-310L, 0, 0},
+    {0, KILN_OP_SQRT, 1e308L, 1e308L, 0, 0},
+    {0, KILN_OP_SQRT, -1e308L, 1e-300L, 0, 0},
+    {0, KILN_OP_SQRT, 1e-320L, 1e-320L, 0, 0},
+    {0, KILN_OP_LOG, 1e308L, 1e308L, 0, 0},
+    {0, KILN_OP_LOG, 1e-320L, 1e-320L, 0, 0},
+    {0, KILN_OP_LOG, 1, 1e-200L, 0, 0},
+    {0, KILN_OP_EXP, 710, 0.785L, 0, 0},
+    {0, KILN_OP_EXP, -800, 1, 0, 0},
+    {0, KILN_OP_COSH, 710.5L, 0.785L, 0, 0},
+    {0, KILN_OP_SINH, -710.5L, 0.785L, 0, 0},
+    {0, KILN_OP_TANH, 30, 1, 0, 0},
 };
 
 START_TEST(huge_and_tiny)
@@ -885,8 +974,8 @@ START_TEST(unsupported_and_bad_input)
                         strstr(kiln_last_error(), "complex dtypes accept"),
                     "message: %s", kiln_last_error());
     }
-    static const kiln_binary_op no_binary[] = {KILN_OP_MAX, KILN_OP_LT, KILN_OP_FMOD,
-                                               KILN_OP_ATAN2, KILN_OP_LOGICAL_AND};
+    static const kiln_binary_op no_binary[] = {KILN_OP_MAX, KILN_OP_LT, KILN_OP_FMOD, KILN_OP_ATAN2,
+                                               KILN_OP_LOGICAL_AND};
     for (size_t k = 0; k < N_(no_binary); k++) {
       KEXPECT(kiln_binary(ctx, no_binary[k], x, x, &out), KILN_ERR_DTYPE);
       KEXPECT(kiln_binary_scalar(ctx, no_binary[k], x, kiln_scalar_f64(1), 0, &out),
