@@ -15,9 +15,10 @@
  * flags as in elementwise.cl (1, 2: scalar operand; 4: broadcast, 2-D launch;
  * 8: the grid covers every element).
  * Tunable: KILN_EW_ITEMS (elements per work-item of flat launches, a
- * work-group apart). KILN_EW_VEC stays 1: one element is already a
- * float2/double2 access, which the common path (add, mul) needs and nothing
- * else, so they run at copy bandwidth.
+ * work-group apart). KILN_EW_VEC stays 1 (the host passes 1 too): one
+ * element is already an 8- or 16-byte float2/double2 access, and add, sub
+ * and mul take no branch, so they move memory as a copy of the same bytes
+ * does.
  *
  * Special values follow C99 Annex G for division, exp, log and sqrt; the
  * trigonometric and hyperbolic functions use the textbook formulas (with
@@ -190,7 +191,7 @@ inline T c_sinh_cosh(T z, int want_cosh)
 {
   RT x = z.x, y = z.y;
   if (y == (RT)0) /* real input stays real */
-    return CPLX(want_cosh ? cosh(x) : sinh(x), want_cosh ? y * x : y);
+    return CPLX(want_cosh ? cosh(x) : sinh(x), want_cosh ? y * copysign((RT)1, x) : y);
   RT c = cos(y), s = sin(y);
   if (fabs(x) > C_EXP_BIG) {
     RT e = exp(fabs(x) * (RT)0.5), h = (RT)0.5 * e, sg = copysign((RT)1, x);
