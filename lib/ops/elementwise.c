@@ -327,13 +327,13 @@ binary_run(const char *op, kiln_context *ctx, kiln_binary_op bop, const kiln_ten
   char kname[64];
   snprintf(kname, sizeof kname, "binary_%s", row->name);
   return kiln__ew_bcast_run(op, ctx, "elementwise", kname, t->dtype, result_dtype(row, t->dtype), a,
-                            b, scalar, out);
+                            b, scalar, kiln_dtype_size(t->dtype), out);
 }
 
 kiln_status
 kiln__ew_bcast_run(const char *op, kiln_context *ctx, const char *source, const char *kname,
                    kiln_dtype kdtype, kiln_dtype rdtype, const kiln_tensor *a, const kiln_tensor *b,
-                   const unsigned char *scalar, kiln_tensor **out)
+                   const unsigned char *scalar, size_t esz, kiln_tensor **out)
 {
   const kiln_tensor *t = a ? a : b;
   kiln__shape shape = t->shape;
@@ -354,7 +354,6 @@ kiln__ew_bcast_run(const char *op, kiln_context *ctx, const char *source, const 
     memset(&plan, 0, sizeof plan);
   }
   unsigned char zero[16] = {0};
-  size_t esz = kiln_dtype_size(t->dtype);
   cl_ulong n = dst->numel;
   const kiln_tensor *ts[] = {a, b, dst};
   bcast_launch l = bcast_launch_for(ctx, kdtype, n, ndim, &plan, flat, ts, 3);

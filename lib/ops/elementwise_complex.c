@@ -111,7 +111,8 @@ kiln__ew_complex_binary(const char *op, kiln_context *ctx, kiln_binary_op bop, c
     return unsupported(op, kiln_binary_op_name(bop), t->dtype, binary_rows, NROWS(binary_rows),
                        binary_name);
   return kiln__ew_bcast_run(op, ctx, "complex", row->kname, t->dtype,
-                            result_dtype(row->res, t->dtype), a, b, scalar, out);
+                            result_dtype(row->res, t->dtype), a, b, scalar,
+                            kiln_dtype_size(t->dtype), out);
 }
 
 /* ---------------------------------------------------------------- building and viewing */
@@ -136,7 +137,8 @@ kiln_complex(kiln_context *ctx, const kiln_tensor *re, const kiln_tensor *im, ki
   KILN_RETURN_IF(!kiln__dtype_is_float(re->dtype), KILN_ERR_DTYPE, op,
                  "parts must be f32 or f64, not %s", kiln_dtype_name(re->dtype));
   kiln_dtype c = re->dtype == KILN_F32 ? KILN_C64 : KILN_C128;
-  return kiln__ew_bcast_run(op, ctx, "complex", "make_complex", c, c, re, im, NULL, out);
+  return kiln__ew_bcast_run(op, ctx, "complex", "make_complex", c, c, re, im, NULL,
+                            kiln_dtype_size(re->dtype), out);
 }
 
 /*

@@ -31,13 +31,13 @@ kiln_status kiln__ew_complex_binary(const char *op, kiln_context *ctx, kiln_bina
 /*
  * Kernel kname of source (built for kdtype) over a and b with broadcasting
  * into a result of dtype rdtype, with the output convention; a or b NULL
- * stands for scalar (bytes of the other input's dtype). The kernel has
- * elementwise.cl's binary arguments.
+ * stands for scalar. The kernel has elementwise.cl's binary arguments; its
+ * two scalar arguments are esz (at most 16) bytes each.
  */
 kiln_status kiln__ew_bcast_run(const char *op, kiln_context *ctx, const char *source,
                                const char *kname, kiln_dtype kdtype, kiln_dtype rdtype,
                                const kiln_tensor *a, const kiln_tensor *b,
-                               const unsigned char *scalar, kiln_tensor **out);
+                               const unsigned char *scalar, size_t esz, kiln_tensor **out);
 
 /* Kernel kname(x, xoff, y, yoff, n) of source (built for x's dtype) into a result of rdtype. */
 kiln_status kiln__ew_map(const char *op, kiln_context *ctx, const char *source, const char *kname,
