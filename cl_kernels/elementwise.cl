@@ -27,6 +27,7 @@
  */
 #include "common.cl"
 #include "kiln/op_table.h"
+#include "ew_loops.clh"
 
 /* ---- helpers named in the op table ---- */
 #if KILN_IS_FLOAT
@@ -126,12 +127,6 @@ inline T k_shr(T a, T b)
 #define k_max(a, b) (((a) > (b) || (a) != (a)) ? (a) : (b))
 #define k_min(a, b) (((a) < (b) || (a) != (a)) ? (a) : (b))
 
-#ifndef KILN_EW_VEC
-#define KILN_EW_VEC 1
-#endif
-#ifndef KILN_EW_ITEMS
-#define KILN_EW_ITEMS 1
-#endif
 #if KILN_EW_VEC > 1
 #define VEC_OF(t) KILN_CAT(t, KILN_EW_VEC)
 #else
@@ -141,22 +136,6 @@ inline T k_shr(T a, T b)
 #define LANES(t) union { VEC_OF(t) v; t s[KILN_EW_VEC]; }
 #define VAT(t, p, v) (((global VEC_OF(t) *)(p))[v])
 #define VAT_CONST(t, p, v) (((global const VEC_OF(t) *)(p))[v])
-
-/*
- * The flat loop over whole vectors: FLAT_EACH(e) visits slot e of this
- * work-item's KILN_EW_ITEMS (vector index FLAT_SLOT(e)) when it exists;
- * FLAT_TAIL(i) then walks the n % KILN_EW_VEC elements after the last vector.
- */
-#define FLAT_VECTORS(n)                                                                   \
-  ulong nv_ = (n) / KILN_EW_VEC, lsz_ = get_local_size(0), blk_ = lsz_ * KILN_EW_ITEMS;  \
-  for (ulong v0_ = get_group_id(0) * blk_ + get_local_id(0); v0_ < nv_;                 \
-       v0_ += get_num_groups(0) * blk_)
-#define FLAT_SLOT(e) (v0_ + (ulong)(e) * lsz_)
-#define FLAT_EACH(e) for (uint e = 0; e < KILN_EW_ITEMS; e++) if (FLAT_SLOT(e) < nv_)
-#define FLAT_LANES(l) for (uint l = 0; l < KILN_EW_VEC; l++)
-#define FLAT_TAIL(i, n)                                                                   \
-  if (KILN_EW_VEC > 1)                                                                   \
-    for (ulong i = nv_ * KILN_EW_VEC + get_global_id(0); i < (n); i += get_global_size(0))
 
 /* ---- one kernel per op-table row ----
  * Names are pasted before any expansion: the OpenCL headers may define
@@ -190,43 +169,6 @@ inline T k_shr(T a, T b)
   }
 #define UNARY_ROW(E, name, cls, res, expr) KILN_GEN_IF(cls, UNARY_BODY, unary_##name, res, expr)
 KILN_UNARY_OPS(UNARY_ROW)
-
-/*
- * Broadcast launches are 2-D: dimension 0 walks the innermost merged
- * dimension (no division), dimension 1 the outer rows. A row's operand
- * offsets take one div/mod per dimension between the outermost and the
- * innermost: none at all for the common two-dimension case. Scalars, not
- * private arrays, so that PoCL can still vectorise across work-items.
- */
-#define BCAST_ROW_OFFSET(r, ndim, bc, k, out)        \
-  do {                                               \
-    ulong rr_ = (r);                                 \
-    out = 0;                                         \
-    for (uint d_ = (ndim)-1; d_ > 1;) { /* ndim >= 1 */ \
-      d_--;                                          \
-      out += (rr_ % (bc).shape[d_]) * (bc).stride[k][d_]; \
-      rr_ /= (bc).shape[d_];                         \
-    }                                                \
-    out += rr_ * (bc).stride[k][0];                  \
-  } while (0)
-
-/*
- * Every element (row r, inner position j) of a broadcast launch through
- * ELEM(x1, x2), a block that reads r and j. When the host's grid covers every
- * element (flags & 8), each work-item does its one element without loops,
- * which PoCL runs about 3x faster (its work-item loops vectorise); otherwise
- * grid-stride loops take the rest. Expects inner, n and flags in scope.
- */
-#define BCAST_EACH(ELEM, x1, x2)                                                          \
-  if (flags & 8u) {                                                                      \
-    ulong r = get_global_id(1), j = get_global_id(0);                                    \
-    if (r * inner < n && j < inner)                                                      \
-      ELEM(x1, x2)                                                                       \
-  } else {                                                                               \
-    for (ulong r = get_global_id(1); r * inner < n; r += get_global_size(1))             \
-      for (ulong j = get_global_id(0); j < inner; j += get_global_size(0))               \
-        ELEM(x1, x2)                                                                     \
-  }
 
 /* One element of a broadcast binary op (see BINARY_BODY). */
 #define BINARY_ELEM(res, expr)                                                            \

@@ -17,6 +17,7 @@
 #include "kiln/cache.h"
 #include "kiln/tensor.h"
 #include "kiln/elementwise.h"
+#include "kiln/complex.h"
 #include "kiln/layout.h"
 #include "kiln/create.h"
 #include "kiln/index.h"

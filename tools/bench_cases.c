@@ -31,6 +31,14 @@ bench_random_tensor(kiln_context *ctx, kiln_dtype dtype, size_t ndim, const int6
     case KILN_I32: ((int32_t *)h)[i] = (int32_t)(x >> 4); break;
     case KILN_I64: ((int64_t *)h)[i] = (int64_t)x; break;
     case KILN_U8: h[i] = (unsigned char)(x >> 24); break;
+    case KILN_C64:
+      ((float *)h)[2 * i] = (float)v;
+      ((float *)h)[2 * i + 1] = (float)(0.5 - v);
+      break;
+    case KILN_C128:
+      ((double *)h)[2 * i] = v;
+      ((double *)h)[2 * i + 1] = 0.5 - v;
+      break;
     default: h[i] = (unsigned char)(x >> 31); break;
     }
   }
@@ -178,6 +186,12 @@ static kiln_status
 run_add(struct bench_state *st)
 {
   return kiln_binary(st->ctx, KILN_OP_ADD, st->in[0], st->in[1], &st->out);
+}
+
+static kiln_status
+run_mul(struct bench_state *st)
+{
+  return kiln_binary(st->ctx, KILN_OP_MUL, st->in[0], st->in[1], &st->out);
 }
 
 static kiln_status
@@ -554,6 +568,7 @@ const struct bench_case bench_cases[] = {
     {"unary.neg", "elementwise", num_dtype, setup_one, run_neg, bytes_1in_1out, NULL},
     {"unary.exp", "elementwise", float_dtype, setup_one, run_exp, bytes_1in_1out, NULL},
     {"binary.add", "elementwise", num_dtype, setup_two, run_add, bytes_2in_1out, NULL},
+    {"binary.mul", "elementwise", num_dtype, setup_two, run_mul, bytes_2in_1out, NULL},
     {"binary.add_row_bcast", "elementwise", num_dtype, setup_row_bcast, run_add, bytes_bcast, NULL},
     {"binary.mul_scalar", "elementwise", num_dtype, setup_one, run_mul_scalar, bytes_1in_1out, NULL},
     {"where", "elementwise", any_dtype, setup_where, run_where, bytes_where, NULL},

@@ -392,7 +392,7 @@ cmd_bench(int argc, char **argv)
     if (!o.filter || strstr(bench_cases[c].name, o.filter))
       total += o.ndtypes * o.nsizes;
   /* Copy reference per (dtype size, n): computed lazily, cached here. */
-  double copy_cache[MAX_SIZES][9];
+  double copy_cache[MAX_SIZES][17];
   memset(copy_cache, 0, sizeof copy_cache);
   int failures = 0;
   for (size_t c = 0; c < bench_case_count; c++) {

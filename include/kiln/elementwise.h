@@ -24,6 +24,9 @@
  *   KILN_ERR_HOST_MEMORY.
  * Inputs of binary operations must have the same dtype: kiln_dtype_promote()
  * gives the common one, kiln_cast() converts to it.
+ * Complex dtypes: only the ops listed in KILN_COMPLEX_UNARY_OPS and
+ * KILN_COMPLEX_BINARY_OPS (others: KILN_ERR_DTYPE); a kiln_scalar operand is
+ * the complex number s + 0i (docs/ops.md, "Complex numbers").
  */
 #ifndef KILN_ELEMENTWISE_H
 #define KILN_ELEMENTWISE_H
@@ -59,7 +62,11 @@ KILN_API const char *kiln_binary_op_name(kiln_binary_op op);
 KILN_API int kiln_unary_op_supports(kiln_unary_op op, kiln_dtype dtype);
 KILN_API int kiln_binary_op_supports(kiln_binary_op op, kiln_dtype dtype);
 
-/** y = op(x). Result dtype: x's, or bool for predicates. */
+/**
+ * y = op(x). Result dtype: x's, or bool for predicates; for complex x (c64,
+ * c128), real, imag, abs and angle give the part type (f32, f64). Complex
+ * tensors accept the ops of KILN_COMPLEX_UNARY_OPS (include/kiln/complex.h).
+ */
 KILN_API kiln_status kiln_unary(kiln_context *ctx, kiln_unary_op op, const kiln_tensor *x,
                                 kiln_tensor **out);
 

@@ -25,6 +25,14 @@
  *   the dividend (C). Shift counts >= the bit width (or negative) give 0 for
  *   shl and for shr of non-negative values, -1 for shr of negative values.
  * - abs(INT_MIN) is INT_MIN; sign gives -1, 0, 1 (NaN stays NaN).
+ * - conj, real, imag and angle exist for complex numbers; on real dtypes they
+ *   are NumPy's: conj(x) = real(x) = x, imag(x) = 0, angle(x) = atan2(0, x)
+ *   (0 for x >= +0, pi for x <= -0, NaN for NaN).
+ *
+ * Complex dtypes (c64, c128) are in none of the classes above: the ops they
+ * accept are the rows of KILN_COMPLEX_UNARY_OPS / KILN_COMPLEX_BINARY_OPS
+ * below, which cl_kernels/complex.cl stamps and lib/ops/elementwise_complex.c
+ * reads (kiln_*_op_supports answers from them).
  */
 #ifndef KILN_OP_TABLE_H
 #define KILN_OP_TABLE_H
@@ -74,7 +82,11 @@
   X(ISINF, isinf, ALL, BOOL, k_isinf(x))                     \
   X(ISFINITE, isfinite, ALL, BOOL, k_isfinite(x))            \
   X(LOGICAL_NOT, logical_not, ALL, BOOL, (x == (T)0))        \
-  X(BITWISE_NOT, bitwise_not, INT, SAME, k_bitwise_not(x))
+  X(BITWISE_NOT, bitwise_not, INT, SAME, k_bitwise_not(x))                \
+  X(CONJ, conj, NUM, SAME, (x))                                           \
+  X(REAL, real, NUM, SAME, (x))                                           \
+  X(IMAG, imag, NUM, SAME, ((T)0))                                        \
+  X(ANGLE, angle, FLOAT, SAME, atan2((T)0, x))
 
 #define KILN_BINARY_OPS(X)                                   \
   X(ADD, add, NUM, SAME, k_add(a, b))                        \
@@ -102,5 +114,45 @@
   X(BITWISE_XOR, bitwise_xor, INT, SAME, (a ^ b))            \
   X(SHL, shl, INTNB, SAME, k_shl(a, b))                      \
   X(SHR, shr, INTNB, SAME, k_shr(a, b))
+
+
+/*
+ * Complex ops: X(ENUM, result, OpenCL expression), ENUM a kiln_unary_op or
+ * kiln_binary_op (without KILN_OP_). result: SAME (the complex dtype), REAL
+ * (its part type: c64 -> f32, c128 -> f64) or BOOL. The expressions use the
+ * helpers of cl_kernels/complex.cl on x (unary) or a, b (binary) of type T,
+ * float2 or double2 (.x real part, .y imaginary part). docs/ops.md "Complex
+ * numbers" gives the branch cuts and special values.
+ */
+#define KILN_COMPLEX_UNARY_OPS(X)       \
+  X(NEG, SAME, (-x))                    \
+  X(CONJ, SAME, ((T)(x.x, -x.y)))       \
+  X(REAL, REAL, (x.x))                  \
+  X(IMAG, REAL, (x.y))                  \
+  X(ABS, REAL, hypot(x.x, x.y))         \
+  X(ANGLE, REAL, atan2(x.y, x.x))       \
+  X(SQUARE, SAME, c_mul(x, x))          \
+  X(RECIPROCAL, SAME, c_recip(x))       \
+  X(EXP, SAME, c_exp(x))                \
+  X(LOG, SAME, c_log(x))                \
+  X(SQRT, SAME, c_sqrt(x))              \
+  X(SIN, SAME, c_sin(x))                \
+  X(COS, SAME, c_cos(x))                \
+  X(TAN, SAME, c_tan(x))                \
+  X(SINH, SAME, c_sinh(x))              \
+  X(COSH, SAME, c_cosh(x))              \
+  X(TANH, SAME, c_tanh(x))              \
+  X(ISNAN, BOOL, (isnan(x.x) || isnan(x.y)))   \
+  X(ISINF, BOOL, (isinf(x.x) || isinf(x.y)))   \
+  X(ISFINITE, BOOL, (isfinite(x.x) && isfinite(x.y)))
+
+#define KILN_COMPLEX_BINARY_OPS(X)      \
+  X(ADD, SAME, (a + b))                 \
+  X(SUB, SAME, (a - b))                 \
+  X(MUL, SAME, c_mul(a, b))             \
+  X(DIV, SAME, c_div(a, b))             \
+  X(POW, SAME, c_pow(a, b))             \
+  X(EQ, BOOL, (a.x == b.x && a.y == b.y)) \
+  X(NE, BOOL, (a.x != b.x || a.y != b.y))
 
 #endif

@@ -20,6 +20,7 @@
 #define KILN_PROVIDER_H
 
 #include "kiln/blas.h"
+#include "kiln/complex.h"
 #include "kiln/context.h"
 #include "kiln/dtype.h"
 #include "kiln/log.h"
@@ -221,7 +222,10 @@ extern "C" {
   X(loss_op_name, kiln_loss_op_name) \
   X(loss, kiln_loss) \
   X(loss_backward, kiln_loss_backward) \
-  X(nn_supports, kiln_nn_supports)
+  X(nn_supports, kiln_nn_supports) \
+  X(complex_from_parts, kiln_complex) \
+  X(view_as_real, kiln_view_as_real) \
+  X(view_as_complex, kiln_view_as_complex)
 
 #define KILN_PROVIDER_SLOT_(slot, function) __typeof__(function) *slot;
 

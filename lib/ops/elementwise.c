@@ -6,6 +6,7 @@
 #include "core/dtype_traits.h"
 #include "core/error.h"
 #include "kiln/elementwise.h"
+#include "ops/elementwise_complex.h"
 #include "ops/families.h"
 #include "ops/ops_common.h"
 #include "runtime/runtime.h"
@@ -53,12 +54,16 @@ row_supports(const struct op_row *row, kiln_dtype dtype)
 int
 kiln_unary_op_supports(kiln_unary_op op, kiln_dtype dtype)
 {
+  if (kiln__dtype_is_complex(dtype))
+    return kiln__ew_complex_unary_supports(op, dtype);
   return (unsigned)op < KILN_UNARY_OP_COUNT && row_supports(&unary_rows[op], dtype);
 }
 
 int
 kiln_binary_op_supports(kiln_binary_op op, kiln_dtype dtype)
 {
+  if (kiln__dtype_is_complex(dtype))
+    return kiln__ew_complex_binary_supports(op, dtype);
   return (unsigned)op < KILN_BINARY_OP_COUNT && row_supports(&binary_rows[op], dtype);
 }
 
@@ -107,7 +112,8 @@ ew_default_shape(const kiln_device_info *info, kiln_dtype dtype, uint32_t *items
     return;
   }
   *items = 1;
-  *vec = dtype == KILN_F64 ? 1 : dtype == KILN_I64 ? 4 : 8;
+  /* A complex element is already a 2-wide vector access (complex.cl). */
+  *vec = dtype == KILN_F64 || kiln__dtype_is_complex(dtype) ? 1 : dtype == KILN_I64 ? 4 : 8;
 }
 
 static const struct kiln__tune_family ew_tune;
@@ -157,6 +163,8 @@ flat_shape_for(kiln_context *ctx, kiln_dtype dtype, uint64_t n, const kiln_tenso
 {
   struct ew_params p;
   ew_lookup(ctx, dtype, n, &p);
+  if (kiln__dtype_is_complex(dtype))
+    p.vec_width = 1;
   for (size_t i = 0; i < nts; i++)
     if (ts[i] && kiln__ops_elem_offset(ts[i]) % p.vec_width)
       p.vec_width = 1;
@@ -289,6 +297,8 @@ kiln_unary(kiln_context *ctx, kiln_unary_op uop, const kiln_tensor *x, kiln_tens
   KILN_RETURN_IF((unsigned)uop >= KILN_UNARY_OP_COUNT, KILN_ERR_INVALID_ARGUMENT, op,
                  "unknown unary op %d", (int)uop);
   KILN_TRY(kiln__tensor_check(op, x, ctx));
+  if (kiln__dtype_is_complex(x->dtype))
+    return kiln__ew_complex_unary(op, ctx, uop, x, out);
   const struct op_row *row = &unary_rows[uop];
   KILN_TRY(check_supports(op, row, x->dtype));
   kiln__out_target t;
@@ -314,13 +324,24 @@ binary_run(const char *op, kiln_context *ctx, kiln_binary_op bop, const kiln_ten
 {
   const struct op_row *row = &binary_rows[bop];
   const kiln_tensor *t = a ? a : b;
+  char kname[64];
+  snprintf(kname, sizeof kname, "binary_%s", row->name);
+  return kiln__ew_bcast_run(op, ctx, "elementwise", kname, t->dtype, result_dtype(row, t->dtype), a,
+                            b, scalar, kiln_dtype_size(t->dtype), out);
+}
+
+kiln_status
+kiln__ew_bcast_run(const char *op, kiln_context *ctx, const char *source, const char *kname,
+                   kiln_dtype kdtype, kiln_dtype rdtype, const kiln_tensor *a, const kiln_tensor *b,
+                   const unsigned char *scalar, size_t esz, kiln_tensor **out)
+{
+  const kiln_tensor *t = a ? a : b;
   kiln__shape shape = t->shape;
   if (a && b)
     KILN_TRY(kiln__shape_broadcast(op, &a->shape, &b->shape, &shape));
   const kiln_tensor *ins[2] = {a, b};
   kiln__out_target target;
-  KILN_TRY(
-      kiln__ops_out_begin(op, ctx, result_dtype(row, t->dtype), &shape, out, ins, 2, 1, &target));
+  KILN_TRY(kiln__ops_out_begin(op, ctx, rdtype, &shape, out, ins, 2, 1, &target));
   kiln_tensor *dst = target.dst;
 
   kiln__bcast plan;
@@ -332,19 +353,15 @@ binary_run(const char *op, kiln_context *ctx, kiln_binary_op bop, const kiln_ten
   } else {
     memset(&plan, 0, sizeof plan);
   }
-  unsigned char zero[8] = {0};
-  size_t esz = kiln_dtype_size(t->dtype);
-  char kname[64];
-  snprintf(kname, sizeof kname, "binary_%s", row->name);
+  unsigned char zero[16] = {0};
   cl_ulong n = dst->numel;
   const kiln_tensor *ts[] = {a, b, dst};
-  bcast_launch l = bcast_launch_for(ctx, t->dtype, n, ndim, &plan, flat, ts, 3);
+  bcast_launch l = bcast_launch_for(ctx, kdtype, n, ndim, &plan, flat, ts, 3);
   cl_uint flags = (a ? 0u : 1u) | (b ? 0u : 2u) | l.flags;
 
   pthread_mutex_lock(&ctx->lock);
   cl_kernel k;
-  kiln_status s =
-      kiln__ops_kernel_variant(op, ctx, "elementwise", t->dtype, &l.sh.variant, kname, &k);
+  kiln_status s = kiln__ops_kernel_variant(op, ctx, source, kdtype, &l.sh.variant, kname, &k);
   if (s == KILN_OK) {
     kiln__args args = kiln__args_begin(op, k);
     kiln__args_tensor(&args, a);
@@ -382,6 +399,8 @@ kiln_binary(kiln_context *ctx, kiln_binary_op bop, const kiln_tensor *a, const k
   KILN_RETURN_IF(a->dtype != b->dtype, KILN_ERR_DTYPE, op,
                  "inputs have different dtypes (%s and %s); cast one with kiln_cast",
                  kiln_dtype_name(a->dtype), kiln_dtype_name(b->dtype));
+  if (kiln__dtype_is_complex(a->dtype))
+    return kiln__ew_complex_binary(op, ctx, bop, a, b, NULL, out);
   KILN_TRY(check_supports(op, &binary_rows[bop], a->dtype));
   return binary_run(op, ctx, bop, a, b, NULL, out);
 }
@@ -395,9 +414,12 @@ kiln_binary_scalar(kiln_context *ctx, kiln_binary_op bop, const kiln_tensor *x, 
   KILN_TRY(check_common(op, ctx, out));
   KILN_TRY(check_binary_op(op, bop));
   KILN_TRY(kiln__tensor_check(op, x, ctx));
-  KILN_TRY(check_supports(op, &binary_rows[bop], x->dtype));
-  unsigned char bytes[8];
+  unsigned char bytes[16];
   kiln__scalar_to_bytes(s, x->dtype, bytes);
+  if (kiln__dtype_is_complex(x->dtype))
+    return kiln__ew_complex_binary(op, ctx, bop, scalar_first ? NULL : x, scalar_first ? x : NULL,
+                                   bytes, out);
+  KILN_TRY(check_supports(op, &binary_rows[bop], x->dtype));
   return binary_run(op, ctx, bop, scalar_first ? NULL : x, scalar_first ? x : NULL, bytes, out);
 }
 
@@ -499,7 +521,9 @@ kiln_where(kiln_context *ctx, const kiln_tensor *cond, const kiln_tensor *a, con
 
   pthread_mutex_lock(&ctx->lock);
   cl_kernel k;
-  s = kiln__ops_kernel_variant(op, ctx, "elementwise", a->dtype, &l.sh.variant, "where_values", &k);
+  s = kiln__ops_kernel_variant(op, ctx,
+                               kiln__dtype_is_complex(a->dtype) ? "complex" : "elementwise",
+                               a->dtype, &l.sh.variant, "where_values", &k);
   if (s == KILN_OK) {
     kiln__args args = kiln__args_begin(op, k);
     kiln__args_tensor(&args, c);
@@ -537,6 +561,21 @@ kiln_copy(kiln_context *ctx, const kiln_tensor *src, kiln_tensor *dst)
   return s;
 }
 
+kiln_status
+kiln__ew_map(const char *op, kiln_context *ctx, const char *source, const char *kname,
+             const kiln_tensor *x, kiln_dtype rdtype, kiln_tensor **out)
+{
+  kiln__out_target t;
+  KILN_TRY(kiln__ops_out_begin(op, ctx, rdtype, &x->shape, out, &x, 1, 1, &t));
+  const kiln_tensor *ts[] = {x, t.dst};
+  flat_shape sh = flat_shape_for(ctx, x->dtype, x->numel, ts, 2);
+  pthread_mutex_lock(&ctx->lock);
+  kiln_status s = run_map(op, ctx, source, x->dtype, kname, x, t.dst, NULL, 0, 0, &sh);
+  s = kiln__ops_out_finish(op, ctx, &t, s);
+  pthread_mutex_unlock(&ctx->lock);
+  return s;
+}
+
 /* ---------------------------------------------------------------- the family */
 
 static void
@@ -545,7 +584,7 @@ ew_build_options(const kiln_device_info *info, const char *source, kiln_dtype dt
 {
   /* Flat launches compile their vector width and vectors per item in. The kernels' own
    * defaults are 1 and 1, so that variant keeps the plain option string. (cast has none.) */
-  if (strcmp(source, "elementwise") != 0)
+  if (strcmp(source, "elementwise") != 0 && strcmp(source, "complex") != 0)
     return;
   const kiln__program_variant *v = variant;
   uint32_t items, vec;
@@ -646,7 +685,11 @@ static const struct kiln__tune_family ew_tune = {
 };
 
 static const struct kiln__source ew_sources[] = {
-    {"elementwise", KILN__DT_CLASSIC}, {"cast", KILN__DT_EVERY}, {NULL, 0}};
+    {"elementwise", KILN__DT_CLASSIC},
+    {"cast", KILN__DT_EVERY},
+    {"complex", KILN__DT_COMPLEX},
+    {NULL, 0},
+};
 
 const struct kiln__family kiln__elementwise_family = {
     .name = "elementwise",

@@ -142,6 +142,9 @@ kiln_status kiln__output_prepare(const char *op, kiln_context *ctx, kiln_dtype d
  */
 kiln_status kiln__tensor_view(const char *op, kiln_tensor *src, uint64_t offset_bytes,
                               const kiln__shape *shape, kiln_tensor **out);
+/* The same with another dtype over the same bytes (complex <-> real views). */
+kiln_status kiln__tensor_view_as(const char *op, kiln_tensor *src, uint64_t offset_bytes,
+                                 kiln_dtype dtype, const kiln__shape *shape, kiln_tensor **out);
 
 /* Releases a tensor made by kiln__output_prepare on a failure path. */
 void kiln__output_discard(kiln_tensor **out, int made);

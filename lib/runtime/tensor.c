@@ -23,8 +23,9 @@ check_dtype(const char *op, const kiln_context *ctx, kiln_dtype dtype)
 {
   KILN_RETURN_IF(!kiln__dtype_valid(dtype), KILN_ERR_INVALID_ARGUMENT, op, "invalid dtype %d",
                  (int)dtype);
-  KILN_RETURN_IF(dtype == KILN_F64 && !ctx->info.has_fp64, KILN_ERR_UNSUPPORTED, op,
-                 "f64 needs fp64 support, which device \"%s\" lacks", ctx->info.name);
+  KILN_RETURN_IF((dtype == KILN_F64 || dtype == KILN_C128) && !ctx->info.has_fp64,
+                 KILN_ERR_UNSUPPORTED, op, "%s needs fp64 support, which device \"%s\" lacks",
+                 kiln_dtype_name(dtype), ctx->info.name);
   return KILN_OK;
 }
 
@@ -265,10 +266,17 @@ kiln_status
 kiln__tensor_view(const char *op, kiln_tensor *src, uint64_t offset_bytes,
                   const kiln__shape *shape, kiln_tensor **out)
 {
+  return kiln__tensor_view_as(op, src, offset_bytes, src->dtype, shape, out);
+}
+
+kiln_status
+kiln__tensor_view_as(const char *op, kiln_tensor *src, uint64_t offset_bytes, kiln_dtype dtype,
+                     const kiln__shape *shape, kiln_tensor **out)
+{
   uint64_t numel, nbytes;
   kiln__shape s;
-  KILN_TRY(kiln__shape_make(op, shape->ndim, shape->dims, kiln_dtype_size(src->dtype), &s,
-                            &numel, &nbytes));
+  KILN_TRY(
+      kiln__shape_make(op, shape->ndim, shape->dims, kiln_dtype_size(dtype), &s, &numel, &nbytes));
   KILN_RETURN_IF(nbytes && (offset_bytes > src->nbytes || nbytes > src->nbytes - offset_bytes),
                  KILN_ERR_INTERNAL, op, "view of %llu bytes at %llu exceeds its base (%llu bytes)",
                  (unsigned long long)nbytes, (unsigned long long)offset_bytes,
@@ -301,7 +309,7 @@ kiln__tensor_view(const char *op, kiln_tensor *src, uint64_t offset_bytes,
   }
   t->magic = KILN__TENSOR_MAGIC;
   t->ctx = ctx;
-  t->dtype = src->dtype;
+  t->dtype = dtype;
   t->shape = s;
   t->numel = numel;
   t->nbytes = nbytes;

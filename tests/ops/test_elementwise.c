@@ -657,6 +657,18 @@ unary_ref(kiln_unary_op op, kiln_dtype dt, double x, int64_t v, rv_t *r)
   case KILN_OP_BITWISE_NOT:
     r->i = dt == KILN_BOOL ? v == 0 : wrap(dt, ~(uint64_t)v);
     return 1;
+  case KILN_OP_CONJ:
+  case KILN_OP_REAL:
+    r->f = x;
+    r->i = v;
+    return 1;
+  case KILN_OP_IMAG:
+    r->f = 0.0;
+    r->i = 0;
+    return 1;
+  case KILN_OP_ANGLE:
+    r->f = atan2(0.0, x);
+    return 1;
   case KILN_UNARY_OP_COUNT:
     break;
   }
