@@ -197,7 +197,8 @@ extern "C" {
   X(f16_to_f32, kiln_f16_to_f32) \
   X(bf16_from_f32, kiln_bf16_from_f32) \
   X(bf16_from_f64, kiln_bf16_from_f64) \
-  X(bf16_to_f32, kiln_bf16_to_f32)
+  X(bf16_to_f32, kiln_bf16_to_f32) \
+  X(gemm_complex, kiln_gemm_complex)
 
 #define KILN_PROVIDER_SLOT_(slot, function) __typeof__(function) *slot;
 
