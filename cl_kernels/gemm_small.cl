@@ -276,9 +276,10 @@ sym_fill(ulong n, global ST *c, ulong coff, ulong ldc, ulong cbatch, uint tri)
   if (row >= n || col >= n)
     return;
   global ST *cb = c + coff + get_global_id(2) * cbatch;
-  /* Write the element outside the computed triangle from its mirror inside it. */
+  /* Write the element outside the computed triangle from its mirror inside it (f16 and bf16
+   * round-trip exactly through float). */
   if ((tri == 1 && row > col) || (tri == 2 && row < col))
-    cb[row * ldc + col] = cb[col * ldc + row];
+    KILN_STORE(cb, row * ldc + col, KILN_LOAD(cb, col * ldc + row));
 }
 
 kernel void
