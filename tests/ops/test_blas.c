@@ -961,7 +961,9 @@ run_any_gemm(kiln_dtype dt, kiln_dtype odt, int ta, int tb, int64_t m, int64_t n
  */
 START_TEST(gemm_half_dtypes)
 {
-  static const int64_t dims[][3] = {{1, 1, 1}, {3, 17, 5}, {0, 3, 4}, {4, 0, 3}, {5, 3, 0},
+  /* 33x35x29 is the gemm_tiled case small enough for the oclgrind suite (harness_fits). */
+  static const int64_t dims[][3] = {{1, 1, 1},     {3, 17, 5},    {0, 3, 4},
+                                    {4, 0, 3},     {5, 3, 0},     {33, 35, 29},
                                     {131, 67, 61}, {150, 150, 3}, {67, 257, 129}};
   static const double one[2] = {1, 0}, ab[2] = {-0.5, 0}, b2[2] = {2, 0}, zero[2] = {0, 0};
   static const kiln_dtype halves[] = {KILN_F16, KILN_BF16};
@@ -969,8 +971,10 @@ START_TEST(gemm_half_dtypes)
     for (size_t s = 0; s < sizeof dims / sizeof dims[0]; s++)
       for (int t = 0; t < 4; t++) {
         int64_t m = dims[s][0], n = dims[s][1], k = dims[s][2];
-        if (s == 7 && t != 0)
+        if ((s == 8 && t != 0) || !harness_fits((uint64_t)(m > n ? m : n) * (uint64_t)(k > 1 ? k : 1)))
           continue; /* one large case: PoCL time */
+        if (harness_small() && (t == 1 || t == 2))
+          continue; /* the simulator's time: t 0 and 3 load both operands both ways */
         kiln_dtype odt = (t + (int)s) % 3 == 0 ? KILN_F32 : halves[h];
         const double *al = t == 1 ? ab : one, *be = t == 2 ? b2 : zero;
         /* t == 3 uses the conjugate flag (the transpose for reals). */
@@ -1025,7 +1029,7 @@ START_TEST(gemm_complex_dtypes)
   static const int64_t dims[][3] = {{1, 1, 1}, {3, 17, 5}, {0, 2, 3}, {2, 3, 0}, {33, 20, 41}};
   static const double al[2] = {0.75, -0.5}, be[2] = {0.25, 1.5}, zero[2] = {0, 0};
   for (size_t d = 0; d < 2; d++) {
-    if (cd[d] == KILN_C128 && !harness_has_fp64())
+    if (cd[d] == KILN_C128 && (!harness_has_fp64() || harness_small()))
       continue;
     for (int r = 0; r < NROUTES; r++) {
       set_route(harness_ctx(), (enum route)r);
@@ -1068,7 +1072,7 @@ START_TEST(level2_level1_new_dtypes)
 {
   kiln_context *ctx = harness_ctx();
   static const kiln_dtype dts[] = {KILN_C64, KILN_F16, KILN_BF16};
-  for (size_t d = 0; d < 3; d++) {
+  for (size_t d = 0; d < (harness_small() ? 2u : 3u); d++) {
     kiln_dtype dt = dts[d];
     int cplx = is_cplx(dt);
     size_t w = parts(dt);
