@@ -105,8 +105,7 @@ KILN_API kiln_status kiln_gemm(kiln_context *ctx, kiln_trans trans_a, kiln_trans
  */
 KILN_API kiln_status kiln_gemm_complex(kiln_context *ctx, kiln_trans trans_a, kiln_trans trans_b,
                                        kiln_complex128 alpha, const kiln_tensor *a,
-                                       const kiln_tensor *b, kiln_complex128 beta,
-                                       kiln_tensor **c);
+                                       const kiln_tensor *b, kiln_complex128 beta, kiln_tensor **c);
 
 /**
  * Matrix product with NumPy matmul semantics: out = a @ b.

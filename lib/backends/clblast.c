@@ -151,21 +151,21 @@ c128(kiln_complex128 v)
  */
 #define REAL_F(v) ((float)(v).re)
 #define REAL_D(v) ((v).re)
-#define BY_DTYPE(op, ctx, dt, name, ARGS)                                                 \
-  do {                                                                                    \
-    switch (dt) {                                                                         \
-    case KILN_F32:                                                                        \
-      PROVIDER_CALL(op, ctx, "S" #name, CLBlastS##name ARGS(REAL_F));                     \
-    case KILN_F64:                                                                        \
-      PROVIDER_CALL(op, ctx, "D" #name, CLBlastD##name ARGS(REAL_D));                     \
-    case KILN_C64:                                                                        \
-      PROVIDER_CALL(op, ctx, "C" #name, CLBlastC##name ARGS(c64));                        \
-    case KILN_C128:                                                                       \
-      PROVIDER_CALL(op, ctx, "Z" #name, CLBlastZ##name ARGS(c128));                       \
-    default:                                                                              \
-      return kiln__fail(KILN_ERR_INTERNAL, op, 0, "CLBlast " #name " for %s",             \
-                        kiln_dtype_name(dt));                                             \
-    }                                                                                     \
+#define BY_DTYPE(op, ctx, dt, name, ARGS)                                     \
+  do {                                                                        \
+    switch (dt) {                                                             \
+    case KILN_F32:                                                            \
+      PROVIDER_CALL(op, ctx, "S" #name, CLBlastS##name ARGS(REAL_F));         \
+    case KILN_F64:                                                            \
+      PROVIDER_CALL(op, ctx, "D" #name, CLBlastD##name ARGS(REAL_D));         \
+    case KILN_C64:                                                            \
+      PROVIDER_CALL(op, ctx, "C" #name, CLBlastC##name ARGS(c64));            \
+    case KILN_C128:                                                           \
+      PROVIDER_CALL(op, ctx, "Z" #name, CLBlastZ##name ARGS(c128));           \
+    default:                                                                  \
+      return kiln__fail(KILN_ERR_INTERNAL, op, 0, "CLBlast " #name " for %s", \
+                        kiln_dtype_name(dt));                                 \
+    }                                                                         \
   } while (0)
 
 kiln_status
@@ -177,13 +177,13 @@ kiln__clblast_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int
 {
   cl_command_queue *q = &ctx->queue;
   if (batch == 1) {
-#define GEMM_ARGS(cv)                                                                           \
-  (ROW, tr(ta), tr(tb), m, n, k, cv(alpha), a, aoff, lda, b, boff, ldb, cv(beta), c, coff, \
-       ldc, q, NULL)
+#define GEMM_ARGS(cv)                                                                              \
+  (ROW, tr(ta), tr(tb), m, n, k, cv(alpha), a, aoff, lda, b, boff, ldb, cv(beta), c, coff, ldc, q, \
+   NULL)
     BY_DTYPE(op, ctx, dt, gemm, GEMM_ARGS);
 #undef GEMM_ARGS
   }
-#define GEMM_ARGS(cv)                                                                            \
+#define GEMM_ARGS(cv)                                                                     \
   (ROW, tr(ta), tr(tb), m, n, k, cv(alpha), a, aoff, lda, astride, b, boff, ldb, bstride, \
    cv(beta), c, coff, ldc, cstride, batch, q, NULL)
   BY_DTYPE(op, ctx, dt, gemmStridedBatched, GEMM_ARGS);

@@ -198,8 +198,9 @@ static kiln_status
 check_float(const char *op, const kiln_tensor *t, const char *name)
 {
   KILN_RETURN_IF(!kiln__dtype_is_floating(t->dtype) && !kiln__dtype_is_complex(t->dtype),
-                 KILN_ERR_DTYPE, op, "%s is %s; BLAS routines accept f16, bf16, f32, f64, c64 and c128",
-                 name, kiln_dtype_name(t->dtype));
+                 KILN_ERR_DTYPE, op,
+                 "%s is %s; BLAS routines accept f16, bf16, f32, f64, c64 and c128", name,
+                 kiln_dtype_name(t->dtype));
   return KILN_OK;
 }
 
@@ -388,9 +389,8 @@ gemm_out_dtype(kiln_dtype in, kiln_tensor **out)
  */
 static kiln_status
 gemm_views(const char *op, kiln_context *ctx, int ta, int tb, kiln_complex128 alpha,
-           const kiln_tensor *a, const kiln__shape *as, const kiln_tensor *b,
-           const kiln__shape *bs, kiln_complex128 beta, kiln_tensor **c,
-           const kiln__shape *res_shape, int route)
+           const kiln_tensor *a, const kiln__shape *as, const kiln_tensor *b, const kiln__shape *bs,
+           kiln_complex128 beta, kiln_tensor **c, const kiln__shape *res_shape, int route)
 {
   char s1[160], s2[160];
   KILN_RETURN_IF(as->ndim < 2 || bs->ndim < 2, KILN_ERR_SHAPE, op,
@@ -465,22 +465,21 @@ gemm_entry(const char *op, kiln_context *ctx, kiln_trans trans_a, kiln_trans tra
   KILN_TRY(kiln__tensor_check(op, a, ctx));
   KILN_TRY(kiln__tensor_check(op, b, ctx));
   KILN_TRY(check_same_dtype(op, a, b, "a", "b"));
-  return gemm_views(op, ctx, trans_code(trans_a, a->dtype), trans_code(trans_b, b->dtype), alpha,
-                    a, &a->shape, b, &b->shape, beta, c, NULL, ROUTE_CHOOSE);
+  return gemm_views(op, ctx, trans_code(trans_a, a->dtype), trans_code(trans_b, b->dtype), alpha, a,
+                    &a->shape, b, &b->shape, beta, c, NULL, ROUTE_CHOOSE);
 }
 
 kiln_status
 kiln_gemm(kiln_context *ctx, kiln_trans trans_a, kiln_trans trans_b, double alpha,
           const kiln_tensor *a, const kiln_tensor *b, double beta, kiln_tensor **c)
 {
-  return gemm_entry("kiln_gemm", ctx, trans_a, trans_b, real_scalar(alpha), a, b,
-                    real_scalar(beta), c);
+  return gemm_entry("kiln_gemm", ctx, trans_a, trans_b, real_scalar(alpha), a, b, real_scalar(beta),
+                    c);
 }
 
 kiln_status
-kiln_gemm_complex(kiln_context *ctx, kiln_trans trans_a, kiln_trans trans_b,
-                  kiln_complex128 alpha, const kiln_tensor *a, const kiln_tensor *b,
-                  kiln_complex128 beta, kiln_tensor **c)
+kiln_gemm_complex(kiln_context *ctx, kiln_trans trans_a, kiln_trans trans_b, kiln_complex128 alpha,
+                  const kiln_tensor *a, const kiln_tensor *b, kiln_complex128 beta, kiln_tensor **c)
 {
   static const char op[] = "kiln_gemm_complex";
   KILN_TRY(kiln__ctx_check(op, ctx));
@@ -607,8 +606,8 @@ kiln_gemv(kiln_context *ctx, kiln_trans trans, double alpha, const kiln_tensor *
         s = kiln__fail_cl(op, err, "clEnqueueFillBuffer");
     }
     if (s == KILN_OK)
-      s = kiln__clblast_gemv(op, ctx, a->dtype, ta, ar, ac, real_scalar(alpha), am.mem, am.off,
-                             ac, xm.mem, xm.off, real_scalar(b), ym.mem, ym.off);
+      s = kiln__clblast_gemv(op, ctx, a->dtype, ta, ar, ac, real_scalar(alpha), am.mem, am.off, ac,
+                             xm.mem, xm.off, real_scalar(b), ym.mem, ym.off);
 #else
     s = kiln__fail(KILN_ERR_INTERNAL, op, 0, "CLBlast route taken in a build without CLBlast");
 #endif
@@ -862,11 +861,11 @@ warm_dtype(const char *op, kiln_context *ctx, kiln_dtype dt)
     size_t off = elem_off(a), boff = elem_off(b), coff = elem_off(c);
     kiln_complex128 one = real_scalar(1.0), zero = real_scalar(0.0);
     pthread_mutex_lock(&ctx->lock);
-    s = kiln__clblast_gemm(op, ctx, dt, 0, 0, 2, 2, 2, one, a->mem, off, 2, 4, b->mem, boff, 2,
-                           4, zero, c->mem, coff, 2, 4, 1);
+    s = kiln__clblast_gemm(op, ctx, dt, 0, 0, 2, 2, 2, one, a->mem, off, 2, 4, b->mem, boff, 2, 4,
+                           zero, c->mem, coff, 2, 4, 1);
     if (s == KILN_OK)
-      s = kiln__clblast_gemm(op, ctx, dt, 0, 0, 2, 2, 2, one, a->mem, off, 2, 4, b->mem, boff, 2,
-                             4, zero, c->mem, coff, 2, 4, 2);
+      s = kiln__clblast_gemm(op, ctx, dt, 0, 0, 2, 2, 2, one, a->mem, off, 2, 4, b->mem, boff, 2, 4,
+                             zero, c->mem, coff, 2, 4, 2);
     if (s == KILN_OK)
       s = kiln__clblast_gemv(op, ctx, dt, 0, 2, 2, one, a->mem, off, 2, b->mem, boff, zero, c->mem,
                              coff);

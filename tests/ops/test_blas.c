@@ -971,7 +971,8 @@ START_TEST(gemm_half_dtypes)
     for (size_t s = 0; s < sizeof dims / sizeof dims[0]; s++)
       for (int t = 0; t < 4; t++) {
         int64_t m = dims[s][0], n = dims[s][1], k = dims[s][2];
-        if ((s == 8 && t != 0) || !harness_fits((uint64_t)(m > n ? m : n) * (uint64_t)(k > 1 ? k : 1)))
+        if ((s == 8 && t != 0) ||
+            !harness_fits((uint64_t)(m > n ? m : n) * (uint64_t)(k > 1 ? k : 1)))
           continue; /* one large case: PoCL time */
         if (harness_small() && (t == 1 || t == 2))
           continue; /* the simulator's time: t 0 and 3 load both operands both ways */
@@ -1092,8 +1093,8 @@ START_TEST(level2_level1_new_dtypes)
       ref_zgemm(cplx, cplx ? 2 : 1, 0, n, 1, m, one, a, x, z, c, mag);
       double eps = 1.2e-7;
       for (int64_t i = 0; i < n * (int64_t)w; i++)
-        ck_assert_msg(fabs(got[i] - c[i]) <= 4.0 * (m + 2) * eps * mag[i / (int64_t)w] +
-                                                  ulp_at(dt, c[i]),
+        ck_assert_msg(fabs(got[i] - c[i]) <=
+                          4.0 * (m + 2) * eps * mag[i / (int64_t)w] + ulp_at(dt, c[i]),
                       "gemv %s conj-trans element %lld: %g, want %g", kiln_dtype_name(dt),
                       (long long)i, got[i], c[i]);
       free(got);
@@ -1103,10 +1104,9 @@ START_TEST(level2_level1_new_dtypes)
       got = download_any(ct);
       ref_zgemm(cplx, 1, 0, n, n, m, one, a, a, z, c, mag);
       for (int64_t i = 0; i < n * n * (int64_t)w; i++)
-        ck_assert_msg(fabs(got[i] - c[i]) <= 4.0 * (m + 2) * eps * mag[i / (int64_t)w] +
-                                                  ulp_at(dt, c[i]),
-                      "syrk %s element %lld: %g, want %g", kiln_dtype_name(dt), (long long)i,
-                      got[i], c[i]);
+        ck_assert_msg(
+            fabs(got[i] - c[i]) <= 4.0 * (m + 2) * eps * mag[i / (int64_t)w] + ulp_at(dt, c[i]),
+            "syrk %s element %lld: %g, want %g", kiln_dtype_name(dt), (long long)i, got[i], c[i]);
       free(got);
       kiln_tensor_release(ct);
       kiln_tensor_release(y);
@@ -1135,10 +1135,9 @@ START_TEST(level2_level1_new_dtypes)
         for (size_t i = 0; i < (size_t)len * w; i++) {
           double want = 3.0 * (v[i] - 0.5 * u[i]);
           /* Two roundings to the storage type (after axpy, after scal). */
-          ck_assert_msg(fabs(vg[i] - want) <= 4e-7 * 3 * (fabs(v[i]) + fabs(u[i])) +
-                                                4 * ulp_at(dt, want),
-                        "axpy/scal %s element %zu: %g, want %g", kiln_dtype_name(dt), i, vg[i],
-                        want);
+          ck_assert_msg(
+              fabs(vg[i] - want) <= 4e-7 * 3 * (fabs(v[i]) + fabs(u[i])) + 4 * ulp_at(dt, want),
+              "axpy/scal %s element %zu: %g, want %g", kiln_dtype_name(dt), i, vg[i], want);
         }
         free(vg);
         kiln_tensor_release(ut);

@@ -531,7 +531,8 @@ START_TEST(complex_tensors)
   }
 
   /* R2C into a complex tensor (a c64 plan), then C2R from it (an f32 plan). */
-  kiln_fft_backend be = have(KILN_FFT_BACKEND_CLFFT) ? KILN_FFT_BACKEND_CLFFT : KILN_FFT_BACKEND_VKFFT;
+  kiln_fft_backend be =
+      have(KILN_FFT_BACKEND_CLFFT) ? KILN_FFT_BACKEND_CLFFT : KILN_FFT_BACKEND_VKFFT;
   int64_t L = 10, B = 2, H = L / 2 + 1, rs[2] = {B, L};
   kiln_fft_plan *fwd = NULL, *inv = NULL;
   KOK(kiln_fft_plan_create(ctx, KILN_FFT_R2C, 1, &L, B, KILN_C64, 0, be, &fwd));
@@ -583,22 +584,21 @@ START_TEST(complex_tensors)
     kiln_tensor *z = NULL;
     int64_t zs[2] = {B, H};
     KOK(kiln_tensor_zeros(ctx, KILN_C128, 2, zs, &z));
-    KEXPECT(kiln_fft_execute(inv, KILN_FFT_INVERSE, KILN_FFT_NORM_BACKWARD, z, &o),
-            KILN_ERR_DTYPE);
+    KEXPECT(kiln_fft_execute(inv, KILN_FFT_INVERSE, KILN_FFT_NORM_BACKWARD, z, &o), KILN_ERR_DTYPE);
     kiln_tensor_release(z);
   }
   /* 16-bit precisions: refused with the reason. */
   kiln_fft_plan *p16 = NULL;
-  KEXPECT(kiln_fft_plan_create(ctx, KILN_FFT_C2C, 1, &L, 1, KILN_F16, 0, KILN_FFT_BACKEND_AUTO,
-                               &p16),
-          KILN_ERR_UNSUPPORTED);
+  KEXPECT(
+      kiln_fft_plan_create(ctx, KILN_FFT_C2C, 1, &L, 1, KILN_F16, 0, KILN_FFT_BACKEND_AUTO, &p16),
+      KILN_ERR_UNSUPPORTED);
   ck_assert_ptr_nonnull(strstr(kiln_last_error(), "16-bit"));
-  KEXPECT(kiln_fft_plan_create(ctx, KILN_FFT_R2C, 1, &L, 1, KILN_BF16, 0, KILN_FFT_BACKEND_AUTO,
-                               &p16),
-          KILN_ERR_UNSUPPORTED);
-  KEXPECT(kiln_fft_plan_create(ctx, KILN_FFT_R2C, 1, &L, 1, KILN_I32, 0, KILN_FFT_BACKEND_AUTO,
-                               &p16),
-          KILN_ERR_DTYPE);
+  KEXPECT(
+      kiln_fft_plan_create(ctx, KILN_FFT_R2C, 1, &L, 1, KILN_BF16, 0, KILN_FFT_BACKEND_AUTO, &p16),
+      KILN_ERR_UNSUPPORTED);
+  KEXPECT(
+      kiln_fft_plan_create(ctx, KILN_FFT_R2C, 1, &L, 1, KILN_I32, 0, KILN_FFT_BACKEND_AUTO, &p16),
+      KILN_ERR_DTYPE);
   ck_assert_ptr_null(p16);
   kiln_tensor_release(wrong);
   kiln_tensor_release(spec);
