@@ -31,14 +31,10 @@ bench_random_tensor(kiln_context *ctx, kiln_dtype dtype, size_t ndim, const int6
     case KILN_I32: ((int32_t *)h)[i] = (int32_t)(x >> 4); break;
     case KILN_I64: ((int64_t *)h)[i] = (int64_t)x; break;
     case KILN_U8: h[i] = (unsigned char)(x >> 24); break;
-    case KILN_C64:
-      ((float *)h)[2 * i] = (float)v;
-      ((float *)h)[2 * i + 1] = (float)(0.5 - v);
-      break;
-    case KILN_C128:
-      ((double *)h)[2 * i] = v;
-      ((double *)h)[2 * i + 1] = 0.5 - v;
-      break;
+    case KILN_F16: ((uint16_t *)h)[i] = kiln_f16_from_f64(v); break;
+    case KILN_BF16: ((uint16_t *)h)[i] = kiln_bf16_from_f64(v); break;
+    case KILN_C64: ((kiln_complex64 *)h)[i] = (kiln_complex64){(float)v, (float)(v * 0.5 - 0.25)}; break;
+    case KILN_C128: ((kiln_complex128 *)h)[i] = (kiln_complex128){v, v * 0.5 - 0.25}; break;
     default: h[i] = (unsigned char)(x >> 31); break;
     }
   }
@@ -348,6 +344,39 @@ setup_gemm_kiln(struct bench_state *st)
   return setup_gemm_route(st, "route=1");
 }
 
+/* HGEMM / CGEMM rows: f16/bf16 always run on kiln's tiled kernel (no route to force), complex
+ * on the context's routing (CGEMM/ZGEMM above the threshold). */
+static int
+half_dtype(kiln_dtype d)
+{
+  return d == KILN_F16 || d == KILN_BF16;
+}
+
+static int
+complex_dtype(kiln_dtype d)
+{
+  return d == KILN_C64 || d == KILN_C128;
+}
+
+static kiln_status
+setup_gemm_plain(struct bench_state *st)
+{
+  int64_t d = square_dim(st->n), shape[2] = {d, d};
+  kiln_status s = bench_random_tensor(st->ctx, st->dtype, 2, shape, &st->in[0]);
+  if (s == KILN_OK)
+    s = bench_random_tensor(st->ctx, st->dtype, 2, shape, &st->in[1]);
+  if (s == KILN_OK)
+    s = kiln_tensor_create(st->ctx, st->dtype, 2, shape, &st->out);
+  return s;
+}
+
+/* A complex multiply-add is 8 real flops. */
+static double
+flops_cgemm(int64_t n)
+{
+  return 4.0 * flops_gemm(n);
+}
+
 static kiln_status
 run_gemm(struct bench_state *st)
 {
@@ -391,6 +420,19 @@ setup_fft_vkfft(struct bench_state *st)
   return setup_fft_backend(st, KILN_FFT_BACKEND_VKFFT);
 }
 
+/* The same transform on a c64/c128 tensor of n elements (plan precision c64/c128). */
+static kiln_status
+setup_fft_complex(struct bench_state *st)
+{
+  kiln_status s = kiln_fft_plan_create(st->ctx, KILN_FFT_C2C, 1, &st->n, 1, st->dtype, 0,
+                                       KILN_FFT_BACKEND_AUTO, &st->plan);
+  if (s == KILN_OK)
+    s = bench_random_tensor(st->ctx, st->dtype, 1, &st->n, &st->in[0]);
+  if (s == KILN_OK)
+    s = kiln_tensor_create(st->ctx, st->dtype, 1, &st->n, &st->out);
+  return s;
+}
+
 static kiln_status
 run_fft(struct bench_state *st)
 {
@@ -402,6 +444,13 @@ static double
 bytes_fft(int64_t n, size_t esz)
 {
   return 4.0 * (double)n * (double)esz;
+}
+
+/* esz is a whole complex element here. */
+static double
+bytes_fft_complex(int64_t n, size_t esz)
+{
+  return 2.0 * (double)n * (double)esz;
 }
 
 /* The customary 5 n log2 n of a complex FFT. */
@@ -581,9 +630,13 @@ const struct bench_case bench_cases[] = {
     {"blas.gemm", "blas", float_dtype, setup_gemm, run_gemm, NULL, flops_gemm},
     {"blas.gemm_clblast", "blas", float_dtype, setup_gemm_clblast, run_gemm, NULL, flops_gemm},
     {"blas.gemm_kiln", "blas", float_dtype, setup_gemm_kiln, run_gemm, NULL, flops_gemm},
+    {"blas.hgemm", "blas", half_dtype, setup_gemm_plain, run_gemm, NULL, flops_gemm},
+    {"blas.cgemm", "blas", complex_dtype, setup_gemm_plain, run_gemm, NULL, flops_cgemm},
     {"fft.c2c", "fft", float_dtype, setup_fft, run_fft, bytes_fft, flops_fft},
     {"fft.c2c_clfft", "fft", float_dtype, setup_fft_clfft, run_fft, bytes_fft, flops_fft},
     {"fft.c2c_vkfft", "fft", float_dtype, setup_fft_vkfft, run_fft, bytes_fft, flops_fft},
+    {"fft.c2c_complex", "fft", complex_dtype, setup_fft_complex, run_fft, bytes_fft_complex,
+     flops_fft},
     {"layout.transpose", "layout", any_dtype, setup_square, run_transpose, bytes_1in_1out, NULL},
     {"index.gather_rows", "index", any_dtype, setup_gather_rows, run_gather_rows, bytes_gather, NULL},
     {"random.normal", "random", float_dtype, setup_out_only, run_normal, bytes_write, NULL},

@@ -33,7 +33,8 @@ static const char usage[] =
     "  --no-startup       skip the dispatch-overhead and first-result measurements\n"
     "  --list             print the case names and exit\n\n"
     "GB/s counts bytes read plus written and is left out ('-') for compute-bound cases;\n"
-    "GFLOP/s is shown for cases with a flop count (blas.*: 2 d^3 for a d x d x d GEMM;\n"
+    "GFLOP/s is shown for cases with a flop count (blas.*: 2 d^3 for a d x d x d GEMM,\n"
+    "8 d^3 for blas.cgemm;\n"
     "fft.*: 5 n log2 n). For blas.* cases n is the element count of each square matrix\n"
     "(2^20 = 1024 x 1024); for fft.* the number of complex points of one transform.\n";
 

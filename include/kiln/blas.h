@@ -1,6 +1,20 @@
 /*
  * Dense linear algebra: GEMM (batched, broadcasting), matmul, GEMV, SYRK and
- * the level-1 routines dot, axpy and scal, on f32 and f64 tensors.
+ * the level-1 routines dot, axpy and scal, on f32, f64, f16, bf16, c64 and
+ * c128 tensors.
+ *
+ * Dtypes. Both inputs have one dtype. f16 and bf16 are loaded into f32,
+ * multiplied and summed in f32 and rounded once (to nearest even) into the
+ * result; kiln_gemm and kiln_matmul write an f32 result instead when the
+ * caller passes an f32 *out (an allocated result has the inputs' dtype).
+ * They always run on kiln's own kernels (CLBlast's half routines accumulate
+ * in half precision, and neither PoCL nor NVIDIA's OpenCL has cl_khr_fp16).
+ * c64/c128 GEMM, GEMV and SYRK run on CLBlast (CGEMM/ZGEMM, ...) above the
+ * size threshold and on kiln's kernel below it; dot, axpy and scal on
+ * f16/bf16/c64/c128 run on kiln's kernels. kiln_dot of complex vectors is
+ * unconjugated (sum x[i] y[i], as numpy.dot); conjugate x first for vdot.
+ * Scalars given as double are real: alpha = alpha + 0i for complex tensors
+ * (kiln_gemm_complex takes complex alpha and beta).
  *
  * Layout. Tensors are row-major (C order) and the last two dimensions of a
  * tensor are its matrix: shape [..., rows, cols]. Leading dimensions are
@@ -30,9 +44,10 @@
  *   KILN_OK; KILN_ERR_INVALID_HANDLE (NULL, released or foreign ctx or
  *   tensor); KILN_ERR_INVALID_ARGUMENT (NULL out, a flag outside its enum,
  *   an output overlapping an input); KILN_ERR_CONTEXT_MISMATCH; KILN_ERR_DTYPE
- *   (a dtype other than f32/f64, inputs of different dtypes, or a given
- *   output of another dtype); KILN_ERR_SHAPE (the message names the op and
- *   the shapes); KILN_ERR_UNSUPPORTED (f64 on a device without fp64);
+ *   (an integer or bool dtype, inputs of different dtypes, or a given
+ *   output of another dtype than described above); KILN_ERR_SHAPE (the
+ *   message names the op and the shapes); KILN_ERR_UNSUPPORTED (f64/c128 on
+ *   a device without fp64);
  *   KILN_ERR_BUILD; KILN_ERR_OPENCL; KILN_ERR_DEVICE_MEMORY;
  *   KILN_ERR_HOST_MEMORY; KILN_ERR_PROVIDER (CLBlast failed; the raw
  *   CLBlast status is kiln_last_error_code() and the message names it);
@@ -49,10 +64,11 @@
 extern "C" {
 #endif
 
-/** Whether a matrix operand is used as stored or transposed. */
+/** Whether a matrix operand is used as stored, transposed or conjugate-transposed. */
 typedef enum kiln_trans {
-  KILN_NO_TRANS = 0, /**< op(X) = X */
-  KILN_TRANS = 1,    /**< op(X) = X^T */
+  KILN_NO_TRANS = 0,   /**< op(X) = X */
+  KILN_TRANS = 1,      /**< op(X) = X^T */
+  KILN_CONJ_TRANS = 2, /**< op(X) = X^H (conjugate transpose); X^T for real dtypes (BLAS 'C') */
 } kiln_trans;
 
 /** Triangle of a symmetric result (row-major: upper holds the elements with column >= row). */
@@ -65,11 +81,12 @@ typedef enum kiln_uplo {
  * General matrix product, batched: C = alpha * op(A) @ op(B) + beta * C.
  *
  * @param a shape [batch_a..., m, k] (trans_a == KILN_NO_TRANS) or
- *          [batch_a..., k, m] (KILN_TRANS); at least 2 dimensions.
+ *          [batch_a..., k, m] (KILN_TRANS, KILN_CONJ_TRANS); at least 2 dimensions.
  * @param b shape [batch_b..., k, n] or [batch_b..., n, k]; at least 2 dimensions.
  * @param c result [batch..., m, n], where batch is the NumPy broadcast of
  *          batch_a and batch_b (a missing or size-1 batch dimension repeats
- *          that operand's matrix). See the output convention above.
+ *          that operand's matrix). See the output convention above; for
+ *          f16/bf16 inputs a given c may be f32.
  * Zero-size m, n or batch is a no-op; k == 0 or alpha == 0 gives beta * C
  * (0 for beta == 0) without reading A or B.
  * @return the common statuses; KILN_ERR_SHAPE when an operand has fewer than
@@ -79,6 +96,16 @@ typedef enum kiln_uplo {
 KILN_API kiln_status kiln_gemm(kiln_context *ctx, kiln_trans trans_a, kiln_trans trans_b,
                                double alpha, const kiln_tensor *a, const kiln_tensor *b,
                                double beta, kiln_tensor **c);
+
+/**
+ * kiln_gemm with complex alpha and beta, for c64 and c128 tensors:
+ * C = alpha * op(A) @ op(B) + beta * C, op() as kiln_trans says (conjugate
+ * transposes included). beta == 0 + 0i never reads a given C.
+ * @return the statuses of kiln_gemm; KILN_ERR_DTYPE when a is not c64/c128.
+ */
+KILN_API kiln_status kiln_gemm_complex(kiln_context *ctx, kiln_trans trans_a, kiln_trans trans_b,
+                                       kiln_complex128 alpha, const kiln_tensor *a,
+                                       const kiln_tensor *b, kiln_complex128 beta, kiln_tensor **c);
 
 /**
  * Matrix product with NumPy matmul semantics: out = a @ b.
@@ -93,7 +120,8 @@ KILN_API kiln_status kiln_matmul(kiln_context *ctx, const kiln_tensor *a, const 
 
 /**
  * Matrix-vector product: y = alpha * op(A) @ x + beta * y.
- * @param a shape [m, n]; op(A) is m x n (KILN_NO_TRANS) or n x m (KILN_TRANS).
+ * @param a shape [m, n]; op(A) is m x n (KILN_NO_TRANS) or n x m (KILN_TRANS,
+ *          KILN_CONJ_TRANS).
  * @param x 1-D, length n (KILN_NO_TRANS) or m (KILN_TRANS).
  * @param y 1-D result, length m (KILN_NO_TRANS) or n (KILN_TRANS).
  * @return the common statuses; KILN_ERR_SHAPE when a is not 2-D, x or a given
@@ -107,7 +135,9 @@ KILN_API kiln_status kiln_gemv(kiln_context *ctx, kiln_trans trans, double alpha
  * Symmetric rank-k update of one triangle: C = alpha * A @ A^T + beta * C
  * (trans == KILN_NO_TRANS, a is [batch..., n, k]) or C = alpha * A^T @ A
  * (KILN_TRANS, a is [batch..., k, n]); c is [batch..., n, n] with the same
- * batch dimensions as a.
+ * batch dimensions as a. Complex A gives the symmetric (not Hermitian)
+ * update; KILN_CONJ_TRANS is KILN_TRANS for real dtypes and
+ * KILN_ERR_INVALID_ARGUMENT for complex ones.
  * Only the triangle named by uplo is computed. With fill_other != 0 the
  * other triangle is then overwritten with the mirror of the computed one,
  * leaving a full symmetric matrix; with fill_other == 0 a given C keeps its
@@ -149,8 +179,10 @@ typedef enum kiln_blas_warm_scope {
   /**
    * The CLBlast routines kiln calls (GEMM, strided-batched GEMM, GEMV, SYRK,
    * dot, axpy, scal) for f32 and, with fp64, f64, run once on tiny operands
-   * in this context, plus kiln's own BLAS kernels. Afterwards no first-call
-   * compile is left in this context.
+   * in this context, plus kiln's own BLAS kernels for f32/f64. Afterwards
+   * no first-call compile is left in this context for f32/f64; the f16,
+   * bf16 and complex kernels and CLBlast's complex routines compile on
+   * first use.
    */
   KILN_BLAS_WARM_USED = 0,
   /**

@@ -1,11 +1,19 @@
 /*
  * Fast Fourier transforms through clFFT or VkFFT, behind one plan API.
  *
- * Complex data. kiln has no complex dtype yet: a complex tensor is a real
- * tensor (f32 or f64) whose last dimension is 2, holding interleaved
- * (re, im) pairs; [..., n, 2] is n complex numbers. This is the memory
- * layout of C99 complex arrays, NumPy's complex64/complex128 and
- * cl_float2/cl_double2, so host data can be uploaded as is.
+ * Complex data comes in two forms with the same bytes: a complex tensor
+ * (c64 for f32 plans, c128 for f64 ones) of shape [..., n], or the older
+ * trailing-2 form, a real tensor (f32 or f64) of shape [..., n, 2] holding
+ * interleaved (re, im) pairs. This is the memory layout of C99 complex
+ * arrays, NumPy's complex64/complex128 and cl_float2/cl_double2, so host
+ * data can be uploaded as is. Every complex side below is written in the
+ * trailing-2 form; a complex tensor drops that last 2. Either form is
+ * accepted for any complex input or given output. An output kiln
+ * allocates is a complex tensor when the plan was created with precision
+ * c64/c128 or the (C2C) input is complex, else in the trailing-2 form.
+ * 16-bit precisions are not offered: clFFT has none, and VkFFT 1.2's
+ * half-precision mode does not build on OpenCL (it emits GLSL's f16vec2
+ * and would need cl_khr_fp16, which neither PoCL nor NVIDIA's OpenCL has).
  *
  * Transforms run over the last `rank` logical dimensions (sizes, outermost
  * first, as in a row-major array); every dimension before them is batch,
@@ -111,18 +119,22 @@ typedef enum kiln_fft_backend {
  * @param rank 1, 2 or 3.
  * @param sizes rank logical transform sizes, outermost first; each >= 1.
  * @param batch number of transforms per execution, >= 1.
- * @param precision KILN_F32 or KILN_F64 (the dtype of the tensors).
+ * @param precision KILN_F32 or KILN_F64 (the dtype of real tensors), or
+ *        KILN_C64 / KILN_C128: the same plans as f32 / f64, whose
+ *        allocated complex outputs are complex tensors.
  * @param inplace nonzero: kiln_fft_execute() transforms its input tensor.
  * @param backend a back end, or KILN_FFT_BACKEND_AUTO (see above).
  * @param out receives the plan; release it with kiln_fft_plan_release()
  *        before the context.
  * @return KILN_OK; KILN_ERR_INVALID_HANDLE (ctx); KILN_ERR_INVALID_ARGUMENT
  *         (NULL out or sizes, kind/backend outside the enum, rank outside
- *         1-3, size or batch < 1); KILN_ERR_DTYPE (precision not f32/f64);
+ *         1-3, size or batch < 1); KILN_ERR_DTYPE (precision not f32, f64,
+ *         c64 or c128);
  *         KILN_ERR_OVERFLOW (the transform does not fit in memory sizes,
  *         or its complex data exceeds the device's largest allocation:
  *         checked before a back end is chosen, so alike for all);
- *         KILN_ERR_UNSUPPORTED (f64 without fp64, a back end missing from
+ *         KILN_ERR_UNSUPPORTED (f16 or bf16 precision, f64/c128 without
+ *         fp64, a back end missing from
  *         this build, or a size the back end cannot do: clFFT's prime
  *         factors above 13 or real sizes over 2^24 (f32) / 2^22 (f64),
  *         VkFFT's real last size 1, an axis it cannot split into 3
@@ -155,7 +167,8 @@ KILN_API kiln_status kiln_fft_plan_create(kiln_context *ctx, kiln_fft_kind kind,
  *         out-of-place plan, an in-place plan given another output, an
  *         output sharing any byte with the input, nothing written:
  *         docs/ops.md, "Aliasing"); KILN_ERR_CONTEXT_MISMATCH;
- *         KILN_ERR_DTYPE (tensor dtype is not the plan's precision);
+ *         KILN_ERR_DTYPE (a real side's tensor is not the plan's real
+ *         precision, a complex side's neither that nor its complex dtype);
  *         KILN_ERR_SHAPE (tensor shapes do not match the plan; the message
  *         names the expected shape); KILN_ERR_PROVIDER; KILN_ERR_OPENCL;
  *         KILN_ERR_DEVICE_MEMORY; KILN_ERR_BUILD; KILN_ERR_HOST_MEMORY.

@@ -225,7 +225,8 @@ extern "C" {
   X(nn_supports, kiln_nn_supports) \
   X(complex_from_parts, kiln_complex) \
   X(view_as_real, kiln_view_as_real) \
-  X(view_as_complex, kiln_view_as_complex)
+  X(view_as_complex, kiln_view_as_complex) \
+  X(gemm_complex, kiln_gemm_complex)
 
 #define KILN_PROVIDER_SLOT_(slot, function) __typeof__(function) *slot;
 

@@ -127,67 +127,92 @@ check(const char *op, const char *routine, CLBlastStatusCode code)
 static CLBlastTranspose
 tr(int t)
 {
-  return t ? CLBlastTransposeYes : CLBlastTransposeNo;
+  return t == 2 ? CLBlastTransposeConjugate : t ? CLBlastTransposeYes : CLBlastTransposeNo;
+}
+
+static cl_float2
+c64(kiln_complex128 v)
+{
+  return (cl_float2){{(float)v.re, (float)v.im}};
+}
+
+static cl_double2
+c128(kiln_complex128 v)
+{
+  return (cl_double2){{v.re, v.im}};
 }
 
 #define ROW CLBlastLayoutRowMajor
 
+/*
+ * One call of routine CLBlast<p><name> for the dtype: p is S (f32), D (f64),
+ * C (c64) or Z (c128); ARGS(conv) is the parenthesised argument list with
+ * alpha and beta passed through the conversion the precision needs.
+ */
+#define REAL_F(v) ((float)(v).re)
+#define REAL_D(v) ((v).re)
+#define BY_DTYPE(op, ctx, dt, name, ARGS)                                     \
+  do {                                                                        \
+    switch (dt) {                                                             \
+    case KILN_F32:                                                            \
+      PROVIDER_CALL(op, ctx, "S" #name, CLBlastS##name ARGS(REAL_F));         \
+    case KILN_F64:                                                            \
+      PROVIDER_CALL(op, ctx, "D" #name, CLBlastD##name ARGS(REAL_D));         \
+    case KILN_C64:                                                            \
+      PROVIDER_CALL(op, ctx, "C" #name, CLBlastC##name ARGS(c64));            \
+    case KILN_C128:                                                           \
+      PROVIDER_CALL(op, ctx, "Z" #name, CLBlastZ##name ARGS(c128));           \
+    default:                                                                  \
+      return kiln__fail(KILN_ERR_INTERNAL, op, 0, "CLBlast " #name " for %s", \
+                        kiln_dtype_name(dt));                                 \
+    }                                                                         \
+  } while (0)
+
 kiln_status
 kiln__clblast_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int tb, size_t m,
-                   size_t n, size_t k, double alpha, cl_mem a, size_t aoff, size_t lda,
-                   size_t astride, cl_mem b, size_t boff, size_t ldb, size_t bstride, double beta,
-                   cl_mem c, size_t coff, size_t ldc, size_t cstride, size_t batch)
+                   size_t n, size_t k, kiln_complex128 alpha, cl_mem a, size_t aoff, size_t lda,
+                   size_t astride, cl_mem b, size_t boff, size_t ldb, size_t bstride,
+                   kiln_complex128 beta, cl_mem c, size_t coff, size_t ldc, size_t cstride,
+                   size_t batch)
 {
   cl_command_queue *q = &ctx->queue;
   if (batch == 1) {
-    if (dt == KILN_F32)
-      PROVIDER_CALL(op, ctx, "Sgemm",
-                    CLBlastSgemm(ROW, tr(ta), tr(tb), m, n, k, (float)alpha, a, aoff, lda, b, boff,
-                                 ldb, (float)beta, c, coff, ldc, q, NULL));
-    PROVIDER_CALL(op, ctx, "Dgemm",
-                  CLBlastDgemm(ROW, tr(ta), tr(tb), m, n, k, alpha, a, aoff, lda, b, boff, ldb,
-                               beta, c, coff, ldc, q, NULL));
+#define GEMM_ARGS(cv)                                                                              \
+  (ROW, tr(ta), tr(tb), m, n, k, cv(alpha), a, aoff, lda, b, boff, ldb, cv(beta), c, coff, ldc, q, \
+   NULL)
+    BY_DTYPE(op, ctx, dt, gemm, GEMM_ARGS);
+#undef GEMM_ARGS
   }
-  if (dt == KILN_F32)
-    PROVIDER_CALL(op, ctx, "SgemmStridedBatched",
-                  CLBlastSgemmStridedBatched(ROW, tr(ta), tr(tb), m, n, k, (float)alpha, a, aoff,
-                                             lda, astride, b, boff, ldb, bstride, (float)beta, c,
-                                             coff, ldc, cstride, batch, q, NULL));
-  PROVIDER_CALL(op, ctx, "DgemmStridedBatched",
-                CLBlastDgemmStridedBatched(ROW, tr(ta), tr(tb), m, n, k, alpha, a, aoff, lda,
-                                           astride, b, boff, ldb, bstride, beta, c, coff, ldc,
-                                           cstride, batch, q, NULL));
+#define GEMM_ARGS(cv)                                                                     \
+  (ROW, tr(ta), tr(tb), m, n, k, cv(alpha), a, aoff, lda, astride, b, boff, ldb, bstride, \
+   cv(beta), c, coff, ldc, cstride, batch, q, NULL)
+  BY_DTYPE(op, ctx, dt, gemmStridedBatched, GEMM_ARGS);
+#undef GEMM_ARGS
 }
 
 kiln_status
 kiln__clblast_gemv(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, size_t m, size_t n,
-                   double alpha, cl_mem a, size_t aoff, size_t lda, cl_mem x, size_t xoff,
-                   double beta, cl_mem y, size_t yoff)
+                   kiln_complex128 alpha, cl_mem a, size_t aoff, size_t lda, cl_mem x, size_t xoff,
+                   kiln_complex128 beta, cl_mem y, size_t yoff)
 {
   cl_command_queue *q = &ctx->queue;
-  if (dt == KILN_F32)
-    PROVIDER_CALL(op, ctx, "Sgemv",
-                  CLBlastSgemv(ROW, tr(ta), m, n, (float)alpha, a, aoff, lda, x, xoff, 1,
-                               (float)beta, y, yoff, 1, q, NULL));
-  PROVIDER_CALL(
-      op, ctx, "Dgemv",
-      CLBlastDgemv(ROW, tr(ta), m, n, alpha, a, aoff, lda, x, xoff, 1, beta, y, yoff, 1, q, NULL));
+#define GEMV_ARGS(cv) \
+  (ROW, tr(ta), m, n, cv(alpha), a, aoff, lda, x, xoff, 1, cv(beta), y, yoff, 1, q, NULL)
+  BY_DTYPE(op, ctx, dt, gemv, GEMV_ARGS);
+#undef GEMV_ARGS
 }
 
 kiln_status
 kiln__clblast_syrk(const char *op, kiln_context *ctx, kiln_dtype dt, int upper, int ta, size_t n,
-                   size_t k, double alpha, cl_mem a, size_t aoff, size_t lda, double beta, cl_mem c,
-                   size_t coff, size_t ldc)
+                   size_t k, kiln_complex128 alpha, cl_mem a, size_t aoff, size_t lda,
+                   kiln_complex128 beta, cl_mem c, size_t coff, size_t ldc)
 {
   cl_command_queue *q = &ctx->queue;
   CLBlastTriangle tri = upper ? CLBlastTriangleUpper : CLBlastTriangleLower;
-  if (dt == KILN_F32)
-    PROVIDER_CALL(op, ctx, "Ssyrk",
-                  CLBlastSsyrk(ROW, tri, tr(ta), n, k, (float)alpha, a, aoff, lda, (float)beta, c,
-                               coff, ldc, q, NULL));
-  PROVIDER_CALL(
-      op, ctx, "Dsyrk",
-      CLBlastDsyrk(ROW, tri, tr(ta), n, k, alpha, a, aoff, lda, beta, c, coff, ldc, q, NULL));
+#define SYRK_ARGS(cv) \
+  (ROW, tri, tr(ta), n, k, cv(alpha), a, aoff, lda, cv(beta), c, coff, ldc, q, NULL)
+  BY_DTYPE(op, ctx, dt, syrk, SYRK_ARGS);
+#undef SYRK_ARGS
 }
 
 kiln_status

@@ -22,22 +22,30 @@ kiln_status kiln__clblast_status(int32_t code);
 /* CLBlast's name for a status ("CLBlastInvalidLeadDimA"), "unknown CLBlast status" otherwise. */
 const char *kiln__clblast_status_name(int32_t code);
 
+/*
+ * GEMM, GEMV and SYRK take dt f32, f64, c64 or c128; alpha and beta are
+ * complex (real dtypes use the real part). ta/tb: 0 as stored, 1
+ * transposed, 2 conjugate-transposed.
+ */
+
 /* C = alpha op(A) op(B) + beta C for batch matrices (batch > 1: strided batched routine). */
 kiln_status kiln__clblast_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int tb,
-                               size_t m, size_t n, size_t k, double alpha, cl_mem a, size_t aoff,
-                               size_t lda, size_t astride, cl_mem b, size_t boff, size_t ldb,
-                               size_t bstride, double beta, cl_mem c, size_t coff, size_t ldc,
-                               size_t cstride, size_t batch);
+                               size_t m, size_t n, size_t k, kiln_complex128 alpha, cl_mem a,
+                               size_t aoff, size_t lda, size_t astride, cl_mem b, size_t boff,
+                               size_t ldb, size_t bstride, kiln_complex128 beta, cl_mem c,
+                               size_t coff, size_t ldc, size_t cstride, size_t batch);
 
 /* y = alpha op(A) x + beta y with A stored m x n (row-major), unit increments. */
 kiln_status kiln__clblast_gemv(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, size_t m,
-                               size_t n, double alpha, cl_mem a, size_t aoff, size_t lda, cl_mem x,
-                               size_t xoff, double beta, cl_mem y, size_t yoff);
+                               size_t n, kiln_complex128 alpha, cl_mem a, size_t aoff, size_t lda,
+                               cl_mem x, size_t xoff, kiln_complex128 beta, cl_mem y, size_t yoff);
 
 /* One triangle (upper != 0: upper) of C = alpha op(A) op(A)^T + beta C, C n x n. */
 kiln_status kiln__clblast_syrk(const char *op, kiln_context *ctx, kiln_dtype dt, int upper, int ta,
-                               size_t n, size_t k, double alpha, cl_mem a, size_t aoff, size_t lda,
-                               double beta, cl_mem c, size_t coff, size_t ldc);
+                               size_t n, size_t k, kiln_complex128 alpha, cl_mem a, size_t aoff,
+                               size_t lda, kiln_complex128 beta, cl_mem c, size_t coff, size_t ldc);
+
+/* Level 1: f32 and f64 only (kiln's kernels do the other dtypes). */
 
 kiln_status kiln__clblast_dot(const char *op, kiln_context *ctx, kiln_dtype dt, size_t n, cl_mem x,
                               size_t xoff, cl_mem y, size_t yoff, cl_mem out, size_t outoff);

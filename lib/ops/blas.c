@@ -16,6 +16,7 @@
 #include "kiln_config.h"
 #include "ops/blas_route.h"
 #include "ops/ops_common.h"
+#include "ops/tunables.h"
 #include "ops/tuned.h"
 #include "runtime/runtime.h"
 #if KILN_HAVE_CLBLAST
@@ -38,13 +39,53 @@ get_kernel(const char *op, kiln_context *ctx, kiln_dtype dt, const char *name, c
 struct mat {
   cl_mem mem;
   uint64_t off, ld;
-  int trans;
+  int trans; /* 0 as stored, 1 transposed, 2 conjugate-transposed (complex only) */
 };
+
+/* A scalar argument in the kernels' compute type T (float for f16/bf16, float2 for c64). */
+static void
+args_scalar(kiln__args *a, kiln_dtype dt, kiln_complex128 v)
+{
+  if (dt == KILN_F64) {
+    kiln__args_raw(a, sizeof v.re, &v.re);
+  } else if (dt == KILN_C128) {
+    cl_double2 d = {{v.re, v.im}};
+    kiln__args_raw(a, sizeof d, &d);
+  } else if (dt == KILN_C64) {
+    cl_float2 f = {{(float)v.re, (float)v.im}};
+    kiln__args_raw(a, sizeof f, &f);
+  } else {
+    float f = (float)v.re;
+    kiln__args_raw(a, sizeof f, &f);
+  }
+}
+
+static kiln_complex128
+real_scalar(double v)
+{
+  return (kiln_complex128){v, 0.0};
+}
+
+static int
+scalar_is_zero(kiln_complex128 v)
+{
+  return v.re == 0.0 && v.im == 0.0;
+}
 
 static uint64_t
 elem_off(const kiln_tensor *t)
 {
   return t->offset / kiln_dtype_size(t->dtype);
+}
+
+/* m*n*k without overflow (saturates). */
+static uint64_t
+mnk(uint64_t m, uint64_t n, uint64_t k)
+{
+  uint64_t r;
+  if (__builtin_mul_overflow(m, n, &r) || __builtin_mul_overflow(r, k, &r))
+    return UINT64_MAX;
+  return r;
 }
 
 /* Adds (buffer, offset, ld, batch stride[, trans]) arguments. */
@@ -59,24 +100,41 @@ mat_args(kiln__args *a, const struct mat *x, uint64_t batch_stride, int with_tra
     kiln__args_u32(a, (uint32_t)x->trans);
 }
 
-/* gemm_small over batch matrices (ctx->lock held). k == 0 never touches A or B. */
+/*
+ * kiln's GEMM over batch matrices (ctx->lock held). k == 0 never touches A
+ * or B. dt is the inputs' dtype; cf32: C is f32 (f16/bf16 inputs only).
+ * Large f16/bf16 products without a triangle run on gemm_tiled, the rest on
+ * gemm_small.
+ */
 static kiln_status
 small_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t m, uint64_t n, uint64_t k,
-           double alpha, double beta, const struct mat *a, uint64_t astride, const struct mat *b,
-           uint64_t bstride, const struct mat *c, uint64_t cstride, uint64_t batch, cl_uint tri)
+           kiln_complex128 alpha, kiln_complex128 beta, const struct mat *a, uint64_t astride,
+           const struct mat *b, uint64_t bstride, const struct mat *c, uint64_t cstride,
+           uint64_t batch, cl_uint tri, int cf32)
 {
+  int tiled = kiln__dtype_is_half(dt) && tri == 0 && kiln__gemm_tiled_ok(&ctx->info) &&
+              mnk(m, n, k) > (uint64_t)KILN__GEMM_SMALL_MNK_DEFAULT;
   cl_kernel kern;
-  KILN_TRY(get_kernel(op, ctx, dt, "gemm_small", &kern));
+  KILN_TRY(get_kernel(op, ctx, dt, tiled ? "gemm_tiled" : "gemm_small", &kern));
   kiln__args args = kiln__args_begin(op, kern);
   kiln__args_u64(&args, m);
   kiln__args_u64(&args, n);
   kiln__args_u64(&args, k);
-  kiln__args_float(&args, dt, alpha);
-  kiln__args_float(&args, dt, beta);
+  args_scalar(&args, dt, alpha);
+  args_scalar(&args, dt, beta);
   mat_args(&args, a, astride, 1);
   mat_args(&args, b, bstride, 1);
   mat_args(&args, c, cstride, 0);
-  kiln__args_u32(&args, tri);
+  if (!tiled)
+    kiln__args_u32(&args, tri);
+  kiln__args_u32(&args, (uint32_t)cf32);
+  if (tiled) {
+    size_t w = KILN__GEMM_TILED_WG, bx = KILN__GEMM_TILED_WG * KILN__GEMM_TILED_RB;
+    size_t global[3] = {(size_t)((n + bx - 1) / bx * w), (size_t)((m + bx - 1) / bx * w),
+                        (size_t)batch};
+    size_t local[3] = {w, w, 1};
+    return kiln__args_enqueue(&args, ctx, 3, global, local);
+  }
   size_t t = kiln__gemm_tile(&ctx->info);
   size_t global[3] = {(size_t)((n + t - 1) / t * t), (size_t)((m + t - 1) / t * t), (size_t)batch};
   size_t local[3] = {t, t, 1};
@@ -100,16 +158,6 @@ small_sym_fill(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t n, con
   return kiln__args_enqueue(&args, ctx, 3, global, local);
 }
 
-/* m*n*k without overflow (saturates). */
-static uint64_t
-mnk(uint64_t m, uint64_t n, uint64_t k)
-{
-  uint64_t r;
-  if (__builtin_mul_overflow(m, n, &r) || __builtin_mul_overflow(r, k, &r))
-    return UINT64_MAX;
-  return r;
-}
-
 /* Routed calls by route (kiln__blas_test_routes): [0] kiln's kernel, [1] CLBlast. */
 static atomic_uint_fast64_t routed[2];
 
@@ -118,14 +166,15 @@ static atomic_uint_fast64_t routed[2];
 
 /*
  * Whether a GEMM-shaped call of this size goes to kiln's kernel: no CLBlast,
- * or nothing to multiply (k == 0, alpha == 0), else the route
+ * nothing to multiply (k == 0, alpha == 0) or f16/bf16 inputs, else the route
  * (kiln__blas_route_small). Call it before taking ctx->lock.
  */
 static int
-use_small(kiln_context *ctx, kiln_dtype dt, uint64_t m, uint64_t n, uint64_t k, double alpha,
-          int route)
+use_small(kiln_context *ctx, kiln_dtype dt, uint64_t m, uint64_t n, uint64_t k,
+          kiln_complex128 alpha, int route)
 {
-  if (!kiln__blas_use_clblast(ctx) || k == 0 || alpha == 0.0)
+  /* CLBlast's half routines accumulate in half: f16/bf16 always run on kiln's kernels. */
+  if (!kiln__blas_use_clblast(ctx) || k == 0 || scalar_is_zero(alpha) || kiln__dtype_is_half(dt))
     return 1;
   return kiln__blas_route_small(ctx, dt, mnk(m, n, k), route);
 }
@@ -148,8 +197,10 @@ kiln__blas_test_routes(uint64_t out[2])
 static kiln_status
 check_float(const char *op, const kiln_tensor *t, const char *name)
 {
-  KILN_RETURN_IF(!kiln__dtype_is_float(t->dtype), KILN_ERR_DTYPE, op,
-                 "%s is %s; BLAS routines accept f32 and f64", name, kiln_dtype_name(t->dtype));
+  KILN_RETURN_IF(!kiln__dtype_is_floating(t->dtype) && !kiln__dtype_is_complex(t->dtype),
+                 KILN_ERR_DTYPE, op,
+                 "%s is %s; BLAS routines accept f16, bf16, f32, f64, c64 and c128", name,
+                 kiln_dtype_name(t->dtype));
   return KILN_OK;
 }
 
@@ -167,9 +218,19 @@ check_same_dtype(const char *op, const kiln_tensor *a, const kiln_tensor *b, con
 static kiln_status
 check_trans(const char *op, kiln_trans t, const char *name)
 {
-  KILN_RETURN_IF(t != KILN_NO_TRANS && t != KILN_TRANS, KILN_ERR_INVALID_ARGUMENT, op,
-                 "%s is %d, not KILN_NO_TRANS or KILN_TRANS", name, (int)t);
+  KILN_RETURN_IF(t != KILN_NO_TRANS && t != KILN_TRANS && t != KILN_CONJ_TRANS,
+                 KILN_ERR_INVALID_ARGUMENT, op,
+                 "%s is %d, not KILN_NO_TRANS, KILN_TRANS or KILN_CONJ_TRANS", name, (int)t);
   return KILN_OK;
+}
+
+/* struct mat's trans for a flag: conjugation means nothing for real dtypes (BLAS's 'C'). */
+static int
+trans_code(kiln_trans t, kiln_dtype dt)
+{
+  if (t == KILN_CONJ_TRANS)
+    return kiln__dtype_is_complex(dt) ? 2 : 1;
+  return t == KILN_TRANS;
 }
 
 /*
@@ -248,11 +309,12 @@ plan_batches(const kiln__shape *ab, const kiln__shape *bb, const kiln__shape *cb
 }
 
 struct gemm_args {
-  kiln_dtype dt;
+  kiln_dtype dt; /* of a and b */
   uint64_t m, n, k;
-  double alpha, beta;
+  kiln_complex128 alpha, beta;
   struct mat a, b, c;
   int small; /* use_small(), decided before ctx->lock was taken */
+  int cf32;  /* f16/bf16 inputs, f32 output */
 };
 
 /* One strided batch of GEMMs, routed by size (ctx->lock held). */
@@ -263,9 +325,9 @@ gemm_strided(const char *op, kiln_context *ctx, const struct gemm_args *g, uint6
   count_route(g->small);
   if (g->small) {
     /* alpha == 0 is BLAS's "A and B are not referenced": run it as k == 0. */
-    uint64_t k = g->alpha == 0.0 ? 0 : g->k;
+    uint64_t k = scalar_is_zero(g->alpha) ? 0 : g->k;
     return small_gemm(op, ctx, g->dt, g->m, g->n, k, g->alpha, g->beta, &g->a, astride, &g->b,
-                      bstride, &g->c, cstride, batch, 0);
+                      bstride, &g->c, cstride, batch, 0, g->cf32);
   }
 #if KILN_HAVE_CLBLAST
   return kiln__clblast_gemm(op, ctx, g->dt, g->a.trans, g->b.trans, g->m, g->n, g->k, g->alpha,
@@ -307,14 +369,28 @@ gemm_plan_run(const char *op, kiln_context *ctx, const struct gemm_args *g,
 }
 
 /*
+ * The dtype of a GEMM's result: a given output's when it is f32 and the
+ * inputs are f16/bf16 (f32 accumulation kept), else the inputs' (a given
+ * output of another dtype is then refused by kiln__output_prepare).
+ */
+static kiln_dtype
+gemm_out_dtype(kiln_dtype in, kiln_tensor **out)
+{
+  if (kiln__dtype_is_half(in) && *out && (*out)->magic == KILN__TENSOR_MAGIC &&
+      (*out)->dtype == KILN_F32)
+    return KILN_F32;
+  return in;
+}
+
+/*
  * GEMM on shape views of a and b (matmul inserts unit dimensions). The
  * result's own shape is res_shape when given (same element count and layout
- * as [batch..., m, n]), else [batch..., m, n].
+ * as [batch..., m, n]), else [batch..., m, n]. ta, tb: struct mat's trans.
  */
 static kiln_status
-gemm_views(const char *op, kiln_context *ctx, int ta, int tb, double alpha, const kiln_tensor *a,
-           const kiln__shape *as, const kiln_tensor *b, const kiln__shape *bs, double beta,
-           kiln_tensor **c, const kiln__shape *res_shape, int route)
+gemm_views(const char *op, kiln_context *ctx, int ta, int tb, kiln_complex128 alpha,
+           const kiln_tensor *a, const kiln__shape *as, const kiln_tensor *b, const kiln__shape *bs,
+           kiln_complex128 beta, kiln_tensor **c, const kiln__shape *res_shape, int route)
 {
   char s1[160], s2[160];
   KILN_RETURN_IF(as->ndim < 2 || bs->ndim < 2, KILN_ERR_SHAPE, op,
@@ -337,7 +413,8 @@ gemm_views(const char *op, kiln_context *ctx, int ta, int tb, double alpha, cons
   view.dims[view.ndim++] = (int64_t)n;
   const kiln__shape *shape = res_shape ? res_shape : &view;
   int made;
-  KILN_TRY(kiln__output_prepare(op, ctx, a->dtype, shape, c, &made));
+  kiln_dtype out_dt = gemm_out_dtype(a->dtype, c);
+  KILN_TRY(kiln__output_prepare(op, ctx, out_dt, shape, c, &made));
   kiln_tensor *ct = *c;
   kiln_status s = check_no_overlap(op, ct, a, "a");
   if (s == KILN_OK)
@@ -352,11 +429,12 @@ gemm_views(const char *op, kiln_context *ctx, int ta, int tb, double alpha, cons
                         n,
                         k,
                         alpha,
-                        made ? 0.0 : beta,
+                        made ? real_scalar(0.0) : beta,
                         {a->mem, elem_off(a), ac, ta},
                         {b->mem, elem_off(b), bc, tb},
                         {ct->mem, elem_off(ct), n, 0},
-                        use_small(ctx, a->dtype, m, n, k, alpha, route)};
+                        use_small(ctx, a->dtype, m, n, k, alpha, route),
+                        out_dt != a->dtype};
   uint64_t matsize[3] = {ar * ac, br * bc, m * n};
   struct batch_plan plan;
   plan_batches(&ab, &bb, &cb, matsize, &plan);
@@ -376,19 +454,40 @@ check_ctx_out(const char *op, kiln_context *ctx, const void *out)
   return KILN_OK;
 }
 
-kiln_status
-kiln_gemm(kiln_context *ctx, kiln_trans trans_a, kiln_trans trans_b, double alpha,
-          const kiln_tensor *a, const kiln_tensor *b, double beta, kiln_tensor **c)
+static kiln_status
+gemm_entry(const char *op, kiln_context *ctx, kiln_trans trans_a, kiln_trans trans_b,
+           kiln_complex128 alpha, const kiln_tensor *a, const kiln_tensor *b, kiln_complex128 beta,
+           kiln_tensor **c)
 {
-  static const char op[] = "kiln_gemm";
   KILN_TRY(check_ctx_out(op, ctx, c));
   KILN_TRY(check_trans(op, trans_a, "trans_a"));
   KILN_TRY(check_trans(op, trans_b, "trans_b"));
   KILN_TRY(kiln__tensor_check(op, a, ctx));
   KILN_TRY(kiln__tensor_check(op, b, ctx));
   KILN_TRY(check_same_dtype(op, a, b, "a", "b"));
-  return gemm_views(op, ctx, trans_a == KILN_TRANS, trans_b == KILN_TRANS, alpha, a, &a->shape, b,
-                    &b->shape, beta, c, NULL, ROUTE_CHOOSE);
+  return gemm_views(op, ctx, trans_code(trans_a, a->dtype), trans_code(trans_b, b->dtype), alpha, a,
+                    &a->shape, b, &b->shape, beta, c, NULL, ROUTE_CHOOSE);
+}
+
+kiln_status
+kiln_gemm(kiln_context *ctx, kiln_trans trans_a, kiln_trans trans_b, double alpha,
+          const kiln_tensor *a, const kiln_tensor *b, double beta, kiln_tensor **c)
+{
+  return gemm_entry("kiln_gemm", ctx, trans_a, trans_b, real_scalar(alpha), a, b, real_scalar(beta),
+                    c);
+}
+
+kiln_status
+kiln_gemm_complex(kiln_context *ctx, kiln_trans trans_a, kiln_trans trans_b, kiln_complex128 alpha,
+                  const kiln_tensor *a, const kiln_tensor *b, kiln_complex128 beta, kiln_tensor **c)
+{
+  static const char op[] = "kiln_gemm_complex";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_TRY(kiln__tensor_check(op, a, ctx));
+  KILN_RETURN_IF(!kiln__dtype_is_complex(a->dtype), KILN_ERR_DTYPE, op,
+                 "a is %s; kiln_gemm_complex takes c64 and c128 (kiln_gemm takes real dtypes)",
+                 kiln_dtype_name(a->dtype));
+  return gemm_entry(op, ctx, trans_a, trans_b, alpha, a, b, beta, c);
 }
 
 kiln_status
@@ -427,7 +526,8 @@ kiln_matmul(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b, kiln_
     res.dims[res.ndim++] = as.dims[as.ndim - 2];
   if (!b_vec)
     res.dims[res.ndim++] = bs.dims[bs.ndim - 1];
-  return gemm_views(op, ctx, 0, 0, 1.0, a, &as, b, &bs, 0.0, out, &res, ROUTE_CHOOSE);
+  return gemm_views(op, ctx, 0, 0, real_scalar(1.0), a, &as, b, &bs, real_scalar(0.0), out, &res,
+                    ROUTE_CHOOSE);
 }
 
 kiln_status
@@ -448,7 +548,8 @@ kiln__matmul_routed(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *
   KILN_RETURN_IF(a->shape.ndim != 2 || b->shape.ndim != 2, KILN_ERR_SHAPE, op,
                  "a routed matmul takes matrices, got a %s and b %s", fmt(&a->shape, s1, sizeof s1),
                  fmt(&b->shape, s2, sizeof s2));
-  return gemm_views(op, ctx, 0, 0, 1.0, a, &a->shape, b, &b->shape, 0.0, out, NULL, route);
+  return gemm_views(op, ctx, 0, 0, real_scalar(1.0), a, &a->shape, b, &b->shape, real_scalar(0.0),
+                    out, NULL, route);
 }
 
 kiln_status
@@ -465,7 +566,7 @@ kiln_gemv(kiln_context *ctx, kiln_trans trans, double alpha, const kiln_tensor *
   KILN_RETURN_IF(a->shape.ndim != 2 || x->shape.ndim != 1, KILN_ERR_SHAPE, op,
                  "a must be 2-D and x 1-D, got a %s and x %s", fmt(&a->shape, s1, sizeof s1),
                  fmt(&x->shape, s2, sizeof s2));
-  int ta = trans == KILN_TRANS;
+  int ta = trans_code(trans, a->dtype);
   uint64_t ar = (uint64_t)a->shape.dims[0], ac = (uint64_t)a->shape.dims[1];
   uint64_t rows = ta ? ac : ar, cols = ta ? ar : ac;
   if ((uint64_t)x->shape.dims[0] != cols)
@@ -488,25 +589,25 @@ kiln_gemv(kiln_context *ctx, kiln_trans trans, double alpha, const kiln_tensor *
   double b = made ? 0.0 : beta;
   struct mat am = {a->mem, elem_off(a), ac, ta}, xm = {x->mem, elem_off(x), 1, 0};
   struct mat ym = {yt->mem, elem_off(yt), 1, 0};
-  int small = use_small(ctx, a->dtype, rows, 1, cols, alpha, ROUTE_CHOOSE);
+  int small = use_small(ctx, a->dtype, rows, 1, cols, real_scalar(alpha), ROUTE_CHOOSE);
   count_route(small);
   pthread_mutex_lock(&ctx->lock);
   if (small)
-    s = small_gemm(op, ctx, a->dtype, rows, 1, alpha == 0.0 ? 0 : cols, alpha, b, &am, 0, &xm, 0,
-                   &ym, 0, 1, 0);
+    s = small_gemm(op, ctx, a->dtype, rows, 1, alpha == 0.0 ? 0 : cols, real_scalar(alpha),
+                   real_scalar(b), &am, 0, &xm, 0, &ym, 0, 1, 0, 0);
   else {
 #if KILN_HAVE_CLBLAST
     /* CLBlast's GEMV reads y even for beta == 0 (a NaN there would survive): clear it first. */
     if (b == 0.0) {
-      unsigned char zero[8] = {0};
+      unsigned char zero[16] = {0};
       cl_int err = clEnqueueFillBuffer(ctx->queue, yt->mem, zero, kiln_dtype_size(yt->dtype),
                                        yt->offset, yt->nbytes, 0, NULL, NULL);
       if (err != CL_SUCCESS)
         s = kiln__fail_cl(op, err, "clEnqueueFillBuffer");
     }
     if (s == KILN_OK)
-      s = kiln__clblast_gemv(op, ctx, a->dtype, ta, ar, ac, alpha, am.mem, am.off, ac, xm.mem,
-                             xm.off, b, ym.mem, ym.off);
+      s = kiln__clblast_gemv(op, ctx, a->dtype, ta, ar, ac, real_scalar(alpha), am.mem, am.off, ac,
+                             xm.mem, xm.off, real_scalar(b), ym.mem, ym.off);
 #else
     s = kiln__fail(KILN_ERR_INTERNAL, op, 0, "CLBlast route taken in a build without CLBlast");
 #endif
@@ -528,10 +629,15 @@ kiln_syrk(kiln_context *ctx, kiln_uplo uplo, kiln_trans trans, double alpha, con
                  "uplo is %d, not KILN_UPPER or KILN_LOWER", (int)uplo);
   KILN_TRY(kiln__tensor_check(op, a, ctx));
   KILN_TRY(check_float(op, a, "a"));
+  KILN_RETURN_IF(trans == KILN_CONJ_TRANS && kiln__dtype_is_complex(a->dtype),
+                 KILN_ERR_INVALID_ARGUMENT, op,
+                 "kiln_syrk is the symmetric update A A^T; KILN_CONJ_TRANS on %s would be the "
+                 "Hermitian one, which kiln does not offer",
+                 kiln_dtype_name(a->dtype));
   char s1[160];
   KILN_RETURN_IF(a->shape.ndim < 2, KILN_ERR_SHAPE, op, "a needs at least 2 dimensions, got %s",
                  fmt(&a->shape, s1, sizeof s1));
-  int ta = trans == KILN_TRANS;
+  int ta = trans != KILN_NO_TRANS;
   size_t nd = a->shape.ndim;
   uint64_t ar = (uint64_t)a->shape.dims[nd - 2], ac = (uint64_t)a->shape.dims[nd - 1];
   uint64_t n = ta ? ac : ar, k = ta ? ar : ac;
@@ -559,18 +665,19 @@ kiln_syrk(kiln_context *ctx, kiln_uplo uplo, kiln_trans trans, double alpha, con
   struct mat am = {a->mem, elem_off(a), ac, ta}, bm = {a->mem, elem_off(a), ac, !ta};
   struct mat cm = {ct->mem, elem_off(ct), n, 0};
   uint64_t astride = ar * ac, cstride = n * n;
-  int small = use_small(ctx, a->dtype, n, n, k, alpha, ROUTE_CHOOSE);
+  int small = use_small(ctx, a->dtype, n, n, k, real_scalar(alpha), ROUTE_CHOOSE);
   count_route(small);
   pthread_mutex_lock(&ctx->lock);
   if (small) {
-    s = small_gemm(op, ctx, a->dtype, n, n, alpha == 0.0 ? 0 : k, alpha, b, &am, astride, &bm,
-                   astride, &cm, cstride, batch, tri);
+    s = small_gemm(op, ctx, a->dtype, n, n, alpha == 0.0 ? 0 : k, real_scalar(alpha),
+                   real_scalar(b), &am, astride, &bm, astride, &cm, cstride, batch, tri, 0);
   } else {
 #if KILN_HAVE_CLBLAST
     /* CLBlast has no batched SYRK: one call per matrix. */
     for (uint64_t i = 0; i < batch && s == KILN_OK; i++)
-      s = kiln__clblast_syrk(op, ctx, a->dtype, uplo == KILN_UPPER, ta, n, k, alpha, am.mem,
-                             am.off + i * astride, ac, b, cm.mem, cm.off + i * cstride, n);
+      s = kiln__clblast_syrk(op, ctx, a->dtype, uplo == KILN_UPPER, ta, n, k, real_scalar(alpha),
+                             am.mem, am.off + i * astride, ac, real_scalar(b), cm.mem,
+                             cm.off + i * cstride, n);
 #else
     s = kiln__fail(KILN_ERR_INTERNAL, op, 0, "CLBlast route taken in a build without CLBlast");
 #endif
@@ -585,6 +692,14 @@ kiln_syrk(kiln_context *ctx, kiln_uplo uplo, kiln_trans trans, double alpha, con
 
 /* ---- level 1 ---- */
 
+/* f32/f64 with CLBlast; f16/bf16 and complex run on kiln's kernels (a dot product of complex
+ * vectors is unconjugated, as numpy.dot). */
+static int
+use_clblast_level1(const kiln_context *ctx, kiln_dtype dt)
+{
+  return kiln__blas_use_clblast(ctx) && kiln__dtype_is_float(dt);
+}
+
 static kiln_status
 launch_level1(const char *op, kiln_context *ctx, kiln_dtype dt, const char *name, uint64_t n,
               double alpha, const kiln_tensor *x, const kiln_tensor *y)
@@ -593,7 +708,7 @@ launch_level1(const char *op, kiln_context *ctx, kiln_dtype dt, const char *name
   KILN_TRY(get_kernel(op, ctx, dt, name, &k));
   kiln__args args = kiln__args_begin(op, k);
   kiln__args_u64(&args, n);
-  kiln__args_float(&args, dt, alpha);
+  args_scalar(&args, dt, real_scalar(alpha));
   kiln__args_tensor(&args, x);
   if (y)
     kiln__args_tensor(&args, y);
@@ -626,14 +741,14 @@ kiln_dot(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *y, kiln_ten
   uint64_t n = x->numel;
   pthread_mutex_lock(&ctx->lock);
   if (n == 0) {
-    unsigned char zero[8] = {0};
+    unsigned char zero[16] = {0};
     cl_int err = clEnqueueFillBuffer(ctx->queue, o->mem, zero, kiln_dtype_size(o->dtype), o->offset,
                                      o->nbytes, 0, NULL, NULL);
     if (err != CL_SUCCESS)
       s = kiln__fail_cl(op, err, "clEnqueueFillBuffer");
   }
 #if KILN_HAVE_CLBLAST
-  else if (kiln__blas_use_clblast(ctx)) {
+  else if (use_clblast_level1(ctx, x->dtype)) {
     s = kiln__clblast_dot(op, ctx, x->dtype, n, x->mem, elem_off(x), y->mem, elem_off(y), o->mem,
                           elem_off(o));
   }
@@ -679,7 +794,7 @@ kiln_axpy(kiln_context *ctx, double alpha, const kiln_tensor *x, kiln_tensor *y)
   kiln_status s;
   pthread_mutex_lock(&ctx->lock);
 #if KILN_HAVE_CLBLAST
-  if (kiln__blas_use_clblast(ctx))
+  if (use_clblast_level1(ctx, x->dtype))
     s = kiln__clblast_axpy(op, ctx, x->dtype, x->numel, alpha, x->mem, elem_off(x), y->mem,
                            elem_off(y));
   else
@@ -701,7 +816,7 @@ kiln_scal(kiln_context *ctx, double alpha, kiln_tensor *x)
   kiln_status s;
   pthread_mutex_lock(&ctx->lock);
 #if KILN_HAVE_CLBLAST
-  if (kiln__blas_use_clblast(ctx))
+  if (use_clblast_level1(ctx, x->dtype))
     s = kiln__clblast_scal(op, ctx, x->dtype, x->numel, alpha, x->mem, elem_off(x));
   else
 #endif
@@ -744,17 +859,18 @@ warm_dtype(const char *op, kiln_context *ctx, kiln_dtype dt)
     s = kiln_tensor_zeros(ctx, dt, 3, sq, &c);
   if (s == KILN_OK) {
     size_t off = elem_off(a), boff = elem_off(b), coff = elem_off(c);
+    kiln_complex128 one = real_scalar(1.0), zero = real_scalar(0.0);
     pthread_mutex_lock(&ctx->lock);
-    s = kiln__clblast_gemm(op, ctx, dt, 0, 0, 2, 2, 2, 1.0, a->mem, off, 2, 4, b->mem, boff, 2, 4,
-                           0.0, c->mem, coff, 2, 4, 1);
+    s = kiln__clblast_gemm(op, ctx, dt, 0, 0, 2, 2, 2, one, a->mem, off, 2, 4, b->mem, boff, 2, 4,
+                           zero, c->mem, coff, 2, 4, 1);
     if (s == KILN_OK)
-      s = kiln__clblast_gemm(op, ctx, dt, 0, 0, 2, 2, 2, 1.0, a->mem, off, 2, 4, b->mem, boff, 2, 4,
-                             0.0, c->mem, coff, 2, 4, 2);
+      s = kiln__clblast_gemm(op, ctx, dt, 0, 0, 2, 2, 2, one, a->mem, off, 2, 4, b->mem, boff, 2, 4,
+                             zero, c->mem, coff, 2, 4, 2);
     if (s == KILN_OK)
-      s = kiln__clblast_gemv(op, ctx, dt, 0, 2, 2, 1.0, a->mem, off, 2, b->mem, boff, 0.0, c->mem,
+      s = kiln__clblast_gemv(op, ctx, dt, 0, 2, 2, one, a->mem, off, 2, b->mem, boff, zero, c->mem,
                              coff);
     if (s == KILN_OK)
-      s = kiln__clblast_syrk(op, ctx, dt, 1, 0, 2, 2, 1.0, a->mem, off, 2, 0.0, c->mem, coff, 2);
+      s = kiln__clblast_syrk(op, ctx, dt, 1, 0, 2, 2, one, a->mem, off, 2, zero, c->mem, coff, 2);
     if (s == KILN_OK)
       s = kiln__clblast_dot(op, ctx, dt, 2, a->mem, off, b->mem, boff, c->mem, coff);
     if (s == KILN_OK)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/dtype_traits.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "kiln/blas.h"
@@ -73,6 +74,7 @@ blas_option_get(const kiln_context *ctx, const void *state, kiln_option option)
 }
 
 static const struct kiln__tune_family gemm_tune;
+static int gemm_dtype_ok(kiln_dtype d);
 
 int
 kiln__blas_route_small(kiln_context *ctx, kiln_dtype dt, uint64_t size, int route)
@@ -83,8 +85,11 @@ kiln__blas_route_small(kiln_context *ctx, kiln_dtype dt, uint64_t size, int rout
     int64_t threshold = st->small_mnk;
     int set = st->small_mnk_set;
     pthread_mutex_unlock(&ctx->lock);
+    /* The tuner times f32/f64 only: complex products follow the built-in rule. */
     if (set)
       return size <= (uint64_t)threshold;
+    if (!gemm_dtype_ok(dt))
+      return size <= (uint64_t)KILN__GEMM_SMALL_MNK_DEFAULT;
     uint32_t chosen;
     kiln__tune_lookup(ctx, &gemm_tune, dt, KILN__LAYOUT_MNK, size ? size : 1, &chosen);
     route = (int)chosen;
@@ -103,6 +108,12 @@ kiln__gemm_tile(const kiln_device_info *info)
   return t;
 }
 
+int
+kiln__gemm_tiled_ok(const kiln_device_info *info)
+{
+  return info->max_work_group_size >= KILN__GEMM_TILED_WG * KILN__GEMM_TILED_WG;
+}
+
 size_t
 kiln__dot_wg(const kiln_device_info *info)
 {
@@ -118,6 +129,9 @@ blas_build_options(const kiln_device_info *info, const char *source, kiln_dtype 
 {
   kiln__options_append(buf, len, " -DKILN_GEMM_TILE=%u -DKILN_DOT_WG=%u",
                        (uint32_t)kiln__gemm_tile(info), (uint32_t)kiln__dot_wg(info));
+  if (kiln__dtype_is_half(dtype))
+    kiln__options_append(buf, len, " -DKILN_GEMM_TWG=%u -DKILN_GEMM_TRB=%u",
+                         (uint32_t)KILN__GEMM_TILED_WG, (uint32_t)KILN__GEMM_TILED_RB);
 }
 
 /* ---------------------------------------------------------------- the gemm tuner family */
@@ -248,7 +262,8 @@ static const struct kiln__tune_family gemm_tune = {
 
 /* ---------------------------------------------------------------- the family */
 
-static const struct kiln__source blas_sources[] = {{"gemm_small", KILN__DT_CLASSIC}, {NULL, 0}};
+static const struct kiln__source blas_sources[] = {
+    {"gemm_small", KILN__DT_FLOATS | KILN__DT_HALVES | KILN__DT_COMPLEX}, {NULL, 0}};
 
 static const struct kiln__family_option blas_options[] = {
     {KILN_OPT_GEMM_SMALL_MNK, 0, INT64_MAX},

@@ -37,4 +37,13 @@ int kiln__blas_route_small(kiln_context *ctx, kiln_dtype dt, uint64_t size, int 
 size_t kiln__gemm_tile(const kiln_device_info *info);
 size_t kiln__dot_wg(const kiln_device_info *info);
 
+/*
+ * gemm_tiled (f16/bf16): a WG x WG work-group, each work-item RB x RB
+ * elements of C. Runs where the device takes WG^2 work-items per group
+ * (kiln__gemm_tiled_ok); elsewhere f16/bf16 use gemm_small.
+ */
+#define KILN__GEMM_TILED_WG 16
+#define KILN__GEMM_TILED_RB 8
+int kiln__gemm_tiled_ok(const kiln_device_info *info);
+
 #endif

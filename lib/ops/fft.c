@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "backends/fft_backend.h"
+#include "core/dtype_traits.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -48,6 +49,7 @@ struct kiln_fft_plan {
   uint32_t magic;
   kiln_context *ctx;
   struct entry *entry;
+  int complex_io; /* created with c64/c128: complex outputs kiln allocates are complex tensors */
 };
 
 const char *
@@ -401,8 +403,17 @@ kiln_fft_plan_create(kiln_context *ctx, kiln_fft_kind kind, size_t rank, const i
                      backend != KILN_FFT_BACKEND_VKFFT,
                  KILN_ERR_INVALID_ARGUMENT, op, "backend %d is not a kiln_fft_backend",
                  (int)backend);
+  /* VkFFT 1.2's half mode writes GLSL's f16vec2 into its OpenCL kernels and needs
+   * cl_khr_fp16 besides; clFFT has no half precision; no library has bf16. */
+  KILN_RETURN_IF(kiln__dtype_is_half(precision), KILN_ERR_UNSUPPORTED, op,
+                 "precision is %s; FFTs run on f32/c64 and f64/c128 (neither clFFT nor VkFFT's "
+                 "OpenCL back end has a 16-bit mode; cast to f32 first)",
+                 kiln_dtype_name(precision));
+  int complex_io = kiln__dtype_is_complex(precision);
+  if (complex_io)
+    precision = kiln__dtype_real_part(precision);
   KILN_RETURN_IF(precision != KILN_F32 && precision != KILN_F64, KILN_ERR_DTYPE, op,
-                 "precision is %s; FFTs run on f32 or f64", kiln_dtype_name(precision));
+                 "precision is %s; FFTs run on f32, f64, c64 or c128", kiln_dtype_name(precision));
   KILN_RETURN_IF(precision == KILN_F64 && !ctx->info.has_fp64, KILN_ERR_UNSUPPORTED, op,
                  "f64 needs fp64 support, which device \"%s\" lacks", ctx->info.name);
   KILN_RETURN_IF(batch < 1, KILN_ERR_INVALID_ARGUMENT, op, "batch %lld is below 1",
@@ -455,6 +466,7 @@ kiln_fft_plan_create(kiln_context *ctx, kiln_fft_kind kind, size_t rank, const i
   h->magic = PLAN_MAGIC;
   h->ctx = ctx;
   h->entry = e;
+  h->complex_io = complex_io;
   *out = h;
   return KILN_OK;
 }
@@ -529,6 +541,7 @@ struct side {
   uint64_t inner_numel; /* elements after the batch dims */
   size_t ninner;        /* trailing dims that describe one transform */
   int64_t inner[4];
+  int complex; /* inner ends in the (re, im) pair: a complex tensor may drop that 2 */
 };
 
 static void
@@ -546,6 +559,7 @@ side_shape(const struct kiln__fft_key *k, int complex_side, struct side *s)
     s->inner[s->ninner++] = last / 2 + 1;
     s->inner[s->ninner++] = 2;
   }
+  s->complex = k->kind == KILN_FFT_C2C || complex_side;
   s->inner_numel = 1;
   for (size_t i = 0; i < s->ninner; i++)
     s->inner_numel *= (uint64_t)s->inner[i];
@@ -563,17 +577,28 @@ side_text(const struct side *s, char *buf, size_t len)
   return buf;
 }
 
-/* Checks that t ends in the side's dims and its leading dims multiply to batch. */
+/*
+ * Checks t's dtype and that t ends in the side's dims and its leading dims
+ * multiply to batch. A complex side takes a precision tensor ending in 2 or
+ * a complex tensor (c64 for f32) without that 2.
+ */
 static kiln_status
-check_side(const char *op, const kiln_tensor *t, const struct side *s, int64_t batch,
-           const char *name)
+check_side(const char *op, const kiln_tensor *t, const struct side *s, kiln_dtype precision,
+           int64_t batch, const char *name)
 {
   char want[160], got[160];
-  int ok = t->shape.ndim >= s->ninner;
+  int cplx = s->complex && kiln__dtype_is_complex(t->dtype) &&
+             kiln__dtype_real_part(t->dtype) == precision;
+  KILN_RETURN_IF(t->dtype != precision && !cplx, KILN_ERR_DTYPE, op,
+                 "%s is %s but the plan is %s%s%s", name, kiln_dtype_name(t->dtype),
+                 kiln_dtype_name(precision), s->complex ? " (or complex " : "",
+                 s->complex ? (precision == KILN_F32 ? "c64)" : "c128)") : "");
+  size_t ninner = s->ninner - (size_t)cplx;
+  int ok = t->shape.ndim >= ninner;
   uint64_t lead = 1;
   if (ok) {
-    size_t off = t->shape.ndim - s->ninner;
-    for (size_t i = 0; i < s->ninner; i++)
+    size_t off = t->shape.ndim - ninner;
+    for (size_t i = 0; i < ninner; i++)
       ok = ok && t->shape.dims[off + i] == s->inner[i];
     for (size_t i = 0; i < off; i++)
       lead *= (uint64_t)t->shape.dims[i];
@@ -581,10 +606,11 @@ check_side(const char *op, const kiln_tensor *t, const struct side *s, int64_t b
   }
   if (!ok)
     return kiln__fail(KILN_ERR_SHAPE, op, 0,
-                      "%s has shape %s; the plan needs %s with leading dimensions multiplying to "
-                      "the batch %lld",
+                      "%s has shape %s; the plan needs %s%s with leading dimensions multiplying "
+                      "to the batch %lld",
                       name, kiln__shape_format(&t->shape, got, sizeof got),
-                      side_text(s, want, sizeof want), (long long)batch);
+                      side_text(s, want, sizeof want),
+                      cplx ? " without the last 2 (a complex tensor)" : "", (long long)batch);
   return KILN_OK;
 }
 
@@ -605,16 +631,19 @@ norm_factor(kiln_fft_direction dir, kiln_fft_norm norm, double n)
   return 1.0;
 }
 
+/* Scales t's reals (dt: the plan's precision; t may be complex, two reals an element). */
 static kiln_status
 scale(const char *op, kiln_context *ctx, kiln_dtype dt, kiln_tensor *t, double f)
 {
   cl_kernel k;
   KILN_TRY(kiln__ops_kernel(op, ctx, "fft", dt, "fft_scale", &k));
+  uint64_t size = kiln_dtype_size(dt), n = t->nbytes / size;
   kiln__args args = kiln__args_begin(op, k);
-  kiln__args_tensor(&args, t);
-  kiln__args_u64(&args, t->numel);
+  kiln__args_mem(&args, t->mem);
+  kiln__args_u64(&args, t->offset / size);
+  kiln__args_u64(&args, n);
   kiln__args_float(&args, dt, f);
-  return kiln__args_launch_1d(&args, ctx, t->numel, 0);
+  return kiln__args_launch_1d(&args, ctx, n, 0);
 }
 
 /*
@@ -698,13 +727,11 @@ kiln_fft_execute(kiln_fft_plan *plan, kiln_fft_direction direction, kiln_fft_nor
   KILN_RETURN_IF((unsigned)norm > KILN_FFT_NORM_NONE, KILN_ERR_INVALID_ARGUMENT, op,
                  "norm %d is not a kiln_fft_norm", (int)norm);
   KILN_TRY(kiln__tensor_check(op, in, ctx));
-  KILN_RETURN_IF(in->dtype != k->precision, KILN_ERR_DTYPE, op, "input is %s but the plan is %s",
-                 kiln_dtype_name(in->dtype), kiln_dtype_name(k->precision));
   struct side sin, sout;
   /* In place, R2C/C2R data lives in the complex shape (padded real rows). */
   side_shape(k, k->kind != KILN_FFT_R2C || k->inplace, &sin);
   side_shape(k, k->kind != KILN_FFT_C2R || k->inplace, &sout);
-  KILN_TRY(check_side(op, in, &sin, k->batch, "input"));
+  KILN_TRY(check_side(op, in, &sin, k->precision, k->batch, "input"));
 
   kiln_tensor *target;
   int made = 0;
@@ -717,23 +744,24 @@ kiln_fft_execute(kiln_fft_plan *plan, kiln_fft_direction direction, kiln_fft_nor
     KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL for an out-of-place plan");
     if (*out) {
       KILN_TRY(kiln__tensor_check(op, *out, ctx));
-      KILN_RETURN_IF((*out)->dtype != k->precision, KILN_ERR_DTYPE, op,
-                     "output is %s but the plan is %s", kiln_dtype_name((*out)->dtype),
-                     kiln_dtype_name(k->precision));
-      KILN_TRY(check_side(op, *out, &sout, k->batch, "output"));
+      KILN_TRY(check_side(op, *out, &sout, k->precision, k->batch, "output"));
       /* Back ends read the input in several passes: refused, not staged (docs/ops.md). */
       KILN_RETURN_IF(kiln__ops_alias(*out, in), KILN_ERR_INVALID_ARGUMENT, op,
                      "the output overlaps the input; use an in-place plan");
     } else {
-      /* The input's batch dims, then the output side's dims. */
+      /* The input's batch dims, then the output side's dims; a complex tensor when the plan
+       * was made for one or the input is one. */
+      int in_cplx = kiln__dtype_is_complex(in->dtype);
+      int out_cplx = sout.complex && (plan->complex_io || in_cplx);
       kiln__shape os;
       memset(&os, 0, sizeof os);
-      size_t lead = in->shape.ndim - sin.ninner;
+      size_t lead = in->shape.ndim - (sin.ninner - (size_t)in_cplx);
       for (size_t i = 0; i < lead; i++)
         os.dims[os.ndim++] = in->shape.dims[i];
-      for (size_t i = 0; i < sout.ninner; i++)
+      for (size_t i = 0; i < sout.ninner - (size_t)out_cplx; i++)
         os.dims[os.ndim++] = sout.inner[i];
-      KILN_TRY(kiln__output_prepare(op, ctx, k->precision, &os, out, &made));
+      kiln_dtype odt = out_cplx ? (k->precision == KILN_F32 ? KILN_C64 : KILN_C128) : k->precision;
+      KILN_TRY(kiln__output_prepare(op, ctx, odt, &os, out, &made));
     }
     target = *out;
   }

@@ -770,6 +770,387 @@ START_TEST(level1_dot_axpy_scal)
 }
 END_TEST
 
+/* ---- f16, bf16, c64, c128 ---- */
+
+static int
+is_cplx(kiln_dtype dt)
+{
+  return dt == KILN_C64 || dt == KILN_C128;
+}
+
+/* Doubles per element: 2 for complex (re, im interleaved). */
+static size_t
+parts(kiln_dtype dt)
+{
+  return is_cplx(dt) ? 2 : 1;
+}
+
+/*
+ * Uploads n elements of v (parts(dt) doubles each) as dt, rounding v in place to what the
+ * device holds.
+ */
+static kiln_tensor *
+upload_any(kiln_dtype dt, size_t ndim, const int64_t *shape, double *v)
+{
+  size_t n = (size_t)numel(ndim, shape) * parts(dt);
+  kiln_tensor *t = NULL;
+  if (dt == KILN_F64 || dt == KILN_C128) {
+    KOK(kiln_tensor_from_host(harness_ctx(), dt, ndim, shape, v, &t));
+  } else if (dt == KILN_F32 || dt == KILN_C64) {
+    float *f = malloc((n ? n : 1) * sizeof *f);
+    for (size_t i = 0; i < n; i++)
+      v[i] = f[i] = (float)v[i];
+    KOK(kiln_tensor_from_host(harness_ctx(), dt, ndim, shape, f, &t));
+    free(f);
+  } else {
+    uint16_t *h = malloc((n ? n : 1) * sizeof *h);
+    for (size_t i = 0; i < n; i++) {
+      h[i] = dt == KILN_F16 ? kiln_f16_from_f64(v[i]) : kiln_bf16_from_f64(v[i]);
+      v[i] = dt == KILN_F16 ? kiln_f16_to_f32(h[i]) : kiln_bf16_to_f32(h[i]);
+    }
+    KOK(kiln_tensor_from_host(harness_ctx(), dt, ndim, shape, h, &t));
+    free(h);
+  }
+  return t;
+}
+
+static double *
+download_any(const kiln_tensor *t)
+{
+  kiln_dtype dt = kiln_tensor_dtype(t);
+  size_t n = (size_t)kiln_tensor_numel(t) * parts(dt);
+  double *v = malloc((n ? n : 1) * sizeof *v);
+  if (dt == KILN_F64 || dt == KILN_C128) {
+    KOK(kiln_tensor_download(t, v, n * sizeof *v));
+  } else if (dt == KILN_F32 || dt == KILN_C64) {
+    float *f = malloc((n ? n : 1) * sizeof *f);
+    KOK(kiln_tensor_download(t, f, n * sizeof *f));
+    for (size_t i = 0; i < n; i++)
+      v[i] = f[i];
+    free(f);
+  } else {
+    uint16_t *h = malloc((n ? n : 1) * sizeof *h);
+    KOK(kiln_tensor_download(t, h, n * sizeof *h));
+    for (size_t i = 0; i < n; i++)
+      v[i] = dt == KILN_F16 ? kiln_f16_to_f32(h[i]) : kiln_bf16_to_f32(h[i]);
+    free(h);
+  }
+  return v;
+}
+
+/* The spacing of dt's values at |x| (f16 and bf16: subnormals down to their smallest). */
+static double
+ulp_at(kiln_dtype dt, double x)
+{
+  int e;
+  frexp(fabs(x), &e); /* |x| in [2^(e-1), 2^e) */
+  if (dt == KILN_F16)
+    return ldexp(1.0, (e - 1 < -14 ? -14 : e - 1) - 10);
+  if (dt == KILN_BF16)
+    return ldexp(1.0, (e - 1 < -126 ? -126 : e - 1) - 7);
+  return 0;
+}
+
+/*
+ * Host GEMM in double on one matrix with complex support: op codes 0 (as
+ * stored), 1 (transposed), 2 (conjugate-transposed); values hold parts(dt)
+ * doubles per element. mag[i] bounds the rounding error's scale:
+ * |alpha| sum |a||b| + |beta||c|.
+ */
+static void
+ref_zgemm(int cplx, int ta, int tb, int64_t m, int64_t n, int64_t k, const double alpha[2],
+          const double *a, const double *b, const double beta[2], double *c, double *mag)
+{
+  int w = cplx ? 2 : 1;
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double sr = 0, si = 0, am = 0;
+      for (int64_t p = 0; p < k; p++) {
+        const double *x = a + w * (ta ? p * m + i : i * k + p);
+        const double *y = b + w * (tb ? j * k + p : p * n + j);
+        double xr = x[0], xi = cplx ? x[1] : 0, yr = y[0], yi = cplx ? y[1] : 0;
+        if (ta == 2)
+          xi = -xi;
+        if (tb == 2)
+          yi = -yi;
+        sr += xr * yr - xi * yi;
+        si += xr * yi + xi * yr;
+        am += hypot(xr, xi) * hypot(yr, yi);
+      }
+      double *cc = c + w * (i * n + j);
+      int zero_beta = beta[0] == 0 && beta[1] == 0;
+      double cr = zero_beta ? 0 : cc[0], ci = zero_beta || !cplx ? 0 : cc[1];
+      double rr = alpha[0] * sr - alpha[1] * si, ri = alpha[0] * si + alpha[1] * sr;
+      if (!zero_beta) {
+        rr += beta[0] * cr - beta[1] * ci;
+        ri += beta[0] * ci + beta[1] * cr;
+      }
+      cc[0] = rr;
+      if (cplx)
+        cc[1] = ri;
+      mag[i * n + j] = hypot(alpha[0], alpha[1]) * am + hypot(beta[0], beta[1]) * hypot(cr, ci);
+    }
+}
+
+/*
+ * One 2-D GEMM of in-dtype dt into out-dtype odt (a given C when give_c)
+ * against ref_zgemm. Error bound: (k + 2) * 4 * eps(compute) * mag, plus one
+ * ulp of a 16-bit output.
+ */
+static void
+run_any_gemm(kiln_dtype dt, kiln_dtype odt, int ta, int tb, int64_t m, int64_t n, int64_t k,
+             const double alpha[2], const double beta[2], int give_c)
+{
+  kiln_context *ctx = harness_ctx();
+  int cplx = is_cplx(dt);
+  size_t w = parts(dt);
+  int64_t as[2] = {ta ? k : m, ta ? m : k}, bs[2] = {tb ? n : k, tb ? k : n}, cs[2] = {m, n};
+  size_t na = (size_t)(m * k) * w, nb = (size_t)(k * n) * w, nc = (size_t)(m * n) * w;
+  double *a = malloc((na + 1) * sizeof *a), *b = malloc((nb + 1) * sizeof *b);
+  double *c = malloc((nc + 1) * sizeof *c), *mag = malloc((size_t)(m * n + 1) * sizeof *mag);
+  fill_random(a, na, 11);
+  fill_random(b, nb, 12);
+  fill_random(c, nc, 13);
+  if (beta[0] == 0 && beta[1] == 0)
+    for (size_t i = 0; i < nc; i++)
+      c[i] = NAN;
+  kiln_tensor *at = upload_any(dt, 2, as, a), *bt = upload_any(dt, 2, bs, b);
+  kiln_tensor *ct = give_c ? upload_any(odt, 2, cs, c) : NULL;
+  static const kiln_trans flag[3] = {KILN_NO_TRANS, KILN_TRANS, KILN_CONJ_TRANS};
+  if (cplx) {
+    KOK(kiln_gemm_complex(ctx, flag[ta], flag[tb], (kiln_complex128){alpha[0], alpha[1]}, at, bt,
+                          (kiln_complex128){beta[0], beta[1]}, &ct));
+  } else {
+    KOK(kiln_gemm(ctx, flag[ta], flag[tb], alpha[0], at, bt, beta[0], &ct));
+  }
+  ck_assert_int_eq(kiln_tensor_dtype(ct), odt);
+  ck_assert_int_eq(kiln_tensor_dim(ct, 0), m);
+  ck_assert_int_eq(kiln_tensor_dim(ct, 1), n);
+  double *got = download_any(ct);
+  double nobeta[2] = {0, 0};
+  /* Real dtypes read conjugate-transpose as transpose. */
+  ref_zgemm(cplx, cplx ? ta : ta != 0, cplx ? tb : tb != 0, m, n, k, alpha, a, b,
+            give_c ? beta : nobeta, c, mag);
+  double eps = dt == KILN_F64 || dt == KILN_C128 ? 2.3e-16 : 1.2e-7;
+  for (int64_t i = 0; i < m * n; i++) {
+    double bound = 4.0 * (double)(k + 2) * eps * mag[i] + 1e-300;
+    for (size_t q = 0; q < w; q++) {
+      double want = c[(size_t)i * w + q], g = got[(size_t)i * w + q];
+      double bq = bound + ulp_at(odt, want);
+      ck_assert_msg(!isnan(g) && fabs(g - want) <= bq,
+                    "gemm %s->%s ta=%d tb=%d m=%lld n=%lld k=%lld: element %lld.%zu is %.9g, want "
+                    "%.9g (bound %g)",
+                    kiln_dtype_name(dt), kiln_dtype_name(odt), ta, tb, (long long)m, (long long)n,
+                    (long long)k, (long long)i, q, g, want, bq);
+    }
+  }
+  free(got);
+  free(a);
+  free(b);
+  free(c);
+  free(mag);
+  kiln_tensor_release(at);
+  kiln_tensor_release(bt);
+  kiln_tensor_release(ct);
+}
+
+/*
+ * f16/bf16 in, f32 sums, f16/bf16 or f32 out: every transpose on gemm_small
+ * (small) and gemm_tiled (m*n*k above 32^3, edges off the 128 block and
+ * the 16-deep k step), sizes 0, 1 and primes.
+ */
+START_TEST(gemm_half_dtypes)
+{
+  /* 33x35x29 is the gemm_tiled case small enough for the oclgrind suite (harness_fits). */
+  static const int64_t dims[][3] = {{1, 1, 1},     {3, 17, 5},    {0, 3, 4},
+                                    {4, 0, 3},     {5, 3, 0},     {33, 35, 29},
+                                    {131, 67, 61}, {150, 150, 3}, {67, 257, 129}};
+  static const double one[2] = {1, 0}, ab[2] = {-0.5, 0}, b2[2] = {2, 0}, zero[2] = {0, 0};
+  static const kiln_dtype halves[] = {KILN_F16, KILN_BF16};
+  for (size_t h = 0; h < 2; h++)
+    for (size_t s = 0; s < sizeof dims / sizeof dims[0]; s++)
+      for (int t = 0; t < 4; t++) {
+        int64_t m = dims[s][0], n = dims[s][1], k = dims[s][2];
+        if ((s == 8 && t != 0) ||
+            !harness_fits((uint64_t)(m > n ? m : n) * (uint64_t)(k > 1 ? k : 1)))
+          continue; /* one large case: PoCL time */
+        if (harness_small() && (t == 1 || t == 2))
+          continue; /* the simulator's time: t 0 and 3 load both operands both ways */
+        kiln_dtype odt = (t + (int)s) % 3 == 0 ? KILN_F32 : halves[h];
+        const double *al = t == 1 ? ab : one, *be = t == 2 ? b2 : zero;
+        /* t == 3 uses the conjugate flag (the transpose for reals). */
+        run_any_gemm(halves[h], odt, t & 1 ? 1 : 0, t == 3 ? 2 : t >> 1, m, n, k, al, be,
+                     odt == KILN_F32 || t == 2);
+      }
+  /* matmul of f16 with an f32 output and with an allocated one. */
+  kiln_context *ctx = harness_ctx();
+  int64_t as[3] = {2, 3, 5}, bs[2] = {5, 4}, cs[3] = {2, 3, 4};
+  double a[30], b[20];
+  fill_random(a, 30, 5);
+  fill_random(b, 20, 6);
+  kiln_tensor *at = upload_any(KILN_F16, 3, as, a), *bt = upload_any(KILN_F16, 2, bs, b);
+  kiln_tensor *c32 = NULL, *c16 = NULL;
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 3, cs, &c32));
+  KOK(kiln_matmul(ctx, at, bt, &c32));
+  KOK(kiln_matmul(ctx, at, bt, &c16));
+  ck_assert_int_eq(kiln_tensor_dtype(c16), KILN_F16);
+  double *g32 = download_any(c32), *g16 = download_any(c16);
+  for (int bi = 0; bi < 2; bi++)
+    for (int i = 0; i < 3; i++)
+      for (int j = 0; j < 4; j++) {
+        double want = 0, mag = 0;
+        for (int p = 0; p < 5; p++) {
+          want += a[bi * 15 + i * 5 + p] * b[p * 4 + j];
+          mag += fabs(a[bi * 15 + i * 5 + p] * b[p * 4 + j]);
+        }
+        size_t o = (size_t)(bi * 12 + i * 4 + j);
+        ck_assert_double_le(fabs(g32[o] - want), 28 * 1.2e-7 * mag + 1e-300);
+        ck_assert_double_le(fabs(g16[o] - want), 28 * 1.2e-7 * mag + ulp_at(KILN_F16, want));
+      }
+  free(g32);
+  free(g16);
+  /* An f16 product into a bf16 or i32 output: refused. */
+  kiln_tensor *wrong = NULL;
+  KOK(kiln_tensor_zeros(ctx, KILN_BF16, 3, cs, &wrong));
+  KEXPECT(kiln_matmul(ctx, at, bt, &wrong), KILN_ERR_DTYPE);
+  kiln_tensor *b32 = NULL;
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 2, bs, &b32));
+  KEXPECT(kiln_matmul(ctx, at, b32, &c16), KILN_ERR_DTYPE);
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "cast one with kiln_cast"));
+  kiln_tensor *bad[] = {at, bt, c32, c16, wrong, b32};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    kiln_tensor_release(bad[i]);
+}
+END_TEST
+
+/* c64/c128 GEMM with complex scalars, all nine transpose/conjugate pairs, both routes. */
+START_TEST(gemm_complex_dtypes)
+{
+  static const kiln_dtype cd[] = {KILN_C64, KILN_C128};
+  static const int64_t dims[][3] = {{1, 1, 1}, {3, 17, 5}, {0, 2, 3}, {2, 3, 0}, {33, 20, 41}};
+  static const double al[2] = {0.75, -0.5}, be[2] = {0.25, 1.5}, zero[2] = {0, 0};
+  for (size_t d = 0; d < 2; d++) {
+    if (cd[d] == KILN_C128 && (!harness_has_fp64() || harness_small()))
+      continue;
+    for (int r = 0; r < NROUTES; r++) {
+      set_route(harness_ctx(), (enum route)r);
+      for (size_t s = 0; s < sizeof dims / sizeof dims[0]; s++)
+        for (int t = 0; t < 9; t++) {
+          if (s != 1 && t % 4 != 0)
+            continue; /* every pair on one odd shape; the others on N/N, T/C, C/... */
+          run_any_gemm(cd[d], cd[d], t % 3, t / 3, dims[s][0], dims[s][1], dims[s][2], al,
+                       t % 2 ? be : zero, (s + (size_t)t) % 2);
+        }
+    }
+  }
+  set_route(harness_ctx(), ROUTE_KILN);
+  kiln_context *ctx = harness_ctx();
+  kiln_tensor *c = NULL, *f = NULL, *out = NULL;
+  int64_t s22[2] = {2, 2};
+  KOK(kiln_tensor_zeros(ctx, KILN_C64, 2, s22, &c));
+  KOK(kiln_tensor_zeros(ctx, KILN_F32, 2, s22, &f));
+  kiln_complex128 one = {1, 0};
+  KEXPECT(kiln_gemm_complex(ctx, KILN_NO_TRANS, KILN_NO_TRANS, one, f, f, one, &out),
+          KILN_ERR_DTYPE);
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "kiln_gemm_complex"));
+  KEXPECT(kiln_gemm_complex(ctx, KILN_NO_TRANS, KILN_NO_TRANS, one, c, f, one, &out),
+          KILN_ERR_DTYPE);
+  KEXPECT(kiln_gemm(ctx, KILN_NO_TRANS, (kiln_trans)3, 1, c, c, 0, &out),
+          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_syrk(ctx, KILN_UPPER, KILN_CONJ_TRANS, 1, c, 0, &out, 0), KILN_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "Hermitian"));
+  ck_assert_ptr_null(out);
+  kiln_tensor_release(c);
+  kiln_tensor_release(f);
+}
+END_TEST
+
+/*
+ * GEMV (conjugate transpose included), SYRK, dot, axpy and scal on c64 and
+ * f16 (kiln's kernels; c64 GEMV/SYRK also through CLBlast).
+ */
+START_TEST(level2_level1_new_dtypes)
+{
+  kiln_context *ctx = harness_ctx();
+  static const kiln_dtype dts[] = {KILN_C64, KILN_F16, KILN_BF16};
+  for (size_t d = 0; d < (harness_small() ? 2u : 3u); d++) {
+    kiln_dtype dt = dts[d];
+    int cplx = is_cplx(dt);
+    size_t w = parts(dt);
+    for (int r = 0; r < (cplx ? NROUTES : 1); r++) {
+      set_route(ctx, (enum route)r);
+      const int64_t m = 37, n = 29;
+      int64_t as[2] = {m, n};
+      double a[2 * 37 * 29], x[2 * 37], c[2 * 29 * 29], mag[29 * 29];
+      fill_random(a, (size_t)(m * n) * w, 21);
+      fill_random(x, (size_t)m * w, 22);
+      kiln_tensor *at = upload_any(dt, 2, as, a), *xt = upload_any(dt, 1, &as[0], x);
+      /* y = op(A) x with op the conjugate transpose: [n], over m. */
+      kiln_tensor *y = NULL;
+      KOK(kiln_gemv(ctx, KILN_CONJ_TRANS, 1.0, at, xt, 0.0, &y));
+      double *got = download_any(y);
+      double one[2] = {1, 0}, z[2] = {0, 0};
+      ref_zgemm(cplx, cplx ? 2 : 1, 0, n, 1, m, one, a, x, z, c, mag);
+      double eps = 1.2e-7;
+      for (int64_t i = 0; i < n * (int64_t)w; i++)
+        ck_assert_msg(fabs(got[i] - c[i]) <=
+                          4.0 * (m + 2) * eps * mag[i / (int64_t)w] + ulp_at(dt, c[i]),
+                      "gemv %s conj-trans element %lld: %g, want %g", kiln_dtype_name(dt),
+                      (long long)i, got[i], c[i]);
+      free(got);
+      /* SYRK, transposed: C = A^T A (n x n), upper triangle, mirrored. */
+      kiln_tensor *ct = NULL;
+      KOK(kiln_syrk(ctx, KILN_UPPER, KILN_TRANS, 1.0, at, 0.0, &ct, 1));
+      got = download_any(ct);
+      ref_zgemm(cplx, 1, 0, n, n, m, one, a, a, z, c, mag);
+      for (int64_t i = 0; i < n * n * (int64_t)w; i++)
+        ck_assert_msg(
+            fabs(got[i] - c[i]) <= 4.0 * (m + 2) * eps * mag[i / (int64_t)w] + ulp_at(dt, c[i]),
+            "syrk %s element %lld: %g, want %g", kiln_dtype_name(dt), (long long)i, got[i], c[i]);
+      free(got);
+      kiln_tensor_release(ct);
+      kiln_tensor_release(y);
+      kiln_tensor_release(at);
+      /* dot (unconjugated), axpy, scal over 0, 1 and 37 elements. */
+      static const int64_t lens[] = {0, 1, 37};
+      for (size_t li = 0; li < 3; li++) {
+        int64_t len = lens[li];
+        double u[2 * 37], v[2 * 37];
+        fill_random(u, (size_t)len * w, 31);
+        fill_random(v, (size_t)len * w, 32);
+        kiln_tensor *ut = upload_any(dt, 1, &len, u), *vt = upload_any(dt, 1, &len, v);
+        kiln_tensor *dot = NULL;
+        KOK(kiln_dot(ctx, ut, vt, &dot));
+        ck_assert_int_eq(kiln_tensor_dtype(dot), dt);
+        double *dg = download_any(dot), dr[2], dm;
+        ref_zgemm(cplx, 0, 0, 1, 1, len, one, u, v, z, dr, &dm);
+        for (size_t q = 0; q < w; q++)
+          ck_assert_msg(fabs(dg[q] - dr[q]) <= 4.0 * (len + 2) * eps * dm + ulp_at(dt, dr[q]),
+                        "dot %s len %lld part %zu: %g, want %g", kiln_dtype_name(dt),
+                        (long long)len, q, dg[q], dr[q]);
+        free(dg);
+        KOK(kiln_axpy(ctx, -0.5, ut, vt));
+        KOK(kiln_scal(ctx, 3.0, vt));
+        double *vg = download_any(vt);
+        for (size_t i = 0; i < (size_t)len * w; i++) {
+          double want = 3.0 * (v[i] - 0.5 * u[i]);
+          /* Two roundings to the storage type (after axpy, after scal). */
+          ck_assert_msg(
+              fabs(vg[i] - want) <= 4e-7 * 3 * (fabs(v[i]) + fabs(u[i])) + 4 * ulp_at(dt, want),
+              "axpy/scal %s element %zu: %g, want %g", kiln_dtype_name(dt), i, vg[i], want);
+        }
+        free(vg);
+        kiln_tensor_release(ut);
+        kiln_tensor_release(vt);
+        kiln_tensor_release(dot);
+      }
+      kiln_tensor_release(xt);
+    }
+  }
+  set_route(ctx, ROUTE_KILN);
+}
+END_TEST
+
 /* The same routines in a context that behaves like a build without CLBlast. */
 START_TEST(without_clblast)
 {
@@ -994,6 +1375,13 @@ blas_suite(void)
   tcase_add_test(tc, profiling_sees_clblast);
   tcase_add_test(tc, small_threshold_option);
   suite_add_tcase(s, tc);
+  /* Its own case, so CK_RUN_CASE=dtypes runs it alone. */
+  TCase *td = tcase_create("dtypes");
+  tcase_set_timeout(td, 600);
+  tcase_add_test(td, gemm_half_dtypes);
+  tcase_add_test(td, gemm_complex_dtypes);
+  tcase_add_test(td, level2_level1_new_dtypes);
+  suite_add_tcase(s, td);
   return s;
 }
 

@@ -412,6 +412,203 @@ check_real_round_trip(kiln_fft_backend be, kiln_dtype dt, size_t rank, const int
   KOK(kiln_fft_plan_release(inv));
 }
 
+/* ---- complex tensors (c64/c128) ---- */
+
+/* Uploads `count` complex values (interleaved doubles, rounded in place) as c64 or c128. */
+static kiln_tensor *
+upload_complex(kiln_dtype dt, size_t ndim, const int64_t *shape, double *v)
+{
+  size_t n = 2 * prod(ndim, shape);
+  kiln_tensor *t = NULL;
+  if (dt == KILN_C64) {
+    float *f = malloc((n ? n : 1) * sizeof *f);
+    for (size_t i = 0; i < n; i++)
+      v[i] = f[i] = (float)v[i];
+    KOK(kiln_tensor_from_host(harness_ctx(), dt, ndim, shape, f, &t));
+    free(f);
+  } else {
+    KOK(kiln_tensor_from_host(harness_ctx(), dt, ndim, shape, v, &t));
+  }
+  return t;
+}
+
+/* Interleaved doubles of a c64/c128 tensor, or of a real one (the trailing-2 form). */
+static double *
+download_reals(const kiln_tensor *t)
+{
+  kiln_dtype dt = kiln_tensor_dtype(t);
+  size_t n = kiln_tensor_numel(t) * (dt == KILN_C64 || dt == KILN_C128 ? 2 : 1);
+  double *v = malloc((n ? n : 1) * sizeof *v);
+  if (dt == KILN_C64 || dt == KILN_F32) {
+    float *f = malloc((n ? n : 1) * sizeof *f);
+    KOK(kiln_tensor_download(t, f, n * sizeof *f));
+    for (size_t i = 0; i < n; i++)
+      v[i] = f[i];
+    free(f);
+  } else {
+    KOK(kiln_tensor_download(t, v, n * sizeof *v));
+  }
+  return v;
+}
+
+/* Relative L2 error of n reals against the reference, bounded by 16 eps (log2 points + 1). */
+static void
+expect_rel_l2(const char *what, const double *got, const double *want, size_t n, size_t points,
+              kiln_dtype dt)
+{
+  double e = 0, w = 0;
+  for (size_t i = 0; i < n; i++) {
+    e += (got[i] - want[i]) * (got[i] - want[i]);
+    w += want[i] * want[i];
+  }
+  double eps = dt == KILN_C64 || dt == KILN_F32 ? 1.2e-7 : 2.3e-16;
+  double rel = w > 0 ? sqrt(e / w) : sqrt(e);
+  double bound = 16.0 * eps * (log2((double)points) + 1.0);
+  ck_assert_msg(rel <= bound, "%s: relative L2 error %.3g over the bound %.3g", what, rel, bound);
+}
+
+/*
+ * C2C on c64/c128 tensors (allocated complex output, a given complex or
+ * trailing-2 output), R2C producing a complex tensor from a c64 plan, C2R
+ * consuming one; sizes 1, a prime and a composite; against host_dft.
+ */
+START_TEST(complex_tensors)
+{
+  kiln_context *ctx = harness_ctx();
+  struct {
+    kiln_fft_backend be;
+    kiln_dtype dt;
+    int64_t n, batch;
+  } cases[] = {{KILN_FFT_BACKEND_CLFFT, KILN_C64, 12, 3},
+               {KILN_FFT_BACKEND_VKFFT, KILN_C64, 17, 2},
+               {KILN_FFT_BACKEND_VKFFT, KILN_C128, 1, 2}};
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    kiln_dtype dt = cases[ci].dt, real = dt == KILN_C64 ? KILN_F32 : KILN_F64;
+    if (!have(cases[ci].be) || (dt == KILN_C128 && !harness_has_fp64()))
+      continue;
+    int64_t n = cases[ci].n, batch = cases[ci].batch, shape[2] = {batch, n};
+    size_t total = 2 * (size_t)(n * batch);
+    kiln_fft_plan *plan = NULL;
+    /* A real precision: the complex input alone makes the output complex. */
+    KOK(kiln_fft_plan_create(ctx, KILN_FFT_C2C, 1, &n, batch, real, 0, cases[ci].be, &plan));
+    double *x = malloc(total * sizeof *x), *want = malloc(total * sizeof *want);
+    fill_random(x, total, (uint32_t)(40 + n));
+    kiln_tensor *tx = upload_complex(dt, 2, shape, x);
+    memcpy(want, x, total * sizeof *x);
+    host_dft(want, (size_t)batch, 1, &n, -1);
+    char what[160];
+    snprintf(what, sizeof what, "c2c %s %s n=%lld complex in/out",
+             kiln_fft_backend_name(cases[ci].be), kiln_dtype_name(dt), (long long)n);
+    kiln_tensor *out = NULL;
+    /* NORM_FORWARD scales the complex output: every real of it, not the first half. */
+    KOK(kiln_fft_execute(plan, KILN_FFT_FORWARD, KILN_FFT_NORM_FORWARD, tx, &out));
+    ck_assert_int_eq(kiln_tensor_dtype(out), dt);
+    ck_assert_uint_eq(kiln_tensor_ndim(out), 2);
+    ck_assert_int_eq(kiln_tensor_dim(out, 1), n);
+    double *got = download_reals(out);
+    for (size_t i = 0; i < total; i++)
+      got[i] *= (double)n;
+    expect_rel_l2(what, got, want, total, (size_t)n, dt);
+    free(got);
+    /* Inverse, ortho, into a given trailing-2 output: x / sqrt(n) back. */
+    int64_t s2[3] = {batch, n, 2};
+    kiln_tensor *o2 = NULL;
+    KOK(kiln_tensor_zeros(ctx, real, 3, s2, &o2));
+    KOK(kiln_fft_execute(plan, KILN_FFT_INVERSE, KILN_FFT_NORM_ORTHO, out, &o2));
+    got = download_reals(o2);
+    snprintf(what, sizeof what, "c2c %s %s n=%lld inverse into trailing-2",
+             kiln_fft_backend_name(cases[ci].be), kiln_dtype_name(dt), (long long)n);
+    for (size_t i = 0; i < total; i++)
+      got[i] *= sqrt((double)n);
+    expect_rel_l2(what, got, x, total, (size_t)n, dt);
+    free(got);
+    kiln_tensor_release(out);
+    kiln_tensor_release(o2);
+    kiln_tensor_release(tx);
+    free(x);
+    free(want);
+    KOK(kiln_fft_plan_release(plan));
+  }
+
+  /* R2C into a complex tensor (a c64 plan), then C2R from it (an f32 plan). */
+  kiln_fft_backend be =
+      have(KILN_FFT_BACKEND_CLFFT) ? KILN_FFT_BACKEND_CLFFT : KILN_FFT_BACKEND_VKFFT;
+  int64_t L = 10, B = 2, H = L / 2 + 1, rs[2] = {B, L};
+  kiln_fft_plan *fwd = NULL, *inv = NULL;
+  KOK(kiln_fft_plan_create(ctx, KILN_FFT_R2C, 1, &L, B, KILN_C64, 0, be, &fwd));
+  KOK(kiln_fft_plan_create(ctx, KILN_FFT_C2R, 1, &L, B, KILN_F32, 0, be, &inv));
+  double x[20], full[40], want[24];
+  fill_random(x, 20, 77);
+  kiln_tensor *tx = NULL;
+  float xf[20];
+  for (int i = 0; i < 20; i++)
+    x[i] = xf[i] = (float)x[i];
+  KOK(kiln_tensor_from_host(ctx, KILN_F32, 2, rs, xf, &tx));
+  for (int i = 0; i < 20; i++) {
+    full[2 * i] = x[i];
+    full[2 * i + 1] = 0;
+  }
+  host_dft(full, (size_t)B, 1, &L, -1);
+  for (int b = 0; b < B; b++)
+    for (int j = 0; j < H; j++) {
+      want[2 * (b * H + j)] = full[2 * (b * L + j)];
+      want[2 * (b * H + j) + 1] = full[2 * (b * L + j) + 1];
+    }
+  kiln_tensor *spec = NULL, *back = NULL;
+  KOK(kiln_fft_execute(fwd, KILN_FFT_FORWARD, KILN_FFT_NORM_BACKWARD, tx, &spec));
+  ck_assert_int_eq(kiln_tensor_dtype(spec), KILN_C64);
+  ck_assert_uint_eq(kiln_tensor_ndim(spec), 2);
+  ck_assert_int_eq(kiln_tensor_dim(spec, 1), H);
+  double *got = download_reals(spec);
+  expect_rel_l2("r2c into c64", got, want, (size_t)(2 * B * H), (size_t)L, KILN_C64);
+  free(got);
+  KOK(kiln_fft_execute(inv, KILN_FFT_INVERSE, KILN_FFT_NORM_BACKWARD, spec, &back));
+  ck_assert_int_eq(kiln_tensor_dtype(back), KILN_F32);
+  ck_assert_int_eq(kiln_tensor_dim(back, 1), L);
+  got = download_reals(back);
+  expect_rel_l2("c2r from c64", got, x, 20, (size_t)L, KILN_C64);
+  free(got);
+
+  /* Bad input: a complex tensor on a real side, the wrong precision, the wrong shape. */
+  KEXPECT(kiln_fft_execute(fwd, KILN_FFT_FORWARD, KILN_FFT_NORM_BACKWARD, spec, &back),
+          KILN_ERR_DTYPE);
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "kiln_fft_execute"));
+  kiln_tensor *wrong = NULL, *o = NULL;
+  int64_t ws[2] = {B, L};
+  KOK(kiln_tensor_zeros(ctx, KILN_C64, 2, ws, &wrong));
+  KEXPECT(kiln_fft_execute(inv, KILN_FFT_INVERSE, KILN_FFT_NORM_BACKWARD, wrong, &o),
+          KILN_ERR_SHAPE);
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "complex tensor"));
+  ck_assert_ptr_null(o);
+  if (harness_has_fp64()) {
+    kiln_tensor *z = NULL;
+    int64_t zs[2] = {B, H};
+    KOK(kiln_tensor_zeros(ctx, KILN_C128, 2, zs, &z));
+    KEXPECT(kiln_fft_execute(inv, KILN_FFT_INVERSE, KILN_FFT_NORM_BACKWARD, z, &o), KILN_ERR_DTYPE);
+    kiln_tensor_release(z);
+  }
+  /* 16-bit precisions: refused with the reason. */
+  kiln_fft_plan *p16 = NULL;
+  KEXPECT(
+      kiln_fft_plan_create(ctx, KILN_FFT_C2C, 1, &L, 1, KILN_F16, 0, KILN_FFT_BACKEND_AUTO, &p16),
+      KILN_ERR_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "16-bit"));
+  KEXPECT(
+      kiln_fft_plan_create(ctx, KILN_FFT_R2C, 1, &L, 1, KILN_BF16, 0, KILN_FFT_BACKEND_AUTO, &p16),
+      KILN_ERR_UNSUPPORTED);
+  KEXPECT(
+      kiln_fft_plan_create(ctx, KILN_FFT_R2C, 1, &L, 1, KILN_I32, 0, KILN_FFT_BACKEND_AUTO, &p16),
+      KILN_ERR_DTYPE);
+  ck_assert_ptr_null(p16);
+  kiln_tensor_release(wrong);
+  kiln_tensor_release(spec);
+  kiln_tensor_release(back);
+  kiln_tensor_release(tx);
+  KOK(kiln_fft_plan_release(fwd));
+  KOK(kiln_fft_plan_release(inv));
+}
+END_TEST
+
 START_TEST(real_round_trips)
 {
   static const int64_t s16 = 16, s15 = 15, s2[2] = {6, 10}, s3[3] = {4, 4, 6};
@@ -1215,6 +1412,10 @@ fft_suite(void)
   tcase_add_test(c2r, c2r_ignores_dc_nyquist_imag);
   tcase_add_test(c2r, c2r_ignores_dc_nyquist_imag_in_place_and_nd);
   suite_add_tcase(s, c2r);
+  TCase *cplx = tcase_create("complex");
+  tcase_set_timeout(cplx, 600);
+  tcase_add_test(cplx, complex_tensors);
+  suite_add_tcase(s, cplx);
   return s;
 }
 
