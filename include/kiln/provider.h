@@ -197,7 +197,10 @@ extern "C" {
   X(f16_to_f32, kiln_f16_to_f32) \
   X(bf16_from_f32, kiln_bf16_from_f32) \
   X(bf16_from_f64, kiln_bf16_from_f64) \
-  X(bf16_to_f32, kiln_bf16_to_f32)
+  X(bf16_to_f32, kiln_bf16_to_f32) \
+  /* complex creation */ \
+  X(tensor_full_complex, kiln_tensor_full_complex) \
+  X(linspace_complex, kiln_linspace_complex)
 
 #define KILN_PROVIDER_SLOT_(slot, function) __typeof__(function) *slot;
 

@@ -47,7 +47,9 @@ KILN_API kiln_status kiln_tensor_zeros(kiln_context *ctx, kiln_dtype dtype, size
 
 /**
  * As kiln_tensor_create(), then every element set to value converted to dtype
- * (kiln_cast() rules). Same statuses.
+ * (kiln_cast() rules: f16/bf16 rounded once to nearest even; complex gets
+ * imaginary part 0, kiln_tensor_full_complex() in create.h takes any complex
+ * value). Same statuses.
  */
 KILN_API kiln_status kiln_tensor_full(kiln_context *ctx, kiln_dtype dtype, size_t ndim,
                                       const int64_t *shape, kiln_scalar value, kiln_tensor **out);

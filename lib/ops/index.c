@@ -31,7 +31,11 @@ get_kernel(const char *op, kiln_context *ctx, kiln_dtype dtype, const char *name
   return kiln__ops_kernel(op, ctx, "index", dtype, name, k);
 }
 
-/* Kernel `name` for dtype as a sticky argument builder: a failed lookup is its first failure. */
+/*
+ * Kernel `name` for dtype as a sticky argument builder: a failed lookup is its first failure.
+ * Kernels that only move values (or touch none) pass kiln__ops_move_dtype(dtype), so that
+ * equal-sized dtypes share their program.
+ */
 static kiln__args
 kernel_args(const char *op, kiln_context *ctx, kiln_dtype dtype, const char *name)
 {
@@ -215,7 +219,7 @@ kiln_gather(kiln_context *ctx, const kiln_tensor *x, int64_t axis, const kiln_te
   plan_fill(&p, &index->shape, &x->shape);
   kiln_status s = KILN_OK;
   if (n) {
-    kiln__args ar = kernel_args(op, ctx, x->dtype, "gather_axis");
+    kiln__args ar = kernel_args(op, ctx, kiln__ops_move_dtype(x->dtype), "gather_axis");
     kiln__args_tensor(&ar, x);
     kiln__args_tensor(&ar, index);
     kiln__args_u32(&ar, is64(index));
@@ -261,7 +265,7 @@ take(const char *op, kiln_context *ctx, const kiln_tensor *x, size_t ax, const k
   kiln_status s = KILN_OK;
   if (n) {
     uint64_t grid[3] = {inner, index->numel, n / inner / index->numel};
-    kiln__args ar = kernel_args(op, ctx, x->dtype, "index_select");
+    kiln__args ar = kernel_args(op, ctx, kiln__ops_move_dtype(x->dtype), "index_select");
     kiln__args_tensor(&ar, x);
     kiln__args_tensor(&ar, index);
     kiln__args_u32(&ar, is64(index));
@@ -331,6 +335,7 @@ scatter_run(const char *op, kiln_context *ctx, const kiln_tensor *x, size_t ax,
   size_t nd = x->shape.ndim;
   kiln_tensor *keys = NULL, *vals = NULL;
   kiln_status s = KILN_OK;
+  kiln_dtype mdt = kiln__ops_move_dtype(x->dtype);
   uint64_t npad = kiln__ops_pow2(m);
   if (m) {
     struct iplan p;
@@ -339,7 +344,7 @@ scatter_run(const char *op, kiln_context *ctx, const kiln_tensor *x, size_t ax,
     if (s == KILN_OK)
       s = kiln__ops_scratch(op, ctx, KILN_I64, npad, &vals);
     if (s == KILN_OK) {
-      kiln__args ar = kernel_args(op, ctx, x->dtype, "scatter_keys");
+      kiln__args ar = kernel_args(op, ctx, mdt, "scatter_keys");
       kiln__args_tensor(&ar, index);
       kiln__args_u32(&ar, is64(index));
       kiln__args_u64(&ar, m);
@@ -358,11 +363,14 @@ scatter_run(const char *op, kiln_context *ctx, const kiln_tensor *x, size_t ax,
   if (s == KILN_OK)
     s = kiln__ops_copy(op, ctx, x, dst);
   if (s == KILN_OK && m) {
-    s = kiln__ops_sort_pairs(op, ctx, "index", x->dtype, keys, vals, npad);
+    s = kiln__ops_sort_pairs(op, ctx, "index", mdt, keys, vals, npad);
     struct iplan p;
     plan_fill(&p, &index->shape, &src->shape);
     if (s == KILN_OK) {
-      kiln__args ar = kernel_args(op, ctx, x->dtype, "scatter_apply");
+      /* Adding computes on the values: their own dtype's program. */
+      int add = mode == KILN_SCATTER_ADD;
+      kiln__args ar = add ? kernel_args(op, ctx, x->dtype, "scatter_add")
+                          : kernel_args(op, ctx, mdt, "scatter_assign");
       kiln__args_tensor(&ar, keys);
       kiln__args_tensor(&ar, vals);
       kiln__args_u64(&ar, m);
@@ -370,7 +378,6 @@ scatter_run(const char *op, kiln_context *ctx, const kiln_tensor *x, size_t ax,
       kiln__args_u32(&ar, (uint32_t)nd);
       kiln__args_raw(&ar, sizeof p, &p);
       kiln__args_tensor(&ar, dst);
-      kiln__args_u32(&ar, mode == KILN_SCATTER_ADD);
       s = launch(&ar, ctx, m, NULL, NULL);
     }
   }
@@ -468,12 +475,12 @@ kiln_masked_fill(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *mas
   kiln__bcast plan;
   int flat;
   uint32_t ndim = kiln__bcast_plan(&x->shape, ops, 2, &plan, &flat);
-  unsigned char v[8];
+  unsigned char v[sizeof(kiln_complex128)];
   kiln__scalar_to_bytes(value, x->dtype, v);
   uint64_t n = x->numel;
   kiln_status s = KILN_OK;
   if (n) {
-    kiln__args ar = kernel_args(op, ctx, x->dtype, "masked_fill");
+    kiln__args ar = kernel_args(op, ctx, kiln__ops_move_dtype(x->dtype), "masked_fill");
     kiln__args_tensor(&ar, x);
     kiln__args_tensor(&ar, mask);
     kiln__args_tensor(&ar, t.dst);
@@ -543,7 +550,7 @@ compact(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln_tens
         int positions, kiln_tensor **out, uint64_t *count)
 {
   uint64_t n = x->numel, total = 0;
-  kiln_dtype odt = positions ? KILN_I64 : x->dtype;
+  kiln_dtype odt = positions ? KILN_I64 : x->dtype, mdt = kiln__ops_move_dtype(x->dtype);
   kiln__shape s1;
   memset(&s1, 0, sizeof s1);
   s1.ndim = 1;
@@ -553,7 +560,9 @@ compact(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln_tens
   if (n) {
     s = kiln__ops_scratch(op, ctx, KILN_I64, n, &offs);
     if (s == KILN_OK) {
-      kiln__args ar = kernel_args(op, ctx, x->dtype, mask ? "flags_mask" : "flags_nonzero");
+      /* Only the nonzero test reads values: the others run from the size's program. */
+      kiln__args ar = mask ? kernel_args(op, ctx, mdt, "flags_mask")
+                           : kernel_args(op, ctx, x->dtype, "flags_nonzero");
       if (mask) {
         const kiln__shape *ops[2] = {&x->shape, &mask->shape};
         kiln__bcast plan;
@@ -572,14 +581,13 @@ compact(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln_tens
       s = launch(&ar, ctx, n, NULL, NULL);
     }
     if (s == KILN_OK)
-      s = scan_exclusive(op, ctx, x->dtype, offs, n, &total);
+      s = scan_exclusive(op, ctx, mdt, offs, n, &total);
   }
   s1.dims[0] = (int64_t)total;
   if (s == KILN_OK)
     s = kiln__tensor_new_locked(op, ctx, odt, &s1, out);
   if (s == KILN_OK && total) {
-    kiln__args ar =
-        kernel_args(op, ctx, x->dtype, positions ? "compact_positions" : "compact_values");
+    kiln__args ar = kernel_args(op, ctx, mdt, positions ? "compact_positions" : "compact_values");
     kiln__args_tensor(&ar, offs);
     kiln__args_u64(&ar, n);
     kiln__args_u64(&ar, total);
@@ -766,6 +774,6 @@ kiln_one_hot(kiln_context *ctx, const kiln_tensor *indices, int64_t num_classes,
   return out_end(op, ctx, &t, s);
 }
 
-static const struct kiln__source index_sources[] = {{"index", KILN__DT_CLASSIC}, {NULL, 0}};
+static const struct kiln__source index_sources[] = {{"index", KILN__DT_EVERY}, {NULL, 0}};
 
 const struct kiln__family kiln__index_family = {.name = "index", .sources = index_sources};
