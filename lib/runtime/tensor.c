@@ -23,8 +23,9 @@ check_dtype(const char *op, const kiln_context *ctx, kiln_dtype dtype)
 {
   KILN_RETURN_IF(!kiln__dtype_valid(dtype), KILN_ERR_INVALID_ARGUMENT, op, "invalid dtype %d",
                  (int)dtype);
-  KILN_RETURN_IF(dtype == KILN_F64 && !ctx->info.has_fp64, KILN_ERR_UNSUPPORTED, op,
-                 "f64 needs fp64 support, which device \"%s\" lacks", ctx->info.name);
+  KILN_RETURN_IF((dtype == KILN_F64 || dtype == KILN_C128) && !ctx->info.has_fp64,
+                 KILN_ERR_UNSUPPORTED, op, "%s needs fp64 support, which device \"%s\" lacks",
+                 kiln_dtype_name(dtype), ctx->info.name);
   return KILN_OK;
 }
 
