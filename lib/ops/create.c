@@ -79,6 +79,8 @@ kiln_tensor_full_complex(kiln_context *ctx, kiln_dtype dtype, size_t ndim, const
   KILN_RETURN_IF(!kiln__dtype_is_complex(dtype), KILN_ERR_DTYPE, op,
                  "dtype must be c64 or c128, not %s (kiln_tensor_full takes real values)",
                  kiln_dtype_name(dtype));
+  KILN_RETURN_IF(dtype == KILN_C128 && !ctx->info.has_fp64, KILN_ERR_UNSUPPORTED, op,
+                 "c128 needs fp64 support, which device \"%s\" lacks", ctx->info.name);
   kiln__shape s;
   KILN_TRY(kiln__shape_make(op, ndim, shape, kiln_dtype_size(dtype), &s, NULL, NULL));
   kiln_complex64 c64 = {(float)value.re, (float)value.im};
