@@ -11,6 +11,7 @@
  * Kernels (offsets in elements; grid-stride loops, so any global size works):
  *   arange_float(out, off, n, start, step)  out[i] = (T)(start + i * step) in CT
  *   arange_int(out, off, n, start, step)    out[i] = start + i * step, 64-bit wrapping
+ *                                           (not built for complex dtypes)
  *   linspace_values(out, off, n, start, step, last, set_last)
  *                                           as arange_float; the element n-1 is `last` when set_last
  *   logspace_values(out, off, n, start, step, last, set_last, base)
@@ -61,12 +62,14 @@ arange_float(global ST *out, ulong off, ulong n, CT start, CT step)
     STORE_CT(out, off + i, start + (CT)i * step);
 }
 
+#if !KILN_IS_COMPLEX /* integer dtypes only; a cast to a vector type would fill both parts */
 kernel void
 arange_int(global T *out, ulong off, ulong n, long start, long step)
 {
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0))
     out[off + i] = (T)((ulong)start + i * (ulong)step);
 }
+#endif
 
 kernel void
 linspace_values(global ST *out, ulong off, ulong n, CT start, CT step, CT last, uint set_last)

@@ -447,7 +447,7 @@ set_ct(kiln_dtype dt, void *buf, uint64_t i, double v)
 
 START_TEST(new_dtypes_creation)
 {
-  static const int64_t sizes[] = {0, 1, 97, 1000, (1 << 18) + 3};
+  static const int64_t sizes[] = {0, 1, 97, 1000, (1 << 16) + 3};
   int fp64 = harness_has_fp64();
   for (size_t di = 0; di < 4; di++) {
     kiln_dtype dt = new_dts[di];
