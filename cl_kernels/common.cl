@@ -13,6 +13,8 @@
  * to nearest even by kiln_f32_to_bf16); for every other dtype ST is T and
  * the two macros are plain indexing. C64/C128 compute in float2/double2
  * (.x real, .y imaginary) with RT the real type; KILN_IS_COMPLEX is 1.
+ * MT is the type byte-moving kernels copy elements as; KILN_ONE/KILN_ZERO
+ * are 1 and 0 of T.
  *
  * Provides: UT (unsigned twin of T, for wrapping arithmetic), KILN_IS_FLOAT,
  * KILN_BITS, KILN_T_MIN/KILN_T_MAX (the range of T), KILN_SUP_<class> (1 when T belongs to an op-table dtype class),
@@ -70,6 +72,28 @@ inline ushort kiln_f32_to_bf16(float f)
 #define ST T
 #define KILN_LOAD(p, i) ((p)[i])
 #define KILN_STORE(p, i, v) ((p)[i] = (v))
+#endif
+
+/* MT: the type kernels that only move elements copy them as, one element's size. For f16,
+ * bf16 and complex an integer type, so every bit (NaN payloads, -0) survives and no half
+ * arithmetic is needed; for the other dtypes T itself. */
+#if KILN_IS_HALF
+#define MT ushort
+#elif defined(KILN_DT_C64)
+#define MT ulong
+#elif defined(KILN_DT_C128)
+#define MT ulong2
+#else
+#define MT T
+#endif
+
+/* 1 and 0 of T (complex: 1 + 0i, which `(T)1` is not: it sets both parts). */
+#if KILN_IS_COMPLEX
+#define KILN_ONE ((T)((RT)1, (RT)0))
+#define KILN_ZERO ((T)((RT)0, (RT)0))
+#else
+#define KILN_ONE ((T)1)
+#define KILN_ZERO ((T)0)
 #endif
 
 #if defined(KILN_DT_I32)

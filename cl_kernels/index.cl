@@ -4,6 +4,11 @@
  *
  * Build options: see common.cl (-DT=..., -DKILN_DT_...=1). T is the value
  * dtype; index tensors may be int or long, chosen at run time by `is64`.
+ * Kernels that only move values type them MT (common.cl), and the host runs
+ * them, and the dtype-free ones, from one program per element size
+ * (kiln__ops_move_dtype: f16 data through the bf16 program, c64 through
+ * i64); scatter_add, flags_nonzero and one_hot compute on T, from the
+ * dtype's own program (f16/bf16 through f32, complex as complex).
  * Kernels (offsets in elements; 1-D grid-stride loops unless noted):
  *   gather_axis(x, xoff, idx, ioff, is64, out, ooff, n, ndim, axis, len, plan, flag)
  *     out[c] = x[c with axis coordinate idx[c]] over the index shape (torch.gather)
@@ -13,12 +18,13 @@
  *   scatter_keys(idx, ioff, is64, m, npad, ndim, axis, len, plan, keys, vals, flag)
  *     for each index element e < m: keys[e] = target element, vals[e] = e;
  *     (ULONG_MAX, ULONG_MAX) for e in [m, npad) and for bad indices
- *   scatter_apply(keys, koff, vals, voff, m, src, soff, plan, out, ooff, add)
+ *   scatter_assign(keys, koff, vals, voff, m, src, soff, ndim, plan, out, ooff)
+ *   scatter_add(keys, koff, vals, voff, m, src, soff, ndim, plan, out, ooff)
  *     after sorting the pairs: the first item of each run of equal keys
- *     folds its run in index order into out[key] (add) or stores the run's
- *     last value (assign)
+ *     stores the run's last value (assign) or folds its run in index order
+ *     into out[key] (add: in T, so f16/bf16 sum in f32 and round once)
  *   masked_fill(x, xoff, mask, moff, out, ooff, n, ndim, bcast, flat, value)
- *   flags_nonzero(x, xoff, n, f, foff)        f[i] = x[i] != 0
+ *   flags_nonzero(x, xoff, n, f, foff)        f[i] = x[i] != 0 (complex: either part)
  *   flags_mask(mask, moff, n, ndim, bcast, flat, f, foff)
  *   scan_tiles(data, doff, n, per, sums, soff, scratch)
  *     exclusive scan of ulongs within tiles of local_size * per elements;
@@ -78,12 +84,12 @@ plan_offset(ulong i, uint ndim, uint axis, const kiln_iplan *plan, ulong *axis_c
 #if defined(KILN_DT_BOOL)
 #define KADD(a, b) ((T)((a) | (b)))
 #else
-#define KADD(a, b) ((T)((UT)(a) + (UT)(b)))
+#define KADD(a, b) ((T)((UT)(a) + (UT)(b))) /* complex: adds both parts */
 #endif
 
 kernel void
-gather_axis(global const T *x, ulong xoff, global const void *idx, ulong ioff, uint is64,
-            global T *out, ulong ooff, ulong n, uint ndim, uint axis, long len, kiln_iplan plan,
+gather_axis(global const MT *x, ulong xoff, global const void *idx, ulong ioff, uint is64,
+            global MT *out, ulong ooff, ulong n, uint ndim, uint axis, long len, kiln_iplan plan,
             global uint *flag)
 {
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
@@ -94,7 +100,7 @@ gather_axis(global const T *x, ulong xoff, global const void *idx, ulong ioff, u
       v += len;
     if (v < 0 || v >= len) {
       flag_bad(flag, i);
-      out[ooff + i] = (T)0;
+      out[ooff + i] = (MT)0;
     } else {
       out[ooff + i] = x[xoff + base + (ulong)v * plan.stride[axis]];
     }
@@ -102,8 +108,8 @@ gather_axis(global const T *x, ulong xoff, global const void *idx, ulong ioff, u
 }
 
 kernel void
-index_select(global const T *x, ulong xoff, global const void *idx, ulong ioff, uint is64,
-             global T *out, ulong ooff, ulong outer, ulong nidx, long len, ulong inner,
+index_select(global const MT *x, ulong xoff, global const void *idx, ulong ioff, uint is64,
+             global MT *out, ulong ooff, ulong outer, ulong nidx, long len, ulong inner,
              global uint *flag)
 {
   /* Grid dimension 2 walks o, 1 walks j, 0 walks k: no divisions. */
@@ -115,10 +121,10 @@ index_select(global const T *x, ulong xoff, global const void *idx, ulong ioff, 
       int bad = v < 0 || v >= len;
       if (bad && get_global_id(0) == 0)
         flag_bad(flag, j);
-      global const T *row = x + xoff + (o * (ulong)len + (ulong)(bad ? 0 : v)) * inner;
-      global T *dst = out + ooff + (o * nidx + j) * inner;
+      global const MT *row = x + xoff + (o * (ulong)len + (ulong)(bad ? 0 : v)) * inner;
+      global MT *dst = out + ooff + (o * nidx + j) * inner;
       for (ulong k = get_global_id(0); k < inner; k += get_global_size(0))
-        dst[k] = bad ? (T)0 : row[k];
+        dst[k] = bad ? (MT)0 : row[k];
     }
   }
 }
@@ -148,27 +154,42 @@ scatter_keys(global const void *idx, ulong ioff, uint is64, ulong m, ulong npad,
   }
 }
 
+/* Nonzero when sorted pair i starts a run of equal keys (the padding keys never do). */
+inline int
+run_start(global const ulong *keys, ulong koff, ulong i)
+{
+  ulong key = keys[koff + i];
+  return key != ULONG_MAX && (i == 0 || keys[koff + i - 1] != key);
+}
+
 kernel void
-scatter_apply(global const ulong *keys, ulong koff, global const ulong *vals, ulong voff, ulong m,
-              global const T *src, ulong soff, uint ndim, kiln_iplan plan, global T *out,
-              ulong ooff, uint add)
+scatter_assign(global const ulong *keys, ulong koff, global const ulong *vals, ulong voff, ulong m,
+               global const MT *src, ulong soff, uint ndim, kiln_iplan plan, global MT *out,
+               ulong ooff)
 {
   for (ulong i = get_global_id(0); i < m; i += get_global_size(0)) {
-    ulong key = keys[koff + i];
-    if (key == ULONG_MAX || (i > 0 && keys[koff + i - 1] == key))
+    if (!run_start(keys, koff, i))
       continue;
-    ulong ac = 0;
-    if (add) {
-      T acc = out[ooff + key];
-      for (ulong j = i; j < m && keys[koff + j] == key; j++)
-        acc = KADD(acc, src[soff + plan_offset(vals[voff + j], ndim, ndim, &plan, &ac)]);
-      out[ooff + key] = acc;
-    } else {
-      ulong last = i;
-      while (last + 1 < m && keys[koff + last + 1] == key)
-        last++;
-      out[ooff + key] = src[soff + plan_offset(vals[voff + last], ndim, ndim, &plan, &ac)];
-    }
+    ulong key = keys[koff + i], last = i, ac = 0;
+    while (last + 1 < m && keys[koff + last + 1] == key)
+      last++;
+    out[ooff + key] = src[soff + plan_offset(vals[voff + last], ndim, ndim, &plan, &ac)];
+  }
+}
+
+kernel void
+scatter_add(global const ulong *keys, ulong koff, global const ulong *vals, ulong voff, ulong m,
+            global const ST *src, ulong soff, uint ndim, kiln_iplan plan, global ST *out,
+            ulong ooff)
+{
+  for (ulong i = get_global_id(0); i < m; i += get_global_size(0)) {
+    if (!run_start(keys, koff, i))
+      continue;
+    ulong key = keys[koff + i], ac = 0;
+    T acc = KILN_LOAD(out, ooff + key);
+    for (ulong j = i; j < m && keys[koff + j] == key; j++)
+      acc = KADD(acc, KILN_LOAD(src, soff + plan_offset(vals[voff + j], ndim, ndim, &plan, &ac)));
+    KILN_STORE(out, ooff + key, acc);
   }
 }
 
@@ -188,8 +209,8 @@ bcast_index2(ulong i, uint ndim, const kiln_bcast *bc, ulong *o0, ulong *o1)
 }
 
 kernel void
-masked_fill(global const T *x, ulong xoff, global const uchar *mask, ulong moff, global T *out,
-            ulong ooff, ulong n, uint ndim, kiln_bcast bc, uint flat, T value)
+masked_fill(global const MT *x, ulong xoff, global const uchar *mask, ulong moff, global MT *out,
+            ulong ooff, ulong n, uint ndim, kiln_bcast bc, uint flat, MT value)
 {
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
     ulong xi = i, mi = i;
@@ -199,11 +220,17 @@ masked_fill(global const T *x, ulong xoff, global const uchar *mask, ulong moff,
   }
 }
 
+#if KILN_IS_COMPLEX
+#define NONZERO(v) any((v) != KILN_ZERO)
+#else
+#define NONZERO(v) ((v) != KILN_ZERO)
+#endif
+
 kernel void
-flags_nonzero(global const T *x, ulong xoff, ulong n, global ulong *f, ulong foff)
+flags_nonzero(global const ST *x, ulong xoff, ulong n, global ulong *f, ulong foff)
 {
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0))
-    f[foff + i] = x[xoff + i] != (T)0 ? 1 : 0;
+    f[foff + i] = NONZERO(KILN_LOAD(x, xoff + i)) ? 1 : 0;
 }
 
 kernel void
@@ -276,8 +303,8 @@ compact_positions(global const ulong *offs, ulong ooff, ulong n, ulong total, gl
 }
 
 kernel void
-compact_values(global const ulong *offs, ulong ooff, ulong n, ulong total, global const T *x,
-               ulong xoff, global T *out, ulong outoff)
+compact_values(global const ulong *offs, ulong ooff, ulong n, ulong total, global const MT *x,
+               ulong xoff, global MT *out, ulong outoff)
 {
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0))
     if (selected(offs, ooff, i, n, total))
@@ -285,7 +312,7 @@ compact_values(global const ulong *offs, ulong ooff, ulong n, ulong total, globa
 }
 
 kernel void
-one_hot(global const void *idx, ulong ioff, uint is64, global T *out, ulong ooff, ulong n,
+one_hot(global const void *idx, ulong ioff, uint is64, global ST *out, ulong ooff, ulong n,
         ulong classes, global uint *flag)
 {
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
@@ -294,9 +321,9 @@ one_hot(global const void *idx, ulong ioff, uint is64, global T *out, ulong ooff
     if (v < 0 || (ulong)v >= classes) {
       if (c == 0)
         flag_bad(flag, p);
-      out[ooff + i] = (T)0;
+      KILN_STORE(out, ooff + i, KILN_ZERO);
     } else {
-      out[ooff + i] = (ulong)v == c ? (T)1 : (T)0;
+      KILN_STORE(out, ooff + i, (ulong)v == c ? KILN_ONE : KILN_ZERO);
     }
   }
 }

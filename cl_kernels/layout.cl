@@ -1,7 +1,10 @@
 /*
  * Layout kernels: data movement between tensors of one dtype.
  *
- * Build options: see common.cl (-DT=..., -DKILN_DT_...=1).
+ * Build options: see common.cl (-DT=..., -DKILN_DT_...=1). Every kernel but
+ * kron only moves elements, typed MT (common.cl), so one program serves all
+ * dtypes of a size: the host runs f16 data through the bf16 program and c64
+ * through the i64 one (kiln__ops_move_dtype).
  * Kernels (offsets are in elements; every 1-D kernel loops grid-stride):
  *   remap(src, soff, dst, doff, rows, ndim, plan, fill)
  *     The workhorse behind permute, flip, roll, concat, stack, split, slice,
@@ -27,7 +30,8 @@
  *     tril (upper = 0: keep j - i <= k) or triu (upper = 1: keep j - i >= k)
  *     on every rows x cols page; other elements become 0.
  *   kron(a, aoff, b, boff, out, ooff, n, ndim, plan)
- *     N-D Kronecker product: out[c] = a[c / bshape] * b[c % bshape].
+ *     N-D Kronecker product: out[c] = a[c / bshape] * b[c % bshape]; f16/bf16
+ *     multiply in f32 (exact) and round once, complex multiplies complex.
  * Tunables: none (the tile is fixed at 32x32 with 32x8 work-items).
  */
 #include "common.cl"
@@ -94,8 +98,8 @@ remap_coord(uint mode, long c, long p0, long p1, int *outside)
 }
 
 kernel void
-remap(global const T *src, ulong soff, global T *dst, ulong doff, ulong rows, uint ndim,
-      kiln_remap plan, T fill)
+remap(global const MT *src, ulong soff, global MT *dst, ulong doff, ulong rows, uint ndim,
+      kiln_remap plan, MT fill)
 {
   /*
    * Grid dimension 0 walks the innermost plan dimension, 1 the next one (or
@@ -140,8 +144,8 @@ remap(global const T *src, ulong soff, global T *dst, ulong doff, ulong rows, ui
  * than 64-bit division. Same launch as remap.
  */
 kernel void
-remap_affine32(global const T *src, ulong soff, global T *dst, ulong doff, ulong rows, uint ndim,
-               kiln_remap plan)
+remap_affine32(global const MT *src, ulong soff, global MT *dst, ulong doff, ulong rows,
+               uint ndim, kiln_remap plan)
 {
   uint d0 = ndim - 1, d1 = ndim >= 2 ? ndim - 2 : ndim - 1;
   uint e0 = (uint)plan.extent[d0], e1 = ndim >= 2 ? (uint)plan.extent[d1] : 1u;
@@ -177,10 +181,10 @@ typedef struct {
 } kiln_batch;
 
 kernel __attribute__((reqd_work_group_size(TILE, TILE_ROWS, 1))) void
-permute_tiled(global const T *src, ulong soff, global T *dst, ulong doff, ulong ea, ulong eb,
+permute_tiled(global const MT *src, ulong soff, global MT *dst, ulong doff, ulong ea, ulong eb,
               long sb, long da, ulong batch, uint nb, kiln_batch bp)
 {
-  local T tile[TILE][TILE + 1];
+  local MT tile[TILE][TILE + 1];
   ulong tx = get_local_id(0), ty = get_local_id(1);
   ulong a0 = get_group_id(0) * TILE, b0 = get_group_id(1) * TILE;
   for (ulong bi = get_global_id(2); bi < batch; bi += get_global_size(2)) {
@@ -214,7 +218,7 @@ permute_tiled(global const T *src, ulong soff, global T *dst, ulong doff, ulong 
 }
 
 kernel void
-tri_mask(global const T *src, ulong soff, global T *dst, ulong doff, ulong n, ulong rows,
+tri_mask(global const MT *src, ulong soff, global MT *dst, ulong doff, ulong n, ulong rows,
          ulong cols, long k, uint upper)
 {
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
@@ -222,7 +226,7 @@ tri_mask(global const T *src, ulong soff, global T *dst, ulong doff, ulong n, ul
     long r = (long)((i / cols) % rows);
     long diff = j - r;
     int keep = upper ? diff >= k : diff <= k;
-    dst[doff + i] = keep ? src[soff + i] : (T)0;
+    dst[doff + i] = keep ? src[soff + i] : (MT)0; /* all bits 0: +0 of every dtype */
   }
 }
 
@@ -234,8 +238,18 @@ typedef struct {
   ulong bstride[8];
 } kiln_kron;
 
+/* The complex product rounds each of its four products and two sums once: no fma. */
+#pragma OPENCL FP_CONTRACT OFF
+
+#if KILN_IS_COMPLEX
+#define KRON_MUL(p, q) ((T)((p).x * (q).x - (p).y * (q).y, (p).x * (q).y + (p).y * (q).x))
+#else
+/* UT makes integer products wrap; for bool (0/1) the product is the logical and. */
+#define KRON_MUL(p, q) ((T)((UT)(p) * (UT)(q)))
+#endif
+
 kernel void
-kron(global const T *a, ulong aoff, global const T *b, ulong boff, global T *out, ulong ooff,
+kron(global const ST *a, ulong aoff, global const ST *b, ulong boff, global ST *out, ulong ooff,
      ulong n, uint ndim, kiln_kron plan)
 {
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
@@ -246,7 +260,7 @@ kron(global const T *a, ulong aoff, global const T *b, ulong boff, global T *out
       ai += (c / plan.bshape[k]) * plan.astride[k];
       bi += (c % plan.bshape[k]) * plan.bstride[k];
     }
-    /* UT makes integer products wrap; for bool (0/1) the product is the logical and. */
-    out[ooff + i] = (T)((UT)a[aoff + ai] * (UT)b[boff + bi]);
+    T va = KILN_LOAD(a, aoff + ai), vb = KILN_LOAD(b, boff + bi);
+    KILN_STORE(out, ooff + i, KRON_MUL(va, vb));
   }
 }

@@ -3,6 +3,14 @@
  * masked_fill, masked_select, nonzero, embedding, sub2ind/ind2sub and
  * one_hot. docs/layout.md has the semantics with examples.
  *
+ * Values may be of any dtype, f16, bf16, c64 and c128 included. Ops that
+ * move values (gather, index_select, embedding, scatter assign, masked_fill,
+ * masked_select) copy them bit for bit; scatter add sums each target's run in
+ * index order (f16/bf16 in f32, rounded once at the end; complex part by
+ * part); nonzero counts a complex number when either part is nonzero; one_hot
+ * writes 1 + 0i for complex. masked_fill's value converts by kiln_cast()
+ * rules (complex: imaginary part 0). docs/ops.md has the details.
+ *
  * Index tensors are i32 or i64 (else KILN_ERR_DTYPE). Where an index
  * addresses an axis of length n, values in [-n, n) are accepted and a
  * negative value counts from the end (NumPy); one_hot, sub2ind and ind2sub

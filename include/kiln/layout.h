@@ -1,9 +1,12 @@
 /*
  * Layout operations: reshape, transpose and permute, flip, roll, concat,
  * stack, split, slices (read and write), tile, repeat, pad, tril/triu, diag,
- * kron and broadcast_to. They accept every dtype and move data without
- * computing on it (kron multiplies). docs/layout.md has the semantics with
- * examples.
+ * kron and broadcast_to. They accept every dtype (f16, bf16, c64 and c128
+ * included) and move data without computing on it, bit for bit (NaN
+ * payloads and -0 kept). kron multiplies: f16/bf16 in f32, rounded once;
+ * complex as complex. Fill values (pad) convert by kiln_cast() rules
+ * (complex: imaginary part 0). docs/layout.md has the semantics with
+ * examples; docs/ops.md the new dtypes.
  *
  * Axes are given in [-ndim, ndim); a negative axis counts from the end.
  *

@@ -226,7 +226,10 @@ extern "C" {
   X(complex_from_parts, kiln_complex) \
   X(view_as_real, kiln_view_as_real) \
   X(view_as_complex, kiln_view_as_complex) \
-  X(gemm_complex, kiln_gemm_complex)
+  X(gemm_complex, kiln_gemm_complex) \
+  /* complex creation */ \
+  X(tensor_full_complex, kiln_tensor_full_complex) \
+  X(linspace_complex, kiln_linspace_complex)
 
 #define KILN_PROVIDER_SLOT_(slot, function) __typeof__(function) *slot;
 

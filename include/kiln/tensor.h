@@ -35,7 +35,7 @@ typedef struct kiln_tensor kiln_tensor;
  * @return KILN_OK; KILN_ERR_INVALID_HANDLE (ctx); KILN_ERR_INVALID_ARGUMENT
  *         (NULL out, ndim > KILN_MAX_DIMS, bad dtype); KILN_ERR_SHAPE (negative
  *         size); KILN_ERR_OVERFLOW (element or byte count overflows, or exceeds
- *         the device's largest allocation); KILN_ERR_UNSUPPORTED (f64 without
+ *         the device's largest allocation); KILN_ERR_UNSUPPORTED (f64 or c128 without
  *         fp64); KILN_ERR_DEVICE_MEMORY; KILN_ERR_HOST_MEMORY.
  */
 KILN_API kiln_status kiln_tensor_create(kiln_context *ctx, kiln_dtype dtype, size_t ndim,
@@ -47,7 +47,9 @@ KILN_API kiln_status kiln_tensor_zeros(kiln_context *ctx, kiln_dtype dtype, size
 
 /**
  * As kiln_tensor_create(), then every element set to value converted to dtype
- * (kiln_cast() rules). Same statuses.
+ * (kiln_cast() rules: f16/bf16 rounded once to nearest even; complex gets
+ * imaginary part 0, kiln_tensor_full_complex() in create.h takes any complex
+ * value). Same statuses.
  */
 KILN_API kiln_status kiln_tensor_full(kiln_context *ctx, kiln_dtype dtype, size_t ndim,
                                       const int64_t *shape, kiln_scalar value, kiln_tensor **out);

@@ -1,4 +1,4 @@
-/* Creation family: ones, *_like, arange, linspace, logspace, eye, tri, meshgrid. */
+/* Creation family: ones, full_complex, *_like, arange, linspace, logspace, eye, tri, meshgrid. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +60,47 @@ check_dtype(const char *op, kiln_dtype dtype)
   return KILN_OK;
 }
 
+/* The dtypes whose values arange, linspace and logspace compute in floating point. */
+static int
+spaced_dtype(kiln_dtype dtype)
+{
+  return kiln__dtype_is_floating(dtype) || kiln__dtype_is_complex(dtype);
+}
+
+kiln_status
+kiln_tensor_full_complex(kiln_context *ctx, kiln_dtype dtype, size_t ndim, const int64_t *shape,
+                         kiln_complex128 value, kiln_tensor **out)
+{
+  static const char op[] = "kiln_tensor_full_complex";
+  KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
+  *out = NULL;
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_TRY(check_dtype(op, dtype));
+  KILN_RETURN_IF(!kiln__dtype_is_complex(dtype), KILN_ERR_DTYPE, op,
+                 "dtype must be c64 or c128, not %s (kiln_tensor_full takes real values)",
+                 kiln_dtype_name(dtype));
+  KILN_RETURN_IF(dtype == KILN_C128 && !ctx->info.has_fp64, KILN_ERR_UNSUPPORTED, op,
+                 "c128 needs fp64 support, which device \"%s\" lacks", ctx->info.name);
+  kiln__shape s;
+  KILN_TRY(kiln__shape_make(op, ndim, shape, kiln_dtype_size(dtype), &s, NULL, NULL));
+  kiln_complex64 c64 = {(float)value.re, (float)value.im};
+  const void *pattern = dtype == KILN_C64 ? (const void *)&c64 : (const void *)&value;
+  pthread_mutex_lock(&ctx->lock);
+  kiln_status st = kiln__tensor_new_locked(op, ctx, dtype, &s, out);
+  if (st == KILN_OK && (*out)->nbytes) {
+    cl_int err = clEnqueueFillBuffer(ctx->queue, (*out)->mem, pattern, kiln_dtype_size(dtype),
+                                     (*out)->offset, (*out)->nbytes, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+      st = kiln__fail_cl(op, err, "clEnqueueFillBuffer");
+  }
+  pthread_mutex_unlock(&ctx->lock);
+  if (st != KILN_OK) {
+    kiln_tensor_release(*out);
+    *out = NULL;
+  }
+  return st;
+}
+
 /*
  * Prepares the output of shape dims (checked), enqueues kernel `name` with
  * (out, off, n) followed by extra arguments set by `more`, and unwinds on
@@ -100,7 +141,8 @@ fill_kernel(const char *op, kiln_context *ctx, kiln_dtype dtype, size_t ndim, co
 /* The compute type of the float kernels: double with fp64, else float. */
 struct ct_args {
   int fp64;
-  double v[4];
+  int width; /* CT values per argument: 1, or 2 for the CT2 (complex) ones */
+  double v[6];
   size_t nv;
   int has_flag;
   uint32_t flag;
@@ -108,28 +150,33 @@ struct ct_args {
   double base;
 };
 
+/* One CT (width 1) or CT2 (width 2) argument from v[0 .. width). */
 static void
-ct_arg(kiln__args *a, int fp64, double v)
+ct_arg(kiln__args *a, int fp64, int width, const double *v)
 {
-  if (fp64) {
-    cl_double d = v;
-    kiln__args_raw(a, sizeof d, &d);
-  } else {
-    cl_float f = (float)v;
-    kiln__args_raw(a, sizeof f, &f);
+  cl_double d[2];
+  cl_float f[2];
+  for (int i = 0; i < width; i++) {
+    d[i] = v[i];
+    f[i] = (float)v[i];
   }
+  if (fp64)
+    kiln__args_raw(a, (size_t)width * sizeof *d, d);
+  else
+    kiln__args_raw(a, (size_t)width * sizeof *f, f);
 }
 
 static void
 more_ct(kiln__args *a, const void *data)
 {
   const struct ct_args *c = data;
-  for (size_t i = 0; i < c->nv; i++)
-    ct_arg(a, c->fp64, c->v[i]);
+  int w = c->width ? c->width : 1;
+  for (size_t i = 0; i + (size_t)w <= c->nv; i += (size_t)w)
+    ct_arg(a, c->fp64, w, &c->v[i]);
   if (c->has_flag)
     kiln__args_u32(a, c->flag);
   if (c->has_base)
-    ct_arg(a, c->fp64, c->base);
+    ct_arg(a, c->fp64, 1, &c->base);
 }
 
 struct int_args {
@@ -175,8 +222,8 @@ kiln_arange(kiln_context *ctx, kiln_scalar start, kiln_scalar stop, kiln_scalar 
   KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
   KILN_TRY(check_dtype(op, dtype));
   KILN_RETURN_IF(dtype == KILN_BOOL, KILN_ERR_DTYPE, op,
-                 "arange does not accept bool (accepts f32, f64, i32, i64, u8)");
-  if (kiln__dtype_is_float(dtype)) {
+                 "arange does not accept bool (accepts every other dtype)");
+  if (spaced_dtype(dtype)) {
     double a = scalar_value(start), b = scalar_value(stop), d = scalar_value(step);
     KILN_RETURN_IF(!isfinite(a) || !isfinite(b) || !isfinite(d), KILN_ERR_INVALID_ARGUMENT, op,
                    "start, stop and step must be finite (%g, %g, %g)", a, b, d);
@@ -193,7 +240,7 @@ kiln_arange(kiln_context *ctx, kiln_scalar start, kiln_scalar stop, kiln_scalar 
     KILN_RETURN_IF(len >= 9223372036854775808.0, KILN_ERR_OVERFLOW, op,
                    "length %g does not fit in int64", len);
     int64_t n = len > 0 ? (int64_t)len : 0;
-    struct ct_args c = {ctx->info.has_fp64, {a, d, 0, 0}, 2, 0, 0, 0, 0};
+    struct ct_args c = {.fp64 = ctx->info.has_fp64, .v = {a, d}, .nv = 2};
     return fill_kernel(op, ctx, dtype, 1, &n, "arange_float", more_ct, &c, out);
   }
   int64_t a = 0, b = 0, d = 0;
@@ -213,29 +260,53 @@ kiln_arange(kiln_context *ctx, kiln_scalar start, kiln_scalar stop, kiln_scalar 
   return fill_kernel(op, ctx, dtype, 1, &len, "arange_int", more_int, &c, out);
 }
 
+/* The common checks of the spaced ops; dtypes lists the accepted ones for the message. */
 static kiln_status
-spaced(const char *op, kiln_context *ctx, double start, double stop, int64_t n, int endpoint,
-       const double *base, kiln_dtype dtype, kiln_tensor **out)
+spaced_check(const char *op, kiln_context *ctx, int64_t n, kiln_dtype dtype, int ok,
+             const char *dtypes, kiln_tensor **out)
 {
   KILN_TRY(kiln__ctx_check(op, ctx));
   KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
   KILN_TRY(check_dtype(op, dtype));
-  KILN_RETURN_IF(!kiln__dtype_is_float(dtype), KILN_ERR_DTYPE, op,
-                 "%s does not accept %s (accepts f32, f64)", op + 5, kiln_dtype_name(dtype));
+  KILN_RETURN_IF(!ok, KILN_ERR_DTYPE, op, "%s does not accept %s (accepts %s)", op + 5,
+                 kiln_dtype_name(dtype), dtypes);
   KILN_RETURN_IF(n < 0, KILN_ERR_INVALID_ARGUMENT, op, "n is negative (%lld)", (long long)n);
+  return KILN_OK;
+}
+
+/* The step from start to stop in n values, or INVALID_ARGUMENT (what names the pair). */
+static kiln_status
+spaced_step(const char *op, const char *what, double start, double stop, int64_t n, int endpoint,
+            double *step)
+{
   KILN_RETURN_IF(!isfinite(start) || !isfinite(stop), KILN_ERR_INVALID_ARGUMENT, op,
-                 "start and stop must be finite (%g, %g)", start, stop);
+                 "%s must be finite (%g, %g)", what, start, stop);
+  int64_t div = endpoint ? n - 1 : n;
+  *step = div > 0 ? (stop - start) / (double)div : 0.0;
+  /* As arange's infinite length: start + i * step would be NaN or infinite from element 0. */
+  KILN_RETURN_IF(!isfinite(*step), KILN_ERR_INVALID_ARGUMENT, op,
+                 "the step (stop - start) / %s is not finite (%s %g, %g, n %lld)",
+                 endpoint ? "(n - 1)" : "n", what, start, stop, (long long)n);
+  return KILN_OK;
+}
+
+static kiln_status
+spaced(const char *op, kiln_context *ctx, double start, double stop, int64_t n, int endpoint,
+       const double *base, kiln_dtype dtype, kiln_tensor **out)
+{
+  KILN_TRY(
+      spaced_check(op, ctx, n, dtype, spaced_dtype(dtype), "f16, bf16, f32, f64, c64, c128", out));
   KILN_RETURN_IF(base && !(*base > 0.0 && isfinite(*base)), KILN_ERR_INVALID_ARGUMENT, op,
                  "base must be positive and finite (%g)", *base);
-  int64_t div = endpoint ? n - 1 : n;
-  double step = div > 0 ? (stop - start) / (double)div : 0.0;
-  /* As arange's infinite length: start + i * step would be NaN or infinite from element 0. */
-  KILN_RETURN_IF(!isfinite(step), KILN_ERR_INVALID_ARGUMENT, op,
-                 "the step (stop - start) / %s is not finite (start %g, stop %g, n %lld)",
-                 endpoint ? "(n - 1)" : "n", start, stop, (long long)n);
-  struct ct_args c = {
-      ctx->info.has_fp64, {start, step, stop, 0}, 3, 1, (uint32_t)(endpoint && n > 1),
-      base != NULL,       base ? *base : 0};
+  double step;
+  KILN_TRY(spaced_step(op, "start and stop", start, stop, n, endpoint, &step));
+  struct ct_args c = {.fp64 = ctx->info.has_fp64,
+                      .v = {start, step, stop},
+                      .nv = 3,
+                      .has_flag = 1,
+                      .flag = (uint32_t)(endpoint && n > 1),
+                      .has_base = base != NULL,
+                      .base = base ? *base : 0};
   return fill_kernel(op, ctx, dtype, 1, &n, base ? "logspace_values" : "linspace_values", more_ct,
                      &c, out);
 }
@@ -245,6 +316,27 @@ kiln_linspace(kiln_context *ctx, double start, double stop, int64_t n, int endpo
               kiln_dtype dtype, kiln_tensor **out)
 {
   return spaced("kiln_linspace", ctx, start, stop, n, endpoint, NULL, dtype, out);
+}
+
+kiln_status
+kiln_linspace_complex(kiln_context *ctx, kiln_complex128 start, kiln_complex128 stop, int64_t n,
+                      int endpoint, kiln_dtype dtype, kiln_tensor **out)
+{
+  static const char op[] = "kiln_linspace_complex";
+  KILN_TRY(spaced_check(op, ctx, n, dtype, kiln__dtype_is_complex(dtype), "c64, c128", out));
+  double re, im;
+  KILN_TRY(
+      spaced_step(op, "the real parts of start and stop", start.re, stop.re, n, endpoint, &re));
+  KILN_TRY(spaced_step(op, "the imaginary parts of start and stop", start.im, stop.im, n, endpoint,
+                       &im));
+  /* Pairs of CT: (re, im) of start, step and last. */
+  struct ct_args c = {.fp64 = ctx->info.has_fp64,
+                      .width = 2,
+                      .v = {start.re, start.im, re, im, stop.re, stop.im},
+                      .nv = 6,
+                      .has_flag = 1,
+                      .flag = (uint32_t)(endpoint && n > 1)};
+  return fill_kernel(op, ctx, dtype, 1, &n, "linspace_complex", more_ct, &c, out);
 }
 
 kiln_status
@@ -353,7 +445,8 @@ kiln_meshgrid(kiln_context *ctx, const kiln_tensor *const *inputs, size_t n,
     pthread_mutex_lock(&ctx->lock);
     if (total) {
       cl_kernel k;
-      st = kiln__ops_kernel(op, ctx, "create", inputs[0]->dtype, "axis_bcast", &k);
+      st = kiln__ops_kernel(op, ctx, "create", kiln__ops_move_dtype(inputs[0]->dtype), "axis_bcast",
+                            &k);
       if (st == KILN_OK) {
         kiln__args a = kiln__args_begin(op, k);
         kiln__args_tensor(&a, inputs[i]);
@@ -375,6 +468,6 @@ kiln_meshgrid(kiln_context *ctx, const kiln_tensor *const *inputs, size_t n,
   return st;
 }
 
-static const struct kiln__source create_sources[] = {{"create", KILN__DT_CLASSIC}, {NULL, 0}};
+static const struct kiln__source create_sources[] = {{"create", KILN__DT_EVERY}, {NULL, 0}};
 
 const struct kiln__family kiln__create_family = {.name = "create", .sources = create_sources};

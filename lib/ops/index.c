@@ -31,6 +31,21 @@ get_kernel(const char *op, kiln_context *ctx, kiln_dtype dtype, const char *name
   return kiln__ops_kernel(op, ctx, "index", dtype, name, k);
 }
 
+/*
+ * Kernel `name` for dtype as a sticky argument builder: a failed lookup is its first failure.
+ * Kernels that only move values (or touch none) pass kiln__ops_move_dtype(dtype), so that
+ * equal-sized dtypes share their program.
+ */
+static kiln__args
+kernel_args(const char *op, kiln_context *ctx, kiln_dtype dtype, const char *name)
+{
+  cl_kernel k = NULL;
+  kiln_status s = get_kernel(op, ctx, dtype, name, &k);
+  kiln__args a = kiln__args_begin(op, k);
+  a.status = s;
+  return a;
+}
+
 static kiln_status
 check_index_tensor(const char *op, kiln_context *ctx, const kiln_tensor *idx, const char *what)
 {
@@ -77,25 +92,99 @@ index_value(const char *op, kiln_context *ctx, const kiln_tensor *idx, uint64_t 
 }
 
 /*
+ * What a checked launch validates: a raised flag names position p, whose
+ * index is element p of index (valid range [lo, hi) of `what`) or, with
+ * what NULL, the row of per subscripts from element p * per (sub2ind).
+ */
+struct check {
+  const kiln_tensor *index;
+  int64_t lo, hi;
+  const char *what;
+  size_t per;
+};
+
+/*
  * Reads the error flag (ctx->lock held); on a bad index fails with a message
- * naming the first bad position, its value and the valid range [lo, hi).
+ * naming the first bad position and its value(s).
  */
 static kiln_status
-flag_verdict(const char *op, kiln_context *ctx, kiln_tensor *flag, const kiln_tensor *idx,
-             int64_t lo, int64_t hi, const char *what)
+flag_verdict(const char *op, kiln_context *ctx, kiln_tensor *flag, const struct check *c)
 {
   uint32_t f[4];
   KILN_TRY(kiln__ops_flag_read(op, ctx, flag, f));
   if (!f[0])
     return KILN_OK;
+  if (!c->what) {
+    char text[256];
+    size_t used = 0;
+    for (size_t d = 0; d < c->per && f[1] != 0xffffffffu; d++) {
+      int64_t v = index_value(op, ctx, c->index, (uint64_t)f[1] * c->per + d);
+      used +=
+          (size_t)snprintf(text + used, sizeof text - used, "%s%lld", d ? "," : "", (long long)v);
+      if (used >= sizeof text)
+        break;
+    }
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0,
+                      "subscripts (%s) of row %u are out of range for the dims",
+                      f[1] == 0xffffffffu ? "?" : text, f[1]);
+  }
   if (f[1] == 0xffffffffu)
     return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0,
                       "an index beyond position 4294967294 is out of range [%lld, %lld) for %s",
-                      (long long)lo, (long long)hi, what);
-  int64_t v = index_value(op, ctx, idx, f[1]);
+                      (long long)c->lo, (long long)c->hi, c->what);
+  int64_t v = index_value(op, ctx, c->index, f[1]);
   return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0,
                     "index %lld at position %u is out of range [%lld, %lld) for %s", (long long)v,
-                    f[1], (long long)lo, (long long)hi, what);
+                    f[1], (long long)c->lo, (long long)c->hi, c->what);
+}
+
+/*
+ * The launch every index kernel shares (ctx->lock held): the arguments a
+ * (their first failure, a failed kernel lookup included, is returned), then a
+ * grid of n items (grid3 NULL) or grid3[0] x grid3[1] x grid3[2]. A checked
+ * launch (c non-NULL) appends a fresh error flag as the kernel's last
+ * argument and turns a raised flag into the message of flag_verdict.
+ */
+static kiln_status
+launch(kiln__args *a, kiln_context *ctx, uint64_t n, const uint64_t *grid3, const struct check *c)
+{
+  const char *op = a->op;
+  kiln_tensor *flag = NULL;
+  kiln_status s = a->status;
+  if (s == KILN_OK && c) {
+    s = kiln__ops_flag_new(op, ctx, &flag);
+    if (s == KILN_OK) {
+      kiln__args_mem(a, flag->mem);
+      s = a->status;
+    }
+  }
+  if (s == KILN_OK)
+    s = grid3 ? kiln__launch_3d(op, ctx, a->k, grid3[0], grid3[1], grid3[2])
+              : kiln__launch_1d(op, ctx, a->k, n, 0);
+  if (s == KILN_OK && c)
+    s = flag_verdict(op, ctx, flag, c);
+  kiln_tensor_release(flag);
+  return s;
+}
+
+/* The output target of an op, then ctx->lock (kiln__ops_out_begin's arguments). */
+static kiln_status
+out_begin(const char *op, kiln_context *ctx, kiln_dtype dtype, const kiln__shape *shape,
+          kiln_tensor **out, const kiln_tensor *const *ins, size_t nins, int inplace,
+          kiln__out_target *t)
+{
+  KILN_TRY(kiln__ops_out_begin(op, ctx, dtype, shape, out, ins, nins, inplace, t));
+  pthread_mutex_lock(&ctx->lock);
+  return KILN_OK;
+}
+
+/* Completes or unwinds the target with status s and drops ctx->lock; the final status. */
+static kiln_status
+out_end(const char *op, kiln_context *ctx, kiln__out_target *t, kiln_status s)
+{
+  s = kiln__ops_out_finish(op, ctx, t, s);
+  pthread_mutex_unlock(&ctx->lock);
+  return s;
 }
 
 /* ---- gather, index_select, embedding ---- */
@@ -123,42 +212,27 @@ kiln_gather(kiln_context *ctx, const kiln_tensor *x, int64_t axis, const kiln_te
                       kiln__shape_format(&x->shape, b, sizeof b), ax);
   const kiln_tensor *ins[2] = {x, index};
   kiln__out_target t;
-  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &index->shape, out, ins, 2, 0, &t));
+  KILN_TRY(out_begin(op, ctx, x->dtype, &index->shape, out, ins, 2, 0, &t));
   uint64_t n = index->numel;
   int64_t len = x->shape.dims[ax];
   struct iplan p;
   plan_fill(&p, &index->shape, &x->shape);
-  pthread_mutex_lock(&ctx->lock);
   kiln_status s = KILN_OK;
-  kiln_tensor *flag = NULL;
   if (n) {
-    cl_kernel k;
-    s = get_kernel(op, ctx, x->dtype, "gather_axis", &k);
-    if (s == KILN_OK)
-      s = kiln__ops_flag_new(op, ctx, &flag);
-    if (s == KILN_OK) {
-      kiln__args ar = kiln__args_begin(op, k);
-      kiln__args_tensor(&ar, x);
-      kiln__args_tensor(&ar, index);
-      kiln__args_u32(&ar, is64(index));
-      kiln__args_tensor(&ar, t.dst);
-      kiln__args_u64(&ar, n);
-      kiln__args_u32(&ar, (uint32_t)nd);
-      kiln__args_u32(&ar, (uint32_t)ax);
-      kiln__args_i64(&ar, len);
-      kiln__args_raw(&ar, sizeof p, &p);
-      kiln__args_mem(&ar, flag->mem);
-      s = ar.status;
-    }
-    if (s == KILN_OK)
-      s = kiln__launch_1d(op, ctx, k, n, 0);
-    if (s == KILN_OK)
-      s = flag_verdict(op, ctx, flag, index, -len, len, "the gathered axis");
+    kiln__args ar = kernel_args(op, ctx, kiln__ops_move_dtype(x->dtype), "gather_axis");
+    kiln__args_tensor(&ar, x);
+    kiln__args_tensor(&ar, index);
+    kiln__args_u32(&ar, is64(index));
+    kiln__args_tensor(&ar, t.dst);
+    kiln__args_u64(&ar, n);
+    kiln__args_u32(&ar, (uint32_t)nd);
+    kiln__args_u32(&ar, (uint32_t)ax);
+    kiln__args_i64(&ar, len);
+    kiln__args_raw(&ar, sizeof p, &p);
+    struct check c = {index, -len, len, "the gathered axis", 1};
+    s = launch(&ar, ctx, n, NULL, &c);
   }
-  kiln_tensor_release(flag);
-  s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
-  return s;
+  return out_end(op, ctx, &t, s);
 }
 
 /* numpy.take along ax, shared by index_select and embedding (arguments checked). */
@@ -185,40 +259,25 @@ take(const char *op, kiln_context *ctx, const kiln_tensor *x, size_t ax, const k
   KILN_TRY(kiln__shape_make(op, r, dims, kiln_dtype_size(x->dtype), &oshape, NULL, NULL));
   const kiln_tensor *ins[2] = {x, index};
   kiln__out_target t;
-  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &oshape, out, ins, 2, 0, &t));
+  KILN_TRY(out_begin(op, ctx, x->dtype, &oshape, out, ins, 2, 0, &t));
   uint64_t n = t.dst->numel;
   int64_t len = x->shape.dims[ax];
-  pthread_mutex_lock(&ctx->lock);
   kiln_status s = KILN_OK;
-  kiln_tensor *flag = NULL;
   if (n) {
-    cl_kernel k;
-    s = get_kernel(op, ctx, x->dtype, "index_select", &k);
-    if (s == KILN_OK)
-      s = kiln__ops_flag_new(op, ctx, &flag);
-    if (s == KILN_OK) {
-      kiln__args ar = kiln__args_begin(op, k);
-      kiln__args_tensor(&ar, x);
-      kiln__args_tensor(&ar, index);
-      kiln__args_u32(&ar, is64(index));
-      kiln__args_tensor(&ar, t.dst);
-      uint64_t outer = n / inner / index->numel;
-      kiln__args_u64(&ar, outer);
-      kiln__args_u64(&ar, index->numel);
-      kiln__args_i64(&ar, len);
-      kiln__args_u64(&ar, inner);
-      kiln__args_mem(&ar, flag->mem);
-      s = ar.status;
-    }
-    if (s == KILN_OK)
-      s = kiln__launch_3d(op, ctx, k, inner, index->numel, n / inner / index->numel);
-    if (s == KILN_OK)
-      s = flag_verdict(op, ctx, flag, index, -len, len, "the selected axis");
+    uint64_t grid[3] = {inner, index->numel, n / inner / index->numel};
+    kiln__args ar = kernel_args(op, ctx, kiln__ops_move_dtype(x->dtype), "index_select");
+    kiln__args_tensor(&ar, x);
+    kiln__args_tensor(&ar, index);
+    kiln__args_u32(&ar, is64(index));
+    kiln__args_tensor(&ar, t.dst);
+    kiln__args_u64(&ar, grid[2]);
+    kiln__args_u64(&ar, index->numel);
+    kiln__args_i64(&ar, len);
+    kiln__args_u64(&ar, inner);
+    struct check c = {index, -len, len, "the selected axis", 1};
+    s = launch(&ar, ctx, n, grid, &c);
   }
-  kiln_tensor_release(flag);
-  s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
-  return s;
+  return out_end(op, ctx, &t, s);
 }
 
 kiln_status
@@ -274,22 +333,18 @@ scatter_run(const char *op, kiln_context *ctx, const kiln_tensor *x, size_t ax,
   uint64_t m = index->numel;
   int64_t len = x->shape.dims[ax];
   size_t nd = x->shape.ndim;
-  kiln_tensor *keys = NULL, *vals = NULL, *flag = NULL;
+  kiln_tensor *keys = NULL, *vals = NULL;
   kiln_status s = KILN_OK;
+  kiln_dtype mdt = kiln__ops_move_dtype(x->dtype);
   uint64_t npad = kiln__ops_pow2(m);
   if (m) {
-    cl_kernel k;
     struct iplan p;
     plan_fill(&p, &index->shape, &x->shape);
-    s = get_kernel(op, ctx, x->dtype, "scatter_keys", &k);
-    if (s == KILN_OK)
-      s = kiln__ops_scratch(op, ctx, KILN_I64, npad, &keys);
+    s = kiln__ops_scratch(op, ctx, KILN_I64, npad, &keys);
     if (s == KILN_OK)
       s = kiln__ops_scratch(op, ctx, KILN_I64, npad, &vals);
-    if (s == KILN_OK)
-      s = kiln__ops_flag_new(op, ctx, &flag);
     if (s == KILN_OK) {
-      kiln__args ar = kiln__args_begin(op, k);
+      kiln__args ar = kernel_args(op, ctx, mdt, "scatter_keys");
       kiln__args_tensor(&ar, index);
       kiln__args_u32(&ar, is64(index));
       kiln__args_u64(&ar, m);
@@ -300,26 +355,22 @@ scatter_run(const char *op, kiln_context *ctx, const kiln_tensor *x, size_t ax,
       kiln__args_raw(&ar, sizeof p, &p);
       kiln__args_tensor(&ar, keys);
       kiln__args_tensor(&ar, vals);
-      kiln__args_mem(&ar, flag->mem);
-      s = ar.status;
+      /* Validates before the target is touched. */
+      struct check c = {index, -len, len, "the scattered axis", 1};
+      s = launch(&ar, ctx, npad, NULL, &c);
     }
-    if (s == KILN_OK)
-      s = kiln__launch_1d(op, ctx, k, npad, 0);
-    /* Validate before the target is touched. */
-    if (s == KILN_OK)
-      s = flag_verdict(op, ctx, flag, index, -len, len, "the scattered axis");
   }
   if (s == KILN_OK)
     s = kiln__ops_copy(op, ctx, x, dst);
   if (s == KILN_OK && m) {
-    s = kiln__ops_sort_pairs(op, ctx, "index", x->dtype, keys, vals, npad);
-    cl_kernel k;
+    s = kiln__ops_sort_pairs(op, ctx, "index", mdt, keys, vals, npad);
     struct iplan p;
     plan_fill(&p, &index->shape, &src->shape);
-    if (s == KILN_OK)
-      s = get_kernel(op, ctx, x->dtype, "scatter_apply", &k);
     if (s == KILN_OK) {
-      kiln__args ar = kiln__args_begin(op, k);
+      /* Adding computes on the values: their own dtype's program. */
+      int add = mode == KILN_SCATTER_ADD;
+      kiln__args ar = add ? kernel_args(op, ctx, x->dtype, "scatter_add")
+                          : kernel_args(op, ctx, mdt, "scatter_assign");
       kiln__args_tensor(&ar, keys);
       kiln__args_tensor(&ar, vals);
       kiln__args_u64(&ar, m);
@@ -327,13 +378,9 @@ scatter_run(const char *op, kiln_context *ctx, const kiln_tensor *x, size_t ax,
       kiln__args_u32(&ar, (uint32_t)nd);
       kiln__args_raw(&ar, sizeof p, &p);
       kiln__args_tensor(&ar, dst);
-      kiln__args_u32(&ar, mode == KILN_SCATTER_ADD);
-      s = ar.status;
+      s = launch(&ar, ctx, m, NULL, NULL);
     }
-    if (s == KILN_OK)
-      s = kiln__launch_1d(op, ctx, k, m, 0);
   }
-  kiln_tensor_release(flag);
   kiln_tensor_release(vals);
   kiln_tensor_release(keys);
   return s;
@@ -423,37 +470,28 @@ kiln_masked_fill(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *mas
    * through a temporary. */
   const kiln_tensor *ins[2] = {mask, x};
   kiln__out_target t;
-  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &x->shape, out, ins, 2, 1, &t));
+  KILN_TRY(out_begin(op, ctx, x->dtype, &x->shape, out, ins, 2, 1, &t));
   const kiln__shape *ops[2] = {&x->shape, &mask->shape};
   kiln__bcast plan;
   int flat;
   uint32_t ndim = kiln__bcast_plan(&x->shape, ops, 2, &plan, &flat);
-  unsigned char v[8];
+  unsigned char v[sizeof(kiln_complex128)];
   kiln__scalar_to_bytes(value, x->dtype, v);
   uint64_t n = x->numel;
-  pthread_mutex_lock(&ctx->lock);
   kiln_status s = KILN_OK;
   if (n) {
-    cl_kernel k;
-    s = get_kernel(op, ctx, x->dtype, "masked_fill", &k);
-    if (s == KILN_OK) {
-      kiln__args ar = kiln__args_begin(op, k);
-      kiln__args_tensor(&ar, x);
-      kiln__args_tensor(&ar, mask);
-      kiln__args_tensor(&ar, t.dst);
-      kiln__args_u64(&ar, n);
-      kiln__args_u32(&ar, ndim);
-      kiln__args_raw(&ar, sizeof plan, &plan);
-      kiln__args_u32(&ar, (uint32_t)flat);
-      kiln__args_raw(&ar, kiln_dtype_size(x->dtype), v);
-      s = ar.status;
-    }
-    if (s == KILN_OK)
-      s = kiln__launch_1d(op, ctx, k, n, 0);
+    kiln__args ar = kernel_args(op, ctx, kiln__ops_move_dtype(x->dtype), "masked_fill");
+    kiln__args_tensor(&ar, x);
+    kiln__args_tensor(&ar, mask);
+    kiln__args_tensor(&ar, t.dst);
+    kiln__args_u64(&ar, n);
+    kiln__args_u32(&ar, ndim);
+    kiln__args_raw(&ar, sizeof plan, &plan);
+    kiln__args_u32(&ar, (uint32_t)flat);
+    kiln__args_raw(&ar, kiln_dtype_size(x->dtype), v);
+    s = launch(&ar, ctx, n, NULL, NULL);
   }
-  s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
-  return s;
+  return out_end(op, ctx, &t, s);
 }
 
 /*
@@ -492,10 +530,8 @@ scan_exclusive(const char *op, kiln_context *ctx, kiln_dtype dtype, kiln_tensor 
       kiln__args_u64(&ar, n);
       kiln__args_u64(&ar, tile);
       kiln__args_tensor(&ar, sums);
-      s = ar.status;
+      s = launch(&ar, ctx, n, NULL, NULL);
     }
-    if (s == KILN_OK)
-      s = kiln__launch_1d(op, ctx, ka, n, 0);
   } else if (s == KILN_OK) {
     cl_ulong t = 0;
     s = kiln__ops_read(op, ctx, sums, 0, &t, sizeof t);
@@ -514,7 +550,7 @@ compact(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln_tens
         int positions, kiln_tensor **out, uint64_t *count)
 {
   uint64_t n = x->numel, total = 0;
-  kiln_dtype odt = positions ? KILN_I64 : x->dtype;
+  kiln_dtype odt = positions ? KILN_I64 : x->dtype, mdt = kiln__ops_move_dtype(x->dtype);
   kiln__shape s1;
   memset(&s1, 0, sizeof s1);
   s1.ndim = 1;
@@ -522,12 +558,11 @@ compact(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln_tens
   kiln_tensor *offs = NULL;
   kiln_status s = KILN_OK;
   if (n) {
-    cl_kernel k;
     s = kiln__ops_scratch(op, ctx, KILN_I64, n, &offs);
-    if (s == KILN_OK)
-      s = get_kernel(op, ctx, x->dtype, mask ? "flags_mask" : "flags_nonzero", &k);
     if (s == KILN_OK) {
-      kiln__args ar = kiln__args_begin(op, k);
+      /* Only the nonzero test reads values: the others run from the size's program. */
+      kiln__args ar = mask ? kernel_args(op, ctx, mdt, "flags_mask")
+                           : kernel_args(op, ctx, x->dtype, "flags_nonzero");
       if (mask) {
         const kiln__shape *ops[2] = {&x->shape, &mask->shape};
         kiln__bcast plan;
@@ -543,31 +578,23 @@ compact(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln_tens
         kiln__args_u64(&ar, n);
       }
       kiln__args_tensor(&ar, offs);
-      s = ar.status;
+      s = launch(&ar, ctx, n, NULL, NULL);
     }
     if (s == KILN_OK)
-      s = kiln__launch_1d(op, ctx, k, n, 0);
-    if (s == KILN_OK)
-      s = scan_exclusive(op, ctx, x->dtype, offs, n, &total);
+      s = scan_exclusive(op, ctx, mdt, offs, n, &total);
   }
   s1.dims[0] = (int64_t)total;
   if (s == KILN_OK)
     s = kiln__tensor_new_locked(op, ctx, odt, &s1, out);
   if (s == KILN_OK && total) {
-    cl_kernel k;
-    s = get_kernel(op, ctx, x->dtype, positions ? "compact_positions" : "compact_values", &k);
-    if (s == KILN_OK) {
-      kiln__args ar = kiln__args_begin(op, k);
-      kiln__args_tensor(&ar, offs);
-      kiln__args_u64(&ar, n);
-      kiln__args_u64(&ar, total);
-      if (!positions)
-        kiln__args_tensor(&ar, x);
-      kiln__args_tensor(&ar, *out);
-      s = ar.status;
-    }
-    if (s == KILN_OK)
-      s = kiln__launch_1d(op, ctx, k, n, 0);
+    kiln__args ar = kernel_args(op, ctx, mdt, positions ? "compact_positions" : "compact_values");
+    kiln__args_tensor(&ar, offs);
+    kiln__args_u64(&ar, n);
+    kiln__args_u64(&ar, total);
+    if (!positions)
+      kiln__args_tensor(&ar, x);
+    kiln__args_tensor(&ar, *out);
+    s = launch(&ar, ctx, n, NULL, NULL);
     if (s != KILN_OK) {
       kiln_tensor_release(*out);
       *out = NULL;
@@ -640,10 +667,8 @@ index_math(const char *op, kiln_context *ctx, const kiln_tensor *in, const kiln_
 {
   const kiln_tensor *ins[1] = {in};
   kiln__out_target t;
-  KILN_TRY(kiln__ops_out_begin(op, ctx, KILN_I64, oshape, out, ins, 1, 0, &t));
-  pthread_mutex_lock(&ctx->lock);
+  KILN_TRY(out_begin(op, ctx, KILN_I64, oshape, out, ins, 1, 0, &t));
   kiln_status s = KILN_OK;
-  kiln_tensor *flag = NULL;
   int is_ind2sub = strcmp(kname, "ind2sub") == 0;
   if (count && is_ind2sub && total == 0) {
     /* Nothing is in range, and the kernel would divide by a zero dimension. */
@@ -651,51 +676,19 @@ index_math(const char *op, kiln_context *ctx, const kiln_tensor *in, const kiln_
                    "index %lld at position 0 is out of range [0, 0) for dims with a zero",
                    (long long)index_value(op, ctx, in, 0));
   } else if (count) {
-    cl_kernel k;
-    s = get_kernel(op, ctx, KILN_I64, kname, &k);
-    if (s == KILN_OK)
-      s = kiln__ops_flag_new(op, ctx, &flag);
-    if (s == KILN_OK) {
-      kiln__args ar = kiln__args_begin(op, k);
-      kiln__args_tensor(&ar, in);
-      kiln__args_u32(&ar, is64(in));
-      kiln__args_tensor(&ar, t.dst);
-      kiln__args_u64(&ar, count);
-      kiln__args_u32(&ar, (uint32_t)ndims);
-      kiln__args_raw(&ar, sizeof *dims, dims);
-      if (is_ind2sub)
-        kiln__args_u64(&ar, total);
-      kiln__args_mem(&ar, flag->mem);
-      s = ar.status;
-    }
-    if (s == KILN_OK)
-      s = kiln__launch_1d(op, ctx, k, count, 0);
-    if (s == KILN_OK && is_ind2sub) {
-      s = flag_verdict(op, ctx, flag, in, 0, (int64_t)total, "the dims' element count");
-    } else if (s == KILN_OK) {
-      uint32_t f[4];
-      s = kiln__ops_flag_read(op, ctx, flag, f);
-      if (s == KILN_OK && f[0]) {
-        int64_t sub[KILN_MAX_DIMS] = {0};
-        char text[256];
-        size_t used = 0;
-        for (size_t d = 0; d < ndims && f[1] != 0xffffffffu; d++) {
-          sub[d] = index_value(op, ctx, in, (uint64_t)f[1] * ndims + d);
-          used += (size_t)snprintf(text + used, sizeof text - used, "%s%lld", d ? "," : "",
-                                   (long long)sub[d]);
-          if (used >= sizeof text)
-            break;
-        }
-        s = kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0,
-                       "subscripts (%s) of row %u are out of range for the dims",
-                       f[1] == 0xffffffffu ? "?" : text, f[1]);
-      }
-    }
+    kiln__args ar = kernel_args(op, ctx, KILN_I64, kname);
+    kiln__args_tensor(&ar, in);
+    kiln__args_u32(&ar, is64(in));
+    kiln__args_tensor(&ar, t.dst);
+    kiln__args_u64(&ar, count);
+    kiln__args_u32(&ar, (uint32_t)ndims);
+    kiln__args_raw(&ar, sizeof *dims, dims);
+    if (is_ind2sub)
+      kiln__args_u64(&ar, total);
+    struct check c = {in, 0, (int64_t)total, is_ind2sub ? "the dims' element count" : NULL, ndims};
+    s = launch(&ar, ctx, count, NULL, &c);
   }
-  kiln_tensor_release(flag);
-  s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
-  return s;
+  return out_end(op, ctx, &t, s);
 }
 
 kiln_status
@@ -765,37 +758,22 @@ kiln_one_hot(kiln_context *ctx, const kiln_tensor *indices, int64_t num_classes,
   KILN_TRY(kiln__shape_make(op, in + 1, dims, kiln_dtype_size(dtype), &oshape, NULL, NULL));
   const kiln_tensor *ins[1] = {indices};
   kiln__out_target t;
-  KILN_TRY(kiln__ops_out_begin(op, ctx, dtype, &oshape, out, ins, 1, 0, &t));
+  KILN_TRY(out_begin(op, ctx, dtype, &oshape, out, ins, 1, 0, &t));
   uint64_t n = t.dst->numel;
-  pthread_mutex_lock(&ctx->lock);
   kiln_status s = KILN_OK;
-  kiln_tensor *flag = NULL;
   if (n) {
-    cl_kernel k;
-    s = get_kernel(op, ctx, dtype, "one_hot", &k);
-    if (s == KILN_OK)
-      s = kiln__ops_flag_new(op, ctx, &flag);
-    if (s == KILN_OK) {
-      kiln__args ar = kiln__args_begin(op, k);
-      kiln__args_tensor(&ar, indices);
-      kiln__args_u32(&ar, is64(indices));
-      kiln__args_tensor(&ar, t.dst);
-      kiln__args_u64(&ar, n);
-      kiln__args_u64(&ar, (uint64_t)num_classes);
-      kiln__args_mem(&ar, flag->mem);
-      s = ar.status;
-    }
-    if (s == KILN_OK)
-      s = kiln__launch_1d(op, ctx, k, n, 0);
-    if (s == KILN_OK)
-      s = flag_verdict(op, ctx, flag, indices, 0, num_classes, "num_classes");
+    kiln__args ar = kernel_args(op, ctx, dtype, "one_hot");
+    kiln__args_tensor(&ar, indices);
+    kiln__args_u32(&ar, is64(indices));
+    kiln__args_tensor(&ar, t.dst);
+    kiln__args_u64(&ar, n);
+    kiln__args_u64(&ar, (uint64_t)num_classes);
+    struct check c = {indices, 0, num_classes, "num_classes", 1};
+    s = launch(&ar, ctx, n, NULL, &c);
   }
-  kiln_tensor_release(flag);
-  s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
-  return s;
+  return out_end(op, ctx, &t, s);
 }
 
-static const struct kiln__source index_sources[] = {{"index", KILN__DT_CLASSIC}, {NULL, 0}};
+static const struct kiln__source index_sources[] = {{"index", KILN__DT_EVERY}, {NULL, 0}};
 
 const struct kiln__family kiln__index_family = {.name = "index", .sources = index_sources};

@@ -239,7 +239,8 @@ remap_run(const char *op, kiln_context *ctx, const kiln_tensor *src, kiln_tensor
   uint64_t n = remap_numel(r);
   if (n == 0)
     return KILN_OK;
-  kiln_dtype dtype = dst->dtype;
+  /* Every kernel here but kron only moves elements: one program per element size. */
+  kiln_dtype dtype = kiln__ops_move_dtype(dst->dtype);
   size_t esz = kiln_dtype_size(dtype);
   remap_simplify(r);
   if (r->ndim == 0 ||
@@ -256,7 +257,7 @@ remap_run(const char *op, kiln_context *ctx, const kiln_tensor *src, kiln_tensor
   int fast = plan_affine(r) && plan_fits_32(r, n);
   cl_kernel k;
   KILN_TRY(get_kernel(op, ctx, dtype, fast ? "remap_affine32" : "remap", &k));
-  unsigned char zero[8] = {0};
+  unsigned char zero[sizeof(kiln_complex128)] = {0};
   kiln__args a = kiln__args_begin(op, k);
   kiln__args_mem(&a, src->mem);
   kiln__args_u64(&a, kiln__ops_elem_offset(src) + (uint64_t)r->soff);
@@ -626,7 +627,7 @@ kiln_pad(kiln_context *ctx, const kiln_tensor *x, const int64_t *before, const i
     if (before[i] || after[i])
       remap_map(&r, i, modes[mode], before[i], x->shape.dims[i]);
   }
-  unsigned char fill[8];
+  unsigned char fill[sizeof(kiln_complex128)];
   kiln__scalar_to_bytes(value, x->dtype, fill);
   return remap_op(op, ctx, x, &oshape, &r, fill, out);
 }
@@ -973,7 +974,7 @@ tri(const char *op, kiln_context *ctx, const kiln_tensor *x, int64_t k, uint32_t
   KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &x->shape, out, &x, 1, 1, &t));
   pthread_mutex_lock(&ctx->lock);
   cl_kernel kern;
-  kiln_status s = get_kernel(op, ctx, x->dtype, "tri_mask", &kern);
+  kiln_status s = get_kernel(op, ctx, kiln__ops_move_dtype(x->dtype), "tri_mask", &kern);
   if (s == KILN_OK && x->numel) {
     kiln__args a = kiln__args_begin(op, kern);
     kiln__args_tensor(&a, x);
@@ -1044,7 +1045,7 @@ kiln_diag(kiln_context *ctx, const kiln_tensor *x, int64_t k, kiln_tensor **out)
   kiln_status s = KILN_OK;
   if (t.dst->nbytes) {
     /* Every element is written: zeros first, then the diagonal. */
-    unsigned char zero[8] = {0};
+    unsigned char zero[sizeof(kiln_complex128)] = {0};
     cl_int err = clEnqueueFillBuffer(ctx->queue, t.dst->mem, zero, kiln_dtype_size(x->dtype),
                                      t.dst->offset, t.dst->nbytes, 0, NULL, NULL);
     if (err != CL_SUCCESS)
@@ -1121,6 +1122,6 @@ kiln_kron(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b, kiln_te
   return s;
 }
 
-static const struct kiln__source layout_sources[] = {{"layout", KILN__DT_CLASSIC}, {NULL, 0}};
+static const struct kiln__source layout_sources[] = {{"layout", KILN__DT_EVERY}, {NULL, 0}};
 
 const struct kiln__family kiln__layout_family = {.name = "layout", .sources = layout_sources};

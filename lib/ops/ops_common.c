@@ -25,6 +25,12 @@ kiln__ops_kernel_variant(const char *op, kiln_context *ctx, const char *source, 
   return kiln__kernel_get(op, ctx, source, options, name, k);
 }
 
+kiln_dtype
+kiln__ops_move_dtype(kiln_dtype dtype)
+{
+  return dtype == KILN_F16 ? KILN_BF16 : dtype == KILN_C64 ? KILN_I64 : dtype;
+}
+
 unsigned
 kiln__ops_source_dtypes(const char *source)
 {

@@ -50,11 +50,18 @@ kiln_status kiln__ops_kernel_variant(const char *op, kiln_context *ctx, const ch
                                      kiln_dtype dtype, const kiln__program_variant *v,
                                      const char *name, cl_kernel *k);
 
-/* Normalises an axis in [-ndim, ndim) to [0, ndim); INVALID_ARGUMENT otherwise. */
+/*
+ * The dtype whose program runs kernels that only move dtype's elements
+ * (typed MT in cl_kernels/common.cl): bf16 for f16 and i64 for c64, so that
+ * equal-sized byte movers compile once; any other dtype itself.
+ */
+kiln_dtype kiln__ops_move_dtype(kiln_dtype dtype);
+
 /* The dtypes embedded source `source` builds (struct kiln__source); 0 for an unknown source.
  * An op accepts a dtype only when both its table row's class and its source allow it. */
 unsigned kiln__ops_source_dtypes(const char *source);
 
+/* Normalises an axis in [-ndim, ndim) to [0, ndim); INVALID_ARGUMENT otherwise. */
 kiln_status kiln__ops_axis(const char *op, int64_t axis, size_t ndim, size_t *out);
 
 /* Row-major element strides of a contiguous shape. */

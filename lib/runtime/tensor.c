@@ -100,7 +100,7 @@ kiln_tensor_full(kiln_context *ctx, kiln_dtype dtype, size_t ndim, const int64_t
 {
   static const char op[] = "kiln_tensor_full";
   KILN_TRY(create(op, ctx, dtype, ndim, shape, out));
-  unsigned char pattern[8];
+  unsigned char pattern[sizeof(kiln_complex128)];
   kiln__scalar_to_bytes(value, dtype, pattern);
   kiln_status s = fill(op, *out, pattern);
   if (s != KILN_OK) {

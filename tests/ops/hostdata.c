@@ -4,11 +4,13 @@
 #include <string.h>
 
 const kiln_dtype hd_all_dtypes[6] = {KILN_F32, KILN_F64, KILN_I32, KILN_I64, KILN_U8, KILN_BOOL};
+const kiln_dtype hd_every_dtype[10] = {KILN_F32,  KILN_F64, KILN_I32,  KILN_I64, KILN_U8,
+                                       KILN_BOOL, KILN_F16, KILN_BF16, KILN_C64, KILN_C128};
 
 int
 hd_dtype_ok(kiln_dtype dt)
 {
-  return dt != KILN_F64 || harness_has_fp64();
+  return (dt != KILN_F64 && dt != KILN_C128) || harness_has_fp64();
 }
 
 double
@@ -19,6 +21,14 @@ hd_getf(kiln_dtype dt, const void *buf, uint64_t i)
     return ((const float *)buf)[i];
   case KILN_F64:
     return ((const double *)buf)[i];
+  case KILN_F16:
+    return kiln_f16_to_f32(((const uint16_t *)buf)[i]);
+  case KILN_BF16:
+    return kiln_bf16_to_f32(((const uint16_t *)buf)[i]);
+  case KILN_C64:
+    return ((const kiln_complex64 *)buf)[i].re;
+  case KILN_C128:
+    return ((const kiln_complex128 *)buf)[i].re;
   default:
     return (double)hd_geti(dt, buf, i);
   }
@@ -36,6 +46,11 @@ hd_geti(kiln_dtype dt, const void *buf, uint64_t i)
     return ((const int32_t *)buf)[i];
   case KILN_I64:
     return ((const int64_t *)buf)[i];
+  case KILN_F16:
+  case KILN_BF16:
+  case KILN_C64:
+  case KILN_C128:
+    return (int64_t)hd_getf(dt, buf, i);
   default:
     return ((const uint8_t *)buf)[i];
   }
@@ -53,6 +68,18 @@ hd_setf(kiln_dtype dt, void *buf, uint64_t i, double v)
     return;
   case KILN_BOOL:
     ((uint8_t *)buf)[i] = v != 0.0;
+    return;
+  case KILN_F16:
+    ((uint16_t *)buf)[i] = kiln_f16_from_f64(v);
+    return;
+  case KILN_BF16:
+    ((uint16_t *)buf)[i] = kiln_bf16_from_f64(v);
+    return;
+  case KILN_C64:
+    ((kiln_complex64 *)buf)[i] = (kiln_complex64){(float)v, 0.0f};
+    return;
+  case KILN_C128:
+    ((kiln_complex128 *)buf)[i] = (kiln_complex128){v, 0.0};
     return;
   default:
     hd_seti(dt, buf, i, (int64_t)v);
@@ -80,6 +107,12 @@ hd_seti(kiln_dtype dt, void *buf, uint64_t i, int64_t v)
     return;
   case KILN_BOOL:
     ((uint8_t *)buf)[i] = v != 0;
+    return;
+  case KILN_F16:
+  case KILN_BF16:
+  case KILN_C64:
+  case KILN_C128:
+    hd_setf(dt, buf, i, (double)v);
     return;
   default:
     return;
@@ -123,11 +156,55 @@ hd_pattern(kiln_dtype dt, uint64_t n, uint64_t seed)
     case KILN_BOOL:
       hd_seti(dt, buf, i, (int64_t)((h >> 7) & 1));
       break;
+    case KILN_F16:
+    case KILN_BF16:
+      ((uint16_t *)buf)[i] = (uint16_t)h;
+      break;
+    case KILN_C64:
+      memcpy((char *)buf + i * 8, &h, 8);
+      break;
+    case KILN_C128: {
+      uint64_t w[2] = {h, mix(h + seed)};
+      memcpy((char *)buf + i * 16, w, 16);
+      break;
+    }
     default:
       break;
     }
   }
   return buf;
+}
+
+void *
+hd_values(kiln_dtype dt, uint64_t n, uint64_t seed)
+{
+  if (dt != KILN_F16 && dt != KILN_BF16 && dt != KILN_C64 && dt != KILN_C128)
+    return hd_pattern(dt, n, seed);
+  void *buf = calloc(n ? n : 1, kiln_dtype_size(dt));
+  ck_assert_ptr_nonnull(buf);
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t h = mix(i * 0x9e3779b97f4a7c15ull + seed + 1);
+    double re = (double)(h % 4096) / 97.0 - 21.0, im = (double)((h >> 20) % 4096) / 61.0 - 33.0;
+    if (dt == KILN_C64)
+      ((kiln_complex64 *)buf)[i] = (kiln_complex64){(float)re, (float)im};
+    else if (dt == KILN_C128)
+      ((kiln_complex128 *)buf)[i] = (kiln_complex128){re, im};
+    else
+      hd_setf(dt, buf, i, re);
+  }
+  return buf;
+}
+
+kiln_tensor *
+hd_make_values(kiln_dtype dt, size_t nd, const int64_t *shape, uint64_t seed, void **host)
+{
+  void *data = hd_values(dt, hd_numel(nd, shape), seed);
+  kiln_tensor *t = hd_upload(dt, nd, shape, data);
+  if (host)
+    *host = data;
+  else
+    free(data);
+  return t;
 }
 
 kiln_tensor *
@@ -230,11 +307,10 @@ hd_expect_map(kiln_dtype dt, const void *got, const void *in, const int64_t *src
   size_t esz = kiln_dtype_size(dt);
   for (uint64_t i = 0; i < n; i++) {
     const unsigned char *g = (const unsigned char *)got + i * esz;
-    const unsigned char *w =
-        src[i] < 0 ? (const unsigned char *)fill : (const unsigned char *)in + (uint64_t)src[i] * esz;
-    ck_assert_msg(memcmp(g, w, esz) == 0,
-                  "%s (%s): element %llu is %g, expected %g (source %lld)", what,
-                  kiln_dtype_name(dt), (unsigned long long)i, hd_getf(dt, got, i),
+    const unsigned char *w = src[i] < 0 ? (const unsigned char *)fill
+                                        : (const unsigned char *)in + (uint64_t)src[i] * esz;
+    ck_assert_msg(memcmp(g, w, esz) == 0, "%s (%s): element %llu is %g, expected %g (source %lld)",
+                  what, kiln_dtype_name(dt), (unsigned long long)i, hd_getf(dt, got, i),
                   src[i] < 0 ? hd_getf(dt, fill, 0) : hd_getf(dt, in, (uint64_t)src[i]),
                   (long long)src[i]);
   }

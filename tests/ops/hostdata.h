@@ -18,26 +18,51 @@ extern const kiln_dtype hd_all_dtypes[6];
 #define HD_NDTYPES 6
 
 /* Loops dt over every dtype the harness device supports (f64 only with fp64); no break inside. */
-#define HD_FOR_DTYPES(dt)                                                   \
-  for (size_t dt##_i = 0; dt##_i < HD_NDTYPES; dt##_i++)                    \
+#define HD_FOR_DTYPES(dt)                                                     \
+  for (size_t dt##_i = 0; dt##_i < HD_NDTYPES; dt##_i++)                      \
     for (int dt##_k = hd_dtype_ok(hd_all_dtypes[dt##_i]); dt##_k; dt##_k = 0) \
       for (kiln_dtype dt = hd_all_dtypes[dt##_i]; dt##_k; dt##_k = 0)
 
-/* Nonzero when the harness device supports dtype (f64 needs fp64). */
+/* The six dtypes above and f16, bf16, c64, c128: what byte-moving ops take. */
+extern const kiln_dtype hd_every_dtype[10];
+#define HD_NEVERY 10
+
+/* As HD_FOR_DTYPES over hd_every_dtype (c128 too needs fp64). */
+#define HD_FOR_EVERY_DTYPE(dt)                                                 \
+  for (size_t dt##_i = 0; dt##_i < HD_NEVERY; dt##_i++)                        \
+    for (int dt##_k = hd_dtype_ok(hd_every_dtype[dt##_i]); dt##_k; dt##_k = 0) \
+      for (kiln_dtype dt = hd_every_dtype[dt##_i]; dt##_k; dt##_k = 0)
+
+/* Nonzero when the harness device supports dtype (f64 and c128 need fp64). */
 int hd_dtype_ok(kiln_dtype dt);
 
-/* Element i of a host buffer of dtype, as a double / as an exact integer (floats truncate). */
+/* Element i of a host buffer of dtype, as a double / as an exact integer (floats truncate;
+ * f16/bf16 converted exactly; complex: the real part). */
 double hd_getf(kiln_dtype dt, const void *buf, uint64_t i);
 int64_t hd_geti(kiln_dtype dt, const void *buf, uint64_t i);
-/* Stores v (integer dtypes wrap, bool stores v != 0). */
+/* Stores v (integer dtypes wrap, bool stores v != 0, f16/bf16 round to nearest even,
+ * complex gets imaginary part 0). */
 void hd_setf(kiln_dtype dt, void *buf, uint64_t i, double v);
 void hd_seti(kiln_dtype dt, void *buf, uint64_t i, int64_t v);
 
 /*
  * n deterministic values for dtype that differ between neighbours (bool
- * alternates irregularly). seed varies the pattern. Caller frees.
+ * alternates irregularly). seed varies the pattern. f16, bf16, c64 and c128
+ * get random bit patterns (NaNs with payloads, infinities, -0 and
+ * subnormals among them), which byte-moving ops must carry unchanged.
+ * Caller frees.
  */
 void *hd_pattern(kiln_dtype dt, uint64_t n, uint64_t seed);
+
+/*
+ * As hd_pattern, but finite values for every dtype, for ops that compute on them: f16/bf16
+ * and complex (both parts) get small values that are not all exactly representable.
+ */
+void *hd_values(kiln_dtype dt, uint64_t n, uint64_t seed);
+
+/* A tensor of shape holding hd_values(dt, numel, seed); *host receives the data (may be NULL). */
+kiln_tensor *hd_make_values(kiln_dtype dt, size_t nd, const int64_t *shape, uint64_t seed,
+                            void **host);
 
 /* Uploads host data (n = product of shape) into a new tensor; fails the test on error. */
 kiln_tensor *hd_upload(kiln_dtype dt, size_t nd, const int64_t *shape, const void *data);

@@ -36,8 +36,10 @@ expect_close(kiln_dtype dt, const void *got, const double *want, uint64_t n, dou
       ck_assert_msg(g == w, "%s (%s): element %llu is %.17g, expected %.17g", what,
                     kiln_dtype_name(dt), (unsigned long long)i, g, w);
     else
-      ck_assert_msg(fabs(g - w) <= tol * fabs(w) + 1e-300, "%s (%s): element %llu is %.17g, "
-                    "expected %.17g", what, kiln_dtype_name(dt), (unsigned long long)i, g, w);
+      ck_assert_msg(fabs(g - w) <= tol * fabs(w) + 1e-300,
+                    "%s (%s): element %llu is %.17g, "
+                    "expected %.17g",
+                    what, kiln_dtype_name(dt), (unsigned long long)i, g, w);
   }
 }
 
@@ -174,7 +176,7 @@ END_TEST
 
 START_TEST(arange_integer)
 {
-  static const int64_t cases[][3] = {{-5, 17, 3},  {10, -10, -7}, {0, 0, 1}, {7, 3, 1},
+  static const int64_t cases[][3] = {{-5, 17, 3},   {10, -10, -7}, {0, 0, 1},   {7, 3, 1},
                                      {250, 260, 3}, {0, 1, 5},     {-3, -4, -1}};
   HD_FOR_DTYPES(dt)
   {
@@ -185,8 +187,8 @@ START_TEST(arange_integer)
       for (int64_t v = a; d > 0 ? v < b : v > b; v += d)
         n++;
       kiln_tensor *t = NULL;
-      KOK(kiln_arange(ctx(), kiln_scalar_i64(a), kiln_scalar_f64((double)b), kiln_scalar_i64(d),
-                      dt, &t));
+      KOK(kiln_arange(ctx(), kiln_scalar_i64(a), kiln_scalar_f64((double)b), kiln_scalar_i64(d), dt,
+                      &t));
       hd_expect_shape(t, dt, 1, &n);
       void *g = hd_download(t);
       unsigned char *want = calloc((size_t)n + 1, 8);
@@ -220,27 +222,27 @@ START_TEST(arange_integer)
           KILN_ERR_DTYPE);
   KOK(kiln_tensor_release(t));
   t = NULL;
-  KEXPECT(kiln_arange(ctx(), kiln_scalar_i64(0), kiln_scalar_i64(4), kiln_scalar_i64(0), KILN_I32,
+  KEXPECT(
+      kiln_arange(ctx(), kiln_scalar_i64(0), kiln_scalar_i64(4), kiln_scalar_i64(0), KILN_I32, &t),
+      KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(
+      kiln_arange(ctx(), kiln_scalar_f64(0), kiln_scalar_f64(4), kiln_scalar_f64(0), KILN_F32, &t),
+      KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_arange(ctx(), kiln_scalar_f64(0.5), kiln_scalar_i64(4), kiln_scalar_i64(1), KILN_I32,
                       &t),
           KILN_ERR_INVALID_ARGUMENT);
-  KEXPECT(kiln_arange(ctx(), kiln_scalar_f64(0), kiln_scalar_f64(4), kiln_scalar_f64(0), KILN_F32,
+  KEXPECT(kiln_arange(ctx(), kiln_scalar_f64(NAN), kiln_scalar_f64(4), kiln_scalar_f64(1), KILN_F64,
                       &t),
           KILN_ERR_INVALID_ARGUMENT);
-  KEXPECT(kiln_arange(ctx(), kiln_scalar_f64(0.5), kiln_scalar_i64(4), kiln_scalar_i64(1),
-                      KILN_I32, &t),
-          KILN_ERR_INVALID_ARGUMENT);
-  KEXPECT(kiln_arange(ctx(), kiln_scalar_f64(NAN), kiln_scalar_f64(4), kiln_scalar_f64(1),
-                      KILN_F64, &t),
-          KILN_ERR_INVALID_ARGUMENT);
-  KEXPECT(kiln_arange(ctx(), kiln_scalar_i64(0), kiln_scalar_i64(4), kiln_scalar_i64(1),
-                      KILN_BOOL, &t),
-          KILN_ERR_DTYPE);
+  KEXPECT(
+      kiln_arange(ctx(), kiln_scalar_i64(0), kiln_scalar_i64(4), kiln_scalar_i64(1), KILN_BOOL, &t),
+      KILN_ERR_DTYPE);
   KEXPECT(kiln_arange(ctx(), kiln_scalar_i64(0), kiln_scalar_i64(4), kiln_scalar_i64(1),
                       (kiln_dtype)-1, &t),
           KILN_ERR_INVALID_ARGUMENT);
-  KEXPECT(kiln_arange(NULL, kiln_scalar_i64(0), kiln_scalar_i64(4), kiln_scalar_i64(1), KILN_I32,
-                      &t),
-          KILN_ERR_INVALID_HANDLE);
+  KEXPECT(
+      kiln_arange(NULL, kiln_scalar_i64(0), kiln_scalar_i64(4), kiln_scalar_i64(1), KILN_I32, &t),
+      KILN_ERR_INVALID_HANDLE);
   KEXPECT(kiln_arange(ctx(), kiln_scalar_i64(0), kiln_scalar_i64(4), kiln_scalar_i64(1), KILN_I32,
                       NULL),
           KILN_ERR_INVALID_ARGUMENT);
@@ -254,8 +256,8 @@ START_TEST(linspace_logspace)
     double a, b;
     int64_t n;
     int endpoint;
-  } cases[] = {{0, 1, 5, 1}, {2, 3, 5, 0}, {-7.5, 3.25, 1, 1}, {1, 2, 0, 1},
-               {1, 2, 1, 0}, {10, -10, 101, 1}, {0, 1, 1000, 1}, {3, 3, 4, 1},
+  } cases[] = {{0, 1, 5, 1},      {2, 3, 5, 0},      {-7.5, 3.25, 1, 1}, {1, 2, 0, 1},
+               {1, 2, 1, 0},      {10, -10, 101, 1}, {0, 1, 1000, 1},    {3, 3, 4, 1},
                {-0.7, 0.3, 37, 1}}; /* the last: start + 36 * step != stop in double */
   double tol = harness_has_fp64() ? 0.0 : 1e-6;
   for (int f = 0; f < 2; f++) {
@@ -279,8 +281,8 @@ START_TEST(linspace_logspace)
       void *g = hd_download(t);
       expect_close(dt, g, want, (uint64_t)n, dt == KILN_F64 ? tol / 1e6 : tol, "linspace");
       if (cases[c].endpoint && n > 1)
-        ck_assert(hd_getf(dt, g, (uint64_t)n - 1) == (dt == KILN_F32 ? (double)(float)cases[c].b
-                                                                     : cases[c].b));
+        ck_assert(hd_getf(dt, g, (uint64_t)n - 1) ==
+                  (dt == KILN_F32 ? (double)(float)cases[c].b : cases[c].b));
       free(g);
       KOK(kiln_tensor_release(t));
       /* logspace base 10 and base 2 on the same exponents */
@@ -375,9 +377,9 @@ END_TEST
 
 START_TEST(eye_and_tri)
 {
-  static const int64_t cases[][3] = {{3, 5, 0}, {4, 4, 1}, {5, 3, -2}, {0, 3, 0},
-                                     {3, 0, 0}, {4, 4, 10}, {1, 1, 0}, {7, 2, -10}};
-  HD_FOR_DTYPES(dt)
+  static const int64_t cases[][3] = {{3, 5, 0}, {4, 4, 1},  {5, 3, -2}, {0, 3, 0},
+                                     {3, 0, 0}, {4, 4, 10}, {1, 1, 0},  {7, 2, -10}};
+  HD_FOR_EVERY_DTYPE(dt)
   {
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
       int64_t r = cases[c][0], cl = cases[c][1], k = cases[c][2];
@@ -393,10 +395,13 @@ START_TEST(eye_and_tri)
           KOK(kiln_eye(ctx(), r, cl, k, dt, &t));
         ck_assert_ptr_eq(t, given);
         void *g = hd_download(t);
+        size_t esz = kiln_dtype_size(dt);
         for (int64_t i = 0; i < r; i++)
           for (int64_t j = 0; j < cl; j++) {
             int one = which ? j - i <= k : j - i == k;
-            ck_assert_msg(hd_getf(dt, g, (uint64_t)(i * cl + j)) == (one ? 1.0 : 0.0),
+            unsigned char want[16]; /* 1 + 0i for complex */
+            hd_setf(dt, want, 0, one ? 1.0 : 0.0);
+            ck_assert_msg(memcmp((char *)g + (size_t)(i * cl + j) * esz, want, esz) == 0,
                           "%s %s (%lld,%lld,%lld) at [%lld,%lld]", which ? "tri" : "eye",
                           kiln_dtype_name(dt), (long long)r, (long long)cl, (long long)k,
                           (long long)i, (long long)j);
@@ -423,9 +428,170 @@ START_TEST(eye_and_tri)
 }
 END_TEST
 
+/*
+ * f16, bf16, c64, c128 at the sizes of CODING_STYLE.md: zeros, ones, full (one rounding of the
+ * value), full_complex, arange and linspace (bit-exact: start + i * step in double, then one
+ * rounding, which the host repeats with kiln_f16_from_f64 and friends), linspace_complex,
+ * logspace (within 1 ulp of f16/bf16; the device's pow) and eye on a large matrix.
+ */
+static const kiln_dtype new_dts[4] = {KILN_F16, KILN_BF16, KILN_C64, KILN_C128};
+
+/* Element i of a CT computation rounded to dt as the device does (CT: double with fp64). */
+static void
+set_ct(kiln_dtype dt, void *buf, uint64_t i, double v)
+{
+  if (!harness_has_fp64())
+    v = (float)v;
+  hd_setf(dt, buf, i, v);
+}
+
+START_TEST(new_dtypes_creation)
+{
+  static const int64_t sizes[] = {0, 1, 97, 1000, (1 << 16) + 3};
+  int fp64 = harness_has_fp64();
+  for (size_t di = 0; di < 4; di++) {
+    kiln_dtype dt = new_dts[di];
+    if (!hd_dtype_ok(dt))
+      continue;
+    size_t esz = kiln_dtype_size(dt);
+    int cplx = dt == KILN_C64 || dt == KILN_C128;
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+      int64_t n = sizes[si];
+      void *want = calloc((size_t)n + 1, esz);
+      kiln_tensor *t = NULL;
+      /* zeros, ones, full: one rounding of the value (0.1 is inexact in every dtype). */
+      const double fills[3] = {0.0, 1.0, 0.1};
+      for (int f = 0; f < 3; f++) {
+        if (f == 0)
+          KOK(kiln_tensor_zeros(ctx(), dt, 1, &n, &t));
+        else if (f == 1)
+          KOK(kiln_tensor_ones(ctx(), dt, 1, &n, &t));
+        else
+          KOK(kiln_tensor_full(ctx(), dt, 1, &n, kiln_scalar_f64(fills[f]), &t));
+        for (int64_t i = 0; i < n; i++)
+          hd_setf(dt, want, (uint64_t)i, fills[f]);
+        void *g = hd_download(t);
+        hd_expect_equal(dt, g, want, (uint64_t)n, "zeros/ones/full");
+        free(g);
+        KOK(kiln_tensor_release(t));
+      }
+      /* arange(0.1, 0.1 + 0.37 n, 0.37), length n. */
+      double a = 0.1, d = 0.37;
+      t = NULL;
+      KOK(kiln_arange(ctx(), kiln_scalar_f64(a), kiln_scalar_f64(a + d * ((double)n - 0.5)),
+                      kiln_scalar_f64(d), dt, &t));
+      hd_expect_shape(t, dt, 1, &n);
+      for (int64_t i = 0; i < n; i++)
+        set_ct(dt, want, (uint64_t)i,
+               fp64 ? a + (double)i * d : (double)((float)a + (float)i * (float)d));
+      void *g = hd_download(t);
+      hd_expect_equal(dt, g, want, (uint64_t)n, "arange");
+      free(g);
+      KOK(kiln_tensor_release(t));
+      /* linspace(-3.3, 7.1, n): the last element is exactly stop. */
+      double lo = -3.3, hi = 7.1, step = n > 1 ? (hi - lo) / (double)(n - 1) : 0.0;
+      t = NULL;
+      KOK(kiln_linspace(ctx(), lo, hi, n, 1, dt, &t));
+      for (int64_t i = 0; i < n; i++)
+        set_ct(dt, want, (uint64_t)i,
+               n > 1 && i == n - 1 ? hi
+               : fp64              ? lo + (double)i * step
+                                   : (double)((float)lo + (float)i * (float)step));
+      g = hd_download(t);
+      hd_expect_equal(dt, g, want, (uint64_t)n, "linspace");
+      free(g);
+      KOK(kiln_tensor_release(t));
+      if (cplx && fp64) {
+        /* Complex endpoints: both parts spaced, endpoint excluded. */
+        kiln_complex128 s0 = {-1.25, 3.5}, s1 = {2.0, -0.3};
+        double sr = n ? (s1.re - s0.re) / (double)n : 0, sim = n ? (s1.im - s0.im) / (double)n : 0;
+        t = NULL;
+        KOK(kiln_linspace_complex(ctx(), s0, s1, n, 0, dt, &t));
+        for (int64_t i = 0; i < n; i++) {
+          double re = s0.re + (double)i * sr, im = s0.im + (double)i * sim;
+          if (dt == KILN_C64)
+            ((kiln_complex64 *)want)[i] = (kiln_complex64){(float)re, (float)im};
+          else
+            ((kiln_complex128 *)want)[i] = (kiln_complex128){re, im};
+        }
+        g = hd_download(t);
+        hd_expect_equal(dt, g, want, (uint64_t)n, "linspace_complex");
+        free(g);
+        KOK(kiln_tensor_release(t));
+        /* full_complex */
+        t = NULL;
+        kiln_complex128 v = {0.1, -2.75};
+        KOK(kiln_tensor_full_complex(ctx(), dt, 1, &n, v, &t));
+        for (int64_t i = 0; i < n; i++) {
+          if (dt == KILN_C64)
+            ((kiln_complex64 *)want)[i] = (kiln_complex64){(float)v.re, (float)v.im};
+          else
+            ((kiln_complex128 *)want)[i] = v;
+        }
+        g = hd_download(t);
+        hd_expect_equal(dt, g, want, (uint64_t)n, "full_complex");
+        free(g);
+        KOK(kiln_tensor_release(t));
+      }
+      free(want);
+    }
+    /* logspace: f16/bf16 within 1 ulp (the device's pow, then one rounding); complex: the
+     * real value (relative 1e-5 / 1e-12), imaginary part exactly 0. */
+    int64_t n = 50;
+    kiln_tensor *t = NULL;
+    KOK(kiln_logspace(ctx(), -2.0, 3.0, n, 1, 2.0, dt, &t));
+    void *g = hd_download(t);
+    for (int64_t i = 0; i < n; i++) {
+      double e = i == n - 1 ? 3.0 : -2.0 + (double)i * (5.0 / 49.0), w = pow(2.0, e);
+      if (cplx) {
+        double re = hd_getf(dt, g, (uint64_t)i);
+        double im = dt == KILN_C64 ? ((kiln_complex64 *)g)[i].im : ((kiln_complex128 *)g)[i].im;
+        ck_assert_msg(fabs(re - w) <= (dt == KILN_C64 ? 1e-5 : 1e-12) * w && im == 0.0,
+                      "logspace %s element %lld", kiln_dtype_name(dt), (long long)i);
+      } else {
+        unsigned char wb[2];
+        hd_setf(dt, wb, 0, w);
+        int diff = (int)((uint16_t *)g)[i] - (int)*(uint16_t *)wb;
+        ck_assert_msg(diff >= -1 && diff <= 1, "logspace %s element %lld: %#x, want %#x",
+                      kiln_dtype_name(dt), (long long)i, ((uint16_t *)g)[i], *(uint16_t *)wb);
+      }
+    }
+    free(g);
+    KOK(kiln_tensor_release(t));
+    /* eye on a large matrix whose columns are no multiple of the work-group size. */
+    t = NULL;
+    KOK(kiln_eye(ctx(), 257, 1031, 3, dt, &t));
+    g = hd_download(t);
+    unsigned char one[16], zero[16];
+    hd_setf(dt, one, 0, 1.0);
+    hd_setf(dt, zero, 0, 0.0);
+    for (int64_t i = 0; i < 257 * 1031; i++)
+      ck_assert(memcmp((char *)g + (size_t)i * esz, i % 1031 - i / 1031 == 3 ? one : zero, esz) ==
+                0);
+    free(g);
+    KOK(kiln_tensor_release(t));
+  }
+  /* full_complex and linspace_complex take complex dtypes only. */
+  int64_t two = 2;
+  kiln_tensor *t = NULL;
+  kiln_complex128 v = {1, 2};
+  KEXPECT(kiln_tensor_full_complex(ctx(), KILN_F32, 1, &two, v, &t), KILN_ERR_DTYPE);
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "kiln_tensor_full_complex"));
+  KEXPECT(kiln_tensor_full_complex(ctx(), KILN_C64, 1, &two, v, NULL), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_linspace_complex(ctx(), v, v, 3, 1, KILN_F64, &t), KILN_ERR_DTYPE);
+  kiln_complex128 inf = {INFINITY, 0};
+  KEXPECT(kiln_linspace_complex(ctx(), v, inf, 3, 1, KILN_C64, &t), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_linspace_complex(ctx(), v, v, -1, 1, KILN_C64, &t), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(
+      kiln_arange(ctx(), kiln_scalar_i64(0), kiln_scalar_i64(3), kiln_scalar_i64(1), KILN_BOOL, &t),
+      KILN_ERR_DTYPE);
+  ck_assert_ptr_null(t);
+}
+END_TEST
+
 START_TEST(meshgrid_xy_ij)
 {
-  HD_FOR_DTYPES(dt)
+  HD_FOR_EVERY_DTYPE(dt)
   {
     int64_t lens[3] = {3, 4, 2};
     void *h[3];
@@ -485,8 +651,7 @@ START_TEST(meshgrid_xy_ij)
   const kiln_tensor *vvi[2] = {v, vi};
   KEXPECT(kiln_meshgrid(ctx(), vvi, 2, KILN_MESHGRID_IJ, outs), KILN_ERR_DTYPE);
   KEXPECT(kiln_meshgrid(ctx(), vvi, 0, KILN_MESHGRID_IJ, outs), KILN_ERR_INVALID_ARGUMENT);
-  KEXPECT(kiln_meshgrid(ctx(), vvi, 2, (kiln_meshgrid_indexing)5, outs),
-          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_meshgrid(ctx(), vvi, 2, (kiln_meshgrid_indexing)5, outs), KILN_ERR_INVALID_ARGUMENT);
   KEXPECT(kiln_meshgrid(ctx(), vvi, 2, KILN_MESHGRID_IJ, NULL), KILN_ERR_INVALID_ARGUMENT);
   /* A bad given second output unwinds the first, which kiln made. */
   const kiln_tensor *vv[2] = {v, v};
@@ -565,6 +730,7 @@ create_suite(void)
   tcase_add_test(tc, length_limits);
   tcase_add_test(tc, eye_and_tri);
   tcase_add_test(tc, meshgrid_xy_ij);
+  tcase_add_test(tc, new_dtypes_creation);
   tcase_add_test(tc, overlapping_outputs);
   suite_add_tcase(s, tc);
   return s;

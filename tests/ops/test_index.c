@@ -37,8 +37,7 @@ next_u64(void)
 
 /* An index tensor of idt with values in [lo, hi). *host receives them as int64 (caller frees). */
 static kiln_tensor *
-make_index(kiln_dtype idt, size_t nd, const int64_t *shape, int64_t lo, int64_t hi,
-           int64_t **host)
+make_index(kiln_dtype idt, size_t nd, const int64_t *shape, int64_t lo, int64_t hi, int64_t **host)
 {
   uint64_t n = hd_numel(nd, shape);
   int64_t *v = calloc(n ? n : 1, sizeof *v);
@@ -78,7 +77,7 @@ static const kiln_dtype index_dtypes[2] = {KILN_I32, KILN_I64};
 START_TEST(gather_all_dtypes)
 {
   int64_t xs[3] = {4, 5, 3};
-  HD_FOR_DTYPES(dt)
+  HD_FOR_EVERY_DTYPE(dt)
   {
     void *hx;
     kiln_tensor *x = hd_make(dt, 3, xs, 1, &hx);
@@ -155,7 +154,7 @@ END_TEST
 START_TEST(index_select_and_embedding)
 {
   int64_t xs[3] = {5, 4, 3};
-  HD_FOR_DTYPES(dt)
+  HD_FOR_EVERY_DTYPE(dt)
   {
     void *hx;
     kiln_tensor *x = hd_make(dt, 3, xs, 2, &hx);
@@ -266,6 +265,13 @@ scatter_ref(kiln_dtype dt, void *x, size_t nd, const int64_t *xs, size_t ax, con
   uint64_t m = hd_numel(nd, is);
   int64_t c[KILN_MAX_DIMS];
   size_t esz = kiln_dtype_size(dt);
+  /* f16/bf16 add each target's run in f32 and round once at the end, as the kernel does. */
+  int half = dt == KILN_F16 || dt == KILN_BF16;
+  uint64_t nx = hd_numel(nd, xs);
+  float *acc = half ? calloc(nx ? nx : 1, sizeof *acc) : NULL;
+  uint8_t *hit = half ? calloc(nx ? nx : 1, 1) : NULL;
+  for (uint64_t i = 0; half && i < nx; i++)
+    acc[i] = (float)hd_getf(dt, x, i);
   for (uint64_t e = 0; e < m; e++) {
     hd_unravel(e, nd, is, c);
     uint64_t si = hd_ravel(nd, ss, c);
@@ -276,6 +282,23 @@ scatter_ref(kiln_dtype dt, void *x, size_t nd, const int64_t *xs, size_t ax, con
       continue;
     }
     switch (dt) {
+    case KILN_F16:
+    case KILN_BF16:
+      acc[ti] += (float)hd_getf(dt, src, si);
+      hit[ti] = 1;
+      break;
+    case KILN_C64: {
+      kiln_complex64 *t = &((kiln_complex64 *)x)[ti];
+      const kiln_complex64 *v = &((const kiln_complex64 *)src)[si];
+      *t = (kiln_complex64){t->re + v->re, t->im + v->im};
+      break;
+    }
+    case KILN_C128: {
+      kiln_complex128 *t = &((kiln_complex128 *)x)[ti];
+      const kiln_complex128 *v = &((const kiln_complex128 *)src)[si];
+      *t = (kiln_complex128){t->re + v->re, t->im + v->im};
+      break;
+    }
     case KILN_F32:
       ((float *)x)[ti] = ((float *)x)[ti] + ((const float *)src)[si];
       break;
@@ -286,10 +309,14 @@ scatter_ref(kiln_dtype dt, void *x, size_t nd, const int64_t *xs, size_t ax, con
       ((uint8_t *)x)[ti] = ((uint8_t *)x)[ti] | ((const uint8_t *)src)[si];
       break;
     default:
-      hd_seti(dt, x, ti,
-              (int64_t)((uint64_t)hd_geti(dt, x, ti) + (uint64_t)hd_geti(dt, src, si)));
+      hd_seti(dt, x, ti, (int64_t)((uint64_t)hd_geti(dt, x, ti) + (uint64_t)hd_geti(dt, src, si)));
     }
   }
+  for (uint64_t i = 0; half && i < nx; i++)
+    if (hit[i])
+      hd_setf(dt, x, i, acc[i]);
+  free(acc);
+  free(hit);
 }
 
 static void
@@ -298,8 +325,9 @@ check_scatter(kiln_dtype dt, kiln_dtype idt, size_t nd, const int64_t *xs, int64
 {
   size_t ax = (size_t)(axis < 0 ? axis + (int64_t)nd : axis);
   void *hx, *hs;
-  kiln_tensor *x = hd_make(dt, nd, xs, seed, &hx);
-  kiln_tensor *src = hd_make(dt, nd, ss, seed + 1, &hs);
+  /* Assign moves bits (random patterns for f16/bf16/complex); add needs finite values. */
+  kiln_tensor *x = (add ? hd_make_values : hd_make)(dt, nd, xs, seed, &hx);
+  kiln_tensor *src = (add ? hd_make_values : hd_make)(dt, nd, ss, seed + 1, &hs);
   int64_t *iv;
   kiln_tensor *idx = make_index(idt, nd, is, -xs[ax], xs[ax], &iv);
   kiln_tensor *out = in_place ? x : NULL;
@@ -323,7 +351,7 @@ check_scatter(kiln_dtype dt, kiln_dtype idt, size_t nd, const int64_t *xs, int64
 
 START_TEST(scatter_all_dtypes)
 {
-  HD_FOR_DTYPES(dt)
+  HD_FOR_EVERY_DTYPE(dt)
   {
     for (int add = 0; add < 2; add++) {
       int64_t xs[2] = {5, 4}, is[2] = {6, 4}, ss[2] = {6, 5};
@@ -340,6 +368,11 @@ START_TEST(scatter_all_dtypes)
   if (harness_has_fp64())
     check_scatter(KILN_F64, KILN_I64, 1, xs, 0, is, ss, 1, 1, 50);
   check_scatter(KILN_I32, KILN_I64, 1, xs, 0, is, ss, 0, 0, 60);
+  /* The same for the new dtypes: f16/bf16 sum each run in f32 and round once. */
+  check_scatter(KILN_F16, KILN_I32, 1, xs, 0, is, ss, 1, 0, 70);
+  check_scatter(KILN_BF16, KILN_I64, 1, xs, 0, is, ss, 1, 1, 80);
+  check_scatter(KILN_C64, KILN_I32, 1, xs, 0, is, ss, 1, 0, 90);
+  check_scatter(KILN_F16, KILN_I64, 1, xs, 0, is, ss, 0, 0, 100);
 }
 END_TEST
 
@@ -454,7 +487,7 @@ START_TEST(masked_fill_broadcast)
   int64_t xs[2] = {3, 4};
   static const int64_t mshapes[][2] = {{3, 4}, {1, 4}, {3, 1}};
   static const size_t mnd[] = {2, 1, 2};
-  HD_FOR_DTYPES(dt)
+  HD_FOR_EVERY_DTYPE(dt)
   {
     for (size_t c = 0; c < 3; c++) {
       void *hx;
@@ -465,12 +498,15 @@ START_TEST(masked_fill_broadcast)
       kiln_tensor *mask = hd_upload(c == 1 ? KILN_U8 : KILN_BOOL, mnd[c], ms, hm);
       kiln_tensor *out = c == 2 ? x : NULL; /* the last case runs in place */
       KOK(kiln_masked_fill(ctx(), x, mask, kiln_scalar_i64(-3), &out));
-      unsigned char fill[8];
+      unsigned char fill[16];
       hd_seti(dt, fill, 0, -3);
       int64_t src[12], cc[2];
       for (uint64_t i = 0; i < 12; i++) {
         hd_unravel(i, 2, xs, cc);
-        uint64_t mi = mnd[c] == 1 ? (uint64_t)cc[1] : ms[0] == 1 ? (uint64_t)cc[1] : ms[1] == 1 ? (uint64_t)cc[0] : i;
+        uint64_t mi = mnd[c] == 1  ? (uint64_t)cc[1]
+                      : ms[0] == 1 ? (uint64_t)cc[1]
+                      : ms[1] == 1 ? (uint64_t)cc[0]
+                                   : i;
         src[i] = hm[mi] ? -1 : (int64_t)i;
       }
       void *g = hd_download(out);
@@ -498,14 +534,26 @@ START_TEST(masked_fill_broadcast)
 }
 END_TEST
 
+/* Element i is nonzero: NaN is, -0 is not; a complex number when either part is. */
+static int
+nonzero_ref(kiln_dtype dt, const void *buf, uint64_t i)
+{
+  if (dt == KILN_C64)
+    return ((const kiln_complex64 *)buf)[i].re != 0 || ((const kiln_complex64 *)buf)[i].im != 0;
+  if (dt == KILN_C128)
+    return ((const kiln_complex128 *)buf)[i].re != 0 || ((const kiln_complex128 *)buf)[i].im != 0;
+  return hd_getf(dt, buf, i) != 0.0;
+}
+
 START_TEST(masked_select_and_nonzero)
 {
   static const int64_t sizes[] = {0, 1, 37 * 11, 2048, 2049, 300007};
-  HD_FOR_DTYPES(dt)
+  HD_FOR_EVERY_DTYPE(dt)
   {
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
       int64_t n = sizes[si];
-      if ((n > 5000 && dt != KILN_F32 && dt != KILN_U8) || !harness_fits((uint64_t)n))
+      if ((n > 5000 && dt != KILN_F32 && dt != KILN_U8 && dt != KILN_F16 && dt != KILN_C64) ||
+          !harness_fits((uint64_t)n))
         continue;
       void *hx;
       kiln_tensor *x = hd_make(dt, 1, &n, 80 + si, &hx);
@@ -530,7 +578,7 @@ START_TEST(masked_select_and_nonzero)
       KOK(kiln_nonzero(ctx(), x, &out, &count));
       k = 0;
       for (int64_t i = 0; i < n; i++)
-        if (hd_getf(dt, hx, (uint64_t)i) != 0.0)
+        if (nonzero_ref(dt, hx, (uint64_t)i))
           src[k++] = i;
       ck_assert_uint_eq(count, (uint64_t)k);
       hd_expect_shape(out, KILN_I64, 1, &k);
@@ -665,15 +713,18 @@ START_TEST(one_hot_all_dtypes)
 {
   int64_t is[2] = {2, 3}, *iv;
   kiln_tensor *idx = make_index(KILN_I64, 2, is, 0, 4, &iv);
-  HD_FOR_DTYPES(dt)
+  HD_FOR_EVERY_DTYPE(dt)
   {
     kiln_tensor *out = NULL;
     KOK(kiln_one_hot(ctx(), idx, 4, dt, &out));
     int64_t os[3] = {2, 3, 4};
     hd_expect_shape(out, dt, 3, os);
     void *g = hd_download(out);
-    for (int i = 0; i < 24; i++)
-      ck_assert(hd_getf(dt, g, (uint64_t)i) == (iv[i / 4] == i % 4 ? 1.0 : 0.0));
+    unsigned char want[16];
+    for (int i = 0; i < 24; i++) {
+      hd_setf(dt, want, 0, iv[i / 4] == i % 4 ? 1.0 : 0.0);
+      hd_expect_equal(dt, (char *)g + (size_t)i * kiln_dtype_size(dt), want, 1, "one_hot");
+    }
     free(g);
     KOK(kiln_tensor_release(out));
   }

@@ -16,7 +16,7 @@
 #include "hostdata.h"
 #include "kiln/layout.h"
 
-#define DT_LOOP(dt) HD_FOR_DTYPES(dt)
+#define DT_LOOP(dt) HD_FOR_EVERY_DTYPE(dt)
 
 static kiln_context *
 ctx(void)
@@ -291,8 +291,8 @@ END_TEST
 START_TEST(permute_6d)
 {
   static const int64_t shape[6] = {2, 3, 1, 4, 5, 2};
-  static const int64_t perms[][6] = {{0, 1, 2, 3, 4, 5}, {5, 4, 3, 2, 1, 0}, {1, 0, 3, 2, 5, 4},
-                                     {2, 4, 0, 5, 1, 3}, {0, 1, 2, 3, 5, 4}, {3, 5, 1, 0, 4, 2},
+  static const int64_t perms[][6] = {{0, 1, 2, 3, 4, 5},  {5, 4, 3, 2, 1, 0}, {1, 0, 3, 2, 5, 4},
+                                     {2, 4, 0, 5, 1, 3},  {0, 1, 2, 3, 5, 4}, {3, 5, 1, 0, 4, 2},
                                      {0, -1, 1, 2, 3, -2}};
   DT_LOOP(dt)
   {
@@ -488,7 +488,8 @@ START_TEST(concat_stack_split)
     size_t esz = kiln_dtype_size(dt);
     for (int r = 0; r < 2; r++)
       for (int k = 0; k < 8; k++) {
-        const void *want = k < 3 ? (char *)ha + (r * 3 + k) * esz : (char *)hc + (r * 5 + k - 3) * esz;
+        const void *want =
+            k < 3 ? (char *)ha + (r * 3 + k) * esz : (char *)hc + (r * 5 + k - 3) * esz;
         ck_assert_msg(memcmp((char *)got + (r * 8 + k) * esz, want, esz) == 0, "concat %s [%d,%d]",
                       kiln_dtype_name(dt), r, k);
       }
@@ -637,10 +638,9 @@ py_indices(kiln_range rg, int64_t n, int64_t *idx)
 
 #define OM KILN_SLICE_OMIT
 static const kiln_range slice_cases[][2] = {
-    {{1, 8, 3}, {OM, OM, 1}},     {{OM, OM, -1}, {OM, OM, -2}}, {{-3, OM, 1}, {2, -1, 1}},
-    {{5, 2, -2}, {6, 0, -1}},     {{100, -100, -7}, {-100, 100, 3}},
-    {{3, 3, 1}, {OM, OM, 1}},     {{OM, OM, 100}, {OM, OM, -100}},
-    {{-1, -11, -1}, {0, 1, 1}},   {{9, OM, -4}, {OM, 4, 1}}};
+    {{1, 8, 3}, {OM, OM, 1}},        {{OM, OM, -1}, {OM, OM, -2}},      {{-3, OM, 1}, {2, -1, 1}},
+    {{5, 2, -2}, {6, 0, -1}},        {{100, -100, -7}, {-100, 100, 3}}, {{3, 3, 1}, {OM, OM, 1}},
+    {{OM, OM, 100}, {OM, OM, -100}}, {{-1, -11, -1}, {0, 1, 1}},        {{9, OM, -4}, {OM, 4, 1}}};
 
 START_TEST(slice_read)
 {
@@ -902,7 +902,7 @@ START_TEST(pad_modes)
         int64_t k = pad_index((kiln_pad_mode)m, c[1], before[1], shape[1]);
         src[i] = r < 0 || k < 0 ? -1 : r * shape[1] + k;
       }
-      unsigned char fill[8];
+      unsigned char fill[16];
       hd_seti(dt, fill, 0, 7);
       kiln_tensor *out = NULL;
       KOK(kiln_pad(ctx(), x, before, after, (kiln_pad_mode)m, kiln_scalar_i64(7), &out));
@@ -965,7 +965,7 @@ START_TEST(tril_triu)
           int keep = upper ? d >= ks[ki] : d <= ks[ki];
           src[i] = keep ? (int64_t)i : -1;
         }
-        unsigned char zero[8] = {0};
+        unsigned char zero[16] = {0};
         kiln_tensor *out = NULL;
         if (upper)
           KOK(kiln_triu(ctx(), x, ks[ki], &out));
@@ -1003,7 +1003,7 @@ START_TEST(diag_both_ways)
           int64_t i = k >= 0 ? r : c;
           src[r * m + c] = c - r == k ? i : -1;
         }
-      unsigned char zero[8] = {0};
+      unsigned char zero[16] = {0};
       /* A given output full of junk must be fully overwritten. */
       kiln_tensor *out = NULL;
       KOK(kiln_tensor_full(ctx(), dt, 2, os, kiln_scalar_i64(1), &out));
@@ -1040,18 +1040,42 @@ START_TEST(diag_both_ways)
 }
 END_TEST
 
+/* want = a[ia] * b[ib] for the kron reference: halves multiply in f32 (exact) and round once,
+ * complex as (ar br - ai bi, ar bi + ai br) with every operation rounded to the part type. */
+static void
+kron_ref(kiln_dtype dt, const void *ha, uint64_t ia, const void *hb, uint64_t ib, void *want)
+{
+  if (dt == KILN_C64) {
+    kiln_complex64 a = ((const kiln_complex64 *)ha)[ia], b = ((const kiln_complex64 *)hb)[ib];
+    float rr = a.re * b.re, ii = a.im * b.im, ri = a.re * b.im, ir = a.im * b.re;
+    *(kiln_complex64 *)want = (kiln_complex64){rr - ii, ri + ir};
+  } else if (dt == KILN_C128) {
+    kiln_complex128 a = ((const kiln_complex128 *)ha)[ia], b = ((const kiln_complex128 *)hb)[ib];
+    double rr = a.re * b.re, ii = a.im * b.im, ri = a.re * b.im, ir = a.im * b.re;
+    *(kiln_complex128 *)want = (kiln_complex128){rr - ii, ri + ir};
+  } else if (dt == KILN_F16 || dt == KILN_BF16) {
+    hd_setf(dt, want, 0, (double)((float)hd_getf(dt, ha, ia) * (float)hd_getf(dt, hb, ib)));
+  } else if (dt == KILN_F32 || dt == KILN_F64) {
+    hd_setf(dt, want, 0, hd_getf(dt, ha, ia) * hd_getf(dt, hb, ib));
+  } else {
+    hd_seti(dt, want, 0, (int64_t)((uint64_t)hd_geti(dt, ha, ia) * (uint64_t)hd_geti(dt, hb, ib)));
+  }
+}
+
 START_TEST(kron_products)
 {
   DT_LOOP(dt)
   {
-    static const int64_t cases[][2][3] = {{{2, 3, 0}, {4, 1, 0}}, {{2, 0, 0}, {3, 2, 0}},
-                                          {{1, 2, 3}, {2, 1, 2}}, {{0, 3, 0}, {2, 2, 0}}};
+    static const int64_t cases[][2][3] = {{{2, 3, 0}, {4, 1, 0}},
+                                          {{2, 0, 0}, {3, 2, 0}},
+                                          {{1, 2, 3}, {2, 1, 2}},
+                                          {{0, 3, 0}, {2, 2, 0}}};
     static const size_t nds[][2] = {{2, 2}, {1, 2}, {3, 3}, {2, 2}};
     for (size_t c = 0; c < 4; c++) {
       size_t na = nds[c][0], nb = nds[c][1], nd = na > nb ? na : nb;
       void *ha, *hb;
-      kiln_tensor *a = hd_make(dt, na, cases[c][0], 16 + c, &ha);
-      kiln_tensor *b = hd_make(dt, nb, cases[c][1], 26 + c, &hb);
+      kiln_tensor *a = hd_make_values(dt, na, cases[c][0], 16 + c, &ha);
+      kiln_tensor *b = hd_make_values(dt, nb, cases[c][1], 26 + c, &hb);
       int64_t ad[3], bd[3], od[3];
       for (size_t i = 0; i < nd; i++) {
         ad[i] = i + na >= nd ? cases[c][0][i + na - nd] : 1;
@@ -1071,12 +1095,8 @@ START_TEST(kron_products)
           bc[d] = oc[d] % bd[d];
         }
         uint64_t ia = hd_ravel(nd, ad, ac), ib = hd_ravel(nd, bd, bc);
-        unsigned char want[8];
-        if (dt == KILN_F32 || dt == KILN_F64)
-          hd_setf(dt, want, 0, hd_getf(dt, ha, ia) * hd_getf(dt, hb, ib));
-        else
-          hd_seti(dt, want, 0,
-                  (int64_t)((uint64_t)hd_geti(dt, ha, ia) * (uint64_t)hd_geti(dt, hb, ib)));
+        unsigned char want[16];
+        kron_ref(dt, ha, ia, hb, ib, want);
         hd_expect_equal(dt, (char *)got + i * kiln_dtype_size(dt), want, 1, "kron");
       }
       free(got);
@@ -1106,6 +1126,70 @@ START_TEST(kron_products)
   KOK(kiln_tensor_release(one));
   KOK(kiln_tensor_release(a));
   KOK(kiln_tensor_release(b));
+}
+END_TEST
+
+/*
+ * f16, bf16, c64 and c128 at the sizes of CODING_STYLE.md (0, 1, a prime, non-multiples of
+ * the work-group and of the 32x32 tile, about 2^16): transpose (tiled kernel), flip (affine
+ * kernel), roll (generic kernel) and constant pad of random bit patterns, byte for byte.
+ * The other tests run every op over these dtypes on small shapes.
+ */
+START_TEST(new_dtypes_sizes)
+{
+  static const int64_t shapes[][2] = {{0, 7}, {1, 1}, {13, 97}, {33, 1000}, {257, 263}};
+  static const kiln_dtype dts[] = {KILN_F16, KILN_BF16, KILN_C64, KILN_C128};
+  for (size_t di = 0; di < 4; di++) {
+    kiln_dtype dt = dts[di];
+    if (!hd_dtype_ok(dt))
+      continue;
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+      const int64_t *sh = shapes[si];
+      uint64_t n = hd_numel(2, sh);
+      void *host;
+      kiln_tensor *x = hd_make(dt, 2, sh, 40 + si, &host);
+      int64_t *src = alloc_src(n), c[2];
+      kiln_tensor *out = NULL;
+      int64_t ts[2] = {sh[1], sh[0]};
+      for (uint64_t i = 0; i < n; i++) {
+        hd_unravel(i, 2, ts, c);
+        src[i] = c[1] * sh[1] + c[0];
+      }
+      KOK(kiln_transpose(ctx(), x, &out));
+      check_out(out, dt, 2, ts, host, src, NULL, "transpose");
+      for (uint64_t i = 0; i < n; i++)
+        src[i] = (int64_t)(n - 1 - i);
+      int64_t flat = (int64_t)n;
+      kiln_tensor *v = NULL;
+      KOK(kiln_reshape(ctx(), x, 1, &flat, &v));
+      out = NULL;
+      KOK(kiln_flip(ctx(), v, NULL, 0, &out));
+      check_out(out, dt, 1, &flat, host, src, NULL, "flip");
+      int64_t shift = 5, axis = 1;
+      for (uint64_t i = 0; i < n; i++) {
+        hd_unravel(i, 2, sh, c);
+        int64_t k = ((c[1] - shift) % sh[1] + sh[1]) % sh[1];
+        src[i] = c[0] * sh[1] + k;
+      }
+      out = NULL;
+      KOK(kiln_roll(ctx(), x, &shift, &axis, 1, &out));
+      check_out(out, dt, 2, sh, host, src, NULL, "roll");
+      int64_t before = 3, after = 2, padded = flat + 5;
+      int64_t *psrc = alloc_src((uint64_t)padded);
+      for (int64_t i = 0; i < padded; i++)
+        psrc[i] = i < before || i >= before + flat ? -1 : i - before;
+      unsigned char fill[16];
+      hd_setf(dt, fill, 0, -2.5);
+      out = NULL;
+      KOK(kiln_pad(ctx(), v, &before, &after, KILN_PAD_CONSTANT, kiln_scalar_f64(-2.5), &out));
+      check_out(out, dt, 1, &padded, host, psrc, fill, "pad");
+      free(psrc);
+      free(src);
+      free(host);
+      KOK(kiln_tensor_release(v));
+      KOK(kiln_tensor_release(x));
+    }
+  }
 }
 END_TEST
 
@@ -1147,18 +1231,58 @@ START_TEST(provider_slots)
 {
   const kiln_provider *p = NULL;
   KOK(kiln_get_provider(KILN_PROVIDER_ABI, &p));
-  ck_assert_uint_ge(p->struct_size, offsetof(kiln_provider, random_shuffle) + sizeof p->random_shuffle);
+  ck_assert_uint_ge(p->struct_size,
+                    offsetof(kiln_provider, random_shuffle) + sizeof p->random_shuffle);
 #define SLOT(name) ck_assert_msg(p->name == kiln_##name, "provider slot " #name)
-  SLOT(reshape); SLOT(transpose); SLOT(permute); SLOT(flip); SLOT(roll); SLOT(concat);
-  SLOT(stack); SLOT(split); SLOT(slice); SLOT(slice_assign); SLOT(tile); SLOT(repeat);
-  SLOT(pad); SLOT(tril); SLOT(triu); SLOT(diag); SLOT(kron); SLOT(broadcast_to);
-  SLOT(gather); SLOT(index_select); SLOT(scatter); SLOT(masked_fill); SLOT(masked_select);
-  SLOT(nonzero); SLOT(embedding); SLOT(sub2ind); SLOT(ind2sub); SLOT(one_hot);
-  SLOT(tensor_ones); SLOT(tensor_empty_like); SLOT(tensor_zeros_like); SLOT(tensor_ones_like);
-  SLOT(tensor_full_like); SLOT(arange); SLOT(linspace); SLOT(logspace); SLOT(eye); SLOT(tri);
-  SLOT(meshgrid); SLOT(rng_seed); SLOT(rng_state_get); SLOT(rng_state_set);
-  SLOT(random_uniform); SLOT(random_normal); SLOT(random_integers); SLOT(random_bernoulli);
-  SLOT(random_bits); SLOT(random_permutation); SLOT(random_shuffle);
+  SLOT(reshape);
+  SLOT(transpose);
+  SLOT(permute);
+  SLOT(flip);
+  SLOT(roll);
+  SLOT(concat);
+  SLOT(stack);
+  SLOT(split);
+  SLOT(slice);
+  SLOT(slice_assign);
+  SLOT(tile);
+  SLOT(repeat);
+  SLOT(pad);
+  SLOT(tril);
+  SLOT(triu);
+  SLOT(diag);
+  SLOT(kron);
+  SLOT(broadcast_to);
+  SLOT(gather);
+  SLOT(index_select);
+  SLOT(scatter);
+  SLOT(masked_fill);
+  SLOT(masked_select);
+  SLOT(nonzero);
+  SLOT(embedding);
+  SLOT(sub2ind);
+  SLOT(ind2sub);
+  SLOT(one_hot);
+  SLOT(tensor_ones);
+  SLOT(tensor_empty_like);
+  SLOT(tensor_zeros_like);
+  SLOT(tensor_ones_like);
+  SLOT(tensor_full_like);
+  SLOT(arange);
+  SLOT(linspace);
+  SLOT(logspace);
+  SLOT(eye);
+  SLOT(tri);
+  SLOT(meshgrid);
+  SLOT(rng_seed);
+  SLOT(rng_state_get);
+  SLOT(rng_state_set);
+  SLOT(random_uniform);
+  SLOT(random_normal);
+  SLOT(random_integers);
+  SLOT(random_bernoulli);
+  SLOT(random_bits);
+  SLOT(random_permutation);
+  SLOT(random_shuffle);
 #undef SLOT
   /* A call through the table works like the direct one. */
   int64_t s[2] = {2, 3};
@@ -1279,6 +1403,7 @@ layout_suite(void)
   tcase_add_test(tc, tril_triu);
   tcase_add_test(tc, diag_both_ways);
   tcase_add_test(tc, kron_products);
+  tcase_add_test(tc, new_dtypes_sizes);
   tcase_add_test(tc, overlapping_outputs);
   tcase_add_test(tc, bad_handles_and_contexts);
   tcase_add_test(tc, provider_slots);

@@ -291,6 +291,9 @@ START_TEST(f64_unsupported_device_is_reported)
   int64_t n[1] = {3};
   KEXPECT(kiln_tensor_create(ctx, KILN_F64, 1, n, &t), KILN_ERR_UNSUPPORTED);
   ck_assert_ptr_nonnull(strstr(kiln_last_error(), "fp64"));
+  KEXPECT(kiln_tensor_create(ctx, KILN_C128, 1, n, &t), KILN_ERR_UNSUPPORTED);
+  kiln_complex128 v = {1, 2};
+  KEXPECT(kiln_tensor_full_complex(ctx, KILN_C128, 1, n, v, &t), KILN_ERR_UNSUPPORTED);
   /* Casting to f64 is refused too, and f32 work goes on. */
   KOK(kiln_tensor_zeros(ctx, KILN_F32, 1, n, &t));
   kiln_tensor *d = NULL;
