@@ -34,7 +34,7 @@ rng_state_destroy(kiln_context *ctx, void *state)
   free(state);
 }
 
-static const struct kiln__source random_sources[] = {{"random", KILN__DT_CLASSIC}, {NULL, 0}};
+static const struct kiln__source random_sources[] = {{"random", KILN__DT_EVERY}, {NULL, 0}};
 
 const struct kiln__family kiln__random_family = {.name = "random",
                                                  .sources = random_sources,
@@ -164,29 +164,93 @@ fill(const char *op, kiln_context *ctx, kiln_tensor *out, const char *name, uint
   return s;
 }
 
+/* ---- f16 and bf16: the f32 values, rounded to nearest even by the kernel's store ---- */
+
+static uint16_t
+half_bits(kiln_dtype dt, double v)
+{
+  return dt == KILN_F16 ? kiln_f16_from_f64(v) : kiln_bf16_from_f64(v);
+}
+
+static float
+half_value(kiln_dtype dt, uint16_t b)
+{
+  return dt == KILN_F16 ? kiln_f16_to_f32(b) : kiln_bf16_to_f32(b);
+}
+
+/* The neighbours of a finite 16-bit float (sign and magnitude: both formats order the same way). */
+static uint16_t
+half_up(uint16_t b)
+{
+  return b == 0x8000u ? 0x0001u : (b & 0x8000u) ? (uint16_t)(b - 1) : (uint16_t)(b + 1);
+}
+
+static uint16_t
+half_down(uint16_t b)
+{
+  return b == 0x0000u ? 0x8001u : (b & 0x8000u) ? (uint16_t)(b + 1) : (uint16_t)(b - 1);
+}
+
+/* The smallest storage value >= v (v finite); may be infinite. */
+static uint16_t
+half_ceil(kiln_dtype dt, double v)
+{
+  uint16_t b = half_bits(dt, v);
+  return (double)half_value(dt, b) < v ? half_up(b) : b;
+}
+
+/*
+ * Bounds of a 16-bit uniform: L and H are lo and hi rounded up to the
+ * storage type (so the storage values in [L, H) are those in [lo, hi)), and
+ * top is the largest float whose rounding to nearest even stays below H: the
+ * midpoint between H and the value below it, or the float under it when that
+ * tie rounds to H. Every value involved is exact in f32.
+ */
+static kiln_status
+half_uniform_bounds(const char *op, kiln_dtype dt, double lo, double hi, float out[3])
+{
+  const char *name = kiln_dtype_name(dt);
+  float l = half_value(dt, half_ceil(dt, lo)), h = half_value(dt, half_ceil(dt, hi));
+  KILN_RETURN_IF(!isfinite(l) || !isfinite(h), KILN_ERR_INVALID_ARGUMENT, op,
+                 "[%g, %g) reaches beyond the finite %s values", lo, hi, name);
+  KILN_RETURN_IF(!(l < h), KILN_ERR_INVALID_ARGUMENT, op, "[%g, %g) holds no %s value", lo, hi,
+                 name);
+  KILN_RETURN_IF(!isfinite(h - l), KILN_ERR_INVALID_ARGUMENT, op,
+                 "[%g, %g) is too wide: hi - lo overflows f32", lo, hi);
+  uint16_t hb = half_bits(dt, h);
+  float mid = (float)(((double)half_value(dt, half_down(hb)) + (double)h) / 2);
+  out[0] = l;
+  out[1] = h;
+  out[2] = half_value(dt, half_bits(dt, mid)) >= h ? nextafterf(mid, -INFINITY) : mid;
+  return KILN_OK;
+}
+
 kiln_status
 kiln_random_uniform(kiln_context *ctx, kiln_tensor *out, double lo, double hi)
 {
   static const char op[] = "kiln_random_uniform";
   KILN_TRY(check_out(op, ctx, out));
-  KILN_RETURN_IF(!kiln__dtype_is_float(out->dtype), KILN_ERR_DTYPE, op,
-                 "uniform values are f32 or f64, not %s", kiln_dtype_name(out->dtype));
+  kiln_dtype dt = out->dtype;
+  KILN_RETURN_IF(!kiln__dtype_is_floating(dt), KILN_ERR_DTYPE, op,
+                 "uniform values are f16, bf16, f32 or f64, not %s", kiln_dtype_name(dt));
   KILN_RETURN_IF(!isfinite(lo) || !isfinite(hi) || !(lo < hi), KILN_ERR_INVALID_ARGUMENT, op,
                  "needs finite lo < hi (got %g, %g)", lo, hi);
-  unsigned char bounds[16];
-  if (out->dtype == KILN_F32) {
-    float l = (float)lo, h = (float)hi;
-    KILN_RETURN_IF(!(l < h) || !isfinite(h - l) || !isfinite(l) || !isfinite(h),
+  if (kiln__dtype_is_half(dt)) {
+    float b[3];
+    KILN_TRY(half_uniform_bounds(op, dt, lo, hi, b));
+    return fill(op, ctx, out, "random_uniform", 4, b, 4, 3);
+  }
+  if (dt == KILN_F32) {
+    float b[3] = {(float)lo, (float)hi, 0};
+    KILN_RETURN_IF(!(b[0] < b[1]) || !isfinite(b[1] - b[0]) || !isfinite(b[0]) || !isfinite(b[1]),
                    KILN_ERR_INVALID_ARGUMENT, op, "[%g, %g) is empty or too wide in f32", lo, hi);
-    memcpy(bounds, &l, 4);
-    memcpy(bounds + 4, &h, 4);
-    return fill(op, ctx, out, "random_uniform", 4, bounds, 4, 2);
+    b[2] = nextafterf(b[1], b[0]);
+    return fill(op, ctx, out, "random_uniform", 4, b, 4, 3);
   }
   KILN_RETURN_IF(!isfinite(hi - lo), KILN_ERR_INVALID_ARGUMENT, op,
                  "[%g, %g) is too wide: hi - lo overflows", lo, hi);
-  memcpy(bounds, &lo, 8);
-  memcpy(bounds + 8, &hi, 8);
-  return fill(op, ctx, out, "random_uniform", 2, bounds, 8, 2);
+  double b[3] = {lo, hi, nextafter(hi, lo)};
+  return fill(op, ctx, out, "random_uniform", 2, b, 8, 3);
 }
 
 kiln_status
@@ -194,22 +258,26 @@ kiln_random_normal(kiln_context *ctx, kiln_tensor *out, double mean, double stdd
 {
   static const char op[] = "kiln_random_normal";
   KILN_TRY(check_out(op, ctx, out));
-  KILN_RETURN_IF(!kiln__dtype_is_float(out->dtype), KILN_ERR_DTYPE, op,
-                 "normal values are f32 or f64, not %s", kiln_dtype_name(out->dtype));
+  kiln_dtype dt = out->dtype;
+  KILN_RETURN_IF(!kiln__dtype_is_floating(dt) && !kiln__dtype_is_complex(dt), KILN_ERR_DTYPE, op,
+                 "normal values are f16, bf16, f32, f64, c64 or c128, not %s", kiln_dtype_name(dt));
   KILN_RETURN_IF(!isfinite(mean) || !isfinite(stddev) || stddev < 0, KILN_ERR_INVALID_ARGUMENT, op,
                  "needs finite mean and stddev >= 0 (got %g, %g)", mean, stddev);
-  unsigned char params[16];
-  if (out->dtype == KILN_F32) {
-    float m = (float)mean, s = (float)stddev;
-    KILN_RETURN_IF(!isfinite(m) || !isfinite(s), KILN_ERR_INVALID_ARGUMENT, op,
-                   "mean %g or stddev %g overflows f32", mean, stddev);
-    memcpy(params, &m, 4);
-    memcpy(params + 4, &s, 4);
-    return fill(op, ctx, out, "random_normal", 4, params, 4, 2);
+  /* Complex: each part has variance stddev^2 / 2, so E|z - mean|^2 = stddev^2. */
+  double sd = kiln__dtype_is_complex(dt) ? stddev * 0.70710678118654752440 : stddev;
+  uint64_t per = dt == KILN_C128 ? 1 : dt == KILN_F64 || dt == KILN_C64 ? 2 : 4;
+  if (kiln__dtype_real_part(dt) == KILN_F64) {
+    double p[2] = {mean, sd};
+    return fill(op, ctx, out, "random_normal", per, p, 8, 2);
   }
-  memcpy(params, &mean, 8);
-  memcpy(params + 8, &stddev, 8);
-  return fill(op, ctx, out, "random_normal", 2, params, 8, 2);
+  float p[2] = {(float)mean, (float)sd};
+  KILN_RETURN_IF(!isfinite(p[0]) || !isfinite(p[1]), KILN_ERR_INVALID_ARGUMENT, op,
+                 "mean %g or stddev %g overflows f32", mean, stddev);
+  KILN_RETURN_IF(kiln__dtype_is_half(dt) && (!isfinite(half_value(dt, half_bits(dt, mean))) ||
+                                             !isfinite(half_value(dt, half_bits(dt, stddev)))),
+                 KILN_ERR_INVALID_ARGUMENT, op, "mean %g or stddev %g overflows %s", mean, stddev,
+                 kiln_dtype_name(dt));
+  return fill(op, ctx, out, "random_normal", per, p, 4, 2);
 }
 
 kiln_status
