@@ -32,6 +32,7 @@
 #include "kiln_cl_sources.h"
 #include "runtime/build.h"
 #include "runtime/disk_cache.h"
+#include "runtime/family.h"
 
 extern char **environ;
 
@@ -2743,8 +2744,17 @@ child_warm(void)
   kiln_cache_warm_result w;
   if (kiln_context_cache_warm(ctx, warm_stop_after_one, &first_ok, &w) != KILN_OK || !first_ok)
     return 3;
-  size_t sources = KILN__CL_SOURCE_COUNT, dtypes = ctx->info.has_fp64 ? 6 : 5;
-  if (w.done != 1 || w.built != 1 || w.stored != 1 || w.variants != sources * dtypes)
+  /* Every source times the dtypes its family builds for it (struct kiln__source) and the
+   * device runs. */
+  size_t variants = 0;
+  for (size_t i = 0; i < KILN__CL_SOURCE_COUNT; i++) {
+    const struct kiln__source *row = NULL;
+    if (!kiln__family_of_source(kiln__cl_sources[i].name, &row) || !row)
+      continue;
+    for (int d = 0; d < KILN_DTYPE_COUNT; d++)
+      variants += (row->dtypes >> d & 1u) && kiln__device_has_dtype(&ctx->info, (kiln_dtype)d);
+  }
+  if (w.done != 1 || w.built != 1 || w.stored != 1 || w.variants != variants)
     return 4;
   report(ctx, 0);
   kiln_context_release(ctx);
