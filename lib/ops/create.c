@@ -77,7 +77,7 @@ fill_kernel(const char *op, kiln_context *ctx, kiln_dtype dtype, size_t ndim, co
   KILN_TRY(kiln__output_prepare(op, ctx, dtype, &s, out, &made));
   uint64_t n = (*out)->numel;
   kiln_status st = KILN_OK;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   if (n) {
     cl_kernel k;
     st = kiln__ops_kernel(op, ctx, "create", dtype, name, &k);
@@ -91,7 +91,7 @@ fill_kernel(const char *op, kiln_context *ctx, kiln_dtype dtype, size_t ndim, co
     if (st == KILN_OK)
       st = kiln__launch_1d(op, ctx, k, n, 0);
   }
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   if (st != KILN_OK)
     kiln__output_discard(out, made);
   return st;
@@ -350,7 +350,7 @@ kiln_meshgrid(kiln_context *ctx, const kiln_tensor *const *inputs, size_t n,
     uint64_t total = outs[i]->numel, inner = 1;
     for (size_t d = axis_of[i] + 1; d < n; d++)
       inner *= (uint64_t)dims[d];
-    pthread_mutex_lock(&ctx->lock);
+    kiln__ctx_lock(ctx);
     if (total) {
       cl_kernel k;
       st = kiln__ops_kernel(op, ctx, "create", inputs[0]->dtype, "axis_bcast", &k);
@@ -367,7 +367,7 @@ kiln_meshgrid(kiln_context *ctx, const kiln_tensor *const *inputs, size_t n,
         st = kiln__launch_1d(op, ctx, k, total, 0);
     }
     st = kiln__ops_out_finish(op, ctx, &t, st);
-    pthread_mutex_unlock(&ctx->lock);
+    kiln__ctx_unlock(ctx);
   }
   if (st != KILN_OK)
     for (size_t j = 0; j < n; j++)

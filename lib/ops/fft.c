@@ -162,9 +162,9 @@ resolve_backend(const char *op, kiln_context *ctx, kiln_fft_backend asked,
 {
   kiln_fft_backend b = asked;
   if (b == KILN_FFT_BACKEND_AUTO) {
-    pthread_mutex_lock(&ctx->lock);
+    kiln__ctx_lock(ctx);
     b = (kiln_fft_backend)((struct fft_state *)kiln__family_state(ctx, &kiln__fft_family))->backend;
-    pthread_mutex_unlock(&ctx->lock);
+    kiln__ctx_unlock(ctx);
   }
   char why_cl[256] = "", why_vk[256] = "";
   int clfft_ok = backend_supports(KILN_FFT_BACKEND_CLFFT, key, why_cl, sizeof why_cl);
@@ -321,7 +321,7 @@ take(kiln_context *ctx, struct fft_state *st, struct entry *e)
 static kiln_status
 plan_get(const char *op, kiln_context *ctx, const struct kiln__fft_key *key, struct entry **out)
 {
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   struct fft_state *st = NULL;
   kiln_status s = state_get(op, ctx, &st);
   struct entry *e = s == KILN_OK ? cache_find(st, key) : NULL;
@@ -330,7 +330,7 @@ plan_get(const char *op, kiln_context *ctx, const struct kiln__fft_key *key, str
     take(ctx, st, e);
   }
   int vkb = s == KILN_OK ? st->vkfft_binaries : 0;
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   if (s != KILN_OK || e) {
     *out = e;
     return s;
@@ -339,7 +339,7 @@ plan_get(const char *op, kiln_context *ctx, const struct kiln__fft_key *key, str
   struct kiln__fft_counters counters = {0, 0, 0, 0};
   void *impl = NULL;
   s = impl_create(op, ctx, key, &counters, vkb, &impl);
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   st->counters.binary_hits += counters.binary_hits;
   st->counters.binary_stores += counters.binary_stores;
   st->counters.binary_rejects += counters.binary_rejects;
@@ -374,7 +374,7 @@ plan_get(const char *op, kiln_context *ctx, const struct kiln__fft_key *key, str
     if (e)
       take(ctx, st, e);
   }
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   if (impl)
     impl_destroy(key->backend, impl);
   *out = e;
@@ -477,13 +477,13 @@ kiln_fft_plan_release(kiln_fft_plan *plan)
   KILN_TRY(plan_check(op, plan));
   kiln_context *ctx = plan->ctx;
   struct entry *e = plan->entry;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   plan->magic = KILN__DEAD_MAGIC;
   int free_entry = --e->users == 0 && e->orphan;
   struct fft_state *st = kiln__family_state(ctx, &kiln__fft_family);
   if (st && !e->orphan)
     cache_evict(st);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   if (free_entry)
     free(e);
   kiln__ctx_unref(ctx);
@@ -508,7 +508,7 @@ kiln_fft_stats_get(kiln_context *ctx, kiln_fft_stats *out)
   KILN_TRY(kiln__ctx_check(op, ctx));
   KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
   memset(out, 0, sizeof *out);
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   struct fft_state *st = kiln__family_state(ctx, &kiln__fft_family);
   if (st) {
     *out = st->stats;
@@ -518,7 +518,7 @@ kiln_fft_stats_get(kiln_context *ctx, kiln_fft_stats *out)
     out->vkfft_binary_rejects = st->counters.binary_rejects;
     out->vkfft_binary_unusable = st->counters.binary_unusable;
   }
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return KILN_OK;
 }
 
@@ -740,7 +740,7 @@ kiln_fft_execute(kiln_fft_plan *plan, kiln_fft_direction direction, kiln_fft_nor
 
   double f = norm_factor(direction, norm, (double)kiln__fft_real_count(k));
   struct staged si = {NULL, 0}, so = {NULL, 0};
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_status s = plan->entry->impl ? KILN_OK
                                     : kiln__fail(KILN_ERR_INVALID_HANDLE, op, 0,
                                                  "the plan's context is released");
@@ -770,7 +770,7 @@ kiln_fft_execute(kiln_fft_plan *plan, kiln_fft_direction direction, kiln_fft_nor
   if (!k->inplace)
     unstage(ctx, &so);
   unstage(ctx, &si);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   if (s != KILN_OK && made)
     kiln__output_discard(out, made);
   return s;

@@ -128,7 +128,7 @@ kiln_gather(kiln_context *ctx, const kiln_tensor *x, int64_t axis, const kiln_te
   int64_t len = x->shape.dims[ax];
   struct iplan p;
   plan_fill(&p, &index->shape, &x->shape);
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
   kiln_tensor *flag = NULL;
   if (n) {
@@ -157,7 +157,7 @@ kiln_gather(kiln_context *ctx, const kiln_tensor *x, int64_t axis, const kiln_te
   }
   kiln_tensor_release(flag);
   s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -188,7 +188,7 @@ take(const char *op, kiln_context *ctx, const kiln_tensor *x, size_t ax, const k
   KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &oshape, out, ins, 2, 0, &t));
   uint64_t n = t.dst->numel;
   int64_t len = x->shape.dims[ax];
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
   kiln_tensor *flag = NULL;
   if (n) {
@@ -217,7 +217,7 @@ take(const char *op, kiln_context *ctx, const kiln_tensor *x, size_t ax, const k
   }
   kiln_tensor_release(flag);
   s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -371,7 +371,7 @@ kiln_scatter(kiln_context *ctx, const kiln_tensor *x, int64_t axis, const kiln_t
   int made;
   KILN_TRY(kiln__output_prepare(op, ctx, x->dtype, &x->shape, out, &made));
   kiln_tensor *dst = *out;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_tensor *ix = NULL, *sx = NULL, *xx = NULL;
   kiln_status s = KILN_OK;
   /* Inputs overlapping the output are read from private copies. */
@@ -386,7 +386,7 @@ kiln_scatter(kiln_context *ctx, const kiln_tensor *x, int64_t axis, const kiln_t
   kiln_tensor_release(ix);
   kiln_tensor_release(sx);
   kiln_tensor_release(xx);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   if (s != KILN_OK)
     kiln__output_discard(out, made);
   return s;
@@ -431,7 +431,7 @@ kiln_masked_fill(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *mas
   unsigned char v[8];
   kiln__scalar_to_bytes(value, x->dtype, v);
   uint64_t n = x->numel;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
   if (n) {
     cl_kernel k;
@@ -452,7 +452,7 @@ kiln_masked_fill(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *mas
       s = kiln__launch_1d(op, ctx, k, n, 0);
   }
   s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -518,7 +518,7 @@ compact(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln_tens
   kiln__shape s1;
   memset(&s1, 0, sizeof s1);
   s1.ndim = 1;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_tensor *offs = NULL;
   kiln_status s = KILN_OK;
   if (n) {
@@ -574,7 +574,7 @@ compact(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln_tens
     }
   }
   kiln_tensor_release(offs);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   if (s == KILN_OK && count)
     *count = total;
   return s;
@@ -641,7 +641,7 @@ index_math(const char *op, kiln_context *ctx, const kiln_tensor *in, const kiln_
   const kiln_tensor *ins[1] = {in};
   kiln__out_target t;
   KILN_TRY(kiln__ops_out_begin(op, ctx, KILN_I64, oshape, out, ins, 1, 0, &t));
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
   kiln_tensor *flag = NULL;
   int is_ind2sub = strcmp(kname, "ind2sub") == 0;
@@ -694,7 +694,7 @@ index_math(const char *op, kiln_context *ctx, const kiln_tensor *in, const kiln_
   }
   kiln_tensor_release(flag);
   s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -767,7 +767,7 @@ kiln_one_hot(kiln_context *ctx, const kiln_tensor *indices, int64_t num_classes,
   kiln__out_target t;
   KILN_TRY(kiln__ops_out_begin(op, ctx, dtype, &oshape, out, ins, 1, 0, &t));
   uint64_t n = t.dst->numel;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
   kiln_tensor *flag = NULL;
   if (n) {
@@ -792,7 +792,7 @@ kiln_one_hot(kiln_context *ctx, const kiln_tensor *indices, int64_t num_classes,
   }
   kiln_tensor_release(flag);
   s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 

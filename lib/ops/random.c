@@ -51,10 +51,10 @@ kiln_status
 kiln_rng_seed(kiln_context *ctx, uint64_t seed)
 {
   KILN_TRY(kiln__ctx_check("kiln_rng_seed", ctx));
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   rng(ctx)->seed = seed;
   rng(ctx)->counter = 0;
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return KILN_OK;
 }
 
@@ -65,10 +65,10 @@ kiln_rng_state_get(const kiln_context *ctx, kiln_rng_state *out)
   KILN_TRY(kiln__ctx_check(op, ctx));
   KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
   kiln_context *c = (kiln_context *)ctx; /* the lock is not part of the logical state */
-  pthread_mutex_lock(&c->lock);
+  kiln__ctx_lock(c);
   out->seed = rng(c)->seed;
   out->counter = rng(c)->counter;
-  pthread_mutex_unlock(&c->lock);
+  kiln__ctx_unlock(c);
   return KILN_OK;
 }
 
@@ -78,10 +78,10 @@ kiln_rng_state_set(kiln_context *ctx, const kiln_rng_state *state)
   static const char op[] = "kiln_rng_state_set";
   KILN_TRY(kiln__ctx_check(op, ctx));
   KILN_RETURN_IF(!state, KILN_ERR_INVALID_ARGUMENT, op, "state is NULL");
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   rng(ctx)->seed = state->seed;
   rng(ctx)->counter = state->counter;
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return KILN_OK;
 }
 
@@ -98,19 +98,22 @@ struct stream {
   uint64_t nblocks;
 };
 
-/* Reads the state for a call (ctx->lock held); stream_commit advances it once the call is enqueued.
+/* Reads the state for a call (ctx->lock held); stream_commit_locked advances it once the call is
+ * enqueued.
  */
 static struct stream
-stream_begin(kiln_context *ctx, uint64_t nblocks)
+stream_begin_locked(kiln_context *ctx, uint64_t nblocks)
 {
+  KILN__ASSERT_LOCKED(ctx);
   const struct rng_state *r = rng(ctx);
   struct stream s = {r->counter, (uint32_t)r->seed, (uint32_t)(r->seed >> 32), nblocks};
   return s;
 }
 
 static void
-stream_commit(kiln_context *ctx, const struct stream *s)
+stream_commit_locked(kiln_context *ctx, const struct stream *s)
 {
+  KILN__ASSERT_LOCKED(ctx);
   rng(ctx)->counter = s->base + s->nblocks; /* wraps modulo 2^64 */
 }
 
@@ -140,8 +143,8 @@ fill(const char *op, kiln_context *ctx, kiln_tensor *out, const char *name, uint
 {
   uint64_t n = out->numel;
   uint64_t nblocks = (n + per_block - 1) / per_block;
-  pthread_mutex_lock(&ctx->lock);
-  struct stream st = stream_begin(ctx, nblocks);
+  kiln__ctx_lock(ctx);
+  struct stream st = stream_begin_locked(ctx, nblocks);
   kiln_status s = KILN_OK;
   if (n) {
     cl_kernel k;
@@ -159,8 +162,8 @@ fill(const char *op, kiln_context *ctx, kiln_tensor *out, const char *name, uint
       s = kiln__launch_1d(op, ctx, k, nblocks, 0);
   }
   if (s == KILN_OK)
-    stream_commit(ctx, &st);
-  pthread_mutex_unlock(&ctx->lock);
+    stream_commit_locked(ctx, &st);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -330,12 +333,13 @@ kiln_random_bits(kiln_context *ctx, kiln_tensor *out)
  * holds the permutation in its first n entries. Consumes ceil(n / 2) blocks.
  */
 static kiln_status
-permutation_pairs(const char *op, kiln_context *ctx, kiln_dtype program, uint64_t n,
-                  kiln_tensor **vals)
+permutation_pairs_locked(const char *op, kiln_context *ctx, kiln_dtype program, uint64_t n,
+                         kiln_tensor **vals)
 {
+  KILN__ASSERT_LOCKED(ctx);
   uint64_t npad = kiln__ops_pow2(n);
   kiln_tensor *keys = NULL;
-  struct stream st = stream_begin(ctx, (n + 1) / 2);
+  struct stream st = stream_begin_locked(ctx, (n + 1) / 2);
   cl_kernel k;
   kiln_status s = get_kernel(op, ctx, program, "perm_keys", &k);
   if (s == KILN_OK)
@@ -357,7 +361,7 @@ permutation_pairs(const char *op, kiln_context *ctx, kiln_dtype program, uint64_
     s = kiln__ops_sort_pairs(op, ctx, "random", program, keys, *vals, npad);
   kiln_tensor_release(keys);
   if (s == KILN_OK) {
-    stream_commit(ctx, &st);
+    stream_commit_locked(ctx, &st);
   } else {
     kiln_tensor_release(*vals);
     *vals = NULL;
@@ -380,11 +384,11 @@ kiln_random_permutation(kiln_context *ctx, int64_t n, kiln_dtype dtype, kiln_ten
   KILN_TRY(kiln__shape_make(op, 1, &n, kiln_dtype_size(dtype), &shape, NULL, NULL));
   int made;
   KILN_TRY(kiln__output_prepare(op, ctx, dtype, &shape, out, &made));
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_tensor *vals = NULL;
   kiln_status s = KILN_OK;
   if (n) {
-    s = permutation_pairs(op, ctx, dtype, (uint64_t)n, &vals);
+    s = permutation_pairs_locked(op, ctx, dtype, (uint64_t)n, &vals);
     cl_kernel k;
     if (s == KILN_OK)
       s = get_kernel(op, ctx, dtype, "perm_write", &k);
@@ -399,7 +403,7 @@ kiln_random_permutation(kiln_context *ctx, int64_t n, kiln_dtype dtype, kiln_ten
       s = kiln__launch_1d(op, ctx, k, (uint64_t)n, 0);
   }
   kiln_tensor_release(vals);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   if (s != KILN_OK)
     kiln__output_discard(out, made);
   return s;
@@ -419,12 +423,12 @@ kiln_random_shuffle(kiln_context *ctx, const kiln_tensor *x, kiln_tensor **out)
   KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &x->shape, out, ins, 1, 0, &t));
   uint64_t rows = (uint64_t)x->shape.dims[0];
   uint64_t inner = rows ? x->numel / rows : 0;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_tensor *vals = NULL;
   kiln_status s = KILN_OK;
   if (rows) {
     /* The permutation consumes the stream even when the rows are empty. */
-    s = permutation_pairs(op, ctx, x->dtype, rows, &vals);
+    s = permutation_pairs_locked(op, ctx, x->dtype, rows, &vals);
     if (s == KILN_OK && x->numel) {
       cl_kernel k;
       s = get_kernel(op, ctx, x->dtype, "gather_rows", &k);
@@ -443,7 +447,7 @@ kiln_random_shuffle(kiln_context *ctx, const kiln_tensor *x, kiln_tensor **out)
   }
   kiln_tensor_release(vals);
   s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -457,7 +461,7 @@ kiln__random_philox_blocks(kiln_context *ctx, const uint32_t key[2], const uint3
                  "NULL argument");
   if (!nblocks)
     return KILN_OK;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_tensor *buf = NULL;
   cl_kernel k;
   kiln_status s = get_kernel(op, ctx, KILN_I32, "philox_blocks", &k);
@@ -478,6 +482,6 @@ kiln__random_philox_blocks(kiln_context *ctx, const uint32_t key[2], const uint3
   if (s == KILN_OK)
     s = kiln__ops_read(op, ctx, buf, 0, host, nblocks * 16);
   kiln_tensor_release(buf);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }

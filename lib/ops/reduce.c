@@ -740,13 +740,13 @@ reduce_impl(kiln_context *ctx, kiln_reduce_op rop, const kiln_tensor *x, const i
     static const char *const names[2] = {"values", "indices"};
     s = kiln__ops_outputs_disjoint(op, outs, names, 2);
   }
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   if (s == KILN_OK)
     s = reduce_locked(&rc, rop, x, &l, &o, values ? tv.dst : NULL, to.dst);
   s = kiln__ops_out_finish(op, ctx, &to, s);
   if (tv.out)
     s = kiln__ops_out_finish(op, ctx, &tv, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 

@@ -277,7 +277,7 @@ scan_impl(kiln_context *ctx, kiln_scan_op sop, const kiln_tensor *x, int64_t axi
     static const char *const names[2] = {"values", "indices"};
     s = kiln__ops_outputs_disjoint(op, outs, names, 2);
   }
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   if (s == KILN_OK && x->numel) {
     uint64_t outer, len, inner;
     kiln__axis_split(&x->shape, ax, &outer, &len, &inner);
@@ -289,7 +289,7 @@ scan_impl(kiln_context *ctx, kiln_scan_op sop, const kiln_tensor *x, int64_t axi
     s = kiln__ops_out_finish(op, ctx, &tv, s);
   if (ti.out)
     s = kiln__ops_out_finish(op, ctx, &ti, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -374,7 +374,7 @@ kiln_diff(kiln_context *ctx, const kiln_tensor *x, int64_t axis, int64_t n, kiln
                         sizeof options);
   size_t esz = kiln_dtype_size(x->dtype);
 
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   if (y->numel == 0) {
     /* nothing to write */
   } else if (steps == 0) {
@@ -405,7 +405,7 @@ kiln_diff(kiln_context *ctx, const kiln_tensor *x, int64_t axis, int64_t n, kiln
     kiln__ops_tmp_free(ctx, &tmp[1]);
   }
   s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 

@@ -2608,7 +2608,7 @@ child_bypass(void)
   cl_program prog = NULL;
   struct kiln__build_outcome oc;
   pthread_mutex_lock(&ctx->lock);
-  kiln_status st = kiln__program_build("test", ctx, src, opts, 0, &prog, &oc);
+  kiln_status st = kiln__program_build_locked("test", ctx, src, opts, 0, &prog, &oc);
   pthread_mutex_unlock(&ctx->lock);
   if (st != KILN_OK || !oc.compiled || oc.from_cache || oc.stored)
     return 4;
