@@ -9,11 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/dtype_traits.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "kiln/blas.h"
 #include "kiln_config.h"
 #include "ops/families.h"
+#include "ops/ops_common.h"
 #include "ops/tunables.h"
 #include "ops/tuned.h"
 #include "runtime/tuner.h"
@@ -79,10 +81,10 @@ kiln__blas_route_small(kiln_context *ctx, kiln_dtype dt, uint64_t size, int rout
 {
   if (route < 0) {
     struct blas_state *st = state_of(ctx);
-    pthread_mutex_lock(&ctx->lock);
+    kiln__ctx_lock(ctx);
     int64_t threshold = st->small_mnk;
     int set = st->small_mnk_set;
-    pthread_mutex_unlock(&ctx->lock);
+    kiln__ctx_unlock(ctx);
     if (set)
       return size <= (uint64_t)threshold;
     uint32_t chosen;
@@ -145,10 +147,12 @@ static const uint64_t gemm_sizes[] = {P2(10), P2(11), P2(12), P2(13), P2(14),
                                       P2(15), P2(16), P2(17), P2(18), P2(19),
                                       P2(20), P2(21), P2(22), P2(23), P2(24)};
 
+/* A route choice needs kiln's own kernel for the dtype (CLBlast's routines take floats). */
 static int
 gemm_dtype_ok(kiln_dtype d)
 {
-  return d == KILN_F32 || d == KILN_F64;
+  return (kiln__dtype_is_floating(d) || kiln__dtype_is_complex(d)) &&
+         (kiln__ops_source_dtypes("gemm_small") & KILN__DT_BIT(d));
 }
 
 static int
