@@ -2607,9 +2607,9 @@ child_bypass(void)
   strcat(opts, " -I/tmp");
   cl_program prog = NULL;
   struct kiln__build_outcome oc;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_status st = kiln__program_build_locked("test", ctx, src, opts, 0, &prog, &oc);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   if (st != KILN_OK || !oc.compiled || oc.from_cache || oc.stored)
     return 4;
   clReleaseProgram(prog);
