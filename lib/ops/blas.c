@@ -65,6 +65,7 @@ small_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t m, uint64_
            double alpha, double beta, const struct mat *a, uint64_t astride, const struct mat *b,
            uint64_t bstride, const struct mat *c, uint64_t cstride, uint64_t batch, cl_uint tri)
 {
+  KILN__ASSERT_LOCKED(ctx);
   cl_kernel kern;
   KILN_TRY(get_kernel(op, ctx, dt, "gemm_small", &kern));
   kiln__args args = kiln__args_begin(op, kern);
@@ -88,6 +89,7 @@ static kiln_status
 small_sym_fill(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t n, const struct mat *c,
                uint64_t cstride, uint64_t batch, cl_uint tri)
 {
+  KILN__ASSERT_LOCKED(ctx);
   cl_kernel kern;
   KILN_TRY(get_kernel(op, ctx, dt, "sym_fill", &kern));
   kiln__args args = kiln__args_begin(op, kern);
@@ -260,6 +262,7 @@ static kiln_status
 gemm_strided(const char *op, kiln_context *ctx, const struct gemm_args *g, uint64_t astride,
              uint64_t bstride, uint64_t cstride, uint64_t batch)
 {
+  KILN__ASSERT_LOCKED(ctx);
   count_route(g->small);
   if (g->small) {
     /* alpha == 0 is BLAS's "A and B are not referenced": run it as k == 0. */

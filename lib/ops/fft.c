@@ -203,6 +203,7 @@ entry_drop_impl(struct entry *e)
 static void
 state_destroy(kiln_context *ctx, void *data)
 {
+  KILN__ASSERT_LOCKED(ctx);
   (void)ctx;
   struct fft_state *st = data;
   for (size_t i = 0; i < st->n; i++) {
@@ -255,6 +256,7 @@ state_create(kiln_context *ctx, void **out)
 static kiln_status
 state_get(const char *op, kiln_context *ctx, struct fft_state **out)
 {
+  KILN__ASSERT_LOCKED(ctx);
   (void)op;
   *out = kiln__family_state(ctx, &kiln__fft_family);
   return KILN_OK;
@@ -308,6 +310,7 @@ cache_evict(struct fft_state *st)
 static void
 take(kiln_context *ctx, struct fft_state *st, struct entry *e)
 {
+  KILN__ASSERT_LOCKED(ctx);
   e->users++;
   e->last_use = ++st->clock;
   ctx->refs++;
@@ -626,6 +629,7 @@ scale(const char *op, kiln_context *ctx, kiln_dtype dt, kiln_tensor *t, double f
 static kiln_status
 c2r_hermitian(const char *op, kiln_context *ctx, const struct kiln__fft_key *key, cl_mem mem)
 {
+  KILN__ASSERT_LOCKED(ctx);
   cl_kernel k;
   KILN_TRY(kiln__ops_kernel(op, ctx, "fft", key->precision, "fft_c2r_hermitian", &k));
   cl_ulong outer[2] = {1, 1};
@@ -654,6 +658,7 @@ static kiln_status
 stage(const char *op, kiln_context *ctx, const kiln_tensor *t, int copy_in, int force,
       struct staged *out)
 {
+  KILN__ASSERT_LOCKED(ctx);
   out->mem = t->mem;
   out->capacity = 0;
   if (t->offset == 0 && !force)

@@ -84,6 +84,7 @@ static kiln_status
 flag_verdict(const char *op, kiln_context *ctx, kiln_tensor *flag, const kiln_tensor *idx,
              int64_t lo, int64_t hi, const char *what)
 {
+  KILN__ASSERT_LOCKED(ctx);
   uint32_t f[4];
   KILN_TRY(kiln__ops_flag_read(op, ctx, flag, f));
   if (!f[0])
@@ -256,6 +257,7 @@ kiln_embedding(kiln_context *ctx, const kiln_tensor *weight, const kiln_tensor *
 static kiln_status
 snapshot(const char *op, kiln_context *ctx, const kiln_tensor *t, kiln_tensor **copy)
 {
+  KILN__ASSERT_LOCKED(ctx);
   KILN_TRY(kiln__tensor_new_locked(op, ctx, t->dtype, &t->shape, copy));
   kiln_status s = kiln__ops_copy(op, ctx, t, *copy);
   if (s != KILN_OK) {
@@ -271,6 +273,7 @@ scatter_run(const char *op, kiln_context *ctx, const kiln_tensor *x, size_t ax,
             const kiln_tensor *index, const kiln_tensor *src, kiln_scatter_mode mode,
             kiln_tensor *dst)
 {
+  KILN__ASSERT_LOCKED(ctx);
   uint64_t m = index->numel;
   int64_t len = x->shape.dims[ax];
   size_t nd = x->shape.ndim;
@@ -465,6 +468,7 @@ static kiln_status
 scan_exclusive(const char *op, kiln_context *ctx, kiln_dtype dtype, kiln_tensor *data, uint64_t n,
                uint64_t *total)
 {
+  KILN__ASSERT_LOCKED(ctx);
   cl_kernel kt, ka;
   KILN_TRY(get_kernel(op, ctx, dtype, "scan_tiles", &kt));
   KILN_TRY(get_kernel(op, ctx, dtype, "scan_add", &ka));

@@ -236,6 +236,7 @@ static kiln_status
 remap_run(const char *op, kiln_context *ctx, const kiln_tensor *src, kiln_tensor *dst,
           struct remap *r, const void *fill)
 {
+  KILN__ASSERT_LOCKED(ctx);
   uint64_t n = remap_numel(r);
   if (n == 0)
     return KILN_OK;

@@ -107,6 +107,7 @@ static kiln_status
 run_scan(struct scan_call *sc, const kiln_tensor *x, uint64_t outer, uint64_t len, uint64_t inner,
          kiln_tensor *y, kiln_tensor *yi, int need_idx)
 {
+  KILN__ASSERT_LOCKED(sc->ctx);
   kiln_context *ctx = sc->ctx;
   const kiln__launch_params *lp = sc->lp;
   uint64_t lines = outer * inner, target = kiln__launch_target_groups(ctx, lp);
