@@ -11,7 +11,7 @@
  *
  * Results are bitwise identical on every conforming device: only integer
  * operations, IEEE add/subtract/multiply (no contraction into fma: see the
- * pragma), exact scalings by powers of two and nextafter are used. Normals
+ * pragma), exact scalings by powers of two and comparisons are used. Normals
  * do not call the built-in log/sqrt/sin/cos, whose accuracy OpenCL leaves to
  * the device: det_* below evaluate them with fixed operation sequences (f64
  * also uses division and sqrt, which OpenCL requires to be correctly rounded
@@ -22,14 +22,19 @@
  *   philox_blocks(out, off, nblocks, k0, k1, c0, c1, c2, c3)
  *     raw words of blocks (c0,c1)+j as a 64-bit number, c2, c3 fixed (tests)
  *   random_bits(out, off, n, base, k0, k1)        i32: 4 per block, i64: 2 per block
- *   random_uniform(out, off, n, base, k0, k1, lo, hi)     f32: 4 per block, f64: 2
- *   random_normal(out, off, n, base, k0, k1, mean, std)   f32: 4 per block, f64: 2
+ *   random_uniform(out, off, n, base, k0, k1, lo, hi, top)
+ *                                    f32, f16, bf16: 4 per block; f64: 2
+ *   random_normal(out, off, n, base, k0, k1, mean, std)
+ *                                    f32, f16, bf16: 4 per block; f64, c64: 2; c128: 1
  *   random_integers(out, off, n, base, k0, k1, span, lo)  one block per element
- *   random_bernoulli(out, off, n, base, k0, k1, threshold) 4 per block
+ *   random_bernoulli(out, off, n, base, k0, k1, threshold) 4 per block, any dtype
  *   perm_keys(keys, koff, vals, voff, n, npad, base, k0, k1)  2 keys per block
  *   perm_write(vals, voff, n, out, ooff)          i32/i64 permutation from sorted values
  *   gather_rows(x, xoff, vals, voff, out, ooff, n, inner)  shuffle along axis 0
  *   bitonic_step (sort_pairs.clh)
+ * f16 and bf16 compute exactly the f32 values (T is float, same operation
+ * sequences) and store them rounded to nearest even; c64 and c128 take the
+ * f32 and f64 normal pairs (z0, z1) as (real, imaginary).
  * Tunables: none (any local size gives the same bits).
  */
 #include "common.cl"
@@ -86,6 +91,33 @@ block_words(ulong b, uint c2, uint k0, uint k1, uint *w)
   philox4x32_10(w, k0, k1);
 }
 
+/* The f32 generators serve f16 and bf16 (computed in float) and c64 (pairs of them); the f64
+ * ones serve c128. */
+#if defined(KILN_DT_F32) || KILN_IS_HALF || defined(KILN_DT_C64)
+#define RNG_F32 1
+#elif defined(KILN_DT_F64) || defined(KILN_DT_C128)
+#define RNG_F64 1
+#endif
+
+/* A whole block of four 16-bit floats as one vector store (vstore_half4 and vstore4 need only
+ * the element's alignment), rounded to nearest even. */
+#if defined(KILN_DT_F16)
+#define STORE4_WHOLE(out, i, v0, v1, v2, v3) vstore_half4_rte((float4)(v0, v1, v2, v3), 0, (out) + (i))
+#elif defined(KILN_DT_BF16)
+#define STORE4_WHOLE(out, i, v0, v1, v2, v3)                                               \
+  vstore4((ushort4)(kiln_f32_to_bf16(v0), kiln_f32_to_bf16(v1), kiln_f32_to_bf16(v2),       \
+                    kiln_f32_to_bf16(v3)),                                                 \
+          0, (out) + (i))
+#else
+#define STORE4_WHOLE(out, i, v0, v1, v2, v3)                                               \
+  do {                                                                                     \
+    (out)[(i)] = (v0);                                                                     \
+    (out)[(i) + 1] = (v1);                                                                 \
+    (out)[(i) + 2] = (v2);                                                                 \
+    (out)[(i) + 3] = (v3);                                                                 \
+  } while (0)
+#endif
+
 /*
  * Stores the values of one block at element e: straight-line stores for a
  * whole block, guarded ones for the tail. Scalars, not a private array:
@@ -94,17 +126,14 @@ block_words(ulong b, uint c2, uint k0, uint k1, uint *w)
 #define STORE4(out, off, e, n, v0, v1, v2, v3)                                       \
   do {                                                                               \
     if ((e) + 4 <= (n)) {                                                            \
-      (out)[(off) + (e)] = (v0);                                                     \
-      (out)[(off) + (e) + 1] = (v1);                                                 \
-      (out)[(off) + (e) + 2] = (v2);                                                 \
-      (out)[(off) + (e) + 3] = (v3);                                                 \
+      STORE4_WHOLE(out, (off) + (e), v0, v1, v2, v3);                                \
     } else {                                                                         \
       if ((e) < (n))                                                                 \
-        (out)[(off) + (e)] = (v0);                                                   \
+        KILN_STORE(out, (off) + (e), v0);                                            \
       if ((e) + 1 < (n))                                                             \
-        (out)[(off) + (e) + 1] = (v1);                                               \
+        KILN_STORE(out, (off) + (e) + 1, v1);                                        \
       if ((e) + 2 < (n))                                                             \
-        (out)[(off) + (e) + 2] = (v2);                                               \
+        KILN_STORE(out, (off) + (e) + 2, v2);                                        \
     }                                                                                \
   } while (0)
 
@@ -182,7 +211,7 @@ perm_write(global const ulong *vals, ulong voff, ulong n, global T *out, ulong o
     *c = q == 0 ? b : q == 1 ? -a : q == 2 ? -b : a;                                     \
   }
 
-#if defined(KILN_DT_F32)
+#if RNG_F32
 /* ln(k * 2^-24) for k in [1, 2^24]: exponent split, then 2 atanh(s) with s = f / (2 + f). */
 inline float
 det_log_f32(uint k)
@@ -255,7 +284,7 @@ cos_poly_f32(float t)
 DET_SINCOS(det_sincos_f32, float, uint, 24, f32)
 #endif
 
-#if defined(KILN_DT_F64)
+#if RNG_F64
 /* ln(K * 2^-53) for K in [1, 2^53]. */
 inline double
 det_log_f64(ulong k)
@@ -332,16 +361,22 @@ bits53(uint hi, uint lo)
 #endif
 
 #if KILN_IS_FLOAT
-/* lo + (hi - lo) * u in T, kept below hi when rounding reaches it. */
+/*
+ * lo + (hi - lo) * u in T, then at most top. For f32 and f64 top is the
+ * largest value below hi (rounding can reach hi); for f16 and bf16 it is
+ * the largest float that rounds to a storage value below hi, so that the
+ * store's rounding cannot reach hi either (host: lib/ops/random.c).
+ */
 inline T
-scale_uniform(T u, T lo, T hi)
+scale_uniform(T u, T lo, T hi, T top)
 {
   T v = lo + (hi - lo) * u;
-  return v >= hi ? nextafter(hi, lo) : v;
+  return v > top ? top : v;
 }
 
 kernel void
-random_uniform(global T *out, ulong off, ulong n, ulong base, uint k0, uint k1, T lo, T hi)
+random_uniform(global ST *out, ulong off, ulong n, ulong base, uint k0, uint k1, T lo, T hi,
+               T top)
 {
 #if defined(KILN_DT_F64)
   ulong nb = (n + 1) / 2;
@@ -353,20 +388,32 @@ random_uniform(global T *out, ulong off, ulong n, ulong base, uint k0, uint k1, 
     block_words(base + j, 0u, k0, k1, w);
 #if defined(KILN_DT_F64)
     T u0 = (T)bits53(w[0], w[1]) * 0x1p-53, u1 = (T)bits53(w[2], w[3]) * 0x1p-53;
-    STORE2(out, off, j * 2, n, scale_uniform(u0, lo, hi), scale_uniform(u1, lo, hi));
+    STORE2(out, off, j * 2, n, scale_uniform(u0, lo, hi, top), scale_uniform(u1, lo, hi, top));
 #else
     T u0 = (T)(w[0] >> 8) * 0x1p-24f, u1 = (T)(w[1] >> 8) * 0x1p-24f;
     T u2 = (T)(w[2] >> 8) * 0x1p-24f, u3 = (T)(w[3] >> 8) * 0x1p-24f;
-    STORE4(out, off, j * 4, n, scale_uniform(u0, lo, hi), scale_uniform(u1, lo, hi),
-           scale_uniform(u2, lo, hi), scale_uniform(u3, lo, hi));
+    STORE4(out, off, j * 4, n, scale_uniform(u0, lo, hi, top), scale_uniform(u1, lo, hi, top),
+           scale_uniform(u2, lo, hi, top), scale_uniform(u3, lo, hi, top));
 #endif
   }
 }
+#endif
+
+#if KILN_IS_FLOAT || KILN_IS_COMPLEX
+/* The imaginary part has mean 0: mean is a real number (docs/layout.md, "Random numbers"). */
+#if KILN_IS_COMPLEX
+#define IM_MEAN(m) ((RT)0)
+#else
+#define IM_MEAN(m) (m)
+#endif
 
 kernel void
-random_normal(global T *out, ulong off, ulong n, ulong base, uint k0, uint k1, T mean, T stddev)
+random_normal(global ST *out, ulong off, ulong n, ulong base, uint k0, uint k1, RT mean,
+              RT stddev)
 {
-#if defined(KILN_DT_F64)
+#if defined(KILN_DT_C128)
+  ulong nb = n;
+#elif defined(KILN_DT_F64) || defined(KILN_DT_C64)
   ulong nb = (n + 1) / 2;
 #else
   ulong nb = (n + 3) / 4;
@@ -374,19 +421,29 @@ random_normal(global T *out, ulong off, ulong n, ulong base, uint k0, uint k1, T
   for (ulong j = get_global_id(0); j < nb; j += get_global_size(0)) {
     uint w[4];
     block_words(base + j, 0u, k0, k1, w);
-#if defined(KILN_DT_F64)
+#if RNG_F64
     double r = sqrt(-2.0 * det_log_f64(bits53(w[0], w[1]) + 1));
     double s, c;
     det_sincos_f64(bits53(w[2], w[3]), &s, &c);
-    STORE2(out, off, j * 2, n, mean + stddev * (r * c), mean + stddev * (r * s));
+    double z0 = mean + stddev * (r * c), z1 = IM_MEAN(mean) + stddev * (r * s);
+#if KILN_IS_COMPLEX
+    out[off + j] = (double2)(z0, z1);
+#else
+    STORE2(out, off, j * 2, n, z0, z1);
+#endif
 #else
     float r0 = det_sqrt_f32(-2.0f * det_log_f32((w[0] >> 8) + 1u));
     float r1 = det_sqrt_f32(-2.0f * det_log_f32((w[2] >> 8) + 1u));
     float s0, c0, s1, c1;
     det_sincos_f32(w[1] >> 8, &s0, &c0);
     det_sincos_f32(w[3] >> 8, &s1, &c1);
-    STORE4(out, off, j * 4, n, mean + stddev * (r0 * c0), mean + stddev * (r0 * s0),
-           mean + stddev * (r1 * c1), mean + stddev * (r1 * s1));
+    float z0 = mean + stddev * (r0 * c0), z1 = IM_MEAN(mean) + stddev * (r0 * s0);
+    float z2 = mean + stddev * (r1 * c1), z3 = IM_MEAN(mean) + stddev * (r1 * s1);
+#if KILN_IS_COMPLEX
+    STORE2(out, off, j * 2, n, (float2)(z0, z1), (float2)(z2, z3));
+#else
+    STORE4(out, off, j * 4, n, z0, z1, z2, z3);
+#endif
 #endif
   }
 }
@@ -439,17 +496,24 @@ random_integers(global T *out, ulong off, ulong n, ulong base, uint k0, uint k1,
 }
 #endif
 
+/* One and zero of the dtype (complex: 1 + 0i; f16 and bf16 store the float). */
+#if KILN_IS_COMPLEX
+#define BERN_ONE ((T)((RT)1, (RT)0))
+#else
+#define BERN_ONE ((T)1)
+#endif
+#define BERN(w, threshold) ((ulong)(w) < (threshold) ? BERN_ONE : (T)0)
+
 kernel void
-random_bernoulli(global T *out, ulong off, ulong n, ulong base, uint k0, uint k1,
+random_bernoulli(global ST *out, ulong off, ulong n, ulong base, uint k0, uint k1,
                  ulong threshold)
 {
   ulong nb = (n + 3) / 4;
   for (ulong j = get_global_id(0); j < nb; j += get_global_size(0)) {
     uint w[4];
     block_words(base + j, 0u, k0, k1, w);
-    STORE4(out, off, j * 4, n, (ulong)w[0] < threshold ? (T)1 : (T)0,
-           (ulong)w[1] < threshold ? (T)1 : (T)0, (ulong)w[2] < threshold ? (T)1 : (T)0,
-           (ulong)w[3] < threshold ? (T)1 : (T)0);
+    STORE4(out, off, j * 4, n, BERN(w[0], threshold), BERN(w[1], threshold),
+           BERN(w[2], threshold), BERN(w[3], threshold));
   }
 }
 
@@ -471,8 +535,15 @@ perm_keys(global ulong *keys, ulong koff, global ulong *vals, ulong voff, ulong 
   }
 }
 
+/* Rows move as bits: f16 elements as ushort (half values cannot be loaded as such). */
+#if defined(KILN_DT_F16)
+#define MT ushort
+#else
+#define MT ST
+#endif
+
 kernel void
-gather_rows(global const T *x, ulong xoff, global const ulong *vals, ulong voff, global T *out,
+gather_rows(global const MT *x, ulong xoff, global const ulong *vals, ulong voff, global MT *out,
             ulong ooff, ulong n, ulong inner)
 {
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0))

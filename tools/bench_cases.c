@@ -25,9 +25,14 @@ bench_random_tensor(kiln_context *ctx, kiln_dtype dtype, size_t ndim, const int6
   for (uint64_t i = 0; i < n; i++) {
     x = x * 1664525u + 1013904223u;
     double v = (double)(x >> 8) / 16777216.0 * 4.0 - 2.0; /* [-2, 2) */
+    double v2 = (double)((x * 2654435761u) >> 8) / 16777216.0 * 4.0 - 2.0; /* imaginary parts */
     switch (dtype) {
     case KILN_F32: ((float *)h)[i] = (float)v; break;
     case KILN_F64: ((double *)h)[i] = v; break;
+    case KILN_F16: ((uint16_t *)h)[i] = kiln_f16_from_f64(v); break;
+    case KILN_BF16: ((uint16_t *)h)[i] = kiln_bf16_from_f64(v); break;
+    case KILN_C64: ((kiln_complex64 *)h)[i] = (kiln_complex64){(float)v, (float)v2}; break;
+    case KILN_C128: ((kiln_complex128 *)h)[i] = (kiln_complex128){v, v2}; break;
     case KILN_I32: ((int32_t *)h)[i] = (int32_t)(x >> 4); break;
     case KILN_I64: ((int64_t *)h)[i] = (int64_t)x; break;
     case KILN_U8: h[i] = (unsigned char)(x >> 24); break;

@@ -24,7 +24,10 @@ static const char usage[] =
     "options:\n"
     "  --family F      elementwise, reduce, scan, fft (back end of auto FFT plans) or\n"
     "                  gemm (kiln kernel or CLBlast) (default: all)\n"
-    "  --dtype LIST    dtypes, comma separated (default f32; f64 skipped without fp64)\n"
+    "  --dtype LIST    dtypes, comma separated: f32, f64, f16, bf16, c64, c128, i32, i64,\n"
+    "                  u8, bool (default f32). A family without keys of a dtype skips it\n"
+    "                  with a note (an error with --family naming that family); f64 and\n"
+    "                  c128 are skipped without fp64\n"
     "  --sizes LIST    sizes, comma separated: element counts, for fft the points of one\n"
     "                  transform, for gemm m*n*k; k/M suffixes and 2^N accepted; each is\n"
     "                  tuned at 2^floor(log2) (default 2^12,2^16,2^20,2^24; fft every 2^k\n"
@@ -41,7 +44,7 @@ static const char usage[] =
     "Exit status: 0 every key tuned, 1 a key or the device failed, 2 usage error.\n";
 
 #define MAX_SIZES 32
-#define MAX_DTYPES 6
+#define MAX_DTYPES KILN_DTYPE_COUNT
 
 struct options {
   const char *family, *layouts, *device;
@@ -177,7 +180,29 @@ parse_options(int argc, char **argv, struct options *o)
   }
   if (o->family && o->layouts && family_lacks_layout(o->family, o->layouts))
     return -1;
+  for (int d = 0; o->family && d < o->ndtypes; d++) {
+    int ok = 0;
+    if (kiln_tune_family_supports(o->family, o->dtypes[d], &ok) == KILN_OK && !ok) {
+      tool_usage_error("tune", "--dtype: %s has no tuning keys of dtype %s", o->family,
+                       kiln_dtype_name(o->dtypes[d]));
+      return -1;
+    }
+  }
   return 0;
+}
+
+/* Notes for the (family, dtype) pairs a run without --family leaves out. */
+static void
+note_unsupported(const struct options *o)
+{
+  kiln_tune_family_desc d;
+  for (size_t f = 0; !o->family && kiln_tune_family_get(f, &d) == KILN_OK; f++)
+    for (int k = 0; k < o->ndtypes; k++) {
+      int ok = 1;
+      if (kiln_tune_family_supports(d.name, o->dtypes[k], &ok) == KILN_OK && !ok)
+        fprintf(stderr, "kiln tune: note: skipped %s %s: the family has no keys of this dtype\n",
+                d.name, kiln_dtype_name(o->dtypes[k]));
+    }
 }
 
 /* One candidate as the progress callback saw it. */
@@ -489,6 +514,7 @@ cmd_tune(int argc, char **argv)
     kiln_context_release(ctx);
     return rc;
   }
+  note_unsupported(&o);
   kiln_tune_request req;
   memset(&req, 0, sizeof req);
   req.family = o.family;

@@ -192,7 +192,14 @@ dtype_item(const char *item, int i, void *arg)
   struct dtypes_arg *a = arg;
   if (kiln_dtype_from_name(item, &a->out[i]) == KILN_OK)
     return 0;
-  tool_usage_error(a->cmd, "%s: bad dtype '%s' (f32, f64, i32, i64, u8, bool)", a->flag, item);
+  char names[128] = "";
+  size_t used = 0;
+  for (int d = 0; d < KILN_DTYPE_COUNT; d++) {
+    int w = snprintf(names + used, sizeof names - used, "%s%s", d ? ", " : "",
+                     kiln_dtype_name((kiln_dtype)d));
+    used += w > 0 && (size_t)w < sizeof names - used ? (size_t)w : 0;
+  }
+  tool_usage_error(a->cmd, "%s: bad dtype '%s' (%s)", a->flag, item, names);
   return -1;
 }
 

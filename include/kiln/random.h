@@ -10,9 +10,12 @@
  * device (no built-in transcendental functions are used). Each call reads
  * consecutive 128-bit counter blocks starting at the state's counter and
  * advances the counter past them (modulo 2^64):
- *   bits i32, uniform f32, normal f32, bernoulli: 4 elements per block;
- *   bits i64, uniform f64, normal f64, permutation, shuffle: 2 per block;
- *   integers: 1 element per block.
+ *   bits i32, uniform and normal f32/f16/bf16, bernoulli: 4 elements per block;
+ *   bits i64, uniform f64, normal f64/c64, permutation, shuffle: 2 per block;
+ *   integers, normal c128: 1 element per block.
+ * f16 and bf16 values are the f32 values of the same state rounded to
+ * nearest even (uniform: see below for the bounds), so an f16 tensor equals
+ * kiln_cast of the f32 tensor the same call would have made.
  * So generating n elements in pieces whose sizes are multiples of the
  * per-block count gives exactly the same values as one call.
  *
@@ -53,22 +56,41 @@ KILN_API kiln_status kiln_rng_state_get(const kiln_context *ctx, kiln_rng_state 
 KILN_API kiln_status kiln_rng_state_set(kiln_context *ctx, const kiln_rng_state *state);
 
 /**
- * Fills out (f32 or f64) with uniform values in [lo, hi). The unit value is
- * u = k * 2^-24 (f32, k from the top 24 bits of a word) or k * 2^-53 (f64,
- * k from 53 bits of two words), so u lies in [0, 1) on an even grid; the
- * element is lo + (hi - lo) * u computed in the dtype, replaced by the
- * largest value below hi if rounding reaches hi. lo < hi, both finite and
- * with hi - lo finite in the dtype (else KILN_ERR_INVALID_ARGUMENT).
+ * Fills out (f32, f64, f16 or bf16) with uniform values in [lo, hi). The
+ * unit value is u = k * 2^-24 (f32, k from the top 24 bits of a word) or
+ * k * 2^-53 (f64, k from 53 bits of two words), so u lies in [0, 1) on an
+ * even grid; the element is lo + (hi - lo) * u computed in the dtype,
+ * replaced by the largest value below hi if rounding reaches hi. lo < hi,
+ * both finite and with hi - lo finite in the dtype (else
+ * KILN_ERR_INVALID_ARGUMENT).
+ *
+ * f16 and bf16: lo and hi are first rounded up to the storage type (L, H:
+ * the storage values in [L, H) are exactly those in [lo, hi)); the element
+ * is the f32 element for [L, H) rounded to nearest even, and the largest
+ * storage value below H where that rounding reaches H. Every element lies in
+ * [lo, hi). KILN_ERR_INVALID_ARGUMENT also when [lo, hi) holds no value of
+ * the storage type or H is not finite (f16: hi > 65504).
  */
 KILN_API kiln_status kiln_random_uniform(kiln_context *ctx, kiln_tensor *out, double lo,
                                          double hi);
 
 /**
- * Fills out (f32 or f64) with normal values mean + stddev * z, z standard
- * normal by the Box-Muller transform: from u1 in (0, 1] and u2 in [0, 1)
- * (24- or 53-bit grids as above), z0 = sqrt(-2 ln u1) cos(2 pi u2) and
- * z1 = sqrt(-2 ln u1) sin(2 pi u2). The grid bounds |z| by 5.77 (f32) and
- * 8.57 (f64). mean and stddev finite, stddev >= 0.
+ * Fills out (f32, f64, f16, bf16, c64 or c128) with normal values
+ * mean + stddev * z, z standard normal by the Box-Muller transform: from u1
+ * in (0, 1] and u2 in [0, 1) (24- or 53-bit grids as above),
+ * z0 = sqrt(-2 ln u1) cos(2 pi u2) and z1 = sqrt(-2 ln u1) sin(2 pi u2).
+ * The grid bounds |z| by 5.77 (f32) and 8.57 (f64). mean and stddev finite
+ * (in f32 for f32, c64, f16, bf16; in the storage type for f16 and bf16),
+ * stddev >= 0. f16 and bf16: the f32 values rounded to nearest even (values
+ * beyond the storage range round to infinity).
+ *
+ * c64 and c128: complex normal as PyTorch's randn: real and imaginary parts
+ * independent, each with standard deviation stddev / sqrt(2), so that
+ * E|x - mean|^2 = stddev^2; mean (a real number) is added to the real part.
+ * Element i is (mean + s z0, 0 + s z1) from the pair (z0, z1) that makes f32
+ * (f64) elements 2i and 2i + 1, with s = stddev / sqrt(2) rounded to f32
+ * (f64): for mean 0 the c64 tensor viewed as 2n f32 values equals the f32
+ * normal tensor of 2n elements with stddev s.
  */
 KILN_API kiln_status kiln_random_normal(kiln_context *ctx, kiln_tensor *out, double mean,
                                         double stddev);
@@ -85,7 +107,9 @@ KILN_API kiln_status kiln_random_integers(kiln_context *ctx, kiln_tensor *out, i
 /**
  * Fills out (any dtype) with 1 with probability p and 0 otherwise: an
  * element is 1 when its 32-bit word w satisfies w < floor(p * 2^32) (so p
- * is used to 2^-32 resolution; p = 1 gives all ones). p in [0, 1].
+ * is used to 2^-32 resolution; p = 1 gives all ones). p in [0, 1]. Complex
+ * ones are 1 + 0i. As a dropout mask: bernoulli(1 - p) in the activations'
+ * dtype (f16 and bf16 included), then multiply.
  */
 KILN_API kiln_status kiln_random_bernoulli(kiln_context *ctx, kiln_tensor *out, double p);
 

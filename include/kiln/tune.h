@@ -90,6 +90,17 @@ typedef struct kiln_tune_family_desc {
 KILN_API kiln_status kiln_tune_family_get(size_t index, kiln_tune_family_desc *out);
 
 /**
+ * Whether family has tuning keys of dtype in this build (*supported 1 or 0):
+ * elementwise, reduce and scan follow what their timed op (add, sum,
+ * cumsum) supports, gemm the dtypes its own kernel route builds, fft f32 and
+ * f64. Independent of the device (f64 and c128 keys also need fp64).
+ * @return KILN_OK; KILN_ERR_NOT_FOUND for an unknown family;
+ *         KILN_ERR_INVALID_ARGUMENT for NULL arguments or an invalid dtype.
+ */
+KILN_API kiln_status kiln_tune_family_supports(const char *family, kiln_dtype dtype,
+                                               int *supported);
+
+/**
  * The bucket name of a problem: "<layout>.2^<k>", k = floor(log2(elements)).
  * @param family a family name; layout one of its layouts; elements >= 1: the
  *        input's elements, for "points" the points of one transform, for

@@ -232,13 +232,13 @@ clfft_create(const char *op, kiln_context *ctx, const struct kiln__fft_key *key,
    */
   char cache_dir[4096];
   int have_dir = 0;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   const char *d = kiln__dc_dir(ctx->cache);
   if (d && kiln__dc_mode(ctx->cache) == KILN_CACHE_ON && strlen(d) < sizeof cache_dir) {
     strcpy(cache_dir, d);
     have_dir = 1;
   }
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
 
   pthread_mutex_lock(&clfft_lock);
   kiln_status s = setup_locked(op, have_dir ? cache_dir : NULL);

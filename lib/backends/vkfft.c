@@ -330,20 +330,20 @@ vkfft_create(const char *op, kiln_context *ctx, const struct kiln__fft_key *key,
     void *buf = NULL;
     const void *payload = NULL;
     size_t len = 0;
-    pthread_mutex_lock(&ctx->lock);
+    kiln__ctx_lock(ctx);
     cacheable = cache_request(ctx, text, &req);
     enum kiln__dc_found found =
         cacheable ? kiln__dc_lookup(ctx->cache, &req, KILN__DC_DEFER_HIT, &buf, &payload, &len)
                   : KILN__DC_MISS;
-    pthread_mutex_unlock(&ctx->lock);
+    kiln__ctx_unlock(ctx);
     if (found == KILN__DC_HIT && !kiln__vkfft_blob_intact(payload, len)) {
       /* Stored by a build without the check, or damaged in a way the checksum missed. */
       if (counters)
         counters->binary_unusable++;
       found = KILN__DC_BAD;
-      pthread_mutex_lock(&ctx->lock);
+      kiln__ctx_lock(ctx);
       kiln__dc_note_rejected(ctx->cache);
-      pthread_mutex_unlock(&ctx->lock);
+      kiln__ctx_unlock(ctx);
     }
     if (found == KILN__DC_HIT) {
       size_t entry_bytes =
@@ -359,7 +359,7 @@ vkfft_create(const char *op, kiln_context *ctx, const struct kiln__fft_key *key,
         r = initializeVkFFT(&p->app, cfg);
         free(blob);
       }
-      pthread_mutex_lock(&ctx->lock);
+      kiln__ctx_lock(ctx);
       if (r == VKFFT_SUCCESS) {
         kiln__dc_note_hit(ctx->cache, entry_bytes);
         if (counters)
@@ -369,7 +369,7 @@ vkfft_create(const char *op, kiln_context *ctx, const struct kiln__fft_key *key,
         if (counters)
           counters->binary_rejects++;
       }
-      pthread_mutex_unlock(&ctx->lock);
+      kiln__ctx_unlock(ctx);
       if (r != VKFFT_SUCCESS) {
         kiln__log(KILN__LOG_WARN, "%s: VkFFT refused cached binaries (%s, %d); rebuilding", op,
                   result_name(r), (int)r);
@@ -424,9 +424,9 @@ vkfft_create(const char *op, kiln_context *ctx, const struct kiln__fft_key *key,
         counters->binary_unusable++;
     } else if (cacheable && blob && size) {
       /* Stores in mode ON only; a read-only or degraded cache keeps nothing, silently. */
-      pthread_mutex_lock(&ctx->lock);
+      kiln__ctx_lock(ctx);
       int stored = kiln__dc_store(ctx->cache, &req, blob, (size_t)size) == 0;
-      pthread_mutex_unlock(&ctx->lock);
+      kiln__ctx_unlock(ctx);
       if (stored && counters)
         counters->binary_stores++;
     }

@@ -438,9 +438,9 @@ gemm_views(const char *op, kiln_context *ctx, int ta, int tb, kiln_complex128 al
   uint64_t matsize[3] = {ar * ac, br * bc, m * n};
   struct batch_plan plan;
   plan_batches(&ab, &bb, &cb, matsize, &plan);
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   s = gemm_plan_run(op, ctx, &g, &plan);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   if (s != KILN_OK)
     kiln__output_discard(c, made);
   return s;
@@ -591,7 +591,7 @@ kiln_gemv(kiln_context *ctx, kiln_trans trans, double alpha, const kiln_tensor *
   struct mat ym = {yt->mem, elem_off(yt), 1, 0};
   int small = use_small(ctx, a->dtype, rows, 1, cols, real_scalar(alpha), ROUTE_CHOOSE);
   count_route(small);
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   if (small)
     s = small_gemm(op, ctx, a->dtype, rows, 1, alpha == 0.0 ? 0 : cols, real_scalar(alpha),
                    real_scalar(b), &am, 0, &xm, 0, &ym, 0, 1, 0, 0);
@@ -612,7 +612,7 @@ kiln_gemv(kiln_context *ctx, kiln_trans trans, double alpha, const kiln_tensor *
     s = kiln__fail(KILN_ERR_INTERNAL, op, 0, "CLBlast route taken in a build without CLBlast");
 #endif
   }
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   if (s != KILN_OK)
     kiln__output_discard(y, made);
   return s;
@@ -667,7 +667,7 @@ kiln_syrk(kiln_context *ctx, kiln_uplo uplo, kiln_trans trans, double alpha, con
   uint64_t astride = ar * ac, cstride = n * n;
   int small = use_small(ctx, a->dtype, n, n, k, real_scalar(alpha), ROUTE_CHOOSE);
   count_route(small);
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   if (small) {
     s = small_gemm(op, ctx, a->dtype, n, n, alpha == 0.0 ? 0 : k, real_scalar(alpha),
                    real_scalar(b), &am, astride, &bm, astride, &cm, cstride, batch, tri, 0);
@@ -684,7 +684,7 @@ kiln_syrk(kiln_context *ctx, kiln_uplo uplo, kiln_trans trans, double alpha, con
   }
   if (s == KILN_OK && fill_other)
     s = small_sym_fill(op, ctx, a->dtype, n, &cm, cstride, batch, tri);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   if (s != KILN_OK)
     kiln__output_discard(c, made);
   return s;
@@ -739,7 +739,7 @@ kiln_dot(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *y, kiln_ten
     return s;
   }
   uint64_t n = x->numel;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   if (n == 0) {
     unsigned char zero[16] = {0};
     cl_int err = clEnqueueFillBuffer(ctx->queue, o->mem, zero, kiln_dtype_size(o->dtype), o->offset,
@@ -766,7 +766,7 @@ kiln_dot(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *y, kiln_ten
       s = kiln__args_enqueue_1d(&args, ctx, wg, wg);
     }
   }
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   if (s != KILN_OK)
     kiln__output_discard(out, made);
   return s;
@@ -792,7 +792,7 @@ kiln_axpy(kiln_context *ctx, double alpha, const kiln_tensor *x, kiln_tensor *y)
   if (!x->numel)
     return KILN_OK;
   kiln_status s;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
 #if KILN_HAVE_CLBLAST
   if (use_clblast_level1(ctx, x->dtype))
     s = kiln__clblast_axpy(op, ctx, x->dtype, x->numel, alpha, x->mem, elem_off(x), y->mem,
@@ -800,7 +800,7 @@ kiln_axpy(kiln_context *ctx, double alpha, const kiln_tensor *x, kiln_tensor *y)
   else
 #endif
     s = launch_level1(op, ctx, x->dtype, "blas_axpy", x->numel, alpha, x, y);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -814,14 +814,14 @@ kiln_scal(kiln_context *ctx, double alpha, kiln_tensor *x)
   if (!x->numel)
     return KILN_OK;
   kiln_status s;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
 #if KILN_HAVE_CLBLAST
   if (use_clblast_level1(ctx, x->dtype))
     s = kiln__clblast_scal(op, ctx, x->dtype, x->numel, alpha, x->mem, elem_off(x));
   else
 #endif
     s = launch_level1(op, ctx, x->dtype, "blas_scal", x->numel, alpha, x, NULL);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -839,13 +839,13 @@ warm_dtype(const char *op, kiln_context *ctx, kiln_dtype dt)
 {
   static const char *const kernels[] = {"gemm_small", "sym_fill", "blas_axpy", "blas_scal",
                                         "blas_dot"};
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
   for (size_t i = 0; i < sizeof kernels / sizeof kernels[0] && s == KILN_OK; i++) {
     cl_kernel k;
     s = get_kernel(op, ctx, dt, kernels[i], &k);
   }
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   if (s != KILN_OK || !kiln__blas_use_clblast(ctx))
     return s;
 #if KILN_HAVE_CLBLAST
@@ -860,7 +860,7 @@ warm_dtype(const char *op, kiln_context *ctx, kiln_dtype dt)
   if (s == KILN_OK) {
     size_t off = elem_off(a), boff = elem_off(b), coff = elem_off(c);
     kiln_complex128 one = real_scalar(1.0), zero = real_scalar(0.0);
-    pthread_mutex_lock(&ctx->lock);
+    kiln__ctx_lock(ctx);
     s = kiln__clblast_gemm(op, ctx, dt, 0, 0, 2, 2, 2, one, a->mem, off, 2, 4, b->mem, boff, 2, 4,
                            zero, c->mem, coff, 2, 4, 1);
     if (s == KILN_OK)
@@ -877,7 +877,7 @@ warm_dtype(const char *op, kiln_context *ctx, kiln_dtype dt)
       s = kiln__clblast_axpy(op, ctx, dt, 2, 1.0, a->mem, off, b->mem, boff);
     if (s == KILN_OK)
       s = kiln__clblast_scal(op, ctx, dt, 2, 1.0, a->mem, off);
-    pthread_mutex_unlock(&ctx->lock);
+    kiln__ctx_unlock(ctx);
   }
   if (s == KILN_OK)
     s = kiln_context_finish(ctx);

@@ -81,10 +81,10 @@ kiln__blas_route_small(kiln_context *ctx, kiln_dtype dt, uint64_t size, int rout
 {
   if (route < 0) {
     struct blas_state *st = state_of(ctx);
-    pthread_mutex_lock(&ctx->lock);
+    kiln__ctx_lock(ctx);
     int64_t threshold = st->small_mnk;
     int set = st->small_mnk_set;
-    pthread_mutex_unlock(&ctx->lock);
+    kiln__ctx_unlock(ctx);
     /* The tuner times f32/f64 only: complex products follow the built-in rule. */
     if (set)
       return size <= (uint64_t)threshold;

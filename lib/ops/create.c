@@ -85,7 +85,7 @@ kiln_tensor_full_complex(kiln_context *ctx, kiln_dtype dtype, size_t ndim, const
   KILN_TRY(kiln__shape_make(op, ndim, shape, kiln_dtype_size(dtype), &s, NULL, NULL));
   kiln_complex64 c64 = {(float)value.re, (float)value.im};
   const void *pattern = dtype == KILN_C64 ? (const void *)&c64 : (const void *)&value;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_status st = kiln__tensor_new_locked(op, ctx, dtype, &s, out);
   if (st == KILN_OK && (*out)->nbytes) {
     cl_int err = clEnqueueFillBuffer(ctx->queue, (*out)->mem, pattern, kiln_dtype_size(dtype),
@@ -93,7 +93,7 @@ kiln_tensor_full_complex(kiln_context *ctx, kiln_dtype dtype, size_t ndim, const
     if (err != CL_SUCCESS)
       st = kiln__fail_cl(op, err, "clEnqueueFillBuffer");
   }
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   if (st != KILN_OK) {
     kiln_tensor_release(*out);
     *out = NULL;
@@ -118,7 +118,7 @@ fill_kernel(const char *op, kiln_context *ctx, kiln_dtype dtype, size_t ndim, co
   KILN_TRY(kiln__output_prepare(op, ctx, dtype, &s, out, &made));
   uint64_t n = (*out)->numel;
   kiln_status st = KILN_OK;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   if (n) {
     cl_kernel k;
     st = kiln__ops_kernel(op, ctx, "create", dtype, name, &k);
@@ -132,7 +132,7 @@ fill_kernel(const char *op, kiln_context *ctx, kiln_dtype dtype, size_t ndim, co
     if (st == KILN_OK)
       st = kiln__launch_1d(op, ctx, k, n, 0);
   }
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   if (st != KILN_OK)
     kiln__output_discard(out, made);
   return st;
@@ -442,7 +442,7 @@ kiln_meshgrid(kiln_context *ctx, const kiln_tensor *const *inputs, size_t n,
     uint64_t total = outs[i]->numel, inner = 1;
     for (size_t d = axis_of[i] + 1; d < n; d++)
       inner *= (uint64_t)dims[d];
-    pthread_mutex_lock(&ctx->lock);
+    kiln__ctx_lock(ctx);
     if (total) {
       cl_kernel k;
       st = kiln__ops_kernel(op, ctx, "create", kiln__ops_move_dtype(inputs[0]->dtype), "axis_bcast",
@@ -460,7 +460,7 @@ kiln_meshgrid(kiln_context *ctx, const kiln_tensor *const *inputs, size_t n,
         st = kiln__launch_1d(op, ctx, k, total, 0);
     }
     st = kiln__ops_out_finish(op, ctx, &t, st);
-    pthread_mutex_unlock(&ctx->lock);
+    kiln__ctx_unlock(ctx);
   }
   if (st != KILN_OK)
     for (size_t j = 0; j < n; j++)

@@ -307,10 +307,10 @@ kiln_unary(kiln_context *ctx, kiln_unary_op uop, const kiln_tensor *x, kiln_tens
   snprintf(kname, sizeof kname, "unary_%s", row->name);
   const kiln_tensor *ts[] = {x, t.dst};
   flat_shape sh = flat_shape_for(ctx, x->dtype, x->numel, ts, 2);
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_status s = run_map(op, ctx, "elementwise", x->dtype, kname, x, t.dst, NULL, 0, 0, &sh);
   s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -359,7 +359,7 @@ kiln__ew_bcast_run(const char *op, kiln_context *ctx, const char *source, const 
   bcast_launch l = bcast_launch_for(ctx, kdtype, n, ndim, &plan, flat, ts, 3);
   cl_uint flags = (a ? 0u : 1u) | (b ? 0u : 2u) | l.flags;
 
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   cl_kernel k;
   kiln_status s = kiln__ops_kernel_variant(op, ctx, source, kdtype, &l.sh.variant, kname, &k);
   if (s == KILN_OK) {
@@ -374,7 +374,7 @@ kiln__ew_bcast_run(const char *op, kiln_context *ctx, const char *source, const 
   if (s == KILN_OK)
     s = launch_bcast(op, ctx, k, n, &l);
   s = kiln__ops_out_finish(op, ctx, &target, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -446,10 +446,10 @@ kiln_cast(kiln_context *ctx, const kiln_tensor *x, kiln_dtype dtype, kiln_tensor
   /* cast.cl converts one element per work-item; only the local size is tuned for it. */
   flat_shape sh = flat_shape_for(ctx, x->dtype, x->numel, NULL, 0);
   sh.variant.ew_items = sh.variant.ew_vec = 1;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_status s = run_map(op, ctx, "cast", x->dtype, kname, x, t.dst, NULL, 0, 0, &sh);
   s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -474,11 +474,11 @@ kiln_clamp(kiln_context *ctx, const kiln_tensor *x, kiln_scalar lo, kiln_scalar 
   memcpy(packed + esz, bounds[1], esz);
   const kiln_tensor *ts[] = {x, t.dst};
   flat_shape sh = flat_shape_for(ctx, x->dtype, x->numel, ts, 2);
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_status s =
       run_map(op, ctx, "elementwise", x->dtype, "clamp_values", x, t.dst, packed, esz, 2, &sh);
   s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -519,7 +519,7 @@ kiln_where(kiln_context *ctx, const kiln_tensor *cond, const kiln_tensor *a, con
   const kiln_tensor *ts[] = {c, a, b, t.dst};
   bcast_launch l = bcast_launch_for(ctx, a->dtype, n, ndim, &plan, flat, ts, 4);
 
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   cl_kernel k;
   s = kiln__ops_kernel_variant(op, ctx,
                                kiln__dtype_is_complex(a->dtype) ? "complex" : "elementwise",
@@ -535,7 +535,7 @@ kiln_where(kiln_context *ctx, const kiln_tensor *cond, const kiln_tensor *a, con
   if (s == KILN_OK)
     s = launch_bcast(op, ctx, k, n, &l);
   s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   kiln_tensor_release(cbytes);
   return s;
 }
@@ -555,9 +555,9 @@ kiln_copy(kiln_context *ctx, const kiln_tensor *src, kiln_tensor *dst)
                       kiln__shape_format(&src->shape, sa, sizeof sa),
                       kiln__shape_format(&dst->shape, sb, sizeof sb));
   }
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_status s = kiln__ops_copy(op, ctx, src, dst);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -569,10 +569,10 @@ kiln__ew_map(const char *op, kiln_context *ctx, const char *source, const char *
   KILN_TRY(kiln__ops_out_begin(op, ctx, rdtype, &x->shape, out, &x, 1, 1, &t));
   const kiln_tensor *ts[] = {x, t.dst};
   flat_shape sh = flat_shape_for(ctx, x->dtype, x->numel, ts, 2);
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_status s = run_map(op, ctx, source, x->dtype, kname, x, t.dst, NULL, 0, 0, &sh);
   s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 

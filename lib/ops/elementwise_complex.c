@@ -156,9 +156,9 @@ view_or_copy(const char *op, kiln_context *ctx, const kiln_tensor *x, kiln_dtype
     return kiln__tensor_view_as(op, (kiln_tensor *)x, 0, dtype, &s, out);
   int made;
   KILN_TRY(kiln__output_prepare(op, ctx, dtype, &s, out, &made));
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_status st = kiln__ops_copy(op, ctx, x, *out);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return st;
 }
 

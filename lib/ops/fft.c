@@ -164,9 +164,9 @@ resolve_backend(const char *op, kiln_context *ctx, kiln_fft_backend asked,
 {
   kiln_fft_backend b = asked;
   if (b == KILN_FFT_BACKEND_AUTO) {
-    pthread_mutex_lock(&ctx->lock);
+    kiln__ctx_lock(ctx);
     b = (kiln_fft_backend)((struct fft_state *)kiln__family_state(ctx, &kiln__fft_family))->backend;
-    pthread_mutex_unlock(&ctx->lock);
+    kiln__ctx_unlock(ctx);
   }
   char why_cl[256] = "", why_vk[256] = "";
   int clfft_ok = backend_supports(KILN_FFT_BACKEND_CLFFT, key, why_cl, sizeof why_cl);
@@ -205,6 +205,7 @@ entry_drop_impl(struct entry *e)
 static void
 state_destroy(kiln_context *ctx, void *data)
 {
+  KILN__ASSERT_LOCKED(ctx);
   (void)ctx;
   struct fft_state *st = data;
   for (size_t i = 0; i < st->n; i++) {
@@ -257,6 +258,7 @@ state_create(kiln_context *ctx, void **out)
 static kiln_status
 state_get(const char *op, kiln_context *ctx, struct fft_state **out)
 {
+  KILN__ASSERT_LOCKED(ctx);
   (void)op;
   *out = kiln__family_state(ctx, &kiln__fft_family);
   return KILN_OK;
@@ -310,6 +312,7 @@ cache_evict(struct fft_state *st)
 static void
 take(kiln_context *ctx, struct fft_state *st, struct entry *e)
 {
+  KILN__ASSERT_LOCKED(ctx);
   e->users++;
   e->last_use = ++st->clock;
   ctx->refs++;
@@ -323,7 +326,7 @@ take(kiln_context *ctx, struct fft_state *st, struct entry *e)
 static kiln_status
 plan_get(const char *op, kiln_context *ctx, const struct kiln__fft_key *key, struct entry **out)
 {
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   struct fft_state *st = NULL;
   kiln_status s = state_get(op, ctx, &st);
   struct entry *e = s == KILN_OK ? cache_find(st, key) : NULL;
@@ -332,7 +335,7 @@ plan_get(const char *op, kiln_context *ctx, const struct kiln__fft_key *key, str
     take(ctx, st, e);
   }
   int vkb = s == KILN_OK ? st->vkfft_binaries : 0;
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   if (s != KILN_OK || e) {
     *out = e;
     return s;
@@ -341,7 +344,7 @@ plan_get(const char *op, kiln_context *ctx, const struct kiln__fft_key *key, str
   struct kiln__fft_counters counters = {0, 0, 0, 0};
   void *impl = NULL;
   s = impl_create(op, ctx, key, &counters, vkb, &impl);
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   st->counters.binary_hits += counters.binary_hits;
   st->counters.binary_stores += counters.binary_stores;
   st->counters.binary_rejects += counters.binary_rejects;
@@ -376,7 +379,7 @@ plan_get(const char *op, kiln_context *ctx, const struct kiln__fft_key *key, str
     if (e)
       take(ctx, st, e);
   }
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   if (impl)
     impl_destroy(key->backend, impl);
   *out = e;
@@ -489,13 +492,13 @@ kiln_fft_plan_release(kiln_fft_plan *plan)
   KILN_TRY(plan_check(op, plan));
   kiln_context *ctx = plan->ctx;
   struct entry *e = plan->entry;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   plan->magic = KILN__DEAD_MAGIC;
   int free_entry = --e->users == 0 && e->orphan;
   struct fft_state *st = kiln__family_state(ctx, &kiln__fft_family);
   if (st && !e->orphan)
     cache_evict(st);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   if (free_entry)
     free(e);
   kiln__ctx_unref(ctx);
@@ -520,7 +523,7 @@ kiln_fft_stats_get(kiln_context *ctx, kiln_fft_stats *out)
   KILN_TRY(kiln__ctx_check(op, ctx));
   KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
   memset(out, 0, sizeof *out);
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   struct fft_state *st = kiln__family_state(ctx, &kiln__fft_family);
   if (st) {
     *out = st->stats;
@@ -530,7 +533,7 @@ kiln_fft_stats_get(kiln_context *ctx, kiln_fft_stats *out)
     out->vkfft_binary_rejects = st->counters.binary_rejects;
     out->vkfft_binary_unusable = st->counters.binary_unusable;
   }
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return KILN_OK;
 }
 
@@ -655,6 +658,7 @@ scale(const char *op, kiln_context *ctx, kiln_dtype dt, kiln_tensor *t, double f
 static kiln_status
 c2r_hermitian(const char *op, kiln_context *ctx, const struct kiln__fft_key *key, cl_mem mem)
 {
+  KILN__ASSERT_LOCKED(ctx);
   cl_kernel k;
   KILN_TRY(kiln__ops_kernel(op, ctx, "fft", key->precision, "fft_c2r_hermitian", &k));
   cl_ulong outer[2] = {1, 1};
@@ -683,6 +687,7 @@ static kiln_status
 stage(const char *op, kiln_context *ctx, const kiln_tensor *t, int copy_in, int force,
       struct staged *out)
 {
+  KILN__ASSERT_LOCKED(ctx);
   out->mem = t->mem;
   out->capacity = 0;
   if (t->offset == 0 && !force)
@@ -768,7 +773,7 @@ kiln_fft_execute(kiln_fft_plan *plan, kiln_fft_direction direction, kiln_fft_nor
 
   double f = norm_factor(direction, norm, (double)kiln__fft_real_count(k));
   struct staged si = {NULL, 0}, so = {NULL, 0};
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_status s = plan->entry->impl ? KILN_OK
                                     : kiln__fail(KILN_ERR_INVALID_HANDLE, op, 0,
                                                  "the plan's context is released");
@@ -798,7 +803,7 @@ kiln_fft_execute(kiln_fft_plan *plan, kiln_fft_direction direction, kiln_fft_nor
   if (!k->inplace)
     unstage(ctx, &so);
   unstage(ctx, &si);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   if (s != KILN_OK && made)
     kiln__output_discard(out, made);
   return s;

@@ -34,6 +34,7 @@ static const uint64_t fft_sizes[] = {P2(8),  P2(9),  P2(10), P2(11), P2(12), P2(
                                      P2(14), P2(15), P2(16), P2(17), P2(18), P2(19),
                                      P2(20), P2(21), P2(22), P2(23), P2(24)};
 
+/* Keys are per precision of the transform; f16 has no FFT back end here. */
 static int
 fft_dtype_ok(kiln_dtype d)
 {

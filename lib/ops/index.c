@@ -174,7 +174,7 @@ out_begin(const char *op, kiln_context *ctx, kiln_dtype dtype, const kiln__shape
           kiln__out_target *t)
 {
   KILN_TRY(kiln__ops_out_begin(op, ctx, dtype, shape, out, ins, nins, inplace, t));
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   return KILN_OK;
 }
 
@@ -183,7 +183,7 @@ static kiln_status
 out_end(const char *op, kiln_context *ctx, kiln__out_target *t, kiln_status s)
 {
   s = kiln__ops_out_finish(op, ctx, t, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -418,7 +418,7 @@ kiln_scatter(kiln_context *ctx, const kiln_tensor *x, int64_t axis, const kiln_t
   int made;
   KILN_TRY(kiln__output_prepare(op, ctx, x->dtype, &x->shape, out, &made));
   kiln_tensor *dst = *out;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_tensor *ix = NULL, *sx = NULL, *xx = NULL;
   kiln_status s = KILN_OK;
   /* Inputs overlapping the output are read from private copies. */
@@ -433,7 +433,7 @@ kiln_scatter(kiln_context *ctx, const kiln_tensor *x, int64_t axis, const kiln_t
   kiln_tensor_release(ix);
   kiln_tensor_release(sx);
   kiln_tensor_release(xx);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   if (s != KILN_OK)
     kiln__output_discard(out, made);
   return s;
@@ -554,7 +554,7 @@ compact(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln_tens
   kiln__shape s1;
   memset(&s1, 0, sizeof s1);
   s1.ndim = 1;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_tensor *offs = NULL;
   kiln_status s = KILN_OK;
   if (n) {
@@ -601,7 +601,7 @@ compact(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln_tens
     }
   }
   kiln_tensor_release(offs);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   if (s == KILN_OK && count)
     *count = total;
   return s;

@@ -236,6 +236,7 @@ static kiln_status
 remap_run(const char *op, kiln_context *ctx, const kiln_tensor *src, kiln_tensor *dst,
           struct remap *r, const void *fill)
 {
+  KILN__ASSERT_LOCKED(ctx);
   uint64_t n = remap_numel(r);
   if (n == 0)
     return KILN_OK;
@@ -355,9 +356,9 @@ kiln_reshape(kiln_context *ctx, const kiln_tensor *x, size_t ndim, const int64_t
     return kiln__tensor_view(op, (kiln_tensor *)x, 0, &s, out);
   int made;
   KILN_TRY(kiln__output_prepare(op, ctx, x->dtype, &s, out, &made));
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_status st = kiln__ops_copy(op, ctx, x, *out);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return st;
 }
 
@@ -371,10 +372,10 @@ remap_op(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln__sh
 {
   kiln__out_target t;
   KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, oshape, out, &x, 1, 0, &t));
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_status s = remap_run(op, ctx, x, t.dst, r, fill);
   s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -749,7 +750,7 @@ kiln_slice_assign(kiln_context *ctx, kiln_tensor *x, const kiln_range *ranges, s
   for (size_t i = 0; i < sshape.ndim; i++)
     remap_dim(&r, i, sshape.dims[i], vs[i], ds[i]);
   r.doff = off;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_tensor *tmp = NULL;
   const kiln_tensor *src = values;
   kiln_status s = KILN_OK;
@@ -763,7 +764,7 @@ kiln_slice_assign(kiln_context *ctx, kiln_tensor *x, const kiln_range *ranges, s
   if (s == KILN_OK)
     s = remap_run(op, ctx, src, x, &r, NULL);
   kiln_tensor_release(tmp);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -796,7 +797,7 @@ join(const char *op, kiln_context *ctx, const kiln_tensor *const *inputs, size_t
   KILN_TRY(kiln__ops_out_begin(op, ctx, inputs[0]->dtype, oshape, out, inputs, n, 0, &t));
   int64_t os[KILN_MAX_DIMS];
   kiln__ops_strides(oshape, os);
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
   int64_t pos = 0;
   for (size_t i = 0; i < n && s == KILN_OK; i++) {
@@ -812,7 +813,7 @@ join(const char *op, kiln_context *ctx, const kiln_tensor *const *inputs, size_t
     s = remap_run(op, ctx, inputs[i], t.dst, &r, NULL);
   }
   s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -948,10 +949,10 @@ kiln_split(kiln_context *ctx, const kiln_tensor *x, int64_t axis, const int64_t 
       break;
     made[i] = t.made;
     t.made = 0; /* unwound below for every piece at once */
-    pthread_mutex_lock(&ctx->lock);
+    kiln__ctx_lock(ctx);
     s = remap_run(op, ctx, x, t.dst, &r, NULL);
     s = kiln__ops_out_finish(op, ctx, &t, s);
-    pthread_mutex_unlock(&ctx->lock);
+    kiln__ctx_unlock(ctx);
   }
   if (s != KILN_OK)
     for (size_t j = 0; j < n; j++)
@@ -972,7 +973,7 @@ tri(const char *op, kiln_context *ctx, const kiln_tensor *x, int64_t k, uint32_t
   /* Elementwise: safe in place over exactly x's bytes. */
   kiln__out_target t;
   KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &x->shape, out, &x, 1, 1, &t));
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   cl_kernel kern;
   kiln_status s = get_kernel(op, ctx, kiln__ops_move_dtype(x->dtype), "tri_mask", &kern);
   if (s == KILN_OK && x->numel) {
@@ -989,7 +990,7 @@ tri(const char *op, kiln_context *ctx, const kiln_tensor *x, int64_t k, uint32_t
       s = kiln__launch_1d(op, ctx, kern, x->numel, 0);
   }
   s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -1041,7 +1042,7 @@ kiln_diag(kiln_context *ctx, const kiln_tensor *x, int64_t k, kiln_tensor **out)
   KILN_TRY(make_shape(op, 2, dims, x->dtype, &oshape));
   kiln__out_target t;
   KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &oshape, out, &x, 1, 0, &t));
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
   if (t.dst->nbytes) {
     /* Every element is written: zeros first, then the diagonal. */
@@ -1059,7 +1060,7 @@ kiln_diag(kiln_context *ctx, const kiln_tensor *x, int64_t k, kiln_tensor **out)
     s = remap_run(op, ctx, x, t.dst, &r, NULL);
   }
   s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -1099,7 +1100,7 @@ kiln_kron(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b, kiln_te
   kiln__out_target t;
   KILN_TRY(kiln__ops_out_begin(op, ctx, a->dtype, &oshape, out, ins, 2, 0, &t));
   uint64_t n = t.dst->numel;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
   if (n) {
     cl_kernel k;
@@ -1118,7 +1119,7 @@ kiln_kron(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b, kiln_te
       s = kiln__launch_1d(op, ctx, k, n, 0);
   }
   s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 

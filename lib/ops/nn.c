@@ -192,7 +192,7 @@ softmax_forward(const char *op, kiln_context *ctx, const kiln_tensor *x, int64_t
   axis_geometry(&x->shape, ax, &rows, &len, &inner);
   kiln__out_target t;
   KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &x->shape, out, &x, 1, 1, &t));
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
   if (x->numel) {
     row_kernel rk;
@@ -212,7 +212,7 @@ softmax_forward(const char *op, kiln_context *ctx, const kiln_tensor *x, int64_t
     }
   }
   s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -242,7 +242,7 @@ softmax_backward(const char *op, kiln_context *ctx, const kiln_tensor *grad, con
   const kiln_tensor *ins[2] = {grad, y};
   kiln__out_target t;
   KILN_TRY(kiln__ops_out_begin(op, ctx, y->dtype, &y->shape, out, ins, 2, 1, &t));
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
   if (y->numel) {
     row_kernel rk;
@@ -262,7 +262,7 @@ softmax_backward(const char *op, kiln_context *ctx, const kiln_tensor *grad, con
     }
   }
   s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -378,11 +378,11 @@ targets_begin(const char *op, kiln_context *ctx, kiln_dtype dtype, kiln_tensor *
     kiln_status s =
         kiln__ops_out_begin(op, ctx, dtype, shapes[i], outs[i], ins, nins, i == 0, &t[i]);
     if (s != KILN_OK) {
-      pthread_mutex_lock(&ctx->lock);
+      kiln__ctx_lock(ctx);
       for (size_t j = 0; j < i; j++)
         if (outs[j])
           kiln__ops_out_finish(op, ctx, &t[j], s);
-      pthread_mutex_unlock(&ctx->lock);
+      kiln__ctx_unlock(ctx);
       return s;
     }
   }
@@ -419,7 +419,7 @@ norm_forward(const char *op, kiln_context *ctx, const kiln_tensor *x, int64_t ax
   const kiln_tensor *ins[3] = {x, w, b};
   kiln__out_target t[3];
   KILN_TRY(targets_begin(op, ctx, x->dtype, outs, shapes, ins, 3, 3, t));
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
   if (x->numel) {
     row_kernel rk;
@@ -445,7 +445,7 @@ norm_forward(const char *op, kiln_context *ctx, const kiln_tensor *x, int64_t ax
     }
   }
   s = targets_finish(op, ctx, outs, 3, t, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -533,7 +533,7 @@ norm_backward(const char *op, kiln_context *ctx, const kiln_tensor *grad, const 
   const kiln_tensor *ins[5] = {grad, x, mean, rstd, w};
   kiln__out_target t[3];
   KILN_TRY(targets_begin(op, ctx, x->dtype, outs, shapes, ins, 5, 3, t));
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
   uint32_t base = (w ? NORM_W : 0) | (rms ? NORM_RMS : 0);
   /* Parameter gradients first: grad_x may be written over grad or x. */
@@ -562,7 +562,7 @@ norm_backward(const char *op, kiln_context *ctx, const kiln_tensor *grad, const 
     }
   }
   s = targets_finish(op, ctx, outs, 3, t, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 

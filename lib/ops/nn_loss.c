@@ -106,7 +106,7 @@ kiln_activation_forward(kiln_context *ctx, kiln_activation act, const kiln_tenso
   char kname[64];
   snprintf(kname, sizeof kname, "act_fwd_%s", act_rows[act].name);
   kiln_dtype cdt = kiln__nn_compute_dtype(x->dtype);
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   cl_kernel k;
   kiln_status s = kiln__ops_kernel(op, ctx, KILN__NN_ACT, x->dtype, kname, &k);
   if (s == KILN_OK) {
@@ -119,7 +119,7 @@ kiln_activation_forward(kiln_context *ctx, kiln_activation act, const kiln_tenso
     s = flat_launch(&a, ctx, x->numel);
   }
   s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -139,7 +139,7 @@ kiln_activation_backward(kiln_context *ctx, kiln_activation act, const kiln_tens
   char kname[64];
   snprintf(kname, sizeof kname, "act_bwd_%s", act_rows[act].name);
   kiln_dtype cdt = kiln__nn_compute_dtype(v->dtype);
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   cl_kernel k;
   kiln_status s = kiln__ops_kernel(op, ctx, KILN__NN_ACT, v->dtype, kname, &k);
   if (s == KILN_OK) {
@@ -153,7 +153,7 @@ kiln_activation_backward(kiln_context *ctx, kiln_activation act, const kiln_tens
     s = flat_launch(&a, ctx, v->numel);
   }
   s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -253,7 +253,7 @@ class_forward(const char *op, kiln_context *ctx, int ce, const kiln_tensor *x,
   KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, shape, out, ins, 2, 0, &t));
   kiln_dtype cdt = kiln__nn_compute_dtype(x->dtype);
   int reduce = red != KILN_REDUCTION_NONE;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   row_tmps tmp;
   memset(&tmp, 0, sizeof tmp);
   kiln_status s = reduce ? row_tmps_alloc(ctx, x->dtype, g.rows ? g.rows : 1, &tmp) : KILN_OK;
@@ -303,7 +303,7 @@ class_forward(const char *op, kiln_context *ctx, int ce, const kiln_tensor *x,
   if (reduce)
     row_tmps_free(ctx, &tmp);
   s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -367,7 +367,7 @@ class_backward(const char *op, kiln_context *ctx, int ce, const kiln_tensor *gou
   double scale = red == KILN_REDUCTION_MEAN && g.probs ? 1.0 / (double)g.rows : 1.0;
   uint32_t flags =
       (g.probs ? 1u : 0u) | (red == KILN_REDUCTION_NONE ? 4u : 0u) | (by_count ? 8u : 0u);
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
   kiln__ops_tmp denom = {NULL, 0};
   if (x->numel && by_count)
@@ -413,7 +413,7 @@ class_backward(const char *op, kiln_context *ctx, int ce, const kiln_tensor *gou
   if (denom.mem)
     kiln__ops_tmp_free(ctx, &denom);
   s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -486,7 +486,7 @@ kiln_loss(kiln_context *ctx, kiln_loss_op lop, const kiln_tensor *x, const kiln_
   snprintf(kname, sizeof kname, "loss_%s", loss_names[lop]);
   kiln_dtype cdt = kiln__nn_compute_dtype(x->dtype);
   uint64_t n = x->numel;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   cl_kernel k;
   kiln__ops_tmp part = {NULL, 0};
   kiln_status s = kiln__ops_kernel(op, ctx, KILN__NN_ACT, x->dtype, kname, &k);
@@ -522,7 +522,7 @@ kiln_loss(kiln_context *ctx, kiln_loss_op lop, const kiln_tensor *x, const kiln_
   if (part.mem)
     kiln__ops_tmp_free(ctx, &part);
   s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -547,7 +547,7 @@ kiln_loss_backward(kiln_context *ctx, kiln_loss_op lop, const kiln_tensor *gout,
   kiln_dtype cdt = kiln__nn_compute_dtype(x->dtype);
   uint64_t n = x->numel;
   double scale = red == KILN_REDUCTION_MEAN ? 1.0 / (double)n : 1.0;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   cl_kernel k;
   kiln_status s = kiln__ops_kernel(op, ctx, KILN__NN_ACT, x->dtype, kname, &k);
   if (s == KILN_OK && n) {
@@ -565,6 +565,6 @@ kiln_loss_backward(kiln_context *ctx, kiln_loss_op lop, const kiln_tensor *gout,
     s = flat_launch(&a, ctx, n);
   }
   s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }

@@ -16,6 +16,7 @@ kiln_status
 kiln__ops_kernel_variant(const char *op, kiln_context *ctx, const char *source, kiln_dtype dtype,
                          const kiln__program_variant *v, const char *name, cl_kernel *k)
 {
+  KILN__ASSERT_LOCKED(ctx);
   const struct kiln__source *src = NULL;
   kiln__family_of_source(source, &src);
   KILN_RETURN_IF(src && !(src->dtypes & KILN__DT_BIT(dtype)), KILN_ERR_DTYPE, op,
@@ -158,9 +159,9 @@ kiln__ops_out_begin(const char *op, kiln_context *ctx, kiln_dtype dtype, const k
     alias |= o == KILN__OVERLAP_PARTIAL || (o == KILN__OVERLAP_SAME && !inplace);
   }
   if (alias) {
-    pthread_mutex_lock(&ctx->lock);
+    kiln__ctx_lock(ctx);
     kiln_status s = kiln__tensor_new_locked(op, ctx, dtype, shape, &t->scratch);
-    pthread_mutex_unlock(&ctx->lock);
+    kiln__ctx_unlock(ctx);
     if (s != KILN_OK) {
       kiln__output_discard(out, t->made);
       return s;
@@ -181,6 +182,7 @@ copy_bytes(const char *op, kiln_context *ctx, cl_mem src, uint64_t src_off, cl_m
 kiln_status
 kiln__ops_copy(const char *op, kiln_context *ctx, const kiln_tensor *src, kiln_tensor *dst)
 {
+  KILN__ASSERT_LOCKED(ctx);
   kiln__overlap o = kiln__ops_overlap(src, dst);
   if (!src->nbytes || o == KILN__OVERLAP_SAME)
     return KILN_OK;
@@ -198,6 +200,7 @@ kiln__ops_copy(const char *op, kiln_context *ctx, const kiln_tensor *src, kiln_t
 kiln_status
 kiln__ops_out_finish(const char *op, kiln_context *ctx, kiln__out_target *t, kiln_status s)
 {
+  KILN__ASSERT_LOCKED(ctx);
   if (s == KILN_OK && t->scratch)
     s = kiln__ops_copy(op, ctx, t->scratch, *t->out);
   kiln_tensor_release(t->scratch);
@@ -211,6 +214,7 @@ kiln_status
 kiln__ops_scratch(const char *op, kiln_context *ctx, kiln_dtype dtype, uint64_t n,
                   kiln_tensor **out)
 {
+  KILN__ASSERT_LOCKED(ctx);
   kiln__shape s;
   memset(&s, 0, sizeof s);
   s.ndim = 1;
@@ -221,6 +225,7 @@ kiln__ops_scratch(const char *op, kiln_context *ctx, kiln_dtype dtype, uint64_t 
 kiln_status
 kiln__ops_flag_new(const char *op, kiln_context *ctx, kiln_tensor **flag)
 {
+  KILN__ASSERT_LOCKED(ctx);
   static const cl_uint init[4] = {0u, 0xffffffffu, 0u, 0u};
   KILN_TRY(kiln__ops_scratch(op, ctx, KILN_I32, 4, flag));
   /* init is static, so a non-blocking write may read it later. */
@@ -238,6 +243,7 @@ kiln_status
 kiln__ops_read(const char *op, kiln_context *ctx, const kiln_tensor *t, uint64_t offset_bytes,
                void *host, size_t bytes)
 {
+  KILN__ASSERT_LOCKED(ctx);
   cl_event ev = NULL;
   cl_int err = clEnqueueReadBuffer(ctx->queue, t->mem, CL_FALSE, t->offset + offset_bytes, bytes,
                                    host, 0, NULL, &ev);
@@ -249,9 +255,9 @@ kiln__ops_read(const char *op, kiln_context *ctx, const kiln_tensor *t, uint64_t
     return kiln__fail_cl(op, err, "clEnqueueReadBuffer");
   }
   /* Other threads may enqueue while this one waits; our read is already in queue order. */
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   err = clWaitForEvents(1, &ev);
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   clReleaseEvent(ev);
   return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clWaitForEvents (read-back)");
 }
@@ -279,6 +285,7 @@ kiln_status
 kiln__ops_sort_pairs(const char *op, kiln_context *ctx, const char *source, kiln_dtype dtype,
                      kiln_tensor *keys, kiln_tensor *vals, uint64_t n)
 {
+  KILN__ASSERT_LOCKED(ctx);
   if (n < 2)
     return KILN_OK;
   cl_kernel k;

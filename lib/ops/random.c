@@ -34,7 +34,7 @@ rng_state_destroy(kiln_context *ctx, void *state)
   free(state);
 }
 
-static const struct kiln__source random_sources[] = {{"random", KILN__DT_CLASSIC}, {NULL, 0}};
+static const struct kiln__source random_sources[] = {{"random", KILN__DT_EVERY}, {NULL, 0}};
 
 const struct kiln__family kiln__random_family = {.name = "random",
                                                  .sources = random_sources,
@@ -51,10 +51,10 @@ kiln_status
 kiln_rng_seed(kiln_context *ctx, uint64_t seed)
 {
   KILN_TRY(kiln__ctx_check("kiln_rng_seed", ctx));
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   rng(ctx)->seed = seed;
   rng(ctx)->counter = 0;
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return KILN_OK;
 }
 
@@ -65,10 +65,10 @@ kiln_rng_state_get(const kiln_context *ctx, kiln_rng_state *out)
   KILN_TRY(kiln__ctx_check(op, ctx));
   KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
   kiln_context *c = (kiln_context *)ctx; /* the lock is not part of the logical state */
-  pthread_mutex_lock(&c->lock);
+  kiln__ctx_lock(c);
   out->seed = rng(c)->seed;
   out->counter = rng(c)->counter;
-  pthread_mutex_unlock(&c->lock);
+  kiln__ctx_unlock(c);
   return KILN_OK;
 }
 
@@ -78,10 +78,10 @@ kiln_rng_state_set(kiln_context *ctx, const kiln_rng_state *state)
   static const char op[] = "kiln_rng_state_set";
   KILN_TRY(kiln__ctx_check(op, ctx));
   KILN_RETURN_IF(!state, KILN_ERR_INVALID_ARGUMENT, op, "state is NULL");
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   rng(ctx)->seed = state->seed;
   rng(ctx)->counter = state->counter;
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return KILN_OK;
 }
 
@@ -98,19 +98,22 @@ struct stream {
   uint64_t nblocks;
 };
 
-/* Reads the state for a call (ctx->lock held); stream_commit advances it once the call is enqueued.
+/* Reads the state for a call (ctx->lock held); stream_commit_locked advances it once the call is
+ * enqueued.
  */
 static struct stream
-stream_begin(kiln_context *ctx, uint64_t nblocks)
+stream_begin_locked(kiln_context *ctx, uint64_t nblocks)
 {
+  KILN__ASSERT_LOCKED(ctx);
   const struct rng_state *r = rng(ctx);
   struct stream s = {r->counter, (uint32_t)r->seed, (uint32_t)(r->seed >> 32), nblocks};
   return s;
 }
 
 static void
-stream_commit(kiln_context *ctx, const struct stream *s)
+stream_commit_locked(kiln_context *ctx, const struct stream *s)
 {
+  KILN__ASSERT_LOCKED(ctx);
   rng(ctx)->counter = s->base + s->nblocks; /* wraps modulo 2^64 */
 }
 
@@ -140,8 +143,8 @@ fill(const char *op, kiln_context *ctx, kiln_tensor *out, const char *name, uint
 {
   uint64_t n = out->numel;
   uint64_t nblocks = (n + per_block - 1) / per_block;
-  pthread_mutex_lock(&ctx->lock);
-  struct stream st = stream_begin(ctx, nblocks);
+  kiln__ctx_lock(ctx);
+  struct stream st = stream_begin_locked(ctx, nblocks);
   kiln_status s = KILN_OK;
   if (n) {
     cl_kernel k;
@@ -159,9 +162,70 @@ fill(const char *op, kiln_context *ctx, kiln_tensor *out, const char *name, uint
       s = kiln__launch_1d(op, ctx, k, nblocks, 0);
   }
   if (s == KILN_OK)
-    stream_commit(ctx, &st);
-  pthread_mutex_unlock(&ctx->lock);
+    stream_commit_locked(ctx, &st);
+  kiln__ctx_unlock(ctx);
   return s;
+}
+
+/* ---- f16 and bf16: the f32 values, rounded to nearest even by the kernel's store ---- */
+
+static uint16_t
+half_bits(kiln_dtype dt, double v)
+{
+  return dt == KILN_F16 ? kiln_f16_from_f64(v) : kiln_bf16_from_f64(v);
+}
+
+static float
+half_value(kiln_dtype dt, uint16_t b)
+{
+  return dt == KILN_F16 ? kiln_f16_to_f32(b) : kiln_bf16_to_f32(b);
+}
+
+/* The neighbours of a finite 16-bit float (sign and magnitude: both formats order the same way). */
+static uint16_t
+half_up(uint16_t b)
+{
+  return b == 0x8000u ? 0x0001u : (b & 0x8000u) ? (uint16_t)(b - 1) : (uint16_t)(b + 1);
+}
+
+static uint16_t
+half_down(uint16_t b)
+{
+  return b == 0x0000u ? 0x8001u : (b & 0x8000u) ? (uint16_t)(b + 1) : (uint16_t)(b - 1);
+}
+
+/* The smallest storage value >= v (v finite); may be infinite. */
+static uint16_t
+half_ceil(kiln_dtype dt, double v)
+{
+  uint16_t b = half_bits(dt, v);
+  return (double)half_value(dt, b) < v ? half_up(b) : b;
+}
+
+/*
+ * Bounds of a 16-bit uniform: L and H are lo and hi rounded up to the
+ * storage type (so the storage values in [L, H) are those in [lo, hi)), and
+ * top is the largest float whose rounding to nearest even stays below H: the
+ * midpoint between H and the value below it, or the float under it when that
+ * tie rounds to H. Every value involved is exact in f32.
+ */
+static kiln_status
+half_uniform_bounds(const char *op, kiln_dtype dt, double lo, double hi, float out[3])
+{
+  const char *name = kiln_dtype_name(dt);
+  float l = half_value(dt, half_ceil(dt, lo)), h = half_value(dt, half_ceil(dt, hi));
+  KILN_RETURN_IF(!isfinite(l) || !isfinite(h), KILN_ERR_INVALID_ARGUMENT, op,
+                 "[%g, %g) reaches beyond the finite %s values", lo, hi, name);
+  KILN_RETURN_IF(!(l < h), KILN_ERR_INVALID_ARGUMENT, op, "[%g, %g) holds no %s value", lo, hi,
+                 name);
+  KILN_RETURN_IF(!isfinite(h - l), KILN_ERR_INVALID_ARGUMENT, op,
+                 "[%g, %g) is too wide: hi - lo overflows f32", lo, hi);
+  uint16_t hb = half_bits(dt, h);
+  float mid = (float)(((double)half_value(dt, half_down(hb)) + (double)h) / 2);
+  out[0] = l;
+  out[1] = h;
+  out[2] = half_value(dt, half_bits(dt, mid)) >= h ? nextafterf(mid, -INFINITY) : mid;
+  return KILN_OK;
 }
 
 kiln_status
@@ -169,24 +233,27 @@ kiln_random_uniform(kiln_context *ctx, kiln_tensor *out, double lo, double hi)
 {
   static const char op[] = "kiln_random_uniform";
   KILN_TRY(check_out(op, ctx, out));
-  KILN_RETURN_IF(!kiln__dtype_is_float(out->dtype), KILN_ERR_DTYPE, op,
-                 "uniform values are f32 or f64, not %s", kiln_dtype_name(out->dtype));
+  kiln_dtype dt = out->dtype;
+  KILN_RETURN_IF(!kiln__dtype_is_floating(dt), KILN_ERR_DTYPE, op,
+                 "uniform values are f16, bf16, f32 or f64, not %s", kiln_dtype_name(dt));
   KILN_RETURN_IF(!isfinite(lo) || !isfinite(hi) || !(lo < hi), KILN_ERR_INVALID_ARGUMENT, op,
                  "needs finite lo < hi (got %g, %g)", lo, hi);
-  unsigned char bounds[16];
-  if (out->dtype == KILN_F32) {
-    float l = (float)lo, h = (float)hi;
-    KILN_RETURN_IF(!(l < h) || !isfinite(h - l) || !isfinite(l) || !isfinite(h),
+  if (kiln__dtype_is_half(dt)) {
+    float b[3];
+    KILN_TRY(half_uniform_bounds(op, dt, lo, hi, b));
+    return fill(op, ctx, out, "random_uniform", 4, b, 4, 3);
+  }
+  if (dt == KILN_F32) {
+    float b[3] = {(float)lo, (float)hi, 0};
+    KILN_RETURN_IF(!(b[0] < b[1]) || !isfinite(b[1] - b[0]) || !isfinite(b[0]) || !isfinite(b[1]),
                    KILN_ERR_INVALID_ARGUMENT, op, "[%g, %g) is empty or too wide in f32", lo, hi);
-    memcpy(bounds, &l, 4);
-    memcpy(bounds + 4, &h, 4);
-    return fill(op, ctx, out, "random_uniform", 4, bounds, 4, 2);
+    b[2] = nextafterf(b[1], b[0]);
+    return fill(op, ctx, out, "random_uniform", 4, b, 4, 3);
   }
   KILN_RETURN_IF(!isfinite(hi - lo), KILN_ERR_INVALID_ARGUMENT, op,
                  "[%g, %g) is too wide: hi - lo overflows", lo, hi);
-  memcpy(bounds, &lo, 8);
-  memcpy(bounds + 8, &hi, 8);
-  return fill(op, ctx, out, "random_uniform", 2, bounds, 8, 2);
+  double b[3] = {lo, hi, nextafter(hi, lo)};
+  return fill(op, ctx, out, "random_uniform", 2, b, 8, 3);
 }
 
 kiln_status
@@ -194,22 +261,26 @@ kiln_random_normal(kiln_context *ctx, kiln_tensor *out, double mean, double stdd
 {
   static const char op[] = "kiln_random_normal";
   KILN_TRY(check_out(op, ctx, out));
-  KILN_RETURN_IF(!kiln__dtype_is_float(out->dtype), KILN_ERR_DTYPE, op,
-                 "normal values are f32 or f64, not %s", kiln_dtype_name(out->dtype));
+  kiln_dtype dt = out->dtype;
+  KILN_RETURN_IF(!kiln__dtype_is_floating(dt) && !kiln__dtype_is_complex(dt), KILN_ERR_DTYPE, op,
+                 "normal values are f16, bf16, f32, f64, c64 or c128, not %s", kiln_dtype_name(dt));
   KILN_RETURN_IF(!isfinite(mean) || !isfinite(stddev) || stddev < 0, KILN_ERR_INVALID_ARGUMENT, op,
                  "needs finite mean and stddev >= 0 (got %g, %g)", mean, stddev);
-  unsigned char params[16];
-  if (out->dtype == KILN_F32) {
-    float m = (float)mean, s = (float)stddev;
-    KILN_RETURN_IF(!isfinite(m) || !isfinite(s), KILN_ERR_INVALID_ARGUMENT, op,
-                   "mean %g or stddev %g overflows f32", mean, stddev);
-    memcpy(params, &m, 4);
-    memcpy(params + 4, &s, 4);
-    return fill(op, ctx, out, "random_normal", 4, params, 4, 2);
+  /* Complex: each part has variance stddev^2 / 2, so E|z - mean|^2 = stddev^2. */
+  double sd = kiln__dtype_is_complex(dt) ? stddev * 0.70710678118654752440 : stddev;
+  uint64_t per = dt == KILN_C128 ? 1 : dt == KILN_F64 || dt == KILN_C64 ? 2 : 4;
+  if (kiln__dtype_real_part(dt) == KILN_F64) {
+    double p[2] = {mean, sd};
+    return fill(op, ctx, out, "random_normal", per, p, 8, 2);
   }
-  memcpy(params, &mean, 8);
-  memcpy(params + 8, &stddev, 8);
-  return fill(op, ctx, out, "random_normal", 2, params, 8, 2);
+  float p[2] = {(float)mean, (float)sd};
+  KILN_RETURN_IF(!isfinite(p[0]) || !isfinite(p[1]), KILN_ERR_INVALID_ARGUMENT, op,
+                 "mean %g or stddev %g overflows f32", mean, stddev);
+  KILN_RETURN_IF(kiln__dtype_is_half(dt) && (!isfinite(half_value(dt, half_bits(dt, mean))) ||
+                                             !isfinite(half_value(dt, half_bits(dt, stddev)))),
+                 KILN_ERR_INVALID_ARGUMENT, op, "mean %g or stddev %g overflows %s", mean, stddev,
+                 kiln_dtype_name(dt));
+  return fill(op, ctx, out, "random_normal", per, p, 4, 2);
 }
 
 kiln_status
@@ -262,12 +333,13 @@ kiln_random_bits(kiln_context *ctx, kiln_tensor *out)
  * holds the permutation in its first n entries. Consumes ceil(n / 2) blocks.
  */
 static kiln_status
-permutation_pairs(const char *op, kiln_context *ctx, kiln_dtype program, uint64_t n,
-                  kiln_tensor **vals)
+permutation_pairs_locked(const char *op, kiln_context *ctx, kiln_dtype program, uint64_t n,
+                         kiln_tensor **vals)
 {
+  KILN__ASSERT_LOCKED(ctx);
   uint64_t npad = kiln__ops_pow2(n);
   kiln_tensor *keys = NULL;
-  struct stream st = stream_begin(ctx, (n + 1) / 2);
+  struct stream st = stream_begin_locked(ctx, (n + 1) / 2);
   cl_kernel k;
   kiln_status s = get_kernel(op, ctx, program, "perm_keys", &k);
   if (s == KILN_OK)
@@ -289,7 +361,7 @@ permutation_pairs(const char *op, kiln_context *ctx, kiln_dtype program, uint64_
     s = kiln__ops_sort_pairs(op, ctx, "random", program, keys, *vals, npad);
   kiln_tensor_release(keys);
   if (s == KILN_OK) {
-    stream_commit(ctx, &st);
+    stream_commit_locked(ctx, &st);
   } else {
     kiln_tensor_release(*vals);
     *vals = NULL;
@@ -312,11 +384,11 @@ kiln_random_permutation(kiln_context *ctx, int64_t n, kiln_dtype dtype, kiln_ten
   KILN_TRY(kiln__shape_make(op, 1, &n, kiln_dtype_size(dtype), &shape, NULL, NULL));
   int made;
   KILN_TRY(kiln__output_prepare(op, ctx, dtype, &shape, out, &made));
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_tensor *vals = NULL;
   kiln_status s = KILN_OK;
   if (n) {
-    s = permutation_pairs(op, ctx, dtype, (uint64_t)n, &vals);
+    s = permutation_pairs_locked(op, ctx, dtype, (uint64_t)n, &vals);
     cl_kernel k;
     if (s == KILN_OK)
       s = get_kernel(op, ctx, dtype, "perm_write", &k);
@@ -331,7 +403,7 @@ kiln_random_permutation(kiln_context *ctx, int64_t n, kiln_dtype dtype, kiln_ten
       s = kiln__launch_1d(op, ctx, k, (uint64_t)n, 0);
   }
   kiln_tensor_release(vals);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   if (s != KILN_OK)
     kiln__output_discard(out, made);
   return s;
@@ -351,12 +423,12 @@ kiln_random_shuffle(kiln_context *ctx, const kiln_tensor *x, kiln_tensor **out)
   KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &x->shape, out, ins, 1, 0, &t));
   uint64_t rows = (uint64_t)x->shape.dims[0];
   uint64_t inner = rows ? x->numel / rows : 0;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_tensor *vals = NULL;
   kiln_status s = KILN_OK;
   if (rows) {
     /* The permutation consumes the stream even when the rows are empty. */
-    s = permutation_pairs(op, ctx, x->dtype, rows, &vals);
+    s = permutation_pairs_locked(op, ctx, x->dtype, rows, &vals);
     if (s == KILN_OK && x->numel) {
       cl_kernel k;
       s = get_kernel(op, ctx, x->dtype, "gather_rows", &k);
@@ -375,7 +447,7 @@ kiln_random_shuffle(kiln_context *ctx, const kiln_tensor *x, kiln_tensor **out)
   }
   kiln_tensor_release(vals);
   s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -389,7 +461,7 @@ kiln__random_philox_blocks(kiln_context *ctx, const uint32_t key[2], const uint3
                  "NULL argument");
   if (!nblocks)
     return KILN_OK;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_tensor *buf = NULL;
   cl_kernel k;
   kiln_status s = get_kernel(op, ctx, KILN_I32, "philox_blocks", &k);
@@ -410,6 +482,6 @@ kiln__random_philox_blocks(kiln_context *ctx, const uint32_t key[2], const uint3
   if (s == KILN_OK)
     s = kiln__ops_read(op, ctx, buf, 0, host, nblocks * 16);
   kiln_tensor_release(buf);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }

@@ -217,6 +217,7 @@ static kiln_status
 run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uint64_t red,
            uint64_t inner, cl_mem out, uint64_t ooff, cl_mem vals, uint64_t voff)
 {
+  KILN__ASSERT_LOCKED(rc->ctx);
   kiln_context *ctx = rc->ctx;
   const kiln__launch_params *lp = rc->lp;
   uint64_t target = kiln__launch_target_groups(ctx, lp);
@@ -322,6 +323,7 @@ static kiln_status
 run_permute(struct red_call *rc, const kiln_tensor *x, uint32_t ndim, const uint64_t *shape,
             const uint64_t *stride, cl_mem dst)
 {
+  KILN__ASSERT_LOCKED(rc->ctx);
   kiln__bcast plan;
   memset(&plan, 0, sizeof plan);
   for (uint32_t d = 0; d < ndim; d++) {
@@ -375,6 +377,7 @@ static kiln_status
 run_median(struct red_call *rc, kiln_dtype dtype, cl_mem src, uint64_t srcoff, uint64_t rows,
            uint64_t red, cl_mem out, uint64_t ooff)
 {
+  KILN__ASSERT_LOCKED(rc->ctx);
   kiln_context *ctx = rc->ctx;
   cl_kernel k;
   kiln_status s;
@@ -631,6 +634,7 @@ reduce_locked(struct red_call *rc, kiln_reduce_op rop, const kiln_tensor *x,
               const kiln__reduce_layout *l, const kiln_reduce_options *o, kiln_tensor *vals,
               kiln_tensor *out)
 {
+  KILN__ASSERT_LOCKED(rc->ctx);
   kiln_context *ctx = rc->ctx;
   if (out->numel == 0)
     return KILN_OK;
@@ -740,13 +744,13 @@ reduce_impl(kiln_context *ctx, kiln_reduce_op rop, const kiln_tensor *x, const i
     static const char *const names[2] = {"values", "indices"};
     s = kiln__ops_outputs_disjoint(op, outs, names, 2);
   }
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   if (s == KILN_OK)
     s = reduce_locked(&rc, rop, x, &l, &o, values ? tv.dst : NULL, to.dst);
   s = kiln__ops_out_finish(op, ctx, &to, s);
   if (tv.out)
     s = kiln__ops_out_finish(op, ctx, &tv, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 

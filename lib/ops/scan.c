@@ -107,6 +107,7 @@ static kiln_status
 run_scan(struct scan_call *sc, const kiln_tensor *x, uint64_t outer, uint64_t len, uint64_t inner,
          kiln_tensor *y, kiln_tensor *yi, int need_idx)
 {
+  KILN__ASSERT_LOCKED(sc->ctx);
   kiln_context *ctx = sc->ctx;
   const kiln__launch_params *lp = sc->lp;
   uint64_t lines = outer * inner, target = kiln__launch_target_groups(ctx, lp);
@@ -277,7 +278,7 @@ scan_impl(kiln_context *ctx, kiln_scan_op sop, const kiln_tensor *x, int64_t axi
     static const char *const names[2] = {"values", "indices"};
     s = kiln__ops_outputs_disjoint(op, outs, names, 2);
   }
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   if (s == KILN_OK && x->numel) {
     uint64_t outer, len, inner;
     kiln__axis_split(&x->shape, ax, &outer, &len, &inner);
@@ -289,7 +290,7 @@ scan_impl(kiln_context *ctx, kiln_scan_op sop, const kiln_tensor *x, int64_t axi
     s = kiln__ops_out_finish(op, ctx, &tv, s);
   if (ti.out)
     s = kiln__ops_out_finish(op, ctx, &ti, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -374,7 +375,7 @@ kiln_diff(kiln_context *ctx, const kiln_tensor *x, int64_t axis, int64_t n, kiln
                         sizeof options);
   size_t esz = kiln_dtype_size(x->dtype);
 
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   if (y->numel == 0) {
     /* nothing to write */
   } else if (steps == 0) {
@@ -405,7 +406,7 @@ kiln_diff(kiln_context *ctx, const kiln_tensor *x, int64_t axis, int64_t n, kiln
     kiln__ops_tmp_free(ctx, &tmp[1]);
   }
   s = kiln__ops_out_finish(op, ctx, &t, s);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 

@@ -204,10 +204,11 @@ cache_request(kiln_context *ctx, const struct kiln__cl_source *src, const char *
 }
 
 kiln_status
-kiln__program_build(const char *op, kiln_context *ctx, const struct kiln__cl_source *src,
+kiln__program_build_locked(const char *op, kiln_context *ctx, const struct kiln__cl_source *src,
                     const char *options, unsigned flags, cl_program *out,
                     struct kiln__build_outcome *outcome)
 {
+  KILN__ASSERT_LOCKED(ctx);
   struct kiln__build_outcome none;
   if (!outcome)
     outcome = &none;
@@ -250,10 +251,11 @@ kiln__program_build(const char *op, kiln_context *ctx, const struct kiln__cl_sou
 }
 
 void
-kiln__program_cache_existing(kiln_context *ctx, const struct kiln__cl_source *src,
+kiln__program_cache_existing_locked(kiln_context *ctx, const struct kiln__cl_source *src,
                              const char *options, cl_program prog,
                              struct kiln__build_outcome *outcome)
 {
+  KILN__ASSERT_LOCKED(ctx);
   memset(outcome, 0, sizeof *outcome);
   struct kiln__dc_req req;
   if (!cache_request(ctx, src, options, &req, 0))

@@ -11,7 +11,7 @@
 
 const struct kiln__cl_source *kiln__cl_source_find(const char *name);
 
-/* Flags of kiln__program_build. */
+/* Flags of kiln__program_build_locked. */
 enum {
   /* Store the binary whatever the store policy (warm-up). */
   KILN__BUILD_STORE_NOW = 1u,
@@ -30,7 +30,7 @@ struct kiln__build_outcome {
  * from source and, in mode ON and as the store policy says, stores the binary. On failure the message
  * carries the build log. outcome may be NULL. ctx->lock held.
  */
-kiln_status kiln__program_build(const char *op, kiln_context *ctx,
+kiln_status kiln__program_build_locked(const char *op, kiln_context *ctx,
                                 const struct kiln__cl_source *src, const char *options,
                                 unsigned flags, cl_program *out,
                                 struct kiln__build_outcome *outcome);
@@ -39,7 +39,7 @@ kiln_status kiln__program_build(const char *op, kiln_context *ctx,
  * Makes sure the disk cache holds the binary of an already built program
  * (warm-up of a variant the context compiled before). ctx->lock held.
  */
-void kiln__program_cache_existing(kiln_context *ctx, const struct kiln__cl_source *src,
+void kiln__program_cache_existing_locked(kiln_context *ctx, const struct kiln__cl_source *src,
                                   const char *options, cl_program prog,
                                   struct kiln__build_outcome *outcome);
 
@@ -59,7 +59,7 @@ int kiln__options_uncacheable(const char *options);
  * Warm-up of one variant: builds it into the registry if it is not there
  * (storing its binary at once), else makes sure the disk holds it. ctx->lock held.
  */
-kiln_status kiln__program_warm(const char *op, kiln_context *ctx, const char *source,
+kiln_status kiln__program_warm_locked(const char *op, kiln_context *ctx, const char *source,
                                const char *options, struct kiln__build_outcome *outcome);
 
 /* Context cache plumbing (context_cache.c); ctx->lock held or the context not yet shared. */

@@ -1,3 +1,4 @@
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -211,12 +212,54 @@ kiln_context_create_from_cl(cl_context cl_ctx, cl_device_id device, cl_command_q
   return s;
 }
 
+/* ---- the context lock, with its holder recorded in debug builds ---- */
+
+#ifndef NDEBUG
+static _Thread_local char lock_token; /* its address names the calling thread */
+#endif
+
+void
+kiln__ctx_lock(kiln_context *ctx)
+{
+  pthread_mutex_lock(&ctx->lock);
+#ifndef NDEBUG
+  if (ctx->lock_depth++ == 0)
+    atomic_store_explicit(&ctx->lock_owner, &lock_token, memory_order_relaxed);
+#endif
+}
+
+void
+kiln__ctx_unlock(kiln_context *ctx)
+{
+#ifndef NDEBUG
+  assert(kiln__ctx_lock_held(ctx) == 1 && ctx->lock_depth > 0);
+  if (--ctx->lock_depth == 0)
+    atomic_store_explicit(&ctx->lock_owner, NULL, memory_order_relaxed);
+#endif
+  pthread_mutex_unlock(&ctx->lock);
+}
+
+/*
+ * Only this thread ever stores its own token, and it clears it before it
+ * lets the lock go, so a relaxed load that sees it proves the lock is held.
+ */
+int
+kiln__ctx_lock_held(const kiln_context *ctx)
+{
+#ifdef NDEBUG
+  (void)ctx;
+  return -1;
+#else
+  return atomic_load_explicit(&ctx->lock_owner, memory_order_relaxed) == &lock_token;
+#endif
+}
+
 void
 kiln__ctx_unref(kiln_context *ctx)
 {
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   int64_t left = --ctx->refs;
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   if (left > 0)
     return;
   pthread_mutex_destroy(&ctx->lock);
@@ -231,19 +274,19 @@ kiln_context_release(kiln_context *ctx)
   if (!ctx)
     return KILN_OK;
   KILN_TRY(kiln__ctx_check(op, ctx));
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   ctx->released = 1;
   clFinish(ctx->queue);
   /* Family state (FFT plans) holds cl objects of this context: it goes first. */
-  kiln__family_states_destroy(ctx);
-  kiln__profile_destroy(ctx);
-  kiln__programs_destroy(ctx);
+  kiln__family_states_destroy_locked(ctx);
+  kiln__profile_destroy_locked(ctx);
+  kiln__programs_destroy_locked(ctx);
   kiln__ctx_cache_close(ctx);
   kiln__tuner_destroy(ctx);
-  kiln__pool_destroy(ctx);
+  kiln__pool_destroy_locked(ctx);
   /* Live tensors keep their own cl_mem references, so the context's can go now. */
   context_free_cl(ctx);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   kiln__ctx_unref(ctx);
   return KILN_OK;
 }
@@ -325,7 +368,7 @@ kiln_context_set_option(kiln_context *ctx, kiln_option option, int64_t value)
   KILN_RETURN_IF(value < lo || value > hi, KILN_ERR_INVALID_ARGUMENT, op,
                  "value %lld outside [%lld, %lld]", (long long)value, (long long)lo, (long long)hi);
   kiln_status s = KILN_OK;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   switch (option) {
   case KILN_OPT_POOL_LIMIT_BYTES:
     ctx->pool.limit = (uint64_t)value;
@@ -347,7 +390,7 @@ kiln_context_set_option(kiln_context *ctx, kiln_option option, int64_t value)
     break;
   }
   }
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -374,8 +417,8 @@ kiln_context_get_option(const kiln_context *ctx, kiln_option option, int64_t *va
   const struct kiln__family *f = kiln__family_of_option(option, NULL);
   KILN_RETURN_IF(!f, KILN_ERR_INVALID_ARGUMENT, op, "unknown option %d", (int)option);
   kiln_context *c = (kiln_context *)ctx; /* the lock is not part of the logical state */
-  pthread_mutex_lock(&c->lock);
+  kiln__ctx_lock(c);
   *value = f->option_get(ctx, kiln__family_state(ctx, f), option);
-  pthread_mutex_unlock(&c->lock);
+  kiln__ctx_unlock(c);
   return KILN_OK;
 }

@@ -70,7 +70,7 @@ kiln_context_cache_stats(kiln_context *ctx, kiln_cache_stats *out)
   static const char op[] = "kiln_context_cache_stats";
   KILN_TRY(kiln__ctx_check(op, ctx));
   KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   if (ctx->cache) {
     kiln_cache_stats_get(ctx->cache, out);
   } else {
@@ -84,7 +84,7 @@ kiln_context_cache_stats(kiln_context *ctx, kiln_cache_stats *out)
     out->mode = KILN_CACHE_OFF;
     snprintf(out->reason, sizeof out->reason, "%s", why);
   }
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return KILN_OK;
 }
 
@@ -93,12 +93,12 @@ kiln_context_set_cache_dir(kiln_context *ctx, const char *dir)
 {
   static const char op[] = "kiln_context_set_cache_dir";
   KILN_TRY(kiln__ctx_check(op, ctx));
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_cache_mode mode = ctx->cache ? kiln__dc_requested_mode(ctx->cache) : kiln__dc_env_mode();
   kiln_status s = reopen(op, ctx, dir, 0, mode);
   /* Tuning files live under the cache directory: follow it. */
   kiln__tuner_dir_changed(ctx);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }
 
@@ -140,9 +140,9 @@ kiln_context_cache_warm(kiln_context *ctx, kiln_cache_warm_fn progress, void *us
       char options[192];
       kiln__program_options(&ctx->info, source, (kiln_dtype)d, NULL, options, sizeof options);
       struct kiln__build_outcome oc;
-      pthread_mutex_lock(&ctx->lock);
-      kiln_status s = kiln__program_warm(op, ctx, source, options, &oc);
-      pthread_mutex_unlock(&ctx->lock);
+      kiln__ctx_lock(ctx);
+      kiln_status s = kiln__program_warm_locked(op, ctx, source, options, &oc);
+      kiln__ctx_unlock(ctx);
       res.done++;
       if (s == KILN_OK) {
         res.cached += oc.from_cache;

@@ -52,7 +52,7 @@ kiln__family_states_create(const char *op, kiln_context *ctx)
 {
   for (size_t i = 0; kiln__families[i]; i++) {
     if (i >= KILN__FAMILY_SLOTS) {
-      kiln__family_states_destroy(ctx);
+      kiln__family_states_destroy_locked(ctx);
       return kiln__fail(KILN_ERR_INTERNAL, op, 0, "more op families than KILN__FAMILY_SLOTS");
     }
     const struct kiln__family *f = kiln__families[i];
@@ -60,7 +60,7 @@ kiln__family_states_create(const char *op, kiln_context *ctx)
       continue;
     kiln_status s = f->state_create(ctx, &ctx->family_state[i]);
     if (s != KILN_OK) {
-      kiln__family_states_destroy(ctx);
+      kiln__family_states_destroy_locked(ctx);
       return s;
     }
   }
@@ -68,8 +68,9 @@ kiln__family_states_create(const char *op, kiln_context *ctx)
 }
 
 void
-kiln__family_states_destroy(kiln_context *ctx)
+kiln__family_states_destroy_locked(kiln_context *ctx)
 {
+  KILN__ASSERT_LOCKED(ctx);
   for (size_t i = 0; kiln__families[i] && i < KILN__FAMILY_SLOTS; i++) {
     if (ctx->family_state[i] && kiln__families[i]->state_destroy)
       kiln__families[i]->state_destroy(ctx, ctx->family_state[i]);

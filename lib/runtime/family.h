@@ -82,6 +82,6 @@ const struct kiln__family *kiln__family_of_option(kiln_option option,
 kiln_status kiln__family_states_create(const char *op, kiln_context *ctx);
 
 /* Frees every family's state (context release, ctx->lock held). */
-void kiln__family_states_destroy(kiln_context *ctx);
+void kiln__family_states_destroy_locked(kiln_context *ctx);
 
 #endif

@@ -219,10 +219,11 @@ kiln_status
 kiln__enqueue_kernel(const char *op, kiln_context *ctx, cl_kernel k, cl_uint dims,
                      const size_t *global, const size_t *local)
 {
+  KILN__ASSERT_LOCKED(ctx);
   cl_event ev = NULL;
   cl_int err = clEnqueueNDRangeKernel(ctx->queue, k, dims, NULL, global, local, 0, NULL,
                                       ctx->prof.active ? &ev : NULL);
   if (err != CL_SUCCESS)
     return kiln__fail_cl(op, err, "clEnqueueNDRangeKernel");
-  return ev ? kiln__profile_record(op, ctx, NULL, ev) : KILN_OK;
+  return ev ? kiln__profile_record_locked(op, ctx, NULL, ev) : KILN_OK;
 }

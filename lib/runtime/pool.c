@@ -23,6 +23,7 @@ round_size(uint64_t bytes)
 kiln_status
 kiln__pool_alloc(kiln_context *ctx, uint64_t bytes, cl_mem *mem, uint64_t *capacity)
 {
+  KILN__ASSERT_LOCKED(ctx);
   struct kiln__pool *pool = &ctx->pool;
   uint64_t size = round_size(bytes);
   /* Most recently freed first: its pages are the likeliest to be warm. */
@@ -63,6 +64,7 @@ kiln__pool_alloc(kiln_context *ctx, uint64_t bytes, cl_mem *mem, uint64_t *capac
 void
 kiln__pool_free(kiln_context *ctx, cl_mem mem, uint64_t capacity)
 {
+  KILN__ASSERT_LOCKED(ctx);
   struct kiln__pool *pool = &ctx->pool;
   pool->stats.bytes_in_use -= capacity;
   if (ctx->released || capacity > pool->limit) {
@@ -91,6 +93,7 @@ kiln__pool_free(kiln_context *ctx, cl_mem mem, uint64_t capacity)
 void
 kiln__pool_trim_locked(kiln_context *ctx, uint64_t keep_bytes)
 {
+  KILN__ASSERT_LOCKED(ctx);
   struct kiln__pool *pool = &ctx->pool;
   /* Oldest first: they are at the front. */
   size_t drop = 0;
@@ -106,8 +109,9 @@ kiln__pool_trim_locked(kiln_context *ctx, uint64_t keep_bytes)
 }
 
 void
-kiln__pool_destroy(kiln_context *ctx)
+kiln__pool_destroy_locked(kiln_context *ctx)
 {
+  KILN__ASSERT_LOCKED(ctx);
   kiln__pool_trim_locked(ctx, 0);
   free(ctx->pool.free);
   ctx->pool.free = NULL;
@@ -120,9 +124,9 @@ kiln_pool_stats_get(kiln_context *ctx, kiln_pool_stats *out)
   static const char op[] = "kiln_pool_stats_get";
   KILN_TRY(kiln__ctx_check(op, ctx));
   KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   *out = ctx->pool.stats;
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return KILN_OK;
 }
 
@@ -130,8 +134,8 @@ kiln_status
 kiln_pool_trim(kiln_context *ctx, uint64_t keep_bytes)
 {
   KILN_TRY(kiln__ctx_check("kiln_pool_trim", ctx));
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln__pool_trim_locked(ctx, keep_bytes);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return KILN_OK;
 }

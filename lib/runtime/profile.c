@@ -42,8 +42,9 @@ fold(const char *op, kiln_context *ctx)
 
 /* Keeps (begin, end) for the next fold; takes ownership of both events. */
 kiln_status
-kiln__profile_record(const char *op, kiln_context *ctx, cl_event begin, cl_event end)
+kiln__profile_record_locked(const char *op, kiln_context *ctx, cl_event begin, cl_event end)
 {
+  KILN__ASSERT_LOCKED(ctx);
   struct kiln__profile *p = &ctx->prof;
   /* Bounded memory: a long profiled loop folds its events every few thousand kernels. */
   if (p->nevents == p->cap) {
@@ -80,6 +81,7 @@ kiln__profile_record(const char *op, kiln_context *ctx, cl_event begin, cl_event
 kiln_status
 kiln__provider_span_begin(const char *op, kiln_context *ctx, cl_event *begin)
 {
+  KILN__ASSERT_LOCKED(ctx);
   *begin = NULL;
   if (!ctx->prof.active)
     return KILN_OK;
@@ -90,6 +92,7 @@ kiln__provider_span_begin(const char *op, kiln_context *ctx, cl_event *begin)
 kiln_status
 kiln__provider_span_end(const char *op, kiln_context *ctx, cl_event begin)
 {
+  KILN__ASSERT_LOCKED(ctx);
   if (!begin)
     return KILN_OK;
   cl_event end = NULL;
@@ -98,12 +101,13 @@ kiln__provider_span_end(const char *op, kiln_context *ctx, cl_event begin)
     clReleaseEvent(begin);
     return kiln__fail_cl(op, err, "clEnqueueMarkerWithWaitList");
   }
-  return kiln__profile_record(op, ctx, begin, end);
+  return kiln__profile_record_locked(op, ctx, begin, end);
 }
 
 void
-kiln__profile_destroy(kiln_context *ctx)
+kiln__profile_destroy_locked(kiln_context *ctx)
 {
+  KILN__ASSERT_LOCKED(ctx);
   struct kiln__profile *p = &ctx->prof;
   for (size_t i = 0; i < p->nevents; i++) {
     clReleaseEvent(p->events[i]);
@@ -125,7 +129,7 @@ kiln_profile_begin(kiln_context *ctx)
   KILN_TRY(kiln__ctx_check(op, ctx));
   KILN_RETURN_IF(!ctx->queue_profiling, KILN_ERR_UNSUPPORTED, op,
                  "the context's command queue was created without CL_QUEUE_PROFILING_ENABLE");
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   for (size_t i = 0; i < ctx->prof.nevents; i++) {
     clReleaseEvent(ctx->prof.events[i]);
     if (ctx->prof.begins[i])
@@ -134,7 +138,7 @@ kiln_profile_begin(kiln_context *ctx)
   ctx->prof.nevents = 0;
   ctx->prof.kernels = ctx->prof.device_ns = ctx->prof.first_start = ctx->prof.last_end = 0;
   ctx->prof.active = 1;
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return KILN_OK;
 }
 
@@ -144,9 +148,9 @@ kiln_profile_end(kiln_context *ctx, kiln_profile *out)
   static const char op[] = "kiln_profile_end";
   KILN_TRY(kiln__ctx_check(op, ctx));
   KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   if (!ctx->prof.active) {
-    pthread_mutex_unlock(&ctx->lock);
+    kiln__ctx_unlock(ctx);
     return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0,
                       "profiling was not started with kiln_profile_begin");
   }
@@ -157,6 +161,6 @@ kiln_profile_end(kiln_context *ctx, kiln_profile *out)
   out->span_ns = ctx->prof.last_end > ctx->prof.first_start
                      ? ctx->prof.last_end - ctx->prof.first_start
                      : 0;
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return s;
 }

@@ -46,7 +46,7 @@ add_program(const char *op, kiln_context *ctx, const char *source, const char *o
     ctx->cap_programs = ncap;
   }
   cl_program prog = NULL;
-  KILN_TRY(kiln__program_build(op, ctx, src, options, flags, &prog, outcome));
+  KILN_TRY(kiln__program_build_locked(op, ctx, src, options, flags, &prog, outcome));
   struct kiln__program *p = &ctx->programs[ctx->nprograms];
   memset(p, 0, sizeof *p);
   p->source = strdup(source);
@@ -67,6 +67,7 @@ kiln_status
 kiln__kernel_get(const char *op, kiln_context *ctx, const char *source, const char *options,
                  const char *kernel, cl_kernel *out)
 {
+  KILN__ASSERT_LOCKED(ctx);
   struct kiln__program *p = find_program(ctx, source, options);
   if (!p)
     KILN_TRY(add_program(op, ctx, source, options, 0, NULL, &p));
@@ -100,19 +101,21 @@ kiln__kernel_get(const char *op, kiln_context *ctx, const char *source, const ch
 }
 
 kiln_status
-kiln__program_warm(const char *op, kiln_context *ctx, const char *source, const char *options,
+kiln__program_warm_locked(const char *op, kiln_context *ctx, const char *source, const char *options,
                    struct kiln__build_outcome *outcome)
 {
+  KILN__ASSERT_LOCKED(ctx);
   struct kiln__program *p = find_program(ctx, source, options);
   if (!p)
     return add_program(op, ctx, source, options, KILN__BUILD_STORE_NOW, outcome, &p);
-  kiln__program_cache_existing(ctx, kiln__cl_source_find(source), options, p->program, outcome);
+  kiln__program_cache_existing_locked(ctx, kiln__cl_source_find(source), options, p->program, outcome);
   return KILN_OK;
 }
 
 void
-kiln__programs_destroy(kiln_context *ctx)
+kiln__programs_destroy_locked(kiln_context *ctx)
 {
+  KILN__ASSERT_LOCKED(ctx);
   for (size_t i = 0; i < ctx->nprograms; i++) {
     struct kiln__program *p = &ctx->programs[i];
     for (size_t k = 0; k < p->nkernels; k++) {

@@ -2,6 +2,7 @@
 #ifndef KILN_RUNTIME_H
 #define KILN_RUNTIME_H
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdint.h>
 
@@ -54,7 +55,13 @@ struct kiln_context {
   uint32_t magic;
   int released;  /* kiln_context_release() ran; struct lives on while tensors refer to it */
   int64_t refs;  /* 1 for the caller plus one per live tensor */
-  pthread_mutex_t lock; /* guards everything below; held across an op's enqueue */
+  /* Guards everything below; held across an op's enqueue. Recursive (docs/architecture.md,
+   * "The context lock"); taken and dropped only through kiln__ctx_lock/unlock. */
+  pthread_mutex_t lock;
+  /* Debug builds: the holder of lock (a per-thread token, NULL when free) and its depth, for
+   * KILN__ASSERT_LOCKED. Written by the holder only; lock_owner is read by any thread. */
+  _Atomic(const void *) lock_owner;
+  unsigned lock_depth;
   cl_platform_id platform;
   cl_context cl;
   cl_device_id device;
@@ -97,6 +104,17 @@ struct kiln_tensor {
 kiln_status kiln__ctx_check(const char *op, const kiln_context *ctx);
 kiln_status kiln__tensor_check(const char *op, const kiln_tensor *t, const kiln_context *ctx);
 
+/*
+ * The context lock (context.c). Functions that need it held end in _locked
+ * or say "ctx->lock held", and assert it with KILN__ASSERT_LOCKED, which
+ * debug builds check and NDEBUG builds compile out.
+ */
+void kiln__ctx_lock(kiln_context *ctx);
+void kiln__ctx_unlock(kiln_context *ctx);
+/* 1 when the calling thread holds ctx->lock, 0 when it does not; -1 under NDEBUG (untracked). */
+int kiln__ctx_lock_held(const kiln_context *ctx);
+#define KILN__ASSERT_LOCKED(ctx) assert(kiln__ctx_lock_held(ctx) != 0)
+
 /* Drops one context reference; the last one frees the struct (through the quarantine). */
 void kiln__ctx_unref(kiln_context *ctx);
 
@@ -118,7 +136,7 @@ kiln_status kiln__device_select(const char *op, const char *selector, cl_platfor
 kiln_status kiln__pool_alloc(kiln_context *ctx, uint64_t bytes, cl_mem *mem, uint64_t *capacity);
 void kiln__pool_free(kiln_context *ctx, cl_mem mem, uint64_t capacity);
 void kiln__pool_trim_locked(kiln_context *ctx, uint64_t keep_bytes);
-void kiln__pool_destroy(kiln_context *ctx);
+void kiln__pool_destroy_locked(kiln_context *ctx);
 
 /*
  * Creates a tensor of the given shape with ctx->lock held (op results).
@@ -156,7 +174,7 @@ void kiln__output_discard(kiln_tensor **out, int made);
  */
 kiln_status kiln__kernel_get(const char *op, kiln_context *ctx, const char *source,
                              const char *options, const char *kernel, cl_kernel *out);
-void kiln__programs_destroy(kiln_context *ctx);
+void kiln__programs_destroy_locked(kiln_context *ctx);
 
 
 /*
@@ -170,10 +188,10 @@ kiln_status kiln__provider_span_end(const char *op, kiln_context *ctx, cl_event 
 
 
 /* Records a kernel's (or a provider span's) events while profiling is on (ctx->lock held). */
-kiln_status kiln__profile_record(const char *op, kiln_context *ctx, cl_event begin, cl_event end);
+kiln_status kiln__profile_record_locked(const char *op, kiln_context *ctx, cl_event begin, cl_event end);
 
 /* Drops recorded profiling events (context release). */
-void kiln__profile_destroy(kiln_context *ctx);
+void kiln__profile_destroy_locked(kiln_context *ctx);
 
 
 /* Build options every program gets for dtype (the -D that select T). */

@@ -33,6 +33,7 @@ kiln_status
 kiln__tensor_new_locked(const char *op, kiln_context *ctx, kiln_dtype dtype,
                         const kiln__shape *shape, kiln_tensor **out)
 {
+  KILN__ASSERT_LOCKED(ctx);
   uint64_t numel, nbytes;
   kiln__shape s;
   KILN_TRY(kiln__shape_make(op, shape->ndim, shape->dims, kiln_dtype_size(dtype), &s, &numel,
@@ -68,9 +69,9 @@ create(const char *op, kiln_context *ctx, kiln_dtype dtype, size_t ndim, const i
   KILN_TRY(check_dtype(op, ctx, dtype));
   kiln__shape s;
   KILN_TRY(kiln__shape_make(op, ndim, shape, kiln_dtype_size(dtype), &s, NULL, NULL));
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_status st = kiln__tensor_new_locked(op, ctx, dtype, &s, out);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return st;
 }
 
@@ -87,10 +88,10 @@ fill(const char *op, kiln_tensor *t, const void *pattern)
   if (!t->nbytes)
     return KILN_OK;
   kiln_context *ctx = t->ctx;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   cl_int err = clEnqueueFillBuffer(ctx->queue, t->mem, pattern, kiln_dtype_size(t->dtype),
                                    t->offset, t->nbytes, 0, NULL, NULL);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueFillBuffer");
 }
 
@@ -136,10 +137,10 @@ kiln_tensor_upload(kiln_tensor *t, const void *host, size_t bytes)
   if (!bytes)
     return KILN_OK;
   kiln_context *ctx = t->ctx;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   cl_int err =
       clEnqueueWriteBuffer(ctx->queue, t->mem, CL_TRUE, t->offset, bytes, host, 0, NULL, NULL);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueWriteBuffer");
 }
 
@@ -153,12 +154,12 @@ kiln_tensor_download(const kiln_tensor *t, void *host, size_t bytes)
   kiln_context *ctx = t->ctx;
   /* The blocking read is issued under the lock (queue order), but the wait is not held there. */
   cl_event ev = NULL;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   cl_int err =
       clEnqueueReadBuffer(ctx->queue, t->mem, CL_FALSE, t->offset, bytes, host, 0, NULL, &ev);
   if (err == CL_SUCCESS)
     err = clFlush(ctx->queue);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   if (err != CL_SUCCESS) {
     if (ev)
       clReleaseEvent(ev);
@@ -229,9 +230,9 @@ kiln_tensor_wrap(kiln_context *ctx, cl_mem mem, size_t offset_bytes, kiln_dtype 
   t->shape = s;
   t->numel = numel;
   t->nbytes = nbytes;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   ctx->refs++;
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   *out = t;
   return KILN_OK;
 }
@@ -244,7 +245,7 @@ kiln_tensor_release(kiln_tensor *t)
   KILN_RETURN_IF(t->magic != KILN__TENSOR_MAGIC, KILN_ERR_INVALID_HANDLE, "kiln_tensor_release",
                  "tensor %p is already released or not a kiln tensor", (void *)t);
   kiln_context *ctx = t->ctx;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   t->magic = KILN__DEAD_MAGIC;
   if (t->mem) {
     if (t->wrapped) {
@@ -256,7 +257,7 @@ kiln_tensor_release(kiln_tensor *t)
       kiln__pool_free(ctx, t->mem, t->capacity);
     }
   }
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   kiln__ctx_unref(ctx);
   kiln__quarantine(t);
   return KILN_OK;
@@ -284,7 +285,7 @@ kiln__tensor_view_as(const char *op, kiln_tensor *src, uint64_t offset_bytes, ki
   kiln_tensor *t = calloc(1, sizeof *t);
   KILN_RETURN_IF(!t, KILN_ERR_HOST_MEMORY, op, "cannot allocate a tensor");
   kiln_context *ctx = src->ctx;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   if (nbytes) {
     /* An empty view owns nothing; a non-empty one shares src's buffer. */
     if (src->wrapped) {
@@ -293,7 +294,7 @@ kiln__tensor_view_as(const char *op, kiln_tensor *src, uint64_t offset_bytes, ki
       if (!src->shared) {
         src->shared = malloc(sizeof *src->shared);
         if (!src->shared) {
-          pthread_mutex_unlock(&ctx->lock);
+          kiln__ctx_unlock(ctx);
           free(t);
           return kiln__fail(KILN_ERR_HOST_MEMORY, op, 0, "cannot allocate a view counter");
         }
@@ -314,7 +315,7 @@ kiln__tensor_view_as(const char *op, kiln_tensor *src, uint64_t offset_bytes, ki
   t->numel = numel;
   t->nbytes = nbytes;
   ctx->refs++;
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   *out = t;
   return KILN_OK;
 }
@@ -392,9 +393,9 @@ kiln__output_prepare(const char *op, kiln_context *ctx, kiln_dtype dtype, const 
     return KILN_OK;
   }
   KILN_TRY(check_dtype(op, ctx, dtype));
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   kiln_status s = kiln__tensor_new_locked(op, ctx, dtype, shape, out);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   if (s == KILN_OK)
     *made = 1;
   return s;

@@ -79,6 +79,19 @@ family_arg(const char *op, const char *family, int *fam)
   return KILN_OK;
 }
 
+kiln_status
+kiln_tune_family_supports(const char *family, kiln_dtype dtype, int *supported)
+{
+  static const char op[] = "kiln_tune_family_supports";
+  int fam;
+  KILN_TRY(family_arg(op, family, &fam));
+  KILN_RETURN_IF(!supported, KILN_ERR_INVALID_ARGUMENT, op, "supported is NULL");
+  KILN_RETURN_IF(!kiln__dtype_valid(dtype), KILN_ERR_INVALID_ARGUMENT, op, "invalid dtype %d",
+                 (int)dtype);
+  *supported = kiln__tn_fam_at(fam)->dtype_ok(dtype) != 0;
+  return KILN_OK;
+}
+
 static kiln_status
 dtype_arg(const char *op, kiln_context *ctx, int fam, kiln_dtype dtype)
 {

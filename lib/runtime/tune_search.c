@@ -54,9 +54,17 @@ kiln__tune_input(kiln_context *ctx, kiln_dtype dt, size_t ndim, const int64_t *s
     int32_t m = (int32_t)((x >> 8) % 64u) - 32;
     if (m >= 0)
       m++; /* [-32, -1] and [1, 32] */
+    /* The imaginary part from other bits of the same draw: also nonzero, also m / 16. */
+    int32_t mi = (int32_t)((x >> 16) % 64u) - 32;
+    if (mi >= 0)
+      mi++;
     switch (dt) {
     case KILN_F32: ((float *)h)[i] = (float)m / 16.0f; break;
     case KILN_F64: ((double *)h)[i] = (double)m / 16.0; break;
+    case KILN_F16: ((uint16_t *)h)[i] = kiln_f16_from_f32((float)m / 16.0f); break;
+    case KILN_BF16: ((uint16_t *)h)[i] = kiln_bf16_from_f32((float)m / 16.0f); break;
+    case KILN_C64: ((kiln_complex64 *)h)[i] = (kiln_complex64){(float)m / 16.0f, (float)mi / 16.0f}; break;
+    case KILN_C128: ((kiln_complex128 *)h)[i] = (kiln_complex128){(double)m / 16.0, (double)mi / 16.0}; break;
     case KILN_I32: ((int32_t *)h)[i] = (int32_t)((x >> 4) % 2001u) - 1000; break;
     case KILN_I64: ((int64_t *)h)[i] = (int64_t)((x >> 4) % 2001u) - 1000; break;
     case KILN_U8: h[i] = (unsigned char)(x >> 24); break;
@@ -124,23 +132,70 @@ problem_make(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, st
   return s;
 }
 
+/* Real component i of a floating buffer (complex dtypes: 2 per element), and its setter. */
+static double
+real_at(kiln_dtype dt, const void *buf, size_t i)
+{
+  switch (dt) {
+  case KILN_F32:
+  case KILN_C64: return ((const float *)buf)[i];
+  case KILN_F64:
+  case KILN_C128: return ((const double *)buf)[i];
+  case KILN_F16: return kiln_f16_to_f32(((const uint16_t *)buf)[i]);
+  case KILN_BF16: return kiln_bf16_to_f32(((const uint16_t *)buf)[i]);
+  default: return 0;
+  }
+}
+
+static void
+real_set(kiln_dtype dt, void *buf, size_t i, double v)
+{
+  switch (dt) {
+  case KILN_F32:
+  case KILN_C64: ((float *)buf)[i] = (float)v; break;
+  case KILN_F64:
+  case KILN_C128: ((double *)buf)[i] = v; break;
+  case KILN_F16: ((uint16_t *)buf)[i] = kiln_f16_from_f64(v); break;
+  case KILN_BF16: ((uint16_t *)buf)[i] = kiln_bf16_from_f64(v); break;
+  default: break;
+  }
+}
+
+/* Real components in bytes of dt, and the machine epsilon of the type they are stored in. */
+static size_t
+real_count(kiln_dtype dt, size_t bytes)
+{
+  return bytes / kiln_dtype_size(dt) * (kiln__dtype_is_complex(dt) ? 2 : 1);
+}
+
+static double
+storage_eps(kiln_dtype dt)
+{
+  switch (kiln__dtype_real_part(dt)) {
+  case KILN_F64: return 2.220446049250313e-16;
+  case KILN_F16: return 9.765625e-04;
+  case KILN_BF16: return 7.8125e-03;
+  default: return 1.1920928955078125e-07;
+  }
+}
+
 /*
- * Float sums are compared with |a - b| <= 8 eps max(|a|, |b|, 1). The inputs
- * (multiples of 1/16, random signs) keep every partial sum of a realistic
- * line exactly representable, so summation orders agree exactly and the
- * tolerance only absorbs rare roundings; one dropped or repeated element
- * (at least 1/16) exceeds it while |sum| < 2^16 (f32).
+ * Float sums are compared with |a - b| <= 8 eps max(|a|, |b|, 1), eps of the
+ * storage type (complex: per component). The inputs (multiples of 1/16,
+ * random signs) keep every partial sum of a realistic line exactly
+ * representable in the f32/f64 accumulator, so summation orders agree
+ * exactly and the tolerance only absorbs rare roundings; one dropped or
+ * repeated element (at least 1/16) exceeds it while |sum| < 2^16 (f32).
  */
 static int
 outputs_match(kiln_dtype dt, int float_sum, const void *a, const void *b, size_t bytes)
 {
-  if (!float_sum || (dt != KILN_F32 && dt != KILN_F64))
+  if (!float_sum || !(kiln__dtype_is_floating(dt) || kiln__dtype_is_complex(dt)))
     return memcmp(a, b, bytes) == 0;
-  size_t n = bytes / kiln_dtype_size(dt);
-  double eps = dt == KILN_F32 ? 1.1920928955078125e-07 : 2.220446049250313e-16;
+  size_t n = real_count(dt, bytes);
+  double eps = storage_eps(dt);
   for (size_t i = 0; i < n; i++) {
-    double x = dt == KILN_F32 ? ((const float *)a)[i] : ((const double *)a)[i];
-    double y = dt == KILN_F32 ? ((const float *)b)[i] : ((const double *)b)[i];
+    double x = real_at(dt, a, i), y = real_at(dt, b, i);
     double m = fmax(fmax(fabs(x), fabs(y)), 1.0);
     if (!(fabs(x - y) <= 8 * eps * m)) /* NaN fails too */
       return 0;
@@ -164,18 +219,15 @@ outputs_agree(const struct kiln__tune_problem *pb, const void *ref, const void *
 static void
 corrupt_output(kiln_dtype dt, void *buf, size_t bytes)
 {
-  if (dt != KILN_F32 && dt != KILN_F64) {
+  if (!kiln__dtype_is_floating(dt) && !kiln__dtype_is_complex(dt)) {
     ((unsigned char *)buf)[0] ^= 0x5a;
     return;
   }
-  size_t n = bytes / kiln_dtype_size(dt);
+  size_t n = real_count(dt, bytes);
   double l1 = 0;
   for (size_t i = 0; i < n; i++)
-    l1 += fabs(dt == KILN_F32 ? (double)((const float *)buf)[i] : ((const double *)buf)[i]);
-  if (dt == KILN_F32)
-    ((float *)buf)[0] += (float)(1.0 + l1);
-  else
-    ((double *)buf)[0] += 1.0 + l1;
+    l1 += fabs(real_at(dt, buf, i));
+  real_set(dt, buf, 0, real_at(dt, buf, 0) + 1.0 + l1);
 }
 
 static int
@@ -423,7 +475,7 @@ local_limit(kiln_context *ctx, const struct kiln__tune_family *f, kiln_dtype dty
   kiln__dtype_options(dtype, opts, sizeof opts);
   size_t ol = strlen(opts);
   cl_ulong kmem_max = 0;
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   for (size_t i = 0; i < ctx->nprograms; i++) {
     const struct kiln__program *p = &ctx->programs[i];
     if (strcmp(p->source, f->source) != 0 || strncmp(p->options, opts, ol) != 0 ||
@@ -444,7 +496,7 @@ local_limit(kiln_context *ctx, const struct kiln__tune_family *f, kiln_dtype dty
         kmem_max = kmem;
     }
   }
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   if (f->local_bytes_per_item) {
     uint64_t avail =
         ctx->info.local_mem_bytes > kmem_max ? ctx->info.local_mem_bytes - kmem_max : 0;

@@ -378,11 +378,11 @@ take_table(struct kiln__tuner *t, const struct kiln__tf_table *tab, int source, 
 static void
 cache_dir_of(kiln_context *ctx, char *out, size_t len)
 {
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   const char *d = ctx->cache ? kiln__dc_dir(ctx->cache) : NULL;
   if (!d || snprintf(out, len, "%s", d) >= (int)len)
     out[0] = 0;
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
 }
 
 /* Reads the exact and other-driver files for dir (t->lock held). */
@@ -508,9 +508,9 @@ tried_add(struct kiln__tuner *t, uint32_t key)
 int
 kiln__tn_profiling(kiln_context *ctx)
 {
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   int p = ctx->prof.active;
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return p;
 }
 
@@ -525,17 +525,17 @@ kiln__tn_profiling(kiln_context *ctx)
 int
 kiln__tn_tune_hold(kiln_context *ctx)
 {
-  pthread_mutex_lock(&ctx->lock);
+  kiln__ctx_lock(ctx);
   if (!ctx->prof.active)
     return 1;
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
   return 0;
 }
 
 void
 kiln__tn_tune_release(kiln_context *ctx)
 {
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_unlock(ctx);
 }
 
 /*

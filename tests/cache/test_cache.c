@@ -2607,9 +2607,9 @@ child_bypass(void)
   strcat(opts, " -I/tmp");
   cl_program prog = NULL;
   struct kiln__build_outcome oc;
-  pthread_mutex_lock(&ctx->lock);
-  kiln_status st = kiln__program_build("test", ctx, src, opts, 0, &prog, &oc);
-  pthread_mutex_unlock(&ctx->lock);
+  kiln__ctx_lock(ctx);
+  kiln_status st = kiln__program_build_locked("test", ctx, src, opts, 0, &prog, &oc);
+  kiln__ctx_unlock(ctx);
   if (st != KILN_OK || !oc.compiled || oc.from_cache || oc.stored)
     return 4;
   clReleaseProgram(prog);
@@ -2744,12 +2744,14 @@ child_warm(void)
   kiln_cache_warm_result w;
   if (kiln_context_cache_warm(ctx, warm_stop_after_one, &first_ok, &w) != KILN_OK || !first_ok)
     return 3;
-  /* Each source builds the dtypes its family row names, less f64/c128 without fp64. */
+  /* Every source times the dtypes its family builds for it (struct kiln__source) and the
+   * device runs. */
   size_t variants = 0;
   for (size_t i = 0; i < KILN__CL_SOURCE_COUNT; i++) {
     const struct kiln__source *row = NULL;
-    kiln__family_of_source(kiln__cl_sources[i].name, &row);
-    for (int d = 0; row && d < KILN_DTYPE_COUNT; d++)
+    if (!kiln__family_of_source(kiln__cl_sources[i].name, &row) || !row)
+      continue;
+    for (int d = 0; d < KILN_DTYPE_COUNT; d++)
       variants += (row->dtypes >> d & 1u) && kiln__device_has_dtype(&ctx->info, (kiln_dtype)d);
   }
   if (w.done != 1 || w.built != 1 || w.stored != 1 || w.variants != variants)

@@ -15,7 +15,10 @@
  *    on bins (p = 0.001 critical values), Kolmogorov-Smirnov for normals
  *    (1.63 / sqrt(n), the 1% level), a modulo-bias probe for integers, and
  *    permutation uniformity.
- * 5. Bad input with exact statuses.
+ * 5. f16, bf16, c64 and c128: the replica above covers them bitwise; their
+ *    relation to the f32/f64 stream (rounding of the same values, complex
+ *    pairs), the uniform bounds after rounding, and their statistics.
+ * 6. Bad input with exact statuses.
  *
  * This suite links the library's internals for the two test hooks.
  */
@@ -275,7 +278,61 @@ per_block(enum gen g, kiln_dtype dt)
     return 1;
   if (g == G_BERNOULLI)
     return 4;
+  if (dt == KILN_C128)
+    return 1;
   return kiln_dtype_size(dt) == 8 ? 2 : 4;
+}
+
+/* c128 needs fp64 like f64. */
+static int
+dt_ok(kiln_dtype dt)
+{
+  return hd_dtype_ok(dt == KILN_C128 ? KILN_F64 : dt);
+}
+
+static int
+is_half(kiln_dtype dt)
+{
+  return dt == KILN_F16 || dt == KILN_BF16;
+}
+
+static uint16_t
+half_round(kiln_dtype dt, float v)
+{
+  return dt == KILN_F16 ? kiln_f16_from_f32(v) : kiln_bf16_from_f32(v);
+}
+
+static float
+half_float(kiln_dtype dt, uint16_t b)
+{
+  return dt == KILN_F16 ? kiln_f16_to_f32(b) : kiln_bf16_to_f32(b);
+}
+
+/*
+ * The finite storage values nearest a bound, by search over all 2^16
+ * patterns (independent of the library's neighbour arithmetic): *up the
+ * smallest >= v, *below the largest < v (NAN when none).
+ */
+static void
+half_around(kiln_dtype dt, double v, float *up, float *below)
+{
+  *up = INFINITY;
+  *below = -INFINITY;
+  for (uint32_t b = 0; b < 0x10000u; b++) {
+    float x = half_float(dt, (uint16_t)b);
+    if (!isfinite(x))
+      continue;
+    if ((double)x >= v && x < *up)
+      *up = x;
+    if ((double)x < v && x > *below)
+      *below = x;
+  }
+}
+
+static void
+set_half(void *out, uint64_t i, uint16_t b)
+{
+  ((uint16_t *)out)[i] = b;
 }
 
 static void
@@ -283,6 +340,12 @@ replica(enum gen g, kiln_dtype dt, uint64_t seed, uint64_t counter, uint64_t n,
         const struct gen_params *p, void *out)
 {
   uint64_t per = per_block(g, dt);
+  float hlo = 0, hhi = 0, hbelow = 0, dummy;
+  if (g == G_UNIFORM && is_half(dt)) {
+    half_around(dt, p->a, &hlo, &dummy);
+    half_around(dt, p->b, &hhi, &dummy);
+    half_around(dt, hhi, &dummy, &hbelow);
+  }
   for (uint64_t i = 0; i < n; i++) {
     uint64_t j = i / per, t = i % per;
     uint32_t w[4];
@@ -295,7 +358,15 @@ replica(enum gen g, kiln_dtype dt, uint64_t seed, uint64_t counter, uint64_t n,
         ((int32_t *)out)[i] = (int32_t)w[t];
       break;
     case G_UNIFORM:
-      if (dt == KILN_F32) {
+      if (is_half(dt)) {
+        /* The documented definition: the f32 element for [L, H), rounded, kept below H. */
+        float lo = hlo, hi = hhi;
+        float u = (float)(w[t] >> 8) * 0x1p-24f;
+        float v = lo + (hi - lo) * u;
+        v = v >= hi ? nextafterf(hi, lo) : v;
+        uint16_t b = half_round(dt, v);
+        set_half(out, i, half_float(dt, b) >= hi ? half_round(dt, hbelow) : b);
+      } else if (dt == KILN_F32) {
         float lo = (float)p->a, hi = (float)p->b;
         float u = (float)(w[t] >> 8) * 0x1p-24f;
         float v = lo + (hi - lo) * u;
@@ -307,19 +378,34 @@ replica(enum gen g, kiln_dtype dt, uint64_t seed, uint64_t counter, uint64_t n,
       }
       break;
     case G_NORMAL:
-      if (dt == KILN_F32) {
-        uint64_t pr = t / 2;
-        float r = det_sqrt_f32(-2.0f * det_log_f32((w[2 * pr] >> 8) + 1u));
-        float s, c;
-        det_sincos_f32(w[2 * pr + 1] >> 8, &s, &c);
-        float z = t % 2 ? r * s : r * c;
-        ((float *)out)[i] = (float)p->a + (float)p->b * z;
+      if (dt == KILN_F32 || is_half(dt) || dt == KILN_C64) {
+        /* c64: element i is the pair of f32 elements 2i, 2i + 1 (mean 0 for the imaginary part). */
+        int cx = dt == KILN_C64;
+        float mean = (float)p->a, sd = cx ? (float)(p->b * 0.70710678118654752440) : (float)p->b;
+        for (int part = 0; part <= cx; part++) {
+          uint64_t tt = cx ? 2 * t + (uint64_t)part : t, pr = tt / 2;
+          float r = det_sqrt_f32(-2.0f * det_log_f32((w[2 * pr] >> 8) + 1u));
+          float s, c;
+          det_sincos_f32(w[2 * pr + 1] >> 8, &s, &c);
+          float z = tt % 2 ? r * s : r * c;
+          float v = (part ? 0.0f : mean) + sd * z;
+          if (is_half(dt))
+            set_half(out, i, half_round(dt, v));
+          else
+            ((float *)out)[cx ? 2 * i + (uint64_t)part : i] = v;
+        }
       } else {
+        int cx = dt == KILN_C128;
+        double sd = cx ? p->b * 0.70710678118654752440 : p->b;
         double r = sqrt(-2.0 * det_log_f64(bits53(w[0], w[1]) + 1));
         double s, c;
         det_sincos_f64(bits53(w[2], w[3]), &s, &c);
-        double z = t ? r * s : r * c;
-        ((double *)out)[i] = p->a + p->b * z;
+        if (cx) {
+          ((double *)out)[2 * i] = p->a + sd * (r * c);
+          ((double *)out)[2 * i + 1] = 0.0 + sd * (r * s);
+        } else {
+          ((double *)out)[i] = p->a + sd * (t ? r * s : r * c);
+        }
       }
       break;
     case G_INTEGERS: {
@@ -354,7 +440,15 @@ replica(enum gen g, kiln_dtype dt, uint64_t seed, uint64_t counter, uint64_t n,
     }
     case G_BERNOULLI: {
       uint64_t thr = (uint64_t)ldexp(p->a, 32);
-      hd_seti(dt, out, i, (uint64_t)w[t] < thr);
+      int one = (uint64_t)w[t] < thr;
+      if (is_half(dt))
+        set_half(out, i, half_round(dt, (float)one));
+      else if (dt == KILN_C64)
+        ((float *)out)[2 * i] = (float)one, ((float *)out)[2 * i + 1] = 0.0f;
+      else if (dt == KILN_C128)
+        ((double *)out)[2 * i] = one, ((double *)out)[2 * i + 1] = 0.0;
+      else
+        hd_seti(dt, out, i, one);
       break;
     }
     }
@@ -422,6 +516,23 @@ static const struct gen_case gen_cases[] = {
     {G_BERNOULLI, KILN_F32, {0.75, 0, 0, 0}, "bernoulli f32"},
     {G_BERNOULLI, KILN_I64, {1.0, 0, 0, 0}, "bernoulli i64 p=1"},
     {G_BERNOULLI, KILN_U8, {0.0, 0, 0, 0}, "bernoulli u8 p=0"},
+    {G_UNIFORM, KILN_F16, {0, 1, 0, 0}, "uniform f16 [0,1)"},
+    {G_UNIFORM, KILN_F16, {-3.5, 1e3, 0, 0}, "uniform f16 [-3.5,1000)"},
+    {G_UNIFORM, KILN_F16, {0.1, 0.3, 0, 0}, "uniform f16 [0.1,0.3) (bounds not in f16)"},
+    {G_UNIFORM, KILN_F16, {1, 1.0009765625, 0, 0}, "uniform f16 [1,1+2^-10) (one value)"},
+    {G_UNIFORM, KILN_F16, {-1, 0, 0, 0}, "uniform f16 [-1,0) (tie at -0)"},
+    {G_UNIFORM, KILN_BF16, {0, 1, 0, 0}, "uniform bf16 [0,1)"},
+    {G_UNIFORM, KILN_BF16, {100, 101, 0, 0}, "uniform bf16 [100,101)"},
+    {G_NORMAL, KILN_F16, {0, 1, 0, 0}, "normal f16"},
+    {G_NORMAL, KILN_BF16, {-2, 0.5, 0, 0}, "normal bf16 shifted"},
+    {G_NORMAL, KILN_C64, {0, 1, 0, 0}, "normal c64"},
+    {G_NORMAL, KILN_C64, {3, 2, 0, 0}, "normal c64 shifted"},
+    {G_NORMAL, KILN_C128, {0, 1, 0, 0}, "normal c128"},
+    {G_NORMAL, KILN_C128, {-1, 0.25, 0, 0}, "normal c128 shifted"},
+    {G_BERNOULLI, KILN_F16, {0.5, 0, 0, 0}, "bernoulli f16"},
+    {G_BERNOULLI, KILN_BF16, {0.25, 0, 0, 0}, "bernoulli bf16"},
+    {G_BERNOULLI, KILN_C64, {0.5, 0, 0, 0}, "bernoulli c64"},
+    {G_BERNOULLI, KILN_C128, {0.9, 0, 0, 0}, "bernoulli c128"},
 };
 #define NGEN (sizeof gen_cases / sizeof gen_cases[0])
 
@@ -486,7 +597,7 @@ START_TEST(generators_match_the_stream_definition)
   static const uint64_t sizes[] = {0, 1, 3, 4, 5, 1021, 4096};
   for (size_t c = 0; c < NGEN; c++) {
     const struct gen_case *gc = &gen_cases[c];
-    if (!hd_dtype_ok(gc->dt))
+    if (!dt_ok(gc->dt))
       continue;
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
       uint64_t n = sizes[si];
@@ -495,7 +606,7 @@ START_TEST(generators_match_the_stream_definition)
       kiln_rng_state st = {0x9e3779b97f4a7c15ull ^ (c * 1000 + si), 0xfffffffffffff000ull + si};
       KOK(kiln_rng_state_set(ctx(), &st));
       void *got = device_gen(gc->g, gc->dt, n, &gc->p);
-      void *want = calloc(n ? n : 1, 8);
+      void *want = calloc(n ? n : 1, 16);
       replica(gc->g, gc->dt, st.seed, st.counter, n, &gc->p, want);
       hd_expect_equal(gc->dt, got, want, n, gc->name);
       /* The counter moved past exactly the blocks read (wrapping through 2^64). */
@@ -517,7 +628,7 @@ START_TEST(independent_of_local_size_and_chunking)
   const uint64_t n = (uint64_t)harness_size(4096, 1024);
   for (size_t c = 0; c < NGEN; c++) {
     const struct gen_case *gc = &gen_cases[c];
-    if (!hd_dtype_ok(gc->dt))
+    if (!dt_ok(gc->dt))
       continue;
     kiln_rng_state st = {1234567 + c, 99};
     KOK(kiln_rng_state_set(ctx(), &st));
@@ -887,6 +998,251 @@ START_TEST(permutation_and_shuffle)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* f16, bf16, c64, c128                                                 */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The 16-bit and complex generators against the f32/f64 ones from the same
+ * state (docs/layout.md): f16/bf16 normals are the f32 normals rounded;
+ * uniforms with bounds exact in the storage type too, except that a value
+ * rounding to hi becomes the one below it; complex normals with mean 0 are
+ * the real normals of twice the elements with stddev / sqrt(2). Counters
+ * advance as the f32/f64 call's would (complex: per element pair).
+ */
+START_TEST(half_and_complex_follow_the_real_stream)
+{
+  const uint64_t n = (uint64_t)harness_size(1 << 16, 1021), n2 = 2 * n;
+  kiln_rng_state st = {0xfeedface12345678ull, 77};
+  static const kiln_dtype halves[2] = {KILN_F16, KILN_BF16};
+  for (int h = 0; h < 2; h++) {
+    kiln_dtype dt = halves[h];
+    for (int g = 0; g < 2; g++) {
+      struct gen_params p = g ? (struct gen_params){-2, 6, 0, 0} : (struct gen_params){1, 3, 0, 0};
+      enum gen which = g ? G_UNIFORM : G_NORMAL;
+      KOK(kiln_rng_state_set(ctx(), &st));
+      float *f = device_gen(which, KILN_F32, n, &p);
+      kiln_rng_state after_f;
+      KOK(kiln_rng_state_get(ctx(), &after_f));
+      KOK(kiln_rng_state_set(ctx(), &st));
+      uint16_t *x = device_gen(which, dt, n, &p);
+      kiln_rng_state after_x;
+      KOK(kiln_rng_state_get(ctx(), &after_x));
+      ck_assert(after_x.counter == after_f.counter);
+      uint64_t clamped = 0;
+      uint16_t below6 = half_round(dt, 6.0f) - 1;
+      for (uint64_t i = 0; i < n; i++) {
+        uint16_t want = half_round(dt, f[i]);
+        if (g && half_float(dt, want) >= 6.0f) {
+          want = below6;
+          clamped++;
+        }
+        ck_assert_msg(x[i] == want, "%s %s element %llu: %04x, f32 %.9g rounds to %04x",
+                      kiln_dtype_name(dt), g ? "uniform" : "normal", (unsigned long long)i, x[i],
+                      (double)f[i], want);
+      }
+      /* bf16 at 6 is 2^-5 apart: about one value in 500 rounds up to 6 and is kept below. */
+      if (g && dt == KILN_BF16 && n >= 4096)
+        ck_assert_msg(clamped > 0, "no bf16 uniform rounded to hi: the bound is not exercised");
+      free(f);
+      free(x);
+    }
+  }
+  /* Complex normal with mean 0 = real normal of 2n elements with stddev / sqrt(2). */
+  for (int c = 0; c < 2; c++) {
+    kiln_dtype cdt = c ? KILN_C128 : KILN_C64, rdt = c ? KILN_F64 : KILN_F32;
+    if (!dt_ok(cdt))
+      continue;
+    struct gen_params cp = {0, 2, 0, 0};
+    struct gen_params rp = {0, c ? 2 * 0.70710678118654752440 : (float)(2 * 0.70710678118654752440),
+                            0, 0};
+    KOK(kiln_rng_state_set(ctx(), &st));
+    void *z = device_gen(G_NORMAL, cdt, n, &cp);
+    kiln_rng_state after_z, after_r;
+    KOK(kiln_rng_state_get(ctx(), &after_z));
+    KOK(kiln_rng_state_set(ctx(), &st));
+    void *r = device_gen(G_NORMAL, rdt, n2, &rp);
+    KOK(kiln_rng_state_get(ctx(), &after_r));
+    ck_assert(after_z.counter == after_r.counter);
+    hd_expect_equal(rdt, z, r, n2, c ? "c128 as f64 pairs" : "c64 as f32 pairs");
+    free(z);
+    free(r);
+  }
+}
+END_TEST
+
+/* Every value in [lo, hi) after rounding, at the sizes of the style guide; bad bounds refused. */
+START_TEST(half_uniform_bounds)
+{
+  static const uint64_t sizes[] = {0, 1, 1021, 1 << 18};
+  static const struct {
+    kiln_dtype dt;
+    double lo, hi;
+  } cases[] = {
+      {KILN_F16, 1, 1.0009765625}, /* only 1.0; half the f32 values round up to hi */
+      {KILN_F16, -1, 0},           /* values rounding to -0 equal hi */
+      {KILN_F16, 0.1, 0.3},        /* bounds between f16 values */
+      {KILN_F16, 65000, 65504},    /* the top of the range */
+      {KILN_F16, -65504, 65504},
+      {KILN_BF16, 100, 101},       /* 100 and 100.5 */
+      {KILN_BF16, -1e38, 1e38},
+      {KILN_BF16, 1e-40, 2e-40},   /* subnormals */
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    kiln_dtype dt = cases[c].dt;
+    float top, dummy;
+    half_around(dt, cases[c].hi, &dummy, &top);
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+      uint64_t n = sizes[si];
+      if (!harness_fits(n))
+        continue;
+      KOK(kiln_rng_seed(ctx(), 900 + c));
+      struct gen_params p = {cases[c].lo, cases[c].hi, 0, 0};
+      uint16_t *x = device_gen(G_UNIFORM, dt, n, &p);
+      int saw_top = 0;
+      for (uint64_t i = 0; i < n; i++) {
+        double v = half_float(dt, x[i]);
+        ck_assert_msg(v >= cases[c].lo && v < cases[c].hi, "%s [%g, %g) element %llu = %g",
+                      kiln_dtype_name(dt), cases[c].lo, cases[c].hi, (unsigned long long)i, v);
+        saw_top |= (float)v == top;
+      }
+      if ((c == 0 && n > 0) || (c == 5 && n > 1000))
+        ck_assert_msg(saw_top, "%s [%g, %g): the largest value below hi never drawn",
+                      kiln_dtype_name(dt), cases[c].lo, cases[c].hi);
+      free(x);
+    }
+  }
+  int64_t four = 4;
+  kiln_tensor *h = NULL, *b = NULL, *z = NULL;
+  KOK(kiln_tensor_create(ctx(), KILN_F16, 1, &four, &h));
+  KOK(kiln_tensor_create(ctx(), KILN_BF16, 1, &four, &b));
+  KOK(kiln_tensor_create(ctx(), KILN_C64, 1, &four, &z));
+  kiln_rng_state s0, s1;
+  KOK(kiln_rng_state_get(ctx(), &s0));
+  KEXPECT(kiln_random_uniform(ctx(), h, 0.1, 0.10003), KILN_ERR_INVALID_ARGUMENT); /* no f16 */
+  KEXPECT(kiln_random_uniform(ctx(), h, 0, 65505), KILN_ERR_INVALID_ARGUMENT);    /* H = inf */
+  KEXPECT(kiln_random_uniform(ctx(), b, -3.3e38, 3.3e38), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_random_uniform(ctx(), z, 0, 1), KILN_ERR_DTYPE);
+  KEXPECT(kiln_random_normal(ctx(), h, 1e6, 1), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_random_normal(ctx(), h, 0, 7e4), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_random_integers(ctx(), h, 0, 5), KILN_ERR_DTYPE);
+  KEXPECT(kiln_random_bits(ctx(), z), KILN_ERR_DTYPE);
+  KOK(kiln_random_uniform(ctx(), h, 0, 65504));
+  KOK(kiln_rng_state_set(ctx(), &s0));
+  KOK(kiln_rng_state_get(ctx(), &s1));
+  ck_assert(s1.counter == s0.counter);
+  KOK(kiln_tensor_release(h));
+  KOK(kiln_tensor_release(b));
+  KOK(kiln_tensor_release(z));
+}
+END_TEST
+
+START_TEST(half_and_complex_statistics)
+{
+  const uint64_t n = 1 << 18;
+  if (!harness_fits(n))
+    return;
+  static const kiln_dtype halves[2] = {KILN_F16, KILN_BF16};
+  for (int h = 0; h < 2; h++) {
+    kiln_dtype dt = halves[h];
+    /* bf16 rounding (relative 2^-9) adds variance of a few 1e-6: far inside the bounds below. */
+    KOK(kiln_rng_seed(ctx(), 3030 + (uint64_t)h));
+    struct gen_params u = {-2, 6, 0, 0};
+    uint16_t *x = device_gen(G_UNIFORM, dt, n, &u);
+    double sum = 0, sq = 0;
+    for (uint64_t i = 0; i < n; i++) {
+      double v = half_float(dt, x[i]);
+      ck_assert(v >= -2 && v < 6);
+      sum += v;
+      sq += v * v;
+    }
+    double mean = sum / n, var = sq / n - mean * mean;
+    ck_assert_msg(fabs(mean - 2.0) < 5 * sqrt(64.0 / 12 / n), "%s uniform mean %g",
+                  kiln_dtype_name(dt), mean);
+    ck_assert_msg(fabs(var - 64.0 / 12) < 5 * sqrt(0.8 / n) * 64.0 / 12, "%s uniform variance %g",
+                  kiln_dtype_name(dt), var);
+    free(x);
+    struct gen_params g = {1.5, 2.0, 0, 0};
+    x = device_gen(G_NORMAL, dt, n, &g);
+    sum = sq = 0;
+    for (uint64_t i = 0; i < n; i++) {
+      double z = (half_float(dt, x[i]) - 1.5) / 2.0;
+      ck_assert(isfinite(z));
+      sum += z;
+      sq += z * z;
+    }
+    mean = sum / n, var = sq / n - mean * mean;
+    ck_assert_msg(fabs(mean) < 5 / sqrt((double)n), "%s normal mean %g", kiln_dtype_name(dt),
+                  mean);
+    ck_assert_msg(fabs(var - 1) < 5 * sqrt(2.0 / n) + 1e-3, "%s normal variance %g",
+                  kiln_dtype_name(dt), var);
+    free(x);
+  }
+  /* Complex: parts independent with variance std^2 / 2 each, E|x - mean|^2 = std^2. */
+  for (int c = 0; c < 2; c++) {
+    kiln_dtype dt = c ? KILN_C128 : KILN_C64;
+    if (!dt_ok(dt))
+      continue;
+    KOK(kiln_rng_seed(ctx(), 4040 + (uint64_t)c));
+    struct gen_params g = {0.5, 3.0, 0, 0};
+    void *x = device_gen(G_NORMAL, dt, n, &g);
+    double sr = 0, si = 0, srr = 0, sii = 0, sri = 0;
+    for (uint64_t i = 0; i < n; i++) {
+      double re = c ? ((double *)x)[2 * i] : ((float *)x)[2 * i];
+      double im = c ? ((double *)x)[2 * i + 1] : ((float *)x)[2 * i + 1];
+      re = (re - 0.5) / 3.0;
+      im /= 3.0;
+      sr += re, si += im, srr += re * re, sii += im * im, sri += re * im;
+    }
+    double mr = sr / n, mi = si / n, vr = srr / n - mr * mr, vi = sii / n - mi * mi;
+    double cov = sri / n - mr * mi;
+    /* sigma of a part's mean sqrt(0.5/n), of its variance 0.5 sqrt(2/n), of the covariance 0.5/sqrt(n) */
+    ck_assert_msg(fabs(mr) < 5 * sqrt(0.5 / n) && fabs(mi) < 5 * sqrt(0.5 / n),
+                  "%s means %g %g", kiln_dtype_name(dt), mr, mi);
+    ck_assert_msg(fabs(vr - 0.5) < 2.5 * sqrt(2.0 / n) && fabs(vi - 0.5) < 2.5 * sqrt(2.0 / n),
+                  "%s part variances %g %g (want 1/2 each)", kiln_dtype_name(dt), vr, vi);
+    ck_assert_msg(fabs(vr + vi - 1) < 5 * sqrt(1.0 / n), "%s E|z|^2 = %g", kiln_dtype_name(dt),
+                  vr + vi);
+    ck_assert_msg(fabs(cov) < 2.5 / sqrt((double)n), "%s covariance of parts %g",
+                  kiln_dtype_name(dt), cov);
+    free(x);
+  }
+}
+END_TEST
+
+/* Shuffle moves whole elements of every new dtype (f16 as bits: NaN patterns survive). */
+START_TEST(shuffle_half_and_complex)
+{
+  static const kiln_dtype dts[4] = {KILN_F16, KILN_BF16, KILN_C64, KILN_C128};
+  for (int d = 0; d < 4; d++) {
+    kiln_dtype dt = dts[d];
+    if (!dt_ok(dt))
+      continue;
+    int64_t shape[2] = {41, 3};
+    size_t esz = kiln_dtype_size(dt), total = 123;
+    unsigned char *hx = malloc(total * esz);
+    for (size_t i = 0; i < total * esz; i++)
+      hx[i] = (unsigned char)(i * 37 + 11);
+    if (dt == KILN_F16)
+      ((uint16_t *)hx)[5] = 0x7d01; /* a signalling NaN pattern */
+    kiln_tensor *x = hd_upload(dt, 2, shape, hx), *out = NULL;
+    kiln_rng_state st = {999, 3};
+    KOK(kiln_rng_state_set(ctx(), &st));
+    KOK(kiln_random_shuffle(ctx(), x, &out));
+    int64_t perm[41], src[123];
+    replica_permutation(st.seed, st.counter, 41, perm);
+    for (int i = 0; i < 123; i++)
+      src[i] = perm[i / 3] * 3 + i % 3;
+    void *g = hd_download(out);
+    hd_expect_map(dt, g, hx, src, 123, NULL, "shuffle");
+    free(g);
+    free(hx);
+    KOK(kiln_tensor_release(out));
+    KOK(kiln_tensor_release(x));
+  }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* launch geometry of the other families                                */
 /* ------------------------------------------------------------------ */
 
@@ -1088,6 +1444,10 @@ random_suite(void)
   tcase_add_test(tc, normal_statistics);
   tcase_add_test(tc, integer_statistics_and_bias);
   tcase_add_test(tc, permutation_and_shuffle);
+  tcase_add_test(tc, half_and_complex_follow_the_real_stream);
+  tcase_add_test(tc, half_uniform_bounds);
+  tcase_add_test(tc, half_and_complex_statistics);
+  tcase_add_test(tc, shuffle_half_and_complex);
   tcase_add_test(tc, overlapping_outputs);
   tcase_add_test(tc, other_families_any_geometry);
   tcase_add_test(tc, bad_input);

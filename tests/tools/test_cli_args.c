@@ -407,6 +407,58 @@ START_TEST(tune_list_json)
 }
 END_TEST
 
+/* ------------------------------------------------------------ new dtypes */
+
+/*
+ * bench and tune take the 16-bit and complex dtype names; a case or family
+ * without a dtype is skipped with a note, an error only when asked for by
+ * name; the copy reference covers 2- and 16-byte elements.
+ */
+START_TEST(bench_and_tune_new_dtypes)
+{
+  EXPECT(NULL, 2, ARGS("--dtype: bad dtype 'f33'", "bf16", "c128"), "bench", "--dtype", "f33");
+  kiln_device_info info;
+  size_t n = 0, def = 0;
+  KOK(kiln_device_list(&info, 1, &n, &def));
+  struct run r;
+  kiln_v(&r, NULL,
+         ARGS("bench", "--filter", "copy.kiln_copy", "--dtype",
+              info.has_fp64 ? "f16,bf16,c64,c128" : "f16,bf16,c64", "--sizes", "1k", "--reps", "2",
+              "--no-startup", "--json"));
+  ck_assert_msg(r.status == 0, "%d: %s", r.status, r.err);
+  char *v = json_eval(r.out, "sorted((x['dtype'], x['copy_gbps'] is not None and "
+                             "x['copy_gbps'] > 0) for x in d['results'])");
+  ck_assert_str_eq(v, info.has_fp64 ? "[('bf16', True), ('c128', True), ('c64', True), ('f16', True)]"
+                                    : "[('bf16', True), ('c64', True), ('f16', True)]");
+  free(v);
+  run_free(&r);
+
+  /* unary.exp takes floats only: notes, exit 0; unary.neg i32 runs; c64 runs or is a note. */
+  kiln_v(&r, NULL,
+         ARGS("bench", "--filter", "unary.", "--dtype", "i32,c64", "--sizes", "1k", "--reps", "1",
+              "--no-startup", "--json"));
+  ck_assert_msg(r.status == 0, "%d: %s", r.status, r.err);
+  ck_assert_msg(strstr(r.err, "note: skipped unary.exp i32"), "%s", r.err);
+  v = json_eval(r.out, "(sorted((x['case'], x['dtype']) for x in d['skipped'] "
+                       "if x['case'] == 'unary.exp'), ('unary.neg', 'i32') in "
+                       "[(x['case'], x['dtype']) for x in d['results']], "
+                       "('unary.neg', 'c64') in [(x['case'], x['dtype']) for x in "
+                       "d['results'] + d['skipped']])");
+  ck_assert_str_eq(v, "([('unary.exp', 'c64'), ('unary.exp', 'i32')], True, True)");
+  free(v);
+  run_free(&r);
+  EXPECT(NULL, 1, ARGS("unary.exp i32: the case does not take this dtype"), "bench", "--filter",
+         "unary.exp", "--dtype", "i32", "--sizes", "1k", "--no-startup");
+
+  EXPECT(NULL, 2, ARGS("--dtype: gemm has no tuning keys of dtype i32"), "tune", "--family",
+         "gemm", "--dtype", "i32", "--dry-run");
+  /* Only fft has "points" buckets and no u8 keys: notes for the families without u8 keys,
+   * then nothing to tune. */
+  EXPECT(NULL, 1, ARGS("note: skipped fft u8", "note: skipped gemm u8", "nothing to tune"), "tune",
+         "--dtype", "u8", "--layout", "points", "--dry-run", "--no-copy");
+}
+END_TEST
+
 static Suite *
 cli_suite(void)
 {
@@ -416,6 +468,7 @@ cli_suite(void)
   tcase_add_test(tc, size_arguments_are_range_checked);
   tcase_add_test(tc, device_selectors_and_special_files);
   tcase_add_test(tc, tune_list_json);
+  tcase_add_test(tc, bench_and_tune_new_dtypes);
   tcase_set_timeout(tc, 600);
   suite_add_tcase(s, tc);
   return s;

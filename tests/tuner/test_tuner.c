@@ -551,6 +551,94 @@ START_TEST(corrupt_files_are_misses)
 }
 END_TEST
 
+/*
+ * The 16-bit and complex dtypes as tuning keys: a family's keys follow what
+ * its timed op supports (kiln_tune_family_supports), tuning files name them
+ * like any dtype, an entry whose family has no such keys is skipped without
+ * spoiling the rest of the file, and one it has is used.
+ */
+START_TEST(new_dtype_keys)
+{
+  for (int d = 0; d < KILN_DTYPE_COUNT; d++) {
+    kiln_dtype dt = (kiln_dtype)d;
+    int ew = -1, red = -1, scan = -1, gemm = -1, fft = -1;
+    KOK(kiln_tune_family_supports("elementwise", dt, &ew));
+    KOK(kiln_tune_family_supports("reduce", dt, &red));
+    KOK(kiln_tune_family_supports("scan", dt, &scan));
+    KOK(kiln_tune_family_supports("gemm", dt, &gemm));
+    KOK(kiln_tune_family_supports("fft", dt, &fft));
+    ck_assert_int_eq(ew, kiln_binary_op_supports(KILN_OP_ADD, dt) != 0);
+    ck_assert_int_eq(red, kiln_reduce_op_supports(KILN_REDUCE_SUM, dt) != 0);
+    ck_assert_int_eq(scan, kiln_scan_op_supports(KILN_SCAN_CUMSUM, dt) != 0);
+    ck_assert_int_eq(fft, dt == KILN_F32 || dt == KILN_F64);
+    if (dt == KILN_F32 || dt == KILN_F64)
+      ck_assert_int_eq(gemm, 1);
+    if (dt == KILN_I32 || dt == KILN_BOOL || dt == KILN_U8 || dt == KILN_I64)
+      ck_assert_int_eq(gemm, 0);
+  }
+  int ok;
+  KEXPECT(kiln_tune_family_supports("nope", KILN_F32, &ok), KILN_ERR_NOT_FOUND);
+  KEXPECT(kiln_tune_family_supports(NULL, KILN_F32, &ok), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_tune_family_supports("scan", KILN_F32, NULL), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_tune_family_supports("scan", KILN_DTYPE_COUNT, &ok), KILN_ERR_INVALID_ARGUMENT);
+
+  /* The file layer takes every dtype name and keeps it through a round trip. */
+  static const char text[] = "kiln-tuning v1\n"
+                             "v1 elementwise f16 flat.2^12 wg_size=64 time_ns=1 default_ns=2\n"
+                             "v1 reduce bf16 row.2^16 wg_size=32 time_ns=1 default_ns=2\n"
+                             "v1 scan c64 col.2^16 wg_size=16 time_ns=1 default_ns=2\n"
+                             "v1 gemm c128 mnk.2^12 route=2 time_ns=1 default_ns=2\n"
+                             "v1 reduce f32 row.2^16 wg_size=64 time_ns=1 default_ns=2\n";
+  struct kiln__tf_table t;
+  kiln__tf_init(&t);
+  ck_assert_int_eq(kiln__tf_parse(text, strlen(text), &t), KILN__TF_OK);
+  ck_assert_uint_eq(t.n, 5);
+  ck_assert_uint_eq(t.skipped, 0);
+  ck_assert_str_eq(t.e[0].dtype, "f16");
+  ck_assert_str_eq(t.e[1].dtype, "bf16");
+  ck_assert_str_eq(t.e[2].dtype, "c64");
+  ck_assert_str_eq(t.e[3].dtype, "c128");
+  size_t len;
+  char *out = kiln__tf_format(&t, &len);
+  ck_assert_ptr_nonnull(strstr(out, "v1 gemm c128 mnk.2^12 route=2"));
+  free(out);
+  kiln__tf_free(&t);
+
+  /* Through a context: the f32 entry always counts; each new-dtype entry exactly when its
+   * family has the key. */
+  char *dir = harness_tempdir();
+  plant(dir, "Fake Device", "1.0", text);
+  kiln_context *ctx = use(dir, "Fake Device", "1.0");
+  expect_params(ctx, "reduce", "row.2^16", "wg_size=64 ", KILN_TUNE_SOURCE_STORED);
+  static const struct {
+    const char *family, *bucket;
+    kiln_dtype dt;
+  } keys[] = {{"elementwise", "flat.2^12", KILN_F16},
+              {"reduce", "row.2^16", KILN_BF16},
+              {"scan", "col.2^16", KILN_C64},
+              {"gemm", "mnk.2^12", KILN_C128}};
+  for (size_t i = 0; i < 4; i++) {
+    int sup = 0;
+    KOK(kiln_tune_family_supports(keys[i].family, keys[i].dt, &sup));
+    char buf[256];
+    kiln_tune_source src;
+    kiln_status st =
+        kiln_tune_params_get(ctx, keys[i].family, keys[i].dt, keys[i].bucket, buf, sizeof buf, &src);
+    if (!sup) {
+      ck_assert_int_eq(st, KILN_ERR_INVALID_ARGUMENT);
+      continue;
+    }
+    int dev = keys[i].dt != KILN_C128 || harness_has_fp64();
+    ck_assert_int_eq(st, dev ? KILN_OK : KILN_ERR_INVALID_ARGUMENT);
+    if (dev)
+      ck_assert_msg(src == KILN_TUNE_SOURCE_STORED, "%s %s: source %d", keys[i].family,
+                    kiln_dtype_name(keys[i].dt), (int)src);
+  }
+  harness_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 START_TEST(fallback_order)
 {
   char *dir = harness_tempdir();
@@ -1608,6 +1696,7 @@ tuner_suite(void)
   tcase_add_test(device, corrupt_files_are_misses);
   tcase_add_test(device, special_files_never_block);
   tcase_add_test(device, fallback_order);
+  tcase_add_test(device, new_dtype_keys);
   tcase_add_test(device, modes);
   tcase_add_test(device, override_api);
   tcase_add_test(device, wrong_candidate_never_wins);

@@ -1,5 +1,7 @@
 /* Unit suite: status map, dtypes, shape arithmetic, broadcasting, scalar conversion. No device. */
 #include <math.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -491,6 +493,63 @@ capture(kiln_log_level level, const char *message, void *user)
 }
 
 /* A host application's handler receives kiln's messages at and above the level it sets. */
+/* The debug record of ctx->lock's holder behind KILN__ASSERT_LOCKED (a bare struct: no device). */
+static void *
+lock_held_elsewhere(void *ctx)
+{
+  return (void *)(intptr_t)kiln__ctx_lock_held(ctx);
+}
+
+static void *
+lock_in_thread(void *ctx)
+{
+  kiln__ctx_lock(ctx);
+  intptr_t held = kiln__ctx_lock_held(ctx);
+  kiln__ctx_unlock(ctx);
+  return (void *)held;
+}
+
+static int
+held_in_other_thread(kiln_context *c, void *(*fn)(void *))
+{
+  pthread_t th;
+  void *r = NULL;
+  ck_assert_int_eq(pthread_create(&th, NULL, fn, c), 0);
+  pthread_join(th, &r);
+  return (int)(intptr_t)r;
+}
+
+START_TEST(context_lock_ownership)
+{
+  static kiln_context c;
+  memset(&c, 0, sizeof c);
+  pthread_mutexattr_t attr;
+  pthread_mutexattr_init(&attr);
+  pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+  pthread_mutex_init(&c.lock, &attr);
+  pthread_mutexattr_destroy(&attr);
+#ifdef NDEBUG
+  ck_assert_int_eq(kiln__ctx_lock_held(&c), -1); /* not tracked: the asserts are compiled out */
+#else
+  ck_assert_int_eq(kiln__ctx_lock_held(&c), 0);
+  kiln__ctx_lock(&c);
+  ck_assert_int_eq(kiln__ctx_lock_held(&c), 1);
+  ck_assert_int_eq(held_in_other_thread(&c, lock_held_elsewhere), 0);
+  kiln__ctx_lock(&c); /* recursive: still held after one unlock */
+  ck_assert_int_eq(kiln__ctx_lock_held(&c), 1);
+  kiln__ctx_unlock(&c);
+  ck_assert_int_eq(kiln__ctx_lock_held(&c), 1);
+  kiln__ctx_unlock(&c);
+  ck_assert_int_eq(kiln__ctx_lock_held(&c), 0);
+  /* Another thread's hold is its own: it sees 1, this thread 0 again after. */
+  ck_assert_int_eq(held_in_other_thread(&c, lock_in_thread), 1);
+  ck_assert_int_eq(kiln__ctx_lock_held(&c), 0);
+  ck_assert_uint_eq(c.lock_depth, 0);
+#endif
+  pthread_mutex_destroy(&c.lock);
+}
+END_TEST
+
 START_TEST(log_handler_and_level)
 {
   kiln_log_level saved = kiln_log_get_level();
@@ -570,6 +629,7 @@ unit_suite(void)
   tcase_add_test(tc, every_source_has_one_family);
   tcase_add_test(tc, log_handler_and_level);
   tcase_add_test(tc, env_vars_documented);
+  tcase_add_test(tc, context_lock_ownership);
   suite_add_tcase(s, tc);
   return s;
 }
