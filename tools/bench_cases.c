@@ -36,10 +36,6 @@ bench_random_tensor(kiln_context *ctx, kiln_dtype dtype, size_t ndim, const int6
     case KILN_I32: ((int32_t *)h)[i] = (int32_t)(x >> 4); break;
     case KILN_I64: ((int64_t *)h)[i] = (int64_t)x; break;
     case KILN_U8: h[i] = (unsigned char)(x >> 24); break;
-    case KILN_F16: ((uint16_t *)h)[i] = kiln_f16_from_f64(v); break;
-    case KILN_BF16: ((uint16_t *)h)[i] = kiln_bf16_from_f64(v); break;
-    case KILN_C64: ((kiln_complex64 *)h)[i] = (kiln_complex64){(float)v, (float)(v * 0.5 - 0.25)}; break;
-    case KILN_C128: ((kiln_complex128 *)h)[i] = (kiln_complex128){v, v * 0.5 - 0.25}; break;
     default: h[i] = (unsigned char)(x >> 31); break;
     }
   }
