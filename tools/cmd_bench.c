@@ -38,7 +38,7 @@ static const char usage[] =
     "(2^20 = 1024 x 1024); for fft.* the number of complex points of one transform.\n";
 
 #define MAX_SIZES 32
-#define MAX_DTYPES 6
+#define MAX_DTYPES KILN_DTYPE_COUNT
 
 struct options {
   const char *filter;

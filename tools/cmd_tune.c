@@ -41,7 +41,7 @@ static const char usage[] =
     "Exit status: 0 every key tuned, 1 a key or the device failed, 2 usage error.\n";
 
 #define MAX_SIZES 32
-#define MAX_DTYPES 6
+#define MAX_DTYPES KILN_DTYPE_COUNT
 
 struct options {
   const char *family, *layouts, *device;

@@ -192,7 +192,7 @@ dtype_item(const char *item, int i, void *arg)
   struct dtypes_arg *a = arg;
   if (kiln_dtype_from_name(item, &a->out[i]) == KILN_OK)
     return 0;
-  tool_usage_error(a->cmd, "%s: bad dtype '%s' (f32, f64, i32, i64, u8, bool)", a->flag, item);
+  tool_usage_error(a->cmd, "%s: bad dtype '%s' (f32, f64, i32, i64, u8, bool, f16, bf16, c64, c128)", a->flag, item);
   return -1;
 }
 

@@ -57,6 +57,8 @@ kiln__tune_input(kiln_context *ctx, kiln_dtype dt, size_t ndim, const int64_t *s
     switch (dt) {
     case KILN_F32: ((float *)h)[i] = (float)m / 16.0f; break;
     case KILN_F64: ((double *)h)[i] = (double)m / 16.0; break;
+    case KILN_F16: ((uint16_t *)h)[i] = kiln_f16_from_f64((double)m / 16.0); break; /* exact */
+    case KILN_BF16: ((uint16_t *)h)[i] = kiln_bf16_from_f64((double)m / 16.0); break;
     case KILN_I32: ((int32_t *)h)[i] = (int32_t)((x >> 4) % 2001u) - 1000; break;
     case KILN_I64: ((int64_t *)h)[i] = (int64_t)((x >> 4) % 2001u) - 1000; break;
     case KILN_U8: h[i] = (unsigned char)(x >> 24); break;
