@@ -119,9 +119,10 @@ ew_default_shape(const kiln_device_info *info, kiln_dtype dtype, uint32_t *items
    * from 62% to 104% of the copy bandwidth; vector accesses gained nothing.
    * PoCL: 8-wide accesses run 4-byte and 1-byte types 1.3x-3.5x faster at
    * 2^16-2^22 elements, i64 gains with 4-wide ones, f64 loses with any width.
-   * f16 and bf16 convert to f32 and back in every access: on the GPU two of
-   * them per vector keep each work-item's accesses at the 4 bytes the f32
-   * figures were measured with; on PoCL 8-wide (16-byte) ones, as for f32.
+   * f16 and bf16 (not yet measured on a GPU): two per vector keep each
+   * GPU work-item's accesses at the 4 bytes of the f32 figures; PoCL takes
+   * 8-wide ones (vloada_half8), which ran a + b over 2^22 elements at about
+   * f32's speed per byte.
    */
   if (info->is_gpu) {
     *items = 4;
