@@ -456,7 +456,8 @@ kiln_clamp(kiln_context *ctx, const kiln_tensor *x, kiln_scalar lo, kiln_scalar 
   static const char op[] = "kiln_clamp";
   KILN_TRY(check_common(op, ctx, out));
   KILN_TRY(kiln__tensor_check(op, x, ctx));
-  KILN_RETURN_IF(x->dtype == KILN_BOOL, KILN_ERR_DTYPE, op, "clamp does not accept bool (accepts %s)",
+  KILN_RETURN_IF(x->dtype == KILN_BOOL, KILN_ERR_DTYPE, op,
+                 "clamp does not accept bool (accepts %s)",
                  kiln__dtype_class_text(KILN__CLASS_NUM));
   kiln__out_target t;
   KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &x->shape, out, &x, 1, 1, &t));

@@ -2330,7 +2330,7 @@ START_TEST(bad_ops_and_dtypes)
 
   /* dtypes an op does not accept: every unsupported (op, dtype) pair of the table, and
    * complex, which no row takes */
-  static const kiln_dtype bad_dtypes[] = {KILN_F32, KILN_F64,  KILN_I32, KILN_I64, KILN_U8,
+  static const kiln_dtype bad_dtypes[] = {KILN_F32,  KILN_F64, KILN_I32,  KILN_I64, KILN_U8,
                                           KILN_BOOL, KILN_F16, KILN_BF16, KILN_C64};
   for (size_t d = 0; d < sizeof bad_dtypes / sizeof bad_dtypes[0]; d++) {
     kiln_dtype dt = bad_dtypes[d];
@@ -2543,8 +2543,8 @@ START_TEST(flat_shape_case)
   uint8_t *hc = malloc(nmax);
   ck_assert(ha && hb && got && hc);
   cl_int err;
-  cl_mem mem = clCreateBuffer(clc, CL_MEM_READ_WRITE, 4 * ((nmax + 31) & ~(uint64_t)15) * esz,
-                              NULL, &err);
+  cl_mem mem =
+      clCreateBuffer(clc, CL_MEM_READ_WRITE, 4 * ((nmax + 31) & ~(uint64_t)15) * esz, NULL, &err);
   ck_assert_int_eq(err, CL_SUCCESS);
   for (size_t si = 0; si < sizeof flat_sizes / sizeof flat_sizes[0]; si++) {
     for (size_t oi = 0; oi < 3; oi++) {
@@ -2646,22 +2646,22 @@ static const struct {
     {KILN_F16, KILN_OP_SUB, -65504, 32, -INFINITY, 0},
     {KILN_F16, KILN_OP_MUL, 300, 300, INFINITY, 0},
     {KILN_F16, KILN_OP_MUL, -300, 300, -INFINITY, 0},
-    {KILN_F16, KILN_OP_ADD, 1, 0x1p-11, 1, 0},                  /* tie to even: down */
-    {KILN_F16, KILN_OP_ADD, 1, 3 * 0x1p-11, 1 + 0x1p-9, 0},     /* tie to even: up */
+    {KILN_F16, KILN_OP_ADD, 1, 0x1p-11, 1, 0},              /* tie to even: down */
+    {KILN_F16, KILN_OP_ADD, 1, 3 * 0x1p-11, 1 + 0x1p-9, 0}, /* tie to even: up */
     {KILN_F16, KILN_OP_DIV, 1, 3, 0.333251953125, 0},
-    {KILN_F16, KILN_OP_MUL, 0x1p-14, 0x1p-5, 0x1p-19, 0},       /* subnormal, exact */
-    {KILN_F16, KILN_OP_MUL, 0x1p-24, 0.5, 0, 0},                /* tie to even: zero */
-    {KILN_F16, KILN_OP_MUL, 0x1p-24, 1.5, 0x1p-23, 0},          /* tie to even: up */
-    {KILN_F16, KILN_OP_MUL, -0x1p-24, 0.25, -0.0, 0},           /* underflow keeps the sign */
+    {KILN_F16, KILN_OP_MUL, 0x1p-14, 0x1p-5, 0x1p-19, 0}, /* subnormal, exact */
+    {KILN_F16, KILN_OP_MUL, 0x1p-24, 0.5, 0, 0},          /* tie to even: zero */
+    {KILN_F16, KILN_OP_MUL, 0x1p-24, 1.5, 0x1p-23, 0},    /* tie to even: up */
+    {KILN_F16, KILN_OP_MUL, -0x1p-24, 0.25, -0.0, 0},     /* underflow keeps the sign */
     {KILN_F16, KILN_OP_ADD, NAN, 1, NAN, 0},
     {KILN_F16, KILN_OP_MUL, INFINITY, 0, NAN, 0},
     {KILN_F16, KILN_OP_MAX, NAN, 1, NAN, 0},
     {KILN_F16, KILN_OP_POW, 2, 16, INFINITY, 0},
     {KILN_BF16, KILN_OP_MUL, 0x1.1p127, 4, INFINITY, 0},
-    {KILN_BF16, KILN_OP_ADD, 1, 0x1p-8, 1, 0},                  /* tie to even: down */
-    {KILN_BF16, KILN_OP_ADD, 1, 3 * 0x1p-8, 1 + 0x1p-6, 0},     /* tie to even: up */
+    {KILN_BF16, KILN_OP_ADD, 1, 0x1p-8, 1, 0},              /* tie to even: down */
+    {KILN_BF16, KILN_OP_ADD, 1, 3 * 0x1p-8, 1 + 0x1p-6, 0}, /* tie to even: up */
     {KILN_BF16, KILN_OP_DIV, 1, 3, 0.333984375, 0},
-    {KILN_BF16, KILN_OP_MUL, 0x1p-126, 0x1p-3, 0x1p-129, 1},    /* subnormal */
+    {KILN_BF16, KILN_OP_MUL, 0x1p-126, 0x1p-3, 0x1p-129, 1}, /* subnormal */
     {KILN_BF16, KILN_OP_SUB, -0x1p-126, 0x1p-126, -0x1p-125, 0},
     {KILN_BF16, KILN_OP_ADD, NAN, 1, NAN, 0},
     {KILN_BF16, KILN_OP_MIN, 1, NAN, NAN, 0},
@@ -2740,7 +2740,8 @@ START_TEST(half_edge_values)
   for (int h = 0; h < 2; h++) {
     kiln_dtype dt = h ? KILN_BF16 : KILN_F16;
     const int64_t n = 4;
-    const uint16_t pa[4] = {0x7e01, 0x8000, 0xfc00, 0x0001}, pb[4] = {0x7fc1, 0x0000, 0x7c00, 0xffff};
+    const uint16_t pa[4] = {0x7e01, 0x8000, 0xfc00, 0x0001},
+                   pb[4] = {0x7fc1, 0x0000, 0x7c00, 0xffff};
     const uint8_t pc[4] = {1, 1, 0, 0};
     kiln_tensor *a = NULL, *b = NULL, *c = NULL, *y = NULL;
     KOK(kiln_tensor_from_host(ctx, dt, 1, &n, pa, &a));
