@@ -32,6 +32,8 @@
 #include "kiln_cl_sources.h"
 #include "runtime/build.h"
 #include "runtime/disk_cache.h"
+#include "runtime/family.h"
+#include "runtime/runtime.h"
 
 extern char **environ;
 
@@ -2743,8 +2745,16 @@ child_warm(void)
   kiln_cache_warm_result w;
   if (kiln_context_cache_warm(ctx, warm_stop_after_one, &first_ok, &w) != KILN_OK || !first_ok)
     return 3;
-  size_t sources = KILN__CL_SOURCE_COUNT, dtypes = ctx->info.has_fp64 ? 6 : 5;
-  if (w.done != 1 || w.built != 1 || w.stored != 1 || w.variants != sources * dtypes)
+  /* Every source in each dtype of its family's mask the device runs: at least the six
+   * dtypes every source builds (five without fp64). */
+  size_t sources = KILN__CL_SOURCE_COUNT, dtypes = ctx->info.has_fp64 ? 6 : 5, variants = 0;
+  for (size_t f = 0; kiln__families[f]; f++)
+    for (const struct kiln__source *src = kiln__families[f]->sources; src && src->name; src++)
+      for (int d = 0; d < KILN_DTYPE_COUNT; d++)
+        variants += kiln__device_has_dtype(&ctx->info, (kiln_dtype)d) &&
+                    (src->dtypes & (1u << (unsigned)d));
+  if (w.done != 1 || w.built != 1 || w.stored != 1 || w.variants != variants ||
+      variants < sources * dtypes)
     return 4;
   report(ctx, 0);
   kiln_context_release(ctx);
