@@ -3,6 +3,10 @@
  * accepts T, plus where and clamp.
  *
  * Build options: see common.cl (-DT=..., -DKILN_DT_...=1).
+ * f16 and bf16 (KILN_IS_HALF): buffers hold ST (half / ushort), the kernels
+ * load into float, compute in float with the same expressions and store
+ * rounded to nearest even; scalar arguments (ascal, bscal, lo, hi) are float.
+ * where moves the 16-bit patterns untouched.
  * Kernels:
  *   unary_<name>(x, xoff, y, yoff, n)
  *   binary_<name>(a, aoff, a_scalar, b, boff, b_scalar, c, coff, n, ndim, bcast, flags)
@@ -20,6 +24,8 @@
  * issued before any store. GPUs whose cost per work-item, not memory, limits
  * 4-byte types want more items; PoCL wants wide vectors (defaults and
  * measurements: kiln__ew_default_shape, docs/tuning.md).
+ * f16 vectors move through vloada_halfN / vstorea_halfN_rte, bf16 ones as
+ * ushortN with a vector conversion.
  * The host launches ceil(n / (VEC * ITEMS)) items rounded up to whole groups,
  * passes VEC > 1 only when every vector-accessed operand's offset is a
  * multiple of VEC (buffers themselves are aligned far beyond a vector), and
@@ -137,19 +143,63 @@ inline T k_shr(T a, T b)
 #define VAT(t, p, v) (((global VEC_OF(t) *)(p))[v])
 #define VAT_CONST(t, p, v) (((global const VEC_OF(t) *)(p))[v])
 
+/*
+ * Vector v of a global ST buffer as a vector of T (VLOAD_T) and back
+ * (VSTORE_T, rounding to nearest even for the 16-bit floats). The offsets the
+ * host passes keep every vector aligned to its size, so the aligned forms of
+ * the half built-ins apply.
+ */
+#if defined(KILN_DT_F16) && KILN_EW_VEC > 1
+#define VLOAD_T(p, v) KILN_CAT(vloada_half, KILN_EW_VEC)((v), (p))
+#define VSTORE_T(p, v, x) KILN_CAT(KILN_CAT(vstorea_half, KILN_EW_VEC), _rte)((x), (v), (p))
+#elif defined(KILN_DT_F16)
+#define VLOAD_T(p, v) vload_half((v), (p))
+#define VSTORE_T(p, v, x) vstore_half_rte((x), (v), (p))
+#elif defined(KILN_DT_BF16)
+/* kiln_bf16_to_f32 / kiln_f32_to_bf16 of common.cl, a vector at a time. */
+#define VEC_AS(t, x) KILN_CAT(as_, VEC_OF(t))(x)
+#define VLOAD_T(p, v) VEC_AS(float, KILN_CAT(convert_, VEC_OF(uint))(VAT_CONST(ushort, p, v)) << 16)
+inline VEC_OF(ushort) kiln_bf16_from_floatv(VEC_OF(float) f)
+{
+  VEC_OF(uint) u = VEC_AS(uint, f);
+  VEC_OF(uint) r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  r = select(r, (u >> 16) | 0x40u, (u & 0x7fffffffu) > 0x7f800000u); /* NaN stays quiet NaN */
+  return KILN_CAT(convert_, VEC_OF(ushort))(r);
+}
+#define VSTORE_T(p, v, x) (VAT(ushort, p, v) = kiln_bf16_from_floatv(x))
+#else
+#define VLOAD_T(p, v) VAT_CONST(T, p, v)
+#define VSTORE_T(p, v, x) (VAT(T, p, v) = (x))
+#endif
+
+/* Storage of an op-table result: SAME is ST (through the conversions), BOOL is uchar. */
+#define KILN_RES_ST_SAME ST
+#define KILN_RES_ST_BOOL uchar
+#define VSTORE_RES_SAME(p, v, x) VSTORE_T(p, v, x)
+#define VSTORE_RES_BOOL(p, v, x) (VAT(uchar, p, v) = (x))
+#define STORE_RES_SAME(p, i, x) KILN_STORE(p, i, x)
+#define STORE_RES_BOOL(p, i, x) ((p)[i] = (x))
+
+/* where moves elements without computing: the 16-bit floats as their bit patterns. */
+#if KILN_IS_HALF
+#define WT ushort
+#else
+#define WT T
+#endif
+
 /* ---- one kernel per op-table row ----
  * Names are pasted before any expansion: the OpenCL headers may define
  * builtins such as cos or max as macros. */
 #define UNARY_BODY(kname, res, expr)                                                      \
-  kernel void kname(global const T *xs, ulong xoff, global KILN_RES_##res *ys,           \
+  kernel void kname(global const ST *xs, ulong xoff, global KILN_RES_ST_##res *ys,       \
                     ulong yoff, ulong n)                                                 \
   {                                                                                      \
-    global const T *xp = xs + xoff;                                                      \
-    global KILN_RES_##res *yp = ys + yoff;                                               \
+    global const ST *xp = xs + xoff;                                                     \
+    global KILN_RES_ST_##res *yp = ys + yoff;                                            \
     FLAT_VECTORS(n)                                                                      \
     {                                                                                    \
       LANES(T) xv[KILN_EW_ITEMS];                                                        \
-      FLAT_EACH(e) xv[e].v = VAT_CONST(T, xp, FLAT_SLOT(e));                             \
+      FLAT_EACH(e) xv[e].v = VLOAD_T(xp, FLAT_SLOT(e));                                  \
       FLAT_EACH(e)                                                                       \
       {                                                                                  \
         LANES(KILN_RES_##res) yv;                                                        \
@@ -158,13 +208,13 @@ inline T k_shr(T a, T b)
           T x = xv[e].s[l];                                                              \
           yv.s[l] = (KILN_RES_##res)(expr);                                              \
         }                                                                                \
-        VAT(KILN_RES_##res, yp, FLAT_SLOT(e)) = yv.v;                                    \
+        VSTORE_RES_##res(yp, FLAT_SLOT(e), yv.v);                                        \
       }                                                                                  \
     }                                                                                    \
     FLAT_TAIL(i, n)                                                                      \
     {                                                                                    \
-      T x = xp[i];                                                                       \
-      yp[i] = (KILN_RES_##res)(expr);                                                    \
+      T x = KILN_LOAD(xp, i);                                                            \
+      STORE_RES_##res(yp, i, (KILN_RES_##res)(expr));                                    \
     }                                                                                    \
   }
 #define UNARY_ROW(E, name, cls, res, expr) KILN_GEN_IF(cls, UNARY_BODY, unary_##name, res, expr)
@@ -176,28 +226,29 @@ KILN_UNARY_OPS(UNARY_ROW)
     ulong oa, ob;                                                                        \
     BCAST_ROW_OFFSET(r, ndim, bc, 0, oa);                                                \
     BCAST_ROW_OFFSET(r, ndim, bc, 1, ob);                                                \
-    T a = as[aoff + oa + j * sa];                                                        \
-    T b = bs[boff + ob + j * sb];                                                        \
-    cs[coff + r * inner + j] = (KILN_RES_##res)(expr);                                   \
+    T a = KILN_LOAD(as, aoff + oa + j * sa);                                             \
+    T b = KILN_LOAD(bs, boff + ob + j * sb);                                             \
+    STORE_RES_##res(cs, coff + r * inner + j, (KILN_RES_##res)(expr));                   \
   }
 
 #define BINARY_BODY(kname, res, expr)                                                    \
-  kernel void kname(global const T *as, ulong aoff, T ascal, global const T *bs,         \
-                    ulong boff, T bscal, global KILN_RES_##res *cs, ulong coff, ulong n, \
+  kernel void kname(global const ST *as, ulong aoff, T ascal, global const ST *bs,       \
+                    ulong boff, T bscal, global KILN_RES_ST_##res *cs, ulong coff,       \
+                    ulong n,                                                             \
                     uint ndim, kiln_bcast bc, uint flags)                                 \
   {                                                                                      \
     if (!(flags & 4u)) {                                                                 \
-      global const T *ap = as + aoff, *bp = bs + boff;                                   \
-      global KILN_RES_##res *cp = cs + coff;                                             \
+      global const ST *ap = as + aoff, *bp = bs + boff;                                  \
+      global KILN_RES_ST_##res *cp = cs + coff;                                          \
       FLAT_VECTORS(n)                                                                    \
       {                                                                                  \
         LANES(T) av[KILN_EW_ITEMS], bv[KILN_EW_ITEMS];                                   \
         FLAT_EACH(e)                                                                     \
         {                                                                                \
           if (!(flags & 1u))                                                             \
-            av[e].v = VAT_CONST(T, ap, FLAT_SLOT(e));                                    \
+            av[e].v = VLOAD_T(ap, FLAT_SLOT(e));                                         \
           if (!(flags & 2u))                                                             \
-            bv[e].v = VAT_CONST(T, bp, FLAT_SLOT(e));                                    \
+            bv[e].v = VLOAD_T(bp, FLAT_SLOT(e));                                         \
         }                                                                                \
         FLAT_EACH(e)                                                                     \
         {                                                                                \
@@ -208,14 +259,14 @@ KILN_UNARY_OPS(UNARY_ROW)
             T b = (flags & 2u) ? bscal : bv[e].s[l];                                     \
             cv.s[l] = (KILN_RES_##res)(expr);                                            \
           }                                                                              \
-          VAT(KILN_RES_##res, cp, FLAT_SLOT(e)) = cv.v;                                  \
+          VSTORE_RES_##res(cp, FLAT_SLOT(e), cv.v);                                      \
         }                                                                                \
       }                                                                                  \
       FLAT_TAIL(i, n)                                                                    \
       {                                                                                  \
-        T a = (flags & 1u) ? ascal : ap[i];                                              \
-        T b = (flags & 2u) ? bscal : bp[i];                                              \
-        cp[i] = (KILN_RES_##res)(expr);                                                  \
+        T a = (flags & 1u) ? ascal : KILN_LOAD(ap, i);                                   \
+        T b = (flags & 2u) ? bscal : KILN_LOAD(bp, i);                                   \
+        STORE_RES_##res(cp, i, (KILN_RES_##res)(expr));                                  \
       }                                                                                  \
       return;                                                                            \
     }                                                                                    \
@@ -238,29 +289,29 @@ KILN_BINARY_OPS(BINARY_ROW)
   }
 
 kernel void
-where_values(global const uchar *conds, ulong condoff, global const T *as, ulong aoff,
-             global const T *bs, ulong boff, global T *out, ulong outoff, ulong n, uint ndim,
+where_values(global const uchar *conds, ulong condoff, global const WT *as, ulong aoff,
+             global const WT *bs, ulong boff, global WT *out, ulong outoff, ulong n, uint ndim,
              kiln_bcast bc, uint flags)
 {
   if (!(flags & 4u)) {
     global const uchar *cp = conds + condoff;
-    global const T *ap = as + aoff, *bp = bs + boff;
-    global T *op = out + outoff;
+    global const WT *ap = as + aoff, *bp = bs + boff;
+    global WT *op = out + outoff;
     FLAT_VECTORS(n)
     {
       LANES(uchar) cv[KILN_EW_ITEMS];
-      LANES(T) av[KILN_EW_ITEMS], bv[KILN_EW_ITEMS];
+      LANES(WT) av[KILN_EW_ITEMS], bv[KILN_EW_ITEMS];
       FLAT_EACH(e)
       {
         cv[e].v = VAT_CONST(uchar, cp, FLAT_SLOT(e));
-        av[e].v = VAT_CONST(T, ap, FLAT_SLOT(e));
-        bv[e].v = VAT_CONST(T, bp, FLAT_SLOT(e));
+        av[e].v = VAT_CONST(WT, ap, FLAT_SLOT(e));
+        bv[e].v = VAT_CONST(WT, bp, FLAT_SLOT(e));
       }
       FLAT_EACH(e)
       {
-        LANES(T) ov;
+        LANES(WT) ov;
         FLAT_LANES(l) ov.s[l] = cv[e].s[l] ? av[e].s[l] : bv[e].s[l];
-        VAT(T, op, FLAT_SLOT(e)) = ov.v;
+        VAT(WT, op, FLAT_SLOT(e)) = ov.v;
       }
     }
     FLAT_TAIL(i, n) op[i] = cp[i] ? ap[i] : bp[i];
@@ -279,20 +330,20 @@ inline T k_clamp(T x, T lo, T hi)
 }
 
 kernel void
-clamp_values(global const T *xs, ulong xoff, global T *ys, ulong yoff, ulong n, T lo, T hi)
+clamp_values(global const ST *xs, ulong xoff, global ST *ys, ulong yoff, ulong n, T lo, T hi)
 {
-  global const T *xp = xs + xoff;
-  global T *yp = ys + yoff;
+  global const ST *xp = xs + xoff;
+  global ST *yp = ys + yoff;
   FLAT_VECTORS(n)
   {
     LANES(T) xv[KILN_EW_ITEMS];
-    FLAT_EACH(e) xv[e].v = VAT_CONST(T, xp, FLAT_SLOT(e));
+    FLAT_EACH(e) xv[e].v = VLOAD_T(xp, FLAT_SLOT(e));
     FLAT_EACH(e)
     {
       LANES(T) yv;
       FLAT_LANES(l) yv.s[l] = k_clamp(xv[e].s[l], lo, hi);
-      VAT(T, yp, FLAT_SLOT(e)) = yv.v;
+      VSTORE_T(yp, FLAT_SLOT(e), yv.v);
     }
   }
-  FLAT_TAIL(i, n) yp[i] = k_clamp(xp[i], lo, hi);
+  FLAT_TAIL(i, n) KILN_STORE(yp, i, k_clamp(KILN_LOAD(xp, i), lo, hi));
 }

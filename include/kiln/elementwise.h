@@ -24,6 +24,12 @@
  *   KILN_ERR_HOST_MEMORY.
  * Inputs of binary operations must have the same dtype: kiln_dtype_promote()
  * gives the common one, kiln_cast() converts to it.
+ *
+ * f16 and bf16 (every op of a class that names them): storage types.
+ * Elements are loaded into f32, computed in f32 and stored rounded to
+ * nearest even (overflow gives inf, NaN stays NaN); scalars and clamp bounds
+ * are rounded to the tensor's dtype first. add, sub, mul, div, sqrt come out
+ * correctly rounded (docs/ops.md, "f16 and bf16").
  * Complex dtypes: only the ops listed in KILN_COMPLEX_UNARY_OPS and
  * KILN_COMPLEX_BINARY_OPS (others: KILN_ERR_DTYPE); a kiln_scalar operand is
  * the complex number s + 0i (docs/ops.md, "Complex numbers").
@@ -58,7 +64,7 @@ typedef enum kiln_binary_op {
 KILN_API const char *kiln_unary_op_name(kiln_unary_op op);
 KILN_API const char *kiln_binary_op_name(kiln_binary_op op);
 
-/** Nonzero if the op accepts inputs of this dtype. */
+/** Nonzero if the op accepts inputs of this dtype (the op table's class, f16 and bf16 included). */
 KILN_API int kiln_unary_op_supports(kiln_unary_op op, kiln_dtype dtype);
 KILN_API int kiln_binary_op_supports(kiln_binary_op op, kiln_dtype dtype);
 
@@ -76,8 +82,9 @@ KILN_API kiln_status kiln_binary(kiln_context *ctx, kiln_binary_op op, const kil
 
 /**
  * c = op(x, s) (scalar_first == 0) or c = op(s, x) (scalar_first != 0),
- * where s is converted to x's dtype by kiln_cast() rules. No tensor is made
- * for s.
+ * where s is converted to x's dtype by kiln_cast() rules (for f16 and bf16:
+ * rounded once to the 16-bit type, then used as its exact f32 value). No
+ * tensor is made for s.
  */
 KILN_API kiln_status kiln_binary_scalar(kiln_context *ctx, kiln_binary_op op,
                                         const kiln_tensor *x, kiln_scalar s, int scalar_first,
@@ -85,14 +92,18 @@ KILN_API kiln_status kiln_binary_scalar(kiln_context *ctx, kiln_binary_op op,
 
 /**
  * out = cond ? a : b, elementwise with broadcasting of all three. cond may be
- * any dtype (nonzero is true); a and b must share a dtype, which is the result's.
+ * any dtype kiln_cast() converts to bool (nonzero is true; bool and u8 are
+ * read directly); a and b must share a dtype, which is the result's. f16 and
+ * bf16 values are copied bit for bit.
  */
 KILN_API kiln_status kiln_where(kiln_context *ctx, const kiln_tensor *cond, const kiln_tensor *a,
                                 const kiln_tensor *b, kiln_tensor **out);
 
 /**
  * out = min(max(x, lo), hi) with lo and hi converted to x's dtype. NaN in x
- * stays NaN. Accepts NUM dtypes. lo > hi gives hi everywhere (NumPy clip).
+ * stays NaN. Accepts NUM dtypes (f16 and bf16 included: the bounds are
+ * rounded to them). lo > hi gives hi everywhere (NumPy clip). Bool and complex
+ * x: KILN_ERR_DTYPE.
  */
 KILN_API kiln_status kiln_clamp(kiln_context *ctx, const kiln_tensor *x, kiln_scalar lo,
                                 kiln_scalar hi, kiln_tensor **out);

@@ -73,6 +73,25 @@ result_dtype(const struct op_row *row, kiln_dtype in)
   return row->res == RES_BOOL ? KILN_BOOL : in;
 }
 
+/*
+ * Bytes of a scalar argument as the kernels take it: their compute type T.
+ * The value is first converted to dtype (the kiln_cast rules), so for f16
+ * and bf16 it is rounded to the 16-bit type, then widened to the f32 the
+ * kernels compute in (exactly). Returns the argument's size.
+ */
+static size_t
+scalar_arg(kiln_scalar s, kiln_dtype dtype, unsigned char out[sizeof(kiln_complex128)])
+{
+  kiln__scalar_to_bytes(s, dtype, out);
+  if (!kiln__dtype_is_half(dtype))
+    return kiln_dtype_size(dtype);
+  uint16_t h;
+  memcpy(&h, out, sizeof h);
+  float f = dtype == KILN_F16 ? kiln_f16_to_f32(h) : kiln_bf16_to_f32(h);
+  memcpy(out, &f, sizeof f);
+  return sizeof f;
+}
+
 static kiln_status
 check_supports(const char *op, const struct op_row *row, kiln_dtype dtype)
 {
@@ -105,10 +124,14 @@ ew_default_shape(const kiln_device_info *info, kiln_dtype dtype, uint32_t *items
    * from 62% to 104% of the copy bandwidth; vector accesses gained nothing.
    * PoCL: 8-wide accesses run 4-byte and 1-byte types 1.3x-3.5x faster at
    * 2^16-2^22 elements, i64 gains with 4-wide ones, f64 loses with any width.
+   * f16 and bf16 (not yet measured on a GPU): two per vector keep each
+   * GPU work-item's accesses at the 4 bytes of the f32 figures; PoCL takes
+   * 8-wide ones (vloada_half8), which ran a + b over 2^22 elements at about
+   * f32's speed per byte.
    */
   if (info->is_gpu) {
     *items = 4;
-    *vec = 1;
+    *vec = kiln__dtype_is_half(dtype) ? 2 : 1;
     return;
   }
   *items = 1;
@@ -316,18 +339,18 @@ kiln_unary(kiln_context *ctx, kiln_unary_op uop, const kiln_tensor *x, kiln_tens
 
 /*
  * Shared body of kiln_binary and kiln_binary_scalar: a or b may be NULL,
- * standing for the scalar (already converted to the tensor's dtype).
+ * standing for the scalar (already in the kernels' form: scalar_arg, esz bytes).
  */
 static kiln_status
 binary_run(const char *op, kiln_context *ctx, kiln_binary_op bop, const kiln_tensor *a,
-           const kiln_tensor *b, const unsigned char *scalar, kiln_tensor **out)
+           const kiln_tensor *b, const unsigned char *scalar, size_t esz, kiln_tensor **out)
 {
   const struct op_row *row = &binary_rows[bop];
   const kiln_tensor *t = a ? a : b;
   char kname[64];
   snprintf(kname, sizeof kname, "binary_%s", row->name);
   return kiln__ew_bcast_run(op, ctx, "elementwise", kname, t->dtype, result_dtype(row, t->dtype), a,
-                            b, scalar, kiln_dtype_size(t->dtype), out);
+                            b, scalar, esz, out);
 }
 
 kiln_status
@@ -402,7 +425,10 @@ kiln_binary(kiln_context *ctx, kiln_binary_op bop, const kiln_tensor *a, const k
   if (kiln__dtype_is_complex(a->dtype))
     return kiln__ew_complex_binary(op, ctx, bop, a, b, NULL, out);
   KILN_TRY(check_supports(op, &binary_rows[bop], a->dtype));
-  return binary_run(op, ctx, bop, a, b, NULL, out);
+  /* No scalar: the unused scalar arguments still take the compute type's size. */
+  unsigned char unused[sizeof(kiln_complex128)];
+  size_t esz = scalar_arg(kiln_scalar_i64(0), a->dtype, unused);
+  return binary_run(op, ctx, bop, a, b, NULL, esz, out);
 }
 
 kiln_status
@@ -414,13 +440,16 @@ kiln_binary_scalar(kiln_context *ctx, kiln_binary_op bop, const kiln_tensor *x, 
   KILN_TRY(check_common(op, ctx, out));
   KILN_TRY(check_binary_op(op, bop));
   KILN_TRY(kiln__tensor_check(op, x, ctx));
-  unsigned char bytes[16];
-  kiln__scalar_to_bytes(s, x->dtype, bytes);
-  if (kiln__dtype_is_complex(x->dtype))
+  unsigned char bytes[sizeof(kiln_complex128)];
+  if (kiln__dtype_is_complex(x->dtype)) {
+    kiln__scalar_to_bytes(s, x->dtype, bytes);
     return kiln__ew_complex_binary(op, ctx, bop, scalar_first ? NULL : x, scalar_first ? x : NULL,
                                    bytes, out);
+  }
   KILN_TRY(check_supports(op, &binary_rows[bop], x->dtype));
-  return binary_run(op, ctx, bop, scalar_first ? NULL : x, scalar_first ? x : NULL, bytes, out);
+  size_t esz = scalar_arg(s, x->dtype, bytes);
+  return binary_run(op, ctx, bop, scalar_first ? NULL : x, scalar_first ? x : NULL, bytes, esz,
+                    out);
 }
 
 kiln_status
@@ -460,15 +489,15 @@ kiln_clamp(kiln_context *ctx, const kiln_tensor *x, kiln_scalar lo, kiln_scalar 
   static const char op[] = "kiln_clamp";
   KILN_TRY(check_common(op, ctx, out));
   KILN_TRY(kiln__tensor_check(op, x, ctx));
-  KILN_RETURN_IF(x->dtype == KILN_BOOL, KILN_ERR_DTYPE, op,
-                 "clamp does not accept bool (accepts f32, f64, i32, i64, u8)");
+  KILN_RETURN_IF(x->dtype == KILN_BOOL || kiln__dtype_is_complex(x->dtype), KILN_ERR_DTYPE, op,
+                 "clamp does not accept %s (accepts %s)", kiln_dtype_name(x->dtype),
+                 kiln__dtype_class_text(KILN__CLASS_NUM));
   kiln__out_target t;
   KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &x->shape, out, &x, 1, 1, &t));
-  unsigned char bounds[2][8];
-  kiln__scalar_to_bytes(lo, x->dtype, bounds[0]);
-  kiln__scalar_to_bytes(hi, x->dtype, bounds[1]);
-  /* The two bounds go as consecutive dtype-sized args; pack them densely for run_map. */
-  size_t esz = kiln_dtype_size(x->dtype);
+  unsigned char bounds[2][sizeof(kiln_complex128)];
+  size_t esz = scalar_arg(lo, x->dtype, bounds[0]);
+  scalar_arg(hi, x->dtype, bounds[1]);
+  /* The two bounds go as consecutive compute-type args; pack them densely for run_map. */
   unsigned char packed[16];
   memcpy(packed, bounds[0], esz);
   memcpy(packed + esz, bounds[1], esz);
@@ -685,7 +714,7 @@ static const struct kiln__tune_family ew_tune = {
 };
 
 static const struct kiln__source ew_sources[] = {
-    {"elementwise", KILN__DT_CLASSIC},
+    {"elementwise", KILN__DT_CLASSIC | KILN__DT_HALVES},
     {"cast", KILN__DT_EVERY},
     {"complex", KILN__DT_COMPLEX},
     {NULL, 0},

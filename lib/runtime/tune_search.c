@@ -61,8 +61,8 @@ kiln__tune_input(kiln_context *ctx, kiln_dtype dt, size_t ndim, const int64_t *s
     switch (dt) {
     case KILN_F32: ((float *)h)[i] = (float)m / 16.0f; break;
     case KILN_F64: ((double *)h)[i] = (double)m / 16.0; break;
-    case KILN_F16: ((uint16_t *)h)[i] = kiln_f16_from_f32((float)m / 16.0f); break;
-    case KILN_BF16: ((uint16_t *)h)[i] = kiln_bf16_from_f32((float)m / 16.0f); break;
+    case KILN_F16: ((uint16_t *)h)[i] = kiln_f16_from_f64((double)m / 16.0); break; /* exact */
+    case KILN_BF16: ((uint16_t *)h)[i] = kiln_bf16_from_f64((double)m / 16.0); break;
     case KILN_C64: ((kiln_complex64 *)h)[i] = (kiln_complex64){(float)m / 16.0f, (float)mi / 16.0f}; break;
     case KILN_C128: ((kiln_complex128 *)h)[i] = (kiln_complex128){(double)m / 16.0, (double)mi / 16.0}; break;
     case KILN_I32: ((int32_t *)h)[i] = (int32_t)((x >> 4) % 2001u) - 1000; break;

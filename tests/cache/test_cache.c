@@ -33,6 +33,7 @@
 #include "runtime/build.h"
 #include "runtime/disk_cache.h"
 #include "runtime/family.h"
+#include "runtime/runtime.h"
 
 extern char **environ;
 

@@ -31,6 +31,15 @@
  *        crosses zero (at 1, 2, -2.457..., where only an absolute bound is
  *        meaningful).
  *   f64: rel 1e-12 plus abs 1e-15; tgamma and lgamma rel 1e-10, lgamma abs 1e-12.
+ *   f16, bf16 (computed in f32, references rounded once from double): the
+ *        exact ops above exact (f32 holds 2p + 2 bits of their significand, so
+ *        rounding f32's correctly rounded result again is the single rounding);
+ *        div, sqrt, reciprocal 1 ulp of the storage type (OpenCL lets the f32
+ *        ops err by 2.5-3 ulp, so a result next to a tie may round the other
+ *        way); every other op the f32 tolerance plus 1 ulp. An ulp past the
+ *        largest finite value is the infinity. half_edges checks overflow,
+ *        ties, subnormals and NaN with hand-written results. Their casts are
+ *        cast.cl's (not tested here), so where conditions are bool/u8 for them.
  *
  * KILN_EW_VERBOSE=1 prints the largest relative and absolute errors of every float case.
  */
@@ -46,7 +55,7 @@
 /* ------------------------------------------------------------------ */
 
 #define DTB(d) (1u << (unsigned)(d))
-#define CLS_FLOAT (DTB(KILN_F32) | DTB(KILN_F64))
+#define CLS_FLOAT (DTB(KILN_F32) | DTB(KILN_F64) | DTB(KILN_F16) | DTB(KILN_BF16))
 #define CLS_INTNB (DTB(KILN_I32) | DTB(KILN_I64) | DTB(KILN_U8))
 #define CLS_INT (CLS_INTNB | DTB(KILN_BOOL))
 #define CLS_NUM (CLS_FLOAT | CLS_INTNB)
@@ -72,8 +81,14 @@ static const struct op_info binary_info[KILN_BINARY_OP_COUNT] = {
 #undef X
 };
 
+/* The dtypes of the casts, copies and where conditions; ew_dtypes adds the 16-bit floats
+ * (their casts belong to cast.cl). */
 static const kiln_dtype all_dtypes[] = {KILN_F32, KILN_F64, KILN_I32, KILN_I64, KILN_U8, KILN_BOOL};
 #define NDTYPES (sizeof all_dtypes / sizeof all_dtypes[0])
+/* The dtypes of unary, binary, where values and clamp. */
+static const kiln_dtype ew_dtypes[] = {KILN_F32, KILN_F64,  KILN_I32, KILN_I64,
+                                       KILN_U8,  KILN_BOOL, KILN_F16, KILN_BF16};
+#define NEW_DTYPES (sizeof ew_dtypes / sizeof ew_dtypes[0])
 
 static int verbose;
 
@@ -82,9 +97,41 @@ static int verbose;
 /* ------------------------------------------------------------------ */
 
 static int
+is_half(kiln_dtype dt)
+{
+  return dt == KILN_F16 || dt == KILN_BF16;
+}
+
+/* Every real floating dtype, the 16-bit ones included. */
+static int
 is_float(kiln_dtype dt)
 {
-  return dt == KILN_F32 || dt == KILN_F64;
+  return dt == KILN_F32 || dt == KILN_F64 || is_half(dt);
+}
+
+/* The bits of element i of a 16-bit float buffer. */
+static uint16_t
+half_bits(const void *p, size_t i)
+{
+  return ((const uint16_t *)p)[i];
+}
+
+/* Position of a 16-bit float pattern on the number line, in steps (ulps); +-0 are 0. */
+static int
+half_ord(uint16_t h)
+{
+  return (h & 0x8000) ? -(int)(h & 0x7fff) : (int)(h & 0x7fff);
+}
+
+/* One ulp of dtype dt (f16 or bf16) at |w|: the spacing of its binade, subnormals included. */
+static double
+half_ulp(kiln_dtype dt, double w)
+{
+  int e;
+  frexp(w, &e); /* |w| in [2^(e-1), 2^e) */
+  int emin = dt == KILN_F16 ? -14 : -126, mant = dt == KILN_F16 ? 10 : 7;
+  e = e - 1 < emin ? emin : e - 1;
+  return ldexp(1.0, e - mant);
 }
 
 static int
@@ -120,6 +167,10 @@ getf(kiln_dtype dt, const void *p, size_t i)
     return ((const float *)p)[i];
   case KILN_F64:
     return ((const double *)p)[i];
+  case KILN_F16:
+    return kiln_f16_to_f32(half_bits(p, i));
+  case KILN_BF16:
+    return kiln_bf16_to_f32(half_bits(p, i));
   case KILN_I32:
     return ((const int32_t *)p)[i];
   case KILN_I64:
@@ -146,12 +197,16 @@ geti(kiln_dtype dt, const void *p, size_t i)
   }
 }
 
-/* Stores v into a float buffer (rounding to nearest for f32). */
+/* Stores v into a float buffer (rounding once to nearest even for f32, f16 and bf16). */
 static void
 putf(kiln_dtype dt, void *p, size_t i, double v)
 {
   if (dt == KILN_F32)
     ((float *)p)[i] = (float)v;
+  else if (dt == KILN_F16)
+    ((uint16_t *)p)[i] = kiln_f16_from_f64(v);
+  else if (dt == KILN_BF16)
+    ((uint16_t *)p)[i] = kiln_bf16_from_f64(v);
   else
     ((double *)p)[i] = v;
 }
@@ -191,7 +246,9 @@ wrap(kiln_dtype dt, uint64_t v)
 static const char *
 fmt_elem(kiln_dtype dt, const void *p, size_t i, char *buf, size_t len)
 {
-  if (is_float(dt))
+  if (is_half(dt))
+    snprintf(buf, len, "%.6g (0x%04x)", getf(dt, p, i), half_bits(p, i));
+  else if (is_float(dt))
     snprintf(buf, len, dt == KILN_F32 ? "%.9g" : "%.17g", getf(dt, p, i));
   else
     snprintf(buf, len, "%lld", (long long)geti(dt, p, i));
@@ -355,10 +412,11 @@ xmalloc(size_t n)
 typedef struct tol_t {
   double rel, abs;
   int zsign; /* a zero result must have the reference's sign */
+  int ulps;  /* f16/bf16: also allowed this many ulps of the storage type (infinity included) */
 } tol_t;
 
-static const tol_t EXACT = {0, 0, 1};
-static const tol_t EXACT_NOSIGN = {0, 0, 0};
+static const tol_t EXACT = {0, 0, 1, 0};
+static const tol_t EXACT_NOSIGN = {0, 0, 0, 0};
 
 static int
 elem_matches(kiln_dtype dt, const void *got, const void *want, size_t i, tol_t t)
@@ -368,6 +426,15 @@ elem_matches(kiln_dtype dt, const void *got, const void *want, size_t i, tol_t t
   double g = getf(dt, got, i), w = getf(dt, want, i);
   if (isnan(w) || isnan(g))
     return isnan(w) && isnan(g);
+  if (is_half(dt)) {
+    if (w == 0 && g == 0)
+      return !t.zsign || signbit(g) == signbit(w);
+    if (abs(half_ord(half_bits(got, i)) - half_ord(half_bits(want, i))) <= t.ulps)
+      return 1; /* one ulp past the largest finite value is the infinity */
+    if (isinf(w) || isinf(g))
+      return 0;
+    return fabs(g - w) <= t.abs + t.rel * fabs(w) + t.ulps * half_ulp(dt, w);
+  }
   if (isinf(w) || isinf(g))
     return g == w;
   if (w == 0 && g == 0)
@@ -864,7 +931,7 @@ cast_value(int from_float, double f, int64_t i, kiln_dtype to, void *out, size_t
     else if (to == KILN_F32)
       ((float *)out)[k] = (float)i;
     else
-      ((double *)out)[k] = (double)i;
+      putf(to, out, k, (double)i); /* f16, bf16: through double, as kiln__scalar_to_bytes */
     return;
   }
   if (!from_float) {
@@ -917,7 +984,7 @@ unary_tol(kiln_unary_op op, kiln_dtype dt)
 {
   if (!is_float(dt) || unary_info[op].res_bool)
     return EXACT;
-  const int f32 = dt == KILN_F32;
+  const int f32 = dt == KILN_F32, half = is_half(dt);
   switch (op) {
   case KILN_OP_ABS:
   case KILN_OP_NEG:
@@ -930,13 +997,25 @@ unary_tol(kiln_unary_op op, kiln_dtype dt)
     return EXACT;
   case KILN_OP_RELU:
     return EXACT_NOSIGN; /* relu(-0) may be either zero */
+  case KILN_OP_SQRT:
+  case KILN_OP_RECIPROCAL:
+    /* f16/bf16: a correctly rounded f32 result rounded again equals the reference's single
+     * rounding (24 >= 2p + 2 bits); OpenCL allows these f32 ops 2.5-3 ulp: 1 ulp. */
+    if (half)
+      return (tol_t){0, 0, 1, 1};
+    break;
+  default:
+    break;
+  }
+  /* f16/bf16 compute in f32: the f32 op's error plus one rounding to the storage type. */
+  switch (op) {
   case KILN_OP_TGAMMA:
   case KILN_OP_ERFC:
-    return f32 ? (tol_t){5e-5, 1e-6, 0} : (tol_t){1e-10, 1e-15, 0};
+    return f32 || half ? (tol_t){5e-5, 1e-6, 0, half} : (tol_t){1e-10, 1e-15, 0, 0};
   case KILN_OP_LGAMMA:
-    return f32 ? (tol_t){5e-5, 5e-5, 0} : (tol_t){1e-10, 1e-12, 0};
+    return f32 || half ? (tol_t){5e-5, 5e-5, 0, half} : (tol_t){1e-10, 1e-12, 0, 0};
   default:
-    return f32 ? (tol_t){1e-5, 1e-6, 0} : (tol_t){1e-12, 1e-15, 0};
+    return f32 || half ? (tol_t){1e-5, 1e-6, 0, half} : (tol_t){1e-12, 1e-15, 0, 0};
   }
 }
 
@@ -945,7 +1024,7 @@ binary_tol(kiln_binary_op op, kiln_dtype dt)
 {
   if (!is_float(dt) || binary_info[op].res_bool)
     return EXACT;
-  const int f32 = dt == KILN_F32;
+  const int f32 = dt == KILN_F32 || is_half(dt); /* f16, bf16: the f32 op's error too */
   switch (op) {
   case KILN_OP_ADD:
   case KILN_OP_SUB:
@@ -957,11 +1036,12 @@ binary_tol(kiln_binary_op op, kiln_dtype dt)
   case KILN_OP_MIN:
     return EXACT_NOSIGN; /* max(-0, 0) may be either zero */
   case KILN_OP_DIV:
-    return f32 ? (tol_t){1e-6, 0, 1} : EXACT;
+    /* f16/bf16: see unary_tol's sqrt */
+    return is_half(dt) ? (tol_t){0, 0, 1, 1} : f32 ? (tol_t){1e-6, 0, 1, 0} : EXACT;
   case KILN_OP_POW:
-    return f32 ? (tol_t){5e-5, 1e-6, 0} : (tol_t){1e-12, 1e-15, 0};
+    return f32 ? (tol_t){5e-5, 1e-6, 0, is_half(dt)} : (tol_t){1e-12, 1e-15, 0, 0};
   default:
-    return f32 ? (tol_t){1e-5, 1e-6, 0} : (tol_t){1e-12, 1e-15, 0};
+    return f32 ? (tol_t){1e-5, 1e-6, 0, is_half(dt)} : (tol_t){1e-12, 1e-15, 0, 0};
   }
 }
 
@@ -1275,11 +1355,23 @@ variant_runs(size_t k, size_t n, size_t rot)
   return !harness_small() || k == rot % n;
 }
 
+/*
+ * As variant_runs for cases of dtype dt. f16 and bf16 take the small mode's rotation in
+ * every mode (their largest size is always generated): their kernels are the f32 ones behind
+ * other loads and stores, and across the ops the rotation still visits every size, pair and
+ * scalar side, at a third of the cost.
+ */
+static int
+dtype_variant_runs(kiln_dtype dt, size_t k, size_t n, size_t rot)
+{
+  return is_half(dt) ? k == rot % n : variant_runs(k, n, rot);
+}
+
 /* Binary cases of one (op, dtype) at least: sizes, broadcast pairs, scalar sides (build_cases). */
 static size_t
-binary_variants(void)
+binary_variants(kiln_dtype dt)
 {
-  return harness_small() ? 4 : n_sizes + NBPAIRS + 2;
+  return harness_small() || is_half(dt) ? 4 : n_sizes + NBPAIRS + 2;
 }
 
 struct bcase {
@@ -1307,6 +1399,10 @@ test_scalar(kiln_dtype dt, int scalar_first)
                         : kiln_scalar_i64((INT64_C(1) << 53) + 1);
   case KILN_U8: /* 258 wraps to 2 */
     return scalar_first ? kiln_scalar_i64(258) : kiln_scalar_f64(3.7);
+  case KILN_F16: /* 2049 ties to 2048; 0.1 rounds to 0.0999755859375 */
+    return scalar_first ? kiln_scalar_i64(2049) : kiln_scalar_f64(0.1);
+  case KILN_BF16: /* 257 ties to 256; -0.3 rounds to -0.30078125 */
+    return scalar_first ? kiln_scalar_i64(257) : kiln_scalar_f64(-0.3);
   default: /* NaN is nonzero, so true */
     return scalar_first ? kiln_scalar_f64(NAN) : kiln_scalar_i64(0);
   }
@@ -1459,8 +1555,8 @@ START_TEST(op_table_matches_library)
   for (int op = 0; op < KILN_UNARY_OP_COUNT; op++) {
     ck_assert_str_eq(kiln_unary_op_name((kiln_unary_op)op), unary_info[op].name);
     ck_assert_msg(unary_info[op].dtypes != 0, "unary %s accepts no dtype", unary_info[op].name);
-    for (size_t d = 0; d < NDTYPES; d++) {
-      kiln_dtype dt = all_dtypes[d];
+    for (size_t d = 0; d < NEW_DTYPES; d++) {
+      kiln_dtype dt = ew_dtypes[d];
       ck_assert_msg(!kiln_unary_op_supports((kiln_unary_op)op, dt) ==
                         !(unary_info[op].dtypes & DTB(dt)),
                     "kiln_unary_op_supports(%s, %s) disagrees with the op table",
@@ -1475,8 +1571,8 @@ START_TEST(op_table_matches_library)
   for (int op = 0; op < KILN_BINARY_OP_COUNT; op++) {
     ck_assert_str_eq(kiln_binary_op_name((kiln_binary_op)op), binary_info[op].name);
     ck_assert_msg(binary_info[op].dtypes != 0, "binary %s accepts no dtype", binary_info[op].name);
-    for (size_t d = 0; d < NDTYPES; d++) {
-      kiln_dtype dt = all_dtypes[d];
+    for (size_t d = 0; d < NEW_DTYPES; d++) {
+      kiln_dtype dt = ew_dtypes[d];
       ck_assert_msg(!kiln_binary_op_supports((kiln_binary_op)op, dt) ==
                         !(binary_info[op].dtypes & DTB(dt)),
                     "kiln_binary_op_supports(%s, %s) disagrees with the op table",
@@ -1495,22 +1591,22 @@ START_TEST(op_table_matches_library)
 
   /* Every (op, dtype) the table accepts is among the generated cases, at every size. */
   for (int op = 0; op < KILN_UNARY_OP_COUNT; op++)
-    for (size_t d = 0; d < NDTYPES; d++) {
-      if (!(unary_info[op].dtypes & DTB(all_dtypes[d])))
+    for (size_t d = 0; d < NEW_DTYPES; d++) {
+      if (!(unary_info[op].dtypes & DTB(ew_dtypes[d])))
         continue;
       size_t found = 0;
       for (size_t i = 0; i < n_ucases; i++)
-        found += ucases[i].op == (kiln_unary_op)op && ucases[i].dt == all_dtypes[d];
-      ck_assert_uint_eq(found, harness_small() ? 2 : n_sizes);
+        found += ucases[i].op == (kiln_unary_op)op && ucases[i].dt == ew_dtypes[d];
+      ck_assert_uint_eq(found, harness_small() || is_half(ew_dtypes[d]) ? 2 : n_sizes);
     }
   for (int op = 0; op < KILN_BINARY_OP_COUNT; op++)
-    for (size_t d = 0; d < NDTYPES; d++) {
-      if (!(binary_info[op].dtypes & DTB(all_dtypes[d])))
+    for (size_t d = 0; d < NEW_DTYPES; d++) {
+      if (!(binary_info[op].dtypes & DTB(ew_dtypes[d])))
         continue;
       size_t found = 0;
       for (size_t i = 0; i < n_bcases; i++)
-        found += bcases[i].op == (kiln_binary_op)op && bcases[i].dt == all_dtypes[d];
-      ck_assert_uint_ge(found, binary_variants());
+        found += bcases[i].op == (kiln_binary_op)op && bcases[i].dt == ew_dtypes[d];
+      ck_assert_uint_ge(found, binary_variants(ew_dtypes[d]));
     }
 }
 END_TEST
@@ -1559,7 +1655,7 @@ static const struct {
 struct wcase {
   kiln_dtype vdt, cdt;
 };
-static struct wcase wcases[NDTYPES * NDTYPES];
+static struct wcase wcases[NEW_DTYPES * NDTYPES];
 static size_t n_wcases;
 
 START_TEST(where_case)
@@ -1632,7 +1728,7 @@ struct ccase {
   kiln_dtype dt;
   size_t size;
 };
-static struct ccase ccases[NDTYPES * NSIZES];
+static struct ccase ccases[NEW_DTYPES * NSIZES];
 static size_t n_ccases;
 
 START_TEST(clamp_case)
@@ -2014,8 +2110,8 @@ START_TEST(zero_size_tensors)
 {
   kiln_context *ctx = harness_ctx();
   const shape_t empties[] = {{2, {0, 5}}, {3, {3, 0, 2}}, {1, {0}}};
-  for (size_t d = 0; d < NDTYPES; d++) {
-    kiln_dtype dt = all_dtypes[d];
+  for (size_t d = 0; d < NEW_DTYPES; d++) {
+    kiln_dtype dt = ew_dtypes[d];
     if (dt == KILN_F64 && !harness_has_fp64())
       continue;
     for (size_t e = 0; e < sizeof empties / sizeof empties[0]; e++) {
@@ -2062,14 +2158,22 @@ START_TEST(zero_size_tensors)
         KOK(kiln_binary(ctx, KILN_OP_MAX, t1, x, &y));
         expect_shape(y, dt, s, what);
         KOK(kiln_tensor_release(y));
+        /* A 16-bit float condition would go through kiln_cast: theirs is bool. */
+        kiln_tensor *c1 = t1;
+        if (is_half(dt))
+          KOK(kiln_tensor_zeros(ctx, KILN_BOOL, others[o]->nd, others[o]->d, &c1));
         y = NULL;
-        KOK(kiln_where(ctx, t1, x, t1, &y));
+        KOK(kiln_where(ctx, c1, x, t1, &y));
         expect_shape(y, dt, s, what);
         KOK(kiln_tensor_release(y));
+        if (c1 != t1)
+          KOK(kiln_tensor_release(c1));
         y = NULL;
-        KOK(kiln_where(ctx, x, t1, t1, &y));
-        expect_shape(y, dt, s, what);
-        KOK(kiln_tensor_release(y));
+        if (!is_half(dt)) {
+          KOK(kiln_where(ctx, x, t1, t1, &y));
+          expect_shape(y, dt, s, what);
+          KOK(kiln_tensor_release(y));
+        }
         KOK(kiln_tensor_release(t1));
       }
       if (dt != KILN_BOOL) {
@@ -2078,7 +2182,7 @@ START_TEST(zero_size_tensors)
         expect_shape(y, dt, s, "clamp");
         KOK(kiln_tensor_release(y));
       }
-      for (size_t d2 = 0; d2 < NDTYPES; d2++) {
+      for (size_t d2 = 0; d2 < NDTYPES && !is_half(dt); d2++) {
         if (all_dtypes[d2] == KILN_F64 && !harness_has_fp64())
           continue;
         y = NULL;
@@ -2236,9 +2340,12 @@ START_TEST(bad_ops_and_dtypes)
   EXPECT_ERR(kiln_cast(ctx, f, (kiln_dtype)-1, &out), KILN_ERR_INVALID_ARGUMENT);
   ck_assert_ptr_null(out);
 
-  /* dtypes an op does not accept: every unsupported (op, dtype) pair of the table */
-  for (size_t d = 0; d < NDTYPES; d++) {
-    kiln_dtype dt = all_dtypes[d];
+  /* dtypes an op does not accept: every unsupported (op, dtype) pair of the table, and
+   * complex, which no row takes */
+  static const kiln_dtype bad_dtypes[] = {KILN_F32,  KILN_F64, KILN_I32,  KILN_I64, KILN_U8,
+                                          KILN_BOOL, KILN_F16, KILN_BF16, KILN_C64};
+  for (size_t d = 0; d < sizeof bad_dtypes / sizeof bad_dtypes[0]; d++) {
+    kiln_dtype dt = bad_dtypes[d];
     if (dt == KILN_F64 && !harness_has_fp64())
       continue;
     kiln_tensor *t = make(ctx, dt, 1, 4, 0);
@@ -2367,8 +2474,19 @@ END_TEST
 static const uint32_t flat_shapes[][2] = {{1, 1}, {2, 1}, {4, 1}, {8, 1}, {1, 2},
                                           {1, 4}, {1, 8}, {4, 4}, {8, 8}};
 #define NFLAT_SHAPES (sizeof flat_shapes / sizeof flat_shapes[0])
-static const kiln_dtype flat_dtypes[] = {KILN_F32, KILN_I64, KILN_U8};
+static const kiln_dtype flat_dtypes[] = {KILN_F32, KILN_I64, KILN_U8, KILN_F16, KILN_BF16};
 #define NFLAT_DTYPES (sizeof flat_dtypes / sizeof flat_dtypes[0])
+
+/*
+ * f16 and bf16 take three of the shapes (each a program build), which with the misaligned
+ * offsets (width 1) hold every vec_width their loads and stores have a form for (vloada_halfN,
+ * ushortN) and items_per_thread 1, 4 and 8; the item loop is the same code for every dtype.
+ */
+static int
+flat_half_shape(uint32_t items, uint32_t vec)
+{
+  return (items == 1 && vec == 2) || (items == 4 && vec == 4) || (items == 8 && vec == 8);
+}
 
 /* Host value of element i: small integers, exact in every dtype and for +, *, -. */
 static int64_t
@@ -2385,6 +2503,8 @@ flat_fill(kiln_dtype dt, void *p, uint64_t n, int which)
     int64_t v = flat_value(dt, i, which);
     if (dt == KILN_F32)
       ((float *)p)[i] = (float)v;
+    else if (is_half(dt))
+      putf(dt, p, i, (double)v);
     else if (dt == KILN_I64)
       ((int64_t *)p)[i] = v;
     else
@@ -2409,7 +2529,8 @@ START_TEST(flat_shape_case)
   const uint32_t items = flat_shapes[_i / NFLAT_DTYPES][0], vec = flat_shapes[_i / NFLAT_DTYPES][1];
   const kiln_dtype dt = flat_dtypes[_i % NFLAT_DTYPES];
   /* The small mode: each shape (a program build of its own) with one dtype, rotating. */
-  if (!variant_runs(_i % NFLAT_DTYPES, NFLAT_DTYPES, _i / NFLAT_DTYPES))
+  if (!variant_runs(_i % NFLAT_DTYPES, NFLAT_DTYPES, _i / NFLAT_DTYPES) ||
+      (is_half(dt) && !flat_half_shape(items, vec)))
     return;
   kiln_context *ctx = harness_ctx();
   char params[64];
@@ -2434,7 +2555,8 @@ START_TEST(flat_shape_case)
   uint8_t *hc = malloc(nmax);
   ck_assert(ha && hb && got && hc);
   cl_int err;
-  cl_mem mem = clCreateBuffer(clc, CL_MEM_READ_WRITE, 4 * (nmax + 16) * esz, NULL, &err);
+  cl_mem mem =
+      clCreateBuffer(clc, CL_MEM_READ_WRITE, 4 * ((nmax + 31) & ~(uint64_t)15) * esz, NULL, &err);
   ck_assert_int_eq(err, CL_SUCCESS);
   for (size_t si = 0; si < sizeof flat_sizes / sizeof flat_sizes[0]; si++) {
     for (size_t oi = 0; oi < 3; oi++) {
@@ -2442,7 +2564,9 @@ START_TEST(flat_shape_case)
       if ((si >= 6 && oi == 1) /* large sizes: aligned and misaligned only */ || !harness_fits(n))
         continue;
       int64_t shape[1] = {(int64_t)n};
-      size_t stride = (nmax + 16) * esz; /* regions of the buffer for a, b, cond, y */
+      /* Regions of the buffer for a, b, cond, y, each starting at a multiple of 16
+       * elements, so that the offsets above decide every operand's alignment. */
+      size_t stride = ((nmax + 31) & ~(uint64_t)15) * esz;
       kiln_tensor *a, *b, *c, *y, *yb = NULL, *tmp = NULL;
       KOK(kiln_tensor_wrap(ctx, mem, off * esz, dt, 1, shape, &a));
       KOK(kiln_tensor_wrap(ctx, mem, stride + off * esz, dt, 1, shape, &b));
@@ -2510,6 +2634,148 @@ START_TEST(flat_shape_case)
   free(hc);
   free(got);
   KOK(kiln_tune_override(ctx, "elementwise", dt, NULL, NULL));
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* f16 and bf16 edges: overflow, ties, subnormals, NaN                 */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Results written out by hand rather than by the reference code: every row
+ * is one binary op on two values (already representable) and the exact
+ * value the 16-bit result must hold. Subnormal bf16 results need the
+ * device's f32 denormals (CL_FP_DENORM); rows marked so are skipped without.
+ */
+static const struct {
+  kiln_dtype dt;
+  kiln_binary_op op;
+  double a, b, want;
+  int bf16_subnormal;
+} half_edges[] = {
+    {KILN_F16, KILN_OP_ADD, 65504, 16, INFINITY, 0}, /* 65520 ties to even: overflow */
+    {KILN_F16, KILN_OP_ADD, 65504, 8, 65504, 0},
+    {KILN_F16, KILN_OP_SUB, -65504, 32, -INFINITY, 0},
+    {KILN_F16, KILN_OP_MUL, 300, 300, INFINITY, 0},
+    {KILN_F16, KILN_OP_MUL, -300, 300, -INFINITY, 0},
+    {KILN_F16, KILN_OP_ADD, 1, 0x1p-11, 1, 0},              /* tie to even: down */
+    {KILN_F16, KILN_OP_ADD, 1, 3 * 0x1p-11, 1 + 0x1p-9, 0}, /* tie to even: up */
+    {KILN_F16, KILN_OP_DIV, 1, 3, 0.333251953125, 0},
+    {KILN_F16, KILN_OP_MUL, 0x1p-14, 0x1p-5, 0x1p-19, 0}, /* subnormal, exact */
+    {KILN_F16, KILN_OP_MUL, 0x1p-24, 0.5, 0, 0},          /* tie to even: zero */
+    {KILN_F16, KILN_OP_MUL, 0x1p-24, 1.5, 0x1p-23, 0},    /* tie to even: up */
+    {KILN_F16, KILN_OP_MUL, -0x1p-24, 0.25, -0.0, 0},     /* underflow keeps the sign */
+    {KILN_F16, KILN_OP_ADD, NAN, 1, NAN, 0},
+    {KILN_F16, KILN_OP_MUL, INFINITY, 0, NAN, 0},
+    {KILN_F16, KILN_OP_MAX, NAN, 1, NAN, 0},
+    {KILN_F16, KILN_OP_POW, 2, 16, INFINITY, 0},
+    {KILN_BF16, KILN_OP_MUL, 0x1.1p127, 4, INFINITY, 0},
+    {KILN_BF16, KILN_OP_ADD, 1, 0x1p-8, 1, 0},              /* tie to even: down */
+    {KILN_BF16, KILN_OP_ADD, 1, 3 * 0x1p-8, 1 + 0x1p-6, 0}, /* tie to even: up */
+    {KILN_BF16, KILN_OP_DIV, 1, 3, 0.333984375, 0},
+    {KILN_BF16, KILN_OP_MUL, 0x1p-126, 0x1p-3, 0x1p-129, 1}, /* subnormal */
+    {KILN_BF16, KILN_OP_SUB, -0x1p-126, 0x1p-126, -0x1p-125, 0},
+    {KILN_BF16, KILN_OP_ADD, NAN, 1, NAN, 0},
+    {KILN_BF16, KILN_OP_MIN, 1, NAN, NAN, 0},
+    {KILN_BF16, KILN_OP_MUL, -INFINITY, 2, -INFINITY, 0},
+};
+#define N_HALF_EDGES (sizeof half_edges / sizeof half_edges[0])
+
+/* v rounded once to dt (f16 or bf16), and back. */
+static uint16_t
+half_from(kiln_dtype dt, double v)
+{
+  return dt == KILN_F16 ? kiln_f16_from_f64(v) : kiln_bf16_from_f64(v);
+}
+
+static double
+half_to(kiln_dtype dt, uint16_t h)
+{
+  return dt == KILN_F16 ? kiln_f16_to_f32(h) : kiln_bf16_to_f32(h);
+}
+
+/* Elements of the half_edges tensors: whole vectors of every width, and a tail. */
+#define HALF_EDGE_N 67
+
+/* A tensor of HALF_EDGE_N elements of dtype dt, each holding v. */
+static kiln_tensor *
+half_scalar_tensor(kiln_dtype dt, double v)
+{
+  uint16_t h[HALF_EDGE_N];
+  for (int i = 0; i < HALF_EDGE_N; i++)
+    h[i] = half_from(dt, v);
+  const shape_t s = {1, {HALF_EDGE_N}};
+  return upload(dt, &s, h);
+}
+
+/* Every element of y (HALF_EDGE_N of dtype dt) is want (NaN: any NaN); else fails naming what. */
+static void
+half_expect_all(kiln_dtype dt, const kiln_tensor *y, double want, const char *what, double a,
+                double b)
+{
+  uint16_t got[HALF_EDGE_N], w = half_from(dt, want);
+  KOK(kiln_tensor_download(y, got, sizeof got));
+  for (int i = 0; i < HALF_EDGE_N; i++) {
+    double g = half_to(dt, got[i]);
+    ck_assert_msg(isnan(want) ? isnan(g) : got[i] == w,
+                  "%s %s(%g, %g) [%d]: got %g (0x%04x), want %g (0x%04x)", kiln_dtype_name(dt),
+                  what, a, b, i, g, got[i], want, w);
+  }
+}
+
+START_TEST(half_edge_values)
+{
+  kiln_context *ctx = harness_ctx();
+  cl_context clc;
+  cl_device_id dev;
+  KOK(kiln_context_cl_objects(ctx, &clc, &dev, NULL));
+  cl_device_fp_config fp = 0;
+  ck_assert_int_eq(clGetDeviceInfo(dev, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL),
+                   CL_SUCCESS);
+  for (size_t k = 0; k < N_HALF_EDGES; k++) {
+    kiln_dtype dt = half_edges[k].dt;
+    if (half_edges[k].bf16_subnormal && !(fp & CL_FP_DENORM))
+      continue;
+    kiln_tensor *a = half_scalar_tensor(dt, half_edges[k].a);
+    kiln_tensor *b = half_scalar_tensor(dt, half_edges[k].b), *y = NULL;
+    const char *name = kiln_binary_op_name(half_edges[k].op);
+    KOK(kiln_binary(ctx, half_edges[k].op, a, b, &y));
+    half_expect_all(dt, y, half_edges[k].want, name, half_edges[k].a, half_edges[k].b);
+    /* The scalar form rounds the scalar to dt first; these values are exact in it. */
+    KOK(kiln_binary_scalar(ctx, half_edges[k].op, a, kiln_scalar_f64(half_edges[k].b), 0, &y));
+    half_expect_all(dt, y, half_edges[k].want, "scalar", half_edges[k].a, half_edges[k].b);
+    KOK(kiln_tensor_release(a));
+    KOK(kiln_tensor_release(b));
+    KOK(kiln_tensor_release(y));
+  }
+  /* f16 exp overflows to inf; where moves any bit pattern (NaN payloads, -0) unchanged. */
+  for (int h = 0; h < 2; h++) {
+    kiln_dtype dt = h ? KILN_BF16 : KILN_F16;
+    const int64_t n = 4;
+    const uint16_t pa[4] = {0x7e01, 0x8000, 0xfc00, 0x0001},
+                   pb[4] = {0x7fc1, 0x0000, 0x7c00, 0xffff};
+    const uint8_t pc[4] = {1, 1, 0, 0};
+    kiln_tensor *a = NULL, *b = NULL, *c = NULL, *y = NULL;
+    KOK(kiln_tensor_from_host(ctx, dt, 1, &n, pa, &a));
+    KOK(kiln_tensor_from_host(ctx, dt, 1, &n, pb, &b));
+    KOK(kiln_tensor_from_host(ctx, KILN_BOOL, 1, &n, pc, &c));
+    KOK(kiln_where(ctx, c, a, b, &y));
+    uint16_t got[4];
+    KOK(kiln_tensor_download(y, got, sizeof got));
+    for (int i = 0; i < 4; i++)
+      ck_assert_msg(got[i] == (pc[i] ? pa[i] : pb[i]), "%s where [%d]: 0x%04x, want 0x%04x",
+                    kiln_dtype_name(dt), i, got[i], pc[i] ? pa[i] : pb[i]);
+    KOK(kiln_tensor_release(y));
+    y = NULL;
+    kiln_tensor *x = half_scalar_tensor(dt, 12.0);
+    KOK(kiln_unary(ctx, KILN_OP_EXP, x, &y));
+    half_expect_all(dt, y, dt == KILN_F16 ? INFINITY : 162816 /* e^12 = 162754.8 */, "exp", 12, 0);
+    KOK(kiln_tensor_release(x));
+    KOK(kiln_tensor_release(y));
+    KOK(kiln_tensor_release(a));
+    KOK(kiln_tensor_release(b));
+    KOK(kiln_tensor_release(c));
+  }
 }
 END_TEST
 
@@ -2588,44 +2854,45 @@ build_cases(void)
     sizes[MID_SIZE] = (shape_t){1, {257}};
     n_sizes = MID_SIZE + 1;
   }
-  ucases = malloc(KILN_UNARY_OP_COUNT * NDTYPES * NSIZES * sizeof *ucases);
-  bcases = malloc(KILN_BINARY_OP_COUNT * NDTYPES * (NSIZES + NBPAIRS + 3) * sizeof *bcases);
+  ucases = malloc(KILN_UNARY_OP_COUNT * NEW_DTYPES * NSIZES * sizeof *ucases);
+  bcases = malloc(KILN_BINARY_OP_COUNT * NEW_DTYPES * (NSIZES + NBPAIRS + 3) * sizeof *bcases);
   if (!ucases || !bcases)
     abort();
   for (int op = 0; op < KILN_UNARY_OP_COUNT; op++)
-    for (size_t d = 0; d < NDTYPES; d++)
-      if (kiln_unary_op_supports((kiln_unary_op)op, all_dtypes[d]))
+    for (size_t d = 0; d < NEW_DTYPES; d++)
+      if (kiln_unary_op_supports((kiln_unary_op)op, ew_dtypes[d]))
         for (size_t s = 0; s < n_sizes; s++)
-          if (s == n_sizes - 1 || variant_runs(s, n_sizes - 1, (size_t)op + d))
-            ucases[n_ucases++] = (struct ucase){(kiln_unary_op)op, all_dtypes[d], s};
+          if (s == n_sizes - 1 || dtype_variant_runs(ew_dtypes[d], s, n_sizes - 1, (size_t)op + d))
+            ucases[n_ucases++] = (struct ucase){(kiln_unary_op)op, ew_dtypes[d], s};
   for (int op = 0; op < KILN_BINARY_OP_COUNT; op++)
-    for (size_t d = 0; d < NDTYPES; d++) {
-      kiln_dtype dt = all_dtypes[d];
+    for (size_t d = 0; d < NEW_DTYPES; d++) {
+      kiln_dtype dt = ew_dtypes[d];
       if (!kiln_binary_op_supports((kiln_binary_op)op, dt))
         continue;
-      /* The small mode: the largest size, one smaller size, one broadcast pair, one side. */
+      /* The small mode (and f16, bf16): the largest size, one smaller size, one broadcast
+       * pair, one side. */
       const size_t rot = (size_t)op + d;
       for (size_t s = 0; s < n_sizes; s++)
-        if (s == n_sizes - 1 || variant_runs(s, n_sizes - 1, rot))
+        if (s == n_sizes - 1 || dtype_variant_runs(dt, s, n_sizes - 1, rot))
           bcases[n_bcases++] = (struct bcase){(kiln_binary_op)op, dt, B_SAME, s};
       for (size_t p = 0; p < NBPAIRS; p++)
-        if (variant_runs(p, NBPAIRS, rot))
+        if (dtype_variant_runs(dt, p, NBPAIRS, rot))
           bcases[n_bcases++] = (struct bcase){(kiln_binary_op)op, dt, B_BCAST, p};
       for (size_t sf = 0; sf < 2; sf++)
-        if (variant_runs(sf, 2, rot))
+        if (dtype_variant_runs(dt, sf, 2, rot))
           bcases[n_bcases++] = (struct bcase){(kiln_binary_op)op, dt, B_SCALAR, sf};
       if (!binary_info[op].res_bool || dt == KILN_BOOL)
         bcases[n_bcases++] = (struct bcase){(kiln_binary_op)op, dt, B_INPLACE, 0};
     }
   /* The small mode: bool conditions and one other condition dtype per value dtype. */
-  for (size_t v = 0; v < NDTYPES; v++)
+  for (size_t v = 0; v < NEW_DTYPES; v++)
     for (size_t c = 0; c < NDTYPES; c++)
-      if (all_dtypes[c] == KILN_BOOL || variant_runs(c, NDTYPES, v))
-        wcases[n_wcases++] = (struct wcase){all_dtypes[v], all_dtypes[c]};
-  for (size_t d = 0; d < NDTYPES; d++)
-    if (all_dtypes[d] != KILN_BOOL)
+      if (all_dtypes[c] == KILN_BOOL || dtype_variant_runs(ew_dtypes[v], c, NDTYPES, v))
+        wcases[n_wcases++] = (struct wcase){ew_dtypes[v], all_dtypes[c]};
+  for (size_t d = 0; d < NEW_DTYPES; d++)
+    if (ew_dtypes[d] != KILN_BOOL)
       for (size_t s = 0; s < n_sizes; s++)
-        ccases[n_ccases++] = (struct ccase){all_dtypes[d], s};
+        ccases[n_ccases++] = (struct ccase){ew_dtypes[d], s};
   for (size_t f = 0; f < NDTYPES; f++)
     for (size_t t = 0; t < NDTYPES; t++)
       for (size_t s = 0; s < n_sizes; s++)
@@ -2849,6 +3116,7 @@ elementwise_suite(void)
       {"flat_shapes", flat_shape_case, NFLAT_SHAPES * NFLAT_DTYPES},
       {"flat_shape_bad_overrides", flat_shape_bad_overrides, 0},
       {"bcast_beyond_grid", bcast_beyond_grid, 0},
+      {"half_edges", half_edge_values, 0},
       {"bool_from_bytes", bool_from_bytes, 0},
       {"overlap_outputs", overlap_outputs, 0},
       {"exact_alias", exact_alias, 0},
