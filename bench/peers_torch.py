@@ -61,7 +61,8 @@ import time
 
 FORMAT = "kiln-peers-torch/1"
 DEFAULT_SIZES = "2^10,2^14,2^18,2^22,2^26"  # kiln bench's default list
-DTYPES = ("f32", "f64")
+DTYPES = ("f32", "f64", "f16", "bf16", "c64", "c128")
+DTYPE_SIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "c64": 8, "c128": 16}
 MAX_REPS = 50
 MIN_REPS = 5
 BUDGET_S = 0.5
@@ -184,13 +185,19 @@ class Env:
         self.torch = torch
         self.device = device
         self.dtype_name = dtype_name
-        self.dtype = torch.float32 if dtype_name == "f32" else torch.float64
-        self.cdtype = torch.complex64 if dtype_name == "f32" else torch.complex128
+        self.dtype = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16,
+                      "bf16": torch.bfloat16, "c64": torch.complex64,
+                      "c128": torch.complex128}[dtype_name]
+        self.cdtype = torch.complex128 if dtype_name in ("f64", "c128") else torch.complex64
         self.gen = torch.Generator(device=device)
         self.gen.manual_seed(12345)
 
     def uniform(self, *shape):
         """Values in [-2, 2), like kiln's bench_random_tensor."""
+        if self.dtype.is_complex:  # both parts in [-2, 2), as kiln's bench fills complex
+            real = self.torch.float64 if self.dtype == self.torch.complex128 else self.torch.float32
+            t = self.torch.rand(*shape, 2, generator=self.gen, device=self.device, dtype=real)
+            return self.torch.view_as_complex(t.mul_(4.0).sub_(2.0))
         t = self.torch.rand(*shape, generator=self.gen, device=self.device, dtype=self.dtype)
         return t.mul_(4.0).sub_(2.0)
 
@@ -224,6 +231,11 @@ def setup_add_row_bcast(e, n):
     shape = [n // cols, cols]
     a, row, out = e.uniform(*shape), e.uniform(cols), e.empty(*shape)
     return (lambda: e.torch.add(a, row, out=out)), shape, "torch.add(x[N,1024], row[1024], out=out)"
+
+
+def setup_mul(e, n):
+    a, b, out = e.uniform(n), e.uniform(n), e.empty(n)
+    return (lambda: e.torch.mul(a, b, out=out)), [n], "torch.mul(a, b, out=out)"
 
 
 def setup_mul_scalar(e, n):
@@ -371,6 +383,7 @@ CASES = [
     ("unary.neg", setup_neg, bytes_1in_1out, None),
     ("unary.exp", setup_exp, bytes_1in_1out, None),
     ("binary.add", setup_add, bytes_2in_1out, None),
+    ("binary.mul", setup_mul, bytes_2in_1out, None),
     ("binary.add_row_bcast", setup_add_row_bcast, bytes_bcast, None),
     ("binary.mul_scalar", setup_mul_scalar, bytes_1in_1out, None),
     ("where", setup_where, bytes_where, None),
@@ -381,6 +394,8 @@ CASES = [
     ("scan.cumsum_rows", lambda e, n: setup_scan(e, n, False), bytes_1in_1out, None),
     ("scan.cumsum_cols", lambda e, n: setup_scan(e, n, True), bytes_1in_1out, None),
     ("blas.gemm", setup_gemm, None, flops_gemm),
+    ("blas.hgemm", setup_gemm, None, flops_gemm),
+    ("blas.cgemm", setup_gemm, None, lambda n: 4.0 * flops_gemm(n)),
     ("fft.c2c", setup_fft, bytes_fft, flops_fft),
     ("layout.transpose", setup_transpose, bytes_1in_1out, None),
     ("index.gather_rows", setup_gather_rows, bytes_gather, None),
@@ -674,7 +689,7 @@ def run_cases(torch, args, timer):
         fn, shape, op = setup(env, n)
         r = measure(timer, fn, args.reps)
         del fn
-        esz = 4 if dtype == "f32" else 8
+        esz = DTYPE_SIZE[dtype]
         t = r["device_ms"] if r["device_ms"] > 0 else r["wall_ms"]
         res = {"case": name, "dtype": dtype, "n": n, "shape": shape, "op": op}
         res.update(r)
