@@ -55,6 +55,7 @@
  * any chunking; no float atomics are used, so results do not depend on timing.
  */
 #include "common.cl"
+#include "reduce_contract.clh"
 
 #ifdef KILN_FP64
 #define PT double
@@ -89,28 +90,24 @@
 #define KILN_COLS 1
 #endif
 
-#define F_OMIT 1u
-#define F_ABS 2u
-#define F_NZ 4u
-#define F_ISNAN 8u
-#define F_STD 16u
-
 #define IS_NAN(v) ((v) != (v))
-#define SKIP(v, f) (((f) & F_OMIT) && IS_NAN(v))
+#define SKIP(v, f) (((f) & RED_F_OMIT) && IS_NAN(v))
 
-/* Host and kernels agree on 32 bytes as the most a partial state may take. */
-#define STATE_FITS(st) typedef char st##_fits_32_bytes[sizeof(st) <= 32 ? 1 : -1];
+#include "arg_pair.clh"
+
+/* A compile-time error unless state type st fits the host's RED_STATE_BYTES. */
+#define STATE_FITS(st) typedef char KILN_CAT(st, _fits)[sizeof(st) <= RED_STATE_BYTES ? 1 : -1];
 
 inline T
 xform(T v, uint f)
 {
 #if KILN_IS_FLOAT
-  if (f & F_ABS)
+  if (f & RED_F_ABS)
     v = fabs(v);
 #endif
-  if (f & F_NZ)
+  if (f & RED_F_NZ)
     v = (T)(v != (T)0);
-  if (f & F_ISNAN)
+  if (f & RED_F_ISNAN)
     v = (T)IS_NAN(v);
   return v;
 }
@@ -289,7 +286,7 @@ inline void var_store(st_var a, global VAR_OUT *out, ulong o, global T *vals, ul
 {
   FACC den = (FACC)a.n - (FACC)prm;
   FACC v = a.m2 / (den > (FACC)0 ? den : (FACC)0);
-  out[o] = (FOUT)((f & F_STD) ? sqrt(v) : v);
+  out[o] = (FOUT)((f & RED_F_STD) ? sqrt(v) : v);
 }
 
 /* ---- min / max: NaN wins under propagate; under omit NaN is the identity (fmin/fmax) ----
@@ -297,8 +294,8 @@ inline void var_store(st_var a, global VAR_OUT *out, ulong o, global T *vals, ul
  * and min over |x| >= 0 under both policies: a slice that omitting NaN leaves empty then
  * gives the norm's empty value (0, +inf), where nanmax/nanmin of nothing give NaN. */
 #if KILN_IS_FLOAT
-#define MAX_ID(f) (((f) & F_ABS) ? (T)0 : ((f) & F_OMIT) ? (T)NAN : KILN_T_MIN)
-#define MIN_ID(f) (((f) & (F_OMIT | F_ABS)) == F_OMIT ? (T)NAN : KILN_T_MAX)
+#define MAX_ID(f) (((f) & RED_F_ABS) ? (T)0 : ((f) & RED_F_OMIT) ? (T)NAN : KILN_T_MIN)
+#define MIN_ID(f) (((f) & (RED_F_OMIT | RED_F_ABS)) == RED_F_OMIT ? (T)NAN : KILN_T_MAX)
 #else
 #define MAX_ID(f) KILN_T_MIN
 #define MIN_ID(f) KILN_T_MAX
@@ -306,7 +303,7 @@ inline void var_store(st_var a, global VAR_OUT *out, ulong o, global T *vals, ul
 
 #if KILN_IS_FLOAT
 #define MINMAX_MERGE(a, b, f, CMP, FN)                                                       \
-  (((f) & F_OMIT) ? FN(a, b) : IS_NAN(a) ? (a) : IS_NAN(b) ? (b) : ((b)CMP(a)) ? (b) : (a))
+  (((f) & RED_F_OMIT) ? FN(a, b) : IS_NAN(a) ? (a) : IS_NAN(b) ? (b) : ((b)CMP(a)) ? (b) : (a))
 #else
 #define MINMAX_MERGE(a, b, f, CMP, FN) (((b)CMP(a)) ? (b) : (a))
 #endif
@@ -330,11 +327,8 @@ inline void min_store(st_min a, global T *out, ulong o, global T *vals, ulong vo
   out[o] = a;
 }
 
-/* ---- argmin / argmax: (value, index); ties and NaN go to the smaller index ---- */
-typedef struct {
-  T v;
-  long i; /* -1: no element yet */
-} st_arg;
+/* ---- argmin / argmax: (value, index) pairs (arg_pair.clh) ---- */
+typedef arg_pair st_arg;
 typedef st_arg st_argmax;
 typedef st_arg st_argmin;
 #define ARGMAX_OUT long
@@ -353,29 +347,6 @@ arg_empty(uint f)
   return a;
 }
 
-/* want_b: b beats a (greater for argmax when is_max, smaller otherwise). */
-inline st_arg
-arg_merge(st_arg a, st_arg b, int is_max)
-{
-  if (b.i < 0)
-    return a;
-  if (a.i < 0)
-    return b;
-#if KILN_IS_FLOAT
-  int an = IS_NAN(a.v), bn = IS_NAN(b.v);
-  if (an || bn) {
-    if (an && bn)
-      return b.i < a.i ? b : a;
-    return an ? a : b;
-  }
-#endif
-  if (is_max ? b.v > a.v : b.v < a.v)
-    return b;
-  if (b.v == a.v && b.i < a.i)
-    return b;
-  return a;
-}
-
 inline st_arg
 arg_fold(st_arg a, T v, long j, uint f, int is_max)
 {
@@ -384,7 +355,7 @@ arg_fold(st_arg a, T v, long j, uint f, int is_max)
   st_arg b;
   b.v = xform(v, f);
   b.i = j;
-  return arg_merge(a, b, is_max);
+  return arg_pair_merge(a, b, is_max);
 }
 
 inline void
@@ -399,8 +370,8 @@ inline st_arg argmax_init(uint f) { return arg_empty(f); }
 inline st_arg argmin_init(uint f) { return arg_empty(f); }
 inline st_arg argmax_fold(st_arg a, T v, long j, uint f, PT prm) { return arg_fold(a, v, j, f, 1); }
 inline st_arg argmin_fold(st_arg a, T v, long j, uint f, PT prm) { return arg_fold(a, v, j, f, 0); }
-inline st_arg argmax_merge(st_arg a, st_arg b, uint f, PT prm) { return arg_merge(a, b, 1); }
-inline st_arg argmin_merge(st_arg a, st_arg b, uint f, PT prm) { return arg_merge(a, b, 0); }
+inline st_arg argmax_merge(st_arg a, st_arg b, uint f, PT prm) { return arg_pair_merge(a, b, 1); }
+inline st_arg argmin_merge(st_arg a, st_arg b, uint f, PT prm) { return arg_pair_merge(a, b, 0); }
 inline void argmax_store(st_arg a, global long *out, ulong o, global T *vals, ulong vo, uint f,
                          PT prm)
 {
@@ -612,13 +583,13 @@ inline V16
 xform16(V16 raw, uint f, T fill)
 {
   V16 w = raw;
-  if (f & F_ABS)
+  if (f & RED_F_ABS)
     w = fabs(w);
-  if (f & F_NZ)
+  if (f & RED_F_NZ)
     w = select((V16)0, (V16)1, w != (V16)0);
-  if (f & F_ISNAN)
+  if (f & RED_F_ISNAN)
     w = select((V16)0, (V16)1, isnan(raw));
-  if (f & F_OMIT)
+  if (f & RED_F_OMIT)
     w = select(w, (V16)fill, isnan(raw));
   return w;
 }
@@ -633,8 +604,8 @@ inline st_prod prod_foldv(st_prod a, V16 raw, long j, long js, uint f, PT prm)
 }
 inline st_mean mean_foldv(st_mean a, V16 raw, long j, long js, uint f, PT prm)
 {
-  a.k = kahan_add(a.k, HTREE(TO_FACC16(xform16(raw, f & F_OMIT, 0)), ADD_));
-  a.n += (f & F_OMIT) ? 16 - COUNT16(isnan(raw)) : 16;
+  a.k = kahan_add(a.k, HTREE(TO_FACC16(xform16(raw, f & RED_F_OMIT, 0)), ADD_));
+  a.n += (f & RED_F_OMIT) ? 16 - COUNT16(isnan(raw)) : 16;
   return a;
 }
 #else
@@ -685,20 +656,20 @@ var_foldv(st_var a, V16 raw, long j, long js, uint f, PT prm)
 inline st_max max_foldv(st_max a, V16 raw, long j, long js, uint f, PT prm)
 {
 #if KILN_IS_FLOAT
-  if (f & F_ABS)
+  if (f & RED_F_ABS)
     raw = fabs(raw);
   if (any(isnan(raw))) /* propagate: the block's NaN wins; omit: fmax skips NaN */
-    return (f & F_OMIT) ? max_merge(a, HTREE(raw, fmax), f, prm) : (T)NAN;
+    return (f & RED_F_OMIT) ? max_merge(a, HTREE(raw, fmax), f, prm) : (T)NAN;
 #endif
   return max_merge(a, HTREE(raw, MAX_), f, prm);
 }
 inline st_min min_foldv(st_min a, V16 raw, long j, long js, uint f, PT prm)
 {
 #if KILN_IS_FLOAT
-  if (f & F_ABS)
+  if (f & RED_F_ABS)
     raw = fabs(raw);
   if (any(isnan(raw)))
-    return (f & F_OMIT) ? min_merge(a, HTREE(raw, fmin), f, prm) : (T)NAN;
+    return (f & RED_F_OMIT) ? min_merge(a, HTREE(raw, fmin), f, prm) : (T)NAN;
 #endif
   return min_merge(a, HTREE(raw, MIN_), f, prm);
 }
@@ -712,13 +683,13 @@ arg_foldv(st_arg a, V16 raw, long j, long js, uint f, int is_max)
   st_arg b;
 #if KILN_IS_FLOAT
   if (any(isnan(raw))) {
-    if (!(f & F_OMIT)) { /* the first NaN decides */
+    if (!(f & RED_F_OMIT)) { /* the first NaN decides */
       int q = 0;
       while (!IS_NAN(t[q]))
         q++;
       b.v = t[q];
       b.i = blk_pos(j, js, q);
-      return arg_merge(a, b, is_max);
+      return arg_pair_merge(a, b, is_max);
     }
     for (int q = 0; q < 16; q++) /* omit: fold the rest one by one */
       a = arg_fold(a, t[q], blk_pos(j, js, q), f, is_max);
@@ -731,7 +702,7 @@ arg_foldv(st_arg a, V16 raw, long j, long js, uint f, int is_max)
   int q = HTREE(select((int16)16, lane, convert_int16(raw == (V16)best)), IMIN_);
   b.v = t[q]; /* the element itself: -0.0 and +0.0 compare equal */
   b.i = blk_pos(j, js, q);
-  return arg_merge(a, b, is_max);
+  return arg_pair_merge(a, b, is_max);
 }
 inline st_arg argmax_foldv(st_arg a, V16 raw, long j, long js, uint f, PT prm)
 {
@@ -748,8 +719,8 @@ nonzero16(V16 raw, uint f, int *valid)
 {
   *valid = 16;
 #if KILN_IS_FLOAT
-  V16 w = xform16(raw, f & ~F_OMIT, 0);
-  if (f & F_OMIT) {
+  V16 w = xform16(raw, f & ~RED_F_OMIT, 0);
+  if (f & RED_F_OMIT) {
     *valid = 16 - COUNT16(isnan(raw));
     return COUNT16(w != (V16)0 && !isnan(raw));
   }
@@ -812,183 +783,6 @@ col_share_of(ulong g, ulong nblk, ulong nchunk, ulong clen, ulong red, ulong inn
 #else
 #define RBLK 2
 #endif
-#define REDUCE_KERNELS(NAME, OUT)                                                              \
-  STATE_FITS(st_##NAME)                                                                        \
-  /* Column k of a column share: its result, or its chunk's partial state. */                 \
-  inline void NAME##_col_put(st_##NAME a, col_share sh, uint k, global OUT *out, ulong ooff,   \
-                             global T *vals, ulong voff, global st_##NAME *part, ulong inner,  \
-                             ulong nchunk, uint flags, PT prm)                                 \
-  {                                                                                            \
-    ulong i = sh.i0 + k;                                                                       \
-    if (nchunk == 1)                                                                           \
-      NAME##_store(a, out, ooff + sh.o * inner + i, vals, voff + sh.o * inner + i, flags, prm); \
-    else                                                                                       \
-      part[(sh.o * nchunk + sh.c) * inner + i] = a;                                            \
-  }                                                                                            \
-  kernel void NAME##_rows(global const T *x, ulong xoff, global OUT *out, ulong ooff,          \
-                          global T *vals, ulong voff, global st_##NAME *part, ulong rows,      \
-                          ulong red, ulong nchunk, ulong clen, uint lanes, uint flags,         \
-                          PT prm, local st_##NAME *loc)                                        \
-  {                                                                                            \
-    uint lid = get_local_id(0), order = KILN_BLOCKED;                                          \
-    uint lane = lid & (lanes - 1u), slot = lid / lanes;                                        \
-    uint rpg = (uint)get_local_size(0) / lanes;                                                \
-    ulong g = get_group_id(0), c = g % nchunk;                                                 \
-    ulong row = (g / nchunk) * rpg + slot;                                                     \
-    int live = slot < rpg && row < rows;                                                       \
-    st_##NAME acc = NAME##_init(flags);                                                        \
-    if (live) {                                                                                \
-      ulong beg = c * clen, end = min(beg + clen, red);                                        \
-      global const T *xr = x + xoff + row * red;                                               \
-      if (order == 1) {                                                                        \
-        ulong sub = (end - beg + lanes - 1) / lanes, b = beg + lane * sub;                     \
-        ulong e = min(b + sub, end), j = b;                                                    \
-        for (; j + 16 <= e; j += 16)                                                           \
-          acc = NAME##_foldv(acc, vload16(0, xr + j), (long)j, 4, flags, prm);                 \
-        for (; j < e; j++)                                                                     \
-          acc = NAME##_fold(acc, xr[j], (long)j, flags, prm);                                  \
-      } else {                                                                                 \
-        /* Loads of an unrolled step are issued before its folds (same fold order): a   \
-         * lane keeps several loads in flight, which GPUs need to cover memory latency. */ \
-        ulong j = beg + lane;                                                                  \
-        if (order == 2) {                                                                      \
-          /* Lane k folds blocks of four 4-vectors k, k + lanes, k + 2 lanes, k + 3 lanes, so  \
-           * each load instruction of a warp reads consecutive 16-byte vectors. They start at  \
-           * the chunk's first element whose buffer index is a multiple of 4 (buffers are     \
-           * aligned far beyond 4 elements); the head before it is folded element by element. \
-           * Loads of RBLK blocks are issued before their folds. */                            \
-          ulong a = min(end, beg + ((4u - (uint)((xoff + row * red + beg) & 3u)) & 3u));       \
-          for (ulong h = beg + lane; h < a; h += lanes)                                        \
-            acc = NAME##_fold(acc, xr[h], (long)h, flags, prm);                                \
-          global const T4 *xv = (global const T4 *)(xr + a);                                   \
-          ulong n4 = (end - a) / 4, v = lane, L = lanes;                                       \
-          if (RBLK == 2)                                                                       \
-            for (; v + 7 * L < n4; v += 8 * L) {                                               \
-              V16 w0 = LOAD_BLK(xv, v, L), w1 = LOAD_BLK(xv, v + 4 * L, L);                    \
-              acc = NAME##_foldv(acc, w0, (long)(a + 4 * v), (long)(4 * L), flags, prm);       \
-              acc = NAME##_foldv(acc, w1, (long)(a + 4 * (v + 4 * L)), (long)(4 * L), flags,   \
-                                 prm);                                                         \
-            }                                                                                  \
-          for (; v + 3 * L < n4; v += 4 * L)                                                   \
-            acc = NAME##_foldv(acc, LOAD_BLK(xv, v, L), (long)(a + 4 * v), (long)(4 * L),      \
-                               flags, prm);                                                    \
-          for (; v < n4; v += L) {                                                             \
-            T4 w = xv[v];                                                                      \
-            long p = (long)(a + 4 * v);                                                        \
-            acc = NAME##_fold(acc, w.s0, p, flags, prm);                                       \
-            acc = NAME##_fold(acc, w.s1, p + 1, flags, prm);                                   \
-            acc = NAME##_fold(acc, w.s2, p + 2, flags, prm);                                   \
-            acc = NAME##_fold(acc, w.s3, p + 3, flags, prm);                                   \
-          }                                                                                    \
-          j = a + 4 * n4 + lane;                                                               \
-        }                                                                                      \
-        for (; j + 3 * lanes < end; j += 4 * lanes) {                                          \
-          T x0 = xr[j], x1 = xr[j + lanes], x2 = xr[j + 2 * lanes], x3 = xr[j + 3 * lanes];    \
-          acc = NAME##_fold(acc, x0, (long)j, flags, prm);                                     \
-          acc = NAME##_fold(acc, x1, (long)(j + lanes), flags, prm);                           \
-          acc = NAME##_fold(acc, x2, (long)(j + 2 * lanes), flags, prm);                       \
-          acc = NAME##_fold(acc, x3, (long)(j + 3 * lanes), flags, prm);                       \
-        }                                                                                      \
-        for (; j < end; j += lanes)                                                            \
-          acc = NAME##_fold(acc, xr[j], (long)j, flags, prm);                                  \
-      }                                                                                        \
-    }                                                                                          \
-    loc[lid] = acc;                                                                            \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                              \
-    for (uint s = lanes >> 1; s > 0; s >>= 1) {                                                \
-      if (lane < s && slot < rpg)                                                              \
-        loc[lid] = NAME##_merge(loc[lid], loc[lid + s], flags, prm);                           \
-      barrier(CLK_LOCAL_MEM_FENCE);                                                            \
-    }                                                                                          \
-    if (live && lane == 0) {                                                                   \
-      if (nchunk == 1)                                                                         \
-        NAME##_store(loc[lid], out, ooff + row, vals, voff + row, flags, prm);                 \
-      else                                                                                     \
-        part[row * nchunk + c] = loc[lid];                                                     \
-    }                                                                                          \
-  }                                                                                            \
-  kernel void NAME##_rows_p(global const st_##NAME *part, global OUT *out, ulong ooff,         \
-                            global T *vals, ulong voff, ulong rows, ulong nchunk, uint lanes,  \
-                            uint flags, PT prm, local st_##NAME *loc)                          \
-  {                                                                                            \
-    uint lid = get_local_id(0);                                                                \
-    uint lane = lid & (lanes - 1u), slot = lid / lanes;                                        \
-    uint rpg = (uint)get_local_size(0) / lanes;                                                \
-    ulong row = get_group_id(0) * rpg + slot;                                                  \
-    int live = slot < rpg && row < rows;                                                       \
-    st_##NAME acc = NAME##_init(flags);                                                        \
-    if (live)                                                                                  \
-      for (ulong j = lane; j < nchunk; j += lanes)                                             \
-        acc = NAME##_merge(acc, part[row * nchunk + j], flags, prm);                           \
-    loc[lid] = acc;                                                                            \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                              \
-    for (uint s = lanes >> 1; s > 0; s >>= 1) {                                                \
-      if (lane < s && slot < rpg)                                                              \
-        loc[lid] = NAME##_merge(loc[lid], loc[lid + s], flags, prm);                           \
-      barrier(CLK_LOCAL_MEM_FENCE);                                                            \
-    }                                                                                          \
-    if (live && lane == 0)                                                                     \
-      NAME##_store(loc[lid], out, ooff + row, vals, voff + row, flags, prm);                   \
-  }                                                                                            \
-  kernel void NAME##_cols(global const T *x, ulong xoff, global OUT *out, ulong ooff,          \
-                          global T *vals, ulong voff, global st_##NAME *part, ulong outer,     \
-                          ulong red, ulong inner, ulong nchunk, ulong clen, uint flags,        \
-                          PT prm)                                                              \
-  {                                                                                            \
-    ulong nblk = (inner + KILN_COLS - 1) / KILN_COLS, total = outer * nchunk * nblk;           \
-    for (ulong g = get_global_id(0); g < total; g += get_global_size(0)) {                     \
-      col_share sh = col_share_of(g, nblk, nchunk, clen, red, inner);                          \
-      ulong o = sh.o, i0 = sh.i0, end = sh.end;                                                \
-      uint cnt = sh.cnt;                                                                       \
-      st_##NAME acc[KILN_COLS];                                                                \
-      for (uint k = 0; k < KILN_COLS; k++)                                                     \
-        acc[k] = NAME##_init(flags);                                                           \
-      ulong j = sh.beg;                                                                        \
-      /* A whole group of 4-aligned columns loads as 4-vectors (16 bytes per load of f32). */ \
-      int vec4 = KILN_COLS % 4 == 0 && cnt == KILN_COLS && ((xoff + i0) & 3) == 0 &&           \
-                 (inner & 3) == 0;                                                             \
-      if (KILN_COLS > 1) { /* 16 rows at a time, transposed so each column is one vector */    \
-        for (; j + 16 <= end; j += 16) {                                                       \
-          T tile[KILN_COLS][16];                                                               \
-          for (uint q = 0; q < 16; q++) {                                                      \
-            global const T *xr = x + xoff + (o * red + j + q) * inner + i0;                    \
-            if (vec4)                                                                          \
-              for (uint k = 0; k < KILN_COLS / 4; k++) {                                       \
-                T4 w = ((global const T4 *)xr)[k];                                             \
-                tile[4 * k][q] = w.s0;                                                         \
-                tile[4 * k + 1][q] = w.s1;                                                     \
-                tile[4 * k + 2][q] = w.s2;                                                     \
-                tile[4 * k + 3][q] = w.s3;                                                     \
-              }                                                                                \
-            else                                                                               \
-              for (uint k = 0; k < cnt; k++)                                                   \
-                tile[k][q] = xr[k];                                                            \
-          }                                                                                    \
-          for (uint k = 0; k < cnt; k++)                                                       \
-            acc[k] = NAME##_foldv(acc[k], vload16(0, tile[k]), (long)j, 4, flags, prm);        \
-        }                                                                                      \
-      }                                                                                        \
-      for (; j < end; j++) {                                                                   \
-        global const T *xr = x + xoff + (o * red + j) * inner + i0;                            \
-        for (uint k = 0; k < cnt; k++)                                                         \
-          acc[k] = NAME##_fold(acc[k], xr[k], (long)j, flags, prm);                            \
-      }                                                                                        \
-      for (uint k = 0; k < cnt; k++)                                                           \
-        NAME##_col_put(acc[k], sh, k, out, ooff, vals, voff, part, inner, nchunk, flags, prm); \
-    }                                                                                          \
-  }                                                                                            \
-  kernel void NAME##_cols_p(global const st_##NAME *part, global OUT *out, ulong ooff,         \
-                            global T *vals, ulong voff, ulong outer, ulong nchunk,             \
-                            ulong inner, uint flags, PT prm)                                   \
-  {                                                                                            \
-    for (ulong g = get_global_id(0); g < outer * inner; g += get_global_size(0)) {             \
-      ulong i = g % inner, o = g / inner;                                                      \
-      st_##NAME acc = NAME##_init(flags);                                                      \
-      for (ulong c = 0; c < nchunk; c++)                                                       \
-        acc = NAME##_merge(acc, part[(o * nchunk + c) * inner + i], flags, prm);               \
-      NAME##_store(acc, out, ooff + g, vals, voff + g, flags, prm);                            \
-    }                                                                                          \
-  }
 
 /*
  * ---- NAME_colsv: the column kernel with one state vector per 16 adjacent columns ----
@@ -1040,7 +834,7 @@ typedef vkahan vst_sum;
 inline vst_sum sum_vinit(uint f) { return vkahan_zero(); }
 inline vst_sum sum_vfold(vst_sum a, V16 raw, uint f) { return vkahan_add(a, TO_FACC16(xform16(raw, f, 0))); }
 inline void sum_vlanes(vst_sum a, st_sum *out) { vkahan_lanes(a, out); }
-#define XF_MEAN(r) xform16(r, f & F_OMIT, 0)
+#define XF_MEAN(r) xform16(r, f & RED_F_OMIT, 0)
 #else
 typedef long16 vst_sum; /* integer sums wrap in 64 bits, like sum_fold */
 inline vst_sum sum_vinit(uint f) { return (long16)0; }
@@ -1065,7 +859,7 @@ inline vst_mean mean_vinit(uint f)
 }
 /* Lanes that count: all, or under omit the non-NaN ones (isnan is -1 per NaN lane). */
 #if KILN_IS_FLOAT
-#define VCOUNT(raw, f) ((f) & F_OMIT ? (long16)1 + convert_long16(isnan(raw)) : (long16)1)
+#define VCOUNT(raw, f) ((f) & RED_F_OMIT ? (long16)1 + convert_long16(isnan(raw)) : (long16)1)
 #else
 #define VCOUNT(raw, f) ((long16)1)
 #endif
@@ -1091,9 +885,9 @@ inline void mean_vlanes(vst_mean a, st_mean *out)
  * state's NaN stays, then the new NaN wins, then the larger (smaller) value. */
 #if KILN_IS_FLOAT
 #define VMINMAX(a, b, f, CMP, FN)                                                              \
-  (((f) & F_OMIT) ? FN(a, b)                                                                   \
+  (((f) & RED_F_OMIT) ? FN(a, b)                                                                   \
                   : select(select(select(a, b, (b)CMP(a)), b, isnan(b)), a, isnan(a)))
-#define VXFORM(raw, f) xform16(raw, (f) & ~F_OMIT, 0)
+#define VXFORM(raw, f) xform16(raw, (f) & ~RED_F_OMIT, 0)
 #else
 #define VMINMAX(a, b, f, CMP, FN) select(a, b, (b)CMP(a))
 #define VXFORM(raw, f) (raw)
@@ -1151,88 +945,76 @@ inline vst_mean mean_vrows(vst_mean a, global const T *p, ulong inner, uint f)
 VROWS_EACH(max)
 VROWS_EACH(min)
 
-#define REDUCE_COLSV(NAME, OUT)                                                                \
-  kernel void NAME##_colsv(global const T *x, ulong xoff, global OUT *out, ulong ooff,         \
-                           global T *vals, ulong voff, global st_##NAME *part, ulong outer,    \
-                           ulong red, ulong inner, ulong nchunk, ulong clen, uint flags,       \
-                           PT prm)                                                             \
-  {                                                                                            \
-    ulong nblk = (inner + KILN_COLS - 1) / KILN_COLS, total = outer * nchunk * nblk;           \
-    for (ulong g = get_global_id(0); g < total; g += get_global_size(0)) {                     \
-      col_share sh = col_share_of(g, nblk, nchunk, clen, red, inner);                          \
-      ulong o = sh.o, i0 = sh.i0, end = sh.end;                                                \
-      uint cnt = sh.cnt, nv = cnt / 16;                                                        \
-      vst_##NAME acc[KILN_COLS / 16];                                                          \
-      st_##NAME edge[16], l[16]; /* the columns past the last whole vector; lane states */     \
-      for (uint v = 0; v < nv; v++)                                                            \
-        acc[v] = NAME##_vinit(flags);                                                          \
-      for (uint k = nv * 16; k < cnt; k++)                                                     \
-        edge[k - nv * 16] = NAME##_init(flags);                                                \
-      ulong j = sh.beg;                                                                        \
-      for (; j + 16 <= end; j += 16) {                                                         \
-        global const T *xr = x + xoff + (o * red + j) * inner + i0;                            \
-        for (uint v = 0; v < nv; v++)                                                          \
-          acc[v] = NAME##_vrows(acc[v], xr + 16 * v, inner, flags);                            \
-        for (uint k = nv * 16; k < cnt; k++)                                                   \
-          for (uint q = 0; q < 16; q++)                                                        \
-            edge[k - nv * 16] =                                                                \
-                NAME##_fold(edge[k - nv * 16], xr[q * inner + k], (long)(j + q), flags, prm);  \
-      }                                                                                        \
-      for (; j < end; j++) {                                                                   \
-        global const T *xr = x + xoff + (o * red + j) * inner + i0;                            \
-        for (uint v = 0; v < nv; v++)                                                          \
-          acc[v] = NAME##_vfold(acc[v], vload16(v, xr), flags);                                \
-        for (uint k = nv * 16; k < cnt; k++)                                                   \
-          edge[k - nv * 16] = NAME##_fold(edge[k - nv * 16], xr[k], (long)j, flags, prm);      \
-      }                                                                                        \
-      for (uint v = 0; v < nv; v++) {                                                          \
-        NAME##_vlanes(acc[v], l);                                                              \
-        for (uint q = 0; q < 16; q++)                                                          \
-          NAME##_col_put(l[q], sh, 16 * v + q, out, ooff, vals, voff, part, inner, nchunk,     \
-                         flags, prm);                                                          \
-      }                                                                                        \
-      for (uint k = nv * 16; k < cnt; k++)                                                     \
-        NAME##_col_put(edge[k - nv * 16], sh, k, out, ooff, vals, voff, part, inner, nchunk,   \
-                       flags, prm);                                                            \
-    }                                                                                          \
-  }
 #endif
 
-REDUCE_KERNELS(sum, SUM_OUT)
-REDUCE_KERNELS(prod, PROD_OUT)
-REDUCE_KERNELS(mean, MEAN_OUT)
-REDUCE_KERNELS(var, VAR_OUT)
-REDUCE_KERNELS(min, MIN_OUT)
-REDUCE_KERNELS(max, MAX_OUT)
-REDUCE_KERNELS(argmin, ARGMIN_OUT)
-REDUCE_KERNELS(argmax, ARGMAX_OUT)
-REDUCE_KERNELS(any, ANY_OUT)
-REDUCE_KERNELS(all, ALL_OUT)
-REDUCE_KERNELS(count, COUNT_OUT)
+#define NAME sum
+#define OUT SUM_OUT
+#include "reduce_kernels.clh"
+#define NAME prod
+#define OUT PROD_OUT
+#include "reduce_kernels.clh"
+#define NAME mean
+#define OUT MEAN_OUT
+#include "reduce_kernels.clh"
+#define NAME var
+#define OUT VAR_OUT
+#include "reduce_kernels.clh"
+#define NAME min
+#define OUT MIN_OUT
+#include "reduce_kernels.clh"
+#define NAME max
+#define OUT MAX_OUT
+#include "reduce_kernels.clh"
+#define NAME argmin
+#define OUT ARGMIN_OUT
+#include "reduce_kernels.clh"
+#define NAME argmax
+#define OUT ARGMAX_OUT
+#include "reduce_kernels.clh"
+#define NAME any
+#define OUT ANY_OUT
+#include "reduce_kernels.clh"
+#define NAME all
+#define OUT ALL_OUT
+#include "reduce_kernels.clh"
+#define NAME count
+#define OUT COUNT_OUT
+#include "reduce_kernels.clh"
 #if KILN_IS_FLOAT
-REDUCE_KERNELS(lse, LSE_OUT)
-REDUCE_KERNELS(normp, NORMP_OUT)
+#define NAME lse
+#define OUT LSE_OUT
+#include "reduce_kernels.clh"
+#define NAME normp
+#define OUT NORMP_OUT
+#include "reduce_kernels.clh"
 #endif
 #if defined(KILN_COLSV) && KILN_COLS % 16 == 0
-REDUCE_COLSV(sum, SUM_OUT)
-REDUCE_COLSV(mean, MEAN_OUT)
-REDUCE_COLSV(max, MAX_OUT)
-REDUCE_COLSV(min, MIN_OUT)
+#define NAME sum
+#define OUT SUM_OUT
+#include "reduce_colsv.clh"
+#define NAME mean
+#define OUT MEAN_OUT
+#include "reduce_colsv.clh"
+#define NAME max
+#define OUT MAX_OUT
+#include "reduce_colsv.clh"
+#define NAME min
+#define OUT MIN_OUT
+#include "reduce_colsv.clh"
 #endif
 
 /*
  * ---- permute: y (contiguous, shape p.shape) = x read at strides p.stride[0] ----
- * One work-item per run of PERM_RUN elements along y's last dim: the index is decomposed
+ * One work-item per run of RED_PERM_RUN elements along y's last dim: the index is decomposed
  * once per item (64-bit divisions per element would cost more than the copy on CPUs).
  */
-#define PERM_RUN 64
 kernel void
 permute(global const T *x, ulong xoff, global T *y, ulong n, uint ndim, kiln_bcast p)
 {
-  ulong last = p.shape[ndim - 1], nb = (last + PERM_RUN - 1) / PERM_RUN;
+  ulong last = p.shape[ndim - 1], nb = (last + RED_PERM_RUN - 1) / RED_PERM_RUN;
   ulong st = p.stride[0][ndim - 1];
   for (ulong g = get_global_id(0); g < (n / last) * nb; g += get_global_size(0)) {
-    ulong row = g / nb, j0 = (g % nb) * PERM_RUN, j1 = min(j0 + PERM_RUN, last);
+    ulong row = g / nb, j0 = (g % nb) * RED_PERM_RUN, j1 = min(j0 + RED_PERM_RUN, last);
     ulong r = row, off = 0;
     for (uint d = ndim - 1; d-- > 0;) {
       off += (r % p.shape[d]) * p.stride[0][d];
@@ -1246,7 +1028,7 @@ permute(global const T *x, ulong xoff, global T *y, ulong n, uint ndim, kiln_bca
 /*
  * ---- median ----
  * Rows (inner == 1), three tiers by row length:
- *   median_small  red <= MEDIAN_SMALL: one work-item per row, insertion sort in private
+ *   median_small  red <= RED_MEDIAN_SMALL: one work-item per row, insertion sort in private
  *                 memory, O(red^2) per row.
  *   median_sort   red <= the host's limit (local memory): one work-group per row, bitonic
  *                 sort of the row's keys in local memory, O(P log^2 P) with P = red
@@ -1258,7 +1040,6 @@ permute(global const T *x, ulong xoff, global T *y, ulong n, uint ndim, kiln_bca
  *                 holding each rank. KEY_BITS/8 passes, each one read of the rows:
  *                 O(red * KEY_BITS / 8) per row. median_init/median_store bracket them.
  */
-#define MEDIAN_SMALL 32
 
 #if defined(KILN_DT_F32)
 #define KEY_BITS 32
@@ -1310,7 +1091,7 @@ median_small(global const T *x, ulong xoff, global FOUT *out, ulong ooff, ulong 
              uint flags)
 {
   for (ulong r = get_global_id(0); r < rows; r += get_global_size(0)) {
-    T buf[MEDIAN_SMALL];
+    T buf[RED_MEDIAN_SMALL];
     uint n = 0;
     int nan = 0;
     for (ulong j = 0; j < red; j++) {
@@ -1327,7 +1108,7 @@ median_small(global const T *x, ulong xoff, global FOUT *out, ulong ooff, ulong 
       buf[k] = v;
     }
     FOUT res;
-    if ((nan && !(flags & F_OMIT)) || n == 0)
+    if ((nan && !(flags & RED_F_OMIT)) || n == 0)
       res = (FOUT)NAN;
     else
       res = midpoint((FOUT)buf[(n - 1) / 2], (FOUT)buf[n / 2]);
@@ -1374,7 +1155,7 @@ median_sort(global const T *x, ulong xoff, global FOUT *out, ulong ooff, ulong r
   if (lid == 0) {
     long n = (long)red - (long)nn;
     FOUT res;
-    if ((nn && !(flags & F_OMIT)) || n <= 0)
+    if ((nn && !(flags & RED_F_OMIT)) || n <= 0)
       res = (FOUT)NAN;
     else
       res = midpoint((FOUT)unkey(keys[(n - 1) / 2]), (FOUT)unkey(keys[n / 2]));
@@ -1382,12 +1163,6 @@ median_sort(global const T *x, ulong xoff, global FOUT *out, ulong ooff, ulong r
   }
 }
 
-typedef struct {
-  ulong key[2]; /* bits chosen so far for the lower and the upper middle rank */
-  long rank[2]; /* rank still sought among the keys matching key[] */
-  long n;       /* elements taking part; <= 0: the result is NaN */
-  long pad;
-} msel;
 
 kernel void
 median_init(global const long *nnan, global msel *sel, ulong rows, ulong red, uint flags)
@@ -1395,7 +1170,7 @@ median_init(global const long *nnan, global msel *sel, ulong rows, ulong red, ui
   for (ulong r = get_global_id(0); r < rows; r += get_global_size(0)) {
     long nn = nnan ? nnan[r] : 0;
     msel s;
-    s.n = (nn && !(flags & F_OMIT)) ? -1 : (long)red - nn;
+    s.n = (nn && !(flags & RED_F_OMIT)) ? -1 : (long)red - nn;
     s.key[0] = s.key[1] = 0;
     s.rank[0] = (s.n - 1) / 2;
     s.rank[1] = s.n / 2;
@@ -1404,15 +1179,15 @@ median_init(global const long *nnan, global msel *sel, ulong rows, ulong red, ui
   }
 }
 
-/* One work-group per (row, chunk); 512 bins of local counters (256 per rank). */
+/* One work-group per (row, chunk); RED_MEDIAN_HIST local counters (256 bins per rank). */
 kernel void
 median_hist(global const T *x, ulong xoff, global const msel *sel, global uint *hist, ulong rows,
             ulong red, ulong nchunk, ulong clen, uint shift, uint blocked)
 {
-  local uint lh[512];
+  local uint lh[RED_MEDIAN_HIST];
   uint lid = get_local_id(0), wg = get_local_size(0);
   ulong g = get_group_id(0), row = g / nchunk, c = g % nchunk;
-  for (uint b = lid; b < 512; b += wg)
+  for (uint b = lid; b < RED_MEDIAN_HIST; b += wg)
     lh[b] = 0;
   barrier(CLK_LOCAL_MEM_FENCE);
   if (row < rows && sel[row].n > 0) {
@@ -1434,8 +1209,8 @@ median_hist(global const T *x, ulong xoff, global const msel *sel, global uint *
   }
   barrier(CLK_LOCAL_MEM_FENCE);
   if (row < rows)
-    for (uint b = lid; b < 512; b += wg)
-      hist[g * 512 + b] = lh[b];
+    for (uint b = lid; b < RED_MEDIAN_HIST; b += wg)
+      hist[g * RED_MEDIAN_HIST + b] = lh[b];
 }
 
 kernel void
@@ -1450,7 +1225,7 @@ median_pick(global const uint *hist, global msel *sel, ulong rows, ulong nchunk,
       for (uint bin = 0; bin < 256; bin++) {
         ulong cnt = 0;
         for (ulong c = 0; c < nchunk; c++)
-          cnt += hist[(r * nchunk + c) * 512 + w * 256 + bin];
+          cnt += hist[(r * nchunk + c) * RED_MEDIAN_HIST + w * 256 + bin];
         if (cum + cnt > (ulong)s.rank[w]) {
           s.key[w] |= (ulong)bin << shift;
           s.rank[w] -= (long)cum;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cl_kernels/reduce_contract.clh"
 #include "core/axes.h"
 #include "core/dtype_traits.h"
 #include "core/error.h"
@@ -33,21 +34,8 @@ static const struct red_row red_rows[] = {
 #undef X
 };
 
-/* Bytes the kernels may use for one partial state (reduce.cl checks its states fit). */
-#define STATE_BYTES 32
-/* Size of struct msel in reduce.cl. */
-#define MSEL_BYTES 48
-/* Rows up to this length take median_small (MEDIAN_SMALL in reduce.cl). */
-#define MEDIAN_SMALL 32
 /* Longest row median_sort handles (its keys live in local memory). */
 #define MEDIAN_SORT_MAX 4096
-
-/* Flags of reduce.cl. */
-#define F_OMIT 1u
-#define F_ABS 2u
-#define F_NZ 4u
-#define F_ISNAN 8u
-#define F_STD 16u
 
 const char *
 kiln_reduce_op_name(kiln_reduce_op op)
@@ -227,14 +215,14 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
 
   if (inner == 1) {
     KILN_TRY(kernel(rc, "_rows", &k));
-    KILN_TRY(kiln__launch_local_size(rc->op, ctx, k, lp->wg_size, STATE_BYTES, &local));
+    KILN_TRY(kiln__launch_local_size(rc->op, ctx, k, lp->wg_size, RED_STATE_BYTES, &local));
     uint64_t clen;
     uint64_t nchunk =
         kiln__launch_chunks(lp, outer, red, (uint64_t)local * lp->items_per_thread, target, &clen);
     uint32_t lanes = lanes_for(clen, lp->items_per_thread, local, outer * nchunk, target * local);
     uint64_t rpg = local / lanes;
     if (nchunk > 1)
-      KILN_TRY(kiln__ops_tmp_alloc(ctx, outer * nchunk * STATE_BYTES, &part));
+      KILN_TRY(kiln__ops_tmp_alloc(ctx, outer * nchunk * RED_STATE_BYTES, &part));
     kiln__args a = kiln__args_begin(rc->op, k);
     kiln__args_mem(&a, src);
     kiln__args_u64(&a, srcoff);
@@ -247,14 +235,14 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
     kiln__args_u32(&a, lanes);
     kiln__args_u32(&a, rc->flags);
     arg_prm(&a, ctx, rc->prm);
-    kiln__args_raw(&a, local * STATE_BYTES, NULL);
+    kiln__args_raw(&a, local * RED_STATE_BYTES, NULL);
     global = (size_t)(((outer + rpg - 1) / rpg) * nchunk * local);
     s = kiln__args_enqueue_1d(&a, ctx, global, local);
     if (s == KILN_OK && nchunk > 1) {
       s = kernel(rc, "_rows_p", &k);
       size_t local2 = 0;
       if (s == KILN_OK)
-        s = kiln__launch_local_size(rc->op, ctx, k, lp->wg_size, STATE_BYTES, &local2);
+        s = kiln__launch_local_size(rc->op, ctx, k, lp->wg_size, RED_STATE_BYTES, &local2);
       if (s == KILN_OK) {
         uint32_t lanes2 = lanes_for(nchunk, 1, local2, outer, target * local2);
         uint64_t rpg2 = local2 / lanes2;
@@ -266,7 +254,7 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
         kiln__args_u32(&b, lanes2);
         kiln__args_u32(&b, rc->flags);
         arg_prm(&b, ctx, rc->prm);
-        kiln__args_raw(&b, local2 * STATE_BYTES, NULL);
+        kiln__args_raw(&b, local2 * RED_STATE_BYTES, NULL);
         global = (size_t)(((outer + rpg2 - 1) / rpg2) * local2);
         s = kiln__args_enqueue_1d(&b, ctx, global, local2);
       }
@@ -281,7 +269,7 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
   uint64_t nchunk =
       kiln__launch_chunks(lp, outer * nblk, red, lp->items_per_thread, target * local, &clen);
   if (nchunk > 1)
-    KILN_TRY(kiln__ops_tmp_alloc(ctx, outer * nchunk * inner * STATE_BYTES, &part));
+    KILN_TRY(kiln__ops_tmp_alloc(ctx, outer * nchunk * inner * RED_STATE_BYTES, &part));
   kiln__args a = kiln__args_begin(rc->op, k);
   kiln__args_mem(&a, src);
   kiln__args_u64(&a, srcoff);
@@ -340,8 +328,9 @@ run_permute(struct red_call *rc, const kiln_tensor *x, uint32_t ndim, const uint
   kiln__args_u32(&a, ndim);
   kiln__args_raw(&a, sizeof plan, &plan);
   KILN_TRY(a.status);
-  /* One work-item per run of PERM_RUN = 64 elements of the last dim (permute in reduce.cl). */
-  global = kiln__launch_grid(x->numel / shape[ndim - 1] * ((shape[ndim - 1] + 63) / 64), local);
+  /* One work-item per run of RED_PERM_RUN elements of the last dim (permute in reduce.cl). */
+  global = kiln__launch_grid(
+      x->numel / shape[ndim - 1] * ((shape[ndim - 1] + RED_PERM_RUN - 1) / RED_PERM_RUN), local);
   return kiln__enqueue_kernel(rc->op, rc->ctx, k, 1, &global, &local);
 }
 
@@ -378,7 +367,7 @@ run_median(struct red_call *rc, kiln_dtype dtype, cl_mem src, uint64_t srcoff, u
   kiln_context *ctx = rc->ctx;
   cl_kernel k;
   kiln_status s;
-  if (red <= MEDIAN_SMALL) {
+  if (red <= RED_MEDIAN_SMALL) {
     KILN_TRY(kiln__kernel_get(rc->op, ctx, "reduce", rc->options, "median_small", &k));
     kiln__args a = kiln__args_begin(rc->op, k);
     kiln__args_mem(&a, src);
@@ -415,13 +404,13 @@ run_median(struct red_call *rc, kiln_dtype dtype, cl_mem src, uint64_t srcoff, u
   /* Radix selection. NaN count first (floats): it decides the ranks and propagation. */
   kiln__ops_tmp nnan = {0}, sel = {0}, hist = {0};
   int is_float = kiln__dtype_is_float(dtype);
-  s = kiln__ops_tmp_alloc(ctx, rows * MSEL_BYTES, &sel);
+  s = kiln__ops_tmp_alloc(ctx, rows * sizeof(msel), &sel);
   if (s == KILN_OK && is_float) {
     s = kiln__ops_tmp_alloc(ctx, rows * 8, &nnan);
     if (s == KILN_OK) {
       struct red_call cnt = *rc;
       cnt.kop = "count";
-      cnt.flags = F_ISNAN;
+      cnt.flags = RED_F_ISNAN;
       s = run_reduce(&cnt, src, srcoff, rows, red, 1, nnan.mem, 0, NULL, 0);
     }
   }
@@ -448,7 +437,7 @@ run_median(struct red_call *rc, kiln_dtype dtype, cl_mem src, uint64_t srcoff, u
   if (s == KILN_OK) {
     nchunk = kiln__launch_chunks(rc->lp, rows, red, (uint64_t)local * rc->lp->items_per_thread,
                                  kiln__launch_target_groups(ctx, rc->lp), &clen);
-    s = kiln__ops_tmp_alloc(ctx, rows * nchunk * 512 * 4, &hist);
+    s = kiln__ops_tmp_alloc(ctx, rows * nchunk * RED_MEDIAN_HIST * sizeof(uint32_t), &hist);
   }
   for (int shift = (int)key_bits(dtype) - 8; s == KILN_OK && shift >= 0; shift -= 8) {
     kiln__args a = kiln__args_begin(rc->op, kh);
@@ -497,7 +486,7 @@ static kiln_status
 plan_op(const char *op, kiln_reduce_op rop, const kiln_reduce_options *o, struct red_call *rc,
         int *wide_matters)
 {
-  rc->flags = o->nan_policy == KILN_NAN_OMIT ? F_OMIT : 0u;
+  rc->flags = o->nan_policy == KILN_NAN_OMIT ? RED_F_OMIT : 0u;
   rc->prm = 0;
   *wide_matters = 0;
   switch (rop) {
@@ -517,7 +506,7 @@ plan_op(const char *op, kiln_reduce_op rop, const kiln_reduce_options *o, struct
   case KILN_REDUCE_STD:
     rc->kop = "var";
     rc->prm = o->ddof;
-    rc->flags |= rop == KILN_REDUCE_STD ? F_STD : 0u;
+    rc->flags |= rop == KILN_REDUCE_STD ? RED_F_STD : 0u;
     *wide_matters = 1;
     break;
   case KILN_REDUCE_MIN:
@@ -564,20 +553,20 @@ plan_op(const char *op, kiln_reduce_op rop, const kiln_reduce_options *o, struct
       break;
     case KILN_NORM_L1:
       rc->kop = "sum";
-      rc->flags |= F_ABS;
+      rc->flags |= RED_F_ABS;
       *wide_matters = 1;
       break;
     case KILN_NORM_LINF:
       rc->kop = "max";
-      rc->flags |= F_ABS;
+      rc->flags |= RED_F_ABS;
       break;
     case KILN_NORM_NEG_INF:
       rc->kop = "min";
-      rc->flags |= F_ABS;
+      rc->flags |= RED_F_ABS;
       break;
     case KILN_NORM_L0:
       rc->kop = "sum";
-      rc->flags |= F_NZ;
+      rc->flags |= RED_F_NZ;
       *wide_matters = 1;
       break;
     default:

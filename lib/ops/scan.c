@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cl_kernels/scan_contract.clh"
 #include "core/axes.h"
 #include "core/dtype_traits.h"
 #include "core/error.h"
@@ -29,12 +30,6 @@ static const struct scan_row scan_rows[] = {
     KILN_SCAN_OPS(X)
 #undef X
 };
-
-/* Bytes a chunk total may take (scan.cl checks its states fit). */
-#define STATE_BYTES 32
-
-#define F_OMIT 1u
-#define F_EXCL 2u
 
 const char *
 kiln_scan_op_name(kiln_scan_op op)
@@ -118,7 +113,8 @@ run_scan(struct scan_call *sc, const kiln_tensor *x, uint64_t outer, uint64_t le
   kiln_status s;
 
   KILN_TRY(get(sc, tiles ? "_tiles" : "_lines", &k));
-  KILN_TRY(kiln__launch_local_size(sc->op, ctx, k, lp->wg_size, tiles ? STATE_BYTES : 0, &local));
+  KILN_TRY(
+      kiln__launch_local_size(sc->op, ctx, k, lp->wg_size, tiles ? SCAN_STATE_BYTES : 0, &local));
   if (tiles)
     nchunk =
         kiln__launch_chunks(lp, lines, len, (uint64_t)local * lp->items_per_thread, target, &clen);
@@ -130,7 +126,7 @@ run_scan(struct scan_call *sc, const kiln_tensor *x, uint64_t outer, uint64_t le
   uint64_t yoff = kiln__ops_elem_offset(y), ioff = kiln__ops_elem_offset(yi);
   s = KILN_OK;
   if (nchunk > 1) {
-    s = kiln__ops_tmp_alloc(ctx, lines * nchunk * STATE_BYTES, &tot);
+    s = kiln__ops_tmp_alloc(ctx, lines * nchunk * SCAN_STATE_BYTES, &tot);
     if (s == KILN_OK && need_idx && !yi) {
       s = kiln__ops_tmp_alloc(ctx, outer * len * inner * 8, &idx);
       imem = idx.mem;
@@ -159,7 +155,7 @@ run_scan(struct scan_call *sc, const kiln_tensor *x, uint64_t outer, uint64_t le
       kiln__args_u64(&a, clen);
       kiln__args_u32(&a, lp->items_per_thread);
       kiln__args_u32(&a, sc->flags);
-      kiln__args_raw(&a, local * STATE_BYTES, NULL);
+      kiln__args_raw(&a, local * SCAN_STATE_BYTES, NULL);
       global = (size_t)(lines * nchunk * local);
     } else {
       kiln__args_u64(&a, outer);
@@ -261,8 +257,8 @@ scan_impl(kiln_context *ctx, kiln_scan_op sop, const kiln_tensor *x, int64_t axi
                          lp,
                          options,
                          scan_rows[sop].name,
-                         (o.nan_policy == KILN_NAN_OMIT ? F_OMIT : 0u) |
-                             (o.exclusive ? F_EXCL : 0u)};
+                         (o.nan_policy == KILN_NAN_OMIT ? SCAN_F_OMIT : 0u) |
+                             (o.exclusive ? SCAN_F_EXCL : 0u)};
 
   /* Tiled passes read x after writing partial results: any overlap goes through a temporary. */
   kiln__out_target tv = {0}, ti = {0};
@@ -340,8 +336,9 @@ diff_once(const char *op, kiln_context *ctx, const char *options, cl_mem src, ui
   kiln__args_u64(&a, len);
   kiln__args_u64(&a, inner);
   KILN_TRY(a.status);
-  /* One work-item per (line, block of DIFF_BLOCK = 256 outputs): see diff1 in scan.cl. */
-  return kiln__launch_1d(op, ctx, k, outer * ((len - 1 + 255) / 256) * inner, 0);
+  /* One work-item per (line, block of SCAN_DIFF_BLOCK outputs): see diff1 in scan.cl. */
+  return kiln__launch_1d(op, ctx, k,
+                         outer * ((len - 1 + SCAN_DIFF_BLOCK - 1) / SCAN_DIFF_BLOCK) * inner, 0);
 }
 
 kiln_status
