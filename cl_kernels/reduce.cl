@@ -947,58 +947,79 @@ VROWS_EACH(min)
 
 #endif
 
-#define NAME sum
+#define FN(s) sum##s
+#define STATE st_sum
 #define OUT SUM_OUT
 #include "reduce_kernels.clh"
-#define NAME prod
+#define FN(s) prod##s
+#define STATE st_prod
 #define OUT PROD_OUT
 #include "reduce_kernels.clh"
-#define NAME mean
+#define FN(s) mean##s
+#define STATE st_mean
 #define OUT MEAN_OUT
 #include "reduce_kernels.clh"
-#define NAME var
+#define FN(s) var##s
+#define STATE st_var
 #define OUT VAR_OUT
 #include "reduce_kernels.clh"
-#define NAME min
+#define FN(s) min##s
+#define STATE st_min
 #define OUT MIN_OUT
 #include "reduce_kernels.clh"
-#define NAME max
+#define FN(s) max##s
+#define STATE st_max
 #define OUT MAX_OUT
 #include "reduce_kernels.clh"
-#define NAME argmin
+#define FN(s) argmin##s
+#define STATE st_argmin
 #define OUT ARGMIN_OUT
 #include "reduce_kernels.clh"
-#define NAME argmax
+#define FN(s) argmax##s
+#define STATE st_argmax
 #define OUT ARGMAX_OUT
 #include "reduce_kernels.clh"
-#define NAME any
+#define FN(s) any##s
+#define STATE st_any
 #define OUT ANY_OUT
 #include "reduce_kernels.clh"
-#define NAME all
+#define FN(s) all##s
+#define STATE st_all
 #define OUT ALL_OUT
 #include "reduce_kernels.clh"
-#define NAME count
+#define FN(s) count##s
+#define STATE st_count
 #define OUT COUNT_OUT
 #include "reduce_kernels.clh"
 #if KILN_IS_FLOAT
-#define NAME lse
+#define FN(s) lse##s
+#define STATE st_lse
 #define OUT LSE_OUT
 #include "reduce_kernels.clh"
-#define NAME normp
+#define FN(s) normp##s
+#define STATE st_normp
 #define OUT NORMP_OUT
 #include "reduce_kernels.clh"
 #endif
 #if defined(KILN_COLSV) && KILN_COLS % 16 == 0
-#define NAME sum
+#define FN(s) sum##s
+#define STATE st_sum
+#define VSTATE vst_sum
 #define OUT SUM_OUT
 #include "reduce_colsv.clh"
-#define NAME mean
+#define FN(s) mean##s
+#define STATE st_mean
+#define VSTATE vst_mean
 #define OUT MEAN_OUT
 #include "reduce_colsv.clh"
-#define NAME max
+#define FN(s) max##s
+#define STATE st_max
+#define VSTATE vst_max
 #define OUT MAX_OUT
 #include "reduce_colsv.clh"
-#define NAME min
+#define FN(s) min##s
+#define STATE st_min
+#define VSTATE vst_min
 #define OUT MIN_OUT
 #include "reduce_colsv.clh"
 #endif
