@@ -63,6 +63,8 @@
 #define PT float
 #endif
 
+/* FACC: what sums and means accumulate in; FOUT: the value type of mean/var/median results;
+ * FSTORE: the element type of their output buffers (the storage type for f16/bf16). */
 #if KILN_IS_FLOAT
 #if defined(KILN_REDUCE_WIDE) && defined(KILN_FP64)
 #define FACC double
@@ -70,6 +72,11 @@
 #define FACC T
 #endif
 #define FOUT T
+#define FSTORE ST
+#elif KILN_IS_COMPLEX
+#define FACC T
+#define FOUT T
+#define FSTORE T
 #else
 #ifdef KILN_FP64
 #define FACC double
@@ -78,7 +85,21 @@
 #define FACC float
 #define FOUT float
 #endif
+#define FSTORE FOUT
 #endif
+
+/* KILN_CABS: norms of c64/c128. The build is the real dtype's (T float or double) and every
+ * load reads one complex element (a pair of T) and gives its modulus, by hypot (no overflow
+ * where |re|^2 + |im|^2 would); only the kernels norms use (sum, max, min, normp) are built. */
+#ifdef KILN_CABS
+#define KILN_CABS_BUILD 1
+#else
+#define KILN_CABS_BUILD 0
+#endif
+/* The 16-element block paths (vector loads and folds); complex T has no 16-vectors. */
+#define KILN_BLOCKS (!KILN_IS_COMPLEX)
+/* Every op (else: complex sum, prod, mean; KILN_CABS: the norms' ops). */
+#define RED_ALL_OPS (!KILN_IS_COMPLEX && !KILN_CABS_BUILD)
 
 /* The rows kernel's lane order (kiln__program_options_variant always sets it). */
 #ifndef KILN_BLOCKED
@@ -91,13 +112,53 @@
 #endif
 
 #define IS_NAN(v) ((v) != (v))
-#define SKIP(v, f) (((f) & RED_F_OMIT) && IS_NAN(v))
+#if KILN_IS_COMPLEX
+/* A complex element is NaN when either part is (NumPy's isnan). */
+#define T_NAN(v) (IS_NAN((v).x) || IS_NAN((v).y))
+#else
+#define T_NAN(v) IS_NAN(v)
+#endif
+#define SKIP(v, f) (((f) & RED_F_OMIT) && T_NAN(v))
 
+#if !KILN_IS_COMPLEX
 #include "arg_pair.clh"
+#endif
 
-/* A compile-time error unless state type st fits the host's RED_STATE_BYTES. */
-#define STATE_FITS(st) typedef char KILN_CAT(st, _fits)[sizeof(st) <= RED_STATE_BYTES ? 1 : -1];
+/* A compile-time error unless state type st fits what the host allocates per state. */
+#if KILN_IS_COMPLEX
+#define RED_STATE_LIMIT RED_STATE_BYTES_COMPLEX
+#else
+#define RED_STATE_LIMIT RED_STATE_BYTES
+#endif
+#define STATE_FITS(st) typedef char KILN_CAT(st, _fits)[sizeof(st) <= RED_STATE_LIMIT ? 1 : -1];
 
+/* Element access (elem_access.clh); KILN_CABS builds read complex pairs and give |z|. */
+#if KILN_CABS_BUILD
+#define XT KILN_CAT(T, 2)
+#define X4 XT
+inline T ldx_cabs(global const XT *p, ulong i)
+{
+  XT z = p[i];
+  return hypot(z.x, z.y);
+}
+inline KILN_CAT(T, 16) ld16_cabs(global const XT *p, ulong i)
+{
+  global const T *q = (global const T *)(p + 16 * i);
+  KILN_CAT(T, 16) a = vload16(0, q), b = vload16(1, q);
+  return hypot((KILN_CAT(T, 16))(a.even, b.even), (KILN_CAT(T, 16))(a.odd, b.odd));
+}
+inline KILN_CAT(T, 4) ld4_cabs(global const XT *p, ulong i)
+{
+  KILN_CAT(T, 8) w = vload8(i, (global const T *)p);
+  return hypot(w.even, w.odd);
+}
+#define LDX(p, i) ldx_cabs((p), (i))
+#define LD16(p, i) ld16_cabs((p), (i))
+#define LD4(p, i) ld4_cabs((p), (i))
+#endif
+#include "elem_access.clh"
+
+#if !KILN_IS_COMPLEX
 inline T
 xform(T v, uint f)
 {
@@ -111,6 +172,7 @@ xform(T v, uint f)
     v = (T)IS_NAN(v);
   return v;
 }
+#endif
 
 /* ---- compensated accumulation (Neumaier): c gathers what each addition rounds away ---- */
 typedef struct {
@@ -150,20 +212,36 @@ kahan_zero(void)
   return k;
 }
 
-/* ---- sum: floats compensated in FACC; integers wrap in 64 bits ---- */
+/* ---- sum: floats compensated in FACC; integers wrap in 64 bits; complex: per part ---- */
 #if KILN_IS_FLOAT
 typedef kahan st_sum;
-#define SUM_OUT T
+#define SUM_OUT ST
 inline st_sum sum_init(uint f) { return kahan_zero(); }
 inline st_sum sum_fold(st_sum a, T v, long j, uint f, PT prm)
 {
   return SKIP(v, f) ? a : kahan_add(a, (FACC)xform(v, f));
 }
 inline st_sum sum_merge(st_sum a, st_sum b, uint f, PT prm) { return kahan_merge(a, b); }
-inline void sum_store(st_sum a, global SUM_OUT *out, ulong o, global T *vals, ulong vo, uint f,
+inline void sum_store(st_sum a, global SUM_OUT *out, ulong o, global ST *vals, ulong vo, uint f,
                       PT prm)
 {
-  out[o] = (T)kahan_value(a);
+  KILN_STORE(out, o, (T)kahan_value(a));
+}
+#elif KILN_IS_COMPLEX
+/* The compensated steps work part by part on T (a 2-vector): the sums of the real and the
+ * imaginary parts are independent. */
+typedef kahan st_sum;
+#define SUM_OUT T
+inline st_sum sum_init(uint f) { return kahan_zero(); }
+inline st_sum sum_fold(st_sum a, T v, long j, uint f, PT prm)
+{
+  return SKIP(v, f) ? a : kahan_add(a, v);
+}
+inline st_sum sum_merge(st_sum a, st_sum b, uint f, PT prm) { return kahan_merge(a, b); }
+inline void sum_store(st_sum a, global SUM_OUT *out, ulong o, global ST *vals, ulong vo, uint f,
+                      PT prm)
+{
+  out[o] = kahan_value(a);
 }
 #else
 typedef long st_sum;
@@ -174,7 +252,7 @@ inline st_sum sum_fold(st_sum a, T v, long j, uint f, PT prm)
   return (long)((ulong)a + (ulong)(long)xform(v, f));
 }
 inline st_sum sum_merge(st_sum a, st_sum b, uint f, PT prm) { return (long)((ulong)a + (ulong)b); }
-inline void sum_store(st_sum a, global SUM_OUT *out, ulong o, global T *vals, ulong vo, uint f,
+inline void sum_store(st_sum a, global SUM_OUT *out, ulong o, global ST *vals, ulong vo, uint f,
                       PT prm)
 {
   out[o] = a;
@@ -184,15 +262,31 @@ inline void sum_store(st_sum a, global SUM_OUT *out, ulong o, global T *vals, ul
 /* ---- prod ---- */
 #if KILN_IS_FLOAT
 typedef FACC st_prod;
-#define PROD_OUT T
+#define PROD_OUT ST
+#define PROD_V T
+inline st_prod prod_init(uint f) { return (st_prod)1; }
 inline st_prod prod_fold(st_prod a, T v, long j, uint f, PT prm)
 {
   return SKIP(v, f) ? a : a * (FACC)v;
 }
 inline st_prod prod_merge(st_prod a, st_prod b, uint f, PT prm) { return a * b; }
+#elif KILN_IS_COMPLEX
+/* Complex products as NumPy forms them: (ac - bd, ad + bc), no rescaling. */
+typedef T st_prod;
+#define PROD_OUT T
+#define PROD_V T
+inline T cmul(T a, T b) { return (T)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+inline st_prod prod_init(uint f) { return (T)(1, 0); }
+inline st_prod prod_fold(st_prod a, T v, long j, uint f, PT prm)
+{
+  return SKIP(v, f) ? a : cmul(a, v);
+}
+inline st_prod prod_merge(st_prod a, st_prod b, uint f, PT prm) { return cmul(a, b); }
 #else
 typedef long st_prod;
 #define PROD_OUT long
+#define PROD_V long
+inline st_prod prod_init(uint f) { return (st_prod)1; }
 inline st_prod prod_fold(st_prod a, T v, long j, uint f, PT prm)
 {
   return (long)((ulong)a * (ulong)(long)v);
@@ -202,11 +296,10 @@ inline st_prod prod_merge(st_prod a, st_prod b, uint f, PT prm)
   return (long)((ulong)a * (ulong)b);
 }
 #endif
-inline st_prod prod_init(uint f) { return (st_prod)1; }
-inline void prod_store(st_prod a, global PROD_OUT *out, ulong o, global T *vals, ulong vo, uint f,
+inline void prod_store(st_prod a, global PROD_OUT *out, ulong o, global ST *vals, ulong vo, uint f,
                        PT prm)
 {
-  out[o] = (PROD_OUT)a;
+  KILN_STORE(out, o, (PROD_V)a);
 }
 
 /* ---- mean: compensated sum and count (the count excludes omitted NaN) ---- */
@@ -214,7 +307,7 @@ typedef struct {
   kahan k;
   long n;
 } st_mean;
-#define MEAN_OUT FOUT
+#define MEAN_OUT FSTORE
 inline st_mean mean_init(uint f)
 {
   st_mean m;
@@ -236,18 +329,21 @@ inline st_mean mean_merge(st_mean a, st_mean b, uint f, PT prm)
   a.n += b.n;
   return a;
 }
-inline void mean_store(st_mean a, global MEAN_OUT *out, ulong o, global T *vals, ulong vo, uint f,
+inline void mean_store(st_mean a, global MEAN_OUT *out, ulong o, global ST *vals, ulong vo, uint f,
                        PT prm)
 {
-  out[o] = (FOUT)(kahan_value(a.k) / (FACC)a.n);
+  KILN_STORE(out, o, (FOUT)(kahan_value(a.k) / (FACC)a.n));
 }
+
+/* Complex tensors take sum, prod and mean only (docs/reductions.md says why). */
+#if !KILN_IS_COMPLEX
 
 /* ---- var/std: Welford per item, Chan et al.'s pairwise merge; never sum of squares ---- */
 typedef struct {
   FACC mean, m2;
   long n;
 } st_var;
-#define VAR_OUT FOUT
+#define VAR_OUT FSTORE
 inline st_var var_init(uint f)
 {
   st_var s;
@@ -281,12 +377,12 @@ inline st_var var_merge(st_var a, st_var b, uint f, PT prm)
   return a;
 }
 /* NumPy: m2 / max(n - ddof, 0), so n <= ddof gives inf (or NaN when m2 is 0). */
-inline void var_store(st_var a, global VAR_OUT *out, ulong o, global T *vals, ulong vo, uint f,
+inline void var_store(st_var a, global VAR_OUT *out, ulong o, global ST *vals, ulong vo, uint f,
                       PT prm)
 {
   FACC den = (FACC)a.n - (FACC)prm;
   FACC v = a.m2 / (den > (FACC)0 ? den : (FACC)0);
-  out[o] = (FOUT)((f & RED_F_STD) ? sqrt(v) : v);
+  KILN_STORE(out, o, (FOUT)((f & RED_F_STD) ? sqrt(v) : v));
 }
 
 /* ---- min / max: NaN wins under propagate; under omit NaN is the identity (fmin/fmax) ----
@@ -310,21 +406,21 @@ inline void var_store(st_var a, global VAR_OUT *out, ulong o, global T *vals, ul
 
 typedef T st_max;
 typedef T st_min;
-#define MAX_OUT T
-#define MIN_OUT T
+#define MAX_OUT ST
+#define MIN_OUT ST
 inline st_max max_init(uint f) { return MAX_ID(f); }
 inline st_min min_init(uint f) { return MIN_ID(f); }
 inline st_max max_merge(st_max a, st_max b, uint f, PT prm) { return MINMAX_MERGE(a, b, f, >, fmax); }
 inline st_min min_merge(st_min a, st_min b, uint f, PT prm) { return MINMAX_MERGE(a, b, f, <, fmin); }
 inline st_max max_fold(st_max a, T v, long j, uint f, PT prm) { return max_merge(a, xform(v, f), f, prm); }
 inline st_min min_fold(st_min a, T v, long j, uint f, PT prm) { return min_merge(a, xform(v, f), f, prm); }
-inline void max_store(st_max a, global T *out, ulong o, global T *vals, ulong vo, uint f, PT prm)
+inline void max_store(st_max a, global ST *out, ulong o, global ST *vals, ulong vo, uint f, PT prm)
 {
-  out[o] = a;
+  KILN_STORE(out, o, a);
 }
-inline void min_store(st_min a, global T *out, ulong o, global T *vals, ulong vo, uint f, PT prm)
+inline void min_store(st_min a, global ST *out, ulong o, global ST *vals, ulong vo, uint f, PT prm)
 {
-  out[o] = a;
+  KILN_STORE(out, o, a);
 }
 
 /* ---- argmin / argmax: (value, index) pairs (arg_pair.clh) ---- */
@@ -359,11 +455,11 @@ arg_fold(st_arg a, T v, long j, uint f, int is_max)
 }
 
 inline void
-arg_store(st_arg a, global long *out, ulong o, global T *vals, ulong vo)
+arg_store(st_arg a, global long *out, ulong o, global ST *vals, ulong vo)
 {
   out[o] = a.i;
   if (vals)
-    vals[vo] = a.v;
+    KILN_STORE(vals, vo, a.v);
 }
 
 inline st_arg argmax_init(uint f) { return arg_empty(f); }
@@ -372,12 +468,12 @@ inline st_arg argmax_fold(st_arg a, T v, long j, uint f, PT prm) { return arg_fo
 inline st_arg argmin_fold(st_arg a, T v, long j, uint f, PT prm) { return arg_fold(a, v, j, f, 0); }
 inline st_arg argmax_merge(st_arg a, st_arg b, uint f, PT prm) { return arg_pair_merge(a, b, 1); }
 inline st_arg argmin_merge(st_arg a, st_arg b, uint f, PT prm) { return arg_pair_merge(a, b, 0); }
-inline void argmax_store(st_arg a, global long *out, ulong o, global T *vals, ulong vo, uint f,
+inline void argmax_store(st_arg a, global long *out, ulong o, global ST *vals, ulong vo, uint f,
                          PT prm)
 {
   arg_store(a, out, o, vals, vo);
 }
-inline void argmin_store(st_arg a, global long *out, ulong o, global T *vals, ulong vo, uint f,
+inline void argmin_store(st_arg a, global long *out, ulong o, global ST *vals, ulong vo, uint f,
                          PT prm)
 {
   arg_store(a, out, o, vals, vo);
@@ -408,15 +504,15 @@ inline st_count count_fold(st_count a, T v, long j, uint f, PT prm)
 inline st_any any_merge(st_any a, st_any b, uint f, PT prm) { return a | b; }
 inline st_all all_merge(st_all a, st_all b, uint f, PT prm) { return a & b; }
 inline st_count count_merge(st_count a, st_count b, uint f, PT prm) { return a + b; }
-inline void any_store(st_any a, global uchar *out, ulong o, global T *vals, ulong vo, uint f, PT prm)
+inline void any_store(st_any a, global uchar *out, ulong o, global ST *vals, ulong vo, uint f, PT prm)
 {
   out[o] = a;
 }
-inline void all_store(st_all a, global uchar *out, ulong o, global T *vals, ulong vo, uint f, PT prm)
+inline void all_store(st_all a, global uchar *out, ulong o, global ST *vals, ulong vo, uint f, PT prm)
 {
   out[o] = a;
 }
-inline void count_store(st_count a, global long *out, ulong o, global T *vals, ulong vo, uint f,
+inline void count_store(st_count a, global long *out, ulong o, global ST *vals, ulong vo, uint f,
                         PT prm)
 {
   out[o] = a;
@@ -427,7 +523,7 @@ inline void count_store(st_count a, global long *out, ulong o, global T *vals, u
 typedef struct {
   FACC m, s;
 } st_lse;
-#define LSE_OUT T
+#define LSE_OUT ST
 inline st_lse lse_init(uint f)
 {
   st_lse a;
@@ -469,9 +565,9 @@ inline st_lse lse_fold(st_lse a, T v, long j, uint f, PT prm)
   b.s = 1;
   return lse_merge(a, b, f, prm);
 }
-inline void lse_store(st_lse a, global T *out, ulong o, global T *vals, ulong vo, uint f, PT prm)
+inline void lse_store(st_lse a, global ST *out, ulong o, global ST *vals, ulong vo, uint f, PT prm)
 {
-  out[o] = (T)(a.m + log(a.s));
+  KILN_STORE(out, o, (T)(a.m + log(a.s)));
 }
 
 /*
@@ -482,7 +578,7 @@ inline void lse_store(st_lse a, global T *out, ulong o, global T *vals, ulong vo
 typedef struct {
   FACC scale, ssq;
 } st_normp;
-#define NORMP_OUT T
+#define NORMP_OUT ST
 inline st_normp normp_init(uint f)
 {
   st_normp a;
@@ -521,7 +617,7 @@ inline st_normp normp_fold(st_normp a, T v, long j, uint f, PT prm)
   b.ssq = b.scale != (FACC)0 ? (FACC)1 : (FACC)0;
   return normp_merge(a, b, f, prm);
 }
-inline void normp_store(st_normp a, global T *out, ulong o, global T *vals, ulong vo, uint f,
+inline void normp_store(st_normp a, global ST *out, ulong o, global ST *vals, ulong vo, uint f,
                         PT prm)
 {
   FACC r;
@@ -529,7 +625,7 @@ inline void normp_store(st_normp a, global T *out, ulong o, global T *vals, ulon
     r = a.scale;
   else
     r = a.scale * (prm == (PT)2 ? sqrt(a.ssq) : pow(a.ssq, (FACC)1 / (FACC)prm));
-  out[o] = (T)r;
+  KILN_STORE(out, o, (T)r);
 }
 #endif
 
@@ -553,7 +649,6 @@ blk_pos(long j, long js, int q)
   return j + (q >> 2) * js + (q & 3);
 }
 
-#define V16 KILN_CAT(T, 16)
 #define H2(x, OP) OP((x).lo, (x).hi)
 #define HTREE(w, OP) H2(H2(H2(H2(w, OP), OP), OP), OP)
 #define ADD_(a, b) ((a) + (b))
@@ -751,6 +846,8 @@ FOLDV_LOOP(lse)
 FOLDV_LOOP(normp)
 #endif
 
+#endif /* !KILN_IS_COMPLEX */
+
 /* ---- the four kernels of one reduction (see the header comment) ---- */
 /* Work-item g's share of a column launch (NAME_cols, NAME_colsv) of nblk column groups per
  * chunk: outer index o, chunk c, rows [beg, end), first column i0, cnt columns. */
@@ -773,9 +870,9 @@ col_share_of(ulong g, ulong nblk, ulong nchunk, ulong clen, ulong red, ulong inn
   return sh;
 }
 
-#define T4 KILN_CAT(T, 4)
 /* A 16-element block from the 4-vectors u, u + L, u + 2L, u + 3L of xv. */
-#define LOAD_BLK(xv, u, L) ((V16)((xv)[u], (xv)[(u) + (L)], (xv)[(u) + 2 * (L)], (xv)[(u) + 3 * (L)]))
+#define LOAD_BLK(xv, u, L)                                                                     \
+  ((V16)(LD4(xv, u), LD4(xv, (u) + (L)), LD4(xv, (u) + 2 * (L)), LD4(xv, (u) + 3 * (L))))
 /* Blocks whose loads a lane issues together in lane order 2: 128 bytes of f32, i32 or u8
  * (32 registers of data), 128 of f64/i64 with one (a second would double the registers). */
 #if KILN_BITS == 64 || defined(KILN_DT_F64)
@@ -795,7 +892,7 @@ col_share_of(ulong g, ulong nblk, ulong nchunk, ulong clen, ulong red, ulong inn
  * tensor's right edge) fold element by element. Same arguments, grid and partials as
  * NAME_cols (the host picks one; NAME_cols_p merges either's partials).
  */
-#if defined(KILN_COLSV) && KILN_COLS % 16 == 0
+#if defined(KILN_COLSV) && KILN_COLS % 16 == 0 && !KILN_IS_COMPLEX
 /* Neumaier steps lane by lane: kahan_add on 16 states at once. */
 typedef struct {
   FACC16 s, c;
@@ -908,23 +1005,23 @@ inline void min_vlanes(vst_min a, st_min *out) { vstore16(a, 0, out); }
  * tiles do: the same bound, 16x fewer compensated steps); the others fold row by row.
  */
 #define VROWS_EACH(NAME)                                                                       \
-  inline vst_##NAME NAME##_vrows(vst_##NAME a, global const T *p, ulong inner, uint f)         \
+  inline vst_##NAME NAME##_vrows(vst_##NAME a, global const XT *p, ulong inner, uint f)         \
   {                                                                                            \
     for (int q = 0; q < 16; q++)                                                               \
-      a = NAME##_vfold(a, vload16(0, p + q * inner), f);                                       \
+      a = NAME##_vfold(a, LD16(p + q * inner, 0), f);                                          \
     return a;                                                                                  \
   }
 /* Pairwise sum of the 16 rows as FACC16, each row through XF (a V16 -> V16 transform). */
 #define VTREE16(w, p, inner, XF)                                                               \
   for (int q = 0; q < 16; q++)                                                                 \
-    w[q] = TO_FACC16(XF(vload16(0, (p) + q * (inner))));                                       \
+    w[q] = TO_FACC16(XF(LD16((p) + q * (inner), 0)));                                          \
   for (int h = 8; h > 0; h >>= 1)                                                              \
     for (int q = 0; q < h; q++)                                                                \
       w[q] = w[2 * q] + w[2 * q + 1];
 
 #if KILN_IS_FLOAT
 #define XF_SUM(r) xform16(r, f, 0)
-inline vst_sum sum_vrows(vst_sum a, global const T *p, ulong inner, uint f)
+inline vst_sum sum_vrows(vst_sum a, global const XT *p, ulong inner, uint f)
 {
   FACC16 w[16];
   VTREE16(w, p, inner, XF_SUM)
@@ -933,13 +1030,13 @@ inline vst_sum sum_vrows(vst_sum a, global const T *p, ulong inner, uint f)
 #else
 VROWS_EACH(sum)
 #endif
-inline vst_mean mean_vrows(vst_mean a, global const T *p, ulong inner, uint f)
+inline vst_mean mean_vrows(vst_mean a, global const XT *p, ulong inner, uint f)
 {
   FACC16 w[16];
   VTREE16(w, p, inner, XF_MEAN)
   a.k = vkahan_add(a.k, w[0]);
   for (int q = 0; q < 16; q++)
-    a.n += VCOUNT(vload16(0, p + q * inner), f);
+    a.n += VCOUNT(LD16(p + q * inner, 0), f);
   return a;
 }
 VROWS_EACH(max)
@@ -947,10 +1044,13 @@ VROWS_EACH(min)
 
 #endif
 
+/* One set of kernels per op (reduce_kernels.clh, stamped once per op): every op for real
+ * dtypes, sum, prod and mean for complex ones, and the norms' ops in KILN_CABS builds. */
 #define FN(s) sum##s
 #define STATE st_sum
 #define OUT SUM_OUT
 #include "reduce_kernels.clh"
+#if !KILN_CABS_BUILD
 #define FN(s) prod##s
 #define STATE st_prod
 #define OUT PROD_OUT
@@ -959,10 +1059,8 @@ VROWS_EACH(min)
 #define STATE st_mean
 #define OUT MEAN_OUT
 #include "reduce_kernels.clh"
-#define FN(s) var##s
-#define STATE st_var
-#define OUT VAR_OUT
-#include "reduce_kernels.clh"
+#endif
+#if !KILN_IS_COMPLEX
 #define FN(s) min##s
 #define STATE st_min
 #define OUT MIN_OUT
@@ -970,6 +1068,12 @@ VROWS_EACH(min)
 #define FN(s) max##s
 #define STATE st_max
 #define OUT MAX_OUT
+#include "reduce_kernels.clh"
+#endif
+#if RED_ALL_OPS
+#define FN(s) var##s
+#define STATE st_var
+#define OUT VAR_OUT
 #include "reduce_kernels.clh"
 #define FN(s) argmin##s
 #define STATE st_argmin
@@ -991,26 +1095,24 @@ VROWS_EACH(min)
 #define STATE st_count
 #define OUT COUNT_OUT
 #include "reduce_kernels.clh"
-#if KILN_IS_FLOAT
+#endif
+#if KILN_IS_FLOAT && RED_ALL_OPS
 #define FN(s) lse##s
 #define STATE st_lse
 #define OUT LSE_OUT
 #include "reduce_kernels.clh"
+#endif
+#if KILN_IS_FLOAT
 #define FN(s) normp##s
 #define STATE st_normp
 #define OUT NORMP_OUT
 #include "reduce_kernels.clh"
 #endif
-#if defined(KILN_COLSV) && KILN_COLS % 16 == 0
+#if defined(KILN_COLSV) && KILN_COLS % 16 == 0 && !KILN_IS_COMPLEX
 #define FN(s) sum##s
 #define STATE st_sum
 #define VSTATE vst_sum
 #define OUT SUM_OUT
-#include "reduce_colsv.clh"
-#define FN(s) mean##s
-#define STATE st_mean
-#define VSTATE vst_mean
-#define OUT MEAN_OUT
 #include "reduce_colsv.clh"
 #define FN(s) max##s
 #define STATE st_max
@@ -1022,6 +1124,13 @@ VROWS_EACH(min)
 #define VSTATE vst_min
 #define OUT MIN_OUT
 #include "reduce_colsv.clh"
+#if RED_ALL_OPS
+#define FN(s) mean##s
+#define STATE st_mean
+#define VSTATE vst_mean
+#define OUT MEAN_OUT
+#include "reduce_colsv.clh"
+#endif
 #endif
 
 /*
@@ -1029,8 +1138,14 @@ VROWS_EACH(min)
  * One work-item per run of RED_PERM_RUN elements along y's last dim: the index is decomposed
  * once per item (64-bit divisions per element would cost more than the copy on CPUs).
  */
+/* Elements move as raw bits (16-bit floats as ushort: no half arithmetic, no conversion). */
+#if KILN_IS_HALF
+#define RAW ushort
+#else
+#define RAW XT
+#endif
 kernel void
-permute(global const T *x, ulong xoff, global T *y, ulong n, uint ndim, kiln_bcast p)
+permute(global const RAW *x, ulong xoff, global RAW *y, ulong n, uint ndim, kiln_bcast p)
 {
   ulong last = p.shape[ndim - 1], nb = (last + RED_PERM_RUN - 1) / RED_PERM_RUN;
   ulong st = p.stride[0][ndim - 1];
@@ -1046,6 +1161,7 @@ permute(global const T *x, ulong xoff, global T *y, ulong n, uint ndim, kiln_bca
   }
 }
 
+#if RED_ALL_OPS
 /*
  * ---- median ----
  * Rows (inner == 1), three tiers by row length:
@@ -1062,7 +1178,8 @@ permute(global const T *x, ulong xoff, global T *y, ulong n, uint ndim, kiln_bca
  *                 O(red * KEY_BITS / 8) per row. median_init/median_store bracket them.
  */
 
-#if defined(KILN_DT_F32)
+/* f16 and bf16 are keyed as the floats they load into (the host runs 32-bit passes). */
+#if defined(KILN_DT_F32) || KILN_IS_HALF
 #define KEY_BITS 32
 inline ulong mkey(T v)
 {
@@ -1108,7 +1225,7 @@ midpoint(FOUT a, FOUT b)
 }
 
 kernel void
-median_small(global const T *x, ulong xoff, global FOUT *out, ulong ooff, ulong rows, ulong red,
+median_small(global const XT *x, ulong xoff, global FSTORE *out, ulong ooff, ulong rows, ulong red,
              uint flags)
 {
   for (ulong r = get_global_id(0); r < rows; r += get_global_size(0)) {
@@ -1116,7 +1233,7 @@ median_small(global const T *x, ulong xoff, global FOUT *out, ulong ooff, ulong 
     uint n = 0;
     int nan = 0;
     for (ulong j = 0; j < red; j++) {
-      T v = x[xoff + r * red + j];
+      T v = LDX(x, xoff + r * red + j);
       if (IS_NAN(v)) {
         nan = 1;
         continue;
@@ -1133,13 +1250,13 @@ median_small(global const T *x, ulong xoff, global FOUT *out, ulong ooff, ulong 
       res = (FOUT)NAN;
     else
       res = midpoint((FOUT)buf[(n - 1) / 2], (FOUT)buf[n / 2]);
-    out[ooff + r] = res;
+    KILN_STORE(out, ooff + r, res);
   }
 }
 
 /* One work-group per row; keys holds npow2 ulongs. NaN is counted and padded away. */
 kernel void
-median_sort(global const T *x, ulong xoff, global FOUT *out, ulong ooff, ulong rows, ulong red,
+median_sort(global const XT *x, ulong xoff, global FSTORE *out, ulong ooff, ulong rows, ulong red,
             uint npow2, uint flags, local ulong *keys)
 {
   local uint nn;
@@ -1151,7 +1268,7 @@ median_sort(global const T *x, ulong xoff, global FOUT *out, ulong ooff, ulong r
   for (uint j = lid; j < npow2; j += wg) {
     ulong k = ~0UL;
     if (j < red) {
-      T v = x[xoff + r * red + j];
+      T v = LDX(x, xoff + r * red + j);
       if (IS_NAN(v))
         atomic_inc(&nn);
       else
@@ -1180,7 +1297,7 @@ median_sort(global const T *x, ulong xoff, global FOUT *out, ulong ooff, ulong r
       res = (FOUT)NAN;
     else
       res = midpoint((FOUT)unkey(keys[(n - 1) / 2]), (FOUT)unkey(keys[n / 2]));
-    out[ooff + r] = res;
+    KILN_STORE(out, ooff + r, res);
   }
 }
 
@@ -1202,7 +1319,7 @@ median_init(global const long *nnan, global msel *sel, ulong rows, ulong red, ui
 
 /* One work-group per (row, chunk); RED_MEDIAN_HIST local counters (256 bins per rank). */
 kernel void
-median_hist(global const T *x, ulong xoff, global const msel *sel, global uint *hist, ulong rows,
+median_hist(global const XT *x, ulong xoff, global const msel *sel, global uint *hist, ulong rows,
             ulong red, ulong nchunk, ulong clen, uint shift, uint blocked)
 {
   local uint lh[RED_MEDIAN_HIST];
@@ -1220,7 +1337,7 @@ median_hist(global const T *x, ulong xoff, global const msel *sel, global uint *
     ulong sub = blk ? (end - beg + wg - 1) / wg : 1, step = blk ? 1 : wg;
     ulong b = blk ? beg + lid * sub : beg + lid, e = blk ? min(b + sub, end) : end;
     for (ulong j = b; j < e; j += step) {
-      ulong k = mkey(x[xoff + row * red + j]);
+      ulong k = mkey(LDX(x, xoff + row * red + j));
       uint bin = (uint)(k >> shift) & 255u;
       if ((k & hm) == pa)
         atomic_inc(&lh[bin]);
@@ -1260,10 +1377,12 @@ median_pick(global const uint *hist, global msel *sel, ulong rows, ulong nchunk,
 }
 
 kernel void
-median_store(global const msel *sel, global FOUT *out, ulong ooff, ulong rows)
+median_store(global const msel *sel, global FSTORE *out, ulong ooff, ulong rows)
 {
   for (ulong r = get_global_id(0); r < rows; r += get_global_size(0)) {
     msel s = sel[r];
-    out[ooff + r] = s.n <= 0 ? (FOUT)NAN : midpoint((FOUT)unkey(s.key[0]), (FOUT)unkey(s.key[1]));
+    KILN_STORE(out, ooff + r,
+               s.n <= 0 ? (FOUT)NAN : midpoint((FOUT)unkey(s.key[0]), (FOUT)unkey(s.key[1])));
   }
 }
+#endif /* RED_ALL_OPS */

@@ -43,44 +43,70 @@
 #endif
 
 #define IS_NAN(v) ((v) != (v))
-#define SKIP(v, f) (((f) & SCAN_F_OMIT) && IS_NAN(v))
+#if KILN_IS_COMPLEX
+/* A complex element is NaN when either part is (NumPy's isnan). */
+#define T_NAN(v) (IS_NAN((v).x) || IS_NAN((v).y))
+#else
+#define T_NAN(v) IS_NAN(v)
+#endif
+#define SKIP(v, f) (((f) & SCAN_F_OMIT) && T_NAN(v))
+/* The 16-element block paths (vector loads and scans); complex T has no 16-vectors. */
+#define KILN_BLOCKS (!KILN_IS_COMPLEX)
 
 /* A compile-time error unless state type st fits the host's SCAN_STATE_BYTES. */
 #define STATE_FITS(st) typedef char KILN_CAT(st, _fits)[sizeof(st) <= SCAN_STATE_BYTES ? 1 : -1];
 
+#include "elem_access.clh"
+#if !KILN_IS_COMPLEX
 #include "arg_pair.clh"
+#endif
 
+/* SOUT: the state of cumsum/cumprod (f16 and bf16 accumulate in float); SOUT_ST: the
+ * element type of their output buffers. Complex products as NumPy forms them. */
 #if KILN_IS_FLOAT
 #define SOUT T
+#define SOUT_ST ST
 #define WRAP_ADD(a, b) ((a) + (b))
 #define WRAP_MUL(a, b) ((a) * (b))
+#define PROD_ID ((SOUT)1)
+#elif KILN_IS_COMPLEX
+#define SOUT T
+#define SOUT_ST T
+#define WRAP_ADD(a, b) ((a) + (b))
+#define WRAP_MUL(a, b) cmul(a, b)
+#define PROD_ID ((T)(1, 0))
+inline T cmul(T a, T b) { return (T)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
 #else
 #define SOUT long
+#define SOUT_ST long
 #define WRAP_ADD(a, b) ((long)((ulong)(a) + (ulong)(b)))
 #define WRAP_MUL(a, b) ((long)((ulong)(a) * (ulong)(b)))
+#define PROD_ID ((SOUT)1)
 #endif
-#define SCAN_OUT_WIDE SOUT
-#define SCAN_OUT_SAME T
+#define SCAN_OUT_WIDE SOUT_ST
+#define SCAN_OUT_SAME ST
 
 /* ---- cumsum / cumprod: NaN omitted counts as the identity (nancumsum, nancumprod) ---- */
 typedef SOUT st_cumsum;
 typedef SOUT st_cumprod;
 inline st_cumsum cumsum_empty(uint f) { return (SOUT)0; }
-inline st_cumprod cumprod_empty(uint f) { return (SOUT)1; }
+inline st_cumprod cumprod_empty(uint f) { return PROD_ID; }
 inline st_cumsum cumsum_load(T v, long j, uint f) { return SKIP(v, f) ? (SOUT)0 : (SOUT)v; }
-inline st_cumprod cumprod_load(T v, long j, uint f) { return SKIP(v, f) ? (SOUT)1 : (SOUT)v; }
+inline st_cumprod cumprod_load(T v, long j, uint f) { return SKIP(v, f) ? PROD_ID : (SOUT)v; }
 inline st_cumsum cumsum_combine(st_cumsum a, st_cumsum b, uint f) { return WRAP_ADD(a, b); }
 inline st_cumprod cumprod_combine(st_cumprod a, st_cumprod b, uint f) { return WRAP_MUL(a, b); }
 inline st_cumsum cumsum_reload(SOUT v, long i) { return v; }
 inline st_cumprod cumprod_reload(SOUT v, long i) { return v; }
-inline void cumsum_store(st_cumsum a, global SOUT *y, ulong k, global long *yi, ulong ki)
+inline void cumsum_store(st_cumsum a, global SOUT_ST *y, ulong k, global long *yi, ulong ki)
 {
-  y[k] = a;
+  KILN_STORE(y, k, a);
 }
-inline void cumprod_store(st_cumprod a, global SOUT *y, ulong k, global long *yi, ulong ki)
+inline void cumprod_store(st_cumprod a, global SOUT_ST *y, ulong k, global long *yi, ulong ki)
 {
-  y[k] = a;
+  KILN_STORE(y, k, a);
 }
+
+#if !KILN_IS_COMPLEX
 
 /* ---- cummin / cummax: (value, index of its first occurrence) pairs (arg_pair.clh) ---- */
 typedef arg_pair st_cumarg;
@@ -114,18 +140,18 @@ inline st_cummin cummin_combine(st_cummin a, st_cummin b, uint f) { return arg_p
 inline st_cummax cummax_reload(T v, long i) { return cumarg_make(v, i); }
 inline st_cummin cummin_reload(T v, long i) { return cumarg_make(v, i); }
 inline void
-cumarg_store(st_cumarg a, global T *y, ulong k, global long *yi, ulong ki)
+cumarg_store(st_cumarg a, global ST *y, ulong k, global long *yi, ulong ki)
 {
   if (y)
-    y[k] = a.v;
+    KILN_STORE(y, k, a.v);
   if (yi)
     yi[ki] = a.i;
 }
-inline void cummax_store(st_cummax a, global T *y, ulong k, global long *yi, ulong ki)
+inline void cummax_store(st_cummax a, global ST *y, ulong k, global long *yi, ulong ki)
 {
   cumarg_store(a, y, k, yi, ki);
 }
-inline void cummin_store(st_cummin a, global T *y, ulong k, global long *yi, ulong ki)
+inline void cummin_store(st_cummin a, global ST *y, ulong k, global long *yi, ulong ki)
 {
   cumarg_store(a, y, k, yi, ki);
 }
@@ -150,8 +176,12 @@ inline st_logcumsumexp logcumsumexp_empty(uint f) { return (T)-INFINITY; }
 inline st_logcumsumexp logcumsumexp_load(T v, long j, uint f) { return SKIP(v, f) ? (T)-INFINITY : v; }
 inline st_logcumsumexp logcumsumexp_combine(T a, T b, uint f) { return logaddexp(a, b); }
 inline st_logcumsumexp logcumsumexp_reload(T v, long i) { return v; }
-inline void logcumsumexp_store(T a, global T *y, ulong k, global long *yi, ulong ki) { y[k] = a; }
+inline void logcumsumexp_store(T a, global ST *y, ulong k, global long *yi, ulong ki)
+{
+  KILN_STORE(y, k, a);
+}
 #endif
+#endif /* !KILN_IS_COMPLEX */
 
 /* Writes the running state before (exclusive) or after (inclusive) folding v in. */
 #define SCAN_STEP(NAME, acc, v, y, k, yi, ki, flags)                                            \
@@ -174,7 +204,7 @@ inline void logcumsumexp_store(T a, global T *y, ulong k, global long *yi, ulong
  * Any order of combining gives the same integers and is within the documented bound for
  * floats (docs/reductions.md).
  */
-#define V16 KILN_CAT(T, 16)
+#if KILN_BLOCKS
 #define H2(x, OP) OP((x).lo, (x).hi)
 #define HTREE(w, OP) H2(H2(H2(H2(w, OP), OP), OP), OP)
 #define ADD_(a, b) ((a) + (b))
@@ -186,7 +216,7 @@ inline void logcumsumexp_store(T a, global T *y, ulong k, global long *yi, ulong
 #if KILN_IS_FLOAT
 /* Lanes in T; omitted NaN become the identity. */
 #define A16 V16
-#if defined(KILN_DT_F32)
+#if defined(KILN_DT_F32) || KILN_IS_HALF
 #define AMASK16 uint16
 #else
 #define AMASK16 ulong16
@@ -211,7 +241,7 @@ inline void logcumsumexp_store(T a, global T *y, ulong k, global long *yi, ulong
   {                                                                                            \
     return FROM_A(OP(TO_A(acc), HTREE(TO_A16(raw, f, ID), OP)));                               \
   }                                                                                            \
-  inline SOUT NAME##_scan16(SOUT run, V16 raw, long j, uint f, global SOUT *y, ulong k,        \
+  inline SOUT NAME##_scan16(SOUT run, V16 raw, long j, uint f, global SOUT_ST *y, ulong k,     \
                             global long *yi, ulong ki)                                         \
   {                                                                                            \
     A16 w = TO_A16(raw, f, ID);                                                                \
@@ -220,7 +250,7 @@ inline void logcumsumexp_store(T a, global T *y, ulong k, global long *yi, ulong
     w = OP(w, SHIFT16(w, ID, MASK4));                                                          \
     w = OP(w, SHIFT16(w, ID, MASK8));                                                          \
     A16 out = (f & SCAN_F_EXCL) ? SHIFT16(w, ID, MASK1) : w;                                        \
-    vstore16(FROM_A16(OP((A16)TO_A(run), out)), 0, y + k);                                     \
+    ST16(FROM_A16(OP((A16)TO_A(run), out)), y + k);                                            \
     return FROM_A(OP(TO_A(run), w.sf));                                                        \
   }
 VEC_SCAN(cumsum, ADD_, 0)
@@ -251,6 +281,7 @@ LOOP16(cummax)
 #if KILN_IS_FLOAT
 LOOP16(logcumsumexp)
 #endif
+#endif /* KILN_BLOCKS */
 
 
 /*
@@ -259,13 +290,15 @@ LOOP16(logcumsumexp)
  * class, restated here because an #include cannot come out of a macro. The scan suite runs
  * every (row, dtype) the table accepts, so a missing or extra set here fails it.
  */
-#if KILN_SUP_ALL
+#if KILN_SUP_ALL || KILN_IS_COMPLEX /* complex: KILN_SCAN_COMPLEX_OPS */
 #define NAME cumsum
 #define YT SCAN_OUT_WIDE
 #include "scan_kernels.clh"
 #define NAME cumprod
 #define YT SCAN_OUT_WIDE
 #include "scan_kernels.clh"
+#endif
+#if KILN_SUP_ALL
 #define NAME cummin
 #define YT SCAN_OUT_SAME
 #include "scan_kernels.clh"
@@ -280,7 +313,7 @@ LOOP16(logcumsumexp)
 #endif
 
 /* ---- diff: y = x[j + 1] - x[j] along the middle axis; integers wrap, bool is != ---- */
-#if KILN_IS_FLOAT
+#if KILN_IS_FLOAT || KILN_IS_COMPLEX
 #define DIFF(b, a) ((b) - (a))
 #elif defined(KILN_DT_BOOL)
 #define DIFF(b, a) ((T)((b) != (a)))
@@ -289,7 +322,7 @@ LOOP16(logcumsumexp)
 #endif
 
 kernel void
-diff1(global const T *x, ulong xoff, global T *y, ulong yoff, ulong outer, ulong len, ulong inner)
+diff1(global const XT *x, ulong xoff, global ST *y, ulong yoff, ulong outer, ulong len, ulong inner)
 {
   /* One work-item per (line, block of SCAN_DIFF_BLOCK outputs): index arithmetic once per item. */
   ulong m = len - 1, nb = (m + SCAN_DIFF_BLOCK - 1) / SCAN_DIFF_BLOCK;
@@ -298,7 +331,7 @@ diff1(global const T *x, ulong xoff, global T *y, ulong yoff, ulong outer, ulong
     ulong j0 = jb * SCAN_DIFF_BLOCK, j1 = min(j0 + SCAN_DIFF_BLOCK, m);
     for (ulong j = j0; j < j1; j++) {
       ulong k = (o * len + j) * inner + i;
-      y[yoff + (o * m + j) * inner + i] = DIFF(x[xoff + k + inner], x[xoff + k]);
+      KILN_STORE(y, yoff + (o * m + j) * inner + i, DIFF(LDX(x, xoff + k + inner), LDX(x, xoff + k)));
     }
   }
 }

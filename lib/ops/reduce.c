@@ -18,7 +18,7 @@
 #include "ops/tuned.h"
 #include "runtime/runtime.h"
 
-enum result_rule { RES_SAME, RES_WIDE, RES_REAL, RES_BOOL, RES_I64 };
+enum result_rule { RES_SAME, RES_WIDE, RES_REAL, RES_ABS, RES_BOOL, RES_I64 };
 enum empty_rule { EMPTY_VALUE, EMPTY_ERROR };
 
 struct red_row {
@@ -43,12 +43,22 @@ kiln_reduce_op_name(kiln_reduce_op op)
   return (unsigned)op < KILN_REDUCE_OP_COUNT ? red_rows[op].name : "?";
 }
 
+/* Ops that take complex tensors (a bit per op). */
+static const unsigned complex_ops = 0u
+#define X(E) | 1u << KILN_REDUCE_##E
+    KILN_REDUCE_COMPLEX_OPS(X)
+#undef X
+    ;
+
 int
 kiln_reduce_op_supports(kiln_reduce_op op, kiln_dtype dtype)
 {
-  return (unsigned)op < KILN_REDUCE_OP_COUNT && kiln__dtype_valid(dtype) &&
-         (kiln__dtype_class_mask(red_rows[op].cls) & kiln__ops_source_dtypes("reduce") &
-          KILN__DT_BIT(dtype));
+  if ((unsigned)op >= KILN_REDUCE_OP_COUNT || !kiln__dtype_valid(dtype))
+    return 0;
+  unsigned mask = kiln__dtype_class_mask(red_rows[op].cls);
+  if (complex_ops >> op & 1u)
+    mask |= KILN__DT_COMPLEX;
+  return (mask & kiln__ops_source_dtypes("reduce") & KILN__DT_BIT(dtype)) != 0;
 }
 
 static kiln_dtype
@@ -58,9 +68,13 @@ result_dtype(const kiln_context *ctx, enum result_rule rule, kiln_dtype in)
   case RES_SAME:
     return in;
   case RES_WIDE:
-    return kiln__dtype_is_float(in) ? in : KILN_I64;
+    return kiln__dtype_is_floating(in) || kiln__dtype_is_complex(in) ? in : KILN_I64;
   case RES_REAL:
-    return kiln__dtype_is_float(in) ? in : ctx->info.has_fp64 ? KILN_F64 : KILN_F32;
+    return kiln__dtype_is_floating(in) || kiln__dtype_is_complex(in) ? in
+           : ctx->info.has_fp64                                      ? KILN_F64
+                                                                     : KILN_F32;
+  case RES_ABS:
+    return kiln__dtype_real_part(in);
   case RES_BOOL:
     return KILN_BOOL;
   case RES_I64:
@@ -76,9 +90,14 @@ check_op_dtype(const char *op, kiln_reduce_op rop, kiln_dtype dtype)
                  "unknown reduction op %d", (int)rop);
   KILN_RETURN_IF(!kiln__dtype_valid(dtype), KILN_ERR_INVALID_ARGUMENT, op, "invalid dtype %d",
                  (int)dtype);
-  KILN_RETURN_IF(!kiln_reduce_op_supports(rop, dtype), KILN_ERR_DTYPE, op,
-                 "%s does not accept %s (accepts f32, f64; cast integers with kiln_cast)",
+  KILN_RETURN_IF(kiln__dtype_is_complex(dtype) && !kiln_reduce_op_supports(rop, dtype),
+                 KILN_ERR_DTYPE, op,
+                 "%s does not accept %s (complex tensors take sum, prod, mean and norm; "
+                 "complex numbers have no order)",
                  red_rows[rop].name, kiln_dtype_name(dtype));
+  KILN_RETURN_IF(!kiln_reduce_op_supports(rop, dtype), KILN_ERR_DTYPE, op,
+                 "%s does not accept %s (accepts %s)", red_rows[rop].name, kiln_dtype_name(dtype),
+                 kiln__dtype_class_text(red_rows[rop].cls));
   return KILN_OK;
 }
 
@@ -105,6 +124,8 @@ struct red_call {
   const char *kop;     /* kernel op name in reduce.cl ("sum", "argmax" ...) */
   cl_uint flags;
   double prm;
+  size_t state_bytes;  /* what one partial state may take (reduce_contract.clh) */
+  int complex_kernels; /* the program is a complex dtype's (scalar paths only) */
 };
 
 /* The kernels' PT: double where the device has fp64, else float. */
@@ -181,7 +202,7 @@ static int
 cols_vector(const struct red_call *rc)
 {
   static const char *const ops[] = {"sum", "mean", "max", "min"};
-  if (rc->ctx->info.is_gpu || rc->lp->cols_per_item % 16 != 0)
+  if (rc->ctx->info.is_gpu || rc->complex_kernels || rc->lp->cols_per_item % 16 != 0)
     return 0;
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
     if (strcmp(rc->kop, ops[i]) == 0)
@@ -215,14 +236,14 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
 
   if (inner == 1) {
     KILN_TRY(kernel(rc, "_rows", &k));
-    KILN_TRY(kiln__launch_local_size(rc->op, ctx, k, lp->wg_size, RED_STATE_BYTES, &local));
+    KILN_TRY(kiln__launch_local_size(rc->op, ctx, k, lp->wg_size, rc->state_bytes, &local));
     uint64_t clen;
     uint64_t nchunk =
         kiln__launch_chunks(lp, outer, red, (uint64_t)local * lp->items_per_thread, target, &clen);
     uint32_t lanes = lanes_for(clen, lp->items_per_thread, local, outer * nchunk, target * local);
     uint64_t rpg = local / lanes;
     if (nchunk > 1)
-      KILN_TRY(kiln__ops_tmp_alloc(ctx, outer * nchunk * RED_STATE_BYTES, &part));
+      KILN_TRY(kiln__ops_tmp_alloc(ctx, outer * nchunk * rc->state_bytes, &part));
     kiln__args a = kiln__args_begin(rc->op, k);
     kiln__args_mem(&a, src);
     kiln__args_u64(&a, srcoff);
@@ -235,14 +256,14 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
     kiln__args_u32(&a, lanes);
     kiln__args_u32(&a, rc->flags);
     arg_prm(&a, ctx, rc->prm);
-    kiln__args_raw(&a, local * RED_STATE_BYTES, NULL);
+    kiln__args_raw(&a, local * rc->state_bytes, NULL);
     global = (size_t)(((outer + rpg - 1) / rpg) * nchunk * local);
     s = kiln__args_enqueue_1d(&a, ctx, global, local);
     if (s == KILN_OK && nchunk > 1) {
       s = kernel(rc, "_rows_p", &k);
       size_t local2 = 0;
       if (s == KILN_OK)
-        s = kiln__launch_local_size(rc->op, ctx, k, lp->wg_size, RED_STATE_BYTES, &local2);
+        s = kiln__launch_local_size(rc->op, ctx, k, lp->wg_size, rc->state_bytes, &local2);
       if (s == KILN_OK) {
         uint32_t lanes2 = lanes_for(nchunk, 1, local2, outer, target * local2);
         uint64_t rpg2 = local2 / lanes2;
@@ -254,7 +275,7 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
         kiln__args_u32(&b, lanes2);
         kiln__args_u32(&b, rc->flags);
         arg_prm(&b, ctx, rc->prm);
-        kiln__args_raw(&b, local2 * RED_STATE_BYTES, NULL);
+        kiln__args_raw(&b, local2 * rc->state_bytes, NULL);
         global = (size_t)(((outer + rpg2 - 1) / rpg2) * local2);
         s = kiln__args_enqueue_1d(&b, ctx, global, local2);
       }
@@ -269,7 +290,7 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
   uint64_t nchunk =
       kiln__launch_chunks(lp, outer * nblk, red, lp->items_per_thread, target * local, &clen);
   if (nchunk > 1)
-    KILN_TRY(kiln__ops_tmp_alloc(ctx, outer * nchunk * inner * RED_STATE_BYTES, &part));
+    KILN_TRY(kiln__ops_tmp_alloc(ctx, outer * nchunk * inner * rc->state_bytes, &part));
   kiln__args a = kiln__args_begin(rc->op, k);
   kiln__args_mem(&a, src);
   kiln__args_u64(&a, srcoff);
@@ -353,6 +374,8 @@ key_bits(kiln_dtype d)
     return 64;
   case KILN_F32:
   case KILN_I32:
+  case KILN_F16: /* keyed as the f32 values they load into */
+  case KILN_BF16:
     return 32;
   default:
     return 8;
@@ -403,7 +426,7 @@ run_median(struct red_call *rc, kiln_dtype dtype, cl_mem src, uint64_t srcoff, u
 
   /* Radix selection. NaN count first (floats): it decides the ranks and propagation. */
   kiln__ops_tmp nnan = {0}, sel = {0}, hist = {0};
-  int is_float = kiln__dtype_is_float(dtype);
+  int is_float = kiln__dtype_is_floating(dtype);
   s = kiln__ops_tmp_alloc(ctx, rows * sizeof(msel), &sel);
   if (s == KILN_OK && is_float) {
     s = kiln__ops_tmp_alloc(ctx, rows * 8, &nnan);
@@ -607,8 +630,13 @@ fill(const char *op, kiln_context *ctx, kiln_tensor *t, double v)
 {
   if (!t->nbytes)
     return KILN_OK;
-  unsigned char pattern[8];
+  unsigned char pattern[16];
   kiln__scalar_to_bytes(kiln_scalar_f64(v), t->dtype, pattern);
+  if (kiln__dtype_is_complex(t->dtype) && isnan(v)) {
+    /* NumPy's mean of no complex numbers is nan+nanj, not a real NaN with imag 0. */
+    size_t half = kiln_dtype_size(t->dtype) / 2;
+    memcpy(pattern + half, pattern, half);
+  }
   cl_int err = clEnqueueFillBuffer(ctx->queue, t->mem, pattern, kiln_dtype_size(t->dtype),
                                    t->offset, t->nbytes, 0, NULL, NULL);
   return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueFillBuffer");
@@ -683,7 +711,7 @@ reduce_impl(kiln_context *ctx, kiln_reduce_op rop, const kiln_tensor *x, const i
                  KILN_ERR_INVALID_ARGUMENT, op, "unknown NaN policy %d", (int)o.nan_policy);
   KILN_RETURN_IF(!(o.ddof >= 0) || !isfinite(o.ddof), KILN_ERR_INVALID_ARGUMENT, op,
                  "ddof must be finite and >= 0 (got %g)", o.ddof);
-  struct red_call rc = {op, ctx, lp, NULL, NULL, 0, 0};
+  struct red_call rc = {op, ctx, lp, NULL, NULL, 0, 0, RED_STATE_BYTES, 0};
   int wide_matters;
   KILN_TRY(plan_op(op, rop, &o, &rc, &wide_matters));
   int wide = o.accumulate_f64 && wide_matters && x->dtype == KILN_F32;
@@ -706,14 +734,23 @@ reduce_impl(kiln_context *ctx, kiln_reduce_op rop, const kiln_tensor *x, const i
                  "%s of an empty selection has no value (a reduced axis has size 0)",
                  red_rows[rop].name);
 
+  /* Norms of complex tensors run the real part's program on |z| (KILN_CABS in reduce.cl);
+   * sum, prod and mean a complex program with scalar paths and larger states. */
+  int cabs = kiln__dtype_is_complex(x->dtype) && rop == KILN_REDUCE_NORM;
+  if (kiln__dtype_is_complex(x->dtype)) {
+    rc.state_bytes = RED_STATE_BYTES_COMPLEX;
+    rc.complex_kernels = !cabs;
+  }
   char options[192];
   /* The shared options (what `kiln cache warm` builds), then the f64-accumulation variant. */
   kiln__program_options(
-      &ctx->info, "reduce", x->dtype,
+      &ctx->info, "reduce", cabs ? kiln__dtype_real_part(x->dtype) : x->dtype,
       &(kiln__program_variant){.cols = cols_per_item(&rc), .lane_order = lp->blocked + 1}, options,
       sizeof options);
   if (wide)
     strncat(options, " -DKILN_REDUCE_WIDE=1", sizeof options - strlen(options) - 1);
+  if (cabs)
+    strncat(options, " -DKILN_CABS=1", sizeof options - strlen(options) - 1);
   rc.options = options;
 
   /* Multi-pass strategies read x after writing partial results: any overlap goes through a
@@ -790,7 +827,8 @@ reduce_build_options(const kiln_device_info *info, const char *source, kiln_dtyp
     kiln__options_append(buf, len, " -DKILN_COLSV=1");
 }
 
-static const struct kiln__source reduce_sources[] = {{"reduce", KILN__DT_CLASSIC}, {NULL, 0}};
+static const struct kiln__source reduce_sources[] = {
+    {"reduce", KILN__DT_CLASSIC | KILN__DT_HALVES | KILN__DT_COMPLEX}, {NULL, 0}};
 
 const struct kiln__family kiln__reduce_family = {
     .name = "reduce",

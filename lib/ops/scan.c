@@ -37,18 +37,29 @@ kiln_scan_op_name(kiln_scan_op op)
   return (unsigned)op < KILN_SCAN_OP_COUNT ? scan_rows[op].name : "?";
 }
 
+/* Ops that take complex tensors (a bit per op). */
+static const unsigned complex_ops = 0u
+#define X(E) | 1u << KILN_SCAN_##E
+    KILN_SCAN_COMPLEX_OPS(X)
+#undef X
+    ;
+
 int
 kiln_scan_op_supports(kiln_scan_op op, kiln_dtype dtype)
 {
-  return (unsigned)op < KILN_SCAN_OP_COUNT && kiln__dtype_valid(dtype) &&
-         (kiln__dtype_class_mask(scan_rows[op].cls) & kiln__ops_source_dtypes("scan") &
-          KILN__DT_BIT(dtype));
+  if ((unsigned)op >= KILN_SCAN_OP_COUNT || !kiln__dtype_valid(dtype))
+    return 0;
+  unsigned mask = kiln__dtype_class_mask(scan_rows[op].cls);
+  if (complex_ops >> op & 1u)
+    mask |= KILN__DT_COMPLEX;
+  return (mask & kiln__ops_source_dtypes("scan") & KILN__DT_BIT(dtype)) != 0;
 }
 
 static kiln_dtype
 result_dtype(enum result_rule rule, kiln_dtype in)
 {
-  return rule == RES_WIDE && !kiln__dtype_is_float(in) ? KILN_I64 : in;
+  int keeps = kiln__dtype_is_floating(in) || kiln__dtype_is_complex(in);
+  return rule == RES_WIDE && !keeps ? KILN_I64 : in;
 }
 
 static kiln_status
@@ -58,9 +69,14 @@ check_op_dtype(const char *op, kiln_scan_op sop, kiln_dtype dtype)
                  "unknown scan op %d", (int)sop);
   KILN_RETURN_IF(!kiln__dtype_valid(dtype), KILN_ERR_INVALID_ARGUMENT, op, "invalid dtype %d",
                  (int)dtype);
-  KILN_RETURN_IF(!kiln_scan_op_supports(sop, dtype), KILN_ERR_DTYPE, op,
-                 "%s does not accept %s (accepts f32, f64; cast integers with kiln_cast)",
+  KILN_RETURN_IF(kiln__dtype_is_complex(dtype) && !kiln_scan_op_supports(sop, dtype),
+                 KILN_ERR_DTYPE, op,
+                 "%s does not accept %s (complex tensors take cumsum and cumprod; complex "
+                 "numbers have no order)",
                  scan_rows[sop].name, kiln_dtype_name(dtype));
+  KILN_RETURN_IF(!kiln_scan_op_supports(sop, dtype), KILN_ERR_DTYPE, op,
+                 "%s does not accept %s (accepts %s)", scan_rows[sop].name, kiln_dtype_name(dtype),
+                 kiln__dtype_class_text(scan_rows[sop].cls));
   return KILN_OK;
 }
 
@@ -418,7 +434,8 @@ scan_build_options(const kiln_device_info *info, const char *source, kiln_dtype 
                        v && v->cols ? v->cols : kiln__default_cols_per_item(info));
 }
 
-static const struct kiln__source scan_sources[] = {{"scan", KILN__DT_CLASSIC}, {NULL, 0}};
+static const struct kiln__source scan_sources[] = {
+    {"scan", KILN__DT_CLASSIC | KILN__DT_HALVES | KILN__DT_COMPLEX}, {NULL, 0}};
 
 const struct kiln__family kiln__scan_family = {
     .name = "scan",
