@@ -60,6 +60,17 @@ kiln__tune_input(kiln_context *ctx, kiln_dtype dt, size_t ndim, const int64_t *s
     case KILN_I32: ((int32_t *)h)[i] = (int32_t)((x >> 4) % 2001u) - 1000; break;
     case KILN_I64: ((int64_t *)h)[i] = (int64_t)((x >> 4) % 2001u) - 1000; break;
     case KILN_U8: h[i] = (unsigned char)(x >> 24); break;
+    /* m / 16 is exact in f16 and bf16; complex: the same real part, imaginary part -m / 16. */
+    case KILN_F16: ((uint16_t *)h)[i] = kiln_f16_from_f32((float)m / 16.0f); break;
+    case KILN_BF16: ((uint16_t *)h)[i] = kiln_bf16_from_f32((float)m / 16.0f); break;
+    case KILN_C64:
+      ((float *)h)[2 * i] = (float)m / 16.0f;
+      ((float *)h)[2 * i + 1] = (float)-m / 16.0f;
+      break;
+    case KILN_C128:
+      ((double *)h)[2 * i] = (double)m / 16.0;
+      ((double *)h)[2 * i + 1] = (double)-m / 16.0;
+      break;
     default: h[i] = (unsigned char)(x >> 31); break;
     }
   }
@@ -131,16 +142,37 @@ problem_make(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k, st
  * tolerance only absorbs rare roundings; one dropped or repeated element
  * (at least 1/16) exceeds it while |sum| < 2^16 (f32).
  */
+static double
+tune_elem(kiln_dtype dt, const void *p, size_t i)
+{
+  switch (dt) {
+  case KILN_F32:
+  case KILN_C64:
+    return ((const float *)p)[i];
+  case KILN_F16:
+    return kiln_f16_to_f32(((const uint16_t *)p)[i]);
+  case KILN_BF16:
+    return kiln_bf16_to_f32(((const uint16_t *)p)[i]);
+  default:
+    return ((const double *)p)[i];
+  }
+}
+
 static int
 outputs_match(kiln_dtype dt, int float_sum, const void *a, const void *b, size_t bytes)
 {
-  if (!float_sum || (dt != KILN_F32 && dt != KILN_F64))
+  if (!float_sum || !(kiln__dtype_is_floating(dt) || kiln__dtype_is_complex(dt)))
     return memcmp(a, b, bytes) == 0;
-  size_t n = bytes / kiln_dtype_size(dt);
-  double eps = dt == KILN_F32 ? 1.1920928955078125e-07 : 2.220446049250313e-16;
+  /* Complex outputs compare part by part; f16 and bf16 within their own epsilon (the f32
+   * sums are rounded once more on store). */
+  size_t n = bytes / kiln_dtype_size(dt) * (kiln__dtype_is_complex(dt) ? 2 : 1);
+  double eps = dt == KILN_F32 || dt == KILN_C64 ? 1.1920928955078125e-07
+               : dt == KILN_F16                 ? 9.765625e-04
+               : dt == KILN_BF16                ? 7.8125e-03
+                                                : 2.220446049250313e-16;
   for (size_t i = 0; i < n; i++) {
-    double x = dt == KILN_F32 ? ((const float *)a)[i] : ((const double *)a)[i];
-    double y = dt == KILN_F32 ? ((const float *)b)[i] : ((const double *)b)[i];
+    double x = tune_elem(dt, a, i);
+    double y = tune_elem(dt, b, i);
     double m = fmax(fmax(fabs(x), fabs(y)), 1.0);
     if (!(fabs(x - y) <= 8 * eps * m)) /* NaN fails too */
       return 0;

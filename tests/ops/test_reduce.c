@@ -46,7 +46,9 @@
 
 #include "harness.h"
 #include "hostdata.h"
+#include "ops/launch_params.h"
 #include "ops/tuned.h"
+#include "runtime/tuner.h"
 
 /*
  * ck_assert_msg records a checkpoint even when it passes (a write and flush per call
@@ -1891,6 +1893,36 @@ START_TEST(test_complex)
 }
 END_TEST
 
+/*
+ * Every value `kiln tune` can give each parameter of the reduce family (the candidate
+ * lists of kiln__reduce_tune), one at a time on the defaults, for bf16 sum (the op the
+ * tuner times): rows of 2000 (past the smallest split threshold), and for the parameters
+ * that only column layouts read (columns per item) columns of a [300, 67] matrix.
+ */
+START_TEST(test_tuner_values)
+{
+  kiln_context *ctx = harness_ctx();
+  const struct kiln__tune_family *f = &kiln__reduce_tune;
+  const int64_t rows[2] = {harness_size(7, 3), 2000}, cols[2] = {harness_size(300, 40), 67};
+  const int64_t ax0 = 0, ax1 = 1;
+  for (size_t p = 0; p < f->nparams; p++) {
+    const struct kiln__tune_param *tp = &f->params[p];
+    int col = tp->layouts != 0 && !(tp->layouts & (1u << KILN__LAYOUT_ROW));
+    for (size_t v = 0; v < tp->nfull; v++) {
+      kiln__launch_params lp;
+      kiln__launch_params_default(ctx, KILN__LAUNCH_REDUCE, &lp);
+      if (col)
+        kiln__launch_params_columns(ctx, &lp);
+      uint64_t val = tp->full[v];
+      memcpy((char *)&lp + tp->offset, &val, tp->size); /* little-endian: the low bytes */
+      struct rcase c = col ? with_axes(mk(KILN_REDUCE_SUM, KILN_BF16, 2, cols), 1, &ax0)
+                           : with_axes(mk(KILN_REDUCE_SUM, KILN_BF16, 2, rows), 1, &ax1);
+      run_case(&c, &lp, p * 16 + v);
+    }
+  }
+}
+END_TEST
+
 static Suite *
 reduce_suite(void)
 {
@@ -1918,6 +1950,7 @@ reduce_suite(void)
       {"provider", test_provider_slots, 0},
       {"overlap", test_overlap, 0},
       {"complex", test_complex, 2},
+      {"tuner_values", test_tuner_values, 0},
   };
   for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
     TCase *tc = tcase_create(groups[g].name);

@@ -34,7 +34,9 @@
 
 #include "harness.h"
 #include "hostdata.h"
+#include "ops/launch_params.h"
 #include "ops/tuned.h"
+#include "runtime/tuner.h"
 
 /*
  * ck_assert_msg records a checkpoint even when it passes (a write and flush per call
@@ -1098,6 +1100,33 @@ START_TEST(test_complex)
 }
 END_TEST
 
+/*
+ * Every value `kiln tune` can give each parameter of the scan family (the candidate lists
+ * of kiln__scan_tune), one at a time on the defaults, for f16 cumsum (the op the tuner
+ * times): lines of 2000 (tiled from the smallest split threshold on), and for columns per
+ * item (read by column layouts only) columns of a [300, 67] matrix.
+ */
+START_TEST(test_tuner_values)
+{
+  kiln_context *ctx = harness_ctx();
+  const struct kiln__tune_family *f = &kiln__scan_tune;
+  const int64_t rows[2] = {harness_size(7, 3), 2000}, cols[2] = {harness_size(300, 40), 67};
+  for (size_t p = 0; p < f->nparams; p++) {
+    const struct kiln__tune_param *tp = &f->params[p];
+    int col = tp->layouts != 0 && !(tp->layouts & (1u << KILN__LAYOUT_ROW));
+    for (size_t v = 0; v < tp->nfull; v++) {
+      kiln__launch_params lp;
+      kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, &lp);
+      uint64_t val = tp->full[v];
+      memcpy((char *)&lp + tp->offset, &val, tp->size); /* little-endian: the low bytes */
+      struct scase c = col ? mk(KILN_SCAN_CUMSUM, KILN_F16, 2, cols, 0)
+                           : mk(KILN_SCAN_CUMSUM, KILN_F16, 2, rows, 1);
+      run_case(&c, &lp, p * 16 + v);
+    }
+  }
+}
+END_TEST
+
 static Suite *
 scan_suite(void)
 {
@@ -1119,6 +1148,7 @@ scan_suite(void)
       {"diff", test_diff, 0},
       {"overlap", test_overlap, 0},
       {"complex", test_complex, 2},
+      {"tuner_values", test_tuner_values, 0},
   };
   for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
     TCase *tc = tcase_create(groups[g].name);
