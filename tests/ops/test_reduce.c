@@ -18,6 +18,9 @@
  * work-item; vector_lanes runs the 4-vector paths for every dtype on views
  * 0-3 elements into their buffer (this suite links the library internals
  * for kiln__reduce_tuned). Every bool result holds only 0 and 1 (hd_expect_bool01).
+ * f16 and bf16 run in ops_dtypes (and f16 in vector_lanes); tuner_values runs every
+ * candidate value of every reduce tuner parameter once for bf16 sum; complex tests c64
+ * and c128 (sum, mean, prod, every norm order, refused ops) against its own reference.
  *
  * Reference: computed in long double (exact for every input dtype: 64-bit
  * mantissa on x86-64) from the exact input values: straight sums, two-pass
@@ -37,6 +40,10 @@
  *                            sum/prod, median (whose
  *                            midpoint the reference rounds like the device)
  *   f32 with accumulate_f64  sum/mean: FLT_EPSILON |want| + 8 DBL_EPSILON S
+ *   f16, bf16                the f32 bound (eps = FLT_EPSILON: they accumulate in f32)
+ *                            plus half an ulp of the storage type, against the
+ *                            unrounded reference; exact ops against the reference
+ *                            rounded with the host conversions
  * NaN matches only NaN and an infinity only the same infinity.
  */
 #include <float.h>
@@ -1943,7 +1950,8 @@ reduce_suite(void)
       {"numerics", test_numerics, 0},
       {"median", test_median, 0},
       {"tunables", test_tunables, 0},
-      {"vector_lanes", test_vector_lanes, (int)NDTYPES},
+      /* bf16 (the last dtype) reads its 4-vectors in tuner_values: one 16-bit type here. */
+      {"vector_lanes", test_vector_lanes, (int)NDTYPES - 1},
       {"private_stack", test_private_stack, 0},
       {"large", test_large, 0},
       {"no_fp64", test_no_fp64, 0},

@@ -10,6 +10,8 @@
  * on and off (this suite links the library internals for kiln__scan_tuned);
  * in-place scans; diff of orders 0..len+; bad input. Every bool output holds only 0 and 1
  * (hd_expect_bool01), and exclusive cummin/cummax of bool start from true/false.
+ * f16 and bf16 run in ops_dtypes; tuner_values runs every candidate value of every scan
+ * tuner parameter once for f16 cumsum; complex tests c64/c128 cumsum, cumprod and diff.
  *
  * Reference: long double (exact for every input dtype), sequential, with the
  * documented semantics; integer cumsum/cumprod wrap in 64 bits like the library.
@@ -25,7 +27,9 @@
  * (each combine adds a few eps of the running value; the device's dependency
  * chain is at most items_per_thread + log2(work-group) + tiles + chunks, under
  * 256 for the defaults and every configuration used here). cummin, cummax,
- * indices, integer scans and diff: exact. NaN matches only NaN.
+ * indices, integer scans and diff: exact. NaN matches only NaN. f16/bf16: exact data
+ * must give the reference rounded once; otherwise the f32 bound plus half an ulp of the
+ * result, plus half an ulp of sum |x_j| where a line may be split into chunks.
  */
 #include <float.h>
 #include <math.h>
