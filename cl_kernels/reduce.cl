@@ -55,6 +55,7 @@
  * any chunking; no float atomics are used, so results do not depend on timing.
  */
 #include "common.cl"
+#include "reduce_contract.clh"
 
 #ifdef KILN_FP64
 #define PT double
@@ -62,6 +63,8 @@
 #define PT float
 #endif
 
+/* FACC: what sums and means accumulate in; FOUT: the value type of mean/var/median results;
+ * FSTORE: the element type of their output buffers (the storage type for f16/bf16). */
 #if KILN_IS_FLOAT
 #if defined(KILN_REDUCE_WIDE) && defined(KILN_FP64)
 #define FACC double
@@ -69,6 +72,11 @@
 #define FACC T
 #endif
 #define FOUT T
+#define FSTORE ST
+#elif KILN_IS_COMPLEX
+#define FACC T
+#define FOUT T
+#define FSTORE T
 #else
 #ifdef KILN_FP64
 #define FACC double
@@ -77,7 +85,21 @@
 #define FACC float
 #define FOUT float
 #endif
+#define FSTORE FOUT
 #endif
+
+/* KILN_CABS: norms of c64/c128. The build is the real dtype's (T float or double) and every
+ * load reads one complex element (a pair of T) and gives its modulus, by hypot (no overflow
+ * where |re|^2 + |im|^2 would); only the kernels norms use (sum, max, min, normp) are built. */
+#ifdef KILN_CABS
+#define KILN_CABS_BUILD 1
+#else
+#define KILN_CABS_BUILD 0
+#endif
+/* The 16-element block paths (vector loads and folds); complex T has no 16-vectors. */
+#define KILN_BLOCKS (!KILN_IS_COMPLEX)
+/* Every op (else: complex sum, prod, mean; KILN_CABS: the norms' ops). */
+#define RED_ALL_OPS (!KILN_IS_COMPLEX && !KILN_CABS_BUILD)
 
 /* The rows kernel's lane order (kiln__program_options_variant always sets it). */
 #ifndef KILN_BLOCKED
@@ -89,31 +111,68 @@
 #define KILN_COLS 1
 #endif
 
-#define F_OMIT 1u
-#define F_ABS 2u
-#define F_NZ 4u
-#define F_ISNAN 8u
-#define F_STD 16u
-
 #define IS_NAN(v) ((v) != (v))
-#define SKIP(v, f) (((f) & F_OMIT) && IS_NAN(v))
+#if KILN_IS_COMPLEX
+/* A complex element is NaN when either part is (NumPy's isnan). */
+#define T_NAN(v) (IS_NAN((v).x) || IS_NAN((v).y))
+#else
+#define T_NAN(v) IS_NAN(v)
+#endif
+#define SKIP(v, f) (((f) & RED_F_OMIT) && T_NAN(v))
 
-/* Host and kernels agree on 32 bytes as the most a partial state may take. */
-#define STATE_FITS(st) typedef char st##_fits_32_bytes[sizeof(st) <= 32 ? 1 : -1];
+#if !KILN_IS_COMPLEX
+#include "arg_pair.clh"
+#endif
 
+/* A compile-time error unless state type st fits what the host allocates per state. */
+#if KILN_IS_COMPLEX
+#define RED_STATE_LIMIT RED_STATE_BYTES_COMPLEX
+#else
+#define RED_STATE_LIMIT RED_STATE_BYTES
+#endif
+#define STATE_FITS(st) typedef char KILN_CAT(st, _fits)[sizeof(st) <= RED_STATE_LIMIT ? 1 : -1];
+
+/* Element access (elem_access.clh); KILN_CABS builds read complex pairs and give |z|. */
+#if KILN_CABS_BUILD
+#define XT KILN_CAT(T, 2)
+#define X4 XT
+inline T ldx_cabs(global const XT *p, ulong i)
+{
+  XT z = p[i];
+  return hypot(z.x, z.y);
+}
+inline KILN_CAT(T, 16) ld16_cabs(global const XT *p, ulong i)
+{
+  global const T *q = (global const T *)(p + 16 * i);
+  KILN_CAT(T, 16) a = vload16(0, q), b = vload16(1, q);
+  return hypot((KILN_CAT(T, 16))(a.even, b.even), (KILN_CAT(T, 16))(a.odd, b.odd));
+}
+inline KILN_CAT(T, 4) ld4_cabs(global const XT *p, ulong i)
+{
+  KILN_CAT(T, 8) w = vload8(i, (global const T *)p);
+  return hypot(w.even, w.odd);
+}
+#define LDX(p, i) ldx_cabs((p), (i))
+#define LD16(p, i) ld16_cabs((p), (i))
+#define LD4(p, i) ld4_cabs((p), (i))
+#endif
+#include "elem_access.clh"
+
+#if !KILN_IS_COMPLEX
 inline T
 xform(T v, uint f)
 {
 #if KILN_IS_FLOAT
-  if (f & F_ABS)
+  if (f & RED_F_ABS)
     v = fabs(v);
 #endif
-  if (f & F_NZ)
+  if (f & RED_F_NZ)
     v = (T)(v != (T)0);
-  if (f & F_ISNAN)
+  if (f & RED_F_ISNAN)
     v = (T)IS_NAN(v);
   return v;
 }
+#endif
 
 /* ---- compensated accumulation (Neumaier): c gathers what each addition rounds away ---- */
 typedef struct {
@@ -153,20 +212,36 @@ kahan_zero(void)
   return k;
 }
 
-/* ---- sum: floats compensated in FACC; integers wrap in 64 bits ---- */
+/* ---- sum: floats compensated in FACC; integers wrap in 64 bits; complex: per part ---- */
 #if KILN_IS_FLOAT
 typedef kahan st_sum;
-#define SUM_OUT T
+#define SUM_OUT ST
 inline st_sum sum_init(uint f) { return kahan_zero(); }
 inline st_sum sum_fold(st_sum a, T v, long j, uint f, PT prm)
 {
   return SKIP(v, f) ? a : kahan_add(a, (FACC)xform(v, f));
 }
 inline st_sum sum_merge(st_sum a, st_sum b, uint f, PT prm) { return kahan_merge(a, b); }
-inline void sum_store(st_sum a, global SUM_OUT *out, ulong o, global T *vals, ulong vo, uint f,
+inline void sum_store(st_sum a, global SUM_OUT *out, ulong o, global ST *vals, ulong vo, uint f,
                       PT prm)
 {
-  out[o] = (T)kahan_value(a);
+  KILN_STORE(out, o, (T)kahan_value(a));
+}
+#elif KILN_IS_COMPLEX
+/* The compensated steps work part by part on T (a 2-vector): the sums of the real and the
+ * imaginary parts are independent. */
+typedef kahan st_sum;
+#define SUM_OUT T
+inline st_sum sum_init(uint f) { return kahan_zero(); }
+inline st_sum sum_fold(st_sum a, T v, long j, uint f, PT prm)
+{
+  return SKIP(v, f) ? a : kahan_add(a, v);
+}
+inline st_sum sum_merge(st_sum a, st_sum b, uint f, PT prm) { return kahan_merge(a, b); }
+inline void sum_store(st_sum a, global SUM_OUT *out, ulong o, global ST *vals, ulong vo, uint f,
+                      PT prm)
+{
+  out[o] = kahan_value(a);
 }
 #else
 typedef long st_sum;
@@ -177,7 +252,7 @@ inline st_sum sum_fold(st_sum a, T v, long j, uint f, PT prm)
   return (long)((ulong)a + (ulong)(long)xform(v, f));
 }
 inline st_sum sum_merge(st_sum a, st_sum b, uint f, PT prm) { return (long)((ulong)a + (ulong)b); }
-inline void sum_store(st_sum a, global SUM_OUT *out, ulong o, global T *vals, ulong vo, uint f,
+inline void sum_store(st_sum a, global SUM_OUT *out, ulong o, global ST *vals, ulong vo, uint f,
                       PT prm)
 {
   out[o] = a;
@@ -187,15 +262,31 @@ inline void sum_store(st_sum a, global SUM_OUT *out, ulong o, global T *vals, ul
 /* ---- prod ---- */
 #if KILN_IS_FLOAT
 typedef FACC st_prod;
-#define PROD_OUT T
+#define PROD_OUT ST
+#define PROD_V T
+inline st_prod prod_init(uint f) { return (st_prod)1; }
 inline st_prod prod_fold(st_prod a, T v, long j, uint f, PT prm)
 {
   return SKIP(v, f) ? a : a * (FACC)v;
 }
 inline st_prod prod_merge(st_prod a, st_prod b, uint f, PT prm) { return a * b; }
+#elif KILN_IS_COMPLEX
+/* Complex products as NumPy forms them: (ac - bd, ad + bc), no rescaling. */
+typedef T st_prod;
+#define PROD_OUT T
+#define PROD_V T
+inline T cmul(T a, T b) { return (T)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+inline st_prod prod_init(uint f) { return (T)(1, 0); }
+inline st_prod prod_fold(st_prod a, T v, long j, uint f, PT prm)
+{
+  return SKIP(v, f) ? a : cmul(a, v);
+}
+inline st_prod prod_merge(st_prod a, st_prod b, uint f, PT prm) { return cmul(a, b); }
 #else
 typedef long st_prod;
 #define PROD_OUT long
+#define PROD_V long
+inline st_prod prod_init(uint f) { return (st_prod)1; }
 inline st_prod prod_fold(st_prod a, T v, long j, uint f, PT prm)
 {
   return (long)((ulong)a * (ulong)(long)v);
@@ -205,11 +296,10 @@ inline st_prod prod_merge(st_prod a, st_prod b, uint f, PT prm)
   return (long)((ulong)a * (ulong)b);
 }
 #endif
-inline st_prod prod_init(uint f) { return (st_prod)1; }
-inline void prod_store(st_prod a, global PROD_OUT *out, ulong o, global T *vals, ulong vo, uint f,
+inline void prod_store(st_prod a, global PROD_OUT *out, ulong o, global ST *vals, ulong vo, uint f,
                        PT prm)
 {
-  out[o] = (PROD_OUT)a;
+  KILN_STORE(out, o, (PROD_V)a);
 }
 
 /* ---- mean: compensated sum and count (the count excludes omitted NaN) ---- */
@@ -217,7 +307,7 @@ typedef struct {
   kahan k;
   long n;
 } st_mean;
-#define MEAN_OUT FOUT
+#define MEAN_OUT FSTORE
 inline st_mean mean_init(uint f)
 {
   st_mean m;
@@ -239,18 +329,21 @@ inline st_mean mean_merge(st_mean a, st_mean b, uint f, PT prm)
   a.n += b.n;
   return a;
 }
-inline void mean_store(st_mean a, global MEAN_OUT *out, ulong o, global T *vals, ulong vo, uint f,
+inline void mean_store(st_mean a, global MEAN_OUT *out, ulong o, global ST *vals, ulong vo, uint f,
                        PT prm)
 {
-  out[o] = (FOUT)(kahan_value(a.k) / (FACC)a.n);
+  KILN_STORE(out, o, (FOUT)(kahan_value(a.k) / (FACC)a.n));
 }
+
+/* Complex tensors take sum, prod and mean only (docs/reductions.md says why). */
+#if !KILN_IS_COMPLEX
 
 /* ---- var/std: Welford per item, Chan et al.'s pairwise merge; never sum of squares ---- */
 typedef struct {
   FACC mean, m2;
   long n;
 } st_var;
-#define VAR_OUT FOUT
+#define VAR_OUT FSTORE
 inline st_var var_init(uint f)
 {
   st_var s;
@@ -284,12 +377,12 @@ inline st_var var_merge(st_var a, st_var b, uint f, PT prm)
   return a;
 }
 /* NumPy: m2 / max(n - ddof, 0), so n <= ddof gives inf (or NaN when m2 is 0). */
-inline void var_store(st_var a, global VAR_OUT *out, ulong o, global T *vals, ulong vo, uint f,
+inline void var_store(st_var a, global VAR_OUT *out, ulong o, global ST *vals, ulong vo, uint f,
                       PT prm)
 {
   FACC den = (FACC)a.n - (FACC)prm;
   FACC v = a.m2 / (den > (FACC)0 ? den : (FACC)0);
-  out[o] = (FOUT)((f & F_STD) ? sqrt(v) : v);
+  KILN_STORE(out, o, (FOUT)((f & RED_F_STD) ? sqrt(v) : v));
 }
 
 /* ---- min / max: NaN wins under propagate; under omit NaN is the identity (fmin/fmax) ----
@@ -297,8 +390,8 @@ inline void var_store(st_var a, global VAR_OUT *out, ulong o, global T *vals, ul
  * and min over |x| >= 0 under both policies: a slice that omitting NaN leaves empty then
  * gives the norm's empty value (0, +inf), where nanmax/nanmin of nothing give NaN. */
 #if KILN_IS_FLOAT
-#define MAX_ID(f) (((f) & F_ABS) ? (T)0 : ((f) & F_OMIT) ? (T)NAN : KILN_T_MIN)
-#define MIN_ID(f) (((f) & (F_OMIT | F_ABS)) == F_OMIT ? (T)NAN : KILN_T_MAX)
+#define MAX_ID(f) (((f) & RED_F_ABS) ? (T)0 : ((f) & RED_F_OMIT) ? (T)NAN : KILN_T_MIN)
+#define MIN_ID(f) (((f) & (RED_F_OMIT | RED_F_ABS)) == RED_F_OMIT ? (T)NAN : KILN_T_MAX)
 #else
 #define MAX_ID(f) KILN_T_MIN
 #define MIN_ID(f) KILN_T_MAX
@@ -306,35 +399,32 @@ inline void var_store(st_var a, global VAR_OUT *out, ulong o, global T *vals, ul
 
 #if KILN_IS_FLOAT
 #define MINMAX_MERGE(a, b, f, CMP, FN)                                                       \
-  (((f) & F_OMIT) ? FN(a, b) : IS_NAN(a) ? (a) : IS_NAN(b) ? (b) : ((b)CMP(a)) ? (b) : (a))
+  (((f) & RED_F_OMIT) ? FN(a, b) : IS_NAN(a) ? (a) : IS_NAN(b) ? (b) : ((b)CMP(a)) ? (b) : (a))
 #else
 #define MINMAX_MERGE(a, b, f, CMP, FN) (((b)CMP(a)) ? (b) : (a))
 #endif
 
 typedef T st_max;
 typedef T st_min;
-#define MAX_OUT T
-#define MIN_OUT T
+#define MAX_OUT ST
+#define MIN_OUT ST
 inline st_max max_init(uint f) { return MAX_ID(f); }
 inline st_min min_init(uint f) { return MIN_ID(f); }
 inline st_max max_merge(st_max a, st_max b, uint f, PT prm) { return MINMAX_MERGE(a, b, f, >, fmax); }
 inline st_min min_merge(st_min a, st_min b, uint f, PT prm) { return MINMAX_MERGE(a, b, f, <, fmin); }
 inline st_max max_fold(st_max a, T v, long j, uint f, PT prm) { return max_merge(a, xform(v, f), f, prm); }
 inline st_min min_fold(st_min a, T v, long j, uint f, PT prm) { return min_merge(a, xform(v, f), f, prm); }
-inline void max_store(st_max a, global T *out, ulong o, global T *vals, ulong vo, uint f, PT prm)
+inline void max_store(st_max a, global ST *out, ulong o, global ST *vals, ulong vo, uint f, PT prm)
 {
-  out[o] = a;
+  KILN_STORE(out, o, a);
 }
-inline void min_store(st_min a, global T *out, ulong o, global T *vals, ulong vo, uint f, PT prm)
+inline void min_store(st_min a, global ST *out, ulong o, global ST *vals, ulong vo, uint f, PT prm)
 {
-  out[o] = a;
+  KILN_STORE(out, o, a);
 }
 
-/* ---- argmin / argmax: (value, index); ties and NaN go to the smaller index ---- */
-typedef struct {
-  T v;
-  long i; /* -1: no element yet */
-} st_arg;
+/* ---- argmin / argmax: (value, index) pairs (arg_pair.clh) ---- */
+typedef arg_pair st_arg;
 typedef st_arg st_argmax;
 typedef st_arg st_argmin;
 #define ARGMAX_OUT long
@@ -353,29 +443,6 @@ arg_empty(uint f)
   return a;
 }
 
-/* want_b: b beats a (greater for argmax when is_max, smaller otherwise). */
-inline st_arg
-arg_merge(st_arg a, st_arg b, int is_max)
-{
-  if (b.i < 0)
-    return a;
-  if (a.i < 0)
-    return b;
-#if KILN_IS_FLOAT
-  int an = IS_NAN(a.v), bn = IS_NAN(b.v);
-  if (an || bn) {
-    if (an && bn)
-      return b.i < a.i ? b : a;
-    return an ? a : b;
-  }
-#endif
-  if (is_max ? b.v > a.v : b.v < a.v)
-    return b;
-  if (b.v == a.v && b.i < a.i)
-    return b;
-  return a;
-}
-
 inline st_arg
 arg_fold(st_arg a, T v, long j, uint f, int is_max)
 {
@@ -384,29 +451,29 @@ arg_fold(st_arg a, T v, long j, uint f, int is_max)
   st_arg b;
   b.v = xform(v, f);
   b.i = j;
-  return arg_merge(a, b, is_max);
+  return arg_pair_merge(a, b, is_max);
 }
 
 inline void
-arg_store(st_arg a, global long *out, ulong o, global T *vals, ulong vo)
+arg_store(st_arg a, global long *out, ulong o, global ST *vals, ulong vo)
 {
   out[o] = a.i;
   if (vals)
-    vals[vo] = a.v;
+    KILN_STORE(vals, vo, a.v);
 }
 
 inline st_arg argmax_init(uint f) { return arg_empty(f); }
 inline st_arg argmin_init(uint f) { return arg_empty(f); }
 inline st_arg argmax_fold(st_arg a, T v, long j, uint f, PT prm) { return arg_fold(a, v, j, f, 1); }
 inline st_arg argmin_fold(st_arg a, T v, long j, uint f, PT prm) { return arg_fold(a, v, j, f, 0); }
-inline st_arg argmax_merge(st_arg a, st_arg b, uint f, PT prm) { return arg_merge(a, b, 1); }
-inline st_arg argmin_merge(st_arg a, st_arg b, uint f, PT prm) { return arg_merge(a, b, 0); }
-inline void argmax_store(st_arg a, global long *out, ulong o, global T *vals, ulong vo, uint f,
+inline st_arg argmax_merge(st_arg a, st_arg b, uint f, PT prm) { return arg_pair_merge(a, b, 1); }
+inline st_arg argmin_merge(st_arg a, st_arg b, uint f, PT prm) { return arg_pair_merge(a, b, 0); }
+inline void argmax_store(st_arg a, global long *out, ulong o, global ST *vals, ulong vo, uint f,
                          PT prm)
 {
   arg_store(a, out, o, vals, vo);
 }
-inline void argmin_store(st_arg a, global long *out, ulong o, global T *vals, ulong vo, uint f,
+inline void argmin_store(st_arg a, global long *out, ulong o, global ST *vals, ulong vo, uint f,
                          PT prm)
 {
   arg_store(a, out, o, vals, vo);
@@ -437,15 +504,15 @@ inline st_count count_fold(st_count a, T v, long j, uint f, PT prm)
 inline st_any any_merge(st_any a, st_any b, uint f, PT prm) { return a | b; }
 inline st_all all_merge(st_all a, st_all b, uint f, PT prm) { return a & b; }
 inline st_count count_merge(st_count a, st_count b, uint f, PT prm) { return a + b; }
-inline void any_store(st_any a, global uchar *out, ulong o, global T *vals, ulong vo, uint f, PT prm)
+inline void any_store(st_any a, global uchar *out, ulong o, global ST *vals, ulong vo, uint f, PT prm)
 {
   out[o] = a;
 }
-inline void all_store(st_all a, global uchar *out, ulong o, global T *vals, ulong vo, uint f, PT prm)
+inline void all_store(st_all a, global uchar *out, ulong o, global ST *vals, ulong vo, uint f, PT prm)
 {
   out[o] = a;
 }
-inline void count_store(st_count a, global long *out, ulong o, global T *vals, ulong vo, uint f,
+inline void count_store(st_count a, global long *out, ulong o, global ST *vals, ulong vo, uint f,
                         PT prm)
 {
   out[o] = a;
@@ -456,7 +523,7 @@ inline void count_store(st_count a, global long *out, ulong o, global T *vals, u
 typedef struct {
   FACC m, s;
 } st_lse;
-#define LSE_OUT T
+#define LSE_OUT ST
 inline st_lse lse_init(uint f)
 {
   st_lse a;
@@ -498,9 +565,9 @@ inline st_lse lse_fold(st_lse a, T v, long j, uint f, PT prm)
   b.s = 1;
   return lse_merge(a, b, f, prm);
 }
-inline void lse_store(st_lse a, global T *out, ulong o, global T *vals, ulong vo, uint f, PT prm)
+inline void lse_store(st_lse a, global ST *out, ulong o, global ST *vals, ulong vo, uint f, PT prm)
 {
-  out[o] = (T)(a.m + log(a.s));
+  KILN_STORE(out, o, (T)(a.m + log(a.s)));
 }
 
 /*
@@ -511,7 +578,7 @@ inline void lse_store(st_lse a, global T *out, ulong o, global T *vals, ulong vo
 typedef struct {
   FACC scale, ssq;
 } st_normp;
-#define NORMP_OUT T
+#define NORMP_OUT ST
 inline st_normp normp_init(uint f)
 {
   st_normp a;
@@ -550,7 +617,7 @@ inline st_normp normp_fold(st_normp a, T v, long j, uint f, PT prm)
   b.ssq = b.scale != (FACC)0 ? (FACC)1 : (FACC)0;
   return normp_merge(a, b, f, prm);
 }
-inline void normp_store(st_normp a, global T *out, ulong o, global T *vals, ulong vo, uint f,
+inline void normp_store(st_normp a, global ST *out, ulong o, global ST *vals, ulong vo, uint f,
                         PT prm)
 {
   FACC r;
@@ -558,7 +625,7 @@ inline void normp_store(st_normp a, global T *out, ulong o, global T *vals, ulon
     r = a.scale;
   else
     r = a.scale * (prm == (PT)2 ? sqrt(a.ssq) : pow(a.ssq, (FACC)1 / (FACC)prm));
-  out[o] = (T)r;
+  KILN_STORE(out, o, (T)r);
 }
 #endif
 
@@ -582,7 +649,6 @@ blk_pos(long j, long js, int q)
   return j + (q >> 2) * js + (q & 3);
 }
 
-#define V16 KILN_CAT(T, 16)
 #define H2(x, OP) OP((x).lo, (x).hi)
 #define HTREE(w, OP) H2(H2(H2(H2(w, OP), OP), OP), OP)
 #define ADD_(a, b) ((a) + (b))
@@ -612,13 +678,13 @@ inline V16
 xform16(V16 raw, uint f, T fill)
 {
   V16 w = raw;
-  if (f & F_ABS)
+  if (f & RED_F_ABS)
     w = fabs(w);
-  if (f & F_NZ)
+  if (f & RED_F_NZ)
     w = select((V16)0, (V16)1, w != (V16)0);
-  if (f & F_ISNAN)
+  if (f & RED_F_ISNAN)
     w = select((V16)0, (V16)1, isnan(raw));
-  if (f & F_OMIT)
+  if (f & RED_F_OMIT)
     w = select(w, (V16)fill, isnan(raw));
   return w;
 }
@@ -633,8 +699,8 @@ inline st_prod prod_foldv(st_prod a, V16 raw, long j, long js, uint f, PT prm)
 }
 inline st_mean mean_foldv(st_mean a, V16 raw, long j, long js, uint f, PT prm)
 {
-  a.k = kahan_add(a.k, HTREE(TO_FACC16(xform16(raw, f & F_OMIT, 0)), ADD_));
-  a.n += (f & F_OMIT) ? 16 - COUNT16(isnan(raw)) : 16;
+  a.k = kahan_add(a.k, HTREE(TO_FACC16(xform16(raw, f & RED_F_OMIT, 0)), ADD_));
+  a.n += (f & RED_F_OMIT) ? 16 - COUNT16(isnan(raw)) : 16;
   return a;
 }
 #else
@@ -685,20 +751,20 @@ var_foldv(st_var a, V16 raw, long j, long js, uint f, PT prm)
 inline st_max max_foldv(st_max a, V16 raw, long j, long js, uint f, PT prm)
 {
 #if KILN_IS_FLOAT
-  if (f & F_ABS)
+  if (f & RED_F_ABS)
     raw = fabs(raw);
   if (any(isnan(raw))) /* propagate: the block's NaN wins; omit: fmax skips NaN */
-    return (f & F_OMIT) ? max_merge(a, HTREE(raw, fmax), f, prm) : (T)NAN;
+    return (f & RED_F_OMIT) ? max_merge(a, HTREE(raw, fmax), f, prm) : (T)NAN;
 #endif
   return max_merge(a, HTREE(raw, MAX_), f, prm);
 }
 inline st_min min_foldv(st_min a, V16 raw, long j, long js, uint f, PT prm)
 {
 #if KILN_IS_FLOAT
-  if (f & F_ABS)
+  if (f & RED_F_ABS)
     raw = fabs(raw);
   if (any(isnan(raw)))
-    return (f & F_OMIT) ? min_merge(a, HTREE(raw, fmin), f, prm) : (T)NAN;
+    return (f & RED_F_OMIT) ? min_merge(a, HTREE(raw, fmin), f, prm) : (T)NAN;
 #endif
   return min_merge(a, HTREE(raw, MIN_), f, prm);
 }
@@ -712,13 +778,13 @@ arg_foldv(st_arg a, V16 raw, long j, long js, uint f, int is_max)
   st_arg b;
 #if KILN_IS_FLOAT
   if (any(isnan(raw))) {
-    if (!(f & F_OMIT)) { /* the first NaN decides */
+    if (!(f & RED_F_OMIT)) { /* the first NaN decides */
       int q = 0;
       while (!IS_NAN(t[q]))
         q++;
       b.v = t[q];
       b.i = blk_pos(j, js, q);
-      return arg_merge(a, b, is_max);
+      return arg_pair_merge(a, b, is_max);
     }
     for (int q = 0; q < 16; q++) /* omit: fold the rest one by one */
       a = arg_fold(a, t[q], blk_pos(j, js, q), f, is_max);
@@ -731,7 +797,7 @@ arg_foldv(st_arg a, V16 raw, long j, long js, uint f, int is_max)
   int q = HTREE(select((int16)16, lane, convert_int16(raw == (V16)best)), IMIN_);
   b.v = t[q]; /* the element itself: -0.0 and +0.0 compare equal */
   b.i = blk_pos(j, js, q);
-  return arg_merge(a, b, is_max);
+  return arg_pair_merge(a, b, is_max);
 }
 inline st_arg argmax_foldv(st_arg a, V16 raw, long j, long js, uint f, PT prm)
 {
@@ -748,8 +814,8 @@ nonzero16(V16 raw, uint f, int *valid)
 {
   *valid = 16;
 #if KILN_IS_FLOAT
-  V16 w = xform16(raw, f & ~F_OMIT, 0);
-  if (f & F_OMIT) {
+  V16 w = xform16(raw, f & ~RED_F_OMIT, 0);
+  if (f & RED_F_OMIT) {
     *valid = 16 - COUNT16(isnan(raw));
     return COUNT16(w != (V16)0 && !isnan(raw));
   }
@@ -780,6 +846,8 @@ FOLDV_LOOP(lse)
 FOLDV_LOOP(normp)
 #endif
 
+#endif /* !KILN_IS_COMPLEX */
+
 /* ---- the four kernels of one reduction (see the header comment) ---- */
 /* Work-item g's share of a column launch (NAME_cols, NAME_colsv) of nblk column groups per
  * chunk: outer index o, chunk c, rows [beg, end), first column i0, cnt columns. */
@@ -802,9 +870,9 @@ col_share_of(ulong g, ulong nblk, ulong nchunk, ulong clen, ulong red, ulong inn
   return sh;
 }
 
-#define T4 KILN_CAT(T, 4)
 /* A 16-element block from the 4-vectors u, u + L, u + 2L, u + 3L of xv. */
-#define LOAD_BLK(xv, u, L) ((V16)((xv)[u], (xv)[(u) + (L)], (xv)[(u) + 2 * (L)], (xv)[(u) + 3 * (L)]))
+#define LOAD_BLK(xv, u, L)                                                                     \
+  ((V16)(LD4(xv, u), LD4(xv, (u) + (L)), LD4(xv, (u) + 2 * (L)), LD4(xv, (u) + 3 * (L))))
 /* Blocks whose loads a lane issues together in lane order 2: 128 bytes of f32, i32 or u8
  * (32 registers of data), 128 of f64/i64 with one (a second would double the registers). */
 #if KILN_BITS == 64 || defined(KILN_DT_F64)
@@ -812,183 +880,6 @@ col_share_of(ulong g, ulong nblk, ulong nchunk, ulong clen, ulong red, ulong inn
 #else
 #define RBLK 2
 #endif
-#define REDUCE_KERNELS(NAME, OUT)                                                              \
-  STATE_FITS(st_##NAME)                                                                        \
-  /* Column k of a column share: its result, or its chunk's partial state. */                 \
-  inline void NAME##_col_put(st_##NAME a, col_share sh, uint k, global OUT *out, ulong ooff,   \
-                             global T *vals, ulong voff, global st_##NAME *part, ulong inner,  \
-                             ulong nchunk, uint flags, PT prm)                                 \
-  {                                                                                            \
-    ulong i = sh.i0 + k;                                                                       \
-    if (nchunk == 1)                                                                           \
-      NAME##_store(a, out, ooff + sh.o * inner + i, vals, voff + sh.o * inner + i, flags, prm); \
-    else                                                                                       \
-      part[(sh.o * nchunk + sh.c) * inner + i] = a;                                            \
-  }                                                                                            \
-  kernel void NAME##_rows(global const T *x, ulong xoff, global OUT *out, ulong ooff,          \
-                          global T *vals, ulong voff, global st_##NAME *part, ulong rows,      \
-                          ulong red, ulong nchunk, ulong clen, uint lanes, uint flags,         \
-                          PT prm, local st_##NAME *loc)                                        \
-  {                                                                                            \
-    uint lid = get_local_id(0), order = KILN_BLOCKED;                                          \
-    uint lane = lid & (lanes - 1u), slot = lid / lanes;                                        \
-    uint rpg = (uint)get_local_size(0) / lanes;                                                \
-    ulong g = get_group_id(0), c = g % nchunk;                                                 \
-    ulong row = (g / nchunk) * rpg + slot;                                                     \
-    int live = slot < rpg && row < rows;                                                       \
-    st_##NAME acc = NAME##_init(flags);                                                        \
-    if (live) {                                                                                \
-      ulong beg = c * clen, end = min(beg + clen, red);                                        \
-      global const T *xr = x + xoff + row * red;                                               \
-      if (order == 1) {                                                                        \
-        ulong sub = (end - beg + lanes - 1) / lanes, b = beg + lane * sub;                     \
-        ulong e = min(b + sub, end), j = b;                                                    \
-        for (; j + 16 <= e; j += 16)                                                           \
-          acc = NAME##_foldv(acc, vload16(0, xr + j), (long)j, 4, flags, prm);                 \
-        for (; j < e; j++)                                                                     \
-          acc = NAME##_fold(acc, xr[j], (long)j, flags, prm);                                  \
-      } else {                                                                                 \
-        /* Loads of an unrolled step are issued before its folds (same fold order): a   \
-         * lane keeps several loads in flight, which GPUs need to cover memory latency. */ \
-        ulong j = beg + lane;                                                                  \
-        if (order == 2) {                                                                      \
-          /* Lane k folds blocks of four 4-vectors k, k + lanes, k + 2 lanes, k + 3 lanes, so  \
-           * each load instruction of a warp reads consecutive 16-byte vectors. They start at  \
-           * the chunk's first element whose buffer index is a multiple of 4 (buffers are     \
-           * aligned far beyond 4 elements); the head before it is folded element by element. \
-           * Loads of RBLK blocks are issued before their folds. */                            \
-          ulong a = min(end, beg + ((4u - (uint)((xoff + row * red + beg) & 3u)) & 3u));       \
-          for (ulong h = beg + lane; h < a; h += lanes)                                        \
-            acc = NAME##_fold(acc, xr[h], (long)h, flags, prm);                                \
-          global const T4 *xv = (global const T4 *)(xr + a);                                   \
-          ulong n4 = (end - a) / 4, v = lane, L = lanes;                                       \
-          if (RBLK == 2)                                                                       \
-            for (; v + 7 * L < n4; v += 8 * L) {                                               \
-              V16 w0 = LOAD_BLK(xv, v, L), w1 = LOAD_BLK(xv, v + 4 * L, L);                    \
-              acc = NAME##_foldv(acc, w0, (long)(a + 4 * v), (long)(4 * L), flags, prm);       \
-              acc = NAME##_foldv(acc, w1, (long)(a + 4 * (v + 4 * L)), (long)(4 * L), flags,   \
-                                 prm);                                                         \
-            }                                                                                  \
-          for (; v + 3 * L < n4; v += 4 * L)                                                   \
-            acc = NAME##_foldv(acc, LOAD_BLK(xv, v, L), (long)(a + 4 * v), (long)(4 * L),      \
-                               flags, prm);                                                    \
-          for (; v < n4; v += L) {                                                             \
-            T4 w = xv[v];                                                                      \
-            long p = (long)(a + 4 * v);                                                        \
-            acc = NAME##_fold(acc, w.s0, p, flags, prm);                                       \
-            acc = NAME##_fold(acc, w.s1, p + 1, flags, prm);                                   \
-            acc = NAME##_fold(acc, w.s2, p + 2, flags, prm);                                   \
-            acc = NAME##_fold(acc, w.s3, p + 3, flags, prm);                                   \
-          }                                                                                    \
-          j = a + 4 * n4 + lane;                                                               \
-        }                                                                                      \
-        for (; j + 3 * lanes < end; j += 4 * lanes) {                                          \
-          T x0 = xr[j], x1 = xr[j + lanes], x2 = xr[j + 2 * lanes], x3 = xr[j + 3 * lanes];    \
-          acc = NAME##_fold(acc, x0, (long)j, flags, prm);                                     \
-          acc = NAME##_fold(acc, x1, (long)(j + lanes), flags, prm);                           \
-          acc = NAME##_fold(acc, x2, (long)(j + 2 * lanes), flags, prm);                       \
-          acc = NAME##_fold(acc, x3, (long)(j + 3 * lanes), flags, prm);                       \
-        }                                                                                      \
-        for (; j < end; j += lanes)                                                            \
-          acc = NAME##_fold(acc, xr[j], (long)j, flags, prm);                                  \
-      }                                                                                        \
-    }                                                                                          \
-    loc[lid] = acc;                                                                            \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                              \
-    for (uint s = lanes >> 1; s > 0; s >>= 1) {                                                \
-      if (lane < s && slot < rpg)                                                              \
-        loc[lid] = NAME##_merge(loc[lid], loc[lid + s], flags, prm);                           \
-      barrier(CLK_LOCAL_MEM_FENCE);                                                            \
-    }                                                                                          \
-    if (live && lane == 0) {                                                                   \
-      if (nchunk == 1)                                                                         \
-        NAME##_store(loc[lid], out, ooff + row, vals, voff + row, flags, prm);                 \
-      else                                                                                     \
-        part[row * nchunk + c] = loc[lid];                                                     \
-    }                                                                                          \
-  }                                                                                            \
-  kernel void NAME##_rows_p(global const st_##NAME *part, global OUT *out, ulong ooff,         \
-                            global T *vals, ulong voff, ulong rows, ulong nchunk, uint lanes,  \
-                            uint flags, PT prm, local st_##NAME *loc)                          \
-  {                                                                                            \
-    uint lid = get_local_id(0);                                                                \
-    uint lane = lid & (lanes - 1u), slot = lid / lanes;                                        \
-    uint rpg = (uint)get_local_size(0) / lanes;                                                \
-    ulong row = get_group_id(0) * rpg + slot;                                                  \
-    int live = slot < rpg && row < rows;                                                       \
-    st_##NAME acc = NAME##_init(flags);                                                        \
-    if (live)                                                                                  \
-      for (ulong j = lane; j < nchunk; j += lanes)                                             \
-        acc = NAME##_merge(acc, part[row * nchunk + j], flags, prm);                           \
-    loc[lid] = acc;                                                                            \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                              \
-    for (uint s = lanes >> 1; s > 0; s >>= 1) {                                                \
-      if (lane < s && slot < rpg)                                                              \
-        loc[lid] = NAME##_merge(loc[lid], loc[lid + s], flags, prm);                           \
-      barrier(CLK_LOCAL_MEM_FENCE);                                                            \
-    }                                                                                          \
-    if (live && lane == 0)                                                                     \
-      NAME##_store(loc[lid], out, ooff + row, vals, voff + row, flags, prm);                   \
-  }                                                                                            \
-  kernel void NAME##_cols(global const T *x, ulong xoff, global OUT *out, ulong ooff,          \
-                          global T *vals, ulong voff, global st_##NAME *part, ulong outer,     \
-                          ulong red, ulong inner, ulong nchunk, ulong clen, uint flags,        \
-                          PT prm)                                                              \
-  {                                                                                            \
-    ulong nblk = (inner + KILN_COLS - 1) / KILN_COLS, total = outer * nchunk * nblk;           \
-    for (ulong g = get_global_id(0); g < total; g += get_global_size(0)) {                     \
-      col_share sh = col_share_of(g, nblk, nchunk, clen, red, inner);                          \
-      ulong o = sh.o, i0 = sh.i0, end = sh.end;                                                \
-      uint cnt = sh.cnt;                                                                       \
-      st_##NAME acc[KILN_COLS];                                                                \
-      for (uint k = 0; k < KILN_COLS; k++)                                                     \
-        acc[k] = NAME##_init(flags);                                                           \
-      ulong j = sh.beg;                                                                        \
-      /* A whole group of 4-aligned columns loads as 4-vectors (16 bytes per load of f32). */ \
-      int vec4 = KILN_COLS % 4 == 0 && cnt == KILN_COLS && ((xoff + i0) & 3) == 0 &&           \
-                 (inner & 3) == 0;                                                             \
-      if (KILN_COLS > 1) { /* 16 rows at a time, transposed so each column is one vector */    \
-        for (; j + 16 <= end; j += 16) {                                                       \
-          T tile[KILN_COLS][16];                                                               \
-          for (uint q = 0; q < 16; q++) {                                                      \
-            global const T *xr = x + xoff + (o * red + j + q) * inner + i0;                    \
-            if (vec4)                                                                          \
-              for (uint k = 0; k < KILN_COLS / 4; k++) {                                       \
-                T4 w = ((global const T4 *)xr)[k];                                             \
-                tile[4 * k][q] = w.s0;                                                         \
-                tile[4 * k + 1][q] = w.s1;                                                     \
-                tile[4 * k + 2][q] = w.s2;                                                     \
-                tile[4 * k + 3][q] = w.s3;                                                     \
-              }                                                                                \
-            else                                                                               \
-              for (uint k = 0; k < cnt; k++)                                                   \
-                tile[k][q] = xr[k];                                                            \
-          }                                                                                    \
-          for (uint k = 0; k < cnt; k++)                                                       \
-            acc[k] = NAME##_foldv(acc[k], vload16(0, tile[k]), (long)j, 4, flags, prm);        \
-        }                                                                                      \
-      }                                                                                        \
-      for (; j < end; j++) {                                                                   \
-        global const T *xr = x + xoff + (o * red + j) * inner + i0;                            \
-        for (uint k = 0; k < cnt; k++)                                                         \
-          acc[k] = NAME##_fold(acc[k], xr[k], (long)j, flags, prm);                            \
-      }                                                                                        \
-      for (uint k = 0; k < cnt; k++)                                                           \
-        NAME##_col_put(acc[k], sh, k, out, ooff, vals, voff, part, inner, nchunk, flags, prm); \
-    }                                                                                          \
-  }                                                                                            \
-  kernel void NAME##_cols_p(global const st_##NAME *part, global OUT *out, ulong ooff,         \
-                            global T *vals, ulong voff, ulong outer, ulong nchunk,             \
-                            ulong inner, uint flags, PT prm)                                   \
-  {                                                                                            \
-    for (ulong g = get_global_id(0); g < outer * inner; g += get_global_size(0)) {             \
-      ulong i = g % inner, o = g / inner;                                                      \
-      st_##NAME acc = NAME##_init(flags);                                                      \
-      for (ulong c = 0; c < nchunk; c++)                                                       \
-        acc = NAME##_merge(acc, part[(o * nchunk + c) * inner + i], flags, prm);               \
-      NAME##_store(acc, out, ooff + g, vals, voff + g, flags, prm);                            \
-    }                                                                                          \
-  }
 
 /*
  * ---- NAME_colsv: the column kernel with one state vector per 16 adjacent columns ----
@@ -1001,7 +892,7 @@ col_share_of(ulong g, ulong nblk, ulong nchunk, ulong clen, ulong red, ulong inn
  * tensor's right edge) fold element by element. Same arguments, grid and partials as
  * NAME_cols (the host picks one; NAME_cols_p merges either's partials).
  */
-#if defined(KILN_COLSV) && KILN_COLS % 16 == 0
+#if defined(KILN_COLSV) && KILN_COLS % 16 == 0 && !KILN_IS_COMPLEX
 /* Neumaier steps lane by lane: kahan_add on 16 states at once. */
 typedef struct {
   FACC16 s, c;
@@ -1040,7 +931,7 @@ typedef vkahan vst_sum;
 inline vst_sum sum_vinit(uint f) { return vkahan_zero(); }
 inline vst_sum sum_vfold(vst_sum a, V16 raw, uint f) { return vkahan_add(a, TO_FACC16(xform16(raw, f, 0))); }
 inline void sum_vlanes(vst_sum a, st_sum *out) { vkahan_lanes(a, out); }
-#define XF_MEAN(r) xform16(r, f & F_OMIT, 0)
+#define XF_MEAN(r) xform16(r, f & RED_F_OMIT, 0)
 #else
 typedef long16 vst_sum; /* integer sums wrap in 64 bits, like sum_fold */
 inline vst_sum sum_vinit(uint f) { return (long16)0; }
@@ -1065,7 +956,7 @@ inline vst_mean mean_vinit(uint f)
 }
 /* Lanes that count: all, or under omit the non-NaN ones (isnan is -1 per NaN lane). */
 #if KILN_IS_FLOAT
-#define VCOUNT(raw, f) ((f) & F_OMIT ? (long16)1 + convert_long16(isnan(raw)) : (long16)1)
+#define VCOUNT(raw, f) ((f) & RED_F_OMIT ? (long16)1 + convert_long16(isnan(raw)) : (long16)1)
 #else
 #define VCOUNT(raw, f) ((long16)1)
 #endif
@@ -1091,9 +982,9 @@ inline void mean_vlanes(vst_mean a, st_mean *out)
  * state's NaN stays, then the new NaN wins, then the larger (smaller) value. */
 #if KILN_IS_FLOAT
 #define VMINMAX(a, b, f, CMP, FN)                                                              \
-  (((f) & F_OMIT) ? FN(a, b)                                                                   \
+  (((f) & RED_F_OMIT) ? FN(a, b)                                                                   \
                   : select(select(select(a, b, (b)CMP(a)), b, isnan(b)), a, isnan(a)))
-#define VXFORM(raw, f) xform16(raw, (f) & ~F_OMIT, 0)
+#define VXFORM(raw, f) xform16(raw, (f) & ~RED_F_OMIT, 0)
 #else
 #define VMINMAX(a, b, f, CMP, FN) select(a, b, (b)CMP(a))
 #define VXFORM(raw, f) (raw)
@@ -1114,23 +1005,23 @@ inline void min_vlanes(vst_min a, st_min *out) { vstore16(a, 0, out); }
  * tiles do: the same bound, 16x fewer compensated steps); the others fold row by row.
  */
 #define VROWS_EACH(NAME)                                                                       \
-  inline vst_##NAME NAME##_vrows(vst_##NAME a, global const T *p, ulong inner, uint f)         \
+  inline vst_##NAME NAME##_vrows(vst_##NAME a, global const XT *p, ulong inner, uint f)         \
   {                                                                                            \
     for (int q = 0; q < 16; q++)                                                               \
-      a = NAME##_vfold(a, vload16(0, p + q * inner), f);                                       \
+      a = NAME##_vfold(a, LD16(p + q * inner, 0), f);                                          \
     return a;                                                                                  \
   }
 /* Pairwise sum of the 16 rows as FACC16, each row through XF (a V16 -> V16 transform). */
 #define VTREE16(w, p, inner, XF)                                                               \
   for (int q = 0; q < 16; q++)                                                                 \
-    w[q] = TO_FACC16(XF(vload16(0, (p) + q * (inner))));                                       \
+    w[q] = TO_FACC16(XF(LD16((p) + q * (inner), 0)));                                          \
   for (int h = 8; h > 0; h >>= 1)                                                              \
     for (int q = 0; q < h; q++)                                                                \
       w[q] = w[2 * q] + w[2 * q + 1];
 
 #if KILN_IS_FLOAT
 #define XF_SUM(r) xform16(r, f, 0)
-inline vst_sum sum_vrows(vst_sum a, global const T *p, ulong inner, uint f)
+inline vst_sum sum_vrows(vst_sum a, global const XT *p, ulong inner, uint f)
 {
   FACC16 w[16];
   VTREE16(w, p, inner, XF_SUM)
@@ -1139,100 +1030,127 @@ inline vst_sum sum_vrows(vst_sum a, global const T *p, ulong inner, uint f)
 #else
 VROWS_EACH(sum)
 #endif
-inline vst_mean mean_vrows(vst_mean a, global const T *p, ulong inner, uint f)
+inline vst_mean mean_vrows(vst_mean a, global const XT *p, ulong inner, uint f)
 {
   FACC16 w[16];
   VTREE16(w, p, inner, XF_MEAN)
   a.k = vkahan_add(a.k, w[0]);
   for (int q = 0; q < 16; q++)
-    a.n += VCOUNT(vload16(0, p + q * inner), f);
+    a.n += VCOUNT(LD16(p + q * inner, 0), f);
   return a;
 }
 VROWS_EACH(max)
 VROWS_EACH(min)
 
-#define REDUCE_COLSV(NAME, OUT)                                                                \
-  kernel void NAME##_colsv(global const T *x, ulong xoff, global OUT *out, ulong ooff,         \
-                           global T *vals, ulong voff, global st_##NAME *part, ulong outer,    \
-                           ulong red, ulong inner, ulong nchunk, ulong clen, uint flags,       \
-                           PT prm)                                                             \
-  {                                                                                            \
-    ulong nblk = (inner + KILN_COLS - 1) / KILN_COLS, total = outer * nchunk * nblk;           \
-    for (ulong g = get_global_id(0); g < total; g += get_global_size(0)) {                     \
-      col_share sh = col_share_of(g, nblk, nchunk, clen, red, inner);                          \
-      ulong o = sh.o, i0 = sh.i0, end = sh.end;                                                \
-      uint cnt = sh.cnt, nv = cnt / 16;                                                        \
-      vst_##NAME acc[KILN_COLS / 16];                                                          \
-      st_##NAME edge[16], l[16]; /* the columns past the last whole vector; lane states */     \
-      for (uint v = 0; v < nv; v++)                                                            \
-        acc[v] = NAME##_vinit(flags);                                                          \
-      for (uint k = nv * 16; k < cnt; k++)                                                     \
-        edge[k - nv * 16] = NAME##_init(flags);                                                \
-      ulong j = sh.beg;                                                                        \
-      for (; j + 16 <= end; j += 16) {                                                         \
-        global const T *xr = x + xoff + (o * red + j) * inner + i0;                            \
-        for (uint v = 0; v < nv; v++)                                                          \
-          acc[v] = NAME##_vrows(acc[v], xr + 16 * v, inner, flags);                            \
-        for (uint k = nv * 16; k < cnt; k++)                                                   \
-          for (uint q = 0; q < 16; q++)                                                        \
-            edge[k - nv * 16] =                                                                \
-                NAME##_fold(edge[k - nv * 16], xr[q * inner + k], (long)(j + q), flags, prm);  \
-      }                                                                                        \
-      for (; j < end; j++) {                                                                   \
-        global const T *xr = x + xoff + (o * red + j) * inner + i0;                            \
-        for (uint v = 0; v < nv; v++)                                                          \
-          acc[v] = NAME##_vfold(acc[v], vload16(v, xr), flags);                                \
-        for (uint k = nv * 16; k < cnt; k++)                                                   \
-          edge[k - nv * 16] = NAME##_fold(edge[k - nv * 16], xr[k], (long)j, flags, prm);      \
-      }                                                                                        \
-      for (uint v = 0; v < nv; v++) {                                                          \
-        NAME##_vlanes(acc[v], l);                                                              \
-        for (uint q = 0; q < 16; q++)                                                          \
-          NAME##_col_put(l[q], sh, 16 * v + q, out, ooff, vals, voff, part, inner, nchunk,     \
-                         flags, prm);                                                          \
-      }                                                                                        \
-      for (uint k = nv * 16; k < cnt; k++)                                                     \
-        NAME##_col_put(edge[k - nv * 16], sh, k, out, ooff, vals, voff, part, inner, nchunk,   \
-                       flags, prm);                                                            \
-    }                                                                                          \
-  }
 #endif
 
-REDUCE_KERNELS(sum, SUM_OUT)
-REDUCE_KERNELS(prod, PROD_OUT)
-REDUCE_KERNELS(mean, MEAN_OUT)
-REDUCE_KERNELS(var, VAR_OUT)
-REDUCE_KERNELS(min, MIN_OUT)
-REDUCE_KERNELS(max, MAX_OUT)
-REDUCE_KERNELS(argmin, ARGMIN_OUT)
-REDUCE_KERNELS(argmax, ARGMAX_OUT)
-REDUCE_KERNELS(any, ANY_OUT)
-REDUCE_KERNELS(all, ALL_OUT)
-REDUCE_KERNELS(count, COUNT_OUT)
-#if KILN_IS_FLOAT
-REDUCE_KERNELS(lse, LSE_OUT)
-REDUCE_KERNELS(normp, NORMP_OUT)
+/* One set of kernels per op (reduce_kernels.clh, stamped once per op): every op for real
+ * dtypes, sum, prod and mean for complex ones, and the norms' ops in KILN_CABS builds. */
+#define FN(s) sum##s
+#define STATE st_sum
+#define OUT SUM_OUT
+#include "reduce_kernels.clh"
+#if !KILN_CABS_BUILD
+#define FN(s) prod##s
+#define STATE st_prod
+#define OUT PROD_OUT
+#include "reduce_kernels.clh"
+#define FN(s) mean##s
+#define STATE st_mean
+#define OUT MEAN_OUT
+#include "reduce_kernels.clh"
 #endif
-#if defined(KILN_COLSV) && KILN_COLS % 16 == 0
-REDUCE_COLSV(sum, SUM_OUT)
-REDUCE_COLSV(mean, MEAN_OUT)
-REDUCE_COLSV(max, MAX_OUT)
-REDUCE_COLSV(min, MIN_OUT)
+#if !KILN_IS_COMPLEX
+#define FN(s) min##s
+#define STATE st_min
+#define OUT MIN_OUT
+#include "reduce_kernels.clh"
+#define FN(s) max##s
+#define STATE st_max
+#define OUT MAX_OUT
+#include "reduce_kernels.clh"
+#endif
+#if RED_ALL_OPS
+#define FN(s) var##s
+#define STATE st_var
+#define OUT VAR_OUT
+#include "reduce_kernels.clh"
+#define FN(s) argmin##s
+#define STATE st_argmin
+#define OUT ARGMIN_OUT
+#include "reduce_kernels.clh"
+#define FN(s) argmax##s
+#define STATE st_argmax
+#define OUT ARGMAX_OUT
+#include "reduce_kernels.clh"
+#define FN(s) any##s
+#define STATE st_any
+#define OUT ANY_OUT
+#include "reduce_kernels.clh"
+#define FN(s) all##s
+#define STATE st_all
+#define OUT ALL_OUT
+#include "reduce_kernels.clh"
+#define FN(s) count##s
+#define STATE st_count
+#define OUT COUNT_OUT
+#include "reduce_kernels.clh"
+#endif
+#if KILN_IS_FLOAT && RED_ALL_OPS
+#define FN(s) lse##s
+#define STATE st_lse
+#define OUT LSE_OUT
+#include "reduce_kernels.clh"
+#endif
+#if KILN_IS_FLOAT
+#define FN(s) normp##s
+#define STATE st_normp
+#define OUT NORMP_OUT
+#include "reduce_kernels.clh"
+#endif
+#if defined(KILN_COLSV) && KILN_COLS % 16 == 0 && !KILN_IS_COMPLEX
+#define FN(s) sum##s
+#define STATE st_sum
+#define VSTATE vst_sum
+#define OUT SUM_OUT
+#include "reduce_colsv.clh"
+#define FN(s) max##s
+#define STATE st_max
+#define VSTATE vst_max
+#define OUT MAX_OUT
+#include "reduce_colsv.clh"
+#define FN(s) min##s
+#define STATE st_min
+#define VSTATE vst_min
+#define OUT MIN_OUT
+#include "reduce_colsv.clh"
+#if RED_ALL_OPS
+#define FN(s) mean##s
+#define STATE st_mean
+#define VSTATE vst_mean
+#define OUT MEAN_OUT
+#include "reduce_colsv.clh"
+#endif
 #endif
 
 /*
  * ---- permute: y (contiguous, shape p.shape) = x read at strides p.stride[0] ----
- * One work-item per run of PERM_RUN elements along y's last dim: the index is decomposed
+ * One work-item per run of RED_PERM_RUN elements along y's last dim: the index is decomposed
  * once per item (64-bit divisions per element would cost more than the copy on CPUs).
  */
-#define PERM_RUN 64
+/* Elements move as raw bits (16-bit floats as ushort: no half arithmetic, no conversion). */
+#if KILN_IS_HALF
+#define RAW ushort
+#else
+#define RAW XT
+#endif
 kernel void
-permute(global const T *x, ulong xoff, global T *y, ulong n, uint ndim, kiln_bcast p)
+permute(global const RAW *x, ulong xoff, global RAW *y, ulong n, uint ndim, kiln_bcast p)
 {
-  ulong last = p.shape[ndim - 1], nb = (last + PERM_RUN - 1) / PERM_RUN;
+  ulong last = p.shape[ndim - 1], nb = (last + RED_PERM_RUN - 1) / RED_PERM_RUN;
   ulong st = p.stride[0][ndim - 1];
   for (ulong g = get_global_id(0); g < (n / last) * nb; g += get_global_size(0)) {
-    ulong row = g / nb, j0 = (g % nb) * PERM_RUN, j1 = min(j0 + PERM_RUN, last);
+    ulong row = g / nb, j0 = (g % nb) * RED_PERM_RUN, j1 = min(j0 + RED_PERM_RUN, last);
     ulong r = row, off = 0;
     for (uint d = ndim - 1; d-- > 0;) {
       off += (r % p.shape[d]) * p.stride[0][d];
@@ -1243,10 +1161,11 @@ permute(global const T *x, ulong xoff, global T *y, ulong n, uint ndim, kiln_bca
   }
 }
 
+#if RED_ALL_OPS
 /*
  * ---- median ----
  * Rows (inner == 1), three tiers by row length:
- *   median_small  red <= MEDIAN_SMALL: one work-item per row, insertion sort in private
+ *   median_small  red <= RED_MEDIAN_SMALL: one work-item per row, insertion sort in private
  *                 memory, O(red^2) per row.
  *   median_sort   red <= the host's limit (local memory): one work-group per row, bitonic
  *                 sort of the row's keys in local memory, O(P log^2 P) with P = red
@@ -1258,9 +1177,9 @@ permute(global const T *x, ulong xoff, global T *y, ulong n, uint ndim, kiln_bca
  *                 holding each rank. KEY_BITS/8 passes, each one read of the rows:
  *                 O(red * KEY_BITS / 8) per row. median_init/median_store bracket them.
  */
-#define MEDIAN_SMALL 32
 
-#if defined(KILN_DT_F32)
+/* f16 and bf16 are keyed as the floats they load into (the host runs 32-bit passes). */
+#if defined(KILN_DT_F32) || KILN_IS_HALF
 #define KEY_BITS 32
 inline ulong mkey(T v)
 {
@@ -1306,15 +1225,15 @@ midpoint(FOUT a, FOUT b)
 }
 
 kernel void
-median_small(global const T *x, ulong xoff, global FOUT *out, ulong ooff, ulong rows, ulong red,
+median_small(global const XT *x, ulong xoff, global FSTORE *out, ulong ooff, ulong rows, ulong red,
              uint flags)
 {
   for (ulong r = get_global_id(0); r < rows; r += get_global_size(0)) {
-    T buf[MEDIAN_SMALL];
+    T buf[RED_MEDIAN_SMALL];
     uint n = 0;
     int nan = 0;
     for (ulong j = 0; j < red; j++) {
-      T v = x[xoff + r * red + j];
+      T v = LDX(x, xoff + r * red + j);
       if (IS_NAN(v)) {
         nan = 1;
         continue;
@@ -1327,17 +1246,17 @@ median_small(global const T *x, ulong xoff, global FOUT *out, ulong ooff, ulong 
       buf[k] = v;
     }
     FOUT res;
-    if ((nan && !(flags & F_OMIT)) || n == 0)
+    if ((nan && !(flags & RED_F_OMIT)) || n == 0)
       res = (FOUT)NAN;
     else
       res = midpoint((FOUT)buf[(n - 1) / 2], (FOUT)buf[n / 2]);
-    out[ooff + r] = res;
+    KILN_STORE(out, ooff + r, res);
   }
 }
 
 /* One work-group per row; keys holds npow2 ulongs. NaN is counted and padded away. */
 kernel void
-median_sort(global const T *x, ulong xoff, global FOUT *out, ulong ooff, ulong rows, ulong red,
+median_sort(global const XT *x, ulong xoff, global FSTORE *out, ulong ooff, ulong rows, ulong red,
             uint npow2, uint flags, local ulong *keys)
 {
   local uint nn;
@@ -1349,7 +1268,7 @@ median_sort(global const T *x, ulong xoff, global FOUT *out, ulong ooff, ulong r
   for (uint j = lid; j < npow2; j += wg) {
     ulong k = ~0UL;
     if (j < red) {
-      T v = x[xoff + r * red + j];
+      T v = LDX(x, xoff + r * red + j);
       if (IS_NAN(v))
         atomic_inc(&nn);
       else
@@ -1374,20 +1293,14 @@ median_sort(global const T *x, ulong xoff, global FOUT *out, ulong ooff, ulong r
   if (lid == 0) {
     long n = (long)red - (long)nn;
     FOUT res;
-    if ((nn && !(flags & F_OMIT)) || n <= 0)
+    if ((nn && !(flags & RED_F_OMIT)) || n <= 0)
       res = (FOUT)NAN;
     else
       res = midpoint((FOUT)unkey(keys[(n - 1) / 2]), (FOUT)unkey(keys[n / 2]));
-    out[ooff + r] = res;
+    KILN_STORE(out, ooff + r, res);
   }
 }
 
-typedef struct {
-  ulong key[2]; /* bits chosen so far for the lower and the upper middle rank */
-  long rank[2]; /* rank still sought among the keys matching key[] */
-  long n;       /* elements taking part; <= 0: the result is NaN */
-  long pad;
-} msel;
 
 kernel void
 median_init(global const long *nnan, global msel *sel, ulong rows, ulong red, uint flags)
@@ -1395,7 +1308,7 @@ median_init(global const long *nnan, global msel *sel, ulong rows, ulong red, ui
   for (ulong r = get_global_id(0); r < rows; r += get_global_size(0)) {
     long nn = nnan ? nnan[r] : 0;
     msel s;
-    s.n = (nn && !(flags & F_OMIT)) ? -1 : (long)red - nn;
+    s.n = (nn && !(flags & RED_F_OMIT)) ? -1 : (long)red - nn;
     s.key[0] = s.key[1] = 0;
     s.rank[0] = (s.n - 1) / 2;
     s.rank[1] = s.n / 2;
@@ -1404,15 +1317,15 @@ median_init(global const long *nnan, global msel *sel, ulong rows, ulong red, ui
   }
 }
 
-/* One work-group per (row, chunk); 512 bins of local counters (256 per rank). */
+/* One work-group per (row, chunk); RED_MEDIAN_HIST local counters (256 bins per rank). */
 kernel void
-median_hist(global const T *x, ulong xoff, global const msel *sel, global uint *hist, ulong rows,
+median_hist(global const XT *x, ulong xoff, global const msel *sel, global uint *hist, ulong rows,
             ulong red, ulong nchunk, ulong clen, uint shift, uint blocked)
 {
-  local uint lh[512];
+  local uint lh[RED_MEDIAN_HIST];
   uint lid = get_local_id(0), wg = get_local_size(0);
   ulong g = get_group_id(0), row = g / nchunk, c = g % nchunk;
-  for (uint b = lid; b < 512; b += wg)
+  for (uint b = lid; b < RED_MEDIAN_HIST; b += wg)
     lh[b] = 0;
   barrier(CLK_LOCAL_MEM_FENCE);
   if (row < rows && sel[row].n > 0) {
@@ -1424,7 +1337,7 @@ median_hist(global const T *x, ulong xoff, global const msel *sel, global uint *
     ulong sub = blk ? (end - beg + wg - 1) / wg : 1, step = blk ? 1 : wg;
     ulong b = blk ? beg + lid * sub : beg + lid, e = blk ? min(b + sub, end) : end;
     for (ulong j = b; j < e; j += step) {
-      ulong k = mkey(x[xoff + row * red + j]);
+      ulong k = mkey(LDX(x, xoff + row * red + j));
       uint bin = (uint)(k >> shift) & 255u;
       if ((k & hm) == pa)
         atomic_inc(&lh[bin]);
@@ -1434,8 +1347,8 @@ median_hist(global const T *x, ulong xoff, global const msel *sel, global uint *
   }
   barrier(CLK_LOCAL_MEM_FENCE);
   if (row < rows)
-    for (uint b = lid; b < 512; b += wg)
-      hist[g * 512 + b] = lh[b];
+    for (uint b = lid; b < RED_MEDIAN_HIST; b += wg)
+      hist[g * RED_MEDIAN_HIST + b] = lh[b];
 }
 
 kernel void
@@ -1450,7 +1363,7 @@ median_pick(global const uint *hist, global msel *sel, ulong rows, ulong nchunk,
       for (uint bin = 0; bin < 256; bin++) {
         ulong cnt = 0;
         for (ulong c = 0; c < nchunk; c++)
-          cnt += hist[(r * nchunk + c) * 512 + w * 256 + bin];
+          cnt += hist[(r * nchunk + c) * RED_MEDIAN_HIST + w * 256 + bin];
         if (cum + cnt > (ulong)s.rank[w]) {
           s.key[w] |= (ulong)bin << shift;
           s.rank[w] -= (long)cum;
@@ -1464,10 +1377,12 @@ median_pick(global const uint *hist, global msel *sel, ulong rows, ulong nchunk,
 }
 
 kernel void
-median_store(global const msel *sel, global FOUT *out, ulong ooff, ulong rows)
+median_store(global const msel *sel, global FSTORE *out, ulong ooff, ulong rows)
 {
   for (ulong r = get_global_id(0); r < rows; r += get_global_size(0)) {
     msel s = sel[r];
-    out[ooff + r] = s.n <= 0 ? (FOUT)NAN : midpoint((FOUT)unkey(s.key[0]), (FOUT)unkey(s.key[1]));
+    KILN_STORE(out, ooff + r,
+               s.n <= 0 ? (FOUT)NAN : midpoint((FOUT)unkey(s.key[0]), (FOUT)unkey(s.key[1])));
   }
 }
+#endif /* RED_ALL_OPS */

@@ -6,6 +6,9 @@ Usage: embed_cl.py OUT_C OUT_H --include-dir DIR ... -- FILE.cl ...
 Each source has our own `#include "..."` lines expanded (searched in its own
 directory, then in every --include-dir), once per file, so the text the
 library compiles is self-contained and the recorded hash covers exactly it.
+A file whose first line is REINCLUDE_MARKER opts in to being expanded at
+every include instead: a kernel template stamped once per set of #define'd
+parameters (cl_kernels/reduce_kernels.clh).
 Outputs are removed on any error so a broken build never leaves stale tables.
 """
 import hashlib
@@ -14,29 +17,35 @@ import re
 import sys
 
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$')
+REINCLUDE_MARKER = '/* kiln-embed: reinclude */'
 
 
-def expand(path, search, seen, deps):
+def expand(path, search, seen, deps, stack=()):
     real = os.path.realpath(path)
-    if real in seen:
-        return ''
-    seen.add(real)
-    deps.append(real)
-    out = []
+    if real in stack:
+        raise SystemExit(f'{path}: includes itself')
     with open(path, encoding='utf-8') as f:
-        for lineno, line in enumerate(f, 1):
-            m = INCLUDE_RE.match(line)
-            if not m:
-                out.append(line)
-                continue
-            name = m.group(1)
-            for d in [os.path.dirname(path)] + search:
-                cand = os.path.join(d, name)
-                if os.path.isfile(cand):
-                    out.append(expand(cand, search, seen, deps))
-                    break
-            else:
-                raise SystemExit(f'{path}:{lineno}: cannot find include "{name}"')
+        lines = f.readlines()
+    reinclude = bool(lines) and lines[0].strip() == REINCLUDE_MARKER
+    if real in seen and not reinclude:
+        return ''
+    if real not in seen:
+        seen.add(real)
+        deps.append(real)
+    out = []
+    for lineno, line in enumerate(lines, 1):
+        m = INCLUDE_RE.match(line)
+        if not m:
+            out.append(line)
+            continue
+        name = m.group(1)
+        for d in [os.path.dirname(path)] + search:
+            cand = os.path.join(d, name)
+            if os.path.isfile(cand):
+                out.append(expand(cand, search, seen, deps, stack + (real,)))
+                break
+        else:
+            raise SystemExit(f'{path}:{lineno}: cannot find include "{name}"')
     return ''.join(out)
 
 

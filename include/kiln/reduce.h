@@ -7,6 +7,12 @@
  * include/kiln/reduce_table.h; docs/reductions.md has the full semantics,
  * the error bounds and the kernel strategies.
  *
+ * f16 and bf16 compute in f32 and round the result once (sum of f16 is
+ * f16, as in PyTorch); c64 and c128 take sum, prod, mean and norm (of |z|,
+ * giving the real part's dtype) and nothing that needs an order
+ * (KILN_ERR_DTYPE). KILN_REDUCE_COMPLEX_OPS lists them; docs/reductions.md
+ * has every result dtype.
+ *
  * Axes are int64_t and may be negative (Python style: -1 is the last axis).
  * A list of axes must not name an axis twice.
  *

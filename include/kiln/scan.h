@@ -9,6 +9,9 @@
  * The axis, output convention, NaN policy (kiln_nan_policy) and the statuses
  * common to every function here are those of include/kiln/reduce.h. A scan
  * may write into its input (*out == x) when the result dtype equals x's.
+ * f16 and bf16 scan in f32 and store each result rounded (cumsum of f16 is
+ * f16); c64 and c128 take cumsum and cumprod (KILN_SCAN_COMPLEX_OPS) and
+ * kiln_diff; cummin, cummax and logcumsumexp of complex are KILN_ERR_DTYPE.
  */
 #ifndef KILN_SCAN_H
 #define KILN_SCAN_H

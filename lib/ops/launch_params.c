@@ -1,5 +1,7 @@
 #include "ops/launch_params.h"
 
+#include "cl_kernels/reduce_contract.clh"
+#include "core/dtype_traits.h"
 #include "core/error.h"
 #include "kiln/reduce.h"
 #include "ops/tuned.h"
@@ -147,16 +149,19 @@ private_bytes_per_item(kiln_context *ctx, cl_kernel k, uint64_t *budget)
   const char *c = strstr(opts, "-DKILN_COLS=");
   if (!(tile || states) || !c)
     return 0;
-  uint64_t cols = strtoull(c + strlen("-DKILN_COLS="), NULL, 10), elem = 8;
+  uint64_t cols = strtoull(c + strlen("-DKILN_COLS="), NULL, 10), elem = 8, state = RED_STATE_BYTES;
   /* The program's options start with its dtype's (kiln__dtype_options). */
   for (int d = 0; d < KILN_DTYPE_COUNT; d++) {
     char dt[96];
     kiln__dtype_options((kiln_dtype)d, dt, sizeof dt);
     size_t l = strlen(dt);
-    if (strncmp(opts, dt, l) == 0 && (opts[l] == ' ' || opts[l] == 0))
-      elem = kiln_dtype_size((kiln_dtype)d);
+    if (strncmp(opts, dt, l) == 0 && (opts[l] == ' ' || opts[l] == 0)) {
+      /* Tiles hold the compute type (f32 for f16 and bf16); complex states are larger. */
+      elem = kiln__dtype_is_half((kiln_dtype)d) ? 4 : kiln_dtype_size((kiln_dtype)d);
+      state = kiln__dtype_is_complex((kiln_dtype)d) ? RED_STATE_BYTES_COMPLEX : RED_STATE_BYTES;
+    }
   }
-  return cols * ((tile ? 16 * elem : 0) + 32);
+  return cols * ((tile ? 16 * elem : 0) + state);
 }
 
 kiln_status

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cl_kernels/reduce_contract.clh"
 #include "core/axes.h"
 #include "core/dtype_traits.h"
 #include "core/error.h"
@@ -17,7 +18,7 @@
 #include "ops/tuned.h"
 #include "runtime/runtime.h"
 
-enum result_rule { RES_SAME, RES_WIDE, RES_REAL, RES_BOOL, RES_I64 };
+enum result_rule { RES_SAME, RES_WIDE, RES_REAL, RES_ABS, RES_BOOL, RES_I64 };
 enum empty_rule { EMPTY_VALUE, EMPTY_ERROR };
 
 struct red_row {
@@ -33,21 +34,8 @@ static const struct red_row red_rows[] = {
 #undef X
 };
 
-/* Bytes the kernels may use for one partial state (reduce.cl checks its states fit). */
-#define STATE_BYTES 32
-/* Size of struct msel in reduce.cl. */
-#define MSEL_BYTES 48
-/* Rows up to this length take median_small (MEDIAN_SMALL in reduce.cl). */
-#define MEDIAN_SMALL 32
 /* Longest row median_sort handles (its keys live in local memory). */
 #define MEDIAN_SORT_MAX 4096
-
-/* Flags of reduce.cl. */
-#define F_OMIT 1u
-#define F_ABS 2u
-#define F_NZ 4u
-#define F_ISNAN 8u
-#define F_STD 16u
 
 const char *
 kiln_reduce_op_name(kiln_reduce_op op)
@@ -55,12 +43,22 @@ kiln_reduce_op_name(kiln_reduce_op op)
   return (unsigned)op < KILN_REDUCE_OP_COUNT ? red_rows[op].name : "?";
 }
 
+/* Ops that take complex tensors (a bit per op). */
+static const unsigned complex_ops = 0u
+#define X(E) | 1u << KILN_REDUCE_##E
+    KILN_REDUCE_COMPLEX_OPS(X)
+#undef X
+    ;
+
 int
 kiln_reduce_op_supports(kiln_reduce_op op, kiln_dtype dtype)
 {
-  return (unsigned)op < KILN_REDUCE_OP_COUNT && kiln__dtype_valid(dtype) &&
-         (kiln__dtype_class_mask(red_rows[op].cls) & kiln__ops_source_dtypes("reduce") &
-          KILN__DT_BIT(dtype));
+  if ((unsigned)op >= KILN_REDUCE_OP_COUNT || !kiln__dtype_valid(dtype))
+    return 0;
+  unsigned mask = kiln__dtype_class_mask(red_rows[op].cls);
+  if (complex_ops >> op & 1u)
+    mask |= KILN__DT_COMPLEX;
+  return (mask & kiln__ops_source_dtypes("reduce") & KILN__DT_BIT(dtype)) != 0;
 }
 
 static kiln_dtype
@@ -70,9 +68,13 @@ result_dtype(const kiln_context *ctx, enum result_rule rule, kiln_dtype in)
   case RES_SAME:
     return in;
   case RES_WIDE:
-    return kiln__dtype_is_float(in) ? in : KILN_I64;
+    return kiln__dtype_is_floating(in) || kiln__dtype_is_complex(in) ? in : KILN_I64;
   case RES_REAL:
-    return kiln__dtype_is_float(in) ? in : ctx->info.has_fp64 ? KILN_F64 : KILN_F32;
+    return kiln__dtype_is_floating(in) || kiln__dtype_is_complex(in) ? in
+           : ctx->info.has_fp64                                      ? KILN_F64
+                                                                     : KILN_F32;
+  case RES_ABS:
+    return kiln__dtype_real_part(in);
   case RES_BOOL:
     return KILN_BOOL;
   case RES_I64:
@@ -88,9 +90,14 @@ check_op_dtype(const char *op, kiln_reduce_op rop, kiln_dtype dtype)
                  "unknown reduction op %d", (int)rop);
   KILN_RETURN_IF(!kiln__dtype_valid(dtype), KILN_ERR_INVALID_ARGUMENT, op, "invalid dtype %d",
                  (int)dtype);
-  KILN_RETURN_IF(!kiln_reduce_op_supports(rop, dtype), KILN_ERR_DTYPE, op,
-                 "%s does not accept %s (accepts f32, f64; cast integers with kiln_cast)",
+  KILN_RETURN_IF(kiln__dtype_is_complex(dtype) && !kiln_reduce_op_supports(rop, dtype),
+                 KILN_ERR_DTYPE, op,
+                 "%s does not accept %s (complex tensors take sum, prod, mean and norm; "
+                 "complex numbers have no order)",
                  red_rows[rop].name, kiln_dtype_name(dtype));
+  KILN_RETURN_IF(!kiln_reduce_op_supports(rop, dtype), KILN_ERR_DTYPE, op,
+                 "%s does not accept %s (accepts %s)", red_rows[rop].name, kiln_dtype_name(dtype),
+                 kiln__dtype_class_text(red_rows[rop].cls));
   return KILN_OK;
 }
 
@@ -117,6 +124,8 @@ struct red_call {
   const char *kop;     /* kernel op name in reduce.cl ("sum", "argmax" ...) */
   cl_uint flags;
   double prm;
+  size_t state_bytes;  /* what one partial state may take (reduce_contract.clh) */
+  int complex_kernels; /* the program is a complex dtype's (scalar paths only) */
 };
 
 /* The kernels' PT: double where the device has fp64, else float. */
@@ -193,7 +202,7 @@ static int
 cols_vector(const struct red_call *rc)
 {
   static const char *const ops[] = {"sum", "mean", "max", "min"};
-  if (rc->ctx->info.is_gpu || rc->lp->cols_per_item % 16 != 0)
+  if (rc->ctx->info.is_gpu || rc->complex_kernels || rc->lp->cols_per_item % 16 != 0)
     return 0;
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
     if (strcmp(rc->kop, ops[i]) == 0)
@@ -228,14 +237,14 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
 
   if (inner == 1) {
     KILN_TRY(kernel(rc, "_rows", &k));
-    KILN_TRY(kiln__launch_local_size(rc->op, ctx, k, lp->wg_size, STATE_BYTES, &local));
+    KILN_TRY(kiln__launch_local_size(rc->op, ctx, k, lp->wg_size, rc->state_bytes, &local));
     uint64_t clen;
     uint64_t nchunk =
         kiln__launch_chunks(lp, outer, red, (uint64_t)local * lp->items_per_thread, target, &clen);
     uint32_t lanes = lanes_for(clen, lp->items_per_thread, local, outer * nchunk, target * local);
     uint64_t rpg = local / lanes;
     if (nchunk > 1)
-      KILN_TRY(kiln__ops_tmp_alloc(ctx, outer * nchunk * STATE_BYTES, &part));
+      KILN_TRY(kiln__ops_tmp_alloc(ctx, outer * nchunk * rc->state_bytes, &part));
     kiln__args a = kiln__args_begin(rc->op, k);
     kiln__args_mem(&a, src);
     kiln__args_u64(&a, srcoff);
@@ -248,14 +257,14 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
     kiln__args_u32(&a, lanes);
     kiln__args_u32(&a, rc->flags);
     arg_prm(&a, ctx, rc->prm);
-    kiln__args_raw(&a, local * STATE_BYTES, NULL);
+    kiln__args_raw(&a, local * rc->state_bytes, NULL);
     global = (size_t)(((outer + rpg - 1) / rpg) * nchunk * local);
     s = kiln__args_enqueue_1d(&a, ctx, global, local);
     if (s == KILN_OK && nchunk > 1) {
       s = kernel(rc, "_rows_p", &k);
       size_t local2 = 0;
       if (s == KILN_OK)
-        s = kiln__launch_local_size(rc->op, ctx, k, lp->wg_size, STATE_BYTES, &local2);
+        s = kiln__launch_local_size(rc->op, ctx, k, lp->wg_size, rc->state_bytes, &local2);
       if (s == KILN_OK) {
         uint32_t lanes2 = lanes_for(nchunk, 1, local2, outer, target * local2);
         uint64_t rpg2 = local2 / lanes2;
@@ -267,7 +276,7 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
         kiln__args_u32(&b, lanes2);
         kiln__args_u32(&b, rc->flags);
         arg_prm(&b, ctx, rc->prm);
-        kiln__args_raw(&b, local2 * STATE_BYTES, NULL);
+        kiln__args_raw(&b, local2 * rc->state_bytes, NULL);
         global = (size_t)(((outer + rpg2 - 1) / rpg2) * local2);
         s = kiln__args_enqueue_1d(&b, ctx, global, local2);
       }
@@ -282,7 +291,7 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
   uint64_t nchunk =
       kiln__launch_chunks(lp, outer * nblk, red, lp->items_per_thread, target * local, &clen);
   if (nchunk > 1)
-    KILN_TRY(kiln__ops_tmp_alloc(ctx, outer * nchunk * inner * STATE_BYTES, &part));
+    KILN_TRY(kiln__ops_tmp_alloc(ctx, outer * nchunk * inner * rc->state_bytes, &part));
   kiln__args a = kiln__args_begin(rc->op, k);
   kiln__args_mem(&a, src);
   kiln__args_u64(&a, srcoff);
@@ -342,8 +351,9 @@ run_permute(struct red_call *rc, const kiln_tensor *x, uint32_t ndim, const uint
   kiln__args_u32(&a, ndim);
   kiln__args_raw(&a, sizeof plan, &plan);
   KILN_TRY(a.status);
-  /* One work-item per run of PERM_RUN = 64 elements of the last dim (permute in reduce.cl). */
-  global = kiln__launch_grid(x->numel / shape[ndim - 1] * ((shape[ndim - 1] + 63) / 64), local);
+  /* One work-item per run of RED_PERM_RUN elements of the last dim (permute in reduce.cl). */
+  global = kiln__launch_grid(
+      x->numel / shape[ndim - 1] * ((shape[ndim - 1] + RED_PERM_RUN - 1) / RED_PERM_RUN), local);
   return kiln__enqueue_kernel(rc->op, rc->ctx, k, 1, &global, &local);
 }
 
@@ -366,6 +376,8 @@ key_bits(kiln_dtype d)
     return 64;
   case KILN_F32:
   case KILN_I32:
+  case KILN_F16: /* keyed as the f32 values they load into */
+  case KILN_BF16:
     return 32;
   default:
     return 8;
@@ -381,7 +393,7 @@ run_median(struct red_call *rc, kiln_dtype dtype, cl_mem src, uint64_t srcoff, u
   kiln_context *ctx = rc->ctx;
   cl_kernel k;
   kiln_status s;
-  if (red <= MEDIAN_SMALL) {
+  if (red <= RED_MEDIAN_SMALL) {
     KILN_TRY(kiln__kernel_get(rc->op, ctx, "reduce", rc->options, "median_small", &k));
     kiln__args a = kiln__args_begin(rc->op, k);
     kiln__args_mem(&a, src);
@@ -417,14 +429,14 @@ run_median(struct red_call *rc, kiln_dtype dtype, cl_mem src, uint64_t srcoff, u
 
   /* Radix selection. NaN count first (floats): it decides the ranks and propagation. */
   kiln__ops_tmp nnan = {0}, sel = {0}, hist = {0};
-  int is_float = kiln__dtype_is_float(dtype);
-  s = kiln__ops_tmp_alloc(ctx, rows * MSEL_BYTES, &sel);
+  int is_float = kiln__dtype_is_floating(dtype);
+  s = kiln__ops_tmp_alloc(ctx, rows * sizeof(msel), &sel);
   if (s == KILN_OK && is_float) {
     s = kiln__ops_tmp_alloc(ctx, rows * 8, &nnan);
     if (s == KILN_OK) {
       struct red_call cnt = *rc;
       cnt.kop = "count";
-      cnt.flags = F_ISNAN;
+      cnt.flags = RED_F_ISNAN;
       s = run_reduce(&cnt, src, srcoff, rows, red, 1, nnan.mem, 0, NULL, 0);
     }
   }
@@ -451,7 +463,7 @@ run_median(struct red_call *rc, kiln_dtype dtype, cl_mem src, uint64_t srcoff, u
   if (s == KILN_OK) {
     nchunk = kiln__launch_chunks(rc->lp, rows, red, (uint64_t)local * rc->lp->items_per_thread,
                                  kiln__launch_target_groups(ctx, rc->lp), &clen);
-    s = kiln__ops_tmp_alloc(ctx, rows * nchunk * 512 * 4, &hist);
+    s = kiln__ops_tmp_alloc(ctx, rows * nchunk * RED_MEDIAN_HIST * sizeof(uint32_t), &hist);
   }
   for (int shift = (int)key_bits(dtype) - 8; s == KILN_OK && shift >= 0; shift -= 8) {
     kiln__args a = kiln__args_begin(rc->op, kh);
@@ -500,7 +512,7 @@ static kiln_status
 plan_op(const char *op, kiln_reduce_op rop, const kiln_reduce_options *o, struct red_call *rc,
         int *wide_matters)
 {
-  rc->flags = o->nan_policy == KILN_NAN_OMIT ? F_OMIT : 0u;
+  rc->flags = o->nan_policy == KILN_NAN_OMIT ? RED_F_OMIT : 0u;
   rc->prm = 0;
   *wide_matters = 0;
   switch (rop) {
@@ -520,7 +532,7 @@ plan_op(const char *op, kiln_reduce_op rop, const kiln_reduce_options *o, struct
   case KILN_REDUCE_STD:
     rc->kop = "var";
     rc->prm = o->ddof;
-    rc->flags |= rop == KILN_REDUCE_STD ? F_STD : 0u;
+    rc->flags |= rop == KILN_REDUCE_STD ? RED_F_STD : 0u;
     *wide_matters = 1;
     break;
   case KILN_REDUCE_MIN:
@@ -567,20 +579,20 @@ plan_op(const char *op, kiln_reduce_op rop, const kiln_reduce_options *o, struct
       break;
     case KILN_NORM_L1:
       rc->kop = "sum";
-      rc->flags |= F_ABS;
+      rc->flags |= RED_F_ABS;
       *wide_matters = 1;
       break;
     case KILN_NORM_LINF:
       rc->kop = "max";
-      rc->flags |= F_ABS;
+      rc->flags |= RED_F_ABS;
       break;
     case KILN_NORM_NEG_INF:
       rc->kop = "min";
-      rc->flags |= F_ABS;
+      rc->flags |= RED_F_ABS;
       break;
     case KILN_NORM_L0:
       rc->kop = "sum";
-      rc->flags |= F_NZ;
+      rc->flags |= RED_F_NZ;
       *wide_matters = 1;
       break;
     default:
@@ -621,8 +633,13 @@ fill(const char *op, kiln_context *ctx, kiln_tensor *t, double v)
 {
   if (!t->nbytes)
     return KILN_OK;
-  unsigned char pattern[8];
+  unsigned char pattern[16];
   kiln__scalar_to_bytes(kiln_scalar_f64(v), t->dtype, pattern);
+  if (kiln__dtype_is_complex(t->dtype) && isnan(v)) {
+    /* NumPy's mean of no complex numbers is nan+nanj, not a real NaN with imag 0. */
+    size_t half = kiln_dtype_size(t->dtype) / 2;
+    memcpy(pattern + half, pattern, half);
+  }
   cl_int err = clEnqueueFillBuffer(ctx->queue, t->mem, pattern, kiln_dtype_size(t->dtype),
                                    t->offset, t->nbytes, 0, NULL, NULL);
   return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueFillBuffer");
@@ -698,7 +715,7 @@ reduce_impl(kiln_context *ctx, kiln_reduce_op rop, const kiln_tensor *x, const i
                  KILN_ERR_INVALID_ARGUMENT, op, "unknown NaN policy %d", (int)o.nan_policy);
   KILN_RETURN_IF(!(o.ddof >= 0) || !isfinite(o.ddof), KILN_ERR_INVALID_ARGUMENT, op,
                  "ddof must be finite and >= 0 (got %g)", o.ddof);
-  struct red_call rc = {op, ctx, lp, NULL, NULL, 0, 0};
+  struct red_call rc = {op, ctx, lp, NULL, NULL, 0, 0, RED_STATE_BYTES, 0};
   int wide_matters;
   KILN_TRY(plan_op(op, rop, &o, &rc, &wide_matters));
   int wide = o.accumulate_f64 && wide_matters && x->dtype == KILN_F32;
@@ -721,14 +738,23 @@ reduce_impl(kiln_context *ctx, kiln_reduce_op rop, const kiln_tensor *x, const i
                  "%s of an empty selection has no value (a reduced axis has size 0)",
                  red_rows[rop].name);
 
+  /* Norms of complex tensors run the real part's program on |z| (KILN_CABS in reduce.cl);
+   * sum, prod and mean a complex program with scalar paths and larger states. */
+  int cabs = kiln__dtype_is_complex(x->dtype) && rop == KILN_REDUCE_NORM;
+  if (kiln__dtype_is_complex(x->dtype)) {
+    rc.state_bytes = RED_STATE_BYTES_COMPLEX;
+    rc.complex_kernels = !cabs;
+  }
   char options[192];
   /* The shared options (what `kiln cache warm` builds), then the f64-accumulation variant. */
   kiln__program_options(
-      &ctx->info, "reduce", x->dtype,
+      &ctx->info, "reduce", cabs ? kiln__dtype_real_part(x->dtype) : x->dtype,
       &(kiln__program_variant){.cols = cols_per_item(&rc), .lane_order = lp->blocked + 1}, options,
       sizeof options);
   if (wide)
     strncat(options, " -DKILN_REDUCE_WIDE=1", sizeof options - strlen(options) - 1);
+  if (cabs)
+    strncat(options, " -DKILN_CABS=1", sizeof options - strlen(options) - 1);
   rc.options = options;
 
   /* Multi-pass strategies read x after writing partial results: any overlap goes through a
@@ -805,7 +831,8 @@ reduce_build_options(const kiln_device_info *info, const char *source, kiln_dtyp
     kiln__options_append(buf, len, " -DKILN_COLSV=1");
 }
 
-static const struct kiln__source reduce_sources[] = {{"reduce", KILN__DT_CLASSIC}, {NULL, 0}};
+static const struct kiln__source reduce_sources[] = {
+    {"reduce", KILN__DT_CLASSIC | KILN__DT_HALVES | KILN__DT_COMPLEX}, {NULL, 0}};
 
 const struct kiln__family kiln__reduce_family = {
     .name = "reduce",

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cl_kernels/scan_contract.clh"
 #include "core/axes.h"
 #include "core/dtype_traits.h"
 #include "core/error.h"
@@ -30,30 +31,35 @@ static const struct scan_row scan_rows[] = {
 #undef X
 };
 
-/* Bytes a chunk total may take (scan.cl checks its states fit). */
-#define STATE_BYTES 32
-
-#define F_OMIT 1u
-#define F_EXCL 2u
-
 const char *
 kiln_scan_op_name(kiln_scan_op op)
 {
   return (unsigned)op < KILN_SCAN_OP_COUNT ? scan_rows[op].name : "?";
 }
 
+/* Ops that take complex tensors (a bit per op). */
+static const unsigned complex_ops = 0u
+#define X(E) | 1u << KILN_SCAN_##E
+    KILN_SCAN_COMPLEX_OPS(X)
+#undef X
+    ;
+
 int
 kiln_scan_op_supports(kiln_scan_op op, kiln_dtype dtype)
 {
-  return (unsigned)op < KILN_SCAN_OP_COUNT && kiln__dtype_valid(dtype) &&
-         (kiln__dtype_class_mask(scan_rows[op].cls) & kiln__ops_source_dtypes("scan") &
-          KILN__DT_BIT(dtype));
+  if ((unsigned)op >= KILN_SCAN_OP_COUNT || !kiln__dtype_valid(dtype))
+    return 0;
+  unsigned mask = kiln__dtype_class_mask(scan_rows[op].cls);
+  if (complex_ops >> op & 1u)
+    mask |= KILN__DT_COMPLEX;
+  return (mask & kiln__ops_source_dtypes("scan") & KILN__DT_BIT(dtype)) != 0;
 }
 
 static kiln_dtype
 result_dtype(enum result_rule rule, kiln_dtype in)
 {
-  return rule == RES_WIDE && !kiln__dtype_is_float(in) ? KILN_I64 : in;
+  int keeps = kiln__dtype_is_floating(in) || kiln__dtype_is_complex(in);
+  return rule == RES_WIDE && !keeps ? KILN_I64 : in;
 }
 
 static kiln_status
@@ -63,9 +69,14 @@ check_op_dtype(const char *op, kiln_scan_op sop, kiln_dtype dtype)
                  "unknown scan op %d", (int)sop);
   KILN_RETURN_IF(!kiln__dtype_valid(dtype), KILN_ERR_INVALID_ARGUMENT, op, "invalid dtype %d",
                  (int)dtype);
-  KILN_RETURN_IF(!kiln_scan_op_supports(sop, dtype), KILN_ERR_DTYPE, op,
-                 "%s does not accept %s (accepts f32, f64; cast integers with kiln_cast)",
+  KILN_RETURN_IF(kiln__dtype_is_complex(dtype) && !kiln_scan_op_supports(sop, dtype),
+                 KILN_ERR_DTYPE, op,
+                 "%s does not accept %s (complex tensors take cumsum and cumprod; complex "
+                 "numbers have no order)",
                  scan_rows[sop].name, kiln_dtype_name(dtype));
+  KILN_RETURN_IF(!kiln_scan_op_supports(sop, dtype), KILN_ERR_DTYPE, op,
+                 "%s does not accept %s (accepts %s)", scan_rows[sop].name, kiln_dtype_name(dtype),
+                 kiln__dtype_class_text(scan_rows[sop].cls));
   return KILN_OK;
 }
 
@@ -119,7 +130,8 @@ run_scan(struct scan_call *sc, const kiln_tensor *x, uint64_t outer, uint64_t le
   kiln_status s;
 
   KILN_TRY(get(sc, tiles ? "_tiles" : "_lines", &k));
-  KILN_TRY(kiln__launch_local_size(sc->op, ctx, k, lp->wg_size, tiles ? STATE_BYTES : 0, &local));
+  KILN_TRY(
+      kiln__launch_local_size(sc->op, ctx, k, lp->wg_size, tiles ? SCAN_STATE_BYTES : 0, &local));
   if (tiles)
     nchunk =
         kiln__launch_chunks(lp, lines, len, (uint64_t)local * lp->items_per_thread, target, &clen);
@@ -131,7 +143,7 @@ run_scan(struct scan_call *sc, const kiln_tensor *x, uint64_t outer, uint64_t le
   uint64_t yoff = kiln__ops_elem_offset(y), ioff = kiln__ops_elem_offset(yi);
   s = KILN_OK;
   if (nchunk > 1) {
-    s = kiln__ops_tmp_alloc(ctx, lines * nchunk * STATE_BYTES, &tot);
+    s = kiln__ops_tmp_alloc(ctx, lines * nchunk * SCAN_STATE_BYTES, &tot);
     if (s == KILN_OK && need_idx && !yi) {
       s = kiln__ops_tmp_alloc(ctx, outer * len * inner * 8, &idx);
       imem = idx.mem;
@@ -160,7 +172,7 @@ run_scan(struct scan_call *sc, const kiln_tensor *x, uint64_t outer, uint64_t le
       kiln__args_u64(&a, clen);
       kiln__args_u32(&a, lp->items_per_thread);
       kiln__args_u32(&a, sc->flags);
-      kiln__args_raw(&a, local * STATE_BYTES, NULL);
+      kiln__args_raw(&a, local * SCAN_STATE_BYTES, NULL);
       global = (size_t)(lines * nchunk * local);
     } else {
       kiln__args_u64(&a, outer);
@@ -262,8 +274,8 @@ scan_impl(kiln_context *ctx, kiln_scan_op sop, const kiln_tensor *x, int64_t axi
                          lp,
                          options,
                          scan_rows[sop].name,
-                         (o.nan_policy == KILN_NAN_OMIT ? F_OMIT : 0u) |
-                             (o.exclusive ? F_EXCL : 0u)};
+                         (o.nan_policy == KILN_NAN_OMIT ? SCAN_F_OMIT : 0u) |
+                             (o.exclusive ? SCAN_F_EXCL : 0u)};
 
   /* Tiled passes read x after writing partial results: any overlap goes through a temporary. */
   kiln__out_target tv = {0}, ti = {0};
@@ -341,8 +353,9 @@ diff_once(const char *op, kiln_context *ctx, const char *options, cl_mem src, ui
   kiln__args_u64(&a, len);
   kiln__args_u64(&a, inner);
   KILN_TRY(a.status);
-  /* One work-item per (line, block of DIFF_BLOCK = 256 outputs): see diff1 in scan.cl. */
-  return kiln__launch_1d(op, ctx, k, outer * ((len - 1 + 255) / 256) * inner, 0);
+  /* One work-item per (line, block of SCAN_DIFF_BLOCK outputs): see diff1 in scan.cl. */
+  return kiln__launch_1d(op, ctx, k,
+                         outer * ((len - 1 + SCAN_DIFF_BLOCK - 1) / SCAN_DIFF_BLOCK) * inner, 0);
 }
 
 kiln_status
@@ -422,7 +435,8 @@ scan_build_options(const kiln_device_info *info, const char *source, kiln_dtype 
                        v && v->cols ? v->cols : kiln__default_cols_per_item(info));
 }
 
-static const struct kiln__source scan_sources[] = {{"scan", KILN__DT_CLASSIC}, {NULL, 0}};
+static const struct kiln__source scan_sources[] = {
+    {"scan", KILN__DT_CLASSIC | KILN__DT_HALVES | KILN__DT_COMPLEX}, {NULL, 0}};
 
 const struct kiln__family kiln__scan_family = {
     .name = "scan",

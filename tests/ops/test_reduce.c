@@ -18,6 +18,9 @@
  * work-item; vector_lanes runs the 4-vector paths for every dtype on views
  * 0-3 elements into their buffer (this suite links the library internals
  * for kiln__reduce_tuned). Every bool result holds only 0 and 1 (hd_expect_bool01).
+ * f16 and bf16 run in ops_dtypes (and f16 in vector_lanes); tuner_values runs every
+ * candidate value of every reduce tuner parameter once for bf16 sum; complex tests c64
+ * and c128 (sum, mean, prod, every norm order, refused ops) against its own reference.
  *
  * Reference: computed in long double (exact for every input dtype: 64-bit
  * mantissa on x86-64) from the exact input values: straight sums, two-pass
@@ -37,6 +40,10 @@
  *                            sum/prod, median (whose
  *                            midpoint the reference rounds like the device)
  *   f32 with accumulate_f64  sum/mean: FLT_EPSILON |want| + 8 DBL_EPSILON S
+ *   f16, bf16                the f32 bound (eps = FLT_EPSILON: they accumulate in f32)
+ *                            plus half an ulp of the storage type, against the
+ *                            unrounded reference; exact ops against the reference
+ *                            rounded with the host conversions
  * NaN matches only NaN and an infinity only the same infinity.
  */
 #include <float.h>
@@ -46,16 +53,18 @@
 
 #include "harness.h"
 #include "hostdata.h"
+#include "ops/launch_params.h"
 #include "ops/tuned.h"
+#include "runtime/tuner.h"
 
 /*
  * ck_assert_msg records a checkpoint even when it passes (a write and flush per call
  * with CK_FORK=no); element-wise comparisons of millions of values use this instead.
  */
-#define EXPECT(cond, ...)                                                                      \
-  do {                                                                                         \
-    if (!(cond))                                                                               \
-      ck_abort_msg(__VA_ARGS__);                                                               \
+#define EXPECT(cond, ...)        \
+  do {                           \
+    if (!(cond))                 \
+      ck_abort_msg(__VA_ARGS__); \
   } while (0)
 
 /* ------------------------------------------------------------------ */
@@ -72,6 +81,43 @@ enum gen {
 };
 
 static uint64_t rng_state;
+
+/* A float dtype (f16 and bf16 included: they compute in f32). */
+static int
+is_fl(kiln_dtype dt)
+{
+  return dt == KILN_F32 || dt == KILN_F64 || dt == KILN_F16 || dt == KILN_BF16;
+}
+
+static int
+is_half(kiln_dtype dt)
+{
+  return dt == KILN_F16 || dt == KILN_BF16;
+}
+
+/* v rounded to dtype dt (the host conversions: one rounding, to nearest even). */
+static long double
+round_to(kiln_dtype dt, long double v)
+{
+  switch (dt) {
+  case KILN_F16:
+    return kiln_f16_to_f32(kiln_f16_from_f64((double)v));
+  case KILN_BF16:
+    return kiln_bf16_to_f32(kiln_bf16_from_f64((double)v));
+  case KILN_F32:
+    return (float)v;
+  default:
+    return (double)v;
+  }
+}
+
+/* Half an ulp of the 16-bit dtype dt at |v| (at least half its smallest subnormal step). */
+static long double
+half_ulp(kiln_dtype dt, long double v)
+{
+  long double a = fabsl(v);
+  return dt == KILN_F16 ? fmaxl(a * 0x1p-11L, 0x1p-25L) : fmaxl(a * 0x1p-8L, 0x1p-134L);
+}
 
 static uint64_t
 rnd(void)
@@ -115,6 +161,14 @@ host_set(struct host *h, uint64_t i, long double v)
     ((int64_t *)h->raw)[i] = (int64_t)v;
     h->v[i] = (long double)((int64_t *)h->raw)[i];
     break;
+  case KILN_F16:
+    ((uint16_t *)h->raw)[i] = kiln_f16_from_f64((double)v);
+    h->v[i] = kiln_f16_to_f32(((uint16_t *)h->raw)[i]);
+    break;
+  case KILN_BF16:
+    ((uint16_t *)h->raw)[i] = kiln_bf16_from_f64((double)v);
+    h->v[i] = kiln_bf16_to_f32(((uint16_t *)h->raw)[i]);
+    break;
   default:
     ((uint8_t *)h->raw)[i] = (uint8_t)v;
     h->v[i] = ((uint8_t *)h->raw)[i];
@@ -131,7 +185,7 @@ host_make(struct host *h, kiln_dtype dt, uint64_t n, enum gen g, uint64_t seed)
   h->v = malloc(n * sizeof(long double) + 16);
   ck_assert(h->raw && h->v);
   rng_state = seed * 2654435761u + 0x9e3779b97f4a7c15ull;
-  int is_float = dt == KILN_F32 || dt == KILN_F64;
+  int is_float = is_fl(dt);
   for (uint64_t i = 0; i < n; i++) {
     long double v;
     if (dt == KILN_BOOL)
@@ -185,6 +239,10 @@ elem(kiln_dtype dt, const void *p, uint64_t i)
     return ((const int32_t *)p)[i];
   case KILN_I64:
     return (long double)((const int64_t *)p)[i];
+  case KILN_F16:
+    return kiln_f16_to_f32(((const uint16_t *)p)[i]);
+  case KILN_BF16:
+    return kiln_bf16_to_f32(((const uint16_t *)p)[i]);
   default:
     return ((const uint8_t *)p)[i];
   }
@@ -217,7 +275,7 @@ cmp_ld(const void *a, const void *b)
 static long double
 midpoint_as(kiln_dtype res, long double a, long double b)
 {
-  if (res == KILN_F32) {
+  if (res == KILN_F32 || is_half(res)) { /* f16/bf16: the midpoint in f32, then rounded */
     float fa = (float)a, fb = (float)b, s = fa + fb;
     return isfinite(s) || !isfinite(fa) || !isfinite(fb) ? s * 0.5f : fa * 0.5f + fb * 0.5f;
   }
@@ -232,7 +290,7 @@ ref_op(kiln_reduce_op op, const kiln_reduce_options *o, kiln_dtype dt, kiln_dtyp
 {
   struct ref r = {0, 0, 0, 0, 0};
   int omit = o->nan_policy == KILN_NAN_OMIT;
-  int is_float = dt == KILN_F32 || dt == KILN_F64;
+  int is_float = is_fl(dt);
   long double *f = malloc((n + 1) * sizeof *f);
   int64_t *fi = malloc((n + 1) * sizeof *fi);
   uint64_t m = 0;
@@ -398,12 +456,12 @@ ref_op(kiln_reduce_op op, const kiln_reduce_options *o, kiln_dtype dt, kiln_dtyp
 static long double
 tolerance(kiln_reduce_op op, const kiln_reduce_options *o, kiln_dtype dt, const struct ref *r)
 {
-  int is_float = dt == KILN_F32 || dt == KILN_F64;
-  long double eps = dt == KILN_F32 ? FLT_EPSILON : DBL_EPSILON;
+  int is_float = is_fl(dt);
+  long double eps = dt == KILN_F32 || is_half(dt) ? FLT_EPSILON : DBL_EPSILON;
   long double L = 1 + log2l(r->n + 1);
-  if (dt == KILN_F32 && o->accumulate_f64 &&
-      (op == KILN_REDUCE_SUM || op == KILN_REDUCE_MEAN))
-    return FLT_EPSILON * fabsl(r->v) + 8 * DBL_EPSILON * r->sumabs / (op == KILN_REDUCE_MEAN ? r->n : 1);
+  if (dt == KILN_F32 && o->accumulate_f64 && (op == KILN_REDUCE_SUM || op == KILN_REDUCE_MEAN))
+    return FLT_EPSILON * fabsl(r->v) +
+           8 * DBL_EPSILON * r->sumabs / (op == KILN_REDUCE_MEAN ? r->n : 1);
   switch (op) {
   case KILN_REDUCE_SUM:
     return is_float ? 8 * eps * r->sumabs : 0;
@@ -576,7 +634,7 @@ run_case(const struct rcase *c, const kiln__launch_params *lp, uint64_t seed)
     hd_expect_bool01(c->dt, gotv, nout, what);
   }
   long double *buf = malloc((nred + 1) * sizeof *buf);
-  int is_float_res = rdt == KILN_F32 || rdt == KILN_F64;
+  int is_float_res = is_fl(rdt);
   for (uint64_t o = 0; o < nout; o++) {
     int64_t base = 0;
     uint64_t t = o;
@@ -597,21 +655,27 @@ run_case(const struct rcase *c, const kiln__launch_params *lp, uint64_t seed)
     long double g = elem(rdt, got, o);
     if (is_arg) {
       EXPECT((int64_t)g == r.i, "%s: out[%llu] index %lld, expected %lld", what,
-                    (unsigned long long)o, (long long)g, (long long)r.i);
+             (unsigned long long)o, (long long)g, (long long)r.i);
       if (vals) {
         long double gv = elem(c->dt, gotv, o);
         EXPECT(matches(gv, r.v, 0), "%s: out[%llu] value %Lg, expected %Lg", what,
-                      (unsigned long long)o, gv, r.v);
+               (unsigned long long)o, gv, r.v);
       }
     } else if (!is_float_res) {
-      EXPECT((int64_t)g == r.i, "%s: out[%llu] = %lld, expected %lld", what,
-                    (unsigned long long)o, (long long)g, (long long)r.i);
+      EXPECT((int64_t)g == r.i, "%s: out[%llu] = %lld, expected %lld", what, (unsigned long long)o,
+             (long long)g, (long long)r.i);
     } else {
-      /* The reference rounded to the result dtype, then compared within tolerance. */
-      long double want = rdt == KILN_F32 ? (long double)(float)r.v : (long double)(double)r.v;
+      /* The reference rounded to the result dtype, then compared within tolerance. f16/bf16
+       * results of inexact ops: the unrounded reference, within the f32 bound plus half an
+       * ulp of the storage type (the one rounding of the result). */
+      long double want = round_to(rdt, r.v);
       long double tol = tolerance(c->op, &c->opts, c->dt, &r);
-      EXPECT(matches(g, want, tol), "%s: out[%llu] = %.17Lg, expected %.17Lg (tol %.3Lg)",
-                    what, (unsigned long long)o, g, want, tol);
+      if (is_half(rdt) && tol > 0 && isfinite(want)) {
+        want = r.v;
+        tol += half_ulp(rdt, r.v);
+      }
+      EXPECT(matches(g, want, tol), "%s: out[%llu] = %.17Lg, expected %.17Lg (tol %.3Lg)", what,
+             (unsigned long long)o, g, want, tol);
     }
   }
   free(buf);
@@ -635,7 +699,7 @@ mk(kiln_reduce_op op, kiln_dtype dt, size_t ndim, const int64_t *shape)
   c.ndim = ndim;
   memcpy(c.shape, shape, ndim * sizeof *shape);
   c.all_axes = 1;
-  c.gen = op == KILN_REDUCE_PROD && (dt == KILN_F32 || dt == KILN_F64) ? GEN_NEAR1 : GEN_UNIFORM;
+  c.gen = op == KILN_REDUCE_PROD && is_fl(dt) ? GEN_NEAR1 : GEN_UNIFORM;
   return c;
 }
 
@@ -649,7 +713,8 @@ with_axes(struct rcase c, size_t naxes, const int64_t *axes)
   return c;
 }
 
-static const kiln_dtype all_dtypes[] = {KILN_F32, KILN_F64, KILN_I32, KILN_I64, KILN_U8, KILN_BOOL};
+static const kiln_dtype all_dtypes[] = {KILN_F32, KILN_F64,  KILN_I32, KILN_I64,
+                                        KILN_U8,  KILN_BOOL, KILN_F16, KILN_BF16};
 #define NDTYPES (sizeof all_dtypes / sizeof all_dtypes[0])
 
 /* ------------------------------------------------------------------ */
@@ -668,7 +733,7 @@ START_TEST(test_ops_dtypes)
       continue;
     for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
       /* The two-pass length only for the float types: the integer kernels share the code. */
-      if (lens[li] > 1000 && !(dt == KILN_F32 || dt == KILN_F64))
+      if (lens[li] > 1000 && !is_fl(dt))
         continue;
       struct rcase c = mk((kiln_reduce_op)op, dt, 1, &lens[li]);
       run_case(&c, NULL, (uint64_t)op * 31 + li);
@@ -721,7 +786,7 @@ START_TEST(test_nan_policies)
   if (dt == KILN_F64 && !harness_has_fp64())
     return;
   static const int64_t shape[2] = {6, 9};
-  static const kiln_norm_ord ords[] = {KILN_NORM_L2, KILN_NORM_L1, KILN_NORM_LINF,
+  static const kiln_norm_ord ords[] = {KILN_NORM_L2,      KILN_NORM_L1, KILN_NORM_LINF,
                                        KILN_NORM_NEG_INF, KILN_NORM_L0, KILN_NORM_P};
   for (int op = 0; op < KILN_REDUCE_OP_COUNT; op++) {
     size_t nord = op == KILN_REDUCE_NORM ? sizeof ords / sizeof ords[0] : 1;
@@ -811,10 +876,11 @@ START_TEST(test_empty)
   struct {
     kiln_reduce_op op;
     double want;
-  } vals[] = {{KILN_REDUCE_SUM, 0},        {KILN_REDUCE_PROD, 1},     {KILN_REDUCE_MEAN, NAN},
-              {KILN_REDUCE_VAR, NAN},      {KILN_REDUCE_STD, NAN},    {KILN_REDUCE_ANY, 0},
-              {KILN_REDUCE_ALL, 1},        {KILN_REDUCE_COUNT_NONZERO, 0},
-              {KILN_REDUCE_NORM, 0},       {KILN_REDUCE_LOGSUMEXP, -INFINITY},
+  } vals[] = {{KILN_REDUCE_SUM, 0},     {KILN_REDUCE_PROD, 1},
+              {KILN_REDUCE_MEAN, NAN},  {KILN_REDUCE_VAR, NAN},
+              {KILN_REDUCE_STD, NAN},   {KILN_REDUCE_ANY, 0},
+              {KILN_REDUCE_ALL, 1},     {KILN_REDUCE_COUNT_NONZERO, 0},
+              {KILN_REDUCE_NORM, 0},    {KILN_REDUCE_LOGSUMEXP, -INFINITY},
               {KILN_REDUCE_MEDIAN, NAN}};
   for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
     /* All axes of [0]: a 0-d result. */
@@ -824,8 +890,8 @@ START_TEST(test_empty)
     unsigned char b[8];
     KOK(kiln_tensor_download(y, b, kiln_tensor_nbytes(y)));
     long double g = elem(kiln_tensor_dtype(y), b, 0);
-    ck_assert_msg(matches(g, vals[i].want, 0), "%s of nothing: %Lg", kiln_reduce_op_name(vals[i].op),
-                  g);
+    ck_assert_msg(matches(g, vals[i].want, 0), "%s of nothing: %Lg",
+                  kiln_reduce_op_name(vals[i].op), g);
     kiln_tensor_release(y);
     /* Axis 1 of [3,0]: three empty slices. */
     y = NULL;
@@ -904,8 +970,7 @@ START_TEST(test_bad_inputs)
   KEXPECT(kiln_reduce(ctx, KILN_REDUCE_SUM, x, NULL, 0, 0, NULL, NULL), KILN_ERR_INVALID_ARGUMENT);
   KEXPECT(kiln_reduce(ctx, KILN_REDUCE_OP_COUNT, x, NULL, 0, 0, NULL, &y),
           KILN_ERR_INVALID_ARGUMENT);
-  KEXPECT(kiln_reduce(ctx, (kiln_reduce_op)-1, x, NULL, 0, 0, NULL, &y),
-          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_reduce(ctx, (kiln_reduce_op)-1, x, NULL, 0, 0, NULL, &y), KILN_ERR_INVALID_ARGUMENT);
   KEXPECT(kiln_reduce(ctx, KILN_REDUCE_NORM, xi, NULL, 0, 0, NULL, &y), KILN_ERR_DTYPE);
   KEXPECT(kiln_reduce(ctx, KILN_REDUCE_LOGSUMEXP, xi, NULL, 0, 0, NULL, &y), KILN_ERR_DTYPE);
   kiln_reduce_options o = {0};
@@ -1042,7 +1107,7 @@ START_TEST(test_numerics)
     }
   }
   /* Every norm order, rows and columns. */
-  static const kiln_norm_ord ords[] = {KILN_NORM_L2, KILN_NORM_L1, KILN_NORM_LINF,
+  static const kiln_norm_ord ords[] = {KILN_NORM_L2,      KILN_NORM_L1, KILN_NORM_LINF,
                                        KILN_NORM_NEG_INF, KILN_NORM_L0, KILN_NORM_P};
   static const double ps[] = {3, 0.5, 1.5};
   for (size_t oi = 0; oi < sizeof ords / sizeof ords[0]; oi++) {
@@ -1055,7 +1120,8 @@ START_TEST(test_numerics)
       }
     }
   }
-  /* L2 of values whose squares overflow or underflow f32, and logsumexp of values whose exp does. */
+  /* L2 of values whose squares overflow or underflow f32, and logsumexp of values whose exp does.
+   */
   static const float scales[] = {1e30f, 1e-30f, 3e38f};
   for (size_t si = 0; si < 3; si++) {
     float h[100];
@@ -1333,7 +1399,7 @@ vector_cols(kiln_reduce_op op, kiln_dtype dt, const kiln__launch_params *lp, uin
 {
   /* The small mode's 19 rows still hold a block of 16 and a 3-row tail. */
   const int64_t rows = harness_size(67, 19), mc[2] = {rows, 72}, mc70[2] = {rows, 70};
-  int is_float = dt == KILN_F32 || dt == KILN_F64;
+  int is_float = is_fl(dt);
   int vec_state = op == KILN_REDUCE_SUM || op == KILN_REDUCE_MEAN || op == KILN_REDUCE_MAX ||
                   op == KILN_REDUCE_MIN;
   for (uint32_t cols = 4; cols <= 256; cols *= cols == 16 ? 16 : 4) {
@@ -1372,9 +1438,9 @@ START_TEST(test_vector_lanes)
   kiln_device_info info;
   KOK(kiln_context_device_info(ctx, &info));
   static const kiln_reduce_op ops[] = {
-      KILN_REDUCE_SUM,    KILN_REDUCE_MEAN,          KILN_REDUCE_MAX, KILN_REDUCE_MIN,
-      KILN_REDUCE_ARGMIN, KILN_REDUCE_ARGMAX,        KILN_REDUCE_COUNT_NONZERO,
-      KILN_REDUCE_ALL,    KILN_REDUCE_VAR,           KILN_REDUCE_LOGSUMEXP};
+      KILN_REDUCE_SUM,    KILN_REDUCE_MEAN,     KILN_REDUCE_MAX,           KILN_REDUCE_MIN,
+      KILN_REDUCE_ARGMIN, KILN_REDUCE_ARGMAX,   KILN_REDUCE_COUNT_NONZERO, KILN_REDUCE_ALL,
+      KILN_REDUCE_VAR,    KILN_REDUCE_LOGSUMEXP};
   const int64_t v1[1] = {harness_size(4099, 1027)}, m1[2] = {harness_size(7, 2), 517};
   const int64_t m2[2] = {3, harness_size(2053, 261)};
   /* The small mode: one of the two per dtype, alternating. */
@@ -1465,9 +1531,10 @@ START_TEST(test_large)
     float got;
     KOK(kiln_reduce(ctx, KILN_REDUCE_SUM, x, NULL, 0, 0, &o, &y));
     KOK(kiln_tensor_download(y, &got, 4));
-    long double tol = wide ? FLT_EPSILON * sum + 8 * DBL_EPSILON * sumabs : 8 * FLT_EPSILON * sumabs;
-    ck_assert_msg(fabsl(got - sum) <= tol, "sum %.10g vs %.10Lg (tol %.3Lg, wide %d)",
-                  (double)got, sum, tol, wide);
+    long double tol =
+        wide ? FLT_EPSILON * sum + 8 * DBL_EPSILON * sumabs : 8 * FLT_EPSILON * sumabs;
+    ck_assert_msg(fabsl(got - sum) <= tol, "sum %.10g vs %.10Lg (tol %.3Lg, wide %d)", (double)got,
+                  sum, tol, wide);
     kiln_tensor_release(y);
     y = NULL;
     KOK(kiln_reduce(ctx, KILN_REDUCE_MEAN, x, NULL, 0, 0, &o, &y));
@@ -1614,6 +1681,255 @@ START_TEST(test_overlap)
 }
 END_TEST
 
+/*
+ * Complex tensors (c64, c128): sum, mean, prod and every norm order against a long double
+ * reference, full reductions of 0, 1, 7 (prime), 257 and 100003 elements (non-multiples of
+ * every work-group size; the last splits into chunks), rows and columns of a [13, 37]
+ * matrix, sum under both NaN policies (an element is NaN when either part is), norms of
+ * values near 1e30 (|z|^2 would overflow f32) and the ops without complex support.
+ * Tolerances (eps of the part type, S = sum of |re| + |im|, n elements): sum, mean: 8 eps S
+ * (/ n) per part; prod: 4 (n + 4) eps |want| per part; L1: 10 eps S; L2, p: 8 (1 + log2 n)
+ * eps |want|; Linf, -inf: 2 eps |want| (hypot); L0 exact.
+ */
+static void
+complex_case(kiln_dtype dt, kiln_reduce_op op, kiln_norm_ord ord, size_t ndim, const int64_t *shape,
+             int64_t axis, int nan_omit, double scale, uint64_t seed)
+{
+  kiln_context *ctx = harness_ctx();
+  int c64 = dt == KILN_C64;
+  uint64_t n = 1;
+  for (size_t d = 0; d < ndim; d++)
+    n *= (uint64_t)shape[d];
+  rng_state = seed * 2654435761u + 0x9e3779b97f4a7c15ull;
+  long double *re = malloc((n + 1) * sizeof *re), *im = malloc((n + 1) * sizeof *im);
+  void *raw = malloc((n + 1) * 16);
+  ck_assert(re && im && raw);
+  for (uint64_t i = 0; i < n; i++) {
+    double a = op == KILN_REDUCE_PROD ? 0.9 + 0.2 * unif() : (unif() * 4 - 2) * scale;
+    double b = op == KILN_REDUCE_PROD ? 0.2 * unif() - 0.1 : (unif() * 4 - 2) * scale;
+    if (nan_omit >= 0 && rnd() % 10 == 0)
+      *(rnd() & 1 ? &a : &b) = NAN;
+    if (c64) {
+      ((float *)raw)[2 * i] = (float)a;
+      ((float *)raw)[2 * i + 1] = (float)b;
+      re[i] = (float)a;
+      im[i] = (float)b;
+    } else {
+      ((double *)raw)[2 * i] = a;
+      ((double *)raw)[2 * i + 1] = b;
+      re[i] = a;
+      im[i] = b;
+    }
+  }
+  kiln_tensor *x = NULL, *y = NULL;
+  KOK(kiln_tensor_from_host(ctx, dt, ndim, shape, raw, &x));
+  kiln_reduce_options o;
+  memset(&o, 0, sizeof o);
+  o.norm_ord = ord;
+  o.norm_p = 3;
+  o.nan_policy = nan_omit > 0 ? KILN_NAN_OMIT : KILN_NAN_PROPAGATE;
+  kiln_status s = kiln_reduce(ctx, op, x, axis < 0 ? NULL : &axis, axis < 0 ? 0 : 1, 0, &o, &y);
+  char what[160];
+  snprintf(what, sizeof what, "%s %s ord %d n %llu axis %lld omit %d scale %g",
+           kiln_reduce_op_name(op), kiln_dtype_name(dt), (int)ord, (unsigned long long)n,
+           (long long)axis, nan_omit, scale);
+  ck_assert_msg(s == KILN_OK, "%s: %s", what, kiln_last_error());
+  kiln_dtype want_dt = op == KILN_REDUCE_NORM ? (c64 ? KILN_F32 : KILN_F64) : dt;
+  ck_assert_msg(kiln_tensor_dtype(y) == want_dt, "%s: result dtype %s", what,
+                kiln_dtype_name(kiln_tensor_dtype(y)));
+  /* (outer, red, inner) of the reduction. */
+  uint64_t outer = 1, red = n, inner = 1;
+  if (axis >= 0) {
+    red = (uint64_t)shape[axis];
+    for (int64_t d = 0; d < axis; d++)
+      outer *= (uint64_t)shape[d];
+    for (size_t d = (size_t)axis + 1; d < ndim; d++)
+      inner *= (uint64_t)shape[d];
+  }
+  size_t nout = (size_t)(outer * inner);
+  unsigned char *got = malloc(nout * 16 + 16);
+  KOK(kiln_tensor_download(y, got, kiln_tensor_nbytes(y)));
+  long double eps = c64 ? FLT_EPSILON : DBL_EPSILON;
+  for (uint64_t oo = 0; oo < outer; oo++) {
+    for (uint64_t ii = 0; ii < inner; ii++) {
+      long double sr = 0, si = 0, S = 0, pr = 1, pi = 0, l1 = 0, l2s = 0, l3s = 0, mx = 0;
+      long double mn = INFINITY, nz = 0, m = 0, big = 0;
+      int nan = 0;
+      for (uint64_t j = 0; j < red; j++) {
+        uint64_t k = (oo * red + j) * inner + ii;
+        long double a = re[k], b = im[k];
+        if (isnanl_(a) || isnanl_(b)) {
+          nan = 1;
+          if (o.nan_policy == KILN_NAN_OMIT)
+            continue;
+        }
+        long double ab = hypotl(a, b);
+        big = fmaxl(big, ab);
+        sr += a;
+        si += b;
+        S += fabsl(a) + fabsl(b);
+        long double t = pr * a - pi * b;
+        pi = pr * b + pi * a;
+        pr = t;
+        l1 += ab;
+        mx = fmaxl(mx, ab);
+        mn = fminl(mn, ab);
+        nz += ab != 0;
+        m++;
+      }
+      for (uint64_t j = 0; j < red && big > 0; j++) { /* scaled, so no overflow in the reference */
+        uint64_t k = (oo * red + j) * inner + ii;
+        if (!(isnanl_(re[k]) || isnanl_(im[k]))) {
+          long double q = hypotl(re[k], im[k]) / big;
+          l2s += q * q;
+          l3s += q * q * q;
+        }
+      }
+      int prop = nan && o.nan_policy != KILN_NAN_OMIT;
+      long double wr, wi = 0, tol, L = 1 + log2l(m + 1);
+      switch (op) {
+      case KILN_REDUCE_SUM:
+        wr = sr, wi = si, tol = 8 * eps * S;
+        break;
+      case KILN_REDUCE_MEAN:
+        wr = sr / m, wi = si / m, tol = 8 * eps * S / (m > 0 ? m : 1);
+        break;
+      case KILN_REDUCE_PROD:
+        wr = pr, wi = pi, tol = 4 * (m + 4) * eps * hypotl(pr, pi);
+        break;
+      default:
+        switch (ord) {
+        case KILN_NORM_L1:
+          wr = l1, tol = 10 * eps * S;
+          break;
+        case KILN_NORM_L2:
+          wr = big * sqrtl(l2s), tol = 8 * L * eps * wr;
+          break;
+        case KILN_NORM_P:
+          wr = big * cbrtl(l3s), tol = 8 * L * eps * wr;
+          break;
+        case KILN_NORM_LINF:
+          wr = mx, tol = 2 * eps * wr;
+          break;
+        case KILN_NORM_NEG_INF:
+          wr = mn, tol = 2 * eps * wr;
+          break;
+        default:
+          wr = nz, tol = 0;
+          break;
+        }
+        if (prop && ord != KILN_NORM_L0)
+          wr = NAN;
+        break;
+      }
+      if (prop && op != KILN_REDUCE_NORM)
+        wr = wi = NAN;
+      size_t oi = (size_t)(oo * inner + ii);
+      long double gr, gi = 0;
+      if (want_dt == KILN_C64) {
+        gr = ((float *)got)[2 * oi], gi = ((float *)got)[2 * oi + 1];
+      } else if (want_dt == KILN_C128) {
+        gr = ((double *)got)[2 * oi], gi = ((double *)got)[2 * oi + 1];
+      } else {
+        gr = want_dt == KILN_F32 ? ((float *)got)[oi] : ((double *)got)[oi];
+      }
+      if (prop && op != KILN_REDUCE_NORM) /* NumPy: NaN in one part makes the result NaN */
+        EXPECT(isnanl_(gr) || isnanl_(gi), "%s: out[%zu] = (%Lg, %Lg), expected NaN", what, oi, gr,
+               gi);
+      else
+        EXPECT(matches(gr, wr, tol) && matches(gi, wi, tol),
+               "%s: out[%zu] = (%.17Lg, %.17Lg), expected (%.17Lg, %.17Lg) (tol %.3Lg)", what, oi,
+               gr, gi, wr, wi, tol);
+    }
+  }
+  free(got);
+  free(re);
+  free(im);
+  free(raw);
+  kiln_tensor_release(y);
+  kiln_tensor_release(x);
+}
+
+START_TEST(test_complex)
+{
+  kiln_dtype dt = _i ? KILN_C128 : KILN_C64;
+  if (dt == KILN_C128 && !harness_has_fp64())
+    return;
+  static const int64_t lens[] = {0, 1, 7, 257, 100003};
+  static const kiln_norm_ord ords[] = {KILN_NORM_L1, KILN_NORM_L2,      KILN_NORM_LINF,
+                                       KILN_NORM_L0, KILN_NORM_NEG_INF, KILN_NORM_P};
+  static const kiln_reduce_op ops[] = {KILN_REDUCE_SUM, KILN_REDUCE_MEAN, KILN_REDUCE_PROD,
+                                       KILN_REDUCE_NORM};
+  const int64_t mat[2] = {13, 37};
+  for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++) {
+    size_t nord = ops[oi] == KILN_REDUCE_NORM ? sizeof ords / sizeof ords[0] : 1;
+    for (size_t r = 0; r < nord; r++) {
+      for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        if (lens[li] > 1000 && (ops[oi] == KILN_REDUCE_PROD || harness_small()))
+          continue;
+        complex_case(dt, ops[oi], ords[r], 1, &lens[li], -1, -1, 1, li);
+      }
+      for (int64_t ax = 0; ax < 2; ax++)
+        complex_case(dt, ops[oi], ords[r], 2, mat, ax, -1, 1, 10 + (uint64_t)ax);
+    }
+  }
+  const int64_t n257 = 257;
+  for (int omit = 0; omit < 2; omit++) {
+    complex_case(dt, KILN_REDUCE_SUM, KILN_NORM_L2, 1, &n257, -1, omit, 1, 20);
+    complex_case(dt, KILN_REDUCE_MEAN, KILN_NORM_L2, 2, mat, 1, omit, 1, 21);
+  }
+  /* |z| of 1e30 + 1e30i squares to 2e60: past f32's range, inside its range as hypot. */
+  for (size_t r = 0; r < 3; r++)
+    complex_case(dt, KILN_REDUCE_NORM, ords[r], 1, &n257, -1, -1, dt == KILN_C64 ? 1e30 : 1e300,
+                 30);
+  /* No order: min, max, argmin, argmax, median (and the other real-only ops) reject it. */
+  kiln_context *ctx = harness_ctx();
+  kiln_tensor *x = NULL, *y = NULL;
+  KOK(kiln_tensor_zeros(ctx, dt, 1, &n257, &x));
+  for (int op = 0; op < KILN_REDUCE_OP_COUNT; op++) {
+    int ok = op == KILN_REDUCE_SUM || op == KILN_REDUCE_MEAN || op == KILN_REDUCE_PROD ||
+             op == KILN_REDUCE_NORM;
+    ck_assert_int_eq(kiln_reduce_op_supports((kiln_reduce_op)op, dt), ok);
+    if (!ok) {
+      ck_assert_int_eq(kiln_reduce(ctx, (kiln_reduce_op)op, x, NULL, 0, 0, NULL, &y),
+                       KILN_ERR_DTYPE);
+      ck_assert_ptr_null(y);
+    }
+  }
+  kiln_tensor_release(x);
+}
+END_TEST
+
+/*
+ * Every value `kiln tune` can give each parameter of the reduce family (the candidate
+ * lists of kiln__reduce_tune), one at a time on the defaults, for bf16 sum (the op the
+ * tuner times): rows of 2000 (past the smallest split threshold), and for the parameters
+ * that only column layouts read (columns per item) columns of a [300, 67] matrix.
+ */
+START_TEST(test_tuner_values)
+{
+  kiln_context *ctx = harness_ctx();
+  const struct kiln__tune_family *f = &kiln__reduce_tune;
+  const int64_t rows[2] = {harness_size(7, 3), 2000}, cols[2] = {harness_size(300, 40), 67};
+  const int64_t ax0 = 0, ax1 = 1;
+  for (size_t p = 0; p < f->nparams; p++) {
+    const struct kiln__tune_param *tp = &f->params[p];
+    int col = tp->layouts != 0 && !(tp->layouts & (1u << KILN__LAYOUT_ROW));
+    for (size_t v = 0; v < tp->nfull; v++) {
+      kiln__launch_params lp;
+      kiln__launch_params_default(ctx, KILN__LAUNCH_REDUCE, &lp);
+      if (col)
+        kiln__launch_params_columns(ctx, &lp);
+      uint64_t val = tp->full[v];
+      memcpy((char *)&lp + tp->offset, &val, tp->size); /* little-endian: the low bytes */
+      struct rcase c = col ? with_axes(mk(KILN_REDUCE_SUM, KILN_BF16, 2, cols), 1, &ax0)
+                           : with_axes(mk(KILN_REDUCE_SUM, KILN_BF16, 2, rows), 1, &ax1);
+      run_case(&c, &lp, p * 16 + v);
+    }
+  }
+}
+END_TEST
+
 static Suite *
 reduce_suite(void)
 {
@@ -1634,12 +1950,15 @@ reduce_suite(void)
       {"numerics", test_numerics, 0},
       {"median", test_median, 0},
       {"tunables", test_tunables, 0},
-      {"vector_lanes", test_vector_lanes, (int)NDTYPES},
+      /* bf16 (the last dtype) reads its 4-vectors in tuner_values: one 16-bit type here. */
+      {"vector_lanes", test_vector_lanes, (int)NDTYPES - 1},
       {"private_stack", test_private_stack, 0},
       {"large", test_large, 0},
       {"no_fp64", test_no_fp64, 0},
       {"provider", test_provider_slots, 0},
       {"overlap", test_overlap, 0},
+      {"complex", test_complex, 2},
+      {"tuner_values", test_tuner_values, 0},
   };
   for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
     TCase *tc = tcase_create(groups[g].name);

@@ -10,6 +10,8 @@
  * on and off (this suite links the library internals for kiln__scan_tuned);
  * in-place scans; diff of orders 0..len+; bad input. Every bool output holds only 0 and 1
  * (hd_expect_bool01), and exclusive cummin/cummax of bool start from true/false.
+ * f16 and bf16 run in ops_dtypes; tuner_values runs every candidate value of every scan
+ * tuner parameter once for f16 cumsum; complex tests c64/c128 cumsum, cumprod and diff.
  *
  * Reference: long double (exact for every input dtype), sequential, with the
  * documented semantics; integer cumsum/cumprod wrap in 64 bits like the library.
@@ -25,7 +27,9 @@
  * (each combine adds a few eps of the running value; the device's dependency
  * chain is at most items_per_thread + log2(work-group) + tiles + chunks, under
  * 256 for the defaults and every configuration used here). cummin, cummax,
- * indices, integer scans and diff: exact. NaN matches only NaN.
+ * indices, integer scans and diff: exact. NaN matches only NaN. f16/bf16: exact data
+ * must give the reference rounded once; otherwise the f32 bound plus half an ulp of the
+ * result, plus half an ulp of sum |x_j| where a line may be split into chunks.
  */
 #include <float.h>
 #include <math.h>
@@ -34,28 +38,59 @@
 
 #include "harness.h"
 #include "hostdata.h"
+#include "ops/launch_params.h"
 #include "ops/tuned.h"
+#include "runtime/tuner.h"
 
 /*
  * ck_assert_msg records a checkpoint even when it passes (a write and flush per call
  * with CK_FORK=no); element-wise comparisons of millions of values use this instead.
  */
-#define EXPECT(cond, ...)                                                                      \
-  do {                                                                                         \
-    if (!(cond))                                                                               \
-      ck_abort_msg(__VA_ARGS__);                                                               \
+#define EXPECT(cond, ...)        \
+  do {                           \
+    if (!(cond))                 \
+      ck_abort_msg(__VA_ARGS__); \
   } while (0)
 
 enum gen {
-  GEN_DYADIC, /* floats k/8, |k| <= 16; i32 in [-1000, 1000]; i64 around +-2^40; u8; bool */
-  GEN_PM,     /* floats +-1, and +-2 or +-1/2 with probability 1/100 (products); ints too */
-  GEN_TIES,   /* values 0..3 */
+  GEN_DYADIC,  /* floats k/8, |k| <= 16; i32 in [-1000, 1000]; i64 around +-2^40; u8; bool */
+  GEN_PM,      /* floats +-1, and +-2 or +-1/2 with probability 1/100 (products); ints too */
+  GEN_TIES,    /* values 0..3 */
   GEN_SPECIAL, /* GEN_DYADIC with 10% NaN, 3% +inf, 3% -inf */
   GEN_NANROW,  /* GEN_SPECIAL and elements [n/3, n/2) NaN */
   GEN_RANDOM,  /* floats uniform in [-2, 2), not exactly summable */
 };
 
 static uint64_t rng_state;
+
+/* A float dtype (f16 and bf16 included: they compute in f32). */
+static int
+is_fl(kiln_dtype dt)
+{
+  return dt == KILN_F32 || dt == KILN_F64 || dt == KILN_F16 || dt == KILN_BF16;
+}
+
+static int
+is_half(kiln_dtype dt)
+{
+  return dt == KILN_F16 || dt == KILN_BF16;
+}
+
+/* v rounded to the 16-bit dtype dt (the host conversions: one rounding, to nearest even). */
+static long double
+round_half(kiln_dtype dt, long double v)
+{
+  return dt == KILN_F16 ? kiln_f16_to_f32(kiln_f16_from_f64((double)v))
+                        : kiln_bf16_to_f32(kiln_bf16_from_f64((double)v));
+}
+
+/* Half an ulp of the 16-bit dtype dt at |v| (at least half its smallest subnormal step). */
+static long double
+half_ulp(kiln_dtype dt, long double v)
+{
+  long double a = fabsl(v);
+  return dt == KILN_F16 ? fmaxl(a * 0x1p-11L, 0x1p-25L) : fmaxl(a * 0x1p-8L, 0x1p-134L);
+}
 
 static uint64_t
 rnd(void)
@@ -93,6 +128,14 @@ host_set(struct host *h, uint64_t i, long double v)
     ((int64_t *)h->raw)[i] = (int64_t)v;
     h->v[i] = (long double)((int64_t *)h->raw)[i];
     break;
+  case KILN_F16:
+    ((uint16_t *)h->raw)[i] = kiln_f16_from_f64((double)v);
+    h->v[i] = kiln_f16_to_f32(((uint16_t *)h->raw)[i]);
+    break;
+  case KILN_BF16:
+    ((uint16_t *)h->raw)[i] = kiln_bf16_from_f64((double)v);
+    h->v[i] = kiln_bf16_to_f32(((uint16_t *)h->raw)[i]);
+    break;
   default:
     ((uint8_t *)h->raw)[i] = (uint8_t)(int64_t)v;
     h->v[i] = ((uint8_t *)h->raw)[i];
@@ -109,7 +152,7 @@ host_make(struct host *h, kiln_dtype dt, uint64_t n, enum gen g, uint64_t seed)
   h->v = malloc(n * sizeof(long double) + 16);
   ck_assert(h->raw && h->v);
   rng_state = seed * 2654435761u + 0x9e3779b97f4a7c15ull;
-  int is_float = dt == KILN_F32 || dt == KILN_F64;
+  int is_float = is_fl(dt);
   for (uint64_t i = 0; i < n; i++) {
     long double v;
     if (dt == KILN_BOOL) {
@@ -125,6 +168,10 @@ host_make(struct host *h, kiln_dtype dt, uint64_t n, enum gen g, uint64_t seed)
         v *= 3;
     } else if (g == GEN_RANDOM && is_float) {
       v = (long double)(rnd() >> 11) * 0x1.0p-53L * 4 - 2;
+    } else if (is_float && (dt == KILN_F16 || dt == KILN_BF16)) {
+      /* Non-negative, so running sums grow past the 11 (8) significant bits of f16 (bf16)
+       * and every stored result is rounded; the f32 sums stay exact. */
+      v = (long double)(rnd() % 17) / 8;
     } else if (is_float) {
       v = (long double)((int64_t)(rnd() % 33) - 16) / 8;
     } else if (dt == KILN_I32) {
@@ -170,6 +217,10 @@ elem(kiln_dtype dt, const void *p, uint64_t i)
     return ((const int32_t *)p)[i];
   case KILN_I64:
     return (long double)((const int64_t *)p)[i];
+  case KILN_F16:
+    return kiln_f16_to_f32(((const uint16_t *)p)[i]);
+  case KILN_BF16:
+    return kiln_bf16_to_f32(((const uint16_t *)p)[i]);
   default:
     return ((const uint8_t *)p)[i];
   }
@@ -213,6 +264,8 @@ cum_empty(kiln_dtype dt, int is_max)
   switch (dt) {
   case KILN_F32:
   case KILN_F64:
+  case KILN_F16:
+  case KILN_BF16:
     return NAN;
   case KILN_I32:
     return is_max ? INT32_MIN : INT32_MAX;
@@ -233,7 +286,7 @@ static void
 ref_line(kiln_scan_op op, const kiln_scan_options *o, kiln_dtype dt, const long double *a,
          uint64_t n, long double *want, int64_t *wi, long double *sumabs)
 {
-  int omit = o->nan_policy == KILN_NAN_OMIT, is_float = dt == KILN_F32 || dt == KILN_F64;
+  int omit = o->nan_policy == KILN_NAN_OMIT, is_float = is_fl(dt);
   int is_max = op == KILN_SCAN_CUMMAX;
   long double acc = op == KILN_SCAN_CUMPROD ? 1 : op == KILN_SCAN_LOGCUMSUMEXP ? -INFINITY : 0;
   uint64_t iacc = op == KILN_SCAN_CUMPROD ? 1 : 0;
@@ -362,8 +415,12 @@ run_case(const struct scase *c, const kiln__launch_params *lp, uint64_t seed)
   long double *line = malloc((len + 1) * sizeof *line), *want = malloc((len + 1) * sizeof *want);
   long double *sa = malloc((len + 1) * sizeof *sa);
   int64_t *wi = malloc((len + 1) * sizeof *wi);
-  int is_float = rdt == KILN_F32 || rdt == KILN_F64;
-  long double eps = c->dt == KILN_F32 ? FLT_EPSILON : DBL_EPSILON;
+  int is_float = is_fl(rdt);
+  /* Whether a line may be split into chunks (then a fixup pass re-reads stored results). */
+  kiln__launch_params dlp;
+  kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, &dlp);
+  int split = len >= (lp ? lp->two_pass_min : dlp.two_pass_min);
+  long double eps = c->dt == KILN_F32 || is_half(c->dt) ? FLT_EPSILON : DBL_EPSILON;
   for (uint64_t o = 0; o < outer; o++) {
     for (uint64_t i = 0; i < inner; i++) {
       for (uint64_t j = 0; j < len; j++)
@@ -375,24 +432,34 @@ run_case(const struct scase *c, const kiln__launch_params *lp, uint64_t seed)
           long double g = elem(rdt, got, k);
           long double w = want[j], tol = 0;
           if (is_float) {
-            w = rdt == KILN_F32 ? (long double)(float)w : (long double)(double)w;
+            if (!is_half(rdt))
+              w = rdt == KILN_F32 ? (long double)(float)w : (long double)(double)w;
             if (c->op == KILN_SCAN_LOGCUMSUMEXP)
               tol = 4 * eps * (1 + fabsl(w)) * (long double)(j + 1 < 256 ? j + 1 : 256);
             else if (c->gen == GEN_RANDOM)
               tol = (long double)(j + 1) * eps * sa[j];
+            /* f16/bf16: exact data (f32 sums exact) must give the reference rounded once;
+             * otherwise the f32 bound plus that rounding. Lines split into chunks round
+             * each chunk's running value too before the fixup adds its prefix: one more
+             * half ulp, of at most sum |x_j|. */
+            if (is_half(rdt) && c->op != KILN_SCAN_CUMMIN && c->op != KILN_SCAN_CUMMAX &&
+                isfinite(w)) {
+              if (tol == 0 && !split)
+                w = round_half(rdt, w);
+              else
+                tol += half_ulp(rdt, w) + (split ? half_ulp(rdt, sa[j]) : 0);
+            }
           }
           int cum_arg = c->op == KILN_SCAN_CUMMIN || c->op == KILN_SCAN_CUMMAX;
-          EXPECT(is_float ? matches(g, w, tol)
-                                 : (int64_t)g == (cum_arg ? (int64_t)w : wi[j]),
-                        "%s: out[%llu] (line %llu,%llu pos %llu) = %.17Lg, expected %.17Lg", what,
-                        (unsigned long long)k, (unsigned long long)o, (unsigned long long)i,
-                        (unsigned long long)j, g, w);
+          EXPECT(is_float ? matches(g, w, tol) : (int64_t)g == (cum_arg ? (int64_t)w : wi[j]),
+                 "%s: out[%llu] (line %llu,%llu pos %llu) = %.17Lg, expected %.17Lg", what,
+                 (unsigned long long)k, (unsigned long long)o, (unsigned long long)i,
+                 (unsigned long long)j, g, w);
         }
         if (goti) {
           int64_t gi = ((const int64_t *)goti)[k];
           EXPECT(gi == wi[j], "%s: index[%llu] (pos %llu) = %lld, expected %lld", what,
-                        (unsigned long long)k, (unsigned long long)j, (long long)gi,
-                        (long long)wi[j]);
+                 (unsigned long long)k, (unsigned long long)j, (long long)gi, (long long)wi[j]);
         }
       }
     }
@@ -424,7 +491,8 @@ mk(kiln_scan_op op, kiln_dtype dt, size_t ndim, const int64_t *shape, int64_t ax
   return c;
 }
 
-static const kiln_dtype all_dtypes[] = {KILN_F32, KILN_F64, KILN_I32, KILN_I64, KILN_U8, KILN_BOOL};
+static const kiln_dtype all_dtypes[] = {KILN_F32, KILN_F64,  KILN_I32, KILN_I64,
+                                        KILN_U8,  KILN_BOOL, KILN_F16, KILN_BF16};
 #define NDTYPES (sizeof all_dtypes / sizeof all_dtypes[0])
 
 /* Every op and dtype, inclusive and exclusive, along every axis. */
@@ -586,7 +654,8 @@ START_TEST(test_long)
 }
 END_TEST
 
-/* Every strategy at work-group sizes 64, 128, 256 and the device maximum, split forced on and off. */
+/* Every strategy at work-group sizes 64, 128, 256 and the device maximum, split forced on and off.
+ */
 START_TEST(test_tunables)
 {
   kiln_context *ctx = harness_ctx();
@@ -816,8 +885,8 @@ START_TEST(test_diff)
               uint64_t k = (o * (uint64_t)len + (uint64_t)j) * inner + i;
               long double g = elem(dt, got, k);
               EXPECT(g == w[j], "diff %s axis %lld order %lld: out[%llu] = %Lg, expected %Lg",
-                            kiln_dtype_name(dt), (long long)ax, (long long)order,
-                            (unsigned long long)k, g, w[j]);
+                     kiln_dtype_name(dt), (long long)ax, (long long)order, (unsigned long long)k, g,
+                     w[j]);
             }
           }
         free(got);
@@ -910,6 +979,180 @@ START_TEST(test_overlap)
 }
 END_TEST
 
+/*
+ * Complex cumsum and cumprod (c64, c128), inclusive and exclusive, on data whose partial
+ * results are exact in every order (parts k/8 for sums; 1, -1, i, -i and rarely 2 or 1/2
+ * for products), so results must be exact: lines of 1, 7, 257 and 100003 elements (tiled,
+ * split into chunks), both axes of a [13, 37] matrix; NaN (in either part) under both
+ * policies; diff of complex; the ops without complex support.
+ */
+static void
+complex_scan(kiln_dtype dt, kiln_scan_op op, size_t ndim, const int64_t *shape, int64_t axis,
+             int excl, int nan, uint64_t seed)
+{
+  kiln_context *ctx = harness_ctx();
+  int c64 = dt == KILN_C64;
+  uint64_t n = 1;
+  for (size_t d = 0; d < ndim; d++)
+    n *= (uint64_t)shape[d];
+  rng_state = seed * 2654435761u + 0x9e3779b97f4a7c15ull;
+  long double *re = malloc((n + 1) * sizeof *re), *im = malloc((n + 1) * sizeof *im);
+  void *raw = malloc((n + 1) * 16 + 16), *got = malloc((n + 1) * 16 + 16);
+  ck_assert(re && im && raw && got);
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t r = rnd();
+    long double a, b;
+    if (op == KILN_SCAN_CUMPROD) {
+      static const long double units[4][2] = {{1, 0}, {-1, 0}, {0, 1}, {0, -1}};
+      long double s = r % 100 == 7 ? ((r & 256) ? 2 : 0.5) : 1;
+      a = units[(r >> 3) & 3][0] * s;
+      b = units[(r >> 3) & 3][1] * s;
+    } else {
+      a = (long double)((int64_t)(r % 33) - 16) / 8;
+      b = (long double)((int64_t)((r >> 8) % 33) - 16) / 8;
+    }
+    if (nan && r % 17 == 3)
+      *((r & 64) ? &a : &b) = NAN;
+    re[i] = a;
+    im[i] = b;
+    if (c64) {
+      ((float *)raw)[2 * i] = (float)a;
+      ((float *)raw)[2 * i + 1] = (float)b;
+    } else {
+      ((double *)raw)[2 * i] = (double)a;
+      ((double *)raw)[2 * i + 1] = (double)b;
+    }
+  }
+  kiln_tensor *x = NULL, *y = NULL;
+  KOK(kiln_tensor_from_host(ctx, dt, ndim, shape, raw, &x));
+  kiln_scan_options o;
+  memset(&o, 0, sizeof o);
+  o.exclusive = excl;
+  o.nan_policy = nan > 1 ? KILN_NAN_OMIT : KILN_NAN_PROPAGATE;
+  char what[160];
+  snprintf(what, sizeof what, "%s %s n %llu axis %lld excl %d nan %d", kiln_scan_op_name(op),
+           kiln_dtype_name(dt), (unsigned long long)n, (long long)axis, excl, nan);
+  kiln_status s = kiln_scan(ctx, op, x, axis, &o, &y);
+  ck_assert_msg(s == KILN_OK, "%s: %s", what, kiln_last_error());
+  ck_assert_int_eq(kiln_tensor_dtype(y), dt);
+  KOK(kiln_tensor_download(y, got, kiln_tensor_nbytes(y)));
+  uint64_t outer = 1, len = (uint64_t)shape[axis], inner = 1;
+  for (int64_t d = 0; d < axis; d++)
+    outer *= (uint64_t)shape[d];
+  for (size_t d = (size_t)axis + 1; d < ndim; d++)
+    inner *= (uint64_t)shape[d];
+  for (uint64_t oo = 0; oo < outer; oo++) {
+    for (uint64_t ii = 0; ii < inner; ii++) {
+      long double ar = op == KILN_SCAN_CUMPROD ? 1 : 0, ai = 0;
+      for (uint64_t j = 0; j < len; j++) {
+        uint64_t k = (oo * len + j) * inner + ii;
+        long double br = ar, bi = ai, a = re[k], b = im[k];
+        if (!(o.nan_policy == KILN_NAN_OMIT && (isnan_(a) || isnan_(b)))) {
+          if (op == KILN_SCAN_CUMSUM) {
+            ar += a;
+            ai += b;
+          } else {
+            long double tr = ar * a - ai * b;
+            ai = ar * b + ai * a;
+            ar = tr;
+          }
+        }
+        long double wr = excl ? br : ar, wi = excl ? bi : ai;
+        long double gr = c64 ? ((float *)got)[2 * k] : ((double *)got)[2 * k];
+        long double gi = c64 ? ((float *)got)[2 * k + 1] : ((double *)got)[2 * k + 1];
+        if (isnan_(wr) || isnan_(wi)) /* a NaN part: the product's other part may be NaN too */
+          EXPECT(isnan_(gr) || isnan_(gi), "%s: out[%llu] = (%Lg, %Lg), expected NaN", what,
+                 (unsigned long long)k, gr, gi);
+        else
+          EXPECT(gr == wr && gi == wi,
+                 "%s: out[%llu] = (%.17Lg, %.17Lg), expected (%.17Lg, %.17Lg)", what,
+                 (unsigned long long)k, gr, gi, wr, wi);
+      }
+    }
+  }
+  free(re);
+  free(im);
+  free(raw);
+  free(got);
+  kiln_tensor_release(y);
+  kiln_tensor_release(x);
+}
+
+START_TEST(test_complex)
+{
+  kiln_dtype dt = _i ? KILN_C128 : KILN_C64;
+  if (dt == KILN_C128 && !harness_has_fp64())
+    return;
+  static const int64_t lens[] = {1, 7, 257, 100003};
+  const int64_t m[2] = {13, 37};
+  for (int op = KILN_SCAN_CUMSUM; op <= KILN_SCAN_CUMPROD; op++) {
+    for (int excl = 0; excl < 2; excl++) {
+      for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+        if (!(harness_small() && lens[li] > 1000))
+          complex_scan(dt, (kiln_scan_op)op, 1, &lens[li], 0, excl, 0, li);
+      for (int64_t ax = 0; ax < 2; ax++)
+        complex_scan(dt, (kiln_scan_op)op, 2, m, ax, excl, 0, 10 + (uint64_t)ax);
+    }
+    for (int nan = 1; nan < 3; nan++)
+      complex_scan(dt, (kiln_scan_op)op, 2, m, 1, 0, nan, 20);
+  }
+  kiln_context *ctx = harness_ctx();
+  kiln_tensor *x = NULL, *y = NULL;
+  /* diff: y[j] = x[j + 1] - x[j] per part. */
+  float fx[8] = {1, 2, 4, -1, 0.5f, 0.5f, -3, 8};
+  const int64_t four = 4;
+  if (dt == KILN_C64) {
+    float fy[6];
+    KOK(kiln_tensor_from_host(ctx, dt, 1, &four, fx, &x));
+    KOK(kiln_diff(ctx, x, 0, 1, &y));
+    KOK(kiln_tensor_download(y, fy, sizeof fy));
+    const float want[6] = {3, -3, -3.5f, 1.5f, -3.5f, 7.5f};
+    for (int i = 0; i < 6; i++)
+      ck_assert_msg(fy[i] == want[i], "diff c64 [%d] = %g, expected %g", i, fy[i], want[i]);
+    kiln_tensor_release(y);
+    y = NULL;
+    kiln_tensor_release(x);
+  }
+  KOK(kiln_tensor_zeros(ctx, dt, 1, &four, &x));
+  for (int op = 0; op < KILN_SCAN_OP_COUNT; op++) {
+    int ok = op == KILN_SCAN_CUMSUM || op == KILN_SCAN_CUMPROD;
+    ck_assert_int_eq(kiln_scan_op_supports((kiln_scan_op)op, dt), ok);
+    if (!ok) {
+      ck_assert_int_eq(kiln_scan(ctx, (kiln_scan_op)op, x, 0, NULL, &y), KILN_ERR_DTYPE);
+      ck_assert_ptr_null(y);
+    }
+  }
+  kiln_tensor_release(x);
+}
+END_TEST
+
+/*
+ * Every value `kiln tune` can give each parameter of the scan family (the candidate lists
+ * of kiln__scan_tune), one at a time on the defaults, for f16 cumsum (the op the tuner
+ * times): lines of 2000 (tiled from the smallest split threshold on), and for columns per
+ * item (read by column layouts only) columns of a [300, 67] matrix.
+ */
+START_TEST(test_tuner_values)
+{
+  kiln_context *ctx = harness_ctx();
+  const struct kiln__tune_family *f = &kiln__scan_tune;
+  const int64_t rows[2] = {harness_size(7, 3), 2000}, cols[2] = {harness_size(300, 40), 67};
+  for (size_t p = 0; p < f->nparams; p++) {
+    const struct kiln__tune_param *tp = &f->params[p];
+    int col = tp->layouts != 0 && !(tp->layouts & (1u << KILN__LAYOUT_ROW));
+    for (size_t v = 0; v < tp->nfull; v++) {
+      kiln__launch_params lp;
+      kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, &lp);
+      uint64_t val = tp->full[v];
+      memcpy((char *)&lp + tp->offset, &val, tp->size); /* little-endian: the low bytes */
+      struct scase c = col ? mk(KILN_SCAN_CUMSUM, KILN_F16, 2, cols, 0)
+                           : mk(KILN_SCAN_CUMSUM, KILN_F16, 2, rows, 1);
+      run_case(&c, &lp, p * 16 + v);
+    }
+  }
+}
+END_TEST
+
 static Suite *
 scan_suite(void)
 {
@@ -930,6 +1173,8 @@ scan_suite(void)
       {"bad_inputs", test_bad_inputs, 0},
       {"diff", test_diff, 0},
       {"overlap", test_overlap, 0},
+      {"complex", test_complex, 2},
+      {"tuner_values", test_tuner_values, 0},
   };
   for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
     TCase *tc = tcase_create(groups[g].name);
