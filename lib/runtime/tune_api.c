@@ -83,7 +83,7 @@ kiln_status
 kiln_tune_family_supports(const char *family, kiln_dtype dtype, int *supported)
 {
   static const char op[] = "kiln_tune_family_supports";
-  int fam;
+  int fam = -1;
   KILN_TRY(family_arg(op, family, &fam));
   KILN_RETURN_IF(!supported, KILN_ERR_INVALID_ARGUMENT, op, "supported is NULL");
   KILN_RETURN_IF(!kiln__dtype_valid(dtype), KILN_ERR_INVALID_ARGUMENT, op, "invalid dtype %d",
