@@ -2340,10 +2340,10 @@ START_TEST(bad_ops_and_dtypes)
   EXPECT_ERR(kiln_cast(ctx, f, (kiln_dtype)-1, &out), KILN_ERR_INVALID_ARGUMENT);
   ck_assert_ptr_null(out);
 
-  /* dtypes an op does not accept: every unsupported (op, dtype) pair of the table, and
-   * complex, which no row takes */
-  static const kiln_dtype bad_dtypes[] = {KILN_F32,  KILN_F64, KILN_I32,  KILN_I64, KILN_U8,
-                                          KILN_BOOL, KILN_F16, KILN_BF16, KILN_C64};
+  /* dtypes an op does not accept: every unsupported (op, dtype) pair of the real table
+   * (complex has its own table and its refusals are tested in test_complex.c) */
+  static const kiln_dtype bad_dtypes[] = {KILN_F32,  KILN_F64, KILN_I32,  KILN_I64,
+                                          KILN_U8,   KILN_BOOL, KILN_F16, KILN_BF16};
   for (size_t d = 0; d < sizeof bad_dtypes / sizeof bad_dtypes[0]; d++) {
     kiln_dtype dt = bad_dtypes[d];
     if (dt == KILN_F64 && !harness_has_fp64())
