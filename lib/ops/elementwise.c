@@ -124,14 +124,17 @@ ew_default_shape(const kiln_device_info *info, kiln_dtype dtype, uint32_t *items
    * from 62% to 104% of the copy bandwidth; vector accesses gained nothing.
    * PoCL: 8-wide accesses run 4-byte and 1-byte types 1.3x-3.5x faster at
    * 2^16-2^22 elements, i64 gains with 4-wide ones, f64 loses with any width.
-   * f16 and bf16 (not yet measured on a GPU): two per vector keep each
-   * GPU work-item's accesses at the 4 bytes of the f32 figures; PoCL takes
-   * 8-wide ones (vloada_half8), which ran a + b over 2^22 elements at about
-   * f32's speed per byte.
+   * f16 and bf16 want the same 16 bytes per work-item as f32, as two
+   * 4-wide vectors: on the H200 (`kiln tune --family elementwise --dtype
+   * f16,bf16 --sizes 2^22,2^26 --dry-run`, 2026-12-01) a + b over 2^26 f16
+   * took 112 us with 2 items of 4 against 165 us with 4 items of 2 (0.95 and
+   * 0.64 of the same run's copy bandwidth); 8-wide ones were as fast at 2^26
+   * but 2x slower for f16 at 2^22. PoCL takes 8-wide ones (vloada_half8),
+   * which ran a + b over 2^22 elements at about f32's speed per byte.
    */
   if (info->is_gpu) {
-    *items = 4;
-    *vec = kiln__dtype_is_half(dtype) ? 2 : 1;
+    *items = kiln__dtype_is_half(dtype) ? 2 : 4;
+    *vec = kiln__dtype_is_half(dtype) ? 4 : 1;
     return;
   }
   *items = 1;
