@@ -306,10 +306,19 @@ bytes_read(int64_t n, size_t esz)
   return (double)n * (double)esz;
 }
 
+/* The reduce and scan rows run the floating dtypes the library sums (f16, bf16, complex too). */
 static int
-float_only(kiln_dtype d)
+sum_dtype(kiln_dtype d)
 {
-  return d == KILN_F32 || d == KILN_F64;
+  return d != KILN_I32 && d != KILN_I64 && d != KILN_U8 && d != KILN_BOOL &&
+         kiln_reduce_op_supports(KILN_REDUCE_SUM, d);
+}
+
+static int
+cumsum_dtype(kiln_dtype d)
+{
+  return d != KILN_I32 && d != KILN_I64 && d != KILN_U8 && d != KILN_BOOL &&
+         kiln_scan_op_supports(KILN_SCAN_CUMSUM, d);
 }
 
 /*
@@ -649,11 +658,11 @@ const struct bench_case bench_cases[] = {
     {"binary.mul_scalar", "elementwise", mul_dtype, setup_one, run_mul_scalar, bytes_1in_1out, NULL},
     {"where", "elementwise", where_dtype, setup_where, run_where, bytes_where, NULL},
     {"cast.to_i32", "elementwise", any_dtype, setup_cast, run_cast, bytes_cast, NULL},
-    {"reduce.sum_all", "reduce", float_only, setup_flat, run_sum_all, bytes_read, NULL},
-    {"reduce.sum_rows", "reduce", float_only, setup_rows, run_sum_axis1, bytes_read, NULL},
-    {"reduce.sum_cols", "reduce", float_only, setup_cols, run_sum_axis0, bytes_read, NULL},
-    {"scan.cumsum_rows", "scan", float_only, setup_rows, run_cumsum_axis1, bytes_1in_1out, NULL},
-    {"scan.cumsum_cols", "scan", float_only, setup_cols, run_cumsum_axis0, bytes_1in_1out, NULL},
+    {"reduce.sum_all", "reduce", sum_dtype, setup_flat, run_sum_all, bytes_read, NULL},
+    {"reduce.sum_rows", "reduce", sum_dtype, setup_rows, run_sum_axis1, bytes_read, NULL},
+    {"reduce.sum_cols", "reduce", sum_dtype, setup_cols, run_sum_axis0, bytes_read, NULL},
+    {"scan.cumsum_rows", "scan", cumsum_dtype, setup_rows, run_cumsum_axis1, bytes_1in_1out, NULL},
+    {"scan.cumsum_cols", "scan", cumsum_dtype, setup_cols, run_cumsum_axis0, bytes_1in_1out, NULL},
     {"blas.gemm", "blas", float_dtype, setup_gemm, run_gemm, NULL, flops_gemm},
     {"blas.gemm_clblast", "blas", float_dtype, setup_gemm_clblast, run_gemm, NULL, flops_gemm},
     {"blas.gemm_kiln", "blas", float_dtype, setup_gemm_kiln, run_gemm, NULL, flops_gemm},
