@@ -36,6 +36,13 @@
  *     (vload_half4 / ushort4) along whichever axis is contiguous, r x r f32
  *     accumulators per work-item. Any m, n, k (edges are masked).
  *     Launch: global (ceil(n/(w*r))*w, ceil(m/(w*r))*w, batch), local (w, w, 1).
+ *   cgemm_b2(k, n, alpha, b, boff, ldb, bbatch, tb, b2, b2off), c64/c128 only
+ *     The B operand of a complex GEMM computed as one real GEMM (lib/ops/blas.c):
+ *     with v = alpha * op(B)[p][q] (op(B) is k x n, read as gemm_small reads it),
+ *     b2 holds per batch matrix 2k x n complex elements (a real 2k x 2n matrix)
+ *     b2[2p][q] = (Re v, Im v), b2[2p+1][q] = (-Im v, Re v), batch matrix i at
+ *     b2 + b2off + i*2*k*n. Then [Re a, Im a] . [row 2p; row 2p+1] = a * v as a
+ *     real pair. Launch: global (>= n, >= k, batch), any local size.
  *   sym_fill(n, c, coff, ldc, cbatch, tri)
  *     Mirrors the triangle named by tri (1 upper, 2 lower) of each n x n matrix
  *     into the other one. Launch: global (>= n, >= n, batch), any local size.
@@ -283,6 +290,21 @@ sym_fill(ulong n, global ST *c, ulong coff, ulong ldc, ulong cbatch, uint tri)
   if ((tri == 1 && row > col) || (tri == 2 && row < col))
     KILN_STORE(cb, row * ldc + col, KILN_LOAD(cb, col * ldc + row));
 }
+
+#if KILN_IS_COMPLEX
+kernel void
+cgemm_b2(ulong k, ulong n, T alpha, global const ST *b, ulong boff, ulong ldb, ulong bbatch,
+         uint tb, global ST *b2, ulong b2off)
+{
+  const ulong q = get_global_id(0), p = get_global_id(1), batch = get_global_id(2);
+  if (q >= n || p >= k)
+    return;
+  T v = MUL(alpha, load_op(b + boff + batch * bbatch, p, q, k, n, ldb, tb));
+  global ST *o = b2 + b2off + batch * 2 * k * n + 2 * p * n + q;
+  o[0] = v;
+  o[n] = (T)(-v.y, v.x);
+}
+#endif
 
 kernel void
 blas_axpy(ulong n, T alpha, global const ST *x, ulong xoff, global ST *y, ulong yoff)

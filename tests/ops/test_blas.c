@@ -897,6 +897,10 @@ ref_zgemm(int cplx, int ta, int tb, int64_t m, int64_t n, int64_t k, const doubl
  * against ref_zgemm. Error bound: (k + 2) * 4 * eps(compute) * mag, plus one
  * ulp of a 16-bit output.
  */
+/* When >= 0, run_any_gemm profiles the call and expects this many kernels (CLBlast calls count
+ * as one): 2 for a complex GEMM realified into cgemm_b2 + one real GEMM, 1 for CGEMM/ZGEMM. */
+static int want_kernels = -1;
+
 static void
 run_any_gemm(kiln_dtype dt, kiln_dtype odt, int ta, int tb, int64_t m, int64_t n, int64_t k,
              const double alpha[2], const double beta[2], int give_c)
@@ -917,11 +921,19 @@ run_any_gemm(kiln_dtype dt, kiln_dtype odt, int ta, int tb, int64_t m, int64_t n
   kiln_tensor *at = upload_any(dt, 2, as, a), *bt = upload_any(dt, 2, bs, b);
   kiln_tensor *ct = give_c ? upload_any(odt, 2, cs, c) : NULL;
   static const kiln_trans flag[3] = {KILN_NO_TRANS, KILN_TRANS, KILN_CONJ_TRANS};
+  if (want_kernels >= 0)
+    KOK(kiln_profile_begin(ctx));
   if (cplx) {
     KOK(kiln_gemm_complex(ctx, flag[ta], flag[tb], (kiln_complex128){alpha[0], alpha[1]}, at, bt,
                           (kiln_complex128){beta[0], beta[1]}, &ct));
   } else {
     KOK(kiln_gemm(ctx, flag[ta], flag[tb], alpha[0], at, bt, beta[0], &ct));
+  }
+  if (want_kernels >= 0) {
+    kiln_profile p;
+    KOK(kiln_profile_end(ctx, &p));
+    ck_assert_msg(p.kernels == (uint64_t)want_kernels, "gemm %s ta=%d tb=%d: %llu kernels, want %d",
+                  kiln_dtype_name(dt), ta, tb, (unsigned long long)p.kernels, want_kernels);
   }
   ck_assert_int_eq(kiln_tensor_dtype(ct), odt);
   ck_assert_int_eq(kiln_tensor_dim(ct, 0), m);
@@ -1023,7 +1035,53 @@ START_TEST(gemm_half_dtypes)
 }
 END_TEST
 
-/* c64/c128 GEMM with complex scalars, all nine transpose/conjugate pairs, both routes. */
+/*
+ * Batched c64 matmul on CLBlast: [2, m, k] x B with B [k, n] (one B2 for the batch) or
+ * [2, k, n] (one per matrix), against ref_zgemm per matrix.
+ */
+static void
+check_complex_matmul_batches(int64_t m, int64_t n, int64_t k)
+{
+  kiln_context *ctx = harness_ctx();
+  static const double one[2] = {1, 0}, zero[2] = {0, 0};
+  for (int bcast = 0; bcast < 2; bcast++) {
+    int64_t as[3] = {2, m, k}, bs[3] = {2, k, n};
+    size_t na = (size_t)(2 * m * k) * 2, nb = (size_t)(2 * k * n) * 2, mn = (size_t)(m * n);
+    double *a = malloc(na * sizeof *a), *b = malloc(nb * sizeof *b);
+    double *c = malloc(mn * 2 * sizeof *c), *mag = malloc(mn * sizeof *mag);
+    fill_random(a, na, 21);
+    fill_random(b, nb, 22);
+    kiln_tensor *at = upload_any(KILN_C64, 3, as, a);
+    kiln_tensor *bt = bcast ? upload_any(KILN_C64, 2, bs + 1, b) : upload_any(KILN_C64, 3, bs, b);
+    kiln_tensor *ct = NULL;
+    KOK(kiln_matmul(ctx, at, bt, &ct));
+    double *got = download_any(ct);
+    for (int64_t bi = 0; bi < 2; bi++) {
+      ref_zgemm(1, 0, 0, m, n, k, one, a + bi * m * k * 2, b + (bcast ? 0 : bi * k * n * 2), zero,
+                c, mag);
+      for (size_t i = 0; i < mn * 2; i++) {
+        double g = got[(size_t)bi * mn * 2 + i];
+        ck_assert_msg(fabs(g - c[i]) <= 4.0 * (double)(k + 2) * 1.2e-7 * mag[i / 2],
+                      "c64 matmul bcast=%d: matrix %lld element %zu is %.9g, want %.9g", bcast,
+                      (long long)bi, i, g, c[i]);
+      }
+    }
+    free(a);
+    free(b);
+    free(c);
+    free(mag);
+    free(got);
+    kiln_tensor_release(at);
+    kiln_tensor_release(bt);
+    kiln_tensor_release(ct);
+  }
+}
+
+/*
+ * c64/c128 GEMM with complex scalars, all nine transpose/conjugate pairs, both routes; on
+ * CLBlast, op(A) = A with a real beta runs as one real GEMM (cgemm_b2, docs/blas_fft.md),
+ * the rest on CGEMM/ZGEMM: both checked by their kernel counts at a size off every tile.
+ */
 START_TEST(gemm_complex_dtypes)
 {
   static const kiln_dtype cd[] = {KILN_C64, KILN_C128};
@@ -1042,6 +1100,23 @@ START_TEST(gemm_complex_dtypes)
                        t % 2 ? be : zero, (s + (size_t)t) % 2);
         }
     }
+  }
+  if (kiln_blas_has_clblast() && !harness_small()) {
+    static const double bre[2] = {-0.5, 0};
+    set_route(harness_ctx(), ROUTE_CLBLAST);
+    for (size_t d = 0; d < 2; d++) {
+      if (cd[d] == KILN_C128 && !harness_has_fp64())
+        continue;
+      want_kernels = 2;
+      for (int tb = 0; tb < 3; tb++)
+        for (int bz = 0; bz < 2; bz++)
+          run_any_gemm(cd[d], cd[d], 0, tb, 67, 129, 45, al, bz ? zero : bre, !bz || tb == 1);
+      want_kernels = 1;
+      run_any_gemm(cd[d], cd[d], 1, 0, 67, 129, 45, al, bre, 1);
+      run_any_gemm(cd[d], cd[d], 0, 2, 67, 129, 45, al, be, 1);
+      want_kernels = -1;
+    }
+    check_complex_matmul_batches(67, 129, 45);
   }
   set_route(harness_ctx(), ROUTE_KILN);
   kiln_context *ctx = harness_ctx();
