@@ -129,12 +129,14 @@ ew_default_shape(const kiln_device_info *info, kiln_dtype dtype, uint32_t *items
    * f16,bf16 --sizes 2^22,2^26 --dry-run`, 2026-12-01) a + b over 2^26 f16
    * took 112 us with 2 items of 4 against 165 us with 4 items of 2 (0.95 and
    * 0.64 of the same run's copy bandwidth); 8-wide ones were as fast at 2^26
-   * but 2x slower for f16 at 2^22. PoCL takes 8-wide ones (vloada_half8),
+   * but 2x slower for f16 at 2^22. bf16 converts with integer vector ops and
+   * wants 8-wide ones: 2 items of 8 ran a + b over 2^26 at 0.90 of copy, 2 of
+   * 4 at 0.75 (`kiln bench --filter binary.add --dtype bf16,f16`). PoCL takes 8-wide ones (vloada_half8),
    * which ran a + b over 2^22 elements at about f32's speed per byte.
    */
   if (info->is_gpu) {
     *items = kiln__dtype_is_half(dtype) ? 2 : 4;
-    *vec = kiln__dtype_is_half(dtype) ? 4 : 1;
+    *vec = dtype == KILN_F16 ? 4 : dtype == KILN_BF16 ? 8 : 1;
     return;
   }
   *items = 1;
