@@ -180,34 +180,45 @@ axis_geometry(const kiln__shape *s, size_t ax, uint64_t *rows, uint64_t *len, ui
   *rows = outer * in;
 }
 
+/*
+ * The shared body of the softmax kernels: forward (bwd 0, y is the input x, grad unused) or
+ * backward (y the forward output, grad its gradient); the forward kernel takes one more scratch
+ * array.
+ */
 static kiln_status
-softmax_forward(const char *op, kiln_context *ctx, const kiln_tensor *x, int64_t axis,
-                uint32_t logmode, kiln_tensor **out)
+softmax_run(const char *op, kiln_context *ctx, int bwd, const kiln_tensor *grad,
+            const kiln_tensor *y, int64_t axis, uint32_t logmode, kiln_tensor **out)
 {
   KILN_TRY(check_out_ptr(op, ctx, out));
-  KILN_TRY(kiln__nn_check_float(op, ctx, x, KILN__NN_ROWS));
+  KILN_TRY(kiln__nn_check_float(op, ctx, y, KILN__NN_ROWS));
+  if (bwd)
+    KILN_TRY(kiln__nn_check_like(op, ctx, grad, y, "grad"));
   size_t ax;
-  KILN_TRY(kiln__ops_axis(op, axis, x->shape.ndim, &ax));
+  KILN_TRY(kiln__ops_axis(op, axis, y->shape.ndim, &ax));
   uint64_t rows, len, inner;
-  axis_geometry(&x->shape, ax, &rows, &len, &inner);
+  axis_geometry(&y->shape, ax, &rows, &len, &inner);
+  const kiln_tensor *ins[2] = {grad, y};
+  const kiln_tensor *const *in = bwd ? ins : ins + 1;
   kiln__out_target t;
-  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &x->shape, out, &x, 1, 1, &t));
+  KILN_TRY(kiln__ops_out_begin(op, ctx, y->dtype, &y->shape, out, in, bwd ? 2 : 1, 1, &t));
   kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
-  if (x->numel) {
+  if (y->numel) {
     row_kernel rk;
-    s = row_kernel_get(op, ctx, x->dtype, "softmax_fwd", len, inner, &rk);
+    s = row_kernel_get(op, ctx, y->dtype, bwd ? "softmax_bwd" : "softmax_fwd", len, inner, &rk);
     if (s == KILN_OK) {
       kiln__args a = kiln__args_begin(op, rk.k);
-      kiln__args_tensor(&a, x);
+      if (bwd)
+        kiln__args_tensor(&a, grad);
+      kiln__args_tensor(&a, y);
       kiln__args_tensor(&a, t.dst);
       kiln__args_u64(&a, rows);
       kiln__args_u64(&a, len);
       kiln__args_u64(&a, inner);
       kiln__args_u32(&a, rk.lpr);
       kiln__args_u32(&a, logmode);
-      kiln__args_local(&a, rk.local * tsize(x->dtype));
-      kiln__args_local(&a, rk.local * tsize(x->dtype));
+      for (int i = 0; i < (bwd ? 1 : 2); i++)
+        kiln__args_local(&a, rk.local * tsize(y->dtype));
       s = row_enqueue(&a, ctx, rk.local, rk.lpr, rows);
     }
   }
@@ -219,65 +230,27 @@ softmax_forward(const char *op, kiln_context *ctx, const kiln_tensor *x, int64_t
 kiln_status
 kiln_softmax(kiln_context *ctx, const kiln_tensor *x, int64_t axis, kiln_tensor **out)
 {
-  return softmax_forward("kiln_softmax", ctx, x, axis, 0, out);
+  return softmax_run("kiln_softmax", ctx, 0, NULL, x, axis, 0, out);
 }
 
 kiln_status
 kiln_log_softmax(kiln_context *ctx, const kiln_tensor *x, int64_t axis, kiln_tensor **out)
 {
-  return softmax_forward("kiln_log_softmax", ctx, x, axis, 1, out);
-}
-
-static kiln_status
-softmax_backward(const char *op, kiln_context *ctx, const kiln_tensor *grad, const kiln_tensor *y,
-                 int64_t axis, uint32_t logmode, kiln_tensor **out)
-{
-  KILN_TRY(check_out_ptr(op, ctx, out));
-  KILN_TRY(kiln__nn_check_float(op, ctx, y, KILN__NN_ROWS));
-  KILN_TRY(kiln__nn_check_like(op, ctx, grad, y, "grad"));
-  size_t ax;
-  KILN_TRY(kiln__ops_axis(op, axis, y->shape.ndim, &ax));
-  uint64_t rows, len, inner;
-  axis_geometry(&y->shape, ax, &rows, &len, &inner);
-  const kiln_tensor *ins[2] = {grad, y};
-  kiln__out_target t;
-  KILN_TRY(kiln__ops_out_begin(op, ctx, y->dtype, &y->shape, out, ins, 2, 1, &t));
-  kiln__ctx_lock(ctx);
-  kiln_status s = KILN_OK;
-  if (y->numel) {
-    row_kernel rk;
-    s = row_kernel_get(op, ctx, y->dtype, "softmax_bwd", len, inner, &rk);
-    if (s == KILN_OK) {
-      kiln__args a = kiln__args_begin(op, rk.k);
-      kiln__args_tensor(&a, grad);
-      kiln__args_tensor(&a, y);
-      kiln__args_tensor(&a, t.dst);
-      kiln__args_u64(&a, rows);
-      kiln__args_u64(&a, len);
-      kiln__args_u64(&a, inner);
-      kiln__args_u32(&a, rk.lpr);
-      kiln__args_u32(&a, logmode);
-      kiln__args_local(&a, rk.local * tsize(y->dtype));
-      s = row_enqueue(&a, ctx, rk.local, rk.lpr, rows);
-    }
-  }
-  s = kiln__ops_out_finish(op, ctx, &t, s);
-  kiln__ctx_unlock(ctx);
-  return s;
+  return softmax_run("kiln_log_softmax", ctx, 0, NULL, x, axis, 1, out);
 }
 
 kiln_status
 kiln_softmax_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_tensor *y,
                       int64_t axis, kiln_tensor **grad_in)
 {
-  return softmax_backward("kiln_softmax_backward", ctx, grad, y, axis, 0, grad_in);
+  return softmax_run("kiln_softmax_backward", ctx, 1, grad, y, axis, 0, grad_in);
 }
 
 kiln_status
 kiln_log_softmax_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_tensor *y,
                           int64_t axis, kiln_tensor **grad_in)
 {
-  return softmax_backward("kiln_log_softmax_backward", ctx, grad, y, axis, 1, grad_in);
+  return softmax_run("kiln_log_softmax_backward", ctx, 1, grad, y, axis, 1, grad_in);
 }
 
 /* ---------------------------------------------------------------- layer_norm, rms_norm */

@@ -231,6 +231,55 @@ row_tmps_free(kiln_context *ctx, row_tmps *t)
   kiln__ops_tmp_free(ctx, &t->lv);
 }
 
+/* The checks shared by the class losses, forward and backward, and their geometry. */
+static kiln_status
+class_check(const char *op, kiln_context *ctx, int ce, const kiln_tensor *x,
+            const kiln_tensor *target, double eps, kiln_reduction red, kiln_tensor **out,
+            class_geo *g)
+{
+  KILN_TRY(check_out_ptr(op, ctx, out));
+  KILN_TRY(kiln__nn_check_float(op, ctx, x, KILN__NN_ROWS));
+  KILN_TRY(kiln__nn_check_reduction(op, red));
+  KILN_TRY(check_smoothing(op, eps));
+  return class_geometry(op, ctx, x, target, ce, g);
+}
+
+/*
+ * The trailing arguments and the launch of a class-loss kernel, after rows and classes. ce
+ * kernels give each row lpr lanes (the next power of two of the classes, up to the group) and
+ * take nlocal group scratch arrays; nll kernels run one item per element of items. scale is
+ * passed only by the backward kernels (NULL for forward).
+ */
+static kiln_status
+class_launch(kiln__args *a, kiln_context *ctx, cl_kernel k, int ce, const class_geo *g,
+             kiln_dtype dtype, int64_t ignore, double eps, const double *scale, uint32_t flags,
+             int nlocal, uint64_t items)
+{
+  kiln_dtype cdt = kiln__nn_compute_dtype(dtype);
+  size_t local = 0;
+  uint32_t lpr = 1;
+  if (ce) {
+    local = kiln__launch_pow2_local(ctx, k);
+    while (lpr < local && lpr < g->classes)
+      lpr *= 2;
+    kiln__args_u32(a, lpr);
+  }
+  kiln__args_i64(a, ignore);
+  if (ce)
+    kiln__args_float(a, cdt, eps);
+  if (scale)
+    kiln__args_float(a, cdt, *scale);
+  kiln__args_u32(a, flags);
+  if (!ce)
+    return kiln__args_launch_1d(a, ctx, items, 0);
+  for (int i = 0; i < nlocal; i++)
+    kiln__args_local(a, local * tsize(dtype));
+  uint64_t rpg = local / lpr, groups = (g->rows + rpg - 1) / rpg;
+  if (groups > ((uint64_t)1 << 20))
+    groups = (uint64_t)1 << 20;
+  return kiln__args_enqueue_1d(a, ctx, (size_t)(groups * local), local);
+}
+
 /*
  * The shared body of cross_entropy and nll forward: the per-row kernel (kname: ce_fwd, which
  * takes the row arguments, or nll_fwd), writing out directly (none) or per-row values
@@ -241,17 +290,12 @@ class_forward(const char *op, kiln_context *ctx, int ce, const kiln_tensor *x,
               const kiln_tensor *target, int64_t ignore, double eps, kiln_reduction red,
               kiln_tensor **out)
 {
-  KILN_TRY(check_out_ptr(op, ctx, out));
-  KILN_TRY(kiln__nn_check_float(op, ctx, x, KILN__NN_ROWS));
-  KILN_TRY(kiln__nn_check_reduction(op, red));
-  KILN_TRY(check_smoothing(op, eps));
   class_geo g;
-  KILN_TRY(class_geometry(op, ctx, x, target, ce, &g));
+  KILN_TRY(class_check(op, ctx, ce, x, target, eps, red, out, &g));
   const kiln__shape *shape = red == KILN_REDUCTION_NONE ? &g.batch : &scalar_shape;
   const kiln_tensor *ins[2] = {x, target};
   kiln__out_target t;
   KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, shape, out, ins, 2, 0, &t));
-  kiln_dtype cdt = kiln__nn_compute_dtype(x->dtype);
   int reduce = red != KILN_REDUCTION_NONE;
   kiln__ctx_lock(ctx);
   row_tmps tmp;
@@ -272,26 +316,7 @@ class_forward(const char *op, kiln_context *ctx, int ce, const kiln_tensor *x,
     kiln__args_mem(&a, tmp.lv.mem);
     kiln__args_u64(&a, g.rows);
     kiln__args_u64(&a, g.classes);
-    if (ce) {
-      size_t local = kiln__launch_pow2_local(ctx, k);
-      uint32_t lpr = 1;
-      while (lpr < local && lpr < g.classes)
-        lpr *= 2;
-      kiln__args_u32(&a, lpr);
-      kiln__args_i64(&a, ignore);
-      kiln__args_float(&a, cdt, eps);
-      kiln__args_u32(&a, flags);
-      for (int i = 0; i < 4; i++)
-        kiln__args_local(&a, local * tsize(x->dtype));
-      uint64_t rpg = local / lpr, groups = (g.rows + rpg - 1) / rpg;
-      if (groups > ((uint64_t)1 << 20))
-        groups = (uint64_t)1 << 20;
-      s = kiln__args_enqueue_1d(&a, ctx, (size_t)(groups * local), local);
-    } else {
-      kiln__args_i64(&a, ignore);
-      kiln__args_u32(&a, flags);
-      s = kiln__args_launch_1d(&a, ctx, g.rows, 0);
-    }
+    s = class_launch(&a, ctx, k, ce, &g, x->dtype, ignore, eps, NULL, flags, 4, g.rows);
   }
   if (s == KILN_OK && reduce) {
     /* Indices: mean over the rows not ignored; probabilities: over every row. */
@@ -352,17 +377,12 @@ class_backward(const char *op, kiln_context *ctx, int ce, const kiln_tensor *gou
                const kiln_tensor *x, const kiln_tensor *target, int64_t ignore, double eps,
                kiln_reduction red, kiln_tensor **out)
 {
-  KILN_TRY(check_out_ptr(op, ctx, out));
-  KILN_TRY(kiln__nn_check_float(op, ctx, x, KILN__NN_ROWS));
-  KILN_TRY(kiln__nn_check_reduction(op, red));
-  KILN_TRY(check_smoothing(op, eps));
   class_geo g;
-  KILN_TRY(class_geometry(op, ctx, x, target, ce, &g));
+  KILN_TRY(class_check(op, ctx, ce, x, target, eps, red, out, &g));
   KILN_TRY(kiln__nn_check_grad_out(op, ctx, gout, x->dtype, &g.batch, red));
   const kiln_tensor *ins[3] = {gout, x, target};
   kiln__out_target t;
   KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &x->shape, out, ins, 3, 1, &t));
-  kiln_dtype cdt = kiln__nn_compute_dtype(x->dtype);
   int by_count = red == KILN_REDUCTION_MEAN && !g.probs;
   double scale = red == KILN_REDUCTION_MEAN && g.probs ? 1.0 / (double)g.rows : 1.0;
   uint32_t flags =
@@ -387,28 +407,7 @@ class_backward(const char *op, kiln_context *ctx, int ce, const kiln_tensor *gou
     kiln__args_mem(&a, denom.mem);
     kiln__args_u64(&a, g.rows);
     kiln__args_u64(&a, g.classes);
-    if (ce) {
-      size_t local = kiln__launch_pow2_local(ctx, k);
-      uint32_t lpr = 1;
-      while (lpr < local && lpr < g.classes)
-        lpr *= 2;
-      kiln__args_u32(&a, lpr);
-      kiln__args_i64(&a, ignore);
-      kiln__args_float(&a, cdt, eps);
-      kiln__args_float(&a, cdt, scale);
-      kiln__args_u32(&a, flags);
-      for (int i = 0; i < 3; i++)
-        kiln__args_local(&a, local * tsize(x->dtype));
-      uint64_t rpg = local / lpr, groups = (g.rows + rpg - 1) / rpg;
-      if (groups > ((uint64_t)1 << 20))
-        groups = (uint64_t)1 << 20;
-      s = kiln__args_enqueue_1d(&a, ctx, (size_t)(groups * local), local);
-    } else {
-      kiln__args_i64(&a, ignore);
-      kiln__args_float(&a, cdt, scale);
-      kiln__args_u32(&a, flags);
-      s = kiln__args_launch_1d(&a, ctx, x->numel, 0);
-    }
+    s = class_launch(&a, ctx, k, ce, &g, x->dtype, ignore, eps, &scale, flags, 3, x->numel);
   }
   if (denom.mem)
     kiln__ops_tmp_free(ctx, &denom);
