@@ -95,6 +95,16 @@ inline T l_bce(T x, T y)
   for (uint e = 0; e < KILN_NN_ITEMS; e++)                                               \
     if (FLAT_I(e) < (n))
 
+/* Declares T av[], bv[] and loads this work-item's elements of ap and bp into them, all loads
+ * before any use. */
+#define FLAT_LOAD2(av, ap, bv, bp, n)                                                    \
+  T av[KILN_NN_ITEMS], bv[KILN_NN_ITEMS];                                                \
+  FLAT_EACH(e, n)                                                                        \
+  {                                                                                      \
+    av[e] = KILN_LOAD(ap, FLAT_I(e));                                                    \
+    bv[e] = KILN_LOAD(bp, FLAT_I(e));                                                    \
+  }
+
 /* Names are pasted before any expansion: builtins such as tanh may be macros. */
 #define ACT_KERNELS(E, name, vcol, fwd, bwd)                                             \
   kernel void act_fwd_##name(global const ST *xs, ulong xoff, global ST *ys, ulong yoff, \
@@ -121,12 +131,7 @@ inline T l_bce(T x, T y)
     global ST *dxp = dxs + dxoff;                                                        \
     FLAT_BEGIN(n)                                                                        \
     {                                                                                    \
-      T gv[KILN_NN_ITEMS], vv[KILN_NN_ITEMS];                                            \
-      FLAT_EACH(e, n)                                                                    \
-      {                                                                                  \
-        gv[e] = KILN_LOAD(gp, FLAT_I(e));                                                \
-        vv[e] = KILN_LOAD(vp, FLAT_I(e));                                                \
-      }                                                                                  \
+      FLAT_LOAD2(gv, gp, vv, vp, n)                                                      \
       FLAT_EACH(e, n)                                                                    \
       {                                                                                  \
         T g = gv[e], v = vv[e];                                                          \
@@ -150,6 +155,11 @@ inline void group_sum_store(T v, local T *sh, global T *part)
     part[get_group_id(0)] = sh[0];
 }
 
+/* x, y and the weight w (1 without one, flags bit 2) of element e in the loss kernels. */
+#define LOSS_XYW(e)                                                                      \
+  T x = xv[e], y = yv[e];                                                                \
+  T w = (flags & 2u) ? KILN_LOAD(wp, FLAT_I(e) % wlen) : (T)1;
+
 #define LOSS_KERNELS(E, name, fwd, bwd)                                                  \
   kernel void loss_##name(global const ST *xs, ulong xoff, global const ST *ys,          \
                           ulong yoff, global const ST *ws, ulong woff, ulong wlen,       \
@@ -163,16 +173,10 @@ inline void group_sum_store(T v, local T *sh, global T *part)
     T acc = (T)0;                                                                        \
     FLAT_BEGIN(n)                                                                        \
     {                                                                                    \
-      T xv[KILN_NN_ITEMS], yv[KILN_NN_ITEMS];                                            \
+      FLAT_LOAD2(xv, xp, yv, yp, n)                                                      \
       FLAT_EACH(e, n)                                                                    \
       {                                                                                  \
-        xv[e] = KILN_LOAD(xp, FLAT_I(e));                                                \
-        yv[e] = KILN_LOAD(yp, FLAT_I(e));                                                \
-      }                                                                                  \
-      FLAT_EACH(e, n)                                                                    \
-      {                                                                                  \
-        T x = xv[e], y = yv[e];                                                          \
-        T w = (flags & 2u) ? KILN_LOAD(wp, FLAT_I(e) % wlen) : (T)1;                     \
+        LOSS_XYW(e)                                                                      \
         T l = (fwd);                                                                     \
         if (flags & 1u)                                                                  \
           acc += l;                                                                      \
@@ -196,16 +200,10 @@ inline void group_sum_store(T v, local T *sh, global T *part)
     T g0 = (flags & 4u) ? (T)0 : KILN_LOAD(gop, 0) * scale;                              \
     FLAT_BEGIN(n)                                                                        \
     {                                                                                    \
-      T xv[KILN_NN_ITEMS], yv[KILN_NN_ITEMS];                                            \
+      FLAT_LOAD2(xv, xp, yv, yp, n)                                                      \
       FLAT_EACH(e, n)                                                                    \
       {                                                                                  \
-        xv[e] = KILN_LOAD(xp, FLAT_I(e));                                                \
-        yv[e] = KILN_LOAD(yp, FLAT_I(e));                                                \
-      }                                                                                  \
-      FLAT_EACH(e, n)                                                                    \
-      {                                                                                  \
-        T x = xv[e], y = yv[e];                                                          \
-        T w = (flags & 2u) ? KILN_LOAD(wp, FLAT_I(e) % wlen) : (T)1;                     \
+        LOSS_XYW(e)                                                                      \
         T g = (flags & 4u) ? KILN_LOAD(gop, FLAT_I(e)) * scale : g0;                     \
         KILN_STORE(dxp, FLAT_I(e), g * (T)(bwd));                                        \
       }                                                                                  \
