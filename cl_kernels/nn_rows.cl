@@ -96,8 +96,11 @@ inline void lse_merge(T *m, T *s, T m2, T s2)
   }
 }
 
-/* Row (m, s) and two plain sums a, b over the segment; results at index seg0. */
-#define SEG_LSE(lm, ls, la, lb)                                                          \
+/* Row (m, s) from each lane's (m, s), stored into lm, ls here, and two plain sums over the
+ * segment already stored in la, lb; results at index seg0. */
+#define SEG_LSE(m, s, la, lb)                                                            \
+  lm[lid] = (m);                                                                         \
+  ls[lid] = (s);                                                                         \
   SEG_TREE_BEGIN                                                                         \
   {                                                                                      \
     T m_ = lm[lid];                                                                      \
@@ -112,6 +115,16 @@ inline void lse_merge(T *m, T *s, T m2, T s2)
   }                                                                                      \
   SEG_TREE_END
 
+/* The row's (m, s) after SEG_LSE. exp(inf - inf) would make only the +inf elements NaN;
+ * PyTorch's whole row is NaN. */
+#define SEG_LSE_READ(m, s)                                                               \
+  do {                                                                                   \
+    m = lm[seg0];                                                                        \
+    s = ls[seg0];                                                                        \
+    if (m == INFINITY)                                                                   \
+      s = NAN;                                                                           \
+  } while (0)
+
 kernel void
 softmax_fwd(global const ST *x, ulong xoff, global ST *y, ulong yoff, ulong rows, ulong len,
             ulong inner, uint lpr, uint logmode, local T *lm, local T *ls)
@@ -124,14 +137,8 @@ softmax_fwd(global const ST *x, ulong xoff, global ST *y, ulong yoff, ulong rows
   if (live)
     for (ulong j = lane; j < len; j += lpr)
       lse_add(&m, &s, KILN_LOAD(x, base + j * inner));
-  lm[lid] = m;
-  ls[lid] = s;
-  SEG_LSE(lm, ls, none, none)
-  m = lm[seg0];
-  s = ls[seg0];
-  /* exp(inf - inf) would make only the +inf elements NaN; PyTorch's whole row is NaN. */
-  if (m == INFINITY)
-    s = NAN;
+  SEG_LSE(m, s, none, none)
+  SEG_LSE_READ(m, s);
   if (live) {
     if (logmode) {
       T sub = m + log(s);
@@ -351,6 +358,17 @@ norm_cols_finish(global const T *part, ulong nchunk, ulong len, global ST *dw, u
   }
 }
 
+/* Row r's loss: with flags bit 2 (reduced later) into lr with its weight in lv, else into out. */
+#define CLASS_LOSS_OUT(r, loss, wgt)                                                     \
+  do {                                                                                   \
+    if (flags & 2u) {                                                                    \
+      lr[r] = loss;                                                                      \
+      lv[r] = wgt;                                                                       \
+    } else {                                                                             \
+      KILN_STORE(out, r, loss);                                                          \
+    }                                                                                    \
+  } while (0)
+
 /* The smoothed target weight of class j: (1 - eps) [j == t] + eps / C. */
 #define CE_Q(j, t) (((j) == (ulong)(t) ? (T)1 - eps : (T)0) + eps / (T)len)
 
@@ -380,16 +398,11 @@ ce_fwd(global const ST *z, ulong zoff, global const long *ti, ulong tioff, globa
         a += v;
       }
     }
-  lm[lid] = m;
-  ls[lid] = s;
   la[lid] = a;
   lb[lid] = c;
-  SEG_LSE(lm, ls, la, lb)
+  SEG_LSE(m, s, la, lb)
   if (live && lane == 0) {
-    m = lm[seg0];
-    s = ls[seg0];
-    if (m == INFINITY)
-      s = NAN;
+    SEG_LSE_READ(m, s);
     T lse = m + log(s), loss, wgt = (T)1;
     if (probs) {
       loss = lse * lb[seg0] - la[seg0];
@@ -404,12 +417,7 @@ ce_fwd(global const ST *z, ulong zoff, global const long *ti, ulong tioff, globa
         loss = lse - ((T)1 - eps) * KILN_LOAD(z, base + (ulong)t) - eps / (T)len * la[seg0];
       }
     }
-    if (flags & 2u) {
-      lr[r] = loss;
-      lv[r] = wgt;
-    } else {
-      KILN_STORE(out, r, loss);
-    }
+    CLASS_LOSS_OUT(r, loss, wgt);
   }
   ROWS_END
 }
@@ -439,14 +447,9 @@ ce_bwd(global const ST *gout, ulong goff, global const ST *z, ulong zoff, global
       if (probs)
         c += ((T)1 - eps) * KILN_LOAD(tp, base + j) + eps / (T)len;
     }
-  lm[lid] = m;
-  ls[lid] = s;
   lb[lid] = c;
-  SEG_LSE(lm, ls, none, lb)
-  m = lm[seg0];
-  s = ls[seg0];
-  if (m == INFINITY)
-    s = NAN;
+  SEG_LSE(m, s, none, lb)
+  SEG_LSE_READ(m, s);
   if (live) {
     T gr = (flags & 4u) ? KILN_LOAD(gout, r) * scale : gall;
     T inv = (T)1 / s;
@@ -489,12 +492,7 @@ nll_fwd(global const ST *x, ulong xoff, global const long *ti, ulong tioff, glob
       loss = NAN;
     else
       loss = -KILN_LOAD(x, r * len + (ulong)t);
-    if (flags & 2u) {
-      lr[r] = loss;
-      lv[r] = wgt;
-    } else {
-      KILN_STORE(out, r, loss);
-    }
+    CLASS_LOSS_OUT(r, loss, wgt);
   }
 }
 
