@@ -102,6 +102,20 @@ def check_exports(root, lib, problems):
             problems.append(f"lib/provider.c: slot {slot} names {fn}, which is not public")
 
 
+def check_headers_installed(root, problems):
+    """Every public header is installed (include/meson.build) and included by kiln.h."""
+    listed = open(os.path.join(root, "include", "meson.build")).read()
+    umbrella = open(os.path.join(root, "include", "kiln.h")).read()
+    for name in sorted(os.listdir(os.path.join(root, "include", "kiln"))):
+        if not name.endswith(".h"):
+            continue
+        if f"'kiln/{name}'" not in listed:
+            problems.append(f"include/kiln/{name} is not installed (include/meson.build)")
+    for inc in re.findall(r'#include "(kiln/[^"]+)"', umbrella):
+        if f"'{inc}'" not in listed:
+            problems.append(f"include/kiln.h includes {inc}, which is not installed")
+
+
 def main():
     if len(sys.argv) < 2:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
@@ -111,6 +125,7 @@ def main():
     check_includes(root, problems)
     check_runtime_names_no_family(root, problems)
     check_env_in_one_place(root, problems)
+    check_headers_installed(root, problems)
     if len(sys.argv) > 2:
         check_exports(root, sys.argv[2], problems)
     for p in problems:
