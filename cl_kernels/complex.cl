@@ -329,16 +329,6 @@ KILN_COMPLEX_BINARY_OPS(CBINARY_ROW)
 /* kiln_complex: out = re + i im, broadcasting like a binary op. */
 CBINARY_BODY(make_complex, RT, T, CPLX(a, b))
 
-/* One element of a broadcast where. */
-#define CWHERE_ELEM(u1, u2)                                                                   \
-  {                                                                                          \
-    ulong oc, oa, ob;                                                                        \
-    BCAST_ROW_OFFSET(r, ndim, bc, 0, oc);                                                    \
-    BCAST_ROW_OFFSET(r, ndim, bc, 1, oa);                                                    \
-    BCAST_ROW_OFFSET(r, ndim, bc, 2, ob);                                                    \
-    out[outoff + r * inner + j] =                                                            \
-        conds[condoff + oc + j * sc] ? as[aoff + oa + j * sa] : bs[boff + ob + j * sb];      \
-  }
 
 kernel void
 where_values(global const uchar *conds, ulong condoff, global const T *as, ulong aoff,
@@ -358,5 +348,5 @@ where_values(global const uchar *conds, ulong condoff, global const T *as, ulong
   }
   ulong inner = bc.shape[ndim - 1];
   ulong sc = bc.stride[0][ndim - 1], sa = bc.stride[1][ndim - 1], sb = bc.stride[2][ndim - 1];
-  BCAST_EACH(CWHERE_ELEM, _, _)
+  BCAST_EACH(WHERE_ELEM, _, _)
 }

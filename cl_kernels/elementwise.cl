@@ -277,16 +277,6 @@ KILN_UNARY_OPS(UNARY_ROW)
 #define BINARY_ROW(E, name, cls, res, expr) KILN_GEN_IF(cls, BINARY_BODY, binary_##name, res, expr)
 KILN_BINARY_OPS(BINARY_ROW)
 
-/* One element of a broadcast where (the arguments are unused). */
-#define WHERE_ELEM(u1, u2)                                                                \
-  {                                                                                      \
-    ulong oc, oa, ob;                                                                    \
-    BCAST_ROW_OFFSET(r, ndim, bc, 0, oc);                                                \
-    BCAST_ROW_OFFSET(r, ndim, bc, 1, oa);                                                \
-    BCAST_ROW_OFFSET(r, ndim, bc, 2, ob);                                                \
-    out[outoff + r * inner + j] =                                                        \
-        conds[condoff + oc + j * sc] ? as[aoff + oa + j * sa] : bs[boff + ob + j * sb];  \
-  }
 
 kernel void
 where_values(global const uchar *conds, ulong condoff, global const WT *as, ulong aoff,

@@ -356,8 +356,7 @@ realified_gemm(const char *op, kiln_context *ctx, const struct gemm_args *g, uin
   size_t local[3] = {t, t, 1};
   kiln_status s = kiln__args_enqueue(&args, ctx, 3, global, local);
   if (s == KILN_OK) {
-    kiln_dtype rdt = g->dt == KILN_C64 ? KILN_F32 : KILN_F64;
-    s = kiln__clblast_gemm(op, ctx, rdt, 0, 0, g->m, 2 * g->n, 2 * g->k, real_scalar(1.0), g->a.mem,
+    s = kiln__clblast_gemm(op, ctx, kiln__dtype_real_part(g->dt), 0, 0, g->m, 2 * g->n, 2 * g->k, real_scalar(1.0), g->a.mem,
                            2 * g->a.off, 2 * g->a.ld, 2 * astride, b2->mem, 2 * elem_off(b2),
                            2 * g->n, bstride ? 2 * b2n : 0, g->beta, g->c.mem, 2 * g->c.off,
                            2 * g->c.ld, 2 * cstride, batch);

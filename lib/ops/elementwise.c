@@ -44,11 +44,14 @@ kiln_binary_op_name(kiln_binary_op op)
   return (unsigned)op < KILN_BINARY_OP_COUNT ? binary_rows[op].name : "?";
 }
 
+/* The dtypes elementwise.cl builds (its ew_sources row); complex has complex.cl. */
+#define EW_DTYPES (KILN__DT_CLASSIC | KILN__DT_HALVES)
+
 static int
 row_supports(const struct op_row *row, kiln_dtype dtype)
 {
-  return kiln__dtype_valid(dtype) && (kiln__dtype_class_mask(row->cls) &
-                                      kiln__ops_source_dtypes("elementwise") & KILN__DT_BIT(dtype));
+  return kiln__dtype_valid(dtype) &&
+         (kiln__dtype_class_mask(row->cls) & EW_DTYPES & KILN__DT_BIT(dtype));
 }
 
 int
@@ -130,9 +133,10 @@ ew_default_shape(const kiln_device_info *info, kiln_dtype dtype, uint32_t *items
    * took 112 us with 2 items of 4 against 165 us with 4 items of 2 (0.95 and
    * 0.64 of the same run's copy bandwidth); 8-wide ones were as fast at 2^26
    * but 2x slower for f16 at 2^22. bf16 converts with integer vector ops and
-   * wants 8-wide ones: 2 items of 8 ran a + b over 2^26 at 0.90 of copy, 2 of
-   * 4 at 0.75 (`kiln bench --filter binary.add --dtype bf16,f16`). PoCL takes 8-wide ones (vloada_half8),
-   * which ran a + b over 2^22 elements at about f32's speed per byte.
+   * wants 8-wide ones: 2 items of 8 ran a + b over 2^26 at 3495 GB/s (0.90 of
+   * the same run's copy), 2 of 4 at 2917 GB/s (`kiln bench --filter
+   * binary.add --dtype bf16,f16 --sizes 2^26`). PoCL takes 8-wide ones
+   * (vloada_half8), which ran a + b over 2^22 elements at about f32's speed per byte.
    */
   if (info->is_gpu) {
     *items = kiln__dtype_is_half(dtype) ? 2 : 4;
@@ -719,7 +723,7 @@ static const struct kiln__tune_family ew_tune = {
 };
 
 static const struct kiln__source ew_sources[] = {
-    {"elementwise", KILN__DT_CLASSIC | KILN__DT_HALVES},
+    {"elementwise", EW_DTYPES},
     {"cast", KILN__DT_EVERY},
     {"complex", KILN__DT_COMPLEX},
     {NULL, 0},

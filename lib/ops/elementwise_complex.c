@@ -42,8 +42,7 @@ find(const struct crow *rows, size_t n, int op)
 static int
 dtype_ok(kiln_dtype dtype)
 {
-  return kiln__dtype_is_complex(dtype) &&
-         (kiln__ops_source_dtypes("complex") & KILN__DT_BIT(dtype));
+  return kiln__dtype_is_complex(dtype);
 }
 
 int

@@ -15,10 +15,6 @@
 #include "ops/nn_internal.h"
 #include "runtime/runtime.h"
 
-/* The dtypes the nn kernels build for today; f16/bf16 need only this mask widened (the
- * kernels move data through KILN_LOAD/KILN_STORE and keep scratch in the compute dtype). */
-#define NN_DTYPES KILN__DT_FLOATS
-
 /* Most work-groups a row launch asks for; the kernels loop over further blocks of rows. */
 #define NN_MAX_GROUPS ((uint64_t)1 << 20)
 
@@ -37,15 +33,14 @@ tsize(kiln_dtype dtype)
 int
 kiln_nn_supports(kiln_dtype dtype)
 {
-  return kiln__dtype_valid(dtype) &&
-         (kiln__ops_source_dtypes(KILN__NN_ROWS) & KILN__DT_BIT(dtype)) != 0;
+  return kiln__dtype_valid(dtype) && (KILN__NN_DTYPES & KILN__DT_BIT(dtype)) != 0;
 }
 
 kiln_status
-kiln__nn_check_float(const char *op, kiln_context *ctx, const kiln_tensor *t, const char *source)
+kiln__nn_check_float(const char *op, kiln_context *ctx, const kiln_tensor *t)
 {
   KILN_TRY(kiln__tensor_check(op, t, ctx));
-  KILN_RETURN_IF(!(kiln__ops_source_dtypes(source) & KILN__DT_BIT(t->dtype)), KILN_ERR_DTYPE, op,
+  KILN_RETURN_IF(!(KILN__NN_DTYPES & KILN__DT_BIT(t->dtype)), KILN_ERR_DTYPE, op,
                  "dtype %s is not accepted (f32 or f64)", kiln_dtype_name(t->dtype));
   return KILN_OK;
 }
@@ -190,7 +185,7 @@ softmax_run(const char *op, kiln_context *ctx, int bwd, const kiln_tensor *grad,
             const kiln_tensor *y, int64_t axis, uint32_t logmode, kiln_tensor **out)
 {
   KILN_TRY(check_out_ptr(op, ctx, out));
-  KILN_TRY(kiln__nn_check_float(op, ctx, y, KILN__NN_ROWS));
+  KILN_TRY(kiln__nn_check_float(op, ctx, y));
   if (bwd)
     KILN_TRY(kiln__nn_check_like(op, ctx, grad, y, "grad"));
   size_t ax;
@@ -379,7 +374,7 @@ norm_forward(const char *op, kiln_context *ctx, const kiln_tensor *x, int64_t ax
              kiln_tensor **mean, kiln_tensor **rstd)
 {
   KILN_TRY(check_out_ptr(op, ctx, out));
-  KILN_TRY(kiln__nn_check_float(op, ctx, x, KILN__NN_ROWS));
+  KILN_TRY(kiln__nn_check_float(op, ctx, x));
   norm_geo g;
   KILN_TRY(norm_geometry(op, x, axis, &g));
   KILN_TRY(check_vec(op, ctx, w, x, g.len, "weight"));
@@ -488,7 +483,7 @@ norm_backward(const char *op, kiln_context *ctx, const kiln_tensor *grad, const 
               int rms, kiln_tensor **gx, kiln_tensor **gw, kiln_tensor **gb)
 {
   KILN_TRY(kiln__ctx_check(op, ctx));
-  KILN_TRY(kiln__nn_check_float(op, ctx, x, KILN__NN_ROWS));
+  KILN_TRY(kiln__nn_check_float(op, ctx, x));
   KILN_TRY(kiln__nn_check_like(op, ctx, grad, x, "grad"));
   norm_geo g;
   KILN_TRY(norm_geometry(op, x, axis, &g));
@@ -580,7 +575,7 @@ nn_build_options(const kiln_device_info *info, const char *source, kiln_dtype dt
 }
 
 static const struct kiln__source nn_sources[] = {
-    {KILN__NN_ROWS, NN_DTYPES}, {KILN__NN_ACT, NN_DTYPES}, {NULL, 0}};
+    {KILN__NN_ROWS, KILN__NN_DTYPES}, {KILN__NN_ACT, KILN__NN_DTYPES}, {NULL, 0}};
 
 const struct kiln__family kiln__nn_family = {
     .name = "nn", .sources = nn_sources, .build_options = nn_build_options};

@@ -12,14 +12,16 @@
 
 /* The nn family's embedded sources. */
 #define KILN__NN_ROWS "nn_rows"
+/* The dtypes both nn sources build today; f16/bf16 need only this mask widened (the kernels
+ * move data through KILN_LOAD/KILN_STORE and keep scratch in the compute dtype). */
+#define KILN__NN_DTYPES KILN__DT_FLOATS
 #define KILN__NN_ACT "nn_act"
 
 /* The dtype kernels compute and keep scratch buffers in (T of common.cl) for dtype. */
 kiln_dtype kiln__nn_compute_dtype(kiln_dtype dtype);
 
 /* Checks t (a live tensor of ctx) holds a dtype the source accepts. */
-kiln_status kiln__nn_check_float(const char *op, kiln_context *ctx, const kiln_tensor *t,
-                                 const char *source);
+kiln_status kiln__nn_check_float(const char *op, kiln_context *ctx, const kiln_tensor *t);
 
 /* Checks t is a tensor of ctx with ref's dtype and shape; what names it in messages. */
 kiln_status kiln__nn_check_like(const char *op, kiln_context *ctx, const kiln_tensor *t,

@@ -45,7 +45,7 @@ int
 kiln_activation_supports(kiln_activation op, kiln_dtype dtype)
 {
   return (unsigned)op < KILN_ACTIVATION_COUNT && kiln__dtype_valid(dtype) &&
-         (kiln__ops_source_dtypes(KILN__NN_ACT) & KILN__DT_BIT(dtype)) != 0;
+         (KILN__NN_DTYPES & KILN__DT_BIT(dtype)) != 0;
 }
 
 int
@@ -100,7 +100,7 @@ kiln_activation_forward(kiln_context *ctx, kiln_activation act, const kiln_tenso
   snprintf(op, sizeof op, "kiln_activation_forward(%s)", kiln_activation_name(act));
   KILN_TRY(check_out_ptr(op, ctx, out));
   KILN_TRY(check_activation(op, act));
-  KILN_TRY(kiln__nn_check_float(op, ctx, x, KILN__NN_ACT));
+  KILN_TRY(kiln__nn_check_float(op, ctx, x));
   kiln__out_target t;
   KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &x->shape, out, &x, 1, 1, &t));
   char kname[64];
@@ -131,7 +131,7 @@ kiln_activation_backward(kiln_context *ctx, kiln_activation act, const kiln_tens
   snprintf(op, sizeof op, "kiln_activation_backward(%s)", kiln_activation_name(act));
   KILN_TRY(check_out_ptr(op, ctx, grad_in));
   KILN_TRY(check_activation(op, act));
-  KILN_TRY(kiln__nn_check_float(op, ctx, v, KILN__NN_ACT));
+  KILN_TRY(kiln__nn_check_float(op, ctx, v));
   KILN_TRY(kiln__nn_check_like(op, ctx, grad, v, "grad"));
   const kiln_tensor *ins[2] = {grad, v};
   kiln__out_target t;
@@ -238,7 +238,7 @@ class_check(const char *op, kiln_context *ctx, int ce, const kiln_tensor *x,
             class_geo *g)
 {
   KILN_TRY(check_out_ptr(op, ctx, out));
-  KILN_TRY(kiln__nn_check_float(op, ctx, x, KILN__NN_ROWS));
+  KILN_TRY(kiln__nn_check_float(op, ctx, x));
   KILN_TRY(kiln__nn_check_reduction(op, red));
   KILN_TRY(check_smoothing(op, eps));
   return class_geometry(op, ctx, x, target, ce, g);
@@ -444,7 +444,7 @@ check_point_loss(const char *op, kiln_context *ctx, kiln_loss_op lop, const kiln
 {
   KILN_RETURN_IF((unsigned)lop >= KILN_LOSS_OP_COUNT, KILN_ERR_INVALID_ARGUMENT, op,
                  "unknown loss %d", (int)lop);
-  KILN_TRY(kiln__nn_check_float(op, ctx, x, KILN__NN_ACT));
+  KILN_TRY(kiln__nn_check_float(op, ctx, x));
   KILN_TRY(kiln__nn_check_like(op, ctx, y, x, "target"));
   KILN_TRY(kiln__nn_check_reduction(op, red));
   KILN_RETURN_IF(lop == KILN_LOSS_SMOOTH_L1 && !(param >= 0), KILN_ERR_INVALID_ARGUMENT, op,

@@ -32,14 +32,6 @@ kiln__ops_move_dtype(kiln_dtype dtype)
   return dtype == KILN_F16 ? KILN_BF16 : dtype == KILN_C64 ? KILN_I64 : dtype;
 }
 
-unsigned
-kiln__ops_source_dtypes(const char *source)
-{
-  const struct kiln__source *src = NULL;
-  kiln__family_of_source(source, &src);
-  return src ? src->dtypes : 0;
-}
-
 kiln_status
 kiln__ops_axis(const char *op, int64_t axis, size_t ndim, size_t *out)
 {

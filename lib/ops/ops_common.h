@@ -57,10 +57,6 @@ kiln_status kiln__ops_kernel_variant(const char *op, kiln_context *ctx, const ch
  */
 kiln_dtype kiln__ops_move_dtype(kiln_dtype dtype);
 
-/* The dtypes embedded source `source` builds (struct kiln__source); 0 for an unknown source.
- * An op accepts a dtype only when both its table row's class and its source allow it. */
-unsigned kiln__ops_source_dtypes(const char *source);
-
 /* Normalises an axis in [-ndim, ndim) to [0, ndim); INVALID_ARGUMENT otherwise. */
 kiln_status kiln__ops_axis(const char *op, int64_t axis, size_t ndim, size_t *out);
 

@@ -50,6 +50,9 @@ static const unsigned complex_ops = 0u
 #undef X
     ;
 
+/* The dtypes reduce.cl builds (its source row). */
+#define REDUCE_DTYPES (KILN__DT_CLASSIC | KILN__DT_HALVES | KILN__DT_COMPLEX)
+
 int
 kiln_reduce_op_supports(kiln_reduce_op op, kiln_dtype dtype)
 {
@@ -58,7 +61,7 @@ kiln_reduce_op_supports(kiln_reduce_op op, kiln_dtype dtype)
   unsigned mask = kiln__dtype_class_mask(red_rows[op].cls);
   if (complex_ops >> op & 1u)
     mask |= KILN__DT_COMPLEX;
-  return (mask & kiln__ops_source_dtypes("reduce") & KILN__DT_BIT(dtype)) != 0;
+  return (mask & REDUCE_DTYPES & KILN__DT_BIT(dtype)) != 0;
 }
 
 static kiln_dtype
@@ -831,8 +834,7 @@ reduce_build_options(const kiln_device_info *info, const char *source, kiln_dtyp
     kiln__options_append(buf, len, " -DKILN_COLSV=1");
 }
 
-static const struct kiln__source reduce_sources[] = {
-    {"reduce", KILN__DT_CLASSIC | KILN__DT_HALVES | KILN__DT_COMPLEX}, {NULL, 0}};
+static const struct kiln__source reduce_sources[] = {{"reduce", REDUCE_DTYPES}, {NULL, 0}};
 
 const struct kiln__family kiln__reduce_family = {
     .name = "reduce",

@@ -44,6 +44,9 @@ static const unsigned complex_ops = 0u
 #undef X
     ;
 
+/* The dtypes scan.cl builds (its source row). */
+#define SCAN_DTYPES (KILN__DT_CLASSIC | KILN__DT_HALVES | KILN__DT_COMPLEX)
+
 int
 kiln_scan_op_supports(kiln_scan_op op, kiln_dtype dtype)
 {
@@ -52,7 +55,7 @@ kiln_scan_op_supports(kiln_scan_op op, kiln_dtype dtype)
   unsigned mask = kiln__dtype_class_mask(scan_rows[op].cls);
   if (complex_ops >> op & 1u)
     mask |= KILN__DT_COMPLEX;
-  return (mask & kiln__ops_source_dtypes("scan") & KILN__DT_BIT(dtype)) != 0;
+  return (mask & SCAN_DTYPES & KILN__DT_BIT(dtype)) != 0;
 }
 
 static kiln_dtype
@@ -435,8 +438,7 @@ scan_build_options(const kiln_device_info *info, const char *source, kiln_dtype 
                        v && v->cols ? v->cols : kiln__default_cols_per_item(info));
 }
 
-static const struct kiln__source scan_sources[] = {
-    {"scan", KILN__DT_CLASSIC | KILN__DT_HALVES | KILN__DT_COMPLEX}, {NULL, 0}};
+static const struct kiln__source scan_sources[] = {{"scan", SCAN_DTYPES}, {NULL, 0}};
 
 const struct kiln__family kiln__scan_family = {
     .name = "scan",
