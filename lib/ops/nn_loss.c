@@ -92,6 +92,33 @@ check_activation(const char *op, kiln_activation act)
   return KILN_OK;
 }
 
+/* Forward (grad NULL) or backward of act over v into t's output: one flat launch. */
+static kiln_status
+act_run(const char *op, kiln_context *ctx, kiln_activation act, const kiln_tensor *grad,
+        const kiln_tensor *v, double p0, double p1, kiln__out_target *t)
+{
+  char kname[64];
+  snprintf(kname, sizeof kname, "act_%s_%s", grad ? "bwd" : "fwd", act_rows[act].name);
+  kiln_dtype cdt = kiln__nn_compute_dtype(v->dtype);
+  kiln__ctx_lock(ctx);
+  cl_kernel k;
+  kiln_status s = kiln__ops_kernel(op, ctx, KILN__NN_ACT, v->dtype, kname, &k);
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, k);
+    if (grad)
+      kiln__args_tensor(&a, grad);
+    kiln__args_tensor(&a, v);
+    kiln__args_tensor(&a, t->dst);
+    kiln__args_u64(&a, v->numel);
+    kiln__args_float(&a, cdt, p0);
+    kiln__args_float(&a, cdt, p1);
+    s = flat_launch(&a, ctx, v->numel);
+  }
+  s = kiln__ops_out_finish(op, ctx, t, s);
+  kiln__ctx_unlock(ctx);
+  return s;
+}
+
 kiln_status
 kiln_activation_forward(kiln_context *ctx, kiln_activation act, const kiln_tensor *x, double p0,
                         double p1, kiln_tensor **out)
@@ -103,24 +130,7 @@ kiln_activation_forward(kiln_context *ctx, kiln_activation act, const kiln_tenso
   KILN_TRY(kiln__nn_check_float(op, ctx, x));
   kiln__out_target t;
   KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &x->shape, out, &x, 1, 1, &t));
-  char kname[64];
-  snprintf(kname, sizeof kname, "act_fwd_%s", act_rows[act].name);
-  kiln_dtype cdt = kiln__nn_compute_dtype(x->dtype);
-  kiln__ctx_lock(ctx);
-  cl_kernel k;
-  kiln_status s = kiln__ops_kernel(op, ctx, KILN__NN_ACT, x->dtype, kname, &k);
-  if (s == KILN_OK) {
-    kiln__args a = kiln__args_begin(op, k);
-    kiln__args_tensor(&a, x);
-    kiln__args_tensor(&a, t.dst);
-    kiln__args_u64(&a, x->numel);
-    kiln__args_float(&a, cdt, p0);
-    kiln__args_float(&a, cdt, p1);
-    s = flat_launch(&a, ctx, x->numel);
-  }
-  s = kiln__ops_out_finish(op, ctx, &t, s);
-  kiln__ctx_unlock(ctx);
-  return s;
+  return act_run(op, ctx, act, NULL, x, p0, p1, &t);
 }
 
 kiln_status
@@ -136,25 +146,7 @@ kiln_activation_backward(kiln_context *ctx, kiln_activation act, const kiln_tens
   const kiln_tensor *ins[2] = {grad, v};
   kiln__out_target t;
   KILN_TRY(kiln__ops_out_begin(op, ctx, v->dtype, &v->shape, grad_in, ins, 2, 1, &t));
-  char kname[64];
-  snprintf(kname, sizeof kname, "act_bwd_%s", act_rows[act].name);
-  kiln_dtype cdt = kiln__nn_compute_dtype(v->dtype);
-  kiln__ctx_lock(ctx);
-  cl_kernel k;
-  kiln_status s = kiln__ops_kernel(op, ctx, KILN__NN_ACT, v->dtype, kname, &k);
-  if (s == KILN_OK) {
-    kiln__args a = kiln__args_begin(op, k);
-    kiln__args_tensor(&a, grad);
-    kiln__args_tensor(&a, v);
-    kiln__args_tensor(&a, t.dst);
-    kiln__args_u64(&a, v->numel);
-    kiln__args_float(&a, cdt, p0);
-    kiln__args_float(&a, cdt, p1);
-    s = flat_launch(&a, ctx, v->numel);
-  }
-  s = kiln__ops_out_finish(op, ctx, &t, s);
-  kiln__ctx_unlock(ctx);
-  return s;
+  return act_run(op, ctx, act, grad, v, p0, p1, &t);
 }
 
 /* ---------------------------------------------------------------- class losses */
