@@ -1,6 +1,5 @@
 /* Helpers shared by the op families (see ops_common.h). */
 #include "ops/ops_common.h"
-#include "runtime/family.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -17,12 +16,10 @@ kiln__ops_kernel_variant(const char *op, kiln_context *ctx, const char *source, 
                          const kiln__program_variant *v, const char *name, cl_kernel *k)
 {
   KILN__ASSERT_LOCKED(ctx);
-  const struct kiln__source *src = NULL;
-  kiln__family_of_source(source, &src);
-  KILN_RETURN_IF(src && !(src->dtypes & KILN__DT_BIT(dtype)), KILN_ERR_DTYPE, op,
-                 "dtype %s is not supported by the %s.cl kernels", kiln_dtype_name(dtype), source);
   char options[192];
-  kiln__program_options(&ctx->info, source, dtype, v, options, sizeof options);
+  KILN_RETURN_IF(!kiln__program_options(&ctx->info, source, dtype, v, options, sizeof options),
+                 KILN_ERR_DTYPE, op, "dtype %s is not supported by the %s.cl kernels",
+                 kiln_dtype_name(dtype), source);
   return kiln__kernel_get(op, ctx, source, options, name, k);
 }
 

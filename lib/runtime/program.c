@@ -163,7 +163,7 @@ kiln__options_append(char *buf, size_t len, const char *fmt, ...)
   va_end(ap);
 }
 
-void
+int
 kiln__program_options(const kiln_device_info *info, const char *source, kiln_dtype dtype,
                       const void *variant, char *buf, size_t len)
 {
@@ -171,7 +171,9 @@ kiln__program_options(const kiln_device_info *info, const char *source, kiln_dty
   /* Sources that convert to double (cast) need it; for the rest it only enables a pragma. */
   if (info->has_fp64)
     kiln__options_append(buf, len, " -DKILN_FP64=1");
-  const struct kiln__family *f = kiln__family_of_source(source, NULL);
+  const struct kiln__source *row = NULL;
+  const struct kiln__family *f = kiln__family_of_source(source, &row);
   if (f && f->build_options)
     f->build_options(info, source, dtype, variant, buf, len);
+  return !row || (row->dtypes & KILN__DT_BIT(dtype)) != 0;
 }

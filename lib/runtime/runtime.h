@@ -203,9 +203,11 @@ void kiln__dtype_options(kiln_dtype dtype, char *buf, size_t len);
  * (runtime/family.h). variant is that family's compile-time launch
  * parameters, NULL for the device defaults. The one place options are
  * computed, so the ops and the cache warm-up (which builds the NULL variant
- * of every source ahead of use) cannot disagree.
+ * of every source ahead of use) cannot disagree. Returns 0 (options still
+ * written) when the source's row does not list dtype (struct kiln__source), so
+ * that a kernel lookup can refuse it without a second walk of the family table.
  */
-void kiln__program_options(const kiln_device_info *info, const char *source, kiln_dtype dtype,
+int kiln__program_options(const kiln_device_info *info, const char *source, kiln_dtype dtype,
                            const void *variant, char *buf, size_t len);
 
 /* Appends printf-style text to build options buf (always terminated). */
