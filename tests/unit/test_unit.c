@@ -449,6 +449,24 @@ END_TEST
 
 /* The runtime reaches kernels only through the family table: every embedded source has one
  * owner (or `kiln cache warm` would skip it), and every source a family names exists. */
+/* A kernel lookup refuses a dtype its source does not build (kiln__ops_kernel_variant reads
+ * this answer); the options are written either way, and an unknown source is not refused. */
+START_TEST(program_options_report_source_dtypes)
+{
+  kiln_device_info info;
+  memset(&info, 0, sizeof info);
+  char opts[256];
+  ck_assert_int_eq(kiln__program_options(&info, "nn_rows", KILN_F32, NULL, opts, sizeof opts), 1);
+  ck_assert_int_eq(kiln__program_options(&info, "nn_rows", KILN_F16, NULL, opts, sizeof opts), 0);
+  ck_assert_ptr_nonnull(strstr(opts, "-DKILN_DT_F16=1"));
+  ck_assert_int_eq(kiln__program_options(&info, "elementwise", KILN_C64, NULL, opts, sizeof opts),
+                   0);
+  ck_assert_int_eq(kiln__program_options(&info, "cast", KILN_C128, NULL, opts, sizeof opts), 1);
+  ck_assert_int_eq(kiln__program_options(&info, "no_such_source", KILN_F32, NULL, opts, sizeof opts),
+                   1);
+}
+END_TEST
+
 START_TEST(every_source_has_one_family)
 {
   for (size_t i = 0; i < KILN__CL_SOURCE_COUNT; i++) {
@@ -627,6 +645,7 @@ unit_suite(void)
   tcase_add_test(tc, provider_abi_is_checked);
   tcase_add_test(tc, op_names_round_trip);
   tcase_add_test(tc, every_source_has_one_family);
+  tcase_add_test(tc, program_options_report_source_dtypes);
   tcase_add_test(tc, log_handler_and_level);
   tcase_add_test(tc, env_vars_documented);
   tcase_add_test(tc, context_lock_ownership);
