@@ -6,7 +6,7 @@
 set -euo pipefail
 pkgs=(meson ninja-build pkg-config gcc make python3 ocl-icd-opencl-dev opencl-headers
       pocl-opencl-icd clinfo check libxxhash-dev libsodium-dev libclblast-dev libclfft-dev libvkfft-dev
-      oclgrind)
+      liblapacke-dev oclgrind)
 if [ "${1:-}" = "--bench" ]; then
   pkgs+=(python3-numpy python3-pyopencl python3-matplotlib libopenblas0-pthread)
 fi

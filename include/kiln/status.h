@@ -22,25 +22,29 @@ extern "C" {
  * The one map from which the enum, kiln_status_name() and
  * kiln_status_string() are generated. Numbers are stable once released.
  */
-#define KILN_STATUS_MAP(X)                                                              \
-  X(OK, 0, "success")                                                                   \
-  X(ERR_INVALID_ARGUMENT, 1, "invalid argument (NULL pointer or value out of range)")   \
-  X(ERR_INVALID_HANDLE, 2, "handle is NULL, released or not a kiln object")             \
-  X(ERR_SHAPE, 3, "shapes are invalid, mismatched or not broadcastable")                \
-  X(ERR_DTYPE, 4, "dtype not supported by this operation")                              \
-  X(ERR_OVERFLOW, 5, "size arithmetic overflows")                                       \
-  X(ERR_UNSUPPORTED, 6, "not supported by this device or build")                        \
-  X(ERR_CONTEXT_MISMATCH, 7, "objects belong to different contexts")                    \
-  X(ERR_HOST_MEMORY, 8, "out of host memory")                                           \
-  X(ERR_DEVICE_MEMORY, 9, "out of device memory")                                       \
-  X(ERR_NO_DEVICE, 10, "no matching OpenCL device")                                     \
-  X(ERR_BUILD, 11, "OpenCL program build failed")                                       \
-  X(ERR_OPENCL, 12, "OpenCL call failed")                                               \
-  X(ERR_PROVIDER, 13, "provider library (CLBlast, clFFT, VkFFT) failed")                \
-  X(ERR_ABI, 14, "ABI version mismatch")                                                \
-  X(ERR_IO, 15, "file or directory operation failed")                                   \
-  X(ERR_NOT_FOUND, 16, "no such entry")                                                 \
-  X(ERR_INTERNAL, 17, "internal error (a kiln bug)")
+#define KILN_STATUS_MAP(X)                                                            \
+  X(OK, 0, "success")                                                                 \
+  X(ERR_INVALID_ARGUMENT, 1, "invalid argument (NULL pointer or value out of range)") \
+  X(ERR_INVALID_HANDLE, 2, "handle is NULL, released or not a kiln object")           \
+  X(ERR_SHAPE, 3, "shapes are invalid, mismatched or not broadcastable")              \
+  X(ERR_DTYPE, 4, "dtype not supported by this operation")                            \
+  X(ERR_OVERFLOW, 5, "size arithmetic overflows")                                     \
+  X(ERR_UNSUPPORTED, 6, "not supported by this device or build")                      \
+  X(ERR_CONTEXT_MISMATCH, 7, "objects belong to different contexts")                  \
+  X(ERR_HOST_MEMORY, 8, "out of host memory")                                         \
+  X(ERR_DEVICE_MEMORY, 9, "out of device memory")                                     \
+  X(ERR_NO_DEVICE, 10, "no matching OpenCL device")                                   \
+  X(ERR_BUILD, 11, "OpenCL program build failed")                                     \
+  X(ERR_OPENCL, 12, "OpenCL call failed")                                             \
+  X(ERR_PROVIDER, 13, "provider library (CLBlast, clFFT, VkFFT) failed")              \
+  X(ERR_ABI, 14, "ABI version mismatch")                                              \
+  X(ERR_IO, 15, "file or directory operation failed")                                 \
+  X(ERR_NOT_FOUND, 16, "no such entry")                                               \
+  X(ERR_INTERNAL, 17, "internal error (a kiln bug)")                                  \
+  X(ERR_SINGULAR, 18, "matrix is singular (an exactly zero pivot)")                   \
+  X(ERR_NOT_POSITIVE_DEFINITE, 19, "matrix is not positive definite")                 \
+  X(ERR_NO_CONVERGENCE, 20, "an iterative algorithm did not converge")                \
+  X(ERR_PARSE, 21, "text could not be parsed (expression or kernel source)")
 
 /** Result of every kiln call. */
 typedef enum kiln_status {
@@ -49,7 +53,8 @@ typedef enum kiln_status {
 #undef KILN_X_
 } kiln_status;
 
-/** Symbolic name of a status, e.g. "KILN_ERR_SHAPE"; "KILN_UNKNOWN" for values outside the map. Never NULL. */
+/** Symbolic name of a status, e.g. "KILN_ERR_SHAPE"; "KILN_UNKNOWN" for values outside the map.
+ * Never NULL. */
 KILN_API const char *kiln_status_name(kiln_status status);
 
 /** One-line English description of a status. Never NULL. */
