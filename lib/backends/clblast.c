@@ -2,6 +2,7 @@
 #include "backends/clblast.h"
 
 #include <clblast_c.h>
+#include <pthread.h>
 
 #include "core/error.h"
 
@@ -249,4 +250,55 @@ kiln_status
 kiln__clblast_fill_cache(const char *op, kiln_context *ctx)
 {
   return check(op, "FillCache", CLBlastFillCache(ctx->device));
+}
+
+/* The Xgemm parameter set in force per (device, precision) in this process. */
+static struct {
+  cl_device_id device;
+  CLBlastPrecision precision;
+  uint32_t id;
+} xgemm_applied[32];
+static size_t xgemm_napplied;
+static pthread_mutex_t xgemm_lock = PTHREAD_MUTEX_INITIALIZER;
+
+kiln_status
+kiln__clblast_xgemm_override(const char *op, kiln_context *ctx, kiln_dtype dt, uint32_t id,
+                             const size_t *values)
+{
+  KILN_RETURN_IF(dt != KILN_F32 && dt != KILN_F64, KILN_ERR_INTERNAL, op, "Xgemm parameters for %s",
+                 kiln_dtype_name(dt));
+  KILN_RETURN_IF(id != 0 && !values, KILN_ERR_INTERNAL, op, "Xgemm parameter set %u has no values",
+                 id);
+  CLBlastPrecision prec = dt == KILN_F32 ? CLBlastPrecisionSingle : CLBlastPrecisionDouble;
+  static const char *const names[KILN__XGEMM_NPARAMS] = {KILN__XGEMM_PARAM_NAMES};
+  kiln_status s = KILN_OK;
+  pthread_mutex_lock(&xgemm_lock);
+  size_t i = 0;
+  while (i < xgemm_napplied &&
+         (xgemm_applied[i].device != ctx->device || xgemm_applied[i].precision != prec))
+    i++;
+  uint32_t current = i < xgemm_napplied ? xgemm_applied[i].id : 0;
+  if (id == current) {
+    /* in force already */
+  } else if (id == 0) {
+    s = kiln__fail(KILN_ERR_UNSUPPORTED, op, 0,
+                   "CLBlast's own Xgemm parameters cannot be restored in a process that "
+                   "overrode them (set %u is in force)",
+                   current);
+  } else if (i == xgemm_napplied && i == sizeof xgemm_applied / sizeof xgemm_applied[0]) {
+    s = kiln__fail(KILN_ERR_UNSUPPORTED, op, 0, "too many devices with Xgemm parameters");
+  } else {
+    CLBlastStatusCode code = CLBlastOverrideParameters(
+        ctx->device, "Xgemm", prec, KILN__XGEMM_NPARAMS, (const char **)names, values);
+    s = check(op, "OverrideParameters(Xgemm)", code);
+    if (s == KILN_OK) {
+      xgemm_applied[i].device = ctx->device;
+      xgemm_applied[i].precision = prec;
+      xgemm_applied[i].id = id;
+      if (i == xgemm_napplied)
+        xgemm_napplied++;
+    }
+  }
+  pthread_mutex_unlock(&xgemm_lock);
+  return s;
 }

@@ -54,6 +54,23 @@ kiln_status kiln__clblast_axpy(const char *op, kiln_context *ctx, kiln_dtype dt,
 kiln_status kiln__clblast_scal(const char *op, kiln_context *ctx, kiln_dtype dt, size_t n,
                                double alpha, cl_mem x, size_t xoff);
 
+/* Parameters of CLBlast's Xgemm kernel, in the order of KILN__XGEMM_PARAM_NAMES. */
+#define KILN__XGEMM_NPARAMS 16
+#define KILN__XGEMM_PARAM_NAMES                                                                   \
+  "GEMMK", "KREG", "KWG", "KWI", "MDIMA", "MDIMC", "MWG", "NDIMB", "NDIMC", "NWG", "SA", "SB",  \
+      "STRM", "STRN", "VWM", "VWN"
+
+/*
+ * Makes CLBlast's Xgemm kernel (its GEMM, batched GEMM and SYRK) use `values` on ctx's device
+ * for dt (f32 or f64) from the next call on; id names the set (0: CLBlast's own database,
+ * values NULL). CLBlast keeps overrides per process and device, so this records what it set
+ * and does nothing when id is already in force. CLBlast has no call that restores its own
+ * parameters: asking for id 0 after an override is KILN_ERR_UNSUPPORTED. Statuses of
+ * CLBlastOverrideParameters are mapped (kiln__clblast_status). Needs no lock.
+ */
+kiln_status kiln__clblast_xgemm_override(const char *op, kiln_context *ctx, kiln_dtype dt,
+                                         uint32_t id, const size_t *values);
+
 /* CLBlastFillCache for the context's device: every routine, every precision. */
 kiln_status kiln__clblast_fill_cache(const char *op, kiln_context *ctx);
 

@@ -356,10 +356,10 @@ realified_gemm(const char *op, kiln_context *ctx, const struct gemm_args *g, uin
   size_t local[3] = {t, t, 1};
   kiln_status s = kiln__args_enqueue(&args, ctx, 3, global, local);
   if (s == KILN_OK) {
-    s = kiln__clblast_gemm(op, ctx, kiln__dtype_real_part(g->dt), 0, 0, g->m, 2 * g->n, 2 * g->k, real_scalar(1.0), g->a.mem,
-                           2 * g->a.off, 2 * g->a.ld, 2 * astride, b2->mem, 2 * elem_off(b2),
-                           2 * g->n, bstride ? 2 * b2n : 0, g->beta, g->c.mem, 2 * g->c.off,
-                           2 * g->c.ld, 2 * cstride, batch);
+    s = kiln__clblast_gemm(op, ctx, kiln__dtype_real_part(g->dt), 0, 0, g->m, 2 * g->n, 2 * g->k,
+                           real_scalar(1.0), g->a.mem, 2 * g->a.off, 2 * g->a.ld, 2 * astride,
+                           b2->mem, 2 * elem_off(b2), 2 * g->n, bstride ? 2 * b2n : 0, g->beta,
+                           g->c.mem, 2 * g->c.off, 2 * g->c.ld, 2 * cstride, batch);
   }
   kiln_tensor_release(b2);
   return s;
@@ -489,9 +489,14 @@ gemm_views(const char *op, kiln_context *ctx, int ta, int tb, kiln_complex128 al
   uint64_t matsize[3] = {ar * ac, br * bc, m * n};
   struct batch_plan plan;
   plan_batches(&ab, &bb, &cb, matsize, &plan);
-  kiln__ctx_lock(ctx);
-  s = gemm_plan_run(op, ctx, &g, &plan);
-  kiln__ctx_unlock(ctx);
+  /* Complex products may run as one real product (the CGEMM route): its precision's set. */
+  if (!g.small)
+    s = kiln__blas_xgemm_prepare(op, ctx, kiln__dtype_real_part(a->dtype));
+  if (s == KILN_OK) {
+    kiln__ctx_lock(ctx);
+    s = gemm_plan_run(op, ctx, &g, &plan);
+    kiln__ctx_unlock(ctx);
+  }
   if (s != KILN_OK)
     kiln__output_discard(c, made);
   return s;
@@ -718,6 +723,8 @@ kiln_syrk(kiln_context *ctx, kiln_uplo uplo, kiln_trans trans, double alpha, con
   uint64_t astride = ar * ac, cstride = n * n;
   int small = use_small(ctx, a->dtype, n, n, k, real_scalar(alpha), ROUTE_CHOOSE);
   count_route(small);
+  if (!small)
+    s = kiln__blas_xgemm_prepare(op, ctx, a->dtype);
   kiln__ctx_lock(ctx);
   if (small) {
     s = small_gemm(op, ctx, a->dtype, n, n, alpha == 0.0 ? 0 : k, real_scalar(alpha),

@@ -207,8 +207,8 @@ gemm_run(struct kiln__tune_problem *pb, const void *params)
 }
 
 /* A and B read, C written once: what the operation cannot avoid moving. */
-static double
-gemm_bytes(const struct kiln__tune_problem *pb)
+double
+kiln__gemm_tune_bytes(const struct kiln__tune_problem *pb)
 {
   return (double)(kiln_tensor_nbytes(pb->in[0]) + kiln_tensor_nbytes(pb->in[1]) +
                   kiln_tensor_nbytes(pb->out));
@@ -220,8 +220,8 @@ gemm_bytes(const struct kiln__tune_problem *pb)
  * 1/256 below 4, so every partial sum of a row is exact while kk < 2^14
  * (f32): both routes give the same bits in any summation order.
  */
-static kiln_status
-gemm_setup(struct kiln__tune_problem *pb)
+kiln_status
+kiln__gemm_tune_setup(struct kiln__tune_problem *pb)
 {
   int e = pb->k / 3, r = pb->k % 3;
   int64_t m = (int64_t)1 << (e + (r > 0)), n = (int64_t)1 << (e + (r > 1)), kk = (int64_t)1 << e;
@@ -251,10 +251,10 @@ static const struct kiln__tune_family gemm_tune = {
     .dtype_ok = gemm_dtype_ok,
     .defaults = gemm_defaults,
     .run = gemm_run,
-    .bytes = gemm_bytes,
+    .bytes = kiln__gemm_tune_bytes,
     .available = gemm_available,
     .needs = "CLBlast (a libkiln built with it, KILN_DEBUG_NO_CLBLAST unset)",
-    .setup = gemm_setup,
+    .setup = kiln__gemm_tune_setup,
     .same_run = gemm_same_run,
     .sizes = gemm_sizes,
     .nsizes = N_(gemm_sizes),

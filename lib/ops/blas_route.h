@@ -42,6 +42,27 @@ size_t kiln__dot_wg(const kiln_device_info *info);
  * elements of C. Runs where the device takes WG^2 work-items per group
  * (kiln__gemm_tiled_ok); elsewhere f16/bf16 use gemm_small.
  */
+struct kiln__tune_problem;
+/*
+ * The gemm tuner families' problem: [m, kk] x [kk, n] with m*n*kk = 2^k as square as powers of
+ * two allow, inputs whose products sum exactly in any order; and the bytes it must move.
+ */
+kiln_status kiln__gemm_tune_setup(struct kiln__tune_problem *pb);
+double kiln__gemm_tune_bytes(const struct kiln__tune_problem *pb);
+
+/*
+ * Puts the Xgemm parameters the xgemm tuner family chooses for dt on ctx's device in force in
+ * CLBlast (lib/ops/blas_xgemm.c) before a CLBlast GEMM or SYRK: the tuned set, else the
+ * device's default set (CLBlast's own database where kiln knows no better). dt other than
+ * f32/f64, or no CLBlast: nothing to do. Statuses: those of kiln__clblast_xgemm_override.
+ * Call it before taking ctx->lock: the lookup may tune online.
+ */
+kiln_status kiln__blas_xgemm_prepare(const char *op, kiln_context *ctx, kiln_dtype dt);
+
+/* Test hook: puts Xgemm set `set` (0..10, 0 CLBlast's database) of dt in force on ctx's device
+ * whatever the device type, as kiln__blas_xgemm_prepare would. */
+kiln_status kiln__blas_xgemm_test_apply(kiln_context *ctx, kiln_dtype dt, uint32_t set);
+
 #define KILN__GEMM_TILED_WG 16
 #define KILN__GEMM_TILED_RB 8
 int kiln__gemm_tiled_ok(const kiln_device_info *info);

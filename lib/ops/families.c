@@ -10,7 +10,7 @@ const struct kiln__family *const kiln__families[] = {
     &kiln__index_family,       &kiln__create_family,
     &kiln__random_family,      &kiln__fft_family,
     &kiln__blas_family,        &kiln__nn_family,
-    NULL,
+    &kiln__xgemm_family,       NULL,
 };
 
 _Static_assert(sizeof kiln__families / sizeof kiln__families[0] - 1 <= KILN__FAMILY_SLOTS,

@@ -16,6 +16,7 @@ extern const struct kiln__family kiln__index_family;
 extern const struct kiln__family kiln__create_family;
 extern const struct kiln__family kiln__random_family;
 extern const struct kiln__family kiln__blas_family;
+extern const struct kiln__family kiln__xgemm_family;
 extern const struct kiln__family kiln__fft_family;
 extern const struct kiln__family kiln__nn_family;
 

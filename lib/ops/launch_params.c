@@ -377,9 +377,32 @@ red_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params
 static void
 scan_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
 {
-  (void)layout;
   (void)dtype;
-  kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, params);
+  kiln__launch_params *p = params;
+  kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, p);
+  if (!ctx->info.is_gpu)
+    return;
+  /*
+   * Measured on an H200 (`kiln tune --family scan`, docs/perf-data/h200-tune-scan.json): at
+   * 2^20, 2^24 and 2^26 elements every tuned row key split rows of 1024 from 1024 on into
+   * chunks of 32-item groups, each item folding 4 elements (3.1-15x faster than the generic
+   * defaults, whose 256 x 8 tile was twice a row); whole-tensor scans liked 128 x 4 tiles in
+   * many groups (1.3-1.9x); column scans narrow groups split from 1024 rows on, as the column
+   * reductions do.
+   */
+  if (layout == KILN__LAYOUT_ROW) {
+    p->wg_size = 32;
+    p->items_per_thread = 4;
+    p->two_pass_min = 1024;
+    p->groups_per_cu = 16;
+  } else if (layout == KILN__LAYOUT_FULL) {
+    p->wg_size = 128;
+    p->items_per_thread = 4;
+    p->two_pass_min = 8192;
+    p->groups_per_cu = 8;
+  } else {
+    kiln__launch_params_columns(ctx, p);
+  }
 }
 
 static kiln_status

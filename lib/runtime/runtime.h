@@ -49,7 +49,7 @@ struct kiln__program {
 };
 
 /* Most op families a build can hold (runtime/family.h: their per-context state slots). */
-#define KILN__FAMILY_SLOTS 16
+#define KILN__FAMILY_SLOTS 32
 
 struct kiln_context {
   uint32_t magic;

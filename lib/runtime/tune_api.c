@@ -1,7 +1,6 @@
 /* The public autotuner API (include/kiln/tune.h) and the test hooks of runtime/tuner.h. */
 #include "runtime/tune_internal.h"
 
-
 #include <math.h>
 #include <stdalign.h>
 #include <stdatomic.h>
@@ -45,7 +44,8 @@ init_family_names(void)
   }
   for (int i = 0; i < kiln__tn_nfam(); i++) {
     size_t used = 0;
-    for (size_t p = 0; p < kiln__tn_fam_at(i)->nparams && used < sizeof family_param_names[i]; p++) {
+    for (size_t p = 0; p < kiln__tn_fam_at(i)->nparams && used < sizeof family_param_names[i];
+         p++) {
       int w = snprintf(family_param_names[i] + used, sizeof family_param_names[i] - used, "%s%s",
                        p ? " " : "", kiln__tn_fam_at(i)->params[p].name);
       used += w > 0 ? (size_t)w : 0;
@@ -58,8 +58,8 @@ kiln_tune_family_get(size_t index, kiln_tune_family_desc *out)
 {
   static const char op[] = "kiln_tune_family_get";
   KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
-  KILN_RETURN_IF(index >= (size_t)kiln__tn_nfam(), KILN_ERR_NOT_FOUND, op, "no family %zu (there are %d)",
-                 index, kiln__tn_nfam());
+  KILN_RETURN_IF(index >= (size_t)kiln__tn_nfam(), KILN_ERR_NOT_FOUND, op,
+                 "no family %zu (there are %d)", index, kiln__tn_nfam());
   pthread_once(&family_names_once, init_family_names);
   const struct kiln__tune_family *f = kiln__tn_fam_at(index);
   out->name = f->name;
@@ -113,13 +113,14 @@ kiln_tune_bucket_name(const char *family, const char *layout, uint64_t elements,
                  "NULL layout or buf, or 0 elements");
   int l = -1;
   for (int i = 0; i < KILN__LAYOUT_N; i++)
-    if (strcmp(layout, kiln__tn_layout_names[i]) == 0 && (kiln__tn_fam_at(fam)->layouts & (1u << i)))
+    if (strcmp(layout, kiln__tn_layout_names[i]) == 0 &&
+        (kiln__tn_fam_at(fam)->layouts & (1u << i)))
       l = i;
   KILN_RETURN_IF(l < 0, KILN_ERR_NOT_FOUND, op, "%s has no layout \"%s\" (it has: %s)", family,
                  layout, kiln__tn_fam_at(fam)->layout_names);
   int k = kiln__tn_log2_floor(elements);
-  KILN_RETURN_IF(k < kiln__tn_layout_min_k((enum kiln__tune_layout)l), KILN_ERR_INVALID_ARGUMENT, op,
-                 "a %s problem has at least 4 elements", layout);
+  KILN_RETURN_IF(k < kiln__tn_layout_min_k((enum kiln__tune_layout)l), KILN_ERR_INVALID_ARGUMENT,
+                 op, "a %s problem has at least 4 elements", layout);
   char b[32];
   kiln__tn_bucket_text(l, k > MAX_LOG2 ? MAX_LOG2 : k, b, sizeof b);
   KILN_RETURN_IF(strlen(b) + 1 > len, KILN_ERR_INVALID_ARGUMENT, op,
@@ -137,10 +138,10 @@ kiln_tune_params_get(kiln_context *ctx, const char *family, kiln_dtype dtype, co
   int fam = -1, layout, k;
   KILN_TRY(family_arg(op, family, &fam));
   KILN_TRY(dtype_arg(op, ctx, fam, dtype));
-  KILN_RETURN_IF(!buf || !bucket || kiln__tn_parse_bucket(kiln__tn_fam_at(fam), bucket, &layout, &k) != 0,
-                 KILN_ERR_INVALID_ARGUMENT, op,
-                 "bucket \"%s\" is not <layout>.2^<k> with a layout of %s (%s)",
-                 bucket ? bucket : "(null)", family, kiln__tn_fam_at(fam)->layout_names);
+  KILN_RETURN_IF(
+      !buf || !bucket || kiln__tn_parse_bucket(kiln__tn_fam_at(fam), bucket, &layout, &k) != 0,
+      KILN_ERR_INVALID_ARGUMENT, op, "bucket \"%s\" is not <layout>.2^<k> with a layout of %s (%s)",
+      bucket ? bucket : "(null)", family, kiln__tn_fam_at(fam)->layout_names);
   pbuf p;
   /* A query: never starts online tuning, and leaves the key untried for it. */
   int src = kiln__tn_resolve(ctx, fam, dtype, layout, k, p.b, NULL);
@@ -170,8 +171,8 @@ parse_params(const char *op, const struct kiln__tune_family *f, const char *text
     while (*end && *end != ' ' && *end != '\t')
       end++;
     const char *eq = memchr(s, '=', (size_t)(end - s));
-    KILN_RETURN_IF(!eq, KILN_ERR_INVALID_ARGUMENT, op, "\"%.*s\" is not name=value",
-                   (int)(end - s), s);
+    KILN_RETURN_IF(!eq, KILN_ERR_INVALID_ARGUMENT, op, "\"%.*s\" is not name=value", (int)(end - s),
+                   s);
     char name[KILN__TF_NAME_LEN];
     KILN_RETURN_IF((size_t)(eq - s) >= sizeof name, KILN_ERR_INVALID_ARGUMENT, op,
                    "parameter name \"%.*s\" too long", (int)(eq - s), s);
@@ -179,8 +180,9 @@ parse_params(const char *op, const struct kiln__tune_family *f, const char *text
     name[eq - s] = 0;
     int p = kiln__tn_find_param(f, name);
     KILN_RETURN_IF(p < 0, KILN_ERR_INVALID_ARGUMENT, op, "%s has no parameter \"%s\" (it has: %s)",
-                   f->name, name, (pthread_once(&family_names_once, init_family_names),
-                                   family_param_names[kiln__tn_fam_index(f)]));
+                   f->name, name,
+                   (pthread_once(&family_names_once, init_family_names),
+                    family_param_names[kiln__tn_fam_index(f)]));
     KILN_RETURN_IF(*mask & (1u << p), KILN_ERR_INVALID_ARGUMENT, op, "%s given twice", name);
     uint64_t v = 0;
     const char *d = eq + 1;
@@ -251,8 +253,7 @@ kiln_tune_override(kiln_context *ctx, const char *family, kiln_dtype dtype, cons
 }
 
 kiln_status
-kiln_tune_run(kiln_context *ctx, const kiln_tune_request *req, kiln_tune_progress_fn fn,
-              void *user)
+kiln_tune_run(kiln_context *ctx, const kiln_tune_request *req, kiln_tune_progress_fn fn, void *user)
 {
   static const char op[] = "kiln_tune_run";
   KILN_TRY(kiln__ctx_check(op, ctx));
@@ -312,14 +313,17 @@ kiln_tune_run(kiln_context *ctx, const kiln_tune_request *req, kiln_tune_progres
   KILN_RETURN_IF(!keys, KILN_ERR_HOST_MEMORY, op, "out of memory");
   size_t nkeys = 0;
   for (int fam = 0; fam < kiln__tn_nfam(); fam++) {
-    if ((only >= 0 && fam != only) || !kiln__tn_family_available(kiln__tn_fam_at(fam), ctx))
+    const char *part_of = kiln__tn_fam_at(fam)->part_of;
+    int wanted =
+        only < 0 || fam == only || (part_of && strcmp(part_of, kiln__tn_fam_at(only)->name) == 0);
+    if (!wanted || !kiln__tn_family_available(kiln__tn_fam_at(fam), ctx))
       continue;
-    const uint64_t *sizes = req->sizes            ? req->sizes
+    const uint64_t *sizes = req->sizes                    ? req->sizes
                             : kiln__tn_fam_at(fam)->sizes ? kiln__tn_fam_at(fam)->sizes
-                                                  : default_sizes;
-    size_t nsizes = req->sizes            ? req->nsizes
+                                                          : default_sizes;
+    size_t nsizes = req->sizes                    ? req->nsizes
                     : kiln__tn_fam_at(fam)->sizes ? kiln__tn_fam_at(fam)->nsizes
-                                          : N_(default_sizes);
+                                                  : N_(default_sizes);
     for (size_t d = 0; d < ndt; d++) {
       if (!kiln__tn_fam_at(fam)->dtype_ok(dts[d]) || !kiln__device_has_dtype(&ctx->info, dts[d]))
         continue;
@@ -343,8 +347,8 @@ kiln_tune_run(kiln_context *ctx, const kiln_tune_request *req, kiln_tune_progres
     kiln__tn_ensure_loaded(ctx, ctx->tuner);
   kiln__error_saved saved;
   kiln__error_save(&saved);
-  struct tune_opts o = {req->quick != 0, req->reps ? req->reps : 5, !req->no_store, fn, user,
-                        0, nkeys, 0};
+  struct tune_opts o = {
+      req->quick != 0, req->reps ? req->reps : 5, !req->no_store, fn, user, 0, nkeys, 0};
   kiln_status first_store_failure = KILN_OK;
   char store_msg[2048] = "";
   int profiled = 0;
@@ -356,8 +360,9 @@ kiln_tune_run(kiln_context *ctx, const kiln_tune_request *req, kiln_tune_progres
       profiled = 1;
       break;
     }
-    kiln_status s = kiln__tn_tune_key(ctx, (int)(keys[i] >> 24), (kiln_dtype)((keys[i] >> 16) & 0xff),
-                             (int)((keys[i] >> 8) & 0xff), (int)(keys[i] & 0xff), &o, &res);
+    kiln_status s =
+        kiln__tn_tune_key(ctx, (int)(keys[i] >> 24), (kiln_dtype)((keys[i] >> 16) & 0xff),
+                          (int)((keys[i] >> 8) & 0xff), (int)(keys[i] & 0xff), &o, &res);
     kiln__tn_tune_release(ctx);
     if (s == KILN_ERR_IO && first_store_failure == KILN_OK) {
       first_store_failure = s;
@@ -548,8 +553,10 @@ kiln_tune_import(kiln_context *ctx, const char *path, unsigned flags, size_t *im
     return kiln__fail(s, op, 0, "out of memory");
   }
   if (bad)
-    kiln__log(KILN__LOG_INFO, "%s: %zu entries with unknown families, dtypes, buckets or "
-                              "parameters skipped", path, bad);
+    kiln__log(KILN__LOG_INFO,
+              "%s: %zu entries with unknown families, dtypes, buckets or "
+              "parameters skipped",
+              path, bad);
   if (imported)
     *imported = taken;
   char tdir[4200], fpath[4600];
@@ -578,7 +585,8 @@ kiln__tune_set_identity(kiln_context *ctx, const char *device, const char *drive
   if (!t)
     return;
   pthread_mutex_lock(&t->lock);
-  kiln__tn_set_identity(t, device ? device : ctx->info.name, driver ? driver : ctx->info.driver_version);
+  kiln__tn_set_identity(t, device ? device : ctx->info.name,
+                        driver ? driver : ctx->info.driver_version);
   t->ntried = 0;
   pthread_mutex_unlock(&t->lock);
   atomic_store(&t->loaded, 0);

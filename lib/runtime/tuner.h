@@ -70,6 +70,7 @@ struct kiln__tune_problem {
  */
 struct kiln__tune_family {
   const char *name, *description;
+  const char *part_of;         /* a request to tune that family tunes this one too; NULL: none */
   const char *source;          /* embedded source of the timed op's kernels; NULL: none */
   const char *kernel_prefix;   /* names of the timed op's kernels: they bound the work-group size */
   size_t local_bytes_per_item; /* local memory a work-item of its cooperative kernels needs */

@@ -24,9 +24,9 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "ops/blas_route.h"
 #include "ops/tuned.h"
 #include "runtime/tune_file.h"
-#include "ops/blas_route.h"
 #include "runtime/tuner.h"
 
 extern char **environ;
@@ -486,14 +486,15 @@ START_TEST(corrupt_files_are_misses)
   char *dir = harness_tempdir();
   kiln_context *ctx = use(dir, "Fake Device", "1.0");
   static const char *const bad[] = {
-      "\x7f" "ELF\x01\x02garbage\n\x00\x01",
+      "\x7f"
+      "ELF\x01\x02garbage\n\x00\x01",
       "kiln-tuning v9\nv1 reduce f32 row.2^16 wg_size=64 time_ns=1 default_ns=2\n",
-      "kiln-tuning v1\nv1 reduce f32 row.2^16 wg_size=0 time_ns=1 default_ns=2\n", /* range */
-      "kiln-tuning v1\nv1 reduce f32 row.2^16 bogus=3 time_ns=1 default_ns=2\n",   /* name */
-      "kiln-tuning v1\nv1 reduce f32 row.2^99 wg_size=64 time_ns=1 default_ns=2\n", /* bucket */
-      "kiln-tuning v1\nv1 reduce q32 row.2^16 wg_size=64 time_ns=1 default_ns=2\n", /* dtype */
+      "kiln-tuning v1\nv1 reduce f32 row.2^16 wg_size=0 time_ns=1 default_ns=2\n",   /* range */
+      "kiln-tuning v1\nv1 reduce f32 row.2^16 bogus=3 time_ns=1 default_ns=2\n",     /* name */
+      "kiln-tuning v1\nv1 reduce f32 row.2^99 wg_size=64 time_ns=1 default_ns=2\n",  /* bucket */
+      "kiln-tuning v1\nv1 reduce q32 row.2^16 wg_size=64 time_ns=1 default_ns=2\n",  /* dtype */
       "kiln-tuning v1\nv1 reduce f32 flat.2^16 wg_size=64 time_ns=1 default_ns=2\n", /* layout */
-      "kiln-tuning v1\nv1 reduce f32 row.2^16 wg_size=64 time_ns=1 defau", /* truncated */
+      "kiln-tuning v1\nv1 reduce f32 row.2^16 wg_size=64 time_ns=1 defau",           /* truncated */
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     const char *path = plant(dir, "Fake Device", "1.0", "");
@@ -622,8 +623,8 @@ START_TEST(new_dtype_keys)
     KOK(kiln_tune_family_supports(keys[i].family, keys[i].dt, &sup));
     char buf[256];
     kiln_tune_source src;
-    kiln_status st =
-        kiln_tune_params_get(ctx, keys[i].family, keys[i].dt, keys[i].bucket, buf, sizeof buf, &src);
+    kiln_status st = kiln_tune_params_get(ctx, keys[i].family, keys[i].dt, keys[i].bucket, buf,
+                                          sizeof buf, &src);
     if (!sup) {
       ck_assert_int_eq(st, KILN_ERR_INVALID_ARGUMENT);
       continue;
@@ -747,7 +748,9 @@ START_TEST(modes)
   static const struct {
     const char *value;
     int64_t mode;
-  } env[] = {{"off", KILN_TUNE_OFF}, {"ONLINE", KILN_TUNE_ONLINE}, {"cached", KILN_TUNE_CACHED},
+  } env[] = {{"off", KILN_TUNE_OFF},
+             {"ONLINE", KILN_TUNE_ONLINE},
+             {"cached", KILN_TUNE_CACHED},
              {"sometimes", KILN_TUNE_CACHED}};
   for (size_t i = 0; i < 4; i++) {
     setenv("KILN_TUNE", env[i].value, 1);
@@ -784,8 +787,8 @@ START_TEST(override_api)
   const char *g = strstr(def, "groups_per_cu=");
   snprintf(tok, sizeof tok, "%.*s", (int)strcspn(g, " "), g);
   ck_assert_ptr_nonnull(strstr(buf, tok)); /* the parameters not named are untouched */
-  check_row_sums(ctx, 16, 1024); /* runs, and right, with the overridden values */
-  check_row_sums(ctx, 2, 70000); /* two-pass from 1024 on */
+  check_row_sums(ctx, 16, 1024);           /* runs, and right, with the overridden values */
+  check_row_sums(ctx, 2, 70000);           /* two-pass from 1024 on */
 
   /* Overrides apply in mode OFF too; other dtypes and families are not affected. */
   KOK(kiln_context_set_option(ctx, KILN_OPT_TUNE_MODE, KILN_TUNE_OFF));
@@ -826,8 +829,7 @@ START_TEST(override_api)
   KEXPECT(kiln_tune_override(ctx, "reduce", (kiln_dtype)99, NULL, "wg_size=4"),
           KILN_ERR_INVALID_ARGUMENT);
   KEXPECT(kiln_tune_override(ctx, "nosuch", KILN_F32, NULL, "wg_size=4"), KILN_ERR_NOT_FOUND);
-  KEXPECT(kiln_tune_override(NULL, "reduce", KILN_F32, NULL, "wg_size=4"),
-          KILN_ERR_INVALID_HANDLE);
+  KEXPECT(kiln_tune_override(NULL, "reduce", KILN_F32, NULL, "wg_size=4"), KILN_ERR_INVALID_HANDLE);
   KEXPECT(kiln_tune_params_get(ctx, "reduce", KILN_F32, "row.2^1", buf, sizeof buf, NULL),
           KILN_ERR_INVALID_ARGUMENT);
   KEXPECT(kiln_tune_params_get(ctx, "reduce", KILN_F32, "row.2^14", buf, 8, NULL),
@@ -916,7 +918,8 @@ START_TEST(wrong_candidate_never_wins)
   size_t len;
   char *text = read_all(path, &len);
   ck_assert_ptr_nonnull(text);
-  /* The failure is recorded with the candidate's whole parameter set: the defaults' other values. */
+  /* The failure is recorded with the candidate's whole parameter set: the defaults' other values.
+   */
   char want_line[400];
   snprintf(want_line, sizeof want_line, "v1 elementwise f32 flat.2^12 wg_size=64%s failed=wrong\n",
            strchr(def, ' ') ? strchr(def, ' ') : "");
@@ -1154,7 +1157,9 @@ START_TEST(run_list_import_export)
   ck_assert_str_eq(d.name, "reduce");
   ck_assert_ptr_nonnull(strstr(d.params, "two_pass_min"));
   ck_assert_str_eq(d.layouts, "full row col");
-  KEXPECT(kiln_tune_family_get(5, &d), KILN_ERR_NOT_FOUND);
+  KOK(kiln_tune_family_get(5, &d));
+  ck_assert_str_eq(d.name, "xgemm");
+  KEXPECT(kiln_tune_family_get(6, &d), KILN_ERR_NOT_FOUND);
   char b[32];
   KOK(kiln_tune_bucket_name("reduce", "col", 1500000, b, sizeof b));
   ck_assert_str_eq(b, "col.2^20");
@@ -1379,6 +1384,104 @@ matmul_route(kiln_context *ctx, int64_t m, int64_t k, int64_t n)
 {
   return matmul_route_counted(ctx, m, k, n, 1);
 }
+
+/*
+ * The Xgemm parameter sets of the xgemm family compute right products through CLBlast (its
+ * tuner only runs on GPUs; here the sets are put in force by hand on the test device). The
+ * product is large enough for CLBlast's indirect Xgemm path (its direct kernel serves small
+ * ones) and odd-sized, so the padding around the tiles is exercised too. Each set is a CLBlast
+ * build of about 7 s of CPU on PoCL, so the suite checks the sets kiln's defaults use and
+ * KILN_TEST_XGEMM_ALL=1 all twenty; the tuner itself never stores a set whose product differs
+ * from the default's (the validation every family's candidates go through).
+ */
+#define XGEMM_F32_CHECKED 1
+#define XGEMM_F64_CHECKED 4
+/* Host doubles to and from an f32 or f64 tensor of n elements. */
+static kiln_status
+upload_as(kiln_tensor *t, const double *v, size_t n)
+{
+  if (kiln_tensor_dtype(t) == KILN_F64)
+    return kiln_tensor_upload(t, v, n * sizeof(double));
+  float *f = malloc(n * sizeof(float));
+  ck_assert_ptr_nonnull(f);
+  for (size_t i = 0; i < n; i++)
+    f[i] = (float)v[i];
+  kiln_status s = kiln_tensor_upload(t, f, n * sizeof(float));
+  free(f);
+  return s;
+}
+
+static kiln_status
+download_as(const kiln_tensor *t, double *v, size_t n)
+{
+  if (kiln_tensor_dtype(t) == KILN_F64)
+    return kiln_tensor_download(t, v, n * sizeof(double));
+  float *f = malloc(n * sizeof(float));
+  ck_assert_ptr_nonnull(f);
+  kiln_status s = kiln_tensor_download(t, f, n * sizeof(float));
+  for (size_t i = 0; i < n; i++)
+    v[i] = f[i];
+  free(f);
+  return s;
+}
+
+START_TEST(xgemm_sets_compute_products)
+{
+  if (!kiln_blas_has_clblast())
+    return;
+  kiln_context *ctx = harness_ctx();
+  const char *env = getenv("KILN_TEST_XGEMM_ALL");
+  int all = env && strcmp(env, "1") == 0;
+  const int64_t m = 521, k = 389, n = 263;
+  int64_t as[2] = {m, k}, bs[2] = {k, n};
+  double *a = malloc(sizeof(double) * (size_t)(m * k)),
+         *b = malloc(sizeof(double) * (size_t)(k * n));
+  double *ref = calloc((size_t)(m * n), sizeof(double)),
+         *got = malloc(sizeof(double) * (size_t)(m * n));
+  ck_assert(a && b && ref && got);
+  /* Multiples of 1/16 in [-2, 2]: every partial sum is exact in f32 and f64. */
+  for (int64_t i = 0; i < m * k; i++)
+    a[i] = (double)((i * 7919 + 13) % 64 - 32) / 16.0;
+  for (int64_t i = 0; i < k * n; i++)
+    b[i] = (double)((i * 104729 + 5) % 64 - 32) / 16.0;
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t p = 0; p < k; p++)
+      for (int64_t j = 0; j < n; j++)
+        ref[i * n + j] += a[i * k + p] * b[p * n + j];
+  for (int d = 0; d < 2; d++) {
+    kiln_dtype dt = d ? KILN_F64 : KILN_F32;
+    if (dt == KILN_F64 && !harness_has_fp64())
+      continue;
+    kiln_tensor *ta = NULL, *tb = NULL;
+    KOK(kiln_tensor_create(ctx, dt, 2, as, &ta));
+    KOK(kiln_tensor_create(ctx, dt, 2, bs, &tb));
+    KOK(upload_as(ta, a, (size_t)(m * k)));
+    KOK(upload_as(tb, b, (size_t)(k * n)));
+    for (uint32_t set = 1; set <= 10; set++) {
+      if (!all && set != (dt == KILN_F64 ? XGEMM_F64_CHECKED : XGEMM_F32_CHECKED))
+        continue;
+      KOK(kiln__blas_xgemm_test_apply(ctx, dt, set));
+      kiln_tensor *c = NULL;
+      KOK(kiln__matmul_routed(ctx, ta, tb, KILN__GEMM_ROUTE_CLBLAST, &c));
+      KOK(download_as(c, got, (size_t)(m * n)));
+      for (int64_t i = 0; i < m * n; i++)
+        ck_assert_msg(got[i] == ref[i], "%s set %u: C[%lld] = %g, expected %g", kiln_dtype_name(dt),
+                      set, (long long)i, got[i], ref[i]);
+      kiln_tensor_release(c);
+    }
+    /* CLBlast's own parameters cannot come back once overridden: refused, not ignored. */
+    KEXPECT(kiln__blas_xgemm_test_apply(ctx, dt, 0), KILN_ERR_UNSUPPORTED);
+    KEXPECT(kiln__blas_xgemm_test_apply(ctx, dt, 11), KILN_ERR_INVALID_ARGUMENT);
+    kiln_tensor_release(ta);
+    kiln_tensor_release(tb);
+  }
+  free(a);
+  free(b);
+  free(ref);
+  free(got);
+  kiln_context_release(ctx);
+}
+END_TEST
 
 START_TEST(gemm_family_routes)
 {
@@ -1710,6 +1813,11 @@ tuner_suite(void)
   tcase_add_test(choices, gemm_family_routes);
   tcase_set_timeout(choices, 180);
   suite_add_tcase(s, choices);
+  /* CLBlast builds its GEMM program once per parameter set: 20 builds. */
+  TCase *xgemm = tcase_create("xgemm");
+  tcase_add_test(xgemm, xgemm_sets_compute_products);
+  tcase_set_timeout(xgemm, 300);
+  suite_add_tcase(s, xgemm);
   /* Online tuning of eight keys at once: tens of seconds with a cold PoCL cache. */
   TCase *threads = tcase_create("threads");
   tcase_add_test(threads, online_tuning_shared_by_threads);
