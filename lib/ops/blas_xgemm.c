@@ -95,13 +95,18 @@ xgemm_available(const kiln_context *ctx)
   return kiln__blas_use_clblast(ctx) && ctx->info.is_gpu;
 }
 
+/*
+ * NVIDIA GPUs start from the sets measured best on an H200 (`kiln tune --family xgemm --dtype
+ * f32,f64`, docs/perf-data/h200-2026-12-01-issue21/tune-xgemm.json): f32 set 8 at 40.6 TFLOP/s
+ * on 4096^3 against 29.5 with CLBlast's generic NVIDIA set, f64 set 9 at 17.8 against 11.7.
+ * Other devices keep CLBlast's database, which was tuned on many of them.
+ */
 static void
 xgemm_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
 {
-  (void)ctx;
-  (void)dtype;
   (void)layout;
-  *(uint32_t *)params = 0;
+  int nvidia = ctx->info.is_gpu && strstr(ctx->info.vendor, "NVIDIA") != NULL;
+  *(uint32_t *)params = !nvidia ? 0 : dtype == KILN_F64 ? 9 : 8;
 }
 
 static kiln_status

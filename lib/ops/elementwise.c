@@ -248,14 +248,16 @@ bcast_tail_args(kiln__args *args, const kiln_tensor *out, cl_ulong n, cl_uint nd
 
 /*
  * The 2-D grid of a broadcast launch over n > 0 elements: dimension 0 over
- * the innermost merged dimension, 1 over rows. Returns whether it covers
- * every element (then the kernels do one element per work-item: flag 8).
+ * the innermost merged dimension, `items` elements per work-item (the
+ * KILN_EW_ITEMS the program is built with), 1 over rows. Returns whether it
+ * covers every element (then the kernels skip their grid-stride loops: flag 8).
  */
 static int
 bcast_grid(const kiln_context *ctx, uint64_t n, uint32_t ndim, const kiln__bcast *plan,
-           size_t global[2], size_t local[2])
+           uint32_t items, size_t global[2], size_t local[2])
 {
   uint64_t inner = plan->shape[ndim - 1], rows = n / inner;
+  uint64_t units = (inner + items - 1) / items;
   /*
    * Two local shapes only: PoCL compiles a specialised kernel for every new
    * local size at first launch (~0.1-0.5 s each), so adapting the shape to
@@ -264,7 +266,7 @@ bcast_grid(const kiln_context *ctx, uint64_t n, uint32_t ndim, const kiln__bcast
   size_t l0 = inner >= 32 || ctx->wg_size < 256 ? ctx->wg_size : 16;
   size_t l1 = ctx->wg_size / l0;
   /* Caps keep the grid within 2^31 work-items; the kernels loop over the rest. */
-  uint64_t g0 = (inner < ((uint64_t)1 << 24) ? inner : ((uint64_t)1 << 24)) + l0 - 1;
+  uint64_t g0 = (units < ((uint64_t)1 << 24) ? units : ((uint64_t)1 << 24)) + l0 - 1;
   g0 -= g0 % l0;
   uint64_t max_rows = ((uint64_t)1 << 31) / g0;
   uint64_t g1 = (rows < max_rows ? rows : max_rows) + l1 - 1;
@@ -275,7 +277,7 @@ bcast_grid(const kiln_context *ctx, uint64_t n, uint32_t ndim, const kiln__bcast
   global[1] = (size_t)g1;
   local[0] = l0;
   local[1] = l1;
-  return g0 >= inner && g1 >= rows;
+  return g0 >= units && g1 >= rows;
 }
 
 /* How a binary or where kernel runs over n elements: flat, or 2-D over a broadcast plan. */
@@ -292,11 +294,13 @@ bcast_launch_for(kiln_context *ctx, kiln_dtype dtype, uint64_t n, uint32_t ndim,
                  const kiln__bcast *plan, int flat, const kiln_tensor *const *ts, size_t nts)
 {
   bcast_launch l = {flat, {ctx->wg_size, {0, 0, 0, 0}}, {0, 0}, {0, 0}, 0};
-  if (flat)
-    l.sh = flat_shape_for(ctx, dtype, n, ts, nts);
-  else if (n)
-    l.flags = 4u | (bcast_grid(ctx, n, ndim, plan, l.global, l.local) ? 8u : 0u);
-  else
+  /* Broadcast launches run in the program a flat launch of n elements takes (no build of
+   * their own): scalar accesses, its items per work-item. */
+  l.sh = flat_shape_for(ctx, dtype, n, ts, nts);
+  if (!flat && n)
+    l.flags =
+        4u | (bcast_grid(ctx, n, ndim, plan, l.sh.variant.ew_items, l.global, l.local) ? 8u : 0u);
+  else if (!flat)
     l.flags = 4u;
   return l;
 }

@@ -387,8 +387,9 @@ scan_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *param
    * 2^20, 2^24 and 2^26 elements every tuned row key split rows of 1024 from 1024 on into
    * chunks of 32-item groups, each item folding 4 elements (3.1-15x faster than the generic
    * defaults, whose 256 x 8 tile was twice a row); whole-tensor scans liked 128 x 4 tiles in
-   * many groups (1.3-1.9x); column scans narrow groups split from 1024 rows on, as the column
-   * reductions do.
+   * many groups (1.3-1.9x). Column scans keep the generic defaults: the column reductions'
+   * narrow groups ran cumsum over axis 0 of [1024, 65536] at 0.30x PyTorch against the
+   * generic 0.70x (docs/perf-data/h200-2026-12-01-issue21).
    */
   if (layout == KILN__LAYOUT_ROW) {
     p->wg_size = 32;
@@ -400,8 +401,6 @@ scan_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *param
     p->items_per_thread = 4;
     p->two_pass_min = 8192;
     p->groups_per_cu = 8;
-  } else {
-    kiln__launch_params_columns(ctx, p);
   }
 }
 

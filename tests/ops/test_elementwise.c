@@ -2612,6 +2612,29 @@ START_TEST(flat_shape_case)
       KOK(kiln_tensor_download(y, got, n * esz));
       FLAT_CHECK("where(c, a, b)", dt, got, n, hc[i] ? flat_value(dt, i, 0) : flat_value(dt, i, 1));
 
+      /* Broadcasts run in the same program with its items per work-item: a [rows, 61] view
+       * of a plus b's first 61 elements as a row, and minus b's first rows as a column. */
+      if (n >= 61) {
+        int64_t rows = (int64_t)(n / 61), s2[2] = {rows, 61}, srow[1] = {61}, scol[2] = {rows, 1};
+        uint64_t n2 = (uint64_t)rows * 61;
+        kiln_tensor *a2, *brow, *bcol, *y2 = NULL;
+        KOK(kiln_tensor_wrap(ctx, mem, off * esz, dt, 2, s2, &a2));
+        KOK(kiln_tensor_wrap(ctx, mem, stride + off * esz, dt, 1, srow, &brow));
+        KOK(kiln_tensor_wrap(ctx, mem, stride + off * esz, dt, 2, scol, &bcol));
+        KOK(kiln_binary(ctx, KILN_OP_ADD, a2, brow, &y2));
+        KOK(kiln_tensor_download(y2, got, n2 * esz));
+        FLAT_CHECK("a[rows,61] + b[61]", dt, got, n2,
+                   flat_value(dt, i, 0) + flat_value(dt, i % 61, 1));
+        KOK(kiln_binary(ctx, KILN_OP_SUB, a2, bcol, &y2));
+        KOK(kiln_tensor_download(y2, got, n2 * esz));
+        FLAT_CHECK("a[rows,61] - b[rows,1]", dt, got, n2,
+                   flat_value(dt, i, 0) - flat_value(dt, i / 61, 1));
+        KOK(kiln_tensor_release(y2));
+        KOK(kiln_tensor_release(bcol));
+        KOK(kiln_tensor_release(brow));
+        KOK(kiln_tensor_release(a2));
+      }
+
       /* In place: each item's loads come before its stores. */
       KOK(kiln_binary(ctx, KILN_OP_ADD, a, b, &a));
       KOK(kiln_tensor_download(a, got, n * esz));

@@ -1394,8 +1394,8 @@ matmul_route(kiln_context *ctx, int64_t m, int64_t k, int64_t n)
  * KILN_TEST_XGEMM_ALL=1 all twenty; the tuner itself never stores a set whose product differs
  * from the default's (the validation every family's candidates go through).
  */
-#define XGEMM_F32_CHECKED 1
-#define XGEMM_F64_CHECKED 4
+#define XGEMM_F32_CHECKED 8
+#define XGEMM_F64_CHECKED 9
 /* Host doubles to and from an f32 or f64 tensor of n elements. */
 static kiln_status
 upload_as(kiln_tensor *t, const double *v, size_t n)
