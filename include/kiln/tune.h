@@ -71,6 +71,7 @@ typedef enum kiln_tune_source {
   KILN_TUNE_SOURCE_STORED = 1,       /**< the tuning file of this device and driver */
   KILN_TUNE_SOURCE_OTHER_DRIVER = 2, /**< the file of this device with another driver */
   KILN_TUNE_SOURCE_OVERRIDE = 3,     /**< kiln_tune_override() */
+  KILN_TUNE_SOURCE_PACKAGED = 4,     /**< the tuning file installed with kiln for this device */
 } kiln_tune_source;
 
 /** A tuned family, as kiln_tune_family_get() describes it. Strings are static. */

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "core/env.h"
+#include "kiln_config.h"
 #include "core/dtype_traits.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -385,14 +386,51 @@ cache_dir_of(kiln_context *ctx, char *out, size_t len)
   kiln__ctx_unlock(ctx);
 }
 
-/* Reads the exact and other-driver files for dir (t->lock held). */
+/*
+ * The tuning file installed with kiln for this device (data/tuning/<device>.txt, matched by
+ * the normalised device name whatever its driver line says): it fills only keys the local
+ * files leave open, so a result tuned here always wins (t->lock held).
+ */
+static void
+load_packaged(struct kiln__tuner *t)
+{
+  const char *dir = kiln__env(KILN__ENV_TEST_TUNING_DATA);
+  if (!dir)
+    dir = KILN_TUNING_DATA_DIR;
+  if (!dir[0])
+    return;
+  char path[4400];
+  if (snprintf(path, sizeof path, "%s/%s.txt", dir, t->dev) >= (int)sizeof path)
+    return;
+  struct kiln__tf_table tab;
+  const char *why = "";
+  int got = kiln__tf_read(path, &tab, &why);
+  if (got == 0) {
+    take_table(t, &tab, KILN_TUNE_SOURCE_PACKAGED, path);
+    kiln__tf_free(&tab);
+  } else if (got < 0) {
+    kiln__log(KILN__LOG_WARN, "packaged tuning file %s: %s; ignored", path, why);
+  }
+}
+
+static void load_local(struct kiln__tuner *t, const char *dir);
+
+/* Reads the exact, other-driver and packaged files for dir (t->lock held). */
 static void
 load_tables(struct kiln__tuner *t, const char *dir)
+{
+  load_local(t, dir);
+  load_packaged(t);
+}
+
+static void
+load_local(struct kiln__tuner *t, const char *dir)
 {
   size_t keep = 0;
   for (size_t i = 0; i < t->nrecs; i++)
     if (t->recs[i].source != KILN_TUNE_SOURCE_STORED &&
-        t->recs[i].source != KILN_TUNE_SOURCE_OTHER_DRIVER)
+        t->recs[i].source != KILN_TUNE_SOURCE_OTHER_DRIVER &&
+        t->recs[i].source != KILN_TUNE_SOURCE_PACKAGED)
       t->recs[keep++] = t->recs[i];
   t->nrecs = keep;
   kiln__tf_free(&t->fails);

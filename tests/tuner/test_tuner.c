@@ -640,6 +640,46 @@ START_TEST(new_dtype_keys)
 }
 END_TEST
 
+/*
+ * The tuning file installed with kiln for a device (data/tuning/<device>.txt; here a temporary
+ * directory named by KILN_TEST_TUNING_DATA) fills the keys the local files leave open, under
+ * whatever driver; a local result of the same key wins; other devices do not see it.
+ */
+START_TEST(packaged_tuning_file)
+{
+  char *dir = harness_tempdir(), *data = harness_tempdir();
+  char path[4600];
+  snprintf(path, sizeof path, "%s/fake-device.txt", data);
+  const char *text = "kiln-tuning v1\ndevice Fake Device\ndriver 0.9\n"
+                     "v1 reduce f32 row.2^16 wg_size=512 time_ns=1 default_ns=2\n"
+                     "v1 reduce f32 col.2^16 wg_size=256 time_ns=1 default_ns=2\n";
+  write_text(path, text, strlen(text));
+  ck_assert_int_eq(setenv("KILN_TEST_TUNING_DATA", data, 1), 0);
+  kiln_context *ctx = use(dir, "Fake Device", "1.0");
+  expect_params(ctx, "reduce", "row.2^16", "wg_size=512 ", KILN_TUNE_SOURCE_PACKAGED);
+  expect_params(ctx, "reduce", "col.2^16", "wg_size=256 ", KILN_TUNE_SOURCE_PACKAGED);
+  expect_params(ctx, "reduce", "full.2^16", NULL, KILN_TUNE_SOURCE_DEFAULT);
+  plant(dir, "Fake Device", "1.0",
+        "kiln-tuning v1\ndevice Fake Device\ndriver 1.0\n"
+        "v1 reduce f32 row.2^16 wg_size=64 time_ns=1 default_ns=2\n");
+  ctx = use(dir, "Fake Device", "1.0");
+  expect_params(ctx, "reduce", "row.2^16", "wg_size=64 ", KILN_TUNE_SOURCE_STORED);
+  expect_params(ctx, "reduce", "col.2^16", "wg_size=256 ", KILN_TUNE_SOURCE_PACKAGED);
+  /* Other devices never see it. */
+  ctx = use(dir, "Other Device", "1.0");
+  expect_params(ctx, "reduce", "col.2^16", NULL, KILN_TUNE_SOURCE_DEFAULT);
+  /* A broken packaged file is ignored with a warning, never fatal. */
+  write_text(path, "kiln-tuning v7\n", 15);
+  ctx = use(dir, "Fake Device", "1.0");
+  expect_params(ctx, "reduce", "col.2^16", NULL, KILN_TUNE_SOURCE_DEFAULT);
+  ck_assert_int_eq(unsetenv("KILN_TEST_TUNING_DATA"), 0);
+  harness_rmtree(data);
+  harness_rmtree(dir);
+  free(data);
+  free(dir);
+}
+END_TEST
+
 START_TEST(fallback_order)
 {
   char *dir = harness_tempdir();
@@ -1799,6 +1839,7 @@ tuner_suite(void)
   tcase_add_test(device, corrupt_files_are_misses);
   tcase_add_test(device, special_files_never_block);
   tcase_add_test(device, fallback_order);
+  tcase_add_test(device, packaged_tuning_file);
   tcase_add_test(device, new_dtype_keys);
   tcase_add_test(device, modes);
   tcase_add_test(device, override_api);
