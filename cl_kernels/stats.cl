@@ -1,0 +1,530 @@
+/*
+ * stats family: histograms, bincount, quantiles, covariance (lib/ops/stats.c, docs/stats.md).
+ *
+ * Build options: common.cl's (-DT=float or double, -DKILN_DT_F32/F64=1, -DKILN_FP64=1 when
+ * the device has doubles). T is the value type: the input's dtype for histograms, quantiles
+ * and cov, the weights' dtype for bincount (f32 without weights). Offsets are in elements.
+ *
+ * Histograms (one set of kernels for every kind; `mode` picks how a bin is found):
+ *   HIST_UNIFORM  1-D, nb0 equal bins over [lo0, hi0] (NumPy's arithmetic and edge fix-up)
+ *   HIST_EDGES    1-D, explicit edges e[0..nb0] (binary search on the device)
+ *   HIST_2D       2-D, bins nb0 x nb1 over [lo0, hi0] x [lo1, hi1], bin = b0 * nb1 + b1
+ *   HIST_BINCOUNT bin = the integer value of x (read by xcode: 0 i32, 1 i64, 2 u8/bool)
+ * Values outside the range and NaN fall in no bin; the last bin is closed on the right.
+ *   hist_local(x, xoff, xcode, y, yoff, e, eoff, w, woff, flags, mode, lo0, hi0, lo1, hi1,
+ *              nb0, nb1, start, n, pc, pw, lbuf)
+ *     every work-group counts its grid-stride share of elements [start, start + n) into a
+ *     private histogram in local memory (local atomics: atomic_inc, or a compare-exchange
+ *     add of T with weights), then writes it to pc[group * nbins + b] (uint counts) or
+ *     pw[...] (T sums).
+ *   hist_global(same, minus lbuf)  the same with global atomics straight into pc / pw
+ *     (one partial histogram): for more bins than local memory holds.
+ *   hist_merge(pc, pw, flags, ngroups, nbins, oc, ocoff, ow, owoff)  1-D over nbins:
+ *     out[b] (+)= the sum of the groups' partials in group order (i64 counts or T sums);
+ *     flags HIST_ACCUMULATE adds to out (chunks of more than 2^31 elements).
+ *   minmax_f(x, xoff, n, part, scratch)       per work-group min and max of x, NaN skipped
+ *   minmax_i(x, xoff, xcode, n, part, scratch) the same of integers read by xcode (i64)
+ * Weighted kernels of f64 need cl_khr_int64_base_atomics (the host checks first).
+ *
+ * Quantiles (rows of len elements; element j of row r at (r / inner) * len * inner +
+ * r % inner + j * inner). Values are sorted as order-preserving unsigned keys (tkey: the
+ * float bit flip, every NaN one key above +inf); q are QT (double with fp64, else float).
+ *   quant_local(x, xoff, rows, len, inner, q, nq, method, omit, out, ooff, keys, np)
+ *     one work-group per row: the row's keys in local memory (np = a power of two >= len),
+ *     bitonic sort, then every q of the row: out[qi * rows + r].
+ *   quant_pack(x, xoff, rows, len, inner, np, keys, koff, vals, voff)  1-D over np:
+ *     (row, key) pairs for kiln__ops_sort_pairs (sort_pairs.clh's bitonic_step), padded.
+ *   quant_pick(vals, voff, rows, len, q, nq, method, omit, out, ooff) 1-D over nq * rows:
+ *     the quantiles from the sorted keys (row r at vals[r * len]).
+ *
+ * Covariance (variables x observations; x(i, j) at i * vs + j * os):
+ *   cov_wsum(f, foff, a, aoff, nobs, ddof, flags, params, flag, s1, s2)  one work-group:
+ *     params[0] = v1 = sum w (w = f * a, each optional), params[1] = the divisor
+ *     (v1 - ddof, or v1 - ddof * sum(w a) / v1 with aweights; 0 when <= 0); bad weights
+ *     (negative, non-finite, non-integer fweights) and v1 == 0 set the flag.
+ *   cov_center(x, xoff, nvars, nobs, vs, os, f, foff, a, aoff, flags, params, A, s)
+ *     one work-group per variable: A(i, j) = (x(i, j) - mean_i) * sqrt(w_j), mean_i the
+ *     weighted mean (A has x's layout).
+ *   cov_finish(c, coff, d, n, params, corr)  1-D over n * n: c /= divisor, or the
+ *     correlation c_ij / sqrt(d_i d_j) clipped to [-1, 1] (d: the diagonal, copied by
+ *     cov_diag(c, coff, n, d) first).
+ */
+#include "common.cl"
+
+/* NumPy computes edges and indices with separate multiplies and adds; a fused a * b + c would
+ * move an edge by an ulp and put a value lying on it in the neighbouring bin. */
+#pragma OPENCL FP_CONTRACT OFF
+
+#include "sort_pairs.clh"
+
+#ifdef KILN_FP64
+typedef double QT;
+#else
+typedef float QT;
+#endif
+
+/* ---------------------------------------------------------------- histograms */
+
+#define HIST_UNIFORM 0u
+#define HIST_EDGES 1u
+#define HIST_2D 2u
+#define HIST_BINCOUNT 3u
+
+#define HIST_W 1u          /* weights present */
+#define HIST_ACCUMULATE 2u /* hist_merge adds to out */
+
+#if defined(KILN_DT_F64) && defined(cl_khr_int64_base_atomics)
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#define HIST_WATOM 1
+#elif defined(KILN_DT_F32)
+#define HIST_WATOM 1
+#else
+#define HIST_WATOM 0
+#endif
+
+/* p[0] += v as a compare-exchange loop on the bits (OpenCL 1.2 has no float atomics); the
+ * loop compares bits, so NaN sums end too. */
+#if defined(KILN_DT_F64) && HIST_WATOM
+#define ATOMIC_ADD_T(AS, p, v)                                                   \
+  do {                                                                           \
+    volatile AS ulong *u_ = (volatile AS ulong *)(p);                            \
+    ulong old_ = *u_, prev_;                                                     \
+    do {                                                                         \
+      prev_ = old_;                                                              \
+      old_ = atom_cmpxchg(u_, prev_, as_ulong(as_double(prev_) + (v)));          \
+    } while (old_ != prev_);                                                     \
+  } while (0)
+#elif HIST_WATOM
+#define ATOMIC_ADD_T(AS, p, v)                                                   \
+  do {                                                                           \
+    volatile AS uint *u_ = (volatile AS uint *)(p);                              \
+    uint old_ = *u_, prev_;                                                      \
+    do {                                                                         \
+      prev_ = old_;                                                              \
+      old_ = atomic_cmpxchg(u_, prev_, as_uint(as_float(prev_) + (v)));          \
+    } while (old_ != prev_);                                                     \
+  } while (0)
+#else
+#define ATOMIC_ADD_T(AS, p, v) ((void)(p), (void)(v))
+#endif
+
+/* Bin of v among nb equal bins over [lo, hi], or -1: NumPy's index (v - lo) / (hi - lo) * nb
+ * corrected by one against the edges lo + i * ((hi - lo) / nb) (the last edge is hi). */
+inline long
+bin_uniform(T v, T lo, T hi, ulong nb)
+{
+  if (!(v >= lo && v <= hi))
+    return -1;
+  T width = hi - lo;
+  long i = (long)((v - lo) / width * (T)nb);
+  if (i >= (long)nb)
+    i = (long)nb - 1;
+  T step = width / (T)nb;
+  T ei = (T)i * step + lo;
+  T ei1 = i + 1 == (long)nb ? hi : (T)(i + 1) * step + lo;
+  if (v < ei)
+    i--;
+  else if (v >= ei1 && i != (long)nb - 1)
+    i++;
+  return i;
+}
+
+/* Bin of v among edges e[0..nb]: the last i <= nb - 1 with e[i] <= v; -1 outside [e0, enb]. */
+inline long
+bin_edges(T v, global const T *e, ulong nb)
+{
+  if (!(v >= e[0] && v <= e[nb]))
+    return -1;
+  ulong lo = 0, hi = nb - 1;
+  while (lo < hi) {
+    ulong mid = (lo + hi + 1) / 2;
+    if (e[mid] <= v)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return (long)lo;
+}
+
+inline long
+load_int(global const uchar *x, ulong i, uint code)
+{
+  if (code == 0u)
+    return (long)((global const int *)x)[i];
+  if (code == 1u)
+    return ((global const long *)x)[i];
+  return (long)x[i];
+}
+
+#define HIST_ARGS                                                                         \
+  global const uchar *x, ulong xoff, uint xcode, global const T *y, ulong yoff,           \
+      global const T *e, ulong eoff, global const T *w, ulong woff, uint flags, uint mode, \
+      T lo0, T hi0, T lo1, T hi1, ulong nb0, ulong nb1, ulong start, ulong n
+
+inline long
+hist_bin(global const uchar *x, ulong xoff, uint xcode, global const T *y, ulong yoff,
+         global const T *e, ulong eoff, uint mode, T lo0, T hi0, T lo1, T hi1, ulong nb0,
+         ulong nb1, ulong i)
+{
+  if (mode == HIST_BINCOUNT) {
+    long v = load_int(x, xoff + i, xcode);
+    return v >= 0 && (ulong)v < nb0 ? v : -1;
+  }
+  T v = ((global const T *)x)[xoff + i];
+  if (mode == HIST_UNIFORM)
+    return bin_uniform(v, lo0, hi0, nb0);
+  if (mode == HIST_EDGES)
+    return bin_edges(v, e + eoff, nb0);
+  long b0 = bin_uniform(v, lo0, hi0, nb0);
+  long b1 = bin_uniform(y[yoff + i], lo1, hi1, nb1);
+  return b0 < 0 || b1 < 0 ? -1 : b0 * (long)nb1 + b1;
+}
+
+#define HIST_BIN(i) hist_bin(x, xoff, xcode, y, yoff, e, eoff, mode, lo0, hi0, lo1, hi1, nb0, nb1, i)
+
+kernel void
+hist_local(HIST_ARGS, global uint *pc, global T *pw, local uint *lbuf)
+{
+  const ulong nbins = mode == HIST_2D ? nb0 * nb1 : nb0;
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  const int weighted = (flags & HIST_W) != 0;
+  local T *lw = (local T *)lbuf;
+  for (ulong b = lid; b < nbins; b += lsz) {
+    if (weighted)
+      lw[b] = (T)0;
+    else
+      lbuf[b] = 0u;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (ulong i = start + get_global_id(0); i < start + n; i += get_global_size(0)) {
+    long b = HIST_BIN(i);
+    if (b < 0)
+      continue;
+    if (weighted)
+      ATOMIC_ADD_T(local, &lw[b], w[woff + i]);
+    else
+      atomic_inc(&lbuf[b]);
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const ulong g = get_group_id(0);
+  for (ulong b = lid; b < nbins; b += lsz) {
+    if (weighted)
+      pw[g * nbins + b] = lw[b];
+    else
+      pc[g * nbins + b] = lbuf[b];
+  }
+}
+
+kernel void
+hist_global(HIST_ARGS, global uint *pc, global T *pw)
+{
+  const int weighted = (flags & HIST_W) != 0;
+  for (ulong i = start + get_global_id(0); i < start + n; i += get_global_size(0)) {
+    long b = HIST_BIN(i);
+    if (b < 0)
+      continue;
+    if (weighted)
+      ATOMIC_ADD_T(global, &pw[b], w[woff + i]);
+    else
+      atomic_inc(&pc[b]);
+  }
+}
+
+kernel void
+hist_merge(global const uint *pc, global const T *pw, uint flags, ulong ngroups, ulong nbins,
+           global long *oc, ulong ocoff, global T *ow, ulong owoff)
+{
+  for (ulong b = get_global_id(0); b < nbins; b += get_global_size(0)) {
+    if (flags & HIST_W) {
+      T s = (T)0;
+      for (ulong g = 0; g < ngroups; g++)
+        s += pw[g * nbins + b];
+      ow[owoff + b] = (flags & HIST_ACCUMULATE ? ow[owoff + b] : (T)0) + s;
+    } else {
+      ulong s = 0;
+      for (ulong g = 0; g < ngroups; g++)
+        s += pc[g * nbins + b];
+      oc[ocoff + b] = (flags & HIST_ACCUMULATE ? oc[ocoff + b] : 0) + (long)s;
+    }
+  }
+}
+
+kernel void
+minmax_f(global const T *x, ulong xoff, ulong n, global T *part, local T *scratch)
+{
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  T mn = (T)INFINITY, mx = (T)-INFINITY;
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
+    T v = x[xoff + i];
+    if (v < mn)
+      mn = v;
+    if (v > mx)
+      mx = v;
+  }
+  local T *smn = scratch, *smx = scratch + lsz;
+  smn[lid] = mn;
+  smx[lid] = mx;
+  for (uint s = lsz / 2; s > 0; s /= 2) {
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid < s) {
+      smn[lid] = min(smn[lid], smn[lid + s]);
+      smx[lid] = max(smx[lid], smx[lid + s]);
+    }
+  }
+  if (lid == 0) {
+    part[2 * get_group_id(0)] = smn[0];
+    part[2 * get_group_id(0) + 1] = smx[0];
+  }
+}
+
+kernel void
+minmax_i(global const uchar *x, ulong xoff, uint xcode, ulong n, global long *part,
+         local long *scratch)
+{
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  long mn = LONG_MAX, mx = LONG_MIN;
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
+    long v = load_int(x, xoff + i, xcode);
+    mn = min(mn, v);
+    mx = max(mx, v);
+  }
+  local long *smn = scratch, *smx = scratch + lsz;
+  smn[lid] = mn;
+  smx[lid] = mx;
+  for (uint s = lsz / 2; s > 0; s /= 2) {
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid < s) {
+      smn[lid] = min(smn[lid], smn[lid + s]);
+      smx[lid] = max(smx[lid], smx[lid + s]);
+    }
+  }
+  if (lid == 0) {
+    part[2 * get_group_id(0)] = smn[0];
+    part[2 * get_group_id(0) + 1] = smx[0];
+  }
+}
+
+/* ---------------------------------------------------------------- quantiles */
+
+#define QUANT_LINEAR 0u
+#define QUANT_LOWER 1u
+#define QUANT_HIGHER 2u
+#define QUANT_NEAREST 3u
+#define QUANT_MIDPOINT 4u
+
+#if defined(KILN_DT_F64)
+#define KEY_INF 0xfff0000000000000UL
+#define KEY_NAN 0xffffffffffffffffUL
+inline ulong
+tkey(T v)
+{
+  ulong u = as_ulong(v);
+  return isnan(v) ? KEY_NAN : (u >> 63) ? ~u : (u | 0x8000000000000000UL);
+}
+inline T
+tval(ulong k)
+{
+  return as_double((k >> 63) ? (k & 0x7fffffffffffffffUL) : ~k);
+}
+#else
+#define KEY_INF 0xff800000UL
+#define KEY_NAN 0xffffffffUL
+inline ulong
+tkey(T v)
+{
+  uint u = as_uint(v);
+  return isnan(v) ? KEY_NAN : (ulong)((u >> 31) ? ~u : (u | 0x80000000u));
+}
+inline T
+tval(ulong k)
+{
+  uint u = (uint)k;
+  return as_float((u >> 31) ? (u & 0x7fffffffu) : ~u);
+}
+#endif
+
+/* NumPy's _lerp: a + (b - a) t, from b's side for t >= 1/2; equal ends give that value (so two
+ * equal infinities give the infinity, not NaN). */
+inline T
+qlerp(T a, T b, T t)
+{
+  if (a == b)
+    return a;
+  T d = b - a;
+  return t >= (T)0.5 ? b - d * ((T)1 - t) : a + d * t;
+}
+
+#define QP_NAME qpick_local
+#define QP_AS local
+#include "stats_qpick.clh"
+#define QP_NAME qpick_global
+#define QP_AS global
+#include "stats_qpick.clh"
+
+kernel void
+quant_local(global const T *x, ulong xoff, ulong rows, ulong len, ulong inner, global const QT *q,
+            ulong nq, uint method, uint omit, global T *out, ulong ooff, local ulong *keys,
+            ulong np)
+{
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  for (ulong r = get_group_id(0); r < rows; r += get_num_groups(0)) {
+    const ulong base = xoff + (r / inner) * len * inner + r % inner;
+    for (ulong j = lid; j < np; j += lsz)
+      keys[j] = j < len ? tkey(x[base + j * inner]) : ULONG_MAX;
+    for (ulong size = 2; size <= np; size <<= 1) {
+      for (ulong jj = size / 2; jj > 0; jj >>= 1) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (ulong p = lid; p < np / 2; p += lsz) {
+          ulong i = ((p & ~(jj - 1)) << 1) | (p & (jj - 1)), l = i + jj;
+          ulong ki = keys[i], kl = keys[l];
+          if ((ki > kl) == ((i & size) == 0)) {
+            keys[i] = kl;
+            keys[l] = ki;
+          }
+        }
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (ulong qi = lid; qi < nq; qi += lsz)
+      out[ooff + qi * rows + r] = qpick_local(keys, len, q[qi], method, omit);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
+kernel void
+quant_pack(global const T *x, ulong xoff, ulong rows, ulong len, ulong inner, ulong np,
+           global ulong *keys, ulong koff, global ulong *vals, ulong voff)
+{
+  const ulong total = rows * len;
+  for (ulong i = get_global_id(0); i < np; i += get_global_size(0)) {
+    if (i < total) {
+      ulong r = i / len, j = i % len;
+      keys[koff + i] = r;
+      vals[voff + i] = tkey(x[xoff + (r / inner) * len * inner + r % inner + j * inner]);
+    } else {
+      keys[koff + i] = ULONG_MAX;
+      vals[voff + i] = ULONG_MAX;
+    }
+  }
+}
+
+kernel void
+quant_pick(global const ulong *vals, ulong voff, ulong rows, ulong len, global const QT *q,
+           ulong nq, uint method, uint omit, global T *out, ulong ooff)
+{
+  for (ulong i = get_global_id(0); i < nq * rows; i += get_global_size(0)) {
+    ulong qi = i / rows, r = i % rows;
+    out[ooff + i] = qpick_global(vals + voff + r * len, len, q[qi], method, omit);
+  }
+}
+
+/* ---------------------------------------------------------------- covariance */
+
+#define COV_F 1u /* fweights present */
+#define COV_A 2u /* aweights present */
+
+inline T
+cov_weight(global const T *f, ulong foff, global const T *a, ulong aoff, uint flags, ulong j)
+{
+  T wj = (T)1;
+  if (flags & COV_F)
+    wj = f[foff + j];
+  if (flags & COV_A)
+    wj *= a[aoff + j];
+  return wj;
+}
+
+kernel void
+cov_wsum(global const T *f, ulong foff, global const T *a, ulong aoff, ulong nobs, long ddof,
+         uint flags, global T *params, global uint *flag, local T *s1, local T *s2)
+{
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  T v1 = (T)0, v2 = (T)0;
+  uint bad = 0u;
+  for (ulong j = lid; j < nobs; j += lsz) {
+    if (flags & COV_F) {
+      T fj = f[foff + j];
+      if (!(fj >= (T)0) || isinf(fj) || fj != floor(fj))
+        bad = 1u;
+    }
+    if (flags & COV_A) {
+      T aj = a[aoff + j];
+      if (!(aj >= (T)0) || isinf(aj))
+        bad = 1u;
+    }
+    T wj = cov_weight(f, foff, a, aoff, flags, j);
+    v1 += wj;
+    if (flags & COV_A)
+      v2 += wj * a[aoff + j];
+  }
+  if (bad)
+    atomic_or(&flag[0], 1u);
+  s1[lid] = v1;
+  s2[lid] = v2;
+  for (uint s = lsz / 2; s > 0; s /= 2) {
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid < s) {
+      s1[lid] += s1[lid + s];
+      s2[lid] += s2[lid + s];
+    }
+  }
+  if (lid == 0) {
+    T sum = s1[0];
+    if ((flags & (COV_F | COV_A)) && nobs > 0 && sum == (T)0)
+      atomic_or(&flag[0], 2u);
+    T fact = (flags & COV_A) ? sum - (T)ddof * s2[0] / sum : sum - (T)ddof;
+    params[0] = sum;
+    params[1] = fact > (T)0 ? fact : (T)0;
+  }
+}
+
+kernel void
+cov_center(global const T *x, ulong xoff, ulong nvars, ulong nobs, ulong vs, ulong os,
+           global const T *f, ulong foff, global const T *a, ulong aoff, uint flags,
+           global const T *params, global T *A, ulong aout, local T *s)
+{
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  const T v1 = params[0];
+  for (ulong i = get_group_id(0); i < nvars; i += get_num_groups(0)) {
+    T acc = (T)0;
+    for (ulong j = lid; j < nobs; j += lsz)
+      acc += cov_weight(f, foff, a, aoff, flags, j) * x[xoff + i * vs + j * os];
+    s[lid] = acc;
+    for (uint h = lsz / 2; h > 0; h /= 2) {
+      barrier(CLK_LOCAL_MEM_FENCE);
+      if (lid < h)
+        s[lid] += s[lid + h];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const T mean = s[0] / v1;
+    for (ulong j = lid; j < nobs; j += lsz) {
+      T wj = cov_weight(f, foff, a, aoff, flags, j);
+      A[aout + i * vs + j * os] = (x[xoff + i * vs + j * os] - mean) * sqrt(wj);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
+kernel void
+cov_diag(global const T *c, ulong coff, ulong n, global T *d)
+{
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0))
+    d[i] = c[coff + i * n + i];
+}
+
+kernel void
+cov_finish(global T *c, ulong coff, global const T *d, ulong n, global const T *params, uint corr)
+{
+  const T fact = params[1];
+  for (ulong i = get_global_id(0); i < n * n; i += get_global_size(0)) {
+    T v = c[coff + i] / fact;
+    if (corr && n == 1) {
+      v = v / v; /* NumPy: c / c for a single variable (1, or NaN) */
+    } else if (corr) {
+      ulong r = i / n, col = i % n;
+      v = v / sqrt(d[r] / fact) / sqrt(d[col] / fact);
+      v = v > (T)1 ? (T)1 : v < (T)-1 ? (T)-1 : v;
+    }
+    c[coff + i] = v;
+  }
+}
