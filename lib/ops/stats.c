@@ -1,5 +1,5 @@
 /*
- * stats family: histograms, bincount, quantiles, cov and corrcoef (cl_kernels/stats.cl,
+ * stats family: histograms, bincount, quantiles, cov and corrcoef (cl_kernels/statistics.cl,
  * docs/stats.md). One source, built for f32 and f64: the value type of each op (the input's,
  * or bincount's weights').
  */
@@ -17,10 +17,10 @@
 #include "ops/ops_common.h"
 #include "runtime/runtime.h"
 
-#define STATS_SRC "stats"
+#define STATS_SRC "statistics"
 #define STATS_DTYPES KILN__DT_FLOATS
 
-/* Must match cl_kernels/stats.cl. */
+/* Must match cl_kernels/statistics.cl. */
 enum { HIST_UNIFORM = 0, HIST_EDGES = 1, HIST_2D = 2, HIST_BINCOUNT = 3 };
 enum { HIST_W = 1, HIST_ACCUMULATE = 2 };
 enum { COV_F = 1, COV_A = 2 };

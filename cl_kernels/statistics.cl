@@ -1,5 +1,6 @@
 /*
- * stats family: histograms, bincount, quantiles, covariance (lib/ops/stats.c, docs/stats.md).
+ * stats family (source "statistics"): histograms, bincount, quantiles, covariance
+ * (lib/ops/stats.c, docs/stats.md).
  *
  * Build options: common.cl's (-DT=float or double, -DKILN_DT_F32/F64=1, -DKILN_FP64=1 when
  * the device has doubles). T is the value type: the input's dtype for histograms, quantiles
