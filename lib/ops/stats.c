@@ -15,6 +15,7 @@
 #include "kiln/stats.h"
 #include "ops/families.h"
 #include "ops/ops_common.h"
+#include "ops/tuned.h"
 #include "runtime/runtime.h"
 
 #define STATS_SRC "statistics"
@@ -27,8 +28,9 @@ enum { COV_F = 1, COV_A = 2 };
 
 /* Largest local histogram (bytes) and quantile row (keys of 8 bytes) a work-group holds. */
 #define STATS_LOCAL_CAP 32768u
-/* Elements per histogram pass: a work-group's uint counters cannot wrap within one. */
-#define HIST_CHUNK ((uint64_t)1 << 31)
+/* Elements per histogram pass: a work-group's uint counters cannot wrap within one. A test
+ * hook (ops/tuned.h). */
+uint64_t kiln__stats_hist_chunk = (uint64_t)1 << 31;
 /* Most work-groups of grid-stride launches. */
 #define STATS_MAX_GROUPS ((uint64_t)1 << 16)
 
@@ -289,7 +291,8 @@ hist_run(const char *op, kiln_context *ctx, const hist_job *j, kiln_tensor *out)
       kiln__ops_kernel(op, ctx, STATS_SRC, j->pdt, local_path ? "hist_local" : "hist_global", &kh));
   KILN_TRY(kiln__ops_kernel(op, ctx, STATS_SRC, j->pdt, "hist_merge", &km));
   size_t local = kiln__launch_pow2_local(ctx, kh);
-  uint64_t first = j->n < HIST_CHUNK ? j->n : HIST_CHUNK;
+  const uint64_t chunk = kiln__stats_hist_chunk ? kiln__stats_hist_chunk : (uint64_t)1 << 31;
+  uint64_t first = j->n < chunk ? j->n : chunk;
   uint64_t groups = 1;
   if (local_path) {
     /* Enough groups to fill the device, each with a long run of elements. */
@@ -304,7 +307,7 @@ hist_run(const char *op, kiln_context *ctx, const hist_job *j, kiln_tensor *out)
   kiln_status s = KILN_OK;
   uint64_t start = 0;
   do {
-    uint64_t n = j->n - start < HIST_CHUNK ? j->n - start : HIST_CHUNK;
+    uint64_t n = j->n - start < chunk ? j->n - start : chunk;
     uint32_t accumulate = start > 0 ? HIST_ACCUMULATE : 0u;
     uint64_t ng = n ? groups : 0;
     if (n && !local_path)

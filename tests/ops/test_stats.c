@@ -22,6 +22,8 @@
 #include <string.h>
 
 #include "harness.h"
+#include "ops/tuned.h"
+#include "runtime/launch.h"
 
 #define EXPECT(cond, ...)        \
   do {                           \
@@ -1081,6 +1083,55 @@ START_TEST(test_histogram_errors)
 }
 END_TEST
 
+/* The launch-shape hooks: tiny work-groups, few groups (grid-stride loops run many times)
+ * and histogram passes of a few hundred elements (each merged into the result). */
+START_TEST(test_launch_shapes)
+{
+  kiln_context *ctx = harness_ctx();
+  size_t locals[2] = {1, 32};
+  for (int li = 0; li < 2; li++) {
+    kiln__launch_local_override = locals[li];
+    kiln__launch_max_groups = 3;
+    kiln__stats_hist_chunk = 333;
+    FOR_DTYPES(dt)
+    {
+      uint64_t n = 2000, nb = 19;
+      double range[2] = {-0.5, 1.5};
+      double *v = hist_data(dt, n, range[0], range[1], nb);
+      double want[19] = {0};
+      for (uint64_t i = 0; i < n; i++) {
+        long b = ref_bin(dt, v[i], range[0], range[1], nb);
+        if (b >= 0)
+          want[b]++;
+      }
+      kiln_tensor *x = up1(dt, n, v);
+      for (size_t pi = 1; pi < 3; pi++) {
+        kiln_histogram_options o = {.path = paths[pi]};
+        kiln_tensor *h = NULL;
+        KOK(kiln_histogram(ctx, x, nb, range, NULL, &o, NULL, &h));
+        check_counts(h, want, nb, "histogram, small launches");
+        kiln_tensor_release(h);
+      }
+      kiln_tensor_release(x);
+      free(v);
+      double *qv = quant_data(dt, 7 * 41, 1, 0);
+      int64_t shape[2] = {7, 41};
+      for (size_t pi = 1; pi < 3; pi++) {
+        kiln_quantile_options o = {.nan_policy = KILN_NAN_OMIT, .path = paths[pi]};
+        check_quantile(dt, 2, shape, qv, 1, 1, qs, 9, o, 1);
+        check_quantile(dt, 2, shape, qv, 1, 0, qs, 9, o, 1);
+      }
+      free(qv);
+      check_cov(dt, 5, 37, 1, 0, 1, 1, 1, 0, 0);
+      check_cov(dt, 5, 37, 0, 0, 1, 0, 0, 1, 0);
+    }
+  }
+  kiln__launch_local_override = 0;
+  kiln__launch_max_groups = 0;
+  kiln__stats_hist_chunk = (uint64_t)1 << 31;
+}
+END_TEST
+
 static Suite *
 stats_suite(void)
 {
@@ -1096,6 +1147,7 @@ stats_suite(void)
   tcase_add_test(tc, test_quantile_axes);
   tcase_add_test(tc, test_cov);
   tcase_add_test(tc, test_corrcoef);
+  tcase_add_test(tc, test_launch_shapes);
   if (!harness_small()) {
     tcase_add_test(tc, test_histogram_many_bins);
     tcase_add_test(tc, test_quantile_shapes_and_errors);
