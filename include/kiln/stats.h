@@ -158,9 +158,10 @@ typedef struct kiln_quantile_options {
  * @param out      x's dtype; shape [nq] (q_vector) + x's shape without the axis (with it as
  *                 1 under keepdims). A slice of length 0 gives NaN (NumPy raises).
  * @return the common statuses; KILN_ERR_INVALID_ARGUMENT for NULL q with nq > 0, a scalar q
- *         with nq != 1, q outside [0, 1] or NaN, a method outside the enum, or
- *         KILN_STATS_LOCAL for a slice longer than kiln_quantile_local_max(); KILN_ERR_SHAPE
- *         for an axis out of range.
+ *         with nq != 1, q outside [0, 1] or NaN, a method or NaN policy outside its enum,
+ *         an axis out of range, or KILN_STATS_LOCAL for a slice longer than
+ *         kiln_quantile_local_max(); KILN_ERR_SHAPE when the result would have more than
+ *         KILN_MAX_DIMS dimensions.
  */
 KILN_API kiln_status kiln_quantile(kiln_context *ctx, const kiln_tensor *x, const double *q,
                                    size_t nq, int q_vector, const int64_t *axis,
