@@ -202,10 +202,12 @@ START_TEST(test_histogram_range)
   {
     for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
       uint64_t n = sizes[si];
-      if (!harness_fits(n))
+      if (!harness_fits(n) || (harness_small() && (n == 7 || n == 1000)))
         continue;
       for (size_t bi = 0; bi < 3; bi++) {
         uint64_t nb = binss[bi];
+        if (harness_small() && nb == 10)
+          continue;
         double range[2] = {-0.5, 1.5};
         double *v = hist_data(dt, n, range[0], range[1], nb);
         double *w = malloc((n ? n : 1) * sizeof *w);
@@ -735,13 +737,19 @@ START_TEST(test_quantile_methods)
   {
     for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
       uint64_t len = lens[li];
+      if (harness_small() && (len == 3 || len > 64))
+        continue;
       for (int nans = 0; nans < 2; nans++) {
         double *v = quant_data(dt, 3 * len, nans, li % 2);
         int64_t shape[2] = {3, (int64_t)len};
         for (int m = 0; m <= KILN_QUANTILE_MIDPOINT; m++) {
           for (int omit = 0; omit < 2; omit++) {
             for (size_t pi = 0; pi < 3; pi++) {
-              if (harness_small() && pi == 0)
+              /* AUTO is LOCAL below kiln_quantile_local_max(): checked once, on the longest
+               * rows; the small mode (oclgrind) runs the global sort on one length. */
+              if (pi == 0 && (harness_small() || len != 1021))
+                continue;
+              if (harness_small() && pi == 2 && len != 7)
                 continue;
               kiln_quantile_options o = {.method = (kiln_quantile_method)m,
                                          .nan_policy = omit ? KILN_NAN_OMIT : KILN_NAN_PROPAGATE,
