@@ -37,6 +37,9 @@
  *     (row, key) pairs for kiln__ops_sort_pairs (sort_pairs.clh's bitonic_step), padded.
  *   quant_pick(vals, voff, rows, len, q, nq, method, omit, out, ooff) 1-D over nq * rows:
  *     the quantiles from the sorted keys (row r at vals[r * len]).
+ *   quant_select(x, xoff, rows, len, inner, q, nq, method, omit, out, ooff, s, soff)
+ *     1-D over rows, one work-item per row (CPUs): quickselect of the needed ranks in a
+ *     copy of the row's keys at s[r * len].
  *
  * Covariance (variables x observations; x(i, j) at i * vs + j * os):
  *   cov_wsum(f, foff, a, aoff, nobs, ddof, flags, params, flag, s1, s2)  one work-group:
@@ -355,6 +358,41 @@ qlerp(T a, T b, T t)
   return t >= (T)0.5 ? b - d * ((T)1 - t) : a + d * t;
 }
 
+/* The order statistics a quantile interpolates: ranks i0 <= i1 among nv > 0 sorted non-NaN
+ * values and the weight g of the upper one (NumPy's virtual index q (nv - 1), in QT). */
+inline void
+qplan(ulong nv, QT q, uint method, ulong *i0, ulong *i1, T *g)
+{
+  const QT pos = q * (QT)(nv - 1);
+  const QT fl = floor(pos);
+  *g = (T)0;
+  switch (method) {
+  case QUANT_LOWER:
+    *i0 = *i1 = (ulong)fl;
+    break;
+  case QUANT_HIGHER:
+    *i0 = *i1 = (ulong)ceil(pos);
+    break;
+  case QUANT_NEAREST:
+    *i0 = *i1 = (ulong)rint(pos);
+    break;
+  case QUANT_MIDPOINT:
+    *i0 = (ulong)fl;
+    *i1 = (ulong)ceil(pos);
+    *g = (T)0.5;
+    break;
+  default:
+    *i0 = (ulong)fl;
+    *i1 = *i0 + 1;
+    *g = (T)(pos - fl);
+    break;
+  }
+  if (*i0 > nv - 1)
+    *i0 = nv - 1;
+  if (*i1 > nv - 1)
+    *i1 = nv - 1;
+}
+
 #define QP_NAME qpick_local
 #define QP_AS local
 #include "stats_qpick.clh"
@@ -405,6 +443,85 @@ quant_pack(global const T *x, ulong xoff, ulong rows, ulong len, ulong inner, ul
     } else {
       keys[koff + i] = ULONG_MAX;
       vals[voff + i] = ULONG_MAX;
+    }
+  }
+}
+
+/*
+ * Rank k of a[0..n) (keys), moving a into a[0..k) <= a[k] <= a(k..n): quickselect with a
+ * median-of-three pivot and Hoare's partition (equal keys split evenly), expected O(n).
+ */
+inline ulong
+select_rank(global ulong *a, long n, long k)
+{
+  long lo = 0, hi = n - 1;
+  while (hi > lo) {
+    long mid = lo + (hi - lo) / 2;
+    ulong t;
+    if (a[mid] < a[lo]) {
+      t = a[mid], a[mid] = a[lo], a[lo] = t;
+    }
+    if (a[hi] < a[lo]) {
+      t = a[hi], a[hi] = a[lo], a[lo] = t;
+    }
+    if (a[hi] < a[mid]) {
+      t = a[hi], a[hi] = a[mid], a[mid] = t;
+    }
+    const ulong pivot = a[mid];
+    long i = lo, j = hi;
+    while (i <= j) {
+      while (a[i] < pivot)
+        i++;
+      while (a[j] > pivot)
+        j--;
+      if (i <= j) {
+        t = a[i], a[i] = a[j], a[j] = t;
+        i++;
+        j--;
+      }
+    }
+    if (k <= j)
+      hi = j;
+    else if (k >= i)
+      lo = i;
+    else
+      break;
+  }
+  return a[k];
+}
+
+/* One work-item per slice (CPUs): the slice's keys copied to s[r * len], the NaN keys
+ * counted, then per q a quickselect of rank i0 and, for i1 = i0 + 1, the least key above it. */
+kernel void
+quant_select(global const T *x, ulong xoff, ulong rows, ulong len, ulong inner,
+             global const QT *q, ulong nq, uint method, uint omit, global T *out, ulong ooff,
+             global ulong *s, ulong soff)
+{
+  for (ulong r = get_global_id(0); r < rows; r += get_global_size(0)) {
+    const ulong base = xoff + (r / inner) * len * inner + r % inner;
+    global ulong *a = s + soff + r * len;
+    ulong nv = 0;
+    for (ulong j = 0; j < len; j++) {
+      ulong k = tkey(x[base + j * inner]);
+      a[j] = k;
+      nv += k <= KEY_INF;
+    }
+    for (ulong qi = 0; qi < nq; qi++) {
+      T res = (T)NAN;
+      if (nv > 0 && (omit || nv == len)) {
+        ulong i0, i1;
+        T g;
+        qplan(nv, q[qi], method, &i0, &i1, &g);
+        const T lo = tval(select_rank(a, (long)len, (long)i0));
+        res = lo;
+        if (i1 != i0) { /* i1 == i0 + 1: the least key after rank i0 */
+          ulong m = a[i1];
+          for (ulong j = i1 + 1; j < len; j++)
+            m = min(m, a[j]);
+          res = qlerp(lo, tval(m), g);
+        }
+      }
+      out[ooff + qi * rows + r] = res;
     }
   }
 }

@@ -42,7 +42,10 @@ extern "C" {
 
 /** Which kernel strategy a call uses (the default picks; the others are for tests and tuning). */
 typedef enum kiln_stats_path {
-  /** The default: the work-group-local strategy when it fits, else the global one. */
+  /**
+   * The default: histograms and quantiles on GPUs take the work-group-local strategy when it
+   * fits, else the global one; quantiles on other devices take KILN_STATS_SERIAL.
+   */
   KILN_STATS_AUTO = 0,
   /**
    * Histograms: one private histogram per work-group in local memory, merged after
@@ -56,6 +59,12 @@ typedef enum kiln_stats_path {
    * (row, value) pairs, then a pick per row and q.
    */
   KILN_STATS_GLOBAL = 2,
+  /**
+   * Quantiles only: one work-item per slice selects the needed order statistics
+   * (quickselect, expected O(n) per q) in a copy of the slice; the default on CPU devices.
+   * Histograms refuse it (KILN_ERR_INVALID_ARGUMENT).
+   */
+  KILN_STATS_SERIAL = 3,
 } kiln_stats_path;
 
 /** Options of the histogram functions; NULL or zero-initialised means the defaults. */

@@ -82,8 +82,8 @@ check_opt(const char *op, kiln_context *ctx, const kiln_tensor *t, kiln_dtype dt
 static kiln_status
 check_path(const char *op, kiln_stats_path path)
 {
-  KILN_RETURN_IF((unsigned)path > KILN_STATS_GLOBAL, KILN_ERR_INVALID_ARGUMENT, op,
-                 "unknown path %d (auto, local or global)", (int)path);
+  KILN_RETURN_IF((unsigned)path > KILN_STATS_SERIAL, KILN_ERR_INVALID_ARGUMENT, op,
+                 "unknown path %d (auto, local, global or serial)", (int)path);
   return KILN_OK;
 }
 
@@ -353,6 +353,8 @@ static kiln_status
 hist_opts(const char *op, const kiln_histogram_options *opts, kiln_stats_path *path)
 {
   *path = opts ? opts->path : KILN_STATS_AUTO;
+  KILN_RETURN_IF(*path == KILN_STATS_SERIAL, KILN_ERR_INVALID_ARGUMENT, op,
+                 "the serial path is for quantiles; histograms take auto, local or global");
   return check_path(op, *path);
 }
 
@@ -613,7 +615,10 @@ quantile_run(const char *op, kiln_context *ctx, const kiln_tensor *x, const doub
   KILN_RETURN_IF(o.path == KILN_STATS_LOCAL && len > lmax, KILN_ERR_INVALID_ARGUMENT, op,
                  "slices of %llu elements are longer than the local sort holds (%llu)",
                  (unsigned long long)len, (unsigned long long)lmax);
-  int local_path = o.path == KILN_STATS_LOCAL || (o.path == KILN_STATS_AUTO && len <= lmax);
+  kiln_stats_path path = o.path;
+  if (path == KILN_STATS_AUTO)
+    path = !ctx->info.is_gpu ? KILN_STATS_SERIAL
+                             : len <= lmax ? KILN_STATS_LOCAL : KILN_STATS_GLOBAL;
 
   kiln__out_target t;
   const kiln_tensor *ins[1] = {x};
@@ -640,7 +645,27 @@ quantile_run(const char *op, kiln_context *ctx, const kiln_tensor *x, const doub
     free(qh);
   }
   uint32_t method = (uint32_t)o.method, omit = o.nan_policy == KILN_NAN_OMIT;
-  if (s == KILN_OK && rows && nq && local_path && len > 0) {
+  if (s == KILN_OK && rows && nq && path == KILN_STATS_SERIAL && len > 0) {
+    /* One work-item per slice, on a copy of the slices' keys. */
+    cl_kernel k;
+    s = kiln__ops_scratch(op, ctx, KILN_I64, rows * len, &keys);
+    if (s == KILN_OK)
+      s = kiln__ops_kernel(op, ctx, STATS_SRC, x->dtype, "quant_select", &k);
+    if (s == KILN_OK) {
+      kiln__args a = kiln__args_begin(op, k);
+      kiln__args_tensor(&a, x);
+      kiln__args_u64(&a, rows);
+      kiln__args_u64(&a, len);
+      kiln__args_u64(&a, inner);
+      kiln__args_mem(&a, qbuf.mem);
+      kiln__args_u64(&a, nq);
+      kiln__args_u32(&a, method);
+      kiln__args_u32(&a, omit);
+      kiln__args_tensor(&a, t.dst);
+      kiln__args_tensor(&a, keys);
+      s = kiln__args_launch_1d(&a, ctx, rows, 0);
+    }
+  } else if (s == KILN_OK && rows && nq && path == KILN_STATS_LOCAL && len > 0) {
     cl_kernel k;
     s = kiln__ops_kernel(op, ctx, STATS_SRC, x->dtype, "quant_local", &k);
     if (s == KILN_OK) {

@@ -728,6 +728,9 @@ quant_data(kiln_dtype dt, uint64_t n, int nans, int dups)
   return v;
 }
 
+static const kiln_stats_path qpaths[] = {KILN_STATS_AUTO, KILN_STATS_LOCAL, KILN_STATS_GLOBAL,
+                                         KILN_STATS_SERIAL};
+
 static const double qs[] = {0, 1, 0.5, 0.25, 0.1, 0.9, 0.3333, 0.75, 0.999};
 
 START_TEST(test_quantile_methods)
@@ -744,8 +747,8 @@ START_TEST(test_quantile_methods)
         int64_t shape[2] = {3, (int64_t)len};
         for (int m = 0; m <= KILN_QUANTILE_MIDPOINT; m++) {
           for (int omit = 0; omit < 2; omit++) {
-            for (size_t pi = 0; pi < 3; pi++) {
-              /* AUTO is LOCAL below kiln_quantile_local_max(): checked once, on the longest
+            for (size_t pi = 0; pi < 4; pi++) {
+              /* AUTO is LOCAL (GPUs) or SERIAL (CPUs) below kiln_quantile_local_max(): checked once, on the longest
                * rows; the small mode (oclgrind) runs the global sort on one length. */
               if (pi == 0 && (harness_small() || len != 1021))
                 continue;
@@ -753,7 +756,7 @@ START_TEST(test_quantile_methods)
                 continue;
               kiln_quantile_options o = {.method = (kiln_quantile_method)m,
                                          .nan_policy = omit ? KILN_NAN_OMIT : KILN_NAN_PROPAGATE,
-                                         .path = paths[pi]};
+                                         .path = qpaths[pi]};
               check_quantile(dt, 2, shape, v, 1, -1, qs, sizeof qs / sizeof *qs, o, 1);
             }
           }
@@ -776,9 +779,10 @@ START_TEST(test_quantile_axes)
     double *v = quant_data(dt, 210, 1, 0);
     for (int64_t ax = -3; ax < 3; ax++) {
       kiln_quantile_options o = {.nan_policy = KILN_NAN_OMIT, .keepdims = ax % 2 == 0};
-      check_quantile(dt, 3, shape, v, 1, ax, qs, 4, o, 1);
-      o.path = KILN_STATS_GLOBAL;
-      check_quantile(dt, 3, shape, v, 1, ax, qs, 4, o, 1);
+      for (size_t pi = 0; pi < 4; pi++) {
+        o.path = qpaths[pi];
+        check_quantile(dt, 3, shape, v, 1, ax, qs, 4, o, 1);
+      }
     }
     kiln_quantile_options o = {.nan_policy = KILN_NAN_OMIT, .method = KILN_QUANTILE_NEAREST};
     check_quantile(dt, 3, shape, v, 0, 0, qs, 9, o, 1);
@@ -792,11 +796,16 @@ START_TEST(test_quantile_axes)
     uint64_t n = harness_small() ? 300 : lmax + 37;
     v = quant_data(dt, 2 * n, 0, 1);
     int64_t s2[2] = {(int64_t)n, 2};
-    kiln_quantile_options og = {.method = KILN_QUANTILE_LINEAR};
-    check_quantile(dt, 2, s2, v, 1, 0, qs, 9, og, 1);
-    check_quantile(dt, 2, s2, v, 0, 0, qs, 9, og, 1);
-    og.method = KILN_QUANTILE_MIDPOINT;
-    check_quantile(dt, 2, s2, v, 1, 0, qs, 9, og, 1);
+    for (size_t pi = 0; pi < 4; pi++) {
+      if (pi == 1) /* longer than the local sort holds */
+        continue;
+      kiln_quantile_options og = {.method = KILN_QUANTILE_LINEAR, .path = qpaths[pi]};
+      check_quantile(dt, 2, s2, v, 1, 0, qs, 9, og, 1);
+      check_quantile(dt, 2, s2, v, 0, 0, qs, 9, og, 1);
+      og.method = KILN_QUANTILE_MIDPOINT;
+      check_quantile(dt, 2, s2, v, 1, 0, qs, 9, og, 1);
+    }
+    kiln_quantile_options og = {0};
     if (!harness_small()) {
       og.path = KILN_STATS_LOCAL;
       kiln_tensor *x = up(dt, 2, s2, v), *out = NULL;
@@ -1071,6 +1080,8 @@ START_TEST(test_histogram_errors)
   KEXPECT(kiln_histogram(ctx, x, 4, r_bad, NULL, NULL, NULL, &h), KILN_ERR_INVALID_ARGUMENT);
   KEXPECT(kiln_histogram(ctx, x, 4, r_inf, NULL, NULL, NULL, &h), KILN_ERR_INVALID_ARGUMENT);
   KEXPECT(kiln_histogram(ctx, x, 4, NULL, w3, NULL, NULL, &h), KILN_ERR_SHAPE);
+  kiln_histogram_options serial = {.path = KILN_STATS_SERIAL};
+  KEXPECT(kiln_histogram(ctx, x, 4, NULL, NULL, &serial, NULL, &h), KILN_ERR_INVALID_ARGUMENT);
   KEXPECT(kiln_histogram(ctx, x, 4, NULL, NULL, NULL, NULL, NULL), KILN_ERR_INVALID_ARGUMENT);
   KEXPECT(kiln_histogram(ctx, NULL, 4, NULL, NULL, NULL, NULL, &h), KILN_ERR_INVALID_HANDLE);
   KEXPECT(kiln_histogram2d(ctx, x, w3, 2, 2, NULL, NULL, NULL, NULL, &h), KILN_ERR_SHAPE);
@@ -1124,8 +1135,8 @@ START_TEST(test_launch_shapes)
       free(v);
       double *qv = quant_data(dt, 7 * 41, 1, 0);
       int64_t shape[2] = {7, 41};
-      for (size_t pi = 1; pi < 3; pi++) {
-        kiln_quantile_options o = {.nan_policy = KILN_NAN_OMIT, .path = paths[pi]};
+      for (size_t pi = 1; pi < 4; pi++) {
+        kiln_quantile_options o = {.nan_policy = KILN_NAN_OMIT, .path = qpaths[pi]};
         check_quantile(dt, 2, shape, qv, 1, 1, qs, 9, o, 1);
         check_quantile(dt, 2, shape, qv, 1, 0, qs, 9, o, 1);
       }
