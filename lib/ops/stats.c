@@ -618,7 +618,8 @@ quantile_run(const char *op, kiln_context *ctx, const kiln_tensor *x, const doub
   kiln_stats_path path = o.path;
   if (path == KILN_STATS_AUTO)
     path = !ctx->info.is_gpu ? KILN_STATS_SERIAL
-                             : len <= lmax ? KILN_STATS_LOCAL : KILN_STATS_GLOBAL;
+           : len <= lmax     ? KILN_STATS_LOCAL
+                             : KILN_STATS_GLOBAL;
 
   kiln__out_target t;
   const kiln_tensor *ins[1] = {x};
@@ -646,7 +647,9 @@ quantile_run(const char *op, kiln_context *ctx, const kiln_tensor *x, const doub
   }
   uint32_t method = (uint32_t)o.method, omit = o.nan_policy == KILN_NAN_OMIT;
   if (s == KILN_OK && rows && nq && path == KILN_STATS_SERIAL && len > 0) {
-    /* One work-item per slice, on a copy of the slices' keys. */
+    /* One work-item per slice, on a copy of the slices' keys. On CPUs one work-item per
+     * group: PoCL runs a group's work-items in lockstep loops, which the selections'
+     * data-dependent loops would serialise anyway. */
     cl_kernel k;
     s = kiln__ops_scratch(op, ctx, KILN_I64, rows * len, &keys);
     if (s == KILN_OK)
@@ -663,7 +666,7 @@ quantile_run(const char *op, kiln_context *ctx, const kiln_tensor *x, const doub
       kiln__args_u32(&a, omit);
       kiln__args_tensor(&a, t.dst);
       kiln__args_tensor(&a, keys);
-      s = kiln__args_launch_1d(&a, ctx, rows, 0);
+      s = kiln__args_launch_1d(&a, ctx, rows, ctx->info.is_gpu ? 0 : 1);
     }
   } else if (s == KILN_OK && rows && nq && path == KILN_STATS_LOCAL && len > 0) {
     cl_kernel k;

@@ -748,8 +748,9 @@ START_TEST(test_quantile_methods)
         for (int m = 0; m <= KILN_QUANTILE_MIDPOINT; m++) {
           for (int omit = 0; omit < 2; omit++) {
             for (size_t pi = 0; pi < 4; pi++) {
-              /* AUTO is LOCAL (GPUs) or SERIAL (CPUs) below kiln_quantile_local_max(): checked once, on the longest
-               * rows; the small mode (oclgrind) runs the global sort on one length. */
+              /* AUTO is LOCAL (GPUs) or SERIAL (CPUs) below kiln_quantile_local_max(): checked
+               * once, on the longest rows; the small mode (oclgrind) runs the global sort on one
+               * length. */
               if (pi == 0 && (harness_small() || len != 1021))
                 continue;
               if (harness_small() && pi == 2 && len != 7)
