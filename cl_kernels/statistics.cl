@@ -10,7 +10,9 @@
  *   HIST_UNIFORM  1-D, nb0 equal bins over [lo0, hi0] (NumPy's arithmetic and edge fix-up)
  *   HIST_EDGES    1-D, explicit edges e[0..nb0] (binary search on the device)
  *   HIST_2D       2-D, bins nb0 x nb1 over [lo0, hi0] x [lo1, hi1], bin = b0 * nb1 + b1
- *   HIST_BINCOUNT bin = the integer value of x (read by xcode: 0 i32, 1 i64, 2 u8/bool)
+ *   HIST_BINCOUNT bin = the integer value of x
+ * x (and y) are read by xcode: 0 i32, 1 i64, 2 u8/bool (converted to T for the other modes),
+ * 3 T itself.
  * Values outside the range and NaN fall in no bin; the last bin is closed on the right.
  *   hist_local(x, xoff, xcode, y, yoff, e, eoff, w, woff, flags, mode, lo0, hi0, lo1, hi1,
  *              nb0, nb1, start, n, pc, pw, lbuf)
@@ -161,12 +163,20 @@ load_int(global const uchar *x, ulong i, uint code)
 }
 
 #define HIST_ARGS                                                                         \
-  global const uchar *x, ulong xoff, uint xcode, global const T *y, ulong yoff,           \
+  global const uchar *x, ulong xoff, uint xcode, global const uchar *y, ulong yoff,       \
       global const T *e, ulong eoff, global const T *w, ulong woff, uint flags, uint mode, \
       T lo0, T hi0, T lo1, T hi1, ulong nb0, ulong nb1, ulong start, ulong n
 
+#define XCODE_T 3u
+
+inline T
+load_value(global const uchar *x, ulong i, uint code)
+{
+  return code == XCODE_T ? ((global const T *)x)[i] : (T)load_int(x, i, code);
+}
+
 inline long
-hist_bin(global const uchar *x, ulong xoff, uint xcode, global const T *y, ulong yoff,
+hist_bin(global const uchar *x, ulong xoff, uint xcode, global const uchar *y, ulong yoff,
          global const T *e, ulong eoff, uint mode, T lo0, T hi0, T lo1, T hi1, ulong nb0,
          ulong nb1, ulong i)
 {
@@ -174,13 +184,13 @@ hist_bin(global const uchar *x, ulong xoff, uint xcode, global const T *y, ulong
     long v = load_int(x, xoff + i, xcode);
     return v >= 0 && (ulong)v < nb0 ? v : -1;
   }
-  T v = ((global const T *)x)[xoff + i];
+  T v = load_value(x, xoff + i, xcode);
   if (mode == HIST_UNIFORM)
     return bin_uniform(v, lo0, hi0, nb0);
   if (mode == HIST_EDGES)
     return bin_edges(v, e + eoff, nb0);
   long b0 = bin_uniform(v, lo0, hi0, nb0);
-  long b1 = bin_uniform(y[yoff + i], lo1, hi1, nb1);
+  long b1 = bin_uniform(load_value(y, yoff + i, xcode), lo1, hi1, nb1);
   return b0 < 0 || b1 < 0 ? -1 : b0 * (long)nb1 + b1;
 }
 

@@ -4,10 +4,12 @@
  * semantics unless a function says otherwise; docs/stats.md has the details, the algorithms
  * and the differences.
  *
- * Dtypes. Histograms, quantiles, cov and corrcoef take f32 and f64 inputs (f64 needs a
- * device with fp64: KILN_ERR_UNSUPPORTED otherwise) and compute in the input's precision;
- * bincount takes i32, i64, u8 and bool. Histogram counts are i64; with weights the result
- * has the weights' dtype (the input's for histograms, f32 or f64 for bincount).
+ * Dtypes. Quantiles, cov and corrcoef take f32 and f64 inputs (f64 needs a device with
+ * fp64: KILN_ERR_UNSUPPORTED otherwise) and compute in the input's precision. Histograms
+ * take f32 and f64 (weights, edges of the same dtype) and i32, i64, u8 and bool, whose values
+ * are converted to the value type: the weights' dtype (f32 or f64) when given, else the
+ * edges' dtype, else f64 (f32 on devices without fp64). bincount takes i32, i64, u8 and
+ * bool. Histogram counts are i64; with weights the result has the weights' dtype.
  *
  * Output convention (every function here): if *out is NULL, kiln creates the result and
  * stores it in *out (the caller releases it). If *out is a tensor it must have the result's
@@ -80,8 +82,9 @@ typedef struct kiln_histogram_options {
  * @param range  NULL: [min(x), max(x)] over the non-NaN elements ((0, 1) when there are
  *               none); else {lo, hi}, finite, lo <= hi. Either way, lo == hi widens the
  *               range to [lo - 0.5, hi + 0.5] (NumPy).
- * @param weights NULL, or a tensor of x's dtype and shape: each element adds its weight to
- *               its bin instead of 1 (the result then has x's dtype).
+ * @param weights NULL, or a tensor of x's dtype (any float dtype for integer x) and number
+ *               of elements: each element adds its weight to its bin instead of 1 (the
+ *               result then has the weights' dtype).
  * @param range_used NULL, or receives the range the bins span {lo, hi} (after widening).
  * @param out    [bins], i64 counts (or the weights' dtype).
  *
@@ -98,7 +101,8 @@ KILN_API kiln_status kiln_histogram(kiln_context *ctx, const kiln_tensor *x, uin
 
 /**
  * Histogram of x into the bins of explicit edges (numpy.histogram with an array of bins):
- * edges is 1-D of x's dtype with at least 2 elements, non-decreasing; bin i is
+ * edges is 1-D of x's dtype (f32 or f64 for integer x; the weights then have the edges'
+ * dtype) with at least 2 elements, non-decreasing; bin i is
  * [edges[i], edges[i + 1]) and the last one [edges[n-1], edges[n]] is closed. Each
  * element's bin is found by a binary search of the edges on the device.
  * @param out [numel(edges) - 1], i64 counts (or the weights' dtype).
@@ -111,7 +115,7 @@ KILN_API kiln_status kiln_histogram_edges(kiln_context *ctx, const kiln_tensor *
 
 /**
  * 2-D histogram of the points (x[i], y[i]) (numpy.histogram2d with integer bins):
- * x and y of one float dtype and the same number of elements.
+ * x and y of one dtype (as kiln_histogram's x) and the same number of elements.
  * @param range NULL (each dimension's [min, max] of its non-NaN values) or
  *              {xlo, xhi, ylo, yhi}; each dimension widened as kiln_histogram's.
  * @param range_used NULL or receives the four bounds used.

@@ -147,6 +147,58 @@ fill_zero(const char *op, kiln_context *ctx, cl_mem mem, uint64_t offset, uint64
   return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueFillBuffer");
 }
 
+/* The kernels' code of an integer dtype (0 i32, 1 i64, 2 u8/bool); -1 for the others. */
+static int
+int_code(kiln_dtype dt)
+{
+  switch (dt) {
+  case KILN_I32:
+    return 0;
+  case KILN_I64:
+    return 1;
+  case KILN_U8:
+  case KILN_BOOL:
+    return 2;
+  default:
+    return -1;
+  }
+}
+
+#define XCODE_T 3u /* x holds the value type itself */
+
+/*
+ * A histogram input: f32/f64, or an integer dtype whose values convert to the value type
+ * vdt (checked by the caller). Sets *code to the kernels' read code.
+ */
+static kiln_status
+check_hist_input(const char *op, kiln_context *ctx, const kiln_tensor *t, const char *what,
+                 uint32_t *code)
+{
+  KILN_TRY(kiln__tensor_check(op, t, ctx));
+  int c = int_code(t->dtype);
+  if (c >= 0) {
+    *code = (uint32_t)c;
+    return KILN_OK;
+  }
+  *code = XCODE_T;
+  return check_float(op, ctx, t, what);
+}
+
+/* The value type of a histogram of x: x's float dtype, else the weights' or edges' (f32 or
+ * f64), else f64 (f32 on devices without fp64). */
+static kiln_dtype
+hist_value_dtype(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *w,
+                 const kiln_tensor *edges)
+{
+  if (int_code(x->dtype) < 0)
+    return x->dtype;
+  if (w)
+    return w->dtype;
+  if (edges && (edges->dtype == KILN_F32 || edges->dtype == KILN_F64))
+    return edges->dtype;
+  return ctx->info.has_fp64 ? KILN_F64 : KILN_F32;
+}
+
 /* ---------------------------------------------------------------- min / max */
 
 /* Min and max of x's non-NaN elements (float x) or of its integers (xcode < 3); reads back. */
@@ -200,8 +252,8 @@ data_minmax(const char *op, kiln_context *ctx, const kiln_tensor *x, int is_int,
 
 /* The range of one histogram dimension (NumPy's _get_outer_edges), in x's precision. */
 static kiln_status
-hist_range(const char *op, kiln_context *ctx, const kiln_tensor *x, const double *given,
-           const char *dim, double *lo, double *hi)
+hist_range(const char *op, kiln_context *ctx, const kiln_tensor *x, kiln_dtype vdt,
+           const double *given, const char *dim, double *lo, double *hi)
 {
   if (given) {
     KILN_RETURN_IF(!isfinite(given[0]) || !isfinite(given[1]), KILN_ERR_INVALID_ARGUMENT, op,
@@ -213,6 +265,11 @@ hist_range(const char *op, kiln_context *ctx, const kiln_tensor *x, const double
   } else if (x->numel == 0) {
     *lo = 0;
     *hi = 1;
+  } else if (int_code(x->dtype) >= 0) {
+    int64_t imn = 0, imx = 0;
+    KILN_TRY(data_minmax(op, ctx, x, 1, (uint32_t)int_code(x->dtype), NULL, NULL, &imn, &imx));
+    *lo = (double)imn;
+    *hi = (double)imx;
   } else {
     KILN_TRY(data_minmax(op, ctx, x, 0, 0, lo, hi, NULL, NULL));
     if (*lo > *hi) { /* only NaN */
@@ -226,11 +283,10 @@ hist_range(const char *op, kiln_context *ctx, const kiln_tensor *x, const double
     *lo -= 0.5;
     *hi += 0.5;
   }
-  *lo = to_dtype(x->dtype, *lo);
-  *hi = to_dtype(x->dtype, *hi);
-  KILN_RETURN_IF(!isfinite(to_dtype(x->dtype, *hi - *lo)), KILN_ERR_INVALID_ARGUMENT, op,
-                 "%srange [%g, %g] is wider than %s holds", dim, *lo, *hi,
-                 kiln_dtype_name(x->dtype));
+  *lo = to_dtype(vdt, *lo);
+  *hi = to_dtype(vdt, *hi);
+  KILN_RETURN_IF(!isfinite(to_dtype(vdt, *hi - *lo)), KILN_ERR_INVALID_ARGUMENT, op,
+                 "%srange [%g, %g] is wider than %s holds", dim, *lo, *hi, kiln_dtype_name(vdt));
   return KILN_OK;
 }
 
@@ -370,9 +426,9 @@ hist_call(const char *op, kiln_context *ctx, hist_job *j, const double *range, i
   kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
   if (nranges >= 1)
-    s = hist_range(op, ctx, j->x, range, nranges == 2 ? "x " : "", &j->lo0, &j->hi0);
+    s = hist_range(op, ctx, j->x, j->pdt, range, nranges == 2 ? "x " : "", &j->lo0, &j->hi0);
   if (s == KILN_OK && nranges == 2)
-    s = hist_range(op, ctx, j->y, range ? range + 2 : NULL, "y ", &j->lo1, &j->hi1);
+    s = hist_range(op, ctx, j->y, j->pdt, range ? range + 2 : NULL, "y ", &j->lo1, &j->hi1);
   if (s == KILN_OK && range_used && nranges >= 1) {
     range_used[0] = j->lo0;
     range_used[1] = j->hi0;
@@ -395,11 +451,14 @@ kiln_histogram(kiln_context *ctx, const kiln_tensor *x, uint64_t bins, const dou
 {
   static const char op[] = "kiln_histogram";
   KILN_TRY(check_out_ptr(op, ctx, out));
-  KILN_TRY(check_float(op, ctx, x, "x"));
-  KILN_TRY(check_opt(op, ctx, weights, x->dtype, x->numel, 0, "weights"));
+  uint32_t code;
+  KILN_TRY(check_hist_input(op, ctx, x, "x", &code));
+  KILN_TRY(check_opt(op, ctx, weights, code == XCODE_T ? x->dtype : KILN_DTYPE_COUNT, x->numel,
+                     0, "weights"));
   KILN_TRY(check_weights_atomics(op, ctx, weights));
-  hist_job j = {.pdt = x->dtype,
+  hist_job j = {.pdt = hist_value_dtype(ctx, x, weights, NULL),
                 .x = x,
+                .xcode = code,
                 .w = weights,
                 .mode = HIST_UNIFORM,
                 .nb0 = bins,
@@ -420,16 +479,19 @@ kiln_histogram_edges(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor 
 {
   static const char op[] = "kiln_histogram_edges";
   KILN_TRY(check_out_ptr(op, ctx, out));
-  KILN_TRY(check_float(op, ctx, x, "x"));
-  KILN_TRY(kiln__tensor_check(op, edges, ctx));
-  KILN_RETURN_IF(edges->dtype != x->dtype, KILN_ERR_DTYPE, op, "edges is %s, expected %s",
-                 kiln_dtype_name(edges->dtype), kiln_dtype_name(x->dtype));
+  uint32_t code;
+  KILN_TRY(check_hist_input(op, ctx, x, "x", &code));
+  KILN_TRY(check_float(op, ctx, edges, "edges"));
+  kiln_dtype vdt = hist_value_dtype(ctx, x, NULL, edges);
+  KILN_RETURN_IF(edges->dtype != vdt, KILN_ERR_DTYPE, op, "edges is %s, expected %s",
+                 kiln_dtype_name(edges->dtype), kiln_dtype_name(vdt));
   KILN_RETURN_IF(edges->shape.ndim != 1 || edges->numel < 2, KILN_ERR_SHAPE, op,
                  "edges must be 1-D with at least 2 elements");
-  KILN_TRY(check_opt(op, ctx, weights, x->dtype, x->numel, 0, "weights"));
+  KILN_TRY(check_opt(op, ctx, weights, vdt, x->numel, 0, "weights"));
   KILN_TRY(check_weights_atomics(op, ctx, weights));
-  hist_job j = {.pdt = x->dtype,
+  hist_job j = {.pdt = vdt,
                 .x = x,
+                .xcode = code,
                 .edges = edges,
                 .w = weights,
                 .mode = HIST_EDGES,
@@ -467,21 +529,24 @@ kiln_histogram2d(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *y, 
 {
   static const char op[] = "kiln_histogram2d";
   KILN_TRY(check_out_ptr(op, ctx, out));
-  KILN_TRY(check_float(op, ctx, x, "x"));
-  KILN_TRY(check_float(op, ctx, y, "y"));
+  uint32_t code, ycode;
+  KILN_TRY(check_hist_input(op, ctx, x, "x", &code));
+  KILN_TRY(check_hist_input(op, ctx, y, "y", &ycode));
   KILN_RETURN_IF(y->dtype != x->dtype, KILN_ERR_DTYPE, op, "y is %s, expected %s",
                  kiln_dtype_name(y->dtype), kiln_dtype_name(x->dtype));
   KILN_RETURN_IF(y->numel != x->numel, KILN_ERR_SHAPE, op,
                  "x has %llu elements and y %llu: a point needs both", (unsigned long long)x->numel,
                  (unsigned long long)y->numel);
-  KILN_TRY(check_opt(op, ctx, weights, x->dtype, x->numel, 0, "weights"));
+  KILN_TRY(check_opt(op, ctx, weights, code == XCODE_T ? x->dtype : KILN_DTYPE_COUNT, x->numel,
+                     0, "weights"));
   KILN_TRY(check_weights_atomics(op, ctx, weights));
   KILN_RETURN_IF(bins_x == 0 || bins_y == 0 || bins_x > (uint64_t)INT64_MAX ||
                      bins_y > (uint64_t)INT64_MAX / bins_x,
                  KILN_ERR_INVALID_ARGUMENT, op, "bins %llu x %llu: each must be at least 1",
                  (unsigned long long)bins_x, (unsigned long long)bins_y);
-  hist_job j = {.pdt = x->dtype,
+  hist_job j = {.pdt = hist_value_dtype(ctx, x, weights, NULL),
                 .x = x,
+                .xcode = code,
                 .y = y,
                 .w = weights,
                 .mode = HIST_2D,
@@ -501,22 +566,9 @@ kiln_bincount(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *weight
   static const char op[] = "kiln_bincount";
   KILN_TRY(check_out_ptr(op, ctx, out));
   KILN_TRY(kiln__tensor_check(op, x, ctx));
-  uint32_t code;
-  switch (x->dtype) {
-  case KILN_I32:
-    code = 0;
-    break;
-  case KILN_I64:
-    code = 1;
-    break;
-  case KILN_U8:
-  case KILN_BOOL:
-    code = 2;
-    break;
-  default:
-    return kiln__fail(KILN_ERR_DTYPE, op, 0, "x is %s, expected i32, i64, u8 or bool",
-                      kiln_dtype_name(x->dtype));
-  }
+  KILN_RETURN_IF(int_code(x->dtype) < 0, KILN_ERR_DTYPE, op,
+                 "x is %s, expected i32, i64, u8 or bool", kiln_dtype_name(x->dtype));
+  uint32_t code = (uint32_t)int_code(x->dtype);
   KILN_TRY(check_opt(op, ctx, weights, KILN_DTYPE_COUNT, x->numel, 0, "weights"));
   KILN_TRY(check_weights_atomics(op, ctx, weights));
   KILN_RETURN_IF(minlength > (uint64_t)INT64_MAX, KILN_ERR_INVALID_ARGUMENT, op,

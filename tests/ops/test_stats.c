@@ -1091,7 +1091,13 @@ START_TEST(test_histogram_errors)
   int64_t s1[1] = {4};
   kiln_tensor *xi = NULL;
   KOK(kiln_tensor_from_host(ctx, KILN_I32, 1, s1, iv, &xi));
-  KEXPECT(kiln_histogram(ctx, xi, 4, NULL, NULL, NULL, NULL, &h), KILN_ERR_DTYPE);
+  /* Integer x with edges of an integer dtype, and a complex x. */
+  KEXPECT(kiln_histogram_edges(ctx, xi, xi, NULL, NULL, &h), KILN_ERR_DTYPE);
+  kiln_tensor *xc = NULL;
+  int64_t s2c[1] = {2};
+  KOK(kiln_tensor_zeros(ctx, KILN_C64, 1, s2c, &xc));
+  KEXPECT(kiln_histogram(ctx, xc, 4, NULL, NULL, NULL, NULL, &h), KILN_ERR_DTYPE);
+  kiln_tensor_release(xc);
   ck_assert_ptr_null(h);
   /* A given output of the wrong dtype. */
   kiln_tensor *wrong = up1(KILN_F32, 4, v);
@@ -1152,6 +1158,119 @@ START_TEST(test_launch_shapes)
 }
 END_TEST
 
+/* Integer inputs: values converted to the value type (f64 with fp64, else f32; the weights'
+ * or the edges' dtype when given), NumPy's default range of integers, edges and 2-D. */
+START_TEST(test_histogram_ints)
+{
+  kiln_context *ctx = harness_ctx();
+  const kiln_dtype xdts[] = {KILN_I32, KILN_I64, KILN_U8, KILN_BOOL};
+  kiln_dtype vdt = harness_has_fp64() ? KILN_F64 : KILN_F32;
+  for (size_t di = 0; di < 4; di++) {
+    kiln_dtype xdt = xdts[di];
+    uint64_t n = 1013;
+    int64_t top = xdt == KILN_BOOL ? 1 : xdt == KILN_U8 ? 200 : 97;
+    void *h = malloc(n * 8), *hy = malloc(n * 8);
+    double *xv = malloc(n * sizeof *xv), *yv = malloc(n * sizeof *yv), *w = malloc(n * sizeof *w);
+    for (uint64_t i = 0; i < n; i++) {
+      int64_t v = (int64_t)urand(0, (double)top + 0.999), u = (int64_t)urand(0, (double)top + 0.999);
+      if (xdt == KILN_I32 || xdt == KILN_I64) {
+        v -= 40;
+        u -= 10;
+      }
+      xv[i] = (double)v;
+      yv[i] = (double)u;
+      w[i] = (double)(float)urand(0, 1);
+      if (xdt == KILN_I32) {
+        ((int32_t *)h)[i] = (int32_t)v;
+        ((int32_t *)hy)[i] = (int32_t)u;
+      } else if (xdt == KILN_I64) {
+        ((int64_t *)h)[i] = v;
+        ((int64_t *)hy)[i] = u;
+      } else {
+        ((uint8_t *)h)[i] = (uint8_t)v;
+        ((uint8_t *)hy)[i] = (uint8_t)u;
+      }
+    }
+    int64_t shape[1] = {(int64_t)n};
+    kiln_tensor *x = NULL, *y = NULL;
+    KOK(kiln_tensor_from_host(ctx, xdt, 1, shape, h, &x));
+    KOK(kiln_tensor_from_host(ctx, xdt, 1, shape, hy, &y));
+    double mn = INFINITY, mx = -INFINITY, mny = INFINITY, mxy = -INFINITY;
+    for (uint64_t i = 0; i < n; i++) {
+      mn = fmin(mn, xv[i]);
+      mx = fmax(mx, xv[i]);
+      mny = fmin(mny, yv[i]);
+      mxy = fmax(mxy, yv[i]);
+    }
+    /* Default range, counts in vdt; weights (f32) make f32 the value type. */
+    uint64_t nb = 11;
+    double want[11] = {0}, wantw[11] = {0}, used[4];
+    for (uint64_t i = 0; i < n; i++) {
+      long b = ref_bin(vdt, xv[i], mn, mx, nb);
+      long bw = ref_bin(KILN_F32, xv[i], mn, mx, nb);
+      ck_assert(b >= 0 && bw >= 0);
+      want[b]++;
+      wantw[bw] += w[i];
+    }
+    kiln_tensor *c = NULL, *cw = NULL, *wt = up1(KILN_F32, n, w);
+    KOK(kiln_histogram(ctx, x, nb, NULL, NULL, NULL, used, &c));
+    ck_assert(used[0] == mn && used[1] == mx);
+    check_counts(c, want, nb, "integer histogram");
+    KOK(kiln_histogram(ctx, x, nb, NULL, wt, NULL, NULL, &cw));
+    ck_assert_int_eq(kiln_tensor_dtype(cw), KILN_F32);
+    double *got = down(cw);
+    expect_close(got, wantw, nb, 1e-5 * 100, "integer weighted histogram");
+    free(got);
+    kiln_tensor_release(c);
+    kiln_tensor_release(cw);
+    /* Edges of f32: half-integer and integer edges (values on them). */
+    double e[5] = {-3, 0, 2.5, 50, 60};
+    kiln_tensor *et = up1(KILN_F32, 5, e);
+    double wante[4] = {0};
+    for (uint64_t i = 0; i < n; i++) {
+      if (!(xv[i] >= e[0] && xv[i] <= e[4]))
+        continue;
+      int b = 0;
+      for (int k = 0; k < 4; k++)
+        if (e[k] <= xv[i])
+          b = k;
+      wante[b]++;
+    }
+    c = NULL;
+    KOK(kiln_histogram_edges(ctx, x, et, NULL, NULL, &c));
+    check_counts(c, wante, 4, "integer edges");
+    kiln_tensor_release(c);
+    kiln_tensor_release(et);
+    /* 2-D with a default range. */
+    double want2[4 * 3] = {0};
+    if (mn == mx) {
+      mn -= 0.5;
+      mx += 0.5;
+    }
+    if (mny == mxy) {
+      mny -= 0.5;
+      mxy += 0.5;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+      long bx = ref_bin(vdt, xv[i], mn, mx, 4), by = ref_bin(vdt, yv[i], mny, mxy, 3);
+      want2[bx * 3 + by]++;
+    }
+    c = NULL;
+    KOK(kiln_histogram2d(ctx, x, y, 4, 3, NULL, NULL, NULL, used, &c));
+    check_counts(c, want2, 12, "integer 2-D");
+    kiln_tensor_release(c);
+    kiln_tensor_release(x);
+    kiln_tensor_release(y);
+    kiln_tensor_release(wt);
+    free(h);
+    free(hy);
+    free(xv);
+    free(yv);
+    free(w);
+  }
+}
+END_TEST
+
 static Suite *
 stats_suite(void)
 {
@@ -1163,6 +1282,7 @@ stats_suite(void)
   tcase_add_test(tc, test_histogram_edges);
   tcase_add_test(tc, test_histogram2d);
   tcase_add_test(tc, test_bincount);
+  tcase_add_test(tc, test_histogram_ints);
   tcase_add_test(tc, test_quantile_methods);
   tcase_add_test(tc, test_quantile_axes);
   tcase_add_test(tc, test_cov);
