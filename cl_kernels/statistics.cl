@@ -89,12 +89,13 @@ typedef float QT;
 #endif
 
 /* p[0] += v as a compare-exchange loop on the bits (OpenCL 1.2 has no float atomics); the
- * loop compares bits, so NaN sums end too. */
+ * loop compares bits, so NaN sums end too. The first guess is 0 (no plain read: it would race
+ * with the other work-items' exchanges). */
 #if defined(KILN_DT_F64) && HIST_WATOM
 #define ATOMIC_ADD_T(AS, p, v)                                                   \
   do {                                                                           \
     volatile AS ulong *u_ = (volatile AS ulong *)(p);                            \
-    ulong old_ = *u_, prev_;                                                     \
+    ulong old_ = 0, prev_;                                                       \
     do {                                                                         \
       prev_ = old_;                                                              \
       old_ = atom_cmpxchg(u_, prev_, as_ulong(as_double(prev_) + (v)));          \
@@ -104,7 +105,7 @@ typedef float QT;
 #define ATOMIC_ADD_T(AS, p, v)                                                   \
   do {                                                                           \
     volatile AS uint *u_ = (volatile AS uint *)(p);                              \
-    uint old_ = *u_, prev_;                                                      \
+    uint old_ = 0, prev_;                                                        \
     do {                                                                         \
       prev_ = old_;                                                              \
       old_ = atomic_cmpxchg(u_, prev_, as_uint(as_float(prev_) + (v)));          \

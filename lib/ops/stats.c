@@ -453,8 +453,8 @@ kiln_histogram(kiln_context *ctx, const kiln_tensor *x, uint64_t bins, const dou
   KILN_TRY(check_out_ptr(op, ctx, out));
   uint32_t code;
   KILN_TRY(check_hist_input(op, ctx, x, "x", &code));
-  KILN_TRY(check_opt(op, ctx, weights, code == XCODE_T ? x->dtype : KILN_DTYPE_COUNT, x->numel,
-                     0, "weights"));
+  KILN_TRY(check_opt(op, ctx, weights, code == XCODE_T ? x->dtype : KILN_DTYPE_COUNT, x->numel, 0,
+                     "weights"));
   KILN_TRY(check_weights_atomics(op, ctx, weights));
   hist_job j = {.pdt = hist_value_dtype(ctx, x, weights, NULL),
                 .x = x,
@@ -537,8 +537,8 @@ kiln_histogram2d(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *y, 
   KILN_RETURN_IF(y->numel != x->numel, KILN_ERR_SHAPE, op,
                  "x has %llu elements and y %llu: a point needs both", (unsigned long long)x->numel,
                  (unsigned long long)y->numel);
-  KILN_TRY(check_opt(op, ctx, weights, code == XCODE_T ? x->dtype : KILN_DTYPE_COUNT, x->numel,
-                     0, "weights"));
+  KILN_TRY(check_opt(op, ctx, weights, code == XCODE_T ? x->dtype : KILN_DTYPE_COUNT, x->numel, 0,
+                     "weights"));
   KILN_TRY(check_weights_atomics(op, ctx, weights));
   KILN_RETURN_IF(bins_x == 0 || bins_y == 0 || bins_x > (uint64_t)INT64_MAX ||
                      bins_y > (uint64_t)INT64_MAX / bins_x,

@@ -367,6 +367,8 @@ START_TEST(test_histogram_edges)
     const uint64_t sizes[] = {0, 1, 29, 4099};
     for (size_t si = 0; si < 4; si++) {
       uint64_t n = sizes[si];
+      if (!harness_fits(n))
+        continue;
       double *v = malloc((n ? n : 1) * sizeof *v), *w = malloc((n ? n : 1) * sizeof *w);
       for (uint64_t i = 0; i < n; i++) {
         v[i] = i % 5 == 0 ? e[i % ne] : i % 13 == 1 ? NAN : i % 17 == 2 ? 3 : urand(-1.5, 2.5);
@@ -428,6 +430,8 @@ START_TEST(test_histogram2d)
     const uint64_t sizes[] = {0, 1, 211, 20011};
     for (size_t si = 0; si < 4; si++) {
       uint64_t n = sizes[si], nbx = 7, nby = 5;
+      if (!harness_fits(n))
+        continue;
       double *xv = hist_data(dt, n, 0, 1, nbx), *yv = hist_data(dt, n, -1, 1.5, nby);
       double *w = malloc((n ? n : 1) * sizeof *w);
       for (uint64_t i = 0; i < n; i++) {
@@ -542,6 +546,8 @@ START_TEST(test_bincount)
       KOK(kiln_tensor_from_host(ctx, xdt, 1, shape, h, &x));
       const uint64_t minlens[] = {0, 10, 3500};
       for (size_t mi = 0; mi < 3; mi++) {
+        if (harness_small() && mi == 2)
+          continue;
         int64_t mx = -1;
         for (uint64_t i = 0; i < n; i++)
           mx = (int64_t)xv[i] > mx ? (int64_t)xv[i] : mx;
@@ -742,7 +748,7 @@ START_TEST(test_quantile_methods)
       uint64_t len = lens[li];
       if (harness_small() && (len == 3 || len > 64))
         continue;
-      for (int nans = 0; nans < 2; nans++) {
+      for (int nans = harness_small(); nans < 2; nans++) {
         double *v = quant_data(dt, 3 * len, nans, li % 2);
         int64_t shape[2] = {3, (int64_t)len};
         for (int m = 0; m <= KILN_QUANTILE_MIDPOINT; m++) {
@@ -781,6 +787,8 @@ START_TEST(test_quantile_axes)
     for (int64_t ax = -3; ax < 3; ax++) {
       kiln_quantile_options o = {.nan_policy = KILN_NAN_OMIT, .keepdims = ax % 2 == 0};
       for (size_t pi = 0; pi < 4; pi++) {
+        if (harness_small() && (pi == 0 || pi == 2))
+          continue;
         o.path = qpaths[pi];
         check_quantile(dt, 3, shape, v, 1, ax, qs, 4, o, 1);
       }
@@ -798,7 +806,7 @@ START_TEST(test_quantile_axes)
     v = quant_data(dt, 2 * n, 0, 1);
     int64_t s2[2] = {(int64_t)n, 2};
     for (size_t pi = 0; pi < 4; pi++) {
-      if (pi == 1) /* longer than the local sort holds */
+      if (pi == 1 || (harness_small() && pi != 3)) /* longer than the local sort holds */
         continue;
       kiln_quantile_options og = {.method = KILN_QUANTILE_LINEAR, .path = qpaths[pi]};
       check_quantile(dt, 2, s2, v, 1, 0, qs, 9, og, 1);
@@ -994,7 +1002,7 @@ START_TEST(test_cov)
     const uint64_t dims[][2] = {{3, 7}, {1, 5}, {4, 1}, {5, 2}, {2, 131}, {13, 29}, {6, 0}};
     for (size_t di = 0; di < sizeof dims / sizeof *dims; di++)
       for (int rowvar = 0; rowvar < 2; rowvar++)
-        for (int64_t ddof = 0; ddof < 3; ddof++)
+        for (int64_t ddof = harness_small(); ddof < (harness_small() ? 2 : 3); ddof++)
           check_cov(dt, dims[di][0], dims[di][1], rowvar, 0, ddof, 0, 0, 0, 0);
     for (int fa = 1; fa < 4; fa++)
       for (int64_t ddof = 0; ddof < 2; ddof++) {
@@ -1143,6 +1151,8 @@ START_TEST(test_launch_shapes)
       double *qv = quant_data(dt, 7 * 41, 1, 0);
       int64_t shape[2] = {7, 41};
       for (size_t pi = 1; pi < 4; pi++) {
+        if (harness_small() && pi == 2) /* the global sort: in test_quantile_methods */
+          continue;
         kiln_quantile_options o = {.nan_policy = KILN_NAN_OMIT, .path = qpaths[pi]};
         check_quantile(dt, 2, shape, qv, 1, 1, qs, 9, o, 1);
         check_quantile(dt, 2, shape, qv, 1, 0, qs, 9, o, 1);
@@ -1172,7 +1182,8 @@ START_TEST(test_histogram_ints)
     void *h = malloc(n * 8), *hy = malloc(n * 8);
     double *xv = malloc(n * sizeof *xv), *yv = malloc(n * sizeof *yv), *w = malloc(n * sizeof *w);
     for (uint64_t i = 0; i < n; i++) {
-      int64_t v = (int64_t)urand(0, (double)top + 0.999), u = (int64_t)urand(0, (double)top + 0.999);
+      int64_t v = (int64_t)urand(0, (double)top + 0.999),
+              u = (int64_t)urand(0, (double)top + 0.999);
       if (xdt == KILN_I32 || xdt == KILN_I64) {
         v -= 40;
         u -= 10;
