@@ -210,9 +210,12 @@ data_minmax(const char *op, kiln_context *ctx, const kiln_tensor *x, int is_int,
   cl_kernel k;
   KILN_TRY(kiln__ops_kernel(op, ctx, STATS_SRC, pdt, is_int ? "minmax_i" : "minmax_f", &k));
   size_t local = kiln__launch_pow2_local(ctx, k);
-  uint64_t groups = groups_for(x->numel, local);
-  if (groups > 64)
-    groups = 64;
+  /* Enough groups to stream x at full bandwidth (8 per compute unit, 8 elements per work-item
+   * at least); the host folds their partial results. */
+  uint64_t groups = groups_for(x->numel, local * 8);
+  uint64_t most = 8 * (uint64_t)(ctx->info.compute_units ? ctx->info.compute_units : 1);
+  if (groups > most)
+    groups = most;
   kiln_dtype partdt = is_int ? KILN_I64 : x->dtype;
   kiln_tensor *part = NULL;
   KILN_TRY(kiln__ops_scratch(op, ctx, partdt, 2 * groups, &part));
@@ -224,11 +227,17 @@ data_minmax(const char *op, kiln_context *ctx, const kiln_tensor *x, int is_int,
   kiln__args_mem(&a, part->mem);
   kiln__args_local(&a, 2 * local * kiln_dtype_size(partdt));
   kiln_status s = kiln__args_enqueue_1d(&a, ctx, (size_t)(groups * local), local);
-  double buf[128];
+  double *buf = malloc((size_t)(2 * groups) * sizeof *buf);
+  if (!buf && s == KILN_OK)
+    s = kiln__fail(KILN_ERR_HOST_MEMORY, op, 0, "no memory for %llu partial results",
+                   (unsigned long long)groups);
   if (s == KILN_OK)
     s = kiln__ops_read(op, ctx, part, 0, buf, (size_t)(2 * groups * kiln_dtype_size(partdt)));
   kiln_tensor_release(part);
-  KILN_TRY(s);
+  if (s != KILN_OK) {
+    free(buf);
+    return s;
+  }
   if (is_int) {
     const int64_t *v = (const int64_t *)buf;
     *imn = INT64_MAX;
@@ -247,6 +256,7 @@ data_minmax(const char *op, kiln_context *ctx, const kiln_tensor *x, int is_int,
       *mx = hi > *mx ? hi : *mx;
     }
   }
+  free(buf);
   return KILN_OK;
 }
 
