@@ -112,6 +112,15 @@ to_dtype(kiln_dtype dt, double v)
   return dt == KILN_F32 ? (double)(float)v : v;
 }
 
+/* Local memory a work-group's histogram or sort may take: at most half the device's (two
+ * groups per compute unit) and STATS_LOCAL_CAP. */
+static uint64_t
+local_cap(const kiln_context *ctx)
+{
+  uint64_t half = ctx->info.local_mem_bytes / 2;
+  return half < STATS_LOCAL_CAP ? half : STATS_LOCAL_CAP;
+}
+
 static uint64_t
 groups_for(uint64_t items, size_t local)
 {
@@ -345,8 +354,7 @@ hist_run(const char *op, kiln_context *ctx, const hist_job *j, kiln_tensor *out)
   if (j->nbins == 0)
     return KILN_OK;
   uint64_t lbytes = hist_local_bytes(j);
-  uint64_t cap =
-      ctx->info.local_mem_bytes < STATS_LOCAL_CAP ? ctx->info.local_mem_bytes / 2 : STATS_LOCAL_CAP;
+  uint64_t cap = local_cap(ctx);
   int fits = lbytes <= cap;
   KILN_RETURN_IF(j->path == KILN_STATS_LOCAL && !fits, KILN_ERR_INVALID_ARGUMENT, op,
                  "%llu bins do not fit a local histogram (%llu bytes at most)",
@@ -615,9 +623,7 @@ kiln_quantile_local_max(const kiln_context *ctx, kiln_dtype dtype)
   (void)dtype; /* keys are 8 bytes for every dtype */
   if (kiln__ctx_check("kiln_quantile_local_max", ctx) != KILN_OK)
     return 0;
-  uint64_t cap = ctx->info.local_mem_bytes / 2 < STATS_LOCAL_CAP ? ctx->info.local_mem_bytes / 2
-                                                                 : STATS_LOCAL_CAP;
-  uint64_t n = 1;
+  uint64_t cap = local_cap(ctx), n = 1;
   while (n * 2 * 8 <= cap)
     n *= 2;
   return n;
