@@ -547,6 +547,124 @@ quant_pick(global const ulong *vals, ulong voff, ulong rows, ulong len, global c
   }
 }
 
+/*
+ * Radix selection (the GPU global path for few q): every (row, slot) selects one rank, slot
+ * 2 qi the lower order statistic of q[qi] and 2 qi + 1 the upper one, 8 key bits per pass
+ * from the top. sel[(r * nt + t) * 2] holds the key prefix found so far, [.. + 1] the rank
+ * left within it (RS_NONE: the slot's value is NaN, nothing to select).
+ *   quant_rs_nan(x, xoff, rows, len, inner, nnan)        1-D over rows * len: NaN per row
+ *   quant_rs_init(rows, len, q, nq, method, omit, nnan, sel)  1-D over rows * nq
+ *   quant_rs_hist(x, xoff, rows, len, inner, nchunk, nt, sel, shift, hist, lh)
+ *     one work-group per (row, chunk of len / nchunk): local counts of the 8-bit digit at
+ *     shift of the keys matching each slot's prefix, to hist[((r * nchunk + c) * nt + t) *
+ *     256 + digit].
+ *   quant_rs_pick(rows, nchunk, nt, hist, sel, shift)    1-D over rows * nt
+ *   quant_rs_final(rows, len, q, nq, method, omit, nnan, sel, out, ooff)  1-D over nq * rows
+ */
+#define RS_NONE 0xffffffffffffffffUL
+
+kernel void
+quant_rs_nan(global const T *x, ulong xoff, ulong rows, ulong len, ulong inner, global uint *nnan)
+{
+  for (ulong i = get_global_id(0); i < rows * len; i += get_global_size(0)) {
+    ulong r = i / len, j = i % len;
+    if (isnan(x[xoff + (r / inner) * len * inner + r % inner + j * inner]))
+      atomic_inc(&nnan[r]);
+  }
+}
+
+kernel void
+quant_rs_init(ulong rows, ulong len, global const QT *q, ulong nq, uint method, uint omit,
+              global const uint *nnan, global ulong *sel)
+{
+  for (ulong i = get_global_id(0); i < rows * nq; i += get_global_size(0)) {
+    ulong r = i / nq, qi = i % nq, nv = len - nnan[r];
+    global ulong *s = sel + (r * 2 * nq + 2 * qi) * 2;
+    if (nv == 0 || (!omit && nv < len)) {
+      s[1] = s[3] = RS_NONE;
+    } else {
+      ulong i0, i1;
+      T g;
+      qplan(nv, q[qi], method, &i0, &i1, &g);
+      s[1] = i0;
+      s[3] = i1;
+    }
+    s[0] = s[2] = 0;
+  }
+}
+
+kernel void
+quant_rs_hist(global const T *x, ulong xoff, ulong rows, ulong len, ulong inner, ulong nchunk,
+              ulong nt, global const ulong *sel, uint shift, global uint *hist, local uint *lh)
+{
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  const ulong himask = shift + 8 >= 64 ? 0 : ~0UL << (shift + 8);
+  const ulong csize = (len + nchunk - 1) / nchunk;
+  for (ulong g = get_group_id(0); g < rows * nchunk; g += get_num_groups(0)) {
+    const ulong r = g / nchunk, c = g % nchunk;
+    for (ulong b = lid; b < nt * 256; b += lsz)
+      lh[b] = 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const ulong j0 = c * csize, j1 = min(len, j0 + csize);
+    const ulong base = xoff + (r / inner) * len * inner + r % inner;
+    global const ulong *s = sel + r * nt * 2;
+    for (ulong j = j0 + lid; j < j1; j += lsz) {
+      const ulong key = tkey(x[base + j * inner]);
+      const uint digit = (uint)(key >> shift) & 255u;
+      for (ulong t = 0; t < nt; t++)
+        if (s[2 * t + 1] != RS_NONE && ((key ^ s[2 * t]) & himask) == 0)
+          atomic_inc(&lh[t * 256 + digit]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (ulong b = lid; b < nt * 256; b += lsz)
+      hist[g * nt * 256 + b] = lh[b];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
+kernel void
+quant_rs_pick(ulong rows, ulong nchunk, ulong nt, global const uint *hist, global ulong *sel,
+              uint shift)
+{
+  for (ulong i = get_global_id(0); i < rows * nt; i += get_global_size(0)) {
+    const ulong r = i / nt, t = i % nt;
+    global ulong *s = sel + i * 2;
+    if (s[1] == RS_NONE)
+      continue;
+    ulong below = 0;
+    for (uint d = 0; d < 256; d++) {
+      ulong cnt = 0;
+      for (ulong c = 0; c < nchunk; c++)
+        cnt += hist[((r * nchunk + c) * nt + t) * 256 + d];
+      if (s[1] < below + cnt) {
+        s[0] |= (ulong)d << shift;
+        s[1] -= below;
+        break;
+      }
+      below += cnt;
+    }
+  }
+}
+
+kernel void
+quant_rs_final(ulong rows, ulong len, global const QT *q, ulong nq, uint method, uint omit,
+               global const uint *nnan, global const ulong *sel, global T *out, ulong ooff)
+{
+  for (ulong i = get_global_id(0); i < nq * rows; i += get_global_size(0)) {
+    const ulong qi = i / rows, r = i % rows, nv = len - nnan[r];
+    global const ulong *s = sel + (r * 2 * nq + 2 * qi) * 2;
+    T res = (T)NAN;
+    if (s[1] != RS_NONE) {
+      ulong i0, i1;
+      T g;
+      qplan(nv, q[qi], method, &i0, &i1, &g);
+      const T a = tval(s[0]);
+      res = i0 == i1 ? a : qlerp(a, tval(s[2]), g);
+    }
+    out[ooff + i] = res;
+  }
+}
+
 /* ---------------------------------------------------------------- covariance */
 
 #define COV_F 1u /* fweights present */

@@ -629,6 +629,117 @@ kiln_quantile_local_max(const kiln_context *ctx, kiln_dtype dtype)
   return n;
 }
 
+/* Largest rows * slots the radix selection takes (its digit counts grow with both). */
+#define RS_MAX_SLOTS 4096u
+
+/*
+ * The GPU global path for few q: a radix selection of every needed rank, 8 key bits per
+ * pass (statistics.cl, quant_rs_*), on x's rows of len > 0 elements (ctx->lock held).
+ */
+static kiln_status
+quantile_radix(const char *op, kiln_context *ctx, const kiln_tensor *x, uint64_t rows, uint64_t len,
+               uint64_t inner, cl_mem q, uint64_t nq, uint32_t method, uint32_t omit,
+               kiln_tensor *out)
+{
+  const uint64_t nt = 2 * nq;
+  kiln_tensor *nnan = NULL, *sel = NULL;
+  kiln__ops_tmp hist = {0};
+  cl_kernel kn, ki, kh, kp, kf;
+  kiln_status s = kiln__ops_kernel(op, ctx, STATS_SRC, x->dtype, "quant_rs_nan", &kn);
+  if (s == KILN_OK)
+    s = kiln__ops_kernel(op, ctx, STATS_SRC, x->dtype, "quant_rs_init", &ki);
+  if (s == KILN_OK)
+    s = kiln__ops_kernel(op, ctx, STATS_SRC, x->dtype, "quant_rs_hist", &kh);
+  if (s == KILN_OK)
+    s = kiln__ops_kernel(op, ctx, STATS_SRC, x->dtype, "quant_rs_pick", &kp);
+  if (s == KILN_OK)
+    s = kiln__ops_kernel(op, ctx, STATS_SRC, x->dtype, "quant_rs_final", &kf);
+  size_t local = s == KILN_OK ? kiln__launch_pow2_local(ctx, kh) : 1;
+  /* Chunks of a row per work-group: enough groups to fill the device. */
+  uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
+  uint64_t nchunk = (len + local * 64 - 1) / (local * 64);
+  uint64_t most = (8 * cu + rows - 1) / rows;
+  if (nchunk > most)
+    nchunk = most;
+  if (nchunk < 1)
+    nchunk = 1;
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(op, ctx, KILN_I32, rows, &nnan);
+  if (s == KILN_OK)
+    s = fill_zero(op, ctx, nnan->mem, nnan->offset, rows * 4);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(op, ctx, KILN_I64, rows * nt * 2, &sel);
+  if (s == KILN_OK)
+    s = kiln__ops_tmp_alloc(ctx, rows * nchunk * nt * 256 * 4, &hist);
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, kn);
+    kiln__args_tensor(&a, x);
+    kiln__args_u64(&a, rows);
+    kiln__args_u64(&a, len);
+    kiln__args_u64(&a, inner);
+    kiln__args_mem(&a, nnan->mem);
+    s = kiln__args_launch_1d(&a, ctx, rows * len, 0);
+  }
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, ki);
+    kiln__args_u64(&a, rows);
+    kiln__args_u64(&a, len);
+    kiln__args_mem(&a, q);
+    kiln__args_u64(&a, nq);
+    kiln__args_u32(&a, method);
+    kiln__args_u32(&a, omit);
+    kiln__args_mem(&a, nnan->mem);
+    kiln__args_mem(&a, sel->mem);
+    s = kiln__args_launch_1d(&a, ctx, rows * nq, 0);
+  }
+  const uint32_t bits = x->dtype == KILN_F64 ? 64u : 32u;
+  for (uint32_t shift = bits - 8; s == KILN_OK; shift -= 8) {
+    kiln__args a = kiln__args_begin(op, kh);
+    kiln__args_tensor(&a, x);
+    kiln__args_u64(&a, rows);
+    kiln__args_u64(&a, len);
+    kiln__args_u64(&a, inner);
+    kiln__args_u64(&a, nchunk);
+    kiln__args_u64(&a, nt);
+    kiln__args_mem(&a, sel->mem);
+    kiln__args_u32(&a, shift);
+    kiln__args_mem(&a, hist.mem);
+    kiln__args_local(&a, (size_t)(nt * 256 * 4));
+    s = kiln__args_enqueue_1d(&a, ctx, (size_t)(groups_for(rows * nchunk, 1) * local), local);
+    if (s == KILN_OK) {
+      kiln__args b = kiln__args_begin(op, kp);
+      kiln__args_u64(&b, rows);
+      kiln__args_u64(&b, nchunk);
+      kiln__args_u64(&b, nt);
+      kiln__args_mem(&b, hist.mem);
+      kiln__args_mem(&b, sel->mem);
+      kiln__args_u32(&b, shift);
+      s = kiln__args_launch_1d(&b, ctx, rows * nt, 0);
+    }
+    if (shift == 0)
+      break;
+  }
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, kf);
+    kiln__args_u64(&a, rows);
+    kiln__args_u64(&a, len);
+    kiln__args_mem(&a, q);
+    kiln__args_u64(&a, nq);
+    kiln__args_u32(&a, method);
+    kiln__args_u32(&a, omit);
+    kiln__args_mem(&a, nnan->mem);
+    kiln__args_mem(&a, sel->mem);
+    kiln__args_tensor(&a, out);
+    s = kiln__args_launch_1d(&a, ctx, nq * rows, 0);
+  }
+  kiln__ops_tmp_free(ctx, &hist);
+  if (sel)
+    kiln_tensor_release(sel);
+  if (nnan)
+    kiln_tensor_release(nnan);
+  return s;
+}
+
 static kiln_status
 quantile_run(const char *op, kiln_context *ctx, const kiln_tensor *x, const double *q, size_t nq,
              int q_vector, const int64_t *axis, const kiln_quantile_options *opts, double scale,
@@ -758,6 +869,9 @@ quantile_run(const char *op, kiln_context *ctx, const kiln_tensor *x, const doub
       kiln__args_u64(&a, np);
       s = kiln__args_enqueue_1d(&a, ctx, (size_t)(groups_for(rows, 1) * local), local);
     }
+  } else if (s == KILN_OK && rows && nq && len > 0 && 2 * nq * 256 * 4 <= local_cap(ctx) &&
+             rows * 2 * nq <= RS_MAX_SLOTS) {
+    s = quantile_radix(op, ctx, x, rows, len, inner, qbuf.mem, nq, method, omit, t.dst);
   } else if (s == KILN_OK && rows && nq) {
     uint64_t total = rows * len, np = kiln__ops_pow2(total);
     if (total) {

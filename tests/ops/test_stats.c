@@ -793,6 +793,20 @@ START_TEST(test_quantile_axes)
         check_quantile(dt, 3, shape, v, 1, ax, qs, 4, o, 1);
       }
     }
+    /* The global path sorts (bitonic pairs) instead of selecting (radix) for many q, and for
+     * many rows times q (above 4096 selections): 21 q, and 9 q over 300 rows. */
+    double many_q[21];
+    for (int i = 0; i < 21; i++)
+      many_q[i] = i / 20.0;
+    kiln_quantile_options og21 = {.nan_policy = KILN_NAN_OMIT, .path = KILN_STATS_GLOBAL};
+    if (!harness_small()) {
+      check_quantile(dt, 3, shape, v, 1, 2, many_q, 21, og21, 1);
+      int64_t s300[2] = {300, 7};
+      double *v300 = quant_data(dt, 2100, 1, 1);
+      og21.nan_policy = KILN_NAN_PROPAGATE;
+      check_quantile(dt, 2, s300, v300, 1, 1, qs, 9, og21, 1);
+      free(v300);
+    }
     kiln_quantile_options o = {.nan_policy = KILN_NAN_OMIT, .method = KILN_QUANTILE_NEAREST};
     check_quantile(dt, 3, shape, v, 0, 0, qs, 9, o, 1);
     o.keepdims = 1;
