@@ -42,6 +42,8 @@
  *   quant_select(x, xoff, rows, len, inner, q, nq, method, omit, out, ooff, s, soff)
  *     1-D over rows, one work-item per row (CPUs): quickselect of the needed ranks in a
  *     copy of the row's keys at s[r * len].
+ *   quant_rs_nan, quant_rs_init, quant_rs_hist, quant_rs_pick, quant_rs_final: the radix
+ *     selection of the needed ranks (the global path for few q; see their section).
  *
  * Covariance (variables x observations; x(i, j) at i * vs + j * os):
  *   cov_wsum(f, foff, a, aoff, nobs, ddof, flags, params, flag, s1, s2)  one work-group:
