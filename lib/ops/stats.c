@@ -371,7 +371,7 @@ hist_run(const char *op, kiln_context *ctx, const hist_job *j, kiln_tensor *out)
   if (local_path) {
     /* Enough groups to fill the device, each with a long run of elements. */
     groups = groups_for(first, local * 16);
-    uint64_t most = 4 * (uint64_t)(ctx->info.compute_units ? ctx->info.compute_units : 1);
+    uint64_t most = 8 * (uint64_t)(ctx->info.compute_units ? ctx->info.compute_units : 1);
     if (groups > most)
       groups = most;
   }
