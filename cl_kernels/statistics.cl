@@ -50,9 +50,13 @@
  *     params[0] = v1 = sum w (w = f * a, each optional), params[1] = the divisor
  *     (v1 - ddof, or v1 - ddof * sum(w a) / v1 with aweights; 0 when <= 0); bad weights
  *     (negative, non-finite, non-integer fweights) and v1 == 0 set the flag.
- *   cov_center(x, xoff, nvars, nobs, vs, os, f, foff, a, aoff, flags, params, A, s)
- *     one work-group per variable: A(i, j) = (x(i, j) - mean_i) * sqrt(w_j), mean_i the
- *     weighted mean (A has x's layout).
+ *   cov_mean(x, xoff, nvars, nobs, vs, os, f, foff, a, aoff, flags, nchunk, part, s)
+ *     one work-group per (variable, chunk of observations): part[i * nchunk + c] = the
+ *     chunk's sum of w_j x(i, j).
+ *   cov_mean_fin(part, nvars, nchunk, params, means)  1-D over nvars: means[i] = sum / v1
+ *   cov_center(x, xoff, nvars, nobs, by_rows, f, foff, a, aoff, flags, means, A, aout)
+ *     1-D over nvars * nobs in memory order: A(i, j) = (x(i, j) - mean_i) * sqrt(w_j)
+ *     (A has x's layout; by_rows: x is [nvars, nobs], else [nobs, nvars]).
  *   cov_finish(c, coff, d, n, params, corr)  1-D over n * n: c /= divisor, or the
  *     correlation c_ij / sqrt(d_i d_j) clipped to [-1, 1] (d: the diagonal, copied by
  *     cov_diag(c, coff, n, d) first).
@@ -728,15 +732,16 @@ cov_wsum(global const T *f, ulong foff, global const T *a, ulong aoff, ulong nob
 }
 
 kernel void
-cov_center(global const T *x, ulong xoff, ulong nvars, ulong nobs, ulong vs, ulong os,
-           global const T *f, ulong foff, global const T *a, ulong aoff, uint flags,
-           global const T *params, global T *A, ulong aout, local T *s)
+cov_mean(global const T *x, ulong xoff, ulong nvars, ulong nobs, ulong vs, ulong os,
+         global const T *f, ulong foff, global const T *a, ulong aoff, uint flags, ulong nchunk,
+         global T *part, local T *s)
 {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
-  const T v1 = params[0];
-  for (ulong i = get_group_id(0); i < nvars; i += get_num_groups(0)) {
+  const ulong csize = (nobs + nchunk - 1) / nchunk;
+  for (ulong g = get_group_id(0); g < nvars * nchunk; g += get_num_groups(0)) {
+    const ulong i = g / nchunk, j0 = (g % nchunk) * csize, j1 = min(nobs, j0 + csize);
     T acc = (T)0;
-    for (ulong j = lid; j < nobs; j += lsz)
+    for (ulong j = j0 + lid; j < j1; j += lsz)
       acc += cov_weight(f, foff, a, aoff, flags, j) * x[xoff + i * vs + j * os];
     s[lid] = acc;
     for (uint h = lsz / 2; h > 0; h /= 2) {
@@ -744,13 +749,32 @@ cov_center(global const T *x, ulong xoff, ulong nvars, ulong nobs, ulong vs, ulo
       if (lid < h)
         s[lid] += s[lid + h];
     }
+    if (lid == 0)
+      part[g] = s[0];
     barrier(CLK_LOCAL_MEM_FENCE);
-    const T mean = s[0] / v1;
-    for (ulong j = lid; j < nobs; j += lsz) {
-      T wj = cov_weight(f, foff, a, aoff, flags, j);
-      A[aout + i * vs + j * os] = (x[xoff + i * vs + j * os] - mean) * sqrt(wj);
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
+kernel void
+cov_mean_fin(global const T *part, ulong nvars, ulong nchunk, global const T *params,
+             global T *means)
+{
+  for (ulong i = get_global_id(0); i < nvars; i += get_global_size(0)) {
+    T acc = (T)0;
+    for (ulong c = 0; c < nchunk; c++)
+      acc += part[i * nchunk + c];
+    means[i] = acc / params[0];
+  }
+}
+
+kernel void
+cov_center(global const T *x, ulong xoff, ulong nvars, ulong nobs, uint by_rows,
+           global const T *f, ulong foff, global const T *a, ulong aoff, uint flags,
+           global const T *means, global T *A, ulong aout)
+{
+  for (ulong e = get_global_id(0); e < nvars * nobs; e += get_global_size(0)) {
+    const ulong i = by_rows ? e / nobs : e % nvars, j = by_rows ? e % nobs : e / nvars;
+    A[aout + e] = (x[xoff + e] - means[i]) * sqrt(cov_weight(f, foff, a, aoff, flags, j));
   }
 }
 

@@ -972,7 +972,8 @@ cov_run(const char *op, kiln_context *ctx, const kiln_tensor *x, int rowvar, int
   KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &shape, out, ins, 3, 0, &t));
   kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
-  kiln_tensor *params = NULL, *flag = NULL, *A = NULL, *C = NULL, *d = NULL;
+  kiln_tensor *params = NULL, *flag = NULL, *A = NULL, *C = NULL, *d = NULL, *part = NULL,
+              *means = NULL;
   uint32_t flags = (fw ? COV_F : 0u) | (aw ? COV_A : 0u);
   size_t tsz = kiln_dtype_size(x->dtype);
   cl_kernel k;
@@ -1022,10 +1023,22 @@ cov_run(const char *op, kiln_context *ctx, const kiln_tensor *x, int rowvar, int
     as.dims[0] = (int64_t)(by_rows ? nvars : nobs);
     as.dims[1] = (int64_t)(by_rows ? nobs : nvars);
     s = kiln__tensor_new_locked(op, ctx, x->dtype, &as, &A);
+    /* Weighted means: chunked partial sums (enough work-groups to fill the device even for
+     * few variables), folded per variable; then the centring, elementwise. */
+    uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
+    uint64_t nchunk = (8 * cu + nvars - 1) / nvars;
     if (s == KILN_OK)
-      s = kiln__ops_kernel(op, ctx, STATS_SRC, x->dtype, "cov_center", &k);
+      s = kiln__ops_kernel(op, ctx, STATS_SRC, x->dtype, "cov_mean", &k);
+    size_t local = s == KILN_OK ? kiln__launch_pow2_local(ctx, k) : 1;
+    if (nchunk > (nobs + local - 1) / local)
+      nchunk = (nobs + local - 1) / local;
+    if (nchunk < 1)
+      nchunk = 1;
+    if (s == KILN_OK)
+      s = kiln__ops_scratch(op, ctx, x->dtype, nvars * nchunk, &part);
+    if (s == KILN_OK)
+      s = kiln__ops_scratch(op, ctx, x->dtype, nvars, &means);
     if (s == KILN_OK) {
-      size_t local = kiln__launch_pow2_local(ctx, k);
       kiln__args a = kiln__args_begin(op, k);
       kiln__args_tensor(&a, x);
       kiln__args_u64(&a, nvars);
@@ -1035,10 +1048,36 @@ cov_run(const char *op, kiln_context *ctx, const kiln_tensor *x, int rowvar, int
       kiln__args_tensor(&a, fw);
       kiln__args_tensor(&a, aw);
       kiln__args_u32(&a, flags);
-      kiln__args_mem(&a, params->mem);
-      kiln__args_tensor(&a, A);
+      kiln__args_u64(&a, nchunk);
+      kiln__args_mem(&a, part->mem);
       kiln__args_local(&a, local * tsz);
-      s = kiln__args_enqueue_1d(&a, ctx, (size_t)(groups_for(nvars, 1) * local), local);
+      s = kiln__args_enqueue_1d(&a, ctx, (size_t)(groups_for(nvars * nchunk, 1) * local), local);
+    }
+    if (s == KILN_OK)
+      s = kiln__ops_kernel(op, ctx, STATS_SRC, x->dtype, "cov_mean_fin", &k);
+    if (s == KILN_OK) {
+      kiln__args a = kiln__args_begin(op, k);
+      kiln__args_mem(&a, part->mem);
+      kiln__args_u64(&a, nvars);
+      kiln__args_u64(&a, nchunk);
+      kiln__args_mem(&a, params->mem);
+      kiln__args_mem(&a, means->mem);
+      s = kiln__args_launch_1d(&a, ctx, nvars, 0);
+    }
+    if (s == KILN_OK)
+      s = kiln__ops_kernel(op, ctx, STATS_SRC, x->dtype, "cov_center", &k);
+    if (s == KILN_OK) {
+      kiln__args a = kiln__args_begin(op, k);
+      kiln__args_tensor(&a, x);
+      kiln__args_u64(&a, nvars);
+      kiln__args_u64(&a, nobs);
+      kiln__args_u32(&a, (uint32_t)by_rows);
+      kiln__args_tensor(&a, fw);
+      kiln__args_tensor(&a, aw);
+      kiln__args_u32(&a, flags);
+      kiln__args_mem(&a, means->mem);
+      kiln__args_tensor(&a, A);
+      s = kiln__args_launch_1d(&a, ctx, nvars * nobs, 0);
     }
     if (s == KILN_OK)
       s = kiln_syrk(ctx, KILN_UPPER, by_rows ? KILN_NO_TRANS : KILN_TRANS, 1.0, A, 0.0, &C, 1);
@@ -1073,6 +1112,10 @@ done:
     kiln_tensor_release(A);
   if (d)
     kiln_tensor_release(d);
+  if (part)
+    kiln_tensor_release(part);
+  if (means)
+    kiln_tensor_release(means);
   if (params)
     kiln_tensor_release(params);
   if (flag)
