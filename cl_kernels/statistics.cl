@@ -410,29 +410,42 @@ qplan(ulong nv, QT q, uint method, ulong *i0, ulong *i1, T *g)
     *i1 = nv - 1;
 }
 
+/* Keys of the local sort: 32 bits suffice for f32 (half the local memory, twice the rows). */
+#if defined(KILN_DT_F64)
+typedef ulong LKT;
+#define LKT_MAX ULONG_MAX
+#else
+typedef uint LKT;
+#define LKT_MAX UINT_MAX
+#endif
+
 #define QP_NAME qpick_local
 #define QP_AS local
+#define QP_KT LKT
 #include "stats_qpick.clh"
 #define QP_NAME qpick_global
 #define QP_AS global
+#define QP_KT ulong
 #include "stats_qpick.clh"
 
 kernel void
 quant_local(global const T *x, ulong xoff, ulong rows, ulong len, ulong inner, global const QT *q,
-            ulong nq, uint method, uint omit, global T *out, ulong ooff, local ulong *keys,
+            ulong nq, uint method, uint omit, global T *out, ulong ooff, local LKT *keys,
             ulong np)
 {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
   for (ulong r = get_group_id(0); r < rows; r += get_num_groups(0)) {
     const ulong base = xoff + (r / inner) * len * inner + r % inner;
     for (ulong j = lid; j < np; j += lsz)
-      keys[j] = j < len ? tkey(x[base + j * inner]) : ULONG_MAX;
-    for (ulong size = 2; size <= np; size <<= 1) {
-      for (ulong jj = size / 2; jj > 0; jj >>= 1) {
+      keys[j] = j < len ? (LKT)tkey(x[base + j * inner]) : LKT_MAX;
+    /* np <= the local limit: 32-bit indices. */
+    const uint n2 = (uint)np;
+    for (uint size = 2; size <= n2; size <<= 1) {
+      for (uint jj = size / 2; jj > 0; jj >>= 1) {
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (ulong p = lid; p < np / 2; p += lsz) {
-          ulong i = ((p & ~(jj - 1)) << 1) | (p & (jj - 1)), l = i + jj;
-          ulong ki = keys[i], kl = keys[l];
+        for (uint p = lid; p < n2 / 2; p += lsz) {
+          uint i = ((p & ~(jj - 1)) << 1) | (p & (jj - 1)), l = i + jj;
+          LKT ki = keys[i], kl = keys[l];
           if ((ki > kl) == ((i & size) == 0)) {
             keys[i] = kl;
             keys[l] = ki;

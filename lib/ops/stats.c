@@ -617,14 +617,20 @@ kiln_bincount(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *weight
 
 /* ---------------------------------------------------------------- quantiles */
 
+/* Bytes of a key of the local quantile sort (statistics.cl's LKT). */
+static uint64_t
+quant_key_size(kiln_dtype dtype)
+{
+  return dtype == KILN_F64 ? 8 : 4;
+}
+
 uint64_t
 kiln_quantile_local_max(const kiln_context *ctx, kiln_dtype dtype)
 {
-  (void)dtype; /* keys are 8 bytes for every dtype */
   if (kiln__ctx_check("kiln_quantile_local_max", ctx) != KILN_OK)
     return 0;
-  uint64_t cap = local_cap(ctx), n = 1;
-  while (n * 2 * 8 <= cap)
+  uint64_t cap = local_cap(ctx), n = 1, ksize = quant_key_size(dtype);
+  while (n * 2 * ksize <= cap)
     n *= 2;
   return n;
 }
@@ -865,7 +871,7 @@ quantile_run(const char *op, kiln_context *ctx, const kiln_tensor *x, const doub
       kiln__args_u32(&a, method);
       kiln__args_u32(&a, omit);
       kiln__args_tensor(&a, t.dst);
-      kiln__args_local(&a, (size_t)np * 8);
+      kiln__args_local(&a, (size_t)(np * quant_key_size(x->dtype)));
       kiln__args_u64(&a, np);
       s = kiln__args_enqueue_1d(&a, ctx, (size_t)(groups_for(rows, 1) * local), local);
     }
