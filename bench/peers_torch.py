@@ -377,6 +377,51 @@ def bytes_ce(n, esz):  # the logits read once
     return n * esz
 
 
+def setup_histc(e, n):
+    a = e.uniform(n)
+    return (lambda: e.torch.histc(a, 1000, -2, 2)), [n], "torch.histc(x, 1000, -2, 2)"
+
+
+def setup_bincount(e, n):
+    # kiln's setup_bincount: n i32 values in [0, 4096)
+    a = e.torch.randint(0, 4096, (n,), generator=e.gen, device=e.device, dtype=e.torch.int32)
+    return ((lambda: e.torch.bincount(a, minlength=4096)), [n],
+            "torch.bincount(x, minlength=4096) (i32)")
+
+
+def bytes_bincount(n, esz):
+    return 4.0 * n
+
+
+def quantile_shape(n):
+    # kiln's setup_quantile: rows of 1024 of min(n, 2^24) elements (torch.quantile's limit)
+    m = min(n, 1 << 24)
+    length = min(m, 1024)
+    return [m // length, length]
+
+
+def setup_quantile(e, n):
+    shape = quantile_shape(n)
+    a = e.uniform(*shape)
+    q = e.torch.tensor([0.25, 0.5, 0.75], device=e.device, dtype=e.dtype)
+    return (lambda: e.torch.quantile(a, q, dim=-1)), shape, "torch.quantile(x, [.25,.5,.75], -1)"
+
+
+def bytes_quantile(n, esz):
+    return float(min(n, 1 << 24)) * esz
+
+
+def setup_cov(e, n):
+    v = min(n, 256)
+    a = e.uniform(v, n // v)
+    return (lambda: e.torch.cov(a)), [v, n // v], "torch.cov(x) (rows = variables)"
+
+
+def flops_cov(n):
+    v = min(n, 256)
+    return float(v) * v * (n // v)
+
+
 # (kiln case name, setup(env, n) -> (call, shape, op text), bytes(n, esz) or None, flops(n) or None)
 CASES = [
     ("copy.kiln_copy", setup_copy, bytes_1in_1out, None),
@@ -404,6 +449,10 @@ CASES = [
     ("nn.layer_norm", setup_layer_norm, bytes_1in_1out, None),
     ("nn.gelu", setup_gelu, bytes_1in_1out, None),
     ("nn.cross_entropy", setup_cross_entropy, bytes_ce, None),
+    ("stats.histc", setup_histc, bytes_read, None),
+    ("stats.bincount", setup_bincount, bytes_bincount, None),
+    ("stats.quantile", setup_quantile, bytes_quantile, None),
+    ("stats.cov", setup_cov, None, flops_cov),
 ]
 COPY_CASE = "copy.kiln_copy"
 

@@ -641,6 +641,97 @@ run_cross_entropy(struct bench_state *st)
                             &st->out);
 }
 
+/* stats: torch.histc(x, 1000, -2, 2): n values into 1000 bins over [-2, 2]. */
+static kiln_status
+run_histc(struct bench_state *st)
+{
+  const double range[2] = {-2, 2};
+  return kiln_histogram(st->ctx, st->in[0], 1000, range, NULL, NULL, NULL, &st->out);
+}
+
+/* bincount of n i32 values in [0, 4096) (the dtype only names the row). */
+static kiln_status
+setup_bincount(struct bench_state *st)
+{
+  int64_t n = st->n;
+  int32_t *h = malloc((size_t)(n ? n : 1) * sizeof *h);
+  if (!h)
+    return KILN_ERR_HOST_MEMORY;
+  uint32_t x = 4242;
+  for (int64_t i = 0; i < n; i++) {
+    x = x * 1664525u + 1013904223u;
+    h[i] = (int32_t)((x >> 8) & 4095u);
+  }
+  kiln_status s = kiln_tensor_from_host(st->ctx, KILN_I32, 1, &n, h, &st->in[0]);
+  free(h);
+  return s;
+}
+
+static kiln_status
+run_bincount(struct bench_state *st)
+{
+  return kiln_bincount(st->ctx, st->in[0], NULL, 4096, NULL, &st->out);
+}
+
+static double
+bytes_bincount(int64_t n, size_t esz)
+{
+  (void)esz;
+  return 4.0 * (double)n;
+}
+
+/* Quantiles 0.25, 0.5, 0.75 along rows of 1024 of min(n, 2^24) elements (torch.quantile's
+ * input limit is 2^24). */
+static int64_t
+quantile_numel(int64_t n)
+{
+  return n < ((int64_t)1 << 24) ? n : ((int64_t)1 << 24);
+}
+
+static kiln_status
+setup_quantile(struct bench_state *st)
+{
+  int64_t m = quantile_numel(st->n), len = m < 1024 ? m : 1024;
+  int64_t shape[2] = {m / len, len};
+  return bench_random_tensor(st->ctx, st->dtype, 2, shape, &st->in[0]);
+}
+
+static kiln_status
+run_quantile(struct bench_state *st)
+{
+  static const double q[3] = {0.25, 0.5, 0.75};
+  int64_t axis = -1;
+  return kiln_quantile(st->ctx, st->in[0], q, 3, 1, &axis, NULL, &st->out);
+}
+
+static double
+bytes_quantile(int64_t n, size_t esz)
+{
+  return (double)quantile_numel(n) * (double)esz;
+}
+
+/* cov of min(n, 256) variables (rows) of n / 256 observations: torch.cov(x). */
+static kiln_status
+setup_cov(struct bench_state *st)
+{
+  int64_t vars = st->n < 256 ? st->n : 256;
+  int64_t shape[2] = {vars, st->n / vars};
+  return bench_random_tensor(st->ctx, st->dtype, 2, shape, &st->in[0]);
+}
+
+static kiln_status
+run_cov(struct bench_state *st)
+{
+  return kiln_cov(st->ctx, st->in[0], 1, 1, NULL, NULL, &st->out);
+}
+
+static double
+flops_cov(int64_t n)
+{
+  double vars = n < 256 ? (double)n : 256.0;
+  return vars * vars * (double)(n / (int64_t)vars); /* SYRK: half of a GEMM's 2 v^2 k */
+}
+
 /* Cross entropy reads the logits once (the 8-byte index per 4096 is noise). */
 static double
 bytes_ce(int64_t n, size_t esz)
@@ -680,5 +771,9 @@ const struct bench_case bench_cases[] = {
     {"nn.layer_norm", "nn", float_dtype, setup_layer_norm, run_layer_norm, bytes_1in_1out, NULL},
     {"nn.gelu", "nn", float_dtype, setup_flat, run_gelu, bytes_1in_1out, NULL},
     {"nn.cross_entropy", "nn", float_dtype, setup_cross_entropy, run_cross_entropy, bytes_ce, NULL},
+    {"stats.histc", "stats", float_dtype, setup_flat, run_histc, bytes_read, NULL},
+    {"stats.bincount", "stats", float_dtype, setup_bincount, run_bincount, bytes_bincount, NULL},
+    {"stats.quantile", "stats", float_dtype, setup_quantile, run_quantile, bytes_quantile, NULL},
+    {"stats.cov", "stats", float_dtype, setup_cov, run_cov, NULL, flops_cov},
 };
 const size_t bench_case_count = sizeof bench_cases / sizeof bench_cases[0];

@@ -229,7 +229,17 @@ extern "C" {
   X(gemm_complex, kiln_gemm_complex) \
   /* complex creation */ \
   X(tensor_full_complex, kiln_tensor_full_complex) \
-  X(linspace_complex, kiln_linspace_complex)
+  X(linspace_complex, kiln_linspace_complex) \
+  /* stats: histograms, bincount, quantiles, cov */ \
+  X(histogram, kiln_histogram) \
+  X(histogram_edges, kiln_histogram_edges) \
+  X(histogram2d, kiln_histogram2d) \
+  X(bincount, kiln_bincount) \
+  X(quantile, kiln_quantile) \
+  X(percentile, kiln_percentile) \
+  X(quantile_local_max, kiln_quantile_local_max) \
+  X(cov, kiln_cov) \
+  X(corrcoef, kiln_corrcoef)
 
 #define KILN_PROVIDER_SLOT_(slot, function) __typeof__(function) *slot;
 

@@ -5,12 +5,19 @@
 #include "ops/families.h"
 
 const struct kiln__family *const kiln__families[] = {
-    &kiln__elementwise_family, &kiln__reduce_family,
-    &kiln__scan_family,        &kiln__layout_family,
-    &kiln__index_family,       &kiln__create_family,
-    &kiln__random_family,      &kiln__fft_family,
-    &kiln__blas_family,        &kiln__nn_family,
-    &kiln__xgemm_family,       NULL,
+    &kiln__elementwise_family,
+    &kiln__reduce_family,
+    &kiln__scan_family,
+    &kiln__layout_family,
+    &kiln__index_family,
+    &kiln__create_family,
+    &kiln__random_family,
+    &kiln__fft_family,
+    &kiln__blas_family,
+    &kiln__nn_family,
+    &kiln__xgemm_family,
+    &kiln__stats_family,
+    NULL,
 };
 
 _Static_assert(sizeof kiln__families / sizeof kiln__families[0] - 1 <= KILN__FAMILY_SLOTS,

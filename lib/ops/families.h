@@ -19,5 +19,6 @@ extern const struct kiln__family kiln__blas_family;
 extern const struct kiln__family kiln__xgemm_family;
 extern const struct kiln__family kiln__fft_family;
 extern const struct kiln__family kiln__nn_family;
+extern const struct kiln__family kiln__stats_family;
 
 #endif

@@ -72,6 +72,13 @@ kiln_status kiln__matmul_routed(kiln_context *ctx, const kiln_tensor *a, const k
  */
 void kiln__blas_test_routes(uint64_t out[2]);
 
+/*
+ * Test hook of the stats family: elements per histogram pass (default 2^31, what a
+ * work-group's 32-bit counters hold); smaller values make tests run several passes, each
+ * merged into the result.
+ */
+extern uint64_t kiln__stats_hist_chunk;
+
 /* The autotuner's description of the fft family (lib/ops/fft_tune.c). */
 struct kiln__tune_family;
 extern const struct kiln__tune_family kiln__fft_tune;
