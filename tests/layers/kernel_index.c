@@ -98,6 +98,9 @@ render(kiln_context *ctx)
       "`count` for count_nonzero, `lse` for logsumexp, `normp` for norm, and `var` serves std\n"
       "too (a flag takes the square root).\n");
   for (size_t f = 0; kiln__families[f]; f++) {
+    /* A family without sources of its own (xgemm tunes CLBlast's kernel) has no kernels. */
+    if (!kiln__families[f]->sources)
+      continue;
     PUT("\n## %s\n", kiln__families[f]->name);
     for (const struct kiln__source *s = kiln__families[f]->sources; s && s->name; s++) {
       char list[65536] = "";
