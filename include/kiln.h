@@ -27,6 +27,7 @@
 #include "kiln/blas.h"
 #include "kiln/fft.h"
 #include "kiln/nn.h"
+#include "kiln/linalg.h"
 #include "kiln/profile.h"
 #include "kiln/tune.h"
 #include "kiln/provider.h"

@@ -229,7 +229,21 @@ extern "C" {
   X(gemm_complex, kiln_gemm_complex) \
   /* complex creation */ \
   X(tensor_full_complex, kiln_tensor_full_complex) \
-  X(linspace_complex, kiln_linspace_complex)
+  X(linspace_complex, kiln_linspace_complex) \
+  /* linalg: LU, Cholesky, triangular */ \
+  X(linalg_lu_factor, kiln_linalg_lu_factor) \
+  X(linalg_lu, kiln_linalg_lu) \
+  X(linalg_lu_solve, kiln_linalg_lu_solve) \
+  X(linalg_solve, kiln_linalg_solve) \
+  X(linalg_inv, kiln_linalg_inv) \
+  X(linalg_det, kiln_linalg_det) \
+  X(linalg_slogdet, kiln_linalg_slogdet) \
+  X(linalg_rcond, kiln_linalg_rcond) \
+  X(linalg_cholesky, kiln_linalg_cholesky) \
+  X(linalg_cholesky_solve, kiln_linalg_cholesky_solve) \
+  X(linalg_cholesky_inverse, kiln_linalg_cholesky_inverse) \
+  X(trsm, kiln_trsm) \
+  X(trmm, kiln_trmm)
 
 #define KILN_PROVIDER_SLOT_(slot, function) __typeof__(function) *slot;
 

@@ -10,6 +10,7 @@ const struct kiln__family *const kiln__families[] = {
     &kiln__index_family,       &kiln__create_family,
     &kiln__random_family,      &kiln__fft_family,
     &kiln__blas_family,        &kiln__nn_family,
+    &kiln__linalg_family,
     NULL,
 };
 

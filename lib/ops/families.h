@@ -18,5 +18,6 @@ extern const struct kiln__family kiln__random_family;
 extern const struct kiln__family kiln__blas_family;
 extern const struct kiln__family kiln__fft_family;
 extern const struct kiln__family kiln__nn_family;
+extern const struct kiln__family kiln__linalg_family;
 
 #endif
