@@ -109,20 +109,35 @@ kern(const la *L, const char *name, cl_kernel *k)
   return kiln__ops_kernel(L->op, L->ctx, SRC, L->dt, name, k);
 }
 
+/*
+ * Launches over (g0, g1) items in fixed work-groups of (l0, l1), the grid rounded up (the
+ * kernels check their bounds): a fixed local size keeps PoCL from compiling one
+ * specialisation per grid size.
+ */
 static kiln_status
-enqueue2(const kiln__args *a, const la *L, uint64_t g0, uint64_t g1)
+enqueue2l(const kiln__args *a, const la *L, uint64_t g0, uint64_t g1, size_t l0, size_t l1)
 {
   if (a->status != KILN_OK || g0 == 0 || g1 == 0)
     return a->status;
-  size_t global[2] = {(size_t)g0, (size_t)g1};
-  return kiln__args_enqueue(a, L->ctx, 2, global, NULL);
+  size_t global[2] = {(size_t)((g0 + l0 - 1) / l0 * l0), (size_t)((g1 + l1 - 1) / l1 * l1)};
+  size_t local[2] = {l0, l1};
+  return kiln__args_enqueue(a, L->ctx, 2, global, local);
 }
 
-/* Work-group size of the one-group-per-matrix kernels: 32 lanes up to 32 rows, else 64. */
+static kiln_status
+enqueue2(const kiln__args *a, const la *L, uint64_t g0, uint64_t g1)
+{
+  return enqueue2l(a, L, g0, g1, 64, 1);
+}
+
+/*
+ * Work-group size of the one-group-per-matrix kernels: on GPUs 32 lanes up to 32 rows, else
+ * 64; 64 on CPUs (PoCL compiles each local size anew).
+ */
 static size_t
 small_local(const la *L, cl_kernel k, uint64_t rows)
 {
-  size_t want = rows <= 32 ? 32 : 64, max = kiln__launch_pow2_local(L->ctx, k);
+  size_t want = L->ctx->info.is_gpu && rows <= 32 ? 32 : 64, max = kiln__launch_pow2_local(L->ctx, k);
   return want < max ? want : max;
 }
 
@@ -213,7 +228,7 @@ own_gemm(const la *L, uint64_t m, uint64_t n, uint64_t k, double alpha, mat a, u
   kiln__args_u64(&args, crs);
   kiln__args_u64(&args, ccs);
   kiln__args_u32(&args, tri_part);
-  return enqueue2(&args, L, n, m);
+  return enqueue2l(&args, L, n, m, 8, 8);
 }
 
 /* C (m x n, ldc) -= A (m x k, lda) B (k x n, ldb). */
@@ -705,8 +720,9 @@ kiln_linalg_lu(kiln_context *ctx, const kiln_tensor *a, kiln_tensor **p, kiln_te
     kiln__args_tensor(&args, *p);
     kiln__args_tensor(&args, *l);
     kiln__args_tensor(&args, *u);
-    size_t global[3] = {(size_t)(m > n ? m : n), (size_t)m, (size_t)batch};
-    s = args.status == KILN_OK ? kiln__args_enqueue(&args, ctx, 3, global, NULL) : args.status;
+    size_t g0 = (size_t)(m > n ? m : n), g1 = (size_t)m;
+    size_t global[3] = {(g0 + 7) / 8 * 8, (g1 + 7) / 8 * 8, (size_t)batch}, local[3] = {8, 8, 1};
+    s = args.status == KILN_OK ? kiln__args_enqueue(&args, ctx, 3, global, local) : args.status;
   }
   kiln_tensor_release(lu);
   kiln_tensor_release(piv);
