@@ -253,11 +253,11 @@ kiln__clblast_fill_cache(const char *op, kiln_context *ctx)
 
 /* ---- triangular routines (linalg family) ---- */
 
-#define TRI_ARGS(cv)                                                                    \
-  (ROW, left ? CLBlastSideLeft : CLBlastSideRight,                                      \
-   upper ? CLBlastTriangleUpper : CLBlastTriangleLower, tr(ta),                         \
-   unit ? CLBlastDiagonalUnit : CLBlastDiagonalNonUnit, m, n, cv(al), a, aoff, lda, b, \
-   boff, ldb, q, NULL)
+#define TRI_ARGS(cv)                                                                              \
+  (ROW, left ? CLBlastSideLeft : CLBlastSideRight,                                                \
+   upper ? CLBlastTriangleUpper : CLBlastTriangleLower, tr(ta),                                   \
+   unit ? CLBlastDiagonalUnit : CLBlastDiagonalNonUnit, m, n, cv(al), a, aoff, lda, b, boff, ldb, \
+   q, NULL)
 
 kiln_status
 kiln__clblast_trsm(const char *op, kiln_context *ctx, kiln_dtype dt, int left, int upper, int ta,

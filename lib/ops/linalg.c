@@ -67,8 +67,8 @@ typedef struct la {
 static la
 la_make(const char *op, kiln_context *ctx, kiln_dtype dt)
 {
-  la L = {op, ctx, dt, kiln_dtype_size(dt), 0, kiln__linalg_block(&ctx->info),
-          KILN__LINALG_SMALL_MAX};
+  la L = {
+      op, ctx, dt, kiln_dtype_size(dt), 0, kiln__linalg_block(&ctx->info), KILN__LINALG_SMALL_MAX};
   L.clblast = KILN_HAVE_CLBLAST && !kiln__env_flag(KILN__ENV_DEBUG_NO_CLBLAST) &&
               atomic_load(&hook_own) <= 0;
   int hs = atomic_load(&hook_small);
@@ -137,7 +137,8 @@ enqueue2(const kiln__args *a, const la *L, uint64_t g0, uint64_t g1)
 static size_t
 small_local(const la *L, cl_kernel k, uint64_t rows)
 {
-  size_t want = L->ctx->info.is_gpu && rows <= 32 ? 32 : 64, max = kiln__launch_pow2_local(L->ctx, k);
+  size_t want = L->ctx->info.is_gpu && rows <= 32 ? 32 : 64,
+         max = kiln__launch_pow2_local(L->ctx, k);
   return want < max ? want : max;
 }
 
@@ -266,8 +267,8 @@ syrk_sub(const la *L, int upper, uint64_t n, uint64_t k, mat a, uint64_t lda, ma
 
 /* Row interchanges k1 .. k2-1 of piv on ncols columns of batch matrices (row stride lda). */
 static kiln_status
-laswp(const la *L, mat a, uint64_t astride, uint64_t lda, uint64_t ncols, mat piv,
-      uint64_t pstride, uint64_t k1, uint64_t k2, int reverse, uint64_t batch)
+laswp(const la *L, mat a, uint64_t astride, uint64_t lda, uint64_t ncols, mat piv, uint64_t pstride,
+      uint64_t k1, uint64_t k2, int reverse, uint64_t batch)
 {
   if (ncols == 0 || k2 <= k1 || batch == 0)
     return KILN_OK;
@@ -292,8 +293,8 @@ zero_fill(const la *L, kiln_tensor *t)
   if (t->nbytes == 0)
     return KILN_OK;
   cl_int zero = 0;
-  cl_int err = clEnqueueFillBuffer(L->ctx->queue, t->mem, &zero, sizeof zero, t->offset,
-                                   t->nbytes, 0, NULL, NULL);
+  cl_int err = clEnqueueFillBuffer(L->ctx->queue, t->mem, &zero, sizeof zero, t->offset, t->nbytes,
+                                   0, NULL, NULL);
   return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
 }
 
@@ -325,8 +326,8 @@ lu_blocked(const la *L, mat a, uint64_t m, uint64_t n, mat piv, mat info)
     KILN_TRY(laswp(L, a, 0, n, j0, piv, 0, j0, r, 0, 1));
     if (r < n) {
       KILN_TRY(laswp(L, at(a, r), 0, n, n - r, piv, 0, j0, r, 0, 1));
-      KILN_TRY(tri(L, 1, 1, 0, 0, 1, jb, n - r, 1.0, at(a, j0 * n + j0), n, 0, at(a, j0 * n + r),
-                   n, 0, 1));
+      KILN_TRY(tri(L, 1, 1, 0, 0, 1, jb, n - r, 1.0, at(a, j0 * n + j0), n, 0, at(a, j0 * n + r), n,
+                   0, 1));
       KILN_TRY(gemm_sub(L, m - r, n - r, jb, at(a, r * n + j0), n, at(a, j0 * n + r), n,
                         at(a, r * n + r), n));
     }
@@ -592,9 +593,8 @@ check_overlap(const char *op, const kiln_tensor *out, const kiln_tensor *in, int
 {
   kiln__overlap v = kiln__ops_overlap(out, in);
   KILN_RETURN_IF(v == KILN__OVERLAP_PARTIAL || (v == KILN__OVERLAP_SAME && !same_ok),
-                 KILN_ERR_INVALID_ARGUMENT, op,
-                 "%s overlaps %s%s; use a separate tensor", on, in_name,
-                 same_ok ? " partly (only the very same bytes are allowed)" : "");
+                 KILN_ERR_INVALID_ARGUMENT, op, "%s overlaps %s%s; use a separate tensor", on,
+                 in_name, same_ok ? " partly (only the very same bytes are allowed)" : "");
   return KILN_OK;
 }
 
@@ -624,8 +624,8 @@ kiln_linalg_lu_factor(kiln_context *ctx, const kiln_tensor *a, kiln_tensor **lu,
   NONNULL(op, lu, "lu");
   NONNULL(op, pivots, "pivots");
   size_t nd = a->shape.ndim;
-  int64_t k = a->shape.dims[nd - 2] < a->shape.dims[nd - 1] ? a->shape.dims[nd - 2]
-                                                            : a->shape.dims[nd - 1];
+  int64_t k =
+      a->shape.dims[nd - 2] < a->shape.dims[nd - 1] ? a->shape.dims[nd - 2] : a->shape.dims[nd - 1];
   kiln__shape ps = shape_of(0, a->shape.dims, nd - 2, &k, 1);
   kiln__ctx_lock(ctx);
   la L = la_make(op, ctx, a->dtype);
@@ -754,9 +754,9 @@ check_rhs(const char *op, const kiln_tensor *a, const kiln_tensor *b, int allow_
     *nrhs = 1;
     return KILN_OK;
   }
-  KILN_RETURN_IF(b->shape.ndim < 2, KILN_ERR_SHAPE, op,
-                 "b has shape %s; expected [..., %lld, k]%s", fmt(&b->shape, y, sizeof y),
-                 (long long)n, allow_vector ? " or a vector of a's shape without its last dimension" : "");
+  KILN_RETURN_IF(b->shape.ndim < 2, KILN_ERR_SHAPE, op, "b has shape %s; expected [..., %lld, k]%s",
+                 fmt(&b->shape, y, sizeof y), (long long)n,
+                 allow_vector ? " or a vector of a's shape without its last dimension" : "");
   KILN_TRY(check_batch(op, a, b, 2, an, "b"));
   KILN_RETURN_IF(b->shape.dims[b->shape.ndim - 2] != n, KILN_ERR_SHAPE, op,
                  "%s %s and b %s: b needs %lld rows", an, fmt(&a->shape, x, sizeof x),
@@ -997,8 +997,8 @@ solve_vecs(const la *L, kiln_tensor *lu, kiln_tensor *piv, kiln_tensor *v, doubl
     else
       ((double *)hbuf)[i] = x[i];
   }
-  cl_int err = clEnqueueWriteBuffer(L->ctx->queue, v->mem, CL_FALSE, v->offset, cnt * L->ts,
-                                    hbuf, 0, NULL, NULL);
+  cl_int err = clEnqueueWriteBuffer(L->ctx->queue, v->mem, CL_FALSE, v->offset, cnt * L->ts, hbuf,
+                                    0, NULL, NULL);
   if (err != CL_SUCCESS)
     return kiln__fail_cl(L->op, err, "clEnqueueWriteBuffer");
   KILN_TRY(lu_solve_run(L, tmat(lu), tmat(piv), n, 1, tmat(v), batch, trans));

@@ -218,8 +218,8 @@ lu_case(kiln_dtype dt, size_t nb, const int64_t *bd, size_t m, size_t n, const d
   int32_t *p = down_i32(piv);
   for (uint64_t b = 0; b < batch; b++) {
     double e = lu_backward(a + b * mn, h + b * mn, p + b * k, m, n, eps_of(dt));
-    EXPECT(e <= BOUND, "%s LU %zux%zu (batch %llu): backward error %g > %g",
-           kiln_dtype_name(dt), m, n, (unsigned long long)b, e, BOUND);
+    EXPECT(e <= BOUND, "%s LU %zux%zu (batch %llu): backward error %g > %g", kiln_dtype_name(dt), m,
+           n, (unsigned long long)b, e, BOUND);
   }
   free(a);
   free(h);
@@ -330,8 +330,8 @@ START_TEST(lu_unpacked)
         matmul(hp + b * m * m, lu, plu, m, m, n);
         for (size_t i = 0; i < m * n; i++)
           plu[i] -= a[b * m * n + i];
-        double e = fro(plu, m * n) / ((fro(a + b * m * n, m * n) + 1e-300) * (double)(m > n ? m : n) *
-                                      eps_of(dt));
+        double e = fro(plu, m * n) /
+                   ((fro(a + b * m * n, m * n) + 1e-300) * (double)(m > n ? m : n) * eps_of(dt));
         EXPECT(e <= BOUND, "%s lu %zux%zu: ||A - PLU|| error %g", kiln_dtype_name(dt), m, n, e);
         for (size_t i = 0; i < m; i++)
           for (size_t j = 0; j < k; j++)
@@ -954,8 +954,8 @@ START_TEST(batched_bitwise)
       KOK(kiln_linalg_inv(harness_ctx(), ta, &inv));
       KOK(kiln_linalg_cholesky(harness_ctx(), ta, KILN_LOWER, &ch));
       KOK(kiln_linalg_solve(harness_ctx(), ta, ta, &x));
-      void *blu = harness_download(lu), *binv = harness_download(inv),
-           *bch = harness_download(ch), *bx = harness_download(x), *bp = harness_download(piv);
+      void *blu = harness_download(lu), *binv = harness_download(inv), *bch = harness_download(ch),
+           *bx = harness_download(x), *bp = harness_download(piv);
       for (size_t b = 0; b < nb; b += 2) {
         kiln_tensor *t1 = up(dt, 2, one, a + b * n * n), *l1 = NULL, *p1 = NULL, *i1 = NULL,
                     *c1 = NULL, *x1 = NULL;
