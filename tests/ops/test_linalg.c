@@ -207,6 +207,8 @@ lu_case(kiln_dtype dt, size_t nb, const int64_t *bd, size_t m, size_t n, const d
   shape[nd++] = (int64_t)m;
   shape[nd++] = (int64_t)n;
   size_t mn = m * n, k = m < n ? m : n;
+  if (!harness_fits(batch * mn))
+    return;
   double *a = given ? malloc((batch * mn + 1) * 8) : rand_mat(batch * mn, -1, 1);
   if (given)
     memcpy(a, given, batch * mn * 8);
@@ -371,6 +373,8 @@ solve_case(kiln_dtype dt, size_t batch, size_t n, size_t k, int vec, const doubl
 {
   int64_t as[3] = {(int64_t)batch, (int64_t)n, (int64_t)n};
   int64_t bs[3] = {(int64_t)batch, (int64_t)n, (int64_t)k};
+  if (!harness_fits(batch * n * (n + k)))
+    return;
   double *a = rand_mat(batch * n * n, -1, 1), *b = rand_mat(batch * n * k, -1, 1);
   if (given)
     memcpy(a, given, n * n * 8);
@@ -434,6 +438,8 @@ static void
 inv_case(kiln_dtype dt, size_t batch, size_t n)
 {
   int64_t as[3] = {(int64_t)batch, (int64_t)n, (int64_t)n};
+  if (!harness_fits(batch * n * n))
+    return;
   double *a = rand_mat(batch * n * n, -1, 1);
   kiln_tensor *ta = up(dt, 3, as, a), *x = NULL;
   KOK(kiln_linalg_inv(harness_ctx(), ta, &x));
@@ -516,6 +522,8 @@ START_TEST(determinants)
     static const size_t ns[] = {0, 1, 4, 11, 66};
     for (size_t c = 0; c < sizeof ns / sizeof ns[0]; c++) {
       size_t n = ns[c];
+      if (!harness_fits(3 * n * n))
+        continue;
       int64_t as[3] = {3, (int64_t)n, (int64_t)n};
       double *a = rand_mat(3 * n * n + 1, -1, 1);
       if (n >= 4) /* matrix 1 singular: two equal rows */
@@ -628,6 +636,8 @@ START_TEST(condition_estimate)
     static const size_t ns[] = {1, 6, 30, 70};
     for (size_t c = 0; c < sizeof ns / sizeof ns[0]; c++) {
       size_t n = ns[c];
+      if (!harness_fits(3 * n * n))
+        continue;
       int64_t as[3] = {2, (int64_t)n, (int64_t)n};
       double *a = rand_mat(2 * n * n, -1, 1);
       if (c == 1) { /* Hilbert in matrix 1: badly conditioned */
@@ -685,6 +695,8 @@ static void
 chol_case(kiln_dtype dt, size_t batch, size_t n)
 {
   int64_t as[3] = {(int64_t)batch, (int64_t)n, (int64_t)n};
+  if (!harness_fits(batch * n * n))
+    return;
   double *a = malloc((batch * n * n + 1) * 8);
   for (size_t b = 0; b < batch; b++) {
     double *s = spd(n);
@@ -786,6 +798,8 @@ START_TEST(cholesky_indefinite)
     FOR_DTYPES(dt)
     {
       size_t n = ns[blocked];
+      if (!harness_fits(2 * n * n))
+        continue;
       int64_t as[3] = {2, (int64_t)n, (int64_t)n};
       double *a = calloc(2 * n * n, 8);
       for (size_t i = 0; i < n; i++) {
@@ -821,6 +835,8 @@ START_TEST(singular_solve_inv)
     FOR_DTYPES(dt)
     {
       size_t n = ns[c];
+      if (!harness_fits(3 * n * n))
+        continue;
       int64_t as[2] = {(int64_t)n, (int64_t)n}, bs[1] = {(int64_t)n};
       double *a = rand_mat(n * n, 1, 2), *b = rand_mat(n, -1, 1);
       for (size_t i = 0; i < n; i++) /* column 2 zero: U[2][2] is exactly 0 */
@@ -941,6 +957,8 @@ START_TEST(batched_bitwise)
   {
     for (size_t c = 0; c < 3; c++) {
       size_t n = ns[c], nb = 5, ts = kiln_dtype_size(dt), mat = n * n * ts;
+      if (!harness_fits(nb * n * n))
+        continue;
       int64_t as[3] = {(int64_t)nb, (int64_t)n, (int64_t)n}, one[2] = {(int64_t)n, (int64_t)n};
       double *a = malloc(nb * n * n * 8);
       for (size_t b = 0; b < nb; b++) {
