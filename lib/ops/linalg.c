@@ -925,8 +925,6 @@ det_common(const char *op, kiln_context *ctx, const kiln_tensor *a, kiln_tensor 
   KILN_TRY(kiln__ctx_check(op, ctx));
   KILN_TRY(check_mat(op, ctx, a, "a"));
   KILN_TRY(check_square(op, a, "a"));
-  if (sign)
-    NONNULL(op, *&sign, "sign");
   NONNULL(op, val, sign ? "logabsdet" : "out");
   size_t nd = a->shape.ndim;
   uint64_t n = (uint64_t)a->shape.dims[nd - 1], batch = lead(&a->shape, nd - 2);
