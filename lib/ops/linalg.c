@@ -142,6 +142,26 @@ small_local(const la *L, cl_kernel k, uint64_t rows)
   return want < max ? want : max;
 }
 
+/*
+ * Work-group size of the one-group panel kernels: the largest power of two the kernel takes,
+ * at most 1024 on GPUs (the panel is latency-bound: more lanes keep more of its strided
+ * loads in flight) and 256 on CPUs.
+ */
+static size_t
+panel_local(const la *L, cl_kernel k)
+{
+  size_t max = 0, cap = L->ctx->info.is_gpu ? 1024 : 256, p = 1;
+  if (clGetKernelWorkGroupInfo(k, L->ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof max, &max,
+                               NULL) != CL_SUCCESS ||
+      max == 0)
+    max = L->ctx->info.max_work_group_size ? L->ctx->info.max_work_group_size : 1;
+  if (max > cap)
+    max = cap;
+  while (p * 2 <= max)
+    p *= 2;
+  return p;
+}
+
 /* Whether an m x n matrix takes the one-work-group kernels (and its local memory fits). */
 static int
 is_small(const la *L, uint64_t m, uint64_t n)
@@ -307,9 +327,7 @@ lu_blocked(const la *L, mat a, uint64_t m, uint64_t n, mat piv, mat info)
   uint64_t k = m < n ? m : n, nb = L->nb;
   cl_kernel panel;
   KILN_TRY(kern(L, "lu_panel", &panel));
-  size_t local = kiln__launch_pow2_local(L->ctx, panel);
-  if (local > 256)
-    local = 256;
+  size_t local = panel_local(L, panel);
   for (uint64_t j0 = 0; j0 < k; j0 += nb) {
     uint64_t jb = k - j0 < nb ? k - j0 : nb, r = j0 + jb;
     kiln__args args = kiln__args_begin(L->op, panel);
