@@ -799,7 +799,7 @@ kiln_linalg_lu_solve(kiln_context *ctx, const kiln_tensor *lu, const kiln_tensor
   KILN_RETURN_IF(trans != KILN_NO_TRANS && trans != KILN_TRANS && trans != KILN_CONJ_TRANS,
                  KILN_ERR_INVALID_ARGUMENT, op, "trans is %d, not a kiln_trans", (int)trans);
   NONNULL(op, x, "x");
-  uint64_t nrhs;
+  uint64_t nrhs = 0;
   KILN_TRY(check_rhs(op, lu, b, 0, &nrhs, "lu"));
   size_t nd = lu->shape.ndim;
   int64_t n = lu->shape.dims[nd - 1];
@@ -865,7 +865,7 @@ kiln_linalg_solve(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b,
   KILN_TRY(kiln__tensor_check(op, b, ctx));
   KILN_TRY(check_same_dtype(op, a, b, "a", "b"));
   NONNULL(op, x, "x");
-  uint64_t nrhs;
+  uint64_t nrhs = 0;
   KILN_TRY(check_rhs(op, a, b, 1, &nrhs, "a"));
   size_t nd = a->shape.ndim;
   uint64_t n = (uint64_t)a->shape.dims[nd - 1], batch = lead(&a->shape, nd - 2);
@@ -1277,7 +1277,7 @@ kiln_linalg_cholesky_solve(kiln_context *ctx, const kiln_tensor *factor, kiln_up
   KILN_TRY(check_same_dtype(op, factor, b, "factor", "b"));
   KILN_TRY(check_uplo(op, uplo));
   NONNULL(op, x, "x");
-  uint64_t nrhs;
+  uint64_t nrhs = 0;
   KILN_TRY(check_rhs(op, factor, b, 0, &nrhs, "factor"));
   size_t nd = factor->shape.ndim;
   uint64_t n = (uint64_t)factor->shape.dims[nd - 1], batch = lead(&factor->shape, nd - 2);
