@@ -35,14 +35,15 @@
 
 /* ---------------------------------------------------------------- choices and hooks */
 
-static atomic_int hook_nb = -1, hook_small = -1, hook_own = -1;
+static atomic_int hook_nb = -1, hook_small = -1, hook_own = -1, hook_leaf = -1;
 
 void
-kiln__linalg_test_set(int nb, int small_max, int own)
+kiln__linalg_test_set(int nb, int small_max, int own, int leaf)
 {
   atomic_store(&hook_nb, nb);
   atomic_store(&hook_small, small_max);
   atomic_store(&hook_own, own);
+  atomic_store(&hook_leaf, leaf);
 }
 
 unsigned
@@ -62,18 +63,25 @@ typedef struct la {
   size_t ts;
   int clblast; /* trailing updates through CLBlast */
   uint64_t nb, small_max;
+  uint64_t leaf; /* widest LU panel lu_panel factors without recursing */
 } la;
 
 static la
 la_make(const char *op, kiln_context *ctx, kiln_dtype dt)
 {
-  la L = {
-      op, ctx, dt, kiln_dtype_size(dt), 0, kiln__linalg_block(&ctx->info), KILN__LINALG_SMALL_MAX};
+  la L = {.op = op,
+          .ctx = ctx,
+          .dt = dt,
+          .ts = kiln_dtype_size(dt),
+          .nb = kiln__linalg_block(&ctx->info),
+          .small_max = KILN__LINALG_SMALL_MAX};
   L.clblast = KILN_HAVE_CLBLAST && !kiln__env_flag(KILN__ENV_DEBUG_NO_CLBLAST) &&
               atomic_load(&hook_own) <= 0;
   int hs = atomic_load(&hook_small);
   if (hs >= 0)
     L.small_max = (uint64_t)hs;
+  int hl = atomic_load(&hook_leaf);
+  L.leaf = hl > 0 ? (uint64_t)hl : ctx->info.is_gpu ? KILN__LINALG_LEAF_GPU : UINT64_MAX;
   return L;
 }
 
@@ -320,6 +328,42 @@ zero_fill(const la *L, kiln_tensor *t)
 
 /* ---------------------------------------------------------------- factorizations */
 
+/*
+ * LU of the panel columns c0 .. c0+w-1 (rows c0 .. m-1) of an m-row matrix with row stride
+ * lda, in place, every interchange applied across the panel's columns. Panels up to the
+ * leaf width run lu_panel (one work-group); wider ones recurse (Toledo): the left half, its
+ * interchanges on the right half, TRSM and GEMM into the right half, the right half, its
+ * interchanges on the left half. The recursion moves most of the panel's flops and memory
+ * traffic from one work-group into GEMM calls over the whole device.
+ */
+static kiln_status
+lu_panel_run(const la *L, cl_kernel panel, size_t local, mat a, uint64_t lda, uint64_t m,
+             uint64_t c0, uint64_t w, mat piv, mat info)
+{
+  if (w <= L->leaf) {
+    kiln__args args = kiln__args_begin(L->op, panel);
+    args_mat(&args, a);
+    kiln__args_u64(&args, lda);
+    kiln__args_u32(&args, (uint32_t)m);
+    kiln__args_u32(&args, (uint32_t)w);
+    kiln__args_u32(&args, (uint32_t)c0);
+    args_mat(&args, piv);
+    args_mat(&args, info);
+    kiln__args_local(&args, local * L->ts);
+    kiln__args_local(&args, local * sizeof(cl_int));
+    return kiln__args_enqueue_1d(&args, L->ctx, local, local);
+  }
+  uint64_t w1 = w / 2, c1 = c0 + w1, w2 = w - w1;
+  KILN_TRY(lu_panel_run(L, panel, local, a, lda, m, c0, w1, piv, info));
+  KILN_TRY(laswp(L, at(a, c1), 0, lda, w2, piv, 0, c0, c1, 0, 1));
+  KILN_TRY(tri(L, 1, 1, 0, 0, 1, w1, w2, 1.0, at(a, c0 * lda + c0), lda, 0, at(a, c0 * lda + c1),
+               lda, 0, 1));
+  KILN_TRY(gemm_sub(L, m - c1, w2, w1, at(a, c1 * lda + c0), lda, at(a, c0 * lda + c1), lda,
+                    at(a, c1 * lda + c1), lda));
+  KILN_TRY(lu_panel_run(L, panel, local, a, lda, m, c1, w2, piv, info));
+  return laswp(L, at(a, c0), 0, lda, w1, piv, 0, c1, c1 + w2, 0, 1);
+}
+
 /* Blocked right-looking LU of one m x n matrix in place. */
 static kiln_status
 lu_blocked(const la *L, mat a, uint64_t m, uint64_t n, mat piv, mat info)
@@ -330,17 +374,7 @@ lu_blocked(const la *L, mat a, uint64_t m, uint64_t n, mat piv, mat info)
   size_t local = panel_local(L, panel);
   for (uint64_t j0 = 0; j0 < k; j0 += nb) {
     uint64_t jb = k - j0 < nb ? k - j0 : nb, r = j0 + jb;
-    kiln__args args = kiln__args_begin(L->op, panel);
-    args_mat(&args, a);
-    kiln__args_u64(&args, n);
-    kiln__args_u32(&args, (uint32_t)m);
-    kiln__args_u32(&args, (uint32_t)jb);
-    kiln__args_u32(&args, (uint32_t)j0);
-    args_mat(&args, piv);
-    args_mat(&args, info);
-    kiln__args_local(&args, local * L->ts);
-    kiln__args_local(&args, local * sizeof(cl_int));
-    KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, local, local));
+    KILN_TRY(lu_panel_run(L, panel, local, a, n, m, j0, jb, piv, info));
     KILN_TRY(laswp(L, a, 0, n, j0, piv, 0, j0, r, 0, 1));
     if (r < n) {
       KILN_TRY(laswp(L, at(a, r), 0, n, n - r, piv, 0, j0, r, 0, 1));

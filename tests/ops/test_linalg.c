@@ -36,20 +36,21 @@ static const kiln_dtype dtypes[] = {KILN_F32, KILN_F64};
  * PoCL costs seconds; the suite runs CLBlast's GEMM, TRSM, SYRK and TRMM in f64 only and
  * f32 on kiln's own kernels (the CLBlast calls are the same code for both precisions).
  */
-static int hook_nb = -1, hook_small = -1, hook_own = -1;
+static int hook_nb = -1, hook_small = -1, hook_own = -1, hook_leaf = -1;
 
 static void
-set_hook(int nb, int small_max, int own)
+set_hook(int nb, int small_max, int own, int leaf)
 {
   hook_nb = nb;
   hook_small = small_max;
   hook_own = own;
+  hook_leaf = leaf;
 }
 
 static int
 route_for(kiln_dtype dt)
 {
-  kiln__linalg_test_set(hook_nb, hook_small, dt == KILN_F32 ? 1 : hook_own);
+  kiln__linalg_test_set(hook_nb, hook_small, dt == KILN_F32 ? 1 : hook_own, hook_leaf);
   return 1;
 }
 
@@ -268,18 +269,29 @@ END_TEST
 START_TEST(lu_blocked_paths)
 {
   static const size_t sizes[][2] = {{15, 15}, {16, 16}, {17, 17}, {47, 47}, {40, 23}, {23, 40}};
+  /* leaf -1: whole panels (the CPU default); 3: recursive panels down to 1-3 columns */
+  for (int own = 0; own < 2; own++)
+    for (int leaf = -1; leaf <= 3; leaf += 4) {
+      set_hook(16, 0, own, leaf);
+      FOR_DTYPES(dt)
+      {
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+          lu_case(dt, 0, NULL, sizes[i][0], sizes[i][1], NULL);
+        int64_t bd = 2;
+        lu_case(dt, 1, &bd, 33, 33, NULL);
+      }
+    }
+  /* the GPU defaults (block 64, leaf 16) on both routes */
   for (int own = 0; own < 2; own++) {
-    set_hook(16, 0, own);
+    set_hook(64, -1, own, 16);
     FOR_DTYPES(dt)
     {
-      for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-        lu_case(dt, 0, NULL, sizes[i][0], sizes[i][1], NULL);
-      int64_t bd = 2;
-      lu_case(dt, 1, &bd, 33, 33, NULL);
+      lu_case(dt, 0, NULL, 97, 97, NULL);
+      lu_case(dt, 0, NULL, 130, 70, NULL);
     }
   }
-  set_hook(-1, -1, -1);
-  kiln__linalg_test_set(-1, -1, -1);
+  set_hook(-1, -1, -1, -1);
+  kiln__linalg_test_set(-1, -1, -1, -1);
 }
 END_TEST
 
@@ -778,15 +790,15 @@ START_TEST(cholesky)
     chol_case(dt, 1, 3 * nb);
   }
   for (int own = 0; own < 2; own++) {
-    set_hook(16, 0, own);
+    set_hook(16, 0, own, -1);
     FOR_DTYPES(dt)
     {
       chol_case(dt, 1, 15);
       chol_case(dt, 2, 33);
     }
   }
-  set_hook(-1, -1, -1);
-  kiln__linalg_test_set(-1, -1, -1);
+  set_hook(-1, -1, -1, -1);
+  kiln__linalg_test_set(-1, -1, -1, -1);
 }
 END_TEST
 
@@ -1119,12 +1131,21 @@ START_TEST(nan_and_in_place)
 }
 END_TEST
 
+/* Every test starts on the defaults, also after a failed one left a hook set. */
+static void
+reset_hooks(void)
+{
+  set_hook(-1, -1, -1, -1);
+  kiln__linalg_test_set(-1, -1, -1, -1);
+}
+
 static Suite *
 linalg_suite(void)
 {
   Suite *s = suite_create("linalg");
   TCase *tc = tcase_create("all");
   tcase_set_timeout(tc, 300);
+  tcase_add_checked_fixture(tc, reset_hooks, NULL);
   tcase_add_test(tc, lu_backward_error);
   tcase_add_test(tc, lu_blocked_paths);
   tcase_add_test(tc, lu_special);
