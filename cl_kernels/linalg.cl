@@ -20,9 +20,11 @@
  *   laswp(a, aoff, astride, lda, ncols, piv, pstride, k1, k2, reverse)
  *     global (columns, batch): the interchanges k1 .. k2-1 of piv to ncols columns,
  *     forward (reverse 0) or backward.
- *   chol_small(a, aoff, astride, n, rs, cs, info, s)
+ *   chol_small(a, aoff, astride, n, rs, cs, info, ioff, j0, s)
  *     one work-group per n x n matrix (n <= 64): A = L L^T in local memory, lower triangle
- *     in the (rs, cs) view, the other triangle zeroed.
+ *     in the (rs, cs) view, the other triangle zeroed. Also the
+ *     diagonal blocks of the blocked Cholesky (batch 1, j0 the block's first row: info
+ *     counts from there, and the kernel does nothing once info is set).
  *   chol_panel(a, aoff, rs, cs, nb, j0, info, ioff)
  *     one work-group: unblocked Cholesky of the diagonal block at (j0, j0) of size nb, in
  *     place; does nothing once info is set.
@@ -193,10 +195,12 @@ kernel void laswp(global T *a, ulong aoff, ulong astride, ulong lda, uint ncols,
 }
 
 kernel void chol_small(global T *a, ulong aoff, ulong astride, uint n, ulong rs, ulong cs,
-                       global int *info, ulong ioff, local T *s)
+                       global int *info, ulong ioff, uint j0, local T *s)
 {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
   const ulong b = get_group_id(0);
+  if (j0 != 0 && info[ioff + b] != 0)
+    return; /* a diagonal block of the blocked path after a failed one */
   const ulong base = aoff + b * astride;
   const uint ld = n | 1u;
   for (uint e = lid; e < n * n; e += lsz) {
@@ -208,7 +212,7 @@ kernel void chol_small(global T *a, ulong aoff, ulong astride, uint n, ulong rs,
     barrier(CLK_LOCAL_MEM_FENCE);
     T d = s[j * ld + j];
     if (!(d > (T)0)) { /* also NaN */
-      bad = (int)j + 1;
+      bad = (int)(j0 + j) + 1;
       break;
     }
     d = sqrt(d);

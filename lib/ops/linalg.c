@@ -453,9 +453,14 @@ chol_run(const la *L, mat a, uint64_t n, uint64_t batch, int upper, kiln_tensor 
     kiln__args_u64(&args, rs);
     kiln__args_u64(&args, cs);
     kiln__args_tensor(&args, info);
+    kiln__args_u32(&args, 0);
     kiln__args_local(&args, n * (n | 1) * L->ts);
     return kiln__args_enqueue_1d(&args, L->ctx, (size_t)batch * local, local);
   }
+  /* Diagonal blocks that fit run chol_small in local memory, others chol_panel in global. */
+  cl_kernel sk;
+  KILN_TRY(kern(L, "chol_small", &sk));
+  size_t slocal = small_local(L, sk, L->nb);
   KILN_TRY(kern(L, "chol_panel", &kk));
   size_t local = kiln__launch_pow2_local(L->ctx, kk);
   if (local > 256)
@@ -466,14 +471,27 @@ chol_run(const la *L, mat a, uint64_t n, uint64_t batch, int upper, kiln_tensor 
     mat A = at(a, b * n * n), inf = at(tmat(info), b);
     for (uint64_t j0 = 0; j0 < n; j0 += L->nb) {
       uint64_t jb = n - j0 < L->nb ? n - j0 : L->nb, r = j0 + jb;
-      kiln__args args = kiln__args_begin(L->op, kk);
-      args_mat(&args, A);
-      kiln__args_u64(&args, rs);
-      kiln__args_u64(&args, cs);
-      kiln__args_u32(&args, (uint32_t)jb);
-      kiln__args_u32(&args, (uint32_t)j0);
-      args_mat(&args, inf);
-      KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, local, local));
+      if (is_small(L, jb, jb)) {
+        kiln__args args = kiln__args_begin(L->op, sk);
+        args_mat(&args, at(A, j0 * n + j0));
+        kiln__args_u64(&args, 0);
+        kiln__args_u32(&args, (uint32_t)jb);
+        kiln__args_u64(&args, rs);
+        kiln__args_u64(&args, cs);
+        args_mat(&args, inf);
+        kiln__args_u32(&args, (uint32_t)j0);
+        kiln__args_local(&args, jb * (jb | 1) * L->ts);
+        KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, slocal, slocal));
+      } else {
+        kiln__args args = kiln__args_begin(L->op, kk);
+        args_mat(&args, A);
+        kiln__args_u64(&args, rs);
+        kiln__args_u64(&args, cs);
+        kiln__args_u32(&args, (uint32_t)jb);
+        kiln__args_u32(&args, (uint32_t)j0);
+        args_mat(&args, inf);
+        KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, local, local));
+      }
       if (r == n)
         break;
       if (!upper) {
