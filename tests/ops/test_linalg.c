@@ -269,20 +269,22 @@ END_TEST
 START_TEST(lu_blocked_paths)
 {
   static const size_t sizes[][2] = {{15, 15}, {16, 16}, {17, 17}, {47, 47}, {40, 23}, {23, 40}};
-  /* leaf -1: whole panels (the CPU default); 3: recursive panels down to 1-3 columns */
-  for (int own = 0; own < 2; own++)
+  /* leaf -1: whole panels (the CPU default); 3: recursive panels down to 1-3 columns. The
+   * small mode (oclgrind, no CLBlast: both routes are kiln's kernels) runs one route and
+   * every other size. */
+  for (int own = harness_small(); own < 2; own++)
     for (int leaf = -1; leaf <= 3; leaf += 4) {
       set_hook(16, 0, own, leaf);
       FOR_DTYPES(dt)
       {
-        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i += harness_small() ? 2 : 1)
           lu_case(dt, 0, NULL, sizes[i][0], sizes[i][1], NULL);
         int64_t bd = 2;
         lu_case(dt, 1, &bd, 33, 33, NULL);
       }
     }
   /* the GPU defaults (block 64, leaf 16) on both routes */
-  for (int own = 0; own < 2; own++) {
+  for (int own = harness_small(); own < 2; own++) {
     set_hook(64, -1, own, 16);
     FOR_DTYPES(dt)
     {
@@ -789,7 +791,7 @@ START_TEST(cholesky)
     chol_case(dt, 1, 2 * nb + 1);
     chol_case(dt, 1, 3 * nb);
   }
-  for (int own = 0; own < 2; own++) {
+  for (int own = harness_small(); own < 2; own++) {
     set_hook(16, 0, own, -1);
     FOR_DTYPES(dt)
     {
