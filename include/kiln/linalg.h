@@ -27,6 +27,7 @@
  *   dtypes, pivots not i32, a given result of another dtype); KILN_ERR_SHAPE (fewer than 2
  *   dimensions, a non-square matrix given to a square-only op, batch or row counts of A and
  *   B that differ, a given result of the wrong shape: the message names op and shapes);
+ *   KILN_ERR_OVERFLOW (a matrix with more than 2^31-1 rows, columns or right-hand sides);
  *   KILN_ERR_UNSUPPORTED (f64 without fp64); KILN_ERR_BUILD; KILN_ERR_OPENCL;
  *   KILN_ERR_DEVICE_MEMORY; KILN_ERR_HOST_MEMORY; KILN_ERR_PROVIDER (CLBlast failed; the raw
  *   status is kiln_last_error_code()).

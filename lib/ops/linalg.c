@@ -567,6 +567,11 @@ check_mat(const char *op, kiln_context *ctx, const kiln_tensor *t, const char *n
   KILN_RETURN_IF(t->shape.ndim < 2, KILN_ERR_SHAPE, op,
                  "%s has shape %s; a matrix needs at least 2 dimensions [..., rows, cols]", name,
                  fmt(&t->shape, b, sizeof b));
+  /* Kernels index rows and columns with 32-bit integers, and pivots are i32. */
+  KILN_RETURN_IF(t->shape.dims[t->shape.ndim - 1] > INT32_MAX ||
+                     t->shape.dims[t->shape.ndim - 2] > INT32_MAX,
+                 KILN_ERR_OVERFLOW, op, "%s has shape %s; rows and columns are limited to 2^31-1",
+                 name, fmt(&t->shape, b, sizeof b));
   return KILN_OK;
 }
 
@@ -832,6 +837,9 @@ check_rhs(const char *op, const kiln_tensor *a, const kiln_tensor *b, int allow_
                  "%s %s and b %s: b needs %lld rows", an, fmt(&a->shape, x, sizeof x),
                  fmt(&b->shape, y, sizeof y), (long long)n);
   *nrhs = (uint64_t)b->shape.dims[b->shape.ndim - 1];
+  KILN_RETURN_IF(*nrhs > INT32_MAX, KILN_ERR_OVERFLOW, op,
+                 "b has %llu columns; right-hand sides are limited to 2^31-1",
+                 (unsigned long long)*nrhs);
   return KILN_OK;
 }
 
