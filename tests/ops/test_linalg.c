@@ -1069,6 +1069,12 @@ START_TEST(bad_input)
     KEXPECT(kiln_linalg_solve(ctx, sq, d, &out), KILN_ERR_DTYPE);
     kiln_tensor_release(d);
   }
+  /* more rows than 32-bit indexing takes (an empty tensor: no memory needed) */
+  int64_t huge[2] = {(int64_t)1 << 31, 0};
+  kiln_tensor *big = NULL;
+  KOK(kiln_tensor_create(ctx, KILN_F32, 2, huge, &big));
+  KEXPECT(kiln_linalg_lu_factor(ctx, big, &out, &o2), KILN_ERR_OVERFLOW);
+  kiln_tensor_release(big);
   /* a given result of the wrong shape; pivots that overlap lu */
   KEXPECT(kiln_linalg_inv(ctx, sq, &rect), KILN_ERR_SHAPE);
   ck_assert_ptr_null(out);
