@@ -420,6 +420,43 @@ def setup_cov(e, n):
 def flops_cov(n):
     v = min(n, 256)
     return float(v) * v * (n // v)
+# linalg: n is the square matrix's element count (kiln's square_dim), as blas.gemm; the
+# batched row is n / 1024 matrices of 32 x 32. Flops as kiln's rows: LU 2/3 d^3, Cholesky
+# 1/3 d^3, solve LU + 64 d^2 (16 right-hand sides), inverse 2 d^3.
+def flops_lu(n):
+    d = square_dim(n)
+    return 2.0 / 3.0 * d ** 3
+
+
+def setup_lu(e, n):
+    d = square_dim(n)
+    a = e.uniform(d, d)
+    return (lambda: e.torch.linalg.lu_factor(a)), [d, d], "torch.linalg.lu_factor(a)"
+
+
+def setup_cholesky(e, n):
+    d = square_dim(n)
+    a = e.uniform(d, d)
+    a = (a + a.T) * 0.5 + (2.0 * d + 1.0) * e.torch.eye(d, device=e.device, dtype=e.dtype)
+    return (lambda: e.torch.linalg.cholesky(a)), [d, d], "torch.linalg.cholesky(a)"
+
+
+def setup_solve(e, n):
+    d = square_dim(n)
+    a, b = e.uniform(d, d), e.uniform(d, 16)
+    return (lambda: e.torch.linalg.solve(a, b)), [d, d], "torch.linalg.solve(a, b) (16 rhs)"
+
+
+def setup_inv(e, n):
+    d = square_dim(n)
+    a = e.uniform(d, d)
+    return (lambda: e.torch.linalg.inv(a)), [d, d], "torch.linalg.inv(a)"
+
+
+def setup_lu_batched(e, n):
+    b = max(n // 1024, 1)
+    a = e.uniform(b, 32, 32)
+    return (lambda: e.torch.linalg.lu_factor(a)), [b, 32, 32], "torch.linalg.lu_factor(a) (batched)"
 
 
 # (kiln case name, setup(env, n) -> (call, shape, op text), bytes(n, esz) or None, flops(n) or None)
@@ -453,6 +490,11 @@ CASES = [
     ("stats.bincount", setup_bincount, bytes_bincount, None),
     ("stats.quantile", setup_quantile, bytes_quantile, None),
     ("stats.cov", setup_cov, None, flops_cov),
+    ("linalg.lu", setup_lu, None, flops_lu),
+    ("linalg.cholesky", setup_cholesky, None, lambda n: 0.5 * flops_lu(n)),
+    ("linalg.solve", setup_solve, None, lambda n: flops_lu(n) + 64.0 * square_dim(n) ** 2),
+    ("linalg.inv", setup_inv, None, lambda n: 3.0 * flops_lu(n)),
+    ("linalg.lu_batched", setup_lu_batched, None, lambda n: max(n // 1024, 1) * 2.0 / 3.0 * 32 ** 3),
 ]
 COPY_CASE = "copy.kiln_copy"
 

@@ -28,6 +28,7 @@
 #include "kiln/fft.h"
 #include "kiln/nn.h"
 #include "kiln/stats.h"
+#include "kiln/linalg.h"
 #include "kiln/profile.h"
 #include "kiln/tune.h"
 #include "kiln/provider.h"

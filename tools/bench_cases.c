@@ -739,6 +739,123 @@ bytes_ce(int64_t n, size_t esz)
   return (double)n * (double)esz;
 }
 
+/*
+ * linalg: n is the element count of the square matrix (as blas.gemm), so --sizes 16777216
+ * is one 4096 x 4096 matrix. Flops: LU 2/3 d^3, Cholesky 1/3 d^3, solve with 16 right-hand
+ * sides LU + 2 * 16 d^2 * 2 (two triangular solves), inverse 2 d^3 (LU and 4/3 d^3 of
+ * triangular solves). linalg.lu_batched: 32 x 32 matrices, n / 1024 of them (--sizes
+ * 4194304 is 4096 matrices).
+ */
+static kiln_status
+setup_linalg_square(struct bench_state *st)
+{
+  int64_t d = square_dim(st->n), shape[2] = {d, d};
+  return bench_random_tensor(st->ctx, st->dtype, 2, shape, &st->in[0]);
+}
+
+/* Symmetric and diagonally dominant: entries in [-2, 2), diagonal 2 d + 1. */
+static kiln_status
+setup_linalg_spd(struct bench_state *st)
+{
+  int64_t d = square_dim(st->n), shape[2] = {d, d};
+  size_t es = st->dtype == KILN_F32 ? 4 : 8, cnt = (size_t)(d * d);
+  unsigned char *h = malloc(cnt * es + 8);
+  if (!h)
+    return KILN_ERR_HOST_MEMORY;
+  uint32_t x = 4242;
+  for (int64_t i = 0; i < d; i++)
+    for (int64_t j = 0; j <= i; j++) {
+      x = x * 1664525u + 1013904223u;
+      double v = i == j ? 2.0 * (double)d + 1.0 : (double)(x >> 8) / 16777216.0 * 4.0 - 2.0;
+      if (es == 4) {
+        ((float *)h)[i * d + j] = (float)v;
+        ((float *)h)[j * d + i] = (float)v;
+      } else {
+        ((double *)h)[i * d + j] = v;
+        ((double *)h)[j * d + i] = v;
+      }
+    }
+  kiln_status s = kiln_tensor_from_host(st->ctx, st->dtype, 2, shape, h, &st->in[0]);
+  free(h);
+  return s;
+}
+
+static kiln_status
+setup_linalg_solve(struct bench_state *st)
+{
+  int64_t d = square_dim(st->n), bs[2] = {d, 16};
+  kiln_status s = setup_linalg_square(st);
+  if (s == KILN_OK)
+    s = bench_random_tensor(st->ctx, st->dtype, 2, bs, &st->in[1]);
+  return s;
+}
+
+static kiln_status
+setup_lu_batched(struct bench_state *st)
+{
+  int64_t b = st->n / 1024 > 0 ? st->n / 1024 : 1, shape[3] = {b, 32, 32};
+  return bench_random_tensor(st->ctx, st->dtype, 3, shape, &st->in[0]);
+}
+
+static kiln_status
+run_lu(struct bench_state *st)
+{
+  return kiln_linalg_lu_factor(st->ctx, st->in[0], &st->out, &st->in[2]);
+}
+
+static kiln_status
+run_cholesky(struct bench_state *st)
+{
+  return kiln_linalg_cholesky(st->ctx, st->in[0], KILN_LOWER, &st->out);
+}
+
+static kiln_status
+run_solve(struct bench_state *st)
+{
+  return kiln_linalg_solve(st->ctx, st->in[0], st->in[1], &st->out);
+}
+
+static kiln_status
+run_inv(struct bench_state *st)
+{
+  return kiln_linalg_inv(st->ctx, st->in[0], &st->out);
+}
+
+static double
+flops_lu(int64_t n)
+{
+  double d = (double)square_dim(n);
+  return 2.0 / 3.0 * d * d * d;
+}
+
+static double
+flops_cholesky(int64_t n)
+{
+  double d = (double)square_dim(n);
+  return 1.0 / 3.0 * d * d * d;
+}
+
+static double
+flops_solve(int64_t n)
+{
+  double d = (double)square_dim(n);
+  return flops_lu(n) + 4.0 * 16.0 * d * d;
+}
+
+static double
+flops_inv(int64_t n)
+{
+  double d = (double)square_dim(n);
+  return 2.0 * d * d * d;
+}
+
+static double
+flops_lu_batched(int64_t n)
+{
+  double b = (double)(n / 1024 > 0 ? n / 1024 : 1);
+  return b * 2.0 / 3.0 * 32.0 * 32.0 * 32.0;
+}
+
 const struct bench_case bench_cases[] = {
     {"copy.kiln_copy", "copy", any_dtype, setup_one, run_copy, bytes_1in_1out, NULL},
     {"unary.neg", "elementwise", neg_dtype, setup_one, run_neg, bytes_1in_1out, NULL},
@@ -775,5 +892,10 @@ const struct bench_case bench_cases[] = {
     {"stats.bincount", "stats", float_dtype, setup_bincount, run_bincount, bytes_bincount, NULL},
     {"stats.quantile", "stats", float_dtype, setup_quantile, run_quantile, bytes_quantile, NULL},
     {"stats.cov", "stats", float_dtype, setup_cov, run_cov, NULL, flops_cov},
+    {"linalg.lu", "linalg", float_dtype, setup_linalg_square, run_lu, NULL, flops_lu},
+    {"linalg.cholesky", "linalg", float_dtype, setup_linalg_spd, run_cholesky, NULL, flops_cholesky},
+    {"linalg.solve", "linalg", float_dtype, setup_linalg_solve, run_solve, NULL, flops_solve},
+    {"linalg.inv", "linalg", float_dtype, setup_linalg_square, run_inv, NULL, flops_inv},
+    {"linalg.lu_batched", "linalg", float_dtype, setup_lu_batched, run_lu, NULL, flops_lu_batched},
 };
 const size_t bench_case_count = sizeof bench_cases / sizeof bench_cases[0];

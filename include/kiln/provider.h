@@ -239,7 +239,21 @@ extern "C" {
   X(percentile, kiln_percentile) \
   X(quantile_local_max, kiln_quantile_local_max) \
   X(cov, kiln_cov) \
-  X(corrcoef, kiln_corrcoef)
+  X(corrcoef, kiln_corrcoef) \
+  /* linalg: LU, Cholesky, triangular */ \
+  X(linalg_lu_factor, kiln_linalg_lu_factor) \
+  X(linalg_lu, kiln_linalg_lu) \
+  X(linalg_lu_solve, kiln_linalg_lu_solve) \
+  X(linalg_solve, kiln_linalg_solve) \
+  X(linalg_inv, kiln_linalg_inv) \
+  X(linalg_det, kiln_linalg_det) \
+  X(linalg_slogdet, kiln_linalg_slogdet) \
+  X(linalg_rcond, kiln_linalg_rcond) \
+  X(linalg_cholesky, kiln_linalg_cholesky) \
+  X(linalg_cholesky_solve, kiln_linalg_cholesky_solve) \
+  X(linalg_cholesky_inverse, kiln_linalg_cholesky_inverse) \
+  X(trsm, kiln_trsm) \
+  X(trmm, kiln_trmm)
 
 #define KILN_PROVIDER_SLOT_(slot, function) __typeof__(function) *slot;
 

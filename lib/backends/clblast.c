@@ -302,3 +302,31 @@ kiln__clblast_xgemm_override(const char *op, kiln_context *ctx, kiln_dtype dt, u
   pthread_mutex_unlock(&xgemm_lock);
   return s;
 }
+/* ---- triangular routines (linalg family) ---- */
+
+#define TRI_ARGS(cv)                                                                              \
+  (ROW, left ? CLBlastSideLeft : CLBlastSideRight,                                                \
+   upper ? CLBlastTriangleUpper : CLBlastTriangleLower, tr(ta),                                   \
+   unit ? CLBlastDiagonalUnit : CLBlastDiagonalNonUnit, m, n, cv(al), a, aoff, lda, b, boff, ldb, \
+   q, NULL)
+
+kiln_status
+kiln__clblast_trsm(const char *op, kiln_context *ctx, kiln_dtype dt, int left, int upper, int ta,
+                   int unit, size_t m, size_t n, double alpha, cl_mem a, size_t aoff, size_t lda,
+                   cl_mem b, size_t boff, size_t ldb)
+{
+  cl_command_queue *q = &ctx->queue;
+  kiln_complex128 al = {alpha, 0.0};
+  BY_DTYPE(op, ctx, dt, trsm, TRI_ARGS);
+}
+
+kiln_status
+kiln__clblast_trmm(const char *op, kiln_context *ctx, kiln_dtype dt, int left, int upper, int ta,
+                   int unit, size_t m, size_t n, double alpha, cl_mem a, size_t aoff, size_t lda,
+                   cl_mem b, size_t boff, size_t ldb)
+{
+  cl_command_queue *q = &ctx->queue;
+  kiln_complex128 al = {alpha, 0.0};
+  BY_DTYPE(op, ctx, dt, trmm, TRI_ARGS);
+}
+#undef TRI_ARGS

@@ -70,6 +70,19 @@ kiln_status kiln__clblast_scal(const char *op, kiln_context *ctx, kiln_dtype dt,
  */
 kiln_status kiln__clblast_xgemm_override(const char *op, kiln_context *ctx, kiln_dtype dt,
                                          uint32_t id, const size_t *values);
+/*
+ * Triangular solve and multiply (row-major, f32/f64/c64/c128): B = alpha op(A)^-1 B (trsm) or
+ * B = alpha op(A) B (trmm), A on the left (left != 0, m x m) or the right (n x n) of the
+ * m x n matrix B; upper/unit select the triangle and a unit diagonal. Used by linalg.
+ */
+kiln_status kiln__clblast_trsm(const char *op, kiln_context *ctx, kiln_dtype dt, int left,
+                               int upper, int ta, int unit, size_t m, size_t n, double alpha,
+                               cl_mem a, size_t aoff, size_t lda, cl_mem b, size_t boff,
+                               size_t ldb);
+kiln_status kiln__clblast_trmm(const char *op, kiln_context *ctx, kiln_dtype dt, int left,
+                               int upper, int ta, int unit, size_t m, size_t n, double alpha,
+                               cl_mem a, size_t aoff, size_t lda, cl_mem b, size_t boff,
+                               size_t ldb);
 
 /* CLBlastFillCache for the context's device: every routine, every precision. */
 kiln_status kiln__clblast_fill_cache(const char *op, kiln_context *ctx);

@@ -17,6 +17,7 @@ const struct kiln__family *const kiln__families[] = {
     &kiln__nn_family,
     &kiln__xgemm_family,
     &kiln__stats_family,
+    &kiln__linalg_family,
     NULL,
 };
 

@@ -1,0 +1,1453 @@
+/*
+ * linalg family: LU (packed and unpacked), lu_solve, solve, inv, det, slogdet, rcond,
+ * Cholesky with its solve and inverse, trsm and trmm (include/kiln/linalg.h,
+ * docs/linalg.md).
+ *
+ * Matrices with both dimensions <= KILN__LINALG_SMALL_MAX factor one work-group per matrix
+ * in local memory (lu_small, chol_small), whatever the batch. Larger ones run the blocked
+ * right-looking algorithms one matrix at a time: a panel of nb columns factored by one
+ * work-group of kiln's kernels, then the trailing update through CLBlast TRSM and GEMM
+ * (SYRK for Cholesky), or through kiln's simple kernels (trsm_cols, gemm_acc) when CLBlast
+ * is absent or disabled (KILN_DEBUG_NO_CLBLAST). Triangular solves of small systems with
+ * few right-hand sides always take trsm_cols, so the route depends on sizes only, never on
+ * the batch.
+ */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/dtype_traits.h"
+#include "core/env.h"
+#include "core/error.h"
+#include "core/shape.h"
+#include "kiln/linalg.h"
+#include "kiln_config.h"
+#include "ops/families.h"
+#include "ops/linalg_internal.h"
+#include "ops/ops_common.h"
+#include "runtime/runtime.h"
+#if KILN_HAVE_CLBLAST
+#include "backends/clblast.h"
+#endif
+
+#define SRC "linalg"
+
+/* ---------------------------------------------------------------- choices and hooks */
+
+static atomic_int hook_nb = -1, hook_small = -1, hook_own = -1, hook_leaf = -1;
+
+void
+kiln__linalg_test_set(int nb, int small_max, int own, int leaf)
+{
+  atomic_store(&hook_nb, nb);
+  atomic_store(&hook_small, small_max);
+  atomic_store(&hook_own, own);
+  atomic_store(&hook_leaf, leaf);
+}
+
+unsigned
+kiln__linalg_block(const kiln_device_info *info)
+{
+  int h = atomic_load(&hook_nb);
+  if (h > 0)
+    return (unsigned)h;
+  return info->is_gpu ? KILN__LINALG_NB_GPU : KILN__LINALG_NB_CPU;
+}
+
+/* What one call works with (ctx->lock held while it is used). */
+typedef struct la {
+  const char *op;
+  kiln_context *ctx;
+  kiln_dtype dt;
+  size_t ts;
+  int clblast; /* trailing updates through CLBlast */
+  uint64_t nb, small_max;
+  uint64_t leaf; /* widest LU panel lu_panel factors without recursing */
+} la;
+
+static la
+la_make(const char *op, kiln_context *ctx, kiln_dtype dt)
+{
+  la L = {.op = op,
+          .ctx = ctx,
+          .dt = dt,
+          .ts = kiln_dtype_size(dt),
+          .nb = kiln__linalg_block(&ctx->info),
+          .small_max = KILN__LINALG_SMALL_MAX};
+  L.clblast = KILN_HAVE_CLBLAST && !kiln__env_flag(KILN__ENV_DEBUG_NO_CLBLAST) &&
+              atomic_load(&hook_own) <= 0;
+  int hs = atomic_load(&hook_small);
+  if (hs >= 0)
+    L.small_max = (uint64_t)hs;
+  int hl = atomic_load(&hook_leaf);
+  L.leaf = hl > 0 ? (uint64_t)hl : ctx->info.is_gpu ? KILN__LINALG_LEAF_GPU : UINT64_MAX;
+  return L;
+}
+
+/* A matrix (or the first of a batch): buffer and element offset. */
+typedef struct mat {
+  cl_mem mem;
+  uint64_t off;
+} mat;
+
+static mat
+tmat(const kiln_tensor *t)
+{
+  return (mat){t->mem, kiln__ops_elem_offset(t)};
+}
+
+static mat
+at(mat x, uint64_t e)
+{
+  x.off += e;
+  return x;
+}
+
+static void
+args_mat(kiln__args *a, mat x)
+{
+  kiln__args_mem(a, x.mem);
+  kiln__args_u64(a, x.off);
+}
+
+static kiln_status
+kern(const la *L, const char *name, cl_kernel *k)
+{
+  return kiln__ops_kernel(L->op, L->ctx, SRC, L->dt, name, k);
+}
+
+/*
+ * Launches over (g0, g1) items in fixed work-groups of (l0, l1), the grid rounded up (the
+ * kernels check their bounds): a fixed local size keeps PoCL from compiling one
+ * specialisation per grid size.
+ */
+static kiln_status
+enqueue2l(const kiln__args *a, const la *L, uint64_t g0, uint64_t g1, size_t l0, size_t l1)
+{
+  if (a->status != KILN_OK || g0 == 0 || g1 == 0)
+    return a->status;
+  size_t global[2] = {(size_t)((g0 + l0 - 1) / l0 * l0), (size_t)((g1 + l1 - 1) / l1 * l1)};
+  size_t local[2] = {l0, l1};
+  return kiln__args_enqueue(a, L->ctx, 2, global, local);
+}
+
+static kiln_status
+enqueue2(const kiln__args *a, const la *L, uint64_t g0, uint64_t g1)
+{
+  return enqueue2l(a, L, g0, g1, 64, 1);
+}
+
+/*
+ * Work-group size of the one-group-per-matrix kernels: on GPUs 32 lanes up to 32 rows, else
+ * 64; 64 on CPUs (PoCL compiles each local size anew).
+ */
+static size_t
+small_local(const la *L, cl_kernel k, uint64_t rows)
+{
+  size_t want = L->ctx->info.is_gpu && rows <= 32 ? 32 : 64,
+         max = kiln__launch_pow2_local(L->ctx, k);
+  return want < max ? want : max;
+}
+
+/*
+ * Work-group size of the one-group panel kernels: the largest power of two the kernel takes,
+ * at most 1024 on GPUs (the panel is latency-bound: more lanes keep more of its strided
+ * loads in flight) and 256 on CPUs.
+ */
+static size_t
+panel_local(const la *L, cl_kernel k)
+{
+  size_t max = 0, cap = L->ctx->info.is_gpu ? 1024 : 256, p = 1;
+  if (clGetKernelWorkGroupInfo(k, L->ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof max, &max,
+                               NULL) != CL_SUCCESS ||
+      max == 0)
+    max = L->ctx->info.max_work_group_size ? L->ctx->info.max_work_group_size : 1;
+  if (max > cap)
+    max = cap;
+  while (p * 2 <= max)
+    p *= 2;
+  return p;
+}
+
+/* Whether an m x n matrix takes the one-work-group kernels (and its local memory fits). */
+static int
+is_small(const la *L, uint64_t m, uint64_t n)
+{
+  if (m > L->small_max || n > L->small_max)
+    return 0;
+  uint64_t bytes = m * (n | 1) * L->ts + 64 * (L->ts + 4);
+  return bytes <= L->ctx->info.local_mem_bytes;
+}
+
+/* ---------------------------------------------------------------- primitives */
+
+/*
+ * B = alpha op(A)^-1 B (solve) or alpha op(A) B, A on the left (m x m) or right (n x n) of
+ * the m x n matrices B of a batch, row-major with leading dimensions lda, ldb. CLBlast takes
+ * systems larger than the small bound (one call per matrix), trsm_cols/trmm_cols the rest.
+ */
+static kiln_status
+tri(const la *L, int solve, int left, int upper, int trans, int unit, uint64_t m, uint64_t n,
+    double alpha, mat a, uint64_t lda, uint64_t astride, mat b, uint64_t ldb, uint64_t bstride,
+    uint64_t batch)
+{
+  if (m == 0 || n == 0 || batch == 0)
+    return KILN_OK;
+  uint64_t nsys = left ? m : n, nrhs = left ? n : m;
+#if KILN_HAVE_CLBLAST
+  if (L->clblast && (nsys > L->small_max || nrhs > L->small_max)) {
+    for (uint64_t i = 0; i < batch; i++)
+      KILN_TRY((solve ? kiln__clblast_trsm : kiln__clblast_trmm)(
+          L->op, L->ctx, L->dt, left, upper, trans, unit, m, n, alpha, a.mem, a.off + i * astride,
+          lda, b.mem, b.off + i * bstride, ldb));
+    return KILN_OK;
+  }
+#endif
+  /* The kernels solve (multiply) M x for each column x; a right-side A is M = op(A)^T acting
+   * on the rows of B. */
+  uint64_t ars, acs, brs, bcs;
+  int mt = left ? trans : !trans; /* M is A^T */
+  ars = mt ? 1 : lda;
+  acs = mt ? lda : 1;
+  brs = left ? ldb : 1;
+  bcs = left ? 1 : ldb;
+  uint32_t lower = (uint32_t)(!upper ^ mt);
+  cl_kernel k;
+  KILN_TRY(kern(L, solve ? "trsm_cols" : "trmm_cols", &k));
+  kiln__args args = kiln__args_begin(L->op, k);
+  args_mat(&args, a);
+  kiln__args_u64(&args, astride);
+  kiln__args_u64(&args, ars);
+  kiln__args_u64(&args, acs);
+  kiln__args_u32(&args, (uint32_t)nsys);
+  kiln__args_u32(&args, lower);
+  kiln__args_u32(&args, (uint32_t)unit);
+  args_mat(&args, b);
+  kiln__args_u64(&args, bstride);
+  kiln__args_u64(&args, brs);
+  kiln__args_u64(&args, bcs);
+  kiln__args_u32(&args, (uint32_t)nrhs);
+  kiln__args_float(&args, L->dt, alpha);
+  return enqueue2(&args, L, nrhs, batch);
+}
+
+/* C += alpha A B over strided views (tri: 0 all, 1 lower, 2 upper triangle of C). */
+static kiln_status
+own_gemm(const la *L, uint64_t m, uint64_t n, uint64_t k, double alpha, mat a, uint64_t ars,
+         uint64_t acs, mat b, uint64_t brs, uint64_t bcs, mat c, uint64_t crs, uint64_t ccs,
+         uint32_t tri_part)
+{
+  if (m == 0 || n == 0 || k == 0)
+    return KILN_OK;
+  cl_kernel kk;
+  KILN_TRY(kern(L, "gemm_acc", &kk));
+  kiln__args args = kiln__args_begin(L->op, kk);
+  kiln__args_u32(&args, (uint32_t)m);
+  kiln__args_u32(&args, (uint32_t)n);
+  kiln__args_u32(&args, (uint32_t)k);
+  kiln__args_float(&args, L->dt, alpha);
+  args_mat(&args, a);
+  kiln__args_u64(&args, ars);
+  kiln__args_u64(&args, acs);
+  args_mat(&args, b);
+  kiln__args_u64(&args, brs);
+  kiln__args_u64(&args, bcs);
+  args_mat(&args, c);
+  kiln__args_u64(&args, crs);
+  kiln__args_u64(&args, ccs);
+  kiln__args_u32(&args, tri_part);
+  return enqueue2l(&args, L, n, m, 8, 8);
+}
+
+/* C (m x n, ldc) -= A (m x k, lda) B (k x n, ldb). */
+static kiln_status
+gemm_sub(const la *L, uint64_t m, uint64_t n, uint64_t k, mat a, uint64_t lda, mat b, uint64_t ldb,
+         mat c, uint64_t ldc)
+{
+  if (m == 0 || n == 0 || k == 0)
+    return KILN_OK;
+#if KILN_HAVE_CLBLAST
+  if (L->clblast)
+    return kiln__clblast_gemm(L->op, L->ctx, L->dt, 0, 0, m, n, k, (kiln_complex128){-1.0, 0.0},
+                              a.mem, a.off, lda, 0, b.mem, b.off, ldb, 0,
+                              (kiln_complex128){1.0, 0.0}, c.mem, c.off, ldc, 0, 1);
+#endif
+  return own_gemm(L, m, n, k, -1.0, a, lda, 1, b, ldb, 1, c, ldc, 1, 0);
+}
+
+/* One triangle of C (n x n) -= A A^T (lower; A n x k) or A^T A (upper; A k x n). */
+static kiln_status
+syrk_sub(const la *L, int upper, uint64_t n, uint64_t k, mat a, uint64_t lda, mat c, uint64_t ldc)
+{
+  if (n == 0 || k == 0)
+    return KILN_OK;
+#if KILN_HAVE_CLBLAST
+  if (L->clblast)
+    return kiln__clblast_syrk(L->op, L->ctx, L->dt, upper, upper, n, k,
+                              (kiln_complex128){-1.0, 0.0}, a.mem, a.off, lda,
+                              (kiln_complex128){1.0, 0.0}, c.mem, c.off, ldc);
+#endif
+  if (upper)
+    return own_gemm(L, n, n, k, -1.0, a, 1, lda, a, lda, 1, c, ldc, 1, 2);
+  return own_gemm(L, n, n, k, -1.0, a, lda, 1, a, 1, lda, c, ldc, 1, 1);
+}
+
+/* Row interchanges k1 .. k2-1 of piv on ncols columns of batch matrices (row stride lda). */
+static kiln_status
+laswp(const la *L, mat a, uint64_t astride, uint64_t lda, uint64_t ncols, mat piv, uint64_t pstride,
+      uint64_t k1, uint64_t k2, int reverse, uint64_t batch)
+{
+  if (ncols == 0 || k2 <= k1 || batch == 0)
+    return KILN_OK;
+  cl_kernel k;
+  KILN_TRY(kern(L, "laswp", &k));
+  kiln__args args = kiln__args_begin(L->op, k);
+  args_mat(&args, a);
+  kiln__args_u64(&args, astride);
+  kiln__args_u64(&args, lda);
+  kiln__args_u32(&args, (uint32_t)ncols);
+  args_mat(&args, piv);
+  kiln__args_u64(&args, pstride);
+  kiln__args_u32(&args, (uint32_t)k1);
+  kiln__args_u32(&args, (uint32_t)k2);
+  kiln__args_u32(&args, (uint32_t)reverse);
+  return enqueue2(&args, L, ncols, batch);
+}
+
+static kiln_status
+zero_fill(const la *L, kiln_tensor *t)
+{
+  if (t->nbytes == 0)
+    return KILN_OK;
+  cl_int zero = 0;
+  cl_int err = clEnqueueFillBuffer(L->ctx->queue, t->mem, &zero, sizeof zero, t->offset, t->nbytes,
+                                   0, NULL, NULL);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
+}
+
+/* ---------------------------------------------------------------- factorizations */
+
+/*
+ * LU of the panel columns c0 .. c0+w-1 (rows c0 .. m-1) of an m-row matrix with row stride
+ * lda, in place, every interchange applied across the panel's columns. Panels up to the
+ * leaf width run lu_panel (one work-group); wider ones recurse (Toledo): the left half, its
+ * interchanges on the right half, TRSM and GEMM into the right half, the right half, its
+ * interchanges on the left half. The recursion moves most of the panel's flops and memory
+ * traffic from one work-group into GEMM calls over the whole device.
+ */
+static kiln_status
+lu_panel_run(const la *L, cl_kernel panel, size_t local, mat a, uint64_t lda, uint64_t m,
+             uint64_t c0, uint64_t w, mat piv, mat info)
+{
+  if (w <= L->leaf) {
+    kiln__args args = kiln__args_begin(L->op, panel);
+    args_mat(&args, a);
+    kiln__args_u64(&args, lda);
+    kiln__args_u32(&args, (uint32_t)m);
+    kiln__args_u32(&args, (uint32_t)w);
+    kiln__args_u32(&args, (uint32_t)c0);
+    args_mat(&args, piv);
+    args_mat(&args, info);
+    kiln__args_local(&args, local * L->ts);
+    kiln__args_local(&args, local * sizeof(cl_int));
+    return kiln__args_enqueue_1d(&args, L->ctx, local, local);
+  }
+  uint64_t w1 = w / 2, c1 = c0 + w1, w2 = w - w1;
+  KILN_TRY(lu_panel_run(L, panel, local, a, lda, m, c0, w1, piv, info));
+  KILN_TRY(laswp(L, at(a, c1), 0, lda, w2, piv, 0, c0, c1, 0, 1));
+  KILN_TRY(tri(L, 1, 1, 0, 0, 1, w1, w2, 1.0, at(a, c0 * lda + c0), lda, 0, at(a, c0 * lda + c1),
+               lda, 0, 1));
+  KILN_TRY(gemm_sub(L, m - c1, w2, w1, at(a, c1 * lda + c0), lda, at(a, c0 * lda + c1), lda,
+                    at(a, c1 * lda + c1), lda));
+  KILN_TRY(lu_panel_run(L, panel, local, a, lda, m, c1, w2, piv, info));
+  return laswp(L, at(a, c0), 0, lda, w1, piv, 0, c1, c1 + w2, 0, 1);
+}
+
+/* Blocked right-looking LU of one m x n matrix in place. */
+static kiln_status
+lu_blocked(const la *L, mat a, uint64_t m, uint64_t n, mat piv, mat info)
+{
+  uint64_t k = m < n ? m : n, nb = L->nb;
+  cl_kernel panel;
+  KILN_TRY(kern(L, "lu_panel", &panel));
+  size_t local = panel_local(L, panel);
+  for (uint64_t j0 = 0; j0 < k; j0 += nb) {
+    uint64_t jb = k - j0 < nb ? k - j0 : nb, r = j0 + jb;
+    KILN_TRY(lu_panel_run(L, panel, local, a, n, m, j0, jb, piv, info));
+    KILN_TRY(laswp(L, a, 0, n, j0, piv, 0, j0, r, 0, 1));
+    if (r < n) {
+      KILN_TRY(laswp(L, at(a, r), 0, n, n - r, piv, 0, j0, r, 0, 1));
+      KILN_TRY(tri(L, 1, 1, 0, 0, 1, jb, n - r, 1.0, at(a, j0 * n + j0), n, 0, at(a, j0 * n + r), n,
+                   0, 1));
+      KILN_TRY(gemm_sub(L, m - r, n - r, jb, at(a, r * n + j0), n, at(a, j0 * n + r), n,
+                        at(a, r * n + r), n));
+    }
+  }
+  return KILN_OK;
+}
+
+/* LU of batch m x n matrices in place; piv [batch, min(m, n)] and info [batch] (zeroed here). */
+static kiln_status
+lu_run(const la *L, mat a, uint64_t m, uint64_t n, uint64_t batch, mat piv, kiln_tensor *info)
+{
+  KILN_TRY(zero_fill(L, info));
+  uint64_t k = m < n ? m : n;
+  if (k == 0 || batch == 0)
+    return KILN_OK;
+  if (is_small(L, m, n)) {
+    cl_kernel kk;
+    KILN_TRY(kern(L, "lu_small", &kk));
+    size_t local = small_local(L, kk, m);
+    kiln__args args = kiln__args_begin(L->op, kk);
+    args_mat(&args, a);
+    kiln__args_u64(&args, m * n);
+    kiln__args_u32(&args, (uint32_t)m);
+    kiln__args_u32(&args, (uint32_t)n);
+    args_mat(&args, piv);
+    kiln__args_u64(&args, k);
+    kiln__args_tensor(&args, info);
+    kiln__args_local(&args, m * (n | 1) * L->ts);
+    kiln__args_local(&args, local * L->ts);
+    kiln__args_local(&args, local * sizeof(cl_int));
+    return kiln__args_enqueue_1d(&args, L->ctx, (size_t)batch * local, local);
+  }
+  for (uint64_t b = 0; b < batch; b++)
+    KILN_TRY(lu_blocked(L, at(a, b * m * n), m, n, at(piv, b * k), at(tmat(info), b)));
+  return KILN_OK;
+}
+
+/* Solves op(A) X = B in place on batch n x nrhs matrices x, from A's LU and pivots. */
+static kiln_status
+lu_solve_run(const la *L, mat lu, mat piv, uint64_t n, uint64_t nrhs, mat x, uint64_t batch,
+             int trans)
+{
+  uint64_t xs = n * nrhs, as = n * n;
+  if (!trans) {
+    KILN_TRY(laswp(L, x, xs, nrhs, nrhs, piv, n, 0, n, 0, batch));
+    KILN_TRY(tri(L, 1, 1, 0, 0, 1, n, nrhs, 1.0, lu, n, as, x, nrhs, xs, batch));
+    return tri(L, 1, 1, 1, 0, 0, n, nrhs, 1.0, lu, n, as, x, nrhs, xs, batch);
+  }
+  KILN_TRY(tri(L, 1, 1, 1, 1, 0, n, nrhs, 1.0, lu, n, as, x, nrhs, xs, batch));
+  KILN_TRY(tri(L, 1, 1, 0, 1, 1, n, nrhs, 1.0, lu, n, as, x, nrhs, xs, batch));
+  return laswp(L, x, xs, nrhs, nrhs, piv, n, 0, n, 1, batch);
+}
+
+/* Cholesky of batch n x n matrices in place (the uplo triangle; the other one zeroed). */
+static kiln_status
+chol_run(const la *L, mat a, uint64_t n, uint64_t batch, int upper, kiln_tensor *info)
+{
+  KILN_TRY(zero_fill(L, info));
+  if (n == 0 || batch == 0)
+    return KILN_OK;
+  /* Upper is the lower algorithm on the transposed view: U = L^T, A symmetric. */
+  uint64_t rs = upper ? 1 : n, cs = upper ? n : 1;
+  cl_kernel kk;
+  if (is_small(L, n, n)) {
+    KILN_TRY(kern(L, "chol_small", &kk));
+    size_t local = small_local(L, kk, n);
+    kiln__args args = kiln__args_begin(L->op, kk);
+    args_mat(&args, a);
+    kiln__args_u64(&args, n * n);
+    kiln__args_u32(&args, (uint32_t)n);
+    kiln__args_u64(&args, rs);
+    kiln__args_u64(&args, cs);
+    kiln__args_tensor(&args, info);
+    kiln__args_u32(&args, 0);
+    kiln__args_local(&args, n * (n | 1) * L->ts);
+    return kiln__args_enqueue_1d(&args, L->ctx, (size_t)batch * local, local);
+  }
+  /* Diagonal blocks that fit run chol_small in local memory, others chol_panel in global. */
+  cl_kernel sk;
+  KILN_TRY(kern(L, "chol_small", &sk));
+  size_t slocal = small_local(L, sk, L->nb);
+  KILN_TRY(kern(L, "chol_panel", &kk));
+  size_t local = kiln__launch_pow2_local(L->ctx, kk);
+  if (local > 256)
+    local = 256;
+  cl_kernel zk;
+  KILN_TRY(kern(L, "tri_zero", &zk));
+  for (uint64_t b = 0; b < batch; b++) {
+    mat A = at(a, b * n * n), inf = at(tmat(info), b);
+    for (uint64_t j0 = 0; j0 < n; j0 += L->nb) {
+      uint64_t jb = n - j0 < L->nb ? n - j0 : L->nb, r = j0 + jb;
+      if (is_small(L, jb, jb)) {
+        kiln__args args = kiln__args_begin(L->op, sk);
+        args_mat(&args, at(A, j0 * n + j0));
+        kiln__args_u64(&args, 0);
+        kiln__args_u32(&args, (uint32_t)jb);
+        kiln__args_u64(&args, rs);
+        kiln__args_u64(&args, cs);
+        args_mat(&args, inf);
+        kiln__args_u32(&args, (uint32_t)j0);
+        kiln__args_local(&args, jb * (jb | 1) * L->ts);
+        KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, slocal, slocal));
+      } else {
+        kiln__args args = kiln__args_begin(L->op, kk);
+        args_mat(&args, A);
+        kiln__args_u64(&args, rs);
+        kiln__args_u64(&args, cs);
+        kiln__args_u32(&args, (uint32_t)jb);
+        kiln__args_u32(&args, (uint32_t)j0);
+        args_mat(&args, inf);
+        KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, local, local));
+      }
+      if (r == n)
+        break;
+      if (!upper) {
+        KILN_TRY(tri(L, 1, 0, 0, 1, 0, n - r, jb, 1.0, at(A, j0 * n + j0), n, 0, at(A, r * n + j0),
+                     n, 0, 1));
+        KILN_TRY(syrk_sub(L, 0, n - r, jb, at(A, r * n + j0), n, at(A, r * n + r), n));
+      } else {
+        KILN_TRY(tri(L, 1, 1, 1, 1, 0, jb, n - r, 1.0, at(A, j0 * n + j0), n, 0, at(A, j0 * n + r),
+                     n, 0, 1));
+        KILN_TRY(syrk_sub(L, 1, n - r, jb, at(A, j0 * n + r), n, at(A, r * n + r), n));
+      }
+    }
+    kiln__args args = kiln__args_begin(L->op, zk);
+    args_mat(&args, A);
+    kiln__args_u64(&args, 0);
+    kiln__args_u32(&args, (uint32_t)n);
+    kiln__args_u64(&args, rs);
+    kiln__args_u64(&args, cs);
+    KILN_TRY(enqueue2(&args, L, n * n, 1));
+  }
+  return KILN_OK;
+}
+
+/*
+ * Reads info [batch] back (the lock is dropped while waiting) and fails with status when an
+ * entry is set; what names the condition.
+ */
+static kiln_status
+info_check(const la *L, kiln_tensor *info, uint64_t batch, int chol)
+{
+  if (batch == 0)
+    return KILN_OK;
+  int32_t *h = malloc(batch * sizeof *h);
+  KILN_RETURN_IF(!h, KILN_ERR_HOST_MEMORY, L->op, "no memory for %llu status words",
+                 (unsigned long long)batch);
+  kiln_status s = kiln__ops_read(L->op, L->ctx, info, 0, h, batch * sizeof *h);
+  for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
+    if (h[b] == 0)
+      continue;
+    if (chol)
+      s = kiln__fail(KILN_ERR_NOT_POSITIVE_DEFINITE, L->op, h[b],
+                     "matrix %llu of the batch is not positive definite: its leading minor of "
+                     "order %d is not (the pivot there is <= 0 or NaN)",
+                     (unsigned long long)b, (int)h[b]);
+    else
+      s = kiln__fail(KILN_ERR_SINGULAR, L->op, h[b],
+                     "matrix %llu of the batch is singular: U[%d][%d] of its LU is exactly zero "
+                     "(pivot %d, counting from 1)",
+                     (unsigned long long)b, (int)h[b] - 1, (int)h[b] - 1, (int)h[b]);
+  }
+  free(h);
+  return s;
+}
+
+/* ---------------------------------------------------------------- validation */
+
+static const char *
+fmt(const kiln__shape *s, char *buf, size_t len)
+{
+  return kiln__shape_format(s, buf, len);
+}
+
+/* A floating matrix operand: f32/f64 the device runs, at least 2 dimensions. */
+static kiln_status
+check_mat(const char *op, kiln_context *ctx, const kiln_tensor *t, const char *name)
+{
+  KILN_TRY(kiln__tensor_check(op, t, ctx));
+  KILN_RETURN_IF(t->dtype != KILN_F32 && t->dtype != KILN_F64, KILN_ERR_DTYPE, op,
+                 "%s is %s; linear algebra accepts f32 and f64", name, kiln_dtype_name(t->dtype));
+  KILN_RETURN_IF(!kiln__device_has_dtype(&ctx->info, t->dtype), KILN_ERR_UNSUPPORTED, op,
+                 "%s is f64 but the device has no fp64", name);
+  char b[128];
+  KILN_RETURN_IF(t->shape.ndim < 2, KILN_ERR_SHAPE, op,
+                 "%s has shape %s; a matrix needs at least 2 dimensions [..., rows, cols]", name,
+                 fmt(&t->shape, b, sizeof b));
+  /* Kernels index rows and columns with 32-bit integers, and pivots are i32. */
+  KILN_RETURN_IF(t->shape.dims[t->shape.ndim - 1] > INT32_MAX ||
+                     t->shape.dims[t->shape.ndim - 2] > INT32_MAX,
+                 KILN_ERR_OVERFLOW, op, "%s has shape %s; rows and columns are limited to 2^31-1",
+                 name, fmt(&t->shape, b, sizeof b));
+  return KILN_OK;
+}
+
+static kiln_status
+check_square(const char *op, const kiln_tensor *t, const char *name)
+{
+  char b[128];
+  size_t nd = t->shape.ndim;
+  KILN_RETURN_IF(t->shape.dims[nd - 1] != t->shape.dims[nd - 2], KILN_ERR_SHAPE, op,
+                 "%s has shape %s; this op needs square matrices", name,
+                 fmt(&t->shape, b, sizeof b));
+  return KILN_OK;
+}
+
+static kiln_status
+check_same_dtype(const char *op, const kiln_tensor *a, const kiln_tensor *b, const char *an,
+                 const char *bn)
+{
+  KILN_RETURN_IF(a->dtype != b->dtype, KILN_ERR_DTYPE, op, "%s is %s but %s is %s", an,
+                 kiln_dtype_name(a->dtype), bn, kiln_dtype_name(b->dtype));
+  return KILN_OK;
+}
+
+/* Product of the first nd dimensions (the batch). */
+static uint64_t
+lead(const kiln__shape *s, size_t nd)
+{
+  uint64_t n = 1;
+  for (size_t i = 0; i < nd; i++)
+    n *= (uint64_t)s->dims[i];
+  return n;
+}
+
+static kiln__shape
+shape_of(size_t nd, const int64_t *lead_dims, size_t nlead, const int64_t *tail, size_t ntail)
+{
+  kiln__shape s;
+  memset(&s, 0, sizeof s);
+  (void)nd;
+  for (size_t i = 0; i < nlead; i++)
+    s.dims[s.ndim++] = lead_dims[i];
+  for (size_t i = 0; i < ntail; i++)
+    s.dims[s.ndim++] = tail[i];
+  return s;
+}
+
+/* b's batch dimensions (all but the last nb_tail) equal a's (all but the last two). */
+static kiln_status
+check_batch(const char *op, const kiln_tensor *a, const kiln_tensor *b, size_t b_tail,
+            const char *an, const char *bn)
+{
+  char x[128], y[128];
+  size_t na = a->shape.ndim - 2, nb = b->shape.ndim >= b_tail ? b->shape.ndim - b_tail : 0;
+  int ok = b->shape.ndim >= b_tail && na == nb;
+  for (size_t i = 0; ok && i < na; i++)
+    ok = a->shape.dims[i] == b->shape.dims[i];
+  KILN_RETURN_IF(!ok, KILN_ERR_SHAPE, op,
+                 "%s %s and %s %s have different batch dimensions (they must be equal)", an,
+                 fmt(&a->shape, x, sizeof x), bn, fmt(&b->shape, y, sizeof y));
+  return KILN_OK;
+}
+
+/* Up to four results of one call, prepared under the lock and discarded on failure. */
+typedef struct outs {
+  kiln_tensor **p[4];
+  int made[4];
+  size_t n;
+} outs;
+
+static kiln_status
+out_add(outs *o, const char *op, kiln_context *ctx, kiln_dtype dt, const kiln__shape *s,
+        kiln_tensor **out)
+{
+  o->p[o->n] = out;
+  o->made[o->n] = 0;
+  kiln_status st = kiln__output_prepare(op, ctx, dt, s, out, &o->made[o->n]);
+  o->n++;
+  return st;
+}
+
+static kiln_status
+outs_end(outs *o, kiln_status s)
+{
+  if (s != KILN_OK)
+    for (size_t i = 0; i < o->n; i++)
+      kiln__output_discard(o->p[i], o->made[i]);
+  return s;
+}
+
+/* out may be exactly in's bytes when same_ok; any other shared byte is refused. */
+static kiln_status
+check_overlap(const char *op, const kiln_tensor *out, const kiln_tensor *in, int same_ok,
+              const char *on, const char *in_name)
+{
+  kiln__overlap v = kiln__ops_overlap(out, in);
+  KILN_RETURN_IF(v == KILN__OVERLAP_PARTIAL || (v == KILN__OVERLAP_SAME && !same_ok),
+                 KILN_ERR_INVALID_ARGUMENT, op, "%s overlaps %s%s; use a separate tensor", on,
+                 in_name, same_ok ? " partly (only the very same bytes are allowed)" : "");
+  return KILN_OK;
+}
+
+#define NONNULL(op, p, name) KILN_RETURN_IF(!(p), KILN_ERR_INVALID_ARGUMENT, op, "%s is NULL", name)
+
+/* ---------------------------------------------------------------- LU API */
+
+/* Packed LU of a into *lu (prepared, same shape) and pivots into piv; info scratch made. */
+static kiln_status
+lu_into(const la *L, const kiln_tensor *a, kiln_tensor *lu, mat piv, kiln_tensor **info)
+{
+  size_t nd = a->shape.ndim;
+  uint64_t m = (uint64_t)a->shape.dims[nd - 2], n = (uint64_t)a->shape.dims[nd - 1];
+  uint64_t batch = lead(&a->shape, nd - 2);
+  KILN_TRY(kiln__ops_copy(L->op, L->ctx, a, lu));
+  KILN_TRY(kiln__ops_scratch(L->op, L->ctx, KILN_I32, batch, info));
+  return lu_run(L, tmat(lu), m, n, batch, piv, *info);
+}
+
+kiln_status
+kiln_linalg_lu_factor(kiln_context *ctx, const kiln_tensor *a, kiln_tensor **lu,
+                      kiln_tensor **pivots)
+{
+  static const char op[] = "kiln_linalg_lu_factor";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_TRY(check_mat(op, ctx, a, "a"));
+  NONNULL(op, lu, "lu");
+  NONNULL(op, pivots, "pivots");
+  size_t nd = a->shape.ndim;
+  int64_t k =
+      a->shape.dims[nd - 2] < a->shape.dims[nd - 1] ? a->shape.dims[nd - 2] : a->shape.dims[nd - 1];
+  kiln__shape ps = shape_of(0, a->shape.dims, nd - 2, &k, 1);
+  kiln__ctx_lock(ctx);
+  la L = la_make(op, ctx, a->dtype);
+  outs o = {0};
+  kiln_status s = out_add(&o, op, ctx, a->dtype, &a->shape, lu);
+  if (s == KILN_OK)
+    s = out_add(&o, op, ctx, KILN_I32, &ps, pivots);
+  if (s == KILN_OK)
+    s = check_overlap(op, *lu, a, 1, "lu", "a");
+  if (s == KILN_OK)
+    s = check_overlap(op, *pivots, a, 0, "pivots", "a");
+  if (s == KILN_OK)
+    s = check_overlap(op, *pivots, *lu, 0, "pivots", "lu");
+  kiln_tensor *info = NULL;
+  if (s == KILN_OK)
+    s = lu_into(&L, a, *lu, tmat(*pivots), &info);
+  kiln_tensor_release(info);
+  s = outs_end(&o, s);
+  kiln__ctx_unlock(ctx);
+  return s;
+}
+
+kiln_status
+kiln_linalg_lu(kiln_context *ctx, const kiln_tensor *a, kiln_tensor **p, kiln_tensor **l,
+               kiln_tensor **u)
+{
+  static const char op[] = "kiln_linalg_lu";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_TRY(check_mat(op, ctx, a, "a"));
+  NONNULL(op, p, "p");
+  NONNULL(op, l, "l");
+  NONNULL(op, u, "u");
+  size_t nd = a->shape.ndim;
+  int64_t m = a->shape.dims[nd - 2], n = a->shape.dims[nd - 1], k = m < n ? m : n;
+  int64_t pt[2] = {m, m}, lt[2] = {m, k}, ut[2] = {k, n};
+  kiln__shape ps = shape_of(0, a->shape.dims, nd - 2, pt, 2);
+  kiln__shape ls = shape_of(0, a->shape.dims, nd - 2, lt, 2);
+  kiln__shape us = shape_of(0, a->shape.dims, nd - 2, ut, 2);
+  uint64_t batch = lead(&a->shape, nd - 2);
+  kiln__ctx_lock(ctx);
+  la L = la_make(op, ctx, a->dtype);
+  outs o = {0};
+  kiln_status s = out_add(&o, op, ctx, a->dtype, &ps, p);
+  if (s == KILN_OK)
+    s = out_add(&o, op, ctx, a->dtype, &ls, l);
+  if (s == KILN_OK)
+    s = out_add(&o, op, ctx, a->dtype, &us, u);
+  if (s == KILN_OK) {
+    kiln_tensor *const r[3] = {*p, *l, *u};
+    static const char *const names[3] = {"p", "l", "u"};
+    s = kiln__ops_outputs_disjoint(op, r, names, 3);
+    for (int i = 0; s == KILN_OK && i < 3; i++)
+      s = check_overlap(op, r[i], a, 0, names[i], "a");
+  }
+  kiln_tensor *lu = NULL, *piv = NULL, *info = NULL, *perm = NULL;
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(op, ctx, a->dtype, a->numel, &lu);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(op, ctx, KILN_I32, batch * (uint64_t)k, &piv);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(op, ctx, KILN_I32, batch * (uint64_t)m, &perm);
+  if (s == KILN_OK && a->numel) {
+    kiln_tensor *luv = NULL;
+    s = kiln__tensor_view(op, lu, 0, &a->shape, &luv);
+    if (s == KILN_OK)
+      s = lu_into(&L, a, luv, tmat(piv), &info);
+    kiln_tensor_release(luv);
+  }
+  cl_kernel kk;
+  if (s == KILN_OK && batch && m)
+    s = kern(&L, "piv_perm", &kk);
+  if (s == KILN_OK && batch && m) {
+    kiln__args args = kiln__args_begin(op, kk);
+    kiln__args_tensor(&args, piv);
+    kiln__args_u64(&args, (uint64_t)k);
+    kiln__args_u32(&args, (uint32_t)k);
+    kiln__args_tensor(&args, perm);
+    kiln__args_u32(&args, (uint32_t)m);
+    kiln__args_u64(&args, batch);
+    s = kiln__args_launch_1d(&args, ctx, batch, 0);
+  }
+  if (s == KILN_OK && batch && m)
+    s = kern(&L, "lu_unpack", &kk);
+  if (s == KILN_OK && batch && m) {
+    kiln__args args = kiln__args_begin(op, kk);
+    kiln__args_tensor(&args, lu);
+    kiln__args_u64(&args, (uint64_t)(m * n));
+    kiln__args_u32(&args, (uint32_t)m);
+    kiln__args_u32(&args, (uint32_t)n);
+    kiln__args_u32(&args, (uint32_t)k);
+    kiln__args_tensor(&args, perm);
+    kiln__args_tensor(&args, *p);
+    kiln__args_tensor(&args, *l);
+    kiln__args_tensor(&args, *u);
+    size_t g0 = (size_t)(m > n ? m : n), g1 = (size_t)m;
+    size_t global[3] = {(g0 + 7) / 8 * 8, (g1 + 7) / 8 * 8, (size_t)batch}, local[3] = {8, 8, 1};
+    s = args.status == KILN_OK ? kiln__args_enqueue(&args, ctx, 3, global, local) : args.status;
+  }
+  kiln_tensor_release(lu);
+  kiln_tensor_release(piv);
+  kiln_tensor_release(info);
+  kiln_tensor_release(perm);
+  s = outs_end(&o, s);
+  kiln__ctx_unlock(ctx);
+  return s;
+}
+
+/*
+ * Right-hand sides of a solve against [..., n, n] a: b is [..., n, k], or a vector [..., n]
+ * (b 1-D with a 2-D, or b's shape a's without its last dimension). Sets nrhs.
+ */
+static kiln_status
+check_rhs(const char *op, const kiln_tensor *a, const kiln_tensor *b, int allow_vector,
+          uint64_t *nrhs, const char *an)
+{
+  char x[128], y[128];
+  size_t nd = a->shape.ndim;
+  int64_t n = a->shape.dims[nd - 1];
+  int vec = 0;
+  if (allow_vector && b->shape.ndim == nd - 1) {
+    vec = 1;
+    for (size_t i = 0; vec && i < nd - 1; i++)
+      vec = b->shape.dims[i] == a->shape.dims[i];
+  }
+  if (vec) {
+    *nrhs = 1;
+    return KILN_OK;
+  }
+  KILN_RETURN_IF(b->shape.ndim < 2, KILN_ERR_SHAPE, op, "b has shape %s; expected [..., %lld, k]%s",
+                 fmt(&b->shape, y, sizeof y), (long long)n,
+                 allow_vector ? " or a vector of a's shape without its last dimension" : "");
+  KILN_TRY(check_batch(op, a, b, 2, an, "b"));
+  KILN_RETURN_IF(b->shape.dims[b->shape.ndim - 2] != n, KILN_ERR_SHAPE, op,
+                 "%s %s and b %s: b needs %lld rows", an, fmt(&a->shape, x, sizeof x),
+                 fmt(&b->shape, y, sizeof y), (long long)n);
+  *nrhs = (uint64_t)b->shape.dims[b->shape.ndim - 1];
+  KILN_RETURN_IF(*nrhs > INT32_MAX, KILN_ERR_OVERFLOW, op,
+                 "b has %llu columns; right-hand sides are limited to 2^31-1",
+                 (unsigned long long)*nrhs);
+  return KILN_OK;
+}
+
+kiln_status
+kiln_linalg_lu_solve(kiln_context *ctx, const kiln_tensor *lu, const kiln_tensor *pivots,
+                     const kiln_tensor *b, kiln_trans trans, kiln_tensor **x)
+{
+  static const char op[] = "kiln_linalg_lu_solve";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_TRY(check_mat(op, ctx, lu, "lu"));
+  KILN_TRY(check_square(op, lu, "lu"));
+  KILN_TRY(check_mat(op, ctx, b, "b"));
+  KILN_TRY(check_same_dtype(op, lu, b, "lu", "b"));
+  KILN_TRY(kiln__tensor_check(op, pivots, ctx));
+  KILN_RETURN_IF(pivots->dtype != KILN_I32, KILN_ERR_DTYPE, op, "pivots is %s, expected i32",
+                 kiln_dtype_name(pivots->dtype));
+  KILN_RETURN_IF(trans != KILN_NO_TRANS && trans != KILN_TRANS && trans != KILN_CONJ_TRANS,
+                 KILN_ERR_INVALID_ARGUMENT, op, "trans is %d, not a kiln_trans", (int)trans);
+  NONNULL(op, x, "x");
+  uint64_t nrhs = 0;
+  KILN_TRY(check_rhs(op, lu, b, 0, &nrhs, "lu"));
+  size_t nd = lu->shape.ndim;
+  int64_t n = lu->shape.dims[nd - 1];
+  kiln__shape ps = shape_of(0, lu->shape.dims, nd - 2, &n, 1);
+  char y[128], z[128];
+  KILN_RETURN_IF(!kiln__shape_equal(&pivots->shape, &ps), KILN_ERR_SHAPE, op,
+                 "pivots has shape %s, expected %s", fmt(&pivots->shape, y, sizeof y),
+                 fmt(&ps, z, sizeof z));
+  uint64_t batch = lead(&lu->shape, nd - 2);
+  kiln__ctx_lock(ctx);
+  la L = la_make(op, ctx, lu->dtype);
+  outs o = {0};
+  kiln_status s = out_add(&o, op, ctx, b->dtype, &b->shape, x);
+  if (s == KILN_OK)
+    s = check_overlap(op, *x, b, 1, "x", "b");
+  if (s == KILN_OK)
+    s = check_overlap(op, *x, lu, 0, "x", "lu");
+  if (s == KILN_OK)
+    s = check_overlap(op, *x, pivots, 0, "x", "pivots");
+  if (s == KILN_OK)
+    s = kiln__ops_copy(op, ctx, b, *x);
+  if (s == KILN_OK && n && nrhs)
+    s = lu_solve_run(&L, tmat(lu), tmat(pivots), (uint64_t)n, nrhs, tmat(*x), batch,
+                     trans != KILN_NO_TRANS);
+  s = outs_end(&o, s);
+  kiln__ctx_unlock(ctx);
+  return s;
+}
+
+/*
+ * LU of square a into scratch (lu, piv, info); when check, waits and fails on a singular
+ * matrix. ctx->lock held.
+ */
+static kiln_status
+lu_scratch(const la *L, const kiln_tensor *a, int check, kiln_tensor **lu, kiln_tensor **piv,
+           kiln_tensor **info)
+{
+  size_t nd = a->shape.ndim;
+  uint64_t n = (uint64_t)a->shape.dims[nd - 1], batch = lead(&a->shape, nd - 2);
+  KILN_TRY(kiln__ops_scratch(L->op, L->ctx, a->dtype, a->numel, lu));
+  KILN_TRY(kiln__ops_scratch(L->op, L->ctx, KILN_I32, batch * n, piv));
+  if (a->numel == 0) {
+    KILN_TRY(kiln__ops_scratch(L->op, L->ctx, KILN_I32, batch, info));
+    return zero_fill(L, *info);
+  }
+  kiln_tensor *luv = NULL;
+  kiln_status s = kiln__tensor_view(L->op, *lu, 0, &a->shape, &luv);
+  if (s == KILN_OK)
+    s = lu_into(L, a, luv, tmat(*piv), info);
+  kiln_tensor_release(luv);
+  if (s == KILN_OK && check)
+    s = info_check(L, *info, batch, 0);
+  return s;
+}
+
+kiln_status
+kiln_linalg_solve(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b, kiln_tensor **x)
+{
+  static const char op[] = "kiln_linalg_solve";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_TRY(check_mat(op, ctx, a, "a"));
+  KILN_TRY(check_square(op, a, "a"));
+  KILN_TRY(kiln__tensor_check(op, b, ctx));
+  KILN_TRY(check_same_dtype(op, a, b, "a", "b"));
+  NONNULL(op, x, "x");
+  uint64_t nrhs = 0;
+  KILN_TRY(check_rhs(op, a, b, 1, &nrhs, "a"));
+  size_t nd = a->shape.ndim;
+  uint64_t n = (uint64_t)a->shape.dims[nd - 1], batch = lead(&a->shape, nd - 2);
+  kiln__ctx_lock(ctx);
+  la L = la_make(op, ctx, a->dtype);
+  outs o = {0};
+  kiln_status s = out_add(&o, op, ctx, b->dtype, &b->shape, x);
+  if (s == KILN_OK)
+    s = check_overlap(op, *x, b, 1, "x", "b");
+  if (s == KILN_OK)
+    s = check_overlap(op, *x, a, 0, "x", "a");
+  kiln_tensor *lu = NULL, *piv = NULL, *info = NULL;
+  if (s == KILN_OK)
+    s = lu_scratch(&L, a, 1, &lu, &piv, &info);
+  if (s == KILN_OK)
+    s = kiln__ops_copy(op, ctx, b, *x);
+  if (s == KILN_OK && n && nrhs)
+    s = lu_solve_run(&L, tmat(lu), tmat(piv), n, nrhs, tmat(*x), batch, 0);
+  kiln_tensor_release(lu);
+  kiln_tensor_release(piv);
+  kiln_tensor_release(info);
+  s = outs_end(&o, s);
+  kiln__ctx_unlock(ctx);
+  return s;
+}
+
+static kiln_status
+eye_fill(const la *L, mat x, uint64_t n, uint64_t batch)
+{
+  cl_kernel k;
+  KILN_TRY(kern(L, "eye", &k));
+  kiln__args args = kiln__args_begin(L->op, k);
+  args_mat(&args, x);
+  kiln__args_u64(&args, n * n);
+  kiln__args_u32(&args, (uint32_t)n);
+  return enqueue2(&args, L, n * n, batch);
+}
+
+kiln_status
+kiln_linalg_inv(kiln_context *ctx, const kiln_tensor *a, kiln_tensor **out)
+{
+  static const char op[] = "kiln_linalg_inv";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_TRY(check_mat(op, ctx, a, "a"));
+  KILN_TRY(check_square(op, a, "a"));
+  NONNULL(op, out, "out");
+  size_t nd = a->shape.ndim;
+  uint64_t n = (uint64_t)a->shape.dims[nd - 1], batch = lead(&a->shape, nd - 2);
+  kiln__ctx_lock(ctx);
+  la L = la_make(op, ctx, a->dtype);
+  outs o = {0};
+  kiln_status s = out_add(&o, op, ctx, a->dtype, &a->shape, out);
+  if (s == KILN_OK)
+    s = check_overlap(op, *out, a, 1, "out", "a");
+  kiln_tensor *lu = NULL, *piv = NULL, *info = NULL;
+  if (s == KILN_OK)
+    s = lu_scratch(&L, a, 1, &lu, &piv, &info);
+  if (s == KILN_OK && n && batch)
+    s = eye_fill(&L, tmat(*out), n, batch);
+  if (s == KILN_OK && n)
+    s = lu_solve_run(&L, tmat(lu), tmat(piv), n, n, tmat(*out), batch, 0);
+  kiln_tensor_release(lu);
+  kiln_tensor_release(piv);
+  kiln_tensor_release(info);
+  s = outs_end(&o, s);
+  kiln__ctx_unlock(ctx);
+  return s;
+}
+
+/* det (sign NULL) or slogdet of square a into prepared results. */
+static kiln_status
+det_common(const char *op, kiln_context *ctx, const kiln_tensor *a, kiln_tensor **sign,
+           kiln_tensor **val)
+{
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_TRY(check_mat(op, ctx, a, "a"));
+  KILN_TRY(check_square(op, a, "a"));
+  NONNULL(op, val, sign ? "logabsdet" : "out");
+  size_t nd = a->shape.ndim;
+  uint64_t n = (uint64_t)a->shape.dims[nd - 1], batch = lead(&a->shape, nd - 2);
+  kiln__shape rs = shape_of(0, a->shape.dims, nd - 2, NULL, 0);
+  kiln__ctx_lock(ctx);
+  la L = la_make(op, ctx, a->dtype);
+  outs o = {0};
+  kiln_status s = KILN_OK;
+  if (sign)
+    s = out_add(&o, op, ctx, a->dtype, &rs, sign);
+  if (s == KILN_OK)
+    s = out_add(&o, op, ctx, a->dtype, &rs, val);
+  if (s == KILN_OK && sign)
+    s = check_overlap(op, *sign, *val, 0, "sign", "logabsdet");
+  kiln_tensor *lu = NULL, *piv = NULL, *info = NULL;
+  if (s == KILN_OK)
+    s = lu_scratch(&L, a, 0, &lu, &piv, &info);
+  cl_kernel k;
+  if (s == KILN_OK && batch)
+    s = kern(&L, "lu_det", &k);
+  if (s == KILN_OK && batch) {
+    kiln__args args = kiln__args_begin(op, k);
+    kiln__args_tensor(&args, lu);
+    kiln__args_u64(&args, n * n);
+    kiln__args_u32(&args, (uint32_t)n);
+    kiln__args_tensor(&args, piv);
+    kiln__args_u64(&args, n);
+    kiln__args_u32(&args, sign ? 1u : 0u);
+    kiln__args_tensor(&args, sign ? *sign : *val);
+    kiln__args_tensor(&args, *val);
+    kiln__args_u64(&args, batch);
+    s = kiln__args_launch_1d(&args, ctx, batch, 0);
+  }
+  kiln_tensor_release(lu);
+  kiln_tensor_release(piv);
+  kiln_tensor_release(info);
+  s = outs_end(&o, s);
+  kiln__ctx_unlock(ctx);
+  return s;
+}
+
+kiln_status
+kiln_linalg_det(kiln_context *ctx, const kiln_tensor *a, kiln_tensor **out)
+{
+  return det_common("kiln_linalg_det", ctx, a, NULL, out);
+}
+
+kiln_status
+kiln_linalg_slogdet(kiln_context *ctx, const kiln_tensor *a, kiln_tensor **sign,
+                    kiln_tensor **logabsdet)
+{
+  static const char op[] = "kiln_linalg_slogdet";
+  KILN_RETURN_IF(!sign, KILN_ERR_INVALID_ARGUMENT, op, "sign is NULL");
+  return det_common(op, ctx, a, sign, logabsdet);
+}
+
+/* ---------------------------------------------------------------- rcond */
+
+/* x (host, batch x n) to the device vector tensor, solve, and back (ctx->lock held). */
+static kiln_status
+solve_vecs(const la *L, kiln_tensor *lu, kiln_tensor *piv, kiln_tensor *v, double *x, void *hbuf,
+           uint64_t n, uint64_t batch, int trans)
+{
+  uint64_t cnt = n * batch;
+  for (uint64_t i = 0; i < cnt; i++) {
+    if (L->dt == KILN_F32)
+      ((float *)hbuf)[i] = (float)x[i];
+    else
+      ((double *)hbuf)[i] = x[i];
+  }
+  cl_int err = clEnqueueWriteBuffer(L->ctx->queue, v->mem, CL_FALSE, v->offset, cnt * L->ts, hbuf,
+                                    0, NULL, NULL);
+  if (err != CL_SUCCESS)
+    return kiln__fail_cl(L->op, err, "clEnqueueWriteBuffer");
+  KILN_TRY(lu_solve_run(L, tmat(lu), tmat(piv), n, 1, tmat(v), batch, trans));
+  KILN_TRY(kiln__ops_read(L->op, L->ctx, v, 0, hbuf, cnt * L->ts));
+  for (uint64_t i = 0; i < cnt; i++)
+    x[i] = L->dt == KILN_F32 ? (double)((float *)hbuf)[i] : ((double *)hbuf)[i];
+  return KILN_OK;
+}
+
+static double
+norm1v(const double *x, uint64_t n)
+{
+  double s = 0;
+  for (uint64_t i = 0; i < n; i++)
+    s += fabs(x[i]);
+  return s;
+}
+
+/* Index of the largest |x[i]| (the first one). */
+static uint64_t
+argmax_abs(const double *x, uint64_t n)
+{
+  uint64_t j = 0;
+  for (uint64_t i = 1; i < n; i++)
+    if (fabs(x[i]) > fabs(x[j]))
+      j = i;
+  return j;
+}
+
+/*
+ * Hager's estimate of ||A^-1||_1 with Higham's refinements (LAPACK dlacn2: at most 5
+ * iterations, stop on no growth or a repeated sign vector, then the alternating vector), for
+ * all batch matrices at once into est[b].
+ */
+static kiln_status
+inv_norm1_est(const la *L, kiln_tensor *lu, kiln_tensor *piv, uint64_t n, uint64_t batch,
+              double *est)
+{
+  uint64_t cnt = n * batch;
+  double *x = malloc(cnt * sizeof *x), *xi = malloc(cnt * sizeof *xi);
+  void *hbuf = malloc(cnt * 8);
+  uint64_t *j = calloc(batch, sizeof *j);
+  int *done = calloc(batch, sizeof *done);
+  kiln_tensor *v = NULL;
+  kiln_status s = (!x || !xi || !hbuf || !j || !done)
+                      ? kiln__fail(KILN_ERR_HOST_MEMORY, L->op, 0, "no memory for rcond vectors")
+                      : kiln__ops_scratch(L->op, L->ctx, L->dt, cnt, &v);
+  if (s == KILN_OK) {
+    for (uint64_t i = 0; i < cnt; i++)
+      x[i] = 1.0 / (double)n;
+    s = solve_vecs(L, lu, piv, v, x, hbuf, n, batch, 0);
+  }
+  for (uint64_t b = 0; s == KILN_OK && b < batch; b++)
+    est[b] = norm1v(x + b * n, n);
+  for (int it = 0; s == KILN_OK && it < 5; it++) {
+    /* x holds y = A^-1 x: z = A^-T sign(y), then the next x is e_j at the largest |z_j|. */
+    for (uint64_t i = 0; i < cnt; i++)
+      xi[i] = x[i] >= 0 ? 1.0 : -1.0;
+    memcpy(x, xi, cnt * sizeof *x);
+    s = solve_vecs(L, lu, piv, v, x, hbuf, n, batch, 1);
+    int active = 0;
+    for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
+      if (done[b])
+        continue;
+      uint64_t jl = j[b];
+      j[b] = argmax_abs(x + b * n, n);
+      if (it > 0 && fabs(x[b * n + jl]) == fabs(x[b * n + j[b]]))
+        done[b] = 1;
+      active |= !done[b];
+    }
+    if (s != KILN_OK || !active)
+      break;
+    for (uint64_t b = 0; b < batch; b++)
+      for (uint64_t i = 0; i < n; i++)
+        x[b * n + i] = i == j[b] ? 1.0 : 0.0;
+    s = solve_vecs(L, lu, piv, v, x, hbuf, n, batch, 0);
+    for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
+      if (done[b])
+        continue;
+      double e = norm1v(x + b * n, n);
+      int same = 1;
+      for (uint64_t i = 0; same && i < n; i++)
+        same = (x[b * n + i] >= 0 ? 1.0 : -1.0) == xi[b * n + i];
+      if (!(e > est[b]) || same)
+        done[b] = 1;
+      if (e > est[b])
+        est[b] = e;
+    }
+  }
+  if (s == KILN_OK) { /* Higham's alternating vector guards against a bad local maximum */
+    for (uint64_t b = 0; b < batch; b++)
+      for (uint64_t i = 0; i < n; i++)
+        x[b * n + i] = (i % 2 ? -1.0 : 1.0) * (1.0 + (n > 1 ? (double)i / (double)(n - 1) : 0.0));
+    s = solve_vecs(L, lu, piv, v, x, hbuf, n, batch, 0);
+    for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
+      double t = 2.0 * norm1v(x + b * n, n) / (3.0 * (double)n);
+      if (t > est[b] || isnan(t))
+        est[b] = t;
+    }
+  }
+  kiln_tensor_release(v);
+  free(x);
+  free(xi);
+  free(hbuf);
+  free(j);
+  free(done);
+  return s;
+}
+
+kiln_status
+kiln_linalg_rcond(kiln_context *ctx, const kiln_tensor *a, kiln_tensor **out)
+{
+  static const char op[] = "kiln_linalg_rcond";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_TRY(check_mat(op, ctx, a, "a"));
+  KILN_TRY(check_square(op, a, "a"));
+  NONNULL(op, out, "out");
+  size_t nd = a->shape.ndim;
+  uint64_t n = (uint64_t)a->shape.dims[nd - 1], batch = lead(&a->shape, nd - 2);
+  kiln__shape rs = shape_of(0, a->shape.dims, nd - 2, NULL, 0);
+  kiln__ctx_lock(ctx);
+  la L = la_make(op, ctx, a->dtype);
+  outs o = {0};
+  kiln_status s = out_add(&o, op, ctx, a->dtype, &rs, out);
+  if (s == KILN_OK)
+    s = check_overlap(op, *out, a, 0, "out", "a");
+  kiln_tensor *lu = NULL, *piv = NULL, *info = NULL, *an = NULL;
+  double *anorm = calloc(batch ? batch : 1, sizeof *anorm),
+         *est = calloc(batch ? batch : 1, sizeof *est);
+  int32_t *hinfo = calloc(batch ? batch : 1, sizeof *hinfo);
+  void *hbuf = malloc((batch ? batch : 1) * 8);
+  if (s == KILN_OK && (!anorm || !est || !hinfo || !hbuf))
+    s = kiln__fail(KILN_ERR_HOST_MEMORY, op, 0, "no memory for %llu estimates",
+                   (unsigned long long)batch);
+  if (s == KILN_OK && batch && n) {
+    s = kiln__ops_scratch(op, ctx, a->dtype, batch, &an);
+    cl_kernel k;
+    if (s == KILN_OK)
+      s = kern(&L, "norm1", &k);
+    if (s == KILN_OK) {
+      size_t local = kiln__launch_pow2_local(ctx, k);
+      if (local > 256)
+        local = 256;
+      kiln__args args = kiln__args_begin(op, k);
+      kiln__args_tensor(&args, a);
+      kiln__args_u64(&args, n * n);
+      kiln__args_u32(&args, (uint32_t)n);
+      kiln__args_tensor(&args, an);
+      kiln__args_local(&args, local * L.ts);
+      s = kiln__args_enqueue_1d(&args, ctx, (size_t)batch * local, local);
+    }
+    if (s == KILN_OK)
+      s = kiln__ops_read(op, ctx, an, 0, hbuf, batch * L.ts);
+    for (uint64_t b = 0; s == KILN_OK && b < batch; b++)
+      anorm[b] = L.dt == KILN_F32 ? ((float *)hbuf)[b] : ((double *)hbuf)[b];
+    if (s == KILN_OK)
+      s = lu_scratch(&L, a, 0, &lu, &piv, &info);
+    if (s == KILN_OK)
+      s = kiln__ops_read(op, ctx, info, 0, hinfo, batch * sizeof *hinfo);
+    if (s == KILN_OK)
+      s = inv_norm1_est(&L, lu, piv, n, batch, est);
+  }
+  for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
+    double r;
+    if (n == 0)
+      r = INFINITY;
+    else if (isnan(anorm[b]))
+      r = NAN;
+    else if (hinfo[b] != 0 || anorm[b] == 0.0 || isinf(est[b]))
+      r = 0.0; /* exactly singular: the estimate saw Inf/NaN */
+    else if (isnan(est[b]))
+      r = NAN;
+    else
+      r = 1.0 / anorm[b] / est[b];
+    if (L.dt == KILN_F32)
+      ((float *)hbuf)[b] = (float)r;
+    else
+      ((double *)hbuf)[b] = r;
+  }
+  if (s == KILN_OK && batch) {
+    cl_int err = clEnqueueWriteBuffer(ctx->queue, (*out)->mem, CL_TRUE, (*out)->offset,
+                                      batch * L.ts, hbuf, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+      s = kiln__fail_cl(op, err, "clEnqueueWriteBuffer");
+  }
+  kiln_tensor_release(lu);
+  kiln_tensor_release(piv);
+  kiln_tensor_release(info);
+  kiln_tensor_release(an);
+  free(anorm);
+  free(est);
+  free(hinfo);
+  free(hbuf);
+  s = outs_end(&o, s);
+  kiln__ctx_unlock(ctx);
+  return s;
+}
+
+/* ---------------------------------------------------------------- Cholesky API */
+
+static kiln_status
+check_uplo(const char *op, kiln_uplo uplo)
+{
+  KILN_RETURN_IF(uplo != KILN_UPPER && uplo != KILN_LOWER, KILN_ERR_INVALID_ARGUMENT, op,
+                 "uplo is %d, not KILN_UPPER or KILN_LOWER", (int)uplo);
+  return KILN_OK;
+}
+
+kiln_status
+kiln_linalg_cholesky(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_tensor **out)
+{
+  static const char op[] = "kiln_linalg_cholesky";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_TRY(check_mat(op, ctx, a, "a"));
+  KILN_TRY(check_square(op, a, "a"));
+  KILN_TRY(check_uplo(op, uplo));
+  NONNULL(op, out, "out");
+  size_t nd = a->shape.ndim;
+  uint64_t n = (uint64_t)a->shape.dims[nd - 1], batch = lead(&a->shape, nd - 2);
+  kiln__ctx_lock(ctx);
+  la L = la_make(op, ctx, a->dtype);
+  outs o = {0};
+  kiln_status s = out_add(&o, op, ctx, a->dtype, &a->shape, out);
+  if (s == KILN_OK)
+    s = check_overlap(op, *out, a, 1, "out", "a");
+  kiln_tensor *info = NULL;
+  if (s == KILN_OK)
+    s = kiln__ops_copy(op, ctx, a, *out);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(op, ctx, KILN_I32, batch, &info);
+  if (s == KILN_OK)
+    s = chol_run(&L, tmat(*out), n, batch, uplo == KILN_UPPER, info);
+  if (s == KILN_OK)
+    s = info_check(&L, info, batch, 1);
+  kiln_tensor_release(info);
+  s = outs_end(&o, s);
+  kiln__ctx_unlock(ctx);
+  return s;
+}
+
+/* X = A^-1 X in place from the factor (batch n x nrhs). */
+static kiln_status
+chol_solve_run(const la *L, mat f, int upper, uint64_t n, uint64_t nrhs, mat x, uint64_t batch)
+{
+  uint64_t as = n * n, xs = n * nrhs;
+  /* lower: L y = b, L^T x = y; upper: U^T y = b, U x = y */
+  KILN_TRY(tri(L, 1, 1, upper, upper, 0, n, nrhs, 1.0, f, n, as, x, nrhs, xs, batch));
+  return tri(L, 1, 1, upper, !upper, 0, n, nrhs, 1.0, f, n, as, x, nrhs, xs, batch);
+}
+
+kiln_status
+kiln_linalg_cholesky_solve(kiln_context *ctx, const kiln_tensor *factor, kiln_uplo uplo,
+                           const kiln_tensor *b, kiln_tensor **x)
+{
+  static const char op[] = "kiln_linalg_cholesky_solve";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_TRY(check_mat(op, ctx, factor, "factor"));
+  KILN_TRY(check_square(op, factor, "factor"));
+  KILN_TRY(check_mat(op, ctx, b, "b"));
+  KILN_TRY(check_same_dtype(op, factor, b, "factor", "b"));
+  KILN_TRY(check_uplo(op, uplo));
+  NONNULL(op, x, "x");
+  uint64_t nrhs = 0;
+  KILN_TRY(check_rhs(op, factor, b, 0, &nrhs, "factor"));
+  size_t nd = factor->shape.ndim;
+  uint64_t n = (uint64_t)factor->shape.dims[nd - 1], batch = lead(&factor->shape, nd - 2);
+  kiln__ctx_lock(ctx);
+  la L = la_make(op, ctx, factor->dtype);
+  outs o = {0};
+  kiln_status s = out_add(&o, op, ctx, b->dtype, &b->shape, x);
+  if (s == KILN_OK)
+    s = check_overlap(op, *x, b, 1, "x", "b");
+  if (s == KILN_OK)
+    s = check_overlap(op, *x, factor, 0, "x", "factor");
+  if (s == KILN_OK)
+    s = kiln__ops_copy(op, ctx, b, *x);
+  if (s == KILN_OK)
+    s = chol_solve_run(&L, tmat(factor), uplo == KILN_UPPER, n, nrhs, tmat(*x), batch);
+  s = outs_end(&o, s);
+  kiln__ctx_unlock(ctx);
+  return s;
+}
+
+kiln_status
+kiln_linalg_cholesky_inverse(kiln_context *ctx, const kiln_tensor *factor, kiln_uplo uplo,
+                             kiln_tensor **out)
+{
+  static const char op[] = "kiln_linalg_cholesky_inverse";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_TRY(check_mat(op, ctx, factor, "factor"));
+  KILN_TRY(check_square(op, factor, "factor"));
+  KILN_TRY(check_uplo(op, uplo));
+  NONNULL(op, out, "out");
+  size_t nd = factor->shape.ndim;
+  uint64_t n = (uint64_t)factor->shape.dims[nd - 1], batch = lead(&factor->shape, nd - 2);
+  kiln__ctx_lock(ctx);
+  la L = la_make(op, ctx, factor->dtype);
+  outs o = {0};
+  kiln_status s = out_add(&o, op, ctx, factor->dtype, &factor->shape, out);
+  if (s == KILN_OK)
+    s = check_overlap(op, *out, factor, 0, "out", "factor");
+  if (s == KILN_OK && n && batch)
+    s = eye_fill(&L, tmat(*out), n, batch);
+  if (s == KILN_OK)
+    s = chol_solve_run(&L, tmat(factor), uplo == KILN_UPPER, n, n, tmat(*out), batch);
+  s = outs_end(&o, s);
+  kiln__ctx_unlock(ctx);
+  return s;
+}
+
+/* ---------------------------------------------------------------- trsm, trmm */
+
+static kiln_status
+tri_api(const char *op, int solve, kiln_context *ctx, kiln_side side, kiln_uplo uplo,
+        kiln_trans trans, kiln_diag_kind diag, double alpha, const kiln_tensor *a,
+        const kiln_tensor *b, kiln_tensor **x)
+{
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_TRY(check_mat(op, ctx, a, "a"));
+  KILN_TRY(check_square(op, a, "a"));
+  KILN_TRY(check_mat(op, ctx, b, "b"));
+  KILN_TRY(check_same_dtype(op, a, b, "a", "b"));
+  KILN_RETURN_IF(side != KILN_LEFT && side != KILN_RIGHT, KILN_ERR_INVALID_ARGUMENT, op,
+                 "side is %d, not KILN_LEFT or KILN_RIGHT", (int)side);
+  KILN_TRY(check_uplo(op, uplo));
+  KILN_RETURN_IF(trans != KILN_NO_TRANS && trans != KILN_TRANS && trans != KILN_CONJ_TRANS,
+                 KILN_ERR_INVALID_ARGUMENT, op, "trans is %d, not a kiln_trans", (int)trans);
+  KILN_RETURN_IF(diag != KILN_NON_UNIT && diag != KILN_UNIT, KILN_ERR_INVALID_ARGUMENT, op,
+                 "diag is %d, not KILN_NON_UNIT or KILN_UNIT", (int)diag);
+  NONNULL(op, x, solve ? "x" : "out");
+  KILN_TRY(check_batch(op, a, b, 2, "a", "b"));
+  size_t nd = a->shape.ndim, bd = b->shape.ndim;
+  uint64_t n = (uint64_t)a->shape.dims[nd - 1], batch = lead(&a->shape, nd - 2);
+  uint64_t bm = (uint64_t)b->shape.dims[bd - 2], bn = (uint64_t)b->shape.dims[bd - 1];
+  char y[128], z[128];
+  KILN_RETURN_IF((side == KILN_LEFT ? bm : bn) != n, KILN_ERR_SHAPE, op,
+                 "a %s and b %s: with side %s b needs %llu %s", fmt(&a->shape, y, sizeof y),
+                 fmt(&b->shape, z, sizeof z), side == KILN_LEFT ? "left" : "right",
+                 (unsigned long long)n, side == KILN_LEFT ? "rows" : "columns");
+  kiln__ctx_lock(ctx);
+  la L = la_make(op, ctx, a->dtype);
+  outs o = {0};
+  kiln_status s = out_add(&o, op, ctx, b->dtype, &b->shape, x);
+  if (s == KILN_OK)
+    s = check_overlap(op, *x, b, 1, solve ? "x" : "out", "b");
+  if (s == KILN_OK)
+    s = check_overlap(op, *x, a, 0, solve ? "x" : "out", "a");
+  if (s == KILN_OK)
+    s = kiln__ops_copy(op, ctx, b, *x);
+  if (s == KILN_OK)
+    s = tri(&L, solve, side == KILN_LEFT, uplo == KILN_UPPER, trans != KILN_NO_TRANS,
+            diag == KILN_UNIT, bm, bn, alpha, tmat(a), n, n * n, tmat(*x), bn, bm * bn, batch);
+  s = outs_end(&o, s);
+  kiln__ctx_unlock(ctx);
+  return s;
+}
+
+kiln_status
+kiln_trsm(kiln_context *ctx, kiln_side side, kiln_uplo uplo, kiln_trans trans, kiln_diag_kind diag,
+          double alpha, const kiln_tensor *a, const kiln_tensor *b, kiln_tensor **x)
+{
+  return tri_api("kiln_trsm", 1, ctx, side, uplo, trans, diag, alpha, a, b, x);
+}
+
+kiln_status
+kiln_trmm(kiln_context *ctx, kiln_side side, kiln_uplo uplo, kiln_trans trans, kiln_diag_kind diag,
+          double alpha, const kiln_tensor *a, const kiln_tensor *b, kiln_tensor **out)
+{
+  return tri_api("kiln_trmm", 0, ctx, side, uplo, trans, diag, alpha, a, b, out);
+}
+
+/* ---------------------------------------------------------------- family */
+
+static const struct kiln__source linalg_sources[] = {{SRC, KILN__DT_FLOATS}, {NULL, 0}};
+
+const struct kiln__family kiln__linalg_family = {.name = "linalg", .sources = linalg_sources};

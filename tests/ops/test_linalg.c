@@ -1,0 +1,1183 @@
+/*
+ * linalg suite: LU (packed and unpacked), lu_solve, solve, inv, det, slogdet, rcond,
+ * Cholesky, cholesky_solve, cholesky_inverse, trsm and trmm.
+ *
+ * Checks are backward errors, with eps = FLT_EPSILON or DBL_EPSILON (2^-23, 2^-52), norms
+ * Frobenius, computed on the host in double from the device's results:
+ *   LU        ||P A - L U|| / (||A|| max(m, n) eps)             <= 10, and |L| <= 1
+ *   solve     ||A X - B|| / (||A|| ||X|| n eps)                  <= 10
+ *   inv       ||A inv(A) - I|| / (||A|| ||inv(A)|| n eps)        <= 10
+ *   Cholesky  ||A - L L^T|| / (||A|| n eps)                      <= 10
+ *   trsm/trmm |got - want| <= 1e3 eps (1 + |want|) against a host reference (well-conditioned
+ *             triangles: diagonal 2..3, off-diagonal entries / n)
+ * Sizes: 0x0, 1x1, primes, rectangular LU (tall and wide), the small-kernel bound 64 and 65,
+ * the blocked path at the block size and +-1 (and with the block forced to 16 and the small
+ * path off, through the test hook), both routes (CLBlast and kiln's own kernels), Hilbert
+ * matrices, singular and indefinite matrices, batches; batched results equal unbatched
+ * ones bitwise; bad input.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "ops/linalg_internal.h"
+
+#define EXPECT(cond, ...)        \
+  do {                           \
+    if (!(cond))                 \
+      ck_abort_msg(__VA_ARGS__); \
+  } while (0)
+
+static const kiln_dtype dtypes[] = {KILN_F32, KILN_F64};
+/*
+ * Routes under test. CLBlast compiles each routine and precision on first use, which on
+ * PoCL costs seconds; the suite runs CLBlast's GEMM, TRSM, SYRK and TRMM in f64 only and
+ * f32 on kiln's own kernels (the CLBlast calls are the same code for both precisions).
+ */
+static int hook_nb = -1, hook_small = -1, hook_own = -1, hook_leaf = -1;
+
+static void
+set_hook(int nb, int small_max, int own, int leaf)
+{
+  hook_nb = nb;
+  hook_small = small_max;
+  hook_own = own;
+  hook_leaf = leaf;
+}
+
+static int
+route_for(kiln_dtype dt)
+{
+  kiln__linalg_test_set(hook_nb, hook_small, dt == KILN_F32 ? 1 : hook_own, hook_leaf);
+  return 1;
+}
+
+#define FOR_DTYPES(dt)                                                                      \
+  for (size_t dt##_i = 0; dt##_i < 2; dt##_i++)                                             \
+    for (int dt##_k = dtypes[dt##_i] != KILN_F64 || harness_has_fp64(); dt##_k; dt##_k = 0) \
+      for (kiln_dtype dt = dtypes[dt##_i]; dt##_k && route_for(dt); dt##_k = 0)
+
+#define BOUND 10.0
+
+static unsigned
+block_size(void)
+{
+  kiln_device_info info;
+  KOK(kiln_context_device_info(harness_ctx(), &info));
+  return kiln__linalg_block(&info);
+}
+
+static uint64_t rng = 88172645463325252ull;
+
+static double
+urand(double lo, double hi)
+{
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return lo + (hi - lo) * (double)(rng >> 11) / 9007199254740992.0;
+}
+
+static double
+eps_of(kiln_dtype dt)
+{
+  return dt == KILN_F32 ? FLT_EPSILON : DBL_EPSILON;
+}
+
+static double *
+rand_mat(size_t n, double lo, double hi)
+{
+  double *v = malloc((n ? n : 1) * sizeof *v);
+  for (size_t i = 0; i < n; i++)
+    v[i] = urand(lo, hi);
+  return v;
+}
+
+static kiln_tensor *
+up(kiln_dtype dt, size_t nd, const int64_t *shape, double *v)
+{
+  uint64_t n = 1;
+  for (size_t i = 0; i < nd; i++)
+    n *= (uint64_t)shape[i];
+  void *h = malloc((n ? n : 1) * 8);
+  for (uint64_t i = 0; i < n; i++) {
+    if (dt == KILN_F32) {
+      ((float *)h)[i] = (float)v[i];
+      v[i] = (double)(float)v[i]; /* the reference sees what the device sees */
+    } else {
+      ((double *)h)[i] = v[i];
+    }
+  }
+  kiln_tensor *t = NULL;
+  KOK(kiln_tensor_from_host(harness_ctx(), dt, nd, shape, h, &t));
+  free(h);
+  return t;
+}
+
+static double *
+down(const kiln_tensor *t)
+{
+  uint64_t n = kiln_tensor_numel(t);
+  void *h = malloc(n * 8 + 8);
+  KOK(kiln_tensor_download(t, h, kiln_tensor_nbytes(t)));
+  double *d = malloc(n * sizeof *d + 8);
+  for (uint64_t i = 0; i < n; i++)
+    d[i] = kiln_tensor_dtype(t) == KILN_F32 ? (double)((float *)h)[i] : ((double *)h)[i];
+  free(h);
+  return d;
+}
+
+static int32_t *
+down_i32(const kiln_tensor *t)
+{
+  int32_t *h = malloc(kiln_tensor_nbytes(t) + 4);
+  KOK(kiln_tensor_download(t, h, kiln_tensor_nbytes(t)));
+  return h;
+}
+
+static double
+fro(const double *a, size_t n)
+{
+  double s = 0;
+  for (size_t i = 0; i < n; i++)
+    s += a[i] * a[i];
+  return sqrt(s);
+}
+
+/* c = a (m x k) b (k x n) */
+static void
+matmul(const double *a, const double *b, double *c, size_t m, size_t k, size_t n)
+{
+  for (size_t i = 0; i < m; i++)
+    for (size_t j = 0; j < n; j++) {
+      double s = 0;
+      for (size_t p = 0; p < k; p++)
+        s += a[i * k + p] * b[p * n + j];
+      c[i * n + j] = s;
+    }
+}
+
+/* ||P A - L U|| / (||A|| max(m,n) eps) of one packed LU; also checks |L| <= 1. */
+static double
+lu_backward(const double *a, const double *lu, const int32_t *piv, size_t m, size_t n, double eps)
+{
+  size_t k = m < n ? m : n;
+  double *pa = malloc((m * n + 1) * sizeof *pa);
+  memcpy(pa, a, m * n * sizeof *pa);
+  for (size_t j = 0; j < k; j++) {
+    EXPECT(piv[j] >= (int32_t)j + 1 && piv[j] <= (int32_t)m, "pivot %zu is %d (m %zu)", j, piv[j],
+           m);
+    size_t p = (size_t)piv[j] - 1;
+    for (size_t c = 0; c < n; c++) {
+      double t = pa[j * n + c];
+      pa[j * n + c] = pa[p * n + c];
+      pa[p * n + c] = t;
+    }
+  }
+  double r = 0, na = fro(a, m * n);
+  for (size_t i = 0; i < m; i++)
+    for (size_t j = 0; j < n; j++) {
+      double s = 0;
+      for (size_t p = 0; p <= (i < j ? i : j) && p < k; p++) {
+        double l = p == i ? 1.0 : lu[i * n + p];
+        if (p < i)
+          EXPECT(fabs(l) <= 1.0, "|L[%zu][%zu]| = %g > 1", i, p, fabs(l));
+        s += l * lu[p * n + j];
+      }
+      double d = pa[i * n + j] - s;
+      r += d * d;
+    }
+  free(pa);
+  size_t mx = m > n ? m : n;
+  return na == 0 ? sqrt(r) : sqrt(r) / (na * (double)mx * eps);
+}
+
+/* One LU case: a [batch..., m, n] random (or given), checks every matrix. */
+static void
+lu_case(kiln_dtype dt, size_t nb, const int64_t *bd, size_t m, size_t n, const double *given)
+{
+  int64_t shape[4];
+  size_t nd = 0;
+  uint64_t batch = 1;
+  for (size_t i = 0; i < nb; i++) {
+    shape[nd++] = bd[i];
+    batch *= (uint64_t)bd[i];
+  }
+  shape[nd++] = (int64_t)m;
+  shape[nd++] = (int64_t)n;
+  size_t mn = m * n, k = m < n ? m : n;
+  if (!harness_fits(batch * mn))
+    return;
+  double *a = given ? malloc((batch * mn + 1) * 8) : rand_mat(batch * mn, -1, 1);
+  if (given)
+    memcpy(a, given, batch * mn * 8);
+  kiln_tensor *ta = up(dt, nd, shape, a), *lu = NULL, *piv = NULL;
+  KOK(kiln_linalg_lu_factor(harness_ctx(), ta, &lu, &piv));
+  ck_assert_int_eq(kiln_tensor_dtype(piv), KILN_I32);
+  ck_assert_int_eq(kiln_tensor_ndim(piv), nd - 1);
+  double *h = down(lu);
+  int32_t *p = down_i32(piv);
+  for (uint64_t b = 0; b < batch; b++) {
+    double e = lu_backward(a + b * mn, h + b * mn, p + b * k, m, n, eps_of(dt));
+    EXPECT(e <= BOUND, "%s LU %zux%zu (batch %llu): backward error %g > %g", kiln_dtype_name(dt), m,
+           n, (unsigned long long)b, e, BOUND);
+  }
+  free(a);
+  free(h);
+  free(p);
+  kiln_tensor_release(ta);
+  kiln_tensor_release(lu);
+  kiln_tensor_release(piv);
+}
+
+static void
+lu_sizes(kiln_dtype dt, unsigned nb)
+{
+  static const size_t sq[] = {0, 1, 2, 5, 13, 31, 32, 33, 64, 65};
+  for (size_t i = 0; i < sizeof sq / sizeof sq[0]; i++)
+    lu_case(dt, 0, NULL, sq[i], sq[i], NULL);
+  size_t big[] = {nb - 1, nb, nb + 1, 2 * nb + 3, 97};
+  for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
+    if (harness_fits(big[i] * big[i]))
+      lu_case(dt, 0, NULL, big[i], big[i], NULL);
+  static const size_t rect[][2] = {{7, 3}, {3, 7}, {64, 1}, {1, 64}};
+  for (size_t i = 0; i < sizeof rect / sizeof rect[0]; i++)
+    lu_case(dt, 0, NULL, rect[i][0], rect[i][1], NULL);
+  if (harness_fits(130 * 70)) {
+    lu_case(dt, 0, NULL, 130, 70, NULL);
+    lu_case(dt, 0, NULL, 70, 130, NULL);
+  }
+  int64_t bd[2] = {3, 2};
+  lu_case(dt, 2, bd, 6, 6, NULL);
+  lu_case(dt, 1, bd, 9, 4, NULL);
+  int64_t zero = 0;
+  lu_case(dt, 1, &zero, 4, 4, NULL);
+}
+
+START_TEST(lu_backward_error)
+{
+  FOR_DTYPES(dt)
+  {
+    lu_sizes(dt, block_size());
+  }
+}
+END_TEST
+
+/* The blocked path on small sizes: no small kernel, block 16, CLBlast and kiln's kernels. */
+START_TEST(lu_blocked_paths)
+{
+  static const size_t sizes[][2] = {{15, 15}, {16, 16}, {17, 17}, {47, 47}, {40, 23}, {23, 40}};
+  /* leaf -1: whole panels (the CPU default); 3: recursive panels down to 1-3 columns. The
+   * small mode (oclgrind, no CLBlast: both routes are kiln's kernels) runs one route and
+   * every other size. */
+  for (int own = harness_small(); own < 2; own++)
+    for (int leaf = -1; leaf <= 3; leaf += 4) {
+      set_hook(16, 0, own, leaf);
+      FOR_DTYPES(dt)
+      {
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i += harness_small() ? 2 : 1)
+          lu_case(dt, 0, NULL, sizes[i][0], sizes[i][1], NULL);
+        int64_t bd = 2;
+        lu_case(dt, 1, &bd, 33, 33, NULL);
+      }
+    }
+  /* the GPU defaults (block 64, leaf 16) on both routes */
+  for (int own = harness_small(); own < 2; own++) {
+    set_hook(64, -1, own, 16);
+    FOR_DTYPES(dt)
+    {
+      lu_case(dt, 0, NULL, 97, 97, NULL);
+      lu_case(dt, 0, NULL, 130, 70, NULL);
+    }
+  }
+  set_hook(-1, -1, -1, -1);
+  kiln__linalg_test_set(-1, -1, -1, -1);
+}
+END_TEST
+
+static double *
+hilbert(size_t n)
+{
+  double *h = malloc((n * n + 1) * sizeof *h);
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < n; j++)
+      h[i * n + j] = 1.0 / (double)(i + j + 1);
+  return h;
+}
+
+START_TEST(lu_special)
+{
+  FOR_DTYPES(dt)
+  {
+    double *h = hilbert(10);
+    lu_case(dt, 0, NULL, 10, 10, h);
+    free(h);
+    /* singular: zero column 2 -> LU still completes */
+    double *s = rand_mat(36, -1, 1);
+    for (int i = 0; i < 6; i++)
+      s[i * 6 + 2] = 0;
+    lu_case(dt, 0, NULL, 6, 6, s);
+    free(s);
+  }
+}
+END_TEST
+
+/* The unpacked form: A = P L U with the right shapes. */
+START_TEST(lu_unpacked)
+{
+  static const size_t sizes[][2] = {{5, 5}, {7, 3}, {3, 7}, {70, 70}, {0, 3}};
+  FOR_DTYPES(dt)
+  {
+    for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++) {
+      size_t m = sizes[c][0], n = sizes[c][1], k = m < n ? m : n;
+      int64_t shape[3] = {2, (int64_t)m, (int64_t)n};
+      double *a = rand_mat(2 * m * n, -1, 1);
+      kiln_tensor *ta = up(dt, 3, shape, a), *P = NULL, *L = NULL, *U = NULL;
+      KOK(kiln_linalg_lu(harness_ctx(), ta, &P, &L, &U));
+      ck_assert_int_eq(kiln_tensor_dim(P, 2), (int64_t)m);
+      ck_assert_int_eq(kiln_tensor_dim(L, 2), (int64_t)k);
+      ck_assert_int_eq(kiln_tensor_dim(U, 1), (int64_t)k);
+      double *hp = down(P), *hl = down(L), *hu = down(U);
+      double *lu = malloc((m * n + 1) * 8), *plu = malloc((m * n + 1) * 8);
+      for (size_t b = 0; b < 2; b++) {
+        matmul(hl + b * m * k, hu + b * k * n, lu, m, k, n);
+        matmul(hp + b * m * m, lu, plu, m, m, n);
+        for (size_t i = 0; i < m * n; i++)
+          plu[i] -= a[b * m * n + i];
+        double e = fro(plu, m * n) /
+                   ((fro(a + b * m * n, m * n) + 1e-300) * (double)(m > n ? m : n) * eps_of(dt));
+        EXPECT(e <= BOUND, "%s lu %zux%zu: ||A - PLU|| error %g", kiln_dtype_name(dt), m, n, e);
+        for (size_t i = 0; i < m; i++)
+          for (size_t j = 0; j < k; j++)
+            EXPECT(j > i || hl[b * m * k + i * k + j] == (i == j ? 1.0 : 0.0) || j < i,
+                   "L is not unit lower");
+      }
+      free(hp);
+      free(hl);
+      free(hu);
+      free(lu);
+      free(plu);
+      free(a);
+      kiln_tensor_release(ta);
+      kiln_tensor_release(P);
+      kiln_tensor_release(L);
+      kiln_tensor_release(U);
+    }
+  }
+}
+END_TEST
+
+/* ||A X - B|| / (||A|| ||X|| n eps) per matrix. */
+static double
+solve_err(const double *a, const double *x, const double *b, size_t n, size_t k, double eps)
+{
+  double *r = malloc((n * k + 1) * 8);
+  matmul(a, x, r, n, n, k);
+  for (size_t i = 0; i < n * k; i++)
+    r[i] -= b[i];
+  double e = fro(r, n * k) / (fro(a, n * n) * fro(x, n * k) * (double)n * eps + 1e-300);
+  free(r);
+  return e;
+}
+
+static void
+solve_case(kiln_dtype dt, size_t batch, size_t n, size_t k, int vec, const double *given)
+{
+  int64_t as[3] = {(int64_t)batch, (int64_t)n, (int64_t)n};
+  int64_t bs[3] = {(int64_t)batch, (int64_t)n, (int64_t)k};
+  if (!harness_fits(batch * n * (n + k)))
+    return;
+  double *a = rand_mat(batch * n * n, -1, 1), *b = rand_mat(batch * n * k, -1, 1);
+  if (given)
+    memcpy(a, given, n * n * 8);
+  kiln_tensor *ta = up(dt, 3, as, a), *tb = up(dt, vec ? 2 : 3, bs, b), *x = NULL;
+  KOK(kiln_linalg_solve(harness_ctx(), ta, tb, &x));
+  ck_assert_int_eq(kiln_tensor_ndim(x), vec ? 2 : 3);
+  double *hx = down(x);
+  for (size_t i = 0; i < batch; i++) {
+    double e = solve_err(a + i * n * n, hx + i * n * k, b + i * n * k, n, k, eps_of(dt));
+    EXPECT(e <= BOUND, "%s solve n %zu k %zu: residual %g", kiln_dtype_name(dt), n, k, e);
+  }
+  /* lu_solve with both transposes from the same factor */
+  kiln_tensor *lu = NULL, *piv = NULL, *x2 = NULL;
+  if (!vec) {
+    KOK(kiln_linalg_lu_factor(harness_ctx(), ta, &lu, &piv));
+    for (int tr = 0; tr < 2; tr++) {
+      KOK(kiln_linalg_lu_solve(harness_ctx(), lu, piv, tb, tr ? KILN_TRANS : KILN_NO_TRANS, &x2));
+      double *h2 = down(x2), *at = malloc((n * n + 1) * 8);
+      for (size_t i = 0; i < batch; i++) {
+        for (size_t r = 0; r < n; r++)
+          for (size_t c = 0; c < n; c++)
+            at[r * n + c] = tr ? a[i * n * n + c * n + r] : a[i * n * n + r * n + c];
+        double e = solve_err(at, h2 + i * n * k, b + i * n * k, n, k, eps_of(dt));
+        EXPECT(e <= BOUND, "%s lu_solve trans %d n %zu: residual %g", kiln_dtype_name(dt), tr, n,
+               e);
+      }
+      free(h2);
+      free(at);
+    }
+  }
+  free(a);
+  free(b);
+  free(hx);
+  kiln_tensor_release(ta);
+  kiln_tensor_release(tb);
+  kiln_tensor_release(x);
+  kiln_tensor_release(lu);
+  kiln_tensor_release(piv);
+  kiln_tensor_release(x2);
+}
+
+START_TEST(solve_and_lu_solve)
+{
+  FOR_DTYPES(dt)
+  {
+    solve_case(dt, 1, 1, 1, 0, NULL);
+    solve_case(dt, 3, 7, 2, 0, NULL);
+    solve_case(dt, 2, 13, 1, 1, NULL);
+    solve_case(dt, 1, 64, 65, 0, NULL);
+    solve_case(dt, 1, 67, 3, 0, NULL);
+    solve_case(dt, 1, 67, 1, 1, NULL);
+    solve_case(dt, 2, 0, 3, 0, NULL);
+    double *h = hilbert(8);
+    solve_case(dt, 1, 8, 2, 0, h);
+    free(h);
+  }
+}
+END_TEST
+
+static void
+inv_case(kiln_dtype dt, size_t batch, size_t n)
+{
+  int64_t as[3] = {(int64_t)batch, (int64_t)n, (int64_t)n};
+  if (!harness_fits(batch * n * n))
+    return;
+  double *a = rand_mat(batch * n * n, -1, 1);
+  kiln_tensor *ta = up(dt, 3, as, a), *x = NULL;
+  KOK(kiln_linalg_inv(harness_ctx(), ta, &x));
+  double *hx = down(x), *r = malloc((n * n + 1) * 8);
+  for (size_t i = 0; i < batch; i++) {
+    matmul(a + i * n * n, hx + i * n * n, r, n, n, n);
+    for (size_t j = 0; j < n; j++)
+      r[j * n + j] -= 1.0;
+    double e = fro(r, n * n) /
+               (fro(a + i * n * n, n * n) * fro(hx + i * n * n, n * n) * (double)n * eps_of(dt));
+    EXPECT(e <= BOUND, "%s inv n %zu: ||A inv(A) - I|| error %g", kiln_dtype_name(dt), n, e);
+  }
+  free(a);
+  free(hx);
+  free(r);
+  kiln_tensor_release(ta);
+  kiln_tensor_release(x);
+}
+
+START_TEST(inverse)
+{
+  FOR_DTYPES(dt)
+  {
+    inv_case(dt, 1, 1);
+    inv_case(dt, 4, 9);
+    inv_case(dt, 1, 64);
+    inv_case(dt, 1, 71);
+    inv_case(dt, 0, 3);
+    /* in place */
+    int64_t s2[2] = {2, 2};
+    double v[4] = {4, 7, 2, 6};
+    kiln_tensor *t = up(dt, 2, s2, v);
+    KOK(kiln_linalg_inv(harness_ctx(), t, &t));
+    double *h = down(t);
+    EXPECT(fabs(h[0] - 0.6) < 1e-5 && fabs(h[1] + 0.7) < 1e-5 && fabs(h[2] + 0.2) < 1e-5 &&
+               fabs(h[3] - 0.4) < 1e-5,
+           "in-place inverse %g %g %g %g", h[0], h[1], h[2], h[3]);
+    free(h);
+    kiln_tensor_release(t);
+  }
+}
+END_TEST
+
+/* Host determinant by Gaussian elimination with partial pivoting in double. */
+static double
+host_det(const double *a0, size_t n)
+{
+  double *a = malloc((n * n + 1) * 8), d = 1;
+  memcpy(a, a0, n * n * 8);
+  for (size_t j = 0; j < n; j++) {
+    size_t p = j;
+    for (size_t i = j + 1; i < n; i++)
+      if (fabs(a[i * n + j]) > fabs(a[p * n + j]))
+        p = i;
+    if (p != j) {
+      d = -d;
+      for (size_t c = 0; c < n; c++) {
+        double t = a[j * n + c];
+        a[j * n + c] = a[p * n + c];
+        a[p * n + c] = t;
+      }
+    }
+    d *= a[j * n + j];
+    if (a[j * n + j] == 0)
+      break;
+    for (size_t i = j + 1; i < n; i++) {
+      double l = a[i * n + j] / a[j * n + j];
+      for (size_t c = j; c < n; c++)
+        a[i * n + c] -= l * a[j * n + c];
+    }
+  }
+  free(a);
+  return d;
+}
+
+START_TEST(determinants)
+{
+  FOR_DTYPES(dt)
+  {
+    static const size_t ns[] = {0, 1, 4, 11, 66};
+    for (size_t c = 0; c < sizeof ns / sizeof ns[0]; c++) {
+      size_t n = ns[c];
+      if (!harness_fits(3 * n * n))
+        continue;
+      int64_t as[3] = {3, (int64_t)n, (int64_t)n};
+      double *a = rand_mat(3 * n * n + 1, -1, 1);
+      if (n >= 4) /* matrix 1 singular: two equal rows */
+        memcpy(a + n * n + n, a + n * n, n * 8);
+      kiln_tensor *ta = up(dt, 3, as, a), *det = NULL, *sg = NULL, *la = NULL;
+      KOK(kiln_linalg_det(harness_ctx(), ta, &det));
+      KOK(kiln_linalg_slogdet(harness_ctx(), ta, &sg, &la));
+      ck_assert_int_eq(kiln_tensor_ndim(det), 1);
+      double *hd = down(det), *hs = down(sg), *hl = down(la);
+      for (size_t b = 0; b < 3; b++) {
+        double want = host_det(a + b * n * n, n);
+        double tol = 1e3 * eps_of(dt) * (double)(n + 1);
+        if (n >= 4 && b == 1) {
+          /* two equal rows: |det| is rounding noise, far below the det of a regular matrix */
+          EXPECT(fabs(hd[b]) <= 1e-3 * fabs(hd[0]), "%s n %zu: singular det %g (regular %g)",
+                 kiln_dtype_name(dt), n, hd[b], hd[0]);
+          continue; /* rounding decides whether the pivot is exactly zero */
+        }
+        EXPECT(fabs(hd[b] - want) <= tol * fabs(want) + 1e-300, "%s det n %zu: %g, want %g",
+               kiln_dtype_name(dt), n, hd[b], want);
+        EXPECT(hs[b] == (want > 0 ? 1.0 : -1.0), "slogdet sign %g for det %g", hs[b], want);
+        EXPECT(fabs(hl[b] - log(fabs(want))) <= tol * (1 + fabs(log(fabs(want)))),
+               "logabsdet %g want %g", hl[b], log(fabs(want)));
+      }
+      free(a);
+      free(hd);
+      free(hs);
+      free(hl);
+      kiln_tensor_release(ta);
+      kiln_tensor_release(det);
+      kiln_tensor_release(sg);
+      kiln_tensor_release(la);
+    }
+    /* exactly singular: det 0, sign 0, log -inf */
+    int64_t s3[2] = {3, 3};
+    double z[9] = {1, 2, 3, 2, 4, 6, 1, 0, 1};
+    kiln_tensor *t = up(dt, 2, s3, z), *det = NULL, *sg = NULL, *la = NULL;
+    KOK(kiln_linalg_det(harness_ctx(), t, &det));
+    KOK(kiln_linalg_slogdet(harness_ctx(), t, &sg, &la));
+    ck_assert_int_eq(kiln_tensor_ndim(det), 0);
+    double *hd = down(det), *hs = down(sg), *hl = down(la);
+    EXPECT(hd[0] == 0 && hs[0] == 0 && isinf(hl[0]) && hl[0] < 0, "singular: %g %g %g", hd[0],
+           hs[0], hl[0]);
+    free(hd);
+    free(hs);
+    free(hl);
+    kiln_tensor_release(t);
+    kiln_tensor_release(det);
+    kiln_tensor_release(sg);
+    kiln_tensor_release(la);
+  }
+}
+END_TEST
+
+/* Host inverse (Gauss-Jordan, partial pivoting) for rcond's reference. */
+static void
+host_inv(const double *a0, double *inv, size_t n)
+{
+  double *a = malloc((n * n + 1) * 8);
+  memcpy(a, a0, n * n * 8);
+  for (size_t i = 0; i < n * n; i++)
+    inv[i] = i / n == i % n;
+  for (size_t j = 0; j < n; j++) {
+    size_t p = j;
+    for (size_t i = j + 1; i < n; i++)
+      if (fabs(a[i * n + j]) > fabs(a[p * n + j]))
+        p = i;
+    for (size_t c = 0; c < n; c++) {
+      double t = a[j * n + c];
+      a[j * n + c] = a[p * n + c];
+      a[p * n + c] = t;
+      t = inv[j * n + c];
+      inv[j * n + c] = inv[p * n + c];
+      inv[p * n + c] = t;
+    }
+    double d = a[j * n + j];
+    for (size_t c = 0; c < n; c++) {
+      a[j * n + c] /= d;
+      inv[j * n + c] /= d;
+    }
+    for (size_t i = 0; i < n; i++)
+      if (i != j) {
+        double l = a[i * n + j];
+        for (size_t c = 0; c < n; c++) {
+          a[i * n + c] -= l * a[j * n + c];
+          inv[i * n + c] -= l * inv[j * n + c];
+        }
+      }
+  }
+  free(a);
+}
+
+static double
+norm1_host(const double *a, size_t n)
+{
+  double best = 0;
+  for (size_t j = 0; j < n; j++) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++)
+      s += fabs(a[i * n + j]);
+    best = s > best ? s : best;
+  }
+  return best;
+}
+
+START_TEST(condition_estimate)
+{
+  FOR_DTYPES(dt)
+  {
+    static const size_t ns[] = {1, 6, 30, 70};
+    for (size_t c = 0; c < sizeof ns / sizeof ns[0]; c++) {
+      size_t n = ns[c];
+      if (!harness_fits(3 * n * n))
+        continue;
+      int64_t as[3] = {2, (int64_t)n, (int64_t)n};
+      double *a = rand_mat(2 * n * n, -1, 1);
+      if (c == 1) { /* Hilbert in matrix 1: badly conditioned */
+        double *h = hilbert(n);
+        memcpy(a + n * n, h, n * n * 8);
+        free(h);
+      }
+      kiln_tensor *ta = up(dt, 3, as, a), *r = NULL;
+      KOK(kiln_linalg_rcond(harness_ctx(), ta, &r));
+      double *hr = down(r), *inv = malloc((n * n + 1) * 8);
+      for (size_t b = 0; b < 2; b++) {
+        host_inv(a + b * n * n, inv, n);
+        double want = 1.0 / (norm1_host(a + b * n * n, n) * norm1_host(inv, n));
+        double slack = dt == KILN_F32 && c == 1 ? 1e3 : 1.0001; /* f32 Hilbert: rounding */
+        EXPECT(hr[b] >= want / slack && hr[b] <= 10 * want * slack,
+               "%s rcond n %zu: %g, exact %g (the estimate must lie in [exact, 10 exact])",
+               kiln_dtype_name(dt), n, hr[b], want);
+      }
+      free(a);
+      free(hr);
+      free(inv);
+      kiln_tensor_release(ta);
+      kiln_tensor_release(r);
+    }
+    int64_t s3[2] = {3, 3};
+    double z[9] = {1, 2, 3, 2, 4, 6, 1, 0, 1};
+    kiln_tensor *t = up(dt, 2, s3, z), *r = NULL;
+    KOK(kiln_linalg_rcond(harness_ctx(), t, &r));
+    double *hr = down(r);
+    EXPECT(hr[0] == 0, "singular rcond %g", hr[0]);
+    free(hr);
+    kiln_tensor_release(t);
+    kiln_tensor_release(r);
+  }
+}
+END_TEST
+
+/* An SPD matrix: M M^T / n + I. */
+static double *
+spd(size_t n)
+{
+  double *m = rand_mat(n * n + 1, -1, 1), *a = malloc((n * n + 1) * 8);
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < n; j++) {
+      double s = 0;
+      for (size_t p = 0; p < n; p++)
+        s += m[i * n + p] * m[j * n + p];
+      a[i * n + j] = s / (double)n + (i == j);
+    }
+  free(m);
+  return a;
+}
+
+static void
+chol_case(kiln_dtype dt, size_t batch, size_t n)
+{
+  int64_t as[3] = {(int64_t)batch, (int64_t)n, (int64_t)n};
+  if (!harness_fits(batch * n * n))
+    return;
+  double *a = malloc((batch * n * n + 1) * 8);
+  for (size_t b = 0; b < batch; b++) {
+    double *s = spd(n);
+    memcpy(a + b * n * n, s, n * n * 8);
+    free(s);
+  }
+  kiln_tensor *ta = up(dt, 3, as, a);
+  for (int upper = 0; upper < 2; upper++) {
+    kiln_tensor *f = NULL, *x = NULL, *inv = NULL;
+    KOK(kiln_linalg_cholesky(harness_ctx(), ta, upper ? KILN_UPPER : KILN_LOWER, &f));
+    double *h = down(f), *l = malloc((n * n + 1) * 8), *r = malloc((n * n + 1) * 8);
+    for (size_t b = 0; b < batch; b++) {
+      const double *hb = h + b * n * n;
+      for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++) {
+          double v = upper ? hb[j * n + i] : hb[i * n + j]; /* L = U^T */
+          EXPECT(j <= i || v == 0, "%s cholesky %s: other triangle not zero at %zu,%zu",
+                 kiln_dtype_name(dt), upper ? "upper" : "lower", i, j);
+          l[i * n + j] = v;
+        }
+      for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++) {
+          double s = 0;
+          for (size_t p = 0; p < n; p++)
+            s += l[i * n + p] * l[j * n + p];
+          r[i * n + j] = a[b * n * n + i * n + j] - s;
+        }
+      double e = n ? fro(r, n * n) / (fro(a + b * n * n, n * n) * (double)n * eps_of(dt)) : 0;
+      EXPECT(e <= BOUND, "%s cholesky %s n %zu: ||A - L L^T|| error %g", kiln_dtype_name(dt),
+             upper ? "upper" : "lower", n, e);
+    }
+    /* solve and inverse from the factor */
+    KOK(kiln_linalg_cholesky_inverse(harness_ctx(), f, upper ? KILN_UPPER : KILN_LOWER, &inv));
+    double *hi = down(inv);
+    for (size_t b = 0; b < batch; b++) {
+      matmul(a + b * n * n, hi + b * n * n, r, n, n, n);
+      for (size_t j = 0; j < n; j++)
+        r[j * n + j] -= 1.0;
+      double e = n ? fro(r, n * n) / (fro(a + b * n * n, n * n) * fro(hi + b * n * n, n * n) *
+                                      (double)n * eps_of(dt))
+                   : 0;
+      EXPECT(e <= BOUND, "%s cholesky_inverse n %zu: error %g", kiln_dtype_name(dt), n, e);
+    }
+    int64_t bs[3] = {(int64_t)batch, (int64_t)n, 3};
+    double *bb = rand_mat(batch * n * 3, -1, 1);
+    kiln_tensor *tb = up(dt, 3, bs, bb);
+    KOK(kiln_linalg_cholesky_solve(harness_ctx(), f, upper ? KILN_UPPER : KILN_LOWER, tb, &x));
+    double *hx = down(x);
+    for (size_t b = 0; b < batch; b++) {
+      double e = solve_err(a + b * n * n, hx + b * n * 3, bb + b * n * 3, n, 3, eps_of(dt));
+      EXPECT(e <= BOUND, "%s cholesky_solve n %zu: residual %g", kiln_dtype_name(dt), n, e);
+    }
+    free(bb);
+    free(hx);
+    free(hi);
+    free(h);
+    free(l);
+    free(r);
+    kiln_tensor_release(tb);
+    kiln_tensor_release(f);
+    kiln_tensor_release(x);
+    kiln_tensor_release(inv);
+  }
+  free(a);
+  kiln_tensor_release(ta);
+}
+
+START_TEST(cholesky)
+{
+  FOR_DTYPES(dt)
+  {
+    unsigned nb = block_size();
+    chol_case(dt, 1, 0);
+    chol_case(dt, 1, 1);
+    chol_case(dt, 3, 10);
+    chol_case(dt, 1, 64);
+    chol_case(dt, 1, 65);
+    chol_case(dt, 1, 2 * nb + 1);
+    chol_case(dt, 1, 3 * nb);
+  }
+  for (int own = harness_small(); own < 2; own++) {
+    set_hook(16, 0, own, -1);
+    FOR_DTYPES(dt)
+    {
+      chol_case(dt, 1, 15);
+      chol_case(dt, 2, 33);
+    }
+  }
+  set_hook(-1, -1, -1, -1);
+  kiln__linalg_test_set(-1, -1, -1, -1);
+}
+END_TEST
+
+/* Not positive definite: the status names the batch entry and the minor's order. */
+START_TEST(cholesky_indefinite)
+{
+  static const size_t ns[] = {5, 70};
+  for (int blocked = 0; blocked < 2; blocked++) {
+    FOR_DTYPES(dt)
+    {
+      size_t n = ns[blocked];
+      size_t bad = blocked ? 39 : 3; /* blocked: in the second block on CPUs (nb 32) */
+      if (!harness_fits(2 * n * n))
+        continue;
+      int64_t as[3] = {2, (int64_t)n, (int64_t)n};
+      double *a = calloc(2 * n * n, 8);
+      for (size_t i = 0; i < n; i++) {
+        a[i * n + i] = 1;
+        a[n * n + i * n + i] = i == bad ? -1 : 1; /* matrix 1: minor of order bad + 1 */
+      }
+      kiln_tensor *t = up(dt, 3, as, a), *f = NULL;
+      KEXPECT(kiln_linalg_cholesky(harness_ctx(), t, KILN_LOWER, &f),
+              KILN_ERR_NOT_POSITIVE_DEFINITE);
+      char want[32];
+      snprintf(want, sizeof want, "order %zu", bad + 1);
+      EXPECT(strstr(kiln_last_error(), "matrix 1") && strstr(kiln_last_error(), want),
+             "message: %s", kiln_last_error());
+      ck_assert_ptr_null(f);
+      /* a NaN on the diagonal is not positive either */
+      a[n * n + bad * n + bad] = 1;
+      a[1 * n + 1] = NAN;
+      kiln_tensor_release(t);
+      t = up(dt, 3, as, a);
+      KEXPECT(kiln_linalg_cholesky(harness_ctx(), t, KILN_UPPER, &f),
+              KILN_ERR_NOT_POSITIVE_DEFINITE);
+      EXPECT(strstr(kiln_last_error(), "matrix 0") && strstr(kiln_last_error(), "order 2"),
+             "message: %s", kiln_last_error());
+      free(a);
+      kiln_tensor_release(t);
+    }
+  }
+}
+END_TEST
+
+START_TEST(singular_solve_inv)
+{
+  static const size_t ns[] = {4, 80};
+  for (size_t c = 0; c < 2; c++) {
+    FOR_DTYPES(dt)
+    {
+      size_t n = ns[c];
+      if (!harness_fits(3 * n * n))
+        continue;
+      int64_t as[2] = {(int64_t)n, (int64_t)n}, bs[1] = {(int64_t)n};
+      double *a = rand_mat(n * n, 1, 2), *b = rand_mat(n, -1, 1);
+      for (size_t i = 0; i < n; i++) /* column 2 zero: U[2][2] is exactly 0 */
+        a[i * n + 2] = 0;
+      kiln_tensor *ta = up(dt, 2, as, a), *tb = up(dt, 1, bs, b), *x = NULL;
+      KEXPECT(kiln_linalg_solve(harness_ctx(), ta, tb, &x), KILN_ERR_SINGULAR);
+      EXPECT(strstr(kiln_last_error(), "U[2][2]"), "message: %s", kiln_last_error());
+      ck_assert_ptr_null(x);
+      KEXPECT(kiln_linalg_inv(harness_ctx(), ta, &x), KILN_ERR_SINGULAR);
+      ck_assert_ptr_null(x);
+      free(a);
+      free(b);
+      kiln_tensor_release(ta);
+      kiln_tensor_release(tb);
+    }
+  }
+}
+END_TEST
+
+/* Host reference of trsm/trmm: op(A) from the uplo triangle (unit diagonal optional). */
+static double
+tri_at(const double *a, size_t n, int upper, int trans, int unit, size_t i, size_t j)
+{
+  size_t r = trans ? j : i, c = trans ? i : j;
+  if (r == c)
+    return unit ? 1.0 : a[r * n + c];
+  if (upper ? c < r : c > r)
+    return 0.0;
+  return a[r * n + c];
+}
+
+static void
+tri_case(kiln_dtype dt, size_t m, size_t n)
+{
+  for (int side = 0; side < 2; side++)
+    for (int upper = 0; upper < 2; upper++)
+      for (int trans = 0; trans < 2; trans++)
+        for (int unit = 0; unit < 2; unit++) {
+          size_t na = side ? n : m;
+          int64_t as[2] = {(int64_t)na, (int64_t)na}, bs[2] = {(int64_t)m, (int64_t)n};
+          double *a = rand_mat(na * na, -1.0 / (double)na, 1.0 / (double)na);
+          for (size_t i = 0; i < na; i++)
+            a[i * na + i] = urand(2, 3);
+          double *b = rand_mat(m * n, -1, 1), alpha = 1.5;
+          kiln_tensor *ta = up(dt, 2, as, a), *tb = up(dt, 2, bs, b), *x = NULL, *y = NULL;
+          kiln_uplo ul = upper ? KILN_UPPER : KILN_LOWER;
+          KOK(kiln_trsm(harness_ctx(), side, ul, trans, unit, alpha, ta, tb, &x));
+          KOK(kiln_trmm(harness_ctx(), side, ul, trans, unit, alpha, ta, tb, &y));
+          double *hx = down(x), *hy = down(y);
+          /* trmm: y = alpha op(A) b or alpha b op(A); trsm: op(A) x = alpha b (or x op(A)) */
+          for (size_t i = 0; i < m; i++)
+            for (size_t j = 0; j < n; j++) {
+              double sy = 0, sx = 0;
+              for (size_t p = 0; p < na; p++) {
+                if (side == 0) {
+                  double t = tri_at(a, na, upper, trans, unit, i, p);
+                  sy += t * b[p * n + j];
+                  sx += t * hx[p * n + j];
+                } else {
+                  double t = tri_at(a, na, upper, trans, unit, p, j);
+                  sy += b[i * n + p] * t;
+                  sx += hx[i * n + p] * t;
+                }
+              }
+              double tol = 1e3 * eps_of(dt);
+              EXPECT(fabs(hy[i * n + j] - alpha * sy) <= tol * (1 + fabs(alpha * sy)),
+                     "%s trmm side %d upper %d trans %d unit %d %zux%zu: %g want %g",
+                     kiln_dtype_name(dt), side, upper, trans, unit, m, n, hy[i * n + j],
+                     alpha * sy);
+              EXPECT(fabs(sx - alpha * b[i * n + j]) <= tol * (1 + fabs(alpha * b[i * n + j])),
+                     "%s trsm side %d upper %d trans %d unit %d %zux%zu: residual %g",
+                     kiln_dtype_name(dt), side, upper, trans, unit, m, n,
+                     sx - alpha * b[i * n + j]);
+            }
+          free(a);
+          free(b);
+          free(hx);
+          free(hy);
+          kiln_tensor_release(ta);
+          kiln_tensor_release(tb);
+          kiln_tensor_release(x);
+          kiln_tensor_release(y);
+        }
+}
+
+START_TEST(triangular)
+{
+  FOR_DTYPES(dt)
+  {
+    tri_case(dt, 5, 7);
+    tri_case(dt, 1, 1);
+    tri_case(dt, 0, 3);
+    if (harness_fits(70 * 67))
+      tri_case(dt, 70, 67);
+  }
+  /* batched, in place */
+  int64_t as[3] = {2, 3, 3}, bs[3] = {2, 3, 1};
+  double a[18] = {2, 0, 0, 1, 4, 0, 1, 1, 1, 1, 0, 0, 0, 2, 0, 0, 0, 4};
+  double b[6] = {2, 6, 3, 1, 2, 4};
+  kiln_tensor *ta = up(KILN_F32, 3, as, a), *tb = up(KILN_F32, 3, bs, b);
+  KOK(kiln_trsm(harness_ctx(), KILN_LEFT, KILN_LOWER, KILN_NO_TRANS, KILN_NON_UNIT, 1.0, ta, tb,
+                &tb));
+  double *h = down(tb);
+  static const double want[6] = {1, 1.25, 0.75, 1, 1, 1};
+  for (int i = 0; i < 6; i++)
+    EXPECT(fabs(h[i] - want[i]) < 1e-6, "batched trsm [%d] %g want %g", i, h[i], want[i]);
+  free(h);
+  kiln_tensor_release(ta);
+  kiln_tensor_release(tb);
+}
+END_TEST
+
+/* Batched results equal the unbatched ones bitwise (the small kernels take both). */
+START_TEST(batched_bitwise)
+{
+  static const size_t ns[] = {13, 32, 64};
+  FOR_DTYPES(dt)
+  {
+    for (size_t c = 0; c < 3; c++) {
+      size_t n = ns[c], nb = 5, ts = kiln_dtype_size(dt), mat = n * n * ts;
+      if (!harness_fits(nb * n * n))
+        continue;
+      int64_t as[3] = {(int64_t)nb, (int64_t)n, (int64_t)n}, one[2] = {(int64_t)n, (int64_t)n};
+      double *a = malloc(nb * n * n * 8);
+      for (size_t b = 0; b < nb; b++) {
+        double *s = spd(n);
+        memcpy(a + b * n * n, s, n * n * 8);
+        free(s);
+      }
+      kiln_tensor *ta = up(dt, 3, as, a), *lu = NULL, *piv = NULL, *inv = NULL, *ch = NULL,
+                  *x = NULL;
+      KOK(kiln_linalg_lu_factor(harness_ctx(), ta, &lu, &piv));
+      KOK(kiln_linalg_inv(harness_ctx(), ta, &inv));
+      KOK(kiln_linalg_cholesky(harness_ctx(), ta, KILN_LOWER, &ch));
+      KOK(kiln_linalg_solve(harness_ctx(), ta, ta, &x));
+      void *blu = harness_download(lu), *binv = harness_download(inv), *bch = harness_download(ch),
+           *bx = harness_download(x), *bp = harness_download(piv);
+      for (size_t b = 0; b < nb; b += 2) {
+        kiln_tensor *t1 = up(dt, 2, one, a + b * n * n), *l1 = NULL, *p1 = NULL, *i1 = NULL,
+                    *c1 = NULL, *x1 = NULL;
+        KOK(kiln_linalg_lu_factor(harness_ctx(), t1, &l1, &p1));
+        KOK(kiln_linalg_inv(harness_ctx(), t1, &i1));
+        KOK(kiln_linalg_cholesky(harness_ctx(), t1, KILN_LOWER, &c1));
+        KOK(kiln_linalg_solve(harness_ctx(), t1, t1, &x1));
+        void *u = harness_download(l1), *v = harness_download(i1), *w = harness_download(c1),
+             *y = harness_download(x1), *q = harness_download(p1);
+        EXPECT(memcmp(u, (char *)blu + b * mat, mat) == 0, "%s n %zu: batched LU differs",
+               kiln_dtype_name(dt), n);
+        EXPECT(memcmp(q, (char *)bp + b * n * 4, n * 4) == 0, "pivots differ");
+        EXPECT(memcmp(v, (char *)binv + b * mat, mat) == 0, "%s n %zu: batched inv differs",
+               kiln_dtype_name(dt), n);
+        EXPECT(memcmp(w, (char *)bch + b * mat, mat) == 0, "%s n %zu: batched cholesky differs",
+               kiln_dtype_name(dt), n);
+        EXPECT(memcmp(y, (char *)bx + b * mat, mat) == 0, "%s n %zu: batched solve differs",
+               kiln_dtype_name(dt), n);
+        free(u);
+        free(v);
+        free(w);
+        free(y);
+        free(q);
+        kiln_tensor_release(t1);
+        kiln_tensor_release(l1);
+        kiln_tensor_release(p1);
+        kiln_tensor_release(i1);
+        kiln_tensor_release(c1);
+        kiln_tensor_release(x1);
+      }
+      free(blu);
+      free(binv);
+      free(bch);
+      free(bx);
+      free(bp);
+      free(a);
+      kiln_tensor_release(ta);
+      kiln_tensor_release(lu);
+      kiln_tensor_release(piv);
+      kiln_tensor_release(inv);
+      kiln_tensor_release(ch);
+      kiln_tensor_release(x);
+    }
+  }
+}
+END_TEST
+
+START_TEST(bad_input)
+{
+  kiln_context *ctx = harness_ctx();
+  int64_t s23[2] = {2, 3}, s33[2] = {3, 3}, s3[1] = {3}, s233[3] = {2, 3, 3}, s43[2] = {4, 3};
+  double v[18] = {1, 2, 3, 4, 5, 6, 7, 8, 10, 1, 0, 0, 0, 1, 0, 0, 0, 1};
+  kiln_tensor *rect = up(KILN_F32, 2, s23, v), *sq = up(KILN_F32, 2, s33, v),
+              *vec = up(KILN_F32, 1, s3, v), *bat = up(KILN_F32, 3, s233, v),
+              *b43 = up(KILN_F32, 2, s43, v), *out = NULL, *o2 = NULL, *ints = NULL;
+  int32_t iv[9] = {0};
+  KOK(kiln_tensor_from_host(ctx, KILN_I32, 2, s33, iv, &ints));
+  KEXPECT(kiln_linalg_inv(ctx, rect, &out), KILN_ERR_SHAPE);
+  KEXPECT(kiln_linalg_det(ctx, rect, &out), KILN_ERR_SHAPE);
+  KEXPECT(kiln_linalg_cholesky(ctx, rect, KILN_LOWER, &out), KILN_ERR_SHAPE);
+  KEXPECT(kiln_linalg_lu_factor(ctx, vec, &out, &o2), KILN_ERR_SHAPE);
+  KEXPECT(kiln_linalg_inv(ctx, ints, &out), KILN_ERR_DTYPE);
+  KEXPECT(kiln_linalg_solve(ctx, sq, b43, &out), KILN_ERR_SHAPE);
+  KEXPECT(kiln_linalg_solve(ctx, bat, sq, &out), KILN_ERR_SHAPE);
+  KEXPECT(kiln_linalg_solve(ctx, NULL, sq, &out), KILN_ERR_INVALID_HANDLE);
+  KEXPECT(kiln_linalg_solve(ctx, sq, sq, NULL), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_linalg_cholesky(ctx, sq, (kiln_uplo)7, &out), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_trsm(ctx, (kiln_side)3, KILN_LOWER, KILN_NO_TRANS, KILN_UNIT, 1, sq, sq, &out),
+          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_trsm(ctx, KILN_LEFT, KILN_LOWER, KILN_NO_TRANS, KILN_UNIT, 1, sq, b43, &out),
+          KILN_ERR_SHAPE);
+  KEXPECT(kiln_linalg_lu_solve(ctx, sq, sq, sq, KILN_NO_TRANS, &out), KILN_ERR_DTYPE);
+  KEXPECT(kiln_linalg_slogdet(ctx, sq, &out, &out), KILN_ERR_INVALID_ARGUMENT);
+  if (harness_has_fp64()) {
+    kiln_tensor *d = up(KILN_F64, 2, s33, v);
+    KEXPECT(kiln_linalg_solve(ctx, sq, d, &out), KILN_ERR_DTYPE);
+    kiln_tensor_release(d);
+  }
+  /* more rows than 32-bit indexing takes (an empty tensor: no memory needed) */
+  int64_t huge[2] = {(int64_t)1 << 31, 0};
+  kiln_tensor *big = NULL;
+  KOK(kiln_tensor_create(ctx, KILN_F32, 2, huge, &big));
+  KEXPECT(kiln_linalg_lu_factor(ctx, big, &out, &o2), KILN_ERR_OVERFLOW);
+  kiln_tensor_release(big);
+  /* a given result of the wrong shape; pivots that overlap lu */
+  KEXPECT(kiln_linalg_inv(ctx, sq, &rect), KILN_ERR_SHAPE);
+  ck_assert_ptr_null(out);
+  kiln_tensor_release(rect);
+  kiln_tensor_release(sq);
+  kiln_tensor_release(vec);
+  kiln_tensor_release(bat);
+  kiln_tensor_release(b43);
+  kiln_tensor_release(ints);
+}
+END_TEST
+
+/* NaN: never chosen as a pivot below the diagonal, propagated, not reported as singular. */
+START_TEST(nan_and_in_place)
+{
+  kiln_context *ctx = harness_ctx();
+  FOR_DTYPES(dt)
+  {
+    int64_t s3[2] = {3, 3}, v3[1] = {3};
+    double a[9] = {1, 2, 3, 4, 5, 6, 7, 8, 10}, b[3] = {1, 1, 1};
+    a[3] = NAN; /* row 1, column 0: |NaN| > x is false, so row 2 (7) is the first pivot */
+    kiln_tensor *t = up(dt, 2, s3, a), *tb = up(dt, 1, v3, b), *lu = NULL, *piv = NULL, *x = NULL;
+    KOK(kiln_linalg_lu_factor(ctx, t, &lu, &piv));
+    int32_t *p = down_i32(piv);
+    ck_assert_int_eq(p[0], 3);
+    free(p);
+    KOK(kiln_linalg_solve(ctx, t, tb, &x));
+    double *hx = down(x);
+    EXPECT(isnan(hx[0]) || isnan(hx[1]) || isnan(hx[2]), "NaN input gave a finite solution");
+    free(hx);
+    kiln_tensor_release(t);
+    kiln_tensor_release(lu);
+    kiln_tensor_release(piv);
+    kiln_tensor_release(x);
+    piv = NULL;
+    /* in place: lu over a, x over b */
+    double c[9] = {4, 3, 2, 2, 5, 1, 1, 2, 6};
+    t = up(dt, 2, s3, c);
+    kiln_tensor *a2 = up(dt, 2, s3, c), *ref = NULL;
+    KOK(kiln_linalg_lu_factor(ctx, a2, &ref, &piv));
+    piv = (kiln_tensor_release(piv), NULL);
+    kiln_tensor *same = t;
+    KOK(kiln_linalg_lu_factor(ctx, t, &same, &piv));
+    ck_assert_ptr_eq(same, t);
+    double *h1 = down(t), *h2 = down(ref);
+    ck_assert_mem_eq(h1, h2, 9 * sizeof *h1);
+    free(h1);
+    free(h2);
+    kiln_tensor *xb = tb;
+    KOK(kiln_linalg_solve(ctx, a2, tb, &xb));
+    hx = down(tb);
+    double r0 = 4 * hx[0] + 3 * hx[1] + 2 * hx[2] - 1;
+    EXPECT(fabs(r0) < 1e-5, "in-place solve residual %g", r0);
+    free(hx);
+    /* results over each other's bytes: refused */
+    kiln_tensor *u = NULL;
+    KEXPECT(kiln_linalg_lu(ctx, a2, &t, &t, &u), KILN_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(u);
+    kiln_tensor_release(t);
+    kiln_tensor_release(tb);
+    kiln_tensor_release(a2);
+    kiln_tensor_release(ref);
+    kiln_tensor_release(piv);
+  }
+}
+END_TEST
+
+/* Every test starts on the defaults, also after a failed one left a hook set. */
+static void
+reset_hooks(void)
+{
+  set_hook(-1, -1, -1, -1);
+  kiln__linalg_test_set(-1, -1, -1, -1);
+}
+
+static Suite *
+linalg_suite(void)
+{
+  Suite *s = suite_create("linalg");
+  TCase *tc = tcase_create("all");
+  tcase_set_timeout(tc, 300);
+  tcase_add_checked_fixture(tc, reset_hooks, NULL);
+  tcase_add_test(tc, lu_backward_error);
+  tcase_add_test(tc, lu_blocked_paths);
+  tcase_add_test(tc, lu_special);
+  tcase_add_test(tc, lu_unpacked);
+  tcase_add_test(tc, solve_and_lu_solve);
+  tcase_add_test(tc, inverse);
+  tcase_add_test(tc, determinants);
+  tcase_add_test(tc, condition_estimate);
+  tcase_add_test(tc, cholesky);
+  tcase_add_test(tc, cholesky_indefinite);
+  tcase_add_test(tc, singular_solve_inv);
+  tcase_add_test(tc, triangular);
+  tcase_add_test(tc, batched_bitwise);
+  tcase_add_test(tc, bad_input);
+  tcase_add_test(tc, nan_and_in_place);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int
+main(void)
+{
+  return harness_main(linalg_suite(), 1);
+}
