@@ -11,7 +11,7 @@ struct bench_state {
   kiln_context *ctx;
   kiln_dtype dtype;
   int64_t n;
-  kiln_tensor *in[3];
+  kiln_tensor *in[8]; /* inputs and extra outputs, released together */
   kiln_tensor *out;
   kiln_fft_plan *plan; /* FFT cases */
 };

@@ -51,7 +51,7 @@ bench_random_tensor(kiln_context *ctx, kiln_dtype dtype, size_t ndim, const int6
 void
 bench_state_release(struct bench_state *st)
 {
-  for (int i = 0; i < 3; i++) {
+  for (size_t i = 0; i < sizeof st->in / sizeof st->in[0]; i++) {
     kiln_tensor_release(st->in[i]);
     st->in[i] = NULL;
   }

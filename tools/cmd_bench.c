@@ -454,7 +454,7 @@ cmd_bench(int argc, char **argv)
         r->name = bc->name;
         r->dtype = dt;
         r->n = o.sizes[si];
-        struct bench_state st = {ctx, dt, o.sizes[si], {NULL, NULL, NULL}, NULL, NULL};
+        struct bench_state st = {.ctx = ctx, .dtype = dt, .n = o.sizes[si]};
         r->status = measure(bc, &st, o.reps, r);
         bench_state_release(&st);
         kiln_pool_trim(ctx, 0);
