@@ -112,8 +112,13 @@ sort_keys(global const ST *x, ulong xoff, ulong rows, ulong len, ulong inner, ui
   const K flip = desc ? (K)K_MAX : (K)0;
   const ulong n = rows * len;
   for (ulong p = get_global_id(0); p < n; p += get_global_size(0)) {
-    ulong r = p / len, j = p - r * len;
-    keys[koff + p] = key_of(KILN_LOAD(x, xoff + phys(r, j, len, inner))) ^ flip;
+    /* inner == 1: the logical position is the physical one (no 64-bit divisions). */
+    ulong at = p;
+    if (inner != 1) {
+      ulong r = p / len;
+      at = phys(r, p - r * len, len, inner);
+    }
+    keys[koff + p] = key_of(KILN_LOAD(x, xoff + at)) ^ flip;
     vals[voff + p] = (uint)p;
   }
 }
@@ -137,6 +142,17 @@ sort_gather(global const ST *x, ulong xoff, ulong rows, ulong len, ulong inner,
             ulong ooff, global long *idx, ulong ioff, uint want)
 {
   const ulong n = rows * olen;
+  if (inner == 1 && olen == len) {
+    /* Whole contiguous rows: payloads are physical positions. */
+    for (ulong q = get_global_id(0); q < n; q += get_global_size(0)) {
+      ulong src = vals[voff + q];
+      if (want & 1u)
+        MOVE(out, ooff + q, x, xoff + src);
+      if (want & 2u)
+        idx[ioff + q] = (long)(rows == 1 ? src : src % len);
+    }
+    return;
+  }
   for (ulong q = get_global_id(0); q < n; q += get_global_size(0)) {
     ulong r = q / olen, jj = q - r * olen;
     ulong src = (ulong)vals[voff + r * len + ostart + jj] - r * len;

@@ -14,9 +14,11 @@
 #define KILN__SORT_RADIX_SRC "sort_radix"
 #define KILN__SORT_DTYPES (KILN__DT_CLASSIC | KILN__DT_HALVES)
 
-/* Test hooks (0: the device defaults): the radix passes' local size and tile. */
+/* Test hooks (0: the device defaults): the radix passes' local size, tile and digit bits
+ * (1 to 11). */
 extern uint32_t kiln__sort_radix_local;
 extern uint64_t kiln__sort_radix_tile;
+extern uint32_t kiln__sort_radix_bits;
 
 /* Nonzero when dtype's keys are 64 bits (i64, f64). */
 int kiln__sort_key64(kiln_dtype dt);

@@ -337,6 +337,17 @@ START_TEST(test_sort_gpu_shapes)
     sort_case(KILN_I64, 1, &n, 0, PAT_RANDOM, 1, KILN_SORT_RADIX, "gpu shape");
     sort_case(KILN_U8, 2, rows, 1, PAT_DUPS, 0, KILN_SORT_RADIX, "gpu shape rows");
   }
+  /* Digits of 3 and 11 bits: passes that do not divide the key width, the row passes. */
+  static const uint32_t bits[] = {3, 11};
+  for (size_t i = 0; i < 2; i++) {
+    kiln__sort_radix_bits = bits[i];
+    kiln__sort_radix_local = 4;
+    kiln__sort_radix_tile = 40;
+    const int64_t n = 777, rows[2] = {300, 7};
+    sort_case(KILN_F64, 1, &n, 0, PAT_SPECIAL, 1, KILN_SORT_RADIX, "digit bits");
+    sort_case(KILN_I32, 2, rows, 1, PAT_RANDOM, 0, KILN_SORT_RADIX, "digit bits rows");
+  }
+  kiln__sort_radix_bits = 0;
   kiln__sort_radix_local = 0;
   kiln__sort_radix_tile = 0;
 }
