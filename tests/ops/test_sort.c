@@ -878,22 +878,104 @@ START_TEST(test_errors)
 }
 END_TEST
 
+/*
+ * The small mode (oclgrind): every kernel once on small inputs of both key widths (f32 and
+ * i64), the radix passes with several work-items per group as GPUs run them.
+ */
+START_TEST(test_small_every_kernel)
+{
+  static const kiln_dtype dts[2] = {KILN_F32, KILN_I64};
+  for (size_t d = 0; d < 2; d++) {
+    kiln_dtype dt = dts[d];
+    const int64_t n = 45, rows[2] = {6, 11}, s3[3] = {2, 5, 3};
+    kiln__sort_radix_local = 4;
+    kiln__sort_radix_tile = 12;
+    sort_case(dt, 1, &n, 0, PAT_SPECIAL, 0, KILN_SORT_RADIX, "small radix");
+    sort_case(dt, 2, rows, 1, PAT_DUPS, 1, KILN_SORT_RADIX, "small radix rows");
+    kiln__sort_radix_local = 0;
+    kiln__sort_radix_tile = 0;
+    sort_case(dt, 3, s3, 1, PAT_SPECIAL, 1, KILN_SORT_LOCAL, "small local");
+    sort_case(dt, 2, rows, 0, PAT_RANDOM, 0, KILN_SORT_RADIX, "small radix first axis");
+    topk_case(dt, 2, rows, 1, 3, 1);
+    void *h = make_data(dt, 60, PAT_DUPS);
+    const int64_t m[2] = {20, 3};
+    kiln_tensor *x = upload(dt, 2, m, h), *v = NULL, *ix = NULL, *f = NULL, *inv = NULL,
+                *c = NULL;
+    static const int64_t cols[2] = {1, 0};
+    static const int desc[2] = {1, 0};
+    KOK(kiln_sortrows(harness_ctx(), x, cols, 2, desc, &v, &ix));
+    kiln_tensor_release(v);
+    kiln_tensor_release(ix);
+    v = ix = NULL;
+    int64_t axis = 0;
+    KOK(kiln_unique(harness_ctx(), x, &axis, &v, &f, &inv, &c));
+    ck_assert_int_eq(kiln_tensor_numel(inv), 20);
+    kiln_tensor_release(v);
+    kiln_tensor_release(f);
+    kiln_tensor_release(inv);
+    kiln_tensor_release(c);
+    v = f = inv = c = NULL;
+    KOK(kiln_unique(harness_ctx(), x, NULL, &v, &f, &inv, &c));
+    int64_t *hc = harness_download(c);
+    int64_t total = 0;
+    for (uint64_t g = 0; g < kiln_tensor_numel(c); g++)
+      total += hc[g];
+    ck_assert_int_eq(total, 60);
+    free(hc);
+    kiln_tensor_release(v);
+    kiln_tensor_release(f);
+    kiln_tensor_release(inv);
+    kiln_tensor_release(c);
+    v = inv = c = NULL;
+    KOK(kiln_unique_consecutive(harness_ctx(), x, &v, &inv, &c));
+    kiln_tensor_release(v);
+    kiln_tensor_release(inv);
+    kiln_tensor_release(c);
+    v = NULL;
+    /* searchsorted with a sorter, isin and a set operation with index outputs. */
+    kiln_tensor *sorter = NULL, *ss = NULL, *tf = NULL, *loc = NULL, *ia = NULL, *ib = NULL;
+    KOK(kiln_argsort(harness_ctx(), x, -1, NULL, &sorter));
+    KOK(kiln_searchsorted(harness_ctx(), x, x, 1, sorter, &ss));
+    KOK(kiln_isin(harness_ctx(), x, x, &tf, &loc));
+    uint8_t *htf = harness_download(tf);
+    for (int i = 0; i < 60; i++)
+      ck_assert_int_eq(htf[i], 1);
+    free(htf);
+    KOK(kiln_intersect(harness_ctx(), x, x, &v, &ia, &ib));
+    kiln_tensor_release(v);
+    v = NULL;
+    KOK(kiln_setxor(harness_ctx(), x, x, &v));
+    ck_assert_int_eq(kiln_tensor_numel(v), 0);
+    kiln_tensor_release(v);
+    kiln_tensor_release(sorter);
+    kiln_tensor_release(ss);
+    kiln_tensor_release(tf);
+    kiln_tensor_release(loc);
+    kiln_tensor_release(ia);
+    kiln_tensor_release(ib);
+    kiln_tensor_release(x);
+    free(h);
+  }
+}
+END_TEST
+
 static Suite *
 sort_suite(void)
 {
   Suite *s = suite_create("sort");
   TCase *tc = tcase_create("sort");
   tcase_set_timeout(tc, 600);
-  tcase_add_test(tc, test_sort_lengths);
-  tcase_add_test(tc, test_sort_rows_axes);
-  tcase_add_test(tc, test_sort_gpu_shapes);
-  tcase_add_test(tc, test_topk_kthvalue);
-  tcase_add_test(tc, test_sortrows);
-  tcase_add_test(tc, test_unique);
-  tcase_add_test(tc, test_unique_rows);
-  tcase_add_test(tc, test_searchsorted);
-  tcase_add_test(tc, test_isin_and_sets);
+  tcase_add_test(tc, test_small_every_kernel);
   if (!harness_small()) {
+    tcase_add_test(tc, test_sort_lengths);
+    tcase_add_test(tc, test_sort_rows_axes);
+    tcase_add_test(tc, test_sort_gpu_shapes);
+    tcase_add_test(tc, test_topk_kthvalue);
+    tcase_add_test(tc, test_sortrows);
+    tcase_add_test(tc, test_unique);
+    tcase_add_test(tc, test_unique_rows);
+    tcase_add_test(tc, test_searchsorted);
+    tcase_add_test(tc, test_isin_and_sets);
     tcase_add_test(tc, test_sort_large);
     tcase_add_test(tc, test_errors);
   }
