@@ -18,10 +18,10 @@
  *     keys[p] = key(row p / len, element p % len), vals[p] = p.
  *   sort_col_keys(x, xoff, ncols, col, desc, first, n, keys, koff, vals, voff)  1-D over n
  *     (rows of a 2-D x): keys[i] = key(x[vals[i]][col]); first sets vals[i] = i before.
- *   sort_gather(x, xoff, rows, len, inner, vals, voff, ostart, olen, out, ooff, idx, ioff,
- *               want)  1-D over rows * olen: places ostart .. ostart + olen - 1 of each
- *     sorted row (payloads vals from the radix passes) into out / idx (want: bit 0 values,
- *     bit 1 i64 indices) of rows of olen elements.
+ *   sort_gather(x, xoff, rows, len, inner, vals, voff, vlen, ostart, olen, out, ooff, idx,
+ *               ioff, want)  1-D over rows * olen: places ostart .. ostart + olen - 1 of each
+ *     sorted row (payloads r * len + j in rows of vlen: the radix passes' or the selection's)
+ *     into out / idx (want: bit 0 values, bit 1 i64 indices) of rows of olen elements.
  *   sort_local(x, xoff, rows, len, inner, desc, ostart, olen, out, ooff, idx, ioff, want,
  *              lk, lv, np)  one work-group per row: the row's (key, position) pairs sorted
  *     in local memory (SORT_PAIRS_LOCAL, np a power of two >= len), then placed as
@@ -59,6 +59,14 @@ typedef ulong K;
 #else
 typedef uint K;
 #define K_MAX UINT_MAX
+#endif
+
+/* desc flips the key bits the key uses (one byte for bool and u8, whose radix sort and
+ * selection look at 8 bits only). */
+#if defined(KILN_DT_U8) || defined(KILN_DT_BOOL)
+#define K_FLIP 0xffu
+#else
+#define K_FLIP K_MAX
 #endif
 
 SORT_PAIRS_LOCAL(local_pairs_sort, K)
@@ -109,7 +117,7 @@ kernel void
 sort_keys(global const ST *x, ulong xoff, ulong rows, ulong len, ulong inner, uint desc,
           global K *keys, ulong koff, global uint *vals, ulong voff)
 {
-  const K flip = desc ? (K)K_MAX : (K)0;
+  const K flip = desc ? (K)K_FLIP : (K)0;
   const ulong n = rows * len;
   for (ulong p = get_global_id(0); p < n; p += get_global_size(0)) {
     /* inner == 1: the logical position is the physical one (no 64-bit divisions). */
@@ -127,7 +135,7 @@ kernel void
 sort_col_keys(global const ST *x, ulong xoff, ulong ncols, ulong col, uint desc, uint first,
               ulong n, global K *keys, ulong koff, global uint *vals, ulong voff)
 {
-  const K flip = desc ? (K)K_MAX : (K)0;
+  const K flip = desc ? (K)K_FLIP : (K)0;
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
     uint v = first ? (uint)i : vals[voff + i];
     if (first)
@@ -138,11 +146,11 @@ sort_col_keys(global const ST *x, ulong xoff, ulong ncols, ulong col, uint desc,
 
 kernel void
 sort_gather(global const ST *x, ulong xoff, ulong rows, ulong len, ulong inner,
-            global const uint *vals, ulong voff, ulong ostart, ulong olen, global ST *out,
-            ulong ooff, global long *idx, ulong ioff, uint want)
+            global const uint *vals, ulong voff, ulong vlen, ulong ostart, ulong olen,
+            global ST *out, ulong ooff, global long *idx, ulong ioff, uint want)
 {
   const ulong n = rows * olen;
-  if (inner == 1 && olen == len) {
+  if (inner == 1 && olen == len && vlen == len) {
     /* Whole contiguous rows: payloads are physical positions. */
     for (ulong q = get_global_id(0); q < n; q += get_global_size(0)) {
       ulong src = vals[voff + q];
@@ -155,7 +163,7 @@ sort_gather(global const ST *x, ulong xoff, ulong rows, ulong len, ulong inner,
   }
   for (ulong q = get_global_id(0); q < n; q += get_global_size(0)) {
     ulong r = q / olen, jj = q - r * olen;
-    ulong src = (ulong)vals[voff + r * len + ostart + jj] - r * len;
+    ulong src = (ulong)vals[voff + r * vlen + ostart + jj] - r * len;
     ulong o = phys(r, jj, olen, inner);
     if (want & 1u)
       MOVE(out, ooff + o, x, xoff + phys(r, src, len, inner));
@@ -170,7 +178,7 @@ sort_local(global const ST *x, ulong xoff, ulong rows, ulong len, ulong inner, u
            uint want, local K *lk, local uint *lv, ulong np)
 {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
-  const K flip = desc ? (K)K_MAX : (K)0;
+  const K flip = desc ? (K)K_FLIP : (K)0;
   for (ulong r = get_group_id(0); r < rows; r += get_num_groups(0)) {
     for (ulong j = lid; j < np; j += lsz) {
       lk[j] = j < len ? key_of(KILN_LOAD(x, xoff + phys(r, j, len, inner))) ^ flip : (K)K_MAX;

@@ -32,6 +32,8 @@ typedef ulong K;
 typedef uint K;
 #endif
 
+#define RADIX_SEL 256u
+
 inline uint
 digit_of(global const K *keys, global const uint *vals, ulong i, uint shift, uint mask, uint mode,
          ulong len)
@@ -179,5 +181,136 @@ scan_down(global uint *a, ulong m, ulong chunk, global const uint *sums, local u
     uint c = a[i];
     a[i] = run;
     run += c;
+  }
+}
+
+/* ---------------------------------------------------------------- selection (topk) */
+
+/*
+ * Radix selection of the need-th smallest key of each row of rows x len keys (row r at
+ * keys[r * len]), 8 bits a pass from the top: prefix[r] holds the bits decided so far (under
+ * pmask), need[r] the rank (from 1) still wanted among the keys with that prefix.
+ *   sel_hist(keys, koff, rows, len, nchunk, prefix, pmask, shift, hist, lh)  one work-group
+ *     per (row, chunk): hist[r * 256 + digit] += the chunk's keys with the prefix.
+ *   sel_pick(hist, rows, need, prefix, shift)  1-D over rows: the digit whose counts cover
+ *     need, added to prefix; need becomes the rank within it; hist zeroed for the next pass.
+ * Then the k smallest of each row, stable (keys below the k-th, then the first `need` equal
+ * to it in position order), are packed into rows of k pairs and sorted:
+ *   sel_flags(keys, koff, rows, len, prefix, lt, eq)  1-D over rows * len: lt = key < T,
+ *     eq = key == T (T = prefix[r], the k-th key).
+ *   sel_keep(rows, len, need, lt, eq, eqs, keep)  1-D: keep = lt || (eq && the element's
+ *     rank among its row's equal keys, from eqs (the exclusive scan of eq), is below need).
+ *   sel_pack(keys, koff, rows, len, k, keep, kps, ckeys, cvals)  1-D: kept pair p of row r
+ *     to ckeys/cvals[r * k + (kps[p] - kps[r * len])], payload p (the flat position).
+ *   pairs_local(ckeys, cvals, rows, k, lk, lv, np)  one work-group per row: the row's k
+ *     pairs sorted in local memory by key, then payload (SORT_PAIRS_LOCAL).
+ */
+#include "sort_pairs.clh"
+
+#if defined(KILN_DT_I64)
+SORT_PAIRS_LOCAL(pairs_sort_local, ulong)
+#define K_ALL ULONG_MAX
+#else
+SORT_PAIRS_LOCAL(pairs_sort_local, uint)
+#define K_ALL UINT_MAX
+#endif
+
+kernel void
+sel_hist(global const K *keys, ulong koff, ulong rows, ulong len, ulong nchunk,
+         global const K *prefix, K pmask, uint shift, global uint *hist, local uint *lh)
+{
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  const ulong chunk = (len + nchunk - 1) / nchunk;
+  for (ulong gi = get_group_id(0); gi < rows * nchunk; gi += get_num_groups(0)) {
+    const ulong r = gi / nchunk, c = gi - r * nchunk;
+    for (uint b = lid; b < RADIX_SEL; b += lsz)
+      lh[b] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const K pre = prefix[r];
+    ulong lo = c * chunk, hi = lo + chunk;
+    if (hi > len)
+      hi = len;
+    global const K *row = keys + koff + r * len;
+    for (ulong j = lo + lid; j < hi; j += lsz) {
+      K kv = row[j];
+      if ((kv & pmask) == pre)
+        atomic_inc(&lh[(uint)(kv >> shift) & (RADIX_SEL - 1u)]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint b = lid; b < RADIX_SEL; b += lsz)
+      if (lh[b])
+        atomic_add(&hist[r * RADIX_SEL + b], lh[b]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
+kernel void
+sel_pick(global uint *hist, ulong rows, global uint *need, global K *prefix, uint shift)
+{
+  for (ulong r = get_global_id(0); r < rows; r += get_global_size(0)) {
+    global uint *h = hist + r * RADIX_SEL;
+    uint want = need[r], cum = 0, b = 0;
+    for (; b < RADIX_SEL - 1u && cum + h[b] < want; b++)
+      cum += h[b];
+    need[r] = want - cum;
+    prefix[r] |= (K)b << shift;
+    for (uint i = 0; i < RADIX_SEL; i++)
+      h[i] = 0;
+  }
+}
+
+kernel void
+sel_flags(global const K *keys, ulong koff, ulong rows, ulong len, global const K *prefix,
+          global uint *lt, global uint *eq)
+{
+  const ulong n = rows * len;
+  for (ulong p = get_global_id(0); p < n; p += get_global_size(0)) {
+    K kv = keys[koff + p], t = prefix[p / len];
+    lt[p] = kv < t;
+    eq[p] = kv == t;
+  }
+}
+
+kernel void
+sel_keep(ulong rows, ulong len, global const uint *need, global const uint *lt,
+         global const uint *eq, global const uint *eqs, global uint *keep)
+{
+  const ulong n = rows * len;
+  for (ulong p = get_global_id(0); p < n; p += get_global_size(0)) {
+    ulong r = p / len;
+    keep[p] = lt[p] || (eq[p] && eqs[p] - eqs[r * len] < need[r]);
+  }
+}
+
+kernel void
+sel_pack(global const K *keys, ulong koff, ulong rows, ulong len, ulong k,
+         global const uint *keep, global const uint *kps, global K *ckeys, global uint *cvals)
+{
+  const ulong n = rows * len;
+  for (ulong p = get_global_id(0); p < n; p += get_global_size(0)) {
+    if (!keep[p])
+      continue;
+    ulong r = p / len, at = r * k + (kps[p] - kps[r * len]);
+    ckeys[at] = keys[koff + p];
+    cvals[at] = (uint)p;
+  }
+}
+
+kernel void
+pairs_local(global K *ckeys, global uint *cvals, ulong rows, ulong k, local K *lk,
+            local uint *lv, ulong np)
+{
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  for (ulong r = get_group_id(0); r < rows; r += get_num_groups(0)) {
+    for (ulong j = lid; j < np; j += lsz) {
+      lk[j] = j < k ? ckeys[r * k + j] : (K)K_ALL;
+      lv[j] = j < k ? cvals[r * k + j] : UINT_MAX;
+    }
+    pairs_sort_local(lk, lv, (uint)np);
+    for (ulong j = lid; j < k; j += lsz) {
+      ckeys[r * k + j] = lk[j];
+      cvals[r * k + j] = lv[j];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
   }
 }

@@ -24,6 +24,7 @@
 uint32_t kiln__sort_radix_local = 0;
 uint64_t kiln__sort_radix_tile = 0;
 uint32_t kiln__sort_radix_bits = 0;
+int kiln__sort_force_select = 0;
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -358,6 +359,199 @@ geometry(const char *op, const kiln_tensor *x, int64_t axis, size_t *ax, sort_ge
   return KILN_OK;
 }
 
+static kiln_status
+fill_u32(const char *op, kiln_context *ctx, cl_mem mem, uint32_t v, uint64_t n)
+{
+  cl_int err = clEnqueueFillBuffer(ctx->queue, mem, &v, sizeof v, 0, n * 4, 0, NULL, NULL);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueFillBuffer");
+}
+
+static kiln_status
+copy_u32(const char *op, kiln_context *ctx, const kiln_tensor *src, kiln_tensor *dst, uint64_t n)
+{
+  cl_int err = clEnqueueCopyBuffer(ctx->queue, src->mem, dst->mem, src->offset, dst->offset,
+                                   n * 4, 0, NULL, NULL);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueCopyBuffer");
+}
+
+/*
+ * The k smallest keys of each row (desc: largest values) by a radix selection of the k-th
+ * key, then a work-group sort of the k candidates per row (sort_radix.cl, "selection");
+ * places positions [ostart, ostart + olen) of the k as sort_core does (ctx->lock held).
+ * k <= kiln_sort_local_max(); len > 0.
+ */
+static kiln_status
+select_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_geo *g, int desc,
+            uint64_t k, uint64_t ostart, uint64_t olen, kiln_tensor *vout, kiln_tensor *iout)
+{
+  const uint64_t rows = g->rows, len = g->len, n = rows * len;
+  const kiln_dtype kdt = key_dtype(x->dtype);
+  const int k64 = kdt == KILN_I64;
+  enum { NT = 10 };
+  kiln_tensor *t[NT] = {NULL};
+  kiln_tensor **keys = &t[0], **vals = &t[1], **prefix = &t[2], **need = &t[3], **hist = &t[4],
+              **lt = &t[5], **eq = &t[6], **eqs = &t[7], **keep = &t[8], **kps = &t[9];
+  kiln_tensor *ck = NULL, *cv = NULL;
+  cl_kernel kk, kh, kp, kf, kkeep, kpack, kl, kg;
+  kiln_status s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "sort_keys", &kk);
+  if (s == KILN_OK)
+    s = kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, kdt, "sel_hist", &kh);
+  if (s == KILN_OK)
+    s = kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, kdt, "sel_pick", &kp);
+  if (s == KILN_OK)
+    s = kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, kdt, "sel_flags", &kf);
+  if (s == KILN_OK)
+    s = kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, kdt, "sel_keep", &kkeep);
+  if (s == KILN_OK)
+    s = kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, kdt, "sel_pack", &kpack);
+  if (s == KILN_OK)
+    s = kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, kdt, "pairs_local", &kl);
+  if (s == KILN_OK)
+    s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "sort_gather", &kg);
+  const kiln_dtype tdt[NT] = {kdt,       KILN_I32, kdt,      KILN_I32, KILN_I32,
+                              KILN_I32, KILN_I32, KILN_I32, KILN_I32, KILN_I32};
+  const uint64_t tn[NT] = {n, n, rows, rows, rows * 256, n, n, n, n, n};
+  for (size_t i = 0; s == KILN_OK && i < NT; i++)
+    s = kiln__ops_scratch(op, ctx, tdt[i], tn[i], &t[i]);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(op, ctx, kdt, rows * k, &ck);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(op, ctx, KILN_I32, rows * k, &cv);
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, kk);
+    kiln__args_tensor(&a, x);
+    kiln__args_u64(&a, rows);
+    kiln__args_u64(&a, len);
+    kiln__args_u64(&a, g->inner);
+    kiln__args_u32(&a, (uint32_t)!!desc);
+    kiln__args_tensor(&a, *keys);
+    kiln__args_tensor(&a, *vals);
+    s = kiln__args_launch_1d(&a, ctx, n, 0);
+  }
+  if (s == KILN_OK)
+    s = fill_u32(op, ctx, (*prefix)->mem, 0, rows * (k64 ? 2 : 1));
+  if (s == KILN_OK)
+    s = fill_u32(op, ctx, (*need)->mem, (uint32_t)k, rows);
+  if (s == KILN_OK)
+    s = fill_u32(op, ctx, (*hist)->mem, 0, rows * 256);
+  size_t local = s == KILN_OK ? kiln__launch_pow2_local(ctx, kh) : 1;
+  uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
+  /* Chunks of a row per work-group: enough groups to fill the device. */
+  uint64_t nchunk = (len + local * 64 - 1) / (local * 64), most = (8 * cu + rows - 1) / rows;
+  if (nchunk > most)
+    nchunk = most;
+  if (nchunk < 1)
+    nchunk = 1;
+  const uint32_t kbits = key_bits(x->dtype);
+  for (uint32_t shift = kbits - 8; s == KILN_OK; shift -= 8) {
+    /* The bits above this digit are decided. */
+    uint64_t pmask = shift + 8 >= 64 ? 0 : ~(((uint64_t)1 << (shift + 8)) - 1);
+    if (!k64)
+      pmask &= 0xffffffffu;
+    kiln__args a = kiln__args_begin(op, kh);
+    kiln__args_tensor(&a, *keys);
+    kiln__args_u64(&a, rows);
+    kiln__args_u64(&a, len);
+    kiln__args_u64(&a, nchunk);
+    kiln__args_mem(&a, (*prefix)->mem);
+    if (k64)
+      kiln__args_u64(&a, pmask);
+    else
+      kiln__args_u32(&a, (uint32_t)pmask);
+    kiln__args_u32(&a, shift);
+    kiln__args_mem(&a, (*hist)->mem);
+    kiln__args_local(&a, 256 * 4);
+    s = kiln__args_enqueue_1d(&a, ctx, (size_t)(groups_for(rows * nchunk) * local), local);
+    if (s == KILN_OK) {
+      kiln__args b = kiln__args_begin(op, kp);
+      kiln__args_mem(&b, (*hist)->mem);
+      kiln__args_u64(&b, rows);
+      kiln__args_mem(&b, (*need)->mem);
+      kiln__args_mem(&b, (*prefix)->mem);
+      kiln__args_u32(&b, shift);
+      s = kiln__args_launch_1d(&b, ctx, rows, 0);
+    }
+    if (shift == 0)
+      break;
+  }
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, kf);
+    kiln__args_tensor(&a, *keys);
+    kiln__args_u64(&a, rows);
+    kiln__args_u64(&a, len);
+    kiln__args_mem(&a, (*prefix)->mem);
+    kiln__args_mem(&a, (*lt)->mem);
+    kiln__args_mem(&a, (*eq)->mem);
+    s = kiln__args_launch_1d(&a, ctx, n, 0);
+  }
+  if (s == KILN_OK)
+    s = copy_u32(op, ctx, *eq, *eqs, n);
+  if (s == KILN_OK)
+    s = kiln__sort_scan(op, ctx, (*eqs)->mem, n);
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, kkeep);
+    kiln__args_u64(&a, rows);
+    kiln__args_u64(&a, len);
+    kiln__args_mem(&a, (*need)->mem);
+    kiln__args_mem(&a, (*lt)->mem);
+    kiln__args_mem(&a, (*eq)->mem);
+    kiln__args_mem(&a, (*eqs)->mem);
+    kiln__args_mem(&a, (*keep)->mem);
+    s = kiln__args_launch_1d(&a, ctx, n, 0);
+  }
+  if (s == KILN_OK)
+    s = copy_u32(op, ctx, *keep, *kps, n);
+  if (s == KILN_OK)
+    s = kiln__sort_scan(op, ctx, (*kps)->mem, n);
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, kpack);
+    kiln__args_tensor(&a, *keys);
+    kiln__args_u64(&a, rows);
+    kiln__args_u64(&a, len);
+    kiln__args_u64(&a, k);
+    kiln__args_mem(&a, (*keep)->mem);
+    kiln__args_mem(&a, (*kps)->mem);
+    kiln__args_mem(&a, ck->mem);
+    kiln__args_mem(&a, cv->mem);
+    s = kiln__args_launch_1d(&a, ctx, n, 0);
+  }
+  if (s == KILN_OK && k > 1) {
+    uint64_t np = kiln__ops_pow2(k);
+    size_t lsz = kiln__launch_pow2_local(ctx, kl);
+    while (lsz > 1 && lsz > np / 2)
+      lsz /= 2;
+    kiln__args a = kiln__args_begin(op, kl);
+    kiln__args_mem(&a, ck->mem);
+    kiln__args_mem(&a, cv->mem);
+    kiln__args_u64(&a, rows);
+    kiln__args_u64(&a, k);
+    kiln__args_local(&a, (size_t)(np * (k64 ? 8 : 4)));
+    kiln__args_local(&a, (size_t)(np * 4));
+    kiln__args_u64(&a, np);
+    s = kiln__args_enqueue_1d(&a, ctx, (size_t)(groups_for(rows) * lsz), lsz);
+  }
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, kg);
+    kiln__args_tensor(&a, x);
+    kiln__args_u64(&a, rows);
+    kiln__args_u64(&a, len);
+    kiln__args_u64(&a, g->inner);
+    kiln__args_tensor(&a, cv);
+    kiln__args_u64(&a, k);
+    kiln__args_u64(&a, ostart);
+    kiln__args_u64(&a, olen);
+    kiln__args_tensor(&a, vout);
+    kiln__args_tensor(&a, iout);
+    kiln__args_u32(&a, (vout ? 1u : 0u) | (iout ? 2u : 0u));
+    s = kiln__args_launch_1d(&a, ctx, rows * olen, 0);
+  }
+  for (size_t i = 0; i < NT; i++)
+    kiln_tensor_release(t[i]);
+  kiln_tensor_release(ck);
+  kiln_tensor_release(cv);
+  return s;
+}
+
 /*
  * Sorts the rows of x and places positions [ostart, ostart + olen) of each sorted row into
  * vout / iout (either NULL), rows of olen elements in x's layout (ctx->lock held).
@@ -372,6 +566,12 @@ sort_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_ge
     return KILN_OK;
   const uint32_t want = (vout ? 1u : 0u) | (iout ? 2u : 0u);
   uint64_t lmax = kiln_sort_local_max(ctx, x->dtype);
+  /* Only the first k of each row are wanted (topk, kthvalue): select them when rows are too
+   * long for the work-group sort and k is short enough to be one. */
+  const uint64_t nk = ostart + olen;
+  if (path == KILN_SORT_AUTO && nk <= lmax &&
+      (kiln__sort_force_select || (g->len > lmax && nk * 8 <= g->len)))
+    return select_core(op, ctx, x, g, desc, nk, ostart, olen, vout, iout);
   if (path == KILN_SORT_AUTO)
     path = g->len <= lmax && g->len > 1 ? KILN_SORT_LOCAL : KILN_SORT_RADIX;
   cl_kernel k;
@@ -408,6 +608,7 @@ sort_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_ge
     kiln__args_u64(&a, g->len);
     kiln__args_u64(&a, g->inner);
     kiln__args_tensor(&a, vals);
+    kiln__args_u64(&a, g->len);
     kiln__args_u64(&a, ostart);
     kiln__args_u64(&a, olen);
     kiln__args_tensor(&a, vout);

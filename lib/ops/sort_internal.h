@@ -19,6 +19,8 @@
 extern uint32_t kiln__sort_radix_local;
 extern uint64_t kiln__sort_radix_tile;
 extern uint32_t kiln__sort_radix_bits;
+/* Test hook: nonzero makes topk and kthvalue take the radix selection whenever k fits. */
+extern int kiln__sort_force_select;
 
 /* Nonzero when dtype's keys are 64 bits (i64, f64). */
 int kiln__sort_key64(kiln_dtype dt);

@@ -385,7 +385,10 @@ topk_case(kiln_dtype dt, size_t nd, const int64_t *shape, int64_t axis, uint64_t
 
 START_TEST(test_topk_kthvalue)
 {
-  for (size_t d = 0; d < NDT; d++) {
+  for (int sel = 0; sel < 2; sel++) {
+    /* sel: the radix selection on every size (else only on long rows with small k). */
+    kiln__sort_force_select = sel;
+    for (size_t d = 0; d < NDT; d++) {
     kiln_dtype dt = all_dtypes[d];
     if (!dt_ok(dt))
       continue;
@@ -395,9 +398,13 @@ START_TEST(test_topk_kthvalue)
     topk_case(dt, 1, s1, 0, 7, 0);
     topk_case(dt, 2, s2, 1, 16, 1);
     topk_case(dt, 2, s2, 0, 3, 0);
-    topk_case(dt, 2, s2, -1, 129, 0);
-    topk_case(dt, 2, s2, -1, 0, 1);
+      topk_case(dt, 2, s2, -1, 129, 0);
+      topk_case(dt, 2, s2, -1, 0, 1);
+      const int64_t s3[3] = {3, harness_size(20011, 500), 2};
+      topk_case(dt, 3, s3, 1, 5, 0);
+    }
   }
+  kiln__sort_force_select = 0;
 }
 END_TEST
 
@@ -897,6 +904,9 @@ START_TEST(test_small_every_kernel)
     sort_case(dt, 3, s3, 1, PAT_SPECIAL, 1, KILN_SORT_LOCAL, "small local");
     sort_case(dt, 2, rows, 0, PAT_RANDOM, 0, KILN_SORT_RADIX, "small radix first axis");
     topk_case(dt, 2, rows, 1, 3, 1);
+    kiln__sort_force_select = 1;
+    topk_case(dt, 2, rows, 1, 3, 0);
+    kiln__sort_force_select = 0;
     void *h = make_data(dt, 60, PAT_DUPS);
     const int64_t m[2] = {20, 3};
     kiln_tensor *x = upload(dt, 2, m, h), *v = NULL, *ix = NULL, *f = NULL, *inv = NULL,
