@@ -233,8 +233,14 @@ sel_hist(global const K *keys, ulong koff, ulong rows, ulong len, ulong nchunk,
     global const K *row = keys + koff + r * len;
     for (ulong j = lo + lid; j < hi; j += lsz) {
       K kv = row[j];
-      if ((kv & pmask) == pre)
-        atomic_inc(&lh[(uint)(kv >> shift) & (RADIX_SEL - 1u)]);
+      if ((kv & pmask) == pre) {
+        /* One work-item per group (CPUs): a plain increment, no atomic. */
+        uint d = (uint)(kv >> shift) & (RADIX_SEL - 1u);
+        if (lsz == 1)
+          lh[d]++;
+        else
+          atomic_inc(&lh[d]);
+      }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint b = lid; b < RADIX_SEL; b += lsz)

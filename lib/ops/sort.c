@@ -434,10 +434,14 @@ select_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_
     s = fill_u32(op, ctx, (*need)->mem, (uint32_t)k, rows);
   if (s == KILN_OK)
     s = fill_u32(op, ctx, (*hist)->mem, 0, rows * 256);
-  size_t local = s == KILN_OK ? kiln__launch_pow2_local(ctx, kh) : 1;
+  /* CPUs: one work-item per group counts its chunk without atomics. */
+  size_t local = s == KILN_OK && ctx->info.is_gpu ? kiln__launch_pow2_local(ctx, kh) : 1;
+  if (kiln__sort_radix_local)
+    local = kiln__sort_radix_local;
   uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
   /* Chunks of a row per work-group: enough groups to fill the device. */
-  uint64_t nchunk = (len + local * 64 - 1) / (local * 64), most = (8 * cu + rows - 1) / rows;
+  uint64_t per = ctx->info.is_gpu ? local * 64 : 65536;
+  uint64_t nchunk = (len + per - 1) / per, most = (8 * cu + rows - 1) / rows;
   if (nchunk > most)
     nchunk = most;
   if (nchunk < 1)

@@ -325,6 +325,9 @@ START_TEST(test_sort_large)
 }
 END_TEST
 
+static void topk_case(kiln_dtype dt, size_t nd, const int64_t *shape, int64_t axis, uint64_t k,
+                      int largest);
+
 START_TEST(test_sort_gpu_shapes)
 {
   /* The radix passes with several work-items per group and small tiles, as GPUs run them. */
@@ -336,6 +339,11 @@ START_TEST(test_sort_gpu_shapes)
     sort_case(KILN_F32, 1, &n, 0, PAT_SPECIAL, 0, KILN_SORT_RADIX, "gpu shape");
     sort_case(KILN_I64, 1, &n, 0, PAT_RANDOM, 1, KILN_SORT_RADIX, "gpu shape");
     sort_case(KILN_U8, 2, rows, 1, PAT_DUPS, 0, KILN_SORT_RADIX, "gpu shape rows");
+    /* The selection's histograms with several work-items (local atomics). */
+    kiln__sort_force_select = 1;
+    topk_case(KILN_F32, 2, rows, 1, 10, 1);
+    topk_case(KILN_I64, 1, &n, 0, 33, 0);
+    kiln__sort_force_select = 0;
   }
   /* Digits of 3 and 11 bits: passes that do not divide the key width, the row passes. */
   static const uint32_t bits[] = {3, 11};
