@@ -320,3 +320,68 @@ pairs_local(global K *ckeys, global uint *cvals, ulong rows, ulong k, local K *l
     barrier(CLK_LOCAL_MEM_FENCE);
   }
 }
+
+/*
+ * rows_serial(keys, koff, vals, voff, tkeys, tvals, rows, len, kbits)  one work-item per row
+ * (CPUs with many long rows): a serial LSD radix sort of the row's pairs, 8 bits a pass,
+ * ping-ponging with tkeys/tvals (rows x len); the row stays in the core's cache for all its
+ * passes; rows of at most 32 take an insertion sort instead. The result is in keys/vals.
+ * Stable: each pass walks the row in order.
+ */
+kernel void
+rows_serial(global K *keys, ulong koff, global uint *vals, ulong voff, global K *tkeys,
+            global uint *tvals, ulong rows, ulong len, uint kbits)
+{
+  uint cnt[256];
+  for (ulong r = get_global_id(0); r < rows; r += get_global_size(0)) {
+    global K *ka = keys + koff + r * len, *kb = tkeys + r * len;
+    global uint *va = vals + voff + r * len, *vb = tvals + r * len;
+    if (len <= 32) {
+      /* Short rows: an insertion sort in place; moving only past strictly greater keys
+       * keeps it stable. */
+      for (ulong j = 1; j < len; j++) {
+        K kv = ka[j];
+        uint vv = va[j];
+        ulong i = j;
+        for (; i > 0 && ka[i - 1] > kv; i--) {
+          ka[i] = ka[i - 1];
+          va[i] = va[i - 1];
+        }
+        ka[i] = kv;
+        va[i] = vv;
+      }
+      continue;
+    }
+    uint pass = 0;
+    for (uint shift = 0; shift < kbits; shift += 8, pass++) {
+      for (uint b = 0; b < 256u; b++)
+        cnt[b] = 0;
+      for (ulong j = 0; j < len; j++)
+        cnt[(uint)(ka[j] >> shift) & 255u]++;
+      uint run = 0;
+      for (uint b = 0; b < 256u; b++) {
+        uint c = cnt[b];
+        cnt[b] = run;
+        run += c;
+      }
+      for (ulong j = 0; j < len; j++) {
+        uint p = cnt[(uint)(ka[j] >> shift) & 255u]++;
+        kb[p] = ka[j];
+        vb[p] = va[j];
+      }
+      global K *tk = ka;
+      ka = kb;
+      kb = tk;
+      global uint *tv = va;
+      va = vb;
+      vb = tv;
+    }
+    if (pass & 1u) {
+      /* An odd number of passes (bool, u8) left the row in the temporaries. */
+      for (ulong j = 0; j < len; j++) {
+        kb[j] = ka[j];
+        vb[j] = va[j];
+      }
+    }
+  }
+}
