@@ -253,7 +253,22 @@ extern "C" {
   X(linalg_cholesky_solve, kiln_linalg_cholesky_solve) \
   X(linalg_cholesky_inverse, kiln_linalg_cholesky_inverse) \
   X(trsm, kiln_trsm) \
-  X(trmm, kiln_trmm)
+  X(trmm, kiln_trmm) \
+  /* sort: sorting, selection, unique, searching, set operations */ \
+  X(sort, kiln_sort) \
+  X(argsort, kiln_argsort) \
+  X(topk, kiln_topk) \
+  X(kthvalue, kiln_kthvalue) \
+  X(sortrows, kiln_sortrows) \
+  X(sort_local_max, kiln_sort_local_max) \
+  X(unique, kiln_unique) \
+  X(unique_consecutive, kiln_unique_consecutive) \
+  X(searchsorted, kiln_searchsorted) \
+  X(isin, kiln_isin) \
+  X(set_union, kiln_union) \
+  X(intersect, kiln_intersect) \
+  X(setdiff, kiln_setdiff) \
+  X(setxor, kiln_setxor)
 
 #define KILN_PROVIDER_SLOT_(slot, function) __typeof__(function) *slot;
 
