@@ -253,7 +253,17 @@ extern "C" {
   X(linalg_cholesky_solve, kiln_linalg_cholesky_solve) \
   X(linalg_cholesky_inverse, kiln_linalg_cholesky_inverse) \
   X(trsm, kiln_trsm) \
-  X(trmm, kiln_trmm)
+  X(trmm, kiln_trmm) \
+  /* linalg_spectral: QR, least squares, eigen, SVD, norms */ \
+  X(linalg_qr, kiln_linalg_qr) \
+  X(linalg_lstsq, kiln_linalg_lstsq) \
+  X(linalg_eigh, kiln_linalg_eigh) \
+  X(linalg_eig, kiln_linalg_eig) \
+  X(linalg_svd, kiln_linalg_svd) \
+  X(linalg_pinv, kiln_linalg_pinv) \
+  X(linalg_matrix_rank, kiln_linalg_matrix_rank) \
+  X(linalg_matrix_norm, kiln_linalg_matrix_norm) \
+  X(linalg_cond, kiln_linalg_cond)
 
 #define KILN_PROVIDER_SLOT_(slot, function) __typeof__(function) *slot;
 
