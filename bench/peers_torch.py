@@ -459,6 +459,28 @@ def setup_lu_batched(e, n):
     return (lambda: e.torch.linalg.lu_factor(a)), [b, 32, 32], "torch.linalg.lu_factor(a) (batched)"
 
 
+# linalg_spectral: reduced QR (flops 8/3 d^3 as kiln's row), eigh with vectors of a symmetric
+# matrix, reduced SVD with vectors (times only, as kiln's rows).
+def setup_qr(e, n):
+    d = square_dim(n)
+    a = e.uniform(d, d)
+    return (lambda: e.torch.linalg.qr(a)), [d, d], "torch.linalg.qr(a) (reduced)"
+
+
+def setup_eigh(e, n):
+    d = square_dim(n)
+    a = e.uniform(d, d)
+    a = (a + a.T) * 0.5
+    return (lambda: e.torch.linalg.eigh(a)), [d, d], "torch.linalg.eigh(a)"
+
+
+def setup_svd(e, n):
+    d = square_dim(n)
+    a = e.uniform(d, d)
+    return (lambda: e.torch.linalg.svd(a, full_matrices=False)), [d, d], \
+        "torch.linalg.svd(a, full_matrices=False)"
+
+
 # (kiln case name, setup(env, n) -> (call, shape, op text), bytes(n, esz) or None, flops(n) or None)
 CASES = [
     ("copy.kiln_copy", setup_copy, bytes_1in_1out, None),
@@ -495,6 +517,9 @@ CASES = [
     ("linalg.solve", setup_solve, None, lambda n: flops_lu(n) + 64.0 * square_dim(n) ** 2),
     ("linalg.inv", setup_inv, None, lambda n: 3.0 * flops_lu(n)),
     ("linalg.lu_batched", setup_lu_batched, None, lambda n: max(n // 1024, 1) * 2.0 / 3.0 * 32 ** 3),
+    ("linalg.qr", setup_qr, None, lambda n: 8.0 / 3.0 * square_dim(n) ** 3),
+    ("linalg.eigh", setup_eigh, None, None),
+    ("linalg.svd", setup_svd, None, None),
 ]
 COPY_CASE = "copy.kiln_copy"
 
