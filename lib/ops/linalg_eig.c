@@ -98,6 +98,51 @@ host_svd(const char *op, uint64_t b, double *x, uint64_t m, uint64_t n, double *
 
 /* ---------------------------------------------------------------- eigh */
 
+#if KILN_HAVE_LAPACKE
+/*
+ * Eigenvalues (ascending, into d) and optionally vectors (z, n x n row-major, columns) of the
+ * symmetric tridiagonal (d[n], e[n-1]; e has n entries, the last one scratch). Vectors of
+ * orders from kiln__lsp_mrrr_min() up come from MRRR (dstemr, O(n^2): the host stage stays
+ * small next to the device reduction, where the divide and conquer of dstedc is O(n^3)
+ * through the host BLAS); smaller ones, and any MRRR gives up on, from dstedc.
+ */
+static kiln_status
+tridiag_eig(const char *op, uint64_t b, uint64_t n, double *d, double *e, double *z)
+{
+  if (n == 0)
+    return KILN_OK;
+  if (!z) {
+    lapack_int info = LAPACKE_dsterf((lapack_int)n, d, e);
+    return info == 0 ? KILN_OK : no_conv(op, "dsterf", b, info);
+  }
+  double *w = malloc(n * sizeof *w), *d0 = malloc(n * sizeof *d0), *e0 = malloc(n * sizeof *e0);
+  lapack_int *supp = malloc(2 * n * sizeof *supp);
+  kiln_status s = host_mem(op, w && d0 && e0 && supp);
+  if (s == KILN_OK) {
+    memcpy(d0, d, n * sizeof *d0);
+    memcpy(e0, e, (n - 1) * sizeof *e0);
+    e0[n - 1] = e[n - 1] = 0.0;
+    lapack_int found = 0, tryrac = 1, info = 1;
+    if (n >= (uint64_t)kiln__lsp_mrrr_min())
+      info = LAPACKE_dstemr(LAPACK_ROW_MAJOR, 'V', 'A', (lapack_int)n, d, e, 0.0, 0.0, 0, 0, &found,
+                            w, z, (lapack_int)n, (lapack_int)n, supp, &tryrac);
+    if (info == 0 && (uint64_t)found == n) {
+      memcpy(d, w, n * sizeof *d);
+    } else {
+      memcpy(d, d0, n * sizeof *d);
+      info = LAPACKE_dstedc(LAPACK_ROW_MAJOR, 'I', (lapack_int)n, d, e0, z, (lapack_int)n);
+      if (info != 0)
+        s = no_conv(op, "dstedc", b, info);
+    }
+  }
+  free(w);
+  free(d0);
+  free(e0);
+  free(supp);
+  return s;
+}
+#endif
+
 static kiln_status
 kern(const kiln__lsp *L, const char *name, cl_kernel *k)
 {
@@ -258,13 +303,8 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
     if (s == KILN_OK && v)
       s = host_mem(op, (hz = malloc(cnt * n * sizeof *hz)) != NULL);
 #if KILN_HAVE_LAPACKE
-    for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
-      lapack_int info = v ? LAPACKE_dstedc(LAPACK_ROW_MAJOR, 'I', (lapack_int)n, hd + b * n,
-                                           he + b * n, hz + b * n * n, (lapack_int)n)
-                          : LAPACKE_dsterf((lapack_int)n, hd + b * n, he + b * n);
-      if (info != 0)
-        s = no_conv(op, v ? "dstedc" : "dsterf", b, info);
-    }
+    for (uint64_t b = 0; s == KILN_OK && b < batch; b++)
+      s = tridiag_eig(op, b, n, hd + b * n, he + b * n, v ? hz + b * n * n : NULL);
 #endif
     if (s == KILN_OK)
       s = kiln__lsp_upload(&L, *w, hd);

@@ -28,7 +28,20 @@
 
 #define SRC "linalg_qr"
 
-static atomic_int hook_nb = -1, hook_own = -1;
+static atomic_int hook_nb = -1, hook_own = -1, hook_mrrr = -1;
+
+void
+kiln__linalg_spectral_test_mrrr(int min_n)
+{
+  atomic_store(&hook_mrrr, min_n);
+}
+
+int
+kiln__lsp_mrrr_min(void)
+{
+  int h = atomic_load(&hook_mrrr);
+  return h >= 0 ? h : KILN__LSP_MRRR_MIN;
+}
 
 void
 kiln__linalg_spectral_test_set(int nb, int own)

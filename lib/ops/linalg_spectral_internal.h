@@ -21,6 +21,16 @@
  */
 void kiln__linalg_spectral_test_set(int nb, int own);
 
+/*
+ * Smallest order whose tridiagonal eigenvectors come from MRRR (dstemr, O(n^2)) rather than
+ * divide and conquer (dstedc: better orthogonality, but O(n^3) through the host BLAS).
+ */
+#define KILN__LSP_MRRR_MIN 512
+
+/* Test hook: the MRRR threshold (< 0 restores KILN__LSP_MRRR_MIN). */
+void kiln__linalg_spectral_test_mrrr(int min_n);
+int kiln__lsp_mrrr_min(void);
+
 /* What one call works with (ctx->lock held while it is used). */
 typedef struct kiln__lsp {
   const char *op;
