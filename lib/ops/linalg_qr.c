@@ -28,7 +28,7 @@
 
 #define SRC "linalg_qr"
 
-static atomic_int hook_nb = -1, hook_own = -1, hook_mrrr = -1;
+static atomic_int hook_nb = -1, hook_own = -1, hook_mrrr = -1, hook_leaf = -1;
 
 void
 kiln__linalg_spectral_test_mrrr(int min_n)
@@ -44,10 +44,11 @@ kiln__lsp_mrrr_min(void)
 }
 
 void
-kiln__linalg_spectral_test_set(int nb, int own)
+kiln__linalg_spectral_test_set(int nb, int own, int leaf)
 {
   atomic_store(&hook_nb, nb);
   atomic_store(&hook_own, own);
+  atomic_store(&hook_leaf, leaf);
 }
 
 kiln__lsp
@@ -58,6 +59,8 @@ kiln__lsp_make(const char *op, kiln_context *ctx, kiln_dtype dt)
   L.nb = h > 0 ? (uint64_t)h : ctx->info.is_gpu ? KILN__LSP_NB_GPU : KILN__LSP_NB_CPU;
   L.clblast = KILN_HAVE_CLBLAST && !kiln__env_flag(KILN__ENV_DEBUG_NO_CLBLAST) &&
               atomic_load(&hook_own) <= 0;
+  int hl = atomic_load(&hook_leaf);
+  L.leaf = hl > 0 ? (uint64_t)hl : ctx->info.is_gpu ? KILN__LSP_LEAF_GPU : UINT64_MAX;
   return L;
 }
 
@@ -225,6 +228,35 @@ block_apply(const kiln__lsp *L, uint64_t rows, uint64_t jb, int trans_t, kiln__l
   return gemm(L, 0, 0, rows, ncols, jb, -1.0, v, w2, 1.0, c);
 }
 
+/*
+ * QR of the rows x w panel at a in place, tau at tau: qr_panel up to the leaf width, else
+ * the left half, its reflectors on the right half (compact WY), then the right half below
+ * the left half's rows.
+ */
+static kiln_status
+panel_run(const kiln__lsp *L, cl_kernel panel, size_t local, kiln__lsp_mat a, uint64_t rows,
+          uint64_t w, kiln__lsp_mat tau, kiln__lsp_ws *ws)
+{
+  if (w <= L->leaf) {
+    kiln__args args = kiln__args_begin(L->op, panel);
+    args_mat(&args, a);
+    kiln__args_u64(&args, a.ld);
+    kiln__args_u32(&args, (uint32_t)rows);
+    kiln__args_u32(&args, 0);
+    kiln__args_u32(&args, (uint32_t)w);
+    args_mat(&args, tau);
+    kiln__args_local(&args, local * L->ts);
+    return kiln__args_enqueue_1d(&args, L->ctx, local, local);
+  }
+  uint64_t w1 = w / 2;
+  KILN_TRY(panel_run(L, panel, local, a, rows, w1, tau, ws));
+  KILN_TRY(block_vt(L, a, rows, w1, tau, ws));
+  KILN_TRY(block_apply(L, rows, w1, 1, at(a, 0, w1), w - w1, ws));
+  kiln__lsp_mat t2 = tau;
+  t2.off += w1;
+  return panel_run(L, panel, local, at(a, w1, w1), rows - w1, w - w1, t2, ws);
+}
+
 kiln_status
 kiln__lsp_geqrf(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t n, kiln__lsp_mat tau,
                 kiln__lsp_ws *ws)
@@ -237,18 +269,10 @@ kiln__lsp_geqrf(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t n, kil
   size_t local = group_local(L, panel);
   for (uint64_t j0 = 0; j0 < k; j0 += nb) {
     uint64_t jb = k - j0 < nb ? k - j0 : nb;
-    kiln__args args = kiln__args_begin(L->op, panel);
-    args_mat(&args, a);
-    kiln__args_u64(&args, a.ld);
-    kiln__args_u32(&args, (uint32_t)m);
-    kiln__args_u32(&args, (uint32_t)j0);
-    kiln__args_u32(&args, (uint32_t)jb);
-    args_mat(&args, tau);
-    kiln__args_local(&args, local * L->ts);
-    KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, local, local));
+    kiln__lsp_mat tj = tau;
+    tj.off += j0;
+    KILN_TRY(panel_run(L, panel, local, at(a, j0, j0), m - j0, jb, tj, ws));
     if (j0 + jb < n) {
-      kiln__lsp_mat tj = tau;
-      tj.off += j0;
       KILN_TRY(block_vt(L, at(a, j0, j0), m - j0, jb, tj, ws));
       KILN_TRY(block_apply(L, m - j0, jb, 1, at(a, j0, j0 + jb), n - j0 - jb, ws));
     }

@@ -16,10 +16,20 @@
 #define KILN__LSP_NB_CPU 16
 
 /*
- * Test hook: nb > 0 forces the block size, own > 0 kiln's GEMM kernel instead of CLBlast;
- * -1 restores the default of each. Process-wide; not for concurrent use.
+ * Widest QR panel that one work-group (qr_panel) factors on GPUs; wider panels split in
+ * halves recursively, joined by the compact-WY GEMMs. qr_panel walks the panel's columns
+ * with strided loads once per column pair (about m w^2 / 2 of them for a w-column panel),
+ * all in one compute unit; the recursion moves most of that into GEMMs over the device.
+ * CPUs (PoCL) factor whole panels.
  */
-void kiln__linalg_spectral_test_set(int nb, int own);
+#define KILN__LSP_LEAF_GPU 8
+
+/*
+ * Test hook: nb > 0 forces the block size, own > 0 kiln's GEMM kernel instead of CLBlast,
+ * leaf > 0 the panel leaf width; -1 restores the default of each. Process-wide; not for
+ * concurrent use.
+ */
+void kiln__linalg_spectral_test_set(int nb, int own, int leaf);
 
 /*
  * Smallest order whose tridiagonal eigenvectors come from MRRR (dstemr, O(n^2)) rather than
@@ -39,6 +49,7 @@ typedef struct kiln__lsp {
   size_t ts;
   int clblast;
   uint64_t nb;
+  uint64_t leaf; /* widest panel qr_panel factors without recursing */
 } kiln__lsp;
 
 kiln__lsp kiln__lsp_make(const char *op, kiln_context *ctx, kiln_dtype dt);

@@ -39,13 +39,13 @@
 #define BOUND 10.0
 
 static const kiln_dtype dtypes[] = {KILN_F32, KILN_F64};
-static int hook_nb = -1;
+static int hook_nb = -1, hook_leaf = -1;
 
 /* f32 on kiln's GEMM kernel, f64 through CLBlast (PoCL compiles each CLBlast routine once). */
 static int
 route_for(kiln_dtype dt)
 {
-  kiln__linalg_spectral_test_set(hook_nb, dt == KILN_F32 ? 1 : -1);
+  kiln__linalg_spectral_test_set(hook_nb, dt == KILN_F32 ? 1 : -1, hook_leaf);
   return 1;
 }
 
@@ -286,12 +286,16 @@ START_TEST(qr_backward_error)
 }
 END_TEST
 
-/* Several blocks: the block forced to 4 and 16, matrices around the block sizes. */
+/*
+ * Several blocks: the block forced to 4 and 16, matrices around the block sizes; with 16 the
+ * panels also split recursively down to leaves of 3 columns (the GPU route).
+ */
 START_TEST(qr_blocked)
 {
   static const int nbs[] = {4, 16};
   for (size_t i = 0; i < (harness_small() ? 1u : 2u); i++) {
     hook_nb = nbs[i];
+    hook_leaf = i == 1 ? 3 : -1;
     FOR_DTYPES(dt)
     {
       size_t nb = (size_t)nbs[i];
@@ -305,6 +309,7 @@ START_TEST(qr_blocked)
     }
   }
   hook_nb = -1;
+  hook_leaf = -1;
 }
 END_TEST
 
@@ -1016,8 +1021,9 @@ static void
 reset_hooks(void)
 {
   hook_nb = -1;
+  hook_leaf = -1;
   orth_bound = BOUND;
-  kiln__linalg_spectral_test_set(-1, -1);
+  kiln__linalg_spectral_test_set(-1, -1, -1);
   kiln__linalg_spectral_test_mrrr(-1);
 }
 
