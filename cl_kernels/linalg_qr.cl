@@ -30,6 +30,12 @@
  *     matrix A22 = A[j+1.., j+1..]: p[r] = tau (A22 v)[r].
  *   td_w(n, j, v, tau, p, sh)   one work-group: p = p - (tau / 2)(p . v) v (LAPACK sytd2's w).
  *   td_syr2(a, aoff, n, j, v, w)   global (len, len): A22 -= v w^T + w v^T.
+ *   gb_house(x, xoff, len, v, voff, tau, toff, beta, boff, st, stoff, ststride, sh)   one
+ *     work-group: the reflector of a contiguous vector, v explicit, v[1..] also to st.
+ *   gb_rowdot(a, aoff, lda, len, v, voff, tau, toff, out, ooff, sh)   one work-group per
+ *     row: out[r] = tau (a[r][0..len) . v).
+ *   gb_rank1(a, aoff, lda, rows, cols, p, poff, q, qoff)   global (cols, rows): a -= p q^T.
+ *   transpose_m(s, soff, rows, cols, d, doff)   global (cols, rows): d = s^T.
  */
 #include "common.cl"
 
@@ -267,4 +273,68 @@ kernel void td_syr2(global T *a, ulong aoff, uint n, uint j, global const T *v, 
     return;
   a[aoff + (ulong)(j + 1 + r) * n + j + 1 + c] -=
       v[voff + r] * w[woff + c] + w[woff + r] * v[voff + c];
+}
+
+/*
+ * Householder bidiagonalisation (lib/ops/linalg_eig.c, svd) keeps A (M x N, M >= N) and its
+ * transpose At, so that every reflector is read from a contiguous row and every product
+ * A^T v or A u is a row dot product.
+ */
+
+/* The reflector of the contiguous x[0 .. len-1]: v (explicit, v[0] = 1), tau, beta; v[1..]
+ * also to st[i * ststride] (the reflector's home for the back-transformation). */
+kernel void gb_house(global T *x, ulong xoff, uint len, global T *v, ulong voff, global T *tau,
+                     ulong toff, global T *beta, ulong boff, global T *st, ulong stoff,
+                     ulong ststride, local T *sh)
+{
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  global T *xp = x + xoff;
+  T b;
+  const T t = house(xp, 1, len, &b, sh, lid, lsz);
+  barrier(CLK_GLOBAL_MEM_FENCE);
+  for (uint i = lid; i < len; i += lsz) {
+    const T vi = i == 0 ? (T)1 : xp[i];
+    v[voff + i] = vi;
+    if (i > 0)
+      st[stoff + (ulong)i * ststride] = vi;
+  }
+  if (lid == 0) {
+    tau[toff] = t;
+    beta[boff] = b;
+  }
+}
+
+/* One work-group per row r: out[r] = tau * (row r of a, len entries) . v. */
+kernel void gb_rowdot(global const T *a, ulong aoff, ulong lda, uint len, global const T *v,
+                      ulong voff, global const T *tau, ulong toff, global T *out, ulong ooff,
+                      local T *sh)
+{
+  const uint lid = get_local_id(0), lsz = get_local_size(0), r = (uint)get_group_id(0);
+  global const T *row = a + aoff + (ulong)r * lda;
+  T s = (T)0;
+  for (uint c = lid; c < len; c += lsz)
+    s += row[c] * v[voff + c];
+  s = group_sum(sh, s, lid, lsz);
+  if (lid == 0)
+    out[ooff + r] = tau[toff] * s;
+}
+
+/* global (cols, rows): a[r][c] -= p[r] q[c]. */
+kernel void gb_rank1(global T *a, ulong aoff, ulong lda, uint rows, uint cols, global const T *p,
+                     ulong poff, global const T *q, ulong qoff)
+{
+  const uint c = (uint)get_global_id(0), r = (uint)get_global_id(1);
+  if (r >= rows || c >= cols)
+    return;
+  a[aoff + (ulong)r * lda + c] -= p[poff + r] * q[qoff + c];
+}
+
+/* global (cols, rows): d (cols x rows) = s (rows x cols)^T, both contiguous. */
+kernel void transpose_m(global const T *s, ulong soff, uint rows, uint cols, global T *d,
+                        ulong doff)
+{
+  const uint c = (uint)get_global_id(0), r = (uint)get_global_id(1);
+  if (r >= rows || c >= cols)
+    return;
+  d[doff + (ulong)c * rows + r] = s[soff + (ulong)r * cols + c];
 }

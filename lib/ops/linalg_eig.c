@@ -458,6 +458,364 @@ batch_svals(const kiln__lsp *L, const kiln_tensor *a, double **sv)
   return KILN_OK;
 }
 
+/*
+ * Householder bidiagonalisation of the M x N (M >= N) matrix a, with at its transpose (both
+ * updated, so every access is a contiguous row): A = Q B P^T, B upper bidiagonal d[N],
+ * e[N-1]. The left reflectors stay below a's diagonal (geqrf layout, tauq), the right ones
+ * in p one row down (the layout eigh's back-transformation uses, taup). v, w, z have M
+ * elements, u N.
+ */
+typedef struct gb_bufs {
+  kiln__lsp_mat a, at, p, d, e, tauq, taup, v, w, u, z;
+} gb_bufs;
+
+static kiln__lsp_mat
+el(kiln__lsp_mat x, uint64_t i)
+{
+  x.off += i;
+  return x;
+}
+
+static kiln_status
+gb_house(const kiln__lsp *L, cl_kernel k, size_t local, kiln__lsp_mat x, uint64_t len,
+         kiln__lsp_mat v, kiln__lsp_mat tau, kiln__lsp_mat beta, kiln__lsp_mat st,
+         uint64_t ststride)
+{
+  kiln__args args = kiln__args_begin(L->op, k);
+  args_mat(&args, x);
+  kiln__args_u32(&args, (uint32_t)len);
+  args_mat(&args, v);
+  args_mat(&args, tau);
+  args_mat(&args, beta);
+  args_mat(&args, st);
+  kiln__args_u64(&args, ststride);
+  kiln__args_local(&args, local * L->ts);
+  return kiln__args_enqueue_1d(&args, L->ctx, local, local);
+}
+
+static kiln_status
+gb_rowdot(const kiln__lsp *L, cl_kernel k, size_t local, kiln__lsp_mat a, uint64_t rows,
+          uint64_t len, kiln__lsp_mat v, kiln__lsp_mat tau, kiln__lsp_mat out)
+{
+  if (rows == 0)
+    return KILN_OK;
+  kiln__args args = kiln__args_begin(L->op, k);
+  args_mat(&args, a);
+  kiln__args_u64(&args, a.ld);
+  kiln__args_u32(&args, (uint32_t)len);
+  args_mat(&args, v);
+  args_mat(&args, tau);
+  args_mat(&args, out);
+  kiln__args_local(&args, local * L->ts);
+  return kiln__args_enqueue_1d(&args, L->ctx, (size_t)rows * local, local);
+}
+
+static kiln_status
+grid2(const kiln__lsp *L, kiln__args *args, uint64_t g0, uint64_t g1)
+{
+  if (args->status != KILN_OK || g0 == 0 || g1 == 0)
+    return args->status;
+  size_t global[2] = {(size_t)((g0 + 15) / 16 * 16), (size_t)((g1 + 15) / 16 * 16)},
+         local[2] = {16, 16};
+  return kiln__args_enqueue(args, L->ctx, 2, global, local);
+}
+
+static kiln_status
+gb_rank1(const kiln__lsp *L, cl_kernel k, kiln__lsp_mat a, uint64_t rows, uint64_t cols,
+         kiln__lsp_mat p, kiln__lsp_mat q)
+{
+  kiln__args args = kiln__args_begin(L->op, k);
+  args_mat(&args, a);
+  kiln__args_u64(&args, a.ld);
+  kiln__args_u32(&args, (uint32_t)rows);
+  kiln__args_u32(&args, (uint32_t)cols);
+  args_mat(&args, p);
+  args_mat(&args, q);
+  return grid2(L, &args, cols, rows);
+}
+
+/* d (cols x rows) = s (rows x cols)^T. */
+static kiln_status
+transpose(const kiln__lsp *L, kiln__lsp_mat src, uint64_t rows, uint64_t cols, kiln__lsp_mat dst)
+{
+  cl_kernel k;
+  KILN_TRY(kern(L, "transpose_m", &k));
+  kiln__args args = kiln__args_begin(L->op, k);
+  args_mat(&args, src);
+  kiln__args_u32(&args, (uint32_t)rows);
+  kiln__args_u32(&args, (uint32_t)cols);
+  args_mat(&args, dst);
+  return grid2(L, &args, cols, rows);
+}
+
+static kiln_status
+gebrd(const kiln__lsp *L, const gb_bufs *g, uint64_t M, uint64_t N)
+{
+  cl_kernel kh, kd, kr;
+  KILN_TRY(kern(L, "gb_house", &kh));
+  KILN_TRY(kern(L, "gb_rowdot", &kd));
+  KILN_TRY(kern(L, "gb_rank1", &kr));
+  size_t lh = group_local(L, kh, 256), ld = group_local(L, kd, 128);
+  kiln__lsp_mat a = g->a, at = g->at;
+  for (uint64_t j = 0; j < N; j++) {
+    /* left: column j of A (row j of At) */
+    uint64_t len = M - j;
+    kiln__lsp_mat tq = el(g->tauq, j);
+    KILN_TRY(
+        gb_house(L, kh, lh, el(at, j * M + j), len, g->v, tq, el(g->d, j), el(a, j * N + j), N));
+    if (len > 1 && j + 1 < N) {
+      uint64_t nc = N - j - 1;
+      KILN_TRY(gb_rowdot(L, kd, ld, el(at, (j + 1) * M + j), nc, len, g->v, tq, g->w));
+      KILN_TRY(gb_rank1(L, kr, el(a, j * N + j + 1), len, nc, g->v, g->w));
+      KILN_TRY(gb_rank1(L, kr, el(at, (j + 1) * M + j), nc, len, g->w, g->v));
+    }
+    if (j + 1 >= N)
+      break;
+    /* right: row j of A right of the diagonal */
+    uint64_t lr = N - j - 1, rows = M - j - 1;
+    kiln__lsp_mat tp = el(g->taup, j);
+    KILN_TRY(gb_house(L, kh, lh, el(a, j * N + j + 1), lr, g->u, tp, el(g->e, j),
+                      el(g->p, (j + 1) * N + j), N));
+    if (lr > 1) {
+      KILN_TRY(gb_rowdot(L, kd, ld, el(a, (j + 1) * N + j + 1), rows, lr, g->u, tp, g->z));
+      KILN_TRY(gb_rank1(L, kr, el(a, (j + 1) * N + j + 1), rows, lr, g->z, g->u));
+      KILN_TRY(gb_rank1(L, kr, el(at, (j + 1) * M + j + 1), lr, rows, g->u, g->z));
+    }
+  }
+  return KILN_OK;
+}
+
+#if KILN_HAVE_LAPACKE
+/*
+ * SVD of the upper bidiagonal (d[n], e[n-1]) into s (descending) and, when ub is given,
+ * ub and vb (n x n, vectors in columns): dbdsvdx (the Golub-Kahan tridiagonal's bisection
+ * and inverse iteration, about O(n^2)), dbdsqr when it fails or for values only.
+ */
+static kiln_status
+bidiag_svd(const char *op, uint64_t b, uint64_t n, double *d, double *e, double *s, double *ub,
+           double *vb)
+{
+  if (n == 0)
+    return KILN_OK;
+  double *d0 = malloc(n * sizeof *d0), *e0 = malloc(n * sizeof *e0);
+  double *z = ub ? malloc(2 * n * (n + 1) * sizeof *z) : NULL;
+  lapack_int *sup = ub ? malloc(12 * n * sizeof *sup) : NULL;
+  uint64_t *ord = malloc(n * sizeof *ord);
+  /* dbdsvdx's dstevx writes eigenvalues of the 2n x 2n Golub-Kahan matrix into s: 2n long */
+  double *sw = ub ? malloc(2 * n * sizeof *sw) : NULL;
+  kiln_status st = host_mem(op, d0 && e0 && ord && (!ub || (z && sup && sw)));
+  lapack_int info = 1, ns = 0;
+  if (st == KILN_OK) {
+    memcpy(d0, d, n * sizeof *d0);
+    memcpy(e0, e, (n - 1) * sizeof *e0);
+    e0[n - 1] = 0.0;
+  }
+  if (st == KILN_OK && ub) {
+    info = LAPACKE_dbdsvdx(LAPACK_ROW_MAJOR, 'U', 'V', 'A', (lapack_int)n, d, e, 0.0, 0.0, 0, 0,
+                           &ns, sw, z, (lapack_int)(n + 1), sup);
+    if (info == 0 && (uint64_t)ns == n) {
+      for (uint64_t i = 0; i < n; i++)
+        ord[i] = i;
+      /* descending, as torch and LAPACK's gesdd (insertion sort: dbdsvdx's order is sorted
+       * already, one way or the other) */
+      for (uint64_t i = 1; i < n; i++)
+        for (uint64_t j = i; j > 0 && sw[ord[j]] > sw[ord[j - 1]]; j--) {
+          uint64_t t = ord[j];
+          ord[j] = ord[j - 1];
+          ord[j - 1] = t;
+        }
+      for (uint64_t c = 0; c < n; c++) {
+        s[c] = sw[ord[c]];
+        for (uint64_t i = 0; i < n; i++) {
+          ub[i * n + c] = z[i * (n + 1) + ord[c]];
+          vb[i * n + c] = z[(n + i) * (n + 1) + ord[c]];
+        }
+      }
+    } else {
+      info = 1;
+    }
+  }
+  if (st == KILN_OK && info != 0) {
+    /* dbdsqr: B = Q S P^T with Q into ub and P^T into vb, starting from identities */
+    memcpy(d, d0, n * sizeof *d);
+    if (ub)
+      for (uint64_t i = 0; i < n * n; i++)
+        ub[i] = vb[i] = i / n == i % n ? 1.0 : 0.0;
+    double dummy = 0;
+    info = LAPACKE_dbdsqr(LAPACK_ROW_MAJOR, 'U', (lapack_int)n, ub ? (lapack_int)n : 0,
+                          ub ? (lapack_int)n : 0, 0, d, e0, ub ? vb : &dummy, (lapack_int)n,
+                          ub ? ub : &dummy, (lapack_int)n, &dummy, 1);
+    if (info != 0)
+      st = no_conv(op, "dbdsqr", b, info);
+    if (st == KILN_OK) {
+      memcpy(s, d, n * sizeof *s);
+      for (uint64_t i = 0; ub && i < n; i++) /* vb holds P^T: transpose to P */
+        for (uint64_t j = i + 1; j < n; j++) {
+          double t = vb[i * n + j];
+          vb[i * n + j] = vb[j * n + i];
+          vb[j * n + i] = t;
+        }
+    }
+  }
+  free(d0);
+  free(e0);
+  free(z);
+  free(sup);
+  free(ord);
+  free(sw);
+  return st;
+}
+#endif
+
+/* Reads count elements at element offset off of t into out (double). */
+static kiln_status
+read_vec(const kiln__lsp *L, const kiln_tensor *t, uint64_t off, uint64_t count, double *out)
+{
+  if (count == 0)
+    return KILN_OK;
+  KILN_TRY(kiln__ops_read(L->op, L->ctx, t, off * L->ts, out, count * L->ts));
+  if (L->dt == KILN_F32)
+    for (uint64_t i = count; i-- > 0;)
+      out[i] = (double)((float *)out)[i];
+  return KILN_OK;
+}
+
+/* Writes count doubles to element offset off of t (blocking; f32 rounded). */
+static kiln_status
+write_vec(const kiln__lsp *L, kiln_tensor *t, uint64_t off, uint64_t count, const double *v)
+{
+  if (count == 0)
+    return KILN_OK;
+  const void *src = v;
+  float *f = NULL;
+  if (L->dt == KILN_F32) {
+    f = malloc(count * sizeof *f);
+    KILN_TRY(host_mem(L->op, f != NULL));
+    for (uint64_t i = 0; i < count; i++)
+      f[i] = (float)v[i];
+    src = f;
+  }
+  cl_int err = clEnqueueWriteBuffer(L->ctx->queue, t->mem, CL_TRUE, t->offset + off * L->ts,
+                                    count * L->ts, src, 0, NULL, NULL);
+  free(f);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueWriteBuffer");
+}
+
+/* Copies count elements between tensors at element offsets (enqueued). */
+static kiln_status
+copy_elems(const kiln__lsp *L, const kiln_tensor *src, uint64_t soff, kiln_tensor *dst,
+           uint64_t doff, uint64_t count)
+{
+  if (count == 0)
+    return KILN_OK;
+  cl_int err = clEnqueueCopyBuffer(L->ctx->queue, src->mem, dst->mem, src->offset + soff * L->ts,
+                                   dst->offset + doff * L->ts, count * L->ts, 0, NULL, NULL);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueCopyBuffer");
+}
+
+/*
+ * The device route of kiln_linalg_svd for batch m x n matrices with k = min(m, n) > 0:
+ * bidiagonalisation of A (or of A^T when wide) on the device, the bidiagonal SVD on the host,
+ * the back-transformations U = Q [Ub 0; 0 I], V = P Vb on the device. For a wide A the roles
+ * swap: A^T = U' S V'^T gives U = V' and V^T = U'^T.
+ */
+static kiln_status
+svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uint64_t batch,
+           int full, kiln_tensor *uo, kiln_tensor *so, kiln_tensor *vto)
+{
+  uint64_t M = m > n ? m : n, N = m < n ? m : n, ucM = full ? M : N, vec = uo != NULL;
+  uint64_t uc = full ? m : N, vr = full ? n : N;
+  kiln_tensor *t[12] = {NULL};
+  enum { A_, AT, P_, D_, E_, TQ, TP, V_, W_, U_, Z_, X_ };
+  uint64_t sizes[12] = {M * N, N * M, N * N, N, N, N,
+                        N,     M,     M,     N, M, vec ? (m >= n ? N * N : M * ucM) : 1};
+  kiln_status s = KILN_OK;
+  for (int i = 0; s == KILN_OK && i < 12; i++)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, sizes[i], &t[i]);
+  kiln__lsp_ws ws = {0};
+  if (s == KILN_OK && vec)
+    s = kiln__lsp_ws_make(L, M, ucM > N ? ucM : N, &ws);
+  double *hd = malloc(N * sizeof *hd), *he = malloc(N * sizeof *he), *hs = malloc(N * sizeof *hs);
+  double *hu = vec ? malloc(M * ucM * sizeof *hu) : NULL,
+         *hv = vec ? malloc(N * N * sizeof *hv) : NULL;
+  double *ub = vec ? malloc(N * N * sizeof *ub) : NULL;
+  if (s == KILN_OK)
+    s = host_mem(L->op, hd && he && hs && (!vec || (hu && hv && ub)));
+  gb_bufs g;
+  memset(&g, 0, sizeof g);
+  if (s == KILN_OK) {
+    g = (gb_bufs){.a = kiln__lsp_tmat(t[A_], N),
+                  .at = kiln__lsp_tmat(t[AT], M),
+                  .p = kiln__lsp_tmat(t[P_], N),
+                  .d = kiln__lsp_tmat(t[D_], 1),
+                  .e = kiln__lsp_tmat(t[E_], 1),
+                  .tauq = kiln__lsp_tmat(t[TQ], 1),
+                  .taup = kiln__lsp_tmat(t[TP], 1),
+                  .v = kiln__lsp_tmat(t[V_], 1),
+                  .w = kiln__lsp_tmat(t[W_], 1),
+                  .u = kiln__lsp_tmat(t[U_], 1),
+                  .z = kiln__lsp_tmat(t[Z_], 1)};
+  }
+  for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
+    kiln__lsp_mat ab = kiln__lsp_tmat(a, n);
+    ab.off += b * m * n;
+    if (m >= n) {
+      s = copy_elems(L, a, b * m * n, t[A_], 0, m * n);
+      if (s == KILN_OK)
+        s = transpose(L, ab, m, n, g.at);
+    } else {
+      s = copy_elems(L, a, b * m * n, t[AT], 0, m * n);
+      if (s == KILN_OK)
+        s = transpose(L, ab, m, n, g.a);
+    }
+    if (s == KILN_OK)
+      s = gebrd(L, &g, M, N);
+    if (s == KILN_OK)
+      s = read_vec(L, t[D_], 0, N, hd);
+    if (s == KILN_OK)
+      s = read_vec(L, t[E_], 0, N, he);
+#if KILN_HAVE_LAPACKE
+    if (s == KILN_OK)
+      s = bidiag_svd(L->op, b, N, hd, he, hs, vec ? ub : NULL, hv);
+#endif
+    if (s == KILN_OK)
+      s = write_vec(L, so, b * N, N, hs);
+    if (s != KILN_OK || !vec)
+      continue;
+    /* [Ub 0; 0 I] (M x ucM) and Vb; which output each lands in depends on the shape */
+    for (uint64_t i = 0; i < M; i++)
+      for (uint64_t j = 0; j < ucM; j++)
+        hu[i * ucM + j] = i < N && j < N ? ub[i * N + j] : i == j ? 1.0 : 0.0;
+    kiln_tensor *ut = m >= n ? uo : t[X_], *vt = m >= n ? t[X_] : uo;
+    uint64_t uoff = m >= n ? b * m * uc : 0, voff = m >= n ? 0 : b * m * uc;
+    s = write_vec(L, ut, uoff, M * ucM, hu);
+    if (s == KILN_OK)
+      s = write_vec(L, vt, voff, N * N, hv);
+    kiln__lsp_mat um = kiln__lsp_tmat(ut, ucM), vm = kiln__lsp_tmat(vt, N);
+    um.off += uoff;
+    vm.off += voff;
+    if (s == KILN_OK)
+      s = kiln__lsp_ormqr(L, g.a, M, N, g.tauq, 0, um, ucM, &ws);
+    if (s == KILN_OK && N > 2)
+      s = kiln__lsp_ormqr(L, el(g.p, N), N - 1, N - 1, g.taup, 0, el(vm, N), N, &ws);
+    /* V^T: the transpose of V (m >= n), or of U' (wide) */
+    kiln__lsp_mat dst = kiln__lsp_tmat(vto, n);
+    dst.off += b * vr * n;
+    if (s == KILN_OK)
+      s = m >= n ? transpose(L, vm, N, N, dst) : transpose(L, um, M, ucM, dst);
+  }
+  kiln__lsp_ws_release(&ws);
+  for (int i = 0; i < 12; i++)
+    kiln_tensor_release(t[i]);
+  free(hd);
+  free(he);
+  free(hs);
+  free(hu);
+  free(hv);
+  free(ub);
+  return s;
+}
+
 kiln_status
 kiln_linalg_svd(kiln_context *ctx, const kiln_tensor *a, int full_matrices, kiln_tensor **u,
                 kiln_tensor **s, kiln_tensor **vt)
@@ -468,7 +826,7 @@ kiln_linalg_svd(kiln_context *ctx, const kiln_tensor *a, int full_matrices, kiln
   KILN_RETURN_IF(!s, KILN_ERR_INVALID_ARGUMENT, op, "s is NULL");
   KILN_RETURN_IF(!u != !vt, KILN_ERR_INVALID_ARGUMENT, op,
                  "u and vt must both be given or both be NULL");
-  KILN_TRY(need_lapacke(op, "svd"));
+  KILN_TRY(need_lapacke(op, "the bidiagonal stage of svd"));
   size_t nd = a->shape.ndim;
   uint64_t m = (uint64_t)a->shape.dims[nd - 2], n = (uint64_t)a->shape.dims[nd - 1];
   uint64_t k = m < n ? m : n, batch = kiln__lsp_batch(a);
@@ -487,32 +845,24 @@ kiln_linalg_svd(kiln_context *ctx, const kiln_tensor *a, int full_matrices, kiln
     st_ = kiln__lsp_out(&o, op, ctx, a->dtype, &vs, vt);
   if (st_ == KILN_OK)
     st_ = kiln__lsp_outs_check(&o, op, a, NULL);
-  double *h = NULL, *hs = NULL, *hu = NULL, *hv = NULL;
-  if (st_ == KILN_OK)
-    st_ = kiln__lsp_download(&L, a, &h);
-  if (st_ == KILN_OK) {
-    hs = malloc((batch * k + 1) * sizeof *hs);
-    if (u) {
-      hu = malloc((batch * m * uc + 1) * sizeof *hu);
-      hv = malloc((batch * vr * n + 1) * sizeof *hv);
-    }
-    st_ = host_mem(op, hs && (!u || (hu && hv)));
+  if (st_ == KILN_OK && k > 0 && batch > 0)
+    st_ = svd_device(&L, a, m, n, batch, full_matrices, u ? *u : NULL, *s, u ? *vt : NULL);
+  if (st_ == KILN_OK && k == 0 && u && batch > 0) {
+    /* no singular values: U and V^T are identities */
+    double *hu = malloc((batch * m * uc + 1) * sizeof *hu),
+           *hv = malloc((batch * vr * n + 1) * sizeof *hv);
+    st_ = host_mem(op, hu && hv);
+    for (uint64_t i = 0; st_ == KILN_OK && i < batch * m * uc; i++)
+      hu[i] = (i % (m * uc)) / uc == (i % (m * uc)) % uc ? 1.0 : 0.0;
+    for (uint64_t i = 0; st_ == KILN_OK && i < batch * vr * n; i++)
+      hv[i] = (i % (vr * n)) / n == (i % (vr * n)) % n ? 1.0 : 0.0;
+    if (st_ == KILN_OK)
+      st_ = kiln__lsp_upload(&L, *u, hu);
+    if (st_ == KILN_OK)
+      st_ = kiln__lsp_upload(&L, *vt, hv);
+    free(hu);
+    free(hv);
   }
-#if KILN_HAVE_LAPACKE
-  for (uint64_t b = 0; st_ == KILN_OK && b < batch; b++)
-    st_ = host_svd(op, b, h + b * m * n, m, n, hs + b * k, u ? hu + b * m * uc : NULL,
-                   u ? hv + b * vr * n : NULL, full_matrices);
-#endif
-  if (st_ == KILN_OK)
-    st_ = kiln__lsp_upload(&L, *s, hs);
-  if (st_ == KILN_OK && u)
-    st_ = kiln__lsp_upload(&L, *u, hu);
-  if (st_ == KILN_OK && u)
-    st_ = kiln__lsp_upload(&L, *vt, hv);
-  free(h);
-  free(hs);
-  free(hu);
-  free(hv);
   st_ = kiln__lsp_outs_end(&o, st_);
   kiln__ctx_unlock(ctx);
   return st_;

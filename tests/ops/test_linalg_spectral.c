@@ -791,6 +791,22 @@ START_TEST(svd)
     double *a = with_svals(6, 4, sv);
     svd_case(dt, 1, 6, 4, a, sv);
     free(a);
+    /* rank-deficient (zero singular values), the zero matrix, the identity */
+    static const double sv0[5] = {3, 1, 0, 0, 0};
+    a = with_svals(5, 8, sv0);
+    svd_case(dt, 1, 5, 8, a, sv0);
+    free(a);
+    double z[30] = {0};
+    static const double zs[5] = {0};
+    svd_case(dt, 1, 6, 5, z, zs);
+    for (size_t i = 0; i < 5; i++)
+      z[i * 5 + i] = 1;
+    static const double ones[5] = {1, 1, 1, 1, 1};
+    svd_case(dt, 1, 6, 5, z, ones);
+    if (harness_fits(45 * 31)) {
+      svd_case(dt, 1, 45, 31, NULL, NULL);
+      svd_case(dt, 1, 31, 45, NULL, NULL);
+    }
   }
 }
 END_TEST
