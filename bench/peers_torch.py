@@ -513,6 +513,28 @@ def setup_searchsorted(e, n):
             "torch.searchsorted(torch.sort(s).values, q)")
 
 
+# linalg_spectral: reduced QR (flops 8/3 d^3 as kiln's row), eigh with vectors of a symmetric
+# matrix, reduced SVD with vectors (times only, as kiln's rows).
+def setup_qr(e, n):
+    d = square_dim(n)
+    a = e.uniform(d, d)
+    return (lambda: e.torch.linalg.qr(a)), [d, d], "torch.linalg.qr(a) (reduced)"
+
+
+def setup_eigh(e, n):
+    d = square_dim(n)
+    a = e.uniform(d, d)
+    a = (a + a.T) * 0.5
+    return (lambda: e.torch.linalg.eigh(a)), [d, d], "torch.linalg.eigh(a)"
+
+
+def setup_svd(e, n):
+    d = square_dim(n)
+    a = e.uniform(d, d)
+    return (lambda: e.torch.linalg.svd(a, full_matrices=False)), [d, d], \
+        "torch.linalg.svd(a, full_matrices=False)"
+
+
 # (kiln case name, setup(env, n) -> (call, shape, op text), bytes(n, esz) or None, flops(n) or None)
 CASES = [
     ("copy.kiln_copy", setup_copy, bytes_1in_1out, None),
@@ -556,6 +578,9 @@ CASES = [
     ("sort.topk_rows", setup_topk_rows, bytes_read, None),
     ("sort.unique", setup_unique, lambda n, esz: 4.0 * n, None),
     ("sort.searchsorted", setup_searchsorted, lambda n, esz: n * (esz + 8.0), None),
+    ("linalg.qr", setup_qr, None, lambda n: 8.0 / 3.0 * square_dim(n) ** 3),
+    ("linalg.eigh", setup_eigh, None, None),
+    ("linalg.svd", setup_svd, None, None),
 ]
 COPY_CASE = "copy.kiln_copy"
 

@@ -30,6 +30,7 @@
 #include "kiln/stats.h"
 #include "kiln/linalg.h"
 #include "kiln/sort.h"
+#include "kiln/linalg_spectral.h"
 #include "kiln/profile.h"
 #include "kiln/tune.h"
 #include "kiln/provider.h"

@@ -850,6 +850,37 @@ flops_inv(int64_t n)
   return 2.0 * d * d * d;
 }
 
+/*
+ * linalg_spectral (n as the linalg rows): linalg.qr is the reduced Q and R (geqrf 4/3 d^3 and
+ * forming Q 4/3 d^3), linalg.eigh values and vectors of a symmetric matrix, linalg.svd values
+ * and reduced U, V^T. eigh and svd report times only: their host stages make a flop rate
+ * meaningless.
+ */
+static kiln_status
+run_qr(struct bench_state *st)
+{
+  return kiln_linalg_qr(st->ctx, st->in[0], KILN_QR_REDUCED, &st->in[2], &st->out);
+}
+
+static kiln_status
+run_eigh(struct bench_state *st)
+{
+  return kiln_linalg_eigh(st->ctx, st->in[0], KILN_LOWER, &st->out, &st->in[2]);
+}
+
+static kiln_status
+run_svd(struct bench_state *st)
+{
+  return kiln_linalg_svd(st->ctx, st->in[0], 0, &st->in[2], &st->out, &st->in[3]);
+}
+
+static double
+flops_qr(int64_t n)
+{
+  double d = (double)square_dim(n);
+  return 8.0 / 3.0 * d * d * d;
+}
+
 static double
 flops_lu_batched(int64_t n)
 {
@@ -910,5 +941,8 @@ const struct bench_case bench_cases[] = {
      NULL},
     {"sort.searchsorted", "sort", bench_sort_dtype, bench_setup_searchsorted, bench_run_searchsorted,
      bench_bytes_searchsorted, NULL},
+    {"linalg.qr", "linalg", float_dtype, setup_linalg_square, run_qr, NULL, flops_qr},
+    {"linalg.eigh", "linalg", float_dtype, setup_linalg_spd, run_eigh, NULL, NULL},
+    {"linalg.svd", "linalg", float_dtype, setup_linalg_square, run_svd, NULL, NULL},
 };
 const size_t bench_case_count = sizeof bench_cases / sizeof bench_cases[0];

@@ -268,7 +268,17 @@ extern "C" {
   X(set_union, kiln_union) \
   X(intersect, kiln_intersect) \
   X(setdiff, kiln_setdiff) \
-  X(setxor, kiln_setxor)
+  X(setxor, kiln_setxor) \
+  /* linalg_spectral: QR, least squares, eigen, SVD, norms */ \
+  X(linalg_qr, kiln_linalg_qr) \
+  X(linalg_lstsq, kiln_linalg_lstsq) \
+  X(linalg_eigh, kiln_linalg_eigh) \
+  X(linalg_eig, kiln_linalg_eig) \
+  X(linalg_svd, kiln_linalg_svd) \
+  X(linalg_pinv, kiln_linalg_pinv) \
+  X(linalg_matrix_rank, kiln_linalg_matrix_rank) \
+  X(linalg_matrix_norm, kiln_linalg_matrix_norm) \
+  X(linalg_cond, kiln_linalg_cond)
 
 #define KILN_PROVIDER_SLOT_(slot, function) __typeof__(function) *slot;
 

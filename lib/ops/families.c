@@ -19,6 +19,7 @@ const struct kiln__family *const kiln__families[] = {
     &kiln__stats_family,
     &kiln__linalg_family,
     &kiln__sort_family,
+    &kiln__linalg_spectral_family,
     NULL,
 };
 
