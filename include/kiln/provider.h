@@ -253,7 +253,17 @@ extern "C" {
   X(linalg_cholesky_solve, kiln_linalg_cholesky_solve) \
   X(linalg_cholesky_inverse, kiln_linalg_cholesky_inverse) \
   X(trsm, kiln_trsm) \
-  X(trmm, kiln_trmm)
+  X(trmm, kiln_trmm) \
+  /* nn_conv: pooling and convolution */ \
+  X(max_pool, kiln_max_pool) \
+  X(max_pool_backward, kiln_max_pool_backward) \
+  X(avg_pool, kiln_avg_pool) \
+  X(avg_pool_backward, kiln_avg_pool_backward) \
+  X(adaptive_avg_pool, kiln_adaptive_avg_pool) \
+  X(adaptive_avg_pool_backward, kiln_adaptive_avg_pool_backward) \
+  X(conv, kiln_conv) \
+  X(conv_backward, kiln_conv_backward) \
+  X(conv_transpose, kiln_conv_transpose)
 
 #define KILN_PROVIDER_SLOT_(slot, function) __typeof__(function) *slot;
 

@@ -1,0 +1,280 @@
+/*
+ * nn_conv family, convolution: kiln's direct kernels (forward, backward-data,
+ * backward-weight), im2col and col2im for the GEMM route, the bias kernels and a plain batched
+ * GEMM for builds without CLBlast.
+ *
+ * Build options: common.cl's (-DT=..., -DKILN_DT_...=1); no tunables (the route is chosen on
+ * the host, lib/ops/nn_conv.c). Tensors are `global ST *` through KILN_LOAD/KILN_STORE.
+ *
+ * Geometry (long4 arguments, .x depth, .y height, .z width; the host pads 1-D and 2-D with
+ * leading axes of 1): ch = (N, C_in, C_out, groups); in, out: spatial sizes of the
+ * convolution's input and output; k, s, p, d: kernel, stride, padding, dilation. x is
+ * [N, C_in, in], y [N, C_out, out], w [C_out, C_in / groups, k]. Every kernel is 1-D with a
+ * grid-stride loop (offsets in elements).
+ *
+ *   conv_fwd(x, xoff, w, woff, b, boff, y, yoff, ch, in, out, k, s, p, d, flags)  over y
+ *     flags 1: add bias b.
+ *   conv_bwd_data(g, goff, w, woff, b, boff, dx, dxoff, ch, in, out, k, s, p, d, flags)
+ *     over dx, gathering every (output, tap) that reads the element; flags 1: add b[channel]
+ *     (the transposed convolution's bias).
+ *   conv_bwd_weight(g, goff, x, xoff, dw, dwoff, ch, in, out, k, s, p, d)  over dw
+ *   im2col(x, xoff, col, ch, in, out, k, s, p, d, n0, nc, grp)
+ *     col [nc][C_in/groups * kvol][L] (L = output volume) for samples n0.. of group grp.
+ *   col2im(col, dx, dxoff, b, boff, ch, in, out, k, s, p, d, n0, nc, grp, flags)
+ *     the gather inverse: dx of samples n0.., channels of group grp; flags 1 adds b.
+ *   bias_add(y, yoff, b, boff, nrow, C, L)   y[n, c, l] += b[c] over nrow * C * L
+ *   bias_grad(g, goff, db, dboff, N, C, L, scratch)  one work-group per channel
+ *   gemm_batched(a, aoff, lda, astr, b, boff, ldb, bstr, c, coff, ldc, cstr, m, n, kk, batch,
+ *                flags)  C = op(A) op(B) (+ C with flags 4); flags 1: A transposed, 2: B.
+ * The backward kernels gather in a fixed order: deterministic results.
+ */
+#include "common.cl"
+
+#define GRID_LOOP(i, n) for (ulong i = get_global_id(0); i < (n); i += get_global_size(0))
+
+kernel void
+conv_fwd(global const ST *x, ulong xoff, global const ST *w, ulong woff, global const ST *b,
+         ulong boff, global ST *y, ulong yoff, long4 ch, long4 in, long4 out, long4 k, long4 s,
+         long4 p, long4 d, uint flags)
+{
+  x += xoff;
+  w += woff;
+  y += yoff;
+  const long cig = ch.y / ch.w, cog = ch.z / ch.w;
+  const long ovol = out.x * out.y * out.z, ivol = in.x * in.y * in.z, kvol = k.x * k.y * k.z;
+  GRID_LOOP(i, (ulong)(ch.x * ch.z * ovol))
+  {
+    const long r = (long)(i % (ulong)ovol), t = (long)(i / (ulong)ovol);
+    const long co = t % ch.z, n = t / ch.z, grp = co / cog;
+    const long oz = r / (out.y * out.z), oy = r / out.z % out.y, ox = r % out.z;
+    const long z0 = oz * s.x - p.x, y0 = oy * s.y - p.y, x0 = ox * s.z - p.z;
+    T acc = (flags & 1u) ? KILN_LOAD(b, boff + co) : (T)0;
+    for (long cl = 0; cl < cig; cl++) {
+      global const ST *xp = x + (n * ch.y + grp * cig + cl) * ivol;
+      global const ST *wp = w + (co * cig + cl) * kvol;
+      for (long a = 0; a < k.x; a++) {
+        const long zz = z0 + a * d.x;
+        if (zz < 0 || zz >= in.x)
+          continue;
+        for (long bb = 0; bb < k.y; bb++) {
+          const long yy = y0 + bb * d.y;
+          if (yy < 0 || yy >= in.y)
+            continue;
+          for (long c = 0; c < k.z; c++) {
+            const long xx = x0 + c * d.z;
+            if (xx < 0 || xx >= in.z)
+              continue;
+            acc += KILN_LOAD(xp, (zz * in.y + yy) * in.z + xx) *
+                   KILN_LOAD(wp, (a * k.y + bb) * k.z + c);
+          }
+        }
+      }
+    }
+    KILN_STORE(y, i, acc);
+  }
+}
+
+/* The output index along an axis that tap j reads position q from, or -1. */
+inline long
+tap_out(long q, long j, long s, long p, long d, long nout)
+{
+  const long t = q + p - j * d;
+  if (t < 0 || t % s)
+    return -1;
+  const long o = t / s;
+  return o < nout ? o : -1;
+}
+
+kernel void
+conv_bwd_data(global const ST *g, ulong goff, global const ST *w, ulong woff, global const ST *b,
+              ulong boff, global ST *dx, ulong dxoff, long4 ch, long4 in, long4 out, long4 k,
+              long4 s, long4 p, long4 d, uint flags)
+{
+  g += goff;
+  w += woff;
+  dx += dxoff;
+  const long cig = ch.y / ch.w, cog = ch.z / ch.w;
+  const long ovol = out.x * out.y * out.z, ivol = in.x * in.y * in.z, kvol = k.x * k.y * k.z;
+  GRID_LOOP(i, (ulong)(ch.x * ch.y * ivol))
+  {
+    const long q = (long)(i % (ulong)ivol), t = (long)(i / (ulong)ivol);
+    const long ci = t % ch.y, n = t / ch.y, grp = ci / cig, cl = ci % cig;
+    const long zz = q / (in.y * in.z), yy = q / in.z % in.y, xx = q % in.z;
+    T acc = (flags & 1u) ? KILN_LOAD(b, boff + ci) : (T)0;
+    for (long a = 0; a < k.x; a++) {
+      const long oz = tap_out(zz, a, s.x, p.x, d.x, out.x);
+      if (oz < 0)
+        continue;
+      for (long bb = 0; bb < k.y; bb++) {
+        const long oy = tap_out(yy, bb, s.y, p.y, d.y, out.y);
+        if (oy < 0)
+          continue;
+        for (long c = 0; c < k.z; c++) {
+          const long ox = tap_out(xx, c, s.z, p.z, d.z, out.z);
+          if (ox < 0)
+            continue;
+          const long o = (oz * out.y + oy) * out.z + ox, kk = (a * k.y + bb) * k.z + c;
+          for (long co = grp * cog; co < (grp + 1) * cog; co++)
+            acc += KILN_LOAD(g, (n * ch.z + co) * ovol + o) *
+                   KILN_LOAD(w, (co * cig + cl) * kvol + kk);
+        }
+      }
+    }
+    KILN_STORE(dx, i, acc);
+  }
+}
+
+kernel void
+conv_bwd_weight(global const ST *g, ulong goff, global const ST *x, ulong xoff, global ST *dw,
+                ulong dwoff, long4 ch, long4 in, long4 out, long4 k, long4 s, long4 p, long4 d)
+{
+  g += goff;
+  x += xoff;
+  dw += dwoff;
+  const long cig = ch.y / ch.w, cog = ch.z / ch.w;
+  const long ovol = out.x * out.y * out.z, ivol = in.x * in.y * in.z, kvol = k.x * k.y * k.z;
+  GRID_LOOP(i, (ulong)(ch.z * cig * kvol))
+  {
+    const long kk = (long)(i % (ulong)kvol), t = (long)(i / (ulong)kvol);
+    const long cl = t % cig, co = t / cig, grp = co / cog;
+    const long a = kk / (k.y * k.z), bb = kk / k.z % k.y, c = kk % k.z;
+    T acc = (T)0;
+    for (long n = 0; n < ch.x; n++) {
+      global const ST *xp = x + (n * ch.y + grp * cig + cl) * ivol;
+      global const ST *gp = g + (n * ch.z + co) * ovol;
+      for (long oz = 0; oz < out.x; oz++) {
+        const long zz = oz * s.x - p.x + a * d.x;
+        if (zz < 0 || zz >= in.x)
+          continue;
+        for (long oy = 0; oy < out.y; oy++) {
+          const long yy = oy * s.y - p.y + bb * d.y;
+          if (yy < 0 || yy >= in.y)
+            continue;
+          for (long ox = 0; ox < out.z; ox++) {
+            const long xx = ox * s.z - p.z + c * d.z;
+            if (xx < 0 || xx >= in.z)
+              continue;
+            acc += KILN_LOAD(gp, (oz * out.y + oy) * out.z + ox) *
+                   KILN_LOAD(xp, (zz * in.y + yy) * in.z + xx);
+          }
+        }
+      }
+    }
+    KILN_STORE(dw, i, acc);
+  }
+}
+
+kernel void
+im2col(global const ST *x, ulong xoff, global ST *col, long4 ch, long4 in, long4 out, long4 k,
+       long4 s, long4 p, long4 d, long n0, long nc, long grp)
+{
+  x += xoff;
+  const long cig = ch.y / ch.w;
+  const long ovol = out.x * out.y * out.z, ivol = in.x * in.y * in.z, kvol = k.x * k.y * k.z;
+  const long rows = cig * kvol;
+  GRID_LOOP(i, (ulong)(nc * rows * ovol))
+  {
+    const long l = (long)(i % (ulong)ovol), t = (long)(i / (ulong)ovol);
+    const long row = t % rows, nb = t / rows;
+    const long cl = row / kvol, kk = row % kvol;
+    const long a = kk / (k.y * k.z), bb = kk / k.z % k.y, c = kk % k.z;
+    const long oz = l / (out.y * out.z), oy = l / out.z % out.y, ox = l % out.z;
+    const long zz = oz * s.x - p.x + a * d.x, yy = oy * s.y - p.y + bb * d.y,
+               xx = ox * s.z - p.z + c * d.z;
+    T v = (T)0;
+    if (zz >= 0 && zz < in.x && yy >= 0 && yy < in.y && xx >= 0 && xx < in.z)
+      v = KILN_LOAD(x, ((n0 + nb) * ch.y + grp * cig + cl) * ivol + (zz * in.y + yy) * in.z + xx);
+    KILN_STORE(col, i, v);
+  }
+}
+
+kernel void
+col2im(global const ST *col, global ST *dx, ulong dxoff, global const ST *b, ulong boff, long4 ch,
+       long4 in, long4 out, long4 k, long4 s, long4 p, long4 d, long n0, long nc, long grp,
+       uint flags)
+{
+  dx += dxoff;
+  const long cig = ch.y / ch.w;
+  const long ovol = out.x * out.y * out.z, ivol = in.x * in.y * in.z, kvol = k.x * k.y * k.z;
+  GRID_LOOP(i, (ulong)(nc * cig * ivol))
+  {
+    const long q = (long)(i % (ulong)ivol), t = (long)(i / (ulong)ivol);
+    const long cl = t % cig, nb = t / cig, ci = grp * cig + cl;
+    const long zz = q / (in.y * in.z), yy = q / in.z % in.y, xx = q % in.z;
+    global const ST *cp = col + (nb * cig + cl) * kvol * ovol;
+    T acc = (flags & 1u) ? KILN_LOAD(b, boff + ci) : (T)0;
+    for (long a = 0; a < k.x; a++) {
+      const long oz = tap_out(zz, a, s.x, p.x, d.x, out.x);
+      if (oz < 0)
+        continue;
+      for (long bb = 0; bb < k.y; bb++) {
+        const long oy = tap_out(yy, bb, s.y, p.y, d.y, out.y);
+        if (oy < 0)
+          continue;
+        for (long c = 0; c < k.z; c++) {
+          const long ox = tap_out(xx, c, s.z, p.z, d.z, out.z);
+          if (ox >= 0)
+            acc += KILN_LOAD(cp, ((a * k.y + bb) * k.z + c) * ovol + (oz * out.y + oy) * out.z + ox);
+        }
+      }
+    }
+    KILN_STORE(dx, ((n0 + nb) * ch.y + ci) * ivol + q, acc);
+  }
+}
+
+kernel void
+bias_add(global ST *y, ulong yoff, global const ST *b, ulong boff, ulong nrow, ulong C, ulong L)
+{
+  y += yoff;
+  b += boff;
+  GRID_LOOP(i, nrow * C * L)
+  KILN_STORE(y, i, KILN_LOAD(y, i) + KILN_LOAD(b, i / L % C));
+}
+
+/* One work-group per channel: a strided sum over N * L, then a tree in local memory. */
+kernel void
+bias_grad(global const ST *g, ulong goff, global ST *db, ulong dboff, ulong N, ulong C, ulong L,
+          local T *sh)
+{
+  g += goff;
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  for (ulong c = get_group_id(0); c < C; c += get_num_groups(0)) {
+    T acc = (T)0;
+    for (ulong n = 0; n < N; n++)
+      for (ulong l = lid; l < L; l += lsz)
+        acc += KILN_LOAD(g, (n * C + c) * L + l);
+    sh[lid] = acc;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint h = lsz / 2; h > 0; h /= 2) {
+      if (lid < h)
+        sh[lid] += sh[lid + h];
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0)
+      KILN_STORE(db, dboff + c, sh[0]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
+kernel void
+gemm_batched(global const ST *a, ulong aoff, ulong lda, ulong astr, global const ST *b, ulong boff,
+             ulong ldb, ulong bstr, global ST *c, ulong coff, ulong ldc, ulong cstr, ulong m,
+             ulong n, ulong kk, ulong batch, uint flags)
+{
+  GRID_LOOP(i, batch * m * n)
+  {
+    const ulong j = i % n, r = i / n % m, e = i / (m * n);
+    global const ST *ap = a + aoff + e * astr;
+    global const ST *bp = b + boff + e * bstr;
+    T acc = (T)0;
+    for (ulong l = 0; l < kk; l++) {
+      const T av = (flags & 1u) ? KILN_LOAD(ap, l * lda + r) : KILN_LOAD(ap, r * lda + l);
+      const T bv = (flags & 2u) ? KILN_LOAD(bp, j * ldb + l) : KILN_LOAD(bp, l * ldb + j);
+      acc += av * bv;
+    }
+    const ulong ci = coff + e * cstr + r * ldc + j;
+    if (flags & 4u)
+      acc += KILN_LOAD(c, ci);
+    KILN_STORE(c, ci, acc);
+  }
+}
