@@ -459,6 +459,34 @@ def setup_lu_batched(e, n):
     return (lambda: e.torch.linalg.lu_factor(a)), [b, 32, 32], "torch.linalg.lu_factor(a) (batched)"
 
 
+def conv_batch(n):
+    # kiln's conv_batch: x [B, 64, 56, 56] with B = max(1, n / 2^20) (64 at 2^26)
+    return max(n >> 20, 1)
+
+
+def setup_conv2d(e, n):
+    b = conv_batch(n)
+    x, w = e.uniform(b, 64, 56, 56), e.uniform(64, 64, 3, 3)
+    f = e.torch.nn.functional
+    return ((lambda: f.conv2d(x, w, padding=1)), [b, 64, 56, 56],
+            "F.conv2d(x, w, padding=1) (cuDNN, TF32 off)")
+
+
+def flops_conv2d(n):
+    return 2.0 * conv_batch(n) * 64 * 64 * 9 * 56 * 56
+
+
+def setup_max_pool2d(e, n):
+    b = conv_batch(n)
+    x = e.uniform(b, 64, 56, 56)
+    f = e.torch.nn.functional
+    return (lambda: f.max_pool2d(x, 2)), [b, 64, 56, 56], "F.max_pool2d(x, 2)"
+
+
+def bytes_max_pool2d(n, esz):  # the input read once, a quarter of it written
+    return conv_batch(n) * 64 * 56 * 56 * 1.25 * esz
+
+
 # (kiln case name, setup(env, n) -> (call, shape, op text), bytes(n, esz) or None, flops(n) or None)
 CASES = [
     ("copy.kiln_copy", setup_copy, bytes_1in_1out, None),
@@ -495,6 +523,8 @@ CASES = [
     ("linalg.solve", setup_solve, None, lambda n: flops_lu(n) + 64.0 * square_dim(n) ** 2),
     ("linalg.inv", setup_inv, None, lambda n: 3.0 * flops_lu(n)),
     ("linalg.lu_batched", setup_lu_batched, None, lambda n: max(n // 1024, 1) * 2.0 / 3.0 * 32 ** 3),
+    ("nn.conv2d", setup_conv2d, None, flops_conv2d),
+    ("nn.max_pool2d", setup_max_pool2d, bytes_max_pool2d, None),
 ]
 COPY_CASE = "copy.kiln_copy"
 
