@@ -39,7 +39,7 @@
 #define KILN__CONV_GEMM_MIN_REUSE 512
 
 /* Values of the conv tuner family's parameter. */
-enum { ROUTE_RULE = 0, ROUTE_DIRECT = 1, ROUTE_GEMM = 2 };
+enum { ROUTE_RULE = 0, ROUTE_DIRECT = 1, ROUTE_GEMM = 2, ROUTE_CONVGEMM = 3 };
 
 /* ---------------------------------------------------------------- shared helpers */
 
@@ -241,6 +241,30 @@ chunk_samples(kiln_context *ctx, const conv_geo *g, kiln_dtype dt)
   return nc < (uint64_t)g->N ? nc : (uint64_t)g->N;
 }
 
+/* CLBlast's convgemm serves the forward pass of ungrouped 1-D and 2-D convolutions. */
+static int
+convgemm_ok(const conv_geo *g)
+{
+  return have_clblast() && g->G == 1 && g->in.v[0] == 1 && g->k.v[0] == 1;
+}
+
+/* What a route asks for becomes on this problem: the GEMM routes need a batch whose columns
+ * fit (nc > 0), convgemm its special case (else the im2col GEMM serves). */
+static int
+route_effective(const conv_geo *g, int route, uint64_t nc)
+{
+  if (route == ROUTE_RULE)
+    route =
+        have_clblast() && (uint64_t)g->cog * (uint64_t)g->cig * g->kvol >= KILN__CONV_GEMM_MIN_REUSE
+            ? ROUTE_GEMM
+            : ROUTE_DIRECT;
+  if (route == ROUTE_CONVGEMM && !convgemm_ok(g))
+    route = ROUTE_GEMM;
+  if (route != ROUTE_DIRECT && (g->N == 0 || nc == 0))
+    route = ROUTE_DIRECT;
+  return route;
+}
+
 /* The route of one call (call before taking ctx->lock: the lookup may tune online). */
 static int
 conv_route(kiln_context *ctx, const conv_geo *g, kiln_dtype dt, int forced)
@@ -252,14 +276,7 @@ conv_route(kiln_context *ctx, const conv_geo *g, kiln_dtype dt, int forced)
     kiln__tune_lookup(ctx, &conv_tune, dt, KILN__LAYOUT_MNK, mnk ? mnk : 1, &chosen);
     route = (int)chosen;
   }
-  if (route == ROUTE_RULE)
-    route =
-        have_clblast() && (uint64_t)g->cog * (uint64_t)g->cig * g->kvol >= KILN__CONV_GEMM_MIN_REUSE
-            ? ROUTE_GEMM
-            : ROUTE_DIRECT;
-  if (route == ROUTE_GEMM && (g->N == 0 || chunk_samples(ctx, g, dt) == 0))
-    route = ROUTE_DIRECT;
-  return route;
+  return route_effective(g, route, chunk_samples(ctx, g, dt));
 }
 
 /* C = op(A) op(B) (+ C with acc) for batch matrices; offsets, lds and strides in elements. */
@@ -335,6 +352,32 @@ launch_im2col(const char *op, kiln_context *ctx, kiln_dtype dt, const kiln_tenso
 /* ---------------------------------------------------------------- forward */
 
 /* y = conv(x, w) (+ bias) into y (ctx->lock held). */
+/* The im2col route's forward: columns of nc samples at a time, one batched GEMM per group. */
+static kiln_status
+im2col_forward(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *w,
+               const conv_geo *g, kiln_tensor *y, uint64_t nc, uint64_t kg)
+{
+  kiln_dtype dt = x->dtype;
+  kiln__ops_tmp col;
+  KILN_TRY(kiln__ops_tmp_alloc(ctx, nc * kg * g->ovol * kiln_dtype_size(dt), &col));
+  kiln_status s = KILN_OK;
+  for (uint64_t n0 = 0; s == KILN_OK && n0 < (uint64_t)g->N; n0 += nc) {
+    uint64_t m = (uint64_t)g->N - n0 < nc ? (uint64_t)g->N - n0 : nc;
+    for (int64_t grp = 0; s == KILN_OK && grp < g->G; grp++) {
+      s = launch_im2col(op, ctx, dt, x, g, col.mem, n0, m, grp);
+      if (s == KILN_OK)
+        s = gemm(op, ctx, dt, 0, 0, (uint64_t)g->cog, g->ovol, kg,
+                 gm(w, (uint64_t)grp * (uint64_t)g->cog * kg, kg, 0),
+                 gmem(col.mem, 0, g->ovol, kg * g->ovol),
+                 gm(y, (n0 * (uint64_t)g->Cout + (uint64_t)grp * (uint64_t)g->cog) * g->ovol,
+                    g->ovol, (uint64_t)g->Cout * g->ovol),
+                 m, 0);
+    }
+  }
+  kiln__ops_tmp_free(ctx, &col);
+  return s;
+}
+
 static kiln_status
 forward_run(const char *op, kiln_context *ctx, int route, const kiln_tensor *x,
             const kiln_tensor *w, const kiln_tensor *bias, const conv_geo *g, kiln_tensor *y)
@@ -356,23 +399,26 @@ forward_run(const char *op, kiln_context *ctx, int route, const kiln_tensor *x,
     return kiln__args_launch_1d(&a, ctx, ny, 0);
   }
   uint64_t nc = chunk_samples(ctx, g, dt), kg = (uint64_t)g->cig * g->kvol;
-  kiln__ops_tmp col;
-  KILN_TRY(kiln__ops_tmp_alloc(ctx, nc * kg * g->ovol * kiln_dtype_size(dt), &col));
   kiln_status s = KILN_OK;
-  for (uint64_t n0 = 0; s == KILN_OK && n0 < (uint64_t)g->N; n0 += nc) {
-    uint64_t m = (uint64_t)g->N - n0 < nc ? (uint64_t)g->N - n0 : nc;
-    for (int64_t grp = 0; s == KILN_OK && grp < g->G; grp++) {
-      s = launch_im2col(op, ctx, dt, x, g, col.mem, n0, m, grp);
-      if (s == KILN_OK)
-        s = gemm(op, ctx, dt, 0, 0, (uint64_t)g->cog, g->ovol, kg,
-                 gm(w, (uint64_t)grp * (uint64_t)g->cog * kg, kg, 0),
-                 gmem(col.mem, 0, g->ovol, kg * g->ovol),
-                 gm(y, (n0 * (uint64_t)g->Cout + (uint64_t)grp * (uint64_t)g->cog) * g->ovol,
-                    g->ovol, (uint64_t)g->Cout * g->ovol),
-                 m, 0);
+  if (route == ROUTE_CONVGEMM) {
+#if KILN_HAVE_CLBLAST
+    /* Chunked like the im2col route: CLBlast may build the columns internally. */
+    for (uint64_t n0 = 0; s == KILN_OK && n0 < (uint64_t)g->N; n0 += nc) {
+      uint64_t m = (uint64_t)g->N - n0 < nc ? (uint64_t)g->N - n0 : nc;
+      s = kiln__clblast_convgemm(
+          op, ctx, dt, (size_t)g->Cin, (size_t)g->in.v[1], (size_t)g->in.v[2], (size_t)g->k.v[1],
+          (size_t)g->k.v[2], (size_t)g->p.v[1], (size_t)g->p.v[2], (size_t)g->s.v[1],
+          (size_t)g->s.v[2], (size_t)g->d.v[1], (size_t)g->d.v[2], (size_t)g->Cout, m, x->mem,
+          kiln__ops_elem_offset(x) + n0 * (uint64_t)g->Cin * g->ivol, w->mem,
+          kiln__ops_elem_offset(w), y->mem,
+          kiln__ops_elem_offset(y) + n0 * (uint64_t)g->Cout * g->ovol);
     }
+#else
+    s = kiln__fail(KILN_ERR_INTERNAL, op, 0, "convgemm route taken without CLBlast");
+#endif
+  } else {
+    s = im2col_forward(op, ctx, x, w, g, y, nc, kg);
   }
-  kiln__ops_tmp_free(ctx, &col);
   if (s == KILN_OK && bias) {
     KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "bias_add", &k));
     kiln__args a = kiln__args_begin(op, k);
@@ -621,14 +667,14 @@ kiln_conv_transpose(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *
 #define N_(a) (sizeof(a) / sizeof((a)[0]))
 #define P2(k) ((uint64_t)1 << (k))
 
-static const uint64_t conv_routes[] = {ROUTE_DIRECT, ROUTE_GEMM};
+static const uint64_t conv_routes[] = {ROUTE_DIRECT, ROUTE_GEMM, ROUTE_CONVGEMM};
 
 static const struct kiln__tune_param conv_params[] = {
     {.name = "route",
      .offset = 0,
      .size = sizeof(uint32_t),
      .min = ROUTE_RULE,
-     .max = ROUTE_GEMM,
+     .max = ROUTE_CONVGEMM,
      .full = conv_routes,
      .nfull = N_(conv_routes),
      .quick = conv_routes,
@@ -686,6 +732,23 @@ conv_tune_run(struct kiln__tune_problem *pb, const void *params)
                       &pb->out);
 }
 
+/* Two candidates that become the same route on pb's problem run the same code. */
+static int
+conv_same_run(const struct kiln__tune_problem *pb, const void *a, const void *b)
+{
+  conv_geo g;
+  memset(&g, 0, sizeof g);
+  g.N = 1;
+  g.G = 1;
+  g.cig = g.cog = g.Cin = g.Cout = pb->shape[0];
+  for (int i = 0; i < 3; i++)
+    g.in.v[i] = g.k.v[i] = 1;
+  g.k.v[1] = g.k.v[2] = 3;
+  g.kvol = 9;
+  return route_effective(&g, (int)*(const uint32_t *)a, 1) ==
+         route_effective(&g, (int)*(const uint32_t *)b, 1);
+}
+
 static double
 conv_tune_bytes(const struct kiln__tune_problem *pb)
 {
@@ -710,6 +773,7 @@ static const struct kiln__tune_family conv_tune = {
     .run = conv_tune_run,
     .bytes = conv_tune_bytes,
     .setup = conv_tune_setup,
+    .same_run = conv_same_run,
     .sizes = conv_sizes,
     .nsizes = N_(conv_sizes),
 };
