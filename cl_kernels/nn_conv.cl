@@ -9,20 +9,24 @@
  * Geometry (long4 arguments, .x depth, .y height, .z width; the host pads 1-D and 2-D with
  * leading axes of 1): ch = (N, C_in, C_out, groups); in, out: spatial sizes of the
  * convolution's input and output; k, s, p, d: kernel, stride, padding, dilation. x is
- * [N, C_in, in], y [N, C_out, out], w [C_out, C_in / groups, k]. Every kernel is 1-D with a
- * grid-stride loop (offsets in elements).
+ * [N, C_in, in], y [N, C_out, out], w [C_out, C_in / groups, k]. Offsets are in elements.
+ * Grids: "over V x R" is a 2-D grid, dimension 0 over the V positions of one plane (rounded up
+ * to the work-group size; V < 2^31, split in 32-bit arithmetic), dimension 1 over R rows;
+ * conv_bwd_weight and gemm_batched are 1-D with a grid-stride loop.
  *
- *   conv_fwd(x, xoff, w, woff, b, boff, y, yoff, ch, in, out, k, s, p, d, flags)  over y
+ *   conv_fwd(x, xoff, w, woff, b, boff, y, yoff, ch, in, out, k, s, p, d, flags)
+ *     over out x N * C_out.
  *     flags 1: add bias b.
  *   conv_bwd_data(g, goff, w, woff, b, boff, dx, dxoff, ch, in, out, k, s, p, d, flags)
- *     over dx, gathering every (output, tap) that reads the element; flags 1: add b[channel]
+ *     over in x N * C_in, gathering every (output, tap) that reads the element; flags 1: add b
  *     (the transposed convolution's bias).
  *   conv_bwd_weight(g, goff, x, xoff, dw, dwoff, ch, in, out, k, s, p, d)  over dw
- *   im2col(x, xoff, col, ch, in, out, k, s, p, d, n0, nc, grp)
- *     col [nc][C_in/groups * kvol][L] (L = output volume) for samples n0.. of group grp.
+ *   im2col(x, xoff, col, ch, in, out, k, s, p, d, n0, nc, grp)   over out x nc * rows
+ *     col [nc][rows = C_in/groups * kvol][L] (L = output volume), samples n0.. of group grp.
  *   col2im(col, dx, dxoff, b, boff, ch, in, out, k, s, p, d, n0, nc, grp, flags)
- *     the gather inverse: dx of samples n0.., channels of group grp; flags 1 adds b.
- *   bias_add(y, yoff, b, boff, nrow, C, L)   y[n, c, l] += b[c] over nrow * C * L
+ *     over in x nc * C_in/groups: the gather inverse, dx of samples n0.., channels of group
+ *     grp; flags 1 adds b.
+ *   bias_add(y, yoff, b, boff, nrow, C, L)   over L x nrow * C: y[n, c, l] += b[c]
  *   bias_grad(g, goff, db, dboff, N, C, L, scratch)  one work-group per channel
  *   gemm_batched(a, aoff, lda, astr, b, boff, ldb, bstr, c, coff, ldc, cstr, m, n, kk, batch,
  *                flags)  C = op(A) op(B) (+ C with flags 4); flags 1: A transposed, 2: B.
@@ -31,6 +35,19 @@
 #include "common.cl"
 
 #define GRID_LOOP(i, n) for (ulong i = get_global_id(0); i < (n); i += get_global_size(0))
+
+/* The work-item's position r in a plane of vol positions and its row t (none beyond vol). */
+#define PLANE_BEGIN(vol)                 \
+  const uint r = (uint)get_global_id(0); \
+  const ulong t = get_global_id(1);      \
+  if (r >= (uint)(vol))                  \
+    return;
+
+/* Position r of a volume with axes (.x, .y, .z) of d as (Z_, Y_, X_). */
+#define SPLIT(r, d, Z_, Y_, X_)                                                    \
+  const uint Y_##w_ = (uint)(d).z, Y_##hw_ = (uint)(d).y * Y_##w_;               \
+  const long Z_ = (long)((r) / Y_##hw_), Y_ = (long)((r) / Y_##w_ % (uint)(d).y), \
+             X_ = (long)((r) % Y_##w_);
 
 kernel void
 conv_fwd(global const ST *x, ulong xoff, global const ST *w, ulong woff, global const ST *b,
@@ -42,11 +59,11 @@ conv_fwd(global const ST *x, ulong xoff, global const ST *w, ulong woff, global 
   y += yoff;
   const long cig = ch.y / ch.w, cog = ch.z / ch.w;
   const long ovol = out.x * out.y * out.z, ivol = in.x * in.y * in.z, kvol = k.x * k.y * k.z;
-  GRID_LOOP(i, (ulong)(ch.x * ch.z * ovol))
   {
-    const long r = (long)(i % (ulong)ovol), t = (long)(i / (ulong)ovol);
-    const long co = t % ch.z, n = t / ch.z, grp = co / cog;
-    const long oz = r / (out.y * out.z), oy = r / out.z % out.y, ox = r % out.z;
+    PLANE_BEGIN(ovol)
+    SPLIT(r, out, oz, oy, ox)
+    const ulong i = t * (ulong)ovol + r;
+    const long co = (long)(t % (ulong)ch.z), n = (long)(t / (ulong)ch.z), grp = co / cog;
     const long z0 = oz * s.x - p.x, y0 = oy * s.y - p.y, x0 = ox * s.z - p.z;
     T acc = (flags & 1u) ? KILN_LOAD(b, boff + co) : (T)0;
     for (long cl = 0; cl < cig; cl++) {
@@ -95,11 +112,12 @@ conv_bwd_data(global const ST *g, ulong goff, global const ST *w, ulong woff, gl
   dx += dxoff;
   const long cig = ch.y / ch.w, cog = ch.z / ch.w;
   const long ovol = out.x * out.y * out.z, ivol = in.x * in.y * in.z, kvol = k.x * k.y * k.z;
-  GRID_LOOP(i, (ulong)(ch.x * ch.y * ivol))
   {
-    const long q = (long)(i % (ulong)ivol), t = (long)(i / (ulong)ivol);
-    const long ci = t % ch.y, n = t / ch.y, grp = ci / cig, cl = ci % cig;
-    const long zz = q / (in.y * in.z), yy = q / in.z % in.y, xx = q % in.z;
+    PLANE_BEGIN(ivol)
+    SPLIT(r, in, zz, yy, xx)
+    const ulong i = t * (ulong)ivol + r;
+    const long ci = (long)(t % (ulong)ch.y), n = (long)(t / (ulong)ch.y), grp = ci / cig,
+               cl = ci % cig;
     T acc = (flags & 1u) ? KILN_LOAD(b, boff + ci) : (T)0;
     for (long a = 0; a < k.x; a++) {
       const long oz = tap_out(zz, a, s.x, p.x, d.x, out.x);
@@ -172,13 +190,13 @@ im2col(global const ST *x, ulong xoff, global ST *col, long4 ch, long4 in, long4
   const long cig = ch.y / ch.w;
   const long ovol = out.x * out.y * out.z, ivol = in.x * in.y * in.z, kvol = k.x * k.y * k.z;
   const long rows = cig * kvol;
-  GRID_LOOP(i, (ulong)(nc * rows * ovol))
   {
-    const long l = (long)(i % (ulong)ovol), t = (long)(i / (ulong)ovol);
-    const long row = t % rows, nb = t / rows;
-    const long cl = row / kvol, kk = row % kvol;
-    const long a = kk / (k.y * k.z), bb = kk / k.z % k.y, c = kk % k.z;
-    const long oz = l / (out.y * out.z), oy = l / out.z % out.y, ox = l % out.z;
+    PLANE_BEGIN(ovol)
+    SPLIT(r, out, oz, oy, ox)
+    const ulong i = t * (ulong)ovol + r;
+    const uint row = (uint)(t % (ulong)rows), nb = (uint)(t / (ulong)rows);
+    const uint cl = row / (uint)kvol, kk = row % (uint)kvol;
+    SPLIT(kk, k, a, bb, c)
     const long zz = oz * s.x - p.x + a * d.x, yy = oy * s.y - p.y + bb * d.y,
                xx = ox * s.z - p.z + c * d.z;
     T v = (T)0;
@@ -196,11 +214,11 @@ col2im(global const ST *col, global ST *dx, ulong dxoff, global const ST *b, ulo
   dx += dxoff;
   const long cig = ch.y / ch.w;
   const long ovol = out.x * out.y * out.z, ivol = in.x * in.y * in.z, kvol = k.x * k.y * k.z;
-  GRID_LOOP(i, (ulong)(nc * cig * ivol))
   {
-    const long q = (long)(i % (ulong)ivol), t = (long)(i / (ulong)ivol);
-    const long cl = t % cig, nb = t / cig, ci = grp * cig + cl;
-    const long zz = q / (in.y * in.z), yy = q / in.z % in.y, xx = q % in.z;
+    PLANE_BEGIN(ivol)
+    SPLIT(r, in, zz, yy, xx)
+    const ulong q = r;
+    const long cl = (long)(t % (ulong)cig), nb = (long)(t / (ulong)cig), ci = grp * cig + cl;
     global const ST *cp = col + (nb * cig + cl) * kvol * ovol;
     T acc = (flags & 1u) ? KILN_LOAD(b, boff + ci) : (T)0;
     for (long a = 0; a < k.x; a++) {
@@ -225,10 +243,9 @@ col2im(global const ST *col, global ST *dx, ulong dxoff, global const ST *b, ulo
 kernel void
 bias_add(global ST *y, ulong yoff, global const ST *b, ulong boff, ulong nrow, ulong C, ulong L)
 {
-  y += yoff;
-  b += boff;
-  GRID_LOOP(i, nrow * C * L)
-  KILN_STORE(y, i, KILN_LOAD(y, i) + KILN_LOAD(b, i / L % C));
+  PLANE_BEGIN(L)
+  const ulong i = yoff + t * L + r;
+  KILN_STORE(y, i, KILN_LOAD(y, i) + KILN_LOAD(b, boff + t % C));
 }
 
 /* One work-group per channel: a strided sum over N * L, then a tree in local memory. */

@@ -8,7 +8,9 @@
  * Geometry: planes independent planes of in.x * in.y * in.z elements (depth, height, width;
  * the host pads 1-D and 2-D pooling with leading axes of 1), outputs of out.x * out.y * out.z.
  * k, s, p, d: window, stride, padding and dilation per axis (.x depth, .y height, .z width).
- * Every kernel is 1-D with a grid-stride loop over its elements (offsets in elements).
+ * Every kernel runs on a 2-D grid: dimension 0 over the spatial volume of one plane (rounded
+ * up to the work-group size; the host keeps volumes below 2^31 so that positions decompose in
+ * 32-bit arithmetic), dimension 1 over the planes. Offsets are in elements.
  *
  *   pool_fwd(x, xoff, y, yoff, ix, ixoff, planes, in, out, k, s, p, d, flags)  over outputs
  *     flags POOL_MAX: max (else average); POOL_IDX: write i64 argmax indices (max);
@@ -26,7 +28,18 @@
 #define POOL_IDX 2u
 #define POOL_INCLUDE_PAD 4u
 
-#define GRID_LOOP(i, n) for (ulong i = get_global_id(0); i < (n); i += get_global_size(0))
+/* The work-item's plane pl and flat position r in it (beyond the volume: no work). */
+#define PLANE_BEGIN(vol)                                   \
+  const uint r = (uint)get_global_id(0);                   \
+  const ulong pl = get_global_id(1);                       \
+  if (r >= (uint)(vol))                                    \
+    return;
+
+/* Position r of a volume with axes (.x, .y, .z) of d as (Z_, Y_, X_). */
+#define SPLIT(r, d, Z_, Y_, X_)                                                    \
+  const uint Y_##w_ = (uint)(d).z, Y_##hw_ = (uint)(d).y * Y_##w_;               \
+  const long Z_ = (long)((r) / Y_##hw_), Y_ = (long)((r) / Y_##w_ % (uint)(d).y), \
+             X_ = (long)((r) % Y_##w_);
 
 /* The outputs along one axis whose window [o s - p, o s - p + span) holds position q. */
 inline void
@@ -54,58 +67,54 @@ kernel void
 pool_fwd(global const ST *x, ulong xoff, global ST *y, ulong yoff, global long *ix, ulong ixoff,
          ulong planes, long4 in, long4 out, long4 k, long4 s, long4 p, long4 d, uint flags)
 {
-  x += xoff;
-  y += yoff;
   const ulong ovol = (ulong)(out.x * out.y * out.z), ivol = (ulong)(in.x * in.y * in.z);
-  GRID_LOOP(i, planes * ovol)
-  {
-    const ulong pl = i / ovol;
-    const long r = (long)(i % ovol), oz = r / (out.y * out.z), oy = r / out.z % out.y,
-               ox = r % out.z;
-    global const ST *xp = x + pl * ivol;
-    if (flags & POOL_MAX) {
-      const long z0 = oz * s.x - p.x, y0 = oy * s.y - p.y, x0 = ox * s.z - p.z;
-      T m = -INFINITY;
-      long mi = -1;
-      for (long a = 0; a < k.x; a++) {
-        const long zz = z0 + a * d.x;
-        if (zz < 0 || zz >= in.x)
+  PLANE_BEGIN(ovol)
+  SPLIT(r, out, oz, oy, ox)
+  const ulong i = pl * ovol + r;
+  x += xoff + pl * ivol;
+  y += yoff;
+  if (flags & POOL_MAX) {
+    const long z0 = oz * s.x - p.x, y0 = oy * s.y - p.y, x0 = ox * s.z - p.z;
+    T m = -INFINITY;
+    long mi = -1;
+    for (long a = 0; a < k.x; a++) {
+      const long zz = z0 + a * d.x;
+      if (zz < 0 || zz >= in.x)
+        continue;
+      for (long b = 0; b < k.y; b++) {
+        const long yy = y0 + b * d.y;
+        if (yy < 0 || yy >= in.y)
           continue;
-        for (long b = 0; b < k.y; b++) {
-          const long yy = y0 + b * d.y;
-          if (yy < 0 || yy >= in.y)
+        for (long c = 0; c < k.z; c++) {
+          const long xx = x0 + c * d.z;
+          if (xx < 0 || xx >= in.z)
             continue;
-          for (long c = 0; c < k.z; c++) {
-            const long xx = x0 + c * d.z;
-            if (xx < 0 || xx >= in.z)
-              continue;
-            const long q = (zz * in.y + yy) * in.z + xx;
-            const T v = KILN_LOAD(xp, q);
-            /* PyTorch's rule: a larger value or any NaN takes the place. */
-            if (mi < 0 || v > m || isnan(v)) {
-              m = v;
-              mi = q;
-            }
+          const long q = (zz * in.y + yy) * in.z + xx;
+          const T v = KILN_LOAD(x, q);
+          /* PyTorch's rule: a larger value or any NaN takes the place. */
+          if (mi < 0 || v > m || isnan(v)) {
+            m = v;
+            mi = q;
           }
         }
       }
-      KILN_STORE(y, i, m);
-      if (flags & POOL_IDX)
-        ix[ixoff + i] = mi;
-    } else {
-      long zl, zh, zp, yl, yh, yp, xl, xh, xp_;
-      avg_window(oz, in.x, k.x, s.x, p.x, &zl, &zh, &zp);
-      avg_window(oy, in.y, k.y, s.y, p.y, &yl, &yh, &yp);
-      avg_window(ox, in.z, k.z, s.z, p.z, &xl, &xh, &xp_);
-      T acc = (T)0;
-      for (long zz = zl; zz < zh; zz++)
-        for (long yy = yl; yy < yh; yy++)
-          for (long xx = xl; xx < xh; xx++)
-            acc += KILN_LOAD(xp, (zz * in.y + yy) * in.z + xx);
-      const long div =
-          (flags & POOL_INCLUDE_PAD) ? zp * yp * xp_ : (zh - zl) * (yh - yl) * (xh - xl);
-      KILN_STORE(y, i, acc / (T)div);
     }
+    KILN_STORE(y, i, m);
+    if (flags & POOL_IDX)
+      ix[ixoff + i] = mi;
+  } else {
+    long zl, zh, zp, yl, yh, yp, xl, xh, xp;
+    avg_window(oz, in.x, k.x, s.x, p.x, &zl, &zh, &zp);
+    avg_window(oy, in.y, k.y, s.y, p.y, &yl, &yh, &yp);
+    avg_window(ox, in.z, k.z, s.z, p.z, &xl, &xh, &xp);
+    T acc = (T)0;
+    for (long zz = zl; zz < zh; zz++)
+      for (long yy = yl; yy < yh; yy++)
+        for (long xx = xl; xx < xh; xx++)
+          acc += KILN_LOAD(x, (zz * in.y + yy) * in.z + xx);
+    const long div =
+        (flags & POOL_INCLUDE_PAD) ? zp * yp * xp : (zh - zl) * (yh - yl) * (xh - xl);
+    KILN_STORE(y, i, acc / (T)div);
   }
 }
 
@@ -113,65 +122,55 @@ kernel void
 pool_max_bwd(global const ST *g, ulong goff, global const long *ix, ulong ixoff, global ST *dx,
              ulong dxoff, ulong planes, long4 in, long4 out, long4 k, long4 s, long4 p, long4 d)
 {
-  g += goff;
-  ix += ixoff;
-  dx += dxoff;
   const ulong ovol = (ulong)(out.x * out.y * out.z), ivol = (ulong)(in.x * in.y * in.z);
-  GRID_LOOP(i, planes * ivol)
-  {
-    const ulong pl = i / ivol;
-    const long q = (long)(i % ivol), zz = q / (in.y * in.z), yy = q / in.z % in.y, xx = q % in.z;
-    long zl, zh, yl, yh, xl, xh;
-    out_range(zz, s.x, p.x, (k.x - 1) * d.x + 1, out.x, &zl, &zh);
-    out_range(yy, s.y, p.y, (k.y - 1) * d.y + 1, out.y, &yl, &yh);
-    out_range(xx, s.z, p.z, (k.z - 1) * d.z + 1, out.z, &xl, &xh);
-    const ulong ob = pl * ovol;
-    T acc = (T)0;
-    for (long oz = zl; oz <= zh; oz++)
-      for (long oy = yl; oy <= yh; oy++)
-        for (long ox = xl; ox <= xh; ox++) {
-          const ulong o = ob + (ulong)((oz * out.y + oy) * out.z + ox);
-          if (ix[o] == q)
-            acc += KILN_LOAD(g, o);
-        }
-    KILN_STORE(dx, i, acc);
-  }
+  PLANE_BEGIN(ivol)
+  SPLIT(r, in, zz, yy, xx)
+  long zl, zh, yl, yh, xl, xh;
+  out_range(zz, s.x, p.x, (k.x - 1) * d.x + 1, out.x, &zl, &zh);
+  out_range(yy, s.y, p.y, (k.y - 1) * d.y + 1, out.y, &yl, &yh);
+  out_range(xx, s.z, p.z, (k.z - 1) * d.z + 1, out.z, &xl, &xh);
+  g += goff + pl * ovol;
+  ix += ixoff + pl * ovol;
+  T acc = (T)0;
+  for (long oz = zl; oz <= zh; oz++)
+    for (long oy = yl; oy <= yh; oy++)
+      for (long ox = xl; ox <= xh; ox++) {
+        const long o = (oz * out.y + oy) * out.z + ox;
+        if (ix[o] == (long)r)
+          acc += KILN_LOAD(g, o);
+      }
+  KILN_STORE(dx, dxoff + pl * ivol + r, acc);
 }
 
 kernel void
 pool_avg_bwd(global const ST *g, ulong goff, global ST *dx, ulong dxoff, ulong planes, long4 in,
              long4 out, long4 k, long4 s, long4 p, uint flags)
 {
-  g += goff;
-  dx += dxoff;
   const ulong ovol = (ulong)(out.x * out.y * out.z), ivol = (ulong)(in.x * in.y * in.z);
-  GRID_LOOP(i, planes * ivol)
-  {
-    const ulong pl = i / ivol;
-    const long q = (long)(i % ivol), zz = q / (in.y * in.z), yy = q / in.z % in.y, xx = q % in.z;
-    long zl, zh, yl, yh, xl, xh;
-    out_range(zz, s.x, p.x, k.x, out.x, &zl, &zh);
-    out_range(yy, s.y, p.y, k.y, out.y, &yl, &yh);
-    out_range(xx, s.z, p.z, k.z, out.z, &xl, &xh);
-    const ulong ob = pl * ovol;
-    T acc = (T)0;
-    for (long oz = zl; oz <= zh; oz++) {
-      long a0, a1, ap;
-      avg_window(oz, in.x, k.x, s.x, p.x, &a0, &a1, &ap);
-      for (long oy = yl; oy <= yh; oy++) {
-        long b0, b1, bp;
-        avg_window(oy, in.y, k.y, s.y, p.y, &b0, &b1, &bp);
-        for (long ox = xl; ox <= xh; ox++) {
-          long c0, c1, cp;
-          avg_window(ox, in.z, k.z, s.z, p.z, &c0, &c1, &cp);
-          const long div =
-              (flags & POOL_INCLUDE_PAD) ? ap * bp * cp : (a1 - a0) * (b1 - b0) * (c1 - c0);
-          acc += KILN_LOAD(g, ob + (ulong)((oz * out.y + oy) * out.z + ox)) / (T)div;
-        }
+  PLANE_BEGIN(ivol)
+  SPLIT(r, in, zz, yy, xx)
+  long zl, zh, yl, yh, xl, xh;
+  out_range(zz, s.x, p.x, k.x, out.x, &zl, &zh);
+  out_range(yy, s.y, p.y, k.y, out.y, &yl, &yh);
+  out_range(xx, s.z, p.z, k.z, out.z, &xl, &xh);
+  g += goff + pl * ovol;
+  T acc = (T)0;
+  for (long oz = zl; oz <= zh; oz++) {
+    long a0, a1, ap;
+    avg_window(oz, in.x, k.x, s.x, p.x, &a0, &a1, &ap);
+    for (long oy = yl; oy <= yh; oy++) {
+      long b0, b1, bp;
+      avg_window(oy, in.y, k.y, s.y, p.y, &b0, &b1, &bp);
+      for (long ox = xl; ox <= xh; ox++) {
+        long c0, c1, cp;
+        avg_window(ox, in.z, k.z, s.z, p.z, &c0, &c1, &cp);
+        const long div =
+            (flags & POOL_INCLUDE_PAD) ? ap * bp * cp : (a1 - a0) * (b1 - b0) * (c1 - c0);
+        acc += KILN_LOAD(g, (oz * out.y + oy) * out.z + ox) / (T)div;
       }
     }
-    KILN_STORE(dx, i, acc);
   }
+  KILN_STORE(dx, dxoff + pl * ivol + r, acc);
 }
 
 /* Adaptive window of output o along an axis of n inputs and m outputs: [lo, hi). */
@@ -186,29 +185,23 @@ kernel void
 adaptive_fwd(global const ST *x, ulong xoff, global ST *y, ulong yoff, ulong planes, long4 in,
              long4 out)
 {
-  x += xoff;
-  y += yoff;
   const ulong ovol = (ulong)(out.x * out.y * out.z), ivol = (ulong)(in.x * in.y * in.z);
-  GRID_LOOP(i, planes * ovol)
-  {
-    const ulong pl = i / ovol;
-    const long r = (long)(i % ovol), oz = r / (out.y * out.z), oy = r / out.z % out.y,
-               ox = r % out.z;
-    long zl, zh, yl, yh, xl, xh;
-    adaptive_window(oz, in.x, out.x, &zl, &zh);
-    adaptive_window(oy, in.y, out.y, &yl, &yh);
-    adaptive_window(ox, in.z, out.z, &xl, &xh);
-    global const ST *xp = x + pl * ivol;
-    T acc = (T)0;
-    for (long zz = zl; zz < zh; zz++)
-      for (long yy = yl; yy < yh; yy++)
-        for (long xx = xl; xx < xh; xx++)
-          acc += KILN_LOAD(xp, (zz * in.y + yy) * in.z + xx);
-    KILN_STORE(y, i, acc / (T)((zh - zl) * (yh - yl) * (xh - xl)));
-  }
+  PLANE_BEGIN(ovol)
+  SPLIT(r, out, oz, oy, ox)
+  long zl, zh, yl, yh, xl, xh;
+  adaptive_window(oz, in.x, out.x, &zl, &zh);
+  adaptive_window(oy, in.y, out.y, &yl, &yh);
+  adaptive_window(ox, in.z, out.z, &xl, &xh);
+  x += xoff + pl * ivol;
+  T acc = (T)0;
+  for (long zz = zl; zz < zh; zz++)
+    for (long yy = yl; yy < yh; yy++)
+      for (long xx = xl; xx < xh; xx++)
+        acc += KILN_LOAD(x, (zz * in.y + yy) * in.z + xx);
+  KILN_STORE(y, yoff + pl * ovol + r, acc / (T)((zh - zl) * (yh - yl) * (xh - xl)));
 }
 
-/* The outputs along an axis whose adaptive window holds q (a superset, checked by the caller). */
+/* The outputs along an axis whose adaptive window holds q: [lo, hi). */
 inline void
 adaptive_range(long q, long n, long m, long *lo, long *hi)
 {
@@ -221,39 +214,34 @@ kernel void
 adaptive_bwd(global const ST *g, ulong goff, global ST *dx, ulong dxoff, ulong planes, long4 in,
              long4 out)
 {
-  g += goff;
-  dx += dxoff;
   const ulong ovol = (ulong)(out.x * out.y * out.z), ivol = (ulong)(in.x * in.y * in.z);
-  GRID_LOOP(i, planes * ivol)
-  {
-    const ulong pl = i / ivol;
-    const long q = (long)(i % ivol), zz = q / (in.y * in.z), yy = q / in.z % in.y, xx = q % in.z;
-    long zl, zh, yl, yh, xl, xh;
-    adaptive_range(zz, in.x, out.x, &zl, &zh);
-    adaptive_range(yy, in.y, out.y, &yl, &yh);
-    adaptive_range(xx, in.z, out.z, &xl, &xh);
-    const ulong ob = pl * ovol;
-    T acc = (T)0;
-    for (long oz = zl; oz < zh; oz++) {
-      long a0, a1;
-      adaptive_window(oz, in.x, out.x, &a0, &a1);
-      if (zz < a0 || zz >= a1)
+  PLANE_BEGIN(ivol)
+  SPLIT(r, in, zz, yy, xx)
+  long zl, zh, yl, yh, xl, xh;
+  adaptive_range(zz, in.x, out.x, &zl, &zh);
+  adaptive_range(yy, in.y, out.y, &yl, &yh);
+  adaptive_range(xx, in.z, out.z, &xl, &xh);
+  g += goff + pl * ovol;
+  T acc = (T)0;
+  for (long oz = zl; oz < zh; oz++) {
+    long a0, a1;
+    adaptive_window(oz, in.x, out.x, &a0, &a1);
+    if (zz < a0 || zz >= a1)
+      continue;
+    for (long oy = yl; oy < yh; oy++) {
+      long b0, b1;
+      adaptive_window(oy, in.y, out.y, &b0, &b1);
+      if (yy < b0 || yy >= b1)
         continue;
-      for (long oy = yl; oy < yh; oy++) {
-        long b0, b1;
-        adaptive_window(oy, in.y, out.y, &b0, &b1);
-        if (yy < b0 || yy >= b1)
+      for (long ox = xl; ox < xh; ox++) {
+        long c0, c1;
+        adaptive_window(ox, in.z, out.z, &c0, &c1);
+        if (xx < c0 || xx >= c1)
           continue;
-        for (long ox = xl; ox < xh; ox++) {
-          long c0, c1;
-          adaptive_window(ox, in.z, out.z, &c0, &c1);
-          if (xx < c0 || xx >= c1)
-            continue;
-          acc += KILN_LOAD(g, ob + (ulong)((oz * out.y + oy) * out.z + ox)) /
-                 (T)((a1 - a0) * (b1 - b0) * (c1 - c0));
-        }
+        acc += KILN_LOAD(g, (oz * out.y + oy) * out.z + ox) /
+               (T)((a1 - a0) * (b1 - b0) * (c1 - c0));
       }
     }
-    KILN_STORE(dx, i, acc);
   }
+  KILN_STORE(dx, dxoff + pl * ivol + r, acc);
 }

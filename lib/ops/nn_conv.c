@@ -54,6 +54,30 @@ kiln__nn_args_dims(kiln__args *a, const kiln__nn_dims *d)
 }
 
 kiln_status
+kiln__nn_launch_planes(const kiln__args *a, kiln_context *ctx, uint64_t vol, uint64_t rows)
+{
+  if (a->status != KILN_OK || vol == 0 || rows == 0)
+    return a->status;
+  size_t local = kiln__launch_pow2_local(ctx, a->k);
+  if (local > 256)
+    local = 256;
+  while (local > 1 && local / 2 >= vol)
+    local /= 2;
+  size_t global[2] = {(size_t)((vol + local - 1) / local * local), (size_t)rows};
+  size_t loc[2] = {local, 1};
+  return kiln__args_enqueue(a, ctx, 2, global, loc);
+}
+
+kiln_status
+kiln__nn_check_volume(const char *op, uint64_t vol, const char *what)
+{
+  KILN_RETURN_IF(vol >= ((uint64_t)1 << 31), KILN_ERR_OVERFLOW, op,
+                 "the %s holds %llu positions per plane, more than 2^31 - 1", what,
+                 (unsigned long long)vol);
+  return KILN_OK;
+}
+
+kiln_status
 kiln__nn_conv_check_input(const char *op, kiln_context *ctx, const kiln_tensor *x,
                           kiln_tensor **out)
 {
@@ -179,6 +203,9 @@ conv_geometry(const char *op, const kiln_tensor *x, const kiln_tensor *w,
   g->ivol = vol3(&g->in);
   g->ovol = vol3(&g->out);
   g->kvol = vol3(&g->k);
+  KILN_TRY(kiln__nn_check_volume(op, g->ivol, "input"));
+  KILN_TRY(kiln__nn_check_volume(op, g->ovol, "output"));
+  KILN_TRY(kiln__nn_check_volume(op, g->kvol, "kernel"));
   g->x_shape.ndim = g->y_shape.ndim = (size_t)nd + 2;
   g->x_shape.dims[0] = g->y_shape.dims[0] = g->N;
   g->x_shape.dims[1] = g->Cin;
@@ -346,7 +373,7 @@ launch_im2col(const char *op, kiln_context *ctx, kiln_dtype dt, const kiln_tenso
   kiln__args_i64(&a, (int64_t)n0);
   kiln__args_i64(&a, (int64_t)nc);
   kiln__args_i64(&a, grp);
-  return kiln__args_launch_1d(&a, ctx, nc * (uint64_t)g->cig * g->kvol * g->ovol, 0);
+  return kiln__nn_launch_planes(&a, ctx, g->ovol, nc * (uint64_t)g->cig * g->kvol);
 }
 
 /* ---------------------------------------------------------------- forward */
@@ -396,7 +423,7 @@ forward_run(const char *op, kiln_context *ctx, int route, const kiln_tensor *x,
     kiln__args_tensor(&a, y);
     args_geo(&a, g);
     kiln__args_u32(&a, bias ? 1u : 0u);
-    return kiln__args_launch_1d(&a, ctx, ny, 0);
+    return kiln__nn_launch_planes(&a, ctx, g->ovol, (uint64_t)g->N * (uint64_t)g->Cout);
   }
   uint64_t nc = chunk_samples(ctx, g, dt), kg = (uint64_t)g->cig * g->kvol;
   kiln_status s = KILN_OK;
@@ -427,7 +454,7 @@ forward_run(const char *op, kiln_context *ctx, int route, const kiln_tensor *x,
     kiln__args_u64(&a, (uint64_t)g->N);
     kiln__args_u64(&a, (uint64_t)g->Cout);
     kiln__args_u64(&a, g->ovol);
-    s = kiln__args_launch_1d(&a, ctx, ny, 0);
+    s = kiln__nn_launch_planes(&a, ctx, g->ovol, (uint64_t)g->N * (uint64_t)g->Cout);
   }
   return s;
 }
@@ -499,7 +526,7 @@ backward_data_run(const char *op, kiln_context *ctx, int route, const kiln_tenso
     kiln__args_tensor(&a, dx);
     args_geo(&a, g);
     kiln__args_u32(&a, bias ? 1u : 0u);
-    return kiln__args_launch_1d(&a, ctx, nx, 0);
+    return kiln__nn_launch_planes(&a, ctx, g->ivol, (uint64_t)g->N * (uint64_t)g->Cin);
   }
   uint64_t nc = chunk_samples(ctx, g, dt), kg = (uint64_t)g->cig * g->kvol;
   kiln__ops_tmp col;
@@ -524,7 +551,7 @@ backward_data_run(const char *op, kiln_context *ctx, int route, const kiln_tenso
       kiln__args_i64(&a, (int64_t)m);
       kiln__args_i64(&a, grp);
       kiln__args_u32(&a, bias ? 1u : 0u);
-      s = kiln__args_launch_1d(&a, ctx, m * (uint64_t)g->cig * g->ivol, 0);
+      s = kiln__nn_launch_planes(&a, ctx, g->ivol, m * (uint64_t)g->cig);
     }
   }
   kiln__ops_tmp_free(ctx, &col);

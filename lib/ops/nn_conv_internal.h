@@ -23,6 +23,18 @@ typedef struct kiln__nn_dims {
 /* Appends dims as one long4 kernel argument (the fourth lane 0). */
 void kiln__nn_args_dims(kiln__args *a, const kiln__nn_dims *d);
 
+/*
+ * Enqueues the arguments' kernel on the 2-D grid of the nn_conv kernels: dimension 0 over vol
+ * positions (rounded up to the work-group size), dimension 1 over rows (planes, channels).
+ * vol must be below 2^31 (the kernels split positions in 32-bit arithmetic). Nothing to do
+ * for vol or rows 0.
+ */
+kiln_status kiln__nn_launch_planes(const kiln__args *a, kiln_context *ctx, uint64_t vol,
+                                   uint64_t rows);
+
+/* KILN_ERR_OVERFLOW unless a spatial volume (positions of one plane) is below 2^31. */
+kiln_status kiln__nn_check_volume(const char *op, uint64_t vol, const char *what);
+
 /* Checks ctx, out (non-NULL) and that x is a live f32/f64 tensor of ctx. */
 kiln_status kiln__nn_conv_check_input(const char *op, kiln_context *ctx, const kiln_tensor *x,
                                       kiln_tensor **out);

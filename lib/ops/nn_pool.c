@@ -22,6 +22,12 @@ typedef struct {
   kiln__shape out_shape;
 } pool_geo;
 
+static uint64_t
+vol(const kiln__nn_dims *d)
+{
+  return (uint64_t)d->v[0] * (uint64_t)d->v[1] * (uint64_t)d->v[2];
+}
+
 /* Leading axes and spatial sizes of x for nd spatial axes (1-D and 2-D padded with 1s). */
 static kiln_status
 planes_of(const char *op, const kiln_tensor *x, int64_t nd, pool_geo *g)
@@ -84,7 +90,8 @@ pool_geometry(const char *op, const kiln_tensor *x, const kiln_pool_desc *desc, 
     g->d.v[3 - nd + i] = d;
     g->out_shape.dims[lead + (size_t)i] = o;
   }
-  return KILN_OK;
+  KILN_TRY(kiln__nn_check_volume(op, vol(&g->in), "input"));
+  return kiln__nn_check_volume(op, vol(&g->out), "output");
 }
 
 static void
@@ -98,12 +105,6 @@ args_geo(kiln__args *a, const pool_geo *g, int with_window)
     kiln__nn_args_dims(a, &g->s);
     kiln__nn_args_dims(a, &g->p);
   }
-}
-
-static uint64_t
-vol(const kiln__nn_dims *d)
-{
-  return (uint64_t)d->v[0] * (uint64_t)d->v[1] * (uint64_t)d->v[2];
 }
 
 /* Forward of max (with optional indices) or average pooling. */
@@ -135,8 +136,7 @@ pool_forward(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln
   }
   kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
-  uint64_t n = g.planes * vol(&g.out);
-  if (n) {
+  if (g.planes && vol(&g.out)) {
     cl_kernel k;
     s = kiln__ops_kernel(op, ctx, KILN__NN_POOL_SRC, x->dtype, "pool_fwd", &k);
     if (s == KILN_OK) {
@@ -149,7 +149,7 @@ pool_forward(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln
       args_geo(&a, &g, 1);
       kiln__nn_args_dims(&a, &g.d);
       kiln__args_u32(&a, flags);
-      s = kiln__args_launch_1d(&a, ctx, n, 0);
+      s = kiln__nn_launch_planes(&a, ctx, vol(&g.out), g.planes);
     }
   }
   s = kiln__ops_out_finish(op, ctx, &t, s);
@@ -187,8 +187,7 @@ pool_backward(const char *op, kiln_context *ctx, const kiln_tensor *grad,
   KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &x->shape, grad_x, ins, indices ? 2 : 1, 0, &t));
   kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
-  uint64_t n = g->planes * vol(&g->in);
-  if (n) {
+  if (g->planes && vol(&g->in)) {
     cl_kernel k;
     s = kiln__ops_kernel(op, ctx, KILN__NN_POOL_SRC, x->dtype, kernel, &k);
     if (s == KILN_OK) {
@@ -202,7 +201,7 @@ pool_backward(const char *op, kiln_context *ctx, const kiln_tensor *grad,
         kiln__nn_args_dims(&a, &g->d);
       else if (window)
         kiln__args_u32(&a, flags);
-      s = kiln__args_launch_1d(&a, ctx, n, 0);
+      s = kiln__nn_launch_planes(&a, ctx, vol(&g->in), g->planes);
     }
   }
   s = kiln__ops_out_finish(op, ctx, &t, s);
@@ -251,7 +250,8 @@ adaptive_geometry(const char *op, const kiln_tensor *x, int64_t nd, const int64_
     g->out.v[3 - nd + i] = size[i];
     g->out_shape.dims[lead + (size_t)i] = size[i];
   }
-  return KILN_OK;
+  KILN_TRY(kiln__nn_check_volume(op, vol(&g->in), "input"));
+  return kiln__nn_check_volume(op, vol(&g->out), "output");
 }
 
 kiln_status
@@ -267,8 +267,7 @@ kiln_adaptive_avg_pool(kiln_context *ctx, const kiln_tensor *x, int64_t nd,
   KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &g.out_shape, out, ins, 1, 0, &t));
   kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
-  uint64_t n = g.planes * vol(&g.out);
-  if (n) {
+  if (g.planes && vol(&g.out)) {
     cl_kernel k;
     s = kiln__ops_kernel(op, ctx, KILN__NN_POOL_SRC, x->dtype, "adaptive_fwd", &k);
     if (s == KILN_OK) {
@@ -276,7 +275,7 @@ kiln_adaptive_avg_pool(kiln_context *ctx, const kiln_tensor *x, int64_t nd,
       kiln__args_tensor(&a, x);
       kiln__args_tensor(&a, t.dst);
       args_geo(&a, &g, 0);
-      s = kiln__args_launch_1d(&a, ctx, n, 0);
+      s = kiln__nn_launch_planes(&a, ctx, vol(&g.out), g.planes);
     }
   }
   s = kiln__ops_out_finish(op, ctx, &t, s);
