@@ -73,8 +73,8 @@ pool_geometry(const char *op, const kiln_tensor *x, const kiln_pool_desc *desc, 
     int64_t eff = d * (k - 1) + 1;
     int64_t limit = max ? eff / 2 : k / 2;
     KILN_RETURN_IF(p < 0 || p > limit, KILN_ERR_INVALID_ARGUMENT, op,
-                   "axis %lld: padding %lld must be in [0, %lld] (half the %s kernel)",
-                   (long long)i, (long long)p, (long long)limit, max ? "dilated" : "");
+                   "axis %lld: padding %lld must be in [0, %lld] (half the %skernel)",
+                   (long long)i, (long long)p, (long long)limit, max ? "dilated " : "");
     int64_t span = in + 2 * p - eff;
     KILN_RETURN_IF(span < 0, KILN_ERR_SHAPE, op,
                    "axis %lld: input size %lld with padding %lld is smaller than the window %lld",
