@@ -295,3 +295,110 @@ gemm_batched(global const ST *a, ulong aoff, ulong lda, ulong astr, global const
     KILN_STORE(c, ci, acc);
   }
 }
+
+/*
+ * conv_igemm: the forward pass as an implicit GEMM, the columns built in local memory and
+ * never stored. Per (sample, group): Y [C_out/g, L] = W_g [C_out/g, K] x col [K, L] with
+ * K = C_in/g * kvol. A 16 x 16 work-group computes a CONV_TM x CONV_TN tile of Y
+ * (CONV_TM = 16 CONV_RM rows, CONV_TN = 16 CONV_RN columns: a block of CONV_RM x CONV_RN
+ * adjacent outputs per work-item, so that its local reads are contiguous vectors),
+ * stepping through K in slices of 16: a slice of W and the matching slice of columns
+ * (gathered from x with the padding as zeros) go to local memory, then every work-item
+ * accumulates its outputs in registers. Grid: (ceil(L / CONV_TN) 16, ceil(C_out/g / CONV_TM)
+ * 16, N groups), local (16, 16, 1). flags 1: add bias. Build options: KILN_CONV_RM,
+ * KILN_CONV_RN (default 4 and 4).
+ */
+#ifndef KILN_CONV_RM
+#define KILN_CONV_RM 4
+#endif
+#ifndef KILN_CONV_RN
+#define KILN_CONV_RN 4
+#endif
+#define CONV_TM (16 * KILN_CONV_RM)
+#define CONV_TN (16 * KILN_CONV_RN)
+#define CONV_TK 16
+
+__attribute__((reqd_work_group_size(16, 16, 1))) kernel void
+conv_igemm(global const ST *x, ulong xoff, global const ST *w, ulong woff, global const ST *b,
+           ulong boff, global ST *y, ulong yoff, long4 ch, long4 in, long4 out, long4 k, long4 s,
+           long4 p, long4 d, uint flags)
+{
+  local T As[CONV_TK][CONV_TM];
+  local T Bs[CONV_TK][CONV_TN];
+  const uint tx = get_local_id(0), ty = get_local_id(1), tid = ty * 16 + tx;
+  const uint cig = (uint)(ch.y / ch.w), cog = (uint)(ch.z / ch.w);
+  const uint L = (uint)(out.x * out.y * out.z), kvol = (uint)(k.x * k.y * k.z);
+  const uint K = cig * kvol, khw = (uint)(k.y * k.z), kw = (uint)k.z;
+  const ulong ng = get_global_id(2);
+  const ulong n = ng / (ulong)ch.w, grp = ng % (ulong)ch.w;
+  const uint l0 = (uint)get_group_id(0) * CONV_TN, m0 = (uint)get_group_id(1) * CONV_TM;
+  const ulong ivol = (ulong)(in.x * in.y * in.z);
+  global const ST *xp = x + xoff + (n * (ulong)ch.y + grp * cig) * ivol;
+  global const ST *wp = w + woff + (grp * cog) * (ulong)K;
+
+  /* The columns this work-item loads: tid % CONV_TN, rows tid / CONV_TN + j * (256 / CONV_TN)
+   * of each slice; their output positions do not change over K, so split them once. */
+  const uint bcol = tid % CONV_TN, brow0 = tid / CONV_TN;
+  const uint bl = l0 + bcol;
+  long bz0 = 0, by0 = 0, bx0 = 0;
+  const int bvalid = bl < L;
+  if (bvalid) {
+    SPLIT(bl, out, oz, oy, ox)
+    bz0 = oz * s.x - p.x;
+    by0 = oy * s.y - p.y;
+    bx0 = ox * s.z - p.z;
+  }
+
+  T acc[KILN_CONV_RM][KILN_CONV_RN];
+  for (int i = 0; i < KILN_CONV_RM; i++)
+    for (int j = 0; j < KILN_CONV_RN; j++)
+      acc[i][j] = (T)0;
+
+  for (uint k0 = 0; k0 < K; k0 += CONV_TK) {
+    /* W slice: CONV_TM x 16, stored transposed (As[kk][m]). */
+    for (uint e = tid; e < CONV_TM * CONV_TK; e += 256) {
+      const uint mm = e / CONV_TK, kk = e % CONV_TK;
+      const uint row = m0 + mm, kg = k0 + kk;
+      As[kk][mm] = row < cog && kg < K ? KILN_LOAD(wp, (ulong)row * K + kg) : (T)0;
+    }
+    /* Column slice: 16 x CONV_TN, gathered from x. */
+    for (uint r = brow0; r < CONV_TK; r += 256 / CONV_TN) {
+      const uint kg = k0 + r;
+      T v = (T)0;
+      if (bvalid && kg < K) {
+        const uint cl = kg / kvol, tap = kg % kvol;
+        const long zz = bz0 + (long)(tap / khw) * d.x, yy = by0 + (long)(tap / kw % (uint)k.y) * d.y,
+                   xx = bx0 + (long)(tap % kw) * d.z;
+        if (zz >= 0 && zz < in.x && yy >= 0 && yy < in.y && xx >= 0 && xx < in.z)
+          v = KILN_LOAD(xp, (ulong)cl * ivol + (ulong)((zz * in.y + yy) * in.z + xx));
+      }
+      Bs[r][bcol] = v;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+    for (uint kk = 0; kk < CONV_TK; kk++) {
+      T av[KILN_CONV_RM], bv[KILN_CONV_RN];
+      for (int i = 0; i < KILN_CONV_RM; i++)
+        av[i] = As[kk][ty * KILN_CONV_RM + i];
+      for (int j = 0; j < KILN_CONV_RN; j++)
+        bv[j] = Bs[kk][tx * KILN_CONV_RN + j];
+      for (int i = 0; i < KILN_CONV_RM; i++)
+        for (int j = 0; j < KILN_CONV_RN; j++)
+          acc[i][j] = fma(av[i], bv[j], acc[i][j]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+
+  global ST *yp = y + yoff + (n * (ulong)ch.z + grp * cog) * (ulong)L;
+  for (int i = 0; i < KILN_CONV_RM; i++) {
+    const uint row = m0 + ty * KILN_CONV_RM + i;
+    if (row >= cog)
+      continue;
+    const T bias = (flags & 1u) ? KILN_LOAD(b, boff + grp * cog + row) : (T)0;
+    for (int j = 0; j < KILN_CONV_RN; j++) {
+      const uint col = l0 + tx * KILN_CONV_RN + j;
+      if (col < L)
+        KILN_STORE(yp, (ulong)row * L + col, acc[i][j] + bias);
+    }
+  }
+}

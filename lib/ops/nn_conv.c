@@ -11,8 +11,11 @@
  *    stays under KILN__CONV_COL_BYTES), then one strided-batched GEMM per group (CLBlast, or
  *    kiln's plain gemm_batched without it); backward-data is the transposed GEMM and col2im
  *    (a gather, deterministic); backward-weight one GEMM per sample accumulating in order.
- * The tuner's `conv` family times both on a 3x3 convolution per m*n*k bucket; its default,
- * the rule, takes the GEMM route with CLBlast when C_out/g * C_in/g * kvol >= 512.
+ *  - convgemm: CLBlast's implicit-GEMM convolution (forward, ungrouped 1-D and 2-D).
+ *  - igemm: kiln's implicit GEMM (conv_igemm, forward): column tiles built in local memory.
+ * The tuner's `conv` family times them on a 3x3 convolution per m*n*k bucket; its default,
+ * the rule, takes igemm on GPUs and the im2col GEMM with CLBlast elsewhere when
+ * C_out/g * C_in/g * kvol >= 512, else the direct kernels.
  */
 #include <stdio.h>
 #include <string.h>
@@ -39,7 +42,7 @@
 #define KILN__CONV_GEMM_MIN_REUSE 512
 
 /* Values of the conv tuner family's parameter. */
-enum { ROUTE_RULE = 0, ROUTE_DIRECT = 1, ROUTE_GEMM = 2, ROUTE_CONVGEMM = 3 };
+enum { ROUTE_RULE = 0, ROUTE_DIRECT = 1, ROUTE_GEMM = 2, ROUTE_CONVGEMM = 3, ROUTE_IGEMM = 4 };
 
 /* ---------------------------------------------------------------- shared helpers */
 
@@ -275,17 +278,57 @@ convgemm_ok(const conv_geo *g)
   return have_clblast() && g->G == 1 && g->in.v[0] == 1 && g->k.v[0] == 1;
 }
 
-/* What a route asks for becomes on this problem: the GEMM routes need a batch whose columns
- * fit (nc > 0), convgemm its special case (else the im2col GEMM serves). */
-static int
-route_effective(const conv_geo *g, int route, uint64_t nc)
+/* conv_igemm's micro-tile (KILN_CONV_RM x KILN_CONV_RN outputs per work-item): wider on GPUs,
+ * where registers are many and the wider tile halves the local reads per multiply-add. */
+static void
+igemm_tile(const kiln_device_info *info, uint32_t *rm, uint32_t *rn)
 {
-  if (route == ROUTE_RULE)
-    route =
-        have_clblast() && (uint64_t)g->cog * (uint64_t)g->cig * g->kvol >= KILN__CONV_GEMM_MIN_REUSE
-            ? ROUTE_GEMM
-            : ROUTE_DIRECT;
+  *rm = 4;
+  *rn = info->is_gpu ? 8 : 4;
+}
+
+/* conv_igemm runs on 16 x 16 work-groups and splits K in 32-bit arithmetic. */
+static int
+igemm_ok(const kiln_device_info *info, const conv_geo *g)
+{
+  uint32_t rm, rn;
+  igemm_tile(info, &rm, &rn);
+  return info->max_work_group_size >= 256 && (uint64_t)g->cig * g->kvol < ((uint64_t)1 << 31) &&
+         (uint64_t)16 * (16 * rm + 16 * rn) * 8 <= info->local_mem_bytes;
+}
+
+static void
+nn_conv_build_options(const kiln_device_info *info, const char *source, kiln_dtype dtype,
+                      const void *variant, char *buf, size_t len)
+{
+  (void)dtype;
+  (void)variant;
+  if (strcmp(source, KILN__NN_CONV_SRC) != 0)
+    return;
+  uint32_t rm, rn;
+  igemm_tile(info, &rm, &rn);
+  kiln__options_append(buf, len, " -DKILN_CONV_RM=%u -DKILN_CONV_RN=%u", rm, rn);
+}
+
+/* What a route asks for becomes on this problem: the GEMM routes need a batch whose columns
+ * fit (nc > 0), convgemm and the implicit GEMM their special cases (else the im2col GEMM
+ * serves). */
+static int
+route_effective(const kiln_device_info *info, const conv_geo *g, int route, uint64_t nc)
+{
+  if (route == ROUTE_RULE) {
+    int big = (uint64_t)g->cog * (uint64_t)g->cig * g->kvol >= KILN__CONV_GEMM_MIN_REUSE;
+    /* GPUs: the implicit GEMM (no column traffic, a 64-row tile that fits C_out/g = 64
+     * exactly); CPUs: CLBlast's GEMM on the columns (PoCL runs the 256-item local-memory
+     * kernel slowly); small channel counts: the direct kernel. */
+    if (big && info->is_gpu && igemm_ok(info, g))
+      route = ROUTE_IGEMM;
+    else
+      route = big && have_clblast() ? ROUTE_GEMM : ROUTE_DIRECT;
+  }
   if (route == ROUTE_CONVGEMM && !convgemm_ok(g))
+    route = ROUTE_GEMM;
+  if (route == ROUTE_IGEMM && !igemm_ok(info, g))
     route = ROUTE_GEMM;
   if (route != ROUTE_DIRECT && (g->N == 0 || nc == 0))
     route = ROUTE_DIRECT;
@@ -303,7 +346,17 @@ conv_route(kiln_context *ctx, const conv_geo *g, kiln_dtype dt, int forced)
     kiln__tune_lookup(ctx, &conv_tune, dt, KILN__LAYOUT_MNK, mnk ? mnk : 1, &chosen);
     route = (int)chosen;
   }
-  return route_effective(g, route, chunk_samples(ctx, g, dt));
+  return route_effective(&ctx->info, g, route, chunk_samples(ctx, g, dt));
+}
+
+/* The backward passes have no implicit-GEMM kernels: those routes take the im2col GEMM
+ * where CLBlast runs it, the direct kernels otherwise. */
+static int
+backward_route(int route)
+{
+  if (route == ROUTE_IGEMM || route == ROUTE_CONVGEMM)
+    return have_clblast() ? ROUTE_GEMM : ROUTE_DIRECT;
+  return route;
 }
 
 /* C = op(A) op(B) (+ C with acc) for batch matrices; offsets, lds and strides in elements. */
@@ -424,6 +477,23 @@ forward_run(const char *op, kiln_context *ctx, int route, const kiln_tensor *x,
     args_geo(&a, g);
     kiln__args_u32(&a, bias ? 1u : 0u);
     return kiln__nn_launch_planes(&a, ctx, g->ovol, (uint64_t)g->N * (uint64_t)g->Cout);
+  }
+  if (route == ROUTE_IGEMM) {
+    KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "conv_igemm", &k));
+    uint32_t rm, rn;
+    igemm_tile(&ctx->info, &rm, &rn);
+    kiln__args a = kiln__args_begin(op, k);
+    kiln__args_tensor(&a, x);
+    kiln__args_tensor(&a, w);
+    kiln__args_tensor(&a, bias);
+    kiln__args_tensor(&a, y);
+    args_geo(&a, g);
+    kiln__args_u32(&a, bias ? 1u : 0u);
+    size_t global[3] = {(size_t)((g->ovol + 16 * rn - 1) / (16 * rn) * 16),
+                        (size_t)(((uint64_t)g->cog + 16 * rm - 1) / (16 * rm) * 16),
+                        (size_t)((uint64_t)g->N * (uint64_t)g->G)};
+    size_t local[3] = {16, 16, 1};
+    return kiln__args_enqueue(&a, ctx, 3, global, local);
   }
   uint64_t nc = chunk_samples(ctx, g, dt), kg = (uint64_t)g->cig * g->kvol;
   kiln_status s = KILN_OK;
@@ -642,7 +712,7 @@ kiln_conv_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_tensor
     }
   static const char *const names[3] = {"grad_x", "grad_weight", "grad_bias"};
   KILN_TRY(kiln__ops_outputs_disjoint(op, given, names, 3));
-  int route = conv_route(ctx, &g, x->dtype, -1);
+  int route = backward_route(conv_route(ctx, &g, x->dtype, -1));
   const kiln__shape *shapes[3] = {&g.x_shape, &g.w_shape, &g.b_shape};
   const kiln_tensor *ins[3] = {grad, x, weight};
   kiln__out_target t[3];
@@ -678,7 +748,7 @@ kiln_conv_transpose(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *
   KILN_TRY(conv_geometry(op, x, weight, desc, 1, &g));
   if (bias)
     KILN_TRY(kiln__nn_conv_check_tensor(op, ctx, bias, x->dtype, &g.b_shape, "bias"));
-  int route = conv_route(ctx, &g, x->dtype, -1);
+  int route = backward_route(conv_route(ctx, &g, x->dtype, -1));
   const kiln_tensor *ins[3] = {x, weight, bias};
   kiln__out_target t;
   KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &g.x_shape, out, ins, 3, 0, &t));
@@ -694,14 +764,14 @@ kiln_conv_transpose(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *
 #define N_(a) (sizeof(a) / sizeof((a)[0]))
 #define P2(k) ((uint64_t)1 << (k))
 
-static const uint64_t conv_routes[] = {ROUTE_DIRECT, ROUTE_GEMM, ROUTE_CONVGEMM};
+static const uint64_t conv_routes[] = {ROUTE_DIRECT, ROUTE_GEMM, ROUTE_CONVGEMM, ROUTE_IGEMM};
 
 static const struct kiln__tune_param conv_params[] = {
     {.name = "route",
      .offset = 0,
      .size = sizeof(uint32_t),
      .min = ROUTE_RULE,
-     .max = ROUTE_CONVGEMM,
+     .max = ROUTE_IGEMM,
      .full = conv_routes,
      .nfull = N_(conv_routes),
      .quick = conv_routes,
@@ -772,8 +842,8 @@ conv_same_run(const struct kiln__tune_problem *pb, const void *a, const void *b)
     g.in.v[i] = g.k.v[i] = 1;
   g.k.v[1] = g.k.v[2] = 3;
   g.kvol = 9;
-  return route_effective(&g, (int)*(const uint32_t *)a, 1) ==
-         route_effective(&g, (int)*(const uint32_t *)b, 1);
+  return route_effective(&pb->ctx->info, &g, (int)*(const uint32_t *)a, 1) ==
+         route_effective(&pb->ctx->info, &g, (int)*(const uint32_t *)b, 1);
 }
 
 static double
@@ -811,5 +881,7 @@ static const struct kiln__source nn_conv_sources[] = {{KILN__NN_CONV_SRC, KILN__
                                                       {KILN__NN_POOL_SRC, KILN__NN_CONV_DTYPES},
                                                       {NULL, 0}};
 
-const struct kiln__family kiln__nn_conv_family = {
-    .name = "nn_conv", .sources = nn_conv_sources, .tune = &conv_tune};
+const struct kiln__family kiln__nn_conv_family = {.name = "nn_conv",
+                                                  .sources = nn_conv_sources,
+                                                  .build_options = nn_conv_build_options,
+                                                  .tune = &conv_tune};
