@@ -29,7 +29,8 @@
  *   divisible by groups, a weight or bias of the wrong shape, an output size below 1, a
  *   given *out of the wrong shape); KILN_ERR_UNSUPPORTED (f64 without fp64); KILN_ERR_BUILD;
  *   KILN_ERR_OPENCL; KILN_ERR_PROVIDER (CLBlast); KILN_ERR_DEVICE_MEMORY;
- *   KILN_ERR_HOST_MEMORY; KILN_ERR_OVERFLOW (an axis or an element count above 2^62).
+ *   KILN_ERR_HOST_MEMORY; KILN_ERR_OVERFLOW (a plane of 2^31 or more spatial positions, in
+ *   the input, the output or the kernel; a stride, dilation, padding or window above 2^31).
  * On failure results kiln allocated are released and their pointers left NULL; a tensor the
  * caller passed may have been partly written.
  */
@@ -122,8 +123,9 @@ typedef struct kiln_conv_desc {
  * y = conv(x, weight) + bias (cross-correlation, as PyTorch): x [N, C_in, in...],
  * weight [C_out, C_in / groups, k...], bias NULL or [C_out]; *out [N, C_out, out...] with
  * out = (in + 2 pad - dil (k - 1) - 1) / stride + 1 per axis (>= 1). N may be 0.
- * Route (docs/nn_conv.md): kiln's direct kernel, or im2col (chunked over the batch) and a
- * GEMM (CLBlast where the build has it), chosen per shape by the `conv` tuner family.
+ * Routes (docs/nn_conv.md), chosen per shape by the `conv` tuner family: kiln's direct
+ * kernel; im2col (chunked over the batch to bound its buffer) and a GEMM (CLBlast where the
+ * build has it); CLBlast's convgemm; kiln's implicit-GEMM kernel.
  */
 KILN_API kiln_status kiln_conv(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *weight,
                                const kiln_tensor *bias, const kiln_conv_desc *desc,
