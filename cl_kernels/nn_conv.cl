@@ -36,12 +36,15 @@
 
 #define GRID_LOOP(i, n) for (ulong i = get_global_id(0); i < (n); i += get_global_size(0))
 
-/* The work-item's position r in a plane of vol positions and its row t (none beyond vol). */
-#define PLANE_BEGIN(vol)                 \
-  const uint r = (uint)get_global_id(0); \
-  const ulong t = get_global_id(1);      \
-  if (r >= (uint)(vol))                  \
-    return;
+/* The work-item's position r in a plane of vol positions (none beyond vol), then a loop over
+ * its rows t (dimension 1 of the grid strides over them: the host caps it at 65535 groups).
+ * Closed by PLANE_END. */
+#define PLANE_BEGIN(vol, nrows)                                                           \
+  const uint r = (uint)get_global_id(0);                                                  \
+  if (r >= (uint)(vol))                                                                   \
+    return;                                                                               \
+  for (ulong t = get_global_id(1); t < (ulong)(nrows); t += get_global_size(1)) {
+#define PLANE_END }
 
 /* Position r of a volume with axes (.x, .y, .z) of d as (Z_, Y_, X_). */
 #define SPLIT(r, d, Z_, Y_, X_)                                                    \
@@ -60,7 +63,7 @@ conv_fwd(global const ST *x, ulong xoff, global const ST *w, ulong woff, global 
   const long cig = ch.y / ch.w, cog = ch.z / ch.w;
   const long ovol = out.x * out.y * out.z, ivol = in.x * in.y * in.z, kvol = k.x * k.y * k.z;
   {
-    PLANE_BEGIN(ovol)
+    PLANE_BEGIN(ovol, ch.x * ch.z)
     SPLIT(r, out, oz, oy, ox)
     const ulong i = t * (ulong)ovol + r;
     const long co = (long)(t % (ulong)ch.z), n = (long)(t / (ulong)ch.z), grp = co / cog;
@@ -89,6 +92,7 @@ conv_fwd(global const ST *x, ulong xoff, global const ST *w, ulong woff, global 
     }
     KILN_STORE(y, i, acc);
   }
+  PLANE_END
 }
 
 /* The output index along an axis that tap j reads position q from, or -1. */
@@ -113,7 +117,7 @@ conv_bwd_data(global const ST *g, ulong goff, global const ST *w, ulong woff, gl
   const long cig = ch.y / ch.w, cog = ch.z / ch.w;
   const long ovol = out.x * out.y * out.z, ivol = in.x * in.y * in.z, kvol = k.x * k.y * k.z;
   {
-    PLANE_BEGIN(ivol)
+    PLANE_BEGIN(ivol, ch.x * ch.y)
     SPLIT(r, in, zz, yy, xx)
     const ulong i = t * (ulong)ivol + r;
     const long ci = (long)(t % (ulong)ch.y), n = (long)(t / (ulong)ch.y), grp = ci / cig,
@@ -140,6 +144,7 @@ conv_bwd_data(global const ST *g, ulong goff, global const ST *w, ulong woff, gl
     }
     KILN_STORE(dx, i, acc);
   }
+  PLANE_END
 }
 
 kernel void
@@ -191,7 +196,7 @@ im2col(global const ST *x, ulong xoff, global ST *col, long4 ch, long4 in, long4
   const long ovol = out.x * out.y * out.z, ivol = in.x * in.y * in.z, kvol = k.x * k.y * k.z;
   const long rows = cig * kvol;
   {
-    PLANE_BEGIN(ovol)
+    PLANE_BEGIN(ovol, nc * rows)
     SPLIT(r, out, oz, oy, ox)
     const ulong i = t * (ulong)ovol + r;
     const uint row = (uint)(t % (ulong)rows), nb = (uint)(t / (ulong)rows);
@@ -204,6 +209,7 @@ im2col(global const ST *x, ulong xoff, global ST *col, long4 ch, long4 in, long4
       v = KILN_LOAD(x, ((n0 + nb) * ch.y + grp * cig + cl) * ivol + (zz * in.y + yy) * in.z + xx);
     KILN_STORE(col, i, v);
   }
+  PLANE_END
 }
 
 kernel void
@@ -215,7 +221,7 @@ col2im(global const ST *col, global ST *dx, ulong dxoff, global const ST *b, ulo
   const long cig = ch.y / ch.w;
   const long ovol = out.x * out.y * out.z, ivol = in.x * in.y * in.z, kvol = k.x * k.y * k.z;
   {
-    PLANE_BEGIN(ivol)
+    PLANE_BEGIN(ivol, nc * cig)
     SPLIT(r, in, zz, yy, xx)
     const ulong q = r;
     const long cl = (long)(t % (ulong)cig), nb = (long)(t / (ulong)cig), ci = grp * cig + cl;
@@ -238,14 +244,16 @@ col2im(global const ST *col, global ST *dx, ulong dxoff, global const ST *b, ulo
     }
     KILN_STORE(dx, ((n0 + nb) * ch.y + ci) * ivol + q, acc);
   }
+  PLANE_END
 }
 
 kernel void
 bias_add(global ST *y, ulong yoff, global const ST *b, ulong boff, ulong nrow, ulong C, ulong L)
 {
-  PLANE_BEGIN(L)
+  PLANE_BEGIN(L, nrow * C)
   const ulong i = yoff + t * L + r;
   KILN_STORE(y, i, KILN_LOAD(y, i) + KILN_LOAD(b, boff + t % C));
+  PLANE_END
 }
 
 /* One work-group per channel: a strided sum over N * L, then a tree in local memory. */
@@ -329,7 +337,9 @@ conv_igemm(global const ST *x, ulong xoff, global const ST *w, ulong woff, globa
   const uint cig = (uint)(ch.y / ch.w), cog = (uint)(ch.z / ch.w);
   const uint L = (uint)(out.x * out.y * out.z), kvol = (uint)(k.x * k.y * k.z);
   const uint K = cig * kvol, khw = (uint)(k.y * k.z), kw = (uint)k.z;
-  const ulong ng = get_global_id(2);
+  /* Dimension 2 of the grid strides over (sample, group) pairs (the host caps it at 65535):
+   * every work-item of a group takes the same trips, so the barriers stay uniform. */
+  for (ulong ng = get_global_id(2); ng < (ulong)(ch.x * ch.w); ng += get_global_size(2)) {
   const ulong n = ng / (ulong)ch.w, grp = ng % (ulong)ch.w;
   const uint l0 = (uint)get_group_id(0) * CONV_TN, m0 = (uint)get_group_id(1) * CONV_TM;
   const ulong ivol = (ulong)(in.x * in.y * in.z);
@@ -400,5 +410,6 @@ conv_igemm(global const ST *x, ulong xoff, global const ST *w, ulong woff, globa
       if (col < L)
         KILN_STORE(yp, (ulong)row * L + col, acc[i][j] + bias);
     }
+  }
   }
 }

@@ -28,12 +28,15 @@
 #define POOL_IDX 2u
 #define POOL_INCLUDE_PAD 4u
 
-/* The work-item's plane pl and flat position r in it (beyond the volume: no work). */
-#define PLANE_BEGIN(vol)                                   \
-  const uint r = (uint)get_global_id(0);                   \
-  const ulong pl = get_global_id(1);                       \
-  if (r >= (uint)(vol))                                    \
-    return;
+/* The work-item's flat position r in a plane (none beyond vol), then a loop over its planes pl
+ * (dimension 1 of the grid strides over them: the host caps it at 65535 groups). Closed by
+ * PLANE_END. */
+#define PLANE_BEGIN(vol, nrows)                                                           \
+  const uint r = (uint)get_global_id(0);                                                  \
+  if (r >= (uint)(vol))                                                                   \
+    return;                                                                               \
+  for (ulong pl = get_global_id(1); pl < (ulong)(nrows); pl += get_global_size(1)) {
+#define PLANE_END }
 
 /* Position r of a volume with axes (.x, .y, .z) of d as (Z_, Y_, X_). */
 #define SPLIT(r, d, Z_, Y_, X_)                                                    \
@@ -68,11 +71,11 @@ pool_fwd(global const ST *x, ulong xoff, global ST *y, ulong yoff, global long *
          ulong planes, long4 in, long4 out, long4 k, long4 s, long4 p, long4 d, uint flags)
 {
   const ulong ovol = (ulong)(out.x * out.y * out.z), ivol = (ulong)(in.x * in.y * in.z);
-  PLANE_BEGIN(ovol)
+  PLANE_BEGIN(ovol, planes)
   SPLIT(r, out, oz, oy, ox)
   const ulong i = pl * ovol + r;
-  x += xoff + pl * ivol;
-  y += yoff;
+  global const ST *xp = x + xoff + pl * ivol;
+  global ST *yp = y + yoff;
   if (flags & POOL_MAX) {
     const long z0 = oz * s.x - p.x, y0 = oy * s.y - p.y, x0 = ox * s.z - p.z;
     T m = -INFINITY;
@@ -90,7 +93,7 @@ pool_fwd(global const ST *x, ulong xoff, global ST *y, ulong yoff, global long *
           if (xx < 0 || xx >= in.z)
             continue;
           const long q = (zz * in.y + yy) * in.z + xx;
-          const T v = KILN_LOAD(x, q);
+          const T v = KILN_LOAD(xp, q);
           /* PyTorch's rule: a larger value or any NaN takes the place. */
           if (mi < 0 || v > m || isnan(v)) {
             m = v;
@@ -99,23 +102,24 @@ pool_fwd(global const ST *x, ulong xoff, global ST *y, ulong yoff, global long *
         }
       }
     }
-    KILN_STORE(y, i, m);
+    KILN_STORE(yp, i, m);
     if (flags & POOL_IDX)
       ix[ixoff + i] = mi;
   } else {
-    long zl, zh, zp, yl, yh, yp, xl, xh, xp;
-    avg_window(oz, in.x, k.x, s.x, p.x, &zl, &zh, &zp);
-    avg_window(oy, in.y, k.y, s.y, p.y, &yl, &yh, &yp);
-    avg_window(ox, in.z, k.z, s.z, p.z, &xl, &xh, &xp);
+    long zl, zh, zpad, yl, yh, ypad, xl, xh, xpad;
+    avg_window(oz, in.x, k.x, s.x, p.x, &zl, &zh, &zpad);
+    avg_window(oy, in.y, k.y, s.y, p.y, &yl, &yh, &ypad);
+    avg_window(ox, in.z, k.z, s.z, p.z, &xl, &xh, &xpad);
     T acc = (T)0;
     for (long zz = zl; zz < zh; zz++)
       for (long yy = yl; yy < yh; yy++)
         for (long xx = xl; xx < xh; xx++)
-          acc += KILN_LOAD(x, (zz * in.y + yy) * in.z + xx);
+          acc += KILN_LOAD(xp, (zz * in.y + yy) * in.z + xx);
     const long div =
-        (flags & POOL_INCLUDE_PAD) ? zp * yp * xp : (zh - zl) * (yh - yl) * (xh - xl);
-    KILN_STORE(y, i, acc / (T)div);
+        (flags & POOL_INCLUDE_PAD) ? zpad * ypad * xpad : (zh - zl) * (yh - yl) * (xh - xl);
+    KILN_STORE(yp, i, acc / (T)div);
   }
+  PLANE_END
 }
 
 kernel void
@@ -123,23 +127,24 @@ pool_max_bwd(global const ST *g, ulong goff, global const long *ix, ulong ixoff,
              ulong dxoff, ulong planes, long4 in, long4 out, long4 k, long4 s, long4 p, long4 d)
 {
   const ulong ovol = (ulong)(out.x * out.y * out.z), ivol = (ulong)(in.x * in.y * in.z);
-  PLANE_BEGIN(ivol)
+  PLANE_BEGIN(ivol, planes)
   SPLIT(r, in, zz, yy, xx)
   long zl, zh, yl, yh, xl, xh;
   out_range(zz, s.x, p.x, (k.x - 1) * d.x + 1, out.x, &zl, &zh);
   out_range(yy, s.y, p.y, (k.y - 1) * d.y + 1, out.y, &yl, &yh);
   out_range(xx, s.z, p.z, (k.z - 1) * d.z + 1, out.z, &xl, &xh);
-  g += goff + pl * ovol;
-  ix += ixoff + pl * ovol;
+  global const ST *gp = g + goff + pl * ovol;
+  global const long *ixp = ix + ixoff + pl * ovol;
   T acc = (T)0;
   for (long oz = zl; oz <= zh; oz++)
     for (long oy = yl; oy <= yh; oy++)
       for (long ox = xl; ox <= xh; ox++) {
         const long o = (oz * out.y + oy) * out.z + ox;
-        if (ix[o] == (long)r)
-          acc += KILN_LOAD(g, o);
+        if (ixp[o] == (long)r)
+          acc += KILN_LOAD(gp, o);
       }
   KILN_STORE(dx, dxoff + pl * ivol + r, acc);
+  PLANE_END
 }
 
 kernel void
@@ -147,13 +152,13 @@ pool_avg_bwd(global const ST *g, ulong goff, global ST *dx, ulong dxoff, ulong p
              long4 out, long4 k, long4 s, long4 p, uint flags)
 {
   const ulong ovol = (ulong)(out.x * out.y * out.z), ivol = (ulong)(in.x * in.y * in.z);
-  PLANE_BEGIN(ivol)
+  PLANE_BEGIN(ivol, planes)
   SPLIT(r, in, zz, yy, xx)
   long zl, zh, yl, yh, xl, xh;
   out_range(zz, s.x, p.x, k.x, out.x, &zl, &zh);
   out_range(yy, s.y, p.y, k.y, out.y, &yl, &yh);
   out_range(xx, s.z, p.z, k.z, out.z, &xl, &xh);
-  g += goff + pl * ovol;
+  global const ST *gp = g + goff + pl * ovol;
   T acc = (T)0;
   for (long oz = zl; oz <= zh; oz++) {
     long a0, a1, ap;
@@ -166,11 +171,12 @@ pool_avg_bwd(global const ST *g, ulong goff, global ST *dx, ulong dxoff, ulong p
         avg_window(ox, in.z, k.z, s.z, p.z, &c0, &c1, &cp);
         const long div =
             (flags & POOL_INCLUDE_PAD) ? ap * bp * cp : (a1 - a0) * (b1 - b0) * (c1 - c0);
-        acc += KILN_LOAD(g, (oz * out.y + oy) * out.z + ox) / (T)div;
+        acc += KILN_LOAD(gp, (oz * out.y + oy) * out.z + ox) / (T)div;
       }
     }
   }
   KILN_STORE(dx, dxoff + pl * ivol + r, acc);
+  PLANE_END
 }
 
 /* Adaptive window of output o along an axis of n inputs and m outputs: [lo, hi). */
@@ -186,19 +192,20 @@ adaptive_fwd(global const ST *x, ulong xoff, global ST *y, ulong yoff, ulong pla
              long4 out)
 {
   const ulong ovol = (ulong)(out.x * out.y * out.z), ivol = (ulong)(in.x * in.y * in.z);
-  PLANE_BEGIN(ovol)
+  PLANE_BEGIN(ovol, planes)
   SPLIT(r, out, oz, oy, ox)
   long zl, zh, yl, yh, xl, xh;
   adaptive_window(oz, in.x, out.x, &zl, &zh);
   adaptive_window(oy, in.y, out.y, &yl, &yh);
   adaptive_window(ox, in.z, out.z, &xl, &xh);
-  x += xoff + pl * ivol;
+  global const ST *xp = x + xoff + pl * ivol;
   T acc = (T)0;
   for (long zz = zl; zz < zh; zz++)
     for (long yy = yl; yy < yh; yy++)
       for (long xx = xl; xx < xh; xx++)
-        acc += KILN_LOAD(x, (zz * in.y + yy) * in.z + xx);
+        acc += KILN_LOAD(xp, (zz * in.y + yy) * in.z + xx);
   KILN_STORE(y, yoff + pl * ovol + r, acc / (T)((zh - zl) * (yh - yl) * (xh - xl)));
+  PLANE_END
 }
 
 /* The outputs along an axis whose adaptive window holds q: [lo, hi). */
@@ -215,13 +222,13 @@ adaptive_bwd(global const ST *g, ulong goff, global ST *dx, ulong dxoff, ulong p
              long4 out)
 {
   const ulong ovol = (ulong)(out.x * out.y * out.z), ivol = (ulong)(in.x * in.y * in.z);
-  PLANE_BEGIN(ivol)
+  PLANE_BEGIN(ivol, planes)
   SPLIT(r, in, zz, yy, xx)
   long zl, zh, yl, yh, xl, xh;
   adaptive_range(zz, in.x, out.x, &zl, &zh);
   adaptive_range(yy, in.y, out.y, &yl, &yh);
   adaptive_range(xx, in.z, out.z, &xl, &xh);
-  g += goff + pl * ovol;
+  global const ST *gp = g + goff + pl * ovol;
   T acc = (T)0;
   for (long oz = zl; oz < zh; oz++) {
     long a0, a1;
@@ -238,10 +245,11 @@ adaptive_bwd(global const ST *g, ulong goff, global ST *dx, ulong dxoff, ulong p
         adaptive_window(ox, in.z, out.z, &c0, &c1);
         if (xx < c0 || xx >= c1)
           continue;
-        acc += KILN_LOAD(g, (oz * out.y + oy) * out.z + ox) /
+        acc += KILN_LOAD(gp, (oz * out.y + oy) * out.z + ox) /
                (T)((a1 - a0) * (b1 - b0) * (c1 - c0));
       }
     }
   }
   KILN_STORE(dx, dxoff + pl * ivol + r, acc);
+  PLANE_END
 }

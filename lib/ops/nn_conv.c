@@ -66,7 +66,10 @@ kiln__nn_launch_planes(const kiln__args *a, kiln_context *ctx, uint64_t vol, uin
     local = 256;
   while (local > 1 && local / 2 >= vol)
     local /= 2;
-  size_t global[2] = {(size_t)((vol + local - 1) / local * local), (size_t)rows};
+  /* Grids of more than 65535 groups along dimension 1 fail on some drivers (CUDA's limit):
+   * the kernels loop over the rows beyond. */
+  size_t global[2] = {(size_t)((vol + local - 1) / local * local),
+                      (size_t)(rows < 65535 ? rows : 65535)};
   size_t loc[2] = {local, 1};
   return kiln__args_enqueue(a, ctx, 2, global, loc);
 }
@@ -491,7 +494,9 @@ forward_run(const char *op, kiln_context *ctx, int route, const kiln_tensor *x,
     kiln__args_u32(&a, bias ? 1u : 0u);
     size_t global[3] = {(size_t)((g->ovol + 16 * rn - 1) / (16 * rn) * 16),
                         (size_t)(((uint64_t)g->cog + 16 * rm - 1) / (16 * rm) * 16),
-                        (size_t)((uint64_t)g->N * (uint64_t)g->G)};
+                        (size_t)((uint64_t)g->N * (uint64_t)g->G < 65535
+                                     ? (uint64_t)g->N * (uint64_t)g->G
+                                     : 65535)};
     size_t local[3] = {16, 16, 1};
     return kiln__args_enqueue(&a, ctx, 3, global, local);
   }

@@ -966,6 +966,62 @@ START_TEST(conv_bad_input)
 }
 END_TEST
 
+/* More rows than one grid dimension takes on some drivers (65535 groups): the kernels loop. */
+START_TEST(many_rows)
+{
+  kiln_context *ctx = harness_ctx();
+  /* Pooling of 70000 planes of 4. */
+  int64_t ps[2] = {70000, 4};
+  uint64_t np = 70000 * 4;
+  double *xv = rand_vec(KILN_F32, np);
+  kiln_tensor *x = up(KILN_F32, 2, ps, xv), *y = NULL, *ix = NULL, *gx = NULL;
+  kiln_pool_desc pd = {.nd = 1, .kernel = {2}};
+  KOK(kiln_max_pool(ctx, x, &pd, &y, &ix));
+  KOK(kiln_max_pool_backward(ctx, y, ix, x, &pd, &gx));
+  double *yv = down(y), *gv = down(gx);
+  for (uint64_t i = 0; i < np / 2; i++) {
+    double a = xv[2 * i], b = xv[2 * i + 1], m = b > a ? b : a;
+    EXPECT(yv[i] == m, "max_pool plane %llu: %g, expected %g", (unsigned long long)(i / 2), yv[i],
+           m);
+    EXPECT(gv[2 * i] == (b > a ? 0 : m) && gv[2 * i + 1] == (b > a ? m : 0),
+           "max_pool_backward pair %llu", (unsigned long long)i);
+  }
+  free(xv), free(yv), free(gv);
+  kiln_tensor_release(x), kiln_tensor_release(y), kiln_tensor_release(ix);
+  kiln_tensor_release(gx);
+  /* A depthwise 1-D convolution of 66000 samples: N * C_out = N * groups = 132000. */
+  conv_case c = {1, 66000, 2, 2, 2, {3}, {2}, {1}, {0}, {1}, 1};
+  conv_dims g;
+  conv_dims_of(&c, &g);
+  kiln_conv_desc desc = cdesc_of(&c);
+  double *xx = rand_vec(KILN_F32, g.nx), *w = rand_vec(KILN_F32, g.nw), *b = rand_vec(KILN_F32, 2);
+  double *gy = rand_vec(KILN_F32, g.ny);
+  conv_ref r = {xx, w, gy, calloc(g.ny, 8), calloc(g.nx, 8), calloc(g.nw, 8)};
+  conv_terms(&g, term_all, &r);
+  for (uint64_t i = 0; i < g.ny; i++)
+    r.y[i] += b[(i / g.ovol) % 2];
+  int64_t bs = 2;
+  kiln_tensor *tx = up(KILN_F32, g.ndim, g.xs, xx), *tw = up(KILN_F32, g.ndim, g.ws, w);
+  kiln_tensor *tb = up(KILN_F32, 1, &bs, b), *tg = up(KILN_F32, g.ndim, g.ys, gy);
+  static const int routes[] = {1, 2, 4};
+  for (size_t ri = 0; ri < 3; ri++) {
+    kiln_tensor *ty = NULL, *tt = NULL;
+    set_route(KILN_F32, routes[ri]);
+    KOK(kiln_conv(ctx, tx, tw, tb, &desc, &ty));
+    KOK(kiln_conv_transpose(ctx, tg, tw, NULL, &desc, &tt)); /* the backward-data pass */
+    double *got = down(ty), *gt = down(tt);
+    expect_close(got, r.y, g.ny, tol_of(KILN_F32), "conv of 66000 samples");
+    expect_close(gt, r.dx, g.nx, tol_of(KILN_F32), "conv_transpose of 66000 samples");
+    free(got), free(gt);
+    kiln_tensor_release(ty), kiln_tensor_release(tt);
+  }
+  set_route(KILN_F32, 0);
+  free(xx), free(w), free(b), free(gy), free(r.y), free(r.dx), free(r.dw);
+  kiln_tensor_release(tx), kiln_tensor_release(tw), kiln_tensor_release(tb);
+  kiln_tensor_release(tg);
+}
+END_TEST
+
 static int
 keep_result(const kiln_tune_progress *p, void *user)
 {
@@ -1017,6 +1073,7 @@ nn_conv_suite(void)
     tcase_add_test(tc, conv_finite_differences);
     tcase_add_test(tc, pool_finite_differences);
     tcase_add_test(tc, conv_tune_family);
+    tcase_add_test(tc, many_rows);
   }
   suite_add_tcase(s, tc);
   return s;
