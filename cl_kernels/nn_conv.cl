@@ -333,6 +333,9 @@ conv_igemm(global const ST *x, ulong xoff, global const ST *w, ulong woff, globa
 {
   local T As[CONV_TK][CONV_TM];
   local T Bs[CONV_TK][CONV_TN];
+  /* The slice's taps (channel, then the three dilated offsets; channel -1 past K), split once
+   * per slice instead of once per loaded element. */
+  local long4 tab[CONV_TK];
   const uint tx = get_local_id(0), ty = get_local_id(1), tid = ty * 16 + tx;
   const uint cig = (uint)(ch.y / ch.w), cog = (uint)(ch.z / ch.w);
   const uint L = (uint)(out.x * out.y * out.z), kvol = (uint)(k.x * k.y * k.z);
@@ -365,6 +368,17 @@ conv_igemm(global const ST *x, ulong xoff, global const ST *w, ulong woff, globa
       acc[i][j] = (T)0;
 
   for (uint k0 = 0; k0 < K; k0 += CONV_TK) {
+    if (tid < CONV_TK) {
+      const uint kg = k0 + tid;
+      long4 e = (long4)(-1, 0, 0, 0);
+      if (kg < K) {
+        const uint tap = kg % kvol;
+        e = (long4)(kg / kvol, (long)(tap / khw) * d.x, (long)(tap / kw % (uint)k.y) * d.y,
+                    (long)(tap % kw) * d.z);
+      }
+      tab[tid] = e;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
     /* W slice: CONV_TM x 16, stored transposed (As[kk][m]). */
     for (uint e = tid; e < CONV_TM * CONV_TK; e += 256) {
       const uint mm = e / CONV_TK, kk = e % CONV_TK;
@@ -373,14 +387,12 @@ conv_igemm(global const ST *x, ulong xoff, global const ST *w, ulong woff, globa
     }
     /* Column slice: 16 x CONV_TN, gathered from x. */
     for (uint r = brow0; r < CONV_TK; r += 256 / CONV_TN) {
-      const uint kg = k0 + r;
+      const long4 e = tab[r];
       T v = (T)0;
-      if (bvalid && kg < K) {
-        const uint cl = kg / kvol, tap = kg % kvol;
-        const long zz = bz0 + (long)(tap / khw) * d.x, yy = by0 + (long)(tap / kw % (uint)k.y) * d.y,
-                   xx = bx0 + (long)(tap % kw) * d.z;
+      if (bvalid && e.x >= 0) {
+        const long zz = bz0 + e.y, yy = by0 + e.z, xx = bx0 + e.w;
         if (zz >= 0 && zz < in.x && yy >= 0 && yy < in.y && xx >= 0 && xx < in.z)
-          v = KILN_LOAD(xp, (ulong)cl * ivol + (ulong)((zz * in.y + yy) * in.z + xx));
+          v = KILN_LOAD(xp, (ulong)e.x * ivol + (ulong)((zz * in.y + yy) * in.z + xx));
       }
       Bs[r][bcol] = v;
     }
