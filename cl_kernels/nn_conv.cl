@@ -21,8 +21,11 @@
  *     over in x N * C_in, gathering every (output, tap) that reads the element; flags 1: add b
  *     (the transposed convolution's bias).
  *   conv_bwd_weight(g, goff, x, xoff, dw, dwoff, ch, in, out, k, s, p, d)  over dw
- *   im2col(x, xoff, col, ch, in, out, k, s, p, d, n0, nc, grp)   over out x nc * rows
- *     col [nc][rows = C_in/groups * kvol][L] (L = output volume), samples n0.. of group grp.
+ *   im2col(x, xoff, col, ch, in, out, k, s, p, d, n0, nc, grp, tr)   over out x nc * rows
+ *     col [nc][rows = C_in/groups * kvol][L] (L = output volume), samples n0.. of group grp;
+ *     tr 1: col [rows][nc][L] (the weight gradient's operand).
+ *   grad_rows(g, goff, dst, ch, out, n0, nc, grp)   over out x C_out/groups * nc
+ *     dst [C_out/groups][nc][L]: group grp's channels of samples n0.. of g [N, C_out, L].
  *   col2im(col, dx, dxoff, b, boff, ch, in, out, k, s, p, d, n0, nc, grp, flags)
  *     over in x nc * C_in/groups: the gather inverse, dx of samples n0.., channels of group
  *     grp; flags 1 adds b.
@@ -189,7 +192,7 @@ conv_bwd_weight(global const ST *g, ulong goff, global const ST *x, ulong xoff, 
 
 kernel void
 im2col(global const ST *x, ulong xoff, global ST *col, long4 ch, long4 in, long4 out, long4 k,
-       long4 s, long4 p, long4 d, long n0, long nc, long grp)
+       long4 s, long4 p, long4 d, long n0, long nc, long grp, uint tr)
 {
   x += xoff;
   const long cig = ch.y / ch.w;
@@ -199,7 +202,8 @@ im2col(global const ST *x, ulong xoff, global ST *col, long4 ch, long4 in, long4
     PLANE_BEGIN(ovol, nc * rows)
     SPLIT(r, out, oz, oy, ox)
     const ulong i = t * (ulong)ovol + r;
-    const uint row = (uint)(t % (ulong)rows), nb = (uint)(t / (ulong)rows);
+    const uint row = tr ? (uint)(t / (ulong)nc) : (uint)(t % (ulong)rows),
+               nb = tr ? (uint)(t % (ulong)nc) : (uint)(t / (ulong)rows);
     const uint cl = row / (uint)kvol, kk = row % (uint)kvol;
     SPLIT(kk, k, a, bb, c)
     const long zz = oz * s.x - p.x + a * d.x, yy = oy * s.y - p.y + bb * d.y,
@@ -209,6 +213,19 @@ im2col(global const ST *x, ulong xoff, global ST *col, long4 ch, long4 in, long4
       v = KILN_LOAD(x, ((n0 + nb) * ch.y + grp * cig + cl) * ivol + (zz * in.y + yy) * in.z + xx);
     KILN_STORE(col, i, v);
   }
+  PLANE_END
+}
+
+kernel void
+grad_rows(global const ST *g, ulong goff, global ST *dst, long4 ch, long4 out, long n0, long nc,
+          long grp)
+{
+  const long cog = ch.z / ch.w;
+  const ulong ovol = (ulong)(out.x * out.y * out.z);
+  PLANE_BEGIN(ovol, nc * cog)
+  const long co = (long)(t / (ulong)nc), nb = (long)(t % (ulong)nc);
+  KILN_STORE(dst, t * ovol + r,
+             KILN_LOAD(g, goff + (ulong)((n0 + nb) * ch.z + grp * cog + co) * ovol + r));
   PLANE_END
 }
 

@@ -260,18 +260,25 @@ conv_mnk(const conv_geo *g)
   return (uint64_t)g->Cout * (uint64_t)g->cig * g->kvol * (uint64_t)g->N * g->ovol;
 }
 
-/* Samples per im2col chunk, 0 when even one sample's columns do not fit. */
+/* Samples per chunk whose temporaries take rows * L elements per sample (the columns: C_in/g
+ * kvol rows), 0 when even one sample's do not fit. */
 static uint64_t
-chunk_samples(kiln_context *ctx, const conv_geo *g, kiln_dtype dt)
+chunk_rows(kiln_context *ctx, const conv_geo *g, kiln_dtype dt, uint64_t rows)
 {
   uint64_t limit = KILN__CONV_COL_BYTES;
   if (ctx->info.max_alloc_bytes / 4 < limit)
     limit = ctx->info.max_alloc_bytes / 4;
-  uint64_t per = (uint64_t)g->cig * g->kvol * g->ovol * kiln_dtype_size(dt);
+  uint64_t per = rows * g->ovol * kiln_dtype_size(dt);
   if (per == 0 || per > limit)
     return 0;
   uint64_t nc = limit / per;
   return nc < (uint64_t)g->N ? nc : (uint64_t)g->N;
+}
+
+static uint64_t
+chunk_samples(kiln_context *ctx, const conv_geo *g, kiln_dtype dt)
+{
+  return chunk_rows(ctx, g, dt, (uint64_t)g->cig * g->kvol);
 }
 
 /* CLBlast's convgemm serves the forward pass of ungrouped 1-D and 2-D convolutions. */
@@ -418,7 +425,7 @@ gmem(cl_mem m, uint64_t off, uint64_t ld, uint64_t stride)
 
 static kiln_status
 launch_im2col(const char *op, kiln_context *ctx, kiln_dtype dt, const kiln_tensor *x,
-              const conv_geo *g, cl_mem col, uint64_t n0, uint64_t nc, int64_t grp)
+              const conv_geo *g, cl_mem col, uint64_t n0, uint64_t nc, int64_t grp, uint32_t tr)
 {
   cl_kernel k;
   KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "im2col", &k));
@@ -429,6 +436,7 @@ launch_im2col(const char *op, kiln_context *ctx, kiln_dtype dt, const kiln_tenso
   kiln__args_i64(&a, (int64_t)n0);
   kiln__args_i64(&a, (int64_t)nc);
   kiln__args_i64(&a, grp);
+  kiln__args_u32(&a, tr);
   return kiln__nn_launch_planes(&a, ctx, g->ovol, nc * (uint64_t)g->cig * g->kvol);
 }
 
@@ -447,7 +455,7 @@ im2col_forward(const char *op, kiln_context *ctx, const kiln_tensor *x, const ki
   for (uint64_t n0 = 0; s == KILN_OK && n0 < (uint64_t)g->N; n0 += nc) {
     uint64_t m = (uint64_t)g->N - n0 < nc ? (uint64_t)g->N - n0 : nc;
     for (int64_t grp = 0; s == KILN_OK && grp < g->G; grp++) {
-      s = launch_im2col(op, ctx, dt, x, g, col.mem, n0, m, grp);
+      s = launch_im2col(op, ctx, dt, x, g, col.mem, n0, m, grp, 0);
       if (s == KILN_OK)
         s = gemm(op, ctx, dt, 0, 0, (uint64_t)g->cog, g->ovol, kg,
                  gm(w, (uint64_t)grp * (uint64_t)g->cog * kg, kg, 0),
@@ -652,24 +660,44 @@ backward_weight_run(const char *op, kiln_context *ctx, int route, const kiln_ten
     args_geo(&a, g);
     return kiln__args_launch_1d(&a, ctx, nw, 0);
   }
-  uint64_t nc = chunk_samples(ctx, g, dt);
-  kiln__ops_tmp col;
+  uint64_t cog = (uint64_t)g->cog, nc = chunk_rows(ctx, g, dt, kg + cog);
+  if (nc == 0)
+    return backward_weight_run(op, ctx, ROUTE_DIRECT, grad, x, g, dw);
+  /* Per chunk and group one GEMM over all its samples' positions:
+   * dW_g [C_out/g, K] (+)= grad_g [C_out/g, nc L] x col [K, nc L]^T, the chunks accumulating
+   * in order (deterministic). */
+  kiln__ops_tmp col, gy;
   KILN_TRY(kiln__ops_tmp_alloc(ctx, nc * kg * g->ovol * kiln_dtype_size(dt), &col));
-  kiln_status s = KILN_OK;
+  kiln_status s = kiln__ops_tmp_alloc(ctx, nc * cog * g->ovol * kiln_dtype_size(dt), &gy);
+  if (s != KILN_OK) {
+    kiln__ops_tmp_free(ctx, &col);
+    return s;
+  }
+  cl_kernel k;
+  s = kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "grad_rows", &k);
   for (uint64_t n0 = 0; s == KILN_OK && n0 < (uint64_t)g->N; n0 += nc) {
     uint64_t m = (uint64_t)g->N - n0 < nc ? (uint64_t)g->N - n0 : nc;
     for (int64_t grp = 0; s == KILN_OK && grp < g->G; grp++) {
-      s = launch_im2col(op, ctx, dt, x, g, col.mem, n0, m, grp);
-      /* One product per sample, accumulated in sample order: deterministic. */
-      for (uint64_t j = 0; s == KILN_OK && j < m; j++)
-        s = gemm(op, ctx, dt, 0, 1, (uint64_t)g->cog, kg, g->ovol,
-                 gm(grad,
-                    ((n0 + j) * (uint64_t)g->Cout + (uint64_t)grp * (uint64_t)g->cog) * g->ovol,
-                    g->ovol, 0),
-                 gmem(col.mem, j * kg * g->ovol, g->ovol, 0),
-                 gm(dw, (uint64_t)grp * (uint64_t)g->cog * kg, kg, 0), 1, n0 + j > 0);
+      s = launch_im2col(op, ctx, dt, x, g, col.mem, n0, m, grp, 1);
+      if (s != KILN_OK)
+        break;
+      kiln__args a = kiln__args_begin(op, k);
+      kiln__args_tensor(&a, grad);
+      kiln__args_mem(&a, gy.mem);
+      cl_long4 chv = {{g->N, g->Cin, g->Cout, g->G}};
+      kiln__args_raw(&a, sizeof chv, &chv);
+      kiln__nn_args_dims(&a, &g->out);
+      kiln__args_i64(&a, (int64_t)n0);
+      kiln__args_i64(&a, (int64_t)m);
+      kiln__args_i64(&a, grp);
+      s = kiln__nn_launch_planes(&a, ctx, g->ovol, m * cog);
+      if (s == KILN_OK)
+        s = gemm(op, ctx, dt, 0, 1, cog, kg, m * g->ovol, gmem(gy.mem, 0, m * g->ovol, 0),
+                 gmem(col.mem, 0, m * g->ovol, 0), gm(dw, (uint64_t)grp * cog * kg, kg, 0), 1,
+                 n0 > 0);
     }
   }
+  kiln__ops_tmp_free(ctx, &gy);
   kiln__ops_tmp_free(ctx, &col);
   return s;
 }
