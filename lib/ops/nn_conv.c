@@ -10,7 +10,8 @@
  *  - gemm: im2col of a chunk of samples into a [nc][C_in/g * kvol][L] buffer (chunked so it
  *    stays under KILN__CONV_COL_BYTES), then one strided-batched GEMM per group (CLBlast, or
  *    kiln's plain gemm_batched without it); backward-data is the transposed GEMM and col2im
- *    (a gather, deterministic); backward-weight one GEMM per sample accumulating in order.
+ *    (a gather, deterministic); backward-weight one GEMM per chunk and group whose inner
+ *    dimension runs over all the chunk's positions, chunks accumulating in order.
  *  - convgemm: CLBlast's implicit-GEMM convolution (forward, ungrouped 1-D and 2-D).
  *  - igemm: kiln's implicit GEMM (conv_igemm, forward): column tiles built in local memory.
  * The tuner's `conv` family times them on a 3x3 convolution per m*n*k bucket; its default,
