@@ -535,6 +535,34 @@ def setup_svd(e, n):
         "torch.linalg.svd(a, full_matrices=False)"
 
 
+def conv_batch(n):
+    # kiln's conv_batch: x [B, 64, 56, 56] with B = max(1, n / 2^20) (64 at 2^26)
+    return max(n >> 20, 1)
+
+
+def setup_conv2d(e, n):
+    b = conv_batch(n)
+    x, w = e.uniform(b, 64, 56, 56), e.uniform(64, 64, 3, 3)
+    f = e.torch.nn.functional
+    return ((lambda: f.conv2d(x, w, padding=1)), [b, 64, 56, 56],
+            "F.conv2d(x, w, padding=1) (cuDNN, TF32 off)")
+
+
+def flops_conv2d(n):
+    return 2.0 * conv_batch(n) * 64 * 64 * 9 * 56 * 56
+
+
+def setup_max_pool2d(e, n):
+    b = conv_batch(n)
+    x = e.uniform(b, 64, 56, 56)
+    f = e.torch.nn.functional
+    return (lambda: f.max_pool2d(x, 2)), [b, 64, 56, 56], "F.max_pool2d(x, 2)"
+
+
+def bytes_max_pool2d(n, esz):  # the input read once, a quarter of it written
+    return conv_batch(n) * 64 * 56 * 56 * 1.25 * esz
+
+
 # (kiln case name, setup(env, n) -> (call, shape, op text), bytes(n, esz) or None, flops(n) or None)
 CASES = [
     ("copy.kiln_copy", setup_copy, bytes_1in_1out, None),
@@ -581,6 +609,8 @@ CASES = [
     ("linalg.qr", setup_qr, None, lambda n: 8.0 / 3.0 * square_dim(n) ** 3),
     ("linalg.eigh", setup_eigh, None, None),
     ("linalg.svd", setup_svd, None, None),
+    ("nn.conv2d", setup_conv2d, None, flops_conv2d),
+    ("nn.max_pool2d", setup_max_pool2d, bytes_max_pool2d, None),
 ]
 COPY_CASE = "copy.kiln_copy"
 

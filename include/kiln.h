@@ -31,6 +31,7 @@
 #include "kiln/linalg.h"
 #include "kiln/sort.h"
 #include "kiln/linalg_spectral.h"
+#include "kiln/nn_conv.h"
 #include "kiln/profile.h"
 #include "kiln/tune.h"
 #include "kiln/provider.h"

@@ -888,6 +888,58 @@ flops_lu_batched(int64_t n)
   return b * 2.0 / 3.0 * 32.0 * 32.0 * 32.0;
 }
 
+/* nn.conv2d and nn.max_pool2d: x [B, 64, 56, 56] with B = max(1, n / 2^20) (64 at 2^26, the
+ * issue's reference shape); conv2d: w [64, 64, 3, 3], padding 1; max_pool2d: 2x2, stride 2. */
+static int64_t
+conv_batch(int64_t n)
+{
+  return n >> 20 > 0 ? n >> 20 : 1;
+}
+
+static kiln_status
+setup_conv2d(struct bench_state *st)
+{
+  int64_t xs[4] = {conv_batch(st->n), 64, 56, 56}, ws[4] = {64, 64, 3, 3};
+  kiln_status s = bench_random_tensor(st->ctx, st->dtype, 4, xs, &st->in[0]);
+  if (s == KILN_OK)
+    s = bench_random_tensor(st->ctx, st->dtype, 4, ws, &st->in[1]);
+  return s;
+}
+
+static kiln_status
+run_conv2d(struct bench_state *st)
+{
+  kiln_conv_desc d = {.nd = 2, .padding = {1, 1}};
+  return kiln_conv(st->ctx, st->in[0], st->in[1], NULL, &d, &st->out);
+}
+
+static double
+flops_conv2d(int64_t n)
+{
+  return 2.0 * (double)conv_batch(n) * 64.0 * 64.0 * 9.0 * 56.0 * 56.0;
+}
+
+static kiln_status
+setup_max_pool2d(struct bench_state *st)
+{
+  int64_t xs[4] = {conv_batch(st->n), 64, 56, 56};
+  return bench_random_tensor(st->ctx, st->dtype, 4, xs, &st->in[0]);
+}
+
+static kiln_status
+run_max_pool2d(struct bench_state *st)
+{
+  kiln_pool_desc d = {.nd = 2, .kernel = {2, 2}};
+  return kiln_max_pool(st->ctx, st->in[0], &d, &st->out, NULL);
+}
+
+/* The input read once, a quarter of it written. */
+static double
+bytes_max_pool2d(int64_t n, size_t esz)
+{
+  return (double)conv_batch(n) * 64.0 * 56.0 * 56.0 * 1.25 * (double)esz;
+}
+
 const struct bench_case bench_cases[] = {
     {"copy.kiln_copy", "copy", any_dtype, setup_one, run_copy, bytes_1in_1out, NULL},
     {"unary.neg", "elementwise", neg_dtype, setup_one, run_neg, bytes_1in_1out, NULL},
@@ -944,5 +996,8 @@ const struct bench_case bench_cases[] = {
     {"linalg.qr", "linalg", float_dtype, setup_linalg_square, run_qr, NULL, flops_qr},
     {"linalg.eigh", "linalg", float_dtype, setup_linalg_spd, run_eigh, NULL, NULL},
     {"linalg.svd", "linalg", float_dtype, setup_linalg_square, run_svd, NULL, NULL},
+    {"nn.conv2d", "nn_conv", float_dtype, setup_conv2d, run_conv2d, NULL, flops_conv2d},
+    {"nn.max_pool2d", "nn_conv", float_dtype, setup_max_pool2d, run_max_pool2d, bytes_max_pool2d,
+     NULL},
 };
 const size_t bench_case_count = sizeof bench_cases / sizeof bench_cases[0];

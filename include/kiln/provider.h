@@ -278,7 +278,17 @@ extern "C" {
   X(linalg_pinv, kiln_linalg_pinv) \
   X(linalg_matrix_rank, kiln_linalg_matrix_rank) \
   X(linalg_matrix_norm, kiln_linalg_matrix_norm) \
-  X(linalg_cond, kiln_linalg_cond)
+  X(linalg_cond, kiln_linalg_cond) \
+  /* nn_conv: pooling and convolution */ \
+  X(max_pool, kiln_max_pool) \
+  X(max_pool_backward, kiln_max_pool_backward) \
+  X(avg_pool, kiln_avg_pool) \
+  X(avg_pool_backward, kiln_avg_pool_backward) \
+  X(adaptive_avg_pool, kiln_adaptive_avg_pool) \
+  X(adaptive_avg_pool_backward, kiln_adaptive_avg_pool_backward) \
+  X(conv, kiln_conv) \
+  X(conv_backward, kiln_conv_backward) \
+  X(conv_transpose, kiln_conv_transpose)
 
 #define KILN_PROVIDER_SLOT_(slot, function) __typeof__(function) *slot;
 

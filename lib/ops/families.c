@@ -20,6 +20,7 @@ const struct kiln__family *const kiln__families[] = {
     &kiln__linalg_family,
     &kiln__sort_family,
     &kiln__linalg_spectral_family,
+    &kiln__nn_conv_family,
     NULL,
 };
 
