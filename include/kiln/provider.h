@@ -253,7 +253,11 @@ extern "C" {
   X(linalg_cholesky_solve, kiln_linalg_cholesky_solve) \
   X(linalg_cholesky_inverse, kiln_linalg_cholesky_inverse) \
   X(trsm, kiln_trsm) \
-  X(trmm, kiln_trmm)
+  X(trmm, kiln_trmm) \
+  /* nn training: optimizer steps, clipping */ \
+  X(sgd_step, kiln_sgd_step) \
+  X(adam_step, kiln_adam_step) \
+  X(clip_grad_norm, kiln_clip_grad_norm)
 
 #define KILN_PROVIDER_SLOT_(slot, function) __typeof__(function) *slot;
 

@@ -21,5 +21,6 @@ extern const struct kiln__family kiln__fft_family;
 extern const struct kiln__family kiln__nn_family;
 extern const struct kiln__family kiln__stats_family;
 extern const struct kiln__family kiln__linalg_family;
+extern const struct kiln__family kiln__nn_train_family;
 
 #endif

@@ -1,0 +1,22 @@
+/*
+ * Pieces shared by the nn training family's files (nn_optim.c: optimizer steps, clipping and
+ * the family descriptor; nn_norm.c: dropout, group_norm, batch_norm). Not used elsewhere.
+ */
+#ifndef KILN_OPS_NN_TRAIN_H
+#define KILN_OPS_NN_TRAIN_H
+
+#include "ops/ops_common.h"
+
+/* The family's embedded sources; each builds for f32 and f64. */
+#define KILN__NNT_OPTIM "nn_optim"
+#define KILN__NNT_NORM "nn_norm"
+
+/* A tensor of ctx holding f32 or f64 (the device must run it). */
+kiln_status kiln__nnt_check_float(const char *op, kiln_context *ctx, const kiln_tensor *t,
+                                  const char *what);
+
+/* t is a tensor of ctx with ref's dtype and shape. */
+kiln_status kiln__nnt_check_like(const char *op, kiln_context *ctx, const kiln_tensor *t,
+                                 const kiln_tensor *ref, const char *what);
+
+#endif
