@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "ops/ops_common.h"
 
 #define EXPECT(cond, ...)        \
   do {                           \
@@ -374,6 +375,416 @@ START_TEST(optim_bad_input)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------------ dropout */
+
+static uint8_t *
+down_bool(const kiln_tensor *t)
+{
+  uint64_t n = kiln_tensor_numel(t);
+  uint8_t *h = malloc(n + 1);
+  KOK(kiln_tensor_download(t, h, n));
+  return h;
+}
+
+START_TEST(dropout_against_reference)
+{
+  kiln_context *ctx = harness_ctx();
+  static const int64_t sizes[] = {0, 1, 5, 1001, 4099};
+  static const double ps[] = {0.3, 0, 1, 0.9};
+  FOR_DTYPES(dt)
+  {
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+      for (size_t pi = 0; pi < sizeof ps / sizeof ps[0]; pi++) {
+        int64_t n = sizes[si];
+        double p = ps[pi], scale = p < 1 ? 1 / (1 - p) : 0;
+        KOK(kiln_rng_seed(ctx, 1234 + si));
+        kiln_rng_state before, used, after;
+        KOK(kiln_rng_state_get(ctx, &before));
+        double *xh = rand_vec((size_t)n, -3, 3);
+        round_to(dt, xh, (size_t)n);
+        kiln_tensor *x = up1(dt, n, xh), *y = NULL, *mask = NULL;
+        KOK(kiln_dropout(ctx, x, p, &y, &mask, &used));
+        KOK(kiln_rng_state_get(ctx, &after));
+        ck_assert(used.seed == before.seed && used.counter == before.counter);
+        ck_assert(after.counter == before.counter + (uint64_t)(n + 3) / 4);
+        /* The mask is the complement of kiln_random_bernoulli's draw from the same state. */
+        kiln_tensor *bern = NULL;
+        KOK(kiln_tensor_create(ctx, KILN_BOOL, 1, &n, &bern));
+        KOK(kiln_rng_state_set(ctx, &used));
+        KOK(kiln_random_bernoulli(ctx, bern, p));
+        uint8_t *mh = down_bool(mask), *bh = down_bool(bern);
+        double *want = malloc(((size_t)n + 1) * sizeof *want);
+        for (int64_t i = 0; i < n; i++) {
+          EXPECT(mh[i] == !bh[i], "n %lld p %g: mask[%lld] = %d, bernoulli %d", (long long)n, p,
+                 (long long)i, mh[i], bh[i]);
+          want[i] = mh[i] ? xh[i] * scale : 0;
+        }
+        if (dt == KILN_F32)
+          round_to(dt, want, (size_t)n);
+        expect_tensor(y, want, dt == KILN_F32 ? 3e-7 : 1e-15, "dropout out");
+        /* Backward through the mask, and by replaying the state (no mask). */
+        double *gh = rand_vec((size_t)n, -1, 1);
+        round_to(dt, gh, (size_t)n);
+        kiln_tensor *g = up1(dt, n, gh), *d1 = NULL, *d2 = NULL;
+        KOK(kiln_dropout_backward(ctx, g, mask, NULL, p, &d1));
+        KOK(kiln_dropout_backward(ctx, g, NULL, &used, p, &d2));
+        for (int64_t i = 0; i < n; i++)
+          want[i] = mh[i] ? gh[i] * scale : 0;
+        expect_tensor(d1, want, dt == KILN_F32 ? 3e-7 : 1e-15, "dropout backward (mask)");
+        expect_tensor(d2, want, dt == KILN_F32 ? 3e-7 : 1e-15, "dropout backward (replay)");
+        /* In place over x. */
+        KOK(kiln_rng_state_set(ctx, &used));
+        KOK(kiln_dropout(ctx, x, p, &x, NULL, NULL));
+        double *yh = down(y);
+        expect_tensor(x, yh, 0, "dropout in place");
+        free(yh);
+        free(xh), free(gh), free(want), free(mh), free(bh);
+        kiln_tensor_release(x), kiln_tensor_release(y), kiln_tensor_release(mask);
+        kiln_tensor_release(bern), kiln_tensor_release(g), kiln_tensor_release(d1);
+        kiln_tensor_release(d2);
+      }
+  }
+}
+END_TEST
+
+START_TEST(dropout_launch_shapes_and_rate)
+{
+  kiln_context *ctx = harness_ctx();
+  int64_t n = harness_size(200003, 1003);
+  double p = 0.3;
+  double *xh = rand_vec((size_t)n, 0.5, 1);
+  kiln_tensor *x = up1(KILN_F32, n, xh);
+  kiln_rng_state st = {77, 5};
+  uint8_t *ref = NULL;
+  static const size_t locals[] = {0, 1, 7, 64};
+  for (size_t l = 0; l < sizeof locals / sizeof locals[0]; l++) {
+    kiln__launch_local_override = locals[l];
+    kiln__launch_max_groups = l % 2 ? 3 : 0;
+    KOK(kiln_rng_state_set(ctx, &st));
+    kiln_tensor *y = NULL, *mask = NULL, *d = NULL;
+    KOK(kiln_dropout(ctx, x, p, &y, &mask, NULL));
+    uint8_t *mh = down_bool(mask);
+    /* Replaying under another launch shape gives the same mask. */
+    KOK(kiln_dropout_backward(ctx, x, NULL, &st, p, &d));
+    double *dh = down(d), *yh = down(y);
+    for (int64_t i = 0; i < n; i++)
+      EXPECT(dh[i] == yh[i], "local %zu: replay differs at %lld", locals[l], (long long)i);
+    if (!ref) {
+      ref = mh;
+      uint64_t kept = 0;
+      for (int64_t i = 0; i < n; i++)
+        kept += ref[i];
+      /* The kept count is binomial(n, 1 - p): within 6 standard deviations. */
+      double mean = (double)n * (1 - p), sd = sqrt((double)n * p * (1 - p));
+      EXPECT(fabs((double)kept - mean) <= 6 * sd, "kept %llu of %lld, expected %g +- %g",
+             (unsigned long long)kept, (long long)n, mean, sd);
+    } else {
+      EXPECT(memcmp(ref, mh, (size_t)n) == 0, "mask differs with local size %zu", locals[l]);
+      free(mh);
+    }
+    free(dh), free(yh);
+    kiln_tensor_release(y), kiln_tensor_release(mask), kiln_tensor_release(d);
+  }
+  kiln__launch_local_override = 0;
+  kiln__launch_max_groups = 0;
+  /* Bad input. */
+  kiln_tensor *y = NULL;
+  KEXPECT(kiln_dropout(ctx, x, 1.5, &y, NULL, NULL), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_dropout(ctx, x, NAN, &y, NULL, NULL), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_dropout(ctx, x, 0.5, NULL, NULL, NULL), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_dropout_backward(ctx, x, NULL, NULL, 0.5, &y), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_dropout_backward(ctx, x, x, NULL, 0.5, &y), KILN_ERR_DTYPE);
+  kiln_tensor *xi = NULL;
+  KOK(kiln_tensor_zeros(ctx, KILN_I32, 1, &n, &xi));
+  KEXPECT(kiln_dropout(ctx, xi, 0.5, &y, NULL, NULL), KILN_ERR_DTYPE);
+  ck_assert(y == NULL);
+  kiln_tensor_release(xi);
+  free(ref), free(xh);
+  kiln_tensor_release(x);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ group_norm, batch_norm */
+
+/* Per-element statistics index and channel of [N, C, S] under G groups (bn: per channel). */
+static void
+ref_nc_norm(const double *x, const double *w, const double *b, uint64_t N, uint64_t C,
+            uint64_t S, uint64_t G, int bn, double eps, double *y, double *mean, double *rstd)
+{
+  uint64_t ns = bn ? C : N * G, cpg = bn ? 1 : C / G;
+  for (uint64_t k = 0; k < ns; k++) {
+    double a = 0, cnt = 0;
+    for (uint64_t n = 0; n < N; n++)
+      for (uint64_t c = 0; c < C; c++) {
+        if (bn ? c != k : n * G + c / cpg != k)
+          continue;
+        for (uint64_t s = 0; s < S; s++, cnt++)
+          a += x[(n * C + c) * S + s];
+      }
+    double mu = a / cnt, v = 0;
+    for (uint64_t n = 0; n < N; n++)
+      for (uint64_t c = 0; c < C; c++) {
+        if (bn ? c != k : n * G + c / cpg != k)
+          continue;
+        for (uint64_t s = 0; s < S; s++) {
+          double d = x[(n * C + c) * S + s] - mu;
+          v += d * d;
+        }
+      }
+    mean[k] = mu;
+    rstd[k] = 1 / sqrt(v / cnt + eps);
+  }
+  for (uint64_t n = 0; n < N; n++)
+    for (uint64_t c = 0; c < C; c++)
+      for (uint64_t s = 0; s < S; s++) {
+        uint64_t e = (n * C + c) * S + s, k = bn ? c : n * G + c / cpg;
+        y[e] = (x[e] - mean[k]) * rstd[k] * (w ? w[c] : 1) + (b ? b[c] : 0);
+      }
+}
+
+/* Analytic gradients of ref_nc_norm (training statistics). */
+static void
+ref_nc_norm_bwd(const double *g, const double *x, const double *w, uint64_t N, uint64_t C,
+                uint64_t S, uint64_t G, int bn, const double *mean, const double *rstd, double *dx,
+                double *dw, double *db)
+{
+  uint64_t ns = bn ? C : N * G, cpg = bn ? 1 : C / G;
+  for (uint64_t c = 0; c < C; c++)
+    dw[c] = db[c] = 0;
+  for (uint64_t k = 0; k < ns; k++) {
+    double a = 0, bsum = 0, cnt = 0;
+    for (int pass = 0; pass < 2; pass++)
+      for (uint64_t n = 0; n < N; n++)
+        for (uint64_t c = 0; c < C; c++) {
+          if (bn ? c != k : n * G + c / cpg != k)
+            continue;
+          for (uint64_t s = 0; s < S; s++) {
+            uint64_t e = (n * C + c) * S + s;
+            double gw = g[e] * (w ? w[c] : 1), xh = (x[e] - mean[k]) * rstd[k];
+            if (pass == 0) {
+              a += gw, bsum += gw * xh, cnt++;
+              dw[c] += g[e] * xh;
+              db[c] += g[e];
+            } else {
+              dx[e] = rstd[k] * (gw - a / cnt - xh * bsum / cnt);
+            }
+          }
+        }
+  }
+}
+
+typedef struct {
+  int64_t N, C, S, G;
+} nc_case;
+
+static const nc_case nc_cases[] = {
+    {2, 6, 5, 3}, {1, 4, 1, 1}, {3, 5, 7, 5}, {4, 8, 300, 2}, {2, 3, 1031, 1}, {0, 4, 3, 2},
+    {7, 12, 1, 4},
+};
+
+static kiln_tensor *
+up_nc(kiln_dtype dt, const nc_case *c, const double *v)
+{
+  int64_t shape[3] = {c->N, c->C, c->S};
+  return up(dt, c->S == 1 ? 2 : 3, shape, v);
+}
+
+START_TEST(group_and_batch_norm_against_reference)
+{
+  kiln_context *ctx = harness_ctx();
+  FOR_DTYPES(dt)
+  {
+    double tol = dt == KILN_F32 ? 5e-5 : 1e-11;
+    for (size_t ci = 0; ci < sizeof nc_cases / sizeof nc_cases[0]; ci++)
+      for (int bn = 0; bn < 2; bn++)
+        for (int aff = 0; aff < 2; aff++) {
+          const nc_case *c = &nc_cases[ci];
+          if (bn && c->N * c->S == 0)
+            continue;
+          uint64_t n = (uint64_t)(c->N * c->C * c->S), C = (uint64_t)c->C;
+          uint64_t ns = bn ? C : (uint64_t)(c->N * c->G);
+          double *xh = rand_vec(n, -2, 5), *gh = rand_vec(n, -1, 1);
+          double *wh = rand_vec(C, 0.5, 1.5), *bh = rand_vec(C, -1, 1);
+          round_to(dt, xh, n), round_to(dt, gh, n), round_to(dt, wh, C), round_to(dt, bh, C);
+          double *y = malloc((n + 1) * 8), *mu = malloc((ns + 1) * 8), *rs = malloc((ns + 1) * 8);
+          double *dx = malloc((n + 1) * 8), *dw = malloc((C + 1) * 8), *db = malloc((C + 1) * 8);
+          const double *w = aff ? wh : NULL, *b = aff ? bh : NULL;
+          ref_nc_norm(xh, w, b, (uint64_t)c->N, C, (uint64_t)c->S, (uint64_t)c->G, bn, 1e-5, y,
+                      mu, rs);
+          ref_nc_norm_bwd(gh, xh, w, (uint64_t)c->N, C, (uint64_t)c->S, (uint64_t)c->G, bn, mu,
+                          rs, dx, dw, db);
+          kiln_tensor *x = up_nc(dt, c, xh), *g = up_nc(dt, c, gh);
+          kiln_tensor *wt = aff ? up1(dt, c->C, wh) : NULL, *bt = aff ? up1(dt, c->C, bh) : NULL;
+          kiln_tensor *yt = NULL, *mt = NULL, *rt = NULL, *dxt = NULL, *dwt = NULL, *dbt = NULL;
+          kiln_tensor *rm = NULL, *rv = NULL;
+          double *rmh = rand_vec(C, -1, 1), *rvh = rand_vec(C, 0.5, 2);
+          round_to(dt, rmh, C), round_to(dt, rvh, C);
+          if (bn) {
+            rm = up1(dt, c->C, rmh), rv = up1(dt, c->C, rvh);
+            KOK(kiln_batch_norm(ctx, x, wt, bt, rm, rv, 1, 0.1, 1e-5, &yt, &mt, &rt));
+            KOK(kiln_batch_norm_backward(ctx, g, x, wt, mt, rt, 1, &dxt, &dwt, &dbt));
+          } else {
+            KOK(kiln_group_norm(ctx, x, c->G, wt, bt, 1e-5, &yt, &mt, &rt));
+            KOK(kiln_group_norm_backward(ctx, g, x, mt, rt, wt, c->G, &dxt, &dwt, &dbt));
+          }
+          expect_tensor(yt, y, tol, "norm out");
+          expect_tensor(mt, mu, tol, "norm mean");
+          expect_tensor(rt, rs, tol, "norm rstd");
+          expect_tensor(dxt, dx, 4 * tol, "norm grad_x");
+          expect_tensor(dwt, dw, 4 * tol, "norm grad_weight");
+          expect_tensor(dbt, db, 4 * tol, "norm grad_bias");
+          if (bn) {
+            /* Running statistics: unbiased variance, momentum 0.1. */
+            double M = (double)(c->N * c->S);
+            for (uint64_t k = 0; k < C; k++) {
+              double var = 1 / (rs[k] * rs[k]) - 1e-5;
+              rmh[k] = 0.9 * rmh[k] + 0.1 * mu[k];
+              rvh[k] = 0.9 * rvh[k] + 0.1 * var * M / (M - 1);
+            }
+            expect_tensor(rm, rmh, tol, "running_mean");
+            expect_tensor(rv, rvh, dt == KILN_F32 ? 1e-4 : 1e-9, "running_var");
+            /* Evaluation uses the running statistics; its backward treats them as constants. */
+            kiln_tensor *ye = NULL, *me = NULL, *re = NULL, *dxe = NULL;
+            double *rmd = down(rm), *rvd = down(rv);
+            KOK(kiln_batch_norm(ctx, x, wt, bt, rm, rv, 0, 0.1, 1e-5, &ye, &me, &re));
+            KOK(kiln_batch_norm_backward(ctx, g, x, wt, me, re, 0, &dxe, NULL, NULL));
+            for (uint64_t e = 0; e < n; e++) {
+              uint64_t ch = (e / (uint64_t)c->S) % C;
+              double r = 1 / sqrt(rvd[ch] + 1e-5);
+              y[e] = (xh[e] - rmd[ch]) * r * (w ? w[ch] : 1) + (b ? b[ch] : 0);
+              dx[e] = gh[e] * r * (w ? w[ch] : 1);
+            }
+            expect_tensor(ye, y, tol, "eval out");
+            expect_tensor(dxe, dx, tol, "eval grad_x");
+            expect_tensor(rm, rmd, 0, "eval leaves running_mean");
+            free(rmd), free(rvd);
+            kiln_tensor_release(ye), kiln_tensor_release(me), kiln_tensor_release(re);
+            kiln_tensor_release(dxe);
+          } else if (n) {
+            /* In place, and without the optional outputs. */
+            kiln_tensor *x2 = up_nc(dt, c, xh);
+            KOK(kiln_group_norm(ctx, x2, c->G, wt, bt, 1e-5, &x2, NULL, NULL));
+            expect_tensor(x2, y, tol, "group_norm in place");
+            kiln_tensor_release(x2);
+          }
+          free(xh), free(gh), free(wh), free(bh), free(y), free(mu), free(rs);
+          free(dx), free(dw), free(db), free(rmh), free(rvh);
+          kiln_tensor_release(x), kiln_tensor_release(g), kiln_tensor_release(wt);
+          kiln_tensor_release(bt), kiln_tensor_release(yt), kiln_tensor_release(mt);
+          kiln_tensor_release(rt), kiln_tensor_release(dxt), kiln_tensor_release(dwt);
+          kiln_tensor_release(dbt), kiln_tensor_release(rm), kiln_tensor_release(rv);
+        }
+  }
+}
+END_TEST
+
+/* sum(u * norm(x)) for a fixed u: the scalar whose gradient the finite differences check. */
+static double
+nc_objective(kiln_tensor *x, kiln_tensor *w, kiln_tensor *b, const double *u, const nc_case *c,
+             int bn)
+{
+  kiln_tensor *y = NULL;
+  if (bn)
+    KOK(kiln_batch_norm(harness_ctx(), x, w, b, NULL, NULL, 1, 0.1, 1e-5, &y, NULL, NULL));
+  else
+    KOK(kiln_group_norm(harness_ctx(), x, c->G, w, b, 1e-5, &y, NULL, NULL));
+  double *yh = down(y), a = 0;
+  for (uint64_t i = 0; i < kiln_tensor_numel(y); i++)
+    a += u[i] * yh[i];
+  free(yh);
+  kiln_tensor_release(y);
+  return a;
+}
+
+/* Central differences of the device's own f64 forward against its backward. */
+START_TEST(group_and_batch_norm_finite_differences)
+{
+  if (!harness_has_fp64())
+    return;
+  kiln_context *ctx = harness_ctx();
+  static const nc_case small[] = {{2, 4, 3, 2}, {3, 3, 2, 3}};
+  const double h = 1e-6;
+  for (size_t ci = 0; ci < 2; ci++)
+    for (int bn = 0; bn < 2; bn++) {
+      const nc_case *c = &small[ci];
+      uint64_t n = (uint64_t)(c->N * c->C * c->S), C = (uint64_t)c->C;
+      double *xh = rand_vec(n, -2, 2), *u = rand_vec(n, -1, 1);
+      double *wh = rand_vec(C, 0.5, 1.5), *bh = rand_vec(C, -1, 1);
+      kiln_tensor *g = up_nc(KILN_F64, c, u), *w = up1(KILN_F64, c->C, wh),
+                  *b = up1(KILN_F64, c->C, bh), *x = up_nc(KILN_F64, c, xh);
+      kiln_tensor *y = NULL, *m = NULL, *r = NULL, *dx = NULL, *dw = NULL, *db = NULL;
+      if (bn) {
+        KOK(kiln_batch_norm(ctx, x, w, b, NULL, NULL, 1, 0.1, 1e-5, &y, &m, &r));
+        KOK(kiln_batch_norm_backward(ctx, g, x, w, m, r, 1, &dx, &dw, &db));
+      } else {
+        KOK(kiln_group_norm(ctx, x, c->G, w, b, 1e-5, &y, &m, &r));
+        KOK(kiln_group_norm_backward(ctx, g, x, m, r, w, c->G, &dx, &dw, &db));
+      }
+      double *dxh = down(dx), *dwh = down(dw), *dbh = down(db);
+      for (int which = 0; which < 3; which++) {
+        double *v = which == 0 ? xh : which == 1 ? wh : bh;
+        const double *an = which == 0 ? dxh : which == 1 ? dwh : dbh;
+        uint64_t cnt = which == 0 ? n : C;
+        for (uint64_t i = 0; i < cnt; i++) {
+          double f[2];
+          for (int sgn = 0; sgn < 2; sgn++) {
+            double keep = v[i];
+            v[i] = keep + (sgn ? -h : h);
+            kiln_tensor *xx = up_nc(KILN_F64, c, xh), *ww = up1(KILN_F64, c->C, wh),
+                        *bb = up1(KILN_F64, c->C, bh);
+            f[sgn] = nc_objective(xx, ww, bb, u, c, bn);
+            kiln_tensor_release(xx), kiln_tensor_release(ww), kiln_tensor_release(bb);
+            v[i] = keep;
+          }
+          double fd = (f[0] - f[1]) / (2 * h);
+          EXPECT(fabs(fd - an[i]) <= 1e-6 * (1 + fabs(an[i])),
+                 "%s %s case %zu: d/d%s[%llu] fd %.12g analytic %.12g", bn ? "batch" : "group",
+                 "norm", ci, which == 0 ? "x" : which == 1 ? "w" : "b", (unsigned long long)i, fd,
+                 an[i]);
+        }
+      }
+      free(xh), free(u), free(wh), free(bh), free(dxh), free(dwh), free(dbh);
+      kiln_tensor_release(g), kiln_tensor_release(w), kiln_tensor_release(b);
+      kiln_tensor_release(x), kiln_tensor_release(y), kiln_tensor_release(m);
+      kiln_tensor_release(r), kiln_tensor_release(dx), kiln_tensor_release(dw);
+      kiln_tensor_release(db);
+    }
+}
+END_TEST
+
+START_TEST(norm_bad_input)
+{
+  kiln_context *ctx = harness_ctx();
+  double v[24] = {0};
+  int64_t s3[3] = {2, 6, 2}, s1[1] = {24};
+  kiln_tensor *x = up(KILN_F32, 3, s3, v), *x1 = up(KILN_F32, 1, s1, v);
+  kiln_tensor *w5 = up1(KILN_F32, 5, v), *w6 = up1(KILN_F32, 6, v), *y = NULL;
+  KEXPECT(kiln_group_norm(ctx, x, 4, NULL, NULL, 1e-5, &y, NULL, NULL), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_group_norm(ctx, x, 0, NULL, NULL, 1e-5, &y, NULL, NULL), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_group_norm(ctx, x, 3, w5, NULL, 1e-5, &y, NULL, NULL), KILN_ERR_SHAPE);
+  KEXPECT(kiln_group_norm(ctx, x, 3, w6, NULL, -1, &y, NULL, NULL), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_group_norm(ctx, x1, 1, NULL, NULL, 1e-5, &y, NULL, NULL), KILN_ERR_SHAPE);
+  KEXPECT(kiln_batch_norm(ctx, x, NULL, NULL, NULL, NULL, 0, 0.1, 1e-5, &y, NULL, NULL),
+          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_batch_norm(ctx, x, NULL, NULL, w6, NULL, 1, 0.1, 1e-5, &y, NULL, NULL),
+          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_batch_norm(ctx, x, NULL, NULL, w6, w6, 1, 0.1, 1e-5, &y, NULL, NULL),
+          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_batch_norm(ctx, x, NULL, NULL, NULL, NULL, 1, 2, 1e-5, &y, NULL, NULL),
+          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_batch_norm(ctx, x, w5, NULL, NULL, NULL, 1, 0.1, 1e-5, &y, NULL, NULL),
+          KILN_ERR_SHAPE);
+  KEXPECT(kiln_batch_norm_backward(ctx, x, x, NULL, NULL, w6, 1, &y, NULL, NULL),
+          KILN_ERR_INVALID_HANDLE);
+  KEXPECT(kiln_batch_norm_backward(ctx, x, x, NULL, w5, w6, 1, &y, NULL, NULL), KILN_ERR_SHAPE);
+  KEXPECT(kiln_group_norm_backward(ctx, x1, x, w6, w6, NULL, 3, &y, NULL, NULL), KILN_ERR_SHAPE);
+  ck_assert(y == NULL);
+  kiln_tensor_release(x), kiln_tensor_release(x1), kiln_tensor_release(w5);
+  kiln_tensor_release(w6);
+}
+END_TEST
+
 static Suite *
 nn_train_suite(void)
 {
@@ -384,6 +795,12 @@ nn_train_suite(void)
   tcase_add_test(tc, adam_against_reference);
   tcase_add_test(tc, clip_grad_norm_against_reference);
   tcase_add_test(tc, optim_bad_input);
+  tcase_add_test(tc, dropout_against_reference);
+  tcase_add_test(tc, dropout_launch_shapes_and_rate);
+  tcase_add_test(tc, group_and_batch_norm_against_reference);
+  tcase_add_test(tc, norm_bad_input);
+  if (!harness_small())
+    tcase_add_test(tc, group_and_batch_norm_finite_differences);
   suite_add_tcase(s, tc);
   return s;
 }
