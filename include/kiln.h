@@ -30,6 +30,7 @@
 #include "kiln/stats.h"
 #include "kiln/linalg.h"
 #include "kiln/nn_optim.h"
+#include "kiln/nn_attention.h"
 #include "kiln/profile.h"
 #include "kiln/tune.h"
 #include "kiln/provider.h"

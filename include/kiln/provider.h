@@ -254,7 +254,7 @@ extern "C" {
   X(linalg_cholesky_inverse, kiln_linalg_cholesky_inverse) \
   X(trsm, kiln_trsm) \
   X(trmm, kiln_trmm) \
-  /* nn training: optimizer steps, clipping, dropout, group_norm, batch_norm */ \
+  /* nn training: optimizers, clipping, dropout, group/batch norm, attention, RoPE */ \
   X(sgd_step, kiln_sgd_step) \
   X(adam_step, kiln_adam_step) \
   X(clip_grad_norm, kiln_clip_grad_norm) \
@@ -263,7 +263,11 @@ extern "C" {
   X(group_norm, kiln_group_norm) \
   X(group_norm_backward, kiln_group_norm_backward) \
   X(batch_norm, kiln_batch_norm) \
-  X(batch_norm_backward, kiln_batch_norm_backward)
+  X(batch_norm_backward, kiln_batch_norm_backward) \
+  X(attention, kiln_attention) \
+  X(attention_backward, kiln_attention_backward) \
+  X(rope, kiln_rope) \
+  X(rope_backward, kiln_rope_backward)
 
 #define KILN_PROVIDER_SLOT_(slot, function) __typeof__(function) *slot;
 

@@ -10,6 +10,7 @@
 /* The family's embedded sources; each builds for f32 and f64. */
 #define KILN__NNT_OPTIM "nn_optim"
 #define KILN__NNT_NORM "nn_norm"
+#define KILN__NNT_ATT "nn_attention"
 
 /* A tensor of ctx holding f32 or f64 (the device must run it). */
 kiln_status kiln__nnt_check_float(const char *op, kiln_context *ctx, const kiln_tensor *t,

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "kiln/nn_attention.h"
 #include "ops/ops_common.h"
 
 #define EXPECT(cond, ...)        \
@@ -785,6 +786,327 @@ START_TEST(norm_bad_input)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------------ attention */
+
+typedef struct {
+  int64_t B0, B1; /* leading shape [B0, B1] (B1 = 0: one leading axis) */
+  int64_t Sq, Sk, D, Dv;
+  int causal;
+  int mask; /* 0 none, 1 shared [Sq, Sk], 2 full */
+} att_case;
+
+static const att_case att_cases[] = {
+    {1, 0, 1, 1, 16, 16, 0, 0},   {2, 2, 37, 37, 16, 16, 1, 0},  {3, 0, 50, 70, 64, 64, 0, 1},
+    {2, 0, 33, 17, 128, 128, 1, 2}, {1, 0, 100, 45, 24, 40, 0, 0}, {2, 0, 5, 0, 16, 16, 0, 0},
+    {0, 2, 3, 3, 16, 16, 0, 0},   {1, 0, 129, 129, 32, 32, 1, 1}, {1, 2, 20, 31, 128, 8, 0, 2},
+};
+
+static uint64_t
+att_bh(const att_case *c)
+{
+  return (uint64_t)(c->B0 * (c->B1 ? c->B1 : 1));
+}
+
+/* A tensor of the case's leading shape + [r, cl]. */
+static kiln_tensor *
+att_up(kiln_dtype dt, const att_case *c, int64_t r, int64_t cl, const double *v)
+{
+  int64_t shape[4];
+  size_t nd = 0;
+  shape[nd++] = c->B0;
+  if (c->B1)
+    shape[nd++] = c->B1;
+  shape[nd++] = r;
+  shape[nd++] = cl;
+  return up(dt, nd, shape, v);
+}
+
+/* The unfused composition in double: scores, softmax, weighted sum; p kept for backward. */
+static void
+ref_attention(const att_case *c, const double *q, const double *k, const double *v,
+              const double *mask, double scale, double *out, double *lse, double *p)
+{
+  uint64_t BH = att_bh(c), Sq = (uint64_t)c->Sq, Sk = (uint64_t)c->Sk, D = (uint64_t)c->D,
+           Dv = (uint64_t)c->Dv;
+  for (uint64_t b = 0; b < BH; b++)
+    for (uint64_t i = 0; i < Sq; i++) {
+      double *pr = p + (b * Sq + i) * Sk, m = -INFINITY, l = 0;
+      for (uint64_t j = 0; j < Sk; j++) {
+        double s = 0;
+        for (uint64_t d = 0; d < D; d++)
+          s += q[(b * Sq + i) * D + d] * k[(b * Sk + j) * D + d];
+        s *= scale;
+        if (c->causal && j > i)
+          s = -INFINITY;
+        else if (c->mask)
+          s += mask[(c->mask == 2 ? b * Sq * Sk : 0) + i * Sk + j];
+        pr[j] = s;
+        m = fmax(m, s);
+      }
+      for (uint64_t j = 0; j < Sk; j++)
+        l += m == -INFINITY ? 0 : exp(pr[j] - m);
+      for (uint64_t j = 0; j < Sk; j++)
+        pr[j] = exp(pr[j] - m) / l;
+      lse[b * Sq + i] = m + log(l);
+      for (uint64_t d = 0; d < Dv; d++) {
+        double a = 0;
+        for (uint64_t j = 0; j < Sk; j++)
+          a += pr[j] * v[(b * Sk + j) * Dv + d];
+        out[(b * Sq + i) * Dv + d] = Sk && m > -INFINITY ? a : NAN;
+      }
+    }
+}
+
+static void
+ref_attention_bwd(const att_case *c, const double *q, const double *k, const double *v,
+                  const double *p, const double *go, double scale, double *dq, double *dk,
+                  double *dv)
+{
+  uint64_t BH = att_bh(c), Sq = (uint64_t)c->Sq, Sk = (uint64_t)c->Sk, D = (uint64_t)c->D,
+           Dv = (uint64_t)c->Dv;
+  memset(dq, 0, (BH * Sq * D + 1) * 8);
+  memset(dk, 0, (BH * Sk * D + 1) * 8);
+  memset(dv, 0, (BH * Sk * Dv + 1) * 8);
+  for (uint64_t b = 0; b < BH; b++)
+    for (uint64_t i = 0; i < Sq; i++) {
+      const double *pr = p + (b * Sq + i) * Sk, *g = go + (b * Sq + i) * Dv;
+      double dsum = 0;
+      for (uint64_t j = 0; j < Sk; j++) {
+        double dp = 0;
+        for (uint64_t d = 0; d < Dv; d++)
+          dp += g[d] * v[(b * Sk + j) * Dv + d];
+        dsum += pr[j] * dp;
+      }
+      for (uint64_t j = 0; j < Sk; j++) {
+        if (pr[j] == 0)
+          continue;
+        double dp = 0;
+        for (uint64_t d = 0; d < Dv; d++) {
+          dp += g[d] * v[(b * Sk + j) * Dv + d];
+          dv[(b * Sk + j) * Dv + d] += pr[j] * g[d];
+        }
+        double ds = pr[j] * (dp - dsum) * scale;
+        for (uint64_t d = 0; d < D; d++) {
+          dq[(b * Sq + i) * D + d] += ds * k[(b * Sk + j) * D + d];
+          dk[(b * Sk + j) * D + d] += ds * q[(b * Sq + i) * D + d];
+        }
+      }
+    }
+}
+
+START_TEST(attention_against_composition)
+{
+  kiln_context *ctx = harness_ctx();
+  FOR_DTYPES(dt)
+  {
+    for (size_t ci = 0; ci < sizeof att_cases / sizeof att_cases[0]; ci++) {
+      const att_case *c = &att_cases[ci];
+      uint64_t BH = att_bh(c), nq = BH * (uint64_t)(c->Sq * c->D),
+               nk = BH * (uint64_t)(c->Sk * c->D), nv = BH * (uint64_t)(c->Sk * c->Dv),
+               no = BH * (uint64_t)(c->Sq * c->Dv), nm = (c->mask == 2 ? BH : 1) * (uint64_t)(c->Sq * c->Sk);
+      double *qh = rand_vec(nq, -1, 1), *kh = rand_vec(nk, -1, 1), *vh = rand_vec(nv, -1, 1);
+      double *mh = rand_vec(nm, -2, 1), *gh = rand_vec(no, -1, 1);
+      /* A few hidden keys in the masks (never a whole row: row i keeps key 0). */
+      for (uint64_t e = 0; e < nm; e++)
+        if (e % 7 == 3 && e % (uint64_t)(c->Sk ? c->Sk : 1) != 0)
+          mh[e] = -INFINITY;
+      round_to(dt, qh, nq), round_to(dt, kh, nk), round_to(dt, vh, nv), round_to(dt, mh, nm);
+      round_to(dt, gh, no);
+      double scale = ci % 2 ? 0.3 : 1 / sqrt((double)c->D);
+      double *out = malloc((no + 1) * 8), *lse = malloc((BH * (uint64_t)c->Sq + 1) * 8);
+      double *p = malloc((BH * (uint64_t)(c->Sq * c->Sk) + 1) * 8);
+      ref_attention(c, qh, kh, vh, mh, scale, out, lse, p);
+      kiln_tensor *q = att_up(dt, c, c->Sq, c->D, qh), *k = att_up(dt, c, c->Sk, c->D, kh);
+      kiln_tensor *v = att_up(dt, c, c->Sk, c->Dv, vh), *g = att_up(dt, c, c->Sq, c->Dv, gh);
+      kiln_tensor *mask = NULL;
+      if (c->mask == 1) {
+        int64_t ms[2] = {c->Sq, c->Sk};
+        mask = up(dt, 2, ms, mh);
+      } else if (c->mask == 2) {
+        mask = att_up(dt, c, c->Sq, c->Sk, mh);
+      }
+      kiln_tensor *o = NULL, *l = NULL;
+      KOK(kiln_attention(ctx, q, k, v, mask, c->causal, ci % 2 ? 0.3 : 0, &o, &l));
+      double tol = dt == KILN_F32 ? 2e-5 : 1e-12;
+      expect_tensor(o, out, tol, "attention out");
+      expect_tensor(l, lse, tol, "attention lse");
+      if (c->Sk) {
+        double *dq = malloc((nq + 1) * 8), *dk = malloc((nk + 1) * 8), *dv = malloc((nv + 1) * 8);
+        ref_attention_bwd(c, qh, kh, vh, p, gh, scale, dq, dk, dv);
+        kiln_tensor *tq = NULL, *tk = NULL, *tv = NULL;
+        KOK(kiln_attention_backward(ctx, g, q, k, v, mask, c->causal, ci % 2 ? 0.3 : 0, o, l, &tq,
+                                    &tk, &tv));
+        double btol = dt == KILN_F32 ? 1e-4 : 1e-11;
+        expect_tensor(tq, dq, btol, "attention grad_q");
+        expect_tensor(tk, dk, btol, "attention grad_k");
+        expect_tensor(tv, dv, btol, "attention grad_v");
+        /* Only some gradients wanted. */
+        kiln_tensor *tk2 = NULL;
+        KOK(kiln_attention_backward(ctx, g, q, k, v, mask, c->causal, ci % 2 ? 0.3 : 0, o, l,
+                                    NULL, &tk2, NULL));
+        expect_tensor(tk2, dk, btol, "attention grad_k alone");
+        kiln_tensor_release(tk2);
+        free(dq), free(dk), free(dv);
+        kiln_tensor_release(tq), kiln_tensor_release(tk), kiln_tensor_release(tv);
+      }
+      free(qh), free(kh), free(vh), free(mh), free(gh), free(out), free(lse), free(p);
+      kiln_tensor_release(q), kiln_tensor_release(k), kiln_tensor_release(v);
+      kiln_tensor_release(g), kiln_tensor_release(mask), kiln_tensor_release(o);
+      kiln_tensor_release(l);
+    }
+  }
+}
+END_TEST
+
+static double
+att_objective(const att_case *c, const double *qh, const double *kh, const double *vh,
+              const double *u)
+{
+  kiln_tensor *q = att_up(KILN_F64, c, c->Sq, c->D, qh), *k = att_up(KILN_F64, c, c->Sk, c->D, kh);
+  kiln_tensor *v = att_up(KILN_F64, c, c->Sk, c->Dv, vh), *o = NULL;
+  KOK(kiln_attention(harness_ctx(), q, k, v, NULL, c->causal, 0, &o, NULL));
+  double *oh = down(o), a = 0;
+  for (uint64_t i = 0; i < kiln_tensor_numel(o); i++)
+    a += u[i] * oh[i];
+  free(oh);
+  kiln_tensor_release(q), kiln_tensor_release(k), kiln_tensor_release(v), kiln_tensor_release(o);
+  return a;
+}
+
+START_TEST(attention_finite_differences)
+{
+  if (!harness_has_fp64())
+    return;
+  static const att_case small[] = {{1, 0, 5, 7, 16, 16, 0, 0}, {2, 0, 9, 9, 16, 16, 1, 0}};
+  const double h = 1e-6;
+  for (size_t ci = 0; ci < 2; ci++) {
+    const att_case *c = &small[ci];
+    uint64_t BH = att_bh(c), nq = BH * (uint64_t)(c->Sq * c->D),
+             nk = BH * (uint64_t)(c->Sk * c->D), nv = BH * (uint64_t)(c->Sk * c->Dv),
+             no = BH * (uint64_t)(c->Sq * c->Dv);
+    double *qh = rand_vec(nq, -1, 1), *kh = rand_vec(nk, -1, 1), *vh = rand_vec(nv, -1, 1);
+    double *u = rand_vec(no, -1, 1);
+    kiln_tensor *q = att_up(KILN_F64, c, c->Sq, c->D, qh), *k = att_up(KILN_F64, c, c->Sk, c->D, kh);
+    kiln_tensor *v = att_up(KILN_F64, c, c->Sk, c->Dv, vh), *g = att_up(KILN_F64, c, c->Sq, c->Dv, u);
+    kiln_tensor *o = NULL, *l = NULL, *dq = NULL, *dk = NULL, *dv = NULL;
+    KOK(kiln_attention(harness_ctx(), q, k, v, NULL, c->causal, 0, &o, &l));
+    KOK(kiln_attention_backward(harness_ctx(), g, q, k, v, NULL, c->causal, 0, o, l, &dq, &dk,
+                                &dv));
+    double *an[3] = {down(dq), down(dk), down(dv)};
+    double *vals[3] = {qh, kh, vh};
+    uint64_t cnt[3] = {nq, nk, nv};
+    for (int w = 0; w < 3; w++)
+      for (uint64_t i = 0; i < cnt[w]; i += 1 + cnt[w] / 40) {
+        double keep = vals[w][i], f[2];
+        for (int sg = 0; sg < 2; sg++) {
+          vals[w][i] = keep + (sg ? -h : h);
+          f[sg] = att_objective(c, qh, kh, vh, u);
+        }
+        vals[w][i] = keep;
+        double fd = (f[0] - f[1]) / (2 * h);
+        EXPECT(fabs(fd - an[w][i]) <= 1e-6 * (1 + fabs(an[w][i])),
+               "case %zu d%c[%llu]: fd %.12g analytic %.12g", ci, "qkv"[w],
+               (unsigned long long)i, fd, an[w][i]);
+      }
+    for (int w = 0; w < 3; w++)
+      free(an[w]);
+    free(qh), free(kh), free(vh), free(u);
+    kiln_tensor_release(q), kiln_tensor_release(k), kiln_tensor_release(v);
+    kiln_tensor_release(g), kiln_tensor_release(o), kiln_tensor_release(l);
+    kiln_tensor_release(dq), kiln_tensor_release(dk), kiln_tensor_release(dv);
+  }
+}
+END_TEST
+
+START_TEST(attention_bad_input)
+{
+  kiln_context *ctx = harness_ctx();
+  double z[2 * 3 * 200] = {0};
+  int64_t s1[3] = {2, 3, 16}, s2[3] = {2, 3, 8}, s3[3] = {1, 3, 16}, s4[3] = {2, 3, 200};
+  kiln_tensor *q = up(KILN_F32, 3, s1, z), *k8 = up(KILN_F32, 3, s2, z), *qb = up(KILN_F32, 3, s3, z);
+  kiln_tensor *big = up(KILN_F32, 3, s4, z), *o = NULL;
+  KEXPECT(kiln_attention(ctx, q, k8, q, NULL, 0, 0, &o, NULL), KILN_ERR_SHAPE);
+  KEXPECT(kiln_attention(ctx, q, qb, qb, NULL, 0, 0, &o, NULL), KILN_ERR_SHAPE);
+  KEXPECT(kiln_attention(ctx, big, big, big, NULL, 0, 0, &o, NULL), KILN_ERR_UNSUPPORTED);
+  KEXPECT(kiln_attention(ctx, q, q, q, NULL, 0, NAN, &o, NULL), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_attention(ctx, q, q, q, q, 0, 0, &o, NULL), KILN_ERR_SHAPE);
+  KEXPECT(kiln_attention(ctx, q, q, q, NULL, 0, 0, NULL, NULL), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_attention_backward(ctx, q, q, q, q, NULL, 0, 0, q, NULL, &o, NULL, NULL),
+          KILN_ERR_INVALID_HANDLE);
+  KEXPECT(kiln_attention_backward(ctx, q, q, q, q, NULL, 0, 0, q, q, &o, NULL, NULL),
+          KILN_ERR_SHAPE);
+  ck_assert(o == NULL);
+  kiln_tensor_release(q), kiln_tensor_release(k8), kiln_tensor_release(qb);
+  kiln_tensor_release(big);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ RoPE */
+
+START_TEST(rope_against_reference)
+{
+  kiln_context *ctx = harness_ctx();
+  /* [B, S, D] with R features rotated. */
+  static const int64_t cases[][4] = {{2, 7, 16, 16}, {1, 1, 2, 2}, {3, 33, 64, 32}, {2, 5, 10, 6}};
+  FOR_DTYPES(dt)
+  {
+    for (size_t ci = 0; ci < 4; ci++)
+      for (int layout = 0; layout < 2; layout++) {
+        int64_t B = cases[ci][0], S = cases[ci][1], D = cases[ci][2], R = cases[ci][3];
+        uint64_t n = (uint64_t)(B * S * D), nt = (uint64_t)(S * R / 2);
+        double *xh = rand_vec(n, -1, 1), *c = malloc((nt + 1) * 8), *sn = malloc((nt + 1) * 8);
+        for (int64_t s = 0; s < S; s++)
+          for (int64_t i = 0; i < R / 2; i++) {
+            double th = (double)s * pow(10000.0, -2.0 * (double)i / (double)R);
+            c[s * R / 2 + i] = cos(th);
+            sn[s * R / 2 + i] = sin(th);
+          }
+        round_to(dt, xh, n), round_to(dt, c, nt), round_to(dt, sn, nt);
+        double *y = malloc((n + 1) * 8), *yb = malloc((n + 1) * 8);
+        for (int64_t r = 0; r < B * S; r++) {
+          int64_t s = r % S;
+          for (int64_t d = R; d < D; d++)
+            y[r * D + d] = yb[r * D + d] = xh[r * D + d];
+          for (int64_t i = 0; i < R / 2; i++) {
+            int64_t a = layout ? i : 2 * i, b = layout ? i + R / 2 : 2 * i + 1;
+            double cc = c[s * R / 2 + i], ss = sn[s * R / 2 + i];
+            double xa = xh[r * D + a], xb = xh[r * D + b];
+            y[r * D + a] = xa * cc - xb * ss;
+            y[r * D + b] = xb * cc + xa * ss;
+            yb[r * D + a] = xa * cc + xb * ss;
+            yb[r * D + b] = xb * cc - xa * ss;
+          }
+        }
+        int64_t xs[3] = {B, S, D}, ts[2] = {S, R / 2};
+        kiln_tensor *x = up(dt, 3, xs, xh), *ct = up(dt, 2, ts, c), *st = up(dt, 2, ts, sn);
+        kiln_tensor *yt = NULL, *ybt = NULL;
+        kiln_rope_layout lay = layout ? KILN_ROPE_HALF : KILN_ROPE_INTERLEAVED;
+        KOK(kiln_rope(ctx, x, ct, st, lay, &yt));
+        KOK(kiln_rope_backward(ctx, x, ct, st, lay, &ybt));
+        double tol = dt == KILN_F32 ? 1e-6 : 1e-14;
+        expect_tensor(yt, y, tol, "rope");
+        expect_tensor(ybt, yb, tol, "rope backward");
+        /* In place. */
+        KOK(kiln_rope(ctx, x, ct, st, lay, &x));
+        expect_tensor(x, y, tol, "rope in place");
+        free(xh), free(c), free(sn), free(y), free(yb);
+        kiln_tensor_release(x), kiln_tensor_release(ct), kiln_tensor_release(st);
+        kiln_tensor_release(yt), kiln_tensor_release(ybt);
+      }
+  }
+  double z[64] = {0};
+  int64_t xs[3] = {1, 4, 8}, bad[2] = {4, 5}, ok[2] = {4, 4};
+  kiln_tensor *x = up(KILN_F32, 3, xs, z), *tb = up(KILN_F32, 2, bad, z), *to = up(KILN_F32, 2, ok, z);
+  kiln_tensor *y = NULL;
+  KEXPECT(kiln_rope(ctx, x, tb, tb, KILN_ROPE_HALF, &y), KILN_ERR_SHAPE);
+  KEXPECT(kiln_rope(ctx, x, to, to, (kiln_rope_layout)7, &y), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_rope(ctx, x, to, NULL, KILN_ROPE_HALF, &y), KILN_ERR_INVALID_HANDLE);
+  ck_assert(y == NULL);
+  kiln_tensor_release(x), kiln_tensor_release(tb), kiln_tensor_release(to);
+}
+END_TEST
+
 static Suite *
 nn_train_suite(void)
 {
@@ -799,8 +1121,13 @@ nn_train_suite(void)
   tcase_add_test(tc, dropout_launch_shapes_and_rate);
   tcase_add_test(tc, group_and_batch_norm_against_reference);
   tcase_add_test(tc, norm_bad_input);
-  if (!harness_small())
+  tcase_add_test(tc, attention_against_composition);
+  tcase_add_test(tc, attention_bad_input);
+  tcase_add_test(tc, rope_against_reference);
+  if (!harness_small()) {
     tcase_add_test(tc, group_and_batch_norm_finite_differences);
+    tcase_add_test(tc, attention_finite_differences);
+  }
   suite_add_tcase(s, tc);
   return s;
 }
