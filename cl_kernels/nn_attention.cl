@@ -40,14 +40,16 @@
 #include "common.cl"
 
 #define ATT_DMAX 128
+/* Tiles sized so that each kernel's local arrays fit in 32 KiB (OpenCL's minimum for GPUs,
+ * and oclgrind's default) at ATT_DMAX = 128. */
 #if defined(KILN_DT_F64)
 #define ATT_BQ 16
-#define ATT_BK 8
-#define ATT_BB 8
+#define ATT_BK 7
+#define ATT_BB 7
 #else
 #define ATT_BQ 32
-#define ATT_BK 16
-#define ATT_BB 16
+#define ATT_BK 14
+#define ATT_BB 15
 #endif
 
 #define ATT_CAUSAL 1u

@@ -28,7 +28,7 @@ att_bq(kiln_dtype dt)
 static uint64_t
 att_bb(kiln_dtype dt)
 {
-  return dt == KILN_F64 ? 8 : 16;
+  return dt == KILN_F64 ? 7 : 15;
 }
 
 /* The geometry of one attention call. */

@@ -25,6 +25,9 @@
 
 static const kiln_dtype dtypes[] = {KILN_F32, KILN_F64};
 
+/* The small mode (oclgrind) runs every other case of a list, and always its last. */
+#define SMALL_SKIP(i, n) (harness_small() && (i) % 2 == 1 && (i) + 1 < (n))
+
 #define FOR_DTYPES(dt)                                                                      \
   for (size_t dt##_i = 0; dt##_i < 2; dt##_i++)                                             \
     for (int dt##_k = dtypes[dt##_i] != KILN_F64 || harness_has_fp64(); dt##_k; dt##_k = 0) \
@@ -133,9 +136,12 @@ expect_tensor(const kiln_tensor *t, const double *want, double tol, const char *
 /* ------------------------------------------------------------------ optimizers */
 
 /* Sizes of the parameter list: more than one launch's 8 slots, empty and odd tensors. */
-static const int64_t opt_sizes[] = {7, 0, 1, 4099, 257, 31, 2, 1000, 13, 3};
-#define NOPT (sizeof opt_sizes / sizeof opt_sizes[0])
-#define OPT_STEPS 4
+static const int64_t opt_sizes_full[] = {7, 0, 1, 4099, 257, 31, 2, 1000, 13, 3};
+#define NOPT (sizeof opt_sizes_full / sizeof opt_sizes_full[0])
+#define OPT_STEPS (harness_small() ? 2 : 4)
+/* The small mode (oclgrind) caps the sizes at 300. */
+#define opt_sizes (harness_small() ? opt_sizes_small : opt_sizes_full)
+static const int64_t opt_sizes_small[] = {7, 0, 1, 299, 257, 31, 2, 100, 13, 3};
 
 typedef struct {
   kiln_tensor *t[NOPT];
@@ -198,6 +204,8 @@ START_TEST(sgd_against_reference)
   FOR_DTYPES(dt)
   {
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+      if (SMALL_SKIP(c, sizeof cases / sizeof cases[0]))
+        continue;
       const kiln_sgd_options *o = &cases[c];
       tlist p, b;
       tlist_make(&p, dt, -2, 2);
@@ -253,6 +261,8 @@ START_TEST(adam_against_reference)
   FOR_DTYPES(dt)
   {
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+      if (SMALL_SKIP(c, sizeof cases / sizeof cases[0]))
+        continue;
       const kiln_adam_options *o = &cases[c];
       tlist p, m, v, vm;
       tlist_make(&p, dt, -2, 2);
@@ -391,12 +401,14 @@ down_bool(const kiln_tensor *t)
 START_TEST(dropout_against_reference)
 {
   kiln_context *ctx = harness_ctx();
-  static const int64_t sizes[] = {0, 1, 5, 1001, 4099};
-  static const double ps[] = {0.3, 0, 1, 0.9};
+  static const int64_t sizes[] = {0, 5, 1001, 1, 4099};
+  static const double ps[] = {0.3, 1, 0, 0.9};
+  /* The small mode (oclgrind) takes the first three sizes and the first two p. */
+  size_t nsizes = harness_small() ? 3 : 5, nps = harness_small() ? 2 : 4;
   FOR_DTYPES(dt)
   {
-    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
-      for (size_t pi = 0; pi < sizeof ps / sizeof ps[0]; pi++) {
+    for (size_t si = 0; si < nsizes; si++)
+      for (size_t pi = 0; pi < nps; pi++) {
         int64_t n = sizes[si];
         double p = ps[pi], scale = p < 1 ? 1 / (1 - p) : 0;
         KOK(kiln_rng_seed(ctx, 1234 + si));
@@ -598,7 +610,7 @@ START_TEST(group_and_batch_norm_against_reference)
   {
     double tol = dt == KILN_F32 ? 5e-5 : 1e-11;
     for (size_t ci = 0; ci < sizeof nc_cases / sizeof nc_cases[0]; ci++)
-      for (int bn = 0; bn < 2; bn++)
+      for (int bn = 0; bn < 2 && !(harness_small() && (ci == 3 || ci == 4 || ci == 2)); bn++)
         for (int aff = 0; aff < 2; aff++) {
           const nc_case *c = &nc_cases[ci];
           if (bn && c->N * c->S == 0)
@@ -800,7 +812,14 @@ static const att_case att_cases[] = {
     {1, 0, 1, 1, 16, 16, 0, 0},   {2, 2, 37, 37, 16, 16, 1, 0},  {3, 0, 50, 70, 64, 64, 0, 1},
     {2, 0, 33, 17, 128, 128, 1, 2}, {1, 0, 100, 45, 24, 40, 0, 0}, {2, 0, 5, 0, 16, 16, 0, 0},
     {0, 2, 3, 3, 16, 16, 0, 0},   {1, 0, 129, 129, 32, 32, 1, 1}, {1, 2, 20, 31, 128, 8, 0, 2},
+    {1, 0, 9, 13, 16, 16, 1, 1},
 };
+/* The cases the small mode (oclgrind) runs: every kernel path at the smallest cost. */
+static int
+att_small_case(size_t i)
+{
+  return i == 1 || i == 5 || i == 8 || i == 9;
+}
 
 static uint64_t
 att_bh(const att_case *c)
@@ -901,6 +920,8 @@ START_TEST(attention_against_composition)
   FOR_DTYPES(dt)
   {
     for (size_t ci = 0; ci < sizeof att_cases / sizeof att_cases[0]; ci++) {
+      if (harness_small() && !att_small_case(ci))
+        continue;
       const att_case *c = &att_cases[ci];
       uint64_t BH = att_bh(c), nq = BH * (uint64_t)(c->Sq * c->D),
                nk = BH * (uint64_t)(c->Sk * c->D), nv = BH * (uint64_t)(c->Sk * c->Dv),
