@@ -351,6 +351,53 @@ KILN_API kiln_status kiln_batch_norm_backward(kiln_context *ctx, const kiln_tens
                                               kiln_tensor **grad_x, kiln_tensor **grad_weight,
                                               kiln_tensor **grad_bias);
 
+/* ------------------------------------------------------------------------ embeddings
+ * (lib/ops/nn_embed.c). Index tensors are i32 or i64; a token outside [-V, V) (negative
+ * counting from V, as kiln_embedding) is KILN_ERR_INVALID_ARGUMENT naming its position,
+ * found on the device (one small read-back per call), before anything is written. */
+
+/**
+ * Gradient of kiln_embedding: grad_weight [num_weights, E] with row v = the sum of grad's rows
+ * [t, :] over the tokens t whose index is v (grad: indices.shape + [E], f32/f64). Deterministic:
+ * the (index, token) pairs are sorted on the device and each row sums its tokens in token
+ * order (no atomics). Rows no token hits, and row padding_idx (when 0 <= padding_idx <
+ * num_weights; pass -1 for none), are 0. Cost: a bitonic sort of the tokens,
+ * O(T log^2 T), plus one pass over grad.
+ */
+KILN_API kiln_status kiln_embedding_backward(kiln_context *ctx, const kiln_tensor *grad,
+                                             const kiln_tensor *indices, int64_t num_weights,
+                                             int64_t padding_idx, kiln_tensor **grad_weight);
+
+/** How kiln_embedding_bag folds a bag. */
+typedef enum kiln_bag_mode {
+  KILN_BAG_SUM = 0,  /**< the sum of the bag's rows (weighted by per_sample_weights) */
+  KILN_BAG_MEAN = 1, /**< their mean (an empty bag gives 0) */
+} kiln_bag_mode;
+
+/**
+ * embedding_bag in PyTorch's offsets form: indices 1-D [T], offsets 1-D [B] (bag b holds tokens
+ * offsets[b] .. offsets[b + 1] - 1, the last bag up to T; offsets[0] == 0, non-decreasing, <= T,
+ * else KILN_ERR_INVALID_ARGUMENT). out[b, :] = sum (or mean) of weight[indices[t], :] over the
+ * bag, each row times per_sample_weights[t] (NULL: 1; only with KILN_BAG_SUM, as PyTorch).
+ * weight [V, E] f32/f64; *out: [B, E]. Empty bags give 0.
+ */
+KILN_API kiln_status kiln_embedding_bag(kiln_context *ctx, const kiln_tensor *weight,
+                                        const kiln_tensor *indices, const kiln_tensor *offsets,
+                                        kiln_bag_mode mode,
+                                        const kiln_tensor *per_sample_weights,
+                                        kiln_tensor **out);
+
+/**
+ * Gradient of kiln_embedding_bag with respect to the weight: grad [B, E]; row v of
+ * grad_weight [num_weights, E] sums grad[bag(t), :] * per_sample_weights[t] (/ bag length for
+ * mean) over the tokens t with index v, deterministically as kiln_embedding_backward.
+ */
+KILN_API kiln_status kiln_embedding_bag_backward(kiln_context *ctx, const kiln_tensor *grad,
+                                                 const kiln_tensor *indices,
+                                                 const kiln_tensor *offsets, kiln_bag_mode mode,
+                                                 const kiln_tensor *per_sample_weights,
+                                                 int64_t num_weights, kiln_tensor **grad_weight);
+
 #ifdef __cplusplus
 }
 #endif

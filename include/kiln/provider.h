@@ -267,7 +267,10 @@ extern "C" {
   X(attention, kiln_attention) \
   X(attention_backward, kiln_attention_backward) \
   X(rope, kiln_rope) \
-  X(rope_backward, kiln_rope_backward)
+  X(rope_backward, kiln_rope_backward) \
+  X(embedding_backward, kiln_embedding_backward) \
+  X(embedding_bag, kiln_embedding_bag) \
+  X(embedding_bag_backward, kiln_embedding_bag_backward)
 
 #define KILN_PROVIDER_SLOT_(slot, function) __typeof__(function) *slot;
 

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "kiln.h"
 #include "kiln/nn_attention.h"
 #include "ops/ops_common.h"
 
@@ -1128,6 +1129,140 @@ START_TEST(rope_against_reference)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------------ embeddings */
+
+static kiln_tensor *
+up_idx(kiln_dtype it, int64_t n, const int64_t *v)
+{
+  void *h = malloc((size_t)(n ? n : 1) * 8);
+  for (int64_t i = 0; i < n; i++) {
+    if (it == KILN_I32)
+      ((int32_t *)h)[i] = (int32_t)v[i];
+    else
+      ((int64_t *)h)[i] = v[i];
+  }
+  kiln_tensor *t = NULL;
+  KOK(kiln_tensor_from_host(harness_ctx(), it, 1, &n, h, &t));
+  free(h);
+  return t;
+}
+
+START_TEST(embedding_backward_against_reference)
+{
+  kiln_context *ctx = harness_ctx();
+  /* (tokens, rows, E, padding_idx) */
+  static const int64_t cases[][4] = {{1, 1, 1, -1}, {37, 11, 5, 3}, {0, 4, 3, -1},
+                                     {300, 17, 33, 0}, {1000, 7, 2, -1}};
+  FOR_DTYPES(dt)
+  {
+    for (size_t ci = 0; ci < 5; ci++) {
+      if (SMALL_SKIP(ci, 5))
+        continue;
+      int64_t T = cases[ci][0], V = cases[ci][1], E = cases[ci][2], pad = cases[ci][3];
+      kiln_dtype it = ci % 2 ? KILN_I32 : KILN_I64;
+      int64_t *idx = malloc((size_t)(T + 1) * 8);
+      for (int64_t t = 0; t < T; t++)
+        idx[t] = (int64_t)urand(0, (double)V) - (t % 5 == 4 ? V : 0); /* some negative */
+      double *gh = rand_vec((size_t)(T * E), -1, 1);
+      round_to(dt, gh, (size_t)(T * E));
+      double *want = calloc((size_t)(V * E + 1), 8);
+      for (int64_t t = 0; t < T; t++) {
+        int64_t v = idx[t] < 0 ? idx[t] + V : idx[t];
+        if (v == pad)
+          continue;
+        for (int64_t e = 0; e < E; e++)
+          want[v * E + e] += gh[t * E + e];
+      }
+      int64_t gs[2] = {T, E};
+      kiln_tensor *g = up(dt, 2, gs, gh), *ti = up_idx(it, T, idx), *gw = NULL, *gw2 = NULL;
+      KOK(kiln_embedding_backward(ctx, g, ti, V, pad, &gw));
+      expect_tensor(gw, want, dt == KILN_F32 ? 1e-5 : 1e-13, "embedding grad_weight");
+      /* Deterministic: a second call gives the same bits. */
+      KOK(kiln_embedding_backward(ctx, g, ti, V, pad, &gw2));
+      double *a = down(gw), *b = down(gw2);
+      ck_assert(memcmp(a, b, (size_t)(V * E) * 8) == 0);
+      free(a), free(b);
+      /* embedding_bag over the same tokens: bags of varied sizes, some empty. */
+      int64_t nb = T / 3 + 1, *offs = malloc((size_t)nb * 8);
+      for (int64_t bi = 0; bi < nb; bi++)
+        offs[bi] = bi == 0 ? 0 : offs[bi - 1] + (bi % 4 == 1 ? 0 : (bi % 3) + 1);
+      for (int64_t bi = 0; bi < nb; bi++)
+        if (offs[bi] > T)
+          offs[bi] = T;
+      double *wh = rand_vec((size_t)(V * E), -1, 1), *ph = rand_vec((size_t)T, 0, 2);
+      round_to(dt, wh, (size_t)(V * E)), round_to(dt, ph, (size_t)T);
+      int64_t ws[2] = {V, E};
+      kiln_tensor *w = up(dt, 2, ws, wh), *to = up_idx(it, nb, offs), *psw = up1(dt, T, ph);
+      for (int mode = 0; mode < 2; mode++)
+        for (int usep = 0; usep < 2 - mode; usep++) {
+          double *bo = calloc((size_t)(nb * E + 1), 8), *bw = calloc((size_t)(V * E + 1), 8);
+          double *bg = rand_vec((size_t)(nb * E), -1, 1);
+          round_to(dt, bg, (size_t)(nb * E));
+          for (int64_t bi = 0; bi < nb; bi++) {
+            int64_t s0 = offs[bi], s1 = bi + 1 < nb ? offs[bi + 1] : T;
+            for (int64_t t = s0; t < s1; t++) {
+              int64_t v = idx[t] < 0 ? idx[t] + V : idx[t];
+              double f = (usep ? ph[t] : 1) / (mode ? (double)(s1 - s0) : 1);
+              for (int64_t e = 0; e < E; e++) {
+                bo[bi * E + e] += f * wh[v * E + e];
+                bw[v * E + e] += f * bg[bi * E + e];
+              }
+            }
+          }
+          int64_t bs[2] = {nb, E};
+          kiln_tensor *bgt = up(dt, 2, bs, bg), *bot = NULL, *bwt = NULL;
+          KOK(kiln_embedding_bag(ctx, w, ti, to, mode ? KILN_BAG_MEAN : KILN_BAG_SUM,
+                                 usep ? psw : NULL, &bot));
+          KOK(kiln_embedding_bag_backward(ctx, bgt, ti, to, mode ? KILN_BAG_MEAN : KILN_BAG_SUM,
+                                          usep ? psw : NULL, V, &bwt));
+          expect_tensor(bot, bo, dt == KILN_F32 ? 1e-5 : 1e-13, "embedding_bag");
+          expect_tensor(bwt, bw, dt == KILN_F32 ? 1e-5 : 1e-13, "embedding_bag backward");
+          free(bo), free(bw), free(bg);
+          kiln_tensor_release(bgt), kiln_tensor_release(bot), kiln_tensor_release(bwt);
+        }
+      free(idx), free(gh), free(want), free(offs), free(wh), free(ph);
+      kiln_tensor_release(g), kiln_tensor_release(ti), kiln_tensor_release(gw);
+      kiln_tensor_release(gw2), kiln_tensor_release(w), kiln_tensor_release(to);
+      kiln_tensor_release(psw);
+    }
+  }
+  /* Bad input: an index out of range, bad offsets, mismatched shapes. */
+  int64_t bad[3] = {0, 5, 1}, offs_bad[2] = {1, 2}, offs_dec[3] = {0, 2, 1};
+  double gz[15] = {0};
+  int64_t gs[2] = {3, 5}, ws[2] = {5, 5};
+  kiln_tensor *ti = up_idx(KILN_I64, 3, bad), *g = up(KILN_F32, 2, gs, gz), *w = up(KILN_F32, 2, ws, gz);
+  kiln_tensor *ob = up_idx(KILN_I64, 2, offs_bad), *od = up_idx(KILN_I64, 3, offs_dec), *y = NULL;
+  KEXPECT(kiln_embedding_backward(ctx, g, ti, 5, -1, &y), KILN_ERR_INVALID_ARGUMENT);
+  KOK(kiln_embedding_backward(ctx, g, ti, 6, -1, &y));
+  kiln_tensor_release(y);
+  y = NULL;
+  KEXPECT(kiln_embedding_backward(ctx, g, ti, -1, -1, &y), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_embedding_backward(ctx, w, ti, 6, -1, &y), KILN_ERR_SHAPE);
+  KEXPECT(kiln_embedding_bag(ctx, w, ti, ob, KILN_BAG_SUM, NULL, &y), KILN_ERR_INVALID_ARGUMENT);
+  kiln_tensor *ti2 = up_idx(KILN_I64, 3, offs_dec);
+  KEXPECT(kiln_embedding_bag(ctx, w, ti2, od, KILN_BAG_SUM, NULL, &y), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_embedding_bag(ctx, w, ti2, ob, KILN_BAG_MEAN, w, &y), KILN_ERR_INVALID_ARGUMENT);
+  kiln_tensor *oi32 = up_idx(KILN_I32, 2, offs_bad);
+  KEXPECT(kiln_embedding_bag(ctx, w, ti2, oi32, KILN_BAG_SUM, NULL, &y), KILN_ERR_DTYPE);
+  ck_assert(y == NULL);
+  kiln_tensor_release(ti), kiln_tensor_release(g), kiln_tensor_release(w);
+  kiln_tensor_release(ob), kiln_tensor_release(od), kiln_tensor_release(ti2);
+  kiln_tensor_release(oi32);
+}
+END_TEST
+
+START_TEST(provider_slots)
+{
+  const kiln_provider *p = NULL;
+  KOK(kiln_get_provider(KILN_PROVIDER_ABI, &p));
+  ck_assert(p->adam_step == kiln_adam_step);
+  ck_assert(p->dropout == kiln_dropout);
+  ck_assert(p->attention_backward == kiln_attention_backward);
+  ck_assert(p->embedding_bag_backward == kiln_embedding_bag_backward);
+}
+END_TEST
+
 static Suite *
 nn_train_suite(void)
 {
@@ -1145,6 +1280,8 @@ nn_train_suite(void)
   tcase_add_test(tc, attention_against_composition);
   tcase_add_test(tc, attention_bad_input);
   tcase_add_test(tc, rope_against_reference);
+  tcase_add_test(tc, embedding_backward_against_reference);
+  tcase_add_test(tc, provider_slots);
   if (!harness_small()) {
     tcase_add_test(tc, group_and_batch_norm_finite_differences);
     tcase_add_test(tc, attention_finite_differences);
