@@ -16,6 +16,9 @@
 /* Must match cl_kernels/nn_norm.cl. */
 enum { DROP_MASK_IN = 1, DROP_MASK_OUT = 2 };
 enum { NN_W = 1, NN_B = 2, NN_BN = 4, BN_RUNNING = 8, BN_EVAL = 16 };
+enum { CP_SUM = 0, CP_SQ = 1, CP_GRAD = 2 };
+
+uint64_t kiln__nnt_chan_groups = 0;
 
 /* Most work-groups of the one-row (one-channel) per group kernels; they loop beyond. */
 #define ROW_GROUPS ((uint64_t)1 << 16)
@@ -275,13 +278,14 @@ apply_launch(const char *op, kiln_context *ctx, const kiln_tensor *x, kiln_tenso
   kiln__args_tensor(&a, w);
   kiln__args_tensor(&a, b);
   kiln__args_tensor(&a, y);
-  kiln__args_u64(&a, x->numel);
+  kiln__args_u64(&a, g->N);
   kiln__args_u64(&a, g->C);
   kiln__args_u64(&a, g->S);
   kiln__args_u64(&a, G);
   kiln__args_u64(&a, cpg);
   kiln__args_u32(&a, flags | (w ? NN_W : 0) | (b ? NN_B : 0));
-  return kiln__args_launch_1d(&a, ctx, x->numel, 0);
+  KILN_TRY(a.status);
+  return kiln__launch_3d(op, ctx, k, g->S, g->C, g->N);
 }
 
 kiln_status
@@ -342,6 +346,78 @@ kiln_group_norm(kiln_context *ctx, const kiln_tensor *x, int64_t groups,
   return s;
 }
 
+/* Chunks per channel of the chan_part reductions: on GPUs about 2048 work-groups in all
+ * (64 channels would otherwise fill half an H200), each summing at least 1024 elements; on
+ * CPUs one group per channel (PoCL pays tens of microseconds per work-group with barriers).
+ * A function of the shape and the device kind, so a device reproduces its own bits. */
+static uint64_t
+chan_chunks(const kiln_context *ctx, const nc_geo *g)
+{
+  uint64_t target = kiln__nnt_chan_groups ? kiln__nnt_chan_groups : ctx->info.is_gpu ? 2048 : 1;
+  uint64_t M = g->N * g->S, want = g->C ? (target + g->C - 1) / g->C : 1;
+  uint64_t most = (M + 1023) / 1024;
+  if (want > most)
+    want = most;
+  return want ? want : 1;
+}
+
+/* One chan_part pass and its chan_fin (ctx->lock held). st: mean, rstd (or the statistics
+ * of CP_GRAD); run: running mean and variance (CP_SQ only, may be NULL). */
+static kiln_status
+chan_pass(const char *op, kiln_context *ctx, uint32_t mode, const kiln_tensor *x,
+          const kiln_tensor *grad, const kiln_tensor *mean, const kiln_tensor *rstd,
+          kiln_tensor *rm, kiln_tensor *rv, double eps, double momentum, cl_mem sums,
+          kiln_tensor *dw, kiln_tensor *db, const nc_geo *g, uint64_t G, uint64_t cpg,
+          uint32_t flags)
+{
+  kiln_dtype dt = x->dtype;
+  uint64_t nchunk = chan_chunks(ctx, g);
+  kiln__ops_tmp part;
+  KILN_TRY(kiln__ops_tmp_alloc(ctx, 2 * g->C * nchunk * kiln_dtype_size(dt), &part));
+  cl_kernel k;
+  kiln_status s = kiln__ops_kernel(op, ctx, KILN__NNT_NORM, dt, "chan_part", &k);
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, k);
+    kiln__args_tensor(&a, x);
+    kiln__args_tensor(&a, grad);
+    kiln__args_tensor(&a, mean);
+    kiln__args_tensor(&a, rstd);
+    kiln__args_mem(&a, part.mem);
+    kiln__args_u64(&a, g->N);
+    kiln__args_u64(&a, g->C);
+    kiln__args_u64(&a, g->S);
+    kiln__args_u64(&a, G);
+    kiln__args_u64(&a, cpg);
+    kiln__args_u64(&a, nchunk);
+    kiln__args_u32(&a, mode);
+    kiln__args_u32(&a, flags);
+    s = group_launch(&a, ctx, k, g->C * nchunk, dt, 1);
+  }
+  if (s == KILN_OK)
+    s = kiln__ops_kernel(op, ctx, KILN__NNT_NORM, dt, "chan_fin", &k);
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, k);
+    kiln__args_mem(&a, part.mem);
+    kiln__args_u64(&a, nchunk);
+    kiln__args_u64(&a, g->C);
+    kiln__args_u64(&a, g->N * g->S);
+    kiln__args_u32(&a, mode);
+    kiln__args_u32(&a, flags);
+    kiln__args_tensor(&a, mode == CP_GRAD ? NULL : mean);
+    kiln__args_tensor(&a, mode == CP_GRAD ? NULL : rstd);
+    kiln__args_tensor(&a, rm);
+    kiln__args_tensor(&a, rv);
+    kiln__args_float(&a, dt, eps);
+    kiln__args_float(&a, dt, momentum);
+    kiln__args_mem(&a, sums);
+    kiln__args_tensor(&a, dw);
+    kiln__args_tensor(&a, db);
+    s = kiln__args_launch_1d(&a, ctx, g->C, 0);
+  }
+  kiln__ops_tmp_free(ctx, &part);
+  return s;
+}
+
 /* Per-channel sums of grad and grad xhat into sums (2C compute values, may be NULL) and the
  * parameter gradients dw, db (may be NULL); ctx->lock held. */
 static kiln_status
@@ -349,23 +425,8 @@ chan_grad_launch(const char *op, kiln_context *ctx, const kiln_tensor *grad, con
                  const kiln_tensor *mean, const kiln_tensor *rstd, cl_mem sums, kiln_tensor *dw,
                  kiln_tensor *db, const nc_geo *g, uint64_t G, uint64_t cpg, uint32_t flags)
 {
-  cl_kernel k;
-  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NNT_NORM, x->dtype, "chan_grad", &k));
-  kiln__args a = kiln__args_begin(op, k);
-  kiln__args_tensor(&a, grad);
-  kiln__args_tensor(&a, x);
-  kiln__args_tensor(&a, mean);
-  kiln__args_tensor(&a, rstd);
-  kiln__args_mem(&a, sums);
-  kiln__args_tensor(&a, dw);
-  kiln__args_tensor(&a, db);
-  kiln__args_u64(&a, g->N);
-  kiln__args_u64(&a, g->C);
-  kiln__args_u64(&a, g->S);
-  kiln__args_u64(&a, G);
-  kiln__args_u64(&a, cpg);
-  kiln__args_u32(&a, flags);
-  return group_launch(&a, ctx, k, g->C, x->dtype, 1);
+  return chan_pass(op, ctx, CP_GRAD, x, grad, mean, rstd, NULL, NULL, 0, 0, sums, dw, db, g, G,
+                   cpg, flags);
 }
 
 /* Common checks of the two backward passes: grad like x, stats of nstat elements. */
@@ -493,22 +554,13 @@ kiln_batch_norm(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *weig
         s = kiln__args_launch_1d(&a, ctx, g.C, 0);
       }
     } else if (s == KILN_OK) {
-      s = kiln__ops_kernel(op, ctx, KILN__NNT_NORM, x->dtype, "bn_stats", &k);
-    }
-    if (s == KILN_OK && training) {
-      kiln__args a = kiln__args_begin(op, k);
-      kiln__args_tensor(&a, x);
-      kiln__args_tensor(&a, st[0]);
-      kiln__args_tensor(&a, st[1]);
-      kiln__args_tensor(&a, running_mean);
-      kiln__args_tensor(&a, running_var);
-      kiln__args_u64(&a, g.N);
-      kiln__args_u64(&a, g.C);
-      kiln__args_u64(&a, g.S);
-      kiln__args_float(&a, x->dtype, eps);
-      kiln__args_float(&a, x->dtype, momentum);
-      kiln__args_u32(&a, running_mean ? BN_RUNNING : 0);
-      s = group_launch(&a, ctx, k, g.C, x->dtype, 1);
+      /* Training: the mean, then the centred squares (two passes, no cancellation). */
+      uint32_t fl = NN_BN | (running_mean ? BN_RUNNING : 0);
+      s = chan_pass(op, ctx, CP_SUM, x, NULL, st[0], st[1], NULL, NULL, eps, momentum, NULL,
+                    NULL, NULL, &g, g.C, 1, fl);
+      if (s == KILN_OK)
+        s = chan_pass(op, ctx, CP_SQ, x, NULL, st[0], st[1], running_mean, running_var, eps,
+                      momentum, NULL, NULL, NULL, &g, g.C, 1, fl);
     }
     if (s == KILN_OK)
       s = apply_launch(op, ctx, x, st, weight, bias, t[0].dst, &g, g.C, 1, NN_BN);
@@ -563,11 +615,13 @@ kiln_batch_norm_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_
       kiln__args_tensor(&a, weight);
       kiln__args_mem(&a, sums.mem);
       kiln__args_tensor(&a, t[0].dst);
-      kiln__args_u64(&a, x->numel);
+      kiln__args_u64(&a, g.N);
       kiln__args_u64(&a, g.C);
       kiln__args_u64(&a, g.S);
       kiln__args_u32(&a, (weight ? NN_W : 0) | (training ? 0 : BN_EVAL));
-      s = kiln__args_launch_1d(&a, ctx, x->numel, 0);
+      s = a.status;
+      if (s == KILN_OK)
+        s = kiln__launch_3d(op, ctx, k, g.S, g.C, g.N);
     }
   }
   if (sums.mem)

@@ -21,4 +21,8 @@ kiln_status kiln__nnt_check_float(const char *op, kiln_context *ctx, const kiln_
 kiln_status kiln__nnt_check_like(const char *op, kiln_context *ctx, const kiln_tensor *t,
                                  const kiln_tensor *ref, const char *what);
 
+/* Test hook: the work-groups the per-channel reductions of group_norm/batch_norm aim for
+ * (0: the device default, 2048 on GPUs, 1 on CPUs: one per channel). */
+extern uint64_t kiln__nnt_chan_groups;
+
 #endif
