@@ -398,6 +398,47 @@ KILN_API kiln_status kiln_embedding_bag_backward(kiln_context *ctx, const kiln_t
                                                  const kiln_tensor *per_sample_weights,
                                                  int64_t num_weights, kiln_tensor **grad_weight);
 
+/* ------------------------------------------------------------------------ class weights
+ * (lib/ops/nn_wloss.c): cross_entropy and nll with a per-class weight, PyTorch's `weight=`. */
+
+/**
+ * kiln_cross_entropy with class weights w (NULL: all 1; else C elements of the logits' dtype).
+ * With class indices t, per row (label smoothing e): loss = (1 - e) w[t] (lse - z[t]) +
+ * e / C sum_j w[j] (lse - z[j]); mean divides the sum by sum over rows not ignored of w[t]
+ * (NaN when that is 0, as PyTorch). With probabilities q: loss = sum_j w[j] q'[j] (lse - z[j]),
+ * q' the smoothed q, mean over rows. Other arguments, the shapes and statuses as
+ * kiln_cross_entropy. One work-group per row.
+ */
+KILN_API kiln_status kiln_cross_entropy_weighted(kiln_context *ctx, const kiln_tensor *logits,
+                                                 const kiln_tensor *target,
+                                                 const kiln_tensor *weight, int64_t ignore_index,
+                                                 double label_smoothing,
+                                                 kiln_reduction reduction, kiln_tensor **out);
+
+/** Gradient of kiln_cross_entropy_weighted: dz = g (softmax(z) sum(a) - a), a the weighted
+ * (smoothed) target of the row; grad_out and the result as kiln_cross_entropy_backward. */
+KILN_API kiln_status kiln_cross_entropy_weighted_backward(
+    kiln_context *ctx, const kiln_tensor *grad_out, const kiln_tensor *logits,
+    const kiln_tensor *target, const kiln_tensor *weight, int64_t ignore_index,
+    double label_smoothing, kiln_reduction reduction, kiln_tensor **grad_logits);
+
+/** kiln_nll_loss with class weights: loss = -w[t] logp[t]; mean divides by the sum of w[t]
+ * over rows not ignored. */
+KILN_API kiln_status kiln_nll_loss_weighted(kiln_context *ctx, const kiln_tensor *logp,
+                                            const kiln_tensor *target, const kiln_tensor *weight,
+                                            int64_t ignore_index, kiln_reduction reduction,
+                                            kiln_tensor **out);
+
+/** Gradient of kiln_nll_loss_weighted: -g w[t] at [row, t], 0 elsewhere. */
+KILN_API kiln_status kiln_nll_loss_weighted_backward(kiln_context *ctx,
+                                                     const kiln_tensor *grad_out,
+                                                     const kiln_tensor *logp,
+                                                     const kiln_tensor *target,
+                                                     const kiln_tensor *weight,
+                                                     int64_t ignore_index,
+                                                     kiln_reduction reduction,
+                                                     kiln_tensor **grad_logp);
+
 #ifdef __cplusplus
 }
 #endif

@@ -270,7 +270,11 @@ extern "C" {
   X(rope_backward, kiln_rope_backward) \
   X(embedding_backward, kiln_embedding_backward) \
   X(embedding_bag, kiln_embedding_bag) \
-  X(embedding_bag_backward, kiln_embedding_bag_backward)
+  X(embedding_bag_backward, kiln_embedding_bag_backward) \
+  X(cross_entropy_weighted, kiln_cross_entropy_weighted) \
+  X(cross_entropy_weighted_backward, kiln_cross_entropy_weighted_backward) \
+  X(nll_loss_weighted, kiln_nll_loss_weighted) \
+  X(nll_loss_weighted_backward, kiln_nll_loss_weighted_backward)
 
 #define KILN_PROVIDER_SLOT_(slot, function) __typeof__(function) *slot;
 

@@ -12,6 +12,7 @@
 #define KILN__NNT_NORM "nn_norm"
 #define KILN__NNT_ATT "nn_attention"
 #define KILN__NNT_EMBED "nn_embed"
+#define KILN__NNT_WLOSS "nn_wloss"
 
 /* A tensor of ctx holding f32 or f64 (the device must run it). */
 kiln_status kiln__nnt_check_float(const char *op, kiln_context *ctx, const kiln_tensor *t,

@@ -1269,6 +1269,151 @@ START_TEST(provider_slots)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------------ class weights */
+
+/* Host reference of the weighted losses: per-row values, the row weights and the gradient
+ * of sum_r u_r loss_r (u: grad_out per row) with respect to x. */
+static void
+ref_wloss(int nll, const double *x, const int64_t *ti, const double *tp, const double *w,
+          uint64_t rows, uint64_t C, int64_t ignore, double e, double *loss, double *lw,
+          const double *u, double *dx)
+{
+  for (uint64_t r = 0; r < rows; r++) {
+    const double *xr = x + r * C;
+    double m = -INFINITY, se = 0, A = 0, B = 0;
+    for (uint64_t k = 0; k < C; k++)
+      m = fmax(m, xr[k]);
+    for (uint64_t k = 0; k < C; k++)
+      se += exp(xr[k] - m);
+    double lse = m + log(se);
+    int ign = !tp && ti[r] == ignore;
+    double *a = malloc(C * sizeof *a);
+    for (uint64_t k = 0; k < C; k++) {
+      double wk = w ? w[k] : 1;
+      a[k] = ign ? 0 : tp ? wk * tp[r * C + k] : e / (double)C * wk + ((int64_t)k == ti[r] ? (1 - e) * wk : 0);
+      A += a[k];
+      B += a[k] * xr[k];
+    }
+    loss[r] = ign ? 0 : nll ? -B : A * lse - B;
+    lw[r] = tp ? 1 : ign ? 0 : (w ? w[ti[r]] : 1);
+    for (uint64_t k = 0; k < C; k++)
+      dx[r * C + k] = ign ? 0 : u[r] * (nll ? -a[k] : exp(xr[k] - lse) * A - a[k]);
+    free(a);
+  }
+}
+
+START_TEST(weighted_losses_against_reference)
+{
+  kiln_context *ctx = harness_ctx();
+  static const int64_t shapes[][3] = {{2, 5, 7}, {3, 1, 1}, {2, 3, 300}, {1, 4, 2}};
+  FOR_DTYPES(dt)
+  {
+    double tol = dt == KILN_F32 ? 5e-5 : 1e-11;
+    for (size_t si = 0; si < 4; si++)
+      for (int nll = 0; nll < 2; nll++)
+        for (int probs = 0; probs < 2 - nll; probs++)
+          for (int red = 0; red < 3; red++) {
+            if (SMALL_SKIP(si, 4))
+              continue;
+            int64_t nd = shapes[si][0] == 3 ? 3 : 2;
+            int64_t xs[3] = {shapes[si][1], shapes[si][2], 0};
+            uint64_t rows = (uint64_t)shapes[si][1], C = (uint64_t)shapes[si][2];
+            if (nd == 3) {
+              xs[0] = 1, xs[1] = shapes[si][1], xs[2] = shapes[si][2];
+            }
+            double e = probs || nll ? 0 : 0.2 * (double)(red % 2);
+            double *xh = rand_vec(rows * C, -3, 3), *wh = rand_vec(C, 0.2, 2);
+            double *tp = rand_vec(rows * C, 0, 1), *u = rand_vec(rows, -1, 1);
+            int64_t *ti = malloc((rows + 1) * 8);
+            for (uint64_t r = 0; r < rows; r++)
+              ti[r] = r % 3 == 1 ? -100 : (int64_t)urand(0, (double)C);
+            round_to(dt, xh, rows * C), round_to(dt, wh, C), round_to(dt, tp, rows * C);
+            round_to(dt, u, rows);
+            double *loss = malloc(rows * 8), *lw = malloc(rows * 8), *dx = malloc(rows * C * 8);
+            double sl = 0, sw = 0;
+            ref_wloss(nll, xh, ti, probs ? tp : NULL, wh, rows, C, -100, e, loss, lw, u, dx);
+            for (uint64_t r = 0; r < rows; r++)
+              sl += loss[r], sw += lw[r];
+            kiln_reduction rd = red == 0 ? KILN_REDUCTION_NONE : red == 1 ? KILN_REDUCTION_MEAN
+                                                                          : KILN_REDUCTION_SUM;
+            kiln_tensor *x = up(dt, (size_t)nd, xs, xh), *w = up1(dt, (int64_t)C, wh);
+            kiln_tensor *tgt = probs ? up(dt, (size_t)nd, xs, tp) : NULL;
+            if (!probs) {
+              int64_t bs[2] = {xs[0], xs[1]};
+              KOK(kiln_tensor_from_host(ctx, KILN_I64, (size_t)nd - 1, bs, ti, &tgt));
+            }
+            kiln_tensor *out = NULL, *g = NULL, *d = NULL;
+            if (nll)
+              KOK(kiln_nll_loss_weighted(ctx, x, tgt, w, -100, rd, &out));
+            else
+              KOK(kiln_cross_entropy_weighted(ctx, x, tgt, w, -100, e, rd, &out));
+            double want = red == 1 ? sl / sw : sl;
+            if (red == 0)
+              expect_tensor(out, loss, tol, "weighted loss (none)");
+            else
+              expect_tensor(out, &want, tol, "weighted loss (reduced)");
+            /* Backward: none takes u per row; mean and sum take u[0] (scaled). */
+            double *dwant = malloc(rows * C * 8);
+            if (red == 0) {
+              int64_t bs[2] = {xs[0], xs[1]};
+              kiln_tensor *gt = up(dt, (size_t)nd - 1, bs, u);
+              g = gt;
+              memcpy(dwant, dx, rows * C * 8);
+            } else {
+              double *u0 = malloc(rows * 8);
+              for (uint64_t r = 0; r < rows; r++)
+                u0[r] = u[0] / (red == 1 ? sw : 1);
+              ref_wloss(nll, xh, ti, probs ? tp : NULL, wh, rows, C, -100, e, loss, lw, u0,
+                        dwant);
+              free(u0);
+              g = up(dt, 0, NULL, u);
+            }
+            if (nll)
+              KOK(kiln_nll_loss_weighted_backward(ctx, g, x, tgt, w, -100, rd, &d));
+            else
+              KOK(kiln_cross_entropy_weighted_backward(ctx, g, x, tgt, w, -100, e, rd, &d));
+            expect_tensor(d, dwant, tol, "weighted loss gradient");
+            /* No weight: the unweighted kiln_cross_entropy / kiln_nll_loss. */
+            kiln_tensor *o1 = NULL, *o2 = NULL;
+            if (nll) {
+              KOK(kiln_nll_loss_weighted(ctx, x, tgt, NULL, -100, rd, &o1));
+              KOK(kiln_nll_loss(ctx, x, tgt, -100, rd, &o2));
+            } else {
+              KOK(kiln_cross_entropy_weighted(ctx, x, tgt, NULL, -100, e, rd, &o1));
+              KOK(kiln_cross_entropy(ctx, x, tgt, -100, e, rd, &o2));
+            }
+            double *a1 = down(o1);
+            expect_tensor(o2, a1, tol, "unweighted agrees with kiln_cross_entropy / nll");
+            free(a1);
+            free(xh), free(wh), free(tp), free(u), free(ti), free(loss), free(lw), free(dx);
+            free(dwant);
+            kiln_tensor_release(x), kiln_tensor_release(w), kiln_tensor_release(tgt);
+            kiln_tensor_release(out), kiln_tensor_release(g), kiln_tensor_release(d);
+            kiln_tensor_release(o1), kiln_tensor_release(o2);
+          }
+  }
+  /* Every row ignored: the mean is 0/0 = NaN (PyTorch); bad weight shape. */
+  double xv[6] = {1, 2, 3, 4, 5, 6};
+  int64_t xs[2] = {2, 3}, two = 2, ti[2] = {-100, -100};
+  kiln_tensor *x = up(KILN_F32, 2, xs, xv), *w2 = up1(KILN_F32, 2, xv), *t = NULL, *o = NULL;
+  KOK(kiln_tensor_from_host(ctx, KILN_I64, 1, &two, ti, &t));
+  KOK(kiln_cross_entropy_weighted(ctx, x, t, NULL, -100, 0, KILN_REDUCTION_MEAN, &o));
+  double *ov = down(o);
+  ck_assert(isnan(ov[0]));
+  free(ov);
+  kiln_tensor_release(o);
+  o = NULL;
+  KEXPECT(kiln_cross_entropy_weighted(ctx, x, t, w2, -100, 0, KILN_REDUCTION_MEAN, &o),
+          KILN_ERR_SHAPE);
+  KEXPECT(kiln_nll_loss_weighted(ctx, x, x, NULL, -100, KILN_REDUCTION_MEAN, &o), KILN_ERR_DTYPE);
+  KEXPECT(kiln_cross_entropy_weighted(ctx, x, t, NULL, -100, 2, KILN_REDUCTION_MEAN, &o),
+          KILN_ERR_INVALID_ARGUMENT);
+  ck_assert(o == NULL);
+  kiln_tensor_release(x), kiln_tensor_release(w2), kiln_tensor_release(t);
+}
+END_TEST
+
 static Suite *
 nn_train_suite(void)
 {
@@ -1288,6 +1433,7 @@ nn_train_suite(void)
   tcase_add_test(tc, rope_against_reference);
   tcase_add_test(tc, embedding_backward_against_reference);
   tcase_add_test(tc, provider_slots);
+  tcase_add_test(tc, weighted_losses_against_reference);
   if (!harness_small()) {
     tcase_add_test(tc, group_and_batch_norm_finite_differences);
     tcase_add_test(tc, attention_finite_differences);
