@@ -5,7 +5,7 @@
  * Build options: common.cl's (-DT=..., -DKILN_DT_...=1); f32 and f64.
  *
  * Per row of C classes (x: logits, or log-probabilities for nll), a weighted target
- *   a_k = w_k q_k                                   (probabilities q, flags WL_PROBS)
+ *   a_k = w_k ((1 - e) q_k + e / C)                 (probabilities q, flags WL_PROBS)
  *   a_k = (1 - e) w_t [k == t] + e / C w_k          (class index t; 0 in an ignored row)
  * gives loss = sum_k a_k (lse - x_k) (cross_entropy) or -sum_k a_k x_k (nll, WL_NLL), and
  * the gradient dx_k = g (p_k sum(a) - a_k) (cross_entropy, p = softmax(x)) or -g a_k (nll).
@@ -65,7 +65,7 @@ wl_target(global const long *ti, global const ST *tp, global const ST *w, ulong 
 {
   T wk = w ? KILN_LOAD(w, k) : (T)1;
   if (flags & WL_PROBS)
-    return wk * KILN_LOAD(tp, base + k);
+    return wk * (((T)1 - eps) * KILN_LOAD(tp, base + k) + eps / (T)C);
   T a = eps / (T)C * wk;
   if ((long)k == t)
     a += ((T)1 - eps) * wk;

@@ -1291,7 +1291,9 @@ ref_wloss(int nll, const double *x, const int64_t *ti, const double *tp, const d
     double *a = malloc(C * sizeof *a);
     for (uint64_t k = 0; k < C; k++) {
       double wk = w ? w[k] : 1;
-      a[k] = ign ? 0 : tp ? wk * tp[r * C + k] : e / (double)C * wk + ((int64_t)k == ti[r] ? (1 - e) * wk : 0);
+      a[k] = ign  ? 0
+             : tp ? wk * ((1 - e) * tp[r * C + k] + e / (double)C)
+                  : e / (double)C * wk + ((int64_t)k == ti[r] ? (1 - e) * wk : 0);
       A += a[k];
       B += a[k] * xr[k];
     }
@@ -1322,7 +1324,7 @@ START_TEST(weighted_losses_against_reference)
             if (nd == 3) {
               xs[0] = 1, xs[1] = shapes[si][1], xs[2] = shapes[si][2];
             }
-            double e = probs || nll ? 0 : 0.2 * (double)(red % 2);
+            double e = nll ? 0 : 0.2 * (double)(red % 2);
             double *xh = rand_vec(rows * C, -3, 3), *wh = rand_vec(C, 0.2, 2);
             double *tp = rand_vec(rows * C, 0, 1), *u = rand_vec(rows, -1, 1);
             int64_t *ti = malloc((rows + 1) * 8);
@@ -1414,6 +1416,62 @@ START_TEST(weighted_losses_against_reference)
 }
 END_TEST
 
+
+/* Central differences of the f64 weighted losses (reduction none, objective sum u loss). */
+START_TEST(weighted_losses_finite_differences)
+{
+  if (!harness_has_fp64())
+    return;
+  kiln_context *ctx = harness_ctx();
+  const uint64_t rows = 4, C = 5;
+  const double h = 1e-6;
+  for (int nll = 0; nll < 2; nll++)
+    for (int probs = 0; probs < 2 - nll; probs++) {
+      double *xh = rand_vec(rows * C, -2, 2), *wh = rand_vec(C, 0.2, 2);
+      double *tp = rand_vec(rows * C, 0, 1), *u = rand_vec(rows, -1, 1);
+      int64_t ti[4] = {1, -100, 4, 0}, xs[2] = {4, 5}, bs[1] = {4};
+      double e = nll ? 0 : 0.15;
+      kiln_tensor *w = up1(KILN_F64, (int64_t)C, wh), *g = up(KILN_F64, 1, bs, u), *tgt = NULL;
+      if (probs)
+        tgt = up(KILN_F64, 2, xs, tp);
+      else
+        KOK(kiln_tensor_from_host(ctx, KILN_I64, 1, bs, ti, &tgt));
+      kiln_tensor *x = up(KILN_F64, 2, xs, xh), *d = NULL;
+      if (nll)
+        KOK(kiln_nll_loss_weighted_backward(ctx, g, x, tgt, w, -100, KILN_REDUCTION_NONE, &d));
+      else
+        KOK(kiln_cross_entropy_weighted_backward(ctx, g, x, tgt, w, -100, e,
+                                                 KILN_REDUCTION_NONE, &d));
+      double *an = down(d);
+      for (uint64_t i = 0; i < rows * C; i++) {
+        double f[2];
+        for (int sg = 0; sg < 2; sg++) {
+          double keep = xh[i];
+          xh[i] = keep + (sg ? -h : h);
+          kiln_tensor *xx = up(KILN_F64, 2, xs, xh), *o = NULL;
+          if (nll)
+            KOK(kiln_nll_loss_weighted(ctx, xx, tgt, w, -100, KILN_REDUCTION_NONE, &o));
+          else
+            KOK(kiln_cross_entropy_weighted(ctx, xx, tgt, w, -100, e, KILN_REDUCTION_NONE, &o));
+          double *oh = down(o);
+          f[sg] = 0;
+          for (uint64_t r = 0; r < rows; r++)
+            f[sg] += u[r] * oh[r];
+          free(oh);
+          kiln_tensor_release(xx), kiln_tensor_release(o);
+          xh[i] = keep;
+        }
+        double fd = (f[0] - f[1]) / (2 * h);
+        EXPECT(fabs(fd - an[i]) <= 1e-6 * (1 + fabs(an[i])), "%s: d/dx[%llu] fd %.12g analytic %.12g",
+               nll ? "nll" : probs ? "ce probs" : "ce", (unsigned long long)i, fd, an[i]);
+      }
+      free(xh), free(wh), free(tp), free(u), free(an);
+      kiln_tensor_release(w), kiln_tensor_release(g), kiln_tensor_release(tgt);
+      kiln_tensor_release(x), kiln_tensor_release(d);
+    }
+}
+END_TEST
+
 static Suite *
 nn_train_suite(void)
 {
@@ -1437,6 +1495,7 @@ nn_train_suite(void)
   if (!harness_small()) {
     tcase_add_test(tc, group_and_batch_norm_finite_differences);
     tcase_add_test(tc, attention_finite_differences);
+    tcase_add_test(tc, weighted_losses_finite_differences);
   }
   suite_add_tcase(s, tc);
   return s;
