@@ -9,12 +9,12 @@
  * flags ATT_CAUSAL: key j is visible to query i only when j <= i (top-left aligned, as
  * PyTorch's is_causal).
  *
- * Forward (att_fwd): one work-group of ATT_BQ items per (bh, tile of ATT_BQ queries); the
- * scaled Q tile stays in local memory (rows padded by one element so that the items, one per
- * query row, read different banks); K and V tiles of ATT_BK keys stream through local
- * memory; each item keeps its row's running maximum m, sum l and output accumulator in
- * private memory, rescaled once per key tile (online softmax): no Sq x Sk temporary.
- * out = acc / l, lse = m + log(l) (a row with every key masked gives NaN and -inf).
+ * Forward (att_fwd): one work-group of 2 ATT_BQ items per (bh, tile of ATT_BQ queries), two
+ * items per query row, each keeping its half of the row's scaled q and of the output
+ * accumulator in registers (the Q tile stays on chip for the whole kernel); K and V tiles of
+ * ATT_BK keys stream through local memory and are read as broadcast 4-vectors; each row's
+ * running maximum m and sum l are updated once per key tile (online softmax): no Sq x Sk
+ * temporary. out = acc / l, lse = m + log(l) (a row with every key masked gives NaN and -inf).
  *
  * Backward (FlashAttention-2: recompute p = exp(s - lse) from the saved lse):
  *   att_bwd_pre: delta[i] = sum_d dout[i, d] out[i, d]            flat over BH Sq rows
@@ -44,11 +44,11 @@
  * and oclgrind's default) at ATT_DMAX = 128. */
 #if defined(KILN_DT_F64)
 #define ATT_BQ 16
-#define ATT_BK 7
+#define ATT_BK 12
 #define ATT_BB 7
 #else
 #define ATT_BQ 32
-#define ATT_BK 14
+#define ATT_BK 24
 #define ATT_BB 15
 #endif
 
@@ -67,79 +67,110 @@
       s += KILN_LOAD(mb, (i) * Sk + (j));                                                   \
   } while (0)
 
-kernel __attribute__((reqd_work_group_size(ATT_BQ, 1, 1))) void
+/*
+ * Forward. Two work-items per query row (h = 0, 1), each holding in registers its half of the
+ * row's scaled q and of the output accumulator: item h owns the 4-element chunks 8i + 4h
+ * (i < ATT_DMAX / 8), so any D splits evenly. K and V tiles of ATT_BK keys live in local memory
+ * with rows zero-padded to a multiple of 4 (DP, DVP), read as broadcast 4-vectors; the two
+ * halves of each score meet through local memory (sp). Both items of a row then run the same
+ * online-softmax update on identical values.
+ */
+#define T4 KILN_CAT(T, 4)
+#define KILN_CAT(a, b) KILN_CAT_(a, b)
+#define KILN_CAT_(a, b) a##b
+#define ATT_NCH (ATT_DMAX / 8)
+
+kernel __attribute__((reqd_work_group_size(2 * ATT_BQ, 1, 1))) void
 att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global const ST *v,
         ulong voff, global const ST *mask, ulong moff, global ST *o, ulong ooff, global ST *lse,
         ulong loff, ulong BH, ulong Sq, ulong Sk, ulong D, ulong Dv, ulong mstride, T scale,
         uint flags)
 {
-  local T qs[ATT_BQ * (ATT_DMAX + 1)];
   local T ks[ATT_BK * ATT_DMAX];
   local T vs[ATT_BK * ATT_DMAX];
-  const uint lid = get_local_id(0);
+  local T sp[2 * ATT_BQ * ATT_BK];
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  const uint row = lid >> 1, h = lid & 1u;
   const ulong nqt = (Sq + ATT_BQ - 1) / ATT_BQ, g = get_group_id(0);
-  const ulong bh = g / nqt, q0 = (g % nqt) * ATT_BQ, i = q0 + lid;
+  const ulong bh = g / nqt, q0 = (g % nqt) * ATT_BQ, i = q0 + row;
   const int live = i < Sq;
-  const ulong QS = D + 1;
-  global const ST *qb = q + qoff + bh * Sq * D;
+  const ulong DP = (D + 3) & ~(ulong)3, DVP = (Dv + 3) & ~(ulong)3;
   global const ST *kb = k + koff + bh * Sk * D;
   global const ST *vb = v + voff + bh * Sk * Dv;
   global const ST *mb = mask + moff + bh * mstride;
-  for (ulong e = lid; e < ATT_BQ * D; e += ATT_BQ) {
-    ulong r = e / D, d = e % D;
-    qs[r * QS + d] = q0 + r < Sq ? KILN_LOAD(qb, (q0 + r) * D + d) * scale : (T)0;
+  T4 qr[ATT_NCH], acc[ATT_NCH];
+  for (int c = 0; c < ATT_NCH; c++) {
+    T e4[4];
+    for (int u = 0; u < 4; u++) {
+      ulong d = 8 * c + 4 * h + u;
+      e4[u] = live && d < D ? KILN_LOAD(q, qoff + (bh * Sq + i) * D + d) * scale : (T)0;
+    }
+    qr[c] = (T4)(e4[0], e4[1], e4[2], e4[3]);
+    acc[c] = (T4)((T)0);
   }
   T m = -INFINITY, l = (T)0;
-  T acc[ATT_DMAX];
-  for (int d = 0; d < ATT_DMAX; d++)
-    acc[d] = (T)0;
   ulong kend = Sk;
   if ((flags & ATT_CAUSAL) && q0 + ATT_BQ < kend)
     kend = q0 + ATT_BQ;
   for (ulong k0 = 0; k0 < kend; k0 += ATT_BK) {
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (ulong e = lid; e < ATT_BK * D; e += ATT_BQ)
-      ks[e] = k0 + e / D < Sk ? KILN_LOAD(kb, k0 * D + e) : (T)0;
-    for (ulong e = lid; e < ATT_BK * Dv; e += ATT_BQ)
-      vs[e] = k0 + e / Dv < Sk ? KILN_LOAD(vb, k0 * Dv + e) : (T)0;
+    for (uint r = 0; r < ATT_BK; r++) {
+      const int rl = k0 + r < Sk;
+      for (ulong d = lid; d < DP; d += lsz)
+        ks[r * DP + d] = rl && d < D ? KILN_LOAD(kb, (k0 + r) * D + d) : (T)0;
+      for (ulong d = lid; d < DVP; d += lsz)
+        vs[r * DVP + d] = rl && d < Dv ? KILN_LOAD(vb, (k0 + r) * Dv + d) : (T)0;
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (live) {
-      T s[ATT_BK];
-      T tmax = -INFINITY;
-      for (int j = 0; j < ATT_BK; j++) {
-        T a = (T)0;
-        for (ulong d = 0; d < D; d++)
-          a += qs[lid * QS + d] * ks[j * D + d];
+    for (int j = 0; j < ATT_BK; j++) {
+      T4 a4 = (T4)((T)0);
+      for (int c = 0; c < ATT_NCH; c++)
+        if (8 * c + 4 * h < D)
+          a4 += qr[c] * vload4(0, ks + j * DP + 8 * c + 4 * h);
+      sp[(2 * row + h) * ATT_BK + j] = a4.x + a4.y + a4.z + a4.w;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    T s[ATT_BK];
+    T tmax = -INFINITY;
+    for (int j = 0; j < ATT_BK; j++) {
+      T a = sp[2 * row * ATT_BK + j] + sp[(2 * row + 1) * ATT_BK + j];
+      if (live)
         ATT_SCORE(a, i, k0 + j);
-        s[j] = a;
-        tmax = fmax(tmax, a);
+      s[j] = a;
+      tmax = fmax(tmax, a);
+    }
+    T mnew = fmax(m, tmax);
+    if (live && mnew > -INFINITY) {
+      T cf = exp(m - mnew);
+      l *= cf;
+      for (int j = 0; j < ATT_BK; j++) {
+        s[j] = exp(s[j] - mnew);
+        l += s[j];
       }
-      T mnew = fmax(m, tmax);
-      if (mnew > -INFINITY) {
-        T c = exp(m - mnew);
-        l *= c;
-        for (int j = 0; j < ATT_BK; j++) {
-          s[j] = exp(s[j] - mnew);
-          l += s[j];
+      for (int c = 0; c < ATT_NCH; c++)
+        if (8 * c + 4 * h < Dv) {
+          T4 a4 = acc[c] * cf;
+          for (int j = 0; j < ATT_BK; j++)
+            a4 += s[j] * vload4(0, vs + j * DVP + 8 * c + 4 * h);
+          acc[c] = a4;
         }
-        for (int d = 0; d < ATT_DMAX; d++)
-          if (d < Dv) {
-            T a = acc[d] * c;
-            for (int j = 0; j < ATT_BK; j++)
-              a += s[j] * vs[j * Dv + d];
-            acc[d] = a;
-          }
-        m = mnew;
-      }
+      m = mnew;
     }
   }
   if (live) {
     global ST *ob = o + ooff + (bh * Sq + i) * Dv;
     T inv = (T)1 / l;
-    for (int d = 0; d < ATT_DMAX; d++)
-      if (d < Dv)
-        KILN_STORE(ob, d, acc[d] * inv);
-    KILN_STORE(lse, loff + bh * Sq + i, m + log(l));
+    for (int c = 0; c < ATT_NCH; c++) {
+      T4 a4 = acc[c] * inv;
+      T e4[4] = {a4.x, a4.y, a4.z, a4.w};
+      for (int u = 0; u < 4; u++) {
+        ulong d = 8 * c + 4 * h + u;
+        if (d < Dv)
+          KILN_STORE(ob, d, e4[u]);
+      }
+    }
+    if (h == 0)
+      KILN_STORE(lse, loff + bh * Sq + i, m + log(l));
   }
 }
 

@@ -223,7 +223,8 @@ kiln_attention(kiln_context *ctx, const kiln_tensor *q, const kiln_tensor *k,
       kiln__args_tensor(&a, t[0].dst);
       kiln__args_tensor(&a, lt);
       att_args_geo(&a, &g, dt, (causal ? ATT_CAUSAL : 0) | (mask ? ATT_MASK : 0));
-      size_t local = (size_t)att_bq(dt);
+      /* Two work-items per query row (cl_kernels/nn_attention.cl). */
+      size_t local = 2 * (size_t)att_bq(dt);
       s = kiln__args_enqueue_1d(&a, ctx, (size_t)groups * local, local);
     }
     if (!lse)
