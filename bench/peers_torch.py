@@ -512,6 +512,14 @@ def setup_attention(e, n):
             "F.scaled_dot_product_attention(q, k, v) (TF32 off)")
 
 
+def setup_attention_causal(e, n):
+    shape = [8, 16, attention_tokens(n), 128]
+    q, k, v = e.uniform(*shape), e.uniform(*shape), e.uniform(*shape)
+    f = e.torch.nn.functional
+    return ((lambda: f.scaled_dot_product_attention(q, k, v, is_causal=True)), shape,
+            "F.scaled_dot_product_attention(q, k, v, is_causal=True) (TF32 off)")
+
+
 def flops_attention(n):
     t = attention_tokens(n)
     return 4.0 * 8 * 16 * t * t * 128
@@ -558,6 +566,7 @@ CASES = [
     ("nn.dropout", setup_dropout, bytes_1in_1out, None),
     ("nn.batch_norm", setup_batch_norm, bytes_1in_1out, None),
     ("nn.attention", setup_attention, None, flops_attention),
+    ("nn.attention_causal", setup_attention_causal, None, flops_attention),
 ]
 COPY_CASE = "copy.kiln_copy"
 

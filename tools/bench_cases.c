@@ -951,6 +951,14 @@ flops_attention(int64_t n)
   return 4.0 * 8.0 * 16.0 * t * t * 128.0;
 }
 
+/* Causal: half the score matrix; GFLOP/s counts the same full 4 B H S^2 D as PyTorch's
+ * reference figure (12.2 ms causal next to 23.6 ms). */
+static kiln_status
+run_attention_causal(struct bench_state *st)
+{
+  return kiln_attention(st->ctx, st->in[0], st->in[1], st->in[2], NULL, 1, 0, &st->out, NULL);
+}
+
 const struct bench_case bench_cases[] = {
     {"copy.kiln_copy", "copy", any_dtype, setup_one, run_copy, bytes_1in_1out, NULL},
     {"unary.neg", "elementwise", neg_dtype, setup_one, run_neg, bytes_1in_1out, NULL},
@@ -997,6 +1005,8 @@ const struct bench_case bench_cases[] = {
     {"nn.batch_norm", "nn_train", float_dtype, setup_batch_norm, run_batch_norm, bytes_1in_1out,
      NULL},
     {"nn.attention", "nn_train", float_dtype, setup_attention, run_attention, NULL,
+     flops_attention},
+    {"nn.attention_causal", "nn_train", float_dtype, setup_attention, run_attention_causal, NULL,
      flops_attention},
 };
 const size_t bench_case_count = sizeof bench_cases / sizeof bench_cases[0];
