@@ -32,6 +32,8 @@
 #include "kiln/sort.h"
 #include "kiln/linalg_spectral.h"
 #include "kiln/nn_conv.h"
+#include "kiln/nn_optim.h"
+#include "kiln/nn_attention.h"
 #include "kiln/profile.h"
 #include "kiln/tune.h"
 #include "kiln/provider.h"

@@ -21,6 +21,7 @@ const struct kiln__family *const kiln__families[] = {
     &kiln__sort_family,
     &kiln__linalg_spectral_family,
     &kiln__nn_conv_family,
+    &kiln__nn_train_family,
     NULL,
 };
 
