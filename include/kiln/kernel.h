@@ -44,6 +44,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kiln/cache.h"
 #include "kiln/tensor.h"
 
 #ifdef __cplusplus
@@ -283,6 +284,28 @@ KILN_API kiln_status kiln_user_kernel_source(const kiln_user_kernel *k, const ch
  * @return KILN_OK; KILN_ERR_INVALID_HANDLE for a handle already released.
  */
 KILN_API kiln_status kiln_user_kernel_release(kiln_user_kernel *k);
+
+/**
+ * Compiles, ahead of use, the user kernels and fused expressions listed in the
+ * file at path, so that their programs land in the context's disk cache (e.g.
+ * while building a container image; `kiln cache warm --from FILE`). The format
+ * (docs/cli.md, "warm --from"): `[kernel NAME]` sections with `kind` (raw,
+ * elementwise, reduction, scan) and the arguments of the matching create
+ * function as `key = value` lines or `key <<END` ... `END` blocks, and
+ * `[expr NAME]` sections with `text = EXPRESSION`. Items that fail to build
+ * are counted and reported to progress with their status, and the others go on.
+ * @param progress called after each item with (done, total, "text:NAME", options,
+ *        status, user); nonzero stops the walk. May be NULL.
+ * @param out totals (variants = items in the file); may be NULL.
+ * @return KILN_OK; KILN_ERR_INVALID_HANDLE; KILN_ERR_INVALID_ARGUMENT (path NULL,
+ *         a file that does not parse: the message gives FILE:LINE); KILN_ERR_IO (the
+ *         file cannot be read); KILN_ERR_BUILD (some items did not compile: the first
+ *         is named); KILN_ERR_UNSUPPORTED ([expr] sections when expressions are not
+ *         built in, or an f64 kernel without fp64); KILN_ERR_HOST_MEMORY.
+ */
+KILN_API kiln_status kiln_user_kernel_warm_file(kiln_context *ctx, const char *path,
+                                                kiln_cache_warm_fn progress, void *user,
+                                                kiln_cache_warm_result *out);
 
 #ifdef __cplusplus
 }

@@ -699,6 +699,163 @@ START_TEST(declarations_and_errors)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------ warm --from */
+
+static const char warm_file[] =
+    "# kernels for the image\n"
+    "[kernel tile_sum]\n"
+    "source <<END\n"
+    "__kernel void tile_sum(__global const float *x, __global float *rows, __local float *tmp,\n"
+    "                       uint cols, float scale) { rows[0] = x[0] * scale; }\n"
+    "END\n"
+    "\n"
+    "[kernel axpy_warm]\n"
+    "kind = elementwise\n"
+    "arguments = float *y, const float *x, float a\n"
+    "operation = y[i] += a * x[i]\n"
+    "options = -cl-mad-enable\n"
+    "; a reduction and a scan\n"
+    "[kernel dot_warm]\n"
+    "kind = reduction\n"
+    "dtype = f32\n"
+    "neutral = 0.0f\n"
+    "reduce = a + b\n"
+    "map = x[i] * y[i]\n"
+    "arguments = const float *x, const float *y\n"
+    "[kernel cumsum_warm]\n"
+    "kind = scan\n"
+    "dtype = i32\n"
+    "neutral = 0\n"
+    "scan = a + b\n"
+    "input = x[i]\n"
+    "output = y[i] = item\n"
+    "exclusive = 1\n"
+    "arguments = int *y, const int *x\n";
+
+static char hook_label[64], hook_text[128];
+
+static kiln_status
+test_expr_hook(kiln_context *ctx, const char *label, const char *text)
+{
+  (void)ctx;
+  snprintf(hook_label, sizeof hook_label, "%s", label);
+  snprintf(hook_text, sizeof hook_text, "%s", text);
+  return KILN_OK;
+}
+
+static char *
+write_file(const char *dir, const char *name, const char *text)
+{
+  char *path = malloc(strlen(dir) + strlen(name) + 2);
+  sprintf(path, "%s/%s", dir, name);
+  FILE *fp = fopen(path, "w");
+  ck_assert_ptr_nonnull(fp);
+  fputs(text, fp);
+  fclose(fp);
+  return path;
+}
+
+static kiln_context *
+context_in(const char *dir)
+{
+  kiln_context *ctx;
+  KOK(kiln_context_create(NULL, &ctx));
+  KOK(kiln_context_set_cache_dir(ctx, dir));
+  KOK(kiln_context_set_option(ctx, KILN_OPT_CACHE_MODE, KILN_CACHE_ON));
+  return ctx;
+}
+
+START_TEST(warm_file_compiles_into_the_cache)
+{
+  if (getenv("KILN_TEST_OCLGRIND"))
+    return;
+  char *dir = harness_tempdir();
+  char *path = write_file(dir, "kernels.ini", warm_file);
+  char cache[4200];
+  snprintf(cache, sizeof cache, "%s/cache", dir);
+  kiln_context *ctx = context_in(cache);
+  kiln_cache_warm_result r;
+  KOK(kiln_user_kernel_warm_file(ctx, path, NULL, NULL, &r));
+  ck_assert_uint_eq(r.variants, 4);
+  ck_assert_uint_eq(r.done, 4);
+  ck_assert_uint_eq(r.built, 4);
+  ck_assert_uint_eq(r.stored, 4);
+  ck_assert_uint_eq(r.failed, 0);
+  KOK(kiln_context_release(ctx));
+  /* A new context finds every item on the disk; a user kernel made as the file says hits. */
+  ctx = context_in(cache);
+  KOK(kiln_user_kernel_warm_file(ctx, path, NULL, NULL, &r));
+  ck_assert_uint_eq(r.cached, 4);
+  ck_assert_uint_eq(r.built, 0);
+  kiln_user_kernel *k;
+  kiln_cache_stats st0, st1;
+  KOK(kiln_context_cache_stats(ctx, &st0));
+  KOK(kiln_elementwise_kernel_create(ctx, "axpy_warm", "float *y, const float *x, float a",
+                                     "y[i] += a * x[i]", NULL, "-cl-mad-enable", &k));
+  KOK(kiln_context_cache_stats(ctx, &st1));
+  ck_assert_uint_eq(st1.session.misses, st0.session.misses); /* already in the registry */
+  kiln_user_kernel_release(k);
+  KOK(kiln_context_release(ctx));
+  /* [expr] goes through the expression hook; without one it is UNSUPPORTED, the rest goes on. */
+  char *epath = write_file(dir, "expr.ini",
+                           "[expr fused1]\ntext = y = sigmoid(2*x + 1)\n[kernel k2]\nkind = elementwise\n"
+                           "arguments = float *y\noperation = y[i] = 1\n");
+  ctx = context_in(cache);
+  kiln_status (*saved)(kiln_context *, const char *, const char *) = kiln__warm_expr_hook;
+  kiln__warm_expr_hook = NULL;
+  KEXPECT(kiln_user_kernel_warm_file(ctx, epath, NULL, NULL, &r), KILN_ERR_UNSUPPORTED);
+  ck_assert_uint_eq(r.done, 2);
+  ck_assert_uint_eq(r.failed, 1);
+  ck_assert_msg(strstr(kiln_last_error(), "fused1"), "%s", kiln_last_error());
+  kiln__warm_expr_hook = test_expr_hook;
+  KOK(kiln_user_kernel_warm_file(ctx, epath, NULL, NULL, &r));
+  ck_assert_str_eq(hook_label, "fused1");
+  ck_assert_str_eq(hook_text, "y = sigmoid(2*x + 1)");
+  kiln__warm_expr_hook = saved;
+  /* A kernel that does not build: BUILD naming it, after the others were done. */
+  char *bpath = write_file(dir, "bad.ini",
+                           "[kernel good]\nkind = elementwise\narguments = float *y\noperation = y[i] = 2\n"
+                           "[kernel broken]\nsource = __kernel void broken() { nope; }\n"
+                           "[kernel good2]\nkind = elementwise\narguments = float *y\noperation = y[i] = 3\n");
+  KEXPECT(kiln_user_kernel_warm_file(ctx, bpath, NULL, NULL, &r), KILN_ERR_BUILD);
+  ck_assert_uint_eq(r.done, 3);
+  ck_assert_uint_eq(r.failed, 1);
+  ck_assert_msg(strstr(kiln_last_error(), "[kernel broken] (line 5)"), "%s", kiln_last_error());
+  /* Files that do not parse: FILE:LINE and what is wrong, nothing built. */
+  struct {
+    const char *text, *what;
+  } bad[] = {
+      {"key = value\n", ":1: a key before the first section"},
+      {"[kernel a\n", ":1: a section header without ']'"},
+      {"[thing a]\n", ":1: a section must be"},
+      {"[kernel ]\n", ":1: a section without a name"},
+      {"[kernel a]\nno equals sign\n", ":2: expected KEY = VALUE"},
+      {"[kernel a]\nsource <<END\nnever closed\n", ":2: no line \"END\" ends this value"},
+      {"[kernel a]\nkind = raw\nkind = raw\n", ":3: key \"kind\" given twice"},
+      {"[kernel a]\nkind = magic\n", ":1: [a]: kind \"magic\""},
+      {"[kernel a]\nkind = elementwise\nsource = x\n", ":3: key \"source\" is not one of [a]'s"},
+      {"[kernel a]\nkind = scan\ndtype = f99\n", ":1: [a]: dtype \"f99\""},
+      {"[kernel a]\nkind = scan\ndtype = i32\nexclusive = yes\n", "exclusive must be 0 or 1"},
+      {"[expr e]\nsource = x\n", ":2: key \"source\" is not one of [e]'s"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    char *bp = write_file(dir, "parse.ini", bad[i].text);
+    KEXPECT(kiln_user_kernel_warm_file(ctx, bp, NULL, NULL, &r), KILN_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(kiln_last_error(), bad[i].what), "case %zu: %s", i, kiln_last_error());
+    ck_assert_uint_eq(r.done, 0);
+    free(bp);
+  }
+  char missing[4300];
+  snprintf(missing, sizeof missing, "%s/no-such-file", dir);
+  KEXPECT(kiln_user_kernel_warm_file(ctx, missing, NULL, NULL, &r), KILN_ERR_IO);
+  KEXPECT(kiln_user_kernel_warm_file(ctx, NULL, NULL, NULL, &r), KILN_ERR_INVALID_ARGUMENT);
+  KOK(kiln_context_release(ctx));
+  harness_rmtree(dir);
+  free(dir), free(path), free(epath), free(bpath);
+}
+END_TEST
+
 /* Runs this binary with --child args under extra environment; returns the exit status, stdout in out. */
 static int
 spawn_child(const char *const *args, const char *const *env_extra, char *out, size_t outlen)
@@ -871,6 +1028,7 @@ user_kernel_suite(void)
   tcase_add_test(uk, scan_kernels_match_host);
   tcase_add_test(uk, raw_kernels_run_and_check_arguments);
   tcase_add_test(uk, declarations_and_errors);
+  tcase_add_test(uk, warm_file_compiles_into_the_cache);
   suite_add_tcase(s, uk);
   return s;
 }
