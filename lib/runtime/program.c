@@ -164,7 +164,8 @@ warm_each_kernel(const char *op, kiln_context *ctx, const char *source, const ch
   size_t len = 0;
   char *names = NULL;
   cl_int err = clGetProgramInfo(whole, CL_PROGRAM_KERNEL_NAMES, 0, NULL, &len);
-  if (err == CL_SUCCESS && (names = malloc(len + 1)) != NULL)
+  /* calloc: a program without kernels may report a length and write nothing. */
+  if (err == CL_SUCCESS && (names = calloc(1, len + 1)) != NULL)
     err = clGetProgramInfo(whole, CL_PROGRAM_KERNEL_NAMES, len, names, NULL);
   clReleaseProgram(whole);
   if (err != CL_SUCCESS || !names) {
