@@ -33,6 +33,7 @@
 #include "kiln/random.h"
 #include "kiln/reduce.h"
 #include "kiln/fft.h"
+#include "kiln/kernel.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -309,7 +310,18 @@ extern "C" {
   X(cross_entropy_weighted, kiln_cross_entropy_weighted) \
   X(cross_entropy_weighted_backward, kiln_cross_entropy_weighted_backward) \
   X(nll_loss_weighted, kiln_nll_loss_weighted) \
-  X(nll_loss_weighted_backward, kiln_nll_loss_weighted_backward)
+  X(nll_loss_weighted_backward, kiln_nll_loss_weighted_backward) \
+  /* user kernels (kiln/kernel.h) */ \
+  X(elementwise_kernel_create, kiln_elementwise_kernel_create) \
+  X(elementwise_kernel_run, kiln_elementwise_kernel_run) \
+  X(reduction_kernel_create, kiln_reduction_kernel_create) \
+  X(reduction_kernel_run, kiln_reduction_kernel_run) \
+  X(scan_kernel_create, kiln_scan_kernel_create) \
+  X(scan_kernel_run, kiln_scan_kernel_run) \
+  X(raw_kernel_create, kiln_raw_kernel_create) \
+  X(raw_kernel_run, kiln_raw_kernel_run) \
+  X(user_kernel_source, kiln_user_kernel_source) \
+  X(user_kernel_release, kiln_user_kernel_release)
 
 #define KILN_PROVIDER_SLOT_(slot, function) __typeof__(function) *slot;
 
