@@ -1,3 +1,4 @@
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -24,6 +25,47 @@ build_log(cl_program prog, cl_device_id dev)
   return log;
 }
 
+/*
+ * For caller-supplied text (no embedded hash): the source lines that the log
+ * points at ("<name>:LINE:COL:"), numbered, so that an error in generated or
+ * caller code can be read without the text at hand. Appends to buf.
+ */
+static void
+numbered_lines(const char *text, size_t len, const char *log, char *buf, size_t cap)
+{
+  long seen[4];
+  int nseen = 0;
+  for (const char *q = log; q && *q && nseen < 4; q++) {
+    if (*q != ':' || q[1] < '0' || q[1] > '9')
+      continue;
+    char *end;
+    long line = strtol(q + 1, &end, 10);
+    if (*end != ':' || end[1] < '0' || end[1] > '9' || line <= 0)
+      continue;
+    int dup = 0;
+    for (int i = 0; i < nseen; i++)
+      dup |= seen[i] == line;
+    if (!dup)
+      seen[nseen++] = line;
+    q = end;
+  }
+  for (int i = 0; i < nseen; i++) {
+    long n = 1;
+    size_t at = 0;
+    while (at < len && n < seen[i])
+      if (text[at++] == '\n')
+        n++;
+    if (n != seen[i] || at >= len)
+      continue;
+    size_t e = at;
+    while (e < len && text[e] != '\n' && e - at < 160)
+      e++;
+    size_t used = strlen(buf);
+    if (used + 1 < cap)
+      snprintf(buf + used, cap - used, "\n%5ld | %.*s", seen[i], (int)(e - at), text + at);
+  }
+}
+
 static kiln_status
 build_from_source(const char *op, kiln_context *ctx, const struct kiln__cl_source *src,
                   const char *options, cl_program *out)
@@ -39,10 +81,15 @@ build_from_source(const char *op, kiln_context *ctx, const struct kiln__cl_sourc
   if (err != CL_SUCCESS) {
     char *log = build_log(prog, ctx->device);
     size_t ll = log ? strlen(log) : 0;
+    char lines[800] = "";
+    if (!src->hash && log)
+      numbered_lines(src->text, src->len, log, lines, sizeof lines);
+    size_t keep = lines[0] ? 1000 : 1500;
     kiln_status s = kiln__fail(kiln__status_from_cl(err), op, err,
-                               "building kernel source %s with \"%s\" failed: %s (%d)\n%s",
+                               "building kernel source %s with \"%s\" failed: %s (%d)\n%s%s%s",
                                src->name, options, kiln__cl_error_name(err), (int)err,
-                               log ? (ll > 1500 ? log + ll - 1500 : log) : "(no build log)");
+                               log ? (ll > keep ? log + ll - keep : log) : "(no build log)",
+                               lines[0] ? "\nsource lines:" : "", lines);
     free(log);
     clReleaseProgram(prog);
     return s;
@@ -128,7 +175,7 @@ is_pocl(const kiln_device_info *info)
 static int
 store_on_miss(const kiln_context *ctx, unsigned flags)
 {
-  return (flags & KILN__BUILD_STORE_NOW) ||
+  return (flags & (KILN__BUILD_STORE_NOW | KILN__BUILD_SMALL)) ||
          kiln__dc_store_policy(ctx->cache) == KILN_CACHE_STORE_ALWAYS || !is_pocl(&ctx->info);
 }
 

@@ -15,6 +15,9 @@ const struct kiln__cl_source *kiln__cl_source_find(const char *name);
 enum {
   /* Store the binary whatever the store policy (warm-up). */
   KILN__BUILD_STORE_NOW = 1u,
+  /* A program of one kernel (or a few): asking the driver for its binary is cheap even on
+   * PoCL, so a miss stores it under the auto policy too. */
+  KILN__BUILD_SMALL = 2u,
 };
 
 /* What a build did, for the warm-up's totals. */
@@ -61,6 +64,13 @@ int kiln__options_uncacheable(const char *options);
  */
 kiln_status kiln__program_warm_locked(const char *op, kiln_context *ctx, const char *source,
                                const char *options, struct kiln__build_outcome *outcome);
+
+/* Makes room for one more program in ctx's registry. ctx->lock held. */
+kiln_status kiln__registry_reserve_locked(const char *op, kiln_context *ctx);
+
+/* The kernel `kernel` of registered program p, created on first use and owned by p. */
+kiln_status kiln__program_kernel_locked(const char *op, struct kiln__program *p,
+                                        const char *kernel, cl_kernel *out);
 
 /* Context cache plumbing (context_cache.c); ctx->lock held or the context not yet shared. */
 void kiln__ctx_cache_open(kiln_context *ctx);

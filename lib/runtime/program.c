@@ -25,10 +25,24 @@ find_program(kiln_context *ctx, const char *source, const char *options)
 {
   for (size_t i = 0; i < ctx->nprograms; i++) {
     struct kiln__program *p = &ctx->programs[i];
-    if (strcmp(p->source, source) == 0 && strcmp(p->options, options) == 0)
+    if (!p->text && strcmp(p->source, source) == 0 && strcmp(p->options, options) == 0)
       return p;
   }
   return NULL;
+}
+
+kiln_status
+kiln__registry_reserve_locked(const char *op, kiln_context *ctx)
+{
+  KILN__ASSERT_LOCKED(ctx);
+  if (ctx->nprograms == ctx->cap_programs) {
+    size_t ncap = ctx->cap_programs ? ctx->cap_programs * 2 : 16;
+    struct kiln__program *n = realloc(ctx->programs, ncap * sizeof *n);
+    KILN_RETURN_IF(!n, KILN_ERR_HOST_MEMORY, op, "cannot grow the program registry");
+    ctx->programs = n;
+    ctx->cap_programs = ncap;
+  }
+  return KILN_OK;
 }
 
 static kiln_status
@@ -38,13 +52,7 @@ add_program(const char *op, kiln_context *ctx, const char *source, const char *o
   const struct kiln__cl_source *src = kiln__cl_source_find(source);
   if (!src)
     return kiln__fail(KILN_ERR_INTERNAL, op, 0, "no embedded kernel source named \"%s\"", source);
-  if (ctx->nprograms == ctx->cap_programs) {
-    size_t ncap = ctx->cap_programs ? ctx->cap_programs * 2 : 16;
-    struct kiln__program *n = realloc(ctx->programs, ncap * sizeof *n);
-    KILN_RETURN_IF(!n, KILN_ERR_HOST_MEMORY, op, "cannot grow the program registry");
-    ctx->programs = n;
-    ctx->cap_programs = ncap;
-  }
+  KILN_TRY(kiln__registry_reserve_locked(op, ctx));
   cl_program prog = NULL;
   KILN_TRY(kiln__program_build_locked(op, ctx, src, options, flags, &prog, outcome));
   struct kiln__program *p = &ctx->programs[ctx->nprograms];
@@ -71,6 +79,13 @@ kiln__kernel_get(const char *op, kiln_context *ctx, const char *source, const ch
   struct kiln__program *p = find_program(ctx, source, options);
   if (!p)
     KILN_TRY(add_program(op, ctx, source, options, 0, NULL, &p));
+  return kiln__program_kernel_locked(op, p, kernel, out);
+}
+
+kiln_status
+kiln__program_kernel_locked(const char *op, struct kiln__program *p, const char *kernel,
+                            cl_kernel *out)
+{
   for (size_t i = 0; i < p->nkernels; i++) {
     if (strcmp(p->kernels[i].name, kernel) == 0) {
       *out = p->kernels[i].kernel;
@@ -79,10 +94,14 @@ kiln__kernel_get(const char *op, kiln_context *ctx, const char *source, const ch
   }
   cl_int err;
   cl_kernel k = clCreateKernel(p->program, kernel, &err);
-  if (!k)
-    return kiln__fail(err == CL_INVALID_KERNEL_NAME ? KILN_ERR_INTERNAL : kiln__status_from_cl(err),
-                      op, err, "clCreateKernel(%s) in %s failed: %s", kernel, source,
+  if (!k) {
+    /* A missing kernel in an embedded source is kiln's bug; in caller text, the caller's. */
+    kiln_status st = err != CL_INVALID_KERNEL_NAME ? kiln__status_from_cl(err)
+                     : p->text                      ? KILN_ERR_INVALID_ARGUMENT
+                                                    : KILN_ERR_INTERNAL;
+    return kiln__fail(st, op, err, "clCreateKernel(%s) in %s failed: %s", kernel, p->source,
                       kiln__cl_error_name(err));
+  }
   struct kiln__kernel *nk = realloc(p->kernels, (p->nkernels + 1) * sizeof *nk);
   char *name = strdup(kernel);
   if (!nk || !name) {
@@ -126,6 +145,7 @@ kiln__programs_destroy_locked(kiln_context *ctx)
     clReleaseProgram(p->program);
     free(p->source);
     free(p->options);
+    free(p->text);
   }
   free(ctx->programs);
   ctx->programs = NULL;

@@ -41,8 +41,13 @@ struct kiln__kernel {
 };
 
 struct kiln__program {
-  char *source; /* embedded source name */
+  char *source; /* embedded source name; "text:<label>" for caller-supplied text */
   char *options;
+  /* Caller-supplied program text (runtime/program_text.h), NULL for embedded sources: text
+   * programs are found by (text, options), embedded ones by (source, options). */
+  char *text;
+  size_t text_len;
+  uint64_t text_hash;
   cl_program program;
   struct kiln__kernel *kernels;
   size_t nkernels;
