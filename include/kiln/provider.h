@@ -253,7 +253,29 @@ extern "C" {
   X(linalg_cholesky_solve, kiln_linalg_cholesky_solve) \
   X(linalg_cholesky_inverse, kiln_linalg_cholesky_inverse) \
   X(trsm, kiln_trsm) \
-  X(trmm, kiln_trmm)
+  X(trmm, kiln_trmm) \
+  /* expr: fused expressions */ \
+  X(expr_create, kiln_expr_create) \
+  X(expr_release, kiln_expr_release) \
+  X(expr_input, kiln_expr_input) \
+  X(expr_scalar, kiln_expr_scalar) \
+  X(expr_constant, kiln_expr_constant) \
+  X(expr_unary, kiln_expr_unary) \
+  X(expr_binary, kiln_expr_binary) \
+  X(expr_where, kiln_expr_where) \
+  X(expr_clamp, kiln_expr_clamp) \
+  X(expr_cast, kiln_expr_cast) \
+  X(expr_output, kiln_expr_output) \
+  X(expr_reduce, kiln_expr_reduce) \
+  X(expr_parse, kiln_expr_parse) \
+  X(expr_hash, kiln_expr_hash) \
+  X(expr_counts, kiln_expr_counts) \
+  X(expr_plan_create, kiln_expr_plan_create) \
+  X(expr_plan_release, kiln_expr_plan_release) \
+  X(expr_plan_output, kiln_expr_plan_output) \
+  X(expr_plan_run, kiln_expr_plan_run) \
+  X(expr_eval, kiln_expr_eval) \
+  X(expr_plan_source, kiln_expr_plan_source)
 
 #define KILN_PROVIDER_SLOT_(slot, function) __typeof__(function) *slot;
 

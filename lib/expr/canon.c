@@ -6,6 +6,7 @@
  * and the same hash. Constants are numbered in that order; their values
  * are not part of the hash (they are kernel arguments).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,4 +124,66 @@ kiln_expr_hash(const kiln_expr *e, uint64_t *out)
   *out = c.hash;
   kiln__expr_canon_free(&c);
   return KILN_OK;
+}
+
+/* Renders canonical node id with positional names (in0, s0, c0) into b; returns chars written. */
+static size_t
+canon_render(const struct kx_canon *c, size_t nnamed, int32_t id, char *buf, size_t len)
+{
+  if (len < 2)
+    return 0;
+  const struct kx_node *n = &c->nodes[id];
+  int w;
+  switch (n->kind) {
+  case KX_INPUT:
+    w = snprintf(buf, len, "in%d", (int)n->slot);
+    return (size_t)w < len ? (size_t)w : len - 1;
+  case KX_SCALAR:
+    w = snprintf(buf, len, "s%d", (int)n->slot);
+    return (size_t)w < len ? (size_t)w : len - 1;
+  case KX_CONST:
+    w = snprintf(buf, len, "s%zu", nnamed + (size_t)n->slot);
+    return (size_t)w < len ? (size_t)w : len - 1;
+  case KX_UNARY:
+    w = snprintf(buf, len, "%s(", kiln_unary_op_name((kiln_unary_op)n->op));
+    break;
+  case KX_BINARY:
+    w = snprintf(buf, len, "%s(", kiln_binary_op_name((kiln_binary_op)n->op));
+    break;
+  case KX_WHERE:
+    w = snprintf(buf, len, "where(");
+    break;
+  case KX_CLAMP:
+    w = snprintf(buf, len, "clamp(");
+    break;
+  default:
+    w = snprintf(buf, len, "%s(", kiln_dtype_name(n->dtype));
+    break;
+  }
+  size_t used = (size_t)w < len ? (size_t)w : len - 1;
+  const int32_t kids[3] = {n->a, n->b, n->c};
+  for (int k = 0; k < 3 && kids[k] >= 0; k++) {
+    if (k && used + 1 < len)
+      used += (size_t)snprintf(buf + used, len - used, ",");
+    if (used + 1 < len)
+      used += canon_render(c, nnamed, kids[k], buf + used, len - used);
+  }
+  if (used + 1 < len)
+    used += (size_t)snprintf(buf + used, len - used, ")");
+  return used < len ? used : len - 1;
+}
+
+void
+kiln__expr_canon_label(const struct kx_canon *c, size_t nnamed, const char *suffix, char *buf,
+                       size_t len)
+{
+  size_t used = (size_t)snprintf(buf, len, "expr ");
+  for (size_t k = 0; k < c->noutputs && used + 1 < len; k++) {
+    if (k)
+      used += (size_t)snprintf(buf + used, len - used, "; ");
+    if (used + 1 < len)
+      used += canon_render(c, nnamed, c->outputs[k], buf + used, len - used);
+  }
+  if (suffix && used + 1 < len)
+    snprintf(buf + used, len - used, "%s", suffix);
 }

@@ -517,7 +517,7 @@ emit_reduce(struct sb *b, const struct kx_canon *c, const struct kx_layout *l)
   emit_offsets(b, l, "r", 1);
   emit_nodes(b, c, l);
   for (size_t k = 0; k < c->noutputs; k++) {
-    char lhs[16], rhs[96];
+    char lhs[32], rhs[96];
     snprintf(lhs, sizeof lhs, "acc%zu", k);
     if (l->rop == KILN_REDUCE_ANY || l->rop == KILN_REDUCE_ALL)
       snprintf(rhs, sizeof rhs, "(uchar)(v%d != (%s)0)", (int)c->outputs[k],
@@ -548,7 +548,7 @@ emit_reduce(struct sb *b, const struct kx_canon *c, const struct kx_layout *l)
   sb_printf(b, "  const uint lid = (uint)get_local_id(0);\n");
   sb_printf(b, "  for (ulong o = get_group_id(0); o < nout; o += get_num_groups(0)) {\n");
   for (size_t k = 0; k < c->noutputs; k++) {
-    char lhs[16], rhs[64];
+    char lhs[32], rhs[96];
     sb_printf(b, "    %s acc%zu = (%s)%s;\n", act, k, act, neutral(l->rop, l->acc_dtype));
     sb_printf(b, "    for (ulong p = lid; p < gp; p += %uu)\n      ", l->wg);
     snprintf(lhs, sizeof lhs, "acc%zu", k);

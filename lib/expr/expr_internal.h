@@ -89,6 +89,15 @@ struct kx_canon {
 };
 
 kiln_status kiln__expr_canon(const char *op, const kiln_expr *e, struct kx_canon *c);
+
+/*
+ * The label `kiln cache list` shows: "expr " and the outputs in canonical
+ * form with positional names (in0, s0; constants after the nnamed named
+ * scalars), then suffix. It depends only on the canonical form, so equal
+ * expressions share disk entries.
+ */
+void kiln__expr_canon_label(const struct kx_canon *c, size_t nnamed, const char *suffix,
+                            char *buf, size_t len);
 void kiln__expr_canon_free(struct kx_canon *c);
 
 /* OpenCL C type of a dtype's values ("float"), and the suffix of its helpers ("f32"). */
