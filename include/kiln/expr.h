@@ -55,7 +55,7 @@ typedef struct kiln_expr_plan kiln_expr_plan;
 /** Most inputs, scalars (named and constants together) and outputs of one expression. */
 #define KILN_EXPR_MAX_INPUTS 16
 #define KILN_EXPR_MAX_SCALARS 32
-#define KILN_EXPR_MAX_OUTPUTS 8
+#define KILN_EXPR_MAX_OUTPUTS 16
 /** Most nodes of one expression. */
 #define KILN_EXPR_MAX_NODES 512
 

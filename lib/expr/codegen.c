@@ -166,6 +166,8 @@ subst(struct sb *b, const char *tpl, kiln_dtype dt, const char *x, const char *a
     else if (!strcmp(id, "UT"))
       sb_printf(b, "%s", d->utype);
     else if (!strcmp(id, "SIGNED"))
+      sb_printf(b, "ks_%s", d->sfx); /* a variable: a literal 0 && c warns in clang */
+    else if (!strcmp(id, "SIGNEDNESS"))
       sb_printf(b, "%d", d->is_signed);
     else if (!strcmp(id, "BITS"))
       sb_printf(b, "%d", d->bits);
@@ -216,6 +218,7 @@ static const char float_helpers[] =
     "inline T k_shr(T a, T b) { return a; }\n";
 
 static const char int_helpers[] =
+    "constant int SIGNED = SIGNEDNESS;\n"
     "inline T k_add(T a, T b) { return (T)((UT)a + (UT)b); }\n"
     "inline T k_sub(T a, T b) { return (T)((UT)a - (UT)b); }\n"
     "inline T k_mul(T a, T b) { return (T)((UT)a * (UT)b); }\n"
@@ -231,7 +234,8 @@ static const char int_helpers[] =
     "  if (SIGNED && b == (T)-1)\n    return k_neg(a);\n"
     "  return a / b;\n}\n"
     "inline T k_fmod(T a, T b)\n{\n"
-    "  if (b == (T)0 || (SIGNED && b == (T)-1))\n    return (T)0;\n"
+    "  if (b == (T)0)\n    return (T)0;\n"
+    "  if (SIGNED && b == (T)-1)\n    return (T)0;\n"
     "  return a % b;\n}\n"
     "inline T k_remainder(T a, T b)\n{\n"
     "  T r = k_fmod(a, b);\n"
@@ -249,11 +253,16 @@ static const char int_helpers[] =
     "inline T k_gelu_tanh(T x) { return x; }\n"
     "inline T k_softplus(T x) { return x; }\n";
 
-/* Both classes: NaN-propagating max/min (NumPy maximum), relu, clamp with NaN passing. */
+/* NaN-propagating max/min for floats (NumPy maximum), plain ones for integers. */
+static const char float_minmax[] =
+    "inline T k_max(T a, T b) { return (a > b || a != a) ? a : b; }\n"
+    "inline T k_min(T a, T b) { return (a < b || a != a) ? a : b; }\n";
+static const char int_minmax[] = "inline T k_max(T a, T b) { return a > b ? a : b; }\n"
+                                 "inline T k_min(T a, T b) { return a < b ? a : b; }\n";
+
+/* Both classes: relu, clamp with NaN passing. */
 static const char common_helpers[] =
     "inline T k_relu(T x) { return x < (T)0 ? (T)0 : x; }\n"
-    "inline T k_max(T a, T b) { return (a > b || a != a) ? a : b; }\n"
-    "inline T k_min(T a, T b) { return (a < b || a != a) ? a : b; }\n"
     "inline T k_clamp(T x, T lo, T hi)\n{\n  x = x < lo ? lo : x;\n  return x > hi ? hi : x;\n}\n";
 
 /* ------------------------------------------------------------------ nodes */
@@ -588,6 +597,7 @@ kiln__expr_codegen(const char *op, const struct kx_canon *c, const struct kx_lay
       continue;
     sb_printf(&b, "\n/* %s */\n", kiln_dtype_name(order[j]));
     subst(&b, dti(order[j])->is_float ? float_helpers : int_helpers, order[j], NULL, NULL, NULL);
+    subst(&b, dti(order[j])->is_float ? float_minmax : int_minmax, order[j], NULL, NULL, NULL);
     subst(&b, common_helpers, order[j], NULL, NULL, NULL);
   }
   sb_printf(&b, "\n");
