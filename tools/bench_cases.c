@@ -897,5 +897,14 @@ const struct bench_case bench_cases[] = {
     {"linalg.solve", "linalg", float_dtype, setup_linalg_solve, run_solve, NULL, flops_solve},
     {"linalg.inv", "linalg", float_dtype, setup_linalg_square, run_inv, NULL, flops_inv},
     {"linalg.lu_batched", "linalg", float_dtype, setup_lu_batched, run_lu, NULL, flops_lu_batched},
+    /* fused expressions (tools/bench_expr.c); GB/s counts the bytes the fused kernel moves */
+    {"expr.demo_chain", "expr", bench_expr_demo_dtype, bench_expr_demo_setup, bench_expr_run,
+     bytes_1in_1out, NULL},
+    {"expr.demo_chain_unfused", "expr", bench_expr_demo_dtype, bench_expr_demo_unfused_setup,
+     bench_expr_demo_unfused_run, bytes_1in_1out, NULL},
+    {"expr.sum8", "expr", bench_expr_float_dtype, bench_expr_sum8_setup, bench_expr_run,
+     bench_expr_bytes_4in, NULL},
+    {"expr.sum8_unfused", "expr", bench_expr_float_dtype, bench_expr_sum8_unfused_setup,
+     bench_expr_sum8_unfused_run, bench_expr_bytes_4in, NULL},
 };
 const size_t bench_case_count = sizeof bench_cases / sizeof bench_cases[0];

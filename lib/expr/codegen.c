@@ -267,11 +267,18 @@ static const char common_helpers[] =
 
 /* ------------------------------------------------------------------ nodes */
 
+/* Nonzero while emitting the lane loop of a vector-loaded map (FLAT inputs come from L<k>). */
+static _Thread_local int lane_mode; /* codegen runs in many threads at once */
+
 static void
 emit_input_load(struct sb *b, const struct kx_layout *l, const struct kx_node *n, size_t id)
 {
   int k = n->slot;
   const char *ct = dti(n->dtype)->ctype;
+  if (lane_mode && l->access[k] == KX_FLAT) {
+    sb_printf(b, "    %s v%zu = L%d.s[l];\n", ct, id, k);
+    return;
+  }
   switch (l->access[k]) {
   case KX_SPLAT:
     sb_printf(b, "    %s v%zu = in%d[o%d];\n", ct, id, k, k);
@@ -407,12 +414,63 @@ emit_offsets(struct sb *b, const struct kx_layout *l, const char *idx, int reduc
   sb_printf(b, "    }\n");
 }
 
+/* The statements of element i of kx_map. */
+static void
+emit_map_body(struct sb *b, const struct kx_canon *c, const struct kx_layout *l)
+{
+  emit_offsets(b, l, "i", 0);
+  for (size_t k = 0; k < l->ninputs; k++)
+    if (l->access[k] == KX_STRIDED)
+      sb_printf(b, "    const ulong ro%zu = 0;\n", k);
+  emit_nodes(b, c, l);
+  for (size_t k = 0; k < c->noutputs; k++) {
+    if (lane_mode)
+      sb_printf(b, "    O%zu.s[l] = v%d;\n", k, (int)c->outputs[k]);
+    else
+      sb_printf(b, "    out%zu[q%zu + i] = v%d;\n", k, k, (int)c->outputs[k]);
+  }
+}
+
 static void
 emit_map(struct sb *b, const struct kx_canon *c, const struct kx_layout *l)
 {
   sb_printf(b, "kernel void\nkx_map(");
   emit_args(b, c, l);
   sb_printf(b, "ulong n)\n{\n");
+  if (l->items == 1) {
+    /*
+     * One element per work-item and no loop while the grid covers n: PoCL vectorises
+     * across work-items only then (kiln__launch_1d caps the grid at 2^31 items; the loop
+     * takes larger n).
+     */
+    sb_printf(b, "  const ulong i0 = get_global_id(0) * %uu;\n", l->lanes);
+    sb_printf(b, "  if (n <= get_global_size(0) * %uu) {\n", l->lanes);
+    sb_printf(b, "   if (i0 + %uu <= n) {\n", l->lanes);
+    /* whole vectors in and out, the ops lane by lane (as elementwise.cl's FLAT_LANES) */
+    for (size_t k = 0; k < l->ninputs; k++)
+      if (l->access[k] == KX_FLAT)
+        sb_printf(b, "   union { %s%u v; %s s[%u]; } L%zu;\n   L%zu.v = vload%u(0, in%zu + o%zu + i0);\n",
+                  dti(l->in_dtype[k])->ctype, l->lanes, dti(l->in_dtype[k])->ctype, l->lanes, k,
+                  k, l->lanes, k, k);
+    for (size_t k = 0; k < c->noutputs; k++)
+      sb_printf(b, "   union { %s%u v; %s s[%u]; } O%zu;\n", dti(l->res_dtype[k])->ctype, l->lanes,
+                dti(l->res_dtype[k])->ctype, l->lanes, k);
+    sb_printf(b, "   for (uint l = 0; l < %uu; l++) {\n    const ulong i = i0 + l;\n", l->lanes);
+    lane_mode = 1;
+    emit_map_body(b, c, l);
+    lane_mode = 0;
+    sb_printf(b, "   }\n");
+    for (size_t k = 0; k < c->noutputs; k++)
+      sb_printf(b, "   vstore%u(O%zu.v, 0, out%zu + q%zu + i0);\n", l->lanes, k, k, k);
+    sb_printf(b, "   return;\n   }\n");
+    sb_printf(b, "   for (ulong i = i0; i < n; i++) {\n");
+    emit_map_body(b, c, l);
+    sb_printf(b, "   }\n   return;\n  }\n");
+    sb_printf(b, "  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {\n");
+    emit_map_body(b, c, l);
+    sb_printf(b, "  }\n}\n");
+    return;
+  }
   sb_printf(b, "  const ulong ls = get_local_size(0);\n");
   sb_printf(b, "  const ulong step = get_global_size(0) * %uu;\n", l->items);
   sb_printf(b, "  for (ulong base = get_group_id(0) * ls * %uu + get_local_id(0); base < n; "
@@ -421,13 +479,7 @@ emit_map(struct sb *b, const struct kx_canon *c, const struct kx_layout *l)
   sb_printf(b, "   for (uint e = 0; e < %uu; e++) {\n    const ulong i = base + e * ls;\n"
                "    if (i >= n)\n      break;\n",
             l->items);
-  emit_offsets(b, l, "i", 0);
-  for (size_t k = 0; k < l->ninputs; k++)
-    if (l->access[k] == KX_STRIDED)
-      sb_printf(b, "    const ulong ro%zu = 0;\n", k);
-  emit_nodes(b, c, l);
-  for (size_t k = 0; k < c->noutputs; k++)
-    sb_printf(b, "    out%zu[q%zu + i] = v%d;\n", k, k, (int)c->outputs[k]);
+  emit_map_body(b, c, l);
   sb_printf(b, "   }\n  }\n}\n");
 }
 
@@ -521,7 +573,18 @@ emit_reduce(struct sb *b, const struct kx_canon *c, const struct kx_layout *l)
   emit_offsets(b, l, "o", 0);
   for (size_t k = 0; k < c->noutputs; k++)
     sb_printf(b, "    %s acc%zu = (%s)%s;\n", act, k, act, neutral(l->rop, l->acc_dtype));
-  sb_printf(b, "    for (ulong r = p * %uu + lid; r < R; r += gp * %uu) {\n", l->wg, l->wg);
+  if (l->blocked) {
+    /* CPUs: each work-item walks a contiguous run (its cache lines are its own) */
+    sb_printf(b, "    const ulong per = (R + gp - 1) / gp, lo = p * per;\n"
+                 "    const ulong hi = lo + per < R ? lo + per : R;\n"
+                 "    const ulong sub = (per + %uu - 1) / %uu;\n"
+                 "    const ulong r0 = lo + lid * sub, r1 = r0 + sub < hi ? r0 + sub : hi;\n"
+                 "    for (ulong r = r0; r < r1; r++) {\n",
+              l->wg, l->wg);
+  } else {
+    /* GPUs: neighbouring work-items read neighbouring elements */
+    sb_printf(b, "    for (ulong r = p * %uu + lid; r < R; r += gp * %uu) {\n", l->wg, l->wg);
+  }
   sb_printf(b, "    const ulong i = o * R + r;\n");
   emit_offsets(b, l, "r", 1);
   emit_nodes(b, c, l);

@@ -123,8 +123,10 @@ struct kx_layout {
   kiln_reduce_op rop;
   kiln_dtype acc_dtype;
   kiln_dtype res_dtype[KILN_EXPR_MAX_OUTPUTS];
-  uint32_t items; /* elements per work-item of elementwise launches */
+  uint32_t items; /* elements per work-item of elementwise launches, a group apart (GPUs) */
+  uint32_t lanes; /* with items 1: consecutive elements per work-item (CPUs) */
   uint32_t wg;    /* work-group size of reduction launches (a power of two) */
+  int blocked;    /* reduction: each work-item takes a contiguous run (CPUs), else a stride */
   int fp64;
 };
 

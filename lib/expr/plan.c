@@ -280,6 +280,8 @@ plan_layout(const char *op, kiln_context *ctx, const kiln_expr *e,
 
   /* launch shapes */
   l->items = ctx->info.is_gpu ? 4 : 1;
+  l->blocked = !ctx->info.is_gpu;
+  l->lanes = ctx->info.is_gpu ? 1 : 8;
   l->wg = pow2_floor(ctx->wg_size < 256 ? (ctx->wg_size ? ctx->wg_size : 64) : 256);
   if (l->reduce) {
     uint64_t target = (uint64_t)(ctx->info.compute_units ? ctx->info.compute_units : 1) *
@@ -409,7 +411,8 @@ enqueue_locked(const char *op, kiln_expr_plan *p, const kiln_tensor *const *inpu
     kiln__args a = kiln__args_begin(op, p->kmain);
     common_args(p, &a, inputs, sv, outs);
     kiln__args_u64(&a, p->n);
-    return kiln__args_launch_1d(&a, ctx, (p->n + l->items - 1) / l->items, 0);
+    uint64_t per = l->items == 1 ? l->lanes : l->items;
+    return kiln__args_launch_1d(&a, ctx, (p->n + per - 1) / per, 0);
   }
   if (p->nout == 0)
     return KILN_OK;
