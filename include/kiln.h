@@ -29,6 +29,7 @@
 #include "kiln/nn.h"
 #include "kiln/stats.h"
 #include "kiln/linalg.h"
+#include "kiln/kernel.h"
 #include "kiln/expr.h"
 #include "kiln/profile.h"
 #include "kiln/tune.h"

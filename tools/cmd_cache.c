@@ -485,8 +485,18 @@ cache_list(int argc, char **argv)
       units_age(e->last_used, now, used, sizeof used);
       if (e->state == KILN_CACHE_ENTRY_OK) {
         units_age(e->created, now, created, sizeof created);
-        const char *row[] = {key,  e->source_name, e->device_name, e->driver_version,
-                             size, created,        used,           e->options};
+        /* A one-kernel program (PoCL, docs/cache.md) shows as source/kernel. */
+        char shown[160];
+        const char *only = strstr(e->options, "-DKILN_ONLY_IS_");
+        if (only) {
+          only += strlen("-DKILN_ONLY_IS_");
+          snprintf(shown, sizeof shown, "%s/%.*s", e->source_name, (int)strcspn(only, "= "),
+                   only);
+        } else {
+          snprintf(shown, sizeof shown, "%s", e->source_name);
+        }
+        const char *row[] = {key,  shown,   e->device_name, e->driver_version,
+                             size, created, used,           e->options};
         table_row(&t, row);
       } else {
         char problem[300];

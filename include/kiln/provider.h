@@ -33,6 +33,7 @@
 #include "kiln/random.h"
 #include "kiln/reduce.h"
 #include "kiln/fft.h"
+#include "kiln/kernel.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -254,6 +255,17 @@ extern "C" {
   X(linalg_cholesky_inverse, kiln_linalg_cholesky_inverse) \
   X(trsm, kiln_trsm) \
   X(trmm, kiln_trmm) \
+  /* user kernels (kiln/kernel.h) */ \
+  X(elementwise_kernel_create, kiln_elementwise_kernel_create) \
+  X(elementwise_kernel_run, kiln_elementwise_kernel_run) \
+  X(reduction_kernel_create, kiln_reduction_kernel_create) \
+  X(reduction_kernel_run, kiln_reduction_kernel_run) \
+  X(scan_kernel_create, kiln_scan_kernel_create) \
+  X(scan_kernel_run, kiln_scan_kernel_run) \
+  X(raw_kernel_create, kiln_raw_kernel_create) \
+  X(raw_kernel_run, kiln_raw_kernel_run) \
+  X(user_kernel_source, kiln_user_kernel_source) \
+  X(user_kernel_release, kiln_user_kernel_release) \
   /* expr: fused expressions */ \
   X(expr_create, kiln_expr_create) \
   X(expr_release, kiln_expr_release) \

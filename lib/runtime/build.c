@@ -155,28 +155,28 @@ contains_ci(const char *hay, const char *needle)
   return 0;
 }
 
-static int
-is_pocl(const kiln_device_info *info)
+int
+kiln__is_pocl(const kiln_device_info *info)
 {
   return contains_ci(info->platform_name, "Portable Computing Language") ||
          contains_ci(info->platform_version, "pocl");
 }
 
 /*
- * Whether a build that missed stores its binary. Not on PoCL by default:
- * asking PoCL for a binary compiles a generic work-group function for every
- * kernel of the program (measured on PoCL 3.1: 12 s for the elementwise
- * program, which builds from source in 1.9 s), while PoCL's own kernel
- * cache already brings a rebuild down to tens of milliseconds; paying that
- * on a user's second run would be worse than what the cache saves
- * (docs/cache.md has the figures). Elsewhere the binary is at hand after the
- * build (NVIDIA returns its PTX) and is stored at once.
+ * Whether a build that missed stores its binary. Asking PoCL for a binary
+ * compiles a generic work-group function for every kernel of the program
+ * (measured on PoCL 3.1: 12 s for the whole elementwise program, which
+ * builds from source in 1.9 s), so there only programs of one kernel or a
+ * few (KILN__BUILD_SMALL: one-kernel builds of embedded sources, text
+ * programs) are stored by default; whole programs only on request. Elsewhere
+ * the binary is at hand after the build (NVIDIA returns its PTX) and is
+ * stored at once. docs/cache.md has the figures.
  */
 static int
 store_on_miss(const kiln_context *ctx, unsigned flags)
 {
   return (flags & (KILN__BUILD_STORE_NOW | KILN__BUILD_SMALL)) ||
-         kiln__dc_store_policy(ctx->cache) == KILN_CACHE_STORE_ALWAYS || !is_pocl(&ctx->info);
+         kiln__dc_store_policy(ctx->cache) == KILN_CACHE_STORE_ALWAYS || !kiln__is_pocl(&ctx->info);
 }
 
 int
@@ -248,6 +248,13 @@ cache_request(kiln_context *ctx, const struct kiln__cl_source *src, const char *
   }
   kiln__dc_req_init(req, &id, src->name, src->text, src->len, options);
   return 1;
+}
+
+kiln_status
+kiln__program_build_uncached(const char *op, kiln_context *ctx, const struct kiln__cl_source *src,
+                             const char *options, cl_program *out)
+{
+  return build_from_source(op, ctx, src, options, out);
 }
 
 kiln_status

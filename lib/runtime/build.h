@@ -55,6 +55,21 @@ void kiln__program_cache_existing_locked(kiln_context *ctx, const struct kiln__c
 int kiln__cache_identity(const kiln_device_info *info, struct kiln__dc_ident *id,
                          const char **why);
 
+/* Nonzero for PoCL's platform (by its name or version). */
+int kiln__is_pocl(const kiln_device_info *info);
+
+/* Builds src from source, bypassing the cache and its counters (ctx->lock held). */
+kiln_status kiln__program_build_uncached(const char *op, kiln_context *ctx,
+                                         const struct kiln__cl_source *src, const char *options,
+                                         cl_program *out);
+
+/*
+ * The options of kernel `kernel`'s one-kernel program of an embedded source
+ * built with options (scripts/embed_cl.py): options plus -DKILN_ONLY
+ * -DKILN_ONLY_IS_<kernel>. Returns 0, or -1 when buf is too small.
+ */
+int kiln__one_kernel_options(const char *options, const char *kernel, char *buf, size_t len);
+
 /* Nonzero when options make a build uncacheable: -I reads files the key does not cover. */
 int kiln__options_uncacheable(const char *options);
 

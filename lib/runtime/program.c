@@ -76,10 +76,26 @@ kiln__kernel_get(const char *op, kiln_context *ctx, const char *source, const ch
                  const char *kernel, cl_kernel *out)
 {
   KILN__ASSERT_LOCKED(ctx);
+  unsigned flags = 0;
+  char one[1024];
+  if (ctx->one_kernel) {
+    /* One program per kernel: its binary is one kernel's compile (docs/cache.md). */
+    if (kiln__one_kernel_options(options, kernel, one, sizeof one) != 0)
+      return kiln__fail(KILN_ERR_INTERNAL, op, 0, "build options of %s too long", kernel);
+    options = one;
+    flags = KILN__BUILD_SMALL;
+  }
   struct kiln__program *p = find_program(ctx, source, options);
   if (!p)
-    KILN_TRY(add_program(op, ctx, source, options, 0, NULL, &p));
+    KILN_TRY(add_program(op, ctx, source, options, flags, NULL, &p));
   return kiln__program_kernel_locked(op, p, kernel, out);
+}
+
+int
+kiln__one_kernel_options(const char *options, const char *kernel, char *buf, size_t len)
+{
+  int n = snprintf(buf, len, "%s -DKILN_ONLY -DKILN_ONLY_IS_%s=KILN_K_PROBE_", options, kernel);
+  return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
 kiln_status
@@ -119,16 +135,73 @@ kiln__program_kernel_locked(const char *op, struct kiln__program *p, const char 
   return KILN_OK;
 }
 
-kiln_status
-kiln__program_warm_locked(const char *op, kiln_context *ctx, const char *source, const char *options,
-                   struct kiln__build_outcome *outcome)
+static kiln_status
+warm_one(const char *op, kiln_context *ctx, const char *source, const char *options,
+         struct kiln__build_outcome *outcome)
 {
-  KILN__ASSERT_LOCKED(ctx);
   struct kiln__program *p = find_program(ctx, source, options);
   if (!p)
     return add_program(op, ctx, source, options, KILN__BUILD_STORE_NOW, outcome, &p);
   kiln__program_cache_existing_locked(ctx, kiln__cl_source_find(source), options, p->program, outcome);
   return KILN_OK;
+}
+
+/*
+ * Warm-up of a source built one kernel per program: the whole program, built
+ * once uncached, names the kernels; each one-kernel program is then warmed.
+ * The outcome is the variant's: from the cache when every kernel was, compiled
+ * or stored when any was.
+ */
+static kiln_status
+warm_each_kernel(const char *op, kiln_context *ctx, const char *source, const char *options,
+                 struct kiln__build_outcome *outcome)
+{
+  const struct kiln__cl_source *src = kiln__cl_source_find(source);
+  if (!src)
+    return kiln__fail(KILN_ERR_INTERNAL, op, 0, "no embedded kernel source named \"%s\"", source);
+  cl_program whole;
+  KILN_TRY(kiln__program_build_uncached(op, ctx, src, options, &whole));
+  size_t len = 0;
+  char *names = NULL;
+  cl_int err = clGetProgramInfo(whole, CL_PROGRAM_KERNEL_NAMES, 0, NULL, &len);
+  if (err == CL_SUCCESS && (names = malloc(len + 1)) != NULL)
+    err = clGetProgramInfo(whole, CL_PROGRAM_KERNEL_NAMES, len, names, NULL);
+  clReleaseProgram(whole);
+  if (err != CL_SUCCESS || !names) {
+    free(names);
+    return err != CL_SUCCESS ? kiln__fail_cl(op, err, "clGetProgramInfo(CL_PROGRAM_KERNEL_NAMES)")
+                             : kiln__fail(KILN_ERR_HOST_MEMORY, op, 0, "cannot list kernels");
+  }
+  names[len] = 0;
+  struct kiln__build_outcome all = {1, 0, 0};
+  kiln_status s = KILN_OK;
+  char one[1024];
+  for (char *save = NULL, *k = strtok_r(names, ";", &save); k && s == KILN_OK;
+       k = strtok_r(NULL, ";", &save)) {
+    if (kiln__one_kernel_options(options, k, one, sizeof one) != 0) {
+      s = kiln__fail(KILN_ERR_INTERNAL, op, 0, "build options of %s too long", k);
+      break;
+    }
+    struct kiln__build_outcome oc;
+    s = warm_one(op, ctx, source, one, &oc);
+    all.from_cache &= oc.from_cache;
+    all.compiled |= oc.compiled;
+    all.stored |= oc.stored;
+  }
+  free(names);
+  if (outcome)
+    *outcome = all;
+  return s;
+}
+
+kiln_status
+kiln__program_warm_locked(const char *op, kiln_context *ctx, const char *source, const char *options,
+                   struct kiln__build_outcome *outcome)
+{
+  KILN__ASSERT_LOCKED(ctx);
+  if (ctx->one_kernel)
+    return warm_each_kernel(op, ctx, source, options, outcome);
+  return warm_one(op, ctx, source, options, outcome);
 }
 
 void

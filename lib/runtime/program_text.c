@@ -8,6 +8,8 @@
 
 static _Atomic uint64_t text_compiles;
 
+kiln_status (*kiln__warm_expr_hook)(kiln_context *, const char *label, const char *text) = NULL;
+
 uint64_t
 kiln__text_compiles(void)
 {

@@ -32,6 +32,15 @@ kiln_status kiln__text_kernel_get(const char *op, kiln_context *ctx, const char 
                                   const char *text, size_t text_len, const char *options,
                                   const char *kernel, cl_kernel *out);
 
+/*
+ * Compiles the fused expression `text` (the expression family's text form)
+ * for ctx, through the registry and the disk cache, labelled `label`: set by
+ * the expression family when it is linked, NULL otherwise. Used by
+ * kiln_user_kernel_warm_file() for its [expr NAME] sections. Called without
+ * the context lock. Returns what compiling the expression returns.
+ */
+extern kiln_status (*kiln__warm_expr_hook)(kiln_context *, const char *label, const char *text);
+
 /* Test hook: text programs compiled from source (not loaded from the disk) in this process. */
 uint64_t kiln__text_compiles(void);
 

@@ -77,6 +77,9 @@ struct kiln_context {
   struct kiln__program *programs;
   size_t nprograms, cap_programs;
   struct kiln_cache *cache; /* disk kernel cache (runtime/disk_cache.h); NULL acts as mode OFF */
+  /* Embedded sources are built one kernel per program (PoCL: docs/cache.md, "Program
+   * granularity"); set when the cache is opened. */
+  int one_kernel;
   int queue_profiling; /* the queue was created with CL_QUEUE_PROFILING_ENABLE */
   struct kiln__profile prof;
   /* Autotuner state (runtime/tuner.c): mode, stored tables, overrides. NULL: defaults only. */
