@@ -130,6 +130,13 @@ struct kx_layout {
   int fp64;
 };
 
+/*
+ * kiln_expr_parse where every name that is not an earlier statement's target
+ * is a tensor input of dtype, declared in order of first use (the warm-up
+ * files of `kiln cache warm --from` list expressions without declarations).
+ */
+kiln_status kiln__expr_parse_implicit(const char *text, kiln_dtype dtype, kiln_expr **out);
+
 /* Generates the program text (malloc'd, NUL-terminated) for a canonical form and a layout. */
 kiln_status kiln__expr_codegen(const char *op, const struct kx_canon *c,
                                const struct kx_layout *l, char **text, size_t *len);

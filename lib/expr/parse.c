@@ -44,6 +44,12 @@ struct parser {
   int64_t raxes[KILN_MAX_DIMS];
   size_t nraxes;
   int red_all_axes;
+  /* kiln__expr_parse_implicit: unknown names become inputs of this dtype */
+  int implicit;
+  kiln_dtype implicit_dtype;
+  char inames[KILN_EXPR_MAX_INPUTS][64];
+  int32_t inode[KILN_EXPR_MAX_INPUTS];
+  size_t ninames;
 };
 
 static void
@@ -381,6 +387,19 @@ parse_primary(struct parser *ps, int32_t *id)
       *id = ps->name_node[i];
       return KILN_OK;
     }
+  for (size_t i = 0; i < ps->ninames; i++)
+    if (!strcmp(ps->inames[i], name)) {
+      *id = ps->inode[i];
+      return KILN_OK;
+    }
+  if (ps->implicit && strcmp(name, "pi") && strcmp(name, "inf") && strcmp(name, "nan")) {
+    if (ps->ninames == KILN_EXPR_MAX_INPUTS)
+      return perr(ps, start, "more than %d inputs", KILN_EXPR_MAX_INPUTS);
+    KILN_TRY(at_column(ps, start, kiln_expr_input(ps->e, name, ps->implicit_dtype, id)));
+    snprintf(ps->inames[ps->ninames], sizeof ps->inames[0], "%s", name);
+    ps->inode[ps->ninames++] = *id;
+    return KILN_OK;
+  }
   if (!strcmp(name, "pi"))
     return at_column(ps, start,
                      kiln_expr_constant(ps->e, kiln_scalar_f64(3.14159265358979323846), id));
@@ -515,6 +534,10 @@ parse_statement(struct parser *ps)
   for (size_t i = 0; i < ps->nnames; i++)
     if (!strcmp(ps->names[i], name))
       return perr(ps, start, "'%s' is assigned twice", name);
+  for (size_t i = 0; i < ps->ninames; i++)
+    if (!strcmp(ps->inames[i], name))
+      return perr(ps, start, "'%s' is an input (used before this statement) and cannot be "
+                             "assigned", name);
   if (ps->nnames == KILN_EXPR_MAX_OUTPUTS)
     return perr(ps, start, "more than %d statements (outputs)", KILN_EXPR_MAX_OUTPUTS);
   int32_t id;
@@ -558,8 +581,24 @@ parse_statement(struct parser *ps)
   return at_column(ps, start, kiln_expr_output(ps->e, name, id));
 }
 
+static kiln_status parse_text(const char *text, const kiln_expr_var *vars, size_t nvars,
+                              int implicit, kiln_dtype implicit_dtype, kiln_expr **out);
+
 kiln_status
 kiln_expr_parse(const char *text, const kiln_expr_var *vars, size_t nvars, kiln_expr **out)
+{
+  return parse_text(text, vars, nvars, 0, KILN_F32, out);
+}
+
+kiln_status
+kiln__expr_parse_implicit(const char *text, kiln_dtype dtype, kiln_expr **out)
+{
+  return parse_text(text, NULL, 0, 1, dtype, out);
+}
+
+static kiln_status
+parse_text(const char *text, const kiln_expr_var *vars, size_t nvars, int implicit,
+           kiln_dtype implicit_dtype, kiln_expr **out)
 {
   KILN_RETURN_IF(!text || !out, KILN_ERR_INVALID_ARGUMENT, OP, "text or out is NULL");
   KILN_RETURN_IF(!vars && nvars, KILN_ERR_INVALID_ARGUMENT, OP, "vars is NULL with nvars %zu",
@@ -573,6 +612,8 @@ kiln_expr_parse(const char *text, const kiln_expr_var *vars, size_t nvars, kiln_
   ps.text = ps.p = text;
   ps.vars = vars;
   ps.nvars = nvars;
+  ps.implicit = implicit;
+  ps.implicit_dtype = implicit_dtype;
   KILN_TRY(kiln_expr_create(&ps.e));
   kiln_status s = KILN_OK;
   for (size_t i = 0; i < nvars && s == KILN_OK; i++) {

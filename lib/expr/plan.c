@@ -533,3 +533,50 @@ kiln_expr_eval(kiln_context *ctx, const kiln_expr *e, const kiln_tensor *const *
   kiln_expr_plan_release(p);
   return s;
 }
+
+/*
+ * `kiln cache warm --from FILE`'s [expr NAME] sections (kiln__warm_expr_hook): the text's
+ * undeclared names are f32 inputs, all of one shape of 2s with as many dimensions as the
+ * reduction's axes need, so that the kernel built is the one a later call on same-shaped
+ * contiguous inputs (any size) plans. The label is the canonical one the plan gives (it is
+ * part of the disk key, so that equal expressions share the entry), not the section's name.
+ */
+static kiln_status
+warm_expr(kiln_context *ctx, const char *label, const char *text)
+{
+  const char *op = "kiln cache warm (expr)";
+  (void)label;
+  kiln_expr *e;
+  KILN_TRY(kiln__expr_parse_implicit(text, KILN_F32, &e));
+  size_t nd = 1;
+  for (size_t i = 0; i < e->nraxes; i++) {
+    size_t need = (size_t)(e->raxes[i] >= 0 ? e->raxes[i] + 1 : -e->raxes[i]);
+    nd = need > nd ? need : nd;
+  }
+  if (nd > KILN_MAX_DIMS)
+    nd = KILN_MAX_DIMS;
+  int64_t shape[KILN_MAX_DIMS];
+  for (size_t j = 0; j < nd; j++)
+    shape[j] = 2;
+  kiln_tensor *t[KILN_EXPR_MAX_INPUTS] = {0};
+  kiln_status s = KILN_OK;
+  for (size_t k = 0; k < e->ninputs && s == KILN_OK; k++)
+    s = kiln_tensor_zeros(ctx, e->inputs[k].dtype, nd, shape, &t[k]);
+  kiln_expr_plan *p = NULL;
+  if (s == KILN_OK)
+    s = kiln_expr_plan_create(ctx, e, (const kiln_tensor *const *)t, e->ninputs, &p);
+  if (s != KILN_OK && kiln_last_error_op()[0] == 0)
+    s = kiln__fail(s, op, 0, "could not plan '%s'", text);
+  kiln_expr_plan_release(p);
+  for (size_t k = 0; k < e->ninputs; k++)
+    kiln_tensor_release(t[k]);
+  kiln_expr_release(e);
+  return s;
+}
+
+/* The expression family is linked: `kiln cache warm --from` may compile [expr] sections. */
+__attribute__((constructor)) static void
+set_warm_hook(void)
+{
+  kiln__warm_expr_hook = warm_expr;
+}

@@ -964,6 +964,46 @@ START_TEST(second_process_disk_hit)
 }
 END_TEST
 
+START_TEST(warm_file_expressions)
+{
+  /* `kiln cache warm --from FILE`'s [expr] sections build the kernel a later plan uses */
+  char *dir = harness_tempdir();
+  char path[4200];
+  snprintf(path, sizeof path, "%s/warm.ini", dir);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fprintf(f, "[expr chain]\ntext = y = tanh(3*u + 1) * u - abs(u) + 17\n\n"
+             "[expr sums]\ntext = s = sum(p * q + 0.5, 1)\n");
+  fclose(f);
+  uint64_t c0 = kiln__text_compiles();
+  KOK(kiln_user_kernel_warm_file(harness_ctx(), path, NULL, NULL, NULL));
+  ck_assert_uint_eq(kiln__text_compiles() - c0, 2);
+  /* the same expressions under other names and sizes: no compile */
+  kiln_expr_var v[2] = {{"x", KILN_F32, 0}, {"w", KILN_F32, 0}};
+  kiln_expr *e1, *e2;
+  KOK(kiln_expr_parse("out = tanh(3*x + 1) * x - abs(x) + 17", v, 1, &e1));
+  KOK(kiln_expr_parse("t = sum(x * w + 0.5, 1)", v, 2, &e2));
+  const int64_t shape[2] = {5, 9};
+  kiln_tensor *a = NULL, *b = NULL, *y1 = NULL, *y2 = NULL;
+  KOK(kiln_tensor_zeros(harness_ctx(), KILN_F32, 2, shape, &a));
+  KOK(kiln_tensor_zeros(harness_ctx(), KILN_F32, 2, shape, &b));
+  const kiln_tensor *in[2] = {a, b};
+  KOK(kiln_expr_eval(harness_ctx(), e1, in, 1, NULL, 0, &y1, 1));
+  KOK(kiln_expr_eval(harness_ctx(), e2, in, 2, NULL, 0, &y2, 1));
+  ck_assert_uint_eq(kiln__text_compiles() - c0, 2);
+  float h[5];
+  KOK(kiln_tensor_download(y2, h, sizeof h));
+  ck_assert(fabsf(h[4] - 4.5f) < 1e-6f);
+  kiln_tensor *rel[] = {a, b, y1, y2};
+  for (size_t i = 0; i < 4; i++)
+    kiln_tensor_release(rel[i]);
+  kiln_expr_release(e1);
+  kiln_expr_release(e2);
+  harness_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ errors */
 
 static void
@@ -1135,6 +1175,7 @@ expr_suite(void)
     tcase_add_test(tc, scalars_without_recompile);
     tcase_add_test(tc, threads_compile_once);
     tcase_add_test(tc, second_process_disk_hit);
+    tcase_add_test(tc, warm_file_expressions);
   }
   suite_add_tcase(s, tc);
   return s;
