@@ -301,7 +301,9 @@ emit_cast(struct sb *b, kiln_dtype to, kiln_dtype from, size_t id, int32_t a)
   else if (t->is_float)
     sb_printf(b, "    %s v%zu = convert_%s(v%d);\n", t->ctype, id, t->ctype, (int)a);
   else if (f->is_float)
-    sb_printf(b, "    %s v%zu = convert_%s_sat_rtz(v%d);\n", t->ctype, id, t->ctype, (int)a);
+    /* NaN is 0 (the _sat conversions say so, but not every implementation does) */
+    sb_printf(b, "    %s v%zu = isnan(v%d) ? (%s)0 : convert_%s_sat_rtz(v%d);\n", t->ctype, id,
+              (int)a, t->ctype, t->ctype, (int)a);
   else
     sb_printf(b, "    %s v%zu = (%s)v%d;\n", t->ctype, id, t->ctype, (int)a);
 }

@@ -137,6 +137,12 @@ struct kx_layout {
  */
 kiln_status kiln__expr_parse_implicit(const char *text, kiln_dtype dtype, kiln_expr **out);
 
+/*
+ * Test hook: nonzero makes plans use the GPU launch shapes (4 elements a work-item a group
+ * apart, strided reductions) on any device, so that CPU test runs check those kernels too.
+ */
+extern int kiln__expr_test_gpu_shapes;
+
 /* Generates the program text (malloc'd, NUL-terminated) for a canonical form and a layout. */
 kiln_status kiln__expr_codegen(const char *op, const struct kx_canon *c,
                                const struct kx_layout *l, char **text, size_t *len);

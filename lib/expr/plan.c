@@ -17,6 +17,8 @@
 #include "runtime/program_text.h"
 
 #define PLAN_MAGIC 0x6b706c6eu /* "kpln" */
+
+int kiln__expr_test_gpu_shapes;
 #define PART_BYTES 8           /* bytes per partial result, any accumulator */
 
 struct kiln_expr_plan {
@@ -279,13 +281,14 @@ plan_layout(const char *op, kiln_context *ctx, const kiln_expr *e,
                  "the expression computes in f64 and the device has no fp64");
 
   /* launch shapes */
-  l->items = ctx->info.is_gpu ? 4 : 1;
-  l->blocked = !ctx->info.is_gpu;
-  l->lanes = ctx->info.is_gpu ? 1 : 8;
+  int gpu = ctx->info.is_gpu || kiln__expr_test_gpu_shapes;
+  l->items = gpu ? 4 : 1;
+  l->blocked = !gpu;
+  l->lanes = gpu ? 1 : 8;
   l->wg = pow2_floor(ctx->wg_size < 256 ? (ctx->wg_size ? ctx->wg_size : 64) : 256);
   if (l->reduce) {
     uint64_t target = (uint64_t)(ctx->info.compute_units ? ctx->info.compute_units : 1) *
-                      (ctx->info.is_gpu ? 8 : 2);
+                      (gpu ? 8 : 2);
     uint64_t gp = p->nout ? (target + p->nout - 1) / p->nout : 1;
     uint64_t most = (p->R + (uint64_t)l->wg * 4 - 1) / ((uint64_t)l->wg * 4);
     if (gp > most)
