@@ -43,6 +43,7 @@
 
 #include "kiln/elementwise.h"
 #include "kiln/reduce.h"
+#include "kiln/scan.h"
 #include "kiln/tensor.h"
 
 #ifdef __cplusplus
@@ -149,6 +150,18 @@ KILN_API kiln_status kiln_expr_output(kiln_expr *e, const char *name, int32_t x)
  */
 KILN_API kiln_status kiln_expr_reduce(kiln_expr *e, kiln_reduce_op op, const int64_t *axes,
                                       size_t naxes, int keepdims);
+
+/**
+ * Ends every output with a running op along one axis of the broadcast shape
+ * (negative counts from the end): CUMSUM, CUMPROD, CUMMIN or CUMMAX, result
+ * dtypes as kiln_scan_result_dtype(); exclusive nonzero shifts by one (the
+ * first element is kiln_scan's: 0, 1, and for cummin/cummax NaN for floats,
+ * the dtype's largest/smallest value for integers). Outputs keep the broadcast shape. Replaces a reduction set
+ * by kiln_expr_reduce (and a later kiln_expr_reduce replaces the scan).
+ * @return KILN_OK; KILN_ERR_INVALID_HANDLE; KILN_ERR_INVALID_ARGUMENT (op
+ *         not listed).
+ */
+KILN_API kiln_status kiln_expr_scan(kiln_expr *e, kiln_scan_op op, int64_t axis, int exclusive);
 
 /** A name and dtype the text form may use: a tensor input, or a scalar when is_scalar. */
 typedef struct kiln_expr_var {

@@ -287,7 +287,8 @@ extern "C" {
   X(expr_plan_output, kiln_expr_plan_output) \
   X(expr_plan_run, kiln_expr_plan_run) \
   X(expr_eval, kiln_expr_eval) \
-  X(expr_plan_source, kiln_expr_plan_source)
+  X(expr_plan_source, kiln_expr_plan_source) \
+  X(expr_scan, kiln_expr_scan)
 
 #define KILN_PROVIDER_SLOT_(slot, function) __typeof__(function) *slot;
 

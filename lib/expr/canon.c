@@ -102,6 +102,12 @@ kiln__expr_canon(const char *op, const kiln_expr *e, struct kx_canon *c)
     for (size_t i = 0; i < e->nraxes; i++)
       h = mix(h, (uint64_t)e->raxes[i]);
   }
+  h = mix(h, (uint64_t)e->has_scan);
+  if (e->has_scan) {
+    h = mix(h, (uint64_t)e->sop);
+    h = mix(h, (uint64_t)e->saxis);
+    h = mix(h, (uint64_t)e->sexclusive);
+  }
   c->hash = h;
   return KILN_OK;
 }

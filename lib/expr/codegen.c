@@ -363,6 +363,13 @@ any_strided(const struct kx_layout *l)
   return 0;
 }
 
+/* Nonzero when the kernel takes the merged dimensions: strided inputs, or a scan's output. */
+static int
+needs_dims(const struct kx_layout *l)
+{
+  return any_strided(l) || l->scan;
+}
+
 /* Inputs, scalars and outputs, the arguments both kernels start with (kx_final: outputs only). */
 static void
 emit_args(struct sb *b, const struct kx_canon *c, const struct kx_layout *l)
@@ -376,7 +383,7 @@ emit_args(struct sb *b, const struct kx_canon *c, const struct kx_layout *l)
     sb_printf(b, "global %s *out%zu, ulong q%zu, ", dti(l->res_dtype[k])->ctype, k, k);
   sb_printf(b, "\n    ");
   /* iteration dimensions (innermost last) and each strided input's strides */
-  if (any_strided(l)) {
+  if (needs_dims(l)) {
     for (uint32_t j = 0; j < l->kdims; j++)
       sb_printf(b, "ulong dk%u, ", j);
     for (uint32_t j = 0; j < l->rdims; j++)
@@ -636,6 +643,90 @@ emit_reduce(struct sb *b, const struct kx_canon *c, const struct kx_layout *l)
   sb_printf(b, "    }\n    barrier(CLK_LOCAL_MEM_FENCE);\n  }\n}\n");
 }
 
+/*
+ * A running op along the scan dimension: one work-group a row (kept index o),
+ * the row in chunks of the group's size, each chunk scanned in local memory
+ * (Hillis-Steele) and started from the previous chunks' total.
+ */
+static void
+emit_scan(struct sb *b, const struct kx_canon *c, const struct kx_layout *l)
+{
+  const char *act = dti(l->acc_dtype)->ctype;
+  const char *nz = neutral(l->rop, l->acc_dtype);
+  sb_printf(b, "kernel void\nkx_scan(");
+  emit_args(b, c, l);
+  sb_printf(b, "ulong nout, ulong R, ulong osr");
+  for (uint32_t j = 0; j < l->kdims; j++)
+    sb_printf(b, ", ulong osk%u", j);
+  sb_printf(b, ")\n{\n");
+  for (size_t k = 0; k < c->noutputs; k++)
+    sb_printf(b, "  local %s sh%zu[%u];\n", act, k, l->wg);
+  sb_printf(b, "  const uint lid = (uint)get_local_id(0);\n");
+  sb_printf(b, "  for (ulong o = get_group_id(0); o < nout; o += get_num_groups(0)) {\n");
+  /* the output row's first element */
+  sb_printf(b, "    ulong oko = 0;\n");
+  if (l->kdims > 0) {
+    sb_printf(b, "    {\n      ulong rem = o;\n");
+    for (uint32_t j = l->kdims; j-- > 0;) {
+      if (j > 0)
+        sb_printf(b, "      oko += (rem %% dk%u) * osk%u;\n      rem /= dk%u;\n", j, j, j);
+      else
+        sb_printf(b, "      oko += rem * osk0;\n");
+    }
+    sb_printf(b, "    }\n");
+  }
+  emit_offsets(b, l, "o", 0);
+  for (size_t k = 0; k < c->noutputs; k++)
+    sb_printf(b, "    %s carry%zu = (%s)%s;\n", act, k, act, nz);
+  sb_printf(b, "    for (ulong base = 0; base < R; base += %uu) {\n", l->wg);
+  sb_printf(b, "     const ulong r = base + lid;\n");
+  for (size_t k = 0; k < c->noutputs; k++)
+    sb_printf(b, "     %s x%zu = (%s)%s;\n", act, k, act, nz);
+  sb_printf(b, "     if (r < R) {\n    const ulong i = o * R + r;\n");
+  emit_offsets(b, l, "r", 1);
+  emit_nodes(b, c, l);
+  for (size_t k = 0; k < c->noutputs; k++)
+    sb_printf(b, "      x%zu = (%s)v%d;\n", k, act, (int)c->outputs[k]);
+  sb_printf(b, "     }\n");
+  for (size_t k = 0; k < c->noutputs; k++)
+    sb_printf(b, "     sh%zu[lid] = x%zu;\n", k, k);
+  sb_printf(b, "     barrier(CLK_LOCAL_MEM_FENCE);\n");
+  sb_printf(b, "     for (uint d = 1; d < %uu; d <<= 1) {\n", l->wg);
+  for (size_t k = 0; k < c->noutputs; k++)
+    sb_printf(b, "      %s t%zu = lid >= d ? sh%zu[lid - d] : (%s)%s;\n", act, k, k, act, nz);
+  sb_printf(b, "      barrier(CLK_LOCAL_MEM_FENCE);\n");
+  for (size_t k = 0; k < c->noutputs; k++) {
+    char lhs[32], rhs[32];
+    snprintf(lhs, sizeof lhs, "t%zu", k);
+    snprintf(rhs, sizeof rhs, "sh%zu[lid]", k);
+    sb_printf(b, "      ");
+    emit_combine(b, l->rop, l->acc_dtype, lhs, rhs);
+    sb_printf(b, "      sh%zu[lid] = t%zu;\n", k, k);
+  }
+  sb_printf(b, "      barrier(CLK_LOCAL_MEM_FENCE);\n     }\n");
+  for (size_t k = 0; k < c->noutputs; k++) {
+    char lhs[32], rhs[96];
+    sb_printf(b, "     %s y%zu = carry%zu;\n", act, k, k);
+    snprintf(lhs, sizeof lhs, "y%zu", k);
+    if (l->exclusive)
+      snprintf(rhs, sizeof rhs, "(lid ? sh%zu[lid - 1] : (%s)%s)", k, act, nz);
+    else
+      snprintf(rhs, sizeof rhs, "sh%zu[lid]", k);
+    sb_printf(b, "     ");
+    emit_combine(b, l->rop, l->acc_dtype, lhs, rhs);
+    if (l->exclusive && dti(l->acc_dtype)->is_float &&
+        (l->rop == KILN_REDUCE_MIN || l->rop == KILN_REDUCE_MAX))
+      sb_printf(b, "     if (r == 0)\n      y%zu = (%s)NAN; /* as kiln_scan */\n", k, act);
+    sb_printf(b, "     if (r < R)\n      out%zu[q%zu + oko + r * osr] = (%s)y%zu;\n", k, k,
+              dti(l->res_dtype[k])->ctype, k);
+    snprintf(lhs, sizeof lhs, "carry%zu", k);
+    snprintf(rhs, sizeof rhs, "sh%zu[%u]", k, l->wg - 1);
+    sb_printf(b, "     ");
+    emit_combine(b, l->rop, l->acc_dtype, lhs, rhs);
+  }
+  sb_printf(b, "     barrier(CLK_LOCAL_MEM_FENCE);\n    }\n  }\n}\n");
+}
+
 kiln_status
 kiln__expr_codegen(const char *op, const struct kx_canon *c, const struct kx_layout *l,
                    char **text, size_t *len)
@@ -648,12 +739,12 @@ kiln__expr_codegen(const char *op, const struct kx_canon *c, const struct kx_lay
     used |= 1u << (unsigned)l->in_dtype[k];
   for (size_t s = 0; s < l->nscalars; s++)
     used |= 1u << (unsigned)l->scalar_dtype[s];
-  if (l->reduce)
+  if (l->reduce || l->scan)
     used |= 1u << (unsigned)l->acc_dtype;
 
   sb_printf(&b, "/* kiln fused expression %016llx: %zu nodes, %zu outputs%s */\n",
             (unsigned long long)c->hash, c->nnodes, c->noutputs,
-            l->reduce ? ", trailing reduction" : "");
+            l->scan ? ", trailing scan" : l->reduce ? ", trailing reduction" : "");
   if (used & (1u << KILN_F64))
     sb_printf(&b, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
   const kiln_dtype order[] = {KILN_F32, KILN_F64, KILN_I32, KILN_I64, KILN_U8, KILN_BOOL};
@@ -666,7 +757,9 @@ kiln__expr_codegen(const char *op, const struct kx_canon *c, const struct kx_lay
     subst(&b, common_helpers, order[j], NULL, NULL, NULL);
   }
   sb_printf(&b, "\n");
-  if (l->reduce)
+  if (l->scan)
+    emit_scan(&b, c, l);
+  else if (l->reduce)
     emit_reduce(&b, c, l);
   else
     emit_map(&b, c, l);

@@ -58,6 +58,11 @@ struct kiln_expr {
   size_t nraxes; /* raxes_all: every axis */
   int raxes_all;
   int keepdims;
+  /* a trailing scan instead (kiln_expr_scan) */
+  int has_scan;
+  kiln_scan_op sop;
+  int64_t saxis;
+  int sexclusive;
 };
 
 #define KX_MAGIC 0x6b657870u /* "kexp" */
@@ -120,7 +125,9 @@ struct kx_layout {
   uint32_t kdims; /* merged kept (or, without reduction, iteration) dimensions */
   uint32_t rdims; /* merged reduced dimensions (0: no reduction) */
   int reduce;
-  kiln_reduce_op rop;
+  kiln_reduce_op rop; /* with scan: the op whose combine the scan runs (SUM, PROD, MIN, MAX) */
+  int scan;           /* kx_scan: a running rop along the reduced dimension */
+  int exclusive;
   kiln_dtype acc_dtype;
   kiln_dtype res_dtype[KILN_EXPR_MAX_OUTPUTS];
   uint32_t items; /* elements per work-item of elementwise launches, a group apart (GPUs) */

@@ -755,12 +755,37 @@ kiln_expr_reduce(kiln_expr *e, kiln_reduce_op rop, const int64_t *axes, size_t n
       KILN_RETURN_IF(axes[i] == axes[j], KILN_ERR_INVALID_ARGUMENT, op, "axis %lld named twice",
                      (long long)axes[i]);
   e->has_reduce = 1;
+  e->has_scan = 0;
   e->rop = rop;
   e->raxes_all = axes == NULL;
   e->nraxes = naxes;
   for (size_t i = 0; i < naxes; i++)
     e->raxes[i] = axes[i];
   e->keepdims = keepdims != 0;
+  return KILN_OK;
+}
+
+kiln_status
+kiln_expr_scan(kiln_expr *e, kiln_scan_op op, int64_t axis, int exclusive)
+{
+  const char *opn = "kiln_expr_scan";
+  KILN_TRY(kiln__expr_check(opn, e));
+  switch (op) {
+  case KILN_SCAN_CUMSUM:
+  case KILN_SCAN_CUMPROD:
+  case KILN_SCAN_CUMMIN:
+  case KILN_SCAN_CUMMAX:
+    break;
+  default:
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT, opn, 0,
+                      "scan %s is not one of cumsum, cumprod, cummin, cummax",
+                      kiln_scan_op_name(op));
+  }
+  e->has_reduce = 0;
+  e->has_scan = 1;
+  e->sop = op;
+  e->saxis = axis;
+  e->sexclusive = exclusive != 0;
   return KILN_OK;
 }
 

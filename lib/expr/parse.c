@@ -44,6 +44,8 @@ struct parser {
   int64_t raxes[KILN_MAX_DIMS];
   size_t nraxes;
   int red_all_axes;
+  int red_scan; /* the trailing op is a scan: sop along raxes[0], exclusive in red_keep */
+  kiln_scan_op sop;
   /* kiln__expr_parse_implicit: unknown names become inputs of this dtype */
   int implicit;
   kiln_dtype implicit_dtype;
@@ -223,6 +225,24 @@ find_binary(const char *name, kiln_binary_op *op)
 }
 
 static int
+find_scan(const char *name, kiln_scan_op *op)
+{
+  static const struct {
+    const char *name;
+    kiln_scan_op op;
+  } rows[] = {{"cumsum", KILN_SCAN_CUMSUM},
+              {"cumprod", KILN_SCAN_CUMPROD},
+              {"cummin", KILN_SCAN_CUMMIN},
+              {"cummax", KILN_SCAN_CUMMAX}};
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+    if (!strcmp(rows[i].name, name)) {
+      *op = rows[i].op;
+      return 1;
+    }
+  return 0;
+}
+
+static int
 find_reduction(const char *name, kiln_reduce_op *op)
 {
   static const struct {
@@ -262,12 +282,13 @@ parse_args(struct parser *ps, const char *fname, int32_t *args, int max, int *n)
 
 /* sum(e [, axis ...] [, keepdims]) at the top of a statement. */
 static kiln_status
-parse_reduction(struct parser *ps, const char *start, kiln_reduce_op rop, const char *fname,
-                int32_t *id)
+parse_reduction(struct parser *ps, const char *start, kiln_reduce_op rop, int is_scan,
+                kiln_scan_op sop, const char *fname, int32_t *id)
 {
-  (void)start;
   KILN_TRY(parse_expr(ps, id));
   ps->red = 1;
+  ps->red_scan = is_scan;
+  ps->sop = sop;
   ps->rop = rop;
   ps->nraxes = 0;
   ps->red_all_axes = 1;
@@ -279,8 +300,9 @@ parse_reduction(struct parser *ps, const char *start, kiln_reduce_op rop, const 
     int neg = accept(ps, "-");
     skip(ps);
     if (!neg && ident(ps, word, sizeof word) == 1) {
-      if (strcmp(word, "keepdims"))
-        return perr(ps, at, "expected an axis or keepdims in %s, found '%s'", fname, word);
+      if (strcmp(word, is_scan ? "exclusive" : "keepdims"))
+        return perr(ps, at, "expected an axis or %s in %s, found '%s'",
+                    is_scan ? "exclusive" : "keepdims", fname, word);
       ps->red_keep = 1;
       continue;
     }
@@ -297,6 +319,8 @@ parse_reduction(struct parser *ps, const char *start, kiln_reduce_op rop, const 
   }
   if (!accept(ps, ")"))
     return perr(ps, ps->p, "expected ')' to close %s", fname);
+  if (is_scan && ps->nraxes != 1)
+    return perr(ps, start, "%s takes exactly one axis", fname);
   return KILN_OK;
 }
 
@@ -309,9 +333,10 @@ parse_call(struct parser *ps, const char *start, const char *name, int32_t *id)
   kiln_binary_op bop;
   kiln_reduce_op rop;
   kiln_dtype dt;
-  if (find_reduction(name, &rop))
+  kiln_scan_op sop;
+  if (find_reduction(name, &rop) || find_scan(name, &sop))
     return perr(ps, start, "%s(...) must be the whole right-hand side of a statement "
-                           "(a trailing reduction)", name);
+                           "(a trailing reduction or scan)", name);
   if (!strcmp(name, "cast")) {
     KILN_TRY(parse_expr(ps, &args[0]));
     char tname[16];
@@ -541,7 +566,8 @@ parse_statement(struct parser *ps)
   if (ps->nnames == KILN_EXPR_MAX_OUTPUTS)
     return perr(ps, start, "more than %d statements (outputs)", KILN_EXPR_MAX_OUTPUTS);
   int32_t id;
-  int had = ps->red;
+  int had = ps->red, had_scan = ps->red_scan;
+  kiln_scan_op prev_sop = ps->sop;
   kiln_reduce_op prev_op = ps->rop;
   int64_t prev_axes[KILN_MAX_DIMS];
   size_t prev_n = ps->nraxes;
@@ -552,14 +578,17 @@ parse_statement(struct parser *ps)
   skip(ps);
   const char *rhs = ps->p, *save = ps->p;
   char fname[16];
-  kiln_reduce_op rop;
-  int is_red = 0;
-  if (ident(ps, fname, sizeof fname) == 1 && find_reduction(fname, &rop) && accept(ps, "("))
+  kiln_reduce_op rop = KILN_REDUCE_SUM;
+  kiln_scan_op sop = KILN_SCAN_CUMSUM;
+  int is_red = 0, is_scan = 0;
+  if (ident(ps, fname, sizeof fname) == 1 &&
+      ((is_red = find_reduction(fname, &rop)) || (is_scan = find_scan(fname, &sop))) &&
+      accept(ps, "("))
     is_red = 1;
   else
-    ps->p = save;
+    ps->p = save, is_red = is_scan = 0;
   if (is_red) {
-    KILN_TRY(parse_reduction(ps, rhs, rop, fname, &id));
+    KILN_TRY(parse_reduction(ps, rhs, rop, is_scan, sop, fname, &id));
     skip(ps);
     if (*ps->p && *ps->p != '\n' && *ps->p != ';')
       return perr(ps, ps->p, "%s(...) must be the whole right-hand side of a statement "
@@ -570,7 +599,8 @@ parse_statement(struct parser *ps)
   if (ps->nnames > 0 && ps->red != ps->red_seen_any)
     return perr(ps, start, "every statement must end in the same reduction, or none may");
   if (ps->red && had &&
-      (prev_op != ps->rop || prev_n != ps->nraxes || prev_all != ps->red_all_axes ||
+      (prev_op != ps->rop || had_scan != ps->red_scan || prev_sop != ps->sop ||
+       prev_n != ps->nraxes || prev_all != ps->red_all_axes ||
        prev_keep != ps->red_keep || memcmp(prev_axes, ps->raxes, prev_n * sizeof prev_axes[0])))
     return perr(ps, start, "every statement must end in the same reduction");
   ps->red_seen_any = ps->red;
@@ -642,7 +672,9 @@ parse_text(const char *text, const kiln_expr_var *vars, size_t nvars, int implic
   }
   if (s == KILN_OK && ps.nnames == 0)
     s = perr(&ps, ps.p, "no statement ('name = expression')");
-  if (s == KILN_OK && ps.red)
+  if (s == KILN_OK && ps.red && ps.red_scan)
+    s = kiln_expr_scan(ps.e, ps.sop, ps.raxes[0], ps.red_keep);
+  else if (s == KILN_OK && ps.red)
     s = kiln_expr_reduce(ps.e, ps.rop, ps.red_all_axes ? NULL : ps.raxes, ps.nraxes,
                          ps.red_keep);
   if (s != KILN_OK) {

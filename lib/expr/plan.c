@@ -34,6 +34,7 @@ struct kiln_expr_plan {
   uint64_t kd[KILN_MAX_DIMS], rd[KILN_MAX_DIMS];
   uint64_t tk[KILN_EXPR_MAX_INPUTS][KILN_MAX_DIMS], tr[KILN_EXPR_MAX_INPUTS][KILN_MAX_DIMS];
   uint32_t nkd, nrd; /* merged dimensions (the layout's kdims/rdims are 0 when nothing strides) */
+  uint64_t osk[KILN_MAX_DIMS], osr; /* scans: the output's strides over the kept and scan dims */
   cl_kernel kmain, kfinal;
   char *text;
   size_t len;
@@ -51,7 +52,7 @@ plan_check(const char *op, const kiln_expr_plan *p)
 struct dims {
   uint32_t n;
   uint64_t size[KILN_MAX_DIMS];
-  int64_t st[KILN_EXPR_MAX_INPUTS][KILN_MAX_DIMS];
+  int64_t st[KILN_EXPR_MAX_INPUTS + 1][KILN_MAX_DIMS]; /* + 1: a scan's output */
 };
 
 /* Drops size-1 dimensions and merges neighbours every input walks contiguously. */
@@ -127,12 +128,16 @@ build(const char *op, kiln_expr_plan *p)
   p->text = NULL;
   KILN_TRY(kiln__expr_codegen(op, &p->canon, &p->lay, &p->text, &p->len));
   char label[KILN__TEXT_LABEL_MAX];
-  kiln__expr_canon_label(&p->canon, p->nnamed, p->lay.reduce ? " (reduced)" : "", label,
+  kiln__expr_canon_label(&p->canon, p->nnamed,
+                         p->lay.scan ? " (scanned)" : p->lay.reduce ? " (reduced)" : "", label,
                          sizeof label);
   kiln_context *ctx = p->ctx;
   kiln__ctx_lock(ctx);
   kiln_status s = kiln__text_kernel_get(op, ctx, label, p->text, p->len, "-cl-std=CL1.2",
-                                        p->lay.reduce ? "kx_reduce" : "kx_map", &p->kmain);
+                                        p->lay.scan     ? "kx_scan"
+                                        : p->lay.reduce ? "kx_reduce"
+                                                        : "kx_map",
+                                        &p->kmain);
   if (s == KILN_OK && p->lay.reduce)
     s = kiln__text_kernel_get(op, ctx, label, p->text, p->len, "-cl-std=CL1.2", "kx_final",
                               &p->kfinal);
@@ -173,6 +178,13 @@ plan_layout(const char *op, kiln_context *ctx, const kiln_expr *e,
 
   /* which axes are reduced */
   int reduced[KILN_MAX_DIMS] = {0};
+  if (e->has_scan) {
+    int64_t a = e->saxis;
+    KILN_RETURN_IF(a < -(int64_t)S.ndim || a >= (int64_t)S.ndim, KILN_ERR_SHAPE, op,
+                   "scan axis %lld is outside the %zu dimensions of the broadcast shape",
+                   (long long)a, S.ndim);
+    reduced[a < 0 ? a + (int64_t)S.ndim : a] = 1;
+  }
   if (e->has_reduce) {
     if (e->raxes_all) {
       for (size_t j = 0; j < S.ndim; j++)
@@ -188,29 +200,33 @@ plan_layout(const char *op, kiln_context *ctx, const kiln_expr *e,
       reduced[j] = 1;
     }
   }
-  int64_t st[KILN_EXPR_MAX_INPUTS][KILN_MAX_DIMS];
+  int64_t st[KILN_EXPR_MAX_INPUTS + 1][KILN_MAX_DIMS];
   for (size_t k = 0; k < ni; k++)
     kiln__shape_broadcast_strides(&inputs[k]->shape, &S, st[k]);
+  /* a scan writes the whole broadcast shape: its output walks like one more input */
+  const size_t nw = e->has_scan ? ni + 1 : ni;
+  if (e->has_scan)
+    kiln__shape_broadcast_strides(&S, &S, st[ni]);
   struct dims kept, red;
   memset(&kept, 0, sizeof kept);
   memset(&red, 0, sizeof red);
   for (size_t j = 0; j < S.ndim; j++) {
     struct dims *d = reduced[j] ? &red : &kept;
     d->size[d->n] = (uint64_t)S.dims[j];
-    for (size_t k = 0; k < ni; k++)
+    for (size_t k = 0; k < nw; k++)
       d->st[k][d->n] = st[k][j];
     d->n++;
   }
   /* output shapes, before merging */
   kiln__shape os = {0, {0}};
   for (size_t j = 0; j < S.ndim; j++) {
-    if (!reduced[j])
+    if (!reduced[j] || e->has_scan)
       os.dims[os.ndim++] = S.dims[j];
     else if (e->keepdims)
       os.dims[os.ndim++] = 1;
   }
-  merge(&kept, ni);
-  merge(&red, ni);
+  merge(&kept, nw);
+  merge(&red, nw);
   p->nout = prod(&kept);
   p->R = prod(&red);
   p->n = p->nout;
@@ -237,9 +253,14 @@ plan_layout(const char *op, kiln_context *ctx, const kiln_expr *e,
     for (uint32_t j = 0; j < red.n; j++)
       p->tr[k][j] = (uint64_t)red.st[k][j];
   }
-  /* the text depends on the merged rank only when an input needs it */
-  l->kdims = strided ? kept.n : 0;
-  l->rdims = strided && e->has_reduce ? red.n : 0;
+  /* the text depends on the merged rank only when an input (or a scan's output) needs it */
+  l->kdims = strided || e->has_scan ? kept.n : 0;
+  l->rdims = strided && (e->has_reduce || e->has_scan) ? red.n : 0;
+  if (e->has_scan) {
+    for (uint32_t j = 0; j < kept.n; j++)
+      p->osk[j] = (uint64_t)kept.st[ni][j];
+    p->osr = red.n ? (uint64_t)red.st[ni][0] : 0;
+  }
   /* an elementwise launch with strides decomposes i over the kept dims */
 
   /* scalars: named ones, then the constants in canonical order */
@@ -254,12 +275,20 @@ plan_layout(const char *op, kiln_context *ctx, const kiln_expr *e,
   l->fp64 = ctx->info.has_fp64;
   l->reduce = e->has_reduce;
   l->rop = e->rop;
+  l->scan = e->has_scan;
+  l->exclusive = e->sexclusive;
+  if (l->scan)
+    l->rop = e->sop == KILN_SCAN_CUMSUM    ? KILN_REDUCE_SUM
+             : e->sop == KILN_SCAN_CUMPROD ? KILN_REDUCE_PROD
+             : e->sop == KILN_SCAN_CUMMIN  ? KILN_REDUCE_MIN
+                                           : KILN_REDUCE_MAX;
   for (size_t k = 0; k < p->canon.noutputs; k++) {
     kiln_dtype od = p->canon.out_dtype[k];
-    l->res_dtype[k] = l->reduce ? kiln__expr_reduce_dtype(e->rop, od, l->fp64) : od;
+    l->res_dtype[k] =
+        l->reduce || l->scan ? kiln__expr_reduce_dtype(l->rop, od, l->fp64) : od;
     p->out_shape[k] = os;
   }
-  if (l->reduce) {
+  if (l->reduce || l->scan) {
     kiln_dtype od = p->canon.out_dtype[0];
     l->acc_dtype = l->rop == KILN_REDUCE_ANY || l->rop == KILN_REDUCE_ALL ? KILN_BOOL
                                                                           : l->res_dtype[0];
@@ -272,7 +301,7 @@ plan_layout(const char *op, kiln_context *ctx, const kiln_expr *e,
                      kiln_dtype_name(l->res_dtype[k]));
   }
   /* fp64 anywhere needs the device's */
-  int needs64 = l->acc_dtype == KILN_F64 && l->reduce;
+  int needs64 = l->acc_dtype == KILN_F64 && (l->reduce || l->scan);
   for (size_t i = 0; i < p->canon.nnodes; i++)
     needs64 |= p->canon.nodes[i].dtype == KILN_F64;
   for (size_t k = 0; k < p->canon.noutputs; k++)
@@ -319,9 +348,10 @@ kiln_expr_plan_create(kiln_context *ctx, const kiln_expr *e, const kiln_tensor *
     s = plan_layout(op, ctx, e, inputs, p);
   if (s == KILN_OK)
     s = build(op, p);
-  if (s == KILN_OK && p->lay.reduce) {
+  if (s == KILN_OK && (p->lay.reduce || p->lay.scan)) {
     /* the reduction's work-group size must fit both kernels */
-    size_t lim = kernel_wg_limit(ctx, p->kmain), lim2 = kernel_wg_limit(ctx, p->kfinal);
+    size_t lim = kernel_wg_limit(ctx, p->kmain);
+    size_t lim2 = p->lay.reduce ? kernel_wg_limit(ctx, p->kfinal) : lim;
     if (lim2 < lim)
       lim = lim2;
     if (lim && lim < p->lay.wg) {
@@ -385,7 +415,7 @@ common_args(kiln_expr_plan *p, kiln__args *a, const kiln_tensor *const *inputs,
   int strided = 0;
   for (size_t k = 0; k < l->ninputs; k++)
     strided |= l->access[k] == KX_STRIDED;
-  if (!strided)
+  if (!strided && !l->scan)
     return;
   for (uint32_t j = 0; j < l->kdims; j++)
     kiln__args_u64(a, p->kd[j]);
@@ -408,6 +438,23 @@ enqueue_locked(const char *op, kiln_expr_plan *p, const kiln_tensor *const *inpu
 {
   kiln_context *ctx = p->ctx;
   const struct kx_layout *l = &p->lay;
+  if (l->scan) {
+    if (p->nout == 0 || p->R == 0)
+      return KILN_OK;
+    uint64_t groups = p->nout, cap = ((uint64_t)1 << 31) / l->wg;
+    if (groups > cap)
+      groups = cap;
+    if (kiln__launch_max_groups && groups > kiln__launch_max_groups)
+      groups = kiln__launch_max_groups;
+    kiln__args a = kiln__args_begin(op, p->kmain);
+    common_args(p, &a, inputs, sv, outs);
+    kiln__args_u64(&a, p->nout);
+    kiln__args_u64(&a, p->R);
+    kiln__args_u64(&a, p->osr);
+    for (uint32_t j = 0; j < l->kdims; j++)
+      kiln__args_u64(&a, p->osk[j]);
+    return kiln__args_enqueue_1d(&a, ctx, (size_t)(groups * l->wg), l->wg);
+  }
   if (!l->reduce) {
     if (p->n == 0)
       return KILN_OK;

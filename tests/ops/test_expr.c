@@ -669,6 +669,112 @@ START_TEST(reductions)
 }
 END_TEST
 
+static void
+check_scan(kiln_dtype dt, kiln_scan_op sop, size_t nd, const int64_t *shape, int64_t axis,
+           int exclusive)
+{
+  kiln_context *ctx = harness_ctx();
+  size_t n = 1;
+  for (size_t j = 0; j < nd; j++)
+    n *= (size_t)shape[j];
+  int prod = sop == KILN_SCAN_CUMPROD;
+  void *ha = make_data(dt, n, prod ? 0.9 : -3, prod ? 1.1 : 3);
+  void *hb = make_data(dt, n, -2, 2);
+  if (is_float(dt)) /* finite values: running sums of infinities would be NaN on both sides */
+    for (size_t i = 0; i < n && i < NFSPEC; i++) {
+      putf(dt, ha, i, prod ? 1.01 : 0.5 * (double)i - 3);
+      putf(dt, hb, i, 0.25);
+    }
+  if (prod && !is_float(dt))
+    for (size_t i = 0; i < n; i++)
+      puti(dt, ha, i, (int64_t)(rnext() % 3)); /* small factors: the products wrap like kiln's */
+  kiln_tensor *a = upload(dt, nd, shape, ha), *b = upload(dt, nd, shape, hb);
+  kiln_expr_var v[2] = {{"a", dt, 0}, {"b", dt, 0}};
+  const char *text = prod ? "y = a + b * 0" : "y = a * b + a";
+  kiln_expr *e, *e0;
+  KOK(kiln_expr_parse(text, v, 2, &e));
+  KOK(kiln_expr_scan(e, sop, axis, exclusive));
+  KOK(kiln_expr_parse(text, v, 2, &e0));
+  const kiln_tensor *in[2] = {a, b};
+  kiln_tensor *y = NULL, *m = NULL, *w = NULL;
+  KOK(kiln_expr_eval(ctx, e, in, 2, NULL, 0, &y, 1));
+  KOK(kiln_expr_eval(ctx, e0, in, 2, NULL, 0, &m, 1));
+  kiln_scan_options opts = {exclusive, KILN_NAN_PROPAGATE};
+  KOK(kiln_scan(ctx, sop, m, axis, &opts, &w));
+  char what[160];
+  snprintf(what, sizeof what, "%s %s axis %lld exclusive %d n %zu", kiln_scan_op_name(sop),
+           kiln_dtype_name(dt), (long long)axis, exclusive, n);
+  kiln_dtype rdt = kiln_tensor_dtype(w);
+  ck_assert_msg(kiln_tensor_dtype(y) == rdt, "%s: dtype", what);
+  void *g = download(y), *want = download(w);
+  if (!is_float(rdt)) {
+    ck_assert_msg(memcmp(g, want, n * kiln_dtype_size(rdt)) == 0, "%s: results differ", what);
+  } else {
+    /* running sums: the tolerance of the reduction of the longest prefix */
+    int64_t len = shape[axis < 0 ? axis + (int64_t)nd : axis];
+    double rel = rdt == KILN_F32 ? RED_REL_F32 : RED_REL_F64;
+    for (size_t i = 0; i < n; i++) {
+      double gv = getf(rdt, g, i), wv = getf(rdt, want, i);
+      double tol = sop == KILN_SCAN_CUMSUM    ? rel * 8 * 4 * (double)(len + 1)
+                   : sop == KILN_SCAN_CUMPROD ? rel * 8 * (double)(len + 1) * fabs(wv)
+                                              : 0;
+      if (!((isnan(gv) && isnan(wv)) || gv == wv || fabs(gv - wv) <= tol))
+        ck_abort_msg("%s: element %zu fused %.17g unfused %.17g", what, i, gv, wv);
+    }
+  }
+  free(g);
+  free(want);
+  kiln_tensor *rel[] = {a, b, y, m, w};
+  for (size_t i = 0; i < 5; i++)
+    kiln_tensor_release(rel[i]);
+  kiln_expr_release(e);
+  kiln_expr_release(e0);
+  free(ha);
+  free(hb);
+}
+
+START_TEST(scans)
+{
+  const kiln_scan_op ops[] = {KILN_SCAN_CUMSUM, KILN_SCAN_CUMPROD, KILN_SCAN_CUMMIN,
+                              KILN_SCAN_CUMMAX};
+  const int64_t shape[3] = {6, 7, 5};
+  const int64_t axes[4] = {0, 1, -1, 2};
+  const kiln_dtype sts[] = {KILN_F32, KILN_I32};
+  for (size_t d = 0; d < 2; d++)
+    for (size_t o = 0; o < 4; o++)
+      check_scan(sts[d], ops[o], 3, shape, axes[(o + d) % 4], (int)((o + d) & 1));
+  /* rows longer than a work-group (the carry between chunks), and empty ones */
+  const int64_t row[2] = {3, harness_small() ? 300 : 3001}, empty[2] = {0, 4};
+  check_scan(KILN_F32, KILN_SCAN_CUMSUM, 2, row, 1, 0);
+  check_scan(KILN_I32, KILN_SCAN_CUMMAX, 2, row, -1, 1);
+  check_scan(KILN_F32, KILN_SCAN_CUMSUM, 2, empty, 0, 0);
+  /* the text form */
+  kiln_expr_var v = {"x", KILN_F32, 0};
+  kiln_expr *e;
+  uint64_t h1, h2;
+  KOK(kiln_expr_parse("y = cumsum(x * 2, -1, exclusive)", &v, 1, &e));
+  KOK(kiln_expr_hash(e, &h1));
+  kiln_expr_release(e);
+  int32_t x, t;
+  KOK(kiln_expr_create(&e));
+  KOK(kiln_expr_input(e, "x", KILN_F32, &x));
+  KOK(kiln_expr_constant(e, kiln_scalar_i64(3), &t));
+  KOK(kiln_expr_binary(e, KILN_OP_MUL, t, x, &t));
+  KOK(kiln_expr_output(e, "y", t));
+  KOK(kiln_expr_scan(e, KILN_SCAN_CUMSUM, -1, 1));
+  KOK(kiln_expr_hash(e, &h2));
+  ck_assert_uint_eq(h1, h2);
+  KOK(kiln_expr_scan(e, KILN_SCAN_CUMSUM, -1, 0));
+  KOK(kiln_expr_hash(e, &h2));
+  ck_assert_uint_ne(h1, h2);
+  KEXPECT(kiln_expr_scan(e, KILN_SCAN_LOGCUMSUMEXP, 0, 0), KILN_ERR_INVALID_ARGUMENT);
+  kiln_expr_release(e);
+  kiln_expr *bad = NULL;
+  KEXPECT(kiln_expr_parse("y = cumsum(x)", &v, 1, &bad), KILN_ERR_PARSE);
+  KEXPECT(kiln_expr_parse("y = 1 + cumsum(x, 0)", &v, 1, &bad), KILN_ERR_PARSE);
+}
+END_TEST
+
 START_TEST(reduction_launch_shapes)
 {
   /* few groups: the kernels' group loops take several turns */
@@ -1220,6 +1326,10 @@ expr_suite(void)
     tcase_add_test(tc, warm_file_expressions);
   }
   suite_add_tcase(s, tc);
+  TCase *ts = tcase_create("scans"); /* CK_RUN_CASE=scans runs it alone */
+  tcase_set_timeout(ts, 600);
+  tcase_add_test(ts, scans);
+  suite_add_tcase(s, ts);
   return s;
 }
 
