@@ -630,6 +630,30 @@ def flops_attention(n):
 
 
 
+def bytes_4in(n, esz):  # expr.sum8: four inputs read once (tools/bench_expr.c)
+    return 4.0 * n * esz
+
+
+def setup_demo_chain(e, n):
+    # kiln's expr.demo_chain: the demo's chain with its f64 round trip, f32 only
+    if e.dtype_name != "f32":
+        raise ValueError("expr.demo_chain is f32 only, as kiln's row")
+    t = e.torch
+    x = e.uniform(n)
+
+    def call():
+        y = t.sigmoid(2 * x + 1) * t.cos(x) - t.relu(x)
+        return y.double().float()
+    return call, [n], "(sigmoid(2x+1)*cos(x)-relu(x)).double().float() (eager)"
+
+
+def setup_sum8(e, n):
+    t = e.torch
+    a, b, c, d = e.uniform(n), e.uniform(n), e.uniform(n), e.uniform(n)
+    return ((lambda: t.sum(a * b + c * d - (a - c) * 0.5 + t.maximum(b, d))), [n],
+            "sum(a*b + c*d - (a-c)*0.5 + maximum(b, d)) (eager)")
+
+
 # (kiln case name, setup(env, n) -> (call, shape, op text), bytes(n, esz) or None, flops(n) or None)
 CASES = [
     ("copy.kiln_copy", setup_copy, bytes_1in_1out, None),
@@ -683,6 +707,8 @@ CASES = [
     ("nn.batch_norm", setup_batch_norm, bytes_1in_1out, None),
     ("nn.attention", setup_attention, None, flops_attention),
     ("nn.attention_causal", setup_attention_causal, None, flops_attention),
+    ("expr.demo_chain", setup_demo_chain, bytes_1in_1out, None),
+    ("expr.sum8", setup_sum8, bytes_4in, None),
 ]
 COPY_CASE = "copy.kiln_copy"
 

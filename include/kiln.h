@@ -35,6 +35,7 @@
 #include "kiln/nn_optim.h"
 #include "kiln/nn_attention.h"
 #include "kiln/kernel.h"
+#include "kiln/expr.h"
 #include "kiln/profile.h"
 #include "kiln/tune.h"
 #include "kiln/provider.h"

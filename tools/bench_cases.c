@@ -1110,5 +1110,14 @@ const struct bench_case bench_cases[] = {
      flops_attention},
     {"nn.attention_causal", "nn_train", float_dtype, setup_attention, run_attention_causal, NULL,
      flops_attention},
+    /* fused expressions (tools/bench_expr.c); GB/s counts the bytes the fused kernel moves */
+    {"expr.demo_chain", "expr", bench_expr_demo_dtype, bench_expr_demo_setup, bench_expr_run,
+     bytes_1in_1out, NULL},
+    {"expr.demo_chain_unfused", "expr", bench_expr_demo_dtype, bench_expr_demo_unfused_setup,
+     bench_expr_demo_unfused_run, bytes_1in_1out, NULL},
+    {"expr.sum8", "expr", bench_expr_float_dtype, bench_expr_sum8_setup, bench_expr_run,
+     bench_expr_bytes_4in, NULL},
+    {"expr.sum8_unfused", "expr", bench_expr_float_dtype, bench_expr_sum8_unfused_setup,
+     bench_expr_sum8_unfused_run, bench_expr_bytes_4in, NULL},
 };
 const size_t bench_case_count = sizeof bench_cases / sizeof bench_cases[0];

@@ -321,7 +321,30 @@ extern "C" {
   X(raw_kernel_create, kiln_raw_kernel_create) \
   X(raw_kernel_run, kiln_raw_kernel_run) \
   X(user_kernel_source, kiln_user_kernel_source) \
-  X(user_kernel_release, kiln_user_kernel_release)
+  X(user_kernel_release, kiln_user_kernel_release) \
+  /* expr: fused expressions */ \
+  X(expr_create, kiln_expr_create) \
+  X(expr_release, kiln_expr_release) \
+  X(expr_input, kiln_expr_input) \
+  X(expr_scalar, kiln_expr_scalar) \
+  X(expr_constant, kiln_expr_constant) \
+  X(expr_unary, kiln_expr_unary) \
+  X(expr_binary, kiln_expr_binary) \
+  X(expr_where, kiln_expr_where) \
+  X(expr_clamp, kiln_expr_clamp) \
+  X(expr_cast, kiln_expr_cast) \
+  X(expr_output, kiln_expr_output) \
+  X(expr_reduce, kiln_expr_reduce) \
+  X(expr_parse, kiln_expr_parse) \
+  X(expr_hash, kiln_expr_hash) \
+  X(expr_counts, kiln_expr_counts) \
+  X(expr_plan_create, kiln_expr_plan_create) \
+  X(expr_plan_release, kiln_expr_plan_release) \
+  X(expr_plan_output, kiln_expr_plan_output) \
+  X(expr_plan_run, kiln_expr_plan_run) \
+  X(expr_eval, kiln_expr_eval) \
+  X(expr_plan_source, kiln_expr_plan_source) \
+  X(expr_scan, kiln_expr_scan)
 
 #define KILN_PROVIDER_SLOT_(slot, function) __typeof__(function) *slot;
 
