@@ -296,7 +296,7 @@ kiln_group_norm(kiln_context *ctx, const kiln_tensor *x, int64_t groups,
   static const char op[] = "kiln_group_norm";
   KILN_TRY(check_out_ptr(op, ctx, out));
   KILN_TRY(kiln__nnt_check_float(op, ctx, x, "x"));
-  nc_geo g;
+  nc_geo g = {0};
   KILN_TRY(nc_geometry(op, x, &g));
   KILN_RETURN_IF(groups <= 0 || g.C % (uint64_t)groups != 0, KILN_ERR_INVALID_ARGUMENT, op,
                  "groups %lld must be > 0 and divide the %llu channels", (long long)groups,
@@ -451,7 +451,7 @@ kiln_group_norm_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_
                          kiln_tensor **grad_weight, kiln_tensor **grad_bias)
 {
   static const char op[] = "kiln_group_norm_backward";
-  nc_geo g;
+  nc_geo g = {0};
   KILN_TRY(backward_checks(op, ctx, grad, x, mean, rstd, weight, &g));
   KILN_RETURN_IF(groups <= 0 || g.C % (uint64_t)groups != 0, KILN_ERR_INVALID_ARGUMENT, op,
                  "groups %lld must be > 0 and divide the %llu channels", (long long)groups,
@@ -509,7 +509,7 @@ kiln_batch_norm(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *weig
   static const char op[] = "kiln_batch_norm";
   KILN_TRY(check_out_ptr(op, ctx, out));
   KILN_TRY(kiln__nnt_check_float(op, ctx, x, "x"));
-  nc_geo g;
+  nc_geo g = {0};
   KILN_TRY(nc_geometry(op, x, &g));
   KILN_TRY(check_vec(op, ctx, weight, x, g.C, "weight"));
   KILN_TRY(check_vec(op, ctx, bias, x, g.C, "bias"));
@@ -579,7 +579,7 @@ kiln_batch_norm_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_
                          kiln_tensor **grad_weight, kiln_tensor **grad_bias)
 {
   static const char op[] = "kiln_batch_norm_backward";
-  nc_geo g;
+  nc_geo g = {0};
   KILN_TRY(backward_checks(op, ctx, grad, x, save_mean, save_rstd, weight, &g));
   KILN_TRY(check_vec(op, ctx, save_mean, x, g.C, "save_mean"));
   KILN_TRY(check_vec(op, ctx, save_rstd, x, g.C, "save_rstd"));

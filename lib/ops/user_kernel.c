@@ -511,7 +511,7 @@ kiln_elementwise_kernel_create(kiln_context *ctx, const char *name, const char *
   *out = NULL;
   KILN_TRY(check_name(op, name));
   KILN_TRY(need_text(op, "operation", operation));
-  kiln_user_kernel *k;
+  kiln_user_kernel *k = NULL;
   KILN_TRY(uk_new(op, ctx, UK_ELEMENTWISE, name, &k));
   struct sbuf params = {0}, pro = {0}, text = {0};
   kiln_status s = parse_args(op, k, arguments, &params, &pro);
@@ -591,7 +591,7 @@ kiln_reduction_kernel_create(kiln_context *ctx, const char *name, kiln_dtype dty
   KILN_TRY(need_text(op, "neutral", neutral));
   KILN_TRY(need_text(op, "reduce_expr", reduce_expr));
   KILN_TRY(need_text(op, "map_expr", map_expr));
-  kiln_user_kernel *k;
+  kiln_user_kernel *k = NULL;
   KILN_TRY(uk_new(op, ctx, UK_REDUCTION, name, &k));
   k->dtype = dtype;
   struct sbuf params = {0}, pro = {0}, t = {0};
@@ -776,7 +776,7 @@ kiln_scan_kernel_create(kiln_context *ctx, const char *name, kiln_dtype dtype, c
   KILN_TRY(need_text(op, "scan_expr", scan_expr));
   KILN_TRY(need_text(op, "input_expr", input_expr));
   KILN_TRY(need_text(op, "output_statement", output_statement));
-  kiln_user_kernel *k;
+  kiln_user_kernel *k = NULL;
   KILN_TRY(uk_new(op, ctx, UK_SCAN, name, &k));
   k->dtype = dtype;
   struct sbuf params = {0}, pro = {0}, t = {0};
@@ -1010,7 +1010,7 @@ kiln_raw_kernel_create(kiln_context *ctx, const char *name, const char *source,
   *out = NULL;
   KILN_TRY(need_text(op, "source", source));
   KILN_TRY(check_name(op, kernel_name));
-  kiln_user_kernel *k;
+  kiln_user_kernel *k = NULL;
   KILN_TRY(uk_new(op, ctx, UK_RAW, kernel_name, &k));
   k->text = strdup(source);
   k->label = strdup(name && *name ? name : kernel_name);
