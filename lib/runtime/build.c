@@ -66,13 +66,28 @@ numbered_lines(const char *text, size_t len, const char *log, char *buf, size_t 
   }
 }
 
+/*
+ * The text a build with these options compiles: the one-kernel form of an embedded source
+ * (scripts/embed_cl.py) selects kernels with variadic macros, which OpenCL C 1.2 does not have
+ * (PoCL accepts them, NVIDIA's compiler refuses them), so only one-kernel builds (-DKILN_ONLY,
+ * kiln__one_kernel_options) take it; every other build compiles the plain source.
+ */
+static void
+source_text(const struct kiln__cl_source *src, const char *options, const char **text, size_t *len)
+{
+  int one = options && strstr(options, "-DKILN_ONLY ") != NULL;
+  *text = src->plain && !one ? src->plain : src->text;
+  *len = src->plain && !one ? src->plain_len : src->len;
+}
+
 static kiln_status
 build_from_source(const char *op, kiln_context *ctx, const struct kiln__cl_source *src,
                   const char *options, cl_program *out)
 {
   cl_int err;
-  const char *text = src->text;
-  size_t len = src->len;
+  const char *text;
+  size_t len;
+  source_text(src, options, &text, &len);
   cl_program prog = clCreateProgramWithSource(ctx->cl, 1, &text, &len, &err);
   if (!prog)
     return kiln__fail_cl(op, err, "clCreateProgramWithSource");
@@ -246,7 +261,10 @@ cache_request(kiln_context *ctx, const struct kiln__cl_source *src, const char *
       kiln__dc_note_uncached(ctx->cache);
     return 0;
   }
-  kiln__dc_req_init(req, &id, src->name, src->text, src->len, options);
+  const char *text;
+  size_t len;
+  source_text(src, options, &text, &len);
+  kiln__dc_req_init(req, &id, src->name, text, len, options);
   return 1;
 }
 

@@ -74,7 +74,7 @@ add_text(const char *op, kiln_context *ctx, const char *label, const char *text,
   memcpy(copy, text, len);
   copy[len] = 0;
   /* hash NULL marks caller text for the build (numbered source lines in its errors). */
-  struct kiln__cl_source src = {name, copy, len, NULL};
+  struct kiln__cl_source src = {name, copy, len, NULL, NULL, 0};
   struct kiln__build_outcome outcome;
   cl_program prog = NULL;
   kiln_status s =
