@@ -21,8 +21,12 @@
  *   scan_reduce(a, m, chunk, sums, tmp)  sums[g] = the sum of chunk g
  *   scan_top(sums, nb)                   one work-item: exclusive scan of the nb sums
  *   scan_down(a, m, chunk, sums, tmp)    chunk g scanned from sums[g]
+ * radix_count1, radix_scatter1: the same for one work-item per group (CPUs), counters in
+ * private memory.
+ * radix_count1, radix_scatter1: the same for one work-item per group (CPUs), the counters
+ * in private memory.
  * Tunables (host): L (the local size, 1 on CPUs: one serial walk per work-group), tile,
- * rbits (8 on GPUs: 256 counters per work-item in local memory; 11 on CPUs: fewer passes).
+ * rbits (8 on every device; a test hook takes 1 to 11).
  */
 #include "common.cl"
 
@@ -383,5 +387,62 @@ rows_serial(global K *keys, ulong koff, global uint *vals, ulong voff, global K 
         vb[j] = va[j];
       }
     }
+  }
+}
+
+/*
+ * radix_count1, radix_scatter1: radix_count and radix_scatter for groups of one work-item
+ * (CPUs), with the counters in private memory and no local-memory indexing: the same
+ * arguments, minus cnt.
+ */
+kernel void
+radix_count1(global const K *keys, ulong koff, global const uint *vals, ulong voff, ulong n,
+             ulong tile, uint shift, uint rbits, uint mode, ulong len, global uint *hist)
+{
+  const ulong g = get_group_id(0), ng = get_num_groups(0);
+  const uint nb = 1u << rbits, mask = nb - 1u;
+  uint cnt[2048];
+  for (uint b = 0; b < nb; b++)
+    cnt[b] = 0;
+  keys += koff;
+  vals += voff;
+  ulong lo = g * tile, hi = lo + tile;
+  if (hi > n)
+    hi = n;
+  if (mode) {
+    for (ulong i = lo; i < hi; i++)
+      cnt[(uint)(((ulong)vals[i] / len) >> shift) & mask]++;
+  } else {
+    for (ulong i = lo; i < hi; i++)
+      cnt[(uint)(keys[i] >> shift) & mask]++;
+  }
+  for (uint b = 0; b < nb; b++)
+    hist[b * ng + g] = cnt[b];
+}
+
+kernel void
+radix_scatter1(global const K *keys, ulong koff, global const uint *vals, ulong voff, ulong n,
+               ulong tile, uint shift, uint rbits, uint mode, ulong len, global const uint *hist,
+               global K *okeys, ulong okoff, global uint *ovals, ulong ovoff)
+{
+  const ulong g = get_group_id(0), ng = get_num_groups(0);
+  const uint nb = 1u << rbits, mask = nb - 1u;
+  uint cnt[2048];
+  for (uint b = 0; b < nb; b++)
+    cnt[b] = hist[b * ng + g];
+  keys += koff;
+  vals += voff;
+  okeys += okoff;
+  ovals += ovoff;
+  ulong lo = g * tile, hi = lo + tile;
+  if (hi > n)
+    hi = n;
+  for (ulong i = lo; i < hi; i++) {
+    K kv = keys[i];
+    uint v = vals[i];
+    uint d = mode ? (uint)(((ulong)v / len) >> shift) & mask : (uint)(kv >> shift) & mask;
+    uint p = cnt[d]++;
+    okeys[p] = kv;
+    ovals[p] = v;
   }
 }

@@ -151,8 +151,6 @@ radix_passes(const char *op, kiln_context *ctx, kiln_dtype kdt, kiln_tensor **ke
   if (n < 2)
     return KILN_OK;
   cl_kernel kc, ks;
-  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, kdt, "radix_count", &kc));
-  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, kdt, "radix_scatter", &ks));
   /* CPUs: one work-item per group walks a long tile serially (no local traffic, no
    * barriers); GPUs: up to 32 work-items share the 256 counters of each (32 KiB). 8-bit
    * digits on both: 11 bits (3 passes for 32-bit keys) measured 15% slower on PoCL (2048
@@ -170,6 +168,12 @@ radix_passes(const char *op, kiln_context *ctx, kiln_dtype kdt, kiln_tensor **ke
   if (kiln__sort_radix_local)
     L = kiln__sort_radix_local;
   const uint64_t buckets = (uint64_t)1 << rbits;
+  /* Groups of one work-item: the private-counter kernels (measured faster on PoCL). */
+  const int one = L == 1;
+  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, kdt,
+                            one ? "radix_count1" : "radix_count", &kc));
+  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, kdt,
+                            one ? "radix_scatter1" : "radix_scatter", &ks));
   uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
   uint64_t tile = ctx->info.is_gpu ? L * 128 : (n + 4 * cu - 1) / (4 * cu);
   if (!ctx->info.is_gpu && tile < 16384)
@@ -206,7 +210,8 @@ radix_passes(const char *op, kiln_context *ctx, kiln_dtype kdt, kiln_tensor **ke
     kiln__args_u32(&a, mode);
     kiln__args_u64(&a, len);
     kiln__args_mem(&a, hist.mem);
-    kiln__args_local(&a, (size_t)(buckets * L * 4));
+    if (!one)
+      kiln__args_local(&a, (size_t)(buckets * L * 4));
     s = kiln__args_enqueue_1d(&a, ctx, (size_t)(ng * L), (size_t)L);
     if (s == KILN_OK)
       s = kiln__sort_scan(op, ctx, hist.mem, ng * buckets);
@@ -223,7 +228,8 @@ radix_passes(const char *op, kiln_context *ctx, kiln_dtype kdt, kiln_tensor **ke
       kiln__args_mem(&b, hist.mem);
       kiln__args_tensor(&b, k2);
       kiln__args_tensor(&b, v2);
-      kiln__args_local(&b, (size_t)(buckets * L * 4));
+      if (!one)
+        kiln__args_local(&b, (size_t)(buckets * L * 4));
       s = kiln__args_enqueue_1d(&b, ctx, (size_t)(ng * L), (size_t)L);
     }
     if (s == KILN_OK) {
