@@ -267,7 +267,7 @@ kiln__sort_pairs_radix(const char *op, kiln_context *ctx, const kiln_tensor *x, 
     kiln__args_u64(&a, rows);
     kiln__args_u64(&a, len);
     kiln__args_u64(&a, inner);
-    kiln__args_u32(&a, (uint32_t)!!desc);
+    kiln__args_u32(&a, (uint32_t) !!desc);
     kiln__args_tensor(&a, *keys);
     kiln__args_tensor(&a, *vals);
     s = kiln__args_launch_1d(&a, ctx, n, 0);
@@ -375,8 +375,8 @@ fill_u32(const char *op, kiln_context *ctx, cl_mem mem, uint32_t v, uint64_t n)
 static kiln_status
 copy_u32(const char *op, kiln_context *ctx, const kiln_tensor *src, kiln_tensor *dst, uint64_t n)
 {
-  cl_int err = clEnqueueCopyBuffer(ctx->queue, src->mem, dst->mem, src->offset, dst->offset,
-                                   n * 4, 0, NULL, NULL);
+  cl_int err = clEnqueueCopyBuffer(ctx->queue, src->mem, dst->mem, src->offset, dst->offset, n * 4,
+                                   0, NULL, NULL);
   return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueCopyBuffer");
 }
 
@@ -414,7 +414,7 @@ select_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_
     s = kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, kdt, "pairs_local", &kl);
   if (s == KILN_OK)
     s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "sort_gather", &kg);
-  const kiln_dtype tdt[NT] = {kdt,       KILN_I32, kdt,      KILN_I32, KILN_I32,
+  const kiln_dtype tdt[NT] = {kdt,      KILN_I32, kdt,      KILN_I32, KILN_I32,
                               KILN_I32, KILN_I32, KILN_I32, KILN_I32, KILN_I32};
   const uint64_t tn[NT] = {n, n, rows, rows, rows * 256, n, n, n, n, n};
   for (size_t i = 0; s == KILN_OK && i < NT; i++)
@@ -429,7 +429,7 @@ select_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_
     kiln__args_u64(&a, rows);
     kiln__args_u64(&a, len);
     kiln__args_u64(&a, g->inner);
-    kiln__args_u32(&a, (uint32_t)!!desc);
+    kiln__args_u32(&a, (uint32_t) !!desc);
     kiln__args_tensor(&a, *keys);
     kiln__args_tensor(&a, *vals);
     s = kiln__args_launch_1d(&a, ctx, n, 0);
@@ -593,7 +593,7 @@ rows_serial(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_
     kiln__args_u64(&a, g->rows);
     kiln__args_u64(&a, g->len);
     kiln__args_u64(&a, g->inner);
-    kiln__args_u32(&a, (uint32_t)!!desc);
+    kiln__args_u32(&a, (uint32_t) !!desc);
     kiln__args_tensor(&a, *keys);
     kiln__args_tensor(&a, *vals);
     s = kiln__args_launch_1d(&a, ctx, n, 0);
@@ -626,8 +626,7 @@ rows_serial(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_
  */
 static kiln_status
 sort_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_geo *g, int desc,
-          kiln_sort_path path, uint64_t ostart, uint64_t olen, kiln_tensor *vout,
-          kiln_tensor *iout)
+          kiln_sort_path path, uint64_t ostart, uint64_t olen, kiln_tensor *vout, kiln_tensor *iout)
 {
   const uint64_t n = g->rows * g->len;
   if (!n || !olen)
@@ -660,7 +659,7 @@ sort_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_ge
     kiln__args_u64(&a, g->rows);
     kiln__args_u64(&a, g->len);
     kiln__args_u64(&a, g->inner);
-    kiln__args_u32(&a, (uint32_t)!!desc);
+    kiln__args_u32(&a, (uint32_t) !!desc);
     kiln__args_u64(&a, ostart);
     kiln__args_u64(&a, olen);
     kiln__args_tensor(&a, vout);
@@ -756,8 +755,8 @@ targets_finish(const char *op, kiln_context *ctx, kiln_tensor **const *outs, siz
  */
 static kiln_status
 select_run(const char *op, kiln_context *ctx, const kiln_tensor *x, int64_t axis, int desc,
-           kiln_sort_path path, uint64_t ostart, uint64_t olen, int drop_axis,
-           kiln_tensor **values, kiln_tensor **indices)
+           kiln_sort_path path, uint64_t ostart, uint64_t olen, int drop_axis, kiln_tensor **values,
+           kiln_tensor **indices)
 {
   size_t ax;
   sort_geo g;
@@ -775,8 +774,7 @@ select_run(const char *op, kiln_context *ctx, const kiln_tensor *x, int64_t axis
   KILN_RETURN_IF(path == KILN_SORT_LOCAL && g.len > kiln_sort_local_max(ctx, x->dtype),
                  KILN_ERR_INVALID_ARGUMENT, op,
                  "rows of %llu elements are longer than the local sort holds (%llu)",
-                 (unsigned long long)g.len,
-                 (unsigned long long)kiln_sort_local_max(ctx, x->dtype));
+                 (unsigned long long)g.len, (unsigned long long)kiln_sort_local_max(ctx, x->dtype));
   kiln_tensor **outs[2] = {values, indices};
   const kiln_dtype dts[2] = {x->dtype, KILN_I64};
   const kiln__shape *shapes[2] = {&shape, &shape};
@@ -861,9 +859,8 @@ kiln_kthvalue(kiln_context *ctx, const kiln_tensor *x, uint64_t k, int64_t axis,
     KILN_TRY(kiln__ops_axis(op, axis, x->shape.ndim, &ax));
     len = (uint64_t)x->shape.dims[ax];
   }
-  KILN_RETURN_IF(k == 0 || k > len, KILN_ERR_INVALID_ARGUMENT, op,
-                 "k = %llu is outside [1, %llu]", (unsigned long long)k,
-                 (unsigned long long)len);
+  KILN_RETURN_IF(k == 0 || k > len, KILN_ERR_INVALID_ARGUMENT, op, "k = %llu is outside [1, %llu]",
+                 (unsigned long long)k, (unsigned long long)len);
   return select_run(op, ctx, x, axis, 0, KILN_SORT_AUTO, k - 1, 1, !keepdim, values, indices);
 }
 

@@ -44,9 +44,8 @@ kiln_status kiln__sort_pairs_radix(const char *op, kiln_context *ctx, const kiln
 
 /* The same for the rows of a 2-D x (nrows x ncols) by every column, ascending (sortrows). */
 kiln_status kiln__sort_rows_radix(const char *op, kiln_context *ctx, const kiln_tensor *x,
-                                  uint64_t nrows, uint64_t ncols, const int64_t *cols,
-                                  size_t ncol, const int *desc, kiln_tensor **keys,
-                                  kiln_tensor **vals);
+                                  uint64_t nrows, uint64_t ncols, const int64_t *cols, size_t ncol,
+                                  const int *desc, kiln_tensor **keys, kiln_tensor **vals);
 
 /* Sorted values of x (flattened, ascending) into out (x's dtype, numel(x) elements). */
 kiln_status kiln__sort_values_flat(const char *op, kiln_context *ctx, const kiln_tensor *x,

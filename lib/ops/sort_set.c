@@ -233,8 +233,7 @@ kiln_unique(kiln_context *ctx, const kiln_tensor *x, const int64_t *axis, kiln_t
       s = kiln__sort_rows_radix(op, ctx, x, nrows, ncols, NULL, 0, NULL, &keys, &vals);
     kiln__shape ish = {.ndim = 1, .dims = {(int64_t)nrows}};
     if (s == KILN_OK)
-      s = emit_runs(op, ctx, x, 1, nrows, ncols, keys, vals, &ish, values, first, inverse,
-                    counts);
+      s = emit_runs(op, ctx, x, 1, nrows, ncols, keys, vals, &ish, values, first, inverse, counts);
     kiln_tensor_release(keys);
     kiln_tensor_release(vals);
   }
@@ -259,8 +258,7 @@ kiln_unique_consecutive(kiln_context *ctx, const kiln_tensor *x, kiln_tensor **v
   if (x->numel)
     s = keys_in_order(op, ctx, x, &keys, &vals);
   if (s == KILN_OK)
-    s = emit_runs(op, ctx, x, 0, x->numel, 1, keys, vals, &x->shape, values, NULL, inverse,
-                  counts);
+    s = emit_runs(op, ctx, x, 0, x->numel, 1, keys, vals, &x->shape, values, NULL, inverse, counts);
   kiln_tensor_release(keys);
   kiln_tensor_release(vals);
   kiln__ctx_unlock(ctx);
@@ -316,7 +314,7 @@ kiln_searchsorted(kiln_context *ctx, const kiln_tensor *seq, const kiln_tensor *
     kiln__args_tensor(&a, v);
     kiln__args_u64(&a, m ? m : 1);
     kiln__args_u64(&a, v->numel);
-    kiln__args_u32(&a, (uint32_t)!!right);
+    kiln__args_u32(&a, (uint32_t) !!right);
     kiln__args_tensor(&a, t.dst);
     s = kiln__args_launch_1d(&a, ctx, v->numel, 0);
   }
@@ -346,7 +344,7 @@ member(const char *op, kiln_context *ctx, kiln_tensor *skeys, kiln_tensor *svals
   kiln__args_tensor(&b, tf);
   kiln__args_tensor(&b, loc);
   kiln__args_mem(&b, hit ? hit->mem : NULL);
-  kiln__args_u32(&b, (uint32_t)!!keep);
+  kiln__args_u32(&b, (uint32_t) !!keep);
   kiln__args_u32(&b, (tf ? MEMBER_TF : 0u) | (loc ? MEMBER_LOC : 0u) | (hit ? MEMBER_HIT : 0u));
   return kiln__args_launch_1d(&b, ctx, a->numel, 0);
 }
