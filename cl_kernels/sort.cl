@@ -15,7 +15,10 @@
  * Rows: element j of row r of x at (r / inner) * len * inner + r % inner + j * inner (the
  * sorted axis has len elements; inner is the product of the dimensions after it).
  *   sort_keys(x, xoff, rows, len, inner, desc, keys, koff, vals, voff)  1-D over rows * len:
- *     keys[p] = key(row p / len, element p % len), vals[p] = p.
+ *     keys[p] = key(row p / len, element p % len), vals[p] = p (vals may be NULL).
+ *   keys_values(keys, koff, n, desc, out, ooff)  integers only: out[i] = the value of key i
+ *     (values-only sorts of integers, whose equal values cannot be told apart, sort keys
+ *     without positions).
  *   sort_col_keys(x, xoff, ncols, col, desc, first, n, keys, koff, vals, voff)  1-D over n
  *     (rows of a 2-D x): keys[i] = key(x[vals[i]][col]); first sets vals[i] = i before.
  *   sort_gather(x, xoff, rows, len, inner, vals, voff, vlen, ostart, olen, out, ooff, idx,
@@ -127,7 +130,8 @@ sort_keys(global const ST *x, ulong xoff, ulong rows, ulong len, ulong inner, ui
       at = phys(r, p - r * len, len, inner);
     }
     keys[koff + p] = key_of(KILN_LOAD(x, xoff + at)) ^ flip;
-    vals[voff + p] = (uint)p;
+    if (vals)
+      vals[voff + p] = (uint)p;
   }
 }
 
@@ -345,3 +349,21 @@ iota(global uint *vals, ulong voff, ulong n)
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0))
     vals[voff + i] = (uint)i;
 }
+
+#if !KILN_IS_FLOAT
+kernel void
+keys_values(global const K *keys, ulong koff, ulong n, uint desc, global T *out, ulong ooff)
+{
+  const K flip = desc ? (K)K_FLIP : (K)0;
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
+    K kv = keys[koff + i] ^ flip;
+#if defined(KILN_DT_I64)
+    out[ooff + i] = (T)(kv ^ 0x8000000000000000UL);
+#elif defined(KILN_DT_I32)
+    out[ooff + i] = (T)(kv ^ 0x80000000u);
+#else
+    out[ooff + i] = (T)kv;
+#endif
+  }
+}
+#endif

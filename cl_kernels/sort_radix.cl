@@ -6,7 +6,8 @@
  * Payloads are uint (flat positions: a sort holds fewer than 2^32 elements).
  *
  * A pass sorts by the digit of rbits bits (at most 11) at `shift` of the key (mode 0) or of the payload's row,
- * payload / len (mode 1: the row passes of many-row sorts, after the key passes). Work-group g
+ * payload / len (mode 1: the row passes of many-row sorts, after the key passes); mode bit 2
+ * (value 2) means no payloads at all (vals unused: values-only sorts of integers). Work-group g
  * owns the tile [g * tile, (g + 1) * tile) of the n pairs; work-item t of its L owns the
  * consecutive part [t * ipt, (t + 1) * ipt) of the tile (ipt = tile / L), so a tile's pairs
  * in (t, i) order are in input order and a serial walk per work-item keeps the scatter stable.
@@ -42,7 +43,7 @@ inline uint
 digit_of(global const K *keys, global const uint *vals, ulong i, uint shift, uint mask, uint mode,
          ulong len)
 {
-  if (mode)
+  if (mode & 1u)
     return (uint)(((ulong)vals[i] / len) >> shift) & mask;
   return (uint)(keys[i] >> shift) & mask;
 }
@@ -111,7 +112,8 @@ radix_scatter(global const K *keys, ulong koff, global const uint *vals, ulong v
     uint d = digit_of(keys, vals, i, shift, mask, mode, len);
     uint p = cnt[d * L + t]++;
     okeys[p] = keys[i];
-    ovals[p] = vals[i];
+    if (!(mode & 2u))
+      ovals[p] = vals[i];
   }
 }
 
@@ -409,7 +411,7 @@ radix_count1(global const K *keys, ulong koff, global const uint *vals, ulong vo
   ulong lo = g * tile, hi = lo + tile;
   if (hi > n)
     hi = n;
-  if (mode) {
+  if (mode & 1u) {
     for (ulong i = lo; i < hi; i++)
       cnt[(uint)(((ulong)vals[i] / len) >> shift) & mask]++;
   } else {
@@ -439,10 +441,11 @@ radix_scatter1(global const K *keys, ulong koff, global const uint *vals, ulong 
     hi = n;
   for (ulong i = lo; i < hi; i++) {
     K kv = keys[i];
-    uint v = vals[i];
-    uint d = mode ? (uint)(((ulong)v / len) >> shift) & mask : (uint)(kv >> shift) & mask;
+    uint v = (mode & 2u) ? 0u : vals[i];
+    uint d = (mode & 1u) ? (uint)(((ulong)v / len) >> shift) & mask : (uint)(kv >> shift) & mask;
     uint p = cnt[d]++;
     okeys[p] = kv;
-    ovals[p] = v;
+    if (!(mode & 2u))
+      ovals[p] = v;
   }
 }

@@ -25,6 +25,7 @@ uint32_t kiln__sort_radix_local = 0;
 uint64_t kiln__sort_radix_tile = 0;
 uint32_t kiln__sort_radix_bits = 0;
 int kiln__sort_force_select = 0;
+int kiln__sort_force_pairs = 0;
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -148,6 +149,8 @@ static kiln_status
 radix_passes(const char *op, kiln_context *ctx, kiln_dtype kdt, kiln_tensor **keys,
              kiln_tensor **vals, uint64_t n, uint32_t kbits, uint64_t rows, uint64_t len)
 {
+  /* No payloads (*vals NULL): keys only, one row. */
+  const uint32_t nov = *vals ? 0u : 2u;
   if (n < 2)
     return KILN_OK;
   cl_kernel kc, ks;
@@ -189,7 +192,7 @@ radix_passes(const char *op, kiln_context *ctx, kiln_dtype kdt, kiln_tensor **ke
   kiln_tensor *k2 = NULL, *v2 = NULL;
   kiln__ops_tmp hist = {0};
   kiln_status s = kiln__ops_scratch(op, ctx, kdt, n, &k2);
-  if (s == KILN_OK)
+  if (s == KILN_OK && !nov)
     s = kiln__ops_scratch(op, ctx, KILN_I32, n, &v2);
   if (s == KILN_OK)
     s = kiln__ops_tmp_alloc(ctx, ng * buckets * 4, &hist);
@@ -207,7 +210,7 @@ radix_passes(const char *op, kiln_context *ctx, kiln_dtype kdt, kiln_tensor **ke
     kiln__args_u64(&a, tile);
     kiln__args_u32(&a, shift);
     kiln__args_u32(&a, rbits);
-    kiln__args_u32(&a, mode);
+    kiln__args_u32(&a, mode | nov);
     kiln__args_u64(&a, len);
     kiln__args_mem(&a, hist.mem);
     if (!one)
@@ -223,7 +226,7 @@ radix_passes(const char *op, kiln_context *ctx, kiln_dtype kdt, kiln_tensor **ke
       kiln__args_u64(&b, tile);
       kiln__args_u32(&b, shift);
       kiln__args_u32(&b, rbits);
-      kiln__args_u32(&b, mode);
+      kiln__args_u32(&b, mode | nov);
       kiln__args_u64(&b, len);
       kiln__args_mem(&b, hist.mem);
       kiln__args_tensor(&b, k2);
@@ -563,6 +566,47 @@ select_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_
 }
 
 /*
+ * Values-only sort of one row of integers (equal values are indistinguishable, so stability
+ * needs no positions): the keys alone through the radix passes, then back to values.
+ */
+static kiln_status
+keys_only(const char *op, kiln_context *ctx, const kiln_tensor *x, uint64_t n, int desc,
+          kiln_tensor *vout)
+{
+  const kiln_dtype kdt = key_dtype(x->dtype);
+  kiln_tensor *keys = NULL, *none = NULL;
+  cl_kernel kk, kv;
+  kiln_status s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "sort_keys", &kk);
+  if (s == KILN_OK)
+    s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "keys_values", &kv);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(op, ctx, kdt, n, &keys);
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, kk);
+    kiln__args_tensor(&a, x);
+    kiln__args_u64(&a, 1);
+    kiln__args_u64(&a, n);
+    kiln__args_u64(&a, 1);
+    kiln__args_u32(&a, (uint32_t)!!desc);
+    kiln__args_tensor(&a, keys);
+    kiln__args_tensor(&a, NULL);
+    s = kiln__args_launch_1d(&a, ctx, n, 0);
+  }
+  if (s == KILN_OK)
+    s = radix_passes(op, ctx, kdt, &keys, &none, n, key_bits(x->dtype), 1, n);
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, kv);
+    kiln__args_tensor(&a, keys);
+    kiln__args_u64(&a, n);
+    kiln__args_u32(&a, (uint32_t)!!desc);
+    kiln__args_tensor(&a, vout);
+    s = kiln__args_launch_1d(&a, ctx, n, 0);
+  }
+  kiln_tensor_release(keys);
+  return s;
+}
+
+/*
  * CPUs with many long rows: the keys of every row, then one work-item per row sorts its row
  * serially (rows_serial: all passes of a row in the core's cache, no row passes). *keys and
  * *vals as kiln__sort_pairs_radix's (ctx->lock held).
@@ -671,6 +715,9 @@ sort_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_ge
     return kiln__args_enqueue_1d(&a, ctx, (size_t)(groups_for(g->rows) * local), local);
   }
   kiln_tensor *keys = NULL, *vals = NULL;
+  if (!iout && g->rows == 1 && ostart == 0 && olen == g->len && !kiln__sort_force_pairs &&
+      (KILN__DT_INTS | KILN__DT_BIT(KILN_BOOL)) & KILN__DT_BIT(x->dtype))
+    return keys_only(op, ctx, x, g->len, desc, vout);
   if (cpu_rows)
     KILN_TRY(rows_serial(op, ctx, x, g, desc, &keys, &vals));
   else

@@ -21,6 +21,8 @@ extern uint64_t kiln__sort_radix_tile;
 extern uint32_t kiln__sort_radix_bits;
 /* Test hook: nonzero makes topk and kthvalue take the radix selection whenever k fits. */
 extern int kiln__sort_force_select;
+/* Test hook: nonzero sorts integers with positions even when only values are wanted. */
+extern int kiln__sort_force_pairs;
 
 /* Nonzero when dtype's keys are 64 bits (i64, f64). */
 int kiln__sort_key64(kiln_dtype dt);
