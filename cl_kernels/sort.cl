@@ -16,6 +16,10 @@
  * sorted axis has len elements; inner is the product of the dimensions after it).
  *   sort_keys(x, xoff, rows, len, inner, desc, keys, koff, vals, voff)  1-D over rows * len:
  *     keys[p] = key(row p / len, element p % len), vals[p] = p (vals may be NULL).
+ *   sort_keys_raw(x, xoff, n, desc, keys, koff, vals, voff), raw_values(vals, voff, n, out,
+ *     ooff)  f32, f16, bf16 only: values-only sorts of one row carry the values' own bits as
+ *     the payloads (stable, so equal keys such as -0.0 and +0.0 or NaNs keep their order and
+ *     bits) and write them back in order, with no gather through positions.
  *   keys_values(keys, koff, n, desc, out, ooff)  integers only: out[i] = the value of key i
  *     (values-only sorts of integers, whose equal values cannot be told apart, sort keys
  *     without positions).
@@ -365,5 +369,33 @@ keys_values(global const K *keys, ulong koff, ulong n, uint desc, global T *out,
     out[ooff + i] = (T)kv;
 #endif
   }
+}
+#endif
+
+#if defined(KILN_DT_F32) || KILN_IS_HALF
+kernel void
+sort_keys_raw(global const ST *x, ulong xoff, ulong n, uint desc, global K *keys, ulong koff,
+              global uint *vals, ulong voff)
+{
+  const K flip = desc ? (K)K_FLIP : (K)0;
+  for (ulong p = get_global_id(0); p < n; p += get_global_size(0)) {
+    keys[koff + p] = key_of(KILN_LOAD(x, xoff + p)) ^ flip;
+#if defined(KILN_DT_F32)
+    vals[voff + p] = as_uint(x[xoff + p]);
+#else
+    vals[voff + p] = (uint)((global const MT *)x)[xoff + p];
+#endif
+  }
+}
+
+kernel void
+raw_values(global const uint *vals, ulong voff, ulong n, global ST *out, ulong ooff)
+{
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0))
+#if defined(KILN_DT_F32)
+    out[ooff + i] = as_float(vals[voff + i]);
+#else
+    ((global MT *)out)[ooff + i] = (MT)vals[voff + i];
+#endif
 }
 #endif

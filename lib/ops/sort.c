@@ -607,6 +607,47 @@ keys_only(const char *op, kiln_context *ctx, const kiln_tensor *x, uint64_t n, i
 }
 
 /*
+ * Values-only sort of one row of f32, f16 or bf16: the payloads are the values' own bits
+ * (32 bits hold them), so the stable passes carry -0.0 and NaN bits in input order and the
+ * result needs no gather through positions.
+ */
+static kiln_status
+raw_payloads(const char *op, kiln_context *ctx, const kiln_tensor *x, uint64_t n, int desc,
+             kiln_tensor *vout)
+{
+  kiln_tensor *keys = NULL, *vals = NULL;
+  cl_kernel kk, kv;
+  kiln_status s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "sort_keys_raw", &kk);
+  if (s == KILN_OK)
+    s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "raw_values", &kv);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(op, ctx, KILN_I32, n, &keys);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(op, ctx, KILN_I32, n, &vals);
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, kk);
+    kiln__args_tensor(&a, x);
+    kiln__args_u64(&a, n);
+    kiln__args_u32(&a, (uint32_t)!!desc);
+    kiln__args_tensor(&a, keys);
+    kiln__args_tensor(&a, vals);
+    s = kiln__args_launch_1d(&a, ctx, n, 0);
+  }
+  if (s == KILN_OK)
+    s = radix_passes(op, ctx, KILN_I32, &keys, &vals, n, key_bits(x->dtype), 1, n);
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, kv);
+    kiln__args_tensor(&a, vals);
+    kiln__args_u64(&a, n);
+    kiln__args_tensor(&a, vout);
+    s = kiln__args_launch_1d(&a, ctx, n, 0);
+  }
+  kiln_tensor_release(keys);
+  kiln_tensor_release(vals);
+  return s;
+}
+
+/*
  * CPUs with many long rows: the keys of every row, then one work-item per row sorts its row
  * serially (rows_serial: all passes of a row in the core's cache, no row passes). *keys and
  * *vals as kiln__sort_pairs_radix's (ctx->lock held).
@@ -718,6 +759,9 @@ sort_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_ge
   if (!iout && g->rows == 1 && ostart == 0 && olen == g->len && !kiln__sort_force_pairs &&
       (KILN__DT_INTS | KILN__DT_BIT(KILN_BOOL)) & KILN__DT_BIT(x->dtype))
     return keys_only(op, ctx, x, g->len, desc, vout);
+  if (!iout && g->rows == 1 && ostart == 0 && olen == g->len && !kiln__sort_force_pairs &&
+      (KILN__DT_HALVES | KILN__DT_BIT(KILN_F32)) & KILN__DT_BIT(x->dtype))
+    return raw_payloads(op, ctx, x, g->len, desc, vout);
   if (cpu_rows)
     KILN_TRY(rows_serial(op, ctx, x, g, desc, &keys, &vals));
   else
