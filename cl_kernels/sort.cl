@@ -20,6 +20,8 @@
  *     ooff)  f32, f16, bf16 only: values-only sorts of one row carry the values' own bits as
  *     the payloads (stable, so equal keys such as -0.0 and +0.0 or NaNs keep their order and
  *     bits) and write them back in order, with no gather through positions.
+ *   uniq_emit_keys(keys, koff, n, flags, pos, out, ooff, starts)  integers only, 1-D over
+ *     n sorted keys (no payloads): run g writes its value and starts[g] = i.
  *   keys_values(keys, koff, n, desc, out, ooff)  integers only: out[i] = the value of key i
  *     (values-only sorts of integers, whose equal values cannot be told apart, sort keys
  *     without positions).
@@ -355,19 +357,37 @@ iota(global uint *vals, ulong voff, ulong n)
 }
 
 #if !KILN_IS_FLOAT
+inline T
+value_of_key(K kv)
+{
+#if defined(KILN_DT_I64)
+  return (T)(kv ^ 0x8000000000000000UL);
+#elif defined(KILN_DT_I32)
+  return (T)(kv ^ 0x80000000u);
+#else
+  return (T)kv;
+#endif
+}
+
+kernel void
+uniq_emit_keys(global const K *keys, ulong koff, ulong n, global const uint *flags,
+               global const uint *pos, global T *out, ulong ooff, global uint *starts)
+{
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
+    if (!flags[i])
+      continue;
+    ulong g = pos[i];
+    starts[g] = (uint)i;
+    out[ooff + g] = value_of_key(keys[koff + i]);
+  }
+}
+
 kernel void
 keys_values(global const K *keys, ulong koff, ulong n, uint desc, global T *out, ulong ooff)
 {
   const K flip = desc ? (K)K_FLIP : (K)0;
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
-    K kv = keys[koff + i] ^ flip;
-#if defined(KILN_DT_I64)
-    out[ooff + i] = (T)(kv ^ 0x8000000000000000UL);
-#elif defined(KILN_DT_I32)
-    out[ooff + i] = (T)(kv ^ 0x80000000u);
-#else
-    out[ooff + i] = (T)kv;
-#endif
+    out[ooff + i] = value_of_key(keys[koff + i] ^ flip);
   }
 }
 #endif

@@ -569,16 +569,14 @@ select_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_
  * Values-only sort of one row of integers (equal values are indistinguishable, so stability
  * needs no positions): the keys alone through the radix passes, then back to values.
  */
-static kiln_status
-keys_only(const char *op, kiln_context *ctx, const kiln_tensor *x, uint64_t n, int desc,
-          kiln_tensor *vout)
+kiln_status
+kiln__sort_keys_only(const char *op, kiln_context *ctx, const kiln_tensor *x, uint64_t n, int desc,
+                     kiln_tensor **out)
 {
   const kiln_dtype kdt = key_dtype(x->dtype);
   kiln_tensor *keys = NULL, *none = NULL;
-  cl_kernel kk, kv;
+  cl_kernel kk;
   kiln_status s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "sort_keys", &kk);
-  if (s == KILN_OK)
-    s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "keys_values", &kv);
   if (s == KILN_OK)
     s = kiln__ops_scratch(op, ctx, kdt, n, &keys);
   if (s == KILN_OK) {
@@ -587,18 +585,35 @@ keys_only(const char *op, kiln_context *ctx, const kiln_tensor *x, uint64_t n, i
     kiln__args_u64(&a, 1);
     kiln__args_u64(&a, n);
     kiln__args_u64(&a, 1);
-    kiln__args_u32(&a, (uint32_t)!!desc);
+    kiln__args_u32(&a, (uint32_t) !!desc);
     kiln__args_tensor(&a, keys);
     kiln__args_tensor(&a, NULL);
     s = kiln__args_launch_1d(&a, ctx, n, 0);
   }
   if (s == KILN_OK)
     s = radix_passes(op, ctx, kdt, &keys, &none, n, key_bits(x->dtype), 1, n);
+  if (s != KILN_OK) {
+    kiln_tensor_release(keys);
+    keys = NULL;
+  }
+  *out = keys;
+  return s;
+}
+
+static kiln_status
+keys_only(const char *op, kiln_context *ctx, const kiln_tensor *x, uint64_t n, int desc,
+          kiln_tensor *vout)
+{
+  kiln_tensor *keys = NULL;
+  cl_kernel kv;
+  kiln_status s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "keys_values", &kv);
+  if (s == KILN_OK)
+    s = kiln__sort_keys_only(op, ctx, x, n, desc, &keys);
   if (s == KILN_OK) {
     kiln__args a = kiln__args_begin(op, kv);
     kiln__args_tensor(&a, keys);
     kiln__args_u64(&a, n);
-    kiln__args_u32(&a, (uint32_t)!!desc);
+    kiln__args_u32(&a, (uint32_t) !!desc);
     kiln__args_tensor(&a, vout);
     s = kiln__args_launch_1d(&a, ctx, n, 0);
   }
@@ -628,7 +643,7 @@ raw_payloads(const char *op, kiln_context *ctx, const kiln_tensor *x, uint64_t n
     kiln__args a = kiln__args_begin(op, kk);
     kiln__args_tensor(&a, x);
     kiln__args_u64(&a, n);
-    kiln__args_u32(&a, (uint32_t)!!desc);
+    kiln__args_u32(&a, (uint32_t) !!desc);
     kiln__args_tensor(&a, keys);
     kiln__args_tensor(&a, vals);
     s = kiln__args_launch_1d(&a, ctx, n, 0);

@@ -44,6 +44,11 @@ kiln_status kiln__sort_pairs_radix(const char *op, kiln_context *ctx, const kiln
                                    uint64_t rows, uint64_t len, uint64_t inner, int desc,
                                    kiln_tensor **keys, kiln_tensor **vals);
 
+/* The sorted keys alone of x's n elements (one row; desc flips them): a new scratch tensor of
+ * the key dtype in *out. For integers, whose equal values are indistinguishable. */
+kiln_status kiln__sort_keys_only(const char *op, kiln_context *ctx, const kiln_tensor *x,
+                                 uint64_t n, int desc, kiln_tensor **out);
+
 /* The same for the rows of a 2-D x (nrows x ncols) by every column, ascending (sortrows). */
 kiln_status kiln__sort_rows_radix(const char *op, kiln_context *ctx, const kiln_tensor *x,
                                   uint64_t nrows, uint64_t ncols, const int64_t *cols, size_t ncol,

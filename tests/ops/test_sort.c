@@ -527,6 +527,23 @@ START_TEST(test_unique)
           for (uint64_t i = starts[g]; i < end; i++)
             EXPECT((uint64_t)hinv[perm[i]] == g, "unique inverse %llu", (unsigned long long)i);
         }
+        /* Values and counts alone (integers: from the keys, without positions). */
+        kiln_tensor *v2 = NULL, *c2 = NULL;
+        KOK(kiln_unique(harness_ctx(), x, NULL, &v2, NULL, NULL, &c2));
+        ck_assert_int_eq(kiln_tensor_numel(v2), nu);
+        uint8_t *hv2 = harness_download(v2);
+        int64_t *hc2 = down_i64(c2);
+        for (uint64_t g = 0; g < nu; g++) {
+          uint8_t pair[16];
+          memcpy(pair, hv2 + g * es, es);
+          memcpy(pair + es, hv + g * es, es);
+          EXPECT(hcmp(dt, pair, 0, 1) == 0 && hc2[g] == hc[g], "%s unique values/counts %llu",
+                 kiln_dtype_name(dt), (unsigned long long)g);
+        }
+        free(hv2);
+        free(hc2);
+        kiln_tensor_release(v2);
+        kiln_tensor_release(c2);
         free(hv);
         free(hf);
         free(hinv);
