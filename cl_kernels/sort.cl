@@ -15,7 +15,16 @@
  * Rows: element j of row r of x at (r / inner) * len * inner + r % inner + j * inner (the
  * sorted axis has len elements; inner is the product of the dimensions after it).
  *   sort_keys(x, xoff, rows, len, inner, desc, keys, koff, vals, voff)  1-D over rows * len:
- *     keys[p] = key(row p / len, element p % len), vals[p] = p.
+ *     keys[p] = key(row p / len, element p % len), vals[p] = p (vals may be NULL).
+ *   sort_keys_raw(x, xoff, n, desc, keys, koff, vals, voff), raw_values(vals, voff, n, out,
+ *     ooff)  f32, f16, bf16 only: values-only sorts of one row carry the values' own bits as
+ *     the payloads (stable, so equal keys such as -0.0 and +0.0 or NaNs keep their order and
+ *     bits) and write them back in order, with no gather through positions.
+ *   uniq_emit_keys(keys, koff, n, flags, pos, out, ooff, starts)  integers only, 1-D over
+ *     n sorted keys (no payloads): run g writes its value and starts[g] = i.
+ *   keys_values(keys, koff, n, desc, out, ooff)  integers only: out[i] = the value of key i
+ *     (values-only sorts of integers, whose equal values cannot be told apart, sort keys
+ *     without positions).
  *   sort_col_keys(x, xoff, ncols, col, desc, first, n, keys, koff, vals, voff)  1-D over n
  *     (rows of a 2-D x): keys[i] = key(x[vals[i]][col]); first sets vals[i] = i before.
  *   sort_gather(x, xoff, rows, len, inner, vals, voff, vlen, ostart, olen, out, ooff, idx,
@@ -127,7 +136,8 @@ sort_keys(global const ST *x, ulong xoff, ulong rows, ulong len, ulong inner, ui
       at = phys(r, p - r * len, len, inner);
     }
     keys[koff + p] = key_of(KILN_LOAD(x, xoff + at)) ^ flip;
-    vals[voff + p] = (uint)p;
+    if (vals)
+      vals[voff + p] = (uint)p;
   }
 }
 
@@ -345,3 +355,67 @@ iota(global uint *vals, ulong voff, ulong n)
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0))
     vals[voff + i] = (uint)i;
 }
+
+#if !KILN_IS_FLOAT
+inline T
+value_of_key(K kv)
+{
+#if defined(KILN_DT_I64)
+  return (T)(kv ^ 0x8000000000000000UL);
+#elif defined(KILN_DT_I32)
+  return (T)(kv ^ 0x80000000u);
+#else
+  return (T)kv;
+#endif
+}
+
+kernel void
+uniq_emit_keys(global const K *keys, ulong koff, ulong n, global const uint *flags,
+               global const uint *pos, global T *out, ulong ooff, global uint *starts)
+{
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
+    if (!flags[i])
+      continue;
+    ulong g = pos[i];
+    starts[g] = (uint)i;
+    out[ooff + g] = value_of_key(keys[koff + i]);
+  }
+}
+
+kernel void
+keys_values(global const K *keys, ulong koff, ulong n, uint desc, global T *out, ulong ooff)
+{
+  const K flip = desc ? (K)K_FLIP : (K)0;
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
+    out[ooff + i] = value_of_key(keys[koff + i] ^ flip);
+  }
+}
+#endif
+
+#if defined(KILN_DT_F32) || KILN_IS_HALF
+kernel void
+sort_keys_raw(global const ST *x, ulong xoff, ulong n, uint desc, global K *keys, ulong koff,
+              global uint *vals, ulong voff)
+{
+  const K flip = desc ? (K)K_FLIP : (K)0;
+  for (ulong p = get_global_id(0); p < n; p += get_global_size(0)) {
+    keys[koff + p] = key_of(KILN_LOAD(x, xoff + p)) ^ flip;
+#if defined(KILN_DT_F32)
+    vals[voff + p] = as_uint(x[xoff + p]);
+#else
+    vals[voff + p] = (uint)((global const MT *)x)[xoff + p];
+#endif
+  }
+}
+
+kernel void
+raw_values(global const uint *vals, ulong voff, ulong n, global ST *out, ulong ooff)
+{
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0))
+#if defined(KILN_DT_F32)
+    out[ooff + i] = as_float(vals[voff + i]);
+#else
+    ((global MT *)out)[ooff + i] = (MT)vals[voff + i];
+#endif
+}
+#endif

@@ -6,7 +6,8 @@
  * Payloads are uint (flat positions: a sort holds fewer than 2^32 elements).
  *
  * A pass sorts by the digit of rbits bits (at most 11) at `shift` of the key (mode 0) or of the payload's row,
- * payload / len (mode 1: the row passes of many-row sorts, after the key passes). Work-group g
+ * payload / len (mode 1: the row passes of many-row sorts, after the key passes); mode bit 2
+ * (value 2) means no payloads at all (vals unused: values-only sorts of integers). Work-group g
  * owns the tile [g * tile, (g + 1) * tile) of the n pairs; work-item t of its L owns the
  * consecutive part [t * ipt, (t + 1) * ipt) of the tile (ipt = tile / L), so a tile's pairs
  * in (t, i) order are in input order and a serial walk per work-item keeps the scatter stable.
@@ -21,8 +22,12 @@
  *   scan_reduce(a, m, chunk, sums, tmp)  sums[g] = the sum of chunk g
  *   scan_top(sums, nb)                   one work-item: exclusive scan of the nb sums
  *   scan_down(a, m, chunk, sums, tmp)    chunk g scanned from sums[g]
+ * radix_count1, radix_scatter1: the same for one work-item per group (CPUs), counters in
+ * private memory.
+ * radix_count1, radix_scatter1: the same for one work-item per group (CPUs), the counters
+ * in private memory.
  * Tunables (host): L (the local size, 1 on CPUs: one serial walk per work-group), tile,
- * rbits (8 on GPUs: 256 counters per work-item in local memory; 11 on CPUs: fewer passes).
+ * rbits (8 on every device; a test hook takes 1 to 11).
  */
 #include "common.cl"
 
@@ -38,7 +43,7 @@ inline uint
 digit_of(global const K *keys, global const uint *vals, ulong i, uint shift, uint mask, uint mode,
          ulong len)
 {
-  if (mode)
+  if (mode & 1u)
     return (uint)(((ulong)vals[i] / len) >> shift) & mask;
   return (uint)(keys[i] >> shift) & mask;
 }
@@ -107,7 +112,8 @@ radix_scatter(global const K *keys, ulong koff, global const uint *vals, ulong v
     uint d = digit_of(keys, vals, i, shift, mask, mode, len);
     uint p = cnt[d * L + t]++;
     okeys[p] = keys[i];
-    ovals[p] = vals[i];
+    if (!(mode & 2u))
+      ovals[p] = vals[i];
   }
 }
 
@@ -383,5 +389,63 @@ rows_serial(global K *keys, ulong koff, global uint *vals, ulong voff, global K 
         vb[j] = va[j];
       }
     }
+  }
+}
+
+/*
+ * radix_count1, radix_scatter1: radix_count and radix_scatter for groups of one work-item
+ * (CPUs), with the counters in private memory and no local-memory indexing: the same
+ * arguments, minus cnt.
+ */
+kernel void
+radix_count1(global const K *keys, ulong koff, global const uint *vals, ulong voff, ulong n,
+             ulong tile, uint shift, uint rbits, uint mode, ulong len, global uint *hist)
+{
+  const ulong g = get_group_id(0), ng = get_num_groups(0);
+  const uint nb = 1u << rbits, mask = nb - 1u;
+  uint cnt[2048];
+  for (uint b = 0; b < nb; b++)
+    cnt[b] = 0;
+  keys += koff;
+  vals += voff;
+  ulong lo = g * tile, hi = lo + tile;
+  if (hi > n)
+    hi = n;
+  if (mode & 1u) {
+    for (ulong i = lo; i < hi; i++)
+      cnt[(uint)(((ulong)vals[i] / len) >> shift) & mask]++;
+  } else {
+    for (ulong i = lo; i < hi; i++)
+      cnt[(uint)(keys[i] >> shift) & mask]++;
+  }
+  for (uint b = 0; b < nb; b++)
+    hist[b * ng + g] = cnt[b];
+}
+
+kernel void
+radix_scatter1(global const K *keys, ulong koff, global const uint *vals, ulong voff, ulong n,
+               ulong tile, uint shift, uint rbits, uint mode, ulong len, global const uint *hist,
+               global K *okeys, ulong okoff, global uint *ovals, ulong ovoff)
+{
+  const ulong g = get_group_id(0), ng = get_num_groups(0);
+  const uint nb = 1u << rbits, mask = nb - 1u;
+  uint cnt[2048];
+  for (uint b = 0; b < nb; b++)
+    cnt[b] = hist[b * ng + g];
+  keys += koff;
+  vals += voff;
+  okeys += okoff;
+  ovals += ovoff;
+  ulong lo = g * tile, hi = lo + tile;
+  if (hi > n)
+    hi = n;
+  for (ulong i = lo; i < hi; i++) {
+    K kv = keys[i];
+    uint v = (mode & 2u) ? 0u : vals[i];
+    uint d = (mode & 1u) ? (uint)(((ulong)v / len) >> shift) & mask : (uint)(kv >> shift) & mask;
+    uint p = cnt[d]++;
+    okeys[p] = kv;
+    if (!(mode & 2u))
+      ovals[p] = v;
   }
 }

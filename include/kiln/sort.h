@@ -139,8 +139,8 @@ KILN_API kiln_status kiln_sortrows(kiln_context *ctx, const kiln_tensor *x, cons
  *         a 2-D x (KILN_ERR_SHAPE for a given axis and x not 2-D).
  */
 KILN_API kiln_status kiln_unique(kiln_context *ctx, const kiln_tensor *x, const int64_t *axis,
-                                 kiln_tensor **values, kiln_tensor **first,
-                                 kiln_tensor **inverse, kiln_tensor **counts);
+                                 kiln_tensor **values, kiln_tensor **first, kiln_tensor **inverse,
+                                 kiln_tensor **counts);
 
 /**
  * Collapses runs of equal consecutive elements of x, flattened (torch.unique_consecutive);

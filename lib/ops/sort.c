@@ -25,6 +25,7 @@ uint32_t kiln__sort_radix_local = 0;
 uint64_t kiln__sort_radix_tile = 0;
 uint32_t kiln__sort_radix_bits = 0;
 int kiln__sort_force_select = 0;
+int kiln__sort_force_pairs = 0;
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -148,11 +149,11 @@ static kiln_status
 radix_passes(const char *op, kiln_context *ctx, kiln_dtype kdt, kiln_tensor **keys,
              kiln_tensor **vals, uint64_t n, uint32_t kbits, uint64_t rows, uint64_t len)
 {
+  /* No payloads (*vals NULL): keys only, one row. */
+  const uint32_t nov = *vals ? 0u : 2u;
   if (n < 2)
     return KILN_OK;
   cl_kernel kc, ks;
-  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, kdt, "radix_count", &kc));
-  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, kdt, "radix_scatter", &ks));
   /* CPUs: one work-item per group walks a long tile serially (no local traffic, no
    * barriers); GPUs: up to 32 work-items share the 256 counters of each (32 KiB). 8-bit
    * digits on both: 11 bits (3 passes for 32-bit keys) measured 15% slower on PoCL (2048
@@ -170,6 +171,12 @@ radix_passes(const char *op, kiln_context *ctx, kiln_dtype kdt, kiln_tensor **ke
   if (kiln__sort_radix_local)
     L = kiln__sort_radix_local;
   const uint64_t buckets = (uint64_t)1 << rbits;
+  /* Groups of one work-item: the private-counter kernels (measured faster on PoCL). */
+  const int one = L == 1;
+  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, kdt,
+                            one ? "radix_count1" : "radix_count", &kc));
+  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, kdt,
+                            one ? "radix_scatter1" : "radix_scatter", &ks));
   uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
   uint64_t tile = ctx->info.is_gpu ? L * 128 : (n + 4 * cu - 1) / (4 * cu);
   if (!ctx->info.is_gpu && tile < 16384)
@@ -185,7 +192,7 @@ radix_passes(const char *op, kiln_context *ctx, kiln_dtype kdt, kiln_tensor **ke
   kiln_tensor *k2 = NULL, *v2 = NULL;
   kiln__ops_tmp hist = {0};
   kiln_status s = kiln__ops_scratch(op, ctx, kdt, n, &k2);
-  if (s == KILN_OK)
+  if (s == KILN_OK && !nov)
     s = kiln__ops_scratch(op, ctx, KILN_I32, n, &v2);
   if (s == KILN_OK)
     s = kiln__ops_tmp_alloc(ctx, ng * buckets * 4, &hist);
@@ -203,10 +210,11 @@ radix_passes(const char *op, kiln_context *ctx, kiln_dtype kdt, kiln_tensor **ke
     kiln__args_u64(&a, tile);
     kiln__args_u32(&a, shift);
     kiln__args_u32(&a, rbits);
-    kiln__args_u32(&a, mode);
+    kiln__args_u32(&a, mode | nov);
     kiln__args_u64(&a, len);
     kiln__args_mem(&a, hist.mem);
-    kiln__args_local(&a, (size_t)(buckets * L * 4));
+    if (!one)
+      kiln__args_local(&a, (size_t)(buckets * L * 4));
     s = kiln__args_enqueue_1d(&a, ctx, (size_t)(ng * L), (size_t)L);
     if (s == KILN_OK)
       s = kiln__sort_scan(op, ctx, hist.mem, ng * buckets);
@@ -218,12 +226,13 @@ radix_passes(const char *op, kiln_context *ctx, kiln_dtype kdt, kiln_tensor **ke
       kiln__args_u64(&b, tile);
       kiln__args_u32(&b, shift);
       kiln__args_u32(&b, rbits);
-      kiln__args_u32(&b, mode);
+      kiln__args_u32(&b, mode | nov);
       kiln__args_u64(&b, len);
       kiln__args_mem(&b, hist.mem);
       kiln__args_tensor(&b, k2);
       kiln__args_tensor(&b, v2);
-      kiln__args_local(&b, (size_t)(buckets * L * 4));
+      if (!one)
+        kiln__args_local(&b, (size_t)(buckets * L * 4));
       s = kiln__args_enqueue_1d(&b, ctx, (size_t)(ng * L), (size_t)L);
     }
     if (s == KILN_OK) {
@@ -261,7 +270,7 @@ kiln__sort_pairs_radix(const char *op, kiln_context *ctx, const kiln_tensor *x, 
     kiln__args_u64(&a, rows);
     kiln__args_u64(&a, len);
     kiln__args_u64(&a, inner);
-    kiln__args_u32(&a, (uint32_t)!!desc);
+    kiln__args_u32(&a, (uint32_t) !!desc);
     kiln__args_tensor(&a, *keys);
     kiln__args_tensor(&a, *vals);
     s = kiln__args_launch_1d(&a, ctx, n, 0);
@@ -369,8 +378,8 @@ fill_u32(const char *op, kiln_context *ctx, cl_mem mem, uint32_t v, uint64_t n)
 static kiln_status
 copy_u32(const char *op, kiln_context *ctx, const kiln_tensor *src, kiln_tensor *dst, uint64_t n)
 {
-  cl_int err = clEnqueueCopyBuffer(ctx->queue, src->mem, dst->mem, src->offset, dst->offset,
-                                   n * 4, 0, NULL, NULL);
+  cl_int err = clEnqueueCopyBuffer(ctx->queue, src->mem, dst->mem, src->offset, dst->offset, n * 4,
+                                   0, NULL, NULL);
   return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueCopyBuffer");
 }
 
@@ -408,7 +417,7 @@ select_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_
     s = kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, kdt, "pairs_local", &kl);
   if (s == KILN_OK)
     s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "sort_gather", &kg);
-  const kiln_dtype tdt[NT] = {kdt,       KILN_I32, kdt,      KILN_I32, KILN_I32,
+  const kiln_dtype tdt[NT] = {kdt,      KILN_I32, kdt,      KILN_I32, KILN_I32,
                               KILN_I32, KILN_I32, KILN_I32, KILN_I32, KILN_I32};
   const uint64_t tn[NT] = {n, n, rows, rows, rows * 256, n, n, n, n, n};
   for (size_t i = 0; s == KILN_OK && i < NT; i++)
@@ -423,7 +432,7 @@ select_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_
     kiln__args_u64(&a, rows);
     kiln__args_u64(&a, len);
     kiln__args_u64(&a, g->inner);
-    kiln__args_u32(&a, (uint32_t)!!desc);
+    kiln__args_u32(&a, (uint32_t) !!desc);
     kiln__args_tensor(&a, *keys);
     kiln__args_tensor(&a, *vals);
     s = kiln__args_launch_1d(&a, ctx, n, 0);
@@ -557,6 +566,103 @@ select_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_
 }
 
 /*
+ * Values-only sort of one row of integers (equal values are indistinguishable, so stability
+ * needs no positions): the keys alone through the radix passes, then back to values.
+ */
+kiln_status
+kiln__sort_keys_only(const char *op, kiln_context *ctx, const kiln_tensor *x, uint64_t n, int desc,
+                     kiln_tensor **out)
+{
+  const kiln_dtype kdt = key_dtype(x->dtype);
+  kiln_tensor *keys = NULL, *none = NULL;
+  cl_kernel kk;
+  kiln_status s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "sort_keys", &kk);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(op, ctx, kdt, n, &keys);
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, kk);
+    kiln__args_tensor(&a, x);
+    kiln__args_u64(&a, 1);
+    kiln__args_u64(&a, n);
+    kiln__args_u64(&a, 1);
+    kiln__args_u32(&a, (uint32_t) !!desc);
+    kiln__args_tensor(&a, keys);
+    kiln__args_tensor(&a, NULL);
+    s = kiln__args_launch_1d(&a, ctx, n, 0);
+  }
+  if (s == KILN_OK)
+    s = radix_passes(op, ctx, kdt, &keys, &none, n, key_bits(x->dtype), 1, n);
+  if (s != KILN_OK) {
+    kiln_tensor_release(keys);
+    keys = NULL;
+  }
+  *out = keys;
+  return s;
+}
+
+static kiln_status
+keys_only(const char *op, kiln_context *ctx, const kiln_tensor *x, uint64_t n, int desc,
+          kiln_tensor *vout)
+{
+  kiln_tensor *keys = NULL;
+  cl_kernel kv;
+  kiln_status s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "keys_values", &kv);
+  if (s == KILN_OK)
+    s = kiln__sort_keys_only(op, ctx, x, n, desc, &keys);
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, kv);
+    kiln__args_tensor(&a, keys);
+    kiln__args_u64(&a, n);
+    kiln__args_u32(&a, (uint32_t) !!desc);
+    kiln__args_tensor(&a, vout);
+    s = kiln__args_launch_1d(&a, ctx, n, 0);
+  }
+  kiln_tensor_release(keys);
+  return s;
+}
+
+/*
+ * Values-only sort of one row of f32, f16 or bf16: the payloads are the values' own bits
+ * (32 bits hold them), so the stable passes carry -0.0 and NaN bits in input order and the
+ * result needs no gather through positions.
+ */
+static kiln_status
+raw_payloads(const char *op, kiln_context *ctx, const kiln_tensor *x, uint64_t n, int desc,
+             kiln_tensor *vout)
+{
+  kiln_tensor *keys = NULL, *vals = NULL;
+  cl_kernel kk, kv;
+  kiln_status s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "sort_keys_raw", &kk);
+  if (s == KILN_OK)
+    s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "raw_values", &kv);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(op, ctx, KILN_I32, n, &keys);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(op, ctx, KILN_I32, n, &vals);
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, kk);
+    kiln__args_tensor(&a, x);
+    kiln__args_u64(&a, n);
+    kiln__args_u32(&a, (uint32_t) !!desc);
+    kiln__args_tensor(&a, keys);
+    kiln__args_tensor(&a, vals);
+    s = kiln__args_launch_1d(&a, ctx, n, 0);
+  }
+  if (s == KILN_OK)
+    s = radix_passes(op, ctx, KILN_I32, &keys, &vals, n, key_bits(x->dtype), 1, n);
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, kv);
+    kiln__args_tensor(&a, vals);
+    kiln__args_u64(&a, n);
+    kiln__args_tensor(&a, vout);
+    s = kiln__args_launch_1d(&a, ctx, n, 0);
+  }
+  kiln_tensor_release(keys);
+  kiln_tensor_release(vals);
+  return s;
+}
+
+/*
  * CPUs with many long rows: the keys of every row, then one work-item per row sorts its row
  * serially (rows_serial: all passes of a row in the core's cache, no row passes). *keys and
  * *vals as kiln__sort_pairs_radix's (ctx->lock held).
@@ -587,7 +693,7 @@ rows_serial(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_
     kiln__args_u64(&a, g->rows);
     kiln__args_u64(&a, g->len);
     kiln__args_u64(&a, g->inner);
-    kiln__args_u32(&a, (uint32_t)!!desc);
+    kiln__args_u32(&a, (uint32_t) !!desc);
     kiln__args_tensor(&a, *keys);
     kiln__args_tensor(&a, *vals);
     s = kiln__args_launch_1d(&a, ctx, n, 0);
@@ -620,8 +726,7 @@ rows_serial(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_
  */
 static kiln_status
 sort_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_geo *g, int desc,
-          kiln_sort_path path, uint64_t ostart, uint64_t olen, kiln_tensor *vout,
-          kiln_tensor *iout)
+          kiln_sort_path path, uint64_t ostart, uint64_t olen, kiln_tensor *vout, kiln_tensor *iout)
 {
   const uint64_t n = g->rows * g->len;
   if (!n || !olen)
@@ -654,7 +759,7 @@ sort_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_ge
     kiln__args_u64(&a, g->rows);
     kiln__args_u64(&a, g->len);
     kiln__args_u64(&a, g->inner);
-    kiln__args_u32(&a, (uint32_t)!!desc);
+    kiln__args_u32(&a, (uint32_t) !!desc);
     kiln__args_u64(&a, ostart);
     kiln__args_u64(&a, olen);
     kiln__args_tensor(&a, vout);
@@ -666,6 +771,12 @@ sort_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_ge
     return kiln__args_enqueue_1d(&a, ctx, (size_t)(groups_for(g->rows) * local), local);
   }
   kiln_tensor *keys = NULL, *vals = NULL;
+  if (!iout && g->rows == 1 && ostart == 0 && olen == g->len && !kiln__sort_force_pairs &&
+      (KILN__DT_INTS | KILN__DT_BIT(KILN_BOOL)) & KILN__DT_BIT(x->dtype))
+    return keys_only(op, ctx, x, g->len, desc, vout);
+  if (!iout && g->rows == 1 && ostart == 0 && olen == g->len && !kiln__sort_force_pairs &&
+      (KILN__DT_HALVES | KILN__DT_BIT(KILN_F32)) & KILN__DT_BIT(x->dtype))
+    return raw_payloads(op, ctx, x, g->len, desc, vout);
   if (cpu_rows)
     KILN_TRY(rows_serial(op, ctx, x, g, desc, &keys, &vals));
   else
@@ -750,8 +861,8 @@ targets_finish(const char *op, kiln_context *ctx, kiln_tensor **const *outs, siz
  */
 static kiln_status
 select_run(const char *op, kiln_context *ctx, const kiln_tensor *x, int64_t axis, int desc,
-           kiln_sort_path path, uint64_t ostart, uint64_t olen, int drop_axis,
-           kiln_tensor **values, kiln_tensor **indices)
+           kiln_sort_path path, uint64_t ostart, uint64_t olen, int drop_axis, kiln_tensor **values,
+           kiln_tensor **indices)
 {
   size_t ax;
   sort_geo g;
@@ -769,8 +880,7 @@ select_run(const char *op, kiln_context *ctx, const kiln_tensor *x, int64_t axis
   KILN_RETURN_IF(path == KILN_SORT_LOCAL && g.len > kiln_sort_local_max(ctx, x->dtype),
                  KILN_ERR_INVALID_ARGUMENT, op,
                  "rows of %llu elements are longer than the local sort holds (%llu)",
-                 (unsigned long long)g.len,
-                 (unsigned long long)kiln_sort_local_max(ctx, x->dtype));
+                 (unsigned long long)g.len, (unsigned long long)kiln_sort_local_max(ctx, x->dtype));
   kiln_tensor **outs[2] = {values, indices};
   const kiln_dtype dts[2] = {x->dtype, KILN_I64};
   const kiln__shape *shapes[2] = {&shape, &shape};
@@ -855,9 +965,8 @@ kiln_kthvalue(kiln_context *ctx, const kiln_tensor *x, uint64_t k, int64_t axis,
     KILN_TRY(kiln__ops_axis(op, axis, x->shape.ndim, &ax));
     len = (uint64_t)x->shape.dims[ax];
   }
-  KILN_RETURN_IF(k == 0 || k > len, KILN_ERR_INVALID_ARGUMENT, op,
-                 "k = %llu is outside [1, %llu]", (unsigned long long)k,
-                 (unsigned long long)len);
+  KILN_RETURN_IF(k == 0 || k > len, KILN_ERR_INVALID_ARGUMENT, op, "k = %llu is outside [1, %llu]",
+                 (unsigned long long)k, (unsigned long long)len);
   return select_run(op, ctx, x, axis, 0, KILN_SORT_AUTO, k - 1, 1, !keepdim, values, indices);
 }
 

@@ -21,6 +21,8 @@ extern uint64_t kiln__sort_radix_tile;
 extern uint32_t kiln__sort_radix_bits;
 /* Test hook: nonzero makes topk and kthvalue take the radix selection whenever k fits. */
 extern int kiln__sort_force_select;
+/* Test hook: nonzero sorts integers with positions even when only values are wanted. */
+extern int kiln__sort_force_pairs;
 
 /* Nonzero when dtype's keys are 64 bits (i64, f64). */
 int kiln__sort_key64(kiln_dtype dt);
@@ -42,11 +44,15 @@ kiln_status kiln__sort_pairs_radix(const char *op, kiln_context *ctx, const kiln
                                    uint64_t rows, uint64_t len, uint64_t inner, int desc,
                                    kiln_tensor **keys, kiln_tensor **vals);
 
+/* The sorted keys alone of x's n elements (one row; desc flips them): a new scratch tensor of
+ * the key dtype in *out. For integers, whose equal values are indistinguishable. */
+kiln_status kiln__sort_keys_only(const char *op, kiln_context *ctx, const kiln_tensor *x,
+                                 uint64_t n, int desc, kiln_tensor **out);
+
 /* The same for the rows of a 2-D x (nrows x ncols) by every column, ascending (sortrows). */
 kiln_status kiln__sort_rows_radix(const char *op, kiln_context *ctx, const kiln_tensor *x,
-                                  uint64_t nrows, uint64_t ncols, const int64_t *cols,
-                                  size_t ncol, const int *desc, kiln_tensor **keys,
-                                  kiln_tensor **vals);
+                                  uint64_t nrows, uint64_t ncols, const int64_t *cols, size_t ncol,
+                                  const int *desc, kiln_tensor **keys, kiln_tensor **vals);
 
 /* Sorted values of x (flattened, ascending) into out (x's dtype, numel(x) elements). */
 kiln_status kiln__sort_values_flat(const char *op, kiln_context *ctx, const kiln_tensor *x,

@@ -155,6 +155,71 @@ emit_runs(const char *op, kiln_context *ctx, const kiln_tensor *x, int rows_mode
   return s;
 }
 
+/*
+ * Unique values (and counts) of integers from their sorted keys alone: no positions are
+ * needed when neither first positions nor the inverse are asked for (ctx->lock held).
+ */
+static kiln_status
+unique_int_keys(const char *op, kiln_context *ctx, const kiln_tensor *x, kiln_tensor **values,
+                kiln_tensor **counts)
+{
+  const uint64_t n = x->numel;
+  kiln_tensor *keys = NULL, *flags = NULL, *pos = NULL, *starts = NULL;
+  uint64_t nu = 0;
+  cl_kernel kf, ke, kc;
+  kiln_status s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "uniq_flags", &kf);
+  if (s == KILN_OK)
+    s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "uniq_emit_keys", &ke);
+  if (s == KILN_OK)
+    s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "uniq_counts", &kc);
+  if (s == KILN_OK)
+    s = kiln__sort_keys_only(op, ctx, x, n, 0, &keys);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(op, ctx, KILN_I32, n, &flags);
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, kf);
+    kiln__args_tensor(&a, keys);
+    kiln__args_u64(&a, n);
+    kiln__args_mem(&a, flags->mem);
+    s = kiln__args_launch_1d(&a, ctx, n, 0);
+  }
+  if (s == KILN_OK)
+    s = scan_count(op, ctx, flags, n, &pos, &nu);
+  if (s == KILN_OK)
+    s = new_1d(op, ctx, x->dtype, nu, values);
+  if (s == KILN_OK && counts)
+    s = new_1d(op, ctx, KILN_I64, nu, counts);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(op, ctx, KILN_I32, nu, &starts);
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, ke);
+    kiln__args_tensor(&a, keys);
+    kiln__args_u64(&a, n);
+    kiln__args_mem(&a, flags->mem);
+    kiln__args_mem(&a, pos->mem);
+    kiln__args_tensor(&a, *values);
+    kiln__args_mem(&a, starts->mem);
+    s = kiln__args_launch_1d(&a, ctx, n, 0);
+  }
+  if (s == KILN_OK && counts) {
+    kiln__args a = kiln__args_begin(op, kc);
+    kiln__args_mem(&a, starts->mem);
+    kiln__args_u64(&a, nu);
+    kiln__args_u64(&a, n);
+    kiln__args_tensor(&a, *counts);
+    s = kiln__args_launch_1d(&a, ctx, nu, 0);
+  }
+  kiln_tensor_release(keys);
+  kiln_tensor_release(flags);
+  kiln_tensor_release(pos);
+  kiln_tensor_release(starts);
+  if (s != KILN_OK) {
+    drop(values);
+    drop(counts);
+  }
+  return s;
+}
+
 /* Unique of x flattened (ctx->lock held); outputs as emit_runs. */
 static kiln_status
 unique_flat(const char *op, kiln_context *ctx, const kiln_tensor *x, kiln_tensor **values,
@@ -162,6 +227,9 @@ unique_flat(const char *op, kiln_context *ctx, const kiln_tensor *x, kiln_tensor
 {
   kiln_tensor *keys = NULL, *vals = NULL;
   kiln_status s = KILN_OK;
+  if (x->numel && values && !first && !inverse &&
+      ((KILN__DT_INTS | KILN__DT_BIT(KILN_BOOL)) & KILN__DT_BIT(x->dtype)))
+    return unique_int_keys(op, ctx, x, values, counts);
   if (x->numel)
     s = kiln__sort_pairs_radix(op, ctx, x, 1, x->numel, 1, 0, &keys, &vals);
   if (s == KILN_OK)
@@ -233,8 +301,7 @@ kiln_unique(kiln_context *ctx, const kiln_tensor *x, const int64_t *axis, kiln_t
       s = kiln__sort_rows_radix(op, ctx, x, nrows, ncols, NULL, 0, NULL, &keys, &vals);
     kiln__shape ish = {.ndim = 1, .dims = {(int64_t)nrows}};
     if (s == KILN_OK)
-      s = emit_runs(op, ctx, x, 1, nrows, ncols, keys, vals, &ish, values, first, inverse,
-                    counts);
+      s = emit_runs(op, ctx, x, 1, nrows, ncols, keys, vals, &ish, values, first, inverse, counts);
     kiln_tensor_release(keys);
     kiln_tensor_release(vals);
   }
@@ -259,8 +326,7 @@ kiln_unique_consecutive(kiln_context *ctx, const kiln_tensor *x, kiln_tensor **v
   if (x->numel)
     s = keys_in_order(op, ctx, x, &keys, &vals);
   if (s == KILN_OK)
-    s = emit_runs(op, ctx, x, 0, x->numel, 1, keys, vals, &x->shape, values, NULL, inverse,
-                  counts);
+    s = emit_runs(op, ctx, x, 0, x->numel, 1, keys, vals, &x->shape, values, NULL, inverse, counts);
   kiln_tensor_release(keys);
   kiln_tensor_release(vals);
   kiln__ctx_unlock(ctx);
@@ -316,7 +382,7 @@ kiln_searchsorted(kiln_context *ctx, const kiln_tensor *seq, const kiln_tensor *
     kiln__args_tensor(&a, v);
     kiln__args_u64(&a, m ? m : 1);
     kiln__args_u64(&a, v->numel);
-    kiln__args_u32(&a, (uint32_t)!!right);
+    kiln__args_u32(&a, (uint32_t) !!right);
     kiln__args_tensor(&a, t.dst);
     s = kiln__args_launch_1d(&a, ctx, v->numel, 0);
   }
@@ -346,7 +412,7 @@ member(const char *op, kiln_context *ctx, kiln_tensor *skeys, kiln_tensor *svals
   kiln__args_tensor(&b, tf);
   kiln__args_tensor(&b, loc);
   kiln__args_mem(&b, hit ? hit->mem : NULL);
-  kiln__args_u32(&b, (uint32_t)!!keep);
+  kiln__args_u32(&b, (uint32_t) !!keep);
   kiln__args_u32(&b, (tf ? MEMBER_TF : 0u) | (loc ? MEMBER_LOC : 0u) | (hit ? MEMBER_HIT : 0u));
   return kiln__args_launch_1d(&b, ctx, a->numel, 0);
 }
