@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "tools/bench.h"
+#include "tools/bench_sort.h"
 
 kiln_status
 bench_random_tensor(kiln_context *ctx, kiln_dtype dtype, size_t ndim, const int64_t *shape,
@@ -849,11 +850,94 @@ flops_inv(int64_t n)
   return 2.0 * d * d * d;
 }
 
+/*
+ * linalg_spectral (n as the linalg rows): linalg.qr is the reduced Q and R (geqrf 4/3 d^3 and
+ * forming Q 4/3 d^3), linalg.eigh values and vectors of a symmetric matrix, linalg.svd values
+ * and reduced U, V^T. eigh and svd report times only: their host stages make a flop rate
+ * meaningless.
+ */
+static kiln_status
+run_qr(struct bench_state *st)
+{
+  return kiln_linalg_qr(st->ctx, st->in[0], KILN_QR_REDUCED, &st->in[2], &st->out);
+}
+
+static kiln_status
+run_eigh(struct bench_state *st)
+{
+  return kiln_linalg_eigh(st->ctx, st->in[0], KILN_LOWER, &st->out, &st->in[2]);
+}
+
+static kiln_status
+run_svd(struct bench_state *st)
+{
+  return kiln_linalg_svd(st->ctx, st->in[0], 0, &st->in[2], &st->out, &st->in[3]);
+}
+
+static double
+flops_qr(int64_t n)
+{
+  double d = (double)square_dim(n);
+  return 8.0 / 3.0 * d * d * d;
+}
+
 static double
 flops_lu_batched(int64_t n)
 {
   double b = (double)(n / 1024 > 0 ? n / 1024 : 1);
   return b * 2.0 / 3.0 * 32.0 * 32.0 * 32.0;
+}
+
+/* nn.conv2d and nn.max_pool2d: x [B, 64, 56, 56] with B = max(1, n / 2^20) (64 at 2^26, the
+ * issue's reference shape); conv2d: w [64, 64, 3, 3], padding 1; max_pool2d: 2x2, stride 2. */
+static int64_t
+conv_batch(int64_t n)
+{
+  return n >> 20 > 0 ? n >> 20 : 1;
+}
+
+static kiln_status
+setup_conv2d(struct bench_state *st)
+{
+  int64_t xs[4] = {conv_batch(st->n), 64, 56, 56}, ws[4] = {64, 64, 3, 3};
+  kiln_status s = bench_random_tensor(st->ctx, st->dtype, 4, xs, &st->in[0]);
+  if (s == KILN_OK)
+    s = bench_random_tensor(st->ctx, st->dtype, 4, ws, &st->in[1]);
+  return s;
+}
+
+static kiln_status
+run_conv2d(struct bench_state *st)
+{
+  kiln_conv_desc d = {.nd = 2, .padding = {1, 1}};
+  return kiln_conv(st->ctx, st->in[0], st->in[1], NULL, &d, &st->out);
+}
+
+static double
+flops_conv2d(int64_t n)
+{
+  return 2.0 * (double)conv_batch(n) * 64.0 * 64.0 * 9.0 * 56.0 * 56.0;
+}
+
+static kiln_status
+setup_max_pool2d(struct bench_state *st)
+{
+  int64_t xs[4] = {conv_batch(st->n), 64, 56, 56};
+  return bench_random_tensor(st->ctx, st->dtype, 4, xs, &st->in[0]);
+}
+
+static kiln_status
+run_max_pool2d(struct bench_state *st)
+{
+  kiln_pool_desc d = {.nd = 2, .kernel = {2, 2}};
+  return kiln_max_pool(st->ctx, st->in[0], &d, &st->out, NULL);
+}
+
+/* The input read once, a quarter of it written. */
+static double
+bytes_max_pool2d(int64_t n, size_t esz)
+{
+  return (double)conv_batch(n) * 64.0 * 56.0 * 56.0 * 1.25 * (double)esz;
 }
 
 /* ---- nn training (kiln/nn_optim.h, nn.h, nn_attention.h) ---- */
@@ -1000,6 +1084,24 @@ const struct bench_case bench_cases[] = {
     {"linalg.solve", "linalg", float_dtype, setup_linalg_solve, run_solve, NULL, flops_solve},
     {"linalg.inv", "linalg", float_dtype, setup_linalg_square, run_inv, NULL, flops_inv},
     {"linalg.lu_batched", "linalg", float_dtype, setup_lu_batched, run_lu, NULL, flops_lu_batched},
+    {"sort.sort", "sort", bench_sort_dtype, bench_setup_sort, bench_run_sort, bench_bytes_sort, NULL},
+    {"sort.argsort", "sort", bench_sort_dtype, bench_setup_argsort, bench_run_argsort,
+     bench_bytes_argsort, NULL},
+    {"sort.sort_rows", "sort", bench_sort_dtype, bench_setup_sort_rows, bench_run_sort,
+     bench_bytes_sort, NULL},
+    {"sort.topk", "sort", bench_sort_dtype, bench_setup_topk, bench_run_topk, bench_bytes_read, NULL},
+    {"sort.topk_rows", "sort", bench_sort_dtype, bench_setup_topk_rows, bench_run_topk_rows,
+     bench_bytes_read, NULL},
+    {"sort.unique", "sort", bench_sort_i32, bench_setup_unique, bench_run_unique, bench_bytes_unique,
+     NULL},
+    {"sort.searchsorted", "sort", bench_sort_dtype, bench_setup_searchsorted, bench_run_searchsorted,
+     bench_bytes_searchsorted, NULL},
+    {"linalg.qr", "linalg", float_dtype, setup_linalg_square, run_qr, NULL, flops_qr},
+    {"linalg.eigh", "linalg", float_dtype, setup_linalg_spd, run_eigh, NULL, NULL},
+    {"linalg.svd", "linalg", float_dtype, setup_linalg_square, run_svd, NULL, NULL},
+    {"nn.conv2d", "nn_conv", float_dtype, setup_conv2d, run_conv2d, NULL, flops_conv2d},
+    {"nn.max_pool2d", "nn_conv", float_dtype, setup_max_pool2d, run_max_pool2d, bytes_max_pool2d,
+     NULL},
     {"nn.adam", "nn_train", float_dtype, setup_adam, run_adam, bytes_adam, NULL},
     {"nn.dropout", "nn_train", float_dtype, setup_flat, run_dropout, bytes_1in_1out, NULL},
     {"nn.batch_norm", "nn_train", float_dtype, setup_batch_norm, run_batch_norm, bytes_1in_1out,

@@ -254,6 +254,41 @@ extern "C" {
   X(linalg_cholesky_inverse, kiln_linalg_cholesky_inverse) \
   X(trsm, kiln_trsm) \
   X(trmm, kiln_trmm) \
+  /* sort: sorting, selection, unique, searching, set operations */ \
+  X(sort, kiln_sort) \
+  X(argsort, kiln_argsort) \
+  X(topk, kiln_topk) \
+  X(kthvalue, kiln_kthvalue) \
+  X(sortrows, kiln_sortrows) \
+  X(sort_local_max, kiln_sort_local_max) \
+  X(unique, kiln_unique) \
+  X(unique_consecutive, kiln_unique_consecutive) \
+  X(searchsorted, kiln_searchsorted) \
+  X(isin, kiln_isin) \
+  X(set_union, kiln_union) \
+  X(intersect, kiln_intersect) \
+  X(setdiff, kiln_setdiff) \
+  X(setxor, kiln_setxor) \
+  /* linalg_spectral: QR, least squares, eigen, SVD, norms */ \
+  X(linalg_qr, kiln_linalg_qr) \
+  X(linalg_lstsq, kiln_linalg_lstsq) \
+  X(linalg_eigh, kiln_linalg_eigh) \
+  X(linalg_eig, kiln_linalg_eig) \
+  X(linalg_svd, kiln_linalg_svd) \
+  X(linalg_pinv, kiln_linalg_pinv) \
+  X(linalg_matrix_rank, kiln_linalg_matrix_rank) \
+  X(linalg_matrix_norm, kiln_linalg_matrix_norm) \
+  X(linalg_cond, kiln_linalg_cond) \
+  /* nn_conv: pooling and convolution */ \
+  X(max_pool, kiln_max_pool) \
+  X(max_pool_backward, kiln_max_pool_backward) \
+  X(avg_pool, kiln_avg_pool) \
+  X(avg_pool_backward, kiln_avg_pool_backward) \
+  X(adaptive_avg_pool, kiln_adaptive_avg_pool) \
+  X(adaptive_avg_pool_backward, kiln_adaptive_avg_pool_backward) \
+  X(conv, kiln_conv) \
+  X(conv_backward, kiln_conv_backward) \
+  X(conv_transpose, kiln_conv_transpose) \
   /* nn training: optimizers, clipping, dropout, group/batch norm, attention, RoPE */ \
   X(sgd_step, kiln_sgd_step) \
   X(adam_step, kiln_adam_step) \
