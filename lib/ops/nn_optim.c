@@ -229,7 +229,7 @@ kiln_adam_step(kiln_context *ctx, size_t n, kiln_tensor *const *params,
     kiln__args_float(&a, dt, opt->lr / bc1);
     kiln__args_float(&a, dt, sqrt(bc2));
     kiln__args_u32(&a, flags);
-    s = kiln__args_launch_1d(&a, ctx, most, 0);
+    s = kiln__args_launch_1d(&a, ctx, (most + 3) / 4, 0);
   }
   kiln__ctx_unlock(ctx);
   return s;
