@@ -255,6 +255,9 @@ ref_adam(double *p, const double *g, double *m, double *v, double *vm, size_t n,
 
 START_TEST(adam_against_reference)
 {
+  /* Both the one-element (CPU) and the four-element (GPU) forms of the kernel. */
+  for (int vec = 0; vec < 2; vec++) {
+  kiln__nnt_adam_vec4 = vec ? 1 : -1;
   static const kiln_adam_options cases[] = {
       {1e-3, 0.9, 0.999, 1e-8, 0, 0, 0, 0},  {1e-2, 0.9, 0.99, 1e-6, 0.01, 0, 0, 0},
       {1e-2, 0.8, 0.95, 1e-8, 0.1, 0, 1, 0},  {5e-3, 0.9, 0.999, 1e-8, 0, 1, 0, 0},
@@ -292,6 +295,8 @@ START_TEST(adam_against_reference)
       tlist_free(&vm);
     }
   }
+  }
+  kiln__nnt_adam_vec4 = 0;
 }
 END_TEST
 
