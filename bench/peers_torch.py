@@ -571,7 +571,14 @@ def setup_adam(e, n):
     def run():
         e.torch._fused_adam_([p], [g], [m], [v], [], [step], lr=1e-3, beta1=0.9, beta2=0.999,
                              weight_decay=0.0, eps=1e-8, amsgrad=False, maximize=False)
-    return run, [n], "torch._fused_adam_ (Adam(fused=True)), one tensor"
+    try:
+        run()
+        return run, [n], "torch._fused_adam_ (Adam(fused=True)), one tensor"
+    except (AttributeError, RuntimeError, NotImplementedError):
+        # A build or device without the fused kernel: the foreach optimizer's step.
+        p.grad = g
+        opt = e.torch.optim.Adam([p], lr=1e-3, foreach=True)
+        return opt.step, [n], "torch.optim.Adam(foreach=True).step() (no fused kernel here)"
 
 
 def bytes_adam(n, esz):  # p, g, m, v read; p, m, v written

@@ -36,6 +36,9 @@
 #include "common.cl"
 #include "philox.clh"
 
+#define KILN_CAT(a, b) KILN_CAT_(a, b)
+#define KILN_CAT_(a, b) a##b
+
 #define DROP_MASK_IN 1u
 #define DROP_MASK_OUT 2u
 
@@ -55,6 +58,27 @@ dropout(global const ST *x, ulong xoff, global ST *y, ulong yoff, global const u
     uint w[4] = {0u, 0u, 0u, 0u};
     if (!(flags & DROP_MASK_IN))
       block_words(base + j, 0u, k0, k1, w);
+#if !KILN_IS_HALF
+    /* A whole block: one 4-vector load and store (vloadn needs only the element's
+     * alignment), so a warp's accesses stay contiguous. */
+    if (4 * j + 4 <= n) {
+      int4 keep;
+      if (flags & DROP_MASK_IN) {
+        uchar4 mk = vload4(0, min + minoff + 4 * j);
+        keep = (int4)(mk.x != 0, mk.y != 0, mk.z != 0, mk.w != 0);
+      } else {
+        keep = (int4)((ulong)w[0] >= threshold, (ulong)w[1] >= threshold,
+                      (ulong)w[2] >= threshold, (ulong)w[3] >= threshold);
+      }
+      KILN_CAT(T, 4) xv = vload4(0, x + xoff + 4 * j) * scale;
+      KILN_CAT(T, 4) yv = (KILN_CAT(T, 4))(keep.x ? xv.x : (T)0, keep.y ? xv.y : (T)0,
+                                          keep.z ? xv.z : (T)0, keep.w ? xv.w : (T)0);
+      vstore4(yv, 0, y + yoff + 4 * j);
+      if (flags & DROP_MASK_OUT)
+        vstore4(convert_uchar4(keep), 0, mout + moutoff + 4 * j);
+      continue;
+    }
+#endif
     for (uint t = 0; t < 4; t++) {
       ulong e = 4 * j + t;
       if (e >= n)

@@ -10,6 +10,10 @@
  *   logits (class indices with ignore_index and label smoothing, or probabilities), nll,
  *   and the pointwise losses of KILN_POINT_LOSSES (mse, l1, smooth_l1, huber,
  *   binary_cross_entropy, bce_with_logits with pos_weight, kl_div).
+ * - Training pieces (the nn_train family, declared at the end): dropout from the context's
+ *   Philox stream, group_norm and batch_norm, embedding backward and embedding_bag, and
+ *   cross_entropy/nll with class weights. Optimizer steps are in kiln/nn_optim.h, attention
+ *   and RoPE in kiln/nn_attention.h.
  *
  * dtypes: f32 and f64 (f64 needs a device with fp64: KILN_ERR_UNSUPPORTED otherwise).
  * Every floating tensor of one call has the input's dtype; class indices are i64.

@@ -14,6 +14,8 @@
 #include "ops/nn_train.h"
 #include "runtime/runtime.h"
 
+int kiln__nnt_adam_vec4 = 0;
+
 /* Tensors per launch; must match OPT_SLOTS of nn_optim.cl. */
 #define OPT_SLOTS 8
 /* Most work-groups of one sumsq_part launch. */
@@ -213,11 +215,15 @@ kiln_adam_step(kiln_context *ctx, size_t n, kiln_tensor *const *params,
   kiln_dtype dt = params[0]->dtype;
   double bc1 = 1 - pow(opt->beta1, (double)step);
   double bc2 = 1 - pow(opt->beta2, (double)step);
+  /* Four elements per work-item on GPUs (as the elementwise family's measured H200 default),
+   * one on CPUs; kiln__nnt_adam_vec4 (test hook) forces either. */
+  int vec4 = kiln__nnt_adam_vec4 ? kiln__nnt_adam_vec4 > 0 : ctx->info.is_gpu;
   uint32_t flags = (opt->maximize ? OPT_MAXIMIZE : 0) | (opt->amsgrad ? OPT_AMSGRAD : 0) |
                    (opt->decoupled ? OPT_DECOUPLED : 0);
   kiln__ctx_lock(ctx);
   cl_kernel k;
-  kiln_status s = kiln__ops_kernel(op, ctx, KILN__NNT_OPTIM, dt, "adam_step", &k);
+  kiln_status s =
+      kiln__ops_kernel(op, ctx, KILN__NNT_OPTIM, dt, vec4 ? "adam_step4" : "adam_step", &k);
   for (size_t first = 0; s == KILN_OK && first < n; first += OPT_SLOTS) {
     kiln__args a = kiln__args_begin(op, k);
     uint64_t most = push_slots(&a, n, first, lists, 5);
@@ -229,7 +235,7 @@ kiln_adam_step(kiln_context *ctx, size_t n, kiln_tensor *const *params,
     kiln__args_float(&a, dt, opt->lr / bc1);
     kiln__args_float(&a, dt, sqrt(bc2));
     kiln__args_u32(&a, flags);
-    s = kiln__args_launch_1d(&a, ctx, most, 0);
+    s = kiln__args_launch_1d(&a, ctx, vec4 ? (most + 3) / 4 : most, 0);
   }
   kiln__ctx_unlock(ctx);
   return s;

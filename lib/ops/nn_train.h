@@ -26,4 +26,8 @@ kiln_status kiln__nnt_check_like(const char *op, kiln_context *ctx, const kiln_t
  * (0: the device default, 2048 on GPUs, 1 on CPUs: one per channel). */
 extern uint64_t kiln__nnt_chan_groups;
 
+/* Test hook: Adam's elements per work-item (0: the device default, 4 on GPUs and 1 on CPUs;
+ * > 0: four; < 0: one). */
+extern int kiln__nnt_adam_vec4;
+
 #endif
