@@ -61,8 +61,10 @@ import time
 
 FORMAT = "kiln-peers-torch/1"
 DEFAULT_SIZES = "2^10,2^14,2^18,2^22,2^26"  # kiln bench's default list
-DTYPES = ("f32", "f64", "f16", "bf16", "c64", "c128")
-DTYPE_SIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "c64": 8, "c128": 16}
+DTYPES = ("f32", "f64", "f16", "bf16", "c64", "c128", "i32", "i64")
+DTYPE_SIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "c64": 8, "c128": 16, "i32": 4, "i64": 8}
+# Integer dtypes run only the sort rows (and the copy reference), as kiln bench does.
+INT_DTYPES = ("i32", "i64")
 MAX_REPS = 50
 MIN_REPS = 5
 BUDGET_S = 0.5
@@ -187,13 +189,17 @@ class Env:
         self.dtype_name = dtype_name
         self.dtype = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16,
                       "bf16": torch.bfloat16, "c64": torch.complex64,
-                      "c128": torch.complex128}[dtype_name]
+                      "c128": torch.complex128, "i32": torch.int32,
+                      "i64": torch.int64}[dtype_name]
         self.cdtype = torch.complex128 if dtype_name in ("f64", "c128") else torch.complex64
         self.gen = torch.Generator(device=device)
         self.gen.manual_seed(12345)
 
     def uniform(self, *shape):
-        """Values in [-2, 2), like kiln's bench_random_tensor."""
+        """Values in [-2, 2), like kiln's bench_random_tensor (integers: [0, 2^28))."""
+        if self.dtype_name in INT_DTYPES:
+            return self.torch.randint(0, 1 << 28, shape, generator=self.gen, device=self.device,
+                                      dtype=self.dtype)
         if self.dtype.is_complex:  # both parts in [-2, 2), as kiln's bench fills complex
             real = self.torch.float64 if self.dtype == self.torch.complex128 else self.torch.float32
             t = self.torch.rand(*shape, 2, generator=self.gen, device=self.device, dtype=real)
@@ -459,6 +465,54 @@ def setup_lu_batched(e, n):
     return (lambda: e.torch.linalg.lu_factor(a)), [b, 32, 32], "torch.linalg.lu_factor(a) (batched)"
 
 
+# sort family (tools/bench_sort.c): rows of 8192, k = 100 of n, k = 16 per row, unique of n
+# i32 in [0, 10^5) with counts, n queries into n / 16 values (their sort included).
+def sort_rows_shape(n):
+    length = min(n, 8192)
+    return [n // length, length]
+
+
+def setup_sort(e, n):
+    a = e.uniform(n)
+    return (lambda: e.torch.sort(a)), [n], "torch.sort(x)"
+
+
+def setup_argsort(e, n):
+    a = e.uniform(n)
+    return (lambda: e.torch.argsort(a, stable=True)), [n], "torch.argsort(x, stable=True)"
+
+
+def setup_sort_rows(e, n):
+    shape = sort_rows_shape(n)
+    a = e.uniform(*shape)
+    return (lambda: e.torch.sort(a, dim=-1)), shape, "torch.sort(x, dim=-1)"
+
+
+def setup_topk(e, n):
+    a = e.uniform(n)
+    k = min(n, 100)
+    return (lambda: e.torch.topk(a, k)), [n], "torch.topk(x, 100)"
+
+
+def setup_topk_rows(e, n):
+    shape = sort_rows_shape(n)
+    a = e.uniform(*shape)
+    k = min(shape[1], 16)
+    return (lambda: e.torch.topk(a, k, dim=-1)), shape, "torch.topk(x, 16, dim=-1)"
+
+
+def setup_unique(e, n):
+    a = e.torch.randint(0, 100000, (n,), generator=e.gen, device=e.device, dtype=e.torch.int32)
+    return ((lambda: e.torch.unique(a, return_counts=True)), [n],
+            "torch.unique(x, return_counts=True) (i32)")
+
+
+def setup_searchsorted(e, n):
+    s, q = e.uniform(max(n // 16, 1)), e.uniform(n)
+    return ((lambda: e.torch.searchsorted(e.torch.sort(s).values, q)), [n],
+            "torch.searchsorted(torch.sort(s).values, q)")
+
+
 def conv_batch(n):
     # kiln's conv_batch: x [B, 64, 56, 56] with B = max(1, n / 2^20) (64 at 2^26)
     return max(n >> 20, 1)
@@ -523,6 +577,13 @@ CASES = [
     ("linalg.solve", setup_solve, None, lambda n: flops_lu(n) + 64.0 * square_dim(n) ** 2),
     ("linalg.inv", setup_inv, None, lambda n: 3.0 * flops_lu(n)),
     ("linalg.lu_batched", setup_lu_batched, None, lambda n: max(n // 1024, 1) * 2.0 / 3.0 * 32 ** 3),
+    ("sort.sort", setup_sort, lambda n, esz: 2.0 * n * esz, None),
+    ("sort.argsort", setup_argsort, lambda n, esz: n * (esz + 8.0), None),
+    ("sort.sort_rows", setup_sort_rows, lambda n, esz: 2.0 * n * esz, None),
+    ("sort.topk", setup_topk, bytes_read, None),
+    ("sort.topk_rows", setup_topk_rows, bytes_read, None),
+    ("sort.unique", setup_unique, lambda n, esz: 4.0 * n, None),
+    ("sort.searchsorted", setup_searchsorted, lambda n, esz: n * (esz + 8.0), None),
     ("nn.conv2d", setup_conv2d, None, flops_conv2d),
     ("nn.max_pool2d", setup_max_pool2d, bytes_max_pool2d, None),
 ]
@@ -824,6 +885,9 @@ def run_cases(torch, args, timer):
 
     for case in cases:
         for dtype in args.dtype:
+            if dtype in INT_DTYPES and not case[0].startswith("sort."):
+                done += len(args.sizes)
+                continue
             for n in args.sizes:
                 try:
                     res = point(case, dtype, n)

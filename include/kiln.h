@@ -29,6 +29,7 @@
 #include "kiln/nn.h"
 #include "kiln/stats.h"
 #include "kiln/linalg.h"
+#include "kiln/sort.h"
 #include "kiln/nn_conv.h"
 #include "kiln/profile.h"
 #include "kiln/tune.h"

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "tools/bench.h"
+#include "tools/bench_sort.h"
 
 kiln_status
 bench_random_tensor(kiln_context *ctx, kiln_dtype dtype, size_t ndim, const int64_t *shape,
@@ -949,6 +950,18 @@ const struct bench_case bench_cases[] = {
     {"linalg.solve", "linalg", float_dtype, setup_linalg_solve, run_solve, NULL, flops_solve},
     {"linalg.inv", "linalg", float_dtype, setup_linalg_square, run_inv, NULL, flops_inv},
     {"linalg.lu_batched", "linalg", float_dtype, setup_lu_batched, run_lu, NULL, flops_lu_batched},
+    {"sort.sort", "sort", bench_sort_dtype, bench_setup_sort, bench_run_sort, bench_bytes_sort, NULL},
+    {"sort.argsort", "sort", bench_sort_dtype, bench_setup_argsort, bench_run_argsort,
+     bench_bytes_argsort, NULL},
+    {"sort.sort_rows", "sort", bench_sort_dtype, bench_setup_sort_rows, bench_run_sort,
+     bench_bytes_sort, NULL},
+    {"sort.topk", "sort", bench_sort_dtype, bench_setup_topk, bench_run_topk, bench_bytes_read, NULL},
+    {"sort.topk_rows", "sort", bench_sort_dtype, bench_setup_topk_rows, bench_run_topk_rows,
+     bench_bytes_read, NULL},
+    {"sort.unique", "sort", bench_sort_i32, bench_setup_unique, bench_run_unique, bench_bytes_unique,
+     NULL},
+    {"sort.searchsorted", "sort", bench_sort_dtype, bench_setup_searchsorted, bench_run_searchsorted,
+     bench_bytes_searchsorted, NULL},
     {"nn.conv2d", "nn_conv", float_dtype, setup_conv2d, run_conv2d, NULL, flops_conv2d},
     {"nn.max_pool2d", "nn_conv", float_dtype, setup_max_pool2d, run_max_pool2d, bytes_max_pool2d,
      NULL},

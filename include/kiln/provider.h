@@ -254,6 +254,21 @@ extern "C" {
   X(linalg_cholesky_inverse, kiln_linalg_cholesky_inverse) \
   X(trsm, kiln_trsm) \
   X(trmm, kiln_trmm) \
+  /* sort: sorting, selection, unique, searching, set operations */ \
+  X(sort, kiln_sort) \
+  X(argsort, kiln_argsort) \
+  X(topk, kiln_topk) \
+  X(kthvalue, kiln_kthvalue) \
+  X(sortrows, kiln_sortrows) \
+  X(sort_local_max, kiln_sort_local_max) \
+  X(unique, kiln_unique) \
+  X(unique_consecutive, kiln_unique_consecutive) \
+  X(searchsorted, kiln_searchsorted) \
+  X(isin, kiln_isin) \
+  X(set_union, kiln_union) \
+  X(intersect, kiln_intersect) \
+  X(setdiff, kiln_setdiff) \
+  X(setxor, kiln_setxor) \
   /* nn_conv: pooling and convolution */ \
   X(max_pool, kiln_max_pool) \
   X(max_pool_backward, kiln_max_pool_backward) \

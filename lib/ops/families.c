@@ -18,6 +18,7 @@ const struct kiln__family *const kiln__families[] = {
     &kiln__xgemm_family,
     &kiln__stats_family,
     &kiln__linalg_family,
+    &kiln__sort_family,
     &kiln__nn_conv_family,
     NULL,
 };
