@@ -8,7 +8,7 @@
  *    gather) or per weight element (backward-weight); no temporary. Wins for small channel
  *    counts (depthwise, the first layer of a network), where a GEMM has little to reuse.
  *  - gemm: im2col of a chunk of samples into a [nc][C_in/g * kvol][L] buffer (chunked so it
- *    stays under KILN__CONV_COL_BYTES), then one strided-batched GEMM per group (CLBlast, or
+ *    stays under kiln__conv_col_bytes), then one strided-batched GEMM per group (CLBlast, or
  *    kiln's plain gemm_batched without it); backward-data is the transposed GEMM and col2im
  *    (a gather, deterministic); backward-weight one GEMM per chunk and group whose inner
  *    dimension runs over all the chunk's positions, chunks accumulating in order.
@@ -29,6 +29,7 @@
 #include "kiln_config.h"
 #include "ops/families.h"
 #include "ops/nn_conv_internal.h"
+#include "ops/tuned.h"
 #include "runtime/runtime.h"
 #include "runtime/tuner.h"
 
@@ -37,8 +38,8 @@
 #endif
 
 /* Largest im2col buffer of one chunk (bytes); a quarter of the device's largest allocation
- * where that is smaller. */
-#define KILN__CONV_COL_BYTES ((uint64_t)256 << 20)
+ * where that is smaller. A variable for the tests (ops/tuned.h). */
+uint64_t kiln__conv_col_bytes = (uint64_t)256 << 20;
 /* The rule: the GEMM route from this many multiply-adds per output element and group. */
 #define KILN__CONV_GEMM_MIN_REUSE 512
 
@@ -266,7 +267,7 @@ conv_mnk(const conv_geo *g)
 static uint64_t
 chunk_rows(kiln_context *ctx, const conv_geo *g, kiln_dtype dt, uint64_t rows)
 {
-  uint64_t limit = KILN__CONV_COL_BYTES;
+  uint64_t limit = kiln__conv_col_bytes;
   if (ctx->info.max_alloc_bytes / 4 < limit)
     limit = ctx->info.max_alloc_bytes / 4;
   uint64_t per = rows * g->ovol * kiln_dtype_size(dt);
