@@ -480,19 +480,16 @@ forward_run(const char *op, kiln_context *ctx, int route, const kiln_tensor *x,
   if (ny == 0)
     return KILN_OK;
   cl_kernel k;
-  if (route == ROUTE_DIRECT) {
-    KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "conv_fwd", &k));
-    kiln__args a = kiln__args_begin(op, k);
-    kiln__args_tensor(&a, x);
-    kiln__args_tensor(&a, w);
-    kiln__args_tensor(&a, bias);
-    kiln__args_tensor(&a, y);
-    args_geo(&a, g);
-    kiln__args_u32(&a, bias ? 1u : 0u);
-    return kiln__nn_launch_planes(&a, ctx, g->ovol, (uint64_t)g->N * (uint64_t)g->Cout);
-  }
   if (route == ROUTE_IGEMM) {
     KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "conv_igemm", &k));
+    /* A driver may give the compiled kernel fewer than the 256 work-items it needs. */
+    size_t kmax = 0;
+    if (clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax,
+                                 NULL) != CL_SUCCESS ||
+        kmax < 256)
+      route = have_clblast() ? ROUTE_GEMM : ROUTE_DIRECT;
+  }
+  if (route == ROUTE_IGEMM) {
     uint32_t rm, rn;
     igemm_tile(&ctx->info, &rm, &rn);
     kiln__args a = kiln__args_begin(op, k);
@@ -509,6 +506,17 @@ forward_run(const char *op, kiln_context *ctx, int route, const kiln_tensor *x,
                                      : 65535)};
     size_t local[3] = {16, 16, 1};
     return kiln__args_enqueue(&a, ctx, 3, global, local);
+  }
+  if (route == ROUTE_DIRECT) {
+    KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "conv_fwd", &k));
+    kiln__args a = kiln__args_begin(op, k);
+    kiln__args_tensor(&a, x);
+    kiln__args_tensor(&a, w);
+    kiln__args_tensor(&a, bias);
+    kiln__args_tensor(&a, y);
+    args_geo(&a, g);
+    kiln__args_u32(&a, bias ? 1u : 0u);
+    return kiln__nn_launch_planes(&a, ctx, g->ovol, (uint64_t)g->N * (uint64_t)g->Cout);
   }
   uint64_t nc = chunk_samples(ctx, g, dt), kg = (uint64_t)g->cig * g->kvol;
   kiln_status s = KILN_OK;
