@@ -42,6 +42,35 @@ def topk(a, k, axis=-1):
     return -np.sort(-part, axis=axis)
 
 
+# Dense linear algebra next to NumPy/LAPACK on the host, timed (ms): n is the element count of
+# the square matrix as in `kiln bench` (--linalg-sizes 2^20 is 1024 x 1024).
+LINALG_CASES = ["linalg.lu", "linalg.cholesky", "linalg.solve", "linalg.inv", "linalg.qr",
+                "linalg.eigh", "linalg.svd"]
+
+
+def numpy_linalg_case(case, n, dtype):
+    d = max(int(n ** 0.5), 1)
+    while (d + 1) * (d + 1) <= n:
+        d += 1
+    while d * d > n:
+        d -= 1
+    rng = np.random.default_rng(1)
+    a = rng.uniform(-1, 1, (d, d)).astype(dtype)
+    sym = ((a + a.T) * 0.5).astype(dtype)
+    spd = (sym + (2.0 * d + 1.0) * np.eye(d)).astype(dtype)
+    b = rng.uniform(-1, 1, (d, 16)).astype(dtype)
+    return {
+        # NumPy has no LU factor of its own: solve with one right-hand side is getrf + getrs
+        "linalg.lu": lambda: np.linalg.solve(a, b[:, :1]),
+        "linalg.cholesky": lambda: np.linalg.cholesky(spd),
+        "linalg.solve": lambda: np.linalg.solve(a, b),
+        "linalg.inv": lambda: np.linalg.inv(a),
+        "linalg.qr": lambda: np.linalg.qr(a),
+        "linalg.eigh": lambda: np.linalg.eigh(sym),
+        "linalg.svd": lambda: np.linalg.svd(a, full_matrices=False),
+    }[case]
+
+
 def parse_size(s):
     if s.startswith("2^"):
         return 1 << int(s[2:])
@@ -151,6 +180,8 @@ def main():
     ap.add_argument("--sizes", default="2^10,2^14,2^18,2^22,2^26")
     ap.add_argument("--dtype", default="f32", choices=["f32", "f64"])
     ap.add_argument("--out", default=None)
+    ap.add_argument("--linalg-sizes", default="2^16,2^20",
+                    help="element counts of the square matrices of the linalg table ('' skips it)")
     args = ap.parse_args()
     sizes = [parse_size(s) for s in args.sizes.split(",")]
     dtype = np.float32 if args.dtype == "f32" else np.float64
@@ -180,9 +211,26 @@ def main():
                 row["pyopencl_gbps"] = nbytes / median_time(pcases[case]) * 1e-9
             rows.append(row)
 
+    la_rows = []
+    la_sizes = [parse_size(s) for s in args.linalg_sizes.split(",") if s]
+    if la_sizes:
+        cmd = [os.path.join(args.build, "tools", "kiln"), "bench", "--json", "--no-startup",
+               "--dtype", args.dtype, "--filter", "linalg.",
+               "--sizes", ",".join(str(s) for s in la_sizes)]
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+        lres = {(r["case"], r["n"]): r for r in json.loads(out)["results"]}
+        for case in LINALG_CASES:
+            for n in la_sizes:
+                r = lres.get((case, n))
+                row = {"case": case, "n": n, "dtype": args.dtype,
+                       "kiln_ms": r.get("wall_ms") if r else None,
+                       "numpy_ms": median_time(numpy_linalg_case(case, n, dtype), reps=3,
+                                               min_time=0) * 1e3}
+                la_rows.append(row)
+
     doc = {"device": kdoc["device"], "kiln_version": kdoc["kiln_version"],
            "pyopencl_device": queue.device.name if queue else None, "stream_omp": stream,
-           "rows": rows}
+           "rows": rows, "linalg_rows": la_rows}
     if args.out:
         with open(args.out, "w") as f:
             json.dump(doc, f, indent=1)
@@ -204,6 +252,15 @@ def main():
         ratio = lambda a, b: f"{a / b:.2f}" if a and b else "n/a"
         print(f"| {r['case']} | {r['n']} | {fmt(k)} | {fmt(r.get('kiln_copy_gbps'))} | {fmt(p)} | "
               f"{npy:.2f} | {ratio(k, p)} | {ratio(k, npy)} |")
+    if la_rows:
+        print()
+        print("| case | n | kiln ms (wall) | NumPy ms | NumPy / kiln |")
+        print("|---|---|---|---|---|")
+        for r in la_rows:
+            k, npy = r["kiln_ms"], r["numpy_ms"]
+            ks = f"{k:.3f}" if k is not None else "n/a"
+            rs = f"{npy / k:.2f}" if k else "n/a"
+            print(f"| {r['case']} | {r['n']} | {ks} | {npy:.3f} | {rs} |")
     return 0
 
 

@@ -513,6 +513,28 @@ def setup_searchsorted(e, n):
             "torch.searchsorted(torch.sort(s).values, q)")
 
 
+# linalg_spectral: reduced QR (flops 8/3 d^3 as kiln's row), eigh with vectors of a symmetric
+# matrix, reduced SVD with vectors (times only, as kiln's rows).
+def setup_qr(e, n):
+    d = square_dim(n)
+    a = e.uniform(d, d)
+    return (lambda: e.torch.linalg.qr(a)), [d, d], "torch.linalg.qr(a) (reduced)"
+
+
+def setup_eigh(e, n):
+    d = square_dim(n)
+    a = e.uniform(d, d)
+    a = (a + a.T) * 0.5
+    return (lambda: e.torch.linalg.eigh(a)), [d, d], "torch.linalg.eigh(a)"
+
+
+def setup_svd(e, n):
+    d = square_dim(n)
+    a = e.uniform(d, d)
+    return (lambda: e.torch.linalg.svd(a, full_matrices=False)), [d, d], \
+        "torch.linalg.svd(a, full_matrices=False)"
+
+
 def conv_batch(n):
     # kiln's conv_batch: x [B, 64, 56, 56] with B = max(1, n / 2^20) (64 at 2^26)
     return max(n >> 20, 1)
@@ -539,6 +561,73 @@ def setup_max_pool2d(e, n):
 
 def bytes_max_pool2d(n, esz):  # the input read once, a quarter of it written
     return conv_batch(n) * 64 * 56 * 56 * 1.25 * esz
+
+
+def setup_adam(e, n):
+    # torch.optim.Adam(fused=True)'s kernel on one tensor of n parameters (step 10)
+    p, g = e.uniform(n), e.uniform(n)
+    m, v = e.torch.zeros_like(p), e.torch.zeros_like(p)
+    step = e.torch.tensor(10.0, device=e.device, dtype=e.torch.float32)
+    def run():
+        e.torch._fused_adam_([p], [g], [m], [v], [], [step], lr=1e-3, beta1=0.9, beta2=0.999,
+                             weight_decay=0.0, eps=1e-8, amsgrad=False, maximize=False)
+    return run, [n], "torch._fused_adam_ (Adam(fused=True)), one tensor"
+
+
+def bytes_adam(n, esz):  # p, g, m, v read; p, m, v written
+    return 7.0 * n * esz
+
+
+def setup_dropout(e, n):
+    a = e.uniform(n)
+    f = e.torch.nn.functional
+    return (lambda: f.dropout(a, 0.1, training=True)), [n], "F.dropout(x, 0.1) (also writes a mask)"
+
+
+def batch_norm_shape(n):
+    # kiln's setup_batch_norm: [N, 64, S], S = 3136 (56 x 56) once n allows
+    c = 64
+    s = min(max(n // c, 1), 3136)
+    return [max(n // (c * s), 1), c, s]
+
+
+def setup_batch_norm(e, n):
+    shape = batch_norm_shape(n)
+    a = e.uniform(*shape)
+    w = e.torch.ones(64, device=e.device, dtype=e.dtype)
+    b = e.torch.zeros(64, device=e.device, dtype=e.dtype)
+    rm = e.torch.zeros(64, device=e.device, dtype=e.dtype)
+    rv = e.torch.ones(64, device=e.device, dtype=e.dtype)
+    f = e.torch.nn.functional
+    return ((lambda: f.batch_norm(a, rm, rv, w, b, True, 0.1, 1e-5)), shape,
+            "F.batch_norm(x, rm, rv, w, b, training=True)")
+
+
+def attention_tokens(n):
+    # kiln's setup_attention: batch 8, 16 heads, head 128, n / 16384 tokens (4096 at 2^26)
+    return max(n // 16384, 1)
+
+
+def setup_attention(e, n):
+    shape = [8, 16, attention_tokens(n), 128]
+    q, k, v = e.uniform(*shape), e.uniform(*shape), e.uniform(*shape)
+    f = e.torch.nn.functional
+    return ((lambda: f.scaled_dot_product_attention(q, k, v)), shape,
+            "F.scaled_dot_product_attention(q, k, v) (TF32 off)")
+
+
+def setup_attention_causal(e, n):
+    shape = [8, 16, attention_tokens(n), 128]
+    q, k, v = e.uniform(*shape), e.uniform(*shape), e.uniform(*shape)
+    f = e.torch.nn.functional
+    return ((lambda: f.scaled_dot_product_attention(q, k, v, is_causal=True)), shape,
+            "F.scaled_dot_product_attention(q, k, v, is_causal=True) (TF32 off)")
+
+
+def flops_attention(n):
+    t = attention_tokens(n)
+    return 4.0 * 8 * 16 * t * t * 128
+
 
 
 # (kiln case name, setup(env, n) -> (call, shape, op text), bytes(n, esz) or None, flops(n) or None)
@@ -584,8 +673,16 @@ CASES = [
     ("sort.topk_rows", setup_topk_rows, bytes_read, None),
     ("sort.unique", setup_unique, lambda n, esz: 4.0 * n, None),
     ("sort.searchsorted", setup_searchsorted, lambda n, esz: n * (esz + 8.0), None),
+    ("linalg.qr", setup_qr, None, lambda n: 8.0 / 3.0 * square_dim(n) ** 3),
+    ("linalg.eigh", setup_eigh, None, None),
+    ("linalg.svd", setup_svd, None, None),
     ("nn.conv2d", setup_conv2d, None, flops_conv2d),
     ("nn.max_pool2d", setup_max_pool2d, bytes_max_pool2d, None),
+    ("nn.adam", setup_adam, bytes_adam, None),
+    ("nn.dropout", setup_dropout, bytes_1in_1out, None),
+    ("nn.batch_norm", setup_batch_norm, bytes_1in_1out, None),
+    ("nn.attention", setup_attention, None, flops_attention),
+    ("nn.attention_causal", setup_attention_causal, None, flops_attention),
 ]
 COPY_CASE = "copy.kiln_copy"
 

@@ -850,6 +850,37 @@ flops_inv(int64_t n)
   return 2.0 * d * d * d;
 }
 
+/*
+ * linalg_spectral (n as the linalg rows): linalg.qr is the reduced Q and R (geqrf 4/3 d^3 and
+ * forming Q 4/3 d^3), linalg.eigh values and vectors of a symmetric matrix, linalg.svd values
+ * and reduced U, V^T. eigh and svd report times only: their host stages make a flop rate
+ * meaningless.
+ */
+static kiln_status
+run_qr(struct bench_state *st)
+{
+  return kiln_linalg_qr(st->ctx, st->in[0], KILN_QR_REDUCED, &st->in[2], &st->out);
+}
+
+static kiln_status
+run_eigh(struct bench_state *st)
+{
+  return kiln_linalg_eigh(st->ctx, st->in[0], KILN_LOWER, &st->out, &st->in[2]);
+}
+
+static kiln_status
+run_svd(struct bench_state *st)
+{
+  return kiln_linalg_svd(st->ctx, st->in[0], 0, &st->in[2], &st->out, &st->in[3]);
+}
+
+static double
+flops_qr(int64_t n)
+{
+  double d = (double)square_dim(n);
+  return 8.0 / 3.0 * d * d * d;
+}
+
 static double
 flops_lu_batched(int64_t n)
 {
@@ -909,6 +940,109 @@ bytes_max_pool2d(int64_t n, size_t esz)
   return (double)conv_batch(n) * 64.0 * 56.0 * 56.0 * 1.25 * (double)esz;
 }
 
+/* ---- nn training (kiln/nn_optim.h, nn.h, nn_attention.h) ---- */
+
+/* One Adam step over n parameters in one tensor: p, g, m, v. */
+static kiln_status
+setup_adam(struct bench_state *st)
+{
+  kiln_status s = bench_random_tensor(st->ctx, st->dtype, 1, &st->n, &st->in[0]);
+  if (s == KILN_OK)
+    s = bench_random_tensor(st->ctx, st->dtype, 1, &st->n, &st->in[1]);
+  if (s == KILN_OK)
+    s = kiln_tensor_zeros(st->ctx, st->dtype, 1, &st->n, &st->in[2]);
+  if (s == KILN_OK)
+    s = kiln_tensor_zeros(st->ctx, st->dtype, 1, &st->n, &st->in[3]);
+  return s;
+}
+
+static kiln_status
+run_adam(struct bench_state *st)
+{
+  const kiln_adam_options o = {1e-3, 0.9, 0.999, 1e-8, 0, 0, 0, 0};
+  const kiln_tensor *g = st->in[1];
+  return kiln_adam_step(st->ctx, 1, &st->in[0], &g, &st->in[2], &st->in[3], NULL, &o, 10);
+}
+
+/* p, g, m, v read; p, m, v written. */
+static double
+bytes_adam(int64_t n, size_t esz)
+{
+  return 7.0 * (double)n * (double)esz;
+}
+
+static kiln_status
+run_dropout(struct bench_state *st)
+{
+  return kiln_dropout(st->ctx, st->in[0], 0.1, &st->out, NULL, NULL);
+}
+
+/* batch_norm training (running statistics updated) over [N, 64, S], S = 56 x 56 once n
+ * allows (the issue's conv shape [64, 64, 56, 56] at n = 2^24 x 0.77). */
+static kiln_status
+setup_batch_norm(struct bench_state *st)
+{
+  int64_t C = 64, S = st->n / C < 3136 ? (st->n / C > 0 ? st->n / C : 1) : 3136;
+  int64_t N = st->n / (C * S) > 0 ? st->n / (C * S) : 1;
+  int64_t shape[3] = {N, C, S};
+  kiln_status s = bench_random_tensor(st->ctx, st->dtype, 3, shape, &st->in[0]);
+  if (s == KILN_OK)
+    s = kiln_tensor_full(st->ctx, st->dtype, 1, &C, kiln_scalar_f64(1), &st->in[1]);
+  if (s == KILN_OK)
+    s = kiln_tensor_zeros(st->ctx, st->dtype, 1, &C, &st->in[2]);
+  if (s == KILN_OK)
+    s = kiln_tensor_zeros(st->ctx, st->dtype, 1, &C, &st->in[3]);
+  if (s == KILN_OK)
+    s = kiln_tensor_full(st->ctx, st->dtype, 1, &C, kiln_scalar_f64(1), &st->in[4]);
+  return s;
+}
+
+static kiln_status
+run_batch_norm(struct bench_state *st)
+{
+  return kiln_batch_norm(st->ctx, st->in[0], st->in[1], st->in[2], st->in[3], st->in[4], 1, 0.1,
+                         1e-5, &st->out, NULL, NULL);
+}
+
+/* Attention: batch 8, 16 heads, head 128, tokens = n / 16384 (n the elements of q: 4096
+ * tokens, the issue's reference shape, at n = 2^26). */
+static int64_t
+att_tokens(int64_t n)
+{
+  return n / 16384 > 0 ? n / 16384 : 1;
+}
+
+static kiln_status
+setup_attention(struct bench_state *st)
+{
+  int64_t shape[4] = {8, 16, att_tokens(st->n), 128};
+  kiln_status s = KILN_OK;
+  for (int i = 0; i < 3 && s == KILN_OK; i++)
+    s = bench_random_tensor(st->ctx, st->dtype, 4, shape, &st->in[i]);
+  return s;
+}
+
+static kiln_status
+run_attention(struct bench_state *st)
+{
+  return kiln_attention(st->ctx, st->in[0], st->in[1], st->in[2], NULL, 0, 0, &st->out, NULL);
+}
+
+static double
+flops_attention(int64_t n)
+{
+  double t = (double)att_tokens(n);
+  return 4.0 * 8.0 * 16.0 * t * t * 128.0;
+}
+
+/* Causal: half the score matrix; GFLOP/s counts the same full 4 B H S^2 D as PyTorch's
+ * reference figure (12.2 ms causal next to 23.6 ms). */
+static kiln_status
+run_attention_causal(struct bench_state *st)
+{
+  return kiln_attention(st->ctx, st->in[0], st->in[1], st->in[2], NULL, 1, 0, &st->out, NULL);
+}
+
 const struct bench_case bench_cases[] = {
     {"copy.kiln_copy", "copy", any_dtype, setup_one, run_copy, bytes_1in_1out, NULL},
     {"unary.neg", "elementwise", neg_dtype, setup_one, run_neg, bytes_1in_1out, NULL},
@@ -962,8 +1096,19 @@ const struct bench_case bench_cases[] = {
      NULL},
     {"sort.searchsorted", "sort", bench_sort_dtype, bench_setup_searchsorted, bench_run_searchsorted,
      bench_bytes_searchsorted, NULL},
+    {"linalg.qr", "linalg", float_dtype, setup_linalg_square, run_qr, NULL, flops_qr},
+    {"linalg.eigh", "linalg", float_dtype, setup_linalg_spd, run_eigh, NULL, NULL},
+    {"linalg.svd", "linalg", float_dtype, setup_linalg_square, run_svd, NULL, NULL},
     {"nn.conv2d", "nn_conv", float_dtype, setup_conv2d, run_conv2d, NULL, flops_conv2d},
     {"nn.max_pool2d", "nn_conv", float_dtype, setup_max_pool2d, run_max_pool2d, bytes_max_pool2d,
      NULL},
+    {"nn.adam", "nn_train", float_dtype, setup_adam, run_adam, bytes_adam, NULL},
+    {"nn.dropout", "nn_train", float_dtype, setup_flat, run_dropout, bytes_1in_1out, NULL},
+    {"nn.batch_norm", "nn_train", float_dtype, setup_batch_norm, run_batch_norm, bytes_1in_1out,
+     NULL},
+    {"nn.attention", "nn_train", float_dtype, setup_attention, run_attention, NULL,
+     flops_attention},
+    {"nn.attention_causal", "nn_train", float_dtype, setup_attention, run_attention_causal, NULL,
+     flops_attention},
 };
 const size_t bench_case_count = sizeof bench_cases / sizeof bench_cases[0];

@@ -269,6 +269,16 @@ extern "C" {
   X(intersect, kiln_intersect) \
   X(setdiff, kiln_setdiff) \
   X(setxor, kiln_setxor) \
+  /* linalg_spectral: QR, least squares, eigen, SVD, norms */ \
+  X(linalg_qr, kiln_linalg_qr) \
+  X(linalg_lstsq, kiln_linalg_lstsq) \
+  X(linalg_eigh, kiln_linalg_eigh) \
+  X(linalg_eig, kiln_linalg_eig) \
+  X(linalg_svd, kiln_linalg_svd) \
+  X(linalg_pinv, kiln_linalg_pinv) \
+  X(linalg_matrix_rank, kiln_linalg_matrix_rank) \
+  X(linalg_matrix_norm, kiln_linalg_matrix_norm) \
+  X(linalg_cond, kiln_linalg_cond) \
   /* nn_conv: pooling and convolution */ \
   X(max_pool, kiln_max_pool) \
   X(max_pool_backward, kiln_max_pool_backward) \
@@ -278,7 +288,28 @@ extern "C" {
   X(adaptive_avg_pool_backward, kiln_adaptive_avg_pool_backward) \
   X(conv, kiln_conv) \
   X(conv_backward, kiln_conv_backward) \
-  X(conv_transpose, kiln_conv_transpose)
+  X(conv_transpose, kiln_conv_transpose) \
+  /* nn training: optimizers, clipping, dropout, group/batch norm, attention, RoPE */ \
+  X(sgd_step, kiln_sgd_step) \
+  X(adam_step, kiln_adam_step) \
+  X(clip_grad_norm, kiln_clip_grad_norm) \
+  X(dropout, kiln_dropout) \
+  X(dropout_backward, kiln_dropout_backward) \
+  X(group_norm, kiln_group_norm) \
+  X(group_norm_backward, kiln_group_norm_backward) \
+  X(batch_norm, kiln_batch_norm) \
+  X(batch_norm_backward, kiln_batch_norm_backward) \
+  X(attention, kiln_attention) \
+  X(attention_backward, kiln_attention_backward) \
+  X(rope, kiln_rope) \
+  X(rope_backward, kiln_rope_backward) \
+  X(embedding_backward, kiln_embedding_backward) \
+  X(embedding_bag, kiln_embedding_bag) \
+  X(embedding_bag_backward, kiln_embedding_bag_backward) \
+  X(cross_entropy_weighted, kiln_cross_entropy_weighted) \
+  X(cross_entropy_weighted_backward, kiln_cross_entropy_weighted_backward) \
+  X(nll_loss_weighted, kiln_nll_loss_weighted) \
+  X(nll_loss_weighted_backward, kiln_nll_loss_weighted_backward)
 
 #define KILN_PROVIDER_SLOT_(slot, function) __typeof__(function) *slot;
 

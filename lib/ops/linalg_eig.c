@@ -1,0 +1,1366 @@
+/*
+ * linalg_spectral family, eigen and SVD part: eigh (device tridiagonal reduction, host
+ * LAPACKE tridiagonal stage, device back-transformation), and the host-LAPACKE ops eig, svd,
+ * lstsq's minimum-norm route, pinv, matrix_rank, matrix_norm and cond
+ * (include/kiln/linalg_spectral.h, docs/linalg.md).
+ *
+ * The tridiagonal reduction is LAPACK's unblocked sytd2 on the full symmetric matrix: per
+ * column one work-group forms the reflector (td_house), one work-group per row computes
+ * p = tau A22 v (td_symv), td_w makes w, td_syr2 the rank-2 update. Its reflectors stay below
+ * the subdiagonal, in the layout kiln__lsp_ormqr applies, so the back-transformation is the
+ * QR family's blocked compact-WY update.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/shape.h"
+#include "kiln_config.h"
+#include "ops/linalg_spectral_internal.h"
+#include "ops/ops_common.h"
+#if KILN_HAVE_LAPACKE
+#include <lapacke.h>
+#endif
+
+#define SRC "linalg_qr"
+
+static kiln_status
+need_lapacke(const char *op, const char *what)
+{
+#if KILN_HAVE_LAPACKE
+  (void)op;
+  (void)what;
+  return KILN_OK;
+#else
+  return kiln__fail(KILN_ERR_UNSUPPORTED, op, 0,
+                    "%s runs on the host through LAPACKE, and this kiln was built without it "
+                    "(meson -Dlapacke=enabled with liblapacke-dev installed)",
+                    what);
+#endif
+}
+
+static double
+eps_of(kiln_dtype dt)
+{
+  return dt == KILN_F32 ? (double)FLT_EPSILON : DBL_EPSILON;
+}
+
+#if KILN_HAVE_LAPACKE
+static kiln_status
+no_conv(const char *op, const char *routine, uint64_t b, long info)
+{
+  return kiln__fail(KILN_ERR_NO_CONVERGENCE, op, (int)info,
+                    "LAPACK %s did not converge on matrix %llu of the batch (info %ld)", routine,
+                    (unsigned long long)b, info);
+}
+#endif
+
+static kiln_status
+host_mem(const char *op, int ok)
+{
+  return ok ? KILN_OK : kiln__fail(KILN_ERR_HOST_MEMORY, op, 0, "no memory for host workspaces");
+}
+
+#if KILN_HAVE_LAPACKE
+/*
+ * Singular values (descending) of the m x n row-major matrix x, overwritten (gesdd 'N'), or
+ * with u (m x ucols) and vt (vrows x n) when u is given (full: ucols = m, vrows = n).
+ */
+static kiln_status
+host_svd(const char *op, uint64_t b, double *x, uint64_t m, uint64_t n, double *s, double *u,
+         double *vt, int full)
+{
+  uint64_t k = m < n ? m : n;
+  if (k == 0) { /* LAPACK leaves U and V^T alone: they are identities */
+    if (u) {
+      uint64_t uc = full ? m : k, vr = full ? n : k;
+      for (uint64_t i = 0; i < m * uc; i++)
+        u[i] = i / uc == i % uc ? 1.0 : 0.0;
+      for (uint64_t i = 0; i < vr * n; i++)
+        vt[i] = i / n == i % n ? 1.0 : 0.0;
+    }
+    return KILN_OK;
+  }
+  double du = 0, dv = 0;
+  lapack_int info = LAPACKE_dgesdd(
+      LAPACK_ROW_MAJOR, u ? (full ? 'A' : 'S') : 'N', (lapack_int)m, (lapack_int)n, x,
+      (lapack_int)n, s, u ? u : &du, u ? (lapack_int)(full ? m : k) : 1, u ? vt : &dv,
+      (lapack_int)n); /* row-major LAPACKE wants ldvt >= n even for 'N' */
+  if (info > 0)
+    return no_conv(op, "dgesdd", b, info);
+  KILN_RETURN_IF(info < 0, KILN_ERR_INVALID_ARGUMENT, op, "LAPACK dgesdd refused argument %d",
+                 (int)-info);
+  return KILN_OK;
+}
+#endif
+
+/* ---------------------------------------------------------------- eigh */
+
+#if KILN_HAVE_LAPACKE
+/*
+ * Eigenvalues (ascending, into d) and optionally vectors (z, n x n row-major, columns) of the
+ * symmetric tridiagonal (d[n], e[n-1]; e has n entries, the last one scratch). Vectors of
+ * orders from kiln__lsp_mrrr_min() up come from MRRR (dstemr, O(n^2): the host stage stays
+ * small next to the device reduction, where the divide and conquer of dstedc is O(n^3)
+ * through the host BLAS); smaller ones, and any MRRR gives up on, from dstedc.
+ */
+static kiln_status
+tridiag_eig(const char *op, uint64_t b, uint64_t n, double *d, double *e, double *z)
+{
+  if (n == 0)
+    return KILN_OK;
+  if (!z) {
+    lapack_int info = LAPACKE_dsterf((lapack_int)n, d, e);
+    return info == 0 ? KILN_OK : no_conv(op, "dsterf", b, info);
+  }
+  double *w = malloc(n * sizeof *w), *d0 = malloc(n * sizeof *d0), *e0 = malloc(n * sizeof *e0);
+  lapack_int *supp = malloc(2 * n * sizeof *supp);
+  kiln_status s = host_mem(op, w && d0 && e0 && supp);
+  if (s == KILN_OK) {
+    memcpy(d0, d, n * sizeof *d0);
+    memcpy(e0, e, (n - 1) * sizeof *e0);
+    e0[n - 1] = e[n - 1] = 0.0;
+    lapack_int found = 0, tryrac = 1, info = 1;
+    if (n >= (uint64_t)kiln__lsp_mrrr_min())
+      info = LAPACKE_dstemr(LAPACK_ROW_MAJOR, 'V', 'A', (lapack_int)n, d, e, 0.0, 0.0, 0, 0, &found,
+                            w, z, (lapack_int)n, (lapack_int)n, supp, &tryrac);
+    if (info == 0 && (uint64_t)found == n) {
+      memcpy(d, w, n * sizeof *d);
+    } else {
+      memcpy(d, d0, n * sizeof *d);
+      info = LAPACKE_dstedc(LAPACK_ROW_MAJOR, 'I', (lapack_int)n, d, e0, z, (lapack_int)n);
+      if (info != 0)
+        s = no_conv(op, "dstedc", b, info);
+    }
+  }
+  free(w);
+  free(d0);
+  free(e0);
+  free(supp);
+  return s;
+}
+#endif
+
+static kiln_status
+kern(const kiln__lsp *L, const char *name, cl_kernel *k)
+{
+  return kiln__ops_kernel(L->op, L->ctx, SRC, L->dt, name, k);
+}
+
+static size_t
+group_local(const kiln__lsp *L, cl_kernel k, size_t cap)
+{
+  size_t max = kiln__launch_pow2_local(L->ctx, k);
+  if (!L->ctx->info.is_gpu && cap > 64)
+    cap = 64;
+  return max < cap ? max : cap;
+}
+
+static void
+args_mat(kiln__args *a, kiln__lsp_mat x)
+{
+  kiln__args_mem(a, x.mem);
+  kiln__args_u64(a, x.off);
+}
+
+/*
+ * Reduces the symmetric n x n matrix a (full, in place) to tridiagonal form: d[n], e[n-1],
+ * reflectors below the subdiagonal with tau[n-1]; v and p are n-element scratch.
+ */
+static kiln_status
+sytrd(const kiln__lsp *L, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d, kiln__lsp_mat e,
+      kiln__lsp_mat tau, kiln__lsp_mat v, kiln__lsp_mat p)
+{
+  cl_kernel kh, ks, kw, k2;
+  KILN_TRY(kern(L, "td_house", &kh));
+  KILN_TRY(kern(L, "td_symv", &ks));
+  KILN_TRY(kern(L, "td_w", &kw));
+  KILN_TRY(kern(L, "td_syr2", &k2));
+  size_t lh = group_local(L, kh, 256), ls = group_local(L, ks, 128), lw = group_local(L, kw, 256);
+  for (uint64_t j = 0; j < (n > 1 ? n - 1 : n); j++) {
+    kiln__args args = kiln__args_begin(L->op, kh);
+    args_mat(&args, a);
+    kiln__args_u32(&args, (uint32_t)n);
+    kiln__args_u32(&args, (uint32_t)j);
+    args_mat(&args, v);
+    args_mat(&args, tau);
+    args_mat(&args, d);
+    args_mat(&args, e);
+    kiln__args_local(&args, lh * L->ts);
+    KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, lh, lh));
+    uint64_t len = n - j - 1;
+    if (len < 2)
+      continue;
+    args = kiln__args_begin(L->op, ks);
+    args_mat(&args, a);
+    kiln__args_u32(&args, (uint32_t)n);
+    kiln__args_u32(&args, (uint32_t)j);
+    args_mat(&args, v);
+    args_mat(&args, tau);
+    args_mat(&args, p);
+    kiln__args_local(&args, ls * L->ts);
+    KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, (size_t)len * ls, ls));
+    args = kiln__args_begin(L->op, kw);
+    kiln__args_u32(&args, (uint32_t)n);
+    kiln__args_u32(&args, (uint32_t)j);
+    args_mat(&args, v);
+    args_mat(&args, tau);
+    args_mat(&args, p);
+    kiln__args_local(&args, lw * L->ts);
+    KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, lw, lw));
+    args = kiln__args_begin(L->op, k2);
+    args_mat(&args, a);
+    kiln__args_u32(&args, (uint32_t)n);
+    kiln__args_u32(&args, (uint32_t)j);
+    args_mat(&args, v);
+    args_mat(&args, p);
+    if (args.status != KILN_OK)
+      return args.status;
+    size_t g0 = (size_t)((len + 15) / 16 * 16);
+    size_t global[2] = {g0, g0}, local[2] = {16, 16};
+    KILN_TRY(kiln__args_enqueue(&args, L->ctx, 2, global, local));
+  }
+  return KILN_OK;
+}
+
+kiln_status
+kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_tensor **w,
+                 kiln_tensor **v)
+{
+  static const char op[] = "kiln_linalg_eigh";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_TRY(kiln__lsp_check_mat(op, ctx, a, "a"));
+  KILN_TRY(kiln__lsp_check_square(op, a, "a"));
+  KILN_RETURN_IF(uplo != KILN_UPPER && uplo != KILN_LOWER, KILN_ERR_INVALID_ARGUMENT, op,
+                 "uplo is %d, not KILN_UPPER or KILN_LOWER", (int)uplo);
+  KILN_RETURN_IF(!w, KILN_ERR_INVALID_ARGUMENT, op, "w is NULL");
+  KILN_TRY(need_lapacke(op, "the tridiagonal eigenvalue stage of eigh"));
+  size_t nd = a->shape.ndim;
+  uint64_t n = (uint64_t)a->shape.dims[nd - 1], batch = kiln__lsp_batch(a);
+  int64_t wt[1] = {(int64_t)n}, vt[2] = {(int64_t)n, (int64_t)n};
+  kiln__shape ws_ = kiln__lsp_shape(a, wt, 1), vs = kiln__lsp_shape(a, vt, 2);
+  kiln__ctx_lock(ctx);
+  kiln__lsp L = kiln__lsp_make(op, ctx, a->dtype);
+  kiln__lsp_outs o = {0};
+  kiln_status s = kiln__lsp_out(&o, op, ctx, a->dtype, &ws_, w);
+  if (s == KILN_OK && v)
+    s = kiln__lsp_out(&o, op, ctx, a->dtype, &vs, v);
+  if (s == KILN_OK)
+    s = kiln__lsp_outs_check(&o, op, a, NULL);
+  kiln_tensor *work = NULL, *dd = NULL, *ee = NULL, *tau = NULL, *vv = NULL, *pp = NULL;
+  kiln__lsp_ws ws = {0};
+  double *hd = NULL, *he = NULL, *hz = NULL;
+  uint64_t cnt = batch * n;
+  if (s == KILN_OK && cnt) {
+    s = kiln__ops_scratch(op, ctx, a->dtype, a->numel, &work);
+    if (s == KILN_OK)
+      s = kiln__ops_scratch(op, ctx, a->dtype, cnt, &dd);
+    if (s == KILN_OK)
+      s = kiln__ops_scratch(op, ctx, a->dtype, cnt, &ee);
+    if (s == KILN_OK)
+      s = kiln__ops_scratch(op, ctx, a->dtype, cnt, &tau);
+    if (s == KILN_OK)
+      s = kiln__ops_scratch(op, ctx, a->dtype, n, &vv);
+    if (s == KILN_OK)
+      s = kiln__ops_scratch(op, ctx, a->dtype, n, &pp);
+    if (s == KILN_OK && v)
+      s = kiln__lsp_ws_make(&L, n, n, &ws);
+    if (s == KILN_OK) {
+      kiln_tensor *view = NULL;
+      s = kiln__tensor_view(op, work, 0, &a->shape, &view);
+      if (s == KILN_OK)
+        s = kiln__ops_copy(op, ctx, a, view);
+      kiln_tensor_release(view);
+    }
+    cl_kernel kf;
+    if (s == KILN_OK)
+      s = kern(&L, "sym_fill", &kf);
+    for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
+      kiln__lsp_mat ab = kiln__lsp_tmat(work, n);
+      ab.off += b * n * n;
+      kiln__args args = kiln__args_begin(op, kf);
+      args_mat(&args, ab);
+      kiln__args_u32(&args, (uint32_t)n);
+      kiln__args_u32(&args, uplo == KILN_UPPER);
+      size_t g0 = (size_t)((n + 15) / 16 * 16), global[2] = {g0, g0}, local[2] = {16, 16};
+      s = args.status;
+      if (s == KILN_OK)
+        s = kiln__args_enqueue(&args, ctx, 2, global, local);
+      kiln__lsp_mat db = kiln__lsp_tmat(dd, 1), eb = kiln__lsp_tmat(ee, 1),
+                    tb = kiln__lsp_tmat(tau, 1);
+      db.off += b * n;
+      eb.off += b * n;
+      tb.off += b * n;
+      if (s == KILN_OK)
+        s = sytrd(&L, ab, n, db, eb, tb, kiln__lsp_tmat(vv, 1), kiln__lsp_tmat(pp, 1));
+    }
+    if (s == KILN_OK)
+      s = kiln__lsp_download(&L, dd, &hd);
+    if (s == KILN_OK)
+      s = kiln__lsp_download(&L, ee, &he);
+    if (s == KILN_OK && v)
+      s = host_mem(op, (hz = malloc(cnt * n * sizeof *hz)) != NULL);
+#if KILN_HAVE_LAPACKE
+    for (uint64_t b = 0; s == KILN_OK && b < batch; b++)
+      s = tridiag_eig(op, b, n, hd + b * n, he + b * n, v ? hz + b * n * n : NULL);
+#endif
+    if (s == KILN_OK)
+      s = kiln__lsp_upload(&L, *w, hd);
+    if (s == KILN_OK && v)
+      s = kiln__lsp_upload(&L, *v, hz);
+    /* V = diag(1, Q') Z: the reflectors act on rows 1 .. n-1. */
+    for (uint64_t b = 0; s == KILN_OK && v && b < batch && n > 2; b++) {
+      kiln__lsp_mat ab = kiln__lsp_tmat(work, n), tb = kiln__lsp_tmat(tau, 1),
+                    zb = kiln__lsp_tmat(*v, n);
+      ab.off += b * n * n + n;
+      tb.off += b * n;
+      zb.off += b * n * n + n;
+      s = kiln__lsp_ormqr(&L, ab, n - 1, n - 1, tb, 0, zb, n, &ws);
+    }
+  }
+  kiln__lsp_ws_release(&ws);
+  kiln_tensor_release(work);
+  kiln_tensor_release(dd);
+  kiln_tensor_release(ee);
+  kiln_tensor_release(tau);
+  kiln_tensor_release(vv);
+  kiln_tensor_release(pp);
+  free(hd);
+  free(he);
+  free(hz);
+  s = kiln__lsp_outs_end(&o, s);
+  kiln__ctx_unlock(ctx);
+  return s;
+}
+
+/* ---------------------------------------------------------------- eig */
+
+kiln_status
+kiln_linalg_eig(kiln_context *ctx, const kiln_tensor *a, kiln_tensor **wr, kiln_tensor **wi,
+                kiln_tensor **vr, kiln_tensor **vi)
+{
+  static const char op[] = "kiln_linalg_eig";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_TRY(kiln__lsp_check_mat(op, ctx, a, "a"));
+  KILN_TRY(kiln__lsp_check_square(op, a, "a"));
+  KILN_RETURN_IF(!wr || !wi, KILN_ERR_INVALID_ARGUMENT, op, "%s is NULL", !wr ? "wr" : "wi");
+  KILN_RETURN_IF(!vr != !vi, KILN_ERR_INVALID_ARGUMENT, op,
+                 "vr and vi must both be given or both be NULL");
+  KILN_TRY(need_lapacke(op, "eig"));
+  size_t nd = a->shape.ndim;
+  uint64_t n = (uint64_t)a->shape.dims[nd - 1], batch = kiln__lsp_batch(a);
+  int64_t wt[1] = {(int64_t)n}, vt[2] = {(int64_t)n, (int64_t)n};
+  kiln__shape wsh = kiln__lsp_shape(a, wt, 1), vsh = kiln__lsp_shape(a, vt, 2);
+  kiln__ctx_lock(ctx);
+  kiln__lsp L = kiln__lsp_make(op, ctx, a->dtype);
+  kiln__lsp_outs o = {0};
+  kiln_status s = kiln__lsp_out(&o, op, ctx, a->dtype, &wsh, wr);
+  if (s == KILN_OK)
+    s = kiln__lsp_out(&o, op, ctx, a->dtype, &wsh, wi);
+  if (s == KILN_OK && vr)
+    s = kiln__lsp_out(&o, op, ctx, a->dtype, &vsh, vr);
+  if (s == KILN_OK && vr)
+    s = kiln__lsp_out(&o, op, ctx, a->dtype, &vsh, vi);
+  if (s == KILN_OK)
+    s = kiln__lsp_outs_check(&o, op, a, NULL);
+  double *h = NULL, *hwr = NULL, *hwi = NULL, *hvr = NULL, *hvi = NULL, *z = NULL;
+  if (s == KILN_OK)
+    s = kiln__lsp_download(&L, a, &h);
+  uint64_t cnt = batch * n, c2 = cnt * n;
+  if (s == KILN_OK) {
+    hwr = malloc((cnt + 1) * sizeof *hwr);
+    hwi = malloc((cnt + 1) * sizeof *hwi);
+    if (vr) {
+      hvr = malloc((c2 + 1) * sizeof *hvr);
+      hvi = malloc((c2 + 1) * sizeof *hvi);
+      z = malloc((n * n + 1) * sizeof *z);
+    }
+    s = host_mem(op, hwr && hwi && (!vr || (hvr && hvi && z)));
+  }
+#if KILN_HAVE_LAPACKE
+  for (uint64_t b = 0; s == KILN_OK && b < batch && n; b++) {
+    double dummy = 0;
+    lapack_int info = LAPACKE_dgeev(LAPACK_ROW_MAJOR, 'N', vr ? 'V' : 'N', (lapack_int)n,
+                                    h + b * n * n, (lapack_int)n, hwr + b * n, hwi + b * n, &dummy,
+                                    1, vr ? z : &dummy, vr ? (lapack_int)n : 1);
+    if (info > 0)
+      s = no_conv(op, "dgeev", b, info);
+    else if (info < 0)
+      s = kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0, "LAPACK dgeev refused argument %d",
+                     (int)-info);
+    if (s != KILN_OK || !vr)
+      continue;
+    /* dgeev's real form: a complex pair j, j+1 has vectors z[:, j] +- i z[:, j+1]. */
+    double *Re = hvr + b * n * n, *Im = hvi + b * n * n;
+    const double *wim = hwi + b * n;
+    for (uint64_t j = 0; j < n; j++) {
+      int pair = wim[j] != 0.0 && j + 1 < n;
+      for (uint64_t i = 0; i < n; i++) {
+        if (!pair) {
+          Re[i * n + j] = z[i * n + j];
+          Im[i * n + j] = 0.0;
+        } else {
+          Re[i * n + j] = Re[i * n + j + 1] = z[i * n + j];
+          Im[i * n + j] = z[i * n + j + 1];
+          Im[i * n + j + 1] = -z[i * n + j + 1];
+        }
+      }
+      if (pair)
+        j++;
+    }
+  }
+#endif
+  if (s == KILN_OK)
+    s = kiln__lsp_upload(&L, *wr, hwr);
+  if (s == KILN_OK)
+    s = kiln__lsp_upload(&L, *wi, hwi);
+  if (s == KILN_OK && vr)
+    s = kiln__lsp_upload(&L, *vr, hvr);
+  if (s == KILN_OK && vr)
+    s = kiln__lsp_upload(&L, *vi, hvi);
+  free(h);
+  free(hwr);
+  free(hwi);
+  free(hvr);
+  free(hvi);
+  free(z);
+  s = kiln__lsp_outs_end(&o, s);
+  kiln__ctx_unlock(ctx);
+  return s;
+}
+
+/* ---------------------------------------------------------------- svd and friends */
+
+/* Singular values of every matrix of a into *sv (batch x k, host), a's copy destroyed. */
+static kiln_status
+batch_svals(const kiln__lsp *L, const kiln_tensor *a, double **sv)
+{
+  size_t nd = a->shape.ndim;
+  uint64_t m = (uint64_t)a->shape.dims[nd - 2], n = (uint64_t)a->shape.dims[nd - 1];
+  uint64_t k = m < n ? m : n, batch = kiln__lsp_batch(a);
+  double *h = NULL;
+  *sv = NULL;
+  KILN_TRY(kiln__lsp_download(L, a, &h));
+  double *s_ = malloc((batch * k + 1) * sizeof *s_);
+  kiln_status s = host_mem(L->op, s_ != NULL);
+#if KILN_HAVE_LAPACKE
+  for (uint64_t b = 0; s == KILN_OK && b < batch; b++)
+    s = host_svd(L->op, b, h + b * m * n, m, n, s_ + b * k, NULL, NULL, 0);
+#endif
+  free(h);
+  if (s != KILN_OK) {
+    free(s_);
+    return s;
+  }
+  *sv = s_;
+  return KILN_OK;
+}
+
+/*
+ * Householder bidiagonalisation of the M x N (M >= N) matrix a, with at its transpose (both
+ * updated, so every access is a contiguous row): A = Q B P^T, B upper bidiagonal d[N],
+ * e[N-1]. The left reflectors stay below a's diagonal (geqrf layout, tauq), the right ones
+ * in p one row down (the layout eigh's back-transformation uses, taup). v, w, z have M
+ * elements, u N.
+ */
+typedef struct gb_bufs {
+  kiln__lsp_mat a, at, p, d, e, tauq, taup, v, w, u, z;
+} gb_bufs;
+
+static kiln__lsp_mat
+el(kiln__lsp_mat x, uint64_t i)
+{
+  x.off += i;
+  return x;
+}
+
+static kiln_status
+gb_house(const kiln__lsp *L, cl_kernel k, size_t local, kiln__lsp_mat x, uint64_t len,
+         kiln__lsp_mat v, kiln__lsp_mat tau, kiln__lsp_mat beta, kiln__lsp_mat st,
+         uint64_t ststride)
+{
+  kiln__args args = kiln__args_begin(L->op, k);
+  args_mat(&args, x);
+  kiln__args_u32(&args, (uint32_t)len);
+  args_mat(&args, v);
+  args_mat(&args, tau);
+  args_mat(&args, beta);
+  args_mat(&args, st);
+  kiln__args_u64(&args, ststride);
+  kiln__args_local(&args, local * L->ts);
+  return kiln__args_enqueue_1d(&args, L->ctx, local, local);
+}
+
+static kiln_status
+gb_rowdot(const kiln__lsp *L, cl_kernel k, size_t local, kiln__lsp_mat a, uint64_t rows,
+          uint64_t len, kiln__lsp_mat v, kiln__lsp_mat tau, kiln__lsp_mat out)
+{
+  if (rows == 0)
+    return KILN_OK;
+  kiln__args args = kiln__args_begin(L->op, k);
+  args_mat(&args, a);
+  kiln__args_u64(&args, a.ld);
+  kiln__args_u32(&args, (uint32_t)len);
+  args_mat(&args, v);
+  args_mat(&args, tau);
+  args_mat(&args, out);
+  kiln__args_local(&args, local * L->ts);
+  return kiln__args_enqueue_1d(&args, L->ctx, (size_t)rows * local, local);
+}
+
+static kiln_status
+grid2(const kiln__lsp *L, kiln__args *args, uint64_t g0, uint64_t g1)
+{
+  if (args->status != KILN_OK || g0 == 0 || g1 == 0)
+    return args->status;
+  size_t global[2] = {(size_t)((g0 + 15) / 16 * 16), (size_t)((g1 + 15) / 16 * 16)},
+         local[2] = {16, 16};
+  return kiln__args_enqueue(args, L->ctx, 2, global, local);
+}
+
+static kiln_status
+gb_rank1(const kiln__lsp *L, cl_kernel k, kiln__lsp_mat a, uint64_t rows, uint64_t cols,
+         kiln__lsp_mat p, kiln__lsp_mat q)
+{
+  kiln__args args = kiln__args_begin(L->op, k);
+  args_mat(&args, a);
+  kiln__args_u64(&args, a.ld);
+  kiln__args_u32(&args, (uint32_t)rows);
+  kiln__args_u32(&args, (uint32_t)cols);
+  args_mat(&args, p);
+  args_mat(&args, q);
+  return grid2(L, &args, cols, rows);
+}
+
+/* d (cols x rows) = s (rows x cols)^T. */
+static kiln_status
+transpose(const kiln__lsp *L, kiln__lsp_mat src, uint64_t rows, uint64_t cols, kiln__lsp_mat dst)
+{
+  cl_kernel k;
+  KILN_TRY(kern(L, "transpose_m", &k));
+  kiln__args args = kiln__args_begin(L->op, k);
+  args_mat(&args, src);
+  kiln__args_u32(&args, (uint32_t)rows);
+  kiln__args_u32(&args, (uint32_t)cols);
+  args_mat(&args, dst);
+  return grid2(L, &args, cols, rows);
+}
+
+static kiln_status
+gebrd(const kiln__lsp *L, const gb_bufs *g, uint64_t M, uint64_t N)
+{
+  cl_kernel kh, kd, kr;
+  KILN_TRY(kern(L, "gb_house", &kh));
+  KILN_TRY(kern(L, "gb_rowdot", &kd));
+  KILN_TRY(kern(L, "gb_rank1", &kr));
+  size_t lh = group_local(L, kh, 256), ld = group_local(L, kd, 128);
+  kiln__lsp_mat a = g->a, at = g->at;
+  for (uint64_t j = 0; j < N; j++) {
+    /* left: column j of A (row j of At) */
+    uint64_t len = M - j;
+    kiln__lsp_mat tq = el(g->tauq, j);
+    KILN_TRY(
+        gb_house(L, kh, lh, el(at, j * M + j), len, g->v, tq, el(g->d, j), el(a, j * N + j), N));
+    if (len > 1 && j + 1 < N) {
+      uint64_t nc = N - j - 1;
+      KILN_TRY(gb_rowdot(L, kd, ld, el(at, (j + 1) * M + j), nc, len, g->v, tq, g->w));
+      KILN_TRY(gb_rank1(L, kr, el(a, j * N + j + 1), len, nc, g->v, g->w));
+      KILN_TRY(gb_rank1(L, kr, el(at, (j + 1) * M + j), nc, len, g->w, g->v));
+    }
+    if (j + 1 >= N)
+      break;
+    /* right: row j of A right of the diagonal */
+    uint64_t lr = N - j - 1, rows = M - j - 1;
+    kiln__lsp_mat tp = el(g->taup, j);
+    KILN_TRY(gb_house(L, kh, lh, el(a, j * N + j + 1), lr, g->u, tp, el(g->e, j),
+                      el(g->p, (j + 1) * N + j), N));
+    if (lr > 1) {
+      KILN_TRY(gb_rowdot(L, kd, ld, el(a, (j + 1) * N + j + 1), rows, lr, g->u, tp, g->z));
+      KILN_TRY(gb_rank1(L, kr, el(a, (j + 1) * N + j + 1), rows, lr, g->z, g->u));
+      KILN_TRY(gb_rank1(L, kr, el(at, (j + 1) * M + j + 1), lr, rows, g->u, g->z));
+    }
+  }
+  return KILN_OK;
+}
+
+#if KILN_HAVE_LAPACKE
+/*
+ * SVD of the upper bidiagonal (d[n], e[n-1]) into s (descending) and, when ub is given,
+ * ub and vb (n x n, vectors in columns): dbdsvdx (the Golub-Kahan tridiagonal's bisection
+ * and inverse iteration, about O(n^2)), dbdsqr when it fails or for values only.
+ */
+static kiln_status
+bidiag_svd(const char *op, uint64_t b, uint64_t n, double *d, double *e, double *s, double *ub,
+           double *vb)
+{
+  if (n == 0)
+    return KILN_OK;
+  double *d0 = malloc(n * sizeof *d0), *e0 = malloc(n * sizeof *e0);
+  double *z = ub ? malloc(2 * n * (n + 1) * sizeof *z) : NULL;
+  lapack_int *sup = ub ? malloc(12 * n * sizeof *sup) : NULL;
+  uint64_t *ord = malloc(n * sizeof *ord);
+  /* dbdsvdx's dstevx writes eigenvalues of the 2n x 2n Golub-Kahan matrix into s: 2n long */
+  double *sw = ub ? malloc(2 * n * sizeof *sw) : NULL;
+  kiln_status st = host_mem(op, d0 && e0 && ord && (!ub || (z && sup && sw)));
+  lapack_int info = 1, ns = 0;
+  if (st == KILN_OK) {
+    memcpy(d0, d, n * sizeof *d0);
+    memcpy(e0, e, (n - 1) * sizeof *e0);
+    e0[n - 1] = 0.0;
+  }
+  if (st == KILN_OK && ub) {
+    info = LAPACKE_dbdsvdx(LAPACK_ROW_MAJOR, 'U', 'V', 'A', (lapack_int)n, d, e, 0.0, 0.0, 0, 0,
+                           &ns, sw, z, (lapack_int)(n + 1), sup);
+    if (info == 0 && (uint64_t)ns == n) {
+      for (uint64_t i = 0; i < n; i++)
+        ord[i] = i;
+      /* descending, as torch and LAPACK's gesdd (insertion sort: dbdsvdx's order is sorted
+       * already, one way or the other) */
+      for (uint64_t i = 1; i < n; i++)
+        for (uint64_t j = i; j > 0 && sw[ord[j]] > sw[ord[j - 1]]; j--) {
+          uint64_t t = ord[j];
+          ord[j] = ord[j - 1];
+          ord[j - 1] = t;
+        }
+      for (uint64_t c = 0; c < n; c++) {
+        s[c] = sw[ord[c]];
+        for (uint64_t i = 0; i < n; i++) {
+          ub[i * n + c] = z[i * (n + 1) + ord[c]];
+          vb[i * n + c] = z[(n + i) * (n + 1) + ord[c]];
+        }
+      }
+    } else {
+      info = 1;
+    }
+  }
+  if (st == KILN_OK && info != 0) {
+    /* dbdsqr: B = Q S P^T with Q into ub and P^T into vb, starting from identities */
+    memcpy(d, d0, n * sizeof *d);
+    if (ub)
+      for (uint64_t i = 0; i < n * n; i++)
+        ub[i] = vb[i] = i / n == i % n ? 1.0 : 0.0;
+    double dummy = 0;
+    info = LAPACKE_dbdsqr(LAPACK_ROW_MAJOR, 'U', (lapack_int)n, ub ? (lapack_int)n : 0,
+                          ub ? (lapack_int)n : 0, 0, d, e0, ub ? vb : &dummy, (lapack_int)n,
+                          ub ? ub : &dummy, (lapack_int)n, &dummy, 1);
+    if (info != 0)
+      st = no_conv(op, "dbdsqr", b, info);
+    if (st == KILN_OK) {
+      memcpy(s, d, n * sizeof *s);
+      for (uint64_t i = 0; ub && i < n; i++) /* vb holds P^T: transpose to P */
+        for (uint64_t j = i + 1; j < n; j++) {
+          double t = vb[i * n + j];
+          vb[i * n + j] = vb[j * n + i];
+          vb[j * n + i] = t;
+        }
+    }
+  }
+  free(d0);
+  free(e0);
+  free(z);
+  free(sup);
+  free(ord);
+  free(sw);
+  return st;
+}
+#endif
+
+/* Reads count elements at element offset off of t into out (double). */
+static kiln_status
+read_vec(const kiln__lsp *L, const kiln_tensor *t, uint64_t off, uint64_t count, double *out)
+{
+  if (count == 0)
+    return KILN_OK;
+  KILN_TRY(kiln__ops_read(L->op, L->ctx, t, off * L->ts, out, count * L->ts));
+  if (L->dt == KILN_F32)
+    for (uint64_t i = count; i-- > 0;)
+      out[i] = (double)((float *)out)[i];
+  return KILN_OK;
+}
+
+/* Writes count doubles to element offset off of t (blocking; f32 rounded). */
+static kiln_status
+write_vec(const kiln__lsp *L, kiln_tensor *t, uint64_t off, uint64_t count, const double *v)
+{
+  if (count == 0)
+    return KILN_OK;
+  const void *src = v;
+  float *f = NULL;
+  if (L->dt == KILN_F32) {
+    f = malloc(count * sizeof *f);
+    KILN_TRY(host_mem(L->op, f != NULL));
+    for (uint64_t i = 0; i < count; i++)
+      f[i] = (float)v[i];
+    src = f;
+  }
+  cl_int err = clEnqueueWriteBuffer(L->ctx->queue, t->mem, CL_TRUE, t->offset + off * L->ts,
+                                    count * L->ts, src, 0, NULL, NULL);
+  free(f);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueWriteBuffer");
+}
+
+/* Copies count elements between tensors at element offsets (enqueued). */
+static kiln_status
+copy_elems(const kiln__lsp *L, const kiln_tensor *src, uint64_t soff, kiln_tensor *dst,
+           uint64_t doff, uint64_t count)
+{
+  if (count == 0)
+    return KILN_OK;
+  cl_int err = clEnqueueCopyBuffer(L->ctx->queue, src->mem, dst->mem, src->offset + soff * L->ts,
+                                   dst->offset + doff * L->ts, count * L->ts, 0, NULL, NULL);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueCopyBuffer");
+}
+
+/*
+ * The device route of kiln_linalg_svd for batch m x n matrices with k = min(m, n) > 0:
+ * bidiagonalisation of A (or of A^T when wide) on the device, the bidiagonal SVD on the host,
+ * the back-transformations U = Q [Ub 0; 0 I], V = P Vb on the device. For a wide A the roles
+ * swap: A^T = U' S V'^T gives U = V' and V^T = U'^T.
+ */
+static kiln_status
+svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uint64_t batch,
+           int full, kiln_tensor *uo, kiln_tensor *so, kiln_tensor *vto)
+{
+  uint64_t M = m > n ? m : n, N = m < n ? m : n, ucM = full ? M : N, vec = uo != NULL;
+  uint64_t uc = full ? m : N, vr = full ? n : N;
+  kiln_tensor *t[12] = {NULL};
+  enum { A_, AT, P_, D_, E_, TQ, TP, V_, W_, U_, Z_, X_ };
+  uint64_t sizes[12] = {M * N, N * M, N * N, N, N, N,
+                        N,     M,     M,     N, M, vec ? (m >= n ? N * N : M * ucM) : 1};
+  kiln_status s = KILN_OK;
+  for (int i = 0; s == KILN_OK && i < 12; i++)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, sizes[i], &t[i]);
+  kiln__lsp_ws ws = {0};
+  if (s == KILN_OK && vec)
+    s = kiln__lsp_ws_make(L, M, ucM > N ? ucM : N, &ws);
+  double *hd = malloc(N * sizeof *hd), *he = malloc(N * sizeof *he), *hs = malloc(N * sizeof *hs);
+  double *hu = vec ? malloc(M * ucM * sizeof *hu) : NULL,
+         *hv = vec ? malloc(N * N * sizeof *hv) : NULL;
+  double *ub = vec ? malloc(N * N * sizeof *ub) : NULL;
+  if (s == KILN_OK)
+    s = host_mem(L->op, hd && he && hs && (!vec || (hu && hv && ub)));
+  gb_bufs g;
+  memset(&g, 0, sizeof g);
+  if (s == KILN_OK) {
+    g = (gb_bufs){.a = kiln__lsp_tmat(t[A_], N),
+                  .at = kiln__lsp_tmat(t[AT], M),
+                  .p = kiln__lsp_tmat(t[P_], N),
+                  .d = kiln__lsp_tmat(t[D_], 1),
+                  .e = kiln__lsp_tmat(t[E_], 1),
+                  .tauq = kiln__lsp_tmat(t[TQ], 1),
+                  .taup = kiln__lsp_tmat(t[TP], 1),
+                  .v = kiln__lsp_tmat(t[V_], 1),
+                  .w = kiln__lsp_tmat(t[W_], 1),
+                  .u = kiln__lsp_tmat(t[U_], 1),
+                  .z = kiln__lsp_tmat(t[Z_], 1)};
+  }
+  for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
+    kiln__lsp_mat ab = kiln__lsp_tmat(a, n);
+    ab.off += b * m * n;
+    if (m >= n) {
+      s = copy_elems(L, a, b * m * n, t[A_], 0, m * n);
+      if (s == KILN_OK)
+        s = transpose(L, ab, m, n, g.at);
+    } else {
+      s = copy_elems(L, a, b * m * n, t[AT], 0, m * n);
+      if (s == KILN_OK)
+        s = transpose(L, ab, m, n, g.a);
+    }
+    if (s == KILN_OK)
+      s = gebrd(L, &g, M, N);
+    if (s == KILN_OK)
+      s = read_vec(L, t[D_], 0, N, hd);
+    if (s == KILN_OK)
+      s = read_vec(L, t[E_], 0, N, he);
+#if KILN_HAVE_LAPACKE
+    if (s == KILN_OK)
+      s = bidiag_svd(L->op, b, N, hd, he, hs, vec ? ub : NULL, hv);
+#endif
+    if (s == KILN_OK)
+      s = write_vec(L, so, b * N, N, hs);
+    if (s != KILN_OK || !vec)
+      continue;
+    /* [Ub 0; 0 I] (M x ucM) and Vb; which output each lands in depends on the shape */
+    for (uint64_t i = 0; i < M; i++)
+      for (uint64_t j = 0; j < ucM; j++)
+        hu[i * ucM + j] = i < N && j < N ? ub[i * N + j] : i == j ? 1.0 : 0.0;
+    kiln_tensor *ut = m >= n ? uo : t[X_], *vt = m >= n ? t[X_] : uo;
+    uint64_t uoff = m >= n ? b * m * uc : 0, voff = m >= n ? 0 : b * m * uc;
+    s = write_vec(L, ut, uoff, M * ucM, hu);
+    if (s == KILN_OK)
+      s = write_vec(L, vt, voff, N * N, hv);
+    kiln__lsp_mat um = kiln__lsp_tmat(ut, ucM), vm = kiln__lsp_tmat(vt, N);
+    um.off += uoff;
+    vm.off += voff;
+    if (s == KILN_OK)
+      s = kiln__lsp_ormqr(L, g.a, M, N, g.tauq, 0, um, ucM, &ws);
+    if (s == KILN_OK && N > 2)
+      s = kiln__lsp_ormqr(L, el(g.p, N), N - 1, N - 1, g.taup, 0, el(vm, N), N, &ws);
+    /* V^T: the transpose of V (m >= n), or of U' (wide) */
+    kiln__lsp_mat dst = kiln__lsp_tmat(vto, n);
+    dst.off += b * vr * n;
+    if (s == KILN_OK)
+      s = m >= n ? transpose(L, vm, N, N, dst) : transpose(L, um, M, ucM, dst);
+  }
+  kiln__lsp_ws_release(&ws);
+  for (int i = 0; i < 12; i++)
+    kiln_tensor_release(t[i]);
+  free(hd);
+  free(he);
+  free(hs);
+  free(hu);
+  free(hv);
+  free(ub);
+  return s;
+}
+
+kiln_status
+kiln_linalg_svd(kiln_context *ctx, const kiln_tensor *a, int full_matrices, kiln_tensor **u,
+                kiln_tensor **s, kiln_tensor **vt)
+{
+  static const char op[] = "kiln_linalg_svd";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_TRY(kiln__lsp_check_mat(op, ctx, a, "a"));
+  KILN_RETURN_IF(!s, KILN_ERR_INVALID_ARGUMENT, op, "s is NULL");
+  KILN_RETURN_IF(!u != !vt, KILN_ERR_INVALID_ARGUMENT, op,
+                 "u and vt must both be given or both be NULL");
+  KILN_TRY(need_lapacke(op, "the bidiagonal stage of svd"));
+  size_t nd = a->shape.ndim;
+  uint64_t m = (uint64_t)a->shape.dims[nd - 2], n = (uint64_t)a->shape.dims[nd - 1];
+  uint64_t k = m < n ? m : n, batch = kiln__lsp_batch(a);
+  uint64_t uc = full_matrices ? m : k, vr = full_matrices ? n : k;
+  int64_t st[1] = {(int64_t)k}, ut[2] = {(int64_t)m, (int64_t)uc},
+          vtt[2] = {(int64_t)vr, (int64_t)n};
+  kiln__shape ss = kiln__lsp_shape(a, st, 1), us = kiln__lsp_shape(a, ut, 2),
+              vs = kiln__lsp_shape(a, vtt, 2);
+  kiln__ctx_lock(ctx);
+  kiln__lsp L = kiln__lsp_make(op, ctx, a->dtype);
+  kiln__lsp_outs o = {0};
+  kiln_status st_ = kiln__lsp_out(&o, op, ctx, a->dtype, &ss, s);
+  if (st_ == KILN_OK && u)
+    st_ = kiln__lsp_out(&o, op, ctx, a->dtype, &us, u);
+  if (st_ == KILN_OK && u)
+    st_ = kiln__lsp_out(&o, op, ctx, a->dtype, &vs, vt);
+  if (st_ == KILN_OK)
+    st_ = kiln__lsp_outs_check(&o, op, a, NULL);
+  if (st_ == KILN_OK && k > 0 && batch > 0)
+    st_ = svd_device(&L, a, m, n, batch, full_matrices, u ? *u : NULL, *s, u ? *vt : NULL);
+  if (st_ == KILN_OK && k == 0 && u && batch > 0) {
+    /* no singular values: U and V^T are identities */
+    double *hu = malloc((batch * m * uc + 1) * sizeof *hu),
+           *hv = malloc((batch * vr * n + 1) * sizeof *hv);
+    st_ = host_mem(op, hu && hv);
+    for (uint64_t i = 0; st_ == KILN_OK && i < batch * m * uc; i++)
+      hu[i] = (i % (m * uc)) / uc == (i % (m * uc)) % uc ? 1.0 : 0.0;
+    for (uint64_t i = 0; st_ == KILN_OK && i < batch * vr * n; i++)
+      hv[i] = (i % (vr * n)) / n == (i % (vr * n)) % n ? 1.0 : 0.0;
+    if (st_ == KILN_OK)
+      st_ = kiln__lsp_upload(&L, *u, hu);
+    if (st_ == KILN_OK)
+      st_ = kiln__lsp_upload(&L, *vt, hv);
+    free(hu);
+    free(hv);
+  }
+  st_ = kiln__lsp_outs_end(&o, st_);
+  kiln__ctx_unlock(ctx);
+  return st_;
+}
+
+kiln_status
+kiln_linalg_pinv(kiln_context *ctx, const kiln_tensor *a, double rcond, kiln_tensor **out)
+{
+  static const char op[] = "kiln_linalg_pinv";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_TRY(kiln__lsp_check_mat(op, ctx, a, "a"));
+  KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
+  KILN_RETURN_IF(isnan(rcond), KILN_ERR_INVALID_ARGUMENT, op, "rcond is NaN");
+  KILN_TRY(need_lapacke(op, "pinv"));
+  size_t nd = a->shape.ndim;
+  uint64_t m = (uint64_t)a->shape.dims[nd - 2], n = (uint64_t)a->shape.dims[nd - 1];
+  uint64_t k = m < n ? m : n, batch = kiln__lsp_batch(a);
+  int64_t pt[2] = {(int64_t)n, (int64_t)m};
+  kiln__shape ps = kiln__lsp_shape(a, pt, 2);
+  if (rcond < 0)
+    rcond = eps_of(a->dtype) * (double)(m > n ? m : n);
+  kiln__ctx_lock(ctx);
+  kiln__lsp L = kiln__lsp_make(op, ctx, a->dtype);
+  kiln__lsp_outs o = {0};
+  kiln_status s = kiln__lsp_out(&o, op, ctx, a->dtype, &ps, out);
+  if (s == KILN_OK)
+    s = kiln__lsp_outs_check(&o, op, a, NULL);
+  double *h = NULL, *hs = NULL, *hu = NULL, *hv = NULL, *hp = NULL;
+  if (s == KILN_OK)
+    s = kiln__lsp_download(&L, a, &h);
+  if (s == KILN_OK) {
+    hs = malloc((k + 1) * sizeof *hs);
+    hu = malloc((m * k + 1) * sizeof *hu);
+    hv = malloc((k * n + 1) * sizeof *hv);
+    hp = calloc(batch * n * m + 1, sizeof *hp);
+    s = host_mem(op, hs && hu && hv && hp);
+  }
+#if KILN_HAVE_LAPACKE
+  for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
+    s = host_svd(op, b, h + b * m * n, m, n, hs, hu, hv, 0);
+    double cut = k ? rcond * hs[0] : 0.0, *P = hp + b * n * m;
+    /* pinv = V diag(1/s) U^T over the singular values above the cutoff. */
+    for (uint64_t l = 0; s == KILN_OK && l < k; l++) {
+      if (!(hs[l] > cut))
+        break;
+      double r = 1.0 / hs[l];
+      for (uint64_t i = 0; i < n; i++) {
+        double vi = hv[l * n + i] * r;
+        for (uint64_t j = 0; j < m; j++)
+          P[i * m + j] += vi * hu[j * k + l];
+      }
+    }
+  }
+#endif
+  if (s == KILN_OK)
+    s = kiln__lsp_upload(&L, *out, hp);
+  free(h);
+  free(hs);
+  free(hu);
+  free(hv);
+  free(hp);
+  s = kiln__lsp_outs_end(&o, s);
+  kiln__ctx_unlock(ctx);
+  return s;
+}
+
+kiln_status
+kiln_linalg_matrix_rank(kiln_context *ctx, const kiln_tensor *a, double tol, kiln_tensor **out)
+{
+  static const char op[] = "kiln_linalg_matrix_rank";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_TRY(kiln__lsp_check_mat(op, ctx, a, "a"));
+  KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
+  KILN_RETURN_IF(isnan(tol), KILN_ERR_INVALID_ARGUMENT, op, "tol is NaN");
+  KILN_TRY(need_lapacke(op, "matrix_rank"));
+  size_t nd = a->shape.ndim;
+  uint64_t m = (uint64_t)a->shape.dims[nd - 2], n = (uint64_t)a->shape.dims[nd - 1];
+  uint64_t k = m < n ? m : n, batch = kiln__lsp_batch(a);
+  kiln__shape rs = kiln__lsp_shape(a, NULL, 0);
+  kiln__ctx_lock(ctx);
+  kiln__lsp L = kiln__lsp_make(op, ctx, a->dtype);
+  kiln__lsp_outs o = {0};
+  kiln_status s = kiln__lsp_out(&o, op, ctx, KILN_I64, &rs, out);
+  if (s == KILN_OK)
+    s = kiln__lsp_outs_check(&o, op, a, NULL);
+  double *sv = NULL;
+  int64_t *r = NULL;
+  if (s == KILN_OK)
+    s = batch_svals(&L, a, &sv);
+  if (s == KILN_OK)
+    s = host_mem(op, (r = malloc((batch + 1) * sizeof *r)) != NULL);
+  for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
+    double t = tol >= 0 ? tol : (k ? sv[b * k] : 0.0) * (double)(m > n ? m : n) * eps_of(L.dt);
+    r[b] = 0;
+    for (uint64_t l = 0; l < k; l++)
+      r[b] += sv[b * k + l] > t;
+  }
+  if (s == KILN_OK && batch) {
+    cl_int err = clEnqueueWriteBuffer(ctx->queue, (*out)->mem, CL_TRUE, (*out)->offset,
+                                      batch * sizeof *r, r, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+      s = kiln__fail_cl(op, err, "clEnqueueWriteBuffer");
+  }
+  free(sv);
+  free(r);
+  s = kiln__lsp_outs_end(&o, s);
+  kiln__ctx_unlock(ctx);
+  return s;
+}
+
+static int
+mnorm_valid(kiln_mnorm p)
+{
+  return p >= KILN_MNORM_FRO && p <= KILN_MNORM_NEG_INF;
+}
+
+static int
+mnorm_svd(kiln_mnorm p)
+{
+  return p == KILN_MNORM_NUC || p == KILN_MNORM_2 || p == KILN_MNORM_NEG2;
+}
+
+/* A norm of the m x n row-major x that needs no singular values. */
+static double
+norm_direct(const double *x, uint64_t m, uint64_t n, kiln_mnorm p)
+{
+  if (p == KILN_MNORM_FRO) {
+    double scale = 0.0, ss = 1.0; /* LAPACK dlassq: no overflow for large entries */
+    for (uint64_t i = 0; i < m * n; i++) {
+      double v = fabs(x[i]);
+      if (isnan(v))
+        return v;
+      if (v > scale) {
+        ss = 1.0 + ss * (scale / v) * (scale / v);
+        scale = v;
+      } else if (v > 0) {
+        ss += (v / scale) * (v / scale);
+      }
+    }
+    return scale * sqrt(ss);
+  }
+  int cols = p == KILN_MNORM_1 || p == KILN_MNORM_NEG1,
+      mx = p == KILN_MNORM_1 || p == KILN_MNORM_INF;
+  uint64_t outer = cols ? n : m, inner = cols ? m : n;
+  double best = outer ? (mx ? 0.0 : INFINITY) : 0.0;
+  for (uint64_t o = 0; o < outer; o++) {
+    double t = 0.0;
+    for (uint64_t i = 0; i < inner; i++)
+      t += fabs(cols ? x[i * n + o] : x[o * n + i]);
+    if (isnan(t))
+      return t;
+    best = mx ? fmax(best, t) : fmin(best, t);
+  }
+  return best;
+}
+
+/* A norm from descending singular values s[k]. */
+static double
+norm_svals(const double *s, uint64_t k, kiln_mnorm p)
+{
+  if (k == 0)
+    return 0.0;
+  if (p == KILN_MNORM_2)
+    return s[0];
+  if (p == KILN_MNORM_NEG2)
+    return s[k - 1];
+  double t = 0.0;
+  for (uint64_t i = 0; i < k; i++)
+    t += s[i];
+  return t;
+}
+
+static kiln_status
+norm_common(const char *op, kiln_context *ctx, const kiln_tensor *a, kiln_mnorm p, int cond,
+            kiln_tensor **out)
+{
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_TRY(kiln__lsp_check_mat(op, ctx, a, "a"));
+  KILN_RETURN_IF(!mnorm_valid(p), KILN_ERR_INVALID_ARGUMENT, op, "%s is %d, not a kiln_mnorm",
+                 cond ? "p" : "ord", (int)p);
+  KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
+  int svd = mnorm_svd(p) && !(cond && p == KILN_MNORM_NUC);
+  if (cond && !svd)
+    KILN_TRY(kiln__lsp_check_square(op, a, "a (cond with a norm other than 2 and -2)"));
+  if (svd || cond)
+    KILN_TRY(need_lapacke(op, cond ? "cond" : "the 2-norm and nuclear norms"));
+  size_t nd = a->shape.ndim;
+  uint64_t m = (uint64_t)a->shape.dims[nd - 2], n = (uint64_t)a->shape.dims[nd - 1];
+  uint64_t k = m < n ? m : n, batch = kiln__lsp_batch(a);
+  kiln__shape rs = kiln__lsp_shape(a, NULL, 0);
+  kiln__ctx_lock(ctx);
+  kiln__lsp L = kiln__lsp_make(op, ctx, a->dtype);
+  kiln__lsp_outs o = {0};
+  kiln_status s = kiln__lsp_out(&o, op, ctx, a->dtype, &rs, out);
+  if (s == KILN_OK)
+    s = kiln__lsp_outs_check(&o, op, a, NULL);
+  double *h = NULL, *r = NULL, *sv = NULL, *inv = NULL;
+  if (s == KILN_OK)
+    s = host_mem(op, (r = malloc((batch + 1) * sizeof *r)) != NULL);
+  if (s == KILN_OK && svd)
+    s = batch_svals(&L, a, &sv);
+  else if (s == KILN_OK)
+    s = kiln__lsp_download(&L, a, &h);
+  if (s == KILN_OK && cond && !svd)
+    s = host_mem(op, (inv = malloc((n * n + 1) * sizeof *inv)) != NULL);
+  for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
+    if (svd && !cond) {
+      r[b] = norm_svals(sv + b * k, k, p);
+    } else if (svd) {
+      const double *sb = sv + b * k;
+      double big = k ? sb[0] : 0.0, small = k ? sb[k - 1] : 0.0;
+      r[b] = k == 0 ? 0.0 : p == KILN_MNORM_2 ? big / small : small / big;
+    } else if (!cond) {
+      r[b] = norm_direct(h + b * m * n, m, n, p);
+    } else {
+#if KILN_HAVE_LAPACKE
+      const double *x = h + b * n * n;
+      memcpy(inv, x, n * n * sizeof *inv);
+      lapack_int *ip = malloc((n + 1) * sizeof *ip);
+      s = host_mem(op, ip != NULL);
+      if (s != KILN_OK)
+        break;
+      lapack_int info =
+          n ? LAPACKE_dgetrf(LAPACK_ROW_MAJOR, (lapack_int)n, (lapack_int)n, inv, (lapack_int)n, ip)
+            : 0;
+      if (info > 0) {
+        r[b] = INFINITY;
+      } else {
+        if (n)
+          info = LAPACKE_dgetri(LAPACK_ROW_MAJOR, (lapack_int)n, inv, (lapack_int)n, ip);
+        if (p == KILN_MNORM_NUC) {
+          /* cond in the nuclear norm needs the singular values of A and A^-1: sum s * sum 1/s */
+          double *c1 = malloc((n * n + 1) * sizeof *c1), *s1 = malloc((n + 1) * sizeof *s1);
+          s = host_mem(op, c1 && s1);
+          double t1 = 0, t2 = 0;
+          if (s == KILN_OK) {
+            memcpy(c1, x, n * n * sizeof *c1);
+            s = host_svd(op, b, c1, n, n, s1, NULL, NULL, 0);
+          }
+          for (uint64_t i = 0; s == KILN_OK && i < n; i++) {
+            t1 += s1[i];
+            t2 += 1.0 / s1[i];
+          }
+          r[b] = t1 * t2;
+          free(c1);
+          free(s1);
+        } else {
+          r[b] = info > 0 ? INFINITY : norm_direct(x, n, n, p) * norm_direct(inv, n, n, p);
+        }
+      }
+      free(ip);
+#endif
+    }
+  }
+  if (s == KILN_OK)
+    s = kiln__lsp_upload(&L, *out, r);
+  free(h);
+  free(r);
+  free(sv);
+  free(inv);
+  s = kiln__lsp_outs_end(&o, s);
+  kiln__ctx_unlock(ctx);
+  return s;
+}
+
+kiln_status
+kiln_linalg_matrix_norm(kiln_context *ctx, const kiln_tensor *a, kiln_mnorm ord, kiln_tensor **out)
+{
+  return norm_common("kiln_linalg_matrix_norm", ctx, a, ord, 0, out);
+}
+
+kiln_status
+kiln_linalg_cond(kiln_context *ctx, const kiln_tensor *a, kiln_mnorm p, kiln_tensor **out)
+{
+  return norm_common("kiln_linalg_cond", ctx, a, p, 1, out);
+}
+
+/* ---------------------------------------------------------------- lstsq */
+
+kiln_status
+kiln_linalg_lstsq(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b, double rcond,
+                  kiln_tensor **x, kiln_tensor **residuals, kiln_tensor **rank, kiln_tensor **sv)
+{
+  static const char op[] = "kiln_linalg_lstsq";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_TRY(kiln__lsp_check_mat(op, ctx, a, "a"));
+  KILN_TRY(kiln__lsp_check_mat(op, ctx, b, "b"));
+  KILN_RETURN_IF(a->dtype != b->dtype, KILN_ERR_DTYPE, op, "a is %s but b is %s",
+                 kiln_dtype_name(a->dtype), kiln_dtype_name(b->dtype));
+  KILN_RETURN_IF(!x, KILN_ERR_INVALID_ARGUMENT, op, "x is NULL");
+  KILN_RETURN_IF(residuals && *residuals, KILN_ERR_INVALID_ARGUMENT, op,
+                 "*residuals must be NULL: its shape depends on the ranks found");
+  KILN_RETURN_IF(isnan(rcond), KILN_ERR_INVALID_ARGUMENT, op, "rcond is NaN");
+  size_t nd = a->shape.ndim, bnd = b->shape.ndim;
+  uint64_t m = (uint64_t)a->shape.dims[nd - 2], n = (uint64_t)a->shape.dims[nd - 1];
+  uint64_t kk = m < n ? m : n, batch = kiln__lsp_batch(a);
+  uint64_t nrhs = (uint64_t)b->shape.dims[bnd - 1];
+  char s1[128], s2[128];
+  int ok = bnd == nd && (uint64_t)b->shape.dims[bnd - 2] == m;
+  for (size_t i = 0; ok && i + 2 < nd; i++)
+    ok = a->shape.dims[i] == b->shape.dims[i];
+  KILN_RETURN_IF(!ok, KILN_ERR_SHAPE, op,
+                 "a %s and b %s: b must be [..., %llu, k] with a's batch dimensions",
+                 kiln__shape_format(&a->shape, s1, sizeof s1),
+                 kiln__shape_format(&b->shape, s2, sizeof s2), (unsigned long long)m);
+  if (sv)
+    KILN_TRY(need_lapacke(op, "the singular values of lstsq"));
+  double eps = eps_of(a->dtype), mx = (double)(m > n ? m : n);
+  double cut = rcond >= 0 ? rcond : eps * mx; /* the SVD route's cutoff */
+  (void)cut;
+  int64_t xt[2] = {(int64_t)n, (int64_t)nrhs}, st[1] = {(int64_t)kk};
+  kiln__shape xs = kiln__lsp_shape(a, xt, 2), ss = kiln__lsp_shape(a, st, 1),
+              rs = kiln__lsp_shape(a, NULL, 0);
+  kiln__ctx_lock(ctx);
+  kiln__lsp L = kiln__lsp_make(op, ctx, a->dtype);
+  kiln__lsp_outs o = {0};
+  kiln_status s = kiln__lsp_out(&o, op, ctx, a->dtype, &xs, x);
+  if (s == KILN_OK && rank)
+    s = kiln__lsp_out(&o, op, ctx, KILN_I64, &rs, rank);
+  if (s == KILN_OK && sv)
+    s = kiln__lsp_out(&o, op, ctx, a->dtype, &ss, sv);
+  if (s == KILN_OK)
+    s = kiln__lsp_outs_check(&o, op, a, b);
+  kiln_tensor *qa = NULL, *qb = NULL, *tau = NULL;
+  kiln__lsp_ws ws = {0};
+  double *ha = NULL, *hb = NULL, *hx = NULL, *hres = NULL, *hs = NULL;
+  int64_t *hr = NULL;
+  int *via_svd = NULL;
+  if (s == KILN_OK) {
+    hx = calloc(batch * n * nrhs + 1, sizeof *hx);
+    hres = calloc(batch * nrhs + 1, sizeof *hres);
+    hs = calloc(batch * kk + 1, sizeof *hs);
+    hr = calloc(batch + 1, sizeof *hr);
+    via_svd = calloc(batch + 1, sizeof *via_svd);
+    s = host_mem(op, hx && hres && hs && hr && via_svd);
+  }
+  /* The QR route: every tall matrix factors on the device, then R's diagonal decides. */
+  if (s == KILN_OK && m >= n && n > 0 && batch) {
+    s = kiln__ops_scratch(op, ctx, a->dtype, a->numel, &qa);
+    if (s == KILN_OK)
+      s = kiln__ops_scratch(op, ctx, a->dtype, b->numel ? b->numel : 1, &qb);
+    if (s == KILN_OK)
+      s = kiln__ops_scratch(op, ctx, a->dtype, batch * n, &tau);
+    if (s == KILN_OK)
+      s = kiln__lsp_ws_make(&L, m, n > nrhs ? n : nrhs, &ws);
+    kiln_tensor *view = NULL;
+    if (s == KILN_OK)
+      s = kiln__tensor_view(op, qa, 0, &a->shape, &view);
+    if (s == KILN_OK)
+      s = kiln__ops_copy(op, ctx, a, view);
+    kiln_tensor_release(view);
+    view = NULL;
+    if (s == KILN_OK && b->numel)
+      s = kiln__tensor_view(op, qb, 0, &b->shape, &view);
+    if (s == KILN_OK && b->numel)
+      s = kiln__ops_copy(op, ctx, b, view);
+    kiln_tensor_release(view);
+    for (uint64_t i = 0; s == KILN_OK && i < batch; i++) {
+      kiln__lsp_mat ab = kiln__lsp_tmat(qa, n), tb = kiln__lsp_tmat(tau, 1),
+                    bb = kiln__lsp_tmat(qb, nrhs);
+      ab.off += i * m * n;
+      tb.off += i * n;
+      bb.off += i * m * nrhs;
+      s = kiln__lsp_geqrf(&L, ab, m, n, tb, &ws);
+      if (s == KILN_OK && nrhs)
+        s = kiln__lsp_ormqr(&L, ab, m, n, tb, 1, bb, nrhs, &ws);
+    }
+    if (s == KILN_OK)
+      s = kiln__lsp_download(&L, qa, &ha);
+    if (s == KILN_OK && b->numel)
+      s = kiln__lsp_download(&L, qb, &hb);
+    for (uint64_t i = 0; s == KILN_OK && i < batch; i++) {
+      const double *R = ha + i * m * n;
+      double big = 0.0;
+      for (uint64_t j = 0; j < n; j++)
+        big = fmax(big, fabs(R[j * n + j]));
+      int full = big > 0.0;
+      for (uint64_t j = 0; full && j < n; j++)
+        full = fabs(R[j * n + j]) > eps * mx * big;
+      if (!full) {
+        via_svd[i] = 1;
+        continue;
+      }
+      hr[i] = (int64_t)n;
+      /* x = R^-1 (Q^T b)[:n] by back substitution; the rest of Q^T b is the residual. */
+      for (uint64_t c = 0; c < nrhs; c++) {
+        const double *qtb = hb + i * m * nrhs;
+        double *X = hx + i * n * nrhs;
+        for (uint64_t j = n; j-- > 0;) {
+          double t = qtb[j * nrhs + c];
+          for (uint64_t l = j + 1; l < n; l++)
+            t -= R[j * n + l] * X[l * nrhs + c];
+          X[j * nrhs + c] = t / R[j * n + j];
+        }
+        double r2 = 0.0;
+        for (uint64_t j = n; j < m; j++)
+          r2 += qtb[j * nrhs + c] * qtb[j * nrhs + c];
+        hres[i * nrhs + c] = r2;
+      }
+#if KILN_HAVE_LAPACKE
+      if (sv) { /* the singular values of R are A's */
+        double *rc = calloc(n * n + 1, sizeof *rc);
+        s = host_mem(op, rc != NULL);
+        for (uint64_t r_ = 0; s == KILN_OK && r_ < n; r_++)
+          for (uint64_t c = r_; c < n; c++)
+            rc[r_ * n + c] = R[r_ * n + c];
+        if (s == KILN_OK)
+          s = host_svd(op, i, rc, n, n, hs + i * kk, NULL, NULL, 0);
+        free(rc);
+      }
+#endif
+    }
+    free(ha);
+    free(hb);
+    ha = hb = NULL;
+  } else if (s == KILN_OK) {
+    for (uint64_t i = 0; i < batch; i++)
+      via_svd[i] = n > 0; /* n == 0: x is empty, rank 0 */
+  }
+  int any_svd = 0;
+  for (uint64_t i = 0; s == KILN_OK && i < batch; i++)
+    any_svd |= via_svd[i];
+  if (s == KILN_OK && any_svd)
+    s = need_lapacke(op, "the minimum-norm (SVD) route of lstsq");
+  if (s == KILN_OK && any_svd)
+    s = kiln__lsp_download(&L, a, &ha);
+  if (s == KILN_OK && any_svd)
+    s = kiln__lsp_download(&L, b, &hb);
+#if KILN_HAVE_LAPACKE
+  uint64_t ldb = m > n ? m : n;
+  double *bw = NULL;
+  if (s == KILN_OK && any_svd)
+    s = host_mem(op, (bw = calloc(ldb * (nrhs ? nrhs : 1) + 1, sizeof *bw)) != NULL);
+  for (uint64_t i = 0; s == KILN_OK && i < batch; i++) {
+    if (!via_svd[i])
+      continue;
+    memcpy(bw, hb + i * m * nrhs, m * nrhs * sizeof *bw);
+    memset(bw + m * nrhs, 0, (ldb - m) * nrhs * sizeof *bw);
+    lapack_int r_ = 0;
+    lapack_int info = m == 0 ? 0
+                             : LAPACKE_dgelsd(LAPACK_ROW_MAJOR, (lapack_int)m, (lapack_int)n,
+                                              (lapack_int)(nrhs ? nrhs : 1), ha + i * m * n,
+                                              (lapack_int)n, nrhs ? bw : bw,
+                                              (lapack_int)(nrhs ? nrhs : 1), hs + i * kk, cut, &r_);
+    if (info > 0) {
+      s = no_conv(op, "dgelsd", i, info);
+      break;
+    }
+    if (info < 0) {
+      s = kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0, "LAPACK dgelsd refused argument %d",
+                     (int)-info);
+      break;
+    }
+    hr[i] = r_;
+    if (m == 0) /* no equations: x = 0 */
+      continue;
+    memcpy(hx + i * n * nrhs, bw, n * nrhs * sizeof *bw);
+    for (uint64_t c = 0; c < nrhs; c++) {
+      double r2 = 0.0;
+      for (uint64_t j = n; j < m; j++)
+        r2 += bw[j * nrhs + c] * bw[j * nrhs + c];
+      hres[i * nrhs + c] = r2;
+    }
+  }
+  free(bw);
+#endif
+  if (s == KILN_OK)
+    s = kiln__lsp_upload(&L, *x, hx);
+  if (s == KILN_OK && sv)
+    s = kiln__lsp_upload(&L, *sv, hs);
+  if (s == KILN_OK && rank && batch) {
+    cl_int err = clEnqueueWriteBuffer(ctx->queue, (*rank)->mem, CL_TRUE, (*rank)->offset,
+                                      batch * sizeof *hr, hr, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+      s = kiln__fail_cl(op, err, "clEnqueueWriteBuffer");
+  }
+  if (s == KILN_OK && residuals) {
+    int all_full = m > n;
+    for (uint64_t i = 0; all_full && i < batch; i++)
+      all_full = hr[i] == (int64_t)n;
+    int64_t rt[1] = {all_full ? (int64_t)nrhs : 0};
+    kiln__shape res = all_full ? kiln__lsp_shape(a, rt, 1) : (kiln__shape){.ndim = 1};
+    s = kiln__lsp_out(&o, op, ctx, a->dtype, &res, residuals);
+    if (s == KILN_OK && all_full)
+      s = kiln__lsp_upload(&L, *residuals, hres);
+  }
+  kiln__lsp_ws_release(&ws);
+  kiln_tensor_release(qa);
+  kiln_tensor_release(qb);
+  kiln_tensor_release(tau);
+  free(ha);
+  free(hb);
+  free(hx);
+  free(hres);
+  free(hs);
+  free(hr);
+  free(via_svd);
+  s = kiln__lsp_outs_end(&o, s);
+  kiln__ctx_unlock(ctx);
+  return s;
+}

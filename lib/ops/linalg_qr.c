@@ -1,0 +1,532 @@
+/*
+ * linalg_spectral family, QR part: blocked Householder QR (geqrf), applying and forming Q
+ * (ormqr, orgqr), kiln_linalg_qr, and the helpers the family's other file shares
+ * (lib/ops/linalg_spectral_internal.h; include/kiln/linalg_spectral.h; docs/linalg.md).
+ *
+ * Blocked right-looking QR, one matrix at a time: qr_panel factors nb columns in one
+ * work-group; qr_vcopy lays the panel's reflectors out as an explicit V, G = V^T V (GEMM)
+ * and qr_larft give the compact-WY T of H_0 .. H_nb-1 = I - V T V^T, and the trailing
+ * columns take C -= V (T^T (V^T C)) as three GEMMs (CLBlast, or gemm_s without it). Q is
+ * the identity with the blocks applied last to first.
+ */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/dtype_traits.h"
+#include "core/env.h"
+#include "core/error.h"
+#include "core/shape.h"
+#include "kiln_config.h"
+#include "ops/families.h"
+#include "ops/linalg_spectral_internal.h"
+#include "ops/ops_common.h"
+#if KILN_HAVE_CLBLAST
+#include "backends/clblast.h"
+#endif
+
+#define SRC "linalg_qr"
+
+static atomic_int hook_nb = -1, hook_own = -1, hook_mrrr = -1, hook_leaf = -1;
+
+void
+kiln__linalg_spectral_test_mrrr(int min_n)
+{
+  atomic_store(&hook_mrrr, min_n);
+}
+
+int
+kiln__lsp_mrrr_min(void)
+{
+  int h = atomic_load(&hook_mrrr);
+  return h >= 0 ? h : KILN__LSP_MRRR_MIN;
+}
+
+void
+kiln__linalg_spectral_test_set(int nb, int own, int leaf)
+{
+  atomic_store(&hook_nb, nb);
+  atomic_store(&hook_own, own);
+  atomic_store(&hook_leaf, leaf);
+}
+
+kiln__lsp
+kiln__lsp_make(const char *op, kiln_context *ctx, kiln_dtype dt)
+{
+  kiln__lsp L = {.op = op, .ctx = ctx, .dt = dt, .ts = kiln_dtype_size(dt)};
+  int h = atomic_load(&hook_nb);
+  L.nb = h > 0 ? (uint64_t)h : ctx->info.is_gpu ? KILN__LSP_NB_GPU : KILN__LSP_NB_CPU;
+  L.clblast = KILN_HAVE_CLBLAST && !kiln__env_flag(KILN__ENV_DEBUG_NO_CLBLAST) &&
+              atomic_load(&hook_own) <= 0;
+  int hl = atomic_load(&hook_leaf);
+  L.leaf = hl > 0 ? (uint64_t)hl : ctx->info.is_gpu ? KILN__LSP_LEAF_GPU : UINT64_MAX;
+  return L;
+}
+
+kiln__lsp_mat
+kiln__lsp_tmat(const kiln_tensor *t, uint64_t ld)
+{
+  return (kiln__lsp_mat){t->mem, kiln__ops_elem_offset(t), ld};
+}
+
+static kiln__lsp_mat
+at(kiln__lsp_mat x, uint64_t i, uint64_t j)
+{
+  x.off += i * x.ld + j;
+  return x;
+}
+
+static void
+args_mat(kiln__args *a, kiln__lsp_mat x)
+{
+  kiln__args_mem(a, x.mem);
+  kiln__args_u64(a, x.off);
+}
+
+static kiln_status
+kern(const kiln__lsp *L, const char *name, cl_kernel *k)
+{
+  return kiln__ops_kernel(L->op, L->ctx, SRC, L->dt, name, k);
+}
+
+/* A fixed local size (l0, l1) and the grid rounded up to it (the kernels check bounds). */
+static kiln_status
+enqueue2(const kiln__args *a, const kiln__lsp *L, uint64_t g0, uint64_t g1, size_t l0, size_t l1)
+{
+  if (a->status != KILN_OK || g0 == 0 || g1 == 0)
+    return a->status;
+  size_t global[2] = {(size_t)((g0 + l0 - 1) / l0 * l0), (size_t)((g1 + l1 - 1) / l1 * l1)};
+  size_t local[2] = {l0, l1};
+  return kiln__args_enqueue(a, L->ctx, 2, global, local);
+}
+
+/* Power-of-two local size of a one-work-group kernel: up to 256 on GPUs, 64 on CPUs. */
+static size_t
+group_local(const kiln__lsp *L, cl_kernel k)
+{
+  size_t max = kiln__launch_pow2_local(L->ctx, k), cap = L->ctx->info.is_gpu ? 256 : 64;
+  return max < cap ? max : cap;
+}
+
+/*
+ * C (m x n) = alpha op(A) op(B) + beta C, op(A) m x k, row-major views with row strides
+ * a.ld, b.ld, c.ld. beta 0 never reads C (scratch may hold anything).
+ */
+static kiln_status
+gemm(const kiln__lsp *L, int ta, int tb, uint64_t m, uint64_t n, uint64_t k, double alpha,
+     kiln__lsp_mat a, kiln__lsp_mat b, double beta, kiln__lsp_mat c)
+{
+  if (m == 0 || n == 0)
+    return KILN_OK;
+#if KILN_HAVE_CLBLAST
+  if (L->clblast && k > 0) {
+    if (beta == 0.0) { /* CLBlast scales C by beta, and 0 * NaN from scratch is NaN */
+      uint64_t rows = c.ld == n ? 1 : m, len = c.ld == n ? m * n : n;
+      for (uint64_t i = 0; i < rows; i++) {
+        cl_int zero = 0;
+        cl_int err = clEnqueueFillBuffer(L->ctx->queue, c.mem, &zero, sizeof zero,
+                                         (c.off + i * c.ld) * L->ts, len * L->ts, 0, NULL, NULL);
+        if (err != CL_SUCCESS)
+          return kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
+      }
+    }
+    return kiln__clblast_gemm(L->op, L->ctx, L->dt, ta, tb, m, n, k, (kiln_complex128){alpha, 0.0},
+                              a.mem, a.off, a.ld, 0, b.mem, b.off, b.ld, 0,
+                              (kiln_complex128){beta, 0.0}, c.mem, c.off, c.ld, 0, 1);
+  }
+#endif
+  cl_kernel kk;
+  KILN_TRY(kern(L, "gemm_s", &kk));
+  kiln__args args = kiln__args_begin(L->op, kk);
+  kiln__args_u32(&args, (uint32_t)m);
+  kiln__args_u32(&args, (uint32_t)n);
+  kiln__args_u32(&args, (uint32_t)k);
+  kiln__args_float(&args, L->dt, alpha);
+  args_mat(&args, a);
+  kiln__args_u64(&args, ta ? 1 : a.ld);
+  kiln__args_u64(&args, ta ? a.ld : 1);
+  args_mat(&args, b);
+  kiln__args_u64(&args, tb ? 1 : b.ld);
+  kiln__args_u64(&args, tb ? b.ld : 1);
+  kiln__args_float(&args, L->dt, beta);
+  args_mat(&args, c);
+  kiln__args_u64(&args, c.ld);
+  return enqueue2(&args, L, n, m, 8, 8);
+}
+
+kiln_status
+kiln__lsp_ws_make(const kiln__lsp *L, uint64_t m, uint64_t ncols, kiln__lsp_ws *ws)
+{
+  memset(ws, 0, sizeof *ws);
+  uint64_t nb = L->nb, wn = (ncols ? ncols : 1) * nb;
+  kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, (m ? m : 1) * nb, &ws->v);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, nb * nb, &ws->g);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, nb * nb, &ws->t);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, wn, &ws->w);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, wn, &ws->w2);
+  if (s != KILN_OK)
+    kiln__lsp_ws_release(ws);
+  return s;
+}
+
+void
+kiln__lsp_ws_release(kiln__lsp_ws *ws)
+{
+  kiln_tensor_release(ws->v);
+  kiln_tensor_release(ws->g);
+  kiln_tensor_release(ws->t);
+  kiln_tensor_release(ws->w);
+  kiln_tensor_release(ws->w2);
+  memset(ws, 0, sizeof *ws);
+}
+
+/*
+ * V and T of the jb reflectors stored from (0, 0) of the rows-row view a (tau at tau):
+ * ws->v (rows x jb) and ws->t (jb x jb).
+ */
+static kiln_status
+block_vt(const kiln__lsp *L, kiln__lsp_mat a, uint64_t rows, uint64_t jb, kiln__lsp_mat tau,
+         kiln__lsp_ws *ws)
+{
+  cl_kernel k;
+  KILN_TRY(kern(L, "qr_vcopy", &k));
+  kiln__args args = kiln__args_begin(L->op, k);
+  args_mat(&args, a);
+  kiln__args_u64(&args, a.ld);
+  kiln__args_u32(&args, (uint32_t)rows);
+  kiln__args_u32(&args, (uint32_t)jb);
+  kiln__args_tensor(&args, ws->v);
+  KILN_TRY(enqueue2(&args, L, jb, rows, 8, 8));
+  kiln__lsp_mat v = kiln__lsp_tmat(ws->v, jb), g = kiln__lsp_tmat(ws->g, jb);
+  KILN_TRY(gemm(L, 1, 0, jb, jb, rows, 1.0, v, v, 0.0, g));
+  KILN_TRY(kern(L, "qr_larft", &k));
+  args = kiln__args_begin(L->op, k);
+  args_mat(&args, g);
+  args_mat(&args, tau);
+  kiln__args_u32(&args, (uint32_t)jb);
+  kiln__args_tensor(&args, ws->t);
+  size_t local = group_local(L, k);
+  return kiln__args_enqueue_1d(&args, L->ctx, local, local);
+}
+
+/* C (rows x ncols) = (I - V op(T) V^T) C with ws->v, ws->t of jb reflectors. */
+static kiln_status
+block_apply(const kiln__lsp *L, uint64_t rows, uint64_t jb, int trans_t, kiln__lsp_mat c,
+            uint64_t ncols, kiln__lsp_ws *ws)
+{
+  if (ncols == 0 || rows == 0)
+    return KILN_OK;
+  kiln__lsp_mat v = kiln__lsp_tmat(ws->v, jb), t = kiln__lsp_tmat(ws->t, jb);
+  kiln__lsp_mat w = kiln__lsp_tmat(ws->w, ncols), w2 = kiln__lsp_tmat(ws->w2, ncols);
+  KILN_TRY(gemm(L, 1, 0, jb, ncols, rows, 1.0, v, c, 0.0, w));
+  KILN_TRY(gemm(L, trans_t, 0, jb, ncols, jb, 1.0, t, w, 0.0, w2));
+  return gemm(L, 0, 0, rows, ncols, jb, -1.0, v, w2, 1.0, c);
+}
+
+/*
+ * QR of the rows x w panel at a in place, tau at tau: qr_panel up to the leaf width, else
+ * the left half, its reflectors on the right half (compact WY), then the right half below
+ * the left half's rows.
+ */
+static kiln_status
+panel_run(const kiln__lsp *L, cl_kernel panel, size_t local, kiln__lsp_mat a, uint64_t rows,
+          uint64_t w, kiln__lsp_mat tau, kiln__lsp_ws *ws)
+{
+  if (w <= L->leaf) {
+    kiln__args args = kiln__args_begin(L->op, panel);
+    args_mat(&args, a);
+    kiln__args_u64(&args, a.ld);
+    kiln__args_u32(&args, (uint32_t)rows);
+    kiln__args_u32(&args, 0);
+    kiln__args_u32(&args, (uint32_t)w);
+    args_mat(&args, tau);
+    kiln__args_local(&args, local * L->ts);
+    return kiln__args_enqueue_1d(&args, L->ctx, local, local);
+  }
+  uint64_t w1 = w / 2;
+  KILN_TRY(panel_run(L, panel, local, a, rows, w1, tau, ws));
+  KILN_TRY(block_vt(L, a, rows, w1, tau, ws));
+  KILN_TRY(block_apply(L, rows, w1, 1, at(a, 0, w1), w - w1, ws));
+  kiln__lsp_mat t2 = tau;
+  t2.off += w1;
+  return panel_run(L, panel, local, at(a, w1, w1), rows - w1, w - w1, t2, ws);
+}
+
+kiln_status
+kiln__lsp_geqrf(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t n, kiln__lsp_mat tau,
+                kiln__lsp_ws *ws)
+{
+  uint64_t k = m < n ? m : n, nb = L->nb;
+  if (k == 0)
+    return KILN_OK;
+  cl_kernel panel;
+  KILN_TRY(kern(L, "qr_panel", &panel));
+  size_t local = group_local(L, panel);
+  for (uint64_t j0 = 0; j0 < k; j0 += nb) {
+    uint64_t jb = k - j0 < nb ? k - j0 : nb;
+    kiln__lsp_mat tj = tau;
+    tj.off += j0;
+    KILN_TRY(panel_run(L, panel, local, at(a, j0, j0), m - j0, jb, tj, ws));
+    if (j0 + jb < n) {
+      KILN_TRY(block_vt(L, at(a, j0, j0), m - j0, jb, tj, ws));
+      KILN_TRY(block_apply(L, m - j0, jb, 1, at(a, j0, j0 + jb), n - j0 - jb, ws));
+    }
+  }
+  return KILN_OK;
+}
+
+kiln_status
+kiln__lsp_ormqr(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t k, kiln__lsp_mat tau,
+                int trans, kiln__lsp_mat c, uint64_t ncols, kiln__lsp_ws *ws)
+{
+  uint64_t nb = L->nb, nblk = (k + nb - 1) / nb;
+  if (ncols == 0 || m == 0)
+    return KILN_OK;
+  /* Q C applies H_0 (H_1 (.. C)): the blocks last to first; Q^T C the other way round. */
+  for (uint64_t i = 0; i < nblk; i++) {
+    uint64_t blk = trans ? i : nblk - 1 - i, j0 = blk * nb, jb = k - j0 < nb ? k - j0 : nb;
+    kiln__lsp_mat tj = tau;
+    tj.off += j0;
+    KILN_TRY(block_vt(L, at(a, j0, j0), m - j0, jb, tj, ws));
+    KILN_TRY(block_apply(L, m - j0, jb, trans, at(c, j0, 0), ncols, ws));
+  }
+  return KILN_OK;
+}
+
+/* ---------------------------------------------------------------- validation, results */
+
+kiln_status
+kiln__lsp_check_mat(const char *op, kiln_context *ctx, const kiln_tensor *t, const char *name)
+{
+  KILN_TRY(kiln__tensor_check(op, t, ctx));
+  KILN_RETURN_IF(t->dtype != KILN_F32 && t->dtype != KILN_F64, KILN_ERR_DTYPE, op,
+                 "%s is %s; linear algebra accepts f32 and f64", name, kiln_dtype_name(t->dtype));
+  KILN_RETURN_IF(!kiln__device_has_dtype(&ctx->info, t->dtype), KILN_ERR_UNSUPPORTED, op,
+                 "%s is f64 but the device has no fp64", name);
+  char b[128];
+  KILN_RETURN_IF(t->shape.ndim < 2, KILN_ERR_SHAPE, op,
+                 "%s has shape %s; a matrix needs at least 2 dimensions [..., rows, cols]", name,
+                 kiln__shape_format(&t->shape, b, sizeof b));
+  KILN_RETURN_IF(t->shape.dims[t->shape.ndim - 1] > INT32_MAX ||
+                     t->shape.dims[t->shape.ndim - 2] > INT32_MAX,
+                 KILN_ERR_OVERFLOW, op, "%s has shape %s; rows and columns are limited to 2^31-1",
+                 name, kiln__shape_format(&t->shape, b, sizeof b));
+  return KILN_OK;
+}
+
+kiln_status
+kiln__lsp_check_square(const char *op, const kiln_tensor *t, const char *name)
+{
+  char b[128];
+  size_t nd = t->shape.ndim;
+  KILN_RETURN_IF(t->shape.dims[nd - 1] != t->shape.dims[nd - 2], KILN_ERR_SHAPE, op,
+                 "%s has shape %s; this op needs square matrices", name,
+                 kiln__shape_format(&t->shape, b, sizeof b));
+  return KILN_OK;
+}
+
+uint64_t
+kiln__lsp_batch(const kiln_tensor *a)
+{
+  uint64_t n = 1;
+  for (size_t i = 0; i + 2 < a->shape.ndim; i++)
+    n *= (uint64_t)a->shape.dims[i];
+  return n;
+}
+
+kiln__shape
+kiln__lsp_shape(const kiln_tensor *a, const int64_t *tail, size_t ntail)
+{
+  kiln__shape s;
+  memset(&s, 0, sizeof s);
+  for (size_t i = 0; i + 2 < a->shape.ndim; i++)
+    s.dims[s.ndim++] = a->shape.dims[i];
+  for (size_t i = 0; i < ntail; i++)
+    s.dims[s.ndim++] = tail[i];
+  return s;
+}
+
+kiln_status
+kiln__lsp_out(kiln__lsp_outs *o, const char *op, kiln_context *ctx, kiln_dtype dt,
+              const kiln__shape *s, kiln_tensor **out)
+{
+  o->p[o->n] = out;
+  o->made[o->n] = 0;
+  kiln_status st = kiln__output_prepare(op, ctx, dt, s, out, &o->made[o->n]);
+  o->n++;
+  return st;
+}
+
+kiln_status
+kiln__lsp_outs_check(kiln__lsp_outs *o, const char *op, const kiln_tensor *in1,
+                     const kiln_tensor *in2)
+{
+  kiln_tensor *r[6];
+  for (size_t i = 0; i < o->n; i++)
+    r[i] = *o->p[i];
+  KILN_TRY(kiln__ops_outputs_disjoint(op, r, NULL, o->n));
+  for (size_t i = 0; i < o->n; i++) {
+    KILN_RETURN_IF((in1 && kiln__ops_alias(r[i], in1)) || (in2 && kiln__ops_alias(r[i], in2)),
+                   KILN_ERR_INVALID_ARGUMENT, op,
+                   "result %zu overlaps an input; use a separate tensor", i + 1);
+  }
+  return KILN_OK;
+}
+
+kiln_status
+kiln__lsp_outs_end(kiln__lsp_outs *o, kiln_status s)
+{
+  if (s != KILN_OK)
+    for (size_t i = 0; i < o->n; i++)
+      kiln__output_discard(o->p[i], o->made[i]);
+  return s;
+}
+
+kiln_status
+kiln__lsp_download(const kiln__lsp *L, const kiln_tensor *t, double **out)
+{
+  uint64_t n = t->numel;
+  double *d = malloc((n ? n : 1) * sizeof *d);
+  KILN_RETURN_IF(!d, KILN_ERR_HOST_MEMORY, L->op, "no memory for %llu elements on the host",
+                 (unsigned long long)n);
+  kiln_status s = n ? kiln__ops_read(L->op, L->ctx, t, 0, d, n * L->ts) : KILN_OK;
+  /* f32 widens in place from the back, so no second buffer is needed. */
+  if (s == KILN_OK && L->dt == KILN_F32)
+    for (uint64_t i = n; i-- > 0;)
+      d[i] = (double)((float *)d)[i];
+  if (s != KILN_OK) {
+    free(d);
+    d = NULL;
+  }
+  *out = d;
+  return s;
+}
+
+kiln_status
+kiln__lsp_upload(const kiln__lsp *L, kiln_tensor *t, const double *v)
+{
+  uint64_t n = t->numel;
+  if (n == 0)
+    return KILN_OK;
+  const void *src = v;
+  float *f = NULL;
+  if (L->dt == KILN_F32) {
+    f = malloc(n * sizeof *f);
+    KILN_RETURN_IF(!f, KILN_ERR_HOST_MEMORY, L->op, "no memory for %llu elements on the host",
+                   (unsigned long long)n);
+    for (uint64_t i = 0; i < n; i++)
+      f[i] = (float)v[i];
+    src = f;
+  }
+  cl_int err = clEnqueueWriteBuffer(L->ctx->queue, t->mem, CL_TRUE, t->offset, n * L->ts, src, 0,
+                                    NULL, NULL);
+  free(f);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueWriteBuffer");
+}
+
+/* ---------------------------------------------------------------- kiln_linalg_qr */
+
+kiln_status
+kiln_linalg_qr(kiln_context *ctx, const kiln_tensor *a, kiln_qr_mode mode, kiln_tensor **q,
+               kiln_tensor **r)
+{
+  static const char op[] = "kiln_linalg_qr";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_TRY(kiln__lsp_check_mat(op, ctx, a, "a"));
+  KILN_RETURN_IF(mode != KILN_QR_REDUCED && mode != KILN_QR_COMPLETE && mode != KILN_QR_R,
+                 KILN_ERR_INVALID_ARGUMENT, op, "mode is %d, not a kiln_qr_mode", (int)mode);
+  KILN_RETURN_IF(mode != KILN_QR_R && !q, KILN_ERR_INVALID_ARGUMENT, op, "q is NULL");
+  KILN_RETURN_IF(!r, KILN_ERR_INVALID_ARGUMENT, op, "r is NULL");
+  size_t nd = a->shape.ndim;
+  uint64_t m = (uint64_t)a->shape.dims[nd - 2], n = (uint64_t)a->shape.dims[nd - 1];
+  uint64_t k = m < n ? m : n, batch = kiln__lsp_batch(a);
+  uint64_t qc = mode == KILN_QR_COMPLETE ? m : k, rr = mode == KILN_QR_COMPLETE ? m : k;
+  int64_t qt[2] = {(int64_t)m, (int64_t)qc}, rt[2] = {(int64_t)rr, (int64_t)n};
+  kiln__shape qs = kiln__lsp_shape(a, qt, 2), rs = kiln__lsp_shape(a, rt, 2);
+  kiln__ctx_lock(ctx);
+  kiln__lsp L = kiln__lsp_make(op, ctx, a->dtype);
+  kiln__lsp_outs o = {0};
+  kiln_status s = kiln__lsp_out(&o, op, ctx, a->dtype, &rs, r);
+  if (s == KILN_OK && mode != KILN_QR_R)
+    s = kiln__lsp_out(&o, op, ctx, a->dtype, &qs, q);
+  if (s == KILN_OK)
+    s = kiln__lsp_outs_check(&o, op, a, NULL);
+  kiln_tensor *w = NULL, *tau = NULL;
+  kiln__lsp_ws ws = {0};
+  if (s == KILN_OK && a->numel)
+    s = kiln__ops_scratch(op, ctx, a->dtype, a->numel, &w);
+  if (s == KILN_OK && a->numel)
+    s = kiln__ops_scratch(op, ctx, a->dtype, batch * k, &tau);
+  if (s == KILN_OK && a->numel)
+    s = kiln__lsp_ws_make(&L, m, n > qc ? n : qc, &ws);
+  if (s == KILN_OK && a->numel) {
+    kiln_tensor *wv = NULL;
+    s = kiln__tensor_view(op, w, 0, &a->shape, &wv);
+    if (s == KILN_OK)
+      s = kiln__ops_copy(op, ctx, a, wv);
+    kiln_tensor_release(wv);
+  }
+  for (uint64_t b = 0; s == KILN_OK && b < batch && k; b++) {
+    kiln__lsp_mat ab = kiln__lsp_tmat(w, n), tb = kiln__lsp_tmat(tau, 1);
+    ab.off += b * m * n;
+    tb.off += b * k;
+    s = kiln__lsp_geqrf(&L, ab, m, n, tb, &ws);
+  }
+  /* R from the factored copy; zero rows past k (complete mode, m > n) and empty matrices. */
+  cl_kernel kk;
+  if (s == KILN_OK && (*r)->numel)
+    s = kern(&L, "qr_triu", &kk);
+  if (s == KILN_OK && (*r)->numel) {
+    kiln__args args = kiln__args_begin(op, kk);
+    if (w)
+      kiln__args_tensor(&args, w);
+    else
+      kiln__args_tensor(&args, *r); /* m or n is 0: never read */
+    kiln__args_u64(&args, m * n);
+    kiln__args_u32(&args, (uint32_t)m);
+    kiln__args_u32(&args, (uint32_t)n);
+    kiln__args_tensor(&args, *r);
+    kiln__args_u64(&args, rr * n);
+    kiln__args_u32(&args, (uint32_t)rr);
+    kiln__args_u64(&args, batch);
+    s = enqueue2(&args, &L, n, rr * batch, 8, 8);
+  }
+  if (s == KILN_OK && mode != KILN_QR_R && (*q)->numel) {
+    s = kern(&L, "eye_rect", &kk);
+    if (s == KILN_OK) {
+      kiln__args args = kiln__args_begin(op, kk);
+      kiln__args_tensor(&args, *q);
+      kiln__args_u64(&args, m * qc);
+      kiln__args_u32(&args, (uint32_t)m);
+      kiln__args_u32(&args, (uint32_t)qc);
+      kiln__args_u64(&args, batch);
+      s = enqueue2(&args, &L, qc, m * batch, 8, 8);
+    }
+    for (uint64_t b = 0; s == KILN_OK && b < batch && k; b++) {
+      kiln__lsp_mat ab = kiln__lsp_tmat(w, n), tb = kiln__lsp_tmat(tau, 1),
+                    qb = kiln__lsp_tmat(*q, qc);
+      ab.off += b * m * n;
+      tb.off += b * k;
+      qb.off += b * m * qc;
+      s = kiln__lsp_ormqr(&L, ab, m, k, tb, 0, qb, qc, &ws);
+    }
+  }
+  kiln__lsp_ws_release(&ws);
+  kiln_tensor_release(w);
+  kiln_tensor_release(tau);
+  s = kiln__lsp_outs_end(&o, s);
+  kiln__ctx_unlock(ctx);
+  return s;
+}
+
+/* ---------------------------------------------------------------- family */
+
+static const struct kiln__source spectral_sources[] = {{SRC, KILN__DT_FLOATS}, {NULL, 0}};
+
+const struct kiln__family kiln__linalg_spectral_family = {.name = "linalg_spectral",
+                                                          .sources = spectral_sources};

@@ -1,0 +1,114 @@
+/*
+ * linalg_spectral family internals: shared by lib/ops/linalg_qr.c and lib/ops/linalg_eig.c,
+ * and the test hook used by tests/ops/test_linalg_spectral.c.
+ */
+#ifndef KILN_OPS_LINALG_SPECTRAL_INTERNAL_H
+#define KILN_OPS_LINALG_SPECTRAL_INTERNAL_H
+
+#include "kiln/linalg_spectral.h"
+#include "runtime/runtime.h"
+
+/*
+ * Block size (reflectors per panel) of the blocked QR and of applying Q: 64 on GPUs, where
+ * the compact-WY GEMMs dominate, 16 on CPUs (PoCL), where the panel's work-group barriers do.
+ */
+#define KILN__LSP_NB_GPU 64
+#define KILN__LSP_NB_CPU 16
+
+/*
+ * Widest QR panel that one work-group (qr_panel) factors on GPUs; wider panels split in
+ * halves recursively, joined by the compact-WY GEMMs. qr_panel walks the panel's columns
+ * with strided loads once per column pair (about m w^2 / 2 of them for a w-column panel),
+ * all in one compute unit; the recursion moves most of that into GEMMs over the device.
+ * CPUs (PoCL) factor whole panels.
+ */
+#define KILN__LSP_LEAF_GPU 8
+
+/*
+ * Test hook: nb > 0 forces the block size, own > 0 kiln's GEMM kernel instead of CLBlast,
+ * leaf > 0 the panel leaf width; -1 restores the default of each. Process-wide; not for
+ * concurrent use.
+ */
+void kiln__linalg_spectral_test_set(int nb, int own, int leaf);
+
+/*
+ * Smallest order whose tridiagonal eigenvectors come from MRRR (dstemr, O(n^2)) rather than
+ * divide and conquer (dstedc: better orthogonality, but O(n^3) through the host BLAS).
+ */
+#define KILN__LSP_MRRR_MIN 512
+
+/* Test hook: the MRRR threshold (< 0 restores KILN__LSP_MRRR_MIN). */
+void kiln__linalg_spectral_test_mrrr(int min_n);
+int kiln__lsp_mrrr_min(void);
+
+/* What one call works with (ctx->lock held while it is used). */
+typedef struct kiln__lsp {
+  const char *op;
+  kiln_context *ctx;
+  kiln_dtype dt;
+  size_t ts;
+  int clblast;
+  uint64_t nb;
+  uint64_t leaf; /* widest panel qr_panel factors without recursing */
+} kiln__lsp;
+
+kiln__lsp kiln__lsp_make(const char *op, kiln_context *ctx, kiln_dtype dt);
+
+/* A matrix inside a buffer: element offset and row stride. */
+typedef struct kiln__lsp_mat {
+  cl_mem mem;
+  uint64_t off, ld;
+} kiln__lsp_mat;
+
+kiln__lsp_mat kiln__lsp_tmat(const kiln_tensor *t, uint64_t ld);
+
+/* Scratch of the blocked QR and of applying Q to up to ncols columns of m-row matrices. */
+typedef struct kiln__lsp_ws {
+  kiln_tensor *v, *g, *t, *w, *w2;
+} kiln__lsp_ws;
+
+kiln_status kiln__lsp_ws_make(const kiln__lsp *L, uint64_t m, uint64_t ncols, kiln__lsp_ws *ws);
+void kiln__lsp_ws_release(kiln__lsp_ws *ws);
+
+/*
+ * Householder QR of one m x n matrix in place (LAPACK geqrf layout: R on and above the
+ * diagonal, reflectors below), tau[min(m, n)] at tau.
+ */
+kiln_status kiln__lsp_geqrf(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t n,
+                            kiln__lsp_mat tau, kiln__lsp_ws *ws);
+
+/*
+ * C (m x ncols) = Q C (trans 0) or Q^T C (trans 1), Q = H_0 .. H_k-1 from the k reflectors
+ * stored below the diagonal of the m-row matrix a (geqrf layout) with tau.
+ */
+kiln_status kiln__lsp_ormqr(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t k,
+                            kiln__lsp_mat tau, int trans, kiln__lsp_mat c, uint64_t ncols,
+                            kiln__lsp_ws *ws);
+
+/* Validation shared by the family's calls. */
+kiln_status kiln__lsp_check_mat(const char *op, kiln_context *ctx, const kiln_tensor *t,
+                                const char *name);
+kiln_status kiln__lsp_check_square(const char *op, const kiln_tensor *t, const char *name);
+uint64_t kiln__lsp_batch(const kiln_tensor *a);
+/* The batch dimensions of a followed by the ntail dimensions tail. */
+kiln__shape kiln__lsp_shape(const kiln_tensor *a, const int64_t *tail, size_t ntail);
+
+/* Up to six results of one call, prepared under the lock and discarded on failure. */
+typedef struct kiln__lsp_outs {
+  kiln_tensor **p[6];
+  int made[6];
+  size_t n;
+} kiln__lsp_outs;
+
+kiln_status kiln__lsp_out(kiln__lsp_outs *o, const char *op, kiln_context *ctx, kiln_dtype dt,
+                          const kiln__shape *s, kiln_tensor **out);
+/* Results disjoint from each other and from the inputs (NULL inputs skipped). */
+kiln_status kiln__lsp_outs_check(kiln__lsp_outs *o, const char *op, const kiln_tensor *in1,
+                                 const kiln_tensor *in2);
+kiln_status kiln__lsp_outs_end(kiln__lsp_outs *o, kiln_status s);
+
+/* Host copies in double of a tensor's elements, and back (ctx->lock held; both wait). */
+kiln_status kiln__lsp_download(const kiln__lsp *L, const kiln_tensor *t, double **out);
+kiln_status kiln__lsp_upload(const kiln__lsp *L, kiln_tensor *t, const double *v);
+
+#endif

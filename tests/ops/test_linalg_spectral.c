@@ -1,0 +1,1072 @@
+/*
+ * linalg_spectral suite: QR, lstsq, eigh, eig, svd, pinv, matrix_rank, matrix_norm, cond.
+ *
+ * Checks are backward errors computed on the host in double from the device's results, with
+ * eps = FLT_EPSILON or DBL_EPSILON, norms Frobenius, and BOUND = 10 unless noted:
+ *   QR     ||A - Q R|| / (||A|| max(m, n) eps) <= BOUND, ||Q^T Q - I|| / (m eps) <= BOUND,
+ *          R exactly zero below its diagonal
+ *   lstsq  ||A^T (A x - b)|| / (||A|| (||A|| ||x|| + ||b||) max(m, n) eps) <= BOUND (normal
+ *          equations); minimum norm: ||N^T x|| / (||x|| max(m, n) eps) <= 100 for a basis N
+ *          of A's null space; residuals = ||A x - b||^2 within 1e3 eps relative
+ *   eigh   ||A V - V diag(w)|| / (||A|| n eps) <= BOUND, ||V^T V - I|| / (n eps) <= BOUND,
+ *          w ascending; known eigenvalues (repeated ones) within 10 n eps ||A||
+ *   eig    ||A V - V diag(w)|| (complex) / (||A|| n eps) <= 100, ||v_i|| = 1
+ *   svd    ||A - U S V^T|| / (||A|| max(m, n) eps) <= BOUND, U, V orthonormal columns as
+ *          Q above, S descending and >= 0; known singular values within 10 max(m, n) eps s_max
+ *   pinv   ||A X A - A|| / (||A|| max eps) and ||X A X - X|| / (||X|| max eps) <= 100 of
+ *          well-conditioned matrices
+ *   norms  against host references (1, inf, fro) and known singular values (2, -2, nuc)
+ * Sizes: 0x0, 1x1, primes, tall, wide, the block size +-1 with the block forced to 4 and 16,
+ * both GEMM routes (CLBlast in f64, kiln's kernel in f32); rank-deficient, repeated
+ * eigenvalues, complex pairs; batched QR equal to unbatched bitwise; bad input. Without
+ * LAPACKE the host ops must return KILN_ERR_UNSUPPORTED.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "kiln_config.h"
+#include "ops/linalg_spectral_internal.h"
+
+#define EXPECT(cond, ...)        \
+  do {                           \
+    if (!(cond))                 \
+      ck_abort_msg(__VA_ARGS__); \
+  } while (0)
+
+#define BOUND 10.0
+
+static const kiln_dtype dtypes[] = {KILN_F32, KILN_F64};
+static int hook_nb = -1, hook_leaf = -1;
+
+/* f32 on kiln's GEMM kernel, f64 through CLBlast (PoCL compiles each CLBlast routine once). */
+static int
+route_for(kiln_dtype dt)
+{
+  kiln__linalg_spectral_test_set(hook_nb, dt == KILN_F32 ? 1 : -1, hook_leaf);
+  return 1;
+}
+
+#define FOR_DTYPES(dt)                                                                      \
+  for (size_t dt##_i = 0; dt##_i < 2; dt##_i++)                                             \
+    for (int dt##_k = dtypes[dt##_i] != KILN_F64 || harness_has_fp64(); dt##_k; dt##_k = 0) \
+      for (kiln_dtype dt = dtypes[dt##_i]; dt##_k && route_for(dt); dt##_k = 0)
+
+static uint64_t rng = 88172645463325252ull;
+
+static double
+urand(double lo, double hi)
+{
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return lo + (hi - lo) * (double)(rng >> 11) / 9007199254740992.0;
+}
+
+static double
+eps_of(kiln_dtype dt)
+{
+  return dt == KILN_F32 ? FLT_EPSILON : DBL_EPSILON;
+}
+
+static double *
+rand_mat(size_t n)
+{
+  double *v = malloc((n ? n : 1) * sizeof *v);
+  for (size_t i = 0; i < n; i++)
+    v[i] = urand(-1, 1);
+  return v;
+}
+
+static kiln_tensor *
+up(kiln_dtype dt, size_t nd, const int64_t *shape, double *v)
+{
+  uint64_t n = 1;
+  for (size_t i = 0; i < nd; i++)
+    n *= (uint64_t)shape[i];
+  void *h = malloc((n ? n : 1) * 8);
+  for (uint64_t i = 0; i < n; i++) {
+    if (dt == KILN_F32) {
+      ((float *)h)[i] = (float)v[i];
+      v[i] = (double)(float)v[i];
+    } else {
+      ((double *)h)[i] = v[i];
+    }
+  }
+  kiln_tensor *t = NULL;
+  KOK(kiln_tensor_from_host(harness_ctx(), dt, nd, shape, h, &t));
+  free(h);
+  return t;
+}
+
+static double *
+down(const kiln_tensor *t)
+{
+  uint64_t n = kiln_tensor_numel(t);
+  void *h = malloc(n * 8 + 8);
+  KOK(kiln_tensor_download(t, h, kiln_tensor_nbytes(t)));
+  double *d = malloc(n * sizeof *d + 8);
+  for (uint64_t i = 0; i < n; i++)
+    d[i] = kiln_tensor_dtype(t) == KILN_F32 ? (double)((float *)h)[i] : ((double *)h)[i];
+  free(h);
+  return d;
+}
+
+static double
+fro(const double *a, size_t n)
+{
+  double s = 0;
+  for (size_t i = 0; i < n; i++)
+    s += a[i] * a[i];
+  return sqrt(s);
+}
+
+/* c = op(a) (m x k) op(b) (k x n); ta: a is stored k x m. */
+static void
+matmul_t(const double *a, int ta, const double *b, int tb, double *c, size_t m, size_t k, size_t n)
+{
+  for (size_t i = 0; i < m; i++)
+    for (size_t j = 0; j < n; j++) {
+      double s = 0;
+      for (size_t p = 0; p < k; p++)
+        s += (ta ? a[p * m + i] : a[i * k + p]) * (tb ? b[j * k + p] : b[p * n + j]);
+      c[i * n + j] = s;
+    }
+}
+
+/* ||Q^T Q - I|| of the c orthonormal columns of the m x c matrix q. */
+static double
+orth_err(const double *q, size_t m, size_t c)
+{
+  double r = 0;
+  for (size_t i = 0; i < c; i++)
+    for (size_t j = 0; j < c; j++) {
+      double s = 0;
+      for (size_t p = 0; p < m; p++)
+        s += q[p * c + i] * q[p * c + j];
+      s -= i == j;
+      r += s * s;
+    }
+  return sqrt(r);
+}
+
+/* An n x n random orthogonal matrix (product of three Householder reflectors on I). */
+static double *
+rand_orth(size_t n)
+{
+  double *q = calloc(n * n + 1, sizeof *q), *v = malloc((n + 1) * sizeof *v);
+  for (size_t i = 0; i < n; i++)
+    q[i * n + i] = 1;
+  for (int r = 0; r < 3 && n > 1; r++) {
+    double nv = 0;
+    for (size_t i = 0; i < n; i++) {
+      v[i] = urand(-1, 1);
+      nv += v[i] * v[i];
+    }
+    for (size_t j = 0; j < n; j++) { /* q = (I - 2 v v^T / v^T v) q */
+      double s = 0;
+      for (size_t i = 0; i < n; i++)
+        s += v[i] * q[i * n + j];
+      for (size_t i = 0; i < n; i++)
+        q[i * n + j] -= 2 * s / nv * v[i];
+    }
+  }
+  free(v);
+  return q;
+}
+
+/* A = U diag(s) V^T, m x n with U, V random orthogonal; s has min(m, n) entries. */
+static double *
+with_svals(size_t m, size_t n, const double *s)
+{
+  double *u = rand_orth(m), *vv = rand_orth(n), *a = calloc(m * n + 1, sizeof *a);
+  size_t k = m < n ? m : n;
+  for (size_t i = 0; i < m; i++)
+    for (size_t j = 0; j < n; j++) {
+      double t = 0;
+      for (size_t l = 0; l < k; l++)
+        t += u[i * m + l] * s[l] * vv[j * n + l];
+      a[i * n + j] = t;
+    }
+  free(u);
+  free(vv);
+  return a;
+}
+
+/* ---------------------------------------------------------------- QR */
+
+static void
+qr_case(kiln_dtype dt, uint64_t batch, size_t m, size_t n, const double *given)
+{
+  int64_t shape[3];
+  size_t nd = 0;
+  if (batch != 1)
+    shape[nd++] = (int64_t)batch;
+  shape[nd++] = (int64_t)m;
+  shape[nd++] = (int64_t)n;
+  size_t mn = m * n, k = m < n ? m : n;
+  if (!harness_fits(batch * mn))
+    return;
+  double *a = rand_mat(batch * mn);
+  if (given)
+    memcpy(a, given, batch * mn * sizeof *a);
+  kiln_tensor *ta = up(dt, nd, shape, a);
+  double eps = eps_of(dt), mx = (double)(m > n ? m : n);
+  for (int mode = 0; mode < 3; mode++) {
+    kiln_tensor *q = NULL, *r = NULL;
+    KOK(kiln_linalg_qr(harness_ctx(), ta, (kiln_qr_mode)mode, mode == 2 ? NULL : &q, &r));
+    size_t qc = mode == 1 ? m : k, rr = mode == 1 ? m : k;
+    ck_assert_int_eq(kiln_tensor_dim(r, nd - 2), (int64_t)rr);
+    ck_assert_int_eq(kiln_tensor_dim(r, nd - 1), (int64_t)n);
+    double *hr = down(r), *hq = mode == 2 ? NULL : down(q);
+    for (uint64_t b = 0; b < batch; b++) {
+      const double *R = hr + b * rr * n, *A = a + b * mn;
+      for (size_t i = 0; i < rr; i++)
+        for (size_t j = 0; j < n && j < i; j++)
+          EXPECT(R[i * n + j] == 0, "R[%zu][%zu] = %g below the diagonal", i, j, R[i * n + j]);
+      if (mode == 2)
+        continue;
+      const double *Q = hq + b * m * qc;
+      ck_assert_int_eq(kiln_tensor_dim(q, nd - 1), (int64_t)qc);
+      double *qrm = calloc(mn + 1, sizeof *qrm);
+      matmul_t(Q, 0, R, 0, qrm, m, qc, n);
+      for (size_t i = 0; i < mn; i++)
+        qrm[i] -= A[i];
+      double na = fro(A, mn), e = na == 0 ? fro(qrm, mn) : fro(qrm, mn) / (na * mx * eps);
+      double oe = m ? orth_err(Q, m, qc) / ((double)m * eps) : 0;
+      EXPECT(e <= BOUND, "%s QR %zux%zu mode %d batch %llu: ||A - QR|| error %g",
+             kiln_dtype_name(dt), m, n, mode, (unsigned long long)b, e);
+      EXPECT(oe <= BOUND, "%s QR %zux%zu mode %d: ||Q^T Q - I|| error %g", kiln_dtype_name(dt), m,
+             n, mode, oe);
+      free(qrm);
+    }
+    free(hr);
+    free(hq);
+    kiln_tensor_release(q);
+    kiln_tensor_release(r);
+  }
+  free(a);
+  kiln_tensor_release(ta);
+}
+
+static void
+qr_sizes(kiln_dtype dt)
+{
+  static const size_t sh[][2] = {{0, 0},   {1, 1},   {0, 3},   {3, 0},   {1, 5},
+                                 {5, 1},   {2, 2},   {5, 3},   {3, 5},   {7, 7},
+                                 {17, 13}, {13, 17}, {31, 31}, {70, 33}, {33, 70}};
+  /* the small mode (oclgrind) stops at 7 x 7 */
+  size_t nsh = harness_small() ? 10 : sizeof sh / sizeof sh[0];
+  for (size_t i = 0; i < nsh; i++)
+    qr_case(dt, 1, sh[i][0], sh[i][1], NULL);
+  qr_case(dt, 3, 6, 4, NULL);
+  qr_case(dt, 0, 4, 4, NULL);
+  /* rank-deficient: rank 2 of 9 x 6, and a zero column */
+  double *b = rand_mat(9 * 2), *c = rand_mat(2 * 6), *a = malloc(9 * 6 * sizeof *a);
+  matmul_t(b, 0, c, 0, a, 9, 2, 6);
+  qr_case(dt, 1, 9, 6, a);
+  for (size_t i = 0; i < 9; i++)
+    a[i * 6 + 1] = 0;
+  qr_case(dt, 1, 9, 6, a);
+  memset(a, 0, 9 * 6 * sizeof *a);
+  qr_case(dt, 1, 9, 6, a);
+  free(a);
+  free(b);
+  free(c);
+}
+
+START_TEST(qr_backward_error)
+{
+  FOR_DTYPES(dt)
+  {
+    qr_sizes(dt);
+  }
+}
+END_TEST
+
+/*
+ * Several blocks: the block forced to 4 and 16, matrices around the block sizes; with 16 the
+ * panels also split recursively down to leaves of 3 columns (the GPU route).
+ */
+START_TEST(qr_blocked)
+{
+  static const int nbs[] = {4, 16};
+  for (size_t i = 0; i < (harness_small() ? 1u : 2u); i++) {
+    hook_nb = nbs[i];
+    hook_leaf = i == 1 ? 3 : -1;
+    FOR_DTYPES(dt)
+    {
+      size_t nb = (size_t)nbs[i];
+      qr_case(dt, 1, nb - 1, nb - 1, NULL);
+      qr_case(dt, 1, nb, nb, NULL);
+      qr_case(dt, 1, nb + 1, nb + 1, NULL);
+      qr_case(dt, 1, 3 * nb + 2, 2 * nb + 1, NULL);
+      qr_case(dt, 1, 2 * nb + 1, 3 * nb + 2, NULL);
+      if (harness_fits(97 * 61))
+        qr_case(dt, 2, 97, 61, NULL);
+    }
+  }
+  hook_nb = -1;
+  hook_leaf = -1;
+}
+END_TEST
+
+START_TEST(qr_batched_bitwise)
+{
+  FOR_DTYPES(dt)
+  {
+    int64_t s3[3] = {3, 11, 7}, s2[2] = {11, 7};
+    double *a = rand_mat(3 * 77);
+    kiln_tensor *ta = up(dt, 3, s3, a), *q = NULL, *r = NULL;
+    KOK(kiln_linalg_qr(harness_ctx(), ta, KILN_QR_REDUCED, &q, &r));
+    double *hq = down(q), *hr = down(r);
+    for (int b = 0; b < 3; b++) {
+      kiln_tensor *t1 = up(dt, 2, s2, a + b * 77), *q1 = NULL, *r1 = NULL;
+      KOK(kiln_linalg_qr(harness_ctx(), t1, KILN_QR_REDUCED, &q1, &r1));
+      double *h1 = down(q1), *h2 = down(r1);
+      EXPECT(memcmp(h1, hq + b * 77, 77 * sizeof *h1) == 0, "batched Q %d differs", b);
+      EXPECT(memcmp(h2, hr + b * 49, 49 * sizeof *h2) == 0, "batched R %d differs", b);
+      free(h1);
+      free(h2);
+      kiln_tensor_release(t1);
+      kiln_tensor_release(q1);
+      kiln_tensor_release(r1);
+    }
+    free(a);
+    free(hq);
+    free(hr);
+    kiln_tensor_release(ta);
+    kiln_tensor_release(q);
+    kiln_tensor_release(r);
+  }
+}
+END_TEST
+
+/* ---------------------------------------------------------------- lstsq */
+
+/* ||A^T (A x - b)|| scaled (normal equations) for each column. */
+static double
+normal_eq_err(const double *A, const double *x, const double *b, size_t m, size_t n, size_t k,
+              double eps)
+{
+  double *r = malloc((m * k + 1) * sizeof *r), *g = malloc((n * k + 1) * sizeof *g);
+  matmul_t(A, 0, x, 0, r, m, n, k);
+  for (size_t i = 0; i < m * k; i++)
+    r[i] -= b[i];
+  matmul_t(A, 1, r, 0, g, n, m, k);
+  double na = fro(A, m * n), e = fro(g, n * k) / (na * (na * fro(x, n * k) + fro(b, m * k)) *
+                                                  (double)(m > n ? m : n) * eps);
+  free(r);
+  free(g);
+  return e;
+}
+
+static void
+lstsq_case(kiln_dtype dt, size_t m, size_t n, size_t k, size_t rank)
+{
+  int64_t as[2] = {(int64_t)m, (int64_t)n}, bs[2] = {(int64_t)m, (int64_t)k};
+  double *a, *nullb = NULL; /* n x (n - rank) basis of the null space */
+  size_t nnull = 0;
+  if (rank < (m < n ? m : n) || m < n) {
+    /* A = B [I G] (rank r): null space spanned by the columns of [-G; I] */
+    size_t r = rank;
+    double *bb = rand_mat(m * r), *g = rand_mat(r * (n - r)), *c = calloc(r * n + 1, sizeof *c);
+    for (size_t i = 0; i < r; i++) {
+      c[i * n + i] = 1;
+      for (size_t j = r; j < n; j++)
+        c[i * n + j] = g[i * (n - r) + j - r];
+    }
+    a = malloc((m * n + 1) * sizeof *a);
+    matmul_t(bb, 0, c, 0, a, m, r, n);
+    nnull = n - r;
+    nullb = calloc(n * nnull + 1, sizeof *nullb);
+    for (size_t j = 0; j < nnull; j++) {
+      for (size_t i = 0; i < r; i++)
+        nullb[i * nnull + j] = -g[i * (n - r) + j];
+      nullb[(r + j) * nnull + j] = 1;
+    }
+    free(bb);
+    free(g);
+    free(c);
+  } else {
+    a = rand_mat(m * n);
+  }
+  double *b = rand_mat(m * k);
+  kiln_tensor *ta = up(dt, 2, as, a), *tb = up(dt, 2, bs, b), *x = NULL, *res = NULL, *rk = NULL,
+              *sv = NULL;
+  /* the f32 matrix of rank r is not exactly of rank r: the cutoff must see it as such */
+  double rcond = dt == KILN_F32 ? 1e-5 : -1;
+  /* without LAPACKE only the QR route runs, and singular values are refused */
+  KOK(kiln_linalg_lstsq(harness_ctx(), ta, tb, rcond, &x, &res, &rk,
+                        KILN_HAVE_LAPACKE ? &sv : NULL));
+  double *hx = down(x), eps = eps_of(dt);
+  int64_t hr = -1;
+  KOK(kiln_tensor_download(rk, &hr, sizeof hr));
+  ck_assert_int_eq(hr, (int64_t)rank);
+  double e = normal_eq_err(a, hx, b, m, n, k, eps);
+  EXPECT(e <= (nnull ? 1e3 : BOUND), "%s lstsq %zux%zu rank %zu: normal equations error %g",
+         kiln_dtype_name(dt), m, n, rank, e);
+  if (nnull) {
+    double *p = malloc((nnull * k + 1) * sizeof *p);
+    matmul_t(nullb, 1, hx, 0, p, nnull, n, k);
+    double pe = fro(p, nnull * k) /
+                (fro(nullb, n * nnull) * fro(hx, n * k) * (double)(m > n ? m : n) * eps);
+    EXPECT(pe <= 100, "%s lstsq %zux%zu rank %zu: x not minimum-norm (%g)", kiln_dtype_name(dt), m,
+           n, rank, pe);
+    free(p);
+  }
+  if (m > n && rank == n) {
+    ck_assert_int_eq(kiln_tensor_numel(res), (int64_t)k);
+    double *hres = down(res), *r = malloc((m * k + 1) * sizeof *r);
+    matmul_t(a, 0, hx, 0, r, m, n, k);
+    for (size_t c = 0; c < k; c++) {
+      double s = 0;
+      for (size_t i = 0; i < m; i++)
+        s += (r[i * k + c] - b[i * k + c]) * (r[i * k + c] - b[i * k + c]);
+      EXPECT(fabs(hres[c] - s) <= 1e3 * eps * (s + fro(b, m * k)), "residual %zu: %g vs %g", c,
+             hres[c], s);
+    }
+    free(hres);
+    free(r);
+  } else {
+    ck_assert_int_eq(kiln_tensor_numel(res), 0);
+  }
+  if (sv) {
+    double *hs = down(sv);
+    for (size_t i = 1; i < (m < n ? m : n); i++)
+      EXPECT(hs[i] <= hs[i - 1], "singular values not descending");
+    free(hs);
+  }
+  free(hx);
+  free(a);
+  free(b);
+  free(nullb);
+  kiln_tensor_release(ta);
+  kiln_tensor_release(tb);
+  kiln_tensor_release(x);
+  kiln_tensor_release(res);
+  kiln_tensor_release(rk);
+  kiln_tensor_release(sv);
+}
+
+START_TEST(lstsq)
+{
+  if (!KILN_HAVE_LAPACKE) {
+    FOR_DTYPES(dt)
+    {
+      lstsq_case(dt, 20, 5, 3, 5);
+      lstsq_case(dt, 41, 17, 1, 17);
+      int64_t s35[2] = {3, 5};
+      double v[15] = {0};
+      kiln_tensor *t = up(dt, 2, s35, v), *x = NULL;
+      KEXPECT(kiln_linalg_lstsq(harness_ctx(), t, t, -1, &x, NULL, NULL, NULL),
+              KILN_ERR_UNSUPPORTED);
+      ck_assert_ptr_null(x);
+      kiln_tensor_release(t);
+    }
+    return;
+  }
+  FOR_DTYPES(dt)
+  {
+    lstsq_case(dt, 1, 1, 1, 1);
+    lstsq_case(dt, 7, 7, 2, 7);
+    lstsq_case(dt, 20, 5, 3, 5); /* tall full rank: QR route */
+    lstsq_case(dt, 41, 17, 1, 17);
+    lstsq_case(dt, 20, 6, 2, 3); /* tall rank-deficient: SVD route */
+    lstsq_case(dt, 5, 11, 2, 5); /* wide: minimum norm */
+    lstsq_case(dt, 6, 11, 1, 4); /* wide rank-deficient */
+  }
+}
+END_TEST
+
+/* ---------------------------------------------------------------- eigh */
+
+/* ||V^T V - I|| bound of eigh (MRRR's vectors are less orthogonal than dstedc's). */
+static double orth_bound = BOUND;
+
+/* Checks w, V of the symmetric n x n a. */
+static void
+eigh_check(kiln_dtype dt, const double *a, const double *w, const double *v, size_t n,
+           const double *known)
+{
+  double eps = eps_of(dt), na = fro(a, n * n);
+  for (size_t i = 1; i < n; i++)
+    EXPECT(w[i] >= w[i - 1], "eigenvalues not ascending at %zu", i);
+  if (known)
+    for (size_t i = 0; i < n; i++)
+      EXPECT(fabs(w[i] - known[i]) <= 10 * (double)n * eps * na, "w[%zu] %g, expected %g", i, w[i],
+             known[i]);
+  if (!v)
+    return;
+  double *av = malloc((n * n + 1) * sizeof *av);
+  matmul_t(a, 0, v, 0, av, n, n, n);
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < n; j++)
+      av[i * n + j] -= v[i * n + j] * w[j];
+  double e = na == 0 ? fro(av, n * n) : fro(av, n * n) / (na * (double)n * eps);
+  double oe = n ? orth_err(v, n, n) / ((double)n * eps) : 0;
+  EXPECT(e <= BOUND, "%s eigh n %zu: ||A V - V W|| error %g", kiln_dtype_name(dt), n, e);
+  EXPECT(oe <= orth_bound, "%s eigh n %zu: ||V^T V - I|| error %g", kiln_dtype_name(dt), n, oe);
+  free(av);
+}
+
+static void
+eigh_case(kiln_dtype dt, uint64_t batch, size_t n, const double *given, const double *known)
+{
+  size_t nn = n * n;
+  if (!harness_fits(batch * nn))
+    return;
+  double *a = malloc((batch * nn + 1) * sizeof *a);
+  for (uint64_t b = 0; b < batch; b++)
+    for (size_t i = 0; i < n; i++)
+      for (size_t j = 0; j <= i; j++)
+        a[b * nn + i * n + j] = a[b * nn + j * n + i] = given ? given[i * n + j] : urand(-1, 1);
+  int64_t shape[3];
+  size_t nd = 0;
+  if (batch != 1)
+    shape[nd++] = (int64_t)batch;
+  shape[nd++] = (int64_t)n;
+  shape[nd++] = (int64_t)n;
+  for (int uplo = 0; uplo < 2; uplo++) {
+    /* the triangle not named holds NaN: never read */
+    double *g = malloc((batch * nn + 1) * sizeof *g);
+    memcpy(g, a, batch * nn * sizeof *g);
+    for (uint64_t b = 0; b < batch; b++)
+      for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+          if (uplo == 0 ? j < i : j > i)
+            g[b * nn + i * n + j] = NAN;
+    kiln_tensor *ta = up(dt, nd, shape, g), *w = NULL, *v = NULL, *w2 = NULL;
+    for (size_t i = 0; i < batch * nn; i++) /* the reference sees the rounded values */
+      if (!isnan(g[i]))
+        a[i] = g[i];
+    for (uint64_t b = 0; b < batch; b++)
+      for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < i; j++)
+          a[b * nn + i * n + j] = a[b * nn + j * n + i] =
+              uplo == 0 ? a[b * nn + j * n + i] : a[b * nn + i * n + j];
+    kiln_uplo u = uplo == 0 ? KILN_UPPER : KILN_LOWER;
+    KOK(kiln_linalg_eigh(harness_ctx(), ta, u, &w, &v));
+    KOK(kiln_linalg_eigh(harness_ctx(), ta, u, &w2, NULL));
+    double *hw = down(w), *hv = down(v), *hw2 = down(w2);
+    for (uint64_t b = 0; b < batch; b++) {
+      eigh_check(dt, a + b * nn, hw + b * n, hv + b * nn, n, known);
+      eigh_check(dt, a + b * nn, hw2 + b * n, NULL, n, NULL);
+      for (size_t i = 0; i < n; i++)
+        EXPECT(fabs(hw[b * n + i] - hw2[b * n + i]) <=
+                   10 * (double)n * eps_of(dt) * (fro(a + b * nn, nn) + 1),
+               "values-only eigenvalue %zu differs: %g vs %g", i, hw2[b * n + i], hw[b * n + i]);
+    }
+    free(g);
+    free(hw);
+    free(hv);
+    free(hw2);
+    kiln_tensor_release(ta);
+    kiln_tensor_release(w);
+    kiln_tensor_release(v);
+    kiln_tensor_release(w2);
+  }
+  free(a);
+}
+
+START_TEST(eigh)
+{
+  if (!KILN_HAVE_LAPACKE)
+    return;
+  static const size_t ns[] = {0, 1, 2, 3, 5, 17, 33};
+  FOR_DTYPES(dt)
+  {
+    for (size_t i = 0; i < (harness_small() ? 5u : sizeof ns / sizeof ns[0]); i++)
+      eigh_case(dt, 1, ns[i], NULL, NULL);
+    if (harness_fits(70 * 70))
+      eigh_case(dt, 1, 70, NULL, NULL);
+    if (harness_fits(160 * 160))
+      eigh_case(dt, 1, 160, NULL, NULL);
+    eigh_case(dt, 3, 6, NULL, NULL);
+    /* repeated eigenvalues: Q diag(1, 1, 1, 2, 2, 5, -3, -3) Q^T */
+    static const double lam[8] = {1, 1, 1, 2, 2, 5, -3, -3};
+    static const double sorted[8] = {-3, -3, 1, 1, 1, 2, 2, 5};
+    double *q = rand_orth(8), a[64];
+    for (size_t i = 0; i < 8; i++)
+      for (size_t j = 0; j < 8; j++) {
+        double s = 0;
+        for (size_t l = 0; l < 8; l++)
+          s += q[i * 8 + l] * lam[l] * q[j * 8 + l];
+        a[i * 8 + j] = s;
+      }
+    eigh_case(dt, 1, 8, a, sorted);
+    /* diagonal and identity: reflectors with tau = 0 */
+    double id[25] = {0};
+    for (size_t i = 0; i < 5; i++)
+      id[i * 5 + i] = 1;
+    static const double ones[5] = {1, 1, 1, 1, 1};
+    eigh_case(dt, 1, 5, id, ones);
+    /* MRRR (the vectors of large orders) at small ones: LAPACK's test threshold 50 */
+    orth_bound = 50;
+    kiln__linalg_spectral_test_mrrr(0);
+    for (size_t i = 0; i < 5; i++)
+      eigh_case(dt, 1, ns[i], NULL, NULL);
+    if (harness_fits(160 * 160))
+      eigh_case(dt, 1, 160, NULL, NULL);
+    eigh_case(dt, 1, 8, a, sorted);
+    kiln__linalg_spectral_test_mrrr(-1);
+    orth_bound = BOUND;
+    free(q);
+  }
+}
+END_TEST
+
+START_TEST(eigh_blocked)
+{
+  if (!KILN_HAVE_LAPACKE)
+    return;
+  hook_nb = 4;
+  FOR_DTYPES(dt)
+  {
+    eigh_case(dt, 1, 13, NULL, NULL);
+    eigh_case(dt, 1, 4, NULL, NULL);
+  }
+  hook_nb = -1;
+}
+END_TEST
+
+/* ---------------------------------------------------------------- eig */
+
+static void
+eig_case(kiln_dtype dt, size_t n, const double *given)
+{
+  int64_t s2[2] = {(int64_t)n, (int64_t)n};
+  double *a = rand_mat(n * n);
+  if (given)
+    memcpy(a, given, n * n * sizeof *a);
+  kiln_tensor *ta = up(dt, 2, s2, a), *wr = NULL, *wi = NULL, *vr = NULL, *vi = NULL, *w2r = NULL,
+              *w2i = NULL;
+  KOK(kiln_linalg_eig(harness_ctx(), ta, &wr, &wi, &vr, &vi));
+  KOK(kiln_linalg_eig(harness_ctx(), ta, &w2r, &w2i, NULL, NULL));
+  double *hwr = down(wr), *hwi = down(wi), *hvr = down(vr), *hvi = down(vi), *h2r = down(w2r),
+         *h2i = down(w2i);
+  double eps = eps_of(dt), na = fro(a, n * n), r = 0;
+  for (size_t j = 0; j < n; j++) {
+    double nv = 0;
+    for (size_t i = 0; i < n; i++) {
+      /* (A v - w v)_i, complex */
+      double re = 0, im = 0;
+      for (size_t l = 0; l < n; l++) {
+        re += a[i * n + l] * hvr[l * n + j];
+        im += a[i * n + l] * hvi[l * n + j];
+      }
+      re -= hwr[j] * hvr[i * n + j] - hwi[j] * hvi[i * n + j];
+      im -= hwr[j] * hvi[i * n + j] + hwi[j] * hvr[i * n + j];
+      r += re * re + im * im;
+      nv += hvr[i * n + j] * hvr[i * n + j] + hvi[i * n + j] * hvi[i * n + j];
+    }
+    EXPECT(fabs(sqrt(nv) - 1) <= 100 * (double)n * eps, "eigenvector %zu has norm %g", j, sqrt(nv));
+    EXPECT(fabs(h2r[j] - hwr[j]) <= 100 * (double)n * eps * (na + 1) &&
+               fabs(h2i[j] - hwi[j]) <= 100 * (double)n * eps * (na + 1),
+           "values-only eigenvalue %zu differs", j);
+  }
+  double e = na == 0 ? sqrt(r) : sqrt(r) / (na * (double)n * eps);
+  EXPECT(e <= 100, "%s eig n %zu: ||A V - V W|| error %g", kiln_dtype_name(dt), n, e);
+  free(a);
+  free(hwr);
+  free(hwi);
+  free(hvr);
+  free(hvi);
+  free(h2r);
+  free(h2i);
+  kiln_tensor *all[7] = {ta, wr, wi, vr, vi, w2r, w2i};
+  for (int i = 0; i < 7; i++)
+    kiln_tensor_release(all[i]);
+}
+
+START_TEST(eig)
+{
+  if (!KILN_HAVE_LAPACKE)
+    return;
+  FOR_DTYPES(dt)
+  {
+    static const size_t ns[] = {0, 1, 2, 7, 16};
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
+      eig_case(dt, ns[i], NULL);
+    /* a rotation: eigenvalues cos t +- i sin t */
+    double rot[4] = {0.6, -0.8, 0.8, 0.6};
+    eig_case(dt, 2, rot);
+    int64_t s2[2] = {2, 2};
+    kiln_tensor *t = up(dt, 2, s2, rot), *wr = NULL, *wi = NULL;
+    KOK(kiln_linalg_eig(harness_ctx(), t, &wr, &wi, NULL, NULL));
+    double *hr = down(wr), *hi = down(wi);
+    EXPECT(fabs(hr[0] - 0.6) < 1e-5 && fabs(hi[0] - 0.8) < 1e-5 && fabs(hi[1] + 0.8) < 1e-5,
+           "rotation eigenvalues %g%+gi, %g%+gi", hr[0], hi[0], hr[1], hi[1]);
+    free(hr);
+    free(hi);
+    kiln_tensor_release(t);
+    kiln_tensor_release(wr);
+    kiln_tensor_release(wi);
+  }
+}
+END_TEST
+
+/* ---------------------------------------------------------------- svd */
+
+static void
+svd_case(kiln_dtype dt, uint64_t batch, size_t m, size_t n, const double *given,
+         const double *known)
+{
+  int64_t shape[3];
+  size_t nd = 0, mn = m * n, k = m < n ? m : n;
+  if (batch != 1)
+    shape[nd++] = (int64_t)batch;
+  shape[nd++] = (int64_t)m;
+  shape[nd++] = (int64_t)n;
+  double *a = rand_mat(batch * mn);
+  if (given)
+    memcpy(a, given, mn * sizeof *a);
+  kiln_tensor *ta = up(dt, nd, shape, a);
+  double eps = eps_of(dt), mx = (double)(m > n ? m : n);
+  for (int full = 0; full < 2; full++) {
+    kiln_tensor *u = NULL, *s = NULL, *vt = NULL, *s2 = NULL;
+    KOK(kiln_linalg_svd(harness_ctx(), ta, full, &u, &s, &vt));
+    KOK(kiln_linalg_svd(harness_ctx(), ta, full, NULL, &s2, NULL));
+    size_t uc = full ? m : k, vr = full ? n : k;
+    double *hu = down(u), *hs = down(s), *hv = down(vt), *hs2 = down(s2);
+    for (uint64_t b = 0; b < batch; b++) {
+      const double *A = a + b * mn, *U = hu + b * m * uc, *S = hs + b * k, *V = hv + b * vr * n;
+      double na = fro(A, mn), *r = calloc(mn + 1, sizeof *r);
+      for (size_t i = 0; i < k; i++) {
+        EXPECT(S[i] >= 0 && (i == 0 || S[i] <= S[i - 1]), "s not descending and >= 0 at %zu", i);
+        EXPECT(fabs(S[i] - hs2[b * k + i]) <= 10 * mx * eps * (S[0] + 1),
+               "values-only s[%zu] differs", i);
+        if (known)
+          EXPECT(fabs(S[i] - known[i]) <= 10 * mx * eps * known[0], "s[%zu] %g, expected %g", i,
+                 S[i], known[i]);
+      }
+      for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++) {
+          double t = 0;
+          for (size_t l = 0; l < k; l++)
+            t += U[i * uc + l] * S[l] * V[l * n + j];
+          r[i * n + j] = A[i * n + j] - t;
+        }
+      double e = na == 0 ? fro(r, mn) : fro(r, mn) / (na * mx * eps);
+      EXPECT(e <= BOUND, "%s svd %zux%zu full %d: ||A - U S V^T|| error %g", kiln_dtype_name(dt), m,
+             n, full, e);
+      double ue = m ? orth_err(U, m, uc) / ((double)m * eps) : 0;
+      EXPECT(ue <= BOUND, "%s svd %zux%zu: U not orthonormal (%g)", kiln_dtype_name(dt), m, n, ue);
+      /* V^T's rows orthonormal: V (n x vr) columns */
+      double *vv = malloc((n * vr + 1) * sizeof *vv);
+      for (size_t i = 0; i < vr; i++)
+        for (size_t j = 0; j < n; j++)
+          vv[j * vr + i] = V[i * n + j];
+      double ve = n ? orth_err(vv, n, vr) / ((double)n * eps) : 0;
+      EXPECT(ve <= BOUND, "%s svd %zux%zu: V not orthonormal (%g)", kiln_dtype_name(dt), m, n, ve);
+      free(vv);
+      free(r);
+    }
+    free(hu);
+    free(hs);
+    free(hv);
+    free(hs2);
+    kiln_tensor_release(u);
+    kiln_tensor_release(s);
+    kiln_tensor_release(vt);
+    kiln_tensor_release(s2);
+  }
+  free(a);
+  kiln_tensor_release(ta);
+}
+
+START_TEST(svd)
+{
+  if (!KILN_HAVE_LAPACKE)
+    return;
+  FOR_DTYPES(dt)
+  {
+    static const size_t sh[][2] = {{0, 0}, {1, 1}, {0, 3}, {3, 0}, {7, 7}, {13, 5}, {5, 13}};
+    for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++)
+      svd_case(dt, 1, sh[i][0], sh[i][1], NULL, NULL);
+    svd_case(dt, 2, 4, 3, NULL, NULL);
+    static const double sv[4] = {5, 2, 2, 0.5}; /* repeated singular values */
+    double *a = with_svals(6, 4, sv);
+    svd_case(dt, 1, 6, 4, a, sv);
+    free(a);
+    /* rank-deficient (zero singular values), the zero matrix, the identity */
+    static const double sv0[5] = {3, 1, 0, 0, 0};
+    a = with_svals(5, 8, sv0);
+    svd_case(dt, 1, 5, 8, a, sv0);
+    free(a);
+    double z[30] = {0};
+    static const double zs[5] = {0};
+    svd_case(dt, 1, 6, 5, z, zs);
+    for (size_t i = 0; i < 5; i++)
+      z[i * 5 + i] = 1;
+    static const double ones[5] = {1, 1, 1, 1, 1};
+    svd_case(dt, 1, 6, 5, z, ones);
+    if (harness_fits(45 * 31)) {
+      svd_case(dt, 1, 45, 31, NULL, NULL);
+      svd_case(dt, 1, 31, 45, NULL, NULL);
+    }
+  }
+}
+END_TEST
+
+/* ---------------------------------------------------------------- on top */
+
+/* Largest absolute column sum of the n x n a. */
+static double
+norm_ref1(const double *a, size_t n)
+{
+  double best = 0;
+  for (size_t j = 0; j < n; j++) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++)
+      s += fabs(a[i * n + j]);
+    best = fmax(best, s);
+  }
+  return best;
+}
+
+START_TEST(pinv_rank_norms)
+{
+  if (!KILN_HAVE_LAPACKE)
+    return;
+  kiln_context *ctx = harness_ctx();
+  FOR_DTYPES(dt)
+  {
+    double eps = eps_of(dt);
+    /* pinv of a well-conditioned 7 x 4 and its Moore-Penrose conditions */
+    static const double sv[4] = {4, 3, 2, 1};
+    double *a = with_svals(7, 4, sv);
+    int64_t s74[2] = {7, 4};
+    kiln_tensor *ta = up(dt, 2, s74, a), *p = NULL, *out = NULL;
+    KOK(kiln_linalg_pinv(ctx, ta, -1, &p));
+    ck_assert_int_eq(kiln_tensor_dim(p, 0), 4);
+    ck_assert_int_eq(kiln_tensor_dim(p, 1), 7);
+    double *x = down(p), t1[28], t2[49], t3[28], t4[16];
+    matmul_t(a, 0, x, 0, t2, 7, 4, 7);  /* A X */
+    matmul_t(t2, 0, a, 0, t1, 7, 7, 4); /* A X A */
+    for (size_t i = 0; i < 28; i++)
+      t1[i] -= a[i];
+    EXPECT(fro(t1, 28) / (fro(a, 28) * 7 * eps) <= 100, "||A X A - A|| %g", fro(t1, 28));
+    matmul_t(x, 0, a, 0, t4, 4, 7, 4);  /* X A */
+    matmul_t(t4, 0, x, 0, t3, 4, 4, 7); /* X A X */
+    for (size_t i = 0; i < 28; i++)
+      t3[i] -= x[i];
+    EXPECT(fro(t3, 28) / (fro(x, 28) * 7 * eps) <= 100, "||X A X - X|| %g", fro(t3, 28));
+    free(x);
+    /* norms against the known singular values and host sums */
+    struct {
+      kiln_mnorm ord;
+      double want;
+    } cases[8] = {{KILN_MNORM_2, 4}, {KILN_MNORM_NEG2, 1}, {KILN_MNORM_NUC, 10}};
+    double c1 = 0, cm1 = INFINITY, ri = 0, rmi = INFINITY;
+    for (size_t j = 0; j < 4; j++) {
+      double s = 0;
+      for (size_t i = 0; i < 7; i++)
+        s += fabs(a[i * 4 + j]);
+      c1 = fmax(c1, s);
+      cm1 = fmin(cm1, s);
+    }
+    for (size_t i = 0; i < 7; i++) {
+      double s = 0;
+      for (size_t j = 0; j < 4; j++)
+        s += fabs(a[i * 4 + j]);
+      ri = fmax(ri, s);
+      rmi = fmin(rmi, s);
+    }
+    cases[3].ord = KILN_MNORM_FRO;
+    cases[3].want = sqrt(30.0);
+    cases[4].ord = KILN_MNORM_1;
+    cases[4].want = c1;
+    cases[5].ord = KILN_MNORM_NEG1;
+    cases[5].want = cm1;
+    cases[6].ord = KILN_MNORM_INF;
+    cases[6].want = ri;
+    cases[7].ord = KILN_MNORM_NEG_INF;
+    cases[7].want = rmi;
+    for (int i = 0; i < 8; i++) {
+      KOK(kiln_linalg_matrix_norm(ctx, ta, cases[i].ord, &out));
+      double *h = down(out);
+      EXPECT(fabs(h[0] - cases[i].want) <= 100 * eps * cases[i].want, "norm %d: %g, expected %g",
+             (int)cases[i].ord, h[0], cases[i].want);
+      free(h);
+      kiln_tensor_release(out);
+      out = NULL;
+    }
+    KOK(kiln_linalg_cond(ctx, ta, KILN_MNORM_2, &out));
+    double *h = down(out);
+    EXPECT(fabs(h[0] - 4) <= 100 * eps * 4, "cond 2 is %g, expected 4", h[0]);
+    free(h);
+    kiln_tensor_release(out);
+    out = NULL;
+    KEXPECT(kiln_linalg_cond(ctx, ta, KILN_MNORM_1, &out), KILN_ERR_SHAPE);
+    /* cond in the 1-norm of a square matrix: ||A||_1 ||A^-1||_1 with the host's inverse */
+    static const double sq[9] = {4, 1, 0, 1, 3, 1, 0, 1, 2};
+    static const double sqinv[9] = {5.0 / 18, -1.0 / 9, 1.0 / 18, -1.0 / 9, 4.0 / 9,
+                                    -2.0 / 9, 1.0 / 18, -2.0 / 9, 11.0 / 18};
+    double sqv[9];
+    memcpy(sqv, sq, sizeof sqv);
+    int64_t s33[2] = {3, 3};
+    kiln_tensor *ts = up(dt, 2, s33, sqv);
+    KOK(kiln_linalg_cond(ctx, ts, KILN_MNORM_1, &out));
+    h = down(out);
+    double want = 5.0 * norm_ref1(sqinv, 3);
+    EXPECT(fabs(h[0] - want) <= 1e3 * eps * want, "cond 1 is %g, expected %g", h[0], want);
+    free(h);
+    kiln_tensor_release(out);
+    out = NULL;
+    /* singular: Inf */
+    static const double sing[9] = {1, 2, 3, 2, 4, 6, 1, 1, 1};
+    memcpy(sqv, sing, sizeof sqv);
+    kiln_tensor *tsing = up(dt, 2, s33, sqv);
+    KOK(kiln_linalg_cond(ctx, tsing, KILN_MNORM_INF, &out));
+    h = down(out);
+    EXPECT(isinf(h[0]) || h[0] > 1e6, "cond of a singular matrix is %g", h[0]);
+    free(h);
+    kiln_tensor_release(out);
+    out = NULL;
+    /* rank: 2 of the singular 3 x 3, 4 of the 7 x 4; a tolerance above s = 2 gives 2 */
+    int64_t r = -1;
+    KOK(kiln_linalg_matrix_rank(ctx, tsing, -1, &out));
+    KOK(kiln_tensor_download(out, &r, sizeof r));
+    ck_assert_int_eq(r, 2);
+    kiln_tensor_release(out);
+    out = NULL;
+    KOK(kiln_linalg_matrix_rank(ctx, ta, -1, &out));
+    KOK(kiln_tensor_download(out, &r, sizeof r));
+    ck_assert_int_eq(r, 4);
+    kiln_tensor_release(out);
+    out = NULL;
+    KOK(kiln_linalg_matrix_rank(ctx, ta, 2.5, &out));
+    KOK(kiln_tensor_download(out, &r, sizeof r));
+    ck_assert_int_eq(r, 2);
+    kiln_tensor_release(out);
+    free(a);
+    kiln_tensor_release(ta);
+    kiln_tensor_release(p);
+    kiln_tensor_release(ts);
+    kiln_tensor_release(tsing);
+  }
+}
+END_TEST
+
+/* Norms that need no LAPACK, and without LAPACKE the others refuse. */
+START_TEST(norms_direct_and_unsupported)
+{
+  kiln_context *ctx = harness_ctx();
+  int64_t s23[2] = {2, 3}, s0[2] = {0, 0};
+  double v[6] = {1, -2, 3, -4, 5, -6}, z[1] = {0};
+  kiln_tensor *t = up(KILN_F32, 2, s23, v), *e = up(KILN_F32, 2, s0, z), *out = NULL;
+  KOK(kiln_linalg_matrix_norm(ctx, t, KILN_MNORM_INF, &out));
+  double *h = down(out);
+  ck_assert(fabs(h[0] - 15) < 1e-5);
+  free(h);
+  kiln_tensor_release(out);
+  out = NULL;
+  KOK(kiln_linalg_matrix_norm(ctx, e, KILN_MNORM_FRO, &out));
+  h = down(out);
+  ck_assert(h[0] == 0);
+  free(h);
+  kiln_tensor_release(out);
+  out = NULL;
+  if (!KILN_HAVE_LAPACKE) {
+    kiln_tensor *o2 = NULL, *o3 = NULL;
+    KEXPECT(kiln_linalg_svd(ctx, t, 0, &out, &o2, &o3), KILN_ERR_UNSUPPORTED);
+    KEXPECT(kiln_linalg_eigh(ctx, e, KILN_LOWER, &out, NULL), KILN_ERR_UNSUPPORTED);
+    KEXPECT(kiln_linalg_matrix_norm(ctx, t, KILN_MNORM_2, &out), KILN_ERR_UNSUPPORTED);
+    KEXPECT(kiln_linalg_pinv(ctx, t, -1, &out), KILN_ERR_UNSUPPORTED);
+    ck_assert_ptr_null(out);
+  }
+  kiln_tensor_release(t);
+  kiln_tensor_release(e);
+}
+END_TEST
+
+START_TEST(bad_input)
+{
+  kiln_context *ctx = harness_ctx();
+  int64_t s23[2] = {2, 3}, s33[2] = {3, 3}, s3[1] = {3}, s43[2] = {4, 3};
+  double v[12] = {1, 2, 3, 4, 5, 6, 7, 8, 10, 1, 1, 1};
+  kiln_tensor *rect = up(KILN_F32, 2, s23, v), *sq = up(KILN_F32, 2, s33, v),
+              *vec = up(KILN_F32, 1, s3, v), *b43 = up(KILN_F32, 2, s43, v), *out = NULL,
+              *o2 = NULL, *o3 = NULL, *o4 = NULL, *ints = NULL;
+  int32_t iv[9] = {0};
+  KOK(kiln_tensor_from_host(ctx, KILN_I32, 2, s33, iv, &ints));
+  KEXPECT(kiln_linalg_qr(ctx, vec, KILN_QR_REDUCED, &out, &o2), KILN_ERR_SHAPE);
+  KEXPECT(kiln_linalg_qr(ctx, ints, KILN_QR_REDUCED, &out, &o2), KILN_ERR_DTYPE);
+  KEXPECT(kiln_linalg_qr(ctx, sq, (kiln_qr_mode)9, &out, &o2), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_linalg_qr(ctx, sq, KILN_QR_REDUCED, NULL, &o2), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_linalg_qr(ctx, NULL, KILN_QR_REDUCED, &out, &o2), KILN_ERR_INVALID_HANDLE);
+  KEXPECT(kiln_linalg_qr(ctx, sq, KILN_QR_REDUCED, &rect, &o2), KILN_ERR_SHAPE);
+  KEXPECT(kiln_linalg_eigh(ctx, rect, KILN_LOWER, &out, NULL), KILN_ERR_SHAPE);
+  KEXPECT(kiln_linalg_eigh(ctx, sq, (kiln_uplo)5, &out, NULL), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_linalg_eig(ctx, rect, &out, &o2, NULL, NULL), KILN_ERR_SHAPE);
+  KEXPECT(kiln_linalg_eig(ctx, sq, &out, &o2, &o3, NULL), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_linalg_svd(ctx, sq, 0, &out, &o2, NULL), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_linalg_svd(ctx, ints, 0, NULL, &o2, NULL), KILN_ERR_DTYPE);
+  KEXPECT(kiln_linalg_lstsq(ctx, sq, b43, -1, &out, NULL, NULL, NULL), KILN_ERR_SHAPE);
+  KEXPECT(kiln_linalg_lstsq(ctx, sq, vec, -1, &out, NULL, NULL, NULL), KILN_ERR_SHAPE);
+  KEXPECT(kiln_linalg_lstsq(ctx, sq, sq, -1, &out, &sq, NULL, NULL), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_linalg_lstsq(ctx, sq, sq, NAN, &out, NULL, NULL, NULL), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_linalg_matrix_norm(ctx, sq, (kiln_mnorm)42, &out), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_linalg_cond(ctx, rect, KILN_MNORM_FRO, &out), KILN_ERR_SHAPE);
+  KEXPECT(kiln_linalg_pinv(ctx, sq, NAN, &out), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_linalg_matrix_rank(ctx, vec, -1, &out), KILN_ERR_SHAPE);
+  if (harness_has_fp64()) {
+    kiln_tensor *d = up(KILN_F64, 2, s33, v);
+    KEXPECT(kiln_linalg_lstsq(ctx, sq, d, -1, &out, NULL, NULL, NULL), KILN_ERR_DTYPE);
+    kiln_tensor_release(d);
+  }
+  /* a result over its input */
+  kiln_tensor *sqc = sq;
+  KEXPECT(kiln_linalg_qr(ctx, sq, KILN_QR_R, NULL, &sqc), KILN_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_null(out);
+  ck_assert_ptr_null(o2);
+  ck_assert_ptr_null(o3);
+  ck_assert_ptr_null(o4);
+  kiln_tensor_release(rect);
+  kiln_tensor_release(sq);
+  kiln_tensor_release(vec);
+  kiln_tensor_release(b43);
+  kiln_tensor_release(ints);
+}
+END_TEST
+
+static void
+reset_hooks(void)
+{
+  hook_nb = -1;
+  hook_leaf = -1;
+  orth_bound = BOUND;
+  kiln__linalg_spectral_test_set(-1, -1, -1);
+  kiln__linalg_spectral_test_mrrr(-1);
+}
+
+static Suite *
+spectral_suite(void)
+{
+  Suite *s = suite_create("linalg_spectral");
+  TCase *tc = tcase_create("all");
+  tcase_set_timeout(tc, 300);
+  tcase_add_checked_fixture(tc, reset_hooks, NULL);
+  tcase_add_test(tc, qr_backward_error);
+  tcase_add_test(tc, qr_blocked);
+  tcase_add_test(tc, qr_batched_bitwise);
+  tcase_add_test(tc, lstsq);
+  tcase_add_test(tc, eigh);
+  tcase_add_test(tc, eigh_blocked);
+  tcase_add_test(tc, eig);
+  tcase_add_test(tc, svd);
+  tcase_add_test(tc, pinv_rank_norms);
+  tcase_add_test(tc, norms_direct_and_unsupported);
+  tcase_add_test(tc, bad_input);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int
+main(void)
+{
+  return harness_main(spectral_suite(), 1);
+}
