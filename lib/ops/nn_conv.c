@@ -308,7 +308,7 @@ igemm_ok(const kiln_device_info *info, const conv_geo *g)
   igemm_tile(info, &rm, &rn);
   uint64_t c = g->cig > g->cog ? (uint64_t)g->cig : (uint64_t)g->cog;
   return info->max_work_group_size >= 256 && c * g->kvol < ((uint64_t)1 << 31) &&
-         (uint64_t)16 * (16 * rm + 16 * rn) * 8 <= info->local_mem_bytes;
+         (uint64_t)16 * (16 * rm + 16 * rn) * 8 + 16 * sizeof(cl_long4) <= info->local_mem_bytes;
 }
 
 static void
@@ -474,6 +474,10 @@ igemm_launch(const char *op, kiln_context *ctx, cl_kernel k, const kiln_tensor *
   kiln__args_tensor(&a, out);
   args_geo(&a, g);
   kiln__args_u32(&a, bias ? 1u : 0u);
+  size_t esz = kiln_dtype_size(out->dtype);
+  kiln__args_local(&a, 16 * 16 * rm * esz);
+  kiln__args_local(&a, 16 * 16 * rn * esz);
+  kiln__args_local(&a, 16 * sizeof(cl_long4));
   uint64_t ng = (uint64_t)g->N * (uint64_t)g->G;
   size_t global[3] = {(size_t)((cols + 16 * rn - 1) / (16 * rn) * 16),
                       (size_t)((rows + 16 * rm - 1) / (16 * rm) * 16),
