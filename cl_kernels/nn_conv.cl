@@ -330,8 +330,9 @@ gemm_batched(global const ST *a, ulong aoff, ulong lda, ulong astr, global const
  * stepping through K in slices of 16: a slice of W and the matching slice of columns
  * (gathered from x with the padding as zeros) go to local memory, then every work-item
  * accumulates its outputs in registers. Grid: (ceil(L / CONV_TN) 16, ceil(C_out/g / CONV_TM)
- * 16, N groups), local (16, 16, 1). flags 1: add bias. Build options: KILN_CONV_RM,
- * KILN_CONV_RN (default 4 and 4).
+ * 16, N groups), local (16, 16, 1). flags 1: add bias. Local arguments As (16 CONV_TM T),
+ * Bs (16 CONV_TN T), tab (16 long4). Build options: KILN_CONV_RM, KILN_CONV_RN (default 4
+ * and 4).
  */
 #ifndef KILN_CONV_RM
 #define KILN_CONV_RM 4
@@ -346,13 +347,12 @@ gemm_batched(global const ST *a, ulong aoff, ulong lda, ulong astr, global const
 __attribute__((reqd_work_group_size(16, 16, 1))) kernel void
 conv_igemm(global const ST *x, ulong xoff, global const ST *w, ulong woff, global const ST *b,
            ulong boff, global ST *y, ulong yoff, long4 ch, long4 in, long4 out, long4 k, long4 s,
-           long4 p, long4 d, uint flags)
+           long4 p, long4 d, uint flags, local T *As, local T *Bs, local long4 *tab)
 {
-  local T As[CONV_TK][CONV_TM];
-  local T Bs[CONV_TK][CONV_TN];
-  /* The slice's taps (channel, then the three dilated offsets; channel -1 past K), split once
-   * per slice instead of once per loaded element. */
-  local long4 tab[CONV_TK];
+  /* As [CONV_TK][CONV_TM], Bs [CONV_TK][CONV_TN] and tab, the slice's taps (channel, then the
+   * three dilated offsets; channel -1 past K), split once per slice instead of once per
+   * loaded element: arguments, not kernel-scope arrays, because some implementations (the
+   * oclgrind simulator) count every kernel's local arrays against each launch. */
   const uint tx = get_local_id(0), ty = get_local_id(1), tid = ty * 16 + tx;
   const uint cig = (uint)(ch.y / ch.w), cog = (uint)(ch.z / ch.w);
   const uint L = (uint)(out.x * out.y * out.z), kvol = (uint)(k.x * k.y * k.z);
@@ -400,7 +400,7 @@ conv_igemm(global const ST *x, ulong xoff, global const ST *w, ulong woff, globa
     for (uint e = tid; e < CONV_TM * CONV_TK; e += 256) {
       const uint mm = e / CONV_TK, kk = e % CONV_TK;
       const uint row = m0 + mm, kg = k0 + kk;
-      As[kk][mm] = row < cog && kg < K ? KILN_LOAD(wp, (ulong)row * K + kg) : (T)0;
+      As[kk * CONV_TM + mm] = row < cog && kg < K ? KILN_LOAD(wp, (ulong)row * K + kg) : (T)0;
     }
     /* Column slice: 16 x CONV_TN, gathered from x. */
     for (uint r = brow0; r < CONV_TK; r += 256 / CONV_TN) {
@@ -411,16 +411,16 @@ conv_igemm(global const ST *x, ulong xoff, global const ST *w, ulong woff, globa
         if (zz >= 0 && zz < in.x && yy >= 0 && yy < in.y && xx >= 0 && xx < in.z)
           v = KILN_LOAD(xp, (ulong)e.x * ivol + (ulong)((zz * in.y + yy) * in.z + xx));
       }
-      Bs[r][bcol] = v;
+      Bs[r * CONV_TN + bcol] = v;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll
     for (uint kk = 0; kk < CONV_TK; kk++) {
       T av[KILN_CONV_RM], bv[KILN_CONV_RN];
       for (int i = 0; i < KILN_CONV_RM; i++)
-        av[i] = As[kk][ty * KILN_CONV_RM + i];
+        av[i] = As[kk * CONV_TM + ty * KILN_CONV_RM + i];
       for (int j = 0; j < KILN_CONV_RN; j++)
-        bv[j] = Bs[kk][tx * KILN_CONV_RN + j];
+        bv[j] = Bs[kk * CONV_TN + tx * KILN_CONV_RN + j];
       for (int i = 0; i < KILN_CONV_RM; i++)
         for (int j = 0; j < KILN_CONV_RN; j++)
           acc[i][j] = fma(av[i], bv[j], acc[i][j]);
@@ -440,5 +440,111 @@ conv_igemm(global const ST *x, ulong xoff, global const ST *w, ulong woff, globa
         KILN_STORE(yp, (ulong)row * L + col, acc[i][j] + bias);
     }
   }
+  }
+}
+
+/*
+ * conv_igemm_bwd: the backward-data pass (and the transposed convolution) as an implicit GEMM,
+ * conv_igemm's tiling with the roles turned: per (sample, group)
+ * dX [C_in/g, in volume] = W_g^T [C_in/g, K'] x G [K', in volume] with K' = C_out/g * kvol,
+ * where column q of G holds, for each (output channel, tap), the gradient at the output that
+ * tap reads q from (0 where no output does: padding, stride gaps, past the end). flags 1: add
+ * b per input channel (the transposed convolution's bias). Same grid shape over
+ * (in volume, C_in/g, N groups).
+ */
+__attribute__((reqd_work_group_size(16, 16, 1))) kernel void
+conv_igemm_bwd(global const ST *g, ulong goff, global const ST *w, ulong woff, global const ST *b,
+               ulong boff, global ST *dx, ulong dxoff, long4 ch, long4 in, long4 out, long4 k,
+               long4 s, long4 p, long4 d, uint flags, local T *As, local T *Bs,
+               local long4 *tab)
+{
+  const uint tx = get_local_id(0), ty = get_local_id(1), tid = ty * 16 + tx;
+  const uint cig = (uint)(ch.y / ch.w), cog = (uint)(ch.z / ch.w);
+  const uint V = (uint)(in.x * in.y * in.z), kvol = (uint)(k.x * k.y * k.z);
+  const uint K = cog * kvol, khw = (uint)(k.y * k.z), kw = (uint)k.z;
+  const ulong ovol = (ulong)(out.x * out.y * out.z);
+  const uint q0 = (uint)get_group_id(0) * CONV_TN, m0 = (uint)get_group_id(1) * CONV_TM;
+  const uint bcol = tid % CONV_TN, brow0 = tid / CONV_TN;
+  const uint bq = q0 + bcol;
+  const int bvalid = bq < V;
+  long bz = 0, by = 0, bx = 0;
+  if (bvalid) {
+    SPLIT(bq, in, zz, yy, xx)
+    bz = zz + p.x;
+    by = yy + p.y;
+    bx = xx + p.z;
+  }
+  for (ulong ng = get_global_id(2); ng < (ulong)(ch.x * ch.w); ng += get_global_size(2)) {
+    const ulong n = ng / (ulong)ch.w, grp = ng % (ulong)ch.w;
+    global const ST *gp = g + goff + (n * (ulong)ch.z + grp * cog) * ovol;
+    global const ST *wp = w + woff + grp * cog * (ulong)cig * kvol;
+    T acc[KILN_CONV_RM][KILN_CONV_RN];
+    for (int i = 0; i < KILN_CONV_RM; i++)
+      for (int j = 0; j < KILN_CONV_RN; j++)
+        acc[i][j] = (T)0;
+    for (uint k0 = 0; k0 < K; k0 += CONV_TK) {
+      if (tid < CONV_TK) {
+        const uint kg = k0 + tid;
+        long4 e = (long4)(-1, 0, 0, 0);
+        if (kg < K) {
+          const uint tap = kg % kvol;
+          e = (long4)(kg / kvol, (long)(tap / khw) * d.x, (long)(tap / kw % (uint)k.y) * d.y,
+                      (long)(tap % kw) * d.z);
+        }
+        tab[tid] = e;
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+      /* W^T slice: As[kk][m] = W[co][m][tap] for kk = (co, tap). */
+      for (uint e = tid; e < CONV_TM * CONV_TK; e += 256) {
+        const uint mm = e / CONV_TK, kk = e % CONV_TK;
+        const uint row = m0 + mm, kg = k0 + kk;
+        T v = (T)0;
+        if (row < cig && kg < K) {
+          const uint co = kg / kvol, tap = kg % kvol;
+          v = KILN_LOAD(wp, ((ulong)co * cig + row) * kvol + tap);
+        }
+        As[kk * CONV_TM + mm] = v;
+      }
+      /* Gradient slice: the output each tap reads this column's position from. */
+      for (uint r = brow0; r < CONV_TK; r += 256 / CONV_TN) {
+        const long4 e = tab[r];
+        T v = (T)0;
+        if (bvalid && e.x >= 0) {
+          const long tz = bz - e.y, ty_ = by - e.z, tx_ = bx - e.w;
+          if (tz >= 0 && ty_ >= 0 && tx_ >= 0 && tz % s.x == 0 && ty_ % s.y == 0 &&
+              tx_ % s.z == 0) {
+            const long oz = tz / s.x, oy = ty_ / s.y, ox = tx_ / s.z;
+            if (oz < out.x && oy < out.y && ox < out.z)
+              v = KILN_LOAD(gp, (ulong)e.x * ovol + (ulong)((oz * out.y + oy) * out.z + ox));
+          }
+        }
+        Bs[r * CONV_TN + bcol] = v;
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+      for (uint kk = 0; kk < CONV_TK; kk++) {
+        T av[KILN_CONV_RM], bv[KILN_CONV_RN];
+        for (int i = 0; i < KILN_CONV_RM; i++)
+          av[i] = As[kk * CONV_TM + ty * KILN_CONV_RM + i];
+        for (int j = 0; j < KILN_CONV_RN; j++)
+          bv[j] = Bs[kk * CONV_TN + tx * KILN_CONV_RN + j];
+        for (int i = 0; i < KILN_CONV_RM; i++)
+          for (int j = 0; j < KILN_CONV_RN; j++)
+            acc[i][j] = fma(av[i], bv[j], acc[i][j]);
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    global ST *xp = dx + dxoff + (n * (ulong)ch.y + grp * cig) * (ulong)V;
+    for (int i = 0; i < KILN_CONV_RM; i++) {
+      const uint row = m0 + ty * KILN_CONV_RM + i;
+      if (row >= cig)
+        continue;
+      const T bias = (flags & 1u) ? KILN_LOAD(b, boff + grp * cig + row) : (T)0;
+      for (int j = 0; j < KILN_CONV_RN; j++) {
+        const uint col = q0 + tx * KILN_CONV_RN + j;
+        if (col < V)
+          KILN_STORE(xp, (ulong)row * V + col, acc[i][j] + bias);
+      }
+    }
   }
 }

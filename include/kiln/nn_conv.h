@@ -125,7 +125,7 @@ typedef struct kiln_conv_desc {
  * out = (in + 2 pad - dil (k - 1) - 1) / stride + 1 per axis (>= 1). N may be 0.
  * Routes (docs/nn_conv.md), chosen per shape by the `conv` tuner family: kiln's direct
  * kernel; im2col (chunked over the batch to bound its buffer) and a GEMM (CLBlast where the
- * build has it); CLBlast's convgemm; kiln's implicit-GEMM kernel.
+ * build has it); CLBlast's convgemm; kiln's implicit-GEMM kernels.
  */
 KILN_API kiln_status kiln_conv(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *weight,
                                const kiln_tensor *bias, const kiln_conv_desc *desc,

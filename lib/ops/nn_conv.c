@@ -8,12 +8,13 @@
  *    gather) or per weight element (backward-weight); no temporary. Wins for small channel
  *    counts (depthwise, the first layer of a network), where a GEMM has little to reuse.
  *  - gemm: im2col of a chunk of samples into a [nc][C_in/g * kvol][L] buffer (chunked so it
- *    stays under KILN__CONV_COL_BYTES), then one strided-batched GEMM per group (CLBlast, or
+ *    stays under kiln__conv_col_bytes), then one strided-batched GEMM per group (CLBlast, or
  *    kiln's plain gemm_batched without it); backward-data is the transposed GEMM and col2im
  *    (a gather, deterministic); backward-weight one GEMM per chunk and group whose inner
  *    dimension runs over all the chunk's positions, chunks accumulating in order.
  *  - convgemm: CLBlast's implicit-GEMM convolution (forward, ungrouped 1-D and 2-D).
- *  - igemm: kiln's implicit GEMM (conv_igemm, forward): column tiles built in local memory.
+ *  - igemm: kiln's implicit GEMM (conv_igemm forward, conv_igemm_bwd backward-data and
+ *    transposed): column tiles built in local memory, no column buffer.
  * The tuner's `conv` family times them on a 3x3 convolution per m*n*k bucket; its default,
  * the rule, takes igemm on GPUs and the im2col GEMM with CLBlast elsewhere when
  * C_out/g * C_in/g * kvol >= 512, else the direct kernels.
@@ -29,6 +30,7 @@
 #include "kiln_config.h"
 #include "ops/families.h"
 #include "ops/nn_conv_internal.h"
+#include "ops/tuned.h"
 #include "runtime/runtime.h"
 #include "runtime/tuner.h"
 
@@ -37,8 +39,8 @@
 #endif
 
 /* Largest im2col buffer of one chunk (bytes); a quarter of the device's largest allocation
- * where that is smaller. */
-#define KILN__CONV_COL_BYTES ((uint64_t)256 << 20)
+ * where that is smaller. A variable for the tests (ops/tuned.h). */
+uint64_t kiln__conv_col_bytes = (uint64_t)256 << 20;
 /* The rule: the GEMM route from this many multiply-adds per output element and group. */
 #define KILN__CONV_GEMM_MIN_REUSE 512
 
@@ -266,7 +268,7 @@ conv_mnk(const conv_geo *g)
 static uint64_t
 chunk_rows(kiln_context *ctx, const conv_geo *g, kiln_dtype dt, uint64_t rows)
 {
-  uint64_t limit = KILN__CONV_COL_BYTES;
+  uint64_t limit = kiln__conv_col_bytes;
   if (ctx->info.max_alloc_bytes / 4 < limit)
     limit = ctx->info.max_alloc_bytes / 4;
   uint64_t per = rows * g->ovol * kiln_dtype_size(dt);
@@ -304,8 +306,9 @@ igemm_ok(const kiln_device_info *info, const conv_geo *g)
 {
   uint32_t rm, rn;
   igemm_tile(info, &rm, &rn);
-  return info->max_work_group_size >= 256 && (uint64_t)g->cig * g->kvol < ((uint64_t)1 << 31) &&
-         (uint64_t)16 * (16 * rm + 16 * rn) * 8 <= info->local_mem_bytes;
+  uint64_t c = g->cig > g->cog ? (uint64_t)g->cig : (uint64_t)g->cog;
+  return info->max_work_group_size >= 256 && c * g->kvol < ((uint64_t)1 << 31) &&
+         (uint64_t)16 * (16 * rm + 16 * rn) * 8 + 16 * sizeof(cl_long4) <= info->local_mem_bytes;
 }
 
 static void
@@ -360,7 +363,7 @@ conv_route(kiln_context *ctx, const conv_geo *g, kiln_dtype dt, int forced)
   return route_effective(&ctx->info, g, route, chunk_samples(ctx, g, dt));
 }
 
-/* The backward passes have no implicit-GEMM kernels: those routes take the im2col GEMM
+/* The backward-weight pass has no implicit-GEMM kernel: those routes take the im2col GEMM
  * where CLBlast runs it, the direct kernels otherwise. */
 static int
 backward_route(int route)
@@ -441,6 +444,48 @@ launch_im2col(const char *op, kiln_context *ctx, kiln_dtype dt, const kiln_tenso
   return kiln__nn_launch_planes(&a, ctx, g->ovol, nc * (uint64_t)g->cig * g->kvol);
 }
 
+/* conv_igemm or conv_igemm_bwd in *k; *route becomes the im2col GEMM (direct without CLBlast)
+ * where the compiled kernel takes fewer than the 256 work-items it needs. */
+static kiln_status
+igemm_kernel(const char *op, kiln_context *ctx, kiln_dtype dt, const char *name, int *route,
+             cl_kernel *k)
+{
+  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, name, k));
+  size_t kmax = 0;
+  if (clGetKernelWorkGroupInfo(*k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax,
+                               NULL) != CL_SUCCESS ||
+      kmax < 256)
+    *route = have_clblast() ? ROUTE_GEMM : ROUTE_DIRECT;
+  return KILN_OK;
+}
+
+/* One launch of an implicit-GEMM kernel: a (cols, rows) tile grid per (sample, group). */
+static kiln_status
+igemm_launch(const char *op, kiln_context *ctx, cl_kernel k, const kiln_tensor *in0,
+             const kiln_tensor *w, const kiln_tensor *bias, kiln_tensor *out, const conv_geo *g,
+             uint64_t cols, uint64_t rows)
+{
+  uint32_t rm, rn;
+  igemm_tile(&ctx->info, &rm, &rn);
+  kiln__args a = kiln__args_begin(op, k);
+  kiln__args_tensor(&a, in0);
+  kiln__args_tensor(&a, w);
+  kiln__args_tensor(&a, bias);
+  kiln__args_tensor(&a, out);
+  args_geo(&a, g);
+  kiln__args_u32(&a, bias ? 1u : 0u);
+  size_t esz = kiln_dtype_size(out->dtype);
+  kiln__args_local(&a, 16 * 16 * rm * esz);
+  kiln__args_local(&a, 16 * 16 * rn * esz);
+  kiln__args_local(&a, 16 * sizeof(cl_long4));
+  uint64_t ng = (uint64_t)g->N * (uint64_t)g->G;
+  size_t global[3] = {(size_t)((cols + 16 * rn - 1) / (16 * rn) * 16),
+                      (size_t)((rows + 16 * rm - 1) / (16 * rm) * 16),
+                      (size_t)(ng < 65535 ? ng : 65535)};
+  size_t local[3] = {16, 16, 1};
+  return kiln__args_enqueue(&a, ctx, 3, global, local);
+}
+
 /* ---------------------------------------------------------------- forward */
 
 /* y = conv(x, w) (+ bias) into y (ctx->lock held). */
@@ -479,6 +524,10 @@ forward_run(const char *op, kiln_context *ctx, int route, const kiln_tensor *x,
   if (ny == 0)
     return KILN_OK;
   cl_kernel k;
+  if (route == ROUTE_IGEMM)
+    KILN_TRY(igemm_kernel(op, ctx, dt, "conv_igemm", &route, &k));
+  if (route == ROUTE_IGEMM)
+    return igemm_launch(op, ctx, k, x, w, bias, y, g, g->ovol, (uint64_t)g->cog);
   if (route == ROUTE_DIRECT) {
     KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "conv_fwd", &k));
     kiln__args a = kiln__args_begin(op, k);
@@ -489,25 +538,6 @@ forward_run(const char *op, kiln_context *ctx, int route, const kiln_tensor *x,
     args_geo(&a, g);
     kiln__args_u32(&a, bias ? 1u : 0u);
     return kiln__nn_launch_planes(&a, ctx, g->ovol, (uint64_t)g->N * (uint64_t)g->Cout);
-  }
-  if (route == ROUTE_IGEMM) {
-    KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "conv_igemm", &k));
-    uint32_t rm, rn;
-    igemm_tile(&ctx->info, &rm, &rn);
-    kiln__args a = kiln__args_begin(op, k);
-    kiln__args_tensor(&a, x);
-    kiln__args_tensor(&a, w);
-    kiln__args_tensor(&a, bias);
-    kiln__args_tensor(&a, y);
-    args_geo(&a, g);
-    kiln__args_u32(&a, bias ? 1u : 0u);
-    size_t global[3] = {(size_t)((g->ovol + 16 * rn - 1) / (16 * rn) * 16),
-                        (size_t)(((uint64_t)g->cog + 16 * rm - 1) / (16 * rm) * 16),
-                        (size_t)((uint64_t)g->N * (uint64_t)g->G < 65535
-                                     ? (uint64_t)g->N * (uint64_t)g->G
-                                     : 65535)};
-    size_t local[3] = {16, 16, 1};
-    return kiln__args_enqueue(&a, ctx, 3, global, local);
   }
   uint64_t nc = chunk_samples(ctx, g, dt), kg = (uint64_t)g->cig * g->kvol;
   kiln_status s = KILN_OK;
@@ -601,6 +631,12 @@ backward_data_run(const char *op, kiln_context *ctx, int route, const kiln_tenso
   if (nx == 0)
     return KILN_OK;
   cl_kernel k;
+  if (route == ROUTE_CONVGEMM)
+    route = have_clblast() ? ROUTE_GEMM : ROUTE_DIRECT;
+  if (route == ROUTE_IGEMM)
+    KILN_TRY(igemm_kernel(op, ctx, dt, "conv_igemm_bwd", &route, &k));
+  if (route == ROUTE_IGEMM)
+    return igemm_launch(op, ctx, k, grad, w, bias, dx, g, g->ivol, (uint64_t)g->cig);
   if (route == ROUTE_DIRECT) {
     KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "conv_bwd_data", &k));
     kiln__args a = kiln__args_begin(op, k);
@@ -746,7 +782,7 @@ kiln_conv_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_tensor
     }
   static const char *const names[3] = {"grad_x", "grad_weight", "grad_bias"};
   KILN_TRY(kiln__ops_outputs_disjoint(op, given, names, 3));
-  int route = backward_route(conv_route(ctx, &g, x->dtype, -1));
+  int route = conv_route(ctx, &g, x->dtype, -1);
   const kiln__shape *shapes[3] = {&g.x_shape, &g.w_shape, &g.b_shape};
   const kiln_tensor *ins[3] = {grad, x, weight};
   kiln__out_target t[3];
@@ -761,7 +797,7 @@ kiln_conv_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_tensor
   if (s == KILN_OK && grad_x)
     s = backward_data_run(op, ctx, route, grad, weight, NULL, &g, t[0].dst);
   if (s == KILN_OK && grad_weight)
-    s = backward_weight_run(op, ctx, route, grad, x, &g, t[1].dst);
+    s = backward_weight_run(op, ctx, backward_route(route), grad, x, &g, t[1].dst);
   if (s == KILN_OK && grad_bias)
     s = bias_grad_run(op, ctx, grad, &g, t[2].dst);
   for (int i = 0; i < begun; i++)
@@ -782,7 +818,7 @@ kiln_conv_transpose(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *
   KILN_TRY(conv_geometry(op, x, weight, desc, 1, &g));
   if (bias)
     KILN_TRY(kiln__nn_conv_check_tensor(op, ctx, bias, x->dtype, &g.b_shape, "bias"));
-  int route = backward_route(conv_route(ctx, &g, x->dtype, -1));
+  int route = conv_route(ctx, &g, x->dtype, -1);
   const kiln_tensor *ins[3] = {x, weight, bias};
   kiln__out_target t;
   KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &g.x_shape, out, ins, 3, 0, &t));

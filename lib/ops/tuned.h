@@ -79,6 +79,13 @@ void kiln__blas_test_routes(uint64_t out[2]);
  */
 extern uint64_t kiln__stats_hist_chunk;
 
+/*
+ * Test hook of the nn_conv family: the largest im2col buffer of one batch chunk, in bytes
+ * (default 256 MiB); smaller values make tests run several chunks, or the direct route when
+ * one sample's columns do not fit.
+ */
+extern uint64_t kiln__conv_col_bytes;
+
 /* The autotuner's description of the fft family (lib/ops/fft_tune.c). */
 struct kiln__tune_family;
 extern const struct kiln__tune_family kiln__fft_tune;

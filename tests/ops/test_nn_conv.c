@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "ops/tuned.h"
 
 /* ck_assert_msg records a checkpoint per call; bulk comparisons use this instead. */
 #define EXPECT(cond, ...)        \
@@ -784,15 +785,23 @@ START_TEST(conv_shapes)
 }
 END_TEST
 
-/* A bigger case whose im2col buffer on the GEMM route takes more than one batch chunk where
- * the device's allocation limit is small; on every device it checks batch 16 on both routes. */
+/* Batch 16 on every route, with the whole batch in one im2col chunk, then with chunks of 3
+ * samples (the last one short), then with a limit below one sample's columns (the GEMM route
+ * falls back to the direct kernels). */
 START_TEST(conv_batch)
 {
-  conv_case c = {2, 16, 8, 8, 1, {12, 12}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1};
-  run_conv_case(&c, KILN_F32, 1);
-  run_conv_case(&c, KILN_F32, 2);
-  run_conv_case(&c, KILN_F32, 3);
-  run_conv_case(&c, KILN_F32, 4);
+  conv_case c = {2, 16, 8, 8, 2, {12, 12}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1};
+  uint64_t keep = kiln__conv_col_bytes;
+  /* One sample's columns: 4 channels x 9 taps x 144 positions x 4 bytes; its gradient rows
+   * (the backward-weight temporary) add 4 x 144 x 4. */
+  uint64_t cols = 4 * 9 * 144 * 4, grads = 4 * 144 * 4;
+  const uint64_t limits[3] = {keep, 3 * (cols + grads), cols - 1};
+  for (int li = 0; li < 3; li++) {
+    kiln__conv_col_bytes = limits[li];
+    for (int route = 1; route <= 4; route++)
+      run_conv_case(&c, KILN_F32, route);
+  }
+  kiln__conv_col_bytes = keep;
 }
 END_TEST
 
