@@ -18,7 +18,7 @@
  *   norms  against host references (1, inf, fro) and known singular values (2, -2, nuc)
  * Sizes: 0x0, 1x1, primes, tall, wide, the block size +-1 with the block forced to 4 and 16,
  * both GEMM routes (CLBlast in f64, kiln's kernel in f32); rank-deficient, repeated
- * eigenvalues, complex pairs; batched QR equal to unbatched bitwise; bad input. Without
+ * eigenvalues, complex pairs; batched QR, eigh and svd equal to unbatched bitwise; bad input. Without
  * LAPACKE the host ops must return KILN_ERR_UNSUPPORTED.
  */
 #include <float.h>
@@ -811,6 +811,50 @@ START_TEST(svd)
 }
 END_TEST
 
+/* Batched eigh and svd equal the unbatched calls bitwise (the same launches per matrix). */
+START_TEST(eigh_svd_batched_bitwise)
+{
+  if (!KILN_HAVE_LAPACKE)
+    return;
+  FOR_DTYPES(dt)
+  {
+    int64_t s3[3] = {3, 9, 9}, s2[2] = {9, 9};
+    double *a = rand_mat(3 * 81);
+    for (int b = 0; b < 3; b++) /* symmetric, for eigh */
+      for (int i = 0; i < 9; i++)
+        for (int j = 0; j < i; j++)
+          a[b * 81 + i * 9 + j] = a[b * 81 + j * 9 + i];
+    kiln_tensor *ta = up(dt, 3, s3, a), *w = NULL, *v = NULL, *u = NULL, *s = NULL, *vt = NULL;
+    KOK(kiln_linalg_eigh(harness_ctx(), ta, KILN_LOWER, &w, &v));
+    KOK(kiln_linalg_svd(harness_ctx(), ta, 0, &u, &s, &vt));
+    kiln_tensor *all[5] = {w, v, u, s, vt};
+    double *h[5];
+    for (int i = 0; i < 5; i++)
+      h[i] = down(all[i]);
+    static const size_t per[5] = {9, 81, 81, 9, 81};
+    for (int b = 0; b < 3; b++) {
+      kiln_tensor *t1 = up(dt, 2, s2, a + b * 81), *o[5] = {NULL};
+      KOK(kiln_linalg_eigh(harness_ctx(), t1, KILN_LOWER, &o[0], &o[1]));
+      KOK(kiln_linalg_svd(harness_ctx(), t1, 0, &o[2], &o[3], &o[4]));
+      for (int i = 0; i < 5; i++) {
+        double *h1 = down(o[i]);
+        EXPECT(memcmp(h1, h[i] + b * per[i], per[i] * sizeof *h1) == 0,
+               "%s batched result %d of matrix %d differs", kiln_dtype_name(dt), i, b);
+        free(h1);
+        kiln_tensor_release(o[i]);
+      }
+      kiln_tensor_release(t1);
+    }
+    for (int i = 0; i < 5; i++) {
+      free(h[i]);
+      kiln_tensor_release(all[i]);
+    }
+    free(a);
+    kiln_tensor_release(ta);
+  }
+}
+END_TEST
+
 /* ---------------------------------------------------------------- on top */
 
 /* Largest absolute column sum of the n x n a. */
@@ -1058,6 +1102,7 @@ spectral_suite(void)
   tcase_add_test(tc, eigh_blocked);
   tcase_add_test(tc, eig);
   tcase_add_test(tc, svd);
+  tcase_add_test(tc, eigh_svd_batched_bitwise);
   tcase_add_test(tc, pinv_rank_norms);
   tcase_add_test(tc, norms_direct_and_unsupported);
   tcase_add_test(tc, bad_input);
