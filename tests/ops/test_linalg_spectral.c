@@ -606,7 +606,7 @@ START_TEST(eigh)
     /* MRRR (the vectors of large orders) at small ones: LAPACK's test threshold 50 */
     orth_bound = 50;
     kiln__linalg_spectral_test_mrrr(0);
-    for (size_t i = 0; i < 5; i++)
+    for (size_t i = 0; i < (harness_small() ? 0u : 5u); i++)
       eigh_case(dt, 1, ns[i], NULL, NULL);
     if (harness_fits(160 * 160))
       eigh_case(dt, 1, 160, NULL, NULL);
@@ -783,10 +783,13 @@ START_TEST(svd)
     return;
   FOR_DTYPES(dt)
   {
-    static const size_t sh[][2] = {{0, 0}, {1, 1}, {0, 3}, {3, 0}, {7, 7}, {13, 5}, {5, 13}};
-    for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++)
+    static const size_t sh[][2] = {{0, 0}, {3, 0}, {1, 1}, {13, 5}, {5, 13}, {0, 3}, {7, 7}};
+    /* the small mode (oclgrind) keeps the first five and the special matrices below */
+    size_t nsh = harness_small() ? 5 : sizeof sh / sizeof sh[0];
+    for (size_t i = 0; i < nsh; i++)
       svd_case(dt, 1, sh[i][0], sh[i][1], NULL, NULL);
-    svd_case(dt, 2, 4, 3, NULL, NULL);
+    if (!harness_small())
+      svd_case(dt, 2, 4, 3, NULL, NULL);
     static const double sv[4] = {5, 2, 2, 0.5}; /* repeated singular values */
     double *a = with_svals(6, 4, sv);
     svd_case(dt, 1, 6, 4, a, sv);
@@ -798,7 +801,8 @@ START_TEST(svd)
     free(a);
     double z[30] = {0};
     static const double zs[5] = {0};
-    svd_case(dt, 1, 6, 5, z, zs);
+    if (!harness_small())
+      svd_case(dt, 1, 6, 5, z, zs);
     for (size_t i = 0; i < 5; i++)
       z[i * 5 + i] = 1;
     static const double ones[5] = {1, 1, 1, 1, 1};
