@@ -26,11 +26,20 @@ try:
 except ImportError:  # the table then simply has no PyOpenCL column
     cl = None
 
-# (case name as in `kiln bench`, bytes moved per element in units of the element size)
+# (case name as in `kiln bench`, bytes moved per element in units of the element size, or
+# bytes(n, esz) as tools/bench_sort.c counts them)
 CASES = [
     ("copy.kiln_copy", 2), ("unary.neg", 2), ("unary.exp", 2), ("binary.add", 3),
     ("binary.add_row_bcast", 2), ("binary.mul_scalar", 2), ("reduce.sum_all", 1),
+    ("sort.sort", 2), ("sort.argsort", lambda n, esz: n * (esz + 8)), ("sort.sort_rows", 2),
+    ("sort.topk", 1), ("sort.topk_rows", 1), ("sort.searchsorted", lambda n, esz: n * (esz + 8)),
 ]
+
+
+def topk(a, k, axis=-1):
+    """The k largest along axis, sorted largest first (torch.topk), by argpartition."""
+    part = np.take_along_axis(a, np.argpartition(a, -k, axis=axis)[..., -k:], axis)
+    return -np.sort(-part, axis=axis)
 
 
 # Dense linear algebra next to NumPy/LAPACK on the host, timed (ms): n is the element count of
@@ -88,6 +97,9 @@ def numpy_cases(n, dtype):
     a2 = a.reshape(n // cols, cols)
     row = b[:cols].copy()
     out2 = out.reshape(n // cols, cols)
+    len8 = min(n, 8192)
+    a8 = a.reshape(n // len8, len8)
+    s16 = a[:max(n // 16, 1)].copy()
     return {
         "copy.kiln_copy": lambda: np.copyto(out, a),
         "unary.neg": lambda: np.negative(a, out=out),
@@ -96,6 +108,13 @@ def numpy_cases(n, dtype):
         "binary.add_row_bcast": lambda: np.add(a2, row, out=out2),
         "binary.mul_scalar": lambda: np.multiply(a, dtype(3), out=out),
         "reduce.sum_all": lambda: a.sum(),
+        # sort family (tools/bench_sort.c): rows of 8192, k = 100 and 16, queries into n / 16
+        "sort.sort": lambda: np.sort(a),
+        "sort.argsort": lambda: np.argsort(a, kind="stable"),
+        "sort.sort_rows": lambda: np.sort(a8, axis=-1),
+        "sort.topk": lambda: topk(a, min(n, 100)),
+        "sort.topk_rows": lambda: topk(a8, min(a8.shape[1], 16)),
+        "sort.searchsorted": lambda: np.searchsorted(np.sort(s16), b),
     }
 
 
@@ -181,15 +200,15 @@ def main():
     for case, mult in CASES:
         for n in sizes:
             row = {"case": case, "n": n, "dtype": args.dtype}
-            nbytes = mult * n * esz
+            nbytes = mult(n, esz) if callable(mult) else mult * n * esz
             r = kres.get((case, n))
             if r:
                 row["kiln_gbps"] = r["gbps"]
                 row["kiln_copy_gbps"] = r["copy_gbps"]
             row["numpy_gbps"] = nbytes / median_time(numpy_cases(n, dtype)[case]) * 1e-9
-            if ctx is not None:
-                row["pyopencl_gbps"] = nbytes / median_time(
-                    pyopencl_cases(ctx, queue, n, dtype)[case]) * 1e-9
+            pcases = pyopencl_cases(ctx, queue, n, dtype) if ctx is not None else {}
+            if case in pcases:
+                row["pyopencl_gbps"] = nbytes / median_time(pcases[case]) * 1e-9
             rows.append(row)
 
     la_rows = []

@@ -61,8 +61,10 @@ import time
 
 FORMAT = "kiln-peers-torch/1"
 DEFAULT_SIZES = "2^10,2^14,2^18,2^22,2^26"  # kiln bench's default list
-DTYPES = ("f32", "f64", "f16", "bf16", "c64", "c128")
-DTYPE_SIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "c64": 8, "c128": 16}
+DTYPES = ("f32", "f64", "f16", "bf16", "c64", "c128", "i32", "i64")
+DTYPE_SIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "c64": 8, "c128": 16, "i32": 4, "i64": 8}
+# Integer dtypes run only the sort rows (and the copy reference), as kiln bench does.
+INT_DTYPES = ("i32", "i64")
 MAX_REPS = 50
 MIN_REPS = 5
 BUDGET_S = 0.5
@@ -187,13 +189,17 @@ class Env:
         self.dtype_name = dtype_name
         self.dtype = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16,
                       "bf16": torch.bfloat16, "c64": torch.complex64,
-                      "c128": torch.complex128}[dtype_name]
+                      "c128": torch.complex128, "i32": torch.int32,
+                      "i64": torch.int64}[dtype_name]
         self.cdtype = torch.complex128 if dtype_name in ("f64", "c128") else torch.complex64
         self.gen = torch.Generator(device=device)
         self.gen.manual_seed(12345)
 
     def uniform(self, *shape):
-        """Values in [-2, 2), like kiln's bench_random_tensor."""
+        """Values in [-2, 2), like kiln's bench_random_tensor (integers: [0, 2^28))."""
+        if self.dtype_name in INT_DTYPES:
+            return self.torch.randint(0, 1 << 28, shape, generator=self.gen, device=self.device,
+                                      dtype=self.dtype)
         if self.dtype.is_complex:  # both parts in [-2, 2), as kiln's bench fills complex
             real = self.torch.float64 if self.dtype == self.torch.complex128 else self.torch.float32
             t = self.torch.rand(*shape, 2, generator=self.gen, device=self.device, dtype=real)
@@ -459,6 +465,54 @@ def setup_lu_batched(e, n):
     return (lambda: e.torch.linalg.lu_factor(a)), [b, 32, 32], "torch.linalg.lu_factor(a) (batched)"
 
 
+# sort family (tools/bench_sort.c): rows of 8192, k = 100 of n, k = 16 per row, unique of n
+# i32 in [0, 10^5) with counts, n queries into n / 16 values (their sort included).
+def sort_rows_shape(n):
+    length = min(n, 8192)
+    return [n // length, length]
+
+
+def setup_sort(e, n):
+    a = e.uniform(n)
+    return (lambda: e.torch.sort(a)), [n], "torch.sort(x)"
+
+
+def setup_argsort(e, n):
+    a = e.uniform(n)
+    return (lambda: e.torch.argsort(a, stable=True)), [n], "torch.argsort(x, stable=True)"
+
+
+def setup_sort_rows(e, n):
+    shape = sort_rows_shape(n)
+    a = e.uniform(*shape)
+    return (lambda: e.torch.sort(a, dim=-1)), shape, "torch.sort(x, dim=-1)"
+
+
+def setup_topk(e, n):
+    a = e.uniform(n)
+    k = min(n, 100)
+    return (lambda: e.torch.topk(a, k)), [n], "torch.topk(x, 100)"
+
+
+def setup_topk_rows(e, n):
+    shape = sort_rows_shape(n)
+    a = e.uniform(*shape)
+    k = min(shape[1], 16)
+    return (lambda: e.torch.topk(a, k, dim=-1)), shape, "torch.topk(x, 16, dim=-1)"
+
+
+def setup_unique(e, n):
+    a = e.torch.randint(0, 100000, (n,), generator=e.gen, device=e.device, dtype=e.torch.int32)
+    return ((lambda: e.torch.unique(a, return_counts=True)), [n],
+            "torch.unique(x, return_counts=True) (i32)")
+
+
+def setup_searchsorted(e, n):
+    s, q = e.uniform(max(n // 16, 1)), e.uniform(n)
+    return ((lambda: e.torch.searchsorted(e.torch.sort(s).values, q)), [n],
+            "torch.searchsorted(torch.sort(s).values, q)")
+
+
 # linalg_spectral: reduced QR (flops 8/3 d^3 as kiln's row), eigh with vectors of a symmetric
 # matrix, reduced SVD with vectors (times only, as kiln's rows).
 def setup_qr(e, n):
@@ -479,6 +533,125 @@ def setup_svd(e, n):
     a = e.uniform(d, d)
     return (lambda: e.torch.linalg.svd(a, full_matrices=False)), [d, d], \
         "torch.linalg.svd(a, full_matrices=False)"
+
+
+def conv_batch(n):
+    # kiln's conv_batch: x [B, 64, 56, 56] with B = max(1, n / 2^20) (64 at 2^26)
+    return max(n >> 20, 1)
+
+
+def setup_conv2d(e, n):
+    b = conv_batch(n)
+    x, w = e.uniform(b, 64, 56, 56), e.uniform(64, 64, 3, 3)
+    f = e.torch.nn.functional
+    return ((lambda: f.conv2d(x, w, padding=1)), [b, 64, 56, 56],
+            "F.conv2d(x, w, padding=1) (cuDNN, TF32 off)")
+
+
+def flops_conv2d(n):
+    return 2.0 * conv_batch(n) * 64 * 64 * 9 * 56 * 56
+
+
+def setup_max_pool2d(e, n):
+    b = conv_batch(n)
+    x = e.uniform(b, 64, 56, 56)
+    f = e.torch.nn.functional
+    return (lambda: f.max_pool2d(x, 2)), [b, 64, 56, 56], "F.max_pool2d(x, 2)"
+
+
+def bytes_max_pool2d(n, esz):  # the input read once, a quarter of it written
+    return conv_batch(n) * 64 * 56 * 56 * 1.25 * esz
+
+
+def setup_adam(e, n):
+    # torch.optim.Adam(fused=True)'s kernel on one tensor of n parameters (step 10)
+    p, g = e.uniform(n), e.uniform(n)
+    m, v = e.torch.zeros_like(p), e.torch.zeros_like(p)
+    step = e.torch.tensor(10.0, device=e.device, dtype=e.torch.float32)
+    def run():
+        e.torch._fused_adam_([p], [g], [m], [v], [], [step], lr=1e-3, beta1=0.9, beta2=0.999,
+                             weight_decay=0.0, eps=1e-8, amsgrad=False, maximize=False)
+    return run, [n], "torch._fused_adam_ (Adam(fused=True)), one tensor"
+
+
+def bytes_adam(n, esz):  # p, g, m, v read; p, m, v written
+    return 7.0 * n * esz
+
+
+def setup_dropout(e, n):
+    a = e.uniform(n)
+    f = e.torch.nn.functional
+    return (lambda: f.dropout(a, 0.1, training=True)), [n], "F.dropout(x, 0.1) (also writes a mask)"
+
+
+def batch_norm_shape(n):
+    # kiln's setup_batch_norm: [N, 64, S], S = 3136 (56 x 56) once n allows
+    c = 64
+    s = min(max(n // c, 1), 3136)
+    return [max(n // (c * s), 1), c, s]
+
+
+def setup_batch_norm(e, n):
+    shape = batch_norm_shape(n)
+    a = e.uniform(*shape)
+    w = e.torch.ones(64, device=e.device, dtype=e.dtype)
+    b = e.torch.zeros(64, device=e.device, dtype=e.dtype)
+    rm = e.torch.zeros(64, device=e.device, dtype=e.dtype)
+    rv = e.torch.ones(64, device=e.device, dtype=e.dtype)
+    f = e.torch.nn.functional
+    return ((lambda: f.batch_norm(a, rm, rv, w, b, True, 0.1, 1e-5)), shape,
+            "F.batch_norm(x, rm, rv, w, b, training=True)")
+
+
+def attention_tokens(n):
+    # kiln's setup_attention: batch 8, 16 heads, head 128, n / 16384 tokens (4096 at 2^26)
+    return max(n // 16384, 1)
+
+
+def setup_attention(e, n):
+    shape = [8, 16, attention_tokens(n), 128]
+    q, k, v = e.uniform(*shape), e.uniform(*shape), e.uniform(*shape)
+    f = e.torch.nn.functional
+    return ((lambda: f.scaled_dot_product_attention(q, k, v)), shape,
+            "F.scaled_dot_product_attention(q, k, v) (TF32 off)")
+
+
+def setup_attention_causal(e, n):
+    shape = [8, 16, attention_tokens(n), 128]
+    q, k, v = e.uniform(*shape), e.uniform(*shape), e.uniform(*shape)
+    f = e.torch.nn.functional
+    return ((lambda: f.scaled_dot_product_attention(q, k, v, is_causal=True)), shape,
+            "F.scaled_dot_product_attention(q, k, v, is_causal=True) (TF32 off)")
+
+
+def flops_attention(n):
+    t = attention_tokens(n)
+    return 4.0 * 8 * 16 * t * t * 128
+
+
+
+def bytes_4in(n, esz):  # expr.sum8: four inputs read once (tools/bench_expr.c)
+    return 4.0 * n * esz
+
+
+def setup_demo_chain(e, n):
+    # kiln's expr.demo_chain: the demo's chain with its f64 round trip, f32 only
+    if e.dtype_name != "f32":
+        raise ValueError("expr.demo_chain is f32 only, as kiln's row")
+    t = e.torch
+    x = e.uniform(n)
+
+    def call():
+        y = t.sigmoid(2 * x + 1) * t.cos(x) - t.relu(x)
+        return y.double().float()
+    return call, [n], "(sigmoid(2x+1)*cos(x)-relu(x)).double().float() (eager)"
+
+
+def setup_sum8(e, n):
+    t = e.torch
+    a, b, c, d = e.uniform(n), e.uniform(n), e.uniform(n), e.uniform(n)
+    return ((lambda: t.sum(a * b + c * d - (a - c) * 0.5 + t.maximum(b, d))), [n],
+            "sum(a*b + c*d - (a-c)*0.5 + maximum(b, d)) (eager)")
 
 
 # (kiln case name, setup(env, n) -> (call, shape, op text), bytes(n, esz) or None, flops(n) or None)
@@ -517,9 +690,25 @@ CASES = [
     ("linalg.solve", setup_solve, None, lambda n: flops_lu(n) + 64.0 * square_dim(n) ** 2),
     ("linalg.inv", setup_inv, None, lambda n: 3.0 * flops_lu(n)),
     ("linalg.lu_batched", setup_lu_batched, None, lambda n: max(n // 1024, 1) * 2.0 / 3.0 * 32 ** 3),
+    ("sort.sort", setup_sort, lambda n, esz: 2.0 * n * esz, None),
+    ("sort.argsort", setup_argsort, lambda n, esz: n * (esz + 8.0), None),
+    ("sort.sort_rows", setup_sort_rows, lambda n, esz: 2.0 * n * esz, None),
+    ("sort.topk", setup_topk, bytes_read, None),
+    ("sort.topk_rows", setup_topk_rows, bytes_read, None),
+    ("sort.unique", setup_unique, lambda n, esz: 4.0 * n, None),
+    ("sort.searchsorted", setup_searchsorted, lambda n, esz: n * (esz + 8.0), None),
     ("linalg.qr", setup_qr, None, lambda n: 8.0 / 3.0 * square_dim(n) ** 3),
     ("linalg.eigh", setup_eigh, None, None),
     ("linalg.svd", setup_svd, None, None),
+    ("nn.conv2d", setup_conv2d, None, flops_conv2d),
+    ("nn.max_pool2d", setup_max_pool2d, bytes_max_pool2d, None),
+    ("nn.adam", setup_adam, bytes_adam, None),
+    ("nn.dropout", setup_dropout, bytes_1in_1out, None),
+    ("nn.batch_norm", setup_batch_norm, bytes_1in_1out, None),
+    ("nn.attention", setup_attention, None, flops_attention),
+    ("nn.attention_causal", setup_attention_causal, None, flops_attention),
+    ("expr.demo_chain", setup_demo_chain, bytes_1in_1out, None),
+    ("expr.sum8", setup_sum8, bytes_4in, None),
 ]
 COPY_CASE = "copy.kiln_copy"
 
@@ -819,6 +1008,9 @@ def run_cases(torch, args, timer):
 
     for case in cases:
         for dtype in args.dtype:
+            if dtype in INT_DTYPES and not case[0].startswith("sort."):
+                done += len(args.sizes)
+                continue
             for n in args.sizes:
                 try:
                     res = point(case, dtype, n)

@@ -38,58 +38,10 @@
  * Tunables: none (any local size gives the same bits).
  */
 #include "common.cl"
+#include "philox.clh"
 #include "sort_pairs.clh"
 
 #pragma OPENCL FP_CONTRACT OFF
-
-#define PHILOX_M0 0xD2511F53u
-#define PHILOX_M1 0xCD9E8D57u
-#define PHILOX_W0 0x9E3779B9u
-#define PHILOX_W1 0xBB67AE85u
-
-/*
- * Philox4x32-10 of counter c under key (k0, k1), in place. Straight-line
- * scalars, and the 32x32->64 products as one 64-bit multiply rather than
- * mul_hi plus a multiply: the same bits, and measured on PoCL 3.1 here
- * 1.7x faster (GPUs emit one wide multiply either way).
- */
-#define PHILOX_ROUND(c0, c1, c2, c3, k0, k1)                                          \
-  {                                                                                  \
-    ulong p0_ = (ulong)PHILOX_M0 * c0, p1_ = (ulong)PHILOX_M1 * c2;                  \
-    uint lo0_ = (uint)p0_, hi0_ = (uint)(p0_ >> 32);                                 \
-    uint lo1_ = (uint)p1_, hi1_ = (uint)(p1_ >> 32);                                 \
-    c0 = hi1_ ^ c1 ^ k0;                                                             \
-    c1 = lo1_;                                                                       \
-    c2 = hi0_ ^ c3 ^ k1;                                                             \
-    c3 = lo0_;                                                                       \
-  }
-
-inline void
-philox4x32_10(uint *c, uint k0, uint k1)
-{
-  uint c0 = c[0], c1 = c[1], c2 = c[2], c3 = c[3];
-  PHILOX_ROUND(c0, c1, c2, c3, k0, k1);
-  for (int r = 1; r < 10; r++) {
-    k0 += PHILOX_W0;
-    k1 += PHILOX_W1;
-    PHILOX_ROUND(c0, c1, c2, c3, k0, k1);
-  }
-  c[0] = c0;
-  c[1] = c1;
-  c[2] = c2;
-  c[3] = c3;
-}
-
-/* The four words of stream block b (counter (b_lo, b_hi, c2, 0)). */
-inline void
-block_words(ulong b, uint c2, uint k0, uint k1, uint *w)
-{
-  w[0] = (uint)b;
-  w[1] = (uint)(b >> 32);
-  w[2] = c2;
-  w[3] = 0u;
-  philox4x32_10(w, k0, k1);
-}
 
 /* The f32 generators serve f16 and bf16 (computed in float) and c64 (pairs of them); the f64
  * ones serve c128. */

@@ -48,4 +48,16 @@ kiln_status bench_random_tensor(kiln_context *ctx, kiln_dtype dtype, size_t ndim
                                 const int64_t *shape, kiln_tensor **out);
 void bench_state_release(struct bench_state *st);
 
+/* Fused expression rows (tools/bench_expr.c). */
+int bench_expr_demo_dtype(kiln_dtype d);
+int bench_expr_float_dtype(kiln_dtype d);
+kiln_status bench_expr_demo_setup(struct bench_state *st);
+kiln_status bench_expr_run(struct bench_state *st);
+kiln_status bench_expr_demo_unfused_setup(struct bench_state *st);
+kiln_status bench_expr_demo_unfused_run(struct bench_state *st);
+kiln_status bench_expr_sum8_setup(struct bench_state *st);
+kiln_status bench_expr_sum8_unfused_setup(struct bench_state *st);
+kiln_status bench_expr_sum8_unfused_run(struct bench_state *st);
+double bench_expr_bytes_4in(int64_t n, size_t esz);
+
 #endif

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "tools/bench.h"
+#include "tools/bench_sort.h"
 
 kiln_status
 bench_random_tensor(kiln_context *ctx, kiln_dtype dtype, size_t ndim, const int64_t *shape,
@@ -887,6 +888,161 @@ flops_lu_batched(int64_t n)
   return b * 2.0 / 3.0 * 32.0 * 32.0 * 32.0;
 }
 
+/* nn.conv2d and nn.max_pool2d: x [B, 64, 56, 56] with B = max(1, n / 2^20) (64 at 2^26, the
+ * issue's reference shape); conv2d: w [64, 64, 3, 3], padding 1; max_pool2d: 2x2, stride 2. */
+static int64_t
+conv_batch(int64_t n)
+{
+  return n >> 20 > 0 ? n >> 20 : 1;
+}
+
+static kiln_status
+setup_conv2d(struct bench_state *st)
+{
+  int64_t xs[4] = {conv_batch(st->n), 64, 56, 56}, ws[4] = {64, 64, 3, 3};
+  kiln_status s = bench_random_tensor(st->ctx, st->dtype, 4, xs, &st->in[0]);
+  if (s == KILN_OK)
+    s = bench_random_tensor(st->ctx, st->dtype, 4, ws, &st->in[1]);
+  return s;
+}
+
+static kiln_status
+run_conv2d(struct bench_state *st)
+{
+  kiln_conv_desc d = {.nd = 2, .padding = {1, 1}};
+  return kiln_conv(st->ctx, st->in[0], st->in[1], NULL, &d, &st->out);
+}
+
+static double
+flops_conv2d(int64_t n)
+{
+  return 2.0 * (double)conv_batch(n) * 64.0 * 64.0 * 9.0 * 56.0 * 56.0;
+}
+
+static kiln_status
+setup_max_pool2d(struct bench_state *st)
+{
+  int64_t xs[4] = {conv_batch(st->n), 64, 56, 56};
+  return bench_random_tensor(st->ctx, st->dtype, 4, xs, &st->in[0]);
+}
+
+static kiln_status
+run_max_pool2d(struct bench_state *st)
+{
+  kiln_pool_desc d = {.nd = 2, .kernel = {2, 2}};
+  return kiln_max_pool(st->ctx, st->in[0], &d, &st->out, NULL);
+}
+
+/* The input read once, a quarter of it written. */
+static double
+bytes_max_pool2d(int64_t n, size_t esz)
+{
+  return (double)conv_batch(n) * 64.0 * 56.0 * 56.0 * 1.25 * (double)esz;
+}
+
+/* ---- nn training (kiln/nn_optim.h, nn.h, nn_attention.h) ---- */
+
+/* One Adam step over n parameters in one tensor: p, g, m, v. */
+static kiln_status
+setup_adam(struct bench_state *st)
+{
+  kiln_status s = bench_random_tensor(st->ctx, st->dtype, 1, &st->n, &st->in[0]);
+  if (s == KILN_OK)
+    s = bench_random_tensor(st->ctx, st->dtype, 1, &st->n, &st->in[1]);
+  if (s == KILN_OK)
+    s = kiln_tensor_zeros(st->ctx, st->dtype, 1, &st->n, &st->in[2]);
+  if (s == KILN_OK)
+    s = kiln_tensor_zeros(st->ctx, st->dtype, 1, &st->n, &st->in[3]);
+  return s;
+}
+
+static kiln_status
+run_adam(struct bench_state *st)
+{
+  const kiln_adam_options o = {1e-3, 0.9, 0.999, 1e-8, 0, 0, 0, 0};
+  const kiln_tensor *g = st->in[1];
+  return kiln_adam_step(st->ctx, 1, &st->in[0], &g, &st->in[2], &st->in[3], NULL, &o, 10);
+}
+
+/* p, g, m, v read; p, m, v written. */
+static double
+bytes_adam(int64_t n, size_t esz)
+{
+  return 7.0 * (double)n * (double)esz;
+}
+
+static kiln_status
+run_dropout(struct bench_state *st)
+{
+  return kiln_dropout(st->ctx, st->in[0], 0.1, &st->out, NULL, NULL);
+}
+
+/* batch_norm training (running statistics updated) over [N, 64, S], S = 56 x 56 once n
+ * allows (the issue's conv shape [64, 64, 56, 56] at n = 2^24 x 0.77). */
+static kiln_status
+setup_batch_norm(struct bench_state *st)
+{
+  int64_t C = 64, S = st->n / C < 3136 ? (st->n / C > 0 ? st->n / C : 1) : 3136;
+  int64_t N = st->n / (C * S) > 0 ? st->n / (C * S) : 1;
+  int64_t shape[3] = {N, C, S};
+  kiln_status s = bench_random_tensor(st->ctx, st->dtype, 3, shape, &st->in[0]);
+  if (s == KILN_OK)
+    s = kiln_tensor_full(st->ctx, st->dtype, 1, &C, kiln_scalar_f64(1), &st->in[1]);
+  if (s == KILN_OK)
+    s = kiln_tensor_zeros(st->ctx, st->dtype, 1, &C, &st->in[2]);
+  if (s == KILN_OK)
+    s = kiln_tensor_zeros(st->ctx, st->dtype, 1, &C, &st->in[3]);
+  if (s == KILN_OK)
+    s = kiln_tensor_full(st->ctx, st->dtype, 1, &C, kiln_scalar_f64(1), &st->in[4]);
+  return s;
+}
+
+static kiln_status
+run_batch_norm(struct bench_state *st)
+{
+  return kiln_batch_norm(st->ctx, st->in[0], st->in[1], st->in[2], st->in[3], st->in[4], 1, 0.1,
+                         1e-5, &st->out, NULL, NULL);
+}
+
+/* Attention: batch 8, 16 heads, head 128, tokens = n / 16384 (n the elements of q: 4096
+ * tokens, the issue's reference shape, at n = 2^26). */
+static int64_t
+att_tokens(int64_t n)
+{
+  return n / 16384 > 0 ? n / 16384 : 1;
+}
+
+static kiln_status
+setup_attention(struct bench_state *st)
+{
+  int64_t shape[4] = {8, 16, att_tokens(st->n), 128};
+  kiln_status s = KILN_OK;
+  for (int i = 0; i < 3 && s == KILN_OK; i++)
+    s = bench_random_tensor(st->ctx, st->dtype, 4, shape, &st->in[i]);
+  return s;
+}
+
+static kiln_status
+run_attention(struct bench_state *st)
+{
+  return kiln_attention(st->ctx, st->in[0], st->in[1], st->in[2], NULL, 0, 0, &st->out, NULL);
+}
+
+static double
+flops_attention(int64_t n)
+{
+  double t = (double)att_tokens(n);
+  return 4.0 * 8.0 * 16.0 * t * t * 128.0;
+}
+
+/* Causal: half the score matrix; GFLOP/s counts the same full 4 B H S^2 D as PyTorch's
+ * reference figure (12.2 ms causal next to 23.6 ms). */
+static kiln_status
+run_attention_causal(struct bench_state *st)
+{
+  return kiln_attention(st->ctx, st->in[0], st->in[1], st->in[2], NULL, 1, 0, &st->out, NULL);
+}
+
 const struct bench_case bench_cases[] = {
     {"copy.kiln_copy", "copy", any_dtype, setup_one, run_copy, bytes_1in_1out, NULL},
     {"unary.neg", "elementwise", neg_dtype, setup_one, run_neg, bytes_1in_1out, NULL},
@@ -928,8 +1084,40 @@ const struct bench_case bench_cases[] = {
     {"linalg.solve", "linalg", float_dtype, setup_linalg_solve, run_solve, NULL, flops_solve},
     {"linalg.inv", "linalg", float_dtype, setup_linalg_square, run_inv, NULL, flops_inv},
     {"linalg.lu_batched", "linalg", float_dtype, setup_lu_batched, run_lu, NULL, flops_lu_batched},
+    {"sort.sort", "sort", bench_sort_dtype, bench_setup_sort, bench_run_sort, bench_bytes_sort, NULL},
+    {"sort.argsort", "sort", bench_sort_dtype, bench_setup_argsort, bench_run_argsort,
+     bench_bytes_argsort, NULL},
+    {"sort.sort_rows", "sort", bench_sort_dtype, bench_setup_sort_rows, bench_run_sort,
+     bench_bytes_sort, NULL},
+    {"sort.topk", "sort", bench_sort_dtype, bench_setup_topk, bench_run_topk, bench_bytes_read, NULL},
+    {"sort.topk_rows", "sort", bench_sort_dtype, bench_setup_topk_rows, bench_run_topk_rows,
+     bench_bytes_read, NULL},
+    {"sort.unique", "sort", bench_sort_i32, bench_setup_unique, bench_run_unique, bench_bytes_unique,
+     NULL},
+    {"sort.searchsorted", "sort", bench_sort_dtype, bench_setup_searchsorted, bench_run_searchsorted,
+     bench_bytes_searchsorted, NULL},
     {"linalg.qr", "linalg", float_dtype, setup_linalg_square, run_qr, NULL, flops_qr},
     {"linalg.eigh", "linalg", float_dtype, setup_linalg_spd, run_eigh, NULL, NULL},
     {"linalg.svd", "linalg", float_dtype, setup_linalg_square, run_svd, NULL, NULL},
+    {"nn.conv2d", "nn_conv", float_dtype, setup_conv2d, run_conv2d, NULL, flops_conv2d},
+    {"nn.max_pool2d", "nn_conv", float_dtype, setup_max_pool2d, run_max_pool2d, bytes_max_pool2d,
+     NULL},
+    {"nn.adam", "nn_train", float_dtype, setup_adam, run_adam, bytes_adam, NULL},
+    {"nn.dropout", "nn_train", float_dtype, setup_flat, run_dropout, bytes_1in_1out, NULL},
+    {"nn.batch_norm", "nn_train", float_dtype, setup_batch_norm, run_batch_norm, bytes_1in_1out,
+     NULL},
+    {"nn.attention", "nn_train", float_dtype, setup_attention, run_attention, NULL,
+     flops_attention},
+    {"nn.attention_causal", "nn_train", float_dtype, setup_attention, run_attention_causal, NULL,
+     flops_attention},
+    /* fused expressions (tools/bench_expr.c); GB/s counts the bytes the fused kernel moves */
+    {"expr.demo_chain", "expr", bench_expr_demo_dtype, bench_expr_demo_setup, bench_expr_run,
+     bytes_1in_1out, NULL},
+    {"expr.demo_chain_unfused", "expr", bench_expr_demo_dtype, bench_expr_demo_unfused_setup,
+     bench_expr_demo_unfused_run, bytes_1in_1out, NULL},
+    {"expr.sum8", "expr", bench_expr_float_dtype, bench_expr_sum8_setup, bench_expr_run,
+     bench_expr_bytes_4in, NULL},
+    {"expr.sum8_unfused", "expr", bench_expr_float_dtype, bench_expr_sum8_unfused_setup,
+     bench_expr_sum8_unfused_run, bench_expr_bytes_4in, NULL},
 };
 const size_t bench_case_count = sizeof bench_cases / sizeof bench_cases[0];

@@ -167,6 +167,7 @@ entry_list_add(const kiln_cache_entry *e, void *user)
   d->kiln_version = dup_or_empty(e->kiln_version, &oom);
   d->options = dup_or_empty(e->options, &oom);
   d->source_name = dup_or_empty(e->source_name, &oom);
+  d->label = dup_or_empty(e->label, &oom);
   l->n++; /* counted even when a copy failed, so entry_list_free frees what was copied */
   if (oom) {
     l->oom = 1;
@@ -188,6 +189,7 @@ entry_free_strings(kiln_cache_entry *e)
   free((char *)e->kiln_version);
   free((char *)e->options);
   free((char *)e->source_name);
+  free((char *)e->label);
 }
 
 void
@@ -258,6 +260,7 @@ json_entry(struct json *j, const char *key, const kiln_cache_entry *e)
   json_string(j, "problem", e->problem);
   json_bool(j, "checksum_verified", e->checksum_verified);
   json_string(j, "source", e->source_name);
+  json_string(j, "label", e->label);
   json_string(j, "options", e->options);
   json_string(j, "platform", e->platform_name);
   json_string(j, "platform_version", e->platform_version);

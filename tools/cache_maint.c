@@ -421,7 +421,8 @@ cache_clear(int argc, char **argv)
 /* ================================================================ warm */
 
 static const char warm_usage[] =
-    "usage: kiln cache warm [--dir DIR] [--json] [--device SEL] [--limit N] [--blas]\n\n"
+    "usage: kiln cache warm [--dir DIR] [--json] [--device SEL] [--limit N] [--blas]\n"
+    "                       [--from FILE]\n\n"
     "Builds every built-in kernel variant (every kernel source for every dtype the device\n"
     "supports) for one device and stores it in the cache, whatever KILN_CACHE_STORE says.\n"
     "Variants already cached are only checked. Shows a progress bar on a terminal and one\n"
@@ -438,7 +439,10 @@ static const char warm_usage[] =
     "  --blas         also run every CLBlast routine kiln uses once (kiln_blas_warm), so that\n"
     "                 the driver's own cache (PoCL's kernel cache, NVIDIA's compute cache)\n"
     "                 holds CLBlast's kernels; CLBlast keeps no disk cache of its own.\n"
-    "                 About 100 s on PoCL with a cold driver cache (docs/blas_fft.md)\n";
+    "                 About 100 s on PoCL with a cold driver cache (docs/blas_fft.md)\n"
+    "  --from FILE    instead of the built-in variants, compile the user kernels and fused\n"
+    "                 expressions FILE lists ([kernel NAME] and [expr NAME] sections;\n"
+    "                 docs/cli.md, \"warm --from\"), e.g. while building a container image\n";
 
 struct warm_progress {
   int bar;     /* a progress bar on stderr */
@@ -486,12 +490,15 @@ cache_warm(int argc, char **argv)
   const char *device = NULL, *v;
   long limit = 0;
   int blas = 0;
+  const char *from = NULL;
   for (int i = 1; i < argc; i++) {
     int r = cli_common_opt(&c, argc, argv, &i);
     if (r == 0 && strcmp(argv[i], "--blas") == 0) {
       blas = r = 1;
     } else if (r == 0 && (r = cli_opt_value(&c, argc, argv, &i, "--device", &v)) == 1) {
       device = v;
+    } else if (r == 0 && (r = cli_opt_value(&c, argc, argv, &i, "--from", &v)) == 1) {
+      from = v;
     } else if (r == 0 && (r = cli_opt_value(&c, argc, argv, &i, "--limit", &v)) == 1) {
       if (tool_parse_int(v, 1, 1000000, &limit) != 0)
         return cli_usage_error(&c, "--limit: bad count '%s' (a whole number from 1 to 1000000)", v);
@@ -536,7 +543,8 @@ cache_warm(int argc, char **argv)
            info.driver_version);
   kiln_cache_warm_result res;
   memset(&res, 0, sizeof res);
-  kiln_status s = kiln_context_cache_warm(ctx, warm_cb, &p, &res);
+  kiln_status s = from ? kiln_user_kernel_warm_file(ctx, from, warm_cb, &p, &res)
+                       : kiln_context_cache_warm(ctx, warm_cb, &p, &res);
   double secs = tool_now() - p.t0;
   double blas_secs = -1;
   if (s == KILN_OK && blas) {
@@ -575,9 +583,9 @@ cache_warm(int argc, char **argv)
     if (json_end(&j) != 0 && !rc)
       rc = cli_fail(&c, "cannot write the JSON output");
   } else {
-    printf("warmed %zu of %zu variants for %s in %.1f s: %zu already cached, %zu built, %zu "
+    printf("warmed %zu of %zu %s for %s in %.1f s: %zu already cached, %zu built, %zu "
            "stored, %zu failed\n",
-           res.done, res.variants, info.name, secs, res.cached, res.built, res.stored, res.failed);
+           res.done, res.variants, from ? "items" : "variants", info.name, secs, res.cached, res.built, res.stored, res.failed);
     if (blas_secs >= 0)
       printf("ran CLBlast's routines once in %.1f s (kept by the driver's cache, not kiln's)\n",
              blas_secs);

@@ -335,7 +335,9 @@ static const char list_usage[] =
     "  --dir DIR          the cache directory (default: the one the library uses)\n"
     "  --json             one JSON document on stdout\n"
     "  --device SUBSTR    only entries whose device name contains SUBSTR (any case)\n"
-    "  --source NAME      only entries of this kernel source (cast, elementwise, reduce, ...)\n"
+    "  --source NAME      only entries of this kernel source (cast, elementwise, reduce, ...;\n"
+    "                     `text` for every user kernel and fused expression, whose source\n"
+    "                     is text:LABEL)\n"
     "  --older-than AGE   only entries last used more than AGE ago (e.g. 7d, 12h, 30m, 1d12h)\n"
     "  --sort ORDER       key (default), size (largest first) or age (least recently used\n"
     "                     first, the order in which the size cap evicts)\n"
@@ -437,7 +439,8 @@ cache_list(int argc, char **argv)
   for (size_t i = 0; i < l.n; i++) {
     kiln_cache_entry *e = &l.v[i];
     int keep = (!device || contains_nocase(e->device_name, device)) &&
-               (!source || strcmp(e->source_name, source) == 0) &&
+               (!source || strcmp(e->source_name, source) == 0 ||
+                (strcmp(source, "text") == 0 && e->label[0])) &&
                (!older || now - e->last_used > older);
     if (keep) {
       l.v[kept++] = *e;
@@ -482,8 +485,18 @@ cache_list(int argc, char **argv)
       units_age(e->last_used, now, used, sizeof used);
       if (e->state == KILN_CACHE_ENTRY_OK) {
         units_age(e->created, now, created, sizeof created);
-        const char *row[] = {key,  e->source_name, e->device_name, e->driver_version,
-                             size, created,        used,           e->options};
+        /* A one-kernel program (PoCL, docs/cache.md) shows as source/kernel. */
+        char shown[160];
+        const char *only = strstr(e->options, "-DKILN_ONLY_IS_");
+        if (only) {
+          only += strlen("-DKILN_ONLY_IS_");
+          snprintf(shown, sizeof shown, "%s/%.*s", e->source_name, (int)strcspn(only, "= "),
+                   only);
+        } else {
+          snprintf(shown, sizeof shown, "%s", e->source_name);
+        }
+        const char *row[] = {key,  shown,   e->device_name, e->driver_version,
+                             size, created, used,           e->options};
         table_row(&t, row);
       } else {
         char problem[300];
@@ -650,6 +663,8 @@ cache_show(int argc, char **argv)
              units_age(e->created, now, b, sizeof b));
       printf("%-18s %u\n", "format version", e->format_version);
       show_line("source", e->source_name);
+      if (e->label[0])
+        show_line("label", e->label);
       printf("%-18s %s\n", "source hash", e->source_hash);
       show_line("build options", e->options);
       show_line("platform", e->platform_name);

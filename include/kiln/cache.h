@@ -238,12 +238,16 @@ typedef struct kiln_cache_entry {
   uint32_t address_bits;
   const char *kiln_version; /**< the kiln version that wrote the entry */
   const char *options;      /**< the full build options */
-  const char *source_name;  /**< the embedded kernel source ("elementwise", "cast", ...) */
+  const char *source_name;  /**< the embedded kernel source ("elementwise", "cast", ...), or "text:<label>" */
   char source_hash[33];     /**< XXH3-128 of the compiled source text, hex */
   uint64_t payload_bytes;   /**< size of the device binary */
   uint64_t file_bytes;      /**< size of the entry file */
   int64_t created;          /**< Unix time the entry was written (from its header) */
   int64_t last_used;        /**< Unix time of the file's mtime: written or last hit */
+  /** For a program from caller-supplied text (a user kernel, a fused expression): its label,
+   *  the caller's name or the expression text; source_name is then "text:" + label. ""
+   *  for embedded sources. */
+  const char *label;
 } kiln_cache_entry;
 
 /** Callback of kiln_cache_foreach_entry(): return 0 to continue, nonzero to stop. */

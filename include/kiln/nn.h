@@ -42,6 +42,7 @@
 #define KILN_NN_H
 
 #include "kiln/nn_table.h"
+#include "kiln/random.h"
 #include "kiln/tensor.h"
 
 #ifdef __cplusplus
@@ -258,6 +259,185 @@ KILN_API kiln_status kiln_loss_backward(kiln_context *ctx, kiln_loss_op op,
 
 /** Nonzero when the nn row kernels and losses accept dtype in this build (f32, f64). */
 KILN_API int kiln_nn_supports(kiln_dtype dtype);
+
+/* ------------------------------------------------------------------------ dropout
+ * (lib/ops/nn_norm.c, kernels in cl_kernels/nn_norm.cl; docs/nn.md "Dropout") */
+
+/**
+ * Training-mode dropout: out = keep ? x / (1 - p) : 0 elementwise (p == 1: every element 0),
+ * with keep drawn from the context's Philox stream (kiln/random.h): element e is kept when
+ * word e % 4 of counter block counter + e / 4 is >= p 2^32 (rounded down), i.e. exactly
+ * when kiln_random_bernoulli(p) from the same state would draw 0 there. The stream's
+ * counter advances by ceil(numel / 4) blocks (as kiln_random_bernoulli's). Dropped
+ * elements are 0 even where x is NaN or infinite. Evaluation mode is the identity: do not
+ * call this. p in [0, 1] (else KILN_ERR_INVALID_ARGUMENT).
+ * *out: x's shape and dtype (may be x itself). mask: NULL (not wanted) or a bool tensor of
+ * x's shape (output convention), 1 where kept. state: NULL or receives the stream state the
+ * call started from, which kiln_dropout_backward replays without a mask.
+ */
+KILN_API kiln_status kiln_dropout(kiln_context *ctx, const kiln_tensor *x, double p,
+                                  kiln_tensor **out, kiln_tensor **mask, kiln_rng_state *state);
+
+/**
+ * Gradient of kiln_dropout: grad_in = keep ? grad / (1 - p) : 0, keep read from mask (the
+ * forward's bool mask, grad's shape) or, when mask is NULL, replayed from state (the state
+ * kiln_dropout reported: the same bits for the same shape, whatever the work-group size).
+ * Exactly one of mask and state must be non-NULL. The context's stream is not touched.
+ */
+KILN_API kiln_status kiln_dropout_backward(kiln_context *ctx, const kiln_tensor *grad,
+                                           const kiln_tensor *mask, const kiln_rng_state *state,
+                                           double p, kiln_tensor **grad_in);
+
+/* ------------------------------------------------------------------------ group_norm,
+ * batch_norm (lib/ops/nn_norm.c). x is [N, C, *] (ndim >= 2; the trailing axes, S elements
+ * per channel, may be absent). weight and bias: NULL (1 and 0) or C elements. */
+
+/**
+ * Group normalisation: the C channels fall into `groups` groups of C / groups channels
+ * (groups > 0 dividing C, else KILN_ERR_INVALID_ARGUMENT); each (n, group) is normalised
+ * over its C / groups * S elements with the biased variance (two passes: mean, then centred
+ * squares): y = (x - mean) rstd weight[c] + bias[c], rstd = 1 / sqrt(var + eps), eps >= 0.
+ * *out: x's shape. mean and rstd: NULL (not wanted) or [N, groups] (output convention).
+ */
+KILN_API kiln_status kiln_group_norm(kiln_context *ctx, const kiln_tensor *x, int64_t groups,
+                                     const kiln_tensor *weight, const kiln_tensor *bias,
+                                     double eps, kiln_tensor **out, kiln_tensor **mean,
+                                     kiln_tensor **rstd);
+
+/**
+ * Gradients of kiln_group_norm from grad (x's shape), x, the forward's mean and rstd
+ * ([N, groups]) and weight (NULL when the forward had none). Per (n, group), gw = grad w[c],
+ * xhat = (x - mean) rstd: dx = rstd (gw - mean(gw) - xhat mean(gw xhat));
+ * dweight[c] = sum over n, s of grad xhat; dbias[c] = sum of grad. grad_x, grad_weight,
+ * grad_bias: each NULL (not wanted) or as the output convention ([C] for the last two).
+ */
+KILN_API kiln_status kiln_group_norm_backward(kiln_context *ctx, const kiln_tensor *grad,
+                                              const kiln_tensor *x, const kiln_tensor *mean,
+                                              const kiln_tensor *rstd, const kiln_tensor *weight,
+                                              int64_t groups, kiln_tensor **grad_x,
+                                              kiln_tensor **grad_weight, kiln_tensor **grad_bias);
+
+/**
+ * Batch normalisation over N and the trailing axes, per channel.
+ * training != 0: mean and the biased variance of the batch (two passes); when running_mean
+ * and running_var are given (both or neither, [C], updated in place) they become
+ * (1 - momentum) running + momentum batch, with the unbiased variance (N S - 1; N S == 1
+ * gives inf or NaN there, as PyTorch). momentum in [0, 1].
+ * training == 0: running_mean and running_var are required and used as the statistics.
+ * y = (x - mean) rstd weight[c] + bias[c], rstd = 1 / sqrt(var + eps), eps >= 0.
+ * *out: x's shape. save_mean, save_rstd: NULL (not wanted) or [C] (output convention): the
+ * statistics used (in evaluation, the running mean and 1 / sqrt(running_var + eps)), which
+ * kiln_batch_norm_backward takes. An empty batch (N S == 0) in training is
+ * KILN_ERR_SHAPE.
+ */
+KILN_API kiln_status kiln_batch_norm(kiln_context *ctx, const kiln_tensor *x,
+                                     const kiln_tensor *weight, const kiln_tensor *bias,
+                                     kiln_tensor *running_mean, kiln_tensor *running_var,
+                                     int training, double momentum, double eps,
+                                     kiln_tensor **out, kiln_tensor **save_mean,
+                                     kiln_tensor **save_rstd);
+
+/**
+ * Gradients of kiln_batch_norm from grad, x, weight (NULL when the forward had none) and the
+ * forward's save_mean and save_rstd, with M = N S and xhat = (x - mean) rstd:
+ * training != 0: dx = weight rstd (grad - sum(grad) / M - xhat sum(grad xhat) / M) (sums per
+ * channel); training == 0: dx = grad weight rstd (the statistics are constants).
+ * dweight = sum grad xhat, dbias = sum grad per channel. Outputs as kiln_group_norm_backward.
+ */
+KILN_API kiln_status kiln_batch_norm_backward(kiln_context *ctx, const kiln_tensor *grad,
+                                              const kiln_tensor *x, const kiln_tensor *weight,
+                                              const kiln_tensor *save_mean,
+                                              const kiln_tensor *save_rstd, int training,
+                                              kiln_tensor **grad_x, kiln_tensor **grad_weight,
+                                              kiln_tensor **grad_bias);
+
+/* ------------------------------------------------------------------------ embeddings
+ * (lib/ops/nn_embed.c). Index tensors are i32 or i64; a token outside [-V, V) (negative
+ * counting from V, as kiln_embedding) is KILN_ERR_INVALID_ARGUMENT naming its position,
+ * found on the device (one small read-back per call), before anything is written. */
+
+/**
+ * Gradient of kiln_embedding: grad_weight [num_weights, E] with row v = the sum of grad's rows
+ * [t, :] over the tokens t whose index is v (grad: indices.shape + [E], f32/f64). Deterministic:
+ * the (index, token) pairs are sorted on the device and each row sums its tokens in token
+ * order (no atomics). Rows no token hits, and row padding_idx (when 0 <= padding_idx <
+ * num_weights; pass -1 for none), are 0. Cost: a bitonic sort of the tokens,
+ * O(T log^2 T), plus one pass over grad.
+ */
+KILN_API kiln_status kiln_embedding_backward(kiln_context *ctx, const kiln_tensor *grad,
+                                             const kiln_tensor *indices, int64_t num_weights,
+                                             int64_t padding_idx, kiln_tensor **grad_weight);
+
+/** How kiln_embedding_bag folds a bag. */
+typedef enum kiln_bag_mode {
+  KILN_BAG_SUM = 0,  /**< the sum of the bag's rows (weighted by per_sample_weights) */
+  KILN_BAG_MEAN = 1, /**< their mean (an empty bag gives 0) */
+} kiln_bag_mode;
+
+/**
+ * embedding_bag in PyTorch's offsets form: indices 1-D [T], offsets 1-D [B] (bag b holds tokens
+ * offsets[b] .. offsets[b + 1] - 1, the last bag up to T; offsets[0] == 0, non-decreasing, <= T,
+ * else KILN_ERR_INVALID_ARGUMENT). out[b, :] = sum (or mean) of weight[indices[t], :] over the
+ * bag, each row times per_sample_weights[t] (NULL: 1; only with KILN_BAG_SUM, as PyTorch).
+ * weight [V, E] f32/f64; *out: [B, E]. Empty bags give 0.
+ */
+KILN_API kiln_status kiln_embedding_bag(kiln_context *ctx, const kiln_tensor *weight,
+                                        const kiln_tensor *indices, const kiln_tensor *offsets,
+                                        kiln_bag_mode mode,
+                                        const kiln_tensor *per_sample_weights,
+                                        kiln_tensor **out);
+
+/**
+ * Gradient of kiln_embedding_bag with respect to the weight: grad [B, E]; row v of
+ * grad_weight [num_weights, E] sums grad[bag(t), :] * per_sample_weights[t] (/ bag length for
+ * mean) over the tokens t with index v, deterministically as kiln_embedding_backward.
+ */
+KILN_API kiln_status kiln_embedding_bag_backward(kiln_context *ctx, const kiln_tensor *grad,
+                                                 const kiln_tensor *indices,
+                                                 const kiln_tensor *offsets, kiln_bag_mode mode,
+                                                 const kiln_tensor *per_sample_weights,
+                                                 int64_t num_weights, kiln_tensor **grad_weight);
+
+/* ------------------------------------------------------------------------ class weights
+ * (lib/ops/nn_wloss.c): cross_entropy and nll with a per-class weight, PyTorch's `weight=`. */
+
+/**
+ * kiln_cross_entropy with class weights w (NULL: all 1; else C elements of the logits' dtype).
+ * With class indices t, per row (label smoothing e): loss = (1 - e) w[t] (lse - z[t]) +
+ * e / C sum_j w[j] (lse - z[j]); mean divides the sum by sum over rows not ignored of w[t]
+ * (NaN when that is 0, as PyTorch). With probabilities q: loss = sum_j w[j] q'[j] (lse - z[j]),
+ * q' the smoothed q, mean over rows. Other arguments, the shapes and statuses as
+ * kiln_cross_entropy. One work-group per row.
+ */
+KILN_API kiln_status kiln_cross_entropy_weighted(kiln_context *ctx, const kiln_tensor *logits,
+                                                 const kiln_tensor *target,
+                                                 const kiln_tensor *weight, int64_t ignore_index,
+                                                 double label_smoothing,
+                                                 kiln_reduction reduction, kiln_tensor **out);
+
+/** Gradient of kiln_cross_entropy_weighted: dz = g (softmax(z) sum(a) - a), a the weighted
+ * (smoothed) target of the row; grad_out and the result as kiln_cross_entropy_backward. */
+KILN_API kiln_status kiln_cross_entropy_weighted_backward(
+    kiln_context *ctx, const kiln_tensor *grad_out, const kiln_tensor *logits,
+    const kiln_tensor *target, const kiln_tensor *weight, int64_t ignore_index,
+    double label_smoothing, kiln_reduction reduction, kiln_tensor **grad_logits);
+
+/** kiln_nll_loss with class weights: loss = -w[t] logp[t]; mean divides by the sum of w[t]
+ * over rows not ignored. */
+KILN_API kiln_status kiln_nll_loss_weighted(kiln_context *ctx, const kiln_tensor *logp,
+                                            const kiln_tensor *target, const kiln_tensor *weight,
+                                            int64_t ignore_index, kiln_reduction reduction,
+                                            kiln_tensor **out);
+
+/** Gradient of kiln_nll_loss_weighted: -g w[t] at [row, t], 0 elsewhere. */
+KILN_API kiln_status kiln_nll_loss_weighted_backward(kiln_context *ctx,
+                                                     const kiln_tensor *grad_out,
+                                                     const kiln_tensor *logp,
+                                                     const kiln_tensor *target,
+                                                     const kiln_tensor *weight,
+                                                     int64_t ignore_index,
+                                                     kiln_reduction reduction,
+                                                     kiln_tensor **grad_logp);
 
 #ifdef __cplusplus
 }

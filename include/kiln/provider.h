@@ -33,6 +33,7 @@
 #include "kiln/random.h"
 #include "kiln/reduce.h"
 #include "kiln/fft.h"
+#include "kiln/kernel.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -254,6 +255,21 @@ extern "C" {
   X(linalg_cholesky_inverse, kiln_linalg_cholesky_inverse) \
   X(trsm, kiln_trsm) \
   X(trmm, kiln_trmm) \
+  /* sort: sorting, selection, unique, searching, set operations */ \
+  X(sort, kiln_sort) \
+  X(argsort, kiln_argsort) \
+  X(topk, kiln_topk) \
+  X(kthvalue, kiln_kthvalue) \
+  X(sortrows, kiln_sortrows) \
+  X(sort_local_max, kiln_sort_local_max) \
+  X(unique, kiln_unique) \
+  X(unique_consecutive, kiln_unique_consecutive) \
+  X(searchsorted, kiln_searchsorted) \
+  X(isin, kiln_isin) \
+  X(set_union, kiln_union) \
+  X(intersect, kiln_intersect) \
+  X(setdiff, kiln_setdiff) \
+  X(setxor, kiln_setxor) \
   /* linalg_spectral: QR, least squares, eigen, SVD, norms */ \
   X(linalg_qr, kiln_linalg_qr) \
   X(linalg_lstsq, kiln_linalg_lstsq) \
@@ -263,7 +279,72 @@ extern "C" {
   X(linalg_pinv, kiln_linalg_pinv) \
   X(linalg_matrix_rank, kiln_linalg_matrix_rank) \
   X(linalg_matrix_norm, kiln_linalg_matrix_norm) \
-  X(linalg_cond, kiln_linalg_cond)
+  X(linalg_cond, kiln_linalg_cond) \
+  /* nn_conv: pooling and convolution */ \
+  X(max_pool, kiln_max_pool) \
+  X(max_pool_backward, kiln_max_pool_backward) \
+  X(avg_pool, kiln_avg_pool) \
+  X(avg_pool_backward, kiln_avg_pool_backward) \
+  X(adaptive_avg_pool, kiln_adaptive_avg_pool) \
+  X(adaptive_avg_pool_backward, kiln_adaptive_avg_pool_backward) \
+  X(conv, kiln_conv) \
+  X(conv_backward, kiln_conv_backward) \
+  X(conv_transpose, kiln_conv_transpose) \
+  /* nn training: optimizers, clipping, dropout, group/batch norm, attention, RoPE */ \
+  X(sgd_step, kiln_sgd_step) \
+  X(adam_step, kiln_adam_step) \
+  X(clip_grad_norm, kiln_clip_grad_norm) \
+  X(dropout, kiln_dropout) \
+  X(dropout_backward, kiln_dropout_backward) \
+  X(group_norm, kiln_group_norm) \
+  X(group_norm_backward, kiln_group_norm_backward) \
+  X(batch_norm, kiln_batch_norm) \
+  X(batch_norm_backward, kiln_batch_norm_backward) \
+  X(attention, kiln_attention) \
+  X(attention_backward, kiln_attention_backward) \
+  X(rope, kiln_rope) \
+  X(rope_backward, kiln_rope_backward) \
+  X(embedding_backward, kiln_embedding_backward) \
+  X(embedding_bag, kiln_embedding_bag) \
+  X(embedding_bag_backward, kiln_embedding_bag_backward) \
+  X(cross_entropy_weighted, kiln_cross_entropy_weighted) \
+  X(cross_entropy_weighted_backward, kiln_cross_entropy_weighted_backward) \
+  X(nll_loss_weighted, kiln_nll_loss_weighted) \
+  X(nll_loss_weighted_backward, kiln_nll_loss_weighted_backward) \
+  /* user kernels (kiln/kernel.h) */ \
+  X(elementwise_kernel_create, kiln_elementwise_kernel_create) \
+  X(elementwise_kernel_run, kiln_elementwise_kernel_run) \
+  X(reduction_kernel_create, kiln_reduction_kernel_create) \
+  X(reduction_kernel_run, kiln_reduction_kernel_run) \
+  X(scan_kernel_create, kiln_scan_kernel_create) \
+  X(scan_kernel_run, kiln_scan_kernel_run) \
+  X(raw_kernel_create, kiln_raw_kernel_create) \
+  X(raw_kernel_run, kiln_raw_kernel_run) \
+  X(user_kernel_source, kiln_user_kernel_source) \
+  X(user_kernel_release, kiln_user_kernel_release) \
+  /* expr: fused expressions */ \
+  X(expr_create, kiln_expr_create) \
+  X(expr_release, kiln_expr_release) \
+  X(expr_input, kiln_expr_input) \
+  X(expr_scalar, kiln_expr_scalar) \
+  X(expr_constant, kiln_expr_constant) \
+  X(expr_unary, kiln_expr_unary) \
+  X(expr_binary, kiln_expr_binary) \
+  X(expr_where, kiln_expr_where) \
+  X(expr_clamp, kiln_expr_clamp) \
+  X(expr_cast, kiln_expr_cast) \
+  X(expr_output, kiln_expr_output) \
+  X(expr_reduce, kiln_expr_reduce) \
+  X(expr_parse, kiln_expr_parse) \
+  X(expr_hash, kiln_expr_hash) \
+  X(expr_counts, kiln_expr_counts) \
+  X(expr_plan_create, kiln_expr_plan_create) \
+  X(expr_plan_release, kiln_expr_plan_release) \
+  X(expr_plan_output, kiln_expr_plan_output) \
+  X(expr_plan_run, kiln_expr_plan_run) \
+  X(expr_eval, kiln_expr_eval) \
+  X(expr_plan_source, kiln_expr_plan_source) \
+  X(expr_scan, kiln_expr_scan)
 
 #define KILN_PROVIDER_SLOT_(slot, function) __typeof__(function) *slot;
 

@@ -330,3 +330,21 @@ kiln__clblast_trmm(const char *op, kiln_context *ctx, kiln_dtype dt, int left, i
   BY_DTYPE(op, ctx, dt, trmm, TRI_ARGS);
 }
 #undef TRI_ARGS
+
+kiln_status
+kiln__clblast_convgemm(const char *op, kiln_context *ctx, kiln_dtype dt, size_t channels,
+                       size_t height, size_t width, size_t kh, size_t kw, size_t ph, size_t pw,
+                       size_t sh, size_t sw, size_t dh, size_t dw, size_t kernels, size_t batch,
+                       cl_mem im, size_t imoff, cl_mem w, size_t woff, cl_mem out, size_t outoff)
+{
+  cl_command_queue *q = &ctx->queue;
+#define CONVGEMM_ARGS                                                                             \
+  (CLBlastKernelModeCrossCorrelation, channels, height, width, kh, kw, ph, pw, sh, sw, dh, dw,   \
+   kernels, batch, im, imoff, w, woff, out, outoff, q, NULL)
+  if (dt == KILN_F32)
+    PROVIDER_CALL(op, ctx, "Sconvgemm", CLBlastSconvgemm CONVGEMM_ARGS);
+  if (dt == KILN_F64)
+    PROVIDER_CALL(op, ctx, "Dconvgemm", CLBlastDconvgemm CONVGEMM_ARGS);
+#undef CONVGEMM_ARGS
+  return kiln__fail(KILN_ERR_INTERNAL, op, 0, "CLBlast convgemm for %s", kiln_dtype_name(dt));
+}

@@ -56,8 +56,8 @@ kiln_status kiln__clblast_scal(const char *op, kiln_context *ctx, kiln_dtype dt,
 
 /* Parameters of CLBlast's Xgemm kernel, in the order of KILN__XGEMM_PARAM_NAMES. */
 #define KILN__XGEMM_NPARAMS 16
-#define KILN__XGEMM_PARAM_NAMES                                                                   \
-  "GEMMK", "KREG", "KWG", "KWI", "MDIMA", "MDIMC", "MWG", "NDIMB", "NDIMC", "NWG", "SA", "SB",  \
+#define KILN__XGEMM_PARAM_NAMES                                                                \
+  "GEMMK", "KREG", "KWG", "KWI", "MDIMA", "MDIMC", "MWG", "NDIMB", "NDIMC", "NWG", "SA", "SB", \
       "STRM", "STRN", "VWM", "VWN"
 
 /*
@@ -83,6 +83,17 @@ kiln_status kiln__clblast_trmm(const char *op, kiln_context *ctx, kiln_dtype dt,
                                int upper, int ta, int unit, size_t m, size_t n, double alpha,
                                cl_mem a, size_t aoff, size_t lda, cl_mem b, size_t boff,
                                size_t ldb);
+
+/*
+ * Batched 2-D cross-correlation as CLBlast's implicit GEMM (f32/f64): im [batch, channels,
+ * height, width], w [kernels, channels, kh, kw], out [batch, kernels, out_h, out_w], all
+ * contiguous (NCHW). Used by the nn_conv family's convgemm route.
+ */
+kiln_status kiln__clblast_convgemm(const char *op, kiln_context *ctx, kiln_dtype dt,
+                                   size_t channels, size_t height, size_t width, size_t kh,
+                                   size_t kw, size_t ph, size_t pw, size_t sh, size_t sw, size_t dh,
+                                   size_t dw, size_t kernels, size_t batch, cl_mem im, size_t imoff,
+                                   cl_mem w, size_t woff, cl_mem out, size_t outoff);
 
 /* CLBlastFillCache for the context's device: every routine, every precision. */
 kiln_status kiln__clblast_fill_cache(const char *op, kiln_context *ctx);

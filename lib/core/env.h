@@ -19,6 +19,7 @@
   X(VKFFT_BINARY_CACHE, "KILN_VKFFT_BINARY_CACHE") /* twin: KILN_OPT_VKFFT_BINARY_CACHE */   \
   X(DEBUG_NO_FP64, "KILN_DEBUG_NO_FP64")     /* debug: treat the device as lacking fp64 */   \
   X(DEBUG_NO_CLBLAST, "KILN_DEBUG_NO_CLBLAST") /* debug: kiln's own BLAS kernels only */     \
+  X(DEBUG_ONE_KERNEL, "KILN_DEBUG_ONE_KERNEL") /* debug: one-kernel programs 1 always, 0 never */ \
   X(TEST_CACHE_KILL_AT, "KILN_TEST_CACHE_KILL_AT") /* test hook of the cache's writers */    \
   X(TEST_TUNING_DATA, "KILN_TEST_TUNING_DATA") /* test hook: the packaged tuning files' dir */ \
   X(XDG_CACHE_HOME, "XDG_CACHE_HOME")        /* the default cache directory */               \

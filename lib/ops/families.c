@@ -18,7 +18,10 @@ const struct kiln__family *const kiln__families[] = {
     &kiln__xgemm_family,
     &kiln__stats_family,
     &kiln__linalg_family,
+    &kiln__sort_family,
     &kiln__linalg_spectral_family,
+    &kiln__nn_conv_family,
+    &kiln__nn_train_family,
     NULL,
 };
 

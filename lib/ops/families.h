@@ -21,6 +21,9 @@ extern const struct kiln__family kiln__fft_family;
 extern const struct kiln__family kiln__nn_family;
 extern const struct kiln__family kiln__stats_family;
 extern const struct kiln__family kiln__linalg_family;
+extern const struct kiln__family kiln__sort_family;
 extern const struct kiln__family kiln__linalg_spectral_family;
+extern const struct kiln__family kiln__nn_conv_family;
+extern const struct kiln__family kiln__nn_train_family;
 
 #endif

@@ -26,6 +26,14 @@ kiln_status kiln__random_philox_blocks(kiln_context *ctx, const uint32_t key[2],
                                        const uint32_t ctr[4], uint64_t nblocks, uint32_t *host);
 
 /*
+ * The context's Philox stream for other families' kernels (dropout): the state a call starts
+ * from, and advancing the counter past the nblocks blocks it read (modulo 2^64) once its
+ * kernel is enqueued. ctx->lock held across both.
+ */
+void kiln__random_stream_locked(kiln_context *ctx, uint64_t *seed, uint64_t *counter);
+void kiln__random_advance_locked(kiln_context *ctx, uint64_t nblocks);
+
+/*
  * A program variant: the compile-time launch parameters of some sources (the
  * `variant` of kiln__program_options); 0 = the device default. Read by the
  * build-option callbacks of the reduce, scan and elementwise families.

@@ -85,6 +85,21 @@ kiln_rng_state_set(kiln_context *ctx, const kiln_rng_state *state)
   return KILN_OK;
 }
 
+void
+kiln__random_stream_locked(kiln_context *ctx, uint64_t *seed, uint64_t *counter)
+{
+  KILN__ASSERT_LOCKED(ctx);
+  *seed = rng(ctx)->seed;
+  *counter = rng(ctx)->counter;
+}
+
+void
+kiln__random_advance_locked(kiln_context *ctx, uint64_t nblocks)
+{
+  KILN__ASSERT_LOCKED(ctx);
+  rng(ctx)->counter += nblocks; /* wraps modulo 2^64 */
+}
+
 static kiln_status
 get_kernel(const char *op, kiln_context *ctx, kiln_dtype dtype, const char *name, cl_kernel *k)
 {

@@ -1,3 +1,4 @@
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -24,6 +25,47 @@ build_log(cl_program prog, cl_device_id dev)
   return log;
 }
 
+/*
+ * For caller-supplied text (no embedded hash): the source lines that the log
+ * points at ("<name>:LINE:COL:"), numbered, so that an error in generated or
+ * caller code can be read without the text at hand. Appends to buf.
+ */
+static void
+numbered_lines(const char *text, size_t len, const char *log, char *buf, size_t cap)
+{
+  long seen[4];
+  int nseen = 0;
+  for (const char *q = log; q && *q && nseen < 4; q++) {
+    if (*q != ':' || q[1] < '0' || q[1] > '9')
+      continue;
+    char *end;
+    long line = strtol(q + 1, &end, 10);
+    if (*end != ':' || end[1] < '0' || end[1] > '9' || line <= 0)
+      continue;
+    int dup = 0;
+    for (int i = 0; i < nseen; i++)
+      dup |= seen[i] == line;
+    if (!dup)
+      seen[nseen++] = line;
+    q = end;
+  }
+  for (int i = 0; i < nseen; i++) {
+    long n = 1;
+    size_t at = 0;
+    while (at < len && n < seen[i])
+      if (text[at++] == '\n')
+        n++;
+    if (n != seen[i] || at >= len)
+      continue;
+    size_t e = at;
+    while (e < len && text[e] != '\n' && e - at < 160)
+      e++;
+    size_t used = strlen(buf);
+    if (used + 1 < cap)
+      snprintf(buf + used, cap - used, "\n%5ld | %.*s", seen[i], (int)(e - at), text + at);
+  }
+}
+
 static kiln_status
 build_from_source(const char *op, kiln_context *ctx, const struct kiln__cl_source *src,
                   const char *options, cl_program *out)
@@ -39,10 +81,15 @@ build_from_source(const char *op, kiln_context *ctx, const struct kiln__cl_sourc
   if (err != CL_SUCCESS) {
     char *log = build_log(prog, ctx->device);
     size_t ll = log ? strlen(log) : 0;
+    char lines[800] = "";
+    if (!src->hash && log)
+      numbered_lines(src->text, src->len, log, lines, sizeof lines);
+    size_t keep = lines[0] ? 1000 : 1500;
     kiln_status s = kiln__fail(kiln__status_from_cl(err), op, err,
-                               "building kernel source %s with \"%s\" failed: %s (%d)\n%s",
+                               "building kernel source %s with \"%s\" failed: %s (%d)\n%s%s%s",
                                src->name, options, kiln__cl_error_name(err), (int)err,
-                               log ? (ll > 1500 ? log + ll - 1500 : log) : "(no build log)");
+                               log ? (ll > keep ? log + ll - keep : log) : "(no build log)",
+                               lines[0] ? "\nsource lines:" : "", lines);
     free(log);
     clReleaseProgram(prog);
     return s;
@@ -108,28 +155,28 @@ contains_ci(const char *hay, const char *needle)
   return 0;
 }
 
-static int
-is_pocl(const kiln_device_info *info)
+int
+kiln__is_pocl(const kiln_device_info *info)
 {
   return contains_ci(info->platform_name, "Portable Computing Language") ||
          contains_ci(info->platform_version, "pocl");
 }
 
 /*
- * Whether a build that missed stores its binary. Not on PoCL by default:
- * asking PoCL for a binary compiles a generic work-group function for every
- * kernel of the program (measured on PoCL 3.1: 12 s for the elementwise
- * program, which builds from source in 1.9 s), while PoCL's own kernel
- * cache already brings a rebuild down to tens of milliseconds; paying that
- * on a user's second run would be worse than what the cache saves
- * (docs/cache.md has the figures). Elsewhere the binary is at hand after the
- * build (NVIDIA returns its PTX) and is stored at once.
+ * Whether a build that missed stores its binary. Asking PoCL for a binary
+ * compiles a generic work-group function for every kernel of the program
+ * (measured on PoCL 3.1: 12 s for the whole elementwise program, which
+ * builds from source in 1.9 s), so there only programs of one kernel or a
+ * few (KILN__BUILD_SMALL: one-kernel builds of embedded sources, text
+ * programs) are stored by default; whole programs only on request. Elsewhere
+ * the binary is at hand after the build (NVIDIA returns its PTX) and is
+ * stored at once. docs/cache.md has the figures.
  */
 static int
 store_on_miss(const kiln_context *ctx, unsigned flags)
 {
-  return (flags & KILN__BUILD_STORE_NOW) ||
-         kiln__dc_store_policy(ctx->cache) == KILN_CACHE_STORE_ALWAYS || !is_pocl(&ctx->info);
+  return (flags & (KILN__BUILD_STORE_NOW | KILN__BUILD_SMALL)) ||
+         kiln__dc_store_policy(ctx->cache) == KILN_CACHE_STORE_ALWAYS || !kiln__is_pocl(&ctx->info);
 }
 
 int
@@ -201,6 +248,13 @@ cache_request(kiln_context *ctx, const struct kiln__cl_source *src, const char *
   }
   kiln__dc_req_init(req, &id, src->name, src->text, src->len, options);
   return 1;
+}
+
+kiln_status
+kiln__program_build_uncached(const char *op, kiln_context *ctx, const struct kiln__cl_source *src,
+                             const char *options, cl_program *out)
+{
+  return build_from_source(op, ctx, src, options, out);
 }
 
 kiln_status

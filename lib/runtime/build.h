@@ -15,6 +15,9 @@ const struct kiln__cl_source *kiln__cl_source_find(const char *name);
 enum {
   /* Store the binary whatever the store policy (warm-up). */
   KILN__BUILD_STORE_NOW = 1u,
+  /* A program of one kernel (or a few): asking the driver for its binary is cheap even on
+   * PoCL, so a miss stores it under the auto policy too. */
+  KILN__BUILD_SMALL = 2u,
 };
 
 /* What a build did, for the warm-up's totals. */
@@ -52,6 +55,21 @@ void kiln__program_cache_existing_locked(kiln_context *ctx, const struct kiln__c
 int kiln__cache_identity(const kiln_device_info *info, struct kiln__dc_ident *id,
                          const char **why);
 
+/* Nonzero for PoCL's platform (by its name or version). */
+int kiln__is_pocl(const kiln_device_info *info);
+
+/* Builds src from source, bypassing the cache and its counters (ctx->lock held). */
+kiln_status kiln__program_build_uncached(const char *op, kiln_context *ctx,
+                                         const struct kiln__cl_source *src, const char *options,
+                                         cl_program *out);
+
+/*
+ * The options of kernel `kernel`'s one-kernel program of an embedded source
+ * built with options (scripts/embed_cl.py): options plus -DKILN_ONLY
+ * -DKILN_ONLY_IS_<kernel>. Returns 0, or -1 when buf is too small.
+ */
+int kiln__one_kernel_options(const char *options, const char *kernel, char *buf, size_t len);
+
 /* Nonzero when options make a build uncacheable: -I reads files the key does not cover. */
 int kiln__options_uncacheable(const char *options);
 
@@ -61,6 +79,13 @@ int kiln__options_uncacheable(const char *options);
  */
 kiln_status kiln__program_warm_locked(const char *op, kiln_context *ctx, const char *source,
                                const char *options, struct kiln__build_outcome *outcome);
+
+/* Makes room for one more program in ctx's registry. ctx->lock held. */
+kiln_status kiln__registry_reserve_locked(const char *op, kiln_context *ctx);
+
+/* The kernel `kernel` of registered program p, created on first use and owned by p. */
+kiln_status kiln__program_kernel_locked(const char *op, struct kiln__program *p,
+                                        const char *kernel, cl_kernel *out);
 
 /* Context cache plumbing (context_cache.c); ctx->lock held or the context not yet shared. */
 void kiln__ctx_cache_open(kiln_context *ctx);

@@ -55,7 +55,8 @@ desc_init(struct desc *d, const char *vdir, const char *key, const struct stat *
   d->problem[0] = 0;
   d->e.problem = d->problem;
   d->e.platform_name = d->e.platform_version = d->e.device_name = d->e.device_version =
-      d->e.driver_version = d->e.kiln_version = d->e.options = d->e.source_name = empty;
+      d->e.driver_version = d->e.kiln_version = d->e.options = d->e.source_name = d->e.label =
+          empty;
   if (st) {
     d->e.file_bytes = (uint64_t)st->st_size;
     d->e.last_used = (int64_t)st->st_mtim.tv_sec;
@@ -80,6 +81,8 @@ desc_fill(struct desc *d, const struct kiln__dc_header *h)
     *dst[i] = p;
     p += h->len[i] + 1;
   }
+  if (d->strings && strncmp(d->e.source_name, "text:", 5) == 0)
+    d->e.label = d->e.source_name + 5;
   d->e.format_version = h->format;
   d->e.vendor_id = h->vendor_id;
   d->e.address_bits = h->address_bits;

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "runtime/build.h"
 #include "runtime/family.h"
@@ -12,6 +13,9 @@ kiln__ctx_cache_open(kiln_context *ctx)
 {
   ctx->cache = kiln__dc_open_degrading(NULL, kiln__dc_env_mode(), kiln__dc_env_max_bytes());
   kiln__dc_set_store_policy(ctx->cache, kiln__dc_env_store_policy());
+  /* KILN_DEBUG_ONE_KERNEL: 1 on every device, 0 never; otherwise on PoCL only. */
+  const char *v = kiln__env(KILN__ENV_DEBUG_ONE_KERNEL);
+  ctx->one_kernel = v && *v ? strcmp(v, "0") != 0 : kiln__is_pocl(&ctx->info);
 }
 
 void

@@ -25,10 +25,24 @@ find_program(kiln_context *ctx, const char *source, const char *options)
 {
   for (size_t i = 0; i < ctx->nprograms; i++) {
     struct kiln__program *p = &ctx->programs[i];
-    if (strcmp(p->source, source) == 0 && strcmp(p->options, options) == 0)
+    if (!p->text && strcmp(p->source, source) == 0 && strcmp(p->options, options) == 0)
       return p;
   }
   return NULL;
+}
+
+kiln_status
+kiln__registry_reserve_locked(const char *op, kiln_context *ctx)
+{
+  KILN__ASSERT_LOCKED(ctx);
+  if (ctx->nprograms == ctx->cap_programs) {
+    size_t ncap = ctx->cap_programs ? ctx->cap_programs * 2 : 16;
+    struct kiln__program *n = realloc(ctx->programs, ncap * sizeof *n);
+    KILN_RETURN_IF(!n, KILN_ERR_HOST_MEMORY, op, "cannot grow the program registry");
+    ctx->programs = n;
+    ctx->cap_programs = ncap;
+  }
+  return KILN_OK;
 }
 
 static kiln_status
@@ -38,13 +52,7 @@ add_program(const char *op, kiln_context *ctx, const char *source, const char *o
   const struct kiln__cl_source *src = kiln__cl_source_find(source);
   if (!src)
     return kiln__fail(KILN_ERR_INTERNAL, op, 0, "no embedded kernel source named \"%s\"", source);
-  if (ctx->nprograms == ctx->cap_programs) {
-    size_t ncap = ctx->cap_programs ? ctx->cap_programs * 2 : 16;
-    struct kiln__program *n = realloc(ctx->programs, ncap * sizeof *n);
-    KILN_RETURN_IF(!n, KILN_ERR_HOST_MEMORY, op, "cannot grow the program registry");
-    ctx->programs = n;
-    ctx->cap_programs = ncap;
-  }
+  KILN_TRY(kiln__registry_reserve_locked(op, ctx));
   cl_program prog = NULL;
   KILN_TRY(kiln__program_build_locked(op, ctx, src, options, flags, &prog, outcome));
   struct kiln__program *p = &ctx->programs[ctx->nprograms];
@@ -68,9 +76,32 @@ kiln__kernel_get(const char *op, kiln_context *ctx, const char *source, const ch
                  const char *kernel, cl_kernel *out)
 {
   KILN__ASSERT_LOCKED(ctx);
+  unsigned flags = 0;
+  char one[1024];
+  if (ctx->one_kernel) {
+    /* One program per kernel: its binary is one kernel's compile (docs/cache.md). */
+    if (kiln__one_kernel_options(options, kernel, one, sizeof one) != 0)
+      return kiln__fail(KILN_ERR_INTERNAL, op, 0, "build options of %s too long", kernel);
+    options = one;
+    flags = KILN__BUILD_SMALL;
+  }
   struct kiln__program *p = find_program(ctx, source, options);
   if (!p)
-    KILN_TRY(add_program(op, ctx, source, options, 0, NULL, &p));
+    KILN_TRY(add_program(op, ctx, source, options, flags, NULL, &p));
+  return kiln__program_kernel_locked(op, p, kernel, out);
+}
+
+int
+kiln__one_kernel_options(const char *options, const char *kernel, char *buf, size_t len)
+{
+  int n = snprintf(buf, len, "%s -DKILN_ONLY -DKILN_ONLY_IS_%s=KILN_K_PROBE_", options, kernel);
+  return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+kiln_status
+kiln__program_kernel_locked(const char *op, struct kiln__program *p, const char *kernel,
+                            cl_kernel *out)
+{
   for (size_t i = 0; i < p->nkernels; i++) {
     if (strcmp(p->kernels[i].name, kernel) == 0) {
       *out = p->kernels[i].kernel;
@@ -79,10 +110,14 @@ kiln__kernel_get(const char *op, kiln_context *ctx, const char *source, const ch
   }
   cl_int err;
   cl_kernel k = clCreateKernel(p->program, kernel, &err);
-  if (!k)
-    return kiln__fail(err == CL_INVALID_KERNEL_NAME ? KILN_ERR_INTERNAL : kiln__status_from_cl(err),
-                      op, err, "clCreateKernel(%s) in %s failed: %s", kernel, source,
+  if (!k) {
+    /* A missing kernel in an embedded source is kiln's bug; in caller text, the caller's. */
+    kiln_status st = err != CL_INVALID_KERNEL_NAME ? kiln__status_from_cl(err)
+                     : p->text                      ? KILN_ERR_INVALID_ARGUMENT
+                                                    : KILN_ERR_INTERNAL;
+    return kiln__fail(st, op, err, "clCreateKernel(%s) in %s failed: %s", kernel, p->source,
                       kiln__cl_error_name(err));
+  }
   struct kiln__kernel *nk = realloc(p->kernels, (p->nkernels + 1) * sizeof *nk);
   char *name = strdup(kernel);
   if (!nk || !name) {
@@ -100,16 +135,74 @@ kiln__kernel_get(const char *op, kiln_context *ctx, const char *source, const ch
   return KILN_OK;
 }
 
-kiln_status
-kiln__program_warm_locked(const char *op, kiln_context *ctx, const char *source, const char *options,
-                   struct kiln__build_outcome *outcome)
+static kiln_status
+warm_one(const char *op, kiln_context *ctx, const char *source, const char *options,
+         struct kiln__build_outcome *outcome)
 {
-  KILN__ASSERT_LOCKED(ctx);
   struct kiln__program *p = find_program(ctx, source, options);
   if (!p)
     return add_program(op, ctx, source, options, KILN__BUILD_STORE_NOW, outcome, &p);
   kiln__program_cache_existing_locked(ctx, kiln__cl_source_find(source), options, p->program, outcome);
   return KILN_OK;
+}
+
+/*
+ * Warm-up of a source built one kernel per program: the whole program, built
+ * once uncached, names the kernels; each one-kernel program is then warmed.
+ * The outcome is the variant's: from the cache when every kernel was, compiled
+ * or stored when any was.
+ */
+static kiln_status
+warm_each_kernel(const char *op, kiln_context *ctx, const char *source, const char *options,
+                 struct kiln__build_outcome *outcome)
+{
+  const struct kiln__cl_source *src = kiln__cl_source_find(source);
+  if (!src)
+    return kiln__fail(KILN_ERR_INTERNAL, op, 0, "no embedded kernel source named \"%s\"", source);
+  cl_program whole;
+  KILN_TRY(kiln__program_build_uncached(op, ctx, src, options, &whole));
+  size_t len = 0;
+  char *names = NULL;
+  cl_int err = clGetProgramInfo(whole, CL_PROGRAM_KERNEL_NAMES, 0, NULL, &len);
+  /* calloc: a program without kernels may report a length and write nothing. */
+  if (err == CL_SUCCESS && (names = calloc(1, len + 1)) != NULL)
+    err = clGetProgramInfo(whole, CL_PROGRAM_KERNEL_NAMES, len, names, NULL);
+  clReleaseProgram(whole);
+  if (err != CL_SUCCESS || !names) {
+    free(names);
+    return err != CL_SUCCESS ? kiln__fail_cl(op, err, "clGetProgramInfo(CL_PROGRAM_KERNEL_NAMES)")
+                             : kiln__fail(KILN_ERR_HOST_MEMORY, op, 0, "cannot list kernels");
+  }
+  names[len] = 0;
+  struct kiln__build_outcome all = {1, 0, 0};
+  kiln_status s = KILN_OK;
+  char one[1024];
+  for (char *save = NULL, *k = strtok_r(names, ";", &save); k && s == KILN_OK;
+       k = strtok_r(NULL, ";", &save)) {
+    if (kiln__one_kernel_options(options, k, one, sizeof one) != 0) {
+      s = kiln__fail(KILN_ERR_INTERNAL, op, 0, "build options of %s too long", k);
+      break;
+    }
+    struct kiln__build_outcome oc;
+    s = warm_one(op, ctx, source, one, &oc);
+    all.from_cache &= oc.from_cache;
+    all.compiled |= oc.compiled;
+    all.stored |= oc.stored;
+  }
+  free(names);
+  if (outcome)
+    *outcome = all;
+  return s;
+}
+
+kiln_status
+kiln__program_warm_locked(const char *op, kiln_context *ctx, const char *source, const char *options,
+                   struct kiln__build_outcome *outcome)
+{
+  KILN__ASSERT_LOCKED(ctx);
+  if (ctx->one_kernel)
+    return warm_each_kernel(op, ctx, source, options, outcome);
+  return warm_one(op, ctx, source, options, outcome);
 }
 
 void
@@ -126,6 +219,7 @@ kiln__programs_destroy_locked(kiln_context *ctx)
     clReleaseProgram(p->program);
     free(p->source);
     free(p->options);
+    free(p->text);
   }
   free(ctx->programs);
   ctx->programs = NULL;

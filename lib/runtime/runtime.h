@@ -41,8 +41,13 @@ struct kiln__kernel {
 };
 
 struct kiln__program {
-  char *source; /* embedded source name */
+  char *source; /* embedded source name; "text:<label>" for caller-supplied text */
   char *options;
+  /* Caller-supplied program text (runtime/program_text.h), NULL for embedded sources: text
+   * programs are found by (text, options), embedded ones by (source, options). */
+  char *text;
+  size_t text_len;
+  uint64_t text_hash;
   cl_program program;
   struct kiln__kernel *kernels;
   size_t nkernels;
@@ -72,6 +77,9 @@ struct kiln_context {
   struct kiln__program *programs;
   size_t nprograms, cap_programs;
   struct kiln_cache *cache; /* disk kernel cache (runtime/disk_cache.h); NULL acts as mode OFF */
+  /* Embedded sources are built one kernel per program (PoCL: docs/cache.md, "Program
+   * granularity"); set when the cache is opened. */
+  int one_kernel;
   int queue_profiling; /* the queue was created with CL_QUEUE_PROFILING_ENABLE */
   struct kiln__profile prof;
   /* Autotuner state (runtime/tuner.c): mode, stored tables, overrides. NULL: defaults only. */

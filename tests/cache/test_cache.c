@@ -2344,12 +2344,15 @@ START_TEST(e2e_cross_process)
   ck_assert_uint_eq(r1.hits, 0);
   ck_assert_uint_eq(r1.misses, 2);
   ck_assert_int_eq(r1.mode, KILN_CACHE_ON);
-  /* Store policy auto: not on PoCL (binaries cost a recompile there), at once elsewhere. */
-  ck_assert_uint_eq(r1.stores, r1.pocl ? 0 : 2);
+  /*
+   * Store policy auto stores on every platform: on PoCL each kernel is a program of its own
+   * (docs/cache.md, "Program granularity"), whose binary costs one kernel's compile.
+   */
+  ck_assert_uint_eq(r1.stores, 2);
   run_child_ops(&r2, "ops", "KILN_CACHE_STORE=always");
   RUN_OK(r2);
-  ck_assert_uint_eq(r2.hits, r1.pocl ? 0 : 2);
-  ck_assert_uint_eq(r2.stores, r1.pocl ? 2 : 0);
+  ck_assert_uint_eq(r2.hits, 2);
+  ck_assert_uint_eq(r2.stores, 0);
   /* Every op runs twice per process: the disk is asked once per key per process. */
   run_child_ops(&r3, "ops", NULL);
   RUN_OK(r3);
@@ -2442,7 +2445,11 @@ START_TEST(e2e_cross_process)
   /* Warm-up stores whatever the policy, with the ops' own options: a new process hits it. */
   run_child_ops(&r, "warm", NULL);
   RUN_OK(r);
-  ck_assert_uint_eq(r.stores, 1);
+  /* One entry for the variant, or with one-kernel programs (PoCL) one per kernel of it. */
+  if (r.pocl)
+    ck_assert_uint_ge(r.stores, 1);
+  else
+    ck_assert_uint_eq(r.stores, 1);
   run_child_ops(&r, "ops", NULL);
   RUN_OK(r);
   ck_assert_uint_eq(r.hits, 1); /* cast for f32, the variant warmed above */

@@ -666,6 +666,44 @@ START_TEST(syrk_triangles)
 }
 END_TEST
 
+/* Small C, long k: the CLBlast route sums k-chunks (blas.c, syrk_split_k); chunk counts that
+ * divide k and ones that leave a remainder, both transposes. */
+START_TEST(syrk_split_k)
+{
+  kiln_context *ctx = harness_ctx();
+  static const int64_t dims[][2] = {{7, 3001}, {40, 70001}, {3, 2048}};
+  for (size_t d = 0; d < 2; d++) {
+    kiln_dtype dt = float_dtypes[d];
+    if (skip_dtype(dt))
+      continue;
+    for (int r = 0; r < NROUTES; r++) {
+      set_route(ctx, (enum route)r);
+      for (size_t v = 0; v < 6; v++) {
+        int t = (int)(v & 1);
+        int64_t n = dims[v / 2][0], k = dims[v / 2][1];
+        int64_t as[2] = {t ? k : n, t ? n : k}, na = n * k, nc = n * n;
+        double *a = malloc((size_t)na * 8), *c = calloc((size_t)nc, 8), *mag = malloc((size_t)nc * 8);
+        fill_random(a, (size_t)na, 41 + (unsigned)v);
+        kiln_tensor *ta = upload(dt, 2, as, a), *tc = NULL;
+        KOK(kiln_syrk(ctx, KILN_LOWER, t ? KILN_TRANS : KILN_NO_TRANS, 0.5, ta, 0.0, &tc, 1));
+        double *got = download(tc);
+        ref_gemm(t, !t, n, n, k, 0.5, a, a, 0.0, c, mag);
+        char what[128];
+        snprintf(what, sizeof what, "syrk split-k %s %s t=%d n=%lld k=%lld", kiln_dtype_name(dt),
+                 route_name[r], t, (long long)n, (long long)k);
+        expect_close(what, got, c, mag, (size_t)nc, dt, 4.0 * (double)(k + 2));
+        free(got);
+        free(a);
+        free(c);
+        free(mag);
+        kiln_tensor_release(ta);
+        kiln_tensor_release(tc);
+      }
+    }
+  }
+}
+END_TEST
+
 /* dot, axpy and scal on ctx: lengths 0, 1, 17, 1000. */
 static void
 check_level1(kiln_context *ctx, const char *label)
@@ -1444,6 +1482,7 @@ blas_suite(void)
   tcase_add_test(tc, matmul_numpy_rules);
   tcase_add_test(tc, gemv_both_transposes);
   tcase_add_test(tc, syrk_triangles);
+  tcase_add_test(tc, syrk_split_k);
   tcase_add_test(tc, level1_dot_axpy_scal);
   tcase_add_test(tc, overlapping_outputs);
   tcase_add_test(tc, without_clblast);

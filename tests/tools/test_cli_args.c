@@ -258,6 +258,9 @@ START_TEST(size_arguments_are_range_checked)
   EXPECT(NULL, 2, ARGS("--device needs a value"), "cache", "list", "--device", "", "--dir",
          scratch);
   EXPECT(NULL, 2, ARGS("--device needs a value"), "cache", "warm", "--device=", "--dir", scratch);
+  EXPECT(NULL, 2, ARGS("--from needs a value"), "cache", "warm", "--from", "", "--dir", scratch);
+  EXPECT(NULL, 1, ARGS("cannot open /nonexistent/kernels.ini"), "cache", "warm", "--from",
+         "/nonexistent/kernels.ini", "--dir", scratch);
   EXPECT(NULL, 2, ARGS("--source needs a value"), "cache", "list", "--source", "", "--dir",
          scratch);
   EXPECT(NULL, 2, ARGS("--device needs a value"), "cache", "export", "x.kca", "--device", "",

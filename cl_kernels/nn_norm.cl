@@ -1,0 +1,296 @@
+/*
+ * nn training family: dropout (from the context's Philox stream), group_norm and batch_norm
+ * forward and backward (lib/ops/nn_norm.c, docs/nn.md).
+ *
+ * Build options: common.cl's (-DT=..., -DKILN_DT_...=1); f32 and f64. Offsets in elements.
+ *
+ * Layout of the norms: x is [N, C, S] (S the product of the trailing axes, 1 for [N, C]);
+ * element e = (n C + c) S + s. group_norm's groups of cpg = C / G channels are contiguous
+ * rows of len = cpg S elements, statistics index n G + c / cpg; batch_norm's statistics are
+ * per channel over M = N S elements.
+ *
+ * Kernels:
+ *   dropout(x, xoff, y, yoff, min, minoff, mout, moutoff, n, base, k0, k1, threshold, scale,
+ *           flags)
+ *     y[e] = keep ? x[e] scale : 0. keep = mask_in[e] (flags DROP_MASK_IN) or word (e % 4) of
+ *     Philox block base + e / 4 under key (k0, k1) >= threshold (the complement of
+ *     kiln_random_bernoulli's draw); DROP_MASK_OUT writes keep as a bool. One work-item per
+ *     block of four elements, grid-stride: any work-group size gives the same bits.
+ *   gn_stats(x, xoff, mean, moff, rstd, roff, rows, len, eps, ls)   one work-group per row
+ *   chan_part(x, xoff, g, goff, mean, moff, rstd, roff, part, N, C, S, G, cpg, nchunk, mode,
+ *             flags, ls)              one work-group per (channel, chunk of its N S elements)
+ *   chan_fin(part, nchunk, C, M, mode, flags, mean, moff, rstd, roff, rm, rmoff, rv, rvoff, eps,
+ *            momentum, sums, dw, dwoff, db, dboff)   flat over C: batch_norm's mean, then rstd
+ *     and the running statistics (BN_RUNNING, unbiased variance); or the gradient sums
+ *   bn_eval_stats(mean, moff, rstd, roff, rm, rmoff, rv, rvoff, C, eps)   flat over C:
+ *     mean = rm, rstd = 1 / sqrt(rv + eps)
+ *   norm_apply(x, xoff, mean, moff, rstd, roff, w, woff, b, boff, y, yoff, N, C, S, G, cpg,
+ *              flags)    3-D over (S, C, N): y = (x - mean) rstd w + b (NN_BN: per channel)
+ *     (CP_GRAD): sums[c] = sum g, sums[C + c] = sum g xhat over n, s; dw, db the same
+ *   bn_dx(g, goff, x, xoff, mean, moff, rstd, roff, w, woff, sums, dx, dxoff, N, C, S,
+ *         flags)          3-D over (S, C, N): training dx = w rstd (g - sum g / M - xhat sum(g xhat) / M);
+ *                         BN_EVAL: dx = g w rstd
+ *   gn_dx(g, goff, x, xoff, mean, moff, rstd, roff, w, woff, dx, dxoff, rows, len, S, C, G,
+ *         cpg, la, lb)                                             one work-group per row
+ */
+#include "common.cl"
+#include "philox.clh"
+
+#define DROP_MASK_IN 1u
+#define DROP_MASK_OUT 2u
+
+#define NN_W 1u
+#define NN_B 2u
+#define NN_BN 4u
+#define BN_RUNNING 8u
+#define BN_EVAL 16u
+
+kernel void
+dropout(global const ST *x, ulong xoff, global ST *y, ulong yoff, global const uchar *min,
+        ulong minoff, global uchar *mout, ulong moutoff, ulong n, ulong base, uint k0, uint k1,
+        ulong threshold, T scale, uint flags)
+{
+  ulong nb = (n + 3) / 4;
+  for (ulong j = get_global_id(0); j < nb; j += get_global_size(0)) {
+    uint w[4] = {0u, 0u, 0u, 0u};
+    if (!(flags & DROP_MASK_IN))
+      block_words(base + j, 0u, k0, k1, w);
+    for (uint t = 0; t < 4; t++) {
+      ulong e = 4 * j + t;
+      if (e >= n)
+        break;
+      int keep = (flags & DROP_MASK_IN) ? min[minoff + e] != 0 : (ulong)w[t] >= threshold;
+      KILN_STORE(y, yoff + e, keep ? KILN_LOAD(x, xoff + e) * scale : (T)0);
+      if (flags & DROP_MASK_OUT)
+        mout[moutoff + e] = (uchar)keep;
+    }
+  }
+}
+
+/* The statistics index of element (n, c). */
+#define STAT_INDEX(n, c) ((flags & NN_BN) ? (c) : (n) * G + (c) / cpg)
+
+/* The (n, c) pairs of a 3-D launch over (S, C, N): dimension 0 walks s inside the body. */
+#define FOR_NCS(n, c)                                                                     \
+  for (ulong n = get_global_id(2); n < N; n += get_global_size(2))                        \
+    for (ulong c = get_global_id(1); c < C; c += get_global_size(1))
+
+/* Sum of ls[0..lsz) into every item's return (lsz a power of two); every item must call it. */
+inline T
+group_sum(local T *ls, T v)
+{
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  ls[lid] = v;
+  for (uint off = lsz >> 1; off > 0; off >>= 1) {
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid < off)
+      ls[lid] += ls[lid + off];
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return ls[0];
+}
+
+/* Two passes (the mean, then the centred squares), the row served from cache the second
+ * time: no cancellation for rows with a large mean. */
+kernel void
+gn_stats(global const ST *x, ulong xoff, global ST *mean, ulong moff, global ST *rstd, ulong roff,
+         ulong rows, ulong len, T eps, local T *ls)
+{
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  for (ulong r = get_group_id(0); r < rows; r += get_num_groups(0)) {
+    global const ST *xr = x + xoff + r * len;
+    T a = (T)0;
+    for (ulong j = lid; j < len; j += lsz)
+      a += KILN_LOAD(xr, j);
+    T mu = group_sum(ls, a) / (T)len;
+    a = (T)0;
+    for (ulong j = lid; j < len; j += lsz) {
+      T d = KILN_LOAD(xr, j) - mu;
+      a += d * d;
+    }
+    T var = group_sum(ls, a) / (T)len;
+    if (lid == 0) {
+      KILN_STORE(mean, moff + r, mu);
+      KILN_STORE(rstd, roff + r, (T)1 / sqrt(var + eps));
+    }
+  }
+}
+
+/*
+ * Per-channel sums split over chunks of the channel's M = N S elements, so that a few channels
+ * still fill the device: work-group w sums chunk w % nchunk of channel w / nchunk into
+ * part[2 w] and part[2 w + 1]. mode CP_SUM: x; CP_SQ: (x - mean[c])^2; CP_GRAD: g and
+ * g xhat (statistics at STAT_INDEX). chan_fin then adds each channel's chunks in order
+ * (deterministic, no atomics).
+ */
+#define CP_SUM 0u
+#define CP_SQ 1u
+#define CP_GRAD 2u
+
+kernel void
+chan_part(global const ST *x, ulong xoff, global const ST *g, ulong goff, global const ST *mean,
+          ulong moff, global const ST *rstd, ulong roff, global T *part, ulong N, ulong C,
+          ulong S, ulong G, ulong cpg, ulong nchunk, uint mode, uint flags, local T *ls)
+{
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  const ulong M = N * S;
+  for (ulong w = get_group_id(0); w < C * nchunk; w += get_num_groups(0)) {
+    const ulong c = w / nchunk, ch = w % nchunk;
+    const ulong k0 = M * ch / nchunk, k1 = M * (ch + 1) / nchunk;
+    T a = (T)0, b = (T)0;
+    /* (n, s) of element k, advanced without a division per element. */
+    ulong n = (k0 + lid) / S, sp = (k0 + lid) % S;
+    for (ulong k = k0 + lid; k < k1; k += lsz) {
+      ulong e = (n * C + c) * S + sp;
+      T xv = KILN_LOAD(x, xoff + e);
+      if (mode == CP_SUM) {
+        a += xv;
+      } else if (mode == CP_SQ) {
+        T d = xv - KILN_LOAD(mean, moff + c);
+        a += d * d;
+      } else {
+        ulong si = STAT_INDEX(n, c);
+        T gv = KILN_LOAD(g, goff + e);
+        a += gv;
+        b += gv * (xv - KILN_LOAD(mean, moff + si)) * KILN_LOAD(rstd, roff + si);
+      }
+      sp += lsz;
+      if (sp >= S) {
+        n += sp / S;
+        sp %= S;
+      }
+    }
+    a = group_sum(ls, a);
+    b = group_sum(ls, b);
+    if (lid == 0) {
+      part[2 * w] = a;
+      part[2 * w + 1] = b;
+    }
+  }
+}
+
+/*
+ * Flat over the C channels, adding each channel's nchunk partials in order. CP_SUM: mean;
+ * CP_SQ: rstd and (BN_RUNNING) the running statistics; CP_GRAD: sums (2C values) and the
+ * parameter gradients dw, db where non-NULL.
+ */
+kernel void
+chan_fin(global const T *part, ulong nchunk, ulong C, ulong M, uint mode, uint flags,
+         global ST *mean, ulong moff, global ST *rstd, ulong roff, global ST *rm, ulong rmoff,
+         global ST *rv, ulong rvoff, T eps, T momentum, global T *sums, global ST *dw,
+         ulong dwoff, global ST *db, ulong dboff)
+{
+  for (ulong c = get_global_id(0); c < C; c += get_global_size(0)) {
+    T a = (T)0, b = (T)0;
+    for (ulong ch = 0; ch < nchunk; ch++) {
+      a += part[2 * (c * nchunk + ch)];
+      b += part[2 * (c * nchunk + ch) + 1];
+    }
+    if (mode == CP_SUM) {
+      KILN_STORE(mean, moff + c, a / (T)M);
+    } else if (mode == CP_SQ) {
+      KILN_STORE(rstd, roff + c, (T)1 / sqrt(a / (T)M + eps));
+      if (flags & BN_RUNNING) {
+        /* PyTorch's running variance is the unbiased one (M - 1; M = 1 gives inf / NaN as
+         * there). */
+        T uv = a / (T)(M - 1);
+        T mu = KILN_LOAD(mean, moff + c);
+        KILN_STORE(rm, rmoff + c, ((T)1 - momentum) * KILN_LOAD(rm, rmoff + c) + momentum * mu);
+        KILN_STORE(rv, rvoff + c, ((T)1 - momentum) * KILN_LOAD(rv, rvoff + c) + momentum * uv);
+      }
+    } else {
+      if (sums) {
+        sums[c] = a;
+        sums[C + c] = b;
+      }
+      if (dw)
+        KILN_STORE(dw, dwoff + c, b);
+      if (db)
+        KILN_STORE(db, dboff + c, a);
+    }
+  }
+}
+
+kernel void
+bn_eval_stats(global ST *mean, ulong moff, global ST *rstd, ulong roff, global const ST *rm,
+              ulong rmoff, global const ST *rv, ulong rvoff, ulong C, T eps)
+{
+  for (ulong c = get_global_id(0); c < C; c += get_global_size(0)) {
+    KILN_STORE(mean, moff + c, KILN_LOAD(rm, rmoff + c));
+    KILN_STORE(rstd, roff + c, (T)1 / sqrt(KILN_LOAD(rv, rvoff + c) + eps));
+  }
+}
+
+
+kernel void
+norm_apply(global const ST *x, ulong xoff, global const ST *mean, ulong moff,
+           global const ST *rstd, ulong roff, global const ST *w, ulong woff, global const ST *b,
+           ulong boff, global ST *y, ulong yoff, ulong N, ulong C, ulong S, ulong G, ulong cpg,
+           uint flags)
+{
+  FOR_NCS(n, c)
+  {
+    const ulong si = STAT_INDEX(n, c), base = (n * C + c) * S;
+    const T mu = KILN_LOAD(mean, moff + si);
+    T k = KILN_LOAD(rstd, roff + si), o = (T)0;
+    if (flags & NN_W)
+      k *= KILN_LOAD(w, woff + c);
+    if (flags & NN_B)
+      o = KILN_LOAD(b, boff + c);
+    for (ulong s = get_global_id(0); s < S; s += get_global_size(0))
+      KILN_STORE(y, yoff + base + s, (KILN_LOAD(x, xoff + base + s) - mu) * k + o);
+  }
+}
+
+kernel void
+bn_dx(global const ST *g, ulong goff, global const ST *x, ulong xoff, global const ST *mean,
+      ulong moff, global const ST *rstd, ulong roff, global const ST *w, ulong woff,
+      global const T *sums, global ST *dx, ulong dxoff, ulong N, ulong C, ulong S, uint flags)
+{
+  const T M = (T)(N * S);
+  FOR_NCS(n, c)
+  {
+    const ulong base = (n * C + c) * S;
+    const T rs = KILN_LOAD(rstd, roff + c), mu = KILN_LOAD(mean, moff + c);
+    const T k = (flags & NN_W) ? KILN_LOAD(w, woff + c) * rs : rs;
+    const T sg = (flags & BN_EVAL) ? (T)0 : sums[c] / M;
+    const T sgx = (flags & BN_EVAL) ? (T)0 : sums[C + c] / M;
+    for (ulong s = get_global_id(0); s < S; s += get_global_size(0)) {
+      T gv = KILN_LOAD(g, goff + base + s);
+      if (!(flags & BN_EVAL))
+        gv = gv - sg - (KILN_LOAD(x, xoff + base + s) - mu) * rs * sgx;
+      KILN_STORE(dx, dxoff + base + s, k * gv);
+    }
+  }
+}
+
+kernel void
+gn_dx(global const ST *g, ulong goff, global const ST *x, ulong xoff, global const ST *mean,
+      ulong moff, global const ST *rstd, ulong roff, global const ST *w, ulong woff,
+      global ST *dx, ulong dxoff, ulong rows, ulong len, ulong S, ulong C, ulong G, ulong cpg,
+      uint flags, local T *ls)
+{
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  for (ulong r = get_group_id(0); r < rows; r += get_num_groups(0)) {
+    const ulong c0 = (r % G) * cpg, base = r * len;
+    const T mu = KILN_LOAD(mean, moff + r), rs = KILN_LOAD(rstd, roff + r);
+    T a = (T)0, b = (T)0;
+    for (ulong j = lid; j < len; j += lsz) {
+      T gw = KILN_LOAD(g, goff + base + j);
+      if (flags & NN_W)
+        gw *= KILN_LOAD(w, woff + c0 + j / S);
+      a += gw;
+      b += gw * (KILN_LOAD(x, xoff + base + j) - mu) * rs;
+    }
+    a = group_sum(ls, a) / (T)len;
+    b = group_sum(ls, b) / (T)len;
+    for (ulong j = lid; j < len; j += lsz) {
+      T gw = KILN_LOAD(g, goff + base + j);
+      if (flags & NN_W)
+        gw *= KILN_LOAD(w, woff + c0 + j / S);
+      T xh = (KILN_LOAD(x, xoff + base + j) - mu) * rs;
+      KILN_STORE(dx, dxoff + base + j, rs * (gw - a - xh * b));
+    }
+  }
+}

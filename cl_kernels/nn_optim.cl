@@ -1,0 +1,197 @@
+/*
+ * nn training family, optimizer steps (lib/ops/nn_optim.c, docs/nn.md "Optimizers"): SGD,
+ * Adam/AdamW and gradient-norm clipping over lists of tensors, OPT_SLOTS tensors per launch.
+ *
+ * Build options: common.cl's (-DT=..., -DKILN_DT_...=1); f32 and f64.
+ *
+ * Every kernel takes OPT_SLOTS slots, then `nslots` (the slots in use), then its scalars.
+ * A slot is the tensors of one parameter (each as buffer, element offset) and its element
+ * count n; unused slots carry NULL buffers and n = 0. Each slot is walked by a grid-stride
+ * loop over all work-items, so the launch needs only max(n) items and every element is
+ * touched by exactly one work-item (the updates are elementwise and in place).
+ *
+ * Kernels:
+ *   sgd_step(slots(p, g, buf, n)..., nslots, lr, momentum, dampening, wd, flags)
+ *     flags: OPT_MAXIMIZE, OPT_NESTEROV, OPT_FIRST (buf = d on the first step), OPT_MOMENTUM
+ *   adam_step(slots(p, g, m, v, vmax, n)..., nslots, lr, beta1, beta2, eps, wd, step_size,
+ *             bc2_sqrt, flags)   flags: OPT_MAXIMIZE, OPT_AMSGRAD, OPT_DECOUPLED
+ *   sumsq_part(slots(g, n)..., nslots, part, poff, ls)
+ *     each work-group writes the sum of squares of its share of every slot to part[poff + group]
+ *   norm_finish(part, n, out, ooff, ls)   one work-group: out[0] = sqrt(sum(part[0..n)))
+ *   clip_scale(slots(g, n)..., nslots, norm, noff, max_norm)
+ *     g *= min(1, max_norm / (norm + 1e-6)), a NaN coefficient kept (PyTorch's clamp)
+ */
+#include "common.cl"
+
+#define OPT_SLOTS 8
+
+#define OPT_MAXIMIZE 1u
+#define OPT_NESTEROV 2u
+#define OPT_FIRST 4u
+#define OPT_MOMENTUM 8u
+#define OPT_AMSGRAD 16u
+#define OPT_DECOUPLED 32u
+
+#define FOR_SLOTS(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7)
+
+#define GRID_LOOP(i, n) for (ulong i = get_global_id(0); i < (n); i += get_global_size(0))
+
+/* ---------------------------------------------------------------- SGD */
+
+inline void
+sgd_one(global ST *p, global const ST *g, global ST *buf, ulong n, T lr, T mom, T damp, T wd,
+        uint flags)
+{
+  GRID_LOOP(i, n)
+  {
+    T pv = KILN_LOAD(p, i);
+    T d = KILN_LOAD(g, i);
+    if (flags & OPT_MAXIMIZE)
+      d = -d;
+    if (wd != (T)0)
+      d += wd * pv;
+    if (flags & OPT_MOMENTUM) {
+      T b = (flags & OPT_FIRST) ? d : mom * KILN_LOAD(buf, i) + ((T)1 - damp) * d;
+      KILN_STORE(buf, i, b);
+      d = (flags & OPT_NESTEROV) ? d + mom * b : b;
+    }
+    KILN_STORE(p, i, pv - lr * d);
+  }
+}
+
+#define SGD_PARAMS(s)                                                                      \
+  global ST *p##s, ulong po##s, global const ST *g##s, ulong go##s, global ST *b##s,       \
+      ulong bo##s, ulong n##s,
+#define SGD_RUN(s)                                                                         \
+  if (s < nslots)                                                                          \
+    sgd_one(p##s + po##s, g##s + go##s, b##s ? b##s + bo##s : b##s, n##s, lr, mom, damp, wd, \
+            flags);
+
+kernel void
+sgd_step(FOR_SLOTS(SGD_PARAMS) uint nslots, T lr, T mom, T damp, T wd, uint flags)
+{
+  FOR_SLOTS(SGD_RUN)
+}
+
+/* ---------------------------------------------------------------- Adam, AdamW */
+
+inline void
+adam_one(global ST *p, global const ST *g, global ST *m, global ST *v, global ST *vm, ulong n,
+         T lr, T b1, T b2, T eps, T wd, T step_size, T bc2s, uint flags)
+{
+  GRID_LOOP(i, n)
+  {
+    T pv = KILN_LOAD(p, i);
+    T gv = KILN_LOAD(g, i);
+    if (flags & OPT_MAXIMIZE)
+      gv = -gv;
+    if (flags & OPT_DECOUPLED)
+      pv *= (T)1 - lr * wd;
+    else
+      gv += wd * pv;
+    /* PyTorch's m.lerp_(g, 1 - beta1) and v.mul_(beta2).addcmul_(g, g, 1 - beta2). */
+    T mv = KILN_LOAD(m, i);
+    mv += ((T)1 - b1) * (gv - mv);
+    T vv = b2 * KILN_LOAD(v, i) + ((T)1 - b2) * gv * gv;
+    KILN_STORE(m, i, mv);
+    KILN_STORE(v, i, vv);
+    if (flags & OPT_AMSGRAD) {
+      vv = fmax(KILN_LOAD(vm, i), vv);
+      KILN_STORE(vm, i, vv);
+    }
+    T den = sqrt(vv) / bc2s + eps;
+    KILN_STORE(p, i, pv - step_size * mv / den);
+  }
+}
+
+#define ADAM_PARAMS(s)                                                                     \
+  global ST *p##s, ulong po##s, global const ST *g##s, ulong go##s, global ST *m##s,       \
+      ulong mo##s, global ST *v##s, ulong vo##s, global ST *x##s, ulong xo##s, ulong n##s,
+#define ADAM_RUN(s)                                                                        \
+  if (s < nslots)                                                                          \
+    adam_one(p##s + po##s, g##s + go##s, m##s + mo##s, v##s + vo##s,                       \
+             x##s ? x##s + xo##s : x##s, n##s, lr, b1, b2, eps, wd, step_size, bc2s, flags);
+
+kernel void
+adam_step(FOR_SLOTS(ADAM_PARAMS) uint nslots, T lr, T b1, T b2, T eps, T wd, T step_size,
+          T bc2s, uint flags)
+{
+  FOR_SLOTS(ADAM_RUN)
+}
+
+/* ---------------------------------------------------------------- gradient-norm clipping */
+
+#define G_PARAMS(s) global ST *g##s, ulong go##s, ulong n##s,
+
+inline T
+sumsq_one(global const ST *g, ulong n)
+{
+  T a = (T)0;
+  GRID_LOOP(i, n)
+  {
+    T v = KILN_LOAD(g, i);
+    a += v * v;
+  }
+  return a;
+}
+
+/* Sum of ls[0..lsz) into ls[0] (lsz a power of two); every item must call it. */
+inline void
+group_sum(local T *ls, uint lid, uint lsz)
+{
+  for (uint off = lsz >> 1; off > 0; off >>= 1) {
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid < off)
+      ls[lid] += ls[lid + off];
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+#define SUMSQ_RUN(s)                                                                       \
+  if (s < nslots)                                                                          \
+    a += sumsq_one(g##s + go##s, n##s);
+
+kernel void
+sumsq_part(FOR_SLOTS(G_PARAMS) uint nslots, global T *part, ulong poff, local T *ls)
+{
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  T a = (T)0;
+  FOR_SLOTS(SUMSQ_RUN)
+  ls[lid] = a;
+  group_sum(ls, lid, lsz);
+  if (lid == 0)
+    part[poff + get_group_id(0)] = ls[0];
+}
+
+kernel void
+norm_finish(global const T *part, ulong n, global ST *out, ulong ooff, local T *ls)
+{
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  T a = (T)0;
+  for (ulong i = lid; i < n; i += lsz)
+    a += part[i];
+  ls[lid] = a;
+  group_sum(ls, lid, lsz);
+  if (lid == 0)
+    KILN_STORE(out, ooff, sqrt(ls[0]));
+}
+
+inline void
+scale_one(global ST *g, ulong n, T c)
+{
+  GRID_LOOP(i, n)
+  KILN_STORE(g, i, KILN_LOAD(g, i) * c);
+}
+
+#define SCALE_RUN(s)                                                                       \
+  if (s < nslots)                                                                          \
+    scale_one(g##s + go##s, n##s, c);
+
+kernel void
+clip_scale(FOR_SLOTS(G_PARAMS) uint nslots, global const ST *norm, ulong noff, T max_norm)
+{
+  T c = max_norm / (KILN_LOAD(norm, noff) + (T)1e-6);
+  if (!(c < (T)1) && !isnan(c))
+    c = (T)1;
+  FOR_SLOTS(SCALE_RUN)
+}

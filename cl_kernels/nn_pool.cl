@@ -1,0 +1,255 @@
+/*
+ * nn_conv family, pooling: max and average pooling with their backward passes, adaptive
+ * average pooling and its backward pass.
+ *
+ * Build options: common.cl's (-DT=..., -DKILN_DT_...=1); no tunables. Tensors are
+ * `global ST *` moved through KILN_LOAD/KILN_STORE, arithmetic in T.
+ *
+ * Geometry: planes independent planes of in.x * in.y * in.z elements (depth, height, width;
+ * the host pads 1-D and 2-D pooling with leading axes of 1), outputs of out.x * out.y * out.z.
+ * k, s, p, d: window, stride, padding and dilation per axis (.x depth, .y height, .z width).
+ * Every kernel runs on a 2-D grid: dimension 0 over the spatial volume of one plane (rounded
+ * up to the work-group size; the host keeps volumes below 2^31 so that positions decompose in
+ * 32-bit arithmetic), dimension 1 over the planes. Offsets are in elements.
+ *
+ *   pool_fwd(x, xoff, y, yoff, ix, ixoff, planes, in, out, k, s, p, d, flags)  over outputs
+ *     flags POOL_MAX: max (else average); POOL_IDX: write i64 argmax indices (max);
+ *     POOL_INCLUDE_PAD: the average's divisor counts the padding.
+ *   pool_max_bwd(g, goff, ix, ixoff, dx, dxoff, planes, in, out, k, s, p, d)  over inputs
+ *   pool_avg_bwd(g, goff, dx, dxoff, planes, in, out, k, s, p, flags)          over inputs
+ *   adaptive_fwd(x, xoff, y, yoff, planes, in, out)                            over outputs
+ *   adaptive_bwd(g, goff, dx, dxoff, planes, in, out)                          over inputs
+ * The backward kernels gather: each input element sums the outputs whose window holds it,
+ * in output order, so results do not depend on the launch.
+ */
+#include "common.cl"
+
+#define POOL_MAX 1u
+#define POOL_IDX 2u
+#define POOL_INCLUDE_PAD 4u
+
+/* The work-item's flat position r in a plane (none beyond vol), then a loop over its planes pl
+ * (dimension 1 of the grid strides over them: the host caps it at 65535 groups). Closed by
+ * PLANE_END. */
+#define PLANE_BEGIN(vol, nrows)                                                           \
+  const uint r = (uint)get_global_id(0);                                                  \
+  if (r >= (uint)(vol))                                                                   \
+    return;                                                                               \
+  for (ulong pl = get_global_id(1); pl < (ulong)(nrows); pl += get_global_size(1)) {
+#define PLANE_END }
+
+/* Position r of a volume with axes (.x, .y, .z) of d as (Z_, Y_, X_). */
+#define SPLIT(r, d, Z_, Y_, X_)                                                    \
+  const uint Y_##w_ = (uint)(d).z, Y_##hw_ = (uint)(d).y * Y_##w_;               \
+  const long Z_ = (long)((r) / Y_##hw_), Y_ = (long)((r) / Y_##w_ % (uint)(d).y), \
+             X_ = (long)((r) % Y_##w_);
+
+/* The outputs along one axis whose window [o s - p, o s - p + span) holds position q. */
+inline void
+out_range(long q, long s, long p, long span, long nout, long *lo, long *hi)
+{
+  long a = q + p - span + 1; /* smallest o s with o s - p + span - 1 >= q */
+  *lo = a <= 0 ? 0 : (a + s - 1) / s;
+  long b = (q + p) / s;
+  *hi = b < nout - 1 ? b : nout - 1;
+}
+
+/* PyTorch's average-pooling window along one axis: the clipped [lo, hi) and the padded size. */
+inline void
+avg_window(long o, long in, long k, long s, long p, long *lo, long *hi, long *padded)
+{
+  long a = o * s - p, b = a + k;
+  if (b > in + p)
+    b = in + p;
+  *padded = b - a;
+  *lo = a < 0 ? 0 : a;
+  *hi = b < in ? b : in;
+}
+
+kernel void
+pool_fwd(global const ST *x, ulong xoff, global ST *y, ulong yoff, global long *ix, ulong ixoff,
+         ulong planes, long4 in, long4 out, long4 k, long4 s, long4 p, long4 d, uint flags)
+{
+  const ulong ovol = (ulong)(out.x * out.y * out.z), ivol = (ulong)(in.x * in.y * in.z);
+  PLANE_BEGIN(ovol, planes)
+  SPLIT(r, out, oz, oy, ox)
+  const ulong i = pl * ovol + r;
+  global const ST *xp = x + xoff + pl * ivol;
+  global ST *yp = y + yoff;
+  if (flags & POOL_MAX) {
+    const long z0 = oz * s.x - p.x, y0 = oy * s.y - p.y, x0 = ox * s.z - p.z;
+    T m = -INFINITY;
+    long mi = -1;
+    for (long a = 0; a < k.x; a++) {
+      const long zz = z0 + a * d.x;
+      if (zz < 0 || zz >= in.x)
+        continue;
+      for (long b = 0; b < k.y; b++) {
+        const long yy = y0 + b * d.y;
+        if (yy < 0 || yy >= in.y)
+          continue;
+        for (long c = 0; c < k.z; c++) {
+          const long xx = x0 + c * d.z;
+          if (xx < 0 || xx >= in.z)
+            continue;
+          const long q = (zz * in.y + yy) * in.z + xx;
+          const T v = KILN_LOAD(xp, q);
+          /* PyTorch's rule: a larger value or any NaN takes the place. */
+          if (mi < 0 || v > m || isnan(v)) {
+            m = v;
+            mi = q;
+          }
+        }
+      }
+    }
+    KILN_STORE(yp, i, m);
+    if (flags & POOL_IDX)
+      ix[ixoff + i] = mi;
+  } else {
+    long zl, zh, zpad, yl, yh, ypad, xl, xh, xpad;
+    avg_window(oz, in.x, k.x, s.x, p.x, &zl, &zh, &zpad);
+    avg_window(oy, in.y, k.y, s.y, p.y, &yl, &yh, &ypad);
+    avg_window(ox, in.z, k.z, s.z, p.z, &xl, &xh, &xpad);
+    T acc = (T)0;
+    for (long zz = zl; zz < zh; zz++)
+      for (long yy = yl; yy < yh; yy++)
+        for (long xx = xl; xx < xh; xx++)
+          acc += KILN_LOAD(xp, (zz * in.y + yy) * in.z + xx);
+    const long div =
+        (flags & POOL_INCLUDE_PAD) ? zpad * ypad * xpad : (zh - zl) * (yh - yl) * (xh - xl);
+    KILN_STORE(yp, i, acc / (T)div);
+  }
+  PLANE_END
+}
+
+kernel void
+pool_max_bwd(global const ST *g, ulong goff, global const long *ix, ulong ixoff, global ST *dx,
+             ulong dxoff, ulong planes, long4 in, long4 out, long4 k, long4 s, long4 p, long4 d)
+{
+  const ulong ovol = (ulong)(out.x * out.y * out.z), ivol = (ulong)(in.x * in.y * in.z);
+  PLANE_BEGIN(ivol, planes)
+  SPLIT(r, in, zz, yy, xx)
+  long zl, zh, yl, yh, xl, xh;
+  out_range(zz, s.x, p.x, (k.x - 1) * d.x + 1, out.x, &zl, &zh);
+  out_range(yy, s.y, p.y, (k.y - 1) * d.y + 1, out.y, &yl, &yh);
+  out_range(xx, s.z, p.z, (k.z - 1) * d.z + 1, out.z, &xl, &xh);
+  global const ST *gp = g + goff + pl * ovol;
+  global const long *ixp = ix + ixoff + pl * ovol;
+  T acc = (T)0;
+  for (long oz = zl; oz <= zh; oz++)
+    for (long oy = yl; oy <= yh; oy++)
+      for (long ox = xl; ox <= xh; ox++) {
+        const long o = (oz * out.y + oy) * out.z + ox;
+        if (ixp[o] == (long)r)
+          acc += KILN_LOAD(gp, o);
+      }
+  KILN_STORE(dx, dxoff + pl * ivol + r, acc);
+  PLANE_END
+}
+
+kernel void
+pool_avg_bwd(global const ST *g, ulong goff, global ST *dx, ulong dxoff, ulong planes, long4 in,
+             long4 out, long4 k, long4 s, long4 p, uint flags)
+{
+  const ulong ovol = (ulong)(out.x * out.y * out.z), ivol = (ulong)(in.x * in.y * in.z);
+  PLANE_BEGIN(ivol, planes)
+  SPLIT(r, in, zz, yy, xx)
+  long zl, zh, yl, yh, xl, xh;
+  out_range(zz, s.x, p.x, k.x, out.x, &zl, &zh);
+  out_range(yy, s.y, p.y, k.y, out.y, &yl, &yh);
+  out_range(xx, s.z, p.z, k.z, out.z, &xl, &xh);
+  global const ST *gp = g + goff + pl * ovol;
+  T acc = (T)0;
+  for (long oz = zl; oz <= zh; oz++) {
+    long a0, a1, ap;
+    avg_window(oz, in.x, k.x, s.x, p.x, &a0, &a1, &ap);
+    for (long oy = yl; oy <= yh; oy++) {
+      long b0, b1, bp;
+      avg_window(oy, in.y, k.y, s.y, p.y, &b0, &b1, &bp);
+      for (long ox = xl; ox <= xh; ox++) {
+        long c0, c1, cp;
+        avg_window(ox, in.z, k.z, s.z, p.z, &c0, &c1, &cp);
+        const long div =
+            (flags & POOL_INCLUDE_PAD) ? ap * bp * cp : (a1 - a0) * (b1 - b0) * (c1 - c0);
+        acc += KILN_LOAD(gp, (oz * out.y + oy) * out.z + ox) / (T)div;
+      }
+    }
+  }
+  KILN_STORE(dx, dxoff + pl * ivol + r, acc);
+  PLANE_END
+}
+
+/* Adaptive window of output o along an axis of n inputs and m outputs: [lo, hi). */
+inline void
+adaptive_window(long o, long n, long m, long *lo, long *hi)
+{
+  *lo = o * n / m;
+  *hi = ((o + 1) * n + m - 1) / m;
+}
+
+kernel void
+adaptive_fwd(global const ST *x, ulong xoff, global ST *y, ulong yoff, ulong planes, long4 in,
+             long4 out)
+{
+  const ulong ovol = (ulong)(out.x * out.y * out.z), ivol = (ulong)(in.x * in.y * in.z);
+  PLANE_BEGIN(ovol, planes)
+  SPLIT(r, out, oz, oy, ox)
+  long zl, zh, yl, yh, xl, xh;
+  adaptive_window(oz, in.x, out.x, &zl, &zh);
+  adaptive_window(oy, in.y, out.y, &yl, &yh);
+  adaptive_window(ox, in.z, out.z, &xl, &xh);
+  global const ST *xp = x + xoff + pl * ivol;
+  T acc = (T)0;
+  for (long zz = zl; zz < zh; zz++)
+    for (long yy = yl; yy < yh; yy++)
+      for (long xx = xl; xx < xh; xx++)
+        acc += KILN_LOAD(xp, (zz * in.y + yy) * in.z + xx);
+  KILN_STORE(y, yoff + pl * ovol + r, acc / (T)((zh - zl) * (yh - yl) * (xh - xl)));
+  PLANE_END
+}
+
+/* The outputs along an axis whose adaptive window holds q: [lo, hi). */
+inline void
+adaptive_range(long q, long n, long m, long *lo, long *hi)
+{
+  *lo = q * m / n;
+  long b = ((q + 1) * m + n - 1) / n;
+  *hi = b < m ? b : m;
+}
+
+kernel void
+adaptive_bwd(global const ST *g, ulong goff, global ST *dx, ulong dxoff, ulong planes, long4 in,
+             long4 out)
+{
+  const ulong ovol = (ulong)(out.x * out.y * out.z), ivol = (ulong)(in.x * in.y * in.z);
+  PLANE_BEGIN(ivol, planes)
+  SPLIT(r, in, zz, yy, xx)
+  long zl, zh, yl, yh, xl, xh;
+  adaptive_range(zz, in.x, out.x, &zl, &zh);
+  adaptive_range(yy, in.y, out.y, &yl, &yh);
+  adaptive_range(xx, in.z, out.z, &xl, &xh);
+  global const ST *gp = g + goff + pl * ovol;
+  T acc = (T)0;
+  for (long oz = zl; oz < zh; oz++) {
+    long a0, a1;
+    adaptive_window(oz, in.x, out.x, &a0, &a1);
+    if (zz < a0 || zz >= a1)
+      continue;
+    for (long oy = yl; oy < yh; oy++) {
+      long b0, b1;
+      adaptive_window(oy, in.y, out.y, &b0, &b1);
+      if (yy < b0 || yy >= b1)
+        continue;
+      for (long ox = xl; ox < xh; ox++) {
+        long c0, c1;
+        adaptive_window(ox, in.z, out.z, &c0, &c1);
+        if (xx < c0 || xx >= c1)
+          continue;
+        acc += KILN_LOAD(gp, (oz * out.y + oy) * out.z + ox) /
+               (T)((a1 - a0) * (b1 - b0) * (c1 - c0));
+      }
+    }
+  }
+  KILN_STORE(dx, dxoff + pl * ivol + r, acc);
+  PLANE_END
+}

@@ -1,0 +1,347 @@
+/*
+ * sort family, typed kernels (source "sort"; lib/ops/sort.c, docs/sort.md): sort keys,
+ * gathers, the work-group-local sort of short rows, unique, searchsorted, membership and
+ * compaction. The radix passes and the scan are in sort_radix.cl.
+ *
+ * Build options: common.cl's (-DT=..., -DKILN_DT_<dtype>=1). Every real dtype: bool, u8,
+ * i32, i64, f16, bf16, f32, f64. Offsets are in elements.
+ *
+ * Keys (K: ulong for i64 and f64, else uint) are order-preserving unsigned numbers: integers
+ * with the sign bit flipped, floats with the bit-flip trick. Every NaN becomes the largest
+ * key and -0.0 the key of +0.0, so NaNs sort last (ascending) and the zeros compare equal;
+ * values always come from x through the payload, so -0.0 keeps its sign and NaN its bits.
+ * desc flips every key bit (a stable descending sort: NaN first).
+ *
+ * Rows: element j of row r of x at (r / inner) * len * inner + r % inner + j * inner (the
+ * sorted axis has len elements; inner is the product of the dimensions after it).
+ *   sort_keys(x, xoff, rows, len, inner, desc, keys, koff, vals, voff)  1-D over rows * len:
+ *     keys[p] = key(row p / len, element p % len), vals[p] = p.
+ *   sort_col_keys(x, xoff, ncols, col, desc, first, n, keys, koff, vals, voff)  1-D over n
+ *     (rows of a 2-D x): keys[i] = key(x[vals[i]][col]); first sets vals[i] = i before.
+ *   sort_gather(x, xoff, rows, len, inner, vals, voff, vlen, ostart, olen, out, ooff, idx,
+ *               ioff, want)  1-D over rows * olen: places ostart .. ostart + olen - 1 of each
+ *     sorted row (payloads r * len + j in rows of vlen: the radix passes' or the selection's)
+ *     into out / idx (want: bit 0 values, bit 1 i64 indices) of rows of olen elements.
+ *   sort_local(x, xoff, rows, len, inner, desc, ostart, olen, out, ooff, idx, ioff, want,
+ *              lk, lv, np)  one work-group per row: the row's (key, position) pairs sorted
+ *     in local memory (SORT_PAIRS_LOCAL, np a power of two >= len), then placed as
+ *     sort_gather places them.
+ *   rows_gather(x, xoff, nrows, ncols, vals, voff, out, ooff, idx, ioff, want)  1-D over
+ *     nrows * ncols: out row i = x row vals[i] (idx[i] = vals[i]).
+ * Unique (sorted keys and payloads; ncols = 1, or the columns of rows):
+ *   uniq_flags(keys, koff, n, flags)                       flags[i]: i starts a run of keys
+ *   uniq_rows_flags(x, xoff, ncols, vals, voff, n, flags)  the same comparing rows' keys
+ *   uniq_emit(x, xoff, ncols, vals, voff, n, flags, pos, out, ooff, first, foff, starts,
+ *             inverse, ivoff, want)  1-D over n: pos is the exclusive scan of flags; run g
+ *     writes its value (x row vals[i] of its first i), first[g] = vals[i] (i64),
+ *     starts[g] = i (uint), inverse[vals[i]] = g (i64); want bits 0 out, 1 first, 2 inverse.
+ *   uniq_counts(starts, nu, n, counts, coff)  counts[g] = starts[g + 1] - starts[g] (i64)
+ * Searching:
+ *   ss_search(seq, soff, n, sorter, sroff, has_sorter, batched, v, voff, m, total, right,
+ *             out, ooff)  1-D over total queries: the insertion point of v[q] in row q / m
+ *     of seq (row 0 unless batched), through sorter (i64) if has_sorter; right: after the
+ *     equal keys.
+ *   member_search(skeys, skoff, svals, svoff, ns, a, aoff, na, tf, tfoff, loc, loff, hit,
+ *                 keep, want)  1-D over na: binary search of key(a[i]) in the sorted keys of
+ *     s; NaN matches nothing; tf (bool) and loc (i64: svals at the first equal key, -1 when
+ *     none) per want bits 0 and 1; bit 2: hit[i] = (found == keep) as uint.
+ *   compact(x, xoff, n, flags, pos, out, ooff, i1, i1off, o1, o1off, want)  1-D over n:
+ *     out[pos[i]] = x[i] and (want bit 1) o1[pos[i]] = i1[i] (i64) where flags[i].
+ *   take_i64(src, soff, at, atoff, n, dst, doff)  dst[i] = src[at[i]] (i64 arrays)
+ *   iota(vals, voff, n)  vals[i] = i (uint)
+ */
+#include "common.cl"
+#include "sort_pairs.clh"
+
+#if defined(KILN_DT_I64) || defined(KILN_DT_F64)
+typedef ulong K;
+#define K_MAX ULONG_MAX
+#else
+typedef uint K;
+#define K_MAX UINT_MAX
+#endif
+
+/* desc flips the key bits the key uses (one byte for bool and u8, whose radix sort and
+ * selection look at 8 bits only). */
+#if defined(KILN_DT_U8) || defined(KILN_DT_BOOL)
+#define K_FLIP 0xffu
+#else
+#define K_FLIP K_MAX
+#endif
+
+SORT_PAIRS_LOCAL(local_pairs_sort, K)
+
+inline K
+key_of(T v)
+{
+#if defined(KILN_DT_F64)
+  if (isnan(v))
+    return ULONG_MAX;
+  ulong u = v == 0 ? 0UL : as_ulong(v);
+  return (u >> 63) ? ~u : (u | 0x8000000000000000UL);
+#elif KILN_IS_FLOAT
+  float f = (float)v;
+  if (isnan(f))
+    return UINT_MAX;
+  uint u = f == 0 ? 0u : as_uint(f);
+  return (u >> 31) ? ~u : (u | 0x80000000u);
+#elif defined(KILN_DT_I64)
+  return (ulong)v ^ 0x8000000000000000UL;
+#elif defined(KILN_DT_I32)
+  return (uint)v ^ 0x80000000u;
+#else
+  return (uint)v;
+#endif
+}
+
+inline int
+is_nan_of(T v)
+{
+#if KILN_IS_FLOAT
+  return isnan(v);
+#else
+  return 0;
+#endif
+}
+
+/* Moves one element as MT (f16 has no arithmetic type without cl_khr_fp16; every bit kept). */
+#define MOVE(dst, di, src, si) (((global MT *)(dst))[di] = ((global const MT *)(src))[si])
+
+inline ulong
+phys(ulong r, ulong j, ulong len, ulong inner)
+{
+  return (r / inner) * len * inner + r % inner + j * inner;
+}
+
+kernel void
+sort_keys(global const ST *x, ulong xoff, ulong rows, ulong len, ulong inner, uint desc,
+          global K *keys, ulong koff, global uint *vals, ulong voff)
+{
+  const K flip = desc ? (K)K_FLIP : (K)0;
+  const ulong n = rows * len;
+  for (ulong p = get_global_id(0); p < n; p += get_global_size(0)) {
+    /* inner == 1: the logical position is the physical one (no 64-bit divisions). */
+    ulong at = p;
+    if (inner != 1) {
+      ulong r = p / len;
+      at = phys(r, p - r * len, len, inner);
+    }
+    keys[koff + p] = key_of(KILN_LOAD(x, xoff + at)) ^ flip;
+    vals[voff + p] = (uint)p;
+  }
+}
+
+kernel void
+sort_col_keys(global const ST *x, ulong xoff, ulong ncols, ulong col, uint desc, uint first,
+              ulong n, global K *keys, ulong koff, global uint *vals, ulong voff)
+{
+  const K flip = desc ? (K)K_FLIP : (K)0;
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
+    uint v = first ? (uint)i : vals[voff + i];
+    if (first)
+      vals[voff + i] = v;
+    keys[koff + i] = key_of(KILN_LOAD(x, xoff + (ulong)v * ncols + col)) ^ flip;
+  }
+}
+
+kernel void
+sort_gather(global const ST *x, ulong xoff, ulong rows, ulong len, ulong inner,
+            global const uint *vals, ulong voff, ulong vlen, ulong ostart, ulong olen,
+            global ST *out, ulong ooff, global long *idx, ulong ioff, uint want)
+{
+  const ulong n = rows * olen;
+  if (inner == 1 && olen == len && vlen == len) {
+    /* Whole contiguous rows: payloads are physical positions. */
+    for (ulong q = get_global_id(0); q < n; q += get_global_size(0)) {
+      ulong src = vals[voff + q];
+      if (want & 1u)
+        MOVE(out, ooff + q, x, xoff + src);
+      if (want & 2u)
+        idx[ioff + q] = (long)(rows == 1 ? src : src % len);
+    }
+    return;
+  }
+  for (ulong q = get_global_id(0); q < n; q += get_global_size(0)) {
+    ulong r = q / olen, jj = q - r * olen;
+    ulong src = (ulong)vals[voff + r * vlen + ostart + jj] - r * len;
+    ulong o = phys(r, jj, olen, inner);
+    if (want & 1u)
+      MOVE(out, ooff + o, x, xoff + phys(r, src, len, inner));
+    if (want & 2u)
+      idx[ioff + o] = (long)src;
+  }
+}
+
+kernel void
+sort_local(global const ST *x, ulong xoff, ulong rows, ulong len, ulong inner, uint desc,
+           ulong ostart, ulong olen, global ST *out, ulong ooff, global long *idx, ulong ioff,
+           uint want, local K *lk, local uint *lv, ulong np)
+{
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  const K flip = desc ? (K)K_FLIP : (K)0;
+  for (ulong r = get_group_id(0); r < rows; r += get_num_groups(0)) {
+    for (ulong j = lid; j < np; j += lsz) {
+      lk[j] = j < len ? key_of(KILN_LOAD(x, xoff + phys(r, j, len, inner))) ^ flip : (K)K_MAX;
+      lv[j] = (uint)j;
+    }
+    local_pairs_sort(lk, lv, (uint)np);
+    for (ulong jj = lid; jj < olen; jj += lsz) {
+      ulong src = lv[ostart + jj];
+      ulong o = phys(r, jj, olen, inner);
+      if (want & 1u)
+        MOVE(out, ooff + o, x, xoff + phys(r, src, len, inner));
+      if (want & 2u)
+        idx[ioff + o] = (long)src;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
+kernel void
+rows_gather(global const ST *x, ulong xoff, ulong nrows, ulong ncols, global const uint *vals,
+            ulong voff, global ST *out, ulong ooff, global long *idx, ulong ioff, uint want)
+{
+  const ulong n = nrows * ncols;
+  for (ulong q = get_global_id(0); q < n; q += get_global_size(0)) {
+    ulong i = q / ncols, c = q - i * ncols;
+    ulong src = vals[voff + i];
+    if (want & 1u)
+      MOVE(out, ooff + q, x, xoff + src * ncols + c);
+    if ((want & 2u) && c == 0)
+      idx[ioff + i] = (long)src;
+  }
+}
+
+/* ---------------------------------------------------------------- unique */
+
+kernel void
+uniq_flags(global const K *keys, ulong koff, ulong n, global uint *flags)
+{
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0))
+    flags[i] = i == 0 || keys[koff + i] != keys[koff + i - 1];
+}
+
+kernel void
+uniq_rows_flags(global const ST *x, ulong xoff, ulong ncols, global const uint *vals, ulong voff,
+                ulong n, global uint *flags)
+{
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
+    uint f = i == 0;
+    if (!f) {
+      ulong a = (ulong)vals[voff + i] * ncols, b = (ulong)vals[voff + i - 1] * ncols;
+      for (ulong c = 0; c < ncols && !f; c++)
+        f = key_of(KILN_LOAD(x, xoff + a + c)) != key_of(KILN_LOAD(x, xoff + b + c));
+    }
+    flags[i] = f;
+  }
+}
+
+kernel void
+uniq_emit(global const ST *x, ulong xoff, ulong ncols, global const uint *vals, ulong voff,
+          ulong n, global const uint *flags, global const uint *pos, global ST *out, ulong ooff,
+          global long *first, ulong foff, global uint *starts, global long *inverse, ulong ivoff,
+          uint want)
+{
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
+    ulong g = (ulong)pos[i] + flags[i] - 1;
+    ulong v = vals[voff + i];
+    if (flags[i]) {
+      starts[g] = (uint)i;
+      if (want & 1u)
+        for (ulong c = 0; c < ncols; c++)
+          MOVE(out, ooff + g * ncols + c, x, xoff + v * ncols + c);
+      if (want & 2u)
+        first[foff + g] = (long)v;
+    }
+    if (want & 4u)
+      inverse[ivoff + v] = (long)g;
+  }
+}
+
+kernel void
+uniq_counts(global const uint *starts, ulong nu, ulong n, global long *counts, ulong coff)
+{
+  for (ulong g = get_global_id(0); g < nu; g += get_global_size(0))
+    counts[coff + g] = (long)((g + 1 < nu ? (ulong)starts[g + 1] : n) - starts[g]);
+}
+
+/* ---------------------------------------------------------------- searching */
+
+kernel void
+ss_search(global const ST *seq, ulong soff, ulong n, global const long *sorter, ulong sroff,
+          uint has_sorter, uint batched, global const ST *v, ulong voff, ulong m, ulong total,
+          uint right, global long *out, ulong ooff)
+{
+  for (ulong q = get_global_id(0); q < total; q += get_global_size(0)) {
+    const ulong base = batched ? (q / m) * n : 0;
+    const K kv = key_of(KILN_LOAD(v, voff + q));
+    ulong lo = 0, hi = n;
+    while (lo < hi) {
+      ulong mid = lo + (hi - lo) / 2;
+      ulong at = has_sorter ? base + (ulong)sorter[sroff + base + mid] : base + mid;
+      K km = key_of(KILN_LOAD(seq, soff + at));
+      if (right ? km <= kv : km < kv)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    out[ooff + q] = (long)lo;
+  }
+}
+
+kernel void
+member_search(global const K *skeys, ulong skoff, global const uint *svals, ulong svoff, ulong ns,
+              global const ST *a, ulong aoff, ulong na, global uchar *tf, ulong tfoff,
+              global long *loc, ulong loff, global uint *hit, uint keep, uint want)
+{
+  for (ulong i = get_global_id(0); i < na; i += get_global_size(0)) {
+    T av = KILN_LOAD(a, aoff + i);
+    const K kv = key_of(av);
+    ulong lo = 0, hi = ns;
+    while (lo < hi) {
+      ulong mid = lo + (hi - lo) / 2;
+      if (skeys[skoff + mid] < kv)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    int found = !is_nan_of(av) && lo < ns && skeys[skoff + lo] == kv;
+    if (want & 1u)
+      tf[tfoff + i] = (uchar)found;
+    if (want & 2u)
+      loc[loff + i] = found ? (long)svals[svoff + lo] : -1L;
+    if (want & 4u)
+      hit[i] = (uint)(found == (int)keep);
+  }
+}
+
+kernel void
+compact(global const ST *x, ulong xoff, ulong n, global const uint *flags, global const uint *pos,
+        global ST *out, ulong ooff, global const long *i1, ulong i1off, global long *o1,
+        ulong o1off, uint want)
+{
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
+    if (!flags[i])
+      continue;
+    ulong p = pos[i];
+    if (want & 1u)
+      MOVE(out, ooff + p, x, xoff + i);
+    if (want & 2u)
+      o1[o1off + p] = i1[i1off + i];
+  }
+}
+
+kernel void
+take_i64(global const long *src, ulong soff, global const long *at, ulong atoff, ulong n,
+         global long *dst, ulong doff)
+{
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0))
+    dst[doff + i] = src[soff + (ulong)at[atoff + i]];
+}
+
+kernel void
+iota(global uint *vals, ulong voff, ulong n)
+{
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0))
+    vals[voff + i] = (uint)i;
+}

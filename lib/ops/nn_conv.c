@@ -1,0 +1,921 @@
+/*
+ * nn_conv family: convolution forward, backward (input, weight, bias) and transposed
+ * (cl_kernels/nn_conv.cl), the `conv` tuner family that chooses the route per shape, the
+ * helpers nn_pool.c shares and the family descriptor.
+ *
+ * Routes (docs/nn_conv.md):
+ *  - direct: one work-item per output (forward), per input element (backward-data, a
+ *    gather) or per weight element (backward-weight); no temporary. Wins for small channel
+ *    counts (depthwise, the first layer of a network), where a GEMM has little to reuse.
+ *  - gemm: im2col of a chunk of samples into a [nc][C_in/g * kvol][L] buffer (chunked so it
+ *    stays under KILN__CONV_COL_BYTES), then one strided-batched GEMM per group (CLBlast, or
+ *    kiln's plain gemm_batched without it); backward-data is the transposed GEMM and col2im
+ *    (a gather, deterministic); backward-weight one GEMM per chunk and group whose inner
+ *    dimension runs over all the chunk's positions, chunks accumulating in order.
+ *  - convgemm: CLBlast's implicit-GEMM convolution (forward, ungrouped 1-D and 2-D).
+ *  - igemm: kiln's implicit GEMM (conv_igemm, forward): column tiles built in local memory.
+ * The tuner's `conv` family times them on a 3x3 convolution per m*n*k bucket; its default,
+ * the rule, takes igemm on GPUs and the im2col GEMM with CLBlast elsewhere when
+ * C_out/g * C_in/g * kvol >= 512, else the direct kernels.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/dtype_traits.h"
+#include "core/env.h"
+#include "core/error.h"
+#include "core/shape.h"
+#include "kiln/nn_conv.h"
+#include "kiln_config.h"
+#include "ops/families.h"
+#include "ops/nn_conv_internal.h"
+#include "runtime/runtime.h"
+#include "runtime/tuner.h"
+
+#if KILN_HAVE_CLBLAST
+#include "backends/clblast.h"
+#endif
+
+/* Largest im2col buffer of one chunk (bytes); a quarter of the device's largest allocation
+ * where that is smaller. */
+#define KILN__CONV_COL_BYTES ((uint64_t)256 << 20)
+/* The rule: the GEMM route from this many multiply-adds per output element and group. */
+#define KILN__CONV_GEMM_MIN_REUSE 512
+
+/* Values of the conv tuner family's parameter. */
+enum { ROUTE_RULE = 0, ROUTE_DIRECT = 1, ROUTE_GEMM = 2, ROUTE_CONVGEMM = 3, ROUTE_IGEMM = 4 };
+
+/* ---------------------------------------------------------------- shared helpers */
+
+void
+kiln__nn_args_dims(kiln__args *a, const kiln__nn_dims *d)
+{
+  cl_long4 v;
+  memset(&v, 0, sizeof v);
+  for (int i = 0; i < 3; i++)
+    v.s[i] = d->v[i];
+  kiln__args_raw(a, sizeof v, &v);
+}
+
+kiln_status
+kiln__nn_launch_planes(const kiln__args *a, kiln_context *ctx, uint64_t vol, uint64_t rows)
+{
+  if (a->status != KILN_OK || vol == 0 || rows == 0)
+    return a->status;
+  size_t local = kiln__launch_pow2_local(ctx, a->k);
+  if (local > 256)
+    local = 256;
+  while (local > 1 && local / 2 >= vol)
+    local /= 2;
+  /* Grids of more than 65535 groups along dimension 1 fail on some drivers (CUDA's limit):
+   * the kernels loop over the rows beyond. */
+  size_t global[2] = {(size_t)((vol + local - 1) / local * local),
+                      (size_t)(rows < 65535 ? rows : 65535)};
+  size_t loc[2] = {local, 1};
+  return kiln__args_enqueue(a, ctx, 2, global, loc);
+}
+
+kiln_status
+kiln__nn_check_volume(const char *op, uint64_t vol, const char *what)
+{
+  KILN_RETURN_IF(vol >= ((uint64_t)1 << 31), KILN_ERR_OVERFLOW, op,
+                 "the %s holds %llu positions per plane, more than 2^31 - 1", what,
+                 (unsigned long long)vol);
+  return KILN_OK;
+}
+
+kiln_status
+kiln__nn_conv_check_input(const char *op, kiln_context *ctx, const kiln_tensor *x,
+                          kiln_tensor **out)
+{
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
+  KILN_TRY(kiln__tensor_check(op, x, ctx));
+  KILN_RETURN_IF(!(KILN__NN_CONV_DTYPES & KILN__DT_BIT(x->dtype)), KILN_ERR_DTYPE, op,
+                 "dtype %s is not accepted (f32 or f64)", kiln_dtype_name(x->dtype));
+  return KILN_OK;
+}
+
+kiln_status
+kiln__nn_conv_check_tensor(const char *op, kiln_context *ctx, const kiln_tensor *t,
+                           kiln_dtype dtype, const kiln__shape *shape, const char *what)
+{
+  KILN_RETURN_IF(!t, KILN_ERR_INVALID_HANDLE, op, "%s is NULL", what);
+  KILN_TRY(kiln__tensor_check(op, t, ctx));
+  KILN_RETURN_IF(t->dtype != dtype, KILN_ERR_DTYPE, op, "%s is %s, expected %s", what,
+                 kiln_dtype_name(t->dtype), kiln_dtype_name(dtype));
+  if (!kiln__shape_equal(&t->shape, shape)) {
+    char a[128], b[128];
+    return kiln__fail(KILN_ERR_SHAPE, op, 0, "%s has shape %s, expected %s", what,
+                      kiln__shape_format(&t->shape, a, sizeof a),
+                      kiln__shape_format(shape, b, sizeof b));
+  }
+  return KILN_OK;
+}
+
+/* ---------------------------------------------------------------- geometry */
+
+/* A convolution as the forward pass sees it: x [N, C_in, in] * w [C_out, C_in/G, k] = y. */
+typedef struct {
+  int64_t N, Cin, Cout, G, cig, cog;
+  kiln__nn_dims in, out, k, s, p, d;
+  uint64_t ivol, ovol, kvol;
+  kiln__shape x_shape, w_shape, y_shape, b_shape;
+} conv_geo;
+
+static uint64_t
+vol3(const kiln__nn_dims *d)
+{
+  return (uint64_t)d->v[0] * (uint64_t)d->v[1] * (uint64_t)d->v[2];
+}
+
+/*
+ * Reads desc and the weight: the forward convolution of x_shape-shaped inputs (transposed 0),
+ * or the one whose backward-data pass the transposed convolution of x is (transposed 1:
+ * x is then the forward's output and the forward's input shape is computed).
+ */
+static kiln_status
+conv_geometry(const char *op, const kiln_tensor *x, const kiln_tensor *w,
+              const kiln_conv_desc *desc, int transposed, conv_geo *g)
+{
+  KILN_RETURN_IF(!desc, KILN_ERR_INVALID_HANDLE, op, "desc is NULL");
+  int64_t nd = desc->nd;
+  KILN_RETURN_IF(nd < 1 || nd > 3, KILN_ERR_INVALID_ARGUMENT, op, "nd %lld: 1, 2 or 3 spatial axes",
+                 (long long)nd);
+  KILN_RETURN_IF(x->shape.ndim != (size_t)nd + 2, KILN_ERR_SHAPE, op,
+                 "the input has %zu axes, expected %lld ([N, C, %lld spatial])", x->shape.ndim,
+                 (long long)(nd + 2), (long long)nd);
+  KILN_RETURN_IF(w->shape.ndim != (size_t)nd + 2, KILN_ERR_SHAPE, op,
+                 "the weight has %zu axes, expected %lld", w->shape.ndim, (long long)(nd + 2));
+  memset(g, 0, sizeof *g);
+  g->G = desc->groups ? desc->groups : 1;
+  KILN_RETURN_IF(g->G < 1, KILN_ERR_INVALID_ARGUMENT, op, "groups %lld must be >= 1",
+                 (long long)g->G);
+  g->N = x->shape.dims[0];
+  /* Forward channels: the weight is [C_out, C_in/G, k] for both directions. */
+  g->Cout = w->shape.dims[0];
+  g->cig = w->shape.dims[1];
+  g->Cin = g->cig * g->G;
+  int64_t xc = x->shape.dims[1];
+  KILN_RETURN_IF(g->Cout % g->G, KILN_ERR_SHAPE, op,
+                 "%s channels %lld are not divisible by groups %lld",
+                 transposed ? "input" : "output", (long long)g->Cout, (long long)g->G);
+  KILN_RETURN_IF(xc != (transposed ? g->Cout : g->Cin), KILN_ERR_SHAPE, op,
+                 "the input has %lld channels, the weight expects %lld (groups %lld)",
+                 (long long)xc, (long long)(transposed ? g->Cout : g->Cin), (long long)g->G);
+  g->cog = g->Cout / g->G;
+  for (int i = 0; i < 3; i++) {
+    g->in.v[i] = g->out.v[i] = g->k.v[i] = g->s.v[i] = g->d.v[i] = 1;
+    g->p.v[i] = 0;
+  }
+  for (int64_t i = 0; i < nd; i++) {
+    int64_t k = w->shape.dims[2 + i], s = desc->stride[i] ? desc->stride[i] : 1;
+    int64_t d = desc->dilation[i] ? desc->dilation[i] : 1, p = desc->padding[i];
+    int64_t xs = x->shape.dims[2 + i], op_ = desc->output_padding[i];
+    KILN_RETURN_IF(k < 1, KILN_ERR_SHAPE, op, "kernel axis %lld is empty", (long long)i);
+    KILN_RETURN_IF(s < 1 || d < 1 || p < 0, KILN_ERR_INVALID_ARGUMENT, op,
+                   "axis %lld: stride %lld and dilation %lld must be >= 1, padding %lld >= 0",
+                   (long long)i, (long long)s, (long long)d, (long long)p);
+    KILN_RETURN_IF(s > ((int64_t)1 << 31) || d > ((int64_t)1 << 31) || p > ((int64_t)1 << 31),
+                   KILN_ERR_OVERFLOW, op, "axis %lld: stride, dilation or padding above 2^31",
+                   (long long)i);
+    int64_t eff = d * (k - 1) + 1, in, out;
+    if (transposed) {
+      KILN_RETURN_IF(op_ < 0 || (op_ >= s && op_ >= d), KILN_ERR_INVALID_ARGUMENT, op,
+                     "axis %lld: output_padding %lld must be in [0, max(stride, dilation))",
+                     (long long)i, (long long)op_);
+      out = xs;
+      in = (xs - 1) * s - 2 * p + eff + op_;
+      KILN_RETURN_IF(in < 1, KILN_ERR_SHAPE, op, "axis %lld: output size %lld is below 1",
+                     (long long)i, (long long)in);
+    } else {
+      KILN_RETURN_IF(op_ != 0, KILN_ERR_INVALID_ARGUMENT, op,
+                     "output_padding is for kiln_conv_transpose only");
+      in = xs;
+      int64_t span = in + 2 * p - eff;
+      KILN_RETURN_IF(span < 0, KILN_ERR_SHAPE, op,
+                     "axis %lld: input size %lld with padding %lld is smaller than the "
+                     "dilated kernel %lld",
+                     (long long)i, (long long)in, (long long)p, (long long)eff);
+      out = span / s + 1;
+    }
+    int j = 3 - (int)nd + (int)i;
+    g->in.v[j] = in;
+    g->out.v[j] = out;
+    g->k.v[j] = k;
+    g->s.v[j] = s;
+    g->p.v[j] = p;
+    g->d.v[j] = d;
+  }
+  g->ivol = vol3(&g->in);
+  g->ovol = vol3(&g->out);
+  g->kvol = vol3(&g->k);
+  KILN_TRY(kiln__nn_check_volume(op, g->ivol, "input"));
+  KILN_TRY(kiln__nn_check_volume(op, g->ovol, "output"));
+  KILN_TRY(kiln__nn_check_volume(op, g->kvol, "kernel"));
+  g->x_shape.ndim = g->y_shape.ndim = (size_t)nd + 2;
+  g->x_shape.dims[0] = g->y_shape.dims[0] = g->N;
+  g->x_shape.dims[1] = g->Cin;
+  g->y_shape.dims[1] = g->Cout;
+  for (int64_t i = 0; i < nd; i++) {
+    g->x_shape.dims[2 + i] = g->in.v[3 - nd + i];
+    g->y_shape.dims[2 + i] = g->out.v[3 - nd + i];
+  }
+  g->w_shape = w->shape;
+  g->b_shape.ndim = 1;
+  g->b_shape.dims[0] = transposed ? g->Cin : g->Cout;
+  return KILN_OK;
+}
+
+static void
+args_geo(kiln__args *a, const conv_geo *g)
+{
+  cl_long4 v;
+  v.s[0] = g->N;
+  v.s[1] = g->Cin;
+  v.s[2] = g->Cout;
+  v.s[3] = g->G;
+  kiln__args_raw(a, sizeof v, &v);
+  kiln__nn_args_dims(a, &g->in);
+  kiln__nn_args_dims(a, &g->out);
+  kiln__nn_args_dims(a, &g->k);
+  kiln__nn_args_dims(a, &g->s);
+  kiln__nn_args_dims(a, &g->p);
+  kiln__nn_args_dims(a, &g->d);
+}
+
+/* ---------------------------------------------------------------- routes */
+
+static const struct kiln__tune_family conv_tune;
+
+static int
+have_clblast(void)
+{
+  return KILN_HAVE_CLBLAST && !kiln__env_flag(KILN__ENV_DEBUG_NO_CLBLAST);
+}
+
+/* Multiply-adds of the forward convolution: the tuner's m*n*k key. */
+static uint64_t
+conv_mnk(const conv_geo *g)
+{
+  return (uint64_t)g->Cout * (uint64_t)g->cig * g->kvol * (uint64_t)g->N * g->ovol;
+}
+
+/* Samples per chunk whose temporaries take rows * L elements per sample (the columns: C_in/g
+ * kvol rows), 0 when even one sample's do not fit. */
+static uint64_t
+chunk_rows(kiln_context *ctx, const conv_geo *g, kiln_dtype dt, uint64_t rows)
+{
+  uint64_t limit = KILN__CONV_COL_BYTES;
+  if (ctx->info.max_alloc_bytes / 4 < limit)
+    limit = ctx->info.max_alloc_bytes / 4;
+  uint64_t per = rows * g->ovol * kiln_dtype_size(dt);
+  if (per == 0 || per > limit)
+    return 0;
+  uint64_t nc = limit / per;
+  return nc < (uint64_t)g->N ? nc : (uint64_t)g->N;
+}
+
+static uint64_t
+chunk_samples(kiln_context *ctx, const conv_geo *g, kiln_dtype dt)
+{
+  return chunk_rows(ctx, g, dt, (uint64_t)g->cig * g->kvol);
+}
+
+/* CLBlast's convgemm serves the forward pass of ungrouped 1-D and 2-D convolutions. */
+static int
+convgemm_ok(const conv_geo *g)
+{
+  return have_clblast() && g->G == 1 && g->in.v[0] == 1 && g->k.v[0] == 1;
+}
+
+/* conv_igemm's micro-tile (KILN_CONV_RM x KILN_CONV_RN outputs per work-item): wider on GPUs,
+ * where registers are many and the wider tile halves the local reads per multiply-add. */
+static void
+igemm_tile(const kiln_device_info *info, uint32_t *rm, uint32_t *rn)
+{
+  *rm = 4;
+  *rn = info->is_gpu ? 8 : 4;
+}
+
+/* conv_igemm runs on 16 x 16 work-groups and splits K in 32-bit arithmetic. */
+static int
+igemm_ok(const kiln_device_info *info, const conv_geo *g)
+{
+  uint32_t rm, rn;
+  igemm_tile(info, &rm, &rn);
+  return info->max_work_group_size >= 256 && (uint64_t)g->cig * g->kvol < ((uint64_t)1 << 31) &&
+         (uint64_t)16 * (16 * rm + 16 * rn) * 8 <= info->local_mem_bytes;
+}
+
+static void
+nn_conv_build_options(const kiln_device_info *info, const char *source, kiln_dtype dtype,
+                      const void *variant, char *buf, size_t len)
+{
+  (void)dtype;
+  (void)variant;
+  if (strcmp(source, KILN__NN_CONV_SRC) != 0)
+    return;
+  uint32_t rm, rn;
+  igemm_tile(info, &rm, &rn);
+  kiln__options_append(buf, len, " -DKILN_CONV_RM=%u -DKILN_CONV_RN=%u", rm, rn);
+}
+
+/* What a route asks for becomes on this problem: the GEMM routes need a batch whose columns
+ * fit (nc > 0), convgemm and the implicit GEMM their special cases (else the im2col GEMM
+ * serves). */
+static int
+route_effective(const kiln_device_info *info, const conv_geo *g, int route, uint64_t nc)
+{
+  if (route == ROUTE_RULE) {
+    int big = (uint64_t)g->cog * (uint64_t)g->cig * g->kvol >= KILN__CONV_GEMM_MIN_REUSE;
+    /* GPUs: the implicit GEMM (no column traffic, a 64-row tile that fits C_out/g = 64
+     * exactly); CPUs: CLBlast's GEMM on the columns (PoCL runs the 256-item local-memory
+     * kernel slowly); small channel counts: the direct kernel. */
+    if (big && info->is_gpu && igemm_ok(info, g))
+      route = ROUTE_IGEMM;
+    else
+      route = big && have_clblast() ? ROUTE_GEMM : ROUTE_DIRECT;
+  }
+  if (route == ROUTE_CONVGEMM && !convgemm_ok(g))
+    route = ROUTE_GEMM;
+  if (route == ROUTE_IGEMM && !igemm_ok(info, g))
+    route = ROUTE_GEMM;
+  if (route != ROUTE_DIRECT && (g->N == 0 || nc == 0))
+    route = ROUTE_DIRECT;
+  return route;
+}
+
+/* The route of one call (call before taking ctx->lock: the lookup may tune online). */
+static int
+conv_route(kiln_context *ctx, const conv_geo *g, kiln_dtype dt, int forced)
+{
+  int route = forced;
+  if (route < 0) {
+    uint32_t chosen = ROUTE_RULE;
+    uint64_t mnk = conv_mnk(g);
+    kiln__tune_lookup(ctx, &conv_tune, dt, KILN__LAYOUT_MNK, mnk ? mnk : 1, &chosen);
+    route = (int)chosen;
+  }
+  return route_effective(&ctx->info, g, route, chunk_samples(ctx, g, dt));
+}
+
+/* The backward passes have no implicit-GEMM kernels: those routes take the im2col GEMM
+ * where CLBlast runs it, the direct kernels otherwise. */
+static int
+backward_route(int route)
+{
+  if (route == ROUTE_IGEMM || route == ROUTE_CONVGEMM)
+    return have_clblast() ? ROUTE_GEMM : ROUTE_DIRECT;
+  return route;
+}
+
+/* C = op(A) op(B) (+ C with acc) for batch matrices; offsets, lds and strides in elements. */
+typedef struct {
+  cl_mem mem;
+  uint64_t off, ld, stride;
+} gmat;
+
+static kiln_status
+gemm(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int tb, uint64_t m, uint64_t n,
+     uint64_t k, gmat a, gmat b, gmat c, uint64_t batch, int acc)
+{
+#if KILN_HAVE_CLBLAST
+  if (have_clblast())
+    return kiln__clblast_gemm(op, ctx, dt, ta, tb, m, n, k, (kiln_complex128){1.0, 0.0}, a.mem,
+                              a.off, a.ld, a.stride, b.mem, b.off, b.ld, b.stride,
+                              (kiln_complex128){acc ? 1.0 : 0.0, 0.0}, c.mem, c.off, c.ld, c.stride,
+                              batch);
+#endif
+  cl_kernel kk;
+  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "gemm_batched", &kk));
+  kiln__args x = kiln__args_begin(op, kk);
+  kiln__args_mem(&x, a.mem);
+  kiln__args_u64(&x, a.off);
+  kiln__args_u64(&x, a.ld);
+  kiln__args_u64(&x, a.stride);
+  kiln__args_mem(&x, b.mem);
+  kiln__args_u64(&x, b.off);
+  kiln__args_u64(&x, b.ld);
+  kiln__args_u64(&x, b.stride);
+  kiln__args_mem(&x, c.mem);
+  kiln__args_u64(&x, c.off);
+  kiln__args_u64(&x, c.ld);
+  kiln__args_u64(&x, c.stride);
+  kiln__args_u64(&x, m);
+  kiln__args_u64(&x, n);
+  kiln__args_u64(&x, k);
+  kiln__args_u64(&x, batch);
+  kiln__args_u32(&x, (ta ? 1u : 0u) | (tb ? 2u : 0u) | (acc ? 4u : 0u));
+  return kiln__args_launch_1d(&x, ctx, batch * m * n, 0);
+}
+
+static gmat
+gm(const kiln_tensor *t, uint64_t off, uint64_t ld, uint64_t stride)
+{
+  gmat r = {t->mem, kiln__ops_elem_offset(t) + off, ld, stride};
+  return r;
+}
+
+static gmat
+gmem(cl_mem m, uint64_t off, uint64_t ld, uint64_t stride)
+{
+  gmat r = {m, off, ld, stride};
+  return r;
+}
+
+static kiln_status
+launch_im2col(const char *op, kiln_context *ctx, kiln_dtype dt, const kiln_tensor *x,
+              const conv_geo *g, cl_mem col, uint64_t n0, uint64_t nc, int64_t grp, uint32_t tr)
+{
+  cl_kernel k;
+  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "im2col", &k));
+  kiln__args a = kiln__args_begin(op, k);
+  kiln__args_tensor(&a, x);
+  kiln__args_mem(&a, col);
+  args_geo(&a, g);
+  kiln__args_i64(&a, (int64_t)n0);
+  kiln__args_i64(&a, (int64_t)nc);
+  kiln__args_i64(&a, grp);
+  kiln__args_u32(&a, tr);
+  return kiln__nn_launch_planes(&a, ctx, g->ovol, nc * (uint64_t)g->cig * g->kvol);
+}
+
+/* ---------------------------------------------------------------- forward */
+
+/* y = conv(x, w) (+ bias) into y (ctx->lock held). */
+/* The im2col route's forward: columns of nc samples at a time, one batched GEMM per group. */
+static kiln_status
+im2col_forward(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *w,
+               const conv_geo *g, kiln_tensor *y, uint64_t nc, uint64_t kg)
+{
+  kiln_dtype dt = x->dtype;
+  kiln__ops_tmp col;
+  KILN_TRY(kiln__ops_tmp_alloc(ctx, nc * kg * g->ovol * kiln_dtype_size(dt), &col));
+  kiln_status s = KILN_OK;
+  for (uint64_t n0 = 0; s == KILN_OK && n0 < (uint64_t)g->N; n0 += nc) {
+    uint64_t m = (uint64_t)g->N - n0 < nc ? (uint64_t)g->N - n0 : nc;
+    for (int64_t grp = 0; s == KILN_OK && grp < g->G; grp++) {
+      s = launch_im2col(op, ctx, dt, x, g, col.mem, n0, m, grp, 0);
+      if (s == KILN_OK)
+        s = gemm(op, ctx, dt, 0, 0, (uint64_t)g->cog, g->ovol, kg,
+                 gm(w, (uint64_t)grp * (uint64_t)g->cog * kg, kg, 0),
+                 gmem(col.mem, 0, g->ovol, kg * g->ovol),
+                 gm(y, (n0 * (uint64_t)g->Cout + (uint64_t)grp * (uint64_t)g->cog) * g->ovol,
+                    g->ovol, (uint64_t)g->Cout * g->ovol),
+                 m, 0);
+    }
+  }
+  kiln__ops_tmp_free(ctx, &col);
+  return s;
+}
+
+static kiln_status
+forward_run(const char *op, kiln_context *ctx, int route, const kiln_tensor *x,
+            const kiln_tensor *w, const kiln_tensor *bias, const conv_geo *g, kiln_tensor *y)
+{
+  kiln_dtype dt = x->dtype;
+  uint64_t ny = (uint64_t)g->N * (uint64_t)g->Cout * g->ovol;
+  if (ny == 0)
+    return KILN_OK;
+  cl_kernel k;
+  if (route == ROUTE_DIRECT) {
+    KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "conv_fwd", &k));
+    kiln__args a = kiln__args_begin(op, k);
+    kiln__args_tensor(&a, x);
+    kiln__args_tensor(&a, w);
+    kiln__args_tensor(&a, bias);
+    kiln__args_tensor(&a, y);
+    args_geo(&a, g);
+    kiln__args_u32(&a, bias ? 1u : 0u);
+    return kiln__nn_launch_planes(&a, ctx, g->ovol, (uint64_t)g->N * (uint64_t)g->Cout);
+  }
+  if (route == ROUTE_IGEMM) {
+    KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "conv_igemm", &k));
+    uint32_t rm, rn;
+    igemm_tile(&ctx->info, &rm, &rn);
+    kiln__args a = kiln__args_begin(op, k);
+    kiln__args_tensor(&a, x);
+    kiln__args_tensor(&a, w);
+    kiln__args_tensor(&a, bias);
+    kiln__args_tensor(&a, y);
+    args_geo(&a, g);
+    kiln__args_u32(&a, bias ? 1u : 0u);
+    size_t global[3] = {(size_t)((g->ovol + 16 * rn - 1) / (16 * rn) * 16),
+                        (size_t)(((uint64_t)g->cog + 16 * rm - 1) / (16 * rm) * 16),
+                        (size_t)((uint64_t)g->N * (uint64_t)g->G < 65535
+                                     ? (uint64_t)g->N * (uint64_t)g->G
+                                     : 65535)};
+    size_t local[3] = {16, 16, 1};
+    return kiln__args_enqueue(&a, ctx, 3, global, local);
+  }
+  uint64_t nc = chunk_samples(ctx, g, dt), kg = (uint64_t)g->cig * g->kvol;
+  kiln_status s = KILN_OK;
+  if (route == ROUTE_CONVGEMM) {
+#if KILN_HAVE_CLBLAST
+    /* Chunked like the im2col route: CLBlast may build the columns internally. */
+    for (uint64_t n0 = 0; s == KILN_OK && n0 < (uint64_t)g->N; n0 += nc) {
+      uint64_t m = (uint64_t)g->N - n0 < nc ? (uint64_t)g->N - n0 : nc;
+      s = kiln__clblast_convgemm(
+          op, ctx, dt, (size_t)g->Cin, (size_t)g->in.v[1], (size_t)g->in.v[2], (size_t)g->k.v[1],
+          (size_t)g->k.v[2], (size_t)g->p.v[1], (size_t)g->p.v[2], (size_t)g->s.v[1],
+          (size_t)g->s.v[2], (size_t)g->d.v[1], (size_t)g->d.v[2], (size_t)g->Cout, m, x->mem,
+          kiln__ops_elem_offset(x) + n0 * (uint64_t)g->Cin * g->ivol, w->mem,
+          kiln__ops_elem_offset(w), y->mem,
+          kiln__ops_elem_offset(y) + n0 * (uint64_t)g->Cout * g->ovol);
+    }
+#else
+    s = kiln__fail(KILN_ERR_INTERNAL, op, 0, "convgemm route taken without CLBlast");
+#endif
+  } else {
+    s = im2col_forward(op, ctx, x, w, g, y, nc, kg);
+  }
+  if (s == KILN_OK && bias) {
+    KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "bias_add", &k));
+    kiln__args a = kiln__args_begin(op, k);
+    kiln__args_tensor(&a, y);
+    kiln__args_tensor(&a, bias);
+    kiln__args_u64(&a, (uint64_t)g->N);
+    kiln__args_u64(&a, (uint64_t)g->Cout);
+    kiln__args_u64(&a, g->ovol);
+    s = kiln__nn_launch_planes(&a, ctx, g->ovol, (uint64_t)g->N * (uint64_t)g->Cout);
+  }
+  return s;
+}
+
+static kiln_status
+check_weight_bias(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *w,
+                  const kiln_tensor *bias)
+{
+  KILN_RETURN_IF(!w, KILN_ERR_INVALID_HANDLE, op, "weight is NULL");
+  KILN_TRY(kiln__tensor_check(op, w, ctx));
+  KILN_RETURN_IF(w->dtype != x->dtype, KILN_ERR_DTYPE, op, "weight is %s, expected %s",
+                 kiln_dtype_name(w->dtype), kiln_dtype_name(x->dtype));
+  if (bias) {
+    KILN_TRY(kiln__tensor_check(op, bias, ctx));
+    KILN_RETURN_IF(bias->dtype != x->dtype, KILN_ERR_DTYPE, op, "bias is %s, expected %s",
+                   kiln_dtype_name(bias->dtype), kiln_dtype_name(x->dtype));
+  }
+  return KILN_OK;
+}
+
+/* kiln_conv with a forced route (enum ROUTE_*, -1: choose). */
+static kiln_status
+conv_forward(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *w, const kiln_tensor *bias,
+             const kiln_conv_desc *desc, int forced, kiln_tensor **out)
+{
+  const char *op = "kiln_conv";
+  KILN_TRY(kiln__nn_conv_check_input(op, ctx, x, out));
+  KILN_TRY(check_weight_bias(op, ctx, x, w, bias));
+  conv_geo g;
+  KILN_TRY(conv_geometry(op, x, w, desc, 0, &g));
+  if (bias)
+    KILN_TRY(kiln__nn_conv_check_tensor(op, ctx, bias, x->dtype, &g.b_shape, "bias"));
+  int route = conv_route(ctx, &g, x->dtype, forced);
+  const kiln_tensor *ins[3] = {x, w, bias};
+  kiln__out_target t;
+  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &g.y_shape, out, ins, 3, 0, &t));
+  kiln__ctx_lock(ctx);
+  kiln_status s = forward_run(op, ctx, route, x, w, bias, &g, t.dst);
+  s = kiln__ops_out_finish(op, ctx, &t, s);
+  kiln__ctx_unlock(ctx);
+  return s;
+}
+
+kiln_status
+kiln_conv(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *weight,
+          const kiln_tensor *bias, const kiln_conv_desc *desc, kiln_tensor **out)
+{
+  return conv_forward(ctx, x, weight, bias, desc, -1, out);
+}
+
+/* ---------------------------------------------------------------- backward */
+
+/* dx = the backward-data pass of grad (y-shaped) through w, plus bias per input channel. */
+static kiln_status
+backward_data_run(const char *op, kiln_context *ctx, int route, const kiln_tensor *grad,
+                  const kiln_tensor *w, const kiln_tensor *bias, const conv_geo *g, kiln_tensor *dx)
+{
+  kiln_dtype dt = dx->dtype;
+  uint64_t nx = (uint64_t)g->N * (uint64_t)g->Cin * g->ivol;
+  if (nx == 0)
+    return KILN_OK;
+  cl_kernel k;
+  if (route == ROUTE_DIRECT) {
+    KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "conv_bwd_data", &k));
+    kiln__args a = kiln__args_begin(op, k);
+    kiln__args_tensor(&a, grad);
+    kiln__args_tensor(&a, w);
+    kiln__args_tensor(&a, bias);
+    kiln__args_tensor(&a, dx);
+    args_geo(&a, g);
+    kiln__args_u32(&a, bias ? 1u : 0u);
+    return kiln__nn_launch_planes(&a, ctx, g->ivol, (uint64_t)g->N * (uint64_t)g->Cin);
+  }
+  uint64_t nc = chunk_samples(ctx, g, dt), kg = (uint64_t)g->cig * g->kvol;
+  kiln__ops_tmp col;
+  KILN_TRY(kiln__ops_tmp_alloc(ctx, nc * kg * g->ovol * kiln_dtype_size(dt), &col));
+  kiln_status s = kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "col2im", &k);
+  for (uint64_t n0 = 0; s == KILN_OK && n0 < (uint64_t)g->N; n0 += nc) {
+    uint64_t m = (uint64_t)g->N - n0 < nc ? (uint64_t)g->N - n0 : nc;
+    for (int64_t grp = 0; s == KILN_OK && grp < g->G; grp++) {
+      s = gemm(op, ctx, dt, 1, 0, kg, g->ovol, (uint64_t)g->cog,
+               gm(w, (uint64_t)grp * (uint64_t)g->cog * kg, kg, 0),
+               gm(grad, (n0 * (uint64_t)g->Cout + (uint64_t)grp * (uint64_t)g->cog) * g->ovol,
+                  g->ovol, (uint64_t)g->Cout * g->ovol),
+               gmem(col.mem, 0, g->ovol, kg * g->ovol), m, 0);
+      if (s != KILN_OK)
+        break;
+      kiln__args a = kiln__args_begin(op, k);
+      kiln__args_mem(&a, col.mem);
+      kiln__args_tensor(&a, dx);
+      kiln__args_tensor(&a, bias);
+      args_geo(&a, g);
+      kiln__args_i64(&a, (int64_t)n0);
+      kiln__args_i64(&a, (int64_t)m);
+      kiln__args_i64(&a, grp);
+      kiln__args_u32(&a, bias ? 1u : 0u);
+      s = kiln__nn_launch_planes(&a, ctx, g->ivol, m * (uint64_t)g->cig);
+    }
+  }
+  kiln__ops_tmp_free(ctx, &col);
+  return s;
+}
+
+/* dw from grad and x (ctx->lock held). */
+static kiln_status
+backward_weight_run(const char *op, kiln_context *ctx, int route, const kiln_tensor *grad,
+                    const kiln_tensor *x, const conv_geo *g, kiln_tensor *dw)
+{
+  kiln_dtype dt = x->dtype;
+  uint64_t kg = (uint64_t)g->cig * g->kvol, nw = (uint64_t)g->Cout * kg;
+  if (nw == 0)
+    return KILN_OK;
+  if (route == ROUTE_DIRECT) {
+    cl_kernel k;
+    KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "conv_bwd_weight", &k));
+    kiln__args a = kiln__args_begin(op, k);
+    kiln__args_tensor(&a, grad);
+    kiln__args_tensor(&a, x);
+    kiln__args_tensor(&a, dw);
+    args_geo(&a, g);
+    return kiln__args_launch_1d(&a, ctx, nw, 0);
+  }
+  uint64_t cog = (uint64_t)g->cog, nc = chunk_rows(ctx, g, dt, kg + cog);
+  if (nc == 0)
+    return backward_weight_run(op, ctx, ROUTE_DIRECT, grad, x, g, dw);
+  /* Per chunk and group one GEMM over all its samples' positions:
+   * dW_g [C_out/g, K] (+)= grad_g [C_out/g, nc L] x col [K, nc L]^T, the chunks accumulating
+   * in order (deterministic). */
+  kiln__ops_tmp col, gy;
+  KILN_TRY(kiln__ops_tmp_alloc(ctx, nc * kg * g->ovol * kiln_dtype_size(dt), &col));
+  kiln_status s = kiln__ops_tmp_alloc(ctx, nc * cog * g->ovol * kiln_dtype_size(dt), &gy);
+  if (s != KILN_OK) {
+    kiln__ops_tmp_free(ctx, &col);
+    return s;
+  }
+  cl_kernel k;
+  s = kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "grad_rows", &k);
+  for (uint64_t n0 = 0; s == KILN_OK && n0 < (uint64_t)g->N; n0 += nc) {
+    uint64_t m = (uint64_t)g->N - n0 < nc ? (uint64_t)g->N - n0 : nc;
+    for (int64_t grp = 0; s == KILN_OK && grp < g->G; grp++) {
+      s = launch_im2col(op, ctx, dt, x, g, col.mem, n0, m, grp, 1);
+      if (s != KILN_OK)
+        break;
+      kiln__args a = kiln__args_begin(op, k);
+      kiln__args_tensor(&a, grad);
+      kiln__args_mem(&a, gy.mem);
+      cl_long4 chv = {{g->N, g->Cin, g->Cout, g->G}};
+      kiln__args_raw(&a, sizeof chv, &chv);
+      kiln__nn_args_dims(&a, &g->out);
+      kiln__args_i64(&a, (int64_t)n0);
+      kiln__args_i64(&a, (int64_t)m);
+      kiln__args_i64(&a, grp);
+      s = kiln__nn_launch_planes(&a, ctx, g->ovol, m * cog);
+      if (s == KILN_OK)
+        s = gemm(op, ctx, dt, 0, 1, cog, kg, m * g->ovol, gmem(gy.mem, 0, m * g->ovol, 0),
+                 gmem(col.mem, 0, m * g->ovol, 0), gm(dw, (uint64_t)grp * cog * kg, kg, 0), 1,
+                 n0 > 0);
+    }
+  }
+  kiln__ops_tmp_free(ctx, &gy);
+  kiln__ops_tmp_free(ctx, &col);
+  return s;
+}
+
+static kiln_status
+bias_grad_run(const char *op, kiln_context *ctx, const kiln_tensor *grad, const conv_geo *g,
+              kiln_tensor *db)
+{
+  if (g->Cout == 0)
+    return KILN_OK;
+  cl_kernel k;
+  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, db->dtype, "bias_grad", &k));
+  size_t local = kiln__launch_pow2_local(ctx, k);
+  uint64_t groups = (uint64_t)g->Cout < 65536 ? (uint64_t)g->Cout : 65536;
+  kiln__args a = kiln__args_begin(op, k);
+  kiln__args_tensor(&a, grad);
+  kiln__args_tensor(&a, db);
+  kiln__args_u64(&a, (uint64_t)g->N);
+  kiln__args_u64(&a, (uint64_t)g->Cout);
+  kiln__args_u64(&a, g->ovol);
+  kiln__args_local(&a, local * kiln_dtype_size(db->dtype));
+  return kiln__args_enqueue_1d(&a, ctx, (size_t)groups * local, local);
+}
+
+kiln_status
+kiln_conv_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_tensor *x,
+                   const kiln_tensor *weight, const kiln_conv_desc *desc, kiln_tensor **grad_x,
+                   kiln_tensor **grad_weight, kiln_tensor **grad_bias)
+{
+  const char *op = "kiln_conv_backward";
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_TRY(kiln__tensor_check(op, x, ctx));
+  KILN_RETURN_IF(!(KILN__NN_CONV_DTYPES & KILN__DT_BIT(x->dtype)), KILN_ERR_DTYPE, op,
+                 "dtype %s is not accepted (f32 or f64)", kiln_dtype_name(x->dtype));
+  KILN_TRY(check_weight_bias(op, ctx, x, weight, NULL));
+  conv_geo g;
+  KILN_TRY(conv_geometry(op, x, weight, desc, 0, &g));
+  KILN_TRY(kiln__nn_conv_check_tensor(op, ctx, grad, x->dtype, &g.y_shape, "grad"));
+  kiln_tensor *given[3] = {NULL, NULL, NULL};
+  kiln_tensor **outs[3] = {grad_x, grad_weight, grad_bias};
+  for (int i = 0; i < 3; i++)
+    if (outs[i] && *outs[i]) {
+      KILN_TRY(kiln__tensor_check(op, *outs[i], ctx));
+      given[i] = *outs[i];
+    }
+  static const char *const names[3] = {"grad_x", "grad_weight", "grad_bias"};
+  KILN_TRY(kiln__ops_outputs_disjoint(op, given, names, 3));
+  int route = backward_route(conv_route(ctx, &g, x->dtype, -1));
+  const kiln__shape *shapes[3] = {&g.x_shape, &g.w_shape, &g.b_shape};
+  const kiln_tensor *ins[3] = {grad, x, weight};
+  kiln__out_target t[3];
+  int begun = 0;
+  kiln_status s = KILN_OK;
+  for (; begun < 3 && s == KILN_OK; begun++)
+    if (outs[begun])
+      s = kiln__ops_out_begin(op, ctx, x->dtype, shapes[begun], outs[begun], ins, 3, 0, &t[begun]);
+  if (s != KILN_OK)
+    begun--; /* the failed one unwound itself */
+  kiln__ctx_lock(ctx);
+  if (s == KILN_OK && grad_x)
+    s = backward_data_run(op, ctx, route, grad, weight, NULL, &g, t[0].dst);
+  if (s == KILN_OK && grad_weight)
+    s = backward_weight_run(op, ctx, route, grad, x, &g, t[1].dst);
+  if (s == KILN_OK && grad_bias)
+    s = bias_grad_run(op, ctx, grad, &g, t[2].dst);
+  for (int i = 0; i < begun; i++)
+    if (outs[i])
+      s = kiln__ops_out_finish(op, ctx, &t[i], s);
+  kiln__ctx_unlock(ctx);
+  return s;
+}
+
+kiln_status
+kiln_conv_transpose(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *weight,
+                    const kiln_tensor *bias, const kiln_conv_desc *desc, kiln_tensor **out)
+{
+  const char *op = "kiln_conv_transpose";
+  KILN_TRY(kiln__nn_conv_check_input(op, ctx, x, out));
+  KILN_TRY(check_weight_bias(op, ctx, x, weight, bias));
+  conv_geo g;
+  KILN_TRY(conv_geometry(op, x, weight, desc, 1, &g));
+  if (bias)
+    KILN_TRY(kiln__nn_conv_check_tensor(op, ctx, bias, x->dtype, &g.b_shape, "bias"));
+  int route = backward_route(conv_route(ctx, &g, x->dtype, -1));
+  const kiln_tensor *ins[3] = {x, weight, bias};
+  kiln__out_target t;
+  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &g.x_shape, out, ins, 3, 0, &t));
+  kiln__ctx_lock(ctx);
+  kiln_status s = backward_data_run(op, ctx, route, x, weight, bias, &g, t.dst);
+  s = kiln__ops_out_finish(op, ctx, &t, s);
+  kiln__ctx_unlock(ctx);
+  return s;
+}
+
+/* ---------------------------------------------------------------- the conv tuner family */
+
+#define N_(a) (sizeof(a) / sizeof((a)[0]))
+#define P2(k) ((uint64_t)1 << (k))
+
+static const uint64_t conv_routes[] = {ROUTE_DIRECT, ROUTE_GEMM, ROUTE_CONVGEMM, ROUTE_IGEMM};
+
+static const struct kiln__tune_param conv_params[] = {
+    {.name = "route",
+     .offset = 0,
+     .size = sizeof(uint32_t),
+     .min = ROUTE_RULE,
+     .max = ROUTE_IGEMM,
+     .full = conv_routes,
+     .nfull = N_(conv_routes),
+     .quick = conv_routes,
+     .nquick = N_(conv_routes)},
+};
+
+static const uint64_t conv_sizes[] = {P2(14), P2(16), P2(18), P2(20), P2(22), P2(24), P2(26)};
+
+static int
+conv_dtype_ok(kiln_dtype d)
+{
+  return d == KILN_F32 || d == KILN_F64;
+}
+
+static void
+conv_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
+{
+  (void)ctx;
+  (void)dtype;
+  (void)layout;
+  *(uint32_t *)params = ROUTE_RULE;
+}
+
+/*
+ * A 3x3 convolution, padding 1, x [1, c, h, h] and w [c, c, 3, 3], with c * c * 9 * h * h
+ * about 2^k: c = 2^((k - 3) / 3) up to 256, h from the rest.
+ */
+static kiln_status
+conv_tune_setup(struct kiln__tune_problem *pb)
+{
+  int e = pb->k > 3 ? pb->k - 3 : 0;
+  int ce = e / 3 < 8 ? e / 3 : 8;
+  int he = (e - 2 * ce + 1) / 2;
+  int64_t c = (int64_t)1 << ce, h = (int64_t)1 << (he > 0 ? he : 0);
+  int64_t xs[4] = {1, c, h, h}, ws[4] = {c, c, 3, 3};
+  pb->ndim = 2;
+  pb->shape[0] = c;
+  pb->shape[1] = h * h;
+  snprintf(pb->desc, sizeof pb->desc, "[1,%lld,%lld,%lld]*[%lld,%lld,3,3]", (long long)c,
+           (long long)h, (long long)h, (long long)c, (long long)c);
+  kiln_status s = kiln__tune_input(pb->ctx, pb->dtype, 4, xs, 12345u, &pb->in[0]);
+  if (s == KILN_OK)
+    s = kiln__tune_input(pb->ctx, pb->dtype, 4, ws, 12345u + 7919u, &pb->in[1]);
+  return s;
+}
+
+static kiln_status
+conv_tune_run(struct kiln__tune_problem *pb, const void *params)
+{
+  kiln_conv_desc d;
+  memset(&d, 0, sizeof d);
+  d.nd = 2;
+  d.padding[0] = d.padding[1] = 1;
+  return conv_forward(pb->ctx, pb->in[0], pb->in[1], NULL, &d, (int)*(const uint32_t *)params,
+                      &pb->out);
+}
+
+/* Two candidates that become the same route on pb's problem run the same code. */
+static int
+conv_same_run(const struct kiln__tune_problem *pb, const void *a, const void *b)
+{
+  conv_geo g;
+  memset(&g, 0, sizeof g);
+  g.N = 1;
+  g.G = 1;
+  g.cig = g.cog = g.Cin = g.Cout = pb->shape[0];
+  for (int i = 0; i < 3; i++)
+    g.in.v[i] = g.k.v[i] = 1;
+  g.k.v[1] = g.k.v[2] = 3;
+  g.kvol = 9;
+  return route_effective(&pb->ctx->info, &g, (int)*(const uint32_t *)a, 1) ==
+         route_effective(&pb->ctx->info, &g, (int)*(const uint32_t *)b, 1);
+}
+
+static double
+conv_tune_bytes(const struct kiln__tune_problem *pb)
+{
+  return (double)(kiln_tensor_nbytes(pb->in[0]) + kiln_tensor_nbytes(pb->in[1]) +
+                  kiln_tensor_nbytes(pb->out));
+}
+
+static const struct kiln__tune_family conv_tune = {
+    .name = "conv",
+    .description = "convolution route (kiln's direct kernel or im2col + GEMM), timed on a 3x3 "
+                   "convolution",
+    .params_size = sizeof(uint32_t),
+    .params = conv_params,
+    .nparams = N_(conv_params),
+    .layouts = 1u << KILN__LAYOUT_MNK,
+    .layout_names = "mnk",
+    .ninputs = 2,
+    .float_sum = 1,
+    .wall_clock = 1,
+    .dtype_ok = conv_dtype_ok,
+    .defaults = conv_defaults,
+    .run = conv_tune_run,
+    .bytes = conv_tune_bytes,
+    .setup = conv_tune_setup,
+    .same_run = conv_same_run,
+    .sizes = conv_sizes,
+    .nsizes = N_(conv_sizes),
+};
+
+/* ---------------------------------------------------------------- family */
+
+static const struct kiln__source nn_conv_sources[] = {{KILN__NN_CONV_SRC, KILN__NN_CONV_DTYPES},
+                                                      {KILN__NN_POOL_SRC, KILN__NN_CONV_DTYPES},
+                                                      {NULL, 0}};
+
+const struct kiln__family kiln__nn_conv_family = {.name = "nn_conv",
+                                                  .sources = nn_conv_sources,
+                                                  .build_options = nn_conv_build_options,
+                                                  .tune = &conv_tune};

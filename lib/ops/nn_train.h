@@ -1,0 +1,29 @@
+/*
+ * Pieces shared by the nn training family's files (nn_optim.c: optimizer steps, clipping and
+ * the family descriptor; nn_norm.c: dropout, group_norm, batch_norm). Not used elsewhere.
+ */
+#ifndef KILN_OPS_NN_TRAIN_H
+#define KILN_OPS_NN_TRAIN_H
+
+#include "ops/ops_common.h"
+
+/* The family's embedded sources; each builds for f32 and f64. */
+#define KILN__NNT_OPTIM "nn_optim"
+#define KILN__NNT_NORM "nn_norm"
+#define KILN__NNT_ATT "nn_attention"
+#define KILN__NNT_EMBED "nn_embed"
+#define KILN__NNT_WLOSS "nn_wloss"
+
+/* A tensor of ctx holding f32 or f64 (the device must run it). */
+kiln_status kiln__nnt_check_float(const char *op, kiln_context *ctx, const kiln_tensor *t,
+                                  const char *what);
+
+/* t is a tensor of ctx with ref's dtype and shape. */
+kiln_status kiln__nnt_check_like(const char *op, kiln_context *ctx, const kiln_tensor *t,
+                                 const kiln_tensor *ref, const char *what);
+
+/* Test hook: the work-groups the per-channel reductions of group_norm/batch_norm aim for
+ * (0: the device default, 2048 on GPUs, 1 on CPUs: one per channel). */
+extern uint64_t kiln__nnt_chan_groups;
+
+#endif

@@ -1,0 +1,55 @@
+/*
+ * Shared between the sort family's files (sort.c: sorting and selection; sort_set.c: unique,
+ * searching, membership and set operations). All with ctx->lock held unless noted.
+ */
+#ifndef KILN_OPS_SORT_INTERNAL_H
+#define KILN_OPS_SORT_INTERNAL_H
+
+#include <stdint.h>
+
+#include "core/dtype_traits.h"
+#include "runtime/runtime.h"
+
+#define KILN__SORT_SRC "sort"
+#define KILN__SORT_RADIX_SRC "sort_radix"
+#define KILN__SORT_DTYPES (KILN__DT_CLASSIC | KILN__DT_HALVES)
+
+/* Test hooks (0: the device defaults): the radix passes' local size, tile and digit bits
+ * (1 to 11). */
+extern uint32_t kiln__sort_radix_local;
+extern uint64_t kiln__sort_radix_tile;
+extern uint32_t kiln__sort_radix_bits;
+/* Test hook: nonzero makes topk and kthvalue take the radix selection whenever k fits. */
+extern int kiln__sort_force_select;
+
+/* Nonzero when dtype's keys are 64 bits (i64, f64). */
+int kiln__sort_key64(kiln_dtype dt);
+
+/* A tensor the family sorts: a real dtype the device runs, fewer than 2^32 elements. */
+kiln_status kiln__sort_check_x(const char *op, kiln_context *ctx, const kiln_tensor *x,
+                               const char *what);
+
+/* Exclusive scan in place of m uints at the start of buffer a. */
+kiln_status kiln__sort_scan(const char *op, kiln_context *ctx, cl_mem a, uint64_t m);
+
+/*
+ * Sorted (key, payload) pairs of x's rows geometry (rows x len, inner; see sort.cl), by the
+ * radix passes: *keys (key dtype: i64 for 64-bit keys, else i32) and *vals (i32, payloads
+ * r * len + j) are new scratch tensors of rows * len elements (rows * len > 0), the caller
+ * releases them.
+ */
+kiln_status kiln__sort_pairs_radix(const char *op, kiln_context *ctx, const kiln_tensor *x,
+                                   uint64_t rows, uint64_t len, uint64_t inner, int desc,
+                                   kiln_tensor **keys, kiln_tensor **vals);
+
+/* The same for the rows of a 2-D x (nrows x ncols) by every column, ascending (sortrows). */
+kiln_status kiln__sort_rows_radix(const char *op, kiln_context *ctx, const kiln_tensor *x,
+                                  uint64_t nrows, uint64_t ncols, const int64_t *cols,
+                                  size_t ncol, const int *desc, kiln_tensor **keys,
+                                  kiln_tensor **vals);
+
+/* Sorted values of x (flattened, ascending) into out (x's dtype, numel(x) elements). */
+kiln_status kiln__sort_values_flat(const char *op, kiln_context *ctx, const kiln_tensor *x,
+                                   kiln_tensor *out);
+
+#endif
