@@ -6,14 +6,14 @@
  * and inputs (KILN_ERR_INVALID_ARGUMENT).
  *
  * Where the work runs: QR (Householder panels in kiln's kernels, compact-WY trailing updates
- * and Q through CLBlast GEMM, or kiln's GEMM kernel without CLBlast) and the reduction of
- * eigh to tridiagonal form and its back-transformation run on the device. The tridiagonal
- * eigenproblem of eigh, and eig, svd, the minimum-norm lstsq, pinv, matrix_rank, cond and
- * the 2-norm/nuclear norms run on the host through LAPACKE (liblapacke; the data is copied
- * to the host and back, and these calls wait). f32 input is computed in f64 on the host and
- * rounded. A kiln built without LAPACKE (meson -Dlapacke=disabled) returns
- * KILN_ERR_UNSUPPORTED from the ops that need it, naming the op; QR, the full-rank lstsq and
- * the fro/1/inf norms work without it.
+ * and Q through CLBlast GEMM, or kiln's GEMM kernel without CLBlast), the reductions of eigh
+ * to tridiagonal and of svd to bidiagonal form and their back-transformations run on the
+ * device. The tridiagonal and bidiagonal problems (O(n^2) work), and eig, the minimum-norm
+ * lstsq, pinv, matrix_rank, cond and the 2-norm/nuclear norms (whole, O(n^3)) run on the
+ * host through LAPACKE (liblapacke; the data is copied to the host and back, and these calls
+ * wait). The host computes in f64 (f32 is widened and the result rounded). A kiln built
+ * without LAPACKE (meson -Dlapacke=disabled) returns KILN_ERR_UNSUPPORTED from the ops that
+ * need it, naming the op; QR, the full-rank lstsq and the fro/1/inf norms work without it.
  *
  * Statuses common to every call: those of kiln/linalg.h, and KILN_ERR_NO_CONVERGENCE when a
  * LAPACK iteration did not converge (the message names the batch entry and LAPACK's info).
@@ -83,7 +83,8 @@ KILN_API kiln_status kiln_linalg_lstsq(kiln_context *ctx, const kiln_tensor *a,
  * Eigenvalues (ascending) and optionally eigenvectors of symmetric matrices [..., n, n]
  * (torch.linalg.eigh): only the uplo triangle is read. Householder reduction to tridiagonal
  * form on the device, the tridiagonal problem on the host (LAPACKE dsterf for values,
- * dstedc for vectors), vectors back-transformed on the device. Waits.
+ * dstedc for vectors below order 512, MRRR dstemr from there on), vectors back-transformed
+ * on the device. Waits.
  * @param w [..., n] eigenvalues, ascending.
  * @param v NULL for values only, else [..., n, n] with the eigenvector of w[i] in column i.
  * @return the common statuses; KILN_ERR_INVALID_ARGUMENT for uplo; KILN_ERR_UNSUPPORTED
@@ -106,7 +107,9 @@ KILN_API kiln_status kiln_linalg_eig(kiln_context *ctx, const kiln_tensor *a, ki
 
 /**
  * Singular value decomposition A = U diag(S) V^T of [..., m, n] matrices
- * (torch.linalg.svd, host LAPACKE dgesdd, divide and conquer). k = min(m, n).
+ * (torch.linalg.svd): Householder bidiagonalisation on the device (of A^T when m < n), the
+ * bidiagonal SVD on the host (LAPACKE dbdsvdx with vectors, dbdsqr for values only or when
+ * dbdsvdx fails), U and V formed on the device. k = min(m, n).
  * @param full_matrices nonzero: U [..., m, m], vt [..., n, n]; zero: U [..., m, k],
  *        vt [..., k, n].
  * @param u, vt both NULL for values only (dgesdd jobz 'N'), or both given.

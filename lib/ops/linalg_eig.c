@@ -1,8 +1,8 @@
 /*
- * linalg_spectral family, eigen and SVD part: eigh (device tridiagonal reduction, host
- * LAPACKE tridiagonal stage, device back-transformation), and the host-LAPACKE ops eig, svd,
- * lstsq's minimum-norm route, pinv, matrix_rank, matrix_norm and cond
- * (include/kiln/linalg_spectral.h, docs/linalg.md).
+ * linalg_spectral family, eigen and SVD part: eigh and svd (device reductions to
+ * tridiagonal/bidiagonal form, host LAPACKE stage on those, device back-transformations), and
+ * the host-LAPACKE ops eig, lstsq's minimum-norm route, pinv, matrix_rank, matrix_norm and
+ * cond (include/kiln/linalg_spectral.h, docs/linalg.md).
  *
  * The tridiagonal reduction is LAPACK's unblocked sytd2 on the full symmetric matrix: per
  * column one work-group forms the reflector (td_house), one work-group per row computes
