@@ -15,6 +15,7 @@
 #include "kiln/kernel.h"
 #include "ops/launch_params.h"
 #include "ops/ops_common.h"
+#include "ops/user_kernel_internal.h"
 #include "runtime/launch.h"
 #include "runtime/program_text.h"
 #include "runtime/runtime.h"
@@ -26,6 +27,17 @@
 enum uk_kind { UK_ANY = -1, UK_ELEMENTWISE, UK_REDUCTION, UK_SCAN, UK_RAW };
 
 static const char *const kind_names[] = {"elementwise", "reduction", "scan", "raw"};
+
+int kiln__user_kernel_blocked_override = -1;
+
+/* Whether reductions and scans split work in contiguous runs per work-item (CPU devices). */
+static int
+uk_blocked(const kiln_context *ctx)
+{
+  if (kiln__user_kernel_blocked_override >= 0)
+    return kiln__user_kernel_blocked_override != 0;
+  return kiln__default_lane_order(&ctx->info) == 1;
+}
 
 /* A declared (or, for raw kernels, reported) parameter. */
 struct uk_param {
@@ -662,8 +674,7 @@ kiln_reduction_kernel_create(kiln_context *ctx, const char *name, kiln_dtype dty
   free(params.p);
   free(pro.p);
   char extra[48];
-  snprintf(extra, sizeof extra, " -DKILN_UK_BLOCKED=%u",
-           kiln__default_lane_order(&ctx->info) == 1 ? 1u : 0u);
+  snprintf(extra, sizeof extra, " -DKILN_UK_BLOCKED=%u", uk_blocked(ctx) ? 1u : 0u);
   if (s == KILN_OK)
     s = gen_options(op, k, extra, options);
   if (s == KILN_OK)
@@ -897,9 +908,8 @@ kiln_scan_kernel_create(kiln_context *ctx, const char *name, kiln_dtype dtype, c
   free(params.p);
   free(pro.p);
   char extra[48];
-  snprintf(extra, sizeof extra, " -DKILN_UK_BLOCKED=%u",
-           kiln__default_lane_order(&ctx->info) == 1 ? 1u : 0u);
-  k->blocked = kiln__default_lane_order(&ctx->info) == 1;
+  snprintf(extra, sizeof extra, " -DKILN_UK_BLOCKED=%u", uk_blocked(ctx) ? 1u : 0u);
+  k->blocked = uk_blocked(ctx);
   if (s == KILN_OK)
     s = gen_options(op, k, extra, options);
   if (s == KILN_OK)
