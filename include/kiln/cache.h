@@ -64,11 +64,12 @@ typedef enum kiln_cache_mode {
  */
 typedef enum kiln_cache_store_policy {
   /**
-   * Per platform: on every miss, except on PoCL, where asking for a program's
-   * binary compiles every kernel of it again (seconds for a large program;
-   * docs/cache.md has the figures) while PoCL's own kernel cache already makes
-   * rebuilds cheap. There kiln only serves entries stored on purpose: by
-   * kiln_context_cache_warm(), an import, or the ALWAYS policy.
+   * On every miss, on every platform. On PoCL, where asking for a program's
+   * binary compiles every kernel of it again, kiln builds one kernel per
+   * program (docs/cache.md, "Program granularity"), so a binary costs one
+   * kernel's compile; whole programs there (KILN_DEBUG_ONE_KERNEL=0) are
+   * stored only on purpose: by kiln_context_cache_warm(), an import, or the
+   * ALWAYS policy.
    */
   KILN_CACHE_STORE_AUTO = 0,
   KILN_CACHE_STORE_ALWAYS = 1, /**< on every miss, whatever the platform */

@@ -11,7 +11,7 @@
  * double (f64), int (i32), long (i64), uchar (u8 or bool), float2 (c64) or
  * double2 (c128); anything else is a scalar of type float, double, int, uint,
  * long or ulong. Names must be C identifiers not starting with `kiln_` and
- * not ending in `__` (kiln's own names), and not `i`, `n`, `a`, `b` or `item`,
+ * not ending in `__` (kiln's own names), and not `i`, `n` or `item`,
  * which the generated code defines. In the code given, `i` (ulong) is the
  * element index and `n` (ulong) the element count. Tensors are passed as
  * pointers to their first element (views at an offset work).
@@ -150,8 +150,8 @@ kiln_arg_local(size_t bytes)
 /**
  * An elementwise kernel: `operation` (OpenCL C statements) runs once per
  * element index i in [0, n), n the element count of the first tensor
- * argument, in a grid-stride loop launched with the elementwise family's
- * work-group size. Every tensor argument must have at least n elements.
+ * argument, in a grid-stride loop launched like the elementwise family's flat
+ * kernels (the context's work-group size, a grid of at most 2^31 work-items). Every tensor argument must have at least n elements.
  * Example: arguments "float *y, const float *x, float a", operation
  * "y[i] = a * x[i] + 1.0f".
  *
@@ -203,8 +203,8 @@ KILN_API kiln_status kiln_reduction_kernel_create(kiln_context *ctx, const char 
 /**
  * Runs a reduction kernel: the result is a 0-d tensor of the kernel's dtype.
  * Output convention: if *out is NULL, kiln creates the result and stores it in
- * *out (the caller releases it); else *out must be a 0-d (or one-element)
- * tensor of the dtype in the context, written in place. n == 0 gives neutral.
+ * *out (the caller releases it); else *out must be a 0-d tensor of the
+ * dtype in the context, written in place. n == 0 gives neutral.
  * @return the common statuses; KILN_ERR_DTYPE or KILN_ERR_SHAPE for a given *out
  *         of another dtype or size; KILN_ERR_INVALID_ARGUMENT when k is not a reduction
  *         kernel or out is NULL.
@@ -219,8 +219,9 @@ KILN_API kiln_status kiln_reduction_kernel_run(kiln_user_kernel *k, size_t nargs
  * (order is kept: it need not be commutative) with identity `neutral`.
  * `output_statement` runs once per index with `item` and `i` defined, e.g.
  * "y[i] = item". n is the element count of the first tensor argument. kiln
- * scans tiles of a work-group in local memory, then carries the tiles' totals
- * across work-groups (three passes).
+ * scans tiles of a work-group in local memory (on CPU devices, one contiguous
+ * run per work-item), then carries the chunks' totals across work-groups
+ * (three passes).
  *
  * @param dtype the value type: f32, f64, i32, i64 or u8.
  * @param exclusive nonzero for an exclusive scan.

@@ -18,6 +18,7 @@
 
 #include "harness.h"
 #include "kiln_cl_sources.h"
+#include "ops/user_kernel_internal.h"
 #include "runtime/build.h"
 #include "runtime/family.h"
 #include "runtime/program_text.h"
@@ -313,6 +314,8 @@ END_TEST
 
 START_TEST(reduction_kernels_match_host)
 {
+  /* Both work splits (the CPUs' runs and the GPUs' interleaving) on whatever device this is. */
+  kiln__user_kernel_blocked_override = _i;
   kiln_context *ctx = harness_ctx();
   int fp64 = harness_has_fp64();
   kiln_user_kernel *dot32, *sum64 = NULL, *maxi, *suml, *maxu8;
@@ -411,11 +414,14 @@ START_TEST(reduction_kernels_match_host)
   kiln_tensor_release(bad), kiln_tensor_release(x);
   kiln_user_kernel_release(dot32), kiln_user_kernel_release(sum64), kiln_user_kernel_release(maxi),
       kiln_user_kernel_release(suml), kiln_user_kernel_release(maxu8);
+  kiln__user_kernel_blocked_override = -1;
 }
 END_TEST
 
 START_TEST(scan_kernels_match_host)
 {
+  /* Both work splits (the CPUs' runs and the GPUs' tiles) on whatever device this is. */
+  kiln__user_kernel_blocked_override = _i;
   kiln_context *ctx = harness_ctx();
   int fp64 = harness_has_fp64();
   kiln_user_kernel *inc, *exc, *lmax, *dsum = NULL, *affine;
@@ -523,6 +529,7 @@ START_TEST(scan_kernels_match_host)
   }
   kiln_user_kernel_release(inc), kiln_user_kernel_release(exc), kiln_user_kernel_release(lmax),
       kiln_user_kernel_release(dsum), kiln_user_kernel_release(affine);
+  kiln__user_kernel_blocked_override = -1;
 }
 END_TEST
 
@@ -1092,8 +1099,8 @@ user_kernel_suite(void)
   TCase *uk = tcase_create("user kernels");
   tcase_set_timeout(uk, 240);
   tcase_add_test(uk, elementwise_kernels_match_host);
-  tcase_add_test(uk, reduction_kernels_match_host);
-  tcase_add_test(uk, scan_kernels_match_host);
+  tcase_add_loop_test(uk, reduction_kernels_match_host, 0, 2);
+  tcase_add_loop_test(uk, scan_kernels_match_host, 0, 2);
   tcase_add_test(uk, raw_kernels_run_and_check_arguments);
   tcase_add_test(uk, declarations_and_errors);
   tcase_add_test(uk, warm_file_compiles_into_the_cache);
