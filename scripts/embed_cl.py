@@ -18,7 +18,9 @@ program when asked for its binary, so a cached program of one kernel costs
 one kernel's compile; docs/cache.md). Kernels declared at file level under a
 plain name are wrapped in #if (they vanish); kernels whose name is computed
 (inside a #define, or FN(...) in a template) get KILN_KERNEL(name) in place
-of `kernel`, which turns the others into unused static functions.
+of `kernel`, which turns the others into unused static functions; inside a
+#define the body is also wrapped in KILN_KBODY(name, ...), which leaves only a
+prototype, so the others are not even parsed.
 """
 import hashlib
 import os
@@ -66,10 +68,15 @@ ONE_KERNEL_PRELUDE = """/* kiln-embed: one-kernel builds (scripts/embed_cl.py) *
 #define KILN_K_CAT(a, b) KILN_K_CAT_(a, b)
 #define KILN_K_SEL_1 kernel
 #define KILN_K_SEL_0 static
+#define KILN_KB_SEL_1(...) __VA_ARGS__
+#define KILN_KB_SEL_0(...) ;
 #ifdef KILN_ONLY
 #define KILN_KERNEL(n) KILN_K_CAT(KILN_K_SEL_, KILN_K_IS_PROBE_(KILN_K_CAT(KILN_ONLY_IS_, n)))
+#define KILN_KBODY(n, ...) \\
+  KILN_K_CAT(KILN_KB_SEL_, KILN_K_IS_PROBE_(KILN_K_CAT(KILN_ONLY_IS_, n)))(__VA_ARGS__)
 #else
 #define KILN_KERNEL(n) kernel
+#define KILN_KBODY(n, ...) __VA_ARGS__
 #endif
 """
 
@@ -117,6 +124,38 @@ def match_close(text, i, open_ch, close_ch):
     raise SystemExit('embed_cl.py: unbalanced brackets in a kernel')
 
 
+def skip_macro_space(text, i):
+    """skip_space_comments, also over the backslash-newlines of a #define."""
+    while True:
+        j = skip_space_comments(text, i)
+        if text.startswith('\\\n', j):
+            i = j + 2
+        else:
+            return j
+
+
+def macro_kernels(mac, path):
+    """Kernels defined inside one #define: KILN_KERNEL(name) for `kernel`, and the body
+    wrapped in KILN_KBODY(name, {...}), which drops it (leaving a prototype) when another
+    kernel is selected, so the compiler does not even parse it."""
+    out, pos = [], 0
+    for m in MACRO_KERNEL_RE.finditer(mac):
+        if m.start() < pos:
+            continue
+        name = m.group(2)
+        close = match_close(mac, m.end() - 1, '(', ')')
+        body = skip_macro_space(mac, close)
+        if mac[body] != '{':
+            raise SystemExit(f'{path}: cannot find the body of macro kernel {name}')
+        end = match_close(mac, body, '{', '}')
+        out.append(mac[pos:m.start()])
+        out.append(f'KILN_KERNEL({name}){m.group(1)}{name}{mac[m.end(2):body]}')
+        out.append(f'KILN_KBODY({name}, {mac[body:end]})')
+        pos = end
+    out.append(mac[pos:])
+    return ''.join(out)
+
+
 def one_kernel_builds(text, path):
     """Makes each kernel of text selectable on its own (see the module docstring)."""
     lines = text.splitlines(keepends=True)
@@ -129,11 +168,13 @@ def one_kernel_builds(text, path):
     while i < len(lines):
         line = lines[i]
         continued = line.rstrip('\n').endswith('\\')
-        if in_macro or line.lstrip().startswith('#define'):
-            out.append(MACRO_KERNEL_RE.sub(
-                lambda m: f'KILN_KERNEL({m.group(2)}){m.group(1)}{m.group(2)}{m.group(3)}', line))
-            in_macro = continued
-            i += 1
+        if line.lstrip().startswith('#define'):
+            # The whole definition, continuation lines included.
+            last = i
+            while lines[last].rstrip('\n').endswith('\\') and last + 1 < len(lines):
+                last += 1
+            out.append(macro_kernels(''.join(lines[i:last + 1]), path))
+            i = last + 1
             continue
         m = KERNEL_LINE_RE.match(line)
         if not m:

@@ -14,6 +14,7 @@ struct bench_state {
   kiln_tensor *in[8]; /* inputs and extra outputs, released together */
   kiln_tensor *out;
   kiln_fft_plan *plan; /* FFT cases */
+  kiln_user_kernel *uk; /* user-kernel cases */
 };
 
 struct bench_case {

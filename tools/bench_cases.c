@@ -1,5 +1,6 @@
 /* The benchmark cases: one row per measured operation. A new op family adds rows here. */
 #include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -59,6 +60,8 @@ bench_state_release(struct bench_state *st)
   st->out = NULL;
   kiln_fft_plan_release(st->plan);
   st->plan = NULL;
+  kiln_user_kernel_release(st->uk);
+  st->uk = NULL;
 }
 
 static int
@@ -856,6 +859,76 @@ flops_lu_batched(int64_t n)
   return b * 2.0 / 3.0 * 32.0 * 32.0 * 32.0;
 }
 
+/* ---- user kernels (kiln/kernel.h): the same work as built-in rows, from caller OpenCL C */
+
+static const char *
+user_type(kiln_dtype d)
+{
+  return d == KILN_F64 ? "double" : "float";
+}
+
+/* y = a * x + y, to read against binary.add (same bytes: two reads, one write). */
+static kiln_status
+setup_user_axpy(struct bench_state *st)
+{
+  char args[96];
+  snprintf(args, sizeof args, "%s *y, const %s *x, %s a", user_type(st->dtype),
+           user_type(st->dtype), user_type(st->dtype));
+  kiln_status s = setup_two(st);
+  if (s == KILN_OK)
+    s = kiln_elementwise_kernel_create(st->ctx, "bench_axpy", args, "y[i] = a * x[i] + y[i]", NULL,
+                                       NULL, &st->uk);
+  return s;
+}
+
+static kiln_status
+run_user_axpy(struct bench_state *st)
+{
+  kiln_arg a[3] = {kiln_arg_tensor(st->in[1]), kiln_arg_tensor(st->in[0]),
+                   st->dtype == KILN_F64 ? kiln_arg_f64(0.5) : kiln_arg_f32(0.5f)};
+  return kiln_elementwise_kernel_run(st->uk, 3, a);
+}
+
+/* A sum through the user reduction machinery, to read against reduce.sum_all. */
+static kiln_status
+setup_user_sum(struct bench_state *st)
+{
+  char args[64];
+  snprintf(args, sizeof args, "const %s *x", user_type(st->dtype));
+  kiln_status s = setup_flat(st);
+  if (s == KILN_OK)
+    s = kiln_reduction_kernel_create(st->ctx, "bench_sum", st->dtype, "0", "a + b", "x[i]", args,
+                                     NULL, NULL, &st->uk);
+  return s;
+}
+
+static kiln_status
+run_user_sum(struct bench_state *st)
+{
+  kiln_arg a[1] = {kiln_arg_tensor(st->in[0])};
+  return kiln_reduction_kernel_run(st->uk, 1, a, &st->out);
+}
+
+/* An inclusive cumsum through the user scan machinery, to read against scan.cumsum_rows. */
+static kiln_status
+setup_user_cumsum(struct bench_state *st)
+{
+  char args[64];
+  snprintf(args, sizeof args, "%s *y, const %s *x", user_type(st->dtype), user_type(st->dtype));
+  kiln_status s = setup_one(st);
+  if (s == KILN_OK)
+    s = kiln_scan_kernel_create(st->ctx, "bench_cumsum", st->dtype, "0", "a + b", "x[i]",
+                                "y[i] = item", 0, args, NULL, NULL, &st->uk);
+  return s;
+}
+
+static kiln_status
+run_user_cumsum(struct bench_state *st)
+{
+  kiln_arg a[2] = {kiln_arg_tensor(st->out), kiln_arg_tensor(st->in[0])};
+  return kiln_scan_kernel_run(st->uk, 2, a);
+}
+
 const struct bench_case bench_cases[] = {
     {"copy.kiln_copy", "copy", any_dtype, setup_one, run_copy, bytes_1in_1out, NULL},
     {"unary.neg", "elementwise", neg_dtype, setup_one, run_neg, bytes_1in_1out, NULL},
@@ -897,6 +970,10 @@ const struct bench_case bench_cases[] = {
     {"linalg.solve", "linalg", float_dtype, setup_linalg_solve, run_solve, NULL, flops_solve},
     {"linalg.inv", "linalg", float_dtype, setup_linalg_square, run_inv, NULL, flops_inv},
     {"linalg.lu_batched", "linalg", float_dtype, setup_lu_batched, run_lu, NULL, flops_lu_batched},
+    {"user.axpy", "user_kernel", float_dtype, setup_user_axpy, run_user_axpy, bytes_2in_1out, NULL},
+    {"user.sum", "user_kernel", float_dtype, setup_user_sum, run_user_sum, bytes_read, NULL},
+    {"user.cumsum", "user_kernel", float_dtype, setup_user_cumsum, run_user_cumsum, bytes_1in_1out,
+     NULL},
     /* fused expressions (tools/bench_expr.c); GB/s counts the bytes the fused kernel moves */
     {"expr.demo_chain", "expr", bench_expr_demo_dtype, bench_expr_demo_setup, bench_expr_run,
      bytes_1in_1out, NULL},

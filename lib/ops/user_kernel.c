@@ -51,6 +51,7 @@ struct kiln_user_kernel {
   struct uk_param *params;
   size_t nparams;
   kiln_dtype dtype; /* reduction, scan */
+  int blocked;      /* scan: built with KILN_UK_BLOCKED (chunks need not be whole tiles) */
 };
 
 /* ---------------------------------------------------------------- text building */
@@ -796,6 +797,47 @@ kiln_scan_kernel_create(kiln_context *ctx, const char *name, kiln_dtype dtype, c
            "__kernel void %s(%s%sulong n, ulong kiln_chunk__, __global %s *kiln_sums__,\n"
            "                 uint kiln_write__, __local %s *kiln_scratch__)\n{\n%s",
            name, ps, sep, T, T, pro.p ? pro.p : "");
+    /*
+     * CPU devices (KILN_UK_BLOCKED): each work-item scans a contiguous run of
+     * the chunk in order, and only the runs' totals meet in local memory (a
+     * tile loop with barriers is slow where a work-group runs on one core).
+     */
+    sb_add(&t,
+           "#if KILN_UK_BLOCKED\n"
+           "  uint kiln_l__ = get_local_id(0), kiln_L__ = get_local_size(0);\n"
+           "  ulong kiln_lo__ = min(n, (ulong)get_group_id(0) * kiln_chunk__);\n"
+           "  ulong kiln_hi__ = min(n, kiln_lo__ + kiln_chunk__);\n"
+           "  ulong kiln_sub__ = (kiln_hi__ - kiln_lo__ + kiln_L__ - 1) / kiln_L__;\n"
+           "  ulong kiln_a__ = min(kiln_hi__, kiln_lo__ + kiln_l__ * kiln_sub__);\n"
+           "  ulong kiln_b__ = min(kiln_hi__, kiln_a__ + kiln_sub__);\n"
+           "  %s kiln_acc__ = (%s);\n"
+           "  for (ulong i = kiln_a__; i < kiln_b__; i++)\n"
+           "    kiln_acc__ = kiln_scan__(kiln_acc__, (%s));\n"
+           "  kiln_scratch__[kiln_l__] = kiln_acc__;\n"
+           "  barrier(CLK_LOCAL_MEM_FENCE);\n"
+           "  for (uint kiln_d__ = 1; kiln_d__ < kiln_L__; kiln_d__ <<= 1) {\n"
+           "    %s kiln_t__ = kiln_l__ >= kiln_d__ ? kiln_scratch__[kiln_l__ - kiln_d__] : (%s);\n"
+           "    barrier(CLK_LOCAL_MEM_FENCE);\n"
+           "    if (kiln_l__ >= kiln_d__)\n"
+           "      kiln_scratch__[kiln_l__] = kiln_scan__(kiln_t__, kiln_scratch__[kiln_l__]);\n"
+           "    barrier(CLK_LOCAL_MEM_FENCE);\n"
+           "  }\n"
+           "  %s kiln_excl__ = kiln_l__ ? kiln_scratch__[kiln_l__ - 1] : (%s);\n"
+           "  if (!kiln_write__) {\n"
+           "    if (kiln_l__ == 0)\n"
+           "      kiln_sums__[get_group_id(0)] = kiln_scratch__[kiln_L__ - 1];\n"
+           "    return;\n"
+           "  }\n"
+           "  %s kiln_run__ = kiln_scan__(kiln_sums__[get_group_id(0)], kiln_excl__);\n"
+           "  for (ulong i = kiln_a__; i < kiln_b__; i++) {\n"
+           "    %s kiln_incl__ = kiln_scan__(kiln_run__, (%s));\n"
+           "    %s item = %s;\n"
+           "    {\n%s;\n    }\n"
+           "    kiln_run__ = kiln_incl__;\n"
+           "  }\n"
+           "#else\n",
+           T, neutral, input_expr, T, neutral, T, neutral, T, T, input_expr, T,
+           exclusive ? "kiln_run__" : "kiln_incl__", output_statement);
     sb_add(&t,
            "  uint kiln_l__ = get_local_id(0), kiln_L__ = get_local_size(0);\n"
            "  ulong kiln_lo__ = min(n, (ulong)get_group_id(0) * kiln_chunk__);\n"
@@ -832,6 +874,7 @@ kiln_scan_kernel_create(kiln_context *ctx, const char *name, kiln_dtype dtype, c
            "  }\n"
            "  if (!kiln_write__ && kiln_l__ == 0)\n"
            "    kiln_sums__[get_group_id(0)] = kiln_carry__;\n"
+           "#endif\n"
            "}\n\n",
            T, T, neutral, T, T, exclusive ? "kiln_excl__" : "kiln_incl__", output_statement);
     /* Between the passes: the chunks' totals become exclusive prefixes (few: one work-item). */
@@ -853,8 +896,12 @@ kiln_scan_kernel_create(kiln_context *ctx, const char *name, kiln_dtype dtype, c
   k->text = t.p;
   free(params.p);
   free(pro.p);
+  char extra[48];
+  snprintf(extra, sizeof extra, " -DKILN_UK_BLOCKED=%u",
+           kiln__default_lane_order(&ctx->info) == 1 ? 1u : 0u);
+  k->blocked = kiln__default_lane_order(&ctx->info) == 1;
   if (s == KILN_OK)
-    s = gen_options(op, k, "", options);
+    s = gen_options(op, k, extra, options);
   if (s == KILN_OK)
     s = uk_compile(op, k, NULL);
   if (s != KILN_OK) {
@@ -903,6 +950,8 @@ kiln_scan_kernel_run(kiln_user_kernel *k, size_t nargs, const kiln_arg *args)
     if (groups < 1)
       groups = 1;
     uint64_t chunk = (tiles / groups + (tiles % groups != 0)) * l;
+    if (k->blocked)
+      chunk = n / groups + (n % groups != 0);
     groups = n / chunk + (n % chunk != 0);
     s = kiln__ops_tmp_alloc(ctx, groups * esize, &sums);
     for (cl_uint pass = 0; s == KILN_OK && pass < 2; pass++) {

@@ -71,6 +71,17 @@ add_program(const char *op, kiln_context *ctx, const char *source, const char *o
   return KILN_OK;
 }
 
+/*
+ * Whether embedded sources are built one kernel per program now: on PoCL
+ * (ctx->one_kernel) while the disk cache is in use. Without a cache nothing
+ * is stored, and one build per source is cheaper than one per kernel.
+ */
+static int
+one_kernel_now(const kiln_context *ctx)
+{
+  return ctx->one_kernel && kiln__dc_mode(ctx->cache) != KILN_CACHE_OFF;
+}
+
 kiln_status
 kiln__kernel_get(const char *op, kiln_context *ctx, const char *source, const char *options,
                  const char *kernel, cl_kernel *out)
@@ -78,7 +89,7 @@ kiln__kernel_get(const char *op, kiln_context *ctx, const char *source, const ch
   KILN__ASSERT_LOCKED(ctx);
   unsigned flags = 0;
   char one[1024];
-  if (ctx->one_kernel) {
+  if (one_kernel_now(ctx)) {
     /* One program per kernel: its binary is one kernel's compile (docs/cache.md). */
     if (kiln__one_kernel_options(options, kernel, one, sizeof one) != 0)
       return kiln__fail(KILN_ERR_INTERNAL, op, 0, "build options of %s too long", kernel);
@@ -164,7 +175,8 @@ warm_each_kernel(const char *op, kiln_context *ctx, const char *source, const ch
   size_t len = 0;
   char *names = NULL;
   cl_int err = clGetProgramInfo(whole, CL_PROGRAM_KERNEL_NAMES, 0, NULL, &len);
-  if (err == CL_SUCCESS && (names = malloc(len + 1)) != NULL)
+  /* calloc: a program without kernels may report a length and write nothing. */
+  if (err == CL_SUCCESS && (names = calloc(1, len + 1)) != NULL)
     err = clGetProgramInfo(whole, CL_PROGRAM_KERNEL_NAMES, len, names, NULL);
   clReleaseProgram(whole);
   if (err != CL_SUCCESS || !names) {
@@ -199,7 +211,7 @@ kiln__program_warm_locked(const char *op, kiln_context *ctx, const char *source,
                    struct kiln__build_outcome *outcome)
 {
   KILN__ASSERT_LOCKED(ctx);
-  if (ctx->one_kernel)
+  if (one_kernel_now(ctx))
     return warm_each_kernel(op, ctx, source, options, outcome);
   return warm_one(op, ctx, source, options, outcome);
 }

@@ -17,6 +17,9 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "kiln_cl_sources.h"
+#include "runtime/build.h"
+#include "runtime/family.h"
 #include "runtime/program_text.h"
 #include "runtime/runtime.h"
 
@@ -856,6 +859,71 @@ START_TEST(warm_file_compiles_into_the_cache)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------ one-kernel programs */
+
+/*
+ * Every embedded source's kernels can be built alone (scripts/embed_cl.py):
+ * for each source, the whole program of its first dtype names the kernels;
+ * the first and the last kernel are each built alone and must give
+ * a program with exactly that kernel. (Checking every kernel of every source
+ * takes minutes on PoCL; this samples each source's forms.)
+ */
+START_TEST(every_source_builds_one_kernel_programs)
+{
+  if (harness_small())
+    return;
+  kiln_context *ctx = harness_ctx();
+  size_t checked = 0;
+  for (size_t i = 0; i < KILN__CL_SOURCE_COUNT; i++) {
+    const struct kiln__cl_source *src = &kiln__cl_sources[i];
+    const struct kiln__source *row = NULL;
+    if (!kiln__family_of_source(src->name, &row) || !row)
+      continue;
+    int d = 0;
+    while (d < KILN_DTYPE_COUNT &&
+           !((row->dtypes >> d & 1u) && kiln__device_has_dtype(&ctx->info, (kiln_dtype)d)))
+      d++;
+    if (d == KILN_DTYPE_COUNT)
+      continue;
+    char opts[512], one[1024];
+    kiln__program_options(&ctx->info, src->name, (kiln_dtype)d, NULL, opts, sizeof opts);
+    kiln__ctx_lock(ctx);
+    cl_program whole;
+    kiln_status s = kiln__program_build_uncached("test", ctx, src, opts, &whole);
+    ck_assert_msg(s == KILN_OK, "%s", kiln_last_error());
+    size_t len = 0;
+    clGetProgramInfo(whole, CL_PROGRAM_KERNEL_NAMES, 0, NULL, &len);
+    char *names = calloc(1, len + 1);
+    clGetProgramInfo(whole, CL_PROGRAM_KERNEL_NAMES, len, names, NULL);
+    clReleaseProgram(whole);
+    char *list[512];
+    size_t n = 0;
+    for (char *save = NULL, *k = strtok_r(names, ";", &save); k && n < 512;
+         k = strtok_r(NULL, ";", &save))
+      list[n++] = k;
+    size_t pick[2] = {0, n ? n - 1 : 0};
+    for (size_t j = 0; j < 2 && n; j++) {
+      if (j && pick[j] == pick[j - 1])
+        continue;
+      const char *k = list[pick[j]];
+      ck_assert_int_eq(kiln__one_kernel_options(opts, k, one, sizeof one), 0);
+      cl_program p;
+      s = kiln__program_build_uncached("test", ctx, src, one, &p);
+      ck_assert_msg(s == KILN_OK, "%s/%s: %s", src->name, k, kiln_last_error());
+      char got[1024] = "";
+      clGetProgramInfo(p, CL_PROGRAM_KERNEL_NAMES, sizeof got, got, NULL);
+      clReleaseProgram(p);
+      ck_assert_msg(strcmp(got, k) == 0, "%s/%s: the program has \"%s\"", src->name, k, got);
+      checked++;
+    }
+    kiln__ctx_unlock(ctx);
+    free(names);
+  }
+  ck_assert_uint_ge(checked, 20);
+}
+END_TEST
+
 /* Runs this binary with --child args under extra environment; returns the exit status, stdout in out. */
 static int
 spawn_child(const char *const *args, const char *const *env_extra, char *out, size_t outlen)
@@ -1030,6 +1098,10 @@ user_kernel_suite(void)
   tcase_add_test(uk, declarations_and_errors);
   tcase_add_test(uk, warm_file_compiles_into_the_cache);
   suite_add_tcase(s, uk);
+  TCase *gran = tcase_create("program granularity");
+  tcase_set_timeout(gran, 240);
+  tcase_add_test(gran, every_source_builds_one_kernel_programs);
+  suite_add_tcase(s, gran);
   return s;
 }
 
