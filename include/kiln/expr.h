@@ -210,12 +210,15 @@ KILN_API kiln_status kiln_expr_counts(const kiln_expr *e, size_t *ninputs, size_
  * the program registry and the disk cache) and its launch decided, so that
  * each kiln_expr_plan_run is one launch (two for a reduction split across
  * work-groups). inputs: ninputs tensors in declaration order; only their
- * shapes are used here. The plan does not keep e or the tensors.
+ * shapes are used here. The plan does not keep e or the tensors; it uses
+ * ctx and must be released before ctx is.
  * @return KILN_OK; KILN_ERR_INVALID_HANDLE (ctx, e, a tensor);
  *         KILN_ERR_INVALID_ARGUMENT (NULL out, ninputs not the declared
- *         count, no output, an axis outside the broadcast shape);
+ *         count, no output);
  *         KILN_ERR_CONTEXT_MISMATCH; KILN_ERR_DTYPE (an input of another
- *         dtype than declared); KILN_ERR_SHAPE (inputs do not broadcast);
+ *         dtype than declared, reduced or scanned outputs whose result
+ *         dtypes differ); KILN_ERR_SHAPE (inputs do not broadcast, an axis
+ *         outside the broadcast shape or named twice);
  *         KILN_ERR_UNSUPPORTED (f64 without fp64); KILN_ERR_BUILD (the
  *         generated kernel failed to compile: a kiln bug, the log is in the
  *         message); KILN_ERR_OPENCL; KILN_ERR_HOST_MEMORY.

@@ -233,10 +233,12 @@ plan_layout(const char *op, kiln_context *ctx, const kiln_expr *e,
 
   int strided = 0;
   for (size_t k = 0; k < ni; k++) {
-    if (all_zero(&kept, k) && all_zero(&red, k))
-      l->access[k] = KX_SPLAT;
-    else if (is_rowmajor(&red, k, 1) && is_rowmajor(&kept, k, p->R))
+    /* flat first: a one-element input of a one-element iteration is flat, so that size 1
+       shares the kernel of every other size */
+    if (is_rowmajor(&red, k, 1) && is_rowmajor(&kept, k, p->R))
       l->access[k] = KX_FLAT;
+    else if (all_zero(&kept, k) && all_zero(&red, k))
+      l->access[k] = KX_SPLAT;
     else
       l->access[k] = KX_STRIDED;
     strided |= l->access[k] == KX_STRIDED;
