@@ -613,6 +613,17 @@ bidiag_svd(const char *op, uint64_t b, uint64_t n, double *d, double *e, double 
   if (st == KILN_OK && ub) {
     info = LAPACKE_dbdsvdx(LAPACK_ROW_MAJOR, 'U', 'V', 'A', (lapack_int)n, d, e, 0.0, 0.0, 0, 0,
                            &ns, sw, z, (lapack_int)(n + 1), sup);
+    /* A (numerically) zero singular value is a +-0 pair of the Golub-Kahan matrix's
+     * eigenvalues, and the eigenvector dbdsvdx takes for it may put all its weight in the u or
+     * the v half: U and V lose orthonormality while U S V^T stays right (seen on the H200 for a
+     * rank-2 5 x 8 matrix). dbdsqr handles those. */
+    double smax = 0, smin = INFINITY;
+    for (uint64_t i = 0; info == 0 && i < (uint64_t)ns; i++) {
+      smax = fmax(smax, fabs(sw[i]));
+      smin = fmin(smin, fabs(sw[i]));
+    }
+    if (info == 0 && smin <= (double)n * DBL_EPSILON * smax)
+      info = 1;
     if (info == 0 && (uint64_t)ns == n) {
       for (uint64_t i = 0; i < n; i++)
         ord[i] = i;
