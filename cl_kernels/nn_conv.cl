@@ -344,7 +344,7 @@ gemm_batched(global const ST *a, ulong aoff, ulong lda, ulong astr, global const
 #define CONV_TN (16 * KILN_CONV_RN)
 #define CONV_TK 16
 
-__attribute__((reqd_work_group_size(16, 16, 1))) kernel void
+kernel __attribute__((reqd_work_group_size(16, 16, 1))) void
 conv_igemm(global const ST *x, ulong xoff, global const ST *w, ulong woff, global const ST *b,
            ulong boff, global ST *y, ulong yoff, long4 ch, long4 in, long4 out, long4 k, long4 s,
            long4 p, long4 d, uint flags, local T *As, local T *Bs, local long4 *tab)
@@ -452,7 +452,7 @@ conv_igemm(global const ST *x, ulong xoff, global const ST *w, ulong woff, globa
  * b per input channel (the transposed convolution's bias). Same grid shape over
  * (in volume, C_in/g, N groups).
  */
-__attribute__((reqd_work_group_size(16, 16, 1))) kernel void
+kernel __attribute__((reqd_work_group_size(16, 16, 1))) void
 conv_igemm_bwd(global const ST *g, ulong goff, global const ST *w, ulong woff, global const ST *b,
                ulong boff, global ST *dx, ulong dxoff, long4 ch, long4 in, long4 out, long4 k,
                long4 s, long4 p, long4 d, uint flags, local T *As, local T *Bs,

@@ -81,6 +81,7 @@ ONE_KERNEL_PRELUDE = """/* kiln-embed: one-kernel builds (scripts/embed_cl.py) *
 """
 
 KERNEL_LINE_RE = re.compile(r'^(\s*)(__kernel|kernel)\b')
+ATTR_FIRST_RE = re.compile(r'^\s*__attribute__\b.*\b(__kernel|kernel)\b')
 MACRO_KERNEL_RE = re.compile(r'\b(?:__kernel|kernel)(\s+void\s+)(\w+(?:\s*##\s*\w+)*)(\s*\()')
 
 
@@ -176,6 +177,9 @@ def one_kernel_builds(text, path):
             out.append(macro_kernels(''.join(lines[i:last + 1]), path))
             i = last + 1
             continue
+        if ATTR_FIRST_RE.match(line):
+            raise SystemExit(f'{path}: write "kernel __attribute__((...)) void", not the attribute '
+                             f'first (one-kernel builds would miss this kernel): {line.strip()}')
         m = KERNEL_LINE_RE.match(line)
         if not m:
             out.append(line)
