@@ -314,60 +314,6 @@ check_eps(const char *op, double eps)
   return KILN_OK;
 }
 
-/* Checks the caller's given outputs (NULL pointers and NULL *p skipped) share no byte. */
-static kiln_status
-outputs_disjoint(const char *op, kiln_context *ctx, kiln_tensor **const *outs,
-                 const char *const *names, size_t n)
-{
-  kiln_tensor *given[3] = {NULL, NULL, NULL};
-  for (size_t i = 0; i < n; i++)
-    if (outs[i] && *outs[i]) {
-      KILN_TRY(kiln__tensor_check(op, *outs[i], ctx));
-      given[i] = *outs[i];
-    }
-  return kiln__ops_outputs_disjoint(op, given, names, n);
-}
-
-/*
- * Starts the wanted ones of n output targets (outs[i] NULL: not wanted). Only the first may
- * be written over exactly an input's bytes (the row kernels read each element of a row before
- * writing it); the others go through a temporary when they overlap an input. On failure those
- * begun are unwound.
- */
-static kiln_status
-targets_begin(const char *op, kiln_context *ctx, kiln_dtype dtype, kiln_tensor **const *outs,
-              const kiln__shape *const *shapes, const kiln_tensor *const *ins, size_t nins,
-              size_t n, kiln__out_target *t)
-{
-  for (size_t i = 0; i < n; i++) {
-    memset(&t[i], 0, sizeof t[i]);
-    if (!outs[i])
-      continue;
-    kiln_status s =
-        kiln__ops_out_begin(op, ctx, dtype, shapes[i], outs[i], ins, nins, i == 0, &t[i]);
-    if (s != KILN_OK) {
-      kiln__ctx_lock(ctx);
-      for (size_t j = 0; j < i; j++)
-        if (outs[j])
-          kiln__ops_out_finish(op, ctx, &t[j], s);
-      kiln__ctx_unlock(ctx);
-      return s;
-    }
-  }
-  return KILN_OK;
-}
-
-/* Completes (s OK) or unwinds every wanted target; ctx->lock held. */
-static kiln_status
-targets_finish(const char *op, kiln_context *ctx, kiln_tensor **const *outs, size_t n,
-               kiln__out_target *t, kiln_status s)
-{
-  for (size_t i = 0; i < n; i++)
-    if (outs[i])
-      s = kiln__ops_out_finish(op, ctx, &t[i], s);
-  return s;
-}
-
 static kiln_status
 norm_forward(const char *op, kiln_context *ctx, const kiln_tensor *x, int64_t axis,
              const kiln_tensor *w, const kiln_tensor *b, double eps, int rms, kiln_tensor **out,
@@ -382,11 +328,11 @@ norm_forward(const char *op, kiln_context *ctx, const kiln_tensor *x, int64_t ax
   KILN_TRY(check_eps(op, eps));
   kiln_tensor **outs[3] = {out, mean, rstd};
   static const char *const names[3] = {"out", "mean", "rstd"};
-  KILN_TRY(outputs_disjoint(op, ctx, outs, names, 3));
+  KILN_TRY(kiln__ops_outs_check(op, ctx, outs, names, 3));
   const kiln__shape *shapes[3] = {&x->shape, &g.stats, &g.stats};
   const kiln_tensor *ins[3] = {x, w, b};
   kiln__out_target t[3];
-  KILN_TRY(targets_begin(op, ctx, x->dtype, outs, shapes, ins, 3, 3, t));
+  KILN_TRY(kiln__ops_outs_begin(op, ctx, (const kiln_dtype[3]){x->dtype, x->dtype, x->dtype}, shapes, outs, ins, 3, 3, 1, t));
   kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
   if (x->numel) {
@@ -412,7 +358,7 @@ norm_forward(const char *op, kiln_context *ctx, const kiln_tensor *x, int64_t ax
       s = row_enqueue(&a, ctx, rk.local, rk.lpr, g.rows);
     }
   }
-  s = targets_finish(op, ctx, outs, 3, t, s);
+  s = kiln__ops_outs_finish(op, ctx, outs, 3, t, s);
   kiln__ctx_unlock(ctx);
   return s;
 }
@@ -496,11 +442,11 @@ norm_backward(const char *op, kiln_context *ctx, const kiln_tensor *grad, const 
   KILN_TRY(check_vec(op, ctx, w, x, g.len, "weight"));
   kiln_tensor **outs[3] = {gx, gw, gb};
   static const char *const names[3] = {"grad_x", "grad_weight", "grad_bias"};
-  KILN_TRY(outputs_disjoint(op, ctx, outs, names, 3));
+  KILN_TRY(kiln__ops_outs_check(op, ctx, outs, names, 3));
   const kiln__shape *shapes[3] = {&x->shape, &g.params, &g.params};
   const kiln_tensor *ins[5] = {grad, x, mean, rstd, w};
   kiln__out_target t[3];
-  KILN_TRY(targets_begin(op, ctx, x->dtype, outs, shapes, ins, 5, 3, t));
+  KILN_TRY(kiln__ops_outs_begin(op, ctx, (const kiln_dtype[3]){x->dtype, x->dtype, x->dtype}, shapes, outs, ins, 5, 3, 1, t));
   kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
   uint32_t base = (w ? NORM_W : 0) | (rms ? NORM_RMS : 0);
@@ -529,7 +475,7 @@ norm_backward(const char *op, kiln_context *ctx, const kiln_tensor *grad, const 
       s = row_enqueue(&a, ctx, rk.local, rk.lpr, g.rows);
     }
   }
-  s = targets_finish(op, ctx, outs, 3, t, s);
+  s = kiln__ops_outs_finish(op, ctx, outs, 3, t, s);
   kiln__ctx_unlock(ctx);
   return s;
 }

@@ -31,59 +31,6 @@ check_out_ptr(const char *op, kiln_context *ctx, kiln_tensor **out)
   return KILN_OK;
 }
 
-/* Checks the given outputs (NULL pointers and NULL *p skipped) share no byte. */
-static kiln_status
-outputs_disjoint(const char *op, kiln_context *ctx, kiln_tensor **const *outs,
-                 const char *const *names, size_t n)
-{
-  kiln_tensor *given[3] = {NULL, NULL, NULL};
-  for (size_t i = 0; i < n; i++)
-    if (outs[i] && *outs[i]) {
-      KILN_TRY(kiln__tensor_check(op, *outs[i], ctx));
-      given[i] = *outs[i];
-    }
-  return kiln__ops_outputs_disjoint(op, given, names, n);
-}
-
-/*
- * Starts the wanted ones of n output targets (outs[i] NULL: not wanted); only the first may
- * be written over exactly an input (its kernels read each element before writing it). On
- * failure those begun are unwound.
- */
-static kiln_status
-targets_begin(const char *op, kiln_context *ctx, const kiln_dtype *dtypes,
-              kiln_tensor **const *outs, const kiln__shape *const *shapes,
-              const kiln_tensor *const *ins, size_t nins, size_t n, kiln__out_target *t)
-{
-  for (size_t i = 0; i < n; i++) {
-    memset(&t[i], 0, sizeof t[i]);
-    if (!outs[i])
-      continue;
-    kiln_status s =
-        kiln__ops_out_begin(op, ctx, dtypes[i], shapes[i], outs[i], ins, nins, i == 0, &t[i]);
-    if (s != KILN_OK) {
-      kiln__ctx_lock(ctx);
-      for (size_t j = 0; j < i; j++)
-        if (outs[j])
-          kiln__ops_out_finish(op, ctx, &t[j], s);
-      kiln__ctx_unlock(ctx);
-      return s;
-    }
-  }
-  return KILN_OK;
-}
-
-/* Completes (s OK) or unwinds every wanted target; ctx->lock held. */
-static kiln_status
-targets_finish(const char *op, kiln_context *ctx, kiln_tensor **const *outs, size_t n,
-               kiln__out_target *t, kiln_status s)
-{
-  for (size_t i = 0; i < n; i++)
-    if (outs[i])
-      s = kiln__ops_out_finish(op, ctx, &t[i], s);
-  return s;
-}
-
 /* ---------------------------------------------------------------- dropout */
 
 static kiln_status
@@ -129,11 +76,11 @@ kiln_dropout(kiln_context *ctx, const kiln_tensor *x, double p, kiln_tensor **ou
   KILN_TRY(check_p(op, p));
   kiln_tensor **outs[2] = {out, mask};
   static const char *const names[2] = {"out", "mask"};
-  KILN_TRY(outputs_disjoint(op, ctx, outs, names, 2));
+  KILN_TRY(kiln__ops_outs_check(op, ctx, outs, names, 2));
   const kiln__shape *shapes[2] = {&x->shape, &x->shape};
   const kiln_dtype dts[2] = {x->dtype, KILN_BOOL};
   kiln__out_target t[2];
-  KILN_TRY(targets_begin(op, ctx, dts, outs, shapes, &x, 1, 2, t));
+  KILN_TRY(kiln__ops_outs_begin(op, ctx, dts, shapes, outs, &x, 1, 2, 1, t));
   kiln__ctx_lock(ctx);
   uint64_t seed, base;
   kiln__random_stream_locked(ctx, &seed, &base);
@@ -145,7 +92,7 @@ kiln_dropout(kiln_context *ctx, const kiln_tensor *x, double p, kiln_tensor **ou
       state->counter = base;
     }
   }
-  s = targets_finish(op, ctx, outs, 2, t, s);
+  s = kiln__ops_outs_finish(op, ctx, outs, 2, t, s);
   kiln__ctx_unlock(ctx);
   return s;
 }
@@ -308,7 +255,7 @@ kiln_group_norm(kiln_context *ctx, const kiln_tensor *x, int64_t groups,
   KILN_TRY(check_eps(op, eps));
   kiln_tensor **outs[3] = {out, mean, rstd};
   static const char *const names[3] = {"out", "mean", "rstd"};
-  KILN_TRY(outputs_disjoint(op, ctx, outs, names, 3));
+  KILN_TRY(kiln__ops_outs_check(op, ctx, outs, names, 3));
   kiln__shape sshape = {0};
   sshape.ndim = 2;
   sshape.dims[0] = (int64_t)g.N;
@@ -317,7 +264,7 @@ kiln_group_norm(kiln_context *ctx, const kiln_tensor *x, int64_t groups,
   const kiln_dtype dts[3] = {x->dtype, x->dtype, x->dtype};
   const kiln_tensor *ins[3] = {x, weight, bias};
   kiln__out_target t[3];
-  KILN_TRY(targets_begin(op, ctx, dts, outs, shapes, ins, 3, 3, t));
+  KILN_TRY(kiln__ops_outs_begin(op, ctx, dts, shapes, outs, ins, 3, 3, 1, t));
   kiln__ctx_lock(ctx);
   kiln_tensor *st[2] = {NULL, NULL}, *made[2] = {NULL, NULL};
   kiln_status s = KILN_OK;
@@ -341,7 +288,7 @@ kiln_group_norm(kiln_context *ctx, const kiln_tensor *x, int64_t groups,
   }
   kiln_tensor_release(made[0]);
   kiln_tensor_release(made[1]);
-  s = targets_finish(op, ctx, outs, 3, t, s);
+  s = kiln__ops_outs_finish(op, ctx, outs, 3, t, s);
   kiln__ctx_unlock(ctx);
   return s;
 }
@@ -462,12 +409,12 @@ kiln_group_norm_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_
   KILN_TRY(check_vec(op, ctx, rstd, x, rows, "rstd"));
   kiln_tensor **outs[3] = {grad_x, grad_weight, grad_bias};
   static const char *const names[3] = {"grad_x", "grad_weight", "grad_bias"};
-  KILN_TRY(outputs_disjoint(op, ctx, outs, names, 3));
+  KILN_TRY(kiln__ops_outs_check(op, ctx, outs, names, 3));
   const kiln__shape *shapes[3] = {&x->shape, &g.chan, &g.chan};
   const kiln_dtype dts[3] = {x->dtype, x->dtype, x->dtype};
   const kiln_tensor *ins[5] = {grad, x, mean, rstd, weight};
   kiln__out_target t[3];
-  KILN_TRY(targets_begin(op, ctx, dts, outs, shapes, ins, 5, 3, t));
+  KILN_TRY(kiln__ops_outs_begin(op, ctx, dts, shapes, outs, ins, 5, 3, 1, t));
   kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
   /* Parameter gradients first: grad_x may be written over grad or x. */
@@ -495,7 +442,7 @@ kiln_group_norm_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_
       s = group_launch(&a, ctx, k, rows, x->dtype, 1);
     }
   }
-  s = targets_finish(op, ctx, outs, 3, t, s);
+  s = kiln__ops_outs_finish(op, ctx, outs, 3, t, s);
   kiln__ctx_unlock(ctx);
   return s;
 }
@@ -529,12 +476,12 @@ kiln_batch_norm(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *weig
                  KILN_ERR_INVALID_ARGUMENT, op, "running_mean and running_var share bytes");
   kiln_tensor **outs[3] = {out, save_mean, save_rstd};
   static const char *const names[3] = {"out", "save_mean", "save_rstd"};
-  KILN_TRY(outputs_disjoint(op, ctx, outs, names, 3));
+  KILN_TRY(kiln__ops_outs_check(op, ctx, outs, names, 3));
   const kiln__shape *shapes[3] = {&x->shape, &g.chan, &g.chan};
   const kiln_dtype dts[3] = {x->dtype, x->dtype, x->dtype};
   const kiln_tensor *ins[5] = {x, weight, bias, running_mean, running_var};
   kiln__out_target t[3];
-  KILN_TRY(targets_begin(op, ctx, dts, outs, shapes, ins, 5, 3, t));
+  KILN_TRY(kiln__ops_outs_begin(op, ctx, dts, shapes, outs, ins, 5, 3, 1, t));
   kiln__ctx_lock(ctx);
   kiln_tensor *st[2] = {NULL, NULL}, *made[2] = {NULL, NULL};
   kiln_status s = KILN_OK;
@@ -567,7 +514,7 @@ kiln_batch_norm(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *weig
   }
   kiln_tensor_release(made[0]);
   kiln_tensor_release(made[1]);
-  s = targets_finish(op, ctx, outs, 3, t, s);
+  s = kiln__ops_outs_finish(op, ctx, outs, 3, t, s);
   kiln__ctx_unlock(ctx);
   return s;
 }
@@ -585,12 +532,12 @@ kiln_batch_norm_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_
   KILN_TRY(check_vec(op, ctx, save_rstd, x, g.C, "save_rstd"));
   kiln_tensor **outs[3] = {grad_x, grad_weight, grad_bias};
   static const char *const names[3] = {"grad_x", "grad_weight", "grad_bias"};
-  KILN_TRY(outputs_disjoint(op, ctx, outs, names, 3));
+  KILN_TRY(kiln__ops_outs_check(op, ctx, outs, names, 3));
   const kiln__shape *shapes[3] = {&x->shape, &g.chan, &g.chan};
   const kiln_dtype dts[3] = {x->dtype, x->dtype, x->dtype};
   const kiln_tensor *ins[5] = {grad, x, save_mean, save_rstd, weight};
   kiln__out_target t[3];
-  KILN_TRY(targets_begin(op, ctx, dts, outs, shapes, ins, 5, 3, t));
+  KILN_TRY(kiln__ops_outs_begin(op, ctx, dts, shapes, outs, ins, 5, 3, 1, t));
   kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
   kiln__ops_tmp sums = {0};
@@ -626,7 +573,7 @@ kiln_batch_norm_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_
   }
   if (sums.mem)
     kiln__ops_tmp_free(ctx, &sums);
-  s = targets_finish(op, ctx, outs, 3, t, s);
+  s = kiln__ops_outs_finish(op, ctx, outs, 3, t, s);
   kiln__ctx_unlock(ctx);
   return s;
 }

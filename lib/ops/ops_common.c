@@ -294,3 +294,50 @@ kiln__ops_sort_pairs(const char *op, kiln_context *ctx, const char *source, kiln
   }
   return KILN_OK;
 }
+
+kiln_status
+kiln__ops_outs_check(const char *op, kiln_context *ctx, kiln_tensor **const *outs,
+                     const char *const *names, size_t n)
+{
+  kiln_tensor *given[4] = {NULL, NULL, NULL, NULL};
+  for (size_t i = 0; i < n && i < 4; i++)
+    if (outs[i] && *outs[i]) {
+      KILN_TRY(kiln__tensor_check(op, *outs[i], ctx));
+      given[i] = *outs[i];
+    }
+  return kiln__ops_outputs_disjoint(op, given, names, n < 4 ? n : 4);
+}
+
+kiln_status
+kiln__ops_outs_begin(const char *op, kiln_context *ctx, const kiln_dtype *dtypes,
+                     const kiln__shape *const *shapes, kiln_tensor **const *outs,
+                     const kiln_tensor *const *ins, size_t nins, size_t n, int inplace_first,
+                     kiln__out_target *t)
+{
+  for (size_t i = 0; i < n; i++) {
+    memset(&t[i], 0, sizeof t[i]);
+    if (!outs[i])
+      continue;
+    kiln_status s = kiln__ops_out_begin(op, ctx, dtypes[i], shapes[i], outs[i], ins, nins,
+                                        inplace_first && i == 0, &t[i]);
+    if (s != KILN_OK) {
+      kiln__ctx_lock(ctx);
+      for (size_t j = 0; j < i; j++)
+        if (outs[j])
+          kiln__ops_out_finish(op, ctx, &t[j], s);
+      kiln__ctx_unlock(ctx);
+      return s;
+    }
+  }
+  return KILN_OK;
+}
+
+kiln_status
+kiln__ops_outs_finish(const char *op, kiln_context *ctx, kiln_tensor **const *outs, size_t n,
+                      kiln__out_target *t, kiln_status s)
+{
+  for (size_t i = 0; i < n; i++)
+    if (outs[i])
+      s = kiln__ops_out_finish(op, ctx, &t[i], s);
+  return s;
+}

@@ -142,6 +142,23 @@ kiln_status kiln__ops_out_finish(const char *op, kiln_context *ctx, kiln__out_ta
                                  kiln_status s);
 
 /*
+ * Ops with several outputs (outs[i] NULL: that output is not wanted; at most 4).
+ * kiln__ops_outs_check: the given ones (*outs[i] non-NULL) are live handles of ctx and share no
+ * byte (names name them in messages). kiln__ops_outs_begin: starts each wanted target with
+ * kiln__ops_out_begin (only the first may be written over exactly an input, with
+ * inplace_first), unwinding those begun on failure; call without ctx->lock.
+ * kiln__ops_outs_finish: completes or unwinds every wanted target (ctx->lock held).
+ */
+kiln_status kiln__ops_outs_check(const char *op, kiln_context *ctx, kiln_tensor **const *outs,
+                                 const char *const *names, size_t n);
+kiln_status kiln__ops_outs_begin(const char *op, kiln_context *ctx, const kiln_dtype *dtypes,
+                                 const kiln__shape *const *shapes, kiln_tensor **const *outs,
+                                 const kiln_tensor *const *ins, size_t nins, size_t n,
+                                 int inplace_first, kiln__out_target *t);
+kiln_status kiln__ops_outs_finish(const char *op, kiln_context *ctx, kiln_tensor **const *outs,
+                                  size_t n, kiln__out_target *t, kiln_status s);
+
+/*
  * Enqueues a copy of src's bytes over dst's (same size; ctx->lock held). The
  * same bytes on both sides copy nothing; partly overlapping ones go through
  * a pooled temporary (clEnqueueCopyBuffer refuses overlapping ranges).

@@ -811,47 +811,16 @@ kiln__sort_values_flat(const char *op, kiln_context *ctx, const kiln_tensor *x, 
 
 /* ---------------------------------------------------------------- outputs */
 
-/* Starts the wanted ones (outs[i] non-NULL) of n output targets of the given dtypes and
- * shapes; unwinds those begun on failure. Call without ctx->lock. */
+/* Checks and starts the wanted ones (outs[i] non-NULL) of n output targets (values, indices)
+ * of the given dtypes and shapes. Call without ctx->lock. */
 static kiln_status
 targets_begin(const char *op, kiln_context *ctx, kiln_tensor **const *outs,
               const kiln_dtype *dtypes, const kiln__shape *const *shapes, const kiln_tensor *x,
               size_t n, kiln__out_target *t)
 {
-  kiln_tensor *given[2] = {NULL, NULL};
-  for (size_t i = 0; i < n; i++)
-    if (outs[i] && *outs[i]) {
-      KILN_TRY(kiln__tensor_check(op, *outs[i], ctx));
-      given[i] = *outs[i];
-    }
   static const char *const names[2] = {"values", "indices"};
-  KILN_TRY(kiln__ops_outputs_disjoint(op, given, names, n));
-  const kiln_tensor *ins[1] = {x};
-  for (size_t i = 0; i < n; i++) {
-    memset(&t[i], 0, sizeof t[i]);
-    if (!outs[i])
-      continue;
-    kiln_status s = kiln__ops_out_begin(op, ctx, dtypes[i], shapes[i], outs[i], ins, 1, 0, &t[i]);
-    if (s != KILN_OK) {
-      kiln__ctx_lock(ctx);
-      for (size_t j = 0; j < i; j++)
-        if (outs[j])
-          kiln__ops_out_finish(op, ctx, &t[j], s);
-      kiln__ctx_unlock(ctx);
-      return s;
-    }
-  }
-  return KILN_OK;
-}
-
-static kiln_status
-targets_finish(const char *op, kiln_context *ctx, kiln_tensor **const *outs, size_t n,
-               kiln__out_target *t, kiln_status s)
-{
-  for (size_t i = 0; i < n; i++)
-    if (outs[i])
-      s = kiln__ops_out_finish(op, ctx, &t[i], s);
-  return s;
+  KILN_TRY(kiln__ops_outs_check(op, ctx, outs, names, n));
+  return kiln__ops_outs_begin(op, ctx, dtypes, shapes, outs, &x, 1, n, 0, t);
 }
 
 /*
@@ -889,7 +858,7 @@ select_run(const char *op, kiln_context *ctx, const kiln_tensor *x, int64_t axis
   kiln__ctx_lock(ctx);
   kiln_status s = sort_core(op, ctx, x, &g, desc, path, ostart, olen, values ? t[0].dst : NULL,
                             indices ? t[1].dst : NULL);
-  s = targets_finish(op, ctx, outs, 2, t, s);
+  s = kiln__ops_outs_finish(op, ctx, outs, 2, t, s);
   kiln__ctx_unlock(ctx);
   return s;
 }
@@ -1018,7 +987,7 @@ kiln_sortrows(kiln_context *ctx, const kiln_tensor *x, const int64_t *cols, size
   }
   kiln_tensor_release(keys);
   kiln_tensor_release(vals);
-  s = targets_finish(op, ctx, outs, 2, t, s);
+  s = kiln__ops_outs_finish(op, ctx, outs, 2, t, s);
   kiln__ctx_unlock(ctx);
   return s;
 }
