@@ -669,6 +669,31 @@ eig_case(kiln_dtype dt, size_t n, const double *given)
   }
   double e = na == 0 ? sqrt(r) : sqrt(r) / (na * (double)n * eps);
   EXPECT(e <= 100, "%s eig n %zu: ||A V - V W|| error %g", kiln_dtype_name(dt), n, e);
+  /* The complex form carries the same numbers, bit for bit. */
+  kiln_tensor *cw = NULL, *cv = NULL, *rw = NULL, *rv = NULL;
+  KOK(kiln_linalg_eig_complex(harness_ctx(), ta, &cw, &cv));
+  kiln_dtype cdt = dt == KILN_F32 ? KILN_C64 : KILN_C128;
+  EXPECT(kiln_tensor_dtype(cw) == cdt && kiln_tensor_dtype(cv) == cdt, "eig_complex gives %s",
+         kiln_dtype_name(kiln_tensor_dtype(cw)));
+  KOK(kiln_view_as_real(harness_ctx(), cw, &rw));
+  KOK(kiln_view_as_real(harness_ctx(), cv, &rv));
+  double *hcw = down(rw), *hcv = down(rv);
+  for (size_t j = 0; j < n; j++)
+    EXPECT(hcw[2 * j] == hwr[j] && hcw[2 * j + 1] == hwi[j], "eig_complex value %zu differs", j);
+  for (size_t i = 0; i < n * n; i++)
+    EXPECT(hcv[2 * i] == hvr[i] && hcv[2 * i + 1] == hvi[i], "eig_complex vector element %zu",
+           i);
+  /* values only, into a given tensor */
+  kiln_tensor *cw2 = NULL;
+  KOK(kiln_tensor_create(harness_ctx(), cdt, 1, (int64_t[]){(int64_t)n}, &cw2));
+  kiln_tensor *cw2in = cw2;
+  KOK(kiln_linalg_eig_complex(harness_ctx(), ta, &cw2, NULL));
+  EXPECT(cw2 == cw2in, "a given w was replaced");
+  free(hcw);
+  free(hcv);
+  kiln_tensor *call[5] = {cw, cv, rw, rv, cw2};
+  for (int i = 0; i < 5; i++)
+    kiln_tensor_release(call[i]);
   free(a);
   free(hwr);
   free(hwi);
@@ -1051,6 +1076,10 @@ START_TEST(bad_input)
   KEXPECT(kiln_linalg_eigh(ctx, sq, (kiln_uplo)5, &out, NULL), KILN_ERR_INVALID_ARGUMENT);
   KEXPECT(kiln_linalg_eig(ctx, rect, &out, &o2, NULL, NULL), KILN_ERR_SHAPE);
   KEXPECT(kiln_linalg_eig(ctx, sq, &out, &o2, &o3, NULL), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_linalg_eig_complex(ctx, rect, &out, NULL), KILN_ERR_SHAPE);
+  KEXPECT(kiln_linalg_eig_complex(ctx, ints, &out, NULL), KILN_ERR_DTYPE);
+  KEXPECT(kiln_linalg_eig_complex(ctx, sq, NULL, NULL), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_linalg_eig_complex(ctx, sq, &vec, NULL), KILN_ERR_DTYPE);
   KEXPECT(kiln_linalg_svd(ctx, sq, 0, &out, &o2, NULL), KILN_ERR_INVALID_ARGUMENT);
   KEXPECT(kiln_linalg_svd(ctx, ints, 0, NULL, &o2, NULL), KILN_ERR_DTYPE);
   KEXPECT(kiln_linalg_lstsq(ctx, sq, b43, -1, &out, NULL, NULL, NULL), KILN_ERR_SHAPE);
