@@ -20,8 +20,13 @@
 #include "core/shape.h"
 #include "kiln_config.h"
 #include "ops/families.h"
+#include "ops/linalg_host.h"
+#include "ops/linalg_internal.h"
 #include "ops/linalg_spectral_internal.h"
 #include "ops/ops_common.h"
+#if KILN_HAVE_LAPACKE
+#include <lapacke.h>
+#endif
 #if KILN_HAVE_CLBLAST
 #include "backends/clblast.h"
 #endif
@@ -52,11 +57,25 @@ kiln__linalg_spectral_test_set(int nb, int own, int leaf)
 }
 
 kiln__lsp
-kiln__lsp_make(const char *op, kiln_context *ctx, kiln_dtype dt)
+kiln__lsp_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
 {
+  size_t nd = a->shape.ndim;
+  uint64_t elems = (uint64_t)a->shape.dims[nd - 1] * (uint64_t)a->shape.dims[nd - 2];
+  kiln__linalg_params p;
+  kiln__linalg_choose(op, ctx, a->dtype, elems, &p);
+  kiln__ctx_lock(ctx);
+  kiln_dtype dt = a->dtype;
   kiln__lsp L = {.op = op, .ctx = ctx, .dt = dt, .ts = kiln_dtype_size(dt)};
+  L.host = kiln__linalg_is_host(ctx, p.route);
   int h = atomic_load(&hook_nb);
-  L.nb = h > 0 ? (uint64_t)h : ctx->info.is_gpu ? KILN__LSP_NB_GPU : KILN__LSP_NB_CPU;
+  if (h > 0)
+    L.nb = (uint64_t)h;
+  else if (p.nb)
+    L.nb = p.nb;
+  else if (L.host)
+    L.nb = KILN__LINALG_HOST_NB_QR;
+  else
+    L.nb = ctx->info.is_gpu ? KILN__LSP_NB_GPU : KILN__LSP_NB_CPU;
   L.clblast = KILN_HAVE_CLBLAST && !kiln__env_flag(KILN__ENV_DEBUG_NO_CLBLAST) &&
               atomic_load(&hook_own) <= 0;
   int hl = atomic_load(&hook_leaf);
@@ -257,6 +276,130 @@ panel_run(const kiln__lsp *L, cl_kernel panel, size_t local, kiln__lsp_mat a, ui
   return panel_run(L, panel, local, at(a, w1, w1), rows - w1, w - w1, t2, ws);
 }
 
+#if KILN_HAVE_LAPACKE
+/* Host buffers of the hybrid QR. */
+typedef struct hq {
+  kiln__lh_buf panel, v, t, tau;
+  double *w, *tf, *tauf, *work;
+  lapack_int lwork;
+} hq;
+
+static void
+hq_free(const kiln__lsp *L, hq *h)
+{
+  clFinish(L->ctx->queue); /* transfers from the host buffers may still be queued */
+  kiln__lh_buf_free(L->ctx, &h->panel);
+  kiln__lh_buf_free(L->ctx, &h->v);
+  kiln__lh_buf_free(L->ctx, &h->t);
+  kiln__lh_buf_free(L->ctx, &h->tau);
+  free(h->w);
+  free(h->tf);
+  free(h->tauf);
+  free(h->work);
+  memset(h, 0, sizeof *h);
+}
+
+static kiln_status
+hq_make(const kiln__lsp *L, uint64_t m, uint64_t nb, hq *h)
+{
+  memset(h, 0, sizeof *h);
+  uint64_t rows = m ? m : 1;
+  kiln_status s = kiln__lh_buf_make(L->op, L->ctx, rows * nb * L->ts, &h->panel);
+  if (s == KILN_OK)
+    s = kiln__lh_buf_make(L->op, L->ctx, rows * nb * L->ts, &h->v);
+  if (s == KILN_OK)
+    s = kiln__lh_buf_make(L->op, L->ctx, nb * nb * L->ts, &h->t);
+  if (s == KILN_OK)
+    s = kiln__lh_buf_make(L->op, L->ctx, nb * L->ts, &h->tau);
+  h->w = malloc(rows * nb * sizeof *h->w);
+  h->tf = malloc(nb * nb * sizeof *h->tf);
+  h->tauf = malloc(nb * sizeof *h->tauf);
+  double q = 0;
+  if (h->w && LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, (lapack_int)rows, (lapack_int)nb, h->w,
+                                  (lapack_int)rows, h->tauf, &q, -1) == 0)
+    h->lwork = (lapack_int)q > (lapack_int)nb ? (lapack_int)q : (lapack_int)nb;
+  else
+    h->lwork = (lapack_int)(nb * 64);
+  h->work = malloc((size_t)h->lwork * sizeof *h->work);
+  if (s == KILN_OK && (!h->w || !h->tf || !h->tauf || !h->work))
+    s = kiln__fail(KILN_ERR_HOST_MEMORY, L->op, 0, "no host memory for a %llu x %llu panel",
+                   (unsigned long long)rows, (unsigned long long)nb);
+  if (s != KILN_OK)
+    hq_free(L, h);
+  return s;
+}
+
+/*
+ * Hybrid QR (MAGMA's scheme): each panel goes to the host, dgeqrf factors it and dlarft forms
+ * its T; the panel (R and the reflectors), tau, the explicit V and T come back and the device
+ * applies I - V T^T V^T to the trailing columns by three GEMMs, the next panel's columns first
+ * and read back while the rest is updated (look-ahead).
+ */
+static kiln_status
+geqrf_hybrid(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t n, kiln__lsp_mat tau,
+             kiln__lsp_ws *ws)
+{
+  uint64_t k = m < n ? m : n, nb = L->nb;
+  hq h;
+  KILN_TRY(hq_make(L, m, nb, &h));
+  uint64_t jb = k < nb ? k : nb;
+  kiln_status s = kiln__lh_read(L->op, L->ctx, a.mem, a.off, a.ld, m, jb, L->ts, &h.panel, NULL);
+  for (uint64_t j0 = 0; s == KILN_OK && j0 < k; j0 += nb) {
+    jb = k - j0 < nb ? k - j0 : nb;
+    uint64_t mr = m - j0, r = j0 + jb;
+    kiln__lh_to_colmajor(L->dt, h.panel.p, mr, jb, h.w);
+    lapack_int info = LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, (lapack_int)mr, (lapack_int)jb, h.w,
+                                          (lapack_int)mr, h.tauf, h.work, h.lwork);
+    if (info != 0) {
+      s = kiln__fail(KILN_ERR_INTERNAL, L->op, info, "LAPACK dgeqrf rejected a panel (info %d)",
+                     (int)info);
+      break;
+    }
+    kiln__lh_from_colmajor(L->dt, h.w, mr, mr, jb, h.panel.p);
+    s = kiln__lh_write(L->op, L->ctx, a.mem, a.off + j0 * a.ld + j0, a.ld, mr, jb, L->ts, &h.panel);
+    kiln__lh_store(L->dt, h.tauf, jb, h.tau.p);
+    if (s == KILN_OK)
+      s = kiln__lh_write(L->op, L->ctx, tau.mem, tau.off + j0, jb, 1, jb, L->ts, &h.tau);
+    if (s != KILN_OK || r >= n)
+      continue;
+    LAPACKE_dlarft_work(LAPACK_COL_MAJOR, 'F', 'C', (lapack_int)mr, (lapack_int)jb, h.w,
+                        (lapack_int)mr, h.tauf, h.tf, (lapack_int)jb);
+    /* V explicit (unit diagonal, zeros above) and T upper, both row-major for the GEMMs */
+    for (uint64_t j = 0; j < jb; j++) {
+      for (uint64_t i = 0; i < j && i < mr; i++)
+        h.w[j * mr + i] = 0.0;
+      if (j < mr)
+        h.w[j * mr + j] = 1.0;
+      for (uint64_t i = j + 1; i < jb; i++)
+        h.tf[j * jb + i] = 0.0;
+    }
+    kiln__lh_from_colmajor(L->dt, h.w, mr, mr, jb, h.v.p);
+    kiln__lh_from_colmajor(L->dt, h.tf, jb, jb, jb, h.t.p);
+    s = kiln__lh_write(L->op, L->ctx, ws->v->mem, kiln__ops_elem_offset(ws->v), jb, mr, jb, L->ts,
+                       &h.v);
+    if (s == KILN_OK)
+      s = kiln__lh_write(L->op, L->ctx, ws->t->mem, kiln__ops_elem_offset(ws->t), jb, jb, jb,
+                         L->ts, &h.t);
+    uint64_t jn = r < k ? (k - r < nb ? k - r : nb) : 0;
+    if (s == KILN_OK)
+      s = block_apply(L, mr, jb, 1, at(a, j0, r), jn ? jn : n - r, ws);
+    if (s != KILN_OK || jn == 0)
+      continue;
+    cl_event ev;
+    s = kiln__lh_read(L->op, L->ctx, a.mem, a.off + r * a.ld + r, a.ld, m - r, jn, L->ts, &h.panel,
+                      &ev);
+    if (s != KILN_OK)
+      break;
+    s = block_apply(L, mr, jb, 1, at(a, j0, r + jn), n - r - jn, ws);
+    kiln_status sw = kiln__lh_wait(L->op, L->ctx, ev);
+    if (s == KILN_OK)
+      s = sw;
+  }
+  hq_free(L, &h);
+  return s;
+}
+#endif
+
 kiln_status
 kiln__lsp_geqrf(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t n, kiln__lsp_mat tau,
                 kiln__lsp_ws *ws)
@@ -264,6 +407,10 @@ kiln__lsp_geqrf(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t n, kil
   uint64_t k = m < n ? m : n, nb = L->nb;
   if (k == 0)
     return KILN_OK;
+#if KILN_HAVE_LAPACKE
+  if (L->host)
+    return geqrf_hybrid(L, a, m, n, tau, ws);
+#endif
   cl_kernel panel;
   KILN_TRY(kern(L, "qr_panel", &panel));
   size_t local = group_local(L, panel);
@@ -448,8 +595,7 @@ kiln_linalg_qr(kiln_context *ctx, const kiln_tensor *a, kiln_qr_mode mode, kiln_
   uint64_t qc = mode == KILN_QR_COMPLETE ? m : k, rr = mode == KILN_QR_COMPLETE ? m : k;
   int64_t qt[2] = {(int64_t)m, (int64_t)qc}, rt[2] = {(int64_t)rr, (int64_t)n};
   kiln__shape qs = kiln__lsp_shape(a, qt, 2), rs = kiln__lsp_shape(a, rt, 2);
-  kiln__ctx_lock(ctx);
-  kiln__lsp L = kiln__lsp_make(op, ctx, a->dtype);
+  kiln__lsp L = kiln__lsp_begin(op, ctx, a);
   kiln__lsp_outs o = {0};
   kiln_status s = kiln__lsp_out(&o, op, ctx, a->dtype, &rs, r);
   if (s == KILN_OK && mode != KILN_QR_R)

@@ -14,7 +14,8 @@
  * the blocked path at the block size and +-1 (and with the block forced to 16 and the small
  * path off, through the test hook), both routes (CLBlast and kiln's own kernels), Hilbert
  * matrices, singular and indefinite matrices, batches; batched results equal unbatched
- * ones bitwise; bad input.
+ * ones bitwise; bad input. routes_and_blocks runs both panel routes (device kernels, host
+ * LAPACKE: kiln__linalg_test_route) with every block size the linalg tuner family can pick.
  */
 #include <float.h>
 #include <math.h>
@@ -37,6 +38,8 @@ static const kiln_dtype dtypes[] = {KILN_F32, KILN_F64};
  * f32 on kiln's own kernels (the CLBlast calls are the same code for both precisions).
  */
 static int hook_nb = -1, hook_small = -1, hook_own = -1, hook_leaf = -1;
+/* Panel route (enum kiln__linalg_route; -1 the tuner's choice: HOST where kiln has LAPACKE). */
+static int hook_route = -1;
 
 static void
 set_hook(int nb, int small_max, int own, int leaf)
@@ -51,6 +54,7 @@ static int
 route_for(kiln_dtype dt)
 {
   kiln__linalg_test_set(hook_nb, hook_small, dt == KILN_F32 ? 1 : hook_own, hook_leaf);
+  kiln__linalg_test_route(hook_route);
   return 1;
 }
 
@@ -272,6 +276,7 @@ START_TEST(lu_blocked_paths)
   /* leaf -1: whole panels (the CPU default); 3: recursive panels down to 1-3 columns. The
    * small mode (oclgrind, no CLBlast: both routes are kiln's kernels) runs one route and
    * every other size. */
+  hook_route = KILN__LINALG_ROUTE_DEVICE; /* the device panel's leaf widths */
   for (int own = harness_small(); own < 2; own++)
     for (int leaf = -1; leaf <= 3; leaf += 4) {
       set_hook(16, 0, own, leaf);
@@ -791,14 +796,17 @@ START_TEST(cholesky)
     chol_case(dt, 1, 2 * nb + 1);
     chol_case(dt, 1, 3 * nb);
   }
-  for (int own = harness_small(); own < 2; own++) {
-    set_hook(16, 0, own, -1);
-    FOR_DTYPES(dt)
-    {
-      chol_case(dt, 1, 15);
-      chol_case(dt, 2, 33);
+  for (int route = KILN__LINALG_ROUTE_DEVICE; route <= KILN__LINALG_ROUTE_HOST; route++)
+    for (int own = harness_small(); own < 2; own++) {
+      hook_route = route;
+      set_hook(16, 0, own, -1);
+      FOR_DTYPES(dt)
+      {
+        chol_case(dt, 1, 15);
+        chol_case(dt, 2, 33);
+      }
     }
-  }
+  hook_route = -1;
   set_hook(-1, -1, -1, -1);
   kiln__linalg_test_set(-1, -1, -1, -1);
 }
@@ -967,15 +975,15 @@ START_TEST(triangular)
 END_TEST
 
 /* Batched results equal the unbatched ones bitwise (the small kernels take both). */
-START_TEST(batched_bitwise)
+/* LU, inv, Cholesky and solve of nb matrices n x n at once equal those of each alone. */
+static void
+batched_case(kiln_dtype dt, size_t n, size_t nb)
 {
-  static const size_t ns[] = {13, 32, 64};
-  FOR_DTYPES(dt)
   {
-    for (size_t c = 0; c < 3; c++) {
-      size_t n = ns[c], nb = 5, ts = kiln_dtype_size(dt), mat = n * n * ts;
+    {
+      size_t ts = kiln_dtype_size(dt), mat = n * n * ts;
       if (!harness_fits(nb * n * n))
-        continue;
+        return;
       int64_t as[3] = {(int64_t)nb, (int64_t)n, (int64_t)n}, one[2] = {(int64_t)n, (int64_t)n};
       double *a = malloc(nb * n * n * 8);
       for (size_t b = 0; b < nb; b++) {
@@ -1035,6 +1043,94 @@ START_TEST(batched_bitwise)
       kiln_tensor_release(x);
     }
   }
+}
+
+START_TEST(batched_bitwise)
+{
+  static const size_t ns[] = {13, 32, 64};
+  FOR_DTYPES(dt)
+  {
+    for (size_t c = 0; c < 3; c++)
+      batched_case(dt, ns[c], 5);
+  }
+}
+END_TEST
+
+/* A matrix with column col zero: solve and inv fail naming U[col][col]. */
+static void
+singular_case(kiln_dtype dt, size_t n, size_t col)
+{
+  if (!harness_fits(3 * n * n))
+    return;
+  int64_t as[2] = {(int64_t)n, (int64_t)n}, bs[1] = {(int64_t)n};
+  double *a = rand_mat(n * n, 1, 2), *b = rand_mat(n, -1, 1);
+  for (size_t i = 0; i < n; i++)
+    a[i * n + col] = 0;
+  kiln_tensor *ta = up(dt, 2, as, a), *tb = up(dt, 1, bs, b), *x = NULL, *lu = NULL, *piv = NULL;
+  char want[64];
+  snprintf(want, sizeof want, "U[%zu][%zu]", col, col);
+  KEXPECT(kiln_linalg_solve(harness_ctx(), ta, tb, &x), KILN_ERR_SINGULAR);
+  EXPECT(strstr(kiln_last_error(), want), "%s n %zu: message %s, want %s", kiln_dtype_name(dt), n,
+         kiln_last_error(), want);
+  ck_assert_ptr_null(x);
+  KEXPECT(kiln_linalg_inv(harness_ctx(), ta, &x), KILN_ERR_SINGULAR);
+  EXPECT(strstr(kiln_last_error(), want), "inv: message %s", kiln_last_error());
+  ck_assert_ptr_null(x);
+  /* lu_factor itself goes on past the zero pivot (LAPACK's info > 0) */
+  KOK(kiln_linalg_lu_factor(harness_ctx(), ta, &lu, &piv));
+  double *h = down(lu);
+  int32_t *p = down_i32(piv);
+  double e = lu_backward(a, h, p, n, n, eps_of(dt));
+  EXPECT(e <= BOUND, "%s singular LU n %zu: backward error %g", kiln_dtype_name(dt), n, e);
+  EXPECT(h[col * n + col] == 0, "U[%zu][%zu] = %g, not 0", col, col, h[col * n + col]);
+  free(h);
+  free(p);
+  free(a);
+  free(b);
+  kiln_tensor_release(ta);
+  kiln_tensor_release(tb);
+  kiln_tensor_release(lu);
+  kiln_tensor_release(piv);
+}
+
+/*
+ * Both panel routes (kiln's device kernels, the host's LAPACKE) with every block size the
+ * linalg tuner family can pick (16 .. 256) and 8, the small-matrix kernels off, on CLBlast
+ * (f64) and kiln's own kernels: LU square, tall and wide, Cholesky (both triangles, with its
+ * solve and inverse), singular matrices naming the pivot, batched equal to unbatched.
+ */
+START_TEST(routes_and_blocks)
+{
+  static const int nbs[] = {8, 16, 32, 64, 128, 256};
+  static const size_t sq[] = {1, 7, 65, 130};
+  for (int route = KILN__LINALG_ROUTE_DEVICE; route <= KILN__LINALG_ROUTE_HOST; route++)
+    for (size_t ib = 0; ib < sizeof nbs / sizeof nbs[0]; ib++) {
+      int nb = nbs[ib], small_nb = nb <= 32;
+      if (harness_small() && (!small_nb || route == KILN__LINALG_ROUTE_DEVICE))
+        continue;
+      hook_route = route;
+      for (int own = harness_small(); own < 2; own++) {
+        set_hook(nb, 0, own, -1);
+        FOR_DTYPES(dt)
+        {
+          if (own && dt == KILN_F32) /* f32 always runs kiln's kernels: done with own 0 */
+            continue;
+          for (size_t i = small_nb ? 0 : 3; i < sizeof sq / sizeof sq[0]; i++) {
+            lu_case(dt, 0, NULL, sq[i], sq[i], NULL);
+            chol_case(dt, 1, sq[i]);
+          }
+          lu_case(dt, 0, NULL, 130, 70, NULL);
+          lu_case(dt, 0, NULL, 70, 130, NULL);
+          singular_case(dt, small_nb ? 65 : 130, small_nb ? 40 : 100);
+          if (nb == 16)
+            batched_case(dt, 65, 2);
+        }
+      }
+    }
+  hook_route = -1;
+  set_hook(-1, -1, -1, -1);
+  kiln__linalg_test_set(-1, -1, -1, -1);
+  kiln__linalg_test_route(-1);
 }
 END_TEST
 
@@ -1148,6 +1244,8 @@ reset_hooks(void)
 {
   set_hook(-1, -1, -1, -1);
   kiln__linalg_test_set(-1, -1, -1, -1);
+  hook_route = -1;
+  kiln__linalg_test_route(-1);
 }
 
 static Suite *
@@ -1170,6 +1268,7 @@ linalg_suite(void)
   tcase_add_test(tc, singular_solve_inv);
   tcase_add_test(tc, triangular);
   tcase_add_test(tc, batched_bitwise);
+  tcase_add_test(tc, routes_and_blocks);
   tcase_add_test(tc, bad_input);
   tcase_add_test(tc, nan_and_in_place);
   suite_add_tcase(s, tc);

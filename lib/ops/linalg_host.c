@@ -1,0 +1,133 @@
+/*
+ * Host staging of the hybrid factorizations (lib/ops/linalg_host.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "ops/linalg_host.h"
+
+kiln_status
+kiln__lh_buf_make(const char *op, kiln_context *ctx, size_t bytes, kiln__lh_buf *b)
+{
+  memset(b, 0, sizeof *b);
+  b->bytes = bytes ? bytes : 8;
+  cl_int err;
+  b->pin = clCreateBuffer(ctx->cl, CL_MEM_ALLOC_HOST_PTR, b->bytes, NULL, &err);
+  if (err == CL_SUCCESS) {
+    b->p = clEnqueueMapBuffer(ctx->queue, b->pin, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, b->bytes,
+                              0, NULL, NULL, &err);
+    if (err == CL_SUCCESS)
+      return KILN_OK;
+    clReleaseMemObject(b->pin);
+  }
+  /* Pinned memory is an optimisation: ordinary memory works with every transfer. */
+  b->pin = NULL;
+  b->p = malloc(b->bytes);
+  KILN_RETURN_IF(!b->p, KILN_ERR_HOST_MEMORY, op, "no host memory for a %zu-byte panel buffer",
+                 b->bytes);
+  return KILN_OK;
+}
+
+void
+kiln__lh_buf_free(kiln_context *ctx, kiln__lh_buf *b)
+{
+  if (b->pin) {
+    cl_event ev = NULL;
+    if (clEnqueueUnmapMemObject(ctx->queue, b->pin, b->p, 0, NULL, &ev) == CL_SUCCESS && ev) {
+      clWaitForEvents(1, &ev);
+      clReleaseEvent(ev);
+    }
+    clReleaseMemObject(b->pin);
+  } else {
+    free(b->p);
+  }
+  memset(b, 0, sizeof *b);
+}
+
+/* The rectangle of rows x cols elements at element e of a row-major matrix, linear origin. */
+static void
+rect(uint64_t e, uint64_t rows, uint64_t cols, size_t ts, size_t origin[3], size_t region[3])
+{
+  origin[0] = (size_t)(e * ts);
+  origin[1] = origin[2] = 0;
+  region[0] = (size_t)(cols * ts);
+  region[1] = (size_t)rows;
+  region[2] = 1;
+}
+
+kiln_status
+kiln__lh_read(const char *op, kiln_context *ctx, cl_mem mem, uint64_t e, uint64_t ld, uint64_t rows,
+              uint64_t cols, size_t ts, const kiln__lh_buf *b, cl_event *ev)
+{
+  if (ev)
+    *ev = NULL;
+  if (rows == 0 || cols == 0)
+    return KILN_OK;
+  size_t bo[3], reg[3], ho[3] = {0, 0, 0};
+  rect(e, rows, cols, ts, bo, reg);
+  cl_int err = clEnqueueReadBufferRect(ctx->queue, mem, ev ? CL_FALSE : CL_TRUE, bo, ho, reg,
+                                       (size_t)(ld * ts), 0, (size_t)(cols * ts), 0, b->p, 0, NULL,
+                                       ev);
+  if (err == CL_SUCCESS && ev)
+    err = clFlush(ctx->queue);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueReadBufferRect (panel)");
+}
+
+kiln_status
+kiln__lh_write(const char *op, kiln_context *ctx, cl_mem mem, uint64_t e, uint64_t ld,
+               uint64_t rows, uint64_t cols, size_t ts, const kiln__lh_buf *b)
+{
+  if (rows == 0 || cols == 0)
+    return KILN_OK;
+  size_t bo[3], reg[3], ho[3] = {0, 0, 0};
+  rect(e, rows, cols, ts, bo, reg);
+  cl_int err = clEnqueueWriteBufferRect(ctx->queue, mem, CL_FALSE, bo, ho, reg, (size_t)(ld * ts),
+                                        0, (size_t)(cols * ts), 0, b->p, 0, NULL, NULL);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueWriteBufferRect (panel)");
+}
+
+kiln_status
+kiln__lh_wait(const char *op, kiln_context *ctx, cl_event ev)
+{
+  (void)ctx;
+  if (!ev)
+    return KILN_OK;
+  cl_int err = clWaitForEvents(1, &ev);
+  clReleaseEvent(ev);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clWaitForEvents (panel read)");
+}
+
+void
+kiln__lh_to_colmajor(kiln_dtype dt, const void *src, uint64_t rows, uint64_t cols, double *w)
+{
+  for (uint64_t i = 0; i < rows; i++)
+    for (uint64_t j = 0; j < cols; j++)
+      w[j * rows + i] = dt == KILN_F32 ? (double)((const float *)src)[i * cols + j]
+                                       : ((const double *)src)[i * cols + j];
+}
+
+void
+kiln__lh_from_colmajor(kiln_dtype dt, const double *w, uint64_t ldw, uint64_t rows, uint64_t cols,
+                       void *dst)
+{
+  for (uint64_t i = 0; i < rows; i++)
+    for (uint64_t j = 0; j < cols; j++) {
+      double v = w[j * ldw + i];
+      if (dt == KILN_F32)
+        ((float *)dst)[i * cols + j] = (float)v;
+      else
+        ((double *)dst)[i * cols + j] = v;
+    }
+}
+
+void
+kiln__lh_store(kiln_dtype dt, const double *x, uint64_t n, void *dst)
+{
+  for (uint64_t i = 0; i < n; i++) {
+    if (dt == KILN_F32)
+      ((float *)dst)[i] = (float)x[i];
+    else
+      ((double *)dst)[i] = x[i];
+  }
+}
