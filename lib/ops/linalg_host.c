@@ -13,6 +13,9 @@ kiln__lh_buf_make(const char *op, kiln_context *ctx, size_t bytes, kiln__lh_buf 
   memset(b, 0, sizeof *b);
   b->bytes = bytes ? bytes : 8;
   cl_int err;
+  b->dev = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, b->bytes, NULL, &err);
+  if (err != CL_SUCCESS)
+    return kiln__fail_cl(op, err, "clCreateBuffer (panel staging)");
   b->pin = clCreateBuffer(ctx->cl, CL_MEM_ALLOC_HOST_PTR, b->bytes, NULL, &err);
   if (err == CL_SUCCESS) {
     b->p = clEnqueueMapBuffer(ctx->queue, b->pin, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, b->bytes,
@@ -24,8 +27,12 @@ kiln__lh_buf_make(const char *op, kiln_context *ctx, size_t bytes, kiln__lh_buf 
   /* Pinned memory is an optimisation: ordinary memory works with every transfer. */
   b->pin = NULL;
   b->p = malloc(b->bytes);
-  KILN_RETURN_IF(!b->p, KILN_ERR_HOST_MEMORY, op, "no host memory for a %zu-byte panel buffer",
-                 b->bytes);
+  if (!b->p) {
+    clReleaseMemObject(b->dev);
+    b->dev = NULL;
+    return kiln__fail(KILN_ERR_HOST_MEMORY, op, 0, "no host memory for a %zu-byte panel buffer",
+                      b->bytes);
+  }
   return KILN_OK;
 }
 
@@ -42,6 +49,8 @@ kiln__lh_buf_free(kiln_context *ctx, kiln__lh_buf *b)
   } else {
     free(b->p);
   }
+  if (b->dev)
+    clReleaseMemObject(b->dev);
   memset(b, 0, sizeof *b);
 }
 
@@ -64,14 +73,17 @@ kiln__lh_read(const char *op, kiln_context *ctx, cl_mem mem, uint64_t e, uint64_
     *ev = NULL;
   if (rows == 0 || cols == 0)
     return KILN_OK;
-  size_t bo[3], reg[3], ho[3] = {0, 0, 0};
+  size_t bo[3], reg[3], zo[3] = {0, 0, 0};
   rect(e, rows, cols, ts, bo, reg);
-  cl_int err = clEnqueueReadBufferRect(ctx->queue, mem, ev ? CL_FALSE : CL_TRUE, bo, ho, reg,
-                                       (size_t)(ld * ts), 0, (size_t)(cols * ts), 0, b->p, 0, NULL,
-                                       ev);
+  cl_int err = clEnqueueCopyBufferRect(ctx->queue, mem, b->dev, bo, zo, reg, (size_t)(ld * ts), 0,
+                                       (size_t)(cols * ts), 0, 0, NULL, NULL);
+  if (err != CL_SUCCESS)
+    return kiln__fail_cl(op, err, "clEnqueueCopyBufferRect (panel)");
+  err = clEnqueueReadBuffer(ctx->queue, b->dev, ev ? CL_FALSE : CL_TRUE, 0,
+                            (size_t)(rows * cols * ts), b->p, 0, NULL, ev);
   if (err == CL_SUCCESS && ev)
     err = clFlush(ctx->queue);
-  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueReadBufferRect (panel)");
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueReadBuffer (panel)");
 }
 
 kiln_status
@@ -80,11 +92,15 @@ kiln__lh_write(const char *op, kiln_context *ctx, cl_mem mem, uint64_t e, uint64
 {
   if (rows == 0 || cols == 0)
     return KILN_OK;
-  size_t bo[3], reg[3], ho[3] = {0, 0, 0};
+  size_t bo[3], reg[3], zo[3] = {0, 0, 0};
   rect(e, rows, cols, ts, bo, reg);
-  cl_int err = clEnqueueWriteBufferRect(ctx->queue, mem, CL_FALSE, bo, ho, reg, (size_t)(ld * ts),
-                                        0, (size_t)(cols * ts), 0, b->p, 0, NULL, NULL);
-  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueWriteBufferRect (panel)");
+  cl_int err = clEnqueueWriteBuffer(ctx->queue, b->dev, CL_FALSE, 0, (size_t)(rows * cols * ts),
+                                    b->p, 0, NULL, NULL);
+  if (err != CL_SUCCESS)
+    return kiln__fail_cl(op, err, "clEnqueueWriteBuffer (panel)");
+  err = clEnqueueCopyBufferRect(ctx->queue, b->dev, mem, zo, bo, reg, (size_t)(cols * ts), 0,
+                                (size_t)(ld * ts), 0, 0, NULL, NULL);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueCopyBufferRect (panel)");
 }
 
 kiln_status

@@ -15,10 +15,12 @@
 /*
  * A host buffer of bytes: pinned (a CL_MEM_ALLOC_HOST_PTR buffer kept mapped) where the
  * device allows it, since transfers from pinned memory run asynchronously at full speed on
- * GPUs; plain malloc otherwise.
+ * GPUs; plain malloc otherwise. dev is a device buffer of the same size: blocks of a matrix
+ * are packed there by a device-side rectangle copy and cross the bus in one contiguous
+ * transfer (a host rectangle transfer of a tall, narrow panel moves one short row at a time).
  */
 typedef struct kiln__lh_buf {
-  cl_mem pin;
+  cl_mem pin, dev;
   void *p;
   size_t bytes;
 } kiln__lh_buf;
