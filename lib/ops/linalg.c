@@ -246,6 +246,10 @@ is_small(const la *L, uint64_t m, uint64_t n)
 static kiln_status tri(const la *L, int solve, int left, int upper, int trans, int unit,
                        uint64_t m, uint64_t n, double alpha, mat a, uint64_t lda,
                        uint64_t astride, mat b, uint64_t ldb, uint64_t bstride, uint64_t batch);
+static kiln_status tri_kernel(const la *L, int solve, int left, int upper, int trans, int unit,
+                              uint64_t m, uint64_t n, double alpha, mat a, uint64_t lda,
+                              uint64_t astride, mat b, uint64_t ldb, uint64_t bstride,
+                              uint64_t batch);
 static kiln_status eye_fill(const la *L, mat x, uint64_t n, uint64_t batch);
 static kiln_status gemm_g(const la *L, int ta, int tb, uint64_t m, uint64_t n, uint64_t k,
                           double alpha, mat a, uint64_t lda, mat b, uint64_t ldb, double beta,
@@ -277,13 +281,14 @@ tri_blocked(const la *L, int upper, int trans, int unit, uint64_t n, uint64_t nr
   if (s == KILN_OK && full)
     s = eye_fill(L, di, nb, full);
   if (s == KILN_OK && full)
-    s = tri(L, 1, 1, upper, 0, unit, nb, nb, 1.0, a, lda, nb * (lda + 1), di, nb, nb * nb, full);
+    s = tri_kernel(L, 1, 1, upper, 0, unit, nb, nb, 1.0, a, lda, nb * (lda + 1), di, nb, nb * nb,
+                   full);
   uint64_t rest = n - full * nb;
   if (s == KILN_OK && rest) {
     mat dl = at(di, full * nb * nb), al = at(a, full * nb * (lda + 1));
     s = eye_fill(L, dl, rest, 1);
     if (s == KILN_OK)
-      s = tri(L, 1, 1, upper, 0, unit, rest, rest, 1.0, al, lda, 0, dl, rest, 0, 1);
+      s = tri_kernel(L, 1, 1, upper, 0, unit, rest, rest, 1.0, al, lda, 0, dl, rest, 0, 1);
   }
   /* op(A) lower: forward substitution, else backward */
   int fwd = upper == trans;
@@ -306,10 +311,36 @@ tri_blocked(const la *L, int upper, int trans, int unit, uint64_t n, uint64_t nr
 }
 
 /*
+ * X op(A) = B in place for one n x n triangle A (n <= TRSM_NB) and m x n B: A^-1 by trsm_cols
+ * on the identity, then X = B op(A^-1) as one GEMM (the device route's Cholesky block column).
+ */
+static kiln_status
+tri_right_one(const la *L, int upper, int trans, int unit, uint64_t m, uint64_t n, mat a,
+              uint64_t lda, mat b, uint64_t ldb)
+{
+  kiln_tensor *inv = NULL, *w = NULL;
+  kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, n * n, &inv);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, m * n, &w);
+  if (s == KILN_OK)
+    s = eye_fill(L, tmat(inv), n, 1);
+  if (s == KILN_OK)
+    s = tri_kernel(L, 1, 1, upper, 0, unit, n, n, 1.0, a, lda, 0, tmat(inv), n, 0, 1);
+  if (s == KILN_OK)
+    s = copy_rect(L, b, ldb, tmat(w), n, m, n);
+  if (s == KILN_OK)
+    s = gemm_g(L, 0, trans, m, n, n, 1.0, tmat(w), n, tmat(inv), n, 0.0, b, ldb);
+  kiln_tensor_release(inv);
+  kiln_tensor_release(w);
+  return s;
+}
+
+/*
  * B = alpha op(A)^-1 B (solve) or alpha op(A) B, A on the left (m x m) or right (n x n) of
  * the m x n matrices B of a batch, row-major with leading dimensions lda, ldb. CLBlast takes
- * systems larger than the small bound (one call per matrix; left solves with alpha 1 larger
- * than TRSM_NB by tri_blocked's GEMMs), trsm_cols/trmm_cols the rest.
+ * systems larger than the small bound (one call per matrix; solves with alpha 1 go to
+ * tri_blocked's GEMMs, left, or tri_right_one's, right and up to TRSM_NB), trsm_cols/trmm_cols
+ * the rest.
  */
 static kiln_status
 tri(const la *L, int solve, int left, int upper, int trans, int unit, uint64_t m, uint64_t n,
@@ -320,20 +351,34 @@ tri(const la *L, int solve, int left, int upper, int trans, int unit, uint64_t m
     return KILN_OK;
   uint64_t nsys = left ? m : n, nrhs = left ? n : m;
 #if KILN_HAVE_CLBLAST
-  if (L->clblast && solve && left && alpha == 1.0 && nsys > TRSM_NB) {
-    for (uint64_t i = 0; i < batch; i++)
-      KILN_TRY(tri_blocked(L, upper, trans, unit, m, n, at(a, i * astride), lda,
-                           at(b, i * bstride), ldb));
-    return KILN_OK;
-  }
   if (L->clblast && (nsys > L->small_max || nrhs > L->small_max)) {
-    for (uint64_t i = 0; i < batch; i++)
-      KILN_TRY((solve ? kiln__clblast_trsm : kiln__clblast_trmm)(
-          L->op, L->ctx, L->dt, left, upper, trans, unit, m, n, alpha, a.mem, a.off + i * astride,
-          lda, b.mem, b.off + i * bstride, ldb));
+    for (uint64_t i = 0; i < batch; i++) {
+      mat ai = at(a, i * astride), bi = at(b, i * bstride);
+      if (solve && alpha == 1.0 && left)
+        KILN_TRY(tri_blocked(L, upper, trans, unit, m, n, ai, lda, bi, ldb));
+      else if (solve && alpha == 1.0 && nsys <= TRSM_NB)
+        KILN_TRY(tri_right_one(L, upper, trans, unit, m, n, ai, lda, bi, ldb));
+      else
+        KILN_TRY((solve ? kiln__clblast_trsm : kiln__clblast_trmm)(
+            L->op, L->ctx, L->dt, left, upper, trans, unit, m, n, alpha, ai.mem, ai.off, lda,
+            bi.mem, bi.off, ldb));
+    }
     return KILN_OK;
   }
 #endif
+  return tri_kernel(L, solve, left, upper, trans, unit, m, n, alpha, a, lda, astride, b, ldb,
+                    bstride, batch);
+}
+
+/* trsm_cols/trmm_cols: one work-item per right-hand side (column of B, row for a right A). */
+static kiln_status
+tri_kernel(const la *L, int solve, int left, int upper, int trans, int unit, uint64_t m,
+           uint64_t n, double alpha, mat a, uint64_t lda, uint64_t astride, mat b, uint64_t ldb,
+           uint64_t bstride, uint64_t batch)
+{
+  if (m == 0 || n == 0 || batch == 0)
+    return KILN_OK;
+  uint64_t nsys = left ? m : n, nrhs = left ? n : m;
   /* The kernels solve (multiply) M x for each column x; a right-side A is M = op(A)^T acting
    * on the rows of B. */
   uint64_t ars, acs, brs, bcs;
@@ -546,7 +591,8 @@ copy_rect(const la *L, mat src, uint64_t lds, mat dst, uint64_t ldd, uint64_t ro
 {
   if (rows == 0 || cols == 0)
     return KILN_OK;
-  size_t so[3] = {(size_t)(src.off * L->ts), 0, 0}, d0[3] = {(size_t)(dst.off * L->ts), 0, 0};
+  size_t so[3] = {(size_t)(src.off % lds * L->ts), (size_t)(src.off / lds), 0},
+         d0[3] = {(size_t)(dst.off % ldd * L->ts), (size_t)(dst.off / ldd), 0};
   size_t reg[3] = {(size_t)(cols * L->ts), (size_t)rows, 1};
   cl_int err = clEnqueueCopyBufferRect(L->ctx->queue, src.mem, dst.mem, so, d0, reg,
                                        (size_t)(lds * L->ts), 0, (size_t)(ldd * L->ts), 0, 0, NULL,

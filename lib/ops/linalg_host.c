@@ -54,12 +54,18 @@ kiln__lh_buf_free(kiln_context *ctx, kiln__lh_buf *b)
   memset(b, 0, sizeof *b);
 }
 
-/* The rectangle of rows x cols elements at element e of a row-major matrix, linear origin. */
+/*
+ * The rectangle of rows x cols elements at element e of a row-major matrix with row stride
+ * ld: origin (column, row) within the pitch where that is how the matrix lies, which every
+ * driver takes (the linear offset they compute is the same either way).
+ */
 static void
-rect(uint64_t e, uint64_t rows, uint64_t cols, size_t ts, size_t origin[3], size_t region[3])
+rect(uint64_t e, uint64_t ld, uint64_t rows, uint64_t cols, size_t ts, size_t origin[3],
+     size_t region[3])
 {
-  origin[0] = (size_t)(e * ts);
-  origin[1] = origin[2] = 0;
+  origin[0] = (size_t)((e % ld) * ts);
+  origin[1] = (size_t)(e / ld);
+  origin[2] = 0;
   region[0] = (size_t)(cols * ts);
   region[1] = (size_t)rows;
   region[2] = 1;
@@ -74,7 +80,7 @@ kiln__lh_read(const char *op, kiln_context *ctx, cl_mem mem, uint64_t e, uint64_
   if (rows == 0 || cols == 0)
     return KILN_OK;
   size_t bo[3], reg[3], zo[3] = {0, 0, 0};
-  rect(e, rows, cols, ts, bo, reg);
+  rect(e, ld, rows, cols, ts, bo, reg);
   cl_int err = clEnqueueCopyBufferRect(ctx->queue, mem, b->dev, bo, zo, reg, (size_t)(ld * ts), 0,
                                        (size_t)(cols * ts), 0, 0, NULL, NULL);
   if (err != CL_SUCCESS)
@@ -93,7 +99,7 @@ kiln__lh_write(const char *op, kiln_context *ctx, cl_mem mem, uint64_t e, uint64
   if (rows == 0 || cols == 0)
     return KILN_OK;
   size_t bo[3], reg[3], zo[3] = {0, 0, 0};
-  rect(e, rows, cols, ts, bo, reg);
+  rect(e, ld, rows, cols, ts, bo, reg);
   cl_int err = clEnqueueWriteBuffer(ctx->queue, b->dev, CL_FALSE, 0, (size_t)(rows * cols * ts),
                                     b->p, 0, NULL, NULL);
   if (err != CL_SUCCESS)

@@ -905,7 +905,9 @@ tri_case(kiln_dtype dt, size_t m, size_t n)
           double *a = rand_mat(na * na, -1.0 / (double)na, 1.0 / (double)na);
           for (size_t i = 0; i < na; i++)
             a[i * na + i] = urand(2, 3);
-          double *b = rand_mat(m * n, -1, 1), alpha = 1.5;
+          /* alpha 1 on CLBlast takes kiln's GEMM-based solves (left: blocked; right: one
+           * block up to 64), other alphas CLBlast's TRSM */
+          double *b = rand_mat(m * n, -1, 1), alpha = (m + n) % 2 ? 1.5 : 1.0;
           kiln_tensor *ta = up(dt, 2, as, a), *tb = up(dt, 2, bs, b), *x = NULL, *y = NULL;
           kiln_uplo ul = upper ? KILN_UPPER : KILN_LOWER;
           KOK(kiln_trsm(harness_ctx(), side, ul, trans, unit, alpha, ta, tb, &x));
@@ -956,6 +958,10 @@ START_TEST(triangular)
     tri_case(dt, 0, 3);
     if (harness_fits(70 * 67))
       tri_case(dt, 70, 67);
+    if (harness_fits(130 * 40) && !harness_small()) {
+      tri_case(dt, 130, 40);
+      tri_case(dt, 40, 130);
+    }
   }
   /* batched, in place */
   int64_t as[3] = {2, 3, 3}, bs[3] = {2, 3, 1};
