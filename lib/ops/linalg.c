@@ -603,7 +603,7 @@ copy_rect(const la *L, mat src, uint64_t lds, mat dst, uint64_t ldd, uint64_t ro
 #if KILN_HAVE_LAPACKE
 /* Host buffers of one hybrid factorization (ctx->lock held while they live). */
 typedef struct hy {
-  kiln__lh_buf panel, inv, piv; /* dtype panel, dtype inverse block, i32 pivots */
+  kiln__lh_buf *panel, *inv, *piv; /* dtype panel, dtype inverse block, i32 pivots */
   double *w, *t;                /* column-major f64 panel and diagonal block */
   lapack_int *ipiv;
   kiln_tensor *dinv, *wk; /* device: inverse block (nb x nb), copy of the block row */
@@ -613,9 +613,6 @@ static void
 hy_free(const la *L, hy *h)
 {
   clFinish(L->ctx->queue); /* transfers from the host buffers may still be queued */
-  kiln__lh_buf_free(L->ctx, &h->panel);
-  kiln__lh_buf_free(L->ctx, &h->inv);
-  kiln__lh_buf_free(L->ctx, &h->piv);
   free(h->w);
   free(h->t);
   free(h->ipiv);
@@ -629,11 +626,11 @@ static kiln_status
 hy_make(const la *L, uint64_t rows, uint64_t nb, uint64_t wcols, uint64_t npiv, hy *h)
 {
   memset(h, 0, sizeof *h);
-  kiln_status s = kiln__lh_buf_make(L->op, L->ctx, rows * nb * L->ts, &h->panel);
+  kiln_status s = kiln__lh_slot(L->op, L->ctx, 0, rows * nb * L->ts, &h->panel);
   if (s == KILN_OK)
-    s = kiln__lh_buf_make(L->op, L->ctx, nb * nb * L->ts, &h->inv);
+    s = kiln__lh_slot(L->op, L->ctx, 1, nb * nb * L->ts, &h->inv);
   if (s == KILN_OK)
-    s = kiln__lh_buf_make(L->op, L->ctx, (npiv ? npiv : 1) * sizeof(int32_t), &h->piv);
+    s = kiln__lh_slot(L->op, L->ctx, 2, (npiv ? npiv : 1) * sizeof(int32_t), &h->piv);
   h->w = malloc((rows ? rows : 1) * nb * sizeof *h->w);
   h->t = malloc(nb * nb * sizeof *h->t);
   h->ipiv = malloc(nb * sizeof *h->ipiv);
@@ -669,9 +666,9 @@ hy_inverse(const la *L, hy *h, char uplo, char diag, uint64_t jb)
       else if (i == j && diag == 'U')
         h->t[j * jb + i] = 1.0;
     }
-  kiln__lh_from_colmajor(L->dt, h->t, jb, jb, jb, h->inv.p);
+  kiln__lh_from_colmajor(L->dt, h->t, jb, jb, jb, h->inv->p);
   return kiln__lh_write(L->op, L->ctx, h->dinv->mem, kiln__ops_elem_offset(h->dinv), jb, jb, jb,
-                        L->ts, &h->inv);
+                        L->ts, h->inv);
 }
 
 /*
@@ -714,23 +711,23 @@ static kiln_status
 lu_hybrid(const la *L, hy *h, mat a, uint64_t m, uint64_t n, mat piv, int32_t *zero)
 {
   uint64_t k = m < n ? m : n, nb = L->hnb_lu && L->hnb_lu < k ? L->hnb_lu : k;
-  int32_t *hp = h->piv.p;
+  int32_t *hp = h->piv->p;
   *zero = 0;
   uint64_t jb = nb;
-  KILN_TRY(kiln__lh_read(L->op, L->ctx, a.mem, a.off, n, m, jb, L->ts, &h->panel, NULL));
+  KILN_TRY(kiln__lh_read(L->op, L->ctx, a.mem, a.off, n, m, jb, L->ts, h->panel, NULL));
   for (uint64_t j0 = 0; j0 < k; j0 += nb) {
     jb = k - j0 < nb ? k - j0 : nb;
     uint64_t r = j0 + jb, mr = m - j0;
-    kiln__lh_to_colmajor(L->dt, h->panel.p, mr, jb, h->w);
+    kiln__lh_to_colmajor(L->dt, h->panel->p, mr, jb, h->w);
     lapack_int info = LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, (lapack_int)mr, (lapack_int)jb, h->w,
                                           (lapack_int)mr, h->ipiv);
     if (info > 0 && *zero == 0)
       *zero = (int32_t)(j0 + (uint64_t)info);
     for (uint64_t i = 0; i < jb; i++)
       hp[j0 + i] = (int32_t)(h->ipiv[i] + (lapack_int)j0);
-    kiln__lh_from_colmajor(L->dt, h->w, mr, mr, jb, h->panel.p);
+    kiln__lh_from_colmajor(L->dt, h->w, mr, mr, jb, h->panel->p);
     KILN_TRY(kiln__lh_write(L->op, L->ctx, a.mem, a.off + j0 * n + j0, n, mr, jb, L->ts,
-                            &h->panel));
+                            h->panel));
     cl_int err = clEnqueueWriteBuffer(L->ctx->queue, piv.mem, CL_FALSE, (piv.off + j0) * 4, jb * 4,
                                       hp + j0, 0, NULL, NULL);
     if (err != CL_SUCCESS)
@@ -752,7 +749,7 @@ lu_hybrid(const la *L, hy *h, mat a, uint64_t m, uint64_t n, mat piv, int32_t *z
     }
     KILN_TRY(hy_lu_update(L, h, a, m, n, j0, jb, r, jn));
     cl_event ev;
-    KILN_TRY(kiln__lh_read(L->op, L->ctx, a.mem, a.off + r * n + r, n, m - r, jn, L->ts, &h->panel,
+    KILN_TRY(kiln__lh_read(L->op, L->ctx, a.mem, a.off + r * n + r, n, m - r, jn, L->ts, h->panel,
                            &ev));
     kiln_status s = hy_lu_update(L, h, a, m, n, j0, jb, r + jn, n - r - jn);
     kiln_status sw = kiln__lh_wait(L->op, L->ctx, ev);
@@ -874,19 +871,19 @@ chol_hybrid(const la *L, hy *h, mat A, uint64_t n, int upper, int32_t *bad)
 {
   uint64_t nb = L->hnb_chol && L->hnb_chol < n ? L->hnb_chol : n;
   *bad = 0;
-  KILN_TRY(kiln__lh_read(L->op, L->ctx, A.mem, A.off, n, nb, nb, L->ts, &h->panel, NULL));
+  KILN_TRY(kiln__lh_read(L->op, L->ctx, A.mem, A.off, n, nb, nb, L->ts, h->panel, NULL));
   for (uint64_t j0 = 0; j0 < n; j0 += nb) {
     uint64_t jb = n - j0 < nb ? n - j0 : nb, r = j0 + jb;
-    kiln__lh_to_colmajor(L->dt, h->panel.p, jb, jb, h->t);
+    kiln__lh_to_colmajor(L->dt, h->panel->p, jb, jb, h->t);
     lapack_int info = LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, upper ? 'U' : 'L', (lapack_int)jb,
                                           h->t, (lapack_int)jb);
     if (info != 0) {
       *bad = (int32_t)(j0 + (uint64_t)(info > 0 ? info : 1));
       return KILN_OK;
     }
-    kiln__lh_from_colmajor(L->dt, h->t, jb, jb, jb, h->panel.p);
+    kiln__lh_from_colmajor(L->dt, h->t, jb, jb, jb, h->panel->p);
     KILN_TRY(kiln__lh_write(L->op, L->ctx, A.mem, A.off + j0 * n + j0, n, jb, jb, L->ts,
-                            &h->panel));
+                            h->panel));
     if (r == n)
       break;
     mat d = at(A, j0 * n + j0);
@@ -910,7 +907,7 @@ chol_hybrid(const la *L, hy *h, mat A, uint64_t n, int upper, int32_t *bad)
     uint64_t jn = n - r < nb ? n - r : nb;
     KILN_TRY(hy_chol_update(L, A, n, upper, j0, jb, r, jn));
     cl_event ev;
-    KILN_TRY(kiln__lh_read(L->op, L->ctx, A.mem, A.off + r * n + r, n, jn, jn, L->ts, &h->panel,
+    KILN_TRY(kiln__lh_read(L->op, L->ctx, A.mem, A.off + r * n + r, n, jn, jn, L->ts, h->panel,
                            &ev));
     kiln_status s = hy_chol_update(L, A, n, upper, j0, jb, r + jn, n - r - jn);
     kiln_status sw = kiln__lh_wait(L->op, L->ctx, ev);
@@ -1966,5 +1963,8 @@ kiln_trmm(kiln_context *ctx, kiln_side side, kiln_uplo uplo, kiln_trans trans, k
 
 static const struct kiln__source linalg_sources[] = {{SRC, KILN__DT_FLOATS}, {NULL, 0}};
 
-const struct kiln__family kiln__linalg_family = {
-    .name = "linalg", .sources = linalg_sources, .tune = &kiln__linalg_tune};
+const struct kiln__family kiln__linalg_family = {.name = "linalg",
+                                                .sources = linalg_sources,
+                                                .tune = &kiln__linalg_tune,
+                                                .state_create = kiln__lh_state_create,
+                                                .state_destroy = kiln__lh_state_destroy};

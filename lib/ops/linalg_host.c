@@ -5,7 +5,54 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "ops/families.h"
 #include "ops/linalg_host.h"
+#include "runtime/family.h"
+
+struct lh_state {
+  kiln__lh_buf b[KILN__LH_SLOTS];
+};
+
+kiln_status
+kiln__lh_state_create(kiln_context *ctx, void **state)
+{
+  (void)ctx;
+  *state = calloc(1, sizeof(struct lh_state));
+  return *state ? KILN_OK
+                : kiln__fail(KILN_ERR_HOST_MEMORY, "kiln_context_create", 0,
+                             "cannot allocate the linalg state");
+}
+
+void
+kiln__lh_state_destroy(kiln_context *ctx, void *state)
+{
+  struct lh_state *st = state;
+  for (int i = 0; st && i < KILN__LH_SLOTS; i++)
+    if (st->b[i].p)
+      kiln__lh_buf_free(ctx, &st->b[i]);
+  free(st);
+}
+
+kiln_status
+kiln__lh_slot(const char *op, kiln_context *ctx, int slot, size_t bytes, kiln__lh_buf **b)
+{
+  struct lh_state *st = kiln__family_state(ctx, &kiln__linalg_family);
+  kiln__lh_buf *x = &st->b[slot];
+  if (x->p && x->bytes >= bytes) {
+    *b = x;
+    return KILN_OK;
+  }
+  size_t old = x->bytes;
+  if (x->p)
+    kiln__lh_buf_free(ctx, x);
+  /* grow geometrically: a run of growing matrices pins a few times, not once per call */
+  size_t want = bytes < 2 * old ? 2 * old : bytes;
+  kiln_status s = kiln__lh_buf_make(op, ctx, want, x);
+  if (s != KILN_OK)
+    s = kiln__lh_buf_make(op, ctx, bytes, x);
+  *b = s == KILN_OK ? x : NULL;
+  return s;
+}
 
 kiln_status
 kiln__lh_buf_make(const char *op, kiln_context *ctx, size_t bytes, kiln__lh_buf *b)

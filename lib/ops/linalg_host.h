@@ -29,6 +29,18 @@ kiln_status kiln__lh_buf_make(const char *op, kiln_context *ctx, size_t bytes, k
 void kiln__lh_buf_free(kiln_context *ctx, kiln__lh_buf *b);
 
 /*
+ * Staging buffers kept per context (the linalg family's state), since pinning host memory
+ * costs about as much as a small factorization: slot's buffer of at least bytes, grown when
+ * needed. Valid until the next call with that slot (ctx->lock held throughout). Callers use
+ * distinct slots within one operation.
+ */
+#define KILN__LH_SLOTS 4
+kiln_status kiln__lh_slot(const char *op, kiln_context *ctx, int slot, size_t bytes,
+                          kiln__lh_buf **b);
+kiln_status kiln__lh_state_create(kiln_context *ctx, void **state);
+void kiln__lh_state_destroy(kiln_context *ctx, void *state);
+
+/*
  * Reads the rows x cols block at element e (row stride ld, element size ts) of mem into
  * b->p, packed row-major. ev NULL: waits; else the read is only enqueued and *ev signals it.
  */

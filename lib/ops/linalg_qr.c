@@ -279,7 +279,7 @@ panel_run(const kiln__lsp *L, cl_kernel panel, size_t local, kiln__lsp_mat a, ui
 #if KILN_HAVE_LAPACKE
 /* Host buffers of the hybrid QR. */
 typedef struct hq {
-  kiln__lh_buf panel, v, t, tau;
+  kiln__lh_buf *panel, *v, *t, *tau;
   double *w, *tf, *tauf, *work;
   lapack_int lwork;
 } hq;
@@ -288,10 +288,6 @@ static void
 hq_free(const kiln__lsp *L, hq *h)
 {
   clFinish(L->ctx->queue); /* transfers from the host buffers may still be queued */
-  kiln__lh_buf_free(L->ctx, &h->panel);
-  kiln__lh_buf_free(L->ctx, &h->v);
-  kiln__lh_buf_free(L->ctx, &h->t);
-  kiln__lh_buf_free(L->ctx, &h->tau);
   free(h->w);
   free(h->tf);
   free(h->tauf);
@@ -304,13 +300,13 @@ hq_make(const kiln__lsp *L, uint64_t m, uint64_t nb, hq *h)
 {
   memset(h, 0, sizeof *h);
   uint64_t rows = m ? m : 1;
-  kiln_status s = kiln__lh_buf_make(L->op, L->ctx, rows * nb * L->ts, &h->panel);
+  kiln_status s = kiln__lh_slot(L->op, L->ctx, 0, rows * nb * L->ts, &h->panel);
   if (s == KILN_OK)
-    s = kiln__lh_buf_make(L->op, L->ctx, rows * nb * L->ts, &h->v);
+    s = kiln__lh_slot(L->op, L->ctx, 3, rows * nb * L->ts, &h->v);
   if (s == KILN_OK)
-    s = kiln__lh_buf_make(L->op, L->ctx, nb * nb * L->ts, &h->t);
+    s = kiln__lh_slot(L->op, L->ctx, 1, nb * nb * L->ts, &h->t);
   if (s == KILN_OK)
-    s = kiln__lh_buf_make(L->op, L->ctx, nb * L->ts, &h->tau);
+    s = kiln__lh_slot(L->op, L->ctx, 2, nb * L->ts, &h->tau);
   h->w = malloc(rows * nb * sizeof *h->w);
   h->tf = malloc(nb * nb * sizeof *h->tf);
   h->tauf = malloc(nb * sizeof *h->tauf);
@@ -343,11 +339,11 @@ geqrf_hybrid(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t n, kiln__
   hq h;
   KILN_TRY(hq_make(L, m, nb, &h));
   uint64_t jb = k < nb ? k : nb;
-  kiln_status s = kiln__lh_read(L->op, L->ctx, a.mem, a.off, a.ld, m, jb, L->ts, &h.panel, NULL);
+  kiln_status s = kiln__lh_read(L->op, L->ctx, a.mem, a.off, a.ld, m, jb, L->ts, h.panel, NULL);
   for (uint64_t j0 = 0; s == KILN_OK && j0 < k; j0 += nb) {
     jb = k - j0 < nb ? k - j0 : nb;
     uint64_t mr = m - j0, r = j0 + jb;
-    kiln__lh_to_colmajor(L->dt, h.panel.p, mr, jb, h.w);
+    kiln__lh_to_colmajor(L->dt, h.panel->p, mr, jb, h.w);
     lapack_int info = LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, (lapack_int)mr, (lapack_int)jb, h.w,
                                           (lapack_int)mr, h.tauf, h.work, h.lwork);
     if (info != 0) {
@@ -355,11 +351,11 @@ geqrf_hybrid(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t n, kiln__
                      (int)info);
       break;
     }
-    kiln__lh_from_colmajor(L->dt, h.w, mr, mr, jb, h.panel.p);
-    s = kiln__lh_write(L->op, L->ctx, a.mem, a.off + j0 * a.ld + j0, a.ld, mr, jb, L->ts, &h.panel);
-    kiln__lh_store(L->dt, h.tauf, jb, h.tau.p);
+    kiln__lh_from_colmajor(L->dt, h.w, mr, mr, jb, h.panel->p);
+    s = kiln__lh_write(L->op, L->ctx, a.mem, a.off + j0 * a.ld + j0, a.ld, mr, jb, L->ts, h.panel);
+    kiln__lh_store(L->dt, h.tauf, jb, h.tau->p);
     if (s == KILN_OK)
-      s = kiln__lh_write(L->op, L->ctx, tau.mem, tau.off + j0, jb, 1, jb, L->ts, &h.tau);
+      s = kiln__lh_write(L->op, L->ctx, tau.mem, tau.off + j0, jb, 1, jb, L->ts, h.tau);
     if (s != KILN_OK || r >= n)
       continue;
     LAPACKE_dlarft_work(LAPACK_COL_MAJOR, 'F', 'C', (lapack_int)mr, (lapack_int)jb, h.w,
@@ -373,20 +369,20 @@ geqrf_hybrid(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t n, kiln__
       for (uint64_t i = j + 1; i < jb; i++)
         h.tf[j * jb + i] = 0.0;
     }
-    kiln__lh_from_colmajor(L->dt, h.w, mr, mr, jb, h.v.p);
-    kiln__lh_from_colmajor(L->dt, h.tf, jb, jb, jb, h.t.p);
+    kiln__lh_from_colmajor(L->dt, h.w, mr, mr, jb, h.v->p);
+    kiln__lh_from_colmajor(L->dt, h.tf, jb, jb, jb, h.t->p);
     s = kiln__lh_write(L->op, L->ctx, ws->v->mem, kiln__ops_elem_offset(ws->v), jb, mr, jb, L->ts,
-                       &h.v);
+                       h.v);
     if (s == KILN_OK)
       s = kiln__lh_write(L->op, L->ctx, ws->t->mem, kiln__ops_elem_offset(ws->t), jb, jb, jb,
-                         L->ts, &h.t);
+                         L->ts, h.t);
     uint64_t jn = r < k ? (k - r < nb ? k - r : nb) : 0;
     if (s == KILN_OK)
       s = block_apply(L, mr, jb, 1, at(a, j0, r), jn ? jn : n - r, ws);
     if (s != KILN_OK || jn == 0)
       continue;
     cl_event ev;
-    s = kiln__lh_read(L->op, L->ctx, a.mem, a.off + r * a.ld + r, a.ld, m - r, jn, L->ts, &h.panel,
+    s = kiln__lh_read(L->op, L->ctx, a.mem, a.off + r * a.ld + r, a.ld, m - r, jn, L->ts, h.panel,
                       &ev);
     if (s != KILN_OK)
       break;
