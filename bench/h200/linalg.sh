@@ -40,10 +40,10 @@ b spectral 8 f64 2^20 linalg.eigh,linalg.svd
 ok 88 torch-spectral && timeout 5 python3 bench/peers_torch.py --no-startup --reps 3 --dtype f64 \
   --sizes 2^20 --filter linalg.eigh,linalg.svd --out $R/torch-spectral.json >> $R/torch.log 2>&1
 el spectral
-b host-nb128 10 f64 2^20,2^24 $CASES --tune "linalg:route=2 nb=128"
 ob=/tmp/opencl/usr/lib/x86_64-linux-gnu/openblas-pthread
-if [ -d $ob ] && ok 90 openblas; then
-  LD_LIBRARY_PATH=$ob:$LD_LIBRARY_PATH b openblas-nb64 8 f64 2^20,2^24 $CASES --tune 'linalg:route=2 nb=64'
-  LD_LIBRARY_PATH=$ob:$LD_LIBRARY_PATH b openblas-spectral 6 f64 2^20 linalg.eigh,linalg.svd
+if [ -d $ob ]; then
+  LD_LIBRARY_PATH=$ob:$LD_LIBRARY_PATH b openblas-spectral 8 f64 2^20 linalg.eigh,linalg.svd
+  LD_LIBRARY_PATH=$ob:$LD_LIBRARY_PATH b openblas-nb32 10 f64 2^20,2^24 $CASES --tune 'linalg:route=2 nb=32' 
 fi
+b host-nb128 10 f64 2^20,2^24 $CASES --tune "linalg:route=2 nb=128"
 tar czf $OUT/r-linalg.tgz -C $OUT r/linalg
