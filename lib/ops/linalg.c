@@ -56,11 +56,13 @@ kiln__linalg_hook_route(void)
 }
 
 int
-kiln__linalg_is_host(const kiln_context *ctx, uint32_t route)
+kiln__linalg_is_host(const kiln_context *ctx, uint32_t route, int rule_host, uint64_t elements)
 {
-  (void)ctx;
-  return KILN_HAVE_LAPACKE &&
-         (route == KILN__LINALG_ROUTE_HOST || route == KILN__LINALG_ROUTE_RULE);
+  if (!KILN_HAVE_LAPACKE || route == KILN__LINALG_ROUTE_DEVICE)
+    return 0;
+  if (route == KILN__LINALG_ROUTE_HOST || !ctx->info.is_gpu)
+    return 1;
+  return rule_host && elements > KILN__LINALG_RULE_DEVICE_MAX;
 }
 
 void
@@ -106,7 +108,7 @@ typedef struct la {
   int clblast; /* trailing updates through CLBlast */
   uint64_t nb, small_max;
   uint64_t leaf; /* widest LU panel lu_panel factors without recursing */
-  int host;      /* panels on the host (the hybrid route) */
+  int host_lu, host_chol; /* LU, Cholesky panels on the host (the hybrid route) */
   uint64_t hnb_lu, hnb_chol; /* host route block sizes; 0: the whole matrix */
 } la;
 
@@ -129,7 +131,8 @@ la_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
           .ts = kiln_dtype_size(dt),
           .nb = kiln__linalg_block(&ctx->info),
           .small_max = KILN__LINALG_SMALL_MAX};
-  L.host = kiln__linalg_is_host(ctx, p.route);
+  L.host_lu = kiln__linalg_is_host(ctx, p.route, KILN__LINALG_RULE_HOST_LU, elems);
+  L.host_chol = kiln__linalg_is_host(ctx, p.route, KILN__LINALG_RULE_HOST_CHOL, elems);
   int hnb = atomic_load(&hook_nb);
   uint64_t nb = hnb > 0 ? (uint64_t)hnb : p.nb;
   L.hnb_lu = nb ? nb : ctx->info.is_gpu ? KILN__LINALG_HOST_NB_LU : 0;
@@ -786,7 +789,7 @@ lu_run(const la *L, mat a, uint64_t m, uint64_t n, uint64_t batch, mat piv, kiln
     return kiln__args_enqueue_1d(&args, L->ctx, (size_t)batch * local, local);
   }
 #if KILN_HAVE_LAPACKE
-  if (L->host) {
+  if (L->host_lu) {
     uint64_t nb = L->hnb_lu && L->hnb_lu < k ? L->hnb_lu : k;
     hy h;
     KILN_TRY(hy_make(L, m, nb, n, k, &h));
@@ -955,7 +958,7 @@ chol_run(const la *L, mat a, uint64_t n, uint64_t batch, int upper, kiln_tensor 
 #if KILN_HAVE_LAPACKE
   hy h;
   int32_t *bad = NULL;
-  if (L->host) {
+  if (L->host_chol) {
     uint64_t nb = L->hnb_chol && L->hnb_chol < n ? L->hnb_chol : n;
     KILN_TRY(hy_make(L, nb, nb, n, 1, &h));
     bad = calloc(batch, sizeof *bad);
@@ -969,7 +972,7 @@ chol_run(const la *L, mat a, uint64_t n, uint64_t batch, int upper, kiln_tensor 
   for (uint64_t b = 0; b < batch; b++) {
     mat A = at(a, b * n * n), inf = at(tmat(info), b);
 #if KILN_HAVE_LAPACKE
-    if (L->host) {
+    if (L->host_chol) {
       kiln_status s = chol_hybrid(L, &h, A, n, upper, &bad[b]);
       kiln__args args = kiln__args_begin(L->op, zk);
       args_mat(&args, A);

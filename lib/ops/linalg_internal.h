@@ -66,8 +66,23 @@ typedef struct kiln__linalg_params {
 void kiln__linalg_choose(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t elements,
                          kiln__linalg_params *p);
 
-/* 1 when the route (after the rule) is HOST: kiln has LAPACKE and the route asks for it. */
-int kiln__linalg_is_host(const kiln_context *ctx, uint32_t route);
+/*
+ * What the rule (route 0) picks on GPUs per factorization, 1 the host route, 0 the device
+ * route, for matrices of more than KILN__LINALG_RULE_DEVICE_MAX elements (up to that many take
+ * the device route). CPUs always take the host route (the host is the device there).
+ */
+#define KILN__LINALG_RULE_HOST_LU 1
+#define KILN__LINALG_RULE_HOST_CHOL 1
+#define KILN__LINALG_RULE_HOST_QR 1
+#define KILN__LINALG_RULE_DEVICE_MAX 0
+
+/*
+ * 1 when the panels of a factorization of matrices of `elements` take the host route: kiln
+ * has LAPACKE, and route is HOST, or RULE with rule_host (one of KILN__LINALG_RULE_HOST_*)
+ * set or a CPU device.
+ */
+int kiln__linalg_is_host(const kiln_context *ctx, uint32_t route, int rule_host,
+                         uint64_t elements);
 
 /* The block size kiln uses on a device (the hook's override, else the built-in default). */
 unsigned kiln__linalg_block(const kiln_device_info *info);

@@ -66,7 +66,7 @@ kiln__lsp_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
   kiln__ctx_lock(ctx);
   kiln_dtype dt = a->dtype;
   kiln__lsp L = {.op = op, .ctx = ctx, .dt = dt, .ts = kiln_dtype_size(dt)};
-  L.host = kiln__linalg_is_host(ctx, p.route);
+  L.host = kiln__linalg_is_host(ctx, p.route, KILN__LINALG_RULE_HOST_QR, elems);
   int h = atomic_load(&hook_nb);
   if (h > 0)
     L.nb = (uint64_t)h;
