@@ -33,7 +33,13 @@
 
 #define SRC "linalg_qr"
 
-static atomic_int hook_nb = -1, hook_own = -1, hook_mrrr = -1, hook_leaf = -1;
+static atomic_int hook_nb = -1, hook_own = -1, hook_mrrr = -1, hook_leaf = -1, hook_split = -1;
+
+void
+kiln__linalg_spectral_test_split(int parts)
+{
+  atomic_store(&hook_split, parts);
+}
 
 void
 kiln__linalg_spectral_test_mrrr(int min_n)
@@ -233,6 +239,83 @@ block_vt(const kiln__lsp *L, kiln__lsp_mat a, uint64_t rows, uint64_t jb, kiln__
   return kiln__args_enqueue_1d(&args, L->ctx, local, local);
 }
 
+/*
+ * Row chunks for W = V^T C (jb x ncols, k = rows): one chunk gives CLBlast about
+ * ncols / 128 work-groups of 64 x 128 results (jb <= 64) each running the whole k = rows
+ * loop, a few dozen on a GPU of 132 compute units; chunks of at least 256 rows as one
+ * strided batch fill it. GPUs with CLBlast only (or the test hook).
+ */
+static uint64_t
+vtc_parts(const kiln__lsp *L, uint64_t rows, uint64_t ncols)
+{
+  int h = atomic_load(&hook_split);
+  if (!L->clblast || h == 0)
+    return 1;
+  if (h > 0)
+    return rows / (uint64_t)h >= 1 ? (uint64_t)h : 1;
+  if (!L->ctx->info.is_gpu)
+    return 1;
+  uint64_t groups = (ncols + 127) / 128, want = 2 * (uint64_t)L->ctx->info.compute_units;
+  uint64_t parts = (want + groups - 1) / groups, most = rows / 256;
+  if (parts > most)
+    parts = most;
+  if (parts > 32)
+    parts = 32;
+  return parts ? parts : 1;
+}
+
+/* W (jb x ncols, contiguous) = V^T C, split over row chunks (vtc_parts) and summed. */
+static kiln_status
+vt_c(const kiln__lsp *L, uint64_t rows, uint64_t jb, kiln__lsp_mat v, kiln__lsp_mat c,
+     uint64_t ncols, kiln__lsp_mat w)
+{
+  uint64_t parts = vtc_parts(L, rows, ncols);
+  if (parts <= 1)
+    return gemm(L, 1, 0, jb, ncols, rows, 1.0, v, c, 0.0, w);
+#if KILN_HAVE_CLBLAST
+  uint64_t mc = rows / parts, rest = rows - parts * mc, len = jb * ncols;
+  kiln_tensor *p = NULL, *ones = NULL;
+  kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, parts * len, &p);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, parts, &ones);
+  cl_int err = CL_SUCCESS;
+  if (s == KILN_OK) {
+    float f1 = 1.0f;
+    double d1 = 1.0;
+    cl_int zero = 0;
+    err = clEnqueueFillBuffer(L->ctx->queue, ones->mem,
+                              L->dt == KILN_F32 ? (const void *)&f1 : (const void *)&d1, L->ts,
+                              ones->offset, parts * L->ts, 0, NULL, NULL);
+    /* CLBlast scales C and y by beta: 0 * NaN from scratch would be NaN */
+    if (err == CL_SUCCESS)
+      err = clEnqueueFillBuffer(L->ctx->queue, p->mem, &zero, sizeof zero, p->offset,
+                                parts * len * L->ts, 0, NULL, NULL);
+    if (err == CL_SUCCESS)
+      err = clEnqueueFillBuffer(L->ctx->queue, w.mem, &zero, sizeof zero, w.off * L->ts,
+                                len * L->ts, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+      s = kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
+  }
+  if (s == KILN_OK)
+    s = kiln__clblast_gemm(L->op, L->ctx, L->dt, 1, 0, jb, ncols, mc, (kiln_complex128){1.0, 0.0},
+                           v.mem, v.off, v.ld, mc * v.ld, c.mem, c.off, c.ld, mc * c.ld,
+                           (kiln_complex128){0.0, 0.0}, p->mem, kiln__ops_elem_offset(p), ncols,
+                           len, parts);
+  /* W = P^T ones: the partial products summed by one GEMV over the parts */
+  if (s == KILN_OK)
+    s = kiln__clblast_gemv(L->op, L->ctx, L->dt, 1, parts, len, (kiln_complex128){1.0, 0.0},
+                           p->mem, kiln__ops_elem_offset(p), len, ones->mem,
+                           kiln__ops_elem_offset(ones), (kiln_complex128){0.0, 0.0}, w.mem, w.off);
+  if (s == KILN_OK && rest)
+    s = gemm(L, 1, 0, jb, ncols, rest, 1.0, at(v, parts * mc, 0), at(c, parts * mc, 0), 1.0, w);
+  kiln_tensor_release(p);
+  kiln_tensor_release(ones);
+  return s;
+#else
+  return gemm(L, 1, 0, jb, ncols, rows, 1.0, v, c, 0.0, w);
+#endif
+}
+
 /* C (rows x ncols) = (I - V op(T) V^T) C with ws->v, ws->t of jb reflectors. */
 static kiln_status
 block_apply(const kiln__lsp *L, uint64_t rows, uint64_t jb, int trans_t, kiln__lsp_mat c,
@@ -242,7 +325,7 @@ block_apply(const kiln__lsp *L, uint64_t rows, uint64_t jb, int trans_t, kiln__l
     return KILN_OK;
   kiln__lsp_mat v = kiln__lsp_tmat(ws->v, jb), t = kiln__lsp_tmat(ws->t, jb);
   kiln__lsp_mat w = kiln__lsp_tmat(ws->w, ncols), w2 = kiln__lsp_tmat(ws->w2, ncols);
-  KILN_TRY(gemm(L, 1, 0, jb, ncols, rows, 1.0, v, c, 0.0, w));
+  KILN_TRY(vt_c(L, rows, jb, v, c, ncols, w));
   KILN_TRY(gemm(L, trans_t, 0, jb, ncols, jb, 1.0, t, w, 0.0, w2));
   return gemm(L, 0, 0, rows, ncols, jb, -1.0, v, w2, 1.0, c);
 }

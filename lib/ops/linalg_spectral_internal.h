@@ -32,6 +32,13 @@
 void kiln__linalg_spectral_test_set(int nb, int own, int leaf);
 
 /*
+ * Test hook: parts > 0 forces the split of V^T C (the first product of applying a block
+ * reflector) into that many row chunks on CLBlast, also on CPUs; 0 never splits; -1 the
+ * built-in choice (GPUs only).
+ */
+void kiln__linalg_spectral_test_split(int parts);
+
+/*
  * Smallest order whose tridiagonal eigenvectors come from MRRR (dstemr, O(n^2)) rather than
  * divide and conquer (dstedc: better orthogonality, but O(n^3) through the host BLAS). With
  * Debian's reference LAPACK dstedc is still the faster one at n = 1024 (135 to 330 ms

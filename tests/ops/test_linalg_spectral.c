@@ -858,6 +858,34 @@ START_TEST(svd)
 END_TEST
 
 /* Batched eigh and svd equal the unbatched calls bitwise (the same launches per matrix). */
+/*
+ * V^T C split into row chunks summed by a GEMV (GPUs with CLBlast split by default; forced
+ * here): QR on both routes, eigh and svd (their back-transformations apply blocks too).
+ */
+START_TEST(split_products)
+{
+  static const size_t sh[][2] = {{65, 65}, {130, 70}, {70, 130}};
+  kiln__linalg_spectral_test_split(3);
+  hook_nb = 16;
+  for (int route = KILN__LINALG_ROUTE_DEVICE; route <= KILN__LINALG_ROUTE_HOST; route++) {
+    kiln__linalg_test_route(route);
+    FOR_DTYPES(dt)
+    {
+      for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++)
+        if (harness_fits(sh[i][0] * sh[i][1]))
+          qr_case(dt, 1, sh[i][0], sh[i][1], NULL);
+      if (route == KILN__LINALG_ROUTE_HOST && harness_fits(45 * 45)) {
+        eigh_case(dt, 1, 40, NULL, NULL);
+        svd_case(dt, 1, 45, 31, NULL, NULL);
+      }
+    }
+  }
+  kiln__linalg_spectral_test_split(-1);
+  kiln__linalg_test_route(-1);
+  hook_nb = -1;
+}
+END_TEST
+
 START_TEST(eigh_svd_batched_bitwise)
 {
   if (!KILN_HAVE_LAPACKE)
@@ -1132,6 +1160,7 @@ reset_hooks(void)
   kiln__linalg_spectral_test_set(-1, -1, -1);
   kiln__linalg_spectral_test_mrrr(-1);
   kiln__linalg_test_route(-1);
+  kiln__linalg_spectral_test_split(-1);
 }
 
 static Suite *
@@ -1145,6 +1174,7 @@ spectral_suite(void)
   tcase_add_test(tc, qr_blocked);
   tcase_add_test(tc, qr_batched_bitwise);
   tcase_add_test(tc, qr_routes);
+  tcase_add_test(tc, split_products);
   tcase_add_test(tc, lstsq);
   tcase_add_test(tc, eigh);
   tcase_add_test(tc, eigh_blocked);
