@@ -18,7 +18,7 @@ ok() { [ $(( $(date +%s)-t0 )) -le $1 ] || { echo "skipped $2" >> $R/times.txt; 
 { nproc; lscpu | grep -E "Model name|^CPU\(s\)"; ldd $K | grep -E "lapack|blas"; } > $R/host.txt 2>&1
 CASES=linalg.lu,linalg.cholesky,linalg.solve,linalg.inv,linalg.qr
 for t in linalg linalg_spectral; do
-  CK_FORK=no KILN_LOG=error timeout 20 build-gpu/tests/test_$t > $R/test-$t.txt 2>&1
+  CK_FORK=no KILN_LOG=error timeout 25 build-gpu/tests/test_$t > $R/test-$t.txt 2>&1
   echo "test_$t rc=$?" >> $R/tests.txt
 done
 el tests
