@@ -1140,6 +1140,49 @@ START_TEST(routes_and_blocks)
 }
 END_TEST
 
+static int
+tune_event(const kiln_tune_progress *p, void *user)
+{
+  kiln_tune_result *last = user;
+  if (p->event == KILN_TUNE_EVENT_CANDIDATE)
+    EXPECT(p->failed[0] == 0, "linalg candidate %s failed: %s", p->params, p->failed);
+  if (p->event == KILN_TUNE_EVENT_KEY_DONE)
+    *last = *p->result;
+  return 0;
+}
+
+/* The linalg tuner family times LU of a 128 x 128 matrix on both routes, every candidate valid. */
+START_TEST(tuner_family)
+{
+  if (harness_small())
+    return;
+  kiln_tune_family_desc d;
+  int found = 0;
+  for (size_t i = 0; kiln_tune_family_get(i, &d) == KILN_OK; i++)
+    found |= strcmp(d.name, "linalg") == 0 && strcmp(d.params, "route nb") == 0;
+  EXPECT(found, "no linalg tuner family with parameters route, nb");
+  kiln_tune_request req;
+  memset(&req, 0, sizeof req);
+  uint64_t n = 1u << 14;
+  kiln_dtype dt = KILN_F64;
+  req.family = "linalg";
+  req.dtypes = harness_has_fp64() ? &dt : NULL;
+  req.ndtypes = harness_has_fp64() ? 1 : 0;
+  req.sizes = &n;
+  req.nsizes = 1;
+  req.reps = 1;
+  req.quick = 1;
+  req.no_store = 1;
+  kiln_tune_result last;
+  memset(&last, 0, sizeof last);
+  KOK(kiln_tune_run(harness_ctx(), &req, tune_event, &last));
+  ck_assert_int_eq(last.status, KILN_OK);
+  ck_assert_str_eq(last.bucket, "full.2^14");
+  EXPECT(last.candidates >= 2, "%u candidates", last.candidates);
+  ck_assert_uint_eq(last.failed, 0);
+}
+END_TEST
+
 START_TEST(bad_input)
 {
   kiln_context *ctx = harness_ctx();
@@ -1275,6 +1318,7 @@ linalg_suite(void)
   tcase_add_test(tc, triangular);
   tcase_add_test(tc, batched_bitwise);
   tcase_add_test(tc, routes_and_blocks);
+  tcase_add_test(tc, tuner_family);
   tcase_add_test(tc, bad_input);
   tcase_add_test(tc, nan_and_in_place);
   suite_add_tcase(s, tc);
