@@ -30,7 +30,7 @@ b() { local n=$1 to=$2 d=$3 s=$4 f=$5; shift 5
   timeout $to $K bench --no-startup --json --reps 2 --dtype $d --sizes $s --filter $f "$@" \
     > $R/bench-$n.json 2>> $R/err.txt; echo "$n rc=$?" >> $R/runs.txt; el $n; }
 b device 14 f64 2^20,2^24 $CASES --tune 'linalg:route=1'
-for nb in 32 64; do b host-nb$nb 12 f64 2^20,2^24 $CASES --tune "linalg:route=2 nb=$nb"; done
+for nb in 16 32 64; do b host-nb$nb 12 f64 2^20,2^24 $CASES --tune "linalg:route=2 nb=$nb"; done
 b default 12 f32,f64 2^20,2^24 $CASES
 b dgemm 6 f64 2^24 blas.gemm
 ok 70 torch && timeout 15 python3 bench/peers_torch.py --no-startup --reps 5 --dtype f32,f64 \
