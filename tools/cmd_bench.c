@@ -200,7 +200,7 @@ measure(const struct bench_case *c, struct bench_state *st, int fixed_reps, stru
     double t1 = tool_now();
     wall[n] = (t1 - t0) * 1e3;
     /* Ops without kernels (buffer copies) have no kernel events: their time is the wall time. */
-    dev[n] = p.kernels ? (double)p.device_ns * 1e-6 : wall[n];
+    dev[n] = p.kernels && !bench_case_host_work(c) ? (double)p.device_ns * 1e-6 : wall[n];
     spent += t1 - t0;
     n++;
   }
