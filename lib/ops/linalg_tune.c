@@ -40,8 +40,11 @@ static const struct kiln__tune_param la_params[] = {
      .nquick = N_(la_nb_quick)},
 };
 
-/* Blocked factorizations start above 64 x 64 (smaller ones are one work-group each). */
-static const uint64_t la_sizes[] = {P2(14), P2(16), P2(18), P2(20), P2(22), P2(24)};
+/*
+ * Blocked factorizations start above 64 x 64 (smaller ones are one work-group each): 256,
+ * 1024 and 4096 square. Other sizes take their bucket's defaults unless asked for (--sizes).
+ */
+static const uint64_t la_sizes[] = {P2(16), P2(20), P2(24)};
 
 static int
 la_dtype_ok(kiln_dtype d)
