@@ -59,6 +59,14 @@ typedef struct kiln__linalg_params {
 #define KILN__LINALG_HOST_NB_QR 32
 
 /*
+ * Widest host QR panel: LAPACK's dgeqrf factors panels narrower than its crossover (128) with
+ * the unblocked dgeqr2, whose level-2 sweeps fall out of the cache from 64 columns of 4096
+ * rows (reference LAPACK on the build machine: 1.7 ms for 4096 x 32, 14 ms for 4096 x 64).
+ * A larger nb from the tuner (timed on LU) is capped here for QR.
+ */
+#define KILN__LINALG_HOST_NB_QR_MAX 32
+
+/*
  * The route and block size for an op on matrices of `elements` (rows * cols) of dtype dt:
  * the test hook, else the tuner's linalg family (override, stored, default). Also puts the
  * tuned CLBlast GEMM parameters in force. Call it before taking ctx->lock.

@@ -82,6 +82,8 @@ kiln__lsp_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
     L.nb = KILN__LINALG_HOST_NB_QR;
   else
     L.nb = ctx->info.is_gpu ? KILN__LSP_NB_GPU : KILN__LSP_NB_CPU;
+  if (L.host && h <= 0 && L.nb > KILN__LINALG_HOST_NB_QR_MAX)
+    L.nb = KILN__LINALG_HOST_NB_QR_MAX;
   L.clblast = KILN_HAVE_CLBLAST && !kiln__env_flag(KILN__ENV_DEBUG_NO_CLBLAST) &&
               atomic_load(&hook_own) <= 0;
   int hl = atomic_load(&hook_leaf);
