@@ -692,13 +692,12 @@ hy_lu_trsm(const la *L, hy *h, mat a, uint64_t n, uint64_t j0, uint64_t jb, uint
   return gemm_g(L, 0, 0, jb, w, jb, 1.0, tmat(h->dinv), jb, wk, w, 0.0, at(a, j0 * n + c0), n);
 }
 
-/* The trailing update of the columns c0 .. c0+w-1 after the LU panel j0 (jb columns). */
+/* A22 -= L21 U12 on the columns c0 .. c0+w-1, after the LU panel j0 (jb columns). */
 static kiln_status
-hy_lu_update(const la *L, hy *h, mat a, uint64_t m, uint64_t n, uint64_t j0, uint64_t jb,
-             uint64_t c0, uint64_t w)
+hy_lu_update(const la *L, mat a, uint64_t m, uint64_t n, uint64_t j0, uint64_t jb, uint64_t c0,
+             uint64_t w)
 {
   uint64_t r = j0 + jb;
-  KILN_TRY(hy_lu_trsm(L, h, a, n, j0, jb, c0, w));
   return gemm_sub(L, m - r, w, jb, at(a, r * n + j0), n, at(a, j0 * n + c0), n, at(a, r * n + c0),
                   n);
 }
@@ -745,16 +744,18 @@ lu_hybrid(const la *L, hy *h, mat a, uint64_t m, uint64_t n, mat piv, int32_t *z
           h->t[j * jb + i] = h->w[j * mr + i];
       KILN_TRY(hy_inverse(L, h, 'L', 'U', jb));
     }
+    /* U12 for the whole block row at once: jb x jb x (n - r), small next to the GEMMs */
+    KILN_TRY(hy_lu_trsm(L, h, a, n, j0, jb, r, n - r));
     uint64_t jn = r < k ? (k - r < nb ? k - r : nb) : 0;
     if (jn == 0) {
-      KILN_TRY(hy_lu_update(L, h, a, m, n, j0, jb, r, n - r));
+      KILN_TRY(hy_lu_update(L, a, m, n, j0, jb, r, n - r));
       continue;
     }
-    KILN_TRY(hy_lu_update(L, h, a, m, n, j0, jb, r, jn));
+    KILN_TRY(hy_lu_update(L, a, m, n, j0, jb, r, jn));
     cl_event ev;
     KILN_TRY(kiln__lh_read(L->op, L->ctx, a.mem, a.off + r * n + r, n, m - r, jn, L->ts, h->panel,
                            &ev));
-    kiln_status s = hy_lu_update(L, h, a, m, n, j0, jb, r + jn, n - r - jn);
+    kiln_status s = hy_lu_update(L, a, m, n, j0, jb, r + jn, n - r - jn);
     kiln_status sw = kiln__lh_wait(L->op, L->ctx, ev);
     KILN_TRY(s);
     KILN_TRY(sw);
