@@ -461,9 +461,17 @@ geqrf_hybrid(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t n, kiln__
     if (s == KILN_OK)
       s = kiln__lh_write(L->op, L->ctx, ws->t->mem, kiln__ops_elem_offset(ws->t), jb, jb, jb,
                          L->ts, h.t);
-    uint64_t jn = r < k ? (k - r < nb ? k - r : nb) : 0;
+    /* C -= V (T^T (V^T C)) with the two small products over all n - r columns at once, the
+     * last GEMM first on the next panel's columns, which are then read back */
+    uint64_t jn = r < k ? (k - r < nb ? k - r : nb) : 0, nc = n - r;
+    kiln__lsp_mat v = kiln__lsp_tmat(ws->v, jb), t = kiln__lsp_tmat(ws->t, jb);
+    kiln__lsp_mat w = kiln__lsp_tmat(ws->w, nc), w2 = kiln__lsp_tmat(ws->w2, nc);
     if (s == KILN_OK)
-      s = block_apply(L, mr, jb, 1, at(a, j0, r), jn ? jn : n - r, ws);
+      s = vt_c(L, mr, jb, v, at(a, j0, r), nc, w);
+    if (s == KILN_OK)
+      s = gemm(L, 1, 0, jb, nc, jb, 1.0, t, w, 0.0, w2);
+    if (s == KILN_OK)
+      s = gemm(L, 0, 0, mr, jn ? jn : nc, jb, -1.0, v, w2, 1.0, at(a, j0, r));
     if (s != KILN_OK || jn == 0)
       continue;
     cl_event ev;
@@ -471,7 +479,7 @@ geqrf_hybrid(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t n, kiln__
                       &ev);
     if (s != KILN_OK)
       break;
-    s = block_apply(L, mr, jb, 1, at(a, j0, r + jn), n - r - jn, ws);
+    s = gemm(L, 0, 0, mr, nc - jn, jb, -1.0, v, at(w2, 0, jn), 1.0, at(a, j0, r + jn));
     kiln_status sw = kiln__lh_wait(L->op, L->ctx, ev);
     if (s == KILN_OK)
       s = sw;
