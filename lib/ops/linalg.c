@@ -447,9 +447,8 @@ gemm_sub(const la *L, uint64_t m, uint64_t n, uint64_t k, mat a, uint64_t lda, m
     return KILN_OK;
 #if KILN_HAVE_CLBLAST
   if (L->clblast)
-    return kiln__clblast_gemm(L->op, L->ctx, L->dt, 0, 0, m, n, k, (kiln_complex128){-1.0, 0.0},
-                              a.mem, a.off, lda, 0, b.mem, b.off, ldb, 0,
-                              (kiln_complex128){1.0, 0.0}, c.mem, c.off, ldc, 0, 1);
+    return kiln__lh_gemm(L->op, L->ctx, L->dt, 0, 0, m, n, k, -1.0, a.mem, a.off, lda, b.mem,
+                         b.off, ldb, 1.0, c.mem, c.off, ldc);
 #endif
   return own_gemm(L, m, n, k, -1.0, a, lda, 1, b, ldb, 1, c, ldc, 1, 0);
 }
@@ -579,9 +578,8 @@ gemm_g(const la *L, int ta, int tb, uint64_t m, uint64_t n, uint64_t k, double a
     return KILN_OK;
 #if KILN_HAVE_CLBLAST
   if (L->clblast)
-    return kiln__clblast_gemm(L->op, L->ctx, L->dt, ta, tb, m, n, k,
-                              (kiln_complex128){alpha, 0.0}, a.mem, a.off, lda, 0, b.mem, b.off,
-                              ldb, 0, (kiln_complex128){beta, 0.0}, c.mem, c.off, ldc, 0, 1);
+    return kiln__lh_gemm(L->op, L->ctx, L->dt, ta, tb, m, n, k, alpha, a.mem, a.off, lda, b.mem,
+                         b.off, ldb, beta, c.mem, c.off, ldc);
 #endif
   (void)beta;
   return own_gemm(L, m, n, k, alpha, a, ta ? 1 : lda, ta ? lda : 1, b, tb ? 1 : ldb, tb ? ldb : 1,

@@ -5,12 +5,18 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "kiln_config.h"
 #include "ops/families.h"
 #include "ops/linalg_host.h"
 #include "runtime/family.h"
+#if KILN_HAVE_CLBLAST
+#include "backends/clblast.h"
+#endif
 
 struct lh_state {
   kiln__lh_buf b[KILN__LH_SLOTS];
+  cl_mem gemm_temp; /* CLBlast GEMM temporary (kiln__lh_gemm) */
+  size_t gemm_temp_bytes;
 };
 
 kiln_status
@@ -30,6 +36,8 @@ kiln__lh_state_destroy(kiln_context *ctx, void *state)
   for (int i = 0; st && i < KILN__LH_SLOTS; i++)
     if (st->b[i].p)
       kiln__lh_buf_free(ctx, &st->b[i]);
+  if (st && st->gemm_temp)
+    clReleaseMemObject(st->gemm_temp);
   free(st);
 }
 
@@ -214,4 +222,41 @@ kiln__lh_store(kiln_dtype dt, const double *x, uint64_t n, void *dst)
     else
       ((double *)dst)[i] = x[i];
   }
+}
+
+kiln_status
+kiln__lh_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int tb, size_t m, size_t n,
+              size_t k, double alpha, cl_mem a, size_t aoff, size_t lda, cl_mem b, size_t boff,
+              size_t ldb, double beta, cl_mem c, size_t coff, size_t ldc)
+{
+#if KILN_HAVE_CLBLAST
+  struct lh_state *st = kiln__family_state(ctx, &kiln__linalg_family);
+  size_t bytes = 0;
+  if (kiln__clblast_gemm_temp_size(op, ctx, dt, ta, tb, m, n, k, aoff, lda, boff, ldb, coff, ldc,
+                                   &bytes) == KILN_OK &&
+      bytes > 0) {
+    if (st->gemm_temp_bytes < bytes) {
+      if (st->gemm_temp)
+        clReleaseMemObject(st->gemm_temp);
+      cl_int err;
+      st->gemm_temp = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, bytes, NULL, &err);
+      st->gemm_temp_bytes = err == CL_SUCCESS ? bytes : 0;
+      if (err != CL_SUCCESS)
+        st->gemm_temp = NULL;
+    }
+    /* CLBlast checks the buffer's size before it enqueues anything: a refusal falls back to
+     * the plain call, which allocates its own */
+    if (st->gemm_temp &&
+        kiln__clblast_gemm_with_temp(op, ctx, dt, ta, tb, m, n, k, alpha, a, aoff, lda, b, boff,
+                                     ldb, beta, c, coff, ldc, st->gemm_temp) == KILN_OK)
+      return KILN_OK;
+  }
+  return kiln__clblast_gemm(op, ctx, dt, ta, tb, m, n, k, (kiln_complex128){alpha, 0.0}, a, aoff,
+                            lda, 0, b, boff, ldb, 0, (kiln_complex128){beta, 0.0}, c, coff, ldc, 0,
+                            1);
+#else
+  (void)dt, (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)aoff;
+  (void)lda, (void)b, (void)boff, (void)ldb, (void)beta, (void)c, (void)coff, (void)ldc;
+  return kiln__fail(KILN_ERR_UNSUPPORTED, op, 0, "CLBlast GEMM in a kiln built without CLBlast");
+#endif
 }

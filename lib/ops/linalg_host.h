@@ -37,6 +37,17 @@ void kiln__lh_buf_free(kiln_context *ctx, kiln__lh_buf *b);
 #define KILN__LH_SLOTS 4
 kiln_status kiln__lh_slot(const char *op, kiln_context *ctx, int slot, size_t bytes,
                           kiln__lh_buf **b);
+/*
+ * C = alpha op(A) op(B) + beta C (f32/f64, row-major views, batch 1) through CLBlast with a
+ * temporary buffer kept per context (grown to the largest need; freed with the context):
+ * CLBlast's indirect GEMM pads every view with an offset into a temporary, and without one
+ * from the caller it allocates and frees a buffer of about C's size on every call.
+ */
+kiln_status kiln__lh_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int tb,
+                          size_t m, size_t n, size_t k, double alpha, cl_mem a, size_t aoff,
+                          size_t lda, cl_mem b, size_t boff, size_t ldb, double beta, cl_mem c,
+                          size_t coff, size_t ldc);
+
 kiln_status kiln__lh_state_create(kiln_context *ctx, void **state);
 void kiln__lh_state_destroy(kiln_context *ctx, void *state);
 

@@ -158,9 +158,8 @@ gemm(const kiln__lsp *L, int ta, int tb, uint64_t m, uint64_t n, uint64_t k, dou
           return kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
       }
     }
-    return kiln__clblast_gemm(L->op, L->ctx, L->dt, ta, tb, m, n, k, (kiln_complex128){alpha, 0.0},
-                              a.mem, a.off, a.ld, 0, b.mem, b.off, b.ld, 0,
-                              (kiln_complex128){beta, 0.0}, c.mem, c.off, c.ld, 0, 1);
+    return kiln__lh_gemm(L->op, L->ctx, L->dt, ta, tb, m, n, k, alpha, a.mem, a.off, a.ld, b.mem,
+                         b.off, b.ld, beta, c.mem, c.off, c.ld);
   }
 #endif
   cl_kernel kk;
