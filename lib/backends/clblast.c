@@ -243,6 +243,17 @@ kiln__clblast_gemm_with_temp(const char *op, kiln_context *ctx, kiln_dtype dt, i
 }
 
 kiln_status
+kiln__clblast_test_override(const char *op, kiln_context *ctx, kiln_dtype dt, const char *kernel,
+                            const char *param, size_t value)
+{
+  const char *names[1] = {param};
+  size_t values[1] = {value};
+  CLBlastPrecision prec = dt == KILN_F32 ? CLBlastPrecisionSingle : CLBlastPrecisionDouble;
+  return check(op, "OverrideParameters",
+               CLBlastOverrideParameters(ctx->device, kernel, prec, 1, names, values));
+}
+
+kiln_status
 kiln__clblast_syrk(const char *op, kiln_context *ctx, kiln_dtype dt, int upper, int ta, size_t n,
                    size_t k, kiln_complex128 alpha, cl_mem a, size_t aoff, size_t lda,
                    kiln_complex128 beta, cl_mem c, size_t coff, size_t ldc)

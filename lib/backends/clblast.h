@@ -52,6 +52,14 @@ kiln_status kiln__clblast_gemm_with_temp(const char *op, kiln_context *ctx, kiln
                                          size_t ldb, double beta, cl_mem c, size_t coff,
                                          size_t ldc, cl_mem temp);
 
+/*
+ * Test hook: sets one parameter of a CLBlast kernel's database entry for dt (f32/f64) on ctx's
+ * device, process-wide (CLBlastOverrideParameters), e.g. ("GemmRoutine",
+ * "XGEMM_MIN_INDIRECT_SIZE", 1) to send every GEMM through the indirect kernel.
+ */
+kiln_status kiln__clblast_test_override(const char *op, kiln_context *ctx, kiln_dtype dt,
+                                        const char *kernel, const char *param, size_t value);
+
 /* y = alpha op(A) x + beta y with A stored m x n (row-major), unit increments. */
 kiln_status kiln__clblast_gemv(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, size_t m,
                                size_t n, kiln_complex128 alpha, cl_mem a, size_t aoff, size_t lda,

@@ -1,6 +1,7 @@
 /*
  * Host staging of the hybrid factorizations (lib/ops/linalg_host.h).
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,10 +9,19 @@
 #include "kiln_config.h"
 #include "ops/families.h"
 #include "ops/linalg_host.h"
+#include "ops/linalg_internal.h"
 #include "runtime/family.h"
 #if KILN_HAVE_CLBLAST
 #include "backends/clblast.h"
 #endif
+
+static atomic_uint_least64_t temp_gemms; /* kiln__linalg_test_temp_gemms */
+
+uint64_t
+kiln__linalg_test_temp_gemms(void)
+{
+  return atomic_load(&temp_gemms);
+}
 
 struct lh_state {
   kiln__lh_buf b[KILN__LH_SLOTS];
@@ -248,8 +258,10 @@ kiln__lh_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int tb, 
      * the plain call, which allocates its own */
     if (st->gemm_temp &&
         kiln__clblast_gemm_with_temp(op, ctx, dt, ta, tb, m, n, k, alpha, a, aoff, lda, b, boff,
-                                     ldb, beta, c, coff, ldc, st->gemm_temp) == KILN_OK)
+                                     ldb, beta, c, coff, ldc, st->gemm_temp) == KILN_OK) {
+      atomic_fetch_add(&temp_gemms, 1);
       return KILN_OK;
+    }
   }
   return kiln__clblast_gemm(op, ctx, dt, ta, tb, m, n, k, (kiln_complex128){alpha, 0.0}, a, aoff,
                             lda, 0, b, boff, ldb, 0, (kiln_complex128){beta, 0.0}, c, coff, ldc, 0,
@@ -258,5 +270,18 @@ kiln__lh_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int tb, 
   (void)dt, (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)aoff;
   (void)lda, (void)b, (void)boff, (void)ldb, (void)beta, (void)c, (void)coff, (void)ldc;
   return kiln__fail(KILN_ERR_UNSUPPORTED, op, 0, "CLBlast GEMM in a kiln built without CLBlast");
+#endif
+}
+
+kiln_status
+kiln__linalg_test_gemm_indirect(kiln_context *ctx, kiln_dtype dt)
+{
+#if KILN_HAVE_CLBLAST
+  return kiln__clblast_test_override("kiln__linalg_test_gemm_indirect", ctx, dt, "GemmRoutine",
+                                     "XGEMM_MIN_INDIRECT_SIZE", 1);
+#else
+  (void)ctx;
+  (void)dt;
+  return kiln__fail(KILN_ERR_UNSUPPORTED, "kiln__linalg_test_gemm_indirect", 0, "no CLBlast");
 #endif
 }

@@ -115,6 +115,17 @@ void kiln__linalg_test_set(int nb, int small_max, int own, int leaf);
  * Cholesky) and kiln__linalg_spectral_test_set (QR).
  */
 void kiln__linalg_test_route(int route);
+
+/*
+ * Test hook: makes CLBlast run every dt GEMM of ctx's device through its indirect kernel
+ * (the one that pads views into a temporary, as large GEMMs on GPUs do), so that
+ * kiln__lh_gemm's temporary buffer is used on a CPU too. Process-wide and not undone;
+ * KILN_ERR_UNSUPPORTED without CLBlast.
+ */
+kiln_status kiln__linalg_test_gemm_indirect(kiln_context *ctx, kiln_dtype dt);
+
+/* Test hook: GEMMs run with kiln's CLBlast temporary buffer since the process started. */
+uint64_t kiln__linalg_test_temp_gemms(void);
 int kiln__linalg_hook_route(void);
 
 #endif

@@ -1183,6 +1183,34 @@ START_TEST(tuner_family)
 }
 END_TEST
 
+/*
+ * CLBlast's indirect GEMM (the one large GEMMs take on GPUs) with kiln's temporary buffer,
+ * forced for f64 on this device: both routes' LU, Cholesky and solves. Runs last: the
+ * override stays for the rest of the process.
+ */
+START_TEST(gemm_temp_buffer)
+{
+  if (!kiln_blas_has_clblast() || !harness_has_fp64() || harness_small())
+    return;
+  KOK(kiln__linalg_test_gemm_indirect(harness_ctx(), KILN_F64));
+  uint64_t before = kiln__linalg_test_temp_gemms();
+  for (int route = KILN__LINALG_ROUTE_DEVICE; route <= KILN__LINALG_ROUTE_HOST; route++) {
+    hook_route = route;
+    set_hook(16, 0, 0, -1);
+    route_for(KILN_F64);
+    lu_case(KILN_F64, 0, NULL, 130, 130, NULL);
+    lu_case(KILN_F64, 0, NULL, 70, 130, NULL);
+    chol_case(KILN_F64, 1, 97);
+    singular_case(KILN_F64, 65, 40);
+  }
+  EXPECT(kiln__linalg_test_temp_gemms() > before, "no GEMM used the temporary buffer");
+  hook_route = -1;
+  set_hook(-1, -1, -1, -1);
+  kiln__linalg_test_set(-1, -1, -1, -1);
+  kiln__linalg_test_route(-1);
+}
+END_TEST
+
 START_TEST(bad_input)
 {
   kiln_context *ctx = harness_ctx();
@@ -1321,6 +1349,7 @@ linalg_suite(void)
   tcase_add_test(tc, tuner_family);
   tcase_add_test(tc, bad_input);
   tcase_add_test(tc, nan_and_in_place);
+  tcase_add_test(tc, gemm_temp_buffer); /* last: its CLBlast override stays */
   suite_add_tcase(s, tc);
   return s;
 }
