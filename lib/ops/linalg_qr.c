@@ -211,6 +211,9 @@ kiln__lsp_ws_release(kiln__lsp_ws *ws)
   memset(ws, 0, sizeof *ws);
 }
 
+static kiln_status vt_c(const kiln__lsp *L, uint64_t rows, uint64_t jb, kiln__lsp_mat v,
+                        kiln__lsp_mat c, uint64_t ncols, kiln__lsp_mat w);
+
 /*
  * V and T of the jb reflectors stored from (0, 0) of the rows-row view a (tau at tau):
  * ws->v (rows x jb) and ws->t (jb x jb).
@@ -229,7 +232,7 @@ block_vt(const kiln__lsp *L, kiln__lsp_mat a, uint64_t rows, uint64_t jb, kiln__
   kiln__args_tensor(&args, ws->v);
   KILN_TRY(enqueue2(&args, L, jb, rows, 8, 8));
   kiln__lsp_mat v = kiln__lsp_tmat(ws->v, jb), g = kiln__lsp_tmat(ws->g, jb);
-  KILN_TRY(gemm(L, 1, 0, jb, jb, rows, 1.0, v, v, 0.0, g));
+  KILN_TRY(vt_c(L, rows, jb, v, v, jb, g)); /* G = V^T V: the same short, long-k shape */
   KILN_TRY(kern(L, "qr_larft", &k));
   args = kiln__args_begin(L->op, k);
   args_mat(&args, g);
