@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tools/bench.h"
 #include "tools/bench_sort.h"
@@ -1198,3 +1199,14 @@ const struct bench_case bench_cases[] = {
      NULL},
 };
 const size_t bench_case_count = sizeof bench_cases / sizeof bench_cases[0];
+
+int
+bench_case_host_work(const struct bench_case *c)
+{
+  static const char *const host[] = {"linalg.lu",  "linalg.cholesky", "linalg.solve", "linalg.inv",
+                                     "linalg.qr",  "linalg.eigh",     "linalg.svd"};
+  for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
+    if (strcmp(c->name, host[i]) == 0)
+      return 1;
+  return 0;
+}

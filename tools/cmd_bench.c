@@ -23,7 +23,8 @@ static const char usage[] =
     "same device in the same run. Also: per-op dispatch overhead and time to first result of\n"
     "a new process with cold and warm caches.\n\n"
     "options:\n"
-    "  --filter SUBSTR    only cases whose name contains SUBSTR (e.g. unary, binary.add)\n"
+    "  --filter SUBSTR    only cases whose name contains SUBSTR (e.g. unary, binary.add);\n"
+    "                     a comma-separated list takes cases matching any of them\n"
     "  --sizes LIST       element counts, comma separated; k/M suffixes and 2^N accepted\n"
     "                     (default 2^10,2^14,2^18,2^22,2^26)\n"
     "  --dtype LIST       dtypes, comma separated: f32, f64, f16, bf16, c64, c128, i32, i64,\n"
@@ -34,7 +35,10 @@ static const char usage[] =
     "  --reps N           timed runs per point (default: adaptive, 5 to 50)\n"
     "  --json             one JSON document on stdout instead of the table\n"
     "  --no-startup       skip the dispatch-overhead and first-result measurements\n"
-    "  --list             print the case names and exit\n\n"
+    "  --list             print the case names and exit\n"
+    "  --tune FAMILY:PARAMS  override a tuner family's parameters for every dtype and size\n"
+    "                     of the run (kiln_tune_override), e.g. --tune 'linalg:route=2 nb=64';\n"
+    "                     may be repeated\n\n"
     "GB/s counts bytes read plus written and is left out ('-') for compute-bound cases;\n"
     "GFLOP/s is shown for cases with a flop count (blas.*: 2 d^3 for a d x d x d GEMM,\n"
     "8 d^3 for blas.cgemm;\n"
@@ -56,7 +60,28 @@ struct options {
   int json;
   int startup;
   int list;
+  const char *tune[8]; /* FAMILY:PARAMS overrides */
+  int ntune;
 };
+
+/* name contains one of the comma-separated substrings of filter. */
+static int
+filter_match(const char *filter, const char *name)
+{
+  for (const char *f = filter;;) {
+    size_t len = strcspn(f, ",");
+    char part[128];
+    if (len > 0 && len < sizeof part) {
+      memcpy(part, f, len);
+      part[len] = 0;
+      if (strstr(name, part))
+        return 1;
+    }
+    if (!f[len])
+      return 0;
+    f += len + 1;
+  }
+}
 
 static int
 parse_options(int argc, char **argv, struct options *o)
@@ -89,6 +114,14 @@ parse_options(int argc, char **argv, struct options *o)
         return -1;
       }
       o->reps = (int)reps;
+    } else if ((r = tool_opt_value("bench", argc, argv, &i, "--tune", &v)) != 0) {
+      if (r < 0)
+        return -1;
+      if (!strchr(v, ':') || o->ntune == (int)(sizeof o->tune / sizeof o->tune[0])) {
+        tool_usage_error("bench", "--tune: '%s' is not FAMILY:PARAMS (at most 8 of them)", v);
+        return -1;
+      }
+      o->tune[o->ntune++] = v;
     } else if ((r = tool_opt_value("bench", argc, argv, &i, "--sizes", &v)) != 0) {
       if (r < 0 || (o->nsizes = tool_parse_counts("bench", "--sizes", v, o->sizes, MAX_SIZES)) < 0)
         return -1;
@@ -167,7 +200,7 @@ measure(const struct bench_case *c, struct bench_state *st, int fixed_reps, stru
     double t1 = tool_now();
     wall[n] = (t1 - t0) * 1e3;
     /* Ops without kernels (buffer copies) have no kernel events: their time is the wall time. */
-    dev[n] = p.kernels ? (double)p.device_ns * 1e-6 : wall[n];
+    dev[n] = p.kernels && !bench_case_host_work(c) ? (double)p.device_ns * 1e-6 : wall[n];
     spent += t1 - t0;
     n++;
   }
@@ -392,7 +425,7 @@ cmd_bench(int argc, char **argv)
     return 2;
   size_t matching = 0;
   for (size_t i = 0; i < bench_case_count; i++)
-    matching += !o.filter || strstr(bench_cases[i].name, o.filter) != NULL;
+    matching += !o.filter || filter_match(o.filter, bench_cases[i].name);
   if (!matching)
     return tool_usage_error("bench",
                             "--filter: no case name contains '%s' (kiln bench --list "
@@ -400,7 +433,7 @@ cmd_bench(int argc, char **argv)
                             o.filter);
   if (o.list) {
     for (size_t i = 0; i < bench_case_count; i++)
-      if (!o.filter || strstr(bench_cases[i].name, o.filter))
+      if (!o.filter || filter_match(o.filter, bench_cases[i].name))
         printf("%-28s %s\n", bench_cases[i].name, bench_cases[i].family);
     return 0;
   }
@@ -409,6 +442,19 @@ cmd_bench(int argc, char **argv)
   if (cs != KILN_OK) {
     fprintf(stderr, "kiln bench: %s\n", kiln_last_error());
     return cs == KILN_ERR_INVALID_ARGUMENT ? 2 : 1; /* a malformed --device or KILN_DEVICE */
+  }
+  for (int t = 0; t < o.ntune; t++) {
+    char fam[64];
+    size_t len = strcspn(o.tune[t], ":");
+    snprintf(fam, sizeof fam, "%.*s", (int)(len < sizeof fam ? len : sizeof fam - 1), o.tune[t]);
+    for (int d = 0; d < o.ndtypes; d++) {
+      kiln_status ts = kiln_tune_override(ctx, fam, o.dtypes[d], NULL, o.tune[t] + len + 1);
+      if (ts != KILN_OK) {
+        fprintf(stderr, "kiln bench: --tune %s: %s\n", o.tune[t], kiln_last_error());
+        kiln_context_release(ctx);
+        return 2;
+      }
+    }
   }
   kiln_device_info info;
   kiln_context_device_info(ctx, &info);
@@ -427,7 +473,7 @@ cmd_bench(int argc, char **argv)
   size_t nres = 0;
   int total = 0, done = 0;
   for (size_t c = 0; c < bench_case_count; c++)
-    if (!o.filter || strstr(bench_cases[c].name, o.filter))
+    if (!o.filter || filter_match(o.filter, bench_cases[c].name))
       total += o.ndtypes * o.nsizes;
   /* Copy reference per (dtype size, n): computed lazily, cached here (sizes 1 to 16 bytes). */
   double copy_cache[MAX_SIZES][17];
@@ -435,7 +481,7 @@ cmd_bench(int argc, char **argv)
   int failures = 0;
   for (size_t c = 0; c < bench_case_count; c++) {
     const struct bench_case *bc = &bench_cases[c];
-    if (o.filter && !strstr(bc->name, o.filter))
+    if (o.filter && !filter_match(o.filter, bc->name))
       continue;
     for (int d = 0; d < o.ndtypes; d++) {
       kiln_dtype dt = o.dtypes[d];

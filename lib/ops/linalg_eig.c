@@ -241,8 +241,7 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
   uint64_t n = (uint64_t)a->shape.dims[nd - 1], batch = kiln__lsp_batch(a);
   int64_t wt[1] = {(int64_t)n}, vt[2] = {(int64_t)n, (int64_t)n};
   kiln__shape ws_ = kiln__lsp_shape(a, wt, 1), vs = kiln__lsp_shape(a, vt, 2);
-  kiln__ctx_lock(ctx);
-  kiln__lsp L = kiln__lsp_make(op, ctx, a->dtype);
+  kiln__lsp L = kiln__lsp_begin(op, ctx, a);
   kiln__lsp_outs o = {0};
   kiln_status s = kiln__lsp_out(&o, op, ctx, a->dtype, &ws_, w);
   if (s == KILN_OK && v)
@@ -353,8 +352,7 @@ kiln_linalg_eig(kiln_context *ctx, const kiln_tensor *a, kiln_tensor **wr, kiln_
   uint64_t n = (uint64_t)a->shape.dims[nd - 1], batch = kiln__lsp_batch(a);
   int64_t wt[1] = {(int64_t)n}, vt[2] = {(int64_t)n, (int64_t)n};
   kiln__shape wsh = kiln__lsp_shape(a, wt, 1), vsh = kiln__lsp_shape(a, vt, 2);
-  kiln__ctx_lock(ctx);
-  kiln__lsp L = kiln__lsp_make(op, ctx, a->dtype);
+  kiln__lsp L = kiln__lsp_begin(op, ctx, a);
   kiln__lsp_outs o = {0};
   kiln_status s = kiln__lsp_out(&o, op, ctx, a->dtype, &wsh, wr);
   if (s == KILN_OK)
@@ -588,8 +586,11 @@ gebrd(const kiln__lsp *L, const gb_bufs *g, uint64_t M, uint64_t N)
 #if KILN_HAVE_LAPACKE
 /*
  * SVD of the upper bidiagonal (d[n], e[n-1]) into s (descending) and, when ub is given,
- * ub and vb (n x n, vectors in columns): dbdsvdx (the Golub-Kahan tridiagonal's bisection
- * and inverse iteration, about O(n^2)), dbdsqr when it fails or for values only.
+ * ub and vb (n x n, vectors in columns): dbdsdc (divide and conquer), dbdsqr when it fails
+ * or for values only. dbdsdc replaced dbdsvdx (bisection and inverse iteration on the
+ * Golub-Kahan tridiagonal): with Debian's reference LAPACK dbdsvdx took 8.5 s for n = 1024
+ * on the 2-core build machine, dbdsdc 0.6 to 1.1 s, and on the H200's host svd of 1024 x
+ * 1024 spent 1.1 s of its 1.2 s there.
  */
 static kiln_status
 bidiag_svd(const char *op, uint64_t b, uint64_t n, double *d, double *e, double *s, double *ub,
@@ -598,52 +599,26 @@ bidiag_svd(const char *op, uint64_t b, uint64_t n, double *d, double *e, double 
   if (n == 0)
     return KILN_OK;
   double *d0 = malloc(n * sizeof *d0), *e0 = malloc(n * sizeof *e0);
-  double *z = ub ? malloc(2 * n * (n + 1) * sizeof *z) : NULL;
-  lapack_int *sup = ub ? malloc(12 * n * sizeof *sup) : NULL;
-  uint64_t *ord = malloc(n * sizeof *ord);
-  /* dbdsvdx's dstevx writes eigenvalues of the 2n x 2n Golub-Kahan matrix into s: 2n long */
-  double *sw = ub ? malloc(2 * n * sizeof *sw) : NULL;
-  kiln_status st = host_mem(op, d0 && e0 && ord && (!ub || (z && sup && sw)));
-  lapack_int info = 1, ns = 0;
+  double sw[1] = {0}; /* dbdsdc's q and iq: not referenced with compq 'I' */
+  lapack_int sup[1] = {0}, info = 1;
+  kiln_status st = host_mem(op, d0 && e0);
   if (st == KILN_OK) {
     memcpy(d0, d, n * sizeof *d0);
     memcpy(e0, e, (n - 1) * sizeof *e0);
     e0[n - 1] = 0.0;
   }
   if (st == KILN_OK && ub) {
-    info = LAPACKE_dbdsvdx(LAPACK_ROW_MAJOR, 'U', 'V', 'A', (lapack_int)n, d, e, 0.0, 0.0, 0, 0,
-                           &ns, sw, z, (lapack_int)(n + 1), sup);
-    /* A (numerically) zero singular value is a +-0 pair of the Golub-Kahan matrix's
-     * eigenvalues, and the eigenvector dbdsvdx takes for it may put all its weight in the u or
-     * the v half: U and V lose orthonormality while U S V^T stays right (seen on the H200 for a
-     * rank-2 5 x 8 matrix). dbdsqr handles those. */
-    double smax = 0, smin = INFINITY;
-    for (uint64_t i = 0; info == 0 && i < (uint64_t)ns; i++) {
-      smax = fmax(smax, fabs(sw[i]));
-      smin = fmin(smin, fabs(sw[i]));
-    }
-    if (info == 0 && smin <= (double)n * DBL_EPSILON * smax)
-      info = 1;
-    if (info == 0 && (uint64_t)ns == n) {
-      for (uint64_t i = 0; i < n; i++)
-        ord[i] = i;
-      /* descending, as torch and LAPACK's gesdd (insertion sort: dbdsvdx's order is sorted
-       * already, one way or the other) */
-      for (uint64_t i = 1; i < n; i++)
-        for (uint64_t j = i; j > 0 && sw[ord[j]] > sw[ord[j - 1]]; j--) {
-          uint64_t t = ord[j];
-          ord[j] = ord[j - 1];
-          ord[j - 1] = t;
+    /* dbdsdc: B = U S V^T with U into ub and V^T into vb (row-major), s descending */
+    info = LAPACKE_dbdsdc(LAPACK_ROW_MAJOR, 'U', 'I', (lapack_int)n, d, e, ub, (lapack_int)n, vb,
+                          (lapack_int)n, sw, sup);
+    if (info == 0) {
+      memcpy(s, d, n * sizeof *s);
+      for (uint64_t i = 0; i < n; i++) /* vb holds V^T: transpose to V */
+        for (uint64_t j = i + 1; j < n; j++) {
+          double t = vb[i * n + j];
+          vb[i * n + j] = vb[j * n + i];
+          vb[j * n + i] = t;
         }
-      for (uint64_t c = 0; c < n; c++) {
-        s[c] = sw[ord[c]];
-        for (uint64_t i = 0; i < n; i++) {
-          ub[i * n + c] = z[i * (n + 1) + ord[c]];
-          vb[i * n + c] = z[(n + i) * (n + 1) + ord[c]];
-        }
-      }
-    } else {
-      info = 1;
     }
   }
   if (st == KILN_OK && info != 0) {
@@ -670,10 +645,6 @@ bidiag_svd(const char *op, uint64_t b, uint64_t n, double *d, double *e, double 
   }
   free(d0);
   free(e0);
-  free(z);
-  free(sup);
-  free(ord);
-  free(sw);
   return st;
 }
 #endif
@@ -846,8 +817,7 @@ kiln_linalg_svd(kiln_context *ctx, const kiln_tensor *a, int full_matrices, kiln
           vtt[2] = {(int64_t)vr, (int64_t)n};
   kiln__shape ss = kiln__lsp_shape(a, st, 1), us = kiln__lsp_shape(a, ut, 2),
               vs = kiln__lsp_shape(a, vtt, 2);
-  kiln__ctx_lock(ctx);
-  kiln__lsp L = kiln__lsp_make(op, ctx, a->dtype);
+  kiln__lsp L = kiln__lsp_begin(op, ctx, a);
   kiln__lsp_outs o = {0};
   kiln_status st_ = kiln__lsp_out(&o, op, ctx, a->dtype, &ss, s);
   if (st_ == KILN_OK && u)
@@ -895,8 +865,7 @@ kiln_linalg_pinv(kiln_context *ctx, const kiln_tensor *a, double rcond, kiln_ten
   kiln__shape ps = kiln__lsp_shape(a, pt, 2);
   if (rcond < 0)
     rcond = eps_of(a->dtype) * (double)(m > n ? m : n);
-  kiln__ctx_lock(ctx);
-  kiln__lsp L = kiln__lsp_make(op, ctx, a->dtype);
+  kiln__lsp L = kiln__lsp_begin(op, ctx, a);
   kiln__lsp_outs o = {0};
   kiln_status s = kiln__lsp_out(&o, op, ctx, a->dtype, &ps, out);
   if (s == KILN_OK)
@@ -953,8 +922,7 @@ kiln_linalg_matrix_rank(kiln_context *ctx, const kiln_tensor *a, double tol, kil
   uint64_t m = (uint64_t)a->shape.dims[nd - 2], n = (uint64_t)a->shape.dims[nd - 1];
   uint64_t k = m < n ? m : n, batch = kiln__lsp_batch(a);
   kiln__shape rs = kiln__lsp_shape(a, NULL, 0);
-  kiln__ctx_lock(ctx);
-  kiln__lsp L = kiln__lsp_make(op, ctx, a->dtype);
+  kiln__lsp L = kiln__lsp_begin(op, ctx, a);
   kiln__lsp_outs o = {0};
   kiln_status s = kiln__lsp_out(&o, op, ctx, KILN_I64, &rs, out);
   if (s == KILN_OK)
@@ -1064,8 +1032,7 @@ norm_common(const char *op, kiln_context *ctx, const kiln_tensor *a, kiln_mnorm 
   uint64_t m = (uint64_t)a->shape.dims[nd - 2], n = (uint64_t)a->shape.dims[nd - 1];
   uint64_t k = m < n ? m : n, batch = kiln__lsp_batch(a);
   kiln__shape rs = kiln__lsp_shape(a, NULL, 0);
-  kiln__ctx_lock(ctx);
-  kiln__lsp L = kiln__lsp_make(op, ctx, a->dtype);
+  kiln__lsp L = kiln__lsp_begin(op, ctx, a);
   kiln__lsp_outs o = {0};
   kiln_status s = kiln__lsp_out(&o, op, ctx, a->dtype, &rs, out);
   if (s == KILN_OK)
@@ -1187,8 +1154,7 @@ kiln_linalg_lstsq(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b,
   int64_t xt[2] = {(int64_t)n, (int64_t)nrhs}, st[1] = {(int64_t)kk};
   kiln__shape xs = kiln__lsp_shape(a, xt, 2), ss = kiln__lsp_shape(a, st, 1),
               rs = kiln__lsp_shape(a, NULL, 0);
-  kiln__ctx_lock(ctx);
-  kiln__lsp L = kiln__lsp_make(op, ctx, a->dtype);
+  kiln__lsp L = kiln__lsp_begin(op, ctx, a);
   kiln__lsp_outs o = {0};
   kiln_status s = kiln__lsp_out(&o, op, ctx, a->dtype, &xs, x);
   if (s == KILN_OK && rank)

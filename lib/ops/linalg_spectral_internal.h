@@ -32,10 +32,20 @@
 void kiln__linalg_spectral_test_set(int nb, int own, int leaf);
 
 /*
- * Smallest order whose tridiagonal eigenvectors come from MRRR (dstemr, O(n^2)) rather than
- * divide and conquer (dstedc: better orthogonality, but O(n^3) through the host BLAS).
+ * Test hook: parts > 0 forces the split of V^T C (the first product of applying a block
+ * reflector) into that many row chunks on CLBlast, also on CPUs; 0 never splits; -1 the
+ * built-in choice (GPUs only).
  */
-#define KILN__LSP_MRRR_MIN 512
+void kiln__linalg_spectral_test_split(int parts);
+
+/*
+ * Smallest order whose tridiagonal eigenvectors come from MRRR (dstemr, O(n^2)) rather than
+ * divide and conquer (dstedc: better orthogonality, but O(n^3) through the host BLAS). With
+ * Debian's reference LAPACK dstedc is still the faster one at n = 1024 (135 to 330 ms
+ * against 900 ms for dstemr on the 2-core build machine; eigh of 1024 spent about 200 ms on
+ * the H200's host with dstemr); MRRR's O(n^2) wins only at a few thousand.
+ */
+#define KILN__LSP_MRRR_MIN 4096
 
 /* Test hook: the MRRR threshold (< 0 restores KILN__LSP_MRRR_MIN). */
 void kiln__linalg_spectral_test_mrrr(int min_n);
@@ -50,9 +60,15 @@ typedef struct kiln__lsp {
   int clblast;
   uint64_t nb;
   uint64_t leaf; /* widest panel qr_panel factors without recursing */
+  int host;      /* QR panels on the host (the linalg family's HOST route) */
 } kiln__lsp;
 
-kiln__lsp kiln__lsp_make(const char *op, kiln_context *ctx, kiln_dtype dt);
+/*
+ * What an op on a (its last two dimensions the matrix) works with, the route and block size
+ * chosen by kiln__linalg_choose (lib/ops/linalg_internal.h); then takes ctx->lock (the caller
+ * drops it).
+ */
+kiln__lsp kiln__lsp_begin(const char *op, kiln_context *ctx, const kiln_tensor *a);
 
 /* A matrix inside a buffer: element offset and row stride. */
 typedef struct kiln__lsp_mat {

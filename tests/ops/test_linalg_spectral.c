@@ -28,6 +28,7 @@
 
 #include "harness.h"
 #include "kiln_config.h"
+#include "ops/linalg_internal.h"
 #include "ops/linalg_spectral_internal.h"
 
 #define EXPECT(cond, ...)        \
@@ -293,6 +294,7 @@ END_TEST
 START_TEST(qr_blocked)
 {
   static const int nbs[] = {4, 16};
+  kiln__linalg_test_route(KILN__LINALG_ROUTE_DEVICE); /* the device panel's recursion */
   for (size_t i = 0; i < (harness_small() ? 1u : 2u); i++) {
     hook_nb = nbs[i];
     hook_leaf = i == 1 ? 3 : -1;
@@ -313,21 +315,25 @@ START_TEST(qr_blocked)
 }
 END_TEST
 
-START_TEST(qr_batched_bitwise)
+/* QR of 3 m x n matrices (m >= n) at once equals that of each alone, bitwise. */
+static void
+qr_bitwise(kiln_dtype dt, size_t m, size_t n)
 {
-  FOR_DTYPES(dt)
   {
-    int64_t s3[3] = {3, 11, 7}, s2[2] = {11, 7};
-    double *a = rand_mat(3 * 77);
+    size_t mn = m * n, nn = n * n;
+    int64_t s3[3] = {3, (int64_t)m, (int64_t)n}, s2[2] = {(int64_t)m, (int64_t)n};
+    double *a = rand_mat(3 * mn);
     kiln_tensor *ta = up(dt, 3, s3, a), *q = NULL, *r = NULL;
     KOK(kiln_linalg_qr(harness_ctx(), ta, KILN_QR_REDUCED, &q, &r));
     double *hq = down(q), *hr = down(r);
     for (int b = 0; b < 3; b++) {
-      kiln_tensor *t1 = up(dt, 2, s2, a + b * 77), *q1 = NULL, *r1 = NULL;
+      kiln_tensor *t1 = up(dt, 2, s2, a + b * mn), *q1 = NULL, *r1 = NULL;
       KOK(kiln_linalg_qr(harness_ctx(), t1, KILN_QR_REDUCED, &q1, &r1));
       double *h1 = down(q1), *h2 = down(r1);
-      EXPECT(memcmp(h1, hq + b * 77, 77 * sizeof *h1) == 0, "batched Q %d differs", b);
-      EXPECT(memcmp(h2, hr + b * 49, 49 * sizeof *h2) == 0, "batched R %d differs", b);
+      EXPECT(memcmp(h1, hq + b * mn, mn * sizeof *h1) == 0, "%zux%zu: batched Q %d differs", m, n,
+             b);
+      EXPECT(memcmp(h2, hr + b * nn, nn * sizeof *h2) == 0, "%zux%zu: batched R %d differs", m, n,
+             b);
       free(h1);
       free(h2);
       kiln_tensor_release(t1);
@@ -341,6 +347,42 @@ START_TEST(qr_batched_bitwise)
     kiln_tensor_release(q);
     kiln_tensor_release(r);
   }
+}
+
+START_TEST(qr_batched_bitwise)
+{
+  FOR_DTYPES(dt)
+  {
+    qr_bitwise(dt, 11, 7);
+  }
+}
+END_TEST
+
+/*
+ * Both panel routes (kiln's qr_panel, the host's dgeqrf + dlarft: kiln__linalg_test_route)
+ * with every block size the linalg tuner family can pick (16 .. 256) and 8.
+ */
+START_TEST(qr_routes)
+{
+  static const int nbs[] = {8, 16, 32, 64, 128, 256};
+  static const size_t sh[][2] = {{1, 1}, {7, 7}, {65, 65}, {130, 70}, {70, 130}};
+  for (int route = KILN__LINALG_ROUTE_DEVICE; route <= KILN__LINALG_ROUTE_HOST; route++)
+    for (size_t ib = 0; ib < sizeof nbs / sizeof nbs[0]; ib++) {
+      if (harness_small() && (nbs[ib] > 16 || route == KILN__LINALG_ROUTE_DEVICE))
+        continue;
+      kiln__linalg_test_route(route);
+      hook_nb = nbs[ib];
+      FOR_DTYPES(dt)
+      {
+        for (size_t i = nbs[ib] <= 32 ? 0 : 3; i < sizeof sh / sizeof sh[0]; i++)
+          if (harness_fits(sh[i][0] * sh[i][1]))
+            qr_case(dt, 1, sh[i][0], sh[i][1], NULL);
+        if (nbs[ib] == 16 && harness_fits(3 * 65 * 40))
+          qr_bitwise(dt, 65, 40);
+      }
+    }
+  kiln__linalg_test_route(-1);
+  hook_nb = -1;
 }
 END_TEST
 
@@ -841,6 +883,34 @@ START_TEST(svd)
 END_TEST
 
 /* Batched eigh and svd equal the unbatched calls bitwise (the same launches per matrix). */
+/*
+ * V^T C split into row chunks summed by a GEMV (GPUs with CLBlast split by default; forced
+ * here): QR on both routes, eigh and svd (their back-transformations apply blocks too).
+ */
+START_TEST(split_products)
+{
+  static const size_t sh[][2] = {{65, 65}, {130, 70}, {70, 130}};
+  kiln__linalg_spectral_test_split(3);
+  hook_nb = 16;
+  for (int route = KILN__LINALG_ROUTE_DEVICE; route <= KILN__LINALG_ROUTE_HOST; route++) {
+    kiln__linalg_test_route(route);
+    FOR_DTYPES(dt)
+    {
+      for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++)
+        if (harness_fits(sh[i][0] * sh[i][1]))
+          qr_case(dt, 1, sh[i][0], sh[i][1], NULL);
+      if (route == KILN__LINALG_ROUTE_HOST && harness_fits(45 * 45)) {
+        eigh_case(dt, 1, 40, NULL, NULL);
+        svd_case(dt, 1, 45, 31, NULL, NULL);
+      }
+    }
+  }
+  kiln__linalg_spectral_test_split(-1);
+  kiln__linalg_test_route(-1);
+  hook_nb = -1;
+}
+END_TEST
+
 START_TEST(eigh_svd_batched_bitwise)
 {
   if (!KILN_HAVE_LAPACKE)
@@ -1118,6 +1188,8 @@ reset_hooks(void)
   orth_bound = BOUND;
   kiln__linalg_spectral_test_set(-1, -1, -1);
   kiln__linalg_spectral_test_mrrr(-1);
+  kiln__linalg_test_route(-1);
+  kiln__linalg_spectral_test_split(-1);
 }
 
 static Suite *
@@ -1130,6 +1202,8 @@ spectral_suite(void)
   tcase_add_test(tc, qr_backward_error);
   tcase_add_test(tc, qr_blocked);
   tcase_add_test(tc, qr_batched_bitwise);
+  tcase_add_test(tc, qr_routes);
+  tcase_add_test(tc, split_products);
   tcase_add_test(tc, lstsq);
   tcase_add_test(tc, eigh);
   tcase_add_test(tc, eigh_blocked);
