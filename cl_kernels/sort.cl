@@ -222,6 +222,115 @@ rows_gather(global const ST *x, ulong xoff, ulong nrows, ulong ncols, global con
   }
 }
 
+/* ---------------------------------------------------------------- selection (topk) */
+
+/*
+ * Radix selection of the k smallest (key, position) pairs of each row, reading x directly
+ * (no key array): the need-th smallest key T of each row, 8 bits a pass from the top
+ * (mode 0), then, only in rows where fewer than all keys equal to T are wanted, the
+ * need-th smallest position among them, 8 bits a pass (mode 1). Then exactly k pairs per
+ * row are collected (any order; the caller sorts them by key, then position).
+ *   tk_hist(x, xoff, rows, len, inner, desc, nchunk, prefix, pmask, shift, ppre, ppmask,
+ *           mode, tie, hist, lh)  one work-group per (row, chunk): hist[r * 256 + d] += the
+ *     chunk's keys under the prefix decided so far with digit d (mode 1: keys equal to
+ *     prefix[r] whose position matches ppre[r] under ppmask, by their position's digit;
+ *     rows with tie[r] == 0 count nothing).
+ *   tk_pick(hist, rows, need, prefix, ppre, tie, shift, mode, last)  1-D over rows: the digit
+ *     whose counts cover need joins prefix (mode 1: ppre); need becomes the rank within it;
+ *     hist zeroed. The last key pass sets tie[r] = need < the count of keys equal to T.
+ *   tk_collect(x, xoff, rows, len, inner, desc, prefix, ppre, tie, k, rowcnt, ckeys, cvals)
+ *     1-D over rows * len: keys below T, and keys equal to T (at positions up to ppre[r]
+ *     where tie[r]), go to slots rowcnt[r]++ of row r: ckeys / cvals[r * k + slot] = the
+ *     key and the flat position r * len + j.
+ */
+kernel void
+tk_hist(global const ST *x, ulong xoff, ulong rows, ulong len, ulong inner, uint desc,
+        ulong nchunk, global const K *prefix, K pmask, uint shift, global const uint *ppre,
+        uint ppmask, uint mode, global const uint *tie, global uint *hist, local uint *lh)
+{
+  const K flip = desc ? (K)K_FLIP : (K)0;
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  const ulong chunk = (len + nchunk - 1) / nchunk;
+  for (ulong gi = get_group_id(0); gi < rows * nchunk; gi += get_num_groups(0)) {
+    const ulong r = gi / nchunk, c = gi - r * nchunk;
+    for (uint b = lid; b < 256u; b += lsz)
+      lh[b] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const K pre = prefix[r];
+    const uint pp = ppre[r], skip = mode && !tie[r];
+    ulong lo = c * chunk, hi = lo + chunk;
+    if (hi > len || skip)
+      hi = skip ? lo : len;
+    for (ulong j = lo + lid; j < hi; j += lsz) {
+      ulong at = inner == 1 ? r * len + j : phys(r, j, len, inner);
+      K kv = key_of(KILN_LOAD(x, xoff + at)) ^ flip;
+      uint d;
+      if (mode) {
+        if (kv != pre || ((uint)j & ppmask) != pp)
+          continue;
+        d = ((uint)j >> shift) & 255u;
+      } else {
+        if ((kv & pmask) != pre)
+          continue;
+        d = (uint)(kv >> shift) & 255u;
+      }
+      /* One work-item per group (CPUs): a plain increment, no atomic. */
+      if (lsz == 1)
+        lh[d]++;
+      else
+        atomic_inc(&lh[d]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint b = lid; b < 256u; b += lsz)
+      if (lh[b])
+        atomic_add(&hist[r * 256u + b], lh[b]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
+kernel void
+tk_pick(global uint *hist, ulong rows, global uint *need, global K *prefix, global uint *ppre,
+        global uint *tie, uint shift, uint mode, uint last)
+{
+  for (ulong r = get_global_id(0); r < rows; r += get_global_size(0)) {
+    global uint *h = hist + r * 256u;
+    if (mode && !tie[r])
+      continue;
+    uint want = need[r], cum = 0, b = 0;
+    for (; b < 255u && cum + h[b] < want; b++)
+      cum += h[b];
+    need[r] = want - cum;
+    if (mode) {
+      ppre[r] |= b << shift;
+    } else {
+      prefix[r] |= (K)b << shift;
+      if (last)
+        tie[r] = want - cum < h[b];
+    }
+    for (uint i = 0; i < 256u; i++)
+      h[i] = 0;
+  }
+}
+
+kernel void
+tk_collect(global const ST *x, ulong xoff, ulong rows, ulong len, ulong inner, uint desc,
+           global const K *prefix, global const uint *ppre, global const uint *tie, ulong k,
+           global uint *rowcnt, global K *ckeys, global uint *cvals)
+{
+  const K flip = desc ? (K)K_FLIP : (K)0;
+  const ulong n = rows * len;
+  for (ulong p = get_global_id(0); p < n; p += get_global_size(0)) {
+    ulong r = rows == 1 ? 0 : p / len, j = p - r * len;
+    ulong at = inner == 1 ? p : phys(r, j, len, inner);
+    K kv = key_of(KILN_LOAD(x, xoff + at)) ^ flip, t = prefix[r];
+    if (kv < t || (kv == t && (!tie[r] || (uint)j <= ppre[r]))) {
+      uint slot = atomic_inc(&rowcnt[r]);
+      ckeys[r * k + slot] = kv;
+      cvals[r * k + slot] = (uint)p;
+    }
+  }
+}
+
 /* ---------------------------------------------------------------- unique */
 
 kernel void
