@@ -50,6 +50,8 @@
  *             out, ooff)  1-D over total queries: the insertion point of v[q] in row q / m
  *     of seq (row 0 unless batched), through sorter (i64) if has_sorter; right: after the
  *     equal keys.
+ *   ss_search_cached(seq, soff, n, v, voff, total, right, out, ooff, spl, ns)  the same for a
+ *     1-D seq without sorter, the first probes in ns splitters held in local memory.
  *   member_search(skeys, skoff, svals, svoff, ns, a, aoff, na, tf, tfoff, loc, loff, hit,
  *                 keep, want)  1-D over na: binary search of key(a[i]) in the sorted keys of
  *     s; NaN matches nothing; tf (bool) and loc (i64: svals at the first equal key, -1 when
@@ -399,6 +401,44 @@ ss_search(global const ST *seq, ulong soff, ulong n, global const long *sorter, 
       ulong mid = lo + (hi - lo) / 2;
       ulong at = has_sorter ? base + (ulong)sorter[sroff + base + mid] : base + mid;
       K km = key_of(KILN_LOAD(seq, soff + at));
+      if (right ? km <= kv : km < kv)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    out[ooff + q] = (long)lo;
+  }
+}
+
+/*
+ * ss_search_cached(seq, soff, n, v, voff, total, right, out, ooff, spl, ns)  ss_search of a
+ * 1-D seq without sorter, grid-stride over the queries: each work-group first loads ns
+ * splitters (the keys at i * n / ns) into local memory, finds a query's pair of splitters
+ * there and searches only between them in global memory (half the global probes).
+ */
+kernel void
+ss_search_cached(global const ST *seq, ulong soff, ulong n, global const ST *v, ulong voff,
+                 ulong total, uint right, global long *out, ulong ooff, local K *spl, uint ns)
+{
+  for (uint i = get_local_id(0); i < ns; i += get_local_size(0))
+    spl[i] = key_of(KILN_LOAD(seq, soff + (ulong)i * n / ns));
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (ulong q = get_global_id(0); q < total; q += get_global_size(0)) {
+    const K kv = key_of(KILN_LOAD(v, voff + q));
+    /* c: the splitters below kv (left) or not above it (right). */
+    uint clo = 0, chi = ns;
+    while (clo < chi) {
+      uint mid = (clo + chi) >> 1;
+      K km = spl[mid];
+      if (right ? km <= kv : km < kv)
+        clo = mid + 1;
+      else
+        chi = mid;
+    }
+    ulong lo = clo ? (ulong)(clo - 1) * n / ns + 1 : 0, hi = clo < ns ? (ulong)clo * n / ns : n;
+    while (lo < hi) {
+      ulong mid = lo + (hi - lo) / 2;
+      K km = key_of(KILN_LOAD(seq, soff + mid));
       if (right ? km <= kv : km < kv)
         lo = mid + 1;
       else

@@ -29,6 +29,7 @@ int kiln__sort_force_select = 0;
 int kiln__sort_force_pairs = 0;
 int kiln__sort_onesweep = 0;
 uint32_t kiln__sort_onesweep_ipt = 0;
+uint32_t kiln__sort_ss_splitters = 0;
 
 /* ---------------------------------------------------------------- helpers */
 

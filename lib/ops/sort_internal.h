@@ -29,6 +29,8 @@ extern int kiln__sort_force_pairs;
  * device default). */
 extern int kiln__sort_onesweep;
 extern uint32_t kiln__sort_onesweep_ipt;
+/* Test hook: searchsorted's splitters in local memory (0: the device's choice, GPUs only). */
+extern uint32_t kiln__sort_ss_splitters;
 
 /* Nonzero when dtype's keys are 64 bits (i64, f64). */
 int kiln__sort_key64(kiln_dtype dt);

@@ -371,6 +371,36 @@ kiln_searchsorted(kiln_context *ctx, const kiln_tensor *seq, const kiln_tensor *
   KILN_TRY(kiln__ops_out_begin(op, ctx, KILN_I64, &v->shape, out, ins, 3, 0, &t));
   kiln__ctx_lock(ctx);
   cl_kernel k;
+  /* One long seq, no sorter: the first probes in splitters held in local memory (GPUs, or
+   * the test hook's count). */
+  const uint64_t ksz = kiln__sort_key64(seq->dtype) ? 8 : 4;
+  uint32_t ns = kiln__sort_ss_splitters ? kiln__sort_ss_splitters : ctx->info.is_gpu ? 2048 : 0;
+  while (ns && ns * ksz * 2 > ctx->info.local_mem_bytes)
+    ns /= 2;
+  if (ns && !batched && !sorter && (kiln__sort_ss_splitters || n >= (uint64_t)ns * 16) &&
+      v->numel) {
+    kiln_status s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, seq->dtype, "ss_search_cached", &k);
+    if (s == KILN_OK) {
+      uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
+      size_t L = kiln__launch_pow2_local(ctx, k);
+      if (L > 256)
+        L = 256;
+      uint64_t groups = (v->numel + L - 1) / L, most = cu * 16;
+      kiln__args a = kiln__args_begin(op, k);
+      kiln__args_tensor(&a, seq);
+      kiln__args_u64(&a, n);
+      kiln__args_tensor(&a, v);
+      kiln__args_u64(&a, v->numel);
+      kiln__args_u32(&a, (uint32_t) !!right);
+      kiln__args_tensor(&a, t.dst);
+      kiln__args_local(&a, (size_t)(ns * ksz));
+      kiln__args_u32(&a, ns);
+      s = kiln__args_enqueue_1d(&a, ctx, (size_t)((groups < most ? groups : most) * L), L);
+    }
+    s = kiln__ops_out_finish(op, ctx, &t, s);
+    kiln__ctx_unlock(ctx);
+    return s;
+  }
   kiln_status s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, seq->dtype, "ss_search", &k);
   if (s == KILN_OK) {
     kiln__args a = kiln__args_begin(op, k);

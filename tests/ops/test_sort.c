@@ -691,10 +691,14 @@ START_TEST(test_searchsorted)
     memcpy(both, hsorted, (uint64_t)ns * es);
     memcpy(both + (uint64_t)ns * es, hq, (uint64_t)nq * es);
     for (int right = 0; right < 2; right++) {
-      for (int use_sorter = 0; use_sorter < 2; use_sorter++) {
+      /* Variants 2 and 3: the first probes in 7 or 64 splitters in local memory. */
+      for (int variant = 0; variant < 4; variant++) {
+        const int use_sorter = variant == 1;
+        kiln__sort_ss_splitters = variant == 2 ? 7 : variant == 3 ? 64 : 0;
         kiln_tensor *out = NULL;
         KOK(kiln_searchsorted(harness_ctx(), use_sorter ? s : sorted, q, right,
                               use_sorter ? sorter : NULL, &out));
+        kiln__sort_ss_splitters = 0;
         int64_t *ho = down_i64(out);
         for (int64_t i = 0; i < nq; i++) {
           int64_t want = 0;
@@ -706,8 +710,8 @@ START_TEST(test_searchsorted)
               break;
           }
           EXPECT(ho[i] == want,
-                 "%s searchsorted right %d sorter %d query %lld: %lld, expected %lld",
-                 kiln_dtype_name(dt), right, use_sorter, (long long)i, (long long)ho[i],
+                 "%s searchsorted right %d variant %d query %lld: %lld, expected %lld",
+                 kiln_dtype_name(dt), right, variant, (long long)i, (long long)ho[i],
                  (long long)want);
         }
         free(ho);
