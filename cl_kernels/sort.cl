@@ -20,8 +20,8 @@
  *     ooff)  f32, f16, bf16 only: values-only sorts of one row carry the values' own bits as
  *     the payloads (stable, so equal keys such as -0.0 and +0.0 or NaNs keep their order and
  *     bits) and write them back in order, with no gather through positions.
- *   uniq_emit_keys(keys, koff, n, flags, pos, out, ooff, starts)  integers only, 1-D over
- *     n sorted keys (no payloads): run g writes its value and starts[g] = i.
+ *   uniq_chunk_count, uniq_chunk_emit  integers only: unique of n sorted keys (no payloads)
+ *     in two passes over the keys (below).
  *   keys_values(keys, koff, n, desc, out, ooff)  integers only: out[i] = the value of key i
  *     (values-only sorts of integers, whose equal values cannot be told apart, sort keys
  *     without positions).
@@ -518,16 +518,81 @@ value_of_key(K kv)
 #endif
 }
 
-kernel void
-uniq_emit_keys(global const K *keys, ulong koff, ulong n, global const uint *flags,
-               global const uint *pos, global T *out, ulong ooff, global uint *starts)
+/*
+ * Unique of sorted integer keys without flag or position arrays: the flag of key i (it
+ * starts a run) is recomputed from keys[i - 1] wherever it is needed.
+ *   uniq_chunk_count(keys, koff, n, chunk, sums, tmp)  one work-group per chunk of n:
+ *     sums[g] = the runs starting in chunk g.
+ *   uniq_chunk_emit(keys, koff, n, chunk, sums, tmp, out, ooff, starts)  with sums
+ *     exclusively scanned: run g (numbered from sums[chunk]) writes its value to out[g] and
+ *     its first place to starts[g]. Work-item t of L takes the consecutive part t of its chunk.
+ */
+inline uint
+run_start(global const K *keys, ulong i)
 {
-  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
-    if (!flags[i])
-      continue;
-    ulong g = pos[i];
-    starts[g] = (uint)i;
-    out[ooff + g] = value_of_key(keys[koff + i]);
+  return i == 0 || keys[i] != keys[i - 1];
+}
+
+kernel void
+uniq_chunk_count(global const K *keys, ulong koff, ulong n, ulong chunk, global uint *sums,
+                 local uint *tmp)
+{
+  const ulong g = get_group_id(0);
+  const uint t = get_local_id(0), L = get_local_size(0);
+  keys += koff;
+  ulong lo = g * chunk, hi = lo + chunk;
+  if (hi > n)
+    hi = n;
+  uint c = 0;
+  for (ulong i = lo + t; i < hi; i += L)
+    c += run_start(keys, i);
+  tmp[t] = c;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (t == 0) {
+    uint total = 0;
+    for (uint u = 0; u < L; u++)
+      total += tmp[u];
+    sums[g] = total;
+  }
+}
+
+kernel void
+uniq_chunk_emit(global const K *keys, ulong koff, ulong n, ulong chunk, global const uint *sums,
+                local uint *tmp, global T *out, ulong ooff, global uint *starts)
+{
+  const ulong g = get_group_id(0);
+  const uint t = get_local_id(0), L = get_local_size(0);
+  keys += koff;
+  ulong base = g * chunk, end = base + chunk;
+  if (end > n)
+    end = n;
+  const ulong ipt = (chunk + L - 1) / L;
+  ulong lo = base + t * ipt, hi = lo + ipt;
+  if (lo > end)
+    lo = end;
+  if (hi > end)
+    hi = end;
+  uint c = 0;
+  for (ulong i = lo; i < hi; i++)
+    c += run_start(keys, i);
+  tmp[t] = c;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (t == 0) {
+    uint run = sums[g];
+    for (uint u = 0; u < L; u++) {
+      uint x = tmp[u];
+      tmp[u] = run;
+      run += x;
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  uint run = tmp[t];
+  for (ulong i = lo; i < hi; i++) {
+    if (run_start(keys, i)) {
+      out[ooff + run] = value_of_key(keys[i]);
+      starts[run] = (uint)i;
+      run++;
+    }
   }
 }
 

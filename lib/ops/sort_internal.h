@@ -15,8 +15,8 @@
 #define KILN__SORT_OS_SRC "sort_onesweep"
 #define KILN__SORT_DTYPES (KILN__DT_CLASSIC | KILN__DT_HALVES)
 
-/* Test hooks (0: the device defaults): the radix passes' local size, tile and digit bits
- * (1 to 11). */
+/* Test hooks (0: the device defaults): the radix passes' local size (also the unique chunk
+ * kernels'), tile and digit bits (1 to 11). */
 extern uint32_t kiln__sort_radix_local;
 extern uint64_t kiln__sort_radix_tile;
 extern uint32_t kiln__sort_radix_bits;

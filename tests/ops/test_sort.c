@@ -617,6 +617,36 @@ START_TEST(test_unique)
       }
     }
   }
+  /* Integer values and counts with several work-items per chunk (as GPUs run them), many
+   * distinct values and runs across chunks. */
+  static const uint32_t locals[] = {8, 1};
+  for (size_t q = 0; q < 2; q++) {
+    kiln__sort_radix_local = locals[q];
+    const int64_t n = 5003 + (int64_t)q * 3000;
+    int32_t *h = malloc((size_t)n * sizeof *h);
+    for (int64_t i = 0; i < n; i++)
+      h[i] = (int32_t)(rnd() % (q ? 40 : 4000)) - 100;
+    kiln_tensor *x = upload(KILN_I32, 1, &n, h), *v = NULL, *c = NULL;
+    KOK(kiln_unique(harness_ctx(), x, NULL, &v, NULL, NULL, &c));
+    kiln__sort_radix_local = 0;
+    int32_t *hv = harness_download(v);
+    int64_t *hc = down_i64(c), total = 0;
+    for (uint64_t g = 0; g < kiln_tensor_numel(v); g++) {
+      int64_t cnt = 0;
+      for (int64_t i = 0; i < n; i++)
+        cnt += h[i] == hv[g];
+      EXPECT(cnt == hc[g] && (g == 0 || hv[g - 1] < hv[g]), "unique chunks value %d count %lld",
+             hv[g], (long long)hc[g]);
+      total += hc[g];
+    }
+    ck_assert_int_eq(total, n);
+    free(h);
+    free(hv);
+    free(hc);
+    kiln_tensor_release(x);
+    kiln_tensor_release(v);
+    kiln_tensor_release(c);
+  }
 }
 END_TEST
 
