@@ -16,10 +16,13 @@
  * sorted axis has len elements; inner is the product of the dimensions after it).
  *   sort_keys(x, xoff, rows, len, inner, desc, keys, koff, vals, voff)  1-D over rows * len:
  *     keys[p] = key(row p / len, element p % len), vals[p] = p (vals may be NULL).
- *   sort_keys_raw(x, xoff, n, desc, keys, koff, vals, voff), raw_values(vals, voff, n, out,
- *     ooff)  f32, f16, bf16 only: values-only sorts of one row carry the values' own bits as
- *     the payloads (stable, so equal keys such as -0.0 and +0.0 or NaNs keep their order and
- *     bits) and write them back in order, with no gather through positions.
+ *   sort_keys_raw(x, xoff, n, desc, keys, koff, vals, voff, special), raw_values(vals, voff,
+ *     n, out, ooff, keys, koff, desc, special)  f32, f16, bf16 only: values-only sorts of one
+ *     row carry the values' own bits as the payloads (stable, so equal keys such as -0.0 and
+ *     +0.0 or NaNs keep their order and bits) and write them back in order, with no gather
+ *     through positions. f32 with special (else NULL): sort_keys_raw sets special[0] when x
+ *     holds -0.0 or a NaN; without them the keys alone give the values back (the onesweep
+ *     passes then skip the payloads) and raw_values rebuilds them from the keys.
  *   uniq_chunk_count, uniq_chunk_emit  integers only: unique of n sorted keys (no payloads)
  *     in two passes over the keys (below).
  *   keys_values(keys, koff, n, desc, out, ooff)  integers only: out[i] = the value of key i
@@ -609,13 +612,17 @@ keys_values(global const K *keys, ulong koff, ulong n, uint desc, global T *out,
 #if defined(KILN_DT_F32) || KILN_IS_HALF
 kernel void
 sort_keys_raw(global const ST *x, ulong xoff, ulong n, uint desc, global K *keys, ulong koff,
-              global uint *vals, ulong voff)
+              global uint *vals, ulong voff, global uint *special)
 {
   const K flip = desc ? (K)K_FLIP : (K)0;
   for (ulong p = get_global_id(0); p < n; p += get_global_size(0)) {
     keys[koff + p] = key_of(KILN_LOAD(x, xoff + p)) ^ flip;
 #if defined(KILN_DT_F32)
-    vals[voff + p] = as_uint(x[xoff + p]);
+    uint u = as_uint(x[xoff + p]);
+    vals[voff + p] = u;
+    /* -0.0 and NaNs: the only values key_of does not map one to one. */
+    if (special && (u == 0x80000000u || (u & 0x7fffffffu) > 0x7f800000u))
+      atomic_or(special, 1u);
 #else
     vals[voff + p] = (uint)((global const MT *)x)[xoff + p];
 #endif
@@ -623,8 +630,21 @@ sort_keys_raw(global const ST *x, ulong xoff, ulong n, uint desc, global K *keys
 }
 
 kernel void
-raw_values(global const uint *vals, ulong voff, ulong n, global ST *out, ulong ooff)
+raw_values(global const uint *vals, ulong voff, ulong n, global ST *out, ulong ooff,
+           global const K *keys, ulong koff, uint desc, global const uint *special)
 {
+#if defined(KILN_DT_F32)
+  /* Without -0.0 and NaNs the keys give the values back (the passes may then have left the
+   * payloads unmoved). */
+  if (special && !special[0]) {
+    const K flip = desc ? (K)K_FLIP : (K)0;
+    for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
+      uint k = keys[koff + i] ^ flip;
+      out[ooff + i] = as_float((k >> 31) ? k ^ 0x80000000u : ~k);
+    }
+    return;
+  }
+#endif
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0))
 #if defined(KILN_DT_F32)
     out[ooff + i] = as_float(vals[voff + i]);

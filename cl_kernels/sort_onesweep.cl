@@ -16,12 +16,14 @@
  *     then the row passes); ghist zeroed before.
  *   os_hist_scan(ghist, np)  one work-item per pass: ghist rows exclusively scanned.
  *   os_pass(keys, koff, vals, voff, n, shift, mode, len, ghist, pass, look, okeys, okoff,
- *           ovals, ovoff)  one work-group per tile, ceil(n / OS_T) of them, 256 work-items each:
+ *           ovals, ovoff, special)  one work-group per tile, ceil(n / OS_T) of them, 256 work-items each:
  *     look[0] hands out the tiles in the order the groups start (so a group only ever waits
  *     for groups that started before it: no deadlock whatever the scheduler runs), look[32 +
  *     tile * 256 + d] is the tile's status word for digit d (0 none yet, FLAG_A | the tile's
  *     count, FLAG_P | the inclusive prefix over tiles 0..tile); look zeroed before each pass.
  *     ghist: the scanned histograms, row `pass` this pass's. Counts must stay below 2^30.
+ *     special: NULL, or a flag whose 0 says the payloads are not needed (f32 values without
+ *     -0.0 and NaNs: sort.cl's raw_values rebuilds them from the keys), so they stay unmoved.
  *
  * Ranking: the tile's pairs, in input order across work-items (work-item t holds pairs
  * t * OS_IPT .. t * OS_IPT + OS_IPT - 1), are sorted stably by the low and then the high half
@@ -164,7 +166,7 @@ rank4(const uint *dg, uint sub, uint *pos, local uint *cnt, local uint *psum, lo
 kernel __attribute__((reqd_work_group_size(OS_L, 1, 1))) void
 os_pass(global const K *keys, ulong koff, global const uint *vals, ulong voff, ulong n,
         uint shift, uint mode, ulong len, global const uint *ghist, uint pass, global uint *look,
-        global K *okeys, ulong okoff, global uint *ovals, ulong ovoff)
+        global K *okeys, ulong okoff, global uint *ovals, ulong ovoff, global const uint *special)
 {
   local K lk[OS_PAD(OS_T)];
   local uint cnt[OS_CPAD(16 * OS_L)];
@@ -172,7 +174,7 @@ os_pass(global const K *keys, ulong koff, global const uint *vals, ulong voff, u
   local uint s_tile;
   local uint *lv = (local uint *)lk;
   const uint t = get_local_id(0);
-  const uint pay = !(mode & 2u);
+  const uint pay = !(mode & 2u) && (!special || special[0]);
   keys += koff;
   vals += voff;
   okeys += okoff;

@@ -10,6 +10,7 @@
 #include "core/dtype_traits.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/shape.h"
 #include "kiln/sort.h"
 #include "ops/families.h"
@@ -241,7 +242,7 @@ use_onesweep(kiln_context *ctx, kiln_dtype kdt, uint64_t n, uint32_t *ipt)
 static kiln_status
 onesweep_passes(const char *op, kiln_context *ctx, kiln_dtype kdt, kiln_tensor **keys,
                 kiln_tensor **vals, uint64_t n, uint32_t kbits, uint64_t rows, uint64_t len,
-                uint32_t ipt)
+                uint32_t ipt, cl_mem special)
 {
   const uint32_t nov = *vals ? 0u : 2u;
   uint32_t row_bits = 0;
@@ -301,6 +302,7 @@ onesweep_passes(const char *op, kiln_context *ctx, kiln_dtype kdt, kiln_tensor *
       kiln__args_mem(&a, look.mem);
       kiln__args_tensor(&a, k2);
       kiln__args_tensor(&a, v2);
+      kiln__args_mem(&a, special);
       s = kiln__args_enqueue_1d(&a, ctx, (size_t)(ntiles * OS_L), OS_L);
     }
     if (s == KILN_OK) {
@@ -324,19 +326,26 @@ onesweep_passes(const char *op, kiln_context *ctx, kiln_dtype kdt, kiln_tensor *
 /*
  * Sorts the n pairs in (*keys, *vals) stably by key bits [0, kbits), then, with rows > 1, by
  * the payloads' rows (payload / len). Ping-pongs with two more scratch tensors; on return
- * *keys and *vals hold the result (the others released).
+ * *keys and *vals hold the result (the others released). special: NULL, or a device flag
+ * whose 0 allows leaving the payloads unsorted (os_pass).
  */
 static kiln_status
 radix_passes(const char *op, kiln_context *ctx, kiln_dtype kdt, kiln_tensor **keys,
-             kiln_tensor **vals, uint64_t n, uint32_t kbits, uint64_t rows, uint64_t len)
+             kiln_tensor **vals, uint64_t n, uint32_t kbits, uint64_t rows, uint64_t len,
+             cl_mem special)
 {
   /* No payloads (*vals NULL): keys only, one row. */
   const uint32_t nov = *vals ? 0u : 2u;
   if (n < 2)
     return KILN_OK;
   uint32_t ipt;
-  if (use_onesweep(ctx, kdt, n, &ipt))
-    return onesweep_passes(op, ctx, kdt, keys, vals, n, kbits, rows, len, ipt);
+  if (use_onesweep(ctx, kdt, n, &ipt)) {
+    kiln_status so = onesweep_passes(op, ctx, kdt, keys, vals, n, kbits, rows, len, ipt, special);
+    if (so != KILN_ERR_BUILD)
+      return so;
+    /* A compiler that rejects the onesweep kernels: the classic passes serve. */
+    kiln__log(KILN__LOG_WARN, "%s: the onesweep radix kernels did not build; classic passes", op);
+  }
   cl_kernel kc, ks;
   /* CPUs: one work-item per group walks a long tile serially (no local traffic, no
    * barriers); GPUs: up to 32 work-items share the 256 counters of each (32 KiB). 8-bit
@@ -460,7 +469,7 @@ kiln__sort_pairs_radix(const char *op, kiln_context *ctx, const kiln_tensor *x, 
     s = kiln__args_launch_1d(&a, ctx, n, 0);
   }
   if (s == KILN_OK)
-    s = radix_passes(op, ctx, kdt, keys, vals, n, key_bits(x->dtype), rows, len);
+    s = radix_passes(op, ctx, kdt, keys, vals, n, key_bits(x->dtype), rows, len, NULL);
   if (s != KILN_OK) {
     kiln_tensor_release(*keys);
     kiln_tensor_release(*vals);
@@ -497,7 +506,7 @@ kiln__sort_rows_radix(const char *op, kiln_context *ctx, const kiln_tensor *x, u
     kiln__args_tensor(&a, *vals);
     s = kiln__args_launch_1d(&a, ctx, nrows, 0);
     if (s == KILN_OK)
-      s = radix_passes(op, ctx, kdt, keys, vals, nrows, key_bits(x->dtype), 1, nrows);
+      s = radix_passes(op, ctx, kdt, keys, vals, nrows, key_bits(x->dtype), 1, nrows, NULL);
   }
   if (s == KILN_OK && nc == 0) {
     /* No column to sort by: the identity permutation. */
@@ -739,7 +748,7 @@ kiln__sort_keys_only(const char *op, kiln_context *ctx, const kiln_tensor *x, ui
     s = kiln__args_launch_1d(&a, ctx, n, 0);
   }
   if (s == KILN_OK)
-    s = radix_passes(op, ctx, kdt, &keys, &none, n, key_bits(x->dtype), 1, n);
+    s = radix_passes(op, ctx, kdt, &keys, &none, n, key_bits(x->dtype), 1, n, NULL);
   if (s != KILN_OK) {
     kiln_tensor_release(keys);
     keys = NULL;
@@ -778,7 +787,7 @@ static kiln_status
 raw_payloads(const char *op, kiln_context *ctx, const kiln_tensor *x, uint64_t n, int desc,
              kiln_tensor *vout)
 {
-  kiln_tensor *keys = NULL, *vals = NULL;
+  kiln_tensor *keys = NULL, *vals = NULL, *special = NULL;
   cl_kernel kk, kv;
   kiln_status s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "sort_keys_raw", &kk);
   if (s == KILN_OK)
@@ -787,6 +796,11 @@ raw_payloads(const char *op, kiln_context *ctx, const kiln_tensor *x, uint64_t n
     s = kiln__ops_scratch(op, ctx, KILN_I32, n, &keys);
   if (s == KILN_OK)
     s = kiln__ops_scratch(op, ctx, KILN_I32, n, &vals);
+  /* f32: a flag for -0.0 and NaNs, without which the keys alone give the values back. */
+  if (s == KILN_OK && x->dtype == KILN_F32)
+    s = kiln__ops_scratch(op, ctx, KILN_I32, 1, &special);
+  if (s == KILN_OK && special)
+    s = fill_u32(op, ctx, special->mem, 0, 1);
   if (s == KILN_OK) {
     kiln__args a = kiln__args_begin(op, kk);
     kiln__args_tensor(&a, x);
@@ -794,19 +808,25 @@ raw_payloads(const char *op, kiln_context *ctx, const kiln_tensor *x, uint64_t n
     kiln__args_u32(&a, (uint32_t) !!desc);
     kiln__args_tensor(&a, keys);
     kiln__args_tensor(&a, vals);
+    kiln__args_mem(&a, special ? special->mem : NULL);
     s = kiln__args_launch_1d(&a, ctx, n, 0);
   }
   if (s == KILN_OK)
-    s = radix_passes(op, ctx, KILN_I32, &keys, &vals, n, key_bits(x->dtype), 1, n);
+    s = radix_passes(op, ctx, KILN_I32, &keys, &vals, n, key_bits(x->dtype), 1, n,
+                     special ? special->mem : NULL);
   if (s == KILN_OK) {
     kiln__args a = kiln__args_begin(op, kv);
     kiln__args_tensor(&a, vals);
     kiln__args_u64(&a, n);
     kiln__args_tensor(&a, vout);
+    kiln__args_tensor(&a, keys);
+    kiln__args_u32(&a, (uint32_t) !!desc);
+    kiln__args_mem(&a, special ? special->mem : NULL);
     s = kiln__args_launch_1d(&a, ctx, n, 0);
   }
   kiln_tensor_release(keys);
   kiln_tensor_release(vals);
+  kiln_tensor_release(special);
   return s;
 }
 
