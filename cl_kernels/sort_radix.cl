@@ -15,15 +15,14 @@
  *   radix_count(keys, koff, vals, voff, n, tile, shift, rbits, mode, len, hist, cnt)
  *     hist[b * ngroups + g] = the tile's pairs of digit b.
  *   radix_scatter(keys, koff, vals, voff, n, tile, shift, rbits, mode, len, hist, okeys,
- *                 okoff, ovals, ovoff, cnt)
+ *                 okoff, ovals, ovoff, cnt, special)
  *     with hist exclusively scanned (bucket-major, so hist[b * ngroups + g] is where the
- *     tile's first pair of digit b goes), moves every pair to its place.
+ *     tile's first pair of digit b goes), moves every pair to its place; special: NULL, or a
+ *     flag whose 0 says the payloads are not needed (sort.cl's raw_values), left unmoved.
  * Scan (in place, exclusive, of m uints; chunk per work-group):
  *   scan_reduce(a, m, chunk, sums, tmp)  sums[g] = the sum of chunk g
  *   scan_top(sums, nb)                   one work-item: exclusive scan of the nb sums
  *   scan_down(a, m, chunk, sums, tmp)    chunk g scanned from sums[g]
- * radix_count1, radix_scatter1: the same for one work-item per group (CPUs), counters in
- * private memory.
  * radix_count1, radix_scatter1: the same for one work-item per group (CPUs), the counters
  * in private memory.
  * Tunables (host): L (the local size, 1 on CPUs: one serial walk per work-group), tile,
@@ -82,8 +81,10 @@ radix_count(global const K *keys, ulong koff, global const uint *vals, ulong vof
 kernel void
 radix_scatter(global const K *keys, ulong koff, global const uint *vals, ulong voff, ulong n,
               ulong tile, uint shift, uint rbits, uint mode, ulong len, global const uint *hist,
-              global K *okeys, ulong okoff, global uint *ovals, ulong ovoff, local uint *cnt)
+              global K *okeys, ulong okoff, global uint *ovals, ulong ovoff, local uint *cnt,
+              global const uint *special)
 {
+  const uint pay = !(mode & 2u) && (!special || special[0]);
   const ulong g = get_group_id(0), ng = get_num_groups(0);
   const uint t = get_local_id(0), L = get_local_size(0), nb = 1u << rbits, mask = nb - 1u;
   keys += koff;
@@ -110,7 +111,7 @@ radix_scatter(global const K *keys, ulong koff, global const uint *vals, ulong v
     uint d = digit_of(keys, vals, i, shift, mask, mode, len);
     uint p = cnt[d * L + t]++;
     okeys[p] = keys[i];
-    if (!(mode & 2u))
+    if (pay)
       ovals[p] = vals[i];
   }
 }
@@ -322,8 +323,10 @@ radix_count1(global const K *keys, ulong koff, global const uint *vals, ulong vo
 kernel void
 radix_scatter1(global const K *keys, ulong koff, global const uint *vals, ulong voff, ulong n,
                ulong tile, uint shift, uint rbits, uint mode, ulong len, global const uint *hist,
-               global K *okeys, ulong okoff, global uint *ovals, ulong ovoff)
+               global K *okeys, ulong okoff, global uint *ovals, ulong ovoff,
+               global const uint *special)
 {
+  const uint pay = !(mode & 2u) && (!special || special[0]);
   const ulong g = get_group_id(0), ng = get_num_groups(0);
   const uint nb = 1u << rbits, mask = nb - 1u;
   uint cnt[2048];
@@ -338,11 +341,11 @@ radix_scatter1(global const K *keys, ulong koff, global const uint *vals, ulong 
     hi = n;
   for (ulong i = lo; i < hi; i++) {
     K kv = keys[i];
-    uint v = (mode & 2u) ? 0u : vals[i];
+    uint v = pay ? vals[i] : 0u;
     uint d = (mode & 1u) ? (uint)(((ulong)v / len) >> shift) & mask : (uint)(kv >> shift) & mask;
     uint p = cnt[d]++;
     okeys[p] = kv;
-    if (!(mode & 2u))
+    if (pay)
       ovals[p] = v;
   }
 }

@@ -426,6 +426,7 @@ radix_passes(const char *op, kiln_context *ctx, kiln_dtype kdt, kiln_tensor **ke
       kiln__args_tensor(&b, v2);
       if (!one)
         kiln__args_local(&b, (size_t)(buckets * L * 4));
+      kiln__args_mem(&b, special);
       s = kiln__args_enqueue_1d(&b, ctx, (size_t)(ng * L), (size_t)L);
     }
     if (s == KILN_OK) {
