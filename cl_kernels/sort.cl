@@ -67,46 +67,9 @@
 #include "common.cl"
 #include "sort_pairs.clh"
 
-#if defined(KILN_DT_I64) || defined(KILN_DT_F64)
-typedef ulong K;
-#define K_MAX ULONG_MAX
-#else
-typedef uint K;
-#define K_MAX UINT_MAX
-#endif
-
-/* desc flips the key bits the key uses (one byte for bool and u8, whose radix sort and
- * selection look at 8 bits only). */
-#if defined(KILN_DT_U8) || defined(KILN_DT_BOOL)
-#define K_FLIP 0xffu
-#else
-#define K_FLIP K_MAX
-#endif
+#include "sort_key.clh"
 
 SORT_PAIRS_LOCAL(local_pairs_sort, K)
-
-inline K
-key_of(T v)
-{
-#if defined(KILN_DT_F64)
-  if (isnan(v))
-    return ULONG_MAX;
-  ulong u = v == 0 ? 0UL : as_ulong(v);
-  return (u >> 63) ? ~u : (u | 0x8000000000000000UL);
-#elif KILN_IS_FLOAT
-  float f = (float)v;
-  if (isnan(f))
-    return UINT_MAX;
-  uint u = f == 0 ? 0u : as_uint(f);
-  return (u >> 31) ? ~u : (u | 0x80000000u);
-#elif defined(KILN_DT_I64)
-  return (ulong)v ^ 0x8000000000000000UL;
-#elif defined(KILN_DT_I32)
-  return (uint)v ^ 0x80000000u;
-#else
-  return (uint)v;
-#endif
-}
 
 inline int
 is_nan_of(T v)

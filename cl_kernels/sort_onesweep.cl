@@ -3,20 +3,29 @@
  * the stable LSD radix sort of (key, payload) pairs with one histogram pass up front and
  * then one pass per 8-bit digit that ranks its tile in local memory, finds the tile's place
  * through decoupled look-back and scatters (Adinets and Merrill, "Onesweep", 2022).
- * Built for dtype i32 (K = uint keys) and i64 (K = ulong keys), like sort_radix.cl; the keys
- * are already order-preserving unsigned numbers. Payloads are uint flat positions.
+ * Built for dtypes i32 and i64, whose programs sort the keys of every dtype of their key width
+ * (K = uint, ulong; the keys already order-preserving unsigned numbers, sort.cl's
+ * sort_keys), and f32 and f64 (whose programs also read the values themselves). Payloads are
+ * uint: flat positions or f32 bits.
+ *
+ * src: where the first pass and the histogram find the keys: 0 in keys (and the payloads in
+ * vals); else key_of(x[i]) ^ (desc flip) of the program's dtype with, as payload, 1 the
+ * position i, 2 the f32 value's bits (os_hist then sets special[0] when x holds -0.0 or a
+ * NaN), 3 none. Later passes read keys and vals.
  *
  * Build options (lib/ops/sort.c, os_build_options): OS_IPT, keys per work-item (1 to 16);
  * the work-group is OS_L = 256 work-items, a tile OS_T = OS_L * OS_IPT pairs.
  *
  * mode: bit 0 sorts by the payload's row (payload / len) instead of the key (the row passes
  * of many-row sorts), bit 1 means no payloads (vals and ovals unused).
- *   os_hist(keys, koff, vals, voff, n, kpasses, rpasses, len, ghist)  grid-stride: ghist
+ *   os_hist(keys, koff, vals, voff, n, kpasses, rpasses, len, ghist, x, xoff, src, desc,
+ *           special)  grid-stride: ghist
  *     [p * 256 + d] += the pairs whose digit of pass p is d (key passes first, 8 bits each,
  *     then the row passes); ghist zeroed before.
  *   os_hist_scan(ghist, np)  one work-item per pass: ghist rows exclusively scanned.
  *   os_pass(keys, koff, vals, voff, n, shift, mode, len, ghist, pass, look, okeys, okoff,
- *           ovals, ovoff, special)  one work-group per tile, ceil(n / OS_T) of them, 256 work-items each:
+ *           ovals, ovoff, special, x, xoff, src, desc)  one work-group per tile,
+ *     ceil(n / OS_T) of them, 256 work-items each:
  *     look[0] hands out the tiles in the order the groups start (so a group only ever waits
  *     for groups that started before it: no deadlock whatever the scheduler runs), look[32 +
  *     tile * 256 + d] is the tile's status word for digit d (0 none yet, FLAG_A | the tile's
@@ -31,14 +40,9 @@
  * and a scan; the sorted tile is then written out in runs of equal digits (coalesced).
  */
 #include "common.cl"
+#include "sort_key.clh"
 
-#if defined(KILN_DT_I64)
-typedef ulong K;
-#define K_ONES ULONG_MAX
-#else
-typedef uint K;
-#define K_ONES UINT_MAX
-#endif
+#define K_ONES K_MAX
 
 #ifndef OS_IPT
 #define OS_IPT 8
@@ -67,25 +71,54 @@ dig8(K kv, uint v, uint shift, uint mode, ulong len)
   return (uint)(kv >> shift) & 255u;
 }
 
+/* Key and payload of element i of x (src 1 to 3). */
+inline K
+src_key(global const ST *x, ulong i, K flip)
+{
+  return key_of(KILN_LOAD(x, i)) ^ flip;
+}
+
+inline uint
+src_pay(global const ST *x, ulong xoff, ulong i, uint src)
+{
+#if defined(KILN_DT_F32)
+  if (src == 2u)
+    return as_uint(x[xoff + i]);
+#endif
+  return src == 1u ? (uint)i : 0u;
+}
+
 kernel void
 os_hist(global const K *keys, ulong koff, global const uint *vals, ulong voff, ulong n,
-        uint kpasses, uint rpasses, ulong len, global uint *ghist)
+        uint kpasses, uint rpasses, ulong len, global uint *ghist, global const ST *x, ulong xoff,
+        uint src, uint desc, global uint *special)
 {
   local uint lh[12 * 256];
   const uint lid = get_local_id(0), lsz = get_local_size(0), np = kpasses + rpasses;
+  const K flip = desc ? (K)K_FLIP : (K)0;
+  uint spec = 0;
   for (uint i = lid; i < np * 256u; i += lsz)
     lh[i] = 0;
   barrier(CLK_LOCAL_MEM_FENCE);
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
-    K kv = keys[koff + i];
+    K kv = src ? src_key(x, xoff + i, flip) : keys[koff + i];
     for (uint p = 0; p < kpasses; p++)
       atomic_inc(&lh[p * 256u + ((uint)(kv >> (8u * p)) & 255u)]);
     if (rpasses) {
-      uint r = vals[voff + i] / (uint)len;
+      uint r = (src ? (uint)i : vals[voff + i]) / (uint)len;
       for (uint p = 0; p < rpasses; p++)
         atomic_inc(&lh[(kpasses + p) * 256u + ((r >> (8u * p)) & 255u)]);
     }
+#if defined(KILN_DT_F32)
+    if (src == 2u) {
+      /* -0.0 and NaNs: the only values key_of does not map one to one. */
+      uint u = as_uint(x[xoff + i]);
+      spec |= u == 0x80000000u || (u & 0x7fffffffu) > 0x7f800000u;
+    }
+#endif
   }
+  if (spec)
+    atomic_or(special, 1u);
   barrier(CLK_LOCAL_MEM_FENCE);
   for (uint i = lid; i < np * 256u; i += lsz)
     if (lh[i])
@@ -166,7 +199,8 @@ rank4(const uint *dg, uint sub, uint *pos, local uint *cnt, local uint *psum, lo
 kernel __attribute__((reqd_work_group_size(OS_L, 1, 1))) void
 os_pass(global const K *keys, ulong koff, global const uint *vals, ulong voff, ulong n,
         uint shift, uint mode, ulong len, global const uint *ghist, uint pass, global uint *look,
-        global K *okeys, ulong okoff, global uint *ovals, ulong ovoff, global const uint *special)
+        global K *okeys, ulong okoff, global uint *ovals, ulong ovoff, global const uint *special,
+        global const ST *x, ulong xoff, uint src, uint desc)
 {
   local K lk[OS_PAD(OS_T)];
   local uint cnt[OS_CPAD(16 * OS_L)];
@@ -192,10 +226,11 @@ os_pass(global const K *keys, ulong koff, global const uint *vals, ulong voff, u
   uint v[OS_IPT], dg[OS_IPT], pos[OS_IPT], sd[OS_IPT];
 
   /* Coalesced loads, then each work-item takes its consecutive pairs. */
+  const K flip = desc ? (K)K_FLIP : (K)0;
 #pragma unroll
   for (uint i = 0; i < OS_IPT; i++) {
     uint j = i * OS_L + t;
-    lk[OS_PAD(j)] = j < valid ? keys[base + j] : (K)K_ONES;
+    lk[OS_PAD(j)] = j >= valid ? (K)K_ONES : src ? src_key(x, xoff + base + j, flip) : keys[base + j];
   }
   barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll
@@ -206,7 +241,7 @@ os_pass(global const K *keys, ulong koff, global const uint *vals, ulong voff, u
   for (uint i = 0; i < OS_IPT; i++) {
     uint j = i * OS_L + t;
     if (pay)
-      lv[OS_PAD(j)] = j < valid ? vals[base + j] : NO_PAY;
+      lv[OS_PAD(j)] = j >= valid ? NO_PAY : src ? src_pay(x, xoff, base + j, src) : vals[base + j];
   }
   barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll

@@ -165,9 +165,9 @@ os_local_bytes(uint32_t ipt, uint64_t ksz)
 
 /* The device's default keys per work-item: the most that fit, 16 (32-bit keys) or 8. */
 static uint32_t
-os_default_ipt(const kiln_device_info *info, kiln_dtype kdt)
+os_default_ipt(const kiln_device_info *info, kiln_dtype dt)
 {
-  uint64_t ksz = kdt == KILN_I64 ? 8 : 4;
+  uint64_t ksz = kiln__sort_key64(dt) ? 8 : 4;
   uint32_t ipt = ksz == 8 ? 8 : 16;
   while (ipt > 1 && os_local_bytes(ipt, ksz) > info->local_mem_bytes)
     ipt /= 2;
@@ -184,7 +184,18 @@ sort_build_options(const kiln_device_info *info, const char *source, kiln_dtype 
   kiln__options_append(buf, len, " -DOS_IPT=%u", ipt);
 }
 
-/* Kernel name of the onesweep program with ipt keys per work-item. */
+/*
+ * The dtype whose onesweep program sorts the keys of dt: dt itself where the program can
+ * also read the values (f32, f64, i32, i64), else the key width's (i32, i64).
+ */
+static kiln_dtype
+os_dtype(kiln_dtype dt)
+{
+  return dt == KILN_F32 || dt == KILN_F64 || dt == KILN_I32 || dt == KILN_I64 ? dt
+                                                                             : key_dtype(dt);
+}
+
+/* Kernel name of the onesweep program of dtype bdt with ipt keys per work-item. */
 static kiln_status
 os_kernel(const char *op, kiln_context *ctx, kiln_dtype kdt, uint32_t ipt, const char *name,
           cl_kernel *k)
@@ -198,13 +209,14 @@ os_kernel(const char *op, kiln_context *ctx, kiln_dtype kdt, uint32_t ipt, const
 }
 
 /*
- * Whether n keys of kdt take the onesweep passes, and with how many keys per work-item
- * (*ipt). Order of say: the test hooks, KILN_SORT_RADIX (classic, onesweep or onesweep:IPT),
- * the device (GPUs onesweep, CPUs the classic passes). The look-back packs counts in 30 bits
- * and a group needs 256 work-items and its tile in local memory.
+ * Whether n keys of dt's values take the onesweep passes, and with how many keys per
+ * work-item (*ipt). Order of say: the test hooks, KILN_SORT_RADIX (classic, onesweep or
+ * onesweep:IPT), the device (GPUs onesweep, CPUs the classic passes). The look-back packs
+ * counts in 30 bits and a group needs 256 work-items and its tile in local memory. A program
+ * that does not build sends the sort to the classic passes (logged).
  */
 static int
-use_onesweep(kiln_context *ctx, kiln_dtype kdt, uint64_t n, uint32_t *ipt)
+use_onesweep(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t n, uint32_t *ipt)
 {
   int mode = kiln__sort_onesweep;
   uint32_t want = kiln__sort_onesweep_ipt;
@@ -224,14 +236,39 @@ use_onesweep(kiln_context *ctx, kiln_dtype kdt, uint64_t n, uint32_t *ipt)
     mode = ctx->info.is_gpu ? 1 : -1;
   if (mode < 0 || n < 2 || n >= ((uint64_t)1 << 30) || ctx->info.max_work_group_size < OS_L)
     return 0;
-  uint64_t ksz = kdt == KILN_I64 ? 8 : 4;
-  uint32_t p = want >= 1 && want <= 16 ? want : os_default_ipt(&ctx->info, kdt);
+  uint64_t ksz = kiln__sort_key64(dt) ? 8 : 4;
+  uint32_t p = want >= 1 && want <= 16 ? want : os_default_ipt(&ctx->info, dt);
   while (p > 1 && os_local_bytes(p, ksz) > ctx->info.local_mem_bytes)
     p /= 2;
   if (os_local_bytes(p, ksz) > ctx->info.local_mem_bytes)
     return 0;
+  cl_kernel k;
+  if (os_kernel(op, ctx, os_dtype(dt), p, "os_pass", &k) != KILN_OK) {
+    kiln__log(KILN__LOG_WARN, "%s: the onesweep radix kernels did not build; classic passes", op);
+    return 0;
+  }
   *ipt = p;
   return 1;
+}
+
+/*
+ * Where the onesweep passes find the keys: src 0, in *keys (and *vals), made before; else
+ * made from x (one contiguous row) by the histogram and the first pass, with payloads 1 the
+ * positions, 2 the f32 bits, 3 none (os_pass's src).
+ */
+typedef struct os_source {
+  const kiln_tensor *x;
+  uint32_t src;
+  int desc;
+} os_source;
+
+/* Whether the onesweep passes can make x's keys themselves (rows of len, inner 1). */
+static int
+os_fused(const char *op, kiln_context *ctx, const kiln_tensor *x, uint64_t n, uint64_t inner,
+         uint32_t *ipt)
+{
+  return inner == 1 && os_dtype(x->dtype) == x->dtype &&
+         use_onesweep(op, ctx, x->dtype, n, ipt);
 }
 
 /*
@@ -240,10 +277,14 @@ use_onesweep(kiln_context *ctx, kiln_dtype kdt, uint64_t n, uint32_t *ipt)
  * look-back. Same contract as radix_passes.
  */
 static kiln_status
-onesweep_passes(const char *op, kiln_context *ctx, kiln_dtype kdt, kiln_tensor **keys,
+onesweep_passes(const char *op, kiln_context *ctx, kiln_dtype dt, kiln_tensor **keys,
                 kiln_tensor **vals, uint64_t n, uint32_t kbits, uint64_t rows, uint64_t len,
-                uint32_t ipt, cl_mem special)
+                uint32_t ipt, cl_mem special, const os_source *from)
 {
+  const kiln_dtype kdt = key_dtype(dt), bdt = os_dtype(dt);
+  const os_source none = {NULL, 0, 0};
+  if (!from)
+    from = &none;
   const uint32_t nov = *vals ? 0u : 2u;
   uint32_t row_bits = 0;
   while (rows > 1 && ((uint64_t)1 << row_bits) < rows)
@@ -253,9 +294,9 @@ onesweep_passes(const char *op, kiln_context *ctx, kiln_dtype kdt, kiln_tensor *
   const uint64_t tile = (uint64_t)OS_L * ipt, ntiles = (n + tile - 1) / tile;
   const uint64_t nlook = 32 + ntiles * 256;
   cl_kernel kh, khs, kp;
-  KILN_TRY(os_kernel(op, ctx, kdt, ipt, "os_hist", &kh));
-  KILN_TRY(os_kernel(op, ctx, kdt, ipt, "os_hist_scan", &khs));
-  KILN_TRY(os_kernel(op, ctx, kdt, ipt, "os_pass", &kp));
+  KILN_TRY(os_kernel(op, ctx, bdt, ipt, "os_hist", &kh));
+  KILN_TRY(os_kernel(op, ctx, bdt, ipt, "os_hist_scan", &khs));
+  KILN_TRY(os_kernel(op, ctx, bdt, ipt, "os_pass", &kp));
   kiln_tensor *k2 = NULL, *v2 = NULL;
   kiln__ops_tmp hist = {0}, look = {0};
   kiln_status s = kiln__ops_scratch(op, ctx, kdt, n, &k2);
@@ -278,6 +319,10 @@ onesweep_passes(const char *op, kiln_context *ctx, kiln_dtype kdt, kiln_tensor *
     kiln__args_u32(&a, rpasses);
     kiln__args_u64(&a, len);
     kiln__args_mem(&a, hist.mem);
+    kiln__args_tensor(&a, from->x);
+    kiln__args_u32(&a, from->src);
+    kiln__args_u32(&a, (uint32_t) !!from->desc);
+    kiln__args_mem(&a, special);
     s = kiln__args_enqueue_1d(&a, ctx, (size_t)(groups * OS_L), OS_L);
   }
   if (s == KILN_OK) {
@@ -303,6 +348,10 @@ onesweep_passes(const char *op, kiln_context *ctx, kiln_dtype kdt, kiln_tensor *
       kiln__args_tensor(&a, k2);
       kiln__args_tensor(&a, v2);
       kiln__args_mem(&a, special);
+      /* The first pass reads x when the keys are not made yet. */
+      kiln__args_tensor(&a, p == 0 ? from->x : NULL);
+      kiln__args_u32(&a, p == 0 ? from->src : 0);
+      kiln__args_u32(&a, (uint32_t) !!from->desc);
       s = kiln__args_enqueue_1d(&a, ctx, (size_t)(ntiles * OS_L), OS_L);
     }
     if (s == KILN_OK) {
@@ -330,22 +379,18 @@ onesweep_passes(const char *op, kiln_context *ctx, kiln_dtype kdt, kiln_tensor *
  * whose 0 allows leaving the payloads unsorted (os_pass).
  */
 static kiln_status
-radix_passes(const char *op, kiln_context *ctx, kiln_dtype kdt, kiln_tensor **keys,
+radix_passes(const char *op, kiln_context *ctx, kiln_dtype dt, kiln_tensor **keys,
              kiln_tensor **vals, uint64_t n, uint32_t kbits, uint64_t rows, uint64_t len,
              cl_mem special)
 {
+  const kiln_dtype kdt = key_dtype(dt);
   /* No payloads (*vals NULL): keys only, one row. */
   const uint32_t nov = *vals ? 0u : 2u;
   if (n < 2)
     return KILN_OK;
   uint32_t ipt;
-  if (use_onesweep(ctx, kdt, n, &ipt)) {
-    kiln_status so = onesweep_passes(op, ctx, kdt, keys, vals, n, kbits, rows, len, ipt, special);
-    if (so != KILN_ERR_BUILD)
-      return so;
-    /* A compiler that rejects the onesweep kernels: the classic passes serve. */
-    kiln__log(KILN__LOG_WARN, "%s: the onesweep radix kernels did not build; classic passes", op);
-  }
+  if (use_onesweep(op, ctx, dt, n, &ipt))
+    return onesweep_passes(op, ctx, dt, keys, vals, n, kbits, rows, len, ipt, special, NULL);
   cl_kernel kc, ks;
   /* CPUs: one work-item per group walks a long tile serially (no local traffic, no
    * barriers); GPUs: up to 32 work-items share the 256 counters of each (32 KiB). 8-bit
@@ -453,12 +498,19 @@ kiln__sort_pairs_radix(const char *op, kiln_context *ctx, const kiln_tensor *x, 
   const kiln_dtype kdt = key_dtype(x->dtype);
   *keys = *vals = NULL;
   cl_kernel k;
+  uint32_t ipt;
+  const int fused = os_fused(op, ctx, x, n, inner, &ipt);
   kiln_status s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "sort_keys", &k);
   if (s == KILN_OK)
     s = kiln__ops_scratch(op, ctx, kdt, n, keys);
   if (s == KILN_OK)
     s = kiln__ops_scratch(op, ctx, KILN_I32, n, vals);
-  if (s == KILN_OK) {
+  if (s == KILN_OK && fused) {
+    /* The passes make the keys from x and the positions themselves. */
+    const os_source from = {x, 1, desc};
+    s = onesweep_passes(op, ctx, x->dtype, keys, vals, n, key_bits(x->dtype), rows, len, ipt,
+                        NULL, &from);
+  } else if (s == KILN_OK) {
     kiln__args a = kiln__args_begin(op, k);
     kiln__args_tensor(&a, x);
     kiln__args_u64(&a, rows);
@@ -468,9 +520,9 @@ kiln__sort_pairs_radix(const char *op, kiln_context *ctx, const kiln_tensor *x, 
     kiln__args_tensor(&a, *keys);
     kiln__args_tensor(&a, *vals);
     s = kiln__args_launch_1d(&a, ctx, n, 0);
+    if (s == KILN_OK)
+      s = radix_passes(op, ctx, x->dtype, keys, vals, n, key_bits(x->dtype), rows, len, NULL);
   }
-  if (s == KILN_OK)
-    s = radix_passes(op, ctx, kdt, keys, vals, n, key_bits(x->dtype), rows, len, NULL);
   if (s != KILN_OK) {
     kiln_tensor_release(*keys);
     kiln_tensor_release(*vals);
@@ -507,7 +559,7 @@ kiln__sort_rows_radix(const char *op, kiln_context *ctx, const kiln_tensor *x, u
     kiln__args_tensor(&a, *vals);
     s = kiln__args_launch_1d(&a, ctx, nrows, 0);
     if (s == KILN_OK)
-      s = radix_passes(op, ctx, kdt, keys, vals, nrows, key_bits(x->dtype), 1, nrows, NULL);
+      s = radix_passes(op, ctx, x->dtype, keys, vals, nrows, key_bits(x->dtype), 1, nrows, NULL);
   }
   if (s == KILN_OK && nc == 0) {
     /* No column to sort by: the identity permutation. */
@@ -734,10 +786,16 @@ kiln__sort_keys_only(const char *op, kiln_context *ctx, const kiln_tensor *x, ui
   const kiln_dtype kdt = key_dtype(x->dtype);
   kiln_tensor *keys = NULL, *none = NULL;
   cl_kernel kk;
+  uint32_t ipt;
+  const int fused = os_fused(op, ctx, x, n, 1, &ipt);
   kiln_status s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "sort_keys", &kk);
   if (s == KILN_OK)
     s = kiln__ops_scratch(op, ctx, kdt, n, &keys);
-  if (s == KILN_OK) {
+  if (s == KILN_OK && fused) {
+    const os_source from = {x, 3, desc};
+    s = onesweep_passes(op, ctx, x->dtype, &keys, &none, n, key_bits(x->dtype), 1, n, ipt, NULL,
+                        &from);
+  } else if (s == KILN_OK) {
     kiln__args a = kiln__args_begin(op, kk);
     kiln__args_tensor(&a, x);
     kiln__args_u64(&a, 1);
@@ -747,9 +805,9 @@ kiln__sort_keys_only(const char *op, kiln_context *ctx, const kiln_tensor *x, ui
     kiln__args_tensor(&a, keys);
     kiln__args_tensor(&a, NULL);
     s = kiln__args_launch_1d(&a, ctx, n, 0);
+    if (s == KILN_OK)
+      s = radix_passes(op, ctx, x->dtype, &keys, &none, n, key_bits(x->dtype), 1, n, NULL);
   }
-  if (s == KILN_OK)
-    s = radix_passes(op, ctx, kdt, &keys, &none, n, key_bits(x->dtype), 1, n, NULL);
   if (s != KILN_OK) {
     kiln_tensor_release(keys);
     keys = NULL;
@@ -802,7 +860,13 @@ raw_payloads(const char *op, kiln_context *ctx, const kiln_tensor *x, uint64_t n
     s = kiln__ops_scratch(op, ctx, KILN_I32, 1, &special);
   if (s == KILN_OK && special)
     s = fill_u32(op, ctx, special->mem, 0, 1);
-  if (s == KILN_OK) {
+  uint32_t ipt;
+  if (s == KILN_OK && special && os_fused(op, ctx, x, n, 1, &ipt)) {
+    /* The histogram pass flags -0.0 and NaNs and the first pass makes the keys. */
+    const os_source from = {x, 2, desc};
+    s = onesweep_passes(op, ctx, x->dtype, &keys, &vals, n, key_bits(x->dtype), 1, n, ipt,
+                        special->mem, &from);
+  } else if (s == KILN_OK) {
     kiln__args a = kiln__args_begin(op, kk);
     kiln__args_tensor(&a, x);
     kiln__args_u64(&a, n);
@@ -811,10 +875,10 @@ raw_payloads(const char *op, kiln_context *ctx, const kiln_tensor *x, uint64_t n
     kiln__args_tensor(&a, vals);
     kiln__args_mem(&a, special ? special->mem : NULL);
     s = kiln__args_launch_1d(&a, ctx, n, 0);
+    if (s == KILN_OK)
+      s = radix_passes(op, ctx, x->dtype, &keys, &vals, n, key_bits(x->dtype), 1, n,
+                       special ? special->mem : NULL);
   }
-  if (s == KILN_OK)
-    s = radix_passes(op, ctx, KILN_I32, &keys, &vals, n, key_bits(x->dtype), 1, n,
-                     special ? special->mem : NULL);
   if (s == KILN_OK) {
     kiln__args a = kiln__args_begin(op, kv);
     kiln__args_tensor(&a, vals);
@@ -1166,7 +1230,8 @@ kiln_sortrows(kiln_context *ctx, const kiln_tensor *x, const int64_t *cols, size
 static const struct kiln__source sort_sources[] = {
     {KILN__SORT_SRC, KILN__SORT_DTYPES},
     {KILN__SORT_RADIX_SRC, KILN__DT_BIT(KILN_I32) | KILN__DT_BIT(KILN_I64)},
-    {KILN__SORT_OS_SRC, KILN__DT_BIT(KILN_I32) | KILN__DT_BIT(KILN_I64)},
+    {KILN__SORT_OS_SRC, KILN__DT_BIT(KILN_I32) | KILN__DT_BIT(KILN_I64) | KILN__DT_BIT(KILN_F32) |
+                            KILN__DT_BIT(KILN_F64)},
     {NULL, 0}};
 
 const struct kiln__family kiln__sort_family = {
