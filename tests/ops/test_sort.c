@@ -373,7 +373,7 @@ START_TEST(test_sort_onesweep)
    * look-back chains; lengths around the tile), every dtype and pattern, keys with positions,
    * keys alone (integers' values) and raw payloads (f32 values), and the row passes. */
   static const uint32_t ipts[] = {1, 16, 3};
-  static const int64_t lens[] = {2, 255, 257, 769, 4097, 20011};
+  static const int64_t lens[] = {2, 255, 257, 769, 4097, 9001};
   kiln__sort_onesweep = 1;
   for (size_t q = 0; q < sizeof ipts / sizeof ipts[0]; q++) {
     kiln__sort_onesweep_ipt = ipts[q];
@@ -388,12 +388,13 @@ START_TEST(test_sort_onesweep)
         int pat = (int)((li + q + d) % PAT_COUNT);
         sort_case(dt, 1, &lens[li], 0, pat, (int)(li & 1), KILN_SORT_RADIX, "onesweep");
       }
-      sort_case(dt, 1, &lens[5], 0, PAT_SPECIAL, 1, KILN_SORT_RADIX, "onesweep special");
+      if (q == 0)
+        sort_case(dt, 1, &lens[5], 0, PAT_SPECIAL, 1, KILN_SORT_RADIX, "onesweep special");
       const int64_t rows[2] = {37, 300};
       sort_case(dt, 2, rows, 1, PAT_DUPS, (int)(q & 1), KILN_SORT_RADIX, "onesweep rows");
     }
   }
-  const int64_t n = harness_size(200003, 1000);
+  const int64_t n = harness_size(60013, 1000);
   kiln__sort_onesweep_ipt = 1;
   sort_case(KILN_I32, 1, &n, 0, PAT_RANDOM, 0, KILN_SORT_RADIX, "onesweep many tiles");
   sort_case(KILN_F64, 1, &n, 0, PAT_SORTED, 1, KILN_SORT_RADIX, "onesweep many tiles");
