@@ -299,6 +299,94 @@ tk_collect(global const ST *x, ulong xoff, ulong rows, ulong len, ulong inner, u
   }
 }
 
+/*
+ * tk_rows_local(x, xoff, rows, len, inner, desc, k, ostart, olen, out, ooff, idx, ioff, want,
+ *               lk, lv, kp, kbits)  one work-group per row: the selection of tk_hist,
+ *   tk_pick and tk_collect within the group (the row re-read, from the caches, each pass;
+ *   the histogram in local memory), then the row's k pairs sorted in local memory (kp a
+ *   power of two >= k) and positions [ostart, ostart + olen) placed as sort_gather does.
+ *   kbits: the key bits (8 or the key's width).
+ */
+kernel void
+tk_rows_local(global const ST *x, ulong xoff, ulong rows, ulong len, ulong inner, uint desc,
+              ulong k, ulong ostart, ulong olen, global ST *out, ulong ooff, global long *idx,
+              ulong ioff, uint want, local K *lk, local uint *lv, ulong kp, uint kbits)
+{
+  local uint lh[256];
+  local K s_pre;
+  local uint s_need, s_tie, s_ppre, s_cnt;
+  const uint lid = get_local_id(0), lsz = get_local_size(0), kw = 8u * (uint)sizeof(K);
+  const K flip = desc ? (K)K_FLIP : (K)0;
+  uint pbits = 0;
+  while (((ulong)1 << pbits) < len)
+    pbits++;
+  const uint ppass = (pbits + 7u) / 8u, kpass = kbits / 8u;
+  for (ulong r = get_group_id(0); r < rows; r += get_num_groups(0)) {
+    if (lid == 0) {
+      s_pre = 0;
+      s_need = (uint)k;
+      s_tie = 0;
+      s_ppre = 0;
+      s_cnt = 0;
+    }
+    for (uint p = 0; p < kpass + ppass; p++) {
+      const uint mode = p >= kpass;
+      const uint shift = mode ? 8u * (ppass - 1u - (p - kpass)) : kbits - 8u * (p + 1u);
+      for (uint b = lid; b < 256u; b += lsz)
+        lh[b] = 0;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      const K pre = s_pre;
+      const uint pp = s_ppre, tie = s_tie;
+      const K pmask = shift + 8u >= kw ? (K)0 : ~(((K)1 << (shift + 8u)) - (K)1);
+      const uint ppmask = shift + 8u >= 32u ? 0u : ~((1u << (shift + 8u)) - 1u);
+      for (ulong j = lid; j < len && (!mode || tie); j += lsz) {
+        K kv = key_of(KILN_LOAD(x, xoff + phys(r, j, len, inner))) ^ flip;
+        if (mode ? (kv == pre && ((uint)j & ppmask) == pp) : (kv & pmask) == pre)
+          atomic_inc(&lh[mode ? ((uint)j >> shift) & 255u : (uint)(kv >> shift) & 255u]);
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+      if (lid == 0 && (!mode || tie)) {
+        uint wnt = s_need, cum = 0, b = 0;
+        for (; b < 255u && cum + lh[b] < wnt; b++)
+          cum += lh[b];
+        s_need = wnt - cum;
+        if (mode) {
+          s_ppre |= b << shift;
+        } else {
+          s_pre |= (K)b << shift;
+          if (p + 1u == kpass)
+            s_tie = wnt - cum < lh[b];
+        }
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const K t = s_pre;
+    const uint tie = s_tie, pp = s_ppre;
+    for (ulong j = lid; j < len; j += lsz) {
+      K kv = key_of(KILN_LOAD(x, xoff + phys(r, j, len, inner))) ^ flip;
+      if (kv < t || (kv == t && (!tie || (uint)j <= pp))) {
+        uint slot = atomic_inc(&s_cnt);
+        lk[slot] = kv;
+        lv[slot] = (uint)j;
+      }
+    }
+    for (ulong j = k + lid; j < kp; j += lsz) {
+      lk[j] = (K)K_MAX;
+      lv[j] = UINT_MAX;
+    }
+    local_pairs_sort(lk, lv, (uint)kp);
+    for (ulong jj = lid; jj < olen; jj += lsz) {
+      ulong src = lv[ostart + jj];
+      ulong o = phys(r, jj, olen, inner);
+      if (want & 1u)
+        MOVE(out, ooff + o, x, xoff + phys(r, src, len, inner));
+      if (want & 2u)
+        idx[ioff + o] = (long)src;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
 /* ---------------------------------------------------------------- unique */
 
 kernel void

@@ -776,6 +776,43 @@ select_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_
 }
 
 /*
+ * select_core for many rows: one work-group per row selects and sorts its k pairs
+ * (tk_rows_local), reading x a few times from the caches and launching once (ctx->lock
+ * held). k <= kiln_sort_local_max().
+ */
+static kiln_status
+select_rows_local(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_geo *g,
+                  int desc, uint64_t k, uint64_t ostart, uint64_t olen, kiln_tensor *vout,
+                  kiln_tensor *iout)
+{
+  cl_kernel kr;
+  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "tk_rows_local", &kr));
+  uint64_t kp = kiln__ops_pow2(k);
+  size_t L = kiln__launch_pow2_local(ctx, kr);
+  if (L > 256)
+    L = 256;
+  if (kiln__sort_radix_local)
+    L = kiln__sort_radix_local;
+  kiln__args a = kiln__args_begin(op, kr);
+  kiln__args_tensor(&a, x);
+  kiln__args_u64(&a, g->rows);
+  kiln__args_u64(&a, g->len);
+  kiln__args_u64(&a, g->inner);
+  kiln__args_u32(&a, (uint32_t) !!desc);
+  kiln__args_u64(&a, k);
+  kiln__args_u64(&a, ostart);
+  kiln__args_u64(&a, olen);
+  kiln__args_tensor(&a, vout);
+  kiln__args_tensor(&a, iout);
+  kiln__args_u32(&a, (vout ? 1u : 0u) | (iout ? 2u : 0u));
+  kiln__args_local(&a, (size_t)(kp * (kiln__sort_key64(x->dtype) ? 8 : 4)));
+  kiln__args_local(&a, (size_t)(kp * 4));
+  kiln__args_u64(&a, kp);
+  kiln__args_u32(&a, key_bits(x->dtype));
+  return kiln__args_enqueue_1d(&a, ctx, (size_t)(groups_for(g->rows) * L), L);
+}
+
+/*
  * Values-only sort of one row of integers (equal values are indistinguishable, so stability
  * needs no positions): the keys alone through the radix passes, then back to values.
  */
@@ -974,9 +1011,13 @@ sort_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_ge
   /* (The radix local-size hook asks for the GPU-shaped passes: tests of the row passes.) */
   const int cpu_rows =
       !ctx->info.is_gpu && !kiln__sort_radix_local && g->rows >= 4 * cu && g->len > 1;
+  /* Rows enough to fill a GPU: one work-group per row selects (hook: force_select 2). */
+  const int rows_local = kiln__sort_force_select == 2 ||
+                         (!kiln__sort_force_select && ctx->info.is_gpu && g->rows >= cu);
   if (path == KILN_SORT_AUTO && nk <= lmax &&
       (kiln__sort_force_select || (g->len > lmax && nk * 8 <= g->len && !cpu_rows)))
-    return select_core(op, ctx, x, g, desc, nk, ostart, olen, vout, iout);
+    return rows_local ? select_rows_local(op, ctx, x, g, desc, nk, ostart, olen, vout, iout)
+                      : select_core(op, ctx, x, g, desc, nk, ostart, olen, vout, iout);
   if (path == KILN_SORT_AUTO)
     path = g->len <= lmax && g->len > 1 && !cpu_rows ? KILN_SORT_LOCAL : KILN_SORT_RADIX;
   cl_kernel k;

@@ -20,7 +20,8 @@
 extern uint32_t kiln__sort_radix_local;
 extern uint64_t kiln__sort_radix_tile;
 extern uint32_t kiln__sort_radix_bits;
-/* Test hook: nonzero makes topk and kthvalue take the radix selection whenever k fits. */
+/* Test hook: nonzero makes topk and kthvalue take the radix selection whenever k fits (2:
+ * the one-work-group-per-row selection, else the chunked passes). */
 extern int kiln__sort_force_select;
 /* Test hook: nonzero sorts integers with positions even when only values are wanted. */
 extern int kiln__sort_force_pairs;

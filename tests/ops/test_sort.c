@@ -435,8 +435,9 @@ topk_case(kiln_dtype dt, size_t nd, const int64_t *shape, int64_t axis, uint64_t
 
 START_TEST(test_topk_kthvalue)
 {
-  for (int sel = 0; sel < 2; sel++) {
-    /* sel: the radix selection on every size (else only on long rows with small k). */
+  for (int sel = 0; sel < 3; sel++) {
+    /* sel: the radix selection on every size (else only on long rows with small k): 1 the
+     * chunked passes, 2 one work-group per row. */
     kiln__sort_force_select = sel;
     for (size_t d = 0; d < NDT; d++) {
       kiln_dtype dt = all_dtypes[d];
@@ -1010,6 +1011,8 @@ START_TEST(test_small_every_kernel)
     topk_case(dt, 2, rows, 1, 3, 1);
     kiln__sort_force_select = 1;
     topk_case(dt, 2, rows, 1, 3, 0);
+    kiln__sort_force_select = 2;
+    topk_case(dt, 2, rows, 1, 4, 1);
     kiln__sort_force_select = 0;
     void *h = make_data(dt, 60, PAT_DUPS);
     const int64_t m[2] = {20, 3};
