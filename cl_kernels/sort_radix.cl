@@ -21,7 +21,7 @@
  *     flag whose 0 says the payloads are not needed (sort.cl's raw_values), left unmoved.
  * Scan (in place, exclusive, of m uints; chunk per work-group):
  *   scan_reduce(a, m, chunk, sums, tmp)  sums[g] = the sum of chunk g
- *   scan_top(sums, nb)                   one work-item: exclusive scan of the nb sums
+ *   scan_top(sums, nb, tmp)              one work-group: exclusive scan of the nb sums
  *   scan_down(a, m, chunk, sums, tmp)    chunk g scanned from sums[g]
  * radix_count1, radix_scatter1: the same for one work-item per group (CPUs), the counters
  * in private memory.
@@ -140,12 +140,33 @@ scan_reduce(global const uint *a, ulong m, ulong chunk, global uint *sums, local
 }
 
 kernel void
-scan_top(global uint *sums, ulong nb)
+scan_top(global uint *sums, ulong nb, local uint *tmp)
 {
-  if (get_global_id(0) != 0)
-    return;
-  uint run = 0;
-  for (ulong i = 0; i < nb; i++) {
+  /* One work-group: work-item t scans the consecutive part t of the sums (a single GPU
+   * work-item walking thousands of dependent loads takes milliseconds). */
+  const uint t = get_local_id(0), L = get_local_size(0);
+  const ulong ipt = (nb + L - 1) / L;
+  ulong lo = t * ipt, hi = lo + ipt;
+  if (lo > nb)
+    lo = nb;
+  if (hi > nb)
+    hi = nb;
+  uint s = 0;
+  for (ulong i = lo; i < hi; i++)
+    s += sums[i];
+  tmp[t] = s;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (t == 0) {
+    uint run = 0;
+    for (uint u = 0; u < L; u++) {
+      uint c = tmp[u];
+      tmp[u] = run;
+      run += c;
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  uint run = tmp[t];
+  for (ulong i = lo; i < hi; i++) {
     uint c = sums[i];
     sums[i] = run;
     run += c;

@@ -113,9 +113,11 @@ kiln__sort_scan(const char *op, kiln_context *ctx, cl_mem buf, uint64_t m)
   KILN_TRY(kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, KILN_I32, "scan_top", &kt));
   KILN_TRY(kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, KILN_I32, "scan_down", &kd));
   size_t L = ctx->info.is_gpu ? kiln__launch_pow2_local(ctx, kd) : 1;
+  if (kiln__sort_radix_local)
+    L = kiln__sort_radix_local;
   uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
   /* GPUs: 16 per work-item; CPUs: a few long serial chunks per core. The chunk count stays
-   * small: scan_top walks it serially. */
+   * small: one work-group scans the chunk sums. */
   uint64_t chunk = ctx->info.is_gpu ? (uint64_t)L * 16 : (m + 4 * cu - 1) / (4 * cu);
   if (chunk < 1024)
     chunk = 1024;
@@ -135,7 +137,8 @@ kiln__sort_scan(const char *op, kiln_context *ctx, cl_mem buf, uint64_t m)
     kiln__args b = kiln__args_begin(op, kt);
     kiln__args_mem(&b, sums.mem);
     kiln__args_u64(&b, nb);
-    s = kiln__args_enqueue_1d(&b, ctx, 1, 1);
+    kiln__args_local(&b, L * 4);
+    s = kiln__args_enqueue_1d(&b, ctx, L, L);
   }
   if (s == KILN_OK) {
     kiln__args c = kiln__args_begin(op, kd);

@@ -182,8 +182,8 @@ unique_int_keys(const char *op, kiln_context *ctx, const kiln_tensor *x, kiln_te
   if (kiln__sort_radix_local)
     L = kiln__sort_radix_local;
   uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
-  /* GPUs: 16 keys per work-item; CPUs: a few long serial chunks per core. scan_top walks the
-   * chunk sums serially: at most 8192 of them. */
+  /* GPUs: 16 keys per work-item; CPUs: a few long serial chunks per core; at most 8192
+   * chunk sums, which one work-group scans (scan_top). */
   uint64_t chunk = ctx->info.is_gpu ? (uint64_t)L * 16 : (n + 4 * cu - 1) / (4 * cu);
   if (chunk < 1024)
     chunk = 1024;
@@ -213,7 +213,8 @@ unique_int_keys(const char *op, kiln_context *ctx, const kiln_tensor *x, kiln_te
     kiln__args a = kiln__args_begin(op, ktop);
     kiln__args_mem(&a, sums->mem);
     kiln__args_u64(&a, nb + 1);
-    s = kiln__args_enqueue_1d(&a, ctx, 1, 1);
+    kiln__args_local(&a, L * 4);
+    s = kiln__args_enqueue_1d(&a, ctx, L, L);
   }
   uint32_t total = 0;
   if (s == KILN_OK)
