@@ -96,19 +96,32 @@ struct dt_info {
   const char *ctype, *utype, *sfx;
   int is_float, is_signed, bits, is_bool;
   const char *tmin, *tmax;
+  const char *st; /* the element type in memory (f16: half, bf16: ushort; computed as float) */
 };
 
 static const struct dt_info *
 dti(kiln_dtype dt)
 {
-  static const struct dt_info f32 = {"float", "uint", "f32", 1, 1, 32, 0, "(-INFINITY)", "INFINITY"};
+  static const struct dt_info f32 = {"float", "uint", "f32", 1, 1, 32, 0, "(-INFINITY)", "INFINITY",
+                                     "float"};
   static const struct dt_info f64 = {"double", "ulong", "f64", 1, 1, 64, 0, "(-(double)INFINITY)",
-                                     "((double)INFINITY)"};
-  static const struct dt_info i32 = {"int", "uint", "i32", 0, 1, 32, 0, "INT_MIN", "INT_MAX"};
-  static const struct dt_info i64 = {"long", "ulong", "i64", 0, 1, 64, 0, "LONG_MIN", "LONG_MAX"};
-  static const struct dt_info u8 = {"uchar", "uchar", "u8", 0, 0, 8, 0, "(uchar)0", "(uchar)255"};
-  static const struct dt_info b8 = {"uchar", "uchar", "b8", 0, 0, 8, 1, "(uchar)0", "(uchar)1"};
+                                     "((double)INFINITY)", "double"};
+  static const struct dt_info i32 = {"int", "uint", "i32", 0, 1, 32, 0, "INT_MIN", "INT_MAX", "int"};
+  static const struct dt_info i64 = {"long", "ulong", "i64", 0, 1, 64, 0, "LONG_MIN", "LONG_MAX",
+                                     "long"};
+  static const struct dt_info u8 = {"uchar", "uchar", "u8", 0, 0, 8, 0, "(uchar)0", "(uchar)255",
+                                    "uchar"};
+  static const struct dt_info b8 = {"uchar", "uchar", "b8", 0, 0, 8, 1, "(uchar)0", "(uchar)1",
+                                    "uchar"};
+  static const struct dt_info f16 = {"float", "uint", "f16", 1, 1, 32, 0, "(-INFINITY)", "INFINITY",
+                                     "half"};
+  static const struct dt_info bf16 = {"float", "uint", "bf16", 1, 1, 32, 0, "(-INFINITY)",
+                                      "INFINITY", "ushort"};
   switch (dt) {
+  case KILN_F16:
+    return &f16;
+  case KILN_BF16:
+    return &bf16;
   case KILN_F64:
     return &f64;
   case KILN_I32:
@@ -295,6 +308,79 @@ static const char common_helpers[] =
     "inline T k_relu(T x) { return x < (T)0 ? (T)0 : x; }\n"
     "inline T k_clamp(T x, T lo, T hi)\n{\n  x = x < lo ? lo : x;\n  return x > hi ? hi : x;\n}\n";
 
+/*
+ * f16 and bf16 are storage types (docs/ops.md, "f16 and bf16"): loaded exactly into
+ * float, every op computed in float and its result rounded to the 16-bit type (kx_r_*),
+ * stored rounded to nearest even. The conversions are cast.cl's: NaN keeps its sign and,
+ * from a float, its top payload bits; f64 goes to f16 in one rounding (the double
+ * vstore_half_rte), to bf16 through float rounded to odd, as i64 does.
+ */
+static const char half_helpers[] =
+    "inline float kx_ld_f16(global const half *p, ulong i)\n{\n"
+    "  uint h = ((global const ushort *)p)[i];\n"
+    "  float f = vload_half(i, p);\n"
+    "  uint nan = (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu);\n"
+    "  return nan ? as_float(((h & 0x8000u) << 16) | 0x7f800000u | ((h & 0x3ffu) << 13)) : f;\n}\n"
+    "inline void kx_st_f16(global half *p, ulong i, float v)\n{\n"
+    "  uint u = as_uint(v);\n"
+    "  if (isnan(v))\n"
+    "    ((global ushort *)p)[i] = (ushort)(((u >> 16) & 0x8000u) | 0x7e00u | ((u & 0x7fffffu) >> 13));\n"
+    "  else\n    vstore_half_rte(v, i, p);\n}\n"
+    "inline float kx_r_f16(float v)\n{\n"
+    "  ushort u;\n  if (isnan(v))\n    return v;\n"
+    "  vstore_half_rte(v, 0, (half *)&u);\n  return vload_half(0, (const half *)&u);\n}\n"
+    "inline float kx_bf16_f32(ushort h) { return as_float((uint)h << 16); }\n"
+    "inline ushort kx_f32_bf16(float f)\n{\n"
+    "  uint u = as_uint(f);\n"
+    "  if ((u & 0x7fffffffu) > 0x7f800000u)\n    return (ushort)((u >> 16) | 0x40u);\n"
+    "  return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n}\n"
+    "inline float kx_r_bf16(float v) { return kx_bf16_f32(kx_f32_bf16(v)); }\n"
+    "inline float kx_r_bf16_l(long v)\n{\n"
+    "  float f = convert_float_rtz(v);\n"
+    "  uint odd = convert_long(f) != v ? 1u : 0u;\n"
+    "  return kx_r_bf16(as_float(as_uint(f) | odd));\n}\n";
+
+/* The same from double (programs with fp64 only). */
+static const char half_helpers64[] =
+    "inline float kx_r_f16_d(double v)\n{\n"
+    "  ushort u;\n  if (isnan(v))\n    return as_float(signbit(v) ? 0xffc00000u : 0x7fc00000u);\n"
+    "  vstore_half_rte(v, 0, (half *)&u);\n  return vload_half(0, (const half *)&u);\n}\n"
+    "inline float kx_r_bf16_d(double v)\n{\n"
+    "  if (isnan(v))\n    return as_float(signbit(v) ? 0xffc00000u : 0x7fc00000u);\n"
+    "  float f = convert_float_rtz(v);\n"
+    "  uint odd = (double)f != v ? 1u : 0u;\n"
+    "  return kx_r_bf16(as_float(as_uint(f) | odd));\n}\n";
+
+static int
+is_half_dt(kiln_dtype dt)
+{
+  return dt == KILN_F16 || dt == KILN_BF16;
+}
+
+/* "in<k>[idx]" read as the computing type (f16, bf16 converted exactly to float). */
+static void
+emit_load_expr(struct sb *b, kiln_dtype dt, int k, const char *idx)
+{
+  if (dt == KILN_F16)
+    sb_printf(b, "kx_ld_f16(in%d, %s)", k, idx);
+  else if (dt == KILN_BF16)
+    sb_printf(b, "kx_bf16_f32(in%d[%s])", k, idx);
+  else
+    sb_printf(b, "in%d[%s]", k, idx);
+}
+
+/* out<k>[idx] = value, rounded to the 16-bit types. */
+static void
+emit_store(struct sb *b, kiln_dtype dt, size_t k, const char *idx, const char *value)
+{
+  if (dt == KILN_F16)
+    sb_printf(b, "kx_st_f16(out%zu, %s, %s);\n", k, idx, value);
+  else if (dt == KILN_BF16)
+    sb_printf(b, "out%zu[%s] = kx_f32_bf16(%s);\n", k, idx, value);
+  else
+    sb_printf(b, "out%zu[%s] = %s;\n", k, idx, value);
+}
+
 /* ------------------------------------------------------------------ nodes */
 
 /* Nonzero while emitting the lane loop of a vector-loaded map (FLAT inputs come from L<k>). */
@@ -317,23 +403,37 @@ emit_input_load(struct sb *b, const struct kx_layout *l, const struct kx_node *n
     sb_printf(b, "    %s v%zu = L%d.s[l];\n", t, id, k);
     return;
   }
+  char idx[64];
   switch (l->access[k]) {
   case KX_SPLAT:
-    sb_printf(b, "    %s v%zu = in%d[o%d];\n", t, id, k, k);
+    snprintf(idx, sizeof idx, "o%d", k);
     break;
   case KX_FLAT:
-    sb_printf(b, "    %s v%zu = in%d[o%d + i];\n", t, id, k, k);
+    snprintf(idx, sizeof idx, "o%d + i", k);
     break;
-  case KX_STRIDED:
-    sb_printf(b, "    %s v%zu = in%d[o%d + ko%d + ro%d];\n", t, id, k, k, k, k);
+  default:
+    snprintf(idx, sizeof idx, "o%d + ko%d + ro%d", k, k, k);
     break;
   }
+  sb_printf(b, "    %s v%zu = ", t, id);
+  emit_load_expr(b, n->dtype, k, idx);
+  sb_printf(b, ";\n");
 }
 
 static void
 emit_cast(struct sb *b, kiln_dtype to, kiln_dtype from, size_t id, int32_t a)
 {
   const struct dt_info *t = dti(to), *f = dti(from);
+  if (is_half_dt(to)) {
+    const char *r = to == KILN_F16 ? "kx_r_f16" : "kx_r_bf16";
+    if (from == KILN_F64)
+      sb_printf(b, "    float v%zu = %s_d(v%d);\n", id, r, (int)a);
+    else if (to == KILN_BF16 && (from == KILN_I32 || from == KILN_I64))
+      sb_printf(b, "    float v%zu = kx_r_bf16_l(convert_long(v%d));\n", id, (int)a);
+    else
+      sb_printf(b, "    float v%zu = %s(convert_float(v%d));\n", id, r, (int)a);
+    return;
+  }
   if (to == KILN_BOOL)
     sb_printf(b, "    uchar v%zu = (uchar)(v%d != (%s)0);\n", id, (int)a, f->ctype);
   else if (t->is_float)
@@ -344,6 +444,14 @@ emit_cast(struct sb *b, kiln_dtype to, kiln_dtype from, size_t id, int32_t a)
               (int)a, t->ctype, t->ctype, (int)a);
   else
     sb_printf(b, "    %s v%zu = (%s)v%d;\n", t->ctype, id, t->ctype, (int)a);
+}
+
+/* An op's f16/bf16 result, computed in float, rounded as the elementwise family stores it. */
+static void
+emit_round(struct sb *b, kiln_dtype dt, size_t id)
+{
+  if (is_half_dt(dt))
+    sb_printf(b, "    v%zu = %s(v%zu);\n", id, dt == KILN_F16 ? "kx_r_f16" : "kx_r_bf16", id);
 }
 
 static void
@@ -369,6 +477,7 @@ emit_nodes(struct sb *b, const struct kx_canon *c, const struct kx_layout *l)
       sb_printf(b, "    %s v%zu = (%s)(", t, i, t);
       subst(b, unary_expr[n->op], c->nodes[n->a].dtype, x, NULL, NULL);
       sb_printf(b, ");\n");
+      emit_round(b, n->dtype, i);
       break;
     case KX_BINARY:
       snprintf(x, sizeof x, "v%d", (int)n->a);
@@ -376,6 +485,7 @@ emit_nodes(struct sb *b, const struct kx_canon *c, const struct kx_layout *l)
       sb_printf(b, "    %s v%zu = (%s)(", t, i, t);
       subst(b, binary_expr[n->op], c->nodes[n->a].dtype, NULL, x, y);
       sb_printf(b, ");\n");
+      emit_round(b, n->dtype, i);
       break;
     case KX_WHERE:
       sb_printf(b, "    %s v%zu = v%d ? v%d : v%d;\n", t, i, (int)n->a, (int)n->b, (int)n->c);
@@ -471,12 +581,12 @@ static void
 emit_args(struct sb *b, const struct kx_canon *c, const struct kx_layout *l)
 {
   for (size_t k = 0; k < l->ninputs; k++)
-    sb_printf(b, "global const %s *in%zu, ulong o%zu, ", dti(l->in_dtype[k])->ctype, k, k);
+    sb_printf(b, "global const %s *in%zu, ulong o%zu, ", dti(l->in_dtype[k])->st, k, k);
   sb_printf(b, "\n    ");
   for (size_t s = 0; s < l->nscalars; s++)
     sb_printf(b, "%s s%zu, ", dti(l->scalar_dtype[s])->ctype, s);
   for (size_t k = 0; k < c->noutputs; k++)
-    sb_printf(b, "global %s *out%zu, ulong q%zu, ", dti(l->res_dtype[k])->ctype, k, k);
+    sb_printf(b, "global %s *out%zu, ulong q%zu, ", dti(l->res_dtype[k])->st, k, k);
   sb_printf(b, "\n    ");
   /* iteration dimensions (innermost last) and each strided input's strides */
   if (needs_dims(l)) {
@@ -529,10 +639,15 @@ emit_map_body(struct sb *b, const struct kx_canon *c, const struct kx_layout *l)
       sb_printf(b, "    const ulong ro%zu = 0;\n", k);
   emit_nodes(b, c, l);
   for (size_t k = 0; k < c->noutputs; k++) {
+    char idx[32], val[24];
+    snprintf(idx, sizeof idx, "q%zu + i", k);
+    snprintf(val, sizeof val, "v%d", (int)c->outputs[k]);
     if (lane_mode)
       sb_printf(b, "    O%zu.s[l] = v%d;\n", k, (int)c->outputs[k]);
-    else
-      sb_printf(b, "    out%zu[q%zu + i] = v%d;\n", k, k, (int)c->outputs[k]);
+    else {
+      sb_printf(b, "    ");
+      emit_store(b, l->res_dtype[k], k, idx, val);
+    }
   }
 }
 
@@ -554,7 +669,7 @@ emit_map(struct sb *b, const struct kx_canon *c, const struct kx_layout *l)
   sb_printf(b, "kernel void\nkx_map(");
   emit_args(b, c, l);
   sb_printf(b, "ulong n)\n{\n");
-  if (l->items == 1) {
+  if (l->items == 1 && l->lanes > 1) {
     /*
      * One element per work-item and no loop while the grid covers n: PoCL vectorises
      * across work-items only then (kiln__launch_1d caps the grid at 2^31 items; the loop
@@ -672,12 +787,14 @@ emit_store_final(struct sb *b, const struct kx_canon *c, const struct kx_layout 
 {
   const char *act = dti(l->acc_dtype)->ctype;
   for (size_t k = 0; k < c->noutputs; k++) {
+    char idx[64], val[96];
+    snprintf(idx, sizeof idx, "q%zu + %s", k, at);
     if (l->rop == KILN_REDUCE_MEAN)
-      sb_printf(b, "      out%zu[q%zu + %s] = (%s)(sh%zu[0] / (%s)R);\n", k, k, at,
-                dti(l->res_dtype[k])->ctype, k, act);
+      snprintf(val, sizeof val, "(%s)(sh%zu[0] / (%s)R)", dti(l->res_dtype[k])->ctype, k, act);
     else
-      sb_printf(b, "      out%zu[q%zu + %s] = (%s)sh%zu[0];\n", k, k, at,
-                dti(l->res_dtype[k])->ctype, k);
+      snprintf(val, sizeof val, "(%s)sh%zu[0]", dti(l->res_dtype[k])->ctype, k);
+    sb_printf(b, "      ");
+    emit_store(b, l->res_dtype[k], k, idx, val);
   }
 }
 
@@ -773,7 +890,7 @@ emit_reduce(struct sb *b, const struct kx_canon *c, const struct kx_layout *l)
   /* the partials of each output element: one group each */
   sb_printf(b, "kernel void\nkx_final(");
   for (size_t k = 0; k < c->noutputs; k++)
-    sb_printf(b, "global %s *out%zu, ulong q%zu, ", dti(l->res_dtype[k])->ctype, k, k);
+    sb_printf(b, "global %s *out%zu, ulong q%zu, ", dti(l->res_dtype[k])->st, k, k);
   sb_printf(b, "ulong nout, ulong R, ulong gp, global const %s *part)\n{\n", act);
   for (size_t k = 0; k < c->noutputs; k++)
     sb_printf(b, "  local %s sh%zu[%u];\n", act, k, l->wg);
@@ -868,8 +985,13 @@ emit_scan(struct sb *b, const struct kx_canon *c, const struct kx_layout *l)
     if (l->exclusive && dti(l->acc_dtype)->is_float &&
         (l->rop == KILN_REDUCE_MIN || l->rop == KILN_REDUCE_MAX))
       sb_printf(b, "     if (r == 0)\n      y%zu = (%s)NAN; /* as kiln_scan */\n", k, act);
-    sb_printf(b, "     if (r < R)\n      out%zu[q%zu + oko + r * osr] = (%s)y%zu;\n", k, k,
-              dti(l->res_dtype[k])->ctype, k);
+    {
+      char idx[64], val[48];
+      snprintf(idx, sizeof idx, "q%zu + oko + r * osr", k);
+      snprintf(val, sizeof val, "(%s)y%zu", dti(l->res_dtype[k])->ctype, k);
+      sb_printf(b, "     if (r < R)\n      ");
+      emit_store(b, l->res_dtype[k], k, idx, val);
+    }
     snprintf(lhs, sizeof lhs, "carry%zu", k);
     snprintf(rhs, sizeof rhs, "sh%zu[%u]", k, l->wg - 1);
     sb_printf(b, "     ");
@@ -899,7 +1021,13 @@ kiln__expr_codegen(const char *op, const struct kx_canon *c, const struct kx_lay
             l->scan ? ", trailing scan" : l->reduce ? ", trailing reduction" : "");
   if (used & (1u << KILN_F64))
     sb_printf(&b, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
-  const kiln_dtype order[] = {KILN_F32, KILN_F64, KILN_I32, KILN_I64, KILN_U8, KILN_BOOL};
+  if (used & ((1u << KILN_F16) | (1u << KILN_BF16))) {
+    sb_printf(&b, "\n/* f16, bf16 */\n%s", half_helpers);
+    if (used & (1u << KILN_F64))
+      sb_printf(&b, "%s", half_helpers64);
+  }
+  const kiln_dtype order[] = {KILN_F32, KILN_F64, KILN_I32,  KILN_I64,
+                              KILN_U8,  KILN_BOOL, KILN_F16, KILN_BF16};
   for (size_t j = 0; j < sizeof order / sizeof order[0]; j++) {
     if (!(used & (1u << (unsigned)order[j])))
       continue;
