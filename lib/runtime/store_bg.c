@@ -1,6 +1,8 @@
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/env.h"
@@ -8,8 +10,20 @@
 #include "runtime/build.h"
 #include "runtime/store_bg.h"
 
+/*
+ * A job waits until the caller has queued the next one, asks for the stores
+ * (drain, release) or READY_S seconds have passed: by then the caller has
+ * usually launched the program's kernel, and with PoCL's cache on (its
+ * default) the storer's program shares PoCL's cache directory with the
+ * caller's, so the binary carries the work-group function that launch
+ * compiled, and a process that loads it compiles nothing at its first launch
+ * even with PoCL's cache empty.
+ */
+#define READY_S 2
+
 struct store_job {
   struct store_job *next;
+  struct timespec queued; /* CLOCK_REALTIME, for pthread_cond_timedwait */
   struct kiln__dc_req req; /* its strings point into strs */
   char *text, *options, *strs;
   size_t len;
@@ -21,6 +35,7 @@ struct kiln__storer {
   pthread_cond_t idle; /* the queue ran empty */
   struct store_job *head, *tail;
   int busy, stop;
+  int flush; /* callers waiting in drain: every job is ready */
   pthread_t thread;
   pid_t pid; /* the process that started the thread: a forked child has no such thread */
   /* Used by the thread only. */
@@ -104,6 +119,12 @@ storer_main(void *arg)
     struct store_job *j = s->head;
     if (!j)
       break;
+    if (!j->next && !s->flush && !s->stop) {
+      struct timespec until = j->queued;
+      until.tv_sec += READY_S;
+      if (pthread_cond_timedwait(&s->wake, &s->mu, &until) != ETIMEDOUT)
+        continue; /* woken: look again */
+    }
     s->head = j->next;
     if (!s->head)
       s->tail = NULL;
@@ -171,6 +192,7 @@ kiln__storer_enqueue(kiln_context *ctx, const struct kiln__dc_req *req, const ch
   j->text = dup_bytes(text, len);
   j->options = strdup(options);
   j->len = len;
+  clock_gettime(CLOCK_REALTIME, &j->queued);
   if (!j->strs || !j->text || !j->options) {
     job_free(j);
     return -1;
@@ -205,8 +227,11 @@ kiln__storer_drain(kiln_context *ctx)
   if (!s || s->pid != getpid())
     return;
   pthread_mutex_lock(&s->mu);
+  s->flush++;
+  pthread_cond_signal(&s->wake);
   while (s->head || s->busy)
     pthread_cond_wait(&s->idle, &s->mu);
+  s->flush--;
   pthread_mutex_unlock(&s->mu);
 }
 
