@@ -3,7 +3,7 @@
 
 Usage: python3 bench/peers_torch.py [--out FILE.json] [--sizes 2^10,2^14,...] [--dtype f32,f64]
                                     [--filter SUBSTR] [--reps N] [--device cuda|cpu]
-                                    [--no-startup] [--first-result] [--list]
+                                    [--no-startup] [--first-result] [--compile] [--list]
 
 Measures with PyTorch (cuBLAS for blas.gemm, cuFFT for fft.c2c) every `kiln bench` case
 that has a PyTorch equivalent, under kiln's case name, with kiln's shapes for each size
@@ -19,6 +19,13 @@ fires: the events measure the GPU's work, not the CPU's launch latency, as OpenC
 profiling events do for kiln. Wall time: the host clock around one call plus
 torch.cuda.synchronize(). With --device cpu there are no events and device_ms is the wall
 time (a smoke test of the script, not a peer figure).
+
+--compile times the expr.* and user.* cases under torch.compile (dynamic=False; the first
+calls compile and are not timed) instead of eagerly, under the same case names: their op
+text ends in "(torch.compile)" and settings.mode says so. If torch.compile cannot compile a
+small probe function on the device (no triton, no C compiler...), the script says why on
+stderr and in "compile_error", measures nothing and exits 1; a case that fails to compile is
+a skipped point with its error, and the others go on.
 
 Also: the dispatch overhead (a chain of 500 adds of one-element tensors, wall clock, us per
 op, as `kiln bench` measures it) and, with --first-result, the wall time of a new Python
@@ -194,6 +201,7 @@ class Env:
         self.cdtype = torch.complex128 if dtype_name in ("f64", "c128") else torch.complex64
         self.gen = torch.Generator(device=device)
         self.gen.manual_seed(12345)
+        self.compile = False
 
     def uniform(self, *shape):
         """Values in [-2, 2), like kiln's bench_random_tensor (integers: [0, 2^28))."""
@@ -641,6 +649,15 @@ def bytes_4in(n, esz):  # expr.sum8: four inputs read once (tools/bench_expr.c)
     return 4.0 * n * esz
 
 
+def compiled(e, fn, args, text):
+    """fn(*args) eager, or under torch.compile with --compile (the first call compiles, untimed:
+    measure() warms up twice). Errors of torch.compile surface at that first call."""
+    if not e.compile:
+        return (lambda: fn(*args)), text + " (eager)"
+    cf = e.torch.compile(fn, dynamic=False)
+    return (lambda: cf(*args)), text + " (torch.compile)"
+
+
 def setup_demo_chain(e, n):
     # kiln's expr.demo_chain: the demo's chain with its f64 round trip, f32 only
     if e.dtype_name != "f32":
@@ -648,17 +665,47 @@ def setup_demo_chain(e, n):
     t = e.torch
     x = e.uniform(n)
 
-    def call():
+    def chain(x):
         y = t.sigmoid(2 * x + 1) * t.cos(x) - t.relu(x)
         return y.double().float()
-    return call, [n], "(sigmoid(2x+1)*cos(x)-relu(x)).double().float() (eager)"
+    call, text = compiled(e, chain, (x,), "(sigmoid(2x+1)*cos(x)-relu(x)).double().float()")
+    return call, [n], text
 
 
 def setup_sum8(e, n):
     t = e.torch
     a, b, c, d = e.uniform(n), e.uniform(n), e.uniform(n), e.uniform(n)
-    return ((lambda: t.sum(a * b + c * d - (a - c) * 0.5 + t.maximum(b, d))), [n],
-            "sum(a*b + c*d - (a-c)*0.5 + maximum(b, d)) (eager)")
+
+    def sum8(a, b, c, d):
+        return t.sum(a * b + c * d - (a - c) * 0.5 + t.maximum(b, d))
+    call, text = compiled(e, sum8, (a, b, c, d), "sum(a*b + c*d - (a-c)*0.5 + maximum(b, d))")
+    return call, [n], text
+
+
+# kiln's user.* rows (tools/bench_cases.c): caller-written kernels through kiln's elementwise,
+# reduction and scan machinery; the peer is the PyTorch op that computes the same.
+def setup_user_axpy(e, n):
+    t = e.torch
+    x, y = e.uniform(n), e.uniform(n)
+
+    def axpy(x, y):
+        return t.add(y, x, alpha=0.5, out=y) if not e.compile else y.add_(x, alpha=0.5)
+    call, text = compiled(e, axpy, (x, y), "y = 0.5*x + y in place")
+    return call, [n], text
+
+
+def setup_user_sum(e, n):
+    t = e.torch
+    x = e.uniform(n)
+    call, text = compiled(e, lambda x: t.sum(x), (x,), "torch.sum(x) (x 1-D)")
+    return call, [n], text
+
+
+def setup_user_cumsum(e, n):
+    t = e.torch
+    x = e.uniform(n)
+    call, text = compiled(e, lambda x: t.cumsum(x, dim=0), (x,), "torch.cumsum(x, dim=0) (x 1-D)")
+    return call, [n], text
 
 
 # (kiln case name, setup(env, n) -> (call, shape, op text), bytes(n, esz) or None, flops(n) or None)
@@ -716,7 +763,12 @@ CASES = [
     ("nn.attention_causal", setup_attention_causal, None, flops_attention),
     ("expr.demo_chain", setup_demo_chain, bytes_1in_1out, None),
     ("expr.sum8", setup_sum8, bytes_4in, None),
+    ("user.axpy", setup_user_axpy, bytes_2in_1out, None),
+    ("user.sum", setup_user_sum, bytes_read, None),
+    ("user.cumsum", setup_user_cumsum, bytes_1in_1out, None),
 ]
+# The cases --compile runs (their setups build a function torch.compile can take).
+COMPILE_CASES = ("expr.", "user.")
 COPY_CASE = "copy.kiln_copy"
 
 
@@ -941,6 +993,8 @@ def parse_args(argv):
     ap.add_argument("--no-startup", action="store_true", help="skip the dispatch overhead")
     ap.add_argument("--first-result", action="store_true",
                     help="also time a new process's first result (5 processes)")
+    ap.add_argument("--compile", action="store_true",
+                    help="time the expr.* and user.* cases under torch.compile instead of eagerly")
     ap.add_argument("--list", action="store_true", help="print the case names and exit")
     args = ap.parse_args(argv)
     try:
@@ -988,9 +1042,24 @@ def progress(done, total):
     sys.stderr.flush()
 
 
+def compile_probe(torch, device):
+    """None if torch.compile compiles and runs a small function on the device, else why not."""
+    try:
+        x = torch.ones(1024, device=device)
+        y = torch.compile(lambda v: torch.sin(v) * 2 + 1, dynamic=False)(x)
+        if abs(float(y[0]) - (math.sin(1.0) * 2 + 1)) > 1e-5:
+            return f"wrong result {float(y[0])}"
+    except Exception as e:  # no triton, no C compiler, an inductor bug: say so and go on
+        msg = str(e).strip().splitlines()
+        return (msg[0] if msg else type(e).__name__)[:400]
+    return None
+
+
 def run_cases(torch, args, timer):
     cases = [c for c in CASES
              if not args.filter or any(f and f in c[0] for f in args.filter.split(","))]
+    if args.compile:
+        cases = [c for c in cases if c[0].startswith(COMPILE_CASES)]
     copy_case = next(c for c in CASES if c[0] == COPY_CASE)
     copy_gbps = {}  # (dtype, n) -> GB/s of PyTorch's copy, measured once
     results, skipped = [], []
@@ -999,6 +1068,7 @@ def run_cases(torch, args, timer):
     def point(case, dtype, n):
         name, setup, nbytes, flops = case
         env = Env(torch, args.device, dtype)
+        env.compile = args.compile and name.startswith(COMPILE_CASES)
         fn, shape, op = setup(env, n)
         r = measure(timer, fn, args.reps)
         del fn
@@ -1118,6 +1188,18 @@ def main(argv=None):
         }),
     }
     t0 = time.perf_counter()
+    if args.compile:
+        doc["settings"]["mode"] = "torch.compile (dynamic=False), expr.* and user.* cases only"
+        err = compile_probe(torch, args.device)
+        doc["compile_error"] = err
+        if err:
+            print(f"peers_torch.py: torch.compile does not work here: {err}; nothing measured "
+                  "under torch.compile", file=sys.stderr)
+            doc["results"], doc["skipped"] = [], [{"case": "torch.compile", "error": err}]
+            if args.out and args.out != "-":
+                with open(args.out, "w") as f:
+                    f.write(dumps(doc))
+            return 1
     doc["results"], doc["skipped"] = run_cases(torch, args, timer)
     if not args.no_startup:
         doc["dispatch_us_per_op"] = dispatch_overhead(torch, args.device, timer)
