@@ -34,6 +34,9 @@ static const char usage[] =
     "  --reps N           timed runs per point (default: adaptive, 5 to 50)\n"
     "  --json             one JSON document on stdout instead of the table\n"
     "  --no-startup       skip the dispatch-overhead and first-result measurements\n"
+    "  --tune FAMILY:PARAMS  time with these tuner parameters of FAMILY for every dtype and\n"
+    "                     size (kiln_tune_override), e.g. --tune 'scan:wg_size=64 single_pass=0';\n"
+    "                     repeatable (up to 8 families)\n"
     "  --list             print the case names and exit\n\n"
     "GB/s counts bytes read plus written and is left out ('-') for compute-bound cases;\n"
     "GFLOP/s is shown for cases with a flop count (blas.*: 2 d^3 for a d x d x d GEMM,\n"
@@ -56,6 +59,8 @@ struct options {
   int json;
   int startup;
   int list;
+  const char *tune[8]; /* --tune FAMILY:PARAMS */
+  int ntune;
 };
 
 static int
@@ -89,6 +94,14 @@ parse_options(int argc, char **argv, struct options *o)
         return -1;
       }
       o->reps = (int)reps;
+    } else if ((r = tool_opt_value("bench", argc, argv, &i, "--tune", &v)) != 0) {
+      if (r < 0)
+        return -1;
+      if (!strchr(v, ':') || o->ntune == 8) {
+        tool_usage_error("bench", "--tune: '%s' is not FAMILY:PARAMS (or more than 8 given)", v);
+        return -1;
+      }
+      o->tune[o->ntune++] = v;
     } else if ((r = tool_opt_value("bench", argc, argv, &i, "--sizes", &v)) != 0) {
       if (r < 0 || (o->nsizes = tool_parse_counts("bench", "--sizes", v, o->sizes, MAX_SIZES)) < 0)
         return -1;
@@ -412,6 +425,20 @@ cmd_bench(int argc, char **argv)
   }
   kiln_device_info info;
   kiln_context_device_info(ctx, &info);
+  for (int t = 0; t < o.ntune; t++) {
+    char family[64];
+    size_t fl = (size_t)(strchr(o.tune[t], ':') - o.tune[t]);
+    snprintf(family, sizeof family, "%.*s", (int)(fl < sizeof family ? fl : sizeof family - 1),
+             o.tune[t]);
+    for (int d = 0; d < o.ndtypes; d++) {
+      kiln_status ts = kiln_tune_override(ctx, family, o.dtypes[d], NULL, o.tune[t] + fl + 1);
+      if (ts != KILN_OK) {
+        fprintf(stderr, "kiln bench: --tune %s: %s\n", o.tune[t], kiln_last_error());
+        kiln_context_release(ctx);
+        return 2;
+      }
+    }
+  }
 
   size_t cap = bench_case_count * (size_t)o.ndtypes * (size_t)o.nsizes;
   struct result *res = calloc(cap, sizeof *res);
