@@ -33,6 +33,7 @@ CASES = [
     ("binary.add_row_bcast", 2), ("binary.mul_scalar", 2), ("reduce.sum_all", 1),
     ("sort.sort", 2), ("sort.argsort", lambda n, esz: n * (esz + 8)), ("sort.sort_rows", 2),
     ("sort.topk", 1), ("sort.topk_rows", 1), ("sort.searchsorted", lambda n, esz: n * (esz + 8)),
+    ("scan.cumsum_rows", 2), ("scan.cumsum_cols", 2), ("scan.cumsum_all", 2),
 ]
 
 
@@ -115,6 +116,12 @@ def numpy_cases(n, dtype):
         "sort.topk": lambda: topk(a, min(n, 100)),
         "sort.topk_rows": lambda: topk(a8, min(a8.shape[1], 16)),
         "sort.searchsorted": lambda: np.searchsorted(np.sort(s16), b),
+        # scans as tools/bench_cases.c shapes them: [n/1024, 1024] along axis 1, [1024,
+        # n/1024] along axis 0, and all of n
+        "scan.cumsum_rows": lambda: np.cumsum(a2, axis=1, out=out2),
+        "scan.cumsum_cols": lambda: np.cumsum(a.reshape(cols, n // cols), axis=0,
+                                              out=out.reshape(cols, n // cols)),
+        "scan.cumsum_all": lambda: np.cumsum(a, out=out),
     }
 
 

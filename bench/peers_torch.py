@@ -295,6 +295,11 @@ def setup_scan(e, n, cols_first):
             f"torch.cumsum(x, dim={dim}, out=out)")
 
 
+def setup_scan_all(e, n):
+    a, out = e.uniform(n), e.empty(n)
+    return (lambda: e.torch.cumsum(a, dim=0, out=out)), [n], "torch.cumsum(x, dim=0, out=out) (x 1-D)"
+
+
 def setup_gemm(e, n):
     d = square_dim(n)
     a, b, out = e.uniform(d, d), e.uniform(d, d), e.empty(d, d)
@@ -724,6 +729,7 @@ CASES = [
     ("reduce.sum_cols", lambda e, n: setup_reduce(e, n, True), bytes_read, None),
     ("scan.cumsum_rows", lambda e, n: setup_scan(e, n, False), bytes_1in_1out, None),
     ("scan.cumsum_cols", lambda e, n: setup_scan(e, n, True), bytes_1in_1out, None),
+    ("scan.cumsum_all", setup_scan_all, bytes_1in_1out, None),
     ("blas.gemm", setup_gemm, None, flops_gemm),
     ("blas.hgemm", setup_gemm, None, flops_gemm),
     ("blas.cgemm", setup_gemm, None, lambda n: 4.0 * flops_gemm(n)),

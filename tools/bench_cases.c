@@ -1132,6 +1132,7 @@ const struct bench_case bench_cases[] = {
     {"reduce.sum_cols", "reduce", sum_dtype, setup_cols, run_sum_axis0, bytes_read, NULL},
     {"scan.cumsum_rows", "scan", cumsum_dtype, setup_rows, run_cumsum_axis1, bytes_1in_1out, NULL},
     {"scan.cumsum_cols", "scan", cumsum_dtype, setup_cols, run_cumsum_axis0, bytes_1in_1out, NULL},
+    {"scan.cumsum_all", "scan", cumsum_dtype, setup_flat, run_cumsum_axis0, bytes_1in_1out, NULL},
     {"blas.gemm", "blas", float_dtype, setup_gemm, run_gemm, NULL, flops_gemm},
     {"blas.gemm_clblast", "blas", float_dtype, setup_gemm_clblast, run_gemm, NULL, flops_gemm},
     {"blas.gemm_kiln", "blas", float_dtype, setup_gemm_kiln, run_gemm, NULL, flops_gemm},

@@ -39,6 +39,9 @@ static const char usage[] =
     "  --tune FAMILY:PARAMS  override a tuner family's parameters for every dtype and size\n"
     "                     of the run (kiln_tune_override), e.g. --tune 'linalg:route=2 nb=64';\n"
     "                     may be repeated\n\n"
+    "  --tune FAMILY:PARAMS  time with these tuner parameters of FAMILY for every dtype and\n"
+    "                     size (kiln_tune_override), e.g. --tune 'scan:wg_size=64 single_pass=0';\n"
+    "                     repeatable (up to 8 families)\n"
     "GB/s counts bytes read plus written and is left out ('-') for compute-bound cases;\n"
     "GFLOP/s is shown for cases with a flop count (blas.*: 2 d^3 for a d x d x d GEMM,\n"
     "8 d^3 for blas.cgemm;\n"
@@ -61,6 +64,8 @@ struct options {
   int startup;
   int list;
   const char *tune[8]; /* FAMILY:PARAMS overrides */
+  int ntune;
+  const char *tune[8]; /* --tune FAMILY:PARAMS */
   int ntune;
 };
 
@@ -119,6 +124,14 @@ parse_options(int argc, char **argv, struct options *o)
         return -1;
       if (!strchr(v, ':') || o->ntune == (int)(sizeof o->tune / sizeof o->tune[0])) {
         tool_usage_error("bench", "--tune: '%s' is not FAMILY:PARAMS (at most 8 of them)", v);
+        return -1;
+      }
+      o->tune[o->ntune++] = v;
+    } else if ((r = tool_opt_value("bench", argc, argv, &i, "--tune", &v)) != 0) {
+      if (r < 0)
+        return -1;
+      if (!strchr(v, ':') || o->ntune == 8) {
+        tool_usage_error("bench", "--tune: '%s' is not FAMILY:PARAMS (or more than 8 given)", v);
         return -1;
       }
       o->tune[o->ntune++] = v;
@@ -458,6 +471,20 @@ cmd_bench(int argc, char **argv)
   }
   kiln_device_info info;
   kiln_context_device_info(ctx, &info);
+  for (int t = 0; t < o.ntune; t++) {
+    char family[64];
+    size_t fl = (size_t)(strchr(o.tune[t], ':') - o.tune[t]);
+    snprintf(family, sizeof family, "%.*s", (int)(fl < sizeof family ? fl : sizeof family - 1),
+             o.tune[t]);
+    for (int d = 0; d < o.ndtypes; d++) {
+      kiln_status ts = kiln_tune_override(ctx, family, o.dtypes[d], NULL, o.tune[t] + fl + 1);
+      if (ts != KILN_OK) {
+        fprintf(stderr, "kiln bench: --tune %s: %s\n", o.tune[t], kiln_last_error());
+        kiln_context_release(ctx);
+        return 2;
+      }
+    }
+  }
 
   size_t cap = bench_case_count * (size_t)o.ndtypes * (size_t)o.nsizes;
   struct result *res = calloc(cap, sizeof *res);
