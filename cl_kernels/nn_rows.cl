@@ -77,9 +77,10 @@
 #define ROW_CACHE_LEN (KILN_NN_ROW_ITEMS > 0 ? KILN_NN_ROW_ITEMS : 1)
 /* Row position of this lane's cached element k. */
 #define CACHE_J(k) (lane + (ulong)(k) * lpr)
-/* Every cached element k of this lane's row that exists. */
+/* Every cached element k of this lane's row that exists. Unrolled, so that the caches stay
+ * in registers (an array indexed at run time would live in memory). */
 #define CACHE_EACH(k)                                                                    \
-  for (uint k = 0; k < KILN_NN_ROW_ITEMS; k++)                                           \
+  _Pragma("unroll") for (uint k = 0; k < KILN_NN_ROW_ITEMS; k++)                         \
     if (live && CACHE_J(k) < len)
 /* Every element j of this lane's row past the cached ones. */
 #define TAIL_EACH(j)                                                                     \
@@ -469,8 +470,9 @@ ce_fwd(global const ST *z, ulong zoff, global const long *ti, ulong tioff, globa
   ROWS_BEGIN
   CACHE_LOAD(zc, z)
   T pc[ROW_CACHE_LEN];
-  if (probs)
+  if (probs) {
     CACHE_EACH(k) pc[k] = KILN_LOAD(tp, base + CACHE_J(k));
+  }
   T m = -INFINITY, s = (T)0, a = (T)0, c = (T)0;
   CACHE_EACH(k) m = zc[k] > m ? zc[k] : m;
   const T m0 = m;
@@ -542,8 +544,9 @@ ce_bwd(global const ST *gout, ulong goff, global const ST *z, ulong zoff, global
   ROWS_BEGIN
   CACHE_LOAD(zc, z)
   T pc[ROW_CACHE_LEN];
-  if (probs)
+  if (probs) {
     CACHE_EACH(k) pc[k] = KILN_LOAD(tp, base + CACHE_J(k));
+  }
   /* zc becomes exp(z - m0), as in softmax_fwd. */
   T m = -INFINITY, s = (T)0, c = (T)0;
   CACHE_EACH(k) m = zc[k] > m ? zc[k] : m;

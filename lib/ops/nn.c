@@ -136,7 +136,8 @@ kiln__nn_row_shape(kiln_context *ctx, cl_kernel k, const kiln__nn_knobs *kn, uin
     p *= 2;
   if (inner > 1)
     p = 1;
-  if (p > wg)
+  /* Streamed rows (row_items 0) fit any group: no reason to grow it. */
+  if (kn->row_items && p > wg)
     wg = p;
   *local = wg;
   *lpr = p < wg ? p : (uint32_t)wg;

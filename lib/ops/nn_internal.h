@@ -66,8 +66,8 @@ kiln_status kiln__nn_kernel(const char *op, kiln_context *ctx, const char *sourc
 /*
  * The local size and lanes per row of row kernel k (nn_rows.cl) over rows of len elements
  * inner apart: the knobs' local size, raised (up to the kernel's limit) until a row fits in
- * the lanes' register caches; lanes per row the next power of two of the elements per
- * cache (all of len when streaming), up to the local size; 1 when inner > 1.
+ * the lanes' register caches (not when streaming: row_items 0); lanes per row the next power
+ * of two of len / row_items (of len when streaming), up to the local size; 1 when inner > 1.
  */
 void kiln__nn_row_shape(kiln_context *ctx, cl_kernel k, const kiln__nn_knobs *kn, uint64_t len,
                         uint64_t inner, size_t *local, uint32_t *lpr);
