@@ -396,6 +396,54 @@ def bytes_ce(n, esz):  # the logits read once
     return n * esz
 
 
+def setup_log_softmax(e, n):
+    shape = nn_rows_shape(n)
+    a, out = e.uniform(*shape), e.empty(*shape)
+    return (lambda: e.torch.log_softmax(a, -1, out=out)), shape, "torch.log_softmax(x, -1, out=out)"
+
+
+def setup_softmax_bwd(e, n):
+    shape = nn_rows_shape(n)
+    g, y = e.uniform(*shape), e.torch.softmax(e.uniform(*shape), -1)
+    aten = e.torch.ops.aten
+    return ((lambda: aten._softmax_backward_data(g, y, -1, e.dtype)), shape,
+            "aten._softmax_backward_data(g, y, -1)")
+
+
+def setup_rms_norm(e, n):
+    shape = nn_rows_shape(n)
+    a = e.uniform(*shape)
+    w = e.torch.ones(shape[1], device=e.device, dtype=e.dtype)
+    f = e.torch.nn.functional
+    return (lambda: f.rms_norm(a, shape[1:], w, 1e-5)), shape, "F.rms_norm(x, [4096], w, 1e-5)"
+
+
+def setup_act(name):
+    def setup(e, n):
+        a = e.uniform(n)
+        f = e.torch.nn.functional
+        call = {"gelu_tanh": lambda: f.gelu(a, approximate="tanh"), "silu": lambda: f.silu(a),
+                "relu": lambda: e.torch.relu(a)}[name]
+        return call, [n], "F.%s(x)" % name
+    return setup
+
+
+def setup_gelu_bwd(e, n):
+    x, g = e.uniform(n), e.uniform(n)
+    aten = e.torch.ops.aten
+    return (lambda: aten.gelu_backward(g, x)), [n], "aten.gelu_backward(g, x)"
+
+
+def setup_ce_bwd(e, n):
+    shape = nn_rows_shape(n)
+    a = e.uniform(*shape).requires_grad_(True)
+    t = e.torch.randint(0, shape[1], (shape[0],), generator=e.gen, device=e.device)
+    loss = e.torch.nn.functional.cross_entropy(a, t)
+    one = e.torch.ones((), device=e.device, dtype=e.dtype)
+    return ((lambda: e.torch.autograd.grad(loss, a, one, retain_graph=True)), shape,
+            "autograd.grad(F.cross_entropy(x, t), x) (log_softmax_backward + nll_loss_backward)")
+
+
 def setup_histc(e, n):
     a = e.uniform(n)
     return (lambda: e.torch.histc(a, 1000, -2, 2)), [n], "torch.histc(x, 1000, -2, 2)"
@@ -741,6 +789,14 @@ CASES = [
     ("nn.layer_norm", setup_layer_norm, bytes_1in_1out, None),
     ("nn.gelu", setup_gelu, bytes_1in_1out, None),
     ("nn.cross_entropy", setup_cross_entropy, bytes_ce, None),
+    ("nn.log_softmax", setup_log_softmax, bytes_1in_1out, None),
+    ("nn.softmax_bwd", setup_softmax_bwd, bytes_2in_1out, None),
+    ("nn.rms_norm", setup_rms_norm, bytes_1in_1out, None),
+    ("nn.gelu_tanh", setup_act("gelu_tanh"), bytes_1in_1out, None),
+    ("nn.silu", setup_act("silu"), bytes_1in_1out, None),
+    ("nn.relu", setup_act("relu"), bytes_1in_1out, None),
+    ("nn.gelu_bwd", setup_gelu_bwd, bytes_2in_1out, None),
+    ("nn.ce_bwd", setup_ce_bwd, bytes_1in_1out, None),
     ("stats.histc", setup_histc, bytes_read, None),
     ("stats.bincount", setup_bincount, bytes_bincount, None),
     ("stats.quantile", setup_quantile, bytes_quantile, None),
@@ -1066,6 +1122,8 @@ def run_cases(torch, args, timer):
              if not args.filter or any(f and f in c[0] for f in args.filter.split(","))]
     if args.compile:
         cases = [c for c in cases if c[0].startswith(COMPILE_CASES)]
+    cases = [c for c in CASES
+             if not args.filter or any(f in c[0] for f in args.filter.split(",") if f)]
     copy_case = next(c for c in CASES if c[0] == COPY_CASE)
     copy_gbps = {}  # (dtype, n) -> GB/s of PyTorch's copy, measured once
     results, skipped = [], []

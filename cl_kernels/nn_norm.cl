@@ -17,11 +17,15 @@
  *     kiln_random_bernoulli's draw); DROP_MASK_OUT writes keep as a bool. One work-item per
  *     block of four elements, grid-stride: any work-group size gives the same bits.
  *   gn_stats(x, xoff, mean, moff, rstd, roff, rows, len, eps, ls)   one work-group per row
+ *   chan_stats(x, xoff, part, N, C, S, nchunk, ln, lm, lq)
+ *                                     one work-group per (channel, chunk of its N S elements):
+ *     the chunk's count, mean and sum of squared deviations (CP_STAT) in one read
  *   chan_part(x, xoff, g, goff, mean, moff, rstd, roff, part, N, C, S, G, cpg, nchunk, mode,
- *             flags, ls)              one work-group per (channel, chunk of its N S elements)
+ *             flags, ls)              the same work-groups: the gradient sums (CP_GRAD)
  *   chan_fin(part, nchunk, C, M, mode, flags, mean, moff, rstd, roff, rm, rmoff, rv, rvoff, eps,
- *            momentum, sums, dw, dwoff, db, dboff)   flat over C: batch_norm's mean, then rstd
- *     and the running statistics (BN_RUNNING, unbiased variance); or the gradient sums
+ *            momentum, sums, dw, dwoff, db, dboff)   flat over C: batch_norm's mean and rstd
+ *     and the running statistics (CP_STAT; BN_RUNNING, unbiased variance); or the gradient
+ *     sums (CP_GRAD)
  *   bn_eval_stats(mean, moff, rstd, roff, rm, rmoff, rv, rvoff, C, eps)   flat over C:
  *     mean = rm, rstd = 1 / sqrt(rv + eps)
  *   norm_apply(x, xoff, mean, moff, rstd, roff, w, woff, b, boff, y, yoff, N, C, S, G, cpg,
@@ -142,15 +146,99 @@ gn_stats(global const ST *x, ulong xoff, global ST *mean, ulong moff, global ST 
 }
 
 /*
- * Per-channel sums split over chunks of the channel's M = N S elements, so that a few channels
- * still fill the device: work-group w sums chunk w % nchunk of channel w / nchunk into
- * part[2 w] and part[2 w + 1]. mode CP_SUM: x; CP_SQ: (x - mean[c])^2; CP_GRAD: g and
- * g xhat (statistics at STAT_INDEX). chan_fin then adds each channel's chunks in order
- * (deterministic, no atomics).
+ * Per-channel reductions split over chunks of the channel's M = N S elements, so that a few
+ * channels still fill the device: work-group w reduces chunk w % nchunk of channel w / nchunk.
+ * CP_STAT (chan_stats): part[3 w .. 3 w + 2] = count, mean, sum of squared deviations;
+ * CP_GRAD (chan_part): part[2 w], part[2 w + 1] = sum g, sum g xhat (statistics at
+ * STAT_INDEX). chan_fin then merges each channel's chunks in order (deterministic, no
+ * atomics).
  */
-#define CP_SUM 0u
-#define CP_SQ 1u
 #define CP_GRAD 2u
+#define CP_STAT 3u
+
+/* Loads in flight per work-item in the chunk loops: a single one left them latency-bound. */
+#define CHAN_UNROLL 8
+
+/* Chan's merge of (count, mean, M2) b into a. */
+inline void
+chan_merge(T *n, T *mu, T *m2, T nb, T mub, T m2b)
+{
+  T nn = *n + nb;
+  if (nb == (T)0)
+    return;
+  T d = mub - *mu, f = nb / nn;
+  *mu += d * f;
+  *m2 += m2b + d * d * *n * f;
+  *n = nn;
+}
+
+/*
+ * One read of x: each work-item sums x - K and (x - K)^2 about K, the first element it reads
+ * (close to the mean for any data, so the squares do not cancel), and turns them into its
+ * (count, mean, M2); the group merges those by Chan's formula.
+ */
+kernel void
+chan_stats(global const ST *x, ulong xoff, global T *part, ulong N, ulong C, ulong S,
+           ulong nchunk, local T *ln, local T *lm, local T *lq)
+{
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  const ulong M = N * S;
+  for (ulong w = get_group_id(0); w < C * nchunk; w += get_num_groups(0)) {
+    const ulong c = w / nchunk, ch = w % nchunk;
+    const ulong k0 = M * ch / nchunk, k1 = M * (ch + 1) / nchunk;
+    T cnt = (T)0, s1 = (T)0, s2 = (T)0, K = (T)0;
+    ulong n = (k0 + lid) / S, sp = (k0 + lid) % S;
+    if (k0 + lid < k1)
+      K = KILN_LOAD(x, xoff + (n * C + c) * S + sp);
+    for (ulong k = k0 + lid; k < k1; k += (ulong)CHAN_UNROLL * lsz) {
+      T v[CHAN_UNROLL];
+      for (uint u = 0; u < CHAN_UNROLL; u++) {
+        if (k + (ulong)u * lsz < k1)
+          v[u] = KILN_LOAD(x, xoff + (n * C + c) * S + sp);
+        sp += lsz;
+        if (sp >= S) {
+          n += sp / S;
+          sp %= S;
+        }
+      }
+      for (uint u = 0; u < CHAN_UNROLL; u++)
+        if (k + (ulong)u * lsz < k1) {
+          T d = v[u] - K;
+          cnt += (T)1;
+          s1 += d;
+          s2 += d * d;
+        }
+    }
+    T mu = (T)0, m2 = (T)0;
+    if (cnt > (T)0) {
+      mu = K + s1 / cnt;
+      m2 = s2 - s1 * s1 / cnt;
+      /* Rounding may leave a tiny negative; NaN stays NaN. */
+      if (m2 < (T)0)
+        m2 = (T)0;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    ln[lid] = cnt;
+    lm[lid] = mu;
+    lq[lid] = m2;
+    for (uint off = lsz >> 1; off > 0; off >>= 1) {
+      barrier(CLK_LOCAL_MEM_FENCE);
+      if (lid < off) {
+        T a = ln[lid], b = lm[lid], q = lq[lid];
+        chan_merge(&a, &b, &q, ln[lid + off], lm[lid + off], lq[lid + off]);
+        ln[lid] = a;
+        lm[lid] = b;
+        lq[lid] = q;
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0) {
+      part[3 * w] = ln[0];
+      part[3 * w + 1] = lm[0];
+      part[3 * w + 2] = lq[0];
+    }
+  }
+}
 
 kernel void
 chan_part(global const ST *x, ulong xoff, global const ST *g, ulong goff, global const ST *mean,
@@ -168,17 +256,10 @@ chan_part(global const ST *x, ulong xoff, global const ST *g, ulong goff, global
     for (ulong k = k0 + lid; k < k1; k += lsz) {
       ulong e = (n * C + c) * S + sp;
       T xv = KILN_LOAD(x, xoff + e);
-      if (mode == CP_SUM) {
-        a += xv;
-      } else if (mode == CP_SQ) {
-        T d = xv - KILN_LOAD(mean, moff + c);
-        a += d * d;
-      } else {
-        ulong si = STAT_INDEX(n, c);
-        T gv = KILN_LOAD(g, goff + e);
-        a += gv;
-        b += gv * (xv - KILN_LOAD(mean, moff + si)) * KILN_LOAD(rstd, roff + si);
-      }
+      ulong si = STAT_INDEX(n, c);
+      T gv = KILN_LOAD(g, goff + e);
+      a += gv;
+      b += gv * (xv - KILN_LOAD(mean, moff + si)) * KILN_LOAD(rstd, roff + si);
       sp += lsz;
       if (sp >= S) {
         n += sp / S;
@@ -195,9 +276,9 @@ chan_part(global const ST *x, ulong xoff, global const ST *g, ulong goff, global
 }
 
 /*
- * Flat over the C channels, adding each channel's nchunk partials in order. CP_SUM: mean;
- * CP_SQ: rstd and (BN_RUNNING) the running statistics; CP_GRAD: sums (2C values) and the
- * parameter gradients dw, db where non-NULL.
+ * Flat over the C channels, merging each channel's nchunk partials in order. CP_STAT: mean,
+ * rstd and (BN_RUNNING) the running statistics; CP_GRAD: sums (2C values) and the parameter
+ * gradients dw, db where non-NULL.
  */
 kernel void
 chan_fin(global const T *part, ulong nchunk, ulong C, ulong M, uint mode, uint flags,
@@ -206,24 +287,27 @@ chan_fin(global const T *part, ulong nchunk, ulong C, ulong M, uint mode, uint f
          ulong dwoff, global ST *db, ulong dboff)
 {
   for (ulong c = get_global_id(0); c < C; c += get_global_size(0)) {
-    T a = (T)0, b = (T)0;
-    for (ulong ch = 0; ch < nchunk; ch++) {
-      a += part[2 * (c * nchunk + ch)];
-      b += part[2 * (c * nchunk + ch) + 1];
-    }
-    if (mode == CP_SUM) {
-      KILN_STORE(mean, moff + c, a / (T)M);
-    } else if (mode == CP_SQ) {
+    if (mode == CP_STAT) {
+      T cnt = (T)0, mu = (T)0, a = (T)0;
+      for (ulong ch = 0; ch < nchunk; ch++) {
+        global const T *q = part + 3 * (c * nchunk + ch);
+        chan_merge(&cnt, &mu, &a, q[0], q[1], q[2]);
+      }
+      KILN_STORE(mean, moff + c, mu);
       KILN_STORE(rstd, roff + c, (T)1 / sqrt(a / (T)M + eps));
       if (flags & BN_RUNNING) {
         /* PyTorch's running variance is the unbiased one (M - 1; M = 1 gives inf / NaN as
          * there). */
         T uv = a / (T)(M - 1);
-        T mu = KILN_LOAD(mean, moff + c);
         KILN_STORE(rm, rmoff + c, ((T)1 - momentum) * KILN_LOAD(rm, rmoff + c) + momentum * mu);
         KILN_STORE(rv, rvoff + c, ((T)1 - momentum) * KILN_LOAD(rv, rvoff + c) + momentum * uv);
       }
     } else {
+      T a = (T)0, b = (T)0;
+      for (ulong ch = 0; ch < nchunk; ch++) {
+        a += part[2 * (c * nchunk + ch)];
+        b += part[2 * (c * nchunk + ch) + 1];
+      }
       if (sums) {
         sums[c] = a;
         sums[C + c] = b;

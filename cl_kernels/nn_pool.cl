@@ -15,6 +15,10 @@
  *   pool_fwd(x, xoff, y, yoff, ix, ixoff, planes, in, out, k, s, p, d, flags)  over outputs
  *     flags POOL_MAX: max (else average); POOL_IDX: write i64 argmax indices (max);
  *     POOL_INCLUDE_PAD: the average's divisor counts the padding.
+ *   pool_tiled(x, xoff, y, yoff, ix, ixoff, total, ih, iw, oh, ow, kh, kw, flags)
+ *     1-D over the total = planes oh ow outputs (below 2^32): pool_fwd for windows that tile
+ *     the input (2-D or 1-D, stride = window, no padding or dilation, every window inside),
+ *     in 32-bit index arithmetic; each input element is read at most once.
  *   pool_max_bwd(g, goff, ix, ixoff, dx, dxoff, planes, in, out, k, s, p, d)  over inputs
  *   pool_avg_bwd(g, goff, dx, dxoff, planes, in, out, k, s, p, flags)          over inputs
  *   adaptive_fwd(x, xoff, y, yoff, planes, in, out)                            over outputs
@@ -120,6 +124,41 @@ pool_fwd(global const ST *x, ulong xoff, global ST *y, ulong yoff, global long *
     KILN_STORE(yp, i, acc / (T)div);
   }
   PLANE_END
+}
+
+kernel void
+pool_tiled(global const ST *x, ulong xoff, global ST *y, ulong yoff, global long *ix, ulong ixoff,
+           uint total, uint ih, uint iw, uint oh, uint ow, uint kh, uint kw, uint flags)
+{
+  for (uint i = (uint)get_global_id(0); i < total; i += (uint)get_global_size(0)) {
+    const uint ox = i % ow, t = i / ow, oy = t % oh, pl = t / oh;
+    const uint q0 = oy * kh * iw + ox * kw;
+    global const ST *xp = x + xoff + (ulong)pl * ih * iw;
+    T acc;
+    if (flags & POOL_MAX) {
+      /* pool_fwd's rule: the first largest value, or the last NaN. */
+      acc = KILN_LOAD(xp, q0);
+      uint mi = q0;
+      for (uint b = 0; b < kh; b++)
+        for (uint c = b ? 0 : 1; c < kw; c++) {
+          const uint q = q0 + b * iw + c;
+          const T v = KILN_LOAD(xp, q);
+          if (v > acc || isnan(v)) {
+            acc = v;
+            mi = q;
+          }
+        }
+      if (flags & POOL_IDX)
+        ix[ixoff + i] = (long)mi;
+    } else {
+      acc = (T)0;
+      for (uint b = 0; b < kh; b++)
+        for (uint c = 0; c < kw; c++)
+          acc += KILN_LOAD(xp, q0 + b * iw + c);
+      acc /= (T)(kh * kw);
+    }
+    KILN_STORE(y, yoff + i, acc);
+  }
 }
 
 kernel void

@@ -13,6 +13,14 @@
  * inner > 1 (adjacent work-items then read adjacent columns). Groups loop over blocks of
  * rows, so any number of groups works. Local scratch: local_size T per `local T *` argument.
  *
+ * Tunable KILN_NN_ROW_ITEMS (R: 0, 1, 2, 4, 8, 16 or 32; lib/ops/nn.c picks it and the local size,
+ * kiln__nn_knobs_get): each lane keeps its first R elements of the row (j = lane + k lpr,
+ * k < R) in private registers, loaded all at once before any arithmetic, so that a row is
+ * read from global memory once and every lane has R loads in flight instead of one (the
+ * streaming form was latency-bound at 0.7x PyTorch on the H200). Elements past R lpr (rows
+ * longer than the host sized the group for) are streamed, read again by every pass. R = 0
+ * streams everything.
+ *
  * Kernels (offsets in elements):
  *   softmax_fwd(x, xoff, y, yoff, rows, len, inner, lpr, logmode, lm, ls)
  *   softmax_bwd(g, goff, y, yoff, dx, dxoff, rows, len, inner, lpr, logmode, la)
@@ -61,6 +69,27 @@
 #define ROWS_END                                                                         \
   barrier(CLK_LOCAL_MEM_FENCE);                                                       \
   }
+
+#ifndef KILN_NN_ROW_ITEMS
+#define KILN_NN_ROW_ITEMS 0
+#endif
+/* The size of the private row caches (OpenCL C has no empty arrays). */
+#define ROW_CACHE_LEN (KILN_NN_ROW_ITEMS > 0 ? KILN_NN_ROW_ITEMS : 1)
+/* Row position of this lane's cached element k. */
+#define CACHE_J(k) (lane + (ulong)(k) * lpr)
+/* Every cached element k of this lane's row that exists. Unrolled, so that the caches stay
+ * in registers (an array indexed at run time would live in memory). */
+#define CACHE_EACH(k)                                                                    \
+  _Pragma("unroll") for (uint k = 0; k < KILN_NN_ROW_ITEMS; k++)                         \
+    if (live && CACHE_J(k) < len)
+/* Every element j of this lane's row past the cached ones. */
+#define TAIL_EACH(j)                                                                     \
+  if (live)                                                                              \
+    for (ulong j = lane + (ulong)KILN_NN_ROW_ITEMS * lpr; j < len; j += lpr)
+/* Declares T c[ROW_CACHE_LEN] and loads this lane's cached elements of p into it. */
+#define CACHE_LOAD(c, p)                                                                 \
+  T c[ROW_CACHE_LEN];                                                                    \
+  CACHE_EACH(k_) c[k_] = KILN_LOAD(p, base + CACHE_J(k_) * inner);
 
 /* A tree over the lanes of each row's segment: SEG_TREE_BEGIN { combine lid and lid + off }
  * SEG_TREE_END, after which index seg0 holds the row's result. */
@@ -133,22 +162,32 @@ softmax_fwd(global const ST *x, ulong xoff, global ST *y, ulong yoff, ulong rows
   y += yoff;
   local T *none = 0;
   ROWS_BEGIN
+  CACHE_LOAD(v, x)
+  /* The cached part's (m0, s0) with one exp per element (NaN is skipped by the max and
+   * reaches s0 through its exp); v keeps x for log_softmax, else exp(x - m0). */
   T m = -INFINITY, s = (T)0;
-  if (live)
-    for (ulong j = lane; j < len; j += lpr)
-      lse_add(&m, &s, KILN_LOAD(x, base + j * inner));
+  CACHE_EACH(k) m = v[k] > m ? v[k] : m;
+  const T m0 = m;
+  CACHE_EACH(k)
+  {
+    T e = v[k] == -INFINITY ? (T)0 : exp(v[k] - m0);
+    s += e;
+    if (!logmode)
+      v[k] = e;
+  }
+  TAIL_EACH(j) lse_add(&m, &s, KILN_LOAD(x, base + j * inner));
   SEG_LSE(m, s, none, none)
   SEG_LSE_READ(m, s);
-  if (live) {
-    if (logmode) {
-      T sub = m + log(s);
-      for (ulong j = lane; j < len; j += lpr)
-        KILN_STORE(y, base + j * inner, KILN_LOAD(x, base + j * inner) - sub);
-    } else {
-      T inv = (T)1 / s;
-      for (ulong j = lane; j < len; j += lpr)
-        KILN_STORE(y, base + j * inner, exp(KILN_LOAD(x, base + j * inner) - m) * inv);
-    }
+  if (logmode) {
+    T sub = m + log(s);
+    CACHE_EACH(k) KILN_STORE(y, base + CACHE_J(k) * inner, v[k] - sub);
+    TAIL_EACH(j) KILN_STORE(y, base + j * inner, KILN_LOAD(x, base + j * inner) - sub);
+  } else {
+    /* m0 = m = -inf (a row of only -inf) makes the scale NaN, as the streamed form's
+     * exp(-inf + inf) makes every element NaN. */
+    T inv = (T)1 / s, sc = exp(m0 - m) * inv;
+    CACHE_EACH(k) KILN_STORE(y, base + CACHE_J(k) * inner, v[k] * sc);
+    TAIL_EACH(j) KILN_STORE(y, base + j * inner, exp(KILN_LOAD(x, base + j * inner) - m) * inv);
   }
   ROWS_END
 }
@@ -172,21 +211,26 @@ softmax_bwd(global const ST *g, ulong goff, global const ST *y, ulong yoff, glob
   dx += dxoff;
   local T *none = 0;
   ROWS_BEGIN
+  CACHE_LOAD(gc, g)
+  CACHE_LOAD(yc, y)
   T a = (T)0;
-  if (live)
-    for (ulong j = lane; j < len; j += lpr) {
-      T gv = KILN_LOAD(g, base + j * inner);
-      a += logmode ? gv : gv * KILN_LOAD(y, base + j * inner);
-    }
+  CACHE_EACH(k) a += logmode ? gc[k] : gc[k] * yc[k];
+  TAIL_EACH(j)
+  {
+    T gv = KILN_LOAD(g, base + j * inner);
+    a += logmode ? gv : gv * KILN_LOAD(y, base + j * inner);
+  }
   la[lid] = a;
   SEG_SUM2(la, none)
   a = la[seg0];
-  if (live)
-    for (ulong j = lane; j < len; j += lpr) {
-      ulong i = base + j * inner;
-      T gv = KILN_LOAD(g, i), yv = KILN_LOAD(y, i);
-      KILN_STORE(dx, i, logmode ? gv - exp(yv) * a : yv * (gv - a));
-    }
+  CACHE_EACH(k)
+  KILN_STORE(dx, base + CACHE_J(k) * inner, logmode ? gc[k] - exp(yc[k]) * a : yc[k] * (gc[k] - a));
+  TAIL_EACH(j)
+  {
+    ulong i = base + j * inner;
+    T gv = KILN_LOAD(g, i), yv = KILN_LOAD(y, i);
+    KILN_STORE(dx, i, logmode ? gv - exp(yv) * a : yv * (gv - a));
+  }
   ROWS_END
 }
 
@@ -217,21 +261,36 @@ norm_fwd(global const ST *x, ulong xoff, global const ST *w, ulong woff, global 
   const ulong inner = 1;
   const int rms = (flags & NORM_RMS) != 0;
   ROWS_BEGIN
+  CACHE_LOAD(xc, x)
   T cnt = (T)0, mu = (T)0, m2 = (T)0;
-  if (live) {
-    if (rms) {
-      for (ulong j = lane; j < len; j += lpr) {
-        T v = KILN_LOAD(x, base + j);
-        m2 += v * v;
-      }
-    } else {
-      for (ulong j = lane; j < len; j += lpr) {
-        T v = KILN_LOAD(x, base + j);
-        cnt += (T)1;
-        T d = v - mu;
-        mu += d / cnt;
-        m2 += d * (v - mu);
-      }
+  if (rms) {
+    CACHE_EACH(k) m2 += xc[k] * xc[k];
+    TAIL_EACH(j)
+    {
+      T v = KILN_LOAD(x, base + j);
+      m2 += v * v;
+    }
+  } else {
+    /* The cached part in two passes (exact mean, then squares about it), the rest by
+     * Welford's update. */
+    CACHE_EACH(k)
+    {
+      cnt += (T)1;
+      mu += xc[k];
+    }
+    mu = cnt > (T)0 ? mu / cnt : (T)0;
+    CACHE_EACH(k)
+    {
+      T d = xc[k] - mu;
+      m2 += d * d;
+    }
+    TAIL_EACH(j)
+    {
+      T v = KILN_LOAD(x, base + j);
+      cnt += (T)1;
+      T d = v - mu;
+      mu += d / cnt;
+      m2 += d * (v - mu);
     }
   }
   l1[lid] = cnt;
@@ -258,14 +317,25 @@ norm_fwd(global const ST *x, ulong xoff, global const ST *w, ulong woff, global 
       KILN_STORE(mean, r, mu);
     if (lane == 0 && (flags & NORM_RSTD))
       KILN_STORE(rstd, r, rs);
-    for (ulong j = lane; j < len; j += lpr) {
-      T v = (KILN_LOAD(x, base + j) - mu) * rs;
-      if (flags & NORM_W)
-        v *= KILN_LOAD(w, j);
-      if (flags & NORM_B)
-        v += KILN_LOAD(b, j);
-      KILN_STORE(y, base + j, v);
-    }
+  }
+  CACHE_EACH(k)
+  {
+    ulong j = CACHE_J(k);
+    T v = (xc[k] - mu) * rs;
+    if (flags & NORM_W)
+      v *= KILN_LOAD(w, j);
+    if (flags & NORM_B)
+      v += KILN_LOAD(b, j);
+    KILN_STORE(y, base + j, v);
+  }
+  TAIL_EACH(j)
+  {
+    T v = (KILN_LOAD(x, base + j) - mu) * rs;
+    if (flags & NORM_W)
+      v *= KILN_LOAD(w, j);
+    if (flags & NORM_B)
+      v += KILN_LOAD(b, j);
+    KILN_STORE(y, base + j, v);
   }
   ROWS_END
 }
@@ -285,17 +355,29 @@ norm_bwd(global const ST *g, ulong goff, global const ST *x, ulong xoff, global 
   const ulong inner = 1;
   const int rms = (flags & NORM_RMS) != 0;
   ROWS_BEGIN
+  CACHE_LOAD(gc, g)
+  CACHE_LOAD(xc, x)
   T mu = (T)0, rs = (T)0, a = (T)0, c = (T)0;
   if (live) {
     mu = rms ? (T)0 : KILN_LOAD(mean, r);
     rs = KILN_LOAD(rstd, r);
-    for (ulong j = lane; j < len; j += lpr) {
-      T gw = KILN_LOAD(g, base + j);
-      if (flags & NORM_W)
-        gw *= KILN_LOAD(w, j);
-      a += gw;
-      c += gw * (KILN_LOAD(x, base + j) - mu) * rs;
-    }
+  }
+  /* gc becomes g w, xc becomes xhat. */
+  CACHE_EACH(k)
+  {
+    if (flags & NORM_W)
+      gc[k] *= KILN_LOAD(w, CACHE_J(k));
+    xc[k] = (xc[k] - mu) * rs;
+    a += gc[k];
+    c += gc[k] * xc[k];
+  }
+  TAIL_EACH(j)
+  {
+    T gw = KILN_LOAD(g, base + j);
+    if (flags & NORM_W)
+      gw *= KILN_LOAD(w, j);
+    a += gw;
+    c += gw * (KILN_LOAD(x, base + j) - mu) * rs;
   }
   la[lid] = a;
   lb[lid] = c;
@@ -303,14 +385,15 @@ norm_bwd(global const ST *g, ulong goff, global const ST *x, ulong xoff, global 
   T inv = (T)1 / (T)len;
   a = rms ? (T)0 : la[seg0] * inv;
   c = lb[seg0] * inv;
-  if (live)
-    for (ulong j = lane; j < len; j += lpr) {
-      T gw = KILN_LOAD(g, base + j);
-      if (flags & NORM_W)
-        gw *= KILN_LOAD(w, j);
-      T xh = (KILN_LOAD(x, base + j) - mu) * rs;
-      KILN_STORE(dx, base + j, rs * (gw - a - xh * c));
-    }
+  CACHE_EACH(k) KILN_STORE(dx, base + CACHE_J(k), rs * (gc[k] - a - xc[k] * c));
+  TAIL_EACH(j)
+  {
+    T gw = KILN_LOAD(g, base + j);
+    if (flags & NORM_W)
+      gw *= KILN_LOAD(w, j);
+    T xh = (KILN_LOAD(x, base + j) - mu) * rs;
+    KILN_STORE(dx, base + j, rs * (gw - a - xh * c));
+  }
   ROWS_END
 }
 
@@ -385,19 +468,38 @@ ce_fwd(global const ST *z, ulong zoff, global const long *ti, ulong tioff, globa
   const ulong inner = 1;
   const int probs = flags & 1u;
   ROWS_BEGIN
+  CACHE_LOAD(zc, z)
+  T pc[ROW_CACHE_LEN];
+  if (probs) {
+    CACHE_EACH(k) pc[k] = KILN_LOAD(tp, base + CACHE_J(k));
+  }
   T m = -INFINITY, s = (T)0, a = (T)0, c = (T)0;
-  if (live)
-    for (ulong j = lane; j < len; j += lpr) {
-      T v = KILN_LOAD(z, base + j);
-      lse_add(&m, &s, v);
-      if (probs) {
-        T q = ((T)1 - eps) * KILN_LOAD(tp, base + j) + eps / (T)len;
-        a += q * v;
-        c += q;
-      } else {
-        a += v;
-      }
+  CACHE_EACH(k) m = zc[k] > m ? zc[k] : m;
+  const T m0 = m;
+  CACHE_EACH(k)
+  {
+    T v = zc[k];
+    s += v == -INFINITY ? (T)0 : exp(v - m0);
+    if (probs) {
+      T q = ((T)1 - eps) * pc[k] + eps / (T)len;
+      a += q * v;
+      c += q;
+    } else {
+      a += v;
     }
+  }
+  TAIL_EACH(j)
+  {
+    T v = KILN_LOAD(z, base + j);
+    lse_add(&m, &s, v);
+    if (probs) {
+      T q = ((T)1 - eps) * KILN_LOAD(tp, base + j) + eps / (T)len;
+      a += q * v;
+      c += q;
+    } else {
+      a += v;
+    }
+  }
   la[lid] = a;
   lb[lid] = c;
   SEG_LSE(m, s, la, lb)
@@ -440,35 +542,55 @@ ce_bwd(global const ST *gout, ulong goff, global const ST *z, ulong zoff, global
   if (flags & 8u)
     gall /= denom[0];
   ROWS_BEGIN
+  CACHE_LOAD(zc, z)
+  T pc[ROW_CACHE_LEN];
+  if (probs) {
+    CACHE_EACH(k) pc[k] = KILN_LOAD(tp, base + CACHE_J(k));
+  }
+  /* zc becomes exp(z - m0), as in softmax_fwd. */
   T m = -INFINITY, s = (T)0, c = (T)0;
-  if (live)
-    for (ulong j = lane; j < len; j += lpr) {
-      lse_add(&m, &s, KILN_LOAD(z, base + j));
-      if (probs)
-        c += ((T)1 - eps) * KILN_LOAD(tp, base + j) + eps / (T)len;
+  CACHE_EACH(k) m = zc[k] > m ? zc[k] : m;
+  const T m0 = m;
+  CACHE_EACH(k)
+  {
+    zc[k] = zc[k] == -INFINITY ? (T)0 : exp(zc[k] - m0);
+    s += zc[k];
+    if (probs) {
+      pc[k] = ((T)1 - eps) * pc[k] + eps / (T)len;
+      c += pc[k];
     }
+  }
+  TAIL_EACH(j)
+  {
+    lse_add(&m, &s, KILN_LOAD(z, base + j));
+    if (probs)
+      c += ((T)1 - eps) * KILN_LOAD(tp, base + j) + eps / (T)len;
+  }
   lb[lid] = c;
   SEG_LSE(m, s, none, lb)
   SEG_LSE_READ(m, s);
   if (live) {
     T gr = (flags & 4u) ? KILN_LOAD(gout, r) * scale : gall;
-    T inv = (T)1 / s;
+    T inv = (T)1 / s, sc = exp(m0 - m) * inv;
     if (probs) {
       T qs = lb[seg0];
-      for (ulong j = lane; j < len; j += lpr) {
+      CACHE_EACH(k) KILN_STORE(dz, base + CACHE_J(k), gr * (zc[k] * sc * qs - pc[k]));
+      TAIL_EACH(j)
+      {
         T q = ((T)1 - eps) * KILN_LOAD(tp, base + j) + eps / (T)len;
         KILN_STORE(dz, base + j, gr * (exp(KILN_LOAD(z, base + j) - m) * inv * qs - q));
       }
     } else {
       long t = ti[r];
       if (t == ignore) {
-        for (ulong j = lane; j < len; j += lpr)
-          KILN_STORE(dz, base + j, (T)0);
+        CACHE_EACH(k) KILN_STORE(dz, base + CACHE_J(k), (T)0);
+        TAIL_EACH(j) KILN_STORE(dz, base + j, (T)0);
       } else {
         T bad = (t < 0 || t >= (long)len) ? (T)NAN : (T)0;
-        for (ulong j = lane; j < len; j += lpr)
-          KILN_STORE(dz, base + j,
-                     gr * (exp(KILN_LOAD(z, base + j) - m) * inv - CE_Q(j, t)) + bad);
+        CACHE_EACH(k)
+        KILN_STORE(dz, base + CACHE_J(k), gr * (zc[k] * sc - CE_Q(CACHE_J(k), t)) + bad);
+        TAIL_EACH(j)
+        KILN_STORE(dz, base + j, gr * (exp(KILN_LOAD(z, base + j) - m) * inv - CE_Q(j, t)) + bad);
       }
     }
   }

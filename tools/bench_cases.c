@@ -646,6 +646,76 @@ run_cross_entropy(struct bench_state *st)
                             &st->out);
 }
 
+static kiln_status
+run_log_softmax(struct bench_state *st)
+{
+  return kiln_log_softmax(st->ctx, st->in[0], -1, &st->out);
+}
+
+/* softmax backward: the gradient and the forward output, both [n/4096, 4096]. */
+static kiln_status
+setup_softmax_bwd(struct bench_state *st)
+{
+  kiln_status s = setup_nn_rows(st);
+  if (s == KILN_OK)
+    s = kiln_softmax(st->ctx, st->in[0], -1, &st->in[1]);
+  return s;
+}
+
+static kiln_status
+run_softmax_bwd(struct bench_state *st)
+{
+  return kiln_softmax_backward(st->ctx, st->in[0], st->in[1], -1, &st->out);
+}
+
+static kiln_status
+run_rms_norm(struct bench_state *st)
+{
+  return kiln_rms_norm(st->ctx, st->in[0], -1, st->in[1], 1e-5, &st->out, NULL);
+}
+
+/* Flat activations over all of n; backward ones take the gradient in in[1]. */
+static kiln_status
+run_gelu_tanh(struct bench_state *st)
+{
+  return kiln_activation_forward(st->ctx, KILN_ACT_GELU_TANH, st->in[0], 0, 0, &st->out);
+}
+
+static kiln_status
+run_silu(struct bench_state *st)
+{
+  return kiln_activation_forward(st->ctx, KILN_ACT_SILU, st->in[0], 0, 0, &st->out);
+}
+
+static kiln_status
+run_relu(struct bench_state *st)
+{
+  return kiln_activation_forward(st->ctx, KILN_ACT_RELU, st->in[0], 0, 0, &st->out);
+}
+
+static kiln_status
+run_gelu_bwd(struct bench_state *st)
+{
+  return kiln_activation_backward(st->ctx, KILN_ACT_GELU, st->in[1], st->in[0], 0, 0, &st->out);
+}
+
+/* cross_entropy backward of the mean: grad_out is one element (1). */
+static kiln_status
+setup_cross_entropy_bwd(struct bench_state *st)
+{
+  kiln_status s = setup_cross_entropy(st);
+  if (s == KILN_OK)
+    s = kiln_tensor_full(st->ctx, st->dtype, 0, NULL, kiln_scalar_f64(1), &st->in[2]);
+  return s;
+}
+
+static kiln_status
+run_cross_entropy_bwd(struct bench_state *st)
+{
+  return kiln_cross_entropy_backward(st->ctx, st->in[2], st->in[0], st->in[1], -100, 0.0,
+                                     KILN_REDUCTION_MEAN, &st->out);
+}
+
 /* stats: torch.histc(x, 1000, -2, 2): n values into 1000 bins over [-2, 2]. */
 static kiln_status
 run_histc(struct bench_state *st)
@@ -1150,6 +1220,15 @@ const struct bench_case bench_cases[] = {
     {"nn.layer_norm", "nn", float_dtype, setup_layer_norm, run_layer_norm, bytes_1in_1out, NULL},
     {"nn.gelu", "nn", float_dtype, setup_flat, run_gelu, bytes_1in_1out, NULL},
     {"nn.cross_entropy", "nn", float_dtype, setup_cross_entropy, run_cross_entropy, bytes_ce, NULL},
+    {"nn.log_softmax", "nn", float_dtype, setup_nn_rows, run_log_softmax, bytes_1in_1out, NULL},
+    {"nn.softmax_bwd", "nn", float_dtype, setup_softmax_bwd, run_softmax_bwd, bytes_2in_1out, NULL},
+    {"nn.rms_norm", "nn", float_dtype, setup_layer_norm, run_rms_norm, bytes_1in_1out, NULL},
+    {"nn.gelu_tanh", "nn", float_dtype, setup_flat, run_gelu_tanh, bytes_1in_1out, NULL},
+    {"nn.silu", "nn", float_dtype, setup_flat, run_silu, bytes_1in_1out, NULL},
+    {"nn.relu", "nn", float_dtype, setup_flat, run_relu, bytes_1in_1out, NULL},
+    {"nn.gelu_bwd", "nn", float_dtype, setup_two, run_gelu_bwd, bytes_2in_1out, NULL},
+    {"nn.ce_bwd", "nn", float_dtype, setup_cross_entropy_bwd, run_cross_entropy_bwd, bytes_1in_1out,
+     NULL},
     {"stats.histc", "stats", float_dtype, setup_flat, run_histc, bytes_read, NULL},
     {"stats.bincount", "stats", float_dtype, setup_bincount, run_bincount, bytes_bincount, NULL},
     {"stats.quantile", "stats", float_dtype, setup_quantile, run_quantile, bytes_quantile, NULL},

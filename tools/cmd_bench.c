@@ -25,6 +25,8 @@ static const char usage[] =
     "options:\n"
     "  --filter SUBSTR    only cases whose name contains SUBSTR (e.g. unary, binary.add);\n"
     "                     a comma-separated list takes cases matching any of them\n"
+    "  --filter SUBSTR    only cases whose name contains SUBSTR (e.g. unary, binary.add);\n"
+    "                     several, comma separated, select the cases any of them names\n"
     "  --sizes LIST       element counts, comma separated; k/M suffixes and 2^N accepted\n"
     "                     (default 2^10,2^14,2^18,2^22,2^26)\n"
     "  --dtype LIST       dtypes, comma separated: f32, f64, f16, bf16, c64, c128, i32, i64,\n"
@@ -405,6 +407,23 @@ struct skipped {
   char why[160];
 };
 
+/* Whether case name matches --filter: no filter, or one of its comma-separated substrings. */
+static int
+filter_match(const char *filter, const char *name)
+{
+  if (!filter)
+    return 1;
+  for (const char *p = filter;;) {
+    size_t n = strcspn(p, ",");
+    for (const char *q = name; n && strlen(q) >= n; q++)
+      if (strncmp(q, p, n) == 0)
+        return 1;
+    if (!p[n])
+      return 0;
+    p += n + 1;
+  }
+}
+
 /*
  * Records that bc does not run dt: a note, or an error when the run asked
  * for exactly this case (--filter naming it) and this dtype (--dtype).
@@ -439,6 +458,7 @@ cmd_bench(int argc, char **argv)
   size_t matching = 0;
   for (size_t i = 0; i < bench_case_count; i++)
     matching += !o.filter || filter_match(o.filter, bench_cases[i].name);
+    matching += filter_match(o.filter, bench_cases[i].name);
   if (!matching)
     return tool_usage_error("bench",
                             "--filter: no case name contains '%s' (kiln bench --list "
@@ -447,6 +467,7 @@ cmd_bench(int argc, char **argv)
   if (o.list) {
     for (size_t i = 0; i < bench_case_count; i++)
       if (!o.filter || filter_match(o.filter, bench_cases[i].name))
+      if (filter_match(o.filter, bench_cases[i].name))
         printf("%-28s %s\n", bench_cases[i].name, bench_cases[i].family);
     return 0;
   }
@@ -501,6 +522,7 @@ cmd_bench(int argc, char **argv)
   int total = 0, done = 0;
   for (size_t c = 0; c < bench_case_count; c++)
     if (!o.filter || filter_match(o.filter, bench_cases[c].name))
+    if (filter_match(o.filter, bench_cases[c].name))
       total += o.ndtypes * o.nsizes;
   /* Copy reference per (dtype size, n): computed lazily, cached here (sizes 1 to 16 bytes). */
   double copy_cache[MAX_SIZES][17];
@@ -509,6 +531,7 @@ cmd_bench(int argc, char **argv)
   for (size_t c = 0; c < bench_case_count; c++) {
     const struct bench_case *bc = &bench_cases[c];
     if (o.filter && !filter_match(o.filter, bc->name))
+    if (!filter_match(o.filter, bc->name))
       continue;
     for (int d = 0; d < o.ndtypes; d++) {
       kiln_dtype dt = o.dtypes[d];

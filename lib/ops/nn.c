@@ -5,14 +5,18 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/dtype_traits.h"
+#include "core/env.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/shape.h"
 #include "kiln/nn.h"
 #include "ops/families.h"
 #include "ops/nn_internal.h"
+#include "ops/tuned.h"
 #include "runtime/runtime.h"
 
 /* Most work-groups a row launch asks for; the kernels loop over further blocks of rows. */
@@ -110,21 +114,38 @@ kiln__nn_finish(const char *op, kiln_context *ctx, kiln_dtype dtype, cl_mem a, c
 
 /* ---------------------------------------------------------------- row launches */
 
-/* Lanes per row: the whole group for long rows, the next power of two for short ones, one
- * when rows are strided (inner > 1), so adjacent work-items read adjacent columns. */
-static uint32_t
-lanes_per_row(size_t local, uint64_t len, uint64_t inner)
+void
+kiln__nn_row_shape(kiln_context *ctx, cl_kernel k, const kiln__nn_knobs *kn, uint64_t len,
+                   uint64_t inner, size_t *local, uint32_t *lpr)
 {
-  if (inner > 1)
-    return 1;
+  /* The kernel's limit as a power of two (the scratch trees need one); the tests' local
+   * size hook fixes the local size. */
+  size_t kmax = 0, max = 1;
+  if (clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax,
+                               NULL) != CL_SUCCESS ||
+      kmax == 0)
+    kmax = ctx->info.max_work_group_size ? ctx->info.max_work_group_size : 1;
+  while (max * 2 <= kmax)
+    max *= 2;
+  if (kiln__launch_local_override)
+    max = kiln__launch_local_override;
+  size_t wg = kiln__launch_local_override ? max : kn->row_wg < max ? kn->row_wg : max;
+  uint64_t per = kn->row_items ? (len + kn->row_items - 1) / kn->row_items : len;
   uint32_t p = 1;
-  while (p < local && p < len)
+  while (p < per && p < max)
     p *= 2;
-  return p;
+  if (inner > 1)
+    p = 1;
+  /* Streamed rows (row_items 0) fit any group: no reason to grow it. */
+  if (kn->row_items && p > wg)
+    wg = p;
+  *local = wg;
+  *lpr = p < wg ? p : (uint32_t)wg;
 }
 
-static kiln_status
-row_enqueue(const kiln__args *a, kiln_context *ctx, size_t local, uint32_t lpr, uint64_t rows)
+kiln_status
+kiln__nn_row_enqueue(const kiln__args *a, kiln_context *ctx, size_t local, uint32_t lpr,
+                     uint64_t rows)
 {
   if (a->status != KILN_OK || rows == 0)
     return a->status;
@@ -145,9 +166,10 @@ static kiln_status
 row_kernel_get(const char *op, kiln_context *ctx, kiln_dtype dtype, const char *name, uint64_t len,
                uint64_t inner, row_kernel *rk)
 {
-  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_ROWS, dtype, name, &rk->k));
-  rk->local = kiln__launch_pow2_local(ctx, rk->k);
-  rk->lpr = lanes_per_row(rk->local, len, inner);
+  kiln__nn_knobs kn;
+  kiln__nn_knobs_get(ctx, &kn);
+  KILN_TRY(kiln__nn_kernel(op, ctx, KILN__NN_ROWS, dtype, &kn, name, &rk->k));
+  kiln__nn_row_shape(ctx, rk->k, &kn, len, inner, &rk->local, &rk->lpr);
   return KILN_OK;
 }
 
@@ -214,7 +236,7 @@ softmax_run(const char *op, kiln_context *ctx, int bwd, const kiln_tensor *grad,
       kiln__args_u32(&a, logmode);
       for (int i = 0; i < (bwd ? 1 : 2); i++)
         kiln__args_local(&a, rk.local * tsize(y->dtype));
-      s = row_enqueue(&a, ctx, rk.local, rk.lpr, rows);
+      s = kiln__nn_row_enqueue(&a, ctx, rk.local, rk.lpr, rows);
     }
   }
   s = kiln__ops_out_finish(op, ctx, &t, s);
@@ -332,7 +354,8 @@ norm_forward(const char *op, kiln_context *ctx, const kiln_tensor *x, int64_t ax
   const kiln__shape *shapes[3] = {&x->shape, &g.stats, &g.stats};
   const kiln_tensor *ins[3] = {x, w, b};
   kiln__out_target t[3];
-  KILN_TRY(kiln__ops_outs_begin(op, ctx, (const kiln_dtype[3]){x->dtype, x->dtype, x->dtype}, shapes, outs, ins, 3, 3, 1, t));
+  KILN_TRY(kiln__ops_outs_begin(op, ctx, (const kiln_dtype[3]){x->dtype, x->dtype, x->dtype},
+                                shapes, outs, ins, 3, 3, 1, t));
   kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
   if (x->numel) {
@@ -355,7 +378,7 @@ norm_forward(const char *op, kiln_context *ctx, const kiln_tensor *x, int64_t ax
       kiln__args_u32(&a, flags);
       for (int i = 0; i < 3; i++)
         kiln__args_local(&a, rk.local * tsize(x->dtype));
-      s = row_enqueue(&a, ctx, rk.local, rk.lpr, g.rows);
+      s = kiln__nn_row_enqueue(&a, ctx, rk.local, rk.lpr, g.rows);
     }
   }
   s = kiln__ops_outs_finish(op, ctx, outs, 3, t, s);
@@ -446,7 +469,8 @@ norm_backward(const char *op, kiln_context *ctx, const kiln_tensor *grad, const 
   const kiln__shape *shapes[3] = {&x->shape, &g.params, &g.params};
   const kiln_tensor *ins[5] = {grad, x, mean, rstd, w};
   kiln__out_target t[3];
-  KILN_TRY(kiln__ops_outs_begin(op, ctx, (const kiln_dtype[3]){x->dtype, x->dtype, x->dtype}, shapes, outs, ins, 5, 3, 1, t));
+  KILN_TRY(kiln__ops_outs_begin(op, ctx, (const kiln_dtype[3]){x->dtype, x->dtype, x->dtype},
+                                shapes, outs, ins, 5, 3, 1, t));
   kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
   uint32_t base = (w ? NORM_W : 0) | (rms ? NORM_RMS : 0);
@@ -472,7 +496,7 @@ norm_backward(const char *op, kiln_context *ctx, const kiln_tensor *grad, const 
       kiln__args_u32(&a, base);
       kiln__args_local(&a, rk.local * tsize(x->dtype));
       kiln__args_local(&a, rk.local * tsize(x->dtype));
-      s = row_enqueue(&a, ctx, rk.local, rk.lpr, g.rows);
+      s = kiln__nn_row_enqueue(&a, ctx, rk.local, rk.lpr, g.rows);
     }
   }
   s = kiln__ops_outs_finish(op, ctx, outs, 3, t, s);
@@ -501,12 +525,109 @@ kiln_rms_norm_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_te
 
 /* ---------------------------------------------------------------- family */
 
-uint32_t
-kiln__nn_items(const kiln_device_info *info)
+kiln__nn_knob_override kiln__nn_test_knobs = {-1, -1, -1, -1};
+
+/*
+ * The device defaults. GPUs: four elements per work-item (the elementwise family's measured
+ * H200 default), kiln's f32 erfc, rows kept in registers by groups of at least 256 items,
+ * 16 elements each (a row of 4096 in one group). CPUs: one element per work-item, where
+ * PoCL vectorises across work-items, and 32 elements per lane in registers: on PoCL (2
+ * shared cores, 2^20 f32 as [256, 4096]) softmax took 56 ms against 356 ms streamed, and
+ * cross_entropy 44 ms against 670 ms. row_wg 0 stands for the context's work-group size.
+ */
+static void
+nn_default_knobs(const kiln_device_info *info, kiln__nn_knobs *k)
 {
-  /* Four elements per work-item on GPUs (the elementwise family's measured H200 default),
-   * one on CPUs, where PoCL vectorises across work-items. */
-  return info->is_gpu ? 4 : 1;
+  k->act_items = info->is_gpu ? 4 : 1;
+  k->erf = 1;
+  k->row_items = info->is_gpu ? 16 : 32;
+  k->row_wg = info->is_gpu ? 256 : 0;
+}
+
+static int
+knob_valid(const char *name, unsigned long v)
+{
+  if (strcmp(name, "act_items") == 0)
+    return v == 1 || v == 2 || v == 4 || v == 8;
+  if (strcmp(name, "erf") == 0)
+    return v <= 1;
+  if (strcmp(name, "row_items") == 0)
+    return v <= 32 && (v & (v - 1)) == 0;
+  if (strcmp(name, "row_wg") == 0)
+    return v >= 1 && v <= 1024 && (v & (v - 1)) == 0;
+  return 0;
+}
+
+static void
+knob_set(kiln__nn_knobs *k, const char *name, uint32_t v)
+{
+  if (strcmp(name, "act_items") == 0)
+    k->act_items = v;
+  else if (strcmp(name, "erf") == 0)
+    k->erf = v;
+  else if (strcmp(name, "row_items") == 0)
+    k->row_items = v;
+  else
+    k->row_wg = v;
+}
+
+/* KILN_DEBUG_NN's valid name=value entries over k; others are skipped with a warning. */
+static void
+knobs_from_env(kiln__nn_knobs *k)
+{
+  const char *e = kiln__env(KILN__ENV_DEBUG_NN);
+  while (e && *e) {
+    size_t n = strcspn(e, ",");
+    char item[48], *end = NULL;
+    if (n < sizeof item) {
+      memcpy(item, e, n);
+      item[n] = '\0';
+      char *eq = strchr(item, '=');
+      if (eq) {
+        *eq = '\0';
+        unsigned long v = strtoul(eq + 1, &end, 10);
+        if (end != eq + 1 && *end == '\0' && knob_valid(item, v))
+          knob_set(k, item, (uint32_t)v);
+        else
+          end = NULL;
+      }
+    }
+    if (!end)
+      kiln__log(KILN__LOG_WARN,
+                "KILN_DEBUG_NN: ignoring '%.*s' (act_items=1|2|4|8, erf=0|1, "
+                "row_items=0 or a power of two up to 32, row_wg=a power of two up to 1024)",
+                (int)n, e);
+    e += n;
+    if (*e == ',')
+      e++;
+  }
+}
+
+void
+kiln__nn_knobs_get(const kiln_context *ctx, kiln__nn_knobs *k)
+{
+  nn_default_knobs(&ctx->info, k);
+  knobs_from_env(k);
+  const kiln__nn_knob_override *o = &kiln__nn_test_knobs;
+  const char *names[4] = {"act_items", "erf", "row_items", "row_wg"};
+  const int32_t vals[4] = {o->act_items, o->erf, o->row_items, o->row_wg};
+  for (int i = 0; i < 4; i++)
+    if (vals[i] >= 0 && knob_valid(names[i], (unsigned long)vals[i]))
+      knob_set(k, names[i], (uint32_t)vals[i]);
+  if (k->row_wg == 0)
+    k->row_wg = (uint32_t)ctx->wg_size;
+}
+
+kiln_status
+kiln__nn_kernel(const char *op, kiln_context *ctx, const char *source, kiln_dtype dtype,
+                const kiln__nn_knobs *k, const char *name, cl_kernel *out)
+{
+  kiln__program_variant v;
+  memset(&v, 0, sizeof v);
+  v.nn_items = k->act_items;
+  v.nn_erf = k->erf + 1;
+  v.nn_row_items = k->row_items + 1;
+  return kiln__ops_kernel_variant(op, ctx, source, dtype, &v, name, out);
 }
 
 static void
@@ -514,10 +635,24 @@ nn_build_options(const kiln_device_info *info, const char *source, kiln_dtype dt
                  const void *variant, char *buf, size_t len)
 {
   (void)dtype;
-  (void)variant;
-  uint32_t items = kiln__nn_items(info);
-  if (strcmp(source, KILN__NN_ACT) == 0 && items != 1)
-    kiln__options_append(buf, len, " -DKILN_NN_ITEMS=%u", items);
+  const kiln__program_variant *v = variant;
+  kiln__nn_knobs k;
+  nn_default_knobs(info, &k);
+  if (v && v->nn_items)
+    k.act_items = v->nn_items;
+  if (v && v->nn_erf)
+    k.erf = v->nn_erf - 1;
+  if (v && v->nn_row_items)
+    k.row_items = v->nn_row_items - 1;
+  /* The kernels' own defaults (1 item, kiln's erfc, streamed rows) add no option. */
+  if (strcmp(source, KILN__NN_ACT) == 0) {
+    if (k.act_items != 1)
+      kiln__options_append(buf, len, " -DKILN_NN_ITEMS=%u", k.act_items);
+    if (k.erf != 1)
+      kiln__options_append(buf, len, " -DKILN_NN_ERF=%u", k.erf);
+  } else if (strcmp(source, KILN__NN_ROWS) == 0 && k.row_items != 0) {
+    kiln__options_append(buf, len, " -DKILN_NN_ROW_ITEMS=%u", k.row_items);
+  }
 }
 
 static const struct kiln__source nn_sources[] = {

@@ -45,7 +45,35 @@ kiln_status kiln__nn_check_grad_out(const char *op, kiln_context *ctx, const kil
 kiln_status kiln__nn_finish(const char *op, kiln_context *ctx, kiln_dtype dtype, cl_mem a, cl_mem b,
                             uint64_t n, kiln_tensor *out, double scale);
 
-/* Elements per work-item of the flat kernels of nn_act.cl on a device (KILN_NN_ITEMS). */
-uint32_t kiln__nn_items(const kiln_device_info *info);
+/*
+ * The nn family's launch knobs (docs/nn.md, "Launch knobs"): the device's defaults, then
+ * KILN_DEBUG_NN's valid entries, then the fields of the tests' hook kiln__nn_test_knobs
+ * (ops/tuned.h) that are >= 0.
+ */
+typedef struct kiln__nn_knobs {
+  uint32_t act_items; /* KILN_NN_ITEMS of nn_act.cl: 1, 2, 4 or 8 */
+  uint32_t erf;       /* KILN_NN_ERF of nn_act.cl: 0 or 1 */
+  uint32_t row_items; /* KILN_NN_ROW_ITEMS of nn_rows.cl: 0 or a power of two up to 32 */
+  uint32_t row_wg;    /* least local size of the row kernels: a power of two, 1 to 1024 */
+} kiln__nn_knobs;
+
+void kiln__nn_knobs_get(const kiln_context *ctx, kiln__nn_knobs *k);
+
+/* Kernel name of source (KILN__NN_ROWS or KILN__NN_ACT) built with knobs k (ctx->lock held). */
+kiln_status kiln__nn_kernel(const char *op, kiln_context *ctx, const char *source, kiln_dtype dtype,
+                            const kiln__nn_knobs *k, const char *name, cl_kernel *out);
+
+/*
+ * The local size and lanes per row of row kernel k (nn_rows.cl) over rows of len elements
+ * inner apart: the knobs' local size, raised (up to the kernel's limit) until a row fits in
+ * the lanes' register caches (not when streaming: row_items 0); lanes per row the next power
+ * of two of len / row_items (of len when streaming), up to the local size; 1 when inner > 1.
+ */
+void kiln__nn_row_shape(kiln_context *ctx, cl_kernel k, const kiln__nn_knobs *kn, uint64_t len,
+                        uint64_t inner, size_t *local, uint32_t *lpr);
+
+/* Enqueues row kernel a over rows rows with that shape (groups capped; the kernels loop). */
+kiln_status kiln__nn_row_enqueue(const kiln__args *a, kiln_context *ctx, size_t local, uint32_t lpr,
+                                 uint64_t rows);
 
 #endif

@@ -74,11 +74,11 @@ check_out_ptr(const char *op, kiln_context *ctx, kiln_tensor **out)
   return KILN_OK;
 }
 
-/* A flat launch over n elements of a kernel of nn_act.cl. */
+/* A flat launch over n elements of a kernel of nn_act.cl built with knobs kn. */
 static kiln_status
-flat_launch(const kiln__args *a, kiln_context *ctx, uint64_t n)
+flat_launch(const kiln__args *a, kiln_context *ctx, const kiln__nn_knobs *kn, uint64_t n)
 {
-  uint64_t items = kiln__nn_items(&ctx->info);
+  uint64_t items = kn->act_items;
   return kiln__args_launch_1d(a, ctx, n / items + (n % items != 0), 0);
 }
 
@@ -100,9 +100,11 @@ act_run(const char *op, kiln_context *ctx, kiln_activation act, const kiln_tenso
   char kname[64];
   snprintf(kname, sizeof kname, "act_%s_%s", grad ? "bwd" : "fwd", act_rows[act].name);
   kiln_dtype cdt = kiln__nn_compute_dtype(v->dtype);
+  kiln__nn_knobs kn;
+  kiln__nn_knobs_get(ctx, &kn);
   kiln__ctx_lock(ctx);
   cl_kernel k;
-  kiln_status s = kiln__ops_kernel(op, ctx, KILN__NN_ACT, v->dtype, kname, &k);
+  kiln_status s = kiln__nn_kernel(op, ctx, KILN__NN_ACT, v->dtype, &kn, kname, &k);
   if (s == KILN_OK) {
     kiln__args a = kiln__args_begin(op, k);
     if (grad)
@@ -112,7 +114,7 @@ act_run(const char *op, kiln_context *ctx, kiln_activation act, const kiln_tenso
     kiln__args_u64(&a, v->numel);
     kiln__args_float(&a, cdt, p0);
     kiln__args_float(&a, cdt, p1);
-    s = flat_launch(&a, ctx, v->numel);
+    s = flat_launch(&a, ctx, &kn, v->numel);
   }
   s = kiln__ops_out_finish(op, ctx, t, s);
   kiln__ctx_unlock(ctx);
@@ -243,17 +245,15 @@ class_check(const char *op, kiln_context *ctx, int ce, const kiln_tensor *x,
  * passed only by the backward kernels (NULL for forward).
  */
 static kiln_status
-class_launch(kiln__args *a, kiln_context *ctx, cl_kernel k, int ce, const class_geo *g,
-             kiln_dtype dtype, int64_t ignore, double eps, const double *scale, uint32_t flags,
-             int nlocal, uint64_t items)
+class_launch(kiln__args *a, kiln_context *ctx, const kiln__nn_knobs *kn, cl_kernel k, int ce,
+             const class_geo *g, kiln_dtype dtype, int64_t ignore, double eps, const double *scale,
+             uint32_t flags, int nlocal, uint64_t items)
 {
   kiln_dtype cdt = kiln__nn_compute_dtype(dtype);
   size_t local = 0;
   uint32_t lpr = 1;
   if (ce) {
-    local = kiln__launch_pow2_local(ctx, k);
-    while (lpr < local && lpr < g->classes)
-      lpr *= 2;
+    kiln__nn_row_shape(ctx, k, kn, g->classes, 1, &local, &lpr);
     kiln__args_u32(a, lpr);
   }
   kiln__args_i64(a, ignore);
@@ -266,10 +266,7 @@ class_launch(kiln__args *a, kiln_context *ctx, cl_kernel k, int ce, const class_
     return kiln__args_launch_1d(a, ctx, items, 0);
   for (int i = 0; i < nlocal; i++)
     kiln__args_local(a, local * tsize(dtype));
-  uint64_t rpg = local / lpr, groups = (g->rows + rpg - 1) / rpg;
-  if (groups > ((uint64_t)1 << 20))
-    groups = (uint64_t)1 << 20;
-  return kiln__args_enqueue_1d(a, ctx, (size_t)(groups * local), local);
+  return kiln__nn_row_enqueue(a, ctx, local, lpr, g->rows);
 }
 
 /*
@@ -289,13 +286,15 @@ class_forward(const char *op, kiln_context *ctx, int ce, const kiln_tensor *x,
   kiln__out_target t;
   KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, shape, out, ins, 2, 0, &t));
   int reduce = red != KILN_REDUCTION_NONE;
+  kiln__nn_knobs kn;
+  kiln__nn_knobs_get(ctx, &kn);
   kiln__ctx_lock(ctx);
   row_tmps tmp;
   memset(&tmp, 0, sizeof tmp);
   kiln_status s = reduce ? row_tmps_alloc(ctx, x->dtype, g.rows ? g.rows : 1, &tmp) : KILN_OK;
   cl_kernel k = NULL;
   if (s == KILN_OK && g.rows)
-    s = kiln__ops_kernel(op, ctx, KILN__NN_ROWS, x->dtype, ce ? "ce_fwd" : "nll_fwd", &k);
+    s = kiln__nn_kernel(op, ctx, KILN__NN_ROWS, x->dtype, &kn, ce ? "ce_fwd" : "nll_fwd", &k);
   if (s == KILN_OK && g.rows) {
     uint32_t flags = (g.probs ? 1u : 0u) | (reduce ? 2u : 0u);
     kiln__args a = kiln__args_begin(op, k);
@@ -308,7 +307,7 @@ class_forward(const char *op, kiln_context *ctx, int ce, const kiln_tensor *x,
     kiln__args_mem(&a, tmp.lv.mem);
     kiln__args_u64(&a, g.rows);
     kiln__args_u64(&a, g.classes);
-    s = class_launch(&a, ctx, k, ce, &g, x->dtype, ignore, eps, NULL, flags, 4, g.rows);
+    s = class_launch(&a, ctx, &kn, k, ce, &g, x->dtype, ignore, eps, NULL, flags, 4, g.rows);
   }
   if (s == KILN_OK && reduce) {
     /* Indices: mean over the rows not ignored; probabilities: over every row. */
@@ -379,6 +378,8 @@ class_backward(const char *op, kiln_context *ctx, int ce, const kiln_tensor *gou
   double scale = red == KILN_REDUCTION_MEAN && g.probs ? 1.0 / (double)g.rows : 1.0;
   uint32_t flags =
       (g.probs ? 1u : 0u) | (red == KILN_REDUCTION_NONE ? 4u : 0u) | (by_count ? 8u : 0u);
+  kiln__nn_knobs kn;
+  kiln__nn_knobs_get(ctx, &kn);
   kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
   kiln__ops_tmp denom = {NULL, 0};
@@ -386,7 +387,7 @@ class_backward(const char *op, kiln_context *ctx, int ce, const kiln_tensor *gou
     s = count_valid(op, ctx, x->dtype, target, g.rows, ignore, &denom);
   cl_kernel k = NULL;
   if (s == KILN_OK && x->numel)
-    s = kiln__ops_kernel(op, ctx, KILN__NN_ROWS, x->dtype, ce ? "ce_bwd" : "nll_bwd", &k);
+    s = kiln__nn_kernel(op, ctx, KILN__NN_ROWS, x->dtype, &kn, ce ? "ce_bwd" : "nll_bwd", &k);
   if (s == KILN_OK && x->numel) {
     kiln__args a = kiln__args_begin(op, k);
     kiln__args_tensor(&a, gout);
@@ -399,7 +400,7 @@ class_backward(const char *op, kiln_context *ctx, int ce, const kiln_tensor *gou
     kiln__args_mem(&a, denom.mem);
     kiln__args_u64(&a, g.rows);
     kiln__args_u64(&a, g.classes);
-    s = class_launch(&a, ctx, k, ce, &g, x->dtype, ignore, eps, &scale, flags, 3, x->numel);
+    s = class_launch(&a, ctx, &kn, k, ce, &g, x->dtype, ignore, eps, &scale, flags, 3, x->numel);
   }
   if (denom.mem)
     kiln__ops_tmp_free(ctx, &denom);
@@ -477,13 +478,15 @@ kiln_loss(kiln_context *ctx, kiln_loss_op lop, const kiln_tensor *x, const kiln_
   snprintf(kname, sizeof kname, "loss_%s", loss_names[lop]);
   kiln_dtype cdt = kiln__nn_compute_dtype(x->dtype);
   uint64_t n = x->numel;
+  kiln__nn_knobs kn;
+  kiln__nn_knobs_get(ctx, &kn);
   kiln__ctx_lock(ctx);
   cl_kernel k;
   kiln__ops_tmp part = {NULL, 0};
-  kiln_status s = kiln__ops_kernel(op, ctx, KILN__NN_ACT, x->dtype, kname, &k);
+  kiln_status s = kiln__nn_kernel(op, ctx, KILN__NN_ACT, x->dtype, &kn, kname, &k);
   if (s == KILN_OK && (n || reduce)) {
     size_t local = kiln__launch_pow2_local(ctx, k);
-    uint64_t per = (uint64_t)local * kiln__nn_items(&ctx->info);
+    uint64_t per = (uint64_t)local * kn.act_items;
     uint64_t groups = (n + per - 1) / per;
     if (groups > LOSS_MAX_GROUPS)
       groups = LOSS_MAX_GROUPS;
@@ -505,7 +508,7 @@ kiln_loss(kiln_context *ctx, kiln_loss_op lop, const kiln_tensor *x, const kiln_
     if (s == KILN_OK && reduce)
       s = kiln__args_enqueue_1d(&a, ctx, (size_t)(groups * local), local);
     else if (s == KILN_OK)
-      s = flat_launch(&a, ctx, n);
+      s = flat_launch(&a, ctx, &kn, n);
     if (s == KILN_OK && reduce)
       s = kiln__nn_finish(op, ctx, x->dtype, part.mem, NULL, groups, t.dst,
                           red == KILN_REDUCTION_MEAN ? 1.0 / (double)n : 1.0);
@@ -538,9 +541,11 @@ kiln_loss_backward(kiln_context *ctx, kiln_loss_op lop, const kiln_tensor *gout,
   kiln_dtype cdt = kiln__nn_compute_dtype(x->dtype);
   uint64_t n = x->numel;
   double scale = red == KILN_REDUCTION_MEAN ? 1.0 / (double)n : 1.0;
+  kiln__nn_knobs kn;
+  kiln__nn_knobs_get(ctx, &kn);
   kiln__ctx_lock(ctx);
   cl_kernel k;
-  kiln_status s = kiln__ops_kernel(op, ctx, KILN__NN_ACT, x->dtype, kname, &k);
+  kiln_status s = kiln__nn_kernel(op, ctx, KILN__NN_ACT, x->dtype, &kn, kname, &k);
   if (s == KILN_OK && n) {
     kiln__args a = kiln__args_begin(op, k);
     kiln__args_tensor(&a, gout);
@@ -553,7 +558,7 @@ kiln_loss_backward(kiln_context *ctx, kiln_loss_op lop, const kiln_tensor *gout,
     kiln__args_float(&a, cdt, param);
     kiln__args_float(&a, cdt, scale);
     kiln__args_u32(&a, (pw ? 2u : 0u) | (red == KILN_REDUCTION_NONE ? 4u : 0u));
-    s = flat_launch(&a, ctx, n);
+    s = flat_launch(&a, ctx, &kn, n);
   }
   s = kiln__ops_out_finish(op, ctx, &t, s);
   kiln__ctx_unlock(ctx);

@@ -16,7 +16,7 @@
 /* Must match cl_kernels/nn_norm.cl. */
 enum { DROP_MASK_IN = 1, DROP_MASK_OUT = 2 };
 enum { NN_W = 1, NN_B = 2, NN_BN = 4, BN_RUNNING = 8, BN_EVAL = 16 };
-enum { CP_SUM = 0, CP_SQ = 1, CP_GRAD = 2 };
+enum { CP_GRAD = 2, CP_STAT = 3 };
 
 uint64_t kiln__nnt_chan_groups = 0;
 
@@ -308,8 +308,9 @@ chan_chunks(const kiln_context *ctx, const nc_geo *g)
   return want ? want : 1;
 }
 
-/* One chan_part pass and its chan_fin (ctx->lock held). st: mean, rstd (or the statistics
- * of CP_GRAD); run: running mean and variance (CP_SQ only, may be NULL). */
+/* One chan_stats (CP_STAT) or chan_part (CP_GRAD) pass and its chan_fin (ctx->lock held).
+ * mean, rstd: the results of CP_STAT, the statistics CP_GRAD reads; rm, rv: the running mean
+ * and variance (CP_STAT only, may be NULL). */
 static kiln_status
 chan_pass(const char *op, kiln_context *ctx, uint32_t mode, const kiln_tensor *x,
           const kiln_tensor *grad, const kiln_tensor *mean, const kiln_tensor *rstd,
@@ -319,11 +320,22 @@ chan_pass(const char *op, kiln_context *ctx, uint32_t mode, const kiln_tensor *x
 {
   kiln_dtype dt = x->dtype;
   uint64_t nchunk = chan_chunks(ctx, g);
+  int stat = mode == CP_STAT;
   kiln__ops_tmp part;
-  KILN_TRY(kiln__ops_tmp_alloc(ctx, 2 * g->C * nchunk * kiln_dtype_size(dt), &part));
+  KILN_TRY(kiln__ops_tmp_alloc(ctx, (stat ? 3 : 2) * g->C * nchunk * kiln_dtype_size(dt), &part));
   cl_kernel k;
-  kiln_status s = kiln__ops_kernel(op, ctx, KILN__NNT_NORM, dt, "chan_part", &k);
-  if (s == KILN_OK) {
+  kiln_status s =
+      kiln__ops_kernel(op, ctx, KILN__NNT_NORM, dt, stat ? "chan_stats" : "chan_part", &k);
+  if (s == KILN_OK && stat) {
+    kiln__args a = kiln__args_begin(op, k);
+    kiln__args_tensor(&a, x);
+    kiln__args_mem(&a, part.mem);
+    kiln__args_u64(&a, g->N);
+    kiln__args_u64(&a, g->C);
+    kiln__args_u64(&a, g->S);
+    kiln__args_u64(&a, nchunk);
+    s = group_launch(&a, ctx, k, g->C * nchunk, dt, 3);
+  } else if (s == KILN_OK) {
     kiln__args a = kiln__args_begin(op, k);
     kiln__args_tensor(&a, x);
     kiln__args_tensor(&a, grad);
@@ -501,13 +513,10 @@ kiln_batch_norm(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *weig
         s = kiln__args_launch_1d(&a, ctx, g.C, 0);
       }
     } else if (s == KILN_OK) {
-      /* Training: the mean, then the centred squares (two passes, no cancellation). */
+      /* Training: count, mean and squared deviations in one read of x (chan_stats). */
       uint32_t fl = NN_BN | (running_mean ? BN_RUNNING : 0);
-      s = chan_pass(op, ctx, CP_SUM, x, NULL, st[0], st[1], NULL, NULL, eps, momentum, NULL,
-                    NULL, NULL, &g, g.C, 1, fl);
-      if (s == KILN_OK)
-        s = chan_pass(op, ctx, CP_SQ, x, NULL, st[0], st[1], running_mean, running_var, eps,
-                      momentum, NULL, NULL, NULL, &g, g.C, 1, fl);
+      s = chan_pass(op, ctx, CP_STAT, x, NULL, st[0], st[1], running_mean, running_var, eps,
+                    momentum, NULL, NULL, NULL, &g, g.C, 1, fl);
     }
     if (s == KILN_OK)
       s = apply_launch(op, ctx, x, st, weight, bias, t[0].dst, &g, g.C, 1, NN_BN);

@@ -107,6 +107,46 @@ args_geo(kiln__args *a, const pool_geo *g, int with_window)
   }
 }
 
+/*
+ * Whether the windows tile the input (pool_tiled of nn_pool.cl): at most two spatial axes
+ * (depth 1), stride = window, no padding or dilation, the last window inside the input, and
+ * fewer than 2^32 outputs and input elements.
+ */
+static int
+pool_tiles(const pool_geo *g)
+{
+  if (g->in.v[0] != 1 || g->k.v[0] != 1 || g->planes * vol(&g->in) >= ((uint64_t)1 << 32))
+    return 0;
+  for (int i = 1; i < 3; i++)
+    if (g->k.v[i] != g->s.v[i] || g->p.v[i] || g->d.v[i] != 1 ||
+        g->out.v[i] * g->k.v[i] > g->in.v[i])
+      return 0;
+  return 1;
+}
+
+/* The tiled forward (ctx->lock held). */
+static kiln_status
+pool_tiled_launch(const char *op, kiln_context *ctx, const kiln_tensor *x, kiln_tensor *y,
+                  kiln_tensor *ix, const pool_geo *g, uint32_t flags)
+{
+  cl_kernel k;
+  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_POOL_SRC, x->dtype, "pool_tiled", &k));
+  uint64_t total = g->planes * vol(&g->out);
+  kiln__args a = kiln__args_begin(op, k);
+  kiln__args_tensor(&a, x);
+  kiln__args_tensor(&a, y);
+  kiln__args_tensor(&a, ix);
+  kiln__args_u32(&a, (uint32_t)total);
+  kiln__args_u32(&a, (uint32_t)g->in.v[1]);
+  kiln__args_u32(&a, (uint32_t)g->in.v[2]);
+  kiln__args_u32(&a, (uint32_t)g->out.v[1]);
+  kiln__args_u32(&a, (uint32_t)g->out.v[2]);
+  kiln__args_u32(&a, (uint32_t)g->k.v[1]);
+  kiln__args_u32(&a, (uint32_t)g->k.v[2]);
+  kiln__args_u32(&a, flags);
+  return kiln__args_launch_1d(&a, ctx, total, 0);
+}
+
 /* Forward of max (with optional indices) or average pooling. */
 static kiln_status
 pool_forward(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln_pool_desc *desc,
@@ -136,12 +176,14 @@ pool_forward(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln
   }
   kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
-  if (g.planes && vol(&g.out)) {
+  uint32_t flags = (max ? POOL_MAX : 0) | (indices ? POOL_IDX : 0) |
+                   (desc->count_include_pad ? POOL_INCLUDE_PAD : 0);
+  if (g.planes && vol(&g.out) && pool_tiles(&g)) {
+    s = pool_tiled_launch(op, ctx, x, t.dst, indices ? ti.dst : NULL, &g, flags);
+  } else if (g.planes && vol(&g.out)) {
     cl_kernel k;
     s = kiln__ops_kernel(op, ctx, KILN__NN_POOL_SRC, x->dtype, "pool_fwd", &k);
     if (s == KILN_OK) {
-      uint32_t flags = (max ? POOL_MAX : 0) | (indices ? POOL_IDX : 0) |
-                       (desc->count_include_pad ? POOL_INCLUDE_PAD : 0);
       kiln__args a = kiln__args_begin(op, k);
       kiln__args_tensor(&a, x);
       kiln__args_tensor(&a, t.dst);

@@ -36,13 +36,16 @@ void kiln__random_advance_locked(kiln_context *ctx, uint64_t nblocks);
 /*
  * A program variant: the compile-time launch parameters of some sources (the
  * `variant` of kiln__program_options); 0 = the device default. Read by the
- * build-option callbacks of the reduce, scan and elementwise families.
+ * build-option callbacks of the reduce, scan, elementwise and nn families.
  */
 typedef struct kiln__program_variant {
   uint32_t cols;       /* reduce, scan: KILN_COLS (columns per work-item) */
   uint32_t lane_order; /* reduce: KILN_BLOCKED + 1 (the rows kernel's lane order; 0 default) */
   uint32_t ew_items;   /* elementwise: KILN_EW_ITEMS (vectors per work-item of flat launches) */
   uint32_t ew_vec;     /* elementwise: KILN_EW_VEC (elements per vector access) */
+  uint32_t nn_items;   /* nn: KILN_NN_ITEMS of nn_act.cl (elements per work-item) */
+  uint32_t nn_erf;     /* nn: KILN_NN_ERF + 1 of nn_act.cl (0 default) */
+  uint32_t nn_row_items; /* nn: KILN_NN_ROW_ITEMS + 1 of nn_rows.cl (0 default) */
 } kiln__program_variant;
 
 /*

@@ -80,6 +80,16 @@ void kiln__blas_test_routes(uint64_t out[2]);
 extern uint64_t kiln__stats_hist_chunk;
 
 /*
+ * Test hook of the nn family: fields >= 0 (and valid) replace the device defaults and
+ * KILN_DEBUG_NN's values of the launch knobs of ops/nn_internal.h (act_items, erf,
+ * row_items, row_wg); -1 leaves them. Read at every nn call.
+ */
+typedef struct kiln__nn_knob_override {
+  int32_t act_items, erf, row_items, row_wg;
+} kiln__nn_knob_override;
+extern kiln__nn_knob_override kiln__nn_test_knobs;
+
+/*
  * Test hook of the nn_conv family: the largest im2col buffer of one batch chunk, in bytes
  * (default 256 MiB); smaller values make tests run several chunks, or the direct route when
  * one sample's columns do not fit.

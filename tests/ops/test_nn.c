@@ -21,6 +21,8 @@
 
 #include "harness.h"
 #include "hostdata.h"
+#include "ops/ops_common.h"
+#include "ops/tuned.h"
 
 /* ck_assert_msg records a checkpoint per call; bulk comparisons use this instead. */
 #define EXPECT(cond, ...)        \
@@ -600,7 +602,8 @@ START_TEST(softmax_shapes)
 }
 END_TEST
 
-START_TEST(softmax_special_rows)
+static void
+softmax_special_rows_check(void)
 {
   kiln_context *ctx = harness_ctx();
   const double I = INFINITY;
@@ -620,6 +623,11 @@ START_TEST(softmax_special_rows)
     kiln_tensor_release(tx);
     kiln_tensor_release(ty);
   }
+}
+
+START_TEST(softmax_special_rows)
+{
+  softmax_special_rows_check();
 }
 END_TEST
 
@@ -828,9 +836,41 @@ END_TEST
 
 /* ------------------------------------------------------------------ activations */
 
-START_TEST(activations_against_reference)
+/* Activation a forward, backward and in place over n values in [lo, hi). */
+static void
+act_case(kiln_dtype dt, kiln_activation a, int64_t n, double lo, double hi)
 {
   kiln_context *ctx = harness_ctx();
+  double p0, p1;
+  act_params(a, &p0, &p1);
+  double *x = rand_vec((size_t)n, lo, hi), *g = rand_vec((size_t)n, -1, 1);
+  round_to(dt, x, (size_t)n);
+  round_to(dt, g, (size_t)n);
+  double *y = malloc((size_t)n * 8 + 8), *dx = malloc((size_t)n * 8 + 8);
+  for (int64_t i = 0; i < n; i++) {
+    y[i] = act_f(a, x[i], p0, p1);
+    dx[i] = g[i] * act_d(a, x[i], p0, p1);
+  }
+  char what[96];
+  snprintf(what, sizeof what, "%s %s n %lld", kiln_dtype_name(dt), kiln_activation_name(a),
+           (long long)n);
+  kiln_tensor *tx = up(dt, 1, &n, x), *tg = up(dt, 1, &n, g), *ty = NULL, *tdx = NULL;
+  KOK(kiln_activation_forward(ctx, a, tx, p0, p1, &ty));
+  expect_tensor(ty, y, tol_of(dt), what);
+  KOK(kiln_activation_backward(ctx, a, tg, kiln_activation_backward_uses_output(a) ? ty : tx, p0,
+                               p1, &tdx));
+  /* From the output, f' is recomputed from a rounded y: a looser bound in f32. */
+  expect_tensor(tdx, dx, tol_of(dt) * (dt == KILN_F32 ? 10 : 1), what);
+  /* In place. */
+  KOK(kiln_activation_forward(ctx, a, tx, p0, p1, &tx));
+  expect_tensor(tx, y, tol_of(dt), what);
+  free(x), free(g), free(y), free(dx);
+  kiln_tensor_release(tx), kiln_tensor_release(tg), kiln_tensor_release(ty);
+  kiln_tensor_release(tdx);
+}
+
+START_TEST(activations_against_reference)
+{
   const int64_t sizes[] = {0, 1, 7, 1031, harness_size(100003, 1200)};
   FOR_DTYPES(dt)
   for (int ai = 0; ai < KILN_ACTIVATION_COUNT; ai++) {
@@ -867,6 +907,9 @@ START_TEST(activations_against_reference)
       kiln_tensor_release(tx), kiln_tensor_release(tg), kiln_tensor_release(ty);
       kiln_tensor_release(tdx);
     }
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+      if (!SMALL_SKIP(si, sizeof sizes / sizeof sizes[0]))
+        act_case(dt, a, sizes[si], -5, 5);
   }
 }
 END_TEST
@@ -1124,9 +1167,58 @@ END_TEST
 
 /* ------------------------------------------------------------------ pointwise losses */
 
-START_TEST(point_losses)
+/* Pointwise loss op over shape (pos_weight with with_pw), every reduction, and backward. */
+static void
+point_loss_case(kiln_dtype dt, kiln_loss_op op, const int64_t *shape, int with_pw)
 {
   kiln_context *ctx = harness_ctx();
+  uint64_t n = numel(2, shape), last = (uint64_t)shape[1];
+  double prm = loss_param(op);
+  double *x = malloc(n * 8 + 8), *y = malloc(n * 8 + 8), *w = rand_vec(last, 0.5, 3);
+  loss_data(op, x, y, n);
+  round_to(dt, x, n), round_to(dt, y, n), round_to(dt, w, last);
+  double *l = malloc(n * 8 + 8), *ones = malloc(n * 8 + 8), *g = rand_vec(n, -1, 1);
+  round_to(dt, g, n);
+  for (uint64_t i = 0; i < n; i++) {
+    l[i] = loss_f(op, x[i], y[i], with_pw ? w[i % last] : 1, prm);
+    ones[i] = 1;
+  }
+  char what[96];
+  snprintf(what, sizeof what, "%s %s n %llu pos_weight %d", kiln_dtype_name(dt),
+           kiln_loss_op_name(op), (unsigned long long)n, with_pw);
+  int64_t ls = (int64_t)last;
+  kiln_tensor *tx = up(dt, 2, shape, x), *ty = up(dt, 2, shape, y);
+  kiln_tensor *tw = with_pw ? up(dt, 1, &ls, w) : NULL;
+  for (int ri = 0; ri < 3; ri++) {
+    kiln_reduction red = (kiln_reduction)ri;
+    kiln_tensor *tl = NULL, *tgo = NULL, *tdx = NULL;
+    KOK(kiln_loss(ctx, op, tx, ty, tw, prm, red, &tl));
+    double gs = 1;
+    if (red == KILN_REDUCTION_NONE) {
+      expect_tensor(tl, l, tol_of(dt), what);
+      tgo = up(dt, 2, shape, g);
+    } else {
+      double want = fold(l, ones, n, red, 0);
+      expect_tensor(tl, &want, tol_of(dt) * 8, what);
+      double g0 = -1.25;
+      tgo = up(dt, 0, NULL, &g0);
+      gs = red == KILN_REDUCTION_SUM ? g0 : g0 / (double)n;
+    }
+    double *dx = malloc(n * 8 + 8);
+    for (uint64_t i = 0; i < n; i++)
+      dx[i] = (red == KILN_REDUCTION_NONE ? g[i] : gs) *
+              loss_d(op, x[i], y[i], with_pw ? w[i % last] : 1, prm);
+    KOK(kiln_loss_backward(ctx, op, tgo, tx, ty, tw, prm, red, &tdx));
+    expect_tensor(tdx, dx, tol_of(dt) * 4, what);
+    free(dx);
+    kiln_tensor_release(tl), kiln_tensor_release(tgo), kiln_tensor_release(tdx);
+  }
+  free(x), free(y), free(w), free(l), free(ones), free(g);
+  kiln_tensor_release(tx), kiln_tensor_release(ty), kiln_tensor_release(tw);
+}
+
+START_TEST(point_losses)
+{
   const int64_t shapes[][2] = {{0, 3}, {1, 1}, {3, 7}, {harness_size(301, 9), 333}};
   FOR_DTYPES(dt)
   for (int li = 0; li < KILN_LOSS_OP_COUNT; li++)
@@ -1185,6 +1277,8 @@ START_TEST(point_losses)
         free(x), free(y), free(w), free(l), free(ones), free(g);
         kiln_tensor_release(tx), kiln_tensor_release(ty), kiln_tensor_release(tw);
       }
+      for (int with_pw = 0; with_pw < (li == KILN_LOSS_BCE_WITH_LOGITS ? 2 : 1); with_pw++)
+        point_loss_case(dt, (kiln_loss_op)li, shapes[si], with_pw);
 }
 END_TEST
 
@@ -1293,6 +1387,132 @@ START_TEST(bad_input)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ launch knobs */
+
+/*
+ * Every value of the row kernels' knobs (ops/tuned.h's kiln__nn_test_knobs): elements kept
+ * in registers per lane (0: streamed, 1 to 32), and every least local size 1 to 1024, some with
+ * the local size pinned small (kiln__launch_local_override) so that rows outgrow the
+ * registers and their tails are streamed. Each runs softmax and log_softmax forward and
+ * backward (rows longer than a group, rows of 1, short rows, an empty batch, a middle axis,
+ * rows of -inf and NaN), layer_norm and rms_norm forward and backward, and cross_entropy with
+ * indices, probabilities and every row ignored; f64 on the combinations marked.
+ */
+START_TEST(row_knobs)
+{
+  const struct {
+    int32_t items, wg;
+    size_t local;
+    int f64;
+  } knobs[] = {
+      {0, 1, 0, 1},  {1, 64, 0, 0},  {2, 1024, 0, 0}, {4, 16, 0, 0},
+      {4, 2, 32, 1}, {8, 2, 0, 0},   {16, 256, 0, 1}, {16, 4, 64, 0},
+      {16, 8, 0, 0}, {16, 32, 0, 0}, {16, 128, 0, 0}, {32, 512, 0, 1},
+  };
+  const struct sm_case sm[] = {{2, {3, 1001}, 1}, {2, {5, 1}, 1},     {2, {6, 7}, -1},
+                               {2, {0, 9}, 1},    {3, {2, 40, 3}, 1}, {2, {2, 2053}, 1}};
+  const int64_t nm[][2] = {{3, 1001}, {4, 1}, {5, 33}, {0, 8}, {2, 2053}};
+  const uint64_t ce[][2] = {{3, 1001}, {4, 1}, {6, 17}, {0, 5}};
+  for (size_t ki = 0; ki < sizeof knobs / sizeof knobs[0]; ki++) {
+    if (SMALL_SKIP(ki, sizeof knobs / sizeof knobs[0]))
+      continue;
+    kiln__nn_test_knobs.row_items = knobs[ki].items;
+    kiln__nn_test_knobs.row_wg = knobs[ki].wg;
+    kiln__launch_local_override = knobs[ki].local;
+    FOR_DTYPES(dt)
+    {
+      if (dt == KILN_F64 && !knobs[ki].f64)
+        continue;
+      for (size_t i = 0; i < sizeof sm / sizeof sm[0]; i++)
+        for (int logm = 0; logm < 2; logm++)
+          softmax_case(dt, &sm[i], logm);
+      for (size_t i = 0; i < sizeof nm / sizeof nm[0]; i++)
+        for (int rms = 0; rms < 2; rms++)
+          norm_case(dt, rms, 2, nm[i], 1, 1, !rms);
+      for (size_t i = 0; i < sizeof ce / sizeof ce[0]; i++)
+        for (int mode = 0; mode < 4; mode++)
+          if (mode != 1)
+            class_case(dt, 0, mode, ce[i][0], ce[i][1]);
+    }
+    softmax_special_rows_check();
+  }
+  kiln__nn_test_knobs.row_items = kiln__nn_test_knobs.row_wg = -1;
+  kiln__launch_local_override = 0;
+}
+END_TEST
+
+/*
+ * Every value of the flat kernels' knobs: 1, 2, 4 and 8 elements per work-item, OpenCL's
+ * and kiln's erfc, on the gelu forms (over the tails too: -12 to 8), silu, relu and the mse
+ * loss, forward and backward; sizes 0, 1, primes and a non-multiple of any group.
+ */
+START_TEST(act_knobs)
+{
+  const int32_t knobs[][2] = {{1, 0}, {2, 1}, {4, 0}, {8, 1}};
+  const kiln_activation acts[] = {KILN_ACT_GELU, KILN_ACT_GELU_TANH, KILN_ACT_SILU, KILN_ACT_RELU};
+  const int64_t sizes[] = {0, 1, 7, 1031, harness_size(20011, 600)};
+  const int64_t ls[][2] = {{0, 3}, {3, 7}, {harness_size(61, 9), 333}};
+  for (size_t ki = 0; ki < sizeof knobs / sizeof knobs[0]; ki++) {
+    kiln__nn_test_knobs.act_items = knobs[ki][0];
+    kiln__nn_test_knobs.erf = knobs[ki][1];
+    FOR_DTYPES(dt)
+    {
+      for (size_t ai = 0; ai < sizeof acts / sizeof acts[0]; ai++)
+        for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+          if (!SMALL_SKIP(si, sizeof sizes / sizeof sizes[0]))
+            act_case(dt, acts[ai], sizes[si], acts[ai] == KILN_ACT_GELU ? -12 : -5,
+                     acts[ai] == KILN_ACT_GELU ? 8 : 5);
+      for (size_t si = 0; si < sizeof ls / sizeof ls[0]; si++)
+        point_loss_case(dt, KILN_LOSS_MSE, ls[si], 0);
+    }
+  }
+  kiln__nn_test_knobs.act_items = kiln__nn_test_knobs.erf = -1;
+}
+END_TEST
+
+/*
+ * kiln's f32 erfc (the default) keeps gelu's relative accuracy in the lower tail, where
+ * x Phi(x) is tiny: within 2e-5 relative of the double reference down to x = -12 (Phi
+ * about 2e-33), and gelu's derivative likewise (relative to its two terms).
+ */
+START_TEST(gelu_tail_relative)
+{
+  kiln_context *ctx = harness_ctx();
+  enum { N = 241 };
+  double x[N], y[N], d[N];
+  for (int i = 0; i < N; i++) {
+    x[i] = (double)(float)(-12.0 + 0.05 * i);
+    y[i] = act_f(KILN_ACT_GELU, x[i], 0, 0);
+    d[i] = act_d(KILN_ACT_GELU, x[i], 0, 0);
+  }
+  int64_t n = N;
+  for (int erf = 0; erf < 2; erf++) {
+    kiln__nn_test_knobs.erf = erf;
+    kiln_tensor *tx = up(KILN_F32, 1, &n, x), *ty = NULL, *tg = NULL, *tdx = NULL;
+    double ones[N];
+    for (int i = 0; i < N; i++)
+      ones[i] = 1;
+    tg = up(KILN_F32, 1, &n, ones);
+    KOK(kiln_activation_forward(ctx, KILN_ACT_GELU, tx, 0, 0, &ty));
+    KOK(kiln_activation_backward(ctx, KILN_ACT_GELU, tg, tx, 0, 0, &tdx));
+    double *yd = down(ty), *dd = down(tdx);
+    for (int i = 0; i < N; i++) {
+      EXPECT(fabs(yd[i] - y[i]) <= 2e-5 * fabs(y[i]) + 1e-44,
+             "erf %d: gelu(%.9g) = %.9g, expected %.9g", erf, x[i], yd[i], y[i]);
+      /* gelu' = Phi(x) + x phi(x) cancels near its zero (x = -0.75): relative to the terms. */
+      double terms =
+          0.5 * erfc(-x[i] / sqrt(2.0)) + fabs(x[i]) * 0.3989422804014327 * exp(-0.5 * x[i] * x[i]);
+      EXPECT(fabs(dd[i] - d[i]) <= 2e-5 * terms + 1e-44,
+             "erf %d: gelu'(%.9g) = %.9g, expected %.9g", erf, x[i], dd[i], d[i]);
+    }
+    free(yd), free(dd);
+    kiln_tensor_release(tx), kiln_tensor_release(ty), kiln_tensor_release(tg);
+    kiln_tensor_release(tdx);
+  }
+  kiln__nn_test_knobs.erf = -1;
+}
+END_TEST
+
 static Suite *
 nn_suite(void)
 {
@@ -1307,6 +1527,9 @@ nn_suite(void)
   tcase_add_test(tc, cross_entropy_every_row_ignored_and_empty);
   tcase_add_test(tc, point_losses);
   tcase_add_test(tc, bad_input);
+  tcase_add_test(tc, row_knobs);
+  tcase_add_test(tc, act_knobs);
+  tcase_add_test(tc, gelu_tail_relative);
   if (!harness_small()) {
     tcase_add_test(tc, softmax_finite_differences);
     tcase_add_test(tc, norm_finite_differences);

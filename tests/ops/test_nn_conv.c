@@ -356,6 +356,13 @@ static const pool_case pool_cases[] = {
     {2, {1, 2}, 3, {5, 6, 7}, {2, 3, 2}, {2, 2, 3}, {1, 1, 0}, {0, 0, 0}, 1, 0},
     /* larger: more planes than a work-group. */
     {2, {4, 16}, 2, {17, 19}, {3, 3}, {2, 2}, {1, 1}, {0, 0}, 0, 0},
+    /* Tiling windows (pool_tiled): odd sizes whose last row and column are dropped, 3x3,
+     * non-square, 1-D, and many planes of 28x28 (outputs not a multiple of the group). */
+    {2, {2, 3}, 2, {7, 9}, {2, 2}, {2, 2}, {0, 0}, {0, 0}, 0, 0},
+    {1, {5}, 2, {9, 13}, {3, 3}, {3, 3}, {0, 0}, {0, 0}, 0, 1},
+    {1, {3}, 2, {8, 9}, {2, 3}, {2, 3}, {0, 0}, {0, 0}, 1, 0},
+    {2, {2, 3}, 1, {11}, {2}, {2}, {0}, {0}, 0, 0},
+    {2, {3, 37}, 2, {28, 28}, {2, 2}, {2, 2}, {0, 0}, {0, 0}, 0, 0},
 };
 
 START_TEST(pool_shapes)

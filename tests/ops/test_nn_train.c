@@ -704,6 +704,54 @@ START_TEST(group_and_batch_norm_against_reference)
 }
 END_TEST
 
+/*
+ * batch_norm's one-read statistics sum about a shift: channels with a mean of 1e4 and a
+ * spread of 1 keep their f32 variance (sums of x and x^2 would lose it all), with one group
+ * per channel and with chunks; a NaN in a channel gives that channel NaN statistics.
+ */
+START_TEST(batch_norm_large_mean)
+{
+  kiln_context *ctx = harness_ctx();
+  const nc_case c = {3, 4, 1031, 1};
+  uint64_t n = (uint64_t)(c.N * c.C * c.S), C = (uint64_t)c.C;
+  double *xh = rand_vec(n, -1, 1);
+  for (uint64_t i = 0; i < n; i++)
+    xh[i] += 1e4;
+  round_to(KILN_F32, xh, n);
+  double *y = malloc((n + 1) * 8), *mu = malloc((C + 1) * 8), *rs = malloc((C + 1) * 8);
+  ref_nc_norm(xh, NULL, NULL, (uint64_t)c.N, C, (uint64_t)c.S, 1, 1, 1e-5, y, mu, rs);
+  for (int split = 0; split < 2; split++) {
+    kiln__nnt_chan_groups = split ? 1 : 4096;
+    kiln_tensor *x = up_nc(KILN_F32, &c, xh), *yt = NULL, *mt = NULL, *rt = NULL;
+    KOK(kiln_batch_norm(ctx, x, NULL, NULL, NULL, NULL, 1, 0.1, 1e-5, &yt, &mt, &rt));
+    double *mg = down(mt), *rg = down(rt);
+    for (uint64_t k = 0; k < C; k++) {
+      EXPECT(fabs(mg[k] - mu[k]) <= 1e-6 * mu[k], "channel %llu: mean %.9g, expected %.9g",
+             (unsigned long long)k, mg[k], mu[k]);
+      EXPECT(fabs(rg[k] - rs[k]) <= 1e-3 * rs[k], "channel %llu: rstd %.9g, expected %.9g",
+             (unsigned long long)k, rg[k], rs[k]);
+    }
+    free(mg), free(rg);
+    kiln_tensor_release(yt), kiln_tensor_release(mt), kiln_tensor_release(rt);
+    /* A NaN in channel 1. */
+    xh[(uint64_t)c.S + 5] = NAN;
+    kiln_tensor_release(x);
+    x = up_nc(KILN_F32, &c, xh);
+    mt = rt = yt = NULL;
+    KOK(kiln_batch_norm(ctx, x, NULL, NULL, NULL, NULL, 1, 0.1, 1e-5, &yt, &mt, &rt));
+    mg = down(mt), rg = down(rt);
+    EXPECT(isnan(mg[1]) && isnan(rg[1]), "a NaN in channel 1 gave mean %g, rstd %g", mg[1], rg[1]);
+    EXPECT(!isnan(mg[0]) && !isnan(rg[2]), "a NaN in channel 1 reached channels 0 or 2");
+    xh[(uint64_t)c.S + 5] = 1e4;
+    free(mg), free(rg);
+    kiln_tensor_release(x), kiln_tensor_release(yt), kiln_tensor_release(mt);
+    kiln_tensor_release(rt);
+  }
+  kiln__nnt_chan_groups = 0;
+  free(xh), free(y), free(mu), free(rs);
+}
+END_TEST
+
 /* sum(u * norm(x)) for a fixed u: the scalar whose gradient the finite differences check. */
 static double
 nc_objective(kiln_tensor *x, kiln_tensor *w, kiln_tensor *b, const double *u, const nc_case *c,
@@ -1492,6 +1540,7 @@ nn_train_suite(void)
   tcase_add_test(tc, dropout_against_reference);
   tcase_add_test(tc, dropout_launch_shapes_and_rate);
   tcase_add_test(tc, group_and_batch_norm_against_reference);
+  tcase_add_test(tc, batch_norm_large_mean);
   tcase_add_test(tc, norm_bad_input);
   tcase_add_test(tc, attention_against_composition);
   tcase_add_test(tc, attention_bad_input);
