@@ -2,19 +2,19 @@
  * nn training family: scaled dot-product attention, flash style (lib/ops/nn_attention.c,
  * docs/nn.md "Attention"), and rotary position embedding.
  *
- * Build options: common.cl's (-DT=..., -DKILN_DT_...=1); f32 and f64.
+ * Build options: common.cl's (-DT=..., -DKILN_DT_...=1); f32 and f64. The forward tile
+ * (lib/ops/nn_attention.c chooses it: the `attention` tuner family): -DATT_BQ (queries per
+ * work-group), -DATT_BK (keys per tile), -DATT_TM, -DATT_TN (the register tile of scores per
+ * work-item, multiples of 4), -DATT_DC (features per Q/K staging chunk), -DATT_VK (keys per V
+ * staging chunk), -DATT_DH (head dimension the accumulators cover: 32, 64 or 128, at least
+ * D and Dv). att_fwd runs on (BQ/TM) (BK/TN) work-items.
  *
  * Layout: q [BH, Sq, D], k [BH, Sk, D], v [BH, Sk, Dv], out [BH, Sq, Dv], lse [BH, Sq],
- * D, Dv <= ATT_DMAX; mask (flags ATT_MASK) additive [Sq, Sk] at mask + bh * mstride.
+ * D, Dv <= ATT_DH; mask (flags ATT_MASK) additive [Sq, Sk] at mask + bh * mstride.
  * flags ATT_CAUSAL: key j is visible to query i only when j <= i (top-left aligned, as
  * PyTorch's is_causal).
  *
- * Forward (att_fwd): one work-group of 2 ATT_BQ items per (bh, tile of ATT_BQ queries), two
- * items per query row, each keeping its half of the row's scaled q and of the output
- * accumulator in registers (the Q tile stays on chip for the whole kernel); K and V tiles of
- * ATT_BK keys stream through local memory and are read as broadcast 4-vectors; each row's
- * running maximum m and sum l are updated once per key tile (online softmax): no Sq x Sk
- * temporary. out = acc / l, lse = m + log(l) (a row with every key masked gives NaN and -inf).
+ * Forward (att_fwd): below, at the kernel.
  *
  * Backward (FlashAttention-2: recompute p = exp(s - lse) from the saved lse):
  *   att_bwd_pre: delta[i] = sum_d dout[i, d] out[i, d]            flat over BH Sq rows
@@ -40,15 +40,11 @@
 #include "common.cl"
 
 #define ATT_DMAX 128
-/* Tiles sized so that each kernel's local arrays fit in 32 KiB (OpenCL's minimum for GPUs,
- * and oclgrind's default) at ATT_DMAX = 128. */
+/* Backward tiles sized so that each kernel's local arrays fit in 32 KiB (OpenCL's minimum for
+ * GPUs, and oclgrind's default) at ATT_DMAX = 128. */
 #if defined(KILN_DT_F64)
-#define ATT_BQ 16
-#define ATT_BK 12
 #define ATT_BB 7
 #else
-#define ATT_BQ 32
-#define ATT_BK 24
 #define ATT_BB 15
 #endif
 
@@ -68,109 +64,237 @@
   } while (0)
 
 /*
- * Forward. Two work-items per query row (h = 0, 1), each holding in registers its half of the
- * row's scaled q and of the output accumulator: item h owns the 4-element chunks 8i + 4h
- * (i < ATT_DMAX / 8), so any D splits evenly. K and V tiles of ATT_BK keys live in local memory
- * with rows zero-padded to a multiple of 4 (DP, DVP), read as broadcast 4-vectors; the two
- * halves of each score meet through local memory (sp). Both items of a row then run the same
- * online-softmax update on identical values.
+ * Forward, register-blocked like a GEMM. A work-group owns ATT_BQ queries of one (batch, head);
+ * work-item (tr, tc) of its (BQ/TM) x (BK/TN) grid owns TM query rows (the same rows in both
+ * products, so each item keeps its rows' running max m and partial sum in registers):
+ *   S = Q K^T: a TM x TN register tile per key tile of ATT_BK keys, Q and K staged through
+ *     local memory transposed ([d][row], [d][key]) in chunks of ATT_DC features, read as
+ *     4-vectors (16-byte local loads, consecutive items on consecutive vectors);
+ *   online softmax: each row's tile max meets across the BK/TN items sharing it in local
+ *     memory (red); p = exp(s - m) goes to local memory as P [key][row];
+ *   O += P V: the same TM rows x ON = DH/(BK/TN) head features, V staged in chunks of ATT_VK
+ *     keys in the Q/K staging space.
+ * An item's rows are a*4*NTR + 4*tr + u (a < TM/4, u < 4) and its keys and features
+ * b*4*NTC + 4*tc + u, so the items of a warp read consecutive 4-vectors (no bank conflicts).
+ * The partial row sums (over an item's own keys, rescaled with the shared max) are added
+ * across the row's items once at the end. Causal: key tiles past the group's last query
+ * are not visited. A row with every key hidden keeps m = -inf: p and the rescale factor use
+ * 0 in place of m (no inf - inf), so l = 0, out = 0/0 = NaN and lse = -inf.
  */
 #define T4 KILN_CAT(T, 4)
 #define KILN_CAT(a, b) KILN_CAT_(a, b)
 #define KILN_CAT_(a, b) a##b
-#define ATT_NCH (ATT_DMAX / 8)
 
-kernel __attribute__((reqd_work_group_size(2 * ATT_BQ, 1, 1))) void
+#ifndef ATT_BQ
+#error "nn_attention.cl: the tile options (-DATT_BQ=... -DATT_DH=...) are missing"
+#endif
+#define ATT_NTR (ATT_BQ / ATT_TM)
+#define ATT_NTC (ATT_BK / ATT_TN)
+#define ATT_NT (ATT_NTR * ATT_NTC)
+#define ATT_ON (ATT_DH / ATT_NTC)
+#define ATT_QS (ATT_BQ + 4) /* row stride of Q [d][row] and P [key][row] (floats) */
+#define ATT_KS (ATT_BK + 4) /* row stride of K [d][key] */
+#define ATT_VS ATT_DH       /* row stride of V [key][d] */
+#define ATT_QK_N (ATT_DC * (ATT_QS + ATT_KS))
+#define ATT_STAGE_N (ATT_QK_N > ATT_VK * ATT_VS ? ATT_QK_N : ATT_VK * ATT_VS)
+#if ATT_TM % 4 || ATT_TN % 4 || ATT_ON % 4 || ATT_BK % ATT_VK || ATT_DC % 4 ||                \
+    (ATT_NTR > 8 && ATT_NTR % 8)
+#error "nn_attention.cl: unsupported tile shape"
+#endif
+/* Loops over a chunk and over a register tile: rolled on CPUs (-DATT_ROLLED: PoCL takes
+ * seconds to compile the unrolled body), left to the compiler elsewhere. */
+#if defined(ATT_ROLLED)
+#define ATT_OUTER_LOOP _Pragma("unroll 1")
+#else
+#define ATT_OUTER_LOOP
+#endif
+/* Items of a warp: 8 row groups (or all of them) x the rest in key groups. */
+#define ATT_W (ATT_NTR < 8 ? ATT_NTR : 8)
+
+#define ATT_UNPACK(dst, i, v)                                                                 \
+  do {                                                                                      \
+    (dst)[(i)] = (v).x;                                                                     \
+    (dst)[(i) + 1] = (v).y;                                                                 \
+    (dst)[(i) + 2] = (v).z;                                                                 \
+    (dst)[(i) + 3] = (v).w;                                                                 \
+  } while (0)
+
+kernel __attribute__((reqd_work_group_size(ATT_NT, 1, 1))) void
 att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global const ST *v,
         ulong voff, global const ST *mask, ulong moff, global ST *o, ulong ooff, global ST *lse,
         ulong loff, ulong BH, ulong Sq, ulong Sk, ulong D, ulong Dv, ulong mstride, T scale,
         uint flags)
 {
-  local T ks[ATT_BK * ATT_DMAX];
-  local T vs[ATT_BK * ATT_DMAX];
-  local T sp[2 * ATT_BQ * ATT_BK];
-  const uint lid = get_local_id(0), lsz = get_local_size(0);
-  const uint row = lid >> 1, h = lid & 1u;
+  local T4 stage4[ATT_STAGE_N / 4];
+  local T4 ps4[ATT_BK * ATT_QS / 4];
+  local T red[ATT_NTC * ATT_BQ];
+  local T *stage = (local T *)stage4, *ps = (local T *)ps4;
+  const uint lid = get_local_id(0);
+  const uint tr = lid % ATT_W + ATT_W * (lid / (ATT_W * ATT_NTC));
+  const uint tc = (lid / ATT_W) % ATT_NTC;
   const ulong nqt = (Sq + ATT_BQ - 1) / ATT_BQ, g = get_group_id(0);
-  const ulong bh = g / nqt, q0 = (g % nqt) * ATT_BQ, i = q0 + row;
-  const int live = i < Sq;
-  const ulong DP = (D + 3) & ~(ulong)3, DVP = (Dv + 3) & ~(ulong)3;
+  const ulong bh = g / nqt, q0 = (g % nqt) * ATT_BQ;
+  global const ST *qb = q + qoff + bh * Sq * D;
   global const ST *kb = k + koff + bh * Sk * D;
   global const ST *vb = v + voff + bh * Sk * Dv;
   global const ST *mb = mask + moff + bh * mstride;
-  T4 qr[ATT_NCH], acc[ATT_NCH];
-  for (int c = 0; c < ATT_NCH; c++) {
-    T e4[4];
-    for (int u = 0; u < 4; u++) {
-      ulong d = 8 * c + 4 * h + u;
-      e4[u] = live && d < D ? KILN_LOAD(q, qoff + (bh * Sq + i) * D + d) * scale : (T)0;
-    }
-    qr[c] = (T4)(e4[0], e4[1], e4[2], e4[3]);
-    acc[c] = (T4)((T)0);
+  T acc[ATT_TM][ATT_ON], m[ATT_TM], lp[ATT_TM];
+  uint rows[ATT_TM];
+  ATT_OUTER_LOOP
+  for (int i = 0; i < ATT_TM; i++) {
+    rows[i] = (i / 4) * 4 * ATT_NTR + 4 * tr + i % 4;
+    m[i] = -INFINITY;
+    lp[i] = (T)0;
+    ATT_OUTER_LOOP
+    for (int e = 0; e < ATT_ON; e++)
+      acc[i][e] = (T)0;
   }
-  T m = -INFINITY, l = (T)0;
   ulong kend = Sk;
   if ((flags & ATT_CAUSAL) && q0 + ATT_BQ < kend)
     kend = q0 + ATT_BQ;
   for (ulong k0 = 0; k0 < kend; k0 += ATT_BK) {
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint r = 0; r < ATT_BK; r++) {
-      const int rl = k0 + r < Sk;
-      for (ulong d = lid; d < DP; d += lsz)
-        ks[r * DP + d] = rl && d < D ? KILN_LOAD(kb, (k0 + r) * D + d) : (T)0;
-      for (ulong d = lid; d < DVP; d += lsz)
-        vs[r * DVP + d] = rl && d < Dv ? KILN_LOAD(vb, (k0 + r) * Dv + d) : (T)0;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int j = 0; j < ATT_BK; j++) {
-      T4 a4 = (T4)((T)0);
-      for (int c = 0; c < ATT_NCH; c++)
-        if (8 * c + 4 * h < D)
-          a4 += qr[c] * vload4(0, ks + j * DP + 8 * c + 4 * h);
-      sp[(2 * row + h) * ATT_BK + j] = a4.x + a4.y + a4.z + a4.w;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    T s[ATT_BK];
-    T tmax = -INFINITY;
-    for (int j = 0; j < ATT_BK; j++) {
-      T a = sp[2 * row * ATT_BK + j] + sp[(2 * row + 1) * ATT_BK + j];
-      if (live)
-        ATT_SCORE(a, i, k0 + j);
-      s[j] = a;
-      tmax = fmax(tmax, a);
-    }
-    T mnew = fmax(m, tmax);
-    if (live && mnew > -INFINITY) {
-      T cf = exp(m - mnew);
-      l *= cf;
-      for (int j = 0; j < ATT_BK; j++) {
-        s[j] = exp(s[j] - mnew);
-        l += s[j];
+    T s[ATT_TM][ATT_TN];
+    ATT_OUTER_LOOP
+    for (int i = 0; i < ATT_TM; i++)
+      ATT_OUTER_LOOP
+      for (int j = 0; j < ATT_TN; j++)
+        s[i][j] = (T)0;
+    for (ulong d0 = 0; d0 < D; d0 += ATT_DC) {
+      barrier(CLK_LOCAL_MEM_FENCE);
+      for (uint e = lid; e < ATT_BQ * ATT_DC; e += ATT_NT) {
+        uint r = e / ATT_DC, dd = e % ATT_DC;
+        stage[dd * ATT_QS + r] =
+            q0 + r < Sq && d0 + dd < D ? KILN_LOAD(qb, (q0 + r) * D + d0 + dd) * scale : (T)0;
       }
-      for (int c = 0; c < ATT_NCH; c++)
-        if (8 * c + 4 * h < Dv) {
-          T4 a4 = acc[c] * cf;
-          for (int j = 0; j < ATT_BK; j++)
-            a4 += s[j] * vload4(0, vs + j * DVP + 8 * c + 4 * h);
-          acc[c] = a4;
+      for (uint e = lid; e < ATT_BK * ATT_DC; e += ATT_NT) {
+        uint c = e / ATT_DC, dd = e % ATT_DC;
+        stage[ATT_DC * ATT_QS + dd * ATT_KS + c] =
+            k0 + c < Sk && d0 + dd < D ? KILN_LOAD(kb, (k0 + c) * D + d0 + dd) : (T)0;
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+      ATT_OUTER_LOOP
+      for (int dd = 0; dd < ATT_DC; dd++) {
+        T qv[ATT_TM], kv[ATT_TN];
+        ATT_OUTER_LOOP
+        for (int a = 0; a < ATT_TM / 4; a++) {
+          T4 t = stage4[dd * (ATT_QS / 4) + a * ATT_NTR + tr];
+          ATT_UNPACK(qv, 4 * a, t);
         }
-      m = mnew;
+        ATT_OUTER_LOOP
+        for (int b = 0; b < ATT_TN / 4; b++) {
+          T4 t = stage4[ATT_DC * ATT_QS / 4 + dd * (ATT_KS / 4) + b * ATT_NTC + tc];
+          ATT_UNPACK(kv, 4 * b, t);
+        }
+        ATT_OUTER_LOOP
+        for (int i = 0; i < ATT_TM; i++)
+          ATT_OUTER_LOOP
+          for (int j = 0; j < ATT_TN; j++)
+            s[i][j] += qv[i] * kv[j];
+      }
+    }
+    /* Hide what the row may not see; the row maxima of this tile meet in red. */
+    ATT_OUTER_LOOP
+    for (int i = 0; i < ATT_TM; i++) {
+      ulong row = q0 + rows[i];
+      T mx = -INFINITY;
+      ATT_OUTER_LOOP
+      for (int j = 0; j < ATT_TN; j++) {
+        ulong col = k0 + (j / 4) * 4 * ATT_NTC + 4 * tc + j % 4;
+        T x = s[i][j];
+        if (col >= Sk || ((flags & ATT_CAUSAL) && col > row))
+          x = -INFINITY;
+        else if ((flags & ATT_MASK) && row < Sq)
+          x += KILN_LOAD(mb, row * Sk + col);
+        s[i][j] = x;
+        mx = fmax(mx, x);
+      }
+      red[tc * ATT_BQ + rows[i]] = mx;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    ATT_OUTER_LOOP
+    for (int i = 0; i < ATT_TM; i++) {
+      T mt = m[i];
+      ATT_OUTER_LOOP
+      for (int t = 0; t < ATT_NTC; t++)
+        mt = fmax(mt, red[t * ATT_BQ + rows[i]]);
+      T msafe = mt == -INFINITY ? (T)0 : mt;
+      T cf = exp(m[i] - msafe);
+      m[i] = mt;
+      lp[i] *= cf;
+      ATT_OUTER_LOOP
+      for (int e = 0; e < ATT_ON; e++)
+        acc[i][e] *= cf;
+      ATT_OUTER_LOOP
+      for (int j = 0; j < ATT_TN; j++) {
+        T p = exp(s[i][j] - msafe);
+        lp[i] += p;
+        s[i][j] = p;
+      }
+    }
+    ATT_OUTER_LOOP
+    for (int j = 0; j < ATT_TN; j++) {
+      uint col = (j / 4) * 4 * ATT_NTC + 4 * tc + j % 4;
+      ATT_OUTER_LOOP
+      for (int a = 0; a < ATT_TM / 4; a++)
+        ps4[col * (ATT_QS / 4) + a * ATT_NTR + tr] =
+            (T4)(s[4 * a][j], s[4 * a + 1][j], s[4 * a + 2][j], s[4 * a + 3][j]);
+    }
+    /* O += P V over chunks of ATT_VK keys (the staging space is free since the barrier). */
+    for (uint c0 = 0; c0 < ATT_BK && k0 + c0 < Sk; c0 += ATT_VK) {
+      if (c0)
+        barrier(CLK_LOCAL_MEM_FENCE);
+      for (uint e = lid; e < ATT_VK * ATT_DH; e += ATT_NT) {
+        uint c = e / ATT_DH, d = e % ATT_DH;
+        stage[c * ATT_VS + d] =
+            k0 + c0 + c < Sk && d < Dv ? KILN_LOAD(vb, (k0 + c0 + c) * Dv + d) : (T)0;
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+      ATT_OUTER_LOOP
+      for (int c = 0; c < ATT_VK; c++) {
+        T pv[ATT_TM], vv[ATT_ON];
+        ATT_OUTER_LOOP
+        for (int a = 0; a < ATT_TM / 4; a++) {
+          T4 t = ps4[(c0 + c) * (ATT_QS / 4) + a * ATT_NTR + tr];
+          ATT_UNPACK(pv, 4 * a, t);
+        }
+        ATT_OUTER_LOOP
+        for (int b = 0; b < ATT_ON / 4; b++) {
+          T4 t = stage4[c * (ATT_VS / 4) + b * ATT_NTC + tc];
+          ATT_UNPACK(vv, 4 * b, t);
+        }
+        ATT_OUTER_LOOP
+        for (int i = 0; i < ATT_TM; i++)
+          ATT_OUTER_LOOP
+          for (int e = 0; e < ATT_ON; e++)
+            acc[i][e] += pv[i] * vv[e];
+      }
     }
   }
-  if (live) {
-    global ST *ob = o + ooff + (bh * Sq + i) * Dv;
+  /* The row sums meet in red (all of a row's items applied the same rescale factors). */
+  barrier(CLK_LOCAL_MEM_FENCE);
+  ATT_OUTER_LOOP
+  for (int i = 0; i < ATT_TM; i++)
+    red[tc * ATT_BQ + rows[i]] = lp[i];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  ATT_OUTER_LOOP
+  for (int i = 0; i < ATT_TM; i++) {
+    ulong row = q0 + rows[i];
+    if (row >= Sq)
+      continue;
+    T l = (T)0;
+    ATT_OUTER_LOOP
+    for (int t = 0; t < ATT_NTC; t++)
+      l += red[t * ATT_BQ + rows[i]];
     T inv = (T)1 / l;
-    for (int c = 0; c < ATT_NCH; c++) {
-      T4 a4 = acc[c] * inv;
-      T e4[4] = {a4.x, a4.y, a4.z, a4.w};
-      for (int u = 0; u < 4; u++) {
-        ulong d = 8 * c + 4 * h + u;
-        if (d < Dv)
-          KILN_STORE(ob, d, e4[u]);
-      }
+    global ST *ob = o + ooff + (bh * Sq + row) * Dv;
+    ATT_OUTER_LOOP
+    for (int e = 0; e < ATT_ON; e++) {
+      ulong d = (e / 4) * 4 * ATT_NTC + 4 * tc + e % 4;
+      if (d < Dv)
+        KILN_STORE(ob, d, l > (T)0 ? acc[i][e] * inv : (T)NAN);
     }
-    if (h == 0)
-      KILN_STORE(lse, loff + bh * Sq + i, m + log(l));
+    if (tc == 0)
+      KILN_STORE(lse, loff + bh * Sq + row, m[i] + log(l));
   }
 }
 
