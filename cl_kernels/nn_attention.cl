@@ -16,13 +16,14 @@
  *
  * Forward (att_fwd): below, at the kernel.
  *
- * Backward (FlashAttention-2: recompute p = exp(s - lse) from the saved lse):
+ * Backward (FlashAttention-2: recompute p = exp(s - lse) from the saved lse), register-blocked
+ * as the forward (tiles at the kernels):
  *   att_bwd_pre: delta[i] = sum_d dout[i, d] out[i, d]            flat over BH Sq rows
- *   att_bwd_dkdv: one item per key row (ATT_BB of them per group), looping over query tiles:
+ *   att_bwd_dkdv: a work-group per ABK_KV keys, looping over query tiles:
  *     dv_j += p_ij dout_i, dk_j += p_ij (dout_i . v_j - delta_i) scale q_i
- *   att_bwd_dq: one item per query row, looping over key tiles:
+ *   att_bwd_dq: a work-group per ABQ_Q queries, looping over key tiles:
  *     dq_i += p_ij (dout_i . v_j - delta_i) scale k_j
- * No atomics: each output row is owned by one work-item.
+ * No atomics: each output element is owned by one work-item (deterministic).
  *
  * Kernels:
  *   att_fwd(q, qoff, k, koff, v, voff, mask, moff, o, ooff, lse, loff, BH, Sq, Sk, D, Dv,
@@ -39,29 +40,14 @@
  */
 #include "common.cl"
 
-#define ATT_DMAX 128
-/* Backward tiles sized so that each kernel's local arrays fit in 32 KiB (OpenCL's minimum for
- * GPUs, and oclgrind's default) at ATT_DMAX = 128. */
-#if defined(KILN_DT_F64)
-#define ATT_BB 7
-#else
-#define ATT_BB 15
-#endif
 
 #define ATT_CAUSAL 1u
 #define ATT_MASK 2u
+#define ATT_VEC 4u /* att_fwd: q, k, v 16-byte aligned, D and Dv multiples of 4 */
 
 #define ROPE_HALF 1u
 #define ROPE_INV 2u
 
-/* The score of query i against key j: s (already scaled), -inf where masked out. */
-#define ATT_SCORE(s, i, j)                                                                  \
-  do {                                                                                      \
-    if ((j) >= Sk || ((flags & ATT_CAUSAL) && (j) > (i)))                                   \
-      s = -INFINITY;                                                                        \
-    else if (flags & ATT_MASK)                                                              \
-      s += KILN_LOAD(mb, (i) * Sk + (j));                                                   \
-  } while (0)
 
 /*
  * Forward, register-blocked like a GEMM. A work-group owns ATT_BQ queries of one (batch, head);
@@ -98,7 +84,7 @@
 #define ATT_QK_N (ATT_DC * (ATT_QS + ATT_KS))
 #define ATT_STAGE_N (ATT_QK_N > ATT_VK * ATT_VS ? ATT_QK_N : ATT_VK * ATT_VS)
 #if ATT_TM % 4 || ATT_TN % 4 || ATT_ON % 4 || ATT_BK % ATT_VK || ATT_DC % 4 ||                \
-    (ATT_NTR > 8 && ATT_NTR % 8)
+    (ATT_NTR > 8 && ATT_NTR % 8) || ATT_BQ % 16 || ATT_BK % 16
 #error "nn_attention.cl: unsupported tile shape"
 #endif
 /* Loops over a chunk and over a register tile: rolled on CPUs (-DATT_ROLLED: PoCL takes
@@ -118,6 +104,59 @@
     (dst)[(i) + 2] = (v).z;                                                                 \
     (dst)[(i) + 3] = (v).w;                                                                 \
   } while (0)
+
+/*
+ * Stages rows [r0, r0 + n) (those below `valid`) x features [d0, d0 + dc) of x (rows of D)
+ * times mult into dst[dd * stride + r], zeros elsewhere, with nt work-items. vec (ATT_VEC: x
+ * 16-byte aligned, D a multiple of 4): 4-vector loads, a warp's items on 16 rows x 2 vectors
+ * so that the transposed stores hit 32 different banks (strides are 4 mod 32: vector j's rows
+ * sit 16 j banks apart).
+ */
+static void
+att_stage_t(local T *dst, uint stride, uint n, global const ST *x, ulong r0, ulong valid, ulong D,
+            ulong d0, T mult, uint lid, uint dc, uint nt, uint vec)
+{
+  if (vec) {
+    for (uint e = lid; e < n * (dc / 4); e += nt) {
+      uint r = e % 16 + 16 * (e / (16 * (dc / 4))), j = (e / 16) % (dc / 4);
+      ulong row = r0 + r, d = d0 + 4 * j;
+      T4 v4 = row < valid && d < D ? *(global const T4 *)(x + row * D + d) * mult : (T4)((T)0);
+      local T *o = dst + 4 * j * stride + r;
+      o[0] = v4.x;
+      o[stride] = v4.y;
+      o[2 * stride] = v4.z;
+      o[3 * stride] = v4.w;
+    }
+  } else {
+    for (uint e = lid; e < n * dc; e += nt) {
+      uint r = e / dc, dd = e % dc;
+      dst[dd * stride + r] =
+          r0 + r < valid && d0 + dd < D ? KILN_LOAD(x, (r0 + r) * D + d0 + dd) * mult : (T)0;
+    }
+  }
+}
+
+/* Stages rows [r0, r0 + n) of x (rows of Dx <= ATT_DH) as they are: dst[c ATT_DH + d], zeros
+ * past `valid` and Dx. */
+static void
+att_stage_rows(local T4 *dst4, uint n, global const ST *x, ulong r0, ulong valid, ulong Dx,
+               uint lid, uint nt, uint vec)
+{
+  if (vec) {
+    for (uint e = lid; e < n * (ATT_DH / 4); e += nt) {
+      uint c = e / (ATT_DH / 4), d = 4 * (e % (ATT_DH / 4));
+      ulong row = r0 + c;
+      dst4[e] = row < valid && d < Dx ? *(global const T4 *)(x + row * Dx + d) : (T4)((T)0);
+    }
+  } else {
+    local T *dst = (local T *)dst4;
+    for (uint e = lid; e < n * ATT_DH; e += nt) {
+      uint c = e / ATT_DH, d = e % ATT_DH;
+      ulong row = r0 + c;
+      dst[e] = row < valid && d < Dx ? KILN_LOAD(x, row * Dx + d) : (T)0;
+    }
+  }
+}
 
 kernel __attribute__((reqd_work_group_size(ATT_NT, 1, 1))) void
 att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global const ST *v,
@@ -161,16 +200,10 @@ att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global c
         s[i][j] = (T)0;
     for (ulong d0 = 0; d0 < D; d0 += ATT_DC) {
       barrier(CLK_LOCAL_MEM_FENCE);
-      for (uint e = lid; e < ATT_BQ * ATT_DC; e += ATT_NT) {
-        uint r = e / ATT_DC, dd = e % ATT_DC;
-        stage[dd * ATT_QS + r] =
-            q0 + r < Sq && d0 + dd < D ? KILN_LOAD(qb, (q0 + r) * D + d0 + dd) * scale : (T)0;
-      }
-      for (uint e = lid; e < ATT_BK * ATT_DC; e += ATT_NT) {
-        uint c = e / ATT_DC, dd = e % ATT_DC;
-        stage[ATT_DC * ATT_QS + dd * ATT_KS + c] =
-            k0 + c < Sk && d0 + dd < D ? KILN_LOAD(kb, (k0 + c) * D + d0 + dd) : (T)0;
-      }
+      att_stage_t(stage, ATT_QS, ATT_BQ, qb, q0, Sq, D, d0, scale, lid, ATT_DC, ATT_NT,
+                  flags & ATT_VEC);
+      att_stage_t(stage + ATT_DC * ATT_QS, ATT_KS, ATT_BK, kb, k0, Sk, D, d0, (T)1, lid, ATT_DC,
+                  ATT_NT, flags & ATT_VEC);
       barrier(CLK_LOCAL_MEM_FENCE);
       ATT_OUTER_LOOP
       for (int dd = 0; dd < ATT_DC; dd++) {
@@ -243,11 +276,7 @@ att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global c
     for (uint c0 = 0; c0 < ATT_BK && k0 + c0 < Sk; c0 += ATT_VK) {
       if (c0)
         barrier(CLK_LOCAL_MEM_FENCE);
-      for (uint e = lid; e < ATT_VK * ATT_DH; e += ATT_NT) {
-        uint c = e / ATT_DH, d = e % ATT_DH;
-        stage[c * ATT_VS + d] =
-            k0 + c0 + c < Sk && d < Dv ? KILN_LOAD(vb, (k0 + c0 + c) * Dv + d) : (T)0;
-      }
+      att_stage_rows(stage4, ATT_VK, vb, k0 + c0, Sk, Dv, lid, ATT_NT, flags & ATT_VEC);
       barrier(CLK_LOCAL_MEM_FENCE);
       ATT_OUTER_LOOP
       for (int c = 0; c < ATT_VK; c++) {
@@ -310,146 +339,388 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
   }
 }
 
-kernel __attribute__((reqd_work_group_size(ATT_BB, 1, 1))) void
+/*
+ * Backward tiles (fixed per dtype; the programs carry the default forward variant, ATT_DH 128
+ * on every device): the register tile is AB_TM x AB_TN, staging chunks of AB_DC features
+ * (transposed) and AB_VK rows (as they are); local arrays within 27 KiB.
+ *   att_bwd_dkdv: ABK_KV keys per work-group, query tiles of ABQ_KV;
+ *   att_bwd_dq:   ABQ_Q queries per work-group, key tiles of ABK_Q.
+ */
+#define AB_TM 4
+#define AB_TN 4
+#if defined(KILN_DT_F64)
+#define ABK_KV 32
+#define ABQ_KV 32
+#define AB_DC 8
+#define AB_VK 4
+#define ABQ_Q 32
+#define ABK_Q 32
+#else
+#define ABK_KV 32
+#define ABQ_KV 64
+#define AB_DC 16
+#define AB_VK 8
+#define ABQ_Q 64
+#define ABK_Q 32
+#endif
+
+#define AKV_NTR (ABK_KV / AB_TM)
+#define AKV_NTC (ABQ_KV / AB_TN)
+#define AKV_NT (AKV_NTR * AKV_NTC)
+#define AKV_W (AKV_NTR < 8 ? AKV_NTR : 8)
+#define AKV_ON (ATT_DH / AKV_NTC)
+#define AKV_KS (ABK_KV + 4)
+#define AKV_QS (ABQ_KV + 4)
+#define AKV_A (AB_DC * (AKV_KS + AKV_QS))
+#define AKV_D (AB_VK * 2 * ATT_DH)
+#define AKV_STAGE (AKV_A > AKV_D ? AKV_A : AKV_D)
+
+#define AQ_NTR (ABQ_Q / AB_TM)
+#define AQ_NTC (ABK_Q / AB_TN)
+#define AQ_NT (AQ_NTR * AQ_NTC)
+#define AQ_W (AQ_NTR < 8 ? AQ_NTR : 8)
+#define AQ_ON (ATT_DH / AQ_NTC)
+#define AQ_QS (ABQ_Q + 4)
+#define AQ_KS (ABK_Q + 4)
+#define AQ_A (AB_DC * (AQ_QS + AQ_KS))
+#define AQ_D (AB_VK * ATT_DH)
+#define AQ_STAGE (AQ_A > AQ_D ? AQ_A : AQ_D)
+
+/* The backward kernels need 4 features per item: programs of a narrow forward variant (whose
+ * ATT_DH is below that) leave them out; the backward always runs the default variant
+ * (ATT_DH 128). */
+#if AKV_ON >= 4 && AQ_ON >= 4
+
+/*
+ * dK and dV: work-item (tr, tc) holds AB_TM keys x AB_TN queries of S^T = K Q^T and of
+ * dP^T = V dO^T (both from transposed chunks), turns them into P^T = exp(s - lse) and
+ * dS^T = P^T (dP^T - delta), which go to local memory as [query][key]; then its keys' rows of
+ * dV += P^T dO and dK += dS^T Q over ATT_DH / (ABQ_KV / AB_TN) features (dO and Q rows staged
+ * as they are). Hidden pairs (past Sq or Sk, causal, -inf in the mask) give p = 0.
+ */
+kernel __attribute__((reqd_work_group_size(AKV_NT, 1, 1))) void
 att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, global const ST *v,
              ulong voff, global const ST *mask, ulong moff, global const ST *dout, ulong doff,
              global const ST *lse, ulong loff, global const T *delta, global ST *dk, ulong dkoff,
              global ST *dv, ulong dvoff, ulong BH, ulong Sq, ulong Sk, ulong D, ulong Dv,
              ulong mstride, T scale, uint flags)
 {
-  local T ks[ATT_BB * (ATT_DMAX + 1)];
-  local T vs[ATT_BB * (ATT_DMAX + 1)];
-  local T qs[ATT_BB * ATT_DMAX];
-  local T dos[ATT_BB * ATT_DMAX];
-  local T ls[ATT_BB], dl[ATT_BB];
-  const uint lid = get_local_id(0);
-  const ulong nkt = (Sk + ATT_BB - 1) / ATT_BB, g = get_group_id(0);
-  const ulong bh = g / nkt, k0 = (g % nkt) * ATT_BB, j = k0 + lid;
-  const int live = j < Sk;
-  const ulong KS = D + 1, VS = Dv + 1;
+  local T4 stage4[AKV_STAGE / 4];
+  local T4 ps4[ABQ_KV * AKV_KS / 4];
+  local T4 ds4[ABQ_KV * AKV_KS / 4];
+  local T lse_s[ABQ_KV], del_s[ABQ_KV];
+  local T *stage = (local T *)stage4;
+  const uint lid = get_local_id(0), vec = flags & ATT_VEC;
+  const uint tr = lid % AKV_W + AKV_W * (lid / (AKV_W * AKV_NTC));
+  const uint tc = (lid / AKV_W) % AKV_NTC;
+  const ulong nkt = (Sk + ABK_KV - 1) / ABK_KV, g = get_group_id(0);
+  const ulong bh = g / nkt, k0 = (g % nkt) * ABK_KV;
   global const ST *qb = q + qoff + bh * Sq * D;
   global const ST *kb = k + koff + bh * Sk * D;
   global const ST *vb = v + voff + bh * Sk * Dv;
   global const ST *db = dout + doff + bh * Sq * Dv;
   global const ST *mb = mask + moff + bh * mstride;
-  for (ulong e = lid; e < ATT_BB * D; e += ATT_BB)
-    ks[(e / D) * KS + e % D] = k0 + e / D < Sk ? KILN_LOAD(kb, k0 * D + e) : (T)0;
-  for (ulong e = lid; e < ATT_BB * Dv; e += ATT_BB)
-    vs[(e / Dv) * VS + e % Dv] = k0 + e / Dv < Sk ? KILN_LOAD(vb, k0 * Dv + e) : (T)0;
-  T adk[ATT_DMAX], adv[ATT_DMAX];
-  for (int d = 0; d < ATT_DMAX; d++)
-    adk[d] = adv[d] = (T)0;
-  /* Causal: queries before the tile's first key see none of its keys. */
-  ulong qstart = (flags & ATT_CAUSAL) ? k0 - k0 % ATT_BB : 0;
-  for (ulong i0 = qstart; i0 < Sq; i0 += ATT_BB) {
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (ulong e = lid; e < ATT_BB * D; e += ATT_BB)
-      qs[e] = i0 + e / D < Sq ? KILN_LOAD(qb, i0 * D + e) : (T)0;
-    for (ulong e = lid; e < ATT_BB * Dv; e += ATT_BB)
-      dos[e] = i0 + e / Dv < Sq ? KILN_LOAD(db, i0 * Dv + e) : (T)0;
-    if (i0 + lid < Sq) {
-      ls[lid] = KILN_LOAD(lse, loff + bh * Sq + i0 + lid);
-      dl[lid] = delta[bh * Sq + i0 + lid];
+  T adk[AB_TM][AKV_ON], adv[AB_TM][AKV_ON];
+  uint keys[AB_TM];
+  ATT_OUTER_LOOP
+  for (int i = 0; i < AB_TM; i++) {
+    keys[i] = (i / 4) * 4 * AKV_NTR + 4 * tr + i % 4;
+    ATT_OUTER_LOOP
+    for (int e = 0; e < AKV_ON; e++)
+      adk[i][e] = adv[i][e] = (T)0;
+  }
+  /* Causal: queries before the first key see none of the group's keys. */
+  ulong istart = (flags & ATT_CAUSAL) ? k0 - k0 % ABQ_KV : 0;
+  for (ulong i0 = istart; i0 < Sq; i0 += ABQ_KV) {
+    for (uint e = lid; e < ABQ_KV; e += AKV_NT) {
+      lse_s[e] = i0 + e < Sq ? KILN_LOAD(lse, loff + bh * Sq + i0 + e) : (T)0;
+      del_s[e] = i0 + e < Sq ? delta[bh * Sq + i0 + e] : (T)0;
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    /* No `continue` around the barriers: PoCL 3.1 miscompiled that shape (nn_norm.cl). */
-    for (int r = 0; live && r < ATT_BB; r++) {
-      ulong i = i0 + r;
-      if (i >= Sq)
-        break;
-      T s = (T)0;
-      for (ulong d = 0; d < D; d++)
-        s += qs[r * D + d] * ks[lid * KS + d];
-      s *= scale;
-      ATT_SCORE(s, i, j);
-      if (s == -INFINITY)
-        continue;
-      T p = exp(s - ls[r]);
-      T dp = (T)0;
-      for (ulong d = 0; d < Dv; d++)
-        dp += dos[r * Dv + d] * vs[lid * VS + d];
-      T ds = p * (dp - dl[r]) * scale;
-      for (int d = 0; d < ATT_DMAX; d++) {
-        if (d < Dv)
-          adv[d] += p * dos[r * Dv + d];
-        if (d < D)
-          adk[d] += ds * qs[r * D + d];
+    T st[AB_TM][AB_TN], dpt[AB_TM][AB_TN];
+    ATT_OUTER_LOOP
+    for (int i = 0; i < AB_TM; i++)
+      ATT_OUTER_LOOP
+      for (int j = 0; j < AB_TN; j++)
+        st[i][j] = dpt[i][j] = (T)0;
+    for (ulong d0 = 0; d0 < D; d0 += AB_DC) {
+      barrier(CLK_LOCAL_MEM_FENCE);
+      att_stage_t(stage, AKV_KS, ABK_KV, kb, k0, Sk, D, d0, (T)1, lid, AB_DC, AKV_NT, vec);
+      att_stage_t(stage + AB_DC * AKV_KS, AKV_QS, ABQ_KV, qb, i0, Sq, D, d0, scale, lid, AB_DC,
+                  AKV_NT, vec);
+      barrier(CLK_LOCAL_MEM_FENCE);
+      ATT_OUTER_LOOP
+      for (int dd = 0; dd < AB_DC; dd++) {
+        T kv[AB_TM], qv[AB_TN];
+        ATT_OUTER_LOOP
+        for (int a = 0; a < AB_TM / 4; a++) {
+          T4 t = stage4[dd * (AKV_KS / 4) + a * AKV_NTR + tr];
+          ATT_UNPACK(kv, 4 * a, t);
+        }
+        ATT_OUTER_LOOP
+        for (int b = 0; b < AB_TN / 4; b++) {
+          T4 t = stage4[AB_DC * AKV_KS / 4 + dd * (AKV_QS / 4) + b * AKV_NTC + tc];
+          ATT_UNPACK(qv, 4 * b, t);
+        }
+        ATT_OUTER_LOOP
+        for (int i = 0; i < AB_TM; i++)
+          ATT_OUTER_LOOP
+          for (int j = 0; j < AB_TN; j++)
+            st[i][j] += kv[i] * qv[j];
+      }
+    }
+    for (ulong d0 = 0; d0 < Dv; d0 += AB_DC) {
+      barrier(CLK_LOCAL_MEM_FENCE);
+      att_stage_t(stage, AKV_KS, ABK_KV, vb, k0, Sk, Dv, d0, (T)1, lid, AB_DC, AKV_NT, vec);
+      att_stage_t(stage + AB_DC * AKV_KS, AKV_QS, ABQ_KV, db, i0, Sq, Dv, d0, (T)1, lid, AB_DC,
+                  AKV_NT, vec);
+      barrier(CLK_LOCAL_MEM_FENCE);
+      ATT_OUTER_LOOP
+      for (int dd = 0; dd < AB_DC; dd++) {
+        T vv[AB_TM], ov[AB_TN];
+        ATT_OUTER_LOOP
+        for (int a = 0; a < AB_TM / 4; a++) {
+          T4 t = stage4[dd * (AKV_KS / 4) + a * AKV_NTR + tr];
+          ATT_UNPACK(vv, 4 * a, t);
+        }
+        ATT_OUTER_LOOP
+        for (int b = 0; b < AB_TN / 4; b++) {
+          T4 t = stage4[AB_DC * AKV_KS / 4 + dd * (AKV_QS / 4) + b * AKV_NTC + tc];
+          ATT_UNPACK(ov, 4 * b, t);
+        }
+        ATT_OUTER_LOOP
+        for (int i = 0; i < AB_TM; i++)
+          ATT_OUTER_LOOP
+          for (int j = 0; j < AB_TN; j++)
+            dpt[i][j] += vv[i] * ov[j];
+      }
+    }
+    ATT_OUTER_LOOP
+    for (int j = 0; j < AB_TN; j++) {
+      uint qc = (j / 4) * 4 * AKV_NTC + 4 * tc + j % 4;
+      ulong qi = i0 + qc;
+      ATT_OUTER_LOOP
+      for (int i = 0; i < AB_TM; i++) {
+        ulong key = k0 + keys[i];
+        T x = st[i][j];
+        int hidden = key >= Sk || qi >= Sq || ((flags & ATT_CAUSAL) && key > qi);
+        if (!hidden && (flags & ATT_MASK))
+          x += KILN_LOAD(mb, qi * Sk + key);
+        T p = hidden || x == -INFINITY ? (T)0 : exp(x - lse_s[qc]);
+        st[i][j] = p;
+        dpt[i][j] = p * (dpt[i][j] - del_s[qc]);
+      }
+      ATT_OUTER_LOOP
+      for (int a = 0; a < AB_TM / 4; a++) {
+        uint at = qc * (AKV_KS / 4) + a * AKV_NTR + tr;
+        ps4[at] = (T4)(st[4 * a][j], st[4 * a + 1][j], st[4 * a + 2][j], st[4 * a + 3][j]);
+        ds4[at] = (T4)(dpt[4 * a][j], dpt[4 * a + 1][j], dpt[4 * a + 2][j], dpt[4 * a + 3][j]);
+      }
+    }
+    for (uint c0 = 0; c0 < ABQ_KV && i0 + c0 < Sq; c0 += AB_VK) {
+      barrier(CLK_LOCAL_MEM_FENCE);
+      att_stage_rows(stage4, AB_VK, db, i0 + c0, Sq, Dv, lid, AKV_NT, vec);
+      att_stage_rows(stage4 + AB_VK * ATT_DH / 4, AB_VK, qb, i0 + c0, Sq, D, lid, AKV_NT, vec);
+      barrier(CLK_LOCAL_MEM_FENCE);
+      ATT_OUTER_LOOP
+      for (int c = 0; c < AB_VK; c++) {
+        T pv[AB_TM], dsv[AB_TM], ov[AKV_ON], qv[AKV_ON];
+        ATT_OUTER_LOOP
+        for (int a = 0; a < AB_TM / 4; a++) {
+          uint at = (c0 + c) * (AKV_KS / 4) + a * AKV_NTR + tr;
+          T4 t = ps4[at], u = ds4[at];
+          ATT_UNPACK(pv, 4 * a, t);
+          ATT_UNPACK(dsv, 4 * a, u);
+        }
+        ATT_OUTER_LOOP
+        for (int b = 0; b < AKV_ON / 4; b++) {
+          T4 t = stage4[c * (ATT_DH / 4) + b * AKV_NTC + tc];
+          T4 u = stage4[(AB_VK + c) * (ATT_DH / 4) + b * AKV_NTC + tc];
+          ATT_UNPACK(ov, 4 * b, t);
+          ATT_UNPACK(qv, 4 * b, u);
+        }
+        ATT_OUTER_LOOP
+        for (int i = 0; i < AB_TM; i++)
+          ATT_OUTER_LOOP
+          for (int e = 0; e < AKV_ON; e++) {
+            adv[i][e] += pv[i] * ov[e];
+            adk[i][e] += dsv[i] * qv[e];
+          }
       }
     }
   }
-  if (live) {
-    for (int d = 0; d < ATT_DMAX; d++) {
+  ATT_OUTER_LOOP
+  for (int i = 0; i < AB_TM; i++) {
+    ulong key = k0 + keys[i];
+    if (key >= Sk)
+      continue;
+    ATT_OUTER_LOOP
+    for (int e = 0; e < AKV_ON; e++) {
+      ulong d = (e / 4) * 4 * AKV_NTC + 4 * tc + e % 4;
       if (d < D)
-        KILN_STORE(dk, dkoff + (bh * Sk + j) * D + d, adk[d]);
+        KILN_STORE(dk, dkoff + (bh * Sk + key) * D + d, adk[i][e] * scale);
       if (d < Dv)
-        KILN_STORE(dv, dvoff + (bh * Sk + j) * Dv + d, adv[d]);
+        KILN_STORE(dv, dvoff + (bh * Sk + key) * Dv + d, adv[i][e]);
     }
   }
 }
 
-kernel __attribute__((reqd_work_group_size(ATT_BB, 1, 1))) void
+/*
+ * dQ: work-item (tr, tc) holds AB_TM queries x AB_TN keys of S = Q K^T and dP = dO V^T,
+ * turns them into dS = P (dP - delta) (P from the saved lse), which goes to local memory as
+ * [key][query]; then its rows of dQ += dS K over ATT_DH / (ABK_Q / AB_TN) features.
+ */
+kernel __attribute__((reqd_work_group_size(AQ_NT, 1, 1))) void
 att_bwd_dq(global const ST *q, ulong qoff, global const ST *k, ulong koff, global const ST *v,
            ulong voff, global const ST *mask, ulong moff, global const ST *dout, ulong doff,
            global const ST *lse, ulong loff, global const T *delta, global ST *dq, ulong dqoff,
            ulong BH, ulong Sq, ulong Sk, ulong D, ulong Dv, ulong mstride, T scale, uint flags)
 {
-  local T qs[ATT_BB * (ATT_DMAX + 1)];
-  local T dos[ATT_BB * (ATT_DMAX + 1)];
-  local T ks[ATT_BB * ATT_DMAX];
-  local T vs[ATT_BB * ATT_DMAX];
-  const uint lid = get_local_id(0);
-  const ulong nqt = (Sq + ATT_BB - 1) / ATT_BB, g = get_group_id(0);
-  const ulong bh = g / nqt, q0 = (g % nqt) * ATT_BB, i = q0 + lid;
-  const int live = i < Sq;
-  const ulong QS = D + 1, OS = Dv + 1;
+  local T4 stage4[AQ_STAGE / 4];
+  local T4 ds4[ABK_Q * AQ_QS / 4];
+  local T *stage = (local T *)stage4;
+  const uint lid = get_local_id(0), vec = flags & ATT_VEC;
+  const uint tr = lid % AQ_W + AQ_W * (lid / (AQ_W * AQ_NTC));
+  const uint tc = (lid / AQ_W) % AQ_NTC;
+  const ulong nqt = (Sq + ABQ_Q - 1) / ABQ_Q, g = get_group_id(0);
+  const ulong bh = g / nqt, q0 = (g % nqt) * ABQ_Q;
   global const ST *qb = q + qoff + bh * Sq * D;
   global const ST *kb = k + koff + bh * Sk * D;
   global const ST *vb = v + voff + bh * Sk * Dv;
   global const ST *db = dout + doff + bh * Sq * Dv;
   global const ST *mb = mask + moff + bh * mstride;
-  for (ulong e = lid; e < ATT_BB * D; e += ATT_BB)
-    qs[(e / D) * QS + e % D] = q0 + e / D < Sq ? KILN_LOAD(qb, q0 * D + e) : (T)0;
-  for (ulong e = lid; e < ATT_BB * Dv; e += ATT_BB)
-    dos[(e / Dv) * OS + e % Dv] = q0 + e / Dv < Sq ? KILN_LOAD(db, q0 * Dv + e) : (T)0;
-  const T li = live ? KILN_LOAD(lse, loff + bh * Sq + i) : (T)0;
-  const T di = live ? delta[bh * Sq + i] : (T)0;
-  T adq[ATT_DMAX];
-  for (int d = 0; d < ATT_DMAX; d++)
-    adq[d] = (T)0;
+  T adq[AB_TM][AQ_ON], li[AB_TM], di[AB_TM];
+  uint rows[AB_TM];
+  ATT_OUTER_LOOP
+  for (int i = 0; i < AB_TM; i++) {
+    rows[i] = (i / 4) * 4 * AQ_NTR + 4 * tr + i % 4;
+    ulong row = q0 + rows[i];
+    li[i] = row < Sq ? KILN_LOAD(lse, loff + bh * Sq + row) : (T)0;
+    di[i] = row < Sq ? delta[bh * Sq + row] : (T)0;
+    ATT_OUTER_LOOP
+    for (int e = 0; e < AQ_ON; e++)
+      adq[i][e] = (T)0;
+  }
   ulong kend = Sk;
-  if ((flags & ATT_CAUSAL) && q0 + ATT_BB < kend)
-    kend = q0 + ATT_BB;
-  for (ulong k0 = 0; k0 < kend; k0 += ATT_BB) {
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (ulong e = lid; e < ATT_BB * D; e += ATT_BB)
-      ks[e] = k0 + e / D < Sk ? KILN_LOAD(kb, k0 * D + e) : (T)0;
-    for (ulong e = lid; e < ATT_BB * Dv; e += ATT_BB)
-      vs[e] = k0 + e / Dv < Sk ? KILN_LOAD(vb, k0 * Dv + e) : (T)0;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int c = 0; live && c < ATT_BB; c++) {
-      ulong j = k0 + c;
-      T s = (T)0;
-      for (ulong d = 0; d < D; d++)
-        s += qs[lid * QS + d] * ks[c * D + d];
-      s *= scale;
-      ATT_SCORE(s, i, j);
-      if (s == -INFINITY)
-        continue;
-      T p = exp(s - li);
-      T dp = (T)0;
-      for (ulong d = 0; d < Dv; d++)
-        dp += dos[lid * OS + d] * vs[c * Dv + d];
-      T ds = p * (dp - di) * scale;
-      for (int d = 0; d < ATT_DMAX; d++)
-        if (d < D)
-          adq[d] += ds * ks[c * D + d];
+  if ((flags & ATT_CAUSAL) && q0 + ABQ_Q < kend)
+    kend = q0 + ABQ_Q;
+  for (ulong k0 = 0; k0 < kend; k0 += ABK_Q) {
+    T s[AB_TM][AB_TN], dp[AB_TM][AB_TN];
+    ATT_OUTER_LOOP
+    for (int i = 0; i < AB_TM; i++)
+      ATT_OUTER_LOOP
+      for (int j = 0; j < AB_TN; j++)
+        s[i][j] = dp[i][j] = (T)0;
+    for (ulong d0 = 0; d0 < D; d0 += AB_DC) {
+      barrier(CLK_LOCAL_MEM_FENCE);
+      att_stage_t(stage, AQ_QS, ABQ_Q, qb, q0, Sq, D, d0, scale, lid, AB_DC, AQ_NT, vec);
+      att_stage_t(stage + AB_DC * AQ_QS, AQ_KS, ABK_Q, kb, k0, Sk, D, d0, (T)1, lid, AB_DC,
+                  AQ_NT, vec);
+      barrier(CLK_LOCAL_MEM_FENCE);
+      ATT_OUTER_LOOP
+      for (int dd = 0; dd < AB_DC; dd++) {
+        T qv[AB_TM], kv[AB_TN];
+        ATT_OUTER_LOOP
+        for (int a = 0; a < AB_TM / 4; a++) {
+          T4 t = stage4[dd * (AQ_QS / 4) + a * AQ_NTR + tr];
+          ATT_UNPACK(qv, 4 * a, t);
+        }
+        ATT_OUTER_LOOP
+        for (int b = 0; b < AB_TN / 4; b++) {
+          T4 t = stage4[AB_DC * AQ_QS / 4 + dd * (AQ_KS / 4) + b * AQ_NTC + tc];
+          ATT_UNPACK(kv, 4 * b, t);
+        }
+        ATT_OUTER_LOOP
+        for (int i = 0; i < AB_TM; i++)
+          ATT_OUTER_LOOP
+          for (int j = 0; j < AB_TN; j++)
+            s[i][j] += qv[i] * kv[j];
+      }
+    }
+    for (ulong d0 = 0; d0 < Dv; d0 += AB_DC) {
+      barrier(CLK_LOCAL_MEM_FENCE);
+      att_stage_t(stage, AQ_QS, ABQ_Q, db, q0, Sq, Dv, d0, (T)1, lid, AB_DC, AQ_NT, vec);
+      att_stage_t(stage + AB_DC * AQ_QS, AQ_KS, ABK_Q, vb, k0, Sk, Dv, d0, (T)1, lid, AB_DC,
+                  AQ_NT, vec);
+      barrier(CLK_LOCAL_MEM_FENCE);
+      ATT_OUTER_LOOP
+      for (int dd = 0; dd < AB_DC; dd++) {
+        T ov[AB_TM], vv[AB_TN];
+        ATT_OUTER_LOOP
+        for (int a = 0; a < AB_TM / 4; a++) {
+          T4 t = stage4[dd * (AQ_QS / 4) + a * AQ_NTR + tr];
+          ATT_UNPACK(ov, 4 * a, t);
+        }
+        ATT_OUTER_LOOP
+        for (int b = 0; b < AB_TN / 4; b++) {
+          T4 t = stage4[AB_DC * AQ_QS / 4 + dd * (AQ_KS / 4) + b * AQ_NTC + tc];
+          ATT_UNPACK(vv, 4 * b, t);
+        }
+        ATT_OUTER_LOOP
+        for (int i = 0; i < AB_TM; i++)
+          ATT_OUTER_LOOP
+          for (int j = 0; j < AB_TN; j++)
+            dp[i][j] += ov[i] * vv[j];
+      }
+    }
+    ATT_OUTER_LOOP
+    for (int j = 0; j < AB_TN; j++) {
+      uint kc = (j / 4) * 4 * AQ_NTC + 4 * tc + j % 4;
+      ulong key = k0 + kc;
+      ATT_OUTER_LOOP
+      for (int i = 0; i < AB_TM; i++) {
+        ulong row = q0 + rows[i];
+        T x = s[i][j];
+        int hidden = key >= Sk || row >= Sq || ((flags & ATT_CAUSAL) && key > row);
+        if (!hidden && (flags & ATT_MASK))
+          x += KILN_LOAD(mb, row * Sk + key);
+        T p = hidden || x == -INFINITY ? (T)0 : exp(x - li[i]);
+        s[i][j] = p * (dp[i][j] - di[i]);
+      }
+      ATT_OUTER_LOOP
+      for (int a = 0; a < AB_TM / 4; a++)
+        ds4[kc * (AQ_QS / 4) + a * AQ_NTR + tr] =
+            (T4)(s[4 * a][j], s[4 * a + 1][j], s[4 * a + 2][j], s[4 * a + 3][j]);
+    }
+    for (uint c0 = 0; c0 < ABK_Q && k0 + c0 < Sk; c0 += AB_VK) {
+      barrier(CLK_LOCAL_MEM_FENCE);
+      att_stage_rows(stage4, AB_VK, kb, k0 + c0, Sk, D, lid, AQ_NT, vec);
+      barrier(CLK_LOCAL_MEM_FENCE);
+      ATT_OUTER_LOOP
+      for (int c = 0; c < AB_VK; c++) {
+        T dsv[AB_TM], kv[AQ_ON];
+        ATT_OUTER_LOOP
+        for (int a = 0; a < AB_TM / 4; a++) {
+          T4 t = ds4[(c0 + c) * (AQ_QS / 4) + a * AQ_NTR + tr];
+          ATT_UNPACK(dsv, 4 * a, t);
+        }
+        ATT_OUTER_LOOP
+        for (int b = 0; b < AQ_ON / 4; b++) {
+          T4 t = stage4[c * (ATT_DH / 4) + b * AQ_NTC + tc];
+          ATT_UNPACK(kv, 4 * b, t);
+        }
+        ATT_OUTER_LOOP
+        for (int i = 0; i < AB_TM; i++)
+          ATT_OUTER_LOOP
+          for (int e = 0; e < AQ_ON; e++)
+            adq[i][e] += dsv[i] * kv[e];
+      }
     }
   }
-  if (live)
-    for (int d = 0; d < ATT_DMAX; d++)
+  ATT_OUTER_LOOP
+  for (int i = 0; i < AB_TM; i++) {
+    ulong row = q0 + rows[i];
+    if (row >= Sq)
+      continue;
+    ATT_OUTER_LOOP
+    for (int e = 0; e < AQ_ON; e++) {
+      ulong d = (e / 4) * 4 * AQ_NTC + 4 * tc + e % 4;
       if (d < D)
-        KILN_STORE(dq, dqoff + (bh * Sq + i) * D + d, adq[d]);
+        KILN_STORE(dq, dqoff + (bh * Sq + row) * D + d, adq[i][e] * scale);
+    }
+  }
 }
+
+#endif
 
 kernel void
 rope(global const ST *x, ulong xoff, global const ST *cosv, ulong coff, global const ST *sinv,

@@ -16,14 +16,30 @@
 
 /* Must match cl_kernels/nn_attention.cl. */
 #define ATT_DMAX 128
-enum { ATT_CAUSAL = 1, ATT_MASK = 2 };
+enum { ATT_CAUSAL = 1, ATT_MASK = 2, ATT_VEC = 4 };
 enum { ROPE_HALF = 1, ROPE_INV = 2 };
 
-/* Work-group size of the backward kernels (ATT_BB) per dtype. */
+/* The backward kernels' tiles (cl_kernels/nn_attention.cl, ABK_KV ... AB_TN): keys per
+ * work-group of att_bwd_dkdv and queries per work-group of att_bwd_dq, and their work-group
+ * sizes (4 x 4 register tiles over keys x query tile and queries x key tile). */
 static uint64_t
-att_bb(kiln_dtype dt)
+att_bwd_keys(kiln_dtype dt)
 {
-  return dt == KILN_F64 ? 7 : 15;
+  (void)dt;
+  return 32;
+}
+
+static uint64_t
+att_bwd_queries(kiln_dtype dt)
+{
+  return dt == KILN_F64 ? 32 : 64;
+}
+
+/* Both kernels run (32/4) x (64/4) items in f32, (32/4) x (32/4) in f64. */
+static size_t
+att_bwd_items(kiln_dtype dt)
+{
+  return dt == KILN_F64 ? 64 : 128;
 }
 
 /*
@@ -41,7 +57,7 @@ static const att_tile att_tiles[] = {
     {64, 64, 4, 4, 32, 32}, /* 1: 256 items, 4x4 scores, 4x8 outputs (head 128) */
     {64, 64, 8, 4, 16, 16}, /* 2: 128 items, 8x4 scores, 8x8 outputs */
     {64, 32, 4, 4, 16, 8},  /* 3: 128 items, 4x4 scores, 4x16 outputs */
-    {32, 32, 4, 4, 32, 32}, /* 4: 64 items, 4x4 scores, 4x16 outputs */
+    {32, 32, 4, 4, 16, 16}, /* 4: 64 items, 4x4 scores, 4x16 outputs (f64 in 28 KiB) */
     {32, 64, 4, 4, 16, 8},  /* 5: 128 items, 4x4 scores, 4x8 outputs */
 };
 #define ATT_NTILES (sizeof att_tiles / sizeof att_tiles[0])
@@ -358,7 +374,11 @@ att_forward(kiln_context *ctx, const kiln_tensor *q, const kiln_tensor *k, const
       att_args_qkvm(&a, q, k, v, mask);
       kiln__args_tensor(&a, t[0].dst);
       kiln__args_tensor(&a, lt);
-      att_args_geo(&a, &g, dt, (causal ? ATT_CAUSAL : 0) | (mask ? ATT_MASK : 0));
+      /* 4-vector loads need 4-element aligned rows (buffers themselves are aligned). */
+      int vec = g.D % 4 == 0 && g.Dv % 4 == 0 && kiln__ops_elem_offset(q) % 4 == 0 &&
+                kiln__ops_elem_offset(k) % 4 == 0 && kiln__ops_elem_offset(v) % 4 == 0;
+      att_args_geo(&a, &g, dt,
+                   (causal ? ATT_CAUSAL : 0) | (mask ? ATT_MASK : 0) | (vec ? ATT_VEC : 0));
       size_t local = (size_t)(tile->bq / tile->tm) * (tile->bk / tile->tn);
       s = kiln__args_enqueue_1d(&a, ctx, (size_t)groups * local, local);
     }
@@ -404,8 +424,12 @@ kiln_attention_backward(kiln_context *ctx, const kiln_tensor *grad_out, const ki
                    kiln__shape_format(cs[i], a2, sizeof a2));
   }
   uint64_t gq = 0, gk = 0;
-  KILN_TRY(group_count(op, g.BH, g.Sq, att_bb(dt), &gq));
-  KILN_TRY(group_count(op, g.BH, g.Sk, att_bb(dt), &gk));
+  KILN_TRY(group_count(op, g.BH, g.Sq, att_bwd_queries(dt), &gq));
+  KILN_TRY(group_count(op, g.BH, g.Sk, att_bwd_keys(dt), &gk));
+  size_t local = att_bwd_items(dt);
+  KILN_RETURN_IF(local > ctx->info.max_work_group_size, KILN_ERR_UNSUPPORTED, op,
+                 "the backward kernels need work-groups of %zu items; the device allows %zu",
+                 local, ctx->info.max_work_group_size);
   kiln_tensor **outs[3] = {grad_q, grad_k, grad_v};
   static const char *const names[3] = {"grad_q", "grad_k", "grad_v"};
   KILN_TRY(check_outs(op, ctx, outs, names, 3));
@@ -415,8 +439,11 @@ kiln_attention_backward(kiln_context *ctx, const kiln_tensor *grad_out, const ki
   KILN_TRY(begin_targets(op, ctx, dt, outs, shapes, ins, 7, 3, t));
   kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
-  uint32_t flags = (causal ? ATT_CAUSAL : 0) | (mask ? ATT_MASK : 0);
-  size_t local = (size_t)att_bb(dt);
+  /* 4-vector loads need 4-element aligned rows (buffers themselves are aligned). */
+  int vec = g.D % 4 == 0 && g.Dv % 4 == 0 && kiln__ops_elem_offset(q) % 4 == 0 &&
+            kiln__ops_elem_offset(k) % 4 == 0 && kiln__ops_elem_offset(v) % 4 == 0 &&
+            kiln__ops_elem_offset(grad_out) % 4 == 0;
+  uint32_t flags = (causal ? ATT_CAUSAL : 0) | (mask ? ATT_MASK : 0) | (vec ? ATT_VEC : 0);
   kiln__ops_tmp delta = {0};
   uint64_t rows = g.BH * g.Sq;
   if (rows && (grad_q || ((grad_k || grad_v) && g.Sk))) {
