@@ -105,34 +105,36 @@
     (dst)[(i) + 3] = (v).w;                                                                 \
   } while (0)
 
+/* Features [d, d + 4) of a row of D (zeros past D): one 4-vector load when vec (the row
+ * 16-byte aligned, D a multiple of 4), else element by element. */
+static T4
+att_load4(global const ST *row, ulong d, ulong D, uint vec)
+{
+  if (vec)
+    return d < D ? *(global const T4 *)(row + d) : (T4)((T)0);
+  return (T4)(d < D ? KILN_LOAD(row, d) : (T)0, d + 1 < D ? KILN_LOAD(row, d + 1) : (T)0,
+              d + 2 < D ? KILN_LOAD(row, d + 2) : (T)0, d + 3 < D ? KILN_LOAD(row, d + 3) : (T)0);
+}
+
 /*
  * Stages rows [r0, r0 + n) (those below `valid`) x features [d0, d0 + dc) of x (rows of D)
- * times mult into dst[dd * stride + r], zeros elsewhere, with nt work-items. vec (ATT_VEC: x
- * 16-byte aligned, D a multiple of 4): 4-vector loads, a warp's items on 16 rows x 2 vectors
- * so that the transposed stores hit 32 different banks (strides are 4 mod 32: vector j's rows
- * sit 16 j banks apart).
+ * times mult into dst[dd * stride + r], zeros elsewhere, with nt work-items: a warp's items
+ * on 16 rows x 2 vectors of 4 features, so that the transposed stores hit 32 different banks
+ * (strides are 4 mod 32: vector j's rows sit 16 j banks apart).
  */
 static void
 att_stage_t(local T *dst, uint stride, uint n, global const ST *x, ulong r0, ulong valid, ulong D,
             ulong d0, T mult, uint lid, uint dc, uint nt, uint vec)
 {
-  if (vec) {
-    for (uint e = lid; e < n * (dc / 4); e += nt) {
-      uint r = e % 16 + 16 * (e / (16 * (dc / 4))), j = (e / 16) % (dc / 4);
-      ulong row = r0 + r, d = d0 + 4 * j;
-      T4 v4 = row < valid && d < D ? *(global const T4 *)(x + row * D + d) * mult : (T4)((T)0);
-      local T *o = dst + 4 * j * stride + r;
-      o[0] = v4.x;
-      o[stride] = v4.y;
-      o[2 * stride] = v4.z;
-      o[3 * stride] = v4.w;
-    }
-  } else {
-    for (uint e = lid; e < n * dc; e += nt) {
-      uint r = e / dc, dd = e % dc;
-      dst[dd * stride + r] =
-          r0 + r < valid && d0 + dd < D ? KILN_LOAD(x, (r0 + r) * D + d0 + dd) * mult : (T)0;
-    }
+  for (uint e = lid; e < n * (dc / 4); e += nt) {
+    uint r = e % 16 + 16 * (e / (16 * (dc / 4))), j = (e / 16) % (dc / 4);
+    ulong row = r0 + r;
+    T4 v4 = row < valid ? att_load4(x + row * D, d0 + 4 * j, D, vec) * mult : (T4)((T)0);
+    local T *o = dst + 4 * j * stride + r;
+    o[0] = v4.x;
+    o[stride] = v4.y;
+    o[2 * stride] = v4.z;
+    o[3 * stride] = v4.w;
   }
 }
 
@@ -142,19 +144,10 @@ static void
 att_stage_rows(local T4 *dst4, uint n, global const ST *x, ulong r0, ulong valid, ulong Dx,
                uint lid, uint nt, uint vec)
 {
-  if (vec) {
-    for (uint e = lid; e < n * (ATT_DH / 4); e += nt) {
-      uint c = e / (ATT_DH / 4), d = 4 * (e % (ATT_DH / 4));
-      ulong row = r0 + c;
-      dst4[e] = row < valid && d < Dx ? *(global const T4 *)(x + row * Dx + d) : (T4)((T)0);
-    }
-  } else {
-    local T *dst = (local T *)dst4;
-    for (uint e = lid; e < n * ATT_DH; e += nt) {
-      uint c = e / ATT_DH, d = e % ATT_DH;
-      ulong row = r0 + c;
-      dst[e] = row < valid && d < Dx ? KILN_LOAD(x, row * Dx + d) : (T)0;
-    }
+  for (uint e = lid; e < n * (ATT_DH / 4); e += nt) {
+    ulong row = r0 + e / (ATT_DH / 4);
+    dst4[e] = row < valid ? att_load4(x + row * Dx, 4 * (e % (ATT_DH / 4)), Dx, vec)
+                          : (T4)((T)0);
   }
 }
 
