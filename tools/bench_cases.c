@@ -1117,6 +1117,36 @@ run_attention_causal(struct bench_state *st)
   return kiln_attention(st->ctx, st->in[0], st->in[1], st->in[2], NULL, 1, 0, &st->out, NULL);
 }
 
+/* nn.attn_backward (not nn.attention_*: --filter nn.attention keeps to the forward rows).
+ * Backward: in[3] the output gradient, in[4] out and in[5] lse of one forward made at setup;
+ * a call is the backward pass alone (dq, dk, dv: in[6], in[7] and out). GFLOP/s counts
+ * FlashAttention's 10 B H S^2 D of a backward pass with recomputation (five products). */
+static kiln_status
+setup_attention_backward(struct bench_state *st)
+{
+  int64_t shape[4] = {8, 16, att_tokens(st->n), 128};
+  kiln_status s = setup_attention(st);
+  if (s == KILN_OK)
+    s = bench_random_tensor(st->ctx, st->dtype, 4, shape, &st->in[3]);
+  if (s == KILN_OK)
+    s = kiln_attention(st->ctx, st->in[0], st->in[1], st->in[2], NULL, 0, 0, &st->in[4],
+                       &st->in[5]);
+  return s;
+}
+
+static kiln_status
+run_attention_backward(struct bench_state *st)
+{
+  return kiln_attention_backward(st->ctx, st->in[3], st->in[0], st->in[1], st->in[2], NULL, 0, 0,
+                                 st->in[4], st->in[5], &st->in[6], &st->in[7], &st->out);
+}
+
+static double
+flops_attention_backward(int64_t n)
+{
+  return 2.5 * flops_attention(n);
+}
+
 /* ---- user kernels (kiln/kernel.h): the same work as built-in rows, from caller OpenCL C */
 
 static const char *
@@ -1264,6 +1294,8 @@ const struct bench_case bench_cases[] = {
      flops_attention},
     {"nn.attention_causal", "nn_train", float_dtype, setup_attention, run_attention_causal, NULL,
      flops_attention},
+    {"nn.attn_backward", "nn_train", float_dtype, setup_attention_backward,
+     run_attention_backward, NULL, flops_attention_backward},
     /* fused expressions (tools/bench_expr.c); GB/s counts the bytes the fused kernel moves */
     {"expr.demo_chain", "expr", bench_expr_demo_dtype, bench_expr_demo_setup, bench_expr_run,
      bytes_1in_1out, NULL},

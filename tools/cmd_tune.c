@@ -26,6 +26,8 @@ static const char usage[] =
     "                  gemm (kiln kernel or CLBlast; on GPUs also xgemm, CLBlast's\n"
     "                  GEMM kernel parameters), linalg (panel route and block size of\n"
     "                  LU, Cholesky, QR) or conv (convolution route) (default: all)\n"
+    "                  GEMM kernel parameters), conv (convolution route) or attention\n"
+    "                  (tile of the attention forward kernel) (default: all)\n"
     "  --dtype LIST    dtypes, comma separated: f32, f64, f16, bf16, c64, c128, i32, i64,\n"
     "                  u8, bool (default f32). A family without keys of a dtype skips it\n"
     "                  with a note (an error with --family naming that family); f64 and\n"
