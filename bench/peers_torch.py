@@ -613,6 +613,22 @@ def flops_conv2d(n):
     return 2.0 * conv_batch(n) * 64 * 64 * 9 * 56 * 56
 
 
+def setup_conv2d_bwd(e, n):
+    # kiln's nn.conv2d_bwd: grad_x and grad_w of conv2d(x, w, padding=1) from a given grad
+    b = conv_batch(n)
+    x, w, g = e.uniform(b, 64, 56, 56), e.uniform(64, 64, 3, 3), e.uniform(b, 64, 56, 56)
+    ops = e.torch.ops.aten
+
+    def run():
+        return ops.convolution_backward(g, x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1,
+                                        [True, True, False])
+    return run, [b, 64, 56, 56], "aten.convolution_backward (grad_x, grad_w; cuDNN, TF32 off)"
+
+
+def flops_conv2d_bwd(n):
+    return 2.0 * flops_conv2d(n)
+
+
 def setup_max_pool2d(e, n):
     b = conv_batch(n)
     x = e.uniform(b, 64, 56, 56)
@@ -832,6 +848,7 @@ CASES = [
     ("linalg.eigh", setup_eigh, None, None),
     ("linalg.svd", setup_svd, None, None),
     ("nn.conv2d", setup_conv2d, None, flops_conv2d),
+    ("nn.conv2d_bwd", setup_conv2d_bwd, None, flops_conv2d_bwd),
     ("nn.max_pool2d", setup_max_pool2d, bytes_max_pool2d, None),
     ("nn.adam", setup_adam, bytes_adam, None),
     ("nn.dropout", setup_dropout, bytes_1in_1out, None),

@@ -993,6 +993,32 @@ flops_conv2d(int64_t n)
   return 2.0 * (double)conv_batch(n) * 64.0 * 64.0 * 9.0 * 56.0 * 56.0;
 }
 
+/* nn.conv2d_bwd: the input and weight gradients of nn.conv2d (no bias), from a random
+ * output gradient; twice the forward's flops. */
+static kiln_status
+setup_conv2d_bwd(struct bench_state *st)
+{
+  int64_t ys[4] = {conv_batch(st->n), 64, 56, 56};
+  kiln_status s = setup_conv2d(st);
+  if (s == KILN_OK)
+    s = bench_random_tensor(st->ctx, st->dtype, 4, ys, &st->in[2]);
+  return s;
+}
+
+static kiln_status
+run_conv2d_bwd(struct bench_state *st)
+{
+  kiln_conv_desc d = {.nd = 2, .padding = {1, 1}};
+  return kiln_conv_backward(st->ctx, st->in[2], st->in[0], st->in[1], &d, &st->out, &st->in[3],
+                            NULL);
+}
+
+static double
+flops_conv2d_bwd(int64_t n)
+{
+  return 2.0 * flops_conv2d(n);
+}
+
 static kiln_status
 setup_max_pool2d(struct bench_state *st)
 {
@@ -1284,6 +1310,8 @@ const struct bench_case bench_cases[] = {
     {"linalg.eigh", "linalg", float_dtype, setup_linalg_spd, run_eigh, NULL, NULL},
     {"linalg.svd", "linalg", float_dtype, setup_linalg_square, run_svd, NULL, NULL},
     {"nn.conv2d", "nn_conv", float_dtype, setup_conv2d, run_conv2d, NULL, flops_conv2d},
+    {"nn.conv2d_bwd", "nn_conv", float_dtype, setup_conv2d_bwd, run_conv2d_bwd, NULL,
+     flops_conv2d_bwd},
     {"nn.max_pool2d", "nn_conv", float_dtype, setup_max_pool2d, run_max_pool2d, bytes_max_pool2d,
      NULL},
     {"nn.adam", "nn_train", float_dtype, setup_adam, run_adam, bytes_adam, NULL},
