@@ -10,12 +10,13 @@
  * blocks, so the work-group size and the launch geometry never matter.
  *
  * Results are bitwise identical on every conforming device: only integer
- * operations, IEEE add/subtract/multiply (no contraction into fma: see the
- * pragma), exact scalings by powers of two and comparisons are used. Normals
- * do not call the built-in log/sqrt/sin/cos, whose accuracy OpenCL leaves to
- * the device: det_* below evaluate them with fixed operation sequences (f64
- * also uses division and sqrt, which OpenCL requires to be correctly rounded
- * for doubles).
+ * operations, IEEE add/subtract/multiply, explicit fma() (correctly rounded
+ * by the OpenCL spec; no implicit contraction: see the pragma), exact
+ * scalings by powers of two and comparisons are used. Normals do not call
+ * the built-in log/sqrt/sin/cos, whose accuracy OpenCL leaves to the device:
+ * det_* below evaluate them with fixed operation sequences (f64 also uses
+ * division and sqrt, which OpenCL requires to be correctly rounded for
+ * doubles).
  *
  * Build options: see common.cl (-DT=..., -DKILN_DT_...=1).
  * Kernels (offsets in elements; grid-stride loops over blocks or elements):
@@ -35,7 +36,10 @@
  * f16 and bf16 compute exactly the f32 values (T is float, same operation
  * sequences) and store them rounded to nearest even; c64 and c128 take the
  * f32 and f64 normal pairs (z0, z1) as (real, imaginary).
- * Tunables: none (any local size gives the same bits).
+ * Tunables (speed only: any value and any local size give the same bits):
+ * KILN_RNG_BLOCKS, the counter blocks one work-item of random_normal turns
+ * into values (default 1; lib/ops/random.c picks it per device, the tuner's
+ * family "random" times 1, 2 and 4).
  */
 #include "common.cl"
 #include "philox.clh"
@@ -96,6 +100,23 @@
       (out)[(off) + (e) + 1] = (v1);                                                 \
   } while (0)
 
+#ifndef KILN_RNG_BLOCKS
+#define KILN_RNG_BLOCKS 1
+#endif
+
+/*
+ * The blocks j < nb of this work-item: KILN_RNG_BLOCKS of them a work-group
+ * apart (a group's stores stay contiguous, and a GPU keeps several blocks'
+ * arithmetic in flight per item), then grid-stride for grids the host capped.
+ * The host launches ceil(nb / KILN_RNG_BLOCKS) items rounded up to groups.
+ */
+#define RNG_EACH(j, nb)                                                                    \
+  ulong lsz_ = get_local_size(0), blk_ = lsz_ * KILN_RNG_BLOCKS;                           \
+  for (ulong j0_ = get_group_id(0) * blk_ + get_local_id(0); j0_ < (nb);                   \
+       j0_ += get_num_groups(0) * blk_)                                                    \
+    for (uint e_ = 0; e_ < KILN_RNG_BLOCKS; e_++)                                          \
+      for (ulong j = j0_ + (ulong)e_ * lsz_, once_ = 1; once_ && j < (nb); once_ = 0)
+
 kernel void
 philox_blocks(global uint *out, ulong off, ulong nblocks, uint k0, uint k1, uint c0, uint c1,
               uint c2, uint c3)
@@ -140,27 +161,37 @@ perm_write(global const ulong *vals, ulong voff, ulong n, global T *out, ulong o
 /* ---- deterministic math for Box-Muller ---- */
 
 /*
- * sin and cos of 2 pi k 2^-BITS for k < 2^BITS: the quadrant from the top two
- * bits, the rest folded into [0, pi/4] by octant symmetry, then polynomials.
- * One body for both precisions: FT the float type, KT the integer type.
+ * Every polynomial step is an explicit fma(), which OpenCL requires to be
+ * correctly rounded (so the bits stay the same on every device) and which
+ * GPUs and current CPUs execute as one instruction: half the arithmetic of
+ * separate multiplies and adds, which bound the speed of the normals (they
+ * are compute-bound on an H200 at ~200 instructions per block). There are
+ * no data-dependent branches: a branch whose direction differs between the
+ * work-items of a warp runs both sides, and PoCL vectorises only
+ * straight-line code across work-items.
  */
-#define DET_SINCOS(NAME, FT, KT, BITS, SUF)                                               \
+
+/*
+ * sin and cos of 2 pi k 2^-BITS for k < 2^BITS: the quadrant from the top two
+ * bits, the rest folded into [0, pi/4] by octant symmetry, then polynomials
+ * (both evaluated once at the folded argument, then swapped by a select).
+ * The quadrant's swaps and sign flips are selects and sign-bit xors: -x is
+ * the sign-bit flip in IEEE arithmetic. One body for both precisions: FT the
+ * float type, KT the integer type, UT the float's bits type.
+ */
+#define DET_SINCOS(NAME, FT, KT, UT, BITS, SUF)                                          \
   inline void NAME(KT k, FT *s, FT *c)                                                   \
   {                                                                                      \
     KT q = k >> (BITS - 2);                                                              \
-    FT f = (FT)(k & (((KT)1 << (BITS - 2)) - 1)) / (FT)((KT)1 << (BITS - 2));            \
-    FT a, b;                                                                             \
-    if (f <= (FT)0.5) {                                                                  \
-      FT t = f * (FT)1.5707963267948966;                                                 \
-      a = sin_poly_##SUF(t);                                                             \
-      b = cos_poly_##SUF(t);                                                             \
-    } else {                                                                             \
-      FT t = ((FT)1 - f) * (FT)1.5707963267948966;                                       \
-      a = cos_poly_##SUF(t);                                                             \
-      b = sin_poly_##SUF(t);                                                             \
-    }                                                                                    \
-    *s = q == 0 ? a : q == 1 ? b : q == 2 ? -a : -b;                                     \
-    *c = q == 0 ? b : q == 1 ? -a : q == 2 ? -b : a;                                     \
+    FT f = (FT)(k & (((KT)1 << (BITS - 2)) - 1)) * ((FT)1 / (FT)((KT)1 << (BITS - 2)));  \
+    int low = f <= (FT)0.5;                                                              \
+    FT t = (low ? f : (FT)1 - f) * (FT)1.5707963267948966;                               \
+    FT sp = sin_poly_##SUF(t), cp = cos_poly_##SUF(t);                                   \
+    FT a = low ? sp : cp, b = low ? cp : sp;                                             \
+    UT sgn = (UT)1 << (sizeof(UT) * 8 - 1);                                              \
+    UT ss = (q & 2) ? sgn : (UT)0, cs = ((q ^ (q >> 1)) & 1) ? sgn : (UT)0;              \
+    *s = as_##FT(as_##UT((q & 1) ? b : a) ^ ss);                                         \
+    *c = as_##FT(as_##UT((q & 1) ? a : b) ^ cs);                                         \
   }
 
 #if RNG_F32
@@ -172,41 +203,38 @@ det_log_f32(uint k)
   uint bits = as_uint(x);
   int e = (int)(bits >> 23) - 127;
   float m = as_float((bits & 0x007fffffu) | 0x3f800000u);
-  if (m > 1.41421354f) {
-    m = m * 0.5f;
-    e += 1;
-  }
+  int big = m > 1.41421354f;
+  m = big ? m * 0.5f : m;
+  e += big;
   float f = m - 1.0f;
   float d = f + 2.0f;
   /* 1/d by Newton from a linear start (relative error 1.5% -> float precision in 3 steps). */
-  float y = 0.984995544f - 0.239f * d;
-  y = y * (2.0f - d * y);
-  y = y * (2.0f - d * y);
-  y = y * (2.0f - d * y);
+  float y = fma(-0.239f, d, 0.984995544f);
+  y = y * fma(-d, y, 2.0f);
+  y = y * fma(-d, y, 2.0f);
+  y = y * fma(-d, y, 2.0f);
   float s = f * y;
   float s2 = s * s;
   float p = 0.111111112f;
-  p = p * s2 + 0.142857149f;
-  p = p * s2 + 0.200000003f;
-  p = p * s2 + 0.333333343f;
-  p = p * s2 + 1.0f;
+  p = fma(p, s2, 0.142857149f);
+  p = fma(p, s2, 0.200000003f);
+  p = fma(p, s2, 0.333333343f);
+  p = fma(p, s2, 1.0f);
   float lnm = (2.0f * s) * p;
   float ef = (float)(e - 24);
-  return ef * 0.693145752f + (ef * 1.42860677e-06f + lnm);
+  return fma(ef, 0.693145752f, fma(ef, 1.42860677e-06f, lnm));
 }
 
 /* sqrt(x) for x >= 0 by Newton on 1/sqrt from the classic bit-level start. */
 inline float
 det_sqrt_f32(float x)
 {
-  if (x == 0.0f)
-    return 0.0f;
   float y = as_float(0x5f3759dfu - (as_uint(x) >> 1));
   float hx = 0.5f * x;
-  y = y * (1.5f - hx * (y * y));
-  y = y * (1.5f - hx * (y * y));
-  y = y * (1.5f - hx * (y * y));
-  return x * y;
+  y = y * fma(-hx, y * y, 1.5f);
+  y = y * fma(-hx, y * y, 1.5f);
+  y = y * fma(-hx, y * y, 1.5f);
+  return x == 0.0f ? 0.0f : x * y;
 }
 
 inline float
@@ -214,10 +242,10 @@ sin_poly_f32(float t)
 {
   float t2 = t * t;
   float p = 2.75573188e-06f;
-  p = p * t2 + -0.000198412701f;
-  p = p * t2 + 0.00833333377f;
-  p = p * t2 + -0.166666672f;
-  return t + t * (t2 * p);
+  p = fma(p, t2, -0.000198412701f);
+  p = fma(p, t2, 0.00833333377f);
+  p = fma(p, t2, -0.166666672f);
+  return fma(t, t2 * p, t);
 }
 
 inline float
@@ -225,15 +253,15 @@ cos_poly_f32(float t)
 {
   float t2 = t * t;
   float p = -2.755732e-07f;
-  p = p * t2 + 2.48015876e-05f;
-  p = p * t2 + -0.00138888892f;
-  p = p * t2 + 0.0416666679f;
-  p = p * t2 + -0.5f;
-  return 1.0f + t2 * p;
+  p = fma(p, t2, 2.48015876e-05f);
+  p = fma(p, t2, -0.00138888892f);
+  p = fma(p, t2, 0.0416666679f);
+  p = fma(p, t2, -0.5f);
+  return fma(t2, p, 1.0f);
 }
 
 /* sin and cos of 2 pi k 2^-24 for k < 2^24 (DET_SINCOS). */
-DET_SINCOS(det_sincos_f32, float, uint, 24, f32)
+DET_SINCOS(det_sincos_f32, float, uint, uint, 24, f32)
 #endif
 
 #if RNG_F64
@@ -245,27 +273,26 @@ det_log_f64(ulong k)
   ulong bits = as_ulong(x);
   int e = (int)(bits >> 52) - 1023;
   double m = as_double((bits & 0x000fffffffffffffUL) | 0x3ff0000000000000UL);
-  if (m > 1.4142135623730951) {
-    m = m * 0.5;
-    e += 1;
-  }
+  int big = m > 1.4142135623730951;
+  m = big ? m * 0.5 : m;
+  e += big;
   double s = (m - 1.0) / (m + 1.0);
   double s2 = s * s;
   double p = 0.043478260869565216;
-  p = p * s2 + 0.047619047619047616;
-  p = p * s2 + 0.05263157894736842;
-  p = p * s2 + 0.058823529411764705;
-  p = p * s2 + 0.06666666666666667;
-  p = p * s2 + 0.07692307692307693;
-  p = p * s2 + 0.09090909090909091;
-  p = p * s2 + 0.1111111111111111;
-  p = p * s2 + 0.14285714285714285;
-  p = p * s2 + 0.2;
-  p = p * s2 + 0.3333333333333333;
-  p = p * s2 + 1.0;
+  p = fma(p, s2, 0.047619047619047616);
+  p = fma(p, s2, 0.05263157894736842);
+  p = fma(p, s2, 0.058823529411764705);
+  p = fma(p, s2, 0.06666666666666667);
+  p = fma(p, s2, 0.07692307692307693);
+  p = fma(p, s2, 0.09090909090909091);
+  p = fma(p, s2, 0.1111111111111111);
+  p = fma(p, s2, 0.14285714285714285);
+  p = fma(p, s2, 0.2);
+  p = fma(p, s2, 0.3333333333333333);
+  p = fma(p, s2, 1.0);
   double lnm = (2.0 * s) * p;
   double ef = (double)(e - 53);
-  return ef * 6.93147180369123816490e-01 + (ef * 1.90821492927058770002e-10 + lnm);
+  return fma(ef, 6.93147180369123816490e-01, fma(ef, 1.90821492927058770002e-10, lnm));
 }
 
 inline double
@@ -273,15 +300,15 @@ sin_poly_f64(double t)
 {
   double t2 = t * t;
   double p = -8.22063524662433e-18;
-  p = p * t2 + 2.8114572543455206e-15;
-  p = p * t2 + -7.647163731819816e-13;
-  p = p * t2 + 1.6059043836821613e-10;
-  p = p * t2 + -2.505210838544172e-08;
-  p = p * t2 + 2.7557319223985893e-06;
-  p = p * t2 + -0.0001984126984126984;
-  p = p * t2 + 0.008333333333333333;
-  p = p * t2 + -0.16666666666666666;
-  return t + t * (t2 * p);
+  p = fma(p, t2, 2.8114572543455206e-15);
+  p = fma(p, t2, -7.647163731819816e-13);
+  p = fma(p, t2, 1.6059043836821613e-10);
+  p = fma(p, t2, -2.505210838544172e-08);
+  p = fma(p, t2, 2.7557319223985893e-06);
+  p = fma(p, t2, -0.0001984126984126984);
+  p = fma(p, t2, 0.008333333333333333);
+  p = fma(p, t2, -0.16666666666666666);
+  return fma(t, t2 * p, t);
 }
 
 inline double
@@ -289,20 +316,20 @@ cos_poly_f64(double t)
 {
   double t2 = t * t;
   double p = 4.110317623312165e-19;
-  p = p * t2 + -1.5619206968586225e-16;
-  p = p * t2 + 4.779477332387385e-14;
-  p = p * t2 + -1.1470745597729725e-11;
-  p = p * t2 + 2.08767569878681e-09;
-  p = p * t2 + -2.755731922398589e-07;
-  p = p * t2 + 2.48015873015873e-05;
-  p = p * t2 + -0.001388888888888889;
-  p = p * t2 + 0.041666666666666664;
-  p = p * t2 + -0.5;
-  return 1.0 + t2 * p;
+  p = fma(p, t2, -1.5619206968586225e-16);
+  p = fma(p, t2, 4.779477332387385e-14);
+  p = fma(p, t2, -1.1470745597729725e-11);
+  p = fma(p, t2, 2.08767569878681e-09);
+  p = fma(p, t2, -2.755731922398589e-07);
+  p = fma(p, t2, 2.48015873015873e-05);
+  p = fma(p, t2, -0.001388888888888889);
+  p = fma(p, t2, 0.041666666666666664);
+  p = fma(p, t2, -0.5);
+  return fma(t2, p, 1.0);
 }
 
 /* sin and cos of 2 pi K 2^-53 for K < 2^53 (DET_SINCOS). */
-DET_SINCOS(det_sincos_f64, double, ulong, 53, f64)
+DET_SINCOS(det_sincos_f64, double, ulong, ulong, 53, f64)
 
 /* 53 random bits from two words. */
 inline ulong
@@ -359,45 +386,84 @@ random_uniform(global ST *out, ulong off, ulong n, ulong base, uint k0, uint k1,
 #define IM_MEAN(m) (m)
 #endif
 
+/* mean + stddev * z, one rounding (fma is correctly rounded everywhere). */
+#define SCALE(z, m) fma(stddev, (z), (m))
+
+/*
+ * The normals of block j at element off + j * PER (PER values per block):
+ * whole blocks as one aligned vector store where the offset keeps vectors
+ * aligned (aligned != 0), an element-aligned one elsewhere, guarded stores
+ * for the tail block.
+ */
+#if RNG_F64
+#define NORMAL_PER ((ulong)(KILN_IS_COMPLEX ? 1 : 2))
+inline void
+normal_block(global ST *out, ulong off, ulong n, ulong j, ulong base, uint k0, uint k1,
+             double mean, double stddev, int aligned)
+{
+  uint w[4];
+  block_words(base + j, 0u, k0, k1, w);
+  double r = sqrt(-2.0 * det_log_f64(bits53(w[0], w[1]) + 1));
+  double s, c;
+  det_sincos_f64(bits53(w[2], w[3]), &s, &c);
+  double z0 = SCALE(r * c, mean), z1 = SCALE(r * s, IM_MEAN(mean));
+#if KILN_IS_COMPLEX
+  out[off + j] = (double2)(z0, z1);
+#else
+  if (2 * j + 2 <= n && aligned)
+    ((global double2 *)(out + off))[j] = (double2)(z0, z1);
+  else
+    STORE2(out, off, 2 * j, n, z0, z1);
+#endif
+}
+#else
+#define NORMAL_PER ((ulong)(KILN_IS_COMPLEX ? 2 : 4))
+inline void
+normal_block(global ST *out, ulong off, ulong n, ulong j, ulong base, uint k0, uint k1,
+             float mean, float stddev, int aligned)
+{
+  uint w[4];
+  block_words(base + j, 0u, k0, k1, w);
+  float r0 = det_sqrt_f32(-2.0f * det_log_f32((w[0] >> 8) + 1u));
+  float r1 = det_sqrt_f32(-2.0f * det_log_f32((w[2] >> 8) + 1u));
+  float s0, c0, s1, c1;
+  det_sincos_f32(w[1] >> 8, &s0, &c0);
+  det_sincos_f32(w[3] >> 8, &s1, &c1);
+  float z0 = SCALE(r0 * c0, mean), z1 = SCALE(r0 * s0, IM_MEAN(mean));
+  float z2 = SCALE(r1 * c1, mean), z3 = SCALE(r1 * s1, IM_MEAN(mean));
+  float4 v = (float4)(z0, z1, z2, z3);
+#if KILN_IS_COMPLEX
+  if (2 * j + 2 <= n && aligned)
+    ((global float4 *)(out + off))[j] = v;
+  else
+    STORE2(out, off, j * 2, n, v.s01, v.s23);
+#elif defined(KILN_DT_F16)
+  if (4 * j + 4 <= n && aligned)
+    vstorea_half4_rte(v, j, out + off);
+  else
+    STORE4(out, off, j * 4, n, z0, z1, z2, z3);
+#elif defined(KILN_DT_BF16)
+  if (4 * j + 4 <= n && aligned)
+    ((global ushort4 *)(out + off))[j] = (ushort4)(kiln_f32_to_bf16(z0), kiln_f32_to_bf16(z1),
+                                                   kiln_f32_to_bf16(z2), kiln_f32_to_bf16(z3));
+  else
+    STORE4(out, off, j * 4, n, z0, z1, z2, z3);
+#else
+  if (4 * j + 4 <= n && aligned)
+    ((global float4 *)(out + off))[j] = v;
+  else
+    STORE4(out, off, j * 4, n, z0, z1, z2, z3);
+#endif
+}
+#endif
+
 kernel void
 random_normal(global ST *out, ulong off, ulong n, ulong base, uint k0, uint k1, RT mean,
               RT stddev)
 {
-#if defined(KILN_DT_C128)
-  ulong nb = n;
-#elif defined(KILN_DT_F64) || defined(KILN_DT_C64)
-  ulong nb = (n + 1) / 2;
-#else
-  ulong nb = (n + 3) / 4;
-#endif
-  for (ulong j = get_global_id(0); j < nb; j += get_global_size(0)) {
-    uint w[4];
-    block_words(base + j, 0u, k0, k1, w);
-#if RNG_F64
-    double r = sqrt(-2.0 * det_log_f64(bits53(w[0], w[1]) + 1));
-    double s, c;
-    det_sincos_f64(bits53(w[2], w[3]), &s, &c);
-    double z0 = mean + stddev * (r * c), z1 = IM_MEAN(mean) + stddev * (r * s);
-#if KILN_IS_COMPLEX
-    out[off + j] = (double2)(z0, z1);
-#else
-    STORE2(out, off, j * 2, n, z0, z1);
-#endif
-#else
-    float r0 = det_sqrt_f32(-2.0f * det_log_f32((w[0] >> 8) + 1u));
-    float r1 = det_sqrt_f32(-2.0f * det_log_f32((w[2] >> 8) + 1u));
-    float s0, c0, s1, c1;
-    det_sincos_f32(w[1] >> 8, &s0, &c0);
-    det_sincos_f32(w[3] >> 8, &s1, &c1);
-    float z0 = mean + stddev * (r0 * c0), z1 = IM_MEAN(mean) + stddev * (r0 * s0);
-    float z2 = mean + stddev * (r1 * c1), z3 = IM_MEAN(mean) + stddev * (r1 * s1);
-#if KILN_IS_COMPLEX
-    STORE2(out, off, j * 2, n, (float2)(z0, z1), (float2)(z2, z3));
-#else
-    STORE4(out, off, j * 4, n, z0, z1, z2, z3);
-#endif
-#endif
-  }
+  ulong nb = (n + NORMAL_PER - 1) / NORMAL_PER;
+  int aligned = off % NORMAL_PER == 0;
+  RNG_EACH(j, nb) normal_block(out, off, n, j, base, k0, k1, mean, stddev, aligned);
 }
 #endif
 
@@ -488,6 +554,7 @@ perm_keys(global ulong *keys, ulong koff, global ulong *vals, ulong voff, ulong 
 }
 
 /* Rows move as bits: f16 elements as ushort (half values cannot be loaded as such). */
+#undef MT
 #if defined(KILN_DT_F16)
 #define MT ushort
 #else

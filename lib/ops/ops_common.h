@@ -36,13 +36,14 @@ void kiln__random_advance_locked(kiln_context *ctx, uint64_t nblocks);
 /*
  * A program variant: the compile-time launch parameters of some sources (the
  * `variant` of kiln__program_options); 0 = the device default. Read by the
- * build-option callbacks of the reduce, scan and elementwise families.
+ * build-option callbacks of the reduce, scan, elementwise and random families.
  */
 typedef struct kiln__program_variant {
   uint32_t cols;       /* reduce, scan: KILN_COLS (columns per work-item) */
   uint32_t lane_order; /* reduce: KILN_BLOCKED + 1 (the rows kernel's lane order; 0 default) */
   uint32_t ew_items;   /* elementwise: KILN_EW_ITEMS (vectors per work-item of flat launches) */
   uint32_t ew_vec;     /* elementwise: KILN_EW_VEC (elements per vector access) */
+  uint32_t rng_blocks; /* random: KILN_RNG_BLOCKS (counter blocks per work-item of normals) */
 } kiln__program_variant;
 
 /*
