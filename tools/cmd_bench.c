@@ -56,6 +56,8 @@ struct options {
   int json;
   int startup;
   int list;
+  const char *overrides[8]; /* "family:params" */
+  int noverrides;
 };
 
 static int
@@ -76,6 +78,14 @@ parse_options(int argc, char **argv, struct options *o)
       if (r < 0)
         return -1;
       o->filter = v;
+    } else if ((r = tool_opt_value("bench", argc, argv, &i, "--override", &v)) != 0) {
+      if (r < 0)
+        return -1;
+      if (!strchr(v, ':') || o->noverrides == 8) {
+        tool_usage_error("bench", "--override: '%s' is not FAMILY:PARAMS, or more than 8", v);
+        return -1;
+      }
+      o->overrides[o->noverrides++] = v;
     } else if ((r = tool_opt_value("bench", argc, argv, &i, "--device", &v)) != 0) {
       if (r < 0)
         return -1;
@@ -412,6 +422,18 @@ cmd_bench(int argc, char **argv)
   }
   kiln_device_info info;
   kiln_context_device_info(ctx, &info);
+  for (int v = 0; v < o.noverrides; v++) {
+    char family[64];
+    size_t fl = strcspn(o.overrides[v], ":");
+    snprintf(family, sizeof family, "%.*s", (int)(fl < 63 ? fl : 63), o.overrides[v]);
+    for (int d = 0; d < o.ndtypes; d++) {
+      /* A family that does not tune this dtype refuses it: that dtype runs with the family's
+       * own choice, which is what the run would do without the override. */
+      if (kiln_tune_override(ctx, family, o.dtypes[d], NULL, o.overrides[v] + fl + 1) != KILN_OK)
+        fprintf(stderr, "kiln bench: note: --override %s for %s: %s\n", o.overrides[v],
+                kiln_dtype_name(o.dtypes[d]), kiln_last_error());
+    }
+  }
 
   size_t cap = bench_case_count * (size_t)o.ndtypes * (size_t)o.nsizes;
   struct result *res = calloc(cap, sizeof *res);

@@ -662,8 +662,9 @@ START_TEST(independent_of_local_size_and_chunking)
 END_TEST
 
 /*
- * random_normal's launch parameters (the tuner family "random": local size
- * and KILN_RNG_BLOCKS, the blocks per work-item) change no bit: every value
+ * random_normal's launch parameters (the tuner family "random": local size,
+ * KILN_RNG_BLOCKS, the block vectors per work-item, and KILN_RNG_VEC, the
+ * blocks per vector) change no bit: every value
  * the tuner or the defaults can pick, for each normal dtype, at element
  * offsets that keep the kernel's vector stores aligned (0) and that do not
  * (1, 3), sizes with tail blocks, and a capped grid (the grid-stride loop);
@@ -672,8 +673,10 @@ END_TEST
 START_TEST(normal_launch_shapes_and_offsets)
 {
   static const kiln_dtype dts[] = {KILN_F32, KILN_F64, KILN_F16, KILN_BF16, KILN_C64, KILN_C128};
-  static const char *const shapes[] = {"", "blocks_per_item=1 wg_size=64",
-                                       "blocks_per_item=2 wg_size=128", "blocks_per_item=4"};
+  static const char *const shapes[] = {"", "blocks_per_item=1 vec_width=1 wg_size=64",
+                                       "blocks_per_item=2 vec_width=4 wg_size=128",
+                                       "blocks_per_item=4 vec_width=16",
+                                       "blocks_per_item=1 vec_width=8 wg_size=16"};
   static const uint64_t sizes[] = {1, 5, 1021, 4099};
   static const uint64_t offs[] = {0, 1, 3};
   const struct gen_params p = {0.5, 2, 0, 0};
@@ -682,8 +685,8 @@ START_TEST(normal_launch_shapes_and_offsets)
     if (!dt_ok(dt))
       continue;
     size_t esz = kiln_dtype_size(dt);
-    /* The 16- and 32-bit pairs of the f32 stream share their programs' paths: every shape for
-     * f32 and f64, the 2-block one for the others (a program build each on PoCL). */
+    /* The 16-bit and complex dtypes share the f32 and f64 arithmetic: every shape for f32 and
+     * f64, the defaults and one other for the others (a program build each on PoCL). */
     int all = dt == KILN_F32 || dt == KILN_F64;
     for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
       if (!all && sh != 0 && sh != 2)
