@@ -935,7 +935,8 @@ def parse_args(argv):
     ap.add_argument("--sizes", default=DEFAULT_SIZES,
                     help=f"element counts, comma separated; 2^N, Nk, NM (default {DEFAULT_SIZES})")
     ap.add_argument("--dtype", default="f32,f64", help="f32, f64 or both (default f32,f64)")
-    ap.add_argument("--filter", default=None, help="only cases whose name contains SUBSTR")
+    ap.add_argument("--filter", default=None,
+                    help="only cases whose name contains SUBSTR (a comma-separated list: any of them)")
     ap.add_argument("--reps", type=int, default=0, help="timed runs per point (default adaptive)")
     ap.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu (default cuda)")
     ap.add_argument("--no-startup", action="store_true", help="skip the dispatch overhead")
@@ -989,7 +990,8 @@ def progress(done, total):
 
 
 def run_cases(torch, args, timer):
-    cases = [c for c in CASES if not args.filter or args.filter in c[0]]
+    filters = args.filter.split(",") if args.filter else []
+    cases = [c for c in CASES if not filters or any(f in c[0] for f in filters)]
     copy_case = next(c for c in CASES if c[0] == COPY_CASE)
     copy_gbps = {}  # (dtype, n) -> GB/s of PyTorch's copy, measured once
     results, skipped = [], []

@@ -23,7 +23,8 @@ static const char usage[] =
     "same device in the same run. Also: per-op dispatch overhead and time to first result of\n"
     "a new process with cold and warm caches.\n\n"
     "options:\n"
-    "  --filter SUBSTR    only cases whose name contains SUBSTR (e.g. unary, binary.add)\n"
+    "  --filter SUBSTR    only cases whose name contains SUBSTR (e.g. unary, binary.add);\n"
+    "                     a comma-separated list takes the cases that match any of them\n"
     "  --sizes LIST       element counts, comma separated; k/M suffixes and 2^N accepted\n"
     "                     (default 2^10,2^14,2^18,2^22,2^26)\n"
     "  --dtype LIST       dtypes, comma separated: f32, f64, f16, bf16, c64, c128, i32, i64,\n"
@@ -60,6 +61,23 @@ struct options {
   int noverrides;
 };
 
+/* Whether case `name` passes --filter (NULL: all; a comma-separated list: any item). */
+static int
+filter_match(const char *filter, const char *name)
+{
+  if (!filter)
+    return 1;
+  for (const char *f = filter;;) {
+    size_t len = strcspn(f, ",");
+    for (const char *p = name; len && *p; p++)
+      if (strncmp(p, f, len) == 0)
+        return 1;
+    if (!f[len])
+      return 0;
+    f += len + 1;
+  }
+}
+
 static int
 parse_options(int argc, char **argv, struct options *o)
 {
@@ -81,8 +99,12 @@ parse_options(int argc, char **argv, struct options *o)
     } else if ((r = tool_opt_value("bench", argc, argv, &i, "--override", &v)) != 0) {
       if (r < 0)
         return -1;
-      if (!strchr(v, ':') || o->noverrides == 8) {
-        tool_usage_error("bench", "--override: '%s' is not FAMILY:PARAMS, or more than 8", v);
+      if (!strchr(v, ':')) {
+        tool_usage_error("bench", "--override: '%s' is not FAMILY:PARAMS", v);
+        return -1;
+      }
+      if (o->noverrides == 8) {
+        tool_usage_error("bench", "--override: at most 8 (one per family)");
         return -1;
       }
       o->overrides[o->noverrides++] = v;
@@ -402,7 +424,7 @@ cmd_bench(int argc, char **argv)
     return 2;
   size_t matching = 0;
   for (size_t i = 0; i < bench_case_count; i++)
-    matching += !o.filter || strstr(bench_cases[i].name, o.filter) != NULL;
+    matching += filter_match(o.filter, bench_cases[i].name);
   if (!matching)
     return tool_usage_error("bench",
                             "--filter: no case name contains '%s' (kiln bench --list "
@@ -410,7 +432,7 @@ cmd_bench(int argc, char **argv)
                             o.filter);
   if (o.list) {
     for (size_t i = 0; i < bench_case_count; i++)
-      if (!o.filter || strstr(bench_cases[i].name, o.filter))
+      if (filter_match(o.filter, bench_cases[i].name))
         printf("%-28s %s\n", bench_cases[i].name, bench_cases[i].family);
     return 0;
   }
@@ -449,7 +471,7 @@ cmd_bench(int argc, char **argv)
   size_t nres = 0;
   int total = 0, done = 0;
   for (size_t c = 0; c < bench_case_count; c++)
-    if (!o.filter || strstr(bench_cases[c].name, o.filter))
+    if (filter_match(o.filter, bench_cases[c].name))
       total += o.ndtypes * o.nsizes;
   /* Copy reference per (dtype size, n): computed lazily, cached here (sizes 1 to 16 bytes). */
   double copy_cache[MAX_SIZES][17];
@@ -457,7 +479,7 @@ cmd_bench(int argc, char **argv)
   int failures = 0;
   for (size_t c = 0; c < bench_case_count; c++) {
     const struct bench_case *bc = &bench_cases[c];
-    if (o.filter && !strstr(bc->name, o.filter))
+    if (!filter_match(o.filter, bc->name))
       continue;
     for (int d = 0; d < o.ndtypes; d++) {
       kiln_dtype dt = o.dtypes[d];
