@@ -27,6 +27,8 @@ static const char usage[] =
     "                     a comma-separated list takes cases matching any of them\n"
     "  --filter SUBSTR    only cases whose name contains SUBSTR (e.g. unary, binary.add);\n"
     "                     several, comma separated, select the cases any of them names\n"
+    "  --filter SUBSTR    only cases whose name contains SUBSTR (e.g. unary, binary.add);\n"
+    "                     a comma-separated list takes the cases that match any of them\n"
     "  --sizes LIST       element counts, comma separated; k/M suffixes and 2^N accepted\n"
     "                     (default 2^10,2^14,2^18,2^22,2^26)\n"
     "  --dtype LIST       dtypes, comma separated: f32, f64, f16, bf16, c64, c128, i32, i64,\n"
@@ -69,6 +71,8 @@ struct options {
   int ntune;
   const char *tune[8]; /* --tune FAMILY:PARAMS */
   int ntune;
+  const char *overrides[8]; /* "family:params" */
+  int noverrides;
 };
 
 /* name contains one of the comma-separated substrings of filter. */
@@ -84,6 +88,23 @@ filter_match(const char *filter, const char *name)
       if (strstr(name, part))
         return 1;
     }
+    if (!f[len])
+      return 0;
+    f += len + 1;
+  }
+}
+
+/* Whether case `name` passes --filter (NULL: all; a comma-separated list: any item). */
+static int
+filter_match(const char *filter, const char *name)
+{
+  if (!filter)
+    return 1;
+  for (const char *f = filter;;) {
+    size_t len = strcspn(f, ",");
+    for (const char *p = name; len && *p; p++)
+      if (strncmp(p, f, len) == 0)
+        return 1;
     if (!f[len])
       return 0;
     f += len + 1;
@@ -108,6 +129,18 @@ parse_options(int argc, char **argv, struct options *o)
       if (r < 0)
         return -1;
       o->filter = v;
+    } else if ((r = tool_opt_value("bench", argc, argv, &i, "--override", &v)) != 0) {
+      if (r < 0)
+        return -1;
+      if (!strchr(v, ':')) {
+        tool_usage_error("bench", "--override: '%s' is not FAMILY:PARAMS", v);
+        return -1;
+      }
+      if (o->noverrides == 8) {
+        tool_usage_error("bench", "--override: at most 8 (one per family)");
+        return -1;
+      }
+      o->overrides[o->noverrides++] = v;
     } else if ((r = tool_opt_value("bench", argc, argv, &i, "--device", &v)) != 0) {
       if (r < 0)
         return -1;
@@ -459,6 +492,7 @@ cmd_bench(int argc, char **argv)
   for (size_t i = 0; i < bench_case_count; i++)
     matching += !o.filter || filter_match(o.filter, bench_cases[i].name);
     matching += filter_match(o.filter, bench_cases[i].name);
+    matching += filter_match(o.filter, bench_cases[i].name);
   if (!matching)
     return tool_usage_error("bench",
                             "--filter: no case name contains '%s' (kiln bench --list "
@@ -467,6 +501,7 @@ cmd_bench(int argc, char **argv)
   if (o.list) {
     for (size_t i = 0; i < bench_case_count; i++)
       if (!o.filter || filter_match(o.filter, bench_cases[i].name))
+      if (filter_match(o.filter, bench_cases[i].name))
       if (filter_match(o.filter, bench_cases[i].name))
         printf("%-28s %s\n", bench_cases[i].name, bench_cases[i].family);
     return 0;
@@ -506,6 +541,18 @@ cmd_bench(int argc, char **argv)
       }
     }
   }
+  for (int v = 0; v < o.noverrides; v++) {
+    char family[64];
+    size_t fl = strcspn(o.overrides[v], ":");
+    snprintf(family, sizeof family, "%.*s", (int)(fl < 63 ? fl : 63), o.overrides[v]);
+    for (int d = 0; d < o.ndtypes; d++) {
+      /* A family that does not tune this dtype refuses it: that dtype runs with the family's
+       * own choice, which is what the run would do without the override. */
+      if (kiln_tune_override(ctx, family, o.dtypes[d], NULL, o.overrides[v] + fl + 1) != KILN_OK)
+        fprintf(stderr, "kiln bench: note: --override %s for %s: %s\n", o.overrides[v],
+                kiln_dtype_name(o.dtypes[d]), kiln_last_error());
+    }
+  }
 
   size_t cap = bench_case_count * (size_t)o.ndtypes * (size_t)o.nsizes;
   struct result *res = calloc(cap, sizeof *res);
@@ -523,6 +570,7 @@ cmd_bench(int argc, char **argv)
   for (size_t c = 0; c < bench_case_count; c++)
     if (!o.filter || filter_match(o.filter, bench_cases[c].name))
     if (filter_match(o.filter, bench_cases[c].name))
+    if (filter_match(o.filter, bench_cases[c].name))
       total += o.ndtypes * o.nsizes;
   /* Copy reference per (dtype size, n): computed lazily, cached here (sizes 1 to 16 bytes). */
   double copy_cache[MAX_SIZES][17];
@@ -531,6 +579,7 @@ cmd_bench(int argc, char **argv)
   for (size_t c = 0; c < bench_case_count; c++) {
     const struct bench_case *bc = &bench_cases[c];
     if (o.filter && !filter_match(o.filter, bc->name))
+    if (!filter_match(o.filter, bc->name))
     if (!filter_match(o.filter, bc->name))
       continue;
     for (int d = 0; d < o.ndtypes; d++) {

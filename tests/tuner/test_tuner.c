@@ -1209,6 +1209,13 @@ START_TEST(run_list_import_export)
   KOK(kiln_tune_family_get(7, &d));
   ck_assert_str_eq(d.name, "attention");
   KEXPECT(kiln_tune_family_get(8, &d), KILN_ERR_NOT_FOUND);
+  KOK(kiln_tune_family_get(7, &d));
+  ck_assert_str_eq(d.name, "cast");
+  KOK(kiln_tune_family_get(8, &d));
+  ck_assert_str_eq(d.name, "copy");
+  KOK(kiln_tune_family_get(9, &d));
+  ck_assert_str_eq(d.name, "random");
+  KEXPECT(kiln_tune_family_get(10, &d), KILN_ERR_NOT_FOUND);
   char b[32];
   KOK(kiln_tune_bucket_name("reduce", "col", 1500000, b, sizeof b));
   ck_assert_str_eq(b, "col.2^20");
