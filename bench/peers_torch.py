@@ -1083,8 +1083,6 @@ def parse_args(argv):
                     help=f"element counts, comma separated; 2^N, Nk, NM (default {DEFAULT_SIZES})")
     ap.add_argument("--dtype", default="f32,f64", help="f32, f64 or both (default f32,f64)")
     ap.add_argument("--filter", default=None, help="only cases whose name contains SUBSTR (comma-separated: any of them)")
-    ap.add_argument("--filter", default=None,
-                    help="only cases whose name contains SUBSTR (a comma-separated list: any of them)")
     ap.add_argument("--reps", type=int, default=0, help="timed runs per point (default adaptive)")
     ap.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu (default cuda)")
     ap.add_argument("--no-startup", action="store_true", help="skip the dispatch overhead")
@@ -1157,10 +1155,6 @@ def run_cases(torch, args, timer):
              if not args.filter or any(f and f in c[0] for f in args.filter.split(","))]
     if args.compile:
         cases = [c for c in cases if c[0].startswith(COMPILE_CASES)]
-    cases = [c for c in CASES
-             if not args.filter or any(f in c[0] for f in args.filter.split(",") if f)]
-    filters = args.filter.split(",") if args.filter else []
-    cases = [c for c in CASES if not filters or any(f in c[0] for f in filters)]
     copy_case = next(c for c in CASES if c[0] == COPY_CASE)
     copy_gbps = {}  # (dtype, n) -> GB/s of PyTorch's copy, measured once
     results, skipped = [], []

@@ -24,10 +24,6 @@ static const char usage[] =
     "a new process with cold and warm caches.\n\n"
     "options:\n"
     "  --filter SUBSTR    only cases whose name contains SUBSTR (e.g. unary, binary.add);\n"
-    "                     a comma-separated list takes cases matching any of them\n"
-    "  --filter SUBSTR    only cases whose name contains SUBSTR (e.g. unary, binary.add);\n"
-    "                     several, comma separated, select the cases any of them names\n"
-    "  --filter SUBSTR    only cases whose name contains SUBSTR (e.g. unary, binary.add);\n"
     "                     a comma-separated list takes the cases that match any of them\n"
     "  --sizes LIST       element counts, comma separated; k/M suffixes and 2^N accepted\n"
     "                     (default 2^10,2^14,2^18,2^22,2^26)\n"
@@ -40,12 +36,11 @@ static const char usage[] =
     "  --json             one JSON document on stdout instead of the table\n"
     "  --no-startup       skip the dispatch-overhead and first-result measurements\n"
     "  --list             print the case names and exit\n"
-    "  --tune FAMILY:PARAMS  override a tuner family's parameters for every dtype and size\n"
-    "                     of the run (kiln_tune_override), e.g. --tune 'linalg:route=2 nb=64';\n"
-    "                     may be repeated\n\n"
     "  --tune FAMILY:PARAMS  time with these tuner parameters of FAMILY for every dtype and\n"
-    "                     size (kiln_tune_override), e.g. --tune 'scan:wg_size=64 single_pass=0';\n"
-    "                     repeatable (up to 8 families)\n"
+    "                     size (kiln_tune_override), e.g. --tune 'linalg:route=2 nb=64';\n"
+    "                     repeatable (up to 8; --override is the same option). A dtype the\n"
+    "                     family does not tune runs with its own choice, with a note; a\n"
+    "                     setting no dtype of the run accepts is an error\n\n"
     "GB/s counts bytes read plus written and is left out ('-') for compute-bound cases;\n"
     "GFLOP/s is shown for cases with a flop count (blas.*: 2 d^3 for a d x d x d GEMM,\n"
     "8 d^3 for blas.cgemm;\n"
@@ -67,32 +62,9 @@ struct options {
   int json;
   int startup;
   int list;
-  const char *tune[8]; /* FAMILY:PARAMS overrides */
-  int ntune;
   const char *tune[8]; /* --tune FAMILY:PARAMS */
   int ntune;
-  const char *overrides[8]; /* "family:params" */
-  int noverrides;
 };
-
-/* name contains one of the comma-separated substrings of filter. */
-static int
-filter_match(const char *filter, const char *name)
-{
-  for (const char *f = filter;;) {
-    size_t len = strcspn(f, ",");
-    char part[128];
-    if (len > 0 && len < sizeof part) {
-      memcpy(part, f, len);
-      part[len] = 0;
-      if (strstr(name, part))
-        return 1;
-    }
-    if (!f[len])
-      return 0;
-    f += len + 1;
-  }
-}
 
 /* Whether case `name` passes --filter (NULL: all; a comma-separated list: any item). */
 static int
@@ -129,18 +101,20 @@ parse_options(int argc, char **argv, struct options *o)
       if (r < 0)
         return -1;
       o->filter = v;
-    } else if ((r = tool_opt_value("bench", argc, argv, &i, "--override", &v)) != 0) {
+    } else if ((r = tool_opt_value("bench", argc, argv, &i, "--tune", &v)) != 0 ||
+               (r = tool_opt_value("bench", argc, argv, &i, "--override", &v)) != 0) {
+      const char *name = strncmp(a, "--tune", 6) == 0 ? "--tune" : "--override";
       if (r < 0)
         return -1;
       if (!strchr(v, ':')) {
-        tool_usage_error("bench", "--override: '%s' is not FAMILY:PARAMS", v);
+        tool_usage_error("bench", "%s: '%s' is not FAMILY:PARAMS", name, v);
         return -1;
       }
-      if (o->noverrides == 8) {
-        tool_usage_error("bench", "--override: at most 8 (one per family)");
+      if (o->ntune == (int)(sizeof o->tune / sizeof o->tune[0])) {
+        tool_usage_error("bench", "%s: at most 8 settings", name);
         return -1;
       }
-      o->overrides[o->noverrides++] = v;
+      o->tune[o->ntune++] = v;
     } else if ((r = tool_opt_value("bench", argc, argv, &i, "--device", &v)) != 0) {
       if (r < 0)
         return -1;
@@ -154,22 +128,6 @@ parse_options(int argc, char **argv, struct options *o)
         return -1;
       }
       o->reps = (int)reps;
-    } else if ((r = tool_opt_value("bench", argc, argv, &i, "--tune", &v)) != 0) {
-      if (r < 0)
-        return -1;
-      if (!strchr(v, ':') || o->ntune == (int)(sizeof o->tune / sizeof o->tune[0])) {
-        tool_usage_error("bench", "--tune: '%s' is not FAMILY:PARAMS (at most 8 of them)", v);
-        return -1;
-      }
-      o->tune[o->ntune++] = v;
-    } else if ((r = tool_opt_value("bench", argc, argv, &i, "--tune", &v)) != 0) {
-      if (r < 0)
-        return -1;
-      if (!strchr(v, ':') || o->ntune == 8) {
-        tool_usage_error("bench", "--tune: '%s' is not FAMILY:PARAMS (or more than 8 given)", v);
-        return -1;
-      }
-      o->tune[o->ntune++] = v;
     } else if ((r = tool_opt_value("bench", argc, argv, &i, "--sizes", &v)) != 0) {
       if (r < 0 || (o->nsizes = tool_parse_counts("bench", "--sizes", v, o->sizes, MAX_SIZES)) < 0)
         return -1;
@@ -440,23 +398,6 @@ struct skipped {
   char why[160];
 };
 
-/* Whether case name matches --filter: no filter, or one of its comma-separated substrings. */
-static int
-filter_match(const char *filter, const char *name)
-{
-  if (!filter)
-    return 1;
-  for (const char *p = filter;;) {
-    size_t n = strcspn(p, ",");
-    for (const char *q = name; n && strlen(q) >= n; q++)
-      if (strncmp(q, p, n) == 0)
-        return 1;
-    if (!p[n])
-      return 0;
-    p += n + 1;
-  }
-}
-
 /*
  * Records that bc does not run dt: a note, or an error when the run asked
  * for exactly this case (--filter naming it) and this dtype (--dtype).
@@ -490,8 +431,6 @@ cmd_bench(int argc, char **argv)
     return 2;
   size_t matching = 0;
   for (size_t i = 0; i < bench_case_count; i++)
-    matching += !o.filter || filter_match(o.filter, bench_cases[i].name);
-    matching += filter_match(o.filter, bench_cases[i].name);
     matching += filter_match(o.filter, bench_cases[i].name);
   if (!matching)
     return tool_usage_error("bench",
@@ -500,8 +439,6 @@ cmd_bench(int argc, char **argv)
                             o.filter);
   if (o.list) {
     for (size_t i = 0; i < bench_case_count; i++)
-      if (!o.filter || filter_match(o.filter, bench_cases[i].name))
-      if (filter_match(o.filter, bench_cases[i].name))
       if (filter_match(o.filter, bench_cases[i].name))
         printf("%-28s %s\n", bench_cases[i].name, bench_cases[i].family);
     return 0;
@@ -512,45 +449,26 @@ cmd_bench(int argc, char **argv)
     fprintf(stderr, "kiln bench: %s\n", kiln_last_error());
     return cs == KILN_ERR_INVALID_ARGUMENT ? 2 : 1; /* a malformed --device or KILN_DEVICE */
   }
+  kiln_device_info info;
+  kiln_context_device_info(ctx, &info);
   for (int t = 0; t < o.ntune; t++) {
     char fam[64];
     size_t len = strcspn(o.tune[t], ":");
     snprintf(fam, sizeof fam, "%.*s", (int)(len < sizeof fam ? len : sizeof fam - 1), o.tune[t]);
-    for (int d = 0; d < o.ndtypes; d++) {
-      kiln_status ts = kiln_tune_override(ctx, fam, o.dtypes[d], NULL, o.tune[t] + len + 1);
-      if (ts != KILN_OK) {
-        fprintf(stderr, "kiln bench: --tune %s: %s\n", o.tune[t], kiln_last_error());
-        kiln_context_release(ctx);
-        return 2;
-      }
-    }
-  }
-  kiln_device_info info;
-  kiln_context_device_info(ctx, &info);
-  for (int t = 0; t < o.ntune; t++) {
-    char family[64];
-    size_t fl = (size_t)(strchr(o.tune[t], ':') - o.tune[t]);
-    snprintf(family, sizeof family, "%.*s", (int)(fl < sizeof family ? fl : sizeof family - 1),
-             o.tune[t]);
-    for (int d = 0; d < o.ndtypes; d++) {
-      kiln_status ts = kiln_tune_override(ctx, family, o.dtypes[d], NULL, o.tune[t] + fl + 1);
-      if (ts != KILN_OK) {
-        fprintf(stderr, "kiln bench: --tune %s: %s\n", o.tune[t], kiln_last_error());
-        kiln_context_release(ctx);
-        return 2;
-      }
-    }
-  }
-  for (int v = 0; v < o.noverrides; v++) {
-    char family[64];
-    size_t fl = strcspn(o.overrides[v], ":");
-    snprintf(family, sizeof family, "%.*s", (int)(fl < 63 ? fl : 63), o.overrides[v]);
+    int taken = 0;
     for (int d = 0; d < o.ndtypes; d++) {
       /* A family that does not tune this dtype refuses it: that dtype runs with the family's
-       * own choice, which is what the run would do without the override. */
-      if (kiln_tune_override(ctx, family, o.dtypes[d], NULL, o.overrides[v] + fl + 1) != KILN_OK)
-        fprintf(stderr, "kiln bench: note: --override %s for %s: %s\n", o.overrides[v],
+       * own choice, which is what the run would do without the setting. */
+      if (kiln_tune_override(ctx, fam, o.dtypes[d], NULL, o.tune[t] + len + 1) == KILN_OK)
+        taken++;
+      else
+        fprintf(stderr, "kiln bench: note: --tune %s for %s: %s\n", o.tune[t],
                 kiln_dtype_name(o.dtypes[d]), kiln_last_error());
+    }
+    if (!taken) {
+      fprintf(stderr, "kiln bench: --tune %s: no dtype of the run accepts it\n", o.tune[t]);
+      kiln_context_release(ctx);
+      return 2;
     }
   }
 
@@ -568,8 +486,6 @@ cmd_bench(int argc, char **argv)
   size_t nres = 0;
   int total = 0, done = 0;
   for (size_t c = 0; c < bench_case_count; c++)
-    if (!o.filter || filter_match(o.filter, bench_cases[c].name))
-    if (filter_match(o.filter, bench_cases[c].name))
     if (filter_match(o.filter, bench_cases[c].name))
       total += o.ndtypes * o.nsizes;
   /* Copy reference per (dtype size, n): computed lazily, cached here (sizes 1 to 16 bytes). */
@@ -578,8 +494,6 @@ cmd_bench(int argc, char **argv)
   int failures = 0;
   for (size_t c = 0; c < bench_case_count; c++) {
     const struct bench_case *bc = &bench_cases[c];
-    if (o.filter && !filter_match(o.filter, bc->name))
-    if (!filter_match(o.filter, bc->name))
     if (!filter_match(o.filter, bc->name))
       continue;
     for (int d = 0; d < o.ndtypes; d++) {

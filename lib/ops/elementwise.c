@@ -383,8 +383,7 @@ static bcast_launch
 bcast_launch_for(kiln_context *ctx, kiln_dtype dtype, uint64_t n, uint32_t ndim,
                  const kiln__bcast *plan, int flat, const kiln_tensor *const *ts, size_t nts)
 {
-  bcast_launch l = {flat, {ctx->wg_size, {0}}, {0, 0}, {0, 0}, 0};
-  bcast_launch l = {flat, {ctx->wg_size, {0, 0, 0, 0, 0, 0}}, {0, 0}, {0, 0}, 0};
+  bcast_launch l = {.flat = flat, .sh = {.local = ctx->wg_size}};
   /* Broadcast launches run in the program a flat launch of n elements takes (no build of
    * their own): scalar accesses, its items per work-item. */
   l.sh = flat_shape_for(ctx, dtype, n, ts, nts);

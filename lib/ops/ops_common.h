@@ -36,8 +36,7 @@ void kiln__random_advance_locked(kiln_context *ctx, uint64_t nblocks);
 /*
  * A program variant: the compile-time launch parameters of some sources (the
  * `variant` of kiln__program_options); 0 = the device default. Read by the
- * build-option callbacks of the reduce, scan, elementwise and nn families.
- * build-option callbacks of the reduce, scan, elementwise and random families.
+ * build-option callbacks of the reduce, scan, elementwise, nn and random families.
  */
 typedef struct kiln__program_variant {
   uint32_t cols;       /* reduce, scan: KILN_COLS (columns per work-item) */

@@ -37,7 +37,7 @@ static const kiln_dtype dtypes[] = {KILN_F32, KILN_F64, KILN_F16, KILN_BF16};
 #define SMALL_SKIP(i, n) (harness_small() && (i) % 2 == 1 && (i) + 1 < (n))
 /* Loops dt over f32, f64, f16 and bf16 (f64 only with fp64); no break inside. */
 #define FOR_DTYPES(dt)                                                                      \
-  for (size_t dt##_i = 0; dt##_i < sizeof dtypes / sizeof dtypes[0]; dt##_i++)                                             \
+  for (size_t dt##_i = 0; dt##_i < sizeof dtypes / sizeof dtypes[0]; dt##_i++)              \
     for (int dt##_k = dtypes[dt##_i] != KILN_F64 || harness_has_fp64(); dt##_k; dt##_k = 0) \
       for (kiln_dtype dt = dtypes[dt##_i]; dt##_k; dt##_k = 0)
 
@@ -860,7 +860,7 @@ act_case(kiln_dtype dt, kiln_activation a, int64_t n, double lo, double hi)
   KOK(kiln_activation_backward(ctx, a, tg, kiln_activation_backward_uses_output(a) ? ty : tx, p0,
                                p1, &tdx));
   /* From the output, f' is recomputed from a rounded y: a looser bound in f32. */
-  expect_tensor(tdx, dx, tol_of(dt) * (dt == KILN_F32 ? 10 : 1), what);
+  expect_tensor(tdx, dx, tol_of(dt) * (dt != KILN_F64 ? 10 : 1), what);
   /* In place. */
   KOK(kiln_activation_forward(ctx, a, tx, p0, p1, &tx));
   expect_tensor(tx, y, tol_of(dt), what);
@@ -876,37 +876,6 @@ START_TEST(activations_against_reference)
   for (int ai = 0; ai < KILN_ACTIVATION_COUNT; ai++) {
     kiln_activation a = (kiln_activation)ai;
     ck_assert(kiln_activation_supports(a, dt));
-    double p0, p1;
-    act_params(a, &p0, &p1);
-    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
-      if (SMALL_SKIP(si, sizeof sizes / sizeof sizes[0]))
-        continue;
-      int64_t n = sizes[si];
-      double *x = rand_vec((size_t)n, -5, 5), *g = rand_vec((size_t)n, -1, 1);
-      round_to(dt, x, (size_t)n);
-      round_to(dt, g, (size_t)n);
-      double *y = malloc((size_t)n * 8 + 8), *dx = malloc((size_t)n * 8 + 8);
-      for (int64_t i = 0; i < n; i++) {
-        y[i] = act_f(a, x[i], p0, p1);
-        dx[i] = g[i] * act_d(a, x[i], p0, p1);
-      }
-      char what[96];
-      snprintf(what, sizeof what, "%s %s n %lld", kiln_dtype_name(dt), kiln_activation_name(a),
-               (long long)n);
-      kiln_tensor *tx = up(dt, 1, &n, x), *tg = up(dt, 1, &n, g), *ty = NULL, *tdx = NULL;
-      KOK(kiln_activation_forward(ctx, a, tx, p0, p1, &ty));
-      expect_tensor(ty, y, tol_of(dt), what);
-      KOK(kiln_activation_backward(ctx, a, tg, kiln_activation_backward_uses_output(a) ? ty : tx,
-                                   p0, p1, &tdx));
-      /* From the output, f' is recomputed from a rounded y: a looser bound in f32. */
-      expect_tensor(tdx, dx, tol_of(dt) * (dt != KILN_F64 ? 10 : 1), what);
-      /* In place. */
-      KOK(kiln_activation_forward(ctx, a, tx, p0, p1, &tx));
-      expect_tensor(tx, y, tol_of(dt), what);
-      free(x), free(g), free(y), free(dx);
-      kiln_tensor_release(tx), kiln_tensor_release(tg), kiln_tensor_release(ty);
-      kiln_tensor_release(tdx);
-    }
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
       if (!SMALL_SKIP(si, sizeof sizes / sizeof sizes[0]))
         act_case(dt, a, sizes[si], -5, 5);
@@ -1199,7 +1168,14 @@ point_loss_case(kiln_dtype dt, kiln_loss_op op, const int64_t *shape, int with_p
       tgo = up(dt, 2, shape, g);
     } else {
       double want = fold(l, ones, n, red, 0);
-      expect_tensor(tl, &want, tol_of(dt) * 8, what);
+      if (dt == KILN_F16 && fabs(want) > 65504) {
+        /* Past f16's range: the f32 sum rounds to inf on the way out, as in PyTorch. */
+        double *got = down(tl);
+        EXPECT(isinf(got[0]), "%s: f16 sum %g is not inf", what, got[0]);
+        free(got);
+      } else {
+        expect_tensor(tl, &want, tol_of(dt) * 8, what);
+      }
       double g0 = -1.25;
       tgo = up(dt, 0, NULL, &g0);
       gs = red == KILN_REDUCTION_SUM ? g0 : g0 / (double)n;
@@ -1223,60 +1199,6 @@ START_TEST(point_losses)
   FOR_DTYPES(dt)
   for (int li = 0; li < KILN_LOSS_OP_COUNT; li++)
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
-      for (int with_pw = 0; with_pw < (li == KILN_LOSS_BCE_WITH_LOGITS ? 2 : 1); with_pw++) {
-        kiln_loss_op op = (kiln_loss_op)li;
-        const int64_t *shape = shapes[si];
-        uint64_t n = numel(2, shape), last = (uint64_t)shape[1];
-        double prm = loss_param(op);
-        double *x = malloc(n * 8 + 8), *y = malloc(n * 8 + 8), *w = rand_vec(last, 0.5, 3);
-        loss_data(op, x, y, n);
-        round_to(dt, x, n), round_to(dt, y, n), round_to(dt, w, last);
-        double *l = malloc(n * 8 + 8), *ones = malloc(n * 8 + 8), *g = rand_vec(n, -1, 1);
-        round_to(dt, g, n);
-        for (uint64_t i = 0; i < n; i++) {
-          l[i] = loss_f(op, x[i], y[i], with_pw ? w[i % last] : 1, prm);
-          ones[i] = 1;
-        }
-        char what[96];
-        snprintf(what, sizeof what, "%s %s n %llu pos_weight %d", kiln_dtype_name(dt),
-                 kiln_loss_op_name(op), (unsigned long long)n, with_pw);
-        int64_t ls = (int64_t)last;
-        kiln_tensor *tx = up(dt, 2, shape, x), *ty = up(dt, 2, shape, y);
-        kiln_tensor *tw = with_pw ? up(dt, 1, &ls, w) : NULL;
-        for (int ri = 0; ri < 3; ri++) {
-          kiln_reduction red = (kiln_reduction)ri;
-          kiln_tensor *tl = NULL, *tgo = NULL, *tdx = NULL;
-          KOK(kiln_loss(ctx, op, tx, ty, tw, prm, red, &tl));
-          double gs = 1;
-          if (red == KILN_REDUCTION_NONE) {
-            expect_tensor(tl, l, tol_of(dt), what);
-            tgo = up(dt, 2, shape, g);
-          } else {
-            double want = fold(l, ones, n, red, 0);
-            if (dt == KILN_F16 && fabs(want) > 65504) {
-              /* Past f16's range: the f32 sum rounds to inf on the way out, as in PyTorch. */
-              double *got = down(tl);
-              EXPECT(isinf(got[0]), "%s: %s sum %g is not inf", what, "f16", got[0]);
-              free(got);
-            } else {
-              expect_tensor(tl, &want, tol_of(dt) * 8, what);
-            }
-            double g0 = -1.25;
-            tgo = up(dt, 0, NULL, &g0);
-            gs = red == KILN_REDUCTION_SUM ? g0 : g0 / (double)n;
-          }
-          double *dx = malloc(n * 8 + 8);
-          for (uint64_t i = 0; i < n; i++)
-            dx[i] = (red == KILN_REDUCTION_NONE ? g[i] : gs) *
-                    loss_d(op, x[i], y[i], with_pw ? w[i % last] : 1, prm);
-          KOK(kiln_loss_backward(ctx, op, tgo, tx, ty, tw, prm, red, &tdx));
-          expect_tensor(tdx, dx, tol_of(dt) * 4, what);
-          free(dx);
-          kiln_tensor_release(tl), kiln_tensor_release(tgo), kiln_tensor_release(tdx);
-        }
-        free(x), free(y), free(w), free(l), free(ones), free(g);
-        kiln_tensor_release(tx), kiln_tensor_release(ty), kiln_tensor_release(tw);
-      }
       for (int with_pw = 0; with_pw < (li == KILN_LOSS_BCE_WITH_LOGITS ? 2 : 1); with_pw++)
         point_loss_case(dt, (kiln_loss_op)li, shapes[si], with_pw);
 }

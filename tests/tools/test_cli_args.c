@@ -198,8 +198,6 @@ START_TEST(list_flags_refuse_empty_lists_and_items)
          "--tune", "nofamily:nb=1");
   EXPECT(NULL, 2, ARGS("--tune linalg:bogus=1"), "bench", "--filter", "linalg.lu", "--sizes", "4k",
          "--tune", "linalg:bogus=1");
-  EXPECT(NULL, 2, ARGS("--filter: no case name contains 'zzz,yyy'"), "bench", "--filter",
-         "zzz,yyy");
   EXPECT(NULL, 2, ARGS("--override: 'elementwise' is not FAMILY:PARAMS"), "bench", "--override",
          "elementwise");
   EXPECT(NULL, 2, ARGS("--override needs a value"), "bench", "--override");
