@@ -14,9 +14,11 @@ kiln__ctx_cache_open(kiln_context *ctx)
 {
   ctx->cache = kiln__dc_open_degrading(NULL, kiln__dc_env_mode(), kiln__dc_env_max_bytes());
   kiln__dc_set_store_policy(ctx->cache, kiln__dc_env_store_policy());
-  /* KILN_DEBUG_ONE_KERNEL: 1 on every device, 0 never; otherwise on PoCL only. */
+  /* KILN_DEBUG_ONE_KERNEL: 0 never; otherwise on PoCL only. The one-kernel text selects its
+   * kernel with variadic macros, which PoCL's clang takes and OpenCL C 1.2 compilers such as
+   * NVIDIA's refuse, so no setting turns it on elsewhere. */
   const char *v = kiln__env(KILN__ENV_DEBUG_ONE_KERNEL);
-  ctx->one_kernel = v && *v ? strcmp(v, "0") != 0 : kiln__is_pocl(&ctx->info);
+  ctx->one_kernel = (!v || !*v || strcmp(v, "0") != 0) && kiln__is_pocl(&ctx->info);
   /* KILN_DEBUG_STORE_BG: the same, for storing binaries in the background. */
   v = kiln__env(KILN__ENV_DEBUG_STORE_BG);
   ctx->store_bg = v && *v ? strcmp(v, "0") != 0 : kiln__is_pocl(&ctx->info);
