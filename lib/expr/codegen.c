@@ -669,6 +669,17 @@ emit_map(struct sb *b, const struct kx_canon *c, const struct kx_layout *l)
   sb_printf(b, "kernel void\nkx_map(");
   emit_args(b, c, l);
   sb_printf(b, "ulong n)\n{\n");
+  if (l->items == 1 && l->lanes == 1) {
+    /* CPUs, 16-bit values: one element a work-item, no loop while the grid covers n */
+    sb_printf(b, "  if (n <= get_global_size(0)) {\n   const ulong i = get_global_id(0);\n"
+                 "   if (i < n) {\n");
+    emit_map_body(b, c, l);
+    sb_printf(b, "   }\n   return;\n  }\n");
+    sb_printf(b, "  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {\n");
+    emit_map_body(b, c, l);
+    sb_printf(b, "  }\n}\n");
+    return;
+  }
   if (l->items == 1 && l->lanes > 1) {
     /*
      * One element per work-item and no loop while the grid covers n: PoCL vectorises

@@ -6,7 +6,9 @@
  * thread that doubled the compile work of a first run. A context's storer is one thread with
  * a cl_context of its own on the same device (PoCL's compiler lock is per cl_context, so its
  * builds overlap the caller's): it rebuilds the program from the same text and options (a hit
- * in PoCL's own cache when that is on), asks for the binary and stores it.
+ * in PoCL's own cache when that is on), asks for the binary and stores it. Each job waits for
+ * the next one, a drain or two seconds, so that the caller has launched the kernel by then:
+ * sharing PoCL's cache directory, the binary also carries that launch's work-group function.
  */
 #ifndef KILN_RUNTIME_STORE_BG_H
 #define KILN_RUNTIME_STORE_BG_H
