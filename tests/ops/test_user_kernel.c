@@ -882,11 +882,6 @@ START_TEST(every_source_builds_one_kernel_programs)
   if (harness_small() || !kiln__is_pocl(&harness_ctx()->info))
     return;
   kiln_context *ctx = harness_ctx();
-  /* The one-kernel text selects kernels with variadic macros, which OpenCL C 1.2 lacks: PoCL
-     takes them, NVIDIA's compiler refuses the program (docs/cache.md, "Program granularity"),
-     and kiln builds one-kernel programs on PoCL only (KILN_DEBUG_ONE_KERNEL aside). */
-  if (!kiln__is_pocl(&ctx->info))
-    return;
   size_t checked = 0;
   for (size_t i = 0; i < KILN__CL_SOURCE_COUNT; i++) {
     const struct kiln__cl_source *src = &kiln__cl_sources[i];
