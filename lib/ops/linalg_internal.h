@@ -79,11 +79,16 @@ void kiln__linalg_choose(const char *op, kiln_context *ctx, kiln_dtype dt, uint6
 /*
  * What the rule (route 0) picks on GPUs per factorization, 1 the host route, 0 the device
  * route, for matrices of more than KILN__LINALG_RULE_DEVICE_MAX elements (up to that many take
- * the device route). CPUs always take the host route (the host is the device there).
+ * the device route). CPUs always take the host route (the host is the device there). On the
+ * H200 with Debian's reference LAPACK on its host (2026-12-02, f64, docs/linalg.md) the
+ * device route won LU (153 ms against 177-206 at 4096, 14 against 18-25 at 1024), Cholesky
+ * (45 against 46-222) and QR (300 against 374-438); solve and inverse were mixed within the
+ * run's noise. A faster host LAPACK (OpenBLAS) can change that: the tuner's linalg family
+ * times both routes.
  */
-#define KILN__LINALG_RULE_HOST_LU 1
-#define KILN__LINALG_RULE_HOST_CHOL 1
-#define KILN__LINALG_RULE_HOST_QR 1
+#define KILN__LINALG_RULE_HOST_LU 0
+#define KILN__LINALG_RULE_HOST_CHOL 0
+#define KILN__LINALG_RULE_HOST_QR 0
 #define KILN__LINALG_RULE_DEVICE_MAX 0
 
 /*
