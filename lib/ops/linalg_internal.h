@@ -102,6 +102,20 @@ int kiln__linalg_is_host(const kiln_context *ctx, uint32_t route, int rule_host,
 /* The block size kiln uses on a device (the hook's override, else the built-in default). */
 unsigned kiln__linalg_block(const kiln_device_info *info);
 
+/*
+ * GEMMs of at most this many multiply-adds (m * n * k) run on kiln's simple kernels
+ * (gemm_acc, gemm_s) rather than CLBlast: the panels' recursion and the solves' block steps
+ * make thousands of small calls (QR of 4096: about 3000), and on the H200 each step of the
+ * factorizations cost some 0.5-1 ms whatever its flops, which CLBlast's per-call work
+ * (kernel objects, padding launches) is the likeliest share of. 2^22 covers 4096 x 32 x 32.
+ */
+#define KILN__LINALG_OWN_GEMM_MAX (1u << 22)
+
+/* The bound in force (the test hook's, else KILN__LINALG_OWN_GEMM_MAX). */
+uint64_t kiln__linalg_own_gemm_max(void);
+/* Test hook: the bound (0: every GEMM on CLBlast); < 0 restores the default. */
+void kiln__linalg_test_own_gemm_max(long long v);
+
 /* The autotuner's linalg family (lib/ops/linalg_tune.c), timed on LU. */
 struct kiln__tune_family;
 extern const struct kiln__tune_family kiln__linalg_tune;
