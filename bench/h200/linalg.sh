@@ -4,7 +4,8 @@
 # PyTorch, the DGEMM rate of the same run, and eigh/svd. Results under $OUT/r/linalg/.
 #
 # Routes (the linalg tuner family, kiln bench --tune 'linalg:route=R nb=NB'): route=1 kiln's
-# device panel kernels, route=2 the hybrid host panel (LAPACKE). The host LAPACK is whatever
+# device panel kernels (the default on GPUs since the first H200 run), route=2 the hybrid host
+# panel (LAPACKE). The host LAPACK is whatever
 # liblapack.so.3 the loader finds (Debian's reference LAPACK from .device/). If
 # .device/ holds libopenblas0-pthread_*.deb (Debian bookworm, `apt-get download
 # libopenblas0-pthread`), the script also times the host route with OpenBLAS's LAPACK.
@@ -29,9 +30,8 @@ b() { local n=$1 to=$2 d=$3 s=$4 f=$5; shift 5
   [ $to -ge 3 ] || { echo "skipped $n" >> $R/times.txt; return; }
   timeout $to $K bench --no-startup --json --reps 2 --dtype $d --sizes $s --filter $f "$@" \
     > $R/bench-$n.json 2>> $R/err.txt; echo "$n rc=$?" >> $R/runs.txt; el $n; }
-b device 14 f64 2^20,2^24 $CASES --tune 'linalg:route=1'
-for nb in 16 32 64; do b host-nb$nb 12 f64 2^20,2^24 $CASES --tune "linalg:route=2 nb=$nb"; done
-b default 12 f32,f64 2^20,2^24 $CASES
+b default 20 f32,f64 2^20,2^24 $CASES
+for nb in 32 16; do b host-nb$nb 12 f64 2^20,2^24 $CASES --tune "linalg:route=2 nb=$nb"; done
 b dgemm 6 f64 2^24 blas.gemm
 ok 70 torch && timeout 15 python3 bench/peers_torch.py --no-startup --reps 5 --dtype f32,f64 \
   --sizes 2^20,2^24 --filter $CASES,blas.gemm --out $R/torch.json >> $R/torch.log 2>&1
@@ -45,5 +45,5 @@ if [ -d $ob ]; then
   LD_LIBRARY_PATH=$ob:$LD_LIBRARY_PATH b openblas-spectral 8 f64 2^20 linalg.eigh,linalg.svd
   LD_LIBRARY_PATH=$ob:$LD_LIBRARY_PATH b openblas-nb32 10 f64 2^20,2^24 $CASES --tune 'linalg:route=2 nb=32' 
 fi
-b host-nb128 10 f64 2^20,2^24 $CASES --tune "linalg:route=2 nb=128"
+b host-nb64 10 f64 2^20,2^24 $CASES --tune "linalg:route=2 nb=64"
 tar czf $OUT/r-linalg.tgz -C $OUT r/linalg

@@ -204,25 +204,6 @@ kiln__clblast_gemv(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, siz
 }
 
 kiln_status
-kiln__clblast_gemm_temp_size(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int tb,
-                             size_t m, size_t n, size_t k, size_t aoff, size_t lda, size_t boff,
-                             size_t ldb, size_t coff, size_t ldc, size_t *temp_bytes)
-{
-  cl_command_queue *q = &ctx->queue;
-  *temp_bytes = 0;
-  if (dt == KILN_F32)
-    return check(op, "SGemmTempBufferSize",
-                 CLBlastSGemmTempBufferSize(ROW, tr(ta), tr(tb), m, n, k, aoff, lda, boff, ldb,
-                                            coff, ldc, q, temp_bytes));
-  if (dt == KILN_F64)
-    return check(op, "DGemmTempBufferSize",
-                 CLBlastDGemmTempBufferSize(ROW, tr(ta), tr(tb), m, n, k, aoff, lda, boff, ldb,
-                                            coff, ldc, q, temp_bytes));
-  return kiln__fail(KILN_ERR_DTYPE, op, 0, "CLBlast GEMM with a temporary buffer for %s",
-                    kiln_dtype_name(dt));
-}
-
-kiln_status
 kiln__clblast_gemm_with_temp(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int tb,
                              size_t m, size_t n, size_t k, double alpha, cl_mem a, size_t aoff,
                              size_t lda, cl_mem b, size_t boff, size_t ldb, double beta, cl_mem c,

@@ -38,14 +38,11 @@ kiln_status kiln__clblast_gemm(const char *op, kiln_context *ctx, kiln_dtype dt,
 /*
  * One f32/f64 GEMM (batch 1) with a caller's temporary buffer: CLBlast's indirect kernel
  * copies (pads) A, B and C into a temporary of its own for views with offsets or padded
- * leading dimensions, and allocates and frees that buffer on every call otherwise. bytes:
- * *temp_bytes from kiln__clblast_gemm_temp_size (0: CLBlast needs none; the plain call).
- * KILN_ERR_DTYPE for other dtypes; other statuses as kiln__clblast_gemm.
+ * leading dimensions, and allocates and frees that buffer on every call otherwise. A buffer
+ * smaller than CLBlast needs is refused before anything is enqueued
+ * (KILN_ERR_PROVIDER-class status). KILN_ERR_DTYPE for other dtypes; other statuses as
+ * kiln__clblast_gemm.
  */
-kiln_status kiln__clblast_gemm_temp_size(const char *op, kiln_context *ctx, kiln_dtype dt, int ta,
-                                         int tb, size_t m, size_t n, size_t k, size_t aoff,
-                                         size_t lda, size_t boff, size_t ldb, size_t coff,
-                                         size_t ldc, size_t *temp_bytes);
 kiln_status kiln__clblast_gemm_with_temp(const char *op, kiln_context *ctx, kiln_dtype dt, int ta,
                                          int tb, size_t m, size_t n, size_t k, double alpha,
                                          cl_mem a, size_t aoff, size_t lda, cl_mem b, size_t boff,

@@ -43,6 +43,21 @@
 
 static atomic_int hook_nb = -1, hook_small = -1, hook_own = -1, hook_leaf = -1, hook_route = -1;
 
+static atomic_llong hook_own_max = -1;
+
+void
+kiln__linalg_test_own_gemm_max(long long v)
+{
+  atomic_store(&hook_own_max, v);
+}
+
+uint64_t
+kiln__linalg_own_gemm_max(void)
+{
+  long long h = atomic_load(&hook_own_max);
+  return h >= 0 ? (uint64_t)h : KILN__LINALG_OWN_GEMM_MAX;
+}
+
 void
 kiln__linalg_test_route(int route)
 {
@@ -446,7 +461,7 @@ gemm_sub(const la *L, uint64_t m, uint64_t n, uint64_t k, mat a, uint64_t lda, m
   if (m == 0 || n == 0 || k == 0)
     return KILN_OK;
 #if KILN_HAVE_CLBLAST
-  if (L->clblast)
+  if (L->clblast && m * n * k > kiln__linalg_own_gemm_max())
     return kiln__lh_gemm(L->op, L->ctx, L->dt, 0, 0, m, n, k, -1.0, a.mem, a.off, lda, b.mem,
                          b.off, ldb, 1.0, c.mem, c.off, ldc);
 #endif
@@ -577,7 +592,8 @@ gemm_g(const la *L, int ta, int tb, uint64_t m, uint64_t n, uint64_t k, double a
   if (m == 0 || n == 0 || k == 0)
     return KILN_OK;
 #if KILN_HAVE_CLBLAST
-  if (L->clblast)
+  /* kiln's gemm_acc accumulates: small products with beta 0 stay on CLBlast */
+  if (L->clblast && (beta == 0.0 || m * n * k > kiln__linalg_own_gemm_max()))
     return kiln__lh_gemm(L->op, L->ctx, L->dt, ta, tb, m, n, k, alpha, a.mem, a.off, lda, b.mem,
                          b.off, ldb, beta, c.mem, c.off, ldc);
 #endif

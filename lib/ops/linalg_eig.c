@@ -586,11 +586,8 @@ gebrd(const kiln__lsp *L, const gb_bufs *g, uint64_t M, uint64_t N)
 #if KILN_HAVE_LAPACKE
 /*
  * SVD of the upper bidiagonal (d[n], e[n-1]) into s (descending) and, when ub is given,
- * ub and vb (n x n, vectors in columns): dbdsdc (divide and conquer), dbdsqr when it fails
- * or for values only. dbdsdc replaced dbdsvdx (bisection and inverse iteration on the
- * Golub-Kahan tridiagonal): with Debian's reference LAPACK dbdsvdx took 8.5 s for n = 1024
- * on the 2-core build machine, dbdsdc 0.6 to 1.1 s, and on the H200's host svd of 1024 x
- * 1024 spent 1.1 s of its 1.2 s there.
+ * ub and vb (n x n, vectors in columns): dbdsvdx (the Golub-Kahan tridiagonal's bisection
+ * and inverse iteration, about O(n^2)), dbdsqr when it fails or for values only.
  */
 static kiln_status
 bidiag_svd(const char *op, uint64_t b, uint64_t n, double *d, double *e, double *s, double *ub,
@@ -599,26 +596,52 @@ bidiag_svd(const char *op, uint64_t b, uint64_t n, double *d, double *e, double 
   if (n == 0)
     return KILN_OK;
   double *d0 = malloc(n * sizeof *d0), *e0 = malloc(n * sizeof *e0);
-  double sw[1] = {0}; /* dbdsdc's q and iq: not referenced with compq 'I' */
-  lapack_int sup[1] = {0}, info = 1;
-  kiln_status st = host_mem(op, d0 && e0);
+  double *z = ub ? malloc(2 * n * (n + 1) * sizeof *z) : NULL;
+  lapack_int *sup = ub ? malloc(12 * n * sizeof *sup) : NULL;
+  uint64_t *ord = malloc(n * sizeof *ord);
+  /* dbdsvdx's dstevx writes eigenvalues of the 2n x 2n Golub-Kahan matrix into s: 2n long */
+  double *sw = ub ? malloc(2 * n * sizeof *sw) : NULL;
+  kiln_status st = host_mem(op, d0 && e0 && ord && (!ub || (z && sup && sw)));
+  lapack_int info = 1, ns = 0;
   if (st == KILN_OK) {
     memcpy(d0, d, n * sizeof *d0);
     memcpy(e0, e, (n - 1) * sizeof *e0);
     e0[n - 1] = 0.0;
   }
   if (st == KILN_OK && ub) {
-    /* dbdsdc: B = U S V^T with U into ub and V^T into vb (row-major), s descending */
-    info = LAPACKE_dbdsdc(LAPACK_ROW_MAJOR, 'U', 'I', (lapack_int)n, d, e, ub, (lapack_int)n, vb,
-                          (lapack_int)n, sw, sup);
-    if (info == 0) {
-      memcpy(s, d, n * sizeof *s);
-      for (uint64_t i = 0; i < n; i++) /* vb holds V^T: transpose to V */
-        for (uint64_t j = i + 1; j < n; j++) {
-          double t = vb[i * n + j];
-          vb[i * n + j] = vb[j * n + i];
-          vb[j * n + i] = t;
+    info = LAPACKE_dbdsvdx(LAPACK_ROW_MAJOR, 'U', 'V', 'A', (lapack_int)n, d, e, 0.0, 0.0, 0, 0,
+                           &ns, sw, z, (lapack_int)(n + 1), sup);
+    /* A (numerically) zero singular value is a +-0 pair of the Golub-Kahan matrix's
+     * eigenvalues, and the eigenvector dbdsvdx takes for it may put all its weight in the u or
+     * the v half: U and V lose orthonormality while U S V^T stays right (seen on the H200 for a
+     * rank-2 5 x 8 matrix). dbdsqr handles those. */
+    double smax = 0, smin = INFINITY;
+    for (uint64_t i = 0; info == 0 && i < (uint64_t)ns; i++) {
+      smax = fmax(smax, fabs(sw[i]));
+      smin = fmin(smin, fabs(sw[i]));
+    }
+    if (info == 0 && smin <= (double)n * DBL_EPSILON * smax)
+      info = 1;
+    if (info == 0 && (uint64_t)ns == n) {
+      for (uint64_t i = 0; i < n; i++)
+        ord[i] = i;
+      /* descending, as torch and LAPACK's gesdd (insertion sort: dbdsvdx's order is sorted
+       * already, one way or the other) */
+      for (uint64_t i = 1; i < n; i++)
+        for (uint64_t j = i; j > 0 && sw[ord[j]] > sw[ord[j - 1]]; j--) {
+          uint64_t t = ord[j];
+          ord[j] = ord[j - 1];
+          ord[j - 1] = t;
         }
+      for (uint64_t c = 0; c < n; c++) {
+        s[c] = sw[ord[c]];
+        for (uint64_t i = 0; i < n; i++) {
+          ub[i * n + c] = z[i * (n + 1) + ord[c]];
+          vb[i * n + c] = z[(n + i) * (n + 1) + ord[c]];
+        }
+      }
+    } else {
+      info = 1;
     }
   }
   if (st == KILN_OK && info != 0) {
@@ -645,6 +668,10 @@ bidiag_svd(const char *op, uint64_t b, uint64_t n, double *d, double *e, double 
   }
   free(d0);
   free(e0);
+  free(z);
+  free(sup);
+  free(ord);
+  free(sw);
   return st;
 }
 #endif

@@ -79,11 +79,16 @@ void kiln__linalg_choose(const char *op, kiln_context *ctx, kiln_dtype dt, uint6
 /*
  * What the rule (route 0) picks on GPUs per factorization, 1 the host route, 0 the device
  * route, for matrices of more than KILN__LINALG_RULE_DEVICE_MAX elements (up to that many take
- * the device route). CPUs always take the host route (the host is the device there).
+ * the device route). CPUs always take the host route (the host is the device there). On the
+ * H200 with Debian's reference LAPACK on its host (2026-12-02, f64, docs/linalg.md) the
+ * device route won LU (153 ms against 177-206 at 4096, 14 against 18-25 at 1024), Cholesky
+ * (45 against 46-222) and QR (300 against 374-438); solve and inverse were mixed within the
+ * run's noise. A faster host LAPACK (OpenBLAS) can change that: the tuner's linalg family
+ * times both routes.
  */
-#define KILN__LINALG_RULE_HOST_LU 1
-#define KILN__LINALG_RULE_HOST_CHOL 1
-#define KILN__LINALG_RULE_HOST_QR 1
+#define KILN__LINALG_RULE_HOST_LU 0
+#define KILN__LINALG_RULE_HOST_CHOL 0
+#define KILN__LINALG_RULE_HOST_QR 0
 #define KILN__LINALG_RULE_DEVICE_MAX 0
 
 /*
@@ -96,6 +101,20 @@ int kiln__linalg_is_host(const kiln_context *ctx, uint32_t route, int rule_host,
 
 /* The block size kiln uses on a device (the hook's override, else the built-in default). */
 unsigned kiln__linalg_block(const kiln_device_info *info);
+
+/*
+ * GEMMs of at most this many multiply-adds (m * n * k) run on kiln's simple kernels
+ * (gemm_acc, gemm_s) rather than CLBlast: the panels' recursion and the solves' block steps
+ * make thousands of small calls (QR of 4096: about 3000), and on the H200 each step of the
+ * factorizations cost some 0.5-1 ms whatever its flops, which CLBlast's per-call work
+ * (kernel objects, padding launches) is the likeliest share of. 2^22 covers 4096 x 32 x 32.
+ */
+#define KILN__LINALG_OWN_GEMM_MAX (1u << 22)
+
+/* The bound in force (the test hook's, else KILN__LINALG_OWN_GEMM_MAX). */
+uint64_t kiln__linalg_own_gemm_max(void);
+/* Test hook: the bound (0: every GEMM on CLBlast); < 0 restores the default. */
+void kiln__linalg_test_own_gemm_max(long long v);
 
 /* The autotuner's linalg family (lib/ops/linalg_tune.c), timed on LU. */
 struct kiln__tune_family;

@@ -147,7 +147,7 @@ gemm(const kiln__lsp *L, int ta, int tb, uint64_t m, uint64_t n, uint64_t k, dou
   if (m == 0 || n == 0)
     return KILN_OK;
 #if KILN_HAVE_CLBLAST
-  if (L->clblast && k > 0) {
+  if (L->clblast && k > 0 && m * n * k > kiln__linalg_own_gemm_max()) {
     if (beta == 0.0) { /* CLBlast scales C by beta, and 0 * NaN from scratch is NaN */
       uint64_t rows = c.ld == n ? 1 : m, len = c.ld == n ? m * n : n;
       for (uint64_t i = 0; i < rows; i++) {
@@ -274,7 +274,7 @@ vt_c(const kiln__lsp *L, uint64_t rows, uint64_t jb, kiln__lsp_mat v, kiln__lsp_
      uint64_t ncols, kiln__lsp_mat w)
 {
   uint64_t parts = vtc_parts(L, rows, ncols);
-  if (parts <= 1)
+  if (parts <= 1 || (atomic_load(&hook_split) <= 0 && jb * ncols * rows <= kiln__linalg_own_gemm_max()))
     return gemm(L, 1, 0, jb, ncols, rows, 1.0, v, c, 0.0, w);
 #if KILN_HAVE_CLBLAST
   uint64_t mc = rows / parts, rest = rows - parts * mc, len = jb * ncols;

@@ -40,12 +40,11 @@ void kiln__linalg_spectral_test_split(int parts);
 
 /*
  * Smallest order whose tridiagonal eigenvectors come from MRRR (dstemr, O(n^2)) rather than
- * divide and conquer (dstedc: better orthogonality, but O(n^3) through the host BLAS). With
- * Debian's reference LAPACK dstedc is still the faster one at n = 1024 (135 to 330 ms
- * against 900 ms for dstemr on the 2-core build machine; eigh of 1024 spent about 200 ms on
- * the H200's host with dstemr); MRRR's O(n^2) wins only at a few thousand.
+ * divide and conquer (dstedc: better orthogonality, but O(n^3) through the host BLAS). On the
+ * H200's host (reference LAPACK) eigh of 1024 took 579 ms with dstedc against 248 ms with
+ * dstemr, although dstedc was the faster one on the build machine.
  */
-#define KILN__LSP_MRRR_MIN 4096
+#define KILN__LSP_MRRR_MIN 512
 
 /* Test hook: the MRRR threshold (< 0 restores KILN__LSP_MRRR_MIN). */
 void kiln__linalg_spectral_test_mrrr(int min_n);

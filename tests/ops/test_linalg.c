@@ -55,6 +55,8 @@ route_for(kiln_dtype dt)
 {
   kiln__linalg_test_set(hook_nb, hook_small, dt == KILN_F32 ? 1 : hook_own, hook_leaf);
   kiln__linalg_test_route(hook_route);
+  /* f64 on CLBlast takes CLBlast for every GEMM (the small ones are kiln's, as f32 runs) */
+  kiln__linalg_test_own_gemm_max(dt == KILN_F64 && hook_own <= 0 ? 0 : -1);
   return 1;
 }
 
@@ -1133,6 +1135,18 @@ START_TEST(routes_and_blocks)
         }
       }
     }
+  /* the built-in split: GEMMs up to 2^12 multiply-adds on kiln's kernels, larger on CLBlast */
+  if (harness_has_fp64() && !harness_small())
+    for (int route = KILN__LINALG_ROUTE_DEVICE; route <= KILN__LINALG_ROUTE_HOST; route++) {
+      hook_route = route;
+      set_hook(16, 0, 0, -1);
+      route_for(KILN_F64);
+      kiln__linalg_test_own_gemm_max(1 << 12);
+      lu_case(KILN_F64, 0, NULL, 130, 130, NULL);
+      chol_case(KILN_F64, 1, 97);
+      singular_case(KILN_F64, 65, 40);
+    }
+  kiln__linalg_test_own_gemm_max(-1);
   hook_route = -1;
   set_hook(-1, -1, -1, -1);
   kiln__linalg_test_set(-1, -1, -1, -1);
@@ -1323,6 +1337,7 @@ reset_hooks(void)
   kiln__linalg_test_set(-1, -1, -1, -1);
   hook_route = -1;
   kiln__linalg_test_route(-1);
+  kiln__linalg_test_own_gemm_max(-1);
 }
 
 static Suite *

@@ -47,6 +47,8 @@ static int
 route_for(kiln_dtype dt)
 {
   kiln__linalg_spectral_test_set(hook_nb, dt == KILN_F32 ? 1 : -1, hook_leaf);
+  /* f64 takes CLBlast for every GEMM (the small ones are kiln's, as f32 runs) */
+  kiln__linalg_test_own_gemm_max(dt == KILN_F64 ? 0 : -1);
   return 1;
 }
 
@@ -1190,6 +1192,7 @@ reset_hooks(void)
   kiln__linalg_spectral_test_mrrr(-1);
   kiln__linalg_test_route(-1);
   kiln__linalg_spectral_test_split(-1);
+  kiln__linalg_test_own_gemm_max(-1);
 }
 
 static Suite *
