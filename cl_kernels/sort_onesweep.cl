@@ -93,21 +93,25 @@ os_hist(global const K *keys, ulong koff, global const uint *vals, ulong voff, u
         uint kpasses, uint rpasses, ulong len, global uint *ghist, global const ST *x, ulong xoff,
         uint src, uint desc, global uint *special)
 {
-  local uint lh[12 * 256];
+  /* Copies of the histograms, work-item t counting into copy t % nc: keys sharing a digit
+   * (the top digits of floats of one range, small integers) would otherwise serialise on
+   * one counter. */
+  local uint lh[8192];
   const uint lid = get_local_id(0), lsz = get_local_size(0), np = kpasses + rpasses;
+  const uint nc = 8192u / (np * 256u), c0 = (lid % nc) * np * 256u;
   const K flip = desc ? (K)K_FLIP : (K)0;
   uint spec = 0;
-  for (uint i = lid; i < np * 256u; i += lsz)
+  for (uint i = lid; i < nc * np * 256u; i += lsz)
     lh[i] = 0;
   barrier(CLK_LOCAL_MEM_FENCE);
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
     K kv = src ? src_key(x, xoff + i, flip) : keys[koff + i];
     for (uint p = 0; p < kpasses; p++)
-      atomic_inc(&lh[p * 256u + ((uint)(kv >> (8u * p)) & 255u)]);
+      atomic_inc(&lh[c0 + p * 256u + ((uint)(kv >> (8u * p)) & 255u)]);
     if (rpasses) {
       uint r = (src ? (uint)i : vals[voff + i]) / (uint)len;
       for (uint p = 0; p < rpasses; p++)
-        atomic_inc(&lh[(kpasses + p) * 256u + ((r >> (8u * p)) & 255u)]);
+        atomic_inc(&lh[c0 + (kpasses + p) * 256u + ((r >> (8u * p)) & 255u)]);
     }
 #if defined(KILN_DT_F32)
     if (src == 2u) {
@@ -120,9 +124,13 @@ os_hist(global const K *keys, ulong koff, global const uint *vals, ulong voff, u
   if (spec)
     atomic_or(special, 1u);
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (uint i = lid; i < np * 256u; i += lsz)
-    if (lh[i])
-      atomic_add(&ghist[i], lh[i]);
+  for (uint i = lid; i < np * 256u; i += lsz) {
+    uint c = 0;
+    for (uint q = 0; q < nc; q++)
+      c += lh[q * np * 256u + i];
+    if (c)
+      atomic_add(&ghist[i], c);
+  }
 }
 
 kernel void
