@@ -22,7 +22,9 @@
  *           special)  grid-stride: ghist
  *     [p * 256 + d] += the pairs whose digit of pass p is d (key passes first, 8 bits each,
  *     then the row passes); ghist zeroed before.
- *   os_hist_scan(ghist, np)  one work-item per pass: ghist rows exclusively scanned.
+ *   os_hist_scan(ghist, np)  one work-item per pass: ghist rows exclusively scanned, and
+ *     ghist[OS_CONST + p] set where every pair has the same digit in pass p (os_pass then
+ *     only copies: a digit all keys share, as the top digits of small integers).
  *   os_pass(keys, koff, vals, voff, n, shift, mode, len, ghist, pass, look, okeys, okoff,
  *           ovals, ovoff, special, x, xoff, src, desc)  one work-group per tile,
  *     ceil(n / OS_T) of them, 256 work-items each:
@@ -133,16 +135,21 @@ os_hist(global const K *keys, ulong koff, global const uint *vals, ulong voff, u
   }
 }
 
+/* ghist[OS_CONST + p]: pass p's digit is the same for every pair (the pass only copies). */
+#define OS_CONST (12u * 256u)
+
 kernel void
 os_hist_scan(global uint *ghist, uint np)
 {
   for (uint p = get_global_id(0); p < np; p += get_global_size(0)) {
-    uint run = 0;
+    uint run = 0, most = 0;
     for (uint d = 0; d < 256u; d++) {
       uint c = ghist[p * 256u + d];
       ghist[p * 256u + d] = run;
       run += c;
+      most = c > most ? c : most;
     }
+    ghist[OS_CONST + p] = most == run;
   }
 }
 
@@ -221,6 +228,17 @@ os_pass(global const K *keys, ulong koff, global const uint *vals, ulong voff, u
   vals += voff;
   okeys += okoff;
   ovals += ovoff;
+  if (ghist[OS_CONST + pass]) {
+    /* Every pair has the same digit: the stable order is the input order. */
+    const ulong m = n * (1u + pay);
+    for (ulong i = get_global_id(0); i < m; i += get_global_size(0)) {
+      if (i < n)
+        okeys[i] = src ? src_key(x, xoff + i, desc ? (K)K_FLIP : (K)0) : keys[i];
+      else
+        ovals[i - n] = src ? src_pay(x, xoff, i - n, src) : vals[i - n];
+    }
+    return;
+  }
   if (t == 0)
     s_tile = atomic_inc(look);
   dstart[t] = 0;

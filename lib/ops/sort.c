@@ -310,7 +310,7 @@ onesweep_passes(const char *op, kiln_context *ctx, kiln_dtype dt, kiln_tensor **
   if (s == KILN_OK && !nov)
     s = kiln__ops_scratch(op, ctx, KILN_I32, n, &v2);
   if (s == KILN_OK)
-    s = kiln__ops_tmp_alloc(ctx, (uint64_t)np * 256 * 4, &hist);
+    s = kiln__ops_tmp_alloc(ctx, (12 * 256 + 12) * 4, &hist); /* OS_CONST flags after 12 rows */
   if (s == KILN_OK)
     s = kiln__ops_tmp_alloc(ctx, nlook * 4, &look);
   if (s == KILN_OK)
