@@ -211,6 +211,9 @@ rows_gather(global const ST *x, ulong xoff, ulong nrows, ulong ncols, global con
  *     where tie[r]), go to slots rowcnt[r]++ of row r: ckeys / cvals[r * k + slot] = the
  *     key and the flat position r * len + j.
  */
+/* Copies of the selection's local histograms (lh holds 256 * TK_COPIES uints). */
+#define TK_COPIES 8u
+
 kernel void
 tk_hist(global const ST *x, ulong xoff, ulong rows, ulong len, ulong inner, uint desc,
         ulong nchunk, global const K *prefix, K pmask, uint shift, global const uint *ppre,
@@ -221,11 +224,13 @@ tk_hist(global const ST *x, ulong xoff, ulong rows, ulong len, ulong inner, uint
   const ulong chunk = (len + nchunk - 1) / nchunk;
   for (ulong gi = get_group_id(0); gi < rows * nchunk; gi += get_num_groups(0)) {
     const ulong r = gi / nchunk, c = gi - r * nchunk;
-    for (uint b = lid; b < 256u; b += lsz)
+    /* TK_COPIES copies of the histogram (work-item t counts into copy t % TK_COPIES): keys
+     * sharing a digit would otherwise serialise on one counter. */
+    for (uint b = lid; b < 256u * TK_COPIES; b += lsz)
       lh[b] = 0;
     barrier(CLK_LOCAL_MEM_FENCE);
     const K pre = prefix[r];
-    const uint pp = ppre[r], skip = mode && !tie[r];
+    const uint pp = ppre[r], skip = mode && !tie[r], c0 = (lid % TK_COPIES) * 256u;
     ulong lo = c * chunk, hi = lo + chunk;
     if (hi > len || skip)
       hi = skip ? lo : len;
@@ -246,12 +251,16 @@ tk_hist(global const ST *x, ulong xoff, ulong rows, ulong len, ulong inner, uint
       if (lsz == 1)
         lh[d]++;
       else
-        atomic_inc(&lh[d]);
+        atomic_inc(&lh[c0 + d]);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint b = lid; b < 256u; b += lsz)
-      if (lh[b])
-        atomic_add(&hist[r * 256u + b], lh[b]);
+    for (uint b = lid; b < 256u; b += lsz) {
+      uint c = 0;
+      for (uint q = 0; q < TK_COPIES; q++)
+        c += lh[q * 256u + b];
+      if (c)
+        atomic_add(&hist[r * 256u + b], c);
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
 }
@@ -312,7 +321,7 @@ tk_rows_local(global const ST *x, ulong xoff, ulong rows, ulong len, ulong inner
               ulong k, ulong ostart, ulong olen, global ST *out, ulong ooff, global long *idx,
               ulong ioff, uint want, local K *lk, local uint *lv, ulong kp, uint kbits)
 {
-  local uint lh[256];
+  local uint lh[256 * TK_COPIES];
   local K s_pre;
   local uint s_need, s_tie, s_ppre, s_cnt;
   const uint lid = get_local_id(0), lsz = get_local_size(0), kw = 8u * (uint)sizeof(K);
@@ -332,18 +341,23 @@ tk_rows_local(global const ST *x, ulong xoff, ulong rows, ulong len, ulong inner
     for (uint p = 0; p < kpass + ppass; p++) {
       const uint mode = p >= kpass;
       const uint shift = mode ? 8u * (ppass - 1u - (p - kpass)) : kbits - 8u * (p + 1u);
-      for (uint b = lid; b < 256u; b += lsz)
+      for (uint b = lid; b < 256u * TK_COPIES; b += lsz)
         lh[b] = 0;
       barrier(CLK_LOCAL_MEM_FENCE);
       const K pre = s_pre;
+      const uint c0 = (lid % TK_COPIES) * 256u;
       const uint pp = s_ppre, tie = s_tie;
       const K pmask = shift + 8u >= kw ? (K)0 : ~(((K)1 << (shift + 8u)) - (K)1);
       const uint ppmask = shift + 8u >= 32u ? 0u : ~((1u << (shift + 8u)) - 1u);
       for (ulong j = lid; j < len && (!mode || tie); j += lsz) {
         K kv = key_of(KILN_LOAD(x, xoff + phys(r, j, len, inner))) ^ flip;
         if (mode ? (kv == pre && ((uint)j & ppmask) == pp) : (kv & pmask) == pre)
-          atomic_inc(&lh[mode ? ((uint)j >> shift) & 255u : (uint)(kv >> shift) & 255u]);
+          atomic_inc(&lh[c0 + (mode ? ((uint)j >> shift) & 255u : (uint)(kv >> shift) & 255u)]);
       }
+      barrier(CLK_LOCAL_MEM_FENCE);
+      for (uint b = lid; b < 256u; b += lsz)
+        for (uint q = 1; q < TK_COPIES; q++)
+          lh[b] += lh[q * 256u + b];
       barrier(CLK_LOCAL_MEM_FENCE);
       if (lid == 0 && (!mode || tie)) {
         uint wnt = s_need, cum = 0, b = 0;

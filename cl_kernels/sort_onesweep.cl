@@ -22,7 +22,9 @@
  *           special)  grid-stride: ghist
  *     [p * 256 + d] += the pairs whose digit of pass p is d (key passes first, 8 bits each,
  *     then the row passes); ghist zeroed before.
- *   os_hist_scan(ghist, np)  one work-item per pass: ghist rows exclusively scanned.
+ *   os_hist_scan(ghist, np)  one work-item per pass: ghist rows exclusively scanned, and
+ *     ghist[OS_CONST + p] set where every pair has the same digit in pass p (os_pass then
+ *     only copies: a digit all keys share, as the top digits of small integers).
  *   os_pass(keys, koff, vals, voff, n, shift, mode, len, ghist, pass, look, okeys, okoff,
  *           ovals, ovoff, special, x, xoff, src, desc)  one work-group per tile,
  *     ceil(n / OS_T) of them, 256 work-items each:
@@ -93,21 +95,25 @@ os_hist(global const K *keys, ulong koff, global const uint *vals, ulong voff, u
         uint kpasses, uint rpasses, ulong len, global uint *ghist, global const ST *x, ulong xoff,
         uint src, uint desc, global uint *special)
 {
-  local uint lh[12 * 256];
+  /* Copies of the histograms, work-item t counting into copy t % nc: keys sharing a digit
+   * (the top digits of floats of one range, small integers) would otherwise serialise on
+   * one counter. */
+  local uint lh[8192];
   const uint lid = get_local_id(0), lsz = get_local_size(0), np = kpasses + rpasses;
+  const uint nc = 8192u / (np * 256u), c0 = (lid % nc) * np * 256u;
   const K flip = desc ? (K)K_FLIP : (K)0;
   uint spec = 0;
-  for (uint i = lid; i < np * 256u; i += lsz)
+  for (uint i = lid; i < nc * np * 256u; i += lsz)
     lh[i] = 0;
   barrier(CLK_LOCAL_MEM_FENCE);
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
     K kv = src ? src_key(x, xoff + i, flip) : keys[koff + i];
     for (uint p = 0; p < kpasses; p++)
-      atomic_inc(&lh[p * 256u + ((uint)(kv >> (8u * p)) & 255u)]);
+      atomic_inc(&lh[c0 + p * 256u + ((uint)(kv >> (8u * p)) & 255u)]);
     if (rpasses) {
       uint r = (src ? (uint)i : vals[voff + i]) / (uint)len;
       for (uint p = 0; p < rpasses; p++)
-        atomic_inc(&lh[(kpasses + p) * 256u + ((r >> (8u * p)) & 255u)]);
+        atomic_inc(&lh[c0 + (kpasses + p) * 256u + ((r >> (8u * p)) & 255u)]);
     }
 #if defined(KILN_DT_F32)
     if (src == 2u) {
@@ -120,21 +126,30 @@ os_hist(global const K *keys, ulong koff, global const uint *vals, ulong voff, u
   if (spec)
     atomic_or(special, 1u);
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (uint i = lid; i < np * 256u; i += lsz)
-    if (lh[i])
-      atomic_add(&ghist[i], lh[i]);
+  for (uint i = lid; i < np * 256u; i += lsz) {
+    uint c = 0;
+    for (uint q = 0; q < nc; q++)
+      c += lh[q * np * 256u + i];
+    if (c)
+      atomic_add(&ghist[i], c);
+  }
 }
+
+/* ghist[OS_CONST + p]: pass p's digit is the same for every pair (the pass only copies). */
+#define OS_CONST (12u * 256u)
 
 kernel void
 os_hist_scan(global uint *ghist, uint np)
 {
   for (uint p = get_global_id(0); p < np; p += get_global_size(0)) {
-    uint run = 0;
+    uint run = 0, most = 0;
     for (uint d = 0; d < 256u; d++) {
       uint c = ghist[p * 256u + d];
       ghist[p * 256u + d] = run;
       run += c;
+      most = c > most ? c : most;
     }
+    ghist[OS_CONST + p] = most == run;
   }
 }
 
@@ -213,6 +228,17 @@ os_pass(global const K *keys, ulong koff, global const uint *vals, ulong voff, u
   vals += voff;
   okeys += okoff;
   ovals += ovoff;
+  if (ghist[OS_CONST + pass]) {
+    /* Every pair has the same digit: the stable order is the input order. */
+    const ulong m = n * (1u + pay);
+    for (ulong i = get_global_id(0); i < m; i += get_global_size(0)) {
+      if (i < n)
+        okeys[i] = src ? src_key(x, xoff + i, desc ? (K)K_FLIP : (K)0) : keys[i];
+      else
+        ovals[i - n] = src ? src_pay(x, xoff, i - n, src) : vals[i - n];
+    }
+    return;
+  }
   if (t == 0)
     s_tile = atomic_inc(look);
   dstart[t] = 0;

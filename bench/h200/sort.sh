@@ -22,15 +22,17 @@ p() { local t=$(cap $1); [ $t -le 0 ] && return
 $K info > $R/info.txt 2>&1
 CK_FORK=no KILN_LOG=error timeout 30 build-gpu/tests/test_sort > $R/test-sort.txt 2>&1; echo "test_sort rc=$?" >> $R/tests.txt
 el tests
-# Every case with the defaults (onesweep: 16 keys per work-item for 32-bit keys, 8 for 64-bit).
+# Every case with the defaults (onesweep: 8 keys per work-item with payloads, 16 without,
+# for 32-bit keys; 8 for 64-bit).
 b 28 2^22,2^26 sort. default
 el default
-# The radix variants on sort, argsort and the row sorts: onesweep with 8 and 4 keys per
-# work-item, and the classic count/scan/scatter passes.
-KILN_SORT_RADIX=onesweep:8 b 9 2^22,2^26 sort.sort os8 f32,i32
-KILN_SORT_RADIX=onesweep:4 b 9 2^22,2^26 sort.sort os4 f32,i32
-KILN_SORT_RADIX=classic b 9 2^22,2^26 sort.sort classic f32,i32
-KILN_SORT_RADIX=onesweep:8 b 6 2^26 sort.argsort os8 f32
+# The radix variants: onesweep with the other tile sizes on sort (keys alone: 8), argsort and
+# the row sorts (payloads: 16), and the classic count/scan/scatter passes.
+KILN_SORT_RADIX=onesweep:8 b 6 2^26 sort.sort os8 f32,i32
+KILN_SORT_RADIX=onesweep:16 b 8 2^26 sort.argsort os16 f32,i32
+KILN_SORT_RADIX=onesweep:16 b 8 2^26 sort.sort_rows os16 f32,i32
+KILN_SORT_RADIX=onesweep:4 b 6 2^26 sort.argsort os4 f32
+KILN_SORT_RADIX=classic b 8 2^22,2^26 sort.sort classic f32,i32
 el variants
 p 25 2^22,2^26 sort.
 el torch
