@@ -244,6 +244,50 @@ inline void logcumsumexp_store(T a, global ST *y, ulong k, global long *yi, ulon
 #define TO_A(v) ((ulong)(v))
 #endif
 #define SHIFT16(w, id, m) shuffle2((A16)(id), w, (AMASK16)m)
+/* 8-byte lanes (f64, and the integers' ulong lanes) scan as two 8-lane halves: a 16-lane
+ * shuffle of 8-byte lanes spans two 512-bit registers. */
+#if !(defined(KILN_DT_F32) || KILN_IS_HALF)
+#define LANES8 1
+#define A8 KILN_CAT(KILN_CAT(A16_BASE_, KILN_IS_FLOAT), 8)
+#define A16_BASE_1 T
+#define A16_BASE_0 ulong
+#define M8_1 (ulong8)(0, 8, 9, 10, 11, 12, 13, 14)
+#define M8_2 (ulong8)(0, 0, 8, 9, 10, 11, 12, 13)
+#define M8_4 (ulong8)(0, 0, 0, 0, 8, 9, 10, 11)
+#define SHIFT8(w, fill, m) shuffle2((A8)(fill), w, m)
+#define SCAN8(v, OP, ID)                                                                       \
+  do {                                                                                         \
+    v = OP(v, SHIFT8(v, ID, M8_1));                                                            \
+    v = OP(v, SHIFT8(v, ID, M8_2));                                                            \
+    v = OP(v, SHIFT8(v, ID, M8_4));                                                            \
+  } while (0)
+#else
+#define LANES8 0
+#endif
+
+/* w = inclusive prefix of w within the vector; out = w, or shifted by one (exclusive). */
+#if LANES8
+#define SCAN16_BODY(w, out, f, OP, ID)                                                         \
+  do {                                                                                         \
+    A8 lo = w.lo, hi = w.hi;                                                                   \
+    SCAN8(lo, OP, ID);                                                                         \
+    SCAN8(hi, OP, ID);                                                                         \
+    hi = OP(hi, (A8)(lo.s7));                                                                  \
+    w = (A16)(lo, hi);                                                                         \
+    out = w;                                                                                   \
+    if ((f) & SCAN_F_EXCL)                                                                     \
+      out = (A16)(SHIFT8(lo, ID, M8_1), SHIFT8(hi, lo.s7, M8_1));                              \
+  } while (0)
+#else
+#define SCAN16_BODY(w, out, f, OP, ID)                                                         \
+  do {                                                                                         \
+    w = OP(w, SHIFT16(w, ID, MASK1));                                                          \
+    w = OP(w, SHIFT16(w, ID, MASK2));                                                          \
+    w = OP(w, SHIFT16(w, ID, MASK4));                                                          \
+    w = OP(w, SHIFT16(w, ID, MASK8));                                                          \
+    out = ((f) & SCAN_F_EXCL) ? SHIFT16(w, ID, MASK1) : w;                                     \
+  } while (0)
+#endif
 
 #define VEC_SCAN(NAME, OP, ID)                                                                 \
   inline SOUT NAME##_fold16(SOUT acc, V16 raw, long j, uint f)                                 \
@@ -253,12 +297,8 @@ inline void logcumsumexp_store(T a, global ST *y, ulong k, global long *yi, ulon
   inline SOUT NAME##_scan16(SOUT run, V16 raw, long j, uint f, global SOUT_ST *y, ulong k,     \
                             global long *yi, ulong ki)                                         \
   {                                                                                            \
-    A16 w = TO_A16(raw, f, ID);                                                                \
-    w = OP(w, SHIFT16(w, ID, MASK1));                                                          \
-    w = OP(w, SHIFT16(w, ID, MASK2));                                                          \
-    w = OP(w, SHIFT16(w, ID, MASK4));                                                          \
-    w = OP(w, SHIFT16(w, ID, MASK8));                                                          \
-    A16 out = (f & SCAN_F_EXCL) ? SHIFT16(w, ID, MASK1) : w;                                        \
+    A16 w = TO_A16(raw, f, ID), out;                                                           \
+    SCAN16_BODY(w, out, f, OP, ID);                                                            \
     ST16(FROM_A16(OP((A16)TO_A(run), out)), y + k);                                            \
     return FROM_A(OP(TO_A(run), w.sf));                                                        \
   }

@@ -237,14 +237,15 @@ run_scan(struct scan_call *sc, const kiln_tensor *x, uint64_t outer, uint64_t le
   KILN_TRY(get(sc, tiles ? "_tiles" : "_lines", &k));
   uint64_t items = outer * ((inner + lp->cols_per_item - 1) / lp->cols_per_item);
   uint32_t want = lp->wg_size;
-  if (!tiles) {
-    /*
-     * One item per line (or block of columns): wg_size bounds the group, which shrinks
-     * (to a power of two, at least a warp on GPUs) until every compute unit gets two
-     * groups. The columns of [1024, 65536] in groups of 256 were 64 groups for 132
-     * compute units of an H200, and those of [1024, 4096] one group for the two cores of
-     * a PoCL machine.
-     */
+  /*
+   * One item per line (or block of columns): wg_size bounds the group, which shrinks (to a
+   * power of two, at least a warp on GPUs) until every compute unit gets two groups. The
+   * columns of [1024, 65536] in groups of 256 were 64 groups for 132 compute units of an
+   * H200, and those of [1024, 4096] one group for the two cores of a PoCL machine. CPU
+   * devices leave small problems alone: PoCL compiles a kernel again for each new local
+   * size, which costs more than a small scan.
+   */
+  if (!tiles && (ctx->info.is_gpu || outer * len * inner >= 65536)) {
     uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
     uint64_t per = items / (2 * cu), w = 1, least = ctx->info.is_gpu ? 32 : 1;
     while (w * 2 <= per)
