@@ -87,13 +87,6 @@
     (ATT_NTR > 8 && ATT_NTR % 8) || ATT_BQ % 16 || ATT_BK % 16
 #error "nn_attention.cl: unsupported tile shape"
 #endif
-/* Loops over a chunk and over a register tile: rolled on CPUs (-DATT_ROLLED: PoCL takes
- * seconds to compile the unrolled body), left to the compiler elsewhere. */
-#if defined(ATT_ROLLED)
-#define ATT_OUTER_LOOP _Pragma("unroll 1")
-#else
-#define ATT_OUTER_LOOP
-#endif
 /* Items of a warp: 8 row groups (or all of them) x the rest in key groups. */
 #define ATT_W (ATT_NTR < 8 ? ATT_NTR : 8)
 
@@ -172,12 +165,10 @@ att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global c
   global const ST *mb = mask + moff + bh * mstride;
   T acc[ATT_TM][ATT_ON], m[ATT_TM], lp[ATT_TM];
   uint rows[ATT_TM];
-  ATT_OUTER_LOOP
   for (int i = 0; i < ATT_TM; i++) {
     rows[i] = (i / 4) * 4 * ATT_NTR + 4 * tr + i % 4;
     m[i] = -INFINITY;
     lp[i] = (T)0;
-    ATT_OUTER_LOOP
     for (int e = 0; e < ATT_ON; e++)
       acc[i][e] = (T)0;
   }
@@ -186,9 +177,7 @@ att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global c
     kend = q0 + ATT_BQ;
   for (ulong k0 = 0; k0 < kend; k0 += ATT_BK) {
     T s[ATT_TM][ATT_TN];
-    ATT_OUTER_LOOP
     for (int i = 0; i < ATT_TM; i++)
-      ATT_OUTER_LOOP
       for (int j = 0; j < ATT_TN; j++)
         s[i][j] = (T)0;
     for (ulong d0 = 0; d0 < D; d0 += ATT_DC) {
@@ -198,32 +187,25 @@ att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global c
       att_stage_t(stage + ATT_DC * ATT_QS, ATT_KS, ATT_BK, kb, k0, Sk, D, d0, (T)1, lid, ATT_DC,
                   ATT_NT, flags & ATT_VEC);
       barrier(CLK_LOCAL_MEM_FENCE);
-      ATT_OUTER_LOOP
       for (int dd = 0; dd < ATT_DC; dd++) {
         T qv[ATT_TM], kv[ATT_TN];
-        ATT_OUTER_LOOP
         for (int a = 0; a < ATT_TM / 4; a++) {
           T4 t = stage4[dd * (ATT_QS / 4) + a * ATT_NTR + tr];
           ATT_UNPACK(qv, 4 * a, t);
         }
-        ATT_OUTER_LOOP
         for (int b = 0; b < ATT_TN / 4; b++) {
           T4 t = stage4[ATT_DC * ATT_QS / 4 + dd * (ATT_KS / 4) + b * ATT_NTC + tc];
           ATT_UNPACK(kv, 4 * b, t);
         }
-        ATT_OUTER_LOOP
         for (int i = 0; i < ATT_TM; i++)
-          ATT_OUTER_LOOP
           for (int j = 0; j < ATT_TN; j++)
             s[i][j] += qv[i] * kv[j];
       }
     }
     /* Hide what the row may not see; the row maxima of this tile meet in red. */
-    ATT_OUTER_LOOP
     for (int i = 0; i < ATT_TM; i++) {
       ulong row = q0 + rows[i];
       T mx = -INFINITY;
-      ATT_OUTER_LOOP
       for (int j = 0; j < ATT_TN; j++) {
         ulong col = k0 + (j / 4) * 4 * ATT_NTC + 4 * tc + j % 4;
         T x = s[i][j];
@@ -237,30 +219,24 @@ att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global c
       red[tc * ATT_BQ + rows[i]] = mx;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    ATT_OUTER_LOOP
     for (int i = 0; i < ATT_TM; i++) {
       T mt = m[i];
-      ATT_OUTER_LOOP
       for (int t = 0; t < ATT_NTC; t++)
         mt = fmax(mt, red[t * ATT_BQ + rows[i]]);
       T msafe = mt == -INFINITY ? (T)0 : mt;
       T cf = exp(m[i] - msafe);
       m[i] = mt;
       lp[i] *= cf;
-      ATT_OUTER_LOOP
       for (int e = 0; e < ATT_ON; e++)
         acc[i][e] *= cf;
-      ATT_OUTER_LOOP
       for (int j = 0; j < ATT_TN; j++) {
         T p = exp(s[i][j] - msafe);
         lp[i] += p;
         s[i][j] = p;
       }
     }
-    ATT_OUTER_LOOP
     for (int j = 0; j < ATT_TN; j++) {
       uint col = (j / 4) * 4 * ATT_NTC + 4 * tc + j % 4;
-      ATT_OUTER_LOOP
       for (int a = 0; a < ATT_TM / 4; a++)
         ps4[col * (ATT_QS / 4) + a * ATT_NTR + tr] =
             (T4)(s[4 * a][j], s[4 * a + 1][j], s[4 * a + 2][j], s[4 * a + 3][j]);
@@ -271,22 +247,17 @@ att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global c
         barrier(CLK_LOCAL_MEM_FENCE);
       att_stage_rows(stage4, ATT_VK, vb, k0 + c0, Sk, Dv, lid, ATT_NT, flags & ATT_VEC);
       barrier(CLK_LOCAL_MEM_FENCE);
-      ATT_OUTER_LOOP
       for (int c = 0; c < ATT_VK; c++) {
         T pv[ATT_TM], vv[ATT_ON];
-        ATT_OUTER_LOOP
         for (int a = 0; a < ATT_TM / 4; a++) {
           T4 t = ps4[(c0 + c) * (ATT_QS / 4) + a * ATT_NTR + tr];
           ATT_UNPACK(pv, 4 * a, t);
         }
-        ATT_OUTER_LOOP
         for (int b = 0; b < ATT_ON / 4; b++) {
           T4 t = stage4[c * (ATT_VS / 4) + b * ATT_NTC + tc];
           ATT_UNPACK(vv, 4 * b, t);
         }
-        ATT_OUTER_LOOP
         for (int i = 0; i < ATT_TM; i++)
-          ATT_OUTER_LOOP
           for (int e = 0; e < ATT_ON; e++)
             acc[i][e] += pv[i] * vv[e];
       }
@@ -294,22 +265,18 @@ att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global c
   }
   /* The row sums meet in red (all of a row's items applied the same rescale factors). */
   barrier(CLK_LOCAL_MEM_FENCE);
-  ATT_OUTER_LOOP
   for (int i = 0; i < ATT_TM; i++)
     red[tc * ATT_BQ + rows[i]] = lp[i];
   barrier(CLK_LOCAL_MEM_FENCE);
-  ATT_OUTER_LOOP
   for (int i = 0; i < ATT_TM; i++) {
     ulong row = q0 + rows[i];
     if (row >= Sq)
       continue;
     T l = (T)0;
-    ATT_OUTER_LOOP
     for (int t = 0; t < ATT_NTC; t++)
       l += red[t * ATT_BQ + rows[i]];
     T inv = (T)1 / l;
     global ST *ob = o + ooff + (bh * Sq + row) * Dv;
-    ATT_OUTER_LOOP
     for (int e = 0; e < ATT_ON; e++) {
       ulong d = (e / 4) * 4 * ATT_NTC + 4 * tc + e % 4;
       if (d < Dv)
@@ -415,10 +382,8 @@ att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, glo
   global const ST *mb = mask + moff + bh * mstride;
   T adk[AB_TM][AKV_ON], adv[AB_TM][AKV_ON];
   uint keys[AB_TM];
-  ATT_OUTER_LOOP
   for (int i = 0; i < AB_TM; i++) {
     keys[i] = (i / 4) * 4 * AKV_NTR + 4 * tr + i % 4;
-    ATT_OUTER_LOOP
     for (int e = 0; e < AKV_ON; e++)
       adk[i][e] = adv[i][e] = (T)0;
   }
@@ -430,9 +395,7 @@ att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, glo
       del_s[e] = i0 + e < Sq ? delta[bh * Sq + i0 + e] : (T)0;
     }
     T st[AB_TM][AB_TN], dpt[AB_TM][AB_TN];
-    ATT_OUTER_LOOP
     for (int i = 0; i < AB_TM; i++)
-      ATT_OUTER_LOOP
       for (int j = 0; j < AB_TN; j++)
         st[i][j] = dpt[i][j] = (T)0;
     for (ulong d0 = 0; d0 < D; d0 += AB_DC) {
@@ -441,22 +404,17 @@ att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, glo
       att_stage_t(stage + AB_DC * AKV_KS, AKV_QS, ABQ_KV, qb, i0, Sq, D, d0, scale, lid, AB_DC,
                   AKV_NT, vec);
       barrier(CLK_LOCAL_MEM_FENCE);
-      ATT_OUTER_LOOP
       for (int dd = 0; dd < AB_DC; dd++) {
         T kv[AB_TM], qv[AB_TN];
-        ATT_OUTER_LOOP
         for (int a = 0; a < AB_TM / 4; a++) {
           T4 t = stage4[dd * (AKV_KS / 4) + a * AKV_NTR + tr];
           ATT_UNPACK(kv, 4 * a, t);
         }
-        ATT_OUTER_LOOP
         for (int b = 0; b < AB_TN / 4; b++) {
           T4 t = stage4[AB_DC * AKV_KS / 4 + dd * (AKV_QS / 4) + b * AKV_NTC + tc];
           ATT_UNPACK(qv, 4 * b, t);
         }
-        ATT_OUTER_LOOP
         for (int i = 0; i < AB_TM; i++)
-          ATT_OUTER_LOOP
           for (int j = 0; j < AB_TN; j++)
             st[i][j] += kv[i] * qv[j];
       }
@@ -467,31 +425,24 @@ att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, glo
       att_stage_t(stage + AB_DC * AKV_KS, AKV_QS, ABQ_KV, db, i0, Sq, Dv, d0, (T)1, lid, AB_DC,
                   AKV_NT, vec);
       barrier(CLK_LOCAL_MEM_FENCE);
-      ATT_OUTER_LOOP
       for (int dd = 0; dd < AB_DC; dd++) {
         T vv[AB_TM], ov[AB_TN];
-        ATT_OUTER_LOOP
         for (int a = 0; a < AB_TM / 4; a++) {
           T4 t = stage4[dd * (AKV_KS / 4) + a * AKV_NTR + tr];
           ATT_UNPACK(vv, 4 * a, t);
         }
-        ATT_OUTER_LOOP
         for (int b = 0; b < AB_TN / 4; b++) {
           T4 t = stage4[AB_DC * AKV_KS / 4 + dd * (AKV_QS / 4) + b * AKV_NTC + tc];
           ATT_UNPACK(ov, 4 * b, t);
         }
-        ATT_OUTER_LOOP
         for (int i = 0; i < AB_TM; i++)
-          ATT_OUTER_LOOP
           for (int j = 0; j < AB_TN; j++)
             dpt[i][j] += vv[i] * ov[j];
       }
     }
-    ATT_OUTER_LOOP
     for (int j = 0; j < AB_TN; j++) {
       uint qc = (j / 4) * 4 * AKV_NTC + 4 * tc + j % 4;
       ulong qi = i0 + qc;
-      ATT_OUTER_LOOP
       for (int i = 0; i < AB_TM; i++) {
         ulong key = k0 + keys[i];
         T x = st[i][j];
@@ -502,7 +453,6 @@ att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, glo
         st[i][j] = p;
         dpt[i][j] = p * (dpt[i][j] - del_s[qc]);
       }
-      ATT_OUTER_LOOP
       for (int a = 0; a < AB_TM / 4; a++) {
         uint at = qc * (AKV_KS / 4) + a * AKV_NTR + tr;
         ps4[at] = (T4)(st[4 * a][j], st[4 * a + 1][j], st[4 * a + 2][j], st[4 * a + 3][j]);
@@ -514,26 +464,21 @@ att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, glo
       att_stage_rows(stage4, AB_VK, db, i0 + c0, Sq, Dv, lid, AKV_NT, vec);
       att_stage_rows(stage4 + AB_VK * ATT_DH / 4, AB_VK, qb, i0 + c0, Sq, D, lid, AKV_NT, vec);
       barrier(CLK_LOCAL_MEM_FENCE);
-      ATT_OUTER_LOOP
       for (int c = 0; c < AB_VK; c++) {
         T pv[AB_TM], dsv[AB_TM], ov[AKV_ON], qv[AKV_ON];
-        ATT_OUTER_LOOP
         for (int a = 0; a < AB_TM / 4; a++) {
           uint at = (c0 + c) * (AKV_KS / 4) + a * AKV_NTR + tr;
           T4 t = ps4[at], u = ds4[at];
           ATT_UNPACK(pv, 4 * a, t);
           ATT_UNPACK(dsv, 4 * a, u);
         }
-        ATT_OUTER_LOOP
         for (int b = 0; b < AKV_ON / 4; b++) {
           T4 t = stage4[c * (ATT_DH / 4) + b * AKV_NTC + tc];
           T4 u = stage4[(AB_VK + c) * (ATT_DH / 4) + b * AKV_NTC + tc];
           ATT_UNPACK(ov, 4 * b, t);
           ATT_UNPACK(qv, 4 * b, u);
         }
-        ATT_OUTER_LOOP
         for (int i = 0; i < AB_TM; i++)
-          ATT_OUTER_LOOP
           for (int e = 0; e < AKV_ON; e++) {
             adv[i][e] += pv[i] * ov[e];
             adk[i][e] += dsv[i] * qv[e];
@@ -541,12 +486,10 @@ att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, glo
       }
     }
   }
-  ATT_OUTER_LOOP
   for (int i = 0; i < AB_TM; i++) {
     ulong key = k0 + keys[i];
     if (key >= Sk)
       continue;
-    ATT_OUTER_LOOP
     for (int e = 0; e < AKV_ON; e++) {
       ulong d = (e / 4) * 4 * AKV_NTC + 4 * tc + e % 4;
       if (d < D)
@@ -583,13 +526,11 @@ att_bwd_dq(global const ST *q, ulong qoff, global const ST *k, ulong koff, globa
   global const ST *mb = mask + moff + bh * mstride;
   T adq[AB_TM][AQ_ON], li[AB_TM], di[AB_TM];
   uint rows[AB_TM];
-  ATT_OUTER_LOOP
   for (int i = 0; i < AB_TM; i++) {
     rows[i] = (i / 4) * 4 * AQ_NTR + 4 * tr + i % 4;
     ulong row = q0 + rows[i];
     li[i] = row < Sq ? KILN_LOAD(lse, loff + bh * Sq + row) : (T)0;
     di[i] = row < Sq ? delta[bh * Sq + row] : (T)0;
-    ATT_OUTER_LOOP
     for (int e = 0; e < AQ_ON; e++)
       adq[i][e] = (T)0;
   }
@@ -598,9 +539,7 @@ att_bwd_dq(global const ST *q, ulong qoff, global const ST *k, ulong koff, globa
     kend = q0 + ABQ_Q;
   for (ulong k0 = 0; k0 < kend; k0 += ABK_Q) {
     T s[AB_TM][AB_TN], dp[AB_TM][AB_TN];
-    ATT_OUTER_LOOP
     for (int i = 0; i < AB_TM; i++)
-      ATT_OUTER_LOOP
       for (int j = 0; j < AB_TN; j++)
         s[i][j] = dp[i][j] = (T)0;
     for (ulong d0 = 0; d0 < D; d0 += AB_DC) {
@@ -609,22 +548,17 @@ att_bwd_dq(global const ST *q, ulong qoff, global const ST *k, ulong koff, globa
       att_stage_t(stage + AB_DC * AQ_QS, AQ_KS, ABK_Q, kb, k0, Sk, D, d0, (T)1, lid, AB_DC,
                   AQ_NT, vec);
       barrier(CLK_LOCAL_MEM_FENCE);
-      ATT_OUTER_LOOP
       for (int dd = 0; dd < AB_DC; dd++) {
         T qv[AB_TM], kv[AB_TN];
-        ATT_OUTER_LOOP
         for (int a = 0; a < AB_TM / 4; a++) {
           T4 t = stage4[dd * (AQ_QS / 4) + a * AQ_NTR + tr];
           ATT_UNPACK(qv, 4 * a, t);
         }
-        ATT_OUTER_LOOP
         for (int b = 0; b < AB_TN / 4; b++) {
           T4 t = stage4[AB_DC * AQ_QS / 4 + dd * (AQ_KS / 4) + b * AQ_NTC + tc];
           ATT_UNPACK(kv, 4 * b, t);
         }
-        ATT_OUTER_LOOP
         for (int i = 0; i < AB_TM; i++)
-          ATT_OUTER_LOOP
           for (int j = 0; j < AB_TN; j++)
             s[i][j] += qv[i] * kv[j];
       }
@@ -635,31 +569,24 @@ att_bwd_dq(global const ST *q, ulong qoff, global const ST *k, ulong koff, globa
       att_stage_t(stage + AB_DC * AQ_QS, AQ_KS, ABK_Q, vb, k0, Sk, Dv, d0, (T)1, lid, AB_DC,
                   AQ_NT, vec);
       barrier(CLK_LOCAL_MEM_FENCE);
-      ATT_OUTER_LOOP
       for (int dd = 0; dd < AB_DC; dd++) {
         T ov[AB_TM], vv[AB_TN];
-        ATT_OUTER_LOOP
         for (int a = 0; a < AB_TM / 4; a++) {
           T4 t = stage4[dd * (AQ_QS / 4) + a * AQ_NTR + tr];
           ATT_UNPACK(ov, 4 * a, t);
         }
-        ATT_OUTER_LOOP
         for (int b = 0; b < AB_TN / 4; b++) {
           T4 t = stage4[AB_DC * AQ_QS / 4 + dd * (AQ_KS / 4) + b * AQ_NTC + tc];
           ATT_UNPACK(vv, 4 * b, t);
         }
-        ATT_OUTER_LOOP
         for (int i = 0; i < AB_TM; i++)
-          ATT_OUTER_LOOP
           for (int j = 0; j < AB_TN; j++)
             dp[i][j] += ov[i] * vv[j];
       }
     }
-    ATT_OUTER_LOOP
     for (int j = 0; j < AB_TN; j++) {
       uint kc = (j / 4) * 4 * AQ_NTC + 4 * tc + j % 4;
       ulong key = k0 + kc;
-      ATT_OUTER_LOOP
       for (int i = 0; i < AB_TM; i++) {
         ulong row = q0 + rows[i];
         T x = s[i][j];
@@ -669,7 +596,6 @@ att_bwd_dq(global const ST *q, ulong qoff, global const ST *k, ulong koff, globa
         T p = hidden || x == -INFINITY ? (T)0 : exp(x - li[i]);
         s[i][j] = p * (dp[i][j] - di[i]);
       }
-      ATT_OUTER_LOOP
       for (int a = 0; a < AB_TM / 4; a++)
         ds4[kc * (AQ_QS / 4) + a * AQ_NTR + tr] =
             (T4)(s[4 * a][j], s[4 * a + 1][j], s[4 * a + 2][j], s[4 * a + 3][j]);
@@ -678,33 +604,26 @@ att_bwd_dq(global const ST *q, ulong qoff, global const ST *k, ulong koff, globa
       barrier(CLK_LOCAL_MEM_FENCE);
       att_stage_rows(stage4, AB_VK, kb, k0 + c0, Sk, D, lid, AQ_NT, vec);
       barrier(CLK_LOCAL_MEM_FENCE);
-      ATT_OUTER_LOOP
       for (int c = 0; c < AB_VK; c++) {
         T dsv[AB_TM], kv[AQ_ON];
-        ATT_OUTER_LOOP
         for (int a = 0; a < AB_TM / 4; a++) {
           T4 t = ds4[(c0 + c) * (AQ_QS / 4) + a * AQ_NTR + tr];
           ATT_UNPACK(dsv, 4 * a, t);
         }
-        ATT_OUTER_LOOP
         for (int b = 0; b < AQ_ON / 4; b++) {
           T4 t = stage4[c * (ATT_DH / 4) + b * AQ_NTC + tc];
           ATT_UNPACK(kv, 4 * b, t);
         }
-        ATT_OUTER_LOOP
         for (int i = 0; i < AB_TM; i++)
-          ATT_OUTER_LOOP
           for (int e = 0; e < AQ_ON; e++)
             adq[i][e] += dsv[i] * kv[e];
       }
     }
   }
-  ATT_OUTER_LOOP
   for (int i = 0; i < AB_TM; i++) {
     ulong row = q0 + rows[i];
     if (row >= Sq)
       continue;
-    ATT_OUTER_LOOP
     for (int e = 0; e < AQ_ON; e++) {
       ulong d = (e / 4) * 4 * AQ_NTC + 4 * tc + e % 4;
       if (d < D)

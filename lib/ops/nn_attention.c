@@ -68,8 +68,8 @@ typedef struct {
 } att_variant;
 
 /* The head dimension the accumulators of tile t cover for D and Dv: 32, 64 or 128, at least
- * 4 features per item of a row (0: the tile cannot). CPUs: always 128 (the loops stay rolled
- * there, so a wider accumulator costs memory, not compile time; one program per tile). */
+ * 4 features per item of a row (0: the tile cannot). CPUs: always 128 (one program per tile:
+ * PoCL takes seconds to compile each, and registers are not the limit there). */
 static uint32_t
 att_dh(const kiln_device_info *info, const att_tile *t, uint64_t D, uint64_t Dv)
 {
@@ -155,8 +155,6 @@ kiln__nnt_build_options(const kiln_device_info *info, const char *source, kiln_d
                        " -DATT_BQ=%u -DATT_BK=%u -DATT_TM=%u -DATT_TN=%u -DATT_DC=%u"
                        " -DATT_VK=%u -DATT_DH=%u",
                        t->bq, t->bk, t->tm, t->tn, t->dc, t->vk, v->dh);
-  if (!info->is_gpu)
-    kiln__options_append(buf, len, " -DATT_ROLLED=1");
 }
 
 /* The geometry of one attention call. */
