@@ -8,7 +8,7 @@
 #     and with the tuned one (KILN_TUNE=cached after the tune), f32 and f64,
 #   - PyTorch's scaled_dot_product_attention on the same shapes,
 #   - the backward pass (nn.attn_backward) at 1024 tokens (2^24), kiln and PyTorch,
-#   - last, the nn_train tests.
+#   - last, the nn_attention tests.
 # About 100 s in all (each step under `timeout`).
 source .device/setup.sh >/dev/null 2>&1
 K=build-gpu/tools/kiln
@@ -36,7 +36,7 @@ p 7 f32 2^24 nn.attn_backward
 el backward
 cp -r $KILN_CACHE_DIR/tuning $R/ 2>/dev/null
 # Last: the tests (the tiles on this GPU's 32-, 64- and 128-wide head programs).
-CK_FORK=no KILN_LOG=error timeout 25 build-gpu/tests/test_nn_train > $R/test-nn_train.txt 2>&1
-echo "test_nn_train rc=$?" >> $R/tests.txt
+CK_FORK=no KILN_LOG=error timeout 25 build-gpu/tests/test_nn_attention > $R/test-nn_attention.txt 2>&1
+echo "test_nn_attention rc=$?" >> $R/tests.txt
 el tests
 tar czf $OUT/r-attn.tgz -C $OUT r/attn
