@@ -7,7 +7,9 @@
  * work-group), -DATT_BK (keys per tile), -DATT_TM, -DATT_TN (the register tile of scores per
  * work-item, multiples of 4), -DATT_DC (features per Q/K staging chunk), -DATT_VK (keys per V
  * staging chunk), -DATT_DH (head dimension the accumulators cover: 32, 64 or 128, at least
- * D and Dv). att_fwd runs on (BQ/TM) (BK/TN) work-items.
+ * D and Dv), -DATT_PF (1: each staging step's global loads are issued one step ahead, into
+ * registers, so that they fly while the previous chunk is multiplied). att_fwd runs on
+ * (BQ/TM) (BK/TN) work-items.
  *
  * Layout: q [BH, Sq, D], k [BH, Sk, D], v [BH, Sk, Dv], out [BH, Sq, Dv], lse [BH, Sq],
  * D, Dv <= ATT_DH; mask (flags ATT_MASK) additive [Sq, Sk] at mask + bh * mstride.
@@ -73,6 +75,9 @@
 
 #ifndef ATT_BQ
 #error "nn_attention.cl: the tile options (-DATT_BQ=... -DATT_DH=...) are missing"
+#endif
+#ifndef ATT_PF
+#define ATT_PF 0
 #endif
 #define ATT_NTR (ATT_BQ / ATT_TM)
 #define ATT_NTC (ATT_BK / ATT_TN)
@@ -144,6 +149,83 @@ att_stage_rows(local T4 *dst4, uint n, global const ST *x, ulong r0, ulong valid
   }
 }
 
+/* att_stage_t in two halves, for staging through registers: the e-th of n dc/4 4-vectors of
+ * the transposed chunk (the same order), and its store. */
+static T4
+att_chunk_load(uint e, global const ST *x, ulong r0, ulong valid, ulong D, ulong d0, T mult,
+               uint dc, uint vec)
+{
+  uint r = e % 16 + 16 * (e / (16 * (dc / 4))), j = (e / 16) % (dc / 4);
+  ulong row = r0 + r;
+  return row < valid ? att_load4(x + row * D, d0 + 4 * j, D, vec) * mult : (T4)((T)0);
+}
+
+static void
+att_chunk_store(local T *dst, uint stride, uint e, uint dc, T4 v4)
+{
+  uint r = e % 16 + 16 * (e / (16 * (dc / 4))), j = (e / 16) % (dc / 4);
+  local T *o = dst + 4 * j * stride + r;
+  o[0] = v4.x;
+  o[stride] = v4.y;
+  o[2 * stride] = v4.z;
+  o[3 * stride] = v4.w;
+}
+
+/* The forward's staging steps through the registers pf: a Q/K chunk (d0) of key tile k0, or a
+ * V chunk (keys k0 + c0 ...). Item lid owns 4-vectors lid + i ATT_NT. */
+#define ATT_NQ4 (ATT_BQ * ATT_DC / 4)
+#define ATT_NK4 (ATT_BK * ATT_DC / 4)
+#define ATT_NV4 (ATT_VK * ATT_DH / 4)
+#define ATT_NPF_QK ((ATT_NQ4 + ATT_NK4 + ATT_NT - 1) / ATT_NT)
+#define ATT_NPF_V ((ATT_NV4 + ATT_NT - 1) / ATT_NT)
+#define ATT_NPF (ATT_NPF_QK > ATT_NPF_V ? ATT_NPF_QK : ATT_NPF_V)
+
+static void
+att_fwd_load_qk(T4 *pf, uint lid, global const ST *qb, ulong q0, ulong Sq, global const ST *kb,
+                ulong k0, ulong Sk, ulong D, ulong d0, T scale, uint vec)
+{
+  for (int i = 0; i < ATT_NPF_QK; i++) {
+    uint e = lid + i * ATT_NT;
+    pf[i] = e < ATT_NQ4 ? att_chunk_load(e, qb, q0, Sq, D, d0, scale, ATT_DC, vec)
+            : e < ATT_NQ4 + ATT_NK4
+                ? att_chunk_load(e - ATT_NQ4, kb, k0, Sk, D, d0, (T)1, ATT_DC, vec)
+                : (T4)((T)0);
+  }
+}
+
+static void
+att_fwd_store_qk(local T *stage, const T4 *pf, uint lid)
+{
+  for (int i = 0; i < ATT_NPF_QK; i++) {
+    uint e = lid + i * ATT_NT;
+    if (e < ATT_NQ4)
+      att_chunk_store(stage, ATT_QS, e, ATT_DC, pf[i]);
+    else if (e < ATT_NQ4 + ATT_NK4)
+      att_chunk_store(stage + ATT_DC * ATT_QS, ATT_KS, e - ATT_NQ4, ATT_DC, pf[i]);
+  }
+}
+
+static void
+att_fwd_load_v(T4 *pf, uint lid, global const ST *vb, ulong k0, ulong Sk, ulong Dv, uint vec)
+{
+  for (int i = 0; i < ATT_NPF_V; i++) {
+    uint e = lid + i * ATT_NT;
+    ulong key = k0 + e / (ATT_DH / 4);
+    pf[i] = e < ATT_NV4 && key < Sk ? att_load4(vb + key * Dv, 4 * (e % (ATT_DH / 4)), Dv, vec)
+                                    : (T4)((T)0);
+  }
+}
+
+static void
+att_fwd_store_v(local T4 *stage4, const T4 *pf, uint lid)
+{
+  for (int i = 0; i < ATT_NPF_V; i++) {
+    uint e = lid + i * ATT_NT;
+    if (e < ATT_NV4)
+      stage4[e] = pf[i];
+  }
+}
+
 kernel __attribute__((reqd_work_group_size(ATT_NT, 1, 1))) void
 att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global const ST *v,
         ulong voff, global const ST *mask, ulong moff, global ST *o, ulong ooff, global ST *lse,
@@ -175,6 +257,12 @@ att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global c
   ulong kend = Sk;
   if ((flags & ATT_CAUSAL) && q0 + ATT_BQ < kend)
     kend = q0 + ATT_BQ;
+  const uint vec = flags & ATT_VEC;
+  T4 pf[ATT_NPF];
+#if ATT_PF
+  if (kend > 0)
+    att_fwd_load_qk(pf, lid, qb, q0, Sq, kb, 0, Sk, D, 0, scale, vec);
+#endif
   for (ulong k0 = 0; k0 < kend; k0 += ATT_BK) {
     T s[ATT_TM][ATT_TN];
     for (int i = 0; i < ATT_TM; i++)
@@ -182,11 +270,19 @@ att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global c
         s[i][j] = (T)0;
     for (ulong d0 = 0; d0 < D; d0 += ATT_DC) {
       barrier(CLK_LOCAL_MEM_FENCE);
-      att_stage_t(stage, ATT_QS, ATT_BQ, qb, q0, Sq, D, d0, scale, lid, ATT_DC, ATT_NT,
-                  flags & ATT_VEC);
-      att_stage_t(stage + ATT_DC * ATT_QS, ATT_KS, ATT_BK, kb, k0, Sk, D, d0, (T)1, lid, ATT_DC,
-                  ATT_NT, flags & ATT_VEC);
+#if !ATT_PF
+      att_fwd_load_qk(pf, lid, qb, q0, Sq, kb, k0, Sk, D, d0, scale, vec);
+#endif
+      att_fwd_store_qk(stage, pf, lid);
       barrier(CLK_LOCAL_MEM_FENCE);
+#if ATT_PF
+      /* The next step's loads fly while this chunk is multiplied: the next chunk, or this
+       * tile's first V chunk. */
+      if (d0 + ATT_DC < D)
+        att_fwd_load_qk(pf, lid, qb, q0, Sq, kb, k0, Sk, D, d0 + ATT_DC, scale, vec);
+      else
+        att_fwd_load_v(pf, lid, vb, k0, Sk, Dv, vec);
+#endif
       for (int dd = 0; dd < ATT_DC; dd++) {
         T qv[ATT_TM], kv[ATT_TN];
         for (int a = 0; a < ATT_TM / 4; a++) {
@@ -245,8 +341,18 @@ att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global c
     for (uint c0 = 0; c0 < ATT_BK && k0 + c0 < Sk; c0 += ATT_VK) {
       if (c0)
         barrier(CLK_LOCAL_MEM_FENCE);
-      att_stage_rows(stage4, ATT_VK, vb, k0 + c0, Sk, Dv, lid, ATT_NT, flags & ATT_VEC);
+#if !ATT_PF
+      att_fwd_load_v(pf, lid, vb, k0 + c0, Sk, Dv, vec);
+#endif
+      att_fwd_store_v(stage4, pf, lid);
       barrier(CLK_LOCAL_MEM_FENCE);
+#if ATT_PF
+      /* The next V chunk, or the next key tile's first Q/K chunk. */
+      if (c0 + ATT_VK < ATT_BK && k0 + c0 + ATT_VK < Sk)
+        att_fwd_load_v(pf, lid, vb, k0 + c0 + ATT_VK, Sk, Dv, vec);
+      else if (k0 + ATT_BK < kend)
+        att_fwd_load_qk(pf, lid, qb, q0, Sq, kb, k0 + ATT_BK, Sk, D, 0, scale, vec);
+#endif
       for (int c = 0; c < ATT_VK; c++) {
         T pv[ATT_TM], vv[ATT_ON];
         for (int a = 0; a < ATT_TM / 4; a++) {

@@ -316,7 +316,7 @@ static const att_case att_tile_cases[] = {
     {1, 0, 130, 130, 128, 128, 1, 0}, {2, 0, 65, 7, 64, 64, 0, 1}, {1, 0, 7, 65, 33, 33, 1, 2},
     {1, 0, 1, 130, 5, 19, 0, 2},      {1, 0, 130, 65, 5, 19, 1, 1},
 };
-#define ATT_TILES 6
+#define ATT_TILES 7
 
 START_TEST(attention_every_tile)
 {
@@ -368,7 +368,7 @@ START_TEST(attention_every_tile)
     }
     KOK(kiln_tune_override(ctx, "attention", dt, NULL, NULL));
   }
-  KEXPECT(kiln_tune_override(ctx, "attention", KILN_F32, NULL, "tile=6"),
+  KEXPECT(kiln_tune_override(ctx, "attention", KILN_F32, NULL, "tile=7"),
           KILN_ERR_INVALID_ARGUMENT);
 }
 END_TEST
