@@ -407,8 +407,10 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
 
 /*
  * Backward tiles (fixed per dtype; the programs carry the default forward variant, ATT_DH 128
- * on every device): the register tile is AB_TM x AB_TN, staging chunks of AB_DC features
- * (transposed) and AB_VK rows (as they are); local arrays within 27 KiB.
+ * on every device): the register tile is AB_TM x AB_TN, staging chunks of *_DC features
+ * (transposed) and *_VK rows (as they are); local arrays within 32 KiB (OpenCL's minimum for
+ * GPUs, and oclgrind's default), chunks as large as that allows (each chunk costs two
+ * barriers and a wait for its loads).
  *   att_bwd_dkdv: ABK_KV keys per work-group, query tiles of ABQ_KV;
  *   att_bwd_dq:   ABQ_Q queries per work-group, key tiles of ABK_Q.
  */
@@ -417,17 +419,21 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
 #if defined(KILN_DT_F64)
 #define ABK_KV 32
 #define ABQ_KV 32
-#define AB_DC 8
-#define AB_VK 4
+#define AKV_DC 16
+#define AKV_VK 4
 #define ABQ_Q 32
 #define ABK_Q 32
+#define AQ_DC 16
+#define AQ_VK 16
 #else
 #define ABK_KV 32
 #define ABQ_KV 64
-#define AB_DC 16
-#define AB_VK 8
+#define AKV_DC 32
+#define AKV_VK 8
 #define ABQ_Q 64
 #define ABK_Q 32
+#define AQ_DC 32
+#define AQ_VK 32
 #endif
 
 #define AKV_NTR (ABK_KV / AB_TM)
@@ -437,8 +443,8 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
 #define AKV_ON (ATT_DH / AKV_NTC)
 #define AKV_KS (ABK_KV + 4)
 #define AKV_QS (ABQ_KV + 4)
-#define AKV_A (AB_DC * (AKV_KS + AKV_QS))
-#define AKV_D (AB_VK * 2 * ATT_DH)
+#define AKV_A (AKV_DC * (AKV_KS + AKV_QS))
+#define AKV_D (AKV_VK * 2 * ATT_DH)
 #define AKV_STAGE (AKV_A > AKV_D ? AKV_A : AKV_D)
 
 #define AQ_NTR (ABQ_Q / AB_TM)
@@ -448,8 +454,8 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
 #define AQ_ON (ATT_DH / AQ_NTC)
 #define AQ_QS (ABQ_Q + 4)
 #define AQ_KS (ABK_Q + 4)
-#define AQ_A (AB_DC * (AQ_QS + AQ_KS))
-#define AQ_D (AB_VK * ATT_DH)
+#define AQ_A (AQ_DC * (AQ_QS + AQ_KS))
+#define AQ_D (AQ_VK * ATT_DH)
 #define AQ_STAGE (AQ_A > AQ_D ? AQ_A : AQ_D)
 
 /* The backward kernels need 4 features per item: programs of a narrow forward variant (whose
@@ -504,20 +510,20 @@ att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, glo
     for (int i = 0; i < AB_TM; i++)
       for (int j = 0; j < AB_TN; j++)
         st[i][j] = dpt[i][j] = (T)0;
-    for (ulong d0 = 0; d0 < D; d0 += AB_DC) {
+    for (ulong d0 = 0; d0 < D; d0 += AKV_DC) {
       barrier(CLK_LOCAL_MEM_FENCE);
-      att_stage_t(stage, AKV_KS, ABK_KV, kb, k0, Sk, D, d0, (T)1, lid, AB_DC, AKV_NT, vec);
-      att_stage_t(stage + AB_DC * AKV_KS, AKV_QS, ABQ_KV, qb, i0, Sq, D, d0, scale, lid, AB_DC,
+      att_stage_t(stage, AKV_KS, ABK_KV, kb, k0, Sk, D, d0, (T)1, lid, AKV_DC, AKV_NT, vec);
+      att_stage_t(stage + AKV_DC * AKV_KS, AKV_QS, ABQ_KV, qb, i0, Sq, D, d0, scale, lid, AKV_DC,
                   AKV_NT, vec);
       barrier(CLK_LOCAL_MEM_FENCE);
-      for (int dd = 0; dd < AB_DC; dd++) {
+      for (int dd = 0; dd < AKV_DC; dd++) {
         T kv[AB_TM], qv[AB_TN];
         for (int a = 0; a < AB_TM / 4; a++) {
           T4 t = stage4[dd * (AKV_KS / 4) + a * AKV_NTR + tr];
           ATT_UNPACK(kv, 4 * a, t);
         }
         for (int b = 0; b < AB_TN / 4; b++) {
-          T4 t = stage4[AB_DC * AKV_KS / 4 + dd * (AKV_QS / 4) + b * AKV_NTC + tc];
+          T4 t = stage4[AKV_DC * AKV_KS / 4 + dd * (AKV_QS / 4) + b * AKV_NTC + tc];
           ATT_UNPACK(qv, 4 * b, t);
         }
         for (int i = 0; i < AB_TM; i++)
@@ -525,20 +531,20 @@ att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, glo
             st[i][j] += kv[i] * qv[j];
       }
     }
-    for (ulong d0 = 0; d0 < Dv; d0 += AB_DC) {
+    for (ulong d0 = 0; d0 < Dv; d0 += AKV_DC) {
       barrier(CLK_LOCAL_MEM_FENCE);
-      att_stage_t(stage, AKV_KS, ABK_KV, vb, k0, Sk, Dv, d0, (T)1, lid, AB_DC, AKV_NT, vec);
-      att_stage_t(stage + AB_DC * AKV_KS, AKV_QS, ABQ_KV, db, i0, Sq, Dv, d0, (T)1, lid, AB_DC,
+      att_stage_t(stage, AKV_KS, ABK_KV, vb, k0, Sk, Dv, d0, (T)1, lid, AKV_DC, AKV_NT, vec);
+      att_stage_t(stage + AKV_DC * AKV_KS, AKV_QS, ABQ_KV, db, i0, Sq, Dv, d0, (T)1, lid, AKV_DC,
                   AKV_NT, vec);
       barrier(CLK_LOCAL_MEM_FENCE);
-      for (int dd = 0; dd < AB_DC; dd++) {
+      for (int dd = 0; dd < AKV_DC; dd++) {
         T vv[AB_TM], ov[AB_TN];
         for (int a = 0; a < AB_TM / 4; a++) {
           T4 t = stage4[dd * (AKV_KS / 4) + a * AKV_NTR + tr];
           ATT_UNPACK(vv, 4 * a, t);
         }
         for (int b = 0; b < AB_TN / 4; b++) {
-          T4 t = stage4[AB_DC * AKV_KS / 4 + dd * (AKV_QS / 4) + b * AKV_NTC + tc];
+          T4 t = stage4[AKV_DC * AKV_KS / 4 + dd * (AKV_QS / 4) + b * AKV_NTC + tc];
           ATT_UNPACK(ov, 4 * b, t);
         }
         for (int i = 0; i < AB_TM; i++)
@@ -565,12 +571,12 @@ att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, glo
         ds4[at] = (T4)(dpt[4 * a][j], dpt[4 * a + 1][j], dpt[4 * a + 2][j], dpt[4 * a + 3][j]);
       }
     }
-    for (uint c0 = 0; c0 < ABQ_KV && i0 + c0 < Sq; c0 += AB_VK) {
+    for (uint c0 = 0; c0 < ABQ_KV && i0 + c0 < Sq; c0 += AKV_VK) {
       barrier(CLK_LOCAL_MEM_FENCE);
-      att_stage_rows(stage4, AB_VK, db, i0 + c0, Sq, Dv, lid, AKV_NT, vec);
-      att_stage_rows(stage4 + AB_VK * ATT_DH / 4, AB_VK, qb, i0 + c0, Sq, D, lid, AKV_NT, vec);
+      att_stage_rows(stage4, AKV_VK, db, i0 + c0, Sq, Dv, lid, AKV_NT, vec);
+      att_stage_rows(stage4 + AKV_VK * ATT_DH / 4, AKV_VK, qb, i0 + c0, Sq, D, lid, AKV_NT, vec);
       barrier(CLK_LOCAL_MEM_FENCE);
-      for (int c = 0; c < AB_VK; c++) {
+      for (int c = 0; c < AKV_VK; c++) {
         T pv[AB_TM], dsv[AB_TM], ov[AKV_ON], qv[AKV_ON];
         for (int a = 0; a < AB_TM / 4; a++) {
           uint at = (c0 + c) * (AKV_KS / 4) + a * AKV_NTR + tr;
@@ -580,7 +586,7 @@ att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, glo
         }
         for (int b = 0; b < AKV_ON / 4; b++) {
           T4 t = stage4[c * (ATT_DH / 4) + b * AKV_NTC + tc];
-          T4 u = stage4[(AB_VK + c) * (ATT_DH / 4) + b * AKV_NTC + tc];
+          T4 u = stage4[(AKV_VK + c) * (ATT_DH / 4) + b * AKV_NTC + tc];
           ATT_UNPACK(ov, 4 * b, t);
           ATT_UNPACK(qv, 4 * b, u);
         }
@@ -648,20 +654,20 @@ att_bwd_dq(global const ST *q, ulong qoff, global const ST *k, ulong koff, globa
     for (int i = 0; i < AB_TM; i++)
       for (int j = 0; j < AB_TN; j++)
         s[i][j] = dp[i][j] = (T)0;
-    for (ulong d0 = 0; d0 < D; d0 += AB_DC) {
+    for (ulong d0 = 0; d0 < D; d0 += AQ_DC) {
       barrier(CLK_LOCAL_MEM_FENCE);
-      att_stage_t(stage, AQ_QS, ABQ_Q, qb, q0, Sq, D, d0, scale, lid, AB_DC, AQ_NT, vec);
-      att_stage_t(stage + AB_DC * AQ_QS, AQ_KS, ABK_Q, kb, k0, Sk, D, d0, (T)1, lid, AB_DC,
+      att_stage_t(stage, AQ_QS, ABQ_Q, qb, q0, Sq, D, d0, scale, lid, AQ_DC, AQ_NT, vec);
+      att_stage_t(stage + AQ_DC * AQ_QS, AQ_KS, ABK_Q, kb, k0, Sk, D, d0, (T)1, lid, AQ_DC,
                   AQ_NT, vec);
       barrier(CLK_LOCAL_MEM_FENCE);
-      for (int dd = 0; dd < AB_DC; dd++) {
+      for (int dd = 0; dd < AQ_DC; dd++) {
         T qv[AB_TM], kv[AB_TN];
         for (int a = 0; a < AB_TM / 4; a++) {
           T4 t = stage4[dd * (AQ_QS / 4) + a * AQ_NTR + tr];
           ATT_UNPACK(qv, 4 * a, t);
         }
         for (int b = 0; b < AB_TN / 4; b++) {
-          T4 t = stage4[AB_DC * AQ_QS / 4 + dd * (AQ_KS / 4) + b * AQ_NTC + tc];
+          T4 t = stage4[AQ_DC * AQ_QS / 4 + dd * (AQ_KS / 4) + b * AQ_NTC + tc];
           ATT_UNPACK(kv, 4 * b, t);
         }
         for (int i = 0; i < AB_TM; i++)
@@ -669,20 +675,20 @@ att_bwd_dq(global const ST *q, ulong qoff, global const ST *k, ulong koff, globa
             s[i][j] += qv[i] * kv[j];
       }
     }
-    for (ulong d0 = 0; d0 < Dv; d0 += AB_DC) {
+    for (ulong d0 = 0; d0 < Dv; d0 += AQ_DC) {
       barrier(CLK_LOCAL_MEM_FENCE);
-      att_stage_t(stage, AQ_QS, ABQ_Q, db, q0, Sq, Dv, d0, (T)1, lid, AB_DC, AQ_NT, vec);
-      att_stage_t(stage + AB_DC * AQ_QS, AQ_KS, ABK_Q, vb, k0, Sk, Dv, d0, (T)1, lid, AB_DC,
+      att_stage_t(stage, AQ_QS, ABQ_Q, db, q0, Sq, Dv, d0, (T)1, lid, AQ_DC, AQ_NT, vec);
+      att_stage_t(stage + AQ_DC * AQ_QS, AQ_KS, ABK_Q, vb, k0, Sk, Dv, d0, (T)1, lid, AQ_DC,
                   AQ_NT, vec);
       barrier(CLK_LOCAL_MEM_FENCE);
-      for (int dd = 0; dd < AB_DC; dd++) {
+      for (int dd = 0; dd < AQ_DC; dd++) {
         T ov[AB_TM], vv[AB_TN];
         for (int a = 0; a < AB_TM / 4; a++) {
           T4 t = stage4[dd * (AQ_QS / 4) + a * AQ_NTR + tr];
           ATT_UNPACK(ov, 4 * a, t);
         }
         for (int b = 0; b < AB_TN / 4; b++) {
-          T4 t = stage4[AB_DC * AQ_QS / 4 + dd * (AQ_KS / 4) + b * AQ_NTC + tc];
+          T4 t = stage4[AQ_DC * AQ_QS / 4 + dd * (AQ_KS / 4) + b * AQ_NTC + tc];
           ATT_UNPACK(vv, 4 * b, t);
         }
         for (int i = 0; i < AB_TM; i++)
@@ -706,11 +712,11 @@ att_bwd_dq(global const ST *q, ulong qoff, global const ST *k, ulong koff, globa
         ds4[kc * (AQ_QS / 4) + a * AQ_NTR + tr] =
             (T4)(s[4 * a][j], s[4 * a + 1][j], s[4 * a + 2][j], s[4 * a + 3][j]);
     }
-    for (uint c0 = 0; c0 < ABK_Q && k0 + c0 < Sk; c0 += AB_VK) {
+    for (uint c0 = 0; c0 < ABK_Q && k0 + c0 < Sk; c0 += AQ_VK) {
       barrier(CLK_LOCAL_MEM_FENCE);
-      att_stage_rows(stage4, AB_VK, kb, k0 + c0, Sk, D, lid, AQ_NT, vec);
+      att_stage_rows(stage4, AQ_VK, kb, k0 + c0, Sk, D, lid, AQ_NT, vec);
       barrier(CLK_LOCAL_MEM_FENCE);
-      for (int c = 0; c < AB_VK; c++) {
+      for (int c = 0; c < AQ_VK; c++) {
         T dsv[AB_TM], kv[AQ_ON];
         for (int a = 0; a < AB_TM / 4; a++) {
           T4 t = ds4[(c0 + c) * (AQ_QS / 4) + a * AQ_NTR + tr];
