@@ -54,13 +54,13 @@ typedef struct {
 } att_tile;
 
 static const att_tile att_tiles[] = {
-    {0, 0, 0, 0, 0, 0, 0},      /* 0: the rule */
-    {64, 64, 4, 4, 32, 32, 0},  /* 1: 256 items, 4x4 scores, 4x8 outputs (head 128) */
-    {64, 64, 8, 4, 32, 32, 0},  /* 2: 128 items, 8x4 scores, 8x8 outputs (f32 38 KiB) */
-    {64, 32, 4, 4, 16, 8, 0},   /* 3: 128 items, 4x4 scores, 4x16 outputs */
-    {32, 32, 4, 4, 16, 16, 0},  /* 4: 64 items, 4x4 scores, 4x16 outputs (f64 in 28 KiB) */
-    {32, 64, 4, 4, 16, 16, 0},  /* 5: 128 items, 4x4 scores, 4x8 outputs (f64 38 KiB) */
-    {64, 64, 8, 4, 32, 32, 1},  /* 6: tile 2, loads issued one staging step ahead */
+    {0, 0, 0, 0, 0, 0, 0},     /* 0: the rule */
+    {64, 64, 4, 4, 32, 32, 0}, /* 1: 256 items, 4x4 scores, 4x8 outputs (head 128) */
+    {64, 64, 8, 4, 32, 32, 0}, /* 2: 128 items, 8x4 scores, 8x8 outputs (f32 38 KiB) */
+    {64, 32, 4, 4, 16, 8, 0},  /* 3: 128 items, 4x4 scores, 4x16 outputs */
+    {32, 32, 4, 4, 16, 16, 0}, /* 4: 64 items, 4x4 scores, 4x16 outputs (f64 in 28 KiB) */
+    {32, 64, 4, 4, 16, 16, 0}, /* 5: 128 items, 4x4 scores, 4x8 outputs (f64 38 KiB) */
+    {64, 64, 8, 4, 32, 32, 1}, /* 6: tile 2, loads issued one staging step ahead */
 };
 #define ATT_NTILES (sizeof att_tiles / sizeof att_tiles[0])
 
@@ -103,8 +103,7 @@ static int
 att_tile_fits(const kiln_device_info *info, const att_tile *t, uint32_t dh, size_t esz)
 {
   uint64_t items = (uint64_t)(t->bq / t->tm) * (t->bk / t->tn), lb = att_local_bytes(t, dh, esz);
-  return dh && items <= info->max_work_group_size && lb <= info->local_mem_bytes &&
-         lb <= 48 * 1024;
+  return dh && items <= info->max_work_group_size && lb <= info->local_mem_bytes && lb <= 48 * 1024;
 }
 
 /*

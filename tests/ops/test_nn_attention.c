@@ -24,7 +24,6 @@
 
 static const kiln_dtype dtypes[] = {KILN_F32, KILN_F64};
 
-
 #define FOR_DTYPES(dt)                                                                      \
   for (size_t dt##_i = 0; dt##_i < 2; dt##_i++)                                             \
     for (int dt##_k = dtypes[dt##_i] != KILN_F64 || harness_has_fp64(); dt##_k; dt##_k = 0) \
@@ -134,9 +133,9 @@ typedef struct {
 } att_case;
 
 static const att_case att_cases[] = {
-    {1, 0, 1, 1, 16, 16, 0, 0},   {2, 2, 37, 37, 16, 16, 1, 0},  {3, 0, 50, 70, 64, 64, 0, 1},
-    {2, 0, 33, 17, 128, 128, 1, 2}, {1, 0, 100, 45, 24, 40, 0, 0}, {2, 0, 5, 0, 16, 16, 0, 0},
-    {0, 2, 3, 3, 16, 16, 0, 0},   {1, 0, 129, 129, 32, 32, 1, 1}, {1, 2, 20, 31, 128, 8, 0, 2},
+    {1, 0, 1, 1, 16, 16, 0, 0},     {2, 2, 37, 37, 16, 16, 1, 0},   {3, 0, 50, 70, 64, 64, 0, 1},
+    {2, 0, 33, 17, 128, 128, 1, 2}, {1, 0, 100, 45, 24, 40, 0, 0},  {2, 0, 5, 0, 16, 16, 0, 0},
+    {0, 2, 3, 3, 16, 16, 0, 0},     {1, 0, 129, 129, 32, 32, 1, 1}, {1, 2, 20, 31, 128, 8, 0, 2},
     {1, 0, 9, 13, 16, 16, 1, 1},
 };
 /* The cases the small mode (oclgrind) runs: every kernel path at the smallest cost. */
@@ -250,7 +249,8 @@ START_TEST(attention_against_composition)
       const att_case *c = &att_cases[ci];
       uint64_t BH = att_bh(c), nq = BH * (uint64_t)(c->Sq * c->D),
                nk = BH * (uint64_t)(c->Sk * c->D), nv = BH * (uint64_t)(c->Sk * c->Dv),
-               no = BH * (uint64_t)(c->Sq * c->Dv), nm = (c->mask == 2 ? BH : 1) * (uint64_t)(c->Sq * c->Sk);
+               no = BH * (uint64_t)(c->Sq * c->Dv),
+               nm = (c->mask == 2 ? BH : 1) * (uint64_t)(c->Sq * c->Sk);
       double *qh = rand_vec(nq, -1, 1), *kh = rand_vec(nk, -1, 1), *vh = rand_vec(nv, -1, 1);
       double *mh = rand_vec(nm, -2, 1), *gh = rand_vec(no, -1, 1);
       /* A few hidden keys in the masks (never a whole row: row i keeps key 0). */
@@ -289,8 +289,8 @@ START_TEST(attention_against_composition)
         expect_tensor(tv, dv, btol, "attention grad_v");
         /* Only some gradients wanted. */
         kiln_tensor *tk2 = NULL;
-        KOK(kiln_attention_backward(ctx, g, q, k, v, mask, c->causal, ci % 2 ? 0.3 : 0, o, l,
-                                    NULL, &tk2, NULL));
+        KOK(kiln_attention_backward(ctx, g, q, k, v, mask, c->causal, ci % 2 ? 0.3 : 0, o, l, NULL,
+                                    &tk2, NULL));
         expect_tensor(tk2, dk, btol, "attention grad_k alone");
         kiln_tensor_release(tk2);
         free(dq), free(dk), free(dv);
@@ -313,7 +313,7 @@ END_TEST
  * Sq < Sk and Sq > Sk), both masks.
  */
 static const att_case att_tile_cases[] = {
-    {1, 0, 130, 130, 128, 128, 1, 0}, {2, 0, 65, 7, 64, 64, 0, 1}, {1, 0, 7, 65, 33, 33, 1, 2},
+    {1, 0, 130, 130, 128, 128, 1, 0}, {2, 0, 65, 7, 64, 64, 0, 1},  {1, 0, 7, 65, 33, 33, 1, 2},
     {1, 0, 1, 130, 5, 19, 0, 2},      {1, 0, 130, 65, 5, 19, 1, 1},
 };
 #define ATT_TILES 7
@@ -396,13 +396,14 @@ START_TEST(attention_finite_differences)
   const double h = 1e-6;
   for (size_t ci = 0; ci < 2; ci++) {
     const att_case *c = &small[ci];
-    uint64_t BH = att_bh(c), nq = BH * (uint64_t)(c->Sq * c->D),
-             nk = BH * (uint64_t)(c->Sk * c->D), nv = BH * (uint64_t)(c->Sk * c->Dv),
-             no = BH * (uint64_t)(c->Sq * c->Dv);
+    uint64_t BH = att_bh(c), nq = BH * (uint64_t)(c->Sq * c->D), nk = BH * (uint64_t)(c->Sk * c->D),
+             nv = BH * (uint64_t)(c->Sk * c->Dv), no = BH * (uint64_t)(c->Sq * c->Dv);
     double *qh = rand_vec(nq, -1, 1), *kh = rand_vec(nk, -1, 1), *vh = rand_vec(nv, -1, 1);
     double *u = rand_vec(no, -1, 1);
-    kiln_tensor *q = att_up(KILN_F64, c, c->Sq, c->D, qh), *k = att_up(KILN_F64, c, c->Sk, c->D, kh);
-    kiln_tensor *v = att_up(KILN_F64, c, c->Sk, c->Dv, vh), *g = att_up(KILN_F64, c, c->Sq, c->Dv, u);
+    kiln_tensor *q = att_up(KILN_F64, c, c->Sq, c->D, qh),
+                *k = att_up(KILN_F64, c, c->Sk, c->D, kh);
+    kiln_tensor *v = att_up(KILN_F64, c, c->Sk, c->Dv, vh),
+                *g = att_up(KILN_F64, c, c->Sq, c->Dv, u);
     kiln_tensor *o = NULL, *l = NULL, *dq = NULL, *dk = NULL, *dv = NULL;
     KOK(kiln_attention(harness_ctx(), q, k, v, NULL, c->causal, 0, &o, &l));
     KOK(kiln_attention_backward(harness_ctx(), g, q, k, v, NULL, c->causal, 0, o, l, &dq, &dk,
@@ -420,8 +421,8 @@ START_TEST(attention_finite_differences)
         vals[w][i] = keep;
         double fd = (f[0] - f[1]) / (2 * h);
         EXPECT(fabs(fd - an[w][i]) <= 1e-6 * (1 + fabs(an[w][i])),
-               "case %zu d%c[%llu]: fd %.12g analytic %.12g", ci, "qkv"[w],
-               (unsigned long long)i, fd, an[w][i]);
+               "case %zu d%c[%llu]: fd %.12g analytic %.12g", ci, "qkv"[w], (unsigned long long)i,
+               fd, an[w][i]);
       }
     for (int w = 0; w < 3; w++)
       free(an[w]);
@@ -438,7 +439,8 @@ START_TEST(attention_bad_input)
   kiln_context *ctx = harness_ctx();
   double z[2 * 3 * 200] = {0};
   int64_t s1[3] = {2, 3, 16}, s2[3] = {2, 3, 8}, s3[3] = {1, 3, 16}, s4[3] = {2, 3, 200};
-  kiln_tensor *q = up(KILN_F32, 3, s1, z), *k8 = up(KILN_F32, 3, s2, z), *qb = up(KILN_F32, 3, s3, z);
+  kiln_tensor *q = up(KILN_F32, 3, s1, z), *k8 = up(KILN_F32, 3, s2, z),
+              *qb = up(KILN_F32, 3, s3, z);
   kiln_tensor *big = up(KILN_F32, 3, s4, z), *o = NULL;
   KEXPECT(kiln_attention(ctx, q, k8, q, NULL, 0, 0, &o, NULL), KILN_ERR_SHAPE);
   KEXPECT(kiln_attention(ctx, q, qb, qb, NULL, 0, 0, &o, NULL), KILN_ERR_SHAPE);
