@@ -7,7 +7,9 @@
  * work-group), -DATT_BK (keys per tile), -DATT_TM, -DATT_TN (the register tile of scores per
  * work-item, multiples of 4), -DATT_DC (features per Q/K staging chunk), -DATT_VK (keys per V
  * staging chunk), -DATT_DH (head dimension the accumulators cover: 32, 64 or 128, at least
- * D and Dv). att_fwd runs on (BQ/TM) (BK/TN) work-items.
+ * D and Dv), -DATT_PF (1: each staging step's global loads are issued one step ahead, into
+ * registers, so that they fly while the previous chunk is multiplied). att_fwd runs on
+ * (BQ/TM) (BK/TN) work-items.
  *
  * Layout: q [BH, Sq, D], k [BH, Sk, D], v [BH, Sk, Dv], out [BH, Sq, Dv], lse [BH, Sq],
  * D, Dv <= ATT_DH; mask (flags ATT_MASK) additive [Sq, Sk] at mask + bh * mstride.
@@ -74,6 +76,9 @@
 #ifndef ATT_BQ
 #error "nn_attention.cl: the tile options (-DATT_BQ=... -DATT_DH=...) are missing"
 #endif
+#ifndef ATT_PF
+#define ATT_PF 0
+#endif
 #define ATT_NTR (ATT_BQ / ATT_TM)
 #define ATT_NTC (ATT_BK / ATT_TN)
 #define ATT_NT (ATT_NTR * ATT_NTC)
@@ -86,13 +91,6 @@
 #if ATT_TM % 4 || ATT_TN % 4 || ATT_ON % 4 || ATT_BK % ATT_VK || ATT_DC % 4 ||                \
     (ATT_NTR > 8 && ATT_NTR % 8) || ATT_BQ % 16 || ATT_BK % 16
 #error "nn_attention.cl: unsupported tile shape"
-#endif
-/* Loops over a chunk and over a register tile: rolled on CPUs (-DATT_ROLLED: PoCL takes
- * seconds to compile the unrolled body), left to the compiler elsewhere. */
-#if defined(ATT_ROLLED)
-#define ATT_OUTER_LOOP _Pragma("unroll 1")
-#else
-#define ATT_OUTER_LOOP
 #endif
 /* Items of a warp: 8 row groups (or all of them) x the rest in key groups. */
 #define ATT_W (ATT_NTR < 8 ? ATT_NTR : 8)
@@ -151,6 +149,83 @@ att_stage_rows(local T4 *dst4, uint n, global const ST *x, ulong r0, ulong valid
   }
 }
 
+/* att_stage_t in two halves, for staging through registers: the e-th of n dc/4 4-vectors of
+ * the transposed chunk (the same order), and its store. */
+static T4
+att_chunk_load(uint e, global const ST *x, ulong r0, ulong valid, ulong D, ulong d0, T mult,
+               uint dc, uint vec)
+{
+  uint r = e % 16 + 16 * (e / (16 * (dc / 4))), j = (e / 16) % (dc / 4);
+  ulong row = r0 + r;
+  return row < valid ? att_load4(x + row * D, d0 + 4 * j, D, vec) * mult : (T4)((T)0);
+}
+
+static void
+att_chunk_store(local T *dst, uint stride, uint e, uint dc, T4 v4)
+{
+  uint r = e % 16 + 16 * (e / (16 * (dc / 4))), j = (e / 16) % (dc / 4);
+  local T *o = dst + 4 * j * stride + r;
+  o[0] = v4.x;
+  o[stride] = v4.y;
+  o[2 * stride] = v4.z;
+  o[3 * stride] = v4.w;
+}
+
+/* The forward's staging steps through the registers pf: a Q/K chunk (d0) of key tile k0, or a
+ * V chunk (keys k0 + c0 ...). Item lid owns 4-vectors lid + i ATT_NT. */
+#define ATT_NQ4 (ATT_BQ * ATT_DC / 4)
+#define ATT_NK4 (ATT_BK * ATT_DC / 4)
+#define ATT_NV4 (ATT_VK * ATT_DH / 4)
+#define ATT_NPF_QK ((ATT_NQ4 + ATT_NK4 + ATT_NT - 1) / ATT_NT)
+#define ATT_NPF_V ((ATT_NV4 + ATT_NT - 1) / ATT_NT)
+#define ATT_NPF (ATT_NPF_QK > ATT_NPF_V ? ATT_NPF_QK : ATT_NPF_V)
+
+static void
+att_fwd_load_qk(T4 *pf, uint lid, global const ST *qb, ulong q0, ulong Sq, global const ST *kb,
+                ulong k0, ulong Sk, ulong D, ulong d0, T scale, uint vec)
+{
+  for (int i = 0; i < ATT_NPF_QK; i++) {
+    uint e = lid + i * ATT_NT;
+    pf[i] = e < ATT_NQ4 ? att_chunk_load(e, qb, q0, Sq, D, d0, scale, ATT_DC, vec)
+            : e < ATT_NQ4 + ATT_NK4
+                ? att_chunk_load(e - ATT_NQ4, kb, k0, Sk, D, d0, (T)1, ATT_DC, vec)
+                : (T4)((T)0);
+  }
+}
+
+static void
+att_fwd_store_qk(local T *stage, const T4 *pf, uint lid)
+{
+  for (int i = 0; i < ATT_NPF_QK; i++) {
+    uint e = lid + i * ATT_NT;
+    if (e < ATT_NQ4)
+      att_chunk_store(stage, ATT_QS, e, ATT_DC, pf[i]);
+    else if (e < ATT_NQ4 + ATT_NK4)
+      att_chunk_store(stage + ATT_DC * ATT_QS, ATT_KS, e - ATT_NQ4, ATT_DC, pf[i]);
+  }
+}
+
+static void
+att_fwd_load_v(T4 *pf, uint lid, global const ST *vb, ulong k0, ulong Sk, ulong Dv, uint vec)
+{
+  for (int i = 0; i < ATT_NPF_V; i++) {
+    uint e = lid + i * ATT_NT;
+    ulong key = k0 + e / (ATT_DH / 4);
+    pf[i] = e < ATT_NV4 && key < Sk ? att_load4(vb + key * Dv, 4 * (e % (ATT_DH / 4)), Dv, vec)
+                                    : (T4)((T)0);
+  }
+}
+
+static void
+att_fwd_store_v(local T4 *stage4, const T4 *pf, uint lid)
+{
+  for (int i = 0; i < ATT_NPF_V; i++) {
+    uint e = lid + i * ATT_NT;
+    if (e < ATT_NV4)
+      stage4[e] = pf[i];
+  }
+}
+
 kernel __attribute__((reqd_work_group_size(ATT_NT, 1, 1))) void
 att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global const ST *v,
         ulong voff, global const ST *mask, ulong moff, global ST *o, ulong ooff, global ST *lse,
@@ -172,58 +247,61 @@ att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global c
   global const ST *mb = mask + moff + bh * mstride;
   T acc[ATT_TM][ATT_ON], m[ATT_TM], lp[ATT_TM];
   uint rows[ATT_TM];
-  ATT_OUTER_LOOP
   for (int i = 0; i < ATT_TM; i++) {
     rows[i] = (i / 4) * 4 * ATT_NTR + 4 * tr + i % 4;
     m[i] = -INFINITY;
     lp[i] = (T)0;
-    ATT_OUTER_LOOP
     for (int e = 0; e < ATT_ON; e++)
       acc[i][e] = (T)0;
   }
   ulong kend = Sk;
   if ((flags & ATT_CAUSAL) && q0 + ATT_BQ < kend)
     kend = q0 + ATT_BQ;
+  const uint vec = flags & ATT_VEC;
+  T4 pf[ATT_NPF];
+#if ATT_PF
+  if (kend > 0)
+    att_fwd_load_qk(pf, lid, qb, q0, Sq, kb, 0, Sk, D, 0, scale, vec);
+#endif
   for (ulong k0 = 0; k0 < kend; k0 += ATT_BK) {
     T s[ATT_TM][ATT_TN];
-    ATT_OUTER_LOOP
     for (int i = 0; i < ATT_TM; i++)
-      ATT_OUTER_LOOP
       for (int j = 0; j < ATT_TN; j++)
         s[i][j] = (T)0;
     for (ulong d0 = 0; d0 < D; d0 += ATT_DC) {
       barrier(CLK_LOCAL_MEM_FENCE);
-      att_stage_t(stage, ATT_QS, ATT_BQ, qb, q0, Sq, D, d0, scale, lid, ATT_DC, ATT_NT,
-                  flags & ATT_VEC);
-      att_stage_t(stage + ATT_DC * ATT_QS, ATT_KS, ATT_BK, kb, k0, Sk, D, d0, (T)1, lid, ATT_DC,
-                  ATT_NT, flags & ATT_VEC);
+#if !ATT_PF
+      att_fwd_load_qk(pf, lid, qb, q0, Sq, kb, k0, Sk, D, d0, scale, vec);
+#endif
+      att_fwd_store_qk(stage, pf, lid);
       barrier(CLK_LOCAL_MEM_FENCE);
-      ATT_OUTER_LOOP
+#if ATT_PF
+      /* The next step's loads fly while this chunk is multiplied: the next chunk, or this
+       * tile's first V chunk. */
+      if (d0 + ATT_DC < D)
+        att_fwd_load_qk(pf, lid, qb, q0, Sq, kb, k0, Sk, D, d0 + ATT_DC, scale, vec);
+      else
+        att_fwd_load_v(pf, lid, vb, k0, Sk, Dv, vec);
+#endif
       for (int dd = 0; dd < ATT_DC; dd++) {
         T qv[ATT_TM], kv[ATT_TN];
-        ATT_OUTER_LOOP
         for (int a = 0; a < ATT_TM / 4; a++) {
           T4 t = stage4[dd * (ATT_QS / 4) + a * ATT_NTR + tr];
           ATT_UNPACK(qv, 4 * a, t);
         }
-        ATT_OUTER_LOOP
         for (int b = 0; b < ATT_TN / 4; b++) {
           T4 t = stage4[ATT_DC * ATT_QS / 4 + dd * (ATT_KS / 4) + b * ATT_NTC + tc];
           ATT_UNPACK(kv, 4 * b, t);
         }
-        ATT_OUTER_LOOP
         for (int i = 0; i < ATT_TM; i++)
-          ATT_OUTER_LOOP
           for (int j = 0; j < ATT_TN; j++)
             s[i][j] += qv[i] * kv[j];
       }
     }
     /* Hide what the row may not see; the row maxima of this tile meet in red. */
-    ATT_OUTER_LOOP
     for (int i = 0; i < ATT_TM; i++) {
       ulong row = q0 + rows[i];
       T mx = -INFINITY;
-      ATT_OUTER_LOOP
       for (int j = 0; j < ATT_TN; j++) {
         ulong col = k0 + (j / 4) * 4 * ATT_NTC + 4 * tc + j % 4;
         T x = s[i][j];
@@ -237,30 +315,24 @@ att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global c
       red[tc * ATT_BQ + rows[i]] = mx;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    ATT_OUTER_LOOP
     for (int i = 0; i < ATT_TM; i++) {
       T mt = m[i];
-      ATT_OUTER_LOOP
       for (int t = 0; t < ATT_NTC; t++)
         mt = fmax(mt, red[t * ATT_BQ + rows[i]]);
       T msafe = mt == -INFINITY ? (T)0 : mt;
       T cf = exp(m[i] - msafe);
       m[i] = mt;
       lp[i] *= cf;
-      ATT_OUTER_LOOP
       for (int e = 0; e < ATT_ON; e++)
         acc[i][e] *= cf;
-      ATT_OUTER_LOOP
       for (int j = 0; j < ATT_TN; j++) {
         T p = exp(s[i][j] - msafe);
         lp[i] += p;
         s[i][j] = p;
       }
     }
-    ATT_OUTER_LOOP
     for (int j = 0; j < ATT_TN; j++) {
       uint col = (j / 4) * 4 * ATT_NTC + 4 * tc + j % 4;
-      ATT_OUTER_LOOP
       for (int a = 0; a < ATT_TM / 4; a++)
         ps4[col * (ATT_QS / 4) + a * ATT_NTR + tr] =
             (T4)(s[4 * a][j], s[4 * a + 1][j], s[4 * a + 2][j], s[4 * a + 3][j]);
@@ -269,24 +341,29 @@ att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global c
     for (uint c0 = 0; c0 < ATT_BK && k0 + c0 < Sk; c0 += ATT_VK) {
       if (c0)
         barrier(CLK_LOCAL_MEM_FENCE);
-      att_stage_rows(stage4, ATT_VK, vb, k0 + c0, Sk, Dv, lid, ATT_NT, flags & ATT_VEC);
+#if !ATT_PF
+      att_fwd_load_v(pf, lid, vb, k0 + c0, Sk, Dv, vec);
+#endif
+      att_fwd_store_v(stage4, pf, lid);
       barrier(CLK_LOCAL_MEM_FENCE);
-      ATT_OUTER_LOOP
+#if ATT_PF
+      /* The next V chunk, or the next key tile's first Q/K chunk. */
+      if (c0 + ATT_VK < ATT_BK && k0 + c0 + ATT_VK < Sk)
+        att_fwd_load_v(pf, lid, vb, k0 + c0 + ATT_VK, Sk, Dv, vec);
+      else if (k0 + ATT_BK < kend)
+        att_fwd_load_qk(pf, lid, qb, q0, Sq, kb, k0 + ATT_BK, Sk, D, 0, scale, vec);
+#endif
       for (int c = 0; c < ATT_VK; c++) {
         T pv[ATT_TM], vv[ATT_ON];
-        ATT_OUTER_LOOP
         for (int a = 0; a < ATT_TM / 4; a++) {
           T4 t = ps4[(c0 + c) * (ATT_QS / 4) + a * ATT_NTR + tr];
           ATT_UNPACK(pv, 4 * a, t);
         }
-        ATT_OUTER_LOOP
         for (int b = 0; b < ATT_ON / 4; b++) {
           T4 t = stage4[c * (ATT_VS / 4) + b * ATT_NTC + tc];
           ATT_UNPACK(vv, 4 * b, t);
         }
-        ATT_OUTER_LOOP
         for (int i = 0; i < ATT_TM; i++)
-          ATT_OUTER_LOOP
           for (int e = 0; e < ATT_ON; e++)
             acc[i][e] += pv[i] * vv[e];
       }
@@ -294,22 +371,18 @@ att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global c
   }
   /* The row sums meet in red (all of a row's items applied the same rescale factors). */
   barrier(CLK_LOCAL_MEM_FENCE);
-  ATT_OUTER_LOOP
   for (int i = 0; i < ATT_TM; i++)
     red[tc * ATT_BQ + rows[i]] = lp[i];
   barrier(CLK_LOCAL_MEM_FENCE);
-  ATT_OUTER_LOOP
   for (int i = 0; i < ATT_TM; i++) {
     ulong row = q0 + rows[i];
     if (row >= Sq)
       continue;
     T l = (T)0;
-    ATT_OUTER_LOOP
     for (int t = 0; t < ATT_NTC; t++)
       l += red[t * ATT_BQ + rows[i]];
     T inv = (T)1 / l;
     global ST *ob = o + ooff + (bh * Sq + row) * Dv;
-    ATT_OUTER_LOOP
     for (int e = 0; e < ATT_ON; e++) {
       ulong d = (e / 4) * 4 * ATT_NTC + 4 * tc + e % 4;
       if (d < Dv)
@@ -334,8 +407,10 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
 
 /*
  * Backward tiles (fixed per dtype; the programs carry the default forward variant, ATT_DH 128
- * on every device): the register tile is AB_TM x AB_TN, staging chunks of AB_DC features
- * (transposed) and AB_VK rows (as they are); local arrays within 27 KiB.
+ * on every device): the register tile is AB_TM x AB_TN, staging chunks of *_DC features
+ * (transposed) and *_VK rows (as they are); local arrays within 32 KiB (OpenCL's minimum for
+ * GPUs, and oclgrind's default), chunks as large as that allows (each chunk costs two
+ * barriers and a wait for its loads).
  *   att_bwd_dkdv: ABK_KV keys per work-group, query tiles of ABQ_KV;
  *   att_bwd_dq:   ABQ_Q queries per work-group, key tiles of ABK_Q.
  */
@@ -344,17 +419,21 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
 #if defined(KILN_DT_F64)
 #define ABK_KV 32
 #define ABQ_KV 32
-#define AB_DC 8
-#define AB_VK 4
+#define AKV_DC 16
+#define AKV_VK 4
 #define ABQ_Q 32
 #define ABK_Q 32
+#define AQ_DC 16
+#define AQ_VK 16
 #else
 #define ABK_KV 32
 #define ABQ_KV 64
-#define AB_DC 16
-#define AB_VK 8
+#define AKV_DC 32
+#define AKV_VK 8
 #define ABQ_Q 64
 #define ABK_Q 32
+#define AQ_DC 32
+#define AQ_VK 32
 #endif
 
 #define AKV_NTR (ABK_KV / AB_TM)
@@ -364,8 +443,8 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
 #define AKV_ON (ATT_DH / AKV_NTC)
 #define AKV_KS (ABK_KV + 4)
 #define AKV_QS (ABQ_KV + 4)
-#define AKV_A (AB_DC * (AKV_KS + AKV_QS))
-#define AKV_D (AB_VK * 2 * ATT_DH)
+#define AKV_A (AKV_DC * (AKV_KS + AKV_QS))
+#define AKV_D (AKV_VK * 2 * ATT_DH)
 #define AKV_STAGE (AKV_A > AKV_D ? AKV_A : AKV_D)
 
 #define AQ_NTR (ABQ_Q / AB_TM)
@@ -375,8 +454,8 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
 #define AQ_ON (ATT_DH / AQ_NTC)
 #define AQ_QS (ABQ_Q + 4)
 #define AQ_KS (ABK_Q + 4)
-#define AQ_A (AB_DC * (AQ_QS + AQ_KS))
-#define AQ_D (AB_VK * ATT_DH)
+#define AQ_A (AQ_DC * (AQ_QS + AQ_KS))
+#define AQ_D (AQ_VK * ATT_DH)
 #define AQ_STAGE (AQ_A > AQ_D ? AQ_A : AQ_D)
 
 /* The backward kernels need 4 features per item: programs of a narrow forward variant (whose
@@ -415,10 +494,8 @@ att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, glo
   global const ST *mb = mask + moff + bh * mstride;
   T adk[AB_TM][AKV_ON], adv[AB_TM][AKV_ON];
   uint keys[AB_TM];
-  ATT_OUTER_LOOP
   for (int i = 0; i < AB_TM; i++) {
     keys[i] = (i / 4) * 4 * AKV_NTR + 4 * tr + i % 4;
-    ATT_OUTER_LOOP
     for (int e = 0; e < AKV_ON; e++)
       adk[i][e] = adv[i][e] = (T)0;
   }
@@ -430,68 +507,54 @@ att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, glo
       del_s[e] = i0 + e < Sq ? delta[bh * Sq + i0 + e] : (T)0;
     }
     T st[AB_TM][AB_TN], dpt[AB_TM][AB_TN];
-    ATT_OUTER_LOOP
     for (int i = 0; i < AB_TM; i++)
-      ATT_OUTER_LOOP
       for (int j = 0; j < AB_TN; j++)
         st[i][j] = dpt[i][j] = (T)0;
-    for (ulong d0 = 0; d0 < D; d0 += AB_DC) {
+    for (ulong d0 = 0; d0 < D; d0 += AKV_DC) {
       barrier(CLK_LOCAL_MEM_FENCE);
-      att_stage_t(stage, AKV_KS, ABK_KV, kb, k0, Sk, D, d0, (T)1, lid, AB_DC, AKV_NT, vec);
-      att_stage_t(stage + AB_DC * AKV_KS, AKV_QS, ABQ_KV, qb, i0, Sq, D, d0, scale, lid, AB_DC,
+      att_stage_t(stage, AKV_KS, ABK_KV, kb, k0, Sk, D, d0, (T)1, lid, AKV_DC, AKV_NT, vec);
+      att_stage_t(stage + AKV_DC * AKV_KS, AKV_QS, ABQ_KV, qb, i0, Sq, D, d0, scale, lid, AKV_DC,
                   AKV_NT, vec);
       barrier(CLK_LOCAL_MEM_FENCE);
-      ATT_OUTER_LOOP
-      for (int dd = 0; dd < AB_DC; dd++) {
+      for (int dd = 0; dd < AKV_DC; dd++) {
         T kv[AB_TM], qv[AB_TN];
-        ATT_OUTER_LOOP
         for (int a = 0; a < AB_TM / 4; a++) {
           T4 t = stage4[dd * (AKV_KS / 4) + a * AKV_NTR + tr];
           ATT_UNPACK(kv, 4 * a, t);
         }
-        ATT_OUTER_LOOP
         for (int b = 0; b < AB_TN / 4; b++) {
-          T4 t = stage4[AB_DC * AKV_KS / 4 + dd * (AKV_QS / 4) + b * AKV_NTC + tc];
+          T4 t = stage4[AKV_DC * AKV_KS / 4 + dd * (AKV_QS / 4) + b * AKV_NTC + tc];
           ATT_UNPACK(qv, 4 * b, t);
         }
-        ATT_OUTER_LOOP
         for (int i = 0; i < AB_TM; i++)
-          ATT_OUTER_LOOP
           for (int j = 0; j < AB_TN; j++)
             st[i][j] += kv[i] * qv[j];
       }
     }
-    for (ulong d0 = 0; d0 < Dv; d0 += AB_DC) {
+    for (ulong d0 = 0; d0 < Dv; d0 += AKV_DC) {
       barrier(CLK_LOCAL_MEM_FENCE);
-      att_stage_t(stage, AKV_KS, ABK_KV, vb, k0, Sk, Dv, d0, (T)1, lid, AB_DC, AKV_NT, vec);
-      att_stage_t(stage + AB_DC * AKV_KS, AKV_QS, ABQ_KV, db, i0, Sq, Dv, d0, (T)1, lid, AB_DC,
+      att_stage_t(stage, AKV_KS, ABK_KV, vb, k0, Sk, Dv, d0, (T)1, lid, AKV_DC, AKV_NT, vec);
+      att_stage_t(stage + AKV_DC * AKV_KS, AKV_QS, ABQ_KV, db, i0, Sq, Dv, d0, (T)1, lid, AKV_DC,
                   AKV_NT, vec);
       barrier(CLK_LOCAL_MEM_FENCE);
-      ATT_OUTER_LOOP
-      for (int dd = 0; dd < AB_DC; dd++) {
+      for (int dd = 0; dd < AKV_DC; dd++) {
         T vv[AB_TM], ov[AB_TN];
-        ATT_OUTER_LOOP
         for (int a = 0; a < AB_TM / 4; a++) {
           T4 t = stage4[dd * (AKV_KS / 4) + a * AKV_NTR + tr];
           ATT_UNPACK(vv, 4 * a, t);
         }
-        ATT_OUTER_LOOP
         for (int b = 0; b < AB_TN / 4; b++) {
-          T4 t = stage4[AB_DC * AKV_KS / 4 + dd * (AKV_QS / 4) + b * AKV_NTC + tc];
+          T4 t = stage4[AKV_DC * AKV_KS / 4 + dd * (AKV_QS / 4) + b * AKV_NTC + tc];
           ATT_UNPACK(ov, 4 * b, t);
         }
-        ATT_OUTER_LOOP
         for (int i = 0; i < AB_TM; i++)
-          ATT_OUTER_LOOP
           for (int j = 0; j < AB_TN; j++)
             dpt[i][j] += vv[i] * ov[j];
       }
     }
-    ATT_OUTER_LOOP
     for (int j = 0; j < AB_TN; j++) {
       uint qc = (j / 4) * 4 * AKV_NTC + 4 * tc + j % 4;
       ulong qi = i0 + qc;
-      ATT_OUTER_LOOP
       for (int i = 0; i < AB_TM; i++) {
         ulong key = k0 + keys[i];
         T x = st[i][j];
@@ -502,38 +565,32 @@ att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, glo
         st[i][j] = p;
         dpt[i][j] = p * (dpt[i][j] - del_s[qc]);
       }
-      ATT_OUTER_LOOP
       for (int a = 0; a < AB_TM / 4; a++) {
         uint at = qc * (AKV_KS / 4) + a * AKV_NTR + tr;
         ps4[at] = (T4)(st[4 * a][j], st[4 * a + 1][j], st[4 * a + 2][j], st[4 * a + 3][j]);
         ds4[at] = (T4)(dpt[4 * a][j], dpt[4 * a + 1][j], dpt[4 * a + 2][j], dpt[4 * a + 3][j]);
       }
     }
-    for (uint c0 = 0; c0 < ABQ_KV && i0 + c0 < Sq; c0 += AB_VK) {
+    for (uint c0 = 0; c0 < ABQ_KV && i0 + c0 < Sq; c0 += AKV_VK) {
       barrier(CLK_LOCAL_MEM_FENCE);
-      att_stage_rows(stage4, AB_VK, db, i0 + c0, Sq, Dv, lid, AKV_NT, vec);
-      att_stage_rows(stage4 + AB_VK * ATT_DH / 4, AB_VK, qb, i0 + c0, Sq, D, lid, AKV_NT, vec);
+      att_stage_rows(stage4, AKV_VK, db, i0 + c0, Sq, Dv, lid, AKV_NT, vec);
+      att_stage_rows(stage4 + AKV_VK * ATT_DH / 4, AKV_VK, qb, i0 + c0, Sq, D, lid, AKV_NT, vec);
       barrier(CLK_LOCAL_MEM_FENCE);
-      ATT_OUTER_LOOP
-      for (int c = 0; c < AB_VK; c++) {
+      for (int c = 0; c < AKV_VK; c++) {
         T pv[AB_TM], dsv[AB_TM], ov[AKV_ON], qv[AKV_ON];
-        ATT_OUTER_LOOP
         for (int a = 0; a < AB_TM / 4; a++) {
           uint at = (c0 + c) * (AKV_KS / 4) + a * AKV_NTR + tr;
           T4 t = ps4[at], u = ds4[at];
           ATT_UNPACK(pv, 4 * a, t);
           ATT_UNPACK(dsv, 4 * a, u);
         }
-        ATT_OUTER_LOOP
         for (int b = 0; b < AKV_ON / 4; b++) {
           T4 t = stage4[c * (ATT_DH / 4) + b * AKV_NTC + tc];
-          T4 u = stage4[(AB_VK + c) * (ATT_DH / 4) + b * AKV_NTC + tc];
+          T4 u = stage4[(AKV_VK + c) * (ATT_DH / 4) + b * AKV_NTC + tc];
           ATT_UNPACK(ov, 4 * b, t);
           ATT_UNPACK(qv, 4 * b, u);
         }
-        ATT_OUTER_LOOP
         for (int i = 0; i < AB_TM; i++)
-          ATT_OUTER_LOOP
           for (int e = 0; e < AKV_ON; e++) {
             adv[i][e] += pv[i] * ov[e];
             adk[i][e] += dsv[i] * qv[e];
@@ -541,12 +598,10 @@ att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, glo
       }
     }
   }
-  ATT_OUTER_LOOP
   for (int i = 0; i < AB_TM; i++) {
     ulong key = k0 + keys[i];
     if (key >= Sk)
       continue;
-    ATT_OUTER_LOOP
     for (int e = 0; e < AKV_ON; e++) {
       ulong d = (e / 4) * 4 * AKV_NTC + 4 * tc + e % 4;
       if (d < D)
@@ -583,13 +638,11 @@ att_bwd_dq(global const ST *q, ulong qoff, global const ST *k, ulong koff, globa
   global const ST *mb = mask + moff + bh * mstride;
   T adq[AB_TM][AQ_ON], li[AB_TM], di[AB_TM];
   uint rows[AB_TM];
-  ATT_OUTER_LOOP
   for (int i = 0; i < AB_TM; i++) {
     rows[i] = (i / 4) * 4 * AQ_NTR + 4 * tr + i % 4;
     ulong row = q0 + rows[i];
     li[i] = row < Sq ? KILN_LOAD(lse, loff + bh * Sq + row) : (T)0;
     di[i] = row < Sq ? delta[bh * Sq + row] : (T)0;
-    ATT_OUTER_LOOP
     for (int e = 0; e < AQ_ON; e++)
       adq[i][e] = (T)0;
   }
@@ -598,68 +651,54 @@ att_bwd_dq(global const ST *q, ulong qoff, global const ST *k, ulong koff, globa
     kend = q0 + ABQ_Q;
   for (ulong k0 = 0; k0 < kend; k0 += ABK_Q) {
     T s[AB_TM][AB_TN], dp[AB_TM][AB_TN];
-    ATT_OUTER_LOOP
     for (int i = 0; i < AB_TM; i++)
-      ATT_OUTER_LOOP
       for (int j = 0; j < AB_TN; j++)
         s[i][j] = dp[i][j] = (T)0;
-    for (ulong d0 = 0; d0 < D; d0 += AB_DC) {
+    for (ulong d0 = 0; d0 < D; d0 += AQ_DC) {
       barrier(CLK_LOCAL_MEM_FENCE);
-      att_stage_t(stage, AQ_QS, ABQ_Q, qb, q0, Sq, D, d0, scale, lid, AB_DC, AQ_NT, vec);
-      att_stage_t(stage + AB_DC * AQ_QS, AQ_KS, ABK_Q, kb, k0, Sk, D, d0, (T)1, lid, AB_DC,
+      att_stage_t(stage, AQ_QS, ABQ_Q, qb, q0, Sq, D, d0, scale, lid, AQ_DC, AQ_NT, vec);
+      att_stage_t(stage + AQ_DC * AQ_QS, AQ_KS, ABK_Q, kb, k0, Sk, D, d0, (T)1, lid, AQ_DC,
                   AQ_NT, vec);
       barrier(CLK_LOCAL_MEM_FENCE);
-      ATT_OUTER_LOOP
-      for (int dd = 0; dd < AB_DC; dd++) {
+      for (int dd = 0; dd < AQ_DC; dd++) {
         T qv[AB_TM], kv[AB_TN];
-        ATT_OUTER_LOOP
         for (int a = 0; a < AB_TM / 4; a++) {
           T4 t = stage4[dd * (AQ_QS / 4) + a * AQ_NTR + tr];
           ATT_UNPACK(qv, 4 * a, t);
         }
-        ATT_OUTER_LOOP
         for (int b = 0; b < AB_TN / 4; b++) {
-          T4 t = stage4[AB_DC * AQ_QS / 4 + dd * (AQ_KS / 4) + b * AQ_NTC + tc];
+          T4 t = stage4[AQ_DC * AQ_QS / 4 + dd * (AQ_KS / 4) + b * AQ_NTC + tc];
           ATT_UNPACK(kv, 4 * b, t);
         }
-        ATT_OUTER_LOOP
         for (int i = 0; i < AB_TM; i++)
-          ATT_OUTER_LOOP
           for (int j = 0; j < AB_TN; j++)
             s[i][j] += qv[i] * kv[j];
       }
     }
-    for (ulong d0 = 0; d0 < Dv; d0 += AB_DC) {
+    for (ulong d0 = 0; d0 < Dv; d0 += AQ_DC) {
       barrier(CLK_LOCAL_MEM_FENCE);
-      att_stage_t(stage, AQ_QS, ABQ_Q, db, q0, Sq, Dv, d0, (T)1, lid, AB_DC, AQ_NT, vec);
-      att_stage_t(stage + AB_DC * AQ_QS, AQ_KS, ABK_Q, vb, k0, Sk, Dv, d0, (T)1, lid, AB_DC,
+      att_stage_t(stage, AQ_QS, ABQ_Q, db, q0, Sq, Dv, d0, (T)1, lid, AQ_DC, AQ_NT, vec);
+      att_stage_t(stage + AQ_DC * AQ_QS, AQ_KS, ABK_Q, vb, k0, Sk, Dv, d0, (T)1, lid, AQ_DC,
                   AQ_NT, vec);
       barrier(CLK_LOCAL_MEM_FENCE);
-      ATT_OUTER_LOOP
-      for (int dd = 0; dd < AB_DC; dd++) {
+      for (int dd = 0; dd < AQ_DC; dd++) {
         T ov[AB_TM], vv[AB_TN];
-        ATT_OUTER_LOOP
         for (int a = 0; a < AB_TM / 4; a++) {
           T4 t = stage4[dd * (AQ_QS / 4) + a * AQ_NTR + tr];
           ATT_UNPACK(ov, 4 * a, t);
         }
-        ATT_OUTER_LOOP
         for (int b = 0; b < AB_TN / 4; b++) {
-          T4 t = stage4[AB_DC * AQ_QS / 4 + dd * (AQ_KS / 4) + b * AQ_NTC + tc];
+          T4 t = stage4[AQ_DC * AQ_QS / 4 + dd * (AQ_KS / 4) + b * AQ_NTC + tc];
           ATT_UNPACK(vv, 4 * b, t);
         }
-        ATT_OUTER_LOOP
         for (int i = 0; i < AB_TM; i++)
-          ATT_OUTER_LOOP
           for (int j = 0; j < AB_TN; j++)
             dp[i][j] += ov[i] * vv[j];
       }
     }
-    ATT_OUTER_LOOP
     for (int j = 0; j < AB_TN; j++) {
       uint kc = (j / 4) * 4 * AQ_NTC + 4 * tc + j % 4;
       ulong key = k0 + kc;
-      ATT_OUTER_LOOP
       for (int i = 0; i < AB_TM; i++) {
         ulong row = q0 + rows[i];
         T x = s[i][j];
@@ -669,42 +708,34 @@ att_bwd_dq(global const ST *q, ulong qoff, global const ST *k, ulong koff, globa
         T p = hidden || x == -INFINITY ? (T)0 : exp(x - li[i]);
         s[i][j] = p * (dp[i][j] - di[i]);
       }
-      ATT_OUTER_LOOP
       for (int a = 0; a < AB_TM / 4; a++)
         ds4[kc * (AQ_QS / 4) + a * AQ_NTR + tr] =
             (T4)(s[4 * a][j], s[4 * a + 1][j], s[4 * a + 2][j], s[4 * a + 3][j]);
     }
-    for (uint c0 = 0; c0 < ABK_Q && k0 + c0 < Sk; c0 += AB_VK) {
+    for (uint c0 = 0; c0 < ABK_Q && k0 + c0 < Sk; c0 += AQ_VK) {
       barrier(CLK_LOCAL_MEM_FENCE);
-      att_stage_rows(stage4, AB_VK, kb, k0 + c0, Sk, D, lid, AQ_NT, vec);
+      att_stage_rows(stage4, AQ_VK, kb, k0 + c0, Sk, D, lid, AQ_NT, vec);
       barrier(CLK_LOCAL_MEM_FENCE);
-      ATT_OUTER_LOOP
-      for (int c = 0; c < AB_VK; c++) {
+      for (int c = 0; c < AQ_VK; c++) {
         T dsv[AB_TM], kv[AQ_ON];
-        ATT_OUTER_LOOP
         for (int a = 0; a < AB_TM / 4; a++) {
           T4 t = ds4[(c0 + c) * (AQ_QS / 4) + a * AQ_NTR + tr];
           ATT_UNPACK(dsv, 4 * a, t);
         }
-        ATT_OUTER_LOOP
         for (int b = 0; b < AQ_ON / 4; b++) {
           T4 t = stage4[c * (ATT_DH / 4) + b * AQ_NTC + tc];
           ATT_UNPACK(kv, 4 * b, t);
         }
-        ATT_OUTER_LOOP
         for (int i = 0; i < AB_TM; i++)
-          ATT_OUTER_LOOP
           for (int e = 0; e < AQ_ON; e++)
             adq[i][e] += dsv[i] * kv[e];
       }
     }
   }
-  ATT_OUTER_LOOP
   for (int i = 0; i < AB_TM; i++) {
     ulong row = q0 + rows[i];
     if (row >= Sq)
       continue;
-    ATT_OUTER_LOOP
     for (int e = 0; e < AQ_ON; e++) {
       ulong d = (e / 4) * 4 * AQ_NTC + 4 * tc + e % 4;
       if (d < D)

@@ -11,7 +11,9 @@
  *   KILN_OK; KILN_ERR_INVALID_HANDLE; KILN_ERR_INVALID_ARGUMENT (a NULL required pointer, a
  *   bad scale, outputs sharing bytes); KILN_ERR_CONTEXT_MISMATCH; KILN_ERR_DTYPE (not
  *   f32/f64, or dtypes differ); KILN_ERR_SHAPE (shapes that do not match as documented);
- *   KILN_ERR_UNSUPPORTED (f64 without fp64; a head dimension above 128); KILN_ERR_BUILD;
+ *   KILN_ERR_UNSUPPORTED (f64 without fp64; a head dimension above 128; a device whose
+ *   work-groups or local memory are too small for every kernel tile: the backward needs 128
+ *   items in f32, 64 in f64); KILN_ERR_BUILD;
  *   KILN_ERR_OPENCL; KILN_ERR_DEVICE_MEMORY; KILN_ERR_HOST_MEMORY; KILN_ERR_OVERFLOW (more
  *   than 2^31 - 1 work-groups).
  */

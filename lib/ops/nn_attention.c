@@ -45,20 +45,22 @@ att_bwd_items(kiln_dtype dt)
 /*
  * The forward kernel's tiles (cl_kernels/nn_attention.cl, att_fwd): queries per work-group,
  * keys per tile, the register tile of scores per work-item (tm x tn), features per Q/K
- * staging chunk and keys per V staging chunk. The `attention` tuner family's parameter
- * "tile" indexes this table; 0 is the rule (att_rule_tile).
+ * staging chunk, keys per V staging chunk, and whether loads run one staging step ahead (pf).
+ * The `attention` tuner family's parameter "tile" indexes this table; 0 is the rule
+ * (att_rule_tile).
  */
 typedef struct {
-  uint16_t bq, bk, tm, tn, dc, vk;
+  uint16_t bq, bk, tm, tn, dc, vk, pf;
 } att_tile;
 
 static const att_tile att_tiles[] = {
-    {0, 0, 0, 0, 0, 0},     /* 0: the rule */
-    {64, 64, 4, 4, 32, 32}, /* 1: 256 items, 4x4 scores, 4x8 outputs (head 128) */
-    {64, 64, 8, 4, 16, 16}, /* 2: 128 items, 8x4 scores, 8x8 outputs */
-    {64, 32, 4, 4, 16, 8},  /* 3: 128 items, 4x4 scores, 4x16 outputs */
-    {32, 32, 4, 4, 16, 16}, /* 4: 64 items, 4x4 scores, 4x16 outputs (f64 in 28 KiB) */
-    {32, 64, 4, 4, 16, 8},  /* 5: 128 items, 4x4 scores, 4x8 outputs */
+    {0, 0, 0, 0, 0, 0, 0},     /* 0: the rule */
+    {64, 64, 4, 4, 32, 32, 0}, /* 1: 256 items, 4x4 scores, 4x8 outputs (head 128) */
+    {64, 64, 8, 4, 32, 32, 0}, /* 2: 128 items, 8x4 scores, 8x8 outputs (f32 38 KiB) */
+    {64, 32, 4, 4, 16, 8, 0},  /* 3: 128 items, 4x4 scores, 4x16 outputs */
+    {32, 32, 4, 4, 16, 16, 0}, /* 4: 64 items, 4x4 scores, 4x16 outputs (f64 in 28 KiB) */
+    {32, 64, 4, 4, 16, 16, 0}, /* 5: 128 items, 4x4 scores, 4x8 outputs (f64 38 KiB) */
+    {64, 64, 8, 4, 32, 32, 1}, /* 6: tile 2, loads issued one staging step ahead */
 };
 #define ATT_NTILES (sizeof att_tiles / sizeof att_tiles[0])
 
@@ -68,8 +70,8 @@ typedef struct {
 } att_variant;
 
 /* The head dimension the accumulators of tile t cover for D and Dv: 32, 64 or 128, at least
- * 4 features per item of a row (0: the tile cannot). CPUs: always 128 (the loops stay rolled
- * there, so a wider accumulator costs memory, not compile time; one program per tile). */
+ * 4 features per item of a row (0: the tile cannot). CPUs: always 128 (one program per tile:
+ * PoCL takes seconds to compile each, and registers are not the limit there). */
 static uint32_t
 att_dh(const kiln_device_info *info, const att_tile *t, uint64_t D, uint64_t Dv)
 {
@@ -101,21 +103,23 @@ static int
 att_tile_fits(const kiln_device_info *info, const att_tile *t, uint32_t dh, size_t esz)
 {
   uint64_t items = (uint64_t)(t->bq / t->tm) * (t->bk / t->tn), lb = att_local_bytes(t, dh, esz);
-  return dh && items <= info->max_work_group_size && lb <= info->local_mem_bytes &&
-         lb <= 48 * 1024;
+  return dh && items <= info->max_work_group_size && lb <= info->local_mem_bytes && lb <= 48 * 1024;
 }
 
 /*
- * The tile the rule picks: on GPUs the one measured fastest on the H200 per dtype; on CPUs
- * (PoCL runs a work-group's items as loops over vectorised lanes) the 64-item 32 x 32 tile;
- * then the first of the rest that fits the device.
+ * The tile the rule picks: on GPUs tile 2 in f32 (the H200's first run measured it at 54 ms
+ * for batch 8 x 16 heads x 4096 tokens x head 128, 0.43x PyTorch, with 16-feature chunks, since
+ * widened to 32 to halve its barriers) and the f64 tile with the fewest barriers that fits;
+ * on CPUs (PoCL runs a work-group's items as loops over vectorised lanes) the 64-item 32 x 32
+ * tile; then the first of the rest that fits the device. `kiln tune --family attention`
+ * times them all.
  */
 static uint32_t
 att_rule_tile(const kiln_device_info *info, kiln_dtype dt, uint64_t D, uint64_t Dv)
 {
-  static const uint32_t gpu_f32[] = {2, 1, 3, 5, 4};
-  static const uint32_t gpu_f64[] = {5, 3, 4, 2, 1};
-  static const uint32_t cpu[] = {4, 3, 5, 2, 1};
+  static const uint32_t gpu_f32[] = {2, 6, 1, 3, 5, 4};
+  static const uint32_t gpu_f64[] = {5, 3, 4, 2, 6, 1};
+  static const uint32_t cpu[] = {4, 3, 5, 2, 6, 1};
   const uint32_t *order = !info->is_gpu ? cpu : dt == KILN_F64 ? gpu_f64 : gpu_f32;
   size_t esz = kiln_dtype_size(dt);
   for (size_t i = 0; i < ATT_NTILES - 1; i++) {
@@ -153,10 +157,8 @@ kiln__nnt_build_options(const kiln_device_info *info, const char *source, kiln_d
   const att_tile *t = &att_tiles[v->tile < ATT_NTILES && v->tile ? v->tile : 1];
   kiln__options_append(buf, len,
                        " -DATT_BQ=%u -DATT_BK=%u -DATT_TM=%u -DATT_TN=%u -DATT_DC=%u"
-                       " -DATT_VK=%u -DATT_DH=%u",
-                       t->bq, t->bk, t->tm, t->tn, t->dc, t->vk, v->dh);
-  if (!info->is_gpu)
-    kiln__options_append(buf, len, " -DATT_ROLLED=1");
+                       " -DATT_VK=%u -DATT_DH=%u -DATT_PF=%u",
+                       t->bq, t->bk, t->tm, t->tn, t->dc, t->vk, v->dh, t->pf);
 }
 
 /* The geometry of one attention call. */
@@ -511,7 +513,7 @@ kiln_attention_backward(kiln_context *ctx, const kiln_tensor *grad_out, const ki
 
 #define N_(a) (sizeof(a) / sizeof((a)[0]))
 
-static const uint64_t att_tile_full[] = {1, 2, 3, 4, 5};
+static const uint64_t att_tile_full[] = {1, 2, 3, 4, 5, 6};
 static const uint64_t att_tile_quick[] = {2, 3, 4};
 
 static const struct kiln__tune_param att_params[] = {
