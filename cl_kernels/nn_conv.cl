@@ -463,16 +463,6 @@ igemm_gather(const int bwd, global const ST *sp, int4 e, int bvalid, int bz, int
   return (T)0;
 }
 
-/* One result column's 4 consecutive destinations of a block (c, .s<j>). */
-#define IGEMM_PUT(j, comp)                                                      \
-  if (cv[j])                                                                    \
-    for (int r = 0; r < KILN_CONV_RM / 4; r++)                                  \
-      for (int i = 0; i < 4; i++) {                                             \
-        const uint m = m0 + (ty + (uint)r * CONV_WY) * 4 + (uint)i;             \
-        if (m < M)                                                              \
-          KILN_STORE(dp, cb[j] + (ulong)m * CV, acc[r * 4 + i][c].comp + bias[r * 4 + i]); \
-      }
-
 inline void
 igemm_body(const int bwd, global const ST *src, ulong soff, global const int4 *tab,
            global const T *pk, ulong pkoff, global const ST *b, ulong boff, global ST *dst,
@@ -517,10 +507,11 @@ igemm_body(const int bwd, global const ST *src, ulong soff, global const int4 *t
     T ra[CONV_AL], rb[CONV_BL];
     CT4 acc[KILN_CONV_RM][KILN_CONV_RN / 4];
 #pragma unroll
-    for (int i = 0; i < KILN_CONV_RM; i++)
+    for (int i = 0; i < KILN_CONV_RM; i++) {
 #pragma unroll
       for (int c = 0; c < KILN_CONV_RN / 4; c++)
         acc[i][c] = (CT4)0;
+    }
 #pragma unroll
     for (int i = 0; i < CONV_AL; i++) {
       const uint e = tid + (uint)i * 256;
@@ -561,7 +552,7 @@ igemm_body(const int bwd, global const ST *src, ulong soff, global const int4 *t
         for (int c = 0; c < KILN_CONV_RN / 4; c++)
           bq[c] = Bs4[kk * (CONV_TN / 4) + tx + (uint)c * KILN_CONV_WX];
 #pragma unroll
-        for (int r = 0; r < KILN_CONV_RM / 4; r++)
+        for (int r = 0; r < KILN_CONV_RM / 4; r++) {
 #pragma unroll
           for (int c = 0; c < KILN_CONV_RN / 4; c++) {
             acc[r * 4 + 0][c] = fma((CT4)(a[r].s0), bq[c], acc[r * 4 + 0][c]);
@@ -569,28 +560,52 @@ igemm_body(const int bwd, global const ST *src, ulong soff, global const int4 *t
             acc[r * 4 + 2][c] = fma((CT4)(a[r].s2), bq[c], acc[r * 4 + 2][c]);
             acc[r * 4 + 3][c] = fma((CT4)(a[r].s3), bq[c], acc[r * 4 + 3][c]);
           }
+        }
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
+    /* Every loop indexing acc is unrolled: a dynamic index would put it in memory. */
     T bias[KILN_CONV_RM];
-    for (int r = 0; r < KILN_CONV_RM / 4; r++)
+#pragma unroll
+    for (int r = 0; r < KILN_CONV_RM / 4; r++) {
+#pragma unroll
       for (int i = 0; i < 4; i++) {
         const uint m = m0 + (ty + (uint)r * CONV_WY) * 4 + (uint)i;
         bias[r * 4 + i] = (flags & 1u) && m < M ? KILN_LOAD(b, boff + grp * M + m) : (T)0;
       }
+    }
     global ST *dp = dst + doff + (ulong)grp * M * CV;
+#pragma unroll
     for (int c = 0; c < KILN_CONV_RN / 4; c++) {
+      /* The destinations of the block's 4 consecutive columns (sample, position). */
       ulong cb[4];
       int cv[4];
+#pragma unroll
       for (int j = 0; j < 4; j++) {
         const uint col = p0 + (tx + (uint)c * KILN_CONV_WX) * 4 + (uint)j;
         cv[j] = col < ncol;
         cb[j] = cv[j] ? (ulong)(col / CV) * (ulong)ch.z * CV + col % CV : 0;
       }
-      IGEMM_PUT(0, s0)
-      IGEMM_PUT(1, s1)
-      IGEMM_PUT(2, s2)
-      IGEMM_PUT(3, s3)
+#pragma unroll
+      for (int r = 0; r < KILN_CONV_RM / 4; r++) {
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+          const uint m = m0 + (ty + (uint)r * CONV_WY) * 4 + (uint)i;
+          if (m < M) {
+            const CT4 v = acc[r * 4 + i][c];
+            const T bv = bias[r * 4 + i];
+            const ulong ro = (ulong)m * CV;
+            if (cv[0])
+              KILN_STORE(dp, cb[0] + ro, v.s0 + bv);
+            if (cv[1])
+              KILN_STORE(dp, cb[1] + ro, v.s1 + bv);
+            if (cv[2])
+              KILN_STORE(dp, cb[2] + ro, v.s2 + bv);
+            if (cv[3])
+              KILN_STORE(dp, cb[3] + ro, v.s3 + bv);
+          }
+        }
+      }
     }
   }
 }
@@ -671,10 +686,11 @@ conv_igemm_wgrad(global const ST *g, ulong goff, global const ST *x, ulong xoff,
     T ra[CONV_AL], rb[CONV_BL];
     CT4 acc[KILN_CONV_RM][KILN_CONV_RN / 4];
 #pragma unroll
-    for (int i = 0; i < KILN_CONV_RM; i++)
+    for (int i = 0; i < KILN_CONV_RM; i++) {
 #pragma unroll
       for (int c = 0; c < KILN_CONV_RN / 4; c++)
         acc[i][c] = (CT4)0;
+    }
     if (tid < CONV_TK)
       wgrad_row(rt, rl, tid, kb + tid, ke, L, out, s, p);
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -726,7 +742,7 @@ conv_igemm_wgrad(global const ST *g, ulong goff, global const ST *x, ulong xoff,
         for (int c = 0; c < KILN_CONV_RN / 4; c++)
           bq[c] = Bs4[kk * (CONV_TN / 4) + tx + (uint)c * KILN_CONV_WX];
 #pragma unroll
-        for (int r = 0; r < KILN_CONV_RM / 4; r++)
+        for (int r = 0; r < KILN_CONV_RM / 4; r++) {
 #pragma unroll
           for (int c = 0; c < KILN_CONV_RN / 4; c++) {
             acc[r * 4 + 0][c] = fma((CT4)(a[r].s0), bq[c], acc[r * 4 + 0][c]);
@@ -734,12 +750,14 @@ conv_igemm_wgrad(global const ST *g, ulong goff, global const ST *x, ulong xoff,
             acc[r * 4 + 2][c] = fma((CT4)(a[r].s2), bq[c], acc[r * 4 + 2][c]);
             acc[r * 4 + 3][c] = fma((CT4)(a[r].s3), bq[c], acc[r * 4 + 3][c]);
           }
+        }
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
     global T *pp = part + ((ulong)split * G + grp) * M * J;
 #pragma unroll
-    for (int r = 0; r < KILN_CONV_RM / 4; r++)
+    for (int r = 0; r < KILN_CONV_RM / 4; r++) {
+#pragma unroll
       for (int i = 0; i < 4; i++) {
         const uint m = m0 + (ty + (uint)r * CONV_WY) * 4 + (uint)i;
         if (m >= M)
@@ -759,5 +777,6 @@ conv_igemm_wgrad(global const ST *g, ulong goff, global const ST *x, ulong xoff,
             q[3] = v.s3;
         }
       }
+    }
   }
 }
