@@ -798,7 +798,7 @@ START_TEST(conv_shapes)
 }
 END_TEST
 
-/* Every tile of route 4 (the tuner may pick any for any dtype): tile edges in rows (70 rows
+/* Every tile of route 4 (the tuner may pick any): tile edges in rows (70 rows
  * per group: two 64-row tiles, one 128-row tile), columns that straddle samples, strides,
  * dilation, groups, 3-D, and a batch whose columns span many tiles. */
 START_TEST(conv_tiles)
@@ -809,7 +809,9 @@ START_TEST(conv_tiles)
     for (size_t i = 0; i < sizeof f32_cases / sizeof f32_cases[0]; i++)
       run_conv_case(&conv_cases[f32_cases[i]], KILN_F32, -1 - tile);
     run_conv_case(&big, KILN_F32, -1 - tile);
-    if (harness_has_fp64() && tile > 1)
+    /* f64 on the GPU default (tile 2) only: tiles 3 and 4 are the same code with another -DT,
+     * each one more program to build on PoCL. */
+    if (harness_has_fp64() && tile == 2)
       for (size_t i = 0; i < sizeof f64_cases / sizeof f64_cases[0]; i++)
         run_conv_case(&conv_cases[f64_cases[i]], KILN_F64, -1 - tile);
   }
