@@ -638,8 +638,8 @@ conv_igemm_bwd(global const ST *src, ulong soff, global const int4 *tab, global 
  * stored in part [nsplit][G][M][J] (sum_parts adds them in order: deterministic). Tiles, items
  * and the pipelining as conv_igemm; tab is conv_pack's forward table, indexed by the column j.
  * Each K slice's rows (sample, output position) are split once into the local table rt
- * (double-buffered: the next slice's rows are written while this slice's loads may still read
- * the current ones). Grid: dimension 0 ceil(J / CONV_TN) groups of 256, dimension 1 over
+ * (double-buffered: the next slice's rows are written while the current slice is stored), and
+ * the next slice's loads are in flight while the current one is multiplied. Grid: dimension 0 ceil(J / CONV_TN) groups of 256, dimension 1 over
  * ceil(M / CONV_TM) * G * nsplit tiles (looped beyond what the host launches). Local: As, Bs as
  * conv_igemm, rt 2 CONV_TK int4 and rl 2 CONV_TK int.
  */
@@ -657,6 +657,33 @@ wgrad_row(local int4 *rt, local int *rl, uint r, uint k, uint ke, uint L, long4 
   }
   rt[r] = e;
   rl[r] = l;
+}
+
+/* One slice's A (gradient) and B (gathered input) elements of an item, rows from rt, rl. */
+inline void
+wgrad_load(T *ra, T *rb, local const int4 *rr, local const int *ll, uint akk, uint am0, uint br0,
+           uint m0, uint M, uint L, global const ST *gp, global const ST *xp, int4 te, long4 ch,
+           long4 in, ulong ivol)
+{
+  const int4 ra_e = rr[akk];
+#pragma unroll
+  for (int i = 0; i < CONV_AL; i++) {
+    const uint m = m0 + am0 + (uint)i * (256 / CONV_TK);
+    ra[i] = ra_e.w >= 0 && m < M ? KILN_LOAD(gp, ((ulong)ra_e.w * ch.z + m) * L + (ulong)ll[akk])
+                                 : (T)0;
+  }
+#pragma unroll
+  for (int i = 0; i < CONV_BL; i++) {
+    const int4 e = rr[br0 + (uint)i * CONV_BR];
+    T v = (T)0;
+    if (e.w >= 0 && te.x >= 0) {
+      const int zz = e.x + te.y, yy = e.y + te.z, xx = e.z + te.w;
+      if ((uint)zz < (uint)in.x && (uint)yy < (uint)in.y && (uint)xx < (uint)in.z)
+        v = KILN_LOAD(xp, (ulong)e.w * (ulong)ch.y * ivol +
+                              (ulong)(uint)(te.x + (e.x * (int)in.y + e.y) * (int)in.z + e.z));
+    }
+    rb[i] = v;
+  }
 }
 
 kernel __attribute__((reqd_work_group_size(256, 1, 1))) void
@@ -694,44 +721,25 @@ conv_igemm_wgrad(global const ST *g, ulong goff, global const ST *x, ulong xoff,
     if (tid < CONV_TK)
       wgrad_row(rt, rl, tid, kb + tid, ke, L, out, s, p);
     barrier(CLK_LOCAL_MEM_FENCE);
+    wgrad_load(ra, rb, rt, rl, akk, am0, br0, m0, M, L, gp, xp, te, ch, in, ivol);
     uint buf = 0;
     for (uint k0 = kb; k0 < ke; k0 += CONV_TK, buf ^= 1u) {
-      /* Loads of slice k0 (its rows in rt[buf]), into registers. */
-      {
-        local const int4 *rr = rt + buf * CONV_TK;
-        local const int *ll = rl + buf * CONV_TK;
-        const int4 ra_e = rr[akk];
-#pragma unroll
-        for (int i = 0; i < CONV_AL; i++) {
-          const uint m = m0 + am0 + (uint)i * (256 / CONV_TK);
-          ra[i] = ra_e.w >= 0 && m < M
-                      ? KILN_LOAD(gp, ((ulong)ra_e.w * ch.z + m) * L + (ulong)ll[akk])
-                      : (T)0;
-        }
-#pragma unroll
-        for (int i = 0; i < CONV_BL; i++) {
-          const int4 e = rr[br0 + (uint)i * CONV_BR];
-          T v = (T)0;
-          if (e.w >= 0 && te.x >= 0) {
-            const int zz = e.x + te.y, yy = e.y + te.z, xx = e.z + te.w;
-            if ((uint)zz < (uint)in.x && (uint)yy < (uint)in.y && (uint)xx < (uint)in.z)
-              v = KILN_LOAD(xp, (ulong)e.w * (ulong)ch.y * ivol +
-                                    (ulong)(uint)(te.x + (e.x * (int)in.y + e.y) * (int)in.z + e.z));
-          }
-          rb[i] = v;
-        }
-      }
-      /* The next slice's rows go to the other buffer (last read two slices ago). */
-      if (tid < CONV_TK)
-        wgrad_row(rt + (buf ^ 1u) * CONV_TK, rl + (buf ^ 1u) * CONV_TK, tid, k0 + CONV_TK + tid,
-                  ke, L, out, s, p);
 #pragma unroll
       for (int i = 0; i < CONV_AL; i++)
         As[akk * CONV_TM + am0 + (uint)i * (256 / CONV_TK)] = ra[i];
 #pragma unroll
       for (int i = 0; i < CONV_BL; i++)
         Bs[(br0 + (uint)i * CONV_BR) * CONV_TN + bc] = rb[i];
+      /* The next slice's rows go to the other buffer, last read by the loads of the previous
+       * iteration (before its closing barrier). */
+      if (tid < CONV_TK)
+        wgrad_row(rt + (buf ^ 1u) * CONV_TK, rl + (buf ^ 1u) * CONV_TK, tid, k0 + CONV_TK + tid,
+                  ke, L, out, s, p);
       barrier(CLK_LOCAL_MEM_FENCE);
+      /* The next slice's loads are in flight while this one is multiplied. */
+      if (k0 + CONV_TK < ke)
+        wgrad_load(ra, rb, rt + (buf ^ 1u) * CONV_TK, rl + (buf ^ 1u) * CONV_TK, akk, am0, br0,
+                   m0, M, L, gp, xp, te, ch, in, ivol);
 #pragma unroll
       for (uint kk = 0; kk < CONV_TK; kk++) {
         CT4 a[KILN_CONV_RM / 4], bq[KILN_CONV_RN / 4];
