@@ -463,16 +463,6 @@ igemm_gather(const int bwd, global const ST *sp, int4 e, int bvalid, int bz, int
   return (T)0;
 }
 
-/* One result column's 4 consecutive destinations of a block (c, .s<j>). */
-#define IGEMM_PUT(j, comp)                                                      \
-  if (cv[j])                                                                    \
-    for (int r = 0; r < KILN_CONV_RM / 4; r++)                                  \
-      for (int i = 0; i < 4; i++) {                                             \
-        const uint m = m0 + (ty + (uint)r * CONV_WY) * 4 + (uint)i;             \
-        if (m < M)                                                              \
-          KILN_STORE(dp, cb[j] + (ulong)m * CV, acc[r * 4 + i][c].comp + bias[r * 4 + i]); \
-      }
-
 inline void
 igemm_body(const int bwd, global const ST *src, ulong soff, global const int4 *tab,
            global const T *pk, ulong pkoff, global const ST *b, ulong boff, global ST *dst,
@@ -517,10 +507,11 @@ igemm_body(const int bwd, global const ST *src, ulong soff, global const int4 *t
     T ra[CONV_AL], rb[CONV_BL];
     CT4 acc[KILN_CONV_RM][KILN_CONV_RN / 4];
 #pragma unroll
-    for (int i = 0; i < KILN_CONV_RM; i++)
+    for (int i = 0; i < KILN_CONV_RM; i++) {
 #pragma unroll
       for (int c = 0; c < KILN_CONV_RN / 4; c++)
         acc[i][c] = (CT4)0;
+    }
 #pragma unroll
     for (int i = 0; i < CONV_AL; i++) {
       const uint e = tid + (uint)i * 256;
@@ -561,7 +552,7 @@ igemm_body(const int bwd, global const ST *src, ulong soff, global const int4 *t
         for (int c = 0; c < KILN_CONV_RN / 4; c++)
           bq[c] = Bs4[kk * (CONV_TN / 4) + tx + (uint)c * KILN_CONV_WX];
 #pragma unroll
-        for (int r = 0; r < KILN_CONV_RM / 4; r++)
+        for (int r = 0; r < KILN_CONV_RM / 4; r++) {
 #pragma unroll
           for (int c = 0; c < KILN_CONV_RN / 4; c++) {
             acc[r * 4 + 0][c] = fma((CT4)(a[r].s0), bq[c], acc[r * 4 + 0][c]);
@@ -569,28 +560,52 @@ igemm_body(const int bwd, global const ST *src, ulong soff, global const int4 *t
             acc[r * 4 + 2][c] = fma((CT4)(a[r].s2), bq[c], acc[r * 4 + 2][c]);
             acc[r * 4 + 3][c] = fma((CT4)(a[r].s3), bq[c], acc[r * 4 + 3][c]);
           }
+        }
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
+    /* Every loop indexing acc is unrolled: a dynamic index would put it in memory. */
     T bias[KILN_CONV_RM];
-    for (int r = 0; r < KILN_CONV_RM / 4; r++)
+#pragma unroll
+    for (int r = 0; r < KILN_CONV_RM / 4; r++) {
+#pragma unroll
       for (int i = 0; i < 4; i++) {
         const uint m = m0 + (ty + (uint)r * CONV_WY) * 4 + (uint)i;
         bias[r * 4 + i] = (flags & 1u) && m < M ? KILN_LOAD(b, boff + grp * M + m) : (T)0;
       }
+    }
     global ST *dp = dst + doff + (ulong)grp * M * CV;
+#pragma unroll
     for (int c = 0; c < KILN_CONV_RN / 4; c++) {
+      /* The destinations of the block's 4 consecutive columns (sample, position). */
       ulong cb[4];
       int cv[4];
+#pragma unroll
       for (int j = 0; j < 4; j++) {
         const uint col = p0 + (tx + (uint)c * KILN_CONV_WX) * 4 + (uint)j;
         cv[j] = col < ncol;
         cb[j] = cv[j] ? (ulong)(col / CV) * (ulong)ch.z * CV + col % CV : 0;
       }
-      IGEMM_PUT(0, s0)
-      IGEMM_PUT(1, s1)
-      IGEMM_PUT(2, s2)
-      IGEMM_PUT(3, s3)
+#pragma unroll
+      for (int r = 0; r < KILN_CONV_RM / 4; r++) {
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+          const uint m = m0 + (ty + (uint)r * CONV_WY) * 4 + (uint)i;
+          if (m < M) {
+            const CT4 v = acc[r * 4 + i][c];
+            const T bv = bias[r * 4 + i];
+            const ulong ro = (ulong)m * CV;
+            if (cv[0])
+              KILN_STORE(dp, cb[0] + ro, v.s0 + bv);
+            if (cv[1])
+              KILN_STORE(dp, cb[1] + ro, v.s1 + bv);
+            if (cv[2])
+              KILN_STORE(dp, cb[2] + ro, v.s2 + bv);
+            if (cv[3])
+              KILN_STORE(dp, cb[3] + ro, v.s3 + bv);
+          }
+        }
+      }
     }
   }
 }
@@ -623,8 +638,8 @@ conv_igemm_bwd(global const ST *src, ulong soff, global const int4 *tab, global 
  * stored in part [nsplit][G][M][J] (sum_parts adds them in order: deterministic). Tiles, items
  * and the pipelining as conv_igemm; tab is conv_pack's forward table, indexed by the column j.
  * Each K slice's rows (sample, output position) are split once into the local table rt
- * (double-buffered: the next slice's rows are written while this slice's loads may still read
- * the current ones). Grid: dimension 0 ceil(J / CONV_TN) groups of 256, dimension 1 over
+ * (double-buffered: the next slice's rows are written while the current slice is stored), and
+ * the next slice's loads are in flight while the current one is multiplied. Grid: dimension 0 ceil(J / CONV_TN) groups of 256, dimension 1 over
  * ceil(M / CONV_TM) * G * nsplit tiles (looped beyond what the host launches). Local: As, Bs as
  * conv_igemm, rt 2 CONV_TK int4 and rl 2 CONV_TK int.
  */
@@ -642,6 +657,33 @@ wgrad_row(local int4 *rt, local int *rl, uint r, uint k, uint ke, uint L, long4 
   }
   rt[r] = e;
   rl[r] = l;
+}
+
+/* One slice's A (gradient) and B (gathered input) elements of an item, rows from rt, rl. */
+inline void
+wgrad_load(T *ra, T *rb, local const int4 *rr, local const int *ll, uint akk, uint am0, uint br0,
+           uint m0, uint M, uint L, global const ST *gp, global const ST *xp, int4 te, long4 ch,
+           long4 in, ulong ivol)
+{
+  const int4 ra_e = rr[akk];
+#pragma unroll
+  for (int i = 0; i < CONV_AL; i++) {
+    const uint m = m0 + am0 + (uint)i * (256 / CONV_TK);
+    ra[i] = ra_e.w >= 0 && m < M ? KILN_LOAD(gp, ((ulong)ra_e.w * ch.z + m) * L + (ulong)ll[akk])
+                                 : (T)0;
+  }
+#pragma unroll
+  for (int i = 0; i < CONV_BL; i++) {
+    const int4 e = rr[br0 + (uint)i * CONV_BR];
+    T v = (T)0;
+    if (e.w >= 0 && te.x >= 0) {
+      const int zz = e.x + te.y, yy = e.y + te.z, xx = e.z + te.w;
+      if ((uint)zz < (uint)in.x && (uint)yy < (uint)in.y && (uint)xx < (uint)in.z)
+        v = KILN_LOAD(xp, (ulong)e.w * (ulong)ch.y * ivol +
+                              (ulong)(uint)(te.x + (e.x * (int)in.y + e.y) * (int)in.z + e.z));
+    }
+    rb[i] = v;
+  }
 }
 
 kernel __attribute__((reqd_work_group_size(256, 1, 1))) void
@@ -671,51 +713,33 @@ conv_igemm_wgrad(global const ST *g, ulong goff, global const ST *x, ulong xoff,
     T ra[CONV_AL], rb[CONV_BL];
     CT4 acc[KILN_CONV_RM][KILN_CONV_RN / 4];
 #pragma unroll
-    for (int i = 0; i < KILN_CONV_RM; i++)
+    for (int i = 0; i < KILN_CONV_RM; i++) {
 #pragma unroll
       for (int c = 0; c < KILN_CONV_RN / 4; c++)
         acc[i][c] = (CT4)0;
+    }
     if (tid < CONV_TK)
       wgrad_row(rt, rl, tid, kb + tid, ke, L, out, s, p);
     barrier(CLK_LOCAL_MEM_FENCE);
+    wgrad_load(ra, rb, rt, rl, akk, am0, br0, m0, M, L, gp, xp, te, ch, in, ivol);
     uint buf = 0;
     for (uint k0 = kb; k0 < ke; k0 += CONV_TK, buf ^= 1u) {
-      /* Loads of slice k0 (its rows in rt[buf]), into registers. */
-      {
-        local const int4 *rr = rt + buf * CONV_TK;
-        local const int *ll = rl + buf * CONV_TK;
-        const int4 ra_e = rr[akk];
-#pragma unroll
-        for (int i = 0; i < CONV_AL; i++) {
-          const uint m = m0 + am0 + (uint)i * (256 / CONV_TK);
-          ra[i] = ra_e.w >= 0 && m < M
-                      ? KILN_LOAD(gp, ((ulong)ra_e.w * ch.z + m) * L + (ulong)ll[akk])
-                      : (T)0;
-        }
-#pragma unroll
-        for (int i = 0; i < CONV_BL; i++) {
-          const int4 e = rr[br0 + (uint)i * CONV_BR];
-          T v = (T)0;
-          if (e.w >= 0 && te.x >= 0) {
-            const int zz = e.x + te.y, yy = e.y + te.z, xx = e.z + te.w;
-            if ((uint)zz < (uint)in.x && (uint)yy < (uint)in.y && (uint)xx < (uint)in.z)
-              v = KILN_LOAD(xp, (ulong)e.w * (ulong)ch.y * ivol +
-                                    (ulong)(uint)(te.x + (e.x * (int)in.y + e.y) * (int)in.z + e.z));
-          }
-          rb[i] = v;
-        }
-      }
-      /* The next slice's rows go to the other buffer (last read two slices ago). */
-      if (tid < CONV_TK)
-        wgrad_row(rt + (buf ^ 1u) * CONV_TK, rl + (buf ^ 1u) * CONV_TK, tid, k0 + CONV_TK + tid,
-                  ke, L, out, s, p);
 #pragma unroll
       for (int i = 0; i < CONV_AL; i++)
         As[akk * CONV_TM + am0 + (uint)i * (256 / CONV_TK)] = ra[i];
 #pragma unroll
       for (int i = 0; i < CONV_BL; i++)
         Bs[(br0 + (uint)i * CONV_BR) * CONV_TN + bc] = rb[i];
+      /* The next slice's rows go to the other buffer, last read by the loads of the previous
+       * iteration (before its closing barrier). */
+      if (tid < CONV_TK)
+        wgrad_row(rt + (buf ^ 1u) * CONV_TK, rl + (buf ^ 1u) * CONV_TK, tid, k0 + CONV_TK + tid,
+                  ke, L, out, s, p);
       barrier(CLK_LOCAL_MEM_FENCE);
+      /* The next slice's loads are in flight while this one is multiplied. */
+      if (k0 + CONV_TK < ke)
+        wgrad_load(ra, rb, rt + (buf ^ 1u) * CONV_TK, rl + (buf ^ 1u) * CONV_TK, akk, am0, br0,
+                   m0, M, L, gp, xp, te, ch, in, ivol);
 #pragma unroll
       for (uint kk = 0; kk < CONV_TK; kk++) {
         CT4 a[KILN_CONV_RM / 4], bq[KILN_CONV_RN / 4];
@@ -726,7 +750,7 @@ conv_igemm_wgrad(global const ST *g, ulong goff, global const ST *x, ulong xoff,
         for (int c = 0; c < KILN_CONV_RN / 4; c++)
           bq[c] = Bs4[kk * (CONV_TN / 4) + tx + (uint)c * KILN_CONV_WX];
 #pragma unroll
-        for (int r = 0; r < KILN_CONV_RM / 4; r++)
+        for (int r = 0; r < KILN_CONV_RM / 4; r++) {
 #pragma unroll
           for (int c = 0; c < KILN_CONV_RN / 4; c++) {
             acc[r * 4 + 0][c] = fma((CT4)(a[r].s0), bq[c], acc[r * 4 + 0][c]);
@@ -734,12 +758,14 @@ conv_igemm_wgrad(global const ST *g, ulong goff, global const ST *x, ulong xoff,
             acc[r * 4 + 2][c] = fma((CT4)(a[r].s2), bq[c], acc[r * 4 + 2][c]);
             acc[r * 4 + 3][c] = fma((CT4)(a[r].s3), bq[c], acc[r * 4 + 3][c]);
           }
+        }
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
     global T *pp = part + ((ulong)split * G + grp) * M * J;
 #pragma unroll
-    for (int r = 0; r < KILN_CONV_RM / 4; r++)
+    for (int r = 0; r < KILN_CONV_RM / 4; r++) {
+#pragma unroll
       for (int i = 0; i < 4; i++) {
         const uint m = m0 + (ty + (uint)r * CONV_WY) * 4 + (uint)i;
         if (m >= M)
@@ -759,5 +785,6 @@ conv_igemm_wgrad(global const ST *g, ulong goff, global const ST *x, ulong xoff,
             q[3] = v.s3;
         }
       }
+    }
   }
 }

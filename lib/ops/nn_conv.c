@@ -324,17 +324,25 @@ igemm_tn(uint32_t tile)
   return igemm_tiles[tile].wx * igemm_tiles[tile].rn;
 }
 
-/* The tile of tile 0 (the default) for M rows per group. A reasoned guess until the H200
- * measurements of bench/h200/conv.sh: 8 x 8 blocks for f32 on GPUs (half the local reads per
- * multiply-add of 4 x 8), 4 x 8 for f64 (8 x 8 doubles need most of the register file). */
+/*
+ * The tile of tile 0 (the default) for M rows per group, measured on the H200
+ * (docs/nn_conv.md, bench/h200/conv.sh: batch 64 of 64 channels at 56 x 56, 128 at 28 x 28,
+ * 256 at 14 x 14). f32: the forward and backward-data passes ran fastest on 64 x 64 tiles of
+ * 4 x 4 (25 TFLOP/s on all three layers; the 8 x 8 tiles 17-23), the weight gradient, whose
+ * split reduction runs fewer and longer tiles, on 64 x 128 (4 x 8) for 64 channels and
+ * 128 x 128 (8 x 8) for more. f64: 64 x 256 tiles of 8 x 8 in every pass (13 TFLOP/s forward
+ * against 9.4 for 4 x 8). CPUs: 64 x 64.
+ */
 static uint32_t
-igemm_default_tile(const kiln_device_info *info, kiln_dtype dt, uint64_t m)
+igemm_default_tile(const kiln_device_info *info, kiln_dtype dt, uint64_t m, int wgrad)
 {
   if (!info->is_gpu)
     return 1;
   if (dt == KILN_F64)
-    return 2;
-  return m > 64 ? 4 : 3;
+    return 3;
+  if (!wgrad)
+    return 1;
+  return m > 64 ? 4 : 2;
 }
 
 /* The family's program variant (the runtime hands it to nn_conv_build_options untouched). */
@@ -363,8 +371,9 @@ nn_conv_build_options(const kiln_device_info *info, const char *source, kiln_dty
   if (strcmp(source, KILN__NN_CONV_SRC) != 0)
     return;
   const conv_variant *v = variant;
-  uint32_t tile =
-      v && v->tile >= 1 && v->tile <= IGEMM_NTILES ? v->tile : igemm_default_tile(info, dtype, 64);
+  uint32_t tile = v && v->tile >= 1 && v->tile <= IGEMM_NTILES
+                      ? v->tile
+                      : igemm_default_tile(info, dtype, 64, 0);
   kiln__options_append(buf, len, " -DKILN_CONV_RM=%u -DKILN_CONV_RN=%u -DKILN_CONV_WX=%u",
                        igemm_tiles[tile].rm, igemm_tiles[tile].rn, igemm_tiles[tile].wx);
 }
@@ -423,28 +432,39 @@ igemm_ok(const kiln_device_info *info, const conv_geo *g, kiln_dtype dt, uint32_
   return 1;
 }
 
+/* The tile a pass of route 4 runs with: the one asked for (1-4), else the default of the pass
+ * (wgrad: the weight gradient), else the smallest where the default's local tiles do not fit. */
+static uint32_t
+resolve_tile(const kiln_device_info *info, const conv_geo *g, kiln_dtype dt, uint32_t tile,
+             int wgrad)
+{
+  if (tile >= 1 && tile <= IGEMM_NTILES)
+    return tile;
+  tile = igemm_default_tile(info, dt, (uint64_t)g->cog, wgrad);
+  return igemm_ok(info, g, dt, tile) ? tile : 1;
+}
+
 /* What a route asks for becomes on this problem: the GEMM routes need a batch whose columns
  * fit (nc > 0), convgemm and the implicit GEMM their special cases (else the im2col GEMM
- * serves). The tile is resolved too (0: the default). */
+ * serves). */
 static int
 route_effective(const kiln_device_info *info, const conv_geo *g, kiln_dtype dt, int route,
-                uint32_t *tile, uint64_t nc)
+                uint32_t tile, uint64_t nc)
 {
-  if (*tile == 0 || *tile > IGEMM_NTILES)
-    *tile = igemm_default_tile(info, dt, (uint64_t)g->cog);
+  tile = resolve_tile(info, g, dt, tile, 0);
   if (route == ROUTE_RULE) {
     int big = (uint64_t)g->cog * (uint64_t)g->cig * g->kvol >= KILN__CONV_GEMM_MIN_REUSE;
     /* GPUs: the implicit GEMM (no column traffic); CPUs: CLBlast's GEMM on the columns
      * (PoCL runs the 256-item local-memory kernel slowly); small channel counts: the direct
      * kernel. */
-    if (big && info->is_gpu && igemm_ok(info, g, dt, *tile))
+    if (big && info->is_gpu && igemm_ok(info, g, dt, tile))
       route = ROUTE_IGEMM;
     else
       route = big && have_clblast() ? ROUTE_GEMM : ROUTE_DIRECT;
   }
   if (route == ROUTE_CONVGEMM && !convgemm_ok(g))
     route = ROUTE_GEMM;
-  if (route == ROUTE_IGEMM && !igemm_ok(info, g, dt, *tile))
+  if (route == ROUTE_IGEMM && !igemm_ok(info, g, dt, tile))
     route = ROUTE_GEMM;
   if (route == ROUTE_IGEMM && g->N == 0)
     route = ROUTE_DIRECT;
@@ -458,8 +478,9 @@ typedef struct {
   uint32_t route, tile;
 } conv_choice;
 
-/* The route and tile of one call (call before taking ctx->lock: the lookup may tune online);
- * forced NULL: look them up. */
+/* The route of one call and in *tile route 4's tile as asked for (0: each pass's default,
+ * resolve_tile) (call before taking ctx->lock: the lookup may tune online); forced NULL: look
+ * them up. */
 static int
 conv_route(kiln_context *ctx, const conv_geo *g, kiln_dtype dt, const conv_choice *forced,
            uint32_t *tile)
@@ -472,7 +493,7 @@ conv_route(kiln_context *ctx, const conv_geo *g, kiln_dtype dt, const conv_choic
     kiln__tune_lookup(ctx, &conv_tune, dt, KILN__LAYOUT_MNK, mnk ? mnk : 1, &chosen);
   }
   *tile = chosen.tile;
-  return route_effective(&ctx->info, g, dt, (int)chosen.route, tile, chunk_samples(ctx, g, dt));
+  return route_effective(&ctx->info, g, dt, (int)chosen.route, *tile, chunk_samples(ctx, g, dt));
 }
 
 /* C = op(A) op(B) (+ C with acc) for batch matrices; offsets, lds and strides in elements. */
@@ -766,7 +787,8 @@ forward_run(const char *op, kiln_context *ctx, int route, uint32_t tile, const k
   cl_kernel k;
   if (route == ROUTE_IGEMM) {
     int ran;
-    KILN_TRY(igemm_run(op, ctx, 0, tile, x, w, bias, y, g, &ran));
+    KILN_TRY(
+        igemm_run(op, ctx, 0, resolve_tile(&ctx->info, g, dt, tile, 0), x, w, bias, y, g, &ran));
     if (ran)
       return KILN_OK;
     route = fallback_route(ctx, g, dt);
@@ -880,7 +902,8 @@ backward_data_run(const char *op, kiln_context *ctx, int route, uint32_t tile,
     route = fallback_route(ctx, g, dt);
   if (route == ROUTE_IGEMM) {
     int ran;
-    KILN_TRY(igemm_run(op, ctx, 1, tile, grad, w, bias, dx, g, &ran));
+    KILN_TRY(igemm_run(op, ctx, 1, resolve_tile(&ctx->info, g, dt, tile, 0), grad, w, bias, dx, g,
+                       &ran));
     if (ran)
       return KILN_OK;
     route = fallback_route(ctx, g, dt);
@@ -985,7 +1008,7 @@ backward_weight_run(const char *op, kiln_context *ctx, int route, uint32_t tile,
     route = fallback_route(ctx, g, dt);
   if (route == ROUTE_IGEMM) {
     int ran;
-    KILN_TRY(wgrad_run(op, ctx, tile, grad, x, g, dw, &ran));
+    KILN_TRY(wgrad_run(op, ctx, resolve_tile(&ctx->info, g, dt, tile, 1), grad, x, g, dw, &ran));
     if (ran)
       return KILN_OK;
     route = fallback_route(ctx, g, dt);
@@ -1234,9 +1257,11 @@ conv_same_run(const struct kiln__tune_problem *pb, const void *a, const void *b)
   conv_choice ca, cb;
   memcpy(&ca, a, sizeof ca);
   memcpy(&cb, b, sizeof cb);
-  int ra = route_effective(&pb->ctx->info, &g, pb->dtype, (int)ca.route, &ca.tile, 1);
-  int rb = route_effective(&pb->ctx->info, &g, pb->dtype, (int)cb.route, &cb.tile, 1);
-  return ra == rb && (ra != ROUTE_IGEMM || ca.tile == cb.tile);
+  int ra = route_effective(&pb->ctx->info, &g, pb->dtype, (int)ca.route, ca.tile, 1);
+  int rb = route_effective(&pb->ctx->info, &g, pb->dtype, (int)cb.route, cb.tile, 1);
+  return ra == rb &&
+         (ra != ROUTE_IGEMM || resolve_tile(&pb->ctx->info, &g, pb->dtype, ca.tile, 0) ==
+                                   resolve_tile(&pb->ctx->info, &g, pb->dtype, cb.tile, 0));
 }
 
 static double
