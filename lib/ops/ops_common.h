@@ -43,6 +43,7 @@ typedef struct kiln__program_variant {
   uint32_t lane_order; /* reduce: KILN_BLOCKED + 1 (the rows kernel's lane order; 0 default) */
   uint32_t ew_items;   /* elementwise: KILN_EW_ITEMS (vectors per work-item of flat launches) */
   uint32_t ew_vec;     /* elementwise: KILN_EW_VEC (elements per vector access) */
+  uint32_t cast_lanes; /* elementwise (cast.cl): KILN_CAST_LANES (elements per cast step) */
   uint32_t rng_blocks; /* random: KILN_RNG_BLOCKS (block vectors per work-item of normals) */
   uint32_t rng_vec;    /* random: KILN_RNG_VEC (counter blocks per vector, as SIMD lanes) */
 } kiln__program_variant;
