@@ -237,11 +237,11 @@ struct copy_params {
 static const struct kiln__tune_family cast_tune, copy_tune;
 
 /*
- * Defaults. GPUs: four elements per work-item, as the flat launches
- * (kiln__ew_default_shape), and copies through the kernel in 16-byte
- * vectors (`kiln bench --filter copy.` on the H200: clEnqueueCopyBuffer of
- * 2^26 f32 ran at 0.85x PyTorch's copy; docs/performance.md). CPU devices:
- * one element per work-item, and PoCL's clEnqueueCopyBuffer (a memcpy).
+ * Defaults: copies through the kernel in 16-byte vectors, four per
+ * work-item on GPUs, one on CPU devices. H200 (bench/h200/core.sh, 2^26
+ * against PyTorch's copy): f32 0.93x, f64 0.96x, where clEnqueueCopyBuffer
+ * ran 0.85x and 0.92x. PoCL (2^22 f32, alternating runs under load): the
+ * kernel 1.19-1.21 ms every time, the buffer copy 0.97-1.94 ms.
  */
 static void
 copy_default(const kiln_device_info *info, kiln_dtype dtype, struct copy_params *p)
@@ -250,7 +250,7 @@ copy_default(const kiln_device_info *info, kiln_dtype dtype, struct copy_params 
   p->wg_size = 0;
   p->items_per_thread = info->is_gpu ? 4 : 1;
   p->vec_width = esz >= 16 ? 1 : (uint32_t)(16 / esz);
-  p->kernel = info->is_gpu ? 1 : 0;
+  p->kernel = 1;
 }
 
 static uint32_t
