@@ -14,9 +14,10 @@
  * as the host conversions in lib/core/half.c give. Casting f16 or bf16 to
  * itself copies the bits.
  * Also copy_values(x, xoff, y, yoff, n), kiln_copy's kernel path.
- * Tunables (ew_loops.clh): KILN_EW_ITEMS, elements (copy: vectors) per
- * work-item, and KILN_EW_VEC, the elements per vector of copy_values (the
- * casts move single elements); the tuner families "cast" and "copy".
+ * Tunables (ew_loops.clh): KILN_EW_ITEMS, steps per work-item, and
+ * KILN_EW_VEC, the elements per vector of copy_values; KILN_CAST_LANES, the
+ * consecutive elements of one cast step (a device-type default); the tuner
+ * families "cast" and "copy".
  */
 #include "common.cl"
 #include "ew_loops.clh"
@@ -165,20 +166,32 @@ f32_from_long(long v)
 #define LOAD_BITS(p, i) (((global const ushort *)(p))[i])
 
 /*
- * Each work-item converts KILN_EW_ITEMS elements a work-group apart (loads
- * first, then the stores: GPUs keep them in flight together); VT is what is
- * loaded (the 16-bit self-casts move bits).
+ * Each work-item converts KILN_EW_ITEMS steps a work-group apart (loads
+ * first, then the stores: GPUs keep them in flight together), each step
+ * KILN_CAST_LANES consecutive elements (1 on GPUs; CPU devices take several,
+ * which the compiler turns into vector loads, conversions and stores: PoCL
+ * does not vectorise these loops across work-items). VT is what is loaded
+ * (the 16-bit self-casts move bits).
  */
+#ifndef KILN_CAST_LANES
+#define KILN_CAST_LANES 1
+#endif
 #define CAST_KERNEL(short, conv, type, VT, LD)                                             \
   kernel void cast_to_##short(global const ST *xs, ulong xoff, global type *ys, ulong yoff, \
                               ulong n)                                                     \
   {                                                                                        \
-    FLAT_VECTORS_OF(n, 1)                                                                  \
+    FLAT_VECTORS_OF(n, KILN_CAST_LANES)                                                    \
     {                                                                                      \
-      VT v[KILN_EW_ITEMS];                                                                 \
-      FLAT_EACH(e) v[e] = LD(xs, xoff + FLAT_SLOT(e));                                     \
-      FLAT_EACH(e) conv(v[e], ys, yoff + FLAT_SLOT(e));                                    \
+      VT v[KILN_EW_ITEMS][KILN_CAST_LANES];                                                \
+      FLAT_EACH(e)                                                                         \
+      for (uint l = 0; l < KILN_CAST_LANES; l++)                                           \
+        v[e][l] = LD(xs, xoff + FLAT_SLOT(e) * KILN_CAST_LANES + l);                       \
+      FLAT_EACH(e)                                                                         \
+      for (uint l = 0; l < KILN_CAST_LANES; l++)                                           \
+        conv(v[e][l], ys, yoff + FLAT_SLOT(e) * KILN_CAST_LANES + l);                      \
     }                                                                                      \
+    FLAT_TAIL_OF(i, n, KILN_CAST_LANES)                                                    \
+    conv(LD(xs, xoff + i), ys, yoff + i);                                                  \
   }
 
 /*

@@ -13,6 +13,8 @@
  *     flags: 1 = a is the scalar, 2 = b is the scalar, 4 = broadcast (use bcast
  *     strides: operand 0 = a, 1 = b; launched 2-D, dimension 0 over the innermost
  *     merged dimension, 1 over rows); otherwise 1-D over n contiguous elements.
+ *     8 = the broadcast grid covers every element; 16 (with 8) = its items take
+ *     KILN_EW_VEC consecutive elements each (BINARY_VELEM).
  *   where_values(cond, condoff, a, aoff, b, boff, out, outoff, n, ndim, bcast, flags)
  *   clamp_values(x, xoff, y, yoff, n, lo, hi)
  * Offsets are in elements. Every kernel loops grid-stride, so any global size works.
@@ -231,6 +233,52 @@ KILN_UNARY_OPS(UNARY_ROW)
     STORE_RES_##res(cs, coff + r * inner + j, (KILN_RES_##res)(expr));                   \
   }
 
+/*
+ * KILN_EW_VEC consecutive elements of a broadcast row at once (flag 16: the
+ * host checked that the inner length is a multiple of the width, each
+ * operand's inner stride is 0 or 1 and every tensor offset a multiple of the
+ * width, so every vector below is aligned to its size: an operand read
+ * along the row has outer strides that are multiples of the row length):
+ * vector loads, or one element repeated, then a vector store. CPU devices
+ * get their SIMD from these vectors (PoCL does not vectorise the broadcast
+ * kernels across work-items), GPUs 16-byte accesses; not for f16 and bf16,
+ * whose vectors convert.
+ */
+#if KILN_EW_VEC > 1 && !KILN_IS_HALF
+#define VLOADU(p) (*(global const VEC_OF(T) *)(p))
+#define VSTOREU(res, x, p) (*(global VEC_OF(KILN_RES_##res) *)(p) = (x))
+#define BINARY_VELEM(res, expr)                                                           \
+  {                                                                                      \
+    ulong oa, ob;                                                                        \
+    BCAST_ROW_OFFSET(r, ndim, bc, 0, oa);                                                \
+    BCAST_ROW_OFFSET(r, ndim, bc, 1, ob);                                                \
+    LANES(T) av, bv;                                                                     \
+    LANES(KILN_RES_##res) cv;                                                            \
+    if (sa)                                                                              \
+      av.v = VLOADU(as + aoff + oa + j);                                                 \
+    else                                                                                 \
+      av.v = (VEC_OF(T))(as[aoff + oa]);                                                 \
+    if (sb)                                                                              \
+      bv.v = VLOADU(bs + boff + ob + j);                                                 \
+    else                                                                                 \
+      bv.v = (VEC_OF(T))(bs[boff + ob]);                                                 \
+    FLAT_LANES(l)                                                                        \
+    {                                                                                    \
+      T a = av.s[l];                                                                     \
+      T b = bv.s[l];                                                                     \
+      cv.s[l] = (KILN_RES_##res)(expr);                                                  \
+    }                                                                                    \
+    VSTOREU(res, cv.v, cs + coff + r * inner + j);                                          \
+  }
+#define BINARY_BCAST(res, expr)                                                           \
+  if ((flags & 24u) == 24u)                                                              \
+    BCAST_EACH_VEC(BINARY_VELEM, res, expr)                                              \
+  else                                                                                   \
+    BCAST_EACH(BINARY_ELEM, res, expr)
+#else
+#define BINARY_BCAST(res, expr) BCAST_EACH(BINARY_ELEM, res, expr)
+#endif
+
 #define BINARY_BODY(kname, res, expr)                                                    \
   kernel void kname(global const ST *as, ulong aoff, T ascal, global const ST *bs,       \
                     ulong boff, T bscal, global KILN_RES_ST_##res *cs, ulong coff,       \
@@ -270,9 +318,9 @@ KILN_UNARY_OPS(UNARY_ROW)
       }                                                                                  \
       return;                                                                            \
     }                                                                                    \
-    ulong inner = BC_LAST(bc.shape, ndim), sa = BC_LAST(bc.stride[0], ndim);                       \
-    ulong sb = BC_LAST(bc.stride[1], ndim);                                                   \
-    BCAST_EACH(BINARY_ELEM, res, expr)                                                   \
+    ulong inner = bc.shape[ndim - 1], sa = bc.stride[0][ndim - 1];                       \
+    ulong sb = bc.stride[1][ndim - 1];                                                   \
+    BINARY_BCAST(res, expr)                                                              \
   }
 #define BINARY_ROW(E, name, cls, res, expr) KILN_GEN_IF(cls, BINARY_BODY, binary_##name, res, expr)
 KILN_BINARY_OPS(BINARY_ROW)
@@ -307,8 +355,8 @@ where_values(global const uchar *conds, ulong condoff, global const WT *as, ulon
     FLAT_TAIL(i, n) op[i] = cp[i] ? ap[i] : bp[i];
     return;
   }
-  ulong inner = BC_LAST(bc.shape, ndim);
-  ulong sc = BC_LAST(bc.stride[0], ndim), sa = BC_LAST(bc.stride[1], ndim), sb = BC_LAST(bc.stride[2], ndim);
+  ulong inner = bc.shape[ndim - 1];
+  ulong sc = bc.stride[0][ndim - 1], sa = bc.stride[1][ndim - 1], sb = bc.stride[2][ndim - 1];
   BCAST_EACH(WHERE_ELEM, _, _)
 }
 

@@ -123,8 +123,14 @@ index_select(global const MT *x, ulong xoff, global const void *idx, ulong ioff,
         flag_bad(flag, j);
       global const MT *row = x + xoff + (o * (ulong)len + (ulong)(bad ? 0 : v)) * inner;
       global MT *dst = out + ooff + (o * nidx + j) * inner;
-      for (ulong k = get_global_id(0); k < inner; k += get_global_size(0))
-        dst[k] = bad ? (MT)0 : row[k];
+      /* Two plain loops, not a select per element: a CPU device's compiler vectorises them
+       * (the host launches one item per row there, so k runs over consecutive elements). */
+      if (bad)
+        for (ulong k = get_global_id(0); k < inner; k += get_global_size(0))
+          dst[k] = (MT)0;
+      else
+        for (ulong k = get_global_id(0); k < inner; k += get_global_size(0))
+          dst[k] = row[k];
     }
   }
 }

@@ -139,8 +139,15 @@ ew_default_shape(const kiln_device_info *info, kiln_dtype dtype, uint32_t *items
    * (vloada_half8), which ran a + b over 2^22 elements at about f32's speed per byte.
    */
   if (info->is_gpu) {
-    *items = kiln__dtype_is_half(dtype) ? 2 : 4;
-    *vec = dtype == KILN_F16 ? 4 : dtype == KILN_BF16 ? 8 : 1;
+    /*
+     * 4-byte types: 2 items of 4-wide vectors, the same 32 bytes in flight as 4 scalars but
+     * in 16-byte accesses (H200, KILN_TUNE=off with overrides, bench/h200/core.sh, 2^26 f32
+     * next to PyTorch: a * 3 0.88x -> 0.97x, -a 0.96x -> 0.95x, a + b 0.99x -> 0.98x; at
+     * 2^22 a * 3 0.54x -> 0.65x, -a 0.65x -> 0.70x; /work/gpu-results/core, 2026-12-02).
+     */
+    int four = kiln_dtype_size(dtype) == 4;
+    *items = kiln__dtype_is_half(dtype) || four ? 2 : 4;
+    *vec = dtype == KILN_F16 || four ? 4 : dtype == KILN_BF16 ? 8 : 1;
     return;
   }
   *items = 1;
@@ -217,6 +224,7 @@ flat_shape_for(kiln_context *ctx, kiln_dtype dtype, uint64_t n, const kiln_tenso
 struct cast_params {
   uint32_t wg_size;
   uint32_t items_per_thread;
+  uint32_t lanes; /* consecutive elements per step (KILN_CAST_LANES) */
 };
 
 struct copy_params {
@@ -229,11 +237,11 @@ struct copy_params {
 static const struct kiln__tune_family cast_tune, copy_tune;
 
 /*
- * Defaults. GPUs: four elements per work-item, as the flat launches
- * (kiln__ew_default_shape), and copies through the kernel in 16-byte
- * vectors (`kiln bench --filter copy.` on the H200: clEnqueueCopyBuffer of
- * 2^26 f32 ran at 0.85x PyTorch's copy; docs/performance.md). CPU devices:
- * one element per work-item, and PoCL's clEnqueueCopyBuffer (a memcpy).
+ * Defaults: copies through the kernel in 16-byte vectors, four per
+ * work-item on GPUs, one on CPU devices. H200 (bench/h200/core.sh, 2^26
+ * against PyTorch's copy): f32 0.93x, f64 0.96x, where clEnqueueCopyBuffer
+ * ran 0.85x and 0.92x. PoCL (2^22 f32, alternating runs under load): the
+ * kernel 1.19-1.21 ms every time, the buffer copy 0.97-1.94 ms.
  */
 static void
 copy_default(const kiln_device_info *info, kiln_dtype dtype, struct copy_params *p)
@@ -242,7 +250,7 @@ copy_default(const kiln_device_info *info, kiln_dtype dtype, struct copy_params 
   p->wg_size = 0;
   p->items_per_thread = info->is_gpu ? 4 : 1;
   p->vec_width = esz >= 16 ? 1 : (uint32_t)(16 / esz);
-  p->kernel = info->is_gpu ? 1 : 0;
+  p->kernel = 1;
 }
 
 static uint32_t
@@ -250,6 +258,20 @@ cast_default_items(const kiln_device_info *info)
 {
   return info->is_gpu ? 4 : 1;
 }
+
+/*
+ * Elements per cast step: 1 on GPUs (a warp's loads stay contiguous); 8 on CPU devices,
+ * which the compiler turns into vector loads, conversions and stores (PoCL does not
+ * vectorise the cast loops across work-items: f32 to i32 over 2^22 elements went from
+ * about 1 to 13-25 GB/s on this machine, under load).
+ */
+static uint32_t
+cast_default_lanes(const kiln_device_info *info)
+{
+  return info->is_gpu ? 1 : 8;
+}
+
+#define CAST_LANES_MAX 16
 
 #define COPY_ITEMS_MAX 16
 #define COPY_VEC_MAX 16
@@ -284,13 +306,16 @@ cast_shape_for(kiln_context *ctx, kiln_dtype dtype, uint64_t n)
   kiln__tune_lookup(ctx, &cast_tune, dtype, KILN__LAYOUT_FLAT, n, &p);
   if (p.items_per_thread < 1 || p.items_per_thread > COPY_ITEMS_MAX)
     p.items_per_thread = cast_default_items(&ctx->info);
+  if (p.lanes < 1 || p.lanes > CAST_LANES_MAX)
+    p.lanes = cast_default_lanes(&ctx->info);
   if (p.wg_size < 1)
     p.wg_size = (uint32_t)ctx->wg_size;
   if (ctx->info.max_work_group_size && p.wg_size > ctx->info.max_work_group_size)
     p.wg_size = (uint32_t)ctx->info.max_work_group_size;
   struct copy_params c;
   copy_default(&ctx->info, dtype, &c);
-  flat_shape sh = {p.wg_size, {.ew_items = p.items_per_thread, .ew_vec = c.vec_width}};
+  flat_shape sh = {p.wg_size,
+                   {.ew_items = p.items_per_thread, .ew_vec = c.vec_width, .cast_lanes = p.lanes}};
   return sh;
 }
 
@@ -338,22 +363,29 @@ bcast_tail_args(kiln__args *args, const kiln_tensor *out, cl_ulong n, cl_uint nd
 
 /*
  * The 2-D grid of a broadcast launch over n > 0 elements: dimension 0 over
- * the innermost merged dimension, `items` elements per work-item (the
- * KILN_EW_ITEMS the program is built with), 1 over rows. Returns whether it
+ * the innermost merged dimension, `items` steps of `vec` elements per
+ * work-item (the KILN_EW_ITEMS the program is built with; vec divides the
+ * inner length), 1 over rows. Returns whether it
  * covers every element (then the kernels skip their grid-stride loops: flag 8).
  */
 static int
 bcast_grid(const kiln_context *ctx, uint64_t n, uint32_t ndim, const kiln__bcast *plan,
-           uint32_t items, size_t global[2], size_t local[2])
+           uint32_t items, uint32_t vec, size_t global[2], size_t local[2])
 {
   uint64_t inner = plan->shape[ndim - 1], rows = n / inner;
-  uint64_t units = (inner + items - 1) / items;
+  uint64_t units = (inner / vec + items - 1) / items;
   /*
    * Two local shapes only: PoCL compiles a specialised kernel for every new
    * local size at first launch (~0.1-0.5 s each), so adapting the shape to
-   * every inner length multiplied first-use cost several times over.
+   * every inner length multiplied first-use cost several times over. GPUs
+   * compile a program once for every local size: there a row that needs
+   * fewer items than a group (1024 f32 in 2 steps of 4: 128) takes a
+   * narrower one, down to a warp, with more rows per group.
    */
   size_t l0 = inner >= 32 || ctx->wg_size < 256 ? ctx->wg_size : 16;
+  if (ctx->info.is_gpu)
+    while (l0 > 32 && l0 / 2 >= units)
+      l0 /= 2;
   size_t l1 = ctx->wg_size / l0;
   /* Caps keep the grid within 2^31 work-items; the kernels loop over the rest. */
   uint64_t g0 = (units < ((uint64_t)1 << 24) ? units : ((uint64_t)1 << 24)) + l0 - 1;
@@ -375,23 +407,39 @@ typedef struct {
   int flat;
   flat_shape sh;              /* flat launches (looked up before taking ctx->lock) */
   size_t global[2], local[2]; /* broadcast launches: bcast_grid */
-  cl_uint flags;              /* kernel flags 4 (broadcast) and 8 (its grid covers all) */
+  cl_uint flags; /* kernel flags 4 (broadcast), 8 (its grid covers all), 16 (vector steps) */
 } bcast_launch;
 
-/* The launch of n elements of dtype; ts[0..nts) are the operands (see flat_shape_for). */
+/*
+ * The launch of n elements of dtype; ts[0..nts) are the operands (see flat_shape_for).
+ * vec_ok: the kernel has elementwise.cl's vector broadcast path (binary ops, flag 16).
+ */
 static bcast_launch
 bcast_launch_for(kiln_context *ctx, kiln_dtype dtype, uint64_t n, uint32_t ndim,
-                 const kiln__bcast *plan, int flat, const kiln_tensor *const *ts, size_t nts)
+                 const kiln__bcast *plan, int flat, const kiln_tensor *const *ts, size_t nts,
+                 int vec_ok)
 {
   bcast_launch l = {.flat = flat, .sh = {.local = ctx->wg_size}};
+  bcast_launch l = {flat, {ctx->wg_size, {0, 0, 0, 0, 0, 0, 0}}, {0, 0}, {0, 0}, 0};
   /* Broadcast launches run in the program a flat launch of n elements takes (no build of
-   * their own): scalar accesses, its items per work-item. */
+   * their own): its items per work-item, and its vector width where every operand's inner
+   * stride is 0 or 1 and the width divides the inner length. */
   l.sh = flat_shape_for(ctx, dtype, n, ts, nts);
-  if (!flat && n)
-    l.flags =
-        4u | (bcast_grid(ctx, n, ndim, plan, l.sh.variant.ew_items, l.global, l.local) ? 8u : 0u);
-  else if (!flat)
-    l.flags = 4u;
+  if (flat)
+    return l;
+  l.flags = 4u;
+  if (!n)
+    return l;
+  uint32_t vec = l.sh.variant.ew_vec ? l.sh.variant.ew_vec : 1;
+  if (vec > 1 && vec_ok && !kiln__dtype_is_half(dtype) && plan->shape[ndim - 1] % vec == 0 &&
+      plan->stride[0][ndim - 1] <= 1 && plan->stride[1][ndim - 1] <= 1) {
+    if (bcast_grid(ctx, n, ndim, plan, l.sh.variant.ew_items, vec, l.global, l.local)) {
+      l.flags |= 8u | 16u;
+      return l;
+    }
+  }
+  if (bcast_grid(ctx, n, ndim, plan, l.sh.variant.ew_items, 1, l.global, l.local))
+    l.flags |= 8u;
   return l;
 }
 
@@ -482,7 +530,8 @@ kiln__ew_bcast_run(const char *op, kiln_context *ctx, const char *source, const 
   unsigned char zero[16] = {0};
   cl_ulong n = dst->numel;
   const kiln_tensor *ts[] = {a, b, dst};
-  bcast_launch l = bcast_launch_for(ctx, kdtype, n, ndim, &plan, flat, ts, 3);
+  bcast_launch l =
+      bcast_launch_for(ctx, kdtype, n, ndim, &plan, flat, ts, 3, strcmp(source, "elementwise") == 0);
   cl_uint flags = (a ? 0u : 1u) | (b ? 0u : 2u) | l.flags;
 
   kiln__ctx_lock(ctx);
@@ -647,7 +696,7 @@ kiln_where(kiln_context *ctx, const kiln_tensor *cond, const kiln_tensor *a, con
   cl_uint ndim = kiln__bcast_plan(&shape, ops, 3, &plan, &flat);
   cl_ulong n = t.dst->numel;
   const kiln_tensor *ts[] = {c, a, b, t.dst};
-  bcast_launch l = bcast_launch_for(ctx, a->dtype, n, ndim, &plan, flat, ts, 4);
+  bcast_launch l = bcast_launch_for(ctx, a->dtype, n, ndim, &plan, flat, ts, 4, 0);
 
   kiln__ctx_lock(ctx);
   cl_kernel k;
@@ -744,6 +793,9 @@ ew_build_options(const kiln_device_info *info, const char *source, kiln_dtype dt
     vec = v->ew_vec;
   if (items != 1 || vec != 1)
     kiln__options_append(buf, len, " -DKILN_EW_ITEMS=%u -DKILN_EW_VEC=%u", items, vec);
+  uint32_t lanes = v && v->cast_lanes ? v->cast_lanes : cast_default_lanes(info);
+  if (strcmp(source, "cast") == 0 && lanes != 1)
+    kiln__options_append(buf, len, " -DKILN_CAST_LANES=%u", lanes);
 }
 
 #define N_(a) (sizeof(a) / sizeof((a)[0]))
@@ -859,6 +911,7 @@ static const uint64_t cc_items_quick[] = {1, 4};
 static const uint64_t copy_vec_full[] = {1, 4, 16};
 static const uint64_t copy_vec_quick[] = {4, 16};
 static const uint64_t copy_kernel_all[] = {0, 1};
+static const uint64_t cast_lanes_all[] = {1, 8};
 
 static const struct kiln__tune_param cast_tune_params[] = {
     {.name = "wg_size", CAST_FIELD(wg_size), .min = 1, .max = 65536, .full = cc_wg_full,
@@ -866,6 +919,8 @@ static const struct kiln__tune_param cast_tune_params[] = {
     {.name = "items_per_thread", CAST_FIELD(items_per_thread), .min = 1, .max = COPY_ITEMS_MAX,
      .full = cc_items, .nfull = N_(cc_items), .quick = cc_items_quick,
      .nquick = N_(cc_items_quick)},
+    {.name = "lanes", CAST_FIELD(lanes), .min = 1, .max = CAST_LANES_MAX, .full = cast_lanes_all,
+     .nfull = N_(cast_lanes_all), .quick = cast_lanes_all, .nquick = N_(cast_lanes_all)},
 };
 
 static const struct kiln__tune_param copy_tune_params[] = {
@@ -895,6 +950,7 @@ cast_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *param
   struct cast_params *p = params;
   p->wg_size = (uint32_t)ctx->wg_size;
   p->items_per_thread = cast_default_items(&ctx->info);
+  p->lanes = cast_default_lanes(&ctx->info);
 }
 
 static void

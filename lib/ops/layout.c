@@ -286,7 +286,12 @@ remap_run(const char *op, kiln_context *ctx, const kiln_tensor *src, kiln_tensor
   if (!fast)
     kiln__args_raw(&a, esz, fill ? fill : zero);
   KILN_TRY(a.status);
-  return kiln__launch_3d(op, ctx, k, e0, e1, rows);
+  /* CPU devices, runs contiguous on both sides (permute (0, 2, 1, 3), slices): one work-item
+   * per run, so that its c0 loop walks consecutive elements, which the compiler vectorises
+   * (PoCL runs a group's items one after another; items along the run stride it). */
+  int run = !ctx->info.is_gpu && plan_affine(r) && r->p.sstride[r->ndim - 1] == 1 &&
+            r->p.dstride[r->ndim - 1] == 1;
+  return kiln__launch_3d(op, ctx, k, run ? 1 : e0, e1, rows);
 }
 
 static kiln_status

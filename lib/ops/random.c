@@ -54,15 +54,16 @@ struct rng_params {
 #define RNG_VEC_MAX 16
 
 /*
- * Defaults. PoCL on this machine's EPYC (AVX-512; /tmp harness and kiln
- * bench, docs/layout.md): 16 lanes ran f32 normals 6x faster than scalar
- * code, which PoCL does not vectorise across work-items; GPUs run scalar
- * work-items.
+ * Defaults. PoCL on this machine's EPYC (AVX-512; kiln bench, docs/layout.md):
+ * 16 lanes ran f32 normals 6x faster than scalar code, which PoCL does not
+ * vectorise across work-items. GPUs: scalar work-items, 4 blocks each (H200,
+ * bench/h200/core.sh at 2^26 against PyTorch's randn: f32 0.94x with 1 block,
+ * 0.92x with 2, 0.95x with 4; f64 1.07x, 1.08x, 1.13x).
  */
 static void
 rng_default_shape(const kiln_device_info *info, uint32_t *blocks, uint32_t *vec)
 {
-  *blocks = 1;
+  *blocks = info->is_gpu ? 4 : 1;
   *vec = info->is_gpu ? 1 : 16;
 }
 

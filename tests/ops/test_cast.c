@@ -420,12 +420,14 @@ static const uint64_t pair_sizes[] = {0, 1, 1031, (UINT64_C(1) << 18) + 1};
 #define N_PAIR_SIZES (sizeof pair_sizes / sizeof pair_sizes[0])
 
 /*
- * Every element count per work-item the cast family's tuner or defaults can pick (1, 2, 4,
- * 8: a program each): all of them for f32 and f64 sources, the defaults and 4 (the GPU
- * default) for the others; the non-default ones at the smaller sizes.
+ * Every step count per work-item (1, 2, 4, 8) and step width (lanes 1, 8; 3 leaves a tail)
+ * the cast family's tuner or defaults can pick (a program each): all of them for f32 and
+ * f64 sources, the defaults and 4 steps (the GPU default) for the others; the non-default
+ * ones at the smaller sizes.
  */
-static const char *const cast_shapes[] = {NULL, "items_per_thread=4", "items_per_thread=1",
-                                          "items_per_thread=2 wg_size=64", "items_per_thread=8"};
+static const char *const cast_shapes[] = {
+    NULL, "items_per_thread=4", "items_per_thread=1 lanes=1", "items_per_thread=2 wg_size=64",
+    "items_per_thread=8 lanes=8", "items_per_thread=4 lanes=1", "lanes=3"};
 
 /* Every target of one source dtype (one program), at every size; _i is the source dtype. */
 START_TEST(cast_every_pair)
@@ -434,7 +436,7 @@ START_TEST(cast_every_pair)
   if (!dt_ok(from))
     return;
   kiln_context *ctx = harness_ctx();
-  size_t nshapes = from == KILN_F32 || from == KILN_F64 ? 5 : 2;
+  size_t nshapes = from == KILN_F32 || from == KILN_F64 ? 7 : 2;
   for (size_t si = 0; si < N_PAIR_SIZES * nshapes; si++) {
     uint64_t n = pair_sizes[si % N_PAIR_SIZES];
     const char *shape = cast_shapes[si / N_PAIR_SIZES];

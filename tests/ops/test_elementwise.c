@@ -1817,11 +1817,12 @@ END_TEST
 
 /*
  * The tuner's candidates for the elementwise family (lib/runtime/tuner.c):
- * each value of items_per_thread and vec_width, with the other at 1, and one
- * pair of both. Each pair is a program build, so not the full cross product.
+ * each value of items_per_thread and vec_width, with the other at 1, pairs of
+ * both, and the GPU default of 4-byte types (2, 4). Each pair is a program
+ * build, so not the full cross product.
  */
 static const uint32_t flat_shapes[][2] = {{1, 1}, {2, 1}, {4, 1}, {8, 1}, {1, 2},
-                                          {1, 4}, {1, 8}, {4, 4}, {8, 8}};
+                                          {1, 4}, {1, 8}, {4, 4}, {8, 8}, {2, 4}};
 #define NFLAT_SHAPES (sizeof flat_shapes / sizeof flat_shapes[0])
 static const kiln_dtype flat_dtypes[] = {KILN_F32, KILN_I64, KILN_U8, KILN_F16, KILN_BF16};
 #define NFLAT_DTYPES (sizeof flat_dtypes / sizeof flat_dtypes[0])
@@ -1959,23 +1960,31 @@ START_TEST(flat_shape_case)
       KOK(kiln_tensor_download(y, got, n * esz));
       FLAT_CHECK("where(c, a, b)", dt, got, n, hc[i] ? flat_value(dt, i, 0) : flat_value(dt, i, 1));
 
-      /* Broadcasts run in the same program with its items per work-item: a [rows, 61] view
-       * of a plus b's first 61 elements as a row, and minus b's first rows as a column. */
-      if (n >= 61) {
-        int64_t rows = (int64_t)(n / 61), s2[2] = {rows, 61}, srow[1] = {61}, scol[2] = {rows, 1};
-        uint64_t n2 = (uint64_t)rows * 61;
-        kiln_tensor *a2, *brow, *bcol, *y2 = NULL;
+      /* Broadcasts run in the same program with its items per work-item: a [rows, w] view
+       * of a plus b's first w elements as a row, and minus b's first rows as a column; w = 61
+       * takes the element path, w = 64 (a multiple of every width) the vector path of
+       * binary ops (flag 16) where the width is above 1. */
+      for (int64_t w = 61; w <= 64 && (uint64_t)w <= n; w += 3) {
+        int64_t rows = (int64_t)(n / (uint64_t)w), s2[2] = {rows, w}, srow[1] = {w},
+                scol[2] = {rows, 1};
+        uint64_t n2 = (uint64_t)rows * (uint64_t)w, uw = (uint64_t)w;
+        kiln_tensor *a2, *brow, *bcol, *y2 = NULL, *y2b = NULL;
         KOK(kiln_tensor_wrap(ctx, mem, off * esz, dt, 2, s2, &a2));
         KOK(kiln_tensor_wrap(ctx, mem, stride + off * esz, dt, 1, srow, &brow));
         KOK(kiln_tensor_wrap(ctx, mem, stride + off * esz, dt, 2, scol, &bcol));
         KOK(kiln_binary(ctx, KILN_OP_ADD, a2, brow, &y2));
         KOK(kiln_tensor_download(y2, got, n2 * esz));
-        FLAT_CHECK("a[rows,61] + b[61]", dt, got, n2,
-                   flat_value(dt, i, 0) + flat_value(dt, i % 61, 1));
+        FLAT_CHECK("a[rows,w] + b[w]", dt, got, n2,
+                   flat_value(dt, i, 0) + flat_value(dt, i % uw, 1));
         KOK(kiln_binary(ctx, KILN_OP_SUB, a2, bcol, &y2));
         KOK(kiln_tensor_download(y2, got, n2 * esz));
-        FLAT_CHECK("a[rows,61] - b[rows,1]", dt, got, n2,
-                   flat_value(dt, i, 0) - flat_value(dt, i / 61, 1));
+        FLAT_CHECK("a[rows,w] - b[rows,1]", dt, got, n2,
+                   flat_value(dt, i, 0) - flat_value(dt, i / uw, 1));
+        KOK(kiln_binary(ctx, KILN_OP_LT, a2, brow, &y2b));
+        KOK(kiln_tensor_download(y2b, got, n2));
+        FLAT_CHECK("a[rows,w] < b[w]", KILN_BOOL, got, n2,
+                   flat_value(dt, i, 0) < flat_value(dt, i % uw, 1));
+        KOK(kiln_tensor_release(y2b));
         KOK(kiln_tensor_release(y2));
         KOK(kiln_tensor_release(bcol));
         KOK(kiln_tensor_release(brow));
