@@ -420,7 +420,6 @@ bcast_launch_for(kiln_context *ctx, kiln_dtype dtype, uint64_t n, uint32_t ndim,
                  int vec_ok)
 {
   bcast_launch l = {.flat = flat, .sh = {.local = ctx->wg_size}};
-  bcast_launch l = {flat, {ctx->wg_size, {0, 0, 0, 0, 0, 0, 0}}, {0, 0}, {0, 0}, 0};
   /* Broadcast launches run in the program a flat launch of n elements takes (no build of
    * their own): its items per work-item, and its vector width where every operand's inner
    * stride is 0 or 1 and the width divides the inner length. */
