@@ -651,7 +651,8 @@ nn_build_options(const kiln_device_info *info, const char *source, kiln_dtype dt
     if (k.erf != 1)
       kiln__options_append(buf, len, " -DKILN_NN_ERF=%u", k.erf);
   } else if (strcmp(source, KILN__NN_ROWS) == 0 && k.row_items != 0) {
-    kiln__options_append(buf, len, " -DKILN_NN_ROW_ITEMS=%u", k.row_items);
+    kiln__options_append(buf, len, " -DKILN_NN_ROW_ITEMS=%u%s", k.row_items,
+                         info->is_gpu ? " -DKILN_NN_UNROLL=1" : "");
   }
 }
 
