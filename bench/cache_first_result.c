@@ -16,10 +16,20 @@
  *   driver        kiln's cache off, the driver's cache warm
  *   kiln          kiln's cache warm, the driver's cache off
  *   both          both warm
- * plus the one-time cost of filling kiln's cache (KILN_CACHE_STORE=always,
- * which PoCL needs; see docs/cache.md) with the driver cache off.
+ * plus the one-time cost of filling kiln's cache: one process with default
+ * settings (the driver's cache on, in a directory of its own), whose entries
+ * the "kiln" and "both" modes then read (docs/cache.md: on PoCL they then
+ * carry the work-group functions the first launches compiled), and two
+ * more cold modes, each sample run next to a cold one (same load):
+ *   whole         whole programs, nothing stored (KILN_DEBUG_ONE_KERNEL=0):
+ *                 the cold figure before kiln stored on PoCL by default
+ *   sync          stores on the calling thread (KILN_DEBUG_STORE_BG=0)
  *
- * usage: cache_first_result [--runs N] [--device SELECTOR] [--json]
+ * --demo runs kiln demo's op-by-op chain instead (seven elementwise kernels,
+ * where and two casts, N = 4096): the workload of many kernels of one source,
+ * where one-kernel programs cost most.
+ *
+ * usage: cache_first_result [--runs N] [--device SELECTOR] [--demo] [--json]
  */
 #include <math.h>
 #include <spawn.h>
@@ -44,8 +54,39 @@ now(void)
 
 /* ------------------------------------------------------------ child */
 
+/* kiln demo's chain op by op (tools/cmd_demo.c) on x; checks y against the host. */
 static int
-child(const char *device, double spawned)
+demo_chain(kiln_context *ctx, kiln_tensor *tx, const float *x, int n, double *t_ew)
+{
+  kiln_tensor *t1 = NULL, *t2 = NULL, *t3 = NULL, *pos = NULL, *zero = NULL, *relu = NULL,
+              *y = NULL, *y64 = NULL, *yb = NULL;
+  int ok = kiln_binary_scalar(ctx, KILN_OP_MUL, tx, kiln_scalar_f64(2.0), 0, &t1) == KILN_OK &&
+           kiln_binary_scalar(ctx, KILN_OP_ADD, t1, kiln_scalar_f64(1.0), 0, &t1) == KILN_OK &&
+           kiln_unary(ctx, KILN_OP_SIGMOID, t1, &t2) == KILN_OK &&
+           kiln_unary(ctx, KILN_OP_COS, tx, &t3) == KILN_OK &&
+           kiln_binary(ctx, KILN_OP_MUL, t2, t3, &t2) == KILN_OK &&
+           kiln_binary_scalar(ctx, KILN_OP_GT, tx, kiln_scalar_f64(0.0), 0, &pos) == KILN_OK &&
+           kiln_tensor_zeros(ctx, KILN_F32, 0, NULL, &zero) == KILN_OK &&
+           kiln_where(ctx, pos, tx, zero, &relu) == KILN_OK &&
+           kiln_binary(ctx, KILN_OP_SUB, t2, relu, &y) == KILN_OK &&
+           kiln_context_finish(ctx) == KILN_OK;
+  *t_ew = now();
+  ok = ok && kiln_cast(ctx, y, KILN_F64, &y64) == KILN_OK &&
+       kiln_cast(ctx, y64, KILN_F32, &yb) == KILN_OK;
+  static float got[4096];
+  ok = ok && n <= 4096 && kiln_tensor_download(yb, got, (size_t)n * sizeof *got) == KILN_OK;
+  for (int i = 0; ok && i < n; i++) {
+    float want = 1.0f / (1.0f + expf(-(2.0f * x[i] + 1.0f))) * cosf(x[i]) - (x[i] > 0 ? x[i] : 0);
+    ok = fabsf(got[i] - want) <= 1e-5f * (1.0f + fabsf(want));
+  }
+  kiln_tensor *all[] = {t1, t2, t3, pos, zero, relu, y, y64, yb};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    kiln_tensor_release(all[i]);
+  return ok;
+}
+
+static int
+child(const char *device, double spawned, int demo)
 {
   double t0 = now();
   kiln_context *ctx = NULL;
@@ -61,6 +102,26 @@ child(const char *device, double spawned)
     x[i] = (float)(i % 97) / 16.0f - 3.0f;
   int64_t shape[1] = {N};
   kiln_tensor *tx = NULL, *ty = NULL, *tz = NULL;
+  if (demo) {
+    double t_ew = 0;
+    int good = kiln_tensor_from_host(ctx, KILN_F32, 1, shape, x, &tx) == KILN_OK &&
+               demo_chain(ctx, tx, x, N, &t_ew);
+    double t_end = now();
+    if (!good) {
+      fprintf(stderr, "child: wrong result or failure: %s\n", kiln_last_error());
+      return 3;
+    }
+    kiln_cache_stats s;
+    kiln_context_cache_stats(ctx, &s);
+    kiln_tensor_release(tx);
+    kiln_context_release(ctx);
+    printf("result_ms=%.3f ctx_ms=%.3f exp_ms=%.3f cast_ms=%.3f hits=%llu misses=%llu "
+           "stores=%llu\n",
+           (t_end - spawned) * 1e3, (t_ctx - t0) * 1e3, (t_ew - t_ctx) * 1e3, (t_end - t_ew) * 1e3,
+           (unsigned long long)s.session.hits, (unsigned long long)s.session.misses,
+           (unsigned long long)s.session.stores);
+    return 0;
+  }
   int ok = kiln_tensor_from_host(ctx, KILN_F32, 1, shape, x, &tx) == KILN_OK &&
            kiln_unary(ctx, KILN_OP_EXP, tx, &ty) == KILN_OK &&
            kiln_tensor_download(ty, y, sizeof y) == KILN_OK;
@@ -95,6 +156,7 @@ struct sample {
 };
 
 static const char *self_path, *device_sel;
+static int demo_mode;
 
 /* Runs one child with the environment overrides (NAME=VALUE); 0 on success. */
 static int
@@ -125,7 +187,8 @@ run(char *const *env_over, int nover, struct sample *s)
   char when[64];
   double t0 = now();
   snprintf(when, sizeof when, "%.9f", t0);
-  char *argv[] = {(char *)self_path, "--child", (char *)(device_sel ? device_sel : ""), when, NULL};
+  char *argv[] = {(char *)self_path, "--child", (char *)(device_sel ? device_sel : ""), when,
+                  demo_mode ? "demo" : NULL, NULL};
   pid_t pid;
   int rc = posix_spawn(&pid, self_path, &fa, NULL, argv, envp);
   posix_spawn_file_actions_destroy(&fa);
@@ -207,7 +270,7 @@ int
 main(int argc, char **argv)
 {
   if (argc >= 4 && strcmp(argv[1], "--child") == 0)
-    return child(argv[2], strtod(argv[3], NULL));
+    return child(argv[2], strtod(argv[3], NULL), argc >= 5 && strcmp(argv[4], "demo") == 0);
   int runs = 7, json = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
@@ -216,8 +279,10 @@ main(int argc, char **argv)
       device_sel = argv[++i];
     else if (strcmp(argv[i], "--json") == 0)
       json = 1;
+    else if (strcmp(argv[i], "--demo") == 0)
+      demo_mode = 1;
     else {
-      fprintf(stderr, "usage: %s [--runs N] [--device SELECTOR] [--json]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--runs N] [--device SELECTOR] [--demo] [--json]\n", argv[0]);
       return 2;
     }
   }
@@ -242,25 +307,37 @@ main(int argc, char **argv)
   char *pocl_off = "POCL_KERNEL_CACHE=0", *pocl_on = "POCL_KERNEL_CACHE=1";
   char *cuda_off = "CUDA_CACHE_DISABLE=1", *cuda_on = "CUDA_CACHE_DISABLE=0";
   char *kiln_off = "KILN_CACHE=off", *kiln_on = "KILN_CACHE=on";
-  char *store_auto = "KILN_CACHE_STORE=auto", *store_always = "KILN_CACHE_STORE=always";
-  struct sample s[64], fill[1];
-  struct result res[4];
+  char *store_auto = "KILN_CACHE_STORE=auto";
+  struct sample s[64], sw[64], ss[64], fill[1];
+  struct result res[6];
   int rc = 0;
 
-  /* cold: fresh directories for every sample */
+  /* cold: fresh directories for every sample; each next to a whole-program and a
+     store-on-the-calling-thread sample, so that the three see the same load */
+  char *whole = "KILN_DEBUG_ONE_KERNEL=0", *one_auto = "KILN_DEBUG_ONE_KERNEL=";
+  char *bg_auto = "KILN_DEBUG_STORE_BG=", *bg_off = "KILN_DEBUG_STORE_BG=0";
   for (int i = 0; i < runs && !rc; i++) {
-    snprintf(kcold, sizeof kcold, "KILN_CACHE_DIR=%s/cold%d", kroot, i);
-    snprintf(pcold, sizeof pcold, "POCL_CACHE_DIR=%s/cold%d", proot, i);
-    char *ov[] = {kcold, pcold, pocl_on, cuda_on, kiln_on, store_auto};
-    rc = run(ov, 6, &s[i]) || s[i].hits != 0;
+    for (int m = 0; m < 3 && !rc; m++) {
+      snprintf(kcold, sizeof kcold, "KILN_CACHE_DIR=%s/cold%d-%d", kroot, i, m);
+      snprintf(pcold, sizeof pcold, "POCL_CACHE_DIR=%s/cold%d-%d", proot, i, m);
+      char *ov[] = {kcold, pcold, pocl_on, cuda_on, kiln_on, store_auto,
+                    m == 1 ? whole : one_auto, m == 2 ? bg_off : bg_auto};
+      struct sample *to = m == 0 ? &s[i] : m == 1 ? &sw[i] : &ss[i];
+      rc = run(ov, 8, to) || to->hits != 0;
+    }
   }
-  if (!rc)
+  if (!rc) {
     summarise(&res[0], "cold", s, runs);
+    summarise(&res[4], "whole", sw, runs);
+    summarise(&res[5], "sync", ss, runs);
+  }
 
-  /* filling kiln's cache with the driver cache off: what one process pays, once */
-  char *fill_ov[] = {kc, pc, pocl_off, cuda_off, kiln_on, store_always};
+  /* filling kiln's cache: a first run with default settings, once */
+  char pfill[128];
+  snprintf(pfill, sizeof pfill, "POCL_CACHE_DIR=%s/fill", proot);
+  char *fill_ov[] = {kc, pfill, pocl_on, cuda_on, kiln_on, store_auto};
   if (!rc)
-    rc = run(fill_ov, 6, &fill[0]) || fill[0].stores != 2;
+    rc = run(fill_ov, 6, &fill[0]) || fill[0].stores < 2;
 
   /* kiln warm, driver cache off */
   char *kiln_ov[] = {kc, pc, pocl_off, cuda_off, kiln_on, store_auto};
@@ -305,36 +382,41 @@ main(int argc, char **argv)
   kiln_device_list(all, count, &count, &def);
   info = count && def < count ? all[def] : (kiln_device_info){0};
   free(all);
-  static const char *const labels[4] = {
+  static const char *const labels[6] = {
       "cold (empty kiln and driver caches)", "driver cache only (kiln cache off)",
-      "kiln cache warm, driver cache off", "kiln cache and driver cache warm"};
+      "kiln cache warm, driver cache off", "kiln cache and driver cache warm",
+      "cold, whole programs, nothing stored", "cold, storing on the calling thread"};
   if (json) {
     printf("{\n  \"device\": \"%s\",\n  \"driver\": \"%s\",\n  \"runs\": %d,\n", info.name,
            info.driver_version, runs);
     printf("  \"fill_ms\": %.1f,\n  \"modes\": {\n", fill[0].result_ms);
-    for (int m = 0; m < 4; m++)
+    for (int m = 0; m < 6; m++)
       printf("    \"%s\": {\"result_ms\": %.2f, \"min_ms\": %.2f, \"max_ms\": %.2f, "
              "\"process_ms\": %.2f, \"context_ms\": %.2f, \"first_exp_ms\": %.2f, "
              "\"first_cast_ms\": %.2f}%s\n",
              res[m].name, res[m].result, res[m].min, res[m].max, res[m].wall, res[m].ctx,
-             res[m].exp, res[m].cast, m < 3 ? "," : "");
+             res[m].exp, res[m].cast, m < 5 ? "," : "");
     printf("  }\n}\n");
     return 0;
   }
   printf("device: %s (%s, driver %s)\n", info.name, info.platform_name, info.driver_version);
-  printf("time to first result of a new process (exp over f32 + cast f32->i32), median of %d:\n\n",
-         runs);
+  printf("time to first result of a new process (%s), median of %d:\n\n",
+         demo_mode ? "kiln demo's chain op by op, 4096 f32" : "exp over f32 + cast f32->i32", runs);
   printf("  %-38s %9s %9s %9s %9s %9s %9s  %s\n", "mode", "result", "min-max", "context",
          "exp", "cast", "process", "vs cold");
-  for (int m = 0; m < 4; m++)
+  for (int m = 0; m < 6; m++)
     printf("  %-38s %7.1fms %4.0f-%-4.0f %7.1fms %7.1fms %7.1fms %7.1fms  %5.1fx\n", labels[m],
            res[m].result, res[m].min, res[m].max, res[m].ctx, res[m].exp, res[m].cast, res[m].wall,
            res[0].result / res[m].result);
-  printf("\n  filling kiln's cache once (KILN_CACHE_STORE=always, driver cache off): %.1f ms to "
+  printf("\n  filling kiln's cache once (default settings, empty caches): %.1f ms to "
          "the result, %.1f ms in all\n",
          fill[0].result_ms, fill[0].wall_ms);
   printf("  to the result, driver cache only / kiln warm: %.2fx; driver cache only / both warm: "
          "%.2fx\n",
          res[1].result / res[2].result, res[1].result / res[3].result);
+  printf("  first run against whole programs storing nothing: %.2fx to the result, %.2fx in all "
+         "(storing on the calling thread: %.2fx, %.2fx)\n",
+         res[0].result / res[4].result, res[0].wall / res[4].wall, res[5].result / res[4].result,
+         res[5].wall / res[4].wall);
   return 0;
 }

@@ -3,6 +3,7 @@
 and a C/OpenMP STREAM loop (the host memory-bandwidth limit), for the same ops and sizes.
 
 Usage: bench/peers.py --build BUILD_DIR [--sizes 2^10,2^14,...] [--dtype f32] [--out FILE.json]
+                      [--filter copy.,random.] [--linalg-sizes '']
 
 Run with Debian's python3 (/usr/bin/python3), which has python3-numpy and python3-pyopencl
 (`scripts/install-deps.sh --bench` installs them). Prints a markdown table of GB/s and ratios
@@ -33,6 +34,8 @@ CASES = [
     ("binary.add_row_bcast", 2), ("binary.mul_scalar", 2), ("reduce.sum_all", 1),
     ("sort.sort", 2), ("sort.argsort", lambda n, esz: n * (esz + 8)), ("sort.sort_rows", 2),
     ("sort.topk", 1), ("sort.topk_rows", 1), ("sort.searchsorted", lambda n, esz: n * (esz + 8)),
+    ("scan.cumsum_rows", 2), ("scan.cumsum_cols", 2), ("scan.cumsum_all", 2),
+    ("cast.to_i32", lambda n, esz: n * (esz + 4)), ("layout.transpose", 2), ("random.normal", 1),
 ]
 
 
@@ -100,6 +103,13 @@ def numpy_cases(n, dtype):
     len8 = min(n, 8192)
     a8 = a.reshape(n // len8, len8)
     s16 = a[:max(n // 16, 1)].copy()
+    out_i32 = np.empty(n, np.int32)
+    d = 1
+    while (d * 2) * (d * 2) <= n:
+        d *= 2
+    at = a.reshape(d, n // d)
+    outt = np.empty((n // d, d), dtype)
+    gen = np.random.default_rng(2)
     return {
         "copy.kiln_copy": lambda: np.copyto(out, a),
         "unary.neg": lambda: np.negative(a, out=out),
@@ -115,6 +125,17 @@ def numpy_cases(n, dtype):
         "sort.topk": lambda: topk(a, min(n, 100)),
         "sort.topk_rows": lambda: topk(a8, min(a8.shape[1], 16)),
         "sort.searchsorted": lambda: np.searchsorted(np.sort(s16), b),
+        # scans as tools/bench_cases.c shapes them: [n/1024, 1024] along axis 1, [1024,
+        # n/1024] along axis 0, and all of n
+        "scan.cumsum_rows": lambda: np.cumsum(a2, axis=1, out=out2),
+        "scan.cumsum_cols": lambda: np.cumsum(a.reshape(cols, n // cols), axis=0,
+                                              out=out.reshape(cols, n // cols)),
+        "scan.cumsum_all": lambda: np.cumsum(a, out=out),
+        # kiln bench's shapes: to_i32 (truncating), a d x n/d transpose, normals from NumPy's
+        # default generator (single-threaded, its ziggurat)
+        "cast.to_i32": lambda: np.copyto(out_i32, a, casting="unsafe"),
+        "layout.transpose": lambda: np.copyto(outt, at.T),
+        "random.normal": lambda: gen.standard_normal(out=out, dtype=dtype),
     }
 
 
@@ -166,9 +187,10 @@ def pyopencl_cases(ctx, queue, n, dtype):
     }
 
 
-def kiln_results(build, sizes, dtype):
+def kiln_results(build, sizes, dtype, cases):
     cmd = [os.path.join(build, "tools", "kiln"), "bench", "--json", "--no-startup",
-           "--dtype", dtype, "--sizes", ",".join(str(s) for s in sizes)]
+           "--dtype", dtype, "--sizes", ",".join(str(s) for s in sizes),
+           "--filter", ",".join(c for c, _ in cases)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     doc = json.loads(out)
     return doc, {(r["case"], r["n"]): r for r in doc["results"]}
@@ -182,12 +204,16 @@ def main():
     ap.add_argument("--out", default=None)
     ap.add_argument("--linalg-sizes", default="2^16,2^20",
                     help="element counts of the square matrices of the linalg table ('' skips it)")
+    ap.add_argument("--filter", default=None,
+                    help="only cases whose name contains one of these (comma-separated)")
     args = ap.parse_args()
+    cases = [c for c in CASES
+             if not args.filter or any(f in c[0] for f in args.filter.split(","))]
     sizes = [parse_size(s) for s in args.sizes.split(",")]
     dtype = np.float32 if args.dtype == "f32" else np.float64
     esz = np.dtype(dtype).itemsize
 
-    kdoc, kres = kiln_results(args.build, sizes, args.dtype)
+    kdoc, kres = kiln_results(args.build, sizes, args.dtype, cases)
     ctx, queue = pyopencl_setup()
     stream = None
     stream_exe = os.path.join(args.build, "bench", "stream_omp")
@@ -197,7 +223,7 @@ def main():
         stream = json.loads(out)
 
     rows = []
-    for case, mult in CASES:
+    for case, mult in cases:
         for n in sizes:
             row = {"case": case, "n": n, "dtype": args.dtype}
             nbytes = mult(n, esz) if callable(mult) else mult * n * esz

@@ -3,7 +3,7 @@
 
 Usage: python3 bench/peers_torch.py [--out FILE.json] [--sizes 2^10,2^14,...] [--dtype f32,f64]
                                     [--filter SUBSTR] [--reps N] [--device cuda|cpu]
-                                    [--no-startup] [--first-result] [--list]
+                                    [--no-startup] [--first-result] [--compile] [--list]
 
 Measures with PyTorch (cuBLAS for blas.gemm, cuFFT for fft.c2c) every `kiln bench` case
 that has a PyTorch equivalent, under kiln's case name, with kiln's shapes for each size
@@ -19,6 +19,13 @@ fires: the events measure the GPU's work, not the CPU's launch latency, as OpenC
 profiling events do for kiln. Wall time: the host clock around one call plus
 torch.cuda.synchronize(). With --device cpu there are no events and device_ms is the wall
 time (a smoke test of the script, not a peer figure).
+
+--compile times the expr.* and user.* cases under torch.compile (dynamic=False; the first
+calls compile and are not timed) instead of eagerly, under the same case names: their op
+text ends in "(torch.compile)" and settings.mode says so. If torch.compile cannot compile a
+small probe function on the device (no triton, no C compiler...), the script says why on
+stderr and in "compile_error", measures nothing and exits 1; a case that fails to compile is
+a skipped point with its error, and the others go on.
 
 Also: the dispatch overhead (a chain of 500 adds of one-element tensors, wall clock, us per
 op, as `kiln bench` measures it) and, with --first-result, the wall time of a new Python
@@ -194,6 +201,7 @@ class Env:
         self.cdtype = torch.complex128 if dtype_name in ("f64", "c128") else torch.complex64
         self.gen = torch.Generator(device=device)
         self.gen.manual_seed(12345)
+        self.compile = False
 
     def uniform(self, *shape):
         """Values in [-2, 2), like kiln's bench_random_tensor (integers: [0, 2^28))."""
@@ -285,6 +293,11 @@ def setup_scan(e, n, cols_first):
     a, out = e.uniform(*shape), e.empty(*shape)
     return ((lambda: e.torch.cumsum(a, dim=dim, out=out)), shape,
             f"torch.cumsum(x, dim={dim}, out=out)")
+
+
+def setup_scan_all(e, n):
+    a, out = e.uniform(n), e.empty(n)
+    return (lambda: e.torch.cumsum(a, dim=0, out=out)), [n], "torch.cumsum(x, dim=0, out=out) (x 1-D)"
 
 
 def setup_gemm(e, n):
@@ -600,6 +613,22 @@ def flops_conv2d(n):
     return 2.0 * conv_batch(n) * 64 * 64 * 9 * 56 * 56
 
 
+def setup_conv2d_bwd(e, n):
+    # kiln's nn.conv2d_bwd: grad_x and grad_w of conv2d(x, w, padding=1) from a given grad
+    b = conv_batch(n)
+    x, w, g = e.uniform(b, 64, 56, 56), e.uniform(64, 64, 3, 3), e.uniform(b, 64, 56, 56)
+    ops = e.torch.ops.aten
+
+    def run():
+        return ops.convolution_backward(g, x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1,
+                                        [True, True, False])
+    return run, [b, 64, 56, 56], "aten.convolution_backward (grad_x, grad_w; cuDNN, TF32 off)"
+
+
+def flops_conv2d_bwd(n):
+    return 2.0 * flops_conv2d(n)
+
+
 def setup_max_pool2d(e, n):
     b = conv_batch(n)
     x = e.uniform(b, 64, 56, 56)
@@ -684,9 +713,33 @@ def flops_attention(n):
     return 4.0 * 8 * 16 * t * t * 128
 
 
+def setup_attention_backward(e, n):
+    # kiln's nn.attn_backward: the backward pass alone, from a forward made once
+    shape = [8, 16, attention_tokens(n), 128]
+    t = e.torch
+    q, k, v = (e.uniform(*shape).requires_grad_() for _ in range(3))
+    g = e.uniform(*shape)
+    out = t.nn.functional.scaled_dot_product_attention(q, k, v)
+    return ((lambda: t.autograd.grad(out, (q, k, v), g, retain_graph=True)), shape,
+            "autograd.grad(F.scaled_dot_product_attention(q, k, v), (q, k, v), g) (TF32 off)")
+
+
+def flops_attention_backward(n):
+    return 2.5 * flops_attention(n)
+
+
 
 def bytes_4in(n, esz):  # expr.sum8: four inputs read once (tools/bench_expr.c)
     return 4.0 * n * esz
+
+
+def compiled(e, fn, args, text):
+    """fn(*args) eager, or under torch.compile with --compile (the first call compiles, untimed:
+    measure() warms up twice). Errors of torch.compile surface at that first call."""
+    if not e.compile:
+        return (lambda: fn(*args)), text + " (eager)"
+    cf = e.torch.compile(fn, dynamic=False)
+    return (lambda: cf(*args)), text + " (torch.compile)"
 
 
 def setup_demo_chain(e, n):
@@ -696,17 +749,47 @@ def setup_demo_chain(e, n):
     t = e.torch
     x = e.uniform(n)
 
-    def call():
+    def chain(x):
         y = t.sigmoid(2 * x + 1) * t.cos(x) - t.relu(x)
         return y.double().float()
-    return call, [n], "(sigmoid(2x+1)*cos(x)-relu(x)).double().float() (eager)"
+    call, text = compiled(e, chain, (x,), "(sigmoid(2x+1)*cos(x)-relu(x)).double().float()")
+    return call, [n], text
 
 
 def setup_sum8(e, n):
     t = e.torch
     a, b, c, d = e.uniform(n), e.uniform(n), e.uniform(n), e.uniform(n)
-    return ((lambda: t.sum(a * b + c * d - (a - c) * 0.5 + t.maximum(b, d))), [n],
-            "sum(a*b + c*d - (a-c)*0.5 + maximum(b, d)) (eager)")
+
+    def sum8(a, b, c, d):
+        return t.sum(a * b + c * d - (a - c) * 0.5 + t.maximum(b, d))
+    call, text = compiled(e, sum8, (a, b, c, d), "sum(a*b + c*d - (a-c)*0.5 + maximum(b, d))")
+    return call, [n], text
+
+
+# kiln's user.* rows (tools/bench_cases.c): caller-written kernels through kiln's elementwise,
+# reduction and scan machinery; the peer is the PyTorch op that computes the same.
+def setup_user_axpy(e, n):
+    t = e.torch
+    x, y = e.uniform(n), e.uniform(n)
+
+    def axpy(x, y):
+        return t.add(y, x, alpha=0.5, out=y) if not e.compile else y.add_(x, alpha=0.5)
+    call, text = compiled(e, axpy, (x, y), "y = 0.5*x + y in place")
+    return call, [n], text
+
+
+def setup_user_sum(e, n):
+    t = e.torch
+    x = e.uniform(n)
+    call, text = compiled(e, lambda x: t.sum(x), (x,), "torch.sum(x) (x 1-D)")
+    return call, [n], text
+
+
+def setup_user_cumsum(e, n):
+    t = e.torch
+    x = e.uniform(n)
+    call, text = compiled(e, lambda x: t.cumsum(x, dim=0), (x,), "torch.cumsum(x, dim=0) (x 1-D)")
+    return call, [n], text
 
 
 # (kiln case name, setup(env, n) -> (call, shape, op text), bytes(n, esz) or None, flops(n) or None)
@@ -725,6 +808,7 @@ CASES = [
     ("reduce.sum_cols", lambda e, n: setup_reduce(e, n, True), bytes_read, None),
     ("scan.cumsum_rows", lambda e, n: setup_scan(e, n, False), bytes_1in_1out, None),
     ("scan.cumsum_cols", lambda e, n: setup_scan(e, n, True), bytes_1in_1out, None),
+    ("scan.cumsum_all", setup_scan_all, bytes_1in_1out, None),
     ("blas.gemm", setup_gemm, None, flops_gemm),
     ("blas.hgemm", setup_gemm, None, flops_gemm),
     ("blas.cgemm", setup_gemm, None, lambda n: 4.0 * flops_gemm(n)),
@@ -764,15 +848,22 @@ CASES = [
     ("linalg.eigh", setup_eigh, None, None),
     ("linalg.svd", setup_svd, None, None),
     ("nn.conv2d", setup_conv2d, None, flops_conv2d),
+    ("nn.conv2d_bwd", setup_conv2d_bwd, None, flops_conv2d_bwd),
     ("nn.max_pool2d", setup_max_pool2d, bytes_max_pool2d, None),
     ("nn.adam", setup_adam, bytes_adam, None),
     ("nn.dropout", setup_dropout, bytes_1in_1out, None),
     ("nn.batch_norm", setup_batch_norm, bytes_1in_1out, None),
     ("nn.attention", setup_attention, None, flops_attention),
     ("nn.attention_causal", setup_attention_causal, None, flops_attention),
+    ("nn.attn_backward", setup_attention_backward, None, flops_attention_backward),
     ("expr.demo_chain", setup_demo_chain, bytes_1in_1out, None),
     ("expr.sum8", setup_sum8, bytes_4in, None),
+    ("user.axpy", setup_user_axpy, bytes_2in_1out, None),
+    ("user.sum", setup_user_sum, bytes_read, None),
+    ("user.cumsum", setup_user_cumsum, bytes_1in_1out, None),
 ]
+# The cases --compile runs (their setups build a function torch.compile can take).
+COMPILE_CASES = ("expr.", "user.")
 COPY_CASE = "copy.kiln_copy"
 
 
@@ -991,12 +1082,14 @@ def parse_args(argv):
     ap.add_argument("--sizes", default=DEFAULT_SIZES,
                     help=f"element counts, comma separated; 2^N, Nk, NM (default {DEFAULT_SIZES})")
     ap.add_argument("--dtype", default="f32,f64", help="f32, f64 or both (default f32,f64)")
-    ap.add_argument("--filter", default=None, help="only cases whose name contains SUBSTR")
+    ap.add_argument("--filter", default=None, help="only cases whose name contains SUBSTR (comma-separated: any of them)")
     ap.add_argument("--reps", type=int, default=0, help="timed runs per point (default adaptive)")
     ap.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu (default cuda)")
     ap.add_argument("--no-startup", action="store_true", help="skip the dispatch overhead")
     ap.add_argument("--first-result", action="store_true",
                     help="also time a new process's first result (5 processes)")
+    ap.add_argument("--compile", action="store_true",
+                    help="time the expr.* and user.* cases under torch.compile instead of eagerly")
     ap.add_argument("--list", action="store_true", help="print the case names and exit")
     args = ap.parse_args(argv)
     try:
@@ -1044,9 +1137,24 @@ def progress(done, total):
     sys.stderr.flush()
 
 
+def compile_probe(torch, device):
+    """None if torch.compile compiles and runs a small function on the device, else why not."""
+    try:
+        x = torch.ones(1024, device=device)
+        y = torch.compile(lambda v: torch.sin(v) * 2 + 1, dynamic=False)(x)
+        if abs(float(y[0]) - (math.sin(1.0) * 2 + 1)) > 1e-5:
+            return f"wrong result {float(y[0])}"
+    except Exception as e:  # no triton, no C compiler, an inductor bug: say so and go on
+        msg = str(e).strip().splitlines()
+        return (msg[0] if msg else type(e).__name__)[:400]
+    return None
+
+
 def run_cases(torch, args, timer):
     cases = [c for c in CASES
-             if not args.filter or any(f in c[0] for f in args.filter.split(",") if f)]
+             if not args.filter or any(f and f in c[0] for f in args.filter.split(","))]
+    if args.compile:
+        cases = [c for c in cases if c[0].startswith(COMPILE_CASES)]
     copy_case = next(c for c in CASES if c[0] == COPY_CASE)
     copy_gbps = {}  # (dtype, n) -> GB/s of PyTorch's copy, measured once
     results, skipped = [], []
@@ -1055,6 +1163,7 @@ def run_cases(torch, args, timer):
     def point(case, dtype, n):
         name, setup, nbytes, flops = case
         env = Env(torch, args.device, dtype)
+        env.compile = args.compile and name.startswith(COMPILE_CASES)
         fn, shape, op = setup(env, n)
         r = measure(timer, fn, args.reps)
         del fn
@@ -1174,6 +1283,18 @@ def main(argv=None):
         }),
     }
     t0 = time.perf_counter()
+    if args.compile:
+        doc["settings"]["mode"] = "torch.compile (dynamic=False), expr.* and user.* cases only"
+        err = compile_probe(torch, args.device)
+        doc["compile_error"] = err
+        if err:
+            print(f"peers_torch.py: torch.compile does not work here: {err}; nothing measured "
+                  "under torch.compile", file=sys.stderr)
+            doc["results"], doc["skipped"] = [], [{"case": "torch.compile", "error": err}]
+            if args.out and args.out != "-":
+                with open(args.out, "w") as f:
+                    f.write(dumps(doc))
+            return 1
     doc["results"], doc["skipped"] = run_cases(torch, args, timer)
     if not args.no_startup:
         doc["dispatch_us_per_op"] = dispatch_overhead(torch, args.device, timer)

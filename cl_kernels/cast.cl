@@ -13,8 +13,13 @@
  * bits (made quiet); from a double source they are the canonical quiet NaN,
  * as the host conversions in lib/core/half.c give. Casting f16 or bf16 to
  * itself copies the bits.
+ * Also copy_values(x, xoff, y, yoff, n), kiln_copy's kernel path.
+ * Tunables (ew_loops.clh): KILN_EW_ITEMS, elements (copy: vectors) per
+ * work-item, and KILN_EW_VEC, the elements per vector of copy_values (the
+ * casts move single elements); the tuner families "cast" and "copy".
  */
 #include "common.cl"
+#include "ew_loops.clh"
 
 #if defined(KILN_DT_F64) || defined(KILN_DT_C128)
 #define KILN_SRC_DOUBLE 1
@@ -144,44 +149,91 @@ f32_from_long(long v)
 #define TO_C128(x) ((double2)(convert_double(x), 0.0))
 #endif
 
-/* One statement per target: reads element i of xs, writes element j of ys. */
-#define CONV_F32(xs, i, ys, j) ((ys)[j] = TO_F32(REAL(LOAD(xs, i))))
-#define CONV_F64(xs, i, ys, j) ((ys)[j] = convert_double(REAL(LOAD(xs, i))))
-#define CONV_I32(xs, i, ys, j) ((ys)[j] = TO_INT(int, REAL(LOAD(xs, i))))
-#define CONV_I64(xs, i, ys, j) ((ys)[j] = TO_INT(long, REAL(LOAD(xs, i))))
-#define CONV_U8(xs, i, ys, j) ((ys)[j] = TO_INT(uchar, REAL(LOAD(xs, i))))
-#define CONV_BOOL(xs, i, ys, j) ((ys)[j] = (uchar)NONZERO(LOAD(xs, i)))
-#define CONV_C64(xs, i, ys, j) ((ys)[j] = TO_C64(LOAD(xs, i)))
-#define CONV_C128(xs, i, ys, j) ((ys)[j] = TO_C128(LOAD(xs, i)))
+/* One statement per target: converts a loaded value v, writes element j of ys. */
+#define CONV_F32(v, ys, j) ((ys)[j] = TO_F32(REAL(v)))
+#define CONV_F64(v, ys, j) ((ys)[j] = convert_double(REAL(v)))
+#define CONV_I32(v, ys, j) ((ys)[j] = TO_INT(int, REAL(v)))
+#define CONV_I64(v, ys, j) ((ys)[j] = TO_INT(long, REAL(v)))
+#define CONV_U8(v, ys, j) ((ys)[j] = TO_INT(uchar, REAL(v)))
+#define CONV_BOOL(v, ys, j) ((ys)[j] = (uchar)NONZERO(v))
+#define CONV_C64(v, ys, j) ((ys)[j] = TO_C64(v))
+#define CONV_C128(v, ys, j) ((ys)[j] = TO_C128(v))
+#define CONV_F16(v, ys, j) STORE_F16(ys, j, REAL(v))
+#define CONV_BF16(v, ys, j) ((ys)[j] = TO_BF16(REAL(v)))
 /* A 16-bit float cast to itself copies the bits (a signalling NaN stays one). */
-#if defined(KILN_DT_F16)
-#define CONV_F16(xs, i, ys, j) (((global ushort *)(ys))[j] = ((global const ushort *)(xs))[i])
-#else
-#define CONV_F16(xs, i, ys, j) STORE_F16(ys, j, REAL(LOAD(xs, i)))
-#endif
-#if defined(KILN_DT_BF16)
-#define CONV_BF16(xs, i, ys, j) ((ys)[j] = (xs)[i])
-#else
-#define CONV_BF16(xs, i, ys, j) ((ys)[j] = TO_BF16(REAL(LOAD(xs, i))))
-#endif
+#define CONV_BITS(v, ys, j) (((global ushort *)(ys))[j] = (v))
+#define LOAD_BITS(p, i) (((global const ushort *)(p))[i])
 
-#define CAST_KERNEL(short, conv, type)                                                     \
+/*
+ * Each work-item converts KILN_EW_ITEMS elements a work-group apart (loads
+ * first, then the stores: GPUs keep them in flight together); VT is what is
+ * loaded (the 16-bit self-casts move bits).
+ */
+#define CAST_KERNEL(short, conv, type, VT, LD)                                             \
   kernel void cast_to_##short(global const ST *xs, ulong xoff, global type *ys, ulong yoff, \
                               ulong n)                                                     \
   {                                                                                        \
-    for (ulong i = get_global_id(0); i < n; i += get_global_size(0))                       \
-      conv(xs, xoff + i, ys, yoff + i);                                                    \
+    FLAT_VECTORS_OF(n, 1)                                                                  \
+    {                                                                                      \
+      VT v[KILN_EW_ITEMS];                                                                 \
+      FLAT_EACH(e) v[e] = LD(xs, xoff + FLAT_SLOT(e));                                     \
+      FLAT_EACH(e) conv(v[e], ys, yoff + FLAT_SLOT(e));                                    \
+    }                                                                                      \
   }
 
-CAST_KERNEL(f32, CONV_F32, float)
-CAST_KERNEL(i32, CONV_I32, int)
-CAST_KERNEL(i64, CONV_I64, long)
-CAST_KERNEL(u8, CONV_U8, uchar)
-CAST_KERNEL(bool, CONV_BOOL, uchar)
-CAST_KERNEL(f16, CONV_F16, half)
-CAST_KERNEL(bf16, CONV_BF16, ushort)
-CAST_KERNEL(c64, CONV_C64, float2)
+/*
+ * copy_values(x, xoff, y, yoff, n): kiln_copy's kernel, elements moved as MT
+ * in vectors of KILN_EW_VEC, KILN_EW_ITEMS vectors per work-item (the host
+ * passes a width that divides both offsets).
+ */
+/* c128 elements are already 16-byte vectors (ulong2): they move one at a time. */
+#if KILN_EW_VEC > 1 && !defined(KILN_DT_C128)
+#define COPY_VEC KILN_EW_VEC
+#define MVEC KILN_CAT(MT, KILN_EW_VEC)
+#else
+#define COPY_VEC 1
+#define MVEC MT
+#endif
+kernel void
+copy_values(global const MT *xs, ulong xoff, global MT *ys, ulong yoff, ulong n)
+{
+  global const MVEC *xp = (global const MVEC *)(xs + xoff);
+  global MVEC *yp = (global MVEC *)(ys + yoff);
+  FLAT_VECTORS_OF(n, COPY_VEC)
+  {
+    MVEC v[KILN_EW_ITEMS];
+    FLAT_EACH(e) v[e] = xp[FLAT_SLOT(e)];
+    FLAT_EACH(e) yp[FLAT_SLOT(e)] = v[e];
+  }
+  FLAT_TAIL_OF(i, n, COPY_VEC) ys[yoff + i] = xs[xoff + i];
+}
+
+#if defined(KILN_DT_F16)
+#define F16_SELF ushort, LOAD_BITS
+#define F16_CONV CONV_BITS
+#else
+#define F16_SELF T, LOAD
+#define F16_CONV CONV_F16
+#endif
+#if defined(KILN_DT_BF16)
+#define BF16_SELF ushort, LOAD_BITS
+#define BF16_CONV CONV_BITS
+#else
+#define BF16_SELF T, LOAD
+#define BF16_CONV CONV_BF16
+#endif
+
+/* The self-casts' (VT, LD) pair is one macro argument until expanded here. */
+#define CAST_KERNEL_SELF(short, conv, type, self) CAST_KERNEL(short, conv, type, self)
+CAST_KERNEL(f32, CONV_F32, float, T, LOAD)
+CAST_KERNEL(i32, CONV_I32, int, T, LOAD)
+CAST_KERNEL(i64, CONV_I64, long, T, LOAD)
+CAST_KERNEL(u8, CONV_U8, uchar, T, LOAD)
+CAST_KERNEL(bool, CONV_BOOL, uchar, T, LOAD)
+CAST_KERNEL_SELF(f16, F16_CONV, half, F16_SELF)
+CAST_KERNEL_SELF(bf16, BF16_CONV, ushort, BF16_SELF)
+CAST_KERNEL(c64, CONV_C64, float2, T, LOAD)
 #if defined(KILN_DT_F64) || defined(KILN_DT_C128) || defined(KILN_FP64)
-CAST_KERNEL(f64, CONV_F64, double)
-CAST_KERNEL(c128, CONV_C128, double2)
+CAST_KERNEL(f64, CONV_F64, double, T, LOAD)
+CAST_KERNEL(c128, CONV_C128, double2, T, LOAD)
 #endif

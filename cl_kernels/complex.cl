@@ -319,8 +319,8 @@ KILN_COMPLEX_UNARY_OPS(CUNARY_ROW)
       }                                                                                      \
       return;                                                                                \
     }                                                                                        \
-    ulong inner = bc.shape[ndim - 1], sa = bc.stride[0][ndim - 1];                           \
-    ulong sb = bc.stride[1][ndim - 1];                                                       \
+    ulong inner = BC_LAST(bc.shape, ndim), sa = BC_LAST(bc.stride[0], ndim);                           \
+    ulong sb = BC_LAST(bc.stride[1], ndim);                                                       \
     BCAST_EACH(CBINARY_ELEM, OT, expr)                                                       \
   }
 #define CBINARY_ROW(E, res, expr) CBINARY_BODY(cbinary_##E, T, C_RES_##res, expr)
@@ -346,7 +346,7 @@ where_values(global const uchar *conds, ulong condoff, global const T *as, ulong
     }
     return;
   }
-  ulong inner = bc.shape[ndim - 1];
-  ulong sc = bc.stride[0][ndim - 1], sa = bc.stride[1][ndim - 1], sb = bc.stride[2][ndim - 1];
+  ulong inner = BC_LAST(bc.shape, ndim);
+  ulong sc = BC_LAST(bc.stride[0], ndim), sa = BC_LAST(bc.stride[1], ndim), sb = BC_LAST(bc.stride[2], ndim);
   BCAST_EACH(WHERE_ELEM, _, _)
 }

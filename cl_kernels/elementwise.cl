@@ -270,8 +270,8 @@ KILN_UNARY_OPS(UNARY_ROW)
       }                                                                                  \
       return;                                                                            \
     }                                                                                    \
-    ulong inner = bc.shape[ndim - 1], sa = bc.stride[0][ndim - 1];                       \
-    ulong sb = bc.stride[1][ndim - 1];                                                   \
+    ulong inner = BC_LAST(bc.shape, ndim), sa = BC_LAST(bc.stride[0], ndim);                       \
+    ulong sb = BC_LAST(bc.stride[1], ndim);                                                   \
     BCAST_EACH(BINARY_ELEM, res, expr)                                                   \
   }
 #define BINARY_ROW(E, name, cls, res, expr) KILN_GEN_IF(cls, BINARY_BODY, binary_##name, res, expr)
@@ -307,8 +307,8 @@ where_values(global const uchar *conds, ulong condoff, global const WT *as, ulon
     FLAT_TAIL(i, n) op[i] = cp[i] ? ap[i] : bp[i];
     return;
   }
-  ulong inner = bc.shape[ndim - 1];
-  ulong sc = bc.stride[0][ndim - 1], sa = bc.stride[1][ndim - 1], sb = bc.stride[2][ndim - 1];
+  ulong inner = BC_LAST(bc.shape, ndim);
+  ulong sc = BC_LAST(bc.stride[0], ndim), sa = BC_LAST(bc.stride[1], ndim), sb = BC_LAST(bc.stride[2], ndim);
   BCAST_EACH(WHERE_ELEM, _, _)
 }
 

@@ -2,27 +2,28 @@
  * nn training family: scaled dot-product attention, flash style (lib/ops/nn_attention.c,
  * docs/nn.md "Attention"), and rotary position embedding.
  *
- * Build options: common.cl's (-DT=..., -DKILN_DT_...=1); f32 and f64.
+ * Build options: common.cl's (-DT=..., -DKILN_DT_...=1); f32 and f64. The forward tile
+ * (lib/ops/nn_attention.c chooses it: the `attention` tuner family): -DATT_BQ (queries per
+ * work-group), -DATT_BK (keys per tile), -DATT_TM, -DATT_TN (the register tile of scores per
+ * work-item, multiples of 4), -DATT_DC (features per Q/K staging chunk), -DATT_VK (keys per V
+ * staging chunk), -DATT_DH (head dimension the accumulators cover: 32, 64 or 128, at least
+ * D and Dv). att_fwd runs on (BQ/TM) (BK/TN) work-items.
  *
  * Layout: q [BH, Sq, D], k [BH, Sk, D], v [BH, Sk, Dv], out [BH, Sq, Dv], lse [BH, Sq],
- * D, Dv <= ATT_DMAX; mask (flags ATT_MASK) additive [Sq, Sk] at mask + bh * mstride.
+ * D, Dv <= ATT_DH; mask (flags ATT_MASK) additive [Sq, Sk] at mask + bh * mstride.
  * flags ATT_CAUSAL: key j is visible to query i only when j <= i (top-left aligned, as
  * PyTorch's is_causal).
  *
- * Forward (att_fwd): one work-group of 2 ATT_BQ items per (bh, tile of ATT_BQ queries), two
- * items per query row, each keeping its half of the row's scaled q and of the output
- * accumulator in registers (the Q tile stays on chip for the whole kernel); K and V tiles of
- * ATT_BK keys stream through local memory and are read as broadcast 4-vectors; each row's
- * running maximum m and sum l are updated once per key tile (online softmax): no Sq x Sk
- * temporary. out = acc / l, lse = m + log(l) (a row with every key masked gives NaN and -inf).
+ * Forward (att_fwd): below, at the kernel.
  *
- * Backward (FlashAttention-2: recompute p = exp(s - lse) from the saved lse):
+ * Backward (FlashAttention-2: recompute p = exp(s - lse) from the saved lse), register-blocked
+ * as the forward (tiles at the kernels):
  *   att_bwd_pre: delta[i] = sum_d dout[i, d] out[i, d]            flat over BH Sq rows
- *   att_bwd_dkdv: one item per key row (ATT_BB of them per group), looping over query tiles:
+ *   att_bwd_dkdv: a work-group per ABK_KV keys, looping over query tiles:
  *     dv_j += p_ij dout_i, dk_j += p_ij (dout_i . v_j - delta_i) scale q_i
- *   att_bwd_dq: one item per query row, looping over key tiles:
+ *   att_bwd_dq: a work-group per ABQ_Q queries, looping over key tiles:
  *     dq_i += p_ij (dout_i . v_j - delta_i) scale k_j
- * No atomics: each output row is owned by one work-item.
+ * No atomics: each output element is owned by one work-item (deterministic).
  *
  * Kernels:
  *   att_fwd(q, qoff, k, koff, v, voff, mask, moff, o, ooff, lse, loff, BH, Sq, Sk, D, Dv,
@@ -39,138 +40,283 @@
  */
 #include "common.cl"
 
-#define ATT_DMAX 128
-/* Tiles sized so that each kernel's local arrays fit in 32 KiB (OpenCL's minimum for GPUs,
- * and oclgrind's default) at ATT_DMAX = 128. */
-#if defined(KILN_DT_F64)
-#define ATT_BQ 16
-#define ATT_BK 12
-#define ATT_BB 7
-#else
-#define ATT_BQ 32
-#define ATT_BK 24
-#define ATT_BB 15
-#endif
 
 #define ATT_CAUSAL 1u
 #define ATT_MASK 2u
+#define ATT_VEC 4u /* att_fwd: q, k, v 16-byte aligned, D and Dv multiples of 4 */
 
 #define ROPE_HALF 1u
 #define ROPE_INV 2u
 
-/* The score of query i against key j: s (already scaled), -inf where masked out. */
-#define ATT_SCORE(s, i, j)                                                                  \
-  do {                                                                                      \
-    if ((j) >= Sk || ((flags & ATT_CAUSAL) && (j) > (i)))                                   \
-      s = -INFINITY;                                                                        \
-    else if (flags & ATT_MASK)                                                              \
-      s += KILN_LOAD(mb, (i) * Sk + (j));                                                   \
-  } while (0)
 
 /*
- * Forward. Two work-items per query row (h = 0, 1), each holding in registers its half of the
- * row's scaled q and of the output accumulator: item h owns the 4-element chunks 8i + 4h
- * (i < ATT_DMAX / 8), so any D splits evenly. K and V tiles of ATT_BK keys live in local memory
- * with rows zero-padded to a multiple of 4 (DP, DVP), read as broadcast 4-vectors; the two
- * halves of each score meet through local memory (sp). Both items of a row then run the same
- * online-softmax update on identical values.
+ * Forward, register-blocked like a GEMM. A work-group owns ATT_BQ queries of one (batch, head);
+ * work-item (tr, tc) of its (BQ/TM) x (BK/TN) grid owns TM query rows (the same rows in both
+ * products, so each item keeps its rows' running max m and partial sum in registers):
+ *   S = Q K^T: a TM x TN register tile per key tile of ATT_BK keys, Q and K staged through
+ *     local memory transposed ([d][row], [d][key]) in chunks of ATT_DC features, read as
+ *     4-vectors (16-byte local loads, consecutive items on consecutive vectors);
+ *   online softmax: each row's tile max meets across the BK/TN items sharing it in local
+ *     memory (red); p = exp(s - m) goes to local memory as P [key][row];
+ *   O += P V: the same TM rows x ON = DH/(BK/TN) head features, V staged in chunks of ATT_VK
+ *     keys in the Q/K staging space.
+ * An item's rows are a*4*NTR + 4*tr + u (a < TM/4, u < 4) and its keys and features
+ * b*4*NTC + 4*tc + u, so the items of a warp read consecutive 4-vectors (no bank conflicts).
+ * The partial row sums (over an item's own keys, rescaled with the shared max) are added
+ * across the row's items once at the end. Causal: key tiles past the group's last query
+ * are not visited. A row with every key hidden keeps m = -inf: p and the rescale factor use
+ * 0 in place of m (no inf - inf), so l = 0, out = 0/0 = NaN and lse = -inf.
  */
 #define T4 KILN_CAT(T, 4)
 #define KILN_CAT(a, b) KILN_CAT_(a, b)
 #define KILN_CAT_(a, b) a##b
-#define ATT_NCH (ATT_DMAX / 8)
 
-kernel __attribute__((reqd_work_group_size(2 * ATT_BQ, 1, 1))) void
+#ifndef ATT_BQ
+#error "nn_attention.cl: the tile options (-DATT_BQ=... -DATT_DH=...) are missing"
+#endif
+#define ATT_NTR (ATT_BQ / ATT_TM)
+#define ATT_NTC (ATT_BK / ATT_TN)
+#define ATT_NT (ATT_NTR * ATT_NTC)
+#define ATT_ON (ATT_DH / ATT_NTC)
+#define ATT_QS (ATT_BQ + 4) /* row stride of Q [d][row] and P [key][row] (floats) */
+#define ATT_KS (ATT_BK + 4) /* row stride of K [d][key] */
+#define ATT_VS ATT_DH       /* row stride of V [key][d] */
+#define ATT_QK_N (ATT_DC * (ATT_QS + ATT_KS))
+#define ATT_STAGE_N (ATT_QK_N > ATT_VK * ATT_VS ? ATT_QK_N : ATT_VK * ATT_VS)
+#if ATT_TM % 4 || ATT_TN % 4 || ATT_ON % 4 || ATT_BK % ATT_VK || ATT_DC % 4 ||                \
+    (ATT_NTR > 8 && ATT_NTR % 8) || ATT_BQ % 16 || ATT_BK % 16
+#error "nn_attention.cl: unsupported tile shape"
+#endif
+/* Loops over a chunk and over a register tile: rolled on CPUs (-DATT_ROLLED: PoCL takes
+ * seconds to compile the unrolled body), left to the compiler elsewhere. */
+#if defined(ATT_ROLLED)
+#define ATT_OUTER_LOOP _Pragma("unroll 1")
+#else
+#define ATT_OUTER_LOOP
+#endif
+/* Items of a warp: 8 row groups (or all of them) x the rest in key groups. */
+#define ATT_W (ATT_NTR < 8 ? ATT_NTR : 8)
+
+#define ATT_UNPACK(dst, i, v)                                                                 \
+  do {                                                                                      \
+    (dst)[(i)] = (v).x;                                                                     \
+    (dst)[(i) + 1] = (v).y;                                                                 \
+    (dst)[(i) + 2] = (v).z;                                                                 \
+    (dst)[(i) + 3] = (v).w;                                                                 \
+  } while (0)
+
+/* Features [d, d + 4) of a row of D (zeros past D): one 4-vector load when vec (the row
+ * 16-byte aligned, D a multiple of 4), else element by element. */
+static T4
+att_load4(global const ST *row, ulong d, ulong D, uint vec)
+{
+  if (vec)
+    return d < D ? *(global const T4 *)(row + d) : (T4)((T)0);
+  return (T4)(d < D ? KILN_LOAD(row, d) : (T)0, d + 1 < D ? KILN_LOAD(row, d + 1) : (T)0,
+              d + 2 < D ? KILN_LOAD(row, d + 2) : (T)0, d + 3 < D ? KILN_LOAD(row, d + 3) : (T)0);
+}
+
+/*
+ * Stages rows [r0, r0 + n) (those below `valid`) x features [d0, d0 + dc) of x (rows of D)
+ * times mult into dst[dd * stride + r], zeros elsewhere, with nt work-items: a warp's items
+ * on 16 rows x 2 vectors of 4 features, so that the transposed stores hit 32 different banks
+ * (strides are 4 mod 32: vector j's rows sit 16 j banks apart).
+ */
+static void
+att_stage_t(local T *dst, uint stride, uint n, global const ST *x, ulong r0, ulong valid, ulong D,
+            ulong d0, T mult, uint lid, uint dc, uint nt, uint vec)
+{
+  for (uint e = lid; e < n * (dc / 4); e += nt) {
+    uint r = e % 16 + 16 * (e / (16 * (dc / 4))), j = (e / 16) % (dc / 4);
+    ulong row = r0 + r;
+    T4 v4 = row < valid ? att_load4(x + row * D, d0 + 4 * j, D, vec) * mult : (T4)((T)0);
+    local T *o = dst + 4 * j * stride + r;
+    o[0] = v4.x;
+    o[stride] = v4.y;
+    o[2 * stride] = v4.z;
+    o[3 * stride] = v4.w;
+  }
+}
+
+/* Stages rows [r0, r0 + n) of x (rows of Dx <= ATT_DH) as they are: dst[c ATT_DH + d], zeros
+ * past `valid` and Dx. */
+static void
+att_stage_rows(local T4 *dst4, uint n, global const ST *x, ulong r0, ulong valid, ulong Dx,
+               uint lid, uint nt, uint vec)
+{
+  for (uint e = lid; e < n * (ATT_DH / 4); e += nt) {
+    ulong row = r0 + e / (ATT_DH / 4);
+    dst4[e] = row < valid ? att_load4(x + row * Dx, 4 * (e % (ATT_DH / 4)), Dx, vec)
+                          : (T4)((T)0);
+  }
+}
+
+kernel __attribute__((reqd_work_group_size(ATT_NT, 1, 1))) void
 att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global const ST *v,
         ulong voff, global const ST *mask, ulong moff, global ST *o, ulong ooff, global ST *lse,
         ulong loff, ulong BH, ulong Sq, ulong Sk, ulong D, ulong Dv, ulong mstride, T scale,
         uint flags)
 {
-  local T ks[ATT_BK * ATT_DMAX];
-  local T vs[ATT_BK * ATT_DMAX];
-  local T sp[2 * ATT_BQ * ATT_BK];
-  const uint lid = get_local_id(0), lsz = get_local_size(0);
-  const uint row = lid >> 1, h = lid & 1u;
+  local T4 stage4[ATT_STAGE_N / 4];
+  local T4 ps4[ATT_BK * ATT_QS / 4];
+  local T red[ATT_NTC * ATT_BQ];
+  local T *stage = (local T *)stage4, *ps = (local T *)ps4;
+  const uint lid = get_local_id(0);
+  const uint tr = lid % ATT_W + ATT_W * (lid / (ATT_W * ATT_NTC));
+  const uint tc = (lid / ATT_W) % ATT_NTC;
   const ulong nqt = (Sq + ATT_BQ - 1) / ATT_BQ, g = get_group_id(0);
-  const ulong bh = g / nqt, q0 = (g % nqt) * ATT_BQ, i = q0 + row;
-  const int live = i < Sq;
-  const ulong DP = (D + 3) & ~(ulong)3, DVP = (Dv + 3) & ~(ulong)3;
+  const ulong bh = g / nqt, q0 = (g % nqt) * ATT_BQ;
+  global const ST *qb = q + qoff + bh * Sq * D;
   global const ST *kb = k + koff + bh * Sk * D;
   global const ST *vb = v + voff + bh * Sk * Dv;
   global const ST *mb = mask + moff + bh * mstride;
-  T4 qr[ATT_NCH], acc[ATT_NCH];
-  for (int c = 0; c < ATT_NCH; c++) {
-    T e4[4];
-    for (int u = 0; u < 4; u++) {
-      ulong d = 8 * c + 4 * h + u;
-      e4[u] = live && d < D ? KILN_LOAD(q, qoff + (bh * Sq + i) * D + d) * scale : (T)0;
-    }
-    qr[c] = (T4)(e4[0], e4[1], e4[2], e4[3]);
-    acc[c] = (T4)((T)0);
+  T acc[ATT_TM][ATT_ON], m[ATT_TM], lp[ATT_TM];
+  uint rows[ATT_TM];
+  ATT_OUTER_LOOP
+  for (int i = 0; i < ATT_TM; i++) {
+    rows[i] = (i / 4) * 4 * ATT_NTR + 4 * tr + i % 4;
+    m[i] = -INFINITY;
+    lp[i] = (T)0;
+    ATT_OUTER_LOOP
+    for (int e = 0; e < ATT_ON; e++)
+      acc[i][e] = (T)0;
   }
-  T m = -INFINITY, l = (T)0;
   ulong kend = Sk;
   if ((flags & ATT_CAUSAL) && q0 + ATT_BQ < kend)
     kend = q0 + ATT_BQ;
   for (ulong k0 = 0; k0 < kend; k0 += ATT_BK) {
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint r = 0; r < ATT_BK; r++) {
-      const int rl = k0 + r < Sk;
-      for (ulong d = lid; d < DP; d += lsz)
-        ks[r * DP + d] = rl && d < D ? KILN_LOAD(kb, (k0 + r) * D + d) : (T)0;
-      for (ulong d = lid; d < DVP; d += lsz)
-        vs[r * DVP + d] = rl && d < Dv ? KILN_LOAD(vb, (k0 + r) * Dv + d) : (T)0;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int j = 0; j < ATT_BK; j++) {
-      T4 a4 = (T4)((T)0);
-      for (int c = 0; c < ATT_NCH; c++)
-        if (8 * c + 4 * h < D)
-          a4 += qr[c] * vload4(0, ks + j * DP + 8 * c + 4 * h);
-      sp[(2 * row + h) * ATT_BK + j] = a4.x + a4.y + a4.z + a4.w;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    T s[ATT_BK];
-    T tmax = -INFINITY;
-    for (int j = 0; j < ATT_BK; j++) {
-      T a = sp[2 * row * ATT_BK + j] + sp[(2 * row + 1) * ATT_BK + j];
-      if (live)
-        ATT_SCORE(a, i, k0 + j);
-      s[j] = a;
-      tmax = fmax(tmax, a);
-    }
-    T mnew = fmax(m, tmax);
-    if (live && mnew > -INFINITY) {
-      T cf = exp(m - mnew);
-      l *= cf;
-      for (int j = 0; j < ATT_BK; j++) {
-        s[j] = exp(s[j] - mnew);
-        l += s[j];
-      }
-      for (int c = 0; c < ATT_NCH; c++)
-        if (8 * c + 4 * h < Dv) {
-          T4 a4 = acc[c] * cf;
-          for (int j = 0; j < ATT_BK; j++)
-            a4 += s[j] * vload4(0, vs + j * DVP + 8 * c + 4 * h);
-          acc[c] = a4;
+    T s[ATT_TM][ATT_TN];
+    ATT_OUTER_LOOP
+    for (int i = 0; i < ATT_TM; i++)
+      ATT_OUTER_LOOP
+      for (int j = 0; j < ATT_TN; j++)
+        s[i][j] = (T)0;
+    for (ulong d0 = 0; d0 < D; d0 += ATT_DC) {
+      barrier(CLK_LOCAL_MEM_FENCE);
+      att_stage_t(stage, ATT_QS, ATT_BQ, qb, q0, Sq, D, d0, scale, lid, ATT_DC, ATT_NT,
+                  flags & ATT_VEC);
+      att_stage_t(stage + ATT_DC * ATT_QS, ATT_KS, ATT_BK, kb, k0, Sk, D, d0, (T)1, lid, ATT_DC,
+                  ATT_NT, flags & ATT_VEC);
+      barrier(CLK_LOCAL_MEM_FENCE);
+      ATT_OUTER_LOOP
+      for (int dd = 0; dd < ATT_DC; dd++) {
+        T qv[ATT_TM], kv[ATT_TN];
+        ATT_OUTER_LOOP
+        for (int a = 0; a < ATT_TM / 4; a++) {
+          T4 t = stage4[dd * (ATT_QS / 4) + a * ATT_NTR + tr];
+          ATT_UNPACK(qv, 4 * a, t);
         }
-      m = mnew;
+        ATT_OUTER_LOOP
+        for (int b = 0; b < ATT_TN / 4; b++) {
+          T4 t = stage4[ATT_DC * ATT_QS / 4 + dd * (ATT_KS / 4) + b * ATT_NTC + tc];
+          ATT_UNPACK(kv, 4 * b, t);
+        }
+        ATT_OUTER_LOOP
+        for (int i = 0; i < ATT_TM; i++)
+          ATT_OUTER_LOOP
+          for (int j = 0; j < ATT_TN; j++)
+            s[i][j] += qv[i] * kv[j];
+      }
+    }
+    /* Hide what the row may not see; the row maxima of this tile meet in red. */
+    ATT_OUTER_LOOP
+    for (int i = 0; i < ATT_TM; i++) {
+      ulong row = q0 + rows[i];
+      T mx = -INFINITY;
+      ATT_OUTER_LOOP
+      for (int j = 0; j < ATT_TN; j++) {
+        ulong col = k0 + (j / 4) * 4 * ATT_NTC + 4 * tc + j % 4;
+        T x = s[i][j];
+        if (col >= Sk || ((flags & ATT_CAUSAL) && col > row))
+          x = -INFINITY;
+        else if ((flags & ATT_MASK) && row < Sq)
+          x += KILN_LOAD(mb, row * Sk + col);
+        s[i][j] = x;
+        mx = fmax(mx, x);
+      }
+      red[tc * ATT_BQ + rows[i]] = mx;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    ATT_OUTER_LOOP
+    for (int i = 0; i < ATT_TM; i++) {
+      T mt = m[i];
+      ATT_OUTER_LOOP
+      for (int t = 0; t < ATT_NTC; t++)
+        mt = fmax(mt, red[t * ATT_BQ + rows[i]]);
+      T msafe = mt == -INFINITY ? (T)0 : mt;
+      T cf = exp(m[i] - msafe);
+      m[i] = mt;
+      lp[i] *= cf;
+      ATT_OUTER_LOOP
+      for (int e = 0; e < ATT_ON; e++)
+        acc[i][e] *= cf;
+      ATT_OUTER_LOOP
+      for (int j = 0; j < ATT_TN; j++) {
+        T p = exp(s[i][j] - msafe);
+        lp[i] += p;
+        s[i][j] = p;
+      }
+    }
+    ATT_OUTER_LOOP
+    for (int j = 0; j < ATT_TN; j++) {
+      uint col = (j / 4) * 4 * ATT_NTC + 4 * tc + j % 4;
+      ATT_OUTER_LOOP
+      for (int a = 0; a < ATT_TM / 4; a++)
+        ps4[col * (ATT_QS / 4) + a * ATT_NTR + tr] =
+            (T4)(s[4 * a][j], s[4 * a + 1][j], s[4 * a + 2][j], s[4 * a + 3][j]);
+    }
+    /* O += P V over chunks of ATT_VK keys (the staging space is free since the barrier). */
+    for (uint c0 = 0; c0 < ATT_BK && k0 + c0 < Sk; c0 += ATT_VK) {
+      if (c0)
+        barrier(CLK_LOCAL_MEM_FENCE);
+      att_stage_rows(stage4, ATT_VK, vb, k0 + c0, Sk, Dv, lid, ATT_NT, flags & ATT_VEC);
+      barrier(CLK_LOCAL_MEM_FENCE);
+      ATT_OUTER_LOOP
+      for (int c = 0; c < ATT_VK; c++) {
+        T pv[ATT_TM], vv[ATT_ON];
+        ATT_OUTER_LOOP
+        for (int a = 0; a < ATT_TM / 4; a++) {
+          T4 t = ps4[(c0 + c) * (ATT_QS / 4) + a * ATT_NTR + tr];
+          ATT_UNPACK(pv, 4 * a, t);
+        }
+        ATT_OUTER_LOOP
+        for (int b = 0; b < ATT_ON / 4; b++) {
+          T4 t = stage4[c * (ATT_VS / 4) + b * ATT_NTC + tc];
+          ATT_UNPACK(vv, 4 * b, t);
+        }
+        ATT_OUTER_LOOP
+        for (int i = 0; i < ATT_TM; i++)
+          ATT_OUTER_LOOP
+          for (int e = 0; e < ATT_ON; e++)
+            acc[i][e] += pv[i] * vv[e];
+      }
     }
   }
-  if (live) {
-    global ST *ob = o + ooff + (bh * Sq + i) * Dv;
+  /* The row sums meet in red (all of a row's items applied the same rescale factors). */
+  barrier(CLK_LOCAL_MEM_FENCE);
+  ATT_OUTER_LOOP
+  for (int i = 0; i < ATT_TM; i++)
+    red[tc * ATT_BQ + rows[i]] = lp[i];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  ATT_OUTER_LOOP
+  for (int i = 0; i < ATT_TM; i++) {
+    ulong row = q0 + rows[i];
+    if (row >= Sq)
+      continue;
+    T l = (T)0;
+    ATT_OUTER_LOOP
+    for (int t = 0; t < ATT_NTC; t++)
+      l += red[t * ATT_BQ + rows[i]];
     T inv = (T)1 / l;
-    for (int c = 0; c < ATT_NCH; c++) {
-      T4 a4 = acc[c] * inv;
-      T e4[4] = {a4.x, a4.y, a4.z, a4.w};
-      for (int u = 0; u < 4; u++) {
-        ulong d = 8 * c + 4 * h + u;
-        if (d < Dv)
-          KILN_STORE(ob, d, e4[u]);
-      }
+    global ST *ob = o + ooff + (bh * Sq + row) * Dv;
+    ATT_OUTER_LOOP
+    for (int e = 0; e < ATT_ON; e++) {
+      ulong d = (e / 4) * 4 * ATT_NTC + 4 * tc + e % 4;
+      if (d < Dv)
+        KILN_STORE(ob, d, l > (T)0 ? acc[i][e] * inv : (T)NAN);
     }
-    if (h == 0)
-      KILN_STORE(lse, loff + bh * Sq + i, m + log(l));
+    if (tc == 0)
+      KILN_STORE(lse, loff + bh * Sq + row, m[i] + log(l));
   }
 }
 
@@ -186,146 +332,388 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
   }
 }
 
-kernel __attribute__((reqd_work_group_size(ATT_BB, 1, 1))) void
+/*
+ * Backward tiles (fixed per dtype; the programs carry the default forward variant, ATT_DH 128
+ * on every device): the register tile is AB_TM x AB_TN, staging chunks of AB_DC features
+ * (transposed) and AB_VK rows (as they are); local arrays within 27 KiB.
+ *   att_bwd_dkdv: ABK_KV keys per work-group, query tiles of ABQ_KV;
+ *   att_bwd_dq:   ABQ_Q queries per work-group, key tiles of ABK_Q.
+ */
+#define AB_TM 4
+#define AB_TN 4
+#if defined(KILN_DT_F64)
+#define ABK_KV 32
+#define ABQ_KV 32
+#define AB_DC 8
+#define AB_VK 4
+#define ABQ_Q 32
+#define ABK_Q 32
+#else
+#define ABK_KV 32
+#define ABQ_KV 64
+#define AB_DC 16
+#define AB_VK 8
+#define ABQ_Q 64
+#define ABK_Q 32
+#endif
+
+#define AKV_NTR (ABK_KV / AB_TM)
+#define AKV_NTC (ABQ_KV / AB_TN)
+#define AKV_NT (AKV_NTR * AKV_NTC)
+#define AKV_W (AKV_NTR < 8 ? AKV_NTR : 8)
+#define AKV_ON (ATT_DH / AKV_NTC)
+#define AKV_KS (ABK_KV + 4)
+#define AKV_QS (ABQ_KV + 4)
+#define AKV_A (AB_DC * (AKV_KS + AKV_QS))
+#define AKV_D (AB_VK * 2 * ATT_DH)
+#define AKV_STAGE (AKV_A > AKV_D ? AKV_A : AKV_D)
+
+#define AQ_NTR (ABQ_Q / AB_TM)
+#define AQ_NTC (ABK_Q / AB_TN)
+#define AQ_NT (AQ_NTR * AQ_NTC)
+#define AQ_W (AQ_NTR < 8 ? AQ_NTR : 8)
+#define AQ_ON (ATT_DH / AQ_NTC)
+#define AQ_QS (ABQ_Q + 4)
+#define AQ_KS (ABK_Q + 4)
+#define AQ_A (AB_DC * (AQ_QS + AQ_KS))
+#define AQ_D (AB_VK * ATT_DH)
+#define AQ_STAGE (AQ_A > AQ_D ? AQ_A : AQ_D)
+
+/* The backward kernels need 4 features per item: programs of a narrow forward variant (whose
+ * ATT_DH is below that) leave them out; the backward always runs the default variant
+ * (ATT_DH 128). */
+#if AKV_ON >= 4 && AQ_ON >= 4
+
+/*
+ * dK and dV: work-item (tr, tc) holds AB_TM keys x AB_TN queries of S^T = K Q^T and of
+ * dP^T = V dO^T (both from transposed chunks), turns them into P^T = exp(s - lse) and
+ * dS^T = P^T (dP^T - delta), which go to local memory as [query][key]; then its keys' rows of
+ * dV += P^T dO and dK += dS^T Q over ATT_DH / (ABQ_KV / AB_TN) features (dO and Q rows staged
+ * as they are). Hidden pairs (past Sq or Sk, causal, -inf in the mask) give p = 0.
+ */
+kernel __attribute__((reqd_work_group_size(AKV_NT, 1, 1))) void
 att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, global const ST *v,
              ulong voff, global const ST *mask, ulong moff, global const ST *dout, ulong doff,
              global const ST *lse, ulong loff, global const T *delta, global ST *dk, ulong dkoff,
              global ST *dv, ulong dvoff, ulong BH, ulong Sq, ulong Sk, ulong D, ulong Dv,
              ulong mstride, T scale, uint flags)
 {
-  local T ks[ATT_BB * (ATT_DMAX + 1)];
-  local T vs[ATT_BB * (ATT_DMAX + 1)];
-  local T qs[ATT_BB * ATT_DMAX];
-  local T dos[ATT_BB * ATT_DMAX];
-  local T ls[ATT_BB], dl[ATT_BB];
-  const uint lid = get_local_id(0);
-  const ulong nkt = (Sk + ATT_BB - 1) / ATT_BB, g = get_group_id(0);
-  const ulong bh = g / nkt, k0 = (g % nkt) * ATT_BB, j = k0 + lid;
-  const int live = j < Sk;
-  const ulong KS = D + 1, VS = Dv + 1;
+  local T4 stage4[AKV_STAGE / 4];
+  local T4 ps4[ABQ_KV * AKV_KS / 4];
+  local T4 ds4[ABQ_KV * AKV_KS / 4];
+  local T lse_s[ABQ_KV], del_s[ABQ_KV];
+  local T *stage = (local T *)stage4;
+  const uint lid = get_local_id(0), vec = flags & ATT_VEC;
+  const uint tr = lid % AKV_W + AKV_W * (lid / (AKV_W * AKV_NTC));
+  const uint tc = (lid / AKV_W) % AKV_NTC;
+  const ulong nkt = (Sk + ABK_KV - 1) / ABK_KV, g = get_group_id(0);
+  const ulong bh = g / nkt, k0 = (g % nkt) * ABK_KV;
   global const ST *qb = q + qoff + bh * Sq * D;
   global const ST *kb = k + koff + bh * Sk * D;
   global const ST *vb = v + voff + bh * Sk * Dv;
   global const ST *db = dout + doff + bh * Sq * Dv;
   global const ST *mb = mask + moff + bh * mstride;
-  for (ulong e = lid; e < ATT_BB * D; e += ATT_BB)
-    ks[(e / D) * KS + e % D] = k0 + e / D < Sk ? KILN_LOAD(kb, k0 * D + e) : (T)0;
-  for (ulong e = lid; e < ATT_BB * Dv; e += ATT_BB)
-    vs[(e / Dv) * VS + e % Dv] = k0 + e / Dv < Sk ? KILN_LOAD(vb, k0 * Dv + e) : (T)0;
-  T adk[ATT_DMAX], adv[ATT_DMAX];
-  for (int d = 0; d < ATT_DMAX; d++)
-    adk[d] = adv[d] = (T)0;
-  /* Causal: queries before the tile's first key see none of its keys. */
-  ulong qstart = (flags & ATT_CAUSAL) ? k0 - k0 % ATT_BB : 0;
-  for (ulong i0 = qstart; i0 < Sq; i0 += ATT_BB) {
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (ulong e = lid; e < ATT_BB * D; e += ATT_BB)
-      qs[e] = i0 + e / D < Sq ? KILN_LOAD(qb, i0 * D + e) : (T)0;
-    for (ulong e = lid; e < ATT_BB * Dv; e += ATT_BB)
-      dos[e] = i0 + e / Dv < Sq ? KILN_LOAD(db, i0 * Dv + e) : (T)0;
-    if (i0 + lid < Sq) {
-      ls[lid] = KILN_LOAD(lse, loff + bh * Sq + i0 + lid);
-      dl[lid] = delta[bh * Sq + i0 + lid];
+  T adk[AB_TM][AKV_ON], adv[AB_TM][AKV_ON];
+  uint keys[AB_TM];
+  ATT_OUTER_LOOP
+  for (int i = 0; i < AB_TM; i++) {
+    keys[i] = (i / 4) * 4 * AKV_NTR + 4 * tr + i % 4;
+    ATT_OUTER_LOOP
+    for (int e = 0; e < AKV_ON; e++)
+      adk[i][e] = adv[i][e] = (T)0;
+  }
+  /* Causal: queries before the first key see none of the group's keys. */
+  ulong istart = (flags & ATT_CAUSAL) ? k0 - k0 % ABQ_KV : 0;
+  for (ulong i0 = istart; i0 < Sq; i0 += ABQ_KV) {
+    for (uint e = lid; e < ABQ_KV; e += AKV_NT) {
+      lse_s[e] = i0 + e < Sq ? KILN_LOAD(lse, loff + bh * Sq + i0 + e) : (T)0;
+      del_s[e] = i0 + e < Sq ? delta[bh * Sq + i0 + e] : (T)0;
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    /* No `continue` around the barriers: PoCL 3.1 miscompiled that shape (nn_norm.cl). */
-    for (int r = 0; live && r < ATT_BB; r++) {
-      ulong i = i0 + r;
-      if (i >= Sq)
-        break;
-      T s = (T)0;
-      for (ulong d = 0; d < D; d++)
-        s += qs[r * D + d] * ks[lid * KS + d];
-      s *= scale;
-      ATT_SCORE(s, i, j);
-      if (s == -INFINITY)
-        continue;
-      T p = exp(s - ls[r]);
-      T dp = (T)0;
-      for (ulong d = 0; d < Dv; d++)
-        dp += dos[r * Dv + d] * vs[lid * VS + d];
-      T ds = p * (dp - dl[r]) * scale;
-      for (int d = 0; d < ATT_DMAX; d++) {
-        if (d < Dv)
-          adv[d] += p * dos[r * Dv + d];
-        if (d < D)
-          adk[d] += ds * qs[r * D + d];
+    T st[AB_TM][AB_TN], dpt[AB_TM][AB_TN];
+    ATT_OUTER_LOOP
+    for (int i = 0; i < AB_TM; i++)
+      ATT_OUTER_LOOP
+      for (int j = 0; j < AB_TN; j++)
+        st[i][j] = dpt[i][j] = (T)0;
+    for (ulong d0 = 0; d0 < D; d0 += AB_DC) {
+      barrier(CLK_LOCAL_MEM_FENCE);
+      att_stage_t(stage, AKV_KS, ABK_KV, kb, k0, Sk, D, d0, (T)1, lid, AB_DC, AKV_NT, vec);
+      att_stage_t(stage + AB_DC * AKV_KS, AKV_QS, ABQ_KV, qb, i0, Sq, D, d0, scale, lid, AB_DC,
+                  AKV_NT, vec);
+      barrier(CLK_LOCAL_MEM_FENCE);
+      ATT_OUTER_LOOP
+      for (int dd = 0; dd < AB_DC; dd++) {
+        T kv[AB_TM], qv[AB_TN];
+        ATT_OUTER_LOOP
+        for (int a = 0; a < AB_TM / 4; a++) {
+          T4 t = stage4[dd * (AKV_KS / 4) + a * AKV_NTR + tr];
+          ATT_UNPACK(kv, 4 * a, t);
+        }
+        ATT_OUTER_LOOP
+        for (int b = 0; b < AB_TN / 4; b++) {
+          T4 t = stage4[AB_DC * AKV_KS / 4 + dd * (AKV_QS / 4) + b * AKV_NTC + tc];
+          ATT_UNPACK(qv, 4 * b, t);
+        }
+        ATT_OUTER_LOOP
+        for (int i = 0; i < AB_TM; i++)
+          ATT_OUTER_LOOP
+          for (int j = 0; j < AB_TN; j++)
+            st[i][j] += kv[i] * qv[j];
+      }
+    }
+    for (ulong d0 = 0; d0 < Dv; d0 += AB_DC) {
+      barrier(CLK_LOCAL_MEM_FENCE);
+      att_stage_t(stage, AKV_KS, ABK_KV, vb, k0, Sk, Dv, d0, (T)1, lid, AB_DC, AKV_NT, vec);
+      att_stage_t(stage + AB_DC * AKV_KS, AKV_QS, ABQ_KV, db, i0, Sq, Dv, d0, (T)1, lid, AB_DC,
+                  AKV_NT, vec);
+      barrier(CLK_LOCAL_MEM_FENCE);
+      ATT_OUTER_LOOP
+      for (int dd = 0; dd < AB_DC; dd++) {
+        T vv[AB_TM], ov[AB_TN];
+        ATT_OUTER_LOOP
+        for (int a = 0; a < AB_TM / 4; a++) {
+          T4 t = stage4[dd * (AKV_KS / 4) + a * AKV_NTR + tr];
+          ATT_UNPACK(vv, 4 * a, t);
+        }
+        ATT_OUTER_LOOP
+        for (int b = 0; b < AB_TN / 4; b++) {
+          T4 t = stage4[AB_DC * AKV_KS / 4 + dd * (AKV_QS / 4) + b * AKV_NTC + tc];
+          ATT_UNPACK(ov, 4 * b, t);
+        }
+        ATT_OUTER_LOOP
+        for (int i = 0; i < AB_TM; i++)
+          ATT_OUTER_LOOP
+          for (int j = 0; j < AB_TN; j++)
+            dpt[i][j] += vv[i] * ov[j];
+      }
+    }
+    ATT_OUTER_LOOP
+    for (int j = 0; j < AB_TN; j++) {
+      uint qc = (j / 4) * 4 * AKV_NTC + 4 * tc + j % 4;
+      ulong qi = i0 + qc;
+      ATT_OUTER_LOOP
+      for (int i = 0; i < AB_TM; i++) {
+        ulong key = k0 + keys[i];
+        T x = st[i][j];
+        int hidden = key >= Sk || qi >= Sq || ((flags & ATT_CAUSAL) && key > qi);
+        if (!hidden && (flags & ATT_MASK))
+          x += KILN_LOAD(mb, qi * Sk + key);
+        T p = hidden || x == -INFINITY ? (T)0 : exp(x - lse_s[qc]);
+        st[i][j] = p;
+        dpt[i][j] = p * (dpt[i][j] - del_s[qc]);
+      }
+      ATT_OUTER_LOOP
+      for (int a = 0; a < AB_TM / 4; a++) {
+        uint at = qc * (AKV_KS / 4) + a * AKV_NTR + tr;
+        ps4[at] = (T4)(st[4 * a][j], st[4 * a + 1][j], st[4 * a + 2][j], st[4 * a + 3][j]);
+        ds4[at] = (T4)(dpt[4 * a][j], dpt[4 * a + 1][j], dpt[4 * a + 2][j], dpt[4 * a + 3][j]);
+      }
+    }
+    for (uint c0 = 0; c0 < ABQ_KV && i0 + c0 < Sq; c0 += AB_VK) {
+      barrier(CLK_LOCAL_MEM_FENCE);
+      att_stage_rows(stage4, AB_VK, db, i0 + c0, Sq, Dv, lid, AKV_NT, vec);
+      att_stage_rows(stage4 + AB_VK * ATT_DH / 4, AB_VK, qb, i0 + c0, Sq, D, lid, AKV_NT, vec);
+      barrier(CLK_LOCAL_MEM_FENCE);
+      ATT_OUTER_LOOP
+      for (int c = 0; c < AB_VK; c++) {
+        T pv[AB_TM], dsv[AB_TM], ov[AKV_ON], qv[AKV_ON];
+        ATT_OUTER_LOOP
+        for (int a = 0; a < AB_TM / 4; a++) {
+          uint at = (c0 + c) * (AKV_KS / 4) + a * AKV_NTR + tr;
+          T4 t = ps4[at], u = ds4[at];
+          ATT_UNPACK(pv, 4 * a, t);
+          ATT_UNPACK(dsv, 4 * a, u);
+        }
+        ATT_OUTER_LOOP
+        for (int b = 0; b < AKV_ON / 4; b++) {
+          T4 t = stage4[c * (ATT_DH / 4) + b * AKV_NTC + tc];
+          T4 u = stage4[(AB_VK + c) * (ATT_DH / 4) + b * AKV_NTC + tc];
+          ATT_UNPACK(ov, 4 * b, t);
+          ATT_UNPACK(qv, 4 * b, u);
+        }
+        ATT_OUTER_LOOP
+        for (int i = 0; i < AB_TM; i++)
+          ATT_OUTER_LOOP
+          for (int e = 0; e < AKV_ON; e++) {
+            adv[i][e] += pv[i] * ov[e];
+            adk[i][e] += dsv[i] * qv[e];
+          }
       }
     }
   }
-  if (live) {
-    for (int d = 0; d < ATT_DMAX; d++) {
+  ATT_OUTER_LOOP
+  for (int i = 0; i < AB_TM; i++) {
+    ulong key = k0 + keys[i];
+    if (key >= Sk)
+      continue;
+    ATT_OUTER_LOOP
+    for (int e = 0; e < AKV_ON; e++) {
+      ulong d = (e / 4) * 4 * AKV_NTC + 4 * tc + e % 4;
       if (d < D)
-        KILN_STORE(dk, dkoff + (bh * Sk + j) * D + d, adk[d]);
+        KILN_STORE(dk, dkoff + (bh * Sk + key) * D + d, adk[i][e] * scale);
       if (d < Dv)
-        KILN_STORE(dv, dvoff + (bh * Sk + j) * Dv + d, adv[d]);
+        KILN_STORE(dv, dvoff + (bh * Sk + key) * Dv + d, adv[i][e]);
     }
   }
 }
 
-kernel __attribute__((reqd_work_group_size(ATT_BB, 1, 1))) void
+/*
+ * dQ: work-item (tr, tc) holds AB_TM queries x AB_TN keys of S = Q K^T and dP = dO V^T,
+ * turns them into dS = P (dP - delta) (P from the saved lse), which goes to local memory as
+ * [key][query]; then its rows of dQ += dS K over ATT_DH / (ABK_Q / AB_TN) features.
+ */
+kernel __attribute__((reqd_work_group_size(AQ_NT, 1, 1))) void
 att_bwd_dq(global const ST *q, ulong qoff, global const ST *k, ulong koff, global const ST *v,
            ulong voff, global const ST *mask, ulong moff, global const ST *dout, ulong doff,
            global const ST *lse, ulong loff, global const T *delta, global ST *dq, ulong dqoff,
            ulong BH, ulong Sq, ulong Sk, ulong D, ulong Dv, ulong mstride, T scale, uint flags)
 {
-  local T qs[ATT_BB * (ATT_DMAX + 1)];
-  local T dos[ATT_BB * (ATT_DMAX + 1)];
-  local T ks[ATT_BB * ATT_DMAX];
-  local T vs[ATT_BB * ATT_DMAX];
-  const uint lid = get_local_id(0);
-  const ulong nqt = (Sq + ATT_BB - 1) / ATT_BB, g = get_group_id(0);
-  const ulong bh = g / nqt, q0 = (g % nqt) * ATT_BB, i = q0 + lid;
-  const int live = i < Sq;
-  const ulong QS = D + 1, OS = Dv + 1;
+  local T4 stage4[AQ_STAGE / 4];
+  local T4 ds4[ABK_Q * AQ_QS / 4];
+  local T *stage = (local T *)stage4;
+  const uint lid = get_local_id(0), vec = flags & ATT_VEC;
+  const uint tr = lid % AQ_W + AQ_W * (lid / (AQ_W * AQ_NTC));
+  const uint tc = (lid / AQ_W) % AQ_NTC;
+  const ulong nqt = (Sq + ABQ_Q - 1) / ABQ_Q, g = get_group_id(0);
+  const ulong bh = g / nqt, q0 = (g % nqt) * ABQ_Q;
   global const ST *qb = q + qoff + bh * Sq * D;
   global const ST *kb = k + koff + bh * Sk * D;
   global const ST *vb = v + voff + bh * Sk * Dv;
   global const ST *db = dout + doff + bh * Sq * Dv;
   global const ST *mb = mask + moff + bh * mstride;
-  for (ulong e = lid; e < ATT_BB * D; e += ATT_BB)
-    qs[(e / D) * QS + e % D] = q0 + e / D < Sq ? KILN_LOAD(qb, q0 * D + e) : (T)0;
-  for (ulong e = lid; e < ATT_BB * Dv; e += ATT_BB)
-    dos[(e / Dv) * OS + e % Dv] = q0 + e / Dv < Sq ? KILN_LOAD(db, q0 * Dv + e) : (T)0;
-  const T li = live ? KILN_LOAD(lse, loff + bh * Sq + i) : (T)0;
-  const T di = live ? delta[bh * Sq + i] : (T)0;
-  T adq[ATT_DMAX];
-  for (int d = 0; d < ATT_DMAX; d++)
-    adq[d] = (T)0;
+  T adq[AB_TM][AQ_ON], li[AB_TM], di[AB_TM];
+  uint rows[AB_TM];
+  ATT_OUTER_LOOP
+  for (int i = 0; i < AB_TM; i++) {
+    rows[i] = (i / 4) * 4 * AQ_NTR + 4 * tr + i % 4;
+    ulong row = q0 + rows[i];
+    li[i] = row < Sq ? KILN_LOAD(lse, loff + bh * Sq + row) : (T)0;
+    di[i] = row < Sq ? delta[bh * Sq + row] : (T)0;
+    ATT_OUTER_LOOP
+    for (int e = 0; e < AQ_ON; e++)
+      adq[i][e] = (T)0;
+  }
   ulong kend = Sk;
-  if ((flags & ATT_CAUSAL) && q0 + ATT_BB < kend)
-    kend = q0 + ATT_BB;
-  for (ulong k0 = 0; k0 < kend; k0 += ATT_BB) {
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (ulong e = lid; e < ATT_BB * D; e += ATT_BB)
-      ks[e] = k0 + e / D < Sk ? KILN_LOAD(kb, k0 * D + e) : (T)0;
-    for (ulong e = lid; e < ATT_BB * Dv; e += ATT_BB)
-      vs[e] = k0 + e / Dv < Sk ? KILN_LOAD(vb, k0 * Dv + e) : (T)0;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int c = 0; live && c < ATT_BB; c++) {
-      ulong j = k0 + c;
-      T s = (T)0;
-      for (ulong d = 0; d < D; d++)
-        s += qs[lid * QS + d] * ks[c * D + d];
-      s *= scale;
-      ATT_SCORE(s, i, j);
-      if (s == -INFINITY)
-        continue;
-      T p = exp(s - li);
-      T dp = (T)0;
-      for (ulong d = 0; d < Dv; d++)
-        dp += dos[lid * OS + d] * vs[c * Dv + d];
-      T ds = p * (dp - di) * scale;
-      for (int d = 0; d < ATT_DMAX; d++)
-        if (d < D)
-          adq[d] += ds * ks[c * D + d];
+  if ((flags & ATT_CAUSAL) && q0 + ABQ_Q < kend)
+    kend = q0 + ABQ_Q;
+  for (ulong k0 = 0; k0 < kend; k0 += ABK_Q) {
+    T s[AB_TM][AB_TN], dp[AB_TM][AB_TN];
+    ATT_OUTER_LOOP
+    for (int i = 0; i < AB_TM; i++)
+      ATT_OUTER_LOOP
+      for (int j = 0; j < AB_TN; j++)
+        s[i][j] = dp[i][j] = (T)0;
+    for (ulong d0 = 0; d0 < D; d0 += AB_DC) {
+      barrier(CLK_LOCAL_MEM_FENCE);
+      att_stage_t(stage, AQ_QS, ABQ_Q, qb, q0, Sq, D, d0, scale, lid, AB_DC, AQ_NT, vec);
+      att_stage_t(stage + AB_DC * AQ_QS, AQ_KS, ABK_Q, kb, k0, Sk, D, d0, (T)1, lid, AB_DC,
+                  AQ_NT, vec);
+      barrier(CLK_LOCAL_MEM_FENCE);
+      ATT_OUTER_LOOP
+      for (int dd = 0; dd < AB_DC; dd++) {
+        T qv[AB_TM], kv[AB_TN];
+        ATT_OUTER_LOOP
+        for (int a = 0; a < AB_TM / 4; a++) {
+          T4 t = stage4[dd * (AQ_QS / 4) + a * AQ_NTR + tr];
+          ATT_UNPACK(qv, 4 * a, t);
+        }
+        ATT_OUTER_LOOP
+        for (int b = 0; b < AB_TN / 4; b++) {
+          T4 t = stage4[AB_DC * AQ_QS / 4 + dd * (AQ_KS / 4) + b * AQ_NTC + tc];
+          ATT_UNPACK(kv, 4 * b, t);
+        }
+        ATT_OUTER_LOOP
+        for (int i = 0; i < AB_TM; i++)
+          ATT_OUTER_LOOP
+          for (int j = 0; j < AB_TN; j++)
+            s[i][j] += qv[i] * kv[j];
+      }
+    }
+    for (ulong d0 = 0; d0 < Dv; d0 += AB_DC) {
+      barrier(CLK_LOCAL_MEM_FENCE);
+      att_stage_t(stage, AQ_QS, ABQ_Q, db, q0, Sq, Dv, d0, (T)1, lid, AB_DC, AQ_NT, vec);
+      att_stage_t(stage + AB_DC * AQ_QS, AQ_KS, ABK_Q, vb, k0, Sk, Dv, d0, (T)1, lid, AB_DC,
+                  AQ_NT, vec);
+      barrier(CLK_LOCAL_MEM_FENCE);
+      ATT_OUTER_LOOP
+      for (int dd = 0; dd < AB_DC; dd++) {
+        T ov[AB_TM], vv[AB_TN];
+        ATT_OUTER_LOOP
+        for (int a = 0; a < AB_TM / 4; a++) {
+          T4 t = stage4[dd * (AQ_QS / 4) + a * AQ_NTR + tr];
+          ATT_UNPACK(ov, 4 * a, t);
+        }
+        ATT_OUTER_LOOP
+        for (int b = 0; b < AB_TN / 4; b++) {
+          T4 t = stage4[AB_DC * AQ_QS / 4 + dd * (AQ_KS / 4) + b * AQ_NTC + tc];
+          ATT_UNPACK(vv, 4 * b, t);
+        }
+        ATT_OUTER_LOOP
+        for (int i = 0; i < AB_TM; i++)
+          ATT_OUTER_LOOP
+          for (int j = 0; j < AB_TN; j++)
+            dp[i][j] += ov[i] * vv[j];
+      }
+    }
+    ATT_OUTER_LOOP
+    for (int j = 0; j < AB_TN; j++) {
+      uint kc = (j / 4) * 4 * AQ_NTC + 4 * tc + j % 4;
+      ulong key = k0 + kc;
+      ATT_OUTER_LOOP
+      for (int i = 0; i < AB_TM; i++) {
+        ulong row = q0 + rows[i];
+        T x = s[i][j];
+        int hidden = key >= Sk || row >= Sq || ((flags & ATT_CAUSAL) && key > row);
+        if (!hidden && (flags & ATT_MASK))
+          x += KILN_LOAD(mb, row * Sk + key);
+        T p = hidden || x == -INFINITY ? (T)0 : exp(x - li[i]);
+        s[i][j] = p * (dp[i][j] - di[i]);
+      }
+      ATT_OUTER_LOOP
+      for (int a = 0; a < AB_TM / 4; a++)
+        ds4[kc * (AQ_QS / 4) + a * AQ_NTR + tr] =
+            (T4)(s[4 * a][j], s[4 * a + 1][j], s[4 * a + 2][j], s[4 * a + 3][j]);
+    }
+    for (uint c0 = 0; c0 < ABK_Q && k0 + c0 < Sk; c0 += AB_VK) {
+      barrier(CLK_LOCAL_MEM_FENCE);
+      att_stage_rows(stage4, AB_VK, kb, k0 + c0, Sk, D, lid, AQ_NT, vec);
+      barrier(CLK_LOCAL_MEM_FENCE);
+      ATT_OUTER_LOOP
+      for (int c = 0; c < AB_VK; c++) {
+        T dsv[AB_TM], kv[AQ_ON];
+        ATT_OUTER_LOOP
+        for (int a = 0; a < AB_TM / 4; a++) {
+          T4 t = ds4[(c0 + c) * (AQ_QS / 4) + a * AQ_NTR + tr];
+          ATT_UNPACK(dsv, 4 * a, t);
+        }
+        ATT_OUTER_LOOP
+        for (int b = 0; b < AQ_ON / 4; b++) {
+          T4 t = stage4[c * (ATT_DH / 4) + b * AQ_NTC + tc];
+          ATT_UNPACK(kv, 4 * b, t);
+        }
+        ATT_OUTER_LOOP
+        for (int i = 0; i < AB_TM; i++)
+          ATT_OUTER_LOOP
+          for (int e = 0; e < AQ_ON; e++)
+            adq[i][e] += dsv[i] * kv[e];
+      }
     }
   }
-  if (live)
-    for (int d = 0; d < ATT_DMAX; d++)
+  ATT_OUTER_LOOP
+  for (int i = 0; i < AB_TM; i++) {
+    ulong row = q0 + rows[i];
+    if (row >= Sq)
+      continue;
+    ATT_OUTER_LOOP
+    for (int e = 0; e < AQ_ON; e++) {
+      ulong d = (e / 4) * 4 * AQ_NTC + 4 * tc + e % 4;
       if (d < D)
-        KILN_STORE(dq, dqoff + (bh * Sq + i) * D + d, adq[d]);
+        KILN_STORE(dq, dqoff + (bh * Sq + row) * D + d, adq[i][e] * scale);
+    }
+  }
 }
+
+#endif
 
 kernel void
 rope(global const ST *x, ulong xoff, global const ST *cosv, ulong coff, global const ST *sinv,

@@ -1,10 +1,12 @@
 /*
  * nn_conv family, convolution: kiln's direct kernels (forward, backward-data,
- * backward-weight), im2col and col2im for the GEMM route, the bias kernels and a plain batched
- * GEMM for builds without CLBlast.
+ * backward-weight), im2col and col2im for the GEMM route, the bias kernels, a plain batched
+ * GEMM for builds without CLBlast, and the implicit GEMM (conv_pack, conv_igemm,
+ * conv_igemm_bwd, conv_igemm_wgrad; described where they are defined, at the end).
  *
- * Build options: common.cl's (-DT=..., -DKILN_DT_...=1); no tunables (the route is chosen on
- * the host, lib/ops/nn_conv.c). Tensors are `global ST *` through KILN_LOAD/KILN_STORE.
+ * Build options: common.cl's (-DT=..., -DKILN_DT_...=1) and the implicit GEMM's tile
+ * (KILN_CONV_RM, KILN_CONV_RN, KILN_CONV_WX: the `tile` of the conv tuner family; the route is
+ * chosen on the host, lib/ops/nn_conv.c). Tensors are `global ST *` through KILN_LOAD/KILN_STORE.
  *
  * Geometry (long4 arguments, .x depth, .y height, .z width; the host pads 1-D and 2-D with
  * leading axes of 1): ch = (N, C_in, C_out, groups); in, out: spatial sizes of the
@@ -31,6 +33,9 @@
  *     grp; flags 1 adds b.
  *   bias_add(y, yoff, b, boff, nrow, C, L)   over L x nrow * C: y[n, c, l] += b[c]
  *   bias_grad(g, goff, db, dboff, N, C, L, scratch)  one work-group per channel
+ *   sum_parts(part, n, nparts, dst, doff, base, acc)   1-D: dst[base + i] (+)= the sum over p
+ *     of part[p n + i]
+ *     (the backward-weight GEMM's split partial sums, added in order)
  *   gemm_batched(a, aoff, lda, astr, b, boff, ldb, bstr, c, coff, ldc, cstr, m, n, kk, batch,
  *                flags)  C = op(A) op(B) (+ C with flags 4); flags 1: A transposed, 2: B.
  * The backward kernels gather in a fixed order: deterministic results.
@@ -273,6 +278,21 @@ bias_add(global ST *y, ulong yoff, global const ST *b, ulong boff, ulong nrow, u
   PLANE_END
 }
 
+/* dst[i] (+ dst[i] with acc) = the sum of part[p * n + i] over p, in order. */
+kernel void
+sum_parts(global const T *part, ulong n, ulong nparts, global ST *dst, ulong doff, ulong base,
+          uint acc)
+{
+  dst += doff + base;
+  GRID_LOOP(i, n)
+  {
+    T v = acc ? KILN_LOAD(dst, i) : (T)0;
+    for (ulong p = 0; p < nparts; p++)
+      v += part[p * n + i];
+    KILN_STORE(dst, i, v);
+  }
+}
+
 /* One work-group per channel: a strided sum over N * L, then a tree in local memory. */
 kernel void
 bias_grad(global const ST *g, ulong goff, global ST *db, ulong dboff, ulong N, ulong C, ulong L,
@@ -322,17 +342,37 @@ gemm_batched(global const ST *a, ulong aoff, ulong lda, ulong astr, global const
 }
 
 /*
- * conv_igemm: the forward pass as an implicit GEMM, the columns built in local memory and
- * never stored. Per (sample, group): Y [C_out/g, L] = W_g [C_out/g, K] x col [K, L] with
- * K = C_in/g * kvol. A 16 x 16 work-group computes a CONV_TM x CONV_TN tile of Y
- * (CONV_TM = 16 CONV_RM rows, CONV_TN = 16 CONV_RN columns: a block of CONV_RM x CONV_RN
- * adjacent outputs per work-item, so that its local reads are contiguous vectors),
- * stepping through K in slices of 16: a slice of W and the matching slice of columns
- * (gathered from x with the padding as zeros) go to local memory, then every work-item
- * accumulates its outputs in registers. Grid: (ceil(L / CONV_TN) 16, ceil(C_out/g / CONV_TM)
- * 16, N groups), local (16, 16, 1). flags 1: add bias. Local arguments As (16 CONV_TM T),
- * Bs (16 CONV_TN T), tab (16 long4). Build options: KILN_CONV_RM, KILN_CONV_RN (default 4
- * and 4).
+ * Route 4, kiln's implicit GEMM: conv_pack, then conv_igemm (forward) or conv_igemm_bwd
+ * (backward-data and the transposed convolution). Per group, C [M, P] = A [M, K] x B [K, P]:
+ *   forward:       M = C_out/g, P = N * out volume, K = C_in/g * kvol,
+ *                  B [(ci, tap), (n, o)] = x[n, ci, the input position tap reads for o]
+ *   backward-data: M = C_in/g,  P = N * in volume,  K = C_out/g * kvol,
+ *                  B [(co, tap), (n, q)] = grad[n, co, the output that tap reads q from]
+ * with zeros for padding (and, backward, stride gaps and positions past the end). The columns
+ * run over the whole batch, so a tile never straddles the end of a small image half empty.
+ *
+ *   conv_pack(w, woff, tab, pk, pkoff, ch, sd, k, d, bwd, K, Kpad, Mpad)   1-D, grid loop
+ *     A packed as pk [G][Kpad][Mpad] (rows of M contiguous, zeros past K and M) and the tap
+ *     table tab [Kpad] (int4: source offset, dilated tap offsets z, y, x; .x -1 past K), so
+ *     the GEMM kernels read both with plain coalesced loads and split no index per element.
+ *   conv_igemm(src, soff, tab, pk, pkoff, b, boff, dst, doff, ch, cd, sd, s, p, flags, Kpad,
+ *              Mpad, As, Bs), conv_igemm_bwd (same arguments)
+ *     ch = (N, source channels, destination channels, groups); cd, sd: the spatial sizes of
+ *     the columns (destination) and of the gathered source; flags 1: add b per destination
+ *     channel; 2 (backward): every stride is 1 (no divisibility tests). Grid: dimension 0
+ *     ceil(P / CONV_TN) groups of 256 items, dimension 1 over ceil(M / CONV_TM) * G tiles
+ *     (capped by the host at 65535 groups and looped over). As, Bs: local, CONV_TK CONV_TM and
+ *     CONV_TK CONV_TN elements. The host guarantees P, K and a group's source volume below
+ *     2^31 (32-bit index arithmetic throughout).
+ *
+ * A work-group of 256 items computes a CONV_TM x CONV_TN tile: item (tx, ty) of the
+ * KILN_CONV_WX x (WY = 256 / KILN_CONV_WX) grid owns KILN_CONV_RM x KILN_CONV_RN results in 4 x 4
+ * blocks (rows ty * 4 + r * 4 WY, columns tx * 4 + c * 4 WX), so that the local reads of a
+ * warp are contiguous 4-vectors (conflict-free on banked local memory; the previous kernel's
+ * stride-8 scalar reads were 4-way bank conflicts) and each vector feeds 4 or 8 multiply-adds. The next K slice's global loads are
+ * issued before the current slice is multiplied (software pipelining through registers).
+ * Build options (tile variants, lib/ops/nn_conv.c): KILN_CONV_RM, KILN_CONV_RN (multiples of
+ * 4), KILN_CONV_WX (items along P; CONV_TN must divide 256).
  */
 #ifndef KILN_CONV_RM
 #define KILN_CONV_RM 4
@@ -340,211 +380,384 @@ gemm_batched(global const ST *a, ulong aoff, ulong lda, ulong astr, global const
 #ifndef KILN_CONV_RN
 #define KILN_CONV_RN 4
 #endif
-#define CONV_TM (16 * KILN_CONV_RM)
-#define CONV_TN (16 * KILN_CONV_RN)
+#ifndef KILN_CONV_WX
+#define KILN_CONV_WX 16
+#endif
+#define CONV_WY (256 / KILN_CONV_WX)
+#define CONV_TM (CONV_WY * KILN_CONV_RM)
+#define CONV_TN (KILN_CONV_WX * KILN_CONV_RN)
 #define CONV_TK 16
+#define CONV_AL (CONV_TK * CONV_TM / 256) /* A elements an item loads per slice */
+#define CONV_BL (CONV_TK * CONV_TN / 256) /* B elements an item loads per slice */
+#define CONV_BR (256 / CONV_TN)           /* rows between an item's B elements */
+#if KILN_CONV_RM % 4 || KILN_CONV_RN % 4 || 256 % KILN_CONV_WX || 256 % CONV_TN || \
+    (CONV_TK * CONV_TM) % 256
+#error "conv_igemm: unsupported tile (KILN_CONV_RM, KILN_CONV_RN, KILN_CONV_WX)"
+#endif
+#define CT4 KILN_CAT(T, 4)
 
-kernel __attribute__((reqd_work_group_size(16, 16, 1))) void
-conv_igemm(global const ST *x, ulong xoff, global const ST *w, ulong woff, global const ST *b,
-           ulong boff, global ST *y, ulong yoff, long4 ch, long4 in, long4 out, long4 k, long4 s,
-           long4 p, long4 d, uint flags, local T *As, local T *Bs, local long4 *tab)
+kernel void
+conv_pack(global const ST *w, ulong woff, global int4 *tab, global T *pk, ulong pkoff, long4 ch,
+          long4 sd, long4 k, long4 d, uint bwd, uint K, uint Kpad, uint Mpad)
 {
-  /* As [CONV_TK][CONV_TM], Bs [CONV_TK][CONV_TN] and tab, the slice's taps (channel, then the
-   * three dilated offsets; channel -1 past K), split once per slice instead of once per
-   * loaded element: arguments, not kernel-scope arrays, because some implementations (the
-   * oclgrind simulator) count every kernel's local arrays against each launch. */
-  const uint tx = get_local_id(0), ty = get_local_id(1), tid = ty * 16 + tx;
-  const uint cig = (uint)(ch.y / ch.w), cog = (uint)(ch.z / ch.w);
-  const uint L = (uint)(out.x * out.y * out.z), kvol = (uint)(k.x * k.y * k.z);
-  const uint K = cig * kvol, khw = (uint)(k.y * k.z), kw = (uint)k.z;
-  /* Dimension 2 of the grid strides over (sample, group) pairs (the host caps it at 65535):
-   * every work-item of a group takes the same trips, so the barriers stay uniform. */
-  for (ulong ng = get_global_id(2); ng < (ulong)(ch.x * ch.w); ng += get_global_size(2)) {
-  const ulong n = ng / (ulong)ch.w, grp = ng % (ulong)ch.w;
-  const uint l0 = (uint)get_group_id(0) * CONV_TN, m0 = (uint)get_group_id(1) * CONV_TM;
-  const ulong ivol = (ulong)(in.x * in.y * in.z);
-  global const ST *xp = x + xoff + (n * (ulong)ch.y + grp * cig) * ivol;
-  global const ST *wp = w + woff + (grp * cog) * (ulong)K;
-
-  /* The columns this work-item loads: tid % CONV_TN, rows tid / CONV_TN + j * (256 / CONV_TN)
-   * of each slice; their output positions do not change over K, so split them once. */
-  const uint bcol = tid % CONV_TN, brow0 = tid / CONV_TN;
-  const uint bl = l0 + bcol;
-  long bz0 = 0, by0 = 0, bx0 = 0;
-  const int bvalid = bl < L;
-  if (bvalid) {
-    SPLIT(bl, out, oz, oy, ox)
-    bz0 = oz * s.x - p.x;
-    by0 = oy * s.y - p.y;
-    bx0 = ox * s.z - p.z;
-  }
-
-  T acc[KILN_CONV_RM][KILN_CONV_RN];
-  for (int i = 0; i < KILN_CONV_RM; i++)
-    for (int j = 0; j < KILN_CONV_RN; j++)
-      acc[i][j] = (T)0;
-
-  for (uint k0 = 0; k0 < K; k0 += CONV_TK) {
-    if (tid < CONV_TK) {
-      const uint kg = k0 + tid;
-      long4 e = (long4)(-1, 0, 0, 0);
-      if (kg < K) {
-        const uint tap = kg % kvol;
-        e = (long4)(kg / kvol, (long)(tap / khw) * d.x, (long)(tap / kw % (uint)k.y) * d.y,
-                    (long)(tap % kw) * d.z);
+  w += woff;
+  pk += pkoff;
+  const uint G = (uint)ch.w, M = (uint)(ch.z / ch.w), rc = (uint)(ch.y / ch.w);
+  const uint kvol = (uint)(k.x * k.y * k.z), khw = (uint)(k.y * k.z), kw = (uint)k.z;
+  const ulong npk = (ulong)G * Kpad * Mpad;
+  GRID_LOOP(i, Kpad + npk)
+  {
+    if (i < Kpad) {
+      const uint kk = (uint)i;
+      int4 e = (int4)(-1, 0, 0, 0);
+      if (kk < K) {
+        const uint c = kk / kvol, tap = kk % kvol;
+        const int dz = (int)(tap / khw) * (int)d.x, dy = (int)(tap / kw % (uint)k.y) * (int)d.y,
+                  dx = (int)(tap % kw) * (int)d.z;
+        const int sv = (int)(sd.x * sd.y * sd.z);
+        /* Forward: the whole offset of the tap (the column adds its base); backward: the
+         * channel only (the output position needs a division by the stride). */
+        e = (int4)((int)c * sv + (bwd ? 0 : (dz * (int)sd.y + dy) * (int)sd.z + dx), dz, dy, dx);
       }
-      tab[tid] = e;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    /* W slice: CONV_TM x 16, stored transposed (As[kk][m]). */
-    for (uint e = tid; e < CONV_TM * CONV_TK; e += 256) {
-      const uint mm = e / CONV_TK, kk = e % CONV_TK;
-      const uint row = m0 + mm, kg = k0 + kk;
-      As[kk * CONV_TM + mm] = row < cog && kg < K ? KILN_LOAD(wp, (ulong)row * K + kg) : (T)0;
-    }
-    /* Column slice: 16 x CONV_TN, gathered from x. */
-    for (uint r = brow0; r < CONV_TK; r += 256 / CONV_TN) {
-      const long4 e = tab[r];
+      tab[kk] = e;
+    } else {
+      const ulong e = i - Kpad;
+      const uint m = (uint)(e % Mpad), kk = (uint)(e / Mpad % Kpad), grp = (uint)(e / Mpad / Kpad);
       T v = (T)0;
-      if (bvalid && e.x >= 0) {
-        const long zz = bz0 + e.y, yy = by0 + e.z, xx = bx0 + e.w;
-        if (zz >= 0 && zz < in.x && yy >= 0 && yy < in.y && xx >= 0 && xx < in.z)
-          v = KILN_LOAD(xp, (ulong)e.x * ivol + (ulong)((zz * in.y + yy) * in.z + xx));
+      if (kk < K && m < M) {
+        const uint c = kk / kvol, tap = kk % kvol;
+        /* w is [C_out][C_in/g][kvol]: forward rows are output channels, backward rows input
+         * channels of the group. */
+        const ulong wi = bwd ? (((ulong)grp * rc + c) * M + m) * kvol + tap
+                             : (((ulong)grp * M + m) * rc + c) * kvol + tap;
+        v = KILN_LOAD(w, wi);
       }
-      Bs[r * CONV_TN + bcol] = v;
+      pk[e] = v;
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
-#pragma unroll
-    for (uint kk = 0; kk < CONV_TK; kk++) {
-      T av[KILN_CONV_RM], bv[KILN_CONV_RN];
-      for (int i = 0; i < KILN_CONV_RM; i++)
-        av[i] = As[kk * CONV_TM + ty * KILN_CONV_RM + i];
-      for (int j = 0; j < KILN_CONV_RN; j++)
-        bv[j] = Bs[kk * CONV_TN + tx * KILN_CONV_RN + j];
-      for (int i = 0; i < KILN_CONV_RM; i++)
-        for (int j = 0; j < KILN_CONV_RN; j++)
-          acc[i][j] = fma(av[i], bv[j], acc[i][j]);
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-
-  global ST *yp = y + yoff + (n * (ulong)ch.z + grp * cog) * (ulong)L;
-  for (int i = 0; i < KILN_CONV_RM; i++) {
-    const uint row = m0 + ty * KILN_CONV_RM + i;
-    if (row >= cog)
-      continue;
-    const T bias = (flags & 1u) ? KILN_LOAD(b, boff + grp * cog + row) : (T)0;
-    for (int j = 0; j < KILN_CONV_RN; j++) {
-      const uint col = l0 + tx * KILN_CONV_RN + j;
-      if (col < L)
-        KILN_STORE(yp, (ulong)row * L + col, acc[i][j] + bias);
-    }
-  }
   }
 }
 
-/*
- * conv_igemm_bwd: the backward-data pass (and the transposed convolution) as an implicit GEMM,
- * conv_igemm's tiling with the roles turned: per (sample, group)
- * dX [C_in/g, in volume] = W_g^T [C_in/g, K'] x G [K', in volume] with K' = C_out/g * kvol,
- * where column q of G holds, for each (output channel, tap), the gradient at the output that
- * tap reads q from (0 where no output does: padding, stride gaps, past the end). flags 1: add
- * b per input channel (the transposed convolution's bias). Same grid shape over
- * (in volume, C_in/g, N groups).
- */
-kernel __attribute__((reqd_work_group_size(16, 16, 1))) void
-conv_igemm_bwd(global const ST *g, ulong goff, global const ST *w, ulong woff, global const ST *b,
-               ulong boff, global ST *dx, ulong dxoff, long4 ch, long4 in, long4 out, long4 k,
-               long4 s, long4 p, long4 d, uint flags, local T *As, local T *Bs,
-               local long4 *tab)
+/* The B element of row kk of the current column (zero outside the source). */
+inline T
+igemm_gather(const int bwd, global const ST *sp, int4 e, int bvalid, int bz, int by, int bx,
+             int bbase, long4 sd, long4 s, uint flags)
 {
-  const uint tx = get_local_id(0), ty = get_local_id(1), tid = ty * 16 + tx;
-  const uint cig = (uint)(ch.y / ch.w), cog = (uint)(ch.z / ch.w);
-  const uint V = (uint)(in.x * in.y * in.z), kvol = (uint)(k.x * k.y * k.z);
-  const uint K = cog * kvol, khw = (uint)(k.y * k.z), kw = (uint)k.z;
-  const ulong ovol = (ulong)(out.x * out.y * out.z);
-  const uint q0 = (uint)get_group_id(0) * CONV_TN, m0 = (uint)get_group_id(1) * CONV_TM;
-  const uint bcol = tid % CONV_TN, brow0 = tid / CONV_TN;
-  const uint bq = q0 + bcol;
-  const int bvalid = bq < V;
-  long bz = 0, by = 0, bx = 0;
-  if (bvalid) {
-    SPLIT(bq, in, zz, yy, xx)
-    bz = zz + p.x;
-    by = yy + p.y;
-    bx = xx + p.z;
+  if (!bvalid || e.x < 0)
+    return (T)0;
+  if (!bwd) {
+    const int zz = bz + e.y, yy = by + e.z, xx = bx + e.w;
+    if ((uint)zz < (uint)sd.x && (uint)yy < (uint)sd.y && (uint)xx < (uint)sd.z)
+      return KILN_LOAD(sp, bbase + e.x);
+    return (T)0;
   }
-  for (ulong ng = get_global_id(2); ng < (ulong)(ch.x * ch.w); ng += get_global_size(2)) {
-    const ulong n = ng / (ulong)ch.w, grp = ng % (ulong)ch.w;
-    global const ST *gp = g + goff + (n * (ulong)ch.z + grp * cog) * ovol;
-    global const ST *wp = w + woff + grp * cog * (ulong)cig * kvol;
-    T acc[KILN_CONV_RM][KILN_CONV_RN];
+  int oz = bz - e.y, oy = by - e.z, ox = bx - e.w;
+  if (!(flags & 2u)) {
+    if (oz < 0 || oy < 0 || ox < 0 || oz % (int)s.x || oy % (int)s.y || ox % (int)s.z)
+      return (T)0;
+    oz /= (int)s.x;
+    oy /= (int)s.y;
+    ox /= (int)s.z;
+  }
+  if ((uint)oz < (uint)sd.x && (uint)oy < (uint)sd.y && (uint)ox < (uint)sd.z)
+    return KILN_LOAD(sp, e.x + (oz * (int)sd.y + oy) * (int)sd.z + ox);
+  return (T)0;
+}
+
+/* One result column's 4 consecutive destinations of a block (c, .s<j>). */
+#define IGEMM_PUT(j, comp)                                                      \
+  if (cv[j])                                                                    \
+    for (int r = 0; r < KILN_CONV_RM / 4; r++)                                  \
+      for (int i = 0; i < 4; i++) {                                             \
+        const uint m = m0 + (ty + (uint)r * CONV_WY) * 4 + (uint)i;             \
+        if (m < M)                                                              \
+          KILN_STORE(dp, cb[j] + (ulong)m * CV, acc[r * 4 + i][c].comp + bias[r * 4 + i]); \
+      }
+
+inline void
+igemm_body(const int bwd, global const ST *src, ulong soff, global const int4 *tab,
+           global const T *pk, ulong pkoff, global const ST *b, ulong boff, global ST *dst,
+           ulong doff, long4 ch, long4 cd, long4 sd, long4 s, long4 p, uint flags, uint Kpad,
+           uint Mpad, local CT4 *As4, local CT4 *Bs4)
+{
+  local T *As = (local T *)As4, *Bs = (local T *)Bs4;
+  const uint tid = get_local_id(0), tx = tid % KILN_CONV_WX, ty = tid / KILN_CONV_WX;
+  const uint G = (uint)ch.w, M = (uint)(ch.z / ch.w), cs = (uint)(ch.y / ch.w);
+  const uint CV = (uint)(cd.x * cd.y * cd.z), chw = (uint)(cd.y * cd.z), cw = (uint)cd.z;
+  const ulong SV = (ulong)(sd.x * sd.y * sd.z);
+  const uint ncol = (uint)ch.x * CV;
+  const uint p0 = (uint)get_group_id(0) * CONV_TN;
+
+  /* The column this item gathers B from, split once: its sample's source and the base
+   * position its taps offset. */
+  const uint bc = tid % CONV_TN, br0 = tid / CONV_TN, jb = p0 + bc;
+  const int bvalid = jb < ncol;
+  int bz = 0, by = 0, bx = 0, bbase = 0;
+  ulong sbase = 0;
+  if (bvalid) {
+    const uint n = jb / CV, r = jb % CV;
+    const int z = (int)(r / chw), yy = (int)(r / cw % (uint)cd.y), xx = (int)(r % cw);
+    if (bwd) {
+      bz = z + (int)p.x;
+      by = yy + (int)p.y;
+      bx = xx + (int)p.z;
+    } else {
+      bz = z * (int)s.x - (int)p.x;
+      by = yy * (int)s.y - (int)p.y;
+      bx = xx * (int)s.z - (int)p.z;
+      bbase = (bz * (int)sd.y + by) * (int)sd.z + bx;
+    }
+    sbase = (ulong)n * (ulong)ch.y * SV;
+  }
+  /* The destinations of this item's result columns: 4 consecutive per block c. */
+  const uint mtiles = Mpad / CONV_TM;
+  for (ulong t = get_group_id(1); t < (ulong)mtiles * G; t += get_num_groups(1)) {
+    const uint grp = (uint)(t / mtiles), m0 = (uint)(t % mtiles) * CONV_TM;
+    global const ST *sp = src + soff + sbase + (ulong)grp * cs * SV;
+    global const T *ap = pk + pkoff + (ulong)grp * Kpad * Mpad + m0;
+    T ra[CONV_AL], rb[CONV_BL];
+    CT4 acc[KILN_CONV_RM][KILN_CONV_RN / 4];
+#pragma unroll
     for (int i = 0; i < KILN_CONV_RM; i++)
-      for (int j = 0; j < KILN_CONV_RN; j++)
-        acc[i][j] = (T)0;
-    for (uint k0 = 0; k0 < K; k0 += CONV_TK) {
-      if (tid < CONV_TK) {
-        const uint kg = k0 + tid;
-        long4 e = (long4)(-1, 0, 0, 0);
-        if (kg < K) {
-          const uint tap = kg % kvol;
-          e = (long4)(kg / kvol, (long)(tap / khw) * d.x, (long)(tap / kw % (uint)k.y) * d.y,
-                      (long)(tap % kw) * d.z);
+#pragma unroll
+      for (int c = 0; c < KILN_CONV_RN / 4; c++)
+        acc[i][c] = (CT4)0;
+#pragma unroll
+    for (int i = 0; i < CONV_AL; i++) {
+      const uint e = tid + (uint)i * 256;
+      ra[i] = ap[(ulong)(e / CONV_TM) * Mpad + e % CONV_TM];
+    }
+#pragma unroll
+    for (int i = 0; i < CONV_BL; i++)
+      rb[i] = igemm_gather(bwd, sp, tab[br0 + (uint)i * CONV_BR], bvalid, bz, by, bx, bbase, sd,
+                           s, flags);
+    for (uint k0 = 0; k0 < Kpad; k0 += CONV_TK) {
+#pragma unroll
+      for (int i = 0; i < CONV_AL; i++)
+        As[tid + (uint)i * 256] = ra[i];
+#pragma unroll
+      for (int i = 0; i < CONV_BL; i++)
+        Bs[(br0 + (uint)i * CONV_BR) * CONV_TN + bc] = rb[i];
+      barrier(CLK_LOCAL_MEM_FENCE);
+      /* The next slice's loads are in flight while this one is multiplied. */
+      const uint k1 = k0 + CONV_TK;
+      if (k1 < Kpad) {
+#pragma unroll
+        for (int i = 0; i < CONV_AL; i++) {
+          const uint e = tid + (uint)i * 256;
+          ra[i] = ap[(ulong)(k1 + e / CONV_TM) * Mpad + e % CONV_TM];
         }
-        tab[tid] = e;
+#pragma unroll
+        for (int i = 0; i < CONV_BL; i++)
+          rb[i] = igemm_gather(bwd, sp, tab[k1 + br0 + (uint)i * CONV_BR], bvalid, bz, by, bx,
+                               bbase, sd, s, flags);
+      }
+#pragma unroll
+      for (uint kk = 0; kk < CONV_TK; kk++) {
+        CT4 a[KILN_CONV_RM / 4], bq[KILN_CONV_RN / 4];
+#pragma unroll
+        for (int r = 0; r < KILN_CONV_RM / 4; r++)
+          a[r] = As4[kk * (CONV_TM / 4) + ty + (uint)r * CONV_WY];
+#pragma unroll
+        for (int c = 0; c < KILN_CONV_RN / 4; c++)
+          bq[c] = Bs4[kk * (CONV_TN / 4) + tx + (uint)c * KILN_CONV_WX];
+#pragma unroll
+        for (int r = 0; r < KILN_CONV_RM / 4; r++)
+#pragma unroll
+          for (int c = 0; c < KILN_CONV_RN / 4; c++) {
+            acc[r * 4 + 0][c] = fma((CT4)(a[r].s0), bq[c], acc[r * 4 + 0][c]);
+            acc[r * 4 + 1][c] = fma((CT4)(a[r].s1), bq[c], acc[r * 4 + 1][c]);
+            acc[r * 4 + 2][c] = fma((CT4)(a[r].s2), bq[c], acc[r * 4 + 2][c]);
+            acc[r * 4 + 3][c] = fma((CT4)(a[r].s3), bq[c], acc[r * 4 + 3][c]);
+          }
       }
       barrier(CLK_LOCAL_MEM_FENCE);
-      /* W^T slice: As[kk][m] = W[co][m][tap] for kk = (co, tap). */
-      for (uint e = tid; e < CONV_TM * CONV_TK; e += 256) {
-        const uint mm = e / CONV_TK, kk = e % CONV_TK;
-        const uint row = m0 + mm, kg = k0 + kk;
-        T v = (T)0;
-        if (row < cig && kg < K) {
-          const uint co = kg / kvol, tap = kg % kvol;
-          v = KILN_LOAD(wp, ((ulong)co * cig + row) * kvol + tap);
-        }
-        As[kk * CONV_TM + mm] = v;
+    }
+    T bias[KILN_CONV_RM];
+    for (int r = 0; r < KILN_CONV_RM / 4; r++)
+      for (int i = 0; i < 4; i++) {
+        const uint m = m0 + (ty + (uint)r * CONV_WY) * 4 + (uint)i;
+        bias[r * 4 + i] = (flags & 1u) && m < M ? KILN_LOAD(b, boff + grp * M + m) : (T)0;
       }
-      /* Gradient slice: the output each tap reads this column's position from. */
-      for (uint r = brow0; r < CONV_TK; r += 256 / CONV_TN) {
-        const long4 e = tab[r];
-        T v = (T)0;
-        if (bvalid && e.x >= 0) {
-          const long tz = bz - e.y, ty_ = by - e.z, tx_ = bx - e.w;
-          if (tz >= 0 && ty_ >= 0 && tx_ >= 0 && tz % s.x == 0 && ty_ % s.y == 0 &&
-              tx_ % s.z == 0) {
-            const long oz = tz / s.x, oy = ty_ / s.y, ox = tx_ / s.z;
-            if (oz < out.x && oy < out.y && ox < out.z)
-              v = KILN_LOAD(gp, (ulong)e.x * ovol + (ulong)((oz * out.y + oy) * out.z + ox));
+    global ST *dp = dst + doff + (ulong)grp * M * CV;
+    for (int c = 0; c < KILN_CONV_RN / 4; c++) {
+      ulong cb[4];
+      int cv[4];
+      for (int j = 0; j < 4; j++) {
+        const uint col = p0 + (tx + (uint)c * KILN_CONV_WX) * 4 + (uint)j;
+        cv[j] = col < ncol;
+        cb[j] = cv[j] ? (ulong)(col / CV) * (ulong)ch.z * CV + col % CV : 0;
+      }
+      IGEMM_PUT(0, s0)
+      IGEMM_PUT(1, s1)
+      IGEMM_PUT(2, s2)
+      IGEMM_PUT(3, s3)
+    }
+  }
+}
+
+kernel __attribute__((reqd_work_group_size(256, 1, 1))) void
+conv_igemm(global const ST *src, ulong soff, global const int4 *tab, global const T *pk,
+           ulong pkoff, global const ST *b, ulong boff, global ST *dst, ulong doff, long4 ch,
+           long4 cd, long4 sd, long4 s, long4 p, uint flags, uint Kpad, uint Mpad,
+           local CT4 *As4, local CT4 *Bs4)
+{
+  igemm_body(0, src, soff, tab, pk, pkoff, b, boff, dst, doff, ch, cd, sd, s, p, flags, Kpad,
+             Mpad, As4, Bs4);
+}
+
+kernel __attribute__((reqd_work_group_size(256, 1, 1))) void
+conv_igemm_bwd(global const ST *src, ulong soff, global const int4 *tab, global const T *pk,
+               ulong pkoff, global const ST *b, ulong boff, global ST *dst, ulong doff, long4 ch,
+               long4 cd, long4 sd, long4 s, long4 p, uint flags, uint Kpad, uint Mpad,
+               local CT4 *As4, local CT4 *Bs4)
+{
+  igemm_body(1, src, soff, tab, pk, pkoff, b, boff, dst, doff, ch, cd, sd, s, p, flags, Kpad,
+             Mpad, As4, Bs4);
+}
+
+/*
+ * conv_igemm_wgrad: the weight gradient as an implicit GEMM with a split reduction, per group
+ *   dW_g [M = C_out/g, J = C_in/g * kvol] = G_g [M, N L] x X [N L, J],
+ *   X [(n, o), (ci, tap)] = x[n, ci, the input position tap reads for o] (zero in the padding),
+ * the N L reduction cut into nsplit ranges of kc (a multiple of CONV_TK), each range's product
+ * stored in part [nsplit][G][M][J] (sum_parts adds them in order: deterministic). Tiles, items
+ * and the pipelining as conv_igemm; tab is conv_pack's forward table, indexed by the column j.
+ * Each K slice's rows (sample, output position) are split once into the local table rt
+ * (double-buffered: the next slice's rows are written while this slice's loads may still read
+ * the current ones). Grid: dimension 0 ceil(J / CONV_TN) groups of 256, dimension 1 over
+ * ceil(M / CONV_TM) * G * nsplit tiles (looped beyond what the host launches). Local: As, Bs as
+ * conv_igemm, rt 2 CONV_TK int4 and rl 2 CONV_TK int.
+ */
+inline void
+wgrad_row(local int4 *rt, local int *rl, uint r, uint k, uint ke, uint L, long4 out, long4 s,
+          long4 p)
+{
+  int4 e = (int4)(0, 0, 0, -1);
+  int l = 0;
+  if (k < ke) {
+    const uint n = k / L, q = k % L, ohw = (uint)(out.y * out.z), ow = (uint)out.z;
+    l = (int)q;
+    e = (int4)((int)(q / ohw) * (int)s.x - (int)p.x, (int)(q / ow % (uint)out.y) * (int)s.y - (int)p.y,
+               (int)(q % ow) * (int)s.z - (int)p.z, (int)n);
+  }
+  rt[r] = e;
+  rl[r] = l;
+}
+
+kernel __attribute__((reqd_work_group_size(256, 1, 1))) void
+conv_igemm_wgrad(global const ST *g, ulong goff, global const ST *x, ulong xoff,
+                 global const int4 *tab, global T *part, long4 ch, long4 in, long4 out, long4 s,
+                 long4 p, uint J, uint kc, uint nsplit, local CT4 *As4, local CT4 *Bs4,
+                 local int4 *rt, local int *rl)
+{
+  local T *As = (local T *)As4, *Bs = (local T *)Bs4;
+  const uint tid = get_local_id(0), tx = tid % KILN_CONV_WX, ty = tid / KILN_CONV_WX;
+  const uint G = (uint)ch.w, M = (uint)(ch.z / ch.w), cig = (uint)(ch.y / ch.w);
+  const uint L = (uint)(out.x * out.y * out.z), Ktot = (uint)ch.x * L;
+  const ulong ivol = (ulong)(in.x * in.y * in.z);
+  const uint j0 = (uint)get_group_id(0) * CONV_TN;
+  /* This item's B column: a fixed (channel, tap). */
+  const uint bc = tid % CONV_TN, br0 = tid / CONV_TN, jb = j0 + bc;
+  const int4 te = jb < J ? tab[jb] : (int4)(-1, 0, 0, 0);
+  /* This item's A elements: row kk of every slice, rows am0 + i 256 / CONV_TK of the tile. */
+  const uint akk = tid % CONV_TK, am0 = tid / CONV_TK;
+  const uint mtiles = (M + CONV_TM - 1) / CONV_TM;
+  for (ulong t = get_group_id(1); t < (ulong)mtiles * G * nsplit; t += get_num_groups(1)) {
+    const uint split = (uint)(t % nsplit), rest = (uint)(t / nsplit);
+    const uint grp = rest / mtiles, m0 = rest % mtiles * CONV_TM;
+    const uint kb = split * kc, ke = min(kb + kc, Ktot);
+    global const ST *xp = x + xoff + (ulong)grp * cig * ivol;
+    global const ST *gp = g + goff + (ulong)grp * M * L;
+    T ra[CONV_AL], rb[CONV_BL];
+    CT4 acc[KILN_CONV_RM][KILN_CONV_RN / 4];
+#pragma unroll
+    for (int i = 0; i < KILN_CONV_RM; i++)
+#pragma unroll
+      for (int c = 0; c < KILN_CONV_RN / 4; c++)
+        acc[i][c] = (CT4)0;
+    if (tid < CONV_TK)
+      wgrad_row(rt, rl, tid, kb + tid, ke, L, out, s, p);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint buf = 0;
+    for (uint k0 = kb; k0 < ke; k0 += CONV_TK, buf ^= 1u) {
+      /* Loads of slice k0 (its rows in rt[buf]), into registers. */
+      {
+        local const int4 *rr = rt + buf * CONV_TK;
+        local const int *ll = rl + buf * CONV_TK;
+        const int4 ra_e = rr[akk];
+#pragma unroll
+        for (int i = 0; i < CONV_AL; i++) {
+          const uint m = m0 + am0 + (uint)i * (256 / CONV_TK);
+          ra[i] = ra_e.w >= 0 && m < M
+                      ? KILN_LOAD(gp, ((ulong)ra_e.w * ch.z + m) * L + (ulong)ll[akk])
+                      : (T)0;
+        }
+#pragma unroll
+        for (int i = 0; i < CONV_BL; i++) {
+          const int4 e = rr[br0 + (uint)i * CONV_BR];
+          T v = (T)0;
+          if (e.w >= 0 && te.x >= 0) {
+            const int zz = e.x + te.y, yy = e.y + te.z, xx = e.z + te.w;
+            if ((uint)zz < (uint)in.x && (uint)yy < (uint)in.y && (uint)xx < (uint)in.z)
+              v = KILN_LOAD(xp, (ulong)e.w * (ulong)ch.y * ivol +
+                                    (ulong)(uint)(te.x + (e.x * (int)in.y + e.y) * (int)in.z + e.z));
           }
+          rb[i] = v;
         }
-        Bs[r * CONV_TN + bcol] = v;
       }
+      /* The next slice's rows go to the other buffer (last read two slices ago). */
+      if (tid < CONV_TK)
+        wgrad_row(rt + (buf ^ 1u) * CONV_TK, rl + (buf ^ 1u) * CONV_TK, tid, k0 + CONV_TK + tid,
+                  ke, L, out, s, p);
+#pragma unroll
+      for (int i = 0; i < CONV_AL; i++)
+        As[akk * CONV_TM + am0 + (uint)i * (256 / CONV_TK)] = ra[i];
+#pragma unroll
+      for (int i = 0; i < CONV_BL; i++)
+        Bs[(br0 + (uint)i * CONV_BR) * CONV_TN + bc] = rb[i];
       barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll
       for (uint kk = 0; kk < CONV_TK; kk++) {
-        T av[KILN_CONV_RM], bv[KILN_CONV_RN];
-        for (int i = 0; i < KILN_CONV_RM; i++)
-          av[i] = As[kk * CONV_TM + ty * KILN_CONV_RM + i];
-        for (int j = 0; j < KILN_CONV_RN; j++)
-          bv[j] = Bs[kk * CONV_TN + tx * KILN_CONV_RN + j];
-        for (int i = 0; i < KILN_CONV_RM; i++)
-          for (int j = 0; j < KILN_CONV_RN; j++)
-            acc[i][j] = fma(av[i], bv[j], acc[i][j]);
+        CT4 a[KILN_CONV_RM / 4], bq[KILN_CONV_RN / 4];
+#pragma unroll
+        for (int r = 0; r < KILN_CONV_RM / 4; r++)
+          a[r] = As4[kk * (CONV_TM / 4) + ty + (uint)r * CONV_WY];
+#pragma unroll
+        for (int c = 0; c < KILN_CONV_RN / 4; c++)
+          bq[c] = Bs4[kk * (CONV_TN / 4) + tx + (uint)c * KILN_CONV_WX];
+#pragma unroll
+        for (int r = 0; r < KILN_CONV_RM / 4; r++)
+#pragma unroll
+          for (int c = 0; c < KILN_CONV_RN / 4; c++) {
+            acc[r * 4 + 0][c] = fma((CT4)(a[r].s0), bq[c], acc[r * 4 + 0][c]);
+            acc[r * 4 + 1][c] = fma((CT4)(a[r].s1), bq[c], acc[r * 4 + 1][c]);
+            acc[r * 4 + 2][c] = fma((CT4)(a[r].s2), bq[c], acc[r * 4 + 2][c]);
+            acc[r * 4 + 3][c] = fma((CT4)(a[r].s3), bq[c], acc[r * 4 + 3][c]);
+          }
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
-    global ST *xp = dx + dxoff + (n * (ulong)ch.y + grp * cig) * (ulong)V;
-    for (int i = 0; i < KILN_CONV_RM; i++) {
-      const uint row = m0 + ty * KILN_CONV_RM + i;
-      if (row >= cig)
-        continue;
-      const T bias = (flags & 1u) ? KILN_LOAD(b, boff + grp * cig + row) : (T)0;
-      for (int j = 0; j < KILN_CONV_RN; j++) {
-        const uint col = q0 + tx * KILN_CONV_RN + j;
-        if (col < V)
-          KILN_STORE(xp, (ulong)row * V + col, acc[i][j] + bias);
+    global T *pp = part + ((ulong)split * G + grp) * M * J;
+#pragma unroll
+    for (int r = 0; r < KILN_CONV_RM / 4; r++)
+      for (int i = 0; i < 4; i++) {
+        const uint m = m0 + (ty + (uint)r * CONV_WY) * 4 + (uint)i;
+        if (m >= M)
+          continue;
+#pragma unroll
+        for (int c = 0; c < KILN_CONV_RN / 4; c++) {
+          const uint j = j0 + (tx + (uint)c * KILN_CONV_WX) * 4;
+          const CT4 v = acc[r * 4 + i][c];
+          global T *q = pp + (ulong)m * J + j;
+          if (j < J)
+            q[0] = v.s0;
+          if (j + 1 < J)
+            q[1] = v.s1;
+          if (j + 2 < J)
+            q[2] = v.s2;
+          if (j + 3 < J)
+            q[3] = v.s3;
+        }
       }
-    }
   }
 }

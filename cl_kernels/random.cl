@@ -10,12 +10,13 @@
  * blocks, so the work-group size and the launch geometry never matter.
  *
  * Results are bitwise identical on every conforming device: only integer
- * operations, IEEE add/subtract/multiply (no contraction into fma: see the
- * pragma), exact scalings by powers of two and comparisons are used. Normals
- * do not call the built-in log/sqrt/sin/cos, whose accuracy OpenCL leaves to
- * the device: det_* below evaluate them with fixed operation sequences (f64
- * also uses division and sqrt, which OpenCL requires to be correctly rounded
- * for doubles).
+ * operations, IEEE add/subtract/multiply, explicit fma() (correctly rounded
+ * by the OpenCL spec; no implicit contraction: see the pragma), exact
+ * scalings by powers of two and comparisons are used. Normals do not call
+ * the built-in log/sqrt/sin/cos, whose accuracy OpenCL leaves to the device:
+ * det_* below evaluate them with fixed operation sequences (f64 also uses
+ * division and sqrt, which OpenCL requires to be correctly rounded for
+ * doubles).
  *
  * Build options: see common.cl (-DT=..., -DKILN_DT_...=1).
  * Kernels (offsets in elements; grid-stride loops over blocks or elements):
@@ -35,7 +36,10 @@
  * f16 and bf16 compute exactly the f32 values (T is float, same operation
  * sequences) and store them rounded to nearest even; c64 and c128 take the
  * f32 and f64 normal pairs (z0, z1) as (real, imaginary).
- * Tunables: none (any local size gives the same bits).
+ * Tunables (speed only: any value and any local size give the same bits):
+ * KILN_RNG_BLOCKS, the counter blocks one work-item of random_normal turns
+ * into values (default 1; lib/ops/random.c picks it per device, the tuner's
+ * family "random" times 1, 2 and 4).
  */
 #include "common.cl"
 #include "philox.clh"
@@ -96,6 +100,34 @@
       (out)[(off) + (e) + 1] = (v1);                                                 \
   } while (0)
 
+#ifndef KILN_RNG_BLOCKS
+#define KILN_RNG_BLOCKS 1
+#endif
+
+/*
+ * BLOCK(j) for the blocks j < nb of this work-item: KILN_RNG_BLOCKS of them a
+ * work-group apart (a group's stores stay contiguous, and a GPU keeps several
+ * blocks' arithmetic in flight per item). The host launches
+ * ceil(nb / KILN_RNG_BLOCKS) items rounded up to groups; where it capped the
+ * grid, grid-stride loops take the rest. A grid that covers everything runs
+ * no loop: PoCL vectorises a kernel across work-items only without one.
+ */
+#define RNG_EACH(nb, BLOCK)                                                                \
+  do {                                                                                     \
+    ulong lsz_ = get_local_size(0), blk_ = lsz_ * KILN_RNG_BLOCKS;                         \
+    ulong j0_ = get_group_id(0) * blk_ + get_local_id(0);                                  \
+    if (get_num_groups(0) * blk_ >= (nb)) {                                                \
+      for (uint e_ = 0; e_ < KILN_RNG_BLOCKS; e_++)                                        \
+        if (j0_ + (ulong)e_ * lsz_ < (nb))                                                 \
+          BLOCK(j0_ + (ulong)e_ * lsz_);                                                   \
+    } else {                                                                               \
+      for (; j0_ < (nb); j0_ += get_num_groups(0) * blk_)                                  \
+        for (uint e_ = 0; e_ < KILN_RNG_BLOCKS; e_++)                                      \
+          if (j0_ + (ulong)e_ * lsz_ < (nb))                                               \
+            BLOCK(j0_ + (ulong)e_ * lsz_);                                                 \
+    }                                                                                      \
+  } while (0)
+
 kernel void
 philox_blocks(global uint *out, ulong off, ulong nblocks, uint k0, uint k1, uint c0, uint c1,
               uint c2, uint c3)
@@ -140,176 +172,250 @@ perm_write(global const ulong *vals, ulong voff, ulong n, global T *out, ulong o
 /* ---- deterministic math for Box-Muller ---- */
 
 /*
- * sin and cos of 2 pi k 2^-BITS for k < 2^BITS: the quadrant from the top two
- * bits, the rest folded into [0, pi/4] by octant symmetry, then polynomials.
- * One body for both precisions: FT the float type, KT the integer type.
+ * Every polynomial step is an explicit fma(), which OpenCL requires to be
+ * correctly rounded (so the bits stay the same on every device) and which
+ * GPUs and current CPUs execute as one instruction: half the arithmetic of
+ * separate multiplies and adds, which bound the speed of the normals (they
+ * are compute-bound on an H200 at ~200 instructions per block). There are
+ * no data-dependent branches: a branch whose direction differs between the
+ * work-items of a warp runs both sides.
+ *
+ * The functions work on KILN_RNG_VEC lanes at once (RV(float) is float, or
+ * floatN for N consecutive counter blocks): CPU devices get their SIMD from
+ * explicit vectors (PoCL does not vectorise this kernel across work-items:
+ * measured there, 8 lanes ran 7x faster than scalars). Every lane computes
+ * exactly the scalar operation sequence, so the width changes no bit.
  */
-#define DET_SINCOS(NAME, FT, KT, BITS, SUF)                                               \
-  inline void NAME(KT k, FT *s, FT *c)                                                   \
-  {                                                                                      \
-    KT q = k >> (BITS - 2);                                                              \
-    FT f = (FT)(k & (((KT)1 << (BITS - 2)) - 1)) / (FT)((KT)1 << (BITS - 2));            \
-    FT a, b;                                                                             \
-    if (f <= (FT)0.5) {                                                                  \
-      FT t = f * (FT)1.5707963267948966;                                                 \
-      a = sin_poly_##SUF(t);                                                             \
-      b = cos_poly_##SUF(t);                                                             \
-    } else {                                                                             \
-      FT t = ((FT)1 - f) * (FT)1.5707963267948966;                                       \
-      a = cos_poly_##SUF(t);                                                             \
-      b = sin_poly_##SUF(t);                                                             \
-    }                                                                                    \
-    *s = q == 0 ? a : q == 1 ? b : q == 2 ? -a : -b;                                     \
-    *c = q == 0 ? b : q == 1 ? -a : q == 2 ? -b : a;                                     \
+#ifndef KILN_RNG_VEC
+#define KILN_RNG_VEC 1
+#endif
+#if KILN_RNG_VEC > 1
+#define RV(t) KILN_CAT(t, KILN_RNG_VEC)
+#define RSEL(a, b, c) select((a), (b), (c))
+#define RCONV(t, x) KILN_CAT(convert_, RV(t))(x)
+#define RAS(t, x) KILN_CAT(as_, RV(t))(x)
+#else
+#define RV(t) t
+#define RSEL(a, b, c) ((c) ? (b) : (a))
+#define RCONV(t, x) ((t)(x))
+#define RAS(t, x) KILN_CAT(as_, t)(x)
+#endif
+/* Lane l holds counter block first + l. */
+#if KILN_RNG_VEC == 1
+#define RNG_LANES 0
+#elif KILN_RNG_VEC == 2
+#define RNG_LANES ((ulong2)(0, 1))
+#elif KILN_RNG_VEC == 4
+#define RNG_LANES ((ulong4)(0, 1, 2, 3))
+#elif KILN_RNG_VEC == 8
+#define RNG_LANES ((ulong8)(0, 1, 2, 3, 4, 5, 6, 7))
+#elif KILN_RNG_VEC == 16
+#define RNG_LANES ((ulong16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
+#else
+#error "KILN_RNG_VEC must be 1, 2, 4, 8 or 16"
+#endif
+
+/*
+ * The words w0..w3 (RV(uint)) of the blocks first + lane: philox4x32_10 of
+ * philox.clh lane by lane. One lane multiplies as one 64-bit product (the
+ * faster form on PoCL, philox.clh), vectors take mul_hi (same bits).
+ */
+#if KILN_RNG_VEC > 1
+#define RNG_MUL(m, x, lo, hi)                                                              \
+  RV(uint) lo = (x) * (m), hi = mul_hi((x), (RV(uint))(m));
+#else
+#define RNG_MUL(m, x, lo, hi)                                                              \
+  ulong p_##lo = (ulong)(m) * (x);                                                         \
+  uint lo = (uint)p_##lo, hi = (uint)(p_##lo >> 32);
+#endif
+#define RNG_ROUND                                                                          \
+  {                                                                                        \
+    RNG_MUL(PHILOX_M0, w0, lo0_, hi0_)                                                     \
+    RNG_MUL(PHILOX_M1, w2, lo1_, hi1_)                                                     \
+    w0 = hi1_ ^ w1 ^ q0_;                                                                  \
+    w1 = lo1_;                                                                             \
+    w2 = hi0_ ^ w3 ^ q1_;                                                                  \
+    w3 = lo0_;                                                                             \
+  }
+#define RNG_BUMP                                                                           \
+  q0_ += PHILOX_W0;                                                                        \
+  q1_ += PHILOX_W1;                                                                        \
+  RNG_ROUND
+#define RNG_WORDS(first, k0, k1, w0, w1, w2, w3)                                           \
+  RV(uint) w0, w1, w2, w3;                                                                 \
+  {                                                                                        \
+    RV(ulong) b_ = (RV(ulong))(first) + RNG_LANES;                                         \
+    w0 = RCONV(uint, b_);                                                                  \
+    w1 = RCONV(uint, b_ >> 32);                                                            \
+    w2 = (RV(uint))0u;                                                                     \
+    w3 = (RV(uint))0u;                                                                     \
+    uint q0_ = (k0), q1_ = (k1);                                                           \
+    RNG_ROUND RNG_BUMP RNG_BUMP RNG_BUMP RNG_BUMP RNG_BUMP RNG_BUMP RNG_BUMP RNG_BUMP        \
+        RNG_BUMP                                                                           \
+  }
+
+/*
+ * sin and cos of 2 pi k 2^-BITS for k < 2^BITS: the quadrant from the top two
+ * bits, the rest folded into [0, pi/4] by octant symmetry, then polynomials
+ * (both evaluated once at the folded argument, then swapped by a select).
+ * The quadrant's swaps and sign flips are selects and sign-bit xors: -x is
+ * the sign-bit flip in IEEE arithmetic. One body for both precisions: FT the
+ * float type, UT its bits (also the type of k), S the scalar bits type, INV
+ * the exact 2^-(BITS - 2).
+ */
+#define DET_SINCOS(NAME, FT, UT, S, BITS, INV, SUF)                                        \
+  inline void NAME(UT k, FT *s, FT *c)                                                     \
+  {                                                                                        \
+    UT q = k >> (BITS - 2);                                                                \
+    FT f = RCONV(SUF, k & (((S)1 << (BITS - 2)) - 1)) * (FT)(INV);                         \
+    FT t = RSEL((FT)1 - f, f, f <= (FT)0.5) * (FT)1.5707963267948966;                      \
+    FT sp = sin_poly_##SUF(t), cp = cos_poly_##SUF(t);                                     \
+    FT a = RSEL(cp, sp, f <= (FT)0.5), b = RSEL(sp, cp, f <= (FT)0.5);                     \
+    UT sgn = (UT)((S)1 << (sizeof(S) * 8 - 1));                                            \
+    UT ss = RSEL((UT)0, sgn, (q & 2) != 0), cs = RSEL((UT)0, sgn, ((q ^ (q >> 1)) & 1) != 0); \
+    *s = RAS(SUF, RAS(S, RSEL(a, b, (q & 1) != 0)) ^ ss);                                  \
+    *c = RAS(SUF, RAS(S, RSEL(b, a, (q & 1) != 0)) ^ cs);                                  \
   }
 
 #if RNG_F32
+#define FV RV(float)
 /* ln(k * 2^-24) for k in [1, 2^24]: exponent split, then 2 atanh(s) with s = f / (2 + f). */
-inline float
-det_log_f32(uint k)
+inline FV
+det_log_f32(RV(uint) k)
 {
-  float x = (float)k;
-  uint bits = as_uint(x);
-  int e = (int)(bits >> 23) - 127;
-  float m = as_float((bits & 0x007fffffu) | 0x3f800000u);
-  if (m > 1.41421354f) {
-    m = m * 0.5f;
-    e += 1;
-  }
-  float f = m - 1.0f;
-  float d = f + 2.0f;
+  FV x = RCONV(float, k);
+  RV(uint) bits = RAS(uint, x);
+  RV(int) e = RAS(int, bits >> 23) - 127;
+  FV m = RAS(float, (bits & 0x007fffffu) | 0x3f800000u);
+  e = RSEL(e, e + 1, m > 1.41421354f);
+  m = RSEL(m, m * 0.5f, m > 1.41421354f);
+  FV f = m - 1.0f;
+  FV d = f + 2.0f;
   /* 1/d by Newton from a linear start (relative error 1.5% -> float precision in 3 steps). */
-  float y = 0.984995544f - 0.239f * d;
-  y = y * (2.0f - d * y);
-  y = y * (2.0f - d * y);
-  y = y * (2.0f - d * y);
-  float s = f * y;
-  float s2 = s * s;
-  float p = 0.111111112f;
-  p = p * s2 + 0.142857149f;
-  p = p * s2 + 0.200000003f;
-  p = p * s2 + 0.333333343f;
-  p = p * s2 + 1.0f;
-  float lnm = (2.0f * s) * p;
-  float ef = (float)(e - 24);
-  return ef * 0.693145752f + (ef * 1.42860677e-06f + lnm);
+  FV y = fma((FV)-0.239f, d, (FV)0.984995544f);
+  y = y * fma(-d, y, (FV)2.0f);
+  y = y * fma(-d, y, (FV)2.0f);
+  y = y * fma(-d, y, (FV)2.0f);
+  FV s = f * y;
+  FV s2 = s * s;
+  FV p = (FV)0.111111112f;
+  p = fma(p, s2, (FV)0.142857149f);
+  p = fma(p, s2, (FV)0.200000003f);
+  p = fma(p, s2, (FV)0.333333343f);
+  p = fma(p, s2, (FV)1.0f);
+  FV lnm = (2.0f * s) * p;
+  FV ef = RCONV(float, e - 24);
+  return fma(ef, (FV)0.693145752f, fma(ef, (FV)1.42860677e-06f, lnm));
 }
 
 /* sqrt(x) for x >= 0 by Newton on 1/sqrt from the classic bit-level start. */
-inline float
-det_sqrt_f32(float x)
+inline FV
+det_sqrt_f32(FV x)
 {
-  if (x == 0.0f)
-    return 0.0f;
-  float y = as_float(0x5f3759dfu - (as_uint(x) >> 1));
-  float hx = 0.5f * x;
-  y = y * (1.5f - hx * (y * y));
-  y = y * (1.5f - hx * (y * y));
-  y = y * (1.5f - hx * (y * y));
-  return x * y;
+  FV y = RAS(float, 0x5f3759dfu - (RAS(uint, x) >> 1));
+  FV hx = 0.5f * x;
+  y = y * fma(-hx, y * y, (FV)1.5f);
+  y = y * fma(-hx, y * y, (FV)1.5f);
+  y = y * fma(-hx, y * y, (FV)1.5f);
+  return RSEL(x * y, (FV)0.0f, x == 0.0f);
 }
 
-inline float
-sin_poly_f32(float t)
+inline FV
+sin_poly_float(FV t)
 {
-  float t2 = t * t;
-  float p = 2.75573188e-06f;
-  p = p * t2 + -0.000198412701f;
-  p = p * t2 + 0.00833333377f;
-  p = p * t2 + -0.166666672f;
-  return t + t * (t2 * p);
+  FV t2 = t * t;
+  FV p = (FV)2.75573188e-06f;
+  p = fma(p, t2, (FV)-0.000198412701f);
+  p = fma(p, t2, (FV)0.00833333377f);
+  p = fma(p, t2, (FV)-0.166666672f);
+  return fma(t, t2 * p, t);
 }
 
-inline float
-cos_poly_f32(float t)
+inline FV
+cos_poly_float(FV t)
 {
-  float t2 = t * t;
-  float p = -2.755732e-07f;
-  p = p * t2 + 2.48015876e-05f;
-  p = p * t2 + -0.00138888892f;
-  p = p * t2 + 0.0416666679f;
-  p = p * t2 + -0.5f;
-  return 1.0f + t2 * p;
+  FV t2 = t * t;
+  FV p = (FV)-2.755732e-07f;
+  p = fma(p, t2, (FV)2.48015876e-05f);
+  p = fma(p, t2, (FV)-0.00138888892f);
+  p = fma(p, t2, (FV)0.0416666679f);
+  p = fma(p, t2, (FV)-0.5f);
+  return fma(t2, p, (FV)1.0f);
 }
 
 /* sin and cos of 2 pi k 2^-24 for k < 2^24 (DET_SINCOS). */
-DET_SINCOS(det_sincos_f32, float, uint, 24, f32)
+DET_SINCOS(det_sincos_f32, FV, RV(uint), uint, 24, 0x1p-22f, float)
 #endif
 
+/* 53 random bits from two words (each of type t). */
+#define BITS53(t, hi, lo) ((KILN_CAT(convert_, t)((hi) >> 5) << 26) | KILN_CAT(convert_, t)((lo) >> 6))
+
 #if RNG_F64
+#define DV RV(double)
 /* ln(K * 2^-53) for K in [1, 2^53]. */
-inline double
-det_log_f64(ulong k)
+inline DV
+det_log_f64(RV(ulong) k)
 {
-  double x = (double)k;
-  ulong bits = as_ulong(x);
-  int e = (int)(bits >> 52) - 1023;
-  double m = as_double((bits & 0x000fffffffffffffUL) | 0x3ff0000000000000UL);
-  if (m > 1.4142135623730951) {
-    m = m * 0.5;
-    e += 1;
-  }
-  double s = (m - 1.0) / (m + 1.0);
-  double s2 = s * s;
-  double p = 0.043478260869565216;
-  p = p * s2 + 0.047619047619047616;
-  p = p * s2 + 0.05263157894736842;
-  p = p * s2 + 0.058823529411764705;
-  p = p * s2 + 0.06666666666666667;
-  p = p * s2 + 0.07692307692307693;
-  p = p * s2 + 0.09090909090909091;
-  p = p * s2 + 0.1111111111111111;
-  p = p * s2 + 0.14285714285714285;
-  p = p * s2 + 0.2;
-  p = p * s2 + 0.3333333333333333;
-  p = p * s2 + 1.0;
-  double lnm = (2.0 * s) * p;
-  double ef = (double)(e - 53);
-  return ef * 6.93147180369123816490e-01 + (ef * 1.90821492927058770002e-10 + lnm);
+  DV x = RCONV(double, k);
+  RV(ulong) bits = RAS(ulong, x);
+  RV(long) e = RAS(long, bits >> 52) - 1023;
+  DV m = RAS(double, (bits & 0x000fffffffffffffUL) | 0x3ff0000000000000UL);
+  e = RSEL(e, e + 1, m > 1.4142135623730951);
+  m = RSEL(m, m * 0.5, m > 1.4142135623730951);
+  DV s = (m - 1.0) / (m + 1.0);
+  DV s2 = s * s;
+  DV p = (DV)0.043478260869565216;
+  p = fma(p, s2, (DV)0.047619047619047616);
+  p = fma(p, s2, (DV)0.05263157894736842);
+  p = fma(p, s2, (DV)0.058823529411764705);
+  p = fma(p, s2, (DV)0.06666666666666667);
+  p = fma(p, s2, (DV)0.07692307692307693);
+  p = fma(p, s2, (DV)0.09090909090909091);
+  p = fma(p, s2, (DV)0.1111111111111111);
+  p = fma(p, s2, (DV)0.14285714285714285);
+  p = fma(p, s2, (DV)0.2);
+  p = fma(p, s2, (DV)0.3333333333333333);
+  p = fma(p, s2, (DV)1.0);
+  DV lnm = (2.0 * s) * p;
+  DV ef = RCONV(double, e - 53);
+  return fma(ef, (DV)6.93147180369123816490e-01, fma(ef, (DV)1.90821492927058770002e-10, lnm));
 }
 
-inline double
-sin_poly_f64(double t)
+inline DV
+sin_poly_double(DV t)
 {
-  double t2 = t * t;
-  double p = -8.22063524662433e-18;
-  p = p * t2 + 2.8114572543455206e-15;
-  p = p * t2 + -7.647163731819816e-13;
-  p = p * t2 + 1.6059043836821613e-10;
-  p = p * t2 + -2.505210838544172e-08;
-  p = p * t2 + 2.7557319223985893e-06;
-  p = p * t2 + -0.0001984126984126984;
-  p = p * t2 + 0.008333333333333333;
-  p = p * t2 + -0.16666666666666666;
-  return t + t * (t2 * p);
+  DV t2 = t * t;
+  DV p = (DV)-8.22063524662433e-18;
+  p = fma(p, t2, (DV)2.8114572543455206e-15);
+  p = fma(p, t2, (DV)-7.647163731819816e-13);
+  p = fma(p, t2, (DV)1.6059043836821613e-10);
+  p = fma(p, t2, (DV)-2.505210838544172e-08);
+  p = fma(p, t2, (DV)2.7557319223985893e-06);
+  p = fma(p, t2, (DV)-0.0001984126984126984);
+  p = fma(p, t2, (DV)0.008333333333333333);
+  p = fma(p, t2, (DV)-0.16666666666666666);
+  return fma(t, t2 * p, t);
 }
 
-inline double
-cos_poly_f64(double t)
+inline DV
+cos_poly_double(DV t)
 {
-  double t2 = t * t;
-  double p = 4.110317623312165e-19;
-  p = p * t2 + -1.5619206968586225e-16;
-  p = p * t2 + 4.779477332387385e-14;
-  p = p * t2 + -1.1470745597729725e-11;
-  p = p * t2 + 2.08767569878681e-09;
-  p = p * t2 + -2.755731922398589e-07;
-  p = p * t2 + 2.48015873015873e-05;
-  p = p * t2 + -0.001388888888888889;
-  p = p * t2 + 0.041666666666666664;
-  p = p * t2 + -0.5;
-  return 1.0 + t2 * p;
+  DV t2 = t * t;
+  DV p = (DV)4.110317623312165e-19;
+  p = fma(p, t2, (DV)-1.5619206968586225e-16);
+  p = fma(p, t2, (DV)4.779477332387385e-14);
+  p = fma(p, t2, (DV)-1.1470745597729725e-11);
+  p = fma(p, t2, (DV)2.08767569878681e-09);
+  p = fma(p, t2, (DV)-2.755731922398589e-07);
+  p = fma(p, t2, (DV)2.48015873015873e-05);
+  p = fma(p, t2, (DV)-0.001388888888888889);
+  p = fma(p, t2, (DV)0.041666666666666664);
+  p = fma(p, t2, (DV)-0.5);
+  return fma(t2, p, (DV)1.0);
 }
 
 /* sin and cos of 2 pi K 2^-53 for K < 2^53 (DET_SINCOS). */
-DET_SINCOS(det_sincos_f64, double, ulong, 53, f64)
-
-/* 53 random bits from two words. */
-inline ulong
-bits53(uint hi, uint lo)
-{
-  return ((ulong)(hi >> 5) << 26) | (lo >> 6);
-}
+DET_SINCOS(det_sincos_f64, DV, RV(ulong), ulong, 53, 0x1p-51, double)
 #endif
 
 #if KILN_IS_FLOAT
@@ -339,7 +445,7 @@ random_uniform(global ST *out, ulong off, ulong n, ulong base, uint k0, uint k1,
     uint w[4];
     block_words(base + j, 0u, k0, k1, w);
 #if defined(KILN_DT_F64)
-    T u0 = (T)bits53(w[0], w[1]) * 0x1p-53, u1 = (T)bits53(w[2], w[3]) * 0x1p-53;
+    T u0 = (T)BITS53(ulong, w[0], w[1]) * 0x1p-53, u1 = (T)BITS53(ulong, w[2], w[3]) * 0x1p-53;
     STORE2(out, off, j * 2, n, scale_uniform(u0, lo, hi, top), scale_uniform(u1, lo, hi, top));
 #else
     T u0 = (T)(w[0] >> 8) * 0x1p-24f, u1 = (T)(w[1] >> 8) * 0x1p-24f;
@@ -359,45 +465,105 @@ random_uniform(global ST *out, ulong off, ulong n, ulong base, uint k0, uint k1,
 #define IM_MEAN(m) (m)
 #endif
 
+/* mean + stddev * z, one rounding (fma is correctly rounded everywhere). */
+#define SCALE(z, m) fma((RV(RT))stddev, (z), (RV(RT))(m))
+
+/*
+ * Stores the values of block j at element off + j * PER (PER values per
+ * block): whole blocks as one aligned vector store where the offset keeps
+ * vectors aligned (aligned != 0), an element-aligned one elsewhere, guarded
+ * stores for the tail block.
+ */
+#if RNG_F64
+#define NORMAL_PER ((ulong)(KILN_IS_COMPLEX ? 1 : 2))
+inline void
+normal_store(global ST *out, ulong off, ulong n, ulong j, double z0, double z1, int aligned)
+{
+#if KILN_IS_COMPLEX
+  out[off + j] = (double2)(z0, z1);
+#else
+  if (2 * j + 2 <= n && aligned)
+    ((global double2 *)(out + off))[j] = (double2)(z0, z1);
+  else
+    STORE2(out, off, 2 * j, n, z0, z1);
+#endif
+}
+#else
+#define NORMAL_PER ((ulong)(KILN_IS_COMPLEX ? 2 : 4))
+inline void
+normal_store(global ST *out, ulong off, ulong n, ulong j, float z0, float z1, float z2, float z3,
+             int aligned)
+{
+  float4 v = (float4)(z0, z1, z2, z3);
+#if KILN_IS_COMPLEX
+  if (2 * j + 2 <= n && aligned)
+    ((global float4 *)(out + off))[j] = v;
+  else
+    STORE2(out, off, j * 2, n, v.s01, v.s23);
+#elif defined(KILN_DT_F16)
+  if (4 * j + 4 <= n && aligned)
+    vstorea_half4_rte(v, j, out + off);
+  else
+    STORE4(out, off, j * 4, n, z0, z1, z2, z3);
+#elif defined(KILN_DT_BF16)
+  if (4 * j + 4 <= n && aligned)
+    ((global ushort4 *)(out + off))[j] = (ushort4)(kiln_f32_to_bf16(z0), kiln_f32_to_bf16(z1),
+                                                   kiln_f32_to_bf16(z2), kiln_f32_to_bf16(z3));
+  else
+    STORE4(out, off, j * 4, n, z0, z1, z2, z3);
+#else
+  if (4 * j + 4 <= n && aligned)
+    ((global float4 *)(out + off))[j] = v;
+  else
+    STORE4(out, off, j * 4, n, z0, z1, z2, z3);
+#endif
+}
+#endif
+
+/* A vector of the real type and its lanes. */
+#define RLANES union { RV(RT) v; RT s[KILN_RNG_VEC]; }
+
+/*
+ * The normals of the KILN_RNG_VEC blocks first, first + 1, ... (those below
+ * nb): computed as vectors, stored lane by lane.
+ */
+inline void
+normal_blocks(global ST *out, ulong off, ulong n, ulong nb, ulong first, ulong base, uint k0,
+              uint k1, RT mean, RT stddev, int aligned)
+{
+  RNG_WORDS(base + first, k0, k1, w0, w1, w2, w3)
+#if RNG_F64
+  RV(double) r = sqrt(-2.0 * det_log_f64(BITS53(RV(ulong), w0, w1) + 1));
+  RV(double) s, c;
+  det_sincos_f64(BITS53(RV(ulong), w2, w3), &s, &c);
+  RLANES z0 = {SCALE(r * c, mean)}, z1 = {SCALE(r * s, IM_MEAN(mean))};
+  for (uint l = 0; l < KILN_RNG_VEC; l++)
+    if (first + l < nb)
+      normal_store(out, off, n, first + l, z0.s[l], z1.s[l], aligned);
+#else
+  RV(float) r0 = det_sqrt_f32(-2.0f * det_log_f32((w0 >> 8) + 1u));
+  RV(float) r1 = det_sqrt_f32(-2.0f * det_log_f32((w2 >> 8) + 1u));
+  RV(float) s0, c0, s1, c1;
+  det_sincos_f32(w1 >> 8, &s0, &c0);
+  det_sincos_f32(w3 >> 8, &s1, &c1);
+  RLANES z0 = {SCALE(r0 * c0, mean)}, z1 = {SCALE(r0 * s0, IM_MEAN(mean))};
+  RLANES z2 = {SCALE(r1 * c1, mean)}, z3 = {SCALE(r1 * s1, IM_MEAN(mean))};
+  for (uint l = 0; l < KILN_RNG_VEC; l++)
+    if (first + l < nb)
+      normal_store(out, off, n, first + l, z0.s[l], z1.s[l], z2.s[l], z3.s[l], aligned);
+#endif
+}
+
 kernel void
 random_normal(global ST *out, ulong off, ulong n, ulong base, uint k0, uint k1, RT mean,
               RT stddev)
 {
-#if defined(KILN_DT_C128)
-  ulong nb = n;
-#elif defined(KILN_DT_F64) || defined(KILN_DT_C64)
-  ulong nb = (n + 1) / 2;
-#else
-  ulong nb = (n + 3) / 4;
-#endif
-  for (ulong j = get_global_id(0); j < nb; j += get_global_size(0)) {
-    uint w[4];
-    block_words(base + j, 0u, k0, k1, w);
-#if RNG_F64
-    double r = sqrt(-2.0 * det_log_f64(bits53(w[0], w[1]) + 1));
-    double s, c;
-    det_sincos_f64(bits53(w[2], w[3]), &s, &c);
-    double z0 = mean + stddev * (r * c), z1 = IM_MEAN(mean) + stddev * (r * s);
-#if KILN_IS_COMPLEX
-    out[off + j] = (double2)(z0, z1);
-#else
-    STORE2(out, off, j * 2, n, z0, z1);
-#endif
-#else
-    float r0 = det_sqrt_f32(-2.0f * det_log_f32((w[0] >> 8) + 1u));
-    float r1 = det_sqrt_f32(-2.0f * det_log_f32((w[2] >> 8) + 1u));
-    float s0, c0, s1, c1;
-    det_sincos_f32(w[1] >> 8, &s0, &c0);
-    det_sincos_f32(w[3] >> 8, &s1, &c1);
-    float z0 = mean + stddev * (r0 * c0), z1 = IM_MEAN(mean) + stddev * (r0 * s0);
-    float z2 = mean + stddev * (r1 * c1), z3 = IM_MEAN(mean) + stddev * (r1 * s1);
-#if KILN_IS_COMPLEX
-    STORE2(out, off, j * 2, n, (float2)(z0, z1), (float2)(z2, z3));
-#else
-    STORE4(out, off, j * 4, n, z0, z1, z2, z3);
-#endif
-#endif
-  }
+  ulong nb = (n + NORMAL_PER - 1) / NORMAL_PER;
+  ulong nv = (nb + KILN_RNG_VEC - 1) / KILN_RNG_VEC;
+  int aligned = off % NORMAL_PER == 0;
+#define NORMAL_BLOCKS(v)                                                                   \
+  normal_blocks(out, off, n, nb, (v) * KILN_RNG_VEC, base, k0, k1, mean, stddev, aligned)
+  RNG_EACH(nv, NORMAL_BLOCKS);
 }
 #endif
 
@@ -488,6 +654,7 @@ perm_keys(global ulong *keys, ulong koff, global ulong *vals, ulong voff, ulong 
 }
 
 /* Rows move as bits: f16 elements as ushort (half values cannot be loaded as such). */
+#undef MT
 #if defined(KILN_DT_F16)
 #define MT ushort
 #else

@@ -25,14 +25,20 @@
  *       One work-group per (line, chunk 1..nchunk-1), each item a contiguous part of the
  *       chunk: combines the chunk's prefix into its outputs. (No per-element index
  *       division: 64-bit divisions cost more than the data on CPUs.)
+ *   NAME_lookback(x, xoff, y, yoff, yi, yioff, desc, lines, len, tpl, e, flags, loc, stage)
+ *       inner == 1, one pass: each line cut into tpl tiles of local_size * E elements (E
+ *       from SCAN_LB_BYTES, scan_contract.clh); with tpl > 1 tiles take ids from a counter
+ *       and find their prefix by decoupled look-back over the status words in desc (see
+ *       scan_kernels.clh). Reads x once and writes y once.
  * diff1(x, xoff, y, yoff, outer, len, inner): first difference along the middle axis, one
  *       work-item per (outer, block of 256 outputs, inner).
  *
  * flags: 1 omit NaN (NaN elements are skipped), 2 exclusive scan.
  * yi: i64 indices of cummin/cummax (NULL when not wanted; the host always provides a
  * buffer when nchunk > 1, because the fixup needs them to tell an empty prefix from NaN).
- * Tunables (host side, lib/runtime/launch_params.h): local size, ipt, nchunk/clen; every
- * kernel is correct for any of them.
+ * Tunables (host side, lib/ops/launch_params.h): local size, ipt, nchunk/clen, and
+ * single_pass (NAME_lookback instead of NAME_tiles and the chunk passes); every kernel is
+ * correct for any of them.
  */
 #include "common.cl"
 #include "scan_contract.clh"
@@ -41,6 +47,9 @@
 #ifndef KILN_COLS
 #define KILN_COLS 1
 #endif
+/* Rows of its columns one work-item of NAME_lines loads at once on strided lines: 64 bytes
+ * of each column (16 f32, 8 f64), at least 4. */
+#define LN_ROWS (64 / sizeof(T) < 4 ? 4 : 64 / sizeof(T) > 16 ? 16 : 64 / sizeof(T))
 
 #define IS_NAN(v) ((v) != (v))
 #if KILN_IS_COMPLEX
@@ -256,6 +265,21 @@ inline void logcumsumexp_store(T a, global ST *y, ulong k, global long *yi, ulon
 VEC_SCAN(cumsum, ADD_, 0)
 VEC_SCAN(cumprod, MUL_, 1)
 
+/* 16 neighbouring strided lines advanced by one row as one vector (NAME_lines at KILN_COLS a
+ * multiple of 16, the CPU default): one 16-wide load, add and store per row, where the
+ * element loop left PoCL at 1-3% of copy bandwidth. NAME_VCOLS marks the ops that have it. */
+#define VEC_COLS(NAME, OP, ID)                                                                 \
+  inline A16 NAME##_vstep(A16 acc, V16 raw, uint f, global SOUT_ST *y)                         \
+  {                                                                                            \
+    A16 n = OP(acc, TO_A16(raw, f, ID));                                                       \
+    ST16(FROM_A16((f & SCAN_F_EXCL) ? acc : n), y);                                            \
+    return n;                                                                                  \
+  }
+VEC_COLS(cumsum, ADD_, 0)
+VEC_COLS(cumprod, MUL_, 1)
+#define cumsum_VCOLS 1
+#define cumprod_VCOLS 1
+
 #define LOOP16(NAME)                                                                           \
   inline st_##NAME NAME##_fold16(st_##NAME acc, V16 raw, long j, uint f)                        \
   {                                                                                            \
@@ -293,22 +317,27 @@ LOOP16(logcumsumexp)
 #if KILN_SUP_ALL || KILN_IS_COMPLEX /* complex: KILN_SCAN_COMPLEX_OPS */
 #define NAME cumsum
 #define YT SCAN_OUT_WIDE
+#define STAGED 1
 #include "scan_kernels.clh"
 #define NAME cumprod
 #define YT SCAN_OUT_WIDE
+#define STAGED 1
 #include "scan_kernels.clh"
 #endif
 #if KILN_SUP_ALL
 #define NAME cummin
 #define YT SCAN_OUT_SAME
+#define STAGED 0
 #include "scan_kernels.clh"
 #define NAME cummax
 #define YT SCAN_OUT_SAME
+#define STAGED 0
 #include "scan_kernels.clh"
 #endif
 #if KILN_SUP_FLOAT
 #define NAME logcumsumexp
 #define YT SCAN_OUT_SAME
+#define STAGED 1
 #include "scan_kernels.clh"
 #endif
 

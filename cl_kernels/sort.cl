@@ -16,12 +16,15 @@
  * sorted axis has len elements; inner is the product of the dimensions after it).
  *   sort_keys(x, xoff, rows, len, inner, desc, keys, koff, vals, voff)  1-D over rows * len:
  *     keys[p] = key(row p / len, element p % len), vals[p] = p (vals may be NULL).
- *   sort_keys_raw(x, xoff, n, desc, keys, koff, vals, voff), raw_values(vals, voff, n, out,
- *     ooff)  f32, f16, bf16 only: values-only sorts of one row carry the values' own bits as
- *     the payloads (stable, so equal keys such as -0.0 and +0.0 or NaNs keep their order and
- *     bits) and write them back in order, with no gather through positions.
- *   uniq_emit_keys(keys, koff, n, flags, pos, out, ooff, starts)  integers only, 1-D over
- *     n sorted keys (no payloads): run g writes its value and starts[g] = i.
+ *   sort_keys_raw(x, xoff, n, desc, keys, koff, vals, voff, special), raw_values(vals, voff,
+ *     n, out, ooff, keys, koff, desc, special)  f32, f16, bf16 only: values-only sorts of one
+ *     row carry the values' own bits as the payloads (stable, so equal keys such as -0.0 and
+ *     +0.0 or NaNs keep their order and bits) and write them back in order, with no gather
+ *     through positions. f32 with special (else NULL): sort_keys_raw sets special[0] when x
+ *     holds -0.0 or a NaN; without them the keys alone give the values back (the onesweep
+ *     passes then skip the payloads) and raw_values rebuilds them from the keys.
+ *   uniq_chunk_count, uniq_chunk_emit  integers only: unique of n sorted keys (no payloads)
+ *     in two passes over the keys (below).
  *   keys_values(keys, koff, n, desc, out, ooff)  integers only: out[i] = the value of key i
  *     (values-only sorts of integers, whose equal values cannot be told apart, sort keys
  *     without positions).
@@ -50,6 +53,8 @@
  *             out, ooff)  1-D over total queries: the insertion point of v[q] in row q / m
  *     of seq (row 0 unless batched), through sorter (i64) if has_sorter; right: after the
  *     equal keys.
+ *   ss_search_cached(seq, soff, n, v, voff, total, right, out, ooff, spl, ns)  the same for a
+ *     1-D seq without sorter, the first probes in ns splitters held in local memory.
  *   member_search(skeys, skoff, svals, svoff, ns, a, aoff, na, tf, tfoff, loc, loff, hit,
  *                 keep, want)  1-D over na: binary search of key(a[i]) in the sorted keys of
  *     s; NaN matches nothing; tf (bool) and loc (i64: svals at the first equal key, -1 when
@@ -62,46 +67,9 @@
 #include "common.cl"
 #include "sort_pairs.clh"
 
-#if defined(KILN_DT_I64) || defined(KILN_DT_F64)
-typedef ulong K;
-#define K_MAX ULONG_MAX
-#else
-typedef uint K;
-#define K_MAX UINT_MAX
-#endif
-
-/* desc flips the key bits the key uses (one byte for bool and u8, whose radix sort and
- * selection look at 8 bits only). */
-#if defined(KILN_DT_U8) || defined(KILN_DT_BOOL)
-#define K_FLIP 0xffu
-#else
-#define K_FLIP K_MAX
-#endif
+#include "sort_key.clh"
 
 SORT_PAIRS_LOCAL(local_pairs_sort, K)
-
-inline K
-key_of(T v)
-{
-#if defined(KILN_DT_F64)
-  if (isnan(v))
-    return ULONG_MAX;
-  ulong u = v == 0 ? 0UL : as_ulong(v);
-  return (u >> 63) ? ~u : (u | 0x8000000000000000UL);
-#elif KILN_IS_FLOAT
-  float f = (float)v;
-  if (isnan(f))
-    return UINT_MAX;
-  uint u = f == 0 ? 0u : as_uint(f);
-  return (u >> 31) ? ~u : (u | 0x80000000u);
-#elif defined(KILN_DT_I64)
-  return (ulong)v ^ 0x8000000000000000UL;
-#elif defined(KILN_DT_I32)
-  return (uint)v ^ 0x80000000u;
-#else
-  return (uint)v;
-#endif
-}
 
 inline int
 is_nan_of(T v)
@@ -222,6 +190,217 @@ rows_gather(global const ST *x, ulong xoff, ulong nrows, ulong ncols, global con
   }
 }
 
+/* ---------------------------------------------------------------- selection (topk) */
+
+/*
+ * Radix selection of the k smallest (key, position) pairs of each row, reading x directly
+ * (no key array): the need-th smallest key T of each row, 8 bits a pass from the top
+ * (mode 0), then, only in rows where fewer than all keys equal to T are wanted, the
+ * need-th smallest position among them, 8 bits a pass (mode 1). Then exactly k pairs per
+ * row are collected (any order; the caller sorts them by key, then position).
+ *   tk_hist(x, xoff, rows, len, inner, desc, nchunk, prefix, pmask, shift, ppre, ppmask,
+ *           mode, tie, hist, lh)  one work-group per (row, chunk): hist[r * 256 + d] += the
+ *     chunk's keys under the prefix decided so far with digit d (mode 1: keys equal to
+ *     prefix[r] whose position matches ppre[r] under ppmask, by their position's digit;
+ *     rows with tie[r] == 0 count nothing).
+ *   tk_pick(hist, rows, need, prefix, ppre, tie, shift, mode, last)  1-D over rows: the digit
+ *     whose counts cover need joins prefix (mode 1: ppre); need becomes the rank within it;
+ *     hist zeroed. The last key pass sets tie[r] = need < the count of keys equal to T.
+ *   tk_collect(x, xoff, rows, len, inner, desc, prefix, ppre, tie, k, rowcnt, ckeys, cvals)
+ *     1-D over rows * len: keys below T, and keys equal to T (at positions up to ppre[r]
+ *     where tie[r]), go to slots rowcnt[r]++ of row r: ckeys / cvals[r * k + slot] = the
+ *     key and the flat position r * len + j.
+ */
+/* Copies of the selection's local histograms (lh holds 256 * TK_COPIES uints). */
+#define TK_COPIES 8u
+
+kernel void
+tk_hist(global const ST *x, ulong xoff, ulong rows, ulong len, ulong inner, uint desc,
+        ulong nchunk, global const K *prefix, K pmask, uint shift, global const uint *ppre,
+        uint ppmask, uint mode, global const uint *tie, global uint *hist, local uint *lh)
+{
+  const K flip = desc ? (K)K_FLIP : (K)0;
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  const ulong chunk = (len + nchunk - 1) / nchunk;
+  for (ulong gi = get_group_id(0); gi < rows * nchunk; gi += get_num_groups(0)) {
+    const ulong r = gi / nchunk, c = gi - r * nchunk;
+    /* TK_COPIES copies of the histogram (work-item t counts into copy t % TK_COPIES): keys
+     * sharing a digit would otherwise serialise on one counter. */
+    for (uint b = lid; b < 256u * TK_COPIES; b += lsz)
+      lh[b] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const K pre = prefix[r];
+    const uint pp = ppre[r], skip = mode && !tie[r], c0 = (lid % TK_COPIES) * 256u;
+    ulong lo = c * chunk, hi = lo + chunk;
+    if (hi > len || skip)
+      hi = skip ? lo : len;
+    for (ulong j = lo + lid; j < hi; j += lsz) {
+      ulong at = inner == 1 ? r * len + j : phys(r, j, len, inner);
+      K kv = key_of(KILN_LOAD(x, xoff + at)) ^ flip;
+      uint d;
+      if (mode) {
+        if (kv != pre || ((uint)j & ppmask) != pp)
+          continue;
+        d = ((uint)j >> shift) & 255u;
+      } else {
+        if ((kv & pmask) != pre)
+          continue;
+        d = (uint)(kv >> shift) & 255u;
+      }
+      /* One work-item per group (CPUs): a plain increment, no atomic. */
+      if (lsz == 1)
+        lh[d]++;
+      else
+        atomic_inc(&lh[c0 + d]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint b = lid; b < 256u; b += lsz) {
+      uint c = 0;
+      for (uint q = 0; q < TK_COPIES; q++)
+        c += lh[q * 256u + b];
+      if (c)
+        atomic_add(&hist[r * 256u + b], c);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
+kernel void
+tk_pick(global uint *hist, ulong rows, global uint *need, global K *prefix, global uint *ppre,
+        global uint *tie, uint shift, uint mode, uint last)
+{
+  for (ulong r = get_global_id(0); r < rows; r += get_global_size(0)) {
+    global uint *h = hist + r * 256u;
+    if (mode && !tie[r])
+      continue;
+    uint want = need[r], cum = 0, b = 0;
+    for (; b < 255u && cum + h[b] < want; b++)
+      cum += h[b];
+    need[r] = want - cum;
+    if (mode) {
+      ppre[r] |= b << shift;
+    } else {
+      prefix[r] |= (K)b << shift;
+      if (last)
+        tie[r] = want - cum < h[b];
+    }
+    for (uint i = 0; i < 256u; i++)
+      h[i] = 0;
+  }
+}
+
+kernel void
+tk_collect(global const ST *x, ulong xoff, ulong rows, ulong len, ulong inner, uint desc,
+           global const K *prefix, global const uint *ppre, global const uint *tie, ulong k,
+           global uint *rowcnt, global K *ckeys, global uint *cvals)
+{
+  const K flip = desc ? (K)K_FLIP : (K)0;
+  const ulong n = rows * len;
+  for (ulong p = get_global_id(0); p < n; p += get_global_size(0)) {
+    ulong r = rows == 1 ? 0 : p / len, j = p - r * len;
+    ulong at = inner == 1 ? p : phys(r, j, len, inner);
+    K kv = key_of(KILN_LOAD(x, xoff + at)) ^ flip, t = prefix[r];
+    if (kv < t || (kv == t && (!tie[r] || (uint)j <= ppre[r]))) {
+      uint slot = atomic_inc(&rowcnt[r]);
+      ckeys[r * k + slot] = kv;
+      cvals[r * k + slot] = (uint)p;
+    }
+  }
+}
+
+/*
+ * tk_rows_local(x, xoff, rows, len, inner, desc, k, ostart, olen, out, ooff, idx, ioff, want,
+ *               lk, lv, kp, kbits)  one work-group per row: the selection of tk_hist,
+ *   tk_pick and tk_collect within the group (the row re-read, from the caches, each pass;
+ *   the histogram in local memory), then the row's k pairs sorted in local memory (kp a
+ *   power of two >= k) and positions [ostart, ostart + olen) placed as sort_gather does.
+ *   kbits: the key bits (8 or the key's width).
+ */
+kernel void
+tk_rows_local(global const ST *x, ulong xoff, ulong rows, ulong len, ulong inner, uint desc,
+              ulong k, ulong ostart, ulong olen, global ST *out, ulong ooff, global long *idx,
+              ulong ioff, uint want, local K *lk, local uint *lv, ulong kp, uint kbits)
+{
+  local uint lh[256 * TK_COPIES];
+  local K s_pre;
+  local uint s_need, s_tie, s_ppre, s_cnt;
+  const uint lid = get_local_id(0), lsz = get_local_size(0), kw = 8u * (uint)sizeof(K);
+  const K flip = desc ? (K)K_FLIP : (K)0;
+  uint pbits = 0;
+  while (((ulong)1 << pbits) < len)
+    pbits++;
+  const uint ppass = (pbits + 7u) / 8u, kpass = kbits / 8u;
+  for (ulong r = get_group_id(0); r < rows; r += get_num_groups(0)) {
+    if (lid == 0) {
+      s_pre = 0;
+      s_need = (uint)k;
+      s_tie = 0;
+      s_ppre = 0;
+      s_cnt = 0;
+    }
+    for (uint p = 0; p < kpass + ppass; p++) {
+      const uint mode = p >= kpass;
+      const uint shift = mode ? 8u * (ppass - 1u - (p - kpass)) : kbits - 8u * (p + 1u);
+      for (uint b = lid; b < 256u * TK_COPIES; b += lsz)
+        lh[b] = 0;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      const K pre = s_pre;
+      const uint c0 = (lid % TK_COPIES) * 256u;
+      const uint pp = s_ppre, tie = s_tie;
+      const K pmask = shift + 8u >= kw ? (K)0 : ~(((K)1 << (shift + 8u)) - (K)1);
+      const uint ppmask = shift + 8u >= 32u ? 0u : ~((1u << (shift + 8u)) - 1u);
+      for (ulong j = lid; j < len && (!mode || tie); j += lsz) {
+        K kv = key_of(KILN_LOAD(x, xoff + phys(r, j, len, inner))) ^ flip;
+        if (mode ? (kv == pre && ((uint)j & ppmask) == pp) : (kv & pmask) == pre)
+          atomic_inc(&lh[c0 + (mode ? ((uint)j >> shift) & 255u : (uint)(kv >> shift) & 255u)]);
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+      for (uint b = lid; b < 256u; b += lsz)
+        for (uint q = 1; q < TK_COPIES; q++)
+          lh[b] += lh[q * 256u + b];
+      barrier(CLK_LOCAL_MEM_FENCE);
+      if (lid == 0 && (!mode || tie)) {
+        uint wnt = s_need, cum = 0, b = 0;
+        for (; b < 255u && cum + lh[b] < wnt; b++)
+          cum += lh[b];
+        s_need = wnt - cum;
+        if (mode) {
+          s_ppre |= b << shift;
+        } else {
+          s_pre |= (K)b << shift;
+          if (p + 1u == kpass)
+            s_tie = wnt - cum < lh[b];
+        }
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const K t = s_pre;
+    const uint tie = s_tie, pp = s_ppre;
+    for (ulong j = lid; j < len; j += lsz) {
+      K kv = key_of(KILN_LOAD(x, xoff + phys(r, j, len, inner))) ^ flip;
+      if (kv < t || (kv == t && (!tie || (uint)j <= pp))) {
+        uint slot = atomic_inc(&s_cnt);
+        lk[slot] = kv;
+        lv[slot] = (uint)j;
+      }
+    }
+    for (ulong j = k + lid; j < kp; j += lsz) {
+      lk[j] = (K)K_MAX;
+      lv[j] = UINT_MAX;
+    }
+    local_pairs_sort(lk, lv, (uint)kp);
+    for (ulong jj = lid; jj < olen; jj += lsz) {
+      ulong src = lv[ostart + jj];
+      ulong o = phys(r, jj, olen, inner);
+      if (want & 1u)
+        MOVE(out, ooff + o, x, xoff + phys(r, src, len, inner));
+      if (want & 2u)
+        idx[ioff + o] = (long)src;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
 /* ---------------------------------------------------------------- unique */
 
 kernel void
@@ -290,6 +469,44 @@ ss_search(global const ST *seq, ulong soff, ulong n, global const long *sorter, 
       ulong mid = lo + (hi - lo) / 2;
       ulong at = has_sorter ? base + (ulong)sorter[sroff + base + mid] : base + mid;
       K km = key_of(KILN_LOAD(seq, soff + at));
+      if (right ? km <= kv : km < kv)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    out[ooff + q] = (long)lo;
+  }
+}
+
+/*
+ * ss_search_cached(seq, soff, n, v, voff, total, right, out, ooff, spl, ns)  ss_search of a
+ * 1-D seq without sorter, grid-stride over the queries: each work-group first loads ns
+ * splitters (the keys at i * n / ns) into local memory, finds a query's pair of splitters
+ * there and searches only between them in global memory (half the global probes).
+ */
+kernel void
+ss_search_cached(global const ST *seq, ulong soff, ulong n, global const ST *v, ulong voff,
+                 ulong total, uint right, global long *out, ulong ooff, local K *spl, uint ns)
+{
+  for (uint i = get_local_id(0); i < ns; i += get_local_size(0))
+    spl[i] = key_of(KILN_LOAD(seq, soff + (ulong)i * n / ns));
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (ulong q = get_global_id(0); q < total; q += get_global_size(0)) {
+    const K kv = key_of(KILN_LOAD(v, voff + q));
+    /* c: the splitters below kv (left) or not above it (right). */
+    uint clo = 0, chi = ns;
+    while (clo < chi) {
+      uint mid = (clo + chi) >> 1;
+      K km = spl[mid];
+      if (right ? km <= kv : km < kv)
+        clo = mid + 1;
+      else
+        chi = mid;
+    }
+    ulong lo = clo ? (ulong)(clo - 1) * n / ns + 1 : 0, hi = clo < ns ? (ulong)clo * n / ns : n;
+    while (lo < hi) {
+      ulong mid = lo + (hi - lo) / 2;
+      K km = key_of(KILN_LOAD(seq, soff + mid));
       if (right ? km <= kv : km < kv)
         lo = mid + 1;
       else
@@ -369,16 +586,81 @@ value_of_key(K kv)
 #endif
 }
 
-kernel void
-uniq_emit_keys(global const K *keys, ulong koff, ulong n, global const uint *flags,
-               global const uint *pos, global T *out, ulong ooff, global uint *starts)
+/*
+ * Unique of sorted integer keys without flag or position arrays: the flag of key i (it
+ * starts a run) is recomputed from keys[i - 1] wherever it is needed.
+ *   uniq_chunk_count(keys, koff, n, chunk, sums, tmp)  one work-group per chunk of n:
+ *     sums[g] = the runs starting in chunk g.
+ *   uniq_chunk_emit(keys, koff, n, chunk, sums, tmp, out, ooff, starts)  with sums
+ *     exclusively scanned: run g (numbered from sums[chunk]) writes its value to out[g] and
+ *     its first place to starts[g]. Work-item t of L takes the consecutive part t of its chunk.
+ */
+inline uint
+run_start(global const K *keys, ulong i)
 {
-  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
-    if (!flags[i])
-      continue;
-    ulong g = pos[i];
-    starts[g] = (uint)i;
-    out[ooff + g] = value_of_key(keys[koff + i]);
+  return i == 0 || keys[i] != keys[i - 1];
+}
+
+kernel void
+uniq_chunk_count(global const K *keys, ulong koff, ulong n, ulong chunk, global uint *sums,
+                 local uint *tmp)
+{
+  const ulong g = get_group_id(0);
+  const uint t = get_local_id(0), L = get_local_size(0);
+  keys += koff;
+  ulong lo = g * chunk, hi = lo + chunk;
+  if (hi > n)
+    hi = n;
+  uint c = 0;
+  for (ulong i = lo + t; i < hi; i += L)
+    c += run_start(keys, i);
+  tmp[t] = c;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (t == 0) {
+    uint total = 0;
+    for (uint u = 0; u < L; u++)
+      total += tmp[u];
+    sums[g] = total;
+  }
+}
+
+kernel void
+uniq_chunk_emit(global const K *keys, ulong koff, ulong n, ulong chunk, global const uint *sums,
+                local uint *tmp, global T *out, ulong ooff, global uint *starts)
+{
+  const ulong g = get_group_id(0);
+  const uint t = get_local_id(0), L = get_local_size(0);
+  keys += koff;
+  ulong base = g * chunk, end = base + chunk;
+  if (end > n)
+    end = n;
+  const ulong ipt = (chunk + L - 1) / L;
+  ulong lo = base + t * ipt, hi = lo + ipt;
+  if (lo > end)
+    lo = end;
+  if (hi > end)
+    hi = end;
+  uint c = 0;
+  for (ulong i = lo; i < hi; i++)
+    c += run_start(keys, i);
+  tmp[t] = c;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (t == 0) {
+    uint run = sums[g];
+    for (uint u = 0; u < L; u++) {
+      uint x = tmp[u];
+      tmp[u] = run;
+      run += x;
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  uint run = tmp[t];
+  for (ulong i = lo; i < hi; i++) {
+    if (run_start(keys, i)) {
+      out[ooff + run] = value_of_key(keys[i]);
+      starts[run] = (uint)i;
+      run++;
+    }
   }
 }
 
@@ -395,13 +677,17 @@ keys_values(global const K *keys, ulong koff, ulong n, uint desc, global T *out,
 #if defined(KILN_DT_F32) || KILN_IS_HALF
 kernel void
 sort_keys_raw(global const ST *x, ulong xoff, ulong n, uint desc, global K *keys, ulong koff,
-              global uint *vals, ulong voff)
+              global uint *vals, ulong voff, global uint *special)
 {
   const K flip = desc ? (K)K_FLIP : (K)0;
   for (ulong p = get_global_id(0); p < n; p += get_global_size(0)) {
     keys[koff + p] = key_of(KILN_LOAD(x, xoff + p)) ^ flip;
 #if defined(KILN_DT_F32)
-    vals[voff + p] = as_uint(x[xoff + p]);
+    uint u = as_uint(x[xoff + p]);
+    vals[voff + p] = u;
+    /* -0.0 and NaNs: the only values key_of does not map one to one. */
+    if (special && (u == 0x80000000u || (u & 0x7fffffffu) > 0x7f800000u))
+      atomic_or(special, 1u);
 #else
     vals[voff + p] = (uint)((global const MT *)x)[xoff + p];
 #endif
@@ -409,8 +695,21 @@ sort_keys_raw(global const ST *x, ulong xoff, ulong n, uint desc, global K *keys
 }
 
 kernel void
-raw_values(global const uint *vals, ulong voff, ulong n, global ST *out, ulong ooff)
+raw_values(global const uint *vals, ulong voff, ulong n, global ST *out, ulong ooff,
+           global const K *keys, ulong koff, uint desc, global const uint *special)
 {
+#if defined(KILN_DT_F32)
+  /* Without -0.0 and NaNs the keys give the values back (the passes may then have left the
+   * payloads unmoved). */
+  if (special && !special[0]) {
+    const K flip = desc ? (K)K_FLIP : (K)0;
+    for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
+      uint k = keys[koff + i] ^ flip;
+      out[ooff + i] = as_float((k >> 31) ? k ^ 0x80000000u : ~k);
+    }
+    return;
+  }
+#endif
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0))
 #if defined(KILN_DT_F32)
     out[ooff + i] = as_float(vals[voff + i]);

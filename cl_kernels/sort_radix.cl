@@ -15,15 +15,14 @@
  *   radix_count(keys, koff, vals, voff, n, tile, shift, rbits, mode, len, hist, cnt)
  *     hist[b * ngroups + g] = the tile's pairs of digit b.
  *   radix_scatter(keys, koff, vals, voff, n, tile, shift, rbits, mode, len, hist, okeys,
- *                 okoff, ovals, ovoff, cnt)
+ *                 okoff, ovals, ovoff, cnt, special)
  *     with hist exclusively scanned (bucket-major, so hist[b * ngroups + g] is where the
- *     tile's first pair of digit b goes), moves every pair to its place.
+ *     tile's first pair of digit b goes), moves every pair to its place; special: NULL, or a
+ *     flag whose 0 says the payloads are not needed (sort.cl's raw_values), left unmoved.
  * Scan (in place, exclusive, of m uints; chunk per work-group):
  *   scan_reduce(a, m, chunk, sums, tmp)  sums[g] = the sum of chunk g
- *   scan_top(sums, nb)                   one work-item: exclusive scan of the nb sums
+ *   scan_top(sums, nb, tmp)              one work-group: exclusive scan of the nb sums
  *   scan_down(a, m, chunk, sums, tmp)    chunk g scanned from sums[g]
- * radix_count1, radix_scatter1: the same for one work-item per group (CPUs), counters in
- * private memory.
  * radix_count1, radix_scatter1: the same for one work-item per group (CPUs), the counters
  * in private memory.
  * Tunables (host): L (the local size, 1 on CPUs: one serial walk per work-group), tile,
@@ -36,8 +35,6 @@ typedef ulong K;
 #else
 typedef uint K;
 #endif
-
-#define RADIX_SEL 256u
 
 inline uint
 digit_of(global const K *keys, global const uint *vals, ulong i, uint shift, uint mask, uint mode,
@@ -84,8 +81,10 @@ radix_count(global const K *keys, ulong koff, global const uint *vals, ulong vof
 kernel void
 radix_scatter(global const K *keys, ulong koff, global const uint *vals, ulong voff, ulong n,
               ulong tile, uint shift, uint rbits, uint mode, ulong len, global const uint *hist,
-              global K *okeys, ulong okoff, global uint *ovals, ulong ovoff, local uint *cnt)
+              global K *okeys, ulong okoff, global uint *ovals, ulong ovoff, local uint *cnt,
+              global const uint *special)
 {
+  const uint pay = !(mode & 2u) && (!special || special[0]);
   const ulong g = get_group_id(0), ng = get_num_groups(0);
   const uint t = get_local_id(0), L = get_local_size(0), nb = 1u << rbits, mask = nb - 1u;
   keys += koff;
@@ -112,7 +111,7 @@ radix_scatter(global const K *keys, ulong koff, global const uint *vals, ulong v
     uint d = digit_of(keys, vals, i, shift, mask, mode, len);
     uint p = cnt[d * L + t]++;
     okeys[p] = keys[i];
-    if (!(mode & 2u))
+    if (pay)
       ovals[p] = vals[i];
   }
 }
@@ -141,12 +140,33 @@ scan_reduce(global const uint *a, ulong m, ulong chunk, global uint *sums, local
 }
 
 kernel void
-scan_top(global uint *sums, ulong nb)
+scan_top(global uint *sums, ulong nb, local uint *tmp)
 {
-  if (get_global_id(0) != 0)
-    return;
-  uint run = 0;
-  for (ulong i = 0; i < nb; i++) {
+  /* One work-group: work-item t scans the consecutive part t of the sums (a single GPU
+   * work-item walking thousands of dependent loads takes milliseconds). */
+  const uint t = get_local_id(0), L = get_local_size(0);
+  const ulong ipt = (nb + L - 1) / L;
+  ulong lo = t * ipt, hi = lo + ipt;
+  if (lo > nb)
+    lo = nb;
+  if (hi > nb)
+    hi = nb;
+  uint s = 0;
+  for (ulong i = lo; i < hi; i++)
+    s += sums[i];
+  tmp[t] = s;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (t == 0) {
+    uint run = 0;
+    for (uint u = 0; u < L; u++) {
+      uint c = tmp[u];
+      tmp[u] = run;
+      run += c;
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  uint run = tmp[t];
+  for (ulong i = lo; i < hi; i++) {
     uint c = sums[i];
     sums[i] = run;
     run += c;
@@ -193,23 +213,9 @@ scan_down(global uint *a, ulong m, ulong chunk, global const uint *sums, local u
 /* ---------------------------------------------------------------- selection (topk) */
 
 /*
- * Radix selection of the need-th smallest key of each row of rows x len keys (row r at
- * keys[r * len]), 8 bits a pass from the top: prefix[r] holds the bits decided so far (under
- * pmask), need[r] the rank (from 1) still wanted among the keys with that prefix.
- *   sel_hist(keys, koff, rows, len, nchunk, prefix, pmask, shift, hist, lh)  one work-group
- *     per (row, chunk): hist[r * 256 + digit] += the chunk's keys with the prefix.
- *   sel_pick(hist, rows, need, prefix, shift)  1-D over rows: the digit whose counts cover
- *     need, added to prefix; need becomes the rank within it; hist zeroed for the next pass.
- * Then the k smallest of each row, stable (keys below the k-th, then the first `need` equal
- * to it in position order), are packed into rows of k pairs and sorted:
- *   sel_flags(keys, koff, rows, len, prefix, lt, eq)  1-D over rows * len: lt = key < T,
- *     eq = key == T (T = prefix[r], the k-th key).
- *   sel_keep(rows, len, need, lt, eq, eqs, keep)  1-D: keep = lt || (eq && the element's
- *     rank among its row's equal keys, from eqs (the exclusive scan of eq), is below need).
- *   sel_pack(keys, koff, rows, len, k, keep, kps, ckeys, cvals)  1-D: kept pair p of row r
- *     to ckeys/cvals[r * k + (kps[p] - kps[r * len])], payload p (the flat position).
- *   pairs_local(ckeys, cvals, rows, k, lk, lv, np)  one work-group per row: the row's k
- *     pairs sorted in local memory by key, then payload (SORT_PAIRS_LOCAL).
+ * pairs_local(ckeys, cvals, rows, k, lk, lv, np)  one work-group per row: the row's k pairs
+ * (the selection's candidates, sort.cl's tk_collect) sorted in local memory by key, then
+ * payload (SORT_PAIRS_LOCAL, np a power of two >= k).
  */
 #include "sort_pairs.clh"
 
@@ -220,93 +226,6 @@ SORT_PAIRS_LOCAL(pairs_sort_local, ulong)
 SORT_PAIRS_LOCAL(pairs_sort_local, uint)
 #define K_ALL UINT_MAX
 #endif
-
-kernel void
-sel_hist(global const K *keys, ulong koff, ulong rows, ulong len, ulong nchunk,
-         global const K *prefix, K pmask, uint shift, global uint *hist, local uint *lh)
-{
-  const uint lid = get_local_id(0), lsz = get_local_size(0);
-  const ulong chunk = (len + nchunk - 1) / nchunk;
-  for (ulong gi = get_group_id(0); gi < rows * nchunk; gi += get_num_groups(0)) {
-    const ulong r = gi / nchunk, c = gi - r * nchunk;
-    for (uint b = lid; b < RADIX_SEL; b += lsz)
-      lh[b] = 0;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const K pre = prefix[r];
-    ulong lo = c * chunk, hi = lo + chunk;
-    if (hi > len)
-      hi = len;
-    global const K *row = keys + koff + r * len;
-    for (ulong j = lo + lid; j < hi; j += lsz) {
-      K kv = row[j];
-      if ((kv & pmask) == pre) {
-        /* One work-item per group (CPUs): a plain increment, no atomic. */
-        uint d = (uint)(kv >> shift) & (RADIX_SEL - 1u);
-        if (lsz == 1)
-          lh[d]++;
-        else
-          atomic_inc(&lh[d]);
-      }
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint b = lid; b < RADIX_SEL; b += lsz)
-      if (lh[b])
-        atomic_add(&hist[r * RADIX_SEL + b], lh[b]);
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-}
-
-kernel void
-sel_pick(global uint *hist, ulong rows, global uint *need, global K *prefix, uint shift)
-{
-  for (ulong r = get_global_id(0); r < rows; r += get_global_size(0)) {
-    global uint *h = hist + r * RADIX_SEL;
-    uint want = need[r], cum = 0, b = 0;
-    for (; b < RADIX_SEL - 1u && cum + h[b] < want; b++)
-      cum += h[b];
-    need[r] = want - cum;
-    prefix[r] |= (K)b << shift;
-    for (uint i = 0; i < RADIX_SEL; i++)
-      h[i] = 0;
-  }
-}
-
-kernel void
-sel_flags(global const K *keys, ulong koff, ulong rows, ulong len, global const K *prefix,
-          global uint *lt, global uint *eq)
-{
-  const ulong n = rows * len;
-  for (ulong p = get_global_id(0); p < n; p += get_global_size(0)) {
-    K kv = keys[koff + p], t = prefix[p / len];
-    lt[p] = kv < t;
-    eq[p] = kv == t;
-  }
-}
-
-kernel void
-sel_keep(ulong rows, ulong len, global const uint *need, global const uint *lt,
-         global const uint *eq, global const uint *eqs, global uint *keep)
-{
-  const ulong n = rows * len;
-  for (ulong p = get_global_id(0); p < n; p += get_global_size(0)) {
-    ulong r = p / len;
-    keep[p] = lt[p] || (eq[p] && eqs[p] - eqs[r * len] < need[r]);
-  }
-}
-
-kernel void
-sel_pack(global const K *keys, ulong koff, ulong rows, ulong len, ulong k,
-         global const uint *keep, global const uint *kps, global K *ckeys, global uint *cvals)
-{
-  const ulong n = rows * len;
-  for (ulong p = get_global_id(0); p < n; p += get_global_size(0)) {
-    if (!keep[p])
-      continue;
-    ulong r = p / len, at = r * k + (kps[p] - kps[r * len]);
-    ckeys[at] = keys[koff + p];
-    cvals[at] = (uint)p;
-  }
-}
 
 kernel void
 pairs_local(global K *ckeys, global uint *cvals, ulong rows, ulong k, local K *lk,
@@ -425,8 +344,10 @@ radix_count1(global const K *keys, ulong koff, global const uint *vals, ulong vo
 kernel void
 radix_scatter1(global const K *keys, ulong koff, global const uint *vals, ulong voff, ulong n,
                ulong tile, uint shift, uint rbits, uint mode, ulong len, global const uint *hist,
-               global K *okeys, ulong okoff, global uint *ovals, ulong ovoff)
+               global K *okeys, ulong okoff, global uint *ovals, ulong ovoff,
+               global const uint *special)
 {
+  const uint pay = !(mode & 2u) && (!special || special[0]);
   const ulong g = get_group_id(0), ng = get_num_groups(0);
   const uint nb = 1u << rbits, mask = nb - 1u;
   uint cnt[2048];
@@ -441,11 +362,11 @@ radix_scatter1(global const K *keys, ulong koff, global const uint *vals, ulong 
     hi = n;
   for (ulong i = lo; i < hi; i++) {
     K kv = keys[i];
-    uint v = (mode & 2u) ? 0u : vals[i];
+    uint v = pay ? vals[i] : 0u;
     uint d = (mode & 1u) ? (uint)(((ulong)v / len) >> shift) & mask : (uint)(kv >> shift) & mask;
     uint p = cnt[d]++;
     okeys[p] = kv;
-    if (!(mode & 2u))
+    if (pay)
       ovals[p] = v;
   }
 }

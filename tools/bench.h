@@ -39,6 +39,12 @@ struct bench_case {
 extern const struct bench_case bench_cases[];
 extern const size_t bench_case_count;
 
+/*
+ * Nonzero when the case does part of its work on the host (linalg's host panels and LAPACK
+ * stages): kernel time would miss that part, so its device time is the wall time.
+ */
+int bench_case_host_work(const struct bench_case *c);
+
 /* Best plain-copy bandwidth (GB/s, read + write) for nbytes with raw OpenCL kernels of
  * vector widths 1..16, timed with profiling events; also the width that won. */
 kiln_status bench_copy_reference(kiln_context *ctx, uint64_t nbytes, int reps, double *gbps,

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tools/bench.h"
 #include "tools/bench_sort.h"
@@ -992,6 +993,32 @@ flops_conv2d(int64_t n)
   return 2.0 * (double)conv_batch(n) * 64.0 * 64.0 * 9.0 * 56.0 * 56.0;
 }
 
+/* nn.conv2d_bwd: the input and weight gradients of nn.conv2d (no bias), from a random
+ * output gradient; twice the forward's flops. */
+static kiln_status
+setup_conv2d_bwd(struct bench_state *st)
+{
+  int64_t ys[4] = {conv_batch(st->n), 64, 56, 56};
+  kiln_status s = setup_conv2d(st);
+  if (s == KILN_OK)
+    s = bench_random_tensor(st->ctx, st->dtype, 4, ys, &st->in[2]);
+  return s;
+}
+
+static kiln_status
+run_conv2d_bwd(struct bench_state *st)
+{
+  kiln_conv_desc d = {.nd = 2, .padding = {1, 1}};
+  return kiln_conv_backward(st->ctx, st->in[2], st->in[0], st->in[1], &d, &st->out, &st->in[3],
+                            NULL);
+}
+
+static double
+flops_conv2d_bwd(int64_t n)
+{
+  return 2.0 * flops_conv2d(n);
+}
+
 static kiln_status
 setup_max_pool2d(struct bench_state *st)
 {
@@ -1116,6 +1143,36 @@ run_attention_causal(struct bench_state *st)
   return kiln_attention(st->ctx, st->in[0], st->in[1], st->in[2], NULL, 1, 0, &st->out, NULL);
 }
 
+/* nn.attn_backward (not nn.attention_*: --filter nn.attention keeps to the forward rows).
+ * Backward: in[3] the output gradient, in[4] out and in[5] lse of one forward made at setup;
+ * a call is the backward pass alone (dq, dk, dv: in[6], in[7] and out). GFLOP/s counts
+ * FlashAttention's 10 B H S^2 D of a backward pass with recomputation (five products). */
+static kiln_status
+setup_attention_backward(struct bench_state *st)
+{
+  int64_t shape[4] = {8, 16, att_tokens(st->n), 128};
+  kiln_status s = setup_attention(st);
+  if (s == KILN_OK)
+    s = bench_random_tensor(st->ctx, st->dtype, 4, shape, &st->in[3]);
+  if (s == KILN_OK)
+    s = kiln_attention(st->ctx, st->in[0], st->in[1], st->in[2], NULL, 0, 0, &st->in[4],
+                       &st->in[5]);
+  return s;
+}
+
+static kiln_status
+run_attention_backward(struct bench_state *st)
+{
+  return kiln_attention_backward(st->ctx, st->in[3], st->in[0], st->in[1], st->in[2], NULL, 0, 0,
+                                 st->in[4], st->in[5], &st->in[6], &st->in[7], &st->out);
+}
+
+static double
+flops_attention_backward(int64_t n)
+{
+  return 2.5 * flops_attention(n);
+}
+
 /* ---- user kernels (kiln/kernel.h): the same work as built-in rows, from caller OpenCL C */
 
 static const char *
@@ -1201,6 +1258,7 @@ const struct bench_case bench_cases[] = {
     {"reduce.sum_cols", "reduce", sum_dtype, setup_cols, run_sum_axis0, bytes_read, NULL},
     {"scan.cumsum_rows", "scan", cumsum_dtype, setup_rows, run_cumsum_axis1, bytes_1in_1out, NULL},
     {"scan.cumsum_cols", "scan", cumsum_dtype, setup_cols, run_cumsum_axis0, bytes_1in_1out, NULL},
+    {"scan.cumsum_all", "scan", cumsum_dtype, setup_flat, run_cumsum_axis0, bytes_1in_1out, NULL},
     {"blas.gemm", "blas", float_dtype, setup_gemm, run_gemm, NULL, flops_gemm},
     {"blas.gemm_clblast", "blas", float_dtype, setup_gemm_clblast, run_gemm, NULL, flops_gemm},
     {"blas.gemm_kiln", "blas", float_dtype, setup_gemm_kiln, run_gemm, NULL, flops_gemm},
@@ -1252,6 +1310,8 @@ const struct bench_case bench_cases[] = {
     {"linalg.eigh", "linalg", float_dtype, setup_linalg_spd, run_eigh, NULL, NULL},
     {"linalg.svd", "linalg", float_dtype, setup_linalg_square, run_svd, NULL, NULL},
     {"nn.conv2d", "nn_conv", float_dtype, setup_conv2d, run_conv2d, NULL, flops_conv2d},
+    {"nn.conv2d_bwd", "nn_conv", float_dtype, setup_conv2d_bwd, run_conv2d_bwd, NULL,
+     flops_conv2d_bwd},
     {"nn.max_pool2d", "nn_conv", float_dtype, setup_max_pool2d, run_max_pool2d, bytes_max_pool2d,
      NULL},
     {"nn.adam", "nn_train", float_dtype, setup_adam, run_adam, bytes_adam, NULL},
@@ -1262,6 +1322,8 @@ const struct bench_case bench_cases[] = {
      flops_attention},
     {"nn.attention_causal", "nn_train", float_dtype, setup_attention, run_attention_causal, NULL,
      flops_attention},
+    {"nn.attn_backward", "nn_train", float_dtype, setup_attention_backward,
+     run_attention_backward, NULL, flops_attention_backward},
     /* fused expressions (tools/bench_expr.c); GB/s counts the bytes the fused kernel moves */
     {"expr.demo_chain", "expr", bench_expr_demo_dtype, bench_expr_demo_setup, bench_expr_run,
      bytes_1in_1out, NULL},
@@ -1277,3 +1339,14 @@ const struct bench_case bench_cases[] = {
      NULL},
 };
 const size_t bench_case_count = sizeof bench_cases / sizeof bench_cases[0];
+
+int
+bench_case_host_work(const struct bench_case *c)
+{
+  static const char *const host[] = {"linalg.lu",  "linalg.cholesky", "linalg.solve", "linalg.inv",
+                                     "linalg.qr",  "linalg.eigh",     "linalg.svd"};
+  for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
+    if (strcmp(c->name, host[i]) == 0)
+      return 1;
+  return 0;
+}

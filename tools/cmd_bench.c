@@ -24,7 +24,7 @@ static const char usage[] =
     "a new process with cold and warm caches.\n\n"
     "options:\n"
     "  --filter SUBSTR    only cases whose name contains SUBSTR (e.g. unary, binary.add);\n"
-    "                     several, comma separated, select the cases any of them names\n"
+    "                     a comma-separated list takes the cases that match any of them\n"
     "  --sizes LIST       element counts, comma separated; k/M suffixes and 2^N accepted\n"
     "                     (default 2^10,2^14,2^18,2^22,2^26)\n"
     "  --dtype LIST       dtypes, comma separated: f32, f64, f16, bf16, c64, c128, i32, i64,\n"
@@ -35,7 +35,12 @@ static const char usage[] =
     "  --reps N           timed runs per point (default: adaptive, 5 to 50)\n"
     "  --json             one JSON document on stdout instead of the table\n"
     "  --no-startup       skip the dispatch-overhead and first-result measurements\n"
-    "  --list             print the case names and exit\n\n"
+    "  --list             print the case names and exit\n"
+    "  --tune FAMILY:PARAMS  time with these tuner parameters of FAMILY for every dtype and\n"
+    "                     size (kiln_tune_override), e.g. --tune 'linalg:route=2 nb=64';\n"
+    "                     repeatable (up to 8; --override is the same option). A dtype the\n"
+    "                     family does not tune runs with its own choice, with a note; a\n"
+    "                     setting no dtype of the run accepts is an error\n\n"
     "GB/s counts bytes read plus written and is left out ('-') for compute-bound cases;\n"
     "GFLOP/s is shown for cases with a flop count (blas.*: 2 d^3 for a d x d x d GEMM,\n"
     "8 d^3 for blas.cgemm;\n"
@@ -57,7 +62,26 @@ struct options {
   int json;
   int startup;
   int list;
+  const char *tune[8]; /* --tune FAMILY:PARAMS */
+  int ntune;
 };
+
+/* Whether case `name` passes --filter (NULL: all; a comma-separated list: any item). */
+static int
+filter_match(const char *filter, const char *name)
+{
+  if (!filter)
+    return 1;
+  for (const char *f = filter;;) {
+    size_t len = strcspn(f, ",");
+    for (const char *p = name; len && *p; p++)
+      if (strncmp(p, f, len) == 0)
+        return 1;
+    if (!f[len])
+      return 0;
+    f += len + 1;
+  }
+}
 
 static int
 parse_options(int argc, char **argv, struct options *o)
@@ -77,6 +101,20 @@ parse_options(int argc, char **argv, struct options *o)
       if (r < 0)
         return -1;
       o->filter = v;
+    } else if ((r = tool_opt_value("bench", argc, argv, &i, "--tune", &v)) != 0 ||
+               (r = tool_opt_value("bench", argc, argv, &i, "--override", &v)) != 0) {
+      const char *name = strncmp(a, "--tune", 6) == 0 ? "--tune" : "--override";
+      if (r < 0)
+        return -1;
+      if (!strchr(v, ':')) {
+        tool_usage_error("bench", "%s: '%s' is not FAMILY:PARAMS", name, v);
+        return -1;
+      }
+      if (o->ntune == (int)(sizeof o->tune / sizeof o->tune[0])) {
+        tool_usage_error("bench", "%s: at most 8 settings", name);
+        return -1;
+      }
+      o->tune[o->ntune++] = v;
     } else if ((r = tool_opt_value("bench", argc, argv, &i, "--device", &v)) != 0) {
       if (r < 0)
         return -1;
@@ -168,7 +206,7 @@ measure(const struct bench_case *c, struct bench_state *st, int fixed_reps, stru
     double t1 = tool_now();
     wall[n] = (t1 - t0) * 1e3;
     /* Ops without kernels (buffer copies) have no kernel events: their time is the wall time. */
-    dev[n] = p.kernels ? (double)p.device_ns * 1e-6 : wall[n];
+    dev[n] = p.kernels && !bench_case_host_work(c) ? (double)p.device_ns * 1e-6 : wall[n];
     spent += t1 - t0;
     n++;
   }
@@ -360,23 +398,6 @@ struct skipped {
   char why[160];
 };
 
-/* Whether case name matches --filter: no filter, or one of its comma-separated substrings. */
-static int
-filter_match(const char *filter, const char *name)
-{
-  if (!filter)
-    return 1;
-  for (const char *p = filter;;) {
-    size_t n = strcspn(p, ",");
-    for (const char *q = name; n && strlen(q) >= n; q++)
-      if (strncmp(q, p, n) == 0)
-        return 1;
-    if (!p[n])
-      return 0;
-    p += n + 1;
-  }
-}
-
 /*
  * Records that bc does not run dt: a note, or an error when the run asked
  * for exactly this case (--filter naming it) and this dtype (--dtype).
@@ -430,6 +451,26 @@ cmd_bench(int argc, char **argv)
   }
   kiln_device_info info;
   kiln_context_device_info(ctx, &info);
+  for (int t = 0; t < o.ntune; t++) {
+    char fam[64];
+    size_t len = strcspn(o.tune[t], ":");
+    snprintf(fam, sizeof fam, "%.*s", (int)(len < sizeof fam ? len : sizeof fam - 1), o.tune[t]);
+    int taken = 0;
+    for (int d = 0; d < o.ndtypes; d++) {
+      /* A family that does not tune this dtype refuses it: that dtype runs with the family's
+       * own choice, which is what the run would do without the setting. */
+      if (kiln_tune_override(ctx, fam, o.dtypes[d], NULL, o.tune[t] + len + 1) == KILN_OK)
+        taken++;
+      else
+        fprintf(stderr, "kiln bench: note: --tune %s for %s: %s\n", o.tune[t],
+                kiln_dtype_name(o.dtypes[d]), kiln_last_error());
+    }
+    if (!taken) {
+      fprintf(stderr, "kiln bench: --tune %s: no dtype of the run accepts it\n", o.tune[t]);
+      kiln_context_release(ctx);
+      return 2;
+    }
+  }
 
   size_t cap = bench_case_count * (size_t)o.ndtypes * (size_t)o.nsizes;
   struct result *res = calloc(cap, sizeof *res);

@@ -28,9 +28,10 @@
  * Node ids: small non-negative integers returned by the builders, valid
  * within their expression only.
  *
- * Dtypes: f32, f64, i32, i64, u8, bool (f16, bf16 and complex inputs:
- * KILN_ERR_DTYPE). f64 nodes need a device with fp64 (KILN_ERR_UNSUPPORTED
- * at planning).
+ * Dtypes: f32, f64, f16, bf16, i32, i64, u8, bool (complex inputs:
+ * KILN_ERR_DTYPE); f16 and bf16 compute in float, each op's result rounded to
+ * the 16-bit type, as the elementwise family does. f64 nodes need a device
+ * with fp64 (KILN_ERR_UNSUPPORTED at planning).
  *
  * Threads: an expression is not thread-safe while being built; once built,
  * plans may be made from it in several threads at once (it is only read).

@@ -106,6 +106,22 @@ KILN_API kiln_status kiln_linalg_eig(kiln_context *ctx, const kiln_tensor *a, ki
                                      kiln_tensor **wi, kiln_tensor **vr, kiln_tensor **vi);
 
 /**
+ * kiln_linalg_eig with complex results (torch.linalg.eig, numpy.linalg.eig): w [..., n] and
+ * v [..., n, n] of dtype c64 for f32 input, c128 for f64, the same numbers as kiln_linalg_eig's
+ * parts (conjugate pairs adjacent, positive imaginary part first; eigenvector i in column i,
+ * unit norm). Output convention of the elementwise ops: *w (and *v) NULL is allocated and
+ * owned by the caller, else written in place. Waits.
+ * @param v NULL for values only.
+ * @return KILN_ERR_INVALID_ARGUMENT (NULL ctx, a or w); KILN_ERR_RELEASED; KILN_ERR_DTYPE
+ *         (a not f32/f64, or a given output not of the complex dtype); KILN_ERR_SHAPE (a not a
+ *         square matrix stack, or a given output of another shape); KILN_ERR_UNSUPPORTED
+ *         (without LAPACKE, or f64 without fp64); KILN_ERR_NO_CONVERGENCE (dgeev);
+ *         KILN_ERR_HOST_MEMORY; KILN_ERR_DEVICE_MEMORY; KILN_ERR_BUILD; KILN_ERR_OPENCL.
+ */
+KILN_API kiln_status kiln_linalg_eig_complex(kiln_context *ctx, const kiln_tensor *a,
+                                             kiln_tensor **w, kiln_tensor **v);
+
+/**
  * Singular value decomposition A = U diag(S) V^T of [..., m, n] matrices
  * (torch.linalg.svd): Householder bidiagonalisation on the device (of A^T when m < n), the
  * bidiagonal SVD on the host (LAPACKE dbdsvdx with vectors, dbdsqr for values only or when

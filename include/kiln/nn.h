@@ -15,8 +15,12 @@
  *   cross_entropy/nll with class weights. Optimizer steps are in kiln/nn_optim.h, attention
  *   and RoPE in kiln/nn_attention.h.
  *
- * dtypes: f32 and f64 (f64 needs a device with fp64: KILN_ERR_UNSUPPORTED otherwise).
- * Every floating tensor of one call has the input's dtype; class indices are i64.
+ * dtypes: f32 and f64 (f64 needs a device with fp64: KILN_ERR_UNSUPPORTED otherwise); the
+ * row kernels, activations and losses also take f16 and bf16, stored in 2 bytes and computed
+ * in f32 (scratch and saved statistics included), rounded to nearest even on the way out.
+ * The training ops below (dropout, group_norm, batch_norm, embedding backward/bag, weighted
+ * losses) take f32 and f64 only. Every floating tensor of one call has the input's dtype;
+ * class indices are i64.
  * kiln_activation_supports and kiln_nn_supports say what a build accepts.
  *
  * Output convention (every function here): if *out is NULL, kiln creates the result and
@@ -32,7 +36,7 @@
  *   KILN_ERR_INVALID_ARGUMENT (a NULL required output pointer, an op outside its enum, a
  *   reduction outside kiln_reduction, an axis out of range, a bad scalar: eps < 0 or NaN,
  *   label_smoothing outside [0, 1], outputs sharing bytes); KILN_ERR_CONTEXT_MISMATCH (a
- *   tensor of another context); KILN_ERR_DTYPE (a dtype other than f32/f64, tensors of
+ *   tensor of another context); KILN_ERR_DTYPE (a dtype other than f16/bf16/f32/f64, tensors of
  *   different dtypes, a target of the wrong dtype, a given *out of the wrong dtype);
  *   KILN_ERR_SHAPE (shapes that do not match as documented, a given *out of the wrong
  *   shape); KILN_ERR_UNSUPPORTED (f64 without fp64); KILN_ERR_BUILD (a kernel failed to
@@ -261,7 +265,7 @@ KILN_API kiln_status kiln_loss_backward(kiln_context *ctx, kiln_loss_op op,
                                         double param, kiln_reduction reduction,
                                         kiln_tensor **grad_input);
 
-/** Nonzero when the nn row kernels and losses accept dtype in this build (f32, f64). */
+/** Nonzero when the nn row kernels and losses accept dtype in this build (f16, bf16, f32, f64). */
 KILN_API int kiln_nn_supports(kiln_dtype dtype);
 
 /* ------------------------------------------------------------------------ dropout

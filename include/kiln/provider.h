@@ -344,7 +344,9 @@ extern "C" {
   X(expr_plan_run, kiln_expr_plan_run) \
   X(expr_eval, kiln_expr_eval) \
   X(expr_plan_source, kiln_expr_plan_source) \
-  X(expr_scan, kiln_expr_scan)
+  X(expr_scan, kiln_expr_scan) \
+  /* linear algebra: complex eigen results (issue 18) */ \
+  X(linalg_eig_complex, kiln_linalg_eig_complex)
 
 #define KILN_PROVIDER_SLOT_(slot, function) __typeof__(function) *slot;
 

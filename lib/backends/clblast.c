@@ -204,6 +204,37 @@ kiln__clblast_gemv(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, siz
 }
 
 kiln_status
+kiln__clblast_gemm_with_temp(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int tb,
+                             size_t m, size_t n, size_t k, double alpha, cl_mem a, size_t aoff,
+                             size_t lda, cl_mem b, size_t boff, size_t ldb, double beta, cl_mem c,
+                             size_t coff, size_t ldc, cl_mem temp)
+{
+  cl_command_queue *q = &ctx->queue;
+  if (dt == KILN_F32)
+    PROVIDER_CALL(op, ctx, "SgemmWithTempBuffer",
+                  CLBlastSgemmWithTempBuffer(ROW, tr(ta), tr(tb), m, n, k, (float)alpha, a, aoff,
+                                             lda, b, boff, ldb, (float)beta, c, coff, ldc, q, NULL,
+                                             temp));
+  if (dt == KILN_F64)
+    PROVIDER_CALL(op, ctx, "DgemmWithTempBuffer",
+                  CLBlastDgemmWithTempBuffer(ROW, tr(ta), tr(tb), m, n, k, alpha, a, aoff, lda, b,
+                                             boff, ldb, beta, c, coff, ldc, q, NULL, temp));
+  return kiln__fail(KILN_ERR_DTYPE, op, 0, "CLBlast GEMM with a temporary buffer for %s",
+                    kiln_dtype_name(dt));
+}
+
+kiln_status
+kiln__clblast_test_override(const char *op, kiln_context *ctx, kiln_dtype dt, const char *kernel,
+                            const char *param, size_t value)
+{
+  const char *names[1] = {param};
+  size_t values[1] = {value};
+  CLBlastPrecision prec = dt == KILN_F32 ? CLBlastPrecisionSingle : CLBlastPrecisionDouble;
+  return check(op, "OverrideParameters",
+               CLBlastOverrideParameters(ctx->device, kernel, prec, 1, names, values));
+}
+
+kiln_status
 kiln__clblast_syrk(const char *op, kiln_context *ctx, kiln_dtype dt, int upper, int ta, size_t n,
                    size_t k, kiln_complex128 alpha, cl_mem a, size_t aoff, size_t lda,
                    kiln_complex128 beta, cl_mem c, size_t coff, size_t ldc)

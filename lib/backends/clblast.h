@@ -35,6 +35,28 @@ kiln_status kiln__clblast_gemm(const char *op, kiln_context *ctx, kiln_dtype dt,
                                size_t ldb, size_t bstride, kiln_complex128 beta, cl_mem c,
                                size_t coff, size_t ldc, size_t cstride, size_t batch);
 
+/*
+ * One f32/f64 GEMM (batch 1) with a caller's temporary buffer: CLBlast's indirect kernel
+ * copies (pads) A, B and C into a temporary of its own for views with offsets or padded
+ * leading dimensions, and allocates and frees that buffer on every call otherwise. A buffer
+ * smaller than CLBlast needs is refused before anything is enqueued
+ * (KILN_ERR_PROVIDER-class status). KILN_ERR_DTYPE for other dtypes; other statuses as
+ * kiln__clblast_gemm.
+ */
+kiln_status kiln__clblast_gemm_with_temp(const char *op, kiln_context *ctx, kiln_dtype dt, int ta,
+                                         int tb, size_t m, size_t n, size_t k, double alpha,
+                                         cl_mem a, size_t aoff, size_t lda, cl_mem b, size_t boff,
+                                         size_t ldb, double beta, cl_mem c, size_t coff,
+                                         size_t ldc, cl_mem temp);
+
+/*
+ * Test hook: sets one parameter of a CLBlast kernel's database entry for dt (f32/f64) on ctx's
+ * device, process-wide (CLBlastOverrideParameters), e.g. ("GemmRoutine",
+ * "XGEMM_MIN_INDIRECT_SIZE", 1) to send every GEMM through the indirect kernel.
+ */
+kiln_status kiln__clblast_test_override(const char *op, kiln_context *ctx, kiln_dtype dt,
+                                        const char *kernel, const char *param, size_t value);
+
 /* y = alpha op(A) x + beta y with A stored m x n (row-major), unit increments. */
 kiln_status kiln__clblast_gemv(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, size_t m,
                                size_t n, kiln_complex128 alpha, cl_mem a, size_t aoff, size_t lda,

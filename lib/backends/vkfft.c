@@ -98,6 +98,7 @@ capped_device_info(cl_device_id device, cl_device_info param, size_t size, void 
   return err;
 }
 
+#include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "kiln_config.h"
@@ -191,20 +192,87 @@ vkfft_binaries_reloadable(const kiln_context *ctx)
 }
 
 /*
+ * KILN_DEBUG_VKFFT="name=value,..." sets VkFFT's performance fields by name, so that
+ * configurations can be timed against each other on a device (`kiln bench --filter fft.`)
+ * without a rebuild. The string is part of the binary cache's key (cache_text): a binary
+ * built under one configuration is never handed to a plan made under another.
+ */
+#define VK_TUNABLES(X)                                                                           \
+  X(coalescedMemory)                                                                             \
+  X(aimThreads)                                                                                  \
+  X(numSharedBanks)                                                                              \
+  X(registerBoost)                                                                               \
+  X(registerBoost4Step)                                                                          \
+  X(swapTo3Stage4Step)                                                                           \
+  X(performBandwidthBoost)
+
+static const char *
+vk_overrides(void)
+{
+  const char *v = kiln__env(KILN__ENV_DEBUG_VKFFT);
+  return v ? v : "";
+}
+
+static void
+apply_overrides(VkFFTConfiguration *cfg)
+{
+  const char *s = vk_overrides();
+  while (*s) {
+    size_t len = strcspn(s, ",");
+    const char *eq = memchr(s, '=', len);
+    if (eq) {
+      size_t nlen = (size_t)(eq - s);
+      uint64_t value = strtoull(eq + 1, NULL, 10);
+      int known = 0;
+#define SET(f)                                                                                   \
+  if (nlen == sizeof #f - 1 && !memcmp(s, #f, nlen)) {                                           \
+    cfg->f = value;                                                                              \
+    known = 1;                                                                                   \
+  }
+      VK_TUNABLES(SET)
+#undef SET
+      if (!known)
+        kiln__log(KILN__LOG_WARN, "KILN_DEBUG_VKFFT: unknown field '%.*s' ignored", (int)nlen, s);
+    }
+    s += len + (s[len] == ',');
+  }
+}
+
+/*
+ * VkFFT's own default for NVIDIA is 32-byte coalescing. On an H200 64 bytes measured faster
+ * for the multi-pass transforms (2^26 points c2c: f64 2.68 -> 2.36 ms, cuFFT 2.33; f32 1.06
+ * -> 0.98 ms; `bench/h200/fft.sh`, docs/performance.md) and within 3% either way at 2^22, so
+ * kiln asks for 64 on NVIDIA devices from 2^24 points per transform. 0 leaves VkFFT's choice.
+ */
+static uint64_t
+vk_coalesced(cl_device_id dev, const struct kiln__fft_key *k)
+{
+  cl_uint vendor = 0;
+  if (clGetDeviceInfo(dev, CL_DEVICE_VENDOR_ID, sizeof vendor, &vendor, NULL) != CL_SUCCESS)
+    return 0;
+  uint64_t points = 1;
+  for (unsigned i = 0; i < k->rank; i++)
+    points *= (uint64_t)k->sizes[i];
+  return vendor == 0x10DE && points >= ((uint64_t)1 << 24) ? 64 : 0;
+}
+
+/*
  * The "source text" of a plan's binaries in the kernel cache: everything
  * that shapes VkFFT's generated code. The device, driver and kiln version
  * are the cache identity's part of the key (kiln__dc_req_init).
  */
 static void
-cache_text(const struct kiln__fft_key *k, char *buf, size_t len)
+cache_text(cl_device_id dev, const struct kiln__fft_key *k, char *buf, size_t len)
 {
   snprintf(buf, len,
            "VkFFT %d OpenCL application string, kiln layout %u: kind=%d rank=%u "
-           "sizes=%lld,%lld,%lld batch=%lld prec=%s inplace=%d cpu_limits=%u/%u",
+           "sizes=%lld,%lld,%lld batch=%lld prec=%s inplace=%d cpu_limits=%u/%u coalesced=%llu "
+           "overrides=%.200s",
            VkFFTGetVersion(), KILN__VKFFT_LAYOUT, (int)k->kind, k->rank, (long long)k->sizes[0],
            (long long)k->sizes[1], (long long)k->sizes[2], (long long)k->batch,
            kiln_dtype_name(k->precision), k->inplace, (unsigned)KILN__VKFFT_CPU_LOCAL_MEM,
-           (unsigned)KILN__VKFFT_CPU_WORK_GROUP);
+           (unsigned)KILN__VKFFT_CPU_WORK_GROUP, (unsigned long long)vk_coalesced(dev, k),
+           vk_overrides());
 }
 
 /*
@@ -257,6 +325,8 @@ static void
 configure(struct vk_plan *p, const struct kiln__fft_key *k, VkFFTConfiguration *cfg)
 {
   memset(cfg, 0, sizeof *cfg);
+  cfg->coalescedMemory = vk_coalesced(p->device, k);
+  apply_overrides(cfg);
   cfg->FFTdim = vk_axes(k, cfg->size);
   cfg->numberBatches = (uint64_t)k->batch;
   cfg->platform = &p->platform;
@@ -322,7 +392,7 @@ vkfft_create(const char *op, kiln_context *ctx, const struct kiln__fft_key *key,
    * ctx->lock is held only around cache calls; VkFFT compiles outside it.
    */
   char text[512];
-  cache_text(key, text, sizeof text);
+  cache_text(p->device, key, text, sizeof text);
   struct kiln__dc_req req;
   int cacheable = 0;
   VkFFTResult r = VKFFT_ERROR_PLAN_NOT_INITIALIZED;

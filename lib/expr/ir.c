@@ -41,8 +41,8 @@ static const enum kiln__dtype_class binary_cls[] = {
 #undef X
 };
 
-/* The dtypes generated kernels handle. */
-#define KX_DTYPES KILN__DT_CLASSIC
+/* The dtypes generated kernels handle (f16 and bf16 computed in float). */
+#define KX_DTYPES (KILN__DT_CLASSIC | KILN__DT_BIT(KILN_F16) | KILN__DT_BIT(KILN_BF16))
 
 kiln_status
 kiln__expr_check(const char *op, const kiln_expr *e)
@@ -204,7 +204,7 @@ dtype_ok(const char *op, kiln_dtype dtype)
   KILN_RETURN_IF(!kiln__dtype_valid(dtype), KILN_ERR_INVALID_ARGUMENT, op,
                  "dtype %d is outside the enum", (int)dtype);
   KILN_RETURN_IF(!(KX_DTYPES & KILN__DT_BIT(dtype)), KILN_ERR_DTYPE, op,
-                 "expressions take f32, f64, i32, i64, u8 and bool, not %s",
+                 "expressions take f32, f64, f16, bf16, i32, i64, u8 and bool, not %s",
                  kiln_dtype_name(dtype));
   return KILN_OK;
 }
@@ -547,7 +547,7 @@ settle(const char *op, kiln_expr *e, int32_t x, int32_t *id)
 static int
 is_float_dt(kiln_dtype dt)
 {
-  return dt == KILN_F32 || dt == KILN_F64;
+  return dt == KILN_F32 || dt == KILN_F64 || dt == KILN_F16 || dt == KILN_BF16;
 }
 
 /*

@@ -316,6 +316,16 @@ plan_layout(const char *op, kiln_context *ctx, const kiln_expr *e,
   l->items = gpu ? 4 : 1;
   l->blocked = !gpu;
   l->lanes = gpu ? 1 : 8;
+  /* f16/bf16 are loaded and stored one element at a time (CPUs: one a work-item) */
+  int halves = 0;
+  for (size_t k = 0; k < ni; k++)
+    halves |= kiln__dtype_is_half(l->in_dtype[k]);
+  for (size_t i = 0; i < p->canon.nnodes; i++)
+    halves |= kiln__dtype_is_half(p->canon.nodes[i].dtype);
+  for (size_t k = 0; k < p->canon.noutputs; k++)
+    halves |= kiln__dtype_is_half(l->res_dtype[k]);
+  if (halves)
+    l->lanes = 1;
   l->wg = pow2_floor(ctx->wg_size < 256 ? (ctx->wg_size ? ctx->wg_size : 64) : 256);
   if (l->reduce) {
     uint64_t target = (uint64_t)(ctx->info.compute_units ? ctx->info.compute_units : 1) *
@@ -411,7 +421,9 @@ common_args(kiln_expr_plan *p, kiln__args *a, const kiln_tensor *const *inputs,
   for (size_t k = 0; k < l->ninputs; k++)
     kiln__args_tensor(a, inputs[k]);
   for (size_t s = 0; s < l->nscalars; s++)
-    kiln__args_raw(a, kiln_dtype_size(l->scalar_dtype[s]), sv[s]);
+    kiln__args_raw(a, kiln__dtype_is_half(l->scalar_dtype[s]) ? sizeof(float)
+                                                              : kiln_dtype_size(l->scalar_dtype[s]),
+                   sv[s]);
   for (size_t k = 0; k < p->canon.noutputs; k++)
     kiln__args_tensor(a, outs[k]);
   int strided = 0;
@@ -542,6 +554,13 @@ kiln_expr_plan_run(kiln_expr_plan *p, const kiln_tensor *const *inputs, size_t n
   for (size_t s = 0; s < l->nscalars; s++) {
     kiln_scalar v = s < p->nnamed ? scalars[s] : p->canon.consts[s - p->nnamed];
     kiln__scalar_to_bytes(v, l->scalar_dtype[s], sv[s]);
+    if (kiln__dtype_is_half(l->scalar_dtype[s])) {
+      /* rounded to the 16-bit type once, passed as the float the kernel computes in */
+      uint16_t h;
+      memcpy(&h, sv[s], sizeof h);
+      float f = l->scalar_dtype[s] == KILN_F16 ? kiln_f16_to_f32(h) : kiln_bf16_to_f32(h);
+      memcpy(sv[s], &f, sizeof f);
+    }
   }
   int made[KILN_EXPR_MAX_OUTPUTS] = {0};
   kiln_status st = KILN_OK;

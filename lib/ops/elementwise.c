@@ -204,6 +204,96 @@ flat_shape_for(kiln_context *ctx, kiln_dtype dtype, uint64_t n, const kiln_tenso
   return sh;
 }
 
+/* ---------------------------------------------------------------- casts and copies */
+
+/*
+ * kiln_cast and kiln_copy's kernel path run cast.cl (one small program per
+ * source dtype; its variants do not rebuild the whole elementwise program).
+ * Their parameters are tuner families of their own, "cast" and "copy", so
+ * each is timed on its own op: elements per work-item (a work-group apart,
+ * loads before stores) for both, and for copies the vector width and the
+ * choice between the kernel and clEnqueueCopyBuffer.
+ */
+struct cast_params {
+  uint32_t wg_size;
+  uint32_t items_per_thread;
+};
+
+struct copy_params {
+  uint32_t wg_size;
+  uint32_t items_per_thread;
+  uint32_t vec_width;
+  uint32_t kernel; /* 1: copy_values, 0: clEnqueueCopyBuffer */
+};
+
+static const struct kiln__tune_family cast_tune, copy_tune;
+
+/*
+ * Defaults. GPUs: four elements per work-item, as the flat launches
+ * (kiln__ew_default_shape), and copies through the kernel in 16-byte
+ * vectors (`kiln bench --filter copy.` on the H200: clEnqueueCopyBuffer of
+ * 2^26 f32 ran at 0.85x PyTorch's copy; docs/performance.md). CPU devices:
+ * one element per work-item, and PoCL's clEnqueueCopyBuffer (a memcpy).
+ */
+static void
+copy_default(const kiln_device_info *info, kiln_dtype dtype, struct copy_params *p)
+{
+  size_t esz = kiln_dtype_size(dtype);
+  p->wg_size = 0;
+  p->items_per_thread = info->is_gpu ? 4 : 1;
+  p->vec_width = esz >= 16 ? 1 : (uint32_t)(16 / esz);
+  p->kernel = info->is_gpu ? 1 : 0;
+}
+
+static uint32_t
+cast_default_items(const kiln_device_info *info)
+{
+  return info->is_gpu ? 4 : 1;
+}
+
+#define COPY_ITEMS_MAX 16
+#define COPY_VEC_MAX 16
+
+static void
+copy_lookup(kiln_context *ctx, kiln_dtype dtype, uint64_t n, struct copy_params *p)
+{
+  kiln__tune_lookup(ctx, &copy_tune, dtype, KILN__LAYOUT_FLAT, n, p);
+  struct copy_params d;
+  copy_default(&ctx->info, dtype, &d);
+  if (p->items_per_thread < 1 || p->items_per_thread > COPY_ITEMS_MAX)
+    p->items_per_thread = d.items_per_thread;
+  if (p->vec_width < 1 || p->vec_width > COPY_VEC_MAX || (p->vec_width & (p->vec_width - 1)))
+    p->vec_width = d.vec_width;
+  if (kiln_dtype_size(dtype) >= 16)
+    p->vec_width = 1;
+  if (p->wg_size < 1)
+    p->wg_size = (uint32_t)ctx->wg_size;
+  if (ctx->info.max_work_group_size && p->wg_size > ctx->info.max_work_group_size)
+    p->wg_size = (uint32_t)ctx->info.max_work_group_size;
+}
+
+/*
+ * The shape of a cast of n elements of dtype: the cast family's local size and
+ * items, in the program whose vector width copies of dtype use by default (the
+ * casts ignore it), so that a cast and a copy share one build.
+ */
+static flat_shape
+cast_shape_for(kiln_context *ctx, kiln_dtype dtype, uint64_t n)
+{
+  struct cast_params p;
+  kiln__tune_lookup(ctx, &cast_tune, dtype, KILN__LAYOUT_FLAT, n, &p);
+  if (p.items_per_thread < 1 || p.items_per_thread > COPY_ITEMS_MAX)
+    p.items_per_thread = cast_default_items(&ctx->info);
+  if (p.wg_size < 1)
+    p.wg_size = (uint32_t)ctx->wg_size;
+  if (ctx->info.max_work_group_size && p.wg_size > ctx->info.max_work_group_size)
+    p.wg_size = (uint32_t)ctx->info.max_work_group_size;
+  struct copy_params c;
+  copy_default(&ctx->info, dtype, &c);
+  flat_shape sh = {p.wg_size, {.ew_items = p.items_per_thread, .ew_vec = c.vec_width}};
+  return sh;
+}
+
 /* Launches a flat kernel over n elements: one work-item per KILN_EW_ITEMS vectors. */
 static kiln_status
 launch_flat(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n, const flat_shape *sh)
@@ -293,7 +383,7 @@ static bcast_launch
 bcast_launch_for(kiln_context *ctx, kiln_dtype dtype, uint64_t n, uint32_t ndim,
                  const kiln__bcast *plan, int flat, const kiln_tensor *const *ts, size_t nts)
 {
-  bcast_launch l = {flat, {ctx->wg_size, {0}}, {0, 0}, {0, 0}, 0};
+  bcast_launch l = {.flat = flat, .sh = {.local = ctx->wg_size}};
   /* Broadcast launches run in the program a flat launch of n elements takes (no build of
    * their own): scalar accesses, its items per work-item. */
   l.sh = flat_shape_for(ctx, dtype, n, ts, nts);
@@ -485,9 +575,7 @@ kiln_cast(kiln_context *ctx, const kiln_tensor *x, kiln_dtype dtype, kiln_tensor
   KILN_TRY(kiln__ops_out_begin(op, ctx, dtype, &x->shape, out, &x, 1, 1, &t));
   char kname[32];
   snprintf(kname, sizeof kname, "cast_to_%s", kiln_dtype_name(dtype));
-  /* cast.cl converts one element per work-item; only the local size is tuned for it. */
-  flat_shape sh = flat_shape_for(ctx, x->dtype, x->numel, NULL, 0);
-  sh.variant.ew_items = sh.variant.ew_vec = 1;
+  flat_shape sh = cast_shape_for(ctx, x->dtype, x->numel);
   kiln__ctx_lock(ctx);
   kiln_status s = run_map(op, ctx, "cast", x->dtype, kname, x, t.dst, NULL, 0, 0, &sh);
   s = kiln__ops_out_finish(op, ctx, &t, s);
@@ -597,8 +685,20 @@ kiln_copy(kiln_context *ctx, const kiln_tensor *src, kiln_tensor *dst)
                       kiln__shape_format(&src->shape, sa, sizeof sa),
                       kiln__shape_format(&dst->shape, sb, sizeof sb));
   }
+  struct copy_params p;
+  copy_lookup(ctx, src->dtype, src->numel, &p);
   kiln__ctx_lock(ctx);
-  kiln_status s = kiln__ops_copy(op, ctx, src, dst);
+  kiln_status s;
+  if (p.kernel && kiln__ops_overlap(src, dst) == KILN__OVERLAP_NONE) {
+    /* A vector access needs both element offsets to be multiples of the width. */
+    uint32_t vec = p.vec_width;
+    while (vec > 1 && (kiln__ops_elem_offset(src) % vec || kiln__ops_elem_offset(dst) % vec))
+      vec /= 2;
+    flat_shape sh = {p.wg_size, {.ew_items = p.items_per_thread, .ew_vec = vec}};
+    s = run_map(op, ctx, "cast", src->dtype, "copy_values", src, dst, NULL, 0, 0, &sh);
+  } else {
+    s = kiln__ops_copy(op, ctx, src, dst);
+  }
   kiln__ctx_unlock(ctx);
   return s;
 }
@@ -625,12 +725,19 @@ ew_build_options(const kiln_device_info *info, const char *source, kiln_dtype dt
                  const void *variant, char *buf, size_t len)
 {
   /* Flat launches compile their vector width and vectors per item in. The kernels' own
-   * defaults are 1 and 1, so that variant keeps the plain option string. (cast has none.) */
-  if (strcmp(source, "elementwise") != 0 && strcmp(source, "complex") != 0)
-    return;
+   * defaults are 1 and 1, so that variant keeps the plain option string. */
   const kiln__program_variant *v = variant;
   uint32_t items, vec;
-  ew_default_shape(info, dtype, &items, &vec);
+  if (strcmp(source, "cast") == 0) {
+    struct copy_params c;
+    copy_default(info, dtype, &c);
+    items = cast_default_items(info);
+    vec = c.vec_width;
+  } else if (strcmp(source, "elementwise") == 0 || strcmp(source, "complex") == 0) {
+    ew_default_shape(info, dtype, &items, &vec);
+  } else {
+    return;
+  }
   if (v && v->ew_items)
     items = v->ew_items;
   if (v && v->ew_vec)
@@ -738,4 +845,139 @@ const struct kiln__family kiln__elementwise_family = {
     .sources = ew_sources,
     .build_options = ew_build_options,
     .tune = &ew_tune,
+};
+
+/* ---------------------------------------------------------------- casts and copies: the tuner */
+
+#define CAST_FIELD(f) .offset = offsetof(struct cast_params, f), .size = sizeof(uint32_t)
+#define COPY_FIELD(f) .offset = offsetof(struct copy_params, f), .size = sizeof(uint32_t)
+
+static const uint64_t cc_wg_full[] = {64, 128, 256, 512, 1024};
+static const uint64_t cc_wg_quick[] = {256};
+static const uint64_t cc_items[] = {1, 2, 4, 8};
+static const uint64_t cc_items_quick[] = {1, 4};
+static const uint64_t copy_vec_full[] = {1, 4, 16};
+static const uint64_t copy_vec_quick[] = {4, 16};
+static const uint64_t copy_kernel_all[] = {0, 1};
+
+static const struct kiln__tune_param cast_tune_params[] = {
+    {.name = "wg_size", CAST_FIELD(wg_size), .min = 1, .max = 65536, .full = cc_wg_full,
+     .nfull = N_(cc_wg_full), .quick = cc_wg_quick, .nquick = N_(cc_wg_quick), .local_size = 1},
+    {.name = "items_per_thread", CAST_FIELD(items_per_thread), .min = 1, .max = COPY_ITEMS_MAX,
+     .full = cc_items, .nfull = N_(cc_items), .quick = cc_items_quick,
+     .nquick = N_(cc_items_quick)},
+};
+
+static const struct kiln__tune_param copy_tune_params[] = {
+    {.name = "kernel", COPY_FIELD(kernel), .min = 0, .max = 1, .full = copy_kernel_all,
+     .nfull = N_(copy_kernel_all), .quick = copy_kernel_all, .nquick = N_(copy_kernel_all)},
+    {.name = "wg_size", COPY_FIELD(wg_size), .min = 1, .max = 65536, .full = cc_wg_full,
+     .nfull = N_(cc_wg_full), .quick = cc_wg_quick, .nquick = N_(cc_wg_quick), .local_size = 1},
+    {.name = "items_per_thread", COPY_FIELD(items_per_thread), .min = 1, .max = COPY_ITEMS_MAX,
+     .full = cc_items, .nfull = N_(cc_items), .quick = cc_items_quick,
+     .nquick = N_(cc_items_quick)},
+    {.name = "vec_width", COPY_FIELD(vec_width), .min = 1, .max = COPY_VEC_MAX,
+     .full = copy_vec_full, .nfull = N_(copy_vec_full), .quick = copy_vec_quick,
+     .nquick = N_(copy_vec_quick), .pow2 = 1},
+};
+
+static int
+cc_dtype_ok(kiln_dtype d)
+{
+  return kiln__dtype_valid(d);
+}
+
+static void
+cast_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
+{
+  (void)layout;
+  (void)dtype;
+  struct cast_params *p = params;
+  p->wg_size = (uint32_t)ctx->wg_size;
+  p->items_per_thread = cast_default_items(&ctx->info);
+}
+
+static void
+copy_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
+{
+  (void)layout;
+  struct copy_params *p = params;
+  copy_default(&ctx->info, dtype, p);
+  p->wg_size = (uint32_t)ctx->wg_size;
+}
+
+/* The cast timed: to i32 (to f32 from i32), the cast bench's case. */
+static kiln_status
+cast_run(struct kiln__tune_problem *pb, const void *params)
+{
+  (void)params;
+  kiln_tensor_release(pb->out);
+  pb->out = NULL;
+  return kiln_cast(pb->ctx, pb->in[0], pb->dtype == KILN_I32 ? KILN_F32 : KILN_I32, &pb->out);
+}
+
+static kiln_status
+copy_setup(struct kiln__tune_problem *pb)
+{
+  KILN_TRY(kiln__tune_input(pb->ctx, pb->dtype, pb->ndim, pb->shape, 12345u, &pb->in[0]));
+  return kiln_tensor_create(pb->ctx, pb->dtype, pb->ndim, pb->shape, &pb->out);
+}
+
+static kiln_status
+copy_run(struct kiln__tune_problem *pb, const void *params)
+{
+  (void)params;
+  return kiln_copy(pb->ctx, pb->in[0], pb->out);
+}
+
+_Static_assert(sizeof(struct cast_params) <= KILN__TUNE_PARAMS_MAX, "parameter struct too large");
+_Static_assert(sizeof(struct copy_params) <= KILN__TUNE_PARAMS_MAX, "parameter struct too large");
+
+static const struct kiln__tune_family cast_tune = {
+    .name = "cast",
+    .description = "casts, timed on a cast to i32",
+    .source = "cast",
+    .kernel_prefix = "cast_to_",
+    .params_size = sizeof(struct cast_params),
+    .params = cast_tune_params,
+    .nparams = N_(cast_tune_params),
+    .layouts = 1u << KILN__LAYOUT_FLAT,
+    .layout_names = "flat",
+    .ninputs = 1,
+    .dtype_ok = cc_dtype_ok,
+    .defaults = cast_defaults,
+    .run = cast_run,
+    .bytes = kiln__tune_in_out_bytes,
+};
+
+/* Copies are timed by wall clock: clEnqueueCopyBuffer records no kernel event. */
+static const struct kiln__tune_family copy_tune = {
+    .name = "copy",
+    .description = "kiln_copy: clEnqueueCopyBuffer or a vector copy kernel",
+    .source = "cast",
+    .kernel_prefix = "copy_values",
+    .params_size = sizeof(struct copy_params),
+    .params = copy_tune_params,
+    .nparams = N_(copy_tune_params),
+    .layouts = 1u << KILN__LAYOUT_FLAT,
+    .layout_names = "flat",
+    .ninputs = 1,
+    .wall_clock = 1,
+    .dtype_ok = cc_dtype_ok,
+    .defaults = copy_defaults,
+    .run = copy_run,
+    .bytes = kiln__tune_in_out_bytes,
+    .setup = copy_setup,
+};
+
+/* Tuner entries, listed after the families tuned before them (kiln_tune_family_get indexes
+ * them in list order). */
+const struct kiln__family kiln__cast_tune_family = {
+    .name = "cast_tune",
+    .tune = &cast_tune,
+};
+
+const struct kiln__family kiln__copy_tune_family = {
+    .name = "copy_tune",
+    .tune = &copy_tune,
 };

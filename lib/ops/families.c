@@ -22,6 +22,9 @@ const struct kiln__family *const kiln__families[] = {
     &kiln__linalg_spectral_family,
     &kiln__nn_conv_family,
     &kiln__nn_train_family,
+    &kiln__cast_tune_family,
+    &kiln__copy_tune_family,
+    &kiln__random_tune_family,
     NULL,
 };
 

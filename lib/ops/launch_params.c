@@ -56,6 +56,9 @@ kiln__launch_params_default(const kiln_context *ctx, enum kiln__launch_family fa
     p->blocked = kiln__default_lane_order(info);
     p->cols_per_item = kiln__default_cols_per_item(info);
   }
+  /* Measured on an H200 (docs/reductions.md): one pass reads and writes each element once,
+   * where the chunked tiles read it three times and write it twice. */
+  p->single_pass = fam == KILN__LAUNCH_SCAN && info->is_gpu;
   if (p->wg_size > info->max_work_group_size && info->max_work_group_size > 0)
     p->wg_size = (uint32_t)info->max_work_group_size;
 }
@@ -98,6 +101,8 @@ kiln__launch_params_check(const char *op, const kiln__launch_params *p)
   KILN_RETURN_IF(p->two_pass_min < 1, KILN_ERR_INVALID_ARGUMENT, op, "two-pass threshold is 0");
   KILN_RETURN_IF(p->groups_per_cu < 1, KILN_ERR_INVALID_ARGUMENT, op, "groups per CU is 0");
   KILN_RETURN_IF(p->blocked > 2, KILN_ERR_INVALID_ARGUMENT, op, "blocked must be 0, 1 or 2");
+  KILN_RETURN_IF(p->single_pass > 1, KILN_ERR_INVALID_ARGUMENT, op,
+                 "single_pass must be 0 or 1 (got %u)", p->single_pass);
   KILN_RETURN_IF(p->cols_per_item < 1 || p->cols_per_item > KILN__COLS_MAX,
                  KILN_ERR_INVALID_ARGUMENT, op, "columns per item must be 1 to %d (got %u)",
                  KILN__COLS_MAX, p->cols_per_item);
@@ -110,8 +115,9 @@ kiln__launch_params_check(const char *op, const kiln__launch_params *p)
  * thread with every item's private arrays on that thread's stack, and its
  * CL_KERNEL_PRIVATE_MEM_SIZE says 1024 bytes for every kiln kernel (PoCL 3.1 here), so
  * the bound comes from what the column kernels keep per item: NAME_cols (reduce.cl) a
- * 16-row tile of KILN_COLS elements and KILN_COLS states, NAME_colsv and NAME_lines
- * (scan.cl) KILN_COLS states (whole vectors or one per column), a state being at most
+ * 16-row tile of KILN_COLS elements and KILN_COLS states, NAME_lines (scan.cl) a block of
+ * rows and KILN_COLS states (counted as the tile), NAME_colsv KILN_COLS states (whole
+ * vectors), a state being at most
  * 32 bytes (STATE_BYTES of lib/ops). Other kernels hold a few scalars (0 here).
  *
  * Measured on PoCL with 8 MiB stacks (ulimit -s 8192), columns of a [300, 700] f64
@@ -143,9 +149,11 @@ private_bytes_per_item(kiln_context *ctx, cl_kernel k, uint64_t *budget)
           CL_SUCCESS)
     return 0;
   size_t n = strlen(name);
-  int tile = n > 5 && strcmp(name + n - 5, "_cols") == 0;
-  int states = (n > 6 && strcmp(name + n - 6, "_colsv") == 0) ||
-               (n > 6 && strcmp(name + n - 6, "_lines") == 0);
+  /* The scans' NAME_lines holds LN_ROWS rows of 64 bytes per column (scan.cl): within a
+   * 16-row tile of the widest element. */
+  int tile = (n > 5 && strcmp(name + n - 5, "_cols") == 0) ||
+             (n > 6 && strcmp(name + n - 6, "_lines") == 0);
+  int states = n > 6 && strcmp(name + n - 6, "_colsv") == 0;
   const char *c = strstr(opts, "-DKILN_COLS=");
   if (!(tile || states) || !c)
     return 0;
@@ -280,6 +288,7 @@ static const uint64_t cols_full[] = {1, 4, 16, 64};
 /* 256: the vector-state column kernel of sum/mean/max/min (the tile path stops at 64). */
 static const uint64_t red_cols_full[] = {1, 4, 16, 64, 256};
 static const uint64_t cols_quick[] = {4, 16};
+static const uint64_t single_pass_all[] = {0, 1};
 
 /*
  * The kiln__launch_params fields, in the order the coordinate search visits
@@ -323,6 +332,12 @@ static const struct kiln__tune_param red_params[] = {
 
 /* The scan kernels do not read blocked: it is no parameter of this family. */
 static const struct kiln__tune_param scan_params[] = {
+    {.name = "single_pass",
+     LP_FIELD(single_pass),
+     .min = 0,
+     .max = 1,
+     CANDIDATES(single_pass_all, single_pass_all),
+     .layouts = 1u << KILN__LAYOUT_FULL | 1u << KILN__LAYOUT_ROW},
     {.name = "wg_size",
      LP_FIELD(wg_size),
      .min = 1,
@@ -383,24 +398,20 @@ scan_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *param
   if (!ctx->info.is_gpu)
     return;
   /*
-   * Measured on an H200 (`kiln tune --family scan`, docs/perf-data/h200-tune-scan.json): at
-   * 2^20, 2^24 and 2^26 elements every tuned row key split rows of 1024 from 1024 on into
-   * chunks of 32-item groups, each item folding 4 elements (3.1-15x faster than the generic
-   * defaults, whose 256 x 8 tile was twice a row); whole-tensor scans liked 128 x 4 tiles in
-   * many groups (1.3-1.9x). Column scans keep the generic defaults: the column reductions'
-   * narrow groups ran cumsum over axis 0 of [1024, 65536] at 0.30x PyTorch against the
-   * generic 0.70x (docs/perf-data/h200-2026-12-01-issue21).
+   * Rows and whole tensors take the single pass (NAME_lookback) from 1024 elements on; its
+   * groups are cut down to what a line needs (64 items for a row of 1024 f32), so wg_size
+   * bounds the tile of long lines. items_per_thread and groups_per_cu serve the multi-pass
+   * path (single_pass = 0), with what `kiln tune --family scan` chose for it on an H200
+   * (docs/perf-data/h200-tune-scan.json: rows of 1024 in 32-item groups of 4 elements per
+   * item). Column scans keep the generic defaults: the column reductions' narrow groups ran
+   * cumsum over axis 0 of [1024, 65536] at 0.30x PyTorch against the generic 0.70x
+   * (docs/perf-data/h200-2026-12-01-issue21).
    */
-  if (layout == KILN__LAYOUT_ROW) {
-    p->wg_size = 32;
+  if (layout == KILN__LAYOUT_ROW || layout == KILN__LAYOUT_FULL) {
+    p->wg_size = 256;
     p->items_per_thread = 4;
     p->two_pass_min = 1024;
-    p->groups_per_cu = 16;
-  } else if (layout == KILN__LAYOUT_FULL) {
-    p->wg_size = 128;
-    p->items_per_thread = 4;
-    p->two_pass_min = 8192;
-    p->groups_per_cu = 8;
+    p->groups_per_cu = layout == KILN__LAYOUT_ROW ? 16 : 8;
   }
 }
 

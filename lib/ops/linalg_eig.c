@@ -241,8 +241,7 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
   uint64_t n = (uint64_t)a->shape.dims[nd - 1], batch = kiln__lsp_batch(a);
   int64_t wt[1] = {(int64_t)n}, vt[2] = {(int64_t)n, (int64_t)n};
   kiln__shape ws_ = kiln__lsp_shape(a, wt, 1), vs = kiln__lsp_shape(a, vt, 2);
-  kiln__ctx_lock(ctx);
-  kiln__lsp L = kiln__lsp_make(op, ctx, a->dtype);
+  kiln__lsp L = kiln__lsp_begin(op, ctx, a);
   kiln__lsp_outs o = {0};
   kiln_status s = kiln__lsp_out(&o, op, ctx, a->dtype, &ws_, w);
   if (s == KILN_OK && v)
@@ -353,8 +352,7 @@ kiln_linalg_eig(kiln_context *ctx, const kiln_tensor *a, kiln_tensor **wr, kiln_
   uint64_t n = (uint64_t)a->shape.dims[nd - 1], batch = kiln__lsp_batch(a);
   int64_t wt[1] = {(int64_t)n}, vt[2] = {(int64_t)n, (int64_t)n};
   kiln__shape wsh = kiln__lsp_shape(a, wt, 1), vsh = kiln__lsp_shape(a, vt, 2);
-  kiln__ctx_lock(ctx);
-  kiln__lsp L = kiln__lsp_make(op, ctx, a->dtype);
+  kiln__lsp L = kiln__lsp_begin(op, ctx, a);
   kiln__lsp_outs o = {0};
   kiln_status s = kiln__lsp_out(&o, op, ctx, a->dtype, &wsh, wr);
   if (s == KILN_OK)
@@ -846,8 +844,7 @@ kiln_linalg_svd(kiln_context *ctx, const kiln_tensor *a, int full_matrices, kiln
           vtt[2] = {(int64_t)vr, (int64_t)n};
   kiln__shape ss = kiln__lsp_shape(a, st, 1), us = kiln__lsp_shape(a, ut, 2),
               vs = kiln__lsp_shape(a, vtt, 2);
-  kiln__ctx_lock(ctx);
-  kiln__lsp L = kiln__lsp_make(op, ctx, a->dtype);
+  kiln__lsp L = kiln__lsp_begin(op, ctx, a);
   kiln__lsp_outs o = {0};
   kiln_status st_ = kiln__lsp_out(&o, op, ctx, a->dtype, &ss, s);
   if (st_ == KILN_OK && u)
@@ -895,8 +892,7 @@ kiln_linalg_pinv(kiln_context *ctx, const kiln_tensor *a, double rcond, kiln_ten
   kiln__shape ps = kiln__lsp_shape(a, pt, 2);
   if (rcond < 0)
     rcond = eps_of(a->dtype) * (double)(m > n ? m : n);
-  kiln__ctx_lock(ctx);
-  kiln__lsp L = kiln__lsp_make(op, ctx, a->dtype);
+  kiln__lsp L = kiln__lsp_begin(op, ctx, a);
   kiln__lsp_outs o = {0};
   kiln_status s = kiln__lsp_out(&o, op, ctx, a->dtype, &ps, out);
   if (s == KILN_OK)
@@ -953,8 +949,7 @@ kiln_linalg_matrix_rank(kiln_context *ctx, const kiln_tensor *a, double tol, kil
   uint64_t m = (uint64_t)a->shape.dims[nd - 2], n = (uint64_t)a->shape.dims[nd - 1];
   uint64_t k = m < n ? m : n, batch = kiln__lsp_batch(a);
   kiln__shape rs = kiln__lsp_shape(a, NULL, 0);
-  kiln__ctx_lock(ctx);
-  kiln__lsp L = kiln__lsp_make(op, ctx, a->dtype);
+  kiln__lsp L = kiln__lsp_begin(op, ctx, a);
   kiln__lsp_outs o = {0};
   kiln_status s = kiln__lsp_out(&o, op, ctx, KILN_I64, &rs, out);
   if (s == KILN_OK)
@@ -1064,8 +1059,7 @@ norm_common(const char *op, kiln_context *ctx, const kiln_tensor *a, kiln_mnorm 
   uint64_t m = (uint64_t)a->shape.dims[nd - 2], n = (uint64_t)a->shape.dims[nd - 1];
   uint64_t k = m < n ? m : n, batch = kiln__lsp_batch(a);
   kiln__shape rs = kiln__lsp_shape(a, NULL, 0);
-  kiln__ctx_lock(ctx);
-  kiln__lsp L = kiln__lsp_make(op, ctx, a->dtype);
+  kiln__lsp L = kiln__lsp_begin(op, ctx, a);
   kiln__lsp_outs o = {0};
   kiln_status s = kiln__lsp_out(&o, op, ctx, a->dtype, &rs, out);
   if (s == KILN_OK)
@@ -1187,8 +1181,7 @@ kiln_linalg_lstsq(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b,
   int64_t xt[2] = {(int64_t)n, (int64_t)nrhs}, st[1] = {(int64_t)kk};
   kiln__shape xs = kiln__lsp_shape(a, xt, 2), ss = kiln__lsp_shape(a, st, 1),
               rs = kiln__lsp_shape(a, NULL, 0);
-  kiln__ctx_lock(ctx);
-  kiln__lsp L = kiln__lsp_make(op, ctx, a->dtype);
+  kiln__lsp L = kiln__lsp_begin(op, ctx, a);
   kiln__lsp_outs o = {0};
   kiln_status s = kiln__lsp_out(&o, op, ctx, a->dtype, &xs, x);
   if (s == KILN_OK && rank)

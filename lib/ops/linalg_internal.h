@@ -26,8 +26,99 @@
 /* Largest rows/cols of a matrix that the one-work-group-per-matrix kernels take. */
 #define KILN__LINALG_SMALL_MAX 64
 
+/*
+ * Where the panels of the blocked LU, Cholesky and QR are factored (the linalg tuner family's
+ * "route" parameter): RULE is the built-in choice (HOST where kiln has LAPACKE, else DEVICE);
+ * DEVICE runs kiln's panel kernels (lu_panel, chol_small/chol_panel, qr_panel); HOST is the
+ * hybrid scheme of MAGMA: each panel goes to the host, LAPACKE factors it (dgetrf, dpotrf,
+ * dgeqrf + dlarft) and it comes back, while the device keeps the trailing updates (GEMM, and
+ * the triangular solves as GEMMs with the inverse of the diagonal block that the host forms
+ * with dtrtri), with look-ahead: the next panel's columns are updated first and read back
+ * while the rest of the trailing update runs.
+ */
+enum kiln__linalg_route {
+  KILN__LINALG_ROUTE_RULE = 0,
+  KILN__LINALG_ROUTE_DEVICE = 1,
+  KILN__LINALG_ROUTE_HOST = 2,
+};
+
+/* The linalg tuner family's parameters (nb 0: each op's built-in block size). */
+typedef struct kiln__linalg_params {
+  uint32_t route;
+  uint32_t nb;
+} kiln__linalg_params;
+
+/*
+ * Built-in block sizes of the host route on GPUs: the host's panel work grows with nb (LU
+ * m nb^2, QR 2 m nb^2), the device's GEMM efficiency with it. Cholesky's host work is only
+ * the diagonal block (reference dpotrf + dtrtri here: 0.04 ms at 64, 0.26 ms at 128, 3 ms
+ * at 256), so its steps' round trips decide. CPUs (PoCL) factor the whole
+ * matrix in one panel (the host is the device there), except QR, which keeps blocks so that
+ * forming Q stays blocked.
+ */
+#define KILN__LINALG_HOST_NB_LU 32
+#define KILN__LINALG_HOST_NB_CHOL 64
+#define KILN__LINALG_HOST_NB_QR 32
+
+/*
+ * Widest host QR panel: LAPACK's dgeqrf factors panels narrower than its crossover (128) with
+ * the unblocked dgeqr2, whose level-2 sweeps fall out of the cache from 64 columns of 4096
+ * rows (reference LAPACK on the build machine: 1.7 ms for 4096 x 32, 14 ms for 4096 x 64).
+ * A larger nb from the tuner (timed on LU) is capped here for QR.
+ */
+#define KILN__LINALG_HOST_NB_QR_MAX 32
+
+/*
+ * The route and block size for an op on matrices of `elements` (rows * cols) of dtype dt:
+ * the test hook, else the tuner's linalg family (override, stored, default). Also puts the
+ * tuned CLBlast GEMM parameters in force. Call it before taking ctx->lock.
+ */
+void kiln__linalg_choose(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t elements,
+                         kiln__linalg_params *p);
+
+/*
+ * What the rule (route 0) picks on GPUs per factorization, 1 the host route, 0 the device
+ * route, for matrices of more than KILN__LINALG_RULE_DEVICE_MAX elements (up to that many take
+ * the device route). CPUs always take the host route (the host is the device there). On the
+ * H200 with Debian's reference LAPACK on its host (2026-12-02, f64, docs/linalg.md) the
+ * device route won LU (153 ms against 177-206 at 4096, 14 against 18-25 at 1024), Cholesky
+ * (45 against 46-222) and QR (300 against 374-438); solve and inverse were mixed within the
+ * run's noise. A faster host LAPACK (OpenBLAS) can change that: the tuner's linalg family
+ * times both routes.
+ */
+#define KILN__LINALG_RULE_HOST_LU 0
+#define KILN__LINALG_RULE_HOST_CHOL 0
+#define KILN__LINALG_RULE_HOST_QR 0
+#define KILN__LINALG_RULE_DEVICE_MAX 0
+
+/*
+ * 1 when the panels of a factorization of matrices of `elements` take the host route: kiln
+ * has LAPACKE, and route is HOST, or RULE with rule_host (one of KILN__LINALG_RULE_HOST_*)
+ * set or a CPU device.
+ */
+int kiln__linalg_is_host(const kiln_context *ctx, uint32_t route, int rule_host,
+                         uint64_t elements);
+
 /* The block size kiln uses on a device (the hook's override, else the built-in default). */
 unsigned kiln__linalg_block(const kiln_device_info *info);
+
+/*
+ * GEMMs of at most this many multiply-adds (m * n * k) run on kiln's simple kernels
+ * (gemm_acc, gemm_s) rather than CLBlast: the panels' recursion and the solves' block steps
+ * make thousands of small calls (QR of 4096: about 3000), and on the H200 each step of the
+ * factorizations cost some 0.5-1 ms whatever its flops, which CLBlast's per-call work
+ * (kernel objects, padding launches) is the likeliest share of. 2^22 covers 4096 x 32 x 32.
+ */
+#define KILN__LINALG_OWN_GEMM_MAX (1u << 22)
+
+/* The bound in force (the test hook's, else KILN__LINALG_OWN_GEMM_MAX). */
+uint64_t kiln__linalg_own_gemm_max(void);
+/* Test hook: the bound (0: every GEMM on CLBlast); < 0 restores the default. */
+void kiln__linalg_test_own_gemm_max(long long v);
+
+/* The autotuner's linalg family (lib/ops/linalg_tune.c), timed on LU. */
+struct kiln__tune_family;
+extern const struct kiln__tune_family kiln__linalg_tune;
 
 /*
  * Test hook: nb > 0 forces the block size, small_max >= 0 the small-matrix bound (0: every
@@ -36,5 +127,24 @@ unsigned kiln__linalg_block(const kiln_device_info *info);
  * Process-wide; not for concurrent use.
  */
 void kiln__linalg_test_set(int nb, int small_max, int own, int leaf);
+
+/*
+ * Test hook: route >= 0 forces the panel route (enum kiln__linalg_route) of LU, Cholesky and
+ * QR; -1 restores the tuner's choice. The block size comes from kiln__linalg_test_set (LU,
+ * Cholesky) and kiln__linalg_spectral_test_set (QR).
+ */
+void kiln__linalg_test_route(int route);
+
+/*
+ * Test hook: makes CLBlast run every dt GEMM of ctx's device through its indirect kernel
+ * (the one that pads views into a temporary, as large GEMMs on GPUs do), so that
+ * kiln__lh_gemm's temporary buffer is used on a CPU too. Process-wide and not undone;
+ * KILN_ERR_UNSUPPORTED without CLBlast.
+ */
+kiln_status kiln__linalg_test_gemm_indirect(kiln_context *ctx, kiln_dtype dt);
+
+/* Test hook: GEMMs run with kiln's CLBlast temporary buffer since the process started. */
+uint64_t kiln__linalg_test_temp_gemms(void);
+int kiln__linalg_hook_route(void);
 
 #endif

@@ -20,15 +20,26 @@
 #include "core/shape.h"
 #include "kiln_config.h"
 #include "ops/families.h"
+#include "ops/linalg_host.h"
+#include "ops/linalg_internal.h"
 #include "ops/linalg_spectral_internal.h"
 #include "ops/ops_common.h"
+#if KILN_HAVE_LAPACKE
+#include <lapacke.h>
+#endif
 #if KILN_HAVE_CLBLAST
 #include "backends/clblast.h"
 #endif
 
 #define SRC "linalg_qr"
 
-static atomic_int hook_nb = -1, hook_own = -1, hook_mrrr = -1, hook_leaf = -1;
+static atomic_int hook_nb = -1, hook_own = -1, hook_mrrr = -1, hook_leaf = -1, hook_split = -1;
+
+void
+kiln__linalg_spectral_test_split(int parts)
+{
+  atomic_store(&hook_split, parts);
+}
 
 void
 kiln__linalg_spectral_test_mrrr(int min_n)
@@ -52,11 +63,27 @@ kiln__linalg_spectral_test_set(int nb, int own, int leaf)
 }
 
 kiln__lsp
-kiln__lsp_make(const char *op, kiln_context *ctx, kiln_dtype dt)
+kiln__lsp_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
 {
+  size_t nd = a->shape.ndim;
+  uint64_t elems = (uint64_t)a->shape.dims[nd - 1] * (uint64_t)a->shape.dims[nd - 2];
+  kiln__linalg_params p;
+  kiln__linalg_choose(op, ctx, a->dtype, elems, &p);
+  kiln__ctx_lock(ctx);
+  kiln_dtype dt = a->dtype;
   kiln__lsp L = {.op = op, .ctx = ctx, .dt = dt, .ts = kiln_dtype_size(dt)};
+  L.host = kiln__linalg_is_host(ctx, p.route, KILN__LINALG_RULE_HOST_QR, elems);
   int h = atomic_load(&hook_nb);
-  L.nb = h > 0 ? (uint64_t)h : ctx->info.is_gpu ? KILN__LSP_NB_GPU : KILN__LSP_NB_CPU;
+  if (h > 0)
+    L.nb = (uint64_t)h;
+  else if (p.nb)
+    L.nb = p.nb;
+  else if (L.host)
+    L.nb = KILN__LINALG_HOST_NB_QR;
+  else
+    L.nb = ctx->info.is_gpu ? KILN__LSP_NB_GPU : KILN__LSP_NB_CPU;
+  if (L.host && h <= 0 && L.nb > KILN__LINALG_HOST_NB_QR_MAX)
+    L.nb = KILN__LINALG_HOST_NB_QR_MAX;
   L.clblast = KILN_HAVE_CLBLAST && !kiln__env_flag(KILN__ENV_DEBUG_NO_CLBLAST) &&
               atomic_load(&hook_own) <= 0;
   int hl = atomic_load(&hook_leaf);
@@ -120,7 +147,7 @@ gemm(const kiln__lsp *L, int ta, int tb, uint64_t m, uint64_t n, uint64_t k, dou
   if (m == 0 || n == 0)
     return KILN_OK;
 #if KILN_HAVE_CLBLAST
-  if (L->clblast && k > 0) {
+  if (L->clblast && k > 0 && m * n * k > kiln__linalg_own_gemm_max()) {
     if (beta == 0.0) { /* CLBlast scales C by beta, and 0 * NaN from scratch is NaN */
       uint64_t rows = c.ld == n ? 1 : m, len = c.ld == n ? m * n : n;
       for (uint64_t i = 0; i < rows; i++) {
@@ -131,9 +158,8 @@ gemm(const kiln__lsp *L, int ta, int tb, uint64_t m, uint64_t n, uint64_t k, dou
           return kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
       }
     }
-    return kiln__clblast_gemm(L->op, L->ctx, L->dt, ta, tb, m, n, k, (kiln_complex128){alpha, 0.0},
-                              a.mem, a.off, a.ld, 0, b.mem, b.off, b.ld, 0,
-                              (kiln_complex128){beta, 0.0}, c.mem, c.off, c.ld, 0, 1);
+    return kiln__lh_gemm(L->op, L->ctx, L->dt, ta, tb, m, n, k, alpha, a.mem, a.off, a.ld, b.mem,
+                         b.off, b.ld, beta, c.mem, c.off, c.ld);
   }
 #endif
   cl_kernel kk;
@@ -185,6 +211,9 @@ kiln__lsp_ws_release(kiln__lsp_ws *ws)
   memset(ws, 0, sizeof *ws);
 }
 
+static kiln_status vt_c(const kiln__lsp *L, uint64_t rows, uint64_t jb, kiln__lsp_mat v,
+                        kiln__lsp_mat c, uint64_t ncols, kiln__lsp_mat w);
+
 /*
  * V and T of the jb reflectors stored from (0, 0) of the rows-row view a (tau at tau):
  * ws->v (rows x jb) and ws->t (jb x jb).
@@ -203,7 +232,7 @@ block_vt(const kiln__lsp *L, kiln__lsp_mat a, uint64_t rows, uint64_t jb, kiln__
   kiln__args_tensor(&args, ws->v);
   KILN_TRY(enqueue2(&args, L, jb, rows, 8, 8));
   kiln__lsp_mat v = kiln__lsp_tmat(ws->v, jb), g = kiln__lsp_tmat(ws->g, jb);
-  KILN_TRY(gemm(L, 1, 0, jb, jb, rows, 1.0, v, v, 0.0, g));
+  KILN_TRY(vt_c(L, rows, jb, v, v, jb, g)); /* G = V^T V: the same short, long-k shape */
   KILN_TRY(kern(L, "qr_larft", &k));
   args = kiln__args_begin(L->op, k);
   args_mat(&args, g);
@@ -212,6 +241,83 @@ block_vt(const kiln__lsp *L, kiln__lsp_mat a, uint64_t rows, uint64_t jb, kiln__
   kiln__args_tensor(&args, ws->t);
   size_t local = group_local(L, k);
   return kiln__args_enqueue_1d(&args, L->ctx, local, local);
+}
+
+/*
+ * Row chunks for W = V^T C (jb x ncols, k = rows): one chunk gives CLBlast about
+ * ncols / 128 work-groups of 64 x 128 results (jb <= 64) each running the whole k = rows
+ * loop, a few dozen on a GPU of 132 compute units; chunks of at least 256 rows as one
+ * strided batch fill it. GPUs with CLBlast only (or the test hook).
+ */
+static uint64_t
+vtc_parts(const kiln__lsp *L, uint64_t rows, uint64_t ncols)
+{
+  int h = atomic_load(&hook_split);
+  if (!L->clblast || h == 0)
+    return 1;
+  if (h > 0)
+    return rows / (uint64_t)h >= 1 ? (uint64_t)h : 1;
+  if (!L->ctx->info.is_gpu)
+    return 1;
+  uint64_t groups = (ncols + 127) / 128, want = 2 * (uint64_t)L->ctx->info.compute_units;
+  uint64_t parts = (want + groups - 1) / groups, most = rows / 256;
+  if (parts > most)
+    parts = most;
+  if (parts > 32)
+    parts = 32;
+  return parts ? parts : 1;
+}
+
+/* W (jb x ncols, contiguous) = V^T C, split over row chunks (vtc_parts) and summed. */
+static kiln_status
+vt_c(const kiln__lsp *L, uint64_t rows, uint64_t jb, kiln__lsp_mat v, kiln__lsp_mat c,
+     uint64_t ncols, kiln__lsp_mat w)
+{
+  uint64_t parts = vtc_parts(L, rows, ncols);
+  if (parts <= 1 || (atomic_load(&hook_split) <= 0 && jb * ncols * rows <= kiln__linalg_own_gemm_max()))
+    return gemm(L, 1, 0, jb, ncols, rows, 1.0, v, c, 0.0, w);
+#if KILN_HAVE_CLBLAST
+  uint64_t mc = rows / parts, rest = rows - parts * mc, len = jb * ncols;
+  kiln_tensor *p = NULL, *ones = NULL;
+  kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, parts * len, &p);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, parts, &ones);
+  cl_int err = CL_SUCCESS;
+  if (s == KILN_OK) {
+    float f1 = 1.0f;
+    double d1 = 1.0;
+    cl_int zero = 0;
+    err = clEnqueueFillBuffer(L->ctx->queue, ones->mem,
+                              L->dt == KILN_F32 ? (const void *)&f1 : (const void *)&d1, L->ts,
+                              ones->offset, parts * L->ts, 0, NULL, NULL);
+    /* CLBlast scales C and y by beta: 0 * NaN from scratch would be NaN */
+    if (err == CL_SUCCESS)
+      err = clEnqueueFillBuffer(L->ctx->queue, p->mem, &zero, sizeof zero, p->offset,
+                                parts * len * L->ts, 0, NULL, NULL);
+    if (err == CL_SUCCESS)
+      err = clEnqueueFillBuffer(L->ctx->queue, w.mem, &zero, sizeof zero, w.off * L->ts,
+                                len * L->ts, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+      s = kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
+  }
+  if (s == KILN_OK)
+    s = kiln__clblast_gemm(L->op, L->ctx, L->dt, 1, 0, jb, ncols, mc, (kiln_complex128){1.0, 0.0},
+                           v.mem, v.off, v.ld, mc * v.ld, c.mem, c.off, c.ld, mc * c.ld,
+                           (kiln_complex128){0.0, 0.0}, p->mem, kiln__ops_elem_offset(p), ncols,
+                           len, parts);
+  /* W = P^T ones: the partial products summed by one GEMV over the parts */
+  if (s == KILN_OK)
+    s = kiln__clblast_gemv(L->op, L->ctx, L->dt, 1, parts, len, (kiln_complex128){1.0, 0.0},
+                           p->mem, kiln__ops_elem_offset(p), len, ones->mem,
+                           kiln__ops_elem_offset(ones), (kiln_complex128){0.0, 0.0}, w.mem, w.off);
+  if (s == KILN_OK && rest)
+    s = gemm(L, 1, 0, jb, ncols, rest, 1.0, at(v, parts * mc, 0), at(c, parts * mc, 0), 1.0, w);
+  kiln_tensor_release(p);
+  kiln_tensor_release(ones);
+  return s;
+#else
+  return gemm(L, 1, 0, jb, ncols, rows, 1.0, v, c, 0.0, w);
+#endif
 }
 
 /* C (rows x ncols) = (I - V op(T) V^T) C with ws->v, ws->t of jb reflectors. */
@@ -223,7 +329,7 @@ block_apply(const kiln__lsp *L, uint64_t rows, uint64_t jb, int trans_t, kiln__l
     return KILN_OK;
   kiln__lsp_mat v = kiln__lsp_tmat(ws->v, jb), t = kiln__lsp_tmat(ws->t, jb);
   kiln__lsp_mat w = kiln__lsp_tmat(ws->w, ncols), w2 = kiln__lsp_tmat(ws->w2, ncols);
-  KILN_TRY(gemm(L, 1, 0, jb, ncols, rows, 1.0, v, c, 0.0, w));
+  KILN_TRY(vt_c(L, rows, jb, v, c, ncols, w));
   KILN_TRY(gemm(L, trans_t, 0, jb, ncols, jb, 1.0, t, w, 0.0, w2));
   return gemm(L, 0, 0, rows, ncols, jb, -1.0, v, w2, 1.0, c);
 }
@@ -257,6 +363,134 @@ panel_run(const kiln__lsp *L, cl_kernel panel, size_t local, kiln__lsp_mat a, ui
   return panel_run(L, panel, local, at(a, w1, w1), rows - w1, w - w1, t2, ws);
 }
 
+#if KILN_HAVE_LAPACKE
+/* Host buffers of the hybrid QR. */
+typedef struct hq {
+  kiln__lh_buf *panel, *v, *t, *tau;
+  double *w, *tf, *tauf, *work;
+  lapack_int lwork;
+} hq;
+
+static void
+hq_free(const kiln__lsp *L, hq *h)
+{
+  clFinish(L->ctx->queue); /* transfers from the host buffers may still be queued */
+  free(h->w);
+  free(h->tf);
+  free(h->tauf);
+  free(h->work);
+  memset(h, 0, sizeof *h);
+}
+
+static kiln_status
+hq_make(const kiln__lsp *L, uint64_t m, uint64_t nb, hq *h)
+{
+  memset(h, 0, sizeof *h);
+  uint64_t rows = m ? m : 1;
+  kiln_status s = kiln__lh_slot(L->op, L->ctx, 0, rows * nb * L->ts, &h->panel);
+  if (s == KILN_OK)
+    s = kiln__lh_slot(L->op, L->ctx, 3, rows * nb * L->ts, &h->v);
+  if (s == KILN_OK)
+    s = kiln__lh_slot(L->op, L->ctx, 1, nb * nb * L->ts, &h->t);
+  if (s == KILN_OK)
+    s = kiln__lh_slot(L->op, L->ctx, 2, nb * L->ts, &h->tau);
+  h->w = malloc(rows * nb * sizeof *h->w);
+  h->tf = malloc(nb * nb * sizeof *h->tf);
+  h->tauf = malloc(nb * sizeof *h->tauf);
+  double q = 0;
+  if (h->w && LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, (lapack_int)rows, (lapack_int)nb, h->w,
+                                  (lapack_int)rows, h->tauf, &q, -1) == 0)
+    h->lwork = (lapack_int)q > (lapack_int)nb ? (lapack_int)q : (lapack_int)nb;
+  else
+    h->lwork = (lapack_int)(nb * 64);
+  h->work = malloc((size_t)h->lwork * sizeof *h->work);
+  if (s == KILN_OK && (!h->w || !h->tf || !h->tauf || !h->work))
+    s = kiln__fail(KILN_ERR_HOST_MEMORY, L->op, 0, "no host memory for a %llu x %llu panel",
+                   (unsigned long long)rows, (unsigned long long)nb);
+  if (s != KILN_OK)
+    hq_free(L, h);
+  return s;
+}
+
+/*
+ * Hybrid QR (MAGMA's scheme): each panel goes to the host, dgeqrf factors it and dlarft forms
+ * its T; the panel (R and the reflectors), tau, the explicit V and T come back and the device
+ * applies I - V T^T V^T to the trailing columns by three GEMMs, the next panel's columns first
+ * and read back while the rest is updated (look-ahead).
+ */
+static kiln_status
+geqrf_hybrid(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t n, kiln__lsp_mat tau,
+             kiln__lsp_ws *ws)
+{
+  uint64_t k = m < n ? m : n, nb = L->nb;
+  hq h;
+  KILN_TRY(hq_make(L, m, nb, &h));
+  uint64_t jb = k < nb ? k : nb;
+  kiln_status s = kiln__lh_read(L->op, L->ctx, a.mem, a.off, a.ld, m, jb, L->ts, h.panel, NULL);
+  for (uint64_t j0 = 0; s == KILN_OK && j0 < k; j0 += nb) {
+    jb = k - j0 < nb ? k - j0 : nb;
+    uint64_t mr = m - j0, r = j0 + jb;
+    kiln__lh_to_colmajor(L->dt, h.panel->p, mr, jb, h.w);
+    lapack_int info = LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, (lapack_int)mr, (lapack_int)jb, h.w,
+                                          (lapack_int)mr, h.tauf, h.work, h.lwork);
+    if (info != 0) {
+      s = kiln__fail(KILN_ERR_INTERNAL, L->op, info, "LAPACK dgeqrf rejected a panel (info %d)",
+                     (int)info);
+      break;
+    }
+    kiln__lh_from_colmajor(L->dt, h.w, mr, mr, jb, h.panel->p);
+    s = kiln__lh_write(L->op, L->ctx, a.mem, a.off + j0 * a.ld + j0, a.ld, mr, jb, L->ts, h.panel);
+    kiln__lh_store(L->dt, h.tauf, jb, h.tau->p);
+    if (s == KILN_OK)
+      s = kiln__lh_write(L->op, L->ctx, tau.mem, tau.off + j0, jb, 1, jb, L->ts, h.tau);
+    if (s != KILN_OK || r >= n)
+      continue;
+    LAPACKE_dlarft_work(LAPACK_COL_MAJOR, 'F', 'C', (lapack_int)mr, (lapack_int)jb, h.w,
+                        (lapack_int)mr, h.tauf, h.tf, (lapack_int)jb);
+    /* V explicit (unit diagonal, zeros above) and T upper, both row-major for the GEMMs */
+    for (uint64_t j = 0; j < jb; j++) {
+      for (uint64_t i = 0; i < j && i < mr; i++)
+        h.w[j * mr + i] = 0.0;
+      if (j < mr)
+        h.w[j * mr + j] = 1.0;
+      for (uint64_t i = j + 1; i < jb; i++)
+        h.tf[j * jb + i] = 0.0;
+    }
+    kiln__lh_from_colmajor(L->dt, h.w, mr, mr, jb, h.v->p);
+    kiln__lh_from_colmajor(L->dt, h.tf, jb, jb, jb, h.t->p);
+    s = kiln__lh_write(L->op, L->ctx, ws->v->mem, kiln__ops_elem_offset(ws->v), jb, mr, jb, L->ts,
+                       h.v);
+    if (s == KILN_OK)
+      s = kiln__lh_write(L->op, L->ctx, ws->t->mem, kiln__ops_elem_offset(ws->t), jb, jb, jb,
+                         L->ts, h.t);
+    /* C -= V (T^T (V^T C)) with the two small products over all n - r columns at once, the
+     * last GEMM first on the next panel's columns, which are then read back */
+    uint64_t jn = r < k ? (k - r < nb ? k - r : nb) : 0, nc = n - r;
+    kiln__lsp_mat v = kiln__lsp_tmat(ws->v, jb), t = kiln__lsp_tmat(ws->t, jb);
+    kiln__lsp_mat w = kiln__lsp_tmat(ws->w, nc), w2 = kiln__lsp_tmat(ws->w2, nc);
+    if (s == KILN_OK)
+      s = vt_c(L, mr, jb, v, at(a, j0, r), nc, w);
+    if (s == KILN_OK)
+      s = gemm(L, 1, 0, jb, nc, jb, 1.0, t, w, 0.0, w2);
+    if (s == KILN_OK)
+      s = gemm(L, 0, 0, mr, jn ? jn : nc, jb, -1.0, v, w2, 1.0, at(a, j0, r));
+    if (s != KILN_OK || jn == 0)
+      continue;
+    cl_event ev;
+    s = kiln__lh_read(L->op, L->ctx, a.mem, a.off + r * a.ld + r, a.ld, m - r, jn, L->ts, h.panel,
+                      &ev);
+    if (s != KILN_OK)
+      break;
+    s = gemm(L, 0, 0, mr, nc - jn, jb, -1.0, v, at(w2, 0, jn), 1.0, at(a, j0, r + jn));
+    kiln_status sw = kiln__lh_wait(L->op, L->ctx, ev);
+    if (s == KILN_OK)
+      s = sw;
+  }
+  hq_free(L, &h);
+  return s;
+}
+#endif
+
 kiln_status
 kiln__lsp_geqrf(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t n, kiln__lsp_mat tau,
                 kiln__lsp_ws *ws)
@@ -264,6 +498,10 @@ kiln__lsp_geqrf(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t n, kil
   uint64_t k = m < n ? m : n, nb = L->nb;
   if (k == 0)
     return KILN_OK;
+#if KILN_HAVE_LAPACKE
+  if (L->host)
+    return geqrf_hybrid(L, a, m, n, tau, ws);
+#endif
   cl_kernel panel;
   KILN_TRY(kern(L, "qr_panel", &panel));
   size_t local = group_local(L, panel);
@@ -448,8 +686,7 @@ kiln_linalg_qr(kiln_context *ctx, const kiln_tensor *a, kiln_qr_mode mode, kiln_
   uint64_t qc = mode == KILN_QR_COMPLETE ? m : k, rr = mode == KILN_QR_COMPLETE ? m : k;
   int64_t qt[2] = {(int64_t)m, (int64_t)qc}, rt[2] = {(int64_t)rr, (int64_t)n};
   kiln__shape qs = kiln__lsp_shape(a, qt, 2), rs = kiln__lsp_shape(a, rt, 2);
-  kiln__ctx_lock(ctx);
-  kiln__lsp L = kiln__lsp_make(op, ctx, a->dtype);
+  kiln__lsp L = kiln__lsp_begin(op, ctx, a);
   kiln__lsp_outs o = {0};
   kiln_status s = kiln__lsp_out(&o, op, ctx, a->dtype, &rs, r);
   if (s == KILN_OK && mode != KILN_QR_R)

@@ -32,8 +32,17 @@
 void kiln__linalg_spectral_test_set(int nb, int own, int leaf);
 
 /*
+ * Test hook: parts > 0 forces the split of V^T C (the first product of applying a block
+ * reflector) into that many row chunks on CLBlast, also on CPUs; 0 never splits; -1 the
+ * built-in choice (GPUs only).
+ */
+void kiln__linalg_spectral_test_split(int parts);
+
+/*
  * Smallest order whose tridiagonal eigenvectors come from MRRR (dstemr, O(n^2)) rather than
- * divide and conquer (dstedc: better orthogonality, but O(n^3) through the host BLAS).
+ * divide and conquer (dstedc: better orthogonality, but O(n^3) through the host BLAS). On the
+ * H200's host (reference LAPACK) eigh of 1024 took 579 ms with dstedc against 248 ms with
+ * dstemr, although dstedc was the faster one on the build machine.
  */
 #define KILN__LSP_MRRR_MIN 512
 
@@ -50,9 +59,15 @@ typedef struct kiln__lsp {
   int clblast;
   uint64_t nb;
   uint64_t leaf; /* widest panel qr_panel factors without recursing */
+  int host;      /* QR panels on the host (the linalg family's HOST route) */
 } kiln__lsp;
 
-kiln__lsp kiln__lsp_make(const char *op, kiln_context *ctx, kiln_dtype dt);
+/*
+ * What an op on a (its last two dimensions the matrix) works with, the route and block size
+ * chosen by kiln__linalg_choose (lib/ops/linalg_internal.h); then takes ctx->lock (the caller
+ * drops it).
+ */
+kiln__lsp kiln__lsp_begin(const char *op, kiln_context *ctx, const kiln_tensor *a);
 
 /* A matrix inside a buffer: element offset and row stride. */
 typedef struct kiln__lsp_mat {

@@ -45,7 +45,7 @@ kiln__nn_check_float(const char *op, kiln_context *ctx, const kiln_tensor *t)
 {
   KILN_TRY(kiln__tensor_check(op, t, ctx));
   KILN_RETURN_IF(!(KILN__NN_DTYPES & KILN__DT_BIT(t->dtype)), KILN_ERR_DTYPE, op,
-                 "dtype %s is not accepted (f32 or f64)", kiln_dtype_name(t->dtype));
+                 "dtype %s is not accepted (f16, bf16, f32 or f64)", kiln_dtype_name(t->dtype));
   return KILN_OK;
 }
 

@@ -12,23 +12,151 @@
 #include "kiln/nn_attention.h"
 #include "ops/nn_train.h"
 #include "runtime/runtime.h"
+#include "runtime/tuner.h"
 
 /* Must match cl_kernels/nn_attention.cl. */
 #define ATT_DMAX 128
-enum { ATT_CAUSAL = 1, ATT_MASK = 2 };
+enum { ATT_CAUSAL = 1, ATT_MASK = 2, ATT_VEC = 4 };
 enum { ROPE_HALF = 1, ROPE_INV = 2 };
 
-/* Work-group sizes of att_fwd (ATT_BQ) and the backward kernels (ATT_BB) per dtype. */
+/* The backward kernels' tiles (cl_kernels/nn_attention.cl, ABK_KV ... AB_TN): keys per
+ * work-group of att_bwd_dkdv and queries per work-group of att_bwd_dq, and their work-group
+ * sizes (4 x 4 register tiles over keys x query tile and queries x key tile). */
 static uint64_t
-att_bq(kiln_dtype dt)
+att_bwd_keys(kiln_dtype dt)
 {
-  return dt == KILN_F64 ? 16 : 32;
+  (void)dt;
+  return 32;
 }
 
 static uint64_t
-att_bb(kiln_dtype dt)
+att_bwd_queries(kiln_dtype dt)
 {
-  return dt == KILN_F64 ? 7 : 15;
+  return dt == KILN_F64 ? 32 : 64;
+}
+
+/* Both kernels run (32/4) x (64/4) items in f32, (32/4) x (32/4) in f64. */
+static size_t
+att_bwd_items(kiln_dtype dt)
+{
+  return dt == KILN_F64 ? 64 : 128;
+}
+
+/*
+ * The forward kernel's tiles (cl_kernels/nn_attention.cl, att_fwd): queries per work-group,
+ * keys per tile, the register tile of scores per work-item (tm x tn), features per Q/K
+ * staging chunk and keys per V staging chunk. The `attention` tuner family's parameter
+ * "tile" indexes this table; 0 is the rule (att_rule_tile).
+ */
+typedef struct {
+  uint16_t bq, bk, tm, tn, dc, vk;
+} att_tile;
+
+static const att_tile att_tiles[] = {
+    {0, 0, 0, 0, 0, 0},     /* 0: the rule */
+    {64, 64, 4, 4, 32, 32}, /* 1: 256 items, 4x4 scores, 4x8 outputs (head 128) */
+    {64, 64, 8, 4, 16, 16}, /* 2: 128 items, 8x4 scores, 8x8 outputs */
+    {64, 32, 4, 4, 16, 8},  /* 3: 128 items, 4x4 scores, 4x16 outputs */
+    {32, 32, 4, 4, 16, 16}, /* 4: 64 items, 4x4 scores, 4x16 outputs (f64 in 28 KiB) */
+    {32, 64, 4, 4, 16, 8},  /* 5: 128 items, 4x4 scores, 4x8 outputs */
+};
+#define ATT_NTILES (sizeof att_tiles / sizeof att_tiles[0])
+
+/* The program variant of att_fwd: a tile of att_tiles and the head dimension it covers. */
+typedef struct {
+  uint32_t tile, dh;
+} att_variant;
+
+/* The head dimension the accumulators of tile t cover for D and Dv: 32, 64 or 128, at least
+ * 4 features per item of a row (0: the tile cannot). CPUs: always 128 (the loops stay rolled
+ * there, so a wider accumulator costs memory, not compile time; one program per tile). */
+static uint32_t
+att_dh(const kiln_device_info *info, const att_tile *t, uint64_t D, uint64_t Dv)
+{
+  if (!info->is_gpu)
+    return ATT_DMAX;
+  uint64_t need = D > Dv ? D : Dv, per_row = 4u * (t->bk / t->tn);
+  if (per_row > need)
+    need = per_row;
+  for (uint32_t dh = 32; dh <= ATT_DMAX; dh *= 2)
+    if (need <= dh)
+      return dh;
+  return 0;
+}
+
+/* Local memory of att_fwd with tile t (the sizes of cl_kernels/nn_attention.cl). */
+static uint64_t
+att_local_bytes(const att_tile *t, uint32_t dh, size_t esz)
+{
+  uint64_t qs = t->bq + 4u, ks = t->bk + 4u;
+  uint64_t qk = (uint64_t)t->dc * (qs + ks), vn = (uint64_t)t->vk * dh;
+  uint64_t stage = qk > vn ? qk : vn;
+  return esz * (stage + t->bk * qs + (uint64_t)(t->bk / t->tn) * t->bq);
+}
+
+/* Tile t fits the device: its work-group size, and its local memory within the device's and
+ * within 48 KiB (what the tiles are designed for; it also keeps the f64 choices, and the
+ * programs the tests build on CPUs, to three). */
+static int
+att_tile_fits(const kiln_device_info *info, const att_tile *t, uint32_t dh, size_t esz)
+{
+  uint64_t items = (uint64_t)(t->bq / t->tm) * (t->bk / t->tn), lb = att_local_bytes(t, dh, esz);
+  return dh && items <= info->max_work_group_size && lb <= info->local_mem_bytes &&
+         lb <= 48 * 1024;
+}
+
+/*
+ * The tile the rule picks: on GPUs the one measured fastest on the H200 per dtype; on CPUs
+ * (PoCL runs a work-group's items as loops over vectorised lanes) the 64-item 32 x 32 tile;
+ * then the first of the rest that fits the device.
+ */
+static uint32_t
+att_rule_tile(const kiln_device_info *info, kiln_dtype dt, uint64_t D, uint64_t Dv)
+{
+  static const uint32_t gpu_f32[] = {2, 1, 3, 5, 4};
+  static const uint32_t gpu_f64[] = {5, 3, 4, 2, 1};
+  static const uint32_t cpu[] = {4, 3, 5, 2, 1};
+  const uint32_t *order = !info->is_gpu ? cpu : dt == KILN_F64 ? gpu_f64 : gpu_f32;
+  size_t esz = kiln_dtype_size(dt);
+  for (size_t i = 0; i < ATT_NTILES - 1; i++) {
+    const att_tile *t = &att_tiles[order[i]];
+    if (att_tile_fits(info, t, att_dh(info, t, D, Dv), esz))
+      return order[i];
+  }
+  return 0;
+}
+
+/* The tile a call runs: the requested one when it fits the device, else the rule's. */
+static uint32_t
+att_effective_tile(const kiln_device_info *info, kiln_dtype dt, uint64_t D, uint64_t Dv,
+                   uint32_t want)
+{
+  if (want > 0 && want < ATT_NTILES) {
+    const att_tile *t = &att_tiles[want];
+    if (att_tile_fits(info, t, att_dh(info, t, D, Dv), kiln_dtype_size(dt)))
+      return want;
+  }
+  return att_rule_tile(info, dt, D, Dv);
+}
+
+void
+kiln__nnt_build_options(const kiln_device_info *info, const char *source, kiln_dtype dtype,
+                        const void *variant, char *buf, size_t len)
+{
+  if (strcmp(source, KILN__NNT_ATT) != 0)
+    return;
+  const att_variant *v = variant;
+  /* NULL (the cache warm-up): the rule's tile at the widest head. */
+  att_variant def = {att_rule_tile(info, dtype, ATT_DMAX, ATT_DMAX), ATT_DMAX};
+  if (!v)
+    v = &def;
+  const att_tile *t = &att_tiles[v->tile < ATT_NTILES && v->tile ? v->tile : 1];
+  kiln__options_append(buf, len,
+                       " -DATT_BQ=%u -DATT_BK=%u -DATT_TM=%u -DATT_TN=%u -DATT_DC=%u"
+                       " -DATT_VK=%u -DATT_DH=%u",
+                       t->bq, t->bk, t->tm, t->tn, t->dc, t->vk, v->dh);
+  if (!info->is_gpu)
+    kiln__options_append(buf, len, " -DATT_ROLLED=1");
 }
 
 /* The geometry of one attention call. */
@@ -186,10 +314,21 @@ finish_targets(const char *op, kiln_context *ctx, kiln_tensor **const *outs, siz
   return s;
 }
 
-kiln_status
-kiln_attention(kiln_context *ctx, const kiln_tensor *q, const kiln_tensor *k,
-               const kiln_tensor *v, const kiln_tensor *mask, int causal, double scale,
-               kiln_tensor **out, kiln_tensor **lse)
+/* The tuner's key of a call: its score entries times the head dimension (m*n*k of Q K^T). */
+static uint64_t
+att_key(const att_geo *g)
+{
+  uint64_t d = g->D > g->Dv ? g->D : g->Dv, key = g->BH * g->Sq;
+  key = g->Sk && key > UINT64_MAX / g->Sk ? UINT64_MAX : key * g->Sk;
+  key = key > UINT64_MAX / d ? UINT64_MAX : key * d;
+  return key ? key : 1;
+}
+
+/* forced: a tile of att_tiles (the tuner's candidate), or -1 to look it up. */
+static kiln_status
+att_forward(kiln_context *ctx, const kiln_tensor *q, const kiln_tensor *k, const kiln_tensor *v,
+            const kiln_tensor *mask, int causal, double scale, int forced, kiln_tensor **out,
+            kiln_tensor **lse)
 {
   static const char op[] = "kiln_attention";
   KILN_TRY(kiln__ctx_check(op, ctx));
@@ -197,8 +336,19 @@ kiln_attention(kiln_context *ctx, const kiln_tensor *q, const kiln_tensor *k,
   att_geo g;
   KILN_TRY(att_geometry(op, ctx, q, k, v, mask, scale, &g));
   kiln_dtype dt = q->dtype;
+  uint32_t want = forced >= 0 ? (uint32_t)forced : 0;
+  if (forced < 0)
+    kiln__tune_lookup(ctx, &kiln__attention_tune, dt, KILN__LAYOUT_MNK, att_key(&g), &want);
+  att_variant var;
+  var.tile = att_effective_tile(&ctx->info, dt, g.D, g.Dv, want);
+  KILN_RETURN_IF(var.tile == 0, KILN_ERR_UNSUPPORTED, op,
+                 "no attention tile fits this device (%llu bytes of local memory, work-groups of "
+                 "%zu items)",
+                 (unsigned long long)ctx->info.local_mem_bytes, ctx->info.max_work_group_size);
+  const att_tile *tile = &att_tiles[var.tile];
+  var.dh = att_dh(&ctx->info, tile, g.D, g.Dv);
   uint64_t groups = 0;
-  KILN_TRY(group_count(op, g.BH, g.Sq, att_bq(dt), &groups));
+  KILN_TRY(group_count(op, g.BH, g.Sq, tile->bq, &groups));
   kiln_tensor **outs[2] = {out, lse};
   static const char *const names[2] = {"out", "lse"};
   KILN_TRY(check_outs(op, ctx, outs, names, 2));
@@ -214,17 +364,22 @@ kiln_attention(kiln_context *ctx, const kiln_tensor *q, const kiln_tensor *k,
       lt = t[1].dst;
     else
       s = kiln__ops_scratch(op, ctx, dt, g.BH * g.Sq, &lt);
+    char options[256];
+    kiln__program_options(&ctx->info, KILN__NNT_ATT, dt, &var, options, sizeof options);
     cl_kernel kk;
     if (s == KILN_OK)
-      s = kiln__ops_kernel(op, ctx, KILN__NNT_ATT, dt, "att_fwd", &kk);
+      s = kiln__kernel_get(op, ctx, KILN__NNT_ATT, options, "att_fwd", &kk);
     if (s == KILN_OK) {
       kiln__args a = kiln__args_begin(op, kk);
       att_args_qkvm(&a, q, k, v, mask);
       kiln__args_tensor(&a, t[0].dst);
       kiln__args_tensor(&a, lt);
-      att_args_geo(&a, &g, dt, (causal ? ATT_CAUSAL : 0) | (mask ? ATT_MASK : 0));
-      /* Two work-items per query row (cl_kernels/nn_attention.cl). */
-      size_t local = 2 * (size_t)att_bq(dt);
+      /* 4-vector loads need 4-element aligned rows (buffers themselves are aligned). */
+      int vec = g.D % 4 == 0 && g.Dv % 4 == 0 && kiln__ops_elem_offset(q) % 4 == 0 &&
+                kiln__ops_elem_offset(k) % 4 == 0 && kiln__ops_elem_offset(v) % 4 == 0;
+      att_args_geo(&a, &g, dt,
+                   (causal ? ATT_CAUSAL : 0) | (mask ? ATT_MASK : 0) | (vec ? ATT_VEC : 0));
+      size_t local = (size_t)(tile->bq / tile->tm) * (tile->bk / tile->tn);
       s = kiln__args_enqueue_1d(&a, ctx, (size_t)groups * local, local);
     }
     if (!lse)
@@ -233,6 +388,14 @@ kiln_attention(kiln_context *ctx, const kiln_tensor *q, const kiln_tensor *k,
   s = finish_targets(op, ctx, outs, 2, t, s);
   kiln__ctx_unlock(ctx);
   return s;
+}
+
+kiln_status
+kiln_attention(kiln_context *ctx, const kiln_tensor *q, const kiln_tensor *k,
+               const kiln_tensor *v, const kiln_tensor *mask, int causal, double scale,
+               kiln_tensor **out, kiln_tensor **lse)
+{
+  return att_forward(ctx, q, k, v, mask, causal, scale, -1, out, lse);
 }
 
 kiln_status
@@ -261,8 +424,12 @@ kiln_attention_backward(kiln_context *ctx, const kiln_tensor *grad_out, const ki
                    kiln__shape_format(cs[i], a2, sizeof a2));
   }
   uint64_t gq = 0, gk = 0;
-  KILN_TRY(group_count(op, g.BH, g.Sq, att_bb(dt), &gq));
-  KILN_TRY(group_count(op, g.BH, g.Sk, att_bb(dt), &gk));
+  KILN_TRY(group_count(op, g.BH, g.Sq, att_bwd_queries(dt), &gq));
+  KILN_TRY(group_count(op, g.BH, g.Sk, att_bwd_keys(dt), &gk));
+  size_t local = att_bwd_items(dt);
+  KILN_RETURN_IF(local > ctx->info.max_work_group_size, KILN_ERR_UNSUPPORTED, op,
+                 "the backward kernels need work-groups of %zu items; the device allows %zu",
+                 local, ctx->info.max_work_group_size);
   kiln_tensor **outs[3] = {grad_q, grad_k, grad_v};
   static const char *const names[3] = {"grad_q", "grad_k", "grad_v"};
   KILN_TRY(check_outs(op, ctx, outs, names, 3));
@@ -272,8 +439,11 @@ kiln_attention_backward(kiln_context *ctx, const kiln_tensor *grad_out, const ki
   KILN_TRY(begin_targets(op, ctx, dt, outs, shapes, ins, 7, 3, t));
   kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
-  uint32_t flags = (causal ? ATT_CAUSAL : 0) | (mask ? ATT_MASK : 0);
-  size_t local = (size_t)att_bb(dt);
+  /* 4-vector loads need 4-element aligned rows (buffers themselves are aligned). */
+  int vec = g.D % 4 == 0 && g.Dv % 4 == 0 && kiln__ops_elem_offset(q) % 4 == 0 &&
+            kiln__ops_elem_offset(k) % 4 == 0 && kiln__ops_elem_offset(v) % 4 == 0 &&
+            kiln__ops_elem_offset(grad_out) % 4 == 0;
+  uint32_t flags = (causal ? ATT_CAUSAL : 0) | (mask ? ATT_MASK : 0) | (vec ? ATT_VEC : 0);
   kiln__ops_tmp delta = {0};
   uint64_t rows = g.BH * g.Sq;
   if (rows && (grad_q || ((grad_k || grad_v) && g.Sk))) {
@@ -336,6 +506,106 @@ kiln_attention_backward(kiln_context *ctx, const kiln_tensor *grad_out, const ki
   kiln__ctx_unlock(ctx);
   return s;
 }
+
+/* ---------------------------------------------------------------- the attention tuner family */
+
+#define N_(a) (sizeof(a) / sizeof((a)[0]))
+
+static const uint64_t att_tile_full[] = {1, 2, 3, 4, 5};
+static const uint64_t att_tile_quick[] = {2, 3, 4};
+
+static const struct kiln__tune_param att_params[] = {
+    {.name = "tile",
+     .offset = 0,
+     .size = sizeof(uint32_t),
+     .min = 0,
+     .max = ATT_NTILES - 1,
+     .full = att_tile_full,
+     .nfull = N_(att_tile_full),
+     .quick = att_tile_quick,
+     .nquick = N_(att_tile_quick)},
+};
+
+/* Up to B H S S D = 2^38 (batch 8 x 16 heads, 4096 tokens, head 128: the bench row). */
+static const uint64_t att_sizes[] = {(uint64_t)1 << 26, (uint64_t)1 << 30, (uint64_t)1 << 34,
+                                     (uint64_t)1 << 38};
+
+static int
+att_dtype_ok(kiln_dtype d)
+{
+  return d == KILN_F32 || d == KILN_F64;
+}
+
+static void
+att_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
+{
+  (void)ctx;
+  (void)dtype;
+  (void)layout;
+  *(uint32_t *)params = 0;
+}
+
+/* Head 128 and [BH, S, 128] inputs with BH S^2 128 = 2^k: S = 2^floor((k - 7) / 2) up to
+ * 4096, the rest in BH (k and v are one tensor: ninputs is 2). */
+static kiln_status
+att_tune_setup(struct kiln__tune_problem *pb)
+{
+  int e = pb->k > 7 ? pb->k - 7 : 0, se = e / 2 < 12 ? e / 2 : 12;
+  int64_t S = (int64_t)1 << se, BH = (int64_t)1 << (e - 2 * se);
+  int64_t shape[3] = {BH, S, 128};
+  pb->ndim = 2;
+  pb->shape[0] = BH * S;
+  pb->shape[1] = 128;
+  snprintf(pb->desc, sizeof pb->desc, "[%lld,%lld,128]", (long long)BH, (long long)S);
+  kiln_status s = kiln__tune_input(pb->ctx, pb->dtype, 3, shape, 12345u, &pb->in[0]);
+  if (s == KILN_OK)
+    s = kiln__tune_input(pb->ctx, pb->dtype, 3, shape, 12345u + 7919u, &pb->in[1]);
+  return s;
+}
+
+static kiln_status
+att_tune_run(struct kiln__tune_problem *pb, const void *params)
+{
+  return att_forward(pb->ctx, pb->in[0], pb->in[1], pb->in[1], NULL, 0, 0,
+                     (int)*(const uint32_t *)params, &pb->out, NULL);
+}
+
+/* Two candidates that become the same tile on pb's problem run the same code. */
+static int
+att_same_run(const struct kiln__tune_problem *pb, const void *a, const void *b)
+{
+  const kiln_device_info *info = &pb->ctx->info;
+  return att_effective_tile(info, pb->dtype, 128, 128, *(const uint32_t *)a) ==
+         att_effective_tile(info, pb->dtype, 128, 128, *(const uint32_t *)b);
+}
+
+static double
+att_tune_bytes(const struct kiln__tune_problem *pb)
+{
+  return (double)(2 * kiln_tensor_nbytes(pb->in[0]) + kiln_tensor_nbytes(pb->in[1]) +
+                  kiln_tensor_nbytes(pb->out));
+}
+
+const struct kiln__tune_family kiln__attention_tune = {
+    .name = "attention",
+    .description = "tile of the flash attention forward kernel, timed on [BH, S, 128] "
+                   "self-attention",
+    .params_size = sizeof(uint32_t),
+    .params = att_params,
+    .nparams = N_(att_params),
+    .layouts = 1u << KILN__LAYOUT_MNK,
+    .layout_names = "mnk",
+    .ninputs = 2,
+    .float_sum = 1,
+    .dtype_ok = att_dtype_ok,
+    .defaults = att_defaults,
+    .run = att_tune_run,
+    .bytes = att_tune_bytes,
+    .setup = att_tune_setup,
+    .same_run = att_same_run,
+    .sizes = att_sizes,
+    .nsizes = N_(att_sizes),
+};
 
 /* ---------------------------------------------------------------- RoPE */
 

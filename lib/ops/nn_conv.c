@@ -10,15 +10,21 @@
  *  - gemm: im2col of a chunk of samples into a [nc][C_in/g * kvol][L] buffer (chunked so it
  *    stays under kiln__conv_col_bytes), then one strided-batched GEMM per group (CLBlast, or
  *    kiln's plain gemm_batched without it); backward-data is the transposed GEMM and col2im
- *    (a gather, deterministic); backward-weight one GEMM per chunk and group whose inner
- *    dimension runs over all the chunk's positions, chunks accumulating in order.
+ *    (a gather, deterministic); backward-weight per chunk and group a GEMM whose inner
+ *    dimension runs over the chunk's positions, split over its samples into partial sums
+ *    added in order (the product alone is too small to fill a GPU), chunks accumulating in
+ *    order.
  *  - convgemm: CLBlast's implicit-GEMM convolution (forward, ungrouped 1-D and 2-D).
- *  - igemm: kiln's implicit GEMM (conv_igemm forward, conv_igemm_bwd backward-data and
- *    transposed): column tiles built in local memory, no column buffer.
+ *  - igemm: kiln's implicit GEMM (conv_pack, then conv_igemm forward, conv_igemm_bwd
+ *    backward-data and transposed, conv_igemm_wgrad backward-weight with a split reduction):
+ *    the weights packed once per call, the columns gathered into local memory tile by tile
+ *    over the whole batch, register-tiled in one of four tile shapes (the tuner's `tile`),
+ *    no column buffer.
  * The tuner's `conv` family times them on a 3x3 convolution per m*n*k bucket; its default,
  * the rule, takes igemm on GPUs and the im2col GEMM with CLBlast elsewhere when
  * C_out/g * C_in/g * kvol >= 512, else the direct kernels.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -291,86 +297,182 @@ convgemm_ok(const conv_geo *g)
   return have_clblast() && g->G == 1 && g->in.v[0] == 1 && g->k.v[0] == 1;
 }
 
-/* conv_igemm's micro-tile (KILN_CONV_RM x KILN_CONV_RN outputs per work-item): wider on GPUs,
- * where registers are many and the wider tile halves the local reads per multiply-add. */
-static void
-igemm_tile(const kiln_device_info *info, uint32_t *rm, uint32_t *rn)
+/*
+ * Tiles of the implicit GEMM (cl_kernels/nn_conv.cl, route 4), the `tile` tuner parameter:
+ * results per item (rows x columns) and items along the columns of a 256-item work-group.
+ * 1: 64 x 64 tiles of 4 x 4 (CPUs: few registers per lane, small local footprint);
+ * 2: 64 x 128 of 4 x 8; 3: 64 x 256 of 8 x 8 (32 x 8 items: a warp reads 32 contiguous
+ * 4-vectors of B and broadcasts A); 4: 128 x 128 of 8 x 8 (more than 64 channels).
+ */
+typedef struct {
+  uint32_t rm, rn, wx;
+} igemm_tile_shape;
+
+#define IGEMM_NTILES 4
+static const igemm_tile_shape igemm_tiles[IGEMM_NTILES + 1] = {
+    {0, 0, 0}, {4, 4, 16}, {4, 8, 16}, {8, 8, 32}, {8, 8, 16}};
+
+static uint32_t
+igemm_tm(uint32_t tile)
 {
-  *rm = 4;
-  *rn = info->is_gpu ? 8 : 4;
+  return 256 / igemm_tiles[tile].wx * igemm_tiles[tile].rm;
 }
 
-/* conv_igemm runs on 16 x 16 work-groups and splits K in 32-bit arithmetic. */
-static int
-igemm_ok(const kiln_device_info *info, const conv_geo *g)
+static uint32_t
+igemm_tn(uint32_t tile)
 {
-  uint32_t rm, rn;
-  igemm_tile(info, &rm, &rn);
-  uint64_t c = g->cig > g->cog ? (uint64_t)g->cig : (uint64_t)g->cog;
-  return info->max_work_group_size >= 256 && c * g->kvol < ((uint64_t)1 << 31) &&
-         (uint64_t)16 * (16 * rm + 16 * rn) * 8 + 16 * sizeof(cl_long4) <= info->local_mem_bytes;
+  return igemm_tiles[tile].wx * igemm_tiles[tile].rn;
+}
+
+/* The tile of tile 0 (the default) for M rows per group. A reasoned guess until the H200
+ * measurements of bench/h200/conv.sh: 8 x 8 blocks for f32 on GPUs (half the local reads per
+ * multiply-add of 4 x 8), 4 x 8 for f64 (8 x 8 doubles need most of the register file). */
+static uint32_t
+igemm_default_tile(const kiln_device_info *info, kiln_dtype dt, uint64_t m)
+{
+  if (!info->is_gpu)
+    return 1;
+  if (dt == KILN_F64)
+    return 2;
+  return m > 64 ? 4 : 3;
+}
+
+/* The family's program variant (the runtime hands it to nn_conv_build_options untouched). */
+typedef struct {
+  uint32_t tile;
+} conv_variant;
+
+/* Kernel name of the nn_conv source built with tile (ctx->lock held). */
+static kiln_status
+conv_kernel_tile(const char *op, kiln_context *ctx, kiln_dtype dt, uint32_t tile, const char *name,
+                 cl_kernel *k)
+{
+  conv_variant v = {tile};
+  char options[192];
+  KILN_RETURN_IF(
+      !kiln__program_options(&ctx->info, KILN__NN_CONV_SRC, dt, &v, options, sizeof options),
+      KILN_ERR_DTYPE, op, "dtype %s is not supported by the nn_conv.cl kernels",
+      kiln_dtype_name(dt));
+  return kiln__kernel_get(op, ctx, KILN__NN_CONV_SRC, options, name, k);
 }
 
 static void
 nn_conv_build_options(const kiln_device_info *info, const char *source, kiln_dtype dtype,
                       const void *variant, char *buf, size_t len)
 {
-  (void)dtype;
-  (void)variant;
   if (strcmp(source, KILN__NN_CONV_SRC) != 0)
     return;
-  uint32_t rm, rn;
-  igemm_tile(info, &rm, &rn);
-  kiln__options_append(buf, len, " -DKILN_CONV_RM=%u -DKILN_CONV_RN=%u", rm, rn);
+  const conv_variant *v = variant;
+  uint32_t tile =
+      v && v->tile >= 1 && v->tile <= IGEMM_NTILES ? v->tile : igemm_default_tile(info, dtype, 64);
+  kiln__options_append(buf, len, " -DKILN_CONV_RM=%u -DKILN_CONV_RN=%u -DKILN_CONV_WX=%u",
+                       igemm_tiles[tile].rm, igemm_tiles[tile].rn, igemm_tiles[tile].wx);
+}
+
+/* One direction of the implicit GEMM: the forward (bwd 0) or backward-data (1) pass of g. */
+typedef struct {
+  int bwd;
+  int64_t csrc, cdst;    /* channels of the gathered source and of the destination */
+  kiln__nn_dims cd, sd;  /* spatial sizes of the destination (columns) and the source */
+  uint64_t cv, sv, m, k; /* their volumes, rows per group, reduction length */
+} igemm_dir;
+
+static igemm_dir
+igemm_direction(const conv_geo *g, int bwd)
+{
+  igemm_dir d;
+  d.bwd = bwd;
+  d.csrc = bwd ? g->Cout : g->Cin;
+  d.cdst = bwd ? g->Cin : g->Cout;
+  d.cd = bwd ? g->in : g->out;
+  d.sd = bwd ? g->out : g->in;
+  d.cv = bwd ? g->ivol : g->ovol;
+  d.sv = bwd ? g->ovol : g->ivol;
+  d.m = (uint64_t)(bwd ? g->cig : g->cog);
+  d.k = (uint64_t)(bwd ? g->cog : g->cig) * g->kvol;
+  return d;
+}
+
+/* Route 4 runs where its 256-item groups and local tiles fit (plus conv_igemm_wgrad's row
+ * tables, under 1 KiB) and its 32-bit index arithmetic cannot overflow: columns, source offsets
+ * within a group, the padded volume (column base positions), the packed operand. */
+static int
+igemm_ok(const kiln_device_info *info, const conv_geo *g, kiln_dtype dt, uint32_t tile)
+{
+  const uint64_t lim = (uint64_t)1 << 31;
+  uint64_t esz = kiln_dtype_size(dt);
+  if (info->max_work_group_size < 256 ||
+      (uint64_t)(igemm_tm(tile) + igemm_tn(tile)) * 16 * esz + 1024 > info->local_mem_bytes)
+    return 0;
+  uint64_t padded = 1;
+  for (int i = 0; i < 3; i++) {
+    if (g->s.v[i] >= (1 << 20) || g->p.v[i] >= (1 << 20) || g->d.v[i] * g->k.v[i] >= (1 << 24))
+      return 0;
+    padded *= (uint64_t)(g->in.v[i] + 2 * g->p.v[i] + g->s.v[i] + g->d.v[i] * g->k.v[i]);
+  }
+  if (padded >= lim)
+    return 0;
+  for (int bwd = 0; bwd < 2; bwd++) {
+    igemm_dir d = igemm_direction(g, bwd);
+    uint64_t kpad = (d.k + 15) / 16 * 16,
+             mpad = (d.m + igemm_tm(tile) - 1) / igemm_tm(tile) * igemm_tm(tile);
+    if ((uint64_t)g->N * d.cv >= lim || (uint64_t)(d.csrc / g->G) * d.sv >= lim || kpad >= lim ||
+        (uint64_t)g->G * kpad * mpad >= ((uint64_t)1 << 40))
+      return 0;
+  }
+  return 1;
 }
 
 /* What a route asks for becomes on this problem: the GEMM routes need a batch whose columns
  * fit (nc > 0), convgemm and the implicit GEMM their special cases (else the im2col GEMM
- * serves). */
+ * serves). The tile is resolved too (0: the default). */
 static int
-route_effective(const kiln_device_info *info, const conv_geo *g, int route, uint64_t nc)
+route_effective(const kiln_device_info *info, const conv_geo *g, kiln_dtype dt, int route,
+                uint32_t *tile, uint64_t nc)
 {
+  if (*tile == 0 || *tile > IGEMM_NTILES)
+    *tile = igemm_default_tile(info, dt, (uint64_t)g->cog);
   if (route == ROUTE_RULE) {
     int big = (uint64_t)g->cog * (uint64_t)g->cig * g->kvol >= KILN__CONV_GEMM_MIN_REUSE;
-    /* GPUs: the implicit GEMM (no column traffic, a 64-row tile that fits C_out/g = 64
-     * exactly); CPUs: CLBlast's GEMM on the columns (PoCL runs the 256-item local-memory
-     * kernel slowly); small channel counts: the direct kernel. */
-    if (big && info->is_gpu && igemm_ok(info, g))
+    /* GPUs: the implicit GEMM (no column traffic); CPUs: CLBlast's GEMM on the columns
+     * (PoCL runs the 256-item local-memory kernel slowly); small channel counts: the direct
+     * kernel. */
+    if (big && info->is_gpu && igemm_ok(info, g, dt, *tile))
       route = ROUTE_IGEMM;
     else
       route = big && have_clblast() ? ROUTE_GEMM : ROUTE_DIRECT;
   }
   if (route == ROUTE_CONVGEMM && !convgemm_ok(g))
     route = ROUTE_GEMM;
-  if (route == ROUTE_IGEMM && !igemm_ok(info, g))
+  if (route == ROUTE_IGEMM && !igemm_ok(info, g, dt, *tile))
     route = ROUTE_GEMM;
-  if (route != ROUTE_DIRECT && (g->N == 0 || nc == 0))
+  if (route == ROUTE_IGEMM && g->N == 0)
+    route = ROUTE_DIRECT;
+  if ((route == ROUTE_GEMM || route == ROUTE_CONVGEMM) && (g->N == 0 || nc == 0))
     route = ROUTE_DIRECT;
   return route;
 }
 
-/* The route of one call (call before taking ctx->lock: the lookup may tune online). */
+/* The conv tuner family's parameters. */
+typedef struct {
+  uint32_t route, tile;
+} conv_choice;
+
+/* The route and tile of one call (call before taking ctx->lock: the lookup may tune online);
+ * forced NULL: look them up. */
 static int
-conv_route(kiln_context *ctx, const conv_geo *g, kiln_dtype dt, int forced)
+conv_route(kiln_context *ctx, const conv_geo *g, kiln_dtype dt, const conv_choice *forced,
+           uint32_t *tile)
 {
-  int route = forced;
-  if (route < 0) {
-    uint32_t chosen = ROUTE_RULE;
+  conv_choice chosen = {ROUTE_RULE, 0};
+  if (forced) {
+    chosen = *forced;
+  } else {
     uint64_t mnk = conv_mnk(g);
     kiln__tune_lookup(ctx, &conv_tune, dt, KILN__LAYOUT_MNK, mnk ? mnk : 1, &chosen);
-    route = (int)chosen;
   }
-  return route_effective(&ctx->info, g, route, chunk_samples(ctx, g, dt));
-}
-
-/* The backward-weight pass has no implicit-GEMM kernel: those routes take the im2col GEMM
- * where CLBlast runs it, the direct kernels otherwise. */
-static int
-backward_route(int route)
-{
-  if (route == ROUTE_IGEMM || route == ROUTE_CONVGEMM)
-    return have_clblast() ? ROUTE_GEMM : ROUTE_DIRECT;
-  return route;
+  *tile = chosen.tile;
+  return route_effective(&ctx->info, g, dt, (int)chosen.route, tile, chunk_samples(ctx, g, dt));
 }
 
 /* C = op(A) op(B) (+ C with acc) for batch matrices; offsets, lds and strides in elements. */
@@ -444,49 +546,187 @@ launch_im2col(const char *op, kiln_context *ctx, kiln_dtype dt, const kiln_tenso
   return kiln__nn_launch_planes(&a, ctx, g->ovol, nc * (uint64_t)g->cig * g->kvol);
 }
 
-/* conv_igemm or conv_igemm_bwd in *k; *route becomes the im2col GEMM (direct without CLBlast)
- * where the compiled kernel takes fewer than the 256 work-items it needs. */
+/*
+ * Route 4 (ctx->lock held): packs the weight and the tap table into a temporary, then runs
+ * conv_igemm (bwd 0: y from x) or conv_igemm_bwd (bwd 1: dx from grad, the transposed
+ * convolution's bias fused) on src. *ran 0: the compiled kernel takes fewer than the 256
+ * items a group needs; nothing was enqueued and the caller takes another route.
+ */
 static kiln_status
-igemm_kernel(const char *op, kiln_context *ctx, kiln_dtype dt, const char *name, int *route,
-             cl_kernel *k)
+igemm_run(const char *op, kiln_context *ctx, int bwd, uint32_t tile, const kiln_tensor *src,
+          const kiln_tensor *w, const kiln_tensor *bias, kiln_tensor *dst, const conv_geo *g,
+          int *ran)
 {
-  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, name, k));
+  kiln_dtype dt = dst->dtype;
+  size_t esz = kiln_dtype_size(dt);
+  cl_kernel kp, k;
+  KILN_TRY(conv_kernel_tile(op, ctx, dt, tile, bwd ? "conv_igemm_bwd" : "conv_igemm", &k));
   size_t kmax = 0;
-  if (clGetKernelWorkGroupInfo(*k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax,
-                               NULL) != CL_SUCCESS ||
-      kmax < 256)
-    *route = have_clblast() ? ROUTE_GEMM : ROUTE_DIRECT;
-  return KILN_OK;
+  *ran = clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax,
+                                  NULL) == CL_SUCCESS &&
+         kmax >= 256;
+  if (!*ran)
+    return KILN_OK;
+  /* conv_pack reads no tile option: the default program's, one build fewer per tile. */
+  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "conv_pack", &kp));
+  igemm_dir d = igemm_direction(g, bwd);
+  uint64_t tm = igemm_tm(tile), tn = igemm_tn(tile);
+  uint64_t kpad = (d.k + 15) / 16 * 16, mtiles = (d.m + tm - 1) / tm, mpad = mtiles * tm;
+  /* The tap table (int4 per row) first, the packed operand after it. */
+  uint64_t tab_bytes = kpad * 16, pkoff = tab_bytes / esz;
+  uint64_t npk = (uint64_t)g->G * kpad * mpad;
+  kiln__ops_tmp tmp;
+  KILN_TRY(kiln__ops_tmp_alloc(ctx, tab_bytes + npk * esz, &tmp));
+  cl_long4 ch = {{g->N, d.csrc, d.cdst, g->G}};
+  kiln__args a = kiln__args_begin(op, kp);
+  kiln__args_tensor(&a, w);
+  kiln__args_mem(&a, tmp.mem);
+  kiln__args_mem(&a, tmp.mem);
+  kiln__args_u64(&a, pkoff);
+  kiln__args_raw(&a, sizeof ch, &ch);
+  kiln__nn_args_dims(&a, &d.sd);
+  kiln__nn_args_dims(&a, &g->k);
+  kiln__nn_args_dims(&a, &g->d);
+  kiln__args_u32(&a, (uint32_t)bwd);
+  kiln__args_u32(&a, (uint32_t)d.k);
+  kiln__args_u32(&a, (uint32_t)kpad);
+  kiln__args_u32(&a, (uint32_t)mpad);
+  kiln_status s = kiln__args_launch_1d(&a, ctx, kpad + npk, 0);
+  if (s == KILN_OK) {
+    int unit = g->s.v[0] == 1 && g->s.v[1] == 1 && g->s.v[2] == 1;
+    uint32_t flags = (bias ? 1u : 0u) | (bwd && unit ? 2u : 0u);
+    a = kiln__args_begin(op, k);
+    kiln__args_tensor(&a, src);
+    kiln__args_mem(&a, tmp.mem);
+    kiln__args_mem(&a, tmp.mem);
+    kiln__args_u64(&a, pkoff);
+    kiln__args_tensor(&a, bias);
+    kiln__args_tensor(&a, dst);
+    kiln__args_raw(&a, sizeof ch, &ch);
+    kiln__nn_args_dims(&a, &d.cd);
+    kiln__nn_args_dims(&a, &d.sd);
+    kiln__nn_args_dims(&a, &g->s);
+    kiln__nn_args_dims(&a, &g->p);
+    kiln__args_u32(&a, flags);
+    kiln__args_u32(&a, (uint32_t)kpad);
+    kiln__args_u32(&a, (uint32_t)mpad);
+    kiln__args_local(&a, tm * 16 * esz);
+    kiln__args_local(&a, tn * 16 * esz);
+    uint64_t cols = (uint64_t)g->N * d.cv, rows = mtiles * (uint64_t)g->G;
+    size_t global[2] = {(size_t)((cols + tn - 1) / tn * 256),
+                        (size_t)(rows < 65535 ? rows : 65535)};
+    size_t local[2] = {256, 1};
+    s = kiln__args_enqueue(&a, ctx, 2, global, local);
+  }
+  kiln__ops_tmp_free(ctx, &tmp);
+  return s;
 }
 
-/* One launch of an implicit-GEMM kernel: a (cols, rows) tile grid per (sample, group). */
+/*
+ * Route 4's weight gradient (ctx->lock held): conv_pack's forward tap table, then
+ * conv_igemm_wgrad into partial sums over nsplit ranges of the N L reduction (enough tiles to
+ * fill the device: the product itself is C_out/g x C_in/g kvol, a few tiles), then sum_parts.
+ * *ran 0: the compiled kernel takes fewer than 256 items; nothing was enqueued.
+ */
 static kiln_status
-igemm_launch(const char *op, kiln_context *ctx, cl_kernel k, const kiln_tensor *in0,
-             const kiln_tensor *w, const kiln_tensor *bias, kiln_tensor *out, const conv_geo *g,
-             uint64_t cols, uint64_t rows)
+wgrad_run(const char *op, kiln_context *ctx, uint32_t tile, const kiln_tensor *grad,
+          const kiln_tensor *x, const conv_geo *g, kiln_tensor *dw, int *ran)
 {
-  uint32_t rm, rn;
-  igemm_tile(&ctx->info, &rm, &rn);
-  kiln__args a = kiln__args_begin(op, k);
-  kiln__args_tensor(&a, in0);
-  kiln__args_tensor(&a, w);
-  kiln__args_tensor(&a, bias);
-  kiln__args_tensor(&a, out);
-  args_geo(&a, g);
-  kiln__args_u32(&a, bias ? 1u : 0u);
-  size_t esz = kiln_dtype_size(out->dtype);
-  kiln__args_local(&a, 16 * 16 * rm * esz);
-  kiln__args_local(&a, 16 * 16 * rn * esz);
-  kiln__args_local(&a, 16 * sizeof(cl_long4));
-  uint64_t ng = (uint64_t)g->N * (uint64_t)g->G;
-  size_t global[3] = {(size_t)((cols + 16 * rn - 1) / (16 * rn) * 16),
-                      (size_t)((rows + 16 * rm - 1) / (16 * rm) * 16),
-                      (size_t)(ng < 65535 ? ng : 65535)};
-  size_t local[3] = {16, 16, 1};
-  return kiln__args_enqueue(&a, ctx, 3, global, local);
+  kiln_dtype dt = dw->dtype;
+  size_t esz = kiln_dtype_size(dt);
+  cl_kernel kp, k, ks;
+  KILN_TRY(conv_kernel_tile(op, ctx, dt, tile, "conv_igemm_wgrad", &k));
+  size_t kmax = 0;
+  *ran = clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax,
+                                  NULL) == CL_SUCCESS &&
+         kmax >= 256;
+  if (!*ran)
+    return KILN_OK;
+  /* conv_pack reads no tile option: the default program's, one build fewer per tile. */
+  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "conv_pack", &kp));
+  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "sum_parts", &ks));
+  uint64_t tm = igemm_tm(tile), tn = igemm_tn(tile), M = (uint64_t)g->cog;
+  uint64_t J = (uint64_t)g->cig * g->kvol, jpad = (J + 15) / 16 * 16,
+           ktot = (uint64_t)g->N * g->ovol;
+  uint64_t tiles = (J + tn - 1) / tn * ((M + tm - 1) / tm) * (uint64_t)g->G;
+  /* About four tiles per compute unit, each range at least four K slices long. */
+  uint64_t want = (4 * (uint64_t)ctx->info.compute_units + tiles - 1) / tiles;
+  uint64_t most = (ktot + 63) / 64;
+  if (want > most)
+    want = most;
+  if (want < 1)
+    want = 1;
+  uint64_t kc = ((ktot + want - 1) / want + 15) / 16 * 16, nsplit = (ktot + kc - 1) / kc;
+  uint64_t nout = (uint64_t)g->G * M * J;
+  kiln__ops_tmp tab, part;
+  KILN_TRY(kiln__ops_tmp_alloc(ctx, jpad * 16, &tab));
+  kiln_status s = kiln__ops_tmp_alloc(ctx, nsplit * nout * esz, &part);
+  if (s != KILN_OK) {
+    kiln__ops_tmp_free(ctx, &tab);
+    return s;
+  }
+  cl_long4 chf = {{g->N, g->Cin, g->Cout, g->G}};
+  kiln__args a = kiln__args_begin(op, kp);
+  kiln__args_tensor(&a, dw); /* not read: no packed operand (Mpad 0) */
+  kiln__args_mem(&a, tab.mem);
+  kiln__args_mem(&a, tab.mem);
+  kiln__args_u64(&a, 0);
+  kiln__args_raw(&a, sizeof chf, &chf);
+  kiln__nn_args_dims(&a, &g->in);
+  kiln__nn_args_dims(&a, &g->k);
+  kiln__nn_args_dims(&a, &g->d);
+  kiln__args_u32(&a, 0);
+  kiln__args_u32(&a, (uint32_t)J);
+  kiln__args_u32(&a, (uint32_t)jpad);
+  kiln__args_u32(&a, 0);
+  s = kiln__args_launch_1d(&a, ctx, jpad, 0);
+  if (s == KILN_OK) {
+    a = kiln__args_begin(op, k);
+    kiln__args_tensor(&a, grad);
+    kiln__args_tensor(&a, x);
+    kiln__args_mem(&a, tab.mem);
+    kiln__args_mem(&a, part.mem);
+    kiln__args_raw(&a, sizeof chf, &chf);
+    kiln__nn_args_dims(&a, &g->in);
+    kiln__nn_args_dims(&a, &g->out);
+    kiln__nn_args_dims(&a, &g->s);
+    kiln__nn_args_dims(&a, &g->p);
+    kiln__args_u32(&a, (uint32_t)J);
+    kiln__args_u32(&a, (uint32_t)kc);
+    kiln__args_u32(&a, (uint32_t)nsplit);
+    kiln__args_local(&a, tm * 16 * esz);
+    kiln__args_local(&a, tn * 16 * esz);
+    kiln__args_local(&a, 2 * 16 * sizeof(cl_int4));
+    kiln__args_local(&a, 2 * 16 * sizeof(cl_int));
+    uint64_t rows = (M + tm - 1) / tm * (uint64_t)g->G * nsplit;
+    size_t global[2] = {(size_t)((J + tn - 1) / tn * 256), (size_t)(rows < 65535 ? rows : 65535)};
+    size_t local[2] = {256, 1};
+    s = kiln__args_enqueue(&a, ctx, 2, global, local);
+  }
+  if (s == KILN_OK) {
+    a = kiln__args_begin(op, ks);
+    kiln__args_mem(&a, part.mem);
+    kiln__args_u64(&a, nout);
+    kiln__args_u64(&a, nsplit);
+    kiln__args_tensor(&a, dw);
+    kiln__args_u64(&a, 0);
+    kiln__args_u32(&a, 0);
+    s = kiln__args_launch_1d(&a, ctx, nout, 0);
+  }
+  kiln__ops_tmp_free(ctx, &part);
+  kiln__ops_tmp_free(ctx, &tab);
+  return s;
 }
 
 /* ---------------------------------------------------------------- forward */
+
+/* The im2col GEMM where CLBlast runs it and one sample's columns fit, else the direct
+ * kernels: where route 4 or 3 cannot serve. */
+static int
+fallback_route(kiln_context *ctx, const conv_geo *g, kiln_dtype dt)
+{
+  return have_clblast() && chunk_samples(ctx, g, dt) > 0 ? ROUTE_GEMM : ROUTE_DIRECT;
+}
 
 /* y = conv(x, w) (+ bias) into y (ctx->lock held). */
 /* The im2col route's forward: columns of nc samples at a time, one batched GEMM per group. */
@@ -516,7 +756,7 @@ im2col_forward(const char *op, kiln_context *ctx, const kiln_tensor *x, const ki
 }
 
 static kiln_status
-forward_run(const char *op, kiln_context *ctx, int route, const kiln_tensor *x,
+forward_run(const char *op, kiln_context *ctx, int route, uint32_t tile, const kiln_tensor *x,
             const kiln_tensor *w, const kiln_tensor *bias, const conv_geo *g, kiln_tensor *y)
 {
   kiln_dtype dt = x->dtype;
@@ -524,10 +764,13 @@ forward_run(const char *op, kiln_context *ctx, int route, const kiln_tensor *x,
   if (ny == 0)
     return KILN_OK;
   cl_kernel k;
-  if (route == ROUTE_IGEMM)
-    KILN_TRY(igemm_kernel(op, ctx, dt, "conv_igemm", &route, &k));
-  if (route == ROUTE_IGEMM)
-    return igemm_launch(op, ctx, k, x, w, bias, y, g, g->ovol, (uint64_t)g->cog);
+  if (route == ROUTE_IGEMM) {
+    int ran;
+    KILN_TRY(igemm_run(op, ctx, 0, tile, x, w, bias, y, g, &ran));
+    if (ran)
+      return KILN_OK;
+    route = fallback_route(ctx, g, dt);
+  }
   if (route == ROUTE_DIRECT) {
     KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "conv_fwd", &k));
     kiln__args a = kiln__args_begin(op, k);
@@ -589,10 +832,10 @@ check_weight_bias(const char *op, kiln_context *ctx, const kiln_tensor *x, const
   return KILN_OK;
 }
 
-/* kiln_conv with a forced route (enum ROUTE_*, -1: choose). */
+/* kiln_conv with a forced route and tile (NULL: look them up). */
 static kiln_status
 conv_forward(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *w, const kiln_tensor *bias,
-             const kiln_conv_desc *desc, int forced, kiln_tensor **out)
+             const kiln_conv_desc *desc, const conv_choice *forced, kiln_tensor **out)
 {
   const char *op = "kiln_conv";
   KILN_TRY(kiln__nn_conv_check_input(op, ctx, x, out));
@@ -601,12 +844,13 @@ conv_forward(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *w, cons
   KILN_TRY(conv_geometry(op, x, w, desc, 0, &g));
   if (bias)
     KILN_TRY(kiln__nn_conv_check_tensor(op, ctx, bias, x->dtype, &g.b_shape, "bias"));
-  int route = conv_route(ctx, &g, x->dtype, forced);
+  uint32_t tile;
+  int route = conv_route(ctx, &g, x->dtype, forced, &tile);
   const kiln_tensor *ins[3] = {x, w, bias};
   kiln__out_target t;
   KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &g.y_shape, out, ins, 3, 0, &t));
   kiln__ctx_lock(ctx);
-  kiln_status s = forward_run(op, ctx, route, x, w, bias, &g, t.dst);
+  kiln_status s = forward_run(op, ctx, route, tile, x, w, bias, &g, t.dst);
   s = kiln__ops_out_finish(op, ctx, &t, s);
   kiln__ctx_unlock(ctx);
   return s;
@@ -616,15 +860,16 @@ kiln_status
 kiln_conv(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *weight,
           const kiln_tensor *bias, const kiln_conv_desc *desc, kiln_tensor **out)
 {
-  return conv_forward(ctx, x, weight, bias, desc, -1, out);
+  return conv_forward(ctx, x, weight, bias, desc, NULL, out);
 }
 
 /* ---------------------------------------------------------------- backward */
 
 /* dx = the backward-data pass of grad (y-shaped) through w, plus bias per input channel. */
 static kiln_status
-backward_data_run(const char *op, kiln_context *ctx, int route, const kiln_tensor *grad,
-                  const kiln_tensor *w, const kiln_tensor *bias, const conv_geo *g, kiln_tensor *dx)
+backward_data_run(const char *op, kiln_context *ctx, int route, uint32_t tile,
+                  const kiln_tensor *grad, const kiln_tensor *w, const kiln_tensor *bias,
+                  const conv_geo *g, kiln_tensor *dx)
 {
   kiln_dtype dt = dx->dtype;
   uint64_t nx = (uint64_t)g->N * (uint64_t)g->Cin * g->ivol;
@@ -632,11 +877,14 @@ backward_data_run(const char *op, kiln_context *ctx, int route, const kiln_tenso
     return KILN_OK;
   cl_kernel k;
   if (route == ROUTE_CONVGEMM)
-    route = have_clblast() ? ROUTE_GEMM : ROUTE_DIRECT;
-  if (route == ROUTE_IGEMM)
-    KILN_TRY(igemm_kernel(op, ctx, dt, "conv_igemm_bwd", &route, &k));
-  if (route == ROUTE_IGEMM)
-    return igemm_launch(op, ctx, k, grad, w, bias, dx, g, g->ivol, (uint64_t)g->cig);
+    route = fallback_route(ctx, g, dt);
+  if (route == ROUTE_IGEMM) {
+    int ran;
+    KILN_TRY(igemm_run(op, ctx, 1, tile, grad, w, bias, dx, g, &ran));
+    if (ran)
+      return KILN_OK;
+    route = fallback_route(ctx, g, dt);
+  }
   if (route == ROUTE_DIRECT) {
     KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "conv_bwd_data", &k));
     kiln__args a = kiln__args_begin(op, k);
@@ -678,15 +926,70 @@ backward_data_run(const char *op, kiln_context *ctx, int route, const kiln_tenso
   return s;
 }
 
+/*
+ * dW_g [C_out/g, K] (+ dW_g with acc) = gy [C_out/g, m L] x col [K, m L]^T for m samples'
+ * columns. The product is small next to its reduction (64 x 576 against 200704 for a ResNet
+ * layer: a handful of GEMM tiles for a whole GPU), so the samples are split into groups, one
+ * GEMM of the batch per group into partial sums (the remainder samples one more), and
+ * sum_parts adds them in order: deterministic, and enough tiles to fill the device.
+ */
+static kiln_status
+weight_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, const conv_geo *g, cl_mem gy,
+            cl_mem col, uint64_t m, kiln_tensor *dw, int64_t grp, int acc)
+{
+  uint64_t cog = (uint64_t)g->cog, kg = (uint64_t)g->cig * g->kvol, L = g->ovol, ld = m * L;
+  uint64_t tiles = ((cog + 63) / 64) * ((kg + 63) / 64);
+  uint64_t want = 2 * (uint64_t)ctx->info.compute_units / tiles;
+  if (want > m)
+    want = m;
+  if (want <= 1)
+    return gemm(op, ctx, dt, 0, 1, cog, kg, ld, gmem(gy, 0, ld, 0), gmem(col, 0, ld, 0),
+                gm(dw, (uint64_t)grp * cog * kg, kg, 0), 1, acc);
+  uint64_t spl = (m + want - 1) / want, full = m / spl, rem = m - full * spl;
+  uint64_t nparts = full + (rem ? 1 : 0), nout = cog * kg;
+  kiln__ops_tmp part;
+  KILN_TRY(kiln__ops_tmp_alloc(ctx, nparts * nout * kiln_dtype_size(dt), &part));
+  kiln_status s = gemm(op, ctx, dt, 0, 1, cog, kg, spl * L, gmem(gy, 0, ld, spl * L),
+                       gmem(col, 0, ld, spl * L), gmem(part.mem, 0, kg, nout), full, 0);
+  if (s == KILN_OK && rem)
+    s = gemm(op, ctx, dt, 0, 1, cog, kg, rem * L, gmem(gy, full * spl * L, ld, 0),
+             gmem(col, full * spl * L, ld, 0), gmem(part.mem, full * nout, kg, 0), 1, 0);
+  cl_kernel k;
+  if (s == KILN_OK)
+    s = kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "sum_parts", &k);
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, k);
+    kiln__args_mem(&a, part.mem);
+    kiln__args_u64(&a, nout);
+    kiln__args_u64(&a, nparts);
+    kiln__args_tensor(&a, dw);
+    kiln__args_u64(&a, (uint64_t)grp * nout);
+    kiln__args_u32(&a, acc ? 1u : 0u);
+    s = kiln__args_launch_1d(&a, ctx, nout, 0);
+  }
+  kiln__ops_tmp_free(ctx, &part);
+  return s;
+}
+
 /* dw from grad and x (ctx->lock held). */
 static kiln_status
-backward_weight_run(const char *op, kiln_context *ctx, int route, const kiln_tensor *grad,
-                    const kiln_tensor *x, const conv_geo *g, kiln_tensor *dw)
+backward_weight_run(const char *op, kiln_context *ctx, int route, uint32_t tile,
+                    const kiln_tensor *grad, const kiln_tensor *x, const conv_geo *g,
+                    kiln_tensor *dw)
 {
   kiln_dtype dt = x->dtype;
   uint64_t kg = (uint64_t)g->cig * g->kvol, nw = (uint64_t)g->Cout * kg;
   if (nw == 0)
     return KILN_OK;
+  if (route == ROUTE_CONVGEMM)
+    route = fallback_route(ctx, g, dt);
+  if (route == ROUTE_IGEMM) {
+    int ran;
+    KILN_TRY(wgrad_run(op, ctx, tile, grad, x, g, dw, &ran));
+    if (ran)
+      return KILN_OK;
+    route = fallback_route(ctx, g, dt);
+  }
   if (route == ROUTE_DIRECT) {
     cl_kernel k;
     KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "conv_bwd_weight", &k));
@@ -699,7 +1002,7 @@ backward_weight_run(const char *op, kiln_context *ctx, int route, const kiln_ten
   }
   uint64_t cog = (uint64_t)g->cog, nc = chunk_rows(ctx, g, dt, kg + cog);
   if (nc == 0)
-    return backward_weight_run(op, ctx, ROUTE_DIRECT, grad, x, g, dw);
+    return backward_weight_run(op, ctx, ROUTE_DIRECT, 0, grad, x, g, dw);
   /* Per chunk and group one GEMM over all its samples' positions:
    * dW_g [C_out/g, K] (+)= grad_g [C_out/g, nc L] x col [K, nc L]^T, the chunks accumulating
    * in order (deterministic). */
@@ -729,9 +1032,7 @@ backward_weight_run(const char *op, kiln_context *ctx, int route, const kiln_ten
       kiln__args_i64(&a, grp);
       s = kiln__nn_launch_planes(&a, ctx, g->ovol, m * cog);
       if (s == KILN_OK)
-        s = gemm(op, ctx, dt, 0, 1, cog, kg, m * g->ovol, gmem(gy.mem, 0, m * g->ovol, 0),
-                 gmem(col.mem, 0, m * g->ovol, 0), gm(dw, (uint64_t)grp * cog * kg, kg, 0), 1,
-                 n0 > 0);
+        s = weight_gemm(op, ctx, dt, g, gy.mem, col.mem, m, dw, grp, n0 > 0);
     }
   }
   kiln__ops_tmp_free(ctx, &gy);
@@ -782,7 +1083,8 @@ kiln_conv_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_tensor
     }
   static const char *const names[3] = {"grad_x", "grad_weight", "grad_bias"};
   KILN_TRY(kiln__ops_outputs_disjoint(op, given, names, 3));
-  int route = conv_route(ctx, &g, x->dtype, -1);
+  uint32_t tile;
+  int route = conv_route(ctx, &g, x->dtype, NULL, &tile);
   const kiln__shape *shapes[3] = {&g.x_shape, &g.w_shape, &g.b_shape};
   const kiln_tensor *ins[3] = {grad, x, weight};
   kiln__out_target t[3];
@@ -795,9 +1097,9 @@ kiln_conv_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_tensor
     begun--; /* the failed one unwound itself */
   kiln__ctx_lock(ctx);
   if (s == KILN_OK && grad_x)
-    s = backward_data_run(op, ctx, route, grad, weight, NULL, &g, t[0].dst);
+    s = backward_data_run(op, ctx, route, tile, grad, weight, NULL, &g, t[0].dst);
   if (s == KILN_OK && grad_weight)
-    s = backward_weight_run(op, ctx, backward_route(route), grad, x, &g, t[1].dst);
+    s = backward_weight_run(op, ctx, route, tile, grad, x, &g, t[1].dst);
   if (s == KILN_OK && grad_bias)
     s = bias_grad_run(op, ctx, grad, &g, t[2].dst);
   for (int i = 0; i < begun; i++)
@@ -818,12 +1120,13 @@ kiln_conv_transpose(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *
   KILN_TRY(conv_geometry(op, x, weight, desc, 1, &g));
   if (bias)
     KILN_TRY(kiln__nn_conv_check_tensor(op, ctx, bias, x->dtype, &g.b_shape, "bias"));
-  int route = conv_route(ctx, &g, x->dtype, -1);
+  uint32_t tile;
+  int route = conv_route(ctx, &g, x->dtype, NULL, &tile);
   const kiln_tensor *ins[3] = {x, weight, bias};
   kiln__out_target t;
   KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &g.x_shape, out, ins, 3, 0, &t));
   kiln__ctx_lock(ctx);
-  kiln_status s = backward_data_run(op, ctx, route, x, weight, bias, &g, t.dst);
+  kiln_status s = backward_data_run(op, ctx, route, tile, x, weight, bias, &g, t.dst);
   s = kiln__ops_out_finish(op, ctx, &t, s);
   kiln__ctx_unlock(ctx);
   return s;
@@ -835,10 +1138,11 @@ kiln_conv_transpose(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *
 #define P2(k) ((uint64_t)1 << (k))
 
 static const uint64_t conv_routes[] = {ROUTE_DIRECT, ROUTE_GEMM, ROUTE_CONVGEMM, ROUTE_IGEMM};
+static const uint64_t conv_tile_ids[] = {1, 2, 3, 4};
 
 static const struct kiln__tune_param conv_params[] = {
     {.name = "route",
-     .offset = 0,
+     .offset = offsetof(conv_choice, route),
      .size = sizeof(uint32_t),
      .min = ROUTE_RULE,
      .max = ROUTE_IGEMM,
@@ -846,6 +1150,15 @@ static const struct kiln__tune_param conv_params[] = {
      .nfull = N_(conv_routes),
      .quick = conv_routes,
      .nquick = N_(conv_routes)},
+    {.name = "tile",
+     .offset = offsetof(conv_choice, tile),
+     .size = sizeof(uint32_t),
+     .min = 0,
+     .max = IGEMM_NTILES,
+     .full = conv_tile_ids,
+     .nfull = N_(conv_tile_ids),
+     .quick = conv_tile_ids,
+     .nquick = N_(conv_tile_ids)},
 };
 
 static const uint64_t conv_sizes[] = {P2(14), P2(16), P2(18), P2(20), P2(22), P2(24), P2(26)};
@@ -862,26 +1175,30 @@ conv_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *param
   (void)ctx;
   (void)dtype;
   (void)layout;
-  *(uint32_t *)params = ROUTE_RULE;
+  conv_choice c = {ROUTE_RULE, 0};
+  memcpy(params, &c, sizeof c);
 }
 
 /*
- * A 3x3 convolution, padding 1, x [1, c, h, h] and w [c, c, 3, 3], with c * c * 9 * h * h
- * about 2^k: c = 2^((k - 3) / 3) up to 256, h from the rest.
+ * A 3x3 convolution, padding 1, x [n, c, h, h] and w [c, c, 3, 3], with n * c * c * 9 * h * h
+ * about 2^k: c = 2^((k - 3) / 3) up to 64, then h up to 64, then the batch (the shapes of a
+ * ResNet stage: large buckets are many images of a middling layer, not one huge image).
  */
 static kiln_status
 conv_tune_setup(struct kiln__tune_problem *pb)
 {
   int e = pb->k > 3 ? pb->k - 3 : 0;
-  int ce = e / 3 < 8 ? e / 3 : 8;
+  int ce = e / 3 < 6 ? e / 3 : 6;
   int he = (e - 2 * ce + 1) / 2;
-  int64_t c = (int64_t)1 << ce, h = (int64_t)1 << (he > 0 ? he : 0);
-  int64_t xs[4] = {1, c, h, h}, ws[4] = {c, c, 3, 3};
+  he = he < 0 ? 0 : he > 6 ? 6 : he;
+  int ne = e - 2 * ce - 2 * he > 0 ? e - 2 * ce - 2 * he : 0;
+  int64_t c = (int64_t)1 << ce, h = (int64_t)1 << he, n = (int64_t)1 << ne;
+  int64_t xs[4] = {n, c, h, h}, ws[4] = {c, c, 3, 3};
   pb->ndim = 2;
   pb->shape[0] = c;
   pb->shape[1] = h * h;
-  snprintf(pb->desc, sizeof pb->desc, "[1,%lld,%lld,%lld]*[%lld,%lld,3,3]", (long long)c,
-           (long long)h, (long long)h, (long long)c, (long long)c);
+  snprintf(pb->desc, sizeof pb->desc, "[%lld,%lld,%lld,%lld]*[%lld,%lld,3,3]", (long long)n,
+           (long long)c, (long long)h, (long long)h, (long long)c, (long long)c);
   kiln_status s = kiln__tune_input(pb->ctx, pb->dtype, 4, xs, 12345u, &pb->in[0]);
   if (s == KILN_OK)
     s = kiln__tune_input(pb->ctx, pb->dtype, 4, ws, 12345u + 7919u, &pb->in[1]);
@@ -895,11 +1212,13 @@ conv_tune_run(struct kiln__tune_problem *pb, const void *params)
   memset(&d, 0, sizeof d);
   d.nd = 2;
   d.padding[0] = d.padding[1] = 1;
-  return conv_forward(pb->ctx, pb->in[0], pb->in[1], NULL, &d, (int)*(const uint32_t *)params,
-                      &pb->out);
+  conv_choice c;
+  memcpy(&c, params, sizeof c);
+  return conv_forward(pb->ctx, pb->in[0], pb->in[1], NULL, &d, &c, &pb->out);
 }
 
-/* Two candidates that become the same route on pb's problem run the same code. */
+/* Two candidates that become the same route (and, for route 4, tile) on pb's problem run the
+ * same code. */
 static int
 conv_same_run(const struct kiln__tune_problem *pb, const void *a, const void *b)
 {
@@ -909,11 +1228,15 @@ conv_same_run(const struct kiln__tune_problem *pb, const void *a, const void *b)
   g.G = 1;
   g.cig = g.cog = g.Cin = g.Cout = pb->shape[0];
   for (int i = 0; i < 3; i++)
-    g.in.v[i] = g.k.v[i] = 1;
+    g.in.v[i] = g.out.v[i] = g.k.v[i] = g.s.v[i] = g.d.v[i] = 1;
   g.k.v[1] = g.k.v[2] = 3;
   g.kvol = 9;
-  return route_effective(&pb->ctx->info, &g, (int)*(const uint32_t *)a, 1) ==
-         route_effective(&pb->ctx->info, &g, (int)*(const uint32_t *)b, 1);
+  conv_choice ca, cb;
+  memcpy(&ca, a, sizeof ca);
+  memcpy(&cb, b, sizeof cb);
+  int ra = route_effective(&pb->ctx->info, &g, pb->dtype, (int)ca.route, &ca.tile, 1);
+  int rb = route_effective(&pb->ctx->info, &g, pb->dtype, (int)cb.route, &cb.tile, 1);
+  return ra == rb && (ra != ROUTE_IGEMM || ca.tile == cb.tile);
 }
 
 static double
@@ -925,9 +1248,9 @@ conv_tune_bytes(const struct kiln__tune_problem *pb)
 
 static const struct kiln__tune_family conv_tune = {
     .name = "conv",
-    .description = "convolution route (kiln's direct kernel or im2col + GEMM), timed on a 3x3 "
-                   "convolution",
-    .params_size = sizeof(uint32_t),
+    .description = "convolution route (direct, im2col + GEMM, convgemm, implicit GEMM) and the "
+                   "implicit GEMM's tile, timed on a 3x3 convolution",
+    .params_size = sizeof(conv_choice),
     .params = conv_params,
     .nparams = N_(conv_params),
     .layouts = 1u << KILN__LAYOUT_MNK,

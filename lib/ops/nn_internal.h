@@ -14,7 +14,7 @@
 #define KILN__NN_ROWS "nn_rows"
 /* The dtypes both nn sources build today; f16/bf16 need only this mask widened (the kernels
  * move data through KILN_LOAD/KILN_STORE and keep scratch in the compute dtype). */
-#define KILN__NN_DTYPES KILN__DT_FLOATS
+#define KILN__NN_DTYPES (KILN__DT_FLOATS | KILN__DT_HALVES)
 #define KILN__NN_ACT "nn_act"
 
 /* The dtype kernels compute and keep scratch buffers in (T of common.cl) for dtype. */

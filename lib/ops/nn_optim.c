@@ -352,4 +352,7 @@ static const struct kiln__source nnt_sources[] = {
     {KILN__NNT_ATT, KILN__DT_FLOATS}, {KILN__NNT_EMBED, KILN__DT_FLOATS},
     {KILN__NNT_WLOSS, KILN__DT_FLOATS}, {NULL, 0}};
 
-const struct kiln__family kiln__nn_train_family = {.name = "nn_train", .sources = nnt_sources};
+const struct kiln__family kiln__nn_train_family = {.name = "nn_train",
+                                                   .sources = nnt_sources,
+                                                   .build_options = kiln__nnt_build_options,
+                                                   .tune = &kiln__attention_tune};

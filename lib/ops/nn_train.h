@@ -22,6 +22,15 @@ kiln_status kiln__nnt_check_float(const char *op, kiln_context *ctx, const kiln_
 kiln_status kiln__nnt_check_like(const char *op, kiln_context *ctx, const kiln_tensor *t,
                                  const kiln_tensor *ref, const char *what);
 
+/* Build options of the family's sources: the forward attention tile (variant: nn_attention.c's
+ * att_variant; NULL the device default). */
+void kiln__nnt_build_options(const kiln_device_info *info, const char *source, kiln_dtype dtype,
+                             const void *variant, char *buf, size_t len);
+
+/* The `attention` tuner family (nn_attention.c): the forward kernel's tile. */
+struct kiln__tune_family;
+extern const struct kiln__tune_family kiln__attention_tune;
+
 /* Test hook: the work-groups the per-channel reductions of group_norm/batch_norm aim for
  * (0: the device default, 2048 on GPUs, 1 on CPUs: one per channel). */
 extern uint64_t kiln__nnt_chan_groups;

@@ -36,7 +36,7 @@ void kiln__random_advance_locked(kiln_context *ctx, uint64_t nblocks);
 /*
  * A program variant: the compile-time launch parameters of some sources (the
  * `variant` of kiln__program_options); 0 = the device default. Read by the
- * build-option callbacks of the reduce, scan, elementwise and nn families.
+ * build-option callbacks of the reduce, scan, elementwise, nn and random families.
  */
 typedef struct kiln__program_variant {
   uint32_t cols;       /* reduce, scan: KILN_COLS (columns per work-item) */
@@ -46,6 +46,8 @@ typedef struct kiln__program_variant {
   uint32_t nn_items;   /* nn: KILN_NN_ITEMS of nn_act.cl (elements per work-item) */
   uint32_t nn_erf;     /* nn: KILN_NN_ERF + 1 of nn_act.cl (0 default) */
   uint32_t nn_row_items; /* nn: KILN_NN_ROW_ITEMS + 1 of nn_rows.cl (0 default) */
+  uint32_t rng_blocks; /* random: KILN_RNG_BLOCKS (block vectors per work-item of normals) */
+  uint32_t rng_vec;    /* random: KILN_RNG_VEC (counter blocks per vector, as SIMD lanes) */
 } kiln__program_variant;
 
 /*

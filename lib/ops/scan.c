@@ -103,6 +103,7 @@ struct scan_call {
   const char *options;
   const char *name; /* op name in scan.cl */
   cl_uint flags;
+  kiln_dtype out_dtype; /* of the values */
 };
 
 static kiln_status
@@ -111,6 +112,100 @@ get(struct scan_call *sc, const char *suffix, cl_kernel *k)
   char name[64];
   snprintf(name, sizeof name, "%s%s", sc->name, suffix);
   return kiln__kernel_get(sc->op, sc->ctx, "scan", sc->options, name, k);
+}
+
+/* Bytes of an element of dtype in the kernels' registers (f16 and bf16 compute in f32). */
+static size_t
+compute_bytes(kiln_dtype d)
+{
+  return kiln__dtype_is_half(d) ? 4 : kiln_dtype_size(d);
+}
+
+/*
+ * Whether a work-group of NAME_lookback may wait for another one that started before it:
+ * GPUs keep a started work-group running, CPU devices run each to completion. Other device
+ * types (accelerators, custom) promise neither: they take the multi-pass path.
+ */
+static int
+lookback_safe(kiln_context *ctx)
+{
+  cl_device_type t = 0;
+  if (clGetDeviceInfo(ctx->device, CL_DEVICE_TYPE, sizeof t, &t, NULL) != CL_SUCCESS)
+    return 0;
+  return (t & (CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_CPU)) != 0;
+}
+
+/*
+ * The single-pass scan of `lines` contiguous lines of len elements (NAME_lookback).
+ * *done = 0 (and KILN_OK) where the device or the size rules it out: the caller then takes
+ * the multi-pass path. ctx->lock held.
+ */
+static kiln_status
+run_lookback(struct scan_call *sc, const kiln_tensor *x, uint64_t lines, uint64_t len,
+             kiln_tensor *y, kiln_tensor *yi, int need_idx, int *done)
+{
+  KILN__ASSERT_LOCKED(sc->ctx);
+  kiln_context *ctx = sc->ctx;
+  *done = 0;
+  /* The rule of scan_contract.clh: SCAN_LB_BYTES of the wider of input and staged output. */
+  size_t in = compute_bytes(x->dtype), out = compute_bytes(sc->out_dtype);
+  size_t sb = in > out ? in : out, e = SCAN_LB_BYTES / sb;
+  e = e < 1 ? 1 : e > SCAN_LB_MAX_E ? SCAN_LB_MAX_E : e;
+  /* cummin/cummax carry (value, i64 index) pairs; the other states are the value. */
+  size_t state = need_idx ? 16 : sb;
+  cl_kernel k;
+  KILN_TRY(get(sc, "_lookback", &k));
+  /* Groups no wider than a line needs: a row of 1024 f32 is one tile of 64 items. */
+  uint64_t need = (len + e - 1) / e, want = 1;
+  while (want < need && want < sc->lp->wg_size)
+    want <<= 1;
+  if (want > sc->lp->wg_size)
+    want = sc->lp->wg_size;
+  size_t local;
+  /* Per item: two scan slots, a stage slot per element and its padding; 8 bytes more
+   * cover the group's few shared scalars (ctl below, one prefix) for groups of 64 and up. */
+  KILN_TRY(kiln__launch_local_size(sc->op, ctx, k, (uint32_t)want, 2 * state + (e + 1) * sb + 8,
+                                   &local));
+  uint64_t tile = (uint64_t)local * e, tpl = (len + tile - 1) / tile, total = lines * tpl;
+  /* The tile counter is 32 bits wide. */
+  if (tpl > 1 && (total >= UINT32_MAX || !lookback_safe(ctx)))
+    return KILN_OK;
+  kiln__ops_tmp desc = {0};
+  kiln_status s = KILN_OK;
+  if (tpl > 1) {
+    /* The counter, then each tile's status words (one 64-bit word per 32 bits of state). */
+    uint64_t bytes = 8 * (1 + total * (state / 4));
+    s = kiln__ops_tmp_alloc(ctx, bytes, &desc);
+    if (s == KILN_OK) {
+      const cl_uint zero = 0;
+      cl_int err =
+          clEnqueueFillBuffer(ctx->queue, desc.mem, &zero, sizeof zero, 0, bytes, 0, NULL, NULL);
+      if (err != CL_SUCCESS)
+        s = kiln__fail_cl(sc->op, err, "clEnqueueFillBuffer");
+    }
+  }
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(sc->op, k);
+    kiln__args_mem(&a, x->mem);
+    kiln__args_u64(&a, kiln__ops_elem_offset(x));
+    kiln__args_mem(&a, y ? y->mem : NULL);
+    kiln__args_u64(&a, kiln__ops_elem_offset(y));
+    kiln__args_mem(&a, yi ? yi->mem : NULL);
+    kiln__args_u64(&a, kiln__ops_elem_offset(yi));
+    kiln__args_mem(&a, desc.mem);
+    kiln__args_u64(&a, lines);
+    kiln__args_u64(&a, len);
+    kiln__args_u64(&a, tpl);
+    kiln__args_u32(&a, (uint32_t)(e | state << 8));
+    kiln__args_u32(&a, sc->flags);
+    kiln__args_raw(&a, (2 * local + 1) * state, NULL);
+    kiln__args_raw(&a, (local * (e + 1) * sb + 15) / 16 * 16, NULL);
+    kiln__args_raw(&a, SCAN_LB_CTL_WORDS * 8, NULL);
+    s = kiln__args_enqueue_1d(&a, ctx, kiln__launch_grid(total * local, local), local);
+  }
+  kiln__ops_tmp_free(ctx, &desc);
+  *done = s == KILN_OK;
+  return s;
 }
 
 /*
@@ -132,15 +227,39 @@ run_scan(struct scan_call *sc, const kiln_tensor *x, uint64_t outer, uint64_t le
   kiln__ops_tmp tot = {0}, idx = {0}, val = {0};
   kiln_status s;
 
+  if (tiles && lp->single_pass) {
+    int done;
+    KILN_TRY(run_lookback(sc, x, lines, len, y, yi, need_idx, &done));
+    if (done)
+      return KILN_OK;
+  }
+
   KILN_TRY(get(sc, tiles ? "_tiles" : "_lines", &k));
-  KILN_TRY(
-      kiln__launch_local_size(sc->op, ctx, k, lp->wg_size, tiles ? SCAN_STATE_BYTES : 0, &local));
+  uint64_t items = outer * ((inner + lp->cols_per_item - 1) / lp->cols_per_item);
+  uint32_t want = lp->wg_size;
+  if (!tiles) {
+    /*
+     * One item per line (or block of columns): wg_size bounds the group, which shrinks
+     * (to a power of two, at least a warp on GPUs) until every compute unit gets two
+     * groups. The columns of [1024, 65536] in groups of 256 were 64 groups for 132
+     * compute units of an H200, and those of [1024, 4096] one group for the two cores of
+     * a PoCL machine.
+     */
+    uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
+    uint64_t per = items / (2 * cu), w = 1, least = ctx->info.is_gpu ? 32 : 1;
+    while (w * 2 <= per)
+      w <<= 1;
+    if (w < least)
+      w = least;
+    if (w < want)
+      want = (uint32_t)w;
+  }
+  KILN_TRY(kiln__launch_local_size(sc->op, ctx, k, want, tiles ? SCAN_STATE_BYTES : 0, &local));
   if (tiles)
     nchunk =
         kiln__launch_chunks(lp, lines, len, (uint64_t)local * lp->items_per_thread, target, &clen);
   else
-    nchunk = kiln__launch_chunks(lp, outer * ((inner + lp->cols_per_item - 1) / lp->cols_per_item),
-                                 len, lp->items_per_thread, target * local, &clen);
+    nchunk = kiln__launch_chunks(lp, items, len, lp->items_per_thread, target * local, &clen);
 
   cl_mem ymem = y ? y->mem : NULL, imem = yi ? yi->mem : NULL;
   uint64_t yoff = kiln__ops_elem_offset(y), ioff = kiln__ops_elem_offset(yi);
@@ -278,7 +397,8 @@ scan_impl(kiln_context *ctx, kiln_scan_op sop, const kiln_tensor *x, int64_t axi
                          options,
                          scan_rows[sop].name,
                          (o.nan_policy == KILN_NAN_OMIT ? SCAN_F_OMIT : 0u) |
-                             (o.exclusive ? SCAN_F_EXCL : 0u)};
+                             (o.exclusive ? SCAN_F_EXCL : 0u),
+                         result_dtype(scan_rows[sop].res, x->dtype)};
 
   /* Tiled passes read x after writing partial results: any overlap goes through a temporary. */
   kiln__out_target tv = {0}, ti = {0};

@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "core/dtype_traits.h"
+#include "core/env.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/shape.h"
 #include "kiln/sort.h"
 #include "ops/families.h"
@@ -26,6 +28,9 @@ uint64_t kiln__sort_radix_tile = 0;
 uint32_t kiln__sort_radix_bits = 0;
 int kiln__sort_force_select = 0;
 int kiln__sort_force_pairs = 0;
+int kiln__sort_onesweep = 0;
+uint32_t kiln__sort_onesweep_ipt = 0;
+uint32_t kiln__sort_ss_splitters = 0;
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -89,6 +94,13 @@ groups_for(uint64_t items)
   return items < 1 ? 1 : items > SORT_MAX_GROUPS ? SORT_MAX_GROUPS : items;
 }
 
+static kiln_status
+fill_u32(const char *op, kiln_context *ctx, cl_mem mem, uint32_t v, uint64_t n)
+{
+  cl_int err = clEnqueueFillBuffer(ctx->queue, mem, &v, sizeof v, 0, n * 4, 0, NULL, NULL);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueFillBuffer");
+}
+
 /* ---------------------------------------------------------------- scan */
 
 kiln_status
@@ -101,9 +113,11 @@ kiln__sort_scan(const char *op, kiln_context *ctx, cl_mem buf, uint64_t m)
   KILN_TRY(kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, KILN_I32, "scan_top", &kt));
   KILN_TRY(kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, KILN_I32, "scan_down", &kd));
   size_t L = ctx->info.is_gpu ? kiln__launch_pow2_local(ctx, kd) : 1;
+  if (kiln__sort_radix_local)
+    L = kiln__sort_radix_local;
   uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
   /* GPUs: 16 per work-item; CPUs: a few long serial chunks per core. The chunk count stays
-   * small: scan_top walks it serially. */
+   * small: one work-group scans the chunk sums. */
   uint64_t chunk = ctx->info.is_gpu ? (uint64_t)L * 16 : (m + 4 * cu - 1) / (4 * cu);
   if (chunk < 1024)
     chunk = 1024;
@@ -123,7 +137,8 @@ kiln__sort_scan(const char *op, kiln_context *ctx, cl_mem buf, uint64_t m)
     kiln__args b = kiln__args_begin(op, kt);
     kiln__args_mem(&b, sums.mem);
     kiln__args_u64(&b, nb);
-    s = kiln__args_enqueue_1d(&b, ctx, 1, 1);
+    kiln__args_local(&b, L * 4);
+    s = kiln__args_enqueue_1d(&b, ctx, L, L);
   }
   if (s == KILN_OK) {
     kiln__args c = kiln__args_begin(op, kd);
@@ -138,21 +153,251 @@ kiln__sort_scan(const char *op, kiln_context *ctx, cl_mem buf, uint64_t m)
   return s;
 }
 
+/* ---------------------------------------------------------------- onesweep passes */
+
+/* Work-items of an onesweep group (OS_L of sort_onesweep.cl). */
+#define OS_L 256u
+
+/* Local memory os_pass takes with ipt keys per work-item of ksz bytes. */
+static uint64_t
+os_local_bytes(uint32_t ipt, uint64_t ksz)
+{
+  uint64_t t = (uint64_t)OS_L * ipt, c = 16 * OS_L;
+  return (t + t / 32) * ksz + (c + c / 16) * 4 + (3 * 256 + OS_L + 16 + 1) * 4;
+}
+
+/* The device's default keys per work-item: the most that fit, 16 (32-bit keys) or 8. */
+static uint32_t
+os_default_ipt(const kiln_device_info *info, kiln_dtype dt)
+{
+  uint64_t ksz = kiln__sort_key64(dt) ? 8 : 4;
+  uint32_t ipt = ksz == 8 ? 8 : 16;
+  while (ipt > 1 && os_local_bytes(ipt, ksz) > info->local_mem_bytes)
+    ipt /= 2;
+  return ipt;
+}
+
+static void
+sort_build_options(const kiln_device_info *info, const char *source, kiln_dtype dtype,
+                   const void *variant, char *buf, size_t len)
+{
+  if (strcmp(source, KILN__SORT_OS_SRC) != 0)
+    return;
+  uint32_t ipt = variant ? *(const uint32_t *)variant : os_default_ipt(info, dtype);
+  kiln__options_append(buf, len, " -DOS_IPT=%u", ipt);
+}
+
+/*
+ * The dtype whose onesweep program sorts the keys of dt: dt itself where the program can
+ * also read the values (f32, f64, i32, i64), else the key width's (i32, i64).
+ */
+static kiln_dtype
+os_dtype(kiln_dtype dt)
+{
+  return dt == KILN_F32 || dt == KILN_F64 || dt == KILN_I32 || dt == KILN_I64 ? dt
+                                                                             : key_dtype(dt);
+}
+
+/* Kernel name of the onesweep program of dtype bdt with ipt keys per work-item. */
+static kiln_status
+os_kernel(const char *op, kiln_context *ctx, kiln_dtype kdt, uint32_t ipt, const char *name,
+          cl_kernel *k)
+{
+  char options[192];
+  KILN_RETURN_IF(!kiln__program_options(&ctx->info, KILN__SORT_OS_SRC, kdt, &ipt, options,
+                                        sizeof options),
+                 KILN_ERR_DTYPE, op, "dtype %s is not supported by the %s.cl kernels",
+                 kiln_dtype_name(kdt), KILN__SORT_OS_SRC);
+  return kiln__kernel_get(op, ctx, KILN__SORT_OS_SRC, options, name, k);
+}
+
+/*
+ * Whether n keys of dt's values take the onesweep passes, and with how many keys per
+ * work-item (*ipt). Order of say: the test hooks, KILN_SORT_RADIX (classic, onesweep or
+ * onesweep:IPT), the device (GPUs onesweep, CPUs the classic passes). The look-back packs
+ * counts in 30 bits and a group needs 256 work-items and its tile in local memory. A program
+ * that does not build sends the sort to the classic passes (logged).
+ */
+static int
+use_onesweep(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t n, int pay, uint32_t *ipt)
+{
+  int mode = kiln__sort_onesweep;
+  uint32_t want = kiln__sort_onesweep_ipt;
+  if (kiln__sort_radix_local || kiln__sort_radix_tile || kiln__sort_radix_bits)
+    return 0; /* the classic passes' test hooks */
+  if (!mode) {
+    const char *e = kiln__env(KILN__ENV_SORT_RADIX);
+    if (e && strcmp(e, "classic") == 0) {
+      mode = -1;
+    } else if (e && strncmp(e, "onesweep", 8) == 0) {
+      mode = 1;
+      if (e[8] == ':')
+        want = (uint32_t)strtoul(e + 9, NULL, 10);
+    }
+  }
+  if (!mode)
+    mode = ctx->info.is_gpu ? 1 : -1;
+  if (mode < 0 || n < 2 || n >= ((uint64_t)1 << 30) || ctx->info.max_work_group_size < OS_L)
+    return 0;
+  uint64_t ksz = kiln__sort_key64(dt) ? 8 : 4;
+  /* 32-bit keys with payloads: 8 per work-item (H200: argsort of 2^26 f32 4.9 ms against 5.7
+   * with 16, row sorts 7.4 against 8.8 ms); keys alone: 16 (3.3 ms against 3.6 for i32). */
+  uint32_t p = want >= 1 && want <= 16 ? want : os_default_ipt(&ctx->info, dt);
+  if (!(want >= 1 && want <= 16) && pay && p > 8)
+    p = 8;
+  while (p > 1 && os_local_bytes(p, ksz) > ctx->info.local_mem_bytes)
+    p /= 2;
+  if (os_local_bytes(p, ksz) > ctx->info.local_mem_bytes)
+    return 0;
+  cl_kernel k;
+  if (os_kernel(op, ctx, os_dtype(dt), p, "os_pass", &k) != KILN_OK) {
+    kiln__log(KILN__LOG_WARN, "%s: the onesweep radix kernels did not build; classic passes", op);
+    return 0;
+  }
+  *ipt = p;
+  return 1;
+}
+
+/*
+ * Where the onesweep passes find the keys: src 0, in *keys (and *vals), made before; else
+ * made from x (one contiguous row) by the histogram and the first pass, with payloads 1 the
+ * positions, 2 the f32 bits, 3 none (os_pass's src).
+ */
+typedef struct os_source {
+  const kiln_tensor *x;
+  uint32_t src;
+  int desc;
+} os_source;
+
+/* Whether the onesweep passes can make x's keys themselves (rows of len, inner 1). */
+static int
+os_fused(const char *op, kiln_context *ctx, const kiln_tensor *x, uint64_t n, uint64_t inner,
+         int pay, uint32_t *ipt)
+{
+  return inner == 1 && os_dtype(x->dtype) == x->dtype &&
+         use_onesweep(op, ctx, x->dtype, n, pay, ipt);
+}
+
+/*
+ * radix_passes by onesweep (sort_onesweep.cl): one histogram of every pass's digits, then
+ * per 8-bit digit one pass that ranks each tile locally and finds its place by decoupled
+ * look-back. Same contract as radix_passes.
+ */
+static kiln_status
+onesweep_passes(const char *op, kiln_context *ctx, kiln_dtype dt, kiln_tensor **keys,
+                kiln_tensor **vals, uint64_t n, uint32_t kbits, uint64_t rows, uint64_t len,
+                uint32_t ipt, cl_mem special, const os_source *from)
+{
+  const kiln_dtype kdt = key_dtype(dt), bdt = os_dtype(dt);
+  const os_source none = {NULL, 0, 0};
+  if (!from)
+    from = &none;
+  const uint32_t nov = *vals ? 0u : 2u;
+  uint32_t row_bits = 0;
+  while (rows > 1 && ((uint64_t)1 << row_bits) < rows)
+    row_bits++;
+  const uint32_t kpasses = (kbits + 7) / 8, rpasses = (row_bits + 7) / 8;
+  const uint32_t np = kpasses + rpasses;
+  const uint64_t tile = (uint64_t)OS_L * ipt, ntiles = (n + tile - 1) / tile;
+  const uint64_t nlook = 32 + ntiles * 256;
+  cl_kernel kh, khs, kp;
+  KILN_TRY(os_kernel(op, ctx, bdt, ipt, "os_hist", &kh));
+  KILN_TRY(os_kernel(op, ctx, bdt, ipt, "os_hist_scan", &khs));
+  KILN_TRY(os_kernel(op, ctx, bdt, ipt, "os_pass", &kp));
+  kiln_tensor *k2 = NULL, *v2 = NULL;
+  kiln__ops_tmp hist = {0}, look = {0};
+  kiln_status s = kiln__ops_scratch(op, ctx, kdt, n, &k2);
+  if (s == KILN_OK && !nov)
+    s = kiln__ops_scratch(op, ctx, KILN_I32, n, &v2);
+  if (s == KILN_OK)
+    s = kiln__ops_tmp_alloc(ctx, (12 * 256 + 12) * 4, &hist); /* OS_CONST flags after 12 rows */
+  if (s == KILN_OK)
+    s = kiln__ops_tmp_alloc(ctx, nlook * 4, &look);
+  if (s == KILN_OK)
+    s = fill_u32(op, ctx, hist.mem, 0, (uint64_t)np * 256);
+  if (s == KILN_OK) {
+    uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
+    uint64_t groups = ntiles < 8 * cu ? ntiles : 8 * cu;
+    kiln__args a = kiln__args_begin(op, kh);
+    kiln__args_tensor(&a, *keys);
+    kiln__args_tensor(&a, *vals);
+    kiln__args_u64(&a, n);
+    kiln__args_u32(&a, kpasses);
+    kiln__args_u32(&a, rpasses);
+    kiln__args_u64(&a, len);
+    kiln__args_mem(&a, hist.mem);
+    kiln__args_tensor(&a, from->x);
+    kiln__args_u32(&a, from->src);
+    kiln__args_u32(&a, (uint32_t) !!from->desc);
+    kiln__args_mem(&a, special);
+    s = kiln__args_enqueue_1d(&a, ctx, (size_t)(groups * OS_L), OS_L);
+  }
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, khs);
+    kiln__args_mem(&a, hist.mem);
+    kiln__args_u32(&a, np);
+    s = kiln__args_launch_1d(&a, ctx, np, 0);
+  }
+  for (uint32_t p = 0; s == KILN_OK && p < np; p++) {
+    uint32_t mode = p >= kpasses, shift = 8 * (mode ? p - kpasses : p);
+    s = fill_u32(op, ctx, look.mem, 0, nlook);
+    if (s == KILN_OK) {
+      kiln__args a = kiln__args_begin(op, kp);
+      kiln__args_tensor(&a, *keys);
+      kiln__args_tensor(&a, *vals);
+      kiln__args_u64(&a, n);
+      kiln__args_u32(&a, shift);
+      kiln__args_u32(&a, mode | nov);
+      kiln__args_u64(&a, len);
+      kiln__args_mem(&a, hist.mem);
+      kiln__args_u32(&a, p);
+      kiln__args_mem(&a, look.mem);
+      kiln__args_tensor(&a, k2);
+      kiln__args_tensor(&a, v2);
+      kiln__args_mem(&a, special);
+      /* The first pass reads x when the keys are not made yet. */
+      kiln__args_tensor(&a, p == 0 ? from->x : NULL);
+      kiln__args_u32(&a, p == 0 ? from->src : 0);
+      kiln__args_u32(&a, (uint32_t) !!from->desc);
+      s = kiln__args_enqueue_1d(&a, ctx, (size_t)(ntiles * OS_L), OS_L);
+    }
+    if (s == KILN_OK) {
+      kiln_tensor *t = *keys;
+      *keys = k2;
+      k2 = t;
+      t = *vals;
+      *vals = v2;
+      v2 = t;
+    }
+  }
+  kiln__ops_tmp_free(ctx, &hist);
+  kiln__ops_tmp_free(ctx, &look);
+  kiln_tensor_release(k2);
+  kiln_tensor_release(v2);
+  return s;
+}
+
 /* ---------------------------------------------------------------- radix passes */
 
 /*
  * Sorts the n pairs in (*keys, *vals) stably by key bits [0, kbits), then, with rows > 1, by
  * the payloads' rows (payload / len). Ping-pongs with two more scratch tensors; on return
- * *keys and *vals hold the result (the others released).
+ * *keys and *vals hold the result (the others released). special: NULL, or a device flag
+ * whose 0 allows leaving the payloads unsorted (os_pass).
  */
 static kiln_status
-radix_passes(const char *op, kiln_context *ctx, kiln_dtype kdt, kiln_tensor **keys,
-             kiln_tensor **vals, uint64_t n, uint32_t kbits, uint64_t rows, uint64_t len)
+radix_passes(const char *op, kiln_context *ctx, kiln_dtype dt, kiln_tensor **keys,
+             kiln_tensor **vals, uint64_t n, uint32_t kbits, uint64_t rows, uint64_t len,
+             cl_mem special)
 {
+  const kiln_dtype kdt = key_dtype(dt);
   /* No payloads (*vals NULL): keys only, one row. */
   const uint32_t nov = *vals ? 0u : 2u;
   if (n < 2)
     return KILN_OK;
+  uint32_t ipt;
+  if (use_onesweep(op, ctx, dt, n, *vals != NULL && !special, &ipt))
+    return onesweep_passes(op, ctx, dt, keys, vals, n, kbits, rows, len, ipt, special, NULL);
   cl_kernel kc, ks;
   /* CPUs: one work-item per group walks a long tile serially (no local traffic, no
    * barriers); GPUs: up to 32 work-items share the 256 counters of each (32 KiB). 8-bit
@@ -233,6 +478,7 @@ radix_passes(const char *op, kiln_context *ctx, kiln_dtype kdt, kiln_tensor **ke
       kiln__args_tensor(&b, v2);
       if (!one)
         kiln__args_local(&b, (size_t)(buckets * L * 4));
+      kiln__args_mem(&b, special);
       s = kiln__args_enqueue_1d(&b, ctx, (size_t)(ng * L), (size_t)L);
     }
     if (s == KILN_OK) {
@@ -259,12 +505,19 @@ kiln__sort_pairs_radix(const char *op, kiln_context *ctx, const kiln_tensor *x, 
   const kiln_dtype kdt = key_dtype(x->dtype);
   *keys = *vals = NULL;
   cl_kernel k;
+  uint32_t ipt;
+  const int fused = os_fused(op, ctx, x, n, inner, 1, &ipt);
   kiln_status s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "sort_keys", &k);
   if (s == KILN_OK)
     s = kiln__ops_scratch(op, ctx, kdt, n, keys);
   if (s == KILN_OK)
     s = kiln__ops_scratch(op, ctx, KILN_I32, n, vals);
-  if (s == KILN_OK) {
+  if (s == KILN_OK && fused) {
+    /* The passes make the keys from x and the positions themselves. */
+    const os_source from = {x, 1, desc};
+    s = onesweep_passes(op, ctx, x->dtype, keys, vals, n, key_bits(x->dtype), rows, len, ipt,
+                        NULL, &from);
+  } else if (s == KILN_OK) {
     kiln__args a = kiln__args_begin(op, k);
     kiln__args_tensor(&a, x);
     kiln__args_u64(&a, rows);
@@ -274,9 +527,9 @@ kiln__sort_pairs_radix(const char *op, kiln_context *ctx, const kiln_tensor *x, 
     kiln__args_tensor(&a, *keys);
     kiln__args_tensor(&a, *vals);
     s = kiln__args_launch_1d(&a, ctx, n, 0);
+    if (s == KILN_OK)
+      s = radix_passes(op, ctx, x->dtype, keys, vals, n, key_bits(x->dtype), rows, len, NULL);
   }
-  if (s == KILN_OK)
-    s = radix_passes(op, ctx, kdt, keys, vals, n, key_bits(x->dtype), rows, len);
   if (s != KILN_OK) {
     kiln_tensor_release(*keys);
     kiln_tensor_release(*vals);
@@ -313,7 +566,7 @@ kiln__sort_rows_radix(const char *op, kiln_context *ctx, const kiln_tensor *x, u
     kiln__args_tensor(&a, *vals);
     s = kiln__args_launch_1d(&a, ctx, nrows, 0);
     if (s == KILN_OK)
-      s = radix_passes(op, ctx, kdt, keys, vals, nrows, key_bits(x->dtype), 1, nrows);
+      s = radix_passes(op, ctx, x->dtype, keys, vals, nrows, key_bits(x->dtype), 1, nrows, NULL);
   }
   if (s == KILN_OK && nc == 0) {
     /* No column to sort by: the identity permutation. */
@@ -368,79 +621,53 @@ geometry(const char *op, const kiln_tensor *x, int64_t axis, size_t *ax, sort_ge
   return KILN_OK;
 }
 
-static kiln_status
-fill_u32(const char *op, kiln_context *ctx, cl_mem mem, uint32_t v, uint64_t n)
-{
-  cl_int err = clEnqueueFillBuffer(ctx->queue, mem, &v, sizeof v, 0, n * 4, 0, NULL, NULL);
-  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueFillBuffer");
-}
-
-static kiln_status
-copy_u32(const char *op, kiln_context *ctx, const kiln_tensor *src, kiln_tensor *dst, uint64_t n)
-{
-  cl_int err = clEnqueueCopyBuffer(ctx->queue, src->mem, dst->mem, src->offset, dst->offset, n * 4,
-                                   0, NULL, NULL);
-  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueCopyBuffer");
-}
-
 /*
- * The k smallest keys of each row (desc: largest values) by a radix selection of the k-th
- * key, then a work-group sort of the k candidates per row (sort_radix.cl, "selection");
- * places positions [ostart, ostart + olen) of the k as sort_core does (ctx->lock held).
- * k <= kiln_sort_local_max(); len > 0.
+ * The k smallest (key, position) pairs of each row (desc: largest values) by a radix
+ * selection reading x directly (sort.cl, "selection"): the k-th key, then, in rows with ties
+ * at it, the position of the last equal pair wanted; exactly k pairs per row are collected
+ * and a work-group sorts them (pairs_local). Places positions [ostart, ostart + olen) of the
+ * k as sort_core does (ctx->lock held). k <= kiln_sort_local_max(); len > 0.
  */
 static kiln_status
 select_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_geo *g, int desc,
             uint64_t k, uint64_t ostart, uint64_t olen, kiln_tensor *vout, kiln_tensor *iout)
 {
-  const uint64_t rows = g->rows, len = g->len, n = rows * len;
+  const uint64_t rows = g->rows, len = g->len;
   const kiln_dtype kdt = key_dtype(x->dtype);
   const int k64 = kdt == KILN_I64;
-  enum { NT = 10 };
+  enum { NT = 6 };
   kiln_tensor *t[NT] = {NULL};
-  kiln_tensor **keys = &t[0], **vals = &t[1], **prefix = &t[2], **need = &t[3], **hist = &t[4],
-              **lt = &t[5], **eq = &t[6], **eqs = &t[7], **keep = &t[8], **kps = &t[9];
+  kiln_tensor **prefix = &t[0], **need = &t[1], **ppre = &t[2], **tie = &t[3], **hist = &t[4],
+              **rowcnt = &t[5];
   kiln_tensor *ck = NULL, *cv = NULL;
-  cl_kernel kk, kh, kp, kf, kkeep, kpack, kl, kg;
-  kiln_status s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "sort_keys", &kk);
+  cl_kernel kh, kp, kc, kl, kg;
+  kiln_status s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "tk_hist", &kh);
   if (s == KILN_OK)
-    s = kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, kdt, "sel_hist", &kh);
+    s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "tk_pick", &kp);
   if (s == KILN_OK)
-    s = kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, kdt, "sel_pick", &kp);
-  if (s == KILN_OK)
-    s = kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, kdt, "sel_flags", &kf);
-  if (s == KILN_OK)
-    s = kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, kdt, "sel_keep", &kkeep);
-  if (s == KILN_OK)
-    s = kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, kdt, "sel_pack", &kpack);
+    s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "tk_collect", &kc);
   if (s == KILN_OK)
     s = kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, kdt, "pairs_local", &kl);
   if (s == KILN_OK)
     s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "sort_gather", &kg);
-  const kiln_dtype tdt[NT] = {kdt,      KILN_I32, kdt,      KILN_I32, KILN_I32,
-                              KILN_I32, KILN_I32, KILN_I32, KILN_I32, KILN_I32};
-  const uint64_t tn[NT] = {n, n, rows, rows, rows * 256, n, n, n, n, n};
+  const kiln_dtype tdt[NT] = {kdt, KILN_I32, KILN_I32, KILN_I32, KILN_I32, KILN_I32};
+  const uint64_t tn[NT] = {rows, rows, rows, rows, rows * 256, rows};
   for (size_t i = 0; s == KILN_OK && i < NT; i++)
     s = kiln__ops_scratch(op, ctx, tdt[i], tn[i], &t[i]);
   if (s == KILN_OK)
     s = kiln__ops_scratch(op, ctx, kdt, rows * k, &ck);
   if (s == KILN_OK)
     s = kiln__ops_scratch(op, ctx, KILN_I32, rows * k, &cv);
-  if (s == KILN_OK) {
-    kiln__args a = kiln__args_begin(op, kk);
-    kiln__args_tensor(&a, x);
-    kiln__args_u64(&a, rows);
-    kiln__args_u64(&a, len);
-    kiln__args_u64(&a, g->inner);
-    kiln__args_u32(&a, (uint32_t) !!desc);
-    kiln__args_tensor(&a, *keys);
-    kiln__args_tensor(&a, *vals);
-    s = kiln__args_launch_1d(&a, ctx, n, 0);
-  }
   if (s == KILN_OK)
     s = fill_u32(op, ctx, (*prefix)->mem, 0, rows * (k64 ? 2 : 1));
   if (s == KILN_OK)
     s = fill_u32(op, ctx, (*need)->mem, (uint32_t)k, rows);
+  if (s == KILN_OK)
+    s = fill_u32(op, ctx, (*ppre)->mem, 0, rows);
+  if (s == KILN_OK)
+    s = fill_u32(op, ctx, (*tie)->mem, 0, rows);
+  if (s == KILN_OK)
+    s = fill_u32(op, ctx, (*rowcnt)->mem, 0, rows);
   if (s == KILN_OK)
     s = fill_u32(op, ctx, (*hist)->mem, 0, rows * 256);
   /* CPUs: one work-item per group counts its chunk without atomics. */
@@ -456,24 +683,37 @@ select_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_
   if (nchunk < 1)
     nchunk = 1;
   const uint32_t kbits = key_bits(x->dtype);
-  for (uint32_t shift = kbits - 8; s == KILN_OK; shift -= 8) {
-    /* The bits above this digit are decided. */
+  uint32_t pbits = 0;
+  while (((uint64_t)1 << pbits) < len)
+    pbits++;
+  const uint32_t kpass = kbits / 8, ppass = (pbits + 7) / 8;
+  for (uint32_t p = 0; s == KILN_OK && p < kpass + ppass; p++) {
+    /* Key passes from the top digit, then position passes from the top digit; the bits
+     * above the digit are decided. */
+    const uint32_t mode = p >= kpass;
+    const uint32_t shift = mode ? 8 * (ppass - 1 - (p - kpass)) : kbits - 8 * (p + 1);
     uint64_t pmask = shift + 8 >= 64 ? 0 : ~(((uint64_t)1 << (shift + 8)) - 1);
     if (!k64)
       pmask &= 0xffffffffu;
     kiln__args a = kiln__args_begin(op, kh);
-    kiln__args_tensor(&a, *keys);
+    kiln__args_tensor(&a, x);
     kiln__args_u64(&a, rows);
     kiln__args_u64(&a, len);
+    kiln__args_u64(&a, g->inner);
+    kiln__args_u32(&a, (uint32_t) !!desc);
     kiln__args_u64(&a, nchunk);
     kiln__args_mem(&a, (*prefix)->mem);
     if (k64)
-      kiln__args_u64(&a, pmask);
+      kiln__args_u64(&a, mode ? 0 : pmask);
     else
-      kiln__args_u32(&a, (uint32_t)pmask);
+      kiln__args_u32(&a, mode ? 0 : (uint32_t)pmask);
     kiln__args_u32(&a, shift);
+    kiln__args_mem(&a, (*ppre)->mem);
+    kiln__args_u32(&a, mode ? (uint32_t)pmask : 0);
+    kiln__args_u32(&a, mode);
+    kiln__args_mem(&a, (*tie)->mem);
     kiln__args_mem(&a, (*hist)->mem);
-    kiln__args_local(&a, 256 * 4);
+    kiln__args_local(&a, 256 * 4 * 8); /* TK_COPIES of sort.cl */
     s = kiln__args_enqueue_1d(&a, ctx, (size_t)(groups_for(rows * nchunk) * local), local);
     if (s == KILN_OK) {
       kiln__args b = kiln__args_begin(op, kp);
@@ -481,52 +721,29 @@ select_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_
       kiln__args_u64(&b, rows);
       kiln__args_mem(&b, (*need)->mem);
       kiln__args_mem(&b, (*prefix)->mem);
+      kiln__args_mem(&b, (*ppre)->mem);
+      kiln__args_mem(&b, (*tie)->mem);
       kiln__args_u32(&b, shift);
+      kiln__args_u32(&b, mode);
+      kiln__args_u32(&b, p + 1 == kpass);
       s = kiln__args_launch_1d(&b, ctx, rows, 0);
     }
-    if (shift == 0)
-      break;
   }
   if (s == KILN_OK) {
-    kiln__args a = kiln__args_begin(op, kf);
-    kiln__args_tensor(&a, *keys);
+    kiln__args a = kiln__args_begin(op, kc);
+    kiln__args_tensor(&a, x);
     kiln__args_u64(&a, rows);
     kiln__args_u64(&a, len);
+    kiln__args_u64(&a, g->inner);
+    kiln__args_u32(&a, (uint32_t) !!desc);
     kiln__args_mem(&a, (*prefix)->mem);
-    kiln__args_mem(&a, (*lt)->mem);
-    kiln__args_mem(&a, (*eq)->mem);
-    s = kiln__args_launch_1d(&a, ctx, n, 0);
-  }
-  if (s == KILN_OK)
-    s = copy_u32(op, ctx, *eq, *eqs, n);
-  if (s == KILN_OK)
-    s = kiln__sort_scan(op, ctx, (*eqs)->mem, n);
-  if (s == KILN_OK) {
-    kiln__args a = kiln__args_begin(op, kkeep);
-    kiln__args_u64(&a, rows);
-    kiln__args_u64(&a, len);
-    kiln__args_mem(&a, (*need)->mem);
-    kiln__args_mem(&a, (*lt)->mem);
-    kiln__args_mem(&a, (*eq)->mem);
-    kiln__args_mem(&a, (*eqs)->mem);
-    kiln__args_mem(&a, (*keep)->mem);
-    s = kiln__args_launch_1d(&a, ctx, n, 0);
-  }
-  if (s == KILN_OK)
-    s = copy_u32(op, ctx, *keep, *kps, n);
-  if (s == KILN_OK)
-    s = kiln__sort_scan(op, ctx, (*kps)->mem, n);
-  if (s == KILN_OK) {
-    kiln__args a = kiln__args_begin(op, kpack);
-    kiln__args_tensor(&a, *keys);
-    kiln__args_u64(&a, rows);
-    kiln__args_u64(&a, len);
+    kiln__args_mem(&a, (*ppre)->mem);
+    kiln__args_mem(&a, (*tie)->mem);
     kiln__args_u64(&a, k);
-    kiln__args_mem(&a, (*keep)->mem);
-    kiln__args_mem(&a, (*kps)->mem);
+    kiln__args_mem(&a, (*rowcnt)->mem);
     kiln__args_mem(&a, ck->mem);
     kiln__args_mem(&a, cv->mem);
-    s = kiln__args_launch_1d(&a, ctx, n, 0);
+    s = kiln__args_launch_1d(&a, ctx, rows * len, 0);
   }
   if (s == KILN_OK && k > 1) {
     uint64_t np = kiln__ops_pow2(k);
@@ -566,6 +783,43 @@ select_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_
 }
 
 /*
+ * select_core for many rows: one work-group per row selects and sorts its k pairs
+ * (tk_rows_local), reading x a few times from the caches and launching once (ctx->lock
+ * held). k <= kiln_sort_local_max().
+ */
+static kiln_status
+select_rows_local(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_geo *g,
+                  int desc, uint64_t k, uint64_t ostart, uint64_t olen, kiln_tensor *vout,
+                  kiln_tensor *iout)
+{
+  cl_kernel kr;
+  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "tk_rows_local", &kr));
+  uint64_t kp = kiln__ops_pow2(k);
+  size_t L = kiln__launch_pow2_local(ctx, kr);
+  if (L > 256)
+    L = 256;
+  if (kiln__sort_radix_local)
+    L = kiln__sort_radix_local;
+  kiln__args a = kiln__args_begin(op, kr);
+  kiln__args_tensor(&a, x);
+  kiln__args_u64(&a, g->rows);
+  kiln__args_u64(&a, g->len);
+  kiln__args_u64(&a, g->inner);
+  kiln__args_u32(&a, (uint32_t) !!desc);
+  kiln__args_u64(&a, k);
+  kiln__args_u64(&a, ostart);
+  kiln__args_u64(&a, olen);
+  kiln__args_tensor(&a, vout);
+  kiln__args_tensor(&a, iout);
+  kiln__args_u32(&a, (vout ? 1u : 0u) | (iout ? 2u : 0u));
+  kiln__args_local(&a, (size_t)(kp * (kiln__sort_key64(x->dtype) ? 8 : 4)));
+  kiln__args_local(&a, (size_t)(kp * 4));
+  kiln__args_u64(&a, kp);
+  kiln__args_u32(&a, key_bits(x->dtype));
+  return kiln__args_enqueue_1d(&a, ctx, (size_t)(groups_for(g->rows) * L), L);
+}
+
+/*
  * Values-only sort of one row of integers (equal values are indistinguishable, so stability
  * needs no positions): the keys alone through the radix passes, then back to values.
  */
@@ -576,10 +830,16 @@ kiln__sort_keys_only(const char *op, kiln_context *ctx, const kiln_tensor *x, ui
   const kiln_dtype kdt = key_dtype(x->dtype);
   kiln_tensor *keys = NULL, *none = NULL;
   cl_kernel kk;
+  uint32_t ipt;
+  const int fused = os_fused(op, ctx, x, n, 1, 0, &ipt);
   kiln_status s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "sort_keys", &kk);
   if (s == KILN_OK)
     s = kiln__ops_scratch(op, ctx, kdt, n, &keys);
-  if (s == KILN_OK) {
+  if (s == KILN_OK && fused) {
+    const os_source from = {x, 3, desc};
+    s = onesweep_passes(op, ctx, x->dtype, &keys, &none, n, key_bits(x->dtype), 1, n, ipt, NULL,
+                        &from);
+  } else if (s == KILN_OK) {
     kiln__args a = kiln__args_begin(op, kk);
     kiln__args_tensor(&a, x);
     kiln__args_u64(&a, 1);
@@ -589,9 +849,9 @@ kiln__sort_keys_only(const char *op, kiln_context *ctx, const kiln_tensor *x, ui
     kiln__args_tensor(&a, keys);
     kiln__args_tensor(&a, NULL);
     s = kiln__args_launch_1d(&a, ctx, n, 0);
+    if (s == KILN_OK)
+      s = radix_passes(op, ctx, x->dtype, &keys, &none, n, key_bits(x->dtype), 1, n, NULL);
   }
-  if (s == KILN_OK)
-    s = radix_passes(op, ctx, kdt, &keys, &none, n, key_bits(x->dtype), 1, n);
   if (s != KILN_OK) {
     kiln_tensor_release(keys);
     keys = NULL;
@@ -630,7 +890,7 @@ static kiln_status
 raw_payloads(const char *op, kiln_context *ctx, const kiln_tensor *x, uint64_t n, int desc,
              kiln_tensor *vout)
 {
-  kiln_tensor *keys = NULL, *vals = NULL;
+  kiln_tensor *keys = NULL, *vals = NULL, *special = NULL;
   cl_kernel kk, kv;
   kiln_status s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "sort_keys_raw", &kk);
   if (s == KILN_OK)
@@ -639,26 +899,43 @@ raw_payloads(const char *op, kiln_context *ctx, const kiln_tensor *x, uint64_t n
     s = kiln__ops_scratch(op, ctx, KILN_I32, n, &keys);
   if (s == KILN_OK)
     s = kiln__ops_scratch(op, ctx, KILN_I32, n, &vals);
-  if (s == KILN_OK) {
+  /* f32: a flag for -0.0 and NaNs, without which the keys alone give the values back. */
+  if (s == KILN_OK && x->dtype == KILN_F32)
+    s = kiln__ops_scratch(op, ctx, KILN_I32, 1, &special);
+  if (s == KILN_OK && special)
+    s = fill_u32(op, ctx, special->mem, 0, 1);
+  uint32_t ipt;
+  if (s == KILN_OK && special && os_fused(op, ctx, x, n, 1, 0, &ipt)) {
+    /* The histogram pass flags -0.0 and NaNs and the first pass makes the keys. */
+    const os_source from = {x, 2, desc};
+    s = onesweep_passes(op, ctx, x->dtype, &keys, &vals, n, key_bits(x->dtype), 1, n, ipt,
+                        special->mem, &from);
+  } else if (s == KILN_OK) {
     kiln__args a = kiln__args_begin(op, kk);
     kiln__args_tensor(&a, x);
     kiln__args_u64(&a, n);
     kiln__args_u32(&a, (uint32_t) !!desc);
     kiln__args_tensor(&a, keys);
     kiln__args_tensor(&a, vals);
+    kiln__args_mem(&a, special ? special->mem : NULL);
     s = kiln__args_launch_1d(&a, ctx, n, 0);
+    if (s == KILN_OK)
+      s = radix_passes(op, ctx, x->dtype, &keys, &vals, n, key_bits(x->dtype), 1, n,
+                       special ? special->mem : NULL);
   }
-  if (s == KILN_OK)
-    s = radix_passes(op, ctx, KILN_I32, &keys, &vals, n, key_bits(x->dtype), 1, n);
   if (s == KILN_OK) {
     kiln__args a = kiln__args_begin(op, kv);
     kiln__args_tensor(&a, vals);
     kiln__args_u64(&a, n);
     kiln__args_tensor(&a, vout);
+    kiln__args_tensor(&a, keys);
+    kiln__args_u32(&a, (uint32_t) !!desc);
+    kiln__args_mem(&a, special ? special->mem : NULL);
     s = kiln__args_launch_1d(&a, ctx, n, 0);
   }
   kiln_tensor_release(keys);
   kiln_tensor_release(vals);
+  kiln_tensor_release(special);
   return s;
 }
 
@@ -741,9 +1018,13 @@ sort_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_ge
   /* (The radix local-size hook asks for the GPU-shaped passes: tests of the row passes.) */
   const int cpu_rows =
       !ctx->info.is_gpu && !kiln__sort_radix_local && g->rows >= 4 * cu && g->len > 1;
+  /* Rows enough to fill a GPU: one work-group per row selects (hook: force_select 2). */
+  const int rows_local = kiln__sort_force_select == 2 ||
+                         (!kiln__sort_force_select && ctx->info.is_gpu && g->rows >= cu);
   if (path == KILN_SORT_AUTO && nk <= lmax &&
       (kiln__sort_force_select || (g->len > lmax && nk * 8 <= g->len && !cpu_rows)))
-    return select_core(op, ctx, x, g, desc, nk, ostart, olen, vout, iout);
+    return rows_local ? select_rows_local(op, ctx, x, g, desc, nk, ostart, olen, vout, iout)
+                      : select_core(op, ctx, x, g, desc, nk, ostart, olen, vout, iout);
   if (path == KILN_SORT_AUTO)
     path = g->len <= lmax && g->len > 1 && !cpu_rows ? KILN_SORT_LOCAL : KILN_SORT_RADIX;
   cl_kernel k;
@@ -997,6 +1278,9 @@ kiln_sortrows(kiln_context *ctx, const kiln_tensor *x, const int64_t *cols, size
 static const struct kiln__source sort_sources[] = {
     {KILN__SORT_SRC, KILN__SORT_DTYPES},
     {KILN__SORT_RADIX_SRC, KILN__DT_BIT(KILN_I32) | KILN__DT_BIT(KILN_I64)},
+    {KILN__SORT_OS_SRC, KILN__DT_BIT(KILN_I32) | KILN__DT_BIT(KILN_I64) | KILN__DT_BIT(KILN_F32) |
+                            KILN__DT_BIT(KILN_F64)},
     {NULL, 0}};
 
-const struct kiln__family kiln__sort_family = {.name = "sort", .sources = sort_sources};
+const struct kiln__family kiln__sort_family = {
+    .name = "sort", .sources = sort_sources, .build_options = sort_build_options};

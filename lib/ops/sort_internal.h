@@ -12,17 +12,26 @@
 
 #define KILN__SORT_SRC "sort"
 #define KILN__SORT_RADIX_SRC "sort_radix"
+#define KILN__SORT_OS_SRC "sort_onesweep"
 #define KILN__SORT_DTYPES (KILN__DT_CLASSIC | KILN__DT_HALVES)
 
-/* Test hooks (0: the device defaults): the radix passes' local size, tile and digit bits
- * (1 to 11). */
+/* Test hooks (0: the device defaults): the radix passes' local size (also the unique chunk
+ * kernels'), tile and digit bits (1 to 11). */
 extern uint32_t kiln__sort_radix_local;
 extern uint64_t kiln__sort_radix_tile;
 extern uint32_t kiln__sort_radix_bits;
-/* Test hook: nonzero makes topk and kthvalue take the radix selection whenever k fits. */
+/* Test hook: nonzero makes topk and kthvalue take the radix selection whenever k fits (2:
+ * the one-work-group-per-row selection, else the chunked passes). */
 extern int kiln__sort_force_select;
 /* Test hook: nonzero sorts integers with positions even when only values are wanted. */
 extern int kiln__sort_force_pairs;
+/* Test hooks: 1 takes the onesweep radix passes, -1 the classic ones, 0 the device's choice
+ * (KILN_SORT_RADIX, else onesweep on GPUs); the onesweep keys per work-item (1 to 16, 0: the
+ * device default). */
+extern int kiln__sort_onesweep;
+extern uint32_t kiln__sort_onesweep_ipt;
+/* Test hook: searchsorted's splitters in local memory (0: the device's choice, GPUs only). */
+extern uint32_t kiln__sort_ss_splitters;
 
 /* Nonzero when dtype's keys are 64 bits (i64, f64). */
 int kiln__sort_key64(kiln_dtype dt);

@@ -157,34 +157,69 @@ emit_runs(const char *op, kiln_context *ctx, const kiln_tensor *x, int rows_mode
 
 /*
  * Unique values (and counts) of integers from their sorted keys alone: no positions are
- * needed when neither first positions nor the inverse are asked for (ctx->lock held).
+ * needed when neither first positions nor the inverse are asked for. The runs are counted
+ * per chunk and written in a second pass over the keys (uniq_chunk_count, uniq_chunk_emit),
+ * with no flag or position arrays (ctx->lock held).
  */
 static kiln_status
 unique_int_keys(const char *op, kiln_context *ctx, const kiln_tensor *x, kiln_tensor **values,
                 kiln_tensor **counts)
 {
   const uint64_t n = x->numel;
-  kiln_tensor *keys = NULL, *flags = NULL, *pos = NULL, *starts = NULL;
+  kiln_tensor *keys = NULL, *starts = NULL, *sums = NULL;
   uint64_t nu = 0;
-  cl_kernel kf, ke, kc;
-  kiln_status s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "uniq_flags", &kf);
+  cl_kernel kcnt, kemit, ktop, kc;
+  kiln_status s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "uniq_chunk_count", &kcnt);
   if (s == KILN_OK)
-    s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "uniq_emit_keys", &ke);
+    s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "uniq_chunk_emit", &kemit);
+  if (s == KILN_OK)
+    s = kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, KILN_I32, "scan_top", &ktop);
   if (s == KILN_OK)
     s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "uniq_counts", &kc);
+  size_t L = s == KILN_OK && ctx->info.is_gpu ? kiln__launch_pow2_local(ctx, kemit) : 1;
+  if (L > 256)
+    L = 256;
+  if (kiln__sort_radix_local)
+    L = kiln__sort_radix_local;
+  uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
+  /* GPUs: 16 keys per work-item; CPUs: a few long serial chunks per core; at most 8192
+   * chunk sums, which one work-group scans (scan_top). */
+  uint64_t chunk = ctx->info.is_gpu ? (uint64_t)L * 16 : (n + 4 * cu - 1) / (4 * cu);
+  if (chunk < 1024)
+    chunk = 1024;
+  while ((n + chunk - 1) / chunk > 8192)
+    chunk *= 2;
+  const uint64_t nb = (n + chunk - 1) / chunk;
   if (s == KILN_OK)
     s = kiln__sort_keys_only(op, ctx, x, n, 0, &keys);
   if (s == KILN_OK)
-    s = kiln__ops_scratch(op, ctx, KILN_I32, n, &flags);
+    s = kiln__ops_scratch(op, ctx, KILN_I32, nb + 1, &sums);
   if (s == KILN_OK) {
-    kiln__args a = kiln__args_begin(op, kf);
+    kiln__args a = kiln__args_begin(op, kcnt);
     kiln__args_tensor(&a, keys);
     kiln__args_u64(&a, n);
-    kiln__args_mem(&a, flags->mem);
-    s = kiln__args_launch_1d(&a, ctx, n, 0);
+    kiln__args_u64(&a, chunk);
+    kiln__args_mem(&a, sums->mem);
+    kiln__args_local(&a, L * 4);
+    s = kiln__args_enqueue_1d(&a, ctx, (size_t)(nb * L), L);
   }
+  if (s == KILN_OK) {
+    /* sums[nb] = 0 before the scan, the total after it. */
+    uint32_t zero = 0;
+    cl_int err = clEnqueueFillBuffer(ctx->queue, sums->mem, &zero, 4, nb * 4, 4, 0, NULL, NULL);
+    s = err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueFillBuffer");
+  }
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, ktop);
+    kiln__args_mem(&a, sums->mem);
+    kiln__args_u64(&a, nb + 1);
+    kiln__args_local(&a, L * 4);
+    s = kiln__args_enqueue_1d(&a, ctx, L, L);
+  }
+  uint32_t total = 0;
   if (s == KILN_OK)
-    s = scan_count(op, ctx, flags, n, &pos, &nu);
+    s = kiln__ops_read(op, ctx, sums, nb * 4, &total, 4);
+  nu = total;
   if (s == KILN_OK)
     s = new_1d(op, ctx, x->dtype, nu, values);
   if (s == KILN_OK && counts)
@@ -192,14 +227,15 @@ unique_int_keys(const char *op, kiln_context *ctx, const kiln_tensor *x, kiln_te
   if (s == KILN_OK)
     s = kiln__ops_scratch(op, ctx, KILN_I32, nu, &starts);
   if (s == KILN_OK) {
-    kiln__args a = kiln__args_begin(op, ke);
+    kiln__args a = kiln__args_begin(op, kemit);
     kiln__args_tensor(&a, keys);
     kiln__args_u64(&a, n);
-    kiln__args_mem(&a, flags->mem);
-    kiln__args_mem(&a, pos->mem);
+    kiln__args_u64(&a, chunk);
+    kiln__args_mem(&a, sums->mem);
+    kiln__args_local(&a, L * 4);
     kiln__args_tensor(&a, *values);
     kiln__args_mem(&a, starts->mem);
-    s = kiln__args_launch_1d(&a, ctx, n, 0);
+    s = kiln__args_enqueue_1d(&a, ctx, (size_t)(nb * L), L);
   }
   if (s == KILN_OK && counts) {
     kiln__args a = kiln__args_begin(op, kc);
@@ -209,9 +245,8 @@ unique_int_keys(const char *op, kiln_context *ctx, const kiln_tensor *x, kiln_te
     kiln__args_tensor(&a, *counts);
     s = kiln__args_launch_1d(&a, ctx, nu, 0);
   }
+  kiln_tensor_release(sums);
   kiln_tensor_release(keys);
-  kiln_tensor_release(flags);
-  kiln_tensor_release(pos);
   kiln_tensor_release(starts);
   if (s != KILN_OK) {
     drop(values);
@@ -371,6 +406,36 @@ kiln_searchsorted(kiln_context *ctx, const kiln_tensor *seq, const kiln_tensor *
   KILN_TRY(kiln__ops_out_begin(op, ctx, KILN_I64, &v->shape, out, ins, 3, 0, &t));
   kiln__ctx_lock(ctx);
   cl_kernel k;
+  /* One long seq, no sorter: the first probes in splitters held in local memory (GPUs, or
+   * the test hook's count). */
+  const uint64_t ksz = kiln__sort_key64(seq->dtype) ? 8 : 4;
+  uint32_t ns = kiln__sort_ss_splitters ? kiln__sort_ss_splitters : ctx->info.is_gpu ? 2048 : 0;
+  while (ns && ns * ksz * 2 > ctx->info.local_mem_bytes)
+    ns /= 2;
+  if (ns && !batched && !sorter && (kiln__sort_ss_splitters || n >= (uint64_t)ns * 16) &&
+      v->numel) {
+    kiln_status s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, seq->dtype, "ss_search_cached", &k);
+    if (s == KILN_OK) {
+      uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
+      size_t L = kiln__launch_pow2_local(ctx, k);
+      if (L > 256)
+        L = 256;
+      uint64_t groups = (v->numel + L - 1) / L, most = cu * 16;
+      kiln__args a = kiln__args_begin(op, k);
+      kiln__args_tensor(&a, seq);
+      kiln__args_u64(&a, n);
+      kiln__args_tensor(&a, v);
+      kiln__args_u64(&a, v->numel);
+      kiln__args_u32(&a, (uint32_t) !!right);
+      kiln__args_tensor(&a, t.dst);
+      kiln__args_local(&a, (size_t)(ns * ksz));
+      kiln__args_u32(&a, ns);
+      s = kiln__args_enqueue_1d(&a, ctx, (size_t)((groups < most ? groups : most) * L), L);
+    }
+    s = kiln__ops_out_finish(op, ctx, &t, s);
+    kiln__ctx_unlock(ctx);
+    return s;
+  }
   kiln_status s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, seq->dtype, "ss_search", &k);
   if (s == KILN_OK) {
     kiln__args a = kiln__args_begin(op, k);

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "runtime/build.h"
+#include "runtime/store_bg.h"
 
 /* The tail of the build log, which is where compilers put the first error's context last. */
 static char *
@@ -316,8 +317,19 @@ kiln__program_build_locked(const char *op, kiln_context *ctx, const struct kiln_
    * A corrupt or refused entry is replaced whatever the policy: left in
    * place it would be read, refused and rebuilt by every process.
    */
-  if (kiln__dc_mode(ctx->cache) == KILN_CACHE_ON && (found != KILN__DC_MISS || store_on_miss(ctx, flags)))
-    store_program(ctx, &req, prog, outcome);
+  if (kiln__dc_mode(ctx->cache) == KILN_CACHE_ON && (found != KILN__DC_MISS || store_on_miss(ctx, flags))) {
+    /*
+     * On PoCL the binary costs a second compile of each kernel (a generic work-group
+     * function): a miss leaves it to the context's storer thread, which overlaps it with
+     * this thread's work (runtime/store_bg.h). Warm-ups and healing store at once.
+     */
+    const char *text;
+    size_t tlen;
+    source_text(src, options, &text, &tlen);
+    if (found != KILN__DC_MISS || (flags & KILN__BUILD_STORE_NOW) || !kiln__storer_wanted(ctx) ||
+        kiln__storer_enqueue(ctx, &req, text, tlen, options) != 0)
+      store_program(ctx, &req, prog, outcome);
+  }
   *out = prog;
   return KILN_OK;
 }

@@ -5,6 +5,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "runtime/build.h"
+#include "runtime/store_bg.h"
 #include "runtime/family.h"
 #include "runtime/tuner.h"
 
@@ -13,14 +14,20 @@ kiln__ctx_cache_open(kiln_context *ctx)
 {
   ctx->cache = kiln__dc_open_degrading(NULL, kiln__dc_env_mode(), kiln__dc_env_max_bytes());
   kiln__dc_set_store_policy(ctx->cache, kiln__dc_env_store_policy());
-  /* KILN_DEBUG_ONE_KERNEL: 1 on every device, 0 never; otherwise on PoCL only. */
+  /* KILN_DEBUG_ONE_KERNEL: 0 never; otherwise on PoCL only. The one-kernel text selects its
+   * kernel with variadic macros, which PoCL's clang takes and OpenCL C 1.2 compilers such as
+   * NVIDIA's refuse, so no setting turns it on elsewhere. */
   const char *v = kiln__env(KILN__ENV_DEBUG_ONE_KERNEL);
-  ctx->one_kernel = v && *v ? strcmp(v, "0") != 0 : kiln__is_pocl(&ctx->info);
+  ctx->one_kernel = (!v || !*v || strcmp(v, "0") != 0) && kiln__is_pocl(&ctx->info);
+  /* KILN_DEBUG_STORE_BG: the same, for storing binaries in the background. */
+  v = kiln__env(KILN__ENV_DEBUG_STORE_BG);
+  ctx->store_bg = v && *v ? strcmp(v, "0") != 0 : kiln__is_pocl(&ctx->info);
 }
 
 void
 kiln__ctx_cache_close(kiln_context *ctx)
 {
+  kiln__storer_destroy(ctx);
   kiln_cache_close(ctx->cache);
   ctx->cache = NULL;
 }
@@ -30,6 +37,8 @@ kiln__ctx_cache_close(kiln_context *ctx)
 static kiln_status
 reopen(const char *op, kiln_context *ctx, const char *dir, int keep_dir, kiln_cache_mode mode)
 {
+  /* Queued stores hold the current cache handle: they finish before it is replaced. */
+  kiln__storer_destroy(ctx);
   if (!ctx->cache) {
     ctx->cache = kiln__dc_open_degrading(keep_dir ? NULL : dir, mode, kiln__dc_env_max_bytes());
     kiln__dc_set_store_policy(ctx->cache, kiln__dc_env_store_policy());
@@ -75,6 +84,8 @@ kiln_context_cache_stats(kiln_context *ctx, kiln_cache_stats *out)
   KILN_TRY(kiln__ctx_check(op, ctx));
   KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
   kiln__ctx_lock(ctx);
+  /* Counts stores queued before this call (the storer never takes the context lock). */
+  kiln__storer_drain(ctx);
   if (ctx->cache) {
     kiln_cache_stats_get(ctx->cache, out);
   } else {

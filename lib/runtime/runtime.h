@@ -80,6 +80,10 @@ struct kiln_context {
   /* Embedded sources are built one kernel per program (PoCL: docs/cache.md, "Program
    * granularity"); set when the cache is opened. */
   int one_kernel;
+  /* On PoCL, misses are stored by a thread of their own (runtime/store_bg.h); started at the
+   * first such store. */
+  int store_bg;
+  struct kiln__storer *storer;
   int queue_profiling; /* the queue was created with CL_QUEUE_PROFILING_ENABLE */
   struct kiln__profile prof;
   /* Autotuner state (runtime/tuner.c): mode, stored tables, overrides. NULL: defaults only. */

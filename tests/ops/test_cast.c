@@ -28,6 +28,7 @@
 
 #include "harness.h"
 #include "hostdata.h"
+#include "kiln/tune.h"
 
 #define NDT KILN_DTYPE_COUNT
 
@@ -418,6 +419,14 @@ mixed_put(kiln_dtype dt, void *buf, uint64_t k, uint64_t *s)
 static const uint64_t pair_sizes[] = {0, 1, 1031, (UINT64_C(1) << 18) + 1};
 #define N_PAIR_SIZES (sizeof pair_sizes / sizeof pair_sizes[0])
 
+/*
+ * Every element count per work-item the cast family's tuner or defaults can pick (1, 2, 4,
+ * 8: a program each): all of them for f32 and f64 sources, the defaults and 4 (the GPU
+ * default) for the others; the non-default ones at the smaller sizes.
+ */
+static const char *const cast_shapes[] = {NULL, "items_per_thread=4", "items_per_thread=1",
+                                          "items_per_thread=2 wg_size=64", "items_per_thread=8"};
+
 /* Every target of one source dtype (one program), at every size; _i is the source dtype. */
 START_TEST(cast_every_pair)
 {
@@ -425,10 +434,13 @@ START_TEST(cast_every_pair)
   if (!dt_ok(from))
     return;
   kiln_context *ctx = harness_ctx();
-  for (size_t si = 0; si < N_PAIR_SIZES; si++) {
-    uint64_t n = pair_sizes[si];
-    if (!harness_fits(n))
+  size_t nshapes = from == KILN_F32 || from == KILN_F64 ? 5 : 2;
+  for (size_t si = 0; si < N_PAIR_SIZES * nshapes; si++) {
+    uint64_t n = pair_sizes[si % N_PAIR_SIZES];
+    const char *shape = cast_shapes[si / N_PAIR_SIZES];
+    if (!harness_fits(n) || (shape && (n == 0 || n > 1031)))
       continue;
+    KOK(kiln_tune_override(ctx, "cast", from, NULL, shape));
     uint64_t seed = 1000 * (uint64_t)from + si;
     void *h = xmalloc(n * kiln_dtype_size(from));
     for (uint64_t k = 0; k < n; k++)
@@ -442,8 +454,8 @@ START_TEST(cast_every_pair)
       for (uint64_t k = 0; k < n; k++)
         ref_cast(from, h, to, want, k);
       char what[96];
-      snprintf(what, sizeof what, "cast %s -> %s, n = %llu", kiln_dtype_name(from),
-               kiln_dtype_name(to), (unsigned long long)n);
+      snprintf(what, sizeof what, "cast %s -> %s, n = %llu, '%s'", kiln_dtype_name(from),
+               kiln_dtype_name(to), (unsigned long long)n, shape ? shape : "defaults");
       kiln_tensor *y = NULL;
       KOK(kiln_cast(ctx, x, to, &y));
       hd_expect_shape(y, to, 1, (const int64_t[]){(int64_t)n});
@@ -476,6 +488,68 @@ START_TEST(cast_every_pair)
     KOK(kiln_tensor_release(x));
     free(h);
   }
+  KOK(kiln_tune_override(ctx, "cast", from, NULL, NULL));
+}
+END_TEST
+
+/*
+ * kiln_copy (its kernel path lives in cast.cl): clEnqueueCopyBuffer and the copy kernel with
+ * every vector width and element count per work-item the copy family's tuner or defaults can
+ * pick, at view offsets that allow the vector width (0) and that force narrower ones (1, 3,
+ * 6), sizes with and without a tail; the bytes around the destination stay untouched. Every
+ * dtype takes the defaults, the buffer copy and 4 vectors per item (the cast program the GPU
+ * defaults build); f32 and f64 every value. _i is the dtype.
+ */
+START_TEST(copy_every_shape)
+{
+  static const char *const shapes[] = {NULL,
+                                       "kernel=0",
+                                       "kernel=1 items_per_thread=4",
+                                       "kernel=1 items_per_thread=1 vec_width=1 wg_size=64",
+                                       "kernel=1 items_per_thread=2 vec_width=16",
+                                       "kernel=1 items_per_thread=8 vec_width=4"};
+  static const uint64_t sizes[] = {1, 7, 1031, 4099};
+  static const uint64_t offs[] = {0, 1, 3, 6};
+  kiln_dtype dt = (kiln_dtype)_i;
+  if (!dt_ok(dt))
+    return;
+  kiln_context *ctx = harness_ctx();
+  size_t esz = kiln_dtype_size(dt), nshapes = dt == KILN_F32 || dt == KILN_F64 ? 6 : 3;
+  for (size_t sh = 0; sh < nshapes; sh++) {
+    KOK(kiln_tune_override(ctx, "copy", dt, NULL, shapes[sh]));
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+      uint64_t n = sizes[si], off = offs[si], whole = n + 16;
+      uint64_t seed = 77 * (uint64_t)dt + si;
+      unsigned char *h = xmalloc(whole * esz);
+      for (uint64_t k = 0; k < whole; k++)
+        mixed_put(dt, h, k, &seed);
+      kiln_tensor *src = upload(dt, whole, h), *buf = NULL, *s = NULL, *d = NULL;
+      KOK(kiln_tensor_zeros(ctx, dt, 1, (const int64_t[]){(int64_t)whole}, &buf));
+      cl_mem ms, md;
+      size_t bs, bd;
+      KOK(kiln_tensor_cl_mem(src, &ms, &bs));
+      KOK(kiln_tensor_cl_mem(buf, &md, &bd));
+      /* Source at element 2 (even), destination at off: unequal alignments too. */
+      KOK(kiln_tensor_wrap(ctx, ms, bs + 2 * esz, dt, 1, (const int64_t[]){(int64_t)n}, &s));
+      KOK(kiln_tensor_wrap(ctx, md, bd + off * esz, dt, 1, (const int64_t[]){(int64_t)n}, &d));
+      KOK(kiln_copy(ctx, s, d));
+      unsigned char *got = hd_download(buf), *want = calloc(whole, esz);
+      memcpy(want + off * esz, h + 2 * esz, n * esz);
+      char what[96];
+      snprintf(what, sizeof what, "copy %s n = %llu at %llu, '%s'", kiln_dtype_name(dt),
+               (unsigned long long)n, (unsigned long long)off,
+               shapes[sh] ? shapes[sh] : "defaults");
+      ck_assert_msg(memcmp(got, want, whole * esz) == 0, "%s: wrong bytes", what);
+      free(got);
+      free(want);
+      free(h);
+      KOK(kiln_tensor_release(s));
+      KOK(kiln_tensor_release(d));
+      KOK(kiln_tensor_release(src));
+      KOK(kiln_tensor_release(buf));
+    }
+  }
+  KOK(kiln_tune_override(ctx, "copy", dt, NULL, NULL));
 }
 END_TEST
 
@@ -828,6 +902,7 @@ cast_suite(void)
   TCase *tc = tcase_create("cast");
   tcase_set_timeout(tc, 600);
   tcase_add_loop_test(tc, cast_every_pair, 0, NDT);
+  tcase_add_loop_test(tc, copy_every_shape, 0, NDT);
   tcase_add_loop_test(tc, half_every_pattern_round_trips, 0, 2);
   tcase_add_test(tc, f32_to_half_rounding);
   tcase_add_test(tc, f64_to_half_single_rounding);

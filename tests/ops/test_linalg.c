@@ -14,7 +14,8 @@
  * the blocked path at the block size and +-1 (and with the block forced to 16 and the small
  * path off, through the test hook), both routes (CLBlast and kiln's own kernels), Hilbert
  * matrices, singular and indefinite matrices, batches; batched results equal unbatched
- * ones bitwise; bad input.
+ * ones bitwise; bad input. routes_and_blocks runs both panel routes (device kernels, host
+ * LAPACKE: kiln__linalg_test_route) with every block size the linalg tuner family can pick.
  */
 #include <float.h>
 #include <math.h>
@@ -37,6 +38,8 @@ static const kiln_dtype dtypes[] = {KILN_F32, KILN_F64};
  * f32 on kiln's own kernels (the CLBlast calls are the same code for both precisions).
  */
 static int hook_nb = -1, hook_small = -1, hook_own = -1, hook_leaf = -1;
+/* Panel route (enum kiln__linalg_route; -1 the tuner's choice: HOST where kiln has LAPACKE). */
+static int hook_route = -1;
 
 static void
 set_hook(int nb, int small_max, int own, int leaf)
@@ -51,6 +54,9 @@ static int
 route_for(kiln_dtype dt)
 {
   kiln__linalg_test_set(hook_nb, hook_small, dt == KILN_F32 ? 1 : hook_own, hook_leaf);
+  kiln__linalg_test_route(hook_route);
+  /* f64 on CLBlast takes CLBlast for every GEMM (the small ones are kiln's, as f32 runs) */
+  kiln__linalg_test_own_gemm_max(dt == KILN_F64 && hook_own <= 0 ? 0 : -1);
   return 1;
 }
 
@@ -272,6 +278,7 @@ START_TEST(lu_blocked_paths)
   /* leaf -1: whole panels (the CPU default); 3: recursive panels down to 1-3 columns. The
    * small mode (oclgrind, no CLBlast: both routes are kiln's kernels) runs one route and
    * every other size. */
+  hook_route = KILN__LINALG_ROUTE_DEVICE; /* the device panel's leaf widths */
   for (int own = harness_small(); own < 2; own++)
     for (int leaf = -1; leaf <= 3; leaf += 4) {
       set_hook(16, 0, own, leaf);
@@ -791,14 +798,17 @@ START_TEST(cholesky)
     chol_case(dt, 1, 2 * nb + 1);
     chol_case(dt, 1, 3 * nb);
   }
-  for (int own = harness_small(); own < 2; own++) {
-    set_hook(16, 0, own, -1);
-    FOR_DTYPES(dt)
-    {
-      chol_case(dt, 1, 15);
-      chol_case(dt, 2, 33);
+  for (int route = KILN__LINALG_ROUTE_DEVICE; route <= KILN__LINALG_ROUTE_HOST; route++)
+    for (int own = harness_small(); own < 2; own++) {
+      hook_route = route;
+      set_hook(16, 0, own, -1);
+      FOR_DTYPES(dt)
+      {
+        chol_case(dt, 1, 15);
+        chol_case(dt, 2, 33);
+      }
     }
-  }
+  hook_route = -1;
   set_hook(-1, -1, -1, -1);
   kiln__linalg_test_set(-1, -1, -1, -1);
 }
@@ -897,7 +907,9 @@ tri_case(kiln_dtype dt, size_t m, size_t n)
           double *a = rand_mat(na * na, -1.0 / (double)na, 1.0 / (double)na);
           for (size_t i = 0; i < na; i++)
             a[i * na + i] = urand(2, 3);
-          double *b = rand_mat(m * n, -1, 1), alpha = 1.5;
+          /* alpha 1 on CLBlast takes kiln's GEMM-based solves (left: blocked; right: one
+           * block up to 64), other alphas CLBlast's TRSM */
+          double *b = rand_mat(m * n, -1, 1), alpha = (m + n) % 2 ? 1.5 : 1.0;
           kiln_tensor *ta = up(dt, 2, as, a), *tb = up(dt, 2, bs, b), *x = NULL, *y = NULL;
           kiln_uplo ul = upper ? KILN_UPPER : KILN_LOWER;
           KOK(kiln_trsm(harness_ctx(), side, ul, trans, unit, alpha, ta, tb, &x));
@@ -948,6 +960,10 @@ START_TEST(triangular)
     tri_case(dt, 0, 3);
     if (harness_fits(70 * 67))
       tri_case(dt, 70, 67);
+    if (harness_fits(130 * 40) && !harness_small()) {
+      tri_case(dt, 130, 40);
+      tri_case(dt, 40, 130);
+    }
   }
   /* batched, in place */
   int64_t as[3] = {2, 3, 3}, bs[3] = {2, 3, 1};
@@ -967,15 +983,15 @@ START_TEST(triangular)
 END_TEST
 
 /* Batched results equal the unbatched ones bitwise (the small kernels take both). */
-START_TEST(batched_bitwise)
+/* LU, inv, Cholesky and solve of nb matrices n x n at once equal those of each alone. */
+static void
+batched_case(kiln_dtype dt, size_t n, size_t nb)
 {
-  static const size_t ns[] = {13, 32, 64};
-  FOR_DTYPES(dt)
   {
-    for (size_t c = 0; c < 3; c++) {
-      size_t n = ns[c], nb = 5, ts = kiln_dtype_size(dt), mat = n * n * ts;
+    {
+      size_t ts = kiln_dtype_size(dt), mat = n * n * ts;
       if (!harness_fits(nb * n * n))
-        continue;
+        return;
       int64_t as[3] = {(int64_t)nb, (int64_t)n, (int64_t)n}, one[2] = {(int64_t)n, (int64_t)n};
       double *a = malloc(nb * n * n * 8);
       for (size_t b = 0; b < nb; b++) {
@@ -1035,6 +1051,177 @@ START_TEST(batched_bitwise)
       kiln_tensor_release(x);
     }
   }
+}
+
+START_TEST(batched_bitwise)
+{
+  static const size_t ns[] = {13, 32, 64};
+  FOR_DTYPES(dt)
+  {
+    for (size_t c = 0; c < 3; c++)
+      batched_case(dt, ns[c], 5);
+  }
+}
+END_TEST
+
+/* A matrix with column col zero: solve and inv fail naming U[col][col]. */
+static void
+singular_case(kiln_dtype dt, size_t n, size_t col)
+{
+  if (!harness_fits(3 * n * n))
+    return;
+  int64_t as[2] = {(int64_t)n, (int64_t)n}, bs[1] = {(int64_t)n};
+  double *a = rand_mat(n * n, 1, 2), *b = rand_mat(n, -1, 1);
+  for (size_t i = 0; i < n; i++)
+    a[i * n + col] = 0;
+  kiln_tensor *ta = up(dt, 2, as, a), *tb = up(dt, 1, bs, b), *x = NULL, *lu = NULL, *piv = NULL;
+  char want[64];
+  snprintf(want, sizeof want, "U[%zu][%zu]", col, col);
+  KEXPECT(kiln_linalg_solve(harness_ctx(), ta, tb, &x), KILN_ERR_SINGULAR);
+  EXPECT(strstr(kiln_last_error(), want), "%s n %zu: message %s, want %s", kiln_dtype_name(dt), n,
+         kiln_last_error(), want);
+  ck_assert_ptr_null(x);
+  KEXPECT(kiln_linalg_inv(harness_ctx(), ta, &x), KILN_ERR_SINGULAR);
+  EXPECT(strstr(kiln_last_error(), want), "inv: message %s", kiln_last_error());
+  ck_assert_ptr_null(x);
+  /* lu_factor itself goes on past the zero pivot (LAPACK's info > 0) */
+  KOK(kiln_linalg_lu_factor(harness_ctx(), ta, &lu, &piv));
+  double *h = down(lu);
+  int32_t *p = down_i32(piv);
+  double e = lu_backward(a, h, p, n, n, eps_of(dt));
+  EXPECT(e <= BOUND, "%s singular LU n %zu: backward error %g", kiln_dtype_name(dt), n, e);
+  EXPECT(h[col * n + col] == 0, "U[%zu][%zu] = %g, not 0", col, col, h[col * n + col]);
+  free(h);
+  free(p);
+  free(a);
+  free(b);
+  kiln_tensor_release(ta);
+  kiln_tensor_release(tb);
+  kiln_tensor_release(lu);
+  kiln_tensor_release(piv);
+}
+
+/*
+ * Both panel routes (kiln's device kernels, the host's LAPACKE) with every block size the
+ * linalg tuner family can pick (16 .. 256) and 8, the small-matrix kernels off, on CLBlast
+ * (f64) and kiln's own kernels: LU square, tall and wide, Cholesky (both triangles, with its
+ * solve and inverse), singular matrices naming the pivot, batched equal to unbatched.
+ */
+START_TEST(routes_and_blocks)
+{
+  static const int nbs[] = {8, 16, 32, 64, 128, 256};
+  static const size_t sq[] = {1, 7, 65, 130};
+  for (int route = KILN__LINALG_ROUTE_DEVICE; route <= KILN__LINALG_ROUTE_HOST; route++)
+    for (size_t ib = 0; ib < sizeof nbs / sizeof nbs[0]; ib++) {
+      int nb = nbs[ib], small_nb = nb <= 32;
+      if (harness_small() && (!small_nb || route == KILN__LINALG_ROUTE_DEVICE))
+        continue;
+      hook_route = route;
+      for (int own = harness_small(); own < 2; own++) {
+        set_hook(nb, 0, own, -1);
+        FOR_DTYPES(dt)
+        {
+          if (own && dt == KILN_F32) /* f32 always runs kiln's kernels: done with own 0 */
+            continue;
+          for (size_t i = small_nb ? 0 : 3; i < sizeof sq / sizeof sq[0]; i++) {
+            lu_case(dt, 0, NULL, sq[i], sq[i], NULL);
+            chol_case(dt, 1, sq[i]);
+          }
+          lu_case(dt, 0, NULL, 130, 70, NULL);
+          lu_case(dt, 0, NULL, 70, 130, NULL);
+          singular_case(dt, small_nb ? 65 : 130, small_nb ? 40 : 100);
+          if (nb == 16)
+            batched_case(dt, 65, 2);
+        }
+      }
+    }
+  /* the built-in split: GEMMs up to 2^12 multiply-adds on kiln's kernels, larger on CLBlast */
+  if (harness_has_fp64() && !harness_small())
+    for (int route = KILN__LINALG_ROUTE_DEVICE; route <= KILN__LINALG_ROUTE_HOST; route++) {
+      hook_route = route;
+      set_hook(16, 0, 0, -1);
+      route_for(KILN_F64);
+      kiln__linalg_test_own_gemm_max(1 << 12);
+      lu_case(KILN_F64, 0, NULL, 130, 130, NULL);
+      chol_case(KILN_F64, 1, 97);
+      singular_case(KILN_F64, 65, 40);
+    }
+  kiln__linalg_test_own_gemm_max(-1);
+  hook_route = -1;
+  set_hook(-1, -1, -1, -1);
+  kiln__linalg_test_set(-1, -1, -1, -1);
+  kiln__linalg_test_route(-1);
+}
+END_TEST
+
+static int
+tune_event(const kiln_tune_progress *p, void *user)
+{
+  kiln_tune_result *last = user;
+  if (p->event == KILN_TUNE_EVENT_CANDIDATE)
+    EXPECT(p->failed[0] == 0, "linalg candidate %s failed: %s", p->params, p->failed);
+  if (p->event == KILN_TUNE_EVENT_KEY_DONE)
+    *last = *p->result;
+  return 0;
+}
+
+/* The linalg tuner family times LU of a 128 x 128 matrix on both routes, every candidate valid. */
+START_TEST(tuner_family)
+{
+  if (harness_small())
+    return;
+  kiln_tune_family_desc d;
+  int found = 0;
+  for (size_t i = 0; kiln_tune_family_get(i, &d) == KILN_OK; i++)
+    found |= strcmp(d.name, "linalg") == 0 && strcmp(d.params, "route nb") == 0;
+  EXPECT(found, "no linalg tuner family with parameters route, nb");
+  kiln_tune_request req;
+  memset(&req, 0, sizeof req);
+  uint64_t n = 1u << 14;
+  kiln_dtype dt = KILN_F64;
+  req.family = "linalg";
+  req.dtypes = harness_has_fp64() ? &dt : NULL;
+  req.ndtypes = harness_has_fp64() ? 1 : 0;
+  req.sizes = &n;
+  req.nsizes = 1;
+  req.reps = 1;
+  req.quick = 1;
+  req.no_store = 1;
+  kiln_tune_result last;
+  memset(&last, 0, sizeof last);
+  KOK(kiln_tune_run(harness_ctx(), &req, tune_event, &last));
+  ck_assert_int_eq(last.status, KILN_OK);
+  ck_assert_str_eq(last.bucket, "full.2^14");
+  EXPECT(last.candidates >= 2, "%u candidates", last.candidates);
+  ck_assert_uint_eq(last.failed, 0);
+}
+END_TEST
+
+/*
+ * CLBlast's indirect GEMM (the one large GEMMs take on GPUs) with kiln's temporary buffer,
+ * forced for f64 on this device: both routes' LU, Cholesky and solves. Runs last: the
+ * override stays for the rest of the process.
+ */
+START_TEST(gemm_temp_buffer)
+{
+  if (!kiln_blas_has_clblast() || !harness_has_fp64() || harness_small())
+    return;
+  KOK(kiln__linalg_test_gemm_indirect(harness_ctx(), KILN_F64));
+  uint64_t before = kiln__linalg_test_temp_gemms();
+  for (int route = KILN__LINALG_ROUTE_DEVICE; route <= KILN__LINALG_ROUTE_HOST; route++) {
+    hook_route = route;
+    set_hook(16, 0, 0, -1);
+    route_for(KILN_F64);
+    lu_case(KILN_F64, 0, NULL, 130, 130, NULL);
+    lu_case(KILN_F64, 0, NULL, 70, 130, NULL);
+    chol_case(KILN_F64, 1, 97);
+    singular_case(KILN_F64, 65, 40);
+  }
+  EXPECT(kiln__linalg_test_temp_gemms() > before, "no GEMM used the temporary buffer");
+  hook_route = -1;
+  set_hook(-1, -1, -1, -1);
+  kiln__linalg_test_set(-1, -1, -1, -1);
+  kiln__linalg_test_route(-1);
 }
 END_TEST
 
@@ -1148,6 +1335,9 @@ reset_hooks(void)
 {
   set_hook(-1, -1, -1, -1);
   kiln__linalg_test_set(-1, -1, -1, -1);
+  hook_route = -1;
+  kiln__linalg_test_route(-1);
+  kiln__linalg_test_own_gemm_max(-1);
 }
 
 static Suite *
@@ -1170,8 +1360,11 @@ linalg_suite(void)
   tcase_add_test(tc, singular_solve_inv);
   tcase_add_test(tc, triangular);
   tcase_add_test(tc, batched_bitwise);
+  tcase_add_test(tc, routes_and_blocks);
+  tcase_add_test(tc, tuner_family);
   tcase_add_test(tc, bad_input);
   tcase_add_test(tc, nan_and_in_place);
+  tcase_add_test(tc, gemm_temp_buffer); /* last: its CLBlast override stays */
   suite_add_tcase(s, tc);
   return s;
 }

@@ -28,6 +28,7 @@
 
 #include "harness.h"
 #include "kiln_config.h"
+#include "ops/linalg_internal.h"
 #include "ops/linalg_spectral_internal.h"
 
 #define EXPECT(cond, ...)        \
@@ -46,6 +47,8 @@ static int
 route_for(kiln_dtype dt)
 {
   kiln__linalg_spectral_test_set(hook_nb, dt == KILN_F32 ? 1 : -1, hook_leaf);
+  /* f64 takes CLBlast for every GEMM (the small ones are kiln's, as f32 runs) */
+  kiln__linalg_test_own_gemm_max(dt == KILN_F64 ? 0 : -1);
   return 1;
 }
 
@@ -293,6 +296,7 @@ END_TEST
 START_TEST(qr_blocked)
 {
   static const int nbs[] = {4, 16};
+  kiln__linalg_test_route(KILN__LINALG_ROUTE_DEVICE); /* the device panel's recursion */
   for (size_t i = 0; i < (harness_small() ? 1u : 2u); i++) {
     hook_nb = nbs[i];
     hook_leaf = i == 1 ? 3 : -1;
@@ -313,21 +317,25 @@ START_TEST(qr_blocked)
 }
 END_TEST
 
-START_TEST(qr_batched_bitwise)
+/* QR of 3 m x n matrices (m >= n) at once equals that of each alone, bitwise. */
+static void
+qr_bitwise(kiln_dtype dt, size_t m, size_t n)
 {
-  FOR_DTYPES(dt)
   {
-    int64_t s3[3] = {3, 11, 7}, s2[2] = {11, 7};
-    double *a = rand_mat(3 * 77);
+    size_t mn = m * n, nn = n * n;
+    int64_t s3[3] = {3, (int64_t)m, (int64_t)n}, s2[2] = {(int64_t)m, (int64_t)n};
+    double *a = rand_mat(3 * mn);
     kiln_tensor *ta = up(dt, 3, s3, a), *q = NULL, *r = NULL;
     KOK(kiln_linalg_qr(harness_ctx(), ta, KILN_QR_REDUCED, &q, &r));
     double *hq = down(q), *hr = down(r);
     for (int b = 0; b < 3; b++) {
-      kiln_tensor *t1 = up(dt, 2, s2, a + b * 77), *q1 = NULL, *r1 = NULL;
+      kiln_tensor *t1 = up(dt, 2, s2, a + b * mn), *q1 = NULL, *r1 = NULL;
       KOK(kiln_linalg_qr(harness_ctx(), t1, KILN_QR_REDUCED, &q1, &r1));
       double *h1 = down(q1), *h2 = down(r1);
-      EXPECT(memcmp(h1, hq + b * 77, 77 * sizeof *h1) == 0, "batched Q %d differs", b);
-      EXPECT(memcmp(h2, hr + b * 49, 49 * sizeof *h2) == 0, "batched R %d differs", b);
+      EXPECT(memcmp(h1, hq + b * mn, mn * sizeof *h1) == 0, "%zux%zu: batched Q %d differs", m, n,
+             b);
+      EXPECT(memcmp(h2, hr + b * nn, nn * sizeof *h2) == 0, "%zux%zu: batched R %d differs", m, n,
+             b);
       free(h1);
       free(h2);
       kiln_tensor_release(t1);
@@ -341,6 +349,42 @@ START_TEST(qr_batched_bitwise)
     kiln_tensor_release(q);
     kiln_tensor_release(r);
   }
+}
+
+START_TEST(qr_batched_bitwise)
+{
+  FOR_DTYPES(dt)
+  {
+    qr_bitwise(dt, 11, 7);
+  }
+}
+END_TEST
+
+/*
+ * Both panel routes (kiln's qr_panel, the host's dgeqrf + dlarft: kiln__linalg_test_route)
+ * with every block size the linalg tuner family can pick (16 .. 256) and 8.
+ */
+START_TEST(qr_routes)
+{
+  static const int nbs[] = {8, 16, 32, 64, 128, 256};
+  static const size_t sh[][2] = {{1, 1}, {7, 7}, {65, 65}, {130, 70}, {70, 130}};
+  for (int route = KILN__LINALG_ROUTE_DEVICE; route <= KILN__LINALG_ROUTE_HOST; route++)
+    for (size_t ib = 0; ib < sizeof nbs / sizeof nbs[0]; ib++) {
+      if (harness_small() && (nbs[ib] > 16 || route == KILN__LINALG_ROUTE_DEVICE))
+        continue;
+      kiln__linalg_test_route(route);
+      hook_nb = nbs[ib];
+      FOR_DTYPES(dt)
+      {
+        for (size_t i = nbs[ib] <= 32 ? 0 : 3; i < sizeof sh / sizeof sh[0]; i++)
+          if (harness_fits(sh[i][0] * sh[i][1]))
+            qr_case(dt, 1, sh[i][0], sh[i][1], NULL);
+        if (nbs[ib] == 16 && harness_fits(3 * 65 * 40))
+          qr_bitwise(dt, 65, 40);
+      }
+    }
+  kiln__linalg_test_route(-1);
+  hook_nb = -1;
 }
 END_TEST
 
@@ -669,6 +713,31 @@ eig_case(kiln_dtype dt, size_t n, const double *given)
   }
   double e = na == 0 ? sqrt(r) : sqrt(r) / (na * (double)n * eps);
   EXPECT(e <= 100, "%s eig n %zu: ||A V - V W|| error %g", kiln_dtype_name(dt), n, e);
+  /* The complex form carries the same numbers, bit for bit. */
+  kiln_tensor *cw = NULL, *cv = NULL, *rw = NULL, *rv = NULL;
+  KOK(kiln_linalg_eig_complex(harness_ctx(), ta, &cw, &cv));
+  kiln_dtype cdt = dt == KILN_F32 ? KILN_C64 : KILN_C128;
+  EXPECT(kiln_tensor_dtype(cw) == cdt && kiln_tensor_dtype(cv) == cdt, "eig_complex gives %s",
+         kiln_dtype_name(kiln_tensor_dtype(cw)));
+  KOK(kiln_view_as_real(harness_ctx(), cw, &rw));
+  KOK(kiln_view_as_real(harness_ctx(), cv, &rv));
+  double *hcw = down(rw), *hcv = down(rv);
+  for (size_t j = 0; j < n; j++)
+    EXPECT(hcw[2 * j] == hwr[j] && hcw[2 * j + 1] == hwi[j], "eig_complex value %zu differs", j);
+  for (size_t i = 0; i < n * n; i++)
+    EXPECT(hcv[2 * i] == hvr[i] && hcv[2 * i + 1] == hvi[i], "eig_complex vector element %zu",
+           i);
+  /* values only, into a given tensor */
+  kiln_tensor *cw2 = NULL;
+  KOK(kiln_tensor_create(harness_ctx(), cdt, 1, (int64_t[]){(int64_t)n}, &cw2));
+  kiln_tensor *cw2in = cw2;
+  KOK(kiln_linalg_eig_complex(harness_ctx(), ta, &cw2, NULL));
+  EXPECT(cw2 == cw2in, "a given w was replaced");
+  free(hcw);
+  free(hcv);
+  kiln_tensor *call[5] = {cw, cv, rw, rv, cw2};
+  for (int i = 0; i < 5; i++)
+    kiln_tensor_release(call[i]);
   free(a);
   free(hwr);
   free(hwi);
@@ -816,6 +885,34 @@ START_TEST(svd)
 END_TEST
 
 /* Batched eigh and svd equal the unbatched calls bitwise (the same launches per matrix). */
+/*
+ * V^T C split into row chunks summed by a GEMV (GPUs with CLBlast split by default; forced
+ * here): QR on both routes, eigh and svd (their back-transformations apply blocks too).
+ */
+START_TEST(split_products)
+{
+  static const size_t sh[][2] = {{65, 65}, {130, 70}, {70, 130}};
+  kiln__linalg_spectral_test_split(3);
+  hook_nb = 16;
+  for (int route = KILN__LINALG_ROUTE_DEVICE; route <= KILN__LINALG_ROUTE_HOST; route++) {
+    kiln__linalg_test_route(route);
+    FOR_DTYPES(dt)
+    {
+      for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++)
+        if (harness_fits(sh[i][0] * sh[i][1]))
+          qr_case(dt, 1, sh[i][0], sh[i][1], NULL);
+      if (route == KILN__LINALG_ROUTE_HOST && harness_fits(45 * 45)) {
+        eigh_case(dt, 1, 40, NULL, NULL);
+        svd_case(dt, 1, 45, 31, NULL, NULL);
+      }
+    }
+  }
+  kiln__linalg_spectral_test_split(-1);
+  kiln__linalg_test_route(-1);
+  hook_nb = -1;
+}
+END_TEST
+
 START_TEST(eigh_svd_batched_bitwise)
 {
   if (!KILN_HAVE_LAPACKE)
@@ -1051,6 +1148,10 @@ START_TEST(bad_input)
   KEXPECT(kiln_linalg_eigh(ctx, sq, (kiln_uplo)5, &out, NULL), KILN_ERR_INVALID_ARGUMENT);
   KEXPECT(kiln_linalg_eig(ctx, rect, &out, &o2, NULL, NULL), KILN_ERR_SHAPE);
   KEXPECT(kiln_linalg_eig(ctx, sq, &out, &o2, &o3, NULL), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_linalg_eig_complex(ctx, rect, &out, NULL), KILN_ERR_SHAPE);
+  KEXPECT(kiln_linalg_eig_complex(ctx, ints, &out, NULL), KILN_ERR_DTYPE);
+  KEXPECT(kiln_linalg_eig_complex(ctx, sq, NULL, NULL), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_linalg_eig_complex(ctx, sq, &vec, NULL), KILN_ERR_DTYPE);
   KEXPECT(kiln_linalg_svd(ctx, sq, 0, &out, &o2, NULL), KILN_ERR_INVALID_ARGUMENT);
   KEXPECT(kiln_linalg_svd(ctx, ints, 0, NULL, &o2, NULL), KILN_ERR_DTYPE);
   KEXPECT(kiln_linalg_lstsq(ctx, sq, b43, -1, &out, NULL, NULL, NULL), KILN_ERR_SHAPE);
@@ -1089,6 +1190,9 @@ reset_hooks(void)
   orth_bound = BOUND;
   kiln__linalg_spectral_test_set(-1, -1, -1);
   kiln__linalg_spectral_test_mrrr(-1);
+  kiln__linalg_test_route(-1);
+  kiln__linalg_spectral_test_split(-1);
+  kiln__linalg_test_own_gemm_max(-1);
 }
 
 static Suite *
@@ -1101,6 +1205,8 @@ spectral_suite(void)
   tcase_add_test(tc, qr_backward_error);
   tcase_add_test(tc, qr_blocked);
   tcase_add_test(tc, qr_batched_bitwise);
+  tcase_add_test(tc, qr_routes);
+  tcase_add_test(tc, split_products);
   tcase_add_test(tc, lstsq);
   tcase_add_test(tc, eigh);
   tcase_add_test(tc, eigh_blocked);

@@ -684,6 +684,16 @@ set_route(kiln_dtype dt, int route)
   KOK(kiln_tune_override(harness_ctx(), "conv", dt, NULL, route ? p : NULL));
 }
 
+/* Route 4 with one of its tiles (1-4, lib/ops/nn_conv.c; 0 the default). */
+static void
+set_tile(kiln_dtype dt, int tile)
+{
+  char p[32];
+  snprintf(p, sizeof p, "route=4 tile=%d", tile);
+  KOK(kiln_tune_override(harness_ctx(), "conv", dt, NULL, p));
+}
+
+/* route -1 - t: route 4 with tile t. */
 static void
 run_conv_case(const conv_case *c, kiln_dtype dt, int route)
 {
@@ -705,7 +715,10 @@ run_conv_case(const conv_case *c, kiln_dtype dt, int route)
   kiln_tensor *tx = up(dt, g.ndim, g.xs, x), *tw = up(dt, g.ndim, g.ws, w);
   kiln_tensor *tb = up(dt, 1, &bs, b), *tg = up(dt, g.ndim, g.ys, gy);
   kiln_tensor *ty = NULL, *tdx = NULL, *tdw = NULL, *tdb = NULL, *tt = NULL;
-  set_route(dt, route);
+  if (route >= 0)
+    set_route(dt, route);
+  else
+    set_tile(dt, -1 - route);
   KOK(kiln_conv(ctx, tx, tw, c->bias ? tb : NULL, &desc, &ty));
   KOK(kiln_conv_backward(ctx, tg, tx, tw, &desc, &tdx, &tdw, &tdb));
   /* The transposed convolution of gy with w is the backward-data pass (plus bias of C_in). */
@@ -788,6 +801,24 @@ START_TEST(conv_shapes)
       for (size_t r = 0; r < nr; r++)
         run_conv_case(&conv_cases[i], dt, routes[r]);
     }
+  }
+}
+END_TEST
+
+/* Every tile of route 4 (the tuner may pick any for any dtype): tile edges in rows (70 rows
+ * per group: two 64-row tiles, one 128-row tile), columns that straddle samples, strides,
+ * dilation, groups, 3-D, and a batch whose columns span many tiles. */
+START_TEST(conv_tiles)
+{
+  static const size_t f32_cases[] = {1, 2, 8, 9, 10}, f64_cases[] = {1, 10};
+  conv_case big = {2, 5, 12, 20, 1, {15, 13}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1};
+  for (int tile = 1; tile <= 4; tile++) {
+    for (size_t i = 0; i < sizeof f32_cases / sizeof f32_cases[0]; i++)
+      run_conv_case(&conv_cases[f32_cases[i]], KILN_F32, -1 - tile);
+    run_conv_case(&big, KILN_F32, -1 - tile);
+    if (harness_has_fp64() && tile > 1)
+      for (size_t i = 0; i < sizeof f64_cases / sizeof f64_cases[0]; i++)
+        run_conv_case(&conv_cases[f64_cases[i]], KILN_F64, -1 - tile);
   }
 }
 END_TEST
@@ -975,6 +1006,8 @@ START_TEST(conv_bad_input)
   KEXPECT(kiln_conv_backward(ctx, y, x, w, &d, &same, &same2, NULL), KILN_ERR_INVALID_ARGUMENT);
   /* A route the tuner family does not have. */
   KEXPECT(kiln_tune_override(ctx, "conv", KILN_F32, NULL, "route=5"), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_tune_override(ctx, "conv", KILN_F32, NULL, "route=4 tile=5"),
+          KILN_ERR_INVALID_ARGUMENT);
   ck_assert_ptr_null(o);
   kiln_tensor *ts[] = {x, w, wbad, b, xi, y};
   for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
@@ -1086,6 +1119,7 @@ nn_conv_suite(void)
   tcase_add_test(tc, conv_bad_input);
   if (!harness_small()) {
     tcase_add_test(tc, conv_batch);
+    tcase_add_test(tc, conv_tiles);
     tcase_add_test(tc, conv_finite_differences);
     tcase_add_test(tc, pool_finite_differences);
     tcase_add_test(tc, conv_tune_family);

@@ -1040,6 +1040,74 @@ START_TEST(attention_against_composition)
 }
 END_TEST
 
+/*
+ * Every tile the `attention` tuner family can pick (tile=0 is the rule; tiles that do not fit
+ * the device fall back to it), forced with kiln_tune_override, against the composition:
+ * lengths around the tiles (1, 7, 65, 130), head dimensions 128, 64 and odd ones (33 runs on
+ * the 64-wide accumulators, 5 with Dv 19 on the 32- or 64-wide ones), causal (also with
+ * Sq < Sk and Sq > Sk), both masks.
+ */
+static const att_case att_tile_cases[] = {
+    {1, 0, 130, 130, 128, 128, 1, 0}, {2, 0, 65, 7, 64, 64, 0, 1}, {1, 0, 7, 65, 33, 33, 1, 2},
+    {1, 0, 1, 130, 5, 19, 0, 2},      {1, 0, 130, 65, 5, 19, 1, 1},
+};
+#define ATT_TILES 6
+
+START_TEST(attention_every_tile)
+{
+  kiln_context *ctx = harness_ctx();
+  FOR_DTYPES(dt)
+  {
+    for (int tile = 0; tile < ATT_TILES; tile++) {
+      if (harness_small() && tile != 0 && tile != 3)
+        continue;
+      char params[16];
+      snprintf(params, sizeof params, "tile=%d", tile);
+      KOK(kiln_tune_override(ctx, "attention", dt, NULL, params));
+      for (size_t ci = 0; ci < sizeof att_tile_cases / sizeof att_tile_cases[0]; ci++) {
+        const att_case *c = &att_tile_cases[ci];
+        uint64_t BH = att_bh(c), nq = BH * (uint64_t)(c->Sq * c->D),
+                 nk = BH * (uint64_t)(c->Sk * c->D), nv = BH * (uint64_t)(c->Sk * c->Dv),
+                 no = BH * (uint64_t)(c->Sq * c->Dv),
+                 nm = (c->mask == 2 ? BH : 1) * (uint64_t)(c->Sq * c->Sk);
+        double *qh = rand_vec(nq, -1, 1), *kh = rand_vec(nk, -1, 1), *vh = rand_vec(nv, -1, 1);
+        double *mh = rand_vec(nm, -2, 1);
+        for (uint64_t e = 0; e < nm; e++)
+          if (e % 5 == 2 && e % (uint64_t)c->Sk != 0)
+            mh[e] = -INFINITY;
+        round_to(dt, qh, nq), round_to(dt, kh, nk), round_to(dt, vh, nv), round_to(dt, mh, nm);
+        double scale = 1 / sqrt((double)c->D);
+        double *out = malloc((no + 1) * 8), *lse = malloc((BH * (uint64_t)c->Sq + 1) * 8);
+        double *p = malloc((BH * (uint64_t)(c->Sq * c->Sk) + 1) * 8);
+        ref_attention(c, qh, kh, vh, mh, scale, out, lse, p);
+        kiln_tensor *q = att_up(dt, c, c->Sq, c->D, qh), *k = att_up(dt, c, c->Sk, c->D, kh);
+        kiln_tensor *v = att_up(dt, c, c->Sk, c->Dv, vh), *mask = NULL;
+        if (c->mask == 1) {
+          int64_t ms[2] = {c->Sq, c->Sk};
+          mask = up(dt, 2, ms, mh);
+        } else if (c->mask == 2) {
+          mask = att_up(dt, c, c->Sq, c->Sk, mh);
+        }
+        kiln_tensor *o = NULL, *l = NULL;
+        KOK(kiln_attention(ctx, q, k, v, mask, c->causal, 0, &o, &l));
+        char what[64];
+        snprintf(what, sizeof what, "attention out (tile %d, case %zu)", tile, ci);
+        double tol = dt == KILN_F32 ? 2e-5 : 1e-12;
+        expect_tensor(o, out, tol, what);
+        snprintf(what, sizeof what, "attention lse (tile %d, case %zu)", tile, ci);
+        expect_tensor(l, lse, tol, what);
+        free(qh), free(kh), free(vh), free(mh), free(out), free(lse), free(p);
+        kiln_tensor_release(q), kiln_tensor_release(k), kiln_tensor_release(v);
+        kiln_tensor_release(mask), kiln_tensor_release(o), kiln_tensor_release(l);
+      }
+    }
+    KOK(kiln_tune_override(ctx, "attention", dt, NULL, NULL));
+  }
+  KEXPECT(kiln_tune_override(ctx, "attention", KILN_F32, NULL, "tile=6"),
+          KILN_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
 static double
 att_objective(const att_case *c, const double *qh, const double *kh, const double *vh,
               const double *u)
@@ -1544,6 +1612,7 @@ nn_train_suite(void)
   tcase_add_test(tc, norm_bad_input);
   tcase_add_test(tc, attention_against_composition);
   tcase_add_test(tc, attention_bad_input);
+  tcase_add_test(tc, attention_every_tile);
   tcase_add_test(tc, rope_against_reference);
   tcase_add_test(tc, embedding_backward_against_reference);
   tcase_add_test(tc, provider_slots);

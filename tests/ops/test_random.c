@@ -6,8 +6,9 @@
  *    blocks across a 32-bit counter carry.
  * 2. Bitwise checks of every generator against a host replica of the stream
  *    definition (docs/layout.md, cl_kernels/random.cl): same words, same
- *    operation sequences, IEEE float arithmetic without contraction (the
- *    suite is compiled as ISO C11, which keeps GCC from fusing into fma).
+ *    operation sequences, IEEE float arithmetic with C's fma()/fmaf() where
+ *    the kernels call fma() and no other contraction (the suite is compiled
+ *    as ISO C11, which keeps GCC from fusing on its own).
  * 3. Determinism: identical bits for forced work-group sizes 1, 7 and 64
  *    (through the ops test hook) and for chunked vs whole generation;
  *    save/restore of the state; the counter advance of every generator.
@@ -31,6 +32,7 @@
 #include "kiln/layout.h"
 #include "kiln/random.h"
 #include "kiln/create.h"
+#include "kiln/tune.h"
 #include "ops/ops_common.h"
 
 static kiln_context *
@@ -115,20 +117,20 @@ det_log_f32(uint32_t k)
   }
   float f = m - 1.0f;
   float d = f + 2.0f;
-  float y = 0.984995544f - 0.239f * d;
-  y = y * (2.0f - d * y);
-  y = y * (2.0f - d * y);
-  y = y * (2.0f - d * y);
+  float y = fmaf(-0.239f, d, 0.984995544f);
+  y = y * fmaf(-d, y, 2.0f);
+  y = y * fmaf(-d, y, 2.0f);
+  y = y * fmaf(-d, y, 2.0f);
   float s = f * y;
   float s2 = s * s;
   float p = 0.111111112f;
-  p = p * s2 + 0.142857149f;
-  p = p * s2 + 0.200000003f;
-  p = p * s2 + 0.333333343f;
-  p = p * s2 + 1.0f;
+  p = fmaf(p, s2, 0.142857149f);
+  p = fmaf(p, s2, 0.200000003f);
+  p = fmaf(p, s2, 0.333333343f);
+  p = fmaf(p, s2, 1.0f);
   float lnm = (2.0f * s) * p;
   float ef = (float)(e - 24);
-  return ef * 0.693145752f + (ef * 1.42860677e-06f + lnm);
+  return fmaf(ef, 0.693145752f, fmaf(ef, 1.42860677e-06f, lnm));
 }
 
 static float
@@ -138,9 +140,9 @@ det_sqrt_f32(float x)
     return 0.0f;
   float y = as_f(0x5f3759dfu - (as_u(x) >> 1));
   float hx = 0.5f * x;
-  y = y * (1.5f - hx * (y * y));
-  y = y * (1.5f - hx * (y * y));
-  y = y * (1.5f - hx * (y * y));
+  y = y * fmaf(-hx, y * y, 1.5f);
+  y = y * fmaf(-hx, y * y, 1.5f);
+  y = y * fmaf(-hx, y * y, 1.5f);
   return x * y;
 }
 
@@ -149,10 +151,10 @@ sin_poly_f32(float t)
 {
   float t2 = t * t;
   float p = 2.75573188e-06f;
-  p = p * t2 + -0.000198412701f;
-  p = p * t2 + 0.00833333377f;
-  p = p * t2 + -0.166666672f;
-  return t + t * (t2 * p);
+  p = fmaf(p, t2, -0.000198412701f);
+  p = fmaf(p, t2, 0.00833333377f);
+  p = fmaf(p, t2, -0.166666672f);
+  return fmaf(t, t2 * p, t);
 }
 
 static float
@@ -160,11 +162,11 @@ cos_poly_f32(float t)
 {
   float t2 = t * t;
   float p = -2.755732e-07f;
-  p = p * t2 + 2.48015876e-05f;
-  p = p * t2 + -0.00138888892f;
-  p = p * t2 + 0.0416666679f;
-  p = p * t2 + -0.5f;
-  return 1.0f + t2 * p;
+  p = fmaf(p, t2, 2.48015876e-05f);
+  p = fmaf(p, t2, -0.00138888892f);
+  p = fmaf(p, t2, 0.0416666679f);
+  p = fmaf(p, t2, -0.5f);
+  return fmaf(t2, p, 1.0f);
 }
 
 static void
@@ -205,10 +207,10 @@ det_log_f64(uint64_t k)
                              0.2,                  0.3333333333333333,   1.0};
   double p = c[0];
   for (int i = 1; i < 12; i++)
-    p = p * s2 + c[i];
+    p = fma(p, s2, c[i]);
   double lnm = (2.0 * s) * p;
   double ef = (double)(e - 53);
-  return ef * 6.93147180369123816490e-01 + (ef * 1.90821492927058770002e-10 + lnm);
+  return fma(ef, 6.93147180369123816490e-01, fma(ef, 1.90821492927058770002e-10, lnm));
 }
 
 static double
@@ -219,8 +221,8 @@ sin_poly_f64(double t)
                              -0.0001984126984126984, 0.008333333333333333,   -0.16666666666666666};
   double t2 = t * t, p = c[0];
   for (int i = 1; i < 9; i++)
-    p = p * t2 + c[i];
-  return t + t * (t2 * p);
+    p = fma(p, t2, c[i]);
+  return fma(t, t2 * p, t);
 }
 
 static double
@@ -232,8 +234,8 @@ cos_poly_f64(double t)
                              -0.5};
   double t2 = t * t, p = c[0];
   for (int i = 1; i < 10; i++)
-    p = p * t2 + c[i];
-  return 1.0 + t2 * p;
+    p = fma(p, t2, c[i]);
+  return fma(t2, p, 1.0);
 }
 
 static void
@@ -388,7 +390,7 @@ replica(enum gen g, kiln_dtype dt, uint64_t seed, uint64_t counter, uint64_t n,
           float s, c;
           det_sincos_f32(w[2 * pr + 1] >> 8, &s, &c);
           float z = tt % 2 ? r * s : r * c;
-          float v = (part ? 0.0f : mean) + sd * z;
+          float v = fmaf(sd, z, part ? 0.0f : mean);
           if (is_half(dt))
             set_half(out, i, half_round(dt, v));
           else
@@ -401,10 +403,10 @@ replica(enum gen g, kiln_dtype dt, uint64_t seed, uint64_t counter, uint64_t n,
         double s, c;
         det_sincos_f64(bits53(w[2], w[3]), &s, &c);
         if (cx) {
-          ((double *)out)[2 * i] = p->a + sd * (r * c);
-          ((double *)out)[2 * i + 1] = 0.0 + sd * (r * s);
+          ((double *)out)[2 * i] = fma(sd, r * c, p->a);
+          ((double *)out)[2 * i + 1] = fma(sd, r * s, 0.0);
         } else {
-          ((double *)out)[i] = p->a + sd * (t ? r * s : r * c);
+          ((double *)out)[i] = fma(sd, t ? r * s : r * c, p->a);
         }
       }
       break;
@@ -655,6 +657,73 @@ START_TEST(independent_of_local_size_and_chunking)
     hd_expect_equal(gc->dt, joined, whole, n, gc->name);
     free(joined);
     free(whole);
+  }
+}
+END_TEST
+
+/*
+ * random_normal's launch parameters (the tuner family "random": local size,
+ * KILN_RNG_BLOCKS, the block vectors per work-item, and KILN_RNG_VEC, the
+ * blocks per vector) change no bit: every value
+ * the tuner or the defaults can pick, for each normal dtype, at element
+ * offsets that keep the kernel's vector stores aligned (0) and that do not
+ * (1, 3), sizes with tail blocks, and a capped grid (the grid-stride loop);
+ * the elements around the view stay untouched.
+ */
+START_TEST(normal_launch_shapes_and_offsets)
+{
+  static const kiln_dtype dts[] = {KILN_F32, KILN_F64, KILN_F16, KILN_BF16, KILN_C64, KILN_C128};
+  static const char *const shapes[] = {"", "blocks_per_item=1 vec_width=1 wg_size=64",
+                                       "blocks_per_item=2 vec_width=4 wg_size=128",
+                                       "blocks_per_item=4 vec_width=16",
+                                       "blocks_per_item=1 vec_width=8 wg_size=16"};
+  static const uint64_t sizes[] = {1, 5, 1021, 4099};
+  static const uint64_t offs[] = {0, 1, 3};
+  const struct gen_params p = {0.5, 2, 0, 0};
+  for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+    kiln_dtype dt = dts[d];
+    if (!dt_ok(dt))
+      continue;
+    size_t esz = kiln_dtype_size(dt);
+    /* The 16-bit and complex dtypes share the f32 and f64 arithmetic: every shape for f32 and
+     * f64, the defaults and one other for the others (a program build each on PoCL). */
+    int all = dt == KILN_F32 || dt == KILN_F64;
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+      if (!all && sh != 0 && sh != 2)
+        continue;
+      KOK(kiln_tune_override(ctx(), "random", dt, NULL, shapes[sh][0] ? shapes[sh] : NULL));
+      for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        for (size_t oi = 0; oi < sizeof offs / sizeof offs[0]; oi++) {
+          uint64_t n = sizes[si], off = offs[oi];
+          int64_t whole = (int64_t)(off + n + 5);
+          kiln_tensor *buf = NULL, *view = NULL;
+          KOK(kiln_tensor_zeros(ctx(), dt, 1, &whole, &buf));
+          cl_mem mem;
+          size_t base;
+          KOK(kiln_tensor_cl_mem(buf, &mem, &base));
+          int64_t shape = (int64_t)n;
+          KOK(kiln_tensor_wrap(ctx(), mem, base + off * esz, dt, 1, &shape, &view));
+          kiln_rng_state st = {0xfeedull + sh, 0xfffffffffffffff0ull + si};
+          KOK(kiln_rng_state_set(ctx(), &st));
+          /* A capped grid: each work-item's loop takes several rounds. */
+          kiln__launch_max_groups = si == 3 && oi == 1 ? 2 : 0;
+          KOK(kiln_random_normal(ctx(), view, p.a, p.b));
+          kiln__launch_max_groups = 0;
+          unsigned char *got = hd_download(buf);
+          unsigned char *want = calloc((size_t)whole, esz);
+          replica(G_NORMAL, dt, st.seed, st.counter, n, &p, want + off * esz);
+          char what[96];
+          snprintf(what, sizeof what, "normal %s '%s' n=%llu offset %llu", kiln_dtype_name(dt),
+                   shapes[sh], (unsigned long long)n, (unsigned long long)off);
+          hd_expect_equal(dt, got, want, (uint64_t)whole, what);
+          free(got);
+          free(want);
+          KOK(kiln_tensor_release(view));
+          KOK(kiln_tensor_release(buf));
+        }
+      }
+    }
+    KOK(kiln_tune_override(ctx(), "random", dt, NULL, NULL));
   }
 }
 END_TEST
@@ -1439,6 +1508,7 @@ random_suite(void)
   tcase_add_test(tc, philox_known_answers);
   tcase_add_test(tc, generators_match_the_stream_definition);
   tcase_add_test(tc, independent_of_local_size_and_chunking);
+  tcase_add_test(tc, normal_launch_shapes_and_offsets);
   tcase_add_test(tc, state_save_restore);
   tcase_add_test(tc, uniform_statistics);
   tcase_add_test(tc, normal_statistics);

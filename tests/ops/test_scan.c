@@ -7,7 +7,9 @@
  * with an all-NaN line; cummin/cummax indices with ties; long lines (tiled
  * work-group scans split across groups) up to 2^24 + 3 elements; every strategy
  * at work-group sizes 64, 128, 256 and the device maximum with the split forced
- * on and off (this suite links the library internals for kiln__scan_tuned);
+ * on and off (this suite links the library internals for kiln__scan_tuned); the
+ * single-pass look-back scan forced on for every op and dtype (complex too), and under
+ * adversarial scheduling (one-item groups: thousands of tiles waiting on each other on GPUs);
  * in-place scans; diff of orders 0..len+; bad input. Every bool output holds only 0 and 1
  * (hd_expect_bool01), and exclusive cummin/cummax of bool start from true/false.
  * f16 and bf16 run in ops_dtypes; tuner_values runs every candidate value of every scan
@@ -654,6 +656,122 @@ START_TEST(test_long)
 }
 END_TEST
 
+static void complex_scan(kiln_dtype dt, kiln_scan_op op, size_t ndim, const int64_t *shape,
+                         int64_t axis, int excl, int nan, uint64_t seed,
+                         const kiln__launch_params *lp);
+
+/*
+ * The single-pass scan (NAME_lookback), forced on whatever the device's default, inclusive
+ * and exclusive, NaN omitted, on lines of 1, 2, primes, 2^k - 1 and 2^k + 1 elements, one
+ * line (the whole tensor) and several (rows), in 4-item groups (tiles of 4 E elements, so
+ * the longer lines take dozens of tiles): cumsum of every dtype (staged outputs; every
+ * state type: f32, f64, i64 sums of the integers, f32 of f16/bf16, complex), cummax (stored
+ * directly; (value, index) pairs of 1-, 4- and 8-byte values) of u8, bf16, f32 and i64,
+ * complex cumprod, and every op of f32 (each (op, dtype) is a kernel build: a second or more
+ * on PoCL). Column scans keep the line kernel whatever single_pass says.
+ */
+START_TEST(test_single_pass)
+{
+  kiln_context *ctx = harness_ctx();
+  kiln_dtype dt = _i < (int)NDTYPES ? all_dtypes[_i] : _i == (int)NDTYPES ? KILN_C64 : KILN_C128;
+  if ((dt == KILN_F64 || dt == KILN_C128) && !harness_has_fp64())
+    return;
+  kiln__launch_params lp;
+  kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, &lp);
+  lp.single_pass = 1;
+  lp.two_pass_min = 1;
+  lp.wg_size = 4;
+  static const int64_t lens[] = {1, 2, 1009, 4097};
+  const int64_t rows[2] = {3, 1023}, cols[2] = {257, 3};
+  for (int op = 0; op < KILN_SCAN_OP_COUNT; op++) {
+    if (!kiln_scan_op_supports((kiln_scan_op)op, dt))
+      continue;
+    int cummax_dt = dt == KILN_F32 || dt == KILN_I64 || dt == KILN_U8 || dt == KILN_BF16;
+    if (op != KILN_SCAN_CUMSUM && dt != KILN_F32 && dt != KILN_C64 && dt != KILN_C128 &&
+        !(op == KILN_SCAN_CUMMAX && cummax_dt))
+      continue;
+    for (int excl = 0; excl < 2; excl++) {
+      if (dt == KILN_C64 || dt == KILN_C128) {
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+          complex_scan(dt, (kiln_scan_op)op, 1, &lens[li], 0, excl, 0, li, &lp);
+        complex_scan(dt, (kiln_scan_op)op, 2, rows, 1, excl, excl * 2, 30, &lp);
+        continue;
+      }
+      for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        struct scase c = mk((kiln_scan_op)op, dt, 1, &lens[li], 0);
+        c.opts.exclusive = excl;
+        c.indexed = (op == KILN_SCAN_CUMMIN || op == KILN_SCAN_CUMMAX) && li % 2;
+        c.want_values = excl;
+        run_case(&c, &lp, (uint64_t)op * 10 + li);
+      }
+      struct scase r = mk((kiln_scan_op)op, dt, 2, rows, 1);
+      r.opts.exclusive = excl;
+      if (is_fl(dt) && excl) {
+        r.gen = GEN_NANROW;
+        r.opts.nan_policy = KILN_NAN_OMIT;
+      }
+      run_case(&r, &lp, (uint64_t)op * 10 + 7);
+      if (dt == KILN_F32) {
+        struct scase c = mk((kiln_scan_op)op, dt, 2, cols, 0);
+        c.opts.exclusive = excl;
+        run_case(&c, &lp, (uint64_t)op * 10 + 8);
+      }
+    }
+  }
+}
+END_TEST
+
+/*
+ * Adversarial scheduling for the look-back: groups of 1, 2 and 3 items (tiles of E to 3 E
+ * elements, most waiting on predecessors still running), 32, 256 and the device's largest
+ * (CPU devices: 1, 3 and 32);
+ * one long line and many lines of several tiles. f32 and f64 cumsum, cummax with indices,
+ * logcumsumexp. GPUs take 2^20 + 3 elements (65537 tiles of one item) and 37 lines of
+ * 12289; CPU devices a few dozen tiles per line, since there a waiting group spins on a
+ * core that the group it waits for may need (slow where cores are oversubscribed, as on a
+ * CI machine running several suites; correct all the same).
+ */
+START_TEST(test_single_pass_stress)
+{
+  kiln_context *ctx = harness_ctx();
+  kiln_device_info info;
+  KOK(kiln_context_device_info(ctx, &info));
+  uint32_t wgs[] = {1, 3, 32, 2, 256, (uint32_t)info.max_work_group_size};
+  int gpu = info.is_gpu && !harness_small();
+  const int64_t line[1] = {gpu ? (1 << 20) + 3 : 1031};
+  const int64_t many[2] = {gpu ? 37 : 5, gpu ? 12289 : 257};
+  for (size_t w = 0; w < sizeof wgs / sizeof wgs[0]; w++) {
+    /* CPU devices: PoCL compiles a kernel once more for each new local size. */
+    if (wgs[w] > info.max_work_group_size || (!gpu && w > 2))
+      continue;
+    kiln__launch_params lp;
+    kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, &lp);
+    lp.single_pass = 1;
+    lp.two_pass_min = 1;
+    lp.wg_size = wgs[w];
+    for (int k = 0; k < 4; k++) {
+      if (!gpu && w > 0 && k % 2)
+        continue;
+      kiln_dtype dt = k == 1 && harness_has_fp64() ? KILN_F64 : KILN_F32;
+      kiln_scan_op op = k == 2   ? KILN_SCAN_CUMMAX
+                        : k == 3 ? KILN_SCAN_LOGCUMSUMEXP
+                                 : KILN_SCAN_CUMSUM;
+      struct scase c = mk(op, dt, 1, line, 0);
+      c.opts.exclusive = (int)(w + (size_t)k) % 2;
+      c.indexed = op == KILN_SCAN_CUMMAX;
+      c.want_values = 1;
+      c.gen = op == KILN_SCAN_CUMMAX ? GEN_TIES : GEN_DYADIC;
+      run_case(&c, &lp, w * 10 + (uint64_t)k);
+      if (k % 2 == 0) {
+        struct scase m = mk(op, dt, 2, many, 1);
+        m.gen = c.gen;
+        run_case(&m, &lp, w * 10 + (uint64_t)k + 5);
+      }
+    }
+  }
+}
+END_TEST
+
 /* Every strategy at work-group sizes 64, 128, 256 and the device maximum, split forced on and off.
  */
 START_TEST(test_tunables)
@@ -988,7 +1106,7 @@ END_TEST
  */
 static void
 complex_scan(kiln_dtype dt, kiln_scan_op op, size_t ndim, const int64_t *shape, int64_t axis,
-             int excl, int nan, uint64_t seed)
+             int excl, int nan, uint64_t seed, const kiln__launch_params *lp)
 {
   kiln_context *ctx = harness_ctx();
   int c64 = dt == KILN_C64;
@@ -1032,7 +1150,7 @@ complex_scan(kiln_dtype dt, kiln_scan_op op, size_t ndim, const int64_t *shape, 
   char what[160];
   snprintf(what, sizeof what, "%s %s n %llu axis %lld excl %d nan %d", kiln_scan_op_name(op),
            kiln_dtype_name(dt), (unsigned long long)n, (long long)axis, excl, nan);
-  kiln_status s = kiln_scan(ctx, op, x, axis, &o, &y);
+  kiln_status s = kiln__scan_tuned(ctx, op, x, axis, &o, lp, &y);
   ck_assert_msg(s == KILN_OK, "%s: %s", what, kiln_last_error());
   ck_assert_int_eq(kiln_tensor_dtype(y), dt);
   KOK(kiln_tensor_download(y, got, kiln_tensor_nbytes(y)));
@@ -1089,12 +1207,12 @@ START_TEST(test_complex)
     for (int excl = 0; excl < 2; excl++) {
       for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
         if (!(harness_small() && lens[li] > 1000))
-          complex_scan(dt, (kiln_scan_op)op, 1, &lens[li], 0, excl, 0, li);
+          complex_scan(dt, (kiln_scan_op)op, 1, &lens[li], 0, excl, 0, li, NULL);
       for (int64_t ax = 0; ax < 2; ax++)
-        complex_scan(dt, (kiln_scan_op)op, 2, m, ax, excl, 0, 10 + (uint64_t)ax);
+        complex_scan(dt, (kiln_scan_op)op, 2, m, ax, excl, 0, 10 + (uint64_t)ax, NULL);
     }
     for (int nan = 1; nan < 3; nan++)
-      complex_scan(dt, (kiln_scan_op)op, 2, m, 1, 0, nan, 20);
+      complex_scan(dt, (kiln_scan_op)op, 2, m, 1, 0, nan, 20, NULL);
   }
   kiln_context *ctx = harness_ctx();
   kiln_tensor *x = NULL, *y = NULL;
@@ -1145,6 +1263,9 @@ START_TEST(test_tuner_values)
       kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, &lp);
       uint64_t val = tp->full[v];
       memcpy((char *)&lp + tp->offset, &val, tp->size); /* little-endian: the low bytes */
+      /* The strategy matters only for lines that are tiled. */
+      if (strcmp(tp->name, "single_pass") == 0)
+        lp.two_pass_min = 1024;
       struct scase c = col ? mk(KILN_SCAN_CUMSUM, KILN_F16, 2, cols, 0)
                            : mk(KILN_SCAN_CUMSUM, KILN_F16, 2, rows, 1);
       run_case(&c, &lp, p * 16 + v);
@@ -1168,6 +1289,8 @@ scan_suite(void)
       {"bool_exclusive", test_bool_exclusive, 0},
       {"long", test_long, 0},
       {"tunables", test_tunables, 0},
+      {"single_pass", test_single_pass, (int)NDTYPES + 2},
+      {"single_pass_stress", test_single_pass_stress, 0},
       {"random_sums", test_random_sums, 0},
       {"in_place_and_empty", test_in_place_and_empty, 0},
       {"bad_inputs", test_bad_inputs, 0},

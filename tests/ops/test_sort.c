@@ -367,6 +367,42 @@ START_TEST(test_sort_gpu_shapes)
 }
 END_TEST
 
+START_TEST(test_sort_onesweep)
+{
+  /* The onesweep passes on any device: tiles of 768 and 4096 pairs (many tiles, so long
+   * look-back chains; lengths around the tile), every dtype and pattern, keys with positions,
+   * keys alone (integers' values) and raw payloads (f32 values), and the row passes. Two
+   * tile sizes only: every one is a program build per key program (PoCL's compile time). */
+  static const uint32_t ipts[] = {3, 16};
+  static const int64_t lens[] = {2, 255, 257, 769, 4097, 9001};
+  kiln__sort_onesweep = 1;
+  for (size_t q = 0; q < sizeof ipts / sizeof ipts[0]; q++) {
+    kiln__sort_onesweep_ipt = ipts[q];
+    for (size_t d = 0; d < NDT; d++) {
+      kiln_dtype dt = all_dtypes[d];
+      /* Tiles of 4096: the dtypes of 4 and 8 bytes (the smaller dtypes differ only in how
+       * their keys are made). */
+      if (!dt_ok(dt) || (q == 1 && kiln_dtype_size(dt) < 4))
+        continue;
+      for (size_t li = q; li < sizeof lens / sizeof lens[0]; li += 1 + q) {
+        int pat = (int)((li + q + d) % PAT_COUNT);
+        sort_case(dt, 1, &lens[li], 0, pat, (int)(li & 1), KILN_SORT_RADIX, "onesweep");
+      }
+      if (q == 0)
+        sort_case(dt, 1, &lens[5], 0, PAT_SPECIAL, 1, KILN_SORT_RADIX, "onesweep special");
+      const int64_t rows[2] = {37, 300};
+      sort_case(dt, 2, rows, 1, PAT_DUPS, (int)q, KILN_SORT_RADIX, "onesweep rows");
+    }
+  }
+  const int64_t n = harness_size(60013, 1000);
+  kiln__sort_onesweep_ipt = 3;
+  sort_case(KILN_I32, 1, &n, 0, PAT_RANDOM, 0, KILN_SORT_RADIX, "onesweep many tiles");
+  sort_case(KILN_F64, 1, &n, 0, PAT_SORTED, 1, KILN_SORT_RADIX, "onesweep many tiles");
+  kiln__sort_onesweep = 0;
+  kiln__sort_onesweep_ipt = 0;
+}
+END_TEST
+
 static void
 topk_case(kiln_dtype dt, size_t nd, const int64_t *shape, int64_t axis, uint64_t k, int largest)
 {
@@ -399,8 +435,9 @@ topk_case(kiln_dtype dt, size_t nd, const int64_t *shape, int64_t axis, uint64_t
 
 START_TEST(test_topk_kthvalue)
 {
-  for (int sel = 0; sel < 2; sel++) {
-    /* sel: the radix selection on every size (else only on long rows with small k). */
+  for (int sel = 0; sel < 3; sel++) {
+    /* sel: the radix selection on every size (else only on long rows with small k): 1 the
+     * chunked passes, 2 one work-group per row. */
     kiln__sort_force_select = sel;
     for (size_t d = 0; d < NDT; d++) {
       kiln_dtype dt = all_dtypes[d];
@@ -584,6 +621,36 @@ START_TEST(test_unique)
       }
     }
   }
+  /* Integer values and counts with several work-items per chunk (as GPUs run them), many
+   * distinct values and runs across chunks. */
+  static const uint32_t locals[] = {8, 1};
+  for (size_t q = 0; q < 2; q++) {
+    kiln__sort_radix_local = locals[q];
+    const int64_t n = 5003 + (int64_t)q * 3000;
+    int32_t *h = malloc((size_t)n * sizeof *h);
+    for (int64_t i = 0; i < n; i++)
+      h[i] = (int32_t)(rnd() % (q ? 40 : 4000)) - 100;
+    kiln_tensor *x = upload(KILN_I32, 1, &n, h), *v = NULL, *c = NULL;
+    KOK(kiln_unique(harness_ctx(), x, NULL, &v, NULL, NULL, &c));
+    kiln__sort_radix_local = 0;
+    int32_t *hv = harness_download(v);
+    int64_t *hc = down_i64(c), total = 0;
+    for (uint64_t g = 0; g < kiln_tensor_numel(v); g++) {
+      int64_t cnt = 0;
+      for (int64_t i = 0; i < n; i++)
+        cnt += h[i] == hv[g];
+      EXPECT(cnt == hc[g] && (g == 0 || hv[g - 1] < hv[g]), "unique chunks value %d count %lld",
+             hv[g], (long long)hc[g]);
+      total += hc[g];
+    }
+    ck_assert_int_eq(total, n);
+    free(h);
+    free(hv);
+    free(hc);
+    kiln_tensor_release(x);
+    kiln_tensor_release(v);
+    kiln_tensor_release(c);
+  }
 }
 END_TEST
 
@@ -658,10 +725,14 @@ START_TEST(test_searchsorted)
     memcpy(both, hsorted, (uint64_t)ns * es);
     memcpy(both + (uint64_t)ns * es, hq, (uint64_t)nq * es);
     for (int right = 0; right < 2; right++) {
-      for (int use_sorter = 0; use_sorter < 2; use_sorter++) {
+      /* Variants 2 and 3: the first probes in 7 or 64 splitters in local memory. */
+      for (int variant = 0; variant < 4; variant++) {
+        const int use_sorter = variant == 1;
+        kiln__sort_ss_splitters = variant == 2 ? 7 : variant == 3 ? 64 : 0;
         kiln_tensor *out = NULL;
         KOK(kiln_searchsorted(harness_ctx(), use_sorter ? s : sorted, q, right,
                               use_sorter ? sorter : NULL, &out));
+        kiln__sort_ss_splitters = 0;
         int64_t *ho = down_i64(out);
         for (int64_t i = 0; i < nq; i++) {
           int64_t want = 0;
@@ -673,8 +744,8 @@ START_TEST(test_searchsorted)
               break;
           }
           EXPECT(ho[i] == want,
-                 "%s searchsorted right %d sorter %d query %lld: %lld, expected %lld",
-                 kiln_dtype_name(dt), right, use_sorter, (long long)i, (long long)ho[i],
+                 "%s searchsorted right %d variant %d query %lld: %lld, expected %lld",
+                 kiln_dtype_name(dt), right, variant, (long long)i, (long long)ho[i],
                  (long long)want);
         }
         free(ho);
@@ -940,6 +1011,8 @@ START_TEST(test_small_every_kernel)
     topk_case(dt, 2, rows, 1, 3, 1);
     kiln__sort_force_select = 1;
     topk_case(dt, 2, rows, 1, 3, 0);
+    kiln__sort_force_select = 2;
+    topk_case(dt, 2, rows, 1, 4, 1);
     kiln__sort_force_select = 0;
     void *h = make_data(dt, 60, PAT_DUPS);
     const int64_t m[2] = {20, 3};
@@ -1013,6 +1086,7 @@ sort_suite(void)
     tcase_add_test(tc, test_sort_lengths);
     tcase_add_test(tc, test_sort_rows_axes);
     tcase_add_test(tc, test_sort_gpu_shapes);
+    tcase_add_test(tc, test_sort_onesweep);
     tcase_add_test(tc, test_topk_kthvalue);
     tcase_add_test(tc, test_sortrows);
     tcase_add_test(tc, test_unique);

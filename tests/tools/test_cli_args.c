@@ -191,6 +191,16 @@ START_TEST(list_flags_refuse_empty_lists_and_items)
   EXPECT(NULL, 2, ARGS("--filter: no case name contains 'zzz'"), "bench", "--filter", "zzz");
   EXPECT(NULL, 2, ARGS("--filter: no case name contains 'zzz'"), "bench", "--list", "--filter",
          "zzz");
+  EXPECT(NULL, 2, ARGS("--filter: no case name contains 'zzz,yyy'"), "bench", "--filter",
+         "zzz,yyy");
+  EXPECT(NULL, 2, ARGS("--tune: 'linalg' is not FAMILY:PARAMS"), "bench", "--tune", "linalg");
+  EXPECT(NULL, 2, ARGS("--tune nofamily:nb=1"), "bench", "--filter", "linalg.lu", "--sizes", "4k",
+         "--tune", "nofamily:nb=1");
+  EXPECT(NULL, 2, ARGS("--tune linalg:bogus=1"), "bench", "--filter", "linalg.lu", "--sizes", "4k",
+         "--tune", "linalg:bogus=1");
+  EXPECT(NULL, 2, ARGS("--override: 'elementwise' is not FAMILY:PARAMS"), "bench", "--override",
+         "elementwise");
+  EXPECT(NULL, 2, ARGS("--override needs a value"), "bench", "--override");
   EXPECT(NULL, 2, ARGS("--layout: fft has no layout 'row'"), "tune", "--family", "fft", "--layout",
          "row");
   EXPECT(NULL, 2, ARGS("--layout: reduce has no layout 'flat'"), "tune", "--family", "reduce",

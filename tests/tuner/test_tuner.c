@@ -1197,11 +1197,26 @@ START_TEST(run_list_import_export)
   ck_assert_str_eq(d.name, "reduce");
   ck_assert_ptr_nonnull(strstr(d.params, "two_pass_min"));
   ck_assert_str_eq(d.layouts, "full row col");
-  KOK(kiln_tune_family_get(5, &d));
-  ck_assert_str_eq(d.name, "xgemm");
-  KOK(kiln_tune_family_get(6, &d));
-  ck_assert_str_eq(d.name, "conv");
-  KEXPECT(kiln_tune_family_get(7, &d), KILN_ERR_NOT_FOUND);
+  /* Every family once, whatever the registration order; the list ends with NOT_FOUND. */
+  static const char *const fams[] = {"elementwise", "reduce", "scan",      "fft",
+                                     "gemm",        "xgemm",  "linalg",    "conv",
+                                     "attention",   "cast",   "copy",      "random"};
+  size_t nfam = sizeof fams / sizeof fams[0];
+  int seen[sizeof fams / sizeof fams[0]] = {0};
+  for (size_t i = 0; i < nfam; i++) {
+    KOK(kiln_tune_family_get(i, &d));
+    for (size_t j = 0; j < nfam; j++)
+      if (strcmp(d.name, fams[j]) == 0) {
+        seen[j]++;
+        if (strcmp(d.name, "linalg") == 0) {
+          ck_assert_str_eq(d.params, "route nb");
+          ck_assert_str_eq(d.layouts, "full");
+        }
+      }
+  }
+  for (size_t j = 0; j < nfam; j++)
+    ck_assert_msg(seen[j] == 1, "tuner family %s listed %d times", fams[j], seen[j]);
+  KEXPECT(kiln_tune_family_get(nfam, &d), KILN_ERR_NOT_FOUND);
   char b[32];
   KOK(kiln_tune_bucket_name("reduce", "col", 1500000, b, sizeof b));
   ck_assert_str_eq(b, "col.2^20");
