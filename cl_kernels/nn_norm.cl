@@ -29,7 +29,8 @@
  *   bn_eval_stats(mean, moff, rstd, roff, rm, rmoff, rv, rvoff, C, eps)   flat over C:
  *     mean = rm, rstd = 1 / sqrt(rv + eps)
  *   norm_apply(x, xoff, mean, moff, rstd, roff, w, woff, b, boff, y, yoff, N, C, S, G, cpg,
- *              flags)    3-D over (S, C, N): y = (x - mean) rstd w + b (NN_BN: per channel)
+ *              flags)    3-D over (S / APPLY_ITEMS, C, N): y = (x - mean) rstd w + b (NN_BN:
+ *                        per channel)
  *     (CP_GRAD): sums[c] = sum g, sums[C + c] = sum g xhat over n, s; dw, db the same
  *   bn_dx(g, goff, x, xoff, mean, moff, rstd, roff, w, woff, sums, dx, dxoff, N, C, S,
  *         flags)          3-D over (S, C, N): training dx = w rstd (g - sum g / M - xhat sum(g xhat) / M);
@@ -94,6 +95,9 @@ dropout(global const ST *x, ulong xoff, global ST *y, ulong yoff, global const u
     }
   }
 }
+
+/* Elements per work-item of norm_apply (lib/ops/nn_norm.c sizes its grid by it). */
+#define APPLY_ITEMS 4
 
 /* The statistics index of element (n, c). */
 #define STAT_INDEX(n, c) ((flags & NN_BN) ? (c) : (n) * G + (c) / cpg)
@@ -346,8 +350,18 @@ norm_apply(global const ST *x, ulong xoff, global const ST *mean, ulong moff,
       k *= KILN_LOAD(w, woff + c);
     if (flags & NN_B)
       o = KILN_LOAD(b, boff + c);
-    for (ulong s = get_global_id(0); s < S; s += get_global_size(0))
-      KILN_STORE(y, yoff + base + s, (KILN_LOAD(x, xoff + base + s) - mu) * k + o);
+    /* APPLY_ITEMS elements per work-item, a grid apart, all loaded first: one load in flight
+     * per item left the pass latency-bound (the host sizes dimension 0 for S / APPLY_ITEMS). */
+    const ulong gs = get_global_size(0);
+    for (ulong s0 = get_global_id(0); s0 < S; s0 += APPLY_ITEMS * gs) {
+      T v[APPLY_ITEMS];
+      for (uint u = 0; u < APPLY_ITEMS; u++)
+        if (s0 + u * gs < S)
+          v[u] = KILN_LOAD(x, xoff + base + s0 + u * gs);
+      for (uint u = 0; u < APPLY_ITEMS; u++)
+        if (s0 + u * gs < S)
+          KILN_STORE(y, yoff + base + s0 + u * gs, (v[u] - mu) * k + o);
+    }
   }
 }
 

@@ -24,7 +24,7 @@ b() {
   echo "$2 rc=$? $(( $(date +%s)-t0 ))s" >> $R/runs.txt
 }
 # The nn suite first (it compiles every knob's variant): correctness on NVIDIA.
-CK_FORK=no KILN_LOG=error timeout 25 build-gpu/tests/test_nn > $R/test-nn.txt 2>&1
+CK_FORK=no KILN_LOG=error timeout 40 build-gpu/tests/test_nn > $R/test-nn.txt 2>&1
 echo "test_nn rc=$?" >> $R/tests.txt
 el test_nn
 # Defaults, every row and activation case, batch_norm and max_pool2d, next to PyTorch and
@@ -35,16 +35,16 @@ timeout $(cap 30) python3 bench/peers_torch.py --no-startup --dtype f32,f64 --si
 echo "torch rc=$?" >> $R/runs.txt
 el default
 # Row kernels: elements kept in registers per lane and the least local size.
-for v in row_items=0 row_items=4 row_items=8 row_items=32 row_items=16,row_wg=512 \
-         row_items=16,row_wg=1024; do
+for v in row_items=16 row_items=4 row_items=32 row_items=16,row_wg=512; do
   KILN_DEBUG_NN=$v b 8 "rows-${v//,/-}" nn.softmax,nn.layer_norm,nn.cross_entropy,nn.ce_bwd f32
 done
-KILN_DEBUG_NN=row_items=8 b 8 rows64-row_items=8 nn.softmax,nn.layer_norm f64
+KILN_DEBUG_NN=row_items=16 b 8 rows64-row_items=16 nn.softmax,nn.layer_norm f64
 el rows
 # Activations: OpenCL's erfc against kiln's, elements per work-item.
-for v in erf=0 act_items=2 act_items=8; do
-  KILN_DEBUG_NN=$v b 6 "act-${v//,/-}" nn.gelu f32
+for v in erf=0 act_items=4; do
+  KILN_DEBUG_NN=$v b 6 "act-${v//,/-}" nn.gelu,nn.silu f32
 done
+KILN_DEBUG_NN=act_items=8 b 6 act64-act_items=8 nn.gelu,nn.relu f64
 el act
 # batch_norm's and max_pool2d's suites with the time left.
 for t in nn_train nn_conv; do

@@ -167,7 +167,7 @@ row_kernel_get(const char *op, kiln_context *ctx, kiln_dtype dtype, const char *
                uint64_t inner, row_kernel *rk)
 {
   kiln__nn_knobs kn;
-  kiln__nn_knobs_get(ctx, &kn);
+  kiln__nn_knobs_get(ctx, dtype, &kn);
   KILN_TRY(kiln__nn_kernel(op, ctx, KILN__NN_ROWS, dtype, &kn, name, &rk->k));
   kiln__nn_row_shape(ctx, rk->k, &kn, len, inner, &rk->local, &rk->lpr);
   return KILN_OK;
@@ -528,19 +528,22 @@ kiln_rms_norm_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_te
 kiln__nn_knob_override kiln__nn_test_knobs = {-1, -1, -1, -1};
 
 /*
- * The device defaults. GPUs: four elements per work-item (the elementwise family's measured
- * H200 default), kiln's f32 erfc, rows kept in registers by groups of at least 256 items,
- * 16 elements each (a row of 4096 in one group). CPUs: one element per work-item, where
- * PoCL vectorises across work-items, and 32 elements per lane in registers: on PoCL (2
- * shared cores, 2^20 f32 as [256, 4096]) softmax took 56 ms against 356 ms streamed, and
- * cross_entropy 44 ms against 670 ms. row_wg 0 stands for the context's work-group size.
+ * The device defaults, measured (docs/nn.md, "Launch knobs"). GPUs: 32 bytes per work-item
+ * in the flat kernels (8 floats: gelu over 2^26 on the H200 0.153 ms against 0.164 ms with
+ * 4; 4 doubles, the elementwise family's default), kiln's f32 erfc (0.164 ms against 0.300
+ * ms with OpenCL's), streamed rows in groups of 256 (on the H200, 16384 x 4096 f32: softmax
+ * 0.283 ms streamed, 0.345-0.553 ms with 4 to 32 elements per lane in registers; layer_norm
+ * 0.256 against 0.357-0.512). CPUs: one element per work-item, where PoCL vectorises
+ * across work-items, and 32 elements per lane in registers: on PoCL (2 shared cores, 2^20
+ * f32 as [256, 4096]) softmax took 56 ms against 356 ms streamed, and cross_entropy 44 ms
+ * against 670 ms. row_wg 0 stands for the context's work-group size.
  */
 static void
-nn_default_knobs(const kiln_device_info *info, kiln__nn_knobs *k)
+nn_default_knobs(const kiln_device_info *info, kiln_dtype dtype, kiln__nn_knobs *k)
 {
-  k->act_items = info->is_gpu ? 4 : 1;
+  k->act_items = !info->is_gpu ? 1 : kiln_dtype_size(dtype) <= 4 ? 8 : 4;
   k->erf = 1;
-  k->row_items = info->is_gpu ? 16 : 32;
+  k->row_items = info->is_gpu ? 0 : 32;
   k->row_wg = info->is_gpu ? 256 : 0;
 }
 
@@ -604,9 +607,9 @@ knobs_from_env(kiln__nn_knobs *k)
 }
 
 void
-kiln__nn_knobs_get(const kiln_context *ctx, kiln__nn_knobs *k)
+kiln__nn_knobs_get(const kiln_context *ctx, kiln_dtype dtype, kiln__nn_knobs *k)
 {
-  nn_default_knobs(&ctx->info, k);
+  nn_default_knobs(&ctx->info, dtype, k);
   knobs_from_env(k);
   const kiln__nn_knob_override *o = &kiln__nn_test_knobs;
   const char *names[4] = {"act_items", "erf", "row_items", "row_wg"};
@@ -634,10 +637,9 @@ static void
 nn_build_options(const kiln_device_info *info, const char *source, kiln_dtype dtype,
                  const void *variant, char *buf, size_t len)
 {
-  (void)dtype;
   const kiln__program_variant *v = variant;
   kiln__nn_knobs k;
-  nn_default_knobs(info, &k);
+  nn_default_knobs(info, dtype, &k);
   if (v && v->nn_items)
     k.act_items = v->nn_items;
   if (v && v->nn_erf)
@@ -651,7 +653,8 @@ nn_build_options(const kiln_device_info *info, const char *source, kiln_dtype dt
     if (k.erf != 1)
       kiln__options_append(buf, len, " -DKILN_NN_ERF=%u", k.erf);
   } else if (strcmp(source, KILN__NN_ROWS) == 0 && k.row_items != 0) {
-    kiln__options_append(buf, len, " -DKILN_NN_ROW_ITEMS=%u", k.row_items);
+    kiln__options_append(buf, len, " -DKILN_NN_ROW_ITEMS=%u%s", k.row_items,
+                         info->is_gpu ? " -DKILN_NN_UNROLL=1" : "");
   }
 }
 

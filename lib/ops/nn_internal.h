@@ -46,7 +46,8 @@ kiln_status kiln__nn_finish(const char *op, kiln_context *ctx, kiln_dtype dtype,
                             uint64_t n, kiln_tensor *out, double scale);
 
 /*
- * The nn family's launch knobs (docs/nn.md, "Launch knobs"): the device's defaults, then
+ * The nn family's launch knobs (docs/nn.md, "Launch knobs"): the device's defaults for the
+ * dtype, then
  * KILN_DEBUG_NN's valid entries, then the fields of the tests' hook kiln__nn_test_knobs
  * (ops/tuned.h) that are >= 0.
  */
@@ -57,7 +58,7 @@ typedef struct kiln__nn_knobs {
   uint32_t row_wg;    /* least local size of the row kernels: a power of two, 1 to 1024 */
 } kiln__nn_knobs;
 
-void kiln__nn_knobs_get(const kiln_context *ctx, kiln__nn_knobs *k);
+void kiln__nn_knobs_get(const kiln_context *ctx, kiln_dtype dtype, kiln__nn_knobs *k);
 
 /* Kernel name of source (KILN__NN_ROWS or KILN__NN_ACT) built with knobs k (ctx->lock held). */
 kiln_status kiln__nn_kernel(const char *op, kiln_context *ctx, const char *source, kiln_dtype dtype,

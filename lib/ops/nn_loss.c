@@ -101,7 +101,7 @@ act_run(const char *op, kiln_context *ctx, kiln_activation act, const kiln_tenso
   snprintf(kname, sizeof kname, "act_%s_%s", grad ? "bwd" : "fwd", act_rows[act].name);
   kiln_dtype cdt = kiln__nn_compute_dtype(v->dtype);
   kiln__nn_knobs kn;
-  kiln__nn_knobs_get(ctx, &kn);
+  kiln__nn_knobs_get(ctx, v->dtype, &kn);
   kiln__ctx_lock(ctx);
   cl_kernel k;
   kiln_status s = kiln__nn_kernel(op, ctx, KILN__NN_ACT, v->dtype, &kn, kname, &k);
@@ -287,7 +287,7 @@ class_forward(const char *op, kiln_context *ctx, int ce, const kiln_tensor *x,
   KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, shape, out, ins, 2, 0, &t));
   int reduce = red != KILN_REDUCTION_NONE;
   kiln__nn_knobs kn;
-  kiln__nn_knobs_get(ctx, &kn);
+  kiln__nn_knobs_get(ctx, x->dtype, &kn);
   kiln__ctx_lock(ctx);
   row_tmps tmp;
   memset(&tmp, 0, sizeof tmp);
@@ -379,7 +379,7 @@ class_backward(const char *op, kiln_context *ctx, int ce, const kiln_tensor *gou
   uint32_t flags =
       (g.probs ? 1u : 0u) | (red == KILN_REDUCTION_NONE ? 4u : 0u) | (by_count ? 8u : 0u);
   kiln__nn_knobs kn;
-  kiln__nn_knobs_get(ctx, &kn);
+  kiln__nn_knobs_get(ctx, x->dtype, &kn);
   kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
   kiln__ops_tmp denom = {NULL, 0};
@@ -479,7 +479,7 @@ kiln_loss(kiln_context *ctx, kiln_loss_op lop, const kiln_tensor *x, const kiln_
   kiln_dtype cdt = kiln__nn_compute_dtype(x->dtype);
   uint64_t n = x->numel;
   kiln__nn_knobs kn;
-  kiln__nn_knobs_get(ctx, &kn);
+  kiln__nn_knobs_get(ctx, x->dtype, &kn);
   kiln__ctx_lock(ctx);
   cl_kernel k;
   kiln__ops_tmp part = {NULL, 0};
@@ -542,7 +542,7 @@ kiln_loss_backward(kiln_context *ctx, kiln_loss_op lop, const kiln_tensor *gout,
   uint64_t n = x->numel;
   double scale = red == KILN_REDUCTION_MEAN ? 1.0 / (double)n : 1.0;
   kiln__nn_knobs kn;
-  kiln__nn_knobs_get(ctx, &kn);
+  kiln__nn_knobs_get(ctx, x->dtype, &kn);
   kiln__ctx_lock(ctx);
   cl_kernel k;
   kiln_status s = kiln__nn_kernel(op, ctx, KILN__NN_ACT, x->dtype, &kn, kname, &k);

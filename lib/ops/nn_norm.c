@@ -232,7 +232,8 @@ apply_launch(const char *op, kiln_context *ctx, const kiln_tensor *x, kiln_tenso
   kiln__args_u64(&a, cpg);
   kiln__args_u32(&a, flags | (w ? NN_W : 0) | (b ? NN_B : 0));
   KILN_TRY(a.status);
-  return kiln__launch_3d(op, ctx, k, g->S, g->C, g->N);
+  /* Four elements per work-item along S (APPLY_ITEMS of nn_norm.cl). */
+  return kiln__launch_3d(op, ctx, k, (g->S + 3) / 4, g->C, g->N);
 }
 
 kiln_status
