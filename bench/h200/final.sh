@@ -13,7 +13,7 @@ F=${F:-nn.,scan.,sort.,expr.,user.,copy.kiln_copy,fft.c2c}
 S=2^22,2^26
 if [ "$STAGE" = A ]; then
   $K info > $R/info.txt 2>&1
-  for t in nn nn_train nn_conv scan sort expr user_kernel elementwise random linalg linalg_spectral fft; do
+  for t in nn nn_train nn_attention nn_conv scan sort expr user_kernel elementwise random linalg linalg_spectral fft; do
     (KILN_CACHE_DIR=/tmp/kc-t-$t CK_FORK=no KILN_LOG=error timeout ${TT:-130} build-gpu/tests/test_$t \
        > $R/test-$t.txt 2>&1; echo "test_$t rc=$?" >> $R/tests.txt) &
   done
