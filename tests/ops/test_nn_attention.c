@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "nn_hostdata.h"
 #include "kiln.h"
 #include "kiln/nn_attention.h"
 
@@ -28,74 +29,6 @@ static const kiln_dtype dtypes[] = {KILN_F32, KILN_F64};
   for (size_t dt##_i = 0; dt##_i < 2; dt##_i++)                                             \
     for (int dt##_k = dtypes[dt##_i] != KILN_F64 || harness_has_fp64(); dt##_k; dt##_k = 0) \
       for (kiln_dtype dt = dtypes[dt##_i]; dt##_k; dt##_k = 0)
-
-static uint64_t rng = 88172645463325252ull;
-
-static double
-urand(double lo, double hi)
-{
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return lo + (hi - lo) * (double)(rng >> 11) / 9007199254740992.0;
-}
-
-static double *
-rand_vec(size_t n, double lo, double hi)
-{
-  double *v = malloc((n ? n : 1) * sizeof *v);
-  for (size_t i = 0; i < n; i++)
-    v[i] = urand(lo, hi);
-  return v;
-}
-
-static uint64_t
-numel(size_t nd, const int64_t *shape)
-{
-  uint64_t n = 1;
-  for (size_t i = 0; i < nd; i++)
-    n *= (uint64_t)shape[i];
-  return n;
-}
-
-/* v rounded to dt in place (the reference sees what the device sees). */
-static void
-round_to(kiln_dtype dt, double *v, size_t n)
-{
-  if (dt == KILN_F32)
-    for (size_t i = 0; i < n; i++)
-      v[i] = (double)(float)v[i];
-}
-
-static kiln_tensor *
-up(kiln_dtype dt, size_t nd, const int64_t *shape, const double *v)
-{
-  uint64_t n = numel(nd, shape);
-  void *h = malloc((n ? n : 1) * 8);
-  for (uint64_t i = 0; i < n; i++) {
-    if (dt == KILN_F32)
-      ((float *)h)[i] = (float)v[i];
-    else
-      ((double *)h)[i] = v[i];
-  }
-  kiln_tensor *t = NULL;
-  KOK(kiln_tensor_from_host(harness_ctx(), dt, nd, shape, h, &t));
-  free(h);
-  return t;
-}
-
-static double *
-down(const kiln_tensor *t)
-{
-  uint64_t n = kiln_tensor_numel(t);
-  void *h = malloc(n * 8 + 8);
-  KOK(kiln_tensor_download(t, h, kiln_tensor_nbytes(t)));
-  double *d = malloc(n * sizeof *d + 8);
-  for (uint64_t i = 0; i < n; i++)
-    d[i] = kiln_tensor_dtype(t) == KILN_F32 ? (double)((float *)h)[i] : ((double *)h)[i];
-  free(h);
-  return d;
-}
 
 static int
 close_to(double got, double want, double tol)
