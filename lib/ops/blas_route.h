@@ -54,7 +54,9 @@ double kiln__gemm_tune_bytes(const struct kiln__tune_problem *pb);
  * Puts the Xgemm parameters the xgemm tuner family chooses for dt on ctx's device in force in
  * CLBlast (lib/ops/blas_xgemm.c) before a CLBlast GEMM or SYRK: the tuned set, else the
  * device's default set (CLBlast's own database where kiln knows no better). dt other than
- * f32/f64, or no CLBlast: nothing to do. Statuses: those of kiln__clblast_xgemm_override.
+ * f32/f64, or no CLBlast: nothing to do. KILN_DEBUG_XGEMM, when set, wins over both on any
+ * device (a bad value: KILN_ERR_INVALID_ARGUMENT). Statuses: those of
+ * kiln__clblast_xgemm_override.
  * Call it before taking ctx->lock: the lookup may tune online.
  */
 kiln_status kiln__blas_xgemm_prepare(const char *op, kiln_context *ctx, kiln_dtype dt);

@@ -1526,6 +1526,45 @@ START_TEST(xgemm_sets_compute_products)
                       set, (long long)i, got[i], ref[i]);
       kiln_tensor_release(c);
     }
+    /* KILN_DEBUG_XGEMM: a GEMMK=1 configuration (no set uses that kernel) computes the same
+     * product; bad names, values and constraint breaks fail the call and name the variable. */
+    static const struct {
+      const char *spec;
+      kiln_status want;
+    } dbg[] = {
+        {"GEMMK=1 KREG=4 KWG=1 KWI=1 MDIMA=8 MDIMC=8 MWG=32 NDIMB=8 NDIMC=8 NWG=64 SA=0 SB=0 "
+         "STRM=0 STRN=0 VWM=2,VWN=4",
+         KILN_OK},
+        {"MWG=128 FOO=1", KILN_ERR_INVALID_ARGUMENT},
+        {"MWG=", KILN_ERR_INVALID_ARGUMENT},
+        {"MWG=12x", KILN_ERR_INVALID_ARGUMENT},
+        {"MWG=96", KILN_ERR_INVALID_ARGUMENT},
+        {"VWN=3", KILN_ERR_INVALID_ARGUMENT},
+        {"KWG=24 KWI=16", KILN_ERR_INVALID_ARGUMENT},
+        {"SA=2", KILN_ERR_INVALID_ARGUMENT},
+        {"GEMMK=1 KREG=2 VWN=4", KILN_ERR_INVALID_ARGUMENT},
+        /* more work-items than any device takes; more local memory than any has */
+        {"MDIMC=1024 NDIMC=1024 MDIMA=1024 NDIMB=1024 MWG=1024 NWG=1024 VWM=1 VWN=1 KWG=1024",
+         KILN_ERR_INVALID_ARGUMENT},
+        {"KWG=1024 MWG=1024 NWG=1024 MDIMA=16 NDIMB=16", KILN_ERR_INVALID_ARGUMENT},
+    };
+    for (size_t i = 0; dt == KILN_F32 && i < sizeof dbg / sizeof dbg[0]; i++) {
+      ck_assert_int_eq(setenv("KILN_DEBUG_XGEMM", dbg[i].spec, 1), 0);
+      kiln_tensor *c = NULL;
+      kiln_status st = kiln__matmul_routed(ctx, ta, tb, KILN__GEMM_ROUTE_CLBLAST, &c);
+      ck_assert_msg(st == dbg[i].want, "KILN_DEBUG_XGEMM=\"%s\": status %d", dbg[i].spec, st);
+      if (st == KILN_OK) {
+        KOK(download_as(c, got, (size_t)(m * n)));
+        for (int64_t j = 0; j < m * n; j++)
+          ck_assert_msg(got[j] == ref[j], "KILN_DEBUG_XGEMM=\"%s\": C[%lld] = %g, expected %g",
+                        dbg[i].spec, (long long)j, got[j], ref[j]);
+        kiln_tensor_release(c);
+      } else {
+        ck_assert_ptr_null(c);
+        ck_assert_ptr_nonnull(strstr(kiln_last_error(), "KILN_DEBUG_XGEMM"));
+      }
+    }
+    unsetenv("KILN_DEBUG_XGEMM");
     /* CLBlast's own parameters cannot come back once overridden: refused, not ignored. */
     KEXPECT(kiln__blas_xgemm_test_apply(ctx, dt, 0), KILN_ERR_UNSUPPORTED);
     KEXPECT(kiln__blas_xgemm_test_apply(ctx, dt, 11), KILN_ERR_INVALID_ARGUMENT);
