@@ -6,7 +6,8 @@
 # every candidate at 2048^3, 4096^3 and 8192^3. Stops starting candidates at BUDGET seconds
 # (default 112) so that the whole script stays within 120 s. Results: $OUT/r/gemm/
 # (sweep-<dtype>-<label>.json, candidates.txt: label and spec, summary.txt: TFLOP/s per size).
-# Locally (PoCL): DRY=1 lists the candidates; ONLY=regex (on dtype-label) SIZES=2^12 runs a few.
+# O=... before run: CLBlast's own CLBLAST_BUILD_OPTIONS for that candidate (-D of its kernel's
+# switches). Locally (PoCL): DRY=1 lists the candidates; ONLY=regex (on dtype-label) SIZES=2^12 runs a few.
 [ -f .device/setup.sh ] && source .device/setup.sh >/dev/null 2>&1
 K=build-gpu/tools/kiln
 R=$OUT/r/gemm; mkdir -p $R
@@ -35,9 +36,9 @@ run() { # dtype label spec...
   [ -n "$ONLY" ] && ! [[ "$d-$l" =~ $ONLY ]] && return
   [ $(left) -lt 3 ] && { echo "$d $l skipped (budget)" >> $R/candidates.txt; return; }
   local spec=""; [ "$l" != base ] && spec=$(full "$S" "$@")
-  echo "$d $l $spec" >> $R/candidates.txt
+  echo "$d $l $spec${O:+ CLBLAST_BUILD_OPTIONS=$O}" >> $R/candidates.txt
   [ -n "$DRY" ] && return
-  KILN_DEBUG_XGEMM="$spec" timeout ${TMO:-12} $K bench --no-startup --json --filter blas.gemm_clblast \
+  CLBLAST_BUILD_OPTIONS="$O" KILN_DEBUG_XGEMM="$spec" timeout ${TMO:-12} $K bench --no-startup --json --filter blas.gemm_clblast \
     --sizes ${SIZES:-2^22,2^24,2^26} --dtype $d --reps 5 > $R/sweep-$d-$l.json 2>>$R/err-$d-$l.txt
 }
 S=$B64
@@ -58,6 +59,7 @@ run f64 vw4 VWM=4 VWN=4
 run f64 kwi8 KWI=8
 run f64 kwi4 KWI=4
 run f64 kwi16 KWI=16
+O=-DUSE_STAGGERED_INDICES=1 run f64 stagger MWG=64
 run f64 i4x8w256 MWG=64 NWG=128 MDIMC=16 NDIMC=16 MDIMA=32 NDIMB=16
 run f64 g1t64 $K1 MWG=64 NWG=64 MDIMC=8 NDIMC=8 MDIMA=8 NDIMB=8 KREG=2
 run f64 g1t64r4 $K1 MWG=64 NWG=64 MDIMC=8 NDIMC=8 MDIMA=8 NDIMB=8 KREG=4
@@ -76,6 +78,7 @@ run f32 t128x64 MWG=128 NWG=64 MDIMC=16 NDIMC=8 MDIMA=16 NDIMB=8
 run f32 i16x8w128 MWG=128 NWG=128 MDIMC=8 NDIMC=16 MDIMA=16 NDIMB=8
 run f32 sb0 SB=0
 run f32 sa0 SA=0
+O=-DUSE_STAGGERED_INDICES=1 run f32 stagger MWG=128
 run f32 i16x8vw8 MWG=256 NWG=128 VWM=8 MDIMA=16 KWG=16 NDIMB=16
 run f32 g1t128 $K1 MWG=128 NWG=128 MDIMC=16 NDIMC=16 MDIMA=16 NDIMB=16 KREG=4
 run f32 g1t64 $K1 MWG=64 NWG=64 MDIMC=8 NDIMC=8 MDIMA=8 NDIMB=8 KREG=4

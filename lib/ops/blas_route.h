@@ -60,8 +60,18 @@ double kiln__gemm_tune_bytes(const struct kiln__tune_problem *pb);
  * Call it before taking ctx->lock: the lookup may tune online.
  */
 kiln_status kiln__blas_xgemm_prepare(const char *op, kiln_context *ctx, kiln_dtype dt);
+/* The same for a product of m*n*k = mnk (the family has a set per size class); the plain
+ * call above takes the large class. */
+kiln_status kiln__blas_xgemm_prepare_mnk(const char *op, kiln_context *ctx, kiln_dtype dt,
+                                         uint64_t mnk);
 
-/* Test hook: puts Xgemm set `set` (0..10, 0 CLBlast's database) of dt in force on ctx's device
+/* The xgemm family's sets: 1 to KILN__XGEMM_NSETS (0: CLBlast's own database). */
+#define KILN__XGEMM_NSETS 10
+/* The set kiln's defaults use on NVIDIA GPUs for dt (f32/f64), small (m*n*k < 2^35) or large
+ * products; for the tests. */
+uint32_t kiln__blas_xgemm_nvidia_set(kiln_dtype dt, int large);
+
+/* Test hook: puts Xgemm set `set` (0..KILN__XGEMM_NSETS, 0 CLBlast's database) of dt in force on ctx's device
  * whatever the device type, as kiln__blas_xgemm_prepare would. */
 kiln_status kiln__blas_xgemm_test_apply(kiln_context *ctx, kiln_dtype dt, uint32_t set);
 

@@ -38,7 +38,7 @@
  * both stride modes; the f64 rows the same shapes at half the vector width; the last row of
  * each is CLBlast's generic NVIDIA set, what a device missing from its database gets.
  */
-#define XGEMM_NSETS 10
+#define XGEMM_NSETS KILN__XGEMM_NSETS
 static const size_t xgemm_sets[2][XGEMM_NSETS][16] = {
     {
         {0, 1, 16, 2, 16, 16, 128, 16, 16, 128, 1, 1, 1, 1, 4, 4},
@@ -66,19 +66,29 @@ static const size_t xgemm_sets[2][XGEMM_NSETS][16] = {
     },
 };
 
-/* The one bucket: 4096^3, large enough to fill a big GPU with any of the tiles above. */
+/*
+ * Two size classes, each one bucket: products up to m*n*k < 2^35 are timed and looked up as
+ * 2048^3 (a 128x128 tile gives 256 work-groups there, two per compute unit of an H200: the
+ * tile that fills the GPU best differs from the large class's), larger ones as 4096^3.
+ */
+#define XGEMM_MNK_SMALL ((uint64_t)1 << 33)
 #define XGEMM_MNK ((uint64_t)1 << 36)
+#define XGEMM_SPLIT ((uint64_t)1 << 35)
+
+/* The `set` value of the defaults (not a candidate): kiln's rule, xgemm_rule below. Apart from
+ * the sets' ids so that adding sets keeps the meaning of stored results. */
+#define XGEMM_RULE 99
 
 static const uint64_t set_ids[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
 static const uint64_t set_ids_quick[] = {0, 1, 4};
-static const uint64_t xgemm_sizes[] = {XGEMM_MNK};
+static const uint64_t xgemm_sizes[] = {XGEMM_MNK_SMALL, XGEMM_MNK};
 
 static const struct kiln__tune_param xgemm_params[] = {
     {.name = "set",
      .offset = 0,
      .size = sizeof(uint32_t),
      .min = 0,
-     .max = XGEMM_NSETS,
+     .max = XGEMM_RULE,
      .full = set_ids,
      .nfull = N_(set_ids),
      .quick = set_ids_quick,
@@ -103,14 +113,32 @@ xgemm_available(const kiln_context *ctx)
  * NVIDIA GPUs start from the sets measured best on an H200 (`kiln tune --family xgemm --dtype
  * f32,f64`, docs/perf-data/h200-2026-12-01-issue21/tune-xgemm.json): f32 set 8 at 40.6 TFLOP/s
  * on 4096^3 against 29.5 with CLBlast's generic NVIDIA set, f64 set 9 at 17.8 against 11.7.
- * Other devices keep CLBlast's database, which was tuned on many of them.
+ * Other devices keep CLBlast's database, which was tuned on many of them. mnk: the bucket.
  */
+static const uint32_t xgemm_nvidia[2][2] = {{8, 8}, {9, 9}}; /* [f64][large class] */
+
+static uint32_t
+xgemm_rule(const kiln_context *ctx, kiln_dtype dt, uint64_t mnk)
+{
+  if (!ctx->info.is_gpu || strstr(ctx->info.vendor, "NVIDIA") == NULL)
+    return 0;
+  return xgemm_nvidia[dt == KILN_F64][mnk >= XGEMM_SPLIT];
+}
+
+uint32_t
+kiln__blas_xgemm_nvidia_set(kiln_dtype dt, int large)
+{
+  return xgemm_nvidia[dt == KILN_F64][large != 0];
+}
+
+/* The defaults do not see the bucket: the rule is resolved where the product's size is known. */
 static void
 xgemm_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
 {
+  (void)ctx;
+  (void)dtype;
   (void)layout;
-  int nvidia = ctx->info.is_gpu && strstr(ctx->info.vendor, "NVIDIA") != NULL;
-  *(uint32_t *)params = !nvidia ? 0 : dtype == KILN_F64 ? 9 : 8;
+  *(uint32_t *)params = XGEMM_RULE;
 }
 
 static kiln_status
@@ -122,7 +150,7 @@ xgemm_run(struct kiln__tune_problem *pb, const void *params)
 
 static const struct kiln__tune_family xgemm_tune = {
     .name = "xgemm",
-    .description = "CLBlast's GEMM kernel parameters (GPUs), timed on a 4096^3 product",
+    .description = "CLBlast's GEMM kernel parameters (GPUs), timed on 2048^3 and 4096^3 products",
     .part_of = "gemm",
     .params_size = sizeof(uint32_t),
     .params = xgemm_params,
@@ -203,7 +231,7 @@ xgemm_invalid(const size_t *v, size_t esize, const kiln_device_info *info, char 
 /*
  * KILN_DEBUG_XGEMM="NAME=VALUE ..." (spaces or commas between): Xgemm parameters to time without
  * a rebuild, in force for f32 and f64 on any device CLBlast runs on, over the tuner's choice.
- * Names not given keep the value of kiln's NVIDIA default set for dt. Returns 0 when unset, 1
+ * Names not given keep the value of kiln's NVIDIA default set for dt's large class. Returns 0 when unset, 1
  * with v filled, or a failure naming the bad entry. id: a hash of v, so that a changed value
  * is put in force and an unchanged one is not put again.
  */
@@ -215,7 +243,7 @@ xgemm_debug(const char *op, const kiln_context *ctx, kiln_dtype dt, size_t *v, u
   const char *e = kiln__env(KILN__ENV_DEBUG_XGEMM);
   if (!e || !*e)
     return 0;
-  memcpy(v, xgemm_sets[dt == KILN_F64][(dt == KILN_F64 ? 9 : 8) - 1], sizeof(size_t) * 16);
+  memcpy(v, xgemm_sets[dt == KILN_F64][xgemm_nvidia[dt == KILN_F64][1] - 1], sizeof(size_t) * 16);
   for (const char *p = e; *p;) {
     if (*p == ' ' || *p == ',') {
       p++;
@@ -256,6 +284,12 @@ xgemm_debug(const char *op, const kiln_context *ctx, kiln_dtype dt, size_t *v, u
 kiln_status
 kiln__blas_xgemm_prepare(const char *op, kiln_context *ctx, kiln_dtype dt)
 {
+  return kiln__blas_xgemm_prepare_mnk(op, ctx, dt, XGEMM_MNK);
+}
+
+kiln_status
+kiln__blas_xgemm_prepare_mnk(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t mnk)
+{
 #if KILN_HAVE_CLBLAST
   if (!xgemm_dtype_ok(dt) || !kiln__blas_use_clblast(ctx))
     return KILN_OK;
@@ -268,14 +302,20 @@ kiln__blas_xgemm_prepare(const char *op, kiln_context *ctx, kiln_dtype dt)
   if (!xgemm_available(ctx))
     return KILN_OK;
   uint32_t set = 0;
-  kiln__tune_lookup(ctx, &xgemm_tune, dt, KILN__LAYOUT_MNK, XGEMM_MNK, &set);
-  KILN_RETURN_IF(set > XGEMM_NSETS, KILN_ERR_INTERNAL, op, "Xgemm parameter set %u", set);
+  uint64_t bucket = mnk < XGEMM_SPLIT ? XGEMM_MNK_SMALL : XGEMM_MNK;
+  kiln__tune_lookup(ctx, &xgemm_tune, dt, KILN__LAYOUT_MNK, bucket, &set);
+  if (set == XGEMM_RULE)
+    set = xgemm_rule(ctx, dt, bucket);
+  KILN_RETURN_IF(set > XGEMM_NSETS, KILN_ERR_INVALID_ARGUMENT, op,
+                 "Xgemm parameter set %u (tuned or overridden): the sets are 0 to %d", set,
+                 XGEMM_NSETS);
   return kiln__clblast_xgemm_override(op, ctx, dt, set,
                                       set ? xgemm_sets[dt == KILN_F64][set - 1] : NULL);
 #else
   (void)op;
   (void)ctx;
   (void)dt;
+  (void)mnk;
   return KILN_OK;
 #endif
 }

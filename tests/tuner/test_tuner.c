@@ -1447,12 +1447,11 @@ matmul_route(kiln_context *ctx, int64_t m, int64_t k, int64_t n)
  * tuner only runs on GPUs; here the sets are put in force by hand on the test device). The
  * product is large enough for CLBlast's indirect Xgemm path (its direct kernel serves small
  * ones) and odd-sized, so the padding around the tiles is exercised too. Each set is a CLBlast
- * build of about 7 s of CPU on PoCL, so the suite checks the sets kiln's defaults use and
- * KILN_TEST_XGEMM_ALL=1 all twenty; the tuner itself never stores a set whose product differs
- * from the default's (the validation every family's candidates go through).
+ * build of about 7 s of CPU on PoCL, so the suite checks the sets kiln's defaults use (each
+ * size class's) and KILN_TEST_XGEMM_ALL=1 all of them; the tuner itself never stores a set
+ * whose product differs from the default's (the validation every family's candidates go
+ * through).
  */
-#define XGEMM_F32_CHECKED 8
-#define XGEMM_F64_CHECKED 9
 /* Host doubles to and from an f32 or f64 tensor of n elements. */
 static kiln_status
 upload_as(kiln_tensor *t, const double *v, size_t n)
@@ -1514,8 +1513,9 @@ START_TEST(xgemm_sets_compute_products)
     KOK(kiln_tensor_create(ctx, dt, 2, bs, &tb));
     KOK(upload_as(ta, a, (size_t)(m * k)));
     KOK(upload_as(tb, b, (size_t)(k * n)));
-    for (uint32_t set = 1; set <= 10; set++) {
-      if (!all && set != (dt == KILN_F64 ? XGEMM_F64_CHECKED : XGEMM_F32_CHECKED))
+    for (uint32_t set = 1; set <= KILN__XGEMM_NSETS; set++) {
+      if (!all && set != kiln__blas_xgemm_nvidia_set(dt, 0) &&
+          set != kiln__blas_xgemm_nvidia_set(dt, 1))
         continue;
       KOK(kiln__blas_xgemm_test_apply(ctx, dt, set));
       kiln_tensor *c = NULL;
@@ -1567,7 +1567,7 @@ START_TEST(xgemm_sets_compute_products)
     unsetenv("KILN_DEBUG_XGEMM");
     /* CLBlast's own parameters cannot come back once overridden: refused, not ignored. */
     KEXPECT(kiln__blas_xgemm_test_apply(ctx, dt, 0), KILN_ERR_UNSUPPORTED);
-    KEXPECT(kiln__blas_xgemm_test_apply(ctx, dt, 11), KILN_ERR_INVALID_ARGUMENT);
+    KEXPECT(kiln__blas_xgemm_test_apply(ctx, dt, KILN__XGEMM_NSETS + 1), KILN_ERR_INVALID_ARGUMENT);
     kiln_tensor_release(ta);
     kiln_tensor_release(tb);
   }
