@@ -73,8 +73,16 @@ kiln__nn_launch_planes(const kiln__args *a, kiln_context *ctx, uint64_t vol, uin
   size_t local = kiln__launch_pow2_local(ctx, a->k);
   if (local > 256)
     local = 256;
-  while (local > 1 && local / 2 >= vol)
-    local /= 2;
+  /* Small planes take a smaller group: the next power of two on GPUs; on CPUs only 16 or 64
+   * (PoCL compiles a work-group function per local size and kernel: every power of two
+   * would be up to nine compiles of each kernel). */
+  if (ctx->info.is_gpu) {
+    while (local > 1 && local / 2 >= vol)
+      local /= 2;
+  } else {
+    size_t want = vol <= 16 ? 16 : vol <= 64 ? 64 : 256;
+    local = want < local ? want : local;
+  }
   /* Grids of more than 65535 groups along dimension 1 fail on some drivers (CUDA's limit):
    * the kernels loop over the rows beyond. */
   size_t global[2] = {(size_t)((vol + local - 1) / local * local),
@@ -100,7 +108,7 @@ kiln__nn_conv_check_input(const char *op, kiln_context *ctx, const kiln_tensor *
   KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
   KILN_TRY(kiln__tensor_check(op, x, ctx));
   KILN_RETURN_IF(!(KILN__NN_CONV_DTYPES & KILN__DT_BIT(x->dtype)), KILN_ERR_DTYPE, op,
-                 "dtype %s is not accepted (f32 or f64)", kiln_dtype_name(x->dtype));
+                 "dtype %s is not accepted (f16, bf16, f32 or f64)", kiln_dtype_name(x->dtype));
   return KILN_OK;
 }
 
@@ -262,6 +270,15 @@ have_clblast(void)
   return KILN_HAVE_CLBLAST && !kiln__env_flag(KILN__ENV_DEBUG_NO_CLBLAST);
 }
 
+/* Bytes of one element of T, the type the kernels compute in: f16 and bf16 compute in f32,
+ * so route 4's packed weight, partial sums and local tiles and bias_grad's scratch hold f32
+ * for them (one rounding, on the way out). */
+static size_t
+comp_size(kiln_dtype dt)
+{
+  return kiln__dtype_is_half(dt) ? 4 : kiln_dtype_size(dt);
+}
+
 /* Multiply-adds of the forward convolution: the tuner's m*n*k key. */
 static uint64_t
 conv_mnk(const conv_geo *g)
@@ -409,7 +426,7 @@ static int
 igemm_ok(const kiln_device_info *info, const conv_geo *g, kiln_dtype dt, uint32_t tile)
 {
   const uint64_t lim = (uint64_t)1 << 31;
-  uint64_t esz = kiln_dtype_size(dt);
+  uint64_t esz = comp_size(dt);
   if (info->max_work_group_size < 256 ||
       (uint64_t)(igemm_tm(tile) + igemm_tn(tile)) * 16 * esz + 1024 > info->local_mem_bytes)
     return 0;
@@ -452,6 +469,7 @@ route_effective(const kiln_device_info *info, const conv_geo *g, kiln_dtype dt, 
                 uint32_t tile, uint64_t nc)
 {
   tile = resolve_tile(info, g, dt, tile, 0);
+  int half = kiln__dtype_is_half(dt);
   if (route == ROUTE_RULE) {
     int big = (uint64_t)g->cog * (uint64_t)g->cig * g->kvol >= KILN__CONV_GEMM_MIN_REUSE;
     /* GPUs: the implicit GEMM (no column traffic); CPUs: CLBlast's GEMM on the columns
@@ -460,8 +478,14 @@ route_effective(const kiln_device_info *info, const conv_geo *g, kiln_dtype dt, 
     if (big && info->is_gpu && igemm_ok(info, g, dt, tile))
       route = ROUTE_IGEMM;
     else
-      route = big && have_clblast() ? ROUTE_GEMM : ROUTE_DIRECT;
+      route = big && have_clblast() && !half ? ROUTE_GEMM : ROUTE_DIRECT;
   }
+  /* f16 and bf16: CLBlast has no bf16 routines and computes its HGEMM in half precision
+   * (kiln's kernels accumulate in f32), and the im2col route's column and partial-sum
+   * buffers have the storage type, which would round the backward passes' sums twice: both
+   * GEMM routes run kiln's implicit GEMM instead, or the direct kernels where it cannot run. */
+  if (half && (route == ROUTE_GEMM || route == ROUTE_CONVGEMM))
+    route = igemm_ok(info, g, dt, tile) ? ROUTE_IGEMM : ROUTE_DIRECT;
   if (route == ROUTE_CONVGEMM && !convgemm_ok(g))
     route = ROUTE_GEMM;
   if (route == ROUTE_IGEMM && !igemm_ok(info, g, dt, tile))
@@ -579,7 +603,7 @@ igemm_run(const char *op, kiln_context *ctx, int bwd, uint32_t tile, const kiln_
           int *ran)
 {
   kiln_dtype dt = dst->dtype;
-  size_t esz = kiln_dtype_size(dt);
+  size_t esz = comp_size(dt);
   cl_kernel kp, k;
   KILN_TRY(conv_kernel_tile(op, ctx, dt, tile, bwd ? "conv_igemm_bwd" : "conv_igemm", &k));
   size_t kmax = 0;
@@ -654,7 +678,7 @@ wgrad_run(const char *op, kiln_context *ctx, uint32_t tile, const kiln_tensor *g
           const kiln_tensor *x, const conv_geo *g, kiln_tensor *dw, int *ran)
 {
   kiln_dtype dt = dw->dtype;
-  size_t esz = kiln_dtype_size(dt);
+  size_t esz = comp_size(dt);
   cl_kernel kp, k, ks;
   KILN_TRY(conv_kernel_tile(op, ctx, dt, tile, "conv_igemm_wgrad", &k));
   size_t kmax = 0;
@@ -746,7 +770,8 @@ wgrad_run(const char *op, kiln_context *ctx, uint32_t tile, const kiln_tensor *g
 static int
 fallback_route(kiln_context *ctx, const conv_geo *g, kiln_dtype dt)
 {
-  return have_clblast() && chunk_samples(ctx, g, dt) > 0 ? ROUTE_GEMM : ROUTE_DIRECT;
+  return have_clblast() && !kiln__dtype_is_half(dt) && chunk_samples(ctx, g, dt) > 0 ? ROUTE_GEMM
+                                                                                     : ROUTE_DIRECT;
 }
 
 /* y = conv(x, w) (+ bias) into y (ctx->lock held). */
@@ -1079,7 +1104,7 @@ bias_grad_run(const char *op, kiln_context *ctx, const kiln_tensor *grad, const 
   kiln__args_u64(&a, (uint64_t)g->N);
   kiln__args_u64(&a, (uint64_t)g->Cout);
   kiln__args_u64(&a, g->ovol);
-  kiln__args_local(&a, local * kiln_dtype_size(db->dtype));
+  kiln__args_local(&a, local * comp_size(db->dtype));
   return kiln__args_enqueue_1d(&a, ctx, (size_t)groups * local, local);
 }
 
@@ -1092,7 +1117,7 @@ kiln_conv_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_tensor
   KILN_TRY(kiln__ctx_check(op, ctx));
   KILN_TRY(kiln__tensor_check(op, x, ctx));
   KILN_RETURN_IF(!(KILN__NN_CONV_DTYPES & KILN__DT_BIT(x->dtype)), KILN_ERR_DTYPE, op,
-                 "dtype %s is not accepted (f32 or f64)", kiln_dtype_name(x->dtype));
+                 "dtype %s is not accepted (f16, bf16, f32 or f64)", kiln_dtype_name(x->dtype));
   KILN_TRY(check_weight_bias(op, ctx, x, weight, NULL));
   conv_geo g;
   KILN_TRY(conv_geometry(op, x, weight, desc, 0, &g));
@@ -1189,7 +1214,7 @@ static const uint64_t conv_sizes[] = {P2(14), P2(16), P2(18), P2(20), P2(22), P2
 static int
 conv_dtype_ok(kiln_dtype d)
 {
-  return d == KILN_F32 || d == KILN_F64;
+  return d == KILN_F32 || d == KILN_F64 || d == KILN_F16 || d == KILN_BF16;
 }
 
 static void
