@@ -419,16 +419,25 @@ igemm_direction(const conv_geo *g, int bwd)
   return d;
 }
 
-/* Route 4 runs where its 256-item groups and local tiles fit (plus conv_igemm_wgrad's row
- * tables, under 1 KiB) and its 32-bit index arithmetic cannot overflow: columns, source offsets
- * within a group, the padded volume (column base positions), the packed operand. */
+/* Local memory of conv_igemm_wgrad (the largest of route 4's kernels): As and Bs with rows
+ * padded by 4 elements, the double-buffered row tables rt (int4) and rl (int), the column
+ * table ct (int4). */
+static uint64_t
+wgrad_local_bytes(uint32_t tile, uint64_t esz)
+{
+  return (uint64_t)(igemm_tm(tile) + 4 + igemm_tn(tile) + 4) * 16 * esz + 2 * 16 * (16 + 4) +
+         (uint64_t)igemm_tn(tile) * 16;
+}
+
+/* Route 4 runs where its 256-item groups and local tiles fit and its 32-bit index arithmetic
+ * cannot overflow: columns, source offsets within a group, the padded volume (column base
+ * positions), the packed operand. */
 static int
 igemm_ok(const kiln_device_info *info, const conv_geo *g, kiln_dtype dt, uint32_t tile)
 {
   const uint64_t lim = (uint64_t)1 << 31;
   uint64_t esz = comp_size(dt);
-  if (info->max_work_group_size < 256 ||
-      (uint64_t)(igemm_tm(tile) + igemm_tn(tile)) * 16 * esz + 1024 > info->local_mem_bytes)
+  if (info->max_work_group_size < 256 || wgrad_local_bytes(tile, esz) > info->local_mem_bytes)
     return 0;
   uint64_t padded = 1;
   for (int i = 0; i < 3; i++) {
@@ -739,10 +748,11 @@ wgrad_run(const char *op, kiln_context *ctx, uint32_t tile, const kiln_tensor *g
     kiln__args_u32(&a, (uint32_t)J);
     kiln__args_u32(&a, (uint32_t)kc);
     kiln__args_u32(&a, (uint32_t)nsplit);
-    kiln__args_local(&a, tm * 16 * esz);
-    kiln__args_local(&a, tn * 16 * esz);
+    kiln__args_local(&a, (tm + 4) * 16 * esz);
+    kiln__args_local(&a, (tn + 4) * 16 * esz);
     kiln__args_local(&a, 2 * 16 * sizeof(cl_int4));
     kiln__args_local(&a, 2 * 16 * sizeof(cl_int));
+    kiln__args_local(&a, tn * sizeof(cl_int4));
     uint64_t rows = (M + tm - 1) / tm * (uint64_t)g->G * nsplit;
     size_t global[2] = {(size_t)((J + tn - 1) / tn * 256), (size_t)(rows < 65535 ? rows : 65535)};
     size_t local[2] = {256, 1};
