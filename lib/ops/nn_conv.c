@@ -600,6 +600,74 @@ launch_im2col(const char *op, kiln_context *ctx, kiln_dtype dt, const kiln_tenso
   return kiln__nn_launch_planes(&a, ctx, g->ovol, nc * (uint64_t)g->cig * g->kvol);
 }
 
+/* dw[base + i] (+ dw[base + i] with acc) = the sum over p < nparts of part[p nout + i], in
+ * order (the split reductions' partial sums, held in the compute type). */
+static kiln_status
+launch_sum_parts(const char *op, kiln_context *ctx, kiln_dtype dt, cl_mem part, uint64_t nout,
+                 uint64_t nparts, kiln_tensor *dw, uint64_t base, int acc)
+{
+  cl_kernel k;
+  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "sum_parts", &k));
+  kiln__args a = kiln__args_begin(op, k);
+  kiln__args_mem(&a, part);
+  kiln__args_u64(&a, nout);
+  kiln__args_u64(&a, nparts);
+  kiln__args_tensor(&a, dw);
+  kiln__args_u64(&a, base);
+  kiln__args_u32(&a, acc ? 1u : 0u);
+  return kiln__args_launch_1d(&a, ctx, nout, 0);
+}
+
+/* Route 4's GEMM kernel name built with tile; *ran 0 when the compiled kernel takes fewer
+ * than the 256 items a group needs (the caller takes another route). */
+static kiln_status
+route4_kernel(const char *op, kiln_context *ctx, kiln_dtype dt, uint32_t tile, const char *name,
+              cl_kernel *k, int *ran)
+{
+  KILN_TRY(conv_kernel_tile(op, ctx, dt, tile, name, k));
+  size_t kmax = 0;
+  *ran = clGetKernelWorkGroupInfo(*k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax,
+                                  NULL) == CL_SUCCESS &&
+         kmax >= 256;
+  return KILN_OK;
+}
+
+/* conv_pack: the tap table of the K rows (kpad of them) into tab and, with mpad > 0, w packed
+ * at element pkoff of pk; ch and sd as the GEMM kernel that reads them. conv_pack reads no
+ * tile option: the default program's, one build fewer per tile. */
+static kiln_status
+launch_pack(const char *op, kiln_context *ctx, kiln_dtype dt, const kiln_tensor *w, cl_mem tab,
+            cl_mem pk, uint64_t pkoff, const cl_long4 *ch, const kiln__nn_dims *sd,
+            const conv_geo *g, int bwd, uint64_t k, uint64_t kpad, uint64_t mpad)
+{
+  cl_kernel kp;
+  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "conv_pack", &kp));
+  kiln__args a = kiln__args_begin(op, kp);
+  kiln__args_tensor(&a, w);
+  kiln__args_mem(&a, tab);
+  kiln__args_mem(&a, pk);
+  kiln__args_u64(&a, pkoff);
+  kiln__args_raw(&a, sizeof *ch, ch);
+  kiln__nn_args_dims(&a, sd);
+  kiln__nn_args_dims(&a, &g->k);
+  kiln__nn_args_dims(&a, &g->d);
+  kiln__args_u32(&a, (uint32_t)bwd);
+  kiln__args_u32(&a, (uint32_t)k);
+  kiln__args_u32(&a, (uint32_t)kpad);
+  kiln__args_u32(&a, (uint32_t)mpad);
+  return kiln__args_launch_1d(&a, ctx, kpad + (uint64_t)g->G * kpad * mpad, 0);
+}
+
+/* Route 4's grid: groups of 256 items along dimension 0, rows tiles along dimension 1 (capped
+ * at 65535: the kernels loop over the rest). */
+static kiln_status
+launch_route4(const kiln__args *a, kiln_context *ctx, uint64_t groups, uint64_t rows)
+{
+  size_t global[2] = {(size_t)(groups * 256), (size_t)(rows < 65535 ? rows : 65535)};
+  size_t local[2] = {256, 1};
+  return kiln__args_enqueue(a, ctx, 2, global, local);
+}
+
 /*
  * Route 4 (ctx->lock held): packs the weight and the tap table into a temporary, then runs
  * conv_igemm (bwd 0: y from x) or conv_igemm_bwd (bwd 1: dx from grad, the transposed
@@ -613,16 +681,10 @@ igemm_run(const char *op, kiln_context *ctx, int bwd, uint32_t tile, const kiln_
 {
   kiln_dtype dt = dst->dtype;
   size_t esz = comp_size(dt);
-  cl_kernel kp, k;
-  KILN_TRY(conv_kernel_tile(op, ctx, dt, tile, bwd ? "conv_igemm_bwd" : "conv_igemm", &k));
-  size_t kmax = 0;
-  *ran = clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax,
-                                  NULL) == CL_SUCCESS &&
-         kmax >= 256;
+  cl_kernel k;
+  KILN_TRY(route4_kernel(op, ctx, dt, tile, bwd ? "conv_igemm_bwd" : "conv_igemm", &k, ran));
   if (!*ran)
     return KILN_OK;
-  /* conv_pack reads no tile option: the default program's, one build fewer per tile. */
-  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "conv_pack", &kp));
   igemm_dir d = igemm_direction(g, bwd);
   uint64_t tm = igemm_tm(tile), tn = igemm_tn(tile);
   uint64_t kpad = (d.k + 15) / 16 * 16, mtiles = (d.m + tm - 1) / tm, mpad = mtiles * tm;
@@ -632,24 +694,12 @@ igemm_run(const char *op, kiln_context *ctx, int bwd, uint32_t tile, const kiln_
   kiln__ops_tmp tmp;
   KILN_TRY(kiln__ops_tmp_alloc(ctx, tab_bytes + npk * esz, &tmp));
   cl_long4 ch = {{g->N, d.csrc, d.cdst, g->G}};
-  kiln__args a = kiln__args_begin(op, kp);
-  kiln__args_tensor(&a, w);
-  kiln__args_mem(&a, tmp.mem);
-  kiln__args_mem(&a, tmp.mem);
-  kiln__args_u64(&a, pkoff);
-  kiln__args_raw(&a, sizeof ch, &ch);
-  kiln__nn_args_dims(&a, &d.sd);
-  kiln__nn_args_dims(&a, &g->k);
-  kiln__nn_args_dims(&a, &g->d);
-  kiln__args_u32(&a, (uint32_t)bwd);
-  kiln__args_u32(&a, (uint32_t)d.k);
-  kiln__args_u32(&a, (uint32_t)kpad);
-  kiln__args_u32(&a, (uint32_t)mpad);
-  kiln_status s = kiln__args_launch_1d(&a, ctx, kpad + npk, 0);
+  kiln_status s =
+      launch_pack(op, ctx, dt, w, tmp.mem, tmp.mem, pkoff, &ch, &d.sd, g, bwd, d.k, kpad, mpad);
   if (s == KILN_OK) {
     int unit = g->s.v[0] == 1 && g->s.v[1] == 1 && g->s.v[2] == 1;
     uint32_t flags = (bias ? 1u : 0u) | (bwd && unit ? 2u : 0u);
-    a = kiln__args_begin(op, k);
+    kiln__args a = kiln__args_begin(op, k);
     kiln__args_tensor(&a, src);
     kiln__args_mem(&a, tmp.mem);
     kiln__args_mem(&a, tmp.mem);
@@ -666,11 +716,8 @@ igemm_run(const char *op, kiln_context *ctx, int bwd, uint32_t tile, const kiln_
     kiln__args_u32(&a, (uint32_t)mpad);
     kiln__args_local(&a, tm * 16 * esz);
     kiln__args_local(&a, tn * 16 * esz);
-    uint64_t cols = (uint64_t)g->N * d.cv, rows = mtiles * (uint64_t)g->G;
-    size_t global[2] = {(size_t)((cols + tn - 1) / tn * 256),
-                        (size_t)(rows < 65535 ? rows : 65535)};
-    size_t local[2] = {256, 1};
-    s = kiln__args_enqueue(&a, ctx, 2, global, local);
+    uint64_t cols = (uint64_t)g->N * d.cv;
+    s = launch_route4(&a, ctx, (cols + tn - 1) / tn, mtiles * (uint64_t)g->G);
   }
   kiln__ops_tmp_free(ctx, &tmp);
   return s;
@@ -688,17 +735,10 @@ wgrad_run(const char *op, kiln_context *ctx, uint32_t tile, const kiln_tensor *g
 {
   kiln_dtype dt = dw->dtype;
   size_t esz = comp_size(dt);
-  cl_kernel kp, k, ks;
-  KILN_TRY(conv_kernel_tile(op, ctx, dt, tile, "conv_igemm_wgrad", &k));
-  size_t kmax = 0;
-  *ran = clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax,
-                                  NULL) == CL_SUCCESS &&
-         kmax >= 256;
+  cl_kernel k;
+  KILN_TRY(route4_kernel(op, ctx, dt, tile, "conv_igemm_wgrad", &k, ran));
   if (!*ran)
     return KILN_OK;
-  /* conv_pack reads no tile option: the default program's, one build fewer per tile. */
-  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "conv_pack", &kp));
-  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "sum_parts", &ks));
   uint64_t tm = igemm_tm(tile), tn = igemm_tn(tile), M = (uint64_t)g->cog;
   uint64_t J = (uint64_t)g->cig * g->kvol, jpad = (J + 15) / 16 * 16,
            ktot = (uint64_t)g->N * g->ovol;
@@ -719,23 +759,11 @@ wgrad_run(const char *op, kiln_context *ctx, uint32_t tile, const kiln_tensor *g
     kiln__ops_tmp_free(ctx, &tab);
     return s;
   }
+  /* The forward's table (dw is not read: no packed operand, mpad 0). */
   cl_long4 chf = {{g->N, g->Cin, g->Cout, g->G}};
-  kiln__args a = kiln__args_begin(op, kp);
-  kiln__args_tensor(&a, dw); /* not read: no packed operand (Mpad 0) */
-  kiln__args_mem(&a, tab.mem);
-  kiln__args_mem(&a, tab.mem);
-  kiln__args_u64(&a, 0);
-  kiln__args_raw(&a, sizeof chf, &chf);
-  kiln__nn_args_dims(&a, &g->in);
-  kiln__nn_args_dims(&a, &g->k);
-  kiln__nn_args_dims(&a, &g->d);
-  kiln__args_u32(&a, 0);
-  kiln__args_u32(&a, (uint32_t)J);
-  kiln__args_u32(&a, (uint32_t)jpad);
-  kiln__args_u32(&a, 0);
-  s = kiln__args_launch_1d(&a, ctx, jpad, 0);
+  s = launch_pack(op, ctx, dt, dw, tab.mem, tab.mem, 0, &chf, &g->in, g, 0, J, jpad, 0);
   if (s == KILN_OK) {
-    a = kiln__args_begin(op, k);
+    kiln__args a = kiln__args_begin(op, k);
     kiln__args_tensor(&a, grad);
     kiln__args_tensor(&a, x);
     kiln__args_mem(&a, tab.mem);
@@ -753,21 +781,10 @@ wgrad_run(const char *op, kiln_context *ctx, uint32_t tile, const kiln_tensor *g
     kiln__args_local(&a, 2 * 16 * sizeof(cl_int4));
     kiln__args_local(&a, 2 * 16 * sizeof(cl_int));
     kiln__args_local(&a, tn * sizeof(cl_int4));
-    uint64_t rows = (M + tm - 1) / tm * (uint64_t)g->G * nsplit;
-    size_t global[2] = {(size_t)((J + tn - 1) / tn * 256), (size_t)(rows < 65535 ? rows : 65535)};
-    size_t local[2] = {256, 1};
-    s = kiln__args_enqueue(&a, ctx, 2, global, local);
+    s = launch_route4(&a, ctx, (J + tn - 1) / tn, (M + tm - 1) / tm * (uint64_t)g->G * nsplit);
   }
-  if (s == KILN_OK) {
-    a = kiln__args_begin(op, ks);
-    kiln__args_mem(&a, part.mem);
-    kiln__args_u64(&a, nout);
-    kiln__args_u64(&a, nsplit);
-    kiln__args_tensor(&a, dw);
-    kiln__args_u64(&a, 0);
-    kiln__args_u32(&a, 0);
-    s = kiln__args_launch_1d(&a, ctx, nout, 0);
-  }
+  if (s == KILN_OK)
+    s = launch_sum_parts(op, ctx, dt, part.mem, nout, nsplit, dw, 0, 0);
   kiln__ops_tmp_free(ctx, &part);
   kiln__ops_tmp_free(ctx, &tab);
   return s;
@@ -1012,19 +1029,8 @@ weight_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, const conv_geo *g,
   if (s == KILN_OK && rem)
     s = gemm(op, ctx, dt, 0, 1, cog, kg, rem * L, gmem(gy, full * spl * L, ld, 0),
              gmem(col, full * spl * L, ld, 0), gmem(part.mem, full * nout, kg, 0), 1, 0);
-  cl_kernel k;
   if (s == KILN_OK)
-    s = kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "sum_parts", &k);
-  if (s == KILN_OK) {
-    kiln__args a = kiln__args_begin(op, k);
-    kiln__args_mem(&a, part.mem);
-    kiln__args_u64(&a, nout);
-    kiln__args_u64(&a, nparts);
-    kiln__args_tensor(&a, dw);
-    kiln__args_u64(&a, (uint64_t)grp * nout);
-    kiln__args_u32(&a, acc ? 1u : 0u);
-    s = kiln__args_launch_1d(&a, ctx, nout, 0);
-  }
+    s = launch_sum_parts(op, ctx, dt, part.mem, nout, nparts, dw, (uint64_t)grp * nout, acc);
   kiln__ops_tmp_free(ctx, &part);
   return s;
 }
