@@ -529,12 +529,41 @@ wgrad_load(T *ra, T *rb, local const int4 *rr, local const int *ll, local const 
   }
 }
 
-#define IG_NAME conv_igemm
+#define IG_BODY igemm_fwd
 #define IG_MODE 0
 #include "conv_igemm.clh"
-#define IG_NAME conv_igemm_bwd
+#define IG_BODY igemm_bwd
 #define IG_MODE 1
 #include "conv_igemm.clh"
-#define IG_NAME conv_igemm_wgrad
+#define IG_BODY igemm_wgrad
 #define IG_MODE 2
 #include "conv_igemm.clh"
+
+kernel __attribute__((reqd_work_group_size(256, 1, 1))) void
+conv_igemm(global const ST *src, ulong soff, global const int4 *tab, global const T *pk,
+           ulong pkoff, global const ST *b, ulong boff, global ST *dst, ulong doff, long4 ch,
+           long4 cd, long4 sd, long4 s, long4 p, uint flags, uint Kpad, uint Mpad,
+           local CT4 *As4, local CT4 *Bs4)
+{
+  igemm_fwd(src, soff, tab, pk, pkoff, b, boff, dst, doff, ch, cd, sd, s, p, flags, Kpad, Mpad,
+            As4, Bs4);
+}
+
+kernel __attribute__((reqd_work_group_size(256, 1, 1))) void
+conv_igemm_bwd(global const ST *src, ulong soff, global const int4 *tab, global const T *pk,
+               ulong pkoff, global const ST *b, ulong boff, global ST *dst, ulong doff, long4 ch,
+               long4 cd, long4 sd, long4 s, long4 p, uint flags, uint Kpad, uint Mpad,
+               local CT4 *As4, local CT4 *Bs4)
+{
+  igemm_bwd(src, soff, tab, pk, pkoff, b, boff, dst, doff, ch, cd, sd, s, p, flags, Kpad, Mpad,
+            As4, Bs4);
+}
+
+kernel __attribute__((reqd_work_group_size(256, 1, 1))) void
+conv_igemm_wgrad(global const ST *g, ulong goff, global const ST *x, ulong xoff,
+                 global const int4 *tab, global T *part, long4 ch, long4 in, long4 out, long4 s,
+                 long4 p, uint J, uint kc, uint nsplit, local CT4 *As4, local CT4 *Bs4,
+                 local int4 *rt, local int *rl, local int4 *ct)
+{
+  igemm_wgrad(g, goff, x, xoff, tab, part, ch, in, out, s, p, J, kc, nsplit, As4, Bs4, rt, rl, ct);
+}
