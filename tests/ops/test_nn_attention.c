@@ -194,7 +194,8 @@ START_TEST(attention_against_composition)
   FOR_DTYPES(dt)
   {
     for (size_t ci = 0; ci < sizeof att_cases / sizeof att_cases[0]; ci++) {
-      if (harness_small() && !att_small_case(ci))
+      /* The small mode runs the halves on one case (their loads and stores; the math is f32's). */
+      if (harness_small() && (!att_small_case(ci) || (NN_HALF(dt) && ci != 9)))
         continue;
       const att_case *c = &att_cases[ci];
       uint64_t BH = att_bh(c), nq = BH * (uint64_t)(c->Sq * c->D),
@@ -345,8 +346,6 @@ START_TEST(attention_every_backward)
     if (NN_HALF(dt))
       continue; /* halves run the rule's tables (attention_against_composition) */
     for (int bwd = 0; bwd < 3; bwd++) {
-      if (harness_small() && bwd != 2)
-        continue;
       char params[16];
       snprintf(params, sizeof params, "bwd=%d", bwd);
       KOK(kiln_tune_override(ctx, "attention", dt, NULL, params));
@@ -510,9 +509,11 @@ nn_attention_suite(void)
   tcase_add_test(tc, attention_against_composition);
   tcase_add_test(tc, attention_bad_input);
   tcase_add_test(tc, attention_every_tile);
-  tcase_add_test(tc, attention_every_backward);
-  if (!harness_small())
+  /* Not in the small mode: oclgrind's 32 KiB run table 2 as table 1, which the rest covers. */
+  if (!harness_small()) {
+    tcase_add_test(tc, attention_every_backward);
     tcase_add_test(tc, attention_finite_differences);
+  }
   suite_add_tcase(s, tc);
   return s;
 }
