@@ -475,14 +475,25 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
  *   att_bwd_dq:   ABQ_Q queries per work-group, key tiles of ABK_Q.
  * ATT_BWD 1: local arrays within 32 KiB (OpenCL's minimum for GPUs, and oclgrind's default);
  * ATT_BWD 2 (f32 and halves): 256 items, twice the keys (dK, dV) or queries (dQ) per
- * work-group, so each staged Q/dO row (K/V row) serves twice the products; 43 and 38 KiB.
+ * work-group, so each staged Q/dO row (K/V row) serves twice the products; 43 and 38 KiB;
+ * ATT_BWD 3: table 1's tiles with chunks twice as large (half the barriers), 45 and 35 KiB
+ * (f64 37 and 28 KiB).
  */
 #ifndef ATT_BWD
 #define ATT_BWD 1
 #endif
 #define AB_TM 4
 #define AB_TN 4
-#if defined(KILN_DT_F64)
+#if defined(KILN_DT_F64) && ATT_BWD == 3
+#define ABK_KV 32
+#define ABQ_KV 32
+#define AKV_DC 32
+#define AKV_VK 8
+#define ABQ_Q 32
+#define ABK_Q 32
+#define AQ_DC 32
+#define AQ_VK 16
+#elif defined(KILN_DT_F64)
 #define ABK_KV 32
 #define ABQ_KV 32
 #define AKV_DC 16
@@ -491,6 +502,15 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
 #define ABK_Q 32
 #define AQ_DC 16
 #define AQ_VK 16
+#elif ATT_BWD == 3
+#define ABK_KV 32
+#define ABQ_KV 64
+#define AKV_DC 64
+#define AKV_VK 16
+#define ABQ_Q 64
+#define ABK_Q 32
+#define AQ_DC 64
+#define AQ_VK 32
 #elif ATT_BWD == 2
 #define ABK_KV 64
 #define ABQ_KV 64

@@ -7,7 +7,7 @@
 #   - every program timed below compiled first, in parallel (a tiny call each),
 #   - each forward tile of $TILES with `kiln bench --override attention:tile=N` (forward and
 #     causal, f32),
-#   - each backward table of $BWDS with `--override attention:bwd=N` (f32),
+#   - each backward table of $BWDS with `--override attention:bwd=N` (f32; f64 tables 1, 3),
 #   - the built-in defaults (KILN_TUNE=off): forward and causal in f64, f16 and bf16,
 #   - PyTorch's scaled_dot_product_attention and its backward on the same shapes (f32).
 # About 45 s in all (each step under `timeout`).
@@ -16,7 +16,7 @@ K=build-gpu/tools/kiln
 R=$OUT/r/attn; mkdir -p $R
 export KILN_CACHE_DIR=/tmp/kc-attn; mkdir -p $KILN_CACHE_DIR
 TILES=${TILES:-2 6 7 8 9 10 11}
-BWDS=${BWDS:-1 2}
+BWDS=${BWDS:-1 2 3}
 F=nn.attention,nn.attention_causal
 t0=$(date +%s)
 el() { echo "$1 $(( $(date +%s)-t0 ))s" >> $R/times.txt; tar czf $OUT/r-attn.tgz -C $OUT r/attn; }
@@ -31,6 +31,7 @@ warm() { timeout 25 $K bench --no-startup --json --sizes 2^14 --reps 1 "$@" > /d
 for t in $TILES; do warm --dtype f32 --filter nn.attention --override attention:tile=$t; done
 for b in $BWDS; do warm --dtype f32 --filter nn.attn_backward --override attention:bwd=$b; done
 warm --dtype f64 --filter nn.attn_backward
+warm --dtype f64 --filter nn.attn_backward --override attention:bwd=3
 warm --dtype f16 --filter nn.attn_backward
 warm --dtype bf16 --filter nn.attn_backward
 wait "${w[@]}"
@@ -45,6 +46,10 @@ for b in $BWDS; do
     --filter nn.attn_backward --override attention:bwd=$b > $R/bench-f32-bwd$b.json 2>>$R/err.txt
 done
 el backward
+for b in 1 3; do
+  timeout 8 $K bench --no-startup --json --dtype f64 --sizes 2^26 --reps 1 \
+    --filter nn.attn_backward --override attention:bwd=$b > $R/bench-f64-bwd$b.json 2>>$R/err.txt
+done
 for d in f64 f16 bf16; do
   KILN_TUNE=off timeout 8 $K bench --no-startup --json --dtype $d --sizes 2^26 --reps 2 \
     --filter $F > $R/bench-$d-rule.json 2>>$R/err.txt

@@ -25,12 +25,15 @@ enum { ROPE_HALF = 1, ROPE_INV = 2 };
  * The backward kernels' tiles (cl_kernels/nn_attention.cl, -DATT_BWD; ABK_KV ... AB_TN): keys
  * per work-group of att_bwd_dkdv and queries per work-group of att_bwd_dq, their work-group
  * size (4 x 4 register tiles over keys x query tile and queries x key tile, both kernels the
- * same) and local memory. f64 has one table (1); f32 and halves two:
- *   1: 32 keys (x 64 queries), 64 queries (x 32 keys), 128 items, within 32 KiB;
- *   2: 64 keys (x 64 queries), 128 queries (x 32 keys), 256 items, 43 KiB.
+ * same) and local memory:
+ *   1: 32 keys (x 64 queries), 64 queries (x 32 keys), 128 items, within 32 KiB (f64: 32 keys
+ *      and queries, 64 items);
+ *   2: (f32 and halves; f64 runs 1) 64 keys (x 64 queries), 128 queries (x 32 keys), 256
+ *      items, 43 KiB;
+ *   3: table 1 with staging chunks twice as large (half the barriers), 45 KiB (f64 37 KiB).
  * The `attention` tuner family's parameter "bwd" picks one (0: the rule, att_bwd_effective).
  */
-#define ATT_NBWD 3
+#define ATT_NBWD 4
 
 static uint64_t
 att_bwd_keys(kiln_dtype dt, uint32_t bwd)
@@ -50,14 +53,17 @@ att_bwd_items(kiln_dtype dt, uint32_t bwd)
   return dt == KILN_F64 ? 64 : bwd == 2 ? 256 : 128;
 }
 
-/* The tables a call runs: f64 has only 1; 2 when asked for and the device has its 256-item
- * work-groups and 43 KiB; else the rule, 1 everywhere (2 is measured on the H200 first). */
+/* The table a call runs: the one asked for when the device has its work-groups and local
+ * memory (2 in f64 runs 1); else the rule, 1 everywhere (2 and 3 are measured on the H200
+ * first). */
 static uint32_t
 att_bwd_effective(const kiln_device_info *info, kiln_dtype dt, uint32_t want)
 {
   if (dt != KILN_F64 && want == 2 && info->max_work_group_size >= 256 &&
       info->local_mem_bytes >= 44032)
     return 2;
+  if (want == 3 && info->local_mem_bytes >= (dt == KILN_F64 ? 37376u : 45568u))
+    return 3;
   return 1;
 }
 
