@@ -10,9 +10,9 @@
  * at least D and Dv), -DATT_PF (1: each staging step's global loads are issued one step ahead,
  * into registers, so that they fly while the previous chunk is multiplied), -DATT_RA (1: the
  * row reductions share the staging space, two more barriers per key tile; for tiles whose
- * local memory would not fit otherwise), -DATT_FULL (1: the backward kernels and rope too,
- * with the backward tiles -DATT_BWD, below). Options left out are 0. att_fwd runs on (BQ/TM)
- * (BK/TN) work-items.
+ * local memory would not fit otherwise), -DATT_BWD=N (the backward kernels and rope too, with
+ * the backward tiles N, below), -DATT_G (GPUs: the kernels declare their work-group size).
+ * Options left out are 0 (absent). att_fwd runs on (BQ/TM) (BK/TN) work-items.
  *
  * Layout: q [BH, Sq, D], k [BH, Sk, D], v [BH, Sk, Dv], out [BH, Sq, Dv], lse [BH, Sq] (in T:
  * f32 for f16 and bf16, whose q, k, v, out, mask and gradients are stored in 2 bytes),
@@ -88,8 +88,15 @@
 #ifndef ATT_RA
 #define ATT_RA 0
 #endif
-#ifndef ATT_FULL
-#define ATT_FULL 0
+/* reqd_work_group_size on GPUs only: NVIDIA's compiler sizes the register budget by it (a
+ * kernel without it may run 1024 items: 64 registers each). PoCL goes without: the programs
+ * kiln's background cache store builds again in the same process make PoCL 3.1 compile the
+ * declared size's work-group function a second time, and its dlhandle cache then releases
+ * an in-flight launch against that copy (an assertion failure, pocl_release_dlhandle_cache). */
+#ifdef ATT_G
+#define ATT_WG(n) __attribute__((reqd_work_group_size(n, 1, 1)))
+#else
+#define ATT_WG(n)
 #endif
 #define ATT_NTR (ATT_BQ / ATT_TM)
 #define ATT_NTC (ATT_BK / ATT_TN)
@@ -270,7 +277,7 @@ att_fwd_store_v(local T4 *stage4, const T4 *pf, uint lid)
   }
 }
 
-kernel __attribute__((reqd_work_group_size(ATT_NT, 1, 1))) void
+kernel ATT_WG(ATT_NT) void
 att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global const ST *v,
         ulong voff, global const ST *mask, ulong moff, global ST *o, ulong ooff, global T *lse,
         ulong loff, ulong BH, ulong Sq, ulong Sk, ulong D, ulong Dv, ulong mstride, T scale,
@@ -451,8 +458,8 @@ att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global c
 }
 
 /* The backward kernels and rope: only in the program of the rule's tile at head 128 (the one
- * they run from, -DATT_FULL=1); the other forward variants build att_fwd alone. */
-#if ATT_FULL
+ * they run from, -DATT_BWD=N); the other forward variants build att_fwd alone. */
+#ifdef ATT_BWD
 
 kernel void
 att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, global T *delta,
@@ -467,7 +474,7 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
 }
 
 /*
- * Backward tiles, -DATT_BWD (lib/ops/nn_attention.c, att_bwd_tiles; the programs carry the
+ * Backward tiles, -DATT_BWD (lib/ops/nn_attention.c, att_bwd_effective; the programs carry the
  * rule's forward variant, ATT_DH 128 on every device): the register tile is AB_TM x AB_TN,
  * staging chunks of *_DC features (transposed) and *_VK rows (as they are); chunks as large as
  * the local memory allows (each chunk costs two barriers and a wait for its loads).
@@ -479,9 +486,6 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
  * ATT_BWD 3: table 1's tiles with chunks twice as large (half the barriers), 45 and 35 KiB
  * (f64 37 and 28 KiB).
  */
-#ifndef ATT_BWD
-#define ATT_BWD 1
-#endif
 #define AB_TM 4
 #define AB_TN 4
 #if defined(KILN_DT_F64) && ATT_BWD == 3
@@ -565,7 +569,7 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
  * dV += P^T dO and dK += dS^T Q over ATT_DH / (ABQ_KV / AB_TN) features (dO and Q rows staged
  * as they are). Hidden pairs (past Sq or Sk, causal, -inf in the mask) give p = 0.
  */
-kernel __attribute__((reqd_work_group_size(AKV_NT, 1, 1))) void
+kernel ATT_WG(AKV_NT) void
 att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, global const ST *v,
              ulong voff, global const ST *mask, ulong moff, global const ST *dout, ulong doff,
              global const T *lse, ulong loff, global const T *delta, global ST *dk, ulong dkoff,
@@ -712,7 +716,7 @@ att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, glo
  * turns them into dS = P (dP - delta) (P from the saved lse), which goes to local memory as
  * [key][query]; then its rows of dQ += dS K over ATT_DH / (ABK_Q / AB_TN) features.
  */
-kernel __attribute__((reqd_work_group_size(AQ_NT, 1, 1))) void
+kernel ATT_WG(AQ_NT) void
 att_bwd_dq(global const ST *q, ulong qoff, global const ST *k, ulong koff, global const ST *v,
            ulong voff, global const ST *mask, ulong moff, global const ST *dout, ulong doff,
            global const T *lse, ulong loff, global const T *delta, global ST *dq, ulong dqoff,

@@ -211,7 +211,9 @@ kiln__nnt_build_options(const kiln_device_info *info, const char *source, kiln_d
    * they run from, which a forward call with that tile shares); the other tiles build
    * att_fwd alone, which halves their compile time. */
   if (v->tile == def.tile && v->dh == ATT_DMAX)
-    kiln__options_append(buf, len, " -DATT_FULL=1 -DATT_BWD=%u", v->bwd);
+    kiln__options_append(buf, len, " -DATT_BWD=%u", v->bwd);
+  if (info->is_gpu)
+    kiln__options_append(buf, len, " -DATT_G=1");
 }
 
 /* The geometry of one attention call. */
