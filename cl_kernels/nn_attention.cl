@@ -295,7 +295,10 @@ att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global c
   const uint tr = lid % ATT_W + ATT_W * (lid / (ATT_W * ATT_NTC));
   const uint tc = (lid / ATT_W) % ATT_NTC;
   const ulong nqt = (Sq + ATT_BQ - 1) / ATT_BQ, g = get_group_id(0);
-  const ulong bh = g / nqt, q0 = (g % nqt) * ATT_BQ;
+  /* Causal: the last query tiles (the most keys) first, so that the light ones fill the
+   * last wave instead of the heavy ones. */
+  const ulong bh = g / nqt, qt = (flags & ATT_CAUSAL) ? nqt - 1 - g % nqt : g % nqt;
+  const ulong q0 = qt * ATT_BQ;
   global const ST *qb = q + qoff + bh * Sq * D;
   global const ST *kb = k + koff + bh * Sk * D;
   global const ST *vb = v + voff + bh * Sk * Dv;
@@ -729,7 +732,9 @@ att_bwd_dq(global const ST *q, ulong qoff, global const ST *k, ulong koff, globa
   const uint tr = lid % AQ_W + AQ_W * (lid / (AQ_W * AQ_NTC));
   const uint tc = (lid / AQ_W) % AQ_NTC;
   const ulong nqt = (Sq + ABQ_Q - 1) / ABQ_Q, g = get_group_id(0);
-  const ulong bh = g / nqt, q0 = (g % nqt) * ABQ_Q;
+  /* Causal: the heavy (last) query tiles first, as att_fwd. */
+  const ulong bh = g / nqt, qt = (flags & ATT_CAUSAL) ? nqt - 1 - g % nqt : g % nqt;
+  const ulong q0 = qt * ABQ_Q;
   global const ST *qb = q + qoff + bh * Sq * D;
   global const ST *kb = k + koff + bh * Sk * D;
   global const ST *vb = v + voff + bh * Sk * Dv;
