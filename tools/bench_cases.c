@@ -1111,6 +1111,13 @@ run_batch_norm(struct bench_state *st)
                          1e-5, &st->out, NULL, NULL);
 }
 
+/* The attention rows also run f16 and bf16 (2-byte storage, f32 math). */
+static int
+att_dtype(kiln_dtype d)
+{
+  return float_dtype(d) || d == KILN_F16 || d == KILN_BF16;
+}
+
 /* Attention: batch 8, 16 heads, head 128, tokens = n / 16384 (n the elements of q: 4096
  * tokens, the issue's reference shape, at n = 2^26). */
 static int64_t
@@ -1325,11 +1332,11 @@ const struct bench_case bench_cases[] = {
     {"nn.dropout", "nn_train", float_dtype, setup_flat, run_dropout, bytes_1in_1out, NULL},
     {"nn.batch_norm", "nn_train", float_dtype, setup_batch_norm, run_batch_norm, bytes_1in_1out,
      NULL},
-    {"nn.attention", "nn_train", float_dtype, setup_attention, run_attention, NULL,
+    {"nn.attention", "nn_train", att_dtype, setup_attention, run_attention, NULL,
      flops_attention},
-    {"nn.attention_causal", "nn_train", float_dtype, setup_attention, run_attention_causal, NULL,
+    {"nn.attention_causal", "nn_train", att_dtype, setup_attention, run_attention_causal, NULL,
      flops_attention},
-    {"nn.attn_backward", "nn_train", float_dtype, setup_attention_backward,
+    {"nn.attn_backward", "nn_train", att_dtype, setup_attention_backward,
      run_attention_backward, NULL, flops_attention_backward},
     /* fused expressions (tools/bench_expr.c); GB/s counts the bytes the fused kernel moves */
     {"expr.demo_chain", "expr", bench_expr_demo_dtype, bench_expr_demo_setup, bench_expr_run,
