@@ -39,64 +39,7 @@
  */
 #include "common.cl"
 
-/* Sum over the group of each lane's x (ends with a barrier; every lane gets the sum). */
-inline T group_sum(local T *sh, T x, uint lid, uint lsz)
-{
-  barrier(CLK_LOCAL_MEM_FENCE);
-  sh[lid] = x;
-  for (uint off = lsz >> 1; off > 0; off >>= 1) {
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid < off)
-      sh[lid] += sh[lid + off];
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  return sh[0];
-}
-
-inline T group_max(local T *sh, T x, uint lid, uint lsz)
-{
-  barrier(CLK_LOCAL_MEM_FENCE);
-  sh[lid] = x;
-  for (uint off = lsz >> 1; off > 0; off >>= 1) {
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid < off)
-      sh[lid] = fmax(sh[lid], sh[lid + off]);
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  return sh[0];
-}
-
-/*
- * The reflector of x = (alpha, x[1..len-1]) at stride st (LAPACK dlarfg): x[1..] scaled to
- * v, returns tau and sets *beta. The norm is scaled by max|x| so that neither f32 squares
- * overflow nor tiny columns underflow to a zero norm.
- */
-inline T house(global T *x, ulong st, uint len, T *beta, local T *sh, uint lid, uint lsz)
-{
-  const T alpha = x[0];
-  T mx = (T)0;
-  for (uint i = 1 + lid; i < len; i += lsz)
-    mx = fmax(mx, fabs(x[(ulong)i * st]));
-  mx = group_max(sh, mx, lid, lsz);
-  T ss = (T)0;
-  if (mx > (T)0)
-    for (uint i = 1 + lid; i < len; i += lsz) {
-      T y = x[(ulong)i * st] / mx;
-      ss += y * y;
-    }
-  ss = group_sum(sh, ss, lid, lsz);
-  if (mx == (T)0) {
-    *beta = alpha;
-    return (T)0;
-  }
-  const T xnorm = mx * sqrt(ss);
-  const T b = -copysign(hypot(alpha, xnorm), alpha);
-  const T scal = (T)1 / (alpha - b);
-  for (uint i = 1 + lid; i < len; i += lsz)
-    x[(ulong)i * st] *= scal;
-  *beta = b;
-  return (b - alpha) / b;
-}
+#include "linalg_house.clh"
 
 kernel void qr_panel(global T *a, ulong aoff, ulong lda, uint m, uint j0, uint jb, global T *tau,
                      ulong toff, local T *sh)

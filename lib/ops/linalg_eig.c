@@ -10,12 +10,16 @@
  * the subdiagonal, in the layout kiln__lsp_ormqr applies, so the back-transformation is the
  * QR family's blocked compact-WY update.
  */
+#include <dlfcn.h>
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "core/env.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/shape.h"
 #include "kiln_config.h"
 #include "ops/linalg_spectral_internal.h"
@@ -100,11 +104,53 @@ host_svd(const char *op, uint64_t b, double *x, uint64_t m, uint64_t n, double *
 
 #if KILN_HAVE_LAPACKE
 /*
+ * Whether the host LAPACK that liblapacke loaded is OpenBLAS's (Debian's
+ * libopenblas0-pthread as the liblapack.so.3 alternative, or first on LD_LIBRARY_PATH):
+ * threaded and blocked, so the O(n^3) divide and conquer routines (dstedc, dbdsdc), BLAS 3
+ * in their merges, beat the O(n^2) MRRR and bisection ones, which run on one core.
+ */
+static int
+host_fast_blas(void)
+{
+  return dlsym(RTLD_DEFAULT, "openblas_get_num_threads") != NULL;
+}
+
+/* Whether KILN_DEBUG_LINALG_HOST names the routine (a comma-separated list). */
+static int
+host_pick(const char *routine)
+{
+  const char *e = kiln__env(KILN__ENV_DEBUG_LINALG_HOST);
+  size_t len = strlen(routine);
+  for (const char *p = e; p && *p;) {
+    const char *q = strchr(p, ',');
+    size_t l = q ? (size_t)(q - p) : strlen(p);
+    if (l == len && strncmp(p, routine, len) == 0)
+      return 1;
+    p = q ? q + 1 : NULL;
+  }
+  return 0;
+}
+
+/* Whether eigh's tridiagonal eigenvectors of order n come from MRRR (else dstedc). */
+static int
+use_mrrr(uint64_t n)
+{
+  if (host_pick("stemr") || host_pick("stedc"))
+    return host_pick("stemr");
+  int h = kiln__lsp_mrrr_min();
+  if (h >= 0)
+    return n >= (uint64_t)h;
+  return !host_fast_blas() && n >= KILN__LSP_MRRR_MIN;
+}
+#endif
+
+#if KILN_HAVE_LAPACKE
+/*
  * Eigenvalues (ascending, into d) and optionally vectors (z, n x n row-major, columns) of the
- * symmetric tridiagonal (d[n], e[n-1]; e has n entries, the last one scratch). Vectors of
- * orders from kiln__lsp_mrrr_min() up come from MRRR (dstemr, O(n^2): the host stage stays
- * small next to the device reduction, where the divide and conquer of dstedc is O(n^3)
- * through the host BLAS); smaller ones, and any MRRR gives up on, from dstedc.
+ * symmetric tridiagonal (d[n], e[n-1]; e has n entries, the last one scratch). Vectors come
+ * from MRRR (dstemr, O(n^2)) where use_mrrr says so (the reference LAPACK from order
+ * KILN__LSP_MRRR_MIN up: its divide and conquer is O(n^3) through a single-threaded BLAS),
+ * otherwise, and whenever MRRR gives up, from dstedc.
  */
 static kiln_status
 tridiag_eig(const char *op, uint64_t b, uint64_t n, double *d, double *e, double *z)
@@ -123,7 +169,7 @@ tridiag_eig(const char *op, uint64_t b, uint64_t n, double *d, double *e, double
     memcpy(e0, e, (n - 1) * sizeof *e0);
     e0[n - 1] = e[n - 1] = 0.0;
     lapack_int found = 0, tryrac = 1, info = 1;
-    if (n >= (uint64_t)kiln__lsp_mrrr_min())
+    if (use_mrrr(n))
       info = LAPACKE_dstemr(LAPACK_ROW_MAJOR, 'V', 'A', (lapack_int)n, d, e, 0.0, 0.0, 0, 0, &found,
                             w, z, (lapack_int)n, (lapack_int)n, supp, &tryrac);
     if (info == 0 && (uint64_t)found == n) {
@@ -166,63 +212,183 @@ args_mat(kiln__args *a, kiln__lsp_mat x)
 }
 
 /*
- * Reduces the symmetric n x n matrix a (full, in place) to tridiagonal form: d[n], e[n-1],
- * reflectors below the subdiagonal with tau[n-1]; v and p are n-element scratch.
+ * Phase timing (KILN_LOG=debug): waits for the queue and logs the time since *t, then
+ * restarts it. The waits cost three synchronisations per call, so only debug logging pays.
+ */
+static void
+phase(const kiln__lsp *L, const char *what, uint64_t n, double *t)
+{
+  if (kiln__log_level() < KILN_LOG_DEBUG)
+    return;
+  clFinish(L->ctx->queue);
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  double now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+  if (*t > 0)
+    kiln__log(KILN__LOG_DEBUG, "%s: phase %s n %llu %s %.3f ms", L->op, what,
+              (unsigned long long)n, kiln_dtype_name(L->dt), (now - *t) * 1e3);
+  *t = now;
+}
+
+static kiln_status
+kern_eig(const kiln__lsp *L, const char *name, cl_kernel *k)
+{
+  return kiln__ops_kernel(L->op, L->ctx, "linalg_eig", L->dt, name, k);
+}
+
+/* Scratch of the blocked tridiagonal reduction of n x n matrices with panels of nb columns. */
+typedef struct td_ws {
+  kiln_tensor *vw, *q, *wraw, *part, *dotp;
+  uint64_t nb, nchunk;
+  size_t lcol, lsym, lfin;
+  cl_kernel kcol, ksym, kfin;
+} td_ws;
+
+static void
+td_ws_release(td_ws *t)
+{
+  kiln_tensor_release(t->vw);
+  kiln_tensor_release(t->q);
+  kiln_tensor_release(t->wraw);
+  kiln_tensor_release(t->part);
+  kiln_tensor_release(t->dotp);
+  memset(t, 0, sizeof *t);
+}
+
+static kiln_status
+td_ws_make(const kiln__lsp *L, uint64_t n, td_ws *t)
+{
+  memset(t, 0, sizeof *t);
+  t->nb = L->nb;
+  /* row chunks of the V^T x, W^T x partial sums: a few per compute unit on GPUs */
+  t->nchunk = L->ctx->info.is_gpu ? 64 : 4;
+  KILN_TRY(kern_eig(L, "tr_col", &t->kcol));
+  KILN_TRY(kern_eig(L, "tr_symv", &t->ksym));
+  KILN_TRY(kern_eig(L, "tr_fin", &t->kfin));
+  t->lcol = group_local(L, t->kcol, 256);
+  t->lsym = group_local(L, t->ksym, 128);
+  t->lfin = group_local(L, t->kfin, 256);
+  uint64_t nn = n ? n : 1;
+  kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, nn * 3 * t->nb, &t->vw);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, nn, &t->q);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, nn, &t->wraw);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, t->nchunk * (2 + 2 * t->nb), &t->part);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, nn / t->lfin + 1, &t->dotp);
+  if (s != KILN_OK)
+    td_ws_release(t);
+  return s;
+}
+
+static void
+args_t(kiln__args *a, const kiln_tensor *t)
+{
+  kiln__args_mem(a, t->mem);
+  kiln__args_u64(a, kiln__ops_elem_offset(t));
+}
+
+/*
+ * tr_col for column c (index i of its panel): finishes W's column i-1 from the previous
+ * tr_fin's ndot partial dot products, and with upd updates row c.
  */
 static kiln_status
-sytrd(const kiln__lsp *L, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d, kiln__lsp_mat e,
-      kiln__lsp_mat tau, kiln__lsp_mat v, kiln__lsp_mat p)
+td_col(const kiln__lsp *L, const td_ws *t, kiln__lsp_mat a, uint64_t n, uint64_t c, uint64_t i,
+       uint64_t ndot, kiln__lsp_mat tau, int upd)
 {
-  cl_kernel kh, ks, kw, k2;
-  KILN_TRY(kern(L, "td_house", &kh));
-  KILN_TRY(kern(L, "td_symv", &ks));
-  KILN_TRY(kern(L, "td_w", &kw));
-  KILN_TRY(kern(L, "td_syr2", &k2));
-  size_t lh = group_local(L, kh, 256), ls = group_local(L, ks, 128), lw = group_local(L, kw, 256);
-  for (uint64_t j = 0; j < (n > 1 ? n - 1 : n); j++) {
-    kiln__args args = kiln__args_begin(L->op, kh);
-    args_mat(&args, a);
-    kiln__args_u32(&args, (uint32_t)n);
-    kiln__args_u32(&args, (uint32_t)j);
-    args_mat(&args, v);
-    args_mat(&args, tau);
-    args_mat(&args, d);
-    args_mat(&args, e);
-    kiln__args_local(&args, lh * L->ts);
-    KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, lh, lh));
-    uint64_t len = n - j - 1;
-    if (len < 2)
-      continue;
-    args = kiln__args_begin(L->op, ks);
-    args_mat(&args, a);
-    kiln__args_u32(&args, (uint32_t)n);
-    kiln__args_u32(&args, (uint32_t)j);
-    args_mat(&args, v);
-    args_mat(&args, tau);
-    args_mat(&args, p);
-    kiln__args_local(&args, ls * L->ts);
-    KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, (size_t)len * ls, ls));
-    args = kiln__args_begin(L->op, kw);
-    kiln__args_u32(&args, (uint32_t)n);
-    kiln__args_u32(&args, (uint32_t)j);
-    args_mat(&args, v);
-    args_mat(&args, tau);
-    args_mat(&args, p);
-    kiln__args_local(&args, lw * L->ts);
-    KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, lw, lw));
-    args = kiln__args_begin(L->op, k2);
-    args_mat(&args, a);
-    kiln__args_u32(&args, (uint32_t)n);
-    kiln__args_u32(&args, (uint32_t)j);
-    args_mat(&args, v);
-    args_mat(&args, p);
-    if (args.status != KILN_OK)
-      return args.status;
-    size_t g0 = (size_t)((len + 15) / 16 * 16);
-    size_t global[2] = {g0, g0}, local[2] = {16, 16};
-    KILN_TRY(kiln__args_enqueue(&args, L->ctx, 2, global, local));
+  kiln__args args = kiln__args_begin(L->op, t->kcol);
+  args_mat(&args, a);
+  kiln__args_u32(&args, (uint32_t)n);
+  kiln__args_u32(&args, (uint32_t)c);
+  kiln__args_u32(&args, (uint32_t)i);
+  args_t(&args, t->vw);
+  kiln__args_u32(&args, (uint32_t)t->nb);
+  args_t(&args, t->wraw);
+  args_t(&args, t->dotp);
+  kiln__args_u32(&args, (uint32_t)ndot);
+  args_mat(&args, tau);
+  kiln__args_u32(&args, (uint32_t)upd);
+  kiln__args_local(&args, 2 * t->nb * L->ts);
+  size_t rows = (size_t)(n - c);
+  return kiln__args_enqueue_1d(&args, L->ctx, (rows + t->lcol - 1) / t->lcol * t->lcol, t->lcol);
+}
+
+/*
+ * Reduces the symmetric n x n matrix a (full, in place) to tridiagonal form as LAPACK's dsytrd
+ * (lower) with dlatrd panels of nb columns: d[n], e[n-1], reflectors below the subdiagonal
+ * with tau[n-1]. Per column three launches (tr_col, tr_symv, tr_fin; no host wait), per
+ * panel one GEMM A22 -= [V W] [W V]^T over the full trailing matrix (both triangles, so that
+ * the next panels' products read whole contiguous rows).
+ */
+static kiln_status
+sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d,
+      kiln__lsp_mat e, kiln__lsp_mat tau)
+{
+  if (n == 0)
+    return KILN_OK;
+  uint64_t nb = t->nb, ld3 = 3 * nb, ndot = 0;
+  kiln__lsp_mat vw = kiln__lsp_tmat(t->vw, ld3);
+  for (uint64_t j0 = 0; j0 + 1 < n; j0 += nb) {
+    uint64_t jb = n - 1 - j0 < nb ? n - 1 - j0 : nb;
+    /* the trailing GEMM reads all 2 nb columns: those past jb must be zero */
+    cl_int zero = 0;
+    cl_int err = clEnqueueFillBuffer(L->ctx->queue, t->vw->mem, &zero, sizeof zero,
+                                     (vw.off + j0 * ld3) * L->ts, (n - j0) * ld3 * L->ts, 0,
+                                     NULL, NULL);
+    if (err != CL_SUCCESS)
+      return kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
+    for (uint64_t i = 0; i < jb; i++) {
+      uint64_t c = j0 + i, len = n - c - 1;
+      if (i > 0)
+        KILN_TRY(td_col(L, t, a, n, c, i, ndot, tau, 1));
+      uint64_t nch = (len + 31) / 32;
+      if (nch > t->nchunk)
+        nch = t->nchunk;
+      kiln__args args = kiln__args_begin(L->op, t->ksym);
+      args_mat(&args, a);
+      kiln__args_u32(&args, (uint32_t)n);
+      kiln__args_u32(&args, (uint32_t)c);
+      kiln__args_u32(&args, (uint32_t)i);
+      args_t(&args, t->vw);
+      kiln__args_u32(&args, (uint32_t)nb);
+      args_t(&args, t->q);
+      args_t(&args, t->part);
+      kiln__args_u32(&args, (uint32_t)nch);
+      kiln__args_local(&args, t->lsym * L->ts);
+      KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, (size_t)(len + nch) * t->lsym, t->lsym));
+      args = kiln__args_begin(L->op, t->kfin);
+      args_mat(&args, a);
+      kiln__args_u32(&args, (uint32_t)n);
+      kiln__args_u32(&args, (uint32_t)c);
+      kiln__args_u32(&args, (uint32_t)i);
+      args_t(&args, t->vw);
+      kiln__args_u32(&args, (uint32_t)nb);
+      args_t(&args, t->q);
+      args_t(&args, t->part);
+      kiln__args_u32(&args, (uint32_t)nch);
+      args_mat(&args, tau);
+      args_mat(&args, d);
+      args_mat(&args, e);
+      args_t(&args, t->wraw);
+      args_t(&args, t->dotp);
+      kiln__args_local(&args, (2 * nb + t->lfin) * L->ts);
+      ndot = (len + t->lfin - 1) / t->lfin;
+      KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, (size_t)ndot * t->lfin, t->lfin));
+    }
+    /* W's last column, then the trailing matrix */
+    uint64_t r0 = j0 + jb, nt = n - r0;
+    KILN_TRY(td_col(L, t, a, n, r0, jb, ndot, tau, 0));
+    kiln__lsp_mat a22 = a, x = vw, y = vw;
+    a22.off += r0 * n + r0;
+    x.off += r0 * ld3;
+    y.off += r0 * ld3 + nb;
+    KILN_TRY(kiln__lsp_gemm(L, 0, 1, nt, nt, 2 * nb, -1.0, x, y, 1.0, a22));
   }
-  return KILN_OK;
+  cl_int err = clEnqueueCopyBuffer(L->ctx->queue, a.mem, d.mem, (a.off + (n - 1) * (n + 1)) * L->ts,
+                                   (d.off + n - 1) * L->ts, L->ts, 0, NULL, NULL);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueCopyBuffer");
 }
 
 kiln_status
@@ -248,8 +414,10 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
     s = kiln__lsp_out(&o, op, ctx, a->dtype, &vs, v);
   if (s == KILN_OK)
     s = kiln__lsp_outs_check(&o, op, a, NULL);
-  kiln_tensor *work = NULL, *dd = NULL, *ee = NULL, *tau = NULL, *vv = NULL, *pp = NULL;
+  kiln_tensor *work = NULL, *dd = NULL, *ee = NULL, *tau = NULL;
   kiln__lsp_ws ws = {0};
+  td_ws tw = {0};
+  double t0 = 0;
   double *hd = NULL, *he = NULL, *hz = NULL;
   uint64_t cnt = batch * n;
   if (s == KILN_OK && cnt) {
@@ -261,9 +429,7 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
     if (s == KILN_OK)
       s = kiln__ops_scratch(op, ctx, a->dtype, cnt, &tau);
     if (s == KILN_OK)
-      s = kiln__ops_scratch(op, ctx, a->dtype, n, &vv);
-    if (s == KILN_OK)
-      s = kiln__ops_scratch(op, ctx, a->dtype, n, &pp);
+      s = td_ws_make(&L, n, &tw);
     if (s == KILN_OK && v)
       s = kiln__lsp_ws_make(&L, n, n, &ws);
     if (s == KILN_OK) {
@@ -276,6 +442,7 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
     cl_kernel kf;
     if (s == KILN_OK)
       s = kern(&L, "sym_fill", &kf);
+    phase(&L, "start", n, &t0);
     for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
       kiln__lsp_mat ab = kiln__lsp_tmat(work, n);
       ab.off += b * n * n;
@@ -293,8 +460,9 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
       eb.off += b * n;
       tb.off += b * n;
       if (s == KILN_OK)
-        s = sytrd(&L, ab, n, db, eb, tb, kiln__lsp_tmat(vv, 1), kiln__lsp_tmat(pp, 1));
+        s = sytrd(&L, &tw, ab, n, db, eb, tb);
     }
+    phase(&L, "tridiagonal reduction", n, &t0);
     if (s == KILN_OK)
       s = kiln__lsp_download(&L, dd, &hd);
     if (s == KILN_OK)
@@ -305,6 +473,8 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
     for (uint64_t b = 0; s == KILN_OK && b < batch; b++)
       s = tridiag_eig(op, b, n, hd + b * n, he + b * n, v ? hz + b * n * n : NULL);
 #endif
+    phase(&L, v ? "host tridiagonal eigensolver (vectors)" : "host tridiagonal eigenvalues", n,
+          &t0);
     if (s == KILN_OK)
       s = kiln__lsp_upload(&L, *w, hd);
     if (s == KILN_OK && v)
@@ -318,14 +488,15 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
       zb.off += b * n * n + n;
       s = kiln__lsp_ormqr(&L, ab, n - 1, n - 1, tb, 0, zb, n, &ws);
     }
+    if (v)
+      phase(&L, "back-transformation (with the upload of Z)", n, &t0);
   }
   kiln__lsp_ws_release(&ws);
   kiln_tensor_release(work);
   kiln_tensor_release(dd);
   kiln_tensor_release(ee);
   kiln_tensor_release(tau);
-  kiln_tensor_release(vv);
-  kiln_tensor_release(pp);
+  td_ws_release(&tw);
   free(hd);
   free(he);
   free(hz);
@@ -586,8 +757,10 @@ gebrd(const kiln__lsp *L, const gb_bufs *g, uint64_t M, uint64_t N)
 #if KILN_HAVE_LAPACKE
 /*
  * SVD of the upper bidiagonal (d[n], e[n-1]) into s (descending) and, when ub is given,
- * ub and vb (n x n, vectors in columns): dbdsvdx (the Golub-Kahan tridiagonal's bisection
- * and inverse iteration, about O(n^2)), dbdsqr when it fails or for values only.
+ * ub and vb (n x n, vectors in columns): dbdsdc (divide and conquer, O(n^3) in BLAS 3)
+ * when the host BLAS is threaded (host_fast_blas), else dbdsvdx (the Golub-Kahan
+ * tridiagonal's bisection and inverse iteration, about O(n^2), one core); dbdsqr when those
+ * fail or for values only. KILN_DEBUG_LINALG_HOST forces one (bdsdc, bdsvdx, bdsqr).
  */
 static kiln_status
 bidiag_svd(const char *op, uint64_t b, uint64_t n, double *d, double *e, double *s, double *ub,
@@ -608,7 +781,25 @@ bidiag_svd(const char *op, uint64_t b, uint64_t n, double *d, double *e, double 
     memcpy(e0, e, (n - 1) * sizeof *e0);
     e0[n - 1] = 0.0;
   }
-  if (st == KILN_OK && ub) {
+  /* dbdsdc (divide and conquer) with a threaded host BLAS, else dbdsvdx; dbdsqr last */
+  int dc = ub && (host_pick("bdsdc") ||
+                  (!host_pick("bdsvdx") && !host_pick("bdsqr") && host_fast_blas()));
+  if (st == KILN_OK && dc) {
+    double *vt = z, dq = 0;
+    lapack_int di = 0;
+    info = LAPACKE_dbdsdc(LAPACK_ROW_MAJOR, 'U', 'I', (lapack_int)n, d, e, ub, (lapack_int)n, vt,
+                          (lapack_int)n, &dq, &di);
+    if (info == 0) {
+      memcpy(s, d, n * sizeof *s);
+      for (uint64_t i = 0; i < n; i++) /* V = (V^T)^T */
+        for (uint64_t j = 0; j < n; j++)
+          vb[i * n + j] = vt[j * n + i];
+    } else {
+      memcpy(d, d0, n * sizeof *d);
+      memcpy(e, e0, (n - 1) * sizeof *e);
+    }
+  }
+  if (st == KILN_OK && ub && !dc && !host_pick("bdsqr")) {
     info = LAPACKE_dbdsvdx(LAPACK_ROW_MAJOR, 'U', 'V', 'A', (lapack_int)n, d, e, 0.0, 0.0, 0, 0,
                            &ns, sw, z, (lapack_int)(n + 1), sup);
     /* A (numerically) zero singular value is a +-0 pair of the Golub-Kahan matrix's
@@ -765,6 +956,8 @@ svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uin
                   .u = kiln__lsp_tmat(t[U_], 1),
                   .z = kiln__lsp_tmat(t[Z_], 1)};
   }
+  double t0 = 0;
+  phase(L, "start", N, &t0);
   for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
     kiln__lsp_mat ab = kiln__lsp_tmat(a, n);
     ab.off += b * m * n;
@@ -779,6 +972,7 @@ svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uin
     }
     if (s == KILN_OK)
       s = gebrd(L, &g, M, N);
+    phase(L, "bidiagonal reduction", N, &t0);
     if (s == KILN_OK)
       s = read_vec(L, t[D_], 0, N, hd);
     if (s == KILN_OK)
@@ -787,6 +981,7 @@ svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uin
     if (s == KILN_OK)
       s = bidiag_svd(L->op, b, N, hd, he, hs, vec ? ub : NULL, hv);
 #endif
+    phase(L, vec ? "host bidiagonal svd (vectors)" : "host bidiagonal values", N, &t0);
     if (s == KILN_OK)
       s = write_vec(L, so, b * N, N, hs);
     if (s != KILN_OK || !vec)
@@ -812,6 +1007,7 @@ svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uin
     dst.off += b * vr * n;
     if (s == KILN_OK)
       s = m >= n ? transpose(L, vm, N, N, dst) : transpose(L, um, M, ucM, dst);
+    phase(L, "back-transformation (with the uploads of Ub, Vb)", N, &t0);
   }
   kiln__lsp_ws_release(&ws);
   for (int i = 0; i < 12; i++)
