@@ -1,7 +1,7 @@
 /*
  * linalg_spectral family (lib/ops/linalg_qr.c, lib/ops/linalg_eig.c): Householder QR panels,
- * the compact-WY pieces of the blocked QR, sym_fill for eigh and the bidiagonalisation of svd
- * (the tridiagonal reduction is in linalg_eig.cl), for f32 and f64 (common.cl's -DT=...).
+ * the compact-WY pieces of the blocked QR, sym_fill and transpose_m for eigh and svd (their
+ * reductions are in linalg_eig.cl), for f32 and f64 (common.cl's -DT=...).
  * No tunables compiled in.
  *
  * Matrices are row-major with a row stride ld and an element offset. Reflectors follow
@@ -23,11 +23,6 @@
  *     global (n, m): C = alpha A B + beta C over strided views (beta 0 ignores C); the GEMM
  *     when CLBlast is absent or disabled.
  *   sym_fill(a, aoff, n, upper)   global (n, n): copies the uplo triangle over the other.
- *   gb_house(x, xoff, len, v, voff, tau, toff, beta, boff, st, stoff, ststride, sh)   one
- *     work-group: the reflector of a contiguous vector, v explicit, v[1..] also to st.
- *   gb_rowdot(a, aoff, lda, len, v, voff, tau, toff, out, ooff, sh)   one work-group per
- *     row: out[r] = tau (a[r][0..len) . v).
- *   gb_rank1(a, aoff, lda, rows, cols, p, poff, q, qoff)   global (cols, rows): a -= p q^T.
  *   transpose_m(s, soff, rows, cols, d, doff)   global (cols, rows): d = s^T.
  */
 #include "common.cl"
@@ -141,60 +136,6 @@ kernel void sym_fill(global T *a, ulong aoff, uint n, uint upper)
   /* Lane (i, j) of the unread triangle copies its mirror from the read one. */
   if (upper ? i > j : j > i)
     a[aoff + (ulong)i * n + j] = a[aoff + (ulong)j * n + i];
-}
-
-/*
- * Householder bidiagonalisation (lib/ops/linalg_eig.c, svd) keeps A (M x N, M >= N) and its
- * transpose At, so that every reflector is read from a contiguous row and every product
- * A^T v or A u is a row dot product.
- */
-
-/* The reflector of the contiguous x[0 .. len-1]: v (explicit, v[0] = 1), tau, beta; v[1..]
- * also to st[i * ststride] (the reflector's home for the back-transformation). */
-kernel void gb_house(global T *x, ulong xoff, uint len, global T *v, ulong voff, global T *tau,
-                     ulong toff, global T *beta, ulong boff, global T *st, ulong stoff,
-                     ulong ststride, local T *sh)
-{
-  const uint lid = get_local_id(0), lsz = get_local_size(0);
-  global T *xp = x + xoff;
-  T b;
-  const T t = house(xp, 1, len, &b, sh, lid, lsz);
-  barrier(CLK_GLOBAL_MEM_FENCE);
-  for (uint i = lid; i < len; i += lsz) {
-    const T vi = i == 0 ? (T)1 : xp[i];
-    v[voff + i] = vi;
-    if (i > 0)
-      st[stoff + (ulong)i * ststride] = vi;
-  }
-  if (lid == 0) {
-    tau[toff] = t;
-    beta[boff] = b;
-  }
-}
-
-/* One work-group per row r: out[r] = tau * (row r of a, len entries) . v. */
-kernel void gb_rowdot(global const T *a, ulong aoff, ulong lda, uint len, global const T *v,
-                      ulong voff, global const T *tau, ulong toff, global T *out, ulong ooff,
-                      local T *sh)
-{
-  const uint lid = get_local_id(0), lsz = get_local_size(0), r = (uint)get_group_id(0);
-  global const T *row = a + aoff + (ulong)r * lda;
-  T s = (T)0;
-  for (uint c = lid; c < len; c += lsz)
-    s += row[c] * v[voff + c];
-  s = group_sum(sh, s, lid, lsz);
-  if (lid == 0)
-    out[ooff + r] = tau[toff] * s;
-}
-
-/* global (cols, rows): a[r][c] -= p[r] q[c]. */
-kernel void gb_rank1(global T *a, ulong aoff, ulong lda, uint rows, uint cols, global const T *p,
-                     ulong poff, global const T *q, ulong qoff)
-{
-  const uint c = (uint)get_global_id(0), r = (uint)get_global_id(1);
-  if (r >= rows || c >= cols)
-    return;
-  a[aoff + (ulong)r * lda + c] -= p[poff + r] * q[qoff + c];
 }
 
 /* global (cols, rows): d (cols x rows) = s (rows x cols)^T, both contiguous. */

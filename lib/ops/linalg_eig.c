@@ -4,11 +4,11 @@
  * the host-LAPACKE ops eig, lstsq's minimum-norm route, pinv, matrix_rank, matrix_norm and
  * cond (include/kiln/linalg_spectral.h, docs/linalg.md).
  *
- * The tridiagonal reduction is LAPACK's unblocked sytd2 on the full symmetric matrix: per
- * column one work-group forms the reflector (td_house), one work-group per row computes
- * p = tau A22 v (td_symv), td_w makes w, td_syr2 the rank-2 update. Its reflectors stay below
- * the subdiagonal, in the layout kiln__lsp_ormqr applies, so the back-transformation is the
- * QR family's blocked compact-WY update.
+ * The reductions are LAPACK's blocked dsytrd (dlatrd panels) and dgebrd (dlabrd panels) on
+ * the device (cl_kernels/linalg_eig.cl): a few launches per column with no host wait, one
+ * GEMM per panel for the trailing update. Their reflectors stay in the layout
+ * kiln__lsp_ormqr applies, so the back-transformations are the QR family's blocked
+ * compact-WY updates.
  */
 #include <dlfcn.h>
 #include <float.h>
@@ -628,14 +628,19 @@ batch_svals(const kiln__lsp *L, const kiln_tensor *a, double **sv)
 }
 
 /*
- * Householder bidiagonalisation of the M x N (M >= N) matrix a, with at its transpose (both
- * updated, so every access is a contiguous row): A = Q B P^T, B upper bidiagonal d[N],
- * e[N-1]. The left reflectors stay below a's diagonal (geqrf layout, tauq), the right ones
- * in p one row down (the layout eigh's back-transformation uses, taup). v, w, z have M
- * elements, u N.
+ * Householder bidiagonalisation of the M x N (M >= N) matrix a in place (LAPACK dgebrd with
+ * dlabrd panels of nb columns, upper): A = Q B P^T, B upper bidiagonal d[N], e[N-1]. The left
+ * reflectors go below a's diagonal (geqrf layout, tauq), the right ones below the diagonal
+ * of p one row down (the layout eigh's back-transformation uses, taup). Per column four
+ * launches (bd_ysum, bd_yfin, bd_xsum, bd_xfin; no host wait), per panel one GEMM
+ * A22 -= [U X] [Y Vr^T]^T.
  */
 typedef struct gb_bufs {
-  kiln__lsp_mat a, at, p, d, e, tauq, taup, v, w, u, z;
+  kiln__lsp_mat a, p, d, e, tauq, taup;
+  kiln_tensor *lf, *rt, *q, *part;
+  uint64_t nb, nchunk;
+  size_t lsum, lfin;
+  cl_kernel ysum, yfin, xsum, xfin;
 } gb_bufs;
 
 static kiln__lsp_mat
@@ -646,40 +651,6 @@ el(kiln__lsp_mat x, uint64_t i)
 }
 
 static kiln_status
-gb_house(const kiln__lsp *L, cl_kernel k, size_t local, kiln__lsp_mat x, uint64_t len,
-         kiln__lsp_mat v, kiln__lsp_mat tau, kiln__lsp_mat beta, kiln__lsp_mat st,
-         uint64_t ststride)
-{
-  kiln__args args = kiln__args_begin(L->op, k);
-  args_mat(&args, x);
-  kiln__args_u32(&args, (uint32_t)len);
-  args_mat(&args, v);
-  args_mat(&args, tau);
-  args_mat(&args, beta);
-  args_mat(&args, st);
-  kiln__args_u64(&args, ststride);
-  kiln__args_local(&args, local * L->ts);
-  return kiln__args_enqueue_1d(&args, L->ctx, local, local);
-}
-
-static kiln_status
-gb_rowdot(const kiln__lsp *L, cl_kernel k, size_t local, kiln__lsp_mat a, uint64_t rows,
-          uint64_t len, kiln__lsp_mat v, kiln__lsp_mat tau, kiln__lsp_mat out)
-{
-  if (rows == 0)
-    return KILN_OK;
-  kiln__args args = kiln__args_begin(L->op, k);
-  args_mat(&args, a);
-  kiln__args_u64(&args, a.ld);
-  kiln__args_u32(&args, (uint32_t)len);
-  args_mat(&args, v);
-  args_mat(&args, tau);
-  args_mat(&args, out);
-  kiln__args_local(&args, local * L->ts);
-  return kiln__args_enqueue_1d(&args, L->ctx, (size_t)rows * local, local);
-}
-
-static kiln_status
 grid2(const kiln__lsp *L, kiln__args *args, uint64_t g0, uint64_t g1)
 {
   if (args->status != KILN_OK || g0 == 0 || g1 == 0)
@@ -687,20 +658,6 @@ grid2(const kiln__lsp *L, kiln__args *args, uint64_t g0, uint64_t g1)
   size_t global[2] = {(size_t)((g0 + 15) / 16 * 16), (size_t)((g1 + 15) / 16 * 16)},
          local[2] = {16, 16};
   return kiln__args_enqueue(args, L->ctx, 2, global, local);
-}
-
-static kiln_status
-gb_rank1(const kiln__lsp *L, cl_kernel k, kiln__lsp_mat a, uint64_t rows, uint64_t cols,
-         kiln__lsp_mat p, kiln__lsp_mat q)
-{
-  kiln__args args = kiln__args_begin(L->op, k);
-  args_mat(&args, a);
-  kiln__args_u64(&args, a.ld);
-  kiln__args_u32(&args, (uint32_t)rows);
-  kiln__args_u32(&args, (uint32_t)cols);
-  args_mat(&args, p);
-  args_mat(&args, q);
-  return grid2(L, &args, cols, rows);
 }
 
 /* d (cols x rows) = s (rows x cols)^T. */
@@ -717,38 +674,139 @@ transpose(const kiln__lsp *L, kiln__lsp_mat src, uint64_t rows, uint64_t cols, k
   return grid2(L, &args, cols, rows);
 }
 
+static void
+gb_release(gb_bufs *g)
+{
+  kiln_tensor_release(g->lf);
+  kiln_tensor_release(g->rt);
+  kiln_tensor_release(g->q);
+  kiln_tensor_release(g->part);
+  g->lf = g->rt = g->q = g->part = NULL;
+}
+
+static kiln_status
+gb_make(const kiln__lsp *L, uint64_t M, uint64_t N, gb_bufs *g)
+{
+  g->nb = L->nb;
+  g->nchunk = L->ctx->info.is_gpu ? 64 : 4;
+  KILN_TRY(kern_eig(L, "bd_ysum", &g->ysum));
+  KILN_TRY(kern_eig(L, "bd_yfin", &g->yfin));
+  KILN_TRY(kern_eig(L, "bd_xsum", &g->xsum));
+  KILN_TRY(kern_eig(L, "bd_xfin", &g->xfin));
+  size_t ls = group_local(L, g->ysum, 128), lx = group_local(L, g->xsum, 128);
+  g->lsum = ls < lx ? ls : lx;
+  size_t l1 = group_local(L, g->yfin, 256), l2 = group_local(L, g->xfin, 256);
+  g->lfin = l1 < l2 ? l1 : l2;
+  kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, M * 2 * g->nb, &g->lf);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, N * 2 * g->nb, &g->rt);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, M, &g->q);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, g->nchunk * (N + 2 + 2 * g->nb), &g->part);
+  if (s != KILN_OK)
+    gb_release(g);
+  return s;
+}
+
+/* Chunks of a partial sum over len terms: at least 64 terms each, at most g->nchunk. */
+static uint64_t
+gb_chunks(const gb_bufs *g, uint64_t len)
+{
+  uint64_t k = (len + 63) / 64;
+  return k < 1 ? 1 : k > g->nchunk ? g->nchunk : k;
+}
+
+static void
+gb_args_head(kiln__args *args, const gb_bufs *g, uint64_t M, uint64_t N, uint64_t c, uint64_t i)
+{
+  args_mat(args, g->a);
+  kiln__args_u32(args, (uint32_t)M);
+  kiln__args_u32(args, (uint32_t)N);
+  kiln__args_u32(args, (uint32_t)c);
+  kiln__args_u32(args, (uint32_t)i);
+}
+
+static kiln_status
+gb_fill0(const kiln__lsp *L, kiln_tensor *t, uint64_t from, uint64_t count)
+{
+  cl_int zero = 0;
+  cl_int err = clEnqueueFillBuffer(L->ctx->queue, t->mem, &zero, sizeof zero,
+                                   (kiln__ops_elem_offset(t) + from) * L->ts, count * L->ts, 0,
+                                   NULL, NULL);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
+}
+
 static kiln_status
 gebrd(const kiln__lsp *L, const gb_bufs *g, uint64_t M, uint64_t N)
 {
-  cl_kernel kh, kd, kr;
-  KILN_TRY(kern(L, "gb_house", &kh));
-  KILN_TRY(kern(L, "gb_rowdot", &kd));
-  KILN_TRY(kern(L, "gb_rank1", &kr));
-  size_t lh = group_local(L, kh, 256), ld = group_local(L, kd, 128);
-  kiln__lsp_mat a = g->a, at = g->at;
-  for (uint64_t j = 0; j < N; j++) {
-    /* left: column j of A (row j of At) */
-    uint64_t len = M - j;
-    kiln__lsp_mat tq = el(g->tauq, j);
-    KILN_TRY(
-        gb_house(L, kh, lh, el(at, j * M + j), len, g->v, tq, el(g->d, j), el(a, j * N + j), N));
-    if (len > 1 && j + 1 < N) {
-      uint64_t nc = N - j - 1;
-      KILN_TRY(gb_rowdot(L, kd, ld, el(at, (j + 1) * M + j), nc, len, g->v, tq, g->w));
-      KILN_TRY(gb_rank1(L, kr, el(a, j * N + j + 1), len, nc, g->v, g->w));
-      KILN_TRY(gb_rank1(L, kr, el(at, (j + 1) * M + j), nc, len, g->w, g->v));
+  uint64_t nb = g->nb, ld2 = 2 * nb;
+  size_t lsum = g->lsum, lfin = g->lfin;
+  for (uint64_t j0 = 0; j0 < N; j0 += nb) {
+    uint64_t jb = N - j0 < nb ? N - j0 : nb;
+    KILN_TRY(gb_fill0(L, g->lf, j0 * ld2, (M - j0) * ld2));
+    KILN_TRY(gb_fill0(L, g->rt, j0 * ld2, (N - j0) * ld2));
+    for (uint64_t i = 0; i < jb; i++) {
+      uint64_t c = j0 + i, R = M - c - 1, C = N - c - 1;
+      uint64_t nch = gb_chunks(g, R), ntile = (C + lsum - 1) / lsum;
+      kiln__args args = kiln__args_begin(L->op, g->ysum);
+      gb_args_head(&args, g, M, N, c, i);
+      args_t(&args, g->lf);
+      kiln__args_u32(&args, (uint32_t)nb);
+      args_t(&args, g->part);
+      kiln__args_u32(&args, (uint32_t)nch);
+      kiln__args_u32(&args, (uint32_t)ntile);
+      kiln__args_local(&args, lsum * L->ts);
+      KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, (size_t)((ntile + 1) * nch) * lsum, lsum));
+      uint64_t items = R > C ? R : C;
+      items = items ? items : 1;
+      args = kiln__args_begin(L->op, g->yfin);
+      gb_args_head(&args, g, M, N, c, i);
+      args_t(&args, g->lf);
+      args_t(&args, g->rt);
+      kiln__args_u32(&args, (uint32_t)nb);
+      args_t(&args, g->part);
+      kiln__args_u32(&args, (uint32_t)nch);
+      args_mat(&args, g->d);
+      args_mat(&args, g->tauq);
+      kiln__args_local(&args, 2 * nb * L->ts);
+      KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, (size_t)((items + lfin - 1) / lfin * lfin),
+                                     lfin));
+      if (C == 0)
+        break;
+      nch = gb_chunks(g, C);
+      args = kiln__args_begin(L->op, g->xsum);
+      gb_args_head(&args, g, M, N, c, i);
+      args_t(&args, g->rt);
+      kiln__args_u32(&args, (uint32_t)nb);
+      args_t(&args, g->q);
+      args_t(&args, g->part);
+      kiln__args_u32(&args, (uint32_t)nch);
+      kiln__args_local(&args, lsum * L->ts);
+      KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, (size_t)(R + nch) * lsum, lsum));
+      args = kiln__args_begin(L->op, g->xfin);
+      gb_args_head(&args, g, M, N, c, i);
+      args_t(&args, g->lf);
+      args_t(&args, g->rt);
+      kiln__args_u32(&args, (uint32_t)nb);
+      args_t(&args, g->q);
+      args_t(&args, g->part);
+      kiln__args_u32(&args, (uint32_t)nch);
+      args_mat(&args, g->e);
+      args_mat(&args, g->taup);
+      args_mat(&args, g->p);
+      kiln__args_u32(&args, i + 1 < jb);
+      kiln__args_local(&args, 2 * nb * L->ts);
+      KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, (size_t)((items + lfin - 1) / lfin * lfin),
+                                     lfin));
     }
-    if (j + 1 >= N)
-      break;
-    /* right: row j of A right of the diagonal */
-    uint64_t lr = N - j - 1, rows = M - j - 1;
-    kiln__lsp_mat tp = el(g->taup, j);
-    KILN_TRY(gb_house(L, kh, lh, el(a, j * N + j + 1), lr, g->u, tp, el(g->e, j),
-                      el(g->p, (j + 1) * N + j), N));
-    if (lr > 1) {
-      KILN_TRY(gb_rowdot(L, kd, ld, el(a, (j + 1) * N + j + 1), rows, lr, g->u, tp, g->z));
-      KILN_TRY(gb_rank1(L, kr, el(a, (j + 1) * N + j + 1), rows, lr, g->z, g->u));
-      KILN_TRY(gb_rank1(L, kr, el(at, (j + 1) * M + j + 1), lr, rows, g->u, g->z));
+    uint64_t r0 = j0 + jb;
+    if (r0 < N) {
+      kiln__lsp_mat a22 = g->a, x = kiln__lsp_tmat(g->lf, ld2), y = kiln__lsp_tmat(g->rt, ld2);
+      a22.off += r0 * N + r0;
+      x.off += r0 * ld2;
+      y.off += r0 * ld2;
+      KILN_TRY(kiln__lsp_gemm(L, 0, 1, M - r0, N - r0, ld2, -1.0, x, y, 1.0, a22));
     }
   }
   return KILN_OK;
@@ -925,12 +983,11 @@ svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uin
 {
   uint64_t M = m > n ? m : n, N = m < n ? m : n, ucM = full ? M : N, vec = uo != NULL;
   uint64_t uc = full ? m : N, vr = full ? n : N;
-  kiln_tensor *t[12] = {NULL};
-  enum { A_, AT, P_, D_, E_, TQ, TP, V_, W_, U_, Z_, X_ };
-  uint64_t sizes[12] = {M * N, N * M, N * N, N, N, N,
-                        N,     M,     M,     N, M, vec ? (m >= n ? N * N : M * ucM) : 1};
+  kiln_tensor *t[7] = {NULL};
+  enum { A_, P_, D_, E_, TQ, TP, X_ };
+  uint64_t sizes[7] = {M * N, N * N, N, N, N, N, vec ? (m >= n ? N * N : M * ucM) : 1};
   kiln_status s = KILN_OK;
-  for (int i = 0; s == KILN_OK && i < 12; i++)
+  for (int i = 0; s == KILN_OK && i < 7; i++)
     s = kiln__ops_scratch(L->op, L->ctx, L->dt, sizes[i], &t[i]);
   kiln__lsp_ws ws = {0};
   if (s == KILN_OK && vec)
@@ -944,32 +1001,20 @@ svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uin
   gb_bufs g;
   memset(&g, 0, sizeof g);
   if (s == KILN_OK) {
-    g = (gb_bufs){.a = kiln__lsp_tmat(t[A_], N),
-                  .at = kiln__lsp_tmat(t[AT], M),
-                  .p = kiln__lsp_tmat(t[P_], N),
-                  .d = kiln__lsp_tmat(t[D_], 1),
-                  .e = kiln__lsp_tmat(t[E_], 1),
-                  .tauq = kiln__lsp_tmat(t[TQ], 1),
-                  .taup = kiln__lsp_tmat(t[TP], 1),
-                  .v = kiln__lsp_tmat(t[V_], 1),
-                  .w = kiln__lsp_tmat(t[W_], 1),
-                  .u = kiln__lsp_tmat(t[U_], 1),
-                  .z = kiln__lsp_tmat(t[Z_], 1)};
+    g.a = kiln__lsp_tmat(t[A_], N);
+    g.p = kiln__lsp_tmat(t[P_], N);
+    g.d = kiln__lsp_tmat(t[D_], 1);
+    g.e = kiln__lsp_tmat(t[E_], 1);
+    g.tauq = kiln__lsp_tmat(t[TQ], 1);
+    g.taup = kiln__lsp_tmat(t[TP], 1);
+    s = gb_make(L, M, N, &g);
   }
   double t0 = 0;
   phase(L, "start", N, &t0);
   for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
     kiln__lsp_mat ab = kiln__lsp_tmat(a, n);
     ab.off += b * m * n;
-    if (m >= n) {
-      s = copy_elems(L, a, b * m * n, t[A_], 0, m * n);
-      if (s == KILN_OK)
-        s = transpose(L, ab, m, n, g.at);
-    } else {
-      s = copy_elems(L, a, b * m * n, t[AT], 0, m * n);
-      if (s == KILN_OK)
-        s = transpose(L, ab, m, n, g.a);
-    }
+    s = m >= n ? copy_elems(L, a, b * m * n, t[A_], 0, m * n) : transpose(L, ab, m, n, g.a);
     if (s == KILN_OK)
       s = gebrd(L, &g, M, N);
     phase(L, "bidiagonal reduction", N, &t0);
@@ -1010,7 +1055,8 @@ svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uin
     phase(L, "back-transformation (with the uploads of Ub, Vb)", N, &t0);
   }
   kiln__lsp_ws_release(&ws);
-  for (int i = 0; i < 12; i++)
+  gb_release(&g);
+  for (int i = 0; i < 7; i++)
     kiln_tensor_release(t[i]);
   free(hd);
   free(he);

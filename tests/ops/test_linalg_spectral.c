@@ -842,6 +842,9 @@ END_TEST
 
 /* ---------------------------------------------------------------- svd */
 
+/* svd_case checks only the reduced call with vectors (the blocked-reduction sweeps) */
+static int svd_quick;
+
 static void
 svd_case(kiln_dtype dt, uint64_t batch, size_t m, size_t n, const double *given,
          const double *known)
@@ -857,12 +860,13 @@ svd_case(kiln_dtype dt, uint64_t batch, size_t m, size_t n, const double *given,
     memcpy(a, given, mn * sizeof *a);
   kiln_tensor *ta = up(dt, nd, shape, a);
   double eps = eps_of(dt), mx = (double)(m > n ? m : n);
-  for (int full = 0; full < 2; full++) {
+  for (int full = 0; full < 2 - svd_quick; full++) {
     kiln_tensor *u = NULL, *s = NULL, *vt = NULL, *s2 = NULL;
     KOK(kiln_linalg_svd(harness_ctx(), ta, full, &u, &s, &vt));
-    KOK(kiln_linalg_svd(harness_ctx(), ta, full, NULL, &s2, NULL));
+    if (!svd_quick)
+      KOK(kiln_linalg_svd(harness_ctx(), ta, full, NULL, &s2, NULL));
     size_t uc = full ? m : k, vr = full ? n : k;
-    double *hu = down(u), *hs = down(s), *hv = down(vt), *hs2 = down(s2);
+    double *hu = down(u), *hs = down(s), *hv = down(vt), *hs2 = down(svd_quick ? s : s2);
     for (uint64_t b = 0; b < batch; b++) {
       const double *A = a + b * mn, *U = hu + b * m * uc, *S = hs + b * k, *V = hv + b * vr * n;
       double na = fro(A, mn), *r = calloc(mn + 1, sizeof *r);
@@ -944,6 +948,44 @@ START_TEST(svd)
       svd_case(dt, 1, 31, 45, NULL, NULL);
     }
   }
+}
+END_TEST
+
+/*
+ * The blocked bidiagonalisation (dlabrd panels and the trailing GEMM) at every block size the
+ * tuner can pick (16 .. 256), the defaults among them, and 4 and 8: square, tall and wide
+ * with N < nb, N = nb + 1 and several panels; repeated singular values across panels.
+ */
+START_TEST(svd_blocked)
+{
+  if (!KILN_HAVE_LAPACKE)
+    return;
+  static const int nbs[] = {4, 8, 16, 32, 64, 128, 256};
+  FOR_DTYPES(dt)
+  {
+    for (size_t k = 0; k < sizeof nbs / sizeof nbs[0]; k++) {
+      size_t nb = (size_t)nbs[k];
+      hook_nb = nbs[k];
+      route_for(dt);
+      svd_quick = nb > 16;
+      svd_case(dt, 1, nb + 1, nb + 1, NULL, NULL);
+      svd_case(dt, 1, nb + 7, nb - 1, NULL, NULL);
+      if (nb <= 16) {
+        svd_case(dt, 1, 3 * nb + 5, 2 * nb + 3, NULL, NULL);
+        svd_case(dt, 1, 2 * nb + 3, 3 * nb + 5, NULL, NULL);
+      }
+      if (nb == 8) {
+        double sv[26];
+        for (size_t i = 0; i < 26; i++)
+          sv[i] = i < 10 ? 3 : i < 20 ? 1 : 0.25;
+        double *a = with_svals(30, 26, sv);
+        svd_case(dt, 1, 30, 26, a, sv);
+        free(a);
+      }
+      svd_quick = 0;
+    }
+  }
+  hook_nb = -1;
 }
 END_TEST
 
@@ -1275,6 +1317,7 @@ spectral_suite(void)
   tcase_add_test(tc, eigh_blocked);
   tcase_add_test(tc, eig);
   tcase_add_test(tc, svd);
+  tcase_add_test(tc, svd_blocked);
   tcase_add_test(tc, eigh_svd_batched_bitwise);
   tcase_add_test(tc, pinv_rank_norms);
   tcase_add_test(tc, norms_direct_and_unsupported);
