@@ -13,9 +13,12 @@
 #include <dlfcn.h>
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/env.h"
 #include "core/error.h"
@@ -144,13 +147,147 @@ use_mrrr(uint64_t n)
 }
 #endif
 
+static atomic_int hook_mrrr_threads = -1;
+
+void
+kiln__linalg_spectral_test_mrrr_threads(int threads)
+{
+  atomic_store(&hook_mrrr_threads, threads);
+}
+
+#if KILN_HAVE_LAPACKE
+/* One thread's share of the parallel MRRR: eigenpairs il .. iu (1-based) of (d, e). */
+typedef struct mrrr_job {
+  const double *d, *e;
+  uint64_t n, il, iu;
+  double *w, *z; /* w[n] (the pairs' values from w[il-1]), z n x n row-major (their columns) */
+  lapack_int info;
+  pthread_t th;
+} mrrr_job;
+
+static void *
+mrrr_run(void *arg)
+{
+  mrrr_job *j = arg;
+  uint64_t n = j->n, m = j->iu - j->il + 1;
+  double *dc = malloc(n * sizeof *dc), *ec = malloc(n * sizeof *ec), *zt = malloc(n * m * sizeof *zt);
+  double *wt = malloc(n * sizeof *wt);
+  lapack_int *supp = malloc(2 * m * sizeof *supp), found = 0, tryrac = 1;
+  j->info = -1;
+  if (dc && ec && zt && wt && supp) {
+    memcpy(dc, j->d, n * sizeof *dc);
+    memcpy(ec, j->e, n * sizeof *ec);
+    /* column-major: the vectors contiguous (row-major LAPACKE wants ldz >= n columns) */
+    j->info = LAPACKE_dstemr(LAPACK_COL_MAJOR, 'V', 'I', (lapack_int)n, dc, ec, 0.0, 0.0,
+                             (lapack_int)j->il, (lapack_int)j->iu, &found, wt, zt, (lapack_int)n,
+                             (lapack_int)m, supp, &tryrac);
+    if (j->info == 0 && (uint64_t)found != m)
+      j->info = 1;
+  }
+  if (j->info == 0) {
+    memcpy(j->w + j->il - 1, wt, m * sizeof *wt);
+    for (uint64_t c = 0; c < m; c++)
+      for (uint64_t i = 0; i < n; i++)
+        j->z[i * n + j->il - 1 + c] = zt[c * n + i];
+  }
+  free(dc);
+  free(ec);
+  free(zt);
+  free(wt);
+  free(supp);
+  return NULL;
+}
+
+/*
+ * All eigenpairs of (d, e; e[n-1] = 0) by MRRR on several host threads (MRRR computes each
+ * vector on its own, which is what makes it parallel: ScaLAPACK's pdstegr and PMRRR split the
+ * index range the same way): the values first (dstemr without vectors), then one dstemr
+ * call per index range, the ranges cut at the largest relative gap near each even split so
+ * that no cluster of close eigenvalues straddles two calls. Returns LAPACK's info (nonzero:
+ * the caller falls back to dstedc).
+ */
+static lapack_int
+mrrr_parallel(uint64_t n, const double *d, const double *e, double *w, double *z,
+              uint64_t threads)
+{
+  if (threads > 64)
+    threads = 64;
+  double *dc = malloc(n * sizeof *dc), *ec = malloc(n * sizeof *ec);
+  lapack_int *supp = malloc(2 * n * sizeof *supp), found = 0, tryrac = 1;
+  lapack_int info = -1;
+  if (dc && ec && supp) {
+    memcpy(dc, d, n * sizeof *dc);
+    memcpy(ec, e, n * sizeof *ec);
+    double zz = 0;
+    info = LAPACKE_dstemr(LAPACK_COL_MAJOR, 'N', 'A', (lapack_int)n, dc, ec, 0.0, 0.0, 0, 0, &found,
+                          w, &zz, 1, 1, supp, &tryrac);
+    if (info == 0 && (uint64_t)found != n)
+      info = 1;
+  }
+  free(dc);
+  free(ec);
+  free(supp);
+  if (info != 0)
+    return info;
+  mrrr_job job[64];
+  uint64_t start = 0, nj = 0;
+  for (uint64_t t = 0; t < threads && start < n; t++) {
+    uint64_t end = n;
+    if (t + 1 < threads) {
+      uint64_t target = (t + 1) * n / threads, r = n / (4 * threads), best = target;
+      double bg = -1;
+      for (uint64_t k = target > r ? target - r : 1; k <= target + r && k < n; k++) {
+        if (k <= start)
+          continue;
+        double g = (w[k] - w[k - 1]) / (fabs(w[k]) + fabs(w[k - 1]) + DBL_MIN);
+        if (g > bg) {
+          bg = g;
+          best = k;
+        }
+      }
+      end = best > start ? best : start + 1;
+    }
+    job[nj] = (mrrr_job){.d = d, .e = e, .n = n, .il = start + 1, .iu = end, .w = w, .z = z};
+    start = end;
+    nj++;
+  }
+  uint64_t started = 0;
+  for (uint64_t t = 1; t < nj; t++, started++)
+    if (pthread_create(&job[t].th, NULL, mrrr_run, &job[t]) != 0)
+      break;
+  mrrr_run(&job[0]);
+  for (uint64_t t = 1; t <= started; t++)
+    pthread_join(job[t].th, NULL);
+  for (uint64_t t = 1 + started; t < nj; t++) /* threads that could not start */
+    mrrr_run(&job[t]);
+  for (uint64_t t = 0; t < nj; t++)
+    if (job[t].info != 0)
+      return job[t].info;
+  return 0;
+}
+
+/* Host threads for the parallel MRRR: the online CPUs, at most one per 128 rows. */
+static uint64_t
+mrrr_threads(uint64_t n)
+{
+  int h = atomic_load(&hook_mrrr_threads);
+  if (h > 0)
+    return (uint64_t)h;
+  long c = sysconf(_SC_NPROCESSORS_ONLN);
+  uint64_t t = c > 0 ? (uint64_t)c : 1, most = n / 128;
+  t = t < most ? t : most;
+  return t ? t : 1;
+}
+#endif
+
 #if KILN_HAVE_LAPACKE
 /*
  * Eigenvalues (ascending, into d) and optionally vectors (z, n x n row-major, columns) of the
  * symmetric tridiagonal (d[n], e[n-1]; e has n entries, the last one scratch). Vectors come
- * from MRRR (dstemr, O(n^2)) where use_mrrr says so (the reference LAPACK from order
- * KILN__LSP_MRRR_MIN up: its divide and conquer is O(n^3) through a single-threaded BLAS),
- * otherwise, and whenever MRRR gives up, from dstedc.
+ * from MRRR (dstemr, O(n^2); split over host threads from 256 rows, mrrr_parallel) where
+ * use_mrrr says so (the reference LAPACK from order KILN__LSP_MRRR_MIN up: its divide and
+ * conquer is O(n^3) through a single-threaded BLAS), otherwise, and whenever MRRR gives up,
+ * from dstedc.
  */
 static kiln_status
 tridiag_eig(const char *op, uint64_t b, uint64_t n, double *d, double *e, double *z)
@@ -169,12 +306,20 @@ tridiag_eig(const char *op, uint64_t b, uint64_t n, double *d, double *e, double
     memcpy(e0, e, (n - 1) * sizeof *e0);
     e0[n - 1] = e[n - 1] = 0.0;
     lapack_int found = 0, tryrac = 1, info = 1;
-    if (use_mrrr(n))
+    uint64_t th = use_mrrr(n) ? mrrr_threads(n) : 0;
+    if (th > 1) {
+      info = mrrr_parallel(n, d0, e0, w, z, th);
+      found = info == 0 ? (lapack_int)n : 0;
+    } else if (th == 1) {
       info = LAPACKE_dstemr(LAPACK_ROW_MAJOR, 'V', 'A', (lapack_int)n, d, e, 0.0, 0.0, 0, 0, &found,
                             w, z, (lapack_int)n, (lapack_int)n, supp, &tryrac);
+    }
     if (info == 0 && (uint64_t)found == n) {
       memcpy(d, w, n * sizeof *d);
     } else {
+      if (th)
+        kiln__log(KILN__LOG_DEBUG, "%s: dstemr gave up on matrix %llu (info %d): dstedc", op,
+                  (unsigned long long)b, (int)info);
       memcpy(d, d0, n * sizeof *d);
       info = LAPACKE_dstedc(LAPACK_ROW_MAJOR, 'I', (lapack_int)n, d, e0, z, (lapack_int)n);
       if (info != 0)

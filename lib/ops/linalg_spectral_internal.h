@@ -53,6 +53,12 @@ void kiln__linalg_spectral_test_mrrr(int min_n);
 /* The hook's threshold, -1 when it is not set. */
 int kiln__lsp_mrrr_min(void);
 
+/*
+ * Test hook: the host threads of the parallel MRRR (> 0 forces that many, also at small
+ * orders; <= 0 restores the online CPUs, one per 128 rows).
+ */
+void kiln__linalg_spectral_test_mrrr_threads(int threads);
+
 /* What one call works with (ctx->lock held while it is used). */
 typedef struct kiln__lsp {
   const char *op;

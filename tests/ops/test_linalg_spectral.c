@@ -659,6 +659,13 @@ START_TEST(eigh)
     if (harness_fits(160 * 160))
       eigh_case(dt, 1, 160, NULL, NULL);
     eigh_case(dt, 1, 8, a, sorted);
+    /* MRRR split over host threads (index ranges cut at the widest relative gaps) */
+    kiln__linalg_spectral_test_mrrr_threads(3);
+    eigh_case(dt, 1, 8, a, sorted);
+    eigh_case(dt, 1, 33, NULL, NULL);
+    if (harness_fits(160 * 160))
+      eigh_case(dt, 1, 160, NULL, NULL);
+    kiln__linalg_spectral_test_mrrr_threads(-1);
     kiln__linalg_spectral_test_mrrr(-1);
     orth_bound = BOUND;
     free(q);
@@ -1295,6 +1302,7 @@ reset_hooks(void)
   orth_bound = BOUND;
   kiln__linalg_spectral_test_set(-1, -1, -1);
   kiln__linalg_spectral_test_mrrr(-1);
+  kiln__linalg_spectral_test_mrrr_threads(-1);
   kiln__linalg_test_route(-1);
   kiln__linalg_spectral_test_split(-1);
   kiln__linalg_test_own_gemm_max(-1);
