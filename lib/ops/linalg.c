@@ -44,6 +44,13 @@
 static atomic_int hook_nb = -1, hook_small = -1, hook_own = -1, hook_leaf = -1, hook_route = -1;
 
 static atomic_llong hook_own_max = -1;
+static atomic_int hook_gemm = -1;
+
+void
+kiln__linalg_test_gemm(int gemm)
+{
+  atomic_store(&hook_gemm, gemm);
+}
 
 void
 kiln__linalg_test_own_gemm_max(long long v)
@@ -94,6 +101,9 @@ kiln__linalg_choose(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t e
   int hr = atomic_load(&hook_route);
   if (hr >= 0)
     p->route = (uint32_t)hr;
+  int hg = atomic_load(&hook_gemm);
+  if (hg >= 0)
+    p->gemm = (uint32_t)hg;
 }
 
 void
@@ -123,6 +133,7 @@ typedef struct la {
   int clblast; /* trailing updates through CLBlast */
   uint64_t nb, small_max;
   uint64_t leaf; /* widest LU panel lu_panel factors without recursing */
+  int tile; /* every GEMM on gemm_tile (KILN__LINALG_GEMM_TILE) */
   int host_lu, host_chol; /* LU, Cholesky panels on the host (the hybrid route) */
   uint64_t hnb_lu, hnb_chol; /* host route block sizes; 0: the whole matrix */
 } la;
@@ -156,6 +167,8 @@ la_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
     L.nb = p.nb;
   L.clblast = KILN_HAVE_CLBLAST && !kiln__env_flag(KILN__ENV_DEBUG_NO_CLBLAST) &&
               atomic_load(&hook_own) <= 0;
+  uint32_t g = p.gemm ? p.gemm : KILN__LINALG_RULE_GEMM;
+  L.tile = g == KILN__LINALG_GEMM_TILE;
   int hs = atomic_load(&hook_small);
   if (hs >= 0)
     L.small_max = (uint64_t)hs;
@@ -368,22 +381,24 @@ tri(const la *L, int solve, int left, int upper, int trans, int unit, uint64_t m
   if (m == 0 || n == 0 || batch == 0)
     return KILN_OK;
   uint64_t nsys = left ? m : n, nrhs = left ? n : m;
-#if KILN_HAVE_CLBLAST
-  if (L->clblast && (nsys > L->small_max || nrhs > L->small_max)) {
+  /* solves that tri_blocked/tri_right_one turn into GEMMs (CLBlast's or gemm_tile) */
+  int blocked = solve && alpha == 1.0 && (left || nsys <= TRSM_NB);
+  if ((L->clblast || (L->tile && blocked)) && (nsys > L->small_max || nrhs > L->small_max)) {
     for (uint64_t i = 0; i < batch; i++) {
       mat ai = at(a, i * astride), bi = at(b, i * bstride);
-      if (solve && alpha == 1.0 && left)
+      if (blocked && left)
         KILN_TRY(tri_blocked(L, upper, trans, unit, m, n, ai, lda, bi, ldb));
-      else if (solve && alpha == 1.0 && nsys <= TRSM_NB)
+      else if (blocked)
         KILN_TRY(tri_right_one(L, upper, trans, unit, m, n, ai, lda, bi, ldb));
+#if KILN_HAVE_CLBLAST
       else
         KILN_TRY((solve ? kiln__clblast_trsm : kiln__clblast_trmm)(
             L->op, L->ctx, L->dt, left, upper, trans, unit, m, n, alpha, ai.mem, ai.off, lda,
             bi.mem, bi.off, ldb));
+#endif
     }
     return KILN_OK;
   }
-#endif
   return tri_kernel(L, solve, left, upper, trans, unit, m, n, alpha, a, lda, astride, b, ldb,
                     bstride, batch);
 }
@@ -425,6 +440,39 @@ tri_kernel(const la *L, int solve, int left, int upper, int trans, int unit, uin
   return enqueue2(&args, L, nrhs, batch);
 }
 
+/*
+ * C = alpha A B (overwrite) or C += alpha A B over strided views on gemm_tile (tri: 0 all, 1
+ * lower, 2 upper triangle of C).
+ */
+static kiln_status
+tile_gemm(const la *L, uint64_t m, uint64_t n, uint64_t k, double alpha, mat a, uint64_t ars,
+          uint64_t acs, mat b, uint64_t brs, uint64_t bcs, int overwrite, mat c, uint64_t crs,
+          uint64_t ccs, uint32_t tri_part)
+{
+  if (m == 0 || n == 0)
+    return KILN_OK;
+  cl_kernel kk;
+  KILN_TRY(kern(L, "gemm_tile", &kk));
+  kiln__args args = kiln__args_begin(L->op, kk);
+  kiln__args_u32(&args, (uint32_t)m);
+  kiln__args_u32(&args, (uint32_t)n);
+  kiln__args_u32(&args, (uint32_t)k);
+  kiln__args_float(&args, L->dt, alpha);
+  args_mat(&args, a);
+  kiln__args_u64(&args, ars);
+  kiln__args_u64(&args, acs);
+  args_mat(&args, b);
+  kiln__args_u64(&args, brs);
+  kiln__args_u64(&args, bcs);
+  kiln__args_u32(&args, (uint32_t)overwrite);
+  args_mat(&args, c);
+  kiln__args_u64(&args, crs);
+  kiln__args_u64(&args, ccs);
+  kiln__args_u32(&args, tri_part);
+  /* one 16 x 16 group per 64 x 64 tile of C */
+  return enqueue2l(&args, L, (n + 63) / 64 * 16, (m + 63) / 64 * 16, 16, 16);
+}
+
 /* C += alpha A B over strided views (tri: 0 all, 1 lower, 2 upper triangle of C). */
 static kiln_status
 own_gemm(const la *L, uint64_t m, uint64_t n, uint64_t k, double alpha, mat a, uint64_t ars,
@@ -460,6 +508,8 @@ gemm_sub(const la *L, uint64_t m, uint64_t n, uint64_t k, mat a, uint64_t lda, m
 {
   if (m == 0 || n == 0 || k == 0)
     return KILN_OK;
+  if (L->tile)
+    return tile_gemm(L, m, n, k, -1.0, a, lda, 1, b, ldb, 1, 0, c, ldc, 1, 0);
 #if KILN_HAVE_CLBLAST
   if (L->clblast && m * n * k > kiln__linalg_own_gemm_max())
     return kiln__lh_gemm(L->op, L->ctx, L->dt, 0, 0, m, n, k, -1.0, a.mem, a.off, lda, b.mem,
@@ -474,6 +524,10 @@ syrk_sub(const la *L, int upper, uint64_t n, uint64_t k, mat a, uint64_t lda, ma
 {
   if (n == 0 || k == 0)
     return KILN_OK;
+  if (L->tile && upper)
+    return tile_gemm(L, n, n, k, -1.0, a, 1, lda, a, lda, 1, 0, c, ldc, 1, 2);
+  if (L->tile)
+    return tile_gemm(L, n, n, k, -1.0, a, lda, 1, a, 1, lda, 0, c, ldc, 1, 1);
 #if KILN_HAVE_CLBLAST
   if (L->clblast)
     return kiln__clblast_syrk(L->op, L->ctx, L->dt, upper, upper, n, k,
@@ -543,6 +597,7 @@ lu_panel_run(const la *L, cl_kernel panel, size_t local, mat a, uint64_t lda, ui
     args_mat(&args, info);
     kiln__args_local(&args, local * L->ts);
     kiln__args_local(&args, local * sizeof(cl_int));
+    kiln__args_local(&args, w * L->ts);
     return kiln__args_enqueue_1d(&args, L->ctx, local, local);
   }
   uint64_t w1 = w / 2, c1 = c0 + w1, w2 = w - w1;
@@ -591,6 +646,9 @@ gemm_g(const la *L, int ta, int tb, uint64_t m, uint64_t n, uint64_t k, double a
 {
   if (m == 0 || n == 0 || k == 0)
     return KILN_OK;
+  if (L->tile)
+    return tile_gemm(L, m, n, k, alpha, a, ta ? 1 : lda, ta ? lda : 1, b, tb ? 1 : ldb,
+                     tb ? ldb : 1, beta == 0.0, c, ldc, 1, 0);
 #if KILN_HAVE_CLBLAST
   /* kiln's gemm_acc accumulates: small products with beta 0 stay on CLBlast */
   if (L->clblast && (beta == 0.0 || m * n * k > kiln__linalg_own_gemm_max()))

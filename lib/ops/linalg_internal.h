@@ -42,10 +42,26 @@ enum kiln__linalg_route {
   KILN__LINALG_ROUTE_HOST = 2,
 };
 
+/*
+ * Which GEMM the blocked factorizations' updates run on (the linalg tuner family's "gemm"
+ * parameter): RULE the built-in choice (KILN__LINALG_RULE_GEMM), CLBLAST CLBlast's GEMM and SYRK
+ * (large products; small ones kiln's gemm_acc, KILN__LINALG_OWN_GEMM_MAX), TILE kiln's
+ * gemm_tile for every product: 64 x 64 tiles read in place, where CLBlast's large-matrix GEMM
+ * copies every view (an offset or a leading dimension: every trailing submatrix) into padded
+ * temporaries, C in and out, and its SYRK allocates its temporaries on each call.
+ */
+enum kiln__linalg_gemm {
+  KILN__LINALG_GEMM_RULE = 0,
+  KILN__LINALG_GEMM_CLBLAST = 1,
+  KILN__LINALG_GEMM_TILE = 2,
+};
+#define KILN__LINALG_RULE_GEMM KILN__LINALG_GEMM_CLBLAST
+
 /* The linalg tuner family's parameters (nb 0: each op's built-in block size). */
 typedef struct kiln__linalg_params {
   uint32_t route;
   uint32_t nb;
+  uint32_t gemm; /* enum kiln__linalg_gemm */
 } kiln__linalg_params;
 
 /*
@@ -142,6 +158,10 @@ void kiln__linalg_test_route(int route);
  * KILN_ERR_UNSUPPORTED without CLBlast.
  */
 kiln_status kiln__linalg_test_gemm_indirect(kiln_context *ctx, kiln_dtype dt);
+
+/* Test hook: gemm >= 0 forces the GEMM (enum kiln__linalg_gemm) of LU, Cholesky and their
+ * solves; -1 restores the tuner's choice. */
+void kiln__linalg_test_gemm(int gemm);
 
 /* Test hook: GEMMs run with kiln's CLBlast temporary buffer since the process started. */
 uint64_t kiln__linalg_test_temp_gemms(void);

@@ -33,6 +33,9 @@
 
 #define SRC "linalg_qr"
 
+/* qr_panel reduces this many columns' products at once (QR_CHUNK in cl_kernels/linalg_qr.cl) */
+#define QR_CHUNK 8
+
 static atomic_int hook_nb = -1, hook_own = -1, hook_mrrr = -1, hook_leaf = -1, hook_split = -1;
 
 void
@@ -351,7 +354,7 @@ panel_run(const kiln__lsp *L, cl_kernel panel, size_t local, kiln__lsp_mat a, ui
     kiln__args_u32(&args, 0);
     kiln__args_u32(&args, (uint32_t)w);
     args_mat(&args, tau);
-    kiln__args_local(&args, local * L->ts);
+    kiln__args_local(&args, local * QR_CHUNK * L->ts);
     return kiln__args_enqueue_1d(&args, L->ctx, local, local);
   }
   uint64_t w1 = w / 2;

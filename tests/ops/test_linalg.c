@@ -1154,6 +1154,38 @@ START_TEST(routes_and_blocks)
 }
 END_TEST
 
+/*
+ * Every update on kiln's gemm_tile (the linalg family's gemm=2) on both panel routes: sizes
+ * around its 64 x 64 tiles and 16-deep k steps (block 16 and 64, tiles cut at the matrix
+ * edge, the SYRK triangle across tiles), LU, Cholesky both triangles, solve and inverse.
+ */
+START_TEST(tile_gemm)
+{
+  kiln__linalg_test_gemm(KILN__LINALG_GEMM_TILE);
+  for (int route = KILN__LINALG_ROUTE_DEVICE; route <= KILN__LINALG_ROUTE_HOST; route++) {
+    if (harness_small() && route == KILN__LINALG_ROUTE_HOST)
+      continue;
+    hook_route = route;
+    for (int nb = 16; nb <= 64; nb *= 4) {
+      set_hook(nb, 0, -1, nb == 16 ? 3 : -1);
+      FOR_DTYPES(dt)
+      {
+        lu_case(dt, 0, NULL, 97, 97, NULL);
+        lu_case(dt, 0, NULL, 150, 70, NULL);
+        chol_case(dt, 1, 131);
+        solve_case(dt, 1, 129, 5, 0, NULL);
+        inv_case(dt, 1, 70);
+      }
+    }
+  }
+  kiln__linalg_test_gemm(-1);
+  hook_route = -1;
+  set_hook(-1, -1, -1, -1);
+  kiln__linalg_test_set(-1, -1, -1, -1);
+  kiln__linalg_test_route(-1);
+}
+END_TEST
+
 static int
 tune_event(const kiln_tune_progress *p, void *user)
 {
@@ -1173,8 +1205,8 @@ START_TEST(tuner_family)
   kiln_tune_family_desc d;
   int found = 0;
   for (size_t i = 0; kiln_tune_family_get(i, &d) == KILN_OK; i++)
-    found |= strcmp(d.name, "linalg") == 0 && strcmp(d.params, "route nb") == 0;
-  EXPECT(found, "no linalg tuner family with parameters route, nb");
+    found |= strcmp(d.name, "linalg") == 0 && strcmp(d.params, "route nb gemm") == 0;
+  EXPECT(found, "no linalg tuner family with parameters route, nb, gemm");
   kiln_tune_request req;
   memset(&req, 0, sizeof req);
   uint64_t n = 1u << 14;
@@ -1338,6 +1370,7 @@ reset_hooks(void)
   hook_route = -1;
   kiln__linalg_test_route(-1);
   kiln__linalg_test_own_gemm_max(-1);
+  kiln__linalg_test_gemm(-1);
 }
 
 static Suite *
@@ -1361,6 +1394,7 @@ linalg_suite(void)
   tcase_add_test(tc, triangular);
   tcase_add_test(tc, batched_bitwise);
   tcase_add_test(tc, routes_and_blocks);
+  tcase_add_test(tc, tile_gemm);
   tcase_add_test(tc, tuner_family);
   tcase_add_test(tc, bad_input);
   tcase_add_test(tc, nan_and_in_place);
