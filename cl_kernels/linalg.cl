@@ -38,9 +38,9 @@
  *   gemm_acc(m, n, k, alpha, a, aoff, ars, acs, b, boff, brs, bcs, c, coff, crs, ccs, tri)
  *     global (n, m): C += alpha A B over the views; tri 1 only j <= i, 2 only j >= i.
  *   gemm_tile(m, n, k, alpha, a, aoff, ars, acs, b, boff, brs, bcs, overwrite, c, coff, crs,
- *             ccs, tri)
- *     work-groups of 16 x 16 over 64 x 64 tiles of C: C = alpha A B (overwrite 1) or
- *     C += alpha A B; tri as gemm_acc.
+ *             ccs, tri, az, bz, cz)
+ *     work-groups of 16 x 16 over 64 x 64 tiles of C, dimension 2 a batch (element strides
+ *     az, bz, cz): C = alpha A B (overwrite 1) or C += alpha A B; tri as gemm_acc.
  *   lu_det(lu, off, stride, n, piv, pstride, mode, sign, val)
  *     global (batch): mode 0 val = det; mode 1 sign and val = log|det|.
  *   piv_perm(piv, pstride, k, perm, m)  global (batch): perm = pivots as a permutation.
@@ -393,19 +393,25 @@ kernel void gemm_acc(uint m, uint n, uint k, T alpha, global const T *a, ulong a
  * of A and B is 1 so that neighbouring lanes read neighbouring elements. No padding and no
  * copies: the views are read where they lie, which CLBlast's large-matrix GEMM cannot do (it
  * copies every view with an offset or a leading dimension into padded temporaries, C in and
- * out). tri as gemm_acc; tiles wholly outside the triangle return at once.
+ * out). tri as gemm_acc; tiles wholly outside the triangle return at once. The host always
+ * launches 16 x 16 groups; no reqd_work_group_size: with it PoCL 5 failed an assertion
+ * (pocl_release_dlhandle_cache) on cold runs of the suite.
  */
 #define GT_M 64
 #define GT_K 16
 
-kernel __attribute__((reqd_work_group_size(16, 16, 1))) void
+kernel void
 gemm_tile(uint m, uint n, uint k, T alpha, global const T *a, ulong aoff, ulong ars, ulong acs,
           global const T *b, ulong boff, ulong brs, ulong bcs, uint overwrite, global T *c,
-          ulong coff, ulong crs, ulong ccs, uint tri)
+          ulong coff, ulong crs, ulong ccs, uint tri, ulong az, ulong bz, ulong cz)
 {
   local T As[GT_K][GT_M + 1];
   local T Bs[GT_K][GT_M + 1];
   const uint tx = get_local_id(0), ty = get_local_id(1), lid = ty * 16 + tx;
+  const ulong z = get_group_id(2);
+  aoff += z * az;
+  boff += z * bz;
+  coff += z * cz;
   const uint i0 = get_group_id(1) * GT_M, j0 = get_group_id(0) * GT_M;
   if (i0 >= m || j0 >= n || (tri == 1 && j0 > i0 + GT_M - 1) || (tri == 2 && i0 > j0 + GT_M - 1))
     return;

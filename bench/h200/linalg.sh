@@ -6,9 +6,10 @@
 # op; then the plain rows (f64 1024 and 4096, f32 4096), kiln's DGEMM rate and PyTorch.
 # Results under $OUT/r/linalg/. About 50 s.
 #
-# Variants: VARIANTS="name:family:p=v,p=v ..." adds traced runs with `kiln bench --tune`
-# (default: the device route with nb 128 and 32), as long as time is left.
-VARIANTS=${VARIANTS-"nb128:linalg:route=1,nb=128 nb32:linalg:route=1,nb=32"}
+# Variants: VARIANTS="name:family:p=v,p=v ..." adds traced runs of LU, Cholesky, QR and solve
+# with `kiln bench --tune`, as long as time is left (default: every update on kiln's gemm_tile,
+# gemm=2, at nb 64 and 128; CLBlast at nb 128).
+VARIANTS=${VARIANTS-"tile:linalg:route=1,gemm=2 tile128:linalg:route=1,gemm=2,nb=128 nb128:linalg:route=1,nb=128"}
 source .device/setup.sh >/dev/null 2>&1
 K=build-gpu/tools/kiln
 SHIM=$PWD/build-gpu/bench/libcltrace.so
@@ -17,7 +18,7 @@ export KILN_CACHE_DIR=/tmp/kc; mkdir -p /tmp/kc
 t0=$(date +%s); el() { echo "$1 $(( $(date +%s)-t0 ))s" >> $R/times.txt; }
 # left N: seconds left of the script's 58
 left() { echo $(( 58 - ($(date +%s) - t0) )); }
-CK_FORK=no KILN_LOG=error timeout 20 build-gpu/tests/test_linalg > $R/test-linalg.txt 2>&1
+CK_FORK=no KILN_LOG=error timeout 15 build-gpu/tests/test_linalg > $R/test-linalg.txt 2>&1
 echo "test_linalg rc=$?" >> $R/tests.txt
 el tests
 # tr NAME TIMEOUT [kiln bench options...]: one traced kiln bench process
@@ -28,17 +29,18 @@ tr() { local n=$1 to=$2; shift 2
     $K bench --no-startup --json --reps 2 "$@" > $R/bench-$n.json 2>> $R/err.txt
   echo "$n rc=$?" >> $R/runs.txt; el $n; }
 for c in lu cholesky qr solve inv; do
-  tr $c 7 --dtype f64 --sizes 2^24 --filter linalg.$c
+  tr $c 5 --dtype f64 --sizes 2^24 --filter linalg.$c
 done
 tr dgemm 4 --dtype f64 --sizes 2^24 --filter blas.gemm
+for v in $VARIANTS; do
+  tr ${v%%:*} 7 --dtype f64 --sizes 2^24 --filter linalg.lu,linalg.cholesky,linalg.qr,linalg.solve \
+    --tune "${v#*:}"
+done
 l=$(left); [ $l -gt 10 ] && l=10
 [ $l -ge 3 ] && timeout $l python3 bench/peers_torch.py --no-startup --reps 3 --dtype f64 \
-  --sizes 2^20,2^24 --filter linalg.lu,linalg.cholesky,linalg.qr,linalg.solve,linalg.inv,blas.gemm \
+  --sizes 2^24 --filter linalg.lu,linalg.cholesky,linalg.qr,linalg.solve,linalg.inv,blas.gemm \
   --out $R/torch.json >> $R/torch.log 2>&1
 el torch
-tr rows-f64 6 --dtype f64 --sizes 2^20 --filter linalg.lu,linalg.cholesky,linalg.qr,linalg.solve,linalg.inv
-tr rows-f32 6 --dtype f32 --sizes 2^24 --filter linalg.lu,linalg.cholesky,linalg.qr,linalg.solve,linalg.inv
-for v in $VARIANTS; do
-  tr ${v%%:*} 6 --dtype f64 --sizes 2^24 --filter linalg.lu,linalg.cholesky --tune "${v#*:}"
-done
+tr rows-f64 5 --dtype f64 --sizes 2^20 --filter linalg.lu,linalg.cholesky,linalg.qr,linalg.solve,linalg.inv
+tr rows-f32 5 --dtype f32 --sizes 2^24 --filter linalg.lu,linalg.cholesky,linalg.qr,linalg.solve,linalg.inv
 tar czf $OUT/r-linalg.tgz -C $OUT r/linalg

@@ -440,37 +440,56 @@ tri_kernel(const la *L, int solve, int left, int upper, int trans, int unit, uin
   return enqueue2(&args, L, nrhs, batch);
 }
 
-/*
- * C = alpha A B (overwrite) or C += alpha A B over strided views on gemm_tile (tri: 0 all, 1
- * lower, 2 upper triangle of C).
- */
+kiln_status
+kiln__linalg_tile_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t m, uint64_t n,
+                       uint64_t k, double alpha, cl_mem a, uint64_t aoff, uint64_t ars,
+                       uint64_t acs, cl_mem b, uint64_t boff, uint64_t brs, uint64_t bcs,
+                       int overwrite, cl_mem c, uint64_t coff, uint64_t crs, uint64_t ccs,
+                       uint32_t tri_part, uint64_t batch, uint64_t az, uint64_t bz, uint64_t cz)
+{
+  if (m == 0 || n == 0 || batch == 0)
+    return KILN_OK;
+  cl_kernel kk;
+  KILN_TRY(kiln__ops_kernel(op, ctx, SRC, dt, "gemm_tile", &kk));
+  kiln__args args = kiln__args_begin(op, kk);
+  kiln__args_u32(&args, (uint32_t)m);
+  kiln__args_u32(&args, (uint32_t)n);
+  kiln__args_u32(&args, (uint32_t)k);
+  kiln__args_float(&args, dt, alpha);
+  kiln__args_mem(&args, a);
+  kiln__args_u64(&args, aoff);
+  kiln__args_u64(&args, ars);
+  kiln__args_u64(&args, acs);
+  kiln__args_mem(&args, b);
+  kiln__args_u64(&args, boff);
+  kiln__args_u64(&args, brs);
+  kiln__args_u64(&args, bcs);
+  kiln__args_u32(&args, (uint32_t)overwrite);
+  kiln__args_mem(&args, c);
+  kiln__args_u64(&args, coff);
+  kiln__args_u64(&args, crs);
+  kiln__args_u64(&args, ccs);
+  kiln__args_u32(&args, tri_part);
+  kiln__args_u64(&args, az);
+  kiln__args_u64(&args, bz);
+  kiln__args_u64(&args, cz);
+  if (args.status != KILN_OK)
+    return args.status;
+  /* one 16 x 16 group per 64 x 64 tile of C */
+  size_t global[3] = {(size_t)((n + 63) / 64 * 16), (size_t)((m + 63) / 64 * 16), (size_t)batch};
+  size_t local[3] = {16, 16, 1};
+  return kiln__args_enqueue(&args, ctx, 3, global, local);
+}
+
+/* kiln__linalg_tile_gemm of one product over mats. */
 static kiln_status
 tile_gemm(const la *L, uint64_t m, uint64_t n, uint64_t k, double alpha, mat a, uint64_t ars,
           uint64_t acs, mat b, uint64_t brs, uint64_t bcs, int overwrite, mat c, uint64_t crs,
           uint64_t ccs, uint32_t tri_part)
 {
-  if (m == 0 || n == 0)
-    return KILN_OK;
-  cl_kernel kk;
-  KILN_TRY(kern(L, "gemm_tile", &kk));
-  kiln__args args = kiln__args_begin(L->op, kk);
-  kiln__args_u32(&args, (uint32_t)m);
-  kiln__args_u32(&args, (uint32_t)n);
-  kiln__args_u32(&args, (uint32_t)k);
-  kiln__args_float(&args, L->dt, alpha);
-  args_mat(&args, a);
-  kiln__args_u64(&args, ars);
-  kiln__args_u64(&args, acs);
-  args_mat(&args, b);
-  kiln__args_u64(&args, brs);
-  kiln__args_u64(&args, bcs);
-  kiln__args_u32(&args, (uint32_t)overwrite);
-  args_mat(&args, c);
-  kiln__args_u64(&args, crs);
-  kiln__args_u64(&args, ccs);
-  kiln__args_u32(&args, tri_part);
-  /* one 16 x 16 group per 64 x 64 tile of C */
-  return enqueue2l(&args, L, (n + 63) / 64 * 16, (m + 63) / 64 * 16, 16, 16);
+  return kiln__linalg_tile_gemm(L->op, L->ctx, L->dt, m, n, k, alpha, a.mem, a.off, ars, acs,
+                                b.mem, b.off, brs, bcs, overwrite, c.mem, c.off, crs, ccs,
+                                tri_part, 1, 0, 0, 0);
 }
 
 /* C += alpha A B over strided views (tri: 0 all, 1 lower, 2 upper triangle of C). */

@@ -159,6 +159,19 @@ void kiln__linalg_test_route(int route);
  */
 kiln_status kiln__linalg_test_gemm_indirect(kiln_context *ctx, kiln_dtype dt);
 
+/*
+ * C = alpha A B (overwrite) or C += alpha A B on kiln's gemm_tile (cl_kernels/linalg.cl) over
+ * strided views (element (i, j) of A at aoff + i ars + j acs, and so on), for batch products
+ * whose operands lie az, bz, cz elements apart; tri_part 1 writes only j <= i of C, 2 only
+ * j >= i. The caller holds ctx->lock.
+ */
+kiln_status kiln__linalg_tile_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t m,
+                                   uint64_t n, uint64_t k, double alpha, cl_mem a, uint64_t aoff,
+                                   uint64_t ars, uint64_t acs, cl_mem b, uint64_t boff,
+                                   uint64_t brs, uint64_t bcs, int overwrite, cl_mem c,
+                                   uint64_t coff, uint64_t crs, uint64_t ccs, uint32_t tri_part,
+                                   uint64_t batch, uint64_t az, uint64_t bz, uint64_t cz);
+
 /* Test hook: gemm >= 0 forces the GEMM (enum kiln__linalg_gemm) of LU, Cholesky and their
  * solves; -1 restores the tuner's choice. */
 void kiln__linalg_test_gemm(int gemm);

@@ -23,7 +23,9 @@
 #include <string.h>
 
 #include "harness.h"
+#include "kiln/linalg_spectral.h"
 #include "ops/linalg_internal.h"
+#include "ops/linalg_spectral_internal.h"
 
 #define EXPECT(cond, ...)        \
   do {                           \
@@ -1155,9 +1157,50 @@ START_TEST(routes_and_blocks)
 END_TEST
 
 /*
+ * QR (reduced) of a random m x n matrix with every GEMM on gemm_tile: ||A - Q R|| and
+ * ||Q^T Q - I|| within the bounds of tests/ops/test_linalg_spectral.c; parts > 0 forces the
+ * split V^T C into that many row chunks (one batched gemm_tile and the sum).
+ */
+static void
+qr_tile_case(kiln_dtype dt, size_t m, size_t n, int parts)
+{
+  size_t k = m < n ? m : n, mx = m > n ? m : n;
+  int64_t as[2] = {(int64_t)m, (int64_t)n};
+  double *a = rand_mat(m * n, -1, 1);
+  kiln_tensor *ta = up(dt, 2, as, a), *q = NULL, *r = NULL;
+  kiln__linalg_spectral_test_split(parts);
+  KOK(kiln_linalg_qr(harness_ctx(), ta, KILN_QR_REDUCED, &q, &r));
+  kiln__linalg_spectral_test_split(-1);
+  double *hq = down(q), *hr = down(r), *qr = malloc((m * n + 1) * 8), *g = malloc((k * k + 1) * 8);
+  matmul(hq, hr, qr, m, k, n);
+  for (size_t i = 0; i < m * n; i++)
+    qr[i] -= a[i];
+  double e = fro(qr, m * n) / (fro(a, m * n) * (double)mx * eps_of(dt));
+  EXPECT(e <= BOUND, "%s qr %zu x %zu (tile): ||A - QR|| error %g", kiln_dtype_name(dt), m, n, e);
+  for (size_t i = 0; i < k; i++)
+    for (size_t j = 0; j < k; j++) {
+      double t = 0;
+      for (size_t p = 0; p < m; p++)
+        t += hq[p * k + i] * hq[p * k + j];
+      g[i * k + j] = t - (i == j);
+    }
+  e = fro(g, k * k) / ((double)m * eps_of(dt));
+  EXPECT(e <= BOUND, "%s qr %zu x %zu (tile): ||Q^T Q - I|| error %g", kiln_dtype_name(dt), m, n,
+         e);
+  free(a);
+  free(hq);
+  free(hr);
+  free(qr);
+  free(g);
+  kiln_tensor_release(ta);
+  kiln_tensor_release(q);
+  kiln_tensor_release(r);
+}
+
+/*
  * Every update on kiln's gemm_tile (the linalg family's gemm=2) on both panel routes: sizes
  * around its 64 x 64 tiles and 16-deep k steps (block 16 and 64, tiles cut at the matrix
- * edge, the SYRK triangle across tiles), LU, Cholesky both triangles, solve and inverse.
+ * edge, the SYRK triangle across tiles), LU, Cholesky both triangles, solve, inverse and QR.
  */
 START_TEST(tile_gemm)
 {
@@ -1178,6 +1221,15 @@ START_TEST(tile_gemm)
       }
     }
   }
+  /* QR on the device route, 16-column blocks with 3-column leaves, split and not */
+  hook_route = KILN__LINALG_ROUTE_DEVICE;
+  kiln__linalg_spectral_test_set(16, -1, 3);
+  FOR_DTYPES(dt)
+  {
+    qr_tile_case(dt, 150, 70, 0);
+    qr_tile_case(dt, 70, 97, 3);
+  }
+  kiln__linalg_spectral_test_set(-1, -1, -1);
   kiln__linalg_test_gemm(-1);
   hook_route = -1;
   set_hook(-1, -1, -1, -1);
