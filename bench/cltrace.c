@@ -30,6 +30,7 @@
 #include <CL/cl.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,6 +90,33 @@ now_ns(void)
   }
 
 static void report(void);
+
+/* A run cut short by timeout(1) (SIGTERM) or ^C still reports what it has read so far. */
+static volatile sig_atomic_t in_signal;
+static struct sigaction prev_term, prev_int;
+
+static void
+on_signal(int sig)
+{
+  in_signal = 1;
+  report();
+  /* then whatever was there before (the default: die of the signal) */
+  sigaction(sig, sig == SIGTERM ? &prev_term : &prev_int, NULL);
+  raise(sig);
+}
+
+/* Installed before the program runs; handlers installed later (LLVM's, in PoCL's compiler)
+ * keep it as their previous handler and call it after their own cleanup. */
+__attribute__((constructor)) static void
+install_signals(void)
+{
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, &prev_term);
+  sigaction(SIGINT, &sa, &prev_int);
+}
 
 static int
 name_index(const char *name)
@@ -233,9 +261,21 @@ cmp_row(const void *a, const void *b)
 static void
 report(void)
 {
-  pthread_mutex_lock(&mu);
+  static int reported;
+  /* from the signal handler the lock may be held by the interrupted thread, and the driver
+   * may be mid-call: no waiting on events there, only what was already read */
+  int locked = in_signal ? pthread_mutex_trylock(&mu) == 0 : pthread_mutex_lock(&mu) == 0;
+  if (reported) {
+    if (locked)
+      pthread_mutex_unlock(&mu);
+    return;
+  }
+  reported = 1;
   uint64_t wall = now_ns() - t_first;
-  drain(1);
+  if (!in_signal)
+    drain(1);
+  else if (locked)
+    drain(0); /* what has completed; the driver might be mid-call: run it under timeout -k */
   qsort(recs, nrecs, sizeof *recs, cmp_start);
   uint64_t busy = 0, span = 0, end = 0, first = nrecs ? recs[0].start : 0;
   const char *csvp = getenv("CLTRACE_CSV");
@@ -277,9 +317,12 @@ report(void)
           "%.3f ms (idle %.3f ms), %zu commands timed, %llu without profiling\n",
           wall * 1e-6, busy * 1e-6, span * 1e-6, (span - busy) * 1e-6, nrecs,
           (unsigned long long)lost_events);
+  if (in_signal)
+    fprintf(out, "cltrace: cut short by a signal: commands still queued are not counted\n");
   if (out != stderr)
     fclose(out);
-  pthread_mutex_unlock(&mu);
+  if (locked)
+    pthread_mutex_unlock(&mu);
 }
 
 /* ---- queues: profiling on ---- */

@@ -6,10 +6,10 @@
 # op; then the plain rows (f64 1024 and 4096, f32 4096), kiln's DGEMM rate and PyTorch.
 # Results under $OUT/r/linalg/. About 50 s.
 #
-# Variants: VARIANTS="name:family:p=v,p=v ..." adds traced runs of LU, Cholesky, QR and solve
+# Variants: VARIANTS="name:family:p=v+p=v ..." (+ for the space) adds traced runs of LU, Cholesky, QR and solve
 # with `kiln bench --tune`, as long as time is left (default: every update on kiln's gemm_tile,
 # gemm=2, at nb 64 and 128; CLBlast at nb 128).
-VARIANTS=${VARIANTS-"tile:linalg:route=1,gemm=2 tile128:linalg:route=1,gemm=2,nb=128 nb128:linalg:route=1,nb=128"}
+VARIANTS=${VARIANTS-"tile:linalg:route=1+gemm=2 tile128:linalg:route=1+gemm=2+nb=128 nb128:linalg:route=1+nb=128"}
 source .device/setup.sh >/dev/null 2>&1
 K=build-gpu/tools/kiln
 SHIM=$PWD/build-gpu/bench/libcltrace.so
@@ -25,7 +25,7 @@ el tests
 tr() { local n=$1 to=$2; shift 2
   local l=$(left); [ $to -gt $l ] && to=$l
   [ $to -ge 3 ] || { echo "skipped $n" >> $R/times.txt; return; }
-  CLTRACE_OUT=$R/trace-$n.txt CLTRACE_CSV=$R/trace-$n.csv LD_PRELOAD=$SHIM timeout $to \
+  CLTRACE_OUT=$R/trace-$n.txt CLTRACE_CSV=$R/trace-$n.csv LD_PRELOAD=$SHIM timeout -k 2 $to \
     $K bench --no-startup --json --reps 2 "$@" > $R/bench-$n.json 2>> $R/err.txt
   echo "$n rc=$?" >> $R/runs.txt; el $n; }
 for c in lu cholesky qr solve inv; do
@@ -33,8 +33,9 @@ for c in lu cholesky qr solve inv; do
 done
 tr dgemm 4 --dtype f64 --sizes 2^24 --filter blas.gemm
 for v in $VARIANTS; do
+  t=${v#*:}; t=${t//+/ }
   tr ${v%%:*} 7 --dtype f64 --sizes 2^24 --filter linalg.lu,linalg.cholesky,linalg.qr,linalg.solve \
-    --tune "${v#*:}"
+    --tune "$t"
 done
 l=$(left); [ $l -gt 10 ] && l=10
 [ $l -ge 3 ] && timeout $l python3 bench/peers_torch.py --no-startup --reps 3 --dtype f64 \
