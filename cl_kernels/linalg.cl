@@ -35,6 +35,9 @@
  *     global (nrhs, batch): solves M x = alpha b for each right-hand side (one per
  *     work-item), M the n x n triangle (lower or upper, unit diagonal or not) in the view.
  *   trmm_cols(same arguments)  b = alpha M b, in place.
+ *   tri_inv(a, aoff, astride, ars, acs, n, upper, unit, x, xoff, xstride, s)
+ *     one work-group of >= n lanes per matrix (n <= 64): X (n x n, contiguous, zeros in the
+ *     other triangle) = M^-1, M the triangle of the view; s: n * (n | 1) T of local memory.
  *   gemm_acc(m, n, k, alpha, a, aoff, ars, acs, b, boff, brs, bcs, c, coff, crs, ccs, tri)
  *     global (n, m): C += alpha A B over the views; tri 1 only j <= i, 2 only j >= i.
  *   gemm_tile(m, n, k, alpha, a, aoff, ars, acs, b, boff, brs, bcs, overwrite, c, coff, crs,
@@ -327,6 +330,47 @@ kernel void tri_zero(global T *a, ulong aoff, ulong astride, uint n, ulong rs, u
   const uint i = (uint)(e / n), j = (uint)(e % n);
   if (j > i)
     a[IDX(aoff + b * astride, rs, cs, i, j)] = (T)0;
+}
+
+/*
+ * tri_inv: one work-group (at least n lanes, n <= 64) per matrix of the batch: X = M^-1 for the
+ * n x n triangle M of the view (upper: handled as the lower M^T, X transposed back), by
+ * LAPACK's trti2 in local memory: for j = n-1 .. 0 the column below the diagonal becomes
+ * -x_jj (X22 m_j), X22 the part already inverted. n steps of one local product each, where
+ * solving M X = I column by column (trsm_cols on the identity) ran one work-item per column
+ * through about n^2 / 2 dependent global loads.
+ */
+kernel void tri_inv(global const T *a, ulong aoff, ulong astride, ulong ars, ulong acs, uint n,
+                    uint upper, uint unit, global T *x, ulong xoff, ulong xstride, local T *s)
+{
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  const ulong b = get_group_id(0), ab = aoff + b * astride, xb = xoff + b * xstride;
+  const uint ld = n | 1u;
+  for (uint e = lid; e < n * n; e += lsz) {
+    const uint i = e / n, j = e % n;
+    s[i * ld + j] = j > i ? (T)0 : upper ? a[IDX(ab, ars, acs, j, i)] : a[IDX(ab, ars, acs, i, j)];
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int j = (int)n - 1; j >= 0; j--) {
+    const T xjj = unit ? (T)1 : (T)1 / s[j * ld + j];
+    const uint i = (uint)j + 1 + lid;
+    T t = (T)0;
+    if (i < n) {
+      for (uint k = (uint)j + 1; k < i; k++)
+        t += s[i * ld + k] * s[k * ld + j];
+      t += (unit ? (T)1 : s[i * ld + i]) * s[i * ld + j];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (i < n)
+      s[i * ld + j] = -xjj * t;
+    if (lid == 0)
+      s[j * ld + j] = xjj;
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  for (uint e = lid; e < n * n; e += lsz) {
+    const uint i = e / n, j = e % n;
+    x[xb + e] = upper ? (i > j ? (T)0 : s[j * ld + i]) : (j > i ? (T)0 : s[i * ld + j]);
+  }
 }
 
 kernel void trsm_cols(global const T *a, ulong aoff, ulong astride, ulong ars, ulong acs, uint n,

@@ -288,13 +288,51 @@ static kiln_status gemm_g(const la *L, int ta, int tb, uint64_t m, uint64_t n, u
 static kiln_status copy_rect(const la *L, mat src, uint64_t lds, mat dst, uint64_t ldd,
                              uint64_t rows, uint64_t cols);
 
+/*
+ * X_b = M_b^-1 for the batch n x n triangles M_b (upper or lower, unit or not, row stride lda,
+ * astride apart) into contiguous n x n blocks xstride apart (the other triangle zero): tri_inv,
+ * one work-group per block, n <= TRSM_NB.
+ */
+static kiln_status
+tri_inv(const la *L, int upper, int unit, uint64_t n, mat a, uint64_t lda, uint64_t astride,
+        mat x, uint64_t xstride, uint64_t batch)
+{
+  if (n == 0 || batch == 0)
+    return KILN_OK;
+  if (n * (n | 1) * L->ts > L->ctx->info.local_mem_bytes) { /* 64 x 65 f64 is 33 KB */
+    KILN_TRY(eye_fill(L, x, n, batch));
+    return tri_kernel(L, 1, 1, upper, 0, unit, n, n, 1.0, a, lda, astride, x, n, xstride, batch);
+  }
+  cl_kernel k;
+  KILN_TRY(kern(L, "tri_inv", &k));
+  size_t local = 64, max = kiln__launch_pow2_local(L->ctx, k);
+  if (local > max)
+    local = max;
+  if (n > local)
+    return kiln__fail(KILN_ERR_INTERNAL, L->op, 0,
+                      "tri_inv: a %llu x %llu block needs %llu lanes, the kernel takes %zu",
+                      (unsigned long long)n, (unsigned long long)n, (unsigned long long)n, local);
+  kiln__args args = kiln__args_begin(L->op, k);
+  args_mat(&args, a);
+  kiln__args_u64(&args, astride);
+  kiln__args_u64(&args, lda);
+  kiln__args_u64(&args, 1);
+  kiln__args_u32(&args, (uint32_t)n);
+  kiln__args_u32(&args, (uint32_t)upper);
+  kiln__args_u32(&args, (uint32_t)unit);
+  args_mat(&args, x);
+  kiln__args_u64(&args, xstride);
+  kiln__args_local(&args, n * (n | 1) * L->ts);
+  return kiln__args_enqueue_1d(&args, L->ctx, (size_t)batch * local, local);
+}
+
 /* Block of the blocked triangular solve (tri_blocked): at most the small bound. */
 #define TRSM_NB 64
 
 /*
  * op(A) X = B in place for one n x n triangle A (row stride lda) and n x nrhs B (ldb), by
- * blocks of TRSM_NB: the inverses of all diagonal blocks first (identity blocks solved by
- * trsm_cols, all full blocks in one launch), then per block X_i = op(A_ii)^-1 B_i and the
+ * blocks of TRSM_NB: the inverses of all diagonal blocks first (tri_inv, all full blocks in
+ * one launch), then per block X_i = op(A_ii)^-1 B_i and the
  * blocks not yet solved take -= op(A)_ji X_i, both GEMMs. CLBlast's TRSM does the same with
  * 16-wide blocks and many launches per call; on the H200 a 4096 solve with 16 right-hand
  * sides spent 40 ms there.
@@ -310,17 +348,11 @@ tri_blocked(const la *L, int upper, int trans, int unit, uint64_t n, uint64_t nr
     s = kiln__ops_scratch(L->op, L->ctx, L->dt, nb * nrhs, &w);
   mat di = s == KILN_OK ? tmat(inv) : (mat){0}, wk = s == KILN_OK ? tmat(w) : (mat){0};
   if (s == KILN_OK && full)
-    s = eye_fill(L, di, nb, full);
-  if (s == KILN_OK && full)
-    s = tri_kernel(L, 1, 1, upper, 0, unit, nb, nb, 1.0, a, lda, nb * (lda + 1), di, nb, nb * nb,
-                   full);
+    s = tri_inv(L, upper, unit, nb, a, lda, nb * (lda + 1), di, nb * nb, full);
   uint64_t rest = n - full * nb;
-  if (s == KILN_OK && rest) {
-    mat dl = at(di, full * nb * nb), al = at(a, full * nb * (lda + 1));
-    s = eye_fill(L, dl, rest, 1);
-    if (s == KILN_OK)
-      s = tri_kernel(L, 1, 1, upper, 0, unit, rest, rest, 1.0, al, lda, 0, dl, rest, 0, 1);
-  }
+  if (s == KILN_OK && rest)
+    s = tri_inv(L, upper, unit, rest, at(a, full * nb * (lda + 1)), lda, 0,
+                at(di, full * nb * nb), 0, 1);
   /* op(A) lower: forward substitution, else backward */
   int fwd = upper == trans;
   for (uint64_t st = 0; s == KILN_OK && st < nblk; st++) {
@@ -342,8 +374,8 @@ tri_blocked(const la *L, int upper, int trans, int unit, uint64_t n, uint64_t nr
 }
 
 /*
- * X op(A) = B in place for one n x n triangle A (n <= TRSM_NB) and m x n B: A^-1 by trsm_cols
- * on the identity, then X = B op(A^-1) as one GEMM (the device route's Cholesky block column).
+ * X op(A) = B in place for one n x n triangle A (n <= TRSM_NB) and m x n B: A^-1 by tri_inv,
+ * then X = B op(A^-1) as one GEMM (the device route's Cholesky block column).
  */
 static kiln_status
 tri_right_one(const la *L, int upper, int trans, int unit, uint64_t m, uint64_t n, mat a,
@@ -354,9 +386,7 @@ tri_right_one(const la *L, int upper, int trans, int unit, uint64_t m, uint64_t 
   if (s == KILN_OK)
     s = kiln__ops_scratch(L->op, L->ctx, L->dt, m * n, &w);
   if (s == KILN_OK)
-    s = eye_fill(L, tmat(inv), n, 1);
-  if (s == KILN_OK)
-    s = tri_kernel(L, 1, 1, upper, 0, unit, n, n, 1.0, a, lda, 0, tmat(inv), n, 0, 1);
+    s = tri_inv(L, upper, unit, n, a, lda, 0, tmat(inv), 0, 1);
   if (s == KILN_OK)
     s = copy_rect(L, b, ldb, tmat(w), n, m, n);
   if (s == KILN_OK)
