@@ -11,7 +11,7 @@
  * Kernels (sh: local scratch of local_size T; one work-group kernels take any power-of-two
  * local size):
  *   qr_panel(a, aoff, lda, m, j0, jb, tau, toff, sh)   one work-group: unblocked Householder
- *     QR of columns j0 .. j0+jb-1, rows j0 .. m-1, in place; tau[j0 + c].
+ *     QR of columns j0 .. j0+jb-1, rows j0 .. m-1, in place; tau[j0 + c]. sh: 8 T per lane.
  *   qr_vcopy(a, aoff, lda, rows, jb, v, voff)   global (jb, rows): V (rows x jb, row stride
  *     jb) with the panel's reflectors, its unit diagonal and zeros above.
  *   qr_larft(g, goff, tau, toff, jb, t, tof)   one work-group: the upper triangular T of
@@ -29,6 +29,9 @@
 
 #include "linalg_house.clh"
 
+/* Columns whose reflector products qr_panel reduces together (its sh holds QR_CHUNK * lsz T). */
+#define QR_CHUNK 8
+
 kernel void qr_panel(global T *a, ulong aoff, ulong lda, uint m, uint j0, uint jb, global T *tau,
                      ulong toff, local T *sh)
 {
@@ -39,18 +42,48 @@ kernel void qr_panel(global T *a, ulong aoff, ulong lda, uint m, uint j0, uint j
     T beta;
     const T tj = house(col, lda, m - j, &beta, sh, lid, lsz);
     barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
-    /* The rest of the panel: a_c -= tau v (v . a_c), v[0] = 1 standing in for beta. */
-    for (uint c = j + 1; c < j0 + jb; c++) {
-      T s = (T)0;
-      for (uint i = j + 1 + lid; i < m; i += lsz)
-        s += A[(ulong)i * lda + j] * A[(ulong)i * lda + c];
-      s = group_sum(sh, s, lid, lsz);
-      const T w = tj * (A[(ulong)j * lda + c] + s);
-      for (uint i = j + 1 + lid; i < m; i += lsz)
-        A[(ulong)i * lda + c] -= w * A[(ulong)i * lda + j];
+    /* The rest of the panel: a_c -= tau v (v . a_c), v[0] = 1 standing in for beta. The dot
+     * products of QR_CHUNK columns share one pass over v and one reduction tree (one tree per
+     * column before: its barriers, not the flops, set a narrow panel's time). */
+    for (uint c0 = j + 1; c0 < j0 + jb; c0 += QR_CHUNK) {
+      const uint nc = min((uint)QR_CHUNK, j0 + jb - c0);
+      T s[QR_CHUNK];
+#pragma unroll
+      for (uint t = 0; t < QR_CHUNK; t++)
+        s[t] = (T)0;
+      for (uint i = j + 1 + lid; i < m; i += lsz) {
+        const T v = A[(ulong)i * lda + j];
+#pragma unroll
+        for (uint t = 0; t < QR_CHUNK; t++)
+          if (t < nc)
+            s[t] += v * A[(ulong)i * lda + c0 + t];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+      for (uint t = 0; t < QR_CHUNK; t++)
+        sh[t * lsz + lid] = s[t];
+      for (uint off = lsz >> 1; off > 0; off >>= 1) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (lid < off)
+          for (uint t = 0; t < nc; t++)
+            sh[t * lsz + lid] += sh[t * lsz + lid + off];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+      T w[QR_CHUNK];
+#pragma unroll
+      for (uint t = 0; t < QR_CHUNK; t++)
+        w[t] = t < nc ? tj * (A[(ulong)j * lda + c0 + t] + sh[t * lsz]) : (T)0;
+      for (uint i = j + 1 + lid; i < m; i += lsz) {
+        const T v = A[(ulong)i * lda + j];
+#pragma unroll
+        for (uint t = 0; t < QR_CHUNK; t++)
+          if (t < nc)
+            A[(ulong)i * lda + c0 + t] -= w[t] * v;
+      }
       barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
       if (lid == 0)
-        A[(ulong)j * lda + c] -= w;
+        for (uint t = 0; t < nc; t++)
+          A[(ulong)j * lda + c0 + t] -= w[t];
     }
     barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
     if (lid == 0) {

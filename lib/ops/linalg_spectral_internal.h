@@ -69,6 +69,7 @@ typedef struct kiln__lsp {
   uint64_t nb;
   uint64_t leaf; /* widest panel qr_panel factors without recursing */
   int host;      /* QR panels on the host (the linalg family's HOST route) */
+  int tile;      /* every GEMM on kiln's gemm_tile (the linalg family's gemm = TILE) */
 } kiln__lsp;
 
 /*
