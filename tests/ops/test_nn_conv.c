@@ -3,18 +3,20 @@
  * backward-data, backward-weight, bias gradient, transposed), against host references in
  * double precision.
  *
- * Coverage: f32 and f64 (f64 with fp64); 1-D, 2-D and 3-D; extra leading batch axes for
+ * Coverage: f32, f64 (with fp64), f16 and bf16 (against the reference computed from the
+ * rounded inputs); 1-D, 2-D and 3-D; extra leading batch axes for
  * pooling; stride, padding, dilation, ceil_mode edge windows (a last window hanging over the
  * padding, and the one PyTorch drops because it would start in the right padding),
  * count_include_pad; convolution with groups (depthwise too), stride 2, dilation 2, padding,
- * 1x1 kernels, odd and prime sizes, batch 1 and 0, on both routes (direct, im2col + GEMM)
- * forced through the `conv` tuner family and on the default; transposed convolution with
+ * 1x1 kernels, odd and prime sizes, batch 1 and 0, on every route (direct, im2col + GEMM,
+ * convgemm, implicit GEMM with each of its tiles) forced through the `conv` tuner family and
+ * on the default; transposed convolution with
  * output_padding; backward passes against the analytic host gradients and by central finite
  * differences of the device's own forward (f64, h = 1e-6) on small random shapes; bad input.
  *
  * Tolerances: |got - want| <= tol (1 + |want|), tol 2e-5 for f32 (sums of up to a few
- * thousand products of values in [-1, 1]) and 1e-11 for f64; finite differences within
- * 1e-6 (1 + |g|). Max pooling indices compare exactly.
+ * thousand products of values in [-1, 1]), 2e-3 for f16, 1.6e-2 for bf16 and 1e-11 for f64;
+ * finite differences within 1e-6 (1 + |g|). Max pooling indices compare exactly.
  */
 #include <math.h>
 #include <stdlib.h>
