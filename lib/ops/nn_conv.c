@@ -73,9 +73,9 @@ kiln__nn_launch_planes(const kiln__args *a, kiln_context *ctx, uint64_t vol, uin
   size_t local = kiln__launch_pow2_local(ctx, a->k);
   if (local > 256)
     local = 256;
-  /* Small planes take a smaller group: the next power of two on GPUs; on CPUs only 16 or 64
-   * (PoCL compiles a work-group function per local size and kernel: every power of two
-   * would be up to nine compiles of each kernel). */
+  /* Small planes take a smaller group: the next power of two on GPUs; on CPUs only 16, 64
+   * or 256 items (PoCL compiles a work-group function per local size and kernel: every power
+   * of two would be up to nine compiles of each kernel). */
   if (ctx->info.is_gpu) {
     while (local > 1 && local / 2 >= vol)
       local /= 2;
