@@ -801,7 +801,7 @@ START_TEST(conv_shapes)
         continue;
       /* The small mode (oclgrind, no CLBlast) runs the routes that differ there, the
        * implicit GEMM (256-item groups, slow to simulate) on the first case only. f64 skips
-       * the rule (route 2 on PoCL) and convgemm (CLBlast's own kernel, the f32 wrapper's
+       * the rule (route 4, which it runs) and convgemm (CLBlast's own kernel, the f32 wrapper's
        * twin): each CLBlast program costs seconds of compile on PoCL. f16 and bf16 run
        * routes 1 and 4 (routes 2 and 3 become 4 for them, checked on the first case with
        * the rule). */
