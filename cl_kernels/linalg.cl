@@ -14,9 +14,10 @@
  *     one work-group per m x n matrix (m, n <= 64): LU with partial pivoting in local
  *     memory s (m * (n | 1) T), in place; piv 1-based (LAPACK, torch). rv/ri: local_size
  *     T and int for the pivot search.
- *   lu_panel(a, aoff, lda, m, ncols, j0, piv, poff, info, ioff, rv, ri)
+ *   lu_panel(a, aoff, lda, m, ncols, j0, piv, poff, info, ioff, rv, ri, prow)
  *     one work-group: unblocked LU of columns j0 .. j0+ncols-1, rows j0 .. m-1, in global
- *     memory; row swaps stay inside the panel (laswp applies them elsewhere).
+ *     memory; row swaps stay inside the panel (laswp applies them elsewhere). prow: ncols T
+ *     of local memory for the pivot row.
  *   laswp(a, aoff, astride, lda, ncols, piv, pstride, k1, k2, reverse)
  *     global (columns, batch): the interchanges k1 .. k2-1 of piv to ncols columns,
  *     forward (reverse 0) or backward.
@@ -34,8 +35,15 @@
  *     global (nrhs, batch): solves M x = alpha b for each right-hand side (one per
  *     work-item), M the n x n triangle (lower or upper, unit diagonal or not) in the view.
  *   trmm_cols(same arguments)  b = alpha M b, in place.
+ *   tri_inv(a, aoff, astride, ars, acs, n, upper, unit, x, xoff, xstride, s)
+ *     one work-group of >= n lanes per matrix (n <= 64): X (n x n, contiguous, zeros in the
+ *     other triangle) = M^-1, M the triangle of the view; s: n * (n | 1) T of local memory.
  *   gemm_acc(m, n, k, alpha, a, aoff, ars, acs, b, boff, brs, bcs, c, coff, crs, ccs, tri)
  *     global (n, m): C += alpha A B over the views; tri 1 only j <= i, 2 only j >= i.
+ *   gemm_tile(m, n, k, alpha, a, aoff, ars, acs, b, boff, brs, bcs, overwrite, c, coff, crs,
+ *             ccs, tri, az, bz, cz)
+ *     work-groups of 16 x 16 over 64 x 64 tiles of C, dimension 2 a batch (element strides
+ *     az, bz, cz): C = alpha A B (overwrite 1) or C += alpha A B; tri as gemm_acc.
  *   lu_det(lu, off, stride, n, piv, pstride, mode, sign, val)
  *     global (batch): mode 0 val = det; mode 1 sign and val = log|det|.
  *   piv_perm(piv, pstride, k, perm, m)  global (batch): perm = pivots as a permutation.
@@ -125,49 +133,90 @@ kernel void lu_small(global T *a, ulong aoff, ulong astride, uint m, uint n, glo
     info[ioff + b] = zero;
 }
 
+/*
+ * Columns per chunk of lu_panel's row update: a chunk of the row is loaded into registers
+ * (independent loads, all in flight at once) before any of it is stored, instead of one
+ * load-store round trip per column that the compiler cannot reorder (the stores might alias
+ * the pivot row in global memory).
+ */
+#define LU_CHUNK 8
+
 kernel void lu_panel(global T *a, ulong aoff, ulong lda, uint m, uint ncols, uint j0,
                      global int *piv, ulong poff, global int *info, ulong ioff, local T *rv,
-                     local int *ri)
+                     local int *ri, local T *prow)
 {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
+  local int diag_nan;
   global T *A = a + aoff;
   int zero = j0 == 0 ? 0 : info[ioff];
+  /* The candidates of the first column; those of the next ones come out of each column's
+   * update (the same rows per lane, j + 1 + lid + k lsz), which saves a pass per column. */
+  T best = (T)-1;
+  int bi = (int)j0;
+  for (uint i = j0 + lid; i < m; i += lsz) {
+    const T x = A[i * lda + j0];
+    const T v = fabs(x);
+    if (i == j0)
+      diag_nan = isnan(x);
+    if (v > best) {
+      best = v;
+      bi = (int)i;
+    }
+  }
   for (uint jj = 0; jj < ncols; jj++) {
     const uint j = j0 + jj;
-    T best = (T)-1;
-    int bi = (int)j;
-    for (uint i = j + lid; i < m; i += lsz) {
-      T v = fabs(A[i * lda + j]);
-      if (v > best) {
-        best = v;
-        bi = (int)i;
-      }
-    }
     rv[lid] = best;
     ri[lid] = bi;
     argmax_tree(rv, ri, lid, lsz);
-    int p = isnan(A[j * lda + j]) ? (int)j : ri[0];
-    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
-    if (p != (int)j)
-      for (uint c = j0 + lid; c < j0 + ncols; c += lsz) {
-        T t = A[j * lda + c];
-        A[j * lda + c] = A[(ulong)p * lda + c];
-        A[(ulong)p * lda + c] = t;
+    /* LAPACK's idamax: the first largest |x|; a NaN below the diagonal is never chosen, a NaN
+     * on the diagonal stays the pivot. */
+    const int p = diag_nan ? (int)j : ri[0];
+    /* the new row j (old row p) goes to local memory as the update's pivot row */
+    for (uint c = lid; c < ncols; c += lsz) {
+      const T x = A[(ulong)p * lda + j0 + c];
+      if (p != (int)j) {
+        A[(ulong)p * lda + j0 + c] = A[j * lda + j0 + c];
+        A[j * lda + j0 + c] = x;
       }
+      prow[c] = x;
+    }
     barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
     if (lid == 0)
       piv[poff + j] = p + 1;
-    const T d = A[j * lda + j];
+    const T d = prow[jj];
     if (d == (T)0 && zero == 0)
       zero = (int)j + 1;
+    best = (T)-1;
+    bi = (int)j + 1;
     for (uint i = j + 1 + lid; i < m; i += lsz) {
-      T l = A[i * lda + j];
+      global T *row = A + i * lda + j0;
+      T l = row[jj];
       if (d != (T)0) {
         l = l / d;
-        A[i * lda + j] = l;
+        row[jj] = l;
       }
-      for (uint c = j + 1; c < j0 + ncols; c++)
-        A[i * lda + c] = A[i * lda + c] - l * A[j * lda + c];
+      for (uint c0 = jj + 1; c0 < ncols; c0 += LU_CHUNK) {
+        T r[LU_CHUNK];
+#pragma unroll
+        for (uint t = 0; t < LU_CHUNK; t++)
+          if (c0 + t < ncols)
+            r[t] = row[c0 + t];
+#pragma unroll
+        for (uint t = 0; t < LU_CHUNK; t++)
+          if (c0 + t < ncols) {
+            r[t] = r[t] - l * prow[c0 + t];
+            row[c0 + t] = r[t];
+          }
+        if (c0 == jj + 1) { /* the next column's candidate */
+          const T v = fabs(r[0]);
+          if (i == j + 1)
+            diag_nan = isnan(r[0]);
+          if (v > best) {
+            best = v;
+            bi = (int)i;
+          }
+        }
+      }
     }
     barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
   }
@@ -283,6 +332,47 @@ kernel void tri_zero(global T *a, ulong aoff, ulong astride, uint n, ulong rs, u
     a[IDX(aoff + b * astride, rs, cs, i, j)] = (T)0;
 }
 
+/*
+ * tri_inv: one work-group (at least n lanes, n <= 64) per matrix of the batch: X = M^-1 for the
+ * n x n triangle M of the view (upper: handled as the lower M^T, X transposed back), by
+ * LAPACK's trti2 in local memory: for j = n-1 .. 0 the column below the diagonal becomes
+ * -x_jj (X22 m_j), X22 the part already inverted. n steps of one local product each, where
+ * solving M X = I column by column (trsm_cols on the identity) ran one work-item per column
+ * through about n^2 / 2 dependent global loads.
+ */
+kernel void tri_inv(global const T *a, ulong aoff, ulong astride, ulong ars, ulong acs, uint n,
+                    uint upper, uint unit, global T *x, ulong xoff, ulong xstride, local T *s)
+{
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  const ulong b = get_group_id(0), ab = aoff + b * astride, xb = xoff + b * xstride;
+  const uint ld = n | 1u;
+  for (uint e = lid; e < n * n; e += lsz) {
+    const uint i = e / n, j = e % n;
+    s[i * ld + j] = j > i ? (T)0 : upper ? a[IDX(ab, ars, acs, j, i)] : a[IDX(ab, ars, acs, i, j)];
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int j = (int)n - 1; j >= 0; j--) {
+    const T xjj = unit ? (T)1 : (T)1 / s[j * ld + j];
+    const uint i = (uint)j + 1 + lid;
+    T t = (T)0;
+    if (i < n) {
+      for (uint k = (uint)j + 1; k < i; k++)
+        t += s[i * ld + k] * s[k * ld + j];
+      t += (unit ? (T)1 : s[i * ld + i]) * s[i * ld + j];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (i < n)
+      s[i * ld + j] = -xjj * t;
+    if (lid == 0)
+      s[j * ld + j] = xjj;
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  for (uint e = lid; e < n * n; e += lsz) {
+    const uint i = e / n, j = e % n;
+    x[xb + e] = upper ? (i > j ? (T)0 : s[j * ld + i]) : (j > i ? (T)0 : s[i * ld + j]);
+  }
+}
+
 kernel void trsm_cols(global const T *a, ulong aoff, ulong astride, ulong ars, ulong acs, uint n,
                       uint lower, uint unit, global T *b, ulong boff, ulong bstride, ulong brs,
                       ulong bcs, uint nrhs, T alpha)
@@ -339,6 +429,83 @@ kernel void gemm_acc(uint m, uint n, uint k, T alpha, global const T *a, ulong a
   for (uint p = 0; p < k; p++)
     s += a[IDX(aoff, ars, acs, i, p)] * b[IDX(boff, brs, bcs, p, j)];
   c[IDX(coff, crs, ccs, i, j)] += alpha * s;
+}
+
+/*
+ * gemm_tile: 64 x 64 tiles of C per 16 x 16 work-group, each lane 4 x 4 results (rows ty + 16 r,
+ * columns tx + 16 q), k in steps of 16 through local memory; the loads follow whichever stride
+ * of A and B is 1 so that neighbouring lanes read neighbouring elements. No padding and no
+ * copies: the views are read where they lie, which CLBlast's large-matrix GEMM cannot do (it
+ * copies every view with an offset or a leading dimension into padded temporaries, C in and
+ * out). tri as gemm_acc; tiles wholly outside the triangle return at once. The host always
+ * launches 16 x 16 groups; no reqd_work_group_size: with it PoCL 5 failed an assertion
+ * (pocl_release_dlhandle_cache) on cold runs of the suite.
+ */
+#define GT_M 64
+#define GT_K 16
+
+kernel void
+gemm_tile(uint m, uint n, uint k, T alpha, global const T *a, ulong aoff, ulong ars, ulong acs,
+          global const T *b, ulong boff, ulong brs, ulong bcs, uint overwrite, global T *c,
+          ulong coff, ulong crs, ulong ccs, uint tri, ulong az, ulong bz, ulong cz)
+{
+  local T As[GT_K][GT_M + 1];
+  local T Bs[GT_K][GT_M + 1];
+  const uint tx = get_local_id(0), ty = get_local_id(1), lid = ty * 16 + tx;
+  const ulong z = get_group_id(2);
+  aoff += z * az;
+  boff += z * bz;
+  coff += z * cz;
+  const uint i0 = get_group_id(1) * GT_M, j0 = get_group_id(0) * GT_M;
+  if (i0 >= m || j0 >= n || (tri == 1 && j0 > i0 + GT_M - 1) || (tri == 2 && i0 > j0 + GT_M - 1))
+    return;
+  T acc[4][4];
+#pragma unroll
+  for (uint r = 0; r < 4; r++)
+#pragma unroll
+    for (uint q = 0; q < 4; q++)
+      acc[r][q] = (T)0;
+  for (uint p0 = 0; p0 < k; p0 += GT_K) {
+#pragma unroll
+    for (uint e = lid; e < GT_M * GT_K; e += 256) {
+      const uint i = acs == 1 ? e / GT_K : e % GT_M, p = acs == 1 ? e % GT_K : e / GT_M;
+      const uint gi = i0 + i, gp = p0 + p;
+      As[p][i] = gi < m && gp < k ? a[aoff + gi * ars + gp * acs] : (T)0;
+    }
+#pragma unroll
+    for (uint e = lid; e < GT_M * GT_K; e += 256) {
+      const uint j = bcs == 1 ? e % GT_M : e / GT_K, p = bcs == 1 ? e / GT_M : e % GT_K;
+      const uint gj = j0 + j, gp = p0 + p;
+      Bs[p][j] = gj < n && gp < k ? b[boff + gp * brs + gj * bcs] : (T)0;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+    for (uint p = 0; p < GT_K; p++) {
+      T av[4], bv[4];
+#pragma unroll
+      for (uint r = 0; r < 4; r++)
+        av[r] = As[p][ty + 16 * r];
+#pragma unroll
+      for (uint q = 0; q < 4; q++)
+        bv[q] = Bs[p][tx + 16 * q];
+#pragma unroll
+      for (uint r = 0; r < 4; r++)
+#pragma unroll
+        for (uint q = 0; q < 4; q++)
+          acc[r][q] += av[r] * bv[q];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+#pragma unroll
+  for (uint r = 0; r < 4; r++)
+#pragma unroll
+    for (uint q = 0; q < 4; q++) {
+      const uint i = i0 + ty + 16 * r, j = j0 + tx + 16 * q;
+      if (i < m && j < n && !(tri == 1 && j > i) && !(tri == 2 && j < i)) {
+        const ulong x = coff + (ulong)i * crs + (ulong)j * ccs;
+        c[x] = overwrite ? alpha * acc[r][q] : c[x] + alpha * acc[r][q];
+      }
+    }
 }
 
 kernel void lu_det(global const T *lu, ulong off, ulong stride, uint n, global const int *piv,

@@ -964,6 +964,13 @@ flops_lu_batched(int64_t n)
 
 /* nn.conv2d and nn.max_pool2d: x [B, 64, 56, 56] with B = max(1, n / 2^20) (64 at 2^26, the
  * issue's reference shape); conv2d: w [64, 64, 3, 3], padding 1; max_pool2d: 2x2, stride 2. */
+/* The nn_conv family takes f16 and bf16 too (stored in 2 bytes, computed in f32). */
+static int
+conv_dtype(kiln_dtype d)
+{
+  return float_dtype(d) || half_dtype(d);
+}
+
 static int64_t
 conv_batch(int64_t n)
 {
@@ -1316,10 +1323,10 @@ const struct bench_case bench_cases[] = {
     {"linalg.qr", "linalg", float_dtype, setup_linalg_square, run_qr, NULL, flops_qr},
     {"linalg.eigh", "linalg", float_dtype, setup_linalg_spd, run_eigh, NULL, NULL},
     {"linalg.svd", "linalg", float_dtype, setup_linalg_square, run_svd, NULL, NULL},
-    {"nn.conv2d", "nn_conv", float_dtype, setup_conv2d, run_conv2d, NULL, flops_conv2d},
-    {"nn.conv2d_bwd", "nn_conv", float_dtype, setup_conv2d_bwd, run_conv2d_bwd, NULL,
+    {"nn.conv2d", "nn_conv", conv_dtype, setup_conv2d, run_conv2d, NULL, flops_conv2d},
+    {"nn.conv2d_bwd", "nn_conv", conv_dtype, setup_conv2d_bwd, run_conv2d_bwd, NULL,
      flops_conv2d_bwd},
-    {"nn.max_pool2d", "nn_conv", float_dtype, setup_max_pool2d, run_max_pool2d, bytes_max_pool2d,
+    {"nn.max_pool2d", "nn_conv", conv_dtype, setup_max_pool2d, run_max_pool2d, bytes_max_pool2d,
      NULL},
     {"nn.adam", "nn_train", float_dtype, setup_adam, run_adam, bytes_adam, NULL},
     {"nn.dropout", "nn_train", float_dtype, setup_flat, run_dropout, bytes_1in_1out, NULL},

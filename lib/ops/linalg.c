@@ -44,6 +44,13 @@
 static atomic_int hook_nb = -1, hook_small = -1, hook_own = -1, hook_leaf = -1, hook_route = -1;
 
 static atomic_llong hook_own_max = -1;
+static atomic_int hook_gemm = -1;
+
+void
+kiln__linalg_test_gemm(int gemm)
+{
+  atomic_store(&hook_gemm, gemm);
+}
 
 void
 kiln__linalg_test_own_gemm_max(long long v)
@@ -94,6 +101,9 @@ kiln__linalg_choose(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t e
   int hr = atomic_load(&hook_route);
   if (hr >= 0)
     p->route = (uint32_t)hr;
+  int hg = atomic_load(&hook_gemm);
+  if (hg >= 0)
+    p->gemm = (uint32_t)hg;
 }
 
 void
@@ -123,6 +133,7 @@ typedef struct la {
   int clblast; /* trailing updates through CLBlast */
   uint64_t nb, small_max;
   uint64_t leaf; /* widest LU panel lu_panel factors without recursing */
+  int tile; /* every GEMM on gemm_tile (KILN__LINALG_GEMM_TILE) */
   int host_lu, host_chol; /* LU, Cholesky panels on the host (the hybrid route) */
   uint64_t hnb_lu, hnb_chol; /* host route block sizes; 0: the whole matrix */
 } la;
@@ -156,6 +167,8 @@ la_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
     L.nb = p.nb;
   L.clblast = KILN_HAVE_CLBLAST && !kiln__env_flag(KILN__ENV_DEBUG_NO_CLBLAST) &&
               atomic_load(&hook_own) <= 0;
+  uint32_t g = p.gemm ? p.gemm : KILN__LINALG_RULE_GEMM;
+  L.tile = g == KILN__LINALG_GEMM_TILE;
   int hs = atomic_load(&hook_small);
   if (hs >= 0)
     L.small_max = (uint64_t)hs;
@@ -275,13 +288,51 @@ static kiln_status gemm_g(const la *L, int ta, int tb, uint64_t m, uint64_t n, u
 static kiln_status copy_rect(const la *L, mat src, uint64_t lds, mat dst, uint64_t ldd,
                              uint64_t rows, uint64_t cols);
 
+/*
+ * X_b = M_b^-1 for the batch n x n triangles M_b (upper or lower, unit or not, row stride lda,
+ * astride apart) into contiguous n x n blocks xstride apart (the other triangle zero): tri_inv,
+ * one work-group per block, n <= TRSM_NB.
+ */
+static kiln_status
+tri_inv(const la *L, int upper, int unit, uint64_t n, mat a, uint64_t lda, uint64_t astride,
+        mat x, uint64_t xstride, uint64_t batch)
+{
+  if (n == 0 || batch == 0)
+    return KILN_OK;
+  if (n * (n | 1) * L->ts > L->ctx->info.local_mem_bytes) { /* 64 x 65 f64 is 33 KB */
+    KILN_TRY(eye_fill(L, x, n, batch));
+    return tri_kernel(L, 1, 1, upper, 0, unit, n, n, 1.0, a, lda, astride, x, n, xstride, batch);
+  }
+  cl_kernel k;
+  KILN_TRY(kern(L, "tri_inv", &k));
+  size_t local = 64, max = kiln__launch_pow2_local(L->ctx, k);
+  if (local > max)
+    local = max;
+  if (n > local)
+    return kiln__fail(KILN_ERR_INTERNAL, L->op, 0,
+                      "tri_inv: a %llu x %llu block needs %llu lanes, the kernel takes %zu",
+                      (unsigned long long)n, (unsigned long long)n, (unsigned long long)n, local);
+  kiln__args args = kiln__args_begin(L->op, k);
+  args_mat(&args, a);
+  kiln__args_u64(&args, astride);
+  kiln__args_u64(&args, lda);
+  kiln__args_u64(&args, 1);
+  kiln__args_u32(&args, (uint32_t)n);
+  kiln__args_u32(&args, (uint32_t)upper);
+  kiln__args_u32(&args, (uint32_t)unit);
+  args_mat(&args, x);
+  kiln__args_u64(&args, xstride);
+  kiln__args_local(&args, n * (n | 1) * L->ts);
+  return kiln__args_enqueue_1d(&args, L->ctx, (size_t)batch * local, local);
+}
+
 /* Block of the blocked triangular solve (tri_blocked): at most the small bound. */
 #define TRSM_NB 64
 
 /*
  * op(A) X = B in place for one n x n triangle A (row stride lda) and n x nrhs B (ldb), by
- * blocks of TRSM_NB: the inverses of all diagonal blocks first (identity blocks solved by
- * trsm_cols, all full blocks in one launch), then per block X_i = op(A_ii)^-1 B_i and the
+ * blocks of TRSM_NB: the inverses of all diagonal blocks first (tri_inv, all full blocks in
+ * one launch), then per block X_i = op(A_ii)^-1 B_i and the
  * blocks not yet solved take -= op(A)_ji X_i, both GEMMs. CLBlast's TRSM does the same with
  * 16-wide blocks and many launches per call; on the H200 a 4096 solve with 16 right-hand
  * sides spent 40 ms there.
@@ -297,17 +348,11 @@ tri_blocked(const la *L, int upper, int trans, int unit, uint64_t n, uint64_t nr
     s = kiln__ops_scratch(L->op, L->ctx, L->dt, nb * nrhs, &w);
   mat di = s == KILN_OK ? tmat(inv) : (mat){0}, wk = s == KILN_OK ? tmat(w) : (mat){0};
   if (s == KILN_OK && full)
-    s = eye_fill(L, di, nb, full);
-  if (s == KILN_OK && full)
-    s = tri_kernel(L, 1, 1, upper, 0, unit, nb, nb, 1.0, a, lda, nb * (lda + 1), di, nb, nb * nb,
-                   full);
+    s = tri_inv(L, upper, unit, nb, a, lda, nb * (lda + 1), di, nb * nb, full);
   uint64_t rest = n - full * nb;
-  if (s == KILN_OK && rest) {
-    mat dl = at(di, full * nb * nb), al = at(a, full * nb * (lda + 1));
-    s = eye_fill(L, dl, rest, 1);
-    if (s == KILN_OK)
-      s = tri_kernel(L, 1, 1, upper, 0, unit, rest, rest, 1.0, al, lda, 0, dl, rest, 0, 1);
-  }
+  if (s == KILN_OK && rest)
+    s = tri_inv(L, upper, unit, rest, at(a, full * nb * (lda + 1)), lda, 0,
+                at(di, full * nb * nb), 0, 1);
   /* op(A) lower: forward substitution, else backward */
   int fwd = upper == trans;
   for (uint64_t st = 0; s == KILN_OK && st < nblk; st++) {
@@ -329,8 +374,8 @@ tri_blocked(const la *L, int upper, int trans, int unit, uint64_t n, uint64_t nr
 }
 
 /*
- * X op(A) = B in place for one n x n triangle A (n <= TRSM_NB) and m x n B: A^-1 by trsm_cols
- * on the identity, then X = B op(A^-1) as one GEMM (the device route's Cholesky block column).
+ * X op(A) = B in place for one n x n triangle A (n <= TRSM_NB) and m x n B: A^-1 by tri_inv,
+ * then X = B op(A^-1) as one GEMM (the device route's Cholesky block column).
  */
 static kiln_status
 tri_right_one(const la *L, int upper, int trans, int unit, uint64_t m, uint64_t n, mat a,
@@ -341,9 +386,7 @@ tri_right_one(const la *L, int upper, int trans, int unit, uint64_t m, uint64_t 
   if (s == KILN_OK)
     s = kiln__ops_scratch(L->op, L->ctx, L->dt, m * n, &w);
   if (s == KILN_OK)
-    s = eye_fill(L, tmat(inv), n, 1);
-  if (s == KILN_OK)
-    s = tri_kernel(L, 1, 1, upper, 0, unit, n, n, 1.0, a, lda, 0, tmat(inv), n, 0, 1);
+    s = tri_inv(L, upper, unit, n, a, lda, 0, tmat(inv), 0, 1);
   if (s == KILN_OK)
     s = copy_rect(L, b, ldb, tmat(w), n, m, n);
   if (s == KILN_OK)
@@ -368,22 +411,24 @@ tri(const la *L, int solve, int left, int upper, int trans, int unit, uint64_t m
   if (m == 0 || n == 0 || batch == 0)
     return KILN_OK;
   uint64_t nsys = left ? m : n, nrhs = left ? n : m;
-#if KILN_HAVE_CLBLAST
-  if (L->clblast && (nsys > L->small_max || nrhs > L->small_max)) {
+  /* solves that tri_blocked/tri_right_one turn into GEMMs (CLBlast's or gemm_tile) */
+  int blocked = solve && alpha == 1.0 && (left || nsys <= TRSM_NB);
+  if ((L->clblast || (L->tile && blocked)) && (nsys > L->small_max || nrhs > L->small_max)) {
     for (uint64_t i = 0; i < batch; i++) {
       mat ai = at(a, i * astride), bi = at(b, i * bstride);
-      if (solve && alpha == 1.0 && left)
+      if (blocked && left)
         KILN_TRY(tri_blocked(L, upper, trans, unit, m, n, ai, lda, bi, ldb));
-      else if (solve && alpha == 1.0 && nsys <= TRSM_NB)
+      else if (blocked)
         KILN_TRY(tri_right_one(L, upper, trans, unit, m, n, ai, lda, bi, ldb));
+#if KILN_HAVE_CLBLAST
       else
         KILN_TRY((solve ? kiln__clblast_trsm : kiln__clblast_trmm)(
             L->op, L->ctx, L->dt, left, upper, trans, unit, m, n, alpha, ai.mem, ai.off, lda,
             bi.mem, bi.off, ldb));
+#endif
     }
     return KILN_OK;
   }
-#endif
   return tri_kernel(L, solve, left, upper, trans, unit, m, n, alpha, a, lda, astride, b, ldb,
                     bstride, batch);
 }
@@ -425,6 +470,58 @@ tri_kernel(const la *L, int solve, int left, int upper, int trans, int unit, uin
   return enqueue2(&args, L, nrhs, batch);
 }
 
+kiln_status
+kiln__linalg_tile_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t m, uint64_t n,
+                       uint64_t k, double alpha, cl_mem a, uint64_t aoff, uint64_t ars,
+                       uint64_t acs, cl_mem b, uint64_t boff, uint64_t brs, uint64_t bcs,
+                       int overwrite, cl_mem c, uint64_t coff, uint64_t crs, uint64_t ccs,
+                       uint32_t tri_part, uint64_t batch, uint64_t az, uint64_t bz, uint64_t cz)
+{
+  if (m == 0 || n == 0 || batch == 0)
+    return KILN_OK;
+  cl_kernel kk;
+  KILN_TRY(kiln__ops_kernel(op, ctx, SRC, dt, "gemm_tile", &kk));
+  kiln__args args = kiln__args_begin(op, kk);
+  kiln__args_u32(&args, (uint32_t)m);
+  kiln__args_u32(&args, (uint32_t)n);
+  kiln__args_u32(&args, (uint32_t)k);
+  kiln__args_float(&args, dt, alpha);
+  kiln__args_mem(&args, a);
+  kiln__args_u64(&args, aoff);
+  kiln__args_u64(&args, ars);
+  kiln__args_u64(&args, acs);
+  kiln__args_mem(&args, b);
+  kiln__args_u64(&args, boff);
+  kiln__args_u64(&args, brs);
+  kiln__args_u64(&args, bcs);
+  kiln__args_u32(&args, (uint32_t)overwrite);
+  kiln__args_mem(&args, c);
+  kiln__args_u64(&args, coff);
+  kiln__args_u64(&args, crs);
+  kiln__args_u64(&args, ccs);
+  kiln__args_u32(&args, tri_part);
+  kiln__args_u64(&args, az);
+  kiln__args_u64(&args, bz);
+  kiln__args_u64(&args, cz);
+  if (args.status != KILN_OK)
+    return args.status;
+  /* one 16 x 16 group per 64 x 64 tile of C */
+  size_t global[3] = {(size_t)((n + 63) / 64 * 16), (size_t)((m + 63) / 64 * 16), (size_t)batch};
+  size_t local[3] = {16, 16, 1};
+  return kiln__args_enqueue(&args, ctx, 3, global, local);
+}
+
+/* kiln__linalg_tile_gemm of one product over mats. */
+static kiln_status
+tile_gemm(const la *L, uint64_t m, uint64_t n, uint64_t k, double alpha, mat a, uint64_t ars,
+          uint64_t acs, mat b, uint64_t brs, uint64_t bcs, int overwrite, mat c, uint64_t crs,
+          uint64_t ccs, uint32_t tri_part)
+{
+  return kiln__linalg_tile_gemm(L->op, L->ctx, L->dt, m, n, k, alpha, a.mem, a.off, ars, acs,
+                                b.mem, b.off, brs, bcs, overwrite, c.mem, c.off, crs, ccs,
+                                tri_part, 1, 0, 0, 0);
+}
+
 /* C += alpha A B over strided views (tri: 0 all, 1 lower, 2 upper triangle of C). */
 static kiln_status
 own_gemm(const la *L, uint64_t m, uint64_t n, uint64_t k, double alpha, mat a, uint64_t ars,
@@ -460,6 +557,8 @@ gemm_sub(const la *L, uint64_t m, uint64_t n, uint64_t k, mat a, uint64_t lda, m
 {
   if (m == 0 || n == 0 || k == 0)
     return KILN_OK;
+  if (L->tile)
+    return tile_gemm(L, m, n, k, -1.0, a, lda, 1, b, ldb, 1, 0, c, ldc, 1, 0);
 #if KILN_HAVE_CLBLAST
   if (L->clblast && m * n * k > kiln__linalg_own_gemm_max())
     return kiln__lh_gemm(L->op, L->ctx, L->dt, 0, 0, m, n, k, -1.0, a.mem, a.off, lda, b.mem,
@@ -474,6 +573,10 @@ syrk_sub(const la *L, int upper, uint64_t n, uint64_t k, mat a, uint64_t lda, ma
 {
   if (n == 0 || k == 0)
     return KILN_OK;
+  if (L->tile && upper)
+    return tile_gemm(L, n, n, k, -1.0, a, 1, lda, a, lda, 1, 0, c, ldc, 1, 2);
+  if (L->tile)
+    return tile_gemm(L, n, n, k, -1.0, a, lda, 1, a, 1, lda, 0, c, ldc, 1, 1);
 #if KILN_HAVE_CLBLAST
   if (L->clblast)
     return kiln__clblast_syrk(L->op, L->ctx, L->dt, upper, upper, n, k,
@@ -543,6 +646,7 @@ lu_panel_run(const la *L, cl_kernel panel, size_t local, mat a, uint64_t lda, ui
     args_mat(&args, info);
     kiln__args_local(&args, local * L->ts);
     kiln__args_local(&args, local * sizeof(cl_int));
+    kiln__args_local(&args, w * L->ts);
     return kiln__args_enqueue_1d(&args, L->ctx, local, local);
   }
   uint64_t w1 = w / 2, c1 = c0 + w1, w2 = w - w1;
@@ -591,6 +695,9 @@ gemm_g(const la *L, int ta, int tb, uint64_t m, uint64_t n, uint64_t k, double a
 {
   if (m == 0 || n == 0 || k == 0)
     return KILN_OK;
+  if (L->tile)
+    return tile_gemm(L, m, n, k, alpha, a, ta ? 1 : lda, ta ? lda : 1, b, tb ? 1 : ldb,
+                     tb ? ldb : 1, beta == 0.0, c, ldc, 1, 0);
 #if KILN_HAVE_CLBLAST
   /* kiln's gemm_acc accumulates: small products with beta 0 stay on CLBlast */
   if (L->clblast && (beta == 0.0 || m * n * k > kiln__linalg_own_gemm_max()))

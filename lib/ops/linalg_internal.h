@@ -42,10 +42,26 @@ enum kiln__linalg_route {
   KILN__LINALG_ROUTE_HOST = 2,
 };
 
+/*
+ * Which GEMM the blocked factorizations' updates run on (the linalg tuner family's "gemm"
+ * parameter): RULE the built-in choice (KILN__LINALG_RULE_GEMM), CLBLAST CLBlast's GEMM and SYRK
+ * (large products; small ones kiln's gemm_acc, KILN__LINALG_OWN_GEMM_MAX), TILE kiln's
+ * gemm_tile for every product: 64 x 64 tiles read in place, where CLBlast's large-matrix GEMM
+ * copies every view (an offset or a leading dimension: every trailing submatrix) into padded
+ * temporaries, C in and out, and its SYRK allocates its temporaries on each call.
+ */
+enum kiln__linalg_gemm {
+  KILN__LINALG_GEMM_RULE = 0,
+  KILN__LINALG_GEMM_CLBLAST = 1,
+  KILN__LINALG_GEMM_TILE = 2,
+};
+#define KILN__LINALG_RULE_GEMM KILN__LINALG_GEMM_CLBLAST
+
 /* The linalg tuner family's parameters (nb 0: each op's built-in block size). */
 typedef struct kiln__linalg_params {
   uint32_t route;
   uint32_t nb;
+  uint32_t gemm; /* enum kiln__linalg_gemm */
 } kiln__linalg_params;
 
 /*
@@ -142,6 +158,23 @@ void kiln__linalg_test_route(int route);
  * KILN_ERR_UNSUPPORTED without CLBlast.
  */
 kiln_status kiln__linalg_test_gemm_indirect(kiln_context *ctx, kiln_dtype dt);
+
+/*
+ * C = alpha A B (overwrite) or C += alpha A B on kiln's gemm_tile (cl_kernels/linalg.cl) over
+ * strided views (element (i, j) of A at aoff + i ars + j acs, and so on), for batch products
+ * whose operands lie az, bz, cz elements apart; tri_part 1 writes only j <= i of C, 2 only
+ * j >= i. The caller holds ctx->lock.
+ */
+kiln_status kiln__linalg_tile_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t m,
+                                   uint64_t n, uint64_t k, double alpha, cl_mem a, uint64_t aoff,
+                                   uint64_t ars, uint64_t acs, cl_mem b, uint64_t boff,
+                                   uint64_t brs, uint64_t bcs, int overwrite, cl_mem c,
+                                   uint64_t coff, uint64_t crs, uint64_t ccs, uint32_t tri_part,
+                                   uint64_t batch, uint64_t az, uint64_t bz, uint64_t cz);
+
+/* Test hook: gemm >= 0 forces the GEMM (enum kiln__linalg_gemm) of LU, Cholesky and their
+ * solves; -1 restores the tuner's choice. */
+void kiln__linalg_test_gemm(int gemm);
 
 /* Test hook: GEMMs run with kiln's CLBlast temporary buffer since the process started. */
 uint64_t kiln__linalg_test_temp_gemms(void);

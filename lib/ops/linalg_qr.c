@@ -33,6 +33,9 @@
 
 #define SRC "linalg_qr"
 
+/* qr_panel reduces this many columns' products at once (QR_CHUNK in cl_kernels/linalg_qr.cl) */
+#define QR_CHUNK 8
+
 static atomic_int hook_nb = -1, hook_own = -1, hook_mrrr = -1, hook_leaf = -1, hook_split = -1;
 
 void
@@ -51,7 +54,7 @@ int
 kiln__lsp_mrrr_min(void)
 {
   int h = atomic_load(&hook_mrrr);
-  return h >= 0 ? h : KILN__LSP_MRRR_MIN;
+  return h;
 }
 
 void
@@ -86,6 +89,7 @@ kiln__lsp_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
     L.nb = KILN__LINALG_HOST_NB_QR_MAX;
   L.clblast = KILN_HAVE_CLBLAST && !kiln__env_flag(KILN__ENV_DEBUG_NO_CLBLAST) &&
               atomic_load(&hook_own) <= 0;
+  L.tile = (p.gemm ? p.gemm : KILN__LINALG_RULE_GEMM) == KILN__LINALG_GEMM_TILE;
   int hl = atomic_load(&hook_leaf);
   L.leaf = hl > 0 ? (uint64_t)hl : ctx->info.is_gpu ? KILN__LSP_LEAF_GPU : UINT64_MAX;
   return L;
@@ -146,6 +150,11 @@ gemm(const kiln__lsp *L, int ta, int tb, uint64_t m, uint64_t n, uint64_t k, dou
 {
   if (m == 0 || n == 0)
     return KILN_OK;
+  if (L->tile)
+    return kiln__linalg_tile_gemm(L->op, L->ctx, L->dt, m, n, k, alpha, a.mem, a.off,
+                                  ta ? 1 : a.ld, ta ? a.ld : 1, b.mem, b.off, tb ? 1 : b.ld,
+                                  tb ? b.ld : 1, beta == 0.0, c.mem, c.off, c.ld, 1, 0, 1, 0, 0,
+                                  0);
 #if KILN_HAVE_CLBLAST
   if (L->clblast && k > 0 && m * n * k > kiln__linalg_own_gemm_max()) {
     if (beta == 0.0) { /* CLBlast scales C by beta, and 0 * NaN from scratch is NaN */
@@ -253,7 +262,7 @@ static uint64_t
 vtc_parts(const kiln__lsp *L, uint64_t rows, uint64_t ncols)
 {
   int h = atomic_load(&hook_split);
-  if (!L->clblast || h == 0)
+  if ((!L->clblast && !L->tile) || h == 0)
     return 1;
   if (h > 0)
     return rows / (uint64_t)h >= 1 ? (uint64_t)h : 1;
@@ -276,8 +285,38 @@ vt_c(const kiln__lsp *L, uint64_t rows, uint64_t jb, kiln__lsp_mat v, kiln__lsp_
   uint64_t parts = vtc_parts(L, rows, ncols);
   if (parts <= 1 || (atomic_load(&hook_split) <= 0 && jb * ncols * rows <= kiln__linalg_own_gemm_max()))
     return gemm(L, 1, 0, jb, ncols, rows, 1.0, v, c, 0.0, w);
-#if KILN_HAVE_CLBLAST
   uint64_t mc = rows / parts, rest = rows - parts * mc, len = jb * ncols;
+  if (L->tile) {
+    /* the parts as one batched gemm_tile into P, then W = ones^T P (1 x len, k = parts) */
+    kiln_tensor *p = NULL, *ones = NULL;
+    kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, parts * len, &p);
+    if (s == KILN_OK)
+      s = kiln__ops_scratch(L->op, L->ctx, L->dt, parts, &ones);
+    if (s == KILN_OK) {
+      float f1 = 1.0f;
+      double d1 = 1.0;
+      cl_int err = clEnqueueFillBuffer(L->ctx->queue, ones->mem,
+                                       L->dt == KILN_F32 ? (const void *)&f1 : (const void *)&d1,
+                                       L->ts, ones->offset, parts * L->ts, 0, NULL, NULL);
+      if (err != CL_SUCCESS)
+        s = kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
+    }
+    uint64_t po = p ? kiln__ops_elem_offset(p) : 0;
+    if (s == KILN_OK)
+      s = kiln__linalg_tile_gemm(L->op, L->ctx, L->dt, jb, ncols, mc, 1.0, v.mem, v.off, 1, v.ld,
+                                 c.mem, c.off, c.ld, 1, 1, p->mem, po, ncols, 1, 0, parts,
+                                 mc * v.ld, mc * c.ld, len);
+    if (s == KILN_OK)
+      s = kiln__linalg_tile_gemm(L->op, L->ctx, L->dt, 1, len, parts, 1.0, ones->mem,
+                                 kiln__ops_elem_offset(ones), parts, 1, p->mem, po, len, 1, 1,
+                                 w.mem, w.off, len, 1, 0, 1, 0, 0, 0);
+    if (s == KILN_OK && rest)
+      s = gemm(L, 1, 0, jb, ncols, rest, 1.0, at(v, parts * mc, 0), at(c, parts * mc, 0), 1.0, w);
+    kiln_tensor_release(p);
+    kiln_tensor_release(ones);
+    return s;
+  }
+#if KILN_HAVE_CLBLAST
   kiln_tensor *p = NULL, *ones = NULL;
   kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, parts * len, &p);
   if (s == KILN_OK)
@@ -351,7 +390,7 @@ panel_run(const kiln__lsp *L, cl_kernel panel, size_t local, kiln__lsp_mat a, ui
     kiln__args_u32(&args, 0);
     kiln__args_u32(&args, (uint32_t)w);
     args_mat(&args, tau);
-    kiln__args_local(&args, local * L->ts);
+    kiln__args_local(&args, local * QR_CHUNK * L->ts);
     return kiln__args_enqueue_1d(&args, L->ctx, local, local);
   }
   uint64_t w1 = w / 2;
@@ -767,3 +806,10 @@ static const struct kiln__source spectral_sources[] = {{SRC, KILN__DT_FLOATS}, {
 
 const struct kiln__family kiln__linalg_spectral_family = {.name = "linalg_spectral",
                                                           .sources = spectral_sources};
+
+kiln_status
+kiln__lsp_gemm(const kiln__lsp *L, int ta, int tb, uint64_t m, uint64_t n, uint64_t k,
+               double alpha, kiln__lsp_mat a, kiln__lsp_mat b, double beta, kiln__lsp_mat c)
+{
+  return gemm(L, ta, tb, m, n, k, alpha, a, b, beta, c);
+}

@@ -23,7 +23,9 @@
 #include <string.h>
 
 #include "harness.h"
+#include "kiln/linalg_spectral.h"
 #include "ops/linalg_internal.h"
+#include "ops/linalg_spectral_internal.h"
 
 #define EXPECT(cond, ...)        \
   do {                           \
@@ -1154,6 +1156,88 @@ START_TEST(routes_and_blocks)
 }
 END_TEST
 
+/*
+ * QR (reduced) of a random m x n matrix with every GEMM on gemm_tile: ||A - Q R|| and
+ * ||Q^T Q - I|| within the bounds of tests/ops/test_linalg_spectral.c; parts > 0 forces the
+ * split V^T C into that many row chunks (one batched gemm_tile and the sum).
+ */
+static void
+qr_tile_case(kiln_dtype dt, size_t m, size_t n, int parts)
+{
+  size_t k = m < n ? m : n, mx = m > n ? m : n;
+  int64_t as[2] = {(int64_t)m, (int64_t)n};
+  double *a = rand_mat(m * n, -1, 1);
+  kiln_tensor *ta = up(dt, 2, as, a), *q = NULL, *r = NULL;
+  kiln__linalg_spectral_test_split(parts);
+  KOK(kiln_linalg_qr(harness_ctx(), ta, KILN_QR_REDUCED, &q, &r));
+  kiln__linalg_spectral_test_split(-1);
+  double *hq = down(q), *hr = down(r), *qr = malloc((m * n + 1) * 8), *g = malloc((k * k + 1) * 8);
+  matmul(hq, hr, qr, m, k, n);
+  for (size_t i = 0; i < m * n; i++)
+    qr[i] -= a[i];
+  double e = fro(qr, m * n) / (fro(a, m * n) * (double)mx * eps_of(dt));
+  EXPECT(e <= BOUND, "%s qr %zu x %zu (tile): ||A - QR|| error %g", kiln_dtype_name(dt), m, n, e);
+  for (size_t i = 0; i < k; i++)
+    for (size_t j = 0; j < k; j++) {
+      double t = 0;
+      for (size_t p = 0; p < m; p++)
+        t += hq[p * k + i] * hq[p * k + j];
+      g[i * k + j] = t - (i == j);
+    }
+  e = fro(g, k * k) / ((double)m * eps_of(dt));
+  EXPECT(e <= BOUND, "%s qr %zu x %zu (tile): ||Q^T Q - I|| error %g", kiln_dtype_name(dt), m, n,
+         e);
+  free(a);
+  free(hq);
+  free(hr);
+  free(qr);
+  free(g);
+  kiln_tensor_release(ta);
+  kiln_tensor_release(q);
+  kiln_tensor_release(r);
+}
+
+/*
+ * Every update on kiln's gemm_tile (the linalg family's gemm=2) on both panel routes: sizes
+ * around its 64 x 64 tiles and 16-deep k steps (block 16 and 64, tiles cut at the matrix
+ * edge, the SYRK triangle across tiles), LU, Cholesky both triangles, solve, inverse and QR.
+ */
+START_TEST(tile_gemm)
+{
+  kiln__linalg_test_gemm(KILN__LINALG_GEMM_TILE);
+  for (int route = KILN__LINALG_ROUTE_DEVICE; route <= KILN__LINALG_ROUTE_HOST; route++) {
+    if (harness_small() && route == KILN__LINALG_ROUTE_HOST)
+      continue;
+    hook_route = route;
+    for (int nb = 16; nb <= 64; nb *= 4) {
+      set_hook(nb, 0, -1, nb == 16 ? 3 : -1);
+      FOR_DTYPES(dt)
+      {
+        lu_case(dt, 0, NULL, 97, 97, NULL);
+        lu_case(dt, 0, NULL, 150, 70, NULL);
+        chol_case(dt, 1, 131);
+        solve_case(dt, 1, 129, 5, 0, NULL);
+        inv_case(dt, 1, 70);
+      }
+    }
+  }
+  /* QR on the device route, 16-column blocks with 3-column leaves, split and not */
+  hook_route = KILN__LINALG_ROUTE_DEVICE;
+  kiln__linalg_spectral_test_set(16, -1, 3);
+  FOR_DTYPES(dt)
+  {
+    qr_tile_case(dt, 150, 70, 0);
+    qr_tile_case(dt, 70, 97, 3);
+  }
+  kiln__linalg_spectral_test_set(-1, -1, -1);
+  kiln__linalg_test_gemm(-1);
+  hook_route = -1;
+  set_hook(-1, -1, -1, -1);
+  kiln__linalg_test_set(-1, -1, -1, -1);
+  kiln__linalg_test_route(-1);
+}
+END_TEST
+
 static int
 tune_event(const kiln_tune_progress *p, void *user)
 {
@@ -1173,8 +1257,8 @@ START_TEST(tuner_family)
   kiln_tune_family_desc d;
   int found = 0;
   for (size_t i = 0; kiln_tune_family_get(i, &d) == KILN_OK; i++)
-    found |= strcmp(d.name, "linalg") == 0 && strcmp(d.params, "route nb") == 0;
-  EXPECT(found, "no linalg tuner family with parameters route, nb");
+    found |= strcmp(d.name, "linalg") == 0 && strcmp(d.params, "route nb gemm") == 0;
+  EXPECT(found, "no linalg tuner family with parameters route, nb, gemm");
   kiln_tune_request req;
   memset(&req, 0, sizeof req);
   uint64_t n = 1u << 14;
@@ -1338,6 +1422,7 @@ reset_hooks(void)
   hook_route = -1;
   kiln__linalg_test_route(-1);
   kiln__linalg_test_own_gemm_max(-1);
+  kiln__linalg_test_gemm(-1);
 }
 
 static Suite *
@@ -1361,6 +1446,7 @@ linalg_suite(void)
   tcase_add_test(tc, triangular);
   tcase_add_test(tc, batched_bitwise);
   tcase_add_test(tc, routes_and_blocks);
+  tcase_add_test(tc, tile_gemm);
   tcase_add_test(tc, tuner_family);
   tcase_add_test(tc, bad_input);
   tcase_add_test(tc, nan_and_in_place);
