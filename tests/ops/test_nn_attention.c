@@ -524,5 +524,9 @@ nn_attention_suite(void)
 int
 main(void)
 {
+  /* No disk cache (unless asked for), as test_nn_conv: the harness points it at a directory it
+   * deletes at the end, and on PoCL storing a program compiles a second, generic work-group
+   * function of every kernel of it, most of this suite's compile time. */
+  setenv("KILN_CACHE", "off", 0);
   return harness_main(nn_attention_suite(), 1);
 }
