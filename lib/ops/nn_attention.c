@@ -54,11 +54,14 @@ att_bwd_items(kiln_dtype dt, uint32_t bwd)
 }
 
 /* The table a call runs: the one asked for when the device has its work-groups and local
- * memory (2 in f64 runs 1); else the rule, 1 everywhere (2 and 3 are measured on the H200
- * first). */
+ * memory (2 in f64 runs 1), else 1. The rule (0): on GPUs 2 (f32, halves) and 3 (f64), the
+ * fastest on the H200 (batch 8 x 16 heads x 4096 tokens x head 128: f32 217, 202 and 207 ms
+ * for tables 1, 2, 3; f64 708 and 681 ms for 1 and 3); 1 on CPUs. */
 static uint32_t
 att_bwd_effective(const kiln_device_info *info, kiln_dtype dt, uint32_t want)
 {
+  if (want == 0 && info->is_gpu)
+    want = dt == KILN_F64 ? 3 : 2;
   if (dt != KILN_F64 && want == 2 && info->max_work_group_size >= 256 &&
       info->local_mem_bytes >= 44032)
     return 2;
@@ -72,7 +75,7 @@ att_bwd_effective(const kiln_device_info *info, kiln_dtype dt, uint32_t want)
  * keys per tile, the register tile of scores per work-item (tm x tn), features per Q/K
  * staging chunk, keys per V staging chunk, whether loads run one staging step ahead (pf), and
  * whether the row reductions share the staging space (ra: two more barriers per key tile, for
- * the 128-query tiles whose P alone takes 33 KiB). The `attention` tuner family's parameter
+ * the 128-query and 128-key tiles whose P alone takes 33-35 KiB). The `attention` tuner family's parameter
  * "tile" indexes this table; 0 is the rule (att_rule_tile).
  */
 typedef struct {
@@ -86,12 +89,12 @@ static const att_tile att_tiles[] = {
     {64, 32, 4, 4, 16, 8, 0, 0},   /* 3: 128 items, 4x4 scores, 4x16 outputs */
     {32, 32, 4, 4, 16, 16, 0, 0},  /* 4: 64 items, 4x4 scores, 4x16 outputs (f64 in 28 KiB) */
     {32, 64, 4, 4, 16, 16, 0, 0},  /* 5: 128 items, 4x4 scores, 4x8 outputs (f64 39 KiB) */
-    {64, 64, 8, 4, 32, 32, 1, 0},  /* 6: tile 2, loads issued one staging step ahead */
-    {128, 64, 8, 4, 16, 16, 0, 1}, /* 7: 256 items, 8x4 scores, 8x8 outputs (f32 46 KiB) */
-    {128, 64, 8, 4, 16, 16, 1, 1}, /* 8: tile 7, loads one step ahead */
-    {128, 32, 4, 4, 32, 32, 1, 0}, /* 9: 256 items, 4x4 scores, 4x16 outputs, ahead */
-    {64, 64, 4, 8, 32, 32, 1, 0},  /* 10: 128 items, 4x8 scores, 4x16 outputs, ahead */
-    {64, 128, 8, 8, 16, 16, 1, 1}, /* 11: 128 items, 8x8 scores, 8x8 outputs, ahead (47 KiB) */
+    {128, 64, 4, 8, 16, 16, 1, 1}, /* 6: 256 items, 4x8 scores, 4x16 outputs (f32 46 KiB) */
+    {64, 128, 4, 8, 16, 16, 1, 1}, /* 7: 256 items, 4x8 scores, 4x8 outputs (f32 47 KiB) */
+    {128, 64, 8, 4, 16, 16, 1, 1}, /* 8: 256 items, 8x4 scores, 8x8 outputs (f32 46 KiB) */
+    {32, 64, 4, 4, 16, 16, 1, 0},  /* 9: tile 5, loads one staging step ahead */
+    {64, 64, 4, 8, 32, 32, 1, 0},  /* 10: 128 items, 4x8 scores, 4x16 outputs */
+    {64, 128, 8, 8, 16, 16, 1, 1}, /* 11: 128 items, 8x8 scores, 8x8 outputs (f32 47 KiB) */
 };
 #define ATT_NTILES (sizeof att_tiles / sizeof att_tiles[0])
 
@@ -148,19 +151,20 @@ att_tile_fits(const kiln_device_info *info, const att_tile *t, uint32_t dh, size
 }
 
 /*
- * The tile the rule picks: on GPUs tile 2 in f32 (the H200's first run measured it at 54 ms
- * for batch 8 x 16 heads x 4096 tokens x head 128, 0.43x PyTorch, with 16-feature chunks, since
- * widened to 32 to halve its barriers) and the f64 tile with the fewest barriers that fits;
- * on CPUs (PoCL runs a work-group's items as loops over vectorised lanes) the 64-item 32 x 32
- * tile; then the first of the rest that fits the device. `kiln tune --family attention`
- * times them all.
+ * The tile the rule picks: on GPUs the order measured on the H200 (batch 8 x 16 heads x 4096
+ * tokens x head 128, f32 forward: tile 8 42.6 ms, 11 42.9, 10 43.7, 2 47.0; tiles 6 and 7
+ * with their old shapes, 8 without loads ahead and 9 with 4x4 scores over 128 queries 48-52 ms,
+ * since replaced), f16 and bf16 as f32 (their local arrays are f32), f64 the tile with the
+ * fewest barriers that fits; on CPUs (PoCL runs a work-group's items as loops over vectorised
+ * lanes) the 64-item 32 x 32 tile; then the first of the rest that fits the device.
+ * `kiln tune --family attention` times them all.
  */
 static uint32_t
 att_rule_tile(const kiln_device_info *info, kiln_dtype dt, uint64_t D, uint64_t Dv)
 {
-  static const uint32_t gpu_f32[] = {2, 6, 1, 3, 5, 4, 7, 8, 9, 10, 11};
-  static const uint32_t gpu_f64[] = {5, 3, 4, 2, 6, 1, 7, 8, 9, 10, 11};
-  static const uint32_t cpu[] = {4, 3, 5, 2, 6, 1, 7, 8, 9, 10, 11};
+  static const uint32_t gpu_f32[] = {8, 11, 10, 6, 7, 2, 1, 3, 5, 4, 9};
+  static const uint32_t gpu_f64[] = {5, 9, 3, 4, 2, 1, 6, 7, 8, 10, 11};
+  static const uint32_t cpu[] = {4, 3, 5, 2, 1, 6, 7, 8, 9, 10, 11};
   const uint32_t *order = !info->is_gpu ? cpu : dt == KILN_F64 ? gpu_f64 : gpu_f32;
   size_t esz = kiln_dtype_size(kiln__nn_compute_dtype(dt));
   for (size_t i = 0; i < ATT_NTILES - 1; i++) {
@@ -591,7 +595,7 @@ kiln_attention_backward(kiln_context *ctx, const kiln_tensor *grad_out, const ki
 #define N_(a) (sizeof(a) / sizeof((a)[0]))
 
 static const uint64_t att_tile_full[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
-static const uint64_t att_tile_quick[] = {2, 6, 8, 9, 10, 11};
+static const uint64_t att_tile_quick[] = {2, 6, 7, 8, 10, 11};
 /* The tuner times the forward pass: it keeps the backward's rule; overrides pick the rest. */
 static const uint64_t att_bwd_list[] = {0};
 
