@@ -1,73 +1,39 @@
 /*
- * linalg_spectral family, eigh part (lib/ops/linalg_eig.c): the blocked Householder reduction
- * of a full symmetric matrix to tridiagonal form (LAPACK dsytrd with dlatrd, lower), f32 and
- * f64 (common.cl's -DT=...). No tunables compiled in: the block size nb is an argument.
+ * linalg_spectral family, eigh and svd parts (lib/ops/linalg_eig.c): the blocked Householder
+ * reductions of a full symmetric matrix to tridiagonal form (LAPACK dsytrd with dlatrd,
+ * lower) and of a general matrix to bidiagonal form (dgebrd with dlabrd), f32 and f64
+ * (common.cl's -DT=...). No tunables compiled in: the block size nb is an argument.
  *
- * A is n x n, row-major, full (both triangles), at element offset aoff. A panel of columns
- * j0 .. j0+jb-1 keeps its reflectors V and the dlatrd vectors W in vw (n rows, row stride
- * 3 nb, rows absolute): columns [0, nb) V, [nb, 2 nb) W, [2 nb, 3 nb) V again, so that one
- * GEMM of [V W] with [W V]^T makes the trailing update A -= V W^T + W V^T. Column c of the
- * matrix is read as row c (A symmetric; the panel's rows are updated, not its columns), and
- * its reflector goes below the subdiagonal of column c (the QR layout the
+ * Tridiagonal: A is n x n, row-major, full (both triangles), at element offset aoff. A panel
+ * of columns j0 .. j0+jb-1 keeps its reflectors V and the dlatrd vectors W in vw (n rows,
+ * row stride 3 nb, rows absolute): columns [0, nb) V, [nb, 2 nb) W, [2 nb, 3 nb) V again, so
+ * that one GEMM of [V W] with [W V]^T makes the trailing update A -= V W^T + W V^T. Column c
+ * of the matrix is read as row c (A symmetric; the panel's rows are updated, not its
+ * columns), and its reflector goes below the subdiagonal of column c (the QR layout the
  * back-transformation applies).
  *
- * Per column c (index i in the panel, len = n - c - 1):
- *   tr_col(a, aoff, n, c, i, vw, vwoff, nb, wraw, dotp, ndot, tau, toff, upd, sh)
- *     global (n - c): finishes w of column c-1 (w += alpha v, alpha = -tau/2 (w . v) from
- *     the partial dot products dotp[0 .. ndot)) into W's column i-1 for rows c .. n-1, and
- *     when upd, updates row c: A[c][c..] -= V W[c]^T + W V[c]^T over the panel's first i
- *     columns. sh: 2 nb T.
- *   tr_symv(a, aoff, n, c, i, vw, vwoff, nb, q, part, nchunk, sh)   len + nchunk groups:
+ * Per column c (index i in the panel, len = n - c - 1), two launches:
+ *   tr_symv(a, aoff, n, c, i, vw, vwoff, nb, q, aa, part, nchunk, sh)   len + nchunk groups:
  *     group g < len: q[g] = A[c+1+g][c+2 ..] . x[1 ..], x = A[c][c+1 ..] (the column before
- *     its reflector is formed: v = (1, scal x[1 ..]) once the norm is known); group len + k:
- *     over its chunk of x[1 ..], the largest |x|, the sum of squares scaled by it, and
- *     V^T x, W^T x over the first i columns, into part[k * (2 + 2 nb) ..]. sh: lsz T.
- *   tr_fin(a, aoff, n, c, i, vw, vwoff, nb, q, part, nchunk, tau, toff, d, doff, e, eoff,
- *     wraw, dotp, sh)   global (len): every group combines the partials into the reflector
- *     (dlarfg: beta, tau, scal) and y = V^T v, x = W^T v, then per row r = c+1+t: v_t into
- *     V's column i (and below A[c+1][c], the reflector's home), w_t = tau (A22 v - V x -
- *     W y)_t into wraw, the group's part of w . v into dotp; d[c], e[c], tau[c].
- *     sh: 2 nb + lsz T.
+ *     its reflector is formed: v = (1, scal x[1 ..]) once the norm is known), and
+ *     aa[g] = A[c+1+g][c+1]; group len + k: over its chunk of x[1 ..], the largest |x|, the
+ *     sum of squares scaled by it, and V^T x, W^T x over the first i columns, into
+ *     part[k * (2 + 2 nb) ..]. sh: lsz T.
+ *   tr_fin(a, aoff, n, c, i, vw, vwoff, nb, q, aa, part, nchunk, tau, toff, d, doff, e, eoff,
+ *     upd, sh)   global (len): every group combines the partials into the reflector
+ *     (dlarfg: beta, tau, scal), y = V^T v, x = W^T v, and w . v = tau (v^T A22 v - 2 x . y)
+ *     (so that alpha = -tau/2 w . v needs no second pass), then per row r = c+1+t: v_t into
+ *     V's column i (and below A[c+1][c], the reflector's home), w_t + alpha v_t into W's
+ *     column i; with upd (column c+1 in the panel) row c+1's update
+ *     A[c+1][c+1 ..] -= V W[c+1]^T + W V[c+1]^T over the first i + 1 columns; d[c], e[c],
+ *     tau[c]. sh: 2 nb + lsz T.
  */
 #include "common.cl"
 #include "linalg_house.clh"
 
-kernel void tr_col(global T *a, ulong aoff, uint n, uint c, uint i, global T *vw, ulong vwoff,
-                   uint nb, global const T *wraw, ulong wroff, global const T *dotp,
-                   ulong dpoff, uint ndot, global const T *tau, ulong toff, uint upd, local T *sh)
-{
-  const uint lid = get_local_id(0), lsz = get_local_size(0);
-  const uint r = c + (uint)get_global_id(0);
-  const ulong ld3 = 3 * (ulong)nb;
-  global T *V = vw + vwoff;
-  T s = (T)0;
-  for (uint k = 0; k < ndot; k++)
-    s += dotp[dpoff + k];
-  const T alpha = (T)-0.5 * tau[toff + c - 1] * s;
-  const uint ip = i - 1;
-  for (uint l = lid; l < i; l += lsz) {
-    const T vc = V[(ulong)c * ld3 + l];
-    sh[l] = vc;
-    sh[nb + l] = l == ip ? wraw[wroff + c] + alpha * vc : V[(ulong)c * ld3 + nb + l];
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (r >= n)
-    return;
-  global T *Vr = V + (ulong)r * ld3;
-  const T wf = wraw[wroff + r] + alpha * Vr[ip];
-  if (upd) {
-    T acc = (T)0;
-    for (uint l = 0; l < ip; l++)
-      acc += Vr[l] * sh[nb + l] + Vr[nb + l] * sh[l];
-    acc += Vr[ip] * sh[nb + ip] + wf * sh[ip];
-    a[aoff + (ulong)c * n + r] -= acc;
-  }
-  Vr[nb + ip] = wf;
-}
-
 kernel void tr_symv(global const T *a, ulong aoff, uint n, uint c, uint i, global const T *vw,
-                    ulong vwoff, uint nb, global T *q, ulong qoff, global T *part, ulong poff,
-                    uint nchunk, local T *sh)
+                    ulong vwoff, uint nb, global T *q, ulong qoff, global T *aa, ulong aaoff,
+                    global T *part, ulong poff, uint nchunk, local T *sh)
 {
   const uint lid = get_local_id(0), lsz = get_local_size(0), g = (uint)get_group_id(0);
   const uint len = n - c - 1;
@@ -78,8 +44,10 @@ kernel void tr_symv(global const T *a, ulong aoff, uint n, uint c, uint i, globa
     for (uint t = 1 + lid; t < len; t += lsz)
       s += row[t] * x[t];
     s = group_sum(sh, s, lid, lsz);
-    if (lid == 0)
+    if (lid == 0) {
       q[qoff + g] = s;
+      aa[aaoff + g] = row[0];
+    }
     return;
   }
   const uint k = g - len, cs = (len - 1 + nchunk - 1) / nchunk;
@@ -112,10 +80,9 @@ kernel void tr_symv(global const T *a, ulong aoff, uint n, uint c, uint i, globa
 }
 
 kernel void tr_fin(global T *a, ulong aoff, uint n, uint c, uint i, global T *vw, ulong vwoff,
-                   uint nb, global const T *q, ulong qoff, global const T *part, ulong poff,
-                   uint nchunk, global T *tau, ulong toff, global T *d, ulong doff, global T *e,
-                   ulong eoff, global T *wraw, ulong wroff, global T *dotp, ulong dpoff,
-                   local T *sh)
+                   uint nb, global const T *q, ulong qoff, global const T *aa, ulong aaoff,
+                   global const T *part, ulong poff, uint nchunk, global T *tau, ulong toff,
+                   global T *d, ulong doff, global T *e, ulong eoff, uint upd, local T *sh)
 {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
   const uint t = (uint)get_global_id(0), len = n - c - 1;
@@ -150,8 +117,23 @@ kernel void tr_fin(global T *a, ulong aoff, uint n, uint c, uint i, global T *vw
       s += P[k * stride + 2 + col];
     sh[col] = V[(ulong)(c + 1) * ld3 + col] + scal * s;
   }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  T prod = (T)0;
+  /* v^T A22 v = p_0 + scal sum_{t>0} x_t p_t, p_t = aa_t + scal q_t */
+  T s1 = (T)0;
+  for (uint u = 1 + lid; u < len; u += lsz)
+    s1 += x[u] * (aa[aaoff + u] + scal * q[qoff + u]);
+  s1 = group_sum(sh + 2 * nb, s1, lid, lsz); /* its barriers also publish sh[0 .. 2 nb) */
+  T xy = (T)0;
+  for (uint l = 0; l < i; l++)
+    xy += sh[l] * sh[nb + l];
+  global const T *V1 = V + (ulong)(c + 1) * ld3;
+  T corr1 = (T)0;
+  for (uint l = 0; l < i; l++)
+    corr1 += V1[l] * sh[nb + l] + V1[nb + l] * sh[l];
+  const T p0 = aa[aaoff] + scal * q[qoff];
+  const T wv = tj * (p0 + scal * s1 - (T)2 * xy);
+  const T alpha = (T)-0.5 * tj * wv;
+  /* w of row c+1 (v = 1 there), which row c+1's update needs in every group */
+  const T wf1 = tj * (p0 - corr1) + alpha;
   if (t < len) {
     const uint r = c + 1 + t;
     global T *Vr = V + (ulong)r * ld3;
@@ -159,17 +141,19 @@ kernel void tr_fin(global T *a, ulong aoff, uint n, uint c, uint i, global T *vw
     T corr = (T)0;
     for (uint l = 0; l < i; l++)
       corr += Vr[l] * sh[nb + l] + Vr[nb + l] * sh[l];
-    const T w = tj * (A[(ulong)r * n + c + 1] + scal * q[qoff + t] - corr);
-    wraw[wroff + r] = w;
+    const T wf = tj * (aa[aaoff + t] + scal * q[qoff + t] - corr) + alpha * vt;
+    if (upd) {
+      T acc = vt * wf1 + wf; /* column i: V[c+1][i] = 1 */
+      for (uint l = 0; l < i; l++)
+        acc += Vr[l] * V1[nb + l] + Vr[nb + l] * V1[l];
+      A[(ulong)(c + 1) * n + r] -= acc;
+    }
     Vr[i] = vt;
+    Vr[nb + i] = wf;
     Vr[2 * nb + i] = vt;
     if (t > 0)
       A[(ulong)r * n + c] = vt;
-    prod = w * vt;
   }
-  prod = group_sum(sh + 2 * nb, prod, lid, lsz);
-  if (lid == 0)
-    dotp[dpoff + get_group_id(0)] = prod;
   if (t == 0) {
     tau[toff + c] = tj;
     e[eoff + c] = beta;

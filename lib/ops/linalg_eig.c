@@ -383,10 +383,10 @@ kern_eig(const kiln__lsp *L, const char *name, cl_kernel *k)
 
 /* Scratch of the blocked tridiagonal reduction of n x n matrices with panels of nb columns. */
 typedef struct td_ws {
-  kiln_tensor *vw, *q, *wraw, *part, *dotp;
+  kiln_tensor *vw, *q, *aa, *part;
   uint64_t nb, nchunk;
-  size_t lcol, lsym, lfin;
-  cl_kernel kcol, ksym, kfin;
+  size_t lsym, lfin;
+  cl_kernel ksym, kfin;
 } td_ws;
 
 static void
@@ -394,9 +394,8 @@ td_ws_release(td_ws *t)
 {
   kiln_tensor_release(t->vw);
   kiln_tensor_release(t->q);
-  kiln_tensor_release(t->wraw);
+  kiln_tensor_release(t->aa);
   kiln_tensor_release(t->part);
-  kiln_tensor_release(t->dotp);
   memset(t, 0, sizeof *t);
 }
 
@@ -407,10 +406,8 @@ td_ws_make(const kiln__lsp *L, uint64_t n, td_ws *t)
   t->nb = L->nb;
   /* row chunks of the V^T x, W^T x partial sums: a few per compute unit on GPUs */
   t->nchunk = L->ctx->info.is_gpu ? 64 : 4;
-  KILN_TRY(kern_eig(L, "tr_col", &t->kcol));
   KILN_TRY(kern_eig(L, "tr_symv", &t->ksym));
   KILN_TRY(kern_eig(L, "tr_fin", &t->kfin));
-  t->lcol = group_local(L, t->kcol, 256);
   t->lsym = group_local(L, t->ksym, 128);
   t->lfin = group_local(L, t->kfin, 256);
   uint64_t nn = n ? n : 1;
@@ -418,11 +415,9 @@ td_ws_make(const kiln__lsp *L, uint64_t n, td_ws *t)
   if (s == KILN_OK)
     s = kiln__ops_scratch(L->op, L->ctx, L->dt, nn, &t->q);
   if (s == KILN_OK)
-    s = kiln__ops_scratch(L->op, L->ctx, L->dt, nn, &t->wraw);
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, nn, &t->aa);
   if (s == KILN_OK)
     s = kiln__ops_scratch(L->op, L->ctx, L->dt, t->nchunk * (2 + 2 * t->nb), &t->part);
-  if (s == KILN_OK)
-    s = kiln__ops_scratch(L->op, L->ctx, L->dt, nn / t->lfin + 1, &t->dotp);
   if (s != KILN_OK)
     td_ws_release(t);
   return s;
@@ -436,36 +431,12 @@ args_t(kiln__args *a, const kiln_tensor *t)
 }
 
 /*
- * tr_col for column c (index i of its panel): finishes W's column i-1 from the previous
- * tr_fin's ndot partial dot products, and with upd updates row c.
- */
-static kiln_status
-td_col(const kiln__lsp *L, const td_ws *t, kiln__lsp_mat a, uint64_t n, uint64_t c, uint64_t i,
-       uint64_t ndot, kiln__lsp_mat tau, int upd)
-{
-  kiln__args args = kiln__args_begin(L->op, t->kcol);
-  args_mat(&args, a);
-  kiln__args_u32(&args, (uint32_t)n);
-  kiln__args_u32(&args, (uint32_t)c);
-  kiln__args_u32(&args, (uint32_t)i);
-  args_t(&args, t->vw);
-  kiln__args_u32(&args, (uint32_t)t->nb);
-  args_t(&args, t->wraw);
-  args_t(&args, t->dotp);
-  kiln__args_u32(&args, (uint32_t)ndot);
-  args_mat(&args, tau);
-  kiln__args_u32(&args, (uint32_t)upd);
-  kiln__args_local(&args, 2 * t->nb * L->ts);
-  size_t rows = (size_t)(n - c);
-  return kiln__args_enqueue_1d(&args, L->ctx, (rows + t->lcol - 1) / t->lcol * t->lcol, t->lcol);
-}
-
-/*
  * Reduces the symmetric n x n matrix a (full, in place) to tridiagonal form as LAPACK's dsytrd
  * (lower) with dlatrd panels of nb columns: d[n], e[n-1], reflectors below the subdiagonal
- * with tau[n-1]. Per column three launches (tr_col, tr_symv, tr_fin; no host wait), per
- * panel one GEMM A22 -= [V W] [W V]^T over the full trailing matrix (both triangles, so that
- * the next panels' products read whole contiguous rows).
+ * with tau[n-1]. Per column two launches (tr_symv, tr_fin; no host wait: tr_fin also updates
+ * the next column of its panel), per panel one GEMM A22 -= [V W] [W V]^T over the full
+ * trailing matrix (both triangles, so that the next panels' products read whole contiguous
+ * rows).
  */
 static kiln_status
 sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d,
@@ -473,7 +444,7 @@ sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d
 {
   if (n == 0)
     return KILN_OK;
-  uint64_t nb = t->nb, ld3 = 3 * nb, ndot = 0;
+  uint64_t nb = t->nb, ld3 = 3 * nb;
   kiln__lsp_mat vw = kiln__lsp_tmat(t->vw, ld3);
   for (uint64_t j0 = 0; j0 + 1 < n; j0 += nb) {
     uint64_t jb = n - 1 - j0 < nb ? n - 1 - j0 : nb;
@@ -486,8 +457,6 @@ sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d
       return kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
     for (uint64_t i = 0; i < jb; i++) {
       uint64_t c = j0 + i, len = n - c - 1;
-      if (i > 0)
-        KILN_TRY(td_col(L, t, a, n, c, i, ndot, tau, 1));
       uint64_t nch = (len + 31) / 32;
       if (nch > t->nchunk)
         nch = t->nchunk;
@@ -499,6 +468,7 @@ sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d
       args_t(&args, t->vw);
       kiln__args_u32(&args, (uint32_t)nb);
       args_t(&args, t->q);
+      args_t(&args, t->aa);
       args_t(&args, t->part);
       kiln__args_u32(&args, (uint32_t)nch);
       kiln__args_local(&args, t->lsym * L->ts);
@@ -511,20 +481,18 @@ sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d
       args_t(&args, t->vw);
       kiln__args_u32(&args, (uint32_t)nb);
       args_t(&args, t->q);
+      args_t(&args, t->aa);
       args_t(&args, t->part);
       kiln__args_u32(&args, (uint32_t)nch);
       args_mat(&args, tau);
       args_mat(&args, d);
       args_mat(&args, e);
-      args_t(&args, t->wraw);
-      args_t(&args, t->dotp);
+      kiln__args_u32(&args, i + 1 < jb);
       kiln__args_local(&args, (2 * nb + t->lfin) * L->ts);
-      ndot = (len + t->lfin - 1) / t->lfin;
-      KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, (size_t)ndot * t->lfin, t->lfin));
+      size_t groups = (size_t)((len + t->lfin - 1) / t->lfin);
+      KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, groups * t->lfin, t->lfin));
     }
-    /* W's last column, then the trailing matrix */
     uint64_t r0 = j0 + jb, nt = n - r0;
-    KILN_TRY(td_col(L, t, a, n, r0, jb, ndot, tau, 0));
     kiln__lsp_mat a22 = a, x = vw, y = vw;
     a22.off += r0 * n + r0;
     x.off += r0 * ld3;
