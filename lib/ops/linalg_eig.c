@@ -162,7 +162,6 @@ typedef struct mrrr_job {
   uint64_t n, il, iu;
   double *w, *z; /* w[n] (the pairs' values from w[il-1]), z n x n row-major (their columns) */
   lapack_int info;
-  pthread_t th;
 } mrrr_job;
 
 static void *
@@ -198,13 +197,67 @@ mrrr_run(void *arg)
   return NULL;
 }
 
+/* Runs fn on count jobs of size bytes each, on count - 1 new threads and the caller's. */
+static void
+run_jobs(void *(*fn)(void *), void *jobs, size_t size, uint64_t count)
+{
+  pthread_t th[64];
+  uint64_t started = 0;
+  for (uint64_t t = 1; t < count && t < 64; t++) {
+    if (pthread_create(&th[t], NULL, fn, (char *)jobs + t * size) != 0)
+      break;
+    started = t;
+  }
+  fn(jobs);
+  for (uint64_t t = 1; t <= started; t++)
+    pthread_join(th[t], NULL);
+  for (uint64_t t = started + 1; t < count; t++) /* threads that could not start */
+    fn((char *)jobs + t * size);
+}
+
+/* The eigenvalues il .. iu (1-based) by bisection (dstebz), to place a split between them. */
+typedef struct gap_job {
+  const double *d, *e;
+  uint64_t n, il, iu, best; /* best: 0-based index of the first value after the widest gap */
+} gap_job;
+
+static void *
+gap_run(void *arg)
+{
+  gap_job *j = arg;
+  uint64_t m0 = j->iu - j->il + 1;
+  double w[16];
+  lapack_int ib[16], is[16 + 1], m = 0, nsplit = 0;
+  lapack_int *isplit = j->n <= 16 ? is : malloc(j->n * sizeof *isplit);
+  lapack_int *iblock = ib;
+  j->best = (j->il + j->iu) / 2;
+  if (!isplit || m0 > 16 || m0 < 2)
+    return NULL;
+  lapack_int info = LAPACKE_dstebz('I', 'E', (lapack_int)j->n, 0.0, 0.0, (lapack_int)j->il,
+                                   (lapack_int)j->iu, 0.0, j->d, j->e, &m, &nsplit, w, iblock,
+                                   isplit);
+  if (info == 0 && (uint64_t)m == m0) {
+    double bg = -1;
+    for (uint64_t k = 1; k < m0; k++) {
+      double g = (w[k] - w[k - 1]) / (fabs(w[k]) + fabs(w[k - 1]) + DBL_MIN);
+      if (g > bg) {
+        bg = g;
+        j->best = j->il - 1 + k;
+      }
+    }
+  }
+  if (isplit != is)
+    free(isplit);
+  return NULL;
+}
+
 /*
  * All eigenpairs of (d, e; e[n-1] = 0) by MRRR on several host threads (MRRR computes each
  * vector on its own, which is what makes it parallel: ScaLAPACK's pdstegr and PMRRR split the
- * index range the same way): the values first (dstemr without vectors), then one dstemr
- * call per index range, the ranges cut at the largest relative gap near each even split so
- * that no cluster of close eigenvalues straddles two calls. Returns LAPACK's info (nonzero:
- * the caller falls back to dstedc).
+ * index range the same way): one dstemr call per index range. The ranges are cut at the
+ * widest relative gap among the 8 eigenvalues around each even split (found by bisection,
+ * in parallel), so that no pair of close eigenvalues straddles two calls, whose root
+ * representations differ. Returns LAPACK's info (nonzero: the caller falls back to dstedc).
  */
 static lapack_int
 mrrr_parallel(uint64_t n, const double *d, const double *e, double *w, double *z,
@@ -212,54 +265,26 @@ mrrr_parallel(uint64_t n, const double *d, const double *e, double *w, double *z
 {
   if (threads > 64)
     threads = 64;
-  double *dc = malloc(n * sizeof *dc), *ec = malloc(n * sizeof *ec);
-  lapack_int *supp = malloc(2 * n * sizeof *supp), found = 0, tryrac = 1;
-  lapack_int info = -1;
-  if (dc && ec && supp) {
-    memcpy(dc, d, n * sizeof *dc);
-    memcpy(ec, e, n * sizeof *ec);
-    double zz = 0;
-    info = LAPACKE_dstemr(LAPACK_COL_MAJOR, 'N', 'A', (lapack_int)n, dc, ec, 0.0, 0.0, 0, 0, &found,
-                          w, &zz, 1, 1, supp, &tryrac);
-    if (info == 0 && (uint64_t)found != n)
-      info = 1;
+  if (threads > n / 2)
+    threads = n / 2 ? n / 2 : 1;
+  gap_job gap[64];
+  for (uint64_t t = 1; t < threads; t++) {
+    uint64_t target = t * n / threads; /* the split before 0-based index target */
+    uint64_t il = target > 3 ? target - 3 : 1, iu = target + 4 < n ? target + 4 : n;
+    gap[t - 1] = (gap_job){.d = d, .e = e, .n = n, .il = il, .iu = iu};
   }
-  free(dc);
-  free(ec);
-  free(supp);
-  if (info != 0)
-    return info;
+  if (threads > 1)
+    run_jobs(gap_run, gap, sizeof gap[0], threads - 1);
   mrrr_job job[64];
   uint64_t start = 0, nj = 0;
   for (uint64_t t = 0; t < threads && start < n; t++) {
-    uint64_t end = n;
-    if (t + 1 < threads) {
-      uint64_t target = (t + 1) * n / threads, r = n / (4 * threads), best = target;
-      double bg = -1;
-      for (uint64_t k = target > r ? target - r : 1; k <= target + r && k < n; k++) {
-        if (k <= start)
-          continue;
-        double g = (w[k] - w[k - 1]) / (fabs(w[k]) + fabs(w[k - 1]) + DBL_MIN);
-        if (g > bg) {
-          bg = g;
-          best = k;
-        }
-      }
-      end = best > start ? best : start + 1;
-    }
-    job[nj] = (mrrr_job){.d = d, .e = e, .n = n, .il = start + 1, .iu = end, .w = w, .z = z};
+    uint64_t end = t + 1 < threads ? gap[t].best : n;
+    if (end <= start)
+      continue;
+    job[nj++] = (mrrr_job){.d = d, .e = e, .n = n, .il = start + 1, .iu = end, .w = w, .z = z};
     start = end;
-    nj++;
   }
-  uint64_t started = 0;
-  for (uint64_t t = 1; t < nj; t++, started++)
-    if (pthread_create(&job[t].th, NULL, mrrr_run, &job[t]) != 0)
-      break;
-  mrrr_run(&job[0]);
-  for (uint64_t t = 1; t <= started; t++)
-    pthread_join(job[t].th, NULL);
-  for (uint64_t t = 1 + started; t < nj; t++) /* threads that could not start */
-    mrrr_run(&job[t]);
+  run_jobs(mrrr_run, job, sizeof job[0], nj);
   for (uint64_t t = 0; t < nj; t++)
     if (job[t].info != 0)
       return job[t].info;
