@@ -951,6 +951,173 @@ gebrd(const kiln__lsp *L, const gb_bufs *g, uint64_t M, uint64_t N)
 }
 
 #if KILN_HAVE_LAPACKE
+/* One thread's share of the parallel dbdsvdx: the singular triplets il .. iu (1-based). */
+typedef struct bsv_job {
+  const double *d, *e;
+  uint64_t n, il, iu;
+  double *s, *u, *v; /* s[il-1 ..], u, v n x n row-major: the triplets' columns il-1 .. */
+  lapack_int info;
+} bsv_job;
+
+static void *
+bsv_run(void *arg)
+{
+  bsv_job *j = arg;
+  uint64_t n = j->n, m = j->iu - j->il + 1;
+  double *dc = malloc(n * sizeof *dc), *ec = malloc(n * sizeof *ec);
+  double *zt = malloc(2 * n * (m + 1) * sizeof *zt), *st = malloc(2 * n * sizeof *st);
+  lapack_int *iw = malloc(12 * n * sizeof *iw), ns = 0;
+  j->info = -1;
+  if (dc && ec && zt && st && iw) {
+    memcpy(dc, j->d, n * sizeof *dc);
+    memcpy(ec, j->e, n * sizeof *ec);
+    j->info = LAPACKE_dbdsvdx(LAPACK_COL_MAJOR, 'U', 'V', 'I', (lapack_int)n, dc, ec, 0.0, 0.0,
+                              (lapack_int)j->il, (lapack_int)j->iu, &ns, st, zt,
+                              (lapack_int)(2 * n), iw);
+    if (j->info == 0 && (uint64_t)ns != m)
+      j->info = 1;
+  }
+  if (j->info == 0)
+    for (uint64_t c = 0; c < m; c++) {
+      uint64_t col = j->il - 1 + c;
+      j->s[col] = st[c];
+      for (uint64_t i = 0; i < n; i++) {
+        j->u[i * n + col] = zt[c * 2 * n + i];
+        j->v[i * n + col] = zt[c * 2 * n + n + i];
+      }
+    }
+  free(dc);
+  free(ec);
+  free(zt);
+  free(st);
+  free(iw);
+  return NULL;
+}
+
+/* Singular values il .. iu by bisection (dbdsvdx without vectors), in index order. */
+static lapack_int
+bsv_values(const double *d, const double *e, uint64_t n, uint64_t il, uint64_t iu, double *w)
+{
+  /* dbdsvdx's dstevx writes eigenvalues of the 2n x 2n Golub-Kahan matrix: 2n long */
+  double *dc = malloc(n * sizeof *dc), *ec = malloc(n * sizeof *ec), zz = 0;
+  double *ws = malloc(2 * n * sizeof *ws);
+  lapack_int *iw = malloc(12 * n * sizeof *iw), ns = 0, info = -1;
+  if (dc && ec && iw && ws) {
+    memcpy(dc, d, n * sizeof *dc);
+    memcpy(ec, e, n * sizeof *ec);
+    info = LAPACKE_dbdsvdx(LAPACK_COL_MAJOR, 'U', 'N', 'I', (lapack_int)n, dc, ec, 0.0, 0.0,
+                           (lapack_int)il, (lapack_int)iu, &ns, ws, &zz, 1, iw);
+    if (info == 0 && (uint64_t)ns != iu - il + 1)
+      info = 1;
+    if (info == 0)
+      memcpy(w, ws, (iu - il + 1) * sizeof *w);
+  }
+  free(ws);
+  free(dc);
+  free(ec);
+  free(iw);
+  return info;
+}
+
+typedef struct bgap_job {
+  const double *d, *e;
+  uint64_t n, il, iu, best;
+  int desc;   /* index 1 is the largest singular value */
+  double gap; /* the absolute gap at best (0: none found) */
+} bgap_job;
+
+static void *
+bgap_run(void *arg)
+{
+  bgap_job *j = arg;
+  uint64_t m0 = j->iu - j->il + 1;
+  double w[32];
+  j->best = (j->il + j->iu) / 2;
+  if (m0 < 2 || m0 > 8 || bsv_values(j->d, j->e, j->n, j->il, j->iu, w) != 0)
+    return NULL;
+  /* into index order, then the widest relative gap between neighbours */
+  for (uint64_t a = 1; a < m0; a++)
+    for (uint64_t b = a; b > 0 && (j->desc ? w[b] > w[b - 1] : w[b] < w[b - 1]); b--) {
+      double t = w[b];
+      w[b] = w[b - 1];
+      w[b - 1] = t;
+    }
+  double bg = -1;
+  for (uint64_t k = 1; k < m0; k++) {
+    double g = fabs(w[k] - w[k - 1]) / (fabs(w[k]) + fabs(w[k - 1]) + DBL_MIN);
+    if (g > bg) {
+      bg = g;
+      j->best = j->il - 1 + k;
+      j->gap = fabs(w[k] - w[k - 1]);
+    }
+  }
+  return NULL;
+}
+
+/*
+ * The bidiagonal SVD with vectors by dbdsvdx (bisection and inverse iteration on the
+ * Golub-Kahan tridiagonal) on several host threads, one index range each, the ranges cut at
+ * the widest relative gap among the 8 singular values around each even split (inverse
+ * iteration orthogonalises only the close pairs within one call). Values into s, vectors into
+ * u and v (n x n row-major, columns) in dbdsvdx's index order; nonzero: failed.
+ */
+static lapack_int
+bdsvdx_parallel(uint64_t n, const double *d, const double *e, double *s, double *u, double *v,
+                uint64_t threads)
+{
+  if (threads > 64)
+    threads = 64;
+  if (threads > n / 2)
+    threads = n / 2 ? n / 2 : 1;
+  double w1 = 0, wn = 0;
+  if (bsv_values(d, e, n, 1, 1, &w1) != 0 || bsv_values(d, e, n, n, n, &wn) != 0)
+    return 1;
+  bgap_job gap[64];
+  for (uint64_t t = 1; t < threads; t++) {
+    uint64_t target = t * n / threads;
+    uint64_t il = target > 3 ? target - 3 : 1, iu = target + 4 < n ? target + 4 : n;
+    gap[t - 1] = (bgap_job){.d = d, .e = e, .n = n, .il = il, .iu = iu, .desc = w1 > wn, .gap = 0};
+  }
+  if (threads > 1)
+    run_jobs(bgap_run, gap, sizeof gap[0], threads - 1);
+  /* dbdsvdx turns an index range into an interval widened by 2 n ulp s_max, and takes every
+   * value inside: a split must lie in a wider gap, or a call would return more vectors than
+   * its range holds (a cluster of 8 or more equal values): the caller then runs one call */
+  double smax = fmax(fabs(w1), fabs(wn));
+  for (uint64_t t = 0; t + 1 < threads; t++)
+    if (!(gap[t].gap > 1e3 * (double)n * DBL_EPSILON * smax))
+      return 1;
+  bsv_job job[64];
+  uint64_t start = 0, nj = 0;
+  for (uint64_t t = 0; t < threads && start < n; t++) {
+    uint64_t end = t + 1 < threads ? gap[t].best : n;
+    if (end <= start)
+      continue;
+    job[nj++] =
+        (bsv_job){.d = d, .e = e, .n = n, .il = start + 1, .iu = end, .s = s, .u = u, .v = v};
+    start = end;
+  }
+  run_jobs(bsv_run, job, sizeof job[0], nj);
+  for (uint64_t t = 0; t < nj; t++)
+    if (job[t].info != 0)
+      return job[t].info;
+  return 0;
+}
+
+typedef struct sv_ord {
+  double s;
+  uint64_t i;
+} sv_ord;
+
+static int
+sv_desc(const void *x, const void *y)
+{
+  double a = ((const sv_ord *)x)->s, b = ((const sv_ord *)y)->s;
+  return (a < b) - (a > b);
+}
+#endif
+
+#if KILN_HAVE_LAPACKE
 /*
  * SVD of the upper bidiagonal (d[n], e[n-1]) into s (descending) and, when ub is given,
  * ub and vb (n x n, vectors in columns): dbdsdc (divide and conquer, O(n^3) in BLAS 3)
@@ -995,7 +1162,41 @@ bidiag_svd(const char *op, uint64_t b, uint64_t n, double *d, double *e, double 
       memcpy(e, e0, (n - 1) * sizeof *e);
     }
   }
-  if (st == KILN_OK && ub && !dc && !host_pick("bdsqr")) {
+  uint64_t th = mrrr_threads(n);
+  if (st == KILN_OK && ub && !dc && !host_pick("bdsqr") && th > 1) {
+    /* threaded: vectors straight into ub, vb (index order), then sorted descending */
+    double *u2 = malloc(n * n * sizeof *u2), *v2 = malloc(n * n * sizeof *v2);
+    sv_ord *o = malloc(n * sizeof *o);
+    info = u2 && v2 && o ? bdsvdx_parallel(n, d0, e0, sw, u2, v2, th) : 1;
+    double smax = 0, smin = INFINITY;
+    for (uint64_t i = 0; info == 0 && i < n; i++) {
+      smax = fmax(smax, fabs(sw[i]));
+      smin = fmin(smin, fabs(sw[i]));
+    }
+    if (info == 0 && smin <= (double)n * DBL_EPSILON * smax) /* as below: dbdsqr takes those */
+      info = 1;
+    if (info == 0) {
+      for (uint64_t i = 0; i < n; i++)
+        o[i] = (sv_ord){sw[i], i};
+      qsort(o, n, sizeof *o, sv_desc);
+      for (uint64_t c = 0; c < n; c++) {
+        s[c] = o[c].s;
+        for (uint64_t i = 0; i < n; i++) {
+          ub[i * n + c] = u2[i * n + o[c].i];
+          vb[i * n + c] = v2[i * n + o[c].i];
+        }
+      }
+    }
+    free(u2);
+    free(v2);
+    free(o);
+    if (info != 0) { /* declined or failed: one call below */
+      memcpy(d, d0, n * sizeof *d);
+      memcpy(e, e0, (n - 1) * sizeof *e);
+      th = 1;
+    }
+  }
+  if (st == KILN_OK && ub && !dc && !host_pick("bdsqr") && th <= 1) {
     info = LAPACKE_dbdsvdx(LAPACK_ROW_MAJOR, 'U', 'V', 'A', (lapack_int)n, d, e, 0.0, 0.0, 0, 0,
                            &ns, sw, z, (lapack_int)(n + 1), sup);
     /* A (numerically) zero singular value is a +-0 pair of the Golub-Kahan matrix's
