@@ -436,7 +436,9 @@ td_ws_make(const kiln__lsp *L, uint64_t n, td_ws *t)
   KILN_TRY(kern_eig(L, "tr_symv", &t->ksym));
   KILN_TRY(kern_eig(L, "tr_fin", &t->kfin));
   t->lsym = group_local(L, t->ksym, 128);
-  t->lfin = group_local(L, t->kfin, 256);
+  /* tr_fin: one row per lane, each walking its own V and W rows (uncoalesced): groups of 64
+   * spread the rows over more compute units than 256 would (16 groups at n = 1024) */
+  t->lfin = group_local(L, t->kfin, 64);
   uint64_t nn = n ? n : 1;
   kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, nn * 3 * t->nb, &t->vw);
   if (s == KILN_OK)
@@ -835,7 +837,8 @@ gb_make(const kiln__lsp *L, uint64_t M, uint64_t N, gb_bufs *g)
   KILN_TRY(kern_eig(L, "bd_xfin", &g->xfin));
   size_t ls = group_local(L, g->ysum, 128), lx = group_local(L, g->xsum, 128);
   g->lsum = ls < lx ? ls : lx;
-  size_t l1 = group_local(L, g->yfin, 256), l2 = group_local(L, g->xfin, 256);
+  /* one row or column per lane, as tr_fin: small groups for more compute units */
+  size_t l1 = group_local(L, g->yfin, 64), l2 = group_local(L, g->xfin, 64);
   g->lfin = l1 < l2 ? l1 : l2;
   kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, M * 2 * g->nb, &g->lf);
   if (s == KILN_OK)
