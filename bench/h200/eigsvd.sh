@@ -44,4 +44,10 @@ if [ -d $ob ]; then
 fi
 X="--tune linalg:nb=32" b nb32-1k 4 f64 2^20 $ES 2 $OB
 b ref-f32-1k 4 f32 2^20 $ES 2 $OB
+# per kernel: the cltrace shim of the merged tree (bench/cltrace.c), if built
+SHIM=$PWD/build-gpu/bench/libcltrace.so
+if [ -f $SHIM ]; then
+  CLTRACE_OUT=$R/trace-1k.txt CLTRACE_CSV=$R/trace-1k.csv b trace-1k 6 f64 2^20 $ES 1 $OB \
+    LD_PRELOAD=$SHIM
+fi
 tar czf $OUT/r-eigsvd.tgz -C $OUT r/eigsvd
