@@ -47,7 +47,7 @@ b ref-f32-1k 4 f32 2^20 $ES 2 $OB
 # per kernel: the cltrace shim of the merged tree (bench/cltrace.c), if built
 SHIM=$PWD/build-gpu/bench/libcltrace.so
 if [ -f $SHIM ]; then
-  CLTRACE_OUT=$R/trace-1k.txt CLTRACE_CSV=$R/trace-1k.csv b trace-1k 6 f64 2^20 $ES 1 $OB \
-    LD_PRELOAD=$SHIM
+  b trace-1k 6 f64 2^20 $ES 1 $OB LD_PRELOAD=$SHIM CLTRACE_OUT=$R/trace-1k.txt \
+    CLTRACE_CSV=$R/trace-1k.csv
 fi
 tar czf $OUT/r-eigsvd.tgz -C $OUT r/eigsvd
