@@ -20,13 +20,13 @@
  *     sum of squares scaled by it, and V^T x, W^T x over the first i columns, into
  *     part[k * (2 + 2 nb) ..]. sh: lsz T.
  *   tr_fin(a, aoff, n, c, i, vw, vwoff, nb, q, aa, part, nchunk, tau, toff, d, doff, e, eoff,
- *     upd, sh)   global (len): every group combines the partials into the reflector
+ *     upd, lpr, sh)   lpr lanes per row (a power of two dividing lsz): every group combines the partials into the reflector
  *     (dlarfg: beta, tau, scal), y = V^T v, x = W^T v, and w . v = tau (v^T A22 v - 2 x . y)
  *     (so that alpha = -tau/2 w . v needs no second pass), then per row r = c+1+t: v_t into
  *     V's column i (and below A[c+1][c], the reflector's home), w_t + alpha v_t into W's
  *     column i; with upd (column c+1 in the panel) row c+1's update
  *     A[c+1][c+1 ..] -= V W[c+1]^T + W V[c+1]^T over the first i + 1 columns; d[c], e[c],
- *     tau[c]. sh: 2 nb + lsz T.
+ *     tau[c]. sh: 2 nb + 3 lsz T.
  */
 #include "common.cl"
 #include "linalg_house.clh"
@@ -82,10 +82,13 @@ kernel void tr_symv(global const T *a, ulong aoff, uint n, uint c, uint i, globa
 kernel void tr_fin(global T *a, ulong aoff, uint n, uint c, uint i, global T *vw, ulong vwoff,
                    uint nb, global const T *q, ulong qoff, global const T *aa, ulong aaoff,
                    global const T *part, ulong poff, uint nchunk, global T *tau, ulong toff,
-                   global T *d, ulong doff, global T *e, ulong eoff, uint upd, local T *sh)
+                   global T *d, ulong doff, global T *e, ulong eoff, uint upd, uint lpr,
+                   local T *sh)
 {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
-  const uint t = (uint)get_global_id(0), len = n - c - 1;
+  /* lpr lanes per row: each sums every lpr-th column of its row's V and W */
+  const uint sub = lid % lpr, t = (uint)get_group_id(0) * (lsz / lpr) + lid / lpr;
+  const uint len = n - c - 1;
   const ulong ld3 = 3 * (ulong)nb, stride = 2 + 2 * (ulong)nb;
   global T *A = a + aoff;
   global T *V = vw + vwoff;
@@ -134,27 +137,35 @@ kernel void tr_fin(global T *a, ulong aoff, uint n, uint c, uint i, global T *vw
   const T alpha = (T)-0.5 * tj * wv;
   /* w of row c+1 (v = 1 there), which row c+1's update needs in every group */
   const T wf1 = tj * (p0 - corr1) + alpha;
-  if (t < len) {
-    const uint r = c + 1 + t;
-    global T *Vr = V + (ulong)r * ld3;
-    const T vt = t == 0 ? (T)1 : scal * x[t];
-    T corr = (T)0;
-    for (uint l = 0; l < i; l++)
-      corr += Vr[l] * sh[nb + l] + Vr[nb + l] * sh[l];
-    const T wf = tj * (aa[aaoff + t] + scal * q[qoff + t] - corr) + alpha * vt;
-    if (upd) {
-      T acc = vt * wf1 + wf; /* column i: V[c+1][i] = 1 */
-      for (uint l = 0; l < i; l++)
-        acc += Vr[l] * V1[nb + l] + Vr[nb + l] * V1[l];
-      A[(ulong)(c + 1) * n + r] -= acc;
+  const uint r = c + 1 + min(t, len - 1);
+  global T *Vr = V + (ulong)r * ld3;
+  T corr = (T)0, acc = (T)0;
+  for (uint l = sub; l < i && t < len; l += lpr) {
+    const T vl = Vr[l], wl = Vr[nb + l];
+    corr += vl * sh[nb + l] + wl * sh[l];
+    acc += vl * V1[nb + l] + wl * V1[l];
+  }
+  /* the row's lpr partial sums, through local memory after the 2 nb + lsz used above */
+  local T *red = sh + 2 * nb + lsz;
+  red[lid] = corr;
+  red[lsz + lid] = acc;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (sub == 0 && t < len) {
+    for (uint k = 1; k < lpr; k++) {
+      corr += red[lid + k];
+      acc += red[lsz + lid + k];
     }
+    const T vt = t == 0 ? (T)1 : scal * x[t];
+    const T wf = tj * (aa[aaoff + t] + scal * q[qoff + t] - corr) + alpha * vt;
+    if (upd) /* column i: V[c+1][i] = 1 */
+      A[(ulong)(c + 1) * n + r] -= acc + vt * wf1 + wf;
     Vr[i] = vt;
     Vr[nb + i] = wf;
     Vr[2 * nb + i] = vt;
     if (t > 0)
       A[(ulong)r * n + c] = vt;
   }
-  if (t == 0) {
+  if (t == 0 && sub == 0) {
     tau[toff + c] = tj;
     e[eoff + c] = beta;
     d[doff + c] = A[(ulong)c * n + c];

@@ -408,6 +408,9 @@ kern_eig(const kiln__lsp *L, const char *name, cl_kernel *k)
   return kiln__ops_kernel(L->op, L->ctx, "linalg_eig", L->dt, name, k);
 }
 
+/* Lanes per row of tr_fin. */
+#define TD_LPR 8
+
 /* Scratch of the blocked tridiagonal reduction of n x n matrices with panels of nb columns. */
 typedef struct td_ws {
   kiln_tensor *vw, *q, *aa, *part;
@@ -436,9 +439,10 @@ td_ws_make(const kiln__lsp *L, uint64_t n, td_ws *t)
   KILN_TRY(kern_eig(L, "tr_symv", &t->ksym));
   KILN_TRY(kern_eig(L, "tr_fin", &t->kfin));
   t->lsym = group_local(L, t->ksym, 128);
-  /* tr_fin: one row per lane, each walking its own V and W rows (uncoalesced): groups of 64
-   * spread the rows over more compute units than 256 would (16 groups at n = 1024) */
-  t->lfin = group_local(L, t->kfin, 64);
+  /* tr_fin: TD_LPR lanes per row, each summing every TD_LPR-th column of the row's V and W
+   * (one lane per row walked them alone, uncoalesced, in long dependent chains), 64 rows per
+   * group on GPUs (64 groups at n = 4096: each group repeats the column's reductions) */
+  t->lfin = group_local(L, t->kfin, L->ctx->info.is_gpu ? 64 * TD_LPR : 64);
   uint64_t nn = n ? n : 1;
   kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, nn * 3 * t->nb, &t->vw);
   if (s == KILN_OK)
@@ -473,7 +477,7 @@ sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d
 {
   if (n == 0)
     return KILN_OK;
-  uint64_t nb = t->nb, ld3 = 3 * nb;
+  uint64_t nb = t->nb, ld3 = 3 * nb, lpr = t->lfin >= TD_LPR ? TD_LPR : t->lfin;
   kiln__lsp_mat vw = kiln__lsp_tmat(t->vw, ld3);
   for (uint64_t j0 = 0; j0 + 1 < n; j0 += nb) {
     uint64_t jb = n - 1 - j0 < nb ? n - 1 - j0 : nb;
@@ -517,8 +521,9 @@ sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d
       args_mat(&args, d);
       args_mat(&args, e);
       kiln__args_u32(&args, i + 1 < jb);
-      kiln__args_local(&args, (2 * nb + t->lfin) * L->ts);
-      size_t groups = (size_t)((len + t->lfin - 1) / t->lfin);
+      kiln__args_u32(&args, (uint32_t)lpr);
+      kiln__args_local(&args, (2 * nb + 3 * t->lfin) * L->ts);
+      size_t rows = t->lfin / lpr, groups = (size_t)((len + rows - 1) / rows);
       KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, groups * t->lfin, t->lfin));
     }
     uint64_t r0 = j0 + jb, nt = n - r0;
