@@ -188,14 +188,14 @@ kernel void tr_fin(global T *a, ulong aoff, uint n, uint c, uint i, global T *vw
  *   bd_yfin   global (max(R, C)): the left reflector (dlarfg of A[c.., c]: d[c], tauq[c];
  *     u below the diagonal and into U's column i), y_s = tauq (A^T u - Y U^T u - Vr^T X^T u)
  *     into Y's column i, and row c's update A[c][s] -= Y[s] U[c]^T + Vr^T[s] X[c]^T over the
- *     first i + 1 columns (U[c][i] = 1). sh: 2 nb T.
+ *     first i + 1 columns (U[c][i] = 1). lpr lanes per column. sh: 2 nb + 3 lsz T.
  *   bd_xsum   R + nchunk groups: q[t] = A[c+1+t][c+2 ..] . A[c][c+2 ..]; the aux groups the
  *     norm partials of A[c][c+2 ..] and Y^T, Vr of it (i + 1 and i columns). sh: lsz T.
  *   bd_xfin   global (max(R, C)): the right reflector (dlarfg of A[c][c+1 ..]: e[c], taup[c];
  *     v into Vr^T's column i and below p's diagonal), x_r = taup (A v - U Y^T v - X Vr v)
  *     into X's column i, and when upd (column c+1 in the panel) column c+1's update
  *     A[r][c+1] -= U[r] Y[c+1]^T + X[r] Vr^T[c+1]^T over the first i + 1 columns (Vr^T[c+1][i]
- *     = 1). sh: 2 nb T.
+ *     = 1). lpr lanes per row. sh: 2 nb + 2 lsz T.
  */
 
 /* dlarfg's beta, tau and 1 / (alpha - beta) from nchunk (max |x|, sum (x / max)^2) pairs. */
@@ -314,9 +314,10 @@ kernel void bd_ysum(global const T *a, ulong aoff, uint M, uint N, uint c, uint 
 kernel void bd_yfin(global T *a, ulong aoff, uint M, uint N, uint c, uint i, global T *lf,
                     ulong lfoff, global T *rt, ulong rtoff, uint nb, global const T *part,
                     ulong poff, uint nchunk, global T *d, ulong doff, global T *tauq, ulong tqoff,
-                    local T *sh)
+                    uint lpr, local T *sh)
 {
-  const uint lid = get_local_id(0), lsz = get_local_size(0), t = (uint)get_global_id(0);
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  const uint sub = lid % lpr, t = (uint)get_group_id(0) * (lsz / lpr) + lid / lpr;
   const uint R = M - c - 1, C = N - c - 1;
   const ulong ld2 = 2 * (ulong)nb, stride = 2 + 2 * (ulong)nb;
   global T *A = a + aoff;
@@ -334,30 +335,40 @@ kernel void bd_yfin(global T *a, ulong aoff, uint M, uint N, uint c, uint i, glo
     sh[col] = Lf[(ulong)c * ld2 + col] + scal * s;
   }
   barrier(CLK_LOCAL_MEM_FENCE);
-  if (t < C) {
-    const uint s_ = c + 1 + t;
-    T ps = (T)0;
-    for (uint k = 0; k < nchunk; k++)
-      ps += part[poff + (ulong)k * N + s_];
-    global T *Rs = Rt + (ulong)s_ * ld2;
-    global const T *Lc = Lf + (ulong)c * ld2;
-    T corr = (T)0, upd = (T)0;
-    for (uint l = 0; l < i; l++) {
-      corr += Rs[l] * sh[l] + Rs[nb + l] * sh[nb + l];
-      upd += Rs[l] * Lc[l] + Rs[nb + l] * Lc[nb + l];
+  /* column s: lpr lanes share the partial sums and the row's Y, Vr^T terms */
+  const uint s_ = c + 1 + t;
+  global T *Rs = Rt + (ulong)(t < C ? s_ : c + 1) * ld2;
+  global const T *Lc = Lf + (ulong)c * ld2;
+  T ps = (T)0, corr = (T)0, upd = (T)0;
+  for (uint k = sub; k < nchunk && t < C; k += lpr)
+    ps += part[poff + (ulong)k * N + s_];
+  for (uint l = sub; l < i && t < C; l += lpr) {
+    corr += Rs[l] * sh[l] + Rs[nb + l] * sh[nb + l];
+    upd += Rs[l] * Lc[l] + Rs[nb + l] * Lc[nb + l];
+  }
+  local T *red = sh + 2 * nb;
+  red[lid] = ps;
+  red[lsz + lid] = corr;
+  red[2 * lsz + lid] = upd;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (sub == 0 && t < C) {
+    for (uint k = 1; k < lpr; k++) {
+      ps += red[lid + k];
+      corr += red[lsz + lid + k];
+      upd += red[2 * lsz + lid + k];
     }
     global T *acs = A + (ulong)c * N + s_;
     const T y = tq * (*acs + scal * ps - corr);
     Rs[i] = y;
     *acs -= upd + y;
   }
-  if (t < R) {
+  if (sub == 0 && t < R) {
     const uint r = c + 1 + t;
     const T u = scal * A[(ulong)r * N + c];
     A[(ulong)r * N + c] = u;
     Lf[(ulong)r * ld2 + i] = u;
   }
-  if (t == 0) {
+  if (t == 0 && sub == 0) {
     Lf[(ulong)c * ld2 + i] = (T)1;
     d[doff + c] = beta;
     tauq[tqoff + c] = tq;
@@ -391,9 +402,11 @@ kernel void bd_xsum(global const T *a, ulong aoff, uint M, uint N, uint c, uint 
 kernel void bd_xfin(global T *a, ulong aoff, uint M, uint N, uint c, uint i, global T *lf,
                     ulong lfoff, global T *rt, ulong rtoff, uint nb, global const T *q, ulong qoff,
                     global const T *part, ulong poff, uint nchunk, global T *e, ulong eoff,
-                    global T *taup, ulong tpoff, global T *p, ulong pofs, uint upd, local T *sh)
+                    global T *taup, ulong tpoff, global T *p, ulong pofs, uint upd, uint lpr,
+                    local T *sh)
 {
-  const uint lid = get_local_id(0), lsz = get_local_size(0), t = (uint)get_global_id(0);
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  const uint sub = lid % lpr, t = (uint)get_group_id(0) * (lsz / lpr) + lid / lpr;
   const uint R = M - c - 1, C = N - c - 1;
   const ulong ld2 = 2 * (ulong)nb, stride = 2 + 2 * (ulong)nb;
   global T *A = a + aoff;
@@ -411,31 +424,39 @@ kernel void bd_xfin(global T *a, ulong aoff, uint M, uint N, uint c, uint i, glo
     sh[col] = Rt[(ulong)(c + 1) * ld2 + col] + scal * s;
   }
   barrier(CLK_LOCAL_MEM_FENCE);
-  if (t < R) {
-    const uint r = c + 1 + t;
-    global T *Lr = Lf + (ulong)r * ld2;
-    T corr = Lr[i] * sh[i];
-    for (uint l = 0; l < i; l++)
-      corr += Lr[l] * sh[l] + Lr[nb + l] * sh[nb + l];
+  /* row r: lpr lanes share the row's U, X terms */
+  const uint r = c + 1 + t;
+  global T *Lr = Lf + (ulong)(t < R ? r : c + 1) * ld2;
+  global const T *Rc = Rt + (ulong)(c + 1) * ld2;
+  T corr = (T)0, u = (T)0;
+  for (uint l = sub; l < i && t < R; l += lpr) {
+    corr += Lr[l] * sh[l] + Lr[nb + l] * sh[nb + l];
+    u += Lr[l] * Rc[l] + Lr[nb + l] * Rc[nb + l];
+  }
+  local T *red = sh + 2 * nb;
+  red[lid] = corr;
+  red[lsz + lid] = u;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (sub == 0 && t < R) {
+    for (uint k = 1; k < lpr; k++) {
+      corr += red[lid + k];
+      u += red[lsz + lid + k];
+    }
+    corr += Lr[i] * sh[i];
     global T *arc = A + (ulong)r * N + c + 1;
     const T xr = tp * (*arc + scal * q[qoff + t] - corr);
     Lr[nb + i] = xr;
-    if (upd) {
-      global const T *Rc = Rt + (ulong)(c + 1) * ld2;
-      T u = Lr[i] * Rc[i] + xr;
-      for (uint l = 0; l < i; l++)
-        u += Lr[l] * Rc[l] + Lr[nb + l] * Rc[nb + l];
-      *arc -= u;
-    }
+    if (upd) /* column i: Vr^T[c+1][i] = 1 */
+      *arc -= u + Lr[i] * Rc[i] + xr;
   }
-  if (t < C) {
+  if (sub == 0 && t < C) {
     const uint s_ = c + 1 + t;
     const T v = t == 0 ? (T)1 : scal * A[(ulong)c * N + s_];
     Rt[(ulong)s_ * ld2 + nb + i] = v;
     if (t > 0)
       p[pofs + (ulong)s_ * N + c] = v;
   }
-  if (t == 0) {
+  if (t == 0 && sub == 0) {
     e[eoff + c] = beta;
     taup[tpoff + c] = tp;
   }

@@ -842,8 +842,9 @@ gb_make(const kiln__lsp *L, uint64_t M, uint64_t N, gb_bufs *g)
   KILN_TRY(kern_eig(L, "bd_xfin", &g->xfin));
   size_t ls = group_local(L, g->ysum, 128), lx = group_local(L, g->xsum, 128);
   g->lsum = ls < lx ? ls : lx;
-  /* one row or column per lane, as tr_fin: small groups for more compute units */
-  size_t l1 = group_local(L, g->yfin, 64), l2 = group_local(L, g->xfin, 64);
+  /* TD_LPR lanes per row or column, as tr_fin */
+  size_t cap = L->ctx->info.is_gpu ? 64 * TD_LPR : 64;
+  size_t l1 = group_local(L, g->yfin, cap), l2 = group_local(L, g->xfin, cap);
   g->lfin = l1 < l2 ? l1 : l2;
   kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, M * 2 * g->nb, &g->lf);
   if (s == KILN_OK)
@@ -906,8 +907,9 @@ gebrd(const kiln__lsp *L, const gb_bufs *g, uint64_t M, uint64_t N)
       kiln__args_u32(&args, (uint32_t)ntile);
       kiln__args_local(&args, lsum * L->ts);
       KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, (size_t)((ntile + 1) * nch) * lsum, lsum));
-      uint64_t items = R > C ? R : C;
+      uint64_t items = R > C ? R : C, lpr = lfin >= TD_LPR ? TD_LPR : lfin;
       items = items ? items : 1;
+      size_t fin_groups = (size_t)((items * lpr + lfin - 1) / lfin);
       args = kiln__args_begin(L->op, g->yfin);
       gb_args_head(&args, g, M, N, c, i);
       args_t(&args, g->lf);
@@ -917,9 +919,9 @@ gebrd(const kiln__lsp *L, const gb_bufs *g, uint64_t M, uint64_t N)
       kiln__args_u32(&args, (uint32_t)nch);
       args_mat(&args, g->d);
       args_mat(&args, g->tauq);
-      kiln__args_local(&args, 2 * nb * L->ts);
-      KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, (size_t)((items + lfin - 1) / lfin * lfin),
-                                     lfin));
+      kiln__args_u32(&args, (uint32_t)lpr);
+      kiln__args_local(&args, (2 * nb + 3 * lfin) * L->ts);
+      KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, fin_groups * lfin, lfin));
       if (C == 0)
         break;
       nch = gb_chunks(g, C);
@@ -944,9 +946,9 @@ gebrd(const kiln__lsp *L, const gb_bufs *g, uint64_t M, uint64_t N)
       args_mat(&args, g->taup);
       args_mat(&args, g->p);
       kiln__args_u32(&args, i + 1 < jb);
-      kiln__args_local(&args, 2 * nb * L->ts);
-      KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, (size_t)((items + lfin - 1) / lfin * lfin),
-                                     lfin));
+      kiln__args_u32(&args, (uint32_t)lpr);
+      kiln__args_local(&args, (2 * nb + 2 * lfin) * L->ts);
+      KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, fin_groups * lfin, lfin));
     }
     uint64_t r0 = j0 + jb;
     if (r0 < N) {
