@@ -20,7 +20,8 @@
  *     sum of squares scaled by it, and V^T x, W^T x over the first i columns, into
  *     part[k * (2 + 2 nb) ..]. sh: lsz T.
  *   tr_fin(a, aoff, n, c, i, vw, vwoff, nb, q, aa, part, nchunk, tau, toff, d, doff, e, eoff,
- *     upd, lpr, sh)   lpr lanes per row (a power of two dividing lsz): every group combines the partials into the reflector
+ *     upd, lpr, sh)   lpr lanes per row (a power of two dividing lsz): every group combines
+ *     the partials into the reflector
  *     (dlarfg: beta, tau, scal), y = V^T v, x = W^T v, and w . v = tau (v^T A22 v - 2 x . y)
  *     (so that alpha = -tau/2 w . v needs no second pass), then per row r = c+1+t: v_t into
  *     V's column i (and below A[c+1][c], the reflector's home), w_t + alpha v_t into W's

@@ -171,7 +171,8 @@ mrrr_run(void *arg)
 {
   mrrr_job *j = arg;
   uint64_t n = j->n, m = j->iu - j->il + 1;
-  double *dc = malloc(n * sizeof *dc), *ec = malloc(n * sizeof *ec), *zt = malloc(n * m * sizeof *zt);
+  double *dc = malloc(n * sizeof *dc), *ec = malloc(n * sizeof *ec),
+         *zt = malloc(n * m * sizeof *zt);
   double *wt = malloc(n * sizeof *wt);
   lapack_int *supp = malloc(2 * m * sizeof *supp), found = 0, tryrac = 1;
   j->info = -1;
@@ -235,9 +236,9 @@ gap_run(void *arg)
   j->best = (j->il + j->iu) / 2;
   if (!isplit || m0 > 16 || m0 < 2)
     return NULL;
-  lapack_int info = LAPACKE_dstebz('I', 'E', (lapack_int)j->n, 0.0, 0.0, (lapack_int)j->il,
-                                   (lapack_int)j->iu, 0.0, j->d, j->e, &m, &nsplit, w, iblock,
-                                   isplit);
+  lapack_int info =
+      LAPACKE_dstebz('I', 'E', (lapack_int)j->n, 0.0, 0.0, (lapack_int)j->il, (lapack_int)j->iu,
+                     0.0, j->d, j->e, &m, &nsplit, w, iblock, isplit);
   if (info == 0 && (uint64_t)m == m0) {
     double bg = -1;
     for (uint64_t k = 1; k < m0; k++) {
@@ -262,8 +263,7 @@ gap_run(void *arg)
  * representations differ. Returns LAPACK's info (nonzero: the caller falls back to dstedc).
  */
 static lapack_int
-mrrr_parallel(uint64_t n, const double *d, const double *e, double *w, double *z,
-              uint64_t threads)
+mrrr_parallel(uint64_t n, const double *d, const double *e, double *w, double *z, uint64_t threads)
 {
   if (threads > 64)
     threads = 64;
@@ -293,7 +293,7 @@ mrrr_parallel(uint64_t n, const double *d, const double *e, double *w, double *z
   return 0;
 }
 
-/* Host threads for the parallel MRRR: the online CPUs, at most one per 128 rows. */
+/* Host threads for the parallel MRRR and dbdsvdx: the online CPUs, at most one per 64 rows. */
 static uint64_t
 mrrr_threads(uint64_t n)
 {
@@ -301,7 +301,7 @@ mrrr_threads(uint64_t n)
   if (h > 0)
     return (uint64_t)h;
   long c = sysconf(_SC_NPROCESSORS_ONLN);
-  uint64_t t = c > 0 ? (uint64_t)c : 1, most = n / 128;
+  uint64_t t = c > 0 ? (uint64_t)c : 1, most = n / 64;
   t = t < most ? t : most;
   return t ? t : 1;
 }
@@ -311,7 +311,7 @@ mrrr_threads(uint64_t n)
 /*
  * Eigenvalues (ascending, into d) and optionally vectors (z, n x n row-major, columns) of the
  * symmetric tridiagonal (d[n], e[n-1]; e has n entries, the last one scratch). Vectors come
- * from MRRR (dstemr, O(n^2); split over host threads from 256 rows, mrrr_parallel) where
+ * from MRRR (dstemr, O(n^2); split over host threads from 128 rows, mrrr_parallel) where
  * use_mrrr says so (the reference LAPACK from order KILN__LSP_MRRR_MIN up: its divide and
  * conquer is O(n^3) through a single-threaded BLAS), otherwise, and whenever MRRR gives up,
  * from dstedc.
@@ -397,8 +397,8 @@ phase(const kiln__lsp *L, const char *what, uint64_t n, double *t)
   clock_gettime(CLOCK_MONOTONIC, &ts);
   double now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
   if (*t > 0)
-    kiln__log(KILN__LOG_DEBUG, "%s: phase %s n %llu %s %.3f ms", L->op, what,
-              (unsigned long long)n, kiln_dtype_name(L->dt), (now - *t) * 1e3);
+    kiln__log(KILN__LOG_DEBUG, "%s: phase %s n %llu %s %.3f ms", L->op, what, (unsigned long long)n,
+              kiln_dtype_name(L->dt), (now - *t) * 1e3);
   *t = now;
 }
 
@@ -472,8 +472,8 @@ args_t(kiln__args *a, const kiln_tensor *t)
  * rows).
  */
 static kiln_status
-sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d,
-      kiln__lsp_mat e, kiln__lsp_mat tau)
+sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d, kiln__lsp_mat e,
+      kiln__lsp_mat tau)
 {
   if (n == 0)
     return KILN_OK;
@@ -483,9 +483,9 @@ sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d
     uint64_t jb = n - 1 - j0 < nb ? n - 1 - j0 : nb;
     /* the trailing GEMM reads all 2 nb columns: those past jb must be zero */
     cl_int zero = 0;
-    cl_int err = clEnqueueFillBuffer(L->ctx->queue, t->vw->mem, &zero, sizeof zero,
-                                     (vw.off + j0 * ld3) * L->ts, (n - j0) * ld3 * L->ts, 0,
-                                     NULL, NULL);
+    cl_int err =
+        clEnqueueFillBuffer(L->ctx->queue, t->vw->mem, &zero, sizeof zero,
+                            (vw.off + j0 * ld3) * L->ts, (n - j0) * ld3 * L->ts, 0, NULL, NULL);
     if (err != CL_SUCCESS)
       return kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
     for (uint64_t i = 0; i < jb; i++) {
@@ -880,9 +880,9 @@ static kiln_status
 gb_fill0(const kiln__lsp *L, kiln_tensor *t, uint64_t from, uint64_t count)
 {
   cl_int zero = 0;
-  cl_int err = clEnqueueFillBuffer(L->ctx->queue, t->mem, &zero, sizeof zero,
-                                   (kiln__ops_elem_offset(t) + from) * L->ts, count * L->ts, 0,
-                                   NULL, NULL);
+  cl_int err =
+      clEnqueueFillBuffer(L->ctx->queue, t->mem, &zero, sizeof zero,
+                          (kiln__ops_elem_offset(t) + from) * L->ts, count * L->ts, 0, NULL, NULL);
   return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
 }
 
@@ -983,9 +983,9 @@ bsv_run(void *arg)
   if (dc && ec && zt && st && iw) {
     memcpy(dc, j->d, n * sizeof *dc);
     memcpy(ec, j->e, n * sizeof *ec);
-    j->info = LAPACKE_dbdsvdx(LAPACK_COL_MAJOR, 'U', 'V', 'I', (lapack_int)n, dc, ec, 0.0, 0.0,
-                              (lapack_int)j->il, (lapack_int)j->iu, &ns, st, zt,
-                              (lapack_int)(2 * n), iw);
+    j->info =
+        LAPACKE_dbdsvdx(LAPACK_COL_MAJOR, 'U', 'V', 'I', (lapack_int)n, dc, ec, 0.0, 0.0,
+                        (lapack_int)j->il, (lapack_int)j->iu, &ns, st, zt, (lapack_int)(2 * n), iw);
     if (j->info == 0 && (uint64_t)ns != m)
       j->info = 1;
   }
