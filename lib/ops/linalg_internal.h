@@ -57,11 +57,20 @@ enum kiln__linalg_gemm {
 };
 #define KILN__LINALG_RULE_GEMM KILN__LINALG_GEMM_CLBLAST
 
+/*
+ * Look-ahead of the device route's LU and Cholesky (the linalg tuner family's "ahead"
+ * parameter): 1 off, 2 on: each step updates the next panel's columns first, then that panel
+ * is factored on a second queue (kiln__lh_queue2) while the context's queue runs the rest of
+ * the trailing update; 0 the rule, KILN__LINALG_RULE_AHEAD.
+ */
+#define KILN__LINALG_RULE_AHEAD 1
+
 /* The linalg tuner family's parameters (nb 0: each op's built-in block size). */
 typedef struct kiln__linalg_params {
   uint32_t route;
   uint32_t nb;
-  uint32_t gemm; /* enum kiln__linalg_gemm */
+  uint32_t gemm;  /* enum kiln__linalg_gemm */
+  uint32_t ahead; /* 0 rule, 1 off, 2 on */
 } kiln__linalg_params;
 
 /*
@@ -175,6 +184,8 @@ kiln_status kiln__linalg_tile_gemm(const char *op, kiln_context *ctx, kiln_dtype
 /* Test hook: gemm >= 0 forces the GEMM (enum kiln__linalg_gemm) of LU, Cholesky and their
  * solves; -1 restores the tuner's choice. */
 void kiln__linalg_test_gemm(int gemm);
+/* Test hook: ahead >= 0 forces the look-ahead parameter (0 rule, 1 off, 2 on); -1 restores. */
+void kiln__linalg_test_ahead(int ahead);
 
 /* Test hook: GEMMs run with kiln's CLBlast temporary buffer since the process started. */
 uint64_t kiln__linalg_test_temp_gemms(void);
