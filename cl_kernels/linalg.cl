@@ -18,9 +18,10 @@
  *     one work-group: unblocked LU of columns j0 .. j0+ncols-1, rows j0 .. m-1, in global
  *     memory; row swaps stay inside the panel (laswp applies them elsewhere). prow: ncols T
  *     of local memory for the pivot row.
- *   laswp(a, aoff, astride, lda, ncols, piv, pstride, k1, k2, reverse)
+ *   laswp(a, aoff, astride, lda, ncols, piv, pstride, k1, k2, reverse, s0, sw)
  *     global (columns, batch): the interchanges k1 .. k2-1 of piv to ncols columns,
- *     forward (reverse 0) or backward.
+ *     forward (reverse 0) or backward; columns from s0 on lie sw further right (one launch
+ *     for the columns left and right of a panel).
  *   chol_small(a, aoff, astride, n, rs, cs, info, ioff, j0, s)
  *     one work-group per n x n matrix (n <= 64): A = L L^T in local memory, lower triangle
  *     in the (rs, cs) view, the other triangle zeroed. Also the
@@ -225,12 +226,12 @@ kernel void lu_panel(global T *a, ulong aoff, ulong lda, uint m, uint ncols, uin
 }
 
 kernel void laswp(global T *a, ulong aoff, ulong astride, ulong lda, uint ncols, global int *piv,
-                  ulong poff, ulong pstride, uint k1, uint k2, uint reverse)
+                  ulong poff, ulong pstride, uint k1, uint k2, uint reverse, uint s0, uint sw)
 {
   const ulong c = get_global_id(0), b = get_global_id(1);
   if (c >= ncols)
     return;
-  global T *A = a + aoff + b * astride + c;
+  global T *A = a + aoff + b * astride + c + (c >= s0 ? sw : 0);
   global int *P = piv + poff + b * pstride;
   for (uint t = 0; t < k2 - k1; t++) {
     uint j = reverse ? k2 - 1 - t : k1 + t;

@@ -599,10 +599,14 @@ syrk_sub(const la *L, int upper, uint64_t n, uint64_t k, mat a, uint64_t lda, ma
   return own_gemm(L, n, n, k, -1.0, a, lda, 1, a, 1, lda, c, ldc, 1, 1);
 }
 
-/* Row interchanges k1 .. k2-1 of piv on ncols columns of batch matrices (row stride lda). */
+/*
+ * Row interchanges k1 .. k2-1 of piv on ncols columns of batch matrices (row stride lda),
+ * skipping sw columns from column s0 on (laswp_skip).
+ */
 static kiln_status
-laswp(const la *L, mat a, uint64_t astride, uint64_t lda, uint64_t ncols, mat piv, uint64_t pstride,
-      uint64_t k1, uint64_t k2, int reverse, uint64_t batch)
+laswp_skip(const la *L, mat a, uint64_t astride, uint64_t lda, uint64_t ncols, mat piv,
+           uint64_t pstride, uint64_t k1, uint64_t k2, int reverse, uint64_t batch, uint64_t s0,
+           uint64_t sw)
 {
   if (ncols == 0 || k2 <= k1 || batch == 0)
     return KILN_OK;
@@ -618,7 +622,17 @@ laswp(const la *L, mat a, uint64_t astride, uint64_t lda, uint64_t ncols, mat pi
   kiln__args_u32(&args, (uint32_t)k1);
   kiln__args_u32(&args, (uint32_t)k2);
   kiln__args_u32(&args, (uint32_t)reverse);
+  kiln__args_u32(&args, (uint32_t)s0);
+  kiln__args_u32(&args, (uint32_t)sw);
   return enqueue2(&args, L, ncols, batch);
+}
+
+/* Row interchanges k1 .. k2-1 of piv on ncols columns of batch matrices (row stride lda). */
+static kiln_status
+laswp(const la *L, mat a, uint64_t astride, uint64_t lda, uint64_t ncols, mat piv, uint64_t pstride,
+      uint64_t k1, uint64_t k2, int reverse, uint64_t batch)
+{
+  return laswp_skip(L, a, astride, lda, ncols, piv, pstride, k1, k2, reverse, batch, ncols, 0);
 }
 
 static kiln_status
@@ -710,9 +724,9 @@ lu_blocked(const la *L, mat a, uint64_t m, uint64_t n, mat piv, mat info)
     uint64_t jb = k - j0 < nb ? k - j0 : nb, r = j0 + jb;
     if (!q2)
       KILN_TRY(lu_panel_run(L, panel, local, a, n, m, j0, jb, piv, info));
-    KILN_TRY(laswp(L, a, 0, n, j0, piv, 0, j0, r, 0, 1));
+    /* the columns left and right of the panel in one launch */
+    KILN_TRY(laswp_skip(L, a, 0, n, n - jb, piv, 0, j0, r, 0, 1, j0, jb));
     if (r < n) {
-      KILN_TRY(laswp(L, at(a, r), 0, n, n - r, piv, 0, j0, r, 0, 1));
       KILN_TRY(tri(L, 1, 1, 0, 0, 1, jb, n - r, 1.0, at(a, j0 * n + j0), n, 0, at(a, j0 * n + r), n,
                    0, 1));
       /* the next panel's columns (look-ahead), then the rest */
