@@ -177,7 +177,9 @@ la_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
     L.nb = p.nb;
   L.clblast = KILN_HAVE_CLBLAST && !kiln__env_flag(KILN__ENV_DEBUG_NO_CLBLAST) &&
               atomic_load(&hook_own) <= 0;
-  uint32_t g = p.gemm ? p.gemm : KILN__LINALG_RULE_GEMM;
+  uint32_t g = p.gemm                ? p.gemm
+               : ctx->info.is_gpu ? KILN__LINALG_RULE_GEMM_GPU
+                                  : KILN__LINALG_RULE_GEMM_CPU;
   L.tile = g == KILN__LINALG_GEMM_TILE;
   L.ahead = (p.ahead ? p.ahead : KILN__LINALG_RULE_AHEAD) == 2;
   int hs = atomic_load(&hook_small);
@@ -310,13 +312,15 @@ tri_inv(const la *L, int upper, int unit, uint64_t n, mat a, uint64_t lda, uint6
 {
   if (n == 0 || batch == 0)
     return KILN_OK;
-  if (n * (n | 1) * L->ts > L->ctx->info.local_mem_bytes) { /* 64 x 65 f64 is 33 KB */
+  /* 4 lanes per row (a quarter of each row's dependent chain) */
+  size_t local = 256;
+  if ((n * (n | 1) + local) * L->ts > L->ctx->info.local_mem_bytes) { /* 64 x 65 f64: 33 KB */
     KILN_TRY(eye_fill(L, x, n, batch));
     return tri_kernel(L, 1, 1, upper, 0, unit, n, n, 1.0, a, lda, astride, x, n, xstride, batch);
   }
   cl_kernel k;
   KILN_TRY(kern(L, "tri_inv", &k));
-  size_t local = 64, max = kiln__launch_pow2_local(L->ctx, k);
+  size_t max = kiln__launch_pow2_local(L->ctx, k);
   if (local > max)
     local = max;
   if (n > local)
@@ -334,6 +338,7 @@ tri_inv(const la *L, int upper, int unit, uint64_t n, mat a, uint64_t lda, uint6
   args_mat(&args, x);
   kiln__args_u64(&args, xstride);
   kiln__args_local(&args, n * (n | 1) * L->ts);
+  kiln__args_local(&args, local * L->ts);
   return kiln__args_enqueue_1d(&args, L->ctx, (size_t)batch * local, local);
 }
 
@@ -671,7 +676,7 @@ lu_panel_run(const la *L, cl_kernel panel, size_t local, mat a, uint64_t lda, ui
     args_mat(&args, info);
     kiln__args_local(&args, local * L->ts);
     kiln__args_local(&args, local * sizeof(cl_int));
-    kiln__args_local(&args, w * L->ts);
+    kiln__args_local(&args, 2 * w * L->ts);
     return kiln__args_enqueue_1d(&args, L->ctx, local, local);
   }
   uint64_t w1 = w / 2, c1 = c0 + w1, w2 = w - w1;
@@ -1186,7 +1191,13 @@ chol_run(const la *L, mat a, uint64_t n, uint64_t batch, int upper, kiln_tensor 
   /* Diagonal blocks that fit run chol_small in local memory, others chol_panel in global. */
   cl_kernel sk;
   KILN_TRY(kern(L, "chol_small", &sk));
+  /* the diagonal blocks: 256 lanes on GPUs (64 took 176 us for a 64 x 64 block on the H200:
+   * about 1400 updates per lane), one work-group each */
   size_t slocal = small_local(L, sk, L->nb);
+  if (L->ctx->info.is_gpu) {
+    size_t mx = kiln__launch_pow2_local(L->ctx, sk);
+    slocal = mx < 256 ? mx : 256;
+  }
   KILN_TRY(kern(L, "chol_panel", &kk));
   size_t local = kiln__launch_pow2_local(L->ctx, kk);
   if (local > 256)

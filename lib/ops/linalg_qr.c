@@ -89,7 +89,9 @@ kiln__lsp_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
     L.nb = KILN__LINALG_HOST_NB_QR_MAX;
   L.clblast = KILN_HAVE_CLBLAST && !kiln__env_flag(KILN__ENV_DEBUG_NO_CLBLAST) &&
               atomic_load(&hook_own) <= 0;
-  L.tile = (p.gemm ? p.gemm : KILN__LINALG_RULE_GEMM) == KILN__LINALG_GEMM_TILE;
+  L.tile = (p.gemm                ? p.gemm
+            : ctx->info.is_gpu ? KILN__LINALG_RULE_GEMM_GPU
+                               : KILN__LINALG_RULE_GEMM_CPU) == KILN__LINALG_GEMM_TILE;
   int hl = atomic_load(&hook_leaf);
   L.leaf = hl > 0 ? (uint64_t)hl : ctx->info.is_gpu ? KILN__LSP_LEAF_GPU : UINT64_MAX;
   return L;
