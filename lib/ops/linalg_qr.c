@@ -392,7 +392,7 @@ panel_run(const kiln__lsp *L, cl_kernel panel, size_t local, kiln__lsp_mat a, ui
     kiln__args_u32(&args, 0);
     kiln__args_u32(&args, (uint32_t)w);
     args_mat(&args, tau);
-    kiln__args_local(&args, local * QR_CHUNK * L->ts);
+    kiln__args_local(&args, (local * QR_CHUNK + w) * L->ts);
     return kiln__args_enqueue_1d(&args, L->ctx, local, local);
   }
   uint64_t w1 = w / 2;
