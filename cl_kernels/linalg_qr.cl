@@ -12,6 +12,7 @@
  *   qr_panel(a, aoff, lda, m, j0, jb, tau, toff, sh)   one work-group: unblocked Householder
  *     QR of columns j0 .. j0+jb-1, rows j0 .. m-1, in place; tau[j0 + c]. sh: 8 T per lane
  *     and jb T.
+ *   qr_larft_l(same arguments, tl)   the same with T built in local memory tl (jb * jb T).
  *   qr_vcopy(a, aoff, lda, rows, jb, v, voff)   global (jb, rows): V (rows x jb, row stride
  *     jb) with the panel's reflectors, its unit diagonal and zeros above.
  *   qr_larft(g, goff, tau, toff, jb, t, tof)   one work-group: the upper triangular T of
@@ -196,6 +197,34 @@ kernel void qr_vcopy(global const T *a, ulong aoff, ulong lda, uint rows, uint j
   if (c >= jb || i >= rows)
     return;
   v[voff + (ulong)i * jb + c] = i > c ? a[aoff + (ulong)i * lda + c] : i == c ? (T)1 : (T)0;
+}
+
+/*
+ * qr_larft with T in local memory (jb * jb T, jb <= 64 for f64): the steps exchange T's
+ * columns through local barriers, where qr_larft's global fences cost tens of microseconds per
+ * call on the H200.
+ */
+kernel void qr_larft_l(global const T *g, ulong goff, global const T *tau, ulong toff, uint jb,
+                       global T *t, ulong tof, local T *tl)
+{
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  global const T *G = g + goff;
+  for (uint i = 0; i < jb; i++) {
+    const T ti = tau[toff + i];
+    for (uint l = lid; l < jb; l += lsz) {
+      if (l < i) {
+        T s = (T)0;
+        for (uint p = l; p < i; p++)
+          s += tl[l * jb + p] * G[p * jb + i];
+        tl[l * jb + i] = -ti * s;
+      } else {
+        tl[l * jb + i] = l == i ? ti : (T)0;
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  for (uint e = lid; e < jb * jb; e += lsz)
+    t[tof + e] = tl[e];
 }
 
 kernel void qr_larft(global const T *g, ulong goff, global const T *tau, ulong toff, uint jb,

@@ -244,12 +244,16 @@ block_vt(const kiln__lsp *L, kiln__lsp_mat a, uint64_t rows, uint64_t jb, kiln__
   KILN_TRY(enqueue2(&args, L, jb, rows, 8, 8));
   kiln__lsp_mat v = kiln__lsp_tmat(ws->v, jb), g = kiln__lsp_tmat(ws->g, jb);
   KILN_TRY(vt_c(L, rows, jb, v, v, jb, g)); /* G = V^T V: the same short, long-k shape */
-  KILN_TRY(kern(L, "qr_larft", &k));
+  /* T in local memory where it fits (jb <= 64 for f64) */
+  int in_local = jb * jb * L->ts <= L->ctx->info.local_mem_bytes / 2;
+  KILN_TRY(kern(L, in_local ? "qr_larft_l" : "qr_larft", &k));
   args = kiln__args_begin(L->op, k);
   args_mat(&args, g);
   args_mat(&args, tau);
   kiln__args_u32(&args, (uint32_t)jb);
   kiln__args_tensor(&args, ws->t);
+  if (in_local)
+    kiln__args_local(&args, jb * jb * L->ts);
   size_t local = group_local(L, k);
   return kiln__args_enqueue_1d(&args, L->ctx, local, local);
 }
