@@ -244,8 +244,9 @@ block_vt(const kiln__lsp *L, kiln__lsp_mat a, uint64_t rows, uint64_t jb, kiln__
   KILN_TRY(enqueue2(&args, L, jb, rows, 8, 8));
   kiln__lsp_mat v = kiln__lsp_tmat(ws->v, jb), g = kiln__lsp_tmat(ws->g, jb);
   KILN_TRY(vt_c(L, rows, jb, v, v, jb, g)); /* G = V^T V: the same short, long-k shape */
-  /* T in local memory where it fits (jb <= 64 for f64) */
-  int in_local = jb * jb * L->ts <= L->ctx->info.local_mem_bytes / 2;
+  /* T in local memory up to 32 KiB (jb <= 64 for f64) where the device leaves room */
+  uint64_t lm = L->ctx->info.local_mem_bytes, cap = lm > 40960 ? 32768 : lm / 2;
+  int in_local = jb * jb * L->ts <= cap;
   KILN_TRY(kern(L, in_local ? "qr_larft_l" : "qr_larft", &k));
   args = kiln__args_begin(L->op, k);
   args_mat(&args, g);

@@ -1231,6 +1231,12 @@ START_TEST(tile_gemm)
     qr_tile_case(dt, 150, 70, 0);
     qr_tile_case(dt, 70, 97, 3);
   }
+  /* 128-column blocks: T too large for local memory (qr_larft in global memory) */
+  kiln__linalg_spectral_test_set(128, -1, -1);
+  FOR_DTYPES(dt)
+  {
+    qr_tile_case(dt, 200, 150, 0);
+  }
   kiln__linalg_spectral_test_set(-1, -1, -1);
   kiln__linalg_test_gemm(-1);
   hook_route = -1;
