@@ -8,9 +8,9 @@
 # Results under $OUT/r/linalg/. About 50 s.
 #
 # Variants: VARIANTS="name:family:p=v+p=v ..." (+ for the space) adds traced runs of LU, Cholesky, QR and solve
-# with `kiln bench --tune`, as long as time is left (default: look-ahead on, ahead=2, at nb 64
-# and 128; CLBlast instead of gemm_tile).
-VARIANTS=${VARIANTS-"ahead:linalg:route=1+ahead=2 ahead128:linalg:route=1+ahead=2+nb=128 clblast:linalg:route=1+gemm=1"}
+# with `kiln bench --tune`, as long as time is left (default: look-ahead on, ahead=2; leaf 32
+# with and without it; look-ahead at nb 128).
+VARIANTS=${VARIANTS-"ahead:linalg:route=1+ahead=2 leaf32:linalg:route=1+leaf=32 aleaf32:linalg:route=1+ahead=2+leaf=32 ahead128:linalg:route=1+ahead=2+nb=128"}
 source .device/setup.sh >/dev/null 2>&1
 K=build-gpu/tools/kiln
 SHIM=$PWD/build-gpu/bench/libcltrace.so
@@ -30,11 +30,11 @@ tr() { local n=$1 to=$2; shift 2
     $K bench --no-startup --json --reps 2 "$@" > $R/bench-$n.json 2>> $R/err.txt
   echo "$n rc=$?" >> $R/runs.txt; el $n; }
 for c in lu cholesky qr solve inv; do
-  tr $c 6 --dtype f64 --sizes 2^24 --filter linalg.$c
+  tr $c 5 --dtype f64 --sizes 2^24 --filter linalg.$c
 done
 for v in $VARIANTS; do
   t=${v#*:}; t=${t//+/ }
-  tr ${v%%:*} 7 --dtype f64 --sizes 2^24 --filter linalg.lu,linalg.cholesky,linalg.qr,linalg.solve \
+  tr ${v%%:*} 6 --dtype f64 --sizes 2^24 --filter linalg.lu,linalg.cholesky,linalg.qr,linalg.solve \
     --tune "$t"
 done
 tr dgemm 4 --dtype f64 --sizes 2^24 --filter blas.gemm

@@ -186,7 +186,10 @@ la_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
   if (hs >= 0)
     L.small_max = (uint64_t)hs;
   int hl = atomic_load(&hook_leaf);
-  L.leaf = hl > 0 ? (uint64_t)hl : ctx->info.is_gpu ? KILN__LINALG_LEAF_GPU : UINT64_MAX;
+  L.leaf = hl > 0              ? (uint64_t)hl
+           : !ctx->info.is_gpu ? UINT64_MAX
+           : p.leaf            ? p.leaf
+                               : KILN__LINALG_LEAF_GPU;
   return L;
 }
 

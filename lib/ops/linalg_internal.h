@@ -77,6 +77,7 @@ typedef struct kiln__linalg_params {
   uint32_t nb;
   uint32_t gemm;  /* enum kiln__linalg_gemm */
   uint32_t ahead; /* 0 rule, 1 off, 2 on */
+  uint32_t leaf;  /* GPU panel leaf width of LU and QR; 0: KILN__LINALG_LEAF_GPU, KILN__LSP_LEAF_GPU */
 } kiln__linalg_params;
 
 /*

@@ -93,7 +93,10 @@ kiln__lsp_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
             : ctx->info.is_gpu ? KILN__LINALG_RULE_GEMM_GPU
                                : KILN__LINALG_RULE_GEMM_CPU) == KILN__LINALG_GEMM_TILE;
   int hl = atomic_load(&hook_leaf);
-  L.leaf = hl > 0 ? (uint64_t)hl : ctx->info.is_gpu ? KILN__LSP_LEAF_GPU : UINT64_MAX;
+  L.leaf = hl > 0              ? (uint64_t)hl
+           : !ctx->info.is_gpu ? UINT64_MAX
+           : p.leaf            ? p.leaf
+                               : KILN__LSP_LEAF_GPU;
   return L;
 }
 

@@ -1296,8 +1296,8 @@ START_TEST(tuner_family)
   kiln_tune_family_desc d;
   int found = 0;
   for (size_t i = 0; kiln_tune_family_get(i, &d) == KILN_OK; i++)
-    found |= strcmp(d.name, "linalg") == 0 && strcmp(d.params, "route nb gemm ahead") == 0;
-  EXPECT(found, "no linalg tuner family with parameters route, nb, gemm, ahead");
+    found |= strcmp(d.name, "linalg") == 0 && strcmp(d.params, "route nb gemm ahead leaf") == 0;
+  EXPECT(found, "no linalg tuner family with parameters route, nb, gemm, ahead, leaf");
   kiln_tune_request req;
   memset(&req, 0, sizeof req);
   uint64_t n = 1u << 14;
