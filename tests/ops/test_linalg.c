@@ -1260,6 +1260,8 @@ START_TEST(look_ahead)
     set_hook(16, 0, -1, g == KILN__LINALG_GEMM_TILE ? 3 : -1);
     FOR_DTYPES(dt)
     {
+      if (g == KILN__LINALG_GEMM_CLBLAST && dt == KILN_F32) /* f32 runs kiln's kernels here */
+        continue;
       lu_case(dt, 0, NULL, 97, 97, NULL);
       lu_case(dt, 0, NULL, 150, 70, NULL);
       lu_case(dt, 0, NULL, 70, 150, NULL);
