@@ -14,10 +14,10 @@
  *     one work-group per m x n matrix (m, n <= 64): LU with partial pivoting in local
  *     memory s (m * (n | 1) T), in place; piv 1-based (LAPACK, torch). rv/ri: local_size
  *     T and int for the pivot search.
- *   lu_panel(a, aoff, lda, m, ncols, j0, piv, poff, info, ioff, rv, ri, prow)
+ *   lu_panel(a, aoff, lda, m, ncols, j0, piv, poff, info, ioff, rv, ri, srow, s0, sw)
  *     one work-group: unblocked LU of columns j0 .. j0+ncols-1, rows j0 .. m-1, in global
- *     memory; row swaps stay inside the panel (laswp applies them elsewhere). prow: 2 ncols
- *     T of local memory (the pivot row and the row it replaces).
+ *     memory; row swaps cover columns s0 .. s0+sw-1 (containing the leaf; laswp applies
+ *     them elsewhere). srow: 2 sw T of local memory (the pivot row and the row it replaces).
  *   laswp(a, aoff, astride, lda, ncols, piv, pstride, k1, k2, reverse, s0, sw)
  *     global (columns, batch): the interchanges k1 .. k2-1 of piv to ncols columns,
  *     forward (reverse 0) or backward; columns from s0 on lie sw further right (one launch
@@ -145,14 +145,16 @@ kernel void lu_small(global T *a, ulong aoff, ulong astride, uint m, uint n, glo
 
 kernel void lu_panel(global T *a, ulong aoff, ulong lda, uint m, uint ncols, uint j0,
                      global int *piv, ulong poff, global int *info, ulong ioff, local T *rv,
-                     local int *ri, local T *prow)
+                     local int *ri, local T *srow, uint s0, uint sw)
 {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
   /* Each lane owns the rows j0 + lid + k lsz for the whole kernel and is the only one that
    * reads or writes them in global memory; the pivot row and the row it replaces pass through
    * local memory. So only local barriers are needed: with a global fence per column the
    * kernel took about 26 us a column on the H200 whatever the rows. */
-  local T *orow = prow + ncols;
+  /* the interchanges cover columns s0 .. s0+sw-1 (the whole top-level panel: the recursion
+   * then needs no laswp inside it); prow is the pivot row's leaf columns */
+  local T *orow = srow + sw, *prow = srow + (j0 - s0);
   local int diag_nan;
   global T *A = a + aoff;
   int zero = j0 == 0 ? 0 : info[ioff];
@@ -179,19 +181,19 @@ kernel void lu_panel(global T *a, ulong aoff, ulong lda, uint m, uint ncols, uin
     const int p = diag_nan ? (int)j : ri[0];
     /* the owners of rows p and j put them in local memory, then write each other's */
     if ((uint)(p - (int)j0) % lsz == lid)
-      for (uint c = 0; c < ncols; c++)
-        prow[c] = A[(ulong)p * lda + j0 + c];
+      for (uint c = 0; c < sw; c++)
+        srow[c] = A[(ulong)p * lda + s0 + c];
     if (p != (int)j && jj % lsz == lid)
-      for (uint c = 0; c < ncols; c++)
-        orow[c] = A[j * lda + j0 + c];
+      for (uint c = 0; c < sw; c++)
+        orow[c] = A[j * lda + s0 + c];
     barrier(CLK_LOCAL_MEM_FENCE);
     if (p != (int)j) {
       if (jj % lsz == lid)
-        for (uint c = 0; c < ncols; c++)
-          A[j * lda + j0 + c] = prow[c];
+        for (uint c = 0; c < sw; c++)
+          A[j * lda + s0 + c] = srow[c];
       if ((uint)(p - (int)j0) % lsz == lid)
-        for (uint c = 0; c < ncols; c++)
-          A[(ulong)p * lda + j0 + c] = orow[c];
+        for (uint c = 0; c < sw; c++)
+          A[(ulong)p * lda + s0 + c] = orow[c];
     }
     if (lid == 0)
       piv[poff + j] = p + 1;

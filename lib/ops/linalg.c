@@ -658,15 +658,16 @@ zero_fill(const la *L, kiln_tensor *t)
 
 /*
  * LU of the panel columns c0 .. c0+w-1 (rows c0 .. m-1) of an m-row matrix with row stride
- * lda, in place, every interchange applied across the panel's columns. Panels up to the
- * leaf width run lu_panel (one work-group); wider ones recurse (Toledo): the left half, its
- * interchanges on the right half, TRSM and GEMM into the right half, the right half, its
- * interchanges on the left half. The recursion moves most of the panel's flops and memory
- * traffic from one work-group into GEMM calls over the whole device.
+ * lda, in place, every interchange applied across the columns s0 .. s0+sw-1 (the top-level
+ * panel, which contains these). Panels up to the leaf width run lu_panel (one work-group);
+ * wider ones recurse (Toledo): the left half, TRSM and GEMM into the right half, the right
+ * half. The leaves swap whole rows of the top-level panel, so the halves need no laswp. The
+ * recursion moves most of the panel's flops and memory traffic from one work-group into GEMM
+ * calls over the whole device.
  */
 static kiln_status
-lu_panel_run(const la *L, cl_kernel panel, size_t local, mat a, uint64_t lda, uint64_t m,
-             uint64_t c0, uint64_t w, mat piv, mat info)
+lu_panel_rec(const la *L, cl_kernel panel, size_t local, mat a, uint64_t lda, uint64_t m,
+             uint64_t c0, uint64_t w, mat piv, mat info, uint64_t s0, uint64_t sw)
 {
   if (w <= L->leaf) {
     kiln__args args = kiln__args_begin(L->op, panel);
@@ -679,18 +680,26 @@ lu_panel_run(const la *L, cl_kernel panel, size_t local, mat a, uint64_t lda, ui
     args_mat(&args, info);
     kiln__args_local(&args, local * L->ts);
     kiln__args_local(&args, local * sizeof(cl_int));
-    kiln__args_local(&args, 2 * w * L->ts);
+    kiln__args_local(&args, 2 * sw * L->ts);
+    kiln__args_u32(&args, (uint32_t)s0);
+    kiln__args_u32(&args, (uint32_t)sw);
     return kiln__args_enqueue_1d(&args, L->ctx, local, local);
   }
   uint64_t w1 = w / 2, c1 = c0 + w1, w2 = w - w1;
-  KILN_TRY(lu_panel_run(L, panel, local, a, lda, m, c0, w1, piv, info));
-  KILN_TRY(laswp(L, at(a, c1), 0, lda, w2, piv, 0, c0, c1, 0, 1));
+  KILN_TRY(lu_panel_rec(L, panel, local, a, lda, m, c0, w1, piv, info, s0, sw));
   KILN_TRY(tri(L, 1, 1, 0, 0, 1, w1, w2, 1.0, at(a, c0 * lda + c0), lda, 0, at(a, c0 * lda + c1),
                lda, 0, 1));
   KILN_TRY(gemm_sub(L, m - c1, w2, w1, at(a, c1 * lda + c0), lda, at(a, c0 * lda + c1), lda,
                     at(a, c1 * lda + c1), lda));
-  KILN_TRY(lu_panel_run(L, panel, local, a, lda, m, c1, w2, piv, info));
-  return laswp(L, at(a, c0), 0, lda, w1, piv, 0, c1, c1 + w2, 0, 1);
+  return lu_panel_rec(L, panel, local, a, lda, m, c1, w2, piv, info, s0, sw);
+}
+
+/* LU of the panel columns c0 .. c0+w-1, interchanges across the panel (lu_panel_rec). */
+static kiln_status
+lu_panel_run(const la *L, cl_kernel panel, size_t local, mat a, uint64_t lda, uint64_t m,
+             uint64_t c0, uint64_t w, mat piv, mat info)
+{
+  return lu_panel_rec(L, panel, local, a, lda, m, c0, w, piv, info, c0, w);
 }
 
 /*
