@@ -11,7 +11,11 @@
  * One JSON object per line.
  *
  * usage: conv_routes [--reps R] [--n N] [--c C] [--k K] [--hw H] [--ks k] [--groups g]
- *                    [--dtype f32|f64|both] [--only route=..,tile=..] [--device SELECTOR]
+ *                    [--dtype f32|f64|f16|bf16|both] [--only 'route=4 tile=1;default;...']
+ *                    [--device SELECTOR]
+ * --only takes a list of candidates separated by ';' (default: the built-in choice).
+ * f16 and bf16 have no route 2 of their own (it runs as route 4, docs/nn_conv.md): their
+ * reference is the default's forward.
  */
 #include <math.h>
 #include <stdio.h>
@@ -73,16 +77,42 @@ download(kiln_tensor *t, size_t *n)
 {
   *n = (size_t)kiln_tensor_numel(t);
   double *v = malloc((*n ? *n : 1) * sizeof *v);
-  if (kiln_tensor_dtype(t) == KILN_F32) {
-    float *f = malloc((*n ? *n : 1) * sizeof *f);
-    kiln_tensor_download(t, f, *n * sizeof *f);
-    for (size_t i = 0; i < *n; i++)
-      v[i] = f[i];
-    free(f);
-  } else {
+  kiln_dtype dt = kiln_tensor_dtype(t);
+  if (dt == KILN_F64) {
     kiln_tensor_download(t, v, *n * sizeof *v);
+    return v;
   }
+  size_t esz = dt == KILN_F32 ? 4 : 2;
+  unsigned char *h = malloc((*n ? *n : 1) * esz);
+  kiln_tensor_download(t, h, *n * esz);
+  for (size_t i = 0; i < *n; i++) {
+    if (dt == KILN_F32) {
+      float f;
+      memcpy(&f, h + 4 * i, 4);
+      v[i] = f;
+    } else {
+      uint16_t b;
+      memcpy(&b, h + 2 * i, 2);
+      v[i] = dt == KILN_F16 ? (double)kiln_f16_to_f32(b) : (double)kiln_bf16_to_f32(b);
+    }
+  }
+  free(h);
   return v;
+}
+
+/* candidate (NULL: "default") is one of the ';'-separated entries of list. */
+static int
+listed(const char *list, const char *candidate)
+{
+  const char *name = candidate ? candidate : "default";
+  size_t len = strlen(name);
+  for (const char *p = list; *p;) {
+    size_t n = strcspn(p, ";");
+    if (n == len && !strncmp(p, name, len))
+      return 1;
+    p += n + (p[n] == ';');
+  }
+  return 0;
 }
 
 int
@@ -118,7 +148,10 @@ main(int argc, char **argv)
       device = v;
     else if (!strcmp(a, "--dtype")) {
       both = !strcmp(v, "both");
-      one = !strcmp(v, "f64") ? KILN_F64 : KILN_F32;
+      one = !strcmp(v, "f64")    ? KILN_F64
+            : !strcmp(v, "f16")  ? KILN_F16
+            : !strcmp(v, "bf16") ? KILN_BF16
+                                 : KILN_F32;
     } else {
       fprintf(stderr, "conv_routes: unknown option %s\n", a);
       return 2;
@@ -154,8 +187,9 @@ main(int argc, char **argv)
       fprintf(stderr, "conv_routes: %s\n", kiln_last_error());
       continue;
     }
-    /* References: route 2. */
-    kiln_tune_override(ctx, "conv", dt, NULL, "route=2");
+    /* References: route 2 (f16 and bf16: the default). */
+    int half = dt == KILN_F16 || dt == KILN_BF16;
+    kiln_tune_override(ctx, "conv", dt, NULL, half ? NULL : "route=2");
     for (int p = 0; p < NPASS; p++)
       if (run_pass(ctx, p, x, w, gy, &d, &ref[p]) != KILN_OK)
         fprintf(stderr, "conv_routes: reference %s: %s\n", pass_names[p], kiln_last_error());
@@ -169,7 +203,8 @@ main(int argc, char **argv)
         refmax[p] = fmax(refmax[p], fabs(refv[p][i]));
     }
     for (size_t c = 0; c < NCAND; c++) {
-      if (only && (!candidates[c] || strcmp(only, candidates[c])))
+      if (only ? !listed(only, candidates[c])
+               : half && candidates[c] && strncmp(candidates[c], "route=4", 7))
         continue;
       if (kiln_tune_override(ctx, "conv", dt, NULL, candidates[c]) != KILN_OK) {
         fprintf(stderr, "conv_routes: override %s: %s\n", candidates[c], kiln_last_error());

@@ -2,16 +2,20 @@
  * nn training family: scaled dot-product attention, flash style (lib/ops/nn_attention.c,
  * docs/nn.md "Attention"), and rotary position embedding.
  *
- * Build options: common.cl's (-DT=..., -DKILN_DT_...=1); f32 and f64. The forward tile
- * (lib/ops/nn_attention.c chooses it: the `attention` tuner family): -DATT_BQ (queries per
- * work-group), -DATT_BK (keys per tile), -DATT_TM, -DATT_TN (the register tile of scores per
- * work-item, multiples of 4), -DATT_DC (features per Q/K staging chunk), -DATT_VK (keys per V
- * staging chunk), -DATT_DH (head dimension the accumulators cover: 32, 64 or 128, at least
- * D and Dv), -DATT_PF (1: each staging step's global loads are issued one step ahead, into
- * registers, so that they fly while the previous chunk is multiplied). att_fwd runs on
- * (BQ/TM) (BK/TN) work-items.
+ * Build options: common.cl's (-DT=..., -DKILN_DT_...=1); f32, f64, f16 and bf16 (T float).
+ * The forward tile (lib/ops/nn_attention.c chooses it: the `attention` tuner family): -DATT_BQ
+ * (queries per work-group), -DATT_BK (keys per tile), -DATT_TM, -DATT_TN (the register tile of
+ * scores per work-item, multiples of 4), -DATT_DC (features per Q/K staging chunk), -DATT_VK
+ * (keys per V staging chunk), -DATT_DH (head dimension the accumulators cover: 32, 64 or 128,
+ * at least D and Dv), -DATT_PF (1: each staging step's global loads are issued one step ahead,
+ * into registers, so that they fly while the previous chunk is multiplied), -DATT_RA (1: the
+ * row reductions share the staging space, two more barriers per key tile; for tiles whose
+ * local memory would not fit otherwise), -DATT_BWD=N (the backward kernels and rope too, with
+ * the backward tiles N, below), -DATT_G (GPUs: the kernels declare their work-group size).
+ * Options left out are 0 (absent). att_fwd runs on (BQ/TM) (BK/TN) work-items.
  *
- * Layout: q [BH, Sq, D], k [BH, Sk, D], v [BH, Sk, Dv], out [BH, Sq, Dv], lse [BH, Sq],
+ * Layout: q [BH, Sq, D], k [BH, Sk, D], v [BH, Sk, Dv], out [BH, Sq, Dv], lse [BH, Sq] (in T:
+ * f32 for f16 and bf16, whose q, k, v, out, mask and gradients are stored in 2 bytes),
  * D, Dv <= ATT_DH; mask (flags ATT_MASK) additive [Sq, Sk] at mask + bh * mstride.
  * flags ATT_CAUSAL: key j is visible to query i only when j <= i (top-left aligned, as
  * PyTorch's is_causal).
@@ -58,16 +62,18 @@
  *   S = Q K^T: a TM x TN register tile per key tile of ATT_BK keys, Q and K staged through
  *     local memory transposed ([d][row], [d][key]) in chunks of ATT_DC features, read as
  *     4-vectors (16-byte local loads, consecutive items on consecutive vectors);
- *   online softmax: each row's tile max meets across the BK/TN items sharing it in local
- *     memory (red); p = exp(s - m) goes to local memory as P [key][row];
+ *   online softmax (in base 2, below): each row's tile max meets across the BK/TN items
+ *     sharing it in local memory (red, read back as 4-vectors); p = exp2(s - m) goes to local
+ *     memory as P [key][row];
  *   O += P V: the same TM rows x ON = DH/(BK/TN) head features, V staged in chunks of ATT_VK
  *     keys in the Q/K staging space.
  * An item's rows are a*4*NTR + 4*tr + u (a < TM/4, u < 4) and its keys and features
  * b*4*NTC + 4*tc + u, so the items of a warp read consecutive 4-vectors (no bank conflicts).
  * The partial row sums (over an item's own keys, rescaled with the shared max) are added
  * across the row's items once at the end. Causal: key tiles past the group's last query
- * are not visited. A row with every key hidden keeps m = -inf: p and the rescale factor use
- * 0 in place of m (no inf - inf), so l = 0, out = 0/0 = NaN and lse = -inf.
+ * are not visited; tiles wholly visible (no mask) skip the per-score checks. A row with every
+ * key hidden keeps m = -inf: p and the rescale factor use 0 in place of m (no inf - inf), so
+ * l = 0, out = 0/0 = NaN and lse = -inf.
  */
 #define T4 KILN_CAT(T, 4)
 #define KILN_CAT(a, b) KILN_CAT_(a, b)
@@ -79,6 +85,19 @@
 #ifndef ATT_PF
 #define ATT_PF 0
 #endif
+#ifndef ATT_RA
+#define ATT_RA 0
+#endif
+/* reqd_work_group_size on GPUs only: NVIDIA's compiler sizes the register budget by it (a
+ * kernel without it may run 1024 items: 64 registers each). PoCL goes without: the programs
+ * kiln's background cache store builds again in the same process make PoCL 3.1 compile the
+ * declared size's work-group function a second time, and its dlhandle cache then releases
+ * an in-flight launch against that copy (an assertion failure, pocl_release_dlhandle_cache). */
+#ifdef ATT_G
+#define ATT_WG(n) __attribute__((reqd_work_group_size(n, 1, 1)))
+#else
+#define ATT_WG(n)
+#endif
 #define ATT_NTR (ATT_BQ / ATT_TM)
 #define ATT_NTC (ATT_BK / ATT_TN)
 #define ATT_NT (ATT_NTR * ATT_NTC)
@@ -87,10 +106,29 @@
 #define ATT_KS (ATT_BK + 4) /* row stride of K [d][key] */
 #define ATT_VS ATT_DH       /* row stride of V [key][d] */
 #define ATT_QK_N (ATT_DC * (ATT_QS + ATT_KS))
-#define ATT_STAGE_N (ATT_QK_N > ATT_VK * ATT_VS ? ATT_QK_N : ATT_VK * ATT_VS)
+/* The row reductions: slot (i NTR + tr) of item (tr, tc)'s row i holds the NTC partial values
+ * at red[slot RS + tc], read back as NTC/4 4-vectors. RS/4 odd: the 8 row groups of a warp
+ * read 8 different bank quads; their scalar stores hit 32 banks. */
+#define ATT_RS ((ATT_NTC / 4) % 2 ? ATT_NTC : ATT_NTC + 4)
+#define ATT_RED_N (ATT_BQ * ATT_RS)
+#define ATT_STAGE_N0 (ATT_QK_N > ATT_VK * ATT_VS ? ATT_QK_N : ATT_VK * ATT_VS)
+#if ATT_RA && ATT_RED_N > ATT_STAGE_N0
+#define ATT_STAGE_N ATT_RED_N
+#else
+#define ATT_STAGE_N ATT_STAGE_N0
+#endif
 #if ATT_TM % 4 || ATT_TN % 4 || ATT_ON % 4 || ATT_BK % ATT_VK || ATT_DC % 4 ||                \
-    (ATT_NTR > 8 && ATT_NTR % 8) || ATT_BQ % 16 || ATT_BK % 16
+    (ATT_NTR > 8 && ATT_NTR % 8) || ATT_BQ % 16 || ATT_BK % 16 || ATT_NTC % 4
 #error "nn_attention.cl: unsupported tile shape"
+#endif
+/* Softmax in base 2: Q is staged times scale log2(e), the mask added times log2(e), so the
+ * exponentials are exp2 (one hardware instruction in f32 on GPUs) and lse = (m + log2 l) ln 2. */
+#define ATT_LOG2E 1.4426950408889634074
+#define ATT_LN2 0.69314718055994530942
+#if defined(KILN_DT_F64)
+#define ATT_EXP2(x) exp2(x)
+#else
+#define ATT_EXP2(x) native_exp2(x)
 #endif
 /* Items of a warp: 8 row groups (or all of them) x the rest in key groups. */
 #define ATT_W (ATT_NTR < 8 ? ATT_NTR : 8)
@@ -105,11 +143,24 @@
 
 /* Features [d, d + 4) of a row of D (zeros past D): one 4-vector load when vec (the row
  * 16-byte aligned, D a multiple of 4), else element by element. */
+#if defined(KILN_DT_F16)
+#define ATT_VLOAD4(p) vload_half4(0, (p))
+#elif defined(KILN_DT_BF16)
+#define ATT_VLOAD4(p) att_bf16x4(*(global const ushort4 *)(p))
+static float4
+att_bf16x4(ushort4 h)
+{
+  return as_float4(convert_uint4(h) << 16);
+}
+#else
+#define ATT_VLOAD4(p) (*(global const T4 *)(p))
+#endif
+
 static T4
 att_load4(global const ST *row, ulong d, ulong D, uint vec)
 {
   if (vec)
-    return d < D ? *(global const T4 *)(row + d) : (T4)((T)0);
+    return d < D ? ATT_VLOAD4(row + d) : (T4)((T)0);
   return (T4)(d < D ? KILN_LOAD(row, d) : (T)0, d + 1 < D ? KILN_LOAD(row, d + 1) : (T)0,
               d + 2 < D ? KILN_LOAD(row, d + 2) : (T)0, d + 3 < D ? KILN_LOAD(row, d + 3) : (T)0);
 }
@@ -226,29 +277,35 @@ att_fwd_store_v(local T4 *stage4, const T4 *pf, uint lid)
   }
 }
 
-kernel __attribute__((reqd_work_group_size(ATT_NT, 1, 1))) void
+kernel ATT_WG(ATT_NT) void
 att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global const ST *v,
-        ulong voff, global const ST *mask, ulong moff, global ST *o, ulong ooff, global ST *lse,
+        ulong voff, global const ST *mask, ulong moff, global ST *o, ulong ooff, global T *lse,
         ulong loff, ulong BH, ulong Sq, ulong Sk, ulong D, ulong Dv, ulong mstride, T scale,
         uint flags)
 {
   local T4 stage4[ATT_STAGE_N / 4];
   local T4 ps4[ATT_BK * ATT_QS / 4];
-  local T red[ATT_NTC * ATT_BQ];
-  local T *stage = (local T *)stage4, *ps = (local T *)ps4;
+#if ATT_RA
+  local T4 *red4 = stage4;
+#else
+  local T4 red4[ATT_RED_N / 4];
+#endif
+  local T *stage = (local T *)stage4, *red = (local T *)red4;
   const uint lid = get_local_id(0);
   const uint tr = lid % ATT_W + ATT_W * (lid / (ATT_W * ATT_NTC));
   const uint tc = (lid / ATT_W) % ATT_NTC;
   const ulong nqt = (Sq + ATT_BQ - 1) / ATT_BQ, g = get_group_id(0);
-  const ulong bh = g / nqt, q0 = (g % nqt) * ATT_BQ;
+  /* Causal: the last query tiles (the most keys) first, so that the light ones fill the
+   * last wave instead of the heavy ones. */
+  const ulong bh = g / nqt, qt = (flags & ATT_CAUSAL) ? nqt - 1 - g % nqt : g % nqt;
+  const ulong q0 = qt * ATT_BQ;
   global const ST *qb = q + qoff + bh * Sq * D;
   global const ST *kb = k + koff + bh * Sk * D;
   global const ST *vb = v + voff + bh * Sk * Dv;
   global const ST *mb = mask + moff + bh * mstride;
+  const T qscale = scale * (T)ATT_LOG2E;
   T acc[ATT_TM][ATT_ON], m[ATT_TM], lp[ATT_TM];
-  uint rows[ATT_TM];
   for (int i = 0; i < ATT_TM; i++) {
-    rows[i] = (i / 4) * 4 * ATT_NTR + 4 * tr + i % 4;
     m[i] = -INFINITY;
     lp[i] = (T)0;
     for (int e = 0; e < ATT_ON; e++)
@@ -261,7 +318,7 @@ att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global c
   T4 pf[ATT_NPF];
 #if ATT_PF
   if (kend > 0)
-    att_fwd_load_qk(pf, lid, qb, q0, Sq, kb, 0, Sk, D, 0, scale, vec);
+    att_fwd_load_qk(pf, lid, qb, q0, Sq, kb, 0, Sk, D, 0, qscale, vec);
 #endif
   for (ulong k0 = 0; k0 < kend; k0 += ATT_BK) {
     T s[ATT_TM][ATT_TN];
@@ -271,7 +328,7 @@ att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global c
     for (ulong d0 = 0; d0 < D; d0 += ATT_DC) {
       barrier(CLK_LOCAL_MEM_FENCE);
 #if !ATT_PF
-      att_fwd_load_qk(pf, lid, qb, q0, Sq, kb, k0, Sk, D, d0, scale, vec);
+      att_fwd_load_qk(pf, lid, qb, q0, Sq, kb, k0, Sk, D, d0, qscale, vec);
 #endif
       att_fwd_store_qk(stage, pf, lid);
       barrier(CLK_LOCAL_MEM_FENCE);
@@ -279,7 +336,7 @@ att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global c
       /* The next step's loads fly while this chunk is multiplied: the next chunk, or this
        * tile's first V chunk. */
       if (d0 + ATT_DC < D)
-        att_fwd_load_qk(pf, lid, qb, q0, Sq, kb, k0, Sk, D, d0 + ATT_DC, scale, vec);
+        att_fwd_load_qk(pf, lid, qb, q0, Sq, kb, k0, Sk, D, d0 + ATT_DC, qscale, vec);
       else
         att_fwd_load_v(pf, lid, vb, k0, Sk, Dv, vec);
 #endif
@@ -298,35 +355,43 @@ att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global c
             s[i][j] += qv[i] * kv[j];
       }
     }
-    /* Hide what the row may not see; the row maxima of this tile meet in red. */
-    for (int i = 0; i < ATT_TM; i++) {
-      ulong row = q0 + rows[i];
-      T mx = -INFINITY;
-      for (int j = 0; j < ATT_TN; j++) {
-        ulong col = k0 + (j / 4) * 4 * ATT_NTC + 4 * tc + j % 4;
-        T x = s[i][j];
-        if (col >= Sk || ((flags & ATT_CAUSAL) && col > row))
-          x = -INFINITY;
-        else if ((flags & ATT_MASK) && row < Sq)
-          x += KILN_LOAD(mb, row * Sk + col);
-        s[i][j] = x;
-        mx = fmax(mx, x);
+    /* Hide what the row may not see (nothing in a tile of keys all below Sk and the group's
+     * first query, without a mask); the row maxima of this tile meet in red. */
+    if ((flags & ATT_MASK) || k0 + ATT_BK > Sk || ((flags & ATT_CAUSAL) && k0 + ATT_BK > q0 + 1)) {
+      for (int i = 0; i < ATT_TM; i++) {
+        ulong row = q0 + (i / 4) * 4 * ATT_NTR + 4 * tr + i % 4;
+        for (int j = 0; j < ATT_TN; j++) {
+          ulong col = k0 + (j / 4) * 4 * ATT_NTC + 4 * tc + j % 4;
+          if (col >= Sk || ((flags & ATT_CAUSAL) && col > row))
+            s[i][j] = -INFINITY;
+          else if ((flags & ATT_MASK) && row < Sq)
+            s[i][j] += KILN_LOAD(mb, row * Sk + col) * (T)ATT_LOG2E;
+        }
       }
-      red[tc * ATT_BQ + rows[i]] = mx;
+    }
+#if ATT_RA
+    barrier(CLK_LOCAL_MEM_FENCE); /* red is the staging space the last chunk was read from */
+#endif
+    for (int i = 0; i < ATT_TM; i++) {
+      T mx = s[i][0];
+      for (int j = 1; j < ATT_TN; j++)
+        mx = fmax(mx, s[i][j]);
+      red[(i * ATT_NTR + tr) * ATT_RS + tc] = mx;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int i = 0; i < ATT_TM; i++) {
-      T mt = m[i];
-      for (int t = 0; t < ATT_NTC; t++)
-        mt = fmax(mt, red[t * ATT_BQ + rows[i]]);
+      T4 m4 = red4[(i * ATT_NTR + tr) * (ATT_RS / 4)];
+      for (int t = 1; t < ATT_NTC / 4; t++)
+        m4 = fmax(m4, red4[(i * ATT_NTR + tr) * (ATT_RS / 4) + t]);
+      T mt = fmax(fmax(m[i], fmax(m4.x, m4.y)), fmax(m4.z, m4.w));
       T msafe = mt == -INFINITY ? (T)0 : mt;
-      T cf = exp(m[i] - msafe);
+      T cf = ATT_EXP2(m[i] - msafe);
       m[i] = mt;
       lp[i] *= cf;
       for (int e = 0; e < ATT_ON; e++)
         acc[i][e] *= cf;
       for (int j = 0; j < ATT_TN; j++) {
-        T p = exp(s[i][j] - msafe);
+        T p = ATT_EXP2(s[i][j] - msafe);
         lp[i] += p;
         s[i][j] = p;
       }
@@ -337,9 +402,10 @@ att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global c
         ps4[col * (ATT_QS / 4) + a * ATT_NTR + tr] =
             (T4)(s[4 * a][j], s[4 * a + 1][j], s[4 * a + 2][j], s[4 * a + 3][j]);
     }
-    /* O += P V over chunks of ATT_VK keys (the staging space is free since the barrier). */
+    /* O += P V over chunks of ATT_VK keys (the staging space is free since the barrier, and
+     * with ATT_RA once every item has read its maxima). */
     for (uint c0 = 0; c0 < ATT_BK && k0 + c0 < Sk; c0 += ATT_VK) {
-      if (c0)
+      if (c0 || ATT_RA)
         barrier(CLK_LOCAL_MEM_FENCE);
 #if !ATT_PF
       att_fwd_load_v(pf, lid, vb, k0 + c0, Sk, Dv, vec);
@@ -351,7 +417,7 @@ att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global c
       if (c0 + ATT_VK < ATT_BK && k0 + c0 + ATT_VK < Sk)
         att_fwd_load_v(pf, lid, vb, k0 + c0 + ATT_VK, Sk, Dv, vec);
       else if (k0 + ATT_BK < kend)
-        att_fwd_load_qk(pf, lid, qb, q0, Sq, kb, k0 + ATT_BK, Sk, D, 0, scale, vec);
+        att_fwd_load_qk(pf, lid, qb, q0, Sq, kb, k0 + ATT_BK, Sk, D, 0, qscale, vec);
 #endif
       for (int c = 0; c < ATT_VK; c++) {
         T pv[ATT_TM], vv[ATT_ON];
@@ -372,15 +438,16 @@ att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global c
   /* The row sums meet in red (all of a row's items applied the same rescale factors). */
   barrier(CLK_LOCAL_MEM_FENCE);
   for (int i = 0; i < ATT_TM; i++)
-    red[tc * ATT_BQ + rows[i]] = lp[i];
+    red[(i * ATT_NTR + tr) * ATT_RS + tc] = lp[i];
   barrier(CLK_LOCAL_MEM_FENCE);
   for (int i = 0; i < ATT_TM; i++) {
-    ulong row = q0 + rows[i];
+    ulong row = q0 + (i / 4) * 4 * ATT_NTR + 4 * tr + i % 4;
     if (row >= Sq)
       continue;
-    T l = (T)0;
-    for (int t = 0; t < ATT_NTC; t++)
-      l += red[t * ATT_BQ + rows[i]];
+    T4 l4 = red4[(i * ATT_NTR + tr) * (ATT_RS / 4)];
+    for (int t = 1; t < ATT_NTC / 4; t++)
+      l4 += red4[(i * ATT_NTR + tr) * (ATT_RS / 4) + t];
+    T l = (l4.x + l4.y) + (l4.z + l4.w);
     T inv = (T)1 / l;
     global ST *ob = o + ooff + (bh * Sq + row) * Dv;
     for (int e = 0; e < ATT_ON; e++) {
@@ -389,9 +456,13 @@ att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global c
         KILN_STORE(ob, d, l > (T)0 ? acc[i][e] * inv : (T)NAN);
     }
     if (tc == 0)
-      KILN_STORE(lse, loff + bh * Sq + row, m[i] + log(l));
+      lse[loff + bh * Sq + row] = (m[i] + log2(l)) * (T)ATT_LN2;
   }
 }
+
+/* The backward kernels and rope: only in the program of the rule's tile at head 128 (the one
+ * they run from, -DATT_BWD=N); the other forward variants build att_fwd alone. */
+#ifdef ATT_BWD
 
 kernel void
 att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, global T *delta,
@@ -406,17 +477,30 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
 }
 
 /*
- * Backward tiles (fixed per dtype; the programs carry the default forward variant, ATT_DH 128
- * on every device): the register tile is AB_TM x AB_TN, staging chunks of *_DC features
- * (transposed) and *_VK rows (as they are); local arrays within 32 KiB (OpenCL's minimum for
- * GPUs, and oclgrind's default), chunks as large as that allows (each chunk costs two
- * barriers and a wait for its loads).
+ * Backward tiles, -DATT_BWD (lib/ops/nn_attention.c, att_bwd_effective; the programs carry the
+ * rule's forward variant, ATT_DH 128 on every device): the register tile is AB_TM x AB_TN,
+ * staging chunks of *_DC features (transposed) and *_VK rows (as they are); chunks as large as
+ * the local memory allows (each chunk costs two barriers and a wait for its loads).
  *   att_bwd_dkdv: ABK_KV keys per work-group, query tiles of ABQ_KV;
  *   att_bwd_dq:   ABQ_Q queries per work-group, key tiles of ABK_Q.
+ * ATT_BWD 1: local arrays within 32 KiB (OpenCL's minimum for GPUs, and oclgrind's default);
+ * ATT_BWD 2 (f32 and halves): 256 items, twice the keys (dK, dV) or queries (dQ) per
+ * work-group, so each staged Q/dO row (K/V row) serves twice the products; 43 and 38 KiB;
+ * ATT_BWD 3: table 1's tiles with chunks twice as large (half the barriers), 45 and 35 KiB
+ * (f64 37 and 28 KiB).
  */
 #define AB_TM 4
 #define AB_TN 4
-#if defined(KILN_DT_F64)
+#if defined(KILN_DT_F64) && ATT_BWD == 3
+#define ABK_KV 32
+#define ABQ_KV 32
+#define AKV_DC 32
+#define AKV_VK 8
+#define ABQ_Q 32
+#define ABK_Q 32
+#define AQ_DC 32
+#define AQ_VK 16
+#elif defined(KILN_DT_F64)
 #define ABK_KV 32
 #define ABQ_KV 32
 #define AKV_DC 16
@@ -425,6 +509,24 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
 #define ABK_Q 32
 #define AQ_DC 16
 #define AQ_VK 16
+#elif ATT_BWD == 3
+#define ABK_KV 32
+#define ABQ_KV 64
+#define AKV_DC 64
+#define AKV_VK 16
+#define ABQ_Q 64
+#define ABK_Q 32
+#define AQ_DC 64
+#define AQ_VK 32
+#elif ATT_BWD == 2
+#define ABK_KV 64
+#define ABQ_KV 64
+#define AKV_DC 16
+#define AKV_VK 8
+#define ABQ_Q 128
+#define ABK_Q 32
+#define AQ_DC 32
+#define AQ_VK 32
 #else
 #define ABK_KV 32
 #define ABQ_KV 64
@@ -470,10 +572,10 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
  * dV += P^T dO and dK += dS^T Q over ATT_DH / (ABQ_KV / AB_TN) features (dO and Q rows staged
  * as they are). Hidden pairs (past Sq or Sk, causal, -inf in the mask) give p = 0.
  */
-kernel __attribute__((reqd_work_group_size(AKV_NT, 1, 1))) void
+kernel ATT_WG(AKV_NT) void
 att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, global const ST *v,
              ulong voff, global const ST *mask, ulong moff, global const ST *dout, ulong doff,
-             global const ST *lse, ulong loff, global const T *delta, global ST *dk, ulong dkoff,
+             global const T *lse, ulong loff, global const T *delta, global ST *dk, ulong dkoff,
              global ST *dv, ulong dvoff, ulong BH, ulong Sq, ulong Sk, ulong D, ulong Dv,
              ulong mstride, T scale, uint flags)
 {
@@ -503,7 +605,7 @@ att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, glo
   ulong istart = (flags & ATT_CAUSAL) ? k0 - k0 % ABQ_KV : 0;
   for (ulong i0 = istart; i0 < Sq; i0 += ABQ_KV) {
     for (uint e = lid; e < ABQ_KV; e += AKV_NT) {
-      lse_s[e] = i0 + e < Sq ? KILN_LOAD(lse, loff + bh * Sq + i0 + e) : (T)0;
+      lse_s[e] = i0 + e < Sq ? lse[loff + bh * Sq + i0 + e] : (T)0;
       del_s[e] = i0 + e < Sq ? delta[bh * Sq + i0 + e] : (T)0;
     }
     T st[AB_TM][AB_TN], dpt[AB_TM][AB_TN];
@@ -617,10 +719,10 @@ att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, glo
  * turns them into dS = P (dP - delta) (P from the saved lse), which goes to local memory as
  * [key][query]; then its rows of dQ += dS K over ATT_DH / (ABK_Q / AB_TN) features.
  */
-kernel __attribute__((reqd_work_group_size(AQ_NT, 1, 1))) void
+kernel ATT_WG(AQ_NT) void
 att_bwd_dq(global const ST *q, ulong qoff, global const ST *k, ulong koff, global const ST *v,
            ulong voff, global const ST *mask, ulong moff, global const ST *dout, ulong doff,
-           global const ST *lse, ulong loff, global const T *delta, global ST *dq, ulong dqoff,
+           global const T *lse, ulong loff, global const T *delta, global ST *dq, ulong dqoff,
            ulong BH, ulong Sq, ulong Sk, ulong D, ulong Dv, ulong mstride, T scale, uint flags)
 {
   local T4 stage4[AQ_STAGE / 4];
@@ -630,7 +732,9 @@ att_bwd_dq(global const ST *q, ulong qoff, global const ST *k, ulong koff, globa
   const uint tr = lid % AQ_W + AQ_W * (lid / (AQ_W * AQ_NTC));
   const uint tc = (lid / AQ_W) % AQ_NTC;
   const ulong nqt = (Sq + ABQ_Q - 1) / ABQ_Q, g = get_group_id(0);
-  const ulong bh = g / nqt, q0 = (g % nqt) * ABQ_Q;
+  /* Causal: the heavy (last) query tiles first, as att_fwd. */
+  const ulong bh = g / nqt, qt = (flags & ATT_CAUSAL) ? nqt - 1 - g % nqt : g % nqt;
+  const ulong q0 = qt * ABQ_Q;
   global const ST *qb = q + qoff + bh * Sq * D;
   global const ST *kb = k + koff + bh * Sk * D;
   global const ST *vb = v + voff + bh * Sk * Dv;
@@ -641,7 +745,7 @@ att_bwd_dq(global const ST *q, ulong qoff, global const ST *k, ulong koff, globa
   for (int i = 0; i < AB_TM; i++) {
     rows[i] = (i / 4) * 4 * AQ_NTR + 4 * tr + i % 4;
     ulong row = q0 + rows[i];
-    li[i] = row < Sq ? KILN_LOAD(lse, loff + bh * Sq + row) : (T)0;
+    li[i] = row < Sq ? lse[loff + bh * Sq + row] : (T)0;
     di[i] = row < Sq ? delta[bh * Sq + row] : (T)0;
     for (int e = 0; e < AQ_ON; e++)
       adq[i][e] = (T)0;
@@ -768,3 +872,5 @@ rope(global const ST *x, ulong xoff, global const ST *cosv, ulong coff, global c
     KILN_STORE(y, yoff + base + b, xb * c + xa * s);
   }
 }
+
+#endif

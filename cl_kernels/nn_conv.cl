@@ -364,6 +364,9 @@ gemm_batched(global const ST *a, ulong aoff, ulong lda, ulong astr, global const
  *     (capped by the host at 65535 groups and looped over). As, Bs: local, CONV_TK CONV_TM and
  *     CONV_TK CONV_TN elements. The host guarantees P, K and a group's source volume below
  *     2^31 (32-bit index arithmetic throughout).
+ * The three GEMM kernels (these two and conv_igemm_wgrad below) are one template,
+ * conv_igemm.clh, stamped once per pass: one tile loop, one register pipeline, one slice
+ * multiply-add, and per pass only what is gathered and where the results go.
  *
  * A work-group of 256 items computes a CONV_TM x CONV_TN tile: item (tx, ty) of the
  * KILN_CONV_WX x (WY = 256 / KILN_CONV_WX) grid owns KILN_CONV_RM x KILN_CONV_RN results in 4 x 4
@@ -463,185 +466,22 @@ igemm_gather(const int bwd, global const ST *sp, int4 e, int bvalid, int bz, int
   return (T)0;
 }
 
-inline void
-igemm_body(const int bwd, global const ST *src, ulong soff, global const int4 *tab,
-           global const T *pk, ulong pkoff, global const ST *b, ulong boff, global ST *dst,
-           ulong doff, long4 ch, long4 cd, long4 sd, long4 s, long4 p, uint flags, uint Kpad,
-           uint Mpad, local CT4 *As4, local CT4 *Bs4)
-{
-  local T *As = (local T *)As4, *Bs = (local T *)Bs4;
-  const uint tid = get_local_id(0), tx = tid % KILN_CONV_WX, ty = tid / KILN_CONV_WX;
-  const uint G = (uint)ch.w, M = (uint)(ch.z / ch.w), cs = (uint)(ch.y / ch.w);
-  const uint CV = (uint)(cd.x * cd.y * cd.z), chw = (uint)(cd.y * cd.z), cw = (uint)cd.z;
-  const ulong SV = (ulong)(sd.x * sd.y * sd.z);
-  const uint ncol = (uint)ch.x * CV;
-  const uint p0 = (uint)get_group_id(0) * CONV_TN;
-
-  /* The column this item gathers B from, split once: its sample's source and the base
-   * position its taps offset. */
-  const uint bc = tid % CONV_TN, br0 = tid / CONV_TN, jb = p0 + bc;
-  const int bvalid = jb < ncol;
-  int bz = 0, by = 0, bx = 0, bbase = 0;
-  ulong sbase = 0;
-  if (bvalid) {
-    const uint n = jb / CV, r = jb % CV;
-    const int z = (int)(r / chw), yy = (int)(r / cw % (uint)cd.y), xx = (int)(r % cw);
-    if (bwd) {
-      bz = z + (int)p.x;
-      by = yy + (int)p.y;
-      bx = xx + (int)p.z;
-    } else {
-      bz = z * (int)s.x - (int)p.x;
-      by = yy * (int)s.y - (int)p.y;
-      bx = xx * (int)s.z - (int)p.z;
-      bbase = (bz * (int)sd.y + by) * (int)sd.z + bx;
-    }
-    sbase = (ulong)n * (ulong)ch.y * SV;
-  }
-  /* The destinations of this item's result columns: 4 consecutive per block c. */
-  const uint mtiles = Mpad / CONV_TM;
-  for (ulong t = get_group_id(1); t < (ulong)mtiles * G; t += get_num_groups(1)) {
-    const uint grp = (uint)(t / mtiles), m0 = (uint)(t % mtiles) * CONV_TM;
-    global const ST *sp = src + soff + sbase + (ulong)grp * cs * SV;
-    global const T *ap = pk + pkoff + (ulong)grp * Kpad * Mpad + m0;
-    T ra[CONV_AL], rb[CONV_BL];
-    CT4 acc[KILN_CONV_RM][KILN_CONV_RN / 4];
-#pragma unroll
-    for (int i = 0; i < KILN_CONV_RM; i++) {
-#pragma unroll
-      for (int c = 0; c < KILN_CONV_RN / 4; c++)
-        acc[i][c] = (CT4)0;
-    }
-#pragma unroll
-    for (int i = 0; i < CONV_AL; i++) {
-      const uint e = tid + (uint)i * 256;
-      ra[i] = ap[(ulong)(e / CONV_TM) * Mpad + e % CONV_TM];
-    }
-#pragma unroll
-    for (int i = 0; i < CONV_BL; i++)
-      rb[i] = igemm_gather(bwd, sp, tab[br0 + (uint)i * CONV_BR], bvalid, bz, by, bx, bbase, sd,
-                           s, flags);
-    for (uint k0 = 0; k0 < Kpad; k0 += CONV_TK) {
-#pragma unroll
-      for (int i = 0; i < CONV_AL; i++)
-        As[tid + (uint)i * 256] = ra[i];
-#pragma unroll
-      for (int i = 0; i < CONV_BL; i++)
-        Bs[(br0 + (uint)i * CONV_BR) * CONV_TN + bc] = rb[i];
-      barrier(CLK_LOCAL_MEM_FENCE);
-      /* The next slice's loads are in flight while this one is multiplied. */
-      const uint k1 = k0 + CONV_TK;
-      if (k1 < Kpad) {
-#pragma unroll
-        for (int i = 0; i < CONV_AL; i++) {
-          const uint e = tid + (uint)i * 256;
-          ra[i] = ap[(ulong)(k1 + e / CONV_TM) * Mpad + e % CONV_TM];
-        }
-#pragma unroll
-        for (int i = 0; i < CONV_BL; i++)
-          rb[i] = igemm_gather(bwd, sp, tab[k1 + br0 + (uint)i * CONV_BR], bvalid, bz, by, bx,
-                               bbase, sd, s, flags);
-      }
-#pragma unroll
-      for (uint kk = 0; kk < CONV_TK; kk++) {
-        CT4 a[KILN_CONV_RM / 4], bq[KILN_CONV_RN / 4];
-#pragma unroll
-        for (int r = 0; r < KILN_CONV_RM / 4; r++)
-          a[r] = As4[kk * (CONV_TM / 4) + ty + (uint)r * CONV_WY];
-#pragma unroll
-        for (int c = 0; c < KILN_CONV_RN / 4; c++)
-          bq[c] = Bs4[kk * (CONV_TN / 4) + tx + (uint)c * KILN_CONV_WX];
-#pragma unroll
-        for (int r = 0; r < KILN_CONV_RM / 4; r++) {
-#pragma unroll
-          for (int c = 0; c < KILN_CONV_RN / 4; c++) {
-            acc[r * 4 + 0][c] = fma((CT4)(a[r].s0), bq[c], acc[r * 4 + 0][c]);
-            acc[r * 4 + 1][c] = fma((CT4)(a[r].s1), bq[c], acc[r * 4 + 1][c]);
-            acc[r * 4 + 2][c] = fma((CT4)(a[r].s2), bq[c], acc[r * 4 + 2][c]);
-            acc[r * 4 + 3][c] = fma((CT4)(a[r].s3), bq[c], acc[r * 4 + 3][c]);
-          }
-        }
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    /* Every loop indexing acc is unrolled: a dynamic index would put it in memory. */
-    T bias[KILN_CONV_RM];
-#pragma unroll
-    for (int r = 0; r < KILN_CONV_RM / 4; r++) {
-#pragma unroll
-      for (int i = 0; i < 4; i++) {
-        const uint m = m0 + (ty + (uint)r * CONV_WY) * 4 + (uint)i;
-        bias[r * 4 + i] = (flags & 1u) && m < M ? KILN_LOAD(b, boff + grp * M + m) : (T)0;
-      }
-    }
-    global ST *dp = dst + doff + (ulong)grp * M * CV;
-#pragma unroll
-    for (int c = 0; c < KILN_CONV_RN / 4; c++) {
-      /* The destinations of the block's 4 consecutive columns (sample, position). */
-      ulong cb[4];
-      int cv[4];
-#pragma unroll
-      for (int j = 0; j < 4; j++) {
-        const uint col = p0 + (tx + (uint)c * KILN_CONV_WX) * 4 + (uint)j;
-        cv[j] = col < ncol;
-        cb[j] = cv[j] ? (ulong)(col / CV) * (ulong)ch.z * CV + col % CV : 0;
-      }
-#pragma unroll
-      for (int r = 0; r < KILN_CONV_RM / 4; r++) {
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-          const uint m = m0 + (ty + (uint)r * CONV_WY) * 4 + (uint)i;
-          if (m < M) {
-            const CT4 v = acc[r * 4 + i][c];
-            const T bv = bias[r * 4 + i];
-            const ulong ro = (ulong)m * CV;
-            if (cv[0])
-              KILN_STORE(dp, cb[0] + ro, v.s0 + bv);
-            if (cv[1])
-              KILN_STORE(dp, cb[1] + ro, v.s1 + bv);
-            if (cv[2])
-              KILN_STORE(dp, cb[2] + ro, v.s2 + bv);
-            if (cv[3])
-              KILN_STORE(dp, cb[3] + ro, v.s3 + bv);
-          }
-        }
-      }
-    }
-  }
-}
-
-kernel __attribute__((reqd_work_group_size(256, 1, 1))) void
-conv_igemm(global const ST *src, ulong soff, global const int4 *tab, global const T *pk,
-           ulong pkoff, global const ST *b, ulong boff, global ST *dst, ulong doff, long4 ch,
-           long4 cd, long4 sd, long4 s, long4 p, uint flags, uint Kpad, uint Mpad,
-           local CT4 *As4, local CT4 *Bs4)
-{
-  igemm_body(0, src, soff, tab, pk, pkoff, b, boff, dst, doff, ch, cd, sd, s, p, flags, Kpad,
-             Mpad, As4, Bs4);
-}
-
-kernel __attribute__((reqd_work_group_size(256, 1, 1))) void
-conv_igemm_bwd(global const ST *src, ulong soff, global const int4 *tab, global const T *pk,
-               ulong pkoff, global const ST *b, ulong boff, global ST *dst, ulong doff, long4 ch,
-               long4 cd, long4 sd, long4 s, long4 p, uint flags, uint Kpad, uint Mpad,
-               local CT4 *As4, local CT4 *Bs4)
-{
-  igemm_body(1, src, soff, tab, pk, pkoff, b, boff, dst, doff, ch, cd, sd, s, p, flags, Kpad,
-             Mpad, As4, Bs4);
-}
-
 /*
  * conv_igemm_wgrad: the weight gradient as an implicit GEMM with a split reduction, per group
  *   dW_g [M = C_out/g, J = C_in/g * kvol] = G_g [M, N L] x X [N L, J],
  *   X [(n, o), (ci, tap)] = x[n, ci, the input position tap reads for o] (zero in the padding),
  * the N L reduction cut into nsplit ranges of kc (a multiple of CONV_TK), each range's product
  * stored in part [nsplit][G][M][J] (sum_parts adds them in order: deterministic). Tiles, items
- * and the pipelining as conv_igemm; tab is conv_pack's forward table, indexed by the column j.
- * Each K slice's rows (sample, output position) are split once into the local table rt
- * (double-buffered: the next slice's rows are written while the current slice is stored), and
- * the next slice's loads are in flight while the current one is multiplied. Grid: dimension 0 ceil(J / CONV_TN) groups of 256, dimension 1 over
- * ceil(M / CONV_TM) * G * nsplit tiles (looped beyond what the host launches). Local: As, Bs as
- * conv_igemm, rt 2 CONV_TK int4 and rl 2 CONV_TK int.
+ * and the pipelining as conv_igemm (the same template, conv_igemm.clh); tab is conv_pack's
+ * forward table, indexed by the column j, copied to the local table ct once per group. The
+ * loads run along K (16 consecutive positions of a column per half warp: coalesced, where
+ * running along the columns (channel, tap) scattered a warp's reads over a dozen segments),
+ * so the local tiles' rows are padded by 4 elements. Each K slice's rows (sample, output
+ * position) are split once into the local table rt (double-buffered: the next slice's rows
+ * are written while the current slice is stored). Grid: dimension 0 ceil(J / CONV_TN) groups
+ * of 256, dimension 1 over ceil(M / CONV_TM) * G * nsplit tiles (looped beyond what the host
+ * launches). Local: As CONV_TK (CONV_TM + 4) and Bs CONV_TK (CONV_TN + 4) elements, rt 2 CONV_TK
+ * int4, rl 2 CONV_TK int, ct CONV_TN int4.
  */
 inline void
 wgrad_row(local int4 *rt, local int *rl, uint r, uint k, uint ke, uint L, long4 out, long4 s,
@@ -659,11 +499,12 @@ wgrad_row(local int4 *rt, local int *rl, uint r, uint k, uint ke, uint L, long4 
   rl[r] = l;
 }
 
-/* One slice's A (gradient) and B (gathered input) elements of an item, rows from rt, rl. */
+/* One slice's A (gradient) and B (gathered input) elements of an item, rows from rr, ll
+ * (row akk for A, bk for B) and B's columns bj0 + i 16 from ct. */
 inline void
-wgrad_load(T *ra, T *rb, local const int4 *rr, local const int *ll, uint akk, uint am0, uint br0,
-           uint m0, uint M, uint L, global const ST *gp, global const ST *xp, int4 te, long4 ch,
-           long4 in, ulong ivol)
+wgrad_load(T *ra, T *rb, local const int4 *rr, local const int *ll, local const int4 *ct, uint akk,
+           uint am0, uint bk, uint bj0, uint m0, uint M, uint L, global const ST *gp,
+           global const ST *xp, long4 ch, long4 in, ulong ivol)
 {
   const int4 ra_e = rr[akk];
 #pragma unroll
@@ -672,119 +513,57 @@ wgrad_load(T *ra, T *rb, local const int4 *rr, local const int *ll, uint akk, ui
     ra[i] = ra_e.w >= 0 && m < M ? KILN_LOAD(gp, ((ulong)ra_e.w * ch.z + m) * L + (ulong)ll[akk])
                                  : (T)0;
   }
+  const int4 e = rr[bk];
+  const ulong sb = e.w >= 0 ? (ulong)e.w * (ulong)ch.y * ivol : 0;
+  const int base = (e.x * (int)in.y + e.y) * (int)in.z + e.z;
 #pragma unroll
   for (int i = 0; i < CONV_BL; i++) {
-    const int4 e = rr[br0 + (uint)i * CONV_BR];
+    const int4 te = ct[bj0 + (uint)i * (256 / CONV_TK)];
     T v = (T)0;
     if (e.w >= 0 && te.x >= 0) {
       const int zz = e.x + te.y, yy = e.y + te.z, xx = e.z + te.w;
       if ((uint)zz < (uint)in.x && (uint)yy < (uint)in.y && (uint)xx < (uint)in.z)
-        v = KILN_LOAD(xp, (ulong)e.w * (ulong)ch.y * ivol +
-                              (ulong)(uint)(te.x + (e.x * (int)in.y + e.y) * (int)in.z + e.z));
+        v = KILN_LOAD(xp, sb + (ulong)(uint)(te.x + base));
     }
     rb[i] = v;
   }
+}
+
+#define IG_BODY igemm_fwd
+#define IG_MODE 0
+#include "conv_igemm.clh"
+#define IG_BODY igemm_bwd
+#define IG_MODE 1
+#include "conv_igemm.clh"
+#define IG_BODY igemm_wgrad
+#define IG_MODE 2
+#include "conv_igemm.clh"
+
+kernel __attribute__((reqd_work_group_size(256, 1, 1))) void
+conv_igemm(global const ST *src, ulong soff, global const int4 *tab, global const T *pk,
+           ulong pkoff, global const ST *b, ulong boff, global ST *dst, ulong doff, long4 ch,
+           long4 cd, long4 sd, long4 s, long4 p, uint flags, uint Kpad, uint Mpad,
+           local CT4 *As4, local CT4 *Bs4)
+{
+  igemm_fwd(src, soff, tab, pk, pkoff, b, boff, dst, doff, ch, cd, sd, s, p, flags, Kpad, Mpad,
+            As4, Bs4);
+}
+
+kernel __attribute__((reqd_work_group_size(256, 1, 1))) void
+conv_igemm_bwd(global const ST *src, ulong soff, global const int4 *tab, global const T *pk,
+               ulong pkoff, global const ST *b, ulong boff, global ST *dst, ulong doff, long4 ch,
+               long4 cd, long4 sd, long4 s, long4 p, uint flags, uint Kpad, uint Mpad,
+               local CT4 *As4, local CT4 *Bs4)
+{
+  igemm_bwd(src, soff, tab, pk, pkoff, b, boff, dst, doff, ch, cd, sd, s, p, flags, Kpad, Mpad,
+            As4, Bs4);
 }
 
 kernel __attribute__((reqd_work_group_size(256, 1, 1))) void
 conv_igemm_wgrad(global const ST *g, ulong goff, global const ST *x, ulong xoff,
                  global const int4 *tab, global T *part, long4 ch, long4 in, long4 out, long4 s,
                  long4 p, uint J, uint kc, uint nsplit, local CT4 *As4, local CT4 *Bs4,
-                 local int4 *rt, local int *rl)
+                 local int4 *rt, local int *rl, local int4 *ct)
 {
-  local T *As = (local T *)As4, *Bs = (local T *)Bs4;
-  const uint tid = get_local_id(0), tx = tid % KILN_CONV_WX, ty = tid / KILN_CONV_WX;
-  const uint G = (uint)ch.w, M = (uint)(ch.z / ch.w), cig = (uint)(ch.y / ch.w);
-  const uint L = (uint)(out.x * out.y * out.z), Ktot = (uint)ch.x * L;
-  const ulong ivol = (ulong)(in.x * in.y * in.z);
-  const uint j0 = (uint)get_group_id(0) * CONV_TN;
-  /* This item's B column: a fixed (channel, tap). */
-  const uint bc = tid % CONV_TN, br0 = tid / CONV_TN, jb = j0 + bc;
-  const int4 te = jb < J ? tab[jb] : (int4)(-1, 0, 0, 0);
-  /* This item's A elements: row kk of every slice, rows am0 + i 256 / CONV_TK of the tile. */
-  const uint akk = tid % CONV_TK, am0 = tid / CONV_TK;
-  const uint mtiles = (M + CONV_TM - 1) / CONV_TM;
-  for (ulong t = get_group_id(1); t < (ulong)mtiles * G * nsplit; t += get_num_groups(1)) {
-    const uint split = (uint)(t % nsplit), rest = (uint)(t / nsplit);
-    const uint grp = rest / mtiles, m0 = rest % mtiles * CONV_TM;
-    const uint kb = split * kc, ke = min(kb + kc, Ktot);
-    global const ST *xp = x + xoff + (ulong)grp * cig * ivol;
-    global const ST *gp = g + goff + (ulong)grp * M * L;
-    T ra[CONV_AL], rb[CONV_BL];
-    CT4 acc[KILN_CONV_RM][KILN_CONV_RN / 4];
-#pragma unroll
-    for (int i = 0; i < KILN_CONV_RM; i++) {
-#pragma unroll
-      for (int c = 0; c < KILN_CONV_RN / 4; c++)
-        acc[i][c] = (CT4)0;
-    }
-    if (tid < CONV_TK)
-      wgrad_row(rt, rl, tid, kb + tid, ke, L, out, s, p);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    wgrad_load(ra, rb, rt, rl, akk, am0, br0, m0, M, L, gp, xp, te, ch, in, ivol);
-    uint buf = 0;
-    for (uint k0 = kb; k0 < ke; k0 += CONV_TK, buf ^= 1u) {
-#pragma unroll
-      for (int i = 0; i < CONV_AL; i++)
-        As[akk * CONV_TM + am0 + (uint)i * (256 / CONV_TK)] = ra[i];
-#pragma unroll
-      for (int i = 0; i < CONV_BL; i++)
-        Bs[(br0 + (uint)i * CONV_BR) * CONV_TN + bc] = rb[i];
-      /* The next slice's rows go to the other buffer, last read by the loads of the previous
-       * iteration (before its closing barrier). */
-      if (tid < CONV_TK)
-        wgrad_row(rt + (buf ^ 1u) * CONV_TK, rl + (buf ^ 1u) * CONV_TK, tid, k0 + CONV_TK + tid,
-                  ke, L, out, s, p);
-      barrier(CLK_LOCAL_MEM_FENCE);
-      /* The next slice's loads are in flight while this one is multiplied. */
-      if (k0 + CONV_TK < ke)
-        wgrad_load(ra, rb, rt + (buf ^ 1u) * CONV_TK, rl + (buf ^ 1u) * CONV_TK, akk, am0, br0,
-                   m0, M, L, gp, xp, te, ch, in, ivol);
-#pragma unroll
-      for (uint kk = 0; kk < CONV_TK; kk++) {
-        CT4 a[KILN_CONV_RM / 4], bq[KILN_CONV_RN / 4];
-#pragma unroll
-        for (int r = 0; r < KILN_CONV_RM / 4; r++)
-          a[r] = As4[kk * (CONV_TM / 4) + ty + (uint)r * CONV_WY];
-#pragma unroll
-        for (int c = 0; c < KILN_CONV_RN / 4; c++)
-          bq[c] = Bs4[kk * (CONV_TN / 4) + tx + (uint)c * KILN_CONV_WX];
-#pragma unroll
-        for (int r = 0; r < KILN_CONV_RM / 4; r++) {
-#pragma unroll
-          for (int c = 0; c < KILN_CONV_RN / 4; c++) {
-            acc[r * 4 + 0][c] = fma((CT4)(a[r].s0), bq[c], acc[r * 4 + 0][c]);
-            acc[r * 4 + 1][c] = fma((CT4)(a[r].s1), bq[c], acc[r * 4 + 1][c]);
-            acc[r * 4 + 2][c] = fma((CT4)(a[r].s2), bq[c], acc[r * 4 + 2][c]);
-            acc[r * 4 + 3][c] = fma((CT4)(a[r].s3), bq[c], acc[r * 4 + 3][c]);
-          }
-        }
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    global T *pp = part + ((ulong)split * G + grp) * M * J;
-#pragma unroll
-    for (int r = 0; r < KILN_CONV_RM / 4; r++) {
-#pragma unroll
-      for (int i = 0; i < 4; i++) {
-        const uint m = m0 + (ty + (uint)r * CONV_WY) * 4 + (uint)i;
-        if (m >= M)
-          continue;
-#pragma unroll
-        for (int c = 0; c < KILN_CONV_RN / 4; c++) {
-          const uint j = j0 + (tx + (uint)c * KILN_CONV_WX) * 4;
-          const CT4 v = acc[r * 4 + i][c];
-          global T *q = pp + (ulong)m * J + j;
-          if (j < J)
-            q[0] = v.s0;
-          if (j + 1 < J)
-            q[1] = v.s1;
-          if (j + 2 < J)
-            q[2] = v.s2;
-          if (j + 3 < J)
-            q[3] = v.s3;
-        }
-      }
-    }
-  }
+  igemm_wgrad(g, goff, x, xoff, tab, part, ch, in, out, s, p, J, kc, nsplit, As4, Bs4, rt, rl, ct);
 }

@@ -13,13 +13,15 @@
  * inner > 1 (adjacent work-items then read adjacent columns). Groups loop over blocks of
  * rows, so any number of groups works. Local scratch: local_size T per `local T *` argument.
  *
- * Tunable KILN_NN_ROW_ITEMS (R: 0, 1, 2, 4, 8, 16 or 32; lib/ops/nn.c picks it and the local size,
- * kiln__nn_knobs_get): each lane keeps its first R elements of the row (j = lane + k lpr,
- * k < R) in private registers, loaded all at once before any arithmetic, so that a row is
- * read from global memory once and every lane has R loads in flight instead of one (the
+ * Tunable KILN_NN_ROW_ITEMS (R: 0, 4, 8 or 16; lib/ops/nn.c picks it and the local size,
+ * kiln__nn_knobs_get and kiln__nn_row_pick): each lane keeps R elements of its row in
+ * registers, one vector VT of R components loaded before any arithmetic, so that a row is read
+ * from global memory once and every lane has R elements in flight instead of one (the
  * streaming form was latency-bound at 0.7x PyTorch on the H200). Elements past R lpr (rows
  * longer than the host sized the group for) are streamed, read again by every pass. R = 0
- * streams everything. KILN_NN_UNROLL=1 (the host's choice on GPUs) unrolls the cache loops.
+ * streams everything. The lanes-per-row argument lprv carries lpr in its low 31 bits and, in
+ * bit 31, whether the cached elements move as 4-vectors (kiln__nn_row_vec: contiguous rows
+ * of a multiple of 4 elements, every operand 4-aligned).
  *
  * Kernels (offsets in elements):
  *   softmax_fwd(x, xoff, y, yoff, rows, len, inner, lpr, logmode, lm, ls)
@@ -59,12 +61,13 @@
 
 #define ROWS_BEGIN                                                                       \
   const uint lid = get_local_id(0), lsz = get_local_size(0);                             \
+  const uint lpr = lprv & 0x7fffffffu, vec = lprv >> 31;                                 \
   const uint lane = lid & (lpr - 1u), seg0 = lid - lane;                                 \
   const ulong rpg = lsz / lpr, nblk = (rows + rpg - 1) / rpg;                            \
   for (ulong blk = get_group_id(0); blk < nblk; blk += get_num_groups(0)) {              \
     const ulong r = blk * rpg + lid / lpr;                                               \
     const int live = r < rows;                                                           \
-    const ulong base = (r / inner) * len * inner + r % inner;
+    const ulong base = inner == 1 ? r * len : (r / inner) * len * inner + r % inner;
 /* Every lane is done with the local scratch before the next block refills it. */
 #define ROWS_END                                                                         \
   barrier(CLK_LOCAL_MEM_FENCE);                                                       \
@@ -73,30 +76,180 @@
 #ifndef KILN_NN_ROW_ITEMS
 #define KILN_NN_ROW_ITEMS 0
 #endif
-/* The size of the private row caches (OpenCL C has no empty arrays). */
-#define ROW_CACHE_LEN (KILN_NN_ROW_ITEMS > 0 ? KILN_NN_ROW_ITEMS : 1)
-/* Row position of this lane's cached element k. */
-#define CACHE_J(k) (lane + (ulong)(k) * lpr)
-/* Every cached element k of this lane's row that exists. With KILN_NN_UNROLL (GPUs) the
- * loops are unrolled, so that the caches stay in registers (an array indexed at run time
- * lives in memory; clang leaves loops of 16 and 32 rolled); CPUs keep them rolled, which
- * costs them nothing and compiles 5x faster at 32. */
-#if KILN_NN_UNROLL
-#define CACHE_UNROLL _Pragma("unroll")
+/* RN: elements per lane kept in registers (0, 4, 8 or 16), one OpenCL vector VT of RN
+ * components, so that no array (which NVIDIA's compiler may place in off-chip local memory when
+ * a loop over it stays rolled) and no unrolling is involved: every operation on the cache is a
+ * vector expression or a constant swizzle. */
+#define RN KILN_NN_ROW_ITEMS
+#define VCAT_(a, b) a##b
+#define VCAT(a, b) VCAT_(a, b)
+#define T4 VCAT(T, 4)
+#if RN
+#define VT VCAT(T, RN)
+#if defined(KILN_DT_F64)
+#define IVT VCAT(long, RN) /* the mask type select() wants beside VT */
+#define IS long
 #else
-#define CACHE_UNROLL
+#define IVT VCAT(int, RN)
+#define IS int
 #endif
-#define CACHE_EACH(k)                                                                    \
-  CACHE_UNROLL for (uint k = 0; k < KILN_NN_ROW_ITEMS; k++)                              \
-    if (live && CACHE_J(k) < len)
+#if RN == 16
+#define RIDX ((IVT)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
+#elif RN == 8
+#define RIDX ((IVT)(0, 1, 2, 3, 4, 5, 6, 7))
+#elif RN == 4
+#define RIDX ((IVT)(0, 1, 2, 3))
+#else
+#error "KILN_NN_ROW_ITEMS must be 0, 4, 8 or 16"
+#endif
+
+/*
+ * Where a lane's cached components sit in its row. vec (rows of a multiple of 4 contiguous
+ * elements, every operand 4-aligned: the host's check): chunks of 4, component 4c + i at
+ * element 4 (c lpr + lane) + i, moved as 4-vectors (a warp reads 512 contiguous bytes per
+ * load). Otherwise component n at element lane + n lpr, moved one by one (each load still
+ * contiguous across the lanes). Either way the lane's valid components form a prefix.
+ */
+inline T4 ld4(global const ST *p, ulong base, ulong inner, ulong len, uint lane, uint lpr,
+              uint vec, uint c, T fill)
+{
+  if (vec) {
+    ulong j = ((ulong)c * lpr + lane) * 4;
+    if (j >= len)
+      return (T4)fill;
+#if defined(KILN_DT_F16)
+    return vload_half4(0, p + base + j);
+#elif defined(KILN_DT_BF16)
+    return as_float4(convert_uint4(vload4(0, p + base + j)) << 16);
+#else
+    return *(global const T4 *)(p + base + j);
+#endif
+  }
+  ulong j = lane + (ulong)(4 * c) * lpr;
+  T4 r;
+  r.s0 = j < len ? KILN_LOAD(p, base + j * inner) : fill;
+  j += lpr;
+  r.s1 = j < len ? KILN_LOAD(p, base + j * inner) : fill;
+  j += lpr;
+  r.s2 = j < len ? KILN_LOAD(p, base + j * inner) : fill;
+  j += lpr;
+  r.s3 = j < len ? KILN_LOAD(p, base + j * inner) : fill;
+  return r;
+}
+
+inline void st4(global ST *p, ulong base, ulong inner, ulong len, uint lane, uint lpr, uint vec,
+                uint c, T4 v)
+{
+  if (vec) {
+    ulong j = ((ulong)c * lpr + lane) * 4;
+    if (j >= len)
+      return;
+#if defined(KILN_DT_F16)
+    vstore_half4_rte(v, 0, p + base + j);
+#elif defined(KILN_DT_BF16)
+    vstore4((ushort4)(kiln_f32_to_bf16(v.s0), kiln_f32_to_bf16(v.s1), kiln_f32_to_bf16(v.s2),
+                      kiln_f32_to_bf16(v.s3)),
+            0, p + base + j);
+#else
+    *(global T4 *)(p + base + j) = v;
+#endif
+    return;
+  }
+  ulong j = lane + (ulong)(4 * c) * lpr;
+  if (j < len)
+    KILN_STORE(p, base + j * inner, v.s0);
+  j += lpr;
+  if (j < len)
+    KILN_STORE(p, base + j * inner, v.s1);
+  j += lpr;
+  if (j < len)
+    KILN_STORE(p, base + j * inner, v.s2);
+  j += lpr;
+  if (j < len)
+    KILN_STORE(p, base + j * inner, v.s3);
+}
+
+/* This lane's cached components of row p (fill past the row's end; len 0: all fill). */
+inline VT row_load(global const ST *p, ulong base, ulong inner, ulong len, uint lane, uint lpr,
+                   uint vec, T fill)
+{
+  VT v;
+#if RN == 4
+  v = ld4(p, base, inner, len, lane, lpr, vec, 0, fill);
+#else
+  v.s0123 = ld4(p, base, inner, len, lane, lpr, vec, 0, fill);
+  v.s4567 = ld4(p, base, inner, len, lane, lpr, vec, 1, fill);
+#if RN == 16
+  v.s89ab = ld4(p, base, inner, len, lane, lpr, vec, 2, fill);
+  v.scdef = ld4(p, base, inner, len, lane, lpr, vec, 3, fill);
+#endif
+#endif
+  return v;
+}
+
+inline void row_store(global ST *p, ulong base, ulong inner, ulong len, uint lane, uint lpr,
+                      uint vec, VT v)
+{
+#if RN == 4
+  st4(p, base, inner, len, lane, lpr, vec, 0, v);
+#else
+  st4(p, base, inner, len, lane, lpr, vec, 0, v.s0123);
+  st4(p, base, inner, len, lane, lpr, vec, 1, v.s4567);
+#if RN == 16
+  st4(p, base, inner, len, lane, lpr, vec, 2, v.s89ab);
+  st4(p, base, inner, len, lane, lpr, vec, 3, v.scdef);
+#endif
+#endif
+}
+
+/* The row position of each cached component (as IS: rows that fit are far below 2^31). */
+inline IVT row_pos(uint lane, uint lpr, uint vec)
+{
+  if (vec)
+    return ((RIDX >> 2) * (IS)lpr + (IS)lane) * 4 + (RIDX & 3);
+  return (IS)lane + RIDX * (IS)lpr;
+}
+
+/* Mask of the components that hold row elements. */
+inline IVT row_valid(ulong len, uint lane, uint lpr, uint vec)
+{
+  return row_pos(lane, lpr, vec) < (IVT)(IS)min(len, (ulong)RN * lpr);
+}
+
+inline T row_hsum(VT v)
+{
+#if RN == 16
+  VCAT(T, 8) a = v.lo + v.hi;
+  T4 b = a.lo + a.hi;
+#elif RN == 8
+  T4 b = v.lo + v.hi;
+#else
+  T4 b = v;
+#endif
+  return (b.s0 + b.s1) + (b.s2 + b.s3);
+}
+
+/* The largest component, NaN skipped (fmax). */
+inline T row_hmax(VT v)
+{
+#if RN == 16
+  VCAT(T, 8) a = fmax(v.lo, v.hi);
+  T4 b = fmax(a.lo, a.hi);
+#elif RN == 8
+  T4 b = fmax(v.lo, v.hi);
+#else
+  T4 b = v;
+#endif
+  return fmax(fmax(b.s0, b.s1), fmax(b.s2, b.s3));
+}
+#define ROW_LOAD(p, fill) row_load(p, base, inner, live ? len : 0, lane, lpr, vec, fill)
+#define ROW_STORE(p, v) row_store(p, base, inner, len, lane, lpr, vec, v)
+#endif /* RN */
+
 /* Every element j of this lane's row past the cached ones. */
 #define TAIL_EACH(j)                                                                     \
   if (live)                                                                              \
-    for (ulong j = lane + (ulong)KILN_NN_ROW_ITEMS * lpr; j < len; j += lpr)
-/* Declares T c[ROW_CACHE_LEN] and loads this lane's cached elements of p into it. */
-#define CACHE_LOAD(c, p)                                                                 \
-  T c[ROW_CACHE_LEN];                                                                    \
-  CACHE_EACH(k_) c[k_] = KILN_LOAD(p, base + CACHE_J(k_) * inner);
+    for (ulong j = lane + (ulong)RN * lpr; j < len; j += lpr)
 
 /* A tree over the lanes of each row's segment: SEG_TREE_BEGIN { combine lid and lid + off }
  * SEG_TREE_END, after which index seg0 holds the row's result. */
@@ -163,37 +316,45 @@ inline void lse_merge(T *m, T *s, T m2, T s2)
 
 kernel void
 softmax_fwd(global const ST *x, ulong xoff, global ST *y, ulong yoff, ulong rows, ulong len,
-            ulong inner, uint lpr, uint logmode, local T *lm, local T *ls)
+            ulong inner, uint lprv, uint logmode, local T *lm, local T *ls)
 {
   x += xoff;
   y += yoff;
   local T *none = 0;
   ROWS_BEGIN
-  CACHE_LOAD(v, x)
-  /* The cached part's (m0, s0) with one exp per element (NaN is skipped by the max and
-   * reaches s0 through its exp); v keeps x for log_softmax, else exp(x - m0). */
   T m = -INFINITY, s = (T)0;
-  CACHE_EACH(k) m = v[k] > m ? v[k] : m;
+#if RN
+  /* The cached part's (m0, s0) with one exp per element (NaN is skipped by the max and
+   * reaches s0 through its exp; -inf and the fill past the row give 0); v keeps x for
+   * log_softmax, else exp(x - m0). */
+  VT v = ROW_LOAD(x, -INFINITY);
+  m = row_hmax(v);
   const T m0 = m;
-  CACHE_EACH(k)
   {
-    T e = v[k] == -INFINITY ? (T)0 : exp(v[k] - m0);
-    s += e;
+    VT e = select(exp(v - m0), (VT)0, v == (VT)(-INFINITY));
+    s = row_hsum(e);
     if (!logmode)
-      v[k] = e;
+      v = e;
   }
+#endif
   TAIL_EACH(j) lse_add(&m, &s, KILN_LOAD(x, base + j * inner));
   SEG_LSE(m, s, none, none)
   SEG_LSE_READ(m, s);
   if (logmode) {
     T sub = m + log(s);
-    CACHE_EACH(k) KILN_STORE(y, base + CACHE_J(k) * inner, v[k] - sub);
+#if RN
+    if (live)
+      ROW_STORE(y, v - sub);
+#endif
     TAIL_EACH(j) KILN_STORE(y, base + j * inner, KILN_LOAD(x, base + j * inner) - sub);
   } else {
+    T inv = (T)1 / s;
+#if RN
     /* m0 = m = -inf (a row of only -inf) makes the scale NaN, as the streamed form's
      * exp(-inf + inf) makes every element NaN. */
-    T inv = (T)1 / s, sc = exp(m0 - m) * inv;
-    CACHE_EACH(k) KILN_STORE(y, base + CACHE_J(k) * inner, v[k] * sc);
+    if (live)
+      ROW_STORE(y, v * (exp(m0 - m) * inv));
+#endif
     TAIL_EACH(j) KILN_STORE(y, base + j * inner, exp(KILN_LOAD(x, base + j * inner) - m) * inv);
   }
   ROWS_END
@@ -210,7 +371,7 @@ softmax_fwd(global const ST *x, ulong xoff, global ST *y, ulong yoff, ulong rows
 
 kernel void
 softmax_bwd(global const ST *g, ulong goff, global const ST *y, ulong yoff, global ST *dx,
-            ulong dxoff, ulong rows, ulong len, ulong inner, uint lpr, uint logmode,
+            ulong dxoff, ulong rows, ulong len, ulong inner, uint lprv, uint logmode,
             local T *la)
 {
   g += goff;
@@ -218,10 +379,11 @@ softmax_bwd(global const ST *g, ulong goff, global const ST *y, ulong yoff, glob
   dx += dxoff;
   local T *none = 0;
   ROWS_BEGIN
-  CACHE_LOAD(gc, g)
-  CACHE_LOAD(yc, y)
   T a = (T)0;
-  CACHE_EACH(k) a += logmode ? gc[k] : gc[k] * yc[k];
+#if RN
+  VT gc = ROW_LOAD(g, 0), yc = ROW_LOAD(y, 0);
+  a = row_hsum(logmode ? gc : gc * yc);
+#endif
   TAIL_EACH(j)
   {
     T gv = KILN_LOAD(g, base + j * inner);
@@ -230,8 +392,14 @@ softmax_bwd(global const ST *g, ulong goff, global const ST *y, ulong yoff, glob
   la[lid] = a;
   SEG_SUM2(la, none)
   a = la[seg0];
-  CACHE_EACH(k)
-  KILN_STORE(dx, base + CACHE_J(k) * inner, logmode ? gc[k] - exp(yc[k]) * a : yc[k] * (gc[k] - a));
+#if RN
+  if (live) {
+    if (logmode)
+      ROW_STORE(dx, gc - exp(yc) * a);
+    else
+      ROW_STORE(dx, yc * (gc - a));
+  }
+#endif
   TAIL_EACH(j)
   {
     ulong i = base + j * inner;
@@ -256,7 +424,7 @@ inline void welford_merge(T *n, T *mu, T *m2, T nb, T mub, T m2b)
 kernel void
 norm_fwd(global const ST *x, ulong xoff, global const ST *w, ulong woff, global const ST *b,
          ulong boff, global ST *y, ulong yoff, global ST *mean, ulong moff, global ST *rstd,
-         ulong roff, ulong rows, ulong len, T eps, uint lpr, uint flags, local T *l1,
+         ulong roff, ulong rows, ulong len, T eps, uint lprv, uint flags, local T *l1,
          local T *l2, local T *l3)
 {
   x += xoff;
@@ -268,10 +436,14 @@ norm_fwd(global const ST *x, ulong xoff, global const ST *w, ulong woff, global 
   const ulong inner = 1;
   const int rms = (flags & NORM_RMS) != 0;
   ROWS_BEGIN
-  CACHE_LOAD(xc, x)
   T cnt = (T)0, mu = (T)0, m2 = (T)0;
+#if RN
+  VT xc = ROW_LOAD(x, 0);
+#endif
   if (rms) {
-    CACHE_EACH(k) m2 += xc[k] * xc[k];
+#if RN
+    m2 = row_hsum(xc * xc);
+#endif
     TAIL_EACH(j)
     {
       T v = KILN_LOAD(x, base + j);
@@ -280,17 +452,13 @@ norm_fwd(global const ST *x, ulong xoff, global const ST *w, ulong woff, global 
   } else {
     /* The cached part in two passes (exact mean, then squares about it), the rest by
      * Welford's update. */
-    CACHE_EACH(k)
-    {
-      cnt += (T)1;
-      mu += xc[k];
-    }
-    mu = cnt > (T)0 ? mu / cnt : (T)0;
-    CACHE_EACH(k)
-    {
-      T d = xc[k] - mu;
-      m2 += d * d;
-    }
+#if RN
+    IVT ok = row_valid(live ? len : 0, lane, lpr, vec);
+    cnt = row_hsum(select((VT)0, (VT)1, ok));
+    mu = cnt > (T)0 ? row_hsum(xc) / cnt : (T)0;
+    VT d = select((VT)0, xc - mu, ok);
+    m2 = row_hsum(d * d);
+#endif
     TAIL_EACH(j)
     {
       T v = KILN_LOAD(x, base + j);
@@ -325,16 +493,16 @@ norm_fwd(global const ST *x, ulong xoff, global const ST *w, ulong woff, global 
     if (lane == 0 && (flags & NORM_RSTD))
       KILN_STORE(rstd, r, rs);
   }
-  CACHE_EACH(k)
-  {
-    ulong j = CACHE_J(k);
-    T v = (xc[k] - mu) * rs;
+#if RN
+  if (live) {
+    VT v = (xc - mu) * rs;
     if (flags & NORM_W)
-      v *= KILN_LOAD(w, j);
+      v *= row_load(w, 0, 1, len, lane, lpr, vec, 0);
     if (flags & NORM_B)
-      v += KILN_LOAD(b, j);
-    KILN_STORE(y, base + j, v);
+      v += row_load(b, 0, 1, len, lane, lpr, vec, 0);
+    ROW_STORE(y, v);
   }
+#endif
   TAIL_EACH(j)
   {
     T v = (KILN_LOAD(x, base + j) - mu) * rs;
@@ -350,7 +518,7 @@ norm_fwd(global const ST *x, ulong xoff, global const ST *w, ulong woff, global 
 kernel void
 norm_bwd(global const ST *g, ulong goff, global const ST *x, ulong xoff, global const ST *w,
          ulong woff, global const ST *mean, ulong moff, global const ST *rstd, ulong roff,
-         global ST *dx, ulong dxoff, ulong rows, ulong len, uint lpr, uint flags, local T *la,
+         global ST *dx, ulong dxoff, ulong rows, ulong len, uint lprv, uint flags, local T *la,
          local T *lb)
 {
   g += goff;
@@ -362,22 +530,22 @@ norm_bwd(global const ST *g, ulong goff, global const ST *x, ulong xoff, global 
   const ulong inner = 1;
   const int rms = (flags & NORM_RMS) != 0;
   ROWS_BEGIN
-  CACHE_LOAD(gc, g)
-  CACHE_LOAD(xc, x)
+#if RN
+  VT gc = ROW_LOAD(g, 0), xc = ROW_LOAD(x, 0);
+#endif
   T mu = (T)0, rs = (T)0, a = (T)0, c = (T)0;
   if (live) {
     mu = rms ? (T)0 : KILN_LOAD(mean, r);
     rs = KILN_LOAD(rstd, r);
   }
   /* gc becomes g w, xc becomes xhat. */
-  CACHE_EACH(k)
-  {
-    if (flags & NORM_W)
-      gc[k] *= KILN_LOAD(w, CACHE_J(k));
-    xc[k] = (xc[k] - mu) * rs;
-    a += gc[k];
-    c += gc[k] * xc[k];
-  }
+#if RN
+  if (flags & NORM_W)
+    gc *= row_load(w, 0, 1, live ? len : 0, lane, lpr, vec, 0);
+  xc = (xc - mu) * rs;
+  a = row_hsum(gc);
+  c = row_hsum(gc * xc);
+#endif
   TAIL_EACH(j)
   {
     T gw = KILN_LOAD(g, base + j);
@@ -392,7 +560,10 @@ norm_bwd(global const ST *g, ulong goff, global const ST *x, ulong xoff, global 
   T inv = (T)1 / (T)len;
   a = rms ? (T)0 : la[seg0] * inv;
   c = lb[seg0] * inv;
-  CACHE_EACH(k) KILN_STORE(dx, base + CACHE_J(k), rs * (gc[k] - a - xc[k] * c));
+#if RN
+  if (live)
+    ROW_STORE(dx, rs * (gc - a - xc * c));
+#endif
   TAIL_EACH(j)
   {
     T gw = KILN_LOAD(g, base + j);
@@ -465,7 +636,7 @@ norm_cols_finish(global const T *part, ulong nchunk, ulong len, global ST *dw, u
 kernel void
 ce_fwd(global const ST *z, ulong zoff, global const long *ti, ulong tioff, global const ST *tp,
        ulong tpoff, global ST *out, ulong outoff, global T *lr, global T *lv, ulong rows,
-       ulong len, uint lpr, long ignore, T eps, uint flags, local T *lm, local T *ls,
+       ulong len, uint lprv, long ignore, T eps, uint flags, local T *lm, local T *ls,
        local T *la, local T *lb)
 {
   z += zoff;
@@ -475,26 +646,22 @@ ce_fwd(global const ST *z, ulong zoff, global const long *ti, ulong tioff, globa
   const ulong inner = 1;
   const int probs = flags & 1u;
   ROWS_BEGIN
-  CACHE_LOAD(zc, z)
-  T pc[ROW_CACHE_LEN];
-  if (probs) {
-    CACHE_EACH(k) pc[k] = KILN_LOAD(tp, base + CACHE_J(k));
-  }
   T m = -INFINITY, s = (T)0, a = (T)0, c = (T)0;
-  CACHE_EACH(k) m = zc[k] > m ? zc[k] : m;
-  const T m0 = m;
-  CACHE_EACH(k)
+#if RN
   {
-    T v = zc[k];
-    s += v == -INFINITY ? (T)0 : exp(v - m0);
+    VT zc = ROW_LOAD(z, -INFINITY);
+    IVT ok = row_valid(live ? len : 0, lane, lpr, vec);
+    m = row_hmax(zc);
+    s = row_hsum(select(exp(zc - m), (VT)0, zc == (VT)(-INFINITY)));
     if (probs) {
-      T q = ((T)1 - eps) * pc[k] + eps / (T)len;
-      a += q * v;
-      c += q;
+      VT q = select((VT)0, ((T)1 - eps) * ROW_LOAD(tp, 0) + eps / (T)len, ok);
+      a = row_hsum(select((VT)0, q * zc, ok));
+      c = row_hsum(q);
     } else {
-      a += v;
+      a = row_hsum(select((VT)0, zc, ok));
     }
   }
+#endif
   TAIL_EACH(j)
   {
     T v = KILN_LOAD(z, base + j);
@@ -534,7 +701,7 @@ ce_fwd(global const ST *z, ulong zoff, global const long *ti, ulong tioff, globa
 kernel void
 ce_bwd(global const ST *gout, ulong goff, global const ST *z, ulong zoff, global const long *ti,
        ulong tioff, global const ST *tp, ulong tpoff, global ST *dz, ulong dzoff,
-       global const T *denom, ulong rows, ulong len, uint lpr, long ignore, T eps, T scale,
+       global const T *denom, ulong rows, ulong len, uint lprv, long ignore, T eps, T scale,
        uint flags, local T *lm, local T *ls, local T *lb)
 {
   gout += goff;
@@ -549,24 +716,20 @@ ce_bwd(global const ST *gout, ulong goff, global const ST *z, ulong zoff, global
   if (flags & 8u)
     gall /= denom[0];
   ROWS_BEGIN
-  CACHE_LOAD(zc, z)
-  T pc[ROW_CACHE_LEN];
-  if (probs) {
-    CACHE_EACH(k) pc[k] = KILN_LOAD(tp, base + CACHE_J(k));
-  }
-  /* zc becomes exp(z - m0), as in softmax_fwd. */
   T m = -INFINITY, s = (T)0, c = (T)0;
-  CACHE_EACH(k) m = zc[k] > m ? zc[k] : m;
+#if RN
+  /* zc becomes exp(z - m0), as in softmax_fwd; pc the smoothed target (0 past the row). */
+  VT zc = ROW_LOAD(z, -INFINITY), pc = (VT)0;
+  m = row_hmax(zc);
   const T m0 = m;
-  CACHE_EACH(k)
-  {
-    zc[k] = zc[k] == -INFINITY ? (T)0 : exp(zc[k] - m0);
-    s += zc[k];
-    if (probs) {
-      pc[k] = ((T)1 - eps) * pc[k] + eps / (T)len;
-      c += pc[k];
-    }
+  zc = select(exp(zc - m0), (VT)0, zc == (VT)(-INFINITY));
+  s = row_hsum(zc);
+  if (probs) {
+    pc = select((VT)0, ((T)1 - eps) * ROW_LOAD(tp, 0) + eps / (T)len,
+                row_valid(live ? len : 0, lane, lpr, vec));
+    c = row_hsum(pc);
   }
+#endif
   TAIL_EACH(j)
   {
     lse_add(&m, &s, KILN_LOAD(z, base + j));
@@ -578,10 +741,15 @@ ce_bwd(global const ST *gout, ulong goff, global const ST *z, ulong zoff, global
   SEG_LSE_READ(m, s);
   if (live) {
     T gr = (flags & 4u) ? KILN_LOAD(gout, r) * scale : gall;
-    T inv = (T)1 / s, sc = exp(m0 - m) * inv;
+    T inv = (T)1 / s;
+#if RN
+    T sc = exp(m0 - m) * inv;
+#endif
     if (probs) {
       T qs = lb[seg0];
-      CACHE_EACH(k) KILN_STORE(dz, base + CACHE_J(k), gr * (zc[k] * sc * qs - pc[k]));
+#if RN
+      ROW_STORE(dz, gr * (zc * sc * qs - pc));
+#endif
       TAIL_EACH(j)
       {
         T q = ((T)1 - eps) * KILN_LOAD(tp, base + j) + eps / (T)len;
@@ -590,12 +758,16 @@ ce_bwd(global const ST *gout, ulong goff, global const ST *z, ulong zoff, global
     } else {
       long t = ti[r];
       if (t == ignore) {
-        CACHE_EACH(k) KILN_STORE(dz, base + CACHE_J(k), (T)0);
+#if RN
+        ROW_STORE(dz, (VT)0);
+#endif
         TAIL_EACH(j) KILN_STORE(dz, base + j, (T)0);
       } else {
         T bad = (t < 0 || t >= (long)len) ? (T)NAN : (T)0;
-        CACHE_EACH(k)
-        KILN_STORE(dz, base + CACHE_J(k), gr * (zc[k] * sc - CE_Q(CACHE_J(k), t)) + bad);
+#if RN
+        VT q = select((VT)0, (VT)((T)1 - eps), row_pos(lane, lpr, vec) == (IVT)(IS)t);
+        ROW_STORE(dz, gr * (zc * sc - (q + eps / (T)len)) + bad);
+#endif
         TAIL_EACH(j)
         KILN_STORE(dz, base + j, gr * (exp(KILN_LOAD(z, base + j) - m) * inv - CE_Q(j, t)) + bad);
       }

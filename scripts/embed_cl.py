@@ -188,7 +188,10 @@ def one_kernel_builds(text, path):
         # A file-level kernel: find its name (the identifier before the parameter list).
         at = starts[i] + m.end()
         j = skip_space_comments(text, at)
-        if text.startswith('__attribute__', j):
+        # An attribute between kernel and void, spelled out or through a function-like
+        # macro (nn_attention.cl's ATT_WG(n), empty on CPUs).
+        attr = re.match(r'[A-Za-z_]\w*\s*\(', text[j:j + 200])
+        if attr and not text.startswith('void', j):
             j = match_close(text, text.index('(', j), '(', ')')
             j = skip_space_comments(text, j)
         if not text.startswith('void', j):

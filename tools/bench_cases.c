@@ -964,6 +964,13 @@ flops_lu_batched(int64_t n)
 
 /* nn.conv2d and nn.max_pool2d: x [B, 64, 56, 56] with B = max(1, n / 2^20) (64 at 2^26, the
  * issue's reference shape); conv2d: w [64, 64, 3, 3], padding 1; max_pool2d: 2x2, stride 2. */
+/* The nn_conv family takes f16 and bf16 too (stored in 2 bytes, computed in f32). */
+static int
+conv_dtype(kiln_dtype d)
+{
+  return float_dtype(d) || half_dtype(d);
+}
+
 static int64_t
 conv_batch(int64_t n)
 {
@@ -1102,6 +1109,13 @@ run_batch_norm(struct bench_state *st)
 {
   return kiln_batch_norm(st->ctx, st->in[0], st->in[1], st->in[2], st->in[3], st->in[4], 1, 0.1,
                          1e-5, &st->out, NULL, NULL);
+}
+
+/* The attention rows also run f16 and bf16 (2-byte storage, f32 math). */
+static int
+att_dtype(kiln_dtype d)
+{
+  return float_dtype(d) || d == KILN_F16 || d == KILN_BF16;
 }
 
 /* Attention: batch 8, 16 heads, head 128, tokens = n / 16384 (n the elements of q: 4096
@@ -1309,20 +1323,20 @@ const struct bench_case bench_cases[] = {
     {"linalg.qr", "linalg", float_dtype, setup_linalg_square, run_qr, NULL, flops_qr},
     {"linalg.eigh", "linalg", float_dtype, setup_linalg_spd, run_eigh, NULL, NULL},
     {"linalg.svd", "linalg", float_dtype, setup_linalg_square, run_svd, NULL, NULL},
-    {"nn.conv2d", "nn_conv", float_dtype, setup_conv2d, run_conv2d, NULL, flops_conv2d},
-    {"nn.conv2d_bwd", "nn_conv", float_dtype, setup_conv2d_bwd, run_conv2d_bwd, NULL,
+    {"nn.conv2d", "nn_conv", conv_dtype, setup_conv2d, run_conv2d, NULL, flops_conv2d},
+    {"nn.conv2d_bwd", "nn_conv", conv_dtype, setup_conv2d_bwd, run_conv2d_bwd, NULL,
      flops_conv2d_bwd},
-    {"nn.max_pool2d", "nn_conv", float_dtype, setup_max_pool2d, run_max_pool2d, bytes_max_pool2d,
+    {"nn.max_pool2d", "nn_conv", conv_dtype, setup_max_pool2d, run_max_pool2d, bytes_max_pool2d,
      NULL},
     {"nn.adam", "nn_train", float_dtype, setup_adam, run_adam, bytes_adam, NULL},
     {"nn.dropout", "nn_train", float_dtype, setup_flat, run_dropout, bytes_1in_1out, NULL},
     {"nn.batch_norm", "nn_train", float_dtype, setup_batch_norm, run_batch_norm, bytes_1in_1out,
      NULL},
-    {"nn.attention", "nn_train", float_dtype, setup_attention, run_attention, NULL,
+    {"nn.attention", "nn_train", att_dtype, setup_attention, run_attention, NULL,
      flops_attention},
-    {"nn.attention_causal", "nn_train", float_dtype, setup_attention, run_attention_causal, NULL,
+    {"nn.attention_causal", "nn_train", att_dtype, setup_attention, run_attention_causal, NULL,
      flops_attention},
-    {"nn.attn_backward", "nn_train", float_dtype, setup_attention_backward,
+    {"nn.attn_backward", "nn_train", att_dtype, setup_attention_backward,
      run_attention_backward, NULL, flops_attention_backward},
     /* fused expressions (tools/bench_expr.c); GB/s counts the bytes the fused kernel moves */
     {"expr.demo_chain", "expr", bench_expr_demo_dtype, bench_expr_demo_setup, bench_expr_run,

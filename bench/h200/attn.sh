@@ -1,42 +1,63 @@
 #!/bin/bash
 # Run on the GPU machine from the checkout root, with build-gpu/ (a release build) present:
 #   bash bench/h200/attn.sh          (results under $OUT/r/attn, packed into $OUT/r-attn.tgz)
-# Issue 17, attention: at the reference shape (batch 8, 16 heads,
-# 4096 tokens, head 128: kiln bench size 2^26, the tuner's bucket mnk.2^38)
-#   - every forward tile timed by the `attention` tuner family in f32 (tune-f32.json: each
-#     candidate; the first run's 15 s were too short for NVIDIA's compiles of five programs),
-#   - kiln bench of nn.attention and nn.attention_causal with the rule's tile (KILN_TUNE=off,
-#     f32 and f64) and with the tuned one (KILN_TUNE=cached after the tune, f32),
-#   - PyTorch's scaled_dot_product_attention on the same shapes,
-#   - the backward pass (nn.attn_backward) at 1024 tokens (2^24), kiln and PyTorch,
-#   - last, the nn_attention tests.
-# About 100 s in all (each step under `timeout`).
+# Issue 17, attention, at the reference shape (batch 8, 16 heads, 4096 tokens, head 128:
+# kiln bench size 2^26):
+#   - test_nn_attention in the background from the start (its own program cache),
+#   - every program timed below compiled first, in parallel (a tiny call each),
+#   - each forward tile of $TILES with `kiln bench --override attention:tile=N` (forward and
+#     causal, f32),
+#   - each backward table of $BWDS with `--override attention:bwd=N` (f32; f64 tables 1, 3),
+#   - the built-in defaults (KILN_TUNE=off): forward and causal in f64, f16 and bf16,
+#   - PyTorch's scaled_dot_product_attention and its backward on the same shapes (f32).
+# About 45 s in all (each step under `timeout`).
 source .device/setup.sh >/dev/null 2>&1
 K=build-gpu/tools/kiln
 R=$OUT/r/attn; mkdir -p $R
 export KILN_CACHE_DIR=/tmp/kc-attn; mkdir -p $KILN_CACHE_DIR
+TILES=${TILES:-2 6 7 8 9 10 11}
+BWDS=${BWDS:-1 2 3}
+F=nn.attention,nn.attention_causal
 t0=$(date +%s)
 el() { echo "$1 $(( $(date +%s)-t0 ))s" >> $R/times.txt; tar czf $OUT/r-attn.tgz -C $OUT r/attn; }
 $K info > $R/info.txt 2>&1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >> $R/info.txt 2>&1
-b() { timeout $1 $K bench --no-startup --json --dtype $2 --sizes $3 --filter $4 > $R/bench-$4-$2$SUF.json 2>>$R/err.txt; }
-p() { timeout $1 python3 bench/peers_torch.py --no-startup --dtype $2 --sizes $3 --filter $4 --out $R/torch-$4-$2.json >> $R/torch.log 2>&1; }
-KILN_TUNE=off SUF=-rule b 10 f32 2^26 nn.attention
-el rule-f32
-timeout 28 $K tune --family attention --dtype f32 --sizes 2^38 --reps 1 --no-copy --json > $R/tune-f32.json 2>>$R/err.txt
-el tune-f32
-KILN_TUNE=cached SUF=-tuned b 6 f32 2^26 nn.attention
-el tuned-f32
-p 11 f32,f64 2^26 nn.attention
-el torch
-KILN_TUNE=off SUF=-rule b 8 f64 2^26 nn.attention
-el rule-f64
-SUF=-rule b 7 f32 2^24 nn.attn_backward
-p 12 f32 2^24 nn.attn_backward
+(KILN_CACHE_DIR=/tmp/kc-attn-t CK_FORK=no KILN_LOG=error timeout 50 nice \
+   build-gpu/tests/test_nn_attention > $R/test-nn_attention.txt 2>&1
+ echo "test_nn_attention rc=$?" >> $R/tests.txt) &
+tp=$!
+w=()
+warm() { timeout 25 $K bench --no-startup --json --sizes 2^14 --reps 1 "$@" > /dev/null 2>>$R/err.txt & w+=($!); }
+for t in $TILES; do warm --dtype f32 --filter nn.attention --override attention:tile=$t; done
+for b in $BWDS; do warm --dtype f32 --filter nn.attn_backward --override attention:bwd=$b; done
+warm --dtype f64 --filter nn.attn_backward
+warm --dtype f64 --filter nn.attn_backward --override attention:bwd=3
+warm --dtype f16 --filter nn.attn_backward
+warm --dtype bf16 --filter nn.attn_backward
+wait "${w[@]}"
+el warm
+for t in $TILES; do
+  timeout 8 $K bench --no-startup --json --dtype f32 --sizes 2^26 --reps 3 --filter $F \
+    --override attention:tile=$t > $R/bench-f32-tile$t.json 2>>$R/err.txt
+done
+el tiles
+for b in $BWDS; do
+  timeout 8 $K bench --no-startup --json --dtype f32 --sizes 2^26 --reps 2 \
+    --filter nn.attn_backward --override attention:bwd=$b > $R/bench-f32-bwd$b.json 2>>$R/err.txt
+done
 el backward
-cp -r $KILN_CACHE_DIR/tuning $R/ 2>/dev/null
-# Last: the tests (the tiles on this GPU's 32-, 64- and 128-wide head programs).
-CK_FORK=no KILN_LOG=error timeout 18 build-gpu/tests/test_nn_attention > $R/test-nn_attention.txt 2>&1
-echo "test_nn_attention rc=$?" >> $R/tests.txt
+for b in 1 3; do
+  timeout 8 $K bench --no-startup --json --dtype f64 --sizes 2^26 --reps 1 \
+    --filter nn.attn_backward --override attention:bwd=$b > $R/bench-f64-bwd$b.json 2>>$R/err.txt
+done
+for d in f64 f16 bf16; do
+  KILN_TUNE=off timeout 8 $K bench --no-startup --json --dtype $d --sizes 2^26 --reps 2 \
+    --filter $F > $R/bench-$d-rule.json 2>>$R/err.txt
+done
+el defaults
+timeout 15 python3 bench/peers_torch.py --no-startup --dtype f32 --sizes 2^26 --reps 3 \
+  --filter $F,nn.attn_backward --out $R/torch-f32.json >> $R/torch.log 2>&1
+el torch
+wait $tp
 el tests
 tar czf $OUT/r-attn.tgz -C $OUT r/attn

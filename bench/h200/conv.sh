@@ -1,36 +1,35 @@
 #!/bin/bash
 # Run on the GPU machine from the checkout root, build-gpu/ (a release build) present:
 #   bash bench/h200/conv.sh
-# Convolution (issue 17): the nn_conv suite, every route and implicit-GEMM tile of the conv
-# tuner family on the reference layer and two deeper ResNet-like layers (bench/conv_routes.c,
-# forward, backward-data, backward-weight, f32 and f64), then kiln bench's nn.conv2d and
-# nn.conv2d_bwd rows (built-in defaults) next to PyTorch in the same run. Results under
-# $OUT/r/conv/ (docs/nn_conv.md, "Measured"); about 100 s.
+# Convolution and pooling (issue 17): the nn_conv suite; kiln bench's nn.conv2d, nn.conv2d_bwd
+# and nn.max_pool2d rows at 2^26 (batch 64 of 64 x 56 x 56, 3x3, padding 1) in f32, f64, f16 and
+# bf16 with the built-in defaults, then f32 variants of the conv tuner family through
+# --override; PyTorch (cuDNN) on the same rows; route 4's tiles per pass (forward,
+# backward-data, backward-weight: bench/conv_routes.c) in f32, f16 and bf16. Results under
+# $OUT/r/conv/ (docs/nn_conv.md, "Measured"); under 60 s.
 source .device/setup.sh >/dev/null 2>&1
 K=build-gpu/tools/kiln
 R=$OUT/r/conv; mkdir -p $R
 export KILN_CACHE_DIR=/tmp/kc-conv; mkdir -p $KILN_CACHE_DIR
 t0=$(date +%s); el() { echo "$1 $(( $(date +%s)-t0 ))s" >> $R/times.txt; }
 $K info > $R/info.txt 2>&1
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >> $R/info.txt 2>&1
-CK_FORK=no KILN_LOG=error timeout 30 build-gpu/tests/test_nn_conv > $R/test-nn_conv.txt 2>&1
+CK_FORK=no KILN_LOG=error timeout 25 build-gpu/tests/test_nn_conv > $R/test-nn_conv.txt 2>&1
 echo "test_nn_conv rc=$?" >> $R/tests.txt
 el tests
-# bench/conv_routes from the build, else compiled here against build-gpu/lib.
-CR=build-gpu/bench/conv_routes
-if [ ! -x $CR ]; then
-  cc -O2 -o /tmp/conv_routes bench/conv_routes.c -Iinclude -Ibuild-gpu -Lbuild-gpu/lib -lkiln -lm \
-    -Wl,-rpath,$PWD/build-gpu/lib > $R/cc.txt 2>&1 && CR=/tmp/conv_routes
-fi
-# The reference layer: x [64, 64, 56, 56] * w [64, 64, 3, 3], padding 1.
-timeout 18 $CR --reps 7 --dtype f32 > $R/routes-64x64x56-f32.json 2> $R/routes-err.txt
-timeout 10 $CR --reps 5 --dtype f64 > $R/routes-64x64x56-f64.json 2>> $R/routes-err.txt
-el routes64
-# Deeper layers (128 channels at 28x28, 256 at 14x14, batch 64): the 128-row tile's case.
-timeout 6 $CR --reps 5 --dtype f32 --c 128 --k 128 --hw 28 > $R/routes-128x28.json 2>> $R/routes-err.txt
-timeout 5 $CR --reps 5 --dtype f32 --c 256 --k 256 --hw 14 > $R/routes-256x14.json 2>> $R/routes-err.txt
-el routes-deep
-timeout 13 $K bench --no-startup --json --dtype f32,f64 --sizes 2^22,2^26 --filter nn.conv2d > $R/bench-nn.conv2d.json 2>> $R/err.txt
+B="--no-startup --json --sizes 2^26"
+timeout 12 $K bench $B --dtype f32,f64,f16,bf16 --filter nn.conv2d,nn.max_pool2d > $R/bench.json 2>> $R/err.txt
 el bench
-timeout 18 python3 bench/peers_torch.py --no-startup --dtype f32,f64 --sizes 2^22,2^26 --filter nn.conv2d --out $R/torch-nn.conv2d.json >> $R/torch.log 2>&1
+# f32 variants: route 4's tiles forced for every pass (the defaults mix tiles 1 and 2).
+for v in "route=4 tile=1" "route=4 tile=2" "route=4 tile=4"; do
+  timeout 5 $K bench $B --dtype f32 --filter nn.conv2d --override "conv:$v" > "$R/bench-f32-${v// /_}.json" 2>> $R/err.txt
+done
+el variants
+timeout 14 python3 bench/peers_torch.py --no-startup --dtype f32,f64,f16,bf16 --sizes 2^26 --filter nn.conv2d,nn.max_pool2d --out $R/torch.json >> $R/torch.log 2>&1
 el torch
+# Every tile per pass on the reference layer (medians of 5; f16/bf16: route 4 only).
+CR=build-gpu/bench/conv_routes
+ONLY="default;route=4 tile=1;route=4 tile=2;route=4 tile=3;route=4 tile=4"
+for dt in f32 f16 bf16; do
+  timeout 5 $CR --reps 5 --dtype $dt --only "$ONLY" > $R/routes-$dt.json 2>> $R/routes-err.txt
+done
+el routes

@@ -2,15 +2,18 @@
  * Scaled dot-product attention (one flash-style kernel forward, FlashAttention-2 style
  * recomputation backward) and rotary position embedding (docs/nn.md, "Attention").
  *
- * dtypes: f32 and f64 (f64 needs fp64: KILN_ERR_UNSUPPORTED); every floating tensor of a
- * call has q's dtype. Output convention and aliasing as in kiln/nn.h: if *out is NULL kiln
+ * dtypes: f32 and f64 (f64 needs fp64: KILN_ERR_UNSUPPORTED); attention also f16 and bf16
+ * (stored in 2 bytes, computed in f32, each output rounded once; RoPE is f32/f64 only). Every
+ * floating tensor of a call has q's dtype, except attention's lse, which is f32 for f16 and
+ * bf16 (as PyTorch's and FlashAttention's log-sum-exp: the backward pass recomputes the
+ * probabilities from it). Output convention and aliasing as in kiln/nn.h: if *out is NULL kiln
  * creates the result, else it must have the result's shape and dtype; several wanted outputs
  * must not share bytes with each other.
  *
  * Statuses common to every function here:
  *   KILN_OK; KILN_ERR_INVALID_HANDLE; KILN_ERR_INVALID_ARGUMENT (a NULL required pointer, a
- *   bad scale, outputs sharing bytes); KILN_ERR_CONTEXT_MISMATCH; KILN_ERR_DTYPE (not
- *   f32/f64, or dtypes differ); KILN_ERR_SHAPE (shapes that do not match as documented);
+ *   bad scale, outputs sharing bytes); KILN_ERR_CONTEXT_MISMATCH; KILN_ERR_DTYPE (not a
+ *   dtype listed above, or dtypes differ); KILN_ERR_SHAPE (shapes that do not match as documented);
  *   KILN_ERR_UNSUPPORTED (f64 without fp64; a head dimension above 128; a device whose
  *   work-groups or local memory are too small for every kernel tile: the backward needs 128
  *   items in f32, 64 in f64); KILN_ERR_BUILD;
@@ -34,8 +37,8 @@ extern "C" {
  * (top-left aligned, PyTorch's is_causal). mask: NULL, or an additive mask of q's dtype,
  * shape [Sq, Sk] (shared by every batch) or [..., Sq, Sk]; -inf hides a key. A query row that
  * sees no key gives NaN (as PyTorch) and lse -inf.
- * *out: [..., Sq, Dv]. lse: NULL (not wanted) or [..., Sq]: the natural log-sum-exp of each
- * row's scaled, masked scores, which kiln_attention_backward takes. Sq or Sk == 0, or an
+ * *out: [..., Sq, Dv]. lse: NULL (not wanted) or [..., Sq] (f32 for f16/bf16 q): the natural
+ * log-sum-exp of each row's scaled, masked scores, which kiln_attention_backward takes. Sq or Sk == 0, or an
  * empty batch, is valid (Sk == 0: every row NaN).
  */
 KILN_API kiln_status kiln_attention(kiln_context *ctx, const kiln_tensor *q, const kiln_tensor *k,

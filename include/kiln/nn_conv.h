@@ -9,8 +9,9 @@
  *   dilation, groups and bias: forward, backward (input, weight and bias gradients), and
  *   the transposed convolution through the backward-data path.
  *
- * dtypes: f32 and f64 (f64 needs a device with fp64: KILN_ERR_UNSUPPORTED otherwise); every
- * floating tensor of a call has the input's dtype; max-pooling indices are i64.
+ * dtypes: f32, f64 (f64 needs a device with fp64: KILN_ERR_UNSUPPORTED otherwise), f16 and
+ * bf16 (stored in 2 bytes, computed in f32 and rounded once on the way out); every floating
+ * tensor of a call has the input's dtype; max-pooling indices are i64.
  *
  * Output convention (every function here, as include/kiln/nn.h): if *out is NULL, kiln
  * creates the result and stores it in *out (the caller releases it); if *out is a tensor it
@@ -24,7 +25,7 @@
  *   descriptor); KILN_ERR_INVALID_ARGUMENT (a NULL required output pointer, nd outside
  *   [1, 3], a kernel size, stride or dilation < 1, a negative padding, padding larger than
  *   half the (dilated) kernel for pooling, groups < 1, outputs sharing bytes);
- *   KILN_ERR_CONTEXT_MISMATCH; KILN_ERR_DTYPE (a dtype other than f32/f64, tensors of
+ *   KILN_ERR_CONTEXT_MISMATCH; KILN_ERR_DTYPE (a dtype other than f16/bf16/f32/f64, tensors of
  *   different dtypes, indices not i64); KILN_ERR_SHAPE (too few axes, channels not
  *   divisible by groups, a weight or bias of the wrong shape, an output size below 1, a
  *   given *out of the wrong shape); KILN_ERR_UNSUPPORTED (f64 without fp64); KILN_ERR_BUILD;

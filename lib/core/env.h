@@ -21,9 +21,11 @@
   X(DEBUG_NO_CLBLAST, "KILN_DEBUG_NO_CLBLAST") /* debug: kiln's own BLAS kernels only */     \
   X(DEBUG_ONE_KERNEL, "KILN_DEBUG_ONE_KERNEL") /* debug: one-kernel programs 1 always, 0 never */ \
   X(DEBUG_VKFFT, "KILN_DEBUG_VKFFT")         /* debug: VkFFT configuration overrides */     \
+  X(DEBUG_LINALG_HOST, "KILN_DEBUG_LINALG_HOST") /* debug: eigh/svd host routines (stedc, ...) */ \
   X(SORT_RADIX, "KILN_SORT_RADIX")           /* tuning: the sort family's radix passes */   \
   X(DEBUG_STORE_BG, "KILN_DEBUG_STORE_BG")   /* debug: PoCL stores in the background 1 always, 0 never */ \
   X(DEBUG_NN, "KILN_DEBUG_NN")               /* debug: the nn family's launch knobs */       \
+  X(DEBUG_XGEMM, "KILN_DEBUG_XGEMM")         /* debug: CLBlast Xgemm parameters to time */   \
   X(TEST_CACHE_KILL_AT, "KILN_TEST_CACHE_KILL_AT") /* test hook of the cache's writers */    \
   X(TEST_TUNING_DATA, "KILN_TEST_TUNING_DATA") /* test hook: the packaged tuning files' dir */ \
   X(XDG_CACHE_HOME, "XDG_CACHE_HOME")        /* the default cache directory */               \

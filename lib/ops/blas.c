@@ -493,7 +493,7 @@ gemm_views(const char *op, kiln_context *ctx, int ta, int tb, kiln_complex128 al
   plan_batches(&ab, &bb, &cb, matsize, &plan);
   /* Complex products may run as one real product (the CGEMM route): its precision's set. */
   if (!g.small)
-    s = kiln__blas_xgemm_prepare(op, ctx, kiln__dtype_real_part(a->dtype));
+    s = kiln__blas_xgemm_prepare_mnk(op, ctx, kiln__dtype_real_part(a->dtype), mnk(m, n, k));
   if (s == KILN_OK) {
     kiln__ctx_lock(ctx);
     s = gemm_plan_run(op, ctx, &g, &plan);
@@ -779,7 +779,7 @@ kiln_syrk(kiln_context *ctx, kiln_uplo uplo, kiln_trans trans, double alpha, con
   int small = use_small(ctx, a->dtype, n, n, k, real_scalar(alpha), ROUTE_CHOOSE);
   count_route(small);
   if (!small)
-    s = kiln__blas_xgemm_prepare(op, ctx, a->dtype);
+    s = kiln__blas_xgemm_prepare_mnk(op, ctx, a->dtype, mnk(n, n, k));
   kiln__ctx_lock(ctx);
   if (small) {
     s = small_gemm(op, ctx, a->dtype, n, n, alpha == 0.0 ? 0 : k, real_scalar(alpha),

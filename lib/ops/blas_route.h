@@ -54,12 +54,24 @@ double kiln__gemm_tune_bytes(const struct kiln__tune_problem *pb);
  * Puts the Xgemm parameters the xgemm tuner family chooses for dt on ctx's device in force in
  * CLBlast (lib/ops/blas_xgemm.c) before a CLBlast GEMM or SYRK: the tuned set, else the
  * device's default set (CLBlast's own database where kiln knows no better). dt other than
- * f32/f64, or no CLBlast: nothing to do. Statuses: those of kiln__clblast_xgemm_override.
+ * f32/f64, or no CLBlast: nothing to do. KILN_DEBUG_XGEMM, when set, wins over both on any
+ * device (a bad value: KILN_ERR_INVALID_ARGUMENT). Statuses: those of
+ * kiln__clblast_xgemm_override.
  * Call it before taking ctx->lock: the lookup may tune online.
  */
 kiln_status kiln__blas_xgemm_prepare(const char *op, kiln_context *ctx, kiln_dtype dt);
+/* The same for a product of m*n*k = mnk (the family has a set per size class); the plain
+ * call above takes the large class. */
+kiln_status kiln__blas_xgemm_prepare_mnk(const char *op, kiln_context *ctx, kiln_dtype dt,
+                                         uint64_t mnk);
 
-/* Test hook: puts Xgemm set `set` (0..10, 0 CLBlast's database) of dt in force on ctx's device
+/* The xgemm family's sets: 1 to KILN__XGEMM_NSETS (0: CLBlast's own database). */
+#define KILN__XGEMM_NSETS 10
+/* The set kiln's defaults use on NVIDIA GPUs for dt (f32/f64), small (m*n*k < 2^35) or large
+ * products; for the tests. */
+uint32_t kiln__blas_xgemm_nvidia_set(kiln_dtype dt, int large);
+
+/* Test hook: puts Xgemm set `set` (0..KILN__XGEMM_NSETS, 0 CLBlast's database) of dt in force on ctx's device
  * whatever the device type, as kiln__blas_xgemm_prepare would. */
 kiln_status kiln__blas_xgemm_test_apply(kiln_context *ctx, kiln_dtype dt, uint32_t set);
 

@@ -8,8 +8,12 @@
  * chosen set in force through CLBlastOverrideParameters before CLBlast's GEMM and SYRK run.
  * `kiln tune --family gemm` tunes it together with the route (tuner.h: part_of).
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "kiln/blas.h"
 #include "kiln_config.h"
@@ -34,7 +38,7 @@
  * both stride modes; the f64 rows the same shapes at half the vector width; the last row of
  * each is CLBlast's generic NVIDIA set, what a device missing from its database gets.
  */
-#define XGEMM_NSETS 10
+#define XGEMM_NSETS KILN__XGEMM_NSETS
 static const size_t xgemm_sets[2][XGEMM_NSETS][16] = {
     {
         {0, 1, 16, 2, 16, 16, 128, 16, 16, 128, 1, 1, 1, 1, 4, 4},
@@ -62,19 +66,29 @@ static const size_t xgemm_sets[2][XGEMM_NSETS][16] = {
     },
 };
 
-/* The one bucket: 4096^3, large enough to fill a big GPU with any of the tiles above. */
+/*
+ * Two size classes, each one bucket: products up to m*n*k < 2^35 are timed and looked up as
+ * 2048^3 (a 128x128 tile gives 256 work-groups there, two per compute unit of an H200: the
+ * tile that fills the GPU best differs from the large class's), larger ones as 4096^3.
+ */
+#define XGEMM_MNK_SMALL ((uint64_t)1 << 33)
 #define XGEMM_MNK ((uint64_t)1 << 36)
+#define XGEMM_SPLIT ((uint64_t)1 << 35)
+
+/* The `set` value of the defaults (not a candidate): kiln's rule, xgemm_rule below. Apart from
+ * the sets' ids so that adding sets keeps the meaning of stored results. */
+#define XGEMM_RULE 99
 
 static const uint64_t set_ids[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
 static const uint64_t set_ids_quick[] = {0, 1, 4};
-static const uint64_t xgemm_sizes[] = {XGEMM_MNK};
+static const uint64_t xgemm_sizes[] = {XGEMM_MNK_SMALL, XGEMM_MNK};
 
 static const struct kiln__tune_param xgemm_params[] = {
     {.name = "set",
      .offset = 0,
      .size = sizeof(uint32_t),
      .min = 0,
-     .max = XGEMM_NSETS,
+     .max = XGEMM_RULE,
      .full = set_ids,
      .nfull = N_(set_ids),
      .quick = set_ids_quick,
@@ -99,14 +113,32 @@ xgemm_available(const kiln_context *ctx)
  * NVIDIA GPUs start from the sets measured best on an H200 (`kiln tune --family xgemm --dtype
  * f32,f64`, docs/perf-data/h200-2026-12-01-issue21/tune-xgemm.json): f32 set 8 at 40.6 TFLOP/s
  * on 4096^3 against 29.5 with CLBlast's generic NVIDIA set, f64 set 9 at 17.8 against 11.7.
- * Other devices keep CLBlast's database, which was tuned on many of them.
+ * Other devices keep CLBlast's database, which was tuned on many of them. mnk: the bucket.
  */
+static const uint32_t xgemm_nvidia[2][2] = {{8, 8}, {9, 9}}; /* [f64][large class] */
+
+static uint32_t
+xgemm_rule(const kiln_context *ctx, kiln_dtype dt, uint64_t mnk)
+{
+  if (!ctx->info.is_gpu || strstr(ctx->info.vendor, "NVIDIA") == NULL)
+    return 0;
+  return xgemm_nvidia[dt == KILN_F64][mnk >= XGEMM_SPLIT];
+}
+
+uint32_t
+kiln__blas_xgemm_nvidia_set(kiln_dtype dt, int large)
+{
+  return xgemm_nvidia[dt == KILN_F64][large != 0];
+}
+
+/* The defaults do not see the bucket: the rule is resolved where the product's size is known. */
 static void
 xgemm_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
 {
+  (void)ctx;
+  (void)dtype;
   (void)layout;
-  int nvidia = ctx->info.is_gpu && strstr(ctx->info.vendor, "NVIDIA") != NULL;
-  *(uint32_t *)params = !nvidia ? 0 : dtype == KILN_F64 ? 9 : 8;
+  *(uint32_t *)params = XGEMM_RULE;
 }
 
 static kiln_status
@@ -118,7 +150,7 @@ xgemm_run(struct kiln__tune_problem *pb, const void *params)
 
 static const struct kiln__tune_family xgemm_tune = {
     .name = "xgemm",
-    .description = "CLBlast's GEMM kernel parameters (GPUs), timed on a 4096^3 product",
+    .description = "CLBlast's GEMM kernel parameters (GPUs), timed on 2048^3 and 4096^3 products",
     .part_of = "gemm",
     .params_size = sizeof(uint32_t),
     .params = xgemm_params,
@@ -139,21 +171,151 @@ static const struct kiln__tune_family xgemm_tune = {
     .nsizes = N_(xgemm_sizes),
 };
 
+#if KILN_HAVE_CLBLAST
+/* Indices of KILN__XGEMM_PARAM_NAMES. */
+enum { P_GEMMK, P_KREG, P_KWG, P_KWI, P_MDIMA, P_MDIMC, P_MWG, P_NDIMB, P_NDIMC, P_NWG, P_SA, P_SB,
+       P_STRM, P_STRN, P_VWM, P_VWN };
+
+/*
+ * Why v is not a configuration Xgemm can run for esize-byte elements on info's device, written
+ * to buf; NULL when it is. The constraints of CLBlast's own tuner (src/tuning/kernels/xgemm.hpp,
+ * GEMMK 1 with its restrictions) and the device's limits: CLBlast itself would only report a
+ * failed build or launch, or a kernel whose tiles do not cover the product.
+ */
+static const char *
+xgemm_invalid(const size_t *v, size_t esize, const kiln_device_info *info, char *buf, size_t len)
+{
+  static const char *const names[KILN__XGEMM_NPARAMS] = {KILN__XGEMM_PARAM_NAMES};
+  for (int i = 0; i < KILN__XGEMM_NPARAMS; i++) {
+    int flag = i == P_GEMMK || i == P_SA || i == P_SB || i == P_STRM || i == P_STRN;
+    if (flag ? v[i] > 1 : v[i] == 0 || v[i] > 1024) {
+      snprintf(buf, len, "%s=%zu out of range (%s)", names[i], v[i], flag ? "0 or 1" : "1..1024");
+      return buf;
+    }
+  }
+  for (int i = P_VWM; i <= P_VWN; i++)
+    if ((v[i] & (v[i] - 1)) != 0 || v[i] > 16) {
+      snprintf(buf, len, "%s=%zu is not a vector width (1, 2, 4, 8, 16)", names[i], v[i]);
+      return buf;
+    }
+  const size_t wg = v[P_MDIMC] * v[P_NDIMC];
+  if (v[P_KWG] % v[P_KWI])
+    snprintf(buf, len, "KWG=%zu is not a multiple of KWI=%zu", v[P_KWG], v[P_KWI]);
+  else if (v[P_MWG] % (v[P_MDIMC] * v[P_VWM]) || v[P_MWG] % (v[P_MDIMA] * v[P_VWM]))
+    snprintf(buf, len, "MWG=%zu is not a multiple of MDIMC*VWM=%zu and MDIMA*VWM=%zu", v[P_MWG],
+             v[P_MDIMC] * v[P_VWM], v[P_MDIMA] * v[P_VWM]);
+  else if (v[P_NWG] % (v[P_NDIMC] * v[P_VWN]) || v[P_NWG] % (v[P_NDIMB] * v[P_VWN]))
+    snprintf(buf, len, "NWG=%zu is not a multiple of NDIMC*VWN=%zu and NDIMB*VWN=%zu", v[P_NWG],
+             v[P_NDIMC] * v[P_VWN], v[P_NDIMB] * v[P_VWN]);
+  else if (v[P_GEMMK] == 0 && (wg % v[P_MDIMA] || wg % v[P_NDIMB] || v[P_KWG] % (wg / v[P_MDIMA]) ||
+                               v[P_KWG] % (wg / v[P_NDIMB])))
+    snprintf(buf, len,
+             "KWG=%zu is not a multiple of MDIMC*NDIMC=%zu over MDIMA=%zu and over NDIMB=%zu "
+             "(each a whole number)",
+             v[P_KWG], wg, v[P_MDIMA], v[P_NDIMB]);
+  else if (v[P_GEMMK] == 1 && (v[P_KREG] % v[P_VWN] || v[P_MDIMA] != v[P_MDIMC] ||
+                               v[P_NDIMB] != v[P_NDIMC] || v[P_SA] || v[P_SB]))
+    snprintf(buf, len, "GEMMK=1 needs KREG a multiple of VWN, MDIMA=MDIMC, NDIMB=NDIMC, SA=SB=0");
+  else if (wg > info->max_work_group_size)
+    snprintf(buf, len, "MDIMC*NDIMC=%zu work-items exceed the device's %zu", wg,
+             info->max_work_group_size);
+  else if ((v[P_SA] * v[P_MWG] + v[P_SB] * v[P_NWG]) * v[P_KWG] * esize > info->local_mem_bytes)
+    snprintf(buf, len, "the local tiles (SA*MWG + SB*NWG)*KWG take %zu bytes, the device has %llu",
+             (v[P_SA] * v[P_MWG] + v[P_SB] * v[P_NWG]) * v[P_KWG] * esize,
+             (unsigned long long)info->local_mem_bytes);
+  else
+    return NULL;
+  return buf;
+}
+
+/*
+ * KILN_DEBUG_XGEMM="NAME=VALUE ..." (spaces or commas between): Xgemm parameters to time without
+ * a rebuild, in force for f32 and f64 on any device CLBlast runs on, over the tuner's choice.
+ * Names not given keep the value of kiln's NVIDIA default set for dt's large class. Returns 0 when unset, 1
+ * with v filled, or a failure naming the bad entry. id: a hash of v, so that a changed value
+ * is put in force and an unchanged one is not put again.
+ */
+static int
+xgemm_debug(const char *op, const kiln_context *ctx, kiln_dtype dt, size_t *v, uint32_t *id,
+            kiln_status *s)
+{
+  static const char *const names[KILN__XGEMM_NPARAMS] = {KILN__XGEMM_PARAM_NAMES};
+  const char *e = kiln__env(KILN__ENV_DEBUG_XGEMM);
+  if (!e || !*e)
+    return 0;
+  memcpy(v, xgemm_sets[dt == KILN_F64][xgemm_nvidia[dt == KILN_F64][1] - 1], sizeof(size_t) * 16);
+  for (const char *p = e; *p;) {
+    if (*p == ' ' || *p == ',') {
+      p++;
+      continue;
+    }
+    size_t len = strcspn(p, " ,"), nlen = strcspn(p, "=");
+    int i = 0;
+    while (i < KILN__XGEMM_NPARAMS && !(nlen < len && strlen(names[i]) == nlen &&
+                                         strncasecmp(p, names[i], nlen) == 0))
+      i++;
+    char *end = NULL;
+    unsigned long long val = i < KILN__XGEMM_NPARAMS ? strtoull(p + nlen + 1, &end, 10) : 0;
+    if (i == KILN__XGEMM_NPARAMS || end == p + nlen + 1 || end != p + len) {
+      *s = kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0,
+                      "KILN_DEBUG_XGEMM: '%.*s' is not NAME=VALUE with NAME one of GEMMK KREG KWG "
+                      "KWI MDIMA MDIMC MWG NDIMB NDIMC NWG SA SB STRM STRN VWM VWN",
+                      (int)len, p);
+      return -1;
+    }
+    v[i] = val > 1u << 20 ? (size_t)1 << 20 : (size_t)val;
+    p += len;
+  }
+  char why[160];
+  if (xgemm_invalid(v, kiln_dtype_size(dt), &ctx->info, why, sizeof why)) {
+    *s = kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0, "KILN_DEBUG_XGEMM for %s: %s",
+                    kiln_dtype_name(dt), why);
+    return -1;
+  }
+  uint32_t h = 2166136261u;
+  for (int i = 0; i < KILN__XGEMM_NPARAMS; i++)
+    h = (h ^ (uint32_t)v[i]) * 16777619u;
+  /* Above the sets' ids, never 0 (CLBlast's database). */
+  *id = 0x80000000u | h;
+  return 1;
+}
+#endif
+
 kiln_status
 kiln__blas_xgemm_prepare(const char *op, kiln_context *ctx, kiln_dtype dt)
 {
+  return kiln__blas_xgemm_prepare_mnk(op, ctx, dt, XGEMM_MNK);
+}
+
+kiln_status
+kiln__blas_xgemm_prepare_mnk(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t mnk)
+{
 #if KILN_HAVE_CLBLAST
-  if (!xgemm_dtype_ok(dt) || !xgemm_available(ctx))
+  if (!xgemm_dtype_ok(dt) || !kiln__blas_use_clblast(ctx))
+    return KILN_OK;
+  size_t dv[KILN__XGEMM_NPARAMS];
+  uint32_t did = 0;
+  kiln_status ds = KILN_OK;
+  int d = xgemm_debug(op, ctx, dt, dv, &did, &ds);
+  if (d)
+    return d < 0 ? ds : kiln__clblast_xgemm_override(op, ctx, dt, did, dv);
+  if (!xgemm_available(ctx))
     return KILN_OK;
   uint32_t set = 0;
-  kiln__tune_lookup(ctx, &xgemm_tune, dt, KILN__LAYOUT_MNK, XGEMM_MNK, &set);
-  KILN_RETURN_IF(set > XGEMM_NSETS, KILN_ERR_INTERNAL, op, "Xgemm parameter set %u", set);
+  uint64_t bucket = mnk < XGEMM_SPLIT ? XGEMM_MNK_SMALL : XGEMM_MNK;
+  kiln__tune_lookup(ctx, &xgemm_tune, dt, KILN__LAYOUT_MNK, bucket, &set);
+  if (set == XGEMM_RULE)
+    set = xgemm_rule(ctx, dt, bucket);
+  KILN_RETURN_IF(set > XGEMM_NSETS, KILN_ERR_INVALID_ARGUMENT, op,
+                 "Xgemm parameter set %u (tuned or overridden): the sets are 0 to %d", set,
+                 XGEMM_NSETS);
   return kiln__clblast_xgemm_override(op, ctx, dt, set,
                                       set ? xgemm_sets[dt == KILN_F64][set - 1] : NULL);
 #else
   (void)op;
   (void)ctx;
   (void)dt;
+  (void)mnk;
   return KILN_OK;
 #endif
 }

@@ -12,7 +12,10 @@
 #include "core/dtype_traits.h"
 #include "kiln/index.h"
 #include "ops/families.h"
+#include "ops/index_internal.h"
 #include "ops/ops_common.h"
+
+int kiln__index_force_layout = 0;
 
 /* Mirrors kiln_iplan in cl_kernels/index.cl. */
 struct iplan {
@@ -264,12 +267,13 @@ take(const char *op, kiln_context *ctx, const kiln_tensor *x, size_t ax, const k
   int64_t len = x->shape.dims[ax];
   kiln_status s = KILN_OK;
   if (n) {
-    /* CPU devices: one work-item per gathered row, whose k loop then runs over contiguous
-     * elements, which the compiler vectorises (PoCL runs a group's items one after another
-     * and vectorised none of the k-strided items; measured on PoCL, rows of 64 f32: about
-     * 10x); GPUs: work-items along the row, so that a warp's accesses are contiguous. */
-    uint64_t grid[3] = {ctx->info.is_gpu ? inner : 1, index->numel, n / inner / index->numel};
-    kiln__args ar = kernel_args(op, ctx, kiln__ops_move_dtype(x->dtype), "index_select");
+    /* GPUs: work-items along the row, so that a warp's accesses are contiguous (3-D grid);
+     * CPUs: one work-item per gathered row over a plain loop, which PoCL vectorises
+     * (index_select_rows; the 3-D form measured 20-40x slower there). */
+    int gpu = kiln__index_force_layout ? kiln__index_force_layout == 1 : ctx->info.is_gpu;
+    uint64_t grid[3] = {inner, index->numel, n / inner / index->numel};
+    kiln__args ar = kernel_args(op, ctx, kiln__ops_move_dtype(x->dtype),
+                                gpu ? "index_select" : "index_select_rows");
     kiln__args_tensor(&ar, x);
     kiln__args_tensor(&ar, index);
     kiln__args_u32(&ar, is64(index));
@@ -279,7 +283,7 @@ take(const char *op, kiln_context *ctx, const kiln_tensor *x, size_t ax, const k
     kiln__args_i64(&ar, len);
     kiln__args_u64(&ar, inner);
     struct check c = {index, -len, len, "the selected axis", 1};
-    s = launch(&ar, ctx, n, grid, &c);
+    s = launch(&ar, ctx, gpu ? n : n / inner, gpu ? grid : NULL, &c);
   }
   return out_end(op, ctx, &t, s);
 }

@@ -4,18 +4,25 @@
  * the host-LAPACKE ops eig, lstsq's minimum-norm route, pinv, matrix_rank, matrix_norm and
  * cond (include/kiln/linalg_spectral.h, docs/linalg.md).
  *
- * The tridiagonal reduction is LAPACK's unblocked sytd2 on the full symmetric matrix: per
- * column one work-group forms the reflector (td_house), one work-group per row computes
- * p = tau A22 v (td_symv), td_w makes w, td_syr2 the rank-2 update. Its reflectors stay below
- * the subdiagonal, in the layout kiln__lsp_ormqr applies, so the back-transformation is the
- * QR family's blocked compact-WY update.
+ * The reductions are LAPACK's blocked dsytrd (dlatrd panels) and dgebrd (dlabrd panels) on
+ * the device (cl_kernels/linalg_eig.cl): a few launches per column with no host wait, one
+ * GEMM per panel for the trailing update. Their reflectors stay in the layout
+ * kiln__lsp_ormqr applies, so the back-transformations are the QR family's blocked
+ * compact-WY updates.
  */
+#include <dlfcn.h>
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "core/env.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/shape.h"
 #include "kiln_config.h"
 #include "ops/linalg_spectral_internal.h"
@@ -100,11 +107,187 @@ host_svd(const char *op, uint64_t b, double *x, uint64_t m, uint64_t n, double *
 
 #if KILN_HAVE_LAPACKE
 /*
+ * Whether the host LAPACK that liblapacke loaded is OpenBLAS's (Debian's
+ * libopenblas0-pthread as the liblapack.so.3 alternative, or first on LD_LIBRARY_PATH):
+ * threaded and blocked, so the O(n^3) divide and conquer routines (dstedc, dbdsdc), BLAS 3
+ * in their merges, beat the O(n^2) MRRR and bisection ones, which run on one core.
+ */
+static int
+host_fast_blas(void)
+{
+  return dlsym(RTLD_DEFAULT, "openblas_get_num_threads") != NULL;
+}
+
+/* Whether KILN_DEBUG_LINALG_HOST names the routine (a comma-separated list). */
+static int
+host_pick(const char *routine)
+{
+  const char *e = kiln__env(KILN__ENV_DEBUG_LINALG_HOST);
+  size_t len = strlen(routine);
+  for (const char *p = e; p && *p;) {
+    const char *q = strchr(p, ',');
+    size_t l = q ? (size_t)(q - p) : strlen(p);
+    if (l == len && strncmp(p, routine, len) == 0)
+      return 1;
+    p = q ? q + 1 : NULL;
+  }
+  return 0;
+}
+
+/* Whether eigh's tridiagonal eigenvectors of order n come from MRRR (else dstedc). */
+static int
+use_mrrr(uint64_t n)
+{
+  if (host_pick("stemr") || host_pick("stedc"))
+    return host_pick("stemr");
+  int h = kiln__lsp_mrrr_min();
+  if (h >= 0)
+    return n >= (uint64_t)h;
+  return !host_fast_blas() && n >= KILN__LSP_MRRR_MIN;
+}
+#endif
+
+static atomic_int hook_mrrr_threads = -1;
+
+void
+kiln__linalg_spectral_test_mrrr_threads(int threads)
+{
+  atomic_store(&hook_mrrr_threads, threads);
+}
+
+#if KILN_HAVE_LAPACKE
+/* One thread's share of the parallel MRRR: eigenpairs il .. iu (1-based) of (d, e). */
+typedef struct mrrr_job {
+  const double *d, *e;
+  uint64_t n, il, iu;
+  double *w, *z; /* w[n] (the pairs' values from w[il-1]), z n x n row-major (their columns) */
+  lapack_int info;
+  pthread_t th;
+} mrrr_job;
+
+static void *
+mrrr_run(void *arg)
+{
+  mrrr_job *j = arg;
+  uint64_t n = j->n, m = j->iu - j->il + 1;
+  double *dc = malloc(n * sizeof *dc), *ec = malloc(n * sizeof *ec), *zt = malloc(n * m * sizeof *zt);
+  double *wt = malloc(n * sizeof *wt);
+  lapack_int *supp = malloc(2 * m * sizeof *supp), found = 0, tryrac = 1;
+  j->info = -1;
+  if (dc && ec && zt && wt && supp) {
+    memcpy(dc, j->d, n * sizeof *dc);
+    memcpy(ec, j->e, n * sizeof *ec);
+    /* column-major: the vectors contiguous (row-major LAPACKE wants ldz >= n columns) */
+    j->info = LAPACKE_dstemr(LAPACK_COL_MAJOR, 'V', 'I', (lapack_int)n, dc, ec, 0.0, 0.0,
+                             (lapack_int)j->il, (lapack_int)j->iu, &found, wt, zt, (lapack_int)n,
+                             (lapack_int)m, supp, &tryrac);
+    if (j->info == 0 && (uint64_t)found != m)
+      j->info = 1;
+  }
+  if (j->info == 0) {
+    memcpy(j->w + j->il - 1, wt, m * sizeof *wt);
+    for (uint64_t c = 0; c < m; c++)
+      for (uint64_t i = 0; i < n; i++)
+        j->z[i * n + j->il - 1 + c] = zt[c * n + i];
+  }
+  free(dc);
+  free(ec);
+  free(zt);
+  free(wt);
+  free(supp);
+  return NULL;
+}
+
+/*
+ * All eigenpairs of (d, e; e[n-1] = 0) by MRRR on several host threads (MRRR computes each
+ * vector on its own, which is what makes it parallel: ScaLAPACK's pdstegr and PMRRR split the
+ * index range the same way): the values first (dstemr without vectors), then one dstemr
+ * call per index range, the ranges cut at the largest relative gap near each even split so
+ * that no cluster of close eigenvalues straddles two calls. Returns LAPACK's info (nonzero:
+ * the caller falls back to dstedc).
+ */
+static lapack_int
+mrrr_parallel(uint64_t n, const double *d, const double *e, double *w, double *z,
+              uint64_t threads)
+{
+  if (threads > 64)
+    threads = 64;
+  double *dc = malloc(n * sizeof *dc), *ec = malloc(n * sizeof *ec);
+  lapack_int *supp = malloc(2 * n * sizeof *supp), found = 0, tryrac = 1;
+  lapack_int info = -1;
+  if (dc && ec && supp) {
+    memcpy(dc, d, n * sizeof *dc);
+    memcpy(ec, e, n * sizeof *ec);
+    double zz = 0;
+    info = LAPACKE_dstemr(LAPACK_COL_MAJOR, 'N', 'A', (lapack_int)n, dc, ec, 0.0, 0.0, 0, 0, &found,
+                          w, &zz, 1, 1, supp, &tryrac);
+    if (info == 0 && (uint64_t)found != n)
+      info = 1;
+  }
+  free(dc);
+  free(ec);
+  free(supp);
+  if (info != 0)
+    return info;
+  mrrr_job job[64];
+  uint64_t start = 0, nj = 0;
+  for (uint64_t t = 0; t < threads && start < n; t++) {
+    uint64_t end = n;
+    if (t + 1 < threads) {
+      uint64_t target = (t + 1) * n / threads, r = n / (4 * threads), best = target;
+      double bg = -1;
+      for (uint64_t k = target > r ? target - r : 1; k <= target + r && k < n; k++) {
+        if (k <= start)
+          continue;
+        double g = (w[k] - w[k - 1]) / (fabs(w[k]) + fabs(w[k - 1]) + DBL_MIN);
+        if (g > bg) {
+          bg = g;
+          best = k;
+        }
+      }
+      end = best > start ? best : start + 1;
+    }
+    job[nj] = (mrrr_job){.d = d, .e = e, .n = n, .il = start + 1, .iu = end, .w = w, .z = z};
+    start = end;
+    nj++;
+  }
+  uint64_t started = 0;
+  for (uint64_t t = 1; t < nj; t++, started++)
+    if (pthread_create(&job[t].th, NULL, mrrr_run, &job[t]) != 0)
+      break;
+  mrrr_run(&job[0]);
+  for (uint64_t t = 1; t <= started; t++)
+    pthread_join(job[t].th, NULL);
+  for (uint64_t t = 1 + started; t < nj; t++) /* threads that could not start */
+    mrrr_run(&job[t]);
+  for (uint64_t t = 0; t < nj; t++)
+    if (job[t].info != 0)
+      return job[t].info;
+  return 0;
+}
+
+/* Host threads for the parallel MRRR: the online CPUs, at most one per 128 rows. */
+static uint64_t
+mrrr_threads(uint64_t n)
+{
+  int h = atomic_load(&hook_mrrr_threads);
+  if (h > 0)
+    return (uint64_t)h;
+  long c = sysconf(_SC_NPROCESSORS_ONLN);
+  uint64_t t = c > 0 ? (uint64_t)c : 1, most = n / 128;
+  t = t < most ? t : most;
+  return t ? t : 1;
+}
+#endif
+
+#if KILN_HAVE_LAPACKE
+/*
  * Eigenvalues (ascending, into d) and optionally vectors (z, n x n row-major, columns) of the
- * symmetric tridiagonal (d[n], e[n-1]; e has n entries, the last one scratch). Vectors of
- * orders from kiln__lsp_mrrr_min() up come from MRRR (dstemr, O(n^2): the host stage stays
- * small next to the device reduction, where the divide and conquer of dstedc is O(n^3)
- * through the host BLAS); smaller ones, and any MRRR gives up on, from dstedc.
+ * symmetric tridiagonal (d[n], e[n-1]; e has n entries, the last one scratch). Vectors come
+ * from MRRR (dstemr, O(n^2); split over host threads from 256 rows, mrrr_parallel) where
+ * use_mrrr says so (the reference LAPACK from order KILN__LSP_MRRR_MIN up: its divide and
+ * conquer is O(n^3) through a single-threaded BLAS), otherwise, and whenever MRRR gives up,
+ * from dstedc.
  */
 static kiln_status
 tridiag_eig(const char *op, uint64_t b, uint64_t n, double *d, double *e, double *z)
@@ -123,12 +306,20 @@ tridiag_eig(const char *op, uint64_t b, uint64_t n, double *d, double *e, double
     memcpy(e0, e, (n - 1) * sizeof *e0);
     e0[n - 1] = e[n - 1] = 0.0;
     lapack_int found = 0, tryrac = 1, info = 1;
-    if (n >= (uint64_t)kiln__lsp_mrrr_min())
+    uint64_t th = use_mrrr(n) ? mrrr_threads(n) : 0;
+    if (th > 1) {
+      info = mrrr_parallel(n, d0, e0, w, z, th);
+      found = info == 0 ? (lapack_int)n : 0;
+    } else if (th == 1) {
       info = LAPACKE_dstemr(LAPACK_ROW_MAJOR, 'V', 'A', (lapack_int)n, d, e, 0.0, 0.0, 0, 0, &found,
                             w, z, (lapack_int)n, (lapack_int)n, supp, &tryrac);
+    }
     if (info == 0 && (uint64_t)found == n) {
       memcpy(d, w, n * sizeof *d);
     } else {
+      if (th)
+        kiln__log(KILN__LOG_DEBUG, "%s: dstemr gave up on matrix %llu (info %d): dstedc", op,
+                  (unsigned long long)b, (int)info);
       memcpy(d, d0, n * sizeof *d);
       info = LAPACKE_dstedc(LAPACK_ROW_MAJOR, 'I', (lapack_int)n, d, e0, z, (lapack_int)n);
       if (info != 0)
@@ -166,63 +357,183 @@ args_mat(kiln__args *a, kiln__lsp_mat x)
 }
 
 /*
- * Reduces the symmetric n x n matrix a (full, in place) to tridiagonal form: d[n], e[n-1],
- * reflectors below the subdiagonal with tau[n-1]; v and p are n-element scratch.
+ * Phase timing (KILN_LOG=debug): waits for the queue and logs the time since *t, then
+ * restarts it. The waits cost three synchronisations per call, so only debug logging pays.
+ */
+static void
+phase(const kiln__lsp *L, const char *what, uint64_t n, double *t)
+{
+  if (kiln__log_level() < KILN_LOG_DEBUG)
+    return;
+  clFinish(L->ctx->queue);
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  double now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+  if (*t > 0)
+    kiln__log(KILN__LOG_DEBUG, "%s: phase %s n %llu %s %.3f ms", L->op, what,
+              (unsigned long long)n, kiln_dtype_name(L->dt), (now - *t) * 1e3);
+  *t = now;
+}
+
+static kiln_status
+kern_eig(const kiln__lsp *L, const char *name, cl_kernel *k)
+{
+  return kiln__ops_kernel(L->op, L->ctx, "linalg_eig", L->dt, name, k);
+}
+
+/* Scratch of the blocked tridiagonal reduction of n x n matrices with panels of nb columns. */
+typedef struct td_ws {
+  kiln_tensor *vw, *q, *wraw, *part, *dotp;
+  uint64_t nb, nchunk;
+  size_t lcol, lsym, lfin;
+  cl_kernel kcol, ksym, kfin;
+} td_ws;
+
+static void
+td_ws_release(td_ws *t)
+{
+  kiln_tensor_release(t->vw);
+  kiln_tensor_release(t->q);
+  kiln_tensor_release(t->wraw);
+  kiln_tensor_release(t->part);
+  kiln_tensor_release(t->dotp);
+  memset(t, 0, sizeof *t);
+}
+
+static kiln_status
+td_ws_make(const kiln__lsp *L, uint64_t n, td_ws *t)
+{
+  memset(t, 0, sizeof *t);
+  t->nb = L->nb;
+  /* row chunks of the V^T x, W^T x partial sums: a few per compute unit on GPUs */
+  t->nchunk = L->ctx->info.is_gpu ? 64 : 4;
+  KILN_TRY(kern_eig(L, "tr_col", &t->kcol));
+  KILN_TRY(kern_eig(L, "tr_symv", &t->ksym));
+  KILN_TRY(kern_eig(L, "tr_fin", &t->kfin));
+  t->lcol = group_local(L, t->kcol, 256);
+  t->lsym = group_local(L, t->ksym, 128);
+  t->lfin = group_local(L, t->kfin, 256);
+  uint64_t nn = n ? n : 1;
+  kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, nn * 3 * t->nb, &t->vw);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, nn, &t->q);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, nn, &t->wraw);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, t->nchunk * (2 + 2 * t->nb), &t->part);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, nn / t->lfin + 1, &t->dotp);
+  if (s != KILN_OK)
+    td_ws_release(t);
+  return s;
+}
+
+static void
+args_t(kiln__args *a, const kiln_tensor *t)
+{
+  kiln__args_mem(a, t->mem);
+  kiln__args_u64(a, kiln__ops_elem_offset(t));
+}
+
+/*
+ * tr_col for column c (index i of its panel): finishes W's column i-1 from the previous
+ * tr_fin's ndot partial dot products, and with upd updates row c.
  */
 static kiln_status
-sytrd(const kiln__lsp *L, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d, kiln__lsp_mat e,
-      kiln__lsp_mat tau, kiln__lsp_mat v, kiln__lsp_mat p)
+td_col(const kiln__lsp *L, const td_ws *t, kiln__lsp_mat a, uint64_t n, uint64_t c, uint64_t i,
+       uint64_t ndot, kiln__lsp_mat tau, int upd)
 {
-  cl_kernel kh, ks, kw, k2;
-  KILN_TRY(kern(L, "td_house", &kh));
-  KILN_TRY(kern(L, "td_symv", &ks));
-  KILN_TRY(kern(L, "td_w", &kw));
-  KILN_TRY(kern(L, "td_syr2", &k2));
-  size_t lh = group_local(L, kh, 256), ls = group_local(L, ks, 128), lw = group_local(L, kw, 256);
-  for (uint64_t j = 0; j < (n > 1 ? n - 1 : n); j++) {
-    kiln__args args = kiln__args_begin(L->op, kh);
-    args_mat(&args, a);
-    kiln__args_u32(&args, (uint32_t)n);
-    kiln__args_u32(&args, (uint32_t)j);
-    args_mat(&args, v);
-    args_mat(&args, tau);
-    args_mat(&args, d);
-    args_mat(&args, e);
-    kiln__args_local(&args, lh * L->ts);
-    KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, lh, lh));
-    uint64_t len = n - j - 1;
-    if (len < 2)
-      continue;
-    args = kiln__args_begin(L->op, ks);
-    args_mat(&args, a);
-    kiln__args_u32(&args, (uint32_t)n);
-    kiln__args_u32(&args, (uint32_t)j);
-    args_mat(&args, v);
-    args_mat(&args, tau);
-    args_mat(&args, p);
-    kiln__args_local(&args, ls * L->ts);
-    KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, (size_t)len * ls, ls));
-    args = kiln__args_begin(L->op, kw);
-    kiln__args_u32(&args, (uint32_t)n);
-    kiln__args_u32(&args, (uint32_t)j);
-    args_mat(&args, v);
-    args_mat(&args, tau);
-    args_mat(&args, p);
-    kiln__args_local(&args, lw * L->ts);
-    KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, lw, lw));
-    args = kiln__args_begin(L->op, k2);
-    args_mat(&args, a);
-    kiln__args_u32(&args, (uint32_t)n);
-    kiln__args_u32(&args, (uint32_t)j);
-    args_mat(&args, v);
-    args_mat(&args, p);
-    if (args.status != KILN_OK)
-      return args.status;
-    size_t g0 = (size_t)((len + 15) / 16 * 16);
-    size_t global[2] = {g0, g0}, local[2] = {16, 16};
-    KILN_TRY(kiln__args_enqueue(&args, L->ctx, 2, global, local));
+  kiln__args args = kiln__args_begin(L->op, t->kcol);
+  args_mat(&args, a);
+  kiln__args_u32(&args, (uint32_t)n);
+  kiln__args_u32(&args, (uint32_t)c);
+  kiln__args_u32(&args, (uint32_t)i);
+  args_t(&args, t->vw);
+  kiln__args_u32(&args, (uint32_t)t->nb);
+  args_t(&args, t->wraw);
+  args_t(&args, t->dotp);
+  kiln__args_u32(&args, (uint32_t)ndot);
+  args_mat(&args, tau);
+  kiln__args_u32(&args, (uint32_t)upd);
+  kiln__args_local(&args, 2 * t->nb * L->ts);
+  size_t rows = (size_t)(n - c);
+  return kiln__args_enqueue_1d(&args, L->ctx, (rows + t->lcol - 1) / t->lcol * t->lcol, t->lcol);
+}
+
+/*
+ * Reduces the symmetric n x n matrix a (full, in place) to tridiagonal form as LAPACK's dsytrd
+ * (lower) with dlatrd panels of nb columns: d[n], e[n-1], reflectors below the subdiagonal
+ * with tau[n-1]. Per column three launches (tr_col, tr_symv, tr_fin; no host wait), per
+ * panel one GEMM A22 -= [V W] [W V]^T over the full trailing matrix (both triangles, so that
+ * the next panels' products read whole contiguous rows).
+ */
+static kiln_status
+sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d,
+      kiln__lsp_mat e, kiln__lsp_mat tau)
+{
+  if (n == 0)
+    return KILN_OK;
+  uint64_t nb = t->nb, ld3 = 3 * nb, ndot = 0;
+  kiln__lsp_mat vw = kiln__lsp_tmat(t->vw, ld3);
+  for (uint64_t j0 = 0; j0 + 1 < n; j0 += nb) {
+    uint64_t jb = n - 1 - j0 < nb ? n - 1 - j0 : nb;
+    /* the trailing GEMM reads all 2 nb columns: those past jb must be zero */
+    cl_int zero = 0;
+    cl_int err = clEnqueueFillBuffer(L->ctx->queue, t->vw->mem, &zero, sizeof zero,
+                                     (vw.off + j0 * ld3) * L->ts, (n - j0) * ld3 * L->ts, 0,
+                                     NULL, NULL);
+    if (err != CL_SUCCESS)
+      return kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
+    for (uint64_t i = 0; i < jb; i++) {
+      uint64_t c = j0 + i, len = n - c - 1;
+      if (i > 0)
+        KILN_TRY(td_col(L, t, a, n, c, i, ndot, tau, 1));
+      uint64_t nch = (len + 31) / 32;
+      if (nch > t->nchunk)
+        nch = t->nchunk;
+      kiln__args args = kiln__args_begin(L->op, t->ksym);
+      args_mat(&args, a);
+      kiln__args_u32(&args, (uint32_t)n);
+      kiln__args_u32(&args, (uint32_t)c);
+      kiln__args_u32(&args, (uint32_t)i);
+      args_t(&args, t->vw);
+      kiln__args_u32(&args, (uint32_t)nb);
+      args_t(&args, t->q);
+      args_t(&args, t->part);
+      kiln__args_u32(&args, (uint32_t)nch);
+      kiln__args_local(&args, t->lsym * L->ts);
+      KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, (size_t)(len + nch) * t->lsym, t->lsym));
+      args = kiln__args_begin(L->op, t->kfin);
+      args_mat(&args, a);
+      kiln__args_u32(&args, (uint32_t)n);
+      kiln__args_u32(&args, (uint32_t)c);
+      kiln__args_u32(&args, (uint32_t)i);
+      args_t(&args, t->vw);
+      kiln__args_u32(&args, (uint32_t)nb);
+      args_t(&args, t->q);
+      args_t(&args, t->part);
+      kiln__args_u32(&args, (uint32_t)nch);
+      args_mat(&args, tau);
+      args_mat(&args, d);
+      args_mat(&args, e);
+      args_t(&args, t->wraw);
+      args_t(&args, t->dotp);
+      kiln__args_local(&args, (2 * nb + t->lfin) * L->ts);
+      ndot = (len + t->lfin - 1) / t->lfin;
+      KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, (size_t)ndot * t->lfin, t->lfin));
+    }
+    /* W's last column, then the trailing matrix */
+    uint64_t r0 = j0 + jb, nt = n - r0;
+    KILN_TRY(td_col(L, t, a, n, r0, jb, ndot, tau, 0));
+    kiln__lsp_mat a22 = a, x = vw, y = vw;
+    a22.off += r0 * n + r0;
+    x.off += r0 * ld3;
+    y.off += r0 * ld3 + nb;
+    KILN_TRY(kiln__lsp_gemm(L, 0, 1, nt, nt, 2 * nb, -1.0, x, y, 1.0, a22));
   }
-  return KILN_OK;
+  cl_int err = clEnqueueCopyBuffer(L->ctx->queue, a.mem, d.mem, (a.off + (n - 1) * (n + 1)) * L->ts,
+                                   (d.off + n - 1) * L->ts, L->ts, 0, NULL, NULL);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueCopyBuffer");
 }
 
 kiln_status
@@ -248,8 +559,10 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
     s = kiln__lsp_out(&o, op, ctx, a->dtype, &vs, v);
   if (s == KILN_OK)
     s = kiln__lsp_outs_check(&o, op, a, NULL);
-  kiln_tensor *work = NULL, *dd = NULL, *ee = NULL, *tau = NULL, *vv = NULL, *pp = NULL;
+  kiln_tensor *work = NULL, *dd = NULL, *ee = NULL, *tau = NULL;
   kiln__lsp_ws ws = {0};
+  td_ws tw = {0};
+  double t0 = 0;
   double *hd = NULL, *he = NULL, *hz = NULL;
   uint64_t cnt = batch * n;
   if (s == KILN_OK && cnt) {
@@ -261,9 +574,7 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
     if (s == KILN_OK)
       s = kiln__ops_scratch(op, ctx, a->dtype, cnt, &tau);
     if (s == KILN_OK)
-      s = kiln__ops_scratch(op, ctx, a->dtype, n, &vv);
-    if (s == KILN_OK)
-      s = kiln__ops_scratch(op, ctx, a->dtype, n, &pp);
+      s = td_ws_make(&L, n, &tw);
     if (s == KILN_OK && v)
       s = kiln__lsp_ws_make(&L, n, n, &ws);
     if (s == KILN_OK) {
@@ -276,6 +587,7 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
     cl_kernel kf;
     if (s == KILN_OK)
       s = kern(&L, "sym_fill", &kf);
+    phase(&L, "start", n, &t0);
     for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
       kiln__lsp_mat ab = kiln__lsp_tmat(work, n);
       ab.off += b * n * n;
@@ -293,8 +605,9 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
       eb.off += b * n;
       tb.off += b * n;
       if (s == KILN_OK)
-        s = sytrd(&L, ab, n, db, eb, tb, kiln__lsp_tmat(vv, 1), kiln__lsp_tmat(pp, 1));
+        s = sytrd(&L, &tw, ab, n, db, eb, tb);
     }
+    phase(&L, "tridiagonal reduction", n, &t0);
     if (s == KILN_OK)
       s = kiln__lsp_download(&L, dd, &hd);
     if (s == KILN_OK)
@@ -305,6 +618,8 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
     for (uint64_t b = 0; s == KILN_OK && b < batch; b++)
       s = tridiag_eig(op, b, n, hd + b * n, he + b * n, v ? hz + b * n * n : NULL);
 #endif
+    phase(&L, v ? "host tridiagonal eigensolver (vectors)" : "host tridiagonal eigenvalues", n,
+          &t0);
     if (s == KILN_OK)
       s = kiln__lsp_upload(&L, *w, hd);
     if (s == KILN_OK && v)
@@ -318,14 +633,15 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
       zb.off += b * n * n + n;
       s = kiln__lsp_ormqr(&L, ab, n - 1, n - 1, tb, 0, zb, n, &ws);
     }
+    if (v)
+      phase(&L, "back-transformation (with the upload of Z)", n, &t0);
   }
   kiln__lsp_ws_release(&ws);
   kiln_tensor_release(work);
   kiln_tensor_release(dd);
   kiln_tensor_release(ee);
   kiln_tensor_release(tau);
-  kiln_tensor_release(vv);
-  kiln_tensor_release(pp);
+  td_ws_release(&tw);
   free(hd);
   free(he);
   free(hz);
@@ -457,14 +773,19 @@ batch_svals(const kiln__lsp *L, const kiln_tensor *a, double **sv)
 }
 
 /*
- * Householder bidiagonalisation of the M x N (M >= N) matrix a, with at its transpose (both
- * updated, so every access is a contiguous row): A = Q B P^T, B upper bidiagonal d[N],
- * e[N-1]. The left reflectors stay below a's diagonal (geqrf layout, tauq), the right ones
- * in p one row down (the layout eigh's back-transformation uses, taup). v, w, z have M
- * elements, u N.
+ * Householder bidiagonalisation of the M x N (M >= N) matrix a in place (LAPACK dgebrd with
+ * dlabrd panels of nb columns, upper): A = Q B P^T, B upper bidiagonal d[N], e[N-1]. The left
+ * reflectors go below a's diagonal (geqrf layout, tauq), the right ones below the diagonal
+ * of p one row down (the layout eigh's back-transformation uses, taup). Per column four
+ * launches (bd_ysum, bd_yfin, bd_xsum, bd_xfin; no host wait), per panel one GEMM
+ * A22 -= [U X] [Y Vr^T]^T.
  */
 typedef struct gb_bufs {
-  kiln__lsp_mat a, at, p, d, e, tauq, taup, v, w, u, z;
+  kiln__lsp_mat a, p, d, e, tauq, taup;
+  kiln_tensor *lf, *rt, *q, *part;
+  uint64_t nb, nchunk;
+  size_t lsum, lfin;
+  cl_kernel ysum, yfin, xsum, xfin;
 } gb_bufs;
 
 static kiln__lsp_mat
@@ -475,40 +796,6 @@ el(kiln__lsp_mat x, uint64_t i)
 }
 
 static kiln_status
-gb_house(const kiln__lsp *L, cl_kernel k, size_t local, kiln__lsp_mat x, uint64_t len,
-         kiln__lsp_mat v, kiln__lsp_mat tau, kiln__lsp_mat beta, kiln__lsp_mat st,
-         uint64_t ststride)
-{
-  kiln__args args = kiln__args_begin(L->op, k);
-  args_mat(&args, x);
-  kiln__args_u32(&args, (uint32_t)len);
-  args_mat(&args, v);
-  args_mat(&args, tau);
-  args_mat(&args, beta);
-  args_mat(&args, st);
-  kiln__args_u64(&args, ststride);
-  kiln__args_local(&args, local * L->ts);
-  return kiln__args_enqueue_1d(&args, L->ctx, local, local);
-}
-
-static kiln_status
-gb_rowdot(const kiln__lsp *L, cl_kernel k, size_t local, kiln__lsp_mat a, uint64_t rows,
-          uint64_t len, kiln__lsp_mat v, kiln__lsp_mat tau, kiln__lsp_mat out)
-{
-  if (rows == 0)
-    return KILN_OK;
-  kiln__args args = kiln__args_begin(L->op, k);
-  args_mat(&args, a);
-  kiln__args_u64(&args, a.ld);
-  kiln__args_u32(&args, (uint32_t)len);
-  args_mat(&args, v);
-  args_mat(&args, tau);
-  args_mat(&args, out);
-  kiln__args_local(&args, local * L->ts);
-  return kiln__args_enqueue_1d(&args, L->ctx, (size_t)rows * local, local);
-}
-
-static kiln_status
 grid2(const kiln__lsp *L, kiln__args *args, uint64_t g0, uint64_t g1)
 {
   if (args->status != KILN_OK || g0 == 0 || g1 == 0)
@@ -516,20 +803,6 @@ grid2(const kiln__lsp *L, kiln__args *args, uint64_t g0, uint64_t g1)
   size_t global[2] = {(size_t)((g0 + 15) / 16 * 16), (size_t)((g1 + 15) / 16 * 16)},
          local[2] = {16, 16};
   return kiln__args_enqueue(args, L->ctx, 2, global, local);
-}
-
-static kiln_status
-gb_rank1(const kiln__lsp *L, cl_kernel k, kiln__lsp_mat a, uint64_t rows, uint64_t cols,
-         kiln__lsp_mat p, kiln__lsp_mat q)
-{
-  kiln__args args = kiln__args_begin(L->op, k);
-  args_mat(&args, a);
-  kiln__args_u64(&args, a.ld);
-  kiln__args_u32(&args, (uint32_t)rows);
-  kiln__args_u32(&args, (uint32_t)cols);
-  args_mat(&args, p);
-  args_mat(&args, q);
-  return grid2(L, &args, cols, rows);
 }
 
 /* d (cols x rows) = s (rows x cols)^T. */
@@ -546,38 +819,139 @@ transpose(const kiln__lsp *L, kiln__lsp_mat src, uint64_t rows, uint64_t cols, k
   return grid2(L, &args, cols, rows);
 }
 
+static void
+gb_release(gb_bufs *g)
+{
+  kiln_tensor_release(g->lf);
+  kiln_tensor_release(g->rt);
+  kiln_tensor_release(g->q);
+  kiln_tensor_release(g->part);
+  g->lf = g->rt = g->q = g->part = NULL;
+}
+
+static kiln_status
+gb_make(const kiln__lsp *L, uint64_t M, uint64_t N, gb_bufs *g)
+{
+  g->nb = L->nb;
+  g->nchunk = L->ctx->info.is_gpu ? 64 : 4;
+  KILN_TRY(kern_eig(L, "bd_ysum", &g->ysum));
+  KILN_TRY(kern_eig(L, "bd_yfin", &g->yfin));
+  KILN_TRY(kern_eig(L, "bd_xsum", &g->xsum));
+  KILN_TRY(kern_eig(L, "bd_xfin", &g->xfin));
+  size_t ls = group_local(L, g->ysum, 128), lx = group_local(L, g->xsum, 128);
+  g->lsum = ls < lx ? ls : lx;
+  size_t l1 = group_local(L, g->yfin, 256), l2 = group_local(L, g->xfin, 256);
+  g->lfin = l1 < l2 ? l1 : l2;
+  kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, M * 2 * g->nb, &g->lf);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, N * 2 * g->nb, &g->rt);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, M, &g->q);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, g->nchunk * (N + 2 + 2 * g->nb), &g->part);
+  if (s != KILN_OK)
+    gb_release(g);
+  return s;
+}
+
+/* Chunks of a partial sum over len terms: at least 64 terms each, at most g->nchunk. */
+static uint64_t
+gb_chunks(const gb_bufs *g, uint64_t len)
+{
+  uint64_t k = (len + 63) / 64;
+  return k < 1 ? 1 : k > g->nchunk ? g->nchunk : k;
+}
+
+static void
+gb_args_head(kiln__args *args, const gb_bufs *g, uint64_t M, uint64_t N, uint64_t c, uint64_t i)
+{
+  args_mat(args, g->a);
+  kiln__args_u32(args, (uint32_t)M);
+  kiln__args_u32(args, (uint32_t)N);
+  kiln__args_u32(args, (uint32_t)c);
+  kiln__args_u32(args, (uint32_t)i);
+}
+
+static kiln_status
+gb_fill0(const kiln__lsp *L, kiln_tensor *t, uint64_t from, uint64_t count)
+{
+  cl_int zero = 0;
+  cl_int err = clEnqueueFillBuffer(L->ctx->queue, t->mem, &zero, sizeof zero,
+                                   (kiln__ops_elem_offset(t) + from) * L->ts, count * L->ts, 0,
+                                   NULL, NULL);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
+}
+
 static kiln_status
 gebrd(const kiln__lsp *L, const gb_bufs *g, uint64_t M, uint64_t N)
 {
-  cl_kernel kh, kd, kr;
-  KILN_TRY(kern(L, "gb_house", &kh));
-  KILN_TRY(kern(L, "gb_rowdot", &kd));
-  KILN_TRY(kern(L, "gb_rank1", &kr));
-  size_t lh = group_local(L, kh, 256), ld = group_local(L, kd, 128);
-  kiln__lsp_mat a = g->a, at = g->at;
-  for (uint64_t j = 0; j < N; j++) {
-    /* left: column j of A (row j of At) */
-    uint64_t len = M - j;
-    kiln__lsp_mat tq = el(g->tauq, j);
-    KILN_TRY(
-        gb_house(L, kh, lh, el(at, j * M + j), len, g->v, tq, el(g->d, j), el(a, j * N + j), N));
-    if (len > 1 && j + 1 < N) {
-      uint64_t nc = N - j - 1;
-      KILN_TRY(gb_rowdot(L, kd, ld, el(at, (j + 1) * M + j), nc, len, g->v, tq, g->w));
-      KILN_TRY(gb_rank1(L, kr, el(a, j * N + j + 1), len, nc, g->v, g->w));
-      KILN_TRY(gb_rank1(L, kr, el(at, (j + 1) * M + j), nc, len, g->w, g->v));
+  uint64_t nb = g->nb, ld2 = 2 * nb;
+  size_t lsum = g->lsum, lfin = g->lfin;
+  for (uint64_t j0 = 0; j0 < N; j0 += nb) {
+    uint64_t jb = N - j0 < nb ? N - j0 : nb;
+    KILN_TRY(gb_fill0(L, g->lf, j0 * ld2, (M - j0) * ld2));
+    KILN_TRY(gb_fill0(L, g->rt, j0 * ld2, (N - j0) * ld2));
+    for (uint64_t i = 0; i < jb; i++) {
+      uint64_t c = j0 + i, R = M - c - 1, C = N - c - 1;
+      uint64_t nch = gb_chunks(g, R), ntile = (C + lsum - 1) / lsum;
+      kiln__args args = kiln__args_begin(L->op, g->ysum);
+      gb_args_head(&args, g, M, N, c, i);
+      args_t(&args, g->lf);
+      kiln__args_u32(&args, (uint32_t)nb);
+      args_t(&args, g->part);
+      kiln__args_u32(&args, (uint32_t)nch);
+      kiln__args_u32(&args, (uint32_t)ntile);
+      kiln__args_local(&args, lsum * L->ts);
+      KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, (size_t)((ntile + 1) * nch) * lsum, lsum));
+      uint64_t items = R > C ? R : C;
+      items = items ? items : 1;
+      args = kiln__args_begin(L->op, g->yfin);
+      gb_args_head(&args, g, M, N, c, i);
+      args_t(&args, g->lf);
+      args_t(&args, g->rt);
+      kiln__args_u32(&args, (uint32_t)nb);
+      args_t(&args, g->part);
+      kiln__args_u32(&args, (uint32_t)nch);
+      args_mat(&args, g->d);
+      args_mat(&args, g->tauq);
+      kiln__args_local(&args, 2 * nb * L->ts);
+      KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, (size_t)((items + lfin - 1) / lfin * lfin),
+                                     lfin));
+      if (C == 0)
+        break;
+      nch = gb_chunks(g, C);
+      args = kiln__args_begin(L->op, g->xsum);
+      gb_args_head(&args, g, M, N, c, i);
+      args_t(&args, g->rt);
+      kiln__args_u32(&args, (uint32_t)nb);
+      args_t(&args, g->q);
+      args_t(&args, g->part);
+      kiln__args_u32(&args, (uint32_t)nch);
+      kiln__args_local(&args, lsum * L->ts);
+      KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, (size_t)(R + nch) * lsum, lsum));
+      args = kiln__args_begin(L->op, g->xfin);
+      gb_args_head(&args, g, M, N, c, i);
+      args_t(&args, g->lf);
+      args_t(&args, g->rt);
+      kiln__args_u32(&args, (uint32_t)nb);
+      args_t(&args, g->q);
+      args_t(&args, g->part);
+      kiln__args_u32(&args, (uint32_t)nch);
+      args_mat(&args, g->e);
+      args_mat(&args, g->taup);
+      args_mat(&args, g->p);
+      kiln__args_u32(&args, i + 1 < jb);
+      kiln__args_local(&args, 2 * nb * L->ts);
+      KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, (size_t)((items + lfin - 1) / lfin * lfin),
+                                     lfin));
     }
-    if (j + 1 >= N)
-      break;
-    /* right: row j of A right of the diagonal */
-    uint64_t lr = N - j - 1, rows = M - j - 1;
-    kiln__lsp_mat tp = el(g->taup, j);
-    KILN_TRY(gb_house(L, kh, lh, el(a, j * N + j + 1), lr, g->u, tp, el(g->e, j),
-                      el(g->p, (j + 1) * N + j), N));
-    if (lr > 1) {
-      KILN_TRY(gb_rowdot(L, kd, ld, el(a, (j + 1) * N + j + 1), rows, lr, g->u, tp, g->z));
-      KILN_TRY(gb_rank1(L, kr, el(a, (j + 1) * N + j + 1), rows, lr, g->z, g->u));
-      KILN_TRY(gb_rank1(L, kr, el(at, (j + 1) * M + j + 1), lr, rows, g->u, g->z));
+    uint64_t r0 = j0 + jb;
+    if (r0 < N) {
+      kiln__lsp_mat a22 = g->a, x = kiln__lsp_tmat(g->lf, ld2), y = kiln__lsp_tmat(g->rt, ld2);
+      a22.off += r0 * N + r0;
+      x.off += r0 * ld2;
+      y.off += r0 * ld2;
+      KILN_TRY(kiln__lsp_gemm(L, 0, 1, M - r0, N - r0, ld2, -1.0, x, y, 1.0, a22));
     }
   }
   return KILN_OK;
@@ -586,8 +960,10 @@ gebrd(const kiln__lsp *L, const gb_bufs *g, uint64_t M, uint64_t N)
 #if KILN_HAVE_LAPACKE
 /*
  * SVD of the upper bidiagonal (d[n], e[n-1]) into s (descending) and, when ub is given,
- * ub and vb (n x n, vectors in columns): dbdsvdx (the Golub-Kahan tridiagonal's bisection
- * and inverse iteration, about O(n^2)), dbdsqr when it fails or for values only.
+ * ub and vb (n x n, vectors in columns): dbdsdc (divide and conquer, O(n^3) in BLAS 3)
+ * when the host BLAS is threaded (host_fast_blas), else dbdsvdx (the Golub-Kahan
+ * tridiagonal's bisection and inverse iteration, about O(n^2), one core); dbdsqr when those
+ * fail or for values only. KILN_DEBUG_LINALG_HOST forces one (bdsdc, bdsvdx, bdsqr).
  */
 static kiln_status
 bidiag_svd(const char *op, uint64_t b, uint64_t n, double *d, double *e, double *s, double *ub,
@@ -608,7 +984,25 @@ bidiag_svd(const char *op, uint64_t b, uint64_t n, double *d, double *e, double 
     memcpy(e0, e, (n - 1) * sizeof *e0);
     e0[n - 1] = 0.0;
   }
-  if (st == KILN_OK && ub) {
+  /* dbdsdc (divide and conquer) with a threaded host BLAS, else dbdsvdx; dbdsqr last */
+  int dc = ub && (host_pick("bdsdc") ||
+                  (!host_pick("bdsvdx") && !host_pick("bdsqr") && host_fast_blas()));
+  if (st == KILN_OK && dc) {
+    double *vt = z, dq = 0;
+    lapack_int di = 0;
+    info = LAPACKE_dbdsdc(LAPACK_ROW_MAJOR, 'U', 'I', (lapack_int)n, d, e, ub, (lapack_int)n, vt,
+                          (lapack_int)n, &dq, &di);
+    if (info == 0) {
+      memcpy(s, d, n * sizeof *s);
+      for (uint64_t i = 0; i < n; i++) /* V = (V^T)^T */
+        for (uint64_t j = 0; j < n; j++)
+          vb[i * n + j] = vt[j * n + i];
+    } else {
+      memcpy(d, d0, n * sizeof *d);
+      memcpy(e, e0, (n - 1) * sizeof *e);
+    }
+  }
+  if (st == KILN_OK && ub && !dc && !host_pick("bdsqr")) {
     info = LAPACKE_dbdsvdx(LAPACK_ROW_MAJOR, 'U', 'V', 'A', (lapack_int)n, d, e, 0.0, 0.0, 0, 0,
                            &ns, sw, z, (lapack_int)(n + 1), sup);
     /* A (numerically) zero singular value is a +-0 pair of the Golub-Kahan matrix's
@@ -734,12 +1128,11 @@ svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uin
 {
   uint64_t M = m > n ? m : n, N = m < n ? m : n, ucM = full ? M : N, vec = uo != NULL;
   uint64_t uc = full ? m : N, vr = full ? n : N;
-  kiln_tensor *t[12] = {NULL};
-  enum { A_, AT, P_, D_, E_, TQ, TP, V_, W_, U_, Z_, X_ };
-  uint64_t sizes[12] = {M * N, N * M, N * N, N, N, N,
-                        N,     M,     M,     N, M, vec ? (m >= n ? N * N : M * ucM) : 1};
+  kiln_tensor *t[7] = {NULL};
+  enum { A_, P_, D_, E_, TQ, TP, X_ };
+  uint64_t sizes[7] = {M * N, N * N, N, N, N, N, vec ? (m >= n ? N * N : M * ucM) : 1};
   kiln_status s = KILN_OK;
-  for (int i = 0; s == KILN_OK && i < 12; i++)
+  for (int i = 0; s == KILN_OK && i < 7; i++)
     s = kiln__ops_scratch(L->op, L->ctx, L->dt, sizes[i], &t[i]);
   kiln__lsp_ws ws = {0};
   if (s == KILN_OK && vec)
@@ -753,32 +1146,23 @@ svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uin
   gb_bufs g;
   memset(&g, 0, sizeof g);
   if (s == KILN_OK) {
-    g = (gb_bufs){.a = kiln__lsp_tmat(t[A_], N),
-                  .at = kiln__lsp_tmat(t[AT], M),
-                  .p = kiln__lsp_tmat(t[P_], N),
-                  .d = kiln__lsp_tmat(t[D_], 1),
-                  .e = kiln__lsp_tmat(t[E_], 1),
-                  .tauq = kiln__lsp_tmat(t[TQ], 1),
-                  .taup = kiln__lsp_tmat(t[TP], 1),
-                  .v = kiln__lsp_tmat(t[V_], 1),
-                  .w = kiln__lsp_tmat(t[W_], 1),
-                  .u = kiln__lsp_tmat(t[U_], 1),
-                  .z = kiln__lsp_tmat(t[Z_], 1)};
+    g.a = kiln__lsp_tmat(t[A_], N);
+    g.p = kiln__lsp_tmat(t[P_], N);
+    g.d = kiln__lsp_tmat(t[D_], 1);
+    g.e = kiln__lsp_tmat(t[E_], 1);
+    g.tauq = kiln__lsp_tmat(t[TQ], 1);
+    g.taup = kiln__lsp_tmat(t[TP], 1);
+    s = gb_make(L, M, N, &g);
   }
+  double t0 = 0;
+  phase(L, "start", N, &t0);
   for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
     kiln__lsp_mat ab = kiln__lsp_tmat(a, n);
     ab.off += b * m * n;
-    if (m >= n) {
-      s = copy_elems(L, a, b * m * n, t[A_], 0, m * n);
-      if (s == KILN_OK)
-        s = transpose(L, ab, m, n, g.at);
-    } else {
-      s = copy_elems(L, a, b * m * n, t[AT], 0, m * n);
-      if (s == KILN_OK)
-        s = transpose(L, ab, m, n, g.a);
-    }
+    s = m >= n ? copy_elems(L, a, b * m * n, t[A_], 0, m * n) : transpose(L, ab, m, n, g.a);
     if (s == KILN_OK)
       s = gebrd(L, &g, M, N);
+    phase(L, "bidiagonal reduction", N, &t0);
     if (s == KILN_OK)
       s = read_vec(L, t[D_], 0, N, hd);
     if (s == KILN_OK)
@@ -787,6 +1171,7 @@ svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uin
     if (s == KILN_OK)
       s = bidiag_svd(L->op, b, N, hd, he, hs, vec ? ub : NULL, hv);
 #endif
+    phase(L, vec ? "host bidiagonal svd (vectors)" : "host bidiagonal values", N, &t0);
     if (s == KILN_OK)
       s = write_vec(L, so, b * N, N, hs);
     if (s != KILN_OK || !vec)
@@ -812,9 +1197,11 @@ svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uin
     dst.off += b * vr * n;
     if (s == KILN_OK)
       s = m >= n ? transpose(L, vm, N, N, dst) : transpose(L, um, M, ucM, dst);
+    phase(L, "back-transformation (with the uploads of Ub, Vb)", N, &t0);
   }
   kiln__lsp_ws_release(&ws);
-  for (int i = 0; i < 12; i++)
+  gb_release(&g);
+  for (int i = 0; i < 7; i++)
     kiln_tensor_release(t[i]);
   free(hd);
   free(he);

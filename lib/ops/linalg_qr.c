@@ -54,7 +54,7 @@ int
 kiln__lsp_mrrr_min(void)
 {
   int h = atomic_load(&hook_mrrr);
-  return h >= 0 ? h : KILN__LSP_MRRR_MIN;
+  return h;
 }
 
 void
@@ -816,3 +816,10 @@ static const struct kiln__source spectral_sources[] = {{SRC, KILN__DT_FLOATS}, {
 
 const struct kiln__family kiln__linalg_spectral_family = {.name = "linalg_spectral",
                                                           .sources = spectral_sources};
+
+kiln_status
+kiln__lsp_gemm(const kiln__lsp *L, int ta, int tb, uint64_t m, uint64_t n, uint64_t k,
+               double alpha, kiln__lsp_mat a, kiln__lsp_mat b, double beta, kiln__lsp_mat c)
+{
+  return gemm(L, ta, tb, m, n, k, alpha, a, b, beta, c);
+}

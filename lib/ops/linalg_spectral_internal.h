@@ -40,15 +40,24 @@ void kiln__linalg_spectral_test_split(int parts);
 
 /*
  * Smallest order whose tridiagonal eigenvectors come from MRRR (dstemr, O(n^2)) rather than
- * divide and conquer (dstedc: better orthogonality, but O(n^3) through the host BLAS). On the
- * H200's host (reference LAPACK) eigh of 1024 took 579 ms with dstedc against 248 ms with
- * dstemr, although dstedc was the faster one on the build machine.
+ * divide and conquer (dstedc: better orthogonality, but O(n^3) through the host BLAS) when
+ * the host LAPACK is the reference one. On the H200's host (reference LAPACK) eigh of 1024
+ * took 579 ms with dstedc against 248 ms with dstemr, although dstedc was the faster one on
+ * the build machine. With OpenBLAS (threaded BLAS 3 under dstedc's merges) dstedc is used
+ * at every order (lib/ops/linalg_eig.c, host_fast_blas).
  */
 #define KILN__LSP_MRRR_MIN 512
 
-/* Test hook: the MRRR threshold (< 0 restores KILN__LSP_MRRR_MIN). */
+/* Test hook: the MRRR threshold whatever the host LAPACK (< 0 restores the built-in rule). */
 void kiln__linalg_spectral_test_mrrr(int min_n);
+/* The hook's threshold, -1 when it is not set. */
 int kiln__lsp_mrrr_min(void);
+
+/*
+ * Test hook: the host threads of the parallel MRRR (> 0 forces that many, also at small
+ * orders; <= 0 restores the online CPUs, one per 128 rows).
+ */
+void kiln__linalg_spectral_test_mrrr_threads(int threads);
 
 /* What one call works with (ctx->lock held while it is used). */
 typedef struct kiln__lsp {
@@ -100,6 +109,14 @@ kiln_status kiln__lsp_geqrf(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uin
 kiln_status kiln__lsp_ormqr(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t k,
                             kiln__lsp_mat tau, int trans, kiln__lsp_mat c, uint64_t ncols,
                             kiln__lsp_ws *ws);
+
+/*
+ * C (m x n) = alpha op(A) op(B) + beta C over row-major views (the family's GEMM: CLBlast
+ * above kiln__linalg_own_gemm_max() multiply-adds, kiln's gemm_s below it or without CLBlast).
+ */
+kiln_status kiln__lsp_gemm(const kiln__lsp *L, int ta, int tb, uint64_t m, uint64_t n, uint64_t k,
+                           double alpha, kiln__lsp_mat a, kiln__lsp_mat b, double beta,
+                           kiln__lsp_mat c);
 
 /* Validation shared by the family's calls. */
 kiln_status kiln__lsp_check_mat(const char *op, kiln_context *ctx, const kiln_tensor *t,

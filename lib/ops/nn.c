@@ -149,13 +149,27 @@ kiln__nn_row_enqueue(const kiln__args *a, kiln_context *ctx, size_t local, uint3
 {
   if (a->status != KILN_OK || rows == 0)
     return a->status;
+  lpr &= ~((uint32_t)1 << 31); /* kiln__nn_row_vec's bit */
   uint64_t rpg = local / lpr, groups = (rows + rpg - 1) / rpg;
   if (groups > NN_MAX_GROUPS)
     groups = NN_MAX_GROUPS;
   return kiln__args_enqueue_1d(a, ctx, (size_t)(groups * local), local);
 }
 
-/* A row kernel, its local size and lanes per row. */
+uint32_t
+kiln__nn_row_vec(const kiln__nn_knobs *k, uint64_t len, uint64_t inner,
+                 const kiln_tensor *const *ts, size_t n)
+{
+  if (!k->row_items || inner != 1 || len % 4)
+    return 0;
+  for (size_t i = 0; i < n; i++)
+    if (ts[i] && (ts[i]->offset / kiln_dtype_size(ts[i]->dtype)) % 4)
+      return 0;
+  return (uint32_t)1 << 31;
+}
+
+/* A row kernel, its local size and lanes per row (with kiln__nn_row_vec's bit for the operands
+ * ts). */
 typedef struct {
   cl_kernel k;
   size_t local;
@@ -164,12 +178,14 @@ typedef struct {
 
 static kiln_status
 row_kernel_get(const char *op, kiln_context *ctx, kiln_dtype dtype, const char *name, uint64_t len,
-               uint64_t inner, row_kernel *rk)
+               uint64_t inner, const kiln_tensor *const *ts, size_t nts, row_kernel *rk)
 {
   kiln__nn_knobs kn;
   kiln__nn_knobs_get(ctx, dtype, &kn);
+  kiln__nn_row_pick(&kn, len, inner);
   KILN_TRY(kiln__nn_kernel(op, ctx, KILN__NN_ROWS, dtype, &kn, name, &rk->k));
   kiln__nn_row_shape(ctx, rk->k, &kn, len, inner, &rk->local, &rk->lpr);
+  rk->lpr |= kiln__nn_row_vec(&kn, len, inner, ts, nts);
   return KILN_OK;
 }
 
@@ -222,7 +238,9 @@ softmax_run(const char *op, kiln_context *ctx, int bwd, const kiln_tensor *grad,
   kiln_status s = KILN_OK;
   if (y->numel) {
     row_kernel rk;
-    s = row_kernel_get(op, ctx, y->dtype, bwd ? "softmax_bwd" : "softmax_fwd", len, inner, &rk);
+    const kiln_tensor *ops[3] = {grad, y, t.dst};
+    s = row_kernel_get(op, ctx, y->dtype, bwd ? "softmax_bwd" : "softmax_fwd", len, inner, ops, 3,
+                       &rk);
     if (s == KILN_OK) {
       kiln__args a = kiln__args_begin(op, rk.k);
       if (bwd)
@@ -360,7 +378,8 @@ norm_forward(const char *op, kiln_context *ctx, const kiln_tensor *x, int64_t ax
   kiln_status s = KILN_OK;
   if (x->numel) {
     row_kernel rk;
-    s = row_kernel_get(op, ctx, x->dtype, "norm_fwd", g.len, 1, &rk);
+    const kiln_tensor *ops[4] = {x, w, b, t[0].dst};
+    s = row_kernel_get(op, ctx, x->dtype, "norm_fwd", g.len, 1, ops, 4, &rk);
     if (s == KILN_OK) {
       uint32_t flags = (w ? NORM_W : 0) | (b ? NORM_B : 0) | (rms ? NORM_RMS : 0) |
                        (mean ? NORM_MEAN : 0) | (rstd ? NORM_RSTD : 0);
@@ -481,7 +500,8 @@ norm_backward(const char *op, kiln_context *ctx, const kiln_tensor *grad, const 
                          gb ? t[2].dst : NULL);
   if (s == KILN_OK && gx && x->numel) {
     row_kernel rk;
-    s = row_kernel_get(op, ctx, x->dtype, "norm_bwd", g.len, 1, &rk);
+    const kiln_tensor *ops[4] = {grad, x, w, t[0].dst};
+    s = row_kernel_get(op, ctx, x->dtype, "norm_bwd", g.len, 1, ops, 4, &rk);
     if (s == KILN_OK) {
       kiln__args a = kiln__args_begin(op, rk.k);
       kiln__args_tensor(&a, grad);
@@ -525,26 +545,28 @@ kiln_rms_norm_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_te
 
 /* ---------------------------------------------------------------- family */
 
-kiln__nn_knob_override kiln__nn_test_knobs = {-1, -1, -1, -1};
+kiln__nn_knob_override kiln__nn_test_knobs = {-1, -1, -1, -1, -1, -1};
 
 /*
- * The device defaults, measured (docs/nn.md, "Launch knobs"). GPUs: 32 bytes per work-item
- * in the flat kernels (8 floats: gelu over 2^26 on the H200 0.153 ms against 0.164 ms with
- * 4; 4 doubles, the elementwise family's default), kiln's f32 erfc (0.164 ms against 0.300
- * ms with OpenCL's), streamed rows in groups of 256 (on the H200, 16384 x 4096 f32: softmax
- * 0.283 ms streamed, 0.345-0.553 ms with 4 to 32 elements per lane in registers; layer_norm
- * 0.256 against 0.357-0.512). CPUs: one element per work-item, where PoCL vectorises
- * across work-items, and 32 elements per lane in registers: on PoCL (2 shared cores, 2^20
- * f32 as [256, 4096]) softmax took 56 ms against 356 ms streamed, and cross_entropy 44 ms
- * against 670 ms. row_wg 0 stands for the context's work-group size.
+ * The device defaults (docs/nn.md, "Launch knobs"). GPUs: 32 bytes per work-item in the flat
+ * kernels (8 floats: gelu over 2^26 on the H200 0.153 ms against 0.164 ms with 4; 4 doubles,
+ * the elementwise family's default), kiln's erfc (f32: 0.164 ms against 0.300 ms with
+ * OpenCL's), register-cached rows sized per row length (kiln__nn_row_pick) in groups of at
+ * least 256. CPUs: one element per work-item, where PoCL vectorises across work-items, and 16
+ * elements per lane in registers (the former array caches at 32 on PoCL, 2 shared cores, 2^20
+ * f32 as [256, 4096]: softmax 56 ms against 356 ms streamed, cross_entropy 44 ms against
+ * 670 ms). row_wg 0 stands for the context's work-group size.
  */
 static void
 nn_default_knobs(const kiln_device_info *info, kiln_dtype dtype, kiln__nn_knobs *k)
 {
   k->act_items = !info->is_gpu ? 1 : kiln_dtype_size(dtype) <= 4 ? 8 : 4;
   k->erf = 1;
-  k->row_items = info->is_gpu ? 0 : 32;
+  k->fast = 0;
+  k->act_vec = 1;
+  k->row_items = info->is_gpu ? KILN__NN_ROW_AUTO : 16;
   k->row_wg = info->is_gpu ? 256 : 0;
+  k->verbose = 0;
 }
 
 static int
@@ -552,12 +574,16 @@ knob_valid(const char *name, unsigned long v)
 {
   if (strcmp(name, "act_items") == 0)
     return v == 1 || v == 2 || v == 4 || v == 8;
-  if (strcmp(name, "erf") == 0)
+  if (strcmp(name, "act_vec") == 0)
+    return v == 1 || v == 4;
+  if (strcmp(name, "erf") == 0 || strcmp(name, "fast") == 0)
     return v <= 1;
   if (strcmp(name, "row_items") == 0)
-    return v <= 32 && (v & (v - 1)) == 0;
+    return v == 0 || v == 4 || v == 8 || v == 16;
   if (strcmp(name, "row_wg") == 0)
     return v >= 1 && v <= 1024 && (v & (v - 1)) == 0;
+  if (strcmp(name, "verbose") == 0)
+    return v <= 1;
   return 0;
 }
 
@@ -568,8 +594,14 @@ knob_set(kiln__nn_knobs *k, const char *name, uint32_t v)
     k->act_items = v;
   else if (strcmp(name, "erf") == 0)
     k->erf = v;
+  else if (strcmp(name, "fast") == 0)
+    k->fast = v;
+  else if (strcmp(name, "act_vec") == 0)
+    k->act_vec = v;
   else if (strcmp(name, "row_items") == 0)
     k->row_items = v;
+  else if (strcmp(name, "verbose") == 0)
+    k->verbose = v;
   else
     k->row_wg = v;
 }
@@ -596,14 +628,27 @@ knobs_from_env(kiln__nn_knobs *k)
       }
     }
     if (!end)
-      kiln__log(KILN__LOG_WARN,
-                "KILN_DEBUG_NN: ignoring '%.*s' (act_items=1|2|4|8, erf=0|1, "
-                "row_items=0 or a power of two up to 32, row_wg=a power of two up to 1024)",
-                (int)n, e);
+      kiln__log(
+          KILN__LOG_WARN,
+          "KILN_DEBUG_NN: ignoring '%.*s' (act_items=1|2|4|8, act_vec=1|4, erf=0|1, fast=0|1, "
+          "row_items=0|4|8|16, row_wg=a power of two up to 1024, verbose=0|1)",
+          (int)n, e);
     e += n;
     if (*e == ',')
       e++;
   }
+}
+
+void
+kiln__nn_row_pick(kiln__nn_knobs *k, uint64_t len, uint64_t inner)
+{
+  if (k->row_items != KILN__NN_ROW_AUTO)
+    return;
+  /* The fewest elements per lane that hold a row in at most 256 lanes, 16 beyond (rows past
+   * 16 lanes' worth of the largest group stream their tail). A softmax along a non-last axis
+   * has one lane per row: 16 registers of it, the rest streamed. */
+  (void)inner;
+  k->row_items = len <= 4 * 256 ? 4 : len <= 8 * 256 ? 8 : 16;
 }
 
 void
@@ -612,13 +657,55 @@ kiln__nn_knobs_get(const kiln_context *ctx, kiln_dtype dtype, kiln__nn_knobs *k)
   nn_default_knobs(&ctx->info, dtype, k);
   knobs_from_env(k);
   const kiln__nn_knob_override *o = &kiln__nn_test_knobs;
-  const char *names[4] = {"act_items", "erf", "row_items", "row_wg"};
-  const int32_t vals[4] = {o->act_items, o->erf, o->row_items, o->row_wg};
-  for (int i = 0; i < 4; i++)
+  const char *names[6] = {"act_items", "erf", "row_items", "row_wg", "fast", "act_vec"};
+  const int32_t vals[6] = {o->act_items, o->erf, o->row_items, o->row_wg, o->fast, o->act_vec};
+  for (int i = 0; i < 6; i++)
     if (vals[i] >= 0 && knob_valid(names[i], (unsigned long)vals[i]))
       knob_set(k, names[i], (uint32_t)vals[i]);
   if (k->row_wg == 0)
     k->row_wg = (uint32_t)ctx->wg_size;
+}
+
+/*
+ * KILN_DEBUG_NN=verbose=1: once per kernel object, its private memory per work-item (spilled
+ * registers and arrays placed in off-chip memory count there) and, from a fresh build (an
+ * empty KILN_CACHE_DIR) on NVIDIA, the build log with ptxas' register and spill report
+ * (-cl-nv-verbose). A debug aid for choosing the row kernels' caches on a GPU.
+ */
+static void
+log_kernel(kiln_context *ctx, cl_kernel k, const char *source, kiln_dtype dtype,
+           const kiln__nn_knobs *kn, const char *name)
+{
+  static cl_kernel seen[256];
+  static size_t nseen;
+  for (size_t i = 0; i < nseen; i++)
+    if (seen[i] == k)
+      return;
+  if (nseen < sizeof seen / sizeof seen[0])
+    seen[nseen++] = k;
+  cl_ulong priv = 0;
+  size_t wg = 0;
+  clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_PRIVATE_MEM_SIZE, sizeof priv, &priv, NULL);
+  clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
+  kiln__log(KILN__LOG_WARN, "nn %s %s %s row_items=%u act_items=%u: private %llu bytes, max wg %zu",
+            source, kiln_dtype_name(dtype), name, kn->row_items, kn->act_items,
+            (unsigned long long)priv, wg);
+  cl_program prog = NULL;
+  size_t len = 0;
+  if (clGetKernelInfo(k, CL_KERNEL_PROGRAM, sizeof prog, &prog, NULL) != CL_SUCCESS ||
+      clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &len) != CL_SUCCESS ||
+      len < 2)
+    return;
+  char *log = malloc(len + 1);
+  if (log && clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, len, log, NULL) ==
+                 CL_SUCCESS) {
+    log[len] = '\0';
+    /* Only this kernel's lines of ptxas' report ("Function properties for NAME" and the
+     * lines up to the next function). */
+    const char *at = strstr(log, name);
+    kiln__log(KILN__LOG_WARN, "nn %s build log: %.1500s", name, at ? at : log);
+  }
+  free(log);
 }
 
 kiln_status
@@ -629,8 +716,14 @@ kiln__nn_kernel(const char *op, kiln_context *ctx, const char *source, kiln_dtyp
   memset(&v, 0, sizeof v);
   v.nn_items = k->act_items;
   v.nn_erf = k->erf + 1;
+  v.nn_fast = k->fast + 1;
+  v.nn_vec = k->act_vec;
   v.nn_row_items = k->row_items + 1;
-  return kiln__ops_kernel_variant(op, ctx, source, dtype, &v, name, out);
+  v.nn_verbose = k->verbose;
+  KILN_TRY(kiln__ops_kernel_variant(op, ctx, source, dtype, &v, name, out));
+  if (k->verbose)
+    log_kernel(ctx, *out, source, dtype, k, name);
+  return KILN_OK;
 }
 
 static void
@@ -644,17 +737,27 @@ nn_build_options(const kiln_device_info *info, const char *source, kiln_dtype dt
     k.act_items = v->nn_items;
   if (v && v->nn_erf)
     k.erf = v->nn_erf - 1;
+  if (v && v->nn_fast)
+    k.fast = v->nn_fast - 1;
+  if (v && v->nn_vec)
+    k.act_vec = v->nn_vec;
   if (v && v->nn_row_items)
     k.row_items = v->nn_row_items - 1;
+  if (v && v->nn_verbose && strstr(info->vendor, "NVIDIA"))
+    kiln__options_append(buf, len, " -cl-nv-verbose");
   /* The kernels' own defaults (1 item, kiln's erfc, streamed rows) add no option. */
   if (strcmp(source, KILN__NN_ACT) == 0) {
     if (k.act_items != 1)
       kiln__options_append(buf, len, " -DKILN_NN_ITEMS=%u", k.act_items);
     if (k.erf != 1)
       kiln__options_append(buf, len, " -DKILN_NN_ERF=%u", k.erf);
-  } else if (strcmp(source, KILN__NN_ROWS) == 0 && k.row_items != 0) {
-    kiln__options_append(buf, len, " -DKILN_NN_ROW_ITEMS=%u%s", k.row_items,
-                         info->is_gpu ? " -DKILN_NN_UNROLL=1" : "");
+    if (k.fast && dtype != KILN_F64)
+      kiln__options_append(buf, len, " -DKILN_NN_FAST=1");
+    if (k.act_vec != 1)
+      kiln__options_append(buf, len, " -DKILN_NN_VEC=%u", k.act_vec);
+  } else if (strcmp(source, KILN__NN_ROWS) == 0 && k.row_items != 0 &&
+             k.row_items != KILN__NN_ROW_AUTO) {
+    kiln__options_append(buf, len, " -DKILN_NN_ROW_ITEMS=%u", k.row_items);
   }
 }
 

@@ -3,6 +3,7 @@
  * embedding (cl_kernels/nn_attention.cl).
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,6 +11,7 @@
 #include "core/error.h"
 #include "core/shape.h"
 #include "kiln/nn_attention.h"
+#include "ops/nn_internal.h"
 #include "ops/nn_train.h"
 #include "runtime/runtime.h"
 #include "runtime/tuner.h"
@@ -19,55 +21,90 @@
 enum { ATT_CAUSAL = 1, ATT_MASK = 2, ATT_VEC = 4 };
 enum { ROPE_HALF = 1, ROPE_INV = 2 };
 
-/* The backward kernels' tiles (cl_kernels/nn_attention.cl, ABK_KV ... AB_TN): keys per
- * work-group of att_bwd_dkdv and queries per work-group of att_bwd_dq, and their work-group
- * sizes (4 x 4 register tiles over keys x query tile and queries x key tile). */
+/*
+ * The backward kernels' tiles (cl_kernels/nn_attention.cl, -DATT_BWD; ABK_KV ... AB_TN): keys
+ * per work-group of att_bwd_dkdv and queries per work-group of att_bwd_dq, their work-group
+ * size (4 x 4 register tiles over keys x query tile and queries x key tile, both kernels the
+ * same) and local memory:
+ *   1: 32 keys (x 64 queries), 64 queries (x 32 keys), 128 items, within 32 KiB (f64: 32 keys
+ *      and queries, 64 items);
+ *   2: (f32 and halves; f64 runs 1) 64 keys (x 64 queries), 128 queries (x 32 keys), 256
+ *      items, 43 KiB;
+ *   3: table 1 with staging chunks twice as large (half the barriers), 45 KiB (f64 37 KiB).
+ * The `attention` tuner family's parameter "bwd" picks one (0: the rule, att_bwd_effective).
+ */
+#define ATT_NBWD 4
+
 static uint64_t
-att_bwd_keys(kiln_dtype dt)
+att_bwd_keys(kiln_dtype dt, uint32_t bwd)
 {
-  (void)dt;
-  return 32;
+  return dt != KILN_F64 && bwd == 2 ? 64 : 32;
 }
 
 static uint64_t
-att_bwd_queries(kiln_dtype dt)
+att_bwd_queries(kiln_dtype dt, uint32_t bwd)
 {
-  return dt == KILN_F64 ? 32 : 64;
+  return dt == KILN_F64 ? 32 : bwd == 2 ? 128 : 64;
 }
 
-/* Both kernels run (32/4) x (64/4) items in f32, (32/4) x (32/4) in f64. */
 static size_t
-att_bwd_items(kiln_dtype dt)
+att_bwd_items(kiln_dtype dt, uint32_t bwd)
 {
-  return dt == KILN_F64 ? 64 : 128;
+  return dt == KILN_F64 ? 64 : bwd == 2 ? 256 : 128;
+}
+
+/* The table a call runs: the one asked for when the device has its work-groups and local
+ * memory (2 in f64 runs 1); else the rule, 1 everywhere (2 and 3 are measured on the H200
+ * first). */
+static uint32_t
+att_bwd_effective(const kiln_device_info *info, kiln_dtype dt, uint32_t want)
+{
+  if (dt != KILN_F64 && want == 2 && info->max_work_group_size >= 256 &&
+      info->local_mem_bytes >= 44032)
+    return 2;
+  if (want == 3 && info->local_mem_bytes >= (dt == KILN_F64 ? 37376u : 45568u))
+    return 3;
+  return 1;
 }
 
 /*
  * The forward kernel's tiles (cl_kernels/nn_attention.cl, att_fwd): queries per work-group,
  * keys per tile, the register tile of scores per work-item (tm x tn), features per Q/K
- * staging chunk, keys per V staging chunk, and whether loads run one staging step ahead (pf).
- * The `attention` tuner family's parameter "tile" indexes this table; 0 is the rule
- * (att_rule_tile).
+ * staging chunk, keys per V staging chunk, whether loads run one staging step ahead (pf), and
+ * whether the row reductions share the staging space (ra: two more barriers per key tile, for
+ * the 128-query tiles whose P alone takes 33 KiB). The `attention` tuner family's parameter
+ * "tile" indexes this table; 0 is the rule (att_rule_tile).
  */
 typedef struct {
-  uint16_t bq, bk, tm, tn, dc, vk, pf;
+  uint16_t bq, bk, tm, tn, dc, vk, pf, ra;
 } att_tile;
 
 static const att_tile att_tiles[] = {
-    {0, 0, 0, 0, 0, 0, 0},     /* 0: the rule */
-    {64, 64, 4, 4, 32, 32, 0}, /* 1: 256 items, 4x4 scores, 4x8 outputs (head 128) */
-    {64, 64, 8, 4, 32, 32, 0}, /* 2: 128 items, 8x4 scores, 8x8 outputs (f32 38 KiB) */
-    {64, 32, 4, 4, 16, 8, 0},  /* 3: 128 items, 4x4 scores, 4x16 outputs */
-    {32, 32, 4, 4, 16, 16, 0}, /* 4: 64 items, 4x4 scores, 4x16 outputs (f64 in 28 KiB) */
-    {32, 64, 4, 4, 16, 16, 0}, /* 5: 128 items, 4x4 scores, 4x8 outputs (f64 38 KiB) */
-    {64, 64, 8, 4, 32, 32, 1}, /* 6: tile 2, loads issued one staging step ahead */
+    {0, 0, 0, 0, 0, 0, 0, 0},      /* 0: the rule */
+    {64, 64, 4, 4, 32, 32, 0, 0},  /* 1: 256 items, 4x4 scores, 4x8 outputs (head 128) */
+    {64, 64, 8, 4, 32, 32, 0, 0},  /* 2: 128 items, 8x4 scores, 8x8 outputs (f32 39 KiB) */
+    {64, 32, 4, 4, 16, 8, 0, 0},   /* 3: 128 items, 4x4 scores, 4x16 outputs */
+    {32, 32, 4, 4, 16, 16, 0, 0},  /* 4: 64 items, 4x4 scores, 4x16 outputs (f64 in 28 KiB) */
+    {32, 64, 4, 4, 16, 16, 0, 0},  /* 5: 128 items, 4x4 scores, 4x8 outputs (f64 39 KiB) */
+    {64, 64, 8, 4, 32, 32, 1, 0},  /* 6: tile 2, loads issued one staging step ahead */
+    {128, 64, 8, 4, 16, 16, 0, 1}, /* 7: 256 items, 8x4 scores, 8x8 outputs (f32 46 KiB) */
+    {128, 64, 8, 4, 16, 16, 1, 1}, /* 8: tile 7, loads one step ahead */
+    {128, 32, 4, 4, 32, 32, 1, 0}, /* 9: 256 items, 4x4 scores, 4x16 outputs, ahead */
+    {64, 64, 4, 8, 32, 32, 1, 0},  /* 10: 128 items, 4x8 scores, 4x16 outputs, ahead */
+    {64, 128, 8, 8, 16, 16, 1, 1}, /* 11: 128 items, 8x8 scores, 8x8 outputs, ahead (47 KiB) */
 };
 #define ATT_NTILES (sizeof att_tiles / sizeof att_tiles[0])
 
-/* The program variant of att_fwd: a tile of att_tiles and the head dimension it covers. */
+/* The program variant of att_fwd: a tile of att_tiles, the head dimension it covers, and the
+ * backward tables (the program of the rule's tile at head 128 carries the backward kernels). */
 typedef struct {
-  uint32_t tile, dh;
+  uint32_t tile, dh, bwd;
 } att_variant;
+
+/* The `attention` tuner family's parameters. */
+typedef struct {
+  uint32_t tile, bwd;
+} att_params_t;
 
 /* The head dimension the accumulators of tile t cover for D and Dv: 32, 64 or 128, at least
  * 4 features per item of a row (0: the tile cannot). CPUs: always 128 (one program per tile:
@@ -86,14 +123,18 @@ att_dh(const kiln_device_info *info, const att_tile *t, uint64_t D, uint64_t Dv)
   return 0;
 }
 
-/* Local memory of att_fwd with tile t (the sizes of cl_kernels/nn_attention.cl). */
+/* Local memory of att_fwd with tile t (the sizes of cl_kernels/nn_attention.cl: staging,
+ * P, and the row reductions, which share the staging space with ra). */
 static uint64_t
 att_local_bytes(const att_tile *t, uint32_t dh, size_t esz)
 {
-  uint64_t qs = t->bq + 4u, ks = t->bk + 4u;
+  uint64_t qs = t->bq + 4u, ks = t->bk + 4u, ntc = t->bk / t->tn;
   uint64_t qk = (uint64_t)t->dc * (qs + ks), vn = (uint64_t)t->vk * dh;
   uint64_t stage = qk > vn ? qk : vn;
-  return esz * (stage + t->bk * qs + (uint64_t)(t->bk / t->tn) * t->bq);
+  uint64_t red = (uint64_t)t->bq * ((ntc / 4) % 2 ? ntc : ntc + 4);
+  if (t->ra)
+    stage = stage > red ? stage : red, red = 0;
+  return esz * (stage + t->bk * qs + red);
 }
 
 /* Tile t fits the device: its work-group size, and its local memory within the device's and
@@ -117,11 +158,11 @@ att_tile_fits(const kiln_device_info *info, const att_tile *t, uint32_t dh, size
 static uint32_t
 att_rule_tile(const kiln_device_info *info, kiln_dtype dt, uint64_t D, uint64_t Dv)
 {
-  static const uint32_t gpu_f32[] = {2, 6, 1, 3, 5, 4};
-  static const uint32_t gpu_f64[] = {5, 3, 4, 2, 6, 1};
-  static const uint32_t cpu[] = {4, 3, 5, 2, 6, 1};
+  static const uint32_t gpu_f32[] = {2, 6, 1, 3, 5, 4, 7, 8, 9, 10, 11};
+  static const uint32_t gpu_f64[] = {5, 3, 4, 2, 6, 1, 7, 8, 9, 10, 11};
+  static const uint32_t cpu[] = {4, 3, 5, 2, 6, 1, 7, 8, 9, 10, 11};
   const uint32_t *order = !info->is_gpu ? cpu : dt == KILN_F64 ? gpu_f64 : gpu_f32;
-  size_t esz = kiln_dtype_size(dt);
+  size_t esz = kiln_dtype_size(kiln__nn_compute_dtype(dt));
   for (size_t i = 0; i < ATT_NTILES - 1; i++) {
     const att_tile *t = &att_tiles[order[i]];
     if (att_tile_fits(info, t, att_dh(info, t, D, Dv), esz))
@@ -137,7 +178,8 @@ att_effective_tile(const kiln_device_info *info, kiln_dtype dt, uint64_t D, uint
 {
   if (want > 0 && want < ATT_NTILES) {
     const att_tile *t = &att_tiles[want];
-    if (att_tile_fits(info, t, att_dh(info, t, D, Dv), kiln_dtype_size(dt)))
+    size_t esz = kiln_dtype_size(kiln__nn_compute_dtype(dt));
+    if (att_tile_fits(info, t, att_dh(info, t, D, Dv), esz))
       return want;
   }
   return att_rule_tile(info, dt, D, Dv);
@@ -150,15 +192,28 @@ kiln__nnt_build_options(const kiln_device_info *info, const char *source, kiln_d
   if (strcmp(source, KILN__NNT_ATT) != 0)
     return;
   const att_variant *v = variant;
-  /* NULL (the cache warm-up): the rule's tile at the widest head. */
-  att_variant def = {att_rule_tile(info, dtype, ATT_DMAX, ATT_DMAX), ATT_DMAX};
+  /* NULL (the cache warm-up): the rule's tile at the widest head, the rule's backward. */
+  att_variant def = {att_rule_tile(info, dtype, ATT_DMAX, ATT_DMAX), ATT_DMAX,
+                     att_bwd_effective(info, dtype, 0)};
   if (!v)
     v = &def;
   const att_tile *t = &att_tiles[v->tile < ATT_NTILES && v->tile ? v->tile : 1];
   kiln__options_append(buf, len,
                        " -DATT_BQ=%u -DATT_BK=%u -DATT_TM=%u -DATT_TN=%u -DATT_DC=%u"
-                       " -DATT_VK=%u -DATT_DH=%u -DATT_PF=%u",
-                       t->bq, t->bk, t->tm, t->tn, t->dc, t->vk, v->dh, t->pf);
+                       " -DATT_VK=%u -DATT_DH=%u",
+                       t->bq, t->bk, t->tm, t->tn, t->dc, t->vk, v->dh);
+  /* Options left out are 0 in the kernel (and keep the text within the callers' buffers). */
+  if (t->pf)
+    kiln__options_append(buf, len, " -DATT_PF=1");
+  if (t->ra)
+    kiln__options_append(buf, len, " -DATT_RA=1");
+  /* The backward kernels and rope come with the rule's tile at head 128 only (the variant
+   * they run from, which a forward call with that tile shares); the other tiles build
+   * att_fwd alone, which halves their compile time. */
+  if (v->tile == def.tile && v->dh == ATT_DMAX)
+    kiln__options_append(buf, len, " -DATT_BWD=%u", v->bwd);
+  if (info->is_gpu)
+    kiln__options_append(buf, len, " -DATT_G=1");
 }
 
 /* The geometry of one attention call. */
@@ -172,7 +227,12 @@ static kiln_status
 att_geometry(const char *op, kiln_context *ctx, const kiln_tensor *q, const kiln_tensor *k,
              const kiln_tensor *v, const kiln_tensor *mask, double scale, att_geo *g)
 {
-  KILN_TRY(kiln__nnt_check_float(op, ctx, q, "q"));
+  KILN_RETURN_IF(!q, KILN_ERR_INVALID_HANDLE, op, "q is NULL");
+  KILN_TRY(kiln__tensor_check(op, q, ctx));
+  KILN_RETURN_IF(!((KILN__DT_FLOATS | KILN__DT_HALVES) & KILN__DT_BIT(q->dtype)), KILN_ERR_DTYPE,
+                 op, "q is %s, expected f32, f64, f16 or bf16", kiln_dtype_name(q->dtype));
+  KILN_RETURN_IF(!kiln__device_has_dtype(&ctx->info, q->dtype), KILN_ERR_UNSUPPORTED, op,
+                 "%s needs a device with fp64", kiln_dtype_name(q->dtype));
   KILN_RETURN_IF(!k || !v, KILN_ERR_INVALID_HANDLE, op, "k or v is NULL");
   KILN_TRY(kiln__tensor_check(op, k, ctx));
   KILN_TRY(kiln__tensor_check(op, v, ctx));
@@ -266,7 +326,7 @@ att_args_geo(kiln__args *a, const att_geo *g, kiln_dtype dt, uint32_t flags)
   kiln__args_u64(a, g->D);
   kiln__args_u64(a, g->Dv);
   kiln__args_u64(a, g->mstride);
-  kiln__args_float(a, dt, g->scale);
+  kiln__args_float(a, kiln__nn_compute_dtype(dt), g->scale);
   kiln__args_u32(a, flags);
 }
 
@@ -283,17 +343,19 @@ check_outs(const char *op, kiln_context *ctx, kiln_tensor **const *outs, const c
   return kiln__ops_outputs_disjoint(op, given, names, n);
 }
 
-/* Begins the wanted targets (none in place: the kernels read inputs other items write). */
+/* Begins the wanted targets (none in place: the kernels read inputs other items write), of
+ * dtype dt, or lse_dt for target lse_at. */
 static kiln_status
 begin_targets(const char *op, kiln_context *ctx, kiln_dtype dt, kiln_tensor **const *outs,
               const kiln__shape *const *shapes, const kiln_tensor *const *ins, size_t nins,
-              size_t n, kiln__out_target *t)
+              size_t n, size_t lse_at, kiln_dtype lse_dt, kiln__out_target *t)
 {
   for (size_t i = 0; i < n; i++) {
     memset(&t[i], 0, sizeof t[i]);
     if (!outs[i])
       continue;
-    kiln_status s = kiln__ops_out_begin(op, ctx, dt, shapes[i], outs[i], ins, nins, 0, &t[i]);
+    kiln_status s = kiln__ops_out_begin(op, ctx, i == lse_at ? lse_dt : dt, shapes[i], outs[i],
+                                        ins, nins, 0, &t[i]);
     if (s != KILN_OK) {
       kiln__ctx_lock(ctx);
       for (size_t j = 0; j < i; j++)
@@ -338,11 +400,12 @@ att_forward(kiln_context *ctx, const kiln_tensor *q, const kiln_tensor *k, const
   att_geo g;
   KILN_TRY(att_geometry(op, ctx, q, k, v, mask, scale, &g));
   kiln_dtype dt = q->dtype;
-  uint32_t want = forced >= 0 ? (uint32_t)forced : 0;
+  att_params_t want = {forced >= 0 ? (uint32_t)forced : 0, 0};
   if (forced < 0)
     kiln__tune_lookup(ctx, &kiln__attention_tune, dt, KILN__LAYOUT_MNK, att_key(&g), &want);
   att_variant var;
-  var.tile = att_effective_tile(&ctx->info, dt, g.D, g.Dv, want);
+  var.tile = att_effective_tile(&ctx->info, dt, g.D, g.Dv, want.tile);
+  var.bwd = att_bwd_effective(&ctx->info, dt, want.bwd);
   KILN_RETURN_IF(var.tile == 0, KILN_ERR_UNSUPPORTED, op,
                  "no attention tile fits this device (%llu bytes of local memory, work-groups of "
                  "%zu items)",
@@ -357,7 +420,8 @@ att_forward(kiln_context *ctx, const kiln_tensor *q, const kiln_tensor *k, const
   const kiln__shape *shapes[2] = {&g.oshape, &g.lshape};
   const kiln_tensor *ins[4] = {q, k, v, mask};
   kiln__out_target t[2];
-  KILN_TRY(begin_targets(op, ctx, dt, outs, shapes, ins, 4, 2, t));
+  kiln_dtype ldt = kiln__nn_compute_dtype(dt);
+  KILN_TRY(begin_targets(op, ctx, dt, outs, shapes, ins, 4, 2, 1, ldt, t));
   kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
   kiln_tensor *lt = NULL;
@@ -365,7 +429,7 @@ att_forward(kiln_context *ctx, const kiln_tensor *q, const kiln_tensor *k, const
     if (lse)
       lt = t[1].dst;
     else
-      s = kiln__ops_scratch(op, ctx, dt, g.BH * g.Sq, &lt);
+      s = kiln__ops_scratch(op, ctx, ldt, g.BH * g.Sq, &lt);
     char options[256];
     kiln__program_options(&ctx->info, KILN__NNT_ATT, dt, &var, options, sizeof options);
     cl_kernel kk;
@@ -415,20 +479,33 @@ kiln_attention_backward(kiln_context *ctx, const kiln_tensor *grad_out, const ki
   const kiln_tensor *chk[3] = {grad_out, out, lse};
   static const char *const cn[3] = {"grad_out", "out", "lse"};
   const kiln__shape *cs[3] = {&g.oshape, &g.oshape, &g.lshape};
+  kiln_dtype cdt = kiln__nn_compute_dtype(dt);
   for (int i = 0; i < 3; i++) {
     KILN_RETURN_IF(!chk[i], KILN_ERR_INVALID_HANDLE, op, "%s is NULL", cn[i]);
     KILN_TRY(kiln__tensor_check(op, chk[i], ctx));
-    KILN_RETURN_IF(chk[i]->dtype != dt, KILN_ERR_DTYPE, op, "%s is %s, expected %s", cn[i],
-                   kiln_dtype_name(chk[i]->dtype), kiln_dtype_name(dt));
+    kiln_dtype want = i == 2 ? cdt : dt;
+    KILN_RETURN_IF(chk[i]->dtype != want, KILN_ERR_DTYPE, op, "%s is %s, expected %s", cn[i],
+                   kiln_dtype_name(chk[i]->dtype), kiln_dtype_name(want));
     KILN_RETURN_IF(!kiln__shape_equal(&chk[i]->shape, cs[i]), KILN_ERR_SHAPE, op,
                    "%s has shape %s, expected %s", cn[i],
                    kiln__shape_format(&chk[i]->shape, a1, sizeof a1),
                    kiln__shape_format(cs[i], a2, sizeof a2));
   }
+  att_params_t want = {0, 0};
+  kiln__tune_lookup(ctx, &kiln__attention_tune, dt, KILN__LAYOUT_MNK, att_key(&g), &want);
+  /* The backward kernels live in the program of the rule's tile at head 128. */
+  att_variant var = {att_rule_tile(&ctx->info, dt, ATT_DMAX, ATT_DMAX), ATT_DMAX,
+                     att_bwd_effective(&ctx->info, dt, want.bwd)};
+  KILN_RETURN_IF(var.tile == 0, KILN_ERR_UNSUPPORTED, op,
+                 "no attention tile fits this device (%llu bytes of local memory, work-groups of "
+                 "%zu items)",
+                 (unsigned long long)ctx->info.local_mem_bytes, ctx->info.max_work_group_size);
+  char options[256];
+  kiln__program_options(&ctx->info, KILN__NNT_ATT, dt, &var, options, sizeof options);
   uint64_t gq = 0, gk = 0;
-  KILN_TRY(group_count(op, g.BH, g.Sq, att_bwd_queries(dt), &gq));
-  KILN_TRY(group_count(op, g.BH, g.Sk, att_bwd_keys(dt), &gk));
-  size_t local = att_bwd_items(dt);
+  KILN_TRY(group_count(op, g.BH, g.Sq, att_bwd_queries(dt, var.bwd), &gq));
+  KILN_TRY(group_count(op, g.BH, g.Sk, att_bwd_keys(dt, var.bwd), &gk));
+  size_t local = att_bwd_items(dt, var.bwd);
   KILN_RETURN_IF(local > ctx->info.max_work_group_size, KILN_ERR_UNSUPPORTED, op,
                  "the backward kernels need work-groups of %zu items; the device allows %zu",
                  local, ctx->info.max_work_group_size);
@@ -438,7 +515,7 @@ kiln_attention_backward(kiln_context *ctx, const kiln_tensor *grad_out, const ki
   const kiln__shape *shapes[3] = {&q->shape, &k->shape, &v->shape};
   const kiln_tensor *ins[7] = {grad_out, q, k, v, mask, out, lse};
   kiln__out_target t[3];
-  KILN_TRY(begin_targets(op, ctx, dt, outs, shapes, ins, 7, 3, t));
+  KILN_TRY(begin_targets(op, ctx, dt, outs, shapes, ins, 7, 3, 3, dt, t));
   kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
   /* 4-vector loads need 4-element aligned rows (buffers themselves are aligned). */
@@ -449,10 +526,10 @@ kiln_attention_backward(kiln_context *ctx, const kiln_tensor *grad_out, const ki
   kiln__ops_tmp delta = {0};
   uint64_t rows = g.BH * g.Sq;
   if (rows && (grad_q || ((grad_k || grad_v) && g.Sk))) {
-    s = kiln__ops_tmp_alloc(ctx, rows * kiln_dtype_size(dt), &delta);
+    s = kiln__ops_tmp_alloc(ctx, rows * kiln_dtype_size(cdt), &delta);
     cl_kernel kk;
     if (s == KILN_OK)
-      s = kiln__ops_kernel(op, ctx, KILN__NNT_ATT, dt, "att_bwd_pre", &kk);
+      s = kiln__kernel_get(op, ctx, KILN__NNT_ATT, options, "att_bwd_pre", &kk);
     if (s == KILN_OK) {
       kiln__args a = kiln__args_begin(op, kk);
       kiln__args_tensor(&a, grad_out);
@@ -473,7 +550,7 @@ kiln_attention_backward(kiln_context *ctx, const kiln_tensor *grad_out, const ki
       s = kiln__ops_scratch(op, ctx, dt, v->numel, &mv), dv = mv;
     cl_kernel kk;
     if (s == KILN_OK)
-      s = kiln__ops_kernel(op, ctx, KILN__NNT_ATT, dt, "att_bwd_dkdv", &kk);
+      s = kiln__kernel_get(op, ctx, KILN__NNT_ATT, options, "att_bwd_dkdv", &kk);
     if (s == KILN_OK) {
       kiln__args a = kiln__args_begin(op, kk);
       att_args_qkvm(&a, q, k, v, mask);
@@ -490,7 +567,7 @@ kiln_attention_backward(kiln_context *ctx, const kiln_tensor *grad_out, const ki
   }
   if (s == KILN_OK && grad_q && gq) {
     cl_kernel kk;
-    s = kiln__ops_kernel(op, ctx, KILN__NNT_ATT, dt, "att_bwd_dq", &kk);
+    s = kiln__kernel_get(op, ctx, KILN__NNT_ATT, options, "att_bwd_dq", &kk);
     if (s == KILN_OK) {
       kiln__args a = kiln__args_begin(op, kk);
       att_args_qkvm(&a, q, k, v, mask);
@@ -513,12 +590,14 @@ kiln_attention_backward(kiln_context *ctx, const kiln_tensor *grad_out, const ki
 
 #define N_(a) (sizeof(a) / sizeof((a)[0]))
 
-static const uint64_t att_tile_full[] = {1, 2, 3, 4, 5, 6};
-static const uint64_t att_tile_quick[] = {2, 3, 4};
+static const uint64_t att_tile_full[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+static const uint64_t att_tile_quick[] = {2, 6, 8, 9, 10, 11};
+/* The tuner times the forward pass: it keeps the backward's rule; overrides pick the rest. */
+static const uint64_t att_bwd_list[] = {0};
 
 static const struct kiln__tune_param att_params[] = {
     {.name = "tile",
-     .offset = 0,
+     .offset = offsetof(att_params_t, tile),
      .size = sizeof(uint32_t),
      .min = 0,
      .max = ATT_NTILES - 1,
@@ -526,6 +605,15 @@ static const struct kiln__tune_param att_params[] = {
      .nfull = N_(att_tile_full),
      .quick = att_tile_quick,
      .nquick = N_(att_tile_quick)},
+    {.name = "bwd",
+     .offset = offsetof(att_params_t, bwd),
+     .size = sizeof(uint32_t),
+     .min = 0,
+     .max = ATT_NBWD - 1,
+     .full = att_bwd_list,
+     .nfull = N_(att_bwd_list),
+     .quick = att_bwd_list,
+     .nquick = N_(att_bwd_list)},
 };
 
 /* Up to B H S S D = 2^38 (batch 8 x 16 heads, 4096 tokens, head 128: the bench row). */
@@ -544,7 +632,7 @@ att_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params
   (void)ctx;
   (void)dtype;
   (void)layout;
-  *(uint32_t *)params = 0;
+  memset(params, 0, sizeof(att_params_t));
 }
 
 /* Head 128 and [BH, S, 128] inputs with BH S^2 128 = 2^k: S = 2^floor((k - 7) / 2) up to
@@ -569,7 +657,7 @@ static kiln_status
 att_tune_run(struct kiln__tune_problem *pb, const void *params)
 {
   return att_forward(pb->ctx, pb->in[0], pb->in[1], pb->in[1], NULL, 0, 0,
-                     (int)*(const uint32_t *)params, &pb->out, NULL);
+                     (int)((const att_params_t *)params)->tile, &pb->out, NULL);
 }
 
 /* Two candidates that become the same tile on pb's problem run the same code. */
@@ -577,8 +665,8 @@ static int
 att_same_run(const struct kiln__tune_problem *pb, const void *a, const void *b)
 {
   const kiln_device_info *info = &pb->ctx->info;
-  return att_effective_tile(info, pb->dtype, 128, 128, *(const uint32_t *)a) ==
-         att_effective_tile(info, pb->dtype, 128, 128, *(const uint32_t *)b);
+  return att_effective_tile(info, pb->dtype, 128, 128, ((const att_params_t *)a)->tile) ==
+         att_effective_tile(info, pb->dtype, 128, 128, ((const att_params_t *)b)->tile);
 }
 
 static double
@@ -592,7 +680,7 @@ const struct kiln__tune_family kiln__attention_tune = {
     .name = "attention",
     .description = "tile of the flash attention forward kernel, timed on [BH, S, 128] "
                    "self-attention",
-    .params_size = sizeof(uint32_t),
+    .params_size = sizeof(att_params_t),
     .params = att_params,
     .nparams = N_(att_params),
     .layouts = 1u << KILN__LAYOUT_MNK,

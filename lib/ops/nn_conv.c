@@ -73,8 +73,16 @@ kiln__nn_launch_planes(const kiln__args *a, kiln_context *ctx, uint64_t vol, uin
   size_t local = kiln__launch_pow2_local(ctx, a->k);
   if (local > 256)
     local = 256;
-  while (local > 1 && local / 2 >= vol)
-    local /= 2;
+  /* Small planes take a smaller group: the next power of two on GPUs; on CPUs only 16 or 64
+   * (PoCL compiles a work-group function per local size and kernel: every power of two
+   * would be up to nine compiles of each kernel). */
+  if (ctx->info.is_gpu) {
+    while (local > 1 && local / 2 >= vol)
+      local /= 2;
+  } else {
+    size_t want = vol <= 16 ? 16 : vol <= 64 ? 64 : 256;
+    local = want < local ? want : local;
+  }
   /* Grids of more than 65535 groups along dimension 1 fail on some drivers (CUDA's limit):
    * the kernels loop over the rows beyond. */
   size_t global[2] = {(size_t)((vol + local - 1) / local * local),
@@ -100,7 +108,7 @@ kiln__nn_conv_check_input(const char *op, kiln_context *ctx, const kiln_tensor *
   KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
   KILN_TRY(kiln__tensor_check(op, x, ctx));
   KILN_RETURN_IF(!(KILN__NN_CONV_DTYPES & KILN__DT_BIT(x->dtype)), KILN_ERR_DTYPE, op,
-                 "dtype %s is not accepted (f32 or f64)", kiln_dtype_name(x->dtype));
+                 "dtype %s is not accepted (f16, bf16, f32 or f64)", kiln_dtype_name(x->dtype));
   return KILN_OK;
 }
 
@@ -262,6 +270,15 @@ have_clblast(void)
   return KILN_HAVE_CLBLAST && !kiln__env_flag(KILN__ENV_DEBUG_NO_CLBLAST);
 }
 
+/* Bytes of one element of T, the type the kernels compute in: f16 and bf16 compute in f32,
+ * so route 4's packed weight, partial sums and local tiles and bias_grad's scratch hold f32
+ * for them (one rounding, on the way out). */
+static size_t
+comp_size(kiln_dtype dt)
+{
+  return kiln__dtype_is_half(dt) ? 4 : kiln_dtype_size(dt);
+}
+
 /* Multiply-adds of the forward convolution: the tuner's m*n*k key. */
 static uint64_t
 conv_mnk(const conv_geo *g)
@@ -402,16 +419,25 @@ igemm_direction(const conv_geo *g, int bwd)
   return d;
 }
 
-/* Route 4 runs where its 256-item groups and local tiles fit (plus conv_igemm_wgrad's row
- * tables, under 1 KiB) and its 32-bit index arithmetic cannot overflow: columns, source offsets
- * within a group, the padded volume (column base positions), the packed operand. */
+/* Local memory of conv_igemm_wgrad (the largest of route 4's kernels): As and Bs with rows
+ * padded by 4 elements, the double-buffered row tables rt (int4) and rl (int), the column
+ * table ct (int4). */
+static uint64_t
+wgrad_local_bytes(uint32_t tile, uint64_t esz)
+{
+  return (uint64_t)(igemm_tm(tile) + 4 + igemm_tn(tile) + 4) * 16 * esz + 2 * 16 * (16 + 4) +
+         (uint64_t)igemm_tn(tile) * 16;
+}
+
+/* Route 4 runs where its 256-item groups and local tiles fit and its 32-bit index arithmetic
+ * cannot overflow: columns, source offsets within a group, the padded volume (column base
+ * positions), the packed operand. */
 static int
 igemm_ok(const kiln_device_info *info, const conv_geo *g, kiln_dtype dt, uint32_t tile)
 {
   const uint64_t lim = (uint64_t)1 << 31;
-  uint64_t esz = kiln_dtype_size(dt);
-  if (info->max_work_group_size < 256 ||
-      (uint64_t)(igemm_tm(tile) + igemm_tn(tile)) * 16 * esz + 1024 > info->local_mem_bytes)
+  uint64_t esz = comp_size(dt);
+  if (info->max_work_group_size < 256 || wgrad_local_bytes(tile, esz) > info->local_mem_bytes)
     return 0;
   uint64_t padded = 1;
   for (int i = 0; i < 3; i++) {
@@ -452,6 +478,7 @@ route_effective(const kiln_device_info *info, const conv_geo *g, kiln_dtype dt, 
                 uint32_t tile, uint64_t nc)
 {
   tile = resolve_tile(info, g, dt, tile, 0);
+  int half = kiln__dtype_is_half(dt);
   if (route == ROUTE_RULE) {
     int big = (uint64_t)g->cog * (uint64_t)g->cig * g->kvol >= KILN__CONV_GEMM_MIN_REUSE;
     /* GPUs: the implicit GEMM (no column traffic); CPUs: CLBlast's GEMM on the columns
@@ -460,8 +487,14 @@ route_effective(const kiln_device_info *info, const conv_geo *g, kiln_dtype dt, 
     if (big && info->is_gpu && igemm_ok(info, g, dt, tile))
       route = ROUTE_IGEMM;
     else
-      route = big && have_clblast() ? ROUTE_GEMM : ROUTE_DIRECT;
+      route = big && have_clblast() && !half ? ROUTE_GEMM : ROUTE_DIRECT;
   }
+  /* f16 and bf16: CLBlast has no bf16 routines and computes its HGEMM in half precision
+   * (kiln's kernels accumulate in f32), and the im2col route's column and partial-sum
+   * buffers have the storage type, which would round the backward passes' sums twice: both
+   * GEMM routes run kiln's implicit GEMM instead, or the direct kernels where it cannot run. */
+  if (half && (route == ROUTE_GEMM || route == ROUTE_CONVGEMM))
+    route = igemm_ok(info, g, dt, tile) ? ROUTE_IGEMM : ROUTE_DIRECT;
   if (route == ROUTE_CONVGEMM && !convgemm_ok(g))
     route = ROUTE_GEMM;
   if (route == ROUTE_IGEMM && !igemm_ok(info, g, dt, tile))
@@ -567,6 +600,74 @@ launch_im2col(const char *op, kiln_context *ctx, kiln_dtype dt, const kiln_tenso
   return kiln__nn_launch_planes(&a, ctx, g->ovol, nc * (uint64_t)g->cig * g->kvol);
 }
 
+/* dw[base + i] (+ dw[base + i] with acc) = the sum over p < nparts of part[p nout + i], in
+ * order (the split reductions' partial sums, held in the compute type). */
+static kiln_status
+launch_sum_parts(const char *op, kiln_context *ctx, kiln_dtype dt, cl_mem part, uint64_t nout,
+                 uint64_t nparts, kiln_tensor *dw, uint64_t base, int acc)
+{
+  cl_kernel k;
+  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "sum_parts", &k));
+  kiln__args a = kiln__args_begin(op, k);
+  kiln__args_mem(&a, part);
+  kiln__args_u64(&a, nout);
+  kiln__args_u64(&a, nparts);
+  kiln__args_tensor(&a, dw);
+  kiln__args_u64(&a, base);
+  kiln__args_u32(&a, acc ? 1u : 0u);
+  return kiln__args_launch_1d(&a, ctx, nout, 0);
+}
+
+/* Route 4's GEMM kernel name built with tile; *ran 0 when the compiled kernel takes fewer
+ * than the 256 items a group needs (the caller takes another route). */
+static kiln_status
+route4_kernel(const char *op, kiln_context *ctx, kiln_dtype dt, uint32_t tile, const char *name,
+              cl_kernel *k, int *ran)
+{
+  KILN_TRY(conv_kernel_tile(op, ctx, dt, tile, name, k));
+  size_t kmax = 0;
+  *ran = clGetKernelWorkGroupInfo(*k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax,
+                                  NULL) == CL_SUCCESS &&
+         kmax >= 256;
+  return KILN_OK;
+}
+
+/* conv_pack: the tap table of the K rows (kpad of them) into tab and, with mpad > 0, w packed
+ * at element pkoff of pk; ch and sd as the GEMM kernel that reads them. conv_pack reads no
+ * tile option: the default program's, one build fewer per tile. */
+static kiln_status
+launch_pack(const char *op, kiln_context *ctx, kiln_dtype dt, const kiln_tensor *w, cl_mem tab,
+            cl_mem pk, uint64_t pkoff, const cl_long4 *ch, const kiln__nn_dims *sd,
+            const conv_geo *g, int bwd, uint64_t k, uint64_t kpad, uint64_t mpad)
+{
+  cl_kernel kp;
+  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "conv_pack", &kp));
+  kiln__args a = kiln__args_begin(op, kp);
+  kiln__args_tensor(&a, w);
+  kiln__args_mem(&a, tab);
+  kiln__args_mem(&a, pk);
+  kiln__args_u64(&a, pkoff);
+  kiln__args_raw(&a, sizeof *ch, ch);
+  kiln__nn_args_dims(&a, sd);
+  kiln__nn_args_dims(&a, &g->k);
+  kiln__nn_args_dims(&a, &g->d);
+  kiln__args_u32(&a, (uint32_t)bwd);
+  kiln__args_u32(&a, (uint32_t)k);
+  kiln__args_u32(&a, (uint32_t)kpad);
+  kiln__args_u32(&a, (uint32_t)mpad);
+  return kiln__args_launch_1d(&a, ctx, kpad + (uint64_t)g->G * kpad * mpad, 0);
+}
+
+/* Route 4's grid: groups of 256 items along dimension 0, rows tiles along dimension 1 (capped
+ * at 65535: the kernels loop over the rest). */
+static kiln_status
+launch_route4(const kiln__args *a, kiln_context *ctx, uint64_t groups, uint64_t rows)
+{
+  size_t global[2] = {(size_t)(groups * 256), (size_t)(rows < 65535 ? rows : 65535)};
+  size_t local[2] = {256, 1};
+  return kiln__args_enqueue(a, ctx, 2, global, local);
+}
+
 /*
  * Route 4 (ctx->lock held): packs the weight and the tap table into a temporary, then runs
  * conv_igemm (bwd 0: y from x) or conv_igemm_bwd (bwd 1: dx from grad, the transposed
@@ -579,17 +680,11 @@ igemm_run(const char *op, kiln_context *ctx, int bwd, uint32_t tile, const kiln_
           int *ran)
 {
   kiln_dtype dt = dst->dtype;
-  size_t esz = kiln_dtype_size(dt);
-  cl_kernel kp, k;
-  KILN_TRY(conv_kernel_tile(op, ctx, dt, tile, bwd ? "conv_igemm_bwd" : "conv_igemm", &k));
-  size_t kmax = 0;
-  *ran = clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax,
-                                  NULL) == CL_SUCCESS &&
-         kmax >= 256;
+  size_t esz = comp_size(dt);
+  cl_kernel k;
+  KILN_TRY(route4_kernel(op, ctx, dt, tile, bwd ? "conv_igemm_bwd" : "conv_igemm", &k, ran));
   if (!*ran)
     return KILN_OK;
-  /* conv_pack reads no tile option: the default program's, one build fewer per tile. */
-  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "conv_pack", &kp));
   igemm_dir d = igemm_direction(g, bwd);
   uint64_t tm = igemm_tm(tile), tn = igemm_tn(tile);
   uint64_t kpad = (d.k + 15) / 16 * 16, mtiles = (d.m + tm - 1) / tm, mpad = mtiles * tm;
@@ -599,24 +694,12 @@ igemm_run(const char *op, kiln_context *ctx, int bwd, uint32_t tile, const kiln_
   kiln__ops_tmp tmp;
   KILN_TRY(kiln__ops_tmp_alloc(ctx, tab_bytes + npk * esz, &tmp));
   cl_long4 ch = {{g->N, d.csrc, d.cdst, g->G}};
-  kiln__args a = kiln__args_begin(op, kp);
-  kiln__args_tensor(&a, w);
-  kiln__args_mem(&a, tmp.mem);
-  kiln__args_mem(&a, tmp.mem);
-  kiln__args_u64(&a, pkoff);
-  kiln__args_raw(&a, sizeof ch, &ch);
-  kiln__nn_args_dims(&a, &d.sd);
-  kiln__nn_args_dims(&a, &g->k);
-  kiln__nn_args_dims(&a, &g->d);
-  kiln__args_u32(&a, (uint32_t)bwd);
-  kiln__args_u32(&a, (uint32_t)d.k);
-  kiln__args_u32(&a, (uint32_t)kpad);
-  kiln__args_u32(&a, (uint32_t)mpad);
-  kiln_status s = kiln__args_launch_1d(&a, ctx, kpad + npk, 0);
+  kiln_status s =
+      launch_pack(op, ctx, dt, w, tmp.mem, tmp.mem, pkoff, &ch, &d.sd, g, bwd, d.k, kpad, mpad);
   if (s == KILN_OK) {
     int unit = g->s.v[0] == 1 && g->s.v[1] == 1 && g->s.v[2] == 1;
     uint32_t flags = (bias ? 1u : 0u) | (bwd && unit ? 2u : 0u);
-    a = kiln__args_begin(op, k);
+    kiln__args a = kiln__args_begin(op, k);
     kiln__args_tensor(&a, src);
     kiln__args_mem(&a, tmp.mem);
     kiln__args_mem(&a, tmp.mem);
@@ -633,11 +716,8 @@ igemm_run(const char *op, kiln_context *ctx, int bwd, uint32_t tile, const kiln_
     kiln__args_u32(&a, (uint32_t)mpad);
     kiln__args_local(&a, tm * 16 * esz);
     kiln__args_local(&a, tn * 16 * esz);
-    uint64_t cols = (uint64_t)g->N * d.cv, rows = mtiles * (uint64_t)g->G;
-    size_t global[2] = {(size_t)((cols + tn - 1) / tn * 256),
-                        (size_t)(rows < 65535 ? rows : 65535)};
-    size_t local[2] = {256, 1};
-    s = kiln__args_enqueue(&a, ctx, 2, global, local);
+    uint64_t cols = (uint64_t)g->N * d.cv;
+    s = launch_route4(&a, ctx, (cols + tn - 1) / tn, mtiles * (uint64_t)g->G);
   }
   kiln__ops_tmp_free(ctx, &tmp);
   return s;
@@ -654,18 +734,11 @@ wgrad_run(const char *op, kiln_context *ctx, uint32_t tile, const kiln_tensor *g
           const kiln_tensor *x, const conv_geo *g, kiln_tensor *dw, int *ran)
 {
   kiln_dtype dt = dw->dtype;
-  size_t esz = kiln_dtype_size(dt);
-  cl_kernel kp, k, ks;
-  KILN_TRY(conv_kernel_tile(op, ctx, dt, tile, "conv_igemm_wgrad", &k));
-  size_t kmax = 0;
-  *ran = clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax,
-                                  NULL) == CL_SUCCESS &&
-         kmax >= 256;
+  size_t esz = comp_size(dt);
+  cl_kernel k;
+  KILN_TRY(route4_kernel(op, ctx, dt, tile, "conv_igemm_wgrad", &k, ran));
   if (!*ran)
     return KILN_OK;
-  /* conv_pack reads no tile option: the default program's, one build fewer per tile. */
-  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "conv_pack", &kp));
-  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "sum_parts", &ks));
   uint64_t tm = igemm_tm(tile), tn = igemm_tn(tile), M = (uint64_t)g->cog;
   uint64_t J = (uint64_t)g->cig * g->kvol, jpad = (J + 15) / 16 * 16,
            ktot = (uint64_t)g->N * g->ovol;
@@ -686,23 +759,11 @@ wgrad_run(const char *op, kiln_context *ctx, uint32_t tile, const kiln_tensor *g
     kiln__ops_tmp_free(ctx, &tab);
     return s;
   }
+  /* The forward's table (dw is not read: no packed operand, mpad 0). */
   cl_long4 chf = {{g->N, g->Cin, g->Cout, g->G}};
-  kiln__args a = kiln__args_begin(op, kp);
-  kiln__args_tensor(&a, dw); /* not read: no packed operand (Mpad 0) */
-  kiln__args_mem(&a, tab.mem);
-  kiln__args_mem(&a, tab.mem);
-  kiln__args_u64(&a, 0);
-  kiln__args_raw(&a, sizeof chf, &chf);
-  kiln__nn_args_dims(&a, &g->in);
-  kiln__nn_args_dims(&a, &g->k);
-  kiln__nn_args_dims(&a, &g->d);
-  kiln__args_u32(&a, 0);
-  kiln__args_u32(&a, (uint32_t)J);
-  kiln__args_u32(&a, (uint32_t)jpad);
-  kiln__args_u32(&a, 0);
-  s = kiln__args_launch_1d(&a, ctx, jpad, 0);
+  s = launch_pack(op, ctx, dt, dw, tab.mem, tab.mem, 0, &chf, &g->in, g, 0, J, jpad, 0);
   if (s == KILN_OK) {
-    a = kiln__args_begin(op, k);
+    kiln__args a = kiln__args_begin(op, k);
     kiln__args_tensor(&a, grad);
     kiln__args_tensor(&a, x);
     kiln__args_mem(&a, tab.mem);
@@ -715,25 +776,15 @@ wgrad_run(const char *op, kiln_context *ctx, uint32_t tile, const kiln_tensor *g
     kiln__args_u32(&a, (uint32_t)J);
     kiln__args_u32(&a, (uint32_t)kc);
     kiln__args_u32(&a, (uint32_t)nsplit);
-    kiln__args_local(&a, tm * 16 * esz);
-    kiln__args_local(&a, tn * 16 * esz);
+    kiln__args_local(&a, (tm + 4) * 16 * esz);
+    kiln__args_local(&a, (tn + 4) * 16 * esz);
     kiln__args_local(&a, 2 * 16 * sizeof(cl_int4));
     kiln__args_local(&a, 2 * 16 * sizeof(cl_int));
-    uint64_t rows = (M + tm - 1) / tm * (uint64_t)g->G * nsplit;
-    size_t global[2] = {(size_t)((J + tn - 1) / tn * 256), (size_t)(rows < 65535 ? rows : 65535)};
-    size_t local[2] = {256, 1};
-    s = kiln__args_enqueue(&a, ctx, 2, global, local);
+    kiln__args_local(&a, tn * sizeof(cl_int4));
+    s = launch_route4(&a, ctx, (J + tn - 1) / tn, (M + tm - 1) / tm * (uint64_t)g->G * nsplit);
   }
-  if (s == KILN_OK) {
-    a = kiln__args_begin(op, ks);
-    kiln__args_mem(&a, part.mem);
-    kiln__args_u64(&a, nout);
-    kiln__args_u64(&a, nsplit);
-    kiln__args_tensor(&a, dw);
-    kiln__args_u64(&a, 0);
-    kiln__args_u32(&a, 0);
-    s = kiln__args_launch_1d(&a, ctx, nout, 0);
-  }
+  if (s == KILN_OK)
+    s = launch_sum_parts(op, ctx, dt, part.mem, nout, nsplit, dw, 0, 0);
   kiln__ops_tmp_free(ctx, &part);
   kiln__ops_tmp_free(ctx, &tab);
   return s;
@@ -746,7 +797,8 @@ wgrad_run(const char *op, kiln_context *ctx, uint32_t tile, const kiln_tensor *g
 static int
 fallback_route(kiln_context *ctx, const conv_geo *g, kiln_dtype dt)
 {
-  return have_clblast() && chunk_samples(ctx, g, dt) > 0 ? ROUTE_GEMM : ROUTE_DIRECT;
+  return have_clblast() && !kiln__dtype_is_half(dt) && chunk_samples(ctx, g, dt) > 0 ? ROUTE_GEMM
+                                                                                     : ROUTE_DIRECT;
 }
 
 /* y = conv(x, w) (+ bias) into y (ctx->lock held). */
@@ -977,19 +1029,8 @@ weight_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, const conv_geo *g,
   if (s == KILN_OK && rem)
     s = gemm(op, ctx, dt, 0, 1, cog, kg, rem * L, gmem(gy, full * spl * L, ld, 0),
              gmem(col, full * spl * L, ld, 0), gmem(part.mem, full * nout, kg, 0), 1, 0);
-  cl_kernel k;
   if (s == KILN_OK)
-    s = kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "sum_parts", &k);
-  if (s == KILN_OK) {
-    kiln__args a = kiln__args_begin(op, k);
-    kiln__args_mem(&a, part.mem);
-    kiln__args_u64(&a, nout);
-    kiln__args_u64(&a, nparts);
-    kiln__args_tensor(&a, dw);
-    kiln__args_u64(&a, (uint64_t)grp * nout);
-    kiln__args_u32(&a, acc ? 1u : 0u);
-    s = kiln__args_launch_1d(&a, ctx, nout, 0);
-  }
+    s = launch_sum_parts(op, ctx, dt, part.mem, nout, nparts, dw, (uint64_t)grp * nout, acc);
   kiln__ops_tmp_free(ctx, &part);
   return s;
 }
@@ -1079,7 +1120,7 @@ bias_grad_run(const char *op, kiln_context *ctx, const kiln_tensor *grad, const 
   kiln__args_u64(&a, (uint64_t)g->N);
   kiln__args_u64(&a, (uint64_t)g->Cout);
   kiln__args_u64(&a, g->ovol);
-  kiln__args_local(&a, local * kiln_dtype_size(db->dtype));
+  kiln__args_local(&a, local * comp_size(db->dtype));
   return kiln__args_enqueue_1d(&a, ctx, (size_t)groups * local, local);
 }
 
@@ -1092,7 +1133,7 @@ kiln_conv_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_tensor
   KILN_TRY(kiln__ctx_check(op, ctx));
   KILN_TRY(kiln__tensor_check(op, x, ctx));
   KILN_RETURN_IF(!(KILN__NN_CONV_DTYPES & KILN__DT_BIT(x->dtype)), KILN_ERR_DTYPE, op,
-                 "dtype %s is not accepted (f32 or f64)", kiln_dtype_name(x->dtype));
+                 "dtype %s is not accepted (f16, bf16, f32 or f64)", kiln_dtype_name(x->dtype));
   KILN_TRY(check_weight_bias(op, ctx, x, weight, NULL));
   conv_geo g;
   KILN_TRY(conv_geometry(op, x, weight, desc, 0, &g));
@@ -1189,7 +1230,7 @@ static const uint64_t conv_sizes[] = {P2(14), P2(16), P2(18), P2(20), P2(22), P2
 static int
 conv_dtype_ok(kiln_dtype d)
 {
-  return d == KILN_F32 || d == KILN_F64;
+  return d == KILN_F32 || d == KILN_F64 || d == KILN_F16 || d == KILN_BF16;
 }
 
 static void

@@ -13,7 +13,8 @@
 /* The family's embedded sources and the dtypes they build. */
 #define KILN__NN_CONV_SRC "nn_conv"
 #define KILN__NN_POOL_SRC "nn_pool"
-#define KILN__NN_CONV_DTYPES KILN__DT_FLOATS
+/* f16 and bf16 are stored in 2 bytes and computed in f32 (common.cl's KILN_LOAD/KILN_STORE). */
+#define KILN__NN_CONV_DTYPES (KILN__DT_FLOATS | KILN__DT_HALVES)
 
 /* Spatial sizes of up to three axes as the kernels take them (.x depth, .y height, .z width). */
 typedef struct kiln__nn_dims {
@@ -35,7 +36,7 @@ kiln_status kiln__nn_launch_planes(const kiln__args *a, kiln_context *ctx, uint6
 /* KILN_ERR_OVERFLOW unless a spatial volume (positions of one plane) is below 2^31. */
 kiln_status kiln__nn_check_volume(const char *op, uint64_t vol, const char *what);
 
-/* Checks ctx, out (non-NULL) and that x is a live f32/f64 tensor of ctx. */
+/* Checks ctx, out (non-NULL) and that x is a live f16/bf16/f32/f64 tensor of ctx. */
 kiln_status kiln__nn_conv_check_input(const char *op, kiln_context *ctx, const kiln_tensor *x,
                                       kiln_tensor **out);
 

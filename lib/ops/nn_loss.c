@@ -74,11 +74,12 @@ check_out_ptr(const char *op, kiln_context *ctx, kiln_tensor **out)
   return KILN_OK;
 }
 
-/* A flat launch over n elements of a kernel of nn_act.cl built with knobs kn. */
+/* A flat launch over n elements of a kernel of nn_act.cl built with knobs kn (vec: the
+ * activations' vector width applies). */
 static kiln_status
-flat_launch(const kiln__args *a, kiln_context *ctx, const kiln__nn_knobs *kn, uint64_t n)
+flat_launch(const kiln__args *a, kiln_context *ctx, const kiln__nn_knobs *kn, uint64_t n, int vec)
 {
-  uint64_t items = kn->act_items;
+  uint64_t items = (uint64_t)kn->act_items * (vec ? kn->act_vec : 1);
   return kiln__args_launch_1d(a, ctx, n / items + (n % items != 0), 0);
 }
 
@@ -114,7 +115,7 @@ act_run(const char *op, kiln_context *ctx, kiln_activation act, const kiln_tenso
     kiln__args_u64(&a, v->numel);
     kiln__args_float(&a, cdt, p0);
     kiln__args_float(&a, cdt, p1);
-    s = flat_launch(&a, ctx, &kn, v->numel);
+    s = flat_launch(&a, ctx, &kn, v->numel, 1);
   }
   s = kiln__ops_out_finish(op, ctx, t, s);
   kiln__ctx_unlock(ctx);
@@ -247,14 +248,14 @@ class_check(const char *op, kiln_context *ctx, int ce, const kiln_tensor *x,
 static kiln_status
 class_launch(kiln__args *a, kiln_context *ctx, const kiln__nn_knobs *kn, cl_kernel k, int ce,
              const class_geo *g, kiln_dtype dtype, int64_t ignore, double eps, const double *scale,
-             uint32_t flags, int nlocal, uint64_t items)
+             uint32_t flags, int nlocal, uint64_t items, const kiln_tensor *const *vts)
 {
   kiln_dtype cdt = kiln__nn_compute_dtype(dtype);
   size_t local = 0;
   uint32_t lpr = 1;
   if (ce) {
     kiln__nn_row_shape(ctx, k, kn, g->classes, 1, &local, &lpr);
-    kiln__args_u32(a, lpr);
+    kiln__args_u32(a, lpr | kiln__nn_row_vec(kn, g->classes, 1, vts, 3));
   }
   kiln__args_i64(a, ignore);
   if (ce)
@@ -288,6 +289,7 @@ class_forward(const char *op, kiln_context *ctx, int ce, const kiln_tensor *x,
   int reduce = red != KILN_REDUCTION_NONE;
   kiln__nn_knobs kn;
   kiln__nn_knobs_get(ctx, x->dtype, &kn);
+  kiln__nn_row_pick(&kn, g.classes, 1);
   kiln__ctx_lock(ctx);
   row_tmps tmp;
   memset(&tmp, 0, sizeof tmp);
@@ -307,7 +309,8 @@ class_forward(const char *op, kiln_context *ctx, int ce, const kiln_tensor *x,
     kiln__args_mem(&a, tmp.lv.mem);
     kiln__args_u64(&a, g.rows);
     kiln__args_u64(&a, g.classes);
-    s = class_launch(&a, ctx, &kn, k, ce, &g, x->dtype, ignore, eps, NULL, flags, 4, g.rows);
+    const kiln_tensor *vts[3] = {x, g.probs ? target : NULL, NULL};
+    s = class_launch(&a, ctx, &kn, k, ce, &g, x->dtype, ignore, eps, NULL, flags, 4, g.rows, vts);
   }
   if (s == KILN_OK && reduce) {
     /* Indices: mean over the rows not ignored; probabilities: over every row. */
@@ -380,6 +383,7 @@ class_backward(const char *op, kiln_context *ctx, int ce, const kiln_tensor *gou
       (g.probs ? 1u : 0u) | (red == KILN_REDUCTION_NONE ? 4u : 0u) | (by_count ? 8u : 0u);
   kiln__nn_knobs kn;
   kiln__nn_knobs_get(ctx, x->dtype, &kn);
+  kiln__nn_row_pick(&kn, g.classes, 1);
   kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
   kiln__ops_tmp denom = {NULL, 0};
@@ -400,7 +404,9 @@ class_backward(const char *op, kiln_context *ctx, int ce, const kiln_tensor *gou
     kiln__args_mem(&a, denom.mem);
     kiln__args_u64(&a, g.rows);
     kiln__args_u64(&a, g.classes);
-    s = class_launch(&a, ctx, &kn, k, ce, &g, x->dtype, ignore, eps, &scale, flags, 3, x->numel);
+    const kiln_tensor *vts[3] = {x, g.probs ? target : NULL, t.dst};
+    s = class_launch(&a, ctx, &kn, k, ce, &g, x->dtype, ignore, eps, &scale, flags, 3, x->numel,
+                     vts);
   }
   if (denom.mem)
     kiln__ops_tmp_free(ctx, &denom);
@@ -508,7 +514,7 @@ kiln_loss(kiln_context *ctx, kiln_loss_op lop, const kiln_tensor *x, const kiln_
     if (s == KILN_OK && reduce)
       s = kiln__args_enqueue_1d(&a, ctx, (size_t)(groups * local), local);
     else if (s == KILN_OK)
-      s = flat_launch(&a, ctx, &kn, n);
+      s = flat_launch(&a, ctx, &kn, n, 0);
     if (s == KILN_OK && reduce)
       s = kiln__nn_finish(op, ctx, x->dtype, part.mem, NULL, groups, t.dst,
                           red == KILN_REDUCTION_MEAN ? 1.0 / (double)n : 1.0);
@@ -558,7 +564,7 @@ kiln_loss_backward(kiln_context *ctx, kiln_loss_op lop, const kiln_tensor *gout,
     kiln__args_float(&a, cdt, param);
     kiln__args_float(&a, cdt, scale);
     kiln__args_u32(&a, (pw ? 2u : 0u) | (red == KILN_REDUCTION_NONE ? 4u : 0u));
-    s = flat_launch(&a, ctx, &kn, n);
+    s = flat_launch(&a, ctx, &kn, n, 0);
   }
   s = kiln__ops_out_finish(op, ctx, &t, s);
   kiln__ctx_unlock(ctx);

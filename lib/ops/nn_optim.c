@@ -349,7 +349,7 @@ kiln_clip_grad_norm(kiln_context *ctx, size_t n, kiln_tensor *const *grads, doub
 
 static const struct kiln__source nnt_sources[] = {
     {KILN__NNT_OPTIM, KILN__DT_FLOATS}, {KILN__NNT_NORM, KILN__DT_FLOATS},
-    {KILN__NNT_ATT, KILN__DT_FLOATS}, {KILN__NNT_EMBED, KILN__DT_FLOATS},
+    {KILN__NNT_ATT, KILN__DT_FLOATS | KILN__DT_HALVES}, {KILN__NNT_EMBED, KILN__DT_FLOATS},
     {KILN__NNT_WLOSS, KILN__DT_FLOATS}, {NULL, 0}};
 
 const struct kiln__family kiln__nn_train_family = {.name = "nn_train",

@@ -46,9 +46,13 @@ typedef struct kiln__program_variant {
   uint32_t nn_items;   /* nn: KILN_NN_ITEMS of nn_act.cl (elements per work-item) */
   uint32_t nn_erf;     /* nn: KILN_NN_ERF + 1 of nn_act.cl (0 default) */
   uint32_t nn_row_items; /* nn: KILN_NN_ROW_ITEMS + 1 of nn_rows.cl (0 default) */
+  uint32_t nn_fast;      /* nn: KILN_NN_FAST + 1 of nn_act.cl (0 default) */
+  uint32_t nn_vec;       /* nn: KILN_NN_VEC of nn_act.cl (0 default) */
+  uint32_t nn_verbose;   /* nn: 1 adds -cl-nv-verbose on NVIDIA (KILN_DEBUG_NN=verbose=1) */
   uint32_t cast_lanes; /* elementwise (cast.cl): KILN_CAST_LANES (elements per cast step) */
   uint32_t rng_blocks; /* random: KILN_RNG_BLOCKS (block vectors per work-item of normals) */
   uint32_t rng_vec;    /* random: KILN_RNG_VEC (counter blocks per vector, as SIMD lanes) */
+  uint32_t scan_lb;    /* scan: KILN_LB_BYTES (bytes per item of the single pass) */
 } kiln__program_variant;
 
 /*

@@ -32,6 +32,13 @@ kiln_status kiln__scan_tuned(kiln_context *ctx, kiln_scan_op op, const kiln_tens
                              int64_t axis, const kiln_scan_options *opts,
                              const kiln__launch_params *lp, kiln_tensor **out);
 
+/*
+ * Test hook: sets the epoch of the scan single pass's last launch on ctx (the next launch
+ * takes epoch + 1; from SCAN_LB_EPOCH_MAX on, the status words are zeroed first). Takes
+ * ctx->lock.
+ */
+void kiln__scan_epoch_set(kiln_context *ctx, uint32_t epoch);
+
 kiln_status kiln__scan_indexed_tuned(kiln_context *ctx, kiln_scan_op op, const kiln_tensor *x,
                                      int64_t axis, const kiln_scan_options *opts,
                                      const kiln__launch_params *lp, kiln_tensor **values,
@@ -82,10 +89,10 @@ extern uint64_t kiln__stats_hist_chunk;
 /*
  * Test hook of the nn family: fields >= 0 (and valid) replace the device defaults and
  * KILN_DEBUG_NN's values of the launch knobs of ops/nn_internal.h (act_items, erf,
- * row_items, row_wg); -1 leaves them. Read at every nn call.
+ * row_items, row_wg, fast, act_vec); -1 leaves them. Read at every nn call.
  */
 typedef struct kiln__nn_knob_override {
-  int32_t act_items, erf, row_items, row_wg;
+  int32_t act_items, erf, row_items, row_wg, fast, act_vec;
 } kiln__nn_knob_override;
 extern kiln__nn_knob_override kiln__nn_test_knobs;
 

@@ -1,5 +1,5 @@
 /*
- * Host data of the f32/f64 training-op suites (test_nn_train, test_nn_attention): a xorshift
+ * Host data of the training-op suites (test_nn_train, test_nn_attention): a xorshift
  * stream of uniform doubles, rounding to the device dtype, and upload/download as doubles.
  * Static inline: each suite gets its own stream, seeded the same.
  */
@@ -40,13 +40,30 @@ numel(size_t nd, const int64_t *shape)
   return n;
 }
 
+/* A suite that defines NN_HOSTDATA_HALVES (and links ops/hostdata.c) also moves f16 and
+ * bf16 data, through hostdata.h's exact conversions. */
+#ifdef NN_HOSTDATA_HALVES
+#include "hostdata.h"
+#define NN_HALF(dt) ((dt) == KILN_F16 || (dt) == KILN_BF16)
+#else
+#define NN_HALF(dt) 0
+#define hd_setf(dt, buf, i, v) ((void)(dt), (void)(buf), (void)(i), (void)(v))
+#define hd_getf(dt, buf, i) ((void)(dt), (void)(buf), (void)(i), 0.0)
+#endif
+
 /* v rounded to dt in place (the reference sees what the device sees). */
 static inline void
 round_to(kiln_dtype dt, double *v, size_t n)
 {
-  if (dt == KILN_F32)
-    for (size_t i = 0; i < n; i++)
+  double tmp[1];
+  for (size_t i = 0; i < n; i++) {
+    if (dt == KILN_F32) {
       v[i] = (double)(float)v[i];
+    } else if (NN_HALF(dt)) {
+      hd_setf(dt, tmp, 0, v[i]);
+      v[i] = hd_getf(dt, tmp, 0);
+    }
+  }
 }
 
 static inline kiln_tensor *
@@ -57,6 +74,8 @@ up(kiln_dtype dt, size_t nd, const int64_t *shape, const double *v)
   for (uint64_t i = 0; i < n; i++) {
     if (dt == KILN_F32)
       ((float *)h)[i] = (float)v[i];
+    else if (NN_HALF(dt))
+      hd_setf(dt, h, i, v[i]);
     else
       ((double *)h)[i] = v[i];
   }
@@ -73,8 +92,11 @@ down(const kiln_tensor *t)
   void *h = malloc(n * 8 + 8);
   KOK(kiln_tensor_download(t, h, kiln_tensor_nbytes(t)));
   double *d = malloc(n * sizeof *d + 8);
+  kiln_dtype dt = kiln_tensor_dtype(t);
   for (uint64_t i = 0; i < n; i++)
-    d[i] = kiln_tensor_dtype(t) == KILN_F32 ? (double)((float *)h)[i] : ((double *)h)[i];
+    d[i] = dt == KILN_F32 ? (double)((float *)h)[i]
+           : NN_HALF(dt)  ? hd_getf(dt, h, i)
+                          : ((double *)h)[i];
   free(h);
   return d;
 }

@@ -17,6 +17,7 @@
 #include "hostdata.h"
 #include "kiln/index.h"
 #include "kiln/layout.h"
+#include "ops/index_internal.h"
 
 static kiln_context *
 ctx(void)
@@ -151,7 +152,9 @@ START_TEST(gather_errors)
 }
 END_TEST
 
-START_TEST(index_select_and_embedding)
+/* index_select and embedding in the form kiln__index_force_layout selects. */
+static void
+index_select_cases(void)
 {
   int64_t xs[3] = {5, 4, 3};
   HD_FOR_EVERY_DTYPE(dt)
@@ -219,6 +222,49 @@ START_TEST(index_select_and_embedding)
     KOK(kiln_tensor_release(idx));
     KOK(kiln_tensor_release(w));
   }
+
+  /* Rows longer than a work-group (257), a prime count of them (1009 selections, i32 and
+   * i64 indices), then a bad index: it reads as 0 and names its position in both forms. */
+  int64_t ls[2] = {300, 257}, li[1] = {1009};
+  void *lh;
+  kiln_tensor *lx = hd_make(KILN_F32, 2, ls, 9, &lh);
+  for (int ii = 0; ii < 2; ii++) {
+    int64_t *iv;
+    kiln_tensor *idx = make_index(index_dtypes[ii], 1, li, -300, 300, &iv);
+    kiln_tensor *out = NULL;
+    KOK(kiln_index_select(ctx(), lx, 0, idx, &out));
+    uint64_t n = 1009 * 257;
+    int64_t *src = malloc(n * sizeof *src);
+    for (uint64_t e = 0; e < n; e++) {
+      int64_t v = iv[e / 257];
+      src[e] = (v < 0 ? v + 300 : v) * 257 + (int64_t)(e % 257);
+    }
+    void *g = hd_download(out);
+    hd_expect_map(KILN_F32, g, lh, src, n, NULL, "index_select 1009 x 257");
+    free(g);
+    free(src);
+    free(iv);
+    KOK(kiln_tensor_release(out));
+    KOK(kiln_tensor_release(idx));
+  }
+  int64_t b3[1] = {3}, badv[3] = {1, -301, 2};
+  kiln_tensor *bad = index_from(KILN_I64, 1, b3, badv), *bo = NULL;
+  KEXPECT(kiln_index_select(ctx(), lx, 0, bad, &bo), KILN_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "at position 1"));
+  ck_assert_ptr_null(bo);
+  KOK(kiln_tensor_release(bad));
+  free(lh);
+  KOK(kiln_tensor_release(lx));
+}
+
+START_TEST(index_select_and_embedding)
+{
+  /* Both forms on every device: the GPU one (items along the row) and the CPU one. */
+  for (int form = 1; form <= 2; form++) {
+    kiln__index_force_layout = form;
+    index_select_cases();
+  }
+  kiln__index_force_layout = 0;
   /* Errors. */
   int64_t ws[2] = {10, 3}, w1[1] = {10}, is[1] = {3};
   kiln_tensor *w = hd_make(KILN_F32, 2, ws, 0, NULL), *v = hd_make(KILN_F32, 1, w1, 0, NULL);

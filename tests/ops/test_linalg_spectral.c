@@ -556,6 +556,9 @@ eigh_check(kiln_dtype dt, const double *a, const double *w, const double *v, siz
   free(av);
 }
 
+/* eigh_case checks only the lower triangle's call with vectors (the blocked-reduction sweeps) */
+static int eigh_quick;
+
 static void
 eigh_case(kiln_dtype dt, uint64_t batch, size_t n, const double *given, const double *known)
 {
@@ -573,7 +576,7 @@ eigh_case(kiln_dtype dt, uint64_t batch, size_t n, const double *given, const do
     shape[nd++] = (int64_t)batch;
   shape[nd++] = (int64_t)n;
   shape[nd++] = (int64_t)n;
-  for (int uplo = 0; uplo < 2; uplo++) {
+  for (int uplo = eigh_quick; uplo < 2; uplo++) {
     /* the triangle not named holds NaN: never read */
     double *g = malloc((batch * nn + 1) * sizeof *g);
     memcpy(g, a, batch * nn * sizeof *g);
@@ -593,8 +596,9 @@ eigh_case(kiln_dtype dt, uint64_t batch, size_t n, const double *given, const do
               uplo == 0 ? a[b * nn + j * n + i] : a[b * nn + i * n + j];
     kiln_uplo u = uplo == 0 ? KILN_UPPER : KILN_LOWER;
     KOK(kiln_linalg_eigh(harness_ctx(), ta, u, &w, &v));
-    KOK(kiln_linalg_eigh(harness_ctx(), ta, u, &w2, NULL));
-    double *hw = down(w), *hv = down(v), *hw2 = down(w2);
+    if (!eigh_quick)
+      KOK(kiln_linalg_eigh(harness_ctx(), ta, u, &w2, NULL));
+    double *hw = down(w), *hv = down(v), *hw2 = down(eigh_quick ? w : w2);
     for (uint64_t b = 0; b < batch; b++) {
       eigh_check(dt, a + b * nn, hw + b * n, hv + b * nn, n, known);
       eigh_check(dt, a + b * nn, hw2 + b * n, NULL, n, NULL);
@@ -655,6 +659,13 @@ START_TEST(eigh)
     if (harness_fits(160 * 160))
       eigh_case(dt, 1, 160, NULL, NULL);
     eigh_case(dt, 1, 8, a, sorted);
+    /* MRRR split over host threads (index ranges cut at the widest relative gaps) */
+    kiln__linalg_spectral_test_mrrr_threads(3);
+    eigh_case(dt, 1, 8, a, sorted);
+    eigh_case(dt, 1, 33, NULL, NULL);
+    if (harness_fits(160 * 160))
+      eigh_case(dt, 1, 160, NULL, NULL);
+    kiln__linalg_spectral_test_mrrr_threads(-1);
     kiln__linalg_spectral_test_mrrr(-1);
     orth_bound = BOUND;
     free(q);
@@ -662,15 +673,74 @@ START_TEST(eigh)
 }
 END_TEST
 
+/* Q diag(lam) Q^T (n x n, Q random orthogonal). */
+static double *
+sym_with(size_t n, const double *lam)
+{
+  double *q = rand_orth(n), *a = malloc((n * n + 1) * sizeof *a);
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < n; j++) {
+      double t = 0;
+      for (size_t l = 0; l < n; l++)
+        t += q[i * n + l] * lam[l] * q[j * n + l];
+      a[i * n + j] = t;
+    }
+  free(q);
+  return a;
+}
+
+static int
+cmp_double(const void *x, const void *y)
+{
+  double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+/*
+ * The blocked tridiagonal reduction (dlatrd panels and the trailing GEMM) at every block size
+ * the tuner can pick (16 .. 256), the defaults among them (64 GPUs, 16 CPUs, 32 the host
+ * route), and 4 and 8: n < nb, n = nb + 1 (one column past a panel, the last trailing
+ * matrix 1 x 1), several panels with n not a multiple of nb; repeated eigenvalues and a graded
+ * matrix (entries from 1 down to 2^-40, 2^-20 in f32) across panels.
+ */
 START_TEST(eigh_blocked)
 {
   if (!KILN_HAVE_LAPACKE)
     return;
-  hook_nb = 4;
+  static const int nbs[] = {4, 8, 16, 32, 64, 128, 256};
   FOR_DTYPES(dt)
   {
-    eigh_case(dt, 1, 13, NULL, NULL);
-    eigh_case(dt, 1, 4, NULL, NULL);
+    for (size_t k = 0; k < sizeof nbs / sizeof nbs[0]; k++) {
+      size_t nb = (size_t)nbs[k];
+      hook_nb = nbs[k];
+      route_for(dt);
+      eigh_quick = nb > 16;
+      eigh_case(dt, 1, nb - 1, NULL, NULL);
+      eigh_case(dt, 1, nb + 1, NULL, NULL);
+      if (nb <= 16)
+        eigh_case(dt, 1, 3 * nb + 5, NULL, NULL);
+      if (nb == 8 || nb == 32) {
+        /* repeated eigenvalues over several panels: 1 (n/2 times), 2, -3 */
+        size_t n = nb == 8 ? 3 * nb + 2 : nb + 1;
+        double *lam = malloc(n * sizeof *lam);
+        for (size_t i = 0; i < n; i++)
+          lam[i] = i < n / 2 ? 1 : i % 2 ? 2 : -3;
+        double *a = sym_with(n, lam);
+        qsort(lam, n, sizeof *lam, cmp_double);
+        eigh_case(dt, 1, n, a, lam);
+        free(a);
+        free(lam);
+        /* graded */
+        a = rand_mat(n * n);
+        double g = pow(2.0, (dt == KILN_F32 ? -20.0 : -40.0) / (double)(2 * n));
+        for (size_t i = 0; i < n; i++)
+          for (size_t j = 0; j <= i; j++)
+            a[i * n + j] = a[j * n + i] = a[i * n + j] * pow(g, (double)(i + j));
+        eigh_case(dt, 1, n, a, NULL);
+        free(a);
+      }
+      eigh_quick = 0;
+    }
   }
   hook_nb = -1;
 }
@@ -779,6 +849,9 @@ END_TEST
 
 /* ---------------------------------------------------------------- svd */
 
+/* svd_case checks only the reduced call with vectors (the blocked-reduction sweeps) */
+static int svd_quick;
+
 static void
 svd_case(kiln_dtype dt, uint64_t batch, size_t m, size_t n, const double *given,
          const double *known)
@@ -794,12 +867,13 @@ svd_case(kiln_dtype dt, uint64_t batch, size_t m, size_t n, const double *given,
     memcpy(a, given, mn * sizeof *a);
   kiln_tensor *ta = up(dt, nd, shape, a);
   double eps = eps_of(dt), mx = (double)(m > n ? m : n);
-  for (int full = 0; full < 2; full++) {
+  for (int full = 0; full < 2 - svd_quick; full++) {
     kiln_tensor *u = NULL, *s = NULL, *vt = NULL, *s2 = NULL;
     KOK(kiln_linalg_svd(harness_ctx(), ta, full, &u, &s, &vt));
-    KOK(kiln_linalg_svd(harness_ctx(), ta, full, NULL, &s2, NULL));
+    if (!svd_quick)
+      KOK(kiln_linalg_svd(harness_ctx(), ta, full, NULL, &s2, NULL));
     size_t uc = full ? m : k, vr = full ? n : k;
-    double *hu = down(u), *hs = down(s), *hv = down(vt), *hs2 = down(s2);
+    double *hu = down(u), *hs = down(s), *hv = down(vt), *hs2 = down(svd_quick ? s : s2);
     for (uint64_t b = 0; b < batch; b++) {
       const double *A = a + b * mn, *U = hu + b * m * uc, *S = hs + b * k, *V = hv + b * vr * n;
       double na = fro(A, mn), *r = calloc(mn + 1, sizeof *r);
@@ -881,6 +955,44 @@ START_TEST(svd)
       svd_case(dt, 1, 31, 45, NULL, NULL);
     }
   }
+}
+END_TEST
+
+/*
+ * The blocked bidiagonalisation (dlabrd panels and the trailing GEMM) at every block size the
+ * tuner can pick (16 .. 256), the defaults among them, and 4 and 8: square, tall and wide
+ * with N < nb, N = nb + 1 and several panels; repeated singular values across panels.
+ */
+START_TEST(svd_blocked)
+{
+  if (!KILN_HAVE_LAPACKE)
+    return;
+  static const int nbs[] = {4, 8, 16, 32, 64, 128, 256};
+  FOR_DTYPES(dt)
+  {
+    for (size_t k = 0; k < sizeof nbs / sizeof nbs[0]; k++) {
+      size_t nb = (size_t)nbs[k];
+      hook_nb = nbs[k];
+      route_for(dt);
+      svd_quick = nb > 16;
+      svd_case(dt, 1, nb + 1, nb + 1, NULL, NULL);
+      svd_case(dt, 1, nb + 7, nb - 1, NULL, NULL);
+      if (nb <= 16) {
+        svd_case(dt, 1, 3 * nb + 5, 2 * nb + 3, NULL, NULL);
+        svd_case(dt, 1, 2 * nb + 3, 3 * nb + 5, NULL, NULL);
+      }
+      if (nb == 8) {
+        double sv[26];
+        for (size_t i = 0; i < 26; i++)
+          sv[i] = i < 10 ? 3 : i < 20 ? 1 : 0.25;
+        double *a = with_svals(30, 26, sv);
+        svd_case(dt, 1, 30, 26, a, sv);
+        free(a);
+      }
+      svd_quick = 0;
+    }
+  }
+  hook_nb = -1;
 }
 END_TEST
 
@@ -1190,6 +1302,7 @@ reset_hooks(void)
   orth_bound = BOUND;
   kiln__linalg_spectral_test_set(-1, -1, -1);
   kiln__linalg_spectral_test_mrrr(-1);
+  kiln__linalg_spectral_test_mrrr_threads(-1);
   kiln__linalg_test_route(-1);
   kiln__linalg_spectral_test_split(-1);
   kiln__linalg_test_own_gemm_max(-1);
@@ -1212,6 +1325,7 @@ spectral_suite(void)
   tcase_add_test(tc, eigh_blocked);
   tcase_add_test(tc, eig);
   tcase_add_test(tc, svd);
+  tcase_add_test(tc, svd_blocked);
   tcase_add_test(tc, eigh_svd_batched_bitwise);
   tcase_add_test(tc, pinv_rank_norms);
   tcase_add_test(tc, norms_direct_and_unsupported);

@@ -5,7 +5,7 @@
  * `attention` tuner family can pick, and bad input. RoPE is in the nn_train suite.
  *
  * Tolerances: |got - want| <= tol (1 + |want|), forward 2e-5 (f32) and 1e-12 (f64), backward
- * 1e-4 and 1e-11.
+ * 1e-4 and 1e-11; f16 2e-3 and bf16 1.6e-2 (att_tol).
  */
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "harness.h"
+#define NN_HOSTDATA_HALVES
 #include "nn_hostdata.h"
 #include "kiln.h"
 #include "kiln/nn_attention.h"
@@ -23,12 +24,28 @@
       ck_abort_msg(__VA_ARGS__); \
   } while (0)
 
-static const kiln_dtype dtypes[] = {KILN_F32, KILN_F64};
+static const kiln_dtype dtypes[] = {KILN_F32, KILN_F64, KILN_F16, KILN_BF16};
 
+/* Loops dt over f32, f64 (with fp64), f16 and bf16. */
 #define FOR_DTYPES(dt)                                                                      \
-  for (size_t dt##_i = 0; dt##_i < 2; dt##_i++)                                             \
+  for (size_t dt##_i = 0; dt##_i < sizeof dtypes / sizeof dtypes[0]; dt##_i++)              \
     for (int dt##_k = dtypes[dt##_i] != KILN_F64 || harness_has_fp64(); dt##_k; dt##_k = 0) \
       for (kiln_dtype dt = dtypes[dt##_i]; dt##_k; dt##_k = 0)
+
+/* Forward and backward tolerances. f16 and bf16 are computed in f32 from the rounded inputs
+ * and rounded once on the way out (a few units of 2^-11 and 2^-8; the backward pass takes
+ * delta from the rounded out); lse stays in f32. */
+static double
+att_tol(kiln_dtype dt, int backward)
+{
+  if (dt == KILN_F16)
+    return 2e-3;
+  if (dt == KILN_BF16)
+    return 1.6e-2;
+  if (dt == KILN_F32)
+    return backward ? 1e-4 : 2e-5;
+  return backward ? 1e-11 : 1e-12;
+}
 
 static int
 close_to(double got, double want, double tol)
@@ -177,7 +194,8 @@ START_TEST(attention_against_composition)
   FOR_DTYPES(dt)
   {
     for (size_t ci = 0; ci < sizeof att_cases / sizeof att_cases[0]; ci++) {
-      if (harness_small() && !att_small_case(ci))
+      /* The small mode runs the halves on one case (their loads and stores; the math is f32's). */
+      if (harness_small() && (!att_small_case(ci) || (NN_HALF(dt) && ci != 9)))
         continue;
       const att_case *c = &att_cases[ci];
       uint64_t BH = att_bh(c), nq = BH * (uint64_t)(c->Sq * c->D),
@@ -207,16 +225,17 @@ START_TEST(attention_against_composition)
       }
       kiln_tensor *o = NULL, *l = NULL;
       KOK(kiln_attention(ctx, q, k, v, mask, c->causal, ci % 2 ? 0.3 : 0, &o, &l));
-      double tol = dt == KILN_F32 ? 2e-5 : 1e-12;
-      expect_tensor(o, out, tol, "attention out");
-      expect_tensor(l, lse, tol, "attention lse");
+      ck_assert_int_eq(kiln_tensor_dtype(o), dt);
+      ck_assert_int_eq(kiln_tensor_dtype(l), dt == KILN_F64 ? KILN_F64 : KILN_F32);
+      expect_tensor(o, out, att_tol(dt, 0), "attention out");
+      expect_tensor(l, lse, NN_HALF(dt) ? 1e-4 : att_tol(dt, 0), "attention lse");
       if (c->Sk) {
         double *dq = malloc((nq + 1) * 8), *dk = malloc((nk + 1) * 8), *dv = malloc((nv + 1) * 8);
         ref_attention_bwd(c, qh, kh, vh, p, gh, scale, dq, dk, dv);
         kiln_tensor *tq = NULL, *tk = NULL, *tv = NULL;
         KOK(kiln_attention_backward(ctx, g, q, k, v, mask, c->causal, ci % 2 ? 0.3 : 0, o, l, &tq,
                                     &tk, &tv));
-        double btol = dt == KILN_F32 ? 1e-4 : 1e-11;
+        double btol = att_tol(dt, 1);
         expect_tensor(tq, dq, btol, "attention grad_q");
         expect_tensor(tk, dk, btol, "attention grad_k");
         expect_tensor(tv, dv, btol, "attention grad_v");
@@ -249,13 +268,15 @@ static const att_case att_tile_cases[] = {
     {1, 0, 130, 130, 128, 128, 1, 0}, {2, 0, 65, 7, 64, 64, 0, 1},  {1, 0, 7, 65, 33, 33, 1, 2},
     {1, 0, 1, 130, 5, 19, 0, 2},      {1, 0, 130, 65, 5, 19, 1, 1},
 };
-#define ATT_TILES 7
+#define ATT_TILES 12
 
 START_TEST(attention_every_tile)
 {
   kiln_context *ctx = harness_ctx();
   FOR_DTYPES(dt)
   {
+    if (NN_HALF(dt))
+      continue; /* the tuner times f32 and f64; halves run the rule's tile (above) */
     for (int tile = 0; tile < ATT_TILES; tile++) {
       if (harness_small() && tile != 0 && tile != 3)
         continue;
@@ -301,7 +322,83 @@ START_TEST(attention_every_tile)
     }
     KOK(kiln_tune_override(ctx, "attention", dt, NULL, NULL));
   }
-  KEXPECT(kiln_tune_override(ctx, "attention", KILN_F32, NULL, "tile=7"),
+  KEXPECT(kiln_tune_override(ctx, "attention", KILN_F32, NULL, "tile=12"),
+          KILN_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
+/*
+ * Every backward table the `attention` family's "bwd" can name (0 the rule; 2 and 3 fall back
+ * to 1 on devices without their work-groups or local memory, 2 in f64), against the analytic
+ * gradients: lengths around both tables' tiles (7, 65, 130), causal with Sq above and below
+ * Sk, both masks, heads 128, 64 and odd.
+ */
+static const att_case att_bwd_cases[] = {
+    {1, 0, 130, 130, 128, 128, 1, 1}, {2, 0, 65, 7, 64, 64, 0, 2}, {1, 0, 7, 130, 33, 19, 1, 0},
+    {1, 0, 130, 65, 5, 128, 1, 2},
+};
+
+START_TEST(attention_every_backward)
+{
+  kiln_context *ctx = harness_ctx();
+  FOR_DTYPES(dt)
+  {
+    if (NN_HALF(dt))
+      continue; /* halves run the rule's tables (attention_against_composition) */
+    for (int bwd = 0; bwd < 4; bwd++) {
+      char params[16];
+      snprintf(params, sizeof params, "bwd=%d", bwd);
+      KOK(kiln_tune_override(ctx, "attention", dt, NULL, params));
+      for (size_t ci = 0; ci < sizeof att_bwd_cases / sizeof att_bwd_cases[0]; ci++) {
+        const att_case *c = &att_bwd_cases[ci];
+        uint64_t BH = att_bh(c), nq = BH * (uint64_t)(c->Sq * c->D),
+                 nk = BH * (uint64_t)(c->Sk * c->D), nv = BH * (uint64_t)(c->Sk * c->Dv),
+                 no = BH * (uint64_t)(c->Sq * c->Dv),
+                 nm = (c->mask == 2 ? BH : 1) * (uint64_t)(c->Sq * c->Sk);
+        double *qh = rand_vec(nq, -1, 1), *kh = rand_vec(nk, -1, 1), *vh = rand_vec(nv, -1, 1);
+        double *mh = rand_vec(nm, -2, 1), *gh = rand_vec(no, -1, 1);
+        for (uint64_t e = 0; e < nm; e++)
+          if (e % 5 == 2 && e % (uint64_t)c->Sk != 0)
+            mh[e] = -INFINITY;
+        round_to(dt, qh, nq), round_to(dt, kh, nk), round_to(dt, vh, nv), round_to(dt, mh, nm);
+        round_to(dt, gh, no);
+        double scale = 1 / sqrt((double)c->D);
+        double *out = malloc((no + 1) * 8), *lse = malloc((BH * (uint64_t)c->Sq + 1) * 8);
+        double *p = malloc((BH * (uint64_t)(c->Sq * c->Sk) + 1) * 8);
+        double *dq = malloc((nq + 1) * 8), *dk = malloc((nk + 1) * 8), *dv = malloc((nv + 1) * 8);
+        ref_attention(c, qh, kh, vh, mh, scale, out, lse, p);
+        ref_attention_bwd(c, qh, kh, vh, p, gh, scale, dq, dk, dv);
+        kiln_tensor *q = att_up(dt, c, c->Sq, c->D, qh), *k = att_up(dt, c, c->Sk, c->D, kh);
+        kiln_tensor *v = att_up(dt, c, c->Sk, c->Dv, vh), *g = att_up(dt, c, c->Sq, c->Dv, gh);
+        kiln_tensor *mask = NULL;
+        if (c->mask == 1) {
+          int64_t ms[2] = {c->Sq, c->Sk};
+          mask = up(dt, 2, ms, mh);
+        } else if (c->mask == 2) {
+          mask = att_up(dt, c, c->Sq, c->Sk, mh);
+        }
+        kiln_tensor *o = NULL, *l = NULL, *tq = NULL, *tk = NULL, *tv = NULL;
+        KOK(kiln_attention(ctx, q, k, v, mask, c->causal, 0, &o, &l));
+        KOK(kiln_attention_backward(ctx, g, q, k, v, mask, c->causal, 0, o, l, &tq, &tk, &tv));
+        char what[64];
+        const char *names[3] = {"grad_q", "grad_k", "grad_v"};
+        kiln_tensor *got[3] = {tq, tk, tv};
+        double *want[3] = {dq, dk, dv};
+        for (int w = 0; w < 3; w++) {
+          snprintf(what, sizeof what, "attention %s (bwd %d, case %zu)", names[w], bwd, ci);
+          expect_tensor(got[w], want[w], att_tol(dt, 1), what);
+        }
+        free(qh), free(kh), free(vh), free(mh), free(gh), free(out), free(lse), free(p);
+        free(dq), free(dk), free(dv);
+        kiln_tensor_release(q), kiln_tensor_release(k), kiln_tensor_release(v);
+        kiln_tensor_release(g), kiln_tensor_release(mask), kiln_tensor_release(o);
+        kiln_tensor_release(l), kiln_tensor_release(tq), kiln_tensor_release(tk);
+        kiln_tensor_release(tv);
+      }
+    }
+    KOK(kiln_tune_override(ctx, "attention", dt, NULL, NULL));
+  }
+  KEXPECT(kiln_tune_override(ctx, "attention", KILN_F32, NULL, "bwd=4"),
           KILN_ERR_INVALID_ARGUMENT);
 }
 END_TEST
@@ -386,6 +483,18 @@ START_TEST(attention_bad_input)
   KEXPECT(kiln_attention_backward(ctx, q, q, q, q, NULL, 0, 0, q, q, &o, NULL, NULL),
           KILN_ERR_SHAPE);
   ck_assert(o == NULL);
+  /* Integer inputs; an f16 call's lse is f32 (an f16 one is refused by the backward). */
+  kiln_tensor *qi = NULL, *qh = up(KILN_F16, 3, s1, z), *lh = NULL, *oh = NULL;
+  int64_t s5[2] = {2, 3};
+  KOK(kiln_tensor_create(ctx, KILN_I32, 3, s1, &qi));
+  KEXPECT(kiln_attention(ctx, qi, qi, qi, NULL, 0, 0, &o, NULL), KILN_ERR_DTYPE);
+  KOK(kiln_attention(ctx, qh, qh, qh, NULL, 0, 0, &oh, NULL));
+  lh = up(KILN_F16, 2, s5, z);
+  KEXPECT(kiln_attention_backward(ctx, qh, qh, qh, qh, NULL, 0, 0, oh, lh, &o, NULL, NULL),
+          KILN_ERR_DTYPE);
+  ck_assert(o == NULL);
+  kiln_tensor_release(qi), kiln_tensor_release(qh), kiln_tensor_release(lh);
+  kiln_tensor_release(oh);
   kiln_tensor_release(q), kiln_tensor_release(k8), kiln_tensor_release(qb);
   kiln_tensor_release(big);
 }
@@ -400,8 +509,11 @@ nn_attention_suite(void)
   tcase_add_test(tc, attention_against_composition);
   tcase_add_test(tc, attention_bad_input);
   tcase_add_test(tc, attention_every_tile);
-  if (!harness_small())
+  /* Not in the small mode: oclgrind's 32 KiB run table 2 as table 1, which the rest covers. */
+  if (!harness_small()) {
+    tcase_add_test(tc, attention_every_backward);
     tcase_add_test(tc, attention_finite_differences);
+  }
   suite_add_tcase(s, tc);
   return s;
 }

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "hostdata.h"
 #include "ops/tuned.h"
 
 /* ck_assert_msg records a checkpoint per call; bulk comparisons use this instead. */
@@ -30,12 +31,26 @@
       ck_abort_msg(__VA_ARGS__); \
   } while (0)
 
-static const kiln_dtype dtypes[] = {KILN_F32, KILN_F64};
+static const kiln_dtype dtypes[] = {KILN_F32, KILN_F64, KILN_F16, KILN_BF16};
 
 #define FOR_DTYPES(dt)                                                                      \
-  for (size_t dt##_i = 0; dt##_i < 2; dt##_i++)                                             \
+  for (size_t dt##_i = 0; dt##_i < 4; dt##_i++)                                             \
     for (int dt##_k = dtypes[dt##_i] != KILN_F64 || harness_has_fp64(); dt##_k; dt##_k = 0) \
       for (kiln_dtype dt = dtypes[dt##_i]; dt##_k; dt##_k = 0)
+
+static int
+is_half(kiln_dtype dt)
+{
+  return dt == KILN_F16 || dt == KILN_BF16;
+}
+
+/* Case i of n is left out of the small mode (oclgrind): every other one, and f16/bf16 past
+ * the first (their arithmetic is f32's; only the loads and stores differ). */
+static int
+small_skip(kiln_dtype dt, size_t i, size_t n)
+{
+  return harness_small() && ((i % 2 == 1 && i + 1 < n) || (is_half(dt) && i > 0));
+}
 
 static uint64_t rng = 88172645463325252ull;
 
@@ -61,11 +76,10 @@ numel(size_t nd, const int64_t *shape)
 static double *
 rand_vec(kiln_dtype dt, uint64_t n)
 {
-  double *v = malloc((n ? n : 1) * sizeof *v);
+  double *v = malloc((n ? n : 1) * sizeof *v), tmp[1];
   for (uint64_t i = 0; i < n; i++) {
-    v[i] = urand(-1, 1);
-    if (dt == KILN_F32)
-      v[i] = (double)(float)v[i];
+    hd_setf(dt, tmp, 0, urand(-1, 1));
+    v[i] = hd_getf(dt, tmp, 0);
   }
   return v;
 }
@@ -75,12 +89,8 @@ up(kiln_dtype dt, size_t nd, const int64_t *shape, const double *v)
 {
   uint64_t n = numel(nd, shape);
   void *h = malloc((n ? n : 1) * 8);
-  for (uint64_t i = 0; i < n; i++) {
-    if (dt == KILN_F32)
-      ((float *)h)[i] = (float)v[i];
-    else
-      ((double *)h)[i] = v[i];
-  }
+  for (uint64_t i = 0; i < n; i++)
+    hd_setf(dt, h, i, v[i]);
   kiln_tensor *t = NULL;
   KOK(kiln_tensor_from_host(harness_ctx(), dt, nd, shape, h, &t));
   free(h);
@@ -95,7 +105,7 @@ down(const kiln_tensor *t)
   KOK(kiln_tensor_download(t, h, kiln_tensor_nbytes(t)));
   double *d = malloc(n * sizeof *d + 8);
   for (uint64_t i = 0; i < n; i++)
-    d[i] = kiln_tensor_dtype(t) == KILN_F32 ? (double)((float *)h)[i] : ((double *)h)[i];
+    d[i] = hd_getf(kiln_tensor_dtype(t), h, i);
   free(h);
   return d;
 }
@@ -108,10 +118,12 @@ down_i64(const kiln_tensor *t)
   return h;
 }
 
+/* f16 and bf16 are computed in f32 and rounded once on the way out: a few units of their last
+ * place (2^-11 and 2^-8 relative), as tests/ops/test_nn.c. */
 static double
 tol_of(kiln_dtype dt)
 {
-  return dt == KILN_F32 ? 2e-5 : 1e-11;
+  return dt == KILN_F32 ? 2e-5 : dt == KILN_F16 ? 2e-3 : dt == KILN_BF16 ? 1.6e-2 : 1e-11;
 }
 
 static int
@@ -370,11 +382,9 @@ START_TEST(pool_shapes)
   size_t n = sizeof pool_cases / sizeof pool_cases[0];
   FOR_DTYPES(dt)
   {
-    for (size_t i = 0; i < n; i++) {
-      if (harness_small() && i % 2 == 1 && i + 1 < n)
-        continue;
-      run_pool_case(&pool_cases[i], dt);
-    }
+    for (size_t i = 0; i < n; i++)
+      if (!small_skip(dt, i, n))
+        run_pool_case(&pool_cases[i], dt);
   }
 }
 END_TEST
@@ -463,7 +473,7 @@ START_TEST(adaptive_shapes)
   FOR_DTYPES(dt)
   {
     for (size_t ci = 0; ci < n; ci++) {
-      if (harness_small() && ci % 2 == 1 && ci + 1 < n)
+      if (small_skip(dt, ci, n))
         continue;
       int64_t nd = cases[ci].nd, in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, xs[5], ys[5];
       xs[0] = ys[0] = cases[ci].lead[0];
@@ -785,19 +795,24 @@ START_TEST(conv_shapes)
   FOR_DTYPES(dt)
   {
     for (size_t i = 0; i < n; i++) {
-      if (harness_small() && i % 2 == 1 && i + 1 < n)
+      if (small_skip(dt, i, n))
         continue;
       /* The small mode (oclgrind, no CLBlast) runs the routes that differ there, the
        * implicit GEMM (256-item groups, slow to simulate) on the first case only. f64 skips
        * the rule (route 2 on PoCL) and convgemm (CLBlast's own kernel, the f32 wrapper's
-       * twin): each CLBlast program costs seconds of compile on PoCL. */
+       * twin): each CLBlast program costs seconds of compile on PoCL. f16 and bf16 run
+       * routes 1 and 4 (routes 2 and 3 become 4 for them, checked on the first case with
+       * the rule). */
       conv_dims g;
       conv_dims_of(&conv_cases[i], &g);
       if (!harness_fits(g.ny))
         continue;
-      static const int all[] = {0, 1, 2, 3, 4}, small[] = {1, 2, 4};
-      const int *routes = harness_small() || dt == KILN_F64 ? small : all;
-      size_t nr = harness_small() ? (i == 0 ? 3u : 2u) : dt == KILN_F64 ? 3u : 5u;
+      static const int all[] = {0, 1, 2, 3, 4}, small[] = {1, 2, 4}, halves[] = {1, 4, 0, 2, 3};
+      const int *routes = is_half(dt) ? halves : harness_small() || dt == KILN_F64 ? small : all;
+      size_t nr = harness_small()  ? (i == 0 ? 3u : 2u)
+                  : is_half(dt)    ? (i == 0 ? 5u : 2u)
+                  : dt == KILN_F64 ? 3u
+                                   : 5u;
       for (size_t r = 0; r < nr; r++)
         run_conv_case(&conv_cases[i], dt, routes[r]);
     }
@@ -825,6 +840,17 @@ START_TEST(conv_tiles)
     for (size_t i = 0; i < sizeof f64_cases / sizeof f64_cases[0]; i++)
       run_conv_case(&conv_cases[f64_cases[i]], KILN_F64, -1 - 3);
     run_conv_case(&big, KILN_F64, -1 - 3);
+  }
+  /* f16 and bf16 (their own loads and stores): the tiles past the first one, which
+   * conv_shapes runs (the CPU default), spread over the two. */
+  static const struct {
+    kiln_dtype dt;
+    int tile;
+  } halves[] = {{KILN_F16, 2}, {KILN_F16, 3}, {KILN_BF16, 4}};
+  for (size_t t = 0; t < sizeof halves / sizeof halves[0]; t++) {
+    for (size_t i = 0; i < sizeof f64_cases / sizeof f64_cases[0]; i++)
+      run_conv_case(&conv_cases[f64_cases[i]], halves[t].dt, -1 - halves[t].tile);
+    run_conv_case(&big, halves[t].dt, -1 - halves[t].tile);
   }
 }
 END_TEST
@@ -1138,5 +1164,9 @@ nn_conv_suite(void)
 int
 main(void)
 {
+  /* No disk cache (unless asked for): the harness points it at a directory it deletes at the
+   * end, and on PoCL storing a program compiles a second, generic work-group function of
+   * every kernel built, half of this suite's compile time. */
+  setenv("KILN_CACHE", "off", 0);
   return harness_main(nn_conv_suite(), 1);
 }

@@ -1447,12 +1447,11 @@ matmul_route(kiln_context *ctx, int64_t m, int64_t k, int64_t n)
  * tuner only runs on GPUs; here the sets are put in force by hand on the test device). The
  * product is large enough for CLBlast's indirect Xgemm path (its direct kernel serves small
  * ones) and odd-sized, so the padding around the tiles is exercised too. Each set is a CLBlast
- * build of about 7 s of CPU on PoCL, so the suite checks the sets kiln's defaults use and
- * KILN_TEST_XGEMM_ALL=1 all twenty; the tuner itself never stores a set whose product differs
- * from the default's (the validation every family's candidates go through).
+ * build of about 7 s of CPU on PoCL, so the suite checks the sets kiln's defaults use (each
+ * size class's) and KILN_TEST_XGEMM_ALL=1 all of them; the tuner itself never stores a set
+ * whose product differs from the default's (the validation every family's candidates go
+ * through).
  */
-#define XGEMM_F32_CHECKED 8
-#define XGEMM_F64_CHECKED 9
 /* Host doubles to and from an f32 or f64 tensor of n elements. */
 static kiln_status
 upload_as(kiln_tensor *t, const double *v, size_t n)
@@ -1514,8 +1513,9 @@ START_TEST(xgemm_sets_compute_products)
     KOK(kiln_tensor_create(ctx, dt, 2, bs, &tb));
     KOK(upload_as(ta, a, (size_t)(m * k)));
     KOK(upload_as(tb, b, (size_t)(k * n)));
-    for (uint32_t set = 1; set <= 10; set++) {
-      if (!all && set != (dt == KILN_F64 ? XGEMM_F64_CHECKED : XGEMM_F32_CHECKED))
+    for (uint32_t set = 1; set <= KILN__XGEMM_NSETS; set++) {
+      if (!all && set != kiln__blas_xgemm_nvidia_set(dt, 0) &&
+          set != kiln__blas_xgemm_nvidia_set(dt, 1))
         continue;
       KOK(kiln__blas_xgemm_test_apply(ctx, dt, set));
       kiln_tensor *c = NULL;
@@ -1526,9 +1526,48 @@ START_TEST(xgemm_sets_compute_products)
                       set, (long long)i, got[i], ref[i]);
       kiln_tensor_release(c);
     }
+    /* KILN_DEBUG_XGEMM: a GEMMK=1 configuration (no set uses that kernel) computes the same
+     * product; bad names, values and constraint breaks fail the call and name the variable. */
+    static const struct {
+      const char *spec;
+      kiln_status want;
+    } dbg[] = {
+        {"GEMMK=1 KREG=4 KWG=1 KWI=1 MDIMA=8 MDIMC=8 MWG=32 NDIMB=8 NDIMC=8 NWG=64 SA=0 SB=0 "
+         "STRM=0 STRN=0 VWM=2,VWN=4",
+         KILN_OK},
+        {"MWG=128 FOO=1", KILN_ERR_INVALID_ARGUMENT},
+        {"MWG=", KILN_ERR_INVALID_ARGUMENT},
+        {"MWG=12x", KILN_ERR_INVALID_ARGUMENT},
+        {"MWG=96", KILN_ERR_INVALID_ARGUMENT},
+        {"VWN=3", KILN_ERR_INVALID_ARGUMENT},
+        {"KWG=24 KWI=16", KILN_ERR_INVALID_ARGUMENT},
+        {"SA=2", KILN_ERR_INVALID_ARGUMENT},
+        {"GEMMK=1 KREG=2 VWN=4", KILN_ERR_INVALID_ARGUMENT},
+        /* more work-items than any device takes; more local memory than any has */
+        {"MDIMC=1024 NDIMC=1024 MDIMA=1024 NDIMB=1024 MWG=1024 NWG=1024 VWM=1 VWN=1 KWG=1024",
+         KILN_ERR_INVALID_ARGUMENT},
+        {"KWG=1024 MWG=1024 NWG=1024 MDIMA=16 NDIMB=16", KILN_ERR_INVALID_ARGUMENT},
+    };
+    for (size_t i = 0; dt == KILN_F32 && i < sizeof dbg / sizeof dbg[0]; i++) {
+      ck_assert_int_eq(setenv("KILN_DEBUG_XGEMM", dbg[i].spec, 1), 0);
+      kiln_tensor *c = NULL;
+      kiln_status st = kiln__matmul_routed(ctx, ta, tb, KILN__GEMM_ROUTE_CLBLAST, &c);
+      ck_assert_msg(st == dbg[i].want, "KILN_DEBUG_XGEMM=\"%s\": status %d", dbg[i].spec, st);
+      if (st == KILN_OK) {
+        KOK(download_as(c, got, (size_t)(m * n)));
+        for (int64_t j = 0; j < m * n; j++)
+          ck_assert_msg(got[j] == ref[j], "KILN_DEBUG_XGEMM=\"%s\": C[%lld] = %g, expected %g",
+                        dbg[i].spec, (long long)j, got[j], ref[j]);
+        kiln_tensor_release(c);
+      } else {
+        ck_assert_ptr_null(c);
+        ck_assert_ptr_nonnull(strstr(kiln_last_error(), "KILN_DEBUG_XGEMM"));
+      }
+    }
+    unsetenv("KILN_DEBUG_XGEMM");
     /* CLBlast's own parameters cannot come back once overridden: refused, not ignored. */
     KEXPECT(kiln__blas_xgemm_test_apply(ctx, dt, 0), KILN_ERR_UNSUPPORTED);
-    KEXPECT(kiln__blas_xgemm_test_apply(ctx, dt, 11), KILN_ERR_INVALID_ARGUMENT);
+    KEXPECT(kiln__blas_xgemm_test_apply(ctx, dt, KILN__XGEMM_NSETS + 1), KILN_ERR_INVALID_ARGUMENT);
     kiln_tensor_release(ta);
     kiln_tensor_release(tb);
   }
