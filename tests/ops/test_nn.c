@@ -1422,6 +1422,8 @@ START_TEST(row_knobs)
       continue;
     kiln__nn_test_knobs.row_items = knobs[ki].items;
     kiln__nn_test_knobs.row_wg = knobs[ki].wg;
+    /* NVIDIA's register cap (a build option elsewhere ignored) on the 4- and 8-item entries. */
+    kiln__nn_test_knobs.maxreg = knobs[ki].cases == 2 && knobs[ki].items < 16 ? 64 : -1;
     kiln__launch_local_override = knobs[ki].local;
     FOR_DTYPES(dt)
     {
@@ -1444,7 +1446,7 @@ START_TEST(row_knobs)
       misaligned_rows_check();
     }
   }
-  kiln__nn_test_knobs.row_items = kiln__nn_test_knobs.row_wg = -1;
+  kiln__nn_test_knobs.row_items = kiln__nn_test_knobs.row_wg = kiln__nn_test_knobs.maxreg = -1;
   kiln__launch_local_override = 0;
 }
 END_TEST
