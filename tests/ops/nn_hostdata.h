@@ -1,7 +1,8 @@
 /*
- * Host data of the f32/f64 training-op suites (test_nn_train, test_nn_attention): a xorshift
- * stream of uniform doubles, rounding to the device dtype, and upload/download as doubles.
- * Static inline: each suite gets its own stream, seeded the same.
+ * Host data of the suites that check f32/f64 ops against double references (test_nn_train,
+ * test_nn_attention, test_stats): a xorshift stream of uniform doubles, rounding to the
+ * device dtype, and upload/download as doubles (download takes i64 results too, such as
+ * histogram counts). Static inline: each suite gets its own stream, seeded the same.
  */
 #ifndef KILN_TESTS_NN_HOSTDATA_H
 #define KILN_TESTS_NN_HOSTDATA_H
@@ -73,8 +74,11 @@ down(const kiln_tensor *t)
   void *h = malloc(n * 8 + 8);
   KOK(kiln_tensor_download(t, h, kiln_tensor_nbytes(t)));
   double *d = malloc(n * sizeof *d + 8);
+  kiln_dtype dt = kiln_tensor_dtype(t);
   for (uint64_t i = 0; i < n; i++)
-    d[i] = kiln_tensor_dtype(t) == KILN_F32 ? (double)((float *)h)[i] : ((double *)h)[i];
+    d[i] = dt == KILN_F32   ? (double)((float *)h)[i]
+           : dt == KILN_I64 ? (double)((int64_t *)h)[i]
+                            : ((double *)h)[i];
   free(h);
   return d;
 }
