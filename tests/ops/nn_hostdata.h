@@ -5,6 +5,10 @@
  * uniform doubles, rounding to the device dtype (f32, f64, f16, bf16), and upload/download as
  * doubles.
  * Static inline: each suite gets its own stream, seeded the same.
+ * Host data of the suites that check f32/f64 ops against double references (test_nn_train,
+ * test_nn_attention, test_stats): a xorshift stream of uniform doubles, rounding to the
+ * device dtype, and upload/download as doubles (download takes i64 results too, such as
+ * histogram counts). Static inline: each suite gets its own stream, seeded the same.
  */
 #ifndef KILN_TESTS_NN_HOSTDATA_H
 #define KILN_TESTS_NN_HOSTDATA_H
@@ -123,6 +127,9 @@ down(const kiln_tensor *t)
     d[i] = dt == KILN_F32                      ? (double)((float *)h)[i]
            : dt == KILN_F16 || dt == KILN_BF16 ? nhd_from_half(dt, ((uint16_t *)h)[i])
                                                : ((double *)h)[i];
+    d[i] = dt == KILN_F32   ? (double)((float *)h)[i]
+           : dt == KILN_I64 ? (double)((int64_t *)h)[i]
+                            : ((double *)h)[i];
   free(h);
   return d;
 }
