@@ -369,12 +369,9 @@ kiln_clip_grad_norm(kiln_context *ctx, size_t n, kiln_tensor *const *grads, doub
 /* ---------------------------------------------------------------- family */
 
 static const struct kiln__source nnt_sources[] = {
-    {KILN__NNT_OPTIM, KILN__DT_FLOATS}, {KILN__NNT_NORM, KILN__DT_FLOATS},
-    {KILN__NNT_ATT, KILN__DT_FLOATS | KILN__DT_HALVES}, {KILN__NNT_EMBED, KILN__DT_FLOATS},
-    {KILN__NNT_WLOSS, KILN__DT_FLOATS}, {NULL, 0}};
     {KILN__NNT_OPTIM, KILN__DT_FLOATS | KILN__DT_HALVES},
     {KILN__NNT_NORM, KILN__DT_FLOATS | KILN__DT_HALVES},
-    {KILN__NNT_ATT, KILN__DT_FLOATS},
+    {KILN__NNT_ATT, KILN__DT_FLOATS | KILN__DT_HALVES},
     {KILN__NNT_EMBED, KILN__DT_FLOATS | KILN__DT_HALVES},
     {KILN__NNT_WLOSS, KILN__DT_FLOATS | KILN__DT_HALVES}, {NULL, 0}};
 
