@@ -14,13 +14,14 @@
  *     one work-group per m x n matrix (m, n <= 64): LU with partial pivoting in local
  *     memory s (m * (n | 1) T), in place; piv 1-based (LAPACK, torch). rv/ri: local_size
  *     T and int for the pivot search.
- *   lu_panel(a, aoff, lda, m, ncols, j0, piv, poff, info, ioff, rv, ri, prow)
+ *   lu_panel(a, aoff, lda, m, ncols, j0, piv, poff, info, ioff, rv, ri, srow, s0, sw)
  *     one work-group: unblocked LU of columns j0 .. j0+ncols-1, rows j0 .. m-1, in global
- *     memory; row swaps stay inside the panel (laswp applies them elsewhere). prow: ncols T
- *     of local memory for the pivot row.
- *   laswp(a, aoff, astride, lda, ncols, piv, pstride, k1, k2, reverse)
+ *     memory; row swaps cover columns s0 .. s0+sw-1 (containing the leaf; laswp applies
+ *     them elsewhere). srow: 2 sw T of local memory (the pivot row and the row it replaces).
+ *   laswp(a, aoff, astride, lda, ncols, piv, pstride, k1, k2, reverse, s0, sw)
  *     global (columns, batch): the interchanges k1 .. k2-1 of piv to ncols columns,
- *     forward (reverse 0) or backward.
+ *     forward (reverse 0) or backward; columns from s0 on lie sw further right (one launch
+ *     for the columns left and right of a panel).
  *   chol_small(a, aoff, astride, n, rs, cs, info, ioff, j0, s)
  *     one work-group per n x n matrix (n <= 64): A = L L^T in local memory, lower triangle
  *     in the (rs, cs) view, the other triangle zeroed. Also the
@@ -35,9 +36,10 @@
  *     global (nrhs, batch): solves M x = alpha b for each right-hand side (one per
  *     work-item), M the n x n triangle (lower or upper, unit diagonal or not) in the view.
  *   trmm_cols(same arguments)  b = alpha M b, in place.
- *   tri_inv(a, aoff, astride, ars, acs, n, upper, unit, x, xoff, xstride, s)
- *     one work-group of >= n lanes per matrix (n <= 64): X (n x n, contiguous, zeros in the
- *     other triangle) = M^-1, M the triangle of the view; s: n * (n | 1) T of local memory.
+ *   tri_inv(a, aoff, astride, ars, acs, n, upper, unit, x, xoff, xstride, s, part)
+ *     one work-group of 64 or 256 lanes per matrix (n <= 64): X (n x n, contiguous, zeros in
+ *     the other triangle) = M^-1, M the triangle of the view; s: n * (n | 1) T and part:
+ *     local size T of local memory.
  *   gemm_acc(m, n, k, alpha, a, aoff, ars, acs, b, boff, brs, bcs, c, coff, crs, ccs, tri)
  *     global (n, m): C += alpha A B over the views; tri 1 only j <= i, 2 only j >= i.
  *   gemm_tile(m, n, k, alpha, a, aoff, ars, acs, b, boff, brs, bcs, overwrite, c, coff, crs,
@@ -143,14 +145,20 @@ kernel void lu_small(global T *a, ulong aoff, ulong astride, uint m, uint n, glo
 
 kernel void lu_panel(global T *a, ulong aoff, ulong lda, uint m, uint ncols, uint j0,
                      global int *piv, ulong poff, global int *info, ulong ioff, local T *rv,
-                     local int *ri, local T *prow)
+                     local int *ri, local T *srow, uint s0, uint sw)
 {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
+  /* Each lane owns the rows j0 + lid + k lsz for the whole kernel and is the only one that
+   * reads or writes them in global memory; the pivot row and the row it replaces pass through
+   * local memory. So only local barriers are needed: with a global fence per column the
+   * kernel took about 26 us a column on the H200 whatever the rows. */
+  /* the interchanges cover columns s0 .. s0+sw-1 (the whole top-level panel: the recursion
+   * then needs no laswp inside it); prow is the pivot row's leaf columns */
+  local T *orow = srow + sw, *prow = srow + (j0 - s0);
   local int diag_nan;
   global T *A = a + aoff;
   int zero = j0 == 0 ? 0 : info[ioff];
-  /* The candidates of the first column; those of the next ones come out of each column's
-   * update (the same rows per lane, j + 1 + lid + k lsz), which saves a pass per column. */
+  /* the first column's candidates; the next ones come out of each column's update */
   T best = (T)-1;
   int bi = (int)j0;
   for (uint i = j0 + lid; i < m; i += lsz) {
@@ -171,16 +179,22 @@ kernel void lu_panel(global T *a, ulong aoff, ulong lda, uint m, uint ncols, uin
     /* LAPACK's idamax: the first largest |x|; a NaN below the diagonal is never chosen, a NaN
      * on the diagonal stays the pivot. */
     const int p = diag_nan ? (int)j : ri[0];
-    /* the new row j (old row p) goes to local memory as the update's pivot row */
-    for (uint c = lid; c < ncols; c += lsz) {
-      const T x = A[(ulong)p * lda + j0 + c];
-      if (p != (int)j) {
-        A[(ulong)p * lda + j0 + c] = A[j * lda + j0 + c];
-        A[j * lda + j0 + c] = x;
-      }
-      prow[c] = x;
+    /* the owners of rows p and j put them in local memory, then write each other's */
+    if ((uint)(p - (int)j0) % lsz == lid)
+      for (uint c = 0; c < sw; c++)
+        srow[c] = A[(ulong)p * lda + s0 + c];
+    if (p != (int)j && jj % lsz == lid)
+      for (uint c = 0; c < sw; c++)
+        orow[c] = A[j * lda + s0 + c];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (p != (int)j) {
+      if (jj % lsz == lid)
+        for (uint c = 0; c < sw; c++)
+          A[j * lda + s0 + c] = srow[c];
+      if ((uint)(p - (int)j0) % lsz == lid)
+        for (uint c = 0; c < sw; c++)
+          A[(ulong)p * lda + s0 + c] = orow[c];
     }
-    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
     if (lid == 0)
       piv[poff + j] = p + 1;
     const T d = prow[jj];
@@ -188,7 +202,9 @@ kernel void lu_panel(global T *a, ulong aoff, ulong lda, uint m, uint ncols, uin
       zero = (int)j + 1;
     best = (T)-1;
     bi = (int)j + 1;
-    for (uint i = j + 1 + lid; i < m; i += lsz) {
+    /* this lane's rows below j (the first of them: j + 1 + ((lid - jj - 1) mod lsz)) */
+    const uint first = j + 1 + (lid + lsz - (jj + 1) % lsz) % lsz;
+    for (uint i = first; i < m; i += lsz) {
       global T *row = A + i * lda + j0;
       T l = row[jj];
       if (d != (T)0) {
@@ -218,19 +234,18 @@ kernel void lu_panel(global T *a, ulong aoff, ulong lda, uint m, uint ncols, uin
         }
       }
     }
-    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
   }
   if (lid == 0)
     info[ioff] = zero;
 }
 
 kernel void laswp(global T *a, ulong aoff, ulong astride, ulong lda, uint ncols, global int *piv,
-                  ulong poff, ulong pstride, uint k1, uint k2, uint reverse)
+                  ulong poff, ulong pstride, uint k1, uint k2, uint reverse, uint s0, uint sw)
 {
   const ulong c = get_global_id(0), b = get_global_id(1);
   if (c >= ncols)
     return;
-  global T *A = a + aoff + b * astride + c;
+  global T *A = a + aoff + b * astride + c + (c >= s0 ? sw : 0);
   global int *P = piv + poff + b * pstride;
   for (uint t = 0; t < k2 - k1; t++) {
     uint j = reverse ? k2 - 1 - t : k1 + t;
@@ -341,11 +356,16 @@ kernel void tri_zero(global T *a, ulong aoff, ulong astride, uint n, ulong rs, u
  * through about n^2 / 2 dependent global loads.
  */
 kernel void tri_inv(global const T *a, ulong aoff, ulong astride, ulong ars, ulong acs, uint n,
-                    uint upper, uint unit, global T *x, ulong xoff, ulong xstride, local T *s)
+                    uint upper, uint unit, global T *x, ulong xoff, ulong xstride, local T *s,
+                    local T *part)
 {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
   const ulong b = get_group_id(0), ab = aoff + b * astride, xb = xoff + b * xstride;
   const uint ld = n | 1u;
+  /* tl lanes per row (lsz / 64: 4 with 256 lanes), each a strided part of the row's product:
+   * one lane per row ran a dependent chain of up to 64 local loads and adds per step, about
+   * 87 us for a 64 x 64 block on the H200 */
+  const uint tl = lsz >= 128 ? lsz / 64 : 1, q = lid % tl, rl = lid / tl;
   for (uint e = lid; e < n * n; e += lsz) {
     const uint i = e / n, j = e % n;
     s[i * ld + j] = j > i ? (T)0 : upper ? a[IDX(ab, ars, acs, j, i)] : a[IDX(ab, ars, acs, i, j)];
@@ -353,16 +373,22 @@ kernel void tri_inv(global const T *a, ulong aoff, ulong astride, ulong ars, ulo
   barrier(CLK_LOCAL_MEM_FENCE);
   for (int j = (int)n - 1; j >= 0; j--) {
     const T xjj = unit ? (T)1 : (T)1 / s[j * ld + j];
-    const uint i = (uint)j + 1 + lid;
+    const uint i = (uint)j + 1 + rl;
     T t = (T)0;
     if (i < n) {
-      for (uint k = (uint)j + 1; k < i; k++)
+      for (uint k = (uint)j + 1 + q; k < i; k += tl)
         t += s[i * ld + k] * s[k * ld + j];
-      t += (unit ? (T)1 : s[i * ld + i]) * s[i * ld + j];
+      if (q == 0)
+        t += (unit ? (T)1 : s[i * ld + i]) * s[i * ld + j];
     }
+    part[lid] = t;
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (i < n)
-      s[i * ld + j] = -xjj * t;
+    if (q == 0 && i < n) {
+      T sum = (T)0;
+      for (uint r = 0; r < tl; r++)
+        sum += part[lid + r];
+      s[i * ld + j] = -xjj * sum;
+    }
     if (lid == 0)
       s[j * ld + j] = xjj;
     barrier(CLK_LOCAL_MEM_FENCE);

@@ -1,73 +1,40 @@
 /*
- * linalg_spectral family, eigh part (lib/ops/linalg_eig.c): the blocked Householder reduction
- * of a full symmetric matrix to tridiagonal form (LAPACK dsytrd with dlatrd, lower), f32 and
- * f64 (common.cl's -DT=...). No tunables compiled in: the block size nb is an argument.
+ * linalg_spectral family, eigh and svd parts (lib/ops/linalg_eig.c): the blocked Householder
+ * reductions of a full symmetric matrix to tridiagonal form (LAPACK dsytrd with dlatrd,
+ * lower) and of a general matrix to bidiagonal form (dgebrd with dlabrd), f32 and f64
+ * (common.cl's -DT=...). No tunables compiled in: the block size nb is an argument.
  *
- * A is n x n, row-major, full (both triangles), at element offset aoff. A panel of columns
- * j0 .. j0+jb-1 keeps its reflectors V and the dlatrd vectors W in vw (n rows, row stride
- * 3 nb, rows absolute): columns [0, nb) V, [nb, 2 nb) W, [2 nb, 3 nb) V again, so that one
- * GEMM of [V W] with [W V]^T makes the trailing update A -= V W^T + W V^T. Column c of the
- * matrix is read as row c (A symmetric; the panel's rows are updated, not its columns), and
- * its reflector goes below the subdiagonal of column c (the QR layout the
+ * Tridiagonal: A is n x n, row-major, full (both triangles), at element offset aoff. A panel
+ * of columns j0 .. j0+jb-1 keeps its reflectors V and the dlatrd vectors W in vw (n rows,
+ * row stride 3 nb, rows absolute): columns [0, nb) V, [nb, 2 nb) W, [2 nb, 3 nb) V again, so
+ * that one GEMM of [V W] with [W V]^T makes the trailing update A -= V W^T + W V^T. Column c
+ * of the matrix is read as row c (A symmetric; the panel's rows are updated, not its
+ * columns), and its reflector goes below the subdiagonal of column c (the QR layout the
  * back-transformation applies).
  *
- * Per column c (index i in the panel, len = n - c - 1):
- *   tr_col(a, aoff, n, c, i, vw, vwoff, nb, wraw, dotp, ndot, tau, toff, upd, sh)
- *     global (n - c): finishes w of column c-1 (w += alpha v, alpha = -tau/2 (w . v) from
- *     the partial dot products dotp[0 .. ndot)) into W's column i-1 for rows c .. n-1, and
- *     when upd, updates row c: A[c][c..] -= V W[c]^T + W V[c]^T over the panel's first i
- *     columns. sh: 2 nb T.
- *   tr_symv(a, aoff, n, c, i, vw, vwoff, nb, q, part, nchunk, sh)   len + nchunk groups:
+ * Per column c (index i in the panel, len = n - c - 1), two launches:
+ *   tr_symv(a, aoff, n, c, i, vw, vwoff, nb, q, aa, part, nchunk, sh)   len + nchunk groups:
  *     group g < len: q[g] = A[c+1+g][c+2 ..] . x[1 ..], x = A[c][c+1 ..] (the column before
- *     its reflector is formed: v = (1, scal x[1 ..]) once the norm is known); group len + k:
- *     over its chunk of x[1 ..], the largest |x|, the sum of squares scaled by it, and
- *     V^T x, W^T x over the first i columns, into part[k * (2 + 2 nb) ..]. sh: lsz T.
- *   tr_fin(a, aoff, n, c, i, vw, vwoff, nb, q, part, nchunk, tau, toff, d, doff, e, eoff,
- *     wraw, dotp, sh)   global (len): every group combines the partials into the reflector
- *     (dlarfg: beta, tau, scal) and y = V^T v, x = W^T v, then per row r = c+1+t: v_t into
- *     V's column i (and below A[c+1][c], the reflector's home), w_t = tau (A22 v - V x -
- *     W y)_t into wraw, the group's part of w . v into dotp; d[c], e[c], tau[c].
- *     sh: 2 nb + lsz T.
+ *     its reflector is formed: v = (1, scal x[1 ..]) once the norm is known), and
+ *     aa[g] = A[c+1+g][c+1]; group len + k: over its chunk of x[1 ..], the largest |x|, the
+ *     sum of squares scaled by it, and V^T x, W^T x over the first i columns, into
+ *     part[k * (2 + 2 nb) ..]. sh: lsz T.
+ *   tr_fin(a, aoff, n, c, i, vw, vwoff, nb, q, aa, part, nchunk, tau, toff, d, doff, e, eoff,
+ *     upd, lpr, sh)   lpr lanes per row (a power of two dividing lsz): every group combines
+ *     the partials into the reflector
+ *     (dlarfg: beta, tau, scal), y = V^T v, x = W^T v, and w . v = tau (v^T A22 v - 2 x . y)
+ *     (so that alpha = -tau/2 w . v needs no second pass), then per row r = c+1+t: v_t into
+ *     V's column i (and below A[c+1][c], the reflector's home), w_t + alpha v_t into W's
+ *     column i; with upd (column c+1 in the panel) row c+1's update
+ *     A[c+1][c+1 ..] -= V W[c+1]^T + W V[c+1]^T over the first i + 1 columns; d[c], e[c],
+ *     tau[c]. sh: 2 nb + 3 lsz T.
  */
 #include "common.cl"
 #include "linalg_house.clh"
 
-kernel void tr_col(global T *a, ulong aoff, uint n, uint c, uint i, global T *vw, ulong vwoff,
-                   uint nb, global const T *wraw, ulong wroff, global const T *dotp,
-                   ulong dpoff, uint ndot, global const T *tau, ulong toff, uint upd, local T *sh)
-{
-  const uint lid = get_local_id(0), lsz = get_local_size(0);
-  const uint r = c + (uint)get_global_id(0);
-  const ulong ld3 = 3 * (ulong)nb;
-  global T *V = vw + vwoff;
-  T s = (T)0;
-  for (uint k = 0; k < ndot; k++)
-    s += dotp[dpoff + k];
-  const T alpha = (T)-0.5 * tau[toff + c - 1] * s;
-  const uint ip = i - 1;
-  for (uint l = lid; l < i; l += lsz) {
-    const T vc = V[(ulong)c * ld3 + l];
-    sh[l] = vc;
-    sh[nb + l] = l == ip ? wraw[wroff + c] + alpha * vc : V[(ulong)c * ld3 + nb + l];
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (r >= n)
-    return;
-  global T *Vr = V + (ulong)r * ld3;
-  const T wf = wraw[wroff + r] + alpha * Vr[ip];
-  if (upd) {
-    T acc = (T)0;
-    for (uint l = 0; l < ip; l++)
-      acc += Vr[l] * sh[nb + l] + Vr[nb + l] * sh[l];
-    acc += Vr[ip] * sh[nb + ip] + wf * sh[ip];
-    a[aoff + (ulong)c * n + r] -= acc;
-  }
-  Vr[nb + ip] = wf;
-}
-
 kernel void tr_symv(global const T *a, ulong aoff, uint n, uint c, uint i, global const T *vw,
-                    ulong vwoff, uint nb, global T *q, ulong qoff, global T *part, ulong poff,
-                    uint nchunk, local T *sh)
+                    ulong vwoff, uint nb, global T *q, ulong qoff, global T *aa, ulong aaoff,
+                    global T *part, ulong poff, uint nchunk, local T *sh)
 {
   const uint lid = get_local_id(0), lsz = get_local_size(0), g = (uint)get_group_id(0);
   const uint len = n - c - 1;
@@ -78,8 +45,10 @@ kernel void tr_symv(global const T *a, ulong aoff, uint n, uint c, uint i, globa
     for (uint t = 1 + lid; t < len; t += lsz)
       s += row[t] * x[t];
     s = group_sum(sh, s, lid, lsz);
-    if (lid == 0)
+    if (lid == 0) {
       q[qoff + g] = s;
+      aa[aaoff + g] = row[0];
+    }
     return;
   }
   const uint k = g - len, cs = (len - 1 + nchunk - 1) / nchunk;
@@ -112,13 +81,15 @@ kernel void tr_symv(global const T *a, ulong aoff, uint n, uint c, uint i, globa
 }
 
 kernel void tr_fin(global T *a, ulong aoff, uint n, uint c, uint i, global T *vw, ulong vwoff,
-                   uint nb, global const T *q, ulong qoff, global const T *part, ulong poff,
-                   uint nchunk, global T *tau, ulong toff, global T *d, ulong doff, global T *e,
-                   ulong eoff, global T *wraw, ulong wroff, global T *dotp, ulong dpoff,
+                   uint nb, global const T *q, ulong qoff, global const T *aa, ulong aaoff,
+                   global const T *part, ulong poff, uint nchunk, global T *tau, ulong toff,
+                   global T *d, ulong doff, global T *e, ulong eoff, uint upd, uint lpr,
                    local T *sh)
 {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
-  const uint t = (uint)get_global_id(0), len = n - c - 1;
+  /* lpr lanes per row: each sums every lpr-th column of its row's V and W */
+  const uint sub = lid % lpr, t = (uint)get_group_id(0) * (lsz / lpr) + lid / lpr;
+  const uint len = n - c - 1;
   const ulong ld3 = 3 * (ulong)nb, stride = 2 + 2 * (ulong)nb;
   global T *A = a + aoff;
   global T *V = vw + vwoff;
@@ -150,27 +121,52 @@ kernel void tr_fin(global T *a, ulong aoff, uint n, uint c, uint i, global T *vw
       s += P[k * stride + 2 + col];
     sh[col] = V[(ulong)(c + 1) * ld3 + col] + scal * s;
   }
+  /* v^T A22 v = p_0 + scal sum_{t>0} x_t p_t, p_t = aa_t + scal q_t */
+  T s1 = (T)0;
+  for (uint u = 1 + lid; u < len; u += lsz)
+    s1 += x[u] * (aa[aaoff + u] + scal * q[qoff + u]);
+  s1 = group_sum(sh + 2 * nb, s1, lid, lsz); /* its barriers also publish sh[0 .. 2 nb) */
+  T xy = (T)0;
+  for (uint l = 0; l < i; l++)
+    xy += sh[l] * sh[nb + l];
+  global const T *V1 = V + (ulong)(c + 1) * ld3;
+  T corr1 = (T)0;
+  for (uint l = 0; l < i; l++)
+    corr1 += V1[l] * sh[nb + l] + V1[nb + l] * sh[l];
+  const T p0 = aa[aaoff] + scal * q[qoff];
+  const T wv = tj * (p0 + scal * s1 - (T)2 * xy);
+  const T alpha = (T)-0.5 * tj * wv;
+  /* w of row c+1 (v = 1 there), which row c+1's update needs in every group */
+  const T wf1 = tj * (p0 - corr1) + alpha;
+  const uint r = c + 1 + min(t, len - 1);
+  global T *Vr = V + (ulong)r * ld3;
+  T corr = (T)0, acc = (T)0;
+  for (uint l = sub; l < i && t < len; l += lpr) {
+    const T vl = Vr[l], wl = Vr[nb + l];
+    corr += vl * sh[nb + l] + wl * sh[l];
+    acc += vl * V1[nb + l] + wl * V1[l];
+  }
+  /* the row's lpr partial sums, through local memory after the 2 nb + lsz used above */
+  local T *red = sh + 2 * nb + lsz;
+  red[lid] = corr;
+  red[lsz + lid] = acc;
   barrier(CLK_LOCAL_MEM_FENCE);
-  T prod = (T)0;
-  if (t < len) {
-    const uint r = c + 1 + t;
-    global T *Vr = V + (ulong)r * ld3;
+  if (sub == 0 && t < len) {
+    for (uint k = 1; k < lpr; k++) {
+      corr += red[lid + k];
+      acc += red[lsz + lid + k];
+    }
     const T vt = t == 0 ? (T)1 : scal * x[t];
-    T corr = (T)0;
-    for (uint l = 0; l < i; l++)
-      corr += Vr[l] * sh[nb + l] + Vr[nb + l] * sh[l];
-    const T w = tj * (A[(ulong)r * n + c + 1] + scal * q[qoff + t] - corr);
-    wraw[wroff + r] = w;
+    const T wf = tj * (aa[aaoff + t] + scal * q[qoff + t] - corr) + alpha * vt;
+    if (upd) /* column i: V[c+1][i] = 1 */
+      A[(ulong)(c + 1) * n + r] -= acc + vt * wf1 + wf;
     Vr[i] = vt;
+    Vr[nb + i] = wf;
     Vr[2 * nb + i] = vt;
     if (t > 0)
       A[(ulong)r * n + c] = vt;
-    prod = w * vt;
   }
-  prod = group_sum(sh + 2 * nb, prod, lid, lsz);
-  if (lid == 0)
-    dotp[dpoff + get_group_id(0)] = prod;
-  if (t == 0) {
+  if (t == 0 && sub == 0) {
     tau[toff + c] = tj;
     e[eoff + c] = beta;
     d[doff + c] = A[(ulong)c * n + c];
@@ -193,14 +189,14 @@ kernel void tr_fin(global T *a, ulong aoff, uint n, uint c, uint i, global T *vw
  *   bd_yfin   global (max(R, C)): the left reflector (dlarfg of A[c.., c]: d[c], tauq[c];
  *     u below the diagonal and into U's column i), y_s = tauq (A^T u - Y U^T u - Vr^T X^T u)
  *     into Y's column i, and row c's update A[c][s] -= Y[s] U[c]^T + Vr^T[s] X[c]^T over the
- *     first i + 1 columns (U[c][i] = 1). sh: 2 nb T.
+ *     first i + 1 columns (U[c][i] = 1). lpr lanes per column. sh: 2 nb + 3 lsz T.
  *   bd_xsum   R + nchunk groups: q[t] = A[c+1+t][c+2 ..] . A[c][c+2 ..]; the aux groups the
  *     norm partials of A[c][c+2 ..] and Y^T, Vr of it (i + 1 and i columns). sh: lsz T.
  *   bd_xfin   global (max(R, C)): the right reflector (dlarfg of A[c][c+1 ..]: e[c], taup[c];
  *     v into Vr^T's column i and below p's diagonal), x_r = taup (A v - U Y^T v - X Vr v)
  *     into X's column i, and when upd (column c+1 in the panel) column c+1's update
  *     A[r][c+1] -= U[r] Y[c+1]^T + X[r] Vr^T[c+1]^T over the first i + 1 columns (Vr^T[c+1][i]
- *     = 1). sh: 2 nb T.
+ *     = 1). lpr lanes per row. sh: 2 nb + 2 lsz T.
  */
 
 /* dlarfg's beta, tau and 1 / (alpha - beta) from nchunk (max |x|, sum (x / max)^2) pairs. */
@@ -319,9 +315,10 @@ kernel void bd_ysum(global const T *a, ulong aoff, uint M, uint N, uint c, uint 
 kernel void bd_yfin(global T *a, ulong aoff, uint M, uint N, uint c, uint i, global T *lf,
                     ulong lfoff, global T *rt, ulong rtoff, uint nb, global const T *part,
                     ulong poff, uint nchunk, global T *d, ulong doff, global T *tauq, ulong tqoff,
-                    local T *sh)
+                    uint lpr, local T *sh)
 {
-  const uint lid = get_local_id(0), lsz = get_local_size(0), t = (uint)get_global_id(0);
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  const uint sub = lid % lpr, t = (uint)get_group_id(0) * (lsz / lpr) + lid / lpr;
   const uint R = M - c - 1, C = N - c - 1;
   const ulong ld2 = 2 * (ulong)nb, stride = 2 + 2 * (ulong)nb;
   global T *A = a + aoff;
@@ -339,30 +336,40 @@ kernel void bd_yfin(global T *a, ulong aoff, uint M, uint N, uint c, uint i, glo
     sh[col] = Lf[(ulong)c * ld2 + col] + scal * s;
   }
   barrier(CLK_LOCAL_MEM_FENCE);
-  if (t < C) {
-    const uint s_ = c + 1 + t;
-    T ps = (T)0;
-    for (uint k = 0; k < nchunk; k++)
-      ps += part[poff + (ulong)k * N + s_];
-    global T *Rs = Rt + (ulong)s_ * ld2;
-    global const T *Lc = Lf + (ulong)c * ld2;
-    T corr = (T)0, upd = (T)0;
-    for (uint l = 0; l < i; l++) {
-      corr += Rs[l] * sh[l] + Rs[nb + l] * sh[nb + l];
-      upd += Rs[l] * Lc[l] + Rs[nb + l] * Lc[nb + l];
+  /* column s: lpr lanes share the partial sums and the row's Y, Vr^T terms */
+  const uint s_ = c + 1 + t;
+  global T *Rs = Rt + (ulong)(t < C ? s_ : c + 1) * ld2;
+  global const T *Lc = Lf + (ulong)c * ld2;
+  T ps = (T)0, corr = (T)0, upd = (T)0;
+  for (uint k = sub; k < nchunk && t < C; k += lpr)
+    ps += part[poff + (ulong)k * N + s_];
+  for (uint l = sub; l < i && t < C; l += lpr) {
+    corr += Rs[l] * sh[l] + Rs[nb + l] * sh[nb + l];
+    upd += Rs[l] * Lc[l] + Rs[nb + l] * Lc[nb + l];
+  }
+  local T *red = sh + 2 * nb;
+  red[lid] = ps;
+  red[lsz + lid] = corr;
+  red[2 * lsz + lid] = upd;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (sub == 0 && t < C) {
+    for (uint k = 1; k < lpr; k++) {
+      ps += red[lid + k];
+      corr += red[lsz + lid + k];
+      upd += red[2 * lsz + lid + k];
     }
     global T *acs = A + (ulong)c * N + s_;
     const T y = tq * (*acs + scal * ps - corr);
     Rs[i] = y;
     *acs -= upd + y;
   }
-  if (t < R) {
+  if (sub == 0 && t < R) {
     const uint r = c + 1 + t;
     const T u = scal * A[(ulong)r * N + c];
     A[(ulong)r * N + c] = u;
     Lf[(ulong)r * ld2 + i] = u;
   }
-  if (t == 0) {
+  if (t == 0 && sub == 0) {
     Lf[(ulong)c * ld2 + i] = (T)1;
     d[doff + c] = beta;
     tauq[tqoff + c] = tq;
@@ -396,9 +403,11 @@ kernel void bd_xsum(global const T *a, ulong aoff, uint M, uint N, uint c, uint 
 kernel void bd_xfin(global T *a, ulong aoff, uint M, uint N, uint c, uint i, global T *lf,
                     ulong lfoff, global T *rt, ulong rtoff, uint nb, global const T *q, ulong qoff,
                     global const T *part, ulong poff, uint nchunk, global T *e, ulong eoff,
-                    global T *taup, ulong tpoff, global T *p, ulong pofs, uint upd, local T *sh)
+                    global T *taup, ulong tpoff, global T *p, ulong pofs, uint upd, uint lpr,
+                    local T *sh)
 {
-  const uint lid = get_local_id(0), lsz = get_local_size(0), t = (uint)get_global_id(0);
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  const uint sub = lid % lpr, t = (uint)get_group_id(0) * (lsz / lpr) + lid / lpr;
   const uint R = M - c - 1, C = N - c - 1;
   const ulong ld2 = 2 * (ulong)nb, stride = 2 + 2 * (ulong)nb;
   global T *A = a + aoff;
@@ -416,31 +425,39 @@ kernel void bd_xfin(global T *a, ulong aoff, uint M, uint N, uint c, uint i, glo
     sh[col] = Rt[(ulong)(c + 1) * ld2 + col] + scal * s;
   }
   barrier(CLK_LOCAL_MEM_FENCE);
-  if (t < R) {
-    const uint r = c + 1 + t;
-    global T *Lr = Lf + (ulong)r * ld2;
-    T corr = Lr[i] * sh[i];
-    for (uint l = 0; l < i; l++)
-      corr += Lr[l] * sh[l] + Lr[nb + l] * sh[nb + l];
+  /* row r: lpr lanes share the row's U, X terms */
+  const uint r = c + 1 + t;
+  global T *Lr = Lf + (ulong)(t < R ? r : c + 1) * ld2;
+  global const T *Rc = Rt + (ulong)(c + 1) * ld2;
+  T corr = (T)0, u = (T)0;
+  for (uint l = sub; l < i && t < R; l += lpr) {
+    corr += Lr[l] * sh[l] + Lr[nb + l] * sh[nb + l];
+    u += Lr[l] * Rc[l] + Lr[nb + l] * Rc[nb + l];
+  }
+  local T *red = sh + 2 * nb;
+  red[lid] = corr;
+  red[lsz + lid] = u;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (sub == 0 && t < R) {
+    for (uint k = 1; k < lpr; k++) {
+      corr += red[lid + k];
+      u += red[lsz + lid + k];
+    }
+    corr += Lr[i] * sh[i];
     global T *arc = A + (ulong)r * N + c + 1;
     const T xr = tp * (*arc + scal * q[qoff + t] - corr);
     Lr[nb + i] = xr;
-    if (upd) {
-      global const T *Rc = Rt + (ulong)(c + 1) * ld2;
-      T u = Lr[i] * Rc[i] + xr;
-      for (uint l = 0; l < i; l++)
-        u += Lr[l] * Rc[l] + Lr[nb + l] * Rc[nb + l];
-      *arc -= u;
-    }
+    if (upd) /* column i: Vr^T[c+1][i] = 1 */
+      *arc -= u + Lr[i] * Rc[i] + xr;
   }
-  if (t < C) {
+  if (sub == 0 && t < C) {
     const uint s_ = c + 1 + t;
     const T v = t == 0 ? (T)1 : scal * A[(ulong)c * N + s_];
     Rt[(ulong)s_ * ld2 + nb + i] = v;
     if (t > 0)
       p[pofs + (ulong)s_ * N + c] = v;
   }
-  if (t == 0) {
+  if (t == 0 && sub == 0) {
     e[eoff + c] = beta;
     taup[tpoff + c] = tp;
   }

@@ -11,7 +11,9 @@
  * Kernels (sh: local scratch of local_size T; one work-group kernels take any power-of-two
  * local size):
  *   qr_panel(a, aoff, lda, m, j0, jb, tau, toff, sh)   one work-group: unblocked Householder
- *     QR of columns j0 .. j0+jb-1, rows j0 .. m-1, in place; tau[j0 + c]. sh: 8 T per lane.
+ *     QR of columns j0 .. j0+jb-1, rows j0 .. m-1, in place; tau[j0 + c]. sh: 8 T per lane
+ *     and jb T.
+ *   qr_larft_l(same arguments, tl)   the same with T built in local memory tl (jb * jb T).
  *   qr_vcopy(a, aoff, lda, rows, jb, v, voff)   global (jb, rows): V (rows x jb, row stride
  *     jb) with the panel's reflectors, its unit diagonal and zeros above.
  *   qr_larft(g, goff, tau, toff, jb, t, tof)   one work-group: the upper triangular T of
@@ -37,21 +39,49 @@ kernel void qr_panel(global T *a, ulong aoff, ulong lda, uint m, uint j0, uint j
 {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
   global T *A = a + aoff;
+  /* Each lane owns the rows lid + k lsz for the whole kernel and alone reads and writes them
+   * in global memory; row j, which every lane needs, passes through local memory (prow). So
+   * only local barriers: with global fences the kernel took about 29 us a column on the
+   * H200. The arithmetic is house() and the loop it had here before, row by row the same. */
+  local T *prow = sh + QR_CHUNK * lsz;
   for (uint j = j0; j < j0 + jb; j++) {
-    global T *col = A + (ulong)j * lda + j;
-    T beta;
-    const T tj = house(col, lda, m - j, &beta, sh, lid, lsz);
-    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (j % lsz == lid)
+      for (uint c = j; c < j0 + jb; c++)
+        prow[c - j0] = A[(ulong)j * lda + c];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const T alpha = prow[j - j0];
+    const uint first = j + 1 + (lid + lsz - (j + 1) % lsz) % lsz;
+    T mx = (T)0;
+    for (uint i = first; i < m; i += lsz)
+      mx = fmax(mx, fabs(A[(ulong)i * lda + j]));
+    mx = group_max(sh, mx, lid, lsz);
+    T ss = (T)0;
+    if (mx > (T)0)
+      for (uint i = first; i < m; i += lsz) {
+        T y = A[(ulong)i * lda + j] / mx;
+        ss += y * y;
+      }
+    ss = group_sum(sh, ss, lid, lsz);
+    T beta = alpha, tj = (T)0;
+    if (mx > (T)0) {
+      const T xnorm = mx * sqrt(ss);
+      const T b = -copysign(hypot(alpha, xnorm), alpha);
+      const T scal = (T)1 / (alpha - b);
+      for (uint i = first; i < m; i += lsz)
+        A[(ulong)i * lda + j] *= scal;
+      beta = b;
+      tj = (b - alpha) / b;
+    }
     /* The rest of the panel: a_c -= tau v (v . a_c), v[0] = 1 standing in for beta. The dot
-     * products of QR_CHUNK columns share one pass over v and one reduction tree (one tree per
-     * column before: its barriers, not the flops, set a narrow panel's time). */
+     * products of QR_CHUNK columns share one pass over v and one reduction tree. */
     for (uint c0 = j + 1; c0 < j0 + jb; c0 += QR_CHUNK) {
       const uint nc = min((uint)QR_CHUNK, j0 + jb - c0);
       T s[QR_CHUNK];
 #pragma unroll
       for (uint t = 0; t < QR_CHUNK; t++)
         s[t] = (T)0;
-      for (uint i = j + 1 + lid; i < m; i += lsz) {
+      for (uint i = first; i < m; i += lsz) {
         const T v = A[(ulong)i * lda + j];
 #pragma unroll
         for (uint t = 0; t < QR_CHUNK; t++)
@@ -72,25 +102,22 @@ kernel void qr_panel(global T *a, ulong aoff, ulong lda, uint m, uint j0, uint j
       T w[QR_CHUNK];
 #pragma unroll
       for (uint t = 0; t < QR_CHUNK; t++)
-        w[t] = t < nc ? tj * (A[(ulong)j * lda + c0 + t] + sh[t * lsz]) : (T)0;
-      for (uint i = j + 1 + lid; i < m; i += lsz) {
+        w[t] = t < nc ? tj * (prow[c0 + t - j0] + sh[t * lsz]) : (T)0;
+      for (uint i = first; i < m; i += lsz) {
         const T v = A[(ulong)i * lda + j];
 #pragma unroll
         for (uint t = 0; t < QR_CHUNK; t++)
           if (t < nc)
             A[(ulong)i * lda + c0 + t] -= w[t] * v;
       }
-      barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
-      if (lid == 0)
+      if (j % lsz == lid)
         for (uint t = 0; t < nc; t++)
-          A[(ulong)j * lda + c0 + t] -= w[t];
+          A[(ulong)j * lda + c0 + t] = prow[c0 + t - j0] - w[t];
     }
-    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
-    if (lid == 0) {
-      col[0] = beta;
+    if (j % lsz == lid)
+      A[(ulong)j * lda + j] = beta;
+    if (lid == 0)
       tau[toff + j] = tj;
-    }
-    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
   }
 }
 
@@ -101,6 +128,34 @@ kernel void qr_vcopy(global const T *a, ulong aoff, ulong lda, uint rows, uint j
   if (c >= jb || i >= rows)
     return;
   v[voff + (ulong)i * jb + c] = i > c ? a[aoff + (ulong)i * lda + c] : i == c ? (T)1 : (T)0;
+}
+
+/*
+ * qr_larft with T in local memory (jb * jb T, jb <= 64 for f64): the steps exchange T's
+ * columns through local barriers, where qr_larft's global fences cost tens of microseconds per
+ * call on the H200.
+ */
+kernel void qr_larft_l(global const T *g, ulong goff, global const T *tau, ulong toff, uint jb,
+                       global T *t, ulong tof, local T *tl)
+{
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  global const T *G = g + goff;
+  for (uint i = 0; i < jb; i++) {
+    const T ti = tau[toff + i];
+    for (uint l = lid; l < jb; l += lsz) {
+      if (l < i) {
+        T s = (T)0;
+        for (uint p = l; p < i; p++)
+          s += tl[l * jb + p] * G[p * jb + i];
+        tl[l * jb + i] = -ti * s;
+      } else {
+        tl[l * jb + i] = l == i ? ti : (T)0;
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  for (uint e = lid; e < jb * jb; e += lsz)
+    t[tof + e] = tl[e];
 }
 
 kernel void qr_larft(global const T *g, ulong goff, global const T *tau, ulong toff, uint jb,

@@ -529,6 +529,19 @@ wgrad_load(T *ra, T *rb, local const int4 *rr, local const int *ll, local const 
   }
 }
 
+/* reqd_work_group_size on GPUs only (KILN_CONV_GPU, from the host): NVIDIA's compiler sizes
+ * the register budget by it (without it a kernel may run 1024 items: 64 registers each).
+ * PoCL goes without: the programs kiln's background cache store builds again in the same
+ * process make PoCL 3.1 compile the declared size's work-group function a second time, and
+ * its dlhandle cache then releases an in-flight launch against that copy (the assertion
+ * `found->ref_count > 0` of pocl_release_dlhandle_cache; nn_attention.cl does the same). The
+ * kernels assume 256 items either way; the host launches nothing else. */
+#if KILN_CONV_GPU
+#define CONV_WG reqd_work_group_size(256, 1, 1)
+#else
+#define CONV_WG
+#endif
+
 #define IG_BODY igemm_fwd
 #define IG_MODE 0
 #include "conv_igemm.clh"
@@ -539,7 +552,7 @@ wgrad_load(T *ra, T *rb, local const int4 *rr, local const int *ll, local const 
 #define IG_MODE 2
 #include "conv_igemm.clh"
 
-kernel __attribute__((reqd_work_group_size(256, 1, 1))) void
+kernel __attribute__((CONV_WG)) void
 conv_igemm(global const ST *src, ulong soff, global const int4 *tab, global const T *pk,
            ulong pkoff, global const ST *b, ulong boff, global ST *dst, ulong doff, long4 ch,
            long4 cd, long4 sd, long4 s, long4 p, uint flags, uint Kpad, uint Mpad,
@@ -549,7 +562,7 @@ conv_igemm(global const ST *src, ulong soff, global const int4 *tab, global cons
             As4, Bs4);
 }
 
-kernel __attribute__((reqd_work_group_size(256, 1, 1))) void
+kernel __attribute__((CONV_WG)) void
 conv_igemm_bwd(global const ST *src, ulong soff, global const int4 *tab, global const T *pk,
                ulong pkoff, global const ST *b, ulong boff, global ST *dst, ulong doff, long4 ch,
                long4 cd, long4 sd, long4 s, long4 p, uint flags, uint Kpad, uint Mpad,
@@ -559,7 +572,7 @@ conv_igemm_bwd(global const ST *src, ulong soff, global const int4 *tab, global 
             As4, Bs4);
 }
 
-kernel __attribute__((reqd_work_group_size(256, 1, 1))) void
+kernel __attribute__((CONV_WG)) void
 conv_igemm_wgrad(global const ST *g, ulong goff, global const ST *x, ulong xoff,
                  global const int4 *tab, global T *part, long4 ch, long4 in, long4 out, long4 s,
                  long4 p, uint J, uint kc, uint nsplit, local CT4 *As4, local CT4 *Bs4,

@@ -2,7 +2,8 @@
  * nn training family, optimizer steps (lib/ops/nn_optim.c, docs/nn.md "Optimizers"): SGD,
  * Adam/AdamW and gradient-norm clipping over lists of tensors, OPT_SLOTS tensors per launch.
  *
- * Build options: common.cl's (-DT=..., -DKILN_DT_...=1); f32 and f64.
+ * Build options: common.cl's (-DT=..., -DKILN_DT_...=1); f32, f64, f16 and bf16 (state in the
+ * parameter's dtype, as PyTorch keeps it; arithmetic in T, float for the half types).
  *
  * Every kernel takes OPT_SLOTS slots, then `nslots` (the slots in use), then its scalars.
  * A slot is the tensors of one parameter (each as buffer, element offset) and its element
@@ -120,6 +121,24 @@ adam_one(global ST *p, global const ST *g, global ST *m, global ST *v, global ST
 /* Four elements per work-item (GPUs, as the elementwise family's measured H200 default): 4-vector
  * loads and stores of whole groups of four (vloadn needs only the element's alignment), the last
  * partial group element by element. */
+/* Four elements of a tensor as a T 4-vector (vloadn needs only the element's alignment). */
+#if defined(KILN_DT_F16)
+#define LOAD4(p) vload_half4(0, p)
+#define STORE4(p, v) vstore_half4_rte(v, 0, p)
+#elif defined(KILN_DT_BF16)
+#define LOAD4(p) as_float4(convert_uint4(vload4(0, p)) << 16)
+#define STORE4(p, v)                                                                       \
+  do {                                                                                     \
+    float4 v_ = (v);                                                                       \
+    vstore4((ushort4)(kiln_f32_to_bf16(v_.x), kiln_f32_to_bf16(v_.y), kiln_f32_to_bf16(v_.z), \
+                      kiln_f32_to_bf16(v_.w)),                                             \
+            0, p);                                                                         \
+  } while (0)
+#else
+#define LOAD4(p) vload4(0, p)
+#define STORE4(p, v) vstore4(v, 0, p)
+#endif
+
 inline void
 adam_four(global ST *p, global const ST *g, global ST *m, global ST *v, global ST *vm, ulong n,
           T lr, T b1, T b2, T eps, T wd, T step_size, T bc2s, uint flags)
@@ -128,19 +147,19 @@ adam_four(global ST *p, global const ST *g, global ST *m, global ST *v, global S
     const ulong i0 = 4 * q;
     if (i0 + 4 <= n) {
       T pa[4], ga[4], ma[4], va[4], xa[4] = {0, 0, 0, 0};
-      vstore4(vload4(0, p + i0), 0, pa);
-      vstore4(vload4(0, g + i0), 0, ga);
-      vstore4(vload4(0, m + i0), 0, ma);
-      vstore4(vload4(0, v + i0), 0, va);
+      vstore4(LOAD4(p + i0), 0, pa);
+      vstore4(LOAD4(g + i0), 0, ga);
+      vstore4(LOAD4(m + i0), 0, ma);
+      vstore4(LOAD4(v + i0), 0, va);
       if (flags & OPT_AMSGRAD)
-        vstore4(vload4(0, vm + i0), 0, xa);
+        vstore4(LOAD4(vm + i0), 0, xa);
       for (int u = 0; u < 4; u++)
         ADAM_ELEM(pa[u], ga[u], ma[u], va[u], xa[u]);
-      vstore4(vload4(0, pa), 0, p + i0);
-      vstore4(vload4(0, ma), 0, m + i0);
-      vstore4(vload4(0, va), 0, v + i0);
+      STORE4(p + i0, vload4(0, pa));
+      STORE4(m + i0, vload4(0, ma));
+      STORE4(v + i0, vload4(0, va));
       if (flags & OPT_AMSGRAD)
-        vstore4(vload4(0, xa), 0, vm + i0);
+        STORE4(vm + i0, vload4(0, xa));
     } else {
       for (ulong i = i0; i < n; i++) {
         T pv = KILN_LOAD(p, i), gv = KILN_LOAD(g, i), mv = KILN_LOAD(m, i), vv = KILN_LOAD(v, i);

@@ -229,6 +229,21 @@ inline T row_hsum(VT v)
   return (b.s0 + b.s1) + (b.s2 + b.s3);
 }
 
+/* exp of every component, as scalar calls: a vector math builtin may be a library call whose
+ * vector arguments cost registers (the cached kernels were limited to 256 work-items on the
+ * H200). */
+inline T4 exp4(T4 v) { return (T4)(exp(v.x), exp(v.y), exp(v.z), exp(v.w)); }
+inline VT row_exp(VT v)
+{
+#if RN == 16
+  return (VT)(exp4(v.s0123), exp4(v.s4567), exp4(v.s89ab), exp4(v.scdef));
+#elif RN == 8
+  return (VT)(exp4(v.lo), exp4(v.hi));
+#else
+  return exp4(v);
+#endif
+}
+
 /* The largest component, NaN skipped (fmax). */
 inline T row_hmax(VT v)
 {
@@ -331,7 +346,7 @@ softmax_fwd(global const ST *x, ulong xoff, global ST *y, ulong yoff, ulong rows
   m = row_hmax(v);
   const T m0 = m;
   {
-    VT e = select(exp(v - m0), (VT)0, v == (VT)(-INFINITY));
+    VT e = select(row_exp(v - m0), (VT)0, v == (VT)(-INFINITY));
     s = row_hsum(e);
     if (!logmode)
       v = e;
@@ -395,7 +410,7 @@ softmax_bwd(global const ST *g, ulong goff, global const ST *y, ulong yoff, glob
 #if RN
   if (live) {
     if (logmode)
-      ROW_STORE(dx, gc - exp(yc) * a);
+      ROW_STORE(dx, gc - row_exp(yc) * a);
     else
       ROW_STORE(dx, yc * (gc - a));
   }
@@ -652,7 +667,7 @@ ce_fwd(global const ST *z, ulong zoff, global const long *ti, ulong tioff, globa
     VT zc = ROW_LOAD(z, -INFINITY);
     IVT ok = row_valid(live ? len : 0, lane, lpr, vec);
     m = row_hmax(zc);
-    s = row_hsum(select(exp(zc - m), (VT)0, zc == (VT)(-INFINITY)));
+    s = row_hsum(select(row_exp(zc - m), (VT)0, zc == (VT)(-INFINITY)));
     if (probs) {
       VT q = select((VT)0, ((T)1 - eps) * ROW_LOAD(tp, 0) + eps / (T)len, ok);
       a = row_hsum(select((VT)0, q * zc, ok));
@@ -722,7 +737,7 @@ ce_bwd(global const ST *gout, ulong goff, global const ST *z, ulong zoff, global
   VT zc = ROW_LOAD(z, -INFINITY), pc = (VT)0;
   m = row_hmax(zc);
   const T m0 = m;
-  zc = select(exp(zc - m0), (VT)0, zc == (VT)(-INFINITY));
+  zc = select(row_exp(zc - m0), (VT)0, zc == (VT)(-INFINITY));
   s = row_hsum(zc);
   if (probs) {
     pc = select((VT)0, ((T)1 - eps) * ROW_LOAD(tp, 0) + eps / (T)len,

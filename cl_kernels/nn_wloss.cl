@@ -16,7 +16,8 @@
  *   wl_fwd(x, xoff, ti, tioff, tp, tpoff, w, woff, loss, lw, rows, C, ignore, eps, flags, ls)
  *     loss[r] and lw[r] (compute-dtype temporaries)
  *   wl_finish(loss, lw, rows, out, ooff, mode, ls)   one work-group: out[0] = sum(loss)
- *     (mode 1: / sum(lw)); mode 2: out[0] = sum(lw) (the mean's divisor, into a temporary)
+ *     (mode 1: / sum(lw)); mode 2: out[0] = sum(lw) (the mean's divisor, into a temporary);
+ *     mode 3: out[r] = loss[r] for every row (reduction none: T into the dtype's storage)
  *   wl_bwd(gout, goff, x, xoff, ti, tioff, tp, tpoff, w, woff, denom, dnoff, dx, dxoff, rows, C,
  *          ignore, eps, flags, ls)
  *     flags WL_GROW: g = gout[r] (reduction none), else gout[0]; WL_DENOM: g /= denom[0]
@@ -132,6 +133,11 @@ wl_finish(global const T *loss, global const T *lw, ulong rows, global ST *out, 
           uint mode, local T *ls)
 {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
+  if (mode == 3) {
+    for (ulong r = lid; r < rows; r += lsz)
+      KILN_STORE(out, ooff + r, loss[r]);
+    return;
+  }
   T a = (T)0, b = (T)0;
   for (ulong r = lid; r < rows; r += lsz) {
     if (mode != 2)

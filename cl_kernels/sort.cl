@@ -65,6 +65,7 @@
  *   iota(vals, voff, n)  vals[i] = i (uint)
  */
 #include "common.cl"
+#include "sort_chunks.clh"
 #include "sort_pairs.clh"
 
 #include "sort_key.clh"
@@ -614,14 +615,9 @@ uniq_chunk_count(global const K *keys, ulong koff, ulong n, ulong chunk, global 
   uint c = 0;
   for (ulong i = lo + t; i < hi; i += L)
     c += run_start(keys, i);
-  tmp[t] = c;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (t == 0) {
-    uint total = 0;
-    for (uint u = 0; u < L; u++)
-      total += tmp[u];
+  uint total = group_total(tmp, c);
+  if (t == 0)
     sums[g] = total;
-  }
 }
 
 kernel void
@@ -629,32 +625,13 @@ uniq_chunk_emit(global const K *keys, ulong koff, ulong n, ulong chunk, global c
                 local uint *tmp, global T *out, ulong ooff, global uint *starts)
 {
   const ulong g = get_group_id(0);
-  const uint t = get_local_id(0), L = get_local_size(0);
   keys += koff;
-  ulong base = g * chunk, end = base + chunk;
-  if (end > n)
-    end = n;
-  const ulong ipt = (chunk + L - 1) / L;
-  ulong lo = base + t * ipt, hi = lo + ipt;
-  if (lo > end)
-    lo = end;
-  if (hi > end)
-    hi = end;
+  ulong lo, hi;
+  chunk_part(g, chunk, n, &lo, &hi);
   uint c = 0;
   for (ulong i = lo; i < hi; i++)
     c += run_start(keys, i);
-  tmp[t] = c;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (t == 0) {
-    uint run = sums[g];
-    for (uint u = 0; u < L; u++) {
-      uint x = tmp[u];
-      tmp[u] = run;
-      run += x;
-    }
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  uint run = tmp[t];
+  uint run = group_scan_excl(tmp, c, sums + g);
   for (ulong i = lo; i < hi; i++) {
     if (run_start(keys, i)) {
       out[ooff + run] = value_of_key(keys[i]);

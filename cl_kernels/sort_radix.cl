@@ -29,6 +29,7 @@
  * rbits (8 on every device; a test hook takes 1 to 11).
  */
 #include "common.cl"
+#include "sort_chunks.clh"
 
 #if defined(KILN_DT_I64)
 typedef ulong K;
@@ -129,14 +130,9 @@ scan_reduce(global const uint *a, ulong m, ulong chunk, global uint *sums, local
   uint s = 0;
   for (ulong i = lo + t; i < hi; i += L)
     s += a[i];
-  tmp[t] = s;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (t == 0) {
-    uint total = 0;
-    for (uint u = 0; u < L; u++)
-      total += tmp[u];
+  uint total = group_total(tmp, s);
+  if (t == 0)
     sums[g] = total;
-  }
 }
 
 kernel void
@@ -144,28 +140,12 @@ scan_top(global uint *sums, ulong nb, local uint *tmp)
 {
   /* One work-group: work-item t scans the consecutive part t of the sums (a single GPU
    * work-item walking thousands of dependent loads takes milliseconds). */
-  const uint t = get_local_id(0), L = get_local_size(0);
-  const ulong ipt = (nb + L - 1) / L;
-  ulong lo = t * ipt, hi = lo + ipt;
-  if (lo > nb)
-    lo = nb;
-  if (hi > nb)
-    hi = nb;
+  ulong lo, hi;
+  chunk_part(0, nb, nb, &lo, &hi);
   uint s = 0;
   for (ulong i = lo; i < hi; i++)
     s += sums[i];
-  tmp[t] = s;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (t == 0) {
-    uint run = 0;
-    for (uint u = 0; u < L; u++) {
-      uint c = tmp[u];
-      tmp[u] = run;
-      run += c;
-    }
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  uint run = tmp[t];
+  uint run = group_scan_excl(tmp, s, 0);
   for (ulong i = lo; i < hi; i++) {
     uint c = sums[i];
     sums[i] = run;
@@ -177,32 +157,12 @@ kernel void
 scan_down(global uint *a, ulong m, ulong chunk, global const uint *sums, local uint *tmp)
 {
   const ulong g = get_group_id(0);
-  const uint t = get_local_id(0), L = get_local_size(0);
-  ulong base = g * chunk, end = base + chunk;
-  if (end > m)
-    end = m;
-  /* Work-item t scans the consecutive part [lo, hi) of the chunk. */
-  const ulong ipt = (chunk + L - 1) / L;
-  ulong lo = base + t * ipt, hi = lo + ipt;
-  if (lo > end)
-    lo = end;
-  if (hi > end)
-    hi = end;
+  ulong lo, hi;
+  chunk_part(g, chunk, m, &lo, &hi);
   uint s = 0;
   for (ulong i = lo; i < hi; i++)
     s += a[i];
-  tmp[t] = s;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (t == 0) {
-    uint run = sums[g];
-    for (uint u = 0; u < L; u++) {
-      uint c = tmp[u];
-      tmp[u] = run;
-      run += c;
-    }
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  uint run = tmp[t];
+  uint run = group_scan_excl(tmp, s, sums + g);
   for (ulong i = lo; i < hi; i++) {
     uint c = a[i];
     a[i] = run;

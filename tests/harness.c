@@ -89,6 +89,16 @@ have_device(void)
   return kiln_device_list(NULL, 0, &n, NULL) == KILN_OK && n > 0;
 }
 
+/* Set before the first test runs, read only afterwards (tests may assert from threads). */
+static int forking = 1;
+
+void
+harness_mark_point(const char *file, int line)
+{
+  if (forking)
+    _mark_point(file, line);
+}
+
 static int
 run_suite(Suite *suite)
 {
@@ -96,6 +106,7 @@ run_suite(Suite *suite)
   if (!getenv("KILN_TEST_KEEP_CACHE_ENV"))
     setenv("KILN_CACHE_DIR", cache, 1);
   SRunner *sr = srunner_create(suite);
+  forking = srunner_fork_status(sr) == CK_FORK;
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
   srunner_free(sr);

@@ -2,8 +2,9 @@
 # Run on the GPU machine from the checkout root, build-gpu/ present (docs/tuning.md, "xgemm"):
 #   bash bench/h200/gemm.sh
 # Sweeps CLBlast's Xgemm parameters through KILN_DEBUG_XGEMM: one `kiln bench` process per
-# candidate (one CLBlast build, about 1 s on NVIDIA, serves the three sizes), f64 then f32,
-# every candidate at 2048^3, 4096^3 and 8192^3. Stops starting candidates at BUDGET seconds
+# candidate (one CLBlast build, about 1 s on NVIDIA, serves the three sizes; a candidate took
+# 3 s in all on the H200), every candidate at 2048^3, 4096^3 and 8192^3, after the defaults
+# (KILN_TUNE=off) and PyTorch. Stops starting candidates at BUDGET seconds
 # (default 112) so that the whole script stays within 120 s. Results: $OUT/r/gemm/
 # (sweep-<dtype>-<label>.json, candidates.txt: label and spec, summary.txt: TFLOP/s per size).
 # O=... before run: CLBlast's own CLBLAST_BUILD_OPTIONS for that candidate (-D of its kernel's
@@ -16,9 +17,9 @@ BUDGET=${BUDGET:-112}
 t0=$(date +%s); el() { echo "$1 $(( $(date +%s)-t0 ))s" >> $R/times.txt; }
 left() { echo $(( BUDGET - ($(date +%s) - t0) )); }
 
-# The default sets (f64 set 9, f32 set 8) in full; a candidate is a base with some entries
+# The default sets (f64 set 11, f32 set 8) in full; a candidate is a base with some entries
 # replaced, written out in full to candidates.txt.
-B64="GEMMK=0 KREG=1 KWG=16 KWI=2 MDIMA=16 MDIMC=8 MWG=64 NDIMB=8 NDIMC=16 NWG=128 SA=1 SB=1 STRM=1 STRN=1 VWM=2 VWN=2"
+B64="GEMMK=0 KREG=1 KWG=16 KWI=4 MDIMA=16 MDIMC=8 MWG=64 NDIMB=8 NDIMC=16 NWG=128 SA=1 SB=1 STRM=1 STRN=1 VWM=2 VWN=2"
 B32="GEMMK=0 KREG=1 KWG=32 KWI=2 MDIMA=32 MDIMC=16 MWG=128 NDIMB=8 NDIMC=16 NWG=128 SA=1 SB=1 STRM=1 STRN=1 VWM=4 VWN=4"
 full() {
   local s=" $1 "; shift
@@ -41,54 +42,43 @@ run() { # dtype label spec...
   CLBLAST_BUILD_OPTIONS="$O" KILN_DEBUG_XGEMM="$spec" timeout ${TMO:-12} $K bench --no-startup --json --filter blas.gemm_clblast \
     --sizes ${SIZES:-2^22,2^24,2^26} --dtype $d --reps 5 > $R/sweep-$d-$l.json 2>>$R/err-$d-$l.txt
 }
-S=$B64
-run f64 base
-run f64 k32 KWG=32
-run f64 ma32nb8 MDIMA=32 NDIMB=8
-run f64 t128x64 MWG=128 NWG=64 MDIMC=16 NDIMC=8 MDIMA=16 NDIMB=8
-run f64 t64x64 MWG=64 NWG=64 MDIMC=8 NDIMC=8 MDIMA=8 NDIMB=8
-run f64 t64x64k32 MWG=64 NWG=64 MDIMC=8 NDIMC=8 MDIMA=8 NDIMB=8 KWG=32
-run f64 t128x128sb0 MWG=128 NWG=128 MDIMC=16 NDIMC=16 MDIMA=16 NDIMB=16 KWG=32 SB=0
-run f64 i16x8w256 MWG=256 NWG=128 MDIMC=16 NDIMC=16 MDIMA=16 NDIMB=16
-run f64 i8x16w256 MWG=128 NWG=256 MDIMC=16 NDIMC=16 MDIMA=16 NDIMB=16
-run f64 i16x8w128 MWG=128 NWG=128 MDIMC=8 NDIMC=16 MDIMA=8 NDIMB=16
-run f64 sb0k32 SB=0 KWG=32
-run f64 sa0k32 SA=0 KWG=32
-run f64 vw1 VWM=1 VWN=1
-run f64 vw4 VWM=4 VWN=4
-run f64 kwi8 KWI=8
-run f64 kwi4 KWI=4
-run f64 kwi16 KWI=16
-O=-DUSE_STAGGERED_INDICES=1 run f64 stagger MWG=64
-run f64 i4x8w256 MWG=64 NWG=128 MDIMC=16 NDIMC=16 MDIMA=32 NDIMB=16
-run f64 g1t64 $K1 MWG=64 NWG=64 MDIMC=8 NDIMC=8 MDIMA=8 NDIMB=8 KREG=2
-run f64 g1t64r4 $K1 MWG=64 NWG=64 MDIMC=8 NDIMC=8 MDIMA=8 NDIMB=8 KREG=4
-run f64 g1t128x64 $K1 MWG=128 NWG=64 MDIMC=16 NDIMC=8 MDIMA=16 NDIMB=8 KREG=4
-run f64 g1t64x128 $K1 MWG=64 NWG=128 MDIMC=8 NDIMC=16 MDIMA=8 NDIMB=16 KREG=4
-el f64
+# Round 2 (round 1's 38 candidates: docs/tuning.md, "xgemm"): the defaults as a new user
+# gets them, PyTorch, then the f32 candidates round 1 had no time for and f64 combinations
+# around its winner (KWI 4, now set 11).
+[ -z "$DRY" ] && KILN_TUNE=off timeout 25 $K bench --no-startup --json --filter blas.gemm_clblast \
+  --sizes 2^22,2^24,2^26 --dtype f32,f64 --reps 5 > $R/defaults.json 2>>$R/err-defaults.txt
+el defaults
+[ -z "$DRY" ] && timeout 30 python3 bench/peers_torch.py --no-startup --dtype f32,f64 --sizes 2^22,2^24,2^26 \
+  --filter blas.gemm --out $R/torch-gemm.json > $R/torch.log 2>&1
+el torch
 S=$B32
-run f32 base
-run f32 i16x8k16 MWG=256 NWG=128 KWG=16 MDIMA=16 NDIMB=16
-run f32 i16x8 MWG=256 NWG=128
-run f32 i8x16k16 MWG=128 NWG=256 KWG=16 MDIMA=16 NDIMB=16
-run f32 vwm8 VWM=8 MDIMA=16
 run f32 t64x128 MWG=64 NWG=128 MDIMC=8 NDIMC=16 MDIMA=16 NDIMB=8
-run f32 t64x64 MWG=64 NWG=64 MDIMC=8 NDIMC=8 MDIMA=8 NDIMB=8
+run f32 t64x128k16 MWG=64 NWG=128 MDIMC=8 NDIMC=16 MDIMA=16 NDIMB=8 KWG=16
 run f32 t128x64 MWG=128 NWG=64 MDIMC=16 NDIMC=8 MDIMA=16 NDIMB=8
+run f32 t64x64 MWG=64 NWG=64 MDIMC=8 NDIMC=8 MDIMA=8 NDIMB=8
+run f32 kwi4 KWI=4
 run f32 i16x8w128 MWG=128 NWG=128 MDIMC=8 NDIMC=16 MDIMA=16 NDIMB=8
+run f32 i16x8sb0 MWG=256 NWG=128 SB=0
 run f32 sb0 SB=0
 run f32 sa0 SA=0
 O=-DUSE_STAGGERED_INDICES=1 run f32 stagger MWG=128
-run f32 i16x8vw8 MWG=256 NWG=128 VWM=8 MDIMA=16 KWG=16 NDIMB=16
+run f32 t64x128kwi4 MWG=64 NWG=128 MDIMC=8 NDIMC=16 MDIMA=16 NDIMB=8 KWI=4
 run f32 g1t128 $K1 MWG=128 NWG=128 MDIMC=16 NDIMC=16 MDIMA=16 NDIMB=16 KREG=4
-run f32 g1t64 $K1 MWG=64 NWG=64 MDIMC=8 NDIMC=8 MDIMA=8 NDIMB=8 KREG=4
 el f32
+S=$B64
+run f64 kwi4vw1 VWM=1 VWN=1
+run f64 kwi8vw1 KWI=8 VWM=1 VWN=1
+run f64 t64x64kwi4 MWG=64 NWG=64 MDIMC=8 NDIMC=8 MDIMA=8 NDIMB=8
+run f64 kwi4ma32 MDIMA=32 NDIMB=8
+run f64 kwi4str0 STRM=0 STRN=0
+el f64
 
 # TFLOP/s per candidate and size, best first at 4096^3.
 python3 - "$R" > $R/summary.txt 2>&1 <<'EOF'
 import json, glob, os, sys
 rows = []
-for f in sorted(glob.glob(os.path.join(sys.argv[1], "sweep-*.json"))):
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "sweep-*.json"))) + \
+        [os.path.join(sys.argv[1], "defaults.json")]:
     try:
         d = json.load(open(f))
     except Exception as e:
@@ -96,7 +86,11 @@ for f in sorted(glob.glob(os.path.join(sys.argv[1], "sweep-*.json"))):
     t = {}
     for r in d.get("results", []):
         if r.get("gflops"):
-            t[round(r["n"] ** 0.5)] = r["gflops"] / 1e3
+            t.setdefault(r["dtype"], {})[round(r["n"] ** 0.5)] = r["gflops"] / 1e3
+    if "defaults" in f:
+        rows += [(dt + "-DEFAULTS", v, "") for dt, v in t.items()]
+        continue
+    t = next(iter(t.values()), {})
     why = "; ".join(x.get("reason", "") for x in d.get("skipped", []))
     err = f.replace("sweep-", "err-").replace(".json", ".txt")
     if not t and os.path.exists(err):
@@ -108,6 +102,3 @@ for name, t, err in rows:
 EOF
 el summary
 
-[ $(( 120 - ($(date +%s) - t0) )) -gt 12 ] && timeout $(( 118 - ($(date +%s) - t0) )) python3 bench/peers_torch.py \
-  --no-startup --dtype f32,f64 --sizes 2^22,2^24,2^26 --filter blas.gemm --out $R/torch-gemm.json > $R/torch.log 2>&1
-el torch

@@ -3,13 +3,14 @@
 # root with build-gpu/ (a release build) present. test_linalg, then each factorization at 4096
 # f64 under the cltrace shim (bench/cltrace.c: per kernel name calls, device ms, device idle ms
 # before it, enqueue and blocking host ms), one process per case so that each table holds one
-# op; then the plain rows (f64 1024 and 4096, f32 4096), kiln's DGEMM rate and PyTorch.
+# op; then the variants, kiln's DGEMM rate, the plain rows (f64 1024, f32 4096) and PyTorch
+# (the first run of 2026-12-02 has them all; later steps are skipped when time runs out).
 # Results under $OUT/r/linalg/. About 50 s.
 #
 # Variants: VARIANTS="name:family:p=v+p=v ..." (+ for the space) adds traced runs of LU, Cholesky, QR and solve
-# with `kiln bench --tune`, as long as time is left (default: every update on kiln's gemm_tile,
-# gemm=2, at nb 64 and 128; CLBlast at nb 128).
-VARIANTS=${VARIANTS-"tile:linalg:route=1+gemm=2 tile128:linalg:route=1+gemm=2+nb=128 nb128:linalg:route=1+nb=128"}
+# with `kiln bench --tune`, as long as time is left (default: look-ahead on, ahead=2; leaf 32
+# with and without it; look-ahead at nb 128).
+VARIANTS=${VARIANTS-"ahead:linalg:route=1+ahead=2 leaf32:linalg:route=1+leaf=32 aleaf32:linalg:route=1+ahead=2+leaf=32 ahead128:linalg:route=1+ahead=2+nb=128"}
 source .device/setup.sh >/dev/null 2>&1
 K=build-gpu/tools/kiln
 SHIM=$PWD/build-gpu/bench/libcltrace.so
@@ -31,17 +32,17 @@ tr() { local n=$1 to=$2; shift 2
 for c in lu cholesky qr solve inv; do
   tr $c 5 --dtype f64 --sizes 2^24 --filter linalg.$c
 done
-tr dgemm 4 --dtype f64 --sizes 2^24 --filter blas.gemm
 for v in $VARIANTS; do
   t=${v#*:}; t=${t//+/ }
-  tr ${v%%:*} 7 --dtype f64 --sizes 2^24 --filter linalg.lu,linalg.cholesky,linalg.qr,linalg.solve \
+  tr ${v%%:*} 6 --dtype f64 --sizes 2^24 --filter linalg.lu,linalg.cholesky,linalg.qr,linalg.solve \
     --tune "$t"
 done
+tr dgemm 4 --dtype f64 --sizes 2^24 --filter blas.gemm
+tr rows-f64 5 --dtype f64 --sizes 2^20 --filter linalg.lu,linalg.cholesky,linalg.qr,linalg.solve,linalg.inv
+tr rows-f32 5 --dtype f32 --sizes 2^24 --filter linalg.lu,linalg.cholesky,linalg.qr,linalg.solve,linalg.inv
 l=$(left); [ $l -gt 10 ] && l=10
-[ $l -ge 3 ] && timeout $l python3 bench/peers_torch.py --no-startup --reps 3 --dtype f64 \
+[ $l -ge 4 ] && timeout $l python3 bench/peers_torch.py --no-startup --reps 3 --dtype f64 \
   --sizes 2^24 --filter linalg.lu,linalg.cholesky,linalg.qr,linalg.solve,linalg.inv,blas.gemm \
   --out $R/torch.json >> $R/torch.log 2>&1
 el torch
-tr rows-f64 5 --dtype f64 --sizes 2^20 --filter linalg.lu,linalg.cholesky,linalg.qr,linalg.solve,linalg.inv
-tr rows-f32 5 --dtype f32 --sizes 2^24 --filter linalg.lu,linalg.cholesky,linalg.qr,linalg.solve,linalg.inv
 tar czf $OUT/r-linalg.tgz -C $OUT r/linalg

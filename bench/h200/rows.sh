@@ -2,8 +2,9 @@
 # Issue 17, the nn family's row kernels and activations on the H200 (docs/nn.md, "Launch knobs").
 # Run from the checkout root with build-gpu/ (a release build) present: bash bench/h200/rows.sh
 # Writes under $OUT/r/rows/: the nn and nn_train suites' output, `kiln bench --json` for the
-# defaults and for each KILN_DEBUG_NN variant (bench-<label>.json), PyTorch's figures
-# (torch.json), the row kernels' private memory and ptxas reports (verbose.txt), times.txt.
+# defaults and for each KILN_DEBUG_NN variant (bench-<label>.json), the row kernels' private
+# memory and ptxas reports (verbose*.txt), times.txt. PyTorch's figures (torch.json) came from
+# round 1: python3 bench/peers_torch.py --no-startup --dtype f32,f64 --sizes 2^26 --filter ...
 # At most 60 s in all (later steps get what is left; bench/h200/rows_report.py tabulates).
 source .device/setup.sh >/dev/null 2>&1
 K=build-gpu/tools/kiln
@@ -23,33 +24,34 @@ b() {
     > $R/bench-$2.json 2>>$R/err.txt
   echo "$2 rc=$? $(( $(date +%s)-t0 ))s" >> $R/runs.txt
 }
-# Correctness on NVIDIA: every row-cache variant in every dtype (row_knobs), the rest.
-CK_FORK=no KILN_LOG=error timeout 14 build-gpu/tests/test_nn > $R/test-nn.txt 2>&1
-echo "test_nn rc=$?" >> $R/tests.txt
-CK_FORK=no KILN_LOG=error timeout 5 build-gpu/tests/test_nn_train > $R/test-nn_train.txt 2>&1
-echo "test_nn_train rc=$?" >> $R/tests.txt
-el tests
-# Registers or off-chip memory: the row kernels' private bytes and ptxas' report, fresh builds.
-KILN_CACHE_DIR=/tmp/kc-rows-v KILN_LOG=warn KILN_DEBUG_NN=verbose=1,row_items=16 \
+# Round 2 (round 1: bench-rows-row_items=0/4 and torch.json; the register caches' kernels
+# allowed only 256 items, so registers are the suspect): the default (16 per lane) with and
+# without NVIDIA's register cap, ptxas' register counts, the activations' variants, f64,
+# then the suites with the time left.
+KILN_CACHE_DIR=/tmp/kc-rows-v KILN_LOG=warn KILN_DEBUG_NN=verbose=1 \
   timeout $(cap 4) $K bench --no-startup --dtype f32 --sizes 2^16 --filter nn.softmax,nn.layer_norm \
   > /dev/null 2> $R/verbose.txt
+KILN_CACHE_DIR=/tmp/kc-rows-v2 KILN_LOG=warn KILN_DEBUG_NN=verbose=1,maxreg=64 \
+  timeout $(cap 4) $K bench --no-startup --dtype f32 --sizes 2^16 --filter nn.softmax,nn.layer_norm \
+  > /dev/null 2> $R/verbose-maxreg64.txt
 el verbose
-# Defaults (the row kernels' register caches chosen per length), next to PyTorch and a copy;
-# f64 for gelu (kiln's f64 erfc) and two row kernels.
-b 9 default $ROWS,$ACTS,copy.kiln_copy f32
-b 5 default64 nn.gelu,nn.softmax,nn.layer_norm,copy.kiln_copy f64
-timeout $(cap 9) python3 bench/peers_torch.py --no-startup --dtype f32,f64 --sizes 2^26 \
-  --filter $ROWS,$ACTS,copy.kiln_copy --out $R/torch.json >> $R/torch.log 2>&1
-echo "torch rc=$?" >> $R/runs.txt
-el default
-# Row kernels: elements per lane in registers (4: 1024 lanes per row of 4096, 8: 512; the
-# default 16: 256; 0 streams each row twice, the former default).
-for v in row_items=0 row_items=4 row_items=8; do
-  KILN_DEBUG_NN=$v b 3 "rows-${v//,/-}" nn.softmax,nn.layer_norm,nn.cross_entropy f32
+RF=nn.softmax,nn.layer_norm,nn.cross_entropy
+b 4 rows-default $RF f32
+for v in maxreg=64 maxreg=48 maxreg=96 row_items=8,maxreg=64 row_items=4,maxreg=64; do
+  KILN_DEBUG_NN=$v b 3 "rows-${v//,/-}" $RF f32
 done
 el rows
-# Activations: native exp and reciprocal, 4-vectors per item (with 8 items: 32 elements).
+b 4 act-default $ACTS f32
 for v in fast=1 act_vec=4 act_vec=4,fast=1; do
   KILN_DEBUG_NN=$v b 3 "act-${v//,/-}" $ACTS f32
 done
 el act
+b 5 default64 nn.gelu,nn.softmax,nn.layer_norm f64
+KILN_DEBUG_NN=maxreg=64 b 4 rows64-maxreg=64 nn.softmax,nn.layer_norm f64
+b 3 rows-more nn.log_softmax,nn.rms_norm f32
+el f64
+tt=$(cap 20); [ $tt -gt 2 ] && CK_FORK=no KILN_LOG=error timeout $tt build-gpu/tests/test_nn > $R/test-nn.txt 2>&1
+echo "test_nn rc=$?" >> $R/tests.txt
+tt=$(cap 10); [ $tt -gt 2 ] && CK_FORK=no KILN_LOG=error timeout $tt build-gpu/tests/test_nn_train > $R/test-nn_train.txt 2>&1
+echo "test_nn_train rc=$?" >> $R/tests.txt
+el tests

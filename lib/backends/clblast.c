@@ -144,6 +144,7 @@ c128(kiln_complex128 v)
 }
 
 #define ROW CLBlastLayoutRowMajor
+#define COL CLBlastLayoutColMajor
 
 /*
  * One call of routine CLBlast<p><name> for the dtype: p is S (f32), D (f64),
@@ -177,15 +178,21 @@ kiln__clblast_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int
                    size_t batch)
 {
   cl_command_queue *q = &ctx->queue;
+  /*
+   * Asked as the column-major C^T = op(B)^T op(A)^T (the same memory): CLBlast's Xgemm wants A
+   * as stored column-major and B transposed, so a row-major call costs it a transpose of A plus
+   * a temporary C and a transpose back, the column-major one only a transpose of (kiln's) A.
+   * op(A)^T of the row-major A is op applied to its column-major view, conjugation included.
+   */
   if (batch == 1) {
-#define GEMM_ARGS(cv)                                                                              \
-  (ROW, tr(ta), tr(tb), m, n, k, cv(alpha), a, aoff, lda, b, boff, ldb, cv(beta), c, coff, ldc, q, \
+#define GEMM_ARGS(cv)                                                                             \
+  (COL, tr(tb), tr(ta), n, m, k, cv(alpha), b, boff, ldb, a, aoff, lda, cv(beta), c, coff, ldc, q, \
    NULL)
     BY_DTYPE(op, ctx, dt, gemm, GEMM_ARGS);
 #undef GEMM_ARGS
   }
 #define GEMM_ARGS(cv)                                                                     \
-  (ROW, tr(ta), tr(tb), m, n, k, cv(alpha), a, aoff, lda, astride, b, boff, ldb, bstride, \
+  (COL, tr(tb), tr(ta), n, m, k, cv(alpha), b, boff, ldb, bstride, a, aoff, lda, astride, \
    cv(beta), c, coff, ldc, cstride, batch, q, NULL)
   BY_DTYPE(op, ctx, dt, gemmStridedBatched, GEMM_ARGS);
 #undef GEMM_ARGS

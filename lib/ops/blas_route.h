@@ -66,7 +66,7 @@ kiln_status kiln__blas_xgemm_prepare_mnk(const char *op, kiln_context *ctx, kiln
                                          uint64_t mnk);
 
 /* The xgemm family's sets: 1 to KILN__XGEMM_NSETS (0: CLBlast's own database). */
-#define KILN__XGEMM_NSETS 10
+#define KILN__XGEMM_NSETS 11
 /* The set kiln's defaults use on NVIDIA GPUs for dt (f32/f64), small (m*n*k < 2^35) or large
  * products; for the tests. */
 uint32_t kiln__blas_xgemm_nvidia_set(kiln_dtype dt, int large);

@@ -44,12 +44,18 @@
 static atomic_int hook_nb = -1, hook_small = -1, hook_own = -1, hook_leaf = -1, hook_route = -1;
 
 static atomic_llong hook_own_max = -1;
-static atomic_int hook_gemm = -1;
+static atomic_int hook_gemm = -1, hook_ahead = -1;
 
 void
 kiln__linalg_test_gemm(int gemm)
 {
   atomic_store(&hook_gemm, gemm);
+}
+
+void
+kiln__linalg_test_ahead(int ahead)
+{
+  atomic_store(&hook_ahead, ahead);
 }
 
 void
@@ -104,6 +110,9 @@ kiln__linalg_choose(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t e
   int hg = atomic_load(&hook_gemm);
   if (hg >= 0)
     p->gemm = (uint32_t)hg;
+  int ha = atomic_load(&hook_ahead);
+  if (ha >= 0)
+    p->ahead = (uint32_t)ha;
 }
 
 void
@@ -133,7 +142,8 @@ typedef struct la {
   int clblast; /* trailing updates through CLBlast */
   uint64_t nb, small_max;
   uint64_t leaf; /* widest LU panel lu_panel factors without recursing */
-  int tile; /* every GEMM on gemm_tile (KILN__LINALG_GEMM_TILE) */
+  int tile;  /* every GEMM on gemm_tile (KILN__LINALG_GEMM_TILE) */
+  int ahead; /* look-ahead on a second queue (device route LU and Cholesky) */
   int host_lu, host_chol; /* LU, Cholesky panels on the host (the hybrid route) */
   uint64_t hnb_lu, hnb_chol; /* host route block sizes; 0: the whole matrix */
 } la;
@@ -167,13 +177,19 @@ la_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
     L.nb = p.nb;
   L.clblast = KILN_HAVE_CLBLAST && !kiln__env_flag(KILN__ENV_DEBUG_NO_CLBLAST) &&
               atomic_load(&hook_own) <= 0;
-  uint32_t g = p.gemm ? p.gemm : KILN__LINALG_RULE_GEMM;
+  uint32_t g = p.gemm                ? p.gemm
+               : ctx->info.is_gpu ? KILN__LINALG_RULE_GEMM_GPU
+                                  : KILN__LINALG_RULE_GEMM_CPU;
   L.tile = g == KILN__LINALG_GEMM_TILE;
+  L.ahead = (p.ahead ? p.ahead : KILN__LINALG_RULE_AHEAD) == 2;
   int hs = atomic_load(&hook_small);
   if (hs >= 0)
     L.small_max = (uint64_t)hs;
   int hl = atomic_load(&hook_leaf);
-  L.leaf = hl > 0 ? (uint64_t)hl : ctx->info.is_gpu ? KILN__LINALG_LEAF_GPU : UINT64_MAX;
+  L.leaf = hl > 0              ? (uint64_t)hl
+           : !ctx->info.is_gpu ? UINT64_MAX
+           : p.leaf            ? p.leaf
+                               : KILN__LINALG_LEAF_GPU;
   return L;
 }
 
@@ -299,13 +315,15 @@ tri_inv(const la *L, int upper, int unit, uint64_t n, mat a, uint64_t lda, uint6
 {
   if (n == 0 || batch == 0)
     return KILN_OK;
-  if (n * (n | 1) * L->ts > L->ctx->info.local_mem_bytes) { /* 64 x 65 f64 is 33 KB */
+  /* 4 lanes per row (a quarter of each row's dependent chain) */
+  size_t local = 256;
+  if ((n * (n | 1) + local) * L->ts > L->ctx->info.local_mem_bytes) { /* 64 x 65 f64: 33 KB */
     KILN_TRY(eye_fill(L, x, n, batch));
     return tri_kernel(L, 1, 1, upper, 0, unit, n, n, 1.0, a, lda, astride, x, n, xstride, batch);
   }
   cl_kernel k;
   KILN_TRY(kern(L, "tri_inv", &k));
-  size_t local = 64, max = kiln__launch_pow2_local(L->ctx, k);
+  size_t max = kiln__launch_pow2_local(L->ctx, k);
   if (local > max)
     local = max;
   if (n > local)
@@ -323,6 +341,7 @@ tri_inv(const la *L, int upper, int unit, uint64_t n, mat a, uint64_t lda, uint6
   args_mat(&args, x);
   kiln__args_u64(&args, xstride);
   kiln__args_local(&args, n * (n | 1) * L->ts);
+  kiln__args_local(&args, local * L->ts);
   return kiln__args_enqueue_1d(&args, L->ctx, (size_t)batch * local, local);
 }
 
@@ -588,10 +607,14 @@ syrk_sub(const la *L, int upper, uint64_t n, uint64_t k, mat a, uint64_t lda, ma
   return own_gemm(L, n, n, k, -1.0, a, lda, 1, a, 1, lda, c, ldc, 1, 1);
 }
 
-/* Row interchanges k1 .. k2-1 of piv on ncols columns of batch matrices (row stride lda). */
+/*
+ * Row interchanges k1 .. k2-1 of piv on ncols columns of batch matrices (row stride lda),
+ * skipping sw columns from column s0 on (laswp_skip).
+ */
 static kiln_status
-laswp(const la *L, mat a, uint64_t astride, uint64_t lda, uint64_t ncols, mat piv, uint64_t pstride,
-      uint64_t k1, uint64_t k2, int reverse, uint64_t batch)
+laswp_skip(const la *L, mat a, uint64_t astride, uint64_t lda, uint64_t ncols, mat piv,
+           uint64_t pstride, uint64_t k1, uint64_t k2, int reverse, uint64_t batch, uint64_t s0,
+           uint64_t sw)
 {
   if (ncols == 0 || k2 <= k1 || batch == 0)
     return KILN_OK;
@@ -607,7 +630,17 @@ laswp(const la *L, mat a, uint64_t astride, uint64_t lda, uint64_t ncols, mat pi
   kiln__args_u32(&args, (uint32_t)k1);
   kiln__args_u32(&args, (uint32_t)k2);
   kiln__args_u32(&args, (uint32_t)reverse);
+  kiln__args_u32(&args, (uint32_t)s0);
+  kiln__args_u32(&args, (uint32_t)sw);
   return enqueue2(&args, L, ncols, batch);
+}
+
+/* Row interchanges k1 .. k2-1 of piv on ncols columns of batch matrices (row stride lda). */
+static kiln_status
+laswp(const la *L, mat a, uint64_t astride, uint64_t lda, uint64_t ncols, mat piv, uint64_t pstride,
+      uint64_t k1, uint64_t k2, int reverse, uint64_t batch)
+{
+  return laswp_skip(L, a, astride, lda, ncols, piv, pstride, k1, k2, reverse, batch, ncols, 0);
 }
 
 static kiln_status
@@ -625,15 +658,16 @@ zero_fill(const la *L, kiln_tensor *t)
 
 /*
  * LU of the panel columns c0 .. c0+w-1 (rows c0 .. m-1) of an m-row matrix with row stride
- * lda, in place, every interchange applied across the panel's columns. Panels up to the
- * leaf width run lu_panel (one work-group); wider ones recurse (Toledo): the left half, its
- * interchanges on the right half, TRSM and GEMM into the right half, the right half, its
- * interchanges on the left half. The recursion moves most of the panel's flops and memory
- * traffic from one work-group into GEMM calls over the whole device.
+ * lda, in place, every interchange applied across the columns s0 .. s0+sw-1 (the top-level
+ * panel, which contains these). Panels up to the leaf width run lu_panel (one work-group);
+ * wider ones recurse (Toledo): the left half, TRSM and GEMM into the right half, the right
+ * half. The leaves swap whole rows of the top-level panel, so the halves need no laswp. The
+ * recursion moves most of the panel's flops and memory traffic from one work-group into GEMM
+ * calls over the whole device.
  */
 static kiln_status
-lu_panel_run(const la *L, cl_kernel panel, size_t local, mat a, uint64_t lda, uint64_t m,
-             uint64_t c0, uint64_t w, mat piv, mat info)
+lu_panel_rec(const la *L, cl_kernel panel, size_t local, mat a, uint64_t lda, uint64_t m,
+             uint64_t c0, uint64_t w, mat piv, mat info, uint64_t s0, uint64_t sw)
 {
   if (w <= L->leaf) {
     kiln__args args = kiln__args_begin(L->op, panel);
@@ -646,21 +680,51 @@ lu_panel_run(const la *L, cl_kernel panel, size_t local, mat a, uint64_t lda, ui
     args_mat(&args, info);
     kiln__args_local(&args, local * L->ts);
     kiln__args_local(&args, local * sizeof(cl_int));
-    kiln__args_local(&args, w * L->ts);
+    kiln__args_local(&args, 2 * sw * L->ts);
+    kiln__args_u32(&args, (uint32_t)s0);
+    kiln__args_u32(&args, (uint32_t)sw);
     return kiln__args_enqueue_1d(&args, L->ctx, local, local);
   }
   uint64_t w1 = w / 2, c1 = c0 + w1, w2 = w - w1;
-  KILN_TRY(lu_panel_run(L, panel, local, a, lda, m, c0, w1, piv, info));
-  KILN_TRY(laswp(L, at(a, c1), 0, lda, w2, piv, 0, c0, c1, 0, 1));
+  KILN_TRY(lu_panel_rec(L, panel, local, a, lda, m, c0, w1, piv, info, s0, sw));
   KILN_TRY(tri(L, 1, 1, 0, 0, 1, w1, w2, 1.0, at(a, c0 * lda + c0), lda, 0, at(a, c0 * lda + c1),
                lda, 0, 1));
   KILN_TRY(gemm_sub(L, m - c1, w2, w1, at(a, c1 * lda + c0), lda, at(a, c0 * lda + c1), lda,
                     at(a, c1 * lda + c1), lda));
-  KILN_TRY(lu_panel_run(L, panel, local, a, lda, m, c1, w2, piv, info));
-  return laswp(L, at(a, c0), 0, lda, w1, piv, 0, c1, c1 + w2, 0, 1);
+  return lu_panel_rec(L, panel, local, a, lda, m, c1, w2, piv, info, s0, sw);
 }
 
-/* Blocked right-looking LU of one m x n matrix in place. */
+/* LU of the panel columns c0 .. c0+w-1, interchanges across the panel (lu_panel_rec). */
+static kiln_status
+lu_panel_run(const la *L, cl_kernel panel, size_t local, mat a, uint64_t lda, uint64_t m,
+             uint64_t c0, uint64_t w, mat piv, mat info)
+{
+  return lu_panel_rec(L, panel, local, a, lda, m, c0, w, piv, info, c0, w);
+}
+
+/*
+ * Runs the LU panel of columns c0 .. c0+w-1 on queue q2 (the context's queue swapped for the
+ * duration: every launch inside, CLBlast's too, goes to ctx->queue), after everything enqueued
+ * so far on the context's queue.
+ */
+static kiln_status
+lu_panel_on(const la *L, cl_command_queue q2, cl_kernel panel, size_t local, mat a, uint64_t lda,
+            uint64_t m, uint64_t c0, uint64_t w, mat piv, mat info)
+{
+  cl_command_queue q = L->ctx->queue;
+  KILN_TRY(kiln__lh_join(L->op, q, q2));
+  L->ctx->queue = q2;
+  kiln_status s = lu_panel_run(L, panel, local, a, lda, m, c0, w, piv, info);
+  L->ctx->queue = q;
+  return s;
+}
+
+/*
+ * Blocked right-looking LU of one m x n matrix in place. With look-ahead (L->ahead) the
+ * update of each step does the next panel's columns first; that panel is then factored on a
+ * second queue while the context's queue runs the rest of the update (columns disjoint from
+ * the panel's), and the next step's interchanges wait for it.
+ */
 static kiln_status
 lu_blocked(const la *L, mat a, uint64_t m, uint64_t n, mat piv, mat info)
 {
@@ -668,16 +732,31 @@ lu_blocked(const la *L, mat a, uint64_t m, uint64_t n, mat piv, mat info)
   cl_kernel panel;
   KILN_TRY(kern(L, "lu_panel", &panel));
   size_t local = panel_local(L, panel);
+  cl_command_queue q2 = NULL;
+  if (L->ahead && k > nb)
+    KILN_TRY(kiln__lh_queue2(L->op, L->ctx, &q2));
+  if (q2)
+    KILN_TRY(lu_panel_run(L, panel, local, a, n, m, 0, nb, piv, info));
   for (uint64_t j0 = 0; j0 < k; j0 += nb) {
     uint64_t jb = k - j0 < nb ? k - j0 : nb, r = j0 + jb;
-    KILN_TRY(lu_panel_run(L, panel, local, a, n, m, j0, jb, piv, info));
-    KILN_TRY(laswp(L, a, 0, n, j0, piv, 0, j0, r, 0, 1));
+    if (!q2)
+      KILN_TRY(lu_panel_run(L, panel, local, a, n, m, j0, jb, piv, info));
+    /* the columns left and right of the panel in one launch */
+    KILN_TRY(laswp_skip(L, a, 0, n, n - jb, piv, 0, j0, r, 0, 1, j0, jb));
     if (r < n) {
-      KILN_TRY(laswp(L, at(a, r), 0, n, n - r, piv, 0, j0, r, 0, 1));
       KILN_TRY(tri(L, 1, 1, 0, 0, 1, jb, n - r, 1.0, at(a, j0 * n + j0), n, 0, at(a, j0 * n + r), n,
                    0, 1));
-      KILN_TRY(gemm_sub(L, m - r, n - r, jb, at(a, r * n + j0), n, at(a, j0 * n + r), n,
-                        at(a, r * n + r), n));
+      /* the next panel's columns (look-ahead), then the rest */
+      uint64_t jn = q2 && r < k ? (k - r < nb ? k - r : nb) : 0;
+      if (jn) {
+        KILN_TRY(gemm_sub(L, m - r, jn, jb, at(a, r * n + j0), n, at(a, j0 * n + r), n,
+                          at(a, r * n + r), n));
+        KILN_TRY(lu_panel_on(L, q2, panel, local, a, n, m, r, jn, piv, info));
+      }
+      KILN_TRY(gemm_sub(L, m - r, n - r - jn, jb, at(a, r * n + j0), n, at(a, j0 * n + r + jn), n,
+                        at(a, r * n + r + jn), n));
+      if (jn)
+        KILN_TRY(kiln__lh_join(L->op, q2, L->ctx->queue));
     }
   }
   return KILN_OK;
@@ -1043,6 +1122,60 @@ chol_hybrid(const la *L, hy *h, mat A, uint64_t n, int upper, int32_t *bad)
 }
 #endif
 
+/*
+ * Step j0 of the device route's blocked Cholesky of one n x n matrix: the jb x jb diagonal
+ * block (chol_small in local memory when it fits, else chol_panel), then the block column
+ * below it (lower: L21 = A21 L11^-T; upper: U12 = U11^-T A12) by the GEMM-based solve. With
+ * look-ahead q2 (not NULL) both run there, after everything enqueued on the context's queue.
+ */
+static kiln_status
+chol_step(const la *L, cl_kernel sk, size_t slocal, cl_kernel kk, size_t local, mat A, uint64_t n,
+          int upper, uint64_t j0, uint64_t jb, mat inf)
+{
+  uint64_t r = j0 + jb, rs = upper ? 1 : n, cs = upper ? n : 1;
+  if (is_small(L, jb, jb)) {
+    kiln__args args = kiln__args_begin(L->op, sk);
+    args_mat(&args, at(A, j0 * n + j0));
+    kiln__args_u64(&args, 0);
+    kiln__args_u32(&args, (uint32_t)jb);
+    kiln__args_u64(&args, rs);
+    kiln__args_u64(&args, cs);
+    args_mat(&args, inf);
+    kiln__args_u32(&args, (uint32_t)j0);
+    kiln__args_local(&args, jb * (jb | 1) * L->ts);
+    KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, slocal, slocal));
+  } else {
+    kiln__args args = kiln__args_begin(L->op, kk);
+    args_mat(&args, A);
+    kiln__args_u64(&args, rs);
+    kiln__args_u64(&args, cs);
+    kiln__args_u32(&args, (uint32_t)jb);
+    kiln__args_u32(&args, (uint32_t)j0);
+    args_mat(&args, inf);
+    KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, local, local));
+  }
+  if (r == n)
+    return KILN_OK;
+  if (!upper)
+    return tri(L, 1, 0, 0, 1, 0, n - r, jb, 1.0, at(A, j0 * n + j0), n, 0, at(A, r * n + j0), n, 0,
+               1);
+  return tri(L, 1, 1, 1, 1, 0, jb, n - r, 1.0, at(A, j0 * n + j0), n, 0, at(A, j0 * n + r), n, 0,
+             1);
+}
+
+/* chol_step on the second queue q2 after the context queue's work (see lu_panel_on). */
+static kiln_status
+chol_step_on(const la *L, cl_command_queue q2, cl_kernel sk, size_t slocal, cl_kernel kk,
+             size_t local, mat A, uint64_t n, int upper, uint64_t j0, uint64_t jb, mat inf)
+{
+  cl_command_queue q = L->ctx->queue;
+  KILN_TRY(kiln__lh_join(L->op, q, q2));
+  L->ctx->queue = q2;
+  kiln_status s = chol_step(L, sk, slocal, kk, local, A, n, upper, j0, jb, inf);
+  L->ctx->queue = q;
+  return s;
+}
+
 /* Cholesky of batch n x n matrices in place (the uplo triangle; the other one zeroed). */
 static kiln_status
 chol_run(const la *L, mat a, uint64_t n, uint64_t batch, int upper, kiln_tensor *info)
@@ -1070,7 +1203,13 @@ chol_run(const la *L, mat a, uint64_t n, uint64_t batch, int upper, kiln_tensor 
   /* Diagonal blocks that fit run chol_small in local memory, others chol_panel in global. */
   cl_kernel sk;
   KILN_TRY(kern(L, "chol_small", &sk));
+  /* the diagonal blocks: 256 lanes on GPUs (64 took 176 us for a 64 x 64 block on the H200:
+   * about 1400 updates per lane), one work-group each */
   size_t slocal = small_local(L, sk, L->nb);
+  if (L->ctx->info.is_gpu) {
+    size_t mx = kiln__launch_pow2_local(L->ctx, sk);
+    slocal = mx < 256 ? mx : 256;
+  }
   KILN_TRY(kern(L, "chol_panel", &kk));
   size_t local = kiln__launch_pow2_local(L->ctx, kk);
   if (local > 256)
@@ -1118,40 +1257,37 @@ chol_run(const la *L, mat a, uint64_t n, uint64_t batch, int upper, kiln_tensor 
       continue;
     }
 #endif
+    cl_command_queue q2 = NULL;
+    if (L->ahead && n > L->nb)
+      KILN_TRY(kiln__lh_queue2(L->op, L->ctx, &q2));
+    if (q2)
+      KILN_TRY(chol_step(L, sk, slocal, kk, local, A, n, upper, 0, L->nb, inf));
     for (uint64_t j0 = 0; j0 < n; j0 += L->nb) {
       uint64_t jb = n - j0 < L->nb ? n - j0 : L->nb, r = j0 + jb;
-      if (is_small(L, jb, jb)) {
-        kiln__args args = kiln__args_begin(L->op, sk);
-        args_mat(&args, at(A, j0 * n + j0));
-        kiln__args_u64(&args, 0);
-        kiln__args_u32(&args, (uint32_t)jb);
-        kiln__args_u64(&args, rs);
-        kiln__args_u64(&args, cs);
-        args_mat(&args, inf);
-        kiln__args_u32(&args, (uint32_t)j0);
-        kiln__args_local(&args, jb * (jb | 1) * L->ts);
-        KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, slocal, slocal));
-      } else {
-        kiln__args args = kiln__args_begin(L->op, kk);
-        args_mat(&args, A);
-        kiln__args_u64(&args, rs);
-        kiln__args_u64(&args, cs);
-        kiln__args_u32(&args, (uint32_t)jb);
-        kiln__args_u32(&args, (uint32_t)j0);
-        args_mat(&args, inf);
-        KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, local, local));
-      }
+      if (!q2)
+        KILN_TRY(chol_step(L, sk, slocal, kk, local, A, n, upper, j0, jb, inf));
       if (r == n)
         break;
-      if (!upper) {
-        KILN_TRY(tri(L, 1, 0, 0, 1, 0, n - r, jb, 1.0, at(A, j0 * n + j0), n, 0, at(A, r * n + j0),
-                     n, 0, 1));
-        KILN_TRY(syrk_sub(L, 0, n - r, jb, at(A, r * n + j0), n, at(A, r * n + r), n));
-      } else {
-        KILN_TRY(tri(L, 1, 1, 1, 1, 0, jb, n - r, 1.0, at(A, j0 * n + j0), n, 0, at(A, j0 * n + r),
-                     n, 0, 1));
-        KILN_TRY(syrk_sub(L, 1, n - r, jb, at(A, j0 * n + r), n, at(A, r * n + r), n));
+      /* look-ahead: the next block column first (its diagonal block by SYRK, the rest by
+       * GEMM), factored and solved on the second queue while this one updates the rest */
+      uint64_t jn = q2 ? (n - r < L->nb ? n - r : L->nb) : 0, c = r + jn;
+      if (jn && !upper) {
+        KILN_TRY(syrk_sub(L, 0, jn, jb, at(A, r * n + j0), n, at(A, r * n + r), n));
+        KILN_TRY(gemm_g(L, 0, 1, n - c, jn, jb, -1.0, at(A, c * n + j0), n, at(A, r * n + j0), n,
+                        1.0, at(A, c * n + r), n));
+      } else if (jn) {
+        KILN_TRY(syrk_sub(L, 1, jn, jb, at(A, j0 * n + r), n, at(A, r * n + r), n));
+        KILN_TRY(gemm_g(L, 1, 0, jn, n - c, jb, -1.0, at(A, j0 * n + r), n, at(A, j0 * n + c), n,
+                        1.0, at(A, r * n + c), n));
       }
+      if (jn)
+        KILN_TRY(chol_step_on(L, q2, sk, slocal, kk, local, A, n, upper, r, jn, inf));
+      if (c < n && !upper)
+        KILN_TRY(syrk_sub(L, 0, n - c, jb, at(A, c * n + j0), n, at(A, c * n + c), n));
+      else if (c < n)
+        KILN_TRY(syrk_sub(L, 1, n - c, jb, at(A, j0 * n + c), n, at(A, c * n + c), n));
+      if (jn)
+        KILN_TRY(kiln__lh_join(L->op, q2, L->ctx->queue));
     }
     kiln__args args = kiln__args_begin(L->op, zk);
     args_mat(&args, A);

@@ -143,7 +143,9 @@ use_mrrr(uint64_t n)
   int h = kiln__lsp_mrrr_min();
   if (h >= 0)
     return n >= (uint64_t)h;
-  return !host_fast_blas() && n >= KILN__LSP_MRRR_MIN;
+  /* MRRR on every host thread beat OpenBLAS's dstedc on the H200's host at 4096 (first run:
+   * dstedc 1.9 s, single-threaded dstemr 1.0 s) */
+  return n >= KILN__LSP_MRRR_MIN;
 }
 #endif
 
@@ -162,7 +164,6 @@ typedef struct mrrr_job {
   uint64_t n, il, iu;
   double *w, *z; /* w[n] (the pairs' values from w[il-1]), z n x n row-major (their columns) */
   lapack_int info;
-  pthread_t th;
 } mrrr_job;
 
 static void *
@@ -170,7 +171,8 @@ mrrr_run(void *arg)
 {
   mrrr_job *j = arg;
   uint64_t n = j->n, m = j->iu - j->il + 1;
-  double *dc = malloc(n * sizeof *dc), *ec = malloc(n * sizeof *ec), *zt = malloc(n * m * sizeof *zt);
+  double *dc = malloc(n * sizeof *dc), *ec = malloc(n * sizeof *ec),
+         *zt = malloc(n * m * sizeof *zt);
   double *wt = malloc(n * sizeof *wt);
   lapack_int *supp = malloc(2 * m * sizeof *supp), found = 0, tryrac = 1;
   j->info = -1;
@@ -198,75 +200,100 @@ mrrr_run(void *arg)
   return NULL;
 }
 
+/* Runs fn on count jobs of size bytes each, on count - 1 new threads and the caller's. */
+static void
+run_jobs(void *(*fn)(void *), void *jobs, size_t size, uint64_t count)
+{
+  pthread_t th[64];
+  uint64_t started = 0;
+  for (uint64_t t = 1; t < count && t < 64; t++) {
+    if (pthread_create(&th[t], NULL, fn, (char *)jobs + t * size) != 0)
+      break;
+    started = t;
+  }
+  fn(jobs);
+  for (uint64_t t = 1; t <= started; t++)
+    pthread_join(th[t], NULL);
+  for (uint64_t t = started + 1; t < count; t++) /* threads that could not start */
+    fn((char *)jobs + t * size);
+}
+
+/* The eigenvalues il .. iu (1-based) by bisection (dstebz), to place a split between them. */
+typedef struct gap_job {
+  const double *d, *e;
+  uint64_t n, il, iu, best; /* best: 0-based index of the first value after the widest gap */
+} gap_job;
+
+static void *
+gap_run(void *arg)
+{
+  gap_job *j = arg;
+  uint64_t m0 = j->iu - j->il + 1;
+  double w[16];
+  lapack_int ib[16], is[16 + 1], m = 0, nsplit = 0;
+  lapack_int *isplit = j->n <= 16 ? is : malloc(j->n * sizeof *isplit);
+  lapack_int *iblock = ib;
+  j->best = (j->il + j->iu) / 2;
+  if (!isplit || m0 > 16 || m0 < 2)
+    return NULL;
+  lapack_int info =
+      LAPACKE_dstebz('I', 'E', (lapack_int)j->n, 0.0, 0.0, (lapack_int)j->il, (lapack_int)j->iu,
+                     0.0, j->d, j->e, &m, &nsplit, w, iblock, isplit);
+  if (info == 0 && (uint64_t)m == m0) {
+    double bg = -1;
+    for (uint64_t k = 1; k < m0; k++) {
+      double g = (w[k] - w[k - 1]) / (fabs(w[k]) + fabs(w[k - 1]) + DBL_MIN);
+      if (g > bg) {
+        bg = g;
+        j->best = j->il - 1 + k;
+      }
+    }
+  }
+  if (isplit != is)
+    free(isplit);
+  return NULL;
+}
+
 /*
  * All eigenpairs of (d, e; e[n-1] = 0) by MRRR on several host threads (MRRR computes each
  * vector on its own, which is what makes it parallel: ScaLAPACK's pdstegr and PMRRR split the
- * index range the same way): the values first (dstemr without vectors), then one dstemr
- * call per index range, the ranges cut at the largest relative gap near each even split so
- * that no cluster of close eigenvalues straddles two calls. Returns LAPACK's info (nonzero:
- * the caller falls back to dstedc).
+ * index range the same way): one dstemr call per index range. The ranges are cut at the
+ * widest relative gap among the 8 eigenvalues around each even split (found by bisection,
+ * in parallel), so that no pair of close eigenvalues straddles two calls, whose root
+ * representations differ. Returns LAPACK's info (nonzero: the caller falls back to dstedc).
  */
 static lapack_int
-mrrr_parallel(uint64_t n, const double *d, const double *e, double *w, double *z,
-              uint64_t threads)
+mrrr_parallel(uint64_t n, const double *d, const double *e, double *w, double *z, uint64_t threads)
 {
   if (threads > 64)
     threads = 64;
-  double *dc = malloc(n * sizeof *dc), *ec = malloc(n * sizeof *ec);
-  lapack_int *supp = malloc(2 * n * sizeof *supp), found = 0, tryrac = 1;
-  lapack_int info = -1;
-  if (dc && ec && supp) {
-    memcpy(dc, d, n * sizeof *dc);
-    memcpy(ec, e, n * sizeof *ec);
-    double zz = 0;
-    info = LAPACKE_dstemr(LAPACK_COL_MAJOR, 'N', 'A', (lapack_int)n, dc, ec, 0.0, 0.0, 0, 0, &found,
-                          w, &zz, 1, 1, supp, &tryrac);
-    if (info == 0 && (uint64_t)found != n)
-      info = 1;
+  if (threads > n / 2)
+    threads = n / 2 ? n / 2 : 1;
+  gap_job gap[64];
+  for (uint64_t t = 1; t < threads; t++) {
+    uint64_t target = t * n / threads; /* the split before 0-based index target */
+    uint64_t il = target > 3 ? target - 3 : 1, iu = target + 4 < n ? target + 4 : n;
+    gap[t - 1] = (gap_job){.d = d, .e = e, .n = n, .il = il, .iu = iu};
   }
-  free(dc);
-  free(ec);
-  free(supp);
-  if (info != 0)
-    return info;
+  if (threads > 1)
+    run_jobs(gap_run, gap, sizeof gap[0], threads - 1);
   mrrr_job job[64];
   uint64_t start = 0, nj = 0;
   for (uint64_t t = 0; t < threads && start < n; t++) {
-    uint64_t end = n;
-    if (t + 1 < threads) {
-      uint64_t target = (t + 1) * n / threads, r = n / (4 * threads), best = target;
-      double bg = -1;
-      for (uint64_t k = target > r ? target - r : 1; k <= target + r && k < n; k++) {
-        if (k <= start)
-          continue;
-        double g = (w[k] - w[k - 1]) / (fabs(w[k]) + fabs(w[k - 1]) + DBL_MIN);
-        if (g > bg) {
-          bg = g;
-          best = k;
-        }
-      }
-      end = best > start ? best : start + 1;
-    }
-    job[nj] = (mrrr_job){.d = d, .e = e, .n = n, .il = start + 1, .iu = end, .w = w, .z = z};
+    uint64_t end = t + 1 < threads ? gap[t].best : n;
+    if (end <= start)
+      continue;
+    job[nj++] = (mrrr_job){.d = d, .e = e, .n = n, .il = start + 1, .iu = end, .w = w, .z = z};
     start = end;
-    nj++;
   }
-  uint64_t started = 0;
-  for (uint64_t t = 1; t < nj; t++, started++)
-    if (pthread_create(&job[t].th, NULL, mrrr_run, &job[t]) != 0)
-      break;
-  mrrr_run(&job[0]);
-  for (uint64_t t = 1; t <= started; t++)
-    pthread_join(job[t].th, NULL);
-  for (uint64_t t = 1 + started; t < nj; t++) /* threads that could not start */
-    mrrr_run(&job[t]);
+  run_jobs(mrrr_run, job, sizeof job[0], nj);
   for (uint64_t t = 0; t < nj; t++)
     if (job[t].info != 0)
       return job[t].info;
   return 0;
 }
 
-/* Host threads for the parallel MRRR: the online CPUs, at most one per 128 rows. */
+/* Host threads for the parallel MRRR and dbdsvdx: the online CPUs, at most one per 64 rows. */
 static uint64_t
 mrrr_threads(uint64_t n)
 {
@@ -274,7 +301,7 @@ mrrr_threads(uint64_t n)
   if (h > 0)
     return (uint64_t)h;
   long c = sysconf(_SC_NPROCESSORS_ONLN);
-  uint64_t t = c > 0 ? (uint64_t)c : 1, most = n / 128;
+  uint64_t t = c > 0 ? (uint64_t)c : 1, most = n / 64;
   t = t < most ? t : most;
   return t ? t : 1;
 }
@@ -284,7 +311,7 @@ mrrr_threads(uint64_t n)
 /*
  * Eigenvalues (ascending, into d) and optionally vectors (z, n x n row-major, columns) of the
  * symmetric tridiagonal (d[n], e[n-1]; e has n entries, the last one scratch). Vectors come
- * from MRRR (dstemr, O(n^2); split over host threads from 256 rows, mrrr_parallel) where
+ * from MRRR (dstemr, O(n^2); split over host threads from 128 rows, mrrr_parallel) where
  * use_mrrr says so (the reference LAPACK from order KILN__LSP_MRRR_MIN up: its divide and
  * conquer is O(n^3) through a single-threaded BLAS), otherwise, and whenever MRRR gives up,
  * from dstedc.
@@ -370,8 +397,8 @@ phase(const kiln__lsp *L, const char *what, uint64_t n, double *t)
   clock_gettime(CLOCK_MONOTONIC, &ts);
   double now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
   if (*t > 0)
-    kiln__log(KILN__LOG_DEBUG, "%s: phase %s n %llu %s %.3f ms", L->op, what,
-              (unsigned long long)n, kiln_dtype_name(L->dt), (now - *t) * 1e3);
+    kiln__log(KILN__LOG_DEBUG, "%s: phase %s n %llu %s %.3f ms", L->op, what, (unsigned long long)n,
+              kiln_dtype_name(L->dt), (now - *t) * 1e3);
   *t = now;
 }
 
@@ -381,12 +408,15 @@ kern_eig(const kiln__lsp *L, const char *name, cl_kernel *k)
   return kiln__ops_kernel(L->op, L->ctx, "linalg_eig", L->dt, name, k);
 }
 
+/* Lanes per row of tr_fin. */
+#define TD_LPR 8
+
 /* Scratch of the blocked tridiagonal reduction of n x n matrices with panels of nb columns. */
 typedef struct td_ws {
-  kiln_tensor *vw, *q, *wraw, *part, *dotp;
+  kiln_tensor *vw, *q, *aa, *part;
   uint64_t nb, nchunk;
-  size_t lcol, lsym, lfin;
-  cl_kernel kcol, ksym, kfin;
+  size_t lsym, lfin;
+  cl_kernel ksym, kfin;
 } td_ws;
 
 static void
@@ -394,9 +424,8 @@ td_ws_release(td_ws *t)
 {
   kiln_tensor_release(t->vw);
   kiln_tensor_release(t->q);
-  kiln_tensor_release(t->wraw);
+  kiln_tensor_release(t->aa);
   kiln_tensor_release(t->part);
-  kiln_tensor_release(t->dotp);
   memset(t, 0, sizeof *t);
 }
 
@@ -407,22 +436,21 @@ td_ws_make(const kiln__lsp *L, uint64_t n, td_ws *t)
   t->nb = L->nb;
   /* row chunks of the V^T x, W^T x partial sums: a few per compute unit on GPUs */
   t->nchunk = L->ctx->info.is_gpu ? 64 : 4;
-  KILN_TRY(kern_eig(L, "tr_col", &t->kcol));
   KILN_TRY(kern_eig(L, "tr_symv", &t->ksym));
   KILN_TRY(kern_eig(L, "tr_fin", &t->kfin));
-  t->lcol = group_local(L, t->kcol, 256);
   t->lsym = group_local(L, t->ksym, 128);
-  t->lfin = group_local(L, t->kfin, 256);
+  /* tr_fin: TD_LPR lanes per row, each summing every TD_LPR-th column of the row's V and W
+   * (one lane per row walked them alone, uncoalesced, in long dependent chains), 64 rows per
+   * group on GPUs (64 groups at n = 4096: each group repeats the column's reductions) */
+  t->lfin = group_local(L, t->kfin, L->ctx->info.is_gpu ? 64 * TD_LPR : 64);
   uint64_t nn = n ? n : 1;
   kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, nn * 3 * t->nb, &t->vw);
   if (s == KILN_OK)
     s = kiln__ops_scratch(L->op, L->ctx, L->dt, nn, &t->q);
   if (s == KILN_OK)
-    s = kiln__ops_scratch(L->op, L->ctx, L->dt, nn, &t->wraw);
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, nn, &t->aa);
   if (s == KILN_OK)
     s = kiln__ops_scratch(L->op, L->ctx, L->dt, t->nchunk * (2 + 2 * t->nb), &t->part);
-  if (s == KILN_OK)
-    s = kiln__ops_scratch(L->op, L->ctx, L->dt, nn / t->lfin + 1, &t->dotp);
   if (s != KILN_OK)
     td_ws_release(t);
   return s;
@@ -436,58 +464,32 @@ args_t(kiln__args *a, const kiln_tensor *t)
 }
 
 /*
- * tr_col for column c (index i of its panel): finishes W's column i-1 from the previous
- * tr_fin's ndot partial dot products, and with upd updates row c.
- */
-static kiln_status
-td_col(const kiln__lsp *L, const td_ws *t, kiln__lsp_mat a, uint64_t n, uint64_t c, uint64_t i,
-       uint64_t ndot, kiln__lsp_mat tau, int upd)
-{
-  kiln__args args = kiln__args_begin(L->op, t->kcol);
-  args_mat(&args, a);
-  kiln__args_u32(&args, (uint32_t)n);
-  kiln__args_u32(&args, (uint32_t)c);
-  kiln__args_u32(&args, (uint32_t)i);
-  args_t(&args, t->vw);
-  kiln__args_u32(&args, (uint32_t)t->nb);
-  args_t(&args, t->wraw);
-  args_t(&args, t->dotp);
-  kiln__args_u32(&args, (uint32_t)ndot);
-  args_mat(&args, tau);
-  kiln__args_u32(&args, (uint32_t)upd);
-  kiln__args_local(&args, 2 * t->nb * L->ts);
-  size_t rows = (size_t)(n - c);
-  return kiln__args_enqueue_1d(&args, L->ctx, (rows + t->lcol - 1) / t->lcol * t->lcol, t->lcol);
-}
-
-/*
  * Reduces the symmetric n x n matrix a (full, in place) to tridiagonal form as LAPACK's dsytrd
  * (lower) with dlatrd panels of nb columns: d[n], e[n-1], reflectors below the subdiagonal
- * with tau[n-1]. Per column three launches (tr_col, tr_symv, tr_fin; no host wait), per
- * panel one GEMM A22 -= [V W] [W V]^T over the full trailing matrix (both triangles, so that
- * the next panels' products read whole contiguous rows).
+ * with tau[n-1]. Per column two launches (tr_symv, tr_fin; no host wait: tr_fin also updates
+ * the next column of its panel), per panel one GEMM A22 -= [V W] [W V]^T over the full
+ * trailing matrix (both triangles, so that the next panels' products read whole contiguous
+ * rows).
  */
 static kiln_status
-sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d,
-      kiln__lsp_mat e, kiln__lsp_mat tau)
+sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d, kiln__lsp_mat e,
+      kiln__lsp_mat tau)
 {
   if (n == 0)
     return KILN_OK;
-  uint64_t nb = t->nb, ld3 = 3 * nb, ndot = 0;
+  uint64_t nb = t->nb, ld3 = 3 * nb, lpr = t->lfin >= TD_LPR ? TD_LPR : t->lfin;
   kiln__lsp_mat vw = kiln__lsp_tmat(t->vw, ld3);
   for (uint64_t j0 = 0; j0 + 1 < n; j0 += nb) {
     uint64_t jb = n - 1 - j0 < nb ? n - 1 - j0 : nb;
     /* the trailing GEMM reads all 2 nb columns: those past jb must be zero */
     cl_int zero = 0;
-    cl_int err = clEnqueueFillBuffer(L->ctx->queue, t->vw->mem, &zero, sizeof zero,
-                                     (vw.off + j0 * ld3) * L->ts, (n - j0) * ld3 * L->ts, 0,
-                                     NULL, NULL);
+    cl_int err =
+        clEnqueueFillBuffer(L->ctx->queue, t->vw->mem, &zero, sizeof zero,
+                            (vw.off + j0 * ld3) * L->ts, (n - j0) * ld3 * L->ts, 0, NULL, NULL);
     if (err != CL_SUCCESS)
       return kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
     for (uint64_t i = 0; i < jb; i++) {
       uint64_t c = j0 + i, len = n - c - 1;
-      if (i > 0)
-        KILN_TRY(td_col(L, t, a, n, c, i, ndot, tau, 1));
       uint64_t nch = (len + 31) / 32;
       if (nch > t->nchunk)
         nch = t->nchunk;
@@ -499,6 +501,7 @@ sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d
       args_t(&args, t->vw);
       kiln__args_u32(&args, (uint32_t)nb);
       args_t(&args, t->q);
+      args_t(&args, t->aa);
       args_t(&args, t->part);
       kiln__args_u32(&args, (uint32_t)nch);
       kiln__args_local(&args, t->lsym * L->ts);
@@ -511,20 +514,19 @@ sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d
       args_t(&args, t->vw);
       kiln__args_u32(&args, (uint32_t)nb);
       args_t(&args, t->q);
+      args_t(&args, t->aa);
       args_t(&args, t->part);
       kiln__args_u32(&args, (uint32_t)nch);
       args_mat(&args, tau);
       args_mat(&args, d);
       args_mat(&args, e);
-      args_t(&args, t->wraw);
-      args_t(&args, t->dotp);
-      kiln__args_local(&args, (2 * nb + t->lfin) * L->ts);
-      ndot = (len + t->lfin - 1) / t->lfin;
-      KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, (size_t)ndot * t->lfin, t->lfin));
+      kiln__args_u32(&args, i + 1 < jb);
+      kiln__args_u32(&args, (uint32_t)lpr);
+      kiln__args_local(&args, (2 * nb + 3 * t->lfin) * L->ts);
+      size_t rows = t->lfin / lpr, groups = (size_t)((len + rows - 1) / rows);
+      KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, groups * t->lfin, t->lfin));
     }
-    /* W's last column, then the trailing matrix */
     uint64_t r0 = j0 + jb, nt = n - r0;
-    KILN_TRY(td_col(L, t, a, n, r0, jb, ndot, tau, 0));
     kiln__lsp_mat a22 = a, x = vw, y = vw;
     a22.off += r0 * n + r0;
     x.off += r0 * ld3;
@@ -840,7 +842,9 @@ gb_make(const kiln__lsp *L, uint64_t M, uint64_t N, gb_bufs *g)
   KILN_TRY(kern_eig(L, "bd_xfin", &g->xfin));
   size_t ls = group_local(L, g->ysum, 128), lx = group_local(L, g->xsum, 128);
   g->lsum = ls < lx ? ls : lx;
-  size_t l1 = group_local(L, g->yfin, 256), l2 = group_local(L, g->xfin, 256);
+  /* TD_LPR lanes per row or column, as tr_fin */
+  size_t cap = L->ctx->info.is_gpu ? 64 * TD_LPR : 64;
+  size_t l1 = group_local(L, g->yfin, cap), l2 = group_local(L, g->xfin, cap);
   g->lfin = l1 < l2 ? l1 : l2;
   kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, M * 2 * g->nb, &g->lf);
   if (s == KILN_OK)
@@ -876,9 +880,9 @@ static kiln_status
 gb_fill0(const kiln__lsp *L, kiln_tensor *t, uint64_t from, uint64_t count)
 {
   cl_int zero = 0;
-  cl_int err = clEnqueueFillBuffer(L->ctx->queue, t->mem, &zero, sizeof zero,
-                                   (kiln__ops_elem_offset(t) + from) * L->ts, count * L->ts, 0,
-                                   NULL, NULL);
+  cl_int err =
+      clEnqueueFillBuffer(L->ctx->queue, t->mem, &zero, sizeof zero,
+                          (kiln__ops_elem_offset(t) + from) * L->ts, count * L->ts, 0, NULL, NULL);
   return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
 }
 
@@ -903,8 +907,9 @@ gebrd(const kiln__lsp *L, const gb_bufs *g, uint64_t M, uint64_t N)
       kiln__args_u32(&args, (uint32_t)ntile);
       kiln__args_local(&args, lsum * L->ts);
       KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, (size_t)((ntile + 1) * nch) * lsum, lsum));
-      uint64_t items = R > C ? R : C;
+      uint64_t items = R > C ? R : C, lpr = lfin >= TD_LPR ? TD_LPR : lfin;
       items = items ? items : 1;
+      size_t fin_groups = (size_t)((items * lpr + lfin - 1) / lfin);
       args = kiln__args_begin(L->op, g->yfin);
       gb_args_head(&args, g, M, N, c, i);
       args_t(&args, g->lf);
@@ -914,9 +919,9 @@ gebrd(const kiln__lsp *L, const gb_bufs *g, uint64_t M, uint64_t N)
       kiln__args_u32(&args, (uint32_t)nch);
       args_mat(&args, g->d);
       args_mat(&args, g->tauq);
-      kiln__args_local(&args, 2 * nb * L->ts);
-      KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, (size_t)((items + lfin - 1) / lfin * lfin),
-                                     lfin));
+      kiln__args_u32(&args, (uint32_t)lpr);
+      kiln__args_local(&args, (2 * nb + 3 * lfin) * L->ts);
+      KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, fin_groups * lfin, lfin));
       if (C == 0)
         break;
       nch = gb_chunks(g, C);
@@ -941,9 +946,9 @@ gebrd(const kiln__lsp *L, const gb_bufs *g, uint64_t M, uint64_t N)
       args_mat(&args, g->taup);
       args_mat(&args, g->p);
       kiln__args_u32(&args, i + 1 < jb);
-      kiln__args_local(&args, 2 * nb * L->ts);
-      KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, (size_t)((items + lfin - 1) / lfin * lfin),
-                                     lfin));
+      kiln__args_u32(&args, (uint32_t)lpr);
+      kiln__args_local(&args, (2 * nb + 2 * lfin) * L->ts);
+      KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, fin_groups * lfin, lfin));
     }
     uint64_t r0 = j0 + jb;
     if (r0 < N) {
@@ -956,6 +961,173 @@ gebrd(const kiln__lsp *L, const gb_bufs *g, uint64_t M, uint64_t N)
   }
   return KILN_OK;
 }
+
+#if KILN_HAVE_LAPACKE
+/* One thread's share of the parallel dbdsvdx: the singular triplets il .. iu (1-based). */
+typedef struct bsv_job {
+  const double *d, *e;
+  uint64_t n, il, iu;
+  double *s, *u, *v; /* s[il-1 ..], u, v n x n row-major: the triplets' columns il-1 .. */
+  lapack_int info;
+} bsv_job;
+
+static void *
+bsv_run(void *arg)
+{
+  bsv_job *j = arg;
+  uint64_t n = j->n, m = j->iu - j->il + 1;
+  double *dc = malloc(n * sizeof *dc), *ec = malloc(n * sizeof *ec);
+  double *zt = malloc(2 * n * (m + 1) * sizeof *zt), *st = malloc(2 * n * sizeof *st);
+  lapack_int *iw = malloc(12 * n * sizeof *iw), ns = 0;
+  j->info = -1;
+  if (dc && ec && zt && st && iw) {
+    memcpy(dc, j->d, n * sizeof *dc);
+    memcpy(ec, j->e, n * sizeof *ec);
+    j->info =
+        LAPACKE_dbdsvdx(LAPACK_COL_MAJOR, 'U', 'V', 'I', (lapack_int)n, dc, ec, 0.0, 0.0,
+                        (lapack_int)j->il, (lapack_int)j->iu, &ns, st, zt, (lapack_int)(2 * n), iw);
+    if (j->info == 0 && (uint64_t)ns != m)
+      j->info = 1;
+  }
+  if (j->info == 0)
+    for (uint64_t c = 0; c < m; c++) {
+      uint64_t col = j->il - 1 + c;
+      j->s[col] = st[c];
+      for (uint64_t i = 0; i < n; i++) {
+        j->u[i * n + col] = zt[c * 2 * n + i];
+        j->v[i * n + col] = zt[c * 2 * n + n + i];
+      }
+    }
+  free(dc);
+  free(ec);
+  free(zt);
+  free(st);
+  free(iw);
+  return NULL;
+}
+
+/* Singular values il .. iu by bisection (dbdsvdx without vectors), in index order. */
+static lapack_int
+bsv_values(const double *d, const double *e, uint64_t n, uint64_t il, uint64_t iu, double *w)
+{
+  /* dbdsvdx's dstevx writes eigenvalues of the 2n x 2n Golub-Kahan matrix: 2n long */
+  double *dc = malloc(n * sizeof *dc), *ec = malloc(n * sizeof *ec), zz = 0;
+  double *ws = malloc(2 * n * sizeof *ws);
+  lapack_int *iw = malloc(12 * n * sizeof *iw), ns = 0, info = -1;
+  if (dc && ec && iw && ws) {
+    memcpy(dc, d, n * sizeof *dc);
+    memcpy(ec, e, n * sizeof *ec);
+    info = LAPACKE_dbdsvdx(LAPACK_COL_MAJOR, 'U', 'N', 'I', (lapack_int)n, dc, ec, 0.0, 0.0,
+                           (lapack_int)il, (lapack_int)iu, &ns, ws, &zz, 1, iw);
+    if (info == 0 && (uint64_t)ns != iu - il + 1)
+      info = 1;
+    if (info == 0)
+      memcpy(w, ws, (iu - il + 1) * sizeof *w);
+  }
+  free(ws);
+  free(dc);
+  free(ec);
+  free(iw);
+  return info;
+}
+
+typedef struct bgap_job {
+  const double *d, *e;
+  uint64_t n, il, iu, best;
+  int desc;   /* index 1 is the largest singular value */
+  double gap; /* the absolute gap at best (0: none found) */
+} bgap_job;
+
+static void *
+bgap_run(void *arg)
+{
+  bgap_job *j = arg;
+  uint64_t m0 = j->iu - j->il + 1;
+  double w[32];
+  j->best = (j->il + j->iu) / 2;
+  if (m0 < 2 || m0 > 8 || bsv_values(j->d, j->e, j->n, j->il, j->iu, w) != 0)
+    return NULL;
+  /* into index order, then the widest relative gap between neighbours */
+  for (uint64_t a = 1; a < m0; a++)
+    for (uint64_t b = a; b > 0 && (j->desc ? w[b] > w[b - 1] : w[b] < w[b - 1]); b--) {
+      double t = w[b];
+      w[b] = w[b - 1];
+      w[b - 1] = t;
+    }
+  double bg = -1;
+  for (uint64_t k = 1; k < m0; k++) {
+    double g = fabs(w[k] - w[k - 1]) / (fabs(w[k]) + fabs(w[k - 1]) + DBL_MIN);
+    if (g > bg) {
+      bg = g;
+      j->best = j->il - 1 + k;
+      j->gap = fabs(w[k] - w[k - 1]);
+    }
+  }
+  return NULL;
+}
+
+/*
+ * The bidiagonal SVD with vectors by dbdsvdx (bisection and inverse iteration on the
+ * Golub-Kahan tridiagonal) on several host threads, one index range each, the ranges cut at
+ * the widest relative gap among the 8 singular values around each even split (inverse
+ * iteration orthogonalises only the close pairs within one call). Values into s, vectors into
+ * u and v (n x n row-major, columns) in dbdsvdx's index order; nonzero: failed.
+ */
+static lapack_int
+bdsvdx_parallel(uint64_t n, const double *d, const double *e, double *s, double *u, double *v,
+                uint64_t threads)
+{
+  if (threads > 64)
+    threads = 64;
+  if (threads > n / 2)
+    threads = n / 2 ? n / 2 : 1;
+  double w1 = 0, wn = 0;
+  if (bsv_values(d, e, n, 1, 1, &w1) != 0 || bsv_values(d, e, n, n, n, &wn) != 0)
+    return 1;
+  bgap_job gap[64];
+  for (uint64_t t = 1; t < threads; t++) {
+    uint64_t target = t * n / threads;
+    uint64_t il = target > 3 ? target - 3 : 1, iu = target + 4 < n ? target + 4 : n;
+    gap[t - 1] = (bgap_job){.d = d, .e = e, .n = n, .il = il, .iu = iu, .desc = w1 > wn, .gap = 0};
+  }
+  if (threads > 1)
+    run_jobs(bgap_run, gap, sizeof gap[0], threads - 1);
+  /* dbdsvdx turns an index range into an interval widened by 2 n ulp s_max, and takes every
+   * value inside: a split must lie in a wider gap, or a call would return more vectors than
+   * its range holds (a cluster of 8 or more equal values): the caller then runs one call */
+  double smax = fmax(fabs(w1), fabs(wn));
+  for (uint64_t t = 0; t + 1 < threads; t++)
+    if (!(gap[t].gap > 1e3 * (double)n * DBL_EPSILON * smax))
+      return 1;
+  bsv_job job[64];
+  uint64_t start = 0, nj = 0;
+  for (uint64_t t = 0; t < threads && start < n; t++) {
+    uint64_t end = t + 1 < threads ? gap[t].best : n;
+    if (end <= start)
+      continue;
+    job[nj++] =
+        (bsv_job){.d = d, .e = e, .n = n, .il = start + 1, .iu = end, .s = s, .u = u, .v = v};
+    start = end;
+  }
+  run_jobs(bsv_run, job, sizeof job[0], nj);
+  for (uint64_t t = 0; t < nj; t++)
+    if (job[t].info != 0)
+      return job[t].info;
+  return 0;
+}
+
+typedef struct sv_ord {
+  double s;
+  uint64_t i;
+} sv_ord;
+
+static int
+sv_desc(const void *x, const void *y)
+{
+  double a = ((const sv_ord *)x)->s, b = ((const sv_ord *)y)->s;
+  return (a < b) - (a > b);
+}
+#endif
 
 #if KILN_HAVE_LAPACKE
 /*
@@ -1002,7 +1174,41 @@ bidiag_svd(const char *op, uint64_t b, uint64_t n, double *d, double *e, double 
       memcpy(e, e0, (n - 1) * sizeof *e);
     }
   }
-  if (st == KILN_OK && ub && !dc && !host_pick("bdsqr")) {
+  uint64_t th = mrrr_threads(n);
+  if (st == KILN_OK && ub && !dc && !host_pick("bdsqr") && th > 1) {
+    /* threaded: vectors straight into ub, vb (index order), then sorted descending */
+    double *u2 = malloc(n * n * sizeof *u2), *v2 = malloc(n * n * sizeof *v2);
+    sv_ord *o = malloc(n * sizeof *o);
+    info = u2 && v2 && o ? bdsvdx_parallel(n, d0, e0, sw, u2, v2, th) : 1;
+    double smax = 0, smin = INFINITY;
+    for (uint64_t i = 0; info == 0 && i < n; i++) {
+      smax = fmax(smax, fabs(sw[i]));
+      smin = fmin(smin, fabs(sw[i]));
+    }
+    if (info == 0 && smin <= (double)n * DBL_EPSILON * smax) /* as below: dbdsqr takes those */
+      info = 1;
+    if (info == 0) {
+      for (uint64_t i = 0; i < n; i++)
+        o[i] = (sv_ord){sw[i], i};
+      qsort(o, n, sizeof *o, sv_desc);
+      for (uint64_t c = 0; c < n; c++) {
+        s[c] = o[c].s;
+        for (uint64_t i = 0; i < n; i++) {
+          ub[i * n + c] = u2[i * n + o[c].i];
+          vb[i * n + c] = v2[i * n + o[c].i];
+        }
+      }
+    }
+    free(u2);
+    free(v2);
+    free(o);
+    if (info != 0) { /* declined or failed: one call below */
+      memcpy(d, d0, n * sizeof *d);
+      memcpy(e, e0, (n - 1) * sizeof *e);
+      th = 1;
+    }
+  }
+  if (st == KILN_OK && ub && !dc && !host_pick("bdsqr") && th <= 1) {
     info = LAPACKE_dbdsvdx(LAPACK_ROW_MAJOR, 'U', 'V', 'A', (lapack_int)n, d, e, 0.0, 0.0, 0, 0,
                            &ns, sw, z, (lapack_int)(n + 1), sup);
     /* A (numerically) zero singular value is a +-0 pair of the Golub-Kahan matrix's

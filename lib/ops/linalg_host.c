@@ -27,6 +27,7 @@ struct lh_state {
   kiln__lh_buf b[KILN__LH_SLOTS];
   cl_mem gemm_temp; /* CLBlast GEMM temporary (kiln__lh_gemm) */
   size_t gemm_temp_bytes;
+  cl_command_queue q2; /* kiln__lh_queue2 */
 };
 
 kiln_status
@@ -48,7 +49,43 @@ kiln__lh_state_destroy(kiln_context *ctx, void *state)
       kiln__lh_buf_free(ctx, &st->b[i]);
   if (st && st->gemm_temp)
     clReleaseMemObject(st->gemm_temp);
+  if (st && st->q2) {
+    clFinish(st->q2);
+    clReleaseCommandQueue(st->q2);
+  }
   free(st);
+}
+
+kiln_status
+kiln__lh_queue2(const char *op, kiln_context *ctx, cl_command_queue *q)
+{
+  struct lh_state *st = kiln__family_state(ctx, &kiln__linalg_family);
+  if (!st->q2) {
+    cl_int err;
+    st->q2 = clCreateCommandQueue(ctx->cl, ctx->device,
+                                  ctx->queue_profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
+    if (err != CL_SUCCESS) {
+      st->q2 = NULL;
+      return kiln__fail_cl(op, err, "clCreateCommandQueue (look-ahead queue)");
+    }
+  }
+  *q = st->q2;
+  return KILN_OK;
+}
+
+kiln_status
+kiln__lh_join(const char *op, cl_command_queue from, cl_command_queue to)
+{
+  cl_event e = NULL;
+  cl_int err = clEnqueueMarkerWithWaitList(from, 0, NULL, &e);
+  /* a queue waiting on another queue's event needs that event submitted */
+  if (err == CL_SUCCESS)
+    err = clFlush(from);
+  if (err == CL_SUCCESS)
+    err = clEnqueueBarrierWithWaitList(to, 1, &e, NULL);
+  if (e)
+    clReleaseEvent(e);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "joining the look-ahead queues");
 }
 
 kiln_status

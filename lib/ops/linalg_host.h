@@ -48,6 +48,15 @@ kiln_status kiln__lh_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, int 
                           size_t lda, cl_mem b, size_t boff, size_t ldb, double beta, cl_mem c,
                           size_t coff, size_t ldc);
 
+/*
+ * A second in-order queue on the context's device (created on first use, profiling as the
+ * context's own), for the look-ahead: the next panel is factored there while the context's
+ * queue runs the rest of the trailing update.
+ */
+kiln_status kiln__lh_queue2(const char *op, kiln_context *ctx, cl_command_queue *q);
+/* Makes queue `to` wait for everything enqueued on `from` so far (a marker and a barrier). */
+kiln_status kiln__lh_join(const char *op, cl_command_queue from, cl_command_queue to);
+
 kiln_status kiln__lh_state_create(kiln_context *ctx, void **state);
 void kiln__lh_state_destroy(kiln_context *ctx, void *state);
 

@@ -89,9 +89,14 @@ kiln__lsp_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
     L.nb = KILN__LINALG_HOST_NB_QR_MAX;
   L.clblast = KILN_HAVE_CLBLAST && !kiln__env_flag(KILN__ENV_DEBUG_NO_CLBLAST) &&
               atomic_load(&hook_own) <= 0;
-  L.tile = (p.gemm ? p.gemm : KILN__LINALG_RULE_GEMM) == KILN__LINALG_GEMM_TILE;
+  L.tile = (p.gemm                ? p.gemm
+            : ctx->info.is_gpu ? KILN__LINALG_RULE_GEMM_GPU
+                               : KILN__LINALG_RULE_GEMM_CPU) == KILN__LINALG_GEMM_TILE;
   int hl = atomic_load(&hook_leaf);
-  L.leaf = hl > 0 ? (uint64_t)hl : ctx->info.is_gpu ? KILN__LSP_LEAF_GPU : UINT64_MAX;
+  L.leaf = hl > 0              ? (uint64_t)hl
+           : !ctx->info.is_gpu ? UINT64_MAX
+           : p.leaf            ? p.leaf
+                               : KILN__LSP_LEAF_GPU;
   return L;
 }
 
@@ -242,12 +247,17 @@ block_vt(const kiln__lsp *L, kiln__lsp_mat a, uint64_t rows, uint64_t jb, kiln__
   KILN_TRY(enqueue2(&args, L, jb, rows, 8, 8));
   kiln__lsp_mat v = kiln__lsp_tmat(ws->v, jb), g = kiln__lsp_tmat(ws->g, jb);
   KILN_TRY(vt_c(L, rows, jb, v, v, jb, g)); /* G = V^T V: the same short, long-k shape */
-  KILN_TRY(kern(L, "qr_larft", &k));
+  /* T in local memory up to 32 KiB (jb <= 64 for f64) where the device leaves room */
+  uint64_t lm = L->ctx->info.local_mem_bytes, cap = lm > 40960 ? 32768 : lm / 2;
+  int in_local = jb * jb * L->ts <= cap;
+  KILN_TRY(kern(L, in_local ? "qr_larft_l" : "qr_larft", &k));
   args = kiln__args_begin(L->op, k);
   args_mat(&args, g);
   args_mat(&args, tau);
   kiln__args_u32(&args, (uint32_t)jb);
   kiln__args_tensor(&args, ws->t);
+  if (in_local)
+    kiln__args_local(&args, jb * jb * L->ts);
   size_t local = group_local(L, k);
   return kiln__args_enqueue_1d(&args, L->ctx, local, local);
 }
@@ -390,7 +400,7 @@ panel_run(const kiln__lsp *L, cl_kernel panel, size_t local, kiln__lsp_mat a, ui
     kiln__args_u32(&args, 0);
     kiln__args_u32(&args, (uint32_t)w);
     args_mat(&args, tau);
-    kiln__args_local(&args, local * QR_CHUNK * L->ts);
+    kiln__args_local(&args, (local * QR_CHUNK + w) * L->ts);
     return kiln__args_enqueue_1d(&args, L->ctx, local, local);
   }
   uint64_t w1 = w / 2;

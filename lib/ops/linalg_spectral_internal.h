@@ -55,7 +55,7 @@ int kiln__lsp_mrrr_min(void);
 
 /*
  * Test hook: the host threads of the parallel MRRR (> 0 forces that many, also at small
- * orders; <= 0 restores the online CPUs, one per 128 rows).
+ * orders; <= 0 restores the online CPUs, one per 64 rows at most).
  */
 void kiln__linalg_spectral_test_mrrr_threads(int threads);
 

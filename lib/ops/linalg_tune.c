@@ -2,7 +2,7 @@
  * The autotuner's linalg family (runtime/tuner.h): where the panels of the blocked LU,
  * Cholesky and QR are factored (route: kiln's device kernels or the host through LAPACKE,
  * lib/ops/linalg_internal.h), the block size nb and the GEMM of the updates (gemm: CLBlast or
- * kiln's gemm_tile), per precision and matrix size (elements of one matrix, "full" buckets),
+ * kiln's gemm_tile), the look-ahead (ahead) and the GPU panel leaf width (leaf), per precision and matrix size (elements of one matrix, "full" buckets),
  * timed on LU of a square matrix.
  */
 #include <math.h>
@@ -21,6 +21,10 @@ static const uint64_t la_nb_full[] = {16, 32, 64, 128, 256};
 static const uint64_t la_nb_quick[] = {32, 64};
 static const uint64_t la_gemm[] = {KILN__LINALG_GEMM_CLBLAST, KILN__LINALG_GEMM_TILE};
 static const uint64_t la_gemm_quick[] = {KILN__LINALG_GEMM_RULE};
+static const uint64_t la_ahead[] = {1, 2};
+static const uint64_t la_ahead_quick[] = {0};
+static const uint64_t la_leaf[] = {8, 16, 32};
+static const uint64_t la_leaf_quick[] = {0};
 
 static const struct kiln__tune_param la_params[] = {
     {.name = "route",
@@ -50,6 +54,24 @@ static const struct kiln__tune_param la_params[] = {
      .nfull = N_(la_gemm),
      .quick = la_gemm_quick,
      .nquick = N_(la_gemm_quick)},
+    {.name = "ahead",
+     .offset = offsetof(kiln__linalg_params, ahead),
+     .size = sizeof(uint32_t),
+     .min = 0,
+     .max = 2,
+     .full = la_ahead,
+     .nfull = N_(la_ahead),
+     .quick = la_ahead_quick,
+     .nquick = N_(la_ahead_quick)},
+    {.name = "leaf",
+     .offset = offsetof(kiln__linalg_params, leaf),
+     .size = sizeof(uint32_t),
+     .min = 0,
+     .max = 256,
+     .full = la_leaf,
+     .nfull = N_(la_leaf),
+     .quick = la_leaf_quick,
+     .nquick = N_(la_leaf_quick)},
 };
 
 /*
@@ -74,6 +96,8 @@ la_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
   p->route = KILN__LINALG_ROUTE_RULE;
   p->nb = 0;
   p->gemm = KILN__LINALG_GEMM_RULE;
+  p->ahead = 0;
+  p->leaf = 0;
 }
 
 /* LU of one square matrix of 2^k elements (2^(k/2) rows, k rounded down to even). */
@@ -125,7 +149,7 @@ la_match(const struct kiln__tune_problem *pb, const void *ref, const void *got, 
 
 const struct kiln__tune_family kiln__linalg_tune = {
     .name = "linalg",
-    .description = "panel route (device kernels or host LAPACKE), block size and GEMM of LU, "
+    .description = "panel route (device kernels or host LAPACKE), block size, GEMM and look-ahead of LU, "
                    "Cholesky and QR, timed on LU",
     .params_size = sizeof(kiln__linalg_params),
     .params = la_params,

@@ -545,7 +545,7 @@ kiln_rms_norm_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_te
 
 /* ---------------------------------------------------------------- family */
 
-kiln__nn_knob_override kiln__nn_test_knobs = {-1, -1, -1, -1, -1, -1};
+kiln__nn_knob_override kiln__nn_test_knobs = {-1, -1, -1, -1, -1, -1, -1};
 
 /*
  * The device defaults (docs/nn.md, "Launch knobs"). GPUs: 32 bytes per work-item in the flat
@@ -567,6 +567,7 @@ nn_default_knobs(const kiln_device_info *info, kiln_dtype dtype, kiln__nn_knobs 
   k->row_items = info->is_gpu ? KILN__NN_ROW_AUTO : 16;
   k->row_wg = info->is_gpu ? 256 : 0;
   k->verbose = 0;
+  k->maxreg = 0;
 }
 
 static int
@@ -584,6 +585,8 @@ knob_valid(const char *name, unsigned long v)
     return v >= 1 && v <= 1024 && (v & (v - 1)) == 0;
   if (strcmp(name, "verbose") == 0)
     return v <= 1;
+  if (strcmp(name, "maxreg") == 0)
+    return v == 0 || v == 32 || v == 40 || v == 48 || v == 64 || v == 96 || v == 128;
   return 0;
 }
 
@@ -602,6 +605,8 @@ knob_set(kiln__nn_knobs *k, const char *name, uint32_t v)
     k->row_items = v;
   else if (strcmp(name, "verbose") == 0)
     k->verbose = v;
+  else if (strcmp(name, "maxreg") == 0)
+    k->maxreg = v;
   else
     k->row_wg = v;
 }
@@ -631,7 +636,8 @@ knobs_from_env(kiln__nn_knobs *k)
       kiln__log(
           KILN__LOG_WARN,
           "KILN_DEBUG_NN: ignoring '%.*s' (act_items=1|2|4|8, act_vec=1|4, erf=0|1, fast=0|1, "
-          "row_items=0|4|8|16, row_wg=a power of two up to 1024, verbose=0|1)",
+          "row_items=0|4|8|16, row_wg=a power of two up to 1024, verbose=0|1, "
+          "maxreg=0|32|40|48|64|96|128)",
           (int)n, e);
     e += n;
     if (*e == ',')
@@ -657,9 +663,10 @@ kiln__nn_knobs_get(const kiln_context *ctx, kiln_dtype dtype, kiln__nn_knobs *k)
   nn_default_knobs(&ctx->info, dtype, k);
   knobs_from_env(k);
   const kiln__nn_knob_override *o = &kiln__nn_test_knobs;
-  const char *names[6] = {"act_items", "erf", "row_items", "row_wg", "fast", "act_vec"};
-  const int32_t vals[6] = {o->act_items, o->erf, o->row_items, o->row_wg, o->fast, o->act_vec};
-  for (int i = 0; i < 6; i++)
+  const char *names[7] = {"act_items", "erf", "row_items", "row_wg", "fast", "act_vec", "maxreg"};
+  const int32_t vals[7] = {o->act_items, o->erf,     o->row_items, o->row_wg,
+                           o->fast,      o->act_vec, o->maxreg};
+  for (int i = 0; i < 7; i++)
     if (vals[i] >= 0 && knob_valid(names[i], (unsigned long)vals[i]))
       knob_set(k, names[i], (uint32_t)vals[i]);
   if (k->row_wg == 0)
@@ -700,10 +707,13 @@ log_kernel(kiln_context *ctx, cl_kernel k, const char *source, kiln_dtype dtype,
   if (log && clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, len, log, NULL) ==
                  CL_SUCCESS) {
     log[len] = '\0';
-    /* Only this kernel's lines of ptxas' report ("Function properties for NAME" and the
-     * lines up to the next function). */
-    const char *at = strstr(log, name);
-    kiln__log(KILN__LOG_WARN, "nn %s build log: %.1500s", name, at ? at : log);
+    /* Only this kernel's lines of ptxas' report (from "entry function 'NAME'": stack, spills,
+     * registers). */
+    char key[96];
+    snprintf(key, sizeof key, "entry function '%s'", name);
+    const char *at = strstr(log, key);
+    if (at)
+      kiln__log(KILN__LOG_WARN, "nn %s ptxas: %.400s", name, at);
   }
   free(log);
 }
@@ -720,6 +730,7 @@ kiln__nn_kernel(const char *op, kiln_context *ctx, const char *source, kiln_dtyp
   v.nn_vec = k->act_vec;
   v.nn_row_items = k->row_items + 1;
   v.nn_verbose = k->verbose;
+  v.nn_maxreg = k->maxreg;
   KILN_TRY(kiln__ops_kernel_variant(op, ctx, source, dtype, &v, name, out));
   if (k->verbose)
     log_kernel(ctx, *out, source, dtype, k, name);
@@ -745,6 +756,11 @@ nn_build_options(const kiln_device_info *info, const char *source, kiln_dtype dt
     k.row_items = v->nn_row_items - 1;
   if (v && v->nn_verbose && strstr(info->vendor, "NVIDIA"))
     kiln__options_append(buf, len, " -cl-nv-verbose");
+  if (v && v->nn_maxreg)
+    k.maxreg = v->nn_maxreg;
+  /* NVIDIA's register cap (its compiler's option; other devices have none to take). */
+  if (k.maxreg && strstr(info->vendor, "NVIDIA"))
+    kiln__options_append(buf, len, " -cl-nv-maxrregcount=%u", k.maxreg);
   /* The kernels' own defaults (1 item, kiln's erfc, streamed rows) add no option. */
   if (strcmp(source, KILN__NN_ACT) == 0) {
     if (k.act_items != 1)

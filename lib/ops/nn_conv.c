@@ -21,7 +21,7 @@
  *    over the whole batch, register-tiled in one of four tile shapes (the tuner's `tile`),
  *    no column buffer.
  * The tuner's `conv` family times them on a 3x3 convolution per m*n*k bucket; its default,
- * the rule, takes igemm on GPUs and the im2col GEMM with CLBlast elsewhere when
+ * the rule, takes igemm (where it cannot run, the im2col GEMM with CLBlast) when
  * C_out/g * C_in/g * kvol >= 512, else the direct kernels.
  */
 #include <stddef.h>
@@ -73,9 +73,9 @@ kiln__nn_launch_planes(const kiln__args *a, kiln_context *ctx, uint64_t vol, uin
   size_t local = kiln__launch_pow2_local(ctx, a->k);
   if (local > 256)
     local = 256;
-  /* Small planes take a smaller group: the next power of two on GPUs; on CPUs only 16 or 64
-   * (PoCL compiles a work-group function per local size and kernel: every power of two
-   * would be up to nine compiles of each kernel). */
+  /* Small planes take a smaller group: the next power of two on GPUs; on CPUs only 16, 64
+   * or 256 items (PoCL compiles a work-group function per local size and kernel: every power
+   * of two would be up to nine compiles of each kernel). */
   if (ctx->info.is_gpu) {
     while (local > 1 && local / 2 >= vol)
       local /= 2;
@@ -393,6 +393,8 @@ nn_conv_build_options(const kiln_device_info *info, const char *source, kiln_dty
                       : igemm_default_tile(info, dtype, 64, 0);
   kiln__options_append(buf, len, " -DKILN_CONV_RM=%u -DKILN_CONV_RN=%u -DKILN_CONV_WX=%u",
                        igemm_tiles[tile].rm, igemm_tiles[tile].rn, igemm_tiles[tile].wx);
+  if (info->is_gpu)
+    kiln__options_append(buf, len, " -DKILN_CONV_GPU=1");
 }
 
 /* One direction of the implicit GEMM: the forward (bwd 0) or backward-data (1) pass of g. */
@@ -481,10 +483,10 @@ route_effective(const kiln_device_info *info, const conv_geo *g, kiln_dtype dt, 
   int half = kiln__dtype_is_half(dt);
   if (route == ROUTE_RULE) {
     int big = (uint64_t)g->cog * (uint64_t)g->cig * g->kvol >= KILN__CONV_GEMM_MIN_REUSE;
-    /* GPUs: the implicit GEMM (no column traffic); CPUs: CLBlast's GEMM on the columns
-     * (PoCL runs the 256-item local-memory kernel slowly); small channel counts: the direct
-     * kernel. */
-    if (big && info->is_gpu && igemm_ok(info, g, dt, tile))
+    /* The implicit GEMM (no column traffic; on PoCL too its register tiles run 2-3 times
+     * faster than CLBlast's GEMM on the columns: docs/nn_conv.md), else CLBlast's GEMM on the
+     * columns where route 4 cannot run; small channel counts: the direct kernel. */
+    if (big && igemm_ok(info, g, dt, tile))
       route = ROUTE_IGEMM;
     else
       route = big && have_clblast() && !half ? ROUTE_GEMM : ROUTE_DIRECT;

@@ -147,7 +147,7 @@ kiln_embedding_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_t
   static const char op[] = "kiln_embedding_backward";
   KILN_TRY(kiln__ctx_check(op, ctx));
   KILN_RETURN_IF(!grad_weight, KILN_ERR_INVALID_ARGUMENT, op, "grad_weight is NULL");
-  KILN_TRY(kiln__nnt_check_float(op, ctx, grad, "grad"));
+  KILN_TRY(kiln__nnt_check_real(op, ctx, grad, "grad"));
   KILN_TRY(check_index(op, ctx, indices, "indices"));
   KILN_TRY(check_num_weights(op, num_weights));
   char a1[128], a2[128];
@@ -180,7 +180,7 @@ static kiln_status
 bag_checks(const char *op, kiln_context *ctx, const kiln_tensor *fl, const kiln_tensor *indices,
            const kiln_tensor *offsets, kiln_bag_mode mode, const kiln_tensor *psw)
 {
-  KILN_TRY(kiln__nnt_check_float(op, ctx, fl, "weight"));
+  KILN_TRY(kiln__nnt_check_real(op, ctx, fl, "weight"));
   KILN_TRY(check_index(op, ctx, indices, "indices"));
   KILN_TRY(check_index(op, ctx, offsets, "offsets"));
   KILN_RETURN_IF(mode != KILN_BAG_SUM && mode != KILN_BAG_MEAN, KILN_ERR_INVALID_ARGUMENT, op,
@@ -284,7 +284,7 @@ kiln_embedding_bag_backward(kiln_context *ctx, const kiln_tensor *grad,
   if (s == KILN_OK && T) {
     s = kiln__ops_tmp_alloc(ctx, T * 8, &rowmap);
     if (s == KILN_OK)
-      s = kiln__ops_tmp_alloc(ctx, T * kiln_dtype_size(dt), &scale);
+      s = kiln__ops_tmp_alloc(ctx, T * kiln_dtype_size(kiln__nnt_cdt(dt)), &scale);
     cl_kernel k;
     if (s == KILN_OK)
       s = kiln__ops_kernel(op, ctx, KILN__NNT_EMBED, dt, "bag_tokens", &k);

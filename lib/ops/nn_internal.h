@@ -59,6 +59,7 @@ typedef struct kiln__nn_knobs {
   uint32_t row_items; /* KILN_NN_ROW_ITEMS of nn_rows.cl: 0, 4, 8 or 16; KILN__NN_ROW_AUTO */
   uint32_t row_wg;    /* least local size of the row kernels: a power of two, 1 to 1024 */
   uint32_t verbose;   /* 1: log each row kernel's private memory (and NVIDIA's ptxas report) */
+  uint32_t maxreg;    /* NVIDIA: -cl-nv-maxrregcount (registers per work-item), 0 none */
 } kiln__nn_knobs;
 
 void kiln__nn_knobs_get(const kiln_context *ctx, kiln_dtype dtype, kiln__nn_knobs *k);

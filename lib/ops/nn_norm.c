@@ -61,7 +61,7 @@ dropout_launch(const char *op, kiln_context *ctx, const kiln_tensor *x, kiln_ten
   kiln__args_u32(&a, (uint32_t)seed);
   kiln__args_u32(&a, (uint32_t)(seed >> 32));
   kiln__args_u64(&a, threshold);
-  kiln__args_float(&a, x->dtype, p < 1 ? 1 / (1 - p) : 0);
+  kiln__args_float(&a, kiln__nnt_cdt(x->dtype), p < 1 ? 1 / (1 - p) : 0);
   kiln__args_u32(&a, (min ? DROP_MASK_IN : 0) | (mout ? DROP_MASK_OUT : 0));
   return kiln__args_launch_1d(&a, ctx, (x->numel + 3) / 4, 0);
 }
@@ -72,7 +72,7 @@ kiln_dropout(kiln_context *ctx, const kiln_tensor *x, double p, kiln_tensor **ou
 {
   static const char op[] = "kiln_dropout";
   KILN_TRY(check_out_ptr(op, ctx, out));
-  KILN_TRY(kiln__nnt_check_float(op, ctx, x, "x"));
+  KILN_TRY(kiln__nnt_check_real(op, ctx, x, "x"));
   KILN_TRY(check_p(op, p));
   kiln_tensor **outs[2] = {out, mask};
   static const char *const names[2] = {"out", "mask"};
@@ -103,7 +103,7 @@ kiln_dropout_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_ten
 {
   static const char op[] = "kiln_dropout_backward";
   KILN_TRY(check_out_ptr(op, ctx, grad_in));
-  KILN_TRY(kiln__nnt_check_float(op, ctx, grad, "grad"));
+  KILN_TRY(kiln__nnt_check_real(op, ctx, grad, "grad"));
   KILN_TRY(check_p(op, p));
   KILN_RETURN_IF(!mask == !state, KILN_ERR_INVALID_ARGUMENT, op,
                  "exactly one of mask and state must be given");
@@ -185,7 +185,7 @@ group_launch(kiln__args *a, kiln_context *ctx, cl_kernel k, uint64_t groups, kil
 {
   size_t local = kiln__launch_pow2_local(ctx, k);
   for (int i = 0; i < nloc; i++)
-    kiln__args_local(a, local * kiln_dtype_size(dt));
+    kiln__args_local(a, local * kiln_dtype_size(kiln__nnt_cdt(dt)));
   if (groups > ROW_GROUPS)
     groups = ROW_GROUPS;
   if (!groups)
@@ -243,7 +243,7 @@ kiln_group_norm(kiln_context *ctx, const kiln_tensor *x, int64_t groups,
 {
   static const char op[] = "kiln_group_norm";
   KILN_TRY(check_out_ptr(op, ctx, out));
-  KILN_TRY(kiln__nnt_check_float(op, ctx, x, "x"));
+  KILN_TRY(kiln__nnt_check_real(op, ctx, x, "x"));
   nc_geo g = {0};
   KILN_TRY(nc_geometry(op, x, &g));
   KILN_RETURN_IF(groups <= 0 || g.C % (uint64_t)groups != 0, KILN_ERR_INVALID_ARGUMENT, op,
@@ -281,7 +281,7 @@ kiln_group_norm(kiln_context *ctx, const kiln_tensor *x, int64_t groups,
       kiln__args_tensor(&a, st[1]);
       kiln__args_u64(&a, rows);
       kiln__args_u64(&a, len);
-      kiln__args_float(&a, x->dtype, eps);
+      kiln__args_float(&a, kiln__nnt_cdt(x->dtype), eps);
       s = group_launch(&a, ctx, k, rows, x->dtype, 1);
     }
     if (s == KILN_OK)
@@ -323,7 +323,8 @@ chan_pass(const char *op, kiln_context *ctx, uint32_t mode, const kiln_tensor *x
   uint64_t nchunk = chan_chunks(ctx, g);
   int stat = mode == CP_STAT;
   kiln__ops_tmp part;
-  KILN_TRY(kiln__ops_tmp_alloc(ctx, (stat ? 3 : 2) * g->C * nchunk * kiln_dtype_size(dt), &part));
+  size_t ts = kiln_dtype_size(kiln__nnt_cdt(dt));
+  KILN_TRY(kiln__ops_tmp_alloc(ctx, (stat ? 3 : 2) * g->C * nchunk * ts, &part));
   cl_kernel k;
   kiln_status s =
       kiln__ops_kernel(op, ctx, KILN__NNT_NORM, dt, stat ? "chan_stats" : "chan_part", &k);
@@ -367,8 +368,8 @@ chan_pass(const char *op, kiln_context *ctx, uint32_t mode, const kiln_tensor *x
     kiln__args_tensor(&a, mode == CP_GRAD ? NULL : rstd);
     kiln__args_tensor(&a, rm);
     kiln__args_tensor(&a, rv);
-    kiln__args_float(&a, dt, eps);
-    kiln__args_float(&a, dt, momentum);
+    kiln__args_float(&a, kiln__nnt_cdt(dt), eps);
+    kiln__args_float(&a, kiln__nnt_cdt(dt), momentum);
     kiln__args_mem(&a, sums);
     kiln__args_tensor(&a, dw);
     kiln__args_tensor(&a, db);
@@ -396,7 +397,7 @@ backward_checks(const char *op, kiln_context *ctx, const kiln_tensor *grad, cons
                 nc_geo *g)
 {
   KILN_TRY(kiln__ctx_check(op, ctx));
-  KILN_TRY(kiln__nnt_check_float(op, ctx, x, "x"));
+  KILN_TRY(kiln__nnt_check_real(op, ctx, x, "x"));
   KILN_TRY(kiln__nnt_check_like(op, ctx, grad, x, "grad"));
   KILN_TRY(nc_geometry(op, x, g));
   KILN_RETURN_IF(!mean || !rstd, KILN_ERR_INVALID_HANDLE, op, "the statistics are NULL");
@@ -468,7 +469,7 @@ kiln_batch_norm(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *weig
 {
   static const char op[] = "kiln_batch_norm";
   KILN_TRY(check_out_ptr(op, ctx, out));
-  KILN_TRY(kiln__nnt_check_float(op, ctx, x, "x"));
+  KILN_TRY(kiln__nnt_check_real(op, ctx, x, "x"));
   nc_geo g = {0};
   KILN_TRY(nc_geometry(op, x, &g));
   KILN_TRY(check_vec(op, ctx, weight, x, g.C, "weight"));
@@ -510,7 +511,7 @@ kiln_batch_norm(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *weig
         kiln__args_tensor(&a, running_mean);
         kiln__args_tensor(&a, running_var);
         kiln__args_u64(&a, g.C);
-        kiln__args_float(&a, x->dtype, eps);
+        kiln__args_float(&a, kiln__nnt_cdt(x->dtype), eps);
         s = kiln__args_launch_1d(&a, ctx, g.C, 0);
       }
     } else if (s == KILN_OK) {
@@ -554,7 +555,8 @@ kiln_batch_norm_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_
   int need_sums = grad_x && training && x->numel;
   if (g.C && (need_sums || grad_weight || grad_bias)) {
     if (need_sums)
-      s = kiln__ops_tmp_alloc(ctx, 2 * g.C * kiln_dtype_size(x->dtype), &sums);
+      s = kiln__ops_tmp_alloc(ctx, 2 * g.C * kiln_dtype_size(kiln__nnt_cdt(x->dtype)),
+                              &sums);
     if (s == KILN_OK)
       s = chan_grad_launch(op, ctx, grad, x, save_mean, save_rstd, sums.mem,
                            grad_weight ? t[1].dst : NULL, grad_bias ? t[2].dst : NULL, &g, g.C,

@@ -9,6 +9,7 @@
 #include "core/dtype_traits.h"
 #include "core/error.h"
 #include "core/shape.h"
+#include "kiln/dtype.h"
 #include "kiln/nn_optim.h"
 #include "ops/families.h"
 #include "ops/nn_train.h"
@@ -41,6 +42,24 @@ kiln__nnt_check_float(const char *op, kiln_context *ctx, const kiln_tensor *t, c
   KILN_RETURN_IF(!kiln__device_has_dtype(&ctx->info, t->dtype), KILN_ERR_UNSUPPORTED, op,
                  "%s needs a device with fp64", kiln_dtype_name(t->dtype));
   return KILN_OK;
+}
+
+kiln_status
+kiln__nnt_check_real(const char *op, kiln_context *ctx, const kiln_tensor *t, const char *what)
+{
+  KILN_RETURN_IF(!t, KILN_ERR_INVALID_HANDLE, op, "%s is NULL", what);
+  KILN_TRY(kiln__tensor_check(op, t, ctx));
+  KILN_RETURN_IF(!((KILN__DT_FLOATS | KILN__DT_HALVES) & KILN__DT_BIT(t->dtype)), KILN_ERR_DTYPE,
+                 op, "%s is %s, expected f16, bf16, f32 or f64", what, kiln_dtype_name(t->dtype));
+  KILN_RETURN_IF(!kiln__device_has_dtype(&ctx->info, t->dtype), KILN_ERR_UNSUPPORTED, op,
+                 "%s needs a device with fp64", kiln_dtype_name(t->dtype));
+  return KILN_OK;
+}
+
+kiln_dtype
+kiln__nnt_cdt(kiln_dtype dtype)
+{
+  return kiln__dtype_is_half(dtype) ? KILN_F32 : dtype;
 }
 
 kiln_status
@@ -78,7 +97,7 @@ check_lists(const char *op, kiln_context *ctx, size_t n, const kiln_tensor *cons
   for (size_t i = 0; i < n; i++) {
     snprintf(what, sizeof what, "%s[%zu]", names[0], i);
     const kiln_tensor *p = lists[0][i];
-    KILN_TRY(kiln__nnt_check_float(op, ctx, p, what));
+    KILN_TRY(kiln__nnt_check_real(op, ctx, p, what));
     KILN_RETURN_IF(i && p->dtype != lists[0][0]->dtype, KILN_ERR_DTYPE, op,
                    "%s is %s, %s[0] %s", what, kiln_dtype_name(p->dtype), names[0],
                    kiln_dtype_name(lists[0][0]->dtype));
@@ -171,10 +190,10 @@ kiln_sgd_step(kiln_context *ctx, size_t n, kiln_tensor *const *params,
   for (size_t first = 0; s == KILN_OK && first < n; first += OPT_SLOTS) {
     kiln__args a = kiln__args_begin(op, k);
     uint64_t most = push_slots(&a, n, first, lists, 3);
-    kiln__args_float(&a, dt, opt->lr);
-    kiln__args_float(&a, dt, opt->momentum);
-    kiln__args_float(&a, dt, opt->dampening);
-    kiln__args_float(&a, dt, opt->weight_decay);
+    kiln__args_float(&a, kiln__nnt_cdt(dt), opt->lr);
+    kiln__args_float(&a, kiln__nnt_cdt(dt), opt->momentum);
+    kiln__args_float(&a, kiln__nnt_cdt(dt), opt->dampening);
+    kiln__args_float(&a, kiln__nnt_cdt(dt), opt->weight_decay);
     kiln__args_u32(&a, flags);
     s = kiln__args_launch_1d(&a, ctx, most, 0);
   }
@@ -227,13 +246,14 @@ kiln_adam_step(kiln_context *ctx, size_t n, kiln_tensor *const *params,
   for (size_t first = 0; s == KILN_OK && first < n; first += OPT_SLOTS) {
     kiln__args a = kiln__args_begin(op, k);
     uint64_t most = push_slots(&a, n, first, lists, 5);
-    kiln__args_float(&a, dt, opt->lr);
-    kiln__args_float(&a, dt, opt->beta1);
-    kiln__args_float(&a, dt, opt->beta2);
-    kiln__args_float(&a, dt, opt->eps);
-    kiln__args_float(&a, dt, opt->weight_decay);
-    kiln__args_float(&a, dt, opt->lr / bc1);
-    kiln__args_float(&a, dt, sqrt(bc2));
+    kiln_dtype cdt = kiln__nnt_cdt(dt);
+    kiln__args_float(&a, cdt, opt->lr);
+    kiln__args_float(&a, cdt, opt->beta1);
+    kiln__args_float(&a, cdt, opt->beta2);
+    kiln__args_float(&a, cdt, opt->eps);
+    kiln__args_float(&a, cdt, opt->weight_decay);
+    kiln__args_float(&a, cdt, opt->lr / bc1);
+    kiln__args_float(&a, cdt, sqrt(bc2));
     kiln__args_u32(&a, flags);
     s = kiln__args_launch_1d(&a, ctx, vec4 ? (most + 3) / 4 : most, 0);
   }
@@ -262,7 +282,7 @@ kiln_clip_grad_norm(kiln_context *ctx, size_t n, kiln_tensor *const *grads, doub
     return KILN_OK;
   }
   kiln_dtype dt = grads[0]->dtype;
-  size_t ts = kiln_dtype_size(dt);
+  size_t ts = kiln_dtype_size(kiln__nnt_cdt(dt));
   kiln__out_target t;
   memset(&t, 0, sizeof t);
   kiln_tensor *norm = NULL;
@@ -320,21 +340,22 @@ kiln_clip_grad_norm(kiln_context *ctx, size_t n, kiln_tensor *const *grads, doub
     kiln__args a = kiln__args_begin(op, k);
     uint64_t most = push_slots(&a, n, first, lists, 1);
     kiln__args_tensor(&a, norm);
-    kiln__args_float(&a, dt, max_norm);
+    kiln__args_float(&a, kiln__nnt_cdt(dt), max_norm);
     s = kiln__args_launch_1d(&a, ctx, most, 0);
   }
   kiln__ops_tmp_free(ctx, &part);
   if (s == KILN_OK && total_norm_host) {
     unsigned char h[8];
-    s = kiln__ops_read(op, ctx, norm, 0, h, ts);
+    s = kiln__ops_read(op, ctx, norm, 0, h, kiln_dtype_size(dt));
     if (s == KILN_OK) {
-      if (dt == KILN_F32) {
-        float f;
-        memcpy(&f, h, 4);
-        *total_norm_host = f;
-      } else {
+      float f;
+      uint16_t b;
+      memcpy(&f, h, 4);
+      memcpy(&b, h, 2);
+      if (dt == KILN_F64)
         memcpy(total_norm_host, h, 8);
-      }
+      else
+        *total_norm_host = dt == KILN_F32 ? f : dt == KILN_F16 ? kiln_f16_to_f32(b) : kiln_bf16_to_f32(b);
     }
   }
   if (total_norm)
@@ -348,9 +369,11 @@ kiln_clip_grad_norm(kiln_context *ctx, size_t n, kiln_tensor *const *grads, doub
 /* ---------------------------------------------------------------- family */
 
 static const struct kiln__source nnt_sources[] = {
-    {KILN__NNT_OPTIM, KILN__DT_FLOATS}, {KILN__NNT_NORM, KILN__DT_FLOATS},
-    {KILN__NNT_ATT, KILN__DT_FLOATS | KILN__DT_HALVES}, {KILN__NNT_EMBED, KILN__DT_FLOATS},
-    {KILN__NNT_WLOSS, KILN__DT_FLOATS}, {NULL, 0}};
+    {KILN__NNT_OPTIM, KILN__DT_FLOATS | KILN__DT_HALVES},
+    {KILN__NNT_NORM, KILN__DT_FLOATS | KILN__DT_HALVES},
+    {KILN__NNT_ATT, KILN__DT_FLOATS | KILN__DT_HALVES},
+    {KILN__NNT_EMBED, KILN__DT_FLOATS | KILN__DT_HALVES},
+    {KILN__NNT_WLOSS, KILN__DT_FLOATS | KILN__DT_HALVES}, {NULL, 0}};
 
 const struct kiln__family kiln__nn_train_family = {.name = "nn_train",
                                                    .sources = nnt_sources,

@@ -7,7 +7,8 @@
 
 #include "ops/ops_common.h"
 
-/* The family's embedded sources; each builds for f32 and f64. */
+/* The family's embedded sources; each builds for f32 and f64, all but nn_attention also for
+ * f16 and bf16. */
 #define KILN__NNT_OPTIM "nn_optim"
 #define KILN__NNT_NORM "nn_norm"
 #define KILN__NNT_ATT "nn_attention"
@@ -17,6 +18,14 @@
 /* A tensor of ctx holding f32 or f64 (the device must run it). */
 kiln_status kiln__nnt_check_float(const char *op, kiln_context *ctx, const kiln_tensor *t,
                                   const char *what);
+
+/* The same for the ops that also take f16 and bf16 (stored in 2 bytes, computed in f32): the
+ * optimizers, clipping, dropout, group_norm, batch_norm, embedding backward, weighted losses. */
+kiln_status kiln__nnt_check_real(const char *op, kiln_context *ctx, const kiln_tensor *t,
+                                 const char *what);
+
+/* The dtype kernels of dtype compute in (scalar arguments, scratch): f32 for f16 and bf16. */
+kiln_dtype kiln__nnt_cdt(kiln_dtype dtype);
 
 /* t is a tensor of ctx with ref's dtype and shape. */
 kiln_status kiln__nnt_check_like(const char *op, kiln_context *ctx, const kiln_tensor *t,

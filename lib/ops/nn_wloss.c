@@ -29,7 +29,7 @@ wl_check(const char *op, kiln_context *ctx, int nll, const kiln_tensor *x,
          wl_geo *g)
 {
   KILN_TRY(kiln__ctx_check(op, ctx));
-  KILN_TRY(kiln__nnt_check_float(op, ctx, x, nll ? "logp" : "logits"));
+  KILN_TRY(kiln__nnt_check_real(op, ctx, x, nll ? "logp" : "logits"));
   KILN_TRY(kiln__nn_check_reduction(op, red));
   KILN_RETURN_IF(!(eps >= 0 && eps <= 1), KILN_ERR_INVALID_ARGUMENT, op,
                  "label_smoothing %g is outside [0, 1]", eps);
@@ -89,9 +89,9 @@ wl_rows(const char *op, kiln_context *ctx, int nll, const kiln_tensor *x,
   kiln__args_u64(&a, g->rows);
   kiln__args_u64(&a, g->C);
   kiln__args_i64(&a, ignore);
-  kiln__args_float(&a, x->dtype, eps);
+  kiln__args_float(&a, kiln__nnt_cdt(x->dtype), eps);
   kiln__args_u32(&a, (g->probs ? WL_PROBS : 0) | (nll ? WL_NLL : 0));
-  kiln__args_local(&a, local * kiln_dtype_size(x->dtype));
+  kiln__args_local(&a, local * kiln_dtype_size(kiln__nnt_cdt(x->dtype)));
   uint64_t groups = g->rows < ((uint64_t)1 << 16) ? g->rows : ((uint64_t)1 << 16);
   return kiln__args_enqueue_1d(&a, ctx, (size_t)groups * local, local);
 }
@@ -110,7 +110,7 @@ wl_fold(const char *op, kiln_context *ctx, kiln_dtype dt, cl_mem loss, cl_mem lw
   kiln__args_u64(&a, rows);
   kiln__args_tensor(&a, out);
   kiln__args_u32(&a, mode);
-  kiln__args_local(&a, local * kiln_dtype_size(dt));
+  kiln__args_local(&a, local * kiln_dtype_size(kiln__nnt_cdt(dt)));
   return kiln__args_enqueue_1d(&a, ctx, local, local);
 }
 
@@ -128,7 +128,7 @@ wl_forward(const char *op, kiln_context *ctx, int nll, const kiln_tensor *x,
   kiln__out_target t;
   KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, shape, out, ins, 3, 0, &t));
   kiln__ctx_lock(ctx);
-  size_t ts = kiln_dtype_size(x->dtype);
+  size_t ts = kiln_dtype_size(kiln__nnt_cdt(x->dtype));
   uint64_t n = g.rows ? g.rows : 1;
   kiln__ops_tmp loss = {0}, lw = {0};
   kiln_status s = kiln__ops_tmp_alloc(ctx, n * ts, &loss);
@@ -136,12 +136,9 @@ wl_forward(const char *op, kiln_context *ctx, int nll, const kiln_tensor *x,
     s = kiln__ops_tmp_alloc(ctx, n * ts, &lw);
   if (s == KILN_OK)
     s = wl_rows(op, ctx, nll, x, target, w, ignore, eps, &g, loss.mem, lw.mem);
-  if (s == KILN_OK && red == KILN_REDUCTION_NONE && g.rows) {
-    cl_int err = clEnqueueCopyBuffer(ctx->queue, loss.mem, t.dst->mem, 0, t.dst->offset,
-                                     g.rows * ts, 0, NULL, NULL);
-    if (err != CL_SUCCESS)
-      s = kiln__fail_cl(op, err, "clEnqueueCopyBuffer");
-  }
+  /* Reduction none: the per-row values into the output (converted for f16 and bf16). */
+  if (s == KILN_OK && red == KILN_REDUCTION_NONE && g.rows)
+    s = wl_fold(op, ctx, x->dtype, loss.mem, lw.mem, g.rows, t.dst, 3);
   if (s == KILN_OK && red != KILN_REDUCTION_NONE)
     s = wl_fold(op, ctx, x->dtype, loss.mem, lw.mem, g.rows, t.dst,
                 red == KILN_REDUCTION_MEAN ? 1 : 0);
@@ -173,7 +170,7 @@ wl_backward(const char *op, kiln_context *ctx, int nll, const kiln_tensor *gout,
   int mean = red == KILN_REDUCTION_MEAN;
   if (x->numel && mean) {
     /* The mean's divisor: the rows' weights, summed on the device. */
-    size_t ts = kiln_dtype_size(x->dtype);
+    size_t ts = kiln_dtype_size(kiln__nnt_cdt(x->dtype));
     kiln__ops_tmp loss = {0}, lw = {0};
     s = kiln__ops_tmp_alloc(ctx, g.rows * ts, &loss);
     if (s == KILN_OK)
@@ -205,10 +202,10 @@ wl_backward(const char *op, kiln_context *ctx, int nll, const kiln_tensor *gout,
       kiln__args_u64(&a, g.rows);
       kiln__args_u64(&a, g.C);
       kiln__args_i64(&a, ignore);
-      kiln__args_float(&a, x->dtype, eps);
+      kiln__args_float(&a, kiln__nnt_cdt(x->dtype), eps);
       kiln__args_u32(&a, (g.probs ? WL_PROBS : 0) | (nll ? WL_NLL : 0) |
                              (red == KILN_REDUCTION_NONE ? WL_GROW : 0) | (mean ? WL_DENOM : 0));
-      kiln__args_local(&a, local * kiln_dtype_size(x->dtype));
+      kiln__args_local(&a, local * kiln_dtype_size(kiln__nnt_cdt(x->dtype)));
       uint64_t groups = g.rows < ((uint64_t)1 << 16) ? g.rows : ((uint64_t)1 << 16);
       s = kiln__args_enqueue_1d(&a, ctx, (size_t)groups * local, local);
     }

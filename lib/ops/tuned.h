@@ -89,10 +89,10 @@ extern uint64_t kiln__stats_hist_chunk;
 /*
  * Test hook of the nn family: fields >= 0 (and valid) replace the device defaults and
  * KILN_DEBUG_NN's values of the launch knobs of ops/nn_internal.h (act_items, erf,
- * row_items, row_wg, fast, act_vec); -1 leaves them. Read at every nn call.
+ * row_items, row_wg, fast, act_vec, maxreg); -1 leaves them. Read at every nn call.
  */
 typedef struct kiln__nn_knob_override {
-  int32_t act_items, erf, row_items, row_wg, fast, act_vec;
+  int32_t act_items, erf, row_items, row_wg, fast, act_vec, maxreg;
 } kiln__nn_knob_override;
 extern kiln__nn_knob_override kiln__nn_test_knobs;
 

@@ -1,7 +1,9 @@
 /*
- * Host data of the training-op suites (test_nn_train, test_nn_attention): a xorshift
- * stream of uniform doubles, rounding to the device dtype, and upload/download as doubles.
- * Static inline: each suite gets its own stream, seeded the same.
+ * Host data of the suites that check float ops against double references (test_nn_train,
+ * test_nn_attention, test_stats): a xorshift stream of uniform doubles, rounding to the
+ * device dtype (f32, f64, f16, bf16), and upload/download as doubles (download takes i64
+ * results too, such as histogram counts). Static inline: each suite gets its own stream,
+ * seeded the same.
  */
 #ifndef KILN_TESTS_NN_HOSTDATA_H
 #define KILN_TESTS_NN_HOSTDATA_H
@@ -40,29 +42,31 @@ numel(size_t nd, const int64_t *shape)
   return n;
 }
 
-/* A suite that defines NN_HOSTDATA_HALVES (and links ops/hostdata.c) also moves f16 and
- * bf16 data, through hostdata.h's exact conversions. */
-#ifdef NN_HOSTDATA_HALVES
-#include "hostdata.h"
+/* The 2-byte float dtypes, stored as bits and computed with in f32. */
 #define NN_HALF(dt) ((dt) == KILN_F16 || (dt) == KILN_BF16)
-#else
-#define NN_HALF(dt) 0
-#define hd_setf(dt, buf, i, v) ((void)(dt), (void)(buf), (void)(i), (void)(v))
-#define hd_getf(dt, buf, i) ((void)(dt), (void)(buf), (void)(i), 0.0)
-#endif
+
+/* f16 and bf16 bits of v (rounded to nearest even, kiln/dtype.h), and back. */
+static inline uint16_t
+nhd_to_half(kiln_dtype dt, double v)
+{
+  return dt == KILN_BF16 ? kiln_bf16_from_f64(v) : kiln_f16_from_f64(v);
+}
+
+static inline double
+nhd_from_half(kiln_dtype dt, uint16_t h)
+{
+  return dt == KILN_BF16 ? kiln_bf16_to_f32(h) : kiln_f16_to_f32(h);
+}
 
 /* v rounded to dt in place (the reference sees what the device sees). */
 static inline void
 round_to(kiln_dtype dt, double *v, size_t n)
 {
-  double tmp[1];
   for (size_t i = 0; i < n; i++) {
-    if (dt == KILN_F32) {
+    if (dt == KILN_F32)
       v[i] = (double)(float)v[i];
-    } else if (NN_HALF(dt)) {
-      hd_setf(dt, tmp, 0, v[i]);
-      v[i] = hd_getf(dt, tmp, 0);
-    }
+    else if (NN_HALF(dt))
+      v[i] = nhd_from_half(dt, nhd_to_half(dt, v[i]));
   }
 }
 
@@ -75,7 +79,7 @@ up(kiln_dtype dt, size_t nd, const int64_t *shape, const double *v)
     if (dt == KILN_F32)
       ((float *)h)[i] = (float)v[i];
     else if (NN_HALF(dt))
-      hd_setf(dt, h, i, v[i]);
+      ((uint16_t *)h)[i] = nhd_to_half(dt, v[i]);
     else
       ((double *)h)[i] = v[i];
   }
@@ -94,9 +98,10 @@ down(const kiln_tensor *t)
   double *d = malloc(n * sizeof *d + 8);
   kiln_dtype dt = kiln_tensor_dtype(t);
   for (uint64_t i = 0; i < n; i++)
-    d[i] = dt == KILN_F32 ? (double)((float *)h)[i]
-           : NN_HALF(dt)  ? hd_getf(dt, h, i)
-                          : ((double *)h)[i];
+    d[i] = dt == KILN_F32   ? (double)((float *)h)[i]
+           : NN_HALF(dt)    ? nhd_from_half(dt, ((uint16_t *)h)[i])
+           : dt == KILN_I64 ? (double)((int64_t *)h)[i]
+                            : ((double *)h)[i];
   free(h);
   return d;
 }

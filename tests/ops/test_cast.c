@@ -555,6 +555,67 @@ START_TEST(copy_every_shape)
 }
 END_TEST
 
+/*
+ * Casts between views whose offsets break the alignment of the lane vectors (source at
+ * element 1, destination at 3: cast.cl's vloadN/vstoreN branch), f32, f64 and i64 sources
+ * to every target, at the defaults and at 8 and 16 lanes.
+ */
+START_TEST(cast_views)
+{
+  static const char *const shapes[] = {NULL, "lanes=8", "lanes=16"};
+  static const kiln_dtype froms[] = {KILN_F32, KILN_F64, KILN_I64};
+  kiln_context *ctx = harness_ctx();
+  const uint64_t n = 1031, whole = n + 8;
+  for (size_t fi = 0; fi < sizeof froms / sizeof froms[0]; fi++) {
+    kiln_dtype from = froms[fi];
+    if (!dt_ok(from))
+      continue;
+    size_t fes = kiln_dtype_size(from);
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+      KOK(kiln_tune_override(ctx, "cast", from, NULL, shapes[sh]));
+      uint64_t seed = 4242 + 10 * fi + sh;
+      unsigned char *h = xmalloc(whole * fes);
+      for (uint64_t k = 0; k < whole; k++)
+        mixed_put(from, h, k, &seed);
+      kiln_tensor *src = upload(from, whole, h), *x = NULL;
+      cl_mem ms;
+      size_t bs;
+      KOK(kiln_tensor_cl_mem(src, &ms, &bs));
+      KOK(kiln_tensor_wrap(ctx, ms, bs + fes, from, 1, (const int64_t[]){(int64_t)n}, &x));
+      for (int t = 0; t < NDT; t++) {
+        kiln_dtype to = (kiln_dtype)t;
+        if (!dt_ok(to))
+          continue;
+        size_t tes = kiln_dtype_size(to);
+        kiln_tensor *buf = NULL, *y = NULL;
+        KOK(kiln_tensor_zeros(ctx, to, 1, (const int64_t[]){(int64_t)whole}, &buf));
+        cl_mem md;
+        size_t bd;
+        KOK(kiln_tensor_cl_mem(buf, &md, &bd));
+        KOK(kiln_tensor_wrap(ctx, md, bd + 3 * tes, to, 1, (const int64_t[]){(int64_t)n}, &y));
+        KOK(kiln_cast(ctx, x, to, &y));
+        void *want = xmalloc(n * tes);
+        for (uint64_t k = 0; k < n; k++)
+          ref_cast(from, h + fes, to, want, k);
+        char what[96];
+        snprintf(what, sizeof what, "cast %s -> %s of views at 1 and 3, '%s'",
+                 kiln_dtype_name(from), kiln_dtype_name(to), shapes[sh] ? shapes[sh] : "defaults");
+        void *got = hd_download(y);
+        expect_bytes(to, got, want, n, what);
+        free(got);
+        free(want);
+        KOK(kiln_tensor_release(y));
+        KOK(kiln_tensor_release(buf));
+      }
+      KOK(kiln_tensor_release(x));
+      KOK(kiln_tensor_release(src));
+      free(h);
+    }
+    KOK(kiln_tune_override(ctx, "cast", from, NULL, NULL));
+  }
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* 16-bit floats in depth                                              */
 /* ------------------------------------------------------------------ */
@@ -905,6 +966,7 @@ cast_suite(void)
   tcase_set_timeout(tc, 600);
   tcase_add_loop_test(tc, cast_every_pair, 0, NDT);
   tcase_add_loop_test(tc, copy_every_shape, 0, NDT);
+  tcase_add_test(tc, cast_views);
   tcase_add_loop_test(tc, half_every_pattern_round_trips, 0, 2);
   tcase_add_test(tc, f32_to_half_rounding);
   tcase_add_test(tc, f64_to_half_single_rounding);

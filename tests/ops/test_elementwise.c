@@ -1816,26 +1816,38 @@ END_TEST
 /* ------------------------------------------------------------------ */
 
 /*
- * The tuner's candidates for the elementwise family (lib/runtime/tuner.c):
- * each value of items_per_thread and vec_width, with the other at 1, pairs of
- * both, and the GPU default of 4-byte types (2, 4). Each pair is a program
- * build, so not the full cross product.
+ * The shapes each dtype runs. The tuner's candidates for the elementwise family
+ * (lib/ops/elementwise.c) are 1, 2, 4 and 8 for both items_per_thread and vec_width; every
+ * program variant is a build of the whole elementwise program, so instead of the cross
+ * product each dtype takes four shapes that between them hold every value of both, its
+ * CPU default (the program the other cases use: no build of its own) and its GPU default
+ * (ew_default_shape: 2 items of 4-wide vectors for 4-byte types and f16, 2 of 8 for bf16,
+ * 4 scalars otherwise), with widths 2, 4 and 8 beside item counts above 1. Width 1 with
+ * one item (bf16's vec_width 1) comes from the misaligned offsets, which run where they
+ * fall back to a program that exists anyway: width 1 shapes, and one item (the plain
+ * program the broadcast and offset cases build). f16 and bf16 vectors move through
+ * vloada_halfN / ushortN, so they take every width too; the item loop is the same code for
+ * every dtype.
  */
-static const uint32_t flat_shapes[][2] = {{1, 1}, {2, 1}, {4, 1}, {8, 1}, {1, 2},
-                                          {1, 4}, {1, 8}, {4, 4}, {8, 8}, {2, 4}};
-#define NFLAT_SHAPES (sizeof flat_shapes / sizeof flat_shapes[0])
 static const kiln_dtype flat_dtypes[] = {KILN_F32, KILN_I64, KILN_U8, KILN_F16, KILN_BF16};
 #define NFLAT_DTYPES (sizeof flat_dtypes / sizeof flat_dtypes[0])
+#define NFLAT_SHAPES 4
+static const uint32_t flat_shapes[NFLAT_DTYPES][NFLAT_SHAPES][2] = {
+    {{1, 8}, {2, 4}, {4, 2}, {8, 1}}, /* f32 */
+    {{1, 4}, {4, 1}, {2, 8}, {8, 2}}, /* i64 */
+    {{1, 8}, {4, 1}, {2, 4}, {8, 2}}, /* u8 */
+    {{1, 8}, {2, 4}, {4, 2}, {8, 1}}, /* f16 */
+    {{1, 8}, {2, 8}, {4, 2}, {8, 4}}, /* bf16 */
+};
 
 /*
- * f16 and bf16 take three of the shapes (each a program build), which with the misaligned
- * offsets (width 1) hold every vec_width their loads and stores have a form for (vloada_halfN,
- * ushortN) and items_per_thread 1, 4 and 8; the item loop is the same code for every dtype.
+ * Whether shape s of dtype d runs: always, and in the small mode two shapes of each dtype,
+ * which between them still hold every value of both parameters.
  */
 static int
-flat_half_shape(uint32_t items, uint32_t vec)
+flat_shape_runs(size_t d, size_t s)
 {
-  return (items == 1 && vec == 2) || (items == 4 && vec == 4) || (items == 8 && vec == 8);
+  return !harness_small() || s == d % NFLAT_SHAPES || s == (d + 2) % NFLAT_SHAPES;
 }
 
 /* Host value of element i: small integers, exact in every dtype and for +, *, -. */
@@ -1876,12 +1888,13 @@ flat_fill(kiln_dtype dt, void *p, uint64_t n, int which)
 
 START_TEST(flat_shape_case)
 {
-  const uint32_t items = flat_shapes[_i / NFLAT_DTYPES][0], vec = flat_shapes[_i / NFLAT_DTYPES][1];
-  const kiln_dtype dt = flat_dtypes[_i % NFLAT_DTYPES];
-  /* The small mode: each shape (a program build of its own) with one dtype, rotating. */
-  if (!variant_runs(_i % NFLAT_DTYPES, NFLAT_DTYPES, _i / NFLAT_DTYPES) ||
-      (is_half(dt) && !flat_half_shape(items, vec)))
+  const size_t d = (size_t)_i / NFLAT_SHAPES, shape_i = (size_t)_i % NFLAT_SHAPES;
+  const uint32_t items = flat_shapes[d][shape_i][0], vec = flat_shapes[d][shape_i][1];
+  const kiln_dtype dt = flat_dtypes[d];
+  if (!flat_shape_runs(d, shape_i))
     return;
+  /* Misaligned views (width 1) only where that program is built anyway (see flat_shapes). */
+  const int misaligned = items == 1 || vec == 1;
   kiln_context *ctx = harness_ctx();
   char params[64];
   snprintf(params, sizeof params, "items_per_thread=%u vec_width=%u", items, vec);
@@ -1911,7 +1924,9 @@ START_TEST(flat_shape_case)
   for (size_t si = 0; si < sizeof flat_sizes / sizeof flat_sizes[0]; si++) {
     for (size_t oi = 0; oi < 3; oi++) {
       uint64_t n = flat_sizes[si], off = offsets[oi];
-      if ((si >= 6 && oi == 1) /* large sizes: aligned and misaligned only */ || !harness_fits(n))
+      if ((si >= 6 && oi == 1) /* large sizes: aligned and misaligned only */ ||
+          (oi == 2 && !misaligned) || (oi == 1 && vec == 1) /* offset 1: oi 2 */ ||
+          !harness_fits(n))
         continue;
       int64_t shape[1] = {(int64_t)n};
       /* Regions of the buffer for a, b, cond, y, each starting at a multiple of 16

@@ -299,6 +299,9 @@ START_TEST(lu_blocked_paths)
     {
       lu_case(dt, 0, NULL, 97, 97, NULL);
       lu_case(dt, 0, NULL, 130, 70, NULL);
+      /* more rows than lu_panel has lanes (256 on CPUs): each lane owns several rows */
+      if (!harness_small())
+        lu_case(dt, 0, NULL, 601, 37, NULL);
     }
   }
   set_hook(-1, -1, -1, -1);
@@ -1213,6 +1216,13 @@ START_TEST(tile_gemm)
       set_hook(nb, 0, -1, nb == 16 ? 3 : -1);
       FOR_DTYPES(dt)
       {
+        if (harness_small()) { /* the simulator: one small case of each op */
+          if (nb == 16) {
+            lu_case(dt, 0, NULL, 37, 29, NULL);
+            chol_case(dt, 1, 33);
+          }
+          continue;
+        }
         lu_case(dt, 0, NULL, 97, 97, NULL);
         lu_case(dt, 0, NULL, 150, 70, NULL);
         chol_case(dt, 1, 131);
@@ -1226,11 +1236,57 @@ START_TEST(tile_gemm)
   kiln__linalg_spectral_test_set(16, -1, 3);
   FOR_DTYPES(dt)
   {
-    qr_tile_case(dt, 150, 70, 0);
-    qr_tile_case(dt, 70, 97, 3);
+    qr_tile_case(dt, harness_small() ? 40 : 150, harness_small() ? 23 : 70, 0);
+    if (!harness_small())
+      qr_tile_case(dt, 70, 97, 3);
+  }
+  /* 128-column blocks: T too large for local memory (qr_larft in global memory) */
+  kiln__linalg_spectral_test_set(128, -1, -1);
+  FOR_DTYPES(dt)
+  {
+    if (!harness_small())
+      qr_tile_case(dt, 200, 150, 0);
   }
   kiln__linalg_spectral_test_set(-1, -1, -1);
   kiln__linalg_test_gemm(-1);
+  hook_route = -1;
+  set_hook(-1, -1, -1, -1);
+  kiln__linalg_test_set(-1, -1, -1, -1);
+  kiln__linalg_test_route(-1);
+}
+END_TEST
+
+/*
+ * Look-ahead (the linalg family's ahead=2) on the device route: the next panel on the second
+ * queue, on CLBlast and on gemm_tile, square, tall and wide LU (the last panel narrower than
+ * the block), Cholesky both triangles, solve and inverse.
+ */
+START_TEST(look_ahead)
+{
+  kiln__linalg_test_ahead(2);
+  hook_route = KILN__LINALG_ROUTE_DEVICE;
+  for (int g = KILN__LINALG_GEMM_CLBLAST; g <= KILN__LINALG_GEMM_TILE; g++) {
+    kiln__linalg_test_gemm(g);
+    set_hook(16, 0, -1, g == KILN__LINALG_GEMM_TILE ? 3 : -1);
+    FOR_DTYPES(dt)
+    {
+      if (g == KILN__LINALG_GEMM_CLBLAST && dt == KILN_F32) /* f32 runs kiln's kernels here */
+        continue;
+      if (harness_small()) { /* the simulator: one small case of each op */
+        lu_case(dt, 0, NULL, 37, 29, NULL);
+        chol_case(dt, 1, 33);
+        continue;
+      }
+      lu_case(dt, 0, NULL, 97, 97, NULL);
+      lu_case(dt, 0, NULL, 150, 70, NULL);
+      lu_case(dt, 0, NULL, 70, 150, NULL);
+      chol_case(dt, 1, 131);
+      solve_case(dt, 1, 129, 5, 0, NULL);
+      inv_case(dt, 2, 70);
+    }
+  }
+  kiln__linalg_test_gemm(-1);
+  kiln__linalg_test_ahead(-1);
   hook_route = -1;
   set_hook(-1, -1, -1, -1);
   kiln__linalg_test_set(-1, -1, -1, -1);
@@ -1257,8 +1313,8 @@ START_TEST(tuner_family)
   kiln_tune_family_desc d;
   int found = 0;
   for (size_t i = 0; kiln_tune_family_get(i, &d) == KILN_OK; i++)
-    found |= strcmp(d.name, "linalg") == 0 && strcmp(d.params, "route nb gemm") == 0;
-  EXPECT(found, "no linalg tuner family with parameters route, nb, gemm");
+    found |= strcmp(d.name, "linalg") == 0 && strcmp(d.params, "route nb gemm ahead leaf") == 0;
+  EXPECT(found, "no linalg tuner family with parameters route, nb, gemm, ahead, leaf");
   kiln_tune_request req;
   memset(&req, 0, sizeof req);
   uint64_t n = 1u << 14;
@@ -1423,6 +1479,7 @@ reset_hooks(void)
   kiln__linalg_test_route(-1);
   kiln__linalg_test_own_gemm_max(-1);
   kiln__linalg_test_gemm(-1);
+  kiln__linalg_test_ahead(-1);
 }
 
 static Suite *
@@ -1447,6 +1504,7 @@ linalg_suite(void)
   tcase_add_test(tc, batched_bitwise);
   tcase_add_test(tc, routes_and_blocks);
   tcase_add_test(tc, tile_gemm);
+  tcase_add_test(tc, look_ahead);
   tcase_add_test(tc, tuner_family);
   tcase_add_test(tc, bad_input);
   tcase_add_test(tc, nan_and_in_place);

@@ -954,6 +954,15 @@ START_TEST(svd)
       svd_case(dt, 1, 45, 31, NULL, NULL);
       svd_case(dt, 1, 31, 45, NULL, NULL);
     }
+    /* dbdsvdx split over host threads (index ranges cut at the widest relative gaps) */
+    kiln__linalg_spectral_test_mrrr_threads(3);
+    a = with_svals(6, 4, sv);
+    svd_case(dt, 1, 6, 4, a, sv);
+    free(a);
+    if (!harness_small())
+      svd_case(dt, 1, 45, 31, NULL, NULL);
+    svd_case(dt, 1, 7, 7, NULL, NULL);
+    kiln__linalg_spectral_test_mrrr_threads(-1);
   }
 }
 END_TEST
@@ -987,6 +996,9 @@ START_TEST(svd_blocked)
           sv[i] = i < 10 ? 3 : i < 20 ? 1 : 0.25;
         double *a = with_svals(30, 26, sv);
         svd_case(dt, 1, 30, 26, a, sv);
+        kiln__linalg_spectral_test_mrrr_threads(4);
+        svd_case(dt, 1, 30, 26, a, sv);
+        kiln__linalg_spectral_test_mrrr_threads(-1);
         free(a);
       }
       svd_quick = 0;

@@ -2,7 +2,8 @@
  * nn_train suite: optimizer steps (SGD, Adam, AdamW) and gradient-norm clipping over lists
  * of tensors, against host references in double precision over several steps.
  *
- * Coverage: f32 and f64 (f64 with fp64); lists longer than one launch's 8 slots, tensors of
+ * Coverage: f32 and f64 (f64 with fp64), f16 and bf16 (all but RoPE; state in the parameters'
+ * dtype, the reference rounding it after every step as the device stores it); lists longer than one launch's 8 slots, tensors of
  * 0, 1, prime and larger sizes; every option (momentum, dampening, nesterov, weight decay,
  * maximize, amsgrad, decoupled decay); bad input.
  *
@@ -26,15 +27,27 @@
       ck_abort_msg(__VA_ARGS__); \
   } while (0)
 
-static const kiln_dtype dtypes[] = {KILN_F32, KILN_F64};
+static const kiln_dtype dtypes[] = {KILN_F32, KILN_F64, KILN_F16, KILN_BF16};
 
 /* The small mode (oclgrind) runs every other case of a list, and always its last. */
 #define SMALL_SKIP(i, n) (harness_small() && (i) % 2 == 1 && (i) + 1 < (n))
 
-#define FOR_DTYPES(dt)                                                                      \
-  for (size_t dt##_i = 0; dt##_i < 2; dt##_i++)                                             \
+/* FOR_DTYPES: f32, f64 (with fp64), f16 and bf16 (the small mode, oclgrind, the first two: the
+ * half types run the same texts); FOR_FLOATS: f32 and f64 (RoPE). */
+#define FOR_DTYPES(dt) FOR_DTYPES_N(dt, harness_small() ? 2 : 4)
+#define FOR_FLOATS(dt) FOR_DTYPES_N(dt, 2)
+#define FOR_DTYPES_N(dt, nd)                                                                \
+  for (size_t dt##_i = 0; dt##_i < (nd); dt##_i++)                                          \
     for (int dt##_k = dtypes[dt##_i] != KILN_F64 || harness_has_fp64(); dt##_k; dt##_k = 0) \
       for (kiln_dtype dt = dtypes[dt##_i]; dt##_k; dt##_k = 0)
+
+/* Tolerance by dtype: f32's, f64's, or the half types' (state and results rounded to 2^-11 and
+ * 2^-8 relative at every step; a few units of that). */
+static double
+dtol(kiln_dtype dt, double f32, double f64)
+{
+  return dt == KILN_F16 ? 4e-3 : dt == KILN_BF16 ? 3e-2 : dt == KILN_F32 ? f32 : f64;
+}
 
 static kiln_tensor *
 up1(kiln_dtype dt, int64_t n, const double *v)
@@ -112,7 +125,7 @@ tlist_expect(const tlist *l, double tol, const char *what)
 static double
 opt_tol(kiln_dtype dt)
 {
-  return dt == KILN_F32 ? 2e-5 : 1e-12;
+  return dtol(dt, 2e-5, 1e-12);
 }
 
 static void
@@ -150,8 +163,11 @@ START_TEST(sgd_against_reference)
         tlist_make(&g, dt, -1, 1);
         KOK(kiln_sgd_step(harness_ctx(), NOPT, p.t, (const kiln_tensor *const *)g.t, b.t, o,
                           step));
-        for (size_t i = 0; i < NOPT; i++)
+        /* The state is stored in the parameters' dtype after every step (PyTorch's). */
+        for (size_t i = 0; i < NOPT; i++) {
           ref_sgd(p.h[i], g.h[i], b.h[i], (size_t)opt_sizes[i], o, step);
+          round_to(dt, p.h[i], (size_t)opt_sizes[i]), round_to(dt, b.h[i], (size_t)opt_sizes[i]);
+        }
         tlist_free(&g);
       }
       tlist_expect(&p, opt_tol(dt), "sgd params");
@@ -213,8 +229,12 @@ START_TEST(adam_against_reference)
         tlist_make(&g, dt, step % 2 ? -1 : -0.05, step % 2 ? 1 : 0.05);
         KOK(kiln_adam_step(harness_ctx(), NOPT, p.t, (const kiln_tensor *const *)g.t, m.t, v.t,
                            vm.t, o, step));
-        for (size_t i = 0; i < NOPT; i++)
-          ref_adam(p.h[i], g.h[i], m.h[i], v.h[i], vm.h[i], (size_t)opt_sizes[i], o, step);
+        for (size_t i = 0; i < NOPT; i++) {
+          size_t ni = (size_t)opt_sizes[i];
+          ref_adam(p.h[i], g.h[i], m.h[i], v.h[i], vm.h[i], ni, o, step);
+          round_to(dt, p.h[i], ni), round_to(dt, m.h[i], ni), round_to(dt, v.h[i], ni);
+          round_to(dt, vm.h[i], ni);
+        }
         tlist_free(&g);
       }
       tlist_expect(&p, opt_tol(dt), "adam params");
@@ -252,7 +272,7 @@ START_TEST(clip_grad_norm_against_reference)
       kiln_tensor *nt = NULL;
       double nh = -1;
       KOK(kiln_clip_grad_norm(harness_ctx(), NOPT, g.t, max_norms[c], &nt, &nh));
-      double tol = dt == KILN_F32 ? 1e-5 : 1e-12;
+      double tol = dtol(dt, 1e-5, 1e-12);
       EXPECT(close_to(nh, norm, tol), "norm %.17g, expected %.17g", nh, norm);
       expect_tensor(nt, &norm, tol, "norm tensor");
       ck_assert_int_eq(kiln_tensor_ndim(nt), 0);
@@ -373,9 +393,8 @@ START_TEST(dropout_against_reference)
                  (long long)i, mh[i], bh[i]);
           want[i] = mh[i] ? xh[i] * scale : 0;
         }
-        if (dt == KILN_F32)
-          round_to(dt, want, (size_t)n);
-        expect_tensor(y, want, dt == KILN_F32 ? 3e-7 : 1e-15, "dropout out");
+        round_to(dt, want, (size_t)n);
+        expect_tensor(y, want, dtol(dt, 3e-7, 1e-15), "dropout out");
         /* Backward through the mask, and by replaying the state (no mask). */
         double *gh = rand_vec((size_t)n, -1, 1);
         round_to(dt, gh, (size_t)n);
@@ -384,8 +403,8 @@ START_TEST(dropout_against_reference)
         KOK(kiln_dropout_backward(ctx, g, NULL, &used, p, &d2));
         for (int64_t i = 0; i < n; i++)
           want[i] = mh[i] ? gh[i] * scale : 0;
-        expect_tensor(d1, want, dt == KILN_F32 ? 3e-7 : 1e-15, "dropout backward (mask)");
-        expect_tensor(d2, want, dt == KILN_F32 ? 3e-7 : 1e-15, "dropout backward (replay)");
+        expect_tensor(d1, want, dtol(dt, 3e-7, 1e-15), "dropout backward (mask)");
+        expect_tensor(d2, want, dtol(dt, 3e-7, 1e-15), "dropout backward (replay)");
         /* In place over x. */
         KOK(kiln_rng_state_set(ctx, &used));
         KOK(kiln_dropout(ctx, x, p, &x, NULL, NULL));
@@ -552,7 +571,7 @@ START_TEST(group_and_batch_norm_against_reference)
   FOR_DTYPES(dt)
   {
     kiln__nnt_chan_groups = split ? 1 : 4096;
-    double tol = dt == KILN_F32 ? 5e-5 : 1e-11;
+    double tol = dtol(dt, 5e-5, 1e-11);
     for (size_t ci = 0; ci < sizeof nc_cases / sizeof nc_cases[0]; ci++)
       for (int bn = 0; bn < 2 && !(harness_small() && (ci == 3 || ci == 4 || ci == 2)); bn++)
         for (int aff = 0; aff < 2; aff++) {
@@ -585,12 +604,24 @@ START_TEST(group_and_batch_norm_against_reference)
             KOK(kiln_group_norm(ctx, x, c->G, wt, bt, 1e-5, &yt, &mt, &rt));
             KOK(kiln_group_norm_backward(ctx, g, x, mt, rt, wt, c->G, &dxt, &dwt, &dbt));
           }
-          expect_tensor(yt, y, tol, "norm out");
-          expect_tensor(mt, mu, tol, "norm mean");
-          expect_tensor(rt, rs, tol, "norm rstd");
-          expect_tensor(dxt, dx, 4 * tol, "norm grad_x");
-          expect_tensor(dwt, dw, 4 * tol, "norm grad_weight");
-          expect_tensor(dbt, db, 4 * tol, "norm grad_bias");
+          char what[96];
+          snprintf(what, sizeof what, "%s case %zu %s%s", kiln_dtype_name(dt), ci,
+                   bn ? "batch_norm" : "group_norm", aff ? " affine" : "");
+          expect_tensor(yt, y, tol, what);
+          expect_tensor(mt, mu, tol, what);
+          expect_tensor(rt, rs, tol, what);
+          if (dt == KILN_F16 || dt == KILN_BF16) {
+            /* The backward pass reads the saved statistics, rounded to the half type: with a
+             * large rstd (a group of nearly equal values) the mean's rounding alone moves xhat
+             * by far more than the output's. The reference takes the same rounded values. */
+            double *mud = down(mt), *rsd = down(rt);
+            ref_nc_norm_bwd(gh, xh, w, (uint64_t)c->N, C, (uint64_t)c->S, (uint64_t)c->G, bn, mud,
+                            rsd, dx, dw, db);
+            free(mud), free(rsd);
+          }
+          expect_tensor(dxt, dx, 4 * tol, what);
+          expect_tensor(dwt, dw, 4 * tol, what);
+          expect_tensor(dbt, db, 4 * tol, what);
           if (bn) {
             /* Running statistics: unbiased variance, momentum 0.1. */
             double M = (double)(c->N * c->S);
@@ -600,7 +631,7 @@ START_TEST(group_and_batch_norm_against_reference)
               rvh[k] = 0.9 * rvh[k] + 0.1 * var * M / (M - 1);
             }
             expect_tensor(rm, rmh, tol, "running_mean");
-            expect_tensor(rv, rvh, dt == KILN_F32 ? 1e-4 : 1e-9, "running_var");
+            expect_tensor(rv, rvh, dtol(dt, 1e-4, 1e-9), "running_var");
             /* Evaluation uses the running statistics; its backward treats them as constants. */
             kiln_tensor *ye = NULL, *me = NULL, *re = NULL, *dxe = NULL;
             double *rmd = down(rm), *rvd = down(rv);
@@ -799,7 +830,7 @@ START_TEST(rope_against_reference)
   kiln_context *ctx = harness_ctx();
   /* [B, S, D] with R features rotated. */
   static const int64_t cases[][4] = {{2, 7, 16, 16}, {1, 1, 2, 2}, {3, 33, 64, 32}, {2, 5, 10, 6}};
-  FOR_DTYPES(dt)
+  FOR_FLOATS(dt)
   {
     for (size_t ci = 0; ci < 4; ci++)
       for (int layout = 0; layout < 2; layout++) {
@@ -906,7 +937,7 @@ START_TEST(embedding_backward_against_reference)
       int64_t gs[2] = {T, E};
       kiln_tensor *g = up(dt, 2, gs, gh), *ti = up_idx(it, T, idx), *gw = NULL, *gw2 = NULL;
       KOK(kiln_embedding_backward(ctx, g, ti, V, pad, &gw));
-      expect_tensor(gw, want, dt == KILN_F32 ? 1e-5 : 1e-13, "embedding grad_weight");
+      expect_tensor(gw, want, dtol(dt, 1e-5, 1e-13), "embedding grad_weight");
       /* Deterministic: a second call gives the same bits. */
       KOK(kiln_embedding_backward(ctx, g, ti, V, pad, &gw2));
       double *a = down(gw), *b = down(gw2);
@@ -945,8 +976,8 @@ START_TEST(embedding_backward_against_reference)
                                  usep ? psw : NULL, &bot));
           KOK(kiln_embedding_bag_backward(ctx, bgt, ti, to, mode ? KILN_BAG_MEAN : KILN_BAG_SUM,
                                           usep ? psw : NULL, V, &bwt));
-          expect_tensor(bot, bo, dt == KILN_F32 ? 1e-5 : 1e-13, "embedding_bag");
-          expect_tensor(bwt, bw, dt == KILN_F32 ? 1e-5 : 1e-13, "embedding_bag backward");
+          expect_tensor(bot, bo, dtol(dt, 1e-5, 1e-13), "embedding_bag");
+          expect_tensor(bwt, bw, dtol(dt, 1e-5, 1e-13), "embedding_bag backward");
           free(bo), free(bw), free(bg);
           kiln_tensor_release(bgt), kiln_tensor_release(bot), kiln_tensor_release(bwt);
         }
@@ -1034,7 +1065,7 @@ START_TEST(weighted_losses_against_reference)
   static const int64_t shapes[][3] = {{2, 5, 7}, {3, 1, 1}, {2, 3, 300}, {1, 4, 2}};
   FOR_DTYPES(dt)
   {
-    double tol = dt == KILN_F32 ? 5e-5 : 1e-11;
+    double tol = dtol(dt, 5e-5, 1e-11);
     for (size_t si = 0; si < 4; si++)
       for (int nll = 0; nll < 2; nll++)
         for (int probs = 0; probs < 2 - nll; probs++)

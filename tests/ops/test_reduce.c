@@ -1245,13 +1245,17 @@ END_TEST
  *   0 one pass, blocked lanes, 16 columns per item in 16-row tiles (CPU shape);
  *   1 split, interleaved 4-vectors, 1 column per item (GPU shape);
  *   2 split, 3 items per thread, interleaved scalars, 5 columns per item.
+ * Columns per item and lane order are build options, so each distinct pair is a program
+ * build per dtype: the others pair them as programs other tests build anyway do (4 columns
+ * with 4-vector lanes: the GPU default and vector_lanes' program; 256 with blocked lanes: a
+ * program the CPU defaults pick), not as new ones.
  */
 static const struct lp_mode {
   int split;
   uint32_t ipt, gpc, blocked, cols;
 } lp_modes[] = {
-    {0, 1, 8, 1, 16}, {1, 1, 8, 2, 1},    {1, 3, 3, 0, 5},     {0, 64, 4, 0, 4},
-    {1, 4, 2, 1, 64}, {0, 16, 1, 2, 256}, {1, 16, 16, 1, 256},
+    {0, 1, 8, 1, 16}, {1, 1, 8, 2, 1},    {1, 3, 3, 0, 5},     {0, 64, 4, 2, 4},
+    {1, 4, 2, 1, 64}, {0, 16, 1, 1, 256}, {1, 16, 16, 1, 256},
 };
 #define NLP_MODES (sizeof lp_modes / sizeof lp_modes[0])
 
@@ -1392,10 +1396,13 @@ lead_case(kiln_reduce_op op, kiln_dtype dt, size_t ndim, const int64_t *shape, i
  * states (sum, mean, max, min on CPU devices) in blocks of 16 rows, a 3-row tail and an
  * 8-column edge (72 = 4 * 16 + 8), and for floats with NaN and infinities under both NaN
  * policies. 256 is skipped where it would only repeat the tile path at its limit of 64.
+ * The column kernels do not read the lane order: 16 and 256 columns take the device's
+ * default one, whose programs the defaults build anyway (on CPU devices they pick 16, 64
+ * and 256 columns per item by shape), 4 columns lp's.
  */
 static void
 vector_cols(kiln_reduce_op op, kiln_dtype dt, const kiln__launch_params *lp, uint64_t lead,
-            int is_gpu, uint64_t seed)
+            const kiln_device_info *info, uint64_t seed)
 {
   /* The small mode's 19 rows still hold a block of 16 and a 3-row tail. */
   const int64_t rows = harness_size(67, 19), mc[2] = {rows, 72}, mc70[2] = {rows, 70};
@@ -1403,10 +1410,12 @@ vector_cols(kiln_reduce_op op, kiln_dtype dt, const kiln__launch_params *lp, uin
   int vec_state = op == KILN_REDUCE_SUM || op == KILN_REDUCE_MEAN || op == KILN_REDUCE_MAX ||
                   op == KILN_REDUCE_MIN;
   for (uint32_t cols = 4; cols <= 256; cols *= cols == 16 ? 16 : 4) {
-    if (cols == 256 && (!vec_state || is_gpu))
+    if (cols == 256 && (!vec_state || info->is_gpu))
       continue;
     kiln__launch_params lc = *lp;
     lc.cols_per_item = cols;
+    if (cols >= 16)
+      lc.blocked = kiln__default_lane_order(info);
     struct rcase b = lead_case(op, dt, 2, mc, 0, lead);
     run_case(&b, &lc, seed + cols);
     if (cols == 4) {
@@ -1449,6 +1458,9 @@ START_TEST(test_vector_lanes)
     kiln__launch_params lp;
     kiln__launch_params_default(ctx, KILN__LAUNCH_REDUCE, &lp);
     lp.blocked = 2;
+    /* The rows kernels do not read the columns per item: 4 puts them in the program of
+     * vector_cols' 4-column cases (the GPU default), not in one of their own. */
+    lp.cols_per_item = 4;
     lp.wg_size = 64;
     lp.items_per_thread = split ? 37 : 64;
     lp.two_pass_min = split ? 1 : UINT64_MAX;
@@ -1463,7 +1475,7 @@ START_TEST(test_vector_lanes)
         struct rcase a = lead_case(ops[oi], dt, 2, lead & 1 ? m1 : m2, 1, lead);
         run_case(&a, &lp, seed + 5);
         if (lead < 2)
-          vector_cols(ops[oi], dt, &lp, lead, info.is_gpu, seed + 7);
+          vector_cols(ops[oi], dt, &lp, lead, &info, seed + 7);
       }
     }
   }

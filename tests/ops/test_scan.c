@@ -664,7 +664,7 @@ static void complex_scan(kiln_dtype dt, kiln_scan_op op, size_t ndim, const int6
 /*
  * The single-pass scan (NAME_lookback), forced on whatever the device's default, inclusive
  * and exclusive, NaN omitted, on lines of 1, 2, primes, 2^k - 1 and 2^k + 1 elements, one
- * line (the whole tensor) and several (rows), in 4-item groups (tiles of 4 E elements, so
+ * line (the whole tensor) and several (rows), in 3-item groups (tiles of 3 E elements, so
  * the longer lines take dozens of tiles): cumsum of every dtype (staged outputs; every
  * state type: f32, f64, i64 sums of the integers, f32 of f16/bf16, complex), cummax (stored
  * directly; (value, index) pairs of 1-, 4- and 8-byte values) of u8, f32 and i64, complex
@@ -681,7 +681,9 @@ START_TEST(test_single_pass)
   kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, &lp);
   lp.single_pass = 1;
   lp.two_pass_min = 1;
-  lp.wg_size = 4;
+  /* 3 items: the local size single_pass_stress and lb_tiles take too (PoCL compiles a kernel
+   * again for each local size). */
+  lp.wg_size = 3;
   static const int64_t lens[] = {1, 2, 1009, 4097};
   const int64_t rows[2] = {3, 1023}, cols[2] = {257, 3};
   for (int op = 0; op < KILN_SCAN_OP_COUNT; op++) {
@@ -779,12 +781,14 @@ END_TEST
  * own default, runs in single_pass and single_pass_stress), with and without the direct
  * path (lb_direct: 16-byte vector loads and stores where f32/f64 offsets allow, rows of a
  * length that keeps them aligned and of one that does not), forced on for lines of 0, 1,
- * 2, primes and one tile more than a power of two, one line and rows: in groups of 1 and 3
- * items (tiles of E to 3 E elements, hundreds of them waiting on each other), and on GPUs
- * 64, 256 and the device's largest. f32 and f64 cumsum (4- and 8-byte states: one and two status words
- * per tile), inclusive and exclusive, NaN omitted on one line; f64 also as cummax with
- * indices (16-byte states, four words, stored directly). PoCL compiles a kernel again for
- * each local size: CPU devices take the two smallest groups only.
+ * 2, primes and one tile more than a power of two, one line and rows, in groups of 1, 3
+ * (tiles of E to 3 E elements, hundreds of them waiting on each other), 64, 256 and the
+ * device's largest items: f32 and f64 cumsum (4- and 8-byte states: one and two status
+ * words per tile), inclusive and exclusive, NaN omitted on one line; f64 also as cummax
+ * with indices (16-byte states, four words, stored directly). CPU devices (PoCL compiles
+ * a kernel again for each local size) take 3-item groups and cumsum only: the 1-item
+ * groups and the multi-word states run at the default size in single_pass_stress and
+ * single_pass.
  */
 START_TEST(test_lb_tiles)
 {
@@ -810,7 +814,8 @@ START_TEST(test_lb_tiles)
     if (lb == SCAN_LB_BYTES && !direct)
       continue;
     for (size_t w = 0; w < sizeof wgs / sizeof wgs[0]; w++) {
-      if (wgs[w] > info.max_work_group_size || (!gpu && w > 1))
+      /* CPU devices: the direct path (whose look-back is the same) in 3-item groups only. */
+      if (wgs[w] > info.max_work_group_size || (!gpu && (w > 1 || (direct && w == 0))))
         continue;
       kiln__launch_params lp = def;
       lp.single_pass = 1;
@@ -818,7 +823,8 @@ START_TEST(test_lb_tiles)
       lp.wg_size = wgs[w];
       lp.lb_bytes = lb;
       lp.lb_direct = direct;
-      for (int k = 0; k < 3; k++) {
+      /* cummax stores directly whatever lb_direct says. */
+      for (int k = 0; k < (direct ? 2 : 3); k++) {
         kiln_dtype dt = k == 0 ? KILN_F32 : KILN_F64;
         if (dt == KILN_F64 && !harness_has_fp64())
           continue;
@@ -912,18 +918,19 @@ START_TEST(test_lb_epochs)
   kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, &lp);
   lp.single_pass = 1;
   lp.two_pass_min = 1;
-  lp.wg_size = 2;
+  lp.wg_size = 3;
   const int64_t lens[] = {301, 1999, 97};
   for (int round = 0; round < 3; round++) {
     if (round > 0)
       kiln__scan_epoch_set(ctx, SCAN_LB_EPOCH_MAX - (uint32_t)round + 1);
+    /* States of 4 (f32 sums), 16 (f32 cummax: value and index) and 8 bytes (f64 sums). */
     for (int k = 0; k < 3; k++) {
-      kiln_dtype dt = k == 1 && harness_has_fp64() ? KILN_F64 : KILN_F32;
+      kiln_dtype dt = k == 2 && harness_has_fp64() ? KILN_F64 : KILN_F32;
       kiln_scan_op op = k == 1 ? KILN_SCAN_CUMMAX : KILN_SCAN_CUMSUM;
       struct scase c = mk(op, dt, 1, &lens[(k + round) % 3], 0);
       c.indexed = c.want_values = op == KILN_SCAN_CUMMAX;
       c.gen = op == KILN_SCAN_CUMMAX ? GEN_TIES : GEN_DYADIC;
-      c.opts.exclusive = k == 2;
+      c.opts.exclusive = k == 2 || round == 1;
       run_case(&c, &lp, (uint64_t)round * 10 + (uint64_t)k);
     }
   }

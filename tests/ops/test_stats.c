@@ -21,15 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "expect_close.h"
 #include "harness.h"
+#include "nn_hostdata.h"
 #include "ops/tuned.h"
 #include "runtime/launch.h"
-
-#define EXPECT(cond, ...)        \
-  do {                           \
-    if (!(cond))                 \
-      ck_abort_msg(__VA_ARGS__); \
-  } while (0)
 
 static const kiln_dtype dtypes[] = {KILN_F32, KILN_F64};
 #define FOR_DTYPES(dt)                                                                      \
@@ -37,91 +33,11 @@ static const kiln_dtype dtypes[] = {KILN_F32, KILN_F64};
     for (int dt##_k = dtypes[dt##_i] != KILN_F64 || harness_has_fp64(); dt##_k; dt##_k = 0) \
       for (kiln_dtype dt = dtypes[dt##_i]; dt##_k; dt##_k = 0)
 
-static uint64_t rng = 88172645463325252ull;
-
-static double
-urand(double lo, double hi)
-{
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return lo + (hi - lo) * (double)(rng >> 11) / 9007199254740992.0;
-}
-
-static kiln_tensor *
-up(kiln_dtype dt, size_t nd, const int64_t *shape, const double *v)
-{
-  uint64_t n = 1;
-  for (size_t i = 0; i < nd; i++)
-    n *= (uint64_t)shape[i];
-  void *h = malloc((n ? n : 1) * 8);
-  for (uint64_t i = 0; i < n; i++) {
-    if (dt == KILN_F32)
-      ((float *)h)[i] = (float)v[i];
-    else
-      ((double *)h)[i] = v[i];
-  }
-  kiln_tensor *t = NULL;
-  KOK(kiln_tensor_from_host(harness_ctx(), dt, nd, shape, h, &t));
-  free(h);
-  return t;
-}
-
 static kiln_tensor *
 up1(kiln_dtype dt, uint64_t n, const double *v)
 {
   int64_t shape[1] = {(int64_t)n};
   return up(dt, 1, shape, v);
-}
-
-/* The tensor's values as doubles (f32, f64 or i64; malloc'd, at least one). */
-static double *
-down(const kiln_tensor *t)
-{
-  uint64_t n = kiln_tensor_numel(t);
-  void *h = malloc(n * 8 + 8);
-  KOK(kiln_tensor_download(t, h, kiln_tensor_nbytes(t)));
-  double *d = malloc(n * sizeof *d + 8);
-  for (uint64_t i = 0; i < n; i++) {
-    switch (kiln_tensor_dtype(t)) {
-    case KILN_F32:
-      d[i] = (double)((float *)h)[i];
-      break;
-    case KILN_I64:
-      d[i] = (double)((int64_t *)h)[i];
-      break;
-    default:
-      d[i] = ((double *)h)[i];
-    }
-  }
-  free(h);
-  return d;
-}
-
-static void
-round_to(kiln_dtype dt, double *x, size_t n)
-{
-  if (dt == KILN_F32)
-    for (size_t i = 0; i < n; i++)
-      x[i] = (double)(float)x[i];
-}
-
-static int
-close_to(double got, double want, double tol)
-{
-  if (isnan(want))
-    return isnan(got);
-  if (isinf(want))
-    return got == want;
-  return fabs(got - want) <= tol * (1 + fabs(want));
-}
-
-static void
-expect_close(const double *got, const double *want, uint64_t n, double tol, const char *what)
-{
-  for (uint64_t i = 0; i < n; i++)
-    EXPECT(close_to(got[i], want[i], tol), "%s: element %llu is %.17g, expected %.17g", what,
-           (unsigned long long)i, got[i], want[i]);
 }
 
 /* ---------------------------------------------------------------- histogram references */

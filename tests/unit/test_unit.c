@@ -457,7 +457,7 @@ START_TEST(program_options_report_source_dtypes)
   memset(&info, 0, sizeof info);
   char opts[256];
   ck_assert_int_eq(kiln__program_options(&info, "nn_rows", KILN_F32, NULL, opts, sizeof opts), 1);
-  ck_assert_int_eq(kiln__program_options(&info, "nn_norm", KILN_F16, NULL, opts, sizeof opts), 0);
+  ck_assert_int_eq(kiln__program_options(&info, "linalg", KILN_F16, NULL, opts, sizeof opts), 0);
   ck_assert_ptr_nonnull(strstr(opts, "-DKILN_DT_F16=1"));
   ck_assert_int_eq(kiln__program_options(&info, "elementwise", KILN_C64, NULL, opts, sizeof opts),
                    0);
