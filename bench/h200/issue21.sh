@@ -19,11 +19,11 @@ timeout 120 python3 bench/peers_torch.py --no-startup --dtype f32,f64 --sizes $S
 timeout 40 python3 bench/peers_torch.py --no-startup --dtype f32,f64 --sizes 2^22,2^24,2^26 --filter blas.gemm --out $R/torch-gemm.json >> $R/torch.log 2>&1
 el torch
 for fam in elementwise scan copy cast random; do
-  timeout ${TF:-50} $K tune --family $fam --dtype f32,f64 --sizes $S --json > $R/tune-$fam.json 2>> $R/err.txt
+  timeout ${TF:-40} $K tune --family $fam --dtype f32,f64 --sizes $S --reps 3 --json > $R/tune-$fam.json 2>> $R/err.txt
   el tune-$fam
 done
-timeout ${TG:-150} $K tune --family gemm --dtype f32,f64 --sizes 2^33,2^36,2^39 --json > $R/tune-gemm.json 2>> $R/err.txt; el tune-gemm
-timeout 60 $K tune --family fft --dtype f32,f64 --sizes 2^22,2^26 --json > $R/tune-fft.json 2>> $R/err.txt; el tune-fft
+timeout ${TG:-90} $K tune --family gemm --dtype f32,f64 --sizes 2^33,2^36,2^39 --reps 3 --json > $R/tune-gemm.json 2>> $R/err.txt; el tune-gemm
+timeout 40 $K tune --family fft --dtype f32,f64 --sizes 2^22,2^26 --reps 3 --json > $R/tune-fft.json 2>> $R/err.txt; el tune-fft
 cp -r $KILN_CACHE_DIR/tuning $R/ 2>/dev/null
 timeout 120 $K bench --no-startup --json --dtype f32,f64 --sizes $S --filter "$F" > $R/tuned.json 2>> $R/err.txt
 timeout 60 $K bench --no-startup --json --dtype f32,f64 --sizes 2^22,2^24,2^26 --filter blas.gemm > $R/tuned-gemm.json 2>> $R/err.txt

@@ -326,8 +326,15 @@ kiln__program_build_locked(const char *op, kiln_context *ctx, const struct kiln_
     const char *text;
     size_t tlen;
     source_text(src, options, &text, &tlen);
-    if (found != KILN__DC_MISS || (flags & KILN__BUILD_STORE_NOW) || !kiln__storer_wanted(ctx) ||
-        kiln__storer_enqueue(ctx, &req, text, tlen, options) != 0)
+    /*
+     * Programs whose kernels declare reqd_work_group_size are stored at once: PoCL 3.1
+     * failed an assertion (pocl_release_dlhandle_cache) at a later launch when the storer
+     * had rebuilt such a program beside the caller's (nn_attention, nn_conv, linalg).
+     */
+    static const char reqd[] = "reqd_work_group_size";
+    int now = memmem(text, tlen, reqd, sizeof reqd - 1) != NULL;
+    if (found != KILN__DC_MISS || (flags & KILN__BUILD_STORE_NOW) || now ||
+        !kiln__storer_wanted(ctx) || kiln__storer_enqueue(ctx, &req, text, tlen, options) != 0)
       store_program(ctx, &req, prog, outcome);
   }
   *out = prog;
