@@ -14,7 +14,7 @@
  * rows, so any number of groups works. Local scratch: local_size T per `local T *` argument.
  *
  * Tunable KILN_NN_ROW_ITEMS (R: 0, 4, 8 or 16; lib/ops/nn.c picks it and the local size,
- * kiln__nn_knobs_get and kiln__nn_row_pick): each lane keeps R elements of its row in
+ * kiln__nn_knobs_get): each lane keeps R elements of its row in
  * registers, one vector VT of R components loaded before any arithmetic, so that a row is read
  * from global memory once and every lane has R elements in flight instead of one (the
  * streaming form was latency-bound at 0.7x PyTorch on the H200). Elements past R lpr (rows

@@ -182,7 +182,6 @@ row_kernel_get(const char *op, kiln_context *ctx, kiln_dtype dtype, const char *
 {
   kiln__nn_knobs kn;
   kiln__nn_knobs_get(ctx, dtype, &kn);
-  kiln__nn_row_pick(&kn, len, inner);
   KILN_TRY(kiln__nn_kernel(op, ctx, KILN__NN_ROWS, dtype, &kn, name, &rk->k));
   kiln__nn_row_shape(ctx, rk->k, &kn, len, inner, &rk->local, &rk->lpr);
   rk->lpr |= kiln__nn_row_vec(&kn, len, inner, ts, nts);
@@ -551,11 +550,13 @@ kiln__nn_knob_override kiln__nn_test_knobs = {-1, -1, -1, -1, -1, -1, -1};
  * The device defaults (docs/nn.md, "Launch knobs"). GPUs: 32 bytes per work-item in the flat
  * kernels (8 floats: gelu over 2^26 on the H200 0.153 ms against 0.164 ms with 4; 4 doubles,
  * the elementwise family's default), kiln's erfc (f32: 0.164 ms against 0.300 ms with
- * OpenCL's), register-cached rows sized per row length (kiln__nn_row_pick) in groups of at
- * least 256. CPUs: one element per work-item, where PoCL vectorises across work-items, and 16
- * elements per lane in registers (the former array caches at 32 on PoCL, 2 shared cores, 2^20
- * f32 as [256, 4096]: softmax 56 ms against 356 ms streamed, cross_entropy 44 ms against
- * 670 ms). row_wg 0 stands for the context's work-group size.
+ * OpenCL's), streamed rows in groups of 256: the one register cache the H200 has timed,
+ * 4 per lane (2026-12-02, 16384 x 4096 f32), gave softmax 0.387 ms against 0.280 streamed (its
+ * kernels took over 128 registers per item, capping groups at 256 items, so rows of 4096 did
+ * not fit); 16 per lane awaits a GPU run (bench/h200/rows.sh times it first). CPUs: one
+ * element per work-item, where PoCL vectorises across work-items, and 16 elements per lane
+ * in registers (PoCL, 2 shared cores, [256, 4096] f32: softmax 15.8 ms against 52.3 ms
+ * streamed, layer_norm 1.5 against 3.6). row_wg 0 stands for the context's work-group size.
  */
 static void
 nn_default_knobs(const kiln_device_info *info, kiln_dtype dtype, kiln__nn_knobs *k)
@@ -564,7 +565,7 @@ nn_default_knobs(const kiln_device_info *info, kiln_dtype dtype, kiln__nn_knobs 
   k->erf = 1;
   k->fast = 0;
   k->act_vec = 1;
-  k->row_items = info->is_gpu ? KILN__NN_ROW_AUTO : 16;
+  k->row_items = info->is_gpu ? 0 : 16;
   k->row_wg = info->is_gpu ? 256 : 0;
   k->verbose = 0;
   k->maxreg = 0;
@@ -643,18 +644,6 @@ knobs_from_env(kiln__nn_knobs *k)
     if (*e == ',')
       e++;
   }
-}
-
-void
-kiln__nn_row_pick(kiln__nn_knobs *k, uint64_t len, uint64_t inner)
-{
-  if (k->row_items != KILN__NN_ROW_AUTO)
-    return;
-  /* The fewest elements per lane that hold a row in at most 256 lanes, 16 beyond (rows past
-   * 16 lanes' worth of the largest group stream their tail). A softmax along a non-last axis
-   * has one lane per row: 16 registers of it, the rest streamed. */
-  (void)inner;
-  k->row_items = len <= 4 * 256 ? 4 : len <= 8 * 256 ? 8 : 16;
 }
 
 void
@@ -771,8 +760,7 @@ nn_build_options(const kiln_device_info *info, const char *source, kiln_dtype dt
       kiln__options_append(buf, len, " -DKILN_NN_FAST=1");
     if (k.act_vec != 1)
       kiln__options_append(buf, len, " -DKILN_NN_VEC=%u", k.act_vec);
-  } else if (strcmp(source, KILN__NN_ROWS) == 0 && k.row_items != 0 &&
-             k.row_items != KILN__NN_ROW_AUTO) {
+  } else if (strcmp(source, KILN__NN_ROWS) == 0 && k.row_items != 0) {
     kiln__options_append(buf, len, " -DKILN_NN_ROW_ITEMS=%u", k.row_items);
   }
 }

@@ -56,20 +56,13 @@ typedef struct kiln__nn_knobs {
   uint32_t erf;       /* KILN_NN_ERF of nn_act.cl: 0 or 1 */
   uint32_t fast;      /* KILN_NN_FAST of nn_act.cl: 0 or 1 */
   uint32_t act_vec;   /* KILN_NN_VEC of nn_act.cl: 1 or 4 (activations' vector width) */
-  uint32_t row_items; /* KILN_NN_ROW_ITEMS of nn_rows.cl: 0, 4, 8 or 16; KILN__NN_ROW_AUTO */
+  uint32_t row_items; /* KILN_NN_ROW_ITEMS of nn_rows.cl: 0, 4, 8 or 16 */
   uint32_t row_wg;    /* least local size of the row kernels: a power of two, 1 to 1024 */
   uint32_t verbose;   /* 1: log each row kernel's private memory (and NVIDIA's ptxas report) */
   uint32_t maxreg;    /* NVIDIA: -cl-nv-maxrregcount (registers per work-item), 0 none */
 } kiln__nn_knobs;
 
 void kiln__nn_knobs_get(const kiln_context *ctx, kiln_dtype dtype, kiln__nn_knobs *k);
-
-/* row_items of the device default: chosen per row length by kiln__nn_row_pick. */
-#define KILN__NN_ROW_AUTO 255u
-
-/* Resolves k->row_items KILN__NN_ROW_AUTO for rows of len elements inner apart (before the
- * row kernel is fetched with k). */
-void kiln__nn_row_pick(kiln__nn_knobs *k, uint64_t len, uint64_t inner);
 
 /*
  * The bit row kernels take in their lanes-per-row argument (lpr | this) when the register

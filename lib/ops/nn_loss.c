@@ -289,7 +289,6 @@ class_forward(const char *op, kiln_context *ctx, int ce, const kiln_tensor *x,
   int reduce = red != KILN_REDUCTION_NONE;
   kiln__nn_knobs kn;
   kiln__nn_knobs_get(ctx, x->dtype, &kn);
-  kiln__nn_row_pick(&kn, g.classes, 1);
   kiln__ctx_lock(ctx);
   row_tmps tmp;
   memset(&tmp, 0, sizeof tmp);
@@ -383,7 +382,6 @@ class_backward(const char *op, kiln_context *ctx, int ce, const kiln_tensor *gou
       (g.probs ? 1u : 0u) | (red == KILN_REDUCTION_NONE ? 4u : 0u) | (by_count ? 8u : 0u);
   kiln__nn_knobs kn;
   kiln__nn_knobs_get(ctx, x->dtype, &kn);
-  kiln__nn_row_pick(&kn, g.classes, 1);
   kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
   kiln__ops_tmp denom = {NULL, 0};
