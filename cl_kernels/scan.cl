@@ -1,11 +1,9 @@
 /*
  * Scan and difference kernels.
  *
- * Build options: those of common.cl (-DT=..., -DKILN_DT_<X>=1), -DKILN_COLS=n, the
+ * Build options: those of common.cl (-DT=..., -DKILN_DT_<X>=1), and -DKILN_COLS=n, the
  * number of neighbouring lines (inner positions) one work-item of NAME_lines scans
- * (default 1, for GPUs; 16 or more on CPUs, so one item reads whole cache lines), and
- * -DKILN_LB_BYTES=n, the bytes of elements one item of NAME_lookback holds (default
- * SCAN_LB_BYTES; the launch parameter lb_bytes).
+ * (default 1, for GPUs; 16 or more on CPUs, so one item reads whole cache lines).
  *
  * One set of kernels per row of KILN_SCAN_OPS (include/kiln/reduce_table.h) that accepts
  * T, over the input viewed as (outer, len, inner) with the scanned axis in the middle:
@@ -27,13 +25,11 @@
  *       One work-group per (line, chunk 1..nchunk-1), each item a contiguous part of the
  *       chunk: combines the chunk's prefix into its outputs. (No per-element index
  *       division: 64-bit divisions cost more than the data on CPUs.)
- *   NAME_lookback(x, xoff, y, yoff, yi, yioff, desc, base, epoch, lines, len, tpl, e, flags,
- *                 loc, stage, ctl)
+ *   NAME_lookback(x, xoff, y, yoff, yi, yioff, desc, lines, len, tpl, e, flags, loc, stage)
  *       inner == 1, one pass: each line cut into tpl tiles of local_size * E elements (E
- *       from KILN_LB_BYTES, scan_contract.clh); with tpl > 1 tiles take ids from a counter
- *       (less base) and find their prefix by decoupled look-back over the status words in
- *       desc, tagged with this launch's epoch (see scan_kernels.clh). Reads x once and
- *       writes y once.
+ *       from SCAN_LB_BYTES, scan_contract.clh); with tpl > 1 tiles take ids from a counter
+ *       and find their prefix by decoupled look-back over the status words in desc (see
+ *       scan_kernels.clh). Reads x once and writes y once.
  * diff1(x, xoff, y, yoff, outer, len, inner): first difference along the middle axis, one
  *       work-item per (outer, block of 256 outputs, inner).
  *
@@ -50,10 +46,6 @@
 /* Adjacent lines one work-item of NAME_lines scans (a build option: it sizes an array). */
 #ifndef KILN_COLS
 #define KILN_COLS 1
-#endif
-/* Bytes of elements one work-item of NAME_lookback holds (a build option: it sizes an array). */
-#ifndef KILN_LB_BYTES
-#define KILN_LB_BYTES SCAN_LB_BYTES
 #endif
 /* Rows of its columns one work-item of NAME_lines loads at once on strided lines: 64 bytes
  * of each column (16 f32, 8 f64), at least 4. */
@@ -74,21 +66,6 @@
 #define STATE_FITS(st) typedef char KILN_CAT(st, _fits)[sizeof(st) <= SCAN_STATE_BYTES ? 1 : -1];
 
 #include "elem_access.clh"
-/* NAME_lookback's direct path (SCAN_F_DIRECT): 16-byte vectors of T, for the dtypes whose
- * scans store T itself (f32, f64). */
-#if defined(KILN_DT_F32)
-#define LB_VEC float4
-#define LB_VW 4
-#elif defined(KILN_DT_F64)
-#define LB_VEC double2
-#define LB_VW 2
-#endif
-#ifdef LB_VEC
-typedef union {
-  LB_VEC q;
-  T s[LB_VW];
-} lb_vu;
-#endif
 #if !KILN_IS_COMPLEX
 #include "arg_pair.clh"
 #endif

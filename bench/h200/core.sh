@@ -42,24 +42,13 @@ b() {
   echo "$tag rc=$? filter=$f sizes=$sz $*" >> $R/variants.txt
 }
 
-# 1. The single pass's status words across launches (epochs, their wrap, states of 4, 8
-#    and 16 bytes back to back) on the GPU: compiles the f32/f64 programs rows use.
-t ep lb_epochs 10
+# 1. The scan suite's look-back cases in small mode (CPU shapes: short NVIDIA compiles).
+t lb single_pass 12
 el tests
-# 2. Scans at the defaults: whole tensors (128 bytes per item) and rows (64).
+# 2. Scans at the defaults: whole tensors and rows (64 bytes per item), then wider groups.
 b sc-defaults scan.cumsum_all,scan.cumsum_rows f32,f64 2^22,2^26 16
-# 3. Whole tensors with the direct path (run-time flag: same program) and at 64 bytes per
-#    item (the rows' program): the candidates for the whole tensors' default.
-S=scan.cumsum_all
-b sc-direct $S f32,f64 2^26 5 "scan:lb_direct=1"
-b sc-lb64 $S f32,f64 2^26 5 "scan:lb_bytes=64"
+b sc-wg512 scan.cumsum_all f32,f64 2^26 5 "scan:wg_size=512"
 el scan
-# 4. Every per-item size with and without the direct path, views, 1031-4099 elements.
-t lb lb_tiles 12
-b sc-lb256 $S f32,f64 2^26 5 "scan:lb_bytes=256"
-b sc-direct-wg512 $S f32,f64 2^26 5 "scan:lb_direct=1 wg_size=512"
-b sc-rows-direct scan.cumsum_rows f32,f64 2^26 5 "scan:lb_direct=1"
-el variants
 # 5. The other core cases at their defaults (2^10: the fixed cost of one command).
 b core-defaults copy.,binary.mul_scalar,cast.,random.normal f32 2^10,2^26 10
 el core

@@ -1,7 +1,6 @@
 #include "ops/launch_params.h"
 
 #include "cl_kernels/reduce_contract.clh"
-#include "cl_kernels/scan_contract.clh"
 #include "core/dtype_traits.h"
 #include "core/error.h"
 #include "kiln/reduce.h"
@@ -60,8 +59,6 @@ kiln__launch_params_default(const kiln_context *ctx, enum kiln__launch_family fa
   /* Measured on an H200 (docs/reductions.md): one pass reads and writes each element once,
    * where the chunked tiles read it three times and write it twice. */
   p->single_pass = fam == KILN__LAUNCH_SCAN && info->is_gpu;
-  p->lb_bytes = SCAN_LB_BYTES;
-  p->lb_direct = 0;
   if (p->wg_size > info->max_work_group_size && info->max_work_group_size > 0)
     p->wg_size = (uint32_t)info->max_work_group_size;
 }
@@ -106,10 +103,6 @@ kiln__launch_params_check(const char *op, const kiln__launch_params *p)
   KILN_RETURN_IF(p->blocked > 2, KILN_ERR_INVALID_ARGUMENT, op, "blocked must be 0, 1 or 2");
   KILN_RETURN_IF(p->single_pass > 1, KILN_ERR_INVALID_ARGUMENT, op,
                  "single_pass must be 0 or 1 (got %u)", p->single_pass);
-  KILN_RETURN_IF(p->lb_bytes < 1 || p->lb_bytes > KILN__LB_BYTES_MAX, KILN_ERR_INVALID_ARGUMENT,
-                 op, "lb_bytes must be 1 to %d (got %u)", KILN__LB_BYTES_MAX, p->lb_bytes);
-  KILN_RETURN_IF(p->lb_direct > 1, KILN_ERR_INVALID_ARGUMENT, op,
-                 "lb_direct must be 0 or 1 (got %u)", p->lb_direct);
   KILN_RETURN_IF(p->cols_per_item < 1 || p->cols_per_item > KILN__COLS_MAX,
                  KILN_ERR_INVALID_ARGUMENT, op, "columns per item must be 1 to %d (got %u)",
                  KILN__COLS_MAX, p->cols_per_item);
@@ -296,9 +289,6 @@ static const uint64_t cols_full[] = {1, 4, 16, 64};
 static const uint64_t red_cols_full[] = {1, 4, 16, 64, 256};
 static const uint64_t cols_quick[] = {4, 16};
 static const uint64_t single_pass_all[] = {0, 1};
-/* Each value is a program of its own (the single pass's per-item array). */
-static const uint64_t lb_bytes_full[] = {64, 128, 256};
-static const uint64_t lb_bytes_quick[] = {64, 128};
 
 /*
  * The kiln__launch_params fields, in the order the coordinate search visits
@@ -369,18 +359,6 @@ static const struct kiln__tune_param scan_params[] = {
      .min = 1,
      .max = 1024,
      CANDIDATES(gpc_full, gpc_quick)},
-    {.name = "lb_bytes",
-     LP_FIELD(lb_bytes),
-     .min = 1,
-     .max = KILN__LB_BYTES_MAX,
-     CANDIDATES(lb_bytes_full, lb_bytes_quick),
-     .layouts = 1u << KILN__LAYOUT_FULL | 1u << KILN__LAYOUT_ROW},
-    {.name = "lb_direct",
-     LP_FIELD(lb_direct),
-     .min = 0,
-     .max = 1,
-     CANDIDATES(single_pass_all, single_pass_all),
-     .layouts = 1u << KILN__LAYOUT_FULL | 1u << KILN__LAYOUT_ROW},
     /* The scan kernels have no vector-state path: at most the tile path's columns. */
     {.name = "cols_per_item",
      LP_FIELD(cols_per_item),
@@ -435,13 +413,6 @@ scan_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *param
     p->two_pass_min = 1024;
     p->groups_per_cu = layout == KILN__LAYOUT_ROW ? 16 : 8;
   }
-  /*
-   * One long line chains its tiles by look-back; bigger tiles (128 bytes per item) halve
-   * their number and double the bytes each item has in flight. Rows of 1024 are one tile
-   * either way and keep 64 bytes (the measured 3.3 TB/s of f32 rows).
-   */
-  if (layout == KILN__LAYOUT_FULL)
-    p->lb_bytes = 128;
 }
 
 static kiln_status

@@ -45,18 +45,7 @@ typedef struct kiln__launch_params {
    * device lets a waiting work-group rely on the ones already running), 0 with the tile
    * kernel and, for split lines, the totals and fixup passes. 0 or 1. */
   uint32_t single_pass;
-  /* Scans only: bytes of elements one work-item of the single pass (NAME_lookback) holds, in
-   * the wider of the input's compute type and the staged output (E = lb_bytes / width, 1 to
-   * SCAN_LB_MAX_E elements); a tile is a work-group of such items. 1 to KILN__LB_BYTES_MAX.
-   * A program build option (-DKILN_LB_BYTES), so each value is its own program. */
-  uint32_t lb_bytes;
-  /* Scans only: 1 lets the single pass's items load and store their own elements as
-   * aligned 16-byte vectors, without the local stage (f32 and f64 cumsum, cumprod and
-   * logcumsumexp whose offsets allow it; the others keep the stage). 0 or 1. */
-  uint32_t lb_direct;
 } kiln__launch_params;
-
-#define KILN__LB_BYTES_MAX 1024
 
 #define KILN__COLS_MAX 256
 /* Most columns per item of the tile path (NAME_cols); reductions without vector states

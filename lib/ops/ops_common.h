@@ -53,7 +53,6 @@ typedef struct kiln__program_variant {
   uint32_t cast_lanes; /* elementwise (cast.cl): KILN_CAST_LANES (elements per cast step) */
   uint32_t rng_blocks; /* random: KILN_RNG_BLOCKS (block vectors per work-item of normals) */
   uint32_t rng_vec;    /* random: KILN_RNG_VEC (counter blocks per vector, as SIMD lanes) */
-  uint32_t scan_lb;    /* scan: KILN_LB_BYTES (bytes per item of the single pass) */
 } kiln__program_variant;
 
 /*

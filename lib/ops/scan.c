@@ -4,7 +4,6 @@
  * chunks with a totals pass and a fixup) is chosen here; docs/reductions.md describes it.
  */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cl_kernels/scan_contract.clh"
@@ -137,91 +136,6 @@ lookback_safe(kiln_context *ctx)
 }
 
 /*
- * The family's per-context state: the single pass's counter and status words, kept between
- * launches (guarded by ctx->lock). Each launch takes the next epoch, so words written by
- * earlier launches read as nothing yet and no fill runs before the kernel; the counter is
- * never reset, each launch subtracts the tickets taken before it. The buffer grows (and is
- * zeroed, once) when a launch needs more words, and is zeroed again before the epochs wrap.
- */
-struct scan_state {
-  cl_mem desc;
-  uint64_t bytes;
-  uint32_t tickets; /* the counter's value once the launches enqueued so far have run */
-  uint32_t epoch;   /* of the last launch; 0 after a zeroing */
-};
-
-static kiln_status
-scan_state_create(kiln_context *ctx, void **state)
-{
-  (void)ctx;
-  *state = calloc(1, sizeof(struct scan_state));
-  return *state ? KILN_OK
-                : kiln__fail(KILN_ERR_HOST_MEMORY, "kiln_context_create", 0,
-                             "cannot allocate the scan family's state");
-}
-
-static void
-scan_state_destroy(kiln_context *ctx, void *state)
-{
-  (void)ctx;
-  struct scan_state *st = state;
-  if (st && st->desc)
-    clReleaseMemObject(st->desc);
-  free(st);
-}
-
-/* Status words for `bytes` and the next epoch in *epoch (ctx->lock held). */
-static kiln_status
-lookback_desc(const char *op, kiln_context *ctx, uint64_t bytes, uint32_t *epoch)
-{
-  KILN__ASSERT_LOCKED(ctx);
-  struct scan_state *st = kiln__family_state(ctx, &kiln__scan_family);
-  KILN_RETURN_IF(!st, KILN_ERR_INTERNAL, op, "the scan family has no state on this context");
-  int zero = st->epoch >= SCAN_LB_EPOCH_MAX;
-  if (!st->desc || st->bytes < bytes) {
-    uint64_t cap = st->bytes ? st->bytes : 4096;
-    while (cap < bytes)
-      cap *= 2;
-    cl_int err = CL_SUCCESS;
-    cl_mem m = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, (size_t)cap, NULL, &err);
-    if (!m || err != CL_SUCCESS)
-      return kiln__fail_cl(op, err, "clCreateBuffer (the single pass's status words)");
-    /* Commands already enqueued keep the old buffer alive until they finish. */
-    if (st->desc)
-      clReleaseMemObject(st->desc);
-    st->desc = m;
-    st->bytes = cap;
-    zero = 1;
-  }
-  if (zero) {
-    const cl_uint z = 0;
-    cl_int err = clEnqueueFillBuffer(ctx->queue, st->desc, &z, sizeof z, 0, (size_t)st->bytes, 0,
-                                     NULL, NULL);
-    if (err != CL_SUCCESS) {
-      /* Whatever the fill did, the next launch starts from a fresh buffer. */
-      clReleaseMemObject(st->desc);
-      st->desc = NULL;
-      st->bytes = 0;
-      return kiln__fail_cl(op, err, "clEnqueueFillBuffer (the single pass's status words)");
-    }
-    st->tickets = 0;
-    st->epoch = 0;
-  }
-  *epoch = ++st->epoch;
-  return KILN_OK;
-}
-
-void
-kiln__scan_epoch_set(kiln_context *ctx, uint32_t epoch)
-{
-  kiln__ctx_lock(ctx);
-  struct scan_state *st = kiln__family_state(ctx, &kiln__scan_family);
-  if (st)
-    st->epoch = epoch;
-  kiln__ctx_unlock(ctx);
-}
-
-/*
  * The single-pass scan of `lines` contiguous lines of len elements (NAME_lookback).
  * *done = 0 (and KILN_OK) where the device or the size rules it out: the caller then takes
  * the multi-pass path. ctx->lock held.
@@ -235,18 +149,10 @@ run_lookback(struct scan_call *sc, const kiln_tensor *x, uint64_t lines, uint64_
   *done = 0;
   /* The rule of scan_contract.clh: SCAN_LB_BYTES of the wider of input and staged output. */
   size_t in = compute_bytes(x->dtype), out = compute_bytes(sc->out_dtype);
-  size_t sb = in > out ? in : out, e = sc->lp->lb_bytes / sb;
+  size_t sb = in > out ? in : out, e = SCAN_LB_BYTES / sb;
   e = e < 1 ? 1 : e > SCAN_LB_MAX_E ? SCAN_LB_MAX_E : e;
   /* cummin/cummax carry (value, i64 index) pairs; the other states are the value. */
   size_t state = need_idx ? 16 : sb;
-  /* The direct path (SCAN_F_DIRECT): f32/f64 staged ops, each item's E elements 16-byte
-   * aligned in x and y (whole lines, or lines whose length keeps them aligned). */
-  size_t vw = 16 / (in ? in : 1);
-  int direct = sc->lp->lb_direct && !need_idx && (x->dtype == KILN_F32 || x->dtype == KILN_F64) &&
-               sc->out_dtype == x->dtype && e % vw == 0 &&
-               kiln__ops_elem_offset(x) % vw == 0 && (!y || kiln__ops_elem_offset(y) % vw == 0) &&
-               (lines == 1 || len % vw == 0);
-  size_t stage = direct ? 0 : (e + 1) * sb;
   cl_kernel k;
   KILN_TRY(get(sc, "_lookback", &k));
   /* Groups no wider than a line needs: a row of 1024 f32 is one tile of 64 items. */
@@ -258,18 +164,26 @@ run_lookback(struct scan_call *sc, const kiln_tensor *x, uint64_t lines, uint64_
   size_t local;
   /* Per item: two scan slots, a stage slot per element and its padding; 8 bytes more
    * cover the group's few shared scalars (ctl below, one prefix) for groups of 64 and up. */
-  KILN_TRY(kiln__launch_local_size(sc->op, ctx, k, (uint32_t)want, 2 * state + stage + 8, &local));
+  KILN_TRY(kiln__launch_local_size(sc->op, ctx, k, (uint32_t)want, 2 * state + (e + 1) * sb + 8,
+                                   &local));
   uint64_t tile = (uint64_t)local * e, tpl = (len + tile - 1) / tile, total = lines * tpl;
-  /* The tile counter is 32 bits wide: a launch takes at most 2 x total tickets. */
-  if (tpl > 1 && (total >= UINT32_MAX / 2 || !lookback_safe(ctx)))
+  /* The tile counter is 32 bits wide. */
+  if (tpl > 1 && (total >= UINT32_MAX || !lookback_safe(ctx)))
     return KILN_OK;
-  struct scan_state *st = kiln__family_state(ctx, &kiln__scan_family);
-  uint32_t epoch = 0;
+  kiln__ops_tmp desc = {0};
   kiln_status s = KILN_OK;
-  /* The counter, then each tile's status words (one 64-bit word per 32 bits of state). */
-  if (tpl > 1)
-    s = lookback_desc(sc->op, ctx, 8 * (1 + total * (state / 4)), &epoch);
-  size_t global = kiln__launch_grid(total * local, local);
+  if (tpl > 1) {
+    /* The counter, then each tile's status words (one 64-bit word per 32 bits of state). */
+    uint64_t bytes = 8 * (1 + total * (state / 4));
+    s = kiln__ops_tmp_alloc(ctx, bytes, &desc);
+    if (s == KILN_OK) {
+      const cl_uint zero = 0;
+      cl_int err =
+          clEnqueueFillBuffer(ctx->queue, desc.mem, &zero, sizeof zero, 0, bytes, 0, NULL, NULL);
+      if (err != CL_SUCCESS)
+        s = kiln__fail_cl(sc->op, err, "clEnqueueFillBuffer");
+    }
+  }
   if (s == KILN_OK) {
     kiln__args a = kiln__args_begin(sc->op, k);
     kiln__args_mem(&a, x->mem);
@@ -278,25 +192,18 @@ run_lookback(struct scan_call *sc, const kiln_tensor *x, uint64_t lines, uint64_
     kiln__args_u64(&a, kiln__ops_elem_offset(y));
     kiln__args_mem(&a, yi ? yi->mem : NULL);
     kiln__args_u64(&a, kiln__ops_elem_offset(yi));
-    kiln__args_mem(&a, tpl > 1 ? st->desc : NULL);
-    kiln__args_u32(&a, tpl > 1 ? st->tickets : 0);
-    kiln__args_u32(&a, epoch);
+    kiln__args_mem(&a, desc.mem);
     kiln__args_u64(&a, lines);
     kiln__args_u64(&a, len);
     kiln__args_u64(&a, tpl);
     kiln__args_u32(&a, (uint32_t)(e | state << 8));
-    kiln__args_u32(&a, sc->flags | (direct ? SCAN_F_DIRECT : 0u));
+    kiln__args_u32(&a, sc->flags);
     kiln__args_raw(&a, (2 * local + 1) * state, NULL);
-    kiln__args_raw(&a, direct ? 16 : (local * stage + 15) / 16 * 16, NULL);
+    kiln__args_raw(&a, (local * (e + 1) * sb + 15) / 16 * 16, NULL);
     kiln__args_raw(&a, SCAN_LB_CTL_WORDS * 8, NULL);
-    s = kiln__args_enqueue_1d(&a, ctx, global, local);
+    s = kiln__args_enqueue_1d(&a, ctx, kiln__launch_grid(total * local, local), local);
   }
-  if (s == KILN_OK && tpl > 1) {
-    /* A group per tile takes one ticket each; a capped grid's groups loop and each ends on
-     * one ticket past the last tile (NAME_lookback). */
-    uint64_t groups = global / local;
-    st->tickets += (uint32_t)(groups >= total ? total : total + groups);
-  }
+  kiln__ops_tmp_free(ctx, &desc);
   *done = s == KILN_OK;
   return s;
 }
@@ -483,9 +390,8 @@ scan_impl(kiln_context *ctx, kiln_scan_op sop, const kiln_tensor *x, int64_t axi
 
   char options[192];
   kiln__program_options(&ctx->info, "scan", x->dtype,
-                        &(kiln__program_variant){.cols = lp->cols_per_item,
-                                                 .scan_lb = lp->lb_bytes},
-                        options, sizeof options);
+                        &(kiln__program_variant){.cols = lp->cols_per_item}, options,
+                        sizeof options);
   struct scan_call sc = {op,
                          ctx,
                          lp,
@@ -651,9 +557,6 @@ scan_build_options(const kiln_device_info *info, const char *source, kiln_dtype 
   const kiln__program_variant *v = variant;
   kiln__options_append(buf, len, " -DKILN_COLS=%u",
                        v && v->cols ? v->cols : kiln__default_cols_per_item(info));
-  /* The kernels' own default keeps the plain option string (and the warmed-up program). */
-  if (v && v->scan_lb && v->scan_lb != SCAN_LB_BYTES)
-    kiln__options_append(buf, len, " -DKILN_LB_BYTES=%u", v->scan_lb);
 }
 
 static const struct kiln__source scan_sources[] = {{"scan", SCAN_DTYPES}, {NULL, 0}};
@@ -663,6 +566,4 @@ const struct kiln__family kiln__scan_family = {
     .sources = scan_sources,
     .build_options = scan_build_options,
     .tune = &kiln__scan_tune,
-    .state_create = scan_state_create,
-    .state_destroy = scan_state_destroy,
 };

@@ -32,13 +32,6 @@ kiln_status kiln__scan_tuned(kiln_context *ctx, kiln_scan_op op, const kiln_tens
                              int64_t axis, const kiln_scan_options *opts,
                              const kiln__launch_params *lp, kiln_tensor **out);
 
-/*
- * Test hook: sets the epoch of the scan single pass's last launch on ctx (the next launch
- * takes epoch + 1; from SCAN_LB_EPOCH_MAX on, the status words are zeroed first). Takes
- * ctx->lock.
- */
-void kiln__scan_epoch_set(kiln_context *ctx, uint32_t epoch);
-
 kiln_status kiln__scan_indexed_tuned(kiln_context *ctx, kiln_scan_op op, const kiln_tensor *x,
                                      int64_t axis, const kiln_scan_options *opts,
                                      const kiln__launch_params *lp, kiln_tensor **values,

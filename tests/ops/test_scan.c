@@ -38,7 +38,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cl_kernels/scan_contract.clh"
 #include "harness.h"
 #include "hostdata.h"
 #include "ops/launch_params.h"
@@ -664,7 +663,7 @@ static void complex_scan(kiln_dtype dt, kiln_scan_op op, size_t ndim, const int6
 /*
  * The single-pass scan (NAME_lookback), forced on whatever the device's default, inclusive
  * and exclusive, NaN omitted, on lines of 1, 2, primes, 2^k - 1 and 2^k + 1 elements, one
- * line (the whole tensor) and several (rows), in 3-item groups (tiles of 3 E elements, so
+ * line (the whole tensor) and several (rows), in 4-item groups (tiles of 4 E elements, so
  * the longer lines take dozens of tiles): cumsum of every dtype (staged outputs; every
  * state type: f32, f64, i64 sums of the integers, f32 of f16/bf16, complex), cummax (stored
  * directly; (value, index) pairs of 1-, 4- and 8-byte values) of u8, f32 and i64, complex
@@ -681,9 +680,7 @@ START_TEST(test_single_pass)
   kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, &lp);
   lp.single_pass = 1;
   lp.two_pass_min = 1;
-  /* 3 items: the local size single_pass_stress and lb_tiles take too (PoCL compiles a kernel
-   * again for each local size). */
-  lp.wg_size = 3;
+  lp.wg_size = 4;
   static const int64_t lens[] = {1, 2, 1009, 4097};
   const int64_t rows[2] = {3, 1023}, cols[2] = {257, 3};
   for (int op = 0; op < KILN_SCAN_OP_COUNT; op++) {
@@ -770,176 +767,6 @@ START_TEST(test_single_pass_stress)
         m.gen = c.gen;
         run_case(&m, &lp, w * 10 + (uint64_t)k + 5);
       }
-    }
-  }
-}
-END_TEST
-
-/*
- * Every per-item size of the single pass the tuner or the defaults can pick (the lb_bytes
- * candidates, which include the defaults of every layout; 64 with the stage, the kernels'
- * own default, runs in single_pass and single_pass_stress), with and without the direct
- * path (lb_direct: 16-byte vector loads and stores where f32/f64 offsets allow, rows of a
- * length that keeps them aligned and of one that does not), forced on for lines of 0, 1,
- * 2, primes and one tile more than a power of two, one line and rows, in groups of 1, 3
- * (tiles of E to 3 E elements, hundreds of them waiting on each other), 64, 256 and the
- * device's largest items: f32 and f64 cumsum (4- and 8-byte states: one and two status
- * words per tile), inclusive and exclusive, NaN omitted on one line; f64 also as cummax
- * with indices (16-byte states, four words, stored directly). CPU devices (PoCL compiles
- * a kernel again for each local size) take 3-item groups, cumsum only, one dtype per
- * non-default size: the 1-item groups and the multi-word states run at the default size
- * in single_pass_stress and single_pass.
- */
-START_TEST(test_lb_tiles)
-{
-  kiln_context *ctx = harness_ctx();
-  kiln_device_info info;
-  KOK(kiln_context_device_info(ctx, &info));
-  int gpu = info.is_gpu && !harness_small();
-  const struct kiln__tune_param *tp = NULL;
-  for (size_t p = 0; p < kiln__scan_tune.nparams; p++)
-    if (strcmp(kiln__scan_tune.params[p].name, "lb_bytes") == 0)
-      tp = &kiln__scan_tune.params[p];
-  ck_assert_msg(tp != NULL, "the scan tuner has no lb_bytes parameter");
-  kiln__launch_params def;
-  kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, &def);
-  /* The small mode (oclgrind) keeps every size class, shorter. */
-  const int64_t lens[] = {0, 1, 2, 13, harness_size(1031, 257),
-                          gpu ? (1 << 20) + 3 : harness_size(4099, 517)};
-  /* Rows whose length keeps 16-byte vectors aligned (the direct path) and rows that do not. */
-  const int64_t rows[2][2] = {{gpu ? 37 : 3, gpu ? 12289 : harness_size(2053, 261)},
-                              {gpu ? 37 : 3, gpu ? 12292 : harness_size(2052, 260)}};
-  const uint32_t wgs[] = {1, 3, 64, 256, (uint32_t)info.max_work_group_size};
-  int ran = 0;
-  for (size_t vd = 0; vd < 2 * tp->nfull; vd++) {
-    uint32_t lb = (uint32_t)tp->full[vd % tp->nfull], direct = vd >= tp->nfull;
-    size_t v = vd;
-    if (lb == SCAN_LB_BYTES && !direct)
-      continue;
-    for (size_t w = 0; w < sizeof wgs / sizeof wgs[0]; w++) {
-      /* CPU devices (PoCL compiles a kernel again for each local size, seconds each): 3-item
-       * groups only; single_pass_stress runs 1-item groups at the kernels' default size. */
-      if (wgs[w] > info.max_work_group_size || (!gpu && w != 1))
-        continue;
-      kiln__launch_params lp = def;
-      lp.single_pass = 1;
-      lp.two_pass_min = 1;
-      lp.wg_size = wgs[w];
-      lp.lb_bytes = lb;
-      lp.lb_direct = direct;
-      /* cummax stores directly whatever lb_direct says. CPU devices: cumsum only, f64 at
-       * 128 bytes and f32 at 256 (E 16 and 64) besides both at 64 with the direct path;
-       * single_pass runs the multi-word states (i64 cummax) at the default size. */
-      for (int k = 0; k < (direct || !gpu ? 2 : 3); k++) {
-        kiln_dtype dt = k == 0 ? KILN_F32 : KILN_F64;
-        if (dt == KILN_F64 && !harness_has_fp64())
-          continue;
-        if (!gpu && lb != SCAN_LB_BYTES && (dt == KILN_F64) != (lb == 128))
-          continue;
-        kiln_scan_op op = k == 2 ? KILN_SCAN_CUMMAX : KILN_SCAN_CUMSUM;
-        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
-          struct scase c = mk(op, dt, 1, &lens[li], 0);
-          c.opts.exclusive = (int)(li + w) % 2;
-          if (k == 2) {
-            c.gen = GEN_TIES;
-            c.indexed = c.want_values = 1;
-          } else if (li == 4) {
-            c.gen = GEN_SPECIAL;
-            c.opts.nan_policy = KILN_NAN_OMIT;
-          }
-          run_case(&c, &lp, v * 1000 + w * 100 + (uint64_t)k * 10 + li);
-          ran++;
-        }
-        for (uint32_t ri = 0; ri <= direct; ri++) {
-          struct scase r = mk(op, dt, 2, rows[ri], 1);
-          r.opts.exclusive = (int)(v + w + ri) % 2;
-          if (k == 2) {
-            r.gen = GEN_TIES;
-            r.indexed = r.want_values = 1;
-          }
-          run_case(&r, &lp, v * 1000 + w * 100 + (uint64_t)k * 10 + 8 + ri);
-        }
-      }
-    }
-  }
-  ck_assert_msg(ran > 0, "no lb_bytes value besides the kernels' default was run");
-
-  /* The direct path on views whose offsets break the 16-byte alignment (x at element 1
-   * or 2 of its buffer, y at 1): those launches take the stage. Integer sums, exact. */
-  for (int d = 0; d < (harness_has_fp64() ? 2 : 1); d++) {
-    kiln_dtype dt = d ? KILN_F64 : KILN_F32;
-    size_t es = kiln_dtype_size(dt);
-    const int64_t n = harness_size(3001, 301), big = n + 2;
-    double *h = malloc((size_t)big * sizeof *h), *got = malloc((size_t)n * sizeof *got);
-    float *hf = malloc((size_t)big * sizeof *hf), *gotf = malloc((size_t)n * sizeof *gotf);
-    for (int64_t i = 0; i < big; i++)
-      h[i] = hf[i] = (float)(i % 7 - 3);
-    kiln_tensor *buf = NULL, *ybuf = NULL;
-    KOK(kiln_tensor_from_host(ctx, dt, 1, &big, d ? (void *)h : (void *)hf, &buf));
-    KOK(kiln_tensor_create(ctx, dt, 1, &big, &ybuf));
-    cl_mem mem, ymem;
-    size_t off, yoff;
-    KOK(kiln_tensor_cl_mem(buf, &mem, &off));
-    KOK(kiln_tensor_cl_mem(ybuf, &ymem, &yoff));
-    kiln__launch_params lp = def;
-    lp.single_pass = 1;
-    lp.two_pass_min = 1;
-    lp.wg_size = 3;
-    lp.lb_bytes = d ? 128 : 256; /* the programs the loop above built on CPU devices */
-    lp.lb_direct = 1;
-    for (int64_t at = 1; at <= 2; at++) {
-      kiln_tensor *xv = NULL, *yv = NULL;
-      KOK(kiln_tensor_wrap(ctx, mem, off + (size_t)at * es, dt, 1, &n, &xv));
-      KOK(kiln_tensor_wrap(ctx, ymem, yoff + es, dt, 1, &n, &yv));
-      KOK(kiln__scan_tuned(ctx, KILN_SCAN_CUMSUM, xv, 0, NULL, &lp, &yv));
-      KOK(kiln_tensor_download(yv, d ? (void *)got : (void *)gotf, (size_t)n * es));
-      double run = 0;
-      for (int64_t i = 0; i < n; i++) {
-        run += h[at + i];
-        double g = d ? got[i] : gotf[i];
-        EXPECT(g == run, "cumsum %s of a view at element %lld: [%lld] = %g, want %g",
-               kiln_dtype_name(dt), (long long)at, (long long)i, g, run);
-      }
-      kiln_tensor_release(xv);
-      kiln_tensor_release(yv);
-    }
-    kiln_tensor_release(buf);
-    kiln_tensor_release(ybuf);
-    free(h);
-    free(got);
-    free(hf);
-    free(gotf);
-  }
-}
-END_TEST
-
-/*
- * The single pass's status words outlive a launch (one buffer per context, each launch
- * tagging its words with a new epoch): launches in a row whose states differ in size (so a
- * tile's words hold another launch's pieces), with the buffer growing between them, and
- * across the epochs' wrap (the words zeroed, the epochs restarted).
- */
-START_TEST(test_lb_epochs)
-{
-  kiln_context *ctx = harness_ctx();
-  kiln__launch_params lp;
-  kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, &lp);
-  lp.single_pass = 1;
-  lp.two_pass_min = 1;
-  lp.wg_size = 3;
-  const int64_t lens[] = {301, 1999, 97};
-  for (int round = 0; round < 3; round++) {
-    if (round > 0)
-      kiln__scan_epoch_set(ctx, SCAN_LB_EPOCH_MAX - (uint32_t)round + 1);
-    /* States of 4 (f32 sums), 16 (f32 cummax: value and index) and 8 bytes (f64 sums). */
-    for (int k = 0; k < 3; k++) {
-      kiln_dtype dt = k == 2 && harness_has_fp64() ? KILN_F64 : KILN_F32;
-      kiln_scan_op op = k == 1 ? KILN_SCAN_CUMMAX : KILN_SCAN_CUMSUM;
-      struct scase c = mk(op, dt, 1, &lens[(k + round) % 3], 0);
-      c.indexed = c.want_values = op == KILN_SCAN_CUMMAX;
-      c.gen = op == KILN_SCAN_CUMMAX ? GEN_TIES : GEN_DYADIC;
-      c.opts.exclusive = k == 2 || round == 1;
-      run_case(&c, &lp, (uint64_t)round * 10 + (uint64_t)k);
     }
   }
 }
@@ -1435,9 +1262,6 @@ START_TEST(test_tuner_values)
       kiln__launch_params lp;
       kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, &lp);
       uint64_t val = tp->full[v];
-      /* lb_tiles runs each of these values on the single pass they shape. */
-      if (strcmp(tp->name, "lb_bytes") == 0 || strcmp(tp->name, "lb_direct") == 0)
-        continue;
       memcpy((char *)&lp + tp->offset, &val, tp->size); /* little-endian: the low bytes */
       /* The strategy matters only for lines that are tiled. */
       if (strcmp(tp->name, "single_pass") == 0)
@@ -1467,8 +1291,6 @@ scan_suite(void)
       {"tunables", test_tunables, 0},
       {"single_pass", test_single_pass, (int)NDTYPES + 2},
       {"single_pass_stress", test_single_pass_stress, 0},
-      {"lb_tiles", test_lb_tiles, 0},
-      {"lb_epochs", test_lb_epochs, 0},
       {"random_sums", test_random_sums, 0},
       {"in_place_and_empty", test_in_place_and_empty, 0},
       {"bad_inputs", test_bad_inputs, 0},
