@@ -157,7 +157,8 @@ kernel void lu_panel(global T *a, ulong aoff, ulong lda, uint m, uint ncols, uin
   local T *orow = srow + sw, *prow = srow + (j0 - s0);
   local int diag_nan;
   global T *A = a + aoff;
-  int zero = j0 == 0 ? 0 : info[ioff];
+  /* Lane 0 alone reads and writes the first zero pivot's index (the others never store it). */
+  int zero = j0 == 0 || lid != 0 ? 0 : info[ioff];
   /* the first column's candidates; the next ones come out of each column's update */
   T best = (T)-1;
   int bi = (int)j0;
