@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "expect_close.h"
 #include "harness.h"
 
 static uint64_t rng = 88172645463325252ull;
@@ -104,6 +105,15 @@ down(const kiln_tensor *t)
                             : ((double *)h)[i];
   free(h);
   return d;
+}
+
+/* t read back as doubles, compared with want as expect_close does. */
+static inline void
+expect_tensor(const kiln_tensor *t, const double *want, double tol, const char *what)
+{
+  double *got = down(t);
+  expect_close(got, want, kiln_tensor_numel(t), tol, what);
+  free(got);
 }
 
 #endif

@@ -13,16 +13,9 @@
 #include <string.h>
 
 #include "harness.h"
-#define NN_HOSTDATA_HALVES
-#include "nn_hostdata.h"
 #include "kiln.h"
 #include "kiln/nn_attention.h"
-
-#define EXPECT(cond, ...)        \
-  do {                           \
-    if (!(cond))                 \
-      ck_abort_msg(__VA_ARGS__); \
-  } while (0)
+#include "nn_hostdata.h"
 
 static const kiln_dtype dtypes[] = {KILN_F32, KILN_F64, KILN_F16, KILN_BF16};
 
@@ -45,32 +38,6 @@ att_tol(kiln_dtype dt, int backward)
   if (dt == KILN_F32)
     return backward ? 1e-4 : 2e-5;
   return backward ? 1e-11 : 1e-12;
-}
-
-static int
-close_to(double got, double want, double tol)
-{
-  if (isnan(want))
-    return isnan(got);
-  if (isinf(want))
-    return got == want;
-  return fabs(got - want) <= tol * (1 + fabs(want));
-}
-
-static void
-expect_close(const double *got, const double *want, uint64_t n, double tol, const char *what)
-{
-  for (uint64_t i = 0; i < n; i++)
-    EXPECT(close_to(got[i], want[i], tol), "%s: element %llu is %.17g, expected %.17g", what,
-           (unsigned long long)i, got[i], want[i]);
-}
-
-static void
-expect_tensor(const kiln_tensor *t, const double *want, double tol, const char *what)
-{
-  double *got = down(t);
-  expect_close(got, want, kiln_tensor_numel(t), tol, what);
-  free(got);
 }
 
 /* ------------------------------------------------------------------ attention */
@@ -334,7 +301,9 @@ END_TEST
  * Sk, both masks, heads 128, 64 and odd.
  */
 static const att_case att_bwd_cases[] = {
-    {1, 0, 130, 130, 128, 128, 1, 1}, {2, 0, 65, 7, 64, 64, 0, 2}, {1, 0, 7, 130, 33, 19, 1, 0},
+    {1, 0, 130, 130, 128, 128, 1, 1},
+    {2, 0, 65, 7, 64, 64, 0, 2},
+    {1, 0, 7, 130, 33, 19, 1, 0},
     {1, 0, 130, 65, 5, 128, 1, 2},
 };
 
@@ -401,8 +370,7 @@ START_TEST(attention_every_backward)
       kiln_tensor_release(l);
     }
   }
-  KEXPECT(kiln_tune_override(ctx, "attention", KILN_F32, NULL, "bwd=4"),
-          KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_tune_override(ctx, "attention", KILN_F32, NULL, "bwd=4"), KILN_ERR_INVALID_ARGUMENT);
 }
 END_TEST
 
