@@ -463,6 +463,23 @@ args_t(kiln__args *a, const kiln_tensor *t)
   kiln__args_u64(a, kiln__ops_elem_offset(t));
 }
 
+/* The arguments tr_symv and tr_fin share, in their order: column c (panel column i) of a. */
+static void
+tr_args(kiln__args *args, const td_ws *t, kiln__lsp_mat a, uint64_t n, uint64_t c, uint64_t i,
+        uint64_t nch)
+{
+  args_mat(args, a);
+  kiln__args_u32(args, (uint32_t)n);
+  kiln__args_u32(args, (uint32_t)c);
+  kiln__args_u32(args, (uint32_t)i);
+  args_t(args, t->vw);
+  kiln__args_u32(args, (uint32_t)t->nb);
+  args_t(args, t->q);
+  args_t(args, t->aa);
+  args_t(args, t->part);
+  kiln__args_u32(args, (uint32_t)nch);
+}
+
 /*
  * Reduces the symmetric n x n matrix a (full, in place) to tridiagonal form as LAPACK's dsytrd
  * (lower) with dlatrd panels of nb columns: d[n], e[n-1], reflectors below the subdiagonal
@@ -494,29 +511,11 @@ sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d
       if (nch > t->nchunk)
         nch = t->nchunk;
       kiln__args args = kiln__args_begin(L->op, t->ksym);
-      args_mat(&args, a);
-      kiln__args_u32(&args, (uint32_t)n);
-      kiln__args_u32(&args, (uint32_t)c);
-      kiln__args_u32(&args, (uint32_t)i);
-      args_t(&args, t->vw);
-      kiln__args_u32(&args, (uint32_t)nb);
-      args_t(&args, t->q);
-      args_t(&args, t->aa);
-      args_t(&args, t->part);
-      kiln__args_u32(&args, (uint32_t)nch);
+      tr_args(&args, t, a, n, c, i, nch);
       kiln__args_local(&args, t->lsym * L->ts);
       KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, (size_t)(len + nch) * t->lsym, t->lsym));
       args = kiln__args_begin(L->op, t->kfin);
-      args_mat(&args, a);
-      kiln__args_u32(&args, (uint32_t)n);
-      kiln__args_u32(&args, (uint32_t)c);
-      kiln__args_u32(&args, (uint32_t)i);
-      args_t(&args, t->vw);
-      kiln__args_u32(&args, (uint32_t)nb);
-      args_t(&args, t->q);
-      args_t(&args, t->aa);
-      args_t(&args, t->part);
-      kiln__args_u32(&args, (uint32_t)nch);
+      tr_args(&args, t, a, n, c, i, nch);
       args_mat(&args, tau);
       args_mat(&args, d);
       args_mat(&args, e);
