@@ -240,6 +240,167 @@ kernel void lu_panel(global T *a, ulong aoff, ulong lda, uint m, uint ncols, uin
     info[ioff] = zero;
 }
 
+/*
+ * lu_panel_grid: the LU panel spread over G work-groups that exchange through global memory,
+ * one grid-wide barrier per column. Position t = i - j0 of the panel's rows belongs to lane
+ * t / G of work-group t % G (cyclic, so the groups stay balanced as rows retire), which keeps
+ * the row's LUG_W leading panel columns in registers for the whole kernel: per column only
+ * the candidates, the pivot row and the diagonal row cross the device, where lu_panel's one
+ * work-group streamed the panel through its compute unit once per column (26 us a column at
+ * 4096 rows on the H200).
+ *
+ * Every group must be resident at once (the host launches at most one group per compute
+ * unit; GPUs only). The barrier is a counter: each group adds 1 per column and waits for
+ * cbase + G (jj + 1) (cbase: the arrivals of the earlier launches on the same counter).
+ * Exchange x (T) and xi (int), double-buffered by column parity because a group may publish
+ * column jj + 1 while a slower one still reads column jj (it cannot get further: that would
+ * need the slower group's next arrival):
+ *   x:  [parity][G + 1][LUG_W] the groups' candidate rows, then the diagonal row; then
+ *       [parity][G] the candidates' |values|
+ *   xi: [parity][G + 1] the candidates' positions, then the diagonal row's NaN flag.
+ * Cross-group reads are volatile (NVIDIA serves plain loads from a compute unit's L1, which
+ * another unit's stores do not update). Columns of the interchanges outside the kernel's own
+ * (s0 .. s0+sw-1 minus j0 .. j0+ncols-1) are swapped in global memory by group 0, each column
+ * always by the same lane, so no other lane or group touches them inside the kernel.
+ */
+#define LUG_W 64
+
+kernel void lu_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols, uint j0,
+                          global int *piv, ulong poff, global int *info, ulong ioff, uint s0,
+                          uint sw, volatile global uint *ctr, uint cbase, volatile global T *x,
+                          volatile global int *xi, local T *rv, local int *ri, local T *prow,
+                          local T *drow)
+{
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  const uint g = get_group_id(0), G = get_num_groups(0);
+  const uint rows = m - j0, me = g + G * lid; /* my position */
+  const int own = me < rows;
+  global T *A = a + aoff;
+  global T *myrow = A + (ulong)(j0 + me) * lda + j0;
+  T r[LUG_W];
+#pragma unroll
+  for (uint c = 0; c < LUG_W; c++)
+    r[c] = own && c < ncols ? myrow[c] : (T)0;
+  int zero = j0 == 0 || lid != 0 || g != 0 ? 0 : info[ioff];
+  for (uint jj = 0; jj < ncols; jj++) {
+    const uint par = jj & 1u;
+    volatile global T *xr = x + (ulong)par * (G + 1) * LUG_W;
+    volatile global T *xv = x + (ulong)2 * (G + 1) * LUG_W + (ulong)par * G;
+    volatile global int *xix = xi + par * (G + 1);
+    /* r[jj] without indexing the register array by a run-time value (which would spill it) */
+    T xj = (T)0;
+#pragma unroll
+    for (uint c = 0; c < LUG_W; c++)
+      xj = c == jj ? r[c] : xj;
+    /* LAPACK's idamax: the first largest |x|; NaN is never a candidate (the diagonal's NaN
+     * flag below keeps it the pivot, as lu_panel does) */
+    const T v = fabs(xj);
+    rv[lid] = own && me >= jj && !isnan(v) ? v : (T)-1;
+    ri[lid] = own && me >= jj ? (int)me : INT_MAX;
+    argmax_tree(rv, ri, lid, lsz);
+    const int wbest = ri[0];
+    if (lid == 0) {
+      xv[g] = rv[0];
+      xix[g] = wbest;
+    }
+    if (own && (int)me == wbest)
+#pragma unroll
+      for (uint c = 0; c < LUG_W; c++)
+        xr[(ulong)g * LUG_W + c] = r[c];
+    if (own && me == jj) {
+#pragma unroll
+      for (uint c = 0; c < LUG_W; c++)
+        xr[(ulong)G * LUG_W + c] = r[c];
+      xix[G] = isnan(xj);
+    }
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0) {
+      atomic_inc(ctr);
+      const uint target = cbase + G * (jj + 1);
+      while (*ctr < target)
+        ;
+      mem_fence(CLK_GLOBAL_MEM_FENCE);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    /* the best candidate of all groups */
+    T bv = (T)-1;
+    int bi = INT_MAX, bg = 0;
+    for (uint h = lid; h < G; h += lsz) {
+      const T v2 = xv[h];
+      const int i2 = xix[h];
+      if (v2 > bv || (v2 == bv && i2 < bi)) {
+        bv = v2;
+        bi = i2;
+        bg = (int)h;
+      }
+    }
+    rv[lid] = bv;
+    ri[lid] = bi;
+    argmax_tree(rv, ri, lid, lsz);
+    /* the winning group is the one whose candidate has the winning position */
+    if (bi == ri[0] && bi != INT_MAX)
+      rv[0] = (T)bg; /* every lane with bi == ri[0] holds the same group */
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int dnan = xix[G];
+    const uint p = dnan ? jj : (uint)ri[0];
+    const uint wg = dnan || p == jj ? G : (uint)rv[0];
+    for (uint c = lid; c < LUG_W; c += lsz) {
+      prow[c] = xr[(ulong)wg * LUG_W + c];
+      drow[c] = xr[(ulong)G * LUG_W + c];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (g == 0) {
+      if (lid == 0) {
+        piv[poff + j0 + jj] = (int)(j0 + p) + 1;
+        if (prow[jj] == (T)0 && zero == 0)
+          zero = (int)(j0 + jj) + 1;
+      }
+      if (p != jj)
+        for (uint c = lid; c < sw; c += lsz) {
+          const uint col = s0 + c;
+          if (col >= j0 && col < j0 + ncols)
+            continue;
+          global T *rj = A + (ulong)(j0 + jj) * lda + col, *rp = A + (ulong)(j0 + p) * lda + col;
+          const T t = *rj;
+          *rj = *rp;
+          *rp = t;
+        }
+    }
+    if (own) {
+      if (me == jj) {
+#pragma unroll
+        for (uint c = 0; c < LUG_W; c++)
+          r[c] = prow[c];
+      } else {
+        if (me == p)
+#pragma unroll
+          for (uint c = 0; c < LUG_W; c++)
+            r[c] = drow[c];
+        if (me > jj) {
+          const T d = prow[jj];
+          T l = (T)0;
+#pragma unroll
+          for (uint c = 0; c < LUG_W; c++)
+            l = c == jj ? r[c] : l;
+          if (d != (T)0)
+            l = l / d;
+#pragma unroll
+          for (uint c = 0; c < LUG_W; c++)
+            r[c] = c == jj ? l : c > jj ? r[c] - l * prow[c] : r[c];
+        }
+      }
+    }
+  }
+  if (own)
+#pragma unroll
+    for (uint c = 0; c < LUG_W; c++)
+      if (c < ncols)
+        myrow[c] = r[c];
+  if (g == 0 && lid == 0)
+    info[ioff] = zero;
+}
+
 kernel void laswp(global T *a, ulong aoff, ulong astride, ulong lda, uint ncols, global int *piv,
                   ulong poff, ulong pstride, uint k1, uint k2, uint reverse, uint s0, uint sw)
 {

@@ -1209,7 +1209,7 @@ START_TEST(run_list_import_export)
       if (strcmp(d.name, fams[j]) == 0) {
         seen[j]++;
         if (strcmp(d.name, "linalg") == 0) {
-          ck_assert_str_eq(d.params, "route nb gemm ahead leaf");
+          ck_assert_str_eq(d.params, "route nb gemm ahead leaf pwg");
           ck_assert_str_eq(d.layouts, "full");
         }
       }
