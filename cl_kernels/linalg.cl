@@ -241,35 +241,45 @@ kernel void lu_panel(global T *a, ulong aoff, ulong lda, uint m, uint ncols, uin
 }
 
 /*
- * lu_panel_grid: the LU panel spread over G work-groups that exchange through global memory,
- * one grid-wide barrier per column. Position t = i - j0 of the panel's rows belongs to lane
- * t / G of work-group t % G (cyclic, so the groups stay balanced as rows retire), which keeps
- * the row's LUG_W leading panel columns in registers for the whole kernel: per column only
- * the candidates, the pivot row and the diagonal row cross the device, where lu_panel's one
- * work-group streamed the panel through its compute unit once per column (26 us a column at
+ * lu_panel_grid: the LU panel spread over G work-groups that exchange through global memory
+ * once per column. Position t = i - j0 of the panel's rows belongs to lane t / G of
+ * work-group t % G (cyclic, so the groups stay balanced as rows retire), which keeps the
+ * row's LUG_W leading panel columns in registers for the whole kernel: per column only the
+ * candidates, the pivot row and the diagonal row cross the device, where lu_panel's one
+ * work-group streams the panel through its compute unit once per column (26 us a column at
  * 4096 rows on the H200).
  *
  * Every group must be resident at once (the host launches at most one group per compute
- * unit; GPUs only). The barrier is a counter: each group adds 1 per column and waits for
- * cbase + G (jj + 1) (cbase: the arrivals of the earlier launches on the same counter).
- * Exchange x (T) and xi (int), double-buffered by column parity because a group may publish
- * column jj + 1 while a slower one still reads column jj (it cannot get further: that would
- * need the slower group's next arrival):
- *   x:  [parity][G + 1][LUG_W] the groups' candidate rows, then the diagonal row; then
- *       [parity][G] the candidates' |values|
- *   xi: [parity][G + 1] the candidates' positions, then the diagonal row's NaN flag.
+ * unit; GPUs only). The exchange, double-buffered by column parity because a group may
+ * publish column jj + 1 while a slower one still reads column jj (it cannot get further:
+ * that needs the slower group's column jj + 1):
+ *   slot [parity][G] (ulong2): each group's candidate, |value| bits and (stamp << 32 | its
+ *        position), stamp = sbase + jj + 1 (sbase: the columns of the earlier launches on the
+ *        same buffer, zeroed before the first); one 16-byte store, which NVIDIA GPUs perform
+ *        untorn (CUB's scan tile states rely on the same), so a reader that sees the stamp
+ *        sees the candidate. Readers poll the slots: that is the grid barrier, and its data.
+ *   x    [parity][G + 1][LUG_W] (T): the candidates' rows, then the diagonal row, stored
+ *        before the slot (a global fence between).
  * Cross-group reads are volatile (NVIDIA serves plain loads from a compute unit's L1, which
  * another unit's stores do not update). Columns of the interchanges outside the kernel's own
  * (s0 .. s0+sw-1 minus j0 .. j0+ncols-1) are swapped in global memory by group 0, each column
  * always by the same lane, so no other lane or group touches them inside the kernel.
+ * Real dtypes only.
  */
 #define LUG_W 64
+#if !KILN_IS_COMPLEX
+#ifdef KILN_DT_F64
+#define LUG_BITS(v) as_ulong(v)
+#define LUG_VAL(b) as_double(b)
+#else
+#define LUG_BITS(v) ((ulong)as_uint(v))
+#define LUG_VAL(b) as_float((uint)(b))
+#endif
 
 kernel void lu_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols, uint j0,
                           global int *piv, ulong poff, global int *info, ulong ioff, uint s0,
-                          uint sw, volatile global uint *ctr, uint cbase, volatile global T *x,
-                          volatile global int *xi, local T *rv, local int *ri, local T *prow,
-                          local T *drow)
+                          uint sw, volatile global ulong2 *slot, uint sbase, volatile global T *x,
+                          local T *rv, local int *ri, local T *wrow, local T *drow)
 {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
   const uint g = get_group_id(0), G = get_num_groups(0);
@@ -283,73 +293,80 @@ kernel void lu_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
     r[c] = own && c < ncols ? myrow[c] : (T)0;
   int zero = j0 == 0 || lid != 0 || g != 0 ? 0 : info[ioff];
   for (uint jj = 0; jj < ncols; jj++) {
-    const uint par = jj & 1u;
+    const uint par = jj & 1u, stamp = sbase + jj + 1;
     volatile global T *xr = x + (ulong)par * (G + 1) * LUG_W;
-    volatile global T *xv = x + (ulong)2 * (G + 1) * LUG_W + (ulong)par * G;
-    volatile global int *xix = xi + par * (G + 1);
+    volatile global ulong2 *sl = slot + par * G;
     /* r[jj] without indexing the register array by a run-time value (which would spill it) */
     T xj = (T)0;
 #pragma unroll
     for (uint c = 0; c < LUG_W; c++)
       xj = c == jj ? r[c] : xj;
-    /* LAPACK's idamax: the first largest |x|; NaN is never a candidate (the diagonal's NaN
-     * flag below keeps it the pivot, as lu_panel does) */
+    /* LAPACK's idamax: the first largest |x|; NaN is never a candidate (a NaN on the
+     * diagonal stays the pivot below, as in lu_panel) */
     const T v = fabs(xj);
-    rv[lid] = own && me >= jj && !isnan(v) ? v : (T)-1;
-    ri[lid] = own && me >= jj ? (int)me : INT_MAX;
+    const int cand = own && me >= jj && !isnan(v);
+    rv[lid] = cand ? v : (T)-1;
+    ri[lid] = cand ? (int)me : INT_MAX;
     argmax_tree(rv, ri, lid, lsz);
     const int wbest = ri[0];
-    if (lid == 0) {
-      xv[g] = rv[0];
-      xix[g] = wbest;
-    }
+    const T wv = rv[0];
     if (own && (int)me == wbest)
 #pragma unroll
       for (uint c = 0; c < LUG_W; c++)
         xr[(ulong)g * LUG_W + c] = r[c];
-    if (own && me == jj) {
+    if (own && me == jj)
 #pragma unroll
       for (uint c = 0; c < LUG_W; c++)
         xr[(ulong)G * LUG_W + c] = r[c];
-      xix[G] = isnan(xj);
-    }
     mem_fence(CLK_GLOBAL_MEM_FENCE);
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid == 0) {
-      atomic_inc(ctr);
-      const uint target = cbase + G * (jj + 1);
-      while (*ctr < target)
-        ;
-      mem_fence(CLK_GLOBAL_MEM_FENCE);
-    }
+    if (lid == 0)
+      sl[g] = (ulong2)(LUG_BITS(wv), (ulong)stamp << 32 | (uint)wbest);
+    /* PoCL 3.1 skipped that store when the polling loop below shared its region */
     barrier(CLK_LOCAL_MEM_FENCE);
-    /* the best candidate of all groups */
+    /* wait for every group's candidate of this column; keep the best */
     T bv = (T)-1;
     int bi = INT_MAX, bg = 0;
     for (uint h = lid; h < G; h += lsz) {
-      const T v2 = xv[h];
-      const int i2 = xix[h];
-      if (v2 > bv || (v2 == bv && i2 < bi)) {
+      ulong2 e;
+      do
+        e = sl[h];
+      while ((uint)(e.y >> 32) != stamp);
+      const int i2 = (int)(uint)e.y;
+      const T v2 = LUG_VAL(e.x);
+      if (i2 != INT_MAX && (v2 > bv || (v2 == bv && i2 < bi))) {
         bv = v2;
         bi = i2;
         bg = (int)h;
       }
     }
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
     rv[lid] = bv;
     ri[lid] = bi;
     argmax_tree(rv, ri, lid, lsz);
-    /* the winning group is the one whose candidate has the winning position */
+    /* the winning group is the one whose candidate has the winning position (one lane) */
     if (bi == ri[0] && bi != INT_MAX)
-      rv[0] = (T)bg; /* every lane with bi == ri[0] holds the same group */
+      rv[0] = (T)bg;
     barrier(CLK_LOCAL_MEM_FENCE);
-    const int dnan = xix[G];
-    const uint p = dnan ? jj : (uint)ri[0];
-    const uint wg = dnan || p == jj ? G : (uint)rv[0];
-    for (uint c = lid; c < LUG_W; c += lsz) {
-      prow[c] = xr[(ulong)wg * LUG_W + c];
-      drow[c] = xr[(ulong)G * LUG_W + c];
+    const int best = ri[0];
+    const uint wg = best == INT_MAX ? G : (uint)rv[0];
+    /* the diagonal row and the winner's row (the same when the diagonal wins), every load
+     * issued before any is stored */
+    for (uint c = lid; c < LUG_W; c += 2 * lsz) {
+      const uint c2 = c + lsz;
+      const T d0 = xr[(ulong)G * LUG_W + c], w0 = xr[(ulong)wg * LUG_W + c];
+      const T d1 = c2 < LUG_W ? xr[(ulong)G * LUG_W + c2] : (T)0;
+      const T w1 = c2 < LUG_W ? xr[(ulong)wg * LUG_W + c2] : (T)0;
+      drow[c] = d0;
+      wrow[c] = w0;
+      if (c2 < LUG_W) {
+        drow[c2] = d1;
+        wrow[c2] = w1;
+      }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
+    const uint p = isnan(drow[jj]) || best == INT_MAX ? jj : (uint)best;
+    local const T *prow = p == jj ? drow : wrow;
     if (g == 0) {
       if (lid == 0) {
         piv[poff + j0 + jj] = (int)(j0 + p) + 1;
@@ -400,6 +417,7 @@ kernel void lu_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
   if (g == 0 && lid == 0)
     info[ioff] = zero;
 }
+#endif
 
 kernel void laswp(global T *a, ulong aoff, ulong astride, ulong lda, uint ncols, global int *piv,
                   ulong poff, ulong pstride, uint k1, uint k2, uint reverse, uint s0, uint sw)

@@ -676,18 +676,16 @@ typedef struct lu_pan {
   cl_kernel gk;      /* NULL: lu_panel only */
   uint64_t gmax;     /* lu_panel_grid's most work-groups */
   uint64_t glocal;   /* and widest work-group */
-  kiln_tensor *x;    /* its exchange (T) */
-  kiln_tensor *xi;   /* (int) */
-  kiln_tensor *ctr;  /* its barrier counter */
-  uint64_t cbase;    /* arrivals on ctr so far */
+  kiln_tensor *x;    /* its exchange: rows (T) */
+  kiln_tensor *slot; /* and stamped candidates (2 gmax 16 bytes) */
+  uint64_t sbase;    /* columns stamped on slot so far */
 } lu_pan;
 
 static void
 lu_pan_free(lu_pan *P)
 {
   kiln_tensor_release(P->x);
-  kiln_tensor_release(P->xi);
-  kiln_tensor_release(P->ctr);
+  kiln_tensor_release(P->slot);
 }
 
 static kiln_status
@@ -712,13 +710,11 @@ lu_pan_make(const la *L, lu_pan *P)
   if (max < 32)
     P->glocal = 0;
   const uint64_t g = P->gmax, w = KILN__LINALG_GRID_W;
-  kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, 2 * (g + 1) * w + 2 * g, &P->x);
+  kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, 2 * (g + 1) * w, &P->x);
   if (s == KILN_OK)
-    s = kiln__ops_scratch(L->op, L->ctx, KILN_I32, 2 * (g + 1), &P->xi);
+    s = kiln__ops_scratch(L->op, L->ctx, KILN_I32, 2 * g * 4, &P->slot);
   if (s == KILN_OK)
-    s = kiln__ops_scratch(L->op, L->ctx, KILN_I32, 1, &P->ctr);
-  if (s == KILN_OK)
-    s = zero_fill(L, P->ctr);
+    s = zero_fill(L, P->slot);
   if (s != KILN_OK)
     lu_pan_free(P);
   return s;
@@ -733,15 +729,19 @@ lu_grid_shape(const lu_pan *P, uint64_t rows, uint64_t *G, size_t *local)
 {
   if (!P->gk || P->glocal == 0)
     return 0;
-  uint64_t g = (rows + 31) / 32;
-  g = g < P->gmax ? g : P->gmax;
-  g = g ? g : 1;
-  uint64_t per = (rows + g - 1) / g, l = 32;
-  while (l < per)
+  /* lanes about sqrt(rows), so that G <= lanes and each lane polls one group's slot */
+  uint64_t l = 32;
+  while (l * l < rows && l < P->glocal)
     l *= 2;
-  if (l > P->glocal)
+  uint64_t g = (rows + l - 1) / l;
+  if (g > P->gmax) {
+    g = P->gmax;
+    while (l * g < rows && l < P->glocal)
+      l *= 2;
+  }
+  if (l * g < rows)
     return 0;
-  *G = g;
+  *G = g ? g : 1;
   *local = (size_t)l;
   return 1;
 }
@@ -763,9 +763,9 @@ lu_panel_rec(const la *L, lu_pan *P, mat a, uint64_t lda, uint64_t m, uint64_t c
   size_t gl = 0;
   int grid = lu_grid_shape(P, m - c0, &G, &gl);
   if (grid && w <= KILN__LINALG_GRID_W) {
-    if (P->cbase + G * w > UINT32_MAX / 2) { /* restart the counter well before it wraps */
-      KILN_TRY(zero_fill(L, P->ctr));
-      P->cbase = 0;
+    if (P->sbase + w >= UINT32_MAX) { /* stamps restart from zeroed slots before they wrap */
+      KILN_TRY(zero_fill(L, P->slot));
+      P->sbase = 0;
     }
     kiln__args args = kiln__args_begin(L->op, P->gk);
     args_mat(&args, a);
@@ -777,15 +777,14 @@ lu_panel_rec(const la *L, lu_pan *P, mat a, uint64_t lda, uint64_t m, uint64_t c
     args_mat(&args, info);
     kiln__args_u32(&args, (uint32_t)s0);
     kiln__args_u32(&args, (uint32_t)sw);
-    kiln__args_mem(&args, P->ctr->mem);
-    kiln__args_u32(&args, (uint32_t)P->cbase);
+    kiln__args_mem(&args, P->slot->mem);
+    kiln__args_u32(&args, (uint32_t)P->sbase);
     kiln__args_mem(&args, P->x->mem);
-    kiln__args_mem(&args, P->xi->mem);
     kiln__args_local(&args, gl * L->ts);
     kiln__args_local(&args, gl * sizeof(cl_int));
     kiln__args_local(&args, KILN__LINALG_GRID_W * L->ts);
     kiln__args_local(&args, KILN__LINALG_GRID_W * L->ts);
-    P->cbase += G * w;
+    P->sbase += w;
     return kiln__args_enqueue_1d(&args, L->ctx, G * gl, gl);
   }
   if (w <= (grid ? KILN__LINALG_GRID_W : L->leaf)) {
