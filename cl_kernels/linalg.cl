@@ -267,6 +267,14 @@ kernel void lu_panel(global T *a, ulong aoff, ulong lda, uint m, uint ncols, uin
  * Real dtypes only.
  */
 #define LUG_W 64
+/* M(0) .. M(63): the row is 64 scalars r0 .. r63, every access at a constant index. NVIDIA's
+ * compiler kept a private array T r[64] (and r[32]) in off-chip memory even with every loop
+ * over it unrolled (CL_KERNEL_PRIVATE_MEM_SIZE 608 bytes; the panel then cost 9 us a column). */
+#define LUG_REP(M)                                                                               \
+  M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15) \
+  M(16) M(17) M(18) M(19) M(20) M(21) M(22) M(23) M(24) M(25) M(26) M(27) M(28) M(29) M(30) M(31) \
+  M(32) M(33) M(34) M(35) M(36) M(37) M(38) M(39) M(40) M(41) M(42) M(43) M(44) M(45) M(46) M(47) \
+  M(48) M(49) M(50) M(51) M(52) M(53) M(54) M(55) M(56) M(57) M(58) M(59) M(60) M(61) M(62) M(63)
 #if !KILN_IS_COMPLEX
 #ifdef KILN_DT_F64
 #define LUG_BITS(v) as_ulong(v)
@@ -287,20 +295,16 @@ kernel void lu_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
   const int own = me < rows;
   global T *A = a + aoff;
   global T *myrow = A + (ulong)(j0 + me) * lda + j0;
-  T r[LUG_W];
-#pragma unroll
-  for (uint c = 0; c < LUG_W; c++)
-    r[c] = own && c < ncols ? myrow[c] : (T)0;
+#define LUG_LOAD(c) T r##c = own && c < ncols ? myrow[c] : (T)0;
+  LUG_REP(LUG_LOAD)
   int zero = j0 == 0 || lid != 0 || g != 0 ? 0 : info[ioff];
   for (uint jj = 0; jj < ncols; jj++) {
     const uint par = jj & 1u, stamp = sbase + jj + 1;
     volatile global T *xr = x + (ulong)par * (G + 1) * LUG_W;
     volatile global ulong2 *sl = slot + par * G;
-    /* r[jj] without indexing the register array by a run-time value (which would spill it) */
     T xj = (T)0;
-#pragma unroll
-    for (uint c = 0; c < LUG_W; c++)
-      xj = c == jj ? r[c] : xj;
+#define LUG_PICK(c) xj = c == jj ? r##c : xj;
+    LUG_REP(LUG_PICK)
     /* LAPACK's idamax: the first largest |x|; NaN is never a candidate (a NaN on the
      * diagonal stays the pivot below, as in lu_panel) */
     const T v = fabs(xj);
@@ -310,14 +314,15 @@ kernel void lu_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
     argmax_tree(rv, ri, lid, lsz);
     const int wbest = ri[0];
     const T wv = rv[0];
-    if (own && (int)me == wbest)
-#pragma unroll
-      for (uint c = 0; c < LUG_W; c++)
-        xr[(ulong)g * LUG_W + c] = r[c];
-    if (own && me == jj)
-#pragma unroll
-      for (uint c = 0; c < LUG_W; c++)
-        xr[(ulong)G * LUG_W + c] = r[c];
+#define LUG_PUT(c) xr[base + c] = r##c;
+    if (own && (int)me == wbest) {
+      const ulong base = (ulong)g * LUG_W;
+      LUG_REP(LUG_PUT)
+    }
+    if (own && me == jj) {
+      const ulong base = (ulong)G * LUG_W;
+      LUG_REP(LUG_PUT)
+    }
     mem_fence(CLK_GLOBAL_MEM_FENCE);
     barrier(CLK_LOCAL_MEM_FENCE);
     if (lid == 0)
@@ -385,35 +390,34 @@ kernel void lu_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
         }
     }
     if (own) {
+#define LUG_TAKE(c) r##c = src[c];
       if (me == jj) {
-#pragma unroll
-        for (uint c = 0; c < LUG_W; c++)
-          r[c] = prow[c];
+        local const T *src = prow;
+        LUG_REP(LUG_TAKE)
       } else {
-        if (me == p)
-#pragma unroll
-          for (uint c = 0; c < LUG_W; c++)
-            r[c] = drow[c];
+        if (me == p) {
+          local const T *src = drow;
+          LUG_REP(LUG_TAKE)
+        }
         if (me > jj) {
           const T d = prow[jj];
           T l = (T)0;
-#pragma unroll
-          for (uint c = 0; c < LUG_W; c++)
-            l = c == jj ? r[c] : l;
+#define LUG_L(c) l = c == jj ? r##c : l;
+          LUG_REP(LUG_L)
           if (d != (T)0)
             l = l / d;
-#pragma unroll
-          for (uint c = 0; c < LUG_W; c++)
-            r[c] = c == jj ? l : c > jj ? r[c] - l * prow[c] : r[c];
+#define LUG_UPD(c) r##c = c == jj ? l : c > jj ? r##c - l * prow[c] : r##c;
+          LUG_REP(LUG_UPD)
         }
       }
     }
   }
-  if (own)
-#pragma unroll
-    for (uint c = 0; c < LUG_W; c++)
-      if (c < ncols)
-        myrow[c] = r[c];
+#define LUG_STORE(c)                                                                             \
+  if (c < ncols)                                                                                 \
+    myrow[c] = r##c;
+  if (own) {
+    LUG_REP(LUG_STORE)
+  }
   if (g == 0 && lid == 0)
     info[ioff] = zero;
 }
