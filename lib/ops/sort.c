@@ -188,6 +188,20 @@ swap_pairs(kiln_tensor **keys, kiln_tensor **vals, kiln_tensor **k2, kiln_tensor
 
 /* ---------------------------------------------------------------- scan */
 
+uint64_t
+kiln__sort_chunk(const kiln_context *ctx, size_t L, uint64_t n)
+{
+  uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
+  /* GPUs: 16 per work-item; CPUs: a few long serial chunks per core. The chunk count stays
+   * small: one work-group scans the chunk sums. */
+  uint64_t chunk = ctx->info.is_gpu ? (uint64_t)L * 16 : (n + 4 * cu - 1) / (4 * cu);
+  if (chunk < 1024)
+    chunk = 1024;
+  while ((n + chunk - 1) / chunk > 8192)
+    chunk *= 2;
+  return chunk;
+}
+
 /* scan_reduce and scan_down: one group of L items per chunk of buf's m counts. */
 static kiln_status
 scan_chunks(const char *op, kiln_context *ctx, cl_kernel k, cl_mem buf, uint64_t m, uint64_t chunk,
@@ -214,14 +228,7 @@ kiln__sort_scan(const char *op, kiln_context *ctx, cl_mem buf, uint64_t m)
   size_t L = ctx->info.is_gpu ? kiln__launch_pow2_local(ctx, kd) : 1;
   if (kiln__sort_radix_local)
     L = kiln__sort_radix_local;
-  uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
-  /* GPUs: 16 per work-item; CPUs: a few long serial chunks per core. The chunk count stays
-   * small: one work-group scans the chunk sums. */
-  uint64_t chunk = ctx->info.is_gpu ? (uint64_t)L * 16 : (m + 4 * cu - 1) / (4 * cu);
-  if (chunk < 1024)
-    chunk = 1024;
-  while ((m + chunk - 1) / chunk > 8192)
-    chunk *= 2;
+  uint64_t chunk = kiln__sort_chunk(ctx, L, m);
   uint64_t nb = (m + chunk - 1) / chunk;
   kiln__ops_tmp sums = {0};
   KILN_TRY(kiln__ops_tmp_alloc(ctx, nb * 4, &sums));
