@@ -174,6 +174,15 @@ launch_gather(const char *op, kiln_context *ctx, const kiln_tensor *x, const sor
   return kiln__args_launch_1d(&a, ctx, g->rows * olen, 0);
 }
 
+/* A producer of (keys, vals) that fails hands back neither. */
+static void
+drop_pairs(kiln_tensor **keys, kiln_tensor **vals)
+{
+  kiln_tensor_release(*keys);
+  kiln_tensor_release(*vals);
+  *keys = *vals = NULL;
+}
+
 /* A radix pass's result becomes its input: the pairs and their scratch trade places. */
 static void
 swap_pairs(kiln_tensor **keys, kiln_tensor **vals, kiln_tensor **k2, kiln_tensor **v2)
@@ -605,11 +614,8 @@ kiln__sort_pairs_radix(const char *op, kiln_context *ctx, const kiln_tensor *x, 
     if (s == KILN_OK)
       s = radix_passes(op, ctx, x->dtype, keys, vals, n, key_bits(x->dtype), rows, len, NULL);
   }
-  if (s != KILN_OK) {
-    kiln_tensor_release(*keys);
-    kiln_tensor_release(*vals);
-    *keys = *vals = NULL;
-  }
+  if (s != KILN_OK)
+    drop_pairs(keys, vals);
   return s;
 }
 
@@ -654,11 +660,8 @@ kiln__sort_rows_radix(const char *op, kiln_context *ctx, const kiln_tensor *x, u
       s = kiln__args_launch_1d(&a, ctx, nrows, 0);
     }
   }
-  if (s != KILN_OK) {
-    kiln_tensor_release(*keys);
-    kiln_tensor_release(*vals);
-    *keys = *vals = NULL;
-  }
+  if (s != KILN_OK)
+    drop_pairs(keys, vals);
   return s;
 }
 
@@ -1009,11 +1012,8 @@ rows_serial(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_
   }
   kiln_tensor_release(tk);
   kiln_tensor_release(tv);
-  if (s != KILN_OK) {
-    kiln_tensor_release(*keys);
-    kiln_tensor_release(*vals);
-    *keys = *vals = NULL;
-  }
+  if (s != KILN_OK)
+    drop_pairs(keys, vals);
   return s;
 }
 
