@@ -1,7 +1,7 @@
 /*
  * Comparisons of device results read back as doubles with a double reference, for the
- * suites that check f32/f64 ops against host references (test_stats, test_nn_train,
- * test_nn_attention and test_nn_conv through nn_hostdata.h; test_nn keeps copies).
+ * suites that check f32/f64 ops against host references (test_stats, test_nn_train and
+ * test_nn_attention through nn_hostdata.h; test_nn and test_nn_conv keep copies).
  * close_to: NaN matches only NaN, an infinity only the same infinity, else
  * |got - want| <= tol * (1 + |want|).
  */
