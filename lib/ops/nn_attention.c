@@ -111,16 +111,16 @@ typedef struct {
 } att_tile;
 
 static const att_tile att_tiles[] = {
-    {0, 0, 0, 0, 0, 0, 0, 0},                /* 0: the rule */
-    {64, 64, 4, 4, 32, 32, 0, 0},            /* 1: 256 items, 4x4 scores, 4x8 outputs (head 128) */
-    {64, 64, 8, 4, 32, 32, 0, 0},            /* 2: 128 items, 8x4 scores, 8x8 outputs (f32 39 KiB) */
-    {64, 32, 4, 4, 16, 8, 0, 0},             /* 3: 128 items, 4x4 scores, 4x16 outputs */
-    {32, 32, 4, 4, 16, 16, 0, 0},            /* 4: 64 items, 4x4 scores, 4x16 outputs (f64 in 28 KiB) */
-    {32, 64, 4, 4, 16, 16, 0, 0},            /* 5: 128 items, 4x4 scores, 4x8 outputs (f64 39 KiB) */
-    {128, 64, 4, 8, 16, 16, 1, 1},           /* 6: 256 items, 4x8 scores, 4x16 outputs (f32 46 KiB) */
-    {64, 128, 4, 8, 16, 16, 1, 1},           /* 7: 256 items, 4x8 scores, 4x8 outputs (f32 47 KiB) */
-    {128, 64, 8, 4, 16, 16, 1, 1},           /* 8: 256 items, 8x4 scores, 8x8 outputs (f32 46 KiB) */
-    {32, 64, 4, 4, 16, 16, 1, 0},            /* 9: tile 5, loads one staging step ahead */
+    {0, 0, 0, 0, 0, 0, 0, 0},      /* 0: the rule */
+    {64, 64, 4, 4, 32, 32, 0, 0},  /* 1: 256 items, 4x4 scores, 4x8 outputs (head 128) */
+    {64, 64, 8, 4, 32, 32, 0, 0},  /* 2: 128 items, 8x4 scores, 8x8 outputs (f32 39 KiB) */
+    {64, 32, 4, 4, 16, 8, 0, 0},   /* 3: 128 items, 4x4 scores, 4x16 outputs */
+    {32, 32, 4, 4, 16, 16, 0, 0},  /* 4: 64 items, 4x4 scores, 4x16 outputs (f64 in 28 KiB) */
+    {32, 64, 4, 4, 16, 16, 0, 0},  /* 5: 128 items, 4x4 scores, 4x8 outputs (f64 39 KiB) */
+    {128, 64, 4, 8, 16, 16, 1, 1}, /* 6: 256 items, 4x8 scores, 4x16 outputs (f32 46 KiB) */
+    {64, 128, 4, 8, 16, 16, 1, 1}, /* 7: 256 items, 4x8 scores, 4x8 outputs (f32 47 KiB) */
+    {128, 64, 8, 4, 16, 16, 1, 1}, /* 8: 256 items, 8x4 scores, 8x8 outputs (f32 46 KiB) */
+    {32, 64, 4, 4, 16, 16, 1, 0},  /* 9: tile 5, loads one staging step ahead */
     {64, 64, 4, 8, 32, 32, 1, 0},  /* 10: 128 items, 4x8 scores, 4x16 outputs */
     {64, 128, 8, 8, 16, 16, 1, 1}, /* 11: 128 items, 8x8 scores, 8x8 outputs (f32 47 KiB) */
 };
