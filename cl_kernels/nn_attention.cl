@@ -518,7 +518,8 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
  * the host) with atomic adds: NVIDIA's red.global.add.f32 (inline PTX, where
  * cl_nv_pragma_unroll says the compiler is NVIDIA's), else a compare-and-swap loop. The order
  * of the adds varies, so dQ is not bit-reproducible run to run (dK and dV are); att_bwd_dq_store
- * writes it out in q's dtype.
+ * writes it out in q's dtype. ATT_BWD 8 and 9: the same with tables 5's and 6's
+ * att_bwd_dkdv (128 items: the dQ of a query tile in two passes of 32 queries).
  * f64 builds table 1 for anything but 3 (the host never asks for the others in f64).
  */
 #if defined(KILN_DT_F64) && ATT_BWD == 3
@@ -553,12 +554,12 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
 #define ABQ_KV 64
 #define AKV_DC 16
 #define AKV_VK 8
-#elif ATT_BWD == 5 || ATT_BWD == 6
+#elif ATT_BWD == 5 || ATT_BWD == 6 || ATT_BWD == 8 || ATT_BWD == 9
 #define ABK_KV 64
 #define ABQ_KV 64
 #define AKV_DC 16
 #define AKV_VK 8
-#if ATT_BWD == 5
+#if ATT_BWD == 5 || ATT_BWD == 8
 #define AKV_TN 8
 #else
 #define AKV_TM 8
@@ -578,14 +579,14 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
 #define ABK_Q 32
 #define AQ_DC 32
 #define AQ_VK 32
-#elif !defined(KILN_DT_F64) && ATT_BWD >= 4 && ATT_BWD <= 6
+#elif !defined(KILN_DT_F64) && ATT_BWD >= 4
 #define ABQ_Q 128
 #define ABK_Q 64
 #define AQ_TM 8
 #define AQ_DC 16
 #define AQ_VK 16
 #endif
-#if !defined(KILN_DT_F64) && ATT_BWD == 7
+#if !defined(KILN_DT_F64) && ATT_BWD >= 7
 #define AKV_DQ 1
 #else
 #define AKV_DQ 0
@@ -631,11 +632,17 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
 #if AKV_ON >= 4 && AQ_ON >= 4
 
 #if AKV_DQ
-/* dQ through dqacc: queries per warp, K rows per staging chunk. */
-#define AQF_R (ABQ_KV * (ATT_DH / 4) / AKV_NT)
+/* dQ through dqacc: items per query row (a lane per 4 features), row groups, queries per row
+ * group and pass, passes over the query tile (the accumulators stay at AQF_R 4-vectors), K
+ * rows per staging chunk. */
+#define AQF_L (ATT_DH / 4)
+#define AQF_W (AKV_NT / AQF_L)
+#define AQF_R 8
+#define AQF_P (ABQ_KV / (AQF_W * AQF_R))
 #define AQF_VK (2 * AKV_VK)
-#if AQF_R * AKV_NT != ABQ_KV * (ATT_DH / 4) || ABK_KV % AQF_VK || AQF_VK % 4 ||                \
-    2 * AKV_KS < ATT_DH || AKV_STAGE < AQF_VK * ATT_DH
+#if AKV_NT % AQF_L || AQF_P * AQF_W * AQF_R != ABQ_KV || ABK_KV % AQF_VK || AQF_VK % 4 ||    \
+    (AQF_P > 1 && AQF_W * AQF_R * ATT_DH > ABQ_KV * AKV_KS) || 2 * AKV_KS < ATT_DH ||            \
+    AKV_STAGE < AQF_VK * ATT_DH
 #error "nn_attention.cl: unsupported fused dQ tile"
 #endif
 
@@ -653,40 +660,44 @@ att_red_add(global float *p, float v)
 }
 
 /* One query tile's dQ = scale dS K over the group's keys, added to dq [Sq, D] (this (batch,
- * head)'s rows). pds4 holds dS [query][key] (row stride AKV_KS) from ABQ_KV AKV_KS / 4 on;
- * every item calls it (barriers inside). */
+ * head)'s rows). pds4 holds P^T, then dS [query][key] (row stride AKV_KS) from
+ * ABQ_KV AKV_KS / 4 on; each pass's dQ rows go through the P^T half (both halves when one
+ * pass covers the tile). Every item calls it (barriers inside). */
 static void
 att_bwd_dq_add(global float *dq, local T4 *pds4, local T4 *stage4, global const ST *kb, ulong k0,
                ulong Sk, ulong i0, ulong Sq, ulong D, T scale, uint lid, uint vec)
 {
   local const T4 *ds4 = pds4 + ABQ_KV * AKV_KS / 4;
-  const uint fl = lid % (ATT_DH / 4), qw = (lid / (ATT_DH / 4)) * AQF_R;
-  T4 acc[AQF_R];
-  for (int r = 0; r < AQF_R; r++)
-    acc[r] = (T4)((T)0);
-  for (uint c0 = 0; c0 < ABK_KV && k0 + c0 < Sk; c0 += AQF_VK) {
-    barrier(CLK_LOCAL_MEM_FENCE);
-    att_stage_rows(stage4, AQF_VK, kb, k0 + c0, Sk, D, lid, AKV_NT, vec);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int c = 0; c < AQF_VK; c += 4) {
-      T4 k4[4];
-      for (int u = 0; u < 4; u++)
-        k4[u] = stage4[(c + u) * (ATT_DH / 4) + fl];
-      for (int r = 0; r < AQF_R; r++) {
-        T4 d4 = ds4[(qw + r) * (AKV_KS / 4) + (c0 + c) / 4];
-        acc[r] += d4.x * k4[0] + d4.y * k4[1] + d4.z * k4[2] + d4.w * k4[3];
+  local const T *dql = (local const T *)pds4;
+  const uint fl = lid % AQF_L;
+  for (uint p = 0; p < AQF_P; p++) {
+    const uint q0 = p * AQF_W * AQF_R, qw = (lid / AQF_L) * AQF_R;
+    T4 acc[AQF_R];
+    for (int r = 0; r < AQF_R; r++)
+      acc[r] = (T4)((T)0);
+    for (uint c0 = 0; c0 < ABK_KV && k0 + c0 < Sk; c0 += AQF_VK) {
+      barrier(CLK_LOCAL_MEM_FENCE);
+      att_stage_rows(stage4, AQF_VK, kb, k0 + c0, Sk, D, lid, AKV_NT, vec);
+      barrier(CLK_LOCAL_MEM_FENCE);
+      for (int c = 0; c < AQF_VK; c += 4) {
+        T4 k4[4];
+        for (int u = 0; u < 4; u++)
+          k4[u] = stage4[(c + u) * AQF_L + fl];
+        for (int r = 0; r < AQF_R; r++) {
+          T4 d4 = ds4[(q0 + qw + r) * (AKV_KS / 4) + (c0 + c) / 4];
+          acc[r] += d4.x * k4[0] + d4.y * k4[1] + d4.z * k4[2] + d4.w * k4[3];
+        }
       }
     }
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int r = 0; r < AQF_R; r++)
-    pds4[(qw + r) * (ATT_DH / 4) + fl] = acc[r];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  local const T *dql = (local const T *)pds4;
-  for (uint e = lid; e < ABQ_KV * ATT_DH; e += AKV_NT) {
-    ulong row = i0 + e / ATT_DH, d = e % ATT_DH;
-    if (row < Sq && d < D)
-      att_red_add(dq + row * D + d, dql[e] * scale);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int r = 0; r < AQF_R; r++)
+      pds4[(qw + r) * AQF_L + fl] = acc[r];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint e = lid; e < AQF_W * AQF_R * ATT_DH; e += AKV_NT) {
+      ulong row = i0 + q0 + e / ATT_DH, d = e % ATT_DH;
+      if (row < Sq && d < D)
+        att_red_add(dq + row * D + d, dql[e] * scale);
+    }
   }
 }
 

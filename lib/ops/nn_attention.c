@@ -36,7 +36,8 @@ enum { ROPE_HALF = 1, ROPE_INV = 2 };
  *   5: dK/dV 64 x 64 with 4 keys x 8 queries (128 items), table 4's dQ;
  *   6: dK/dV 64 x 64 with 8 keys x 4 queries (128 items), table 4's dQ;
  *   7: table 2's att_bwd_dkdv computing dQ too (fused: five products instead of seven), added
- *      with atomics to an f32 accumulator (dQ is then not bit-reproducible; dK and dV are).
+ *      with atomics to an f32 accumulator (dQ is then not bit-reproducible; dK and dV are);
+ *   8, 9: tables 5 and 6 with 7's fused dQ.
  * The `attention` tuner family's parameter "bwd" picks one (0: the rule, att_bwd_effective).
  */
 typedef struct {
@@ -54,6 +55,8 @@ static const att_bwd_table att_bwd_tables[] = {
     {64, 64, 4, 8, 128, 64, 8, 4, 46592, 0}, /* 5: 4 x 8 dK/dV */
     {64, 64, 8, 4, 128, 64, 8, 4, 46592, 0}, /* 6: 8 x 4 dK/dV */
     {64, 64, 4, 4, 128, 32, 4, 4, 44032, 1}, /* 7: fused dQ */
+    {64, 64, 4, 8, 128, 64, 8, 4, 46592, 1}, /* 8: 5 with fused dQ */
+    {64, 64, 8, 4, 128, 64, 8, 4, 46592, 1}, /* 9: 6 with fused dQ */
 };
 #define ATT_NBWD (sizeof att_bwd_tables / sizeof att_bwd_tables[0])
 /* f64's tables 1 and 3: 32 x 32 with 4 x 4 (64 items), 28 and 37 KiB. */
