@@ -520,9 +520,20 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
  * of the adds varies, so dQ is not bit-reproducible run to run (dK and dV are); att_bwd_dq_store
  * writes it out in q's dtype. ATT_BWD 8 and 9: the same with tables 5's and 6's
  * att_bwd_dkdv (128 items: the dQ of a query tile in two passes of 32 queries).
+ * ATT_BWD 10, 11, 12: 7, 8 and 9 with att_bwd_dkdv's global loads issued one staging step
+ * ahead into registers (AKV_PF, as att_fwd's ATT_PF), so that they fly while the previous
+ * chunk is multiplied.
  * f64 builds table 1 for anything but 3 (the host never asks for the others in f64).
  */
-#if defined(KILN_DT_F64) && ATT_BWD == 3
+/* Tables 10-12: 7-9 with att_bwd_dkdv's staging loads issued one step ahead (AKV_PF). */
+#if ATT_BWD >= 10 && !defined(KILN_DT_F64)
+#define AKV_PF 1
+#define ATT_BWDT (ATT_BWD - 3)
+#else
+#define AKV_PF 0
+#define ATT_BWDT ATT_BWD
+#endif
+#if defined(KILN_DT_F64) && ATT_BWDT == 3
 #define ABK_KV 32
 #define ABQ_KV 32
 #define AKV_DC 32
@@ -540,7 +551,7 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
 #define ABK_Q 32
 #define AQ_DC 16
 #define AQ_VK 16
-#elif ATT_BWD == 3
+#elif ATT_BWDT == 3
 #define ABK_KV 32
 #define ABQ_KV 64
 #define AKV_DC 64
@@ -549,17 +560,17 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
 #define ABK_Q 32
 #define AQ_DC 64
 #define AQ_VK 32
-#elif ATT_BWD == 2 || ATT_BWD == 4 || ATT_BWD == 7
+#elif ATT_BWDT == 2 || ATT_BWDT == 4 || ATT_BWDT == 7
 #define ABK_KV 64
 #define ABQ_KV 64
 #define AKV_DC 16
 #define AKV_VK 8
-#elif ATT_BWD == 5 || ATT_BWD == 6 || ATT_BWD == 8 || ATT_BWD == 9
+#elif ATT_BWDT == 5 || ATT_BWDT == 6 || ATT_BWDT == 8 || ATT_BWDT == 9
 #define ABK_KV 64
 #define ABQ_KV 64
 #define AKV_DC 16
 #define AKV_VK 8
-#if ATT_BWD == 5 || ATT_BWD == 8
+#if ATT_BWDT == 5 || ATT_BWDT == 8
 #define AKV_TN 8
 #else
 #define AKV_TM 8
@@ -574,19 +585,19 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
 #define AQ_DC 32
 #define AQ_VK 32
 #endif
-#if !defined(KILN_DT_F64) && (ATT_BWD == 2 || ATT_BWD == 7)
+#if !defined(KILN_DT_F64) && (ATT_BWDT == 2 || ATT_BWDT == 7)
 #define ABQ_Q 128
 #define ABK_Q 32
 #define AQ_DC 32
 #define AQ_VK 32
-#elif !defined(KILN_DT_F64) && ATT_BWD >= 4
+#elif !defined(KILN_DT_F64) && ATT_BWDT >= 4
 #define ABQ_Q 128
 #define ABK_Q 64
 #define AQ_TM 8
 #define AQ_DC 16
 #define AQ_VK 16
 #endif
-#if !defined(KILN_DT_F64) && ATT_BWD >= 7
+#if !defined(KILN_DT_F64) && ATT_BWDT >= 7
 #define AKV_DQ 1
 #else
 #define AKV_DQ 0
@@ -710,6 +721,60 @@ att_bwd_dq_store(global const T *acc, global ST *dq, ulong dqoff, ulong n)
 }
 #endif
 
+#if AKV_PF
+/* att_bwd_dkdv's staging steps through the registers pf: kind 0 a K/Q chunk (features x..),
+ * 1 a V/dO chunk, 2 rows x.. of dO and Q as they are (att_stage_t's and att_stage_rows'
+ * layouts); item lid owns 4-vectors lid + i AKV_NT. */
+#define AKV_NK4 (ABK_KV * (AKV_DC / 4))
+#define AKV_NC4 (AKV_NK4 + ABQ_KV * (AKV_DC / 4))
+#define AKV_NRR4 (AKV_VK * (ATT_DH / 4))
+#define AKV_NPF (((AKV_NC4 > 2 * AKV_NRR4 ? AKV_NC4 : 2 * AKV_NRR4) + AKV_NT - 1) / AKV_NT)
+
+static void
+akv_load(T4 *pf, uint kind, ulong i0, ulong x, uint lid, global const ST *qb,
+         global const ST *kb, global const ST *vb, global const ST *db, ulong k0, ulong Sq,
+         ulong Sk, ulong D, ulong Dv, T qscale, uint vec)
+{
+  for (int i = 0; i < AKV_NPF; i++) {
+    uint e = lid + i * AKV_NT;
+    T4 v4 = (T4)((T)0);
+    if (kind < 2) {
+      ulong Dx = kind ? Dv : D;
+      if (e < AKV_NK4)
+        v4 = att_chunk_load(e, kind ? vb : kb, k0, Sk, Dx, x, (T)1, AKV_DC, vec);
+      else if (e < AKV_NC4)
+        v4 = att_chunk_load(e - AKV_NK4, kind ? db : qb, i0, Sq, Dx, x, kind ? (T)1 : qscale,
+                            AKV_DC, vec);
+    } else if (e < 2 * AKV_NRR4) {
+      uint j = e < AKV_NRR4 ? e : e - AKV_NRR4;
+      ulong Dx = e < AKV_NRR4 ? Dv : D, row = i0 + x + j / (ATT_DH / 4);
+      if (row < Sq)
+        v4 = att_load4((e < AKV_NRR4 ? db : qb) + row * Dx, 4 * (j % (ATT_DH / 4)), Dx, vec);
+    }
+    pf[i] = v4;
+  }
+}
+
+static void
+akv_store(local T4 *stage4, const T4 *pf, uint kind, uint lid)
+{
+  local T *stage = (local T *)stage4;
+  for (int i = 0; i < AKV_NPF; i++) {
+    uint e = lid + i * AKV_NT;
+    if (kind < 2) {
+      if (e < AKV_NK4)
+        att_chunk_store(stage, AKV_KS, e, AKV_DC, pf[i]);
+      else if (e < AKV_NC4)
+        att_chunk_store(stage + AKV_DC * AKV_KS, AKV_QS, e - AKV_NK4, AKV_DC, pf[i]);
+    } else if (e < 2 * AKV_NRR4) {
+      stage4[e] = pf[i];
+    }
+  }
+}
+#define AKV_LOAD(kind, i0, x)                                                                 \
+  akv_load(pf, kind, i0, x, lid, qb, kb, vb, db, k0, Sq, Sk, D, Dv, qscale, vec)
+#endif
+
 /*
  * dK and dV: work-item (tr, tc) holds AKV_TM keys x AKV_TN queries of S^T = K Q^T and of
  * dP^T = V dO^T (both from transposed chunks), turns them into P^T = exp(s - lse) and
@@ -751,6 +816,11 @@ att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, glo
   }
   /* Causal: queries before the first key see none of the group's keys. */
   ulong istart = (flags & ATT_CAUSAL) ? k0 - k0 % ABQ_KV : 0;
+#if AKV_PF
+  T4 pf[AKV_NPF];
+  if (istart < Sq)
+    AKV_LOAD(0, istart, 0);
+#endif
   for (ulong i0 = istart; i0 < Sq; i0 += ABQ_KV) {
     for (uint e = lid; e < ABQ_KV; e += AKV_NT) {
       lse_s[e] = i0 + e < Sq ? lse[loff + bh * Sq + i0 + e] * (T)ATT_LOG2E : (T)0;
@@ -762,10 +832,19 @@ att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, glo
         st[i][j] = dpt[i][j] = (T)0;
     for (ulong d0 = 0; d0 < D; d0 += AKV_DC) {
       barrier(CLK_LOCAL_MEM_FENCE);
+#if AKV_PF
+      akv_store(stage4, pf, 0, lid);
+      barrier(CLK_LOCAL_MEM_FENCE);
+      if (d0 + AKV_DC < D)
+        AKV_LOAD(0, i0, d0 + AKV_DC);
+      else
+        AKV_LOAD(1, i0, 0);
+#else
       att_stage_t(stage, AKV_KS, ABK_KV, kb, k0, Sk, D, d0, (T)1, lid, AKV_DC, AKV_NT, vec);
       att_stage_t(stage + AKV_DC * AKV_KS, AKV_QS, ABQ_KV, qb, i0, Sq, D, d0, qscale, lid, AKV_DC,
                   AKV_NT, vec);
       barrier(CLK_LOCAL_MEM_FENCE);
+#endif
       for (int dd = 0; dd < AKV_DC; dd++) {
         T kv[AKV_TM], qv[AKV_TN];
         for (int a = 0; a < AKV_TM / 4; a++) {
@@ -783,10 +862,19 @@ att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, glo
     }
     for (ulong d0 = 0; d0 < Dv; d0 += AKV_DC) {
       barrier(CLK_LOCAL_MEM_FENCE);
+#if AKV_PF
+      akv_store(stage4, pf, 1, lid);
+      barrier(CLK_LOCAL_MEM_FENCE);
+      if (d0 + AKV_DC < Dv)
+        AKV_LOAD(1, i0, d0 + AKV_DC);
+      else
+        AKV_LOAD(2, i0, 0);
+#else
       att_stage_t(stage, AKV_KS, ABK_KV, vb, k0, Sk, Dv, d0, (T)1, lid, AKV_DC, AKV_NT, vec);
       att_stage_t(stage + AKV_DC * AKV_KS, AKV_QS, ABQ_KV, db, i0, Sq, Dv, d0, (T)1, lid, AKV_DC,
                   AKV_NT, vec);
       barrier(CLK_LOCAL_MEM_FENCE);
+#endif
       for (int dd = 0; dd < AKV_DC; dd++) {
         T vv[AKV_TM], ov[AKV_TN];
         for (int a = 0; a < AKV_TM / 4; a++) {
@@ -823,9 +911,19 @@ att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, glo
     }
     for (uint c0 = 0; c0 < ABQ_KV && i0 + c0 < Sq; c0 += AKV_VK) {
       barrier(CLK_LOCAL_MEM_FENCE);
+#if AKV_PF
+      akv_store(stage4, pf, 2, lid);
+      barrier(CLK_LOCAL_MEM_FENCE);
+      /* The next rows, or the next query tile's first K/Q chunk. */
+      if (c0 + AKV_VK < ABQ_KV && i0 + c0 + AKV_VK < Sq)
+        AKV_LOAD(2, i0, c0 + AKV_VK);
+      else if (i0 + ABQ_KV < Sq)
+        AKV_LOAD(0, i0 + ABQ_KV, 0);
+#else
       att_stage_rows(stage4, AKV_VK, db, i0 + c0, Sq, Dv, lid, AKV_NT, vec);
       att_stage_rows(stage4 + AKV_VK * ATT_DH / 4, AKV_VK, qb, i0 + c0, Sq, D, lid, AKV_NT, vec);
       barrier(CLK_LOCAL_MEM_FENCE);
+#endif
       for (int c = 0; c < AKV_VK; c++) {
         T pv[AKV_TM], dsv[AKV_TM], ov[AKV_ON], qv[AKV_ON];
         for (int a = 0; a < AKV_TM / 4; a++) {

@@ -37,7 +37,8 @@ enum { ROPE_HALF = 1, ROPE_INV = 2 };
  *   6: dK/dV 64 x 64 with 8 keys x 4 queries (128 items), table 4's dQ;
  *   7: table 2's att_bwd_dkdv computing dQ too (fused: five products instead of seven), added
  *      with atomics to an f32 accumulator (dQ is then not bit-reproducible; dK and dV are);
- *   8, 9: tables 5 and 6 with 7's fused dQ.
+ *   8, 9: tables 5 and 6 with 7's fused dQ;
+ *   10, 11, 12: tables 7, 8, 9 with att_bwd_dkdv's loads issued one staging step ahead.
  * The `attention` tuner family's parameter "bwd" picks one (0: the rule, att_bwd_effective).
  */
 typedef struct {
@@ -57,6 +58,9 @@ static const att_bwd_table att_bwd_tables[] = {
     {64, 64, 4, 4, 128, 32, 4, 4, 44032, 1}, /* 7: fused dQ */
     {64, 64, 4, 8, 128, 64, 8, 4, 46592, 1}, /* 8: 5 with fused dQ */
     {64, 64, 8, 4, 128, 64, 8, 4, 46592, 1}, /* 9: 6 with fused dQ */
+    {64, 64, 4, 4, 128, 32, 4, 4, 44032, 1}, /* 10: 7, loads ahead */
+    {64, 64, 4, 8, 128, 64, 8, 4, 46592, 1}, /* 11: 8, loads ahead */
+    {64, 64, 8, 4, 128, 64, 8, 4, 46592, 1}, /* 12: 9, loads ahead */
 };
 #define ATT_NBWD (sizeof att_bwd_tables / sizeof att_bwd_tables[0])
 /* f64's tables 1 and 3: 32 x 32 with 4 x 4 (64 items), 28 and 37 KiB. */
