@@ -11,7 +11,9 @@
  * into registers, so that they fly while the previous chunk is multiplied), -DATT_RA (1: the
  * row reductions share the staging space, two more barriers per key tile; for tiles whose
  * local memory would not fit otherwise), -DATT_BWD=N (the backward kernels and rope too, with
- * the backward tiles N, below), -DATT_G (GPUs: the kernels declare their work-group size).
+ * the backward tiles N, below), -DATT_NF (1: without att_fwd, for the programs of backward
+ * tables other than the rule's, which only the backward pass uses), -DATT_G (GPUs: the kernels
+ * declare their work-group size).
  * Options left out are 0 (absent). att_fwd runs on (BQ/TM) (BK/TN) work-items.
  *
  * Layout: q [BH, Sq, D], k [BH, Sk, D], v [BH, Sk, Dv], out [BH, Sq, Dv], lse [BH, Sq] (in T:
@@ -89,6 +91,9 @@
 #endif
 #ifndef ATT_RA
 #define ATT_RA 0
+#endif
+#ifndef ATT_NF
+#define ATT_NF 0
 #endif
 /* reqd_work_group_size on GPUs only: NVIDIA's compiler sizes the register budget by it (a
  * kernel without it may run 1024 items: 64 registers each). PoCL goes without: the programs
@@ -279,6 +284,7 @@ att_fwd_store_v(local T4 *stage4, const T4 *pf, uint lid)
   }
 }
 
+#if !ATT_NF
 kernel ATT_WG(ATT_NT) void
 att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global const ST *v,
         ulong voff, global const ST *mask, ulong moff, global ST *o, ulong ooff, global T *lse,
@@ -461,6 +467,7 @@ att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global c
       lse[loff + bh * Sq + row] = (m[i] + log2(l)) * (T)ATT_LN2;
   }
 }
+#endif
 
 /* The backward kernels and rope: only in the program of the rule's tile at head 128 (the one
  * they run from, -DATT_BWD=N); the other forward variants build att_fwd alone. */

@@ -11,8 +11,8 @@
 #   3. the backward tables under the cltrace shim (bench/cltrace.c: device ms per kernel, so
 #      att_bwd_pre, att_bwd_dkdv and att_bwd_dq apart): the rule, then $BWDS
 #      (`--override attention:bwd=N`);
-#   4. test_nn_attention's backward case (every table against the analytic gradients) with
-#      the same kiln cache (KILN_TEST_KEEP_CACHE_ENV);
+#   4. test_nn_attention's backward case (the rule and $BWDS against the analytic gradients,
+#      KILN_TEST_ATT_BWD) with the same kiln cache (KILN_TEST_KEEP_CACHE_ENV);
 #   5. PyTorch's forward, causal and backward rows, if time is left (last session: 23.5, 12.1
 #      and 73.2 ms).
 source .device/setup.sh >/dev/null 2>&1
@@ -21,7 +21,7 @@ SHIM=$PWD/build-gpu/bench/libcltrace.so
 R=$OUT/r/attn; mkdir -p $R
 export KILN_CACHE_DIR=/tmp/kc-attn; mkdir -p $KILN_CACHE_DIR
 TILES=${TILES:-6 11}
-BWDS=${BWDS:-7 9 8 4 6 5}
+BWDS=${BWDS:-7 10 9 12 8 11 4}
 t0=$(date +%s)
 el() { echo "$1 $(( $(date +%s)-t0 ))s" >> $R/times.txt; tar czf $OUT/r-attn.tgz -C $OUT r/attn; }
 left() { echo $(( 58 - ($(date +%s) - t0) )); }
@@ -65,7 +65,8 @@ done
 el bwd
 l=$(left)
 if [ $l -ge 3 ]; then
-  CK_RUN_CASE=nn_attention_bwd KILN_TEST_KEEP_CACHE_ENV=1 KILN_CACHE=on CK_FORK=no KILN_LOG=error \
+  KILN_TEST_ATT_BWD="0 $BWDS" CK_RUN_CASE=nn_attention_bwd KILN_TEST_KEEP_CACHE_ENV=1 KILN_CACHE=on \
+    CK_FORK=no KILN_LOG=error \
     timeout -k 1 $(( l > 12 ? 12 : l )) build-gpu/tests/test_nn_attention > $R/test-nn_attention-bwd.txt 2>&1
   echo "test_nn_attention (nn_attention_bwd) rc=$?" >> $R/tests.txt
 fi

@@ -249,8 +249,13 @@ kiln__nnt_build_options(const kiln_device_info *info, const char *source, kiln_d
   /* The backward kernels and rope come with the rule's tile at head 128 only (the variant
    * they run from, which a forward call with that tile shares); the other tiles build
    * att_fwd alone, which halves their compile time. */
-  if (v->tile == def.tile && v->dh == ATT_DMAX)
+  if (v->tile == def.tile && v->dh == ATT_DMAX) {
     kiln__options_append(buf, len, " -DATT_BWD=%u", v->bwd);
+    /* Another table than the rule's: a program only the backward pass runs (the forward
+     * always builds with the rule's table), so it leaves att_fwd out (half the compile). */
+    if (v->bwd != def.bwd)
+      kiln__options_append(buf, len, " -DATT_NF=1");
+  }
   if (info->is_gpu)
     kiln__options_append(buf, len, " -DATT_G=1");
 }
@@ -444,7 +449,8 @@ att_forward(kiln_context *ctx, const kiln_tensor *q, const kiln_tensor *k, const
     kiln__tune_lookup(ctx, &kiln__attention_tune, dt, KILN__LAYOUT_MNK, att_key(&g), &want);
   att_variant var;
   var.tile = att_effective_tile(&ctx->info, dt, g.D, g.Dv, want.tile);
-  var.bwd = att_bwd_effective(&ctx->info, dt, want.bwd);
+  /* The rule's backward table, whatever "bwd" says: the forward's program stays the same. */
+  var.bwd = att_bwd_effective(&ctx->info, dt, 0);
   KILN_RETURN_IF(var.tile == 0, KILN_ERR_UNSUPPORTED, op,
                  "no attention tile fits this device (%llu bytes of local memory, work-groups of "
                  "%zu items)",
