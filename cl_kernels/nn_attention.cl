@@ -971,6 +971,8 @@ att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, glo
   }
 }
 
+/* The fused tables (AKV_DQ) have no use for att_bwd_dq. */
+#if !AKV_DQ
 /*
  * dQ: work-item (tr, tc) holds AQ_TM queries x AQ_TN keys of S = Q K^T and dP = dO V^T,
  * turns them into dS = P (dP - delta) (P from the saved lse), which goes to local memory as
@@ -1108,6 +1110,9 @@ att_bwd_dq(global const ST *q, ulong qoff, global const ST *k, ulong koff, globa
 
 #endif
 
+#endif
+
+#if !ATT_NF
 kernel void
 rope(global const ST *x, ulong xoff, global const ST *cosv, ulong coff, global const ST *sinv,
      ulong soff, global ST *y, ulong yoff, ulong rows, ulong S, ulong D, ulong R, uint flags)
@@ -1130,5 +1135,7 @@ rope(global const ST *x, ulong xoff, global const ST *cosv, ulong coff, global c
     KILN_STORE(y, yoff + base + b, xb * c + xa * s);
   }
 }
+
+#endif
 
 #endif
