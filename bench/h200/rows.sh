@@ -25,7 +25,8 @@ b() {
 # row kernels (16384 x 4096): the default (streamed rows) against the local cache (row_local=
 # KiB: each row read once into local memory) at 256, 1024 and 512 work-items, PyTorch, f64,
 # gelu f64 with kiln's erfc (the default) and OpenCL's, the register caches (16 per lane, and
-# with NVIDIA's register cap: programs of their own to compile), kiln's activations, the suite.
+# with NVIDIA's register cap: programs of their own to compile), kiln's activations (items as
+# 4-vectors too), the suite.
 RF=nn.softmax,nn.log_softmax,nn.layer_norm,nn.rms_norm,nn.cross_entropy,nn.softmax_bwd,nn.ce_bwd,nn.layer_norm_bwd
 R5=nn.softmax,nn.layer_norm,nn.cross_entropy,nn.softmax_bwd,nn.layer_norm_bwd
 ACTS=nn.gelu,nn.gelu_tanh,nn.silu,nn.relu,nn.gelu_bwd
@@ -45,6 +46,7 @@ RS=nn.softmax,nn.layer_norm,nn.cross_entropy,nn.softmax_bwd
 KILN_DEBUG_NN=row_items=16 b 7 rows-row_items=16 $RS f32
 KILN_DEBUG_NN=row_items=16,maxreg=64 b 7 rows-row_items=16-maxreg=64 $RS f32
 b 4 act-default $ACTS f32
+KILN_DEBUG_NN=act_vec=4 b 4 act-act_vec=4 $ACTS f32
 KILN_DEBUG_NN=row_items=8 b 6 rows-row_items=8 $RS f32
 tt=$(cap 20); [ $tt -gt 2 ] && CK_FORK=no KILN_LOG=error timeout $tt build-gpu/tests/test_nn > $R/test-nn.txt 2>&1
 echo "test_nn rc=$? $(( $(date +%s)-t0 ))s" >> $R/runs.txt
