@@ -144,8 +144,9 @@ kiln__nn_row_shape(kiln_context *ctx, cl_kernel k, const kiln__nn_knobs *kn, uin
 }
 
 void
-kiln__nn_row_cache_args(kiln__args *a, kiln_context *ctx, const kiln__nn_knobs *kn, kiln_dtype dtype,
-                        size_t local, uint32_t lpr, uint64_t len, unsigned nbuf, unsigned nscratch)
+kiln__nn_row_cache_args(kiln__args *a, kiln_context *ctx, const kiln__nn_knobs *kn,
+                        kiln_dtype dtype, size_t local, uint32_t lpr, uint64_t len, unsigned nbuf,
+                        unsigned nscratch)
 {
   size_t ts = tsize(dtype);
   uint64_t nch = 0, lanes = lpr & ~((uint32_t)1 << 31);
@@ -197,7 +198,7 @@ typedef struct {
 
 static void
 row_cache_args(kiln__args *a, kiln_context *ctx, const row_kernel *rk, kiln_dtype dtype,
-                 uint64_t len, unsigned nbuf, unsigned nscratch)
+               uint64_t len, unsigned nbuf, unsigned nscratch)
 {
   kiln__nn_row_cache_args(a, ctx, &rk->kn, dtype, rk->local, rk->lpr, len, nbuf, nscratch);
 }
@@ -685,8 +686,8 @@ kiln__nn_knobs_get(const kiln_context *ctx, kiln_dtype dtype, kiln__nn_knobs *k)
   nn_default_knobs(&ctx->info, dtype, k);
   knobs_from_env(k);
   const kiln__nn_knob_override *o = &kiln__nn_test_knobs;
-  const char *names[8] = {"act_items", "erf",    "row_items", "row_wg",
-                          "fast",      "act_vec", "maxreg",   "row_local"};
+  const char *names[8] = {"act_items", "erf",     "row_items", "row_wg",
+                          "fast",      "act_vec", "maxreg",    "row_local"};
   const int32_t vals[8] = {o->act_items, o->erf,     o->row_items, o->row_wg,
                            o->fast,      o->act_vec, o->maxreg,    o->row_local};
   for (int i = 0; i < 8; i++)
