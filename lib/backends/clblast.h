@@ -90,6 +90,14 @@ kiln_status kiln__clblast_scal(const char *op, kiln_context *ctx, kiln_dtype dt,
  * parameters: asking for id 0 after an override is KILN_ERR_UNSUPPORTED. Statuses of
  * CLBlastOverrideParameters are mapped (kiln__clblast_status). Needs no lock.
  */
+/*
+ * KILN_DEBUG_CLBLAST="Kernel:NAME=VALUE,...;Kernel:..." put in force for dt (f32/f64) on ctx's
+ * device through CLBlastOverrideParameters, once per spec: any of CLBlast's parameter databases
+ * (e.g. GemmRoutine:XGEMM_MIN_INDIRECT_SIZE=8193 sends GEMMs up to 8192^3 to XgemmDirect;
+ * XgemmDirect:WGD=...). Each kernel's list must name all its parameters (CLBlast's rule).
+ */
+kiln_status kiln__clblast_debug_params(const char *op, kiln_context *ctx, kiln_dtype dt,
+                                       const char *spec);
 kiln_status kiln__clblast_xgemm_override(const char *op, kiln_context *ctx, kiln_dtype dt,
                                          uint32_t id, const size_t *values);
 /*
