@@ -10,11 +10,11 @@
 #   3. SGEMM's per-call overheads: CLBlast's f32 GEMM under the cltrace shim (bench/cltrace.c:
 #      its pad/transpose kernels and buffer calls), and CLBlast with every size on XgemmDirect
 #      (KILN_DEBUG_CLBLAST=GemmRoutine:XGEMM_MIN_INDIRECT_SIZE=8193: no copies at all);
-#   4. test_blas on the GPU (the large kernel against the host reference, every transpose);
+#   4. test_blas case large on the GPU (the default sets against the host reference; second);
 #   5. PyTorch's GEMM (cuBLAS, TF32 off) when time is left.
 # Results: $OUT/r/gemm/ (<label>.json per process, summary.txt: TFLOP/s per size and label,
-# times.txt, err-*.txt). Locally (PoCL): DRY=1 lists the stages; SIZES=2^15 BUDGET=600 runs
-# them small.
+# times.txt, err-*.txt). Locally (PoCL, build-gpu a link to build): DRY=1 lists the stages;
+# SIZES=2^15 BUDGET=900 TMO=60 runs them small.
 [ -f .device/setup.sh ] && source .device/setup.sh >/dev/null 2>&1
 K=build-gpu/tools/kiln
 R=$OUT/r/gemm; mkdir -p $R
@@ -50,7 +50,7 @@ EOF
 
 # bench LABEL TIMEOUT DTYPES SIZES FILTER [ENV=VALUE...]: one kiln bench process
 bench() {
-  local l=$1 to=$2 d=$3 s=$4 f=$5; shift 5
+  local l=$1 to=${TMO:-$2} d=$3 s=$4 f=$5; shift 5
   local lf=$(left); [ $to -gt $lf ] && to=$lf
   [ $to -ge 3 ] || { echo "$l skipped (budget)" >> $R/times.txt; return; }
   echo "$l: $* $d $s $f" >> $R/labels.txt
@@ -62,30 +62,39 @@ bench() {
 
 bench defaults 16 f64,f32 $SZ blas.gemm_large,blas.gemm_clblast
 summary
+# the large kernel's default sets against the host reference on the GPU (every transpose, edges)
+lf=$(left)
+if [ -z "$DRY" ] && [ $lf -ge 4 ]; then
+  CK_FORK=no CK_RUN_CASE=large KILN_TEST_LARGE_SPECS=1 KILN_LOG=error timeout -k 1 10 \
+    build-gpu/tests/test_blas > $R/test-blas-large.txt 2>&1
+  echo "test_blas large rc=$?" >> $R/rc.txt; el test
+fi
 # f64 variants of the default set (tm=8 tn=8 wx=16 wy=16 bk=8 vw=2 db=1 pad=2)
 i=0
-for v in "wx=8" "tm=4 tn=4" "vw=4 pad=4" "bk=16 db=0" "tm=4 wy=32" "pad=0" "vw=1 pad=1" "db=0"; do
-  i=$((i+1)); bench d$i-${v// /_} 6 f64 $SZBIG blas.gemm_large KILN_DEBUG_GEMM_LARGE="$v"
+for v in "wx=8" "tm=4 tn=4" "vw=4 pad=4" "bk=16 db=0" "tm=4 wy=32" "pad=0"; do
+  i=$((i+1)); bench d$i-${v// /_} 8 f64 $SZBIG blas.gemm_large KILN_DEBUG_GEMM_LARGE="$v"
 done
 summary
-# f32 variants of the default set (tm=8 tn=8 wx=16 wy=16 bk=8 vw=4 db=1 pad=4)
-i=0
-for v in "bk=16" "wx=8" "vw=2 pad=2" "tm=4 tn=4"; do
-  i=$((i+1)); bench s$i-${v// /_} 6 f32 $SZ blas.gemm_large KILN_DEBUG_GEMM_LARGE="$v"
-done
-summary
-bench sdirect 8 f32 2^22,2^24 blas.gemm_clblast KILN_DEBUG_CLBLAST="GemmRoutine:XGEMM_MIN_INDIRECT_SIZE=8193"
+# SGEMM's per-call overheads: XgemmDirect for every size, CLBlast with a kept temporary, and
+# the default CLBlast call traced
+bench sdirect 6 f32 ${SIZES:-2^22,2^24} blas.gemm_clblast KILN_DEBUG_CLBLAST="GemmRoutine:XGEMM_MIN_INDIRECT_SIZE=8193"
+bench stemp 6 f32 ${SIZES:-2^22,2^24} blas.gemm_clblast KILN_DEBUG_GEMM_TEMP=1
 if [ -f build-gpu/bench/libcltrace.so ]; then
-  bench strace 6 f32 2^22,2^24 blas.gemm_clblast CLTRACE_OUT=$R/trace-sgemm.txt \
+  bench strace 6 f32 ${SIZES:-2^22,2^24} blas.gemm_clblast CLTRACE_OUT=$R/trace-sgemm.txt \
     CLTRACE_CSV=$R/trace-sgemm.csv LD_PRELOAD=$PWD/build-gpu/bench/libcltrace.so
 fi
 summary
-lf=$(left)
-if [ -z "$DRY" ] && [ $lf -ge 4 ]; then
-  CK_FORK=no CK_RUN_CASE=large KILN_LOG=error timeout -k 1 $lf build-gpu/tests/test_blas \
-    > $R/test-blas.txt 2>&1
-  echo "test_blas rc=$?" >> $R/rc.txt; el test
-fi
+# f32 variants of the default set (tm=8 tn=8 wx=16 wy=16 bk=8 vw=4 db=1 pad=4)
+i=0
+for v in "bk=16" "wx=8" "vw=2 pad=2"; do
+  i=$((i+1)); bench s$i-${v// /_} 8 f32 $SZ blas.gemm_large KILN_DEBUG_GEMM_LARGE="$v"
+done
+summary
+# the f64 variants the budget left out above
+i=6
+for v in "vw=1 pad=1" "db=0"; do
+  i=$((i+1)); bench d$i-${v// /_} 8 f64 $SZBIG blas.gemm_large KILN_DEBUG_GEMM_LARGE="$v"
+done
 lf=$(left)
 if [ -z "$DRY" ] && [ $lf -ge 8 ]; then
   timeout -k 1 $lf python3 bench/peers_torch.py --no-startup --dtype f32,f64 --sizes $SZ \

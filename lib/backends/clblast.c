@@ -201,6 +201,24 @@ kiln__clblast_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int
 }
 
 kiln_status
+kiln__clblast_gemm_temp(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int tb,
+                        size_t m, size_t n, size_t k, double alpha, cl_mem a, size_t aoff,
+                        size_t lda, cl_mem b, size_t boff, size_t ldb, double beta, cl_mem c,
+                        size_t coff, size_t ldc, cl_mem temp)
+{
+  cl_command_queue *q = &ctx->queue;
+  /* The column-major form of kiln__clblast_gemm. */
+  if (dt == KILN_F32)
+    PROVIDER_CALL(op, ctx, "SgemmWithTempBuffer",
+                  CLBlastSgemmWithTempBuffer(COL, tr(tb), tr(ta), n, m, k, (float)alpha, b, boff,
+                                             ldb, a, aoff, lda, (float)beta, c, coff, ldc, q, NULL,
+                                             temp));
+  PROVIDER_CALL(op, ctx, "DgemmWithTempBuffer",
+                CLBlastDgemmWithTempBuffer(COL, tr(tb), tr(ta), n, m, k, alpha, b, boff, ldb, a,
+                                           aoff, lda, beta, c, coff, ldc, q, NULL, temp));
+}
+
+kiln_status
 kiln__clblast_gemv(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, size_t m, size_t n,
                    kiln_complex128 alpha, cl_mem a, size_t aoff, size_t lda, cl_mem x, size_t xoff,
                    kiln_complex128 beta, cl_mem y, size_t yoff)

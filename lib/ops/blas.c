@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/dtype_traits.h"
+#include "core/env.h"
 #include "core/error.h"
 #include "kiln/blas.h"
 #include "kiln/layout.h"
@@ -157,6 +158,13 @@ large_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, const struct kiln__
   kiln__program_options(&ctx->info, "gemm_large", dt, p, opts, sizeof opts);
   cl_kernel kern;
   KILN_TRY(kiln__kernel_get(op, ctx, "gemm_large", opts, "gemm_large", &kern));
+  /* A set whose registers do not fit its work-group on this device: the caller falls back. */
+  size_t kwg = 0;
+  cl_int err = clGetKernelWorkGroupInfo(kern, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg,
+                                        &kwg, NULL);
+  KILN_RETURN_IF(err != CL_SUCCESS || kwg < (size_t)p->wx * p->wy, KILN_ERR_UNSUPPORTED, op,
+                 "the large GEMM kernel (%ux%u work-items) runs at most %zu per group here",
+                 p->wx, p->wy, kwg);
   kiln__args args = kiln__args_begin(op, kern);
   kiln__args_u64(&args, m);
   kiln__args_u64(&args, n);
@@ -416,18 +424,32 @@ realified_gemm(const char *op, kiln_context *ctx, const struct gemm_args *g, uin
 }
 #endif
 
+#if KILN_HAVE_CLBLAST
+/* KILN_DEBUG_GEMM_TEMP=1: one-matrix f32/f64 GEMMs on CLBlast get the context's temporary
+ * buffer (kiln__blas_gemm_temp) instead of creating and releasing theirs per call. */
+static int
+gemm_temp_on(void)
+{
+  return kiln__env_flag(KILN__ENV_DEBUG_GEMM_TEMP);
+}
+#endif
+
 /* One strided batch of GEMMs, routed by size (ctx->lock held). */
 static kiln_status
 gemm_strided(const char *op, kiln_context *ctx, const struct gemm_args *g, uint64_t astride,
              uint64_t bstride, uint64_t cstride, uint64_t batch)
 {
-  if (g->route == KILN__GEMM_ROUTE_LARGE) {
+  int route = g->route;
+  if (route == KILN__GEMM_ROUTE_LARGE) {
     atomic_fetch_add(&routed[2], 1);
-    return large_gemm(op, ctx, g->dt, &g->large, g->m, g->n, g->k, g->alpha, g->beta, &g->a,
-                      astride, &g->b, bstride, &g->c, cstride, batch);
+    kiln_status s = large_gemm(op, ctx, g->dt, &g->large, g->m, g->n, g->k, g->alpha, g->beta,
+                               &g->a, astride, &g->b, bstride, &g->c, cstride, batch);
+    if (s != KILN_ERR_UNSUPPORTED)
+      return s;
+    route = kiln__blas_use_clblast(ctx) ? KILN__GEMM_ROUTE_CLBLAST : KILN__GEMM_ROUTE_KILN;
   }
-  count_route(g->route == KILN__GEMM_ROUTE_KILN);
-  if (g->route == KILN__GEMM_ROUTE_KILN) {
+  count_route(route == KILN__GEMM_ROUTE_KILN);
+  if (route == KILN__GEMM_ROUTE_KILN) {
     /* alpha == 0 is BLAS's "A and B are not referenced": run it as k == 0. */
     uint64_t k = scalar_is_zero(g->alpha) ? 0 : g->k;
     return small_gemm(op, ctx, g->dt, g->m, g->n, k, g->alpha, g->beta, &g->a, astride, &g->b,
@@ -436,6 +458,18 @@ gemm_strided(const char *op, kiln_context *ctx, const struct gemm_args *g, uint6
 #if KILN_HAVE_CLBLAST
   if (realify_ok(g, bstride, batch))
     return realified_gemm(op, ctx, g, astride, bstride, cstride, batch);
+  if (batch == 1 && kiln__dtype_is_float(g->dt) && gemm_temp_on()) {
+    /* An upper bound of what CLBlast asks (Xgemm::GetTempSize: A, B and C each padded to its
+     * tiles, at most 128 here) instead of its size query, which builds its parameter database
+     * on every call (as kiln__lh_gemm). */
+    size_t ts = kiln_dtype_size(g->dt), mp = g->m + 127, np = g->n + 127, kp = g->k + 127;
+    cl_mem temp = kiln__blas_gemm_temp(ctx, (mp * kp + kp * np + mp * np) * ts);
+    if (temp && kiln__clblast_gemm_temp(op, ctx, g->dt, g->a.trans, g->b.trans, g->m, g->n, g->k,
+                                        g->alpha.re, g->a.mem, g->a.off, g->a.ld, g->b.mem,
+                                        g->b.off, g->b.ld, g->beta.re, g->c.mem, g->c.off,
+                                        g->c.ld, temp) == KILN_OK)
+      return KILN_OK;
+  }
   return kiln__clblast_gemm(op, ctx, g->dt, g->a.trans, g->b.trans, g->m, g->n, g->k, g->alpha,
                             g->a.mem, g->a.off, g->a.ld, astride, g->b.mem, g->b.off, g->b.ld,
                             bstride, g->beta, g->c.mem, g->c.off, g->c.ld, cstride, batch);

@@ -24,6 +24,8 @@ struct blas_state {
   int64_t small_mnk; /* KILN_OPT_GEMM_SMALL_MNK */
   int small_mnk_set; /* the option was set: it routes every call, not the autotuner */
   int use_clblast;   /* built with CLBlast and not disabled by KILN_DEBUG_NO_CLBLAST */
+  cl_mem gemm_temp;  /* CLBlast's GEMM temporaries (kiln__blas_gemm_temp) */
+  size_t gemm_temp_bytes;
 };
 
 static kiln_status
@@ -43,6 +45,9 @@ blas_state_create(kiln_context *ctx, void **state)
 static void
 blas_state_destroy(kiln_context *ctx, void *state)
 {
+  struct blas_state *st = state;
+  if (st && st->gemm_temp)
+    clReleaseMemObject(st->gemm_temp);
   free(state);
 }
 
@@ -56,6 +61,24 @@ int
 kiln__blas_use_clblast(const kiln_context *ctx)
 {
   return state_of(ctx)->use_clblast;
+}
+
+cl_mem
+kiln__blas_gemm_temp(kiln_context *ctx, size_t bytes)
+{
+  struct blas_state *st = state_of(ctx);
+  if (st->gemm_temp_bytes < bytes) {
+    if (st->gemm_temp)
+      clReleaseMemObject(st->gemm_temp);
+    /* Doubling: a run of growing products reallocates a logarithmic number of times. */
+    size_t want = bytes < 2 * st->gemm_temp_bytes ? 2 * st->gemm_temp_bytes : bytes;
+    cl_int err;
+    st->gemm_temp = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, want, NULL, &err);
+    st->gemm_temp_bytes = err == CL_SUCCESS ? want : 0;
+    if (err != CL_SUCCESS)
+      st->gemm_temp = NULL;
+  }
+  return st->gemm_temp;
 }
 
 static void
@@ -251,8 +274,8 @@ blas_build_options(const kiln_device_info *info, const char *source, kiln_dtype 
         variant ? variant : &large_default[dtype == KILN_F64];
     kiln__options_append(buf, len,
                          " -DGL_TM=%u -DGL_TN=%u -DGL_WX=%u -DGL_WY=%u -DGL_BK=%u -DGL_VW=%u "
-                         "-DGL_DB=%u -DGL_PAD=%u",
-                         p->tm, p->tn, p->wx, p->wy, p->bk, p->vw, p->db, p->pad);
+                         "-DGL_DB=%u -DGL_PAD=%u -DGL_UNROLL=%d",
+                         p->tm, p->tn, p->wx, p->wy, p->bk, p->vw, p->db, p->pad, info->is_gpu);
     return;
   }
   kiln__options_append(buf, len, " -DKILN_GEMM_TILE=%u -DKILN_DOT_WG=%u",

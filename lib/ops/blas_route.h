@@ -22,6 +22,13 @@ enum kiln__gemm_route {
 int kiln__blas_use_clblast(const kiln_context *ctx);
 
 /*
+ * The context's buffer for CLBlast's GEMM temporaries, at least bytes long (grown by doubling,
+ * kept for the context's life); NULL when it cannot be had (the caller lets CLBlast allocate).
+ * ctx->lock held.
+ */
+cl_mem kiln__blas_gemm_temp(kiln_context *ctx, size_t bytes);
+
+/*
  * The route (KILN__GEMM_ROUTE_KILN, _CLBLAST or _LARGE) of a call of m*n*k = size, route a
  * forced enum kiln__gemm_route value or -1 to choose: KILN_OPT_GEMM_SMALL_MNK once set on the
  * context (the caller said so) sends products up to it to kiln's small kernel and larger ones

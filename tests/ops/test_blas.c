@@ -285,17 +285,25 @@ START_TEST(gemm_beta_zero_ignores_nan)
 }
 END_TEST
 
-/* A size-1000 product, through CLBlast's large-matrix path, with NaN in C and beta == 0. */
+/*
+ * A size-1000 product, through CLBlast's large-matrix path, with NaN in C and beta == 0; then
+ * again with the context's kept temporary buffer (KILN_DEBUG_GEMM_TEMP=1), B transposed too.
+ */
 START_TEST(gemm_large_1000)
 {
   if (!harness_fits(1000 * 1000))
     return;
-  struct gemm_case gc = {2, 2, {1000, 1000}, {1000, 1000}, 1, 0, 1.0, 0.0, 1};
-  run_gemm_case(KILN_F32, ROUTE_CLBLAST, &gc);
-  if (harness_has_fp64()) {
-    struct gemm_case g2 = {2, 2, {1000, 17}, {1000, 3}, 1, 0, -1.0, 1.0, 1};
-    run_gemm_case(KILN_F64, ROUTE_CLBLAST, &g2);
+  for (int temp = 0; temp < 2; temp++) {
+    if (temp)
+      setenv("KILN_DEBUG_GEMM_TEMP", "1", 1);
+    struct gemm_case gc = {2, 2, {1000, 1000}, {1000, 1000}, 1, temp, 1.0, 0.0, 1};
+    run_gemm_case(KILN_F32, ROUTE_CLBLAST, &gc);
+    if (harness_has_fp64()) {
+      struct gemm_case g2 = {2, 2, {1000, 17}, {1000, 3}, 1, 0, -1.0, 1.0, 1};
+      run_gemm_case(KILN_F64, ROUTE_CLBLAST, &g2);
+    }
   }
+  unsetenv("KILN_DEBUG_GEMM_TEMP");
 }
 END_TEST
 
@@ -1409,7 +1417,11 @@ START_TEST(gemm_large_kernel)
   static const double ab[][2] = {{1, 0}, {-1, 1}, {0.5, -1}, {2, 0}, {1, 0.25}};
   kiln_context *ctx = harness_ctx();
   const int small = harness_small();
-  const size_t nspecs = small ? 2 : sizeof specs / sizeof specs[0];
+  /* KILN_TEST_LARGE_SPECS=n: the first n sets only (bench/h200/gemm.sh: the defaults). */
+  const char *ns = getenv("KILN_TEST_LARGE_SPECS");
+  size_t nspecs = small ? 2 : sizeof specs / sizeof specs[0];
+  if (ns && atoi(ns) > 0 && (size_t)atoi(ns) < nspecs)
+    nspecs = (size_t)atoi(ns);
   const size_t ndims = small ? 3 : sizeof dims / sizeof dims[0];
   for (size_t d = 0; d < 2; d++) {
     kiln_dtype dt = float_dtypes[d];
