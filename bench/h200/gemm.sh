@@ -90,6 +90,8 @@ for v in "bk=16" "wx=8" "vw=2 pad=2"; do
   i=$((i+1)); bench s$i-${v// /_} 8 f32 $SZ blas.gemm_large KILN_DEBUG_GEMM_LARGE="$v"
 done
 summary
+# XgemmDirect with 64x64 tiles of 16x16 items (CLBlast's NVIDIA default is smaller)
+bench sdirect64 6 f32 ${SIZES:-2^22,2^24} blas.gemm_clblast KILN_DEBUG_CLBLAST="GemmRoutine:XGEMM_MIN_INDIRECT_SIZE=8193;XgemmDirect:WGD=64,MDIMCD=16,NDIMCD=16,MDIMAD=16,NDIMBD=16,KWID=2,VWMD=2,VWND=2,PADA=1,PADB=1"
 # the f64 variants the budget left out above
 i=6
 for v in "vw=1 pad=1" "db=0"; do

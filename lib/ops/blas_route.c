@@ -142,12 +142,31 @@ large_invalid(const struct kiln__gemm_large *p, size_t esize, const kiln_device_
   return buf;
 }
 
+/*
+ * The default set for dt on info's device: large_default, or where its work-group or local
+ * tiles do not fit (the f64 tiles take 33 KiB: oclgrind's device has 32), the same single-
+ * buffered, then with 4x4 per work-item. Returns 0 when none fits.
+ */
+static int
+large_pick(const kiln_device_info *info, kiln_dtype dt, struct kiln__gemm_large *p)
+{
+  char why[160];
+  *p = large_default[dt == KILN_F64];
+  if (!large_invalid(p, kiln_dtype_size(dt), info, why, sizeof why))
+    return 1;
+  p->db = 0;
+  if (!large_invalid(p, kiln_dtype_size(dt), info, why, sizeof why))
+    return 1;
+  p->tm = p->tn = 4;
+  return !large_invalid(p, kiln_dtype_size(dt), info, why, sizeof why);
+}
+
 kiln_status
 kiln__gemm_large_params(const char *op, const kiln_context *ctx, kiln_dtype dt,
                         struct kiln__gemm_large *p)
 {
   static const char *const names[KILN__GEMM_LARGE_NPARAMS] = {KILN__GEMM_LARGE_NAMES};
-  *p = large_default[dt == KILN_F64];
+  large_pick(&ctx->info, dt, p);
   const char *e = kiln__env(KILN__ENV_DEBUG_GEMM_LARGE);
   uint32_t *v = &p->tm;
   for (const char *s = e ? e : ""; *s;) {
@@ -179,14 +198,13 @@ kiln__gemm_large_params(const char *op, const kiln_context *ctx, kiln_dtype dt,
   return KILN_OK;
 }
 
-/* The large kernel runs dt on ctx's device: f32/f64 and its default set fits the device. */
+/* The large kernel runs dt on ctx's device: f32/f64 and a default set fits the device. */
 static int
 large_ok(const kiln_context *ctx, kiln_dtype dt)
 {
-  char why[160];
+  struct kiln__gemm_large p;
   return (dt == KILN_F32 || (dt == KILN_F64 && ctx->info.has_fp64)) &&
-         !large_invalid(&large_default[dt == KILN_F64], kiln_dtype_size(dt), &ctx->info, why,
-                        sizeof why);
+         large_pick(&ctx->info, dt, &p);
 }
 
 /*
@@ -270,8 +288,10 @@ blas_build_options(const kiln_device_info *info, const char *source, kiln_dtype 
                    const void *variant, char *buf, size_t len)
 {
   if (strcmp(source, "gemm_large") == 0) {
-    const struct kiln__gemm_large *p =
-        variant ? variant : &large_default[dtype == KILN_F64];
+    struct kiln__gemm_large d;
+    if (!variant)
+      large_pick(info, dtype, &d);
+    const struct kiln__gemm_large *p = variant ? variant : &d;
     kiln__options_append(buf, len,
                          " -DGL_TM=%u -DGL_TN=%u -DGL_WX=%u -DGL_WY=%u -DGL_BK=%u -DGL_VW=%u "
                          "-DGL_DB=%u -DGL_PAD=%u -DGL_UNROLL=%d",
