@@ -65,7 +65,7 @@ summary
 # the large kernel's default sets against the host reference on the GPU (every transpose, edges)
 lf=$(left)
 if [ -z "$DRY" ] && [ $lf -ge 4 ]; then
-  CK_FORK=no CK_RUN_CASE=large KILN_TEST_LARGE_SPECS=1 KILN_LOG=error timeout -k 1 10 \
+  CK_FORK=no CK_RUN_CASE=large KILN_TEST_LARGE_SPECS=2 KILN_LOG=error timeout -k 1 15 \
     build-gpu/tests/test_blas > $R/test-blas-large.txt 2>&1
   echo "test_blas large rc=$?" >> $R/rc.txt; el test
 fi

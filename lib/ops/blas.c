@@ -583,7 +583,7 @@ gemm_views(const char *op, kiln_context *ctx, int ta, int tb, kiln_complex128 al
   if (g.route == KILN__GEMM_ROUTE_CLBLAST)
     s = kiln__blas_xgemm_prepare_mnk(op, ctx, kiln__dtype_real_part(a->dtype), mnk(m, n, k));
   else if (g.route == KILN__GEMM_ROUTE_LARGE)
-    s = kiln__gemm_large_params(op, ctx, a->dtype, &g.large);
+    s = kiln__gemm_large_params(op, ctx, a->dtype, m, n, ct->numel / (m * n), &g.large);
   if (s == KILN_OK) {
     kiln__ctx_lock(ctx);
     s = gemm_plan_run(op, ctx, &g, &plan);

@@ -162,12 +162,23 @@ large_pick(const kiln_device_info *info, kiln_dtype dt, struct kiln__gemm_large 
 }
 
 kiln_status
-kiln__gemm_large_params(const char *op, const kiln_context *ctx, kiln_dtype dt,
-                        struct kiln__gemm_large *p)
+kiln__gemm_large_params(const char *op, const kiln_context *ctx, kiln_dtype dt, uint64_t m,
+                        uint64_t n, uint64_t batch, struct kiln__gemm_large *p)
 {
   static const char *const names[KILN__GEMM_LARGE_NPARAMS] = {KILN__GEMM_LARGE_NAMES};
   large_pick(&ctx->info, dt, p);
   const char *e = kiln__env(KILN__ENV_DEBUG_GEMM_LARGE);
+  /* Fewer tiles than compute units leaves some idle: 4x4 results per work-item (a quarter of
+   * the tile) where that runs. */
+  const uint64_t mt = (uint64_t)p->wy * p->tm, nt = (uint64_t)p->wx * p->tn;
+  if ((!e || !*e) && p->tm > 4 && p->tn > 4 &&
+      (m + mt - 1) / mt * ((n + nt - 1) / nt) * batch < ctx->info.compute_units) {
+    struct kiln__gemm_large q = *p;
+    char why[160];
+    q.tm = q.tn = 4;
+    if (!large_invalid(&q, kiln_dtype_size(dt), &ctx->info, why, sizeof why))
+      *p = q;
+  }
   uint32_t *v = &p->tm;
   for (const char *s = e ? e : ""; *s;) {
     if (*s == ' ' || *s == ',') {

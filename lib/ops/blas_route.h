@@ -52,11 +52,14 @@ struct kiln__gemm_large {
 #define KILN__GEMM_LARGE_NAMES "tm", "tn", "wx", "wy", "bk", "vw", "db", "pad"
 
 /*
- * The parameters a large-kernel call of dt runs with on ctx's device: KILN_DEBUG_GEMM_LARGE
- * ("tm=8 tn=8 ...", names not given keep the default's values) when set, else the default
- * set for dt. Fails (naming op) on a malformed or unrunnable KILN_DEBUG_GEMM_LARGE.
+ * The parameters a large-kernel call of dt (batch products of m x n) runs with on ctx's
+ * device: KILN_DEBUG_GEMM_LARGE ("tm=8 tn=8 ...", names not given keep the default's values)
+ * when set, else the default set for dt, with 4x4 results per work-item where its tiles would
+ * be fewer than the device's compute units. Fails (naming op) on a malformed or unrunnable
+ * KILN_DEBUG_GEMM_LARGE.
  */
 kiln_status kiln__gemm_large_params(const char *op, const kiln_context *ctx, kiln_dtype dt,
+                                    uint64_t m, uint64_t n, uint64_t batch,
                                     struct kiln__gemm_large *p);
 
 /*
