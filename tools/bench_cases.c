@@ -385,6 +385,14 @@ setup_gemm_kiln(struct bench_state *st)
   return setup_gemm_route(st, "route=1");
 }
 
+/* kiln's large-product kernel (cl_kernels/gemm_large.cl; KILN_DEBUG_GEMM_LARGE sets its
+ * parameters). */
+static kiln_status
+setup_gemm_large(struct bench_state *st)
+{
+  return setup_gemm_route(st, "route=3");
+}
+
 /* HGEMM / CGEMM rows: f16/bf16 always run on kiln's tiled kernel (no route to force), complex
  * on the context's routing (CGEMM/ZGEMM above the threshold). */
 static int
@@ -1301,6 +1309,7 @@ const struct bench_case bench_cases[] = {
     {"blas.gemm", "blas", float_dtype, setup_gemm, run_gemm, NULL, flops_gemm},
     {"blas.gemm_clblast", "blas", float_dtype, setup_gemm_clblast, run_gemm, NULL, flops_gemm},
     {"blas.gemm_kiln", "blas", float_dtype, setup_gemm_kiln, run_gemm, NULL, flops_gemm},
+    {"blas.gemm_large", "blas", float_dtype, setup_gemm_large, run_gemm, NULL, flops_gemm},
     {"blas.hgemm", "blas", half_dtype, setup_gemm_plain, run_gemm, NULL, flops_gemm},
     {"blas.cgemm", "blas", complex_dtype, setup_gemm_plain, run_gemm, NULL, flops_cgemm},
     {"fft.c2c", "fft", float_dtype, setup_fft, run_fft, bytes_fft, flops_fft},
