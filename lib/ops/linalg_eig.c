@@ -293,6 +293,15 @@ mrrr_parallel(uint64_t n, const double *d, const double *e, double *w, double *z
   return 0;
 }
 
+/* The N of an entry "threads=N" in KILN_DEBUG_LINALG_HOST, 0 when there is none. */
+static uint64_t
+host_threads_env(void)
+{
+  const char *e = kiln__env(KILN__ENV_DEBUG_LINALG_HOST), *p = e ? strstr(e, "threads=") : NULL;
+  long t = p ? strtol(p + 8, NULL, 10) : 0;
+  return t > 0 && t <= 64 ? (uint64_t)t : 0;
+}
+
 /* Host threads for the parallel MRRR and dbdsvdx: the online CPUs, at most one per 64 rows. */
 static uint64_t
 mrrr_threads(uint64_t n)
@@ -300,6 +309,8 @@ mrrr_threads(uint64_t n)
   int h = atomic_load(&hook_mrrr_threads);
   if (h > 0)
     return (uint64_t)h;
+  if (host_threads_env())
+    return host_threads_env();
   long c = sysconf(_SC_NPROCESSORS_ONLN);
   uint64_t t = c > 0 ? (uint64_t)c : 1, most = n / 64;
   t = t < most ? t : most;
