@@ -5,9 +5,10 @@
 # back-transformation) to $R/phases-NAME.txt; the traced ones (bench/cltrace.c) also give a
 # per-kernel table in $R/trace-NAME.txt. Order: what matters most first, PyTorch and the
 # suite last (PyTorch's known figures: eigh 11.6 / 109 ms, svd 91 / 1642 ms at 1024 / 4096).
-# Variants: KILN_DEBUG_LINALG_HOST (stemr: the dstemr calls per thread; stedc; threads=N;
-# bdsdc, bdsvdx, bdsqr; the default: dlarre once, dlarrv per thread), OpenBLAS's LAPACK
-# through LD_LIBRARY_PATH. Results under $OUT/r/eig/.
+# Variants: KILN_DEBUG_LINALG_HOST (eigh: stemr, one dstemr call per thread, against the
+# default dlarre once and dlarrv per thread; threads=N; svd: bdsvdx, the threaded dbdsvdx,
+# against the default MRRR on the Golub-Kahan matrix), OpenBLAS's LAPACK through
+# LD_LIBRARY_PATH (svd: dbdsdc). Results under $OUT/r/eig/.
 source .device/setup.sh >/dev/null 2>&1
 K=build-gpu/tools/kiln
 SHIM=$PWD/build-gpu/bench/libcltrace.so
@@ -32,14 +33,15 @@ E=linalg.eigh; S=linalg.svd
 b eigh-1k 14 f64 2^20 $E 3 1
 b eigh-4k 7 f64 2^24 $E 1 1
 b svd-1k 4 f64 2^20 $S 2 1
+b svd-4k 13 f64 2^24 $S 1 0
 # host stage variants at 1024 (phases tell the host stage apart)
 b eigh-1k-stemr 3 f64 2^20 $E 2 0 KILN_DEBUG_LINALG_HOST=stemr
 b eigh-1k-t1 3 f64 2^20 $E 2 0 KILN_DEBUG_LINALG_HOST=threads=1
 b eigh-1k-t4 3 f64 2^20 $E 2 0 KILN_DEBUG_LINALG_HOST=threads=4
 b eigh-4k-stemr 5 f64 2^24 $E 1 0 KILN_DEBUG_LINALG_HOST=stemr
-b svd-1k-ob 4 f64 2^20 $S 1 0 LD_LIBRARY_PATH=$ob:$LD_LIBRARY_PATH
+b svd-1k-bdsvdx 4 f64 2^20 $S 1 0 KILN_DEBUG_LINALG_HOST=bdsvdx
+b svd-1k-ob 4 f64 2^20 $S 1 0 KILN_DEBUG_LINALG_HOST=bdsdc LD_LIBRARY_PATH=$ob:$LD_LIBRARY_PATH
 b f32-1k 4 f32 2^20 $E,$S 1 0
-b svd-4k 13 f64 2^24 $S 1 0
 l=$(left); [ $l -gt 9 ] && l=9
 [ $l -ge 4 ] && timeout $l python3 bench/peers_torch.py --no-startup --reps 3 --dtype f64 \
   --sizes 2^20 --filter $E,$S --out $R/torch.json >> $R/torch.log 2>&1
