@@ -798,8 +798,7 @@ sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d
   return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueCopyBuffer");
 }
 
-static kiln_status transpose(const kiln__lsp *L, kiln__lsp_mat src, uint64_t rows, uint64_t cols,
-                             kiln__lsp_mat dst);
+static kiln_status grid2(const kiln__lsp *L, kiln__args *args, uint64_t g0, uint64_t g1);
 
 kiln_status
 kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_tensor **w,
@@ -824,7 +823,7 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
     s = kiln__lsp_out(&o, op, ctx, a->dtype, &vs, v);
   if (s == KILN_OK)
     s = kiln__lsp_outs_check(&o, op, a, NULL);
-  kiln_tensor *work = NULL, *dd = NULL, *ee = NULL, *tau = NULL, *zt = NULL;
+  kiln_tensor *work = NULL, *dd = NULL, *ee = NULL, *tau = NULL, *zt = NULL, *qm = NULL;
   kiln__lsp_ws ws = {0};
   td_ws tw = {0};
   double t0 = 0;
@@ -877,39 +876,62 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
       s = kiln__lsp_download(&L, dd, &hd);
     if (s == KILN_OK)
       s = kiln__lsp_download(&L, ee, &he);
+    /* Q = diag(1, Q') formed on the device (the reflectors act on rows 1 .. n-1) while the
+     * host computes Z; then V = Q Z is one GEMM instead of the blocked update after it */
+    if (s == KILN_OK && v)
+      s = kiln__ops_scratch(op, ctx, a->dtype, cnt * n, &qm);
+    cl_kernel ke;
+    if (s == KILN_OK && v)
+      s = kern(&L, "eye_rect", &ke);
+    if (s == KILN_OK && v) {
+      kiln__args args = kiln__args_begin(op, ke);
+      args_t(&args, qm);
+      kiln__args_u64(&args, n * n);
+      kiln__args_u32(&args, (uint32_t)n);
+      kiln__args_u32(&args, (uint32_t)n);
+      kiln__args_u64(&args, batch);
+      s = grid2(&L, &args, n, n * batch);
+    }
+    for (uint64_t b = 0; s == KILN_OK && v && b < batch && n > 2; b++) {
+      kiln__lsp_mat ab = kiln__lsp_tmat(work, n), tb = kiln__lsp_tmat(tau, 1),
+                    qb = kiln__lsp_tmat(qm, n);
+      ab.off += b * n * n + n;
+      tb.off += b * n;
+      qb.off += b * n * n + n;
+      s = kiln__lsp_ormqr(&L, ab, n - 1, n - 1, tb, 0, qb, n, &ws);
+    }
+    if (s == KILN_OK && v) {
+      cl_int err = clFlush(ctx->queue);
+      if (err != CL_SUCCESS)
+        s = kiln__fail_cl(op, err, "clFlush");
+    }
     if (s == KILN_OK && v)
       s = host_mem(op, (hz = malloc(cnt * n * sizeof *hz)) != NULL);
 #if KILN_HAVE_LAPACKE
     for (uint64_t b = 0; s == KILN_OK && b < batch; b++)
       s = tridiag_eig(op, b, n, hd + b * n, he + b * n, v ? hz + b * n * n : NULL);
 #endif
-    phase(&L, v ? "host tridiagonal eigensolver (vectors)" : "host tridiagonal eigenvalues", n,
-          &t0);
+    phase(&L,
+          v ? "host tridiagonal eigensolver (vectors; Q formed on the device meanwhile)"
+            : "host tridiagonal eigenvalues",
+          n, &t0);
     if (s == KILN_OK)
       s = kiln__lsp_upload(&L, *w, hd);
-    /* the host gives Z^T (LAPACK's column-major Z): transposed on the device, where it
-     * costs a copy's time instead of a strided pass over the host's memory */
+    /* the host gives Z^T (LAPACK's column-major Z), which the GEMM takes transposed */
     if (s == KILN_OK && v)
       s = kiln__ops_scratch(op, ctx, a->dtype, cnt * n, &zt);
     if (s == KILN_OK && v)
       s = kiln__lsp_upload(&L, zt, hz);
     for (uint64_t b = 0; s == KILN_OK && v && b < batch; b++) {
-      kiln__lsp_mat src = kiln__lsp_tmat(zt, n), dst = kiln__lsp_tmat(*v, n);
-      src.off += b * n * n;
-      dst.off += b * n * n;
-      s = transpose(&L, src, n, n, dst);
-    }
-    /* V = diag(1, Q') Z: the reflectors act on rows 1 .. n-1. */
-    for (uint64_t b = 0; s == KILN_OK && v && b < batch && n > 2; b++) {
-      kiln__lsp_mat ab = kiln__lsp_tmat(work, n), tb = kiln__lsp_tmat(tau, 1),
-                    zb = kiln__lsp_tmat(*v, n);
-      ab.off += b * n * n + n;
-      tb.off += b * n;
-      zb.off += b * n * n + n;
-      s = kiln__lsp_ormqr(&L, ab, n - 1, n - 1, tb, 0, zb, n, &ws);
+      kiln__lsp_mat qb = kiln__lsp_tmat(qm, n), zb = kiln__lsp_tmat(zt, n),
+                    vb = kiln__lsp_tmat(*v, n);
+      qb.off += b * n * n;
+      zb.off += b * n * n;
+      vb.off += b * n * n;
+      s = kiln__lsp_gemm(&L, 0, 1, n, n, n, 1.0, qb, zb, 0.0, vb);
     }
     if (v)
-      phase(&L, "back-transformation (with the upload of Z)", n, &t0);
+      phase(&L, "back-transformation (the upload of Z^T, V = Q Z)", n, &t0);
   }
   kiln__lsp_ws_release(&ws);
   kiln_tensor_release(work);
@@ -917,6 +939,7 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
   kiln_tensor_release(ee);
   kiln_tensor_release(tau);
   kiln_tensor_release(zt);
+  kiln_tensor_release(qm);
   td_ws_release(&tw);
   free(hd);
   free(he);
