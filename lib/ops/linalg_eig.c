@@ -1721,11 +1721,28 @@ copy_elems(const kiln__lsp *L, const kiln_tensor *src, uint64_t soff, kiln_tenso
   return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueCopyBuffer");
 }
 
+/* Sets the rows x cols matrix at x (row stride cols) to the identity's first rows x cols. */
+static kiln_status
+eye_mat(const kiln__lsp *L, kiln__lsp_mat x, uint64_t rows, uint64_t cols)
+{
+  cl_kernel k;
+  KILN_TRY(kern(L, "eye_rect", &k));
+  kiln__args args = kiln__args_begin(L->op, k);
+  args_mat(&args, x);
+  kiln__args_u64(&args, rows * cols);
+  kiln__args_u32(&args, (uint32_t)rows);
+  kiln__args_u32(&args, (uint32_t)cols);
+  kiln__args_u64(&args, 1);
+  return grid2(L, &args, cols, rows);
+}
+
 /*
  * The device route of kiln_linalg_svd for batch m x n matrices with k = min(m, n) > 0:
  * bidiagonalisation of A (or of A^T when wide) on the device, the bidiagonal SVD on the host,
- * the back-transformations U = Q [Ub 0; 0 I], V = P Vb on the device. For a wide A the roles
- * swap: A^T = U' S V'^T gives U = V' and V^T = U'^T.
+ * U = Q [Ub 0; 0 I], V = P Vb on the device. For a wide A the roles swap: A^T = U' S V'^T
+ * gives U = V' and V^T = U'^T. Q (its first ucM columns) and P are formed on the device
+ * (identities through the blocked reflector updates) while the host works; then
+ * U = Q[:, :N] Ub (and Q's other columns as they are) and V = P Vb are GEMMs.
  */
 static kiln_status
 svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uint64_t batch,
@@ -1733,21 +1750,22 @@ svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uin
 {
   uint64_t M = m > n ? m : n, N = m < n ? m : n, ucM = full ? M : N, vec = uo != NULL;
   uint64_t uc = full ? m : N, vr = full ? n : N;
-  kiln_tensor *t[7] = {NULL};
-  enum { A_, P_, D_, E_, TQ, TP, X_ };
-  uint64_t sizes[7] = {M * N, N * N, N, N, N, N, vec ? (m >= n ? N * N : M * ucM) : 1};
+  kiln_tensor *t[11] = {NULL};
+  enum { A_, P_, D_, E_, TQ, TP, X_, QM, PM, UB, VB };
+  uint64_t nv = vec ? N * N : 1;
+  uint64_t sizes[11] = {M * N, N * N, N, N, N, N, vec ? (m >= n ? N * N : M * ucM) : 1,
+                        vec ? M * ucM : 1, nv, nv, nv};
   kiln_status s = KILN_OK;
-  for (int i = 0; s == KILN_OK && i < 7; i++)
+  for (int i = 0; s == KILN_OK && i < 11; i++)
     s = kiln__ops_scratch(L->op, L->ctx, L->dt, sizes[i], &t[i]);
   kiln__lsp_ws ws = {0};
   if (s == KILN_OK && vec)
     s = kiln__lsp_ws_make(L, M, ucM > N ? ucM : N, &ws);
   double *hd = malloc(N * sizeof *hd), *he = malloc(N * sizeof *he), *hs = malloc(N * sizeof *hs);
-  double *hu = vec ? malloc(M * ucM * sizeof *hu) : NULL,
-         *hv = vec ? malloc(N * N * sizeof *hv) : NULL;
+  double *hv = vec ? malloc(N * N * sizeof *hv) : NULL;
   double *ub = vec ? malloc(N * N * sizeof *ub) : NULL;
   if (s == KILN_OK)
-    s = host_mem(L->op, hd && he && hs && (!vec || (hu && hv && ub)));
+    s = host_mem(L->op, hd && he && hs && (!vec || (hv && ub)));
   gb_bufs g;
   memset(&g, 0, sizeof g);
   if (s == KILN_OK) {
@@ -1772,46 +1790,68 @@ svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uin
       s = read_vec(L, t[D_], 0, N, hd);
     if (s == KILN_OK)
       s = read_vec(L, t[E_], 0, N, he);
+    kiln__lsp_mat qm = kiln__lsp_tmat(t[QM], ucM), pm = kiln__lsp_tmat(t[PM], N);
+    if (vec) { /* Q and P on the device while the host works */
+      if (s == KILN_OK)
+        s = eye_mat(L, qm, M, ucM);
+      if (s == KILN_OK)
+        s = kiln__lsp_ormqr(L, g.a, M, N, g.tauq, 0, qm, ucM, &ws);
+      if (s == KILN_OK)
+        s = eye_mat(L, pm, N, N);
+      if (s == KILN_OK && N > 2)
+        s = kiln__lsp_ormqr(L, el(g.p, N), N - 1, N - 1, g.taup, 0, el(pm, N), N, &ws);
+      cl_int err = s == KILN_OK ? clFlush(L->ctx->queue) : CL_SUCCESS;
+      if (err != CL_SUCCESS)
+        s = kiln__fail_cl(L->op, err, "clFlush");
+    }
 #if KILN_HAVE_LAPACKE
     if (s == KILN_OK)
       s = bidiag_svd(L->op, b, N, hd, he, hs, vec ? ub : NULL, hv);
 #endif
-    phase(L, vec ? "host bidiagonal svd (vectors)" : "host bidiagonal values", N, &t0);
+    phase(L, vec ? "host bidiagonal svd (vectors; Q, P formed on the device meanwhile)"
+                 : "host bidiagonal values",
+          N, &t0);
     if (s == KILN_OK)
       s = write_vec(L, so, b * N, N, hs);
     if (s != KILN_OK || !vec)
       continue;
-    /* [Ub 0; 0 I] (M x ucM) and Vb; which output each lands in depends on the shape */
-    for (uint64_t i = 0; i < M; i++)
-      for (uint64_t j = 0; j < ucM; j++)
-        hu[i * ucM + j] = i < N && j < N ? ub[i * N + j] : i == j ? 1.0 : 0.0;
+    /* which output U and V land in depends on the shape */
     kiln_tensor *ut = m >= n ? uo : t[X_], *vt = m >= n ? t[X_] : uo;
     uint64_t uoff = m >= n ? b * m * uc : 0, voff = m >= n ? 0 : b * m * uc;
-    s = write_vec(L, ut, uoff, M * ucM, hu);
+    s = write_vec(L, t[UB], 0, N * N, ub);
     if (s == KILN_OK)
-      s = write_vec(L, vt, voff, N * N, hv);
+      s = write_vec(L, t[VB], 0, N * N, hv);
     kiln__lsp_mat um = kiln__lsp_tmat(ut, ucM), vm = kiln__lsp_tmat(vt, N);
     um.off += uoff;
     vm.off += voff;
     if (s == KILN_OK)
-      s = kiln__lsp_ormqr(L, g.a, M, N, g.tauq, 0, um, ucM, &ws);
-    if (s == KILN_OK && N > 2)
-      s = kiln__lsp_ormqr(L, el(g.p, N), N - 1, N - 1, g.taup, 0, el(vm, N), N, &ws);
+      s = kiln__lsp_gemm(L, 0, 0, M, N, N, 1.0, qm, kiln__lsp_tmat(t[UB], N), 0.0, um);
+    if (s == KILN_OK && ucM > N) { /* full: U's last columns are Q's */
+      size_t so_[3] = {(size_t)((qm.off % ucM + N) * L->ts), (size_t)(qm.off / ucM), 0},
+             dso[3] = {(size_t)((um.off % ucM + N) * L->ts), (size_t)(um.off / ucM), 0};
+      size_t reg[3] = {(size_t)((ucM - N) * L->ts), (size_t)M, 1};
+      cl_int err = clEnqueueCopyBufferRect(L->ctx->queue, qm.mem, um.mem, so_, dso, reg,
+                                           (size_t)(ucM * L->ts), 0, (size_t)(ucM * L->ts), 0, 0,
+                                           NULL, NULL);
+      if (err != CL_SUCCESS)
+        s = kiln__fail_cl(L->op, err, "clEnqueueCopyBufferRect");
+    }
+    if (s == KILN_OK)
+      s = kiln__lsp_gemm(L, 0, 0, N, N, N, 1.0, pm, kiln__lsp_tmat(t[VB], N), 0.0, vm);
     /* V^T: the transpose of V (m >= n), or of U' (wide) */
     kiln__lsp_mat dst = kiln__lsp_tmat(vto, n);
     dst.off += b * vr * n;
     if (s == KILN_OK)
       s = m >= n ? transpose(L, vm, N, N, dst) : transpose(L, um, M, ucM, dst);
-    phase(L, "back-transformation (with the uploads of Ub, Vb)", N, &t0);
+    phase(L, "back-transformation (the uploads of Ub, Vb; U = Q Ub, V = P Vb)", N, &t0);
   }
   kiln__lsp_ws_release(&ws);
   gb_release(&g);
-  for (int i = 0; i < 7; i++)
+  for (int i = 0; i < 11; i++)
     kiln_tensor_release(t[i]);
   free(hd);
   free(he);
   free(hs);
-  free(hu);
   free(hv);
   free(ub);
   return s;
