@@ -25,6 +25,7 @@
 #include "core/log.h"
 #include "core/shape.h"
 #include "kiln_config.h"
+#include "ops/linalg_host.h"
 #include "ops/linalg_spectral_internal.h"
 #include "ops/ops_common.h"
 #if KILN_HAVE_LAPACKE
@@ -823,7 +824,7 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
     s = kiln__lsp_out(&o, op, ctx, a->dtype, &vs, v);
   if (s == KILN_OK)
     s = kiln__lsp_outs_check(&o, op, a, NULL);
-  kiln_tensor *work = NULL, *dd = NULL, *ee = NULL, *tau = NULL, *zt = NULL, *qm = NULL;
+  kiln_tensor *work = NULL, *dd = NULL, *ee = NULL, *tau = NULL, *qm = NULL;
   kiln__lsp_ws ws = {0};
   td_ws tw = {0};
   double t0 = 0;
@@ -905,7 +906,15 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
       if (err != CL_SUCCESS)
         s = kiln__fail_cl(op, err, "clFlush");
     }
+    /* Z^T goes up from pinned memory (the transfer at full speed): f64 straight from LAPACK's
+     * output, f32 rounded into it. The slot is rewritten only after a later call's blocking
+     * read, which the in-order queue puts after this call's upload. */
+    kiln__lh_buf *pz = NULL;
     if (s == KILN_OK && v)
+      s = kiln__lh_slot(op, ctx, KILN__LH_SLOT_VECS, cnt * n * L.ts, &pz);
+    if (s == KILN_OK && v && a->dtype == KILN_F64)
+      hz = pz->p;
+    else if (s == KILN_OK && v)
       s = host_mem(op, (hz = malloc(cnt * n * sizeof *hz)) != NULL);
 #if KILN_HAVE_LAPACKE
     for (uint64_t b = 0; s == KILN_OK && b < batch; b++)
@@ -918,15 +927,18 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
     if (s == KILN_OK)
       s = kiln__lsp_upload(&L, *w, hd);
     /* the host gives Z^T (LAPACK's column-major Z), which the GEMM takes transposed */
-    if (s == KILN_OK && v)
-      s = kiln__ops_scratch(op, ctx, a->dtype, cnt * n, &zt);
-    if (s == KILN_OK && v)
-      s = kiln__lsp_upload(&L, zt, hz);
+    if (s == KILN_OK && v && a->dtype == KILN_F32)
+      kiln__lh_store(KILN_F32, hz, cnt * n, pz->p);
+    if (s == KILN_OK && v) {
+      cl_int err = clEnqueueWriteBuffer(ctx->queue, pz->dev, CL_FALSE, 0, cnt * n * L.ts, pz->p, 0,
+                                        NULL, NULL);
+      if (err != CL_SUCCESS)
+        s = kiln__fail_cl(op, err, "clEnqueueWriteBuffer (eigenvectors)");
+    }
     for (uint64_t b = 0; s == KILN_OK && v && b < batch; b++) {
-      kiln__lsp_mat qb = kiln__lsp_tmat(qm, n), zb = kiln__lsp_tmat(zt, n),
+      kiln__lsp_mat qb = kiln__lsp_tmat(qm, n), zb = {pz->dev, b * n * n, n},
                     vb = kiln__lsp_tmat(*v, n);
       qb.off += b * n * n;
-      zb.off += b * n * n;
       vb.off += b * n * n;
       s = kiln__lsp_gemm(&L, 0, 1, n, n, n, 1.0, qb, zb, 0.0, vb);
     }
@@ -938,12 +950,12 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
   kiln_tensor_release(dd);
   kiln_tensor_release(ee);
   kiln_tensor_release(tau);
-  kiln_tensor_release(zt);
   kiln_tensor_release(qm);
   td_ws_release(&tw);
   free(hd);
   free(he);
-  free(hz);
+  if (a->dtype != KILN_F64)
+    free(hz);
   s = kiln__lsp_outs_end(&o, s);
   kiln__ctx_unlock(ctx);
   return s;
@@ -1750,22 +1762,28 @@ svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uin
 {
   uint64_t M = m > n ? m : n, N = m < n ? m : n, ucM = full ? M : N, vec = uo != NULL;
   uint64_t uc = full ? m : N, vr = full ? n : N;
-  kiln_tensor *t[11] = {NULL};
-  enum { A_, P_, D_, E_, TQ, TP, X_, QM, PM, UB, VB };
-  uint64_t nv = vec ? N * N : 1;
-  uint64_t sizes[11] = {M * N, N * N, N, N, N, N, vec ? (m >= n ? N * N : M * ucM) : 1,
-                        vec ? M * ucM : 1, nv, nv, nv};
+  kiln_tensor *t[9] = {NULL};
+  enum { A_, P_, D_, E_, TQ, TP, X_, QM, PM };
+  uint64_t sizes[9] = {M * N, N * N, N, N, N, N, vec ? (m >= n ? N * N : M * ucM) : 1,
+                       vec ? M * ucM : 1, vec ? N * N : 1};
   kiln_status s = KILN_OK;
-  for (int i = 0; s == KILN_OK && i < 11; i++)
+  for (int i = 0; s == KILN_OK && i < 9; i++)
     s = kiln__ops_scratch(L->op, L->ctx, L->dt, sizes[i], &t[i]);
   kiln__lsp_ws ws = {0};
   if (s == KILN_OK && vec)
     s = kiln__lsp_ws_make(L, M, ucM > N ? ucM : N, &ws);
+  /* Ub and Vb go up from pinned memory, [Ub | Vb] (N^2 each): f64 straight from the host
+   * stage, f32 rounded into it. The slot is rewritten only after the next matrix's blocking
+   * read of d and e, which the in-order queue puts after this one's upload. */
+  kiln__lh_buf *pv = NULL;
+  if (s == KILN_OK && vec)
+    s = kiln__lh_slot(L->op, L->ctx, KILN__LH_SLOT_VECS, 2 * N * N * L->ts, &pv);
   double *hd = malloc(N * sizeof *hd), *he = malloc(N * sizeof *he), *hs = malloc(N * sizeof *hs);
-  double *hv = vec ? malloc(N * N * sizeof *hv) : NULL;
-  double *ub = vec ? malloc(N * N * sizeof *ub) : NULL;
+  int own = vec && L->dt != KILN_F64;
+  double *ub = !vec ? NULL : own ? malloc(2 * N * N * sizeof *ub) : s == KILN_OK ? pv->p : NULL;
+  double *hv = ub ? ub + N * N : NULL;
   if (s == KILN_OK)
-    s = host_mem(L->op, hd && he && hs && (!vec || (hv && ub)));
+    s = host_mem(L->op, hd && he && hs && (!vec || ub));
   gb_bufs g;
   memset(&g, 0, sizeof g);
   if (s == KILN_OK) {
@@ -1818,14 +1836,18 @@ svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uin
     /* which output U and V land in depends on the shape */
     kiln_tensor *ut = m >= n ? uo : t[X_], *vt = m >= n ? t[X_] : uo;
     uint64_t uoff = m >= n ? b * m * uc : 0, voff = m >= n ? 0 : b * m * uc;
-    s = write_vec(L, t[UB], 0, N * N, ub);
-    if (s == KILN_OK)
-      s = write_vec(L, t[VB], 0, N * N, hv);
+    if (own)
+      kiln__lh_store(L->dt, ub, 2 * N * N, pv->p);
+    cl_int werr = clEnqueueWriteBuffer(L->ctx->queue, pv->dev, CL_FALSE, 0, 2 * N * N * L->ts,
+                                       pv->p, 0, NULL, NULL);
+    if (werr != CL_SUCCESS)
+      s = kiln__fail_cl(L->op, werr, "clEnqueueWriteBuffer (singular vectors)");
+    kiln__lsp_mat ubm = {pv->dev, 0, N}, vbm = {pv->dev, N * N, N};
     kiln__lsp_mat um = kiln__lsp_tmat(ut, ucM), vm = kiln__lsp_tmat(vt, N);
     um.off += uoff;
     vm.off += voff;
     if (s == KILN_OK)
-      s = kiln__lsp_gemm(L, 0, 0, M, N, N, 1.0, qm, kiln__lsp_tmat(t[UB], N), 0.0, um);
+      s = kiln__lsp_gemm(L, 0, 0, M, N, N, 1.0, qm, ubm, 0.0, um);
     if (s == KILN_OK && ucM > N) { /* full: U's last columns are Q's */
       size_t so_[3] = {(size_t)((qm.off % ucM + N) * L->ts), (size_t)(qm.off / ucM), 0},
              dso[3] = {(size_t)((um.off % ucM + N) * L->ts), (size_t)(um.off / ucM), 0};
@@ -1837,7 +1859,7 @@ svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uin
         s = kiln__fail_cl(L->op, err, "clEnqueueCopyBufferRect");
     }
     if (s == KILN_OK)
-      s = kiln__lsp_gemm(L, 0, 0, N, N, N, 1.0, pm, kiln__lsp_tmat(t[VB], N), 0.0, vm);
+      s = kiln__lsp_gemm(L, 0, 0, N, N, N, 1.0, pm, vbm, 0.0, vm);
     /* V^T: the transpose of V (m >= n), or of U' (wide) */
     kiln__lsp_mat dst = kiln__lsp_tmat(vto, n);
     dst.off += b * vr * n;
@@ -1847,13 +1869,13 @@ svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uin
   }
   kiln__lsp_ws_release(&ws);
   gb_release(&g);
-  for (int i = 0; i < 11; i++)
+  for (int i = 0; i < 9; i++)
     kiln_tensor_release(t[i]);
   free(hd);
   free(he);
   free(hs);
-  free(hv);
-  free(ub);
+  if (own)
+    free(ub);
   return s;
 }
 
