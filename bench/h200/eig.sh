@@ -21,24 +21,27 @@ left() { echo $(( 58 - ($(date +%s) - t0) )); }
 ob=/tmp/opencl/usr/lib/x86_64-linux-gnu/openblas-pthread
 ls $ob >> $R/host.txt 2>&1
 # b NAME TIMEOUT DTYPE SIZES FILTER REPS TRACE [env...]: one kiln bench process (TRACE 1: under
-# cltrace); the timeout shrinks to what is left
+# cltrace); the timeout shrinks to what is left; X holds extra kiln bench options (--tune ...)
 b() { local n=$1 to=$2 d=$3 s=$4 f=$5 r=$6 tr=$7; shift 7
   local l=$(left); [ $to -gt $l ] && to=$l
   [ $to -ge 2 ] || { echo "skipped $n" >> $R/times.txt; return; }
   local pre=""; [ $tr = 1 ] && pre="CLTRACE_OUT=$R/trace-$n.txt LD_PRELOAD=$SHIM"
   env $pre "$@" KILN_LOG=debug timeout -k 1 $to $K bench --no-startup --json --reps $r \
-    --dtype $d --sizes $s --filter $f > $R/bench-$n.json 2> $R/phases-$n.txt
+    --dtype $d --sizes $s --filter $f $X > $R/bench-$n.json 2> $R/phases-$n.txt
   echo "$n rc=$?" >> $R/runs.txt; el $n; }
 E=linalg.eigh; S=linalg.svd
 b eigh-1k 14 f64 2^20 $E 3 1
 b eigh-4k 7 f64 2^24 $E 1 1
 b svd-1k 4 f64 2^20 $S 2 1
-b svd-4k 13 f64 2^24 $S 1 0
+b svd-4k 13 f64 2^24 $S 1 1
 # host stage variants at 1024 (phases tell the host stage apart)
 b eigh-1k-stemr 3 f64 2^20 $E 2 0 KILN_DEBUG_LINALG_HOST=stemr
 b eigh-1k-t1 3 f64 2^20 $E 2 0 KILN_DEBUG_LINALG_HOST=threads=1
 b eigh-1k-t4 3 f64 2^20 $E 2 0 KILN_DEBUG_LINALG_HOST=threads=4
 b eigh-4k-stemr 5 f64 2^24 $E 1 0 KILN_DEBUG_LINALG_HOST=stemr
+# the reduction's panel width (default 64)
+X="--tune linalg:nb=32" b eigh-4k-nb32 4 f64 2^24 $E 1 0
+X="--tune linalg:nb=128" b eigh-4k-nb128 4 f64 2^24 $E 1 0
 b svd-1k-bdsvdx 4 f64 2^20 $S 1 0 KILN_DEBUG_LINALG_HOST=bdsvdx
 b svd-1k-ob 4 f64 2^20 $S 1 0 KILN_DEBUG_LINALG_HOST=bdsdc LD_LIBRARY_PATH=$ob:$LD_LIBRARY_PATH
 b f32-1k 4 f32 2^20 $E,$S 1 0
