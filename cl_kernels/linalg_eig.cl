@@ -73,10 +73,18 @@ kernel void tr_symv(global const T *a, ulong aoff, uint n, uint c, uint i, globa
   global const T *V = vw + vwoff;
   for (uint e = lid; e < 2 * i; e += lsz) {
     const uint col = e < i ? e : nb + e - i;
-    T s = (T)0;
-    for (uint t = t0; t < t1; t++)
-      s += V[(ulong)(c + 1 + t) * ld3 + col] * x[t];
-    P[2 + col] = s;
+    /* four independent sums: the loads of four rows in flight at once */
+    T s0 = (T)0, s1 = (T)0, s2 = (T)0, s3 = (T)0;
+    uint t = t0;
+    for (; t + 3 < t1; t += 4) {
+      s0 += V[(ulong)(c + 1 + t) * ld3 + col] * x[t];
+      s1 += V[(ulong)(c + 2 + t) * ld3 + col] * x[t + 1];
+      s2 += V[(ulong)(c + 3 + t) * ld3 + col] * x[t + 2];
+      s3 += V[(ulong)(c + 4 + t) * ld3 + col] * x[t + 3];
+    }
+    for (; t < t1; t++)
+      s0 += V[(ulong)(c + 1 + t) * ld3 + col] * x[t];
+    P[2 + col] = (s0 + s1) + (s2 + s3);
   }
 }
 
@@ -95,16 +103,22 @@ kernel void tr_fin(global T *a, ulong aoff, uint n, uint c, uint i, global T *vw
   global T *V = vw + vwoff;
   global const T *P = part + poff;
   global const T *x = A + (ulong)c * n + c + 1;
-  /* dlarfg from the chunks' scaled sums of squares (LAPACK dlassq's combination) */
-  T mxa = (T)0;
-  for (uint k = 0; k < nchunk; k++)
-    mxa = fmax(mxa, P[k * stride]);
-  T ss = (T)0;
+  /* dlarfg from the chunks' scaled sums of squares (LAPACK dlassq's combination). The
+   * partials are combined by the group's lanes together, one load each and a local tree:
+   * every lane walking all nchunk of them made chains of dependent global loads in every
+   * group, on each column. tmp: the 3 lsz T after sh's 2 nb, free until s1's sum below. */
+  local T *tmp = sh + 2 * nb;
+  T mx0 = (T)0;
+  for (uint k = lid; k < nchunk; k += lsz)
+    mx0 = fmax(mx0, P[k * stride]);
+  const T mxa = group_max(tmp, mx0, lid, lsz);
+  T ss0 = (T)0;
   if (mxa > (T)0)
-    for (uint k = 0; k < nchunk; k++) {
+    for (uint k = lid; k < nchunk; k += lsz) {
       const T f = P[k * stride] / mxa;
-      ss += P[k * stride + 1] * f * f;
+      ss0 += P[k * stride + 1] * f * f;
     }
+  const T ss = group_sum(tmp, ss0, lid, lsz);
   const T alpha0 = x[0];
   T tj = (T)0, beta = alpha0, scal = (T)1;
   if (mxa > (T)0) {
@@ -113,13 +127,35 @@ kernel void tr_fin(global T *a, ulong aoff, uint n, uint c, uint i, global T *vw
     scal = (T)1 / (alpha0 - beta);
     tj = (beta - alpha0) / beta;
   }
-  /* y = V^T v into sh[0 .. i), x = W^T v into sh[nb .. nb + i): row c+1 holds v's 1 */
-  for (uint el = lid; el < 2 * i; el += lsz) {
-    const uint col = el < i ? el : nb + el - i;
-    T s = (T)0;
-    for (uint k = 0; k < nchunk; k++)
-      s += P[k * stride + 2 + col];
-    sh[col] = V[(ulong)(c + 1) * ld3 + col] + scal * s;
+  /* y = V^T v into sh[0 .. i), x = W^T v into sh[nb .. nb + i): row c+1 holds v's 1. The
+   * chunks' partials of each of the 2 i columns are summed by up to 8 lanes (slices of the
+   * chunks) into tmp, then the slices by one lane per column. */
+  const uint w2 = 2 * i, ns = w2 == 0 ? 0 : min(8u, lsz / w2);
+  if (ns == 0) {
+    for (uint el = lid; el < w2; el += lsz) {
+      const uint col = el < i ? el : nb + el - i;
+      T s = (T)0;
+      for (uint k = 0; k < nchunk; k++)
+        s += P[k * stride + 2 + col];
+      sh[col] = V[(ulong)(c + 1) * ld3 + col] + scal * s;
+    }
+  } else {
+    const uint el = lid % w2, sl = lid / w2;
+    if (sl < ns) {
+      const uint col = el < i ? el : nb + el - i;
+      T s = (T)0;
+      for (uint k = sl; k < nchunk; k += ns)
+        s += P[k * stride + 2 + col];
+      tmp[sl * w2 + el] = s;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid < w2) {
+      const uint col = lid < i ? lid : nb + lid - i;
+      T s = (T)0;
+      for (uint q = 0; q < ns; q++)
+        s += tmp[q * w2 + lid];
+      sh[col] = V[(ulong)(c + 1) * ld3 + col] + scal * s;
+    }
   }
   /* v^T A22 v = p_0 + scal sum_{t>0} x_t p_t, p_t = aa_t + scal q_t */
   T s1 = (T)0;
