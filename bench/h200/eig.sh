@@ -30,7 +30,7 @@ b() { local n=$1 to=$2 d=$3 s=$4 f=$5 r=$6 tr=$7; shift 7
     --dtype $d --sizes $s --filter $f $X > $R/bench-$n.json 2> $R/phases-$n.txt
   echo "$n rc=$?" >> $R/runs.txt; el $n; }
 E=linalg.eigh; S=linalg.svd
-b eigh-1k 14 f64 2^20 $E 3 1
+b eigh-1k 20 f64 2^20 $E 3 1
 b eigh-4k 7 f64 2^24 $E 1 1
 b svd-1k 4 f64 2^20 $S 2 1
 b svd-4k 13 f64 2^24 $S 1 1
