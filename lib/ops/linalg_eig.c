@@ -49,6 +49,26 @@ need_lapacke(const char *op, const char *what)
 #endif
 }
 
+/*
+ * The N of an entry "key=N" (key given with its '=') in KILN_DEBUG_LINALG_HOST when N lies in
+ * lo .. hi, else 0: the host threads and the reductions' launch shapes, to time them.
+ */
+static uint64_t
+debug_num(const char *key, long lo, long hi)
+{
+  const char *e = kiln__env(KILN__ENV_DEBUG_LINALG_HOST), *p = e ? strstr(e, key) : NULL;
+  long t = p ? strtol(p + strlen(key), NULL, 10) : 0;
+  return t >= lo && t <= hi ? (uint64_t)t : 0;
+}
+
+/* debug_num for a power of two (work-group sizes: the group reductions halve them). */
+static size_t
+debug_pow2(const char *key, size_t dflt)
+{
+  uint64_t v = debug_num(key, 1, 1024);
+  return v && (v & (v - 1)) == 0 ? (size_t)v : dflt;
+}
+
 static double
 eps_of(kiln_dtype dt)
 {
@@ -304,13 +324,10 @@ mrrr_parallel(uint64_t n, const double *d, const double *e, double *w, double *z
   return 0;
 }
 
-/* The N of an entry "threads=N" in KILN_DEBUG_LINALG_HOST, 0 when there is none. */
 static uint64_t
 host_threads_env(void)
 {
-  const char *e = kiln__env(KILN__ENV_DEBUG_LINALG_HOST), *p = e ? strstr(e, "threads=") : NULL;
-  long t = p ? strtol(p + 8, NULL, 10) : 0;
-  return t > 0 && t <= 64 ? (uint64_t)t : 0;
+  return debug_num("threads=", 1, 64);
 }
 
 /* Host threads for the parallel MRRR and dbdsvdx: the online CPUs, at most one per 64 rows. */
@@ -698,13 +715,15 @@ td_ws_make(const kiln__lsp *L, uint64_t n, td_ws *t)
   t->nb = L->nb;
   /* row chunks of the V^T x, W^T x partial sums: a few per compute unit on GPUs */
   t->nchunk = L->ctx->info.is_gpu ? 64 : 4;
+  if (debug_num("nchunk=", 1, 1024))
+    t->nchunk = debug_num("nchunk=", 1, 1024);
   KILN_TRY(kern_eig(L, "tr_symv", &t->ksym));
   KILN_TRY(kern_eig(L, "tr_fin", &t->kfin));
-  t->lsym = group_local(L, t->ksym, 128);
+  t->lsym = group_local(L, t->ksym, debug_pow2("lsym=", 128));
   /* tr_fin: TD_LPR lanes per row, each summing every TD_LPR-th column of the row's V and W
    * (one lane per row walked them alone, uncoalesced, in long dependent chains), 64 rows per
    * group on GPUs (64 groups at n = 4096: each group repeats the column's reductions) */
-  t->lfin = group_local(L, t->kfin, L->ctx->info.is_gpu ? 64 * TD_LPR : 64);
+  t->lfin = group_local(L, t->kfin, debug_pow2("lfin=", L->ctx->info.is_gpu ? 64 * TD_LPR : 64));
   uint64_t nn = n ? n : 1;
   kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, nn * 3 * t->nb, &t->vw);
   if (s == KILN_OK)
@@ -1145,14 +1164,17 @@ gb_make(const kiln__lsp *L, uint64_t M, uint64_t N, gb_bufs *g)
 {
   g->nb = L->nb;
   g->nchunk = L->ctx->info.is_gpu ? 64 : 4;
+  if (debug_num("nchunk=", 1, 1024))
+    g->nchunk = debug_num("nchunk=", 1, 1024);
   KILN_TRY(kern_eig(L, "bd_ysum", &g->ysum));
   KILN_TRY(kern_eig(L, "bd_yfin", &g->yfin));
   KILN_TRY(kern_eig(L, "bd_xsum", &g->xsum));
   KILN_TRY(kern_eig(L, "bd_xfin", &g->xfin));
-  size_t ls = group_local(L, g->ysum, 128), lx = group_local(L, g->xsum, 128);
+  size_t ls = group_local(L, g->ysum, debug_pow2("lsym=", 128)),
+         lx = group_local(L, g->xsum, debug_pow2("lsym=", 128));
   g->lsum = ls < lx ? ls : lx;
   /* TD_LPR lanes per row or column, as tr_fin */
-  size_t cap = L->ctx->info.is_gpu ? 64 * TD_LPR : 64;
+  size_t cap = debug_pow2("lfin=", L->ctx->info.is_gpu ? 64 * TD_LPR : 64);
   size_t l1 = group_local(L, g->yfin, cap), l2 = group_local(L, g->xfin, cap);
   g->lfin = l1 < l2 ? l1 : l2;
   kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, M * 2 * g->nb, &g->lf);

@@ -685,6 +685,10 @@ START_TEST(eigh)
     eigh_case(dt, 1, 8, a, sorted);
     eigh_case(dt, 1, 33, NULL, NULL);
     eigh_case(dt, 1, 21, bd, NULL);
+    /* the reductions' launch shapes as KILN_DEBUG_LINALG_HOST sets them for timing: 3 chunks
+     * of the partial sums, 32-lane sums, 16-lane fin groups (2 rows of 8 lanes) */
+    setenv("KILN_DEBUG_LINALG_HOST", "nchunk=3,lsym=32,lfin=16", 1);
+    eigh_case(dt, 1, 70, NULL, NULL);
     unsetenv("KILN_DEBUG_LINALG_HOST");
     kiln__linalg_spectral_test_mrrr_threads(-1);
     kiln__linalg_spectral_test_mrrr(-1);
@@ -1008,6 +1012,9 @@ START_TEST(svd)
     kiln__linalg_spectral_test_mrrr_threads(-1);
     svd_case(dt, 1, 45, 31, NULL, NULL);
     svd_case(dt, 2, 4, 3, NULL, NULL);
+    setenv("KILN_DEBUG_LINALG_HOST", "nchunk=3,lsym=32,lfin=16", 1);
+    svd_case(dt, 1, 45, 31, NULL, NULL);
+    unsetenv("KILN_DEBUG_LINALG_HOST");
     kiln__linalg_spectral_test_mrrr(-1);
     orth_bound = BOUND;
   }
