@@ -44,6 +44,10 @@ X="--tune linalg:nb=32" b eigh-4k-nb32 4 f64 2^24 $E 1 0
 X="--tune linalg:nb=128" b eigh-4k-nb128 4 f64 2^24 $E 1 0
 b svd-1k-bdsvdx 4 f64 2^20 $S 1 0 KILN_DEBUG_LINALG_HOST=bdsvdx
 b svd-1k-ob 4 f64 2^20 $S 1 0 KILN_DEBUG_LINALG_HOST=bdsdc LD_LIBRARY_PATH=$ob:$LD_LIBRARY_PATH
+# the reductions' launch shapes (defaults nchunk 64, lsym 128, lfin 512)
+b eigh-1k-nch16 3 f64 2^20 $E 2 0 KILN_DEBUG_LINALG_HOST=nchunk=16
+b eigh-1k-lfin128 3 f64 2^20 $E 2 0 KILN_DEBUG_LINALG_HOST=lfin=128
+b eigh-4k-nch128 4 f64 2^24 $E 1 0 KILN_DEBUG_LINALG_HOST=nchunk=128
 b f32-1k 4 f32 2^20 $E,$S 1 0
 l=$(left); [ $l -gt 9 ] && l=9
 [ $l -ge 4 ] && timeout $l python3 bench/peers_torch.py --no-startup --reps 3 --dtype f64 \
