@@ -53,6 +53,35 @@ inline T chunk_dot(global const T *B, ulong ldb, uint col, global const T *x, ul
 }
 
 /*
+ * Sums over the group of three values per lane (every lane gets them); sh: 3 lsz T, of
+ * which only sh[0 .. 3) are read after the last barrier (tr_fin reuses the rest at once).
+ * lsz >= 4.
+ */
+inline void group_sum3(local T *sh, T *a, T *b, T *c, uint lid, uint lsz)
+{
+  barrier(CLK_LOCAL_MEM_FENCE);
+  sh[lid] = *a;
+  sh[lsz + lid] = *b;
+  sh[2 * lsz + lid] = *c;
+  for (uint off = lsz >> 1; off > 0; off >>= 1) {
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid < off) {
+      sh[lid] += sh[lid + off];
+      sh[lsz + lid] += sh[lsz + lid + off];
+      sh[2 * lsz + lid] += sh[2 * lsz + lid + off];
+    }
+  }
+  if (lid == 0) {
+    sh[1] = sh[lsz];
+    sh[2] = sh[2 * lsz];
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  *a = sh[0];
+  *b = sh[1];
+  *c = sh[2];
+}
+
+/*
  * dlarfg's beta, tau (returned) and 1 / (alpha - beta) from nchunk (max |x|, sum (x / max)^2)
  * pairs at P[k * stride] (LAPACK dlassq's combination), combined by the group's lanes
  * together: a load each and local trees (every lane walking all the pairs made chains of
@@ -188,18 +217,18 @@ kernel void tr_fin(global T *a, ulong aoff, uint n, uint c, uint i, global T *vw
   T beta, scal;
   const T tj = house_parts(P, stride, nchunk, x[0], &beta, &scal, tmp, lid, lsz);
   parts_cols(P, stride, nchunk, i, nb, i, V + (ulong)(c + 1) * ld3, scal, sh, tmp, lid, lsz);
-  /* v^T A22 v = p_0 + scal sum_{t>0} x_t p_t, p_t = aa_t + scal q_t */
-  T s1 = (T)0;
+  /* v^T A22 v = p_0 + scal sum_{t>0} x_t p_t, p_t = aa_t + scal q_t; with it, in one
+   * three-way tree, xy = (V^T v) . (W^T v) and row c+1's correction corr1 (a term per lane
+   * l < i, where one lane's chain of i global loads was) */
+  global const T *V1 = V + (ulong)(c + 1) * ld3;
+  T s1 = (T)0, xy = (T)0, corr1 = (T)0;
   for (uint u = 1 + lid; u < len; u += lsz)
     s1 += x[u] * (aa[aaoff + u] + scal * q[qoff + u]);
-  s1 = group_sum(sh + 2 * nb, s1, lid, lsz); /* its barriers also publish sh[0 .. 2 nb) */
-  T xy = (T)0;
-  for (uint l = 0; l < i; l++)
+  for (uint l = lid; l < i; l += lsz) {
     xy += sh[l] * sh[nb + l];
-  global const T *V1 = V + (ulong)(c + 1) * ld3;
-  T corr1 = (T)0;
-  for (uint l = 0; l < i; l++)
     corr1 += V1[l] * sh[nb + l] + V1[nb + l] * sh[l];
+  }
+  group_sum3(tmp, &s1, &xy, &corr1, lid, lsz);
   const T p0 = aa[aaoff] + scal * q[qoff];
   const T wv = tj * (p0 + scal * s1 - (T)2 * xy);
   const T alpha = (T)-0.5 * tj * wv;

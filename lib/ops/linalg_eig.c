@@ -61,11 +61,11 @@ debug_num(const char *key, long lo, long hi)
   return t >= lo && t <= hi ? (uint64_t)t : 0;
 }
 
-/* debug_num for a power of two (work-group sizes: the group reductions halve them). */
+/* debug_num for a power of two from 8 (work-group sizes: the group reductions halve them). */
 static size_t
 debug_pow2(const char *key, size_t dflt)
 {
-  uint64_t v = debug_num(key, 1, 1024);
+  uint64_t v = debug_num(key, 8, 1024);
   return v && (v & (v - 1)) == 0 ? (size_t)v : dflt;
 }
 
