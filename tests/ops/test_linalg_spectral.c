@@ -673,22 +673,25 @@ START_TEST(eigh)
     double dg[144] = {0}, bd[21 * 21] = {0};
     for (size_t i = 0; i < 12; i++)
       dg[i * 12 + i] = dv[i];
-    eigh_case(dt, 1, 12, dg, dvs);
+    if (!harness_small()) /* host routines: the simulator adds nothing */
+      eigh_case(dt, 1, 12, dg, dvs);
     static const size_t blk[4] = {0, 7, 12, 21}; /* blocks 7, 5, 9, shifted apart by 0.3 */
     for (size_t k = 0; k < 3; k++)
       for (size_t i = blk[k]; i < blk[k + 1]; i++)
         for (size_t j = blk[k]; j < blk[k + 1]; j++)
           bd[i * 21 + j] = cos((double)((i + 1) * (j + 1))) + (i == j ? 0.3 * (double)k : 0.0);
-    eigh_case(dt, 1, 21, bd, NULL);
-    /* one dstemr call per thread (KILN_DEBUG_LINALG_HOST=stemr) */
-    setenv("KILN_DEBUG_LINALG_HOST", "stemr", 1);
-    eigh_case(dt, 1, 8, a, sorted);
-    eigh_case(dt, 1, 33, NULL, NULL);
-    eigh_case(dt, 1, 21, bd, NULL);
+    if (!harness_small()) {
+      eigh_case(dt, 1, 21, bd, NULL);
+      /* one dstemr call per thread (KILN_DEBUG_LINALG_HOST=stemr) */
+      setenv("KILN_DEBUG_LINALG_HOST", "stemr", 1);
+      eigh_case(dt, 1, 8, a, sorted);
+      eigh_case(dt, 1, 33, NULL, NULL);
+      eigh_case(dt, 1, 21, bd, NULL);
+    }
     /* the reductions' launch shapes as KILN_DEBUG_LINALG_HOST sets them for timing: 3 chunks
      * of the partial sums, 32-lane sums, 16-lane fin groups (2 rows of 8 lanes) */
     setenv("KILN_DEBUG_LINALG_HOST", "nchunk=3,lsym=32,lfin=16", 1);
-    eigh_case(dt, 1, 70, NULL, NULL);
+    eigh_case(dt, 1, 33, NULL, NULL);
     unsetenv("KILN_DEBUG_LINALG_HOST");
     kiln__linalg_spectral_test_mrrr_threads(-1);
     kiln__linalg_spectral_test_mrrr(-1);
@@ -996,27 +999,29 @@ START_TEST(svd)
      * MRRR test threshold 50 for U and V; zero singular values decline to dbdsqr */
     orth_bound = 50;
     kiln__linalg_spectral_test_mrrr(0);
-    for (size_t i = 2; i < nsh; i++)
-      svd_case(dt, 1, sh[i][0], sh[i][1], NULL, NULL);
-    a = with_svals(6, 4, sv);
-    svd_case(dt, 1, 6, 4, a, sv);
-    free(a);
-    a = with_svals(5, 8, sv0);
-    svd_case(dt, 1, 5, 8, a, sv0);
-    free(a);
-    svd_case(dt, 1, 6, 5, z, ones);
-    if (!harness_small()) {
+    if (!harness_small()) { /* host routines: the simulator adds nothing */
+      for (size_t i = 2; i < nsh; i++)
+        svd_case(dt, 1, sh[i][0], sh[i][1], NULL, NULL);
+      a = with_svals(6, 4, sv);
+      svd_case(dt, 1, 6, 4, a, sv);
+      free(a);
+      a = with_svals(5, 8, sv0);
+      svd_case(dt, 1, 5, 8, a, sv0);
+      free(a);
+      svd_case(dt, 1, 6, 5, z, ones);
       svd_case(dt, 1, 45, 31, NULL, NULL);
       svd_case(dt, 1, 31, 45, NULL, NULL);
+      kiln__linalg_spectral_test_mrrr_threads(-1);
+      svd_case(dt, 1, 45, 31, NULL, NULL);
+      svd_case(dt, 2, 4, 3, NULL, NULL);
     }
     kiln__linalg_spectral_test_mrrr_threads(-1);
-    svd_case(dt, 1, 45, 31, NULL, NULL);
-    svd_case(dt, 2, 4, 3, NULL, NULL);
-    setenv("KILN_DEBUG_LINALG_HOST", "nchunk=3,lsym=32,lfin=16", 1);
-    svd_case(dt, 1, 45, 31, NULL, NULL);
-    unsetenv("KILN_DEBUG_LINALG_HOST");
     kiln__linalg_spectral_test_mrrr(-1);
     orth_bound = BOUND;
+    /* the reductions' launch shapes as KILN_DEBUG_LINALG_HOST sets them for timing */
+    setenv("KILN_DEBUG_LINALG_HOST", "nchunk=3,lsym=32,lfin=16", 1);
+    svd_case(dt, 1, 21, 17, NULL, NULL);
+    unsetenv("KILN_DEBUG_LINALG_HOST");
   }
 }
 END_TEST
