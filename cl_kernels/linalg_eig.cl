@@ -132,6 +132,7 @@ inline void parts_cols(global const T *P, ulong stride, uint nchunk, uint n1, ui
     }
   } else {
     const uint el = lid % w, sl = lid / w;
+    barrier(CLK_LOCAL_MEM_FENCE); /* tmp may still hold a caller's group sum being read */
     if (sl < ns) {
       const uint col = el < n1 ? el : off2 + el - n1;
       T s = (T)0;
