@@ -97,8 +97,9 @@ void
 kiln__linalg_choose(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t elements,
                     kiln__linalg_params *p)
 {
+  /* complex dtypes are not tuned: every parameter its rule */
+  memset(p, 0, sizeof *p);
   p->route = KILN__LINALG_ROUTE_RULE;
-  p->nb = 0;
   if (dt == KILN_F32 || dt == KILN_F64) {
     kiln__tune_lookup(ctx, &kiln__linalg_tune, dt, KILN__LAYOUT_FULL, elements ? elements : 1, p);
     if (kiln__blas_use_clblast(ctx))
@@ -167,8 +168,11 @@ la_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
           .ts = kiln_dtype_size(dt),
           .nb = kiln__linalg_block(&ctx->info),
           .small_max = KILN__LINALG_SMALL_MAX};
-  L.host_lu = kiln__linalg_is_host(ctx, p.route, KILN__LINALG_RULE_HOST_LU, elems);
-  L.host_chol = kiln__linalg_is_host(ctx, p.route, KILN__LINALG_RULE_HOST_CHOL, elems);
+  /* the host route's LAPACK calls are the real ones (dgetrf, dpotrf): complex matrices take
+   * the device route */
+  int cplx = kiln__dtype_is_complex(dt);
+  L.host_lu = !cplx && kiln__linalg_is_host(ctx, p.route, KILN__LINALG_RULE_HOST_LU, elems);
+  L.host_chol = !cplx && kiln__linalg_is_host(ctx, p.route, KILN__LINALG_RULE_HOST_CHOL, elems);
   int hnb = atomic_load(&hook_nb);
   uint64_t nb = hnb > 0 ? (uint64_t)hnb : p.nb;
   L.hnb_lu = nb ? nb : ctx->info.is_gpu ? KILN__LINALG_HOST_NB_LU : 0;
@@ -217,6 +221,38 @@ args_mat(kiln__args *a, mat x)
 {
   kiln__args_mem(a, x.mem);
   kiln__args_u64(a, x.off);
+}
+
+/* A scalar kernel argument of type T from a real value (complex: v + 0i). */
+static void
+args_scal(kiln__args *a, kiln_dtype dt, double v)
+{
+  if (dt == KILN_C64) {
+    cl_float2 f = {{(float)v, 0.0f}};
+    kiln__args_raw(a, sizeof f, &f);
+  } else if (dt == KILN_C128) {
+    cl_double2 d = {{v, 0.0}};
+    kiln__args_raw(a, sizeof d, &d);
+  } else {
+    kiln__args_float(a, dt, v);
+  }
+}
+
+/*
+ * Transposes are 0 (none), 1 (transposed) or 2 (conjugate-transposed); for real dtypes 2 is 1.
+ * The GEMM kernels take the conjugations as bits of their tri argument.
+ */
+static int
+tr_of(const la *L, int t)
+{
+  return t == 2 && !kiln__dtype_is_complex(L->dt) ? 1 : t;
+}
+
+static uint32_t
+conj_bits(const la *L, int ta, int tb)
+{
+  return (tr_of(L, ta) == 2 ? KILN__LINALG_TILE_CONJ_A : 0u) |
+         (tr_of(L, tb) == 2 ? KILN__LINALG_TILE_CONJ_B : 0u);
 }
 
 static kiln_status
@@ -373,7 +409,7 @@ tri_blocked(const la *L, int upper, int trans, int unit, uint64_t n, uint64_t nr
     s = tri_inv(L, upper, unit, rest, at(a, full * nb * (lda + 1)), lda, 0,
                 at(di, full * nb * nb), 0, 1);
   /* op(A) lower: forward substitution, else backward */
-  int fwd = upper == trans;
+  int fwd = upper == (trans != 0);
   for (uint64_t st = 0; s == KILN_OK && st < nblk; st++) {
     uint64_t i = fwd ? st : nblk - 1 - st, r0 = i * nb, ib = n - r0 < nb ? n - r0 : nb;
     mat bi = at(b, r0 * ldb);
@@ -429,6 +465,7 @@ tri(const la *L, int solve, int left, int upper, int trans, int unit, uint64_t m
 {
   if (m == 0 || n == 0 || batch == 0)
     return KILN_OK;
+  trans = tr_of(L, trans);
   uint64_t nsys = left ? m : n, nrhs = left ? n : m;
   /* solves that tri_blocked/tri_right_one turn into GEMMs (CLBlast's or gemm_tile) */
   int blocked = solve && alpha == 1.0 && (left || nsys <= TRSM_NB);
@@ -464,7 +501,9 @@ tri_kernel(const la *L, int solve, int left, int upper, int trans, int unit, uin
   /* The kernels solve (multiply) M x for each column x; a right-side A is M = op(A)^T acting
    * on the rows of B. */
   uint64_t ars, acs, brs, bcs;
-  int mt = left ? trans : !trans; /* M is A^T */
+  /* M is A^T; a conjugate transpose conjugates A's elements whichever side it is on */
+  int mt = left ? trans != 0 : trans == 0;
+  uint32_t conja = tr_of(L, trans) == 2;
   ars = mt ? 1 : lda;
   acs = mt ? lda : 1;
   brs = left ? ldb : 1;
@@ -485,7 +524,8 @@ tri_kernel(const la *L, int solve, int left, int upper, int trans, int unit, uin
   kiln__args_u64(&args, brs);
   kiln__args_u64(&args, bcs);
   kiln__args_u32(&args, (uint32_t)nrhs);
-  kiln__args_float(&args, L->dt, alpha);
+  args_scal(&args, L->dt, alpha);
+  kiln__args_u32(&args, conja);
   return enqueue2(&args, L, nrhs, batch);
 }
 
@@ -504,7 +544,7 @@ kiln__linalg_tile_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_
   kiln__args_u32(&args, (uint32_t)m);
   kiln__args_u32(&args, (uint32_t)n);
   kiln__args_u32(&args, (uint32_t)k);
-  kiln__args_float(&args, dt, alpha);
+  args_scal(&args, dt, alpha);
   kiln__args_mem(&args, a);
   kiln__args_u64(&args, aoff);
   kiln__args_u64(&args, ars);
@@ -555,7 +595,7 @@ own_gemm(const la *L, uint64_t m, uint64_t n, uint64_t k, double alpha, mat a, u
   kiln__args_u32(&args, (uint32_t)m);
   kiln__args_u32(&args, (uint32_t)n);
   kiln__args_u32(&args, (uint32_t)k);
-  kiln__args_float(&args, L->dt, alpha);
+  args_scal(&args, L->dt, alpha);
   args_mat(&args, a);
   kiln__args_u64(&args, ars);
   kiln__args_u64(&args, acs);
@@ -586,25 +626,34 @@ gemm_sub(const la *L, uint64_t m, uint64_t n, uint64_t k, mat a, uint64_t lda, m
   return own_gemm(L, m, n, k, -1.0, a, lda, 1, b, ldb, 1, c, ldc, 1, 0);
 }
 
-/* One triangle of C (n x n) -= A A^T (lower; A n x k) or A^T A (upper; A k x n). */
+/*
+ * One triangle of C (n x n) -= A A^H (lower; A n x k) or A^H A (upper; A k x n); A^H is A^T
+ * for real dtypes.
+ */
 static kiln_status
 syrk_sub(const la *L, int upper, uint64_t n, uint64_t k, mat a, uint64_t lda, mat c, uint64_t ldc)
 {
   if (n == 0 || k == 0)
     return KILN_OK;
+  uint32_t cj = upper ? conj_bits(L, 2, 0) : conj_bits(L, 0, 2);
   if (L->tile && upper)
-    return tile_gemm(L, n, n, k, -1.0, a, 1, lda, a, lda, 1, 0, c, ldc, 1, 2);
+    return tile_gemm(L, n, n, k, -1.0, a, 1, lda, a, lda, 1, 0, c, ldc, 1, 2 | cj);
   if (L->tile)
-    return tile_gemm(L, n, n, k, -1.0, a, lda, 1, a, 1, lda, 0, c, ldc, 1, 1);
+    return tile_gemm(L, n, n, k, -1.0, a, lda, 1, a, 1, lda, 0, c, ldc, 1, 1 | cj);
 #if KILN_HAVE_CLBLAST
+  /* CLBlast's SYRK has no conjugate (HERK is another routine): complex takes a GEMM over the
+   * whole block, whose other triangle the factorization never reads and zeroes at the end */
+  if (L->clblast && cj)
+    return kiln__lh_gemm(L->op, L->ctx, L->dt, upper ? 2 : 0, upper ? 0 : 2, n, n, k, -1.0,
+                         a.mem, a.off, lda, a.mem, a.off, lda, 1.0, c.mem, c.off, ldc);
   if (L->clblast)
     return kiln__clblast_syrk(L->op, L->ctx, L->dt, upper, upper, n, k,
                               (kiln_complex128){-1.0, 0.0}, a.mem, a.off, lda,
                               (kiln_complex128){1.0, 0.0}, c.mem, c.off, ldc);
 #endif
   if (upper)
-    return own_gemm(L, n, n, k, -1.0, a, 1, lda, a, lda, 1, c, ldc, 1, 2);
-  return own_gemm(L, n, n, k, -1.0, a, lda, 1, a, 1, lda, c, ldc, 1, 1);
+    return own_gemm(L, n, n, k, -1.0, a, 1, lda, a, lda, 1, c, ldc, 1, 2 | cj);
+  return own_gemm(L, n, n, k, -1.0, a, lda, 1, a, 1, lda, c, ldc, 1, 1 | cj);
 }
 
 /*
@@ -774,9 +823,12 @@ gemm_g(const la *L, int ta, int tb, uint64_t m, uint64_t n, uint64_t k, double a
 {
   if (m == 0 || n == 0 || k == 0)
     return KILN_OK;
+  uint32_t cj = conj_bits(L, ta, tb);
+  ta = tr_of(L, ta);
+  tb = tr_of(L, tb);
   if (L->tile)
     return tile_gemm(L, m, n, k, alpha, a, ta ? 1 : lda, ta ? lda : 1, b, tb ? 1 : ldb,
-                     tb ? ldb : 1, beta == 0.0, c, ldc, 1, 0);
+                     tb ? ldb : 1, beta == 0.0, c, ldc, 1, cj);
 #if KILN_HAVE_CLBLAST
   /* kiln's gemm_acc accumulates: small products with beta 0 stay on CLBlast */
   if (L->clblast && (beta == 0.0 || m * n * k > kiln__linalg_own_gemm_max()))
@@ -785,7 +837,7 @@ gemm_g(const la *L, int ta, int tb, uint64_t m, uint64_t n, uint64_t k, double a
 #endif
   (void)beta;
   return own_gemm(L, m, n, k, alpha, a, ta ? 1 : lda, ta ? lda : 1, b, tb ? 1 : ldb, tb ? ldb : 1,
-                  c, ldc, 1, 0);
+                  c, ldc, 1, cj);
 }
 
 /* Copies the rows x cols block at src (row stride lds) to dst (row stride ldd). */
@@ -1023,7 +1075,10 @@ lu_run(const la *L, mat a, uint64_t m, uint64_t n, uint64_t batch, mat piv, kiln
   return KILN_OK;
 }
 
-/* Solves op(A) X = B in place on batch n x nrhs matrices x, from A's LU and pivots. */
+/*
+ * Solves op(A) X = B in place on batch n x nrhs matrices x, from A's LU and pivots; trans 0, 1
+ * (A^T) or 2 (A^H = U^H L^H P).
+ */
 static kiln_status
 lu_solve_run(const la *L, mat lu, mat piv, uint64_t n, uint64_t nrhs, mat x, uint64_t batch,
              int trans)
@@ -1034,8 +1089,8 @@ lu_solve_run(const la *L, mat lu, mat piv, uint64_t n, uint64_t nrhs, mat x, uin
     KILN_TRY(tri(L, 1, 1, 0, 0, 1, n, nrhs, 1.0, lu, n, as, x, nrhs, xs, batch));
     return tri(L, 1, 1, 1, 0, 0, n, nrhs, 1.0, lu, n, as, x, nrhs, xs, batch);
   }
-  KILN_TRY(tri(L, 1, 1, 1, 1, 0, n, nrhs, 1.0, lu, n, as, x, nrhs, xs, batch));
-  KILN_TRY(tri(L, 1, 1, 0, 1, 1, n, nrhs, 1.0, lu, n, as, x, nrhs, xs, batch));
+  KILN_TRY(tri(L, 1, 1, 1, trans, 0, n, nrhs, 1.0, lu, n, as, x, nrhs, xs, batch));
+  KILN_TRY(tri(L, 1, 1, 0, trans, 1, n, nrhs, 1.0, lu, n, as, x, nrhs, xs, batch));
   return laswp(L, x, xs, nrhs, nrhs, piv, n, 0, n, 1, batch);
 }
 
@@ -1156,10 +1211,11 @@ chol_step(const la *L, cl_kernel sk, size_t slocal, cl_kernel kk, size_t local, 
   }
   if (r == n)
     return KILN_OK;
+  /* lower: L21 = A21 L11^-H; upper: U12 = U11^-H A12 */
   if (!upper)
-    return tri(L, 1, 0, 0, 1, 0, n - r, jb, 1.0, at(A, j0 * n + j0), n, 0, at(A, r * n + j0), n, 0,
+    return tri(L, 1, 0, 0, 2, 0, n - r, jb, 1.0, at(A, j0 * n + j0), n, 0, at(A, r * n + j0), n, 0,
                1);
-  return tri(L, 1, 1, 1, 1, 0, jb, n - r, 1.0, at(A, j0 * n + j0), n, 0, at(A, j0 * n + r), n, 0,
+  return tri(L, 1, 1, 1, 2, 0, jb, n - r, 1.0, at(A, j0 * n + j0), n, 0, at(A, j0 * n + r), n, 0,
              1);
 }
 
@@ -1183,6 +1239,14 @@ chol_run(const la *L, mat a, uint64_t n, uint64_t batch, int upper, kiln_tensor 
   KILN_TRY(zero_fill(L, info));
   if (n == 0 || batch == 0)
     return KILN_OK;
+  /* Complex diagonal blocks that do not fit the local memory (c128 64 x 64 on 48 KiB) would
+   * take chol_panel, one global barrier per column: halve the block until chol_small takes
+   * it. */
+  la Lc = *L;
+  while (kiln__dtype_is_complex(Lc.dt) && Lc.nb > 16 && Lc.nb <= Lc.small_max &&
+         !is_small(&Lc, Lc.nb, Lc.nb))
+    Lc.nb /= 2;
+  L = &Lc;
   /* Upper is the lower algorithm on the transposed view: U = L^T, A symmetric. */
   uint64_t rs = upper ? 1 : n, cs = upper ? n : 1;
   cl_kernel kk;
@@ -1273,11 +1337,11 @@ chol_run(const la *L, mat a, uint64_t n, uint64_t batch, int upper, kiln_tensor 
       uint64_t jn = q2 ? (n - r < L->nb ? n - r : L->nb) : 0, c = r + jn;
       if (jn && !upper) {
         KILN_TRY(syrk_sub(L, 0, jn, jb, at(A, r * n + j0), n, at(A, r * n + r), n));
-        KILN_TRY(gemm_g(L, 0, 1, n - c, jn, jb, -1.0, at(A, c * n + j0), n, at(A, r * n + j0), n,
+        KILN_TRY(gemm_g(L, 0, 2, n - c, jn, jb, -1.0, at(A, c * n + j0), n, at(A, r * n + j0), n,
                         1.0, at(A, c * n + r), n));
       } else if (jn) {
         KILN_TRY(syrk_sub(L, 1, jn, jb, at(A, j0 * n + r), n, at(A, r * n + r), n));
-        KILN_TRY(gemm_g(L, 1, 0, jn, n - c, jb, -1.0, at(A, j0 * n + r), n, at(A, j0 * n + c), n,
+        KILN_TRY(gemm_g(L, 2, 0, jn, n - c, jb, -1.0, at(A, j0 * n + r), n, at(A, j0 * n + c), n,
                         1.0, at(A, r * n + c), n));
       }
       if (jn)
@@ -1339,15 +1403,17 @@ fmt(const kiln__shape *s, char *buf, size_t len)
   return kiln__shape_format(s, buf, len);
 }
 
-/* A floating matrix operand: f32/f64 the device runs, at least 2 dimensions. */
+/* A floating matrix operand: f32/f64/c64/c128 the device runs, at least 2 dimensions. */
 static kiln_status
 check_mat(const char *op, kiln_context *ctx, const kiln_tensor *t, const char *name)
 {
   KILN_TRY(kiln__tensor_check(op, t, ctx));
-  KILN_RETURN_IF(t->dtype != KILN_F32 && t->dtype != KILN_F64, KILN_ERR_DTYPE, op,
-                 "%s is %s; linear algebra accepts f32 and f64", name, kiln_dtype_name(t->dtype));
+  KILN_RETURN_IF(t->dtype != KILN_F32 && t->dtype != KILN_F64 && t->dtype != KILN_C64 &&
+                     t->dtype != KILN_C128,
+                 KILN_ERR_DTYPE, op, "%s is %s; linear algebra accepts f32, f64, c64 and c128",
+                 name, kiln_dtype_name(t->dtype));
   KILN_RETURN_IF(!kiln__device_has_dtype(&ctx->info, t->dtype), KILN_ERR_UNSUPPORTED, op,
-                 "%s is f64 but the device has no fp64", name);
+                 "%s is %s but the device has no fp64", name, kiln_dtype_name(t->dtype));
   char b[128];
   KILN_RETURN_IF(t->shape.ndim < 2, KILN_ERR_SHAPE, op,
                  "%s has shape %s; a matrix needs at least 2 dimensions [..., rows, cols]", name,
@@ -1665,7 +1731,7 @@ kiln_linalg_lu_solve(kiln_context *ctx, const kiln_tensor *lu, const kiln_tensor
     s = kiln__ops_copy(op, ctx, b, *x);
   if (s == KILN_OK && n && nrhs)
     s = lu_solve_run(&L, tmat(lu), tmat(pivots), (uint64_t)n, nrhs, tmat(*x), batch,
-                     trans != KILN_NO_TRANS);
+                     trans == KILN_CONJ_TRANS ? 2 : trans == KILN_TRANS);
   s = outs_end(&o, s);
   kiln__ctx_unlock(ctx);
   return s;
@@ -1792,8 +1858,9 @@ det_common(const char *op, kiln_context *ctx, const kiln_tensor *a, kiln_tensor 
   kiln_status s = KILN_OK;
   if (sign)
     s = out_add(&o, op, ctx, a->dtype, &rs, sign);
+  /* slogdet's log|det| is real (f32 for c64, f64 for c128), as torch's */
   if (s == KILN_OK)
-    s = out_add(&o, op, ctx, a->dtype, &rs, val);
+    s = out_add(&o, op, ctx, sign ? kiln__dtype_real_part(a->dtype) : a->dtype, &rs, val);
   if (s == KILN_OK && sign)
     s = check_overlap(op, *sign, *val, 0, "sign", "logabsdet");
   kiln_tensor *lu = NULL, *piv = NULL, *info = NULL;
@@ -1969,6 +2036,10 @@ kiln_linalg_rcond(kiln_context *ctx, const kiln_tensor *a, kiln_tensor **out)
   static const char op[] = "kiln_linalg_rcond";
   KILN_TRY(kiln__ctx_check(op, ctx));
   KILN_TRY(check_mat(op, ctx, a, "a"));
+  KILN_RETURN_IF(kiln__dtype_is_complex(a->dtype), KILN_ERR_DTYPE, op,
+                 "a is %s; rcond accepts f32 and f64 (the complex estimate, zlacn2, is not "
+                 "implemented)",
+                 kiln_dtype_name(a->dtype));
   KILN_TRY(check_square(op, a, "a"));
   NONNULL(op, out, "out");
   size_t nd = a->shape.ndim;
@@ -2097,9 +2168,9 @@ static kiln_status
 chol_solve_run(const la *L, mat f, int upper, uint64_t n, uint64_t nrhs, mat x, uint64_t batch)
 {
   uint64_t as = n * n, xs = n * nrhs;
-  /* lower: L y = b, L^T x = y; upper: U^T y = b, U x = y */
-  KILN_TRY(tri(L, 1, 1, upper, upper, 0, n, nrhs, 1.0, f, n, as, x, nrhs, xs, batch));
-  return tri(L, 1, 1, upper, !upper, 0, n, nrhs, 1.0, f, n, as, x, nrhs, xs, batch);
+  /* lower: L y = b, L^H x = y; upper: U^H y = b, U x = y */
+  KILN_TRY(tri(L, 1, 1, upper, upper ? 2 : 0, 0, n, nrhs, 1.0, f, n, as, x, nrhs, xs, batch));
+  return tri(L, 1, 1, upper, upper ? 0 : 2, 0, n, nrhs, 1.0, f, n, as, x, nrhs, xs, batch);
 }
 
 kiln_status
@@ -2199,7 +2270,8 @@ tri_api(const char *op, int solve, kiln_context *ctx, kiln_side side, kiln_uplo 
   if (s == KILN_OK)
     s = kiln__ops_copy(op, ctx, b, *x);
   if (s == KILN_OK)
-    s = tri(&L, solve, side == KILN_LEFT, uplo == KILN_UPPER, trans != KILN_NO_TRANS,
+    s = tri(&L, solve, side == KILN_LEFT, uplo == KILN_UPPER,
+            trans == KILN_CONJ_TRANS ? 2 : trans == KILN_TRANS,
             diag == KILN_UNIT, bm, bn, alpha, tmat(a), n, n * n, tmat(*x), bn, bm * bn, batch);
   s = outs_end(&o, s);
   kiln__ctx_unlock(ctx);
@@ -2222,7 +2294,8 @@ kiln_trmm(kiln_context *ctx, kiln_side side, kiln_uplo uplo, kiln_trans trans, k
 
 /* ---------------------------------------------------------------- family */
 
-static const struct kiln__source linalg_sources[] = {{SRC, KILN__DT_FLOATS}, {NULL, 0}};
+static const struct kiln__source linalg_sources[] = {{SRC, KILN__DT_FLOATS | KILN__DT_COMPLEX},
+                                                     {NULL, 0}};
 
 const struct kiln__family kiln__linalg_family = {.name = "linalg",
                                                 .sources = linalg_sources,
