@@ -65,45 +65,7 @@
 
 #define IDX(off, rs, cs, i, j) ((off) + (ulong)(i) * (rs) + (ulong)(j) * (cs))
 
-/*
- * Arithmetic of T. Complex: the textbook product, Smith's quotient (no intermediate overflows
- * for well-scaled operands; a zero divisor gives NaN/Inf as the real quotient does), pivots
- * chosen by |re| + |im| (LAPACK's izamax and cabs1), a Hermitian diagonal by its real part
- * (zpotrf). Real T: the operators themselves, so the f32/f64 kernels are what they were.
- * LA_CJ(a, c) is conj(a) when c is set (conjugate transposes), a for real T.
- */
-#if KILN_IS_COMPLEX
-inline T la_div(T a, T b)
-{
-  if (fabs(b.x) >= fabs(b.y)) {
-    const RT r = b.y / b.x, d = b.x + b.y * r;
-    return (T)((a.x + a.y * r) / d, (a.y - a.x * r) / d);
-  }
-  const RT r = b.x / b.y, d = b.y + b.x * r;
-  return (T)((a.x * r + a.y) / d, (a.y * r - a.x) / d);
-}
-#define LA_MUL(a, b) ((T)((a).x * (b).x - (a).y * (b).y, (a).x * (b).y + (a).y * (b).x))
-#define LA_DIV(a, b) la_div((a), (b))
-#define LA_CONJ(a) ((T)((a).x, -(a).y))
-#define LA_CJ(a, c) ((c) ? LA_CONJ(a) : (a))
-#define LA_ABS1(a) (fabs((a).x) + fabs((a).y))
-#define LA_ABS(a) hypot((a).x, (a).y)
-#define LA_RE(a) ((a).x)
-#define LA_ISNAN(a) (isnan((a).x) || isnan((a).y))
-#define LA_ISZERO(a) ((a).x == (RT)0 && (a).y == (RT)0)
-#define LA_REAL(r) ((T)((RT)(r), (RT)0))
-#else
-#define LA_MUL(a, b) ((a) * (b))
-#define LA_DIV(a, b) ((a) / (b))
-#define LA_CONJ(a) (a)
-#define LA_CJ(a, c) (a)
-#define LA_ABS1(a) fabs(a)
-#define LA_ABS(a) fabs(a)
-#define LA_RE(a) (a)
-#define LA_ISNAN(a) isnan(a)
-#define LA_ISZERO(a) ((a) == (T)0)
-#define LA_REAL(r) ((T)(r))
-#endif
+#include "linalg_arith.clh"
 
 /* Tree reduction of (rv, ri) over the group: the largest |value|, lowest row on ties.
  * Ends with a barrier; the winner is ri[0]. */

@@ -6,9 +6,9 @@
  *
  * Dtypes: f32, f64, c64 and c128 (f64 and c128 need fp64: KILN_ERR_UNSUPPORTED otherwise);
  * kiln_linalg_rcond f32 and f64 only. Complex LU pivots on |re| + |im| (LAPACK's izamax), and
- * KILN_CONJ_TRANS is the conjugate transpose for complex operands (A^T for real ones). Pivots are i32 and
- * 1-based, as LAPACK's ipiv and torch.linalg.lu_factor: row i was interchanged with row
- * pivots[i] - 1 (in order i = 0, 1, ...).
+ * KILN_CONJ_TRANS is the conjugate transpose for complex operands (A^T for real ones). Pivots
+ * are i32 and 1-based, as LAPACK's ipiv and torch.linalg.lu_factor: row i was interchanged
+ * with row pivots[i] - 1 (in order i = 0, 1, ...).
  *
  * Layout (torch.linalg conventions): row-major, the last two dimensions of a tensor are the
  * matrix and the leading ones are batch dimensions, [..., rows, cols]. Right-hand sides B
@@ -25,10 +25,10 @@
  * Statuses common to every call:
  *   KILN_OK; KILN_ERR_INVALID_HANDLE (NULL, released or foreign ctx or tensor);
  *   KILN_ERR_INVALID_ARGUMENT (NULL out pointer, a flag outside its enum, overlapping
- *   results); KILN_ERR_CONTEXT_MISMATCH; KILN_ERR_DTYPE (not f32/f64/c64/c128, operands of different
- *   dtypes, pivots not i32, a given result of another dtype); KILN_ERR_SHAPE (fewer than 2
- *   dimensions, a non-square matrix given to a square-only op, batch or row counts of A and
- *   B that differ, a given result of the wrong shape: the message names op and shapes);
+ *   results); KILN_ERR_CONTEXT_MISMATCH; KILN_ERR_DTYPE (not f32/f64/c64/c128, operands of
+ *   different dtypes, pivots not i32, a given result of another dtype); KILN_ERR_SHAPE (fewer
+ *   than 2 dimensions, a non-square matrix given to a square-only op, batch or row counts of A
+ *   and B that differ, a given result of the wrong shape: the message names op and shapes);
  *   KILN_ERR_OVERFLOW (a matrix with more than 2^31-1 rows, columns or right-hand sides);
  *   KILN_ERR_UNSUPPORTED (f64 without fp64); KILN_ERR_BUILD; KILN_ERR_OPENCL;
  *   KILN_ERR_DEVICE_MEMORY; KILN_ERR_HOST_MEMORY; KILN_ERR_PROVIDER (CLBlast failed; the raw

@@ -223,9 +223,8 @@ args_mat(kiln__args *a, mat x)
   kiln__args_u64(a, x.off);
 }
 
-/* A scalar kernel argument of type T from a real value (complex: v + 0i). */
-static void
-args_scal(kiln__args *a, kiln_dtype dt, double v)
+void
+kiln__linalg_args_scalar(kiln__args *a, kiln_dtype dt, double v)
 {
   if (dt == KILN_C64) {
     cl_float2 f = {{(float)v, 0.0f}};
@@ -524,7 +523,7 @@ tri_kernel(const la *L, int solve, int left, int upper, int trans, int unit, uin
   kiln__args_u64(&args, brs);
   kiln__args_u64(&args, bcs);
   kiln__args_u32(&args, (uint32_t)nrhs);
-  args_scal(&args, L->dt, alpha);
+  kiln__linalg_args_scalar(&args, L->dt, alpha);
   kiln__args_u32(&args, conja);
   return enqueue2(&args, L, nrhs, batch);
 }
@@ -544,7 +543,7 @@ kiln__linalg_tile_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_
   kiln__args_u32(&args, (uint32_t)m);
   kiln__args_u32(&args, (uint32_t)n);
   kiln__args_u32(&args, (uint32_t)k);
-  args_scal(&args, dt, alpha);
+  kiln__linalg_args_scalar(&args, dt, alpha);
   kiln__args_mem(&args, a);
   kiln__args_u64(&args, aoff);
   kiln__args_u64(&args, ars);
@@ -595,7 +594,7 @@ own_gemm(const la *L, uint64_t m, uint64_t n, uint64_t k, double alpha, mat a, u
   kiln__args_u32(&args, (uint32_t)m);
   kiln__args_u32(&args, (uint32_t)n);
   kiln__args_u32(&args, (uint32_t)k);
-  args_scal(&args, L->dt, alpha);
+  kiln__linalg_args_scalar(&args, L->dt, alpha);
   args_mat(&args, a);
   kiln__args_u64(&args, ars);
   kiln__args_u64(&args, acs);

@@ -543,6 +543,9 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
 {
   static const char op[] = "kiln_linalg_eigh";
   KILN_TRY(kiln__ctx_check(op, ctx));
+  if (kiln__tensor_check(op, a, ctx) == KILN_OK &&
+      (a->dtype == KILN_C64 || a->dtype == KILN_C128))
+    return kiln__lsp_eigh_complex(ctx, a, uplo, w, v);
   KILN_TRY(kiln__lsp_check_mat(op, ctx, a, "a"));
   KILN_TRY(kiln__lsp_check_square(op, a, "a"));
   KILN_RETURN_IF(uplo != KILN_UPPER && uplo != KILN_LOWER, KILN_ERR_INVALID_ARGUMENT, op,
@@ -1423,6 +1426,9 @@ kiln_linalg_svd(kiln_context *ctx, const kiln_tensor *a, int full_matrices, kiln
 {
   static const char op[] = "kiln_linalg_svd";
   KILN_TRY(kiln__ctx_check(op, ctx));
+  if (kiln__tensor_check(op, a, ctx) == KILN_OK &&
+      (a->dtype == KILN_C64 || a->dtype == KILN_C128))
+    return kiln__lsp_svd_complex(ctx, a, full_matrices, u, s, vt);
   KILN_TRY(kiln__lsp_check_mat(op, ctx, a, "a"));
   KILN_RETURN_IF(!s, KILN_ERR_INVALID_ARGUMENT, op, "s is NULL");
   KILN_RETURN_IF(!u != !vt, KILN_ERR_INVALID_ARGUMENT, op,
@@ -1745,6 +1751,9 @@ kiln_linalg_lstsq(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b,
 {
   static const char op[] = "kiln_linalg_lstsq";
   KILN_TRY(kiln__ctx_check(op, ctx));
+  if (kiln__tensor_check(op, a, ctx) == KILN_OK &&
+      (a->dtype == KILN_C64 || a->dtype == KILN_C128))
+    return kiln__lsp_lstsq_complex(ctx, a, b, rcond, x, residuals, rank, sv);
   KILN_TRY(kiln__lsp_check_mat(op, ctx, a, "a"));
   KILN_TRY(kiln__lsp_check_mat(op, ctx, b, "b"));
   KILN_RETURN_IF(a->dtype != b->dtype, KILN_ERR_DTYPE, op, "a is %s but b is %s",

@@ -188,6 +188,11 @@ kiln_status kiln__linalg_tile_gemm(const char *op, kiln_context *ctx, kiln_dtype
                                    uint64_t coff, uint64_t crs, uint64_t ccs, uint32_t tri_part,
                                    uint64_t batch, uint64_t az, uint64_t bz, uint64_t cz);
 
+/* A T-typed scalar kernel argument from a real value: f32/f64 as kiln__args_float, complex
+ * dtypes v + 0i (float2/double2). */
+struct kiln__args;
+void kiln__linalg_args_scalar(struct kiln__args *a, kiln_dtype dt, double v);
+
 /*
  * Bits of kiln__linalg_tile_gemm's tri_part (above the triangle's 1 or 2) that conjugate A's or
  * B's elements as they are read, for the conjugate transposes of complex dtypes (real dtypes

@@ -27,7 +27,9 @@
 
 #include "harness.h"
 #include "kiln/linalg.h"
+#include "kiln/linalg_spectral.h"
 #include "ops/linalg_internal.h"
+#include "ops/linalg_spectral_internal.h"
 
 #define EXPECT(cond, ...)        \
   do {                           \
@@ -392,8 +394,8 @@ START_TEST(solve_and_lu_solve)
       int64_t sa[2] = {(int64_t)n, (int64_t)n}, sb[2] = {(int64_t)n, (int64_t)k},
               sv[1] = {(int64_t)n};
       cplx *a = well_cond(n, 1), *b = rand_c(n * k);
-      kiln_tensor *ta = up(dt, 2, sa, a), *tb = up(dt, 2, sb, b), *tv = up(dt, 1, sv, b),
-                  *x = NULL, *xv = NULL, *lu = NULL, *piv = NULL;
+      kiln_tensor *ta = up(dt, 2, sa, a), *tb = up(dt, 2, sb, b), *tv = up(dt, 1, sv, b), *x = NULL,
+                  *xv = NULL, *lu = NULL, *piv = NULL;
       KOK(kiln_linalg_solve(ctx, ta, tb, &x));
       cplx *hx = down(x);
       double e = residual(a, hx, b, n, k, 0, eps_of(dt));
@@ -697,8 +699,8 @@ END_TEST
 /* ---------------------------------------------------------------- trsm, trmm */
 
 static void
-tri_case(kiln_dtype dt, kiln_side side, kiln_uplo uplo, kiln_trans t, kiln_diag_kind diag,
-         size_t m, size_t n, int solve)
+tri_case(kiln_dtype dt, kiln_side side, kiln_uplo uplo, kiln_trans t, kiln_diag_kind diag, size_t m,
+         size_t n, int solve)
 {
   kiln_context *ctx = harness_ctx();
   size_t na = side == KILN_LEFT ? m : n;
@@ -730,8 +732,9 @@ tri_case(kiln_dtype dt, kiln_side side, kiln_uplo uplo, kiln_trans t, kiln_diag_
       /* trsm: check M X = alpha B (left) or X M = alpha B; trmm: X = alpha M B or alpha B M */
       cplx s = 0;
       for (size_t p = 0; p < na; p++)
-        s += side == KILN_LEFT ? (solve ? M[i * na + p] * hx[p * n + j] : M[i * na + p] * b[p * n + j])
-                               : (solve ? hx[i * n + p] * M[p * na + j] : b[i * n + p] * M[p * na + j]);
+        s += side == KILN_LEFT
+                 ? (solve ? M[i * na + p] * hx[p * n + j] : M[i * na + p] * b[p * n + j])
+                 : (solve ? hx[i * n + p] * M[p * na + j] : b[i * n + p] * M[p * na + j]);
       cplx want = solve ? alpha * b[i * n + j] : alpha * s, got = solve ? s : hx[i * n + j];
       double d = cabs(got - want) / (1 + cabs(want));
       worst = d > worst ? d : worst;
@@ -766,6 +769,333 @@ START_TEST(triangular)
               if (diag == 0 && !harness_small())
                 tri_case(dt, sd, ul, ts[t], dg, side ? 9 : 70, side ? 70 : 9, solve);
             }
+  }
+}
+END_TEST
+
+/* ---------------------------------------------------------------- QR */
+
+static void
+qr_case(kiln_dtype dt, size_t batch, size_t m, size_t n, kiln_qr_mode mode)
+{
+  kiln_context *ctx = harness_ctx();
+  size_t k = m < n ? m : n, qc = mode == KILN_QR_COMPLETE ? m : k, rr = qc;
+  int64_t sh[3] = {(int64_t)batch, (int64_t)m, (int64_t)n};
+  cplx *a = rand_c(batch * m * n);
+  kiln_tensor *ta = up(dt, 3, sh, a), *q = NULL, *r = NULL;
+  KOK(kiln_linalg_qr(ctx, ta, mode, mode == KILN_QR_R ? NULL : &q, &r));
+  ck_assert_int_eq(kiln_tensor_dtype(r), dt);
+  cplx *hr = down(r), *hq = q ? down(q) : NULL;
+  double eps = eps_of(dt);
+  size_t mx = m > n ? m : n;
+  for (size_t b = 0; b < batch; b++) {
+    const cplx *A = a + b * m * n, *R = hr + b * rr * n, *Q = hq ? hq + b * m * qc : NULL;
+    for (size_t i = 0; i < rr; i++)
+      for (size_t j = 0; j < n; j++)
+        EXPECT(j >= i || R[i * n + j] == 0, "%s qr %zux%zu: R[%zu][%zu] not zero",
+               kiln_dtype_name(dt), m, n, i, j);
+    /* zgeqrf's beta is real: R's diagonal has no imaginary part */
+    for (size_t i = 0; i < k; i++)
+      EXPECT(cimag(R[i * n + i]) == 0, "%s qr %zux%zu: R[%zu][%zu] = %g%+gi", kiln_dtype_name(dt),
+             m, n, i, i, creal(R[i * n + i]), cimag(R[i * n + i]));
+    if (!Q)
+      continue;
+    double r1 = 0, r2 = 0;
+    for (size_t i = 0; i < m; i++)
+      for (size_t j = 0; j < n; j++) {
+        cplx s = 0;
+        for (size_t p = 0; p < rr; p++)
+          s += Q[i * qc + p] * R[p * n + j];
+        cplx d = s - A[i * n + j];
+        r1 += creal(d * conj(d));
+      }
+    for (size_t i = 0; i < qc; i++)
+      for (size_t j = 0; j < qc; j++) {
+        cplx s = 0;
+        for (size_t p = 0; p < m; p++)
+          s += conj(Q[p * qc + i]) * Q[p * qc + j];
+        cplx d = s - (i == j ? 1.0 : 0.0);
+        r2 += creal(d * conj(d));
+      }
+    double na = fro(A, m * n);
+    double e1 = na ? sqrt(r1) / (na * (double)mx * eps) : sqrt(r1);
+    double e2 = qc ? sqrt(r2) / ((double)mx * eps) : 0;
+    EXPECT(e1 <= BOUND, "%s qr mode %d %zux%zu: ||A - Q R|| error %g", kiln_dtype_name(dt),
+           (int)mode, m, n, e1);
+    EXPECT(e2 <= BOUND, "%s qr mode %d %zux%zu: ||Q^H Q - I|| error %g", kiln_dtype_name(dt),
+           (int)mode, m, n, e2);
+  }
+  free(a);
+  free(hr);
+  free(hq);
+  kiln_tensor_release(ta);
+  kiln_tensor_release(q);
+  kiln_tensor_release(r);
+}
+
+START_TEST(qr)
+{
+  static const size_t sizes[][2] = {{0, 0}, {1, 1}, {5, 5}, {7, 3}, {3, 7}, {97, 40}, {40, 97}};
+  FOR_DTYPES(dt)
+  {
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+      for (int mode = 0; mode < 3; mode++)
+        qr_case(dt, i == 3 ? 2 : 1, sizes[i][0], sizes[i][1], (kiln_qr_mode)mode);
+  }
+  /* a complex diagonal entry with zeros below still gets a reflector (R's diagonal real) */
+  FOR_DTYPES(dt)
+  {
+    int64_t s2[2] = {2, 2};
+    cplx d[4] = {CMPLX(1, 2), 3, 0, CMPLX(0, -1)};
+    kiln_tensor *t = up(dt, 2, s2, d), *q = NULL, *r = NULL;
+    KOK(kiln_linalg_qr(harness_ctx(), t, KILN_QR_REDUCED, &q, &r));
+    cplx *hr = down(r);
+    EXPECT(cimag(hr[0]) == 0 && cimag(hr[3]) == 0 && fabs(fabs(creal(hr[0])) - sqrt(5.0)) < 1e-5,
+           "%s qr of a triangular complex matrix: R diagonal %g%+gi, %g%+gi", kiln_dtype_name(dt),
+           creal(hr[0]), cimag(hr[0]), creal(hr[3]), cimag(hr[3]));
+    free(hr);
+    kiln_tensor_release(t);
+    kiln_tensor_release(q);
+    kiln_tensor_release(r);
+  }
+  /* blocked: block 16 with 3-column leaves, the split V^H C on gemm_tile and CLBlast */
+  for (int v = 0; v < 3; v++) {
+    kiln__linalg_spectral_test_set(16, -1, 3);
+    kiln__linalg_spectral_test_split(v == 0 ? -1 : 3);
+    hook_gemm = v == 2 ? KILN__LINALG_GEMM_TILE : -1;
+    FOR_DTYPES(dt)
+    {
+      kiln__linalg_spectral_test_set(16, dt == KILN_C64 ? 1 : -1, 3);
+      qr_case(dt, 1, 97, 40, KILN_QR_REDUCED);
+      qr_case(dt, 1, 40, 70, KILN_QR_COMPLETE);
+    }
+  }
+  kiln__linalg_spectral_test_set(-1, -1, -1);
+  kiln__linalg_spectral_test_split(-1);
+}
+END_TEST
+
+/* lstsq: tall full-rank (the QR route), wide and rank-deficient (zgelsd), batched. */
+static void
+lstsq_case(kiln_dtype dt, size_t batch, size_t m, size_t n, size_t k, int deficient)
+{
+  kiln_context *ctx = harness_ctx();
+  int64_t sa[3] = {(int64_t)batch, (int64_t)m, (int64_t)n},
+          sb[3] = {(int64_t)batch, (int64_t)m, (int64_t)k};
+  cplx *a = rand_c(batch * m * n), *b = rand_c(batch * m * k);
+  if (deficient) /* column 1 = column 0: rank n - 1 */
+    for (size_t q = 0; q < batch; q++)
+      for (size_t i = 0; i < m; i++)
+        a[q * m * n + i * n + 1] = a[q * m * n + i * n];
+  kiln_tensor *ta = up(dt, 3, sa, a), *tb = up(dt, 3, sb, b), *x = NULL, *res = NULL, *rank = NULL,
+              *sv = NULL;
+  KOK(kiln_linalg_lstsq(ctx, ta, tb, -1.0, &x, &res, &rank, &sv));
+  kiln_dtype rdt = dt == KILN_C64 ? KILN_F32 : KILN_F64;
+  ck_assert_int_eq(kiln_tensor_dtype(x), dt);
+  ck_assert_int_eq(kiln_tensor_dtype(sv), rdt);
+  ck_assert_int_eq(kiln_tensor_dtype(res), rdt);
+  cplx *hx = down(x), *hs = down(sv), *hres = down(res);
+  int64_t *hr = malloc(batch * 8 + 8);
+  KOK(kiln_tensor_download(rank, hr, batch * 8));
+  double eps = eps_of(dt);
+  size_t kk = m < n ? m : n, want_rank = deficient ? n - 1 : kk;
+  int full = m > n && !deficient;
+  ck_assert_int_eq(kiln_tensor_numel(res), full ? batch * k : 0);
+  for (size_t q = 0; q < batch; q++) {
+    const cplx *A = a + q * m * n, *B = b + q * m * k, *X = hx + q * n * k;
+    EXPECT(hr[q] == (int64_t)want_rank, "%s lstsq %zux%zu: rank %lld, want %zu",
+           kiln_dtype_name(dt), m, n, (long long)hr[q], want_rank);
+    /* the normal equations A^H (A X - B) = 0, and for full rows (wide) A X = B */
+    double g = 0, r = 0, fa = fro(A, m * n), fx = fro(X, n * k), s2 = 0;
+    for (size_t c = 0; c < k; c++) {
+      cplx *rv = calloc(m + 1, sizeof *rv);
+      double rc = 0;
+      for (size_t i = 0; i < m; i++) {
+        cplx t = -B[i * k + c];
+        for (size_t p = 0; p < n; p++)
+          t += A[i * n + p] * X[p * k + c];
+        rv[i] = t;
+        rc += creal(t * conj(t));
+      }
+      r += rc;
+      if (full)
+        EXPECT(fabs(creal(hres[q * k + c]) - rc) <= 1e3 * eps * (1 + rc),
+               "%s lstsq %zux%zu: residual %g, want %g", kiln_dtype_name(dt), m, n,
+               creal(hres[q * k + c]), rc);
+      for (size_t p = 0; p < n; p++) {
+        cplx t = 0;
+        for (size_t i = 0; i < m; i++)
+          t += conj(A[i * n + p]) * rv[i];
+        g += creal(t * conj(t));
+      }
+      free(rv);
+    }
+    double e = sqrt(g) / (fa * fa * fx * (double)(m > n ? m : n) * eps);
+    EXPECT(e <= 1e2, "%s lstsq %zux%zu: normal equations off by %g", kiln_dtype_name(dt), m, n, e);
+    if (m <= n && !deficient)
+      EXPECT(sqrt(r) / (fa * fx * (double)n * eps) <= 1e2, "%s lstsq %zux%zu: ||A X - B|| %g",
+             kiln_dtype_name(dt), m, n, sqrt(r));
+    /* singular values: descending, their squares sum to ||A||^2 */
+    for (size_t i = 0; i < kk; i++) {
+      s2 += creal(hs[q * kk + i]) * creal(hs[q * kk + i]);
+      EXPECT(i == 0 || creal(hs[q * kk + i]) <= creal(hs[q * kk + i - 1]) * (1 + 10 * eps),
+             "%s lstsq %zux%zu: singular values not descending", kiln_dtype_name(dt), m, n);
+    }
+    EXPECT(fabs(s2 - fa * fa) <= 1e3 * eps * fa * fa, "%s lstsq %zux%zu: sum s^2 %g, ||A||^2 %g",
+           kiln_dtype_name(dt), m, n, s2, fa * fa);
+  }
+  free(a);
+  free(b);
+  free(hx);
+  free(hs);
+  free(hres);
+  free(hr);
+  kiln_tensor_release(ta);
+  kiln_tensor_release(tb);
+  kiln_tensor_release(x);
+  kiln_tensor_release(res);
+  kiln_tensor_release(rank);
+  kiln_tensor_release(sv);
+}
+
+START_TEST(lstsq)
+{
+  FOR_DTYPES(dt)
+  {
+    lstsq_case(dt, 2, 9, 4, 2, 0);   /* tall: the QR route */
+    lstsq_case(dt, 1, 40, 40, 3, 0); /* square, several blocks */
+    lstsq_case(dt, 1, 70, 20, 1, 0);
+    lstsq_case(dt, 1, 4, 9, 2, 0);  /* wide: zgelsd */
+    lstsq_case(dt, 1, 12, 5, 2, 1); /* rank-deficient tall: zgelsd */
+  }
+}
+END_TEST
+
+/* eigh (Hermitian, lower and upper) and svd (reduced, full, values only) on the host's LAPACK. */
+static void
+eigh_case(kiln_dtype dt, size_t batch, size_t n, kiln_uplo uplo)
+{
+  kiln_context *ctx = harness_ctx();
+  int64_t sh[3] = {(int64_t)batch, (int64_t)n, (int64_t)n};
+  cplx *a = rand_c(batch * n * n);
+  for (size_t q = 0; q < batch; q++) /* Hermitian: the mirror of the lower triangle */
+    for (size_t i = 0; i < n; i++)
+      for (size_t j = 0; j <= i; j++)
+        a[q * n * n + j * n + i] =
+            i == j ? creal(a[q * n * n + i * n + i]) : conj(a[q * n * n + i * n + j]);
+  kiln_tensor *ta = up(dt, 3, sh, a), *w = NULL, *v = NULL, *w2 = NULL;
+  KOK(kiln_linalg_eigh(ctx, ta, uplo, &w, &v));
+  KOK(kiln_linalg_eigh(ctx, ta, uplo, &w2, NULL));
+  ck_assert_int_eq(kiln_tensor_dtype(w), dt == KILN_C64 ? KILN_F32 : KILN_F64);
+  ck_assert_int_eq(kiln_tensor_dtype(v), dt);
+  cplx *hw = down(w), *hv = down(v), *hw2 = down(w2);
+  double eps = eps_of(dt);
+  for (size_t q = 0; q < batch; q++) {
+    const cplx *A = a + q * n * n, *V = hv + q * n * n, *W = hw + q * n;
+    double r = 0, o = 0, na = fro(A, n * n);
+    for (size_t i = 0; i < n; i++) {
+      EXPECT(i == 0 || creal(W[i]) >= creal(W[i - 1]), "%s eigh n %zu: values not ascending",
+             kiln_dtype_name(dt), n);
+      EXPECT(fabs(creal(W[i]) - creal(hw2[q * n + i])) <= 10 * n * eps * (1 + na),
+             "%s eigh n %zu: values only differ", kiln_dtype_name(dt), n);
+      for (size_t j = 0; j < n; j++) {
+        cplx t = -W[j] * V[i * n + j], g = -(i == j ? 1.0 : 0.0);
+        for (size_t p = 0; p < n; p++) {
+          t += A[i * n + p] * V[p * n + j];
+          g += conj(V[p * n + i]) * V[p * n + j];
+        }
+        r += creal(t * conj(t));
+        o += creal(g * conj(g));
+      }
+    }
+    EXPECT(!n || sqrt(r) / (na * n * eps) <= BOUND, "%s eigh n %zu: ||A V - V W|| error %g",
+           kiln_dtype_name(dt), n, sqrt(r) / (na * n * eps));
+    EXPECT(!n || sqrt(o) / (n * eps) <= BOUND, "%s eigh n %zu: ||V^H V - I|| error %g",
+           kiln_dtype_name(dt), n, sqrt(o) / (n * eps));
+  }
+  free(a);
+  free(hw);
+  free(hv);
+  free(hw2);
+  kiln_tensor_release(ta);
+  kiln_tensor_release(w);
+  kiln_tensor_release(v);
+  kiln_tensor_release(w2);
+}
+
+static void
+svd_case(kiln_dtype dt, size_t batch, size_t m, size_t n, int full)
+{
+  kiln_context *ctx = harness_ctx();
+  size_t k = m < n ? m : n, uc = full ? m : k, vr = full ? n : k;
+  int64_t sh[3] = {(int64_t)batch, (int64_t)m, (int64_t)n};
+  cplx *a = rand_c(batch * m * n);
+  kiln_tensor *ta = up(dt, 3, sh, a), *u = NULL, *sv = NULL, *vt = NULL, *s2 = NULL;
+  KOK(kiln_linalg_svd(ctx, ta, full, &u, &sv, &vt));
+  KOK(kiln_linalg_svd(ctx, ta, full, NULL, &s2, NULL));
+  ck_assert_int_eq(kiln_tensor_dtype(sv), dt == KILN_C64 ? KILN_F32 : KILN_F64);
+  cplx *hu = down(u), *hs = down(sv), *hv = down(vt), *hs2 = down(s2);
+  double eps = eps_of(dt), mx = (double)(m > n ? m : n);
+  for (size_t q = 0; q < batch; q++) {
+    const cplx *A = a + q * m * n, *U = hu + q * m * uc, *S = hs + q * k, *V = hv + q * vr * n;
+    double r = 0, ou = 0, ov = 0, na = fro(A, m * n);
+    for (size_t i = 0; i < k; i++) {
+      EXPECT(creal(S[i]) >= 0 && (i == 0 || creal(S[i]) <= creal(S[i - 1])),
+             "%s svd %zux%zu: values not descending", kiln_dtype_name(dt), m, n);
+      EXPECT(fabs(creal(S[i]) - creal(hs2[q * k + i])) <= 10 * mx * eps * (1 + na),
+             "%s svd %zux%zu: values only differ", kiln_dtype_name(dt), m, n);
+    }
+    for (size_t i = 0; i < m; i++)
+      for (size_t j = 0; j < n; j++) {
+        cplx t = -A[i * n + j];
+        for (size_t p = 0; p < k; p++)
+          t += U[i * uc + p] * S[p] * V[p * n + j];
+        r += creal(t * conj(t));
+      }
+    for (size_t i = 0; i < uc; i++)
+      for (size_t j = 0; j < uc; j++) {
+        cplx g = -(i == j ? 1.0 : 0.0);
+        for (size_t p = 0; p < m; p++)
+          g += conj(U[p * uc + i]) * U[p * uc + j];
+        ou += creal(g * conj(g));
+      }
+    for (size_t i = 0; i < vr; i++)
+      for (size_t j = 0; j < vr; j++) {
+        cplx g = -(i == j ? 1.0 : 0.0);
+        for (size_t p = 0; p < n; p++)
+          g += V[i * n + p] * conj(V[j * n + p]);
+        ov += creal(g * conj(g));
+      }
+    EXPECT(!k || sqrt(r) / (na * mx * eps) <= BOUND, "%s svd %zux%zu: ||A - U S V^H|| error %g",
+           kiln_dtype_name(dt), m, n, sqrt(r) / (na * mx * eps));
+    EXPECT(sqrt(ou + ov) / (mx * eps) <= BOUND, "%s svd %zux%zu full %d: orthogonality error %g",
+           kiln_dtype_name(dt), m, n, full, sqrt(ou + ov) / (mx * eps));
+  }
+  free(a);
+  free(hu);
+  free(hs);
+  free(hv);
+  free(hs2);
+  kiln_tensor_release(ta);
+  kiln_tensor_release(u);
+  kiln_tensor_release(sv);
+  kiln_tensor_release(vt);
+  kiln_tensor_release(s2);
+}
+
+START_TEST(eigh_and_svd)
+{
+  static const size_t ns[] = {0, 1, 5, 33};
+  static const size_t ms[][2] = {{0, 3}, {1, 1}, {5, 5}, {7, 3}, {3, 7}, {33, 20}};
+  FOR_DTYPES(dt)
+  {
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+      eigh_case(dt, i == 2 ? 2 : 1, ns[i], KILN_LOWER);
+      eigh_case(dt, 1, ns[i], KILN_UPPER);
+    }
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
+      for (int full = 0; full < 2; full++)
+        svd_case(dt, i == 2 ? 2 : 1, ms[i][0], ms[i][1], full);
   }
 }
 END_TEST
@@ -883,6 +1213,8 @@ reset_hooks(void)
   kiln__linalg_test_own_gemm_max(-1);
   kiln__linalg_test_gemm(-1);
   kiln__linalg_test_ahead(-1);
+  kiln__linalg_spectral_test_set(-1, -1, -1);
+  kiln__linalg_spectral_test_split(-1);
 }
 
 static Suite *
@@ -901,6 +1233,9 @@ linalg_complex_suite(void)
   tcase_add_test(tc, cholesky);
   tcase_add_test(tc, cholesky_indefinite);
   tcase_add_test(tc, triangular);
+  tcase_add_test(tc, qr);
+  tcase_add_test(tc, lstsq);
+  tcase_add_test(tc, eigh_and_svd);
   tcase_add_test(tc, batched_bitwise);
   tcase_add_test(tc, singular_and_bad_input);
   suite_add_tcase(s, tc);
