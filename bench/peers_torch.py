@@ -858,6 +858,7 @@ CASES = [
     ("sort.unique", setup_unique, lambda n, esz: 4.0 * n, None),
     ("sort.searchsorted", setup_searchsorted, lambda n, esz: n * (esz + 8.0), None),
     ("linalg.qr", setup_qr, None, lambda n: 8.0 / 3.0 * square_dim(n) ** 3),
+    ("linalg.cqr", setup_qr, None, lambda n: 32.0 / 3.0 * square_dim(n) ** 3),
     ("linalg.eigh", setup_eigh, None, None),
     ("linalg.svd", setup_svd, None, None),
     ("nn.conv2d", setup_conv2d, None, flops_conv2d),

@@ -1012,6 +1012,13 @@ flops_qr(int64_t n)
   return 8.0 / 3.0 * d * d * d;
 }
 
+/* linalg.cqr: complex QR (Q and R), 4 times the real flops. */
+static double
+flops_cqr(int64_t n)
+{
+  return 4.0 * flops_qr(n);
+}
+
 static double
 flops_lu_batched(int64_t n)
 {
@@ -1383,6 +1390,7 @@ const struct bench_case bench_cases[] = {
     {"sort.searchsorted", "sort", bench_sort_dtype, bench_setup_searchsorted, bench_run_searchsorted,
      bench_bytes_searchsorted, NULL},
     {"linalg.qr", "linalg", float_dtype, setup_linalg_square, run_qr, NULL, flops_qr},
+    {"linalg.cqr", "linalg", complex_dtype, setup_linalg_square, run_qr, NULL, flops_cqr},
     {"linalg.eigh", "linalg", float_dtype, setup_linalg_spd, run_eigh, NULL, NULL},
     {"linalg.svd", "linalg", float_dtype, setup_linalg_square, run_svd, NULL, NULL},
     {"nn.conv2d", "nn_conv", conv_dtype, setup_conv2d, run_conv2d, NULL, flops_conv2d},
@@ -1422,7 +1430,7 @@ bench_case_host_work(const struct bench_case *c)
   static const char *const host[] = {"linalg.lu",  "linalg.cholesky", "linalg.solve", "linalg.inv",
                                      "linalg.qr",  "linalg.eigh",     "linalg.svd",
                                      "linalg.clu", "linalg.ccholesky", "linalg.csolve",
-                                     "linalg.cinv"};
+                                     "linalg.cinv", "linalg.cqr"};
   for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
     if (strcmp(c->name, host[i]) == 0)
       return 1;

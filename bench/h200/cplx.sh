@@ -1,6 +1,7 @@
 #!/bin/bash
 # Complex linear algebra on the H200 (issue 18, branch cplx): kiln's c128 LU, solve (16
-# right-hand sides) and Cholesky and c64 LU at 4096 next to PyTorch (cuSOLVER/MAGMA), then the
+# right-hand sides) and Cholesky and c64 LU at 4096, c128 QR at 1024, next to PyTorch
+# (cuSOLVER/MAGMA; its rows at 1024 and 4096), then the
 # linalg_complex suite (10 s: on a cold NVIDIA cache it may not finish). Run from the checkout
 # root with build-gpu/ (a release build) present:
 #   bash bench/h200/cplx.sh        results under $OUT/r/cplx/
@@ -22,8 +23,10 @@ D=c128 b 6 2^24 linalg.ccholesky
 el ccholesky
 D=c64 b 7 2^24 linalg.clu
 el c64
+D=c128 b 5 2^20 linalg.cqr
+el cqr
 # one PyTorch process for every peer row (its start-up and CUDA init cost seconds each)
-D=c128,c64 p 14 2^24 linalg.clu,linalg.csolve,linalg.ccholesky
+D=c128,c64 p 14 2^20,2^24 linalg.clu,linalg.csolve,linalg.ccholesky,linalg.cqr
 el torch
-CK_FORK=no KILN_LOG=error timeout 10 build-gpu/tests/test_linalg_complex > $R/test-linalg_complex.txt 2>&1; echo "test_linalg_complex rc=$?" >> $R/rc.txt
+CK_FORK=no KILN_LOG=error timeout 8 build-gpu/tests/test_linalg_complex > $R/test-linalg_complex.txt 2>&1; echo "test_linalg_complex rc=$?" >> $R/rc.txt
 el tests
