@@ -4,8 +4,8 @@
  * and inverse, and triangular solve and multiply (docs/linalg.md). The QR, least-squares,
  * eigen and SVD routines are in kiln/linalg_spectral.h.
  *
- * Dtypes: f32, f64, c64 and c128 (f64 and c128 need fp64: KILN_ERR_UNSUPPORTED otherwise);
- * kiln_linalg_rcond f32 and f64 only. Complex LU pivots on |re| + |im| (LAPACK's izamax), and
+ * Dtypes: f32, f64, c64 and c128 (f64 and c128 need fp64: KILN_ERR_UNSUPPORTED otherwise).
+ * Complex LU pivots on |re| + |im| (LAPACK's izamax), and
  * KILN_CONJ_TRANS is the conjugate transpose for complex operands (A^T for real ones). Pivots
  * are i32 and 1-based, as LAPACK's ipiv and torch.linalg.lu_factor: row i was interchanged
  * with row pivots[i] - 1 (in order i = 0, 1, ...).
@@ -134,11 +134,12 @@ KILN_API kiln_status kiln_linalg_slogdet(kiln_context *ctx, const kiln_tensor *a
                                          kiln_tensor **sign, kiln_tensor **logabsdet);
 
 /**
- * Reciprocal 1-norm condition number estimate of square f32/f64 matrices (complex:
- * KILN_ERR_DTYPE), 1 / (||A||_1 est(||A^-1||_1))
+ * Reciprocal 1-norm condition number estimate of square matrices, 1 / (||A||_1 est(||A^-1||_1))
  * into out [...] (LAPACK gecon, MATLAB rcond): the estimate of ||A^-1||_1 is Hager's method
  * with Higham's refinements (at most 5 iterations plus the alternating test vector), so it
- * is a lower bound of the norm, usually within a factor 3. An exactly singular matrix gives
+ * is a lower bound of the norm, usually within a factor 3 (complex A: LAPACK zlacn2's
+ * variant, complex sign vectors; out is real, f32 for c64, f64 for c128). An exactly singular
+ * matrix gives
  * 0, a zero matrix 0, a 0x0 matrix Inf. Waits (it iterates on the host).
  * @return the common statuses.
  */

@@ -1906,14 +1906,18 @@ kiln_linalg_slogdet(kiln_context *ctx, const kiln_tensor *a, kiln_tensor **sign,
 
 /* ---------------------------------------------------------------- rcond */
 
-/* x (host, batch x n) to the device vector tensor, solve, and back (ctx->lock held). */
+/*
+ * x (host, batch x n; complex dtypes: interleaved real and imaginary parts) to the device
+ * vector tensor, solve (trans 0, 1 or 2 as lu_solve_run), and back (ctx->lock held).
+ */
 static kiln_status
 solve_vecs(const la *L, kiln_tensor *lu, kiln_tensor *piv, kiln_tensor *v, double *x, void *hbuf,
            uint64_t n, uint64_t batch, int trans)
 {
-  uint64_t cnt = n * batch;
-  for (uint64_t i = 0; i < cnt; i++) {
-    if (L->dt == KILN_F32)
+  uint64_t cnt = n * batch, parts = kiln__dtype_is_complex(L->dt) ? 2 : 1;
+  int single = L->dt == KILN_F32 || L->dt == KILN_C64;
+  for (uint64_t i = 0; i < cnt * parts; i++) {
+    if (single)
       ((float *)hbuf)[i] = (float)x[i];
     else
       ((double *)hbuf)[i] = x[i];
@@ -1924,9 +1928,108 @@ solve_vecs(const la *L, kiln_tensor *lu, kiln_tensor *piv, kiln_tensor *v, doubl
     return kiln__fail_cl(L->op, err, "clEnqueueWriteBuffer");
   KILN_TRY(lu_solve_run(L, tmat(lu), tmat(piv), n, 1, tmat(v), batch, trans));
   KILN_TRY(kiln__ops_read(L->op, L->ctx, v, 0, hbuf, cnt * L->ts));
-  for (uint64_t i = 0; i < cnt; i++)
-    x[i] = L->dt == KILN_F32 ? (double)((float *)hbuf)[i] : ((double *)hbuf)[i];
+  for (uint64_t i = 0; i < cnt * parts; i++)
+    x[i] = single ? (double)((float *)hbuf)[i] : ((double *)hbuf)[i];
   return KILN_OK;
+}
+
+/*
+ * The complex estimate of ||A^-1||_1 (LAPACK zlacn2: Hager and Higham with complex sign
+ * vectors x_i = y_i / |y_i|, at most 5 iterations, stop when the estimate stops growing or
+ * the largest |z_j| repeats, then the alternating vector), all batch matrices at once into
+ * est[b]. Vectors are interleaved (re, im) doubles.
+ */
+static kiln_status
+inv_norm1_est_c(const la *L, kiln_tensor *lu, kiln_tensor *piv, uint64_t n, uint64_t batch,
+                double *est)
+{
+  uint64_t cnt = n * batch;
+  double *x = malloc(2 * cnt * sizeof *x);
+  void *hbuf = malloc(2 * cnt * 8);
+  uint64_t *j = calloc(batch, sizeof *j);
+  int *done = calloc(batch, sizeof *done);
+  kiln_tensor *v = NULL;
+  kiln_status s = (!x || !hbuf || !j || !done)
+                      ? kiln__fail(KILN_ERR_HOST_MEMORY, L->op, 0, "no memory for rcond vectors")
+                      : kiln__ops_scratch(L->op, L->ctx, L->dt, cnt, &v);
+#define CABS_(i) hypot(x[2 * (i)], x[2 * (i) + 1])
+  if (s == KILN_OK) {
+    for (uint64_t i = 0; i < cnt; i++) {
+      x[2 * i] = 1.0 / (double)n;
+      x[2 * i + 1] = 0.0;
+    }
+    s = solve_vecs(L, lu, piv, v, x, hbuf, n, batch, 0);
+  }
+  for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
+    est[b] = 0.0;
+    for (uint64_t i = 0; i < n; i++)
+      est[b] += CABS_(b * n + i);
+  }
+  for (int it = 0; s == KILN_OK && it < 5; it++) {
+    /* x holds y = A^-1 x: z = A^-H sign(y), then the next x is e_j at the largest |z_j| */
+    for (uint64_t i = 0; i < cnt; i++) {
+      double a = CABS_(i);
+      x[2 * i] = a > 0 ? x[2 * i] / a : 1.0;
+      x[2 * i + 1] = a > 0 ? x[2 * i + 1] / a : 0.0;
+    }
+    s = solve_vecs(L, lu, piv, v, x, hbuf, n, batch, 2);
+    int active = 0;
+    for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
+      if (done[b])
+        continue;
+      uint64_t jl = j[b], jm = 0;
+      for (uint64_t i = 1; i < n; i++)
+        if (CABS_(b * n + i) > CABS_(b * n + jm))
+          jm = i;
+      j[b] = jm;
+      if (it > 0 && CABS_(b * n + jl) == CABS_(b * n + jm))
+        done[b] = 1;
+      active |= !done[b];
+    }
+    if (s != KILN_OK || !active)
+      break;
+    for (uint64_t b = 0; b < batch; b++)
+      for (uint64_t i = 0; i < n; i++) {
+        x[2 * (b * n + i)] = i == j[b] ? 1.0 : 0.0;
+        x[2 * (b * n + i) + 1] = 0.0;
+      }
+    s = solve_vecs(L, lu, piv, v, x, hbuf, n, batch, 0);
+    for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
+      if (done[b])
+        continue;
+      double e = 0.0;
+      for (uint64_t i = 0; i < n; i++)
+        e += CABS_(b * n + i);
+      if (!(e > est[b]))
+        done[b] = 1;
+      else
+        est[b] = e;
+    }
+  }
+  if (s == KILN_OK) { /* Higham's alternating vector guards against a bad local maximum */
+    for (uint64_t b = 0; b < batch; b++)
+      for (uint64_t i = 0; i < n; i++) {
+        x[2 * (b * n + i)] =
+            (i % 2 ? -1.0 : 1.0) * (1.0 + (n > 1 ? (double)i / (double)(n - 1) : 0.0));
+        x[2 * (b * n + i) + 1] = 0.0;
+      }
+    s = solve_vecs(L, lu, piv, v, x, hbuf, n, batch, 0);
+    for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
+      double t = 0.0;
+      for (uint64_t i = 0; i < n; i++)
+        t += CABS_(b * n + i);
+      t = 2.0 * t / (3.0 * (double)n);
+      if (t > est[b] || isnan(t))
+        est[b] = t;
+    }
+  }
+#undef CABS_
+  kiln_tensor_release(v);
+  free(x);
+  free(hbuf);
+  free(j);
+  free(done);
+  return s;
 }
 
 static double
@@ -2035,18 +2138,17 @@ kiln_linalg_rcond(kiln_context *ctx, const kiln_tensor *a, kiln_tensor **out)
   static const char op[] = "kiln_linalg_rcond";
   KILN_TRY(kiln__ctx_check(op, ctx));
   KILN_TRY(check_mat(op, ctx, a, "a"));
-  KILN_RETURN_IF(kiln__dtype_is_complex(a->dtype), KILN_ERR_DTYPE, op,
-                 "a is %s; rcond accepts f32 and f64 (the complex estimate, zlacn2, is not "
-                 "implemented)",
-                 kiln_dtype_name(a->dtype));
   KILN_TRY(check_square(op, a, "a"));
   NONNULL(op, out, "out");
   size_t nd = a->shape.ndim;
   uint64_t n = (uint64_t)a->shape.dims[nd - 1], batch = lead(&a->shape, nd - 2);
   kiln__shape rs = shape_of(0, a->shape.dims, nd - 2, NULL, 0);
   la L = la_begin(op, ctx, a);
+  /* the norms, the estimate and the result are real (f32 for c64, f64 for c128) */
+  kiln_dtype rdt = kiln__dtype_real_part(a->dtype);
+  size_t rts = kiln_dtype_size(rdt);
   outs o = {0};
-  kiln_status s = out_add(&o, op, ctx, a->dtype, &rs, out);
+  kiln_status s = out_add(&o, op, ctx, rdt, &rs, out);
   if (s == KILN_OK)
     s = check_overlap(op, *out, a, 0, "out", "a");
   kiln_tensor *lu = NULL, *piv = NULL, *info = NULL, *an = NULL;
@@ -2058,7 +2160,7 @@ kiln_linalg_rcond(kiln_context *ctx, const kiln_tensor *a, kiln_tensor **out)
     s = kiln__fail(KILN_ERR_HOST_MEMORY, op, 0, "no memory for %llu estimates",
                    (unsigned long long)batch);
   if (s == KILN_OK && batch && n) {
-    s = kiln__ops_scratch(op, ctx, a->dtype, batch, &an);
+    s = kiln__ops_scratch(op, ctx, rdt, batch, &an);
     cl_kernel k;
     if (s == KILN_OK)
       s = kern(&L, "norm1", &k);
@@ -2075,15 +2177,16 @@ kiln_linalg_rcond(kiln_context *ctx, const kiln_tensor *a, kiln_tensor **out)
       s = kiln__args_enqueue_1d(&args, ctx, (size_t)batch * local, local);
     }
     if (s == KILN_OK)
-      s = kiln__ops_read(op, ctx, an, 0, hbuf, batch * L.ts);
+      s = kiln__ops_read(op, ctx, an, 0, hbuf, batch * rts);
     for (uint64_t b = 0; s == KILN_OK && b < batch; b++)
-      anorm[b] = L.dt == KILN_F32 ? ((float *)hbuf)[b] : ((double *)hbuf)[b];
+      anorm[b] = rdt == KILN_F32 ? ((float *)hbuf)[b] : ((double *)hbuf)[b];
     if (s == KILN_OK)
       s = lu_scratch(&L, a, 0, &lu, &piv, &info);
     if (s == KILN_OK)
       s = kiln__ops_read(op, ctx, info, 0, hinfo, batch * sizeof *hinfo);
     if (s == KILN_OK)
-      s = inv_norm1_est(&L, lu, piv, n, batch, est);
+      s = (kiln__dtype_is_complex(L.dt) ? inv_norm1_est_c : inv_norm1_est)(&L, lu, piv, n, batch,
+                                                                           est);
   }
   for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
     double r;
@@ -2097,14 +2200,14 @@ kiln_linalg_rcond(kiln_context *ctx, const kiln_tensor *a, kiln_tensor **out)
       r = NAN;
     else
       r = 1.0 / anorm[b] / est[b];
-    if (L.dt == KILN_F32)
+    if (rdt == KILN_F32)
       ((float *)hbuf)[b] = (float)r;
     else
       ((double *)hbuf)[b] = r;
   }
   if (s == KILN_OK && batch) {
     cl_int err = clEnqueueWriteBuffer(ctx->queue, (*out)->mem, CL_TRUE, (*out)->offset,
-                                      batch * L.ts, hbuf, 0, NULL, NULL);
+                                      batch * rts, hbuf, 0, NULL, NULL);
     if (err != CL_SUCCESS)
       s = kiln__fail_cl(op, err, "clEnqueueWriteBuffer");
   }

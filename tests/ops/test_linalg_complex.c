@@ -582,6 +582,57 @@ START_TEST(determinants)
 }
 END_TEST
 
+/* rcond: zlacn2's estimate within [exact, 10 exact] of 1 / (||A||_1 ||A^-1||_1). */
+START_TEST(condition_estimate)
+{
+  kiln_context *ctx = harness_ctx();
+  static const size_t ns[] = {0, 1, 2, 7, 31, 70};
+  FOR_DTYPES(dt)
+  {
+    for (size_t c = 0; c < sizeof ns / sizeof ns[0]; c++) {
+      size_t n = ns[c], nb = c == 3 ? 2 : 1;
+      int64_t sh[3] = {(int64_t)nb, (int64_t)n, (int64_t)n};
+      cplx *a = rand_c(nb * n * n);
+      for (size_t q = 0; c == 4 && q < nb; q++) /* graded rows: a larger condition number */
+        for (size_t i = 0; i < n; i++)
+          for (size_t j = 0; j < n; j++)
+            a[q * n * n + i * n + j] *= pow(2.0, -(double)i / 3.0);
+      kiln_tensor *ta = up(dt, 3, sh, a), *rc = NULL, *inv = NULL;
+      KOK(kiln_linalg_rcond(ctx, ta, &rc));
+      ck_assert_int_eq(kiln_tensor_dtype(rc), dt == KILN_C64 ? KILN_F32 : KILN_F64);
+      cplx *hr = down(rc);
+      if (n == 0) {
+        EXPECT(isinf(creal(hr[0])), "%s rcond 0x0: %g", kiln_dtype_name(dt), creal(hr[0]));
+      } else {
+        KOK(kiln_linalg_inv(ctx, ta, &inv));
+        cplx *hi = down(inv);
+        for (size_t q = 0; q < nb; q++) {
+          double n1 = 0, ni = 0;
+          for (size_t j = 0; j < n; j++) {
+            double s1 = 0, s2 = 0;
+            for (size_t i = 0; i < n; i++) {
+              s1 += cabs(a[q * n * n + i * n + j]);
+              s2 += cabs(hi[q * n * n + i * n + j]);
+            }
+            n1 = fmax(n1, s1);
+            ni = fmax(ni, s2);
+          }
+          double exact = 1.0 / (n1 * ni), got = creal(hr[q]);
+          EXPECT(got >= exact * (1 - 1e-3) && got <= 10 * exact, "%s rcond n %zu: %g, exact %g",
+                 kiln_dtype_name(dt), n, got, exact);
+        }
+        free(hi);
+      }
+      free(a);
+      free(hr);
+      kiln_tensor_release(ta);
+      kiln_tensor_release(rc);
+      kiln_tensor_release(inv);
+    }
+  }
+}
+END_TEST
+
 /* ---------------------------------------------------------------- Cholesky */
 
 static void
@@ -1185,8 +1236,14 @@ START_TEST(singular_and_bad_input)
       ck_assert_int_eq(kiln_last_error_code(), (int64_t)zc + 1);
       KEXPECT(kiln_linalg_inv(ctx, ta, &x), KILN_ERR_SINGULAR);
       ck_assert_ptr_null(x);
-      /* rcond has no complex estimate: a clear refusal */
-      KEXPECT(kiln_linalg_rcond(ctx, ta, &x), KILN_ERR_DTYPE);
+      /* rcond of an exactly singular matrix: 0 */
+      KOK(kiln_linalg_rcond(ctx, ta, &x));
+      cplx *hr = down(x);
+      EXPECT(creal(hr[0]) == 0, "%s rcond of a singular matrix: %g", kiln_dtype_name(dt),
+             creal(hr[0]));
+      free(hr);
+      kiln_tensor_release(x);
+      x = NULL;
       free(a);
       kiln_tensor_release(ta);
     }
@@ -1230,6 +1287,7 @@ linalg_complex_suite(void)
   tcase_add_test(tc, solve_and_lu_solve);
   tcase_add_test(tc, inverse);
   tcase_add_test(tc, determinants);
+  tcase_add_test(tc, condition_estimate);
   tcase_add_test(tc, cholesky);
   tcase_add_test(tc, cholesky_indefinite);
   tcase_add_test(tc, triangular);
