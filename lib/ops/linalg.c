@@ -395,7 +395,12 @@ static kiln_status
 tri_blocked(const la *L, int upper, int trans, int unit, uint64_t n, uint64_t nrhs, mat a,
             uint64_t lda, mat b, uint64_t ldb)
 {
-  uint64_t nb = TRSM_NB, nblk = (n + nb - 1) / nb, full = n / nb;
+  /* c128's 64 x 65 block (66 KB) does not fit 48 KiB of local memory, where tri_inv would fall
+   * back to trsm_cols: halve the block until it fits */
+  uint64_t nb = TRSM_NB;
+  while (nb > 16 && (nb * (nb | 1) + 256) * L->ts > L->ctx->info.local_mem_bytes)
+    nb /= 2;
+  uint64_t nblk = (n + nb - 1) / nb, full = n / nb;
   kiln_tensor *inv = NULL, *w = NULL;
   kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, nblk * nb * nb, &inv);
   if (s == KILN_OK)
