@@ -293,7 +293,8 @@ START_TEST(lu_factor)
 END_TEST
 
 /* The blocked path on small sizes (block 16, small kernel off), whole and recursive panels,
- * then kiln's gemm_tile for every product (the GPU rule). */
+ * then kiln's gemm_tile for every product (the GPU rule), then the GPU defaults (block 64,
+ * 16-column leaves, gemm_tile) with look-ahead off and on. */
 START_TEST(lu_blocked_paths)
 {
   static const size_t sizes[][2] = {{17, 17}, {47, 47}, {40, 23}, {23, 40}};
@@ -309,6 +310,18 @@ START_TEST(lu_blocked_paths)
         lu_case(dt, 0, NULL, sizes[i][0], sizes[i][1]);
       int64_t bd = 2;
       lu_case(dt, 1, &bd, 33, 33);
+    }
+  }
+  for (int ahead = 1; ahead <= 2; ahead++) {
+    hook_nb = 64;
+    hook_small = -1;
+    hook_leaf = 16;
+    hook_gemm = KILN__LINALG_GEMM_TILE;
+    kiln__linalg_test_ahead(ahead);
+    FOR_DTYPES(dt)
+    {
+      lu_case(dt, 0, NULL, 97, 97);
+      lu_case(dt, 0, NULL, 130, 70);
     }
   }
 }
@@ -921,8 +934,15 @@ START_TEST(qr)
       qr_case(dt, 1, 40, 70, KILN_QR_COMPLETE);
     }
   }
-  kiln__linalg_spectral_test_set(-1, -1, -1);
+  /* the GPU defaults: block 64, 8-column leaves, gemm_tile */
+  kiln__linalg_spectral_test_set(64, -1, 8);
   kiln__linalg_spectral_test_split(-1);
+  hook_gemm = KILN__LINALG_GEMM_TILE;
+  FOR_DTYPES(dt)
+  {
+    qr_case(dt, 1, 130, 70, KILN_QR_REDUCED);
+  }
+  kiln__linalg_spectral_test_set(-1, -1, -1);
 }
 END_TEST
 
