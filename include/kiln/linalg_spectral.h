@@ -1,8 +1,10 @@
 /*
  * QR, least squares, eigen decompositions, SVD and the norms and ranks built on them
- * (docs/linalg.md, "Spectral"). Conventions are kiln/linalg.h's: f32 and f64 (kiln_linalg_qr,
- * kiln_linalg_lstsq, kiln_linalg_eigh and kiln_linalg_svd also c64 and c128, the last two on
- * the host's LAPACK; the others KILN_ERR_DTYPE for complex input), row-major
+ * (docs/linalg.md, "Spectral"). Conventions are kiln/linalg.h's: f32 and f64, and c64 and c128
+ * for every call but kiln_linalg_eig (KILN_ERR_DTYPE): complex QR and lstsq as the real ones,
+ * complex eigh, svd, pinv, matrix_rank, matrix_norm and cond whole on the host's LAPACK, their
+ * eigenvalues, singular values, norms and condition numbers real (f32 for c64, f64 for c128);
+ * row-major
  * [..., rows, cols] with leading batch dimensions, results allocated when *out is NULL or
  * written into a given tensor of the result's shape and dtype, no overlap between results
  * and inputs (KILN_ERR_INVALID_ARGUMENT).

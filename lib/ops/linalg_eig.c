@@ -1479,6 +1479,9 @@ kiln_linalg_pinv(kiln_context *ctx, const kiln_tensor *a, double rcond, kiln_ten
 {
   static const char op[] = "kiln_linalg_pinv";
   KILN_TRY(kiln__ctx_check(op, ctx));
+  if (kiln__tensor_check(op, a, ctx) == KILN_OK &&
+      (a->dtype == KILN_C64 || a->dtype == KILN_C128))
+    return kiln__lsp_pinv_complex(ctx, a, rcond, out);
   KILN_TRY(kiln__lsp_check_mat(op, ctx, a, "a"));
   KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
   KILN_RETURN_IF(isnan(rcond), KILN_ERR_INVALID_ARGUMENT, op, "rcond is NaN");
@@ -1539,6 +1542,9 @@ kiln_linalg_matrix_rank(kiln_context *ctx, const kiln_tensor *a, double tol, kil
 {
   static const char op[] = "kiln_linalg_matrix_rank";
   KILN_TRY(kiln__ctx_check(op, ctx));
+  if (kiln__tensor_check(op, a, ctx) == KILN_OK &&
+      (a->dtype == KILN_C64 || a->dtype == KILN_C128))
+    return kiln__lsp_rank_complex(ctx, a, tol, out);
   KILN_TRY(kiln__lsp_check_mat(op, ctx, a, "a"));
   KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
   KILN_RETURN_IF(isnan(tol), KILN_ERR_INVALID_ARGUMENT, op, "tol is NaN");
@@ -1644,6 +1650,9 @@ norm_common(const char *op, kiln_context *ctx, const kiln_tensor *a, kiln_mnorm 
             kiln_tensor **out)
 {
   KILN_TRY(kiln__ctx_check(op, ctx));
+  if (kiln__tensor_check(op, a, ctx) == KILN_OK &&
+      (a->dtype == KILN_C64 || a->dtype == KILN_C128))
+    return kiln__lsp_norm_complex(op, ctx, a, p, cond, out);
   KILN_TRY(kiln__lsp_check_mat(op, ctx, a, "a"));
   KILN_RETURN_IF(!mnorm_valid(p), KILN_ERR_INVALID_ARGUMENT, op, "%s is %d, not a kiln_mnorm",
                  cond ? "p" : "ord", (int)p);
@@ -1968,4 +1977,18 @@ kiln_linalg_lstsq(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b,
   s = kiln__lsp_outs_end(&o, s);
   kiln__ctx_unlock(ctx);
   return s;
+}
+
+/* norm_direct and norm_svals for the complex norms (lib/ops/linalg_spectral_complex.c), which
+ * apply them to the moduli of the entries and to the complex singular values. */
+double
+kiln__lsp_norm_direct(const double *x, uint64_t m, uint64_t n, kiln_mnorm p)
+{
+  return norm_direct(x, m, n, p);
+}
+
+double
+kiln__lsp_norm_svals(const double *s, uint64_t k, kiln_mnorm p)
+{
+  return norm_svals(s, k, p);
 }

@@ -459,3 +459,256 @@ kiln__lsp_svd_complex(kiln_context *ctx, const kiln_tensor *a, int full_matrices
   kiln__ctx_unlock(ctx);
   return st_;
 }
+
+#if KILN_HAVE_LAPACKE
+/*
+ * The singular values of the m x n row-major complex x (destroyed), descending, into s[min(m,
+ * n)] (zgesdd jobz 'N'); with u (m x k) and vt (k x n) when u is given (jobz 'S').
+ */
+static kiln_status
+host_zsvd(const char *op, uint64_t b, zc *x, uint64_t m, uint64_t n, double *s, zc *u, zc *vt)
+{
+  uint64_t k = m < n ? m : n;
+  if (k == 0)
+    return KILN_OK;
+  zc dummy = 0;
+  lapack_int info = LAPACKE_zgesdd(
+      LAPACK_ROW_MAJOR, u ? 'S' : 'N', (lapack_int)m, (lapack_int)n, x, (lapack_int)n, s,
+      u ? u : &dummy, u ? (lapack_int)k : (lapack_int)m, u ? vt : &dummy, (lapack_int)n);
+  return info == 0 ? KILN_OK : lapack_fail(op, "zgesdd", b, info);
+}
+#endif
+
+kiln_status
+kiln__lsp_pinv_complex(kiln_context *ctx, const kiln_tensor *a, double rcond, kiln_tensor **out)
+{
+  static const char op[] = "kiln_linalg_pinv";
+  KILN_TRY(kiln__lsp_check_mat_complex(op, ctx, a, "a"));
+  KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
+  KILN_RETURN_IF(isnan(rcond), KILN_ERR_INVALID_ARGUMENT, op, "rcond is NaN");
+  if (!KILN_HAVE_LAPACKE)
+    return no_lapacke(op, "pinv");
+  size_t nd = a->shape.ndim;
+  uint64_t m = (uint64_t)a->shape.dims[nd - 2], n = (uint64_t)a->shape.dims[nd - 1];
+  uint64_t k = m < n ? m : n, batch = kiln__lsp_batch(a);
+  int64_t pt[2] = {(int64_t)n, (int64_t)m};
+  kiln__shape ps = kiln__lsp_shape(a, pt, 2);
+  if (rcond < 0)
+    rcond = (a->dtype == KILN_C64 ? 0x1p-23 : 0x1p-52) * (double)(m > n ? m : n);
+  kiln__lsp L = kiln__lsp_begin(op, ctx, a);
+  kiln__lsp_outs o = {0};
+  kiln_status s = kiln__lsp_out(&o, op, ctx, a->dtype, &ps, out);
+  if (s == KILN_OK)
+    s = kiln__lsp_outs_check(&o, op, a, NULL);
+  zc *h = NULL, *hu = NULL, *hv = NULL, *hp = NULL;
+  double *hs = NULL;
+  if (s == KILN_OK)
+    s = down_c(op, ctx, a, &h);
+  if (s == KILN_OK) {
+    hs = malloc((k + 1) * sizeof *hs);
+    hu = malloc((m * k + 1) * sizeof *hu);
+    hv = malloc((k * n + 1) * sizeof *hv);
+    hp = calloc(batch * n * m + 1, sizeof *hp);
+    s = host_mem(op, hs && hu && hv && hp);
+  }
+#if KILN_HAVE_LAPACKE
+  for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
+    s = host_zsvd(op, b, h + b * m * n, m, n, hs, hu, hv);
+    double cut = k ? rcond * hs[0] : 0.0;
+    zc *P = hp + b * n * m;
+    /* pinv = V diag(1/s) U^H over the singular values above the cutoff (V = (V^H)^H) */
+    for (uint64_t l = 0; s == KILN_OK && l < k; l++) {
+      if (!(hs[l] > cut))
+        break;
+      double r = 1.0 / hs[l];
+      for (uint64_t i = 0; i < n; i++) {
+        zc vi = conj(hv[l * n + i]) * r;
+        for (uint64_t j = 0; j < m; j++)
+          P[i * m + j] += vi * conj(hu[j * k + l]);
+      }
+    }
+  }
+#endif
+  if (s == KILN_OK)
+    s = up_any(op, ctx, *out, hp, 1);
+  free(h);
+  free(hs);
+  free(hu);
+  free(hv);
+  free(hp);
+  (void)L;
+  s = kiln__lsp_outs_end(&o, s);
+  kiln__ctx_unlock(ctx);
+  return s;
+}
+
+/* Singular values of every matrix of complex a, [batch][min(m, n)] (ctx->lock held). */
+static kiln_status
+batch_zsvals(const char *op, kiln_context *ctx, const kiln_tensor *a, double **out)
+{
+  size_t nd = a->shape.ndim;
+  uint64_t m = (uint64_t)a->shape.dims[nd - 2], n = (uint64_t)a->shape.dims[nd - 1];
+  uint64_t k = m < n ? m : n, batch = kiln__lsp_batch(a);
+  zc *h = NULL;
+  double *sv = calloc(batch * k + 1, sizeof *sv);
+  kiln_status s = host_mem(op, sv != NULL);
+  if (s == KILN_OK)
+    s = down_c(op, ctx, a, &h);
+#if KILN_HAVE_LAPACKE
+  for (uint64_t b = 0; s == KILN_OK && b < batch; b++)
+    s = host_zsvd(op, b, h + b * m * n, m, n, sv + b * k, NULL, NULL);
+#endif
+  free(h);
+  if (s != KILN_OK) {
+    free(sv);
+    sv = NULL;
+  }
+  *out = sv;
+  return s;
+}
+
+kiln_status
+kiln__lsp_rank_complex(kiln_context *ctx, const kiln_tensor *a, double tol, kiln_tensor **out)
+{
+  static const char op[] = "kiln_linalg_matrix_rank";
+  KILN_TRY(kiln__lsp_check_mat_complex(op, ctx, a, "a"));
+  KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
+  KILN_RETURN_IF(isnan(tol), KILN_ERR_INVALID_ARGUMENT, op, "tol is NaN");
+  if (!KILN_HAVE_LAPACKE)
+    return no_lapacke(op, "matrix_rank");
+  size_t nd = a->shape.ndim;
+  uint64_t m = (uint64_t)a->shape.dims[nd - 2], n = (uint64_t)a->shape.dims[nd - 1];
+  uint64_t k = m < n ? m : n, batch = kiln__lsp_batch(a);
+  double eps = a->dtype == KILN_C64 ? 0x1p-23 : 0x1p-52;
+  kiln__shape rs = kiln__lsp_shape(a, NULL, 0);
+  kiln__lsp L = kiln__lsp_begin(op, ctx, a);
+  kiln__lsp_outs o = {0};
+  kiln_status s = kiln__lsp_out(&o, op, ctx, KILN_I64, &rs, out);
+  if (s == KILN_OK)
+    s = kiln__lsp_outs_check(&o, op, a, NULL);
+  double *sv = NULL;
+  int64_t *r = NULL;
+  if (s == KILN_OK)
+    s = batch_zsvals(op, ctx, a, &sv);
+  if (s == KILN_OK)
+    s = host_mem(op, (r = malloc((batch + 1) * sizeof *r)) != NULL);
+  for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
+    double t = tol >= 0 ? tol : (k ? sv[b * k] : 0.0) * (double)(m > n ? m : n) * eps;
+    r[b] = 0;
+    for (uint64_t l = 0; l < k; l++)
+      r[b] += sv[b * k + l] > t;
+  }
+  if (s == KILN_OK && batch) {
+    cl_int err = clEnqueueWriteBuffer(ctx->queue, (*out)->mem, CL_TRUE, (*out)->offset,
+                                      batch * sizeof *r, r, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+      s = kiln__fail_cl(op, err, "clEnqueueWriteBuffer");
+  }
+  free(sv);
+  free(r);
+  (void)L;
+  s = kiln__lsp_outs_end(&o, s);
+  kiln__ctx_unlock(ctx);
+  return s;
+}
+
+kiln_status
+kiln__lsp_norm_complex(const char *op, kiln_context *ctx, const kiln_tensor *a, kiln_mnorm p,
+                       int cond, kiln_tensor **out)
+{
+  KILN_TRY(kiln__lsp_check_mat_complex(op, ctx, a, "a"));
+  KILN_RETURN_IF(p < KILN_MNORM_FRO || p > KILN_MNORM_NEG_INF, KILN_ERR_INVALID_ARGUMENT, op,
+                 "%s is %d, not a kiln_mnorm", cond ? "p" : "ord", (int)p);
+  KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
+  int svd_p = p == KILN_MNORM_NUC || p == KILN_MNORM_2 || p == KILN_MNORM_NEG2;
+  int svd = svd_p && !(cond && p == KILN_MNORM_NUC);
+  if (cond && !svd)
+    KILN_TRY(kiln__lsp_check_square(op, a, "a (cond with a norm other than 2 and -2)"));
+  if ((svd || cond) && !KILN_HAVE_LAPACKE)
+    return no_lapacke(op, cond ? "cond" : "the 2-norm and nuclear norms");
+  size_t nd = a->shape.ndim;
+  uint64_t m = (uint64_t)a->shape.dims[nd - 2], n = (uint64_t)a->shape.dims[nd - 1];
+  uint64_t k = m < n ? m : n, batch = kiln__lsp_batch(a);
+  kiln__shape rs = kiln__lsp_shape(a, NULL, 0);
+  kiln__lsp L = kiln__lsp_begin(op, ctx, a);
+  kiln__lsp_outs o = {0};
+  kiln_status s = kiln__lsp_out(&o, op, ctx, kiln__dtype_real_part(a->dtype), &rs, out);
+  if (s == KILN_OK)
+    s = kiln__lsp_outs_check(&o, op, a, NULL);
+  zc *h = NULL, *inv = NULL;
+  double *r = NULL, *sv = NULL, *mod = NULL, *s1 = NULL;
+  if (s == KILN_OK)
+    s = host_mem(op, (r = malloc((batch + 1) * sizeof *r)) != NULL);
+  if (s == KILN_OK && svd)
+    s = batch_zsvals(op, ctx, a, &sv);
+  else if (s == KILN_OK)
+    s = down_c(op, ctx, a, &h);
+  if (s == KILN_OK && !svd)
+    s = host_mem(op, (mod = malloc((m * n + 1) * sizeof *mod)) != NULL);
+  if (s == KILN_OK && cond && !svd) {
+    inv = malloc((n * n + 1) * sizeof *inv);
+    s1 = malloc((n + 1) * sizeof *s1);
+    s = host_mem(op, inv && s1);
+  }
+  for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
+    if (svd) {
+      const double *sb = sv + b * k;
+      double big = k ? sb[0] : 0.0, small = k ? sb[k - 1] : 0.0;
+      r[b] = !cond               ? kiln__lsp_norm_svals(sb, k, p)
+             : k == 0            ? 0.0
+             : p == KILN_MNORM_2 ? big / small
+                                 : small / big;
+      continue;
+    }
+    const zc *x = h + b * m * n;
+    for (uint64_t i = 0; i < m * n; i++)
+      mod[i] = cabs(x[i]);
+    if (!cond) { /* the norms without singular values are those of the moduli */
+      r[b] = kiln__lsp_norm_direct(mod, m, n, p);
+      continue;
+    }
+#if KILN_HAVE_LAPACKE
+    memcpy(inv, x, n * n * sizeof *inv);
+    lapack_int *ip = malloc((n + 1) * sizeof *ip);
+    s = host_mem(op, ip != NULL);
+    if (s != KILN_OK)
+      break;
+    lapack_int info =
+        n ? LAPACKE_zgetrf(LAPACK_ROW_MAJOR, (lapack_int)n, (lapack_int)n, inv, (lapack_int)n, ip)
+          : 0;
+    if (info > 0) {
+      r[b] = INFINITY;
+    } else if (p == KILN_MNORM_NUC) {
+      /* sum s * sum 1/s from A's singular values */
+      memcpy(inv, x, n * n * sizeof *inv);
+      s = host_zsvd(op, b, inv, n, n, s1, NULL, NULL);
+      double t1 = 0, t2 = 0;
+      for (uint64_t i = 0; s == KILN_OK && i < n; i++) {
+        t1 += s1[i];
+        t2 += 1.0 / s1[i];
+      }
+      r[b] = t1 * t2;
+    } else {
+      if (n)
+        info = LAPACKE_zgetri(LAPACK_ROW_MAJOR, (lapack_int)n, inv, (lapack_int)n, ip);
+      double na = kiln__lsp_norm_direct(mod, n, n, p);
+      for (uint64_t i = 0; i < n * n; i++)
+        mod[i] = cabs(inv[i]);
+      r[b] = info > 0 ? INFINITY : na * kiln__lsp_norm_direct(mod, n, n, p);
+    }
+    free(ip);
+#endif
+  }
+  if (s == KILN_OK)
+    s = up_any(op, ctx, *out, r, 0);
+  free(h);
+  free(inv);
+  free(r);
+  free(sv);
+  free(mod);
+  free(s1);
+  (void)L;
+  s = kiln__lsp_outs_end(&o, s);
+  kiln__ctx_unlock(ctx);
+  return s;
+}

@@ -1171,6 +1171,132 @@ START_TEST(eigh_and_svd)
 }
 END_TEST
 
+/* pinv (Penrose's conditions), matrix_rank, matrix_norm and cond against host references. */
+START_TEST(pinv_rank_norms)
+{
+  kiln_context *ctx = harness_ctx();
+  static const size_t ms[][2] = {{1, 1}, {6, 4}, {4, 6}, {9, 9}};
+  FOR_DTYPES(dt)
+  {
+    double eps = eps_of(dt);
+    for (size_t c = 0; c < sizeof ms / sizeof ms[0]; c++) {
+      size_t m = ms[c][0], n = ms[c][1], k = m < n ? m : n;
+      int64_t sh[2] = {(int64_t)m, (int64_t)n};
+      cplx *a = rand_c(m * n);
+      if (c == 3) /* rank 8: row 8 = row 0 + row 1 */
+        for (size_t j = 0; j < n; j++)
+          a[8 * n + j] = a[j] + a[n + j];
+      kiln_tensor *ta = up(dt, 2, sh, a), *pi = NULL, *rk = NULL, *sv = NULL;
+      KOK(kiln_linalg_pinv(ctx, ta, -1.0, &pi));
+      KOK(kiln_linalg_matrix_rank(ctx, ta, -1.0, &rk));
+      KOK(kiln_linalg_svd(ctx, ta, 0, NULL, &sv, NULL));
+      ck_assert_int_eq(kiln_tensor_dtype(pi), dt);
+      cplx *hp = down(pi), *hs = down(sv);
+      int64_t r = -1;
+      KOK(kiln_tensor_download(rk, &r, 8));
+      ck_assert_int_eq(r, c == 3 ? 8 : (int64_t)k);
+      /* A X A = A and X A X = X, X = pinv(A) */
+      double e1 = 0, e2 = 0, na = fro(a, m * n), nx = fro(hp, n * m);
+      for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++) {
+          cplx t = -a[i * n + j];
+          for (size_t p1 = 0; p1 < n; p1++)
+            for (size_t p2 = 0; p2 < m; p2++)
+              t += a[i * n + p1] * hp[p1 * m + p2] * a[p2 * n + j];
+          e1 += creal(t * conj(t));
+        }
+      for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < m; j++) {
+          cplx t = -hp[i * m + j];
+          for (size_t p1 = 0; p1 < m; p1++)
+            for (size_t p2 = 0; p2 < n; p2++)
+              t += hp[i * m + p1] * a[p1 * n + p2] * hp[p2 * m + j];
+          e2 += creal(t * conj(t));
+        }
+      double cn = creal(hs[0]) / creal(hs[c == 3 ? 7 : k - 1]); /* of the nonzero values */
+      EXPECT(sqrt(e1) <= 1e2 * cn * eps * na && sqrt(e2) <= 1e2 * cn * eps * nx,
+             "%s pinv %zux%zu: Penrose errors %g %g", kiln_dtype_name(dt), m, n, sqrt(e1),
+             sqrt(e2));
+      /* norms: sums of moduli on the host, and the singular values */
+      double want[8];
+      want[KILN_MNORM_FRO] = na;
+      double c1 = 0, cm = INFINITY, r1 = 0, rm = INFINITY, nuc = 0;
+      for (size_t j = 0; j < n; j++) {
+        double t = 0;
+        for (size_t i = 0; i < m; i++)
+          t += cabs(a[i * n + j]);
+        c1 = fmax(c1, t);
+        cm = fmin(cm, t);
+      }
+      for (size_t i = 0; i < m; i++) {
+        double t = 0;
+        for (size_t j = 0; j < n; j++)
+          t += cabs(a[i * n + j]);
+        r1 = fmax(r1, t);
+        rm = fmin(rm, t);
+      }
+      for (size_t i = 0; i < k; i++)
+        nuc += creal(hs[i]);
+      want[KILN_MNORM_1] = c1;
+      want[KILN_MNORM_NEG1] = cm;
+      want[KILN_MNORM_INF] = r1;
+      want[KILN_MNORM_NEG_INF] = rm;
+      want[KILN_MNORM_NUC] = nuc;
+      want[KILN_MNORM_2] = creal(hs[0]);
+      want[KILN_MNORM_NEG2] = creal(hs[k - 1]);
+      for (int ord = 0; ord < 8; ord++) {
+        kiln_tensor *nr = NULL;
+        KOK(kiln_linalg_matrix_norm(ctx, ta, (kiln_mnorm)ord, &nr));
+        ck_assert_int_eq(kiln_tensor_dtype(nr), dt == KILN_C64 ? KILN_F32 : KILN_F64);
+        cplx *hn = down(nr);
+        EXPECT(fabs(creal(hn[0]) - want[ord]) <= 1e2 * eps * (1 + want[ord]),
+               "%s matrix_norm %d %zux%zu: %g, want %g", kiln_dtype_name(dt), ord, m, n,
+               creal(hn[0]), want[ord]);
+        free(hn);
+        kiln_tensor_release(nr);
+      }
+      /* cond: 2 from the singular values; 1 (square, full rank) from the device's inverse */
+      kiln_tensor *cd = NULL;
+      KOK(kiln_linalg_cond(ctx, ta, KILN_MNORM_2, &cd));
+      cplx *hc = down(cd);
+      double w2 = creal(hs[0]) / creal(hs[k - 1]);
+      EXPECT(c == 3 ? creal(hc[0]) > 1e5 : fabs(creal(hc[0]) - w2) <= 1e3 * eps * w2,
+             "%s cond 2 %zux%zu: %g, want %g", kiln_dtype_name(dt), m, n, creal(hc[0]), w2);
+      free(hc);
+      kiln_tensor_release(cd);
+      cd = NULL;
+      if (m == n && c != 3) {
+        kiln_tensor *inv = NULL;
+        KOK(kiln_linalg_inv(ctx, ta, &inv));
+        cplx *hi = down(inv);
+        double ci = 0;
+        for (size_t j = 0; j < n; j++) {
+          double t = 0;
+          for (size_t i = 0; i < n; i++)
+            t += cabs(hi[i * n + j]);
+          ci = fmax(ci, t);
+        }
+        KOK(kiln_linalg_cond(ctx, ta, KILN_MNORM_1, &cd));
+        hc = down(cd);
+        EXPECT(fabs(creal(hc[0]) - c1 * ci) <= 1e3 * eps * c1 * ci,
+               "%s cond 1 %zux%zu: %g, want %g", kiln_dtype_name(dt), m, n, creal(hc[0]), c1 * ci);
+        free(hc);
+        free(hi);
+        kiln_tensor_release(cd);
+        kiln_tensor_release(inv);
+      }
+      free(a);
+      free(hp);
+      free(hs);
+      kiln_tensor_release(ta);
+      kiln_tensor_release(pi);
+      kiln_tensor_release(rk);
+      kiln_tensor_release(sv);
+    }
+  }
+}
+END_TEST
+
 /* ---------------------------------------------------------------- batches, errors */
 
 /* A batch's results equal each matrix's own, bit for bit (small kernels and blocked path). */
@@ -1314,6 +1440,7 @@ linalg_complex_suite(void)
   tcase_add_test(tc, qr);
   tcase_add_test(tc, lstsq);
   tcase_add_test(tc, eigh_and_svd);
+  tcase_add_test(tc, pinv_rank_norms);
   tcase_add_test(tc, batched_bitwise);
   tcase_add_test(tc, singular_and_bad_input);
   suite_add_tcase(s, tc);
