@@ -97,11 +97,14 @@ void
 kiln__linalg_choose(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t elements,
                     kiln__linalg_params *p)
 {
-  /* complex dtypes are not tuned: every parameter its rule */
   memset(p, 0, sizeof *p);
   p->route = KILN__LINALG_ROUTE_RULE;
+  /* complex dtypes take their part type's entries (c128: f64's): the tuner times real LU only,
+   * and an override (kiln bench --tune linalg:...) then reaches them too */
+  kiln_dtype tdt = kiln__dtype_is_complex(dt) ? kiln__dtype_real_part(dt) : dt;
+  if (tdt == KILN_F32 || tdt == KILN_F64)
+    kiln__tune_lookup(ctx, &kiln__linalg_tune, tdt, KILN__LAYOUT_FULL, elements ? elements : 1, p);
   if (dt == KILN_F32 || dt == KILN_F64) {
-    kiln__tune_lookup(ctx, &kiln__linalg_tune, dt, KILN__LAYOUT_FULL, elements ? elements : 1, p);
     if (kiln__blas_use_clblast(ctx))
       (void)kiln__blas_xgemm_prepare(op, ctx, dt); /* a failure leaves CLBlast's own set */
   }
