@@ -539,6 +539,15 @@ def setup_lu_batched(e, n):
     return (lambda: e.torch.linalg.lu_factor(a)), [b, 32, 32], "torch.linalg.lu_factor(a) (batched)"
 
 
+# complex linalg rows (kiln's linalg.clu, ccholesky, csolve, cinv): the real setups on c64/c128
+# data; ccholesky a Hermitian matrix. Flops 4 times the real counts.
+def setup_ccholesky(e, n):
+    d = square_dim(n)
+    a = e.uniform(d, d)
+    a = (a + a.mH) * 0.5 + (2.0 * d + 1.0) * e.torch.eye(d, device=e.device, dtype=e.dtype)
+    return (lambda: e.torch.linalg.cholesky(a)), [d, d], "torch.linalg.cholesky(a) (Hermitian)"
+
+
 # sort family (tools/bench_sort.c): rows of 8192, k = 100 of n, k = 16 per row, unique of n
 # i32 in [0, 10^5) with counts, n queries into n / 16 values (their sort included).
 def sort_rows_shape(n):
@@ -851,6 +860,10 @@ CASES = [
     ("linalg.solve", setup_solve, None, lambda n: flops_lu(n) + 64.0 * square_dim(n) ** 2),
     ("linalg.inv", setup_inv, None, lambda n: 3.0 * flops_lu(n)),
     ("linalg.lu_batched", setup_lu_batched, None, lambda n: max(n // 1024, 1) * 2.0 / 3.0 * 32 ** 3),
+    ("linalg.clu", setup_lu, None, lambda n: 4.0 * flops_lu(n)),
+    ("linalg.ccholesky", setup_ccholesky, None, lambda n: 2.0 * flops_lu(n)),
+    ("linalg.csolve", setup_solve, None, lambda n: 4.0 * (flops_lu(n) + 64.0 * square_dim(n) ** 2)),
+    ("linalg.cinv", setup_inv, None, lambda n: 12.0 * flops_lu(n)),
     ("sort.sort", setup_sort, lambda n, esz: 2.0 * n * esz, None),
     ("sort.argsort", setup_argsort, lambda n, esz: n * (esz + 8.0), None),
     ("sort.sort_rows", setup_sort_rows, lambda n, esz: 2.0 * n * esz, None),
@@ -859,6 +872,7 @@ CASES = [
     ("sort.unique", setup_unique, lambda n, esz: 4.0 * n, None),
     ("sort.searchsorted", setup_searchsorted, lambda n, esz: n * (esz + 8.0), None),
     ("linalg.qr", setup_qr, None, lambda n: 8.0 / 3.0 * square_dim(n) ** 3),
+    ("linalg.cqr", setup_qr, None, lambda n: 32.0 / 3.0 * square_dim(n) ** 3),
     ("linalg.eigh", setup_eigh, None, None),
     ("linalg.svd", setup_svd, None, None),
     ("nn.conv2d", setup_conv2d, None, flops_conv2d),

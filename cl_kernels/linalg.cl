@@ -1,6 +1,8 @@
 /*
  * linalg family (lib/ops/linalg.c): LU with partial pivoting, Cholesky, triangular solve and
- * multiply, and the small helpers around them, for f32 and f64 (common.cl's -DT=...).
+ * multiply, and the small helpers around them, for f32, f64, c64 and c128 (common.cl's -DT=...;
+ * complex T is float2/double2 and the arithmetic goes through the LA_* macros below, which
+ * are the plain operators for real T).
  *
  * Matrices are addressed by an element offset and, where a kernel accepts transposed or
  * "upper as lower" views, by a row stride rs and a column stride cs: element (i, j) is
@@ -32,26 +34,30 @@
  *     place; does nothing once info is set.
  *   tri_zero(a, aoff, astride, n, rs, cs)   global (n*n, batch): zero elements j > i
  *   trsm_cols(a, aoff, astride, ars, acs, n, lower, unit, b, boff, bstride, brs, bcs, nrhs,
- *             alpha)
+ *             alpha, conja)
  *     global (nrhs, batch): solves M x = alpha b for each right-hand side (one per
- *     work-item), M the n x n triangle (lower or upper, unit diagonal or not) in the view.
+ *     work-item), M the n x n triangle (lower or upper, unit diagonal or not) in the view,
+ *     its elements conjugated when conja (complex conjugate transposes).
  *   trmm_cols(same arguments)  b = alpha M b, in place.
  *   tri_inv(a, aoff, astride, ars, acs, n, upper, unit, x, xoff, xstride, s, part)
  *     one work-group of 64 or 256 lanes per matrix (n <= 64): X (n x n, contiguous, zeros in
  *     the other triangle) = M^-1, M the triangle of the view; s: n * (n | 1) T and part:
  *     local size T of local memory.
  *   gemm_acc(m, n, k, alpha, a, aoff, ars, acs, b, boff, brs, bcs, c, coff, crs, ccs, tri)
- *     global (n, m): C += alpha A B over the views; tri 1 only j <= i, 2 only j >= i.
+ *     global (n, m): C += alpha A B over the views; tri & 3: 1 only j <= i, 2 only j >= i;
+ *     tri & 4 conjugates A's elements, tri & 8 B's (complex dtypes).
  *   gemm_tile(m, n, k, alpha, a, aoff, ars, acs, b, boff, brs, bcs, overwrite, c, coff, crs,
  *             ccs, tri, az, bz, cz)
  *     work-groups of 16 x 16 over 64 x 64 tiles of C, dimension 2 a batch (element strides
  *     az, bz, cz): C = alpha A B (overwrite 1) or C += alpha A B; tri as gemm_acc.
  *   lu_det(lu, off, stride, n, piv, pstride, mode, sign, val)
- *     global (batch): mode 0 val = det; mode 1 sign and val = log|det|.
+ *     global (batch): mode 0 sign = det; mode 1 sign (complex: det / |det|) and val = log|det|
+ *     (val is RT: real for complex dtypes).
  *   piv_perm(piv, pstride, k, perm, m)  global (batch): perm = pivots as a permutation.
  *   lu_unpack(lu, off, stride, m, n, k, perm, P, L, U)  global (max(m, n), m, batch).
  *   eye(x, off, stride, n)  global (n * n, batch): identity matrices.
- *   norm1(a, aoff, astride, n, out, sh)  one work-group per matrix: max column |sum|.
+ *   norm1(a, aoff, astride, n, out, sh)  one work-group per matrix: max column sum of |a|
+ *     (out RT).
  *
  * No tunables are compiled in: the block size and the small-matrix bound are host choices.
  */
@@ -59,14 +65,16 @@
 
 #define IDX(off, rs, cs, i, j) ((off) + (ulong)(i) * (rs) + (ulong)(j) * (cs))
 
+#include "linalg_arith.clh"
+
 /* Tree reduction of (rv, ri) over the group: the largest |value|, lowest row on ties.
  * Ends with a barrier; the winner is ri[0]. */
-inline void argmax_tree(local T *rv, local int *ri, uint lid, uint lsz)
+inline void argmax_tree(local RT *rv, local int *ri, uint lid, uint lsz)
 {
   for (uint off = lsz >> 1; off > 0; off >>= 1) {
     barrier(CLK_LOCAL_MEM_FENCE);
     if (lid < off) {
-      T v2 = rv[lid + off];
+      RT v2 = rv[lid + off];
       int i2 = ri[lid + off];
       if (v2 > rv[lid] || (v2 == rv[lid] && i2 < ri[lid])) {
         rv[lid] = v2;
@@ -79,7 +87,7 @@ inline void argmax_tree(local T *rv, local int *ri, uint lid, uint lsz)
 
 kernel void lu_small(global T *a, ulong aoff, ulong astride, uint m, uint n, global int *piv,
                      ulong poff, ulong pstride, global int *info, ulong ioff, local T *s,
-                     local T *rv, local int *ri)
+                     local RT *rv, local int *ri)
 {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
   const ulong b = get_group_id(0);
@@ -92,10 +100,10 @@ kernel void lu_small(global T *a, ulong aoff, ulong astride, uint m, uint n, glo
   for (uint j = 0; j < k; j++) {
     barrier(CLK_LOCAL_MEM_FENCE);
     /* LAPACK's idamax: the first largest |x|; a NaN below the diagonal is never chosen. */
-    T best = (T)-1;
+    RT best = (RT)-1;
     int bi = (int)j;
     for (uint i = j + lid; i < m; i += lsz) {
-      T v = fabs(s[i * ld + j]);
+      RT v = LA_ABS1(s[i * ld + j]);
       if (v > best) {
         best = v;
         bi = (int)i;
@@ -104,7 +112,7 @@ kernel void lu_small(global T *a, ulong aoff, ulong astride, uint m, uint n, glo
     rv[lid] = best;
     ri[lid] = bi;
     argmax_tree(rv, ri, lid, lsz);
-    int p = isnan(s[j * ld + j]) ? (int)j : ri[0];
+    int p = LA_ISNAN(s[j * ld + j]) ? (int)j : ri[0];
     barrier(CLK_LOCAL_MEM_FENCE); /* everyone has read row j before it moves */
     if (p != (int)j)
       for (uint c = lid; c < n; c += lsz) {
@@ -116,16 +124,16 @@ kernel void lu_small(global T *a, ulong aoff, ulong astride, uint m, uint n, glo
     if (lid == 0)
       piv[poff + b * pstride + j] = p + 1;
     const T d = s[j * ld + j];
-    if (d == (T)0 && zero == 0)
+    if (LA_ISZERO(d) && zero == 0)
       zero = (int)j + 1;
-    if (d != (T)0)
+    if (!LA_ISZERO(d))
       for (uint i = j + 1 + lid; i < m; i += lsz)
-        s[i * ld + j] = s[i * ld + j] / d;
+        s[i * ld + j] = LA_DIV(s[i * ld + j], d);
     barrier(CLK_LOCAL_MEM_FENCE);
     const uint w = n - j - 1, h = m - j - 1;
     for (uint e = lid; e < w * h; e += lsz) {
       uint i = j + 1 + e / w, c = j + 1 + e % w;
-      s[i * ld + c] = s[i * ld + c] - s[i * ld + j] * s[j * ld + c];
+      s[i * ld + c] = s[i * ld + c] - LA_MUL(s[i * ld + j], s[j * ld + c]);
     }
   }
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -144,7 +152,7 @@ kernel void lu_small(global T *a, ulong aoff, ulong astride, uint m, uint n, glo
 #define LU_CHUNK 8
 
 kernel void lu_panel(global T *a, ulong aoff, ulong lda, uint m, uint ncols, uint j0,
-                     global int *piv, ulong poff, global int *info, ulong ioff, local T *rv,
+                     global int *piv, ulong poff, global int *info, ulong ioff, local RT *rv,
                      local int *ri, local T *srow, uint s0, uint sw)
 {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
@@ -160,13 +168,13 @@ kernel void lu_panel(global T *a, ulong aoff, ulong lda, uint m, uint ncols, uin
   /* Lane 0 alone reads and writes the first zero pivot's index (the others never store it). */
   int zero = j0 == 0 || lid != 0 ? 0 : info[ioff];
   /* the first column's candidates; the next ones come out of each column's update */
-  T best = (T)-1;
+  RT best = (RT)-1;
   int bi = (int)j0;
   for (uint i = j0 + lid; i < m; i += lsz) {
     const T x = A[i * lda + j0];
-    const T v = fabs(x);
+    const RT v = LA_ABS1(x);
     if (i == j0)
-      diag_nan = isnan(x);
+      diag_nan = LA_ISNAN(x);
     if (v > best) {
       best = v;
       bi = (int)i;
@@ -199,17 +207,17 @@ kernel void lu_panel(global T *a, ulong aoff, ulong lda, uint m, uint ncols, uin
     if (lid == 0)
       piv[poff + j] = p + 1;
     const T d = prow[jj];
-    if (d == (T)0 && zero == 0)
+    if (LA_ISZERO(d) && zero == 0)
       zero = (int)j + 1;
-    best = (T)-1;
+    best = (RT)-1;
     bi = (int)j + 1;
     /* this lane's rows below j (the first of them: j + 1 + ((lid - jj - 1) mod lsz)) */
     const uint first = j + 1 + (lid + lsz - (jj + 1) % lsz) % lsz;
     for (uint i = first; i < m; i += lsz) {
       global T *row = A + i * lda + j0;
       T l = row[jj];
-      if (d != (T)0) {
-        l = l / d;
+      if (!LA_ISZERO(d)) {
+        l = LA_DIV(l, d);
         row[jj] = l;
       }
       for (uint c0 = jj + 1; c0 < ncols; c0 += LU_CHUNK) {
@@ -221,13 +229,13 @@ kernel void lu_panel(global T *a, ulong aoff, ulong lda, uint m, uint ncols, uin
 #pragma unroll
         for (uint t = 0; t < LU_CHUNK; t++)
           if (c0 + t < ncols) {
-            r[t] = r[t] - l * prow[c0 + t];
+            r[t] = r[t] - LA_MUL(l, prow[c0 + t]);
             row[c0 + t] = r[t];
           }
         if (c0 == jj + 1) { /* the next column's candidate */
-          const T v = fabs(r[0]);
+          const RT v = LA_ABS1(r[0]);
           if (i == j + 1)
-            diag_nan = isnan(r[0]);
+            diag_nan = LA_ISNAN(r[0]);
           if (v > best) {
             best = v;
             bi = (int)i;
@@ -458,15 +466,15 @@ kernel void chol_small(global T *a, ulong aoff, ulong astride, uint n, ulong rs,
   int bad = 0;
   for (uint j = 0; j < n; j++) {
     barrier(CLK_LOCAL_MEM_FENCE);
-    T d = s[j * ld + j];
-    if (!(d > (T)0)) { /* also NaN */
+    RT d = LA_RE(s[j * ld + j]);
+    if (!(d > (RT)0)) { /* also NaN */
       bad = (int)(j0 + j) + 1;
       break;
     }
     d = sqrt(d);
     barrier(CLK_LOCAL_MEM_FENCE);
     if (lid == 0)
-      s[j * ld + j] = d;
+      s[j * ld + j] = LA_REAL(d);
     for (uint i = j + 1 + lid; i < n; i += lsz)
       s[i * ld + j] = s[i * ld + j] / d;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -474,7 +482,7 @@ kernel void chol_small(global T *a, ulong aoff, ulong astride, uint n, ulong rs,
     for (uint e = lid; e < w * w; e += lsz) {
       uint i = j + 1 + e / w, c = j + 1 + e % w;
       if (c <= i)
-        s[i * ld + c] = s[i * ld + c] - s[i * ld + j] * s[c * ld + j];
+        s[i * ld + c] = s[i * ld + c] - LA_MUL(s[i * ld + j], LA_CONJ(s[c * ld + j]));
     }
   }
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -496,15 +504,15 @@ kernel void chol_panel(global T *a, ulong aoff, ulong rs, ulong cs, uint nb, uin
   int bad = 0;
   for (uint j = 0; j < nb; j++) {
     barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
-    T d = a[IDX(base, rs, cs, j, j)];
-    if (!(d > (T)0)) {
+    RT d = LA_RE(a[IDX(base, rs, cs, j, j)]);
+    if (!(d > (RT)0)) {
       bad = (int)(j0 + j) + 1;
       break;
     }
     d = sqrt(d);
     barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
     if (lid == 0)
-      a[IDX(base, rs, cs, j, j)] = d;
+      a[IDX(base, rs, cs, j, j)] = LA_REAL(d);
     for (uint i = j + 1 + lid; i < nb; i += lsz)
       a[IDX(base, rs, cs, i, j)] = a[IDX(base, rs, cs, i, j)] / d;
     barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
@@ -513,7 +521,8 @@ kernel void chol_panel(global T *a, ulong aoff, ulong rs, ulong cs, uint nb, uin
       uint i = j + 1 + e / w, c = j + 1 + e % w;
       if (c <= i)
         a[IDX(base, rs, cs, i, c)] =
-            a[IDX(base, rs, cs, i, c)] - a[IDX(base, rs, cs, i, j)] * a[IDX(base, rs, cs, c, j)];
+            a[IDX(base, rs, cs, i, c)] -
+            LA_MUL(a[IDX(base, rs, cs, i, j)], LA_CONJ(a[IDX(base, rs, cs, c, j)]));
     }
   }
   barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
@@ -556,14 +565,14 @@ kernel void tri_inv(global const T *a, ulong aoff, ulong astride, ulong ars, ulo
   }
   barrier(CLK_LOCAL_MEM_FENCE);
   for (int j = (int)n - 1; j >= 0; j--) {
-    const T xjj = unit ? (T)1 : (T)1 / s[j * ld + j];
+    const T xjj = unit ? KILN_ONE : LA_DIV(KILN_ONE, s[j * ld + j]);
     const uint i = (uint)j + 1 + rl;
     T t = (T)0;
     if (i < n) {
       for (uint k = (uint)j + 1 + q; k < i; k += tl)
-        t += s[i * ld + k] * s[k * ld + j];
+        t += LA_MUL(s[i * ld + k], s[k * ld + j]);
       if (q == 0)
-        t += (unit ? (T)1 : s[i * ld + i]) * s[i * ld + j];
+        t += LA_MUL(unit ? KILN_ONE : s[i * ld + i], s[i * ld + j]);
     }
     part[lid] = t;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -571,7 +580,7 @@ kernel void tri_inv(global const T *a, ulong aoff, ulong astride, ulong ars, ulo
       T sum = (T)0;
       for (uint r = 0; r < tl; r++)
         sum += part[lid + r];
-      s[i * ld + j] = -xjj * sum;
+      s[i * ld + j] = -LA_MUL(xjj, sum);
     }
     if (lid == 0)
       s[j * ld + j] = xjj;
@@ -585,7 +594,7 @@ kernel void tri_inv(global const T *a, ulong aoff, ulong astride, ulong ars, ulo
 
 kernel void trsm_cols(global const T *a, ulong aoff, ulong astride, ulong ars, ulong acs, uint n,
                       uint lower, uint unit, global T *b, ulong boff, ulong bstride, ulong brs,
-                      ulong bcs, uint nrhs, T alpha)
+                      ulong bcs, uint nrhs, T alpha, uint conja)
 {
   const ulong c = get_global_id(0), bi = get_global_id(1);
   if (c >= nrhs)
@@ -593,22 +602,22 @@ kernel void trsm_cols(global const T *a, ulong aoff, ulong astride, ulong ars, u
   const ulong ab = aoff + bi * astride, bb = boff + bi * bstride + c * bcs;
   for (uint t = 0; t < n; t++) {
     const uint i = lower ? t : n - 1 - t;
-    T s = alpha * b[bb + i * brs];
+    T s = LA_MUL(alpha, b[bb + i * brs]);
     if (lower)
       for (uint j = 0; j < i; j++)
-        s -= a[IDX(ab, ars, acs, i, j)] * b[bb + j * brs];
+        s -= LA_MUL(LA_CJ(a[IDX(ab, ars, acs, i, j)], conja), b[bb + j * brs]);
     else
       for (uint j = i + 1; j < n; j++)
-        s -= a[IDX(ab, ars, acs, i, j)] * b[bb + j * brs];
+        s -= LA_MUL(LA_CJ(a[IDX(ab, ars, acs, i, j)], conja), b[bb + j * brs]);
     if (!unit)
-      s = s / a[IDX(ab, ars, acs, i, i)];
+      s = LA_DIV(s, LA_CJ(a[IDX(ab, ars, acs, i, i)], conja));
     b[bb + i * brs] = s;
   }
 }
 
 kernel void trmm_cols(global const T *a, ulong aoff, ulong astride, ulong ars, ulong acs, uint n,
                       uint lower, uint unit, global T *b, ulong boff, ulong bstride, ulong brs,
-                      ulong bcs, uint nrhs, T alpha)
+                      ulong bcs, uint nrhs, T alpha, uint conja)
 {
   const ulong c = get_global_id(0), bi = get_global_id(1);
   if (c >= nrhs)
@@ -617,14 +626,15 @@ kernel void trmm_cols(global const T *a, ulong aoff, ulong astride, ulong ars, u
   /* Lower: row i reads x[j <= i], so rows go bottom-up; upper top-down. */
   for (uint t = 0; t < n; t++) {
     const uint i = lower ? n - 1 - t : t;
-    T s = unit ? b[bb + i * brs] : a[IDX(ab, ars, acs, i, i)] * b[bb + i * brs];
+    T s = unit ? b[bb + i * brs]
+               : LA_MUL(LA_CJ(a[IDX(ab, ars, acs, i, i)], conja), b[bb + i * brs]);
     if (lower)
       for (uint j = 0; j < i; j++)
-        s += a[IDX(ab, ars, acs, i, j)] * b[bb + j * brs];
+        s += LA_MUL(LA_CJ(a[IDX(ab, ars, acs, i, j)], conja), b[bb + j * brs]);
     else
       for (uint j = i + 1; j < n; j++)
-        s += a[IDX(ab, ars, acs, i, j)] * b[bb + j * brs];
-    b[bb + i * brs] = alpha * s;
+        s += LA_MUL(LA_CJ(a[IDX(ab, ars, acs, i, j)], conja), b[bb + j * brs]);
+    b[bb + i * brs] = LA_MUL(alpha, s);
   }
 }
 
@@ -632,13 +642,14 @@ kernel void gemm_acc(uint m, uint n, uint k, T alpha, global const T *a, ulong a
                      ulong acs, global const T *b, ulong boff, ulong brs, ulong bcs, global T *c,
                      ulong coff, ulong crs, ulong ccs, uint tri)
 {
-  const uint j = (uint)get_global_id(0), i = (uint)get_global_id(1);
-  if (i >= m || j >= n || (tri == 1 && j > i) || (tri == 2 && j < i))
+  const uint j = (uint)get_global_id(0), i = (uint)get_global_id(1), tp = tri & 3u;
+  if (i >= m || j >= n || (tp == 1 && j > i) || (tp == 2 && j < i))
     return;
   T s = (T)0;
   for (uint p = 0; p < k; p++)
-    s += a[IDX(aoff, ars, acs, i, p)] * b[IDX(boff, brs, bcs, p, j)];
-  c[IDX(coff, crs, ccs, i, j)] += alpha * s;
+    s += LA_MUL(LA_CJ(a[IDX(aoff, ars, acs, i, p)], tri & 4u),
+                LA_CJ(b[IDX(boff, brs, bcs, p, j)], tri & 8u));
+  c[IDX(coff, crs, ccs, i, j)] += LA_MUL(alpha, s);
 }
 
 /*
@@ -666,8 +677,8 @@ gemm_tile(uint m, uint n, uint k, T alpha, global const T *a, ulong aoff, ulong 
   aoff += z * az;
   boff += z * bz;
   coff += z * cz;
-  const uint i0 = get_group_id(1) * GT_M, j0 = get_group_id(0) * GT_M;
-  if (i0 >= m || j0 >= n || (tri == 1 && j0 > i0 + GT_M - 1) || (tri == 2 && i0 > j0 + GT_M - 1))
+  const uint i0 = get_group_id(1) * GT_M, j0 = get_group_id(0) * GT_M, tp = tri & 3u;
+  if (i0 >= m || j0 >= n || (tp == 1 && j0 > i0 + GT_M - 1) || (tp == 2 && i0 > j0 + GT_M - 1))
     return;
   T acc[4][4];
 #pragma unroll
@@ -680,13 +691,13 @@ gemm_tile(uint m, uint n, uint k, T alpha, global const T *a, ulong aoff, ulong 
     for (uint e = lid; e < GT_M * GT_K; e += 256) {
       const uint i = acs == 1 ? e / GT_K : e % GT_M, p = acs == 1 ? e % GT_K : e / GT_M;
       const uint gi = i0 + i, gp = p0 + p;
-      As[p][i] = gi < m && gp < k ? a[aoff + gi * ars + gp * acs] : (T)0;
+      As[p][i] = gi < m && gp < k ? LA_CJ(a[aoff + gi * ars + gp * acs], tri & 4u) : (T)0;
     }
 #pragma unroll
     for (uint e = lid; e < GT_M * GT_K; e += 256) {
       const uint j = bcs == 1 ? e % GT_M : e / GT_K, p = bcs == 1 ? e / GT_M : e % GT_K;
       const uint gj = j0 + j, gp = p0 + p;
-      Bs[p][j] = gj < n && gp < k ? b[boff + gp * brs + gj * bcs] : (T)0;
+      Bs[p][j] = gj < n && gp < k ? LA_CJ(b[boff + gp * brs + gj * bcs], tri & 8u) : (T)0;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll
@@ -702,7 +713,7 @@ gemm_tile(uint m, uint n, uint k, T alpha, global const T *a, ulong aoff, ulong 
       for (uint r = 0; r < 4; r++)
 #pragma unroll
         for (uint q = 0; q < 4; q++)
-          acc[r][q] += av[r] * bv[q];
+          acc[r][q] += LA_MUL(av[r], bv[q]);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
@@ -711,39 +722,48 @@ gemm_tile(uint m, uint n, uint k, T alpha, global const T *a, ulong aoff, ulong 
 #pragma unroll
     for (uint q = 0; q < 4; q++) {
       const uint i = i0 + ty + 16 * r, j = j0 + tx + 16 * q;
-      if (i < m && j < n && !(tri == 1 && j > i) && !(tri == 2 && j < i)) {
+      if (i < m && j < n && !(tp == 1 && j > i) && !(tp == 2 && j < i)) {
         const ulong x = coff + (ulong)i * crs + (ulong)j * ccs;
-        c[x] = overwrite ? alpha * acc[r][q] : c[x] + alpha * acc[r][q];
+        c[x] = overwrite ? LA_MUL(alpha, acc[r][q]) : c[x] + LA_MUL(alpha, acc[r][q]);
       }
     }
 }
 
 kernel void lu_det(global const T *lu, ulong off, ulong stride, uint n, global const int *piv,
                    ulong poff, ulong pstride, uint mode, global T *sign, ulong soff,
-                   global T *val, ulong voff, ulong nbatch)
+                   global RT *val, ulong voff, ulong nbatch)
 {
   const ulong b = get_global_id(0);
   if (b >= nbatch)
     return;
   global const T *A = lu + off + b * stride;
   global const int *P = piv + poff + b * pstride;
-  T sg = (T)1, acc = mode ? (T)0 : (T)1;
+  T sg = KILN_ONE, prod = KILN_ONE;
+  RT acc = (RT)0;
   for (uint j = 0; j < n; j++) {
     T u = A[(ulong)j * n + j];
     if (P[j] != (int)j + 1)
       sg = -sg;
     if (mode) {
+#if KILN_IS_COMPLEX
+      /* torch's complex sign: the product of u / |u|, 0 once a u is 0 */
+      const RT au = LA_ABS(u);
+      sg = au == (RT)0 ? KILN_ZERO : LA_MUL(sg, u / au);
+      acc += log(au);
+#else
       sg = u > (T)0 ? sg : u < (T)0 ? -sg : u == (T)0 ? (T)0 : u;
       acc += log(fabs(u));
+#endif
     } else {
-      acc *= u;
+      prod = LA_MUL(prod, u);
     }
   }
+  /* det (mode 0) goes to sign, which the host points at the result */
   if (mode) {
     sign[soff + b] = sg;
     val[voff + b] = acc;
   } else {
-    val[voff + b] = sg * acc;
+    sign[soff + b] = LA_MUL(sg, prod);
   }
 }
 
@@ -773,11 +793,12 @@ kernel void lu_unpack(global const T *lu, ulong off, ulong stride, uint m, uint 
   global const T *A = lu + off + b * stride;
   if (c < k && r < m)
     L[loff + b * m * k + (ulong)r * k + c] =
-        r > c ? A[(ulong)r * n + c] : r == c ? (T)1 : (T)0;
+        r > c ? A[(ulong)r * n + c] : r == c ? KILN_ONE : KILN_ZERO;
   if (r < k && c < n)
-    U[uoff + b * k * n + (ulong)r * n + c] = c >= r ? A[(ulong)r * n + c] : (T)0;
+    U[uoff + b * k * n + (ulong)r * n + c] = c >= r ? A[(ulong)r * n + c] : KILN_ZERO;
   if (c < m && r < m)
-    P[poff + b * m * m + (ulong)r * m + c] = perm[qoff + b * m + c] == (int)r ? (T)1 : (T)0;
+    P[poff + b * m * m + (ulong)r * m + c] =
+        perm[qoff + b * m + c] == (int)r ? KILN_ONE : KILN_ZERO;
 }
 
 kernel void eye(global T *x, ulong off, ulong stride, uint n)
@@ -785,20 +806,20 @@ kernel void eye(global T *x, ulong off, ulong stride, uint n)
   const ulong e = get_global_id(0), b = get_global_id(1);
   if (e >= (ulong)n * n)
     return;
-  x[off + b * stride + e] = e / n == e % n ? (T)1 : (T)0;
+  x[off + b * stride + e] = e / n == e % n ? KILN_ONE : KILN_ZERO;
 }
 
-kernel void norm1(global const T *a, ulong aoff, ulong astride, uint n, global T *out,
-                  ulong ooff, local T *sh)
+kernel void norm1(global const T *a, ulong aoff, ulong astride, uint n, global RT *out,
+                  ulong ooff, local RT *sh)
 {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
   const ulong b = get_group_id(0);
   global const T *A = a + aoff + b * astride;
-  T best = (T)0;
+  RT best = (RT)0;
   for (uint j = lid; j < n; j += lsz) {
-    T s = (T)0;
+    RT s = (RT)0;
     for (uint i = 0; i < n; i++)
-      s += fabs(A[(ulong)i * n + j]);
+      s += LA_ABS(A[(ulong)i * n + j]);
     best = isnan(s) || s > best ? s : best;
   }
   sh[lid] = best;

@@ -1,12 +1,14 @@
 /*
  * linalg_spectral family (lib/ops/linalg_qr.c, lib/ops/linalg_eig.c): Householder QR panels,
  * the compact-WY pieces of the blocked QR, sym_fill and transpose_m for eigh and svd (their
- * reductions are in linalg_eig.cl), for f32 and f64 (common.cl's -DT=...).
- * No tunables compiled in.
+ * reductions are in linalg_eig.cl), for f32 and f64 (common.cl's -DT=...), and c64/c128 (QR:
+ * the arithmetic through linalg_arith.clh's LA_* macros). No tunables compiled in.
  *
  * Matrices are row-major with a row stride ld and an element offset. Reflectors follow
- * LAPACK (dlarfg): H = I - tau v v^T, v[0] = 1 implicit, the rest stored below the diagonal
- * of the factored column; tau = 0 means H = I.
+ * LAPACK (dlarfg, zlarfg): H = I - tau v v^H, v[0] = 1 implicit, the rest stored below the
+ * diagonal of the factored column; tau = 0 means H = I; beta (the new diagonal) is real, and a
+ * complex tau has 1 <= re(tau) <= 2, |tau - 1| <= 1. The panel applies H^H (conj(tau)) to the
+ * columns right of each reflector, as zgeqr2.
  *
  * Kernels (sh: local scratch of local_size T; one work-group kernels take any power-of-two
  * local size):
@@ -21,15 +23,24 @@
  *   qr_triu(a, aoff, astride, m, n, r, roff, rstride, rows, nbatch)   global (n, rows *
  *     nbatch): R (rows x n) = the upper triangle of A's first rows (zero below, and past m).
  *   eye_rect(x, off, stride, rows, cols, nbatch)   global (cols, rows * nbatch): I.
- *   gemm_s(m, n, k, alpha, a, aoff, ars, acs, b, boff, brs, bcs, beta, c, coff, ldc)
+ *   gemm_s(m, n, k, alpha, a, aoff, ars, acs, b, boff, brs, bcs, beta, c, coff, ldc, cj)
  *     global (n, m): C = alpha A B + beta C over strided views (beta 0 ignores C); the GEMM
- *     when CLBlast is absent or disabled.
+ *     when CLBlast is absent or disabled; cj & 4 conjugates A's elements, cj & 8 B's.
  *   sym_fill(a, aoff, n, upper)   global (n, n): copies the uplo triangle over the other.
  *   transpose_m(s, soff, rows, cols, d, doff)   global (cols, rows): d = s^T.
  */
 #include "common.cl"
 
+#include "linalg_arith.clh"
 #include "linalg_house.clh"
+
+/* Whether column j needs a reflector: x below the diagonal is not zero, or (zlarfg) a complex
+ * alpha, whose beta must become real. */
+#if KILN_IS_COMPLEX
+#define QR_REFLECT(mx, alpha) ((mx) > (RT)0 || (alpha).y != (RT)0)
+#else
+#define QR_REFLECT(mx, alpha) ((mx) > (T)0)
+#endif
 
 /* Columns whose reflector products qr_panel reduces together (its sh holds QR_CHUNK * lsz T). */
 #define QR_CHUNK 8
@@ -52,29 +63,29 @@ kernel void qr_panel(global T *a, ulong aoff, ulong lda, uint m, uint j0, uint j
     barrier(CLK_LOCAL_MEM_FENCE);
     const T alpha = prow[j - j0];
     const uint first = j + 1 + (lid + lsz - (j + 1) % lsz) % lsz;
-    T mx = (T)0;
+    RT mx = (RT)0;
     for (uint i = first; i < m; i += lsz)
-      mx = fmax(mx, fabs(A[(ulong)i * lda + j]));
-    mx = group_max(sh, mx, lid, lsz);
-    T ss = (T)0;
-    if (mx > (T)0)
+      mx = fmax(mx, LA_ABS(A[(ulong)i * lda + j]));
+    mx = group_rmax((local RT *)sh, mx, lid, lsz);
+    RT ss = (RT)0;
+    if (mx > (RT)0)
       for (uint i = first; i < m; i += lsz) {
         T y = A[(ulong)i * lda + j] / mx;
-        ss += y * y;
+        ss += LA_ABS2(y);
       }
-    ss = group_sum(sh, ss, lid, lsz);
+    ss = group_rsum((local RT *)sh, ss, lid, lsz);
     T beta = alpha, tj = (T)0;
-    if (mx > (T)0) {
-      const T xnorm = mx * sqrt(ss);
-      const T b = -copysign(hypot(alpha, xnorm), alpha);
-      const T scal = (T)1 / (alpha - b);
+    if (QR_REFLECT(mx, alpha)) {
+      const RT xnorm = mx * sqrt(ss);
+      const RT b = -copysign(hypot(LA_ABS(alpha), xnorm), LA_RE(alpha));
+      const T scal = LA_DIV(KILN_ONE, alpha - LA_REAL(b));
       for (uint i = first; i < m; i += lsz)
-        A[(ulong)i * lda + j] *= scal;
-      beta = b;
-      tj = (b - alpha) / b;
+        A[(ulong)i * lda + j] = LA_MUL(A[(ulong)i * lda + j], scal);
+      beta = LA_REAL(b);
+      tj = LA_DIV(LA_REAL(b) - alpha, LA_REAL(b));
     }
-    /* The rest of the panel: a_c -= tau v (v . a_c), v[0] = 1 standing in for beta. The dot
-     * products of QR_CHUNK columns share one pass over v and one reduction tree. */
+    /* The rest of the panel: a_c -= conj(tau) v (v^H a_c), v[0] = 1 standing in for beta. The
+     * dot products of QR_CHUNK columns share one pass over v and one reduction tree. */
     for (uint c0 = j + 1; c0 < j0 + jb; c0 += QR_CHUNK) {
       const uint nc = min((uint)QR_CHUNK, j0 + jb - c0);
       T s[QR_CHUNK];
@@ -86,7 +97,7 @@ kernel void qr_panel(global T *a, ulong aoff, ulong lda, uint m, uint j0, uint j
 #pragma unroll
         for (uint t = 0; t < QR_CHUNK; t++)
           if (t < nc)
-            s[t] += v * A[(ulong)i * lda + c0 + t];
+            s[t] += LA_MUL(LA_CONJ(v), A[(ulong)i * lda + c0 + t]);
       }
       barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll
@@ -102,13 +113,13 @@ kernel void qr_panel(global T *a, ulong aoff, ulong lda, uint m, uint j0, uint j
       T w[QR_CHUNK];
 #pragma unroll
       for (uint t = 0; t < QR_CHUNK; t++)
-        w[t] = t < nc ? tj * (prow[c0 + t - j0] + sh[t * lsz]) : (T)0;
+        w[t] = t < nc ? LA_MUL(LA_CONJ(tj), prow[c0 + t - j0] + sh[t * lsz]) : (T)0;
       for (uint i = first; i < m; i += lsz) {
         const T v = A[(ulong)i * lda + j];
 #pragma unroll
         for (uint t = 0; t < QR_CHUNK; t++)
           if (t < nc)
-            A[(ulong)i * lda + c0 + t] -= w[t] * v;
+            A[(ulong)i * lda + c0 + t] -= LA_MUL(w[t], v);
       }
       if (j % lsz == lid)
         for (uint t = 0; t < nc; t++)
@@ -127,7 +138,7 @@ kernel void qr_vcopy(global const T *a, ulong aoff, ulong lda, uint rows, uint j
   const uint c = (uint)get_global_id(0), i = (uint)get_global_id(1);
   if (c >= jb || i >= rows)
     return;
-  v[voff + (ulong)i * jb + c] = i > c ? a[aoff + (ulong)i * lda + c] : i == c ? (T)1 : (T)0;
+  v[voff + (ulong)i * jb + c] = i > c ? a[aoff + (ulong)i * lda + c] : i == c ? KILN_ONE : (T)0;
 }
 
 /*
@@ -146,8 +157,8 @@ kernel void qr_larft_l(global const T *g, ulong goff, global const T *tau, ulong
       if (l < i) {
         T s = (T)0;
         for (uint p = l; p < i; p++)
-          s += tl[l * jb + p] * G[p * jb + i];
-        tl[l * jb + i] = -ti * s;
+          s += LA_MUL(tl[l * jb + p], G[p * jb + i]);
+        tl[l * jb + i] = -LA_MUL(ti, s);
       } else {
         tl[l * jb + i] = l == i ? ti : (T)0;
       }
@@ -170,8 +181,8 @@ kernel void qr_larft(global const T *g, ulong goff, global const T *tau, ulong t
       if (l < i) {
         T s = (T)0;
         for (uint p = l; p < i; p++)
-          s += Tm[l * jb + p] * G[p * jb + i];
-        Tm[l * jb + i] = -ti * s;
+          s += LA_MUL(Tm[l * jb + p], G[p * jb + i]);
+        Tm[l * jb + i] = -LA_MUL(ti, s);
       } else {
         Tm[l * jb + i] = l == i ? ti : (T)0;
       }
@@ -199,21 +210,22 @@ kernel void eye_rect(global T *x, ulong off, ulong stride, uint rows, uint cols,
   const uint i = (uint)(g % rows);
   if (j >= cols || b >= nbatch)
     return;
-  x[off + b * stride + (ulong)i * cols + j] = i == j ? (T)1 : (T)0;
+  x[off + b * stride + (ulong)i * cols + j] = i == j ? KILN_ONE : (T)0;
 }
 
 kernel void gemm_s(uint m, uint n, uint k, T alpha, global const T *a, ulong aoff, ulong ars,
                    ulong acs, global const T *b, ulong boff, ulong brs, ulong bcs, T beta,
-                   global T *c, ulong coff, ulong ldc)
+                   global T *c, ulong coff, ulong ldc, uint cj)
 {
   const uint j = (uint)get_global_id(0), i = (uint)get_global_id(1);
   if (i >= m || j >= n)
     return;
   T s = (T)0;
   for (uint p = 0; p < k; p++)
-    s += a[aoff + (ulong)i * ars + (ulong)p * acs] * b[boff + (ulong)p * brs + (ulong)j * bcs];
+    s += LA_MUL(LA_CJ(a[aoff + (ulong)i * ars + (ulong)p * acs], cj & 4u),
+                LA_CJ(b[boff + (ulong)p * brs + (ulong)j * bcs], cj & 8u));
   global T *cp = c + coff + (ulong)i * ldc + j;
-  *cp = beta == (T)0 ? alpha * s : alpha * s + beta * *cp;
+  *cp = LA_ISZERO(beta) ? LA_MUL(alpha, s) : LA_MUL(alpha, s) + LA_MUL(beta, *cp);
 }
 
 kernel void sym_fill(global T *a, ulong aoff, uint n, uint upper)

@@ -905,6 +905,39 @@ setup_lu_batched(struct bench_state *st)
   return bench_random_tensor(st->ctx, st->dtype, 3, shape, &st->in[0]);
 }
 
+/*
+ * Complex rows (linalg.clu, csolve, cinv, ccholesky): the real rows' setups with c64/c128 data
+ * (both parts random in [-2, 2)); ccholesky a Hermitian matrix with diagonal 2 d + 1. Flops
+ * are 4 times the real counts (a complex multiply-add is 8 real flops, a real one 2).
+ */
+static kiln_status
+setup_linalg_hpd(struct bench_state *st)
+{
+  int64_t d = square_dim(st->n), shape[2] = {d, d};
+  size_t cnt = (size_t)(d * d);
+  double *h = malloc(cnt * 2 * sizeof *h + 16);
+  if (!h)
+    return KILN_ERR_HOST_MEMORY;
+  uint32_t x = 4242;
+  for (int64_t i = 0; i < d; i++)
+    for (int64_t j = 0; j <= i; j++) {
+      x = x * 1664525u + 1013904223u;
+      double re = i == j ? 2.0 * (double)d + 1.0 : (double)(x >> 8) / 16777216.0 * 4.0 - 2.0;
+      x = x * 1664525u + 1013904223u;
+      double im = i == j ? 0.0 : (double)(x >> 8) / 16777216.0 * 4.0 - 2.0;
+      h[2 * (i * d + j)] = re;
+      h[2 * (i * d + j) + 1] = im;
+      h[2 * (j * d + i)] = re;
+      h[2 * (j * d + i) + 1] = -im;
+    }
+  if (st->dtype == KILN_C64)
+    for (size_t i = 0; i < 2 * cnt; i++)
+      ((float *)h)[i] = (float)h[i];
+  kiln_status s = kiln_tensor_from_host(st->ctx, st->dtype, 2, shape, h, &st->in[0]);
+  free(h);
+  return s;
+}
+
 static kiln_status
 run_lu(struct bench_state *st)
 {
@@ -957,6 +990,30 @@ flops_inv(int64_t n)
   return 2.0 * d * d * d;
 }
 
+static double
+flops_clu(int64_t n)
+{
+  return 4.0 * flops_lu(n);
+}
+
+static double
+flops_ccholesky(int64_t n)
+{
+  return 4.0 * flops_cholesky(n);
+}
+
+static double
+flops_csolve(int64_t n)
+{
+  return 4.0 * flops_solve(n);
+}
+
+static double
+flops_cinv(int64_t n)
+{
+  return 4.0 * flops_inv(n);
+}
+
 /*
  * linalg_spectral (n as the linalg rows): linalg.qr is the reduced Q and R (geqrf 4/3 d^3 and
  * forming Q 4/3 d^3), linalg.eigh values and vectors of a symmetric matrix, linalg.svd values
@@ -986,6 +1043,13 @@ flops_qr(int64_t n)
 {
   double d = (double)square_dim(n);
   return 8.0 / 3.0 * d * d * d;
+}
+
+/* linalg.cqr: complex QR (Q and R), 4 times the real flops. */
+static double
+flops_cqr(int64_t n)
+{
+  return 4.0 * flops_qr(n);
 }
 
 static double
@@ -1344,6 +1408,11 @@ const struct bench_case bench_cases[] = {
     {"linalg.solve", "linalg", float_dtype, setup_linalg_solve, run_solve, NULL, flops_solve},
     {"linalg.inv", "linalg", float_dtype, setup_linalg_square, run_inv, NULL, flops_inv},
     {"linalg.lu_batched", "linalg", float_dtype, setup_lu_batched, run_lu, NULL, flops_lu_batched},
+    {"linalg.clu", "linalg", complex_dtype, setup_linalg_square, run_lu, NULL, flops_clu},
+    {"linalg.ccholesky", "linalg", complex_dtype, setup_linalg_hpd, run_cholesky, NULL,
+     flops_ccholesky},
+    {"linalg.csolve", "linalg", complex_dtype, setup_linalg_solve, run_solve, NULL, flops_csolve},
+    {"linalg.cinv", "linalg", complex_dtype, setup_linalg_square, run_inv, NULL, flops_cinv},
     {"sort.sort", "sort", bench_sort_dtype, bench_setup_sort, bench_run_sort, bench_bytes_sort, NULL},
     {"sort.argsort", "sort", bench_sort_dtype, bench_setup_argsort, bench_run_argsort,
      bench_bytes_argsort, NULL},
@@ -1357,6 +1426,7 @@ const struct bench_case bench_cases[] = {
     {"sort.searchsorted", "sort", bench_sort_dtype, bench_setup_searchsorted, bench_run_searchsorted,
      bench_bytes_searchsorted, NULL},
     {"linalg.qr", "linalg", float_dtype, setup_linalg_square, run_qr, NULL, flops_qr},
+    {"linalg.cqr", "linalg", complex_dtype, setup_linalg_square, run_qr, NULL, flops_cqr},
     {"linalg.eigh", "linalg", float_dtype, setup_linalg_spd, run_eigh, NULL, NULL},
     {"linalg.svd", "linalg", float_dtype, setup_linalg_square, run_svd, NULL, NULL},
     {"nn.conv2d", "nn_conv", conv_dtype, setup_conv2d, run_conv2d, NULL, flops_conv2d},
@@ -1394,7 +1464,9 @@ int
 bench_case_host_work(const struct bench_case *c)
 {
   static const char *const host[] = {"linalg.lu",  "linalg.cholesky", "linalg.solve", "linalg.inv",
-                                     "linalg.qr",  "linalg.eigh",     "linalg.svd"};
+                                     "linalg.qr",  "linalg.eigh",     "linalg.svd",
+                                     "linalg.clu", "linalg.ccholesky", "linalg.csolve",
+                                     "linalg.cinv", "linalg.cqr"};
   for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
     if (strcmp(c->name, host[i]) == 0)
       return 1;

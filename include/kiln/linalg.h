@@ -4,9 +4,11 @@
  * and inverse, and triangular solve and multiply (docs/linalg.md). The QR, least-squares,
  * eigen and SVD routines are in kiln/linalg_spectral.h.
  *
- * Dtypes: f32 and f64 (f64 needs fp64: KILN_ERR_UNSUPPORTED otherwise). Pivots are i32 and
- * 1-based, as LAPACK's ipiv and torch.linalg.lu_factor: row i was interchanged with row
- * pivots[i] - 1 (in order i = 0, 1, ...).
+ * Dtypes: f32, f64, c64 and c128 (f64 and c128 need fp64: KILN_ERR_UNSUPPORTED otherwise).
+ * Complex LU pivots on |re| + |im| (LAPACK's izamax), and
+ * KILN_CONJ_TRANS is the conjugate transpose for complex operands (A^T for real ones). Pivots
+ * are i32 and 1-based, as LAPACK's ipiv and torch.linalg.lu_factor: row i was interchanged
+ * with row pivots[i] - 1 (in order i = 0, 1, ...).
  *
  * Layout (torch.linalg conventions): row-major, the last two dimensions of a tensor are the
  * matrix and the leading ones are batch dimensions, [..., rows, cols]. Right-hand sides B
@@ -23,10 +25,10 @@
  * Statuses common to every call:
  *   KILN_OK; KILN_ERR_INVALID_HANDLE (NULL, released or foreign ctx or tensor);
  *   KILN_ERR_INVALID_ARGUMENT (NULL out pointer, a flag outside its enum, overlapping
- *   results); KILN_ERR_CONTEXT_MISMATCH; KILN_ERR_DTYPE (not f32/f64, operands of different
- *   dtypes, pivots not i32, a given result of another dtype); KILN_ERR_SHAPE (fewer than 2
- *   dimensions, a non-square matrix given to a square-only op, batch or row counts of A and
- *   B that differ, a given result of the wrong shape: the message names op and shapes);
+ *   results); KILN_ERR_CONTEXT_MISMATCH; KILN_ERR_DTYPE (not f32/f64/c64/c128, operands of
+ *   different dtypes, pivots not i32, a given result of another dtype); KILN_ERR_SHAPE (fewer
+ *   than 2 dimensions, a non-square matrix given to a square-only op, batch or row counts of A
+ *   and B that differ, a given result of the wrong shape: the message names op and shapes);
  *   KILN_ERR_OVERFLOW (a matrix with more than 2^31-1 rows, columns or right-hand sides);
  *   KILN_ERR_UNSUPPORTED (f64 without fp64); KILN_ERR_BUILD; KILN_ERR_OPENCL;
  *   KILN_ERR_DEVICE_MEMORY; KILN_ERR_HOST_MEMORY; KILN_ERR_PROVIDER (CLBlast failed; the raw
@@ -86,7 +88,8 @@ KILN_API kiln_status kiln_linalg_lu(kiln_context *ctx, const kiln_tensor *a, kil
 
 /**
  * Solves op(A) X = B from A's packed LU (kiln_linalg_lu_factor of square matrices):
- * trans KILN_NO_TRANS solves A X = B, KILN_TRANS/KILN_CONJ_TRANS A^T X = B.
+ * trans KILN_NO_TRANS solves A X = B, KILN_TRANS A^T X = B, KILN_CONJ_TRANS A^H X = B (A^T for
+ * real dtypes).
  * @param lu [..., n, n]; pivots [..., n] i32 as kiln_linalg_lu_factor made them (values
  *        outside 1..n are not checked and give undefined results).
  * @param b [..., n, k] (the same batch dimensions as lu); x the same shape, may be b.
@@ -123,7 +126,8 @@ KILN_API kiln_status kiln_linalg_det(kiln_context *ctx, const kiln_tensor *a, ki
 
 /**
  * sign(det) and log|det| of square matrices (torch.linalg.slogdet), both [...]: a singular
- * matrix gives sign 0 and log|det| -Inf; NaN in U gives NaN in both.
+ * matrix gives sign 0 and log|det| -Inf; NaN in U gives NaN in both. For complex A (as torch)
+ * sign is complex, det / |det| (modulus 1), and logabsdet real: f32 for c64, f64 for c128.
  * @return the common statuses; KILN_ERR_INVALID_ARGUMENT when sign and logabsdet overlap.
  */
 KILN_API kiln_status kiln_linalg_slogdet(kiln_context *ctx, const kiln_tensor *a,
@@ -133,16 +137,19 @@ KILN_API kiln_status kiln_linalg_slogdet(kiln_context *ctx, const kiln_tensor *a
  * Reciprocal 1-norm condition number estimate of square matrices, 1 / (||A||_1 est(||A^-1||_1))
  * into out [...] (LAPACK gecon, MATLAB rcond): the estimate of ||A^-1||_1 is Hager's method
  * with Higham's refinements (at most 5 iterations plus the alternating test vector), so it
- * is a lower bound of the norm, usually within a factor 3. An exactly singular matrix gives
+ * is a lower bound of the norm, usually within a factor 3 (complex A: LAPACK zlacn2's
+ * variant, complex sign vectors; out is real, f32 for c64, f64 for c128). An exactly singular
+ * matrix gives
  * 0, a zero matrix 0, a 0x0 matrix Inf. Waits (it iterates on the host).
  * @return the common statuses.
  */
 KILN_API kiln_status kiln_linalg_rcond(kiln_context *ctx, const kiln_tensor *a, kiln_tensor **out);
 
 /**
- * Cholesky factorization of symmetric positive definite matrices [..., n, n]
- * (torch.linalg.cholesky): A = L L^T (uplo KILN_LOWER) or A = U^T U (KILN_UPPER). Only the
- * named triangle of A is read; the other triangle of the result is zero. out may be a.
+ * Cholesky factorization of symmetric (complex: Hermitian) positive definite matrices
+ * [..., n, n] (torch.linalg.cholesky): A = L L^H (uplo KILN_LOWER) or A = U^H U (KILN_UPPER),
+ * L^H = L^T for real A. Only the named triangle of A is read (complex: the imaginary parts of
+ * its diagonal are ignored, as zpotrf); the other triangle of the result is zero. out may be a.
  * Waits for the status.
  * @return the common statuses; KILN_ERR_NOT_POSITIVE_DEFINITE when a leading minor is not
  *         positive definite (the message names the batch entry and the minor's order,

@@ -1,6 +1,10 @@
 /*
  * QR, least squares, eigen decompositions, SVD and the norms and ranks built on them
- * (docs/linalg.md, "Spectral"). Conventions are kiln/linalg.h's: f32 and f64, row-major
+ * (docs/linalg.md, "Spectral"). Conventions are kiln/linalg.h's: f32 and f64, and c64 and c128
+ * for every call but kiln_linalg_eig (KILN_ERR_DTYPE): complex QR and lstsq as the real ones,
+ * complex eigh, svd, pinv, matrix_rank, matrix_norm and cond whole on the host's LAPACK, their
+ * eigenvalues, singular values, norms and condition numbers real (f32 for c64, f64 for c128);
+ * row-major
  * [..., rows, cols] with leading batch dimensions, results allocated when *out is NULL or
  * written into a given tensor of the result's shape and dtype, no overlap between results
  * and inputs (KILN_ERR_INVALID_ARGUMENT).
@@ -49,6 +53,7 @@ typedef enum kiln_mnorm {
 /**
  * Householder QR of [..., m, n] matrices (LAPACK geqrf + orgqr, torch.linalg.qr): A = Q R,
  * Q with orthonormal columns, R upper triangular (R's diagonal may be negative, as LAPACK's).
+ * Complex A (c64, c128): zgeqrf's reflectors H = I - tau v v^H, Q unitary, R's diagonal real.
  * @param mode KILN_QR_REDUCED, KILN_QR_COMPLETE or KILN_QR_R (see kiln_qr_mode).
  * @param q Q, in a's dtype (ignored with KILN_QR_R); r R.
  * @return the common statuses (KILN_ERR_INVALID_ARGUMENT for mode outside the enum or q and
@@ -70,6 +75,8 @@ KILN_API kiln_status kiln_linalg_qr(kiln_context *ctx, const kiln_tensor *a, kil
  * @param rank NULL, or [...] i64 (the QR route reports n).
  * @param sv NULL, or the singular values [..., min(m, n)], descending, in a's dtype (the QR
  *        route computes them from R on the host).
+ * Complex a and b (c64, c128): the same routes with zgeqrf's QR and zgelsd; x complex,
+ * residuals and sv real (f32 for c64, f64 for c128).
  * Needs LAPACKE for the SVD route and for sv (KILN_ERR_UNSUPPORTED without it, nothing
  * written). Waits.
  * @return the common statuses.
@@ -85,6 +92,8 @@ KILN_API kiln_status kiln_linalg_lstsq(kiln_context *ctx, const kiln_tensor *a,
  * form on the device, the tridiagonal problem on the host (LAPACKE dsterf for values,
  * dstedc for vectors below order 512, MRRR dstemr from there on), vectors back-transformed
  * on the device. Waits.
+ * Complex Hermitian a (c64, c128): whole on the host (LAPACKE zheevd); w real (f32 for c64,
+ * f64 for c128), v complex.
  * @param w [..., n] eigenvalues, ascending.
  * @param v NULL for values only, else [..., n, n] with the eigenvector of w[i] in column i.
  * @return the common statuses; KILN_ERR_INVALID_ARGUMENT for uplo; KILN_ERR_UNSUPPORTED
@@ -128,6 +137,8 @@ KILN_API kiln_status kiln_linalg_eig_complex(kiln_context *ctx, const kiln_tenso
  * dbdsvdx fails), U and V formed on the device. k = min(m, n).
  * @param full_matrices nonzero: U [..., m, m], vt [..., n, n]; zero: U [..., m, k],
  *        vt [..., k, n].
+ * Complex a (c64, c128): whole on the host (LAPACKE zgesdd); s real (f32 for c64, f64 for
+ * c128), u and vt complex, vt = V^H.
  * @param u, vt both NULL for values only (dgesdd jobz 'N'), or both given.
  * @param s [..., k] descending, nonnegative.
  * Waits. @return the common statuses; KILN_ERR_UNSUPPORTED without LAPACKE.

@@ -103,10 +103,14 @@ void
 kiln__linalg_choose(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t elements,
                     kiln__linalg_params *p)
 {
+  memset(p, 0, sizeof *p);
   p->route = KILN__LINALG_ROUTE_RULE;
-  p->nb = 0;
+  /* complex dtypes take their part type's entries (c128: f64's): the tuner times real LU only,
+   * and an override (kiln bench --tune linalg:...) then reaches them too */
+  kiln_dtype tdt = kiln__dtype_is_complex(dt) ? kiln__dtype_real_part(dt) : dt;
+  if (tdt == KILN_F32 || tdt == KILN_F64)
+    kiln__tune_lookup(ctx, &kiln__linalg_tune, tdt, KILN__LAYOUT_FULL, elements ? elements : 1, p);
   if (dt == KILN_F32 || dt == KILN_F64) {
-    kiln__tune_lookup(ctx, &kiln__linalg_tune, dt, KILN__LAYOUT_FULL, elements ? elements : 1, p);
     if (kiln__blas_use_clblast(ctx))
       (void)kiln__blas_xgemm_prepare(op, ctx, dt); /* a failure leaves CLBlast's own set */
   }
@@ -177,8 +181,11 @@ la_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
           .ts = kiln_dtype_size(dt),
           .nb = kiln__linalg_block(&ctx->info),
           .small_max = KILN__LINALG_SMALL_MAX};
-  L.host_lu = kiln__linalg_is_host(ctx, p.route, KILN__LINALG_RULE_HOST_LU, elems);
-  L.host_chol = kiln__linalg_is_host(ctx, p.route, KILN__LINALG_RULE_HOST_CHOL, elems);
+  /* the host route's LAPACK calls are the real ones (dgetrf, dpotrf): complex matrices take
+   * the device route */
+  int cplx = kiln__dtype_is_complex(dt);
+  L.host_lu = !cplx && kiln__linalg_is_host(ctx, p.route, KILN__LINALG_RULE_HOST_LU, elems);
+  L.host_chol = !cplx && kiln__linalg_is_host(ctx, p.route, KILN__LINALG_RULE_HOST_CHOL, elems);
   int hnb = atomic_load(&hook_nb);
   uint64_t nb = hnb > 0 ? (uint64_t)hnb : p.nb;
   L.hnb_lu = nb ? nb : ctx->info.is_gpu ? KILN__LINALG_HOST_NB_LU : 0;
@@ -230,6 +237,37 @@ args_mat(kiln__args *a, mat x)
 {
   kiln__args_mem(a, x.mem);
   kiln__args_u64(a, x.off);
+}
+
+void
+kiln__linalg_args_scalar(kiln__args *a, kiln_dtype dt, double v)
+{
+  if (dt == KILN_C64) {
+    cl_float2 f = {{(float)v, 0.0f}};
+    kiln__args_raw(a, sizeof f, &f);
+  } else if (dt == KILN_C128) {
+    cl_double2 d = {{v, 0.0}};
+    kiln__args_raw(a, sizeof d, &d);
+  } else {
+    kiln__args_float(a, dt, v);
+  }
+}
+
+/*
+ * Transposes are 0 (none), 1 (transposed) or 2 (conjugate-transposed); for real dtypes 2 is 1.
+ * The GEMM kernels take the conjugations as bits of their tri argument.
+ */
+static int
+tr_of(const la *L, int t)
+{
+  return t == 2 && !kiln__dtype_is_complex(L->dt) ? 1 : t;
+}
+
+static uint32_t
+conj_bits(const la *L, int ta, int tb)
+{
+  return (tr_of(L, ta) == 2 ? KILN__LINALG_TILE_CONJ_A : 0u) |
+         (tr_of(L, tb) == 2 ? KILN__LINALG_TILE_CONJ_B : 0u);
 }
 
 static kiln_status
@@ -373,7 +411,12 @@ static kiln_status
 tri_blocked(const la *L, int upper, int trans, int unit, uint64_t n, uint64_t nrhs, mat a,
             uint64_t lda, mat b, uint64_t ldb)
 {
-  uint64_t nb = TRSM_NB, nblk = (n + nb - 1) / nb, full = n / nb;
+  /* c128's 64 x 65 block (66 KB) does not fit 48 KiB of local memory, where tri_inv would fall
+   * back to trsm_cols: halve the block until it fits */
+  uint64_t nb = TRSM_NB;
+  while (nb > 16 && (nb * (nb | 1) + 256) * L->ts > L->ctx->info.local_mem_bytes)
+    nb /= 2;
+  uint64_t nblk = (n + nb - 1) / nb, full = n / nb;
   kiln_tensor *inv = NULL, *w = NULL;
   kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, nblk * nb * nb, &inv);
   if (s == KILN_OK)
@@ -386,7 +429,7 @@ tri_blocked(const la *L, int upper, int trans, int unit, uint64_t n, uint64_t nr
     s = tri_inv(L, upper, unit, rest, at(a, full * nb * (lda + 1)), lda, 0,
                 at(di, full * nb * nb), 0, 1);
   /* op(A) lower: forward substitution, else backward */
-  int fwd = upper == trans;
+  int fwd = upper == (trans != 0);
   for (uint64_t st = 0; s == KILN_OK && st < nblk; st++) {
     uint64_t i = fwd ? st : nblk - 1 - st, r0 = i * nb, ib = n - r0 < nb ? n - r0 : nb;
     mat bi = at(b, r0 * ldb);
@@ -442,6 +485,7 @@ tri(const la *L, int solve, int left, int upper, int trans, int unit, uint64_t m
 {
   if (m == 0 || n == 0 || batch == 0)
     return KILN_OK;
+  trans = tr_of(L, trans);
   uint64_t nsys = left ? m : n, nrhs = left ? n : m;
   /* solves that tri_blocked/tri_right_one turn into GEMMs (CLBlast's or gemm_tile) */
   int blocked = solve && alpha == 1.0 && (left || nsys <= TRSM_NB);
@@ -477,7 +521,9 @@ tri_kernel(const la *L, int solve, int left, int upper, int trans, int unit, uin
   /* The kernels solve (multiply) M x for each column x; a right-side A is M = op(A)^T acting
    * on the rows of B. */
   uint64_t ars, acs, brs, bcs;
-  int mt = left ? trans : !trans; /* M is A^T */
+  /* M is A^T; a conjugate transpose conjugates A's elements whichever side it is on */
+  int mt = left ? trans != 0 : trans == 0;
+  uint32_t conja = tr_of(L, trans) == 2;
   ars = mt ? 1 : lda;
   acs = mt ? lda : 1;
   brs = left ? ldb : 1;
@@ -498,7 +544,8 @@ tri_kernel(const la *L, int solve, int left, int upper, int trans, int unit, uin
   kiln__args_u64(&args, brs);
   kiln__args_u64(&args, bcs);
   kiln__args_u32(&args, (uint32_t)nrhs);
-  kiln__args_float(&args, L->dt, alpha);
+  kiln__linalg_args_scalar(&args, L->dt, alpha);
+  kiln__args_u32(&args, conja);
   return enqueue2(&args, L, nrhs, batch);
 }
 
@@ -517,7 +564,7 @@ kiln__linalg_tile_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_
   kiln__args_u32(&args, (uint32_t)m);
   kiln__args_u32(&args, (uint32_t)n);
   kiln__args_u32(&args, (uint32_t)k);
-  kiln__args_float(&args, dt, alpha);
+  kiln__linalg_args_scalar(&args, dt, alpha);
   kiln__args_mem(&args, a);
   kiln__args_u64(&args, aoff);
   kiln__args_u64(&args, ars);
@@ -568,7 +615,7 @@ own_gemm(const la *L, uint64_t m, uint64_t n, uint64_t k, double alpha, mat a, u
   kiln__args_u32(&args, (uint32_t)m);
   kiln__args_u32(&args, (uint32_t)n);
   kiln__args_u32(&args, (uint32_t)k);
-  kiln__args_float(&args, L->dt, alpha);
+  kiln__linalg_args_scalar(&args, L->dt, alpha);
   args_mat(&args, a);
   kiln__args_u64(&args, ars);
   kiln__args_u64(&args, acs);
@@ -599,25 +646,34 @@ gemm_sub(const la *L, uint64_t m, uint64_t n, uint64_t k, mat a, uint64_t lda, m
   return own_gemm(L, m, n, k, -1.0, a, lda, 1, b, ldb, 1, c, ldc, 1, 0);
 }
 
-/* One triangle of C (n x n) -= A A^T (lower; A n x k) or A^T A (upper; A k x n). */
+/*
+ * One triangle of C (n x n) -= A A^H (lower; A n x k) or A^H A (upper; A k x n); A^H is A^T
+ * for real dtypes.
+ */
 static kiln_status
 syrk_sub(const la *L, int upper, uint64_t n, uint64_t k, mat a, uint64_t lda, mat c, uint64_t ldc)
 {
   if (n == 0 || k == 0)
     return KILN_OK;
+  uint32_t cj = upper ? conj_bits(L, 2, 0) : conj_bits(L, 0, 2);
   if (L->tile && upper)
-    return tile_gemm(L, n, n, k, -1.0, a, 1, lda, a, lda, 1, 0, c, ldc, 1, 2);
+    return tile_gemm(L, n, n, k, -1.0, a, 1, lda, a, lda, 1, 0, c, ldc, 1, 2 | cj);
   if (L->tile)
-    return tile_gemm(L, n, n, k, -1.0, a, lda, 1, a, 1, lda, 0, c, ldc, 1, 1);
+    return tile_gemm(L, n, n, k, -1.0, a, lda, 1, a, 1, lda, 0, c, ldc, 1, 1 | cj);
 #if KILN_HAVE_CLBLAST
+  /* CLBlast's SYRK has no conjugate (HERK is another routine): complex takes a GEMM over the
+   * whole block, whose other triangle the factorization never reads and zeroes at the end */
+  if (L->clblast && cj)
+    return kiln__lh_gemm(L->op, L->ctx, L->dt, upper ? 2 : 0, upper ? 0 : 2, n, n, k, -1.0,
+                         a.mem, a.off, lda, a.mem, a.off, lda, 1.0, c.mem, c.off, ldc);
   if (L->clblast)
     return kiln__clblast_syrk(L->op, L->ctx, L->dt, upper, upper, n, k,
                               (kiln_complex128){-1.0, 0.0}, a.mem, a.off, lda,
                               (kiln_complex128){1.0, 0.0}, c.mem, c.off, ldc);
 #endif
   if (upper)
-    return own_gemm(L, n, n, k, -1.0, a, 1, lda, a, lda, 1, c, ldc, 1, 2);
-  return own_gemm(L, n, n, k, -1.0, a, lda, 1, a, 1, lda, c, ldc, 1, 1);
+    return own_gemm(L, n, n, k, -1.0, a, 1, lda, a, lda, 1, c, ldc, 1, 2 | cj);
+  return own_gemm(L, n, n, k, -1.0, a, lda, 1, a, 1, lda, c, ldc, 1, 1 | cj);
 }
 
 /*
@@ -889,9 +945,12 @@ gemm_g(const la *L, int ta, int tb, uint64_t m, uint64_t n, uint64_t k, double a
 {
   if (m == 0 || n == 0 || k == 0)
     return KILN_OK;
+  uint32_t cj = conj_bits(L, ta, tb);
+  ta = tr_of(L, ta);
+  tb = tr_of(L, tb);
   if (L->tile)
     return tile_gemm(L, m, n, k, alpha, a, ta ? 1 : lda, ta ? lda : 1, b, tb ? 1 : ldb,
-                     tb ? ldb : 1, beta == 0.0, c, ldc, 1, 0);
+                     tb ? ldb : 1, beta == 0.0, c, ldc, 1, cj);
 #if KILN_HAVE_CLBLAST
   /* kiln's gemm_acc accumulates: small products with beta 0 stay on CLBlast */
   if (L->clblast && (beta == 0.0 || m * n * k > kiln__linalg_own_gemm_max()))
@@ -900,7 +959,7 @@ gemm_g(const la *L, int ta, int tb, uint64_t m, uint64_t n, uint64_t k, double a
 #endif
   (void)beta;
   return own_gemm(L, m, n, k, alpha, a, ta ? 1 : lda, ta ? lda : 1, b, tb ? 1 : ldb, tb ? ldb : 1,
-                  c, ldc, 1, 0);
+                  c, ldc, 1, cj);
 }
 
 /* Copies the rows x cols block at src (row stride lds) to dst (row stride ldd). */
@@ -1142,7 +1201,10 @@ lu_run(const la *L, mat a, uint64_t m, uint64_t n, uint64_t batch, mat piv, kiln
   return s;
 }
 
-/* Solves op(A) X = B in place on batch n x nrhs matrices x, from A's LU and pivots. */
+/*
+ * Solves op(A) X = B in place on batch n x nrhs matrices x, from A's LU and pivots; trans 0, 1
+ * (A^T) or 2 (A^H = U^H L^H P).
+ */
 static kiln_status
 lu_solve_run(const la *L, mat lu, mat piv, uint64_t n, uint64_t nrhs, mat x, uint64_t batch,
              int trans)
@@ -1153,8 +1215,8 @@ lu_solve_run(const la *L, mat lu, mat piv, uint64_t n, uint64_t nrhs, mat x, uin
     KILN_TRY(tri(L, 1, 1, 0, 0, 1, n, nrhs, 1.0, lu, n, as, x, nrhs, xs, batch));
     return tri(L, 1, 1, 1, 0, 0, n, nrhs, 1.0, lu, n, as, x, nrhs, xs, batch);
   }
-  KILN_TRY(tri(L, 1, 1, 1, 1, 0, n, nrhs, 1.0, lu, n, as, x, nrhs, xs, batch));
-  KILN_TRY(tri(L, 1, 1, 0, 1, 1, n, nrhs, 1.0, lu, n, as, x, nrhs, xs, batch));
+  KILN_TRY(tri(L, 1, 1, 1, trans, 0, n, nrhs, 1.0, lu, n, as, x, nrhs, xs, batch));
+  KILN_TRY(tri(L, 1, 1, 0, trans, 1, n, nrhs, 1.0, lu, n, as, x, nrhs, xs, batch));
   return laswp(L, x, xs, nrhs, nrhs, piv, n, 0, n, 1, batch);
 }
 
@@ -1275,10 +1337,11 @@ chol_step(const la *L, cl_kernel sk, size_t slocal, cl_kernel kk, size_t local, 
   }
   if (r == n)
     return KILN_OK;
+  /* lower: L21 = A21 L11^-H; upper: U12 = U11^-H A12 */
   if (!upper)
-    return tri(L, 1, 0, 0, 1, 0, n - r, jb, 1.0, at(A, j0 * n + j0), n, 0, at(A, r * n + j0), n, 0,
+    return tri(L, 1, 0, 0, 2, 0, n - r, jb, 1.0, at(A, j0 * n + j0), n, 0, at(A, r * n + j0), n, 0,
                1);
-  return tri(L, 1, 1, 1, 1, 0, jb, n - r, 1.0, at(A, j0 * n + j0), n, 0, at(A, j0 * n + r), n, 0,
+  return tri(L, 1, 1, 1, 2, 0, jb, n - r, 1.0, at(A, j0 * n + j0), n, 0, at(A, j0 * n + r), n, 0,
              1);
 }
 
@@ -1302,6 +1365,14 @@ chol_run(const la *L, mat a, uint64_t n, uint64_t batch, int upper, kiln_tensor 
   KILN_TRY(zero_fill(L, info));
   if (n == 0 || batch == 0)
     return KILN_OK;
+  /* Complex diagonal blocks that do not fit the local memory (c128 64 x 64 on 48 KiB) would
+   * take chol_panel, one global barrier per column: halve the block until chol_small takes
+   * it. */
+  la Lc = *L;
+  while (kiln__dtype_is_complex(Lc.dt) && Lc.nb > 16 && Lc.nb <= Lc.small_max &&
+         !is_small(&Lc, Lc.nb, Lc.nb))
+    Lc.nb /= 2;
+  L = &Lc;
   /* Upper is the lower algorithm on the transposed view: U = L^T, A symmetric. */
   uint64_t rs = upper ? 1 : n, cs = upper ? n : 1;
   cl_kernel kk;
@@ -1392,11 +1463,11 @@ chol_run(const la *L, mat a, uint64_t n, uint64_t batch, int upper, kiln_tensor 
       uint64_t jn = q2 ? (n - r < L->nb ? n - r : L->nb) : 0, c = r + jn;
       if (jn && !upper) {
         KILN_TRY(syrk_sub(L, 0, jn, jb, at(A, r * n + j0), n, at(A, r * n + r), n));
-        KILN_TRY(gemm_g(L, 0, 1, n - c, jn, jb, -1.0, at(A, c * n + j0), n, at(A, r * n + j0), n,
+        KILN_TRY(gemm_g(L, 0, 2, n - c, jn, jb, -1.0, at(A, c * n + j0), n, at(A, r * n + j0), n,
                         1.0, at(A, c * n + r), n));
       } else if (jn) {
         KILN_TRY(syrk_sub(L, 1, jn, jb, at(A, j0 * n + r), n, at(A, r * n + r), n));
-        KILN_TRY(gemm_g(L, 1, 0, jn, n - c, jb, -1.0, at(A, j0 * n + r), n, at(A, j0 * n + c), n,
+        KILN_TRY(gemm_g(L, 2, 0, jn, n - c, jb, -1.0, at(A, j0 * n + r), n, at(A, j0 * n + c), n,
                         1.0, at(A, r * n + c), n));
       }
       if (jn)
@@ -1458,15 +1529,17 @@ fmt(const kiln__shape *s, char *buf, size_t len)
   return kiln__shape_format(s, buf, len);
 }
 
-/* A floating matrix operand: f32/f64 the device runs, at least 2 dimensions. */
+/* A floating matrix operand: f32/f64/c64/c128 the device runs, at least 2 dimensions. */
 static kiln_status
 check_mat(const char *op, kiln_context *ctx, const kiln_tensor *t, const char *name)
 {
   KILN_TRY(kiln__tensor_check(op, t, ctx));
-  KILN_RETURN_IF(t->dtype != KILN_F32 && t->dtype != KILN_F64, KILN_ERR_DTYPE, op,
-                 "%s is %s; linear algebra accepts f32 and f64", name, kiln_dtype_name(t->dtype));
+  KILN_RETURN_IF(t->dtype != KILN_F32 && t->dtype != KILN_F64 && t->dtype != KILN_C64 &&
+                     t->dtype != KILN_C128,
+                 KILN_ERR_DTYPE, op, "%s is %s; linear algebra accepts f32, f64, c64 and c128",
+                 name, kiln_dtype_name(t->dtype));
   KILN_RETURN_IF(!kiln__device_has_dtype(&ctx->info, t->dtype), KILN_ERR_UNSUPPORTED, op,
-                 "%s is f64 but the device has no fp64", name);
+                 "%s is %s but the device has no fp64", name, kiln_dtype_name(t->dtype));
   char b[128];
   KILN_RETURN_IF(t->shape.ndim < 2, KILN_ERR_SHAPE, op,
                  "%s has shape %s; a matrix needs at least 2 dimensions [..., rows, cols]", name,
@@ -1784,7 +1857,7 @@ kiln_linalg_lu_solve(kiln_context *ctx, const kiln_tensor *lu, const kiln_tensor
     s = kiln__ops_copy(op, ctx, b, *x);
   if (s == KILN_OK && n && nrhs)
     s = lu_solve_run(&L, tmat(lu), tmat(pivots), (uint64_t)n, nrhs, tmat(*x), batch,
-                     trans != KILN_NO_TRANS);
+                     trans == KILN_CONJ_TRANS ? 2 : trans == KILN_TRANS);
   s = outs_end(&o, s);
   kiln__ctx_unlock(ctx);
   return s;
@@ -1911,8 +1984,9 @@ det_common(const char *op, kiln_context *ctx, const kiln_tensor *a, kiln_tensor 
   kiln_status s = KILN_OK;
   if (sign)
     s = out_add(&o, op, ctx, a->dtype, &rs, sign);
+  /* slogdet's log|det| is real (f32 for c64, f64 for c128), as torch's */
   if (s == KILN_OK)
-    s = out_add(&o, op, ctx, a->dtype, &rs, val);
+    s = out_add(&o, op, ctx, sign ? kiln__dtype_real_part(a->dtype) : a->dtype, &rs, val);
   if (s == KILN_OK && sign)
     s = check_overlap(op, *sign, *val, 0, "sign", "logabsdet");
   kiln_tensor *lu = NULL, *piv = NULL, *info = NULL;
@@ -1959,14 +2033,18 @@ kiln_linalg_slogdet(kiln_context *ctx, const kiln_tensor *a, kiln_tensor **sign,
 
 /* ---------------------------------------------------------------- rcond */
 
-/* x (host, batch x n) to the device vector tensor, solve, and back (ctx->lock held). */
+/*
+ * x (host, batch x n; complex dtypes: interleaved real and imaginary parts) to the device
+ * vector tensor, solve (trans 0, 1 or 2 as lu_solve_run), and back (ctx->lock held).
+ */
 static kiln_status
 solve_vecs(const la *L, kiln_tensor *lu, kiln_tensor *piv, kiln_tensor *v, double *x, void *hbuf,
            uint64_t n, uint64_t batch, int trans)
 {
-  uint64_t cnt = n * batch;
-  for (uint64_t i = 0; i < cnt; i++) {
-    if (L->dt == KILN_F32)
+  uint64_t cnt = n * batch, parts = kiln__dtype_is_complex(L->dt) ? 2 : 1;
+  int single = L->dt == KILN_F32 || L->dt == KILN_C64;
+  for (uint64_t i = 0; i < cnt * parts; i++) {
+    if (single)
       ((float *)hbuf)[i] = (float)x[i];
     else
       ((double *)hbuf)[i] = x[i];
@@ -1977,9 +2055,108 @@ solve_vecs(const la *L, kiln_tensor *lu, kiln_tensor *piv, kiln_tensor *v, doubl
     return kiln__fail_cl(L->op, err, "clEnqueueWriteBuffer");
   KILN_TRY(lu_solve_run(L, tmat(lu), tmat(piv), n, 1, tmat(v), batch, trans));
   KILN_TRY(kiln__ops_read(L->op, L->ctx, v, 0, hbuf, cnt * L->ts));
-  for (uint64_t i = 0; i < cnt; i++)
-    x[i] = L->dt == KILN_F32 ? (double)((float *)hbuf)[i] : ((double *)hbuf)[i];
+  for (uint64_t i = 0; i < cnt * parts; i++)
+    x[i] = single ? (double)((float *)hbuf)[i] : ((double *)hbuf)[i];
   return KILN_OK;
+}
+
+/*
+ * The complex estimate of ||A^-1||_1 (LAPACK zlacn2: Hager and Higham with complex sign
+ * vectors x_i = y_i / |y_i|, at most 5 iterations, stop when the estimate stops growing or
+ * the largest |z_j| repeats, then the alternating vector), all batch matrices at once into
+ * est[b]. Vectors are interleaved (re, im) doubles.
+ */
+static kiln_status
+inv_norm1_est_c(const la *L, kiln_tensor *lu, kiln_tensor *piv, uint64_t n, uint64_t batch,
+                double *est)
+{
+  uint64_t cnt = n * batch;
+  double *x = malloc(2 * cnt * sizeof *x);
+  void *hbuf = malloc(2 * cnt * 8);
+  uint64_t *j = calloc(batch, sizeof *j);
+  int *done = calloc(batch, sizeof *done);
+  kiln_tensor *v = NULL;
+  kiln_status s = (!x || !hbuf || !j || !done)
+                      ? kiln__fail(KILN_ERR_HOST_MEMORY, L->op, 0, "no memory for rcond vectors")
+                      : kiln__ops_scratch(L->op, L->ctx, L->dt, cnt, &v);
+#define CABS_(i) hypot(x[2 * (i)], x[2 * (i) + 1])
+  if (s == KILN_OK) {
+    for (uint64_t i = 0; i < cnt; i++) {
+      x[2 * i] = 1.0 / (double)n;
+      x[2 * i + 1] = 0.0;
+    }
+    s = solve_vecs(L, lu, piv, v, x, hbuf, n, batch, 0);
+  }
+  for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
+    est[b] = 0.0;
+    for (uint64_t i = 0; i < n; i++)
+      est[b] += CABS_(b * n + i);
+  }
+  for (int it = 0; s == KILN_OK && it < 5; it++) {
+    /* x holds y = A^-1 x: z = A^-H sign(y), then the next x is e_j at the largest |z_j| */
+    for (uint64_t i = 0; i < cnt; i++) {
+      double a = CABS_(i);
+      x[2 * i] = a > 0 ? x[2 * i] / a : 1.0;
+      x[2 * i + 1] = a > 0 ? x[2 * i + 1] / a : 0.0;
+    }
+    s = solve_vecs(L, lu, piv, v, x, hbuf, n, batch, 2);
+    int active = 0;
+    for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
+      if (done[b])
+        continue;
+      uint64_t jl = j[b], jm = 0;
+      for (uint64_t i = 1; i < n; i++)
+        if (CABS_(b * n + i) > CABS_(b * n + jm))
+          jm = i;
+      j[b] = jm;
+      if (it > 0 && CABS_(b * n + jl) == CABS_(b * n + jm))
+        done[b] = 1;
+      active |= !done[b];
+    }
+    if (s != KILN_OK || !active)
+      break;
+    for (uint64_t b = 0; b < batch; b++)
+      for (uint64_t i = 0; i < n; i++) {
+        x[2 * (b * n + i)] = i == j[b] ? 1.0 : 0.0;
+        x[2 * (b * n + i) + 1] = 0.0;
+      }
+    s = solve_vecs(L, lu, piv, v, x, hbuf, n, batch, 0);
+    for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
+      if (done[b])
+        continue;
+      double e = 0.0;
+      for (uint64_t i = 0; i < n; i++)
+        e += CABS_(b * n + i);
+      if (!(e > est[b]))
+        done[b] = 1;
+      else
+        est[b] = e;
+    }
+  }
+  if (s == KILN_OK) { /* Higham's alternating vector guards against a bad local maximum */
+    for (uint64_t b = 0; b < batch; b++)
+      for (uint64_t i = 0; i < n; i++) {
+        x[2 * (b * n + i)] =
+            (i % 2 ? -1.0 : 1.0) * (1.0 + (n > 1 ? (double)i / (double)(n - 1) : 0.0));
+        x[2 * (b * n + i) + 1] = 0.0;
+      }
+    s = solve_vecs(L, lu, piv, v, x, hbuf, n, batch, 0);
+    for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
+      double t = 0.0;
+      for (uint64_t i = 0; i < n; i++)
+        t += CABS_(b * n + i);
+      t = 2.0 * t / (3.0 * (double)n);
+      if (t > est[b] || isnan(t))
+        est[b] = t;
+    }
+  }
+#undef CABS_
+  kiln_tensor_release(v);
+  free(x);
+  free(hbuf);
+  free(j);
+  free(done);
+  return s;
 }
 
 static double
@@ -2094,8 +2271,11 @@ kiln_linalg_rcond(kiln_context *ctx, const kiln_tensor *a, kiln_tensor **out)
   uint64_t n = (uint64_t)a->shape.dims[nd - 1], batch = lead(&a->shape, nd - 2);
   kiln__shape rs = shape_of(0, a->shape.dims, nd - 2, NULL, 0);
   la L = la_begin(op, ctx, a);
+  /* the norms, the estimate and the result are real (f32 for c64, f64 for c128) */
+  kiln_dtype rdt = kiln__dtype_real_part(a->dtype);
+  size_t rts = kiln_dtype_size(rdt);
   outs o = {0};
-  kiln_status s = out_add(&o, op, ctx, a->dtype, &rs, out);
+  kiln_status s = out_add(&o, op, ctx, rdt, &rs, out);
   if (s == KILN_OK)
     s = check_overlap(op, *out, a, 0, "out", "a");
   kiln_tensor *lu = NULL, *piv = NULL, *info = NULL, *an = NULL;
@@ -2107,7 +2287,7 @@ kiln_linalg_rcond(kiln_context *ctx, const kiln_tensor *a, kiln_tensor **out)
     s = kiln__fail(KILN_ERR_HOST_MEMORY, op, 0, "no memory for %llu estimates",
                    (unsigned long long)batch);
   if (s == KILN_OK && batch && n) {
-    s = kiln__ops_scratch(op, ctx, a->dtype, batch, &an);
+    s = kiln__ops_scratch(op, ctx, rdt, batch, &an);
     cl_kernel k;
     if (s == KILN_OK)
       s = kern(&L, "norm1", &k);
@@ -2124,15 +2304,16 @@ kiln_linalg_rcond(kiln_context *ctx, const kiln_tensor *a, kiln_tensor **out)
       s = kiln__args_enqueue_1d(&args, ctx, (size_t)batch * local, local);
     }
     if (s == KILN_OK)
-      s = kiln__ops_read(op, ctx, an, 0, hbuf, batch * L.ts);
+      s = kiln__ops_read(op, ctx, an, 0, hbuf, batch * rts);
     for (uint64_t b = 0; s == KILN_OK && b < batch; b++)
-      anorm[b] = L.dt == KILN_F32 ? ((float *)hbuf)[b] : ((double *)hbuf)[b];
+      anorm[b] = rdt == KILN_F32 ? ((float *)hbuf)[b] : ((double *)hbuf)[b];
     if (s == KILN_OK)
       s = lu_scratch(&L, a, 0, &lu, &piv, &info);
     if (s == KILN_OK)
       s = kiln__ops_read(op, ctx, info, 0, hinfo, batch * sizeof *hinfo);
     if (s == KILN_OK)
-      s = inv_norm1_est(&L, lu, piv, n, batch, est);
+      s = (kiln__dtype_is_complex(L.dt) ? inv_norm1_est_c : inv_norm1_est)(&L, lu, piv, n, batch,
+                                                                           est);
   }
   for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
     double r;
@@ -2146,14 +2327,14 @@ kiln_linalg_rcond(kiln_context *ctx, const kiln_tensor *a, kiln_tensor **out)
       r = NAN;
     else
       r = 1.0 / anorm[b] / est[b];
-    if (L.dt == KILN_F32)
+    if (rdt == KILN_F32)
       ((float *)hbuf)[b] = (float)r;
     else
       ((double *)hbuf)[b] = r;
   }
   if (s == KILN_OK && batch) {
     cl_int err = clEnqueueWriteBuffer(ctx->queue, (*out)->mem, CL_TRUE, (*out)->offset,
-                                      batch * L.ts, hbuf, 0, NULL, NULL);
+                                      batch * rts, hbuf, 0, NULL, NULL);
     if (err != CL_SUCCESS)
       s = kiln__fail_cl(op, err, "clEnqueueWriteBuffer");
   }
@@ -2216,9 +2397,9 @@ static kiln_status
 chol_solve_run(const la *L, mat f, int upper, uint64_t n, uint64_t nrhs, mat x, uint64_t batch)
 {
   uint64_t as = n * n, xs = n * nrhs;
-  /* lower: L y = b, L^T x = y; upper: U^T y = b, U x = y */
-  KILN_TRY(tri(L, 1, 1, upper, upper, 0, n, nrhs, 1.0, f, n, as, x, nrhs, xs, batch));
-  return tri(L, 1, 1, upper, !upper, 0, n, nrhs, 1.0, f, n, as, x, nrhs, xs, batch);
+  /* lower: L y = b, L^H x = y; upper: U^H y = b, U x = y */
+  KILN_TRY(tri(L, 1, 1, upper, upper ? 2 : 0, 0, n, nrhs, 1.0, f, n, as, x, nrhs, xs, batch));
+  return tri(L, 1, 1, upper, upper ? 0 : 2, 0, n, nrhs, 1.0, f, n, as, x, nrhs, xs, batch);
 }
 
 kiln_status
@@ -2318,7 +2499,8 @@ tri_api(const char *op, int solve, kiln_context *ctx, kiln_side side, kiln_uplo 
   if (s == KILN_OK)
     s = kiln__ops_copy(op, ctx, b, *x);
   if (s == KILN_OK)
-    s = tri(&L, solve, side == KILN_LEFT, uplo == KILN_UPPER, trans != KILN_NO_TRANS,
+    s = tri(&L, solve, side == KILN_LEFT, uplo == KILN_UPPER,
+            trans == KILN_CONJ_TRANS ? 2 : trans == KILN_TRANS,
             diag == KILN_UNIT, bm, bn, alpha, tmat(a), n, n * n, tmat(*x), bn, bm * bn, batch);
   s = outs_end(&o, s);
   kiln__ctx_unlock(ctx);
@@ -2341,7 +2523,8 @@ kiln_trmm(kiln_context *ctx, kiln_side side, kiln_uplo uplo, kiln_trans trans, k
 
 /* ---------------------------------------------------------------- family */
 
-static const struct kiln__source linalg_sources[] = {{SRC, KILN__DT_FLOATS}, {NULL, 0}};
+static const struct kiln__source linalg_sources[] = {{SRC, KILN__DT_FLOATS | KILN__DT_COMPLEX},
+                                                     {NULL, 0}};
 
 const struct kiln__family kiln__linalg_family = {.name = "linalg",
                                                 .sources = linalg_sources,

@@ -826,6 +826,9 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
 {
   static const char op[] = "kiln_linalg_eigh";
   KILN_TRY(kiln__ctx_check(op, ctx));
+  if (kiln__tensor_check(op, a, ctx) == KILN_OK &&
+      (a->dtype == KILN_C64 || a->dtype == KILN_C128))
+    return kiln__lsp_eigh_complex(ctx, a, uplo, w, v);
   KILN_TRY(kiln__lsp_check_mat(op, ctx, a, "a"));
   KILN_TRY(kiln__lsp_check_square(op, a, "a"));
   KILN_RETURN_IF(uplo != KILN_UPPER && uplo != KILN_LOWER, KILN_ERR_INVALID_ARGUMENT, op,
@@ -1907,6 +1910,9 @@ kiln_linalg_svd(kiln_context *ctx, const kiln_tensor *a, int full_matrices, kiln
 {
   static const char op[] = "kiln_linalg_svd";
   KILN_TRY(kiln__ctx_check(op, ctx));
+  if (kiln__tensor_check(op, a, ctx) == KILN_OK &&
+      (a->dtype == KILN_C64 || a->dtype == KILN_C128))
+    return kiln__lsp_svd_complex(ctx, a, full_matrices, u, s, vt);
   KILN_TRY(kiln__lsp_check_mat(op, ctx, a, "a"));
   KILN_RETURN_IF(!s, KILN_ERR_INVALID_ARGUMENT, op, "s is NULL");
   KILN_RETURN_IF(!u != !vt, KILN_ERR_INVALID_ARGUMENT, op,
@@ -1957,6 +1963,9 @@ kiln_linalg_pinv(kiln_context *ctx, const kiln_tensor *a, double rcond, kiln_ten
 {
   static const char op[] = "kiln_linalg_pinv";
   KILN_TRY(kiln__ctx_check(op, ctx));
+  if (kiln__tensor_check(op, a, ctx) == KILN_OK &&
+      (a->dtype == KILN_C64 || a->dtype == KILN_C128))
+    return kiln__lsp_pinv_complex(ctx, a, rcond, out);
   KILN_TRY(kiln__lsp_check_mat(op, ctx, a, "a"));
   KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
   KILN_RETURN_IF(isnan(rcond), KILN_ERR_INVALID_ARGUMENT, op, "rcond is NaN");
@@ -2017,6 +2026,9 @@ kiln_linalg_matrix_rank(kiln_context *ctx, const kiln_tensor *a, double tol, kil
 {
   static const char op[] = "kiln_linalg_matrix_rank";
   KILN_TRY(kiln__ctx_check(op, ctx));
+  if (kiln__tensor_check(op, a, ctx) == KILN_OK &&
+      (a->dtype == KILN_C64 || a->dtype == KILN_C128))
+    return kiln__lsp_rank_complex(ctx, a, tol, out);
   KILN_TRY(kiln__lsp_check_mat(op, ctx, a, "a"));
   KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
   KILN_RETURN_IF(isnan(tol), KILN_ERR_INVALID_ARGUMENT, op, "tol is NaN");
@@ -2122,6 +2134,9 @@ norm_common(const char *op, kiln_context *ctx, const kiln_tensor *a, kiln_mnorm 
             kiln_tensor **out)
 {
   KILN_TRY(kiln__ctx_check(op, ctx));
+  if (kiln__tensor_check(op, a, ctx) == KILN_OK &&
+      (a->dtype == KILN_C64 || a->dtype == KILN_C128))
+    return kiln__lsp_norm_complex(op, ctx, a, p, cond, out);
   KILN_TRY(kiln__lsp_check_mat(op, ctx, a, "a"));
   KILN_RETURN_IF(!mnorm_valid(p), KILN_ERR_INVALID_ARGUMENT, op, "%s is %d, not a kiln_mnorm",
                  cond ? "p" : "ord", (int)p);
@@ -2229,6 +2244,9 @@ kiln_linalg_lstsq(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b,
 {
   static const char op[] = "kiln_linalg_lstsq";
   KILN_TRY(kiln__ctx_check(op, ctx));
+  if (kiln__tensor_check(op, a, ctx) == KILN_OK &&
+      (a->dtype == KILN_C64 || a->dtype == KILN_C128))
+    return kiln__lsp_lstsq_complex(ctx, a, b, rcond, x, residuals, rank, sv);
   KILN_TRY(kiln__lsp_check_mat(op, ctx, a, "a"));
   KILN_TRY(kiln__lsp_check_mat(op, ctx, b, "b"));
   KILN_RETURN_IF(a->dtype != b->dtype, KILN_ERR_DTYPE, op, "a is %s but b is %s",
@@ -2443,4 +2461,18 @@ kiln_linalg_lstsq(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b,
   s = kiln__lsp_outs_end(&o, s);
   kiln__ctx_unlock(ctx);
   return s;
+}
+
+/* norm_direct and norm_svals for the complex norms (lib/ops/linalg_spectral_complex.c), which
+ * apply them to the moduli of the entries and to the complex singular values. */
+double
+kiln__lsp_norm_direct(const double *x, uint64_t m, uint64_t n, kiln_mnorm p)
+{
+  return norm_direct(x, m, n, p);
+}
+
+double
+kiln__lsp_norm_svals(const double *s, uint64_t k, kiln_mnorm p)
+{
+  return norm_svals(s, k, p);
 }

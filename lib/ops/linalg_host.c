@@ -281,7 +281,7 @@ kiln__lh_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int tb, 
   /* An upper bound of what CLBlast asks (Xgemm::GetTempSize: A, B and C each padded to its
    * kernel's tiles, at most 128 here) instead of its size query, which builds its parameter
    * database on every call. */
-  size_t ts = dt == KILN_F32 ? 4 : 8, mp = m + 127, np = n + 127, kp = k + 127;
+  size_t ts = kiln_dtype_size(dt), mp = m + 127, np = n + 127, kp = k + 127;
   size_t bytes = (mp * kp + kp * np + mp * np) * ts;
   if (st->gemm_temp_bytes < bytes) {
     if (st->gemm_temp)

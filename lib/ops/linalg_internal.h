@@ -203,6 +203,19 @@ kiln_status kiln__linalg_tile_gemm(const char *op, kiln_context *ctx, kiln_dtype
                                    uint64_t coff, uint64_t crs, uint64_t ccs, uint32_t tri_part,
                                    uint64_t batch, uint64_t az, uint64_t bz, uint64_t cz);
 
+/* A T-typed scalar kernel argument from a real value: f32/f64 as kiln__args_float, complex
+ * dtypes v + 0i (float2/double2). */
+struct kiln__args;
+void kiln__linalg_args_scalar(struct kiln__args *a, kiln_dtype dt, double v);
+
+/*
+ * Bits of kiln__linalg_tile_gemm's tri_part (above the triangle's 1 or 2) that conjugate A's or
+ * B's elements as they are read, for the conjugate transposes of complex dtypes (real dtypes
+ * ignore them).
+ */
+#define KILN__LINALG_TILE_CONJ_A 4u
+#define KILN__LINALG_TILE_CONJ_B 8u
+
 /* Test hook: gemm >= 0 forces the GEMM (enum kiln__linalg_gemm) of LU, Cholesky and their
  * solves; -1 restores the tuner's choice. */
 void kiln__linalg_test_gemm(int gemm);

@@ -75,7 +75,9 @@ kiln__lsp_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
   kiln__ctx_lock(ctx);
   kiln_dtype dt = a->dtype;
   kiln__lsp L = {.op = op, .ctx = ctx, .dt = dt, .ts = kiln_dtype_size(dt)};
-  L.host = kiln__linalg_is_host(ctx, p.route, KILN__LINALG_RULE_HOST_QR, elems);
+  /* the host route's LAPACK (dgeqrf, dlarft) is real: complex QR stays on the device */
+  L.host = !kiln__dtype_is_complex(dt) &&
+           kiln__linalg_is_host(ctx, p.route, KILN__LINALG_RULE_HOST_QR, elems);
   int h = atomic_load(&hook_nb);
   if (h > 0)
     L.nb = (uint64_t)h;
@@ -145,9 +147,17 @@ group_local(const kiln__lsp *L, cl_kernel k)
   return max < cap ? max : cap;
 }
 
+/* The conjugate transpose for complex dtypes, the transpose for real ones (CT in gemm). */
+static int
+ct(const kiln__lsp *L)
+{
+  return kiln__dtype_is_complex(L->dt) ? 2 : 1;
+}
+
 /*
  * C (m x n) = alpha op(A) op(B) + beta C, op(A) m x k, row-major views with row strides
- * a.ld, b.ld, c.ld. beta 0 never reads C (scratch may hold anything).
+ * a.ld, b.ld, c.ld; ta/tb 0, 1 (transposed) or 2 (conjugate-transposed, complex only).
+ * beta 0 never reads C (scratch may hold anything).
  */
 static kiln_status
 gemm(const kiln__lsp *L, int ta, int tb, uint64_t m, uint64_t n, uint64_t k, double alpha,
@@ -155,11 +165,12 @@ gemm(const kiln__lsp *L, int ta, int tb, uint64_t m, uint64_t n, uint64_t k, dou
 {
   if (m == 0 || n == 0)
     return KILN_OK;
+  uint32_t cj =
+      (ta == 2 ? KILN__LINALG_TILE_CONJ_A : 0u) | (tb == 2 ? KILN__LINALG_TILE_CONJ_B : 0u);
   if (L->tile)
-    return kiln__linalg_tile_gemm(L->op, L->ctx, L->dt, m, n, k, alpha, a.mem, a.off,
-                                  ta ? 1 : a.ld, ta ? a.ld : 1, b.mem, b.off, tb ? 1 : b.ld,
-                                  tb ? b.ld : 1, beta == 0.0, c.mem, c.off, c.ld, 1, 0, 1, 0, 0,
-                                  0);
+    return kiln__linalg_tile_gemm(L->op, L->ctx, L->dt, m, n, k, alpha, a.mem, a.off, ta ? 1 : a.ld,
+                                  ta ? a.ld : 1, b.mem, b.off, tb ? 1 : b.ld, tb ? b.ld : 1,
+                                  beta == 0.0, c.mem, c.off, c.ld, 1, cj, 1, 0, 0, 0);
 #if KILN_HAVE_CLBLAST
   if (L->clblast && k > 0 && m * n * k > kiln__linalg_own_gemm_max()) {
     if (beta == 0.0) { /* CLBlast scales C by beta, and 0 * NaN from scratch is NaN */
@@ -182,16 +193,17 @@ gemm(const kiln__lsp *L, int ta, int tb, uint64_t m, uint64_t n, uint64_t k, dou
   kiln__args_u32(&args, (uint32_t)m);
   kiln__args_u32(&args, (uint32_t)n);
   kiln__args_u32(&args, (uint32_t)k);
-  kiln__args_float(&args, L->dt, alpha);
+  kiln__linalg_args_scalar(&args, L->dt, alpha);
   args_mat(&args, a);
   kiln__args_u64(&args, ta ? 1 : a.ld);
   kiln__args_u64(&args, ta ? a.ld : 1);
   args_mat(&args, b);
   kiln__args_u64(&args, tb ? 1 : b.ld);
   kiln__args_u64(&args, tb ? b.ld : 1);
-  kiln__args_float(&args, L->dt, beta);
+  kiln__linalg_args_scalar(&args, L->dt, beta);
   args_mat(&args, c);
   kiln__args_u64(&args, c.ld);
+  kiln__args_u32(&args, cj);
   return enqueue2(&args, L, n, m, 8, 8);
 }
 
@@ -287,14 +299,29 @@ vtc_parts(const kiln__lsp *L, uint64_t rows, uint64_t ncols)
   return parts ? parts : 1;
 }
 
-/* W (jb x ncols, contiguous) = V^T C, split over row chunks (vtc_parts) and summed. */
+/* Fills n elements of T at element offset off of mem with 1 (complex: 1 + 0i). */
+static kiln_status
+fill_ones(const kiln__lsp *L, cl_mem mem, uint64_t off, uint64_t n)
+{
+  float f1[2] = {1.0f, 0.0f};
+  double d1[2] = {1.0, 0.0};
+  int single = L->dt == KILN_F32 || L->dt == KILN_C64;
+  cl_int err = clEnqueueFillBuffer(L->ctx->queue, mem, single ? (const void *)f1 : (const void *)d1,
+                                   L->ts, off * L->ts, n * L->ts, 0, NULL, NULL);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
+}
+
+/*
+ * W (jb x ncols, contiguous) = V^H C (V^T C for real dtypes), split over row chunks
+ * (vtc_parts) and summed.
+ */
 static kiln_status
 vt_c(const kiln__lsp *L, uint64_t rows, uint64_t jb, kiln__lsp_mat v, kiln__lsp_mat c,
      uint64_t ncols, kiln__lsp_mat w)
 {
   uint64_t parts = vtc_parts(L, rows, ncols);
   if (parts <= 1 || (atomic_load(&hook_split) <= 0 && jb * ncols * rows <= kiln__linalg_own_gemm_max()))
-    return gemm(L, 1, 0, jb, ncols, rows, 1.0, v, c, 0.0, w);
+    return gemm(L, ct(L), 0, jb, ncols, rows, 1.0, v, c, 0.0, w);
   uint64_t mc = rows / parts, rest = rows - parts * mc, len = jb * ncols;
   if (L->tile) {
     /* the parts as one batched gemm_tile into P, then W = ones^T P (1 x len, k = parts) */
@@ -302,26 +329,21 @@ vt_c(const kiln__lsp *L, uint64_t rows, uint64_t jb, kiln__lsp_mat v, kiln__lsp_
     kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, parts * len, &p);
     if (s == KILN_OK)
       s = kiln__ops_scratch(L->op, L->ctx, L->dt, parts, &ones);
-    if (s == KILN_OK) {
-      float f1 = 1.0f;
-      double d1 = 1.0;
-      cl_int err = clEnqueueFillBuffer(L->ctx->queue, ones->mem,
-                                       L->dt == KILN_F32 ? (const void *)&f1 : (const void *)&d1,
-                                       L->ts, ones->offset, parts * L->ts, 0, NULL, NULL);
-      if (err != CL_SUCCESS)
-        s = kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
-    }
+    if (s == KILN_OK)
+      s = fill_ones(L, ones->mem, kiln__ops_elem_offset(ones), parts);
     uint64_t po = p ? kiln__ops_elem_offset(p) : 0;
     if (s == KILN_OK)
       s = kiln__linalg_tile_gemm(L->op, L->ctx, L->dt, jb, ncols, mc, 1.0, v.mem, v.off, 1, v.ld,
-                                 c.mem, c.off, c.ld, 1, 1, p->mem, po, ncols, 1, 0, parts,
-                                 mc * v.ld, mc * c.ld, len);
+                                 c.mem, c.off, c.ld, 1, 1, p->mem, po, ncols, 1,
+                                 ct(L) == 2 ? KILN__LINALG_TILE_CONJ_A : 0u, parts, mc * v.ld,
+                                 mc * c.ld, len);
     if (s == KILN_OK)
       s = kiln__linalg_tile_gemm(L->op, L->ctx, L->dt, 1, len, parts, 1.0, ones->mem,
                                  kiln__ops_elem_offset(ones), parts, 1, p->mem, po, len, 1, 1,
                                  w.mem, w.off, len, 1, 0, 1, 0, 0, 0);
     if (s == KILN_OK && rest)
-      s = gemm(L, 1, 0, jb, ncols, rest, 1.0, at(v, parts * mc, 0), at(c, parts * mc, 0), 1.0, w);
+      s = gemm(L, ct(L), 0, jb, ncols, rest, 1.0, at(v, parts * mc, 0), at(c, parts * mc, 0), 1.0,
+               w);
     kiln_tensor_release(p);
     kiln_tensor_release(ones);
     return s;
@@ -332,17 +354,13 @@ vt_c(const kiln__lsp *L, uint64_t rows, uint64_t jb, kiln__lsp_mat v, kiln__lsp_
   if (s == KILN_OK)
     s = kiln__ops_scratch(L->op, L->ctx, L->dt, parts, &ones);
   cl_int err = CL_SUCCESS;
+  if (s == KILN_OK)
+    s = fill_ones(L, ones->mem, kiln__ops_elem_offset(ones), parts);
   if (s == KILN_OK) {
-    float f1 = 1.0f;
-    double d1 = 1.0;
     cl_int zero = 0;
-    err = clEnqueueFillBuffer(L->ctx->queue, ones->mem,
-                              L->dt == KILN_F32 ? (const void *)&f1 : (const void *)&d1, L->ts,
-                              ones->offset, parts * L->ts, 0, NULL, NULL);
     /* CLBlast scales C and y by beta: 0 * NaN from scratch would be NaN */
-    if (err == CL_SUCCESS)
-      err = clEnqueueFillBuffer(L->ctx->queue, p->mem, &zero, sizeof zero, p->offset,
-                                parts * len * L->ts, 0, NULL, NULL);
+    err = clEnqueueFillBuffer(L->ctx->queue, p->mem, &zero, sizeof zero, p->offset,
+                              parts * len * L->ts, 0, NULL, NULL);
     if (err == CL_SUCCESS)
       err = clEnqueueFillBuffer(L->ctx->queue, w.mem, &zero, sizeof zero, w.off * L->ts,
                                 len * L->ts, 0, NULL, NULL);
@@ -350,26 +368,29 @@ vt_c(const kiln__lsp *L, uint64_t rows, uint64_t jb, kiln__lsp_mat v, kiln__lsp_
       s = kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
   }
   if (s == KILN_OK)
-    s = kiln__clblast_gemm(L->op, L->ctx, L->dt, 1, 0, jb, ncols, mc, (kiln_complex128){1.0, 0.0},
-                           v.mem, v.off, v.ld, mc * v.ld, c.mem, c.off, c.ld, mc * c.ld,
-                           (kiln_complex128){0.0, 0.0}, p->mem, kiln__ops_elem_offset(p), ncols,
-                           len, parts);
+    s = kiln__clblast_gemm(L->op, L->ctx, L->dt, ct(L), 0, jb, ncols, mc,
+                           (kiln_complex128){1.0, 0.0}, v.mem, v.off, v.ld, mc * v.ld, c.mem, c.off,
+                           c.ld, mc * c.ld, (kiln_complex128){0.0, 0.0}, p->mem,
+                           kiln__ops_elem_offset(p), ncols, len, parts);
   /* W = P^T ones: the partial products summed by one GEMV over the parts */
   if (s == KILN_OK)
     s = kiln__clblast_gemv(L->op, L->ctx, L->dt, 1, parts, len, (kiln_complex128){1.0, 0.0},
                            p->mem, kiln__ops_elem_offset(p), len, ones->mem,
                            kiln__ops_elem_offset(ones), (kiln_complex128){0.0, 0.0}, w.mem, w.off);
   if (s == KILN_OK && rest)
-    s = gemm(L, 1, 0, jb, ncols, rest, 1.0, at(v, parts * mc, 0), at(c, parts * mc, 0), 1.0, w);
+    s = gemm(L, ct(L), 0, jb, ncols, rest, 1.0, at(v, parts * mc, 0), at(c, parts * mc, 0), 1.0, w);
   kiln_tensor_release(p);
   kiln_tensor_release(ones);
   return s;
 #else
-  return gemm(L, 1, 0, jb, ncols, rows, 1.0, v, c, 0.0, w);
+  return gemm(L, ct(L), 0, jb, ncols, rows, 1.0, v, c, 0.0, w);
 #endif
 }
 
-/* C (rows x ncols) = (I - V op(T) V^T) C with ws->v, ws->t of jb reflectors. */
+/*
+ * C (rows x ncols) = (I - V op(T) V^H) C with ws->v, ws->t of jb reflectors: Q C (trans_t 0)
+ * or Q^H C (trans_t 1: T^H).
+ */
 static kiln_status
 block_apply(const kiln__lsp *L, uint64_t rows, uint64_t jb, int trans_t, kiln__lsp_mat c,
             uint64_t ncols, kiln__lsp_ws *ws)
@@ -379,7 +400,7 @@ block_apply(const kiln__lsp *L, uint64_t rows, uint64_t jb, int trans_t, kiln__l
   kiln__lsp_mat v = kiln__lsp_tmat(ws->v, jb), t = kiln__lsp_tmat(ws->t, jb);
   kiln__lsp_mat w = kiln__lsp_tmat(ws->w, ncols), w2 = kiln__lsp_tmat(ws->w2, ncols);
   KILN_TRY(vt_c(L, rows, jb, v, c, ncols, w));
-  KILN_TRY(gemm(L, trans_t, 0, jb, ncols, jb, 1.0, t, w, 0.0, w2));
+  KILN_TRY(gemm(L, trans_t ? ct(L) : 0, 0, jb, ncols, jb, 1.0, t, w, 0.0, w2));
   return gemm(L, 0, 0, rows, ncols, jb, -1.0, v, w2, 1.0, c);
 }
 
@@ -587,14 +608,18 @@ kiln__lsp_ormqr(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t k, kil
 
 /* ---------------------------------------------------------------- validation, results */
 
-kiln_status
-kiln__lsp_check_mat(const char *op, kiln_context *ctx, const kiln_tensor *t, const char *name)
+/* A matrix operand of f32/f64, or also c64/c128 when complex_ok (QR). */
+static kiln_status
+check_mat_dt(const char *op, kiln_context *ctx, const kiln_tensor *t, const char *name,
+             int complex_ok)
 {
   KILN_TRY(kiln__tensor_check(op, t, ctx));
-  KILN_RETURN_IF(t->dtype != KILN_F32 && t->dtype != KILN_F64, KILN_ERR_DTYPE, op,
-                 "%s is %s; linear algebra accepts f32 and f64", name, kiln_dtype_name(t->dtype));
+  int cplx = complex_ok && (t->dtype == KILN_C64 || t->dtype == KILN_C128);
+  KILN_RETURN_IF(t->dtype != KILN_F32 && t->dtype != KILN_F64 && !cplx, KILN_ERR_DTYPE, op,
+                 "%s is %s; this op accepts f32 and f64%s", name, kiln_dtype_name(t->dtype),
+                 complex_ok ? ", c64 and c128" : " (complex: not yet)");
   KILN_RETURN_IF(!kiln__device_has_dtype(&ctx->info, t->dtype), KILN_ERR_UNSUPPORTED, op,
-                 "%s is f64 but the device has no fp64", name);
+                 "%s is %s but the device has no fp64", name, kiln_dtype_name(t->dtype));
   char b[128];
   KILN_RETURN_IF(t->shape.ndim < 2, KILN_ERR_SHAPE, op,
                  "%s has shape %s; a matrix needs at least 2 dimensions [..., rows, cols]", name,
@@ -604,6 +629,19 @@ kiln__lsp_check_mat(const char *op, kiln_context *ctx, const kiln_tensor *t, con
                  KILN_ERR_OVERFLOW, op, "%s has shape %s; rows and columns are limited to 2^31-1",
                  name, kiln__shape_format(&t->shape, b, sizeof b));
   return KILN_OK;
+}
+
+kiln_status
+kiln__lsp_check_mat(const char *op, kiln_context *ctx, const kiln_tensor *t, const char *name)
+{
+  return check_mat_dt(op, ctx, t, name, 0);
+}
+
+kiln_status
+kiln__lsp_check_mat_complex(const char *op, kiln_context *ctx, const kiln_tensor *t,
+                            const char *name)
+{
+  return check_mat_dt(op, ctx, t, name, 1);
 }
 
 kiln_status
@@ -724,7 +762,7 @@ kiln_linalg_qr(kiln_context *ctx, const kiln_tensor *a, kiln_qr_mode mode, kiln_
 {
   static const char op[] = "kiln_linalg_qr";
   KILN_TRY(kiln__ctx_check(op, ctx));
-  KILN_TRY(kiln__lsp_check_mat(op, ctx, a, "a"));
+  KILN_TRY(kiln__lsp_check_mat_complex(op, ctx, a, "a"));
   KILN_RETURN_IF(mode != KILN_QR_REDUCED && mode != KILN_QR_COMPLETE && mode != KILN_QR_R,
                  KILN_ERR_INVALID_ARGUMENT, op, "mode is %d, not a kiln_qr_mode", (int)mode);
   KILN_RETURN_IF(mode != KILN_QR_R && !q, KILN_ERR_INVALID_ARGUMENT, op, "q is NULL");
@@ -813,7 +851,7 @@ kiln_linalg_qr(kiln_context *ctx, const kiln_tensor *a, kiln_qr_mode mode, kiln_
 /* ---------------------------------------------------------------- family */
 
 static const struct kiln__source spectral_sources[] = {
-    {SRC, KILN__DT_FLOATS}, {"linalg_eig", KILN__DT_FLOATS}, {NULL, 0}};
+    {SRC, KILN__DT_FLOATS | KILN__DT_COMPLEX}, {"linalg_eig", KILN__DT_FLOATS}, {NULL, 0}};
 
 const struct kiln__family kiln__linalg_spectral_family = {.name = "linalg_spectral",
                                                           .sources = spectral_sources};

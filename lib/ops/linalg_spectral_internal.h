@@ -118,9 +118,36 @@ kiln_status kiln__lsp_gemm(const kiln__lsp *L, int ta, int tb, uint64_t m, uint6
                            double alpha, kiln__lsp_mat a, kiln__lsp_mat b, double beta,
                            kiln__lsp_mat c);
 
-/* Validation shared by the family's calls. */
+/* Validation shared by the family's calls (f32/f64; _complex also c64/c128). */
 kiln_status kiln__lsp_check_mat(const char *op, kiln_context *ctx, const kiln_tensor *t,
                                 const char *name);
+kiln_status kiln__lsp_check_mat_complex(const char *op, kiln_context *ctx, const kiln_tensor *t,
+                                        const char *name);
+
+/*
+ * kiln_linalg_lstsq, kiln_linalg_eigh and kiln_linalg_svd of c64/c128 a
+ * (lib/ops/linalg_spectral_complex.c); ctx checked, a a valid tensor.
+ */
+kiln_status kiln__lsp_lstsq_complex(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b,
+                                    double rcond, kiln_tensor **x, kiln_tensor **residuals,
+                                    kiln_tensor **rank, kiln_tensor **sv);
+kiln_status kiln__lsp_eigh_complex(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo,
+                                   kiln_tensor **w, kiln_tensor **v);
+kiln_status kiln__lsp_svd_complex(kiln_context *ctx, const kiln_tensor *a, int full_matrices,
+                                  kiln_tensor **u, kiln_tensor **s, kiln_tensor **vt);
+kiln_status kiln__lsp_pinv_complex(kiln_context *ctx, const kiln_tensor *a, double rcond,
+                                   kiln_tensor **out);
+kiln_status kiln__lsp_rank_complex(kiln_context *ctx, const kiln_tensor *a, double tol,
+                                   kiln_tensor **out);
+/* kiln_linalg_matrix_norm (cond 0) and kiln_linalg_cond (cond 1) of complex a, under op. */
+kiln_status kiln__lsp_norm_complex(const char *op, kiln_context *ctx, const kiln_tensor *a,
+                                   kiln_mnorm p, int cond, kiln_tensor **out);
+
+/* The real norms' arithmetic (lib/ops/linalg_eig.c): a norm of the m x n row-major x that
+ * needs no singular values (x the moduli, for complex matrices), and one from descending
+ * singular values s[k]. */
+double kiln__lsp_norm_direct(const double *x, uint64_t m, uint64_t n, kiln_mnorm p);
+double kiln__lsp_norm_svals(const double *s, uint64_t k, kiln_mnorm p);
 kiln_status kiln__lsp_check_square(const char *op, const kiln_tensor *t, const char *name);
 uint64_t kiln__lsp_batch(const kiln_tensor *a);
 /* The batch dimensions of a followed by the ntail dimensions tail. */
