@@ -16,3 +16,6 @@ b qr 8 --dtype f64 --sizes 2^24 --filter linalg.qr
 b qr-clblast 8 --dtype f64 --sizes 2^24 --filter linalg.qr --tune "linalg:gemm=1"
 b qr-nb32 8 --dtype f64 --sizes 2^24 --filter linalg.qr --tune "linalg:nb=32"
 b qr-nb128 8 --dtype f64 --sizes 2^24 --filter linalg.qr --tune "linalg:nb=128"
+# look-ahead with the panel on part of the device, so that the trailing update runs beside it
+b ahead32 8 --dtype f64 --sizes 2^24 --filter linalg.lu --tune "linalg:pwg=32 ahead=2"
+b ahead16 8 --dtype f64 --sizes 2^24 --filter linalg.lu --tune "linalg:pwg=16 ahead=2"
