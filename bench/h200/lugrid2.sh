@@ -19,3 +19,5 @@ b qr-nb128 8 --dtype f64 --sizes 2^24 --filter linalg.qr --tune "linalg:nb=128"
 # look-ahead with the panel on part of the device, so that the trailing update runs beside it
 b ahead32 8 --dtype f64 --sizes 2^24 --filter linalg.lu --tune "linalg:pwg=32 ahead=2"
 b ahead16 8 --dtype f64 --sizes 2^24 --filter linalg.lu --tune "linalg:pwg=16 ahead=2"
+CK_FORK=no KILN_LOG=error CK_RUN_CASE=grid timeout 30 build-gpu/tests/test_linalg \
+  > $R/test-grid.txt 2>&1; echo "test grid rc=$?" >> $R/runs.txt
