@@ -511,13 +511,7 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
  * work-group, so each staged Q/dO row (K/V row) serves twice the products; 43 and 38 KiB;
  * ATT_BWD 3: table 1's tiles with chunks twice as large (half the barriers), 45 and 35 KiB
  * (f64 37 and 28 KiB);
- * ATT_BWD 4 (f32 and halves): table 2's dK/dV; dQ with 8 x 4 register tiles over 128 queries
- * x 64 keys (3 local loads per 32 products instead of 2 per 16), 46 KiB;
- * ATT_BWD 5 (f32 and halves): dK/dV with 4 keys x 8 queries per item over 64 x 64 (128
- * items, 16 features of dK and dV each), table 4's dQ;
- * ATT_BWD 6 (f32 and halves): dK/dV with 8 keys x 4 queries per item over 64 x 64 (128
- * items, 8 features each: 8 local loads per 128 products in dV and dK), table 4's dQ.
- * ATT_BWD 7 (f32 and halves): table 2's att_bwd_dkdv computing dQ as well (FlashAttention-2's
+ * ATT_BWD 4-7 (f32 and halves; AKV_DQ): att_bwd_dkdv computes dQ as well (FlashAttention-2's
  * five products instead of seven): with flags ATT_DQF, after each query tile's dK and dV, its
  * dQ contribution dS K over the group's keys (warp w owns AQF_R queries, lane l features
  * 4l..4l+3, K rows staged 2 AKV_VK at a time), moved through local memory so that consecutive
@@ -525,22 +519,26 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
  * the host) with atomic adds: NVIDIA's red.global.add.f32 (inline PTX, where
  * cl_nv_pragma_unroll says the compiler is NVIDIA's), else a compare-and-swap loop. The order
  * of the adds varies, so dQ is not bit-reproducible run to run (dK and dV are); att_bwd_dq_store
- * writes it out in q's dtype. ATT_BWD 8 and 9: the same with tables 5's and 6's
- * att_bwd_dkdv (128 items: the dQ of a query tile in two passes of 32 queries).
- * ATT_BWD 10, 11, 12: 7, 8 and 9 with att_bwd_dkdv's global loads issued one staging step
- * ahead into registers (AKV_PF, as att_fwd's ATT_PF), so that they fly while the previous
- * chunk is multiplied.
- * f64 builds table 1 for anything but 3 (the host never asks for the others in f64).
+ * writes it out in q's dtype. Their global loads go one staging step ahead into registers
+ * (AKV_PF, as att_fwd's ATT_PF), so that they fly while the previous chunk is multiplied.
+ * 64 keys x 64 queries per work-group and tile, 16-feature chunks, 8 rows:
+ *   4: 4 x 4 (256 items, table 2's att_bwd_dkdv);
+ *   5: 4 keys x 8 queries (128 items, 16 features of dK and dV each);
+ *   6: 8 keys x 4 queries (128 items, 8 features each: 8 local loads per 128 products in
+ *      the dV and dK products);
+ *   7: 6 with the dQ of a query tile in one pass (AQF_R 16 queries per row group; 4-6 take
+ *      passes of 8 queries per row group, re-staging K for each).
+ * att_bwd_dq is left out of their programs. f64 builds table 1 for anything but 3 (the host
+ * never asks for the others in f64).
  */
-/* Tables 10-12: 7-9 with att_bwd_dkdv's staging loads issued one step ahead (AKV_PF). */
-#if ATT_BWD >= 10 && !defined(KILN_DT_F64)
+#if ATT_BWD >= 4 && !defined(KILN_DT_F64)
+#define AKV_DQ 1
 #define AKV_PF 1
-#define ATT_BWDT (ATT_BWD - 3)
 #else
+#define AKV_DQ 0
 #define AKV_PF 0
-#define ATT_BWDT ATT_BWD
 #endif
-#if defined(KILN_DT_F64) && ATT_BWDT == 3
+#if defined(KILN_DT_F64) && ATT_BWD == 3
 #define ABK_KV 32
 #define ABQ_KV 32
 #define AKV_DC 32
@@ -558,7 +556,7 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
 #define ABK_Q 32
 #define AQ_DC 16
 #define AQ_VK 16
-#elif ATT_BWDT == 3
+#elif ATT_BWD == 3
 #define ABK_KV 32
 #define ABQ_KV 64
 #define AKV_DC 64
@@ -567,20 +565,22 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
 #define ABK_Q 32
 #define AQ_DC 64
 #define AQ_VK 32
-#elif ATT_BWDT == 2 || ATT_BWDT == 4 || ATT_BWDT == 7
+#elif ATT_BWD >= 2
 #define ABK_KV 64
 #define ABQ_KV 64
 #define AKV_DC 16
 #define AKV_VK 8
-#elif ATT_BWDT == 5 || ATT_BWDT == 6 || ATT_BWDT == 8 || ATT_BWDT == 9
-#define ABK_KV 64
-#define ABQ_KV 64
-#define AKV_DC 16
-#define AKV_VK 8
-#if ATT_BWDT == 5 || ATT_BWDT == 8
+#define ABQ_Q 128
+#define ABK_Q 32
+#define AQ_DC 32
+#define AQ_VK 32
+#if ATT_BWD == 5
 #define AKV_TN 8
-#else
+#elif ATT_BWD >= 6
 #define AKV_TM 8
+#endif
+#if ATT_BWD == 7
+#define AQF_R 16
 #endif
 #else
 #define ABK_KV 32
@@ -591,23 +591,6 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
 #define ABK_Q 32
 #define AQ_DC 32
 #define AQ_VK 32
-#endif
-#if !defined(KILN_DT_F64) && (ATT_BWDT == 2 || ATT_BWDT == 7)
-#define ABQ_Q 128
-#define ABK_Q 32
-#define AQ_DC 32
-#define AQ_VK 32
-#elif !defined(KILN_DT_F64) && ATT_BWDT >= 4
-#define ABQ_Q 128
-#define ABK_Q 64
-#define AQ_TM 8
-#define AQ_DC 16
-#define AQ_VK 16
-#endif
-#if !defined(KILN_DT_F64) && ATT_BWDT >= 7
-#define AKV_DQ 1
-#else
-#define AKV_DQ 0
 #endif
 #ifndef AKV_TM
 #define AKV_TM 4
@@ -655,7 +638,9 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
  * rows per staging chunk. */
 #define AQF_L (ATT_DH / 4)
 #define AQF_W (AKV_NT / AQF_L)
+#ifndef AQF_R
 #define AQF_R 8
+#endif
 #define AQF_P (ABQ_KV / (AQF_W * AQF_R))
 #define AQF_VK (2 * AKV_VK)
 #if AKV_NT % AQF_L || AQF_P * AQF_W * AQF_R != ABQ_KV || ABK_KV % AQF_VK || AQF_VK % 4 ||    \

@@ -49,7 +49,9 @@ KILN_API kiln_status kiln_attention(kiln_context *ctx, const kiln_tensor *q, con
  * Gradients of kiln_attention with respect to q, k and v, from grad_out ([..., Sq, Dv]), the
  * forward's arguments, its out and lse. The probabilities are recomputed from lse in tiles
  * (no Sq x Sk temporary). grad_q, grad_k, grad_v: each NULL (not wanted) or as the output
- * convention (q's, k's, v's shapes). The mask gets no gradient.
+ * convention (q's, k's, v's shapes). The mask gets no gradient. On GPUs (f32, f16, bf16) the
+ * default computes grad_q with atomic adds, so its last bits may differ run to run (grad_k
+ * and grad_v do not); the `attention` tuner override "bwd=2" is deterministic (docs/nn.md).
  */
 KILN_API kiln_status kiln_attention_backward(kiln_context *ctx, const kiln_tensor *grad_out,
                                              const kiln_tensor *q, const kiln_tensor *k,

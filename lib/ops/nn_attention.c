@@ -32,13 +32,11 @@ enum { ROPE_HALF = 1, ROPE_INV = 2 };
  *   1: 32 keys (x 64 queries), 64 queries (x 32 keys), 4 x 4, within 32 KiB;
  *   2: 64 keys (x 64 queries), 128 queries (x 32 keys), 4 x 4, 256 items, 43 KiB;
  *   3: table 1 with staging chunks twice as large (half the barriers), 45 KiB;
- *   4: table 2's dK/dV; dQ 128 queries x 64 keys with 8 x 4 (256 items), 46 KiB;
- *   5: dK/dV 64 x 64 with 4 keys x 8 queries (128 items), table 4's dQ;
- *   6: dK/dV 64 x 64 with 8 keys x 4 queries (128 items), table 4's dQ;
- *   7: table 2's att_bwd_dkdv computing dQ too (fused: five products instead of seven), added
- *      with atomics to an f32 accumulator (dQ is then not bit-reproducible; dK and dV are);
- *   8, 9: tables 5 and 6 with 7's fused dQ;
- *   10, 11, 12: tables 7, 8, 9 with att_bwd_dkdv's loads issued one staging step ahead.
+ *   4-7: fused (FlashAttention-2's five products instead of seven): att_bwd_dkdv computes dQ
+ *      too and adds it with atomics to an f32 accumulator (dQ is then not bit-reproducible;
+ *      dK and dV are), its loads one staging step ahead; 64 keys x 64 queries with 4 x 4
+ *      (256 items), 4 keys x 8 queries, 8 x 4 (128 items each), and 8 x 4 with the dQ of a
+ *      query tile in one pass instead of two.
  * The `attention` tuner family's parameter "bwd" picks one (0: the rule, att_bwd_effective).
  */
 typedef struct {
@@ -52,15 +50,10 @@ static const att_bwd_table att_bwd_tables[] = {
     {32, 64, 4, 4, 64, 32, 4, 4, 32256, 0},  /* 1: 32-key dK/dV, 64-query dQ */
     {64, 64, 4, 4, 128, 32, 4, 4, 44032, 0}, /* 2: twice the work-group */
     {32, 64, 4, 4, 64, 32, 4, 4, 45568, 0},  /* 3: larger chunks */
-    {64, 64, 4, 4, 128, 64, 8, 4, 46592, 0}, /* 4: 8 x 4 dQ */
-    {64, 64, 4, 8, 128, 64, 8, 4, 46592, 0}, /* 5: 4 x 8 dK/dV */
-    {64, 64, 8, 4, 128, 64, 8, 4, 46592, 0}, /* 6: 8 x 4 dK/dV */
-    {64, 64, 4, 4, 128, 32, 4, 4, 44032, 1}, /* 7: fused dQ */
-    {64, 64, 4, 8, 128, 64, 8, 4, 46592, 1}, /* 8: 5 with fused dQ */
-    {64, 64, 8, 4, 128, 64, 8, 4, 46592, 1}, /* 9: 6 with fused dQ */
-    {64, 64, 4, 4, 128, 32, 4, 4, 44032, 1}, /* 10: 7, loads ahead */
-    {64, 64, 4, 8, 128, 64, 8, 4, 46592, 1}, /* 11: 8, loads ahead */
-    {64, 64, 8, 4, 128, 64, 8, 4, 46592, 1}, /* 12: 9, loads ahead */
+    {64, 64, 4, 4, 128, 32, 4, 4, 44032, 1}, /* 4: fused, 4 x 4 */
+    {64, 64, 4, 8, 128, 32, 4, 4, 44032, 1}, /* 5: fused, 4 keys x 8 queries */
+    {64, 64, 8, 4, 128, 32, 4, 4, 44032, 1}, /* 6: fused, 8 keys x 4 queries */
+    {64, 64, 8, 4, 128, 32, 4, 4, 44032, 1}, /* 7: 6 with one dQ pass */
 };
 #define ATT_NBWD (sizeof att_bwd_tables / sizeof att_bwd_tables[0])
 /* f64's tables 1 and 3: 32 x 32 with 4 x 4 (64 items), 28 and 37 KiB. */
@@ -85,14 +78,16 @@ att_bwd_q_items(const att_bwd_table *b)
 }
 
 /* The table a call runs: the one asked for when the device has its work-groups and local
- * memory (f64 has 1 and 3 only), else 1. The rule (0): on GPUs 2 (f32, halves) and 3 (f64),
- * the fastest on the H200 (batch 8 x 16 heads x 4096 tokens x head 128: f32 217, 202 and 207
- * ms for tables 1, 2, 3; f64 708 and 681 ms for 1 and 3); 1 on CPUs. */
+ * memory (f64 has 1 and 3 only), else 1. The rule (0): on GPUs 6 (f32, halves) and 3 (f64),
+ * the fastest on the H200 (batch 8 x 16 heads x 4096 tokens x head 128, f32: tables 2, 4, 5,
+ * 6 234, 131, 130 and 126 ms, the fused ones without loads ahead 146-152, table 2 with an 8 x 4
+ * dQ 228, PyTorch 72.8; tables 1 and 3 217 and 207 in an earlier run; f64 708 and 681 ms for
+ * 1 and 3); 1 on CPUs. */
 static uint32_t
 att_bwd_effective(const kiln_device_info *info, kiln_dtype dt, uint32_t want)
 {
   if (want == 0 && info->is_gpu)
-    want = dt == KILN_F64 ? 3 : 2;
+    want = dt == KILN_F64 ? 3 : 6;
   if (dt == KILN_F64)
     return want == 3 && info->local_mem_bytes >= att_bwd_f64.local ? 3 : 1;
   if (want > 1 && want < ATT_NBWD) {
@@ -187,9 +182,9 @@ att_tile_fits(const kiln_device_info *info, const att_tile *t, uint32_t dh, size
 
 /*
  * The tile the rule picks: on GPUs the order measured on the H200 (batch 8 x 16 heads x 4096
- * tokens x head 128, f32 forward: tile 8 42.6 ms, 11 42.9, 10 43.7, 2 47.0; tiles 6 and 7
- * with their old shapes, 8 without loads ahead and 9 with 4x4 scores over 128 queries 48-52 ms,
- * since replaced), f16 and bf16 as f32 (their local arrays are f32), f64 the tile with the
+ * tokens x head 128, f32 forward / causal, two processes of 3 repetitions each agreeing within
+ * 0.1 ms: tile 6 41.1 / 21.4 ms, 8 42.6 / 22.2, 11 42.9 / 21.5; in an earlier run 7 43.4, 10
+ * 43.7, 2 47.0), f16 and bf16 as f32 (their local arrays are f32), f64 the tile with the
  * fewest barriers that fits; on CPUs (PoCL runs a work-group's items as loops over vectorised
  * lanes) the 64-item 32 x 32 tile; then the first of the rest that fits the device.
  * `kiln tune --family attention` times them all.
@@ -197,7 +192,7 @@ att_tile_fits(const kiln_device_info *info, const att_tile *t, uint32_t dh, size
 static uint32_t
 att_rule_tile(const kiln_device_info *info, kiln_dtype dt, uint64_t D, uint64_t Dv)
 {
-  static const uint32_t gpu_f32[] = {8, 11, 10, 6, 7, 2, 1, 3, 5, 4, 9};
+  static const uint32_t gpu_f32[] = {6, 8, 11, 10, 7, 2, 1, 3, 5, 4, 9};
   static const uint32_t gpu_f64[] = {5, 9, 3, 4, 2, 1, 6, 7, 8, 10, 11};
   static const uint32_t cpu[] = {4, 3, 5, 2, 1, 6, 7, 8, 9, 10, 11};
   const uint32_t *order = !info->is_gpu ? cpu : dt == KILN_F64 ? gpu_f64 : gpu_f32;
