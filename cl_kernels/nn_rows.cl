@@ -19,7 +19,9 @@
  * from global memory once and every lane has R elements in flight instead of one (the
  * streaming form was latency-bound at 0.7x PyTorch on the H200). Elements past R lpr (rows
  * longer than the host sized the group for) are streamed, read again by every pass. R = 0
- * streams everything. The lanes-per-row argument lprv carries lpr in its low 31 bits and, in
+ * keeps chunks of each row in local memory instead (the local cache, below; the GPUs'
+ * default), or streams everything when the host gives it no chunks. Every row kernel takes
+ * two last arguments for that cache, (uint nchv, local T4 *lc), not listed below. The lanes-per-row argument lprv carries lpr in its low 31 bits and, in
  * bit 31, whether the cached elements move as 4-vectors (kiln__nn_row_vec: contiguous rows
  * of a multiple of 4 elements, every operand 4-aligned).
  *
@@ -31,7 +33,8 @@
  *   norm_bwd(g, goff, x, xoff, w, woff, mean, moff, rstd, roff, dx, dxoff, rows, len, lpr,
  *            flags, la, lb)
  *   norm_cols(g, goff, x, xoff, mean, moff, rstd, roff, part, rows, len, nchunk, flags)
- *     1-D over len * nchunk items: column sums of g * xhat and g over chunks of rows, into
+ *     1-D over len * nchunk items (lib/ops/nn.c sizes nchunk from the knob col_items):
+ *     column sums of g * xhat and g over chunks of rows, into
  *     part[p * len + j] and part[(nchunk + p) * len + j].
  *   norm_cols_finish(part, nchunk, len, dw, dwoff, db, dboff, flags)   1-D over len
  *   ce_fwd(z, zoff, ti, tioff, tp, tpoff, out, outoff, lr, lv, rows, C, lpr, ignore, eps,
@@ -311,6 +314,17 @@ inline void lc_fill(local T4 *d, uint nch, uint lsz, global const ST *p, ulong b
   }
   for (; c < nch; c++)
     d[c * lsz] = ld4(p, base, inner, len, lane, lpr, vec, c, fill);
+}
+/* Chunks c to c + 3 of the row parameter p (w or b: offset 0, contiguous), fill for those at or
+ * past nch or when p is absent (on 0): a loop over chunks that loaded each just before its use
+ * would wait out the latency once per chunk. */
+inline void ld4x4(global const ST *p, uint on, ulong len, uint lane, uint lpr, uint vec, uint c,
+                  uint nch, T fill, T4 *a, T4 *b, T4 *e, T4 *f)
+{
+  *a = on ? ld4(p, 0, 1, len, lane, lpr, vec, c, fill) : (T4)fill;
+  *b = on && c + 1 < nch ? ld4(p, 0, 1, len, lane, lpr, vec, c + 1, fill) : (T4)fill;
+  *e = on && c + 2 < nch ? ld4(p, 0, 1, len, lane, lpr, vec, c + 2, fill) : (T4)fill;
+  *f = on && c + 3 < nch ? ld4(p, 0, 1, len, lane, lpr, vec, c + 3, fill) : (T4)fill;
 }
 #define LC_LOAD(k, p, fill)                                                              \
   lc_fill(&LC(k, 0), nch, lsz, p, base, inner, live ? len : 0, lane, lpr, vec, fill)
@@ -625,14 +639,17 @@ norm_fwd(global const ST *x, ulong xoff, global const ST *w, ulong woff, global 
   }
 #else
   if (live)
-    LC_EACH(c)
-    {
-      T4 v = (LC(0, c) - mu) * rs;
-      if (flags & NORM_W)
-        v *= ld4(w, 0, 1, len, lane, lpr, vec, c, 0);
-      if (flags & NORM_B)
-        v += ld4(b, 0, 1, len, lane, lpr, vec, c, 0);
-      LC_STORE(y, c, v);
+    for (uint c = 0; c < nch; c += 4) {
+      T4 w0, w1, w2, w3, b0, b1, b2, b3;
+      ld4x4(w, flags & NORM_W, len, lane, lpr, vec, c, nch, 1, &w0, &w1, &w2, &w3);
+      ld4x4(b, flags & NORM_B, len, lane, lpr, vec, c, nch, 0, &b0, &b1, &b2, &b3);
+      LC_STORE(y, c, (LC(0, c) - mu) * rs * w0 + b0);
+      if (c + 1 < nch)
+        LC_STORE(y, c + 1, (LC(0, c + 1) - mu) * rs * w1 + b1);
+      if (c + 2 < nch)
+        LC_STORE(y, c + 2, (LC(0, c + 2) - mu) * rs * w2 + b2);
+      if (c + 3 < nch)
+        LC_STORE(y, c + 3, (LC(0, c + 3) - mu) * rs * w3 + b3);
     }
 #endif
   TAIL_EACH(j)
@@ -680,15 +697,22 @@ norm_bwd(global const ST *g, ulong goff, global const ST *x, ulong xoff, global 
 #else
   LC_LOAD(0, g, 0);
   LC_LOAD(1, x, 0);
-  LC_EACH(k)
-  {
-    T4 gw = LC(0, k), xh = (LC(1, k) - mu) * rs;
-    if (flags & NORM_W)
-      gw *= ld4(w, 0, 1, live ? len : 0, lane, lpr, vec, k, 0);
-    LC(0, k) = gw;
-    LC(1, k) = xh;
-    a += hsum4(gw);
-    c += hsum4(gw * xh);
+  /* Buffer 0 becomes g w, buffer 1 xhat. */
+#define NORM_BWD_CHUNK(k, wk)                                                            \
+  if ((k) < nch) {                                                                       \
+    T4 gw = LC(0, k) * (wk), xh = (LC(1, k) - mu) * rs;                                  \
+    LC(0, k) = gw;                                                                       \
+    LC(1, k) = xh;                                                                       \
+    a += hsum4(gw);                                                                      \
+    c += hsum4(gw * xh);                                                                 \
+  }
+  for (uint k = 0; k < nch; k += 4) {
+    T4 w0, w1, w2, w3;
+    ld4x4(w, flags & NORM_W, live ? len : 0, lane, lpr, vec, k, nch, 1, &w0, &w1, &w2, &w3);
+    NORM_BWD_CHUNK(k, w0)
+    NORM_BWD_CHUNK(k + 1, w1)
+    NORM_BWD_CHUNK(k + 2, w2)
+    NORM_BWD_CHUNK(k + 3, w3)
   }
 #endif
   TAIL_EACH(j)
@@ -737,11 +761,25 @@ norm_cols(global const ST *g, ulong goff, global const ST *x, ulong xoff, global
     ulong j = i % len, p = i / len;
     ulong r0 = p * per, r1 = min(r0 + per, rows);
     T sw = (T)0, sb = (T)0;
-    for (ulong r = r0; r < r1; r++) {
-      T gv = KILN_LOAD(g, r * len + j);
-      T mu = (flags & NORM_RMS) ? (T)0 : KILN_LOAD(mean, r);
-      sw += gv * (KILN_LOAD(x, r * len + j) - mu) * KILN_LOAD(rstd, r);
-      sb += gv;
+    /* Four rows' loads before their arithmetic, so that each item has them in flight. */
+#define COLS_ROW(r, gv, xh)                                                              \
+  const T gv = KILN_LOAD(g, (r) * len + j);                                              \
+  const T xh = (KILN_LOAD(x, (r) * len + j) -                                            \
+                ((flags & NORM_RMS) ? (T)0 : KILN_LOAD(mean, r))) *                       \
+               KILN_LOAD(rstd, r);
+    ulong r = r0;
+    for (; r + 4 <= r1; r += 4) {
+      COLS_ROW(r, g0, h0)
+      COLS_ROW(r + 1, g1, h1)
+      COLS_ROW(r + 2, g2, h2)
+      COLS_ROW(r + 3, g3, h3)
+      sw += (g0 * h0 + g1 * h1) + (g2 * h2 + g3 * h3);
+      sb += (g0 + g1) + (g2 + g3);
+    }
+    for (; r < r1; r++) {
+      COLS_ROW(r, g0, h0)
+      sw += g0 * h0;
+      sb += g0;
     }
     part[p * len + j] = sw;
     part[(nchunk + p) * len + j] = sb;

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Tables from bench/h200/rows.sh's results: python3 bench/h200/rows_report.py DIR
+"""Tables from bench/h200/rows.sh's results: python3 bench/h200/rows_report.py DIR [TORCH]
 
-DIR holds bench-<label>.json (kiln bench --json) and torch.json (bench/peers_torch.py).
+DIR holds bench-<label>.json (kiln bench --json) and torch.json (bench/peers_torch.py), or
+TORCH names another run's torch.json.
 Prints, per case and dtype, kiln's device ms and % of copy for each label, PyTorch's ms and
 the ratio PyTorch time / kiln time."""
 import glob
@@ -13,7 +14,7 @@ import sys
 def main():
     d = sys.argv[1] if len(sys.argv) > 1 else "."
     torch = {}
-    tp = os.path.join(d, "torch.json")
+    tp = sys.argv[2] if len(sys.argv) > 2 else os.path.join(d, "torch.json")
     if os.path.exists(tp):
         for r in json.load(open(tp)).get("results", []):
             torch[(r["case"], r["dtype"], r["n"])] = r["device_ms"]

@@ -453,8 +453,10 @@ norm_param_grads(const char *op, kiln_context *ctx, const kiln_tensor *grad, con
                  const kiln_tensor *mean, const kiln_tensor *rstd, const norm_geo *g,
                  uint32_t flags, kiln_tensor *dw, kiln_tensor *db)
 {
-  /* Enough chunks for about 2^17 work-items, each summing rows / nchunk rows. */
-  uint64_t nchunk = ((uint64_t)1 << 17) / g->len;
+  /* Enough chunks for about 2^col_items work-items, each summing rows / nchunk rows. */
+  kiln__nn_knobs kn;
+  kiln__nn_knobs_get(ctx, x->dtype, &kn);
+  uint64_t nchunk = ((uint64_t)1 << kn.col_items) / g->len;
   if (nchunk > g->rows)
     nchunk = g->rows;
   if (nchunk < 1)
@@ -573,19 +575,21 @@ kiln_rms_norm_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_te
 
 /* ---------------------------------------------------------------- family */
 
-kiln__nn_knob_override kiln__nn_test_knobs = {-1, -1, -1, -1, -1, -1, -1, -1};
+kiln__nn_knob_override kiln__nn_test_knobs = {-1, -1, -1, -1, -1, -1, -1, -1, -1};
 
 /*
  * The device defaults (docs/nn.md, "Launch knobs"). GPUs: 32 bytes per work-item in the flat
  * kernels (8 floats: gelu over 2^26 on the H200 0.153 ms against 0.164 ms with 4; 4 doubles,
  * the elementwise family's default), kiln's erfc (f32: 0.164 ms against 0.300 ms with
- * OpenCL's), streamed rows in groups of 256: the one register cache the H200 has timed,
- * 4 per lane (2026-12-02, 16384 x 4096 f32), gave softmax 0.387 ms against 0.280 streamed (its
- * kernels took over 128 registers per item, capping groups at 256 items, so rows of 4096 did
- * not fit); 16 per lane awaits a GPU run (bench/h200/rows.sh times it first). CPUs: one
+ * OpenCL's), rows in groups of 256 held in a local cache of up to 32 KiB (H200, 2026-12-02,
+ * 16384 x 4096 f32, ms: softmax 0.159 against 0.397 streamed and 0.441 with 16 per lane in
+ * registers, layer_norm 0.175 against 0.347 and 0.432, cross_entropy 0.175 against 0.316;
+ * groups of 512 and 1024 within 1%; the register caches' kernels take so many registers that
+ * the 16-per-lane form lost everywhere, and lost further under a 64-register cap). CPUs: one
  * element per work-item, where PoCL vectorises across work-items, and 16 elements per lane
  * in registers (PoCL, 2 shared cores, [256, 4096] f32: softmax 15.8 ms against 52.3 ms
- * streamed, layer_norm 1.5 against 3.6). row_wg 0 stands for the context's work-group size.
+ * streamed, layer_norm 1.5 against 3.6; the local cache there: softmax about 34 ms, the
+ * register cache 9). row_wg 0 stands for the context's work-group size.
  */
 static void
 nn_default_knobs(const kiln_device_info *info, kiln_dtype dtype, kiln__nn_knobs *k)
@@ -598,7 +602,8 @@ nn_default_knobs(const kiln_device_info *info, kiln_dtype dtype, kiln__nn_knobs 
   k->row_wg = info->is_gpu ? 256 : 0;
   k->verbose = 0;
   k->maxreg = 0;
-  k->row_local = 0;
+  k->row_local = info->is_gpu ? 32 : 0;
+  k->col_items = 17;
 }
 
 static int
@@ -618,6 +623,8 @@ knob_valid(const char *name, unsigned long v)
     return v <= 1;
   if (strcmp(name, "row_local") == 0)
     return v <= 64;
+  if (strcmp(name, "col_items") == 0)
+    return v <= 22;
   if (strcmp(name, "maxreg") == 0)
     return v == 0 || v == 32 || v == 40 || v == 48 || v == 64 || v == 96 || v == 128;
   return 0;
@@ -642,6 +649,8 @@ knob_set(kiln__nn_knobs *k, const char *name, uint32_t v)
     k->maxreg = v;
   else if (strcmp(name, "row_local") == 0)
     k->row_local = v;
+  else if (strcmp(name, "col_items") == 0)
+    k->col_items = v;
   else
     k->row_wg = v;
 }
@@ -672,7 +681,7 @@ knobs_from_env(kiln__nn_knobs *k)
           KILN__LOG_WARN,
           "KILN_DEBUG_NN: ignoring '%.*s' (act_items=1|2|4|8, act_vec=1|4, erf=0|1, fast=0|1, "
           "row_items=0|4|8|16, row_wg=a power of two up to 1024, verbose=0|1, "
-          "maxreg=0|32|40|48|64|96|128, row_local=KiB 0-64)",
+          "maxreg=0|32|40|48|64|96|128, row_local=KiB 0-64, col_items=0-22)",
           (int)n, e);
     e += n;
     if (*e == ',')
@@ -686,11 +695,11 @@ kiln__nn_knobs_get(const kiln_context *ctx, kiln_dtype dtype, kiln__nn_knobs *k)
   nn_default_knobs(&ctx->info, dtype, k);
   knobs_from_env(k);
   const kiln__nn_knob_override *o = &kiln__nn_test_knobs;
-  const char *names[8] = {"act_items", "erf",     "row_items", "row_wg",
-                          "fast",      "act_vec", "maxreg",    "row_local"};
-  const int32_t vals[8] = {o->act_items, o->erf,     o->row_items, o->row_wg,
-                           o->fast,      o->act_vec, o->maxreg,    o->row_local};
-  for (int i = 0; i < 8; i++)
+  const char *names[9] = {"act_items", "erf",    "row_items", "row_wg",   "fast",
+                          "act_vec",   "maxreg", "row_local", "col_items"};
+  const int32_t vals[9] = {o->act_items, o->erf,    o->row_items, o->row_wg,   o->fast,
+                           o->act_vec,   o->maxreg, o->row_local, o->col_items};
+  for (int i = 0; i < 9; i++)
     if (vals[i] >= 0 && knob_valid(names[i], (unsigned long)vals[i]))
       knob_set(k, names[i], (uint32_t)vals[i]);
   if (k->row_wg == 0)

@@ -61,6 +61,7 @@ typedef struct kiln__nn_knobs {
   uint32_t verbose;   /* 1: log each row kernel's private memory (and NVIDIA's ptxas report) */
   uint32_t maxreg;    /* NVIDIA: -cl-nv-maxrregcount (registers per work-item), 0 none */
   uint32_t row_local; /* row kernels' local cache (row_items 0), KiB per work-group; 0 none */
+  uint32_t col_items; /* norm backward's column sums: about 2^col_items work-items, 0 to 22 */
 } kiln__nn_knobs;
 
 void kiln__nn_knobs_get(const kiln_context *ctx, kiln_dtype dtype, kiln__nn_knobs *k);

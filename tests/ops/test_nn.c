@@ -1405,6 +1405,9 @@ START_TEST(row_knobs)
     /* NVIDIA's register cap (a build option elsewhere ignored) on the 4- and 8-item entries. */
     kiln__nn_test_knobs.maxreg = knobs[ki].cases == 1 ? 64 : -1;
     kiln__nn_test_knobs.row_local = knobs[ki].row_local;
+    /* The norm backward's column sums: one chunk of every row (2^0 items) and chunks of a few
+     * rows (2^10) beside the default's chunks of one row. */
+    kiln__nn_test_knobs.col_items = knobs[ki].cases == 1 ? (ki % 2 ? 0 : 10) : -1;
     kiln__launch_local_override = knobs[ki].local;
     FOR_DTYPES(dt)
     {
@@ -1428,7 +1431,7 @@ START_TEST(row_knobs)
     }
   }
   kiln__nn_test_knobs.row_items = kiln__nn_test_knobs.row_wg = kiln__nn_test_knobs.maxreg = -1;
-  kiln__nn_test_knobs.row_local = -1;
+  kiln__nn_test_knobs.row_local = kiln__nn_test_knobs.col_items = -1;
   kiln__launch_local_override = 0;
 }
 END_TEST
