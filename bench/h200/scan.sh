@@ -34,31 +34,34 @@ b() {
 }
 A=scan.cumsum_all
 # 0. Compile the f32 and f64 scan programs into the shared cache (NVIDIA: seconds each; the
-# first run of 2026-12-02 lost a 16 s step to them) at a small size.
+# first run of 2026-12-02 lost a 16 s step to them, the first of this session's 30 s step
+# ended while the f64 program was stored) at a small size.
 b warm $A f32,f64 2^16 30
 el warm
 # 1. The look-back tests on the GPU (single_pass 1 and 2, adversarial groups of 1 to 1024
 # items over 2^20 + 3 elements, f32 and f64), from the shared cache.
-l=$(left); [ $l -gt 10 ] && l=10
+l=$(left); [ $l -gt 9 ] && l=9
 [ $l -ge 3 ] && KILN_TEST_KEEP_CACHE_ENV=1 CK_FORK=no KILN_LOG=error \
   CK_RUN_CASE=single_pass_stress timeout $l build-gpu/tests/test_scan > $R/test-stress.txt 2>&1
 echo "test_scan single_pass_stress rc=$?" >> $R/tests.txt
 el tests
 # 2. The defaults, all three scan cases.
-b defaults scan.cumsum_all,scan.cumsum_rows,scan.cumsum_cols f32,f64 2^22,2^26 8
+b defaults scan.cumsum_all,scan.cumsum_rows,scan.cumsum_cols f32,f64 2^22,2^26 6
 el defaults
-# 3. PyTorch, same cases and sizes.
-l=$(left); [ $l -gt 12 ] && l=12
+# 3. The whole-tensor variants, the likeliest first: NAME_lookback (single_pass 1), and
+# NAME_chain with chunks of 1 to 32 tiles (items_per_thread 16..512; f64 2..64 tiles) in
+# groups that loop (groups_per_cu 8) or one group per chunk (groups_per_cu 1024: the device
+# keeps as many running as fit).
+b sp1 $A f32,f64 2^22,2^26 3 "scan:single_pass=1 items_per_thread=4 groups_per_cu=8"
+for v in 128-1024 32-1024 512-1024 128-8 64-1024 256-1024 16-1024 256-8 64-16; do
+  i=${v%-*} g=${v#*-}
+  b c$i-g$g $A f32,f64 2^22,2^26 3 "scan:single_pass=2 items_per_thread=$i groups_per_cu=$g"
+done
+el variants
+# 4. PyTorch, same cases and sizes (the first run of this session has them too).
+l=$(left 60); [ $l -gt 10 ] && l=10
 [ $l -ge 3 ] && timeout $l python3 bench/peers_torch.py --no-startup --dtype f32,f64 \
   --sizes 2^22,2^26 --filter scan.cumsum_all,scan.cumsum_rows,scan.cumsum_cols \
   --out $R/torch.json > $R/torch.log 2>&1
 el torch
-# 4. The whole-tensor variants, the likeliest first.
-b sp1 $A f32,f64 2^22,2^26 4 "scan:single_pass=1 items_per_thread=4 groups_per_cu=8"
-for v in 16-4 64-4 128-4 32-8 32-2 64-8 16-8; do
-  i=${v%-*} g=${v#*-}
-  b c$i-g$g $A f32,f64 2^22,2^26 4 "scan:single_pass=2 items_per_thread=$i groups_per_cu=$g"
-done
-b c32-g4-w512 $A f32,f64 2^22,2^26 4 "scan:single_pass=2 items_per_thread=32 groups_per_cu=4 wg_size=512"
-el variants
 tar czf $OUT/r.tgz -C $OUT r

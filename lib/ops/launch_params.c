@@ -392,6 +392,7 @@ red_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params
 static void
 scan_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
 {
+  (void)dtype;
   kiln__launch_params *p = params;
   kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, p);
   if (!ctx->info.is_gpu)
@@ -411,18 +412,6 @@ scan_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *param
     p->items_per_thread = 4;
     p->two_pass_min = 1024;
     p->groups_per_cu = layout == KILN__LAYOUT_ROW ? 16 : 8;
-  }
-  /*
-   * Whole tensors: NAME_chain, chunks of two tiles (128 bytes of input per item, whatever
-   * the dtype: items_per_thread counts elements) in 4 groups per compute unit, so that the
-   * chunks in flight (132 x 4 x 32 KiB on an H200) stay in the L2 cache for their second
-   * read.
-   */
-  if (layout == KILN__LAYOUT_FULL) {
-    size_t eb = kiln__dtype_is_half(dtype) ? 4 : kiln_dtype_size(dtype);
-    p->single_pass = 2;
-    p->items_per_thread = (uint32_t)(128 / (eb ? eb : 1));
-    p->groups_per_cu = 4;
   }
 }
 

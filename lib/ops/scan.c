@@ -187,8 +187,9 @@ run_lookback(struct scan_call *sc, const kiln_tensor *x, uint64_t lines, uint64_
   kiln__ops_tmp desc = {0};
   kiln_status s = KILN_OK;
   if (chain || upl > 1) {
-    /* The counter, then each unit's status words (one 64-bit word per 32 bits of state). */
-    uint64_t bytes = 8 * (1 + total * (state / 4));
+    /* The counter, then each unit's status words (one 64-bit word per 32 bits of state, in
+     * SCAN_LB_SLOTS slots). */
+    uint64_t bytes = 8 * (1 + total * (state / 4) * SCAN_LB_SLOTS(state / 4));
     s = kiln__ops_tmp_alloc(ctx, bytes, &desc);
     if (s == KILN_OK) {
       const cl_uint zero = 0;
