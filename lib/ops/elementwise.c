@@ -126,7 +126,7 @@ ew_default_shape(const kiln_device_info *info, kiln_dtype dtype, uint32_t *items
    * four elements per item, a work-group apart, lift a + b over 2^26 floats
    * from 62% to 104% of the copy bandwidth; vector accesses gained nothing.
    * PoCL: 8-wide accesses run 4-byte and 1-byte types 1.3x-3.5x faster at
-   * 2^16-2^22 elements, i64 gains with 4-wide ones, f64 loses with any width.
+   * 2^16-2^22 elements, i64 and f64 gain with 4-wide ones (f64 loses with 8-wide ones).
    * f16 and bf16 want the same 16 bytes per work-item as f32, as two
    * 4-wide vectors: on the H200 (`kiln tune --family elementwise --dtype
    * f16,bf16 --sizes 2^22,2^26 --dry-run`, 2026-12-01) a + b over 2^26 f16
@@ -151,8 +151,13 @@ ew_default_shape(const kiln_device_info *info, kiln_dtype dtype, uint32_t *items
     return;
   }
   *items = 1;
-  /* A complex element is already a 2-wide vector access (complex.cl). */
-  *vec = dtype == KILN_F64 || kiln__dtype_is_complex(dtype) ? 1 : dtype == KILN_I64 ? 4 : 8;
+  /*
+   * A complex element is already a 2-wide vector access (complex.cl). 8-byte types take
+   * 4-wide ones: PoCL, f64 in three interleaved rounds under load (2026-12-02), width 4
+   * against 1: [n/1024, 1024] + [1024] 2.3 against 72 ms at 2^22 (at width 1 the broadcast
+   * path is scalar), exp 100 against 240 ms; a + b, a * 3 and -a the same or faster.
+   */
+  *vec = kiln__dtype_is_complex(dtype) ? 1 : kiln_dtype_size(dtype) == 8 ? 4 : 8;
 }
 
 static const struct kiln__tune_family ew_tune;

@@ -1822,14 +1822,15 @@ END_TEST
  * product each dtype takes four shapes that between them hold every value of both, its
  * CPU default (the program the other cases use: no build of its own) and its GPU default
  * (ew_default_shape: 2 items of 4-wide vectors for 4-byte types and f16, 2 of 8 for bf16,
- * 4 scalars otherwise), with widths 2, 4 and 8 beside item counts above 1. Width 1 with
+ * 4 scalars otherwise; CPU devices: one 4-wide vector for 8-byte types), with widths 2, 4 and 8 beside item counts above 1. Width 1 with
  * one item (bf16's vec_width 1) comes from the misaligned offsets, which run where they
  * fall back to a program that exists anyway: width 1 shapes, and one item (the plain
  * program the broadcast and offset cases build). f16 and bf16 vectors move through
  * vloada_halfN / ushortN, so they take every width too; the item loop is the same code for
  * every dtype.
  */
-static const kiln_dtype flat_dtypes[] = {KILN_F32, KILN_I64, KILN_U8, KILN_F16, KILN_BF16};
+static const kiln_dtype flat_dtypes[] = {KILN_F32, KILN_I64,  KILN_U8,
+                                         KILN_F16, KILN_BF16, KILN_F64};
 #define NFLAT_DTYPES (sizeof flat_dtypes / sizeof flat_dtypes[0])
 #define NFLAT_SHAPES 4
 static const uint32_t flat_shapes[NFLAT_DTYPES][NFLAT_SHAPES][2] = {
@@ -1838,6 +1839,7 @@ static const uint32_t flat_shapes[NFLAT_DTYPES][NFLAT_SHAPES][2] = {
     {{1, 8}, {4, 1}, {2, 4}, {8, 2}}, /* u8 */
     {{1, 8}, {2, 4}, {4, 2}, {8, 1}}, /* f16 */
     {{1, 8}, {2, 8}, {4, 2}, {8, 4}}, /* bf16 */
+    {{1, 4}, {4, 1}, {2, 8}, {8, 2}}, /* f64 */
 };
 
 /*
@@ -1865,6 +1867,8 @@ flat_fill(kiln_dtype dt, void *p, uint64_t n, int which)
     int64_t v = flat_value(dt, i, which);
     if (dt == KILN_F32)
       ((float *)p)[i] = (float)v;
+    else if (dt == KILN_F64)
+      ((double *)p)[i] = (double)v;
     else if (is_half(dt))
       putf(dt, p, i, (double)v);
     else if (dt == KILN_I64)
@@ -1891,7 +1895,7 @@ START_TEST(flat_shape_case)
   const size_t d = (size_t)_i / NFLAT_SHAPES, shape_i = (size_t)_i % NFLAT_SHAPES;
   const uint32_t items = flat_shapes[d][shape_i][0], vec = flat_shapes[d][shape_i][1];
   const kiln_dtype dt = flat_dtypes[d];
-  if (!flat_shape_runs(d, shape_i))
+  if (!flat_shape_runs(d, shape_i) || (dt == KILN_F64 && !harness_has_fp64()))
     return;
   /* Misaligned views (width 1) only where that program is built anyway (see flat_shapes). */
   const int misaligned = items == 1 || vec == 1;
