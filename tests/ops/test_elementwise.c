@@ -2037,6 +2037,53 @@ START_TEST(flat_shape_case)
 }
 END_TEST
 
+/*
+ * Copies of 16 MiB and more store whole 64-byte vectors non-temporally on CPU devices
+ * (KILN_NT_STORE, copy_nt_store in lib/ops/elementwise.c): kiln_copy of 2^22 + 5 f32 and
+ * 2^21 + 3 f64 (a tail after the last vector) and of a view at an offset of 4 elements
+ * (narrower vectors: plain stores), against the host. GPUs run the plain stores here.
+ */
+START_TEST(nt_store_copies)
+{
+  kiln_dtype dt = _i ? KILN_F64 : KILN_F32;
+  if (dt == KILN_F64 && !harness_has_fp64())
+    return;
+  int64_t n = _i ? ((int64_t)1 << 21) + 3 : ((int64_t)1 << 22) + 5, m = n - 4;
+  if (!harness_fits((uint64_t)n))
+    return;
+  size_t esz = kiln_dtype_size(dt);
+  kiln_context *ctx = harness_ctx();
+  void *ha = malloc((size_t)n * esz), *got = malloc((size_t)n * esz);
+  ck_assert(ha && got);
+  for (int64_t i = 0; i < n; i++)
+    putf(dt, ha, (size_t)i, (double)(i % 1001) - 500.0);
+  kiln_tensor *a, *y, *av, *yv;
+  KOK(kiln_tensor_from_host(ctx, dt, 1, &n, ha, &a));
+  KOK(kiln_tensor_create(ctx, dt, 1, &n, &y));
+  KOK(kiln_copy(ctx, a, y));
+  KOK(kiln_tensor_download(y, got, (size_t)n * esz));
+  ck_assert_msg(memcmp(got, ha, (size_t)n * esz) == 0, "copy of %lld %s", (long long)n,
+                kiln_dtype_name(dt));
+  /* a[4:] into y[:n - 4]: offsets of 4 elements narrow the vectors to 4 elements. */
+  cl_mem am, ym;
+  size_t aoff, yoff;
+  KOK(kiln_tensor_cl_mem(a, &am, &aoff));
+  KOK(kiln_tensor_cl_mem(y, &ym, &yoff));
+  KOK(kiln_tensor_wrap(ctx, am, aoff + 4 * esz, dt, 1, &m, &av));
+  KOK(kiln_tensor_wrap(ctx, ym, yoff, dt, 1, &m, &yv));
+  KOK(kiln_copy(ctx, av, yv));
+  KOK(kiln_tensor_download(yv, got, (size_t)m * esz));
+  ck_assert_msg(memcmp(got, (char *)ha + 4 * esz, (size_t)m * esz) == 0,
+                "copy of a view at 4 elements, %lld %s", (long long)m, kiln_dtype_name(dt));
+  KOK(kiln_tensor_release(yv));
+  KOK(kiln_tensor_release(av));
+  KOK(kiln_tensor_release(y));
+  KOK(kiln_tensor_release(a));
+  free(ha);
+  free(got);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* f16 and bf16 edges: overflow, ties, subnormals, NaN                 */
 /* ------------------------------------------------------------------ */
@@ -2516,6 +2563,7 @@ elementwise_suite(void)
       {"flat_shapes", flat_shape_case, NFLAT_SHAPES * NFLAT_DTYPES},
       {"flat_shape_bad_overrides", flat_shape_bad_overrides, 0},
       {"bcast_beyond_grid", bcast_beyond_grid, 0},
+      {"nt_store_copies", nt_store_copies, 2},
       {"half_edges", half_edge_values, 0},
       {"bool_from_bytes", bool_from_bytes, 0},
       {"overlap_outputs", overlap_outputs, 0},
