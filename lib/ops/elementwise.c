@@ -288,9 +288,11 @@ cast_default_lanes(const kiln_device_info *info)
 /*
  * Whether kiln_copy's kernel stores its vectors non-temporally (KILN_NT_STORE, a program of
  * its own): on CPU devices, for outputs of 16 MiB and more (which do not stay in cache for a
- * next op anyway) moved in whole 64-byte lines. PoCL, three interleaved rounds under load:
- * a copy of 2^24 f32 3.6 against 25 ms, 2^22 f32 0.55 against 0.82 ms, 2^22 f64 1.37 against
- * 2.6 ms (a plain store first reads its line). The elementwise kernels' 32-byte vectors ran
+ * next op anyway) moved in whole 64-byte lines. PoCL, two runs of three interleaved rounds
+ * under load, non-temporal against plain: 2^24 f32 3.6 and 4.1 against 25 and 28 ms (the
+ * plain kernel measured 4-8 ms in other runs of the hour), 2^22 f32 0.55 and 0.99 against
+ * 0.82 and 1.03 ms, 2^22 f64 1.37 and 2.2 against 2.6 and 2.7 ms, 2^24 f64 50 and 44 against
+ * 54 and 41 ms (a plain store first reads its line). The elementwise kernels' 32-byte vectors ran
  * 1.2-2.4x slower with non-temporal stores at 2^24 (a + b, a * 3, -a): they keep plain ones.
  * GPUs never (their stores do not read lines).
  */
