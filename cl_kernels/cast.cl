@@ -216,7 +216,7 @@ copy_values(global const MT *xs, ulong xoff, global MT *ys, ulong yoff, ulong n)
   {
     MVEC v[KILN_EW_ITEMS];
     FLAT_EACH(e) v[e] = xp[FLAT_SLOT(e)];
-    FLAT_EACH(e) yp[FLAT_SLOT(e)] = v[e];
+    FLAT_EACH(e) FLAT_PUT(&yp[FLAT_SLOT(e)], v[e]);
   }
   FLAT_TAIL_OF(i, n, COPY_VEC) ys[yoff + i] = xs[xoff + i];
 }

@@ -1045,10 +1045,19 @@ VROWS_EACH(min)
 #endif
 
 /* One set of kernels per op (reduce_kernels.clh, stamped once per op): every op for real
- * dtypes, sum, prod and mean for complex ones, and the norms' ops in KILN_CABS builds. */
+ * dtypes, sum, prod and mean for complex ones, and the norms' ops in KILN_CABS builds.
+ * VSTATE_ROWS: the op's vector state, which the rows kernel folds blocks into (CPU builds). */
+#if defined(KILN_COLSV) && KILN_COLS % 16 == 0 && !KILN_IS_COMPLEX
+#define VROWS_OK 1
+#else
+#define VROWS_OK 0
+#endif
 #define FN(s) sum##s
 #define STATE st_sum
 #define OUT SUM_OUT
+#if VROWS_OK
+#define VSTATE_ROWS vst_sum
+#endif
 #include "reduce_kernels.clh"
 #if !KILN_CABS_BUILD
 #define FN(s) prod##s
@@ -1058,16 +1067,25 @@ VROWS_EACH(min)
 #define FN(s) mean##s
 #define STATE st_mean
 #define OUT MEAN_OUT
+#if VROWS_OK
+#define VSTATE_ROWS vst_mean
+#endif
 #include "reduce_kernels.clh"
 #endif
 #if !KILN_IS_COMPLEX
 #define FN(s) min##s
 #define STATE st_min
 #define OUT MIN_OUT
+#if VROWS_OK
+#define VSTATE_ROWS vst_min
+#endif
 #include "reduce_kernels.clh"
 #define FN(s) max##s
 #define STATE st_max
 #define OUT MAX_OUT
+#if VROWS_OK
+#define VSTATE_ROWS vst_max
+#endif
 #include "reduce_kernels.clh"
 #endif
 #if RED_ALL_OPS

@@ -126,7 +126,7 @@ ew_default_shape(const kiln_device_info *info, kiln_dtype dtype, uint32_t *items
    * four elements per item, a work-group apart, lift a + b over 2^26 floats
    * from 62% to 104% of the copy bandwidth; vector accesses gained nothing.
    * PoCL: 8-wide accesses run 4-byte and 1-byte types 1.3x-3.5x faster at
-   * 2^16-2^22 elements, i64 gains with 4-wide ones, f64 loses with any width.
+   * 2^16-2^22 elements, i64 and f64 gain with 4-wide ones (f64 loses with 8-wide ones).
    * f16 and bf16 want the same 16 bytes per work-item as f32, as two
    * 4-wide vectors: on the H200 (`kiln tune --family elementwise --dtype
    * f16,bf16 --sizes 2^22,2^26 --dry-run`, 2026-12-01) a + b over 2^26 f16
@@ -151,8 +151,13 @@ ew_default_shape(const kiln_device_info *info, kiln_dtype dtype, uint32_t *items
     return;
   }
   *items = 1;
-  /* A complex element is already a 2-wide vector access (complex.cl). */
-  *vec = dtype == KILN_F64 || kiln__dtype_is_complex(dtype) ? 1 : dtype == KILN_I64 ? 4 : 8;
+  /*
+   * A complex element is already a 2-wide vector access (complex.cl). 8-byte types take
+   * 4-wide ones: PoCL, f64 in three interleaved rounds under load (2026-12-02), width 4
+   * against 1: [n/1024, 1024] + [1024] 2.3 against 72 ms at 2^22 (at width 1 the broadcast
+   * path is scalar), exp 100 against 240 ms; a + b, a * 3 and -a the same or faster.
+   */
+  *vec = kiln__dtype_is_complex(dtype) ? 1 : kiln_dtype_size(dtype) == 8 ? 4 : 8;
 }
 
 static const struct kiln__tune_family ew_tune;
@@ -279,6 +284,24 @@ cast_default_lanes(const kiln_device_info *info)
 
 #define COPY_ITEMS_MAX 16
 #define COPY_VEC_MAX 16
+
+/*
+ * Whether kiln_copy's kernel stores its vectors non-temporally (KILN_NT_STORE, a program of
+ * its own): on CPU devices, for outputs of 16 MiB and more (which do not stay in cache for a
+ * next op anyway) moved in whole 64-byte lines. PoCL, two runs of three interleaved rounds
+ * under load, non-temporal against plain: 2^24 f32 3.6 and 4.1 against 25 and 28 ms (the
+ * plain kernel measured 4-8 ms in other runs of the hour), 2^22 f32 0.55 and 0.99 against
+ * 0.82 and 1.03 ms, 2^22 f64 1.37 and 2.2 against 2.6 and 2.7 ms, 2^24 f64 50 and 44 against
+ * 54 and 41 ms (a plain store first reads its line). The elementwise kernels' 32-byte vectors ran
+ * 1.2-2.4x slower with non-temporal stores at 2^24 (a + b, a * 3, -a): they keep plain ones.
+ * GPUs never (their stores do not read lines).
+ */
+static uint32_t
+copy_nt_store(const kiln_context *ctx, kiln_dtype dtype, uint64_t n, uint32_t vec)
+{
+  size_t esz = kiln_dtype_size(dtype);
+  return !ctx->info.is_gpu && vec * esz >= 64 && n * esz >= ((uint64_t)1 << 24);
+}
 
 static void
 copy_lookup(kiln_context *ctx, kiln_dtype dtype, uint64_t n, struct copy_params *p)
@@ -746,7 +769,10 @@ kiln_copy(kiln_context *ctx, const kiln_tensor *src, kiln_tensor *dst)
     uint32_t vec = p.vec_width;
     while (vec > 1 && (kiln__ops_elem_offset(src) % vec || kiln__ops_elem_offset(dst) % vec))
       vec /= 2;
-    flat_shape sh = {p.wg_size, {.ew_items = p.items_per_thread, .ew_vec = vec}};
+    flat_shape sh = {p.wg_size,
+                     {.ew_items = p.items_per_thread,
+                      .ew_vec = vec,
+                      .nt_store = copy_nt_store(ctx, src->dtype, src->numel, vec)}};
     s = run_map(op, ctx, "cast", src->dtype, "copy_values", src, dst, NULL, 0, 0, &sh);
   } else {
     s = kiln__ops_copy(op, ctx, src, dst);
@@ -796,6 +822,8 @@ ew_build_options(const kiln_device_info *info, const char *source, kiln_dtype dt
     vec = v->ew_vec;
   if (items != 1 || vec != 1)
     kiln__options_append(buf, len, " -DKILN_EW_ITEMS=%u -DKILN_EW_VEC=%u", items, vec);
+  if (v && v->nt_store)
+    kiln__options_append(buf, len, " -DKILN_NT_STORE=1");
   uint32_t lanes = v && v->cast_lanes ? v->cast_lanes : cast_default_lanes(info);
   if (strcmp(source, "cast") == 0 && lanes != 1)
     kiln__options_append(buf, len, " -DKILN_CAST_LANES=%u", lanes);

@@ -53,6 +53,7 @@ typedef struct kiln__program_variant {
   uint32_t cast_lanes; /* elementwise (cast.cl): KILN_CAST_LANES (elements per cast step) */
   uint32_t rng_blocks; /* random: KILN_RNG_BLOCKS (block vectors per work-item of normals) */
   uint32_t rng_vec;    /* random: KILN_RNG_VEC (counter blocks per vector, as SIMD lanes) */
+  uint32_t nt_store;   /* elementwise, cast.cl: 1 = KILN_NT_STORE (non-temporal vector stores) */
 } kiln__program_variant;
 
 /*

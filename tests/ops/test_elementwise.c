@@ -1822,14 +1822,15 @@ END_TEST
  * product each dtype takes four shapes that between them hold every value of both, its
  * CPU default (the program the other cases use: no build of its own) and its GPU default
  * (ew_default_shape: 2 items of 4-wide vectors for 4-byte types and f16, 2 of 8 for bf16,
- * 4 scalars otherwise), with widths 2, 4 and 8 beside item counts above 1. Width 1 with
+ * 4 scalars otherwise; CPU devices: one 4-wide vector for 8-byte types), with widths 2, 4 and 8 beside item counts above 1. Width 1 with
  * one item (bf16's vec_width 1) comes from the misaligned offsets, which run where they
  * fall back to a program that exists anyway: width 1 shapes, and one item (the plain
  * program the broadcast and offset cases build). f16 and bf16 vectors move through
  * vloada_halfN / ushortN, so they take every width too; the item loop is the same code for
  * every dtype.
  */
-static const kiln_dtype flat_dtypes[] = {KILN_F32, KILN_I64, KILN_U8, KILN_F16, KILN_BF16};
+static const kiln_dtype flat_dtypes[] = {KILN_F32, KILN_I64,  KILN_U8,
+                                         KILN_F16, KILN_BF16, KILN_F64};
 #define NFLAT_DTYPES (sizeof flat_dtypes / sizeof flat_dtypes[0])
 #define NFLAT_SHAPES 4
 static const uint32_t flat_shapes[NFLAT_DTYPES][NFLAT_SHAPES][2] = {
@@ -1838,6 +1839,7 @@ static const uint32_t flat_shapes[NFLAT_DTYPES][NFLAT_SHAPES][2] = {
     {{1, 8}, {4, 1}, {2, 4}, {8, 2}}, /* u8 */
     {{1, 8}, {2, 4}, {4, 2}, {8, 1}}, /* f16 */
     {{1, 8}, {2, 8}, {4, 2}, {8, 4}}, /* bf16 */
+    {{1, 4}, {4, 1}, {2, 8}, {8, 2}}, /* f64 */
 };
 
 /*
@@ -1865,6 +1867,8 @@ flat_fill(kiln_dtype dt, void *p, uint64_t n, int which)
     int64_t v = flat_value(dt, i, which);
     if (dt == KILN_F32)
       ((float *)p)[i] = (float)v;
+    else if (dt == KILN_F64)
+      ((double *)p)[i] = (double)v;
     else if (is_half(dt))
       putf(dt, p, i, (double)v);
     else if (dt == KILN_I64)
@@ -1891,7 +1895,7 @@ START_TEST(flat_shape_case)
   const size_t d = (size_t)_i / NFLAT_SHAPES, shape_i = (size_t)_i % NFLAT_SHAPES;
   const uint32_t items = flat_shapes[d][shape_i][0], vec = flat_shapes[d][shape_i][1];
   const kiln_dtype dt = flat_dtypes[d];
-  if (!flat_shape_runs(d, shape_i))
+  if (!flat_shape_runs(d, shape_i) || (dt == KILN_F64 && !harness_has_fp64()))
     return;
   /* Misaligned views (width 1) only where that program is built anyway (see flat_shapes). */
   const int misaligned = items == 1 || vec == 1;
@@ -2030,6 +2034,53 @@ START_TEST(flat_shape_case)
   free(hc);
   free(got);
   KOK(kiln_tune_override(ctx, "elementwise", dt, NULL, NULL));
+}
+END_TEST
+
+/*
+ * Copies of 16 MiB and more store whole 64-byte vectors non-temporally on CPU devices
+ * (KILN_NT_STORE, copy_nt_store in lib/ops/elementwise.c): kiln_copy of 2^22 + 5 f32 and
+ * 2^21 + 3 f64 (a tail after the last vector) and of a view at an offset of 4 elements
+ * (narrower vectors: plain stores), against the host. GPUs run the plain stores here.
+ */
+START_TEST(nt_store_copies)
+{
+  kiln_dtype dt = _i ? KILN_F64 : KILN_F32;
+  if (dt == KILN_F64 && !harness_has_fp64())
+    return;
+  int64_t n = _i ? ((int64_t)1 << 21) + 3 : ((int64_t)1 << 22) + 5, m = n - 4;
+  if (!harness_fits((uint64_t)n))
+    return;
+  size_t esz = kiln_dtype_size(dt);
+  kiln_context *ctx = harness_ctx();
+  void *ha = malloc((size_t)n * esz), *got = malloc((size_t)n * esz);
+  ck_assert(ha && got);
+  for (int64_t i = 0; i < n; i++)
+    putf(dt, ha, (size_t)i, (double)(i % 1001) - 500.0);
+  kiln_tensor *a, *y, *av, *yv;
+  KOK(kiln_tensor_from_host(ctx, dt, 1, &n, ha, &a));
+  KOK(kiln_tensor_create(ctx, dt, 1, &n, &y));
+  KOK(kiln_copy(ctx, a, y));
+  KOK(kiln_tensor_download(y, got, (size_t)n * esz));
+  ck_assert_msg(memcmp(got, ha, (size_t)n * esz) == 0, "copy of %lld %s", (long long)n,
+                kiln_dtype_name(dt));
+  /* a[4:] into y[:n - 4]: offsets of 4 elements narrow the vectors to 4 elements. */
+  cl_mem am, ym;
+  size_t aoff, yoff;
+  KOK(kiln_tensor_cl_mem(a, &am, &aoff));
+  KOK(kiln_tensor_cl_mem(y, &ym, &yoff));
+  KOK(kiln_tensor_wrap(ctx, am, aoff + 4 * esz, dt, 1, &m, &av));
+  KOK(kiln_tensor_wrap(ctx, ym, yoff, dt, 1, &m, &yv));
+  KOK(kiln_copy(ctx, av, yv));
+  KOK(kiln_tensor_download(yv, got, (size_t)m * esz));
+  ck_assert_msg(memcmp(got, (char *)ha + 4 * esz, (size_t)m * esz) == 0,
+                "copy of a view at 4 elements, %lld %s", (long long)m, kiln_dtype_name(dt));
+  KOK(kiln_tensor_release(yv));
+  KOK(kiln_tensor_release(av));
+  KOK(kiln_tensor_release(y));
+  KOK(kiln_tensor_release(a));
+  free(ha);
+  free(got);
 }
 END_TEST
 
@@ -2512,6 +2563,7 @@ elementwise_suite(void)
       {"flat_shapes", flat_shape_case, NFLAT_SHAPES * NFLAT_DTYPES},
       {"flat_shape_bad_overrides", flat_shape_bad_overrides, 0},
       {"bcast_beyond_grid", bcast_beyond_grid, 0},
+      {"nt_store_copies", nt_store_copies, 2},
       {"half_edges", half_edge_values, 0},
       {"bool_from_bytes", bool_from_bytes, 0},
       {"overlap_outputs", overlap_outputs, 0},
