@@ -444,6 +444,19 @@ def setup_ce_bwd(e, n):
             "autograd.grad(F.cross_entropy(x, t), x) (log_softmax_backward + nll_loss_backward)")
 
 
+def setup_layer_norm_bwd(e, n):
+    # kiln's nn.layer_norm_bwd: grad_x, grad_weight and grad_bias from the forward's mean, rstd
+    shape = nn_rows_shape(n)
+    x, g = e.uniform(*shape), e.uniform(*shape)
+    w = e.torch.ones(shape[1], device=e.device, dtype=e.dtype)
+    b = e.torch.zeros(shape[1], device=e.device, dtype=e.dtype)
+    aten = e.torch.ops.aten
+    _, mean, rstd = aten.native_layer_norm(x, shape[1:], w, b, 1e-5)
+    return ((lambda: aten.native_layer_norm_backward(g, x, shape[1:], mean, rstd, w, b,
+                                                     [True, True, True])), shape,
+            "aten.native_layer_norm_backward(g, x, [4096], mean, rstd, w, b)")
+
+
 def setup_histc(e, n):
     a = e.uniform(n)
     return (lambda: e.torch.histc(a, 1000, -2, 2)), [n], "torch.histc(x, 1000, -2, 2)"
@@ -837,6 +850,7 @@ CASES = [
     ("nn.relu", setup_act("relu"), bytes_1in_1out, None),
     ("nn.gelu_bwd", setup_gelu_bwd, bytes_2in_1out, None),
     ("nn.ce_bwd", setup_ce_bwd, bytes_1in_1out, None),
+    ("nn.layer_norm_bwd", setup_layer_norm_bwd, bytes_2in_1out, None),
     ("stats.histc", setup_histc, bytes_read, None),
     ("stats.bincount", setup_bincount, bytes_bincount, None),
     ("stats.quantile", setup_quantile, bytes_quantile, None),

@@ -248,6 +248,189 @@ kernel void lu_panel(global T *a, ulong aoff, ulong lda, uint m, uint ncols, uin
     info[ioff] = zero;
 }
 
+/*
+ * lu_panel_grid: the LU panel spread over G work-groups that exchange through global memory
+ * once per column. Position t = i - j0 of the panel's rows belongs to lane t / G of
+ * work-group t % G (cyclic, so the groups stay balanced as rows retire), which keeps the
+ * row's LUG_W leading panel columns in registers for the whole kernel: per column only the
+ * candidates, the pivot row and the diagonal row cross the device, where lu_panel's one
+ * work-group streams the panel through its compute unit once per column (26 us a column at
+ * 4096 rows on the H200).
+ *
+ * Every group must be resident at once (the host launches at most one group per compute
+ * unit; GPUs only). The exchange, double-buffered by column parity because a group may
+ * publish column jj + 1 while a slower one still reads column jj (it cannot get further:
+ * that needs the slower group's column jj + 1):
+ *   slot [parity][G] (ulong2): each group's candidate, |value| bits and (stamp << 32 | its
+ *        position), stamp = sbase + jj + 1 (sbase: the columns of the earlier launches on the
+ *        same buffer, zeroed before the first); one 16-byte store, which NVIDIA GPUs perform
+ *        untorn (CUB's scan tile states rely on the same), so a reader that sees the stamp
+ *        sees the candidate. Readers poll the slots: that is the grid barrier, and its data.
+ *   x    [parity][G + 1][LUG_W] (T): the candidates' rows, then the diagonal row, stored
+ *        before the slot (a global fence between).
+ * Cross-group reads are volatile (NVIDIA serves plain loads from a compute unit's L1, which
+ * another unit's stores do not update). Columns of the interchanges outside the kernel's own
+ * (s0 .. s0+sw-1 minus j0 .. j0+ncols-1) are swapped in global memory by group 0, each column
+ * always by the same lane, so no other lane or group touches them inside the kernel.
+ * Real dtypes only.
+ */
+#define LUG_W 64
+/* M(0) .. M(63): the row is 64 scalars r0 .. r63, every access at a constant index. NVIDIA's
+ * compiler kept a private array T r[64] (and r[32]) in off-chip memory even with every loop
+ * over it unrolled (CL_KERNEL_PRIVATE_MEM_SIZE 608 bytes; the panel then cost 9 us a column). */
+#define LUG_REP(M)                                                                               \
+  M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15) \
+  M(16) M(17) M(18) M(19) M(20) M(21) M(22) M(23) M(24) M(25) M(26) M(27) M(28) M(29) M(30) M(31) \
+  M(32) M(33) M(34) M(35) M(36) M(37) M(38) M(39) M(40) M(41) M(42) M(43) M(44) M(45) M(46) M(47) \
+  M(48) M(49) M(50) M(51) M(52) M(53) M(54) M(55) M(56) M(57) M(58) M(59) M(60) M(61) M(62) M(63)
+#if !KILN_IS_COMPLEX
+#ifdef KILN_DT_F64
+#define LUG_BITS(v) as_ulong(v)
+#define LUG_VAL(b) as_double(b)
+#else
+#define LUG_BITS(v) ((ulong)as_uint(v))
+#define LUG_VAL(b) as_float((uint)(b))
+#endif
+
+kernel void lu_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols, uint j0,
+                          global int *piv, ulong poff, global int *info, ulong ioff, uint s0,
+                          uint sw, volatile global ulong2 *slot, uint sbase, volatile global T *x,
+                          local T *rv, local int *ri, local T *wrow, local T *drow)
+{
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  const uint g = get_group_id(0), G = get_num_groups(0);
+  const uint rows = m - j0, me = g + G * lid; /* my position */
+  const int own = me < rows;
+  global T *A = a + aoff;
+  global T *myrow = A + (ulong)(j0 + me) * lda + j0;
+#define LUG_LOAD(c) T r##c = own && c < ncols ? myrow[c] : (T)0;
+  LUG_REP(LUG_LOAD)
+  int zero = j0 == 0 || lid != 0 || g != 0 ? 0 : info[ioff];
+  for (uint jj = 0; jj < ncols; jj++) {
+    const uint par = jj & 1u, stamp = sbase + jj + 1;
+    volatile global T *xr = x + (ulong)par * (G + 1) * LUG_W;
+    volatile global ulong2 *sl = slot + par * G;
+    T xj = (T)0;
+#define LUG_PICK(c) xj = c == jj ? r##c : xj;
+    LUG_REP(LUG_PICK)
+    /* LAPACK's idamax: the first largest |x|; NaN is never a candidate (a NaN on the
+     * diagonal stays the pivot below, as in lu_panel) */
+    const T v = fabs(xj);
+    const int cand = own && me >= jj && !isnan(v);
+    rv[lid] = cand ? v : (T)-1;
+    ri[lid] = cand ? (int)me : INT_MAX;
+    argmax_tree(rv, ri, lid, lsz);
+    const int wbest = ri[0];
+    const T wv = rv[0];
+#define LUG_PUT(c) xr[base + c] = r##c;
+    if (own && (int)me == wbest) {
+      const ulong base = (ulong)g * LUG_W;
+      LUG_REP(LUG_PUT)
+    }
+    if (own && me == jj) {
+      const ulong base = (ulong)G * LUG_W;
+      LUG_REP(LUG_PUT)
+    }
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0)
+      sl[g] = (ulong2)(LUG_BITS(wv), (ulong)stamp << 32 | (uint)wbest);
+    /* PoCL 3.1 skipped that store when the polling loop below shared its region */
+    barrier(CLK_LOCAL_MEM_FENCE);
+    /* wait for every group's candidate of this column; keep the best */
+    T bv = (T)-1;
+    int bi = INT_MAX, bg = 0;
+    for (uint h = lid; h < G; h += lsz) {
+      ulong2 e;
+      do
+        e = sl[h];
+      while ((uint)(e.y >> 32) != stamp);
+      const int i2 = (int)(uint)e.y;
+      const T v2 = LUG_VAL(e.x);
+      if (i2 != INT_MAX && (v2 > bv || (v2 == bv && i2 < bi))) {
+        bv = v2;
+        bi = i2;
+        bg = (int)h;
+      }
+    }
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    rv[lid] = bv;
+    ri[lid] = bi;
+    argmax_tree(rv, ri, lid, lsz);
+    /* the winning group is the one whose candidate has the winning position (one lane) */
+    if (bi == ri[0] && bi != INT_MAX)
+      rv[0] = (T)bg;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int best = ri[0];
+    const uint wg = best == INT_MAX ? G : (uint)rv[0];
+    /* the diagonal row and the winner's row (the same when the diagonal wins), every load
+     * issued before any is stored */
+    for (uint c = lid; c < LUG_W; c += 2 * lsz) {
+      const uint c2 = c + lsz;
+      const T d0 = xr[(ulong)G * LUG_W + c], w0 = xr[(ulong)wg * LUG_W + c];
+      const T d1 = c2 < LUG_W ? xr[(ulong)G * LUG_W + c2] : (T)0;
+      const T w1 = c2 < LUG_W ? xr[(ulong)wg * LUG_W + c2] : (T)0;
+      drow[c] = d0;
+      wrow[c] = w0;
+      if (c2 < LUG_W) {
+        drow[c2] = d1;
+        wrow[c2] = w1;
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint p = isnan(drow[jj]) || best == INT_MAX ? jj : (uint)best;
+    local const T *prow = p == jj ? drow : wrow;
+    if (g == 0) {
+      if (lid == 0) {
+        piv[poff + j0 + jj] = (int)(j0 + p) + 1;
+        if (prow[jj] == (T)0 && zero == 0)
+          zero = (int)(j0 + jj) + 1;
+      }
+      if (p != jj)
+        for (uint c = lid; c < sw; c += lsz) {
+          const uint col = s0 + c;
+          if (col >= j0 && col < j0 + ncols)
+            continue;
+          global T *rj = A + (ulong)(j0 + jj) * lda + col, *rp = A + (ulong)(j0 + p) * lda + col;
+          const T t = *rj;
+          *rj = *rp;
+          *rp = t;
+        }
+    }
+    if (own) {
+#define LUG_TAKE(c) r##c = src[c];
+      if (me == jj) {
+        local const T *src = prow;
+        LUG_REP(LUG_TAKE)
+      } else {
+        if (me == p) {
+          local const T *src = drow;
+          LUG_REP(LUG_TAKE)
+        }
+        if (me > jj) {
+          const T d = prow[jj];
+          T l = (T)0;
+#define LUG_L(c) l = c == jj ? r##c : l;
+          LUG_REP(LUG_L)
+          if (d != (T)0)
+            l = l / d;
+#define LUG_UPD(c) r##c = c == jj ? l : c > jj ? r##c - l * prow[c] : r##c;
+          LUG_REP(LUG_UPD)
+        }
+      }
+    }
+  }
+#define LUG_STORE(c)                                                                             \
+  if (c < ncols)                                                                                 \
+    myrow[c] = r##c;
+  if (own) {
+    LUG_REP(LUG_STORE)
+  }
+  if (g == 0 && lid == 0)
+    info[ioff] = zero;
+}
+#endif
+
 kernel void laswp(global T *a, ulong aoff, ulong astride, ulong lda, uint ncols, global int *piv,
                   ulong poff, ulong pstride, uint k1, uint k2, uint reverse, uint s0, uint sw)
 {

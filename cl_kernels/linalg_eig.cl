@@ -32,6 +32,126 @@
 #include "common.cl"
 #include "linalg_house.clh"
 
+/*
+ * sum_t B[t * ldb + col] x[t * xs] over the chunk [t0, t1) in four independent sums, so that
+ * four rows' loads are in flight at once (one sum made a chain of dependent loads).
+ */
+inline T chunk_dot(global const T *B, ulong ldb, uint col, global const T *x, ulong xs, uint t0,
+                   uint t1)
+{
+  T s0 = (T)0, s1 = (T)0, s2 = (T)0, s3 = (T)0;
+  uint t = t0;
+  for (; t + 3 < t1; t += 4) {
+    s0 += B[(ulong)t * ldb + col] * x[(ulong)t * xs];
+    s1 += B[(ulong)(t + 1) * ldb + col] * x[(ulong)(t + 1) * xs];
+    s2 += B[(ulong)(t + 2) * ldb + col] * x[(ulong)(t + 2) * xs];
+    s3 += B[(ulong)(t + 3) * ldb + col] * x[(ulong)(t + 3) * xs];
+  }
+  for (; t < t1; t++)
+    s0 += B[(ulong)t * ldb + col] * x[(ulong)t * xs];
+  return (s0 + s1) + (s2 + s3);
+}
+
+/*
+ * Sums over the group of three values per lane (every lane gets them); sh: 3 lsz T, of
+ * which only sh[0 .. 3) are read after the last barrier (tr_fin reuses the rest at once).
+ * lsz >= 4.
+ */
+inline void group_sum3(local T *sh, T *a, T *b, T *c, uint lid, uint lsz)
+{
+  barrier(CLK_LOCAL_MEM_FENCE);
+  sh[lid] = *a;
+  sh[lsz + lid] = *b;
+  sh[2 * lsz + lid] = *c;
+  for (uint off = lsz >> 1; off > 0; off >>= 1) {
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid < off) {
+      sh[lid] += sh[lid + off];
+      sh[lsz + lid] += sh[lsz + lid + off];
+      sh[2 * lsz + lid] += sh[2 * lsz + lid + off];
+    }
+  }
+  if (lid == 0) {
+    sh[1] = sh[lsz];
+    sh[2] = sh[2 * lsz];
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  *a = sh[0];
+  *b = sh[1];
+  *c = sh[2];
+}
+
+/*
+ * dlarfg's beta, tau (returned) and 1 / (alpha - beta) from nchunk (max |x|, sum (x / max)^2)
+ * pairs at P[k * stride] (LAPACK dlassq's combination), combined by the group's lanes
+ * together: a load each and local trees (every lane walking all the pairs made chains of
+ * dependent global loads in every group, on every column). All lanes call it; tmp: lsz T.
+ */
+inline T house_parts(global const T *P, ulong stride, uint nchunk, T alpha0, T *beta, T *scal,
+                     local T *tmp, uint lid, uint lsz)
+{
+  T m0 = (T)0;
+  for (uint k = lid; k < nchunk; k += lsz)
+    m0 = fmax(m0, P[k * stride]);
+  const T mxa = group_max(tmp, m0, lid, lsz);
+  T s0 = (T)0;
+  if (mxa > (T)0)
+    for (uint k = lid; k < nchunk; k += lsz) {
+      const T f = P[k * stride] / mxa;
+      s0 += P[k * stride + 1] * f * f;
+    }
+  const T ss = group_sum(tmp, s0, lid, lsz);
+  *beta = alpha0;
+  *scal = (T)1;
+  if (mxa == (T)0)
+    return (T)0;
+  const T xnorm = mxa * sqrt(ss);
+  const T b = -copysign(hypot(alpha0, xnorm), alpha0);
+  *beta = b;
+  *scal = (T)1 / (alpha0 - b);
+  return (b - alpha0) / b;
+}
+
+/*
+ * sh[col] = base[col] + scal sum_k P[k * stride + 2 + col] for the n1 columns from 0 and the
+ * n2 from off2: up to 8 lanes per column sum slices of the chunks into tmp (lsz T), then one
+ * lane per column the slices. All lanes call it; it ends with a barrier.
+ */
+inline void parts_cols(global const T *P, ulong stride, uint nchunk, uint n1, uint off2, uint n2,
+                       global const T *base, T scal, local T *sh, local T *tmp, uint lid,
+                       uint lsz)
+{
+  const uint w = n1 + n2, ns = w == 0 ? 0 : min(8u, lsz / w);
+  if (ns == 0) {
+    for (uint el = lid; el < w; el += lsz) {
+      const uint col = el < n1 ? el : off2 + el - n1;
+      T s = (T)0;
+      for (uint k = 0; k < nchunk; k++)
+        s += P[k * stride + 2 + col];
+      sh[col] = base[col] + scal * s;
+    }
+  } else {
+    const uint el = lid % w, sl = lid / w;
+    barrier(CLK_LOCAL_MEM_FENCE); /* tmp may still hold a caller's group sum being read */
+    if (sl < ns) {
+      const uint col = el < n1 ? el : off2 + el - n1;
+      T s = (T)0;
+      for (uint k = sl; k < nchunk; k += ns)
+        s += P[k * stride + 2 + col];
+      tmp[sl * w + el] = s;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid < w) {
+      const uint col = lid < n1 ? lid : off2 + lid - n1;
+      T s = (T)0;
+      for (uint q = 0; q < ns; q++)
+        s += tmp[q * w + lid];
+      sh[col] = base[col] + scal * s;
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+}
+
 kernel void tr_symv(global const T *a, ulong aoff, uint n, uint c, uint i, global const T *vw,
                     ulong vwoff, uint nb, global T *q, ulong qoff, global T *aa, ulong aaoff,
                     global T *part, ulong poff, uint nchunk, local T *sh)
@@ -73,10 +193,7 @@ kernel void tr_symv(global const T *a, ulong aoff, uint n, uint c, uint i, globa
   global const T *V = vw + vwoff;
   for (uint e = lid; e < 2 * i; e += lsz) {
     const uint col = e < i ? e : nb + e - i;
-    T s = (T)0;
-    for (uint t = t0; t < t1; t++)
-      s += V[(ulong)(c + 1 + t) * ld3 + col] * x[t];
-    P[2 + col] = s;
+    P[2 + col] = chunk_dot(V + (ulong)(c + 1) * ld3, ld3, col, x, 1, t0, t1);
   }
 }
 
@@ -95,44 +212,24 @@ kernel void tr_fin(global T *a, ulong aoff, uint n, uint c, uint i, global T *vw
   global T *V = vw + vwoff;
   global const T *P = part + poff;
   global const T *x = A + (ulong)c * n + c + 1;
-  /* dlarfg from the chunks' scaled sums of squares (LAPACK dlassq's combination) */
-  T mxa = (T)0;
-  for (uint k = 0; k < nchunk; k++)
-    mxa = fmax(mxa, P[k * stride]);
-  T ss = (T)0;
-  if (mxa > (T)0)
-    for (uint k = 0; k < nchunk; k++) {
-      const T f = P[k * stride] / mxa;
-      ss += P[k * stride + 1] * f * f;
-    }
-  const T alpha0 = x[0];
-  T tj = (T)0, beta = alpha0, scal = (T)1;
-  if (mxa > (T)0) {
-    const T xnorm = mxa * sqrt(ss);
-    beta = -copysign(hypot(alpha0, xnorm), alpha0);
-    scal = (T)1 / (alpha0 - beta);
-    tj = (beta - alpha0) / beta;
-  }
-  /* y = V^T v into sh[0 .. i), x = W^T v into sh[nb .. nb + i): row c+1 holds v's 1 */
-  for (uint el = lid; el < 2 * i; el += lsz) {
-    const uint col = el < i ? el : nb + el - i;
-    T s = (T)0;
-    for (uint k = 0; k < nchunk; k++)
-      s += P[k * stride + 2 + col];
-    sh[col] = V[(ulong)(c + 1) * ld3 + col] + scal * s;
-  }
-  /* v^T A22 v = p_0 + scal sum_{t>0} x_t p_t, p_t = aa_t + scal q_t */
-  T s1 = (T)0;
+  /* dlarfg from the chunks' partials; then y = V^T v into sh[0 .. i), x = W^T v into
+   * sh[nb .. nb + i) (row c+1 holds v's 1). tmp: the 3 lsz T after sh's 2 nb. */
+  local T *tmp = sh + 2 * nb;
+  T beta, scal;
+  const T tj = house_parts(P, stride, nchunk, x[0], &beta, &scal, tmp, lid, lsz);
+  parts_cols(P, stride, nchunk, i, nb, i, V + (ulong)(c + 1) * ld3, scal, sh, tmp, lid, lsz);
+  /* v^T A22 v = p_0 + scal sum_{t>0} x_t p_t, p_t = aa_t + scal q_t; with it, in one
+   * three-way tree, xy = (V^T v) . (W^T v) and row c+1's correction corr1 (a term per lane
+   * l < i, where one lane's chain of i global loads was) */
+  global const T *V1 = V + (ulong)(c + 1) * ld3;
+  T s1 = (T)0, xy = (T)0, corr1 = (T)0;
   for (uint u = 1 + lid; u < len; u += lsz)
     s1 += x[u] * (aa[aaoff + u] + scal * q[qoff + u]);
-  s1 = group_sum(sh + 2 * nb, s1, lid, lsz); /* its barriers also publish sh[0 .. 2 nb) */
-  T xy = (T)0;
-  for (uint l = 0; l < i; l++)
+  for (uint l = lid; l < i; l += lsz) {
     xy += sh[l] * sh[nb + l];
-  global const T *V1 = V + (ulong)(c + 1) * ld3;
-  T corr1 = (T)0;
-  for (uint l = 0; l < i; l++)
     corr1 += V1[l] * sh[nb + l] + V1[nb + l] * sh[l];
+  }
+  group_sum3(tmp, &s1, &xy, &corr1, lid, lsz);
   const T p0 = aa[aaoff] + scal * q[qoff];
   const T wv = tj * (p0 + scal * s1 - (T)2 * xy);
   const T alpha = (T)-0.5 * tj * wv;
@@ -199,28 +296,6 @@ kernel void tr_fin(global T *a, ulong aoff, uint n, uint c, uint i, global T *vw
  *     = 1). lpr lanes per row. sh: 2 nb + 2 lsz T.
  */
 
-/* dlarfg's beta, tau and 1 / (alpha - beta) from nchunk (max |x|, sum (x / max)^2) pairs. */
-inline T house_parts(global const T *P, ulong stride, uint nchunk, T alpha0, T *beta, T *scal)
-{
-  T mxa = (T)0;
-  for (uint k = 0; k < nchunk; k++)
-    mxa = fmax(mxa, P[k * stride]);
-  *beta = alpha0;
-  *scal = (T)1;
-  if (mxa == (T)0)
-    return (T)0;
-  T ss = (T)0;
-  for (uint k = 0; k < nchunk; k++) {
-    const T f = P[k * stride] / mxa;
-    ss += P[k * stride + 1] * f * f;
-  }
-  const T xnorm = mxa * sqrt(ss);
-  const T b = -copysign(hypot(alpha0, xnorm), alpha0);
-  *beta = b;
-  *scal = (T)1 / (alpha0 - b);
-  return (b - alpha0) / b;
-}
-
 /*
  * Over the chunk [t0, t1) of x (stride xs): (max |x|, sum (x / max)^2) into P[0], P[1], and
  * into P[2 + col] the sums of B[t * ldb + col] x[t] for cols [0, n1) and [off2, off2 + n2).
@@ -245,10 +320,7 @@ inline void aux_parts(global const T *x, ulong xs, uint t0, uint t1, global cons
   }
   for (uint el = lid; el < n1 + n2; el += lsz) {
     const uint col = el < n1 ? el : off2 + el - n1;
-    T s = (T)0;
-    for (uint t = t0; t < t1; t++)
-      s += B[t * ldb + col] * x[t * xs];
-    P[2 + col] = s;
+    P[2 + col] = chunk_dot(B, ldb, col, x, xs, t0, t1);
   }
 }
 
@@ -280,10 +352,7 @@ inline void aux_parts_nb(global const T *x, ulong xs, uint t0, uint t1, global c
       continue;
     }
     const uint col = el < n1 ? el : off2 + el - n1;
-    T s = (T)0;
-    for (uint t = t0; t < t1; t++)
-      s += B[t * ldb + col] * x[t * xs];
-    P[2 + col] = s;
+    P[2 + col] = chunk_dot(B, ldb, col, x, xs, t0, t1);
   }
 }
 
@@ -326,16 +395,10 @@ kernel void bd_yfin(global T *a, ulong aoff, uint M, uint N, uint c, uint i, glo
   global T *Rt = rt + rtoff;
   global const T *aux = part + poff + (ulong)nchunk * N;
   T beta, scal;
-  const T tq = house_parts(aux, stride, nchunk, A[(ulong)c * N + c], &beta, &scal);
+  const T tq =
+      house_parts(aux, stride, nchunk, A[(ulong)c * N + c], &beta, &scal, sh + 2 * nb, lid, lsz);
   /* U^T u into sh[0 .. i), X^T u into sh[nb .. nb + i) (u[c] = 1) */
-  for (uint el = lid; el < 2 * i; el += lsz) {
-    const uint col = el < i ? el : nb + el - i;
-    T s = (T)0;
-    for (uint k = 0; k < nchunk; k++)
-      s += aux[k * stride + 2 + col];
-    sh[col] = Lf[(ulong)c * ld2 + col] + scal * s;
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
+  parts_cols(aux, stride, nchunk, i, nb, i, Lf + (ulong)c * ld2, scal, sh, sh + 2 * nb, lid, lsz);
   /* column s: lpr lanes share the partial sums and the row's Y, Vr^T terms */
   const uint s_ = c + 1 + t;
   global T *Rs = Rt + (ulong)(t < C ? s_ : c + 1) * ld2;
@@ -415,16 +478,11 @@ kernel void bd_xfin(global T *a, ulong aoff, uint M, uint N, uint c, uint i, glo
   global T *Rt = rt + rtoff;
   global const T *aux = part + poff;
   T beta, scal;
-  const T tp = house_parts(aux, stride, nchunk, A[(ulong)c * N + c + 1], &beta, &scal);
+  const T tp = house_parts(aux, stride, nchunk, A[(ulong)c * N + c + 1], &beta, &scal,
+                           sh + 2 * nb, lid, lsz);
   /* Y^T v into sh[0 .. i], Vr v into sh[nb .. nb + i) (v[c+1] = 1) */
-  for (uint el = lid; el < 2 * i + 1; el += lsz) {
-    const uint col = el <= i ? el : nb + el - i - 1;
-    T s = (T)0;
-    for (uint k = 0; k < nchunk; k++)
-      s += aux[k * stride + 2 + col];
-    sh[col] = Rt[(ulong)(c + 1) * ld2 + col] + scal * s;
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
+  parts_cols(aux, stride, nchunk, i + 1, nb, i, Rt + (ulong)(c + 1) * ld2, scal, sh, sh + 2 * nb,
+             lid, lsz);
   /* row r: lpr lanes share the row's U, X terms */
   const uint r = c + 1 + t;
   global T *Lr = Lf + (ulong)(t < R ? r : c + 1) * ld2;

@@ -11,7 +11,9 @@
  * into registers, so that they fly while the previous chunk is multiplied), -DATT_RA (1: the
  * row reductions share the staging space, two more barriers per key tile; for tiles whose
  * local memory would not fit otherwise), -DATT_BWD=N (the backward kernels and rope too, with
- * the backward tiles N, below), -DATT_G (GPUs: the kernels declare their work-group size).
+ * the backward tiles N, below), -DATT_NF (1: without att_fwd, for the programs of backward
+ * tables other than the rule's, which only the backward pass uses), -DATT_G (GPUs: the kernels
+ * declare their work-group size).
  * Options left out are 0 (absent). att_fwd runs on (BQ/TM) (BK/TN) work-items.
  *
  * Layout: q [BH, Sq, D], k [BH, Sk, D], v [BH, Sk, Dv], out [BH, Sq, Dv], lse [BH, Sq] (in T:
@@ -24,7 +26,7 @@
  *
  * Backward (FlashAttention-2: recompute p = exp(s - lse) from the saved lse), register-blocked
  * as the forward (tiles at the kernels):
- *   att_bwd_pre: delta[i] = sum_d dout[i, d] out[i, d]            flat over BH Sq rows
+ *   att_bwd_pre: delta[i] = sum_d dout[i, d] out[i, d]            32 items per row
  *   att_bwd_dkdv: a work-group per ABK_KV keys, looping over query tiles:
  *     dv_j += p_ij dout_i, dk_j += p_ij (dout_i . v_j - delta_i) scale q_i
  *   att_bwd_dq: a work-group per ABQ_Q queries, looping over key tiles:
@@ -36,7 +38,8 @@
  *           mstride, scale, flags)
  *   att_bwd_pre(dout, doff, o, ooff, delta, rows, Dv)
  *   att_bwd_dkdv(q, qoff, k, koff, v, voff, mask, moff, dout, doff, lse, loff, delta, dk,
- *                dkoff, dv, dvoff, BH, Sq, Sk, D, Dv, mstride, scale, flags)
+ *                dkoff, dv, dvoff, dqacc, BH, Sq, Sk, D, Dv, mstride, scale, flags)
+ *   att_bwd_dq_store(acc, dq, dqoff, n)              (table 7: dQ from dqacc)
  *   att_bwd_dq(q, qoff, k, koff, v, voff, mask, moff, dout, doff, lse, loff, delta, dq, dqoff,
  *              BH, Sq, Sk, D, Dv, mstride, scale, flags)
  *   rope(x, xoff, cosv, coff, sinv, soff, y, yoff, rows, S, D, R, flags)
@@ -50,6 +53,7 @@
 #define ATT_CAUSAL 1u
 #define ATT_MASK 2u
 #define ATT_VEC 4u /* att_fwd: q, k, v 16-byte aligned, D and Dv multiples of 4 */
+#define ATT_DQF 8u /* att_bwd_dkdv with AKV_DQ: add dQ to dqacc */
 
 #define ROPE_HALF 1u
 #define ROPE_INV 2u
@@ -87,6 +91,9 @@
 #endif
 #ifndef ATT_RA
 #define ATT_RA 0
+#endif
+#ifndef ATT_NF
+#define ATT_NF 0
 #endif
 /* reqd_work_group_size on GPUs only: NVIDIA's compiler sizes the register budget by it (a
  * kernel without it may run 1024 items: 64 registers each). PoCL goes without: the programs
@@ -277,6 +284,7 @@ att_fwd_store_v(local T4 *stage4, const T4 *pf, uint lid)
   }
 }
 
+#if !ATT_NF
 kernel ATT_WG(ATT_NT) void
 att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global const ST *v,
         ulong voff, global const ST *mask, ulong moff, global ST *o, ulong ooff, global T *lse,
@@ -459,39 +467,80 @@ att_fwd(global const ST *q, ulong qoff, global const ST *k, ulong koff, global c
       lse[loff + bh * Sq + row] = (m[i] + log2(l)) * (T)ATT_LN2;
   }
 }
+#endif
 
 /* The backward kernels and rope: only in the program of the rule's tile at head 128 (the one
  * they run from, -DATT_BWD=N); the other forward variants build att_fwd alone. */
 #ifdef ATT_BWD
 
-kernel void
+/* delta: ATT_PRE_RW rows per work-group of 256, 32 items along each row (coalesced loads),
+ * their partial sums added in local memory. */
+#define ATT_PRE_RW 8
+kernel ATT_WG(256) void
 att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, global T *delta,
             ulong rows, ulong Dv)
 {
-  for (ulong r = get_global_id(0); r < rows; r += get_global_size(0)) {
-    T a = (T)0;
-    for (ulong d = 0; d < Dv; d++)
+  local T part[256];
+  const uint lid = get_local_id(0), lane = lid % 32;
+  const ulong r = get_group_id(0) * ATT_PRE_RW + lid / 32;
+  T a = (T)0;
+  if (r < rows)
+    for (ulong d = lane; d < Dv; d += 32)
       a += KILN_LOAD(dout, doff + r * Dv + d) * KILN_LOAD(o, ooff + r * Dv + d);
-    delta[r] = a;
+  part[lid] = a;
+  for (uint h = 16; h > 0; h /= 2) {
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lane < h)
+      part[lid] += part[lid + h];
   }
+  if (lane == 0 && r < rows)
+    delta[r] = part[lid];
 }
 
 /*
- * Backward tiles, -DATT_BWD (lib/ops/nn_attention.c, att_bwd_effective; the programs carry the
- * rule's forward variant, ATT_DH 128 on every device): the register tile is AB_TM x AB_TN,
+ * Backward tiles, -DATT_BWD (lib/ops/nn_attention.c, att_bwd_tables and att_bwd_effective; the
+ * programs carry the rule's forward variant, ATT_DH 128 on every device): register tiles of
+ * AKV_TM keys x AKV_TN queries (att_bwd_dkdv) and AQ_TM queries x AQ_TN keys (att_bwd_dq),
  * staging chunks of *_DC features (transposed) and *_VK rows (as they are); chunks as large as
  * the local memory allows (each chunk costs two barriers and a wait for its loads).
  *   att_bwd_dkdv: ABK_KV keys per work-group, query tiles of ABQ_KV;
  *   att_bwd_dq:   ABQ_Q queries per work-group, key tiles of ABK_Q.
- * ATT_BWD 1: local arrays within 32 KiB (OpenCL's minimum for GPUs, and oclgrind's default);
+ * ATT_BWD 1: 4 x 4 register tiles, local arrays within 32 KiB (OpenCL's minimum for GPUs, and
+ * oclgrind's default);
  * ATT_BWD 2 (f32 and halves): 256 items, twice the keys (dK, dV) or queries (dQ) per
  * work-group, so each staged Q/dO row (K/V row) serves twice the products; 43 and 38 KiB;
  * ATT_BWD 3: table 1's tiles with chunks twice as large (half the barriers), 45 and 35 KiB
- * (f64 37 and 28 KiB).
+ * (f64 37 and 28 KiB);
+ * ATT_BWD 4 (f32 and halves): table 2's dK/dV; dQ with 8 x 4 register tiles over 128 queries
+ * x 64 keys (3 local loads per 32 products instead of 2 per 16), 46 KiB;
+ * ATT_BWD 5 (f32 and halves): dK/dV with 4 keys x 8 queries per item over 64 x 64 (128
+ * items, 16 features of dK and dV each), table 4's dQ;
+ * ATT_BWD 6 (f32 and halves): dK/dV with 8 keys x 4 queries per item over 64 x 64 (128
+ * items, 8 features each: 8 local loads per 128 products in dV and dK), table 4's dQ.
+ * ATT_BWD 7 (f32 and halves): table 2's att_bwd_dkdv computing dQ as well (FlashAttention-2's
+ * five products instead of seven): with flags ATT_DQF, after each query tile's dK and dV, its
+ * dQ contribution dS K over the group's keys (warp w owns AQF_R queries, lane l features
+ * 4l..4l+3, K rows staged 2 AKV_VK at a time), moved through local memory so that consecutive
+ * items add consecutive elements, added to the f32 accumulator dqacc [BH, Sq, D] (zeroed by
+ * the host) with atomic adds: NVIDIA's red.global.add.f32 (inline PTX, where
+ * cl_nv_pragma_unroll says the compiler is NVIDIA's), else a compare-and-swap loop. The order
+ * of the adds varies, so dQ is not bit-reproducible run to run (dK and dV are); att_bwd_dq_store
+ * writes it out in q's dtype. ATT_BWD 8 and 9: the same with tables 5's and 6's
+ * att_bwd_dkdv (128 items: the dQ of a query tile in two passes of 32 queries).
+ * ATT_BWD 10, 11, 12: 7, 8 and 9 with att_bwd_dkdv's global loads issued one staging step
+ * ahead into registers (AKV_PF, as att_fwd's ATT_PF), so that they fly while the previous
+ * chunk is multiplied.
+ * f64 builds table 1 for anything but 3 (the host never asks for the others in f64).
  */
-#define AB_TM 4
-#define AB_TN 4
-#if defined(KILN_DT_F64) && ATT_BWD == 3
+/* Tables 10-12: 7-9 with att_bwd_dkdv's staging loads issued one step ahead (AKV_PF). */
+#if ATT_BWD >= 10 && !defined(KILN_DT_F64)
+#define AKV_PF 1
+#define ATT_BWDT (ATT_BWD - 3)
+#else
+#define AKV_PF 0
+#define ATT_BWDT ATT_BWD
+#endif
+#if defined(KILN_DT_F64) && ATT_BWDT == 3
 #define ABK_KV 32
 #define ABQ_KV 32
 #define AKV_DC 32
@@ -509,7 +558,7 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
 #define ABK_Q 32
 #define AQ_DC 16
 #define AQ_VK 16
-#elif ATT_BWD == 3
+#elif ATT_BWDT == 3
 #define ABK_KV 32
 #define ABQ_KV 64
 #define AKV_DC 64
@@ -518,15 +567,21 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
 #define ABK_Q 32
 #define AQ_DC 64
 #define AQ_VK 32
-#elif ATT_BWD == 2
+#elif ATT_BWDT == 2 || ATT_BWDT == 4 || ATT_BWDT == 7
 #define ABK_KV 64
 #define ABQ_KV 64
 #define AKV_DC 16
 #define AKV_VK 8
-#define ABQ_Q 128
-#define ABK_Q 32
-#define AQ_DC 32
-#define AQ_VK 32
+#elif ATT_BWDT == 5 || ATT_BWDT == 6 || ATT_BWDT == 8 || ATT_BWDT == 9
+#define ABK_KV 64
+#define ABQ_KV 64
+#define AKV_DC 16
+#define AKV_VK 8
+#if ATT_BWDT == 5 || ATT_BWDT == 8
+#define AKV_TN 8
+#else
+#define AKV_TM 8
+#endif
 #else
 #define ABK_KV 32
 #define ABQ_KV 64
@@ -537,9 +592,38 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
 #define AQ_DC 32
 #define AQ_VK 32
 #endif
+#if !defined(KILN_DT_F64) && (ATT_BWDT == 2 || ATT_BWDT == 7)
+#define ABQ_Q 128
+#define ABK_Q 32
+#define AQ_DC 32
+#define AQ_VK 32
+#elif !defined(KILN_DT_F64) && ATT_BWDT >= 4
+#define ABQ_Q 128
+#define ABK_Q 64
+#define AQ_TM 8
+#define AQ_DC 16
+#define AQ_VK 16
+#endif
+#if !defined(KILN_DT_F64) && ATT_BWDT >= 7
+#define AKV_DQ 1
+#else
+#define AKV_DQ 0
+#endif
+#ifndef AKV_TM
+#define AKV_TM 4
+#endif
+#ifndef AKV_TN
+#define AKV_TN 4
+#endif
+#ifndef AQ_TM
+#define AQ_TM 4
+#endif
+#ifndef AQ_TN
+#define AQ_TN 4
+#endif
 
-#define AKV_NTR (ABK_KV / AB_TM)
-#define AKV_NTC (ABQ_KV / AB_TN)
+#define AKV_NTR (ABK_KV / AKV_TM)
+#define AKV_NTC (ABQ_KV / AKV_TN)
 #define AKV_NT (AKV_NTR * AKV_NTC)
 #define AKV_W (AKV_NTR < 8 ? AKV_NTR : 8)
 #define AKV_ON (ATT_DH / AKV_NTC)
@@ -549,8 +633,8 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
 #define AKV_D (AKV_VK * 2 * ATT_DH)
 #define AKV_STAGE (AKV_A > AKV_D ? AKV_A : AKV_D)
 
-#define AQ_NTR (ABQ_Q / AB_TM)
-#define AQ_NTC (ABK_Q / AB_TN)
+#define AQ_NTR (ABQ_Q / AQ_TM)
+#define AQ_NTC (ABK_Q / AQ_TN)
 #define AQ_NT (AQ_NTR * AQ_NTC)
 #define AQ_W (AQ_NTR < 8 ? AQ_NTR : 8)
 #define AQ_ON (ATT_DH / AQ_NTC)
@@ -565,23 +649,157 @@ att_bwd_pre(global const ST *dout, ulong doff, global const ST *o, ulong ooff, g
  * (ATT_DH 128). */
 #if AKV_ON >= 4 && AQ_ON >= 4
 
+#if AKV_DQ
+/* dQ through dqacc: items per query row (a lane per 4 features), row groups, queries per row
+ * group and pass, passes over the query tile (the accumulators stay at AQF_R 4-vectors), K
+ * rows per staging chunk. */
+#define AQF_L (ATT_DH / 4)
+#define AQF_W (AKV_NT / AQF_L)
+#define AQF_R 8
+#define AQF_P (ABQ_KV / (AQF_W * AQF_R))
+#define AQF_VK (2 * AKV_VK)
+#if AKV_NT % AQF_L || AQF_P * AQF_W * AQF_R != ABQ_KV || ABK_KV % AQF_VK || AQF_VK % 4 ||    \
+    (AQF_P > 1 && AQF_W * AQF_R * ATT_DH > ABQ_KV * AKV_KS) || 2 * AKV_KS < ATT_DH ||            \
+    AKV_STAGE < AQF_VK * ATT_DH
+#error "nn_attention.cl: unsupported fused dQ tile"
+#endif
+
+static void
+att_red_add(global float *p, float v)
+{
+#ifdef cl_nv_pragma_unroll
+  asm volatile("red.global.add.f32 [%0], %1;" ::"l"(p), "f"(v) : "memory");
+#else
+  volatile global uint *u = (volatile global uint *)p;
+  uint old = *u, seen;
+  while ((seen = atomic_cmpxchg(u, old, as_uint(as_float(old) + v))) != old)
+    old = seen;
+#endif
+}
+
+/* One query tile's dQ = scale dS K over the group's keys, added to dq [Sq, D] (this (batch,
+ * head)'s rows). pds4 holds P^T, then dS [query][key] (row stride AKV_KS) from
+ * ABQ_KV AKV_KS / 4 on; each pass's dQ rows go through the P^T half (both halves when one
+ * pass covers the tile). Every item calls it (barriers inside). */
+static void
+att_bwd_dq_add(global float *dq, local T4 *pds4, local T4 *stage4, global const ST *kb, ulong k0,
+               ulong Sk, ulong i0, ulong Sq, ulong D, T scale, uint lid, uint vec)
+{
+  local const T4 *ds4 = pds4 + ABQ_KV * AKV_KS / 4;
+  local const T *dql = (local const T *)pds4;
+  const uint fl = lid % AQF_L;
+  for (uint p = 0; p < AQF_P; p++) {
+    const uint q0 = p * AQF_W * AQF_R, qw = (lid / AQF_L) * AQF_R;
+    T4 acc[AQF_R];
+    for (int r = 0; r < AQF_R; r++)
+      acc[r] = (T4)((T)0);
+    for (uint c0 = 0; c0 < ABK_KV && k0 + c0 < Sk; c0 += AQF_VK) {
+      barrier(CLK_LOCAL_MEM_FENCE);
+      att_stage_rows(stage4, AQF_VK, kb, k0 + c0, Sk, D, lid, AKV_NT, vec);
+      barrier(CLK_LOCAL_MEM_FENCE);
+      for (int c = 0; c < AQF_VK; c += 4) {
+        T4 k4[4];
+        for (int u = 0; u < 4; u++)
+          k4[u] = stage4[(c + u) * AQF_L + fl];
+        for (int r = 0; r < AQF_R; r++) {
+          T4 d4 = ds4[(q0 + qw + r) * (AKV_KS / 4) + (c0 + c) / 4];
+          acc[r] += d4.x * k4[0] + d4.y * k4[1] + d4.z * k4[2] + d4.w * k4[3];
+        }
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int r = 0; r < AQF_R; r++)
+      pds4[(qw + r) * AQF_L + fl] = acc[r];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint e = lid; e < AQF_W * AQF_R * ATT_DH; e += AKV_NT) {
+      ulong row = i0 + q0 + e / ATT_DH, d = e % ATT_DH;
+      if (row < Sq && d < D)
+        att_red_add(dq + row * D + d, dql[e] * scale);
+    }
+  }
+}
+
+/* dQ from the f32 accumulator to q's dtype. */
+kernel void
+att_bwd_dq_store(global const T *acc, global ST *dq, ulong dqoff, ulong n)
+{
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0))
+    KILN_STORE(dq, dqoff + i, acc[i]);
+}
+#endif
+
+#if AKV_PF
+/* att_bwd_dkdv's staging steps through the registers pf: kind 0 a K/Q chunk (features x..),
+ * 1 a V/dO chunk, 2 rows x.. of dO and Q as they are (att_stage_t's and att_stage_rows'
+ * layouts); item lid owns 4-vectors lid + i AKV_NT. */
+#define AKV_NK4 (ABK_KV * (AKV_DC / 4))
+#define AKV_NC4 (AKV_NK4 + ABQ_KV * (AKV_DC / 4))
+#define AKV_NRR4 (AKV_VK * (ATT_DH / 4))
+#define AKV_NPF (((AKV_NC4 > 2 * AKV_NRR4 ? AKV_NC4 : 2 * AKV_NRR4) + AKV_NT - 1) / AKV_NT)
+
+static void
+akv_load(T4 *pf, uint kind, ulong i0, ulong x, uint lid, global const ST *qb,
+         global const ST *kb, global const ST *vb, global const ST *db, ulong k0, ulong Sq,
+         ulong Sk, ulong D, ulong Dv, T qscale, uint vec)
+{
+  for (int i = 0; i < AKV_NPF; i++) {
+    uint e = lid + i * AKV_NT;
+    T4 v4 = (T4)((T)0);
+    if (kind < 2) {
+      ulong Dx = kind ? Dv : D;
+      if (e < AKV_NK4)
+        v4 = att_chunk_load(e, kind ? vb : kb, k0, Sk, Dx, x, (T)1, AKV_DC, vec);
+      else if (e < AKV_NC4)
+        v4 = att_chunk_load(e - AKV_NK4, kind ? db : qb, i0, Sq, Dx, x, kind ? (T)1 : qscale,
+                            AKV_DC, vec);
+    } else if (e < 2 * AKV_NRR4) {
+      uint j = e < AKV_NRR4 ? e : e - AKV_NRR4;
+      ulong Dx = e < AKV_NRR4 ? Dv : D, row = i0 + x + j / (ATT_DH / 4);
+      if (row < Sq)
+        v4 = att_load4((e < AKV_NRR4 ? db : qb) + row * Dx, 4 * (j % (ATT_DH / 4)), Dx, vec);
+    }
+    pf[i] = v4;
+  }
+}
+
+static void
+akv_store(local T4 *stage4, const T4 *pf, uint kind, uint lid)
+{
+  local T *stage = (local T *)stage4;
+  for (int i = 0; i < AKV_NPF; i++) {
+    uint e = lid + i * AKV_NT;
+    if (kind < 2) {
+      if (e < AKV_NK4)
+        att_chunk_store(stage, AKV_KS, e, AKV_DC, pf[i]);
+      else if (e < AKV_NC4)
+        att_chunk_store(stage + AKV_DC * AKV_KS, AKV_QS, e - AKV_NK4, AKV_DC, pf[i]);
+    } else if (e < 2 * AKV_NRR4) {
+      stage4[e] = pf[i];
+    }
+  }
+}
+#define AKV_LOAD(kind, i0, x)                                                                 \
+  akv_load(pf, kind, i0, x, lid, qb, kb, vb, db, k0, Sq, Sk, D, Dv, qscale, vec)
+#endif
+
 /*
- * dK and dV: work-item (tr, tc) holds AB_TM keys x AB_TN queries of S^T = K Q^T and of
+ * dK and dV: work-item (tr, tc) holds AKV_TM keys x AKV_TN queries of S^T = K Q^T and of
  * dP^T = V dO^T (both from transposed chunks), turns them into P^T = exp(s - lse) and
  * dS^T = P^T (dP^T - delta), which go to local memory as [query][key]; then its keys' rows of
- * dV += P^T dO and dK += dS^T Q over ATT_DH / (ABQ_KV / AB_TN) features (dO and Q rows staged
+ * dV += P^T dO and dK += dS^T Q over ATT_DH / (ABQ_KV / AKV_TN) features (dO and Q rows staged
  * as they are). Hidden pairs (past Sq or Sk, causal, -inf in the mask) give p = 0.
  */
 kernel ATT_WG(AKV_NT) void
 att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, global const ST *v,
              ulong voff, global const ST *mask, ulong moff, global const ST *dout, ulong doff,
              global const T *lse, ulong loff, global const T *delta, global ST *dk, ulong dkoff,
-             global ST *dv, ulong dvoff, ulong BH, ulong Sq, ulong Sk, ulong D, ulong Dv,
-             ulong mstride, T scale, uint flags)
+             global ST *dv, ulong dvoff, global T *dqacc, ulong BH, ulong Sq, ulong Sk, ulong D,
+             ulong Dv, ulong mstride, T scale, uint flags)
 {
   local T4 stage4[AKV_STAGE / 4];
-  local T4 ps4[ABQ_KV * AKV_KS / 4];
-  local T4 ds4[ABQ_KV * AKV_KS / 4];
+  /* P^T and dS^T; with AKV_DQ, then the query tile's dQ [ABQ_KV][ATT_DH]. */
+  local T4 pds4[2 * ABQ_KV * AKV_KS / 4];
+  local T4 *ps4 = pds4, *ds4 = pds4 + ABQ_KV * AKV_KS / 4;
   local T lse_s[ABQ_KV], del_s[ABQ_KV];
   local T *stage = (local T *)stage4;
   const uint lid = get_local_id(0), vec = flags & ATT_VEC;
@@ -594,80 +812,105 @@ att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, glo
   global const ST *vb = v + voff + bh * Sk * Dv;
   global const ST *db = dout + doff + bh * Sq * Dv;
   global const ST *mb = mask + moff + bh * mstride;
-  T adk[AB_TM][AKV_ON], adv[AB_TM][AKV_ON];
-  uint keys[AB_TM];
-  for (int i = 0; i < AB_TM; i++) {
+  /* Scores in base 2, as att_fwd's: Q staged times scale log2(e), lse and mask times log2(e). */
+  const T qscale = scale * (T)ATT_LOG2E;
+  T adk[AKV_TM][AKV_ON], adv[AKV_TM][AKV_ON];
+  uint keys[AKV_TM];
+  for (int i = 0; i < AKV_TM; i++) {
     keys[i] = (i / 4) * 4 * AKV_NTR + 4 * tr + i % 4;
     for (int e = 0; e < AKV_ON; e++)
       adk[i][e] = adv[i][e] = (T)0;
   }
   /* Causal: queries before the first key see none of the group's keys. */
   ulong istart = (flags & ATT_CAUSAL) ? k0 - k0 % ABQ_KV : 0;
+#if AKV_PF
+  T4 pf[AKV_NPF];
+  if (istart < Sq)
+    AKV_LOAD(0, istart, 0);
+#endif
   for (ulong i0 = istart; i0 < Sq; i0 += ABQ_KV) {
     for (uint e = lid; e < ABQ_KV; e += AKV_NT) {
-      lse_s[e] = i0 + e < Sq ? lse[loff + bh * Sq + i0 + e] : (T)0;
+      lse_s[e] = i0 + e < Sq ? lse[loff + bh * Sq + i0 + e] * (T)ATT_LOG2E : (T)0;
       del_s[e] = i0 + e < Sq ? delta[bh * Sq + i0 + e] : (T)0;
     }
-    T st[AB_TM][AB_TN], dpt[AB_TM][AB_TN];
-    for (int i = 0; i < AB_TM; i++)
-      for (int j = 0; j < AB_TN; j++)
+    T st[AKV_TM][AKV_TN], dpt[AKV_TM][AKV_TN];
+    for (int i = 0; i < AKV_TM; i++)
+      for (int j = 0; j < AKV_TN; j++)
         st[i][j] = dpt[i][j] = (T)0;
     for (ulong d0 = 0; d0 < D; d0 += AKV_DC) {
       barrier(CLK_LOCAL_MEM_FENCE);
+#if AKV_PF
+      akv_store(stage4, pf, 0, lid);
+      barrier(CLK_LOCAL_MEM_FENCE);
+      if (d0 + AKV_DC < D)
+        AKV_LOAD(0, i0, d0 + AKV_DC);
+      else
+        AKV_LOAD(1, i0, 0);
+#else
       att_stage_t(stage, AKV_KS, ABK_KV, kb, k0, Sk, D, d0, (T)1, lid, AKV_DC, AKV_NT, vec);
-      att_stage_t(stage + AKV_DC * AKV_KS, AKV_QS, ABQ_KV, qb, i0, Sq, D, d0, scale, lid, AKV_DC,
+      att_stage_t(stage + AKV_DC * AKV_KS, AKV_QS, ABQ_KV, qb, i0, Sq, D, d0, qscale, lid, AKV_DC,
                   AKV_NT, vec);
       barrier(CLK_LOCAL_MEM_FENCE);
+#endif
       for (int dd = 0; dd < AKV_DC; dd++) {
-        T kv[AB_TM], qv[AB_TN];
-        for (int a = 0; a < AB_TM / 4; a++) {
+        T kv[AKV_TM], qv[AKV_TN];
+        for (int a = 0; a < AKV_TM / 4; a++) {
           T4 t = stage4[dd * (AKV_KS / 4) + a * AKV_NTR + tr];
           ATT_UNPACK(kv, 4 * a, t);
         }
-        for (int b = 0; b < AB_TN / 4; b++) {
+        for (int b = 0; b < AKV_TN / 4; b++) {
           T4 t = stage4[AKV_DC * AKV_KS / 4 + dd * (AKV_QS / 4) + b * AKV_NTC + tc];
           ATT_UNPACK(qv, 4 * b, t);
         }
-        for (int i = 0; i < AB_TM; i++)
-          for (int j = 0; j < AB_TN; j++)
+        for (int i = 0; i < AKV_TM; i++)
+          for (int j = 0; j < AKV_TN; j++)
             st[i][j] += kv[i] * qv[j];
       }
     }
     for (ulong d0 = 0; d0 < Dv; d0 += AKV_DC) {
       barrier(CLK_LOCAL_MEM_FENCE);
+#if AKV_PF
+      akv_store(stage4, pf, 1, lid);
+      barrier(CLK_LOCAL_MEM_FENCE);
+      if (d0 + AKV_DC < Dv)
+        AKV_LOAD(1, i0, d0 + AKV_DC);
+      else
+        AKV_LOAD(2, i0, 0);
+#else
       att_stage_t(stage, AKV_KS, ABK_KV, vb, k0, Sk, Dv, d0, (T)1, lid, AKV_DC, AKV_NT, vec);
       att_stage_t(stage + AKV_DC * AKV_KS, AKV_QS, ABQ_KV, db, i0, Sq, Dv, d0, (T)1, lid, AKV_DC,
                   AKV_NT, vec);
       barrier(CLK_LOCAL_MEM_FENCE);
+#endif
       for (int dd = 0; dd < AKV_DC; dd++) {
-        T vv[AB_TM], ov[AB_TN];
-        for (int a = 0; a < AB_TM / 4; a++) {
+        T vv[AKV_TM], ov[AKV_TN];
+        for (int a = 0; a < AKV_TM / 4; a++) {
           T4 t = stage4[dd * (AKV_KS / 4) + a * AKV_NTR + tr];
           ATT_UNPACK(vv, 4 * a, t);
         }
-        for (int b = 0; b < AB_TN / 4; b++) {
+        for (int b = 0; b < AKV_TN / 4; b++) {
           T4 t = stage4[AKV_DC * AKV_KS / 4 + dd * (AKV_QS / 4) + b * AKV_NTC + tc];
           ATT_UNPACK(ov, 4 * b, t);
         }
-        for (int i = 0; i < AB_TM; i++)
-          for (int j = 0; j < AB_TN; j++)
+        for (int i = 0; i < AKV_TM; i++)
+          for (int j = 0; j < AKV_TN; j++)
             dpt[i][j] += vv[i] * ov[j];
       }
     }
-    for (int j = 0; j < AB_TN; j++) {
+    for (int j = 0; j < AKV_TN; j++) {
       uint qc = (j / 4) * 4 * AKV_NTC + 4 * tc + j % 4;
       ulong qi = i0 + qc;
-      for (int i = 0; i < AB_TM; i++) {
+      for (int i = 0; i < AKV_TM; i++) {
         ulong key = k0 + keys[i];
         T x = st[i][j];
         int hidden = key >= Sk || qi >= Sq || ((flags & ATT_CAUSAL) && key > qi);
         if (!hidden && (flags & ATT_MASK))
-          x += KILN_LOAD(mb, qi * Sk + key);
-        T p = hidden || x == -INFINITY ? (T)0 : exp(x - lse_s[qc]);
+          x += KILN_LOAD(mb, qi * Sk + key) * (T)ATT_LOG2E;
+        T p = hidden || x == -INFINITY ? (T)0 : ATT_EXP2(x - lse_s[qc]);
         st[i][j] = p;
         dpt[i][j] = p * (dpt[i][j] - del_s[qc]);
       }
-      for (int a = 0; a < AB_TM / 4; a++) {
+      for (int a = 0; a < AKV_TM / 4; a++) {
         uint at = qc * (AKV_KS / 4) + a * AKV_NTR + tr;
         ps4[at] = (T4)(st[4 * a][j], st[4 * a + 1][j], st[4 * a + 2][j], st[4 * a + 3][j]);
         ds4[at] = (T4)(dpt[4 * a][j], dpt[4 * a + 1][j], dpt[4 * a + 2][j], dpt[4 * a + 3][j]);
@@ -675,12 +918,22 @@ att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, glo
     }
     for (uint c0 = 0; c0 < ABQ_KV && i0 + c0 < Sq; c0 += AKV_VK) {
       barrier(CLK_LOCAL_MEM_FENCE);
+#if AKV_PF
+      akv_store(stage4, pf, 2, lid);
+      barrier(CLK_LOCAL_MEM_FENCE);
+      /* The next rows, or the next query tile's first K/Q chunk. */
+      if (c0 + AKV_VK < ABQ_KV && i0 + c0 + AKV_VK < Sq)
+        AKV_LOAD(2, i0, c0 + AKV_VK);
+      else if (i0 + ABQ_KV < Sq)
+        AKV_LOAD(0, i0 + ABQ_KV, 0);
+#else
       att_stage_rows(stage4, AKV_VK, db, i0 + c0, Sq, Dv, lid, AKV_NT, vec);
       att_stage_rows(stage4 + AKV_VK * ATT_DH / 4, AKV_VK, qb, i0 + c0, Sq, D, lid, AKV_NT, vec);
       barrier(CLK_LOCAL_MEM_FENCE);
+#endif
       for (int c = 0; c < AKV_VK; c++) {
-        T pv[AB_TM], dsv[AB_TM], ov[AKV_ON], qv[AKV_ON];
-        for (int a = 0; a < AB_TM / 4; a++) {
+        T pv[AKV_TM], dsv[AKV_TM], ov[AKV_ON], qv[AKV_ON];
+        for (int a = 0; a < AKV_TM / 4; a++) {
           uint at = (c0 + c) * (AKV_KS / 4) + a * AKV_NTR + tr;
           T4 t = ps4[at], u = ds4[at];
           ATT_UNPACK(pv, 4 * a, t);
@@ -692,15 +945,19 @@ att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, glo
           ATT_UNPACK(ov, 4 * b, t);
           ATT_UNPACK(qv, 4 * b, u);
         }
-        for (int i = 0; i < AB_TM; i++)
+        for (int i = 0; i < AKV_TM; i++)
           for (int e = 0; e < AKV_ON; e++) {
             adv[i][e] += pv[i] * ov[e];
             adk[i][e] += dsv[i] * qv[e];
           }
       }
     }
+#if AKV_DQ
+    if (flags & ATT_DQF)
+      att_bwd_dq_add(dqacc + bh * Sq * D, pds4, stage4, kb, k0, Sk, i0, Sq, D, scale, lid, vec);
+#endif
   }
-  for (int i = 0; i < AB_TM; i++) {
+  for (int i = 0; i < AKV_TM; i++) {
     ulong key = k0 + keys[i];
     if (key >= Sk)
       continue;
@@ -714,10 +971,12 @@ att_bwd_dkdv(global const ST *q, ulong qoff, global const ST *k, ulong koff, glo
   }
 }
 
+/* The fused tables (AKV_DQ) have no use for att_bwd_dq. */
+#if !AKV_DQ
 /*
- * dQ: work-item (tr, tc) holds AB_TM queries x AB_TN keys of S = Q K^T and dP = dO V^T,
+ * dQ: work-item (tr, tc) holds AQ_TM queries x AQ_TN keys of S = Q K^T and dP = dO V^T,
  * turns them into dS = P (dP - delta) (P from the saved lse), which goes to local memory as
- * [key][query]; then its rows of dQ += dS K over ATT_DH / (ABK_Q / AB_TN) features.
+ * [key][query]; then its rows of dQ += dS K over ATT_DH / (ABK_Q / AQ_TN) features.
  */
 kernel ATT_WG(AQ_NT) void
 att_bwd_dq(global const ST *q, ulong qoff, global const ST *k, ulong koff, global const ST *v,
@@ -740,12 +999,13 @@ att_bwd_dq(global const ST *q, ulong qoff, global const ST *k, ulong koff, globa
   global const ST *vb = v + voff + bh * Sk * Dv;
   global const ST *db = dout + doff + bh * Sq * Dv;
   global const ST *mb = mask + moff + bh * mstride;
-  T adq[AB_TM][AQ_ON], li[AB_TM], di[AB_TM];
-  uint rows[AB_TM];
-  for (int i = 0; i < AB_TM; i++) {
+  const T qscale = scale * (T)ATT_LOG2E;
+  T adq[AQ_TM][AQ_ON], li[AQ_TM], di[AQ_TM];
+  uint rows[AQ_TM];
+  for (int i = 0; i < AQ_TM; i++) {
     rows[i] = (i / 4) * 4 * AQ_NTR + 4 * tr + i % 4;
     ulong row = q0 + rows[i];
-    li[i] = row < Sq ? lse[loff + bh * Sq + row] : (T)0;
+    li[i] = row < Sq ? lse[loff + bh * Sq + row] * (T)ATT_LOG2E : (T)0;
     di[i] = row < Sq ? delta[bh * Sq + row] : (T)0;
     for (int e = 0; e < AQ_ON; e++)
       adq[i][e] = (T)0;
@@ -754,28 +1014,28 @@ att_bwd_dq(global const ST *q, ulong qoff, global const ST *k, ulong koff, globa
   if ((flags & ATT_CAUSAL) && q0 + ABQ_Q < kend)
     kend = q0 + ABQ_Q;
   for (ulong k0 = 0; k0 < kend; k0 += ABK_Q) {
-    T s[AB_TM][AB_TN], dp[AB_TM][AB_TN];
-    for (int i = 0; i < AB_TM; i++)
-      for (int j = 0; j < AB_TN; j++)
+    T s[AQ_TM][AQ_TN], dp[AQ_TM][AQ_TN];
+    for (int i = 0; i < AQ_TM; i++)
+      for (int j = 0; j < AQ_TN; j++)
         s[i][j] = dp[i][j] = (T)0;
     for (ulong d0 = 0; d0 < D; d0 += AQ_DC) {
       barrier(CLK_LOCAL_MEM_FENCE);
-      att_stage_t(stage, AQ_QS, ABQ_Q, qb, q0, Sq, D, d0, scale, lid, AQ_DC, AQ_NT, vec);
+      att_stage_t(stage, AQ_QS, ABQ_Q, qb, q0, Sq, D, d0, qscale, lid, AQ_DC, AQ_NT, vec);
       att_stage_t(stage + AQ_DC * AQ_QS, AQ_KS, ABK_Q, kb, k0, Sk, D, d0, (T)1, lid, AQ_DC,
                   AQ_NT, vec);
       barrier(CLK_LOCAL_MEM_FENCE);
       for (int dd = 0; dd < AQ_DC; dd++) {
-        T qv[AB_TM], kv[AB_TN];
-        for (int a = 0; a < AB_TM / 4; a++) {
+        T qv[AQ_TM], kv[AQ_TN];
+        for (int a = 0; a < AQ_TM / 4; a++) {
           T4 t = stage4[dd * (AQ_QS / 4) + a * AQ_NTR + tr];
           ATT_UNPACK(qv, 4 * a, t);
         }
-        for (int b = 0; b < AB_TN / 4; b++) {
+        for (int b = 0; b < AQ_TN / 4; b++) {
           T4 t = stage4[AQ_DC * AQ_QS / 4 + dd * (AQ_KS / 4) + b * AQ_NTC + tc];
           ATT_UNPACK(kv, 4 * b, t);
         }
-        for (int i = 0; i < AB_TM; i++)
-          for (int j = 0; j < AB_TN; j++)
+        for (int i = 0; i < AQ_TM; i++)
+          for (int j = 0; j < AQ_TN; j++)
             s[i][j] += qv[i] * kv[j];
       }
     }
@@ -786,33 +1046,33 @@ att_bwd_dq(global const ST *q, ulong qoff, global const ST *k, ulong koff, globa
                   AQ_NT, vec);
       barrier(CLK_LOCAL_MEM_FENCE);
       for (int dd = 0; dd < AQ_DC; dd++) {
-        T ov[AB_TM], vv[AB_TN];
-        for (int a = 0; a < AB_TM / 4; a++) {
+        T ov[AQ_TM], vv[AQ_TN];
+        for (int a = 0; a < AQ_TM / 4; a++) {
           T4 t = stage4[dd * (AQ_QS / 4) + a * AQ_NTR + tr];
           ATT_UNPACK(ov, 4 * a, t);
         }
-        for (int b = 0; b < AB_TN / 4; b++) {
+        for (int b = 0; b < AQ_TN / 4; b++) {
           T4 t = stage4[AQ_DC * AQ_QS / 4 + dd * (AQ_KS / 4) + b * AQ_NTC + tc];
           ATT_UNPACK(vv, 4 * b, t);
         }
-        for (int i = 0; i < AB_TM; i++)
-          for (int j = 0; j < AB_TN; j++)
+        for (int i = 0; i < AQ_TM; i++)
+          for (int j = 0; j < AQ_TN; j++)
             dp[i][j] += ov[i] * vv[j];
       }
     }
-    for (int j = 0; j < AB_TN; j++) {
+    for (int j = 0; j < AQ_TN; j++) {
       uint kc = (j / 4) * 4 * AQ_NTC + 4 * tc + j % 4;
       ulong key = k0 + kc;
-      for (int i = 0; i < AB_TM; i++) {
+      for (int i = 0; i < AQ_TM; i++) {
         ulong row = q0 + rows[i];
         T x = s[i][j];
         int hidden = key >= Sk || row >= Sq || ((flags & ATT_CAUSAL) && key > row);
         if (!hidden && (flags & ATT_MASK))
-          x += KILN_LOAD(mb, row * Sk + key);
-        T p = hidden || x == -INFINITY ? (T)0 : exp(x - li[i]);
+          x += KILN_LOAD(mb, row * Sk + key) * (T)ATT_LOG2E;
+        T p = hidden || x == -INFINITY ? (T)0 : ATT_EXP2(x - li[i]);
         s[i][j] = p * (dp[i][j] - di[i]);
       }
-      for (int a = 0; a < AB_TM / 4; a++)
+      for (int a = 0; a < AQ_TM / 4; a++)
         ds4[kc * (AQ_QS / 4) + a * AQ_NTR + tr] =
             (T4)(s[4 * a][j], s[4 * a + 1][j], s[4 * a + 2][j], s[4 * a + 3][j]);
     }
@@ -821,8 +1081,8 @@ att_bwd_dq(global const ST *q, ulong qoff, global const ST *k, ulong koff, globa
       att_stage_rows(stage4, AQ_VK, kb, k0 + c0, Sk, D, lid, AQ_NT, vec);
       barrier(CLK_LOCAL_MEM_FENCE);
       for (int c = 0; c < AQ_VK; c++) {
-        T dsv[AB_TM], kv[AQ_ON];
-        for (int a = 0; a < AB_TM / 4; a++) {
+        T dsv[AQ_TM], kv[AQ_ON];
+        for (int a = 0; a < AQ_TM / 4; a++) {
           T4 t = ds4[(c0 + c) * (AQ_QS / 4) + a * AQ_NTR + tr];
           ATT_UNPACK(dsv, 4 * a, t);
         }
@@ -830,13 +1090,13 @@ att_bwd_dq(global const ST *q, ulong qoff, global const ST *k, ulong koff, globa
           T4 t = stage4[c * (ATT_DH / 4) + b * AQ_NTC + tc];
           ATT_UNPACK(kv, 4 * b, t);
         }
-        for (int i = 0; i < AB_TM; i++)
+        for (int i = 0; i < AQ_TM; i++)
           for (int e = 0; e < AQ_ON; e++)
             adq[i][e] += dsv[i] * kv[e];
       }
     }
   }
-  for (int i = 0; i < AB_TM; i++) {
+  for (int i = 0; i < AQ_TM; i++) {
     ulong row = q0 + rows[i];
     if (row >= Sq)
       continue;
@@ -850,6 +1110,9 @@ att_bwd_dq(global const ST *q, ulong qoff, global const ST *k, ulong koff, globa
 
 #endif
 
+#endif
+
+#if !ATT_NF
 kernel void
 rope(global const ST *x, ulong xoff, global const ST *cosv, ulong coff, global const ST *sinv,
      ulong soff, global ST *y, ulong yoff, ulong rows, ulong S, ulong D, ulong R, uint flags)
@@ -872,5 +1135,7 @@ rope(global const ST *x, ulong xoff, global const ST *cosv, ulong coff, global c
     KILN_STORE(y, yoff + base + b, xb * c + xa * s);
   }
 }
+
+#endif
 
 #endif

@@ -41,24 +41,9 @@
  * The backward kernels gather in a fixed order: deterministic results.
  */
 #include "common.cl"
+#include "nn_planes.clh"
 
 #define GRID_LOOP(i, n) for (ulong i = get_global_id(0); i < (n); i += get_global_size(0))
-
-/* The work-item's position r in a plane of vol positions (none beyond vol), then a loop over
- * its rows t (dimension 1 of the grid strides over them: the host caps it at 65535 groups).
- * Closed by PLANE_END. */
-#define PLANE_BEGIN(vol, nrows)                                                           \
-  const uint r = (uint)get_global_id(0);                                                  \
-  if (r >= (uint)(vol))                                                                   \
-    return;                                                                               \
-  for (ulong t = get_global_id(1); t < (ulong)(nrows); t += get_global_size(1)) {
-#define PLANE_END }
-
-/* Position r of a volume with axes (.x, .y, .z) of d as (Z_, Y_, X_). */
-#define SPLIT(r, d, Z_, Y_, X_)                                                    \
-  const uint Y_##w_ = (uint)(d).z, Y_##hw_ = (uint)(d).y * Y_##w_;               \
-  const long Z_ = (long)((r) / Y_##hw_), Y_ = (long)((r) / Y_##w_ % (uint)(d).y), \
-             X_ = (long)((r) % Y_##w_);
 
 kernel void
 conv_fwd(global const ST *x, ulong xoff, global const ST *w, ulong woff, global const ST *b,
@@ -71,7 +56,7 @@ conv_fwd(global const ST *x, ulong xoff, global const ST *w, ulong woff, global 
   const long cig = ch.y / ch.w, cog = ch.z / ch.w;
   const long ovol = out.x * out.y * out.z, ivol = in.x * in.y * in.z, kvol = k.x * k.y * k.z;
   {
-    PLANE_BEGIN(ovol, ch.x * ch.z)
+    PLANE_BEGIN(ovol, ch.x * ch.z, t)
     SPLIT(r, out, oz, oy, ox)
     const ulong i = t * (ulong)ovol + r;
     const long co = (long)(t % (ulong)ch.z), n = (long)(t / (ulong)ch.z), grp = co / cog;
@@ -125,7 +110,7 @@ conv_bwd_data(global const ST *g, ulong goff, global const ST *w, ulong woff, gl
   const long cig = ch.y / ch.w, cog = ch.z / ch.w;
   const long ovol = out.x * out.y * out.z, ivol = in.x * in.y * in.z, kvol = k.x * k.y * k.z;
   {
-    PLANE_BEGIN(ivol, ch.x * ch.y)
+    PLANE_BEGIN(ivol, ch.x * ch.y, t)
     SPLIT(r, in, zz, yy, xx)
     const ulong i = t * (ulong)ivol + r;
     const long ci = (long)(t % (ulong)ch.y), n = (long)(t / (ulong)ch.y), grp = ci / cig,
@@ -204,7 +189,7 @@ im2col(global const ST *x, ulong xoff, global ST *col, long4 ch, long4 in, long4
   const long ovol = out.x * out.y * out.z, ivol = in.x * in.y * in.z, kvol = k.x * k.y * k.z;
   const long rows = cig * kvol;
   {
-    PLANE_BEGIN(ovol, nc * rows)
+    PLANE_BEGIN(ovol, nc * rows, t)
     SPLIT(r, out, oz, oy, ox)
     const ulong i = t * (ulong)ovol + r;
     const uint row = tr ? (uint)(t / (ulong)nc) : (uint)(t % (ulong)rows),
@@ -227,7 +212,7 @@ grad_rows(global const ST *g, ulong goff, global ST *dst, long4 ch, long4 out, l
 {
   const long cog = ch.z / ch.w;
   const ulong ovol = (ulong)(out.x * out.y * out.z);
-  PLANE_BEGIN(ovol, nc * cog)
+  PLANE_BEGIN(ovol, nc * cog, t)
   const long co = (long)(t / (ulong)nc), nb = (long)(t % (ulong)nc);
   KILN_STORE(dst, t * ovol + r,
              KILN_LOAD(g, goff + (ulong)((n0 + nb) * ch.z + grp * cog + co) * ovol + r));
@@ -243,7 +228,7 @@ col2im(global const ST *col, global ST *dx, ulong dxoff, global const ST *b, ulo
   const long cig = ch.y / ch.w;
   const long ovol = out.x * out.y * out.z, ivol = in.x * in.y * in.z, kvol = k.x * k.y * k.z;
   {
-    PLANE_BEGIN(ivol, nc * cig)
+    PLANE_BEGIN(ivol, nc * cig, t)
     SPLIT(r, in, zz, yy, xx)
     const ulong q = r;
     const long cl = (long)(t % (ulong)cig), nb = (long)(t / (ulong)cig), ci = grp * cig + cl;
@@ -272,7 +257,7 @@ col2im(global const ST *col, global ST *dx, ulong dxoff, global const ST *b, ulo
 kernel void
 bias_add(global ST *y, ulong yoff, global const ST *b, ulong boff, ulong nrow, ulong C, ulong L)
 {
-  PLANE_BEGIN(L, nrow * C)
+  PLANE_BEGIN(L, nrow * C, t)
   const ulong i = yoff + t * L + r;
   KILN_STORE(y, i, KILN_LOAD(y, i) + KILN_LOAD(b, boff + t % C));
   PLANE_END

@@ -27,26 +27,11 @@
  * in output order, so results do not depend on the launch.
  */
 #include "common.cl"
+#include "nn_planes.clh"
 
 #define POOL_MAX 1u
 #define POOL_IDX 2u
 #define POOL_INCLUDE_PAD 4u
-
-/* The work-item's flat position r in a plane (none beyond vol), then a loop over its planes pl
- * (dimension 1 of the grid strides over them: the host caps it at 65535 groups). Closed by
- * PLANE_END. */
-#define PLANE_BEGIN(vol, nrows)                                                           \
-  const uint r = (uint)get_global_id(0);                                                  \
-  if (r >= (uint)(vol))                                                                   \
-    return;                                                                               \
-  for (ulong pl = get_global_id(1); pl < (ulong)(nrows); pl += get_global_size(1)) {
-#define PLANE_END }
-
-/* Position r of a volume with axes (.x, .y, .z) of d as (Z_, Y_, X_). */
-#define SPLIT(r, d, Z_, Y_, X_)                                                    \
-  const uint Y_##w_ = (uint)(d).z, Y_##hw_ = (uint)(d).y * Y_##w_;               \
-  const long Z_ = (long)((r) / Y_##hw_), Y_ = (long)((r) / Y_##w_ % (uint)(d).y), \
-             X_ = (long)((r) % Y_##w_);
 
 /* The outputs along one axis whose window [o s - p, o s - p + span) holds position q. */
 inline void
@@ -75,7 +60,7 @@ pool_fwd(global const ST *x, ulong xoff, global ST *y, ulong yoff, global long *
          ulong planes, long4 in, long4 out, long4 k, long4 s, long4 p, long4 d, uint flags)
 {
   const ulong ovol = (ulong)(out.x * out.y * out.z), ivol = (ulong)(in.x * in.y * in.z);
-  PLANE_BEGIN(ovol, planes)
+  PLANE_BEGIN(ovol, planes, pl)
   SPLIT(r, out, oz, oy, ox)
   const ulong i = pl * ovol + r;
   global const ST *xp = x + xoff + pl * ivol;
@@ -166,7 +151,7 @@ pool_max_bwd(global const ST *g, ulong goff, global const long *ix, ulong ixoff,
              ulong dxoff, ulong planes, long4 in, long4 out, long4 k, long4 s, long4 p, long4 d)
 {
   const ulong ovol = (ulong)(out.x * out.y * out.z), ivol = (ulong)(in.x * in.y * in.z);
-  PLANE_BEGIN(ivol, planes)
+  PLANE_BEGIN(ivol, planes, pl)
   SPLIT(r, in, zz, yy, xx)
   long zl, zh, yl, yh, xl, xh;
   out_range(zz, s.x, p.x, (k.x - 1) * d.x + 1, out.x, &zl, &zh);
@@ -191,7 +176,7 @@ pool_avg_bwd(global const ST *g, ulong goff, global ST *dx, ulong dxoff, ulong p
              long4 out, long4 k, long4 s, long4 p, uint flags)
 {
   const ulong ovol = (ulong)(out.x * out.y * out.z), ivol = (ulong)(in.x * in.y * in.z);
-  PLANE_BEGIN(ivol, planes)
+  PLANE_BEGIN(ivol, planes, pl)
   SPLIT(r, in, zz, yy, xx)
   long zl, zh, yl, yh, xl, xh;
   out_range(zz, s.x, p.x, k.x, out.x, &zl, &zh);
@@ -231,7 +216,7 @@ adaptive_fwd(global const ST *x, ulong xoff, global ST *y, ulong yoff, ulong pla
              long4 out)
 {
   const ulong ovol = (ulong)(out.x * out.y * out.z), ivol = (ulong)(in.x * in.y * in.z);
-  PLANE_BEGIN(ovol, planes)
+  PLANE_BEGIN(ovol, planes, pl)
   SPLIT(r, out, oz, oy, ox)
   long zl, zh, yl, yh, xl, xh;
   adaptive_window(oz, in.x, out.x, &zl, &zh);
@@ -261,7 +246,7 @@ adaptive_bwd(global const ST *g, ulong goff, global ST *dx, ulong dxoff, ulong p
              long4 out)
 {
   const ulong ovol = (ulong)(out.x * out.y * out.z), ivol = (ulong)(in.x * in.y * in.z);
-  PLANE_BEGIN(ivol, planes)
+  PLANE_BEGIN(ivol, planes, pl)
   SPLIT(r, in, zz, yy, xx)
   long zl, zh, yl, yh, xl, xh;
   adaptive_range(zz, in.x, out.x, &zl, &zh);

@@ -61,7 +61,7 @@
 
 #define ROWS_BEGIN                                                                       \
   const uint lid = get_local_id(0), lsz = get_local_size(0);                             \
-  const uint lpr = lprv & 0x7fffffffu, vec = lprv >> 31;                                 \
+  const uint lpr = lprv & 0x7fffffffu, vec = lprv >> 31, nch = RN ? 0u : nchv;           \
   const uint lane = lid & (lpr - 1u), seg0 = lid - lane;                                 \
   const ulong rpg = lsz / lpr, nblk = (rows + rpg - 1) / rpg;                            \
   for (ulong blk = get_group_id(0); blk < nblk; blk += get_num_groups(0)) {              \
@@ -102,6 +102,7 @@
 #else
 #error "KILN_NN_ROW_ITEMS must be 0, 4, 8 or 16"
 #endif
+#endif /* RN */
 
 /*
  * Where a lane's cached components sit in its row. vec (rows of a multiple of 4 contiguous
@@ -169,6 +170,33 @@ inline void st4(global ST *p, ulong base, ulong inner, ulong len, uint lane, uin
     KILN_STORE(p, base + j * inner, v.s3);
 }
 
+/* exp of every component, as scalar calls: a vector math builtin may be a library call whose
+ * vector arguments cost registers (the cached kernels were limited to 256 work-items on the
+ * H200). */
+inline T4 exp4(T4 v) { return (T4)(exp(v.x), exp(v.y), exp(v.z), exp(v.w)); }
+inline T hsum4(T4 b) { return (b.s0 + b.s1) + (b.s2 + b.s3); }
+inline T hmax4(T4 b) { return fmax(fmax(b.s0, b.s1), fmax(b.s2, b.s3)); }
+
+/* 1 for the components of chunk c (ld4's layout) that hold row elements, else 0. */
+inline T4 ok4(ulong len, uint lane, uint lpr, uint vec, uint c)
+{
+  if (vec)
+    return (T4)(((ulong)c * lpr + lane) * 4 < len ? (T)1 : (T)0);
+  ulong j = lane + (ulong)(4 * c) * lpr;
+  return (T4)(j < len ? (T)1 : (T)0, j + lpr < len ? (T)1 : (T)0,
+              j + 2 * (ulong)lpr < len ? (T)1 : (T)0, j + 3 * (ulong)lpr < len ? (T)1 : (T)0);
+}
+
+/* 1 for the component of chunk c that holds element t, else 0. */
+inline T4 hit4(ulong t, uint lane, uint lpr, uint vec, uint c)
+{
+  ulong j = vec ? ((ulong)c * lpr + lane) * 4 : lane + (ulong)(4 * c) * lpr;
+  ulong d = vec ? 1 : lpr;
+  return (T4)(t == j ? (T)1 : (T)0, t == j + d ? (T)1 : (T)0, t == j + 2 * d ? (T)1 : (T)0,
+              t == j + 3 * d ? (T)1 : (T)0);
+}
+
+#if RN
 /* This lane's cached components of row p (fill past the row's end; len 0: all fill). */
 inline VT row_load(global const ST *p, ulong base, ulong inner, ulong len, uint lane, uint lpr,
                    uint vec, T fill)
@@ -229,10 +257,6 @@ inline T row_hsum(VT v)
   return (b.s0 + b.s1) + (b.s2 + b.s3);
 }
 
-/* exp of every component, as scalar calls: a vector math builtin may be a library call whose
- * vector arguments cost registers (the cached kernels were limited to 256 work-items on the
- * H200). */
-inline T4 exp4(T4 v) { return (T4)(exp(v.x), exp(v.y), exp(v.z), exp(v.w)); }
 inline VT row_exp(VT v)
 {
 #if RN == 16
@@ -259,12 +283,45 @@ inline T row_hmax(VT v)
 }
 #define ROW_LOAD(p, fill) row_load(p, base, inner, live ? len : 0, lane, lpr, vec, fill)
 #define ROW_STORE(p, v) row_store(p, base, inner, len, lane, lpr, vec, v)
+#else
+/*
+ * RN 0: the local cache. The first nch chunks of 4 elements of each lane (ld4's layout) are
+ * held in local memory, chunk c of buffer k of this lane at lc[(k nch + c) lsz + lid], so that
+ * each element is read from global memory once, and every lane's loads go out before any
+ * arithmetic waits on them (streaming a row was latency-bound at 0.7x PyTorch on the H200).
+ * The host sizes nch (0: stream everything) from the knob row_local (kiln__nn_row_cache); the
+ * elements past the cached chunks are streamed, read again by every pass.
+ */
+#define LC(k, c) lc[((k) * nch + (c)) * lsz + lid]
+/* Four loads before their four stores: a loop that stored each load before issuing the next
+ * would wait out the memory latency once per chunk. */
+inline void lc_fill(local T4 *d, uint nch, uint lsz, global const ST *p, ulong base, ulong inner,
+                    ulong len, uint lane, uint lpr, uint vec, T fill)
+{
+  uint c = 0;
+  for (; c + 4 <= nch; c += 4) {
+    T4 a = ld4(p, base, inner, len, lane, lpr, vec, c, fill);
+    T4 b = ld4(p, base, inner, len, lane, lpr, vec, c + 1, fill);
+    T4 e = ld4(p, base, inner, len, lane, lpr, vec, c + 2, fill);
+    T4 f = ld4(p, base, inner, len, lane, lpr, vec, c + 3, fill);
+    d[c * lsz] = a;
+    d[(c + 1) * lsz] = b;
+    d[(c + 2) * lsz] = e;
+    d[(c + 3) * lsz] = f;
+  }
+  for (; c < nch; c++)
+    d[c * lsz] = ld4(p, base, inner, len, lane, lpr, vec, c, fill);
+}
+#define LC_LOAD(k, p, fill)                                                              \
+  lc_fill(&LC(k, 0), nch, lsz, p, base, inner, live ? len : 0, lane, lpr, vec, fill)
+#define LC_EACH(c) for (uint c = 0; c < nch; c++)
+#define LC_STORE(p, c, v) st4(p, base, inner, len, lane, lpr, vec, c, v)
 #endif /* RN */
 
 /* Every element j of this lane's row past the cached ones. */
 #define TAIL_EACH(j)                                                                     \
   if (live)                                                                              \
-    for (ulong j = lane + (ulong)RN * lpr; j < len; j += lpr)
+    for (ulong j = lane + (ulong)(RN + 4 * nch) * lpr; j < len; j += lpr)
 
 /* A tree over the lanes of each row's segment: SEG_TREE_BEGIN { combine lid and lid + off }
  * SEG_TREE_END, after which index seg0 holds the row's result. */
@@ -331,7 +388,8 @@ inline void lse_merge(T *m, T *s, T m2, T s2)
 
 kernel void
 softmax_fwd(global const ST *x, ulong xoff, global ST *y, ulong yoff, ulong rows, ulong len,
-            ulong inner, uint lprv, uint logmode, local T *lm, local T *ls)
+            ulong inner, uint lprv, uint logmode, local T *lm, local T *ls, uint nchv,
+            local T4 *lc)
 {
   x += xoff;
   y += yoff;
@@ -351,6 +409,19 @@ softmax_fwd(global const ST *x, ulong xoff, global ST *y, ulong yoff, ulong rows
     if (!logmode)
       v = e;
   }
+#else
+  /* As the register cache: the cached part's (m0, s0) with one exp per element; the cache
+   * keeps x for log_softmax, else exp(x - m0). */
+  LC_LOAD(0, x, -INFINITY);
+  LC_EACH(c) m = fmax(m, hmax4(LC(0, c)));
+  const T m0 = m;
+  LC_EACH(c)
+  {
+    T4 v = LC(0, c), e = select(exp4(v - m0), (T4)0, v == (T4)(-INFINITY));
+    s += hsum4(e);
+    if (!logmode)
+      LC(0, c) = e;
+  }
 #endif
   TAIL_EACH(j) lse_add(&m, &s, KILN_LOAD(x, base + j * inner));
   SEG_LSE(m, s, none, none)
@@ -360,6 +431,9 @@ softmax_fwd(global const ST *x, ulong xoff, global ST *y, ulong yoff, ulong rows
 #if RN
     if (live)
       ROW_STORE(y, v - sub);
+#else
+    if (live)
+      LC_EACH(c) LC_STORE(y, c, LC(0, c) - sub);
 #endif
     TAIL_EACH(j) KILN_STORE(y, base + j * inner, KILN_LOAD(x, base + j * inner) - sub);
   } else {
@@ -369,6 +443,10 @@ softmax_fwd(global const ST *x, ulong xoff, global ST *y, ulong yoff, ulong rows
      * exp(-inf + inf) makes every element NaN. */
     if (live)
       ROW_STORE(y, v * (exp(m0 - m) * inv));
+#else
+    T sc = exp(m0 - m) * inv;
+    if (live)
+      LC_EACH(c) LC_STORE(y, c, LC(0, c) * sc);
 #endif
     TAIL_EACH(j) KILN_STORE(y, base + j * inner, exp(KILN_LOAD(x, base + j * inner) - m) * inv);
   }
@@ -387,7 +465,7 @@ softmax_fwd(global const ST *x, ulong xoff, global ST *y, ulong yoff, ulong rows
 kernel void
 softmax_bwd(global const ST *g, ulong goff, global const ST *y, ulong yoff, global ST *dx,
             ulong dxoff, ulong rows, ulong len, ulong inner, uint lprv, uint logmode,
-            local T *la)
+            local T *la, uint nchv, local T4 *lc)
 {
   g += goff;
   y += yoff;
@@ -398,6 +476,10 @@ softmax_bwd(global const ST *g, ulong goff, global const ST *y, ulong yoff, glob
 #if RN
   VT gc = ROW_LOAD(g, 0), yc = ROW_LOAD(y, 0);
   a = row_hsum(logmode ? gc : gc * yc);
+#else
+  LC_LOAD(0, g, 0);
+  LC_LOAD(1, y, 0);
+  LC_EACH(c) a += hsum4(logmode ? LC(0, c) : LC(0, c) * LC(1, c));
 #endif
   TAIL_EACH(j)
   {
@@ -414,6 +496,13 @@ softmax_bwd(global const ST *g, ulong goff, global const ST *y, ulong yoff, glob
     else
       ROW_STORE(dx, yc * (gc - a));
   }
+#else
+  if (live)
+    LC_EACH(c)
+    {
+      T4 gc = LC(0, c), yc = LC(1, c);
+      LC_STORE(dx, c, logmode ? gc - exp4(yc) * a : yc * (gc - a));
+    }
 #endif
   TAIL_EACH(j)
   {
@@ -440,7 +529,7 @@ kernel void
 norm_fwd(global const ST *x, ulong xoff, global const ST *w, ulong woff, global const ST *b,
          ulong boff, global ST *y, ulong yoff, global ST *mean, ulong moff, global ST *rstd,
          ulong roff, ulong rows, ulong len, T eps, uint lprv, uint flags, local T *l1,
-         local T *l2, local T *l3)
+         local T *l2, local T *l3, uint nchv, local T4 *lc)
 {
   x += xoff;
   w += woff;
@@ -454,10 +543,14 @@ norm_fwd(global const ST *x, ulong xoff, global const ST *w, ulong woff, global 
   T cnt = (T)0, mu = (T)0, m2 = (T)0;
 #if RN
   VT xc = ROW_LOAD(x, 0);
+#else
+  LC_LOAD(0, x, 0);
 #endif
   if (rms) {
 #if RN
     m2 = row_hsum(xc * xc);
+#else
+    LC_EACH(c) m2 += hsum4(LC(0, c) * LC(0, c));
 #endif
     TAIL_EACH(j)
     {
@@ -473,6 +566,19 @@ norm_fwd(global const ST *x, ulong xoff, global const ST *w, ulong woff, global 
     mu = cnt > (T)0 ? row_hsum(xc) / cnt : (T)0;
     VT d = select((VT)0, xc - mu, ok);
     m2 = row_hsum(d * d);
+#else
+    T sum = (T)0;
+    LC_EACH(c)
+    {
+      cnt += hsum4(ok4(live ? len : 0, lane, lpr, vec, c));
+      sum += hsum4(LC(0, c));
+    }
+    mu = cnt > (T)0 ? sum / cnt : (T)0;
+    LC_EACH(c)
+    {
+      T4 d = (LC(0, c) - mu) * ok4(live ? len : 0, lane, lpr, vec, c);
+      m2 += hsum4(d * d);
+    }
 #endif
     TAIL_EACH(j)
     {
@@ -517,6 +623,17 @@ norm_fwd(global const ST *x, ulong xoff, global const ST *w, ulong woff, global 
       v += row_load(b, 0, 1, len, lane, lpr, vec, 0);
     ROW_STORE(y, v);
   }
+#else
+  if (live)
+    LC_EACH(c)
+    {
+      T4 v = (LC(0, c) - mu) * rs;
+      if (flags & NORM_W)
+        v *= ld4(w, 0, 1, len, lane, lpr, vec, c, 0);
+      if (flags & NORM_B)
+        v += ld4(b, 0, 1, len, lane, lpr, vec, c, 0);
+      LC_STORE(y, c, v);
+    }
 #endif
   TAIL_EACH(j)
   {
@@ -534,7 +651,7 @@ kernel void
 norm_bwd(global const ST *g, ulong goff, global const ST *x, ulong xoff, global const ST *w,
          ulong woff, global const ST *mean, ulong moff, global const ST *rstd, ulong roff,
          global ST *dx, ulong dxoff, ulong rows, ulong len, uint lprv, uint flags, local T *la,
-         local T *lb)
+         local T *lb, uint nchv, local T4 *lc)
 {
   g += goff;
   x += xoff;
@@ -560,6 +677,19 @@ norm_bwd(global const ST *g, ulong goff, global const ST *x, ulong xoff, global 
   xc = (xc - mu) * rs;
   a = row_hsum(gc);
   c = row_hsum(gc * xc);
+#else
+  LC_LOAD(0, g, 0);
+  LC_LOAD(1, x, 0);
+  LC_EACH(k)
+  {
+    T4 gw = LC(0, k), xh = (LC(1, k) - mu) * rs;
+    if (flags & NORM_W)
+      gw *= ld4(w, 0, 1, live ? len : 0, lane, lpr, vec, k, 0);
+    LC(0, k) = gw;
+    LC(1, k) = xh;
+    a += hsum4(gw);
+    c += hsum4(gw * xh);
+  }
 #endif
   TAIL_EACH(j)
   {
@@ -578,6 +708,9 @@ norm_bwd(global const ST *g, ulong goff, global const ST *x, ulong xoff, global 
 #if RN
   if (live)
     ROW_STORE(dx, rs * (gc - a - xc * c));
+#else
+  if (live)
+    LC_EACH(k) LC_STORE(dx, k, rs * (LC(0, k) - a - LC(1, k) * c));
 #endif
   TAIL_EACH(j)
   {
@@ -652,7 +785,7 @@ kernel void
 ce_fwd(global const ST *z, ulong zoff, global const long *ti, ulong tioff, global const ST *tp,
        ulong tpoff, global ST *out, ulong outoff, global T *lr, global T *lv, ulong rows,
        ulong len, uint lprv, long ignore, T eps, uint flags, local T *lm, local T *ls,
-       local T *la, local T *lb)
+       local T *la, local T *lb, uint nchv, local T4 *lc)
 {
   z += zoff;
   ti += tioff;
@@ -674,6 +807,25 @@ ce_fwd(global const ST *z, ulong zoff, global const long *ti, ulong tioff, globa
       c = row_hsum(q);
     } else {
       a = row_hsum(select((VT)0, zc, ok));
+    }
+  }
+#else
+  /* Nothing is written per element: the cache only lets every load go out first. */
+  LC_LOAD(0, z, -INFINITY);
+  LC_EACH(k) m = fmax(m, hmax4(LC(0, k)));
+  LC_EACH(k)
+  {
+    T4 zc = LC(0, k);
+    s += hsum4(select(exp4(zc - m), (T4)0, zc == (T4)(-INFINITY)));
+    T4 ok = ok4(live ? len : 0, lane, lpr, vec, k);
+    if (probs) {
+      T4 q = (((T)1 - eps) * ld4(tp, base, 1, live ? len : 0, lane, lpr, vec, k, 0) +
+              eps / (T)len) *
+             ok;
+      a += hsum4(select((T4)0, q * zc, ok != (T4)0));
+      c += hsum4(q);
+    } else {
+      a += hsum4(select((T4)0, zc, ok != (T4)0));
     }
   }
 #endif
@@ -717,7 +869,7 @@ kernel void
 ce_bwd(global const ST *gout, ulong goff, global const ST *z, ulong zoff, global const long *ti,
        ulong tioff, global const ST *tp, ulong tpoff, global ST *dz, ulong dzoff,
        global const T *denom, ulong rows, ulong len, uint lprv, long ignore, T eps, T scale,
-       uint flags, local T *lm, local T *ls, local T *lb)
+       uint flags, local T *lm, local T *ls, local T *lb, uint nchv, local T4 *lc)
 {
   gout += goff;
   z += zoff;
@@ -744,6 +896,25 @@ ce_bwd(global const ST *gout, ulong goff, global const ST *z, ulong zoff, global
                 row_valid(live ? len : 0, lane, lpr, vec));
     c = row_hsum(pc);
   }
+#else
+  /* Buffer 0 becomes exp(z - m0), buffer 1 (probabilities only) the smoothed target. */
+  LC_LOAD(0, z, -INFINITY);
+  LC_EACH(k) m = fmax(m, hmax4(LC(0, k)));
+  const T m0 = m;
+  LC_EACH(k)
+  {
+    T4 zc = LC(0, k);
+    zc = select(exp4(zc - m0), (T4)0, zc == (T4)(-INFINITY));
+    LC(0, k) = zc;
+    s += hsum4(zc);
+    if (probs) {
+      T4 q = (((T)1 - eps) * ld4(tp, base, 1, live ? len : 0, lane, lpr, vec, k, 0) +
+              eps / (T)len) *
+             ok4(live ? len : 0, lane, lpr, vec, k);
+      LC(1, k) = q;
+      c += hsum4(q);
+    }
+  }
 #endif
   TAIL_EACH(j)
   {
@@ -757,13 +928,13 @@ ce_bwd(global const ST *gout, ulong goff, global const ST *z, ulong zoff, global
   if (live) {
     T gr = (flags & 4u) ? KILN_LOAD(gout, r) * scale : gall;
     T inv = (T)1 / s;
-#if RN
     T sc = exp(m0 - m) * inv;
-#endif
     if (probs) {
       T qs = lb[seg0];
 #if RN
       ROW_STORE(dz, gr * (zc * sc * qs - pc));
+#else
+      LC_EACH(k) LC_STORE(dz, k, gr * (LC(0, k) * sc * qs - LC(1, k)));
 #endif
       TAIL_EACH(j)
       {
@@ -775,6 +946,8 @@ ce_bwd(global const ST *gout, ulong goff, global const ST *z, ulong zoff, global
       if (t == ignore) {
 #if RN
         ROW_STORE(dz, (VT)0);
+#else
+        LC_EACH(k) LC_STORE(dz, k, (T4)0);
 #endif
         TAIL_EACH(j) KILN_STORE(dz, base + j, (T)0);
       } else {
@@ -782,6 +955,12 @@ ce_bwd(global const ST *gout, ulong goff, global const ST *z, ulong zoff, global
 #if RN
         VT q = select((VT)0, (VT)((T)1 - eps), row_pos(lane, lpr, vec) == (IVT)(IS)t);
         ROW_STORE(dz, gr * (zc * sc - (q + eps / (T)len)) + bad);
+#else
+        LC_EACH(k)
+        LC_STORE(dz, k,
+                 gr * (LC(0, k) * sc - (hit4((ulong)t, lane, lpr, vec, k) * ((T)1 - eps) +
+                                        eps / (T)len)) +
+                     bad);
 #endif
         TAIL_EACH(j)
         KILN_STORE(dz, base + j, gr * (exp(KILN_LOAD(z, base + j) - m) * inv - CE_Q(j, t)) + bad);

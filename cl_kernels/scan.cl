@@ -30,6 +30,12 @@
  *       from SCAN_LB_BYTES, scan_contract.clh); with tpl > 1 tiles take ids from a counter
  *       and find their prefix by decoupled look-back over the status words in desc (see
  *       scan_kernels.clh). Reads x once and writes y once.
+ *   NAME_chain(x, xoff, y, yoff, yi, yioff, desc, lines, len, cpl, sub, e, flags, loc, stage, ctl)
+ *       inner == 1, one launch: each line cut into cpl chunks of sub tiles of NAME_lookback's
+ *       size; groups loop over chunk ids from the counter, fold a chunk into its aggregate,
+ *       find its prefix by the same look-back (once per chunk), then scan it. Reads all of
+ *       a chunk's tiles but the first twice (the second time mostly from the cache), writes
+ *       y once.
  * diff1(x, xoff, y, yoff, outer, len, inner): first difference along the middle axis, one
  *       work-item per (outer, block of 256 outputs, inner).
  *
@@ -37,8 +43,8 @@
  * yi: i64 indices of cummin/cummax (NULL when not wanted; the host always provides a
  * buffer when nchunk > 1, because the fixup needs them to tell an empty prefix from NaN).
  * Tunables (host side, lib/ops/launch_params.h): local size, ipt, nchunk/clen, and
- * single_pass (NAME_lookback instead of NAME_tiles and the chunk passes); every kernel is
- * correct for any of them.
+ * single_pass (NAME_lookback, or NAME_chain with chunks of ipt elements per item, instead of
+ * NAME_tiles and the chunk passes); every kernel is correct for any of them.
  */
 #include "common.cl"
 #include "scan_contract.clh"

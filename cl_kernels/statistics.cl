@@ -270,6 +270,28 @@ hist_merge(global const uint *pc, global const T *pw, uint flags, ulong ngroups,
   }
 }
 
+/* The work-group's min and max of every item's (mn, mx), a tree in scratch (2 lsz elements of
+ * TY; lid and lsz the item's local id and the group's size), into part[2 group] and
+ * part[2 group + 1]. The float and integer kernels share it: min and max are the same
+ * builtins' overloads for both. */
+#define MINMAX_GROUP(TY, mn, mx, scratch, part)                        \
+  do {                                                                 \
+    local TY *smn = (scratch), *smx = (scratch) + lsz;                 \
+    smn[lid] = (mn);                                                   \
+    smx[lid] = (mx);                                                   \
+    for (uint s = lsz / 2; s > 0; s /= 2) {                            \
+      barrier(CLK_LOCAL_MEM_FENCE);                                    \
+      if (lid < s) {                                                   \
+        smn[lid] = min(smn[lid], smn[lid + s]);                        \
+        smx[lid] = max(smx[lid], smx[lid + s]);                        \
+      }                                                                \
+    }                                                                  \
+    if (lid == 0) {                                                    \
+      (part)[2 * get_group_id(0)] = smn[0];                            \
+      (part)[2 * get_group_id(0) + 1] = smx[0];                        \
+    }                                                                  \
+  } while (0)
+
 kernel void
 minmax_f(global const T *x, ulong xoff, ulong n, global T *part, local T *scratch)
 {
@@ -282,20 +304,7 @@ minmax_f(global const T *x, ulong xoff, ulong n, global T *part, local T *scratc
     if (v > mx)
       mx = v;
   }
-  local T *smn = scratch, *smx = scratch + lsz;
-  smn[lid] = mn;
-  smx[lid] = mx;
-  for (uint s = lsz / 2; s > 0; s /= 2) {
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid < s) {
-      smn[lid] = min(smn[lid], smn[lid + s]);
-      smx[lid] = max(smx[lid], smx[lid + s]);
-    }
-  }
-  if (lid == 0) {
-    part[2 * get_group_id(0)] = smn[0];
-    part[2 * get_group_id(0) + 1] = smx[0];
-  }
+  MINMAX_GROUP(T, mn, mx, scratch, part);
 }
 
 kernel void
@@ -309,20 +318,7 @@ minmax_i(global const uchar *x, ulong xoff, uint xcode, ulong n, global long *pa
     mn = min(mn, v);
     mx = max(mx, v);
   }
-  local long *smn = scratch, *smx = scratch + lsz;
-  smn[lid] = mn;
-  smx[lid] = mx;
-  for (uint s = lsz / 2; s > 0; s /= 2) {
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid < s) {
-      smn[lid] = min(smn[lid], smn[lid + s]);
-      smx[lid] = max(smx[lid], smx[lid + s]);
-    }
-  }
-  if (lid == 0) {
-    part[2 * get_group_id(0)] = smn[0];
-    part[2 * get_group_id(0) + 1] = smx[0];
-  }
+  MINMAX_GROUP(long, mn, mx, scratch, part);
 }
 
 /* ---------------------------------------------------------------- quantiles */

@@ -385,6 +385,14 @@ setup_gemm_kiln(struct bench_state *st)
   return setup_gemm_route(st, "route=1");
 }
 
+/* kiln's large-product kernel (cl_kernels/gemm_large.cl; KILN_DEBUG_GEMM_LARGE sets its
+ * parameters). */
+static kiln_status
+setup_gemm_large(struct bench_state *st)
+{
+  return setup_gemm_route(st, "route=3");
+}
+
 /* HGEMM / CGEMM rows: f16/bf16 always run on kiln's tiled kernel (no route to force), complex
  * on the context's routing (CGEMM/ZGEMM above the threshold). */
 static int
@@ -714,6 +722,31 @@ run_cross_entropy_bwd(struct bench_state *st)
 {
   return kiln_cross_entropy_backward(st->ctx, st->in[2], st->in[0], st->in[1], -100, 0.0,
                                      KILN_REDUCTION_MEAN, &st->out);
+}
+
+/* layer_norm backward with weight and bias: grad, x, the forward's mean and rstd; grad_x into
+ * out, grad_weight and grad_bias into in[6], in[7]. */
+static kiln_status
+setup_layer_norm_bwd(struct bench_state *st)
+{
+  kiln_status s = setup_layer_norm(st);
+  int64_t shape[2] = {s == KILN_OK ? kiln_tensor_dim(st->in[0], 0) : 0,
+                      s == KILN_OK ? kiln_tensor_dim(st->in[0], 1) : 0};
+  if (s == KILN_OK)
+    s = bench_random_tensor(st->ctx, st->dtype, 2, shape, &st->in[3]);
+  kiln_tensor *y = NULL;
+  if (s == KILN_OK)
+    s = kiln_layer_norm(st->ctx, st->in[0], -1, st->in[1], st->in[2], 1e-5, &y, &st->in[4],
+                        &st->in[5]);
+  kiln_tensor_release(y);
+  return s;
+}
+
+static kiln_status
+run_layer_norm_bwd(struct bench_state *st)
+{
+  return kiln_layer_norm_backward(st->ctx, st->in[3], st->in[0], st->in[4], st->in[5], st->in[1],
+                                  -1, &st->out, &st->in[6], &st->in[7]);
 }
 
 /* stats: torch.histc(x, 1000, -2, 2): n values into 1000 bins over [-2, 2]. */
@@ -1340,6 +1373,7 @@ const struct bench_case bench_cases[] = {
     {"blas.gemm", "blas", float_dtype, setup_gemm, run_gemm, NULL, flops_gemm},
     {"blas.gemm_clblast", "blas", float_dtype, setup_gemm_clblast, run_gemm, NULL, flops_gemm},
     {"blas.gemm_kiln", "blas", float_dtype, setup_gemm_kiln, run_gemm, NULL, flops_gemm},
+    {"blas.gemm_large", "blas", float_dtype, setup_gemm_large, run_gemm, NULL, flops_gemm},
     {"blas.hgemm", "blas", half_dtype, setup_gemm_plain, run_gemm, NULL, flops_gemm},
     {"blas.cgemm", "blas", complex_dtype, setup_gemm_plain, run_gemm, NULL, flops_cgemm},
     {"fft.c2c", "fft", float_dtype, setup_fft, run_fft, bytes_fft, flops_fft},
@@ -1363,6 +1397,8 @@ const struct bench_case bench_cases[] = {
     {"nn.gelu_bwd", "nn", float_dtype, setup_two, run_gelu_bwd, bytes_2in_1out, NULL},
     {"nn.ce_bwd", "nn", float_dtype, setup_cross_entropy_bwd, run_cross_entropy_bwd, bytes_1in_1out,
      NULL},
+    {"nn.layer_norm_bwd", "nn", float_dtype, setup_layer_norm_bwd, run_layer_norm_bwd,
+     bytes_2in_1out, NULL},
     {"stats.histc", "stats", float_dtype, setup_flat, run_histc, bytes_read, NULL},
     {"stats.bincount", "stats", float_dtype, setup_bincount, run_bincount, bytes_bincount, NULL},
     {"stats.quantile", "stats", float_dtype, setup_quantile, run_quantile, bytes_quantile, NULL},

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "tools/cache_cli.h"
+#include "tools/commands.h"
 
 void
 cli_init(struct cache_cli *c, const char *name, const char *usage)
@@ -51,24 +52,10 @@ int
 cli_opt_value(const struct cache_cli *c, int argc, char **argv, int *i, const char *name,
               const char **value)
 {
-  const char *a = argv[*i];
-  size_t n = strlen(name);
-  if (strncmp(a, name, n) != 0 || (a[n] != 0 && a[n] != '='))
-    return 0;
-  if (a[n] == '=') {
-    *value = a + n + 1;
-  } else if (*i + 1 < argc) {
-    *value = argv[++*i];
-  } else {
-    cli_usage_error(c, "%s needs a value", name);
-    return -1;
-  }
-  /* An empty filter would silently match everything (or nothing): refuse it. */
-  if (!**value) {
-    cli_usage_error(c, "%s needs a value, not an empty string", name);
-    return -1;
-  }
-  return 1;
+  /* tool_opt_value's usage errors read "kiln cache NAME: ..." as cli_usage_error's. */
+  char cmd[64];
+  snprintf(cmd, sizeof cmd, "cache %s", c->name);
+  return tool_opt_value(cmd, argc, argv, i, name, value);
 }
 
 int

@@ -54,6 +54,7 @@ tool_opt_value(const char *cmd, int argc, char **argv, int *i, const char *name,
     tool_usage_error(cmd, "%s needs a value", name);
     return -1;
   }
+  /* An empty filter would silently match everything (or nothing): refuse it. */
   if (!**value) {
     tool_usage_error(cmd, "%s needs a value, not an empty string", name);
     return -1;

@@ -1,96 +1,106 @@
 #!/bin/bash
-# Run on the GPU machine from the checkout root, build-gpu/ present (docs/tuning.md, "xgemm"):
-#   bash bench/h200/gemm.sh
-# Sweeps CLBlast's Xgemm parameters through KILN_DEBUG_XGEMM: one `kiln bench` process per
-# candidate (one CLBlast build, about 1 s on NVIDIA, serves the three sizes; a candidate took
-# 3 s in all on the H200), every candidate at 2048^3, 4096^3 and 8192^3, after the defaults
-# (KILN_TUNE=off) and PyTorch. Stops starting candidates at BUDGET seconds (default 41) so
-# that the whole script stays within the 45 s it is given. Results: $OUT/r/gemm/
-# (sweep-<dtype>-<label>.json, candidates.txt: label and spec, summary.txt: TFLOP/s per size).
-# O=... before run: CLBlast's own CLBLAST_BUILD_OPTIONS for that candidate (-D of its kernel's
-# switches). Locally (PoCL): DRY=1 lists the candidates; ONLY=regex (on dtype-label) and
-# SIZES=2^12 TMO=90 run a few.
+# Run on the GPU machine from the checkout root, build-gpu/ present (docs/blas_fft.md, "The large
+# GEMM kernel"; docs/tuning.md, "gemm"):  bash bench/h200/gemm.sh
+# One variant round for GEMM, most important first, each stage under `timeout`, no new stage
+# started past BUDGET seconds (default 55; the whole script stays within 60):
+#   1. the defaults: kiln's large kernel (blas.gemm_large, its default sets) and CLBlast
+#      (blas.gemm_clblast), f64 and f32 at 2048^3, 4096^3, 8192^3 (--sizes 2^22,2^24,2^26);
+#   2. large-kernel variants through KILN_DEBUG_GEMM_LARGE (one kiln bench process each: one
+#      NVIDIA compile, about 1-2 s), f64 first, then f32;
+#   3. SGEMM's per-call overheads: CLBlast's f32 GEMM under the cltrace shim (bench/cltrace.c:
+#      its pad/transpose kernels and buffer calls), and CLBlast with every size on XgemmDirect
+#      (KILN_DEBUG_CLBLAST=GemmRoutine:XGEMM_MIN_INDIRECT_SIZE=8193: no copies at all);
+#   4. test_blas case large on the GPU (the default sets against the host reference; second);
+#   5. PyTorch's GEMM (cuBLAS, TF32 off) when time is left.
+# Results: $OUT/r/gemm/ (<label>.json per process, summary.txt: TFLOP/s per size and label,
+# times.txt, err-*.txt). Locally (PoCL, build-gpu a link to build): DRY=1 lists the stages;
+# SIZES=2^15 BUDGET=900 TMO=60 runs them small.
 [ -f .device/setup.sh ] && source .device/setup.sh >/dev/null 2>&1
 K=build-gpu/tools/kiln
 R=$OUT/r/gemm; mkdir -p $R
 export KILN_CACHE_DIR=/tmp/kc-gemm; mkdir -p $KILN_CACHE_DIR
-BUDGET=${BUDGET:-41}
+BUDGET=${BUDGET:-55}
+SZ=${SIZES:-2^22,2^24,2^26}
+SZBIG=${SIZES:-2^24,2^26}
 t0=$(date +%s); el() { echo "$1 $(( $(date +%s)-t0 ))s" >> $R/times.txt; }
 left() { echo $(( BUDGET - ($(date +%s) - t0) )); }
 
-# The default sets (f64 set 11, f32 set 8) in full; a candidate is a base with some entries
-# replaced, written out in full to candidates.txt.
-B64="GEMMK=0 KREG=1 KWG=16 KWI=4 MDIMA=16 MDIMC=8 MWG=64 NDIMB=8 NDIMC=16 NWG=128 SA=1 SB=1 STRM=1 STRN=1 VWM=2 VWN=2"
-B32="GEMMK=0 KREG=1 KWG=32 KWI=2 MDIMA=32 MDIMC=16 MWG=128 NDIMB=8 NDIMC=16 NWG=128 SA=1 SB=1 STRM=1 STRN=1 VWM=4 VWN=4"
-full() {
-  local s=" $1 "; shift
-  for kv in "$@"; do s=$(echo "$s" | sed "s/ ${kv%%=*}=[0-9]* / $kv /"); done
-  echo $s
-}
-K1="GEMMK=1 KWG=1 KWI=1 SA=0 SB=0 STRM=0 STRN=0"
-
-
-run() { # dtype label spec...
-  local d=$1 l=$2; shift 2
-  [ -n "$ONLY" ] && ! [[ "$d-$l" =~ $ONLY ]] && return
-  [ $(left) -lt 3 ] && { echo "$d $l skipped (budget)" >> $R/candidates.txt; return; }
-  local spec=""; [ "$l" != base ] && spec=$(full "$S" "$@")
-  echo "$d $l $spec${O:+ CLBLAST_BUILD_OPTIONS=$O}" >> $R/candidates.txt
-  [ -n "$DRY" ] && return
-  CLBLAST_BUILD_OPTIONS="$O" KILN_DEBUG_XGEMM="$spec" timeout ${TMO:-12} $K bench --no-startup --json --filter blas.gemm_clblast \
-    --sizes ${SIZES:-2^22,2^24,2^26} --dtype $d --reps 5 > $R/sweep-$d-$l.json 2>>$R/err-$d-$l.txt
-}
-# The closing run (under `timeout 45`, after round 1's 38 candidates: docs/tuning.md,
-# "xgemm"), most important first: the defaults as a new user gets them (f64 set 11, and
-# CLBlast's GEMM asked column-major), the xgemm test on the GPU (exact products with the sets
-# the defaults pick), PyTorch, then f32 candidates for the 2048^3 class that round 1 had no
-# time for. summary.txt is rewritten after each stage.
 summary() {
 python3 - "$R" > $R/summary.txt 2>&1 <<'EOF'
 import json, glob, os, sys
-rows = []
-for f in sorted(glob.glob(os.path.join(sys.argv[1], "sweep-*.json"))) + \
-        [os.path.join(sys.argv[1], "defaults.json")]:
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))):
+    name = os.path.basename(f)[:-5]
     try:
         d = json.load(open(f))
     except Exception as e:
-        rows.append((os.path.basename(f), {}, str(e))); continue
-    t = {}
+        print("%-28s %s" % (name, e)); continue
+    rows = {}
     for r in d.get("results", []):
-        if r.get("gflops"):
-            t.setdefault(r["dtype"], {})[round(r["n"] ** 0.5)] = r["gflops"] / 1e3
-    if "defaults" in f:
-        rows += [(dt + "-DEFAULTS", v, "") for dt, v in t.items()]
-        continue
-    t = next(iter(t.values()), {})
+        v = r.get("gflops") or (2.0 * r["n"] ** 1.5 / (r["device_ms"] * 1e6) if r.get("device_ms") else 0)
+        rows.setdefault((r.get("case", "torch"), r["dtype"]), []).append(
+            "%d:%.2fT/%.3fms" % (round(r["n"] ** 0.5), v / 1e3, r.get("device_ms", r.get("ms", 0))))
     why = "; ".join(x.get("reason", "") for x in d.get("skipped", []))
-    err = f.replace("sweep-", "err-").replace(".json", ".txt")
-    if not t and os.path.exists(err):
-        why += open(err).read().strip()[-300:]
-    rows.append((os.path.basename(f)[6:-5], t, why))
-rows.sort(key=lambda r: (r[0][:3], -r[1].get(4096, 0)))
-for name, t, err in rows:
-    print("%-24s %s %s" % (name, " ".join("%d:%.2f" % (k, v) for k, v in sorted(t.items())), err))
+    for (c, dt), v in sorted(rows.items()):
+        print("%-28s %-18s %s %s %s" % (name, c, dt, " ".join(v), why))
+    if not rows:
+        err = os.path.join(sys.argv[1], "err-" + name + ".txt")
+        print("%-28s none %s" % (name, open(err).read().strip()[-300:] if os.path.exists(err) else why))
 EOF
 }
-[ -z "$DRY" ] && KILN_TUNE=off timeout 12 $K bench --no-startup --json --filter blas.gemm_clblast \
-  --sizes 2^22,2^24,2^26 --dtype f32,f64 --reps 5 > $R/defaults.json 2>>$R/err-defaults.txt
-el defaults; summary
-[ -z "$DRY" ] && CK_FORK=no CK_RUN_CASE=xgemm KILN_LOG=error timeout 10 build-gpu/tests/test_tuner > $R/test-tuner-xgemm.txt 2>&1
-echo "test_tuner xgemm rc=$?" >> $R/tests.txt
-el test
-[ -z "$DRY" ] && timeout 18 python3 bench/peers_torch.py --no-startup --dtype f32,f64 --sizes 2^22,2^24,2^26 \
-  --filter blas.gemm --out $R/torch-gemm.json > $R/torch.log 2>&1
-el torch
-S=$B32
-run f32 t64x128 MWG=64 NWG=128 MDIMC=8 NDIMC=16 MDIMA=16 NDIMB=8
+
+# bench LABEL TIMEOUT DTYPES SIZES FILTER [ENV=VALUE...]: one kiln bench process
+bench() {
+  local l=$1 to=${TMO:-$2} d=$3 s=$4 f=$5; shift 5
+  local lf=$(left); [ $to -gt $lf ] && to=$lf
+  [ $to -ge 3 ] || { echo "$l skipped (budget)" >> $R/times.txt; return; }
+  echo "$l: $* $d $s $f" >> $R/labels.txt
+  [ -n "$DRY" ] && return
+  env "$@" timeout -k 1 $to $K bench --no-startup --json --filter $f --sizes $s --dtype $d --reps 3 \
+    > $R/$l.json 2>> $R/err-$l.txt
+  echo "$l rc=$?" >> $R/rc.txt; el $l
+}
+
+bench defaults 16 f64,f32 $SZ blas.gemm_large,blas.gemm_clblast
 summary
-run f32 t128x64 MWG=128 NWG=64 MDIMC=16 NDIMC=8 MDIMA=16 NDIMB=8
+# the large kernel's default sets against the host reference on the GPU (every transpose, edges)
+lf=$(left)
+if [ -z "$DRY" ] && [ $lf -ge 4 ]; then
+  CK_FORK=no CK_RUN_CASE=large KILN_TEST_LARGE_SPECS=2 KILN_LOG=error timeout -k 1 15 \
+    build-gpu/tests/test_blas > $R/test-blas-large.txt 2>&1
+  echo "test_blas large rc=$?" >> $R/rc.txt; el test
+fi
+# f64 variants of the default set (tm=8 tn=8 wx=16 wy=16 bk=8 vw=2 db=1 pad=2)
+i=0
+for v in "wx=8" "tm=4 tn=4" "vw=4 pad=4" "bk=16 db=0" "tm=4 wy=32" "pad=0"; do
+  i=$((i+1)); bench d$i-${v// /_} 8 f64 $SZBIG blas.gemm_large KILN_DEBUG_GEMM_LARGE="$v"
+done
 summary
-run f32 t64x64 MWG=64 NWG=64 MDIMC=8 NDIMC=8 MDIMA=8 NDIMB=8
+# SGEMM's per-call overheads: XgemmDirect for every size, CLBlast with a kept temporary, and
+# the default CLBlast call traced
+bench sdirect 6 f32 ${SIZES:-2^22,2^24} blas.gemm_clblast KILN_DEBUG_CLBLAST="GemmRoutine:XGEMM_MIN_INDIRECT_SIZE=8193"
+bench stemp 6 f32 ${SIZES:-2^22,2^24} blas.gemm_clblast KILN_DEBUG_GEMM_TEMP=1
+if [ -f build-gpu/bench/libcltrace.so ]; then
+  bench strace 6 f32 ${SIZES:-2^22,2^24} blas.gemm_clblast CLTRACE_OUT=$R/trace-sgemm.txt \
+    CLTRACE_CSV=$R/trace-sgemm.csv LD_PRELOAD=$PWD/build-gpu/bench/libcltrace.so
+fi
 summary
-run f32 kwi4 KWI=4
+# f32 variants of the default set (tm=8 tn=8 wx=16 wy=16 bk=8 vw=4 db=1 pad=4)
+i=0
+for v in "bk=16" "wx=8" "vw=2 pad=2"; do
+  i=$((i+1)); bench s$i-${v// /_} 8 f32 $SZ blas.gemm_large KILN_DEBUG_GEMM_LARGE="$v"
+done
 summary
-run f32 t64x128k16 MWG=64 NWG=128 MDIMC=8 NDIMC=16 MDIMA=16 NDIMB=8 KWG=16
+# XgemmDirect with 64x64 tiles of 16x16 items (CLBlast's NVIDIA default is smaller)
+bench sdirect64 6 f32 ${SIZES:-2^22,2^24} blas.gemm_clblast KILN_DEBUG_CLBLAST="GemmRoutine:XGEMM_MIN_INDIRECT_SIZE=8193;XgemmDirect:WGD=64,MDIMCD=16,NDIMCD=16,MDIMAD=16,NDIMBD=16,KWID=2,VWMD=2,VWND=2,PADA=1,PADB=1"
+# the f64 variants the budget left out above
+i=6
+for v in "vw=1 pad=1" "db=0"; do
+  i=$((i+1)); bench d$i-${v// /_} 8 f64 $SZBIG blas.gemm_large KILN_DEBUG_GEMM_LARGE="$v"
+done
+lf=$(left)
+if [ -z "$DRY" ] && [ $lf -ge 8 ]; then
+  timeout -k 1 $lf python3 bench/peers_torch.py --no-startup --dtype f32,f64 --sizes $SZ \
+    --filter blas.gemm --out $R/torch.json > $R/torch.log 2>&1
+  el torch
+fi
 summary
-el f32

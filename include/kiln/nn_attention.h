@@ -2,8 +2,8 @@
  * Scaled dot-product attention (one flash-style kernel forward, FlashAttention-2 style
  * recomputation backward) and rotary position embedding (docs/nn.md, "Attention").
  *
- * dtypes: f32 and f64 (f64 needs fp64: KILN_ERR_UNSUPPORTED); attention also f16 and bf16
- * (stored in 2 bytes, computed in f32, each output rounded once; RoPE is f32/f64 only). Every
+ * dtypes: f32 and f64 (f64 needs fp64: KILN_ERR_UNSUPPORTED), f16 and bf16 (stored in 2
+ * bytes, computed in f32, each output rounded once; attention and RoPE alike). Every
  * floating tensor of a call has q's dtype, except attention's lse, which is f32 for f16 and
  * bf16 (as PyTorch's and FlashAttention's log-sum-exp: the backward pass recomputes the
  * probabilities from it). Output convention and aliasing as in kiln/nn.h: if *out is NULL kiln

@@ -3,6 +3,8 @@
 
 #include <clblast_c.h>
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "core/error.h"
 
@@ -199,6 +201,24 @@ kiln__clblast_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int
 }
 
 kiln_status
+kiln__clblast_gemm_temp(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int tb,
+                        size_t m, size_t n, size_t k, double alpha, cl_mem a, size_t aoff,
+                        size_t lda, cl_mem b, size_t boff, size_t ldb, double beta, cl_mem c,
+                        size_t coff, size_t ldc, cl_mem temp)
+{
+  cl_command_queue *q = &ctx->queue;
+  /* The column-major form of kiln__clblast_gemm. */
+  if (dt == KILN_F32)
+    PROVIDER_CALL(op, ctx, "SgemmWithTempBuffer",
+                  CLBlastSgemmWithTempBuffer(COL, tr(tb), tr(ta), n, m, k, (float)alpha, b, boff,
+                                             ldb, a, aoff, lda, (float)beta, c, coff, ldc, q, NULL,
+                                             temp));
+  PROVIDER_CALL(op, ctx, "DgemmWithTempBuffer",
+                CLBlastDgemmWithTempBuffer(COL, tr(tb), tr(ta), n, m, k, alpha, b, boff, ldb, a,
+                                           aoff, lda, beta, c, coff, ldc, q, NULL, temp));
+}
+
+kiln_status
 kiln__clblast_gemv(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, size_t m, size_t n,
                    kiln_complex128 alpha, cl_mem a, size_t aoff, size_t lda, cl_mem x, size_t xoff,
                    kiln_complex128 beta, cl_mem y, size_t yoff)
@@ -340,6 +360,82 @@ kiln__clblast_xgemm_override(const char *op, kiln_context *ctx, kiln_dtype dt, u
   pthread_mutex_unlock(&xgemm_lock);
   return s;
 }
+/* The KILN_DEBUG_CLBLAST spec in force per (device, precision), by hash. */
+static struct {
+  cl_device_id device;
+  CLBlastPrecision precision;
+  uint32_t hash;
+} debug_applied[32];
+static size_t debug_napplied;
+
+kiln_status
+kiln__clblast_debug_params(const char *op, kiln_context *ctx, kiln_dtype dt, const char *spec)
+{
+  KILN_RETURN_IF(dt != KILN_F32 && dt != KILN_F64, KILN_ERR_INTERNAL, op,
+                 "CLBlast parameters for %s", kiln_dtype_name(dt));
+  CLBlastPrecision prec = dt == KILN_F32 ? CLBlastPrecisionSingle : CLBlastPrecisionDouble;
+  uint32_t h = 2166136261u;
+  for (const char *p = spec; *p; p++)
+    h = (h ^ (uint8_t)*p) * 16777619u;
+  kiln_status s = KILN_OK;
+  pthread_mutex_lock(&xgemm_lock);
+  size_t i = 0;
+  while (i < debug_napplied &&
+         (debug_applied[i].device != ctx->device || debug_applied[i].precision != prec))
+    i++;
+  if (i < debug_napplied && debug_applied[i].hash == h) {
+    pthread_mutex_unlock(&xgemm_lock);
+    return KILN_OK;
+  }
+  /* "Kernel:NAME=V,NAME=V;Kernel:..." (spaces or commas between entries). */
+  for (const char *p = spec; *p && s == KILN_OK;) {
+    size_t glen = strcspn(p, ";"), klen = strcspn(p, ":");
+    char kernel[64];
+    const char *names[32];
+    char namebuf[32][48];
+    size_t values[32], n = 0;
+    if (klen >= glen || klen >= sizeof kernel) {
+      s = kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0,
+                     "KILN_DEBUG_CLBLAST: '%.*s' is not Kernel:NAME=VALUE,...", (int)glen, p);
+      break;
+    }
+    memcpy(kernel, p, klen);
+    kernel[klen] = 0;
+    for (const char *q = p + klen + 1; q < p + glen && s == KILN_OK;) {
+      if (*q == ' ' || *q == ',') {
+        q++;
+        continue;
+      }
+      size_t len = strcspn(q, " ,;"), nlen = strcspn(q, "=");
+      char *end = NULL;
+      unsigned long long v = nlen < len ? strtoull(q + nlen + 1, &end, 10) : 0;
+      if (nlen >= len || nlen >= sizeof namebuf[0] || n == 32 || end != q + len) {
+        s = kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, 0,
+                       "KILN_DEBUG_CLBLAST: '%.*s' is not NAME=VALUE", (int)len, q);
+        break;
+      }
+      memcpy(namebuf[n], q, nlen);
+      namebuf[n][nlen] = 0;
+      names[n] = namebuf[n];
+      values[n++] = (size_t)v;
+      q += len;
+    }
+    if (s == KILN_OK)
+      s = check(op, "OverrideParameters (KILN_DEBUG_CLBLAST)",
+                CLBlastOverrideParameters(ctx->device, kernel, prec, n, names, values));
+    p += glen + (p[glen] == ';');
+  }
+  if (s == KILN_OK && i < sizeof debug_applied / sizeof debug_applied[0]) {
+    debug_applied[i].device = ctx->device;
+    debug_applied[i].precision = prec;
+    debug_applied[i].hash = h;
+    if (i == debug_napplied)
+      debug_napplied++;
+  }
+  pthread_mutex_unlock(&xgemm_lock);
+  return s;
+}
+
 /* ---- triangular routines (linalg family) ---- */
 
 #define TRI_ARGS(cv)                                                                              \

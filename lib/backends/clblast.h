@@ -90,6 +90,24 @@ kiln_status kiln__clblast_scal(const char *op, kiln_context *ctx, kiln_dtype dt,
  * parameters: asking for id 0 after an override is KILN_ERR_UNSUPPORTED. Statuses of
  * CLBlastOverrideParameters are mapped (kiln__clblast_status). Needs no lock.
  */
+/*
+ * kiln__clblast_gemm for one f32/f64 matrix with the caller's temporary buffer (CLBlast's
+ * WithTempBuffer routines: no buffer created and released per call). CLBlast refuses a
+ * buffer too small before it enqueues anything.
+ */
+kiln_status kiln__clblast_gemm_temp(const char *op, kiln_context *ctx, kiln_dtype dt, int ta,
+                                    int tb, size_t m, size_t n, size_t k, double alpha, cl_mem a,
+                                    size_t aoff, size_t lda, cl_mem b, size_t boff, size_t ldb,
+                                    double beta, cl_mem c, size_t coff, size_t ldc, cl_mem temp);
+
+/*
+ * KILN_DEBUG_CLBLAST="Kernel:NAME=VALUE,...;Kernel:..." put in force for dt (f32/f64) on ctx's
+ * device through CLBlastOverrideParameters, once per spec: any of CLBlast's parameter databases
+ * (e.g. GemmRoutine:XGEMM_MIN_INDIRECT_SIZE=8193 sends GEMMs up to 8192^3 to XgemmDirect;
+ * XgemmDirect:WGD=...). Each kernel's list must name all its parameters (CLBlast's rule).
+ */
+kiln_status kiln__clblast_debug_params(const char *op, kiln_context *ctx, kiln_dtype dt,
+                                       const char *spec);
 kiln_status kiln__clblast_xgemm_override(const char *op, kiln_context *ctx, kiln_dtype dt,
                                          uint32_t id, const size_t *values);
 /*

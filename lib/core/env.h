@@ -26,6 +26,9 @@
   X(DEBUG_STORE_BG, "KILN_DEBUG_STORE_BG")   /* debug: PoCL stores in the background 1 always, 0 never */ \
   X(DEBUG_NN, "KILN_DEBUG_NN")               /* debug: the nn family's launch knobs */       \
   X(DEBUG_XGEMM, "KILN_DEBUG_XGEMM")         /* debug: CLBlast Xgemm parameters to time */   \
+  X(DEBUG_GEMM_LARGE, "KILN_DEBUG_GEMM_LARGE") /* debug: the large GEMM kernel's parameters */ \
+  X(DEBUG_CLBLAST, "KILN_DEBUG_CLBLAST")     /* debug: CLBlast parameter overrides to time */ \
+  X(DEBUG_GEMM_TEMP, "KILN_DEBUG_GEMM_TEMP") /* debug: CLBlast GEMMs with a kept temporary */ \
   X(TEST_CACHE_KILL_AT, "KILN_TEST_CACHE_KILL_AT") /* test hook of the cache's writers */    \
   X(TEST_TUNING_DATA, "KILN_TEST_TUNING_DATA") /* test hook: the packaged tuning files' dir */ \
   X(XDG_CACHE_HOME, "XDG_CACHE_HOME")        /* the default cache directory */               \

@@ -13,18 +13,6 @@
 #include "core/error.h"
 #include "expr/expr_internal.h"
 
-static uint64_t
-mix(uint64_t h, uint64_t v)
-{
-  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  h ^= h >> 30;
-  h *= 0xbf58476d1ce4e5b9ull;
-  h ^= h >> 27;
-  h *= 0x94d049bb133111ebull;
-  h ^= h >> 31;
-  return h;
-}
-
 static void
 visit(const kiln_expr *e, int32_t id, int32_t *map, struct kx_canon *c)
 {
@@ -74,39 +62,39 @@ kiln__expr_canon(const char *op, const kiln_expr *e, struct kx_canon *c)
   c->noutputs = e->noutputs;
   free(map);
 
-  uint64_t h = mix(0x6b78, e->ninputs);
+  uint64_t h = kx_mix(0x6b78, e->ninputs);
   for (size_t i = 0; i < e->ninputs; i++)
-    h = mix(h, (uint64_t)e->inputs[i].dtype);
-  h = mix(h, e->nscalars);
+    h = kx_mix(h, (uint64_t)e->inputs[i].dtype);
+  h = kx_mix(h, e->nscalars);
   for (size_t i = 0; i < e->nscalars; i++)
-    h = mix(h, (uint64_t)e->scalars[i].dtype);
+    h = kx_mix(h, (uint64_t)e->scalars[i].dtype);
   for (size_t i = 0; i < c->nnodes; i++) {
     const struct kx_node *n = &c->nodes[i];
-    h = mix(h, (uint64_t)n->kind);
-    h = mix(h, (uint64_t)n->op);
-    h = mix(h, (uint64_t)n->dtype);
-    h = mix(h, (uint64_t)(int64_t)n->a);
-    h = mix(h, (uint64_t)(int64_t)n->b);
-    h = mix(h, (uint64_t)(int64_t)n->c);
-    h = mix(h, (uint64_t)(int64_t)n->slot);
+    h = kx_mix(h, (uint64_t)n->kind);
+    h = kx_mix(h, (uint64_t)n->op);
+    h = kx_mix(h, (uint64_t)n->dtype);
+    h = kx_mix(h, (uint64_t)(int64_t)n->a);
+    h = kx_mix(h, (uint64_t)(int64_t)n->b);
+    h = kx_mix(h, (uint64_t)(int64_t)n->c);
+    h = kx_mix(h, (uint64_t)(int64_t)n->slot);
   }
-  h = mix(h, c->noutputs);
+  h = kx_mix(h, c->noutputs);
   for (size_t k = 0; k < c->noutputs; k++)
-    h = mix(h, (uint64_t)c->outputs[k]);
-  h = mix(h, (uint64_t)e->has_reduce);
+    h = kx_mix(h, (uint64_t)c->outputs[k]);
+  h = kx_mix(h, (uint64_t)e->has_reduce);
   if (e->has_reduce) {
-    h = mix(h, (uint64_t)e->rop);
-    h = mix(h, (uint64_t)e->raxes_all);
-    h = mix(h, (uint64_t)e->keepdims);
-    h = mix(h, e->nraxes);
+    h = kx_mix(h, (uint64_t)e->rop);
+    h = kx_mix(h, (uint64_t)e->raxes_all);
+    h = kx_mix(h, (uint64_t)e->keepdims);
+    h = kx_mix(h, e->nraxes);
     for (size_t i = 0; i < e->nraxes; i++)
-      h = mix(h, (uint64_t)e->raxes[i]);
+      h = kx_mix(h, (uint64_t)e->raxes[i]);
   }
-  h = mix(h, (uint64_t)e->has_scan);
+  h = kx_mix(h, (uint64_t)e->has_scan);
   if (e->has_scan) {
-    h = mix(h, (uint64_t)e->sop);
-    h = mix(h, (uint64_t)e->saxis);
-    h = mix(h, (uint64_t)e->sexclusive);
+    h = kx_mix(h, (uint64_t)e->sop);
+    h = kx_mix(h, (uint64_t)e->saxis);
+    h = kx_mix(h, (uint64_t)e->sexclusive);
   }
   c->hash = h;
   return KILN_OK;

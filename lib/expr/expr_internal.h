@@ -67,6 +67,20 @@ struct kiln_expr {
 
 #define KX_MAGIC 0x6b657870u /* "kexp" */
 
+/* One step of the expressions' 64-bit hashes (ir.c's node hashes, canon.c's key): the
+ * splitmix64 finaliser over the running hash h and the value v. */
+static inline uint64_t
+kx_mix(uint64_t h, uint64_t v)
+{
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebull;
+  h ^= h >> 31;
+  return h;
+}
+
 /* Checks the handle (INVALID_HANDLE naming op). */
 kiln_status kiln__expr_check(const char *op, const kiln_expr *e);
 

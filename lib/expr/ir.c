@@ -76,44 +76,32 @@ kiln_expr_release(kiln_expr *e)
 /* ------------------------------------------------------------------ hashing */
 
 static uint64_t
-mix(uint64_t h, uint64_t v)
-{
-  /* splitmix64 finaliser over the running hash and the value */
-  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  h ^= h >> 30;
-  h *= 0xbf58476d1ce4e5b9ull;
-  h ^= h >> 27;
-  h *= 0x94d049bb133111ebull;
-  h ^= h >> 31;
-  return h;
-}
-
-static uint64_t
 scalar_bits(kiln_scalar s)
 {
   uint64_t u;
   if (s.is_integer)
-    return mix(1, (uint64_t)s.i);
+    return kx_mix(1, (uint64_t)s.i);
   memcpy(&u, &s.f, sizeof u);
-  return mix(2, u);
+  return kx_mix(2, u);
 }
 
 static void
 node_hash(const kiln_expr *e, struct kx_node *n)
 {
-  uint64_t h = mix(mix(mix(0x6b696c6e, (uint64_t)n->kind), (uint64_t)n->op), (uint64_t)n->dtype);
+  uint64_t h =
+      kx_mix(kx_mix(kx_mix(0x6b696c6e, (uint64_t)n->kind), (uint64_t)n->op), (uint64_t)n->dtype);
   uint64_t v;
   if (n->kind == KX_INPUT || n->kind == KX_SCALAR)
-    h = mix(h, (uint64_t)n->slot);
+    h = kx_mix(h, (uint64_t)n->slot);
   v = h;
   if (n->kind == KX_CONST)
-    v = mix(v, scalar_bits(n->value));
+    v = kx_mix(v, scalar_bits(n->value));
   const int32_t kids[3] = {n->a, n->b, n->c};
   for (int k = 0; k < 3; k++) {
     if (kids[k] < 0)
       continue;
-    h = mix(h, e->nodes[kids[k]].shash);
-    v = mix(v, e->nodes[kids[k]].vhash);
+    h = kx_mix(h, e->nodes[kids[k]].shash);
+    v = kx_mix(v, e->nodes[kids[k]].vhash);
   }
   n->shash = h;
   n->vhash = v;

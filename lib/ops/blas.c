@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/dtype_traits.h"
+#include "core/env.h"
 #include "core/error.h"
 #include "kiln/blas.h"
 #include "kiln/layout.h"
@@ -143,6 +144,43 @@ small_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t m, uint64_
   return kiln__args_enqueue(&args, ctx, 3, global, local);
 }
 
+/*
+ * kiln's large-product kernel (cl_kernels/gemm_large.cl) over batch matrices, f32/f64, k > 0
+ * (ctx->lock held). The parameters come from kiln__gemm_large_params, read before the lock.
+ */
+static kiln_status
+large_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, const struct kiln__gemm_large *p,
+           uint64_t m, uint64_t n, uint64_t k, kiln_complex128 alpha, kiln_complex128 beta,
+           const struct mat *a, uint64_t astride, const struct mat *b, uint64_t bstride,
+           const struct mat *c, uint64_t cstride, uint64_t batch)
+{
+  char opts[256];
+  kiln__program_options(&ctx->info, "gemm_large", dt, p, opts, sizeof opts);
+  cl_kernel kern;
+  KILN_TRY(kiln__kernel_get(op, ctx, "gemm_large", opts, "gemm_large", &kern));
+  /* A set whose registers do not fit its work-group on this device: the caller falls back. */
+  size_t kwg = 0;
+  cl_int err = clGetKernelWorkGroupInfo(kern, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg,
+                                        &kwg, NULL);
+  KILN_RETURN_IF(err != CL_SUCCESS || kwg < (size_t)p->wx * p->wy, KILN_ERR_UNSUPPORTED, op,
+                 "the large GEMM kernel (%ux%u work-items) runs at most %zu per group here",
+                 p->wx, p->wy, kwg);
+  kiln__args args = kiln__args_begin(op, kern);
+  kiln__args_u64(&args, m);
+  kiln__args_u64(&args, n);
+  kiln__args_u64(&args, k);
+  args_scalar(&args, dt, alpha);
+  args_scalar(&args, dt, beta);
+  mat_args(&args, a, astride, 1);
+  mat_args(&args, b, bstride, 1);
+  mat_args(&args, c, cstride, 0);
+  const uint64_t mt = (uint64_t)p->wy * p->tm, nt = (uint64_t)p->wx * p->tn;
+  size_t global[3] = {(size_t)((n + nt - 1) / nt * p->wx), (size_t)((m + mt - 1) / mt * p->wy),
+                      (size_t)batch};
+  size_t local[3] = {p->wx, p->wy, 1};
+  return kiln__args_enqueue(&args, ctx, 3, global, local);
+}
+
 /* sym_fill over batch n x n matrices (ctx->lock held). */
 static kiln_status
 small_sym_fill(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t n, const struct mat *c,
@@ -160,25 +198,36 @@ small_sym_fill(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t n, con
   return kiln__args_enqueue(&args, ctx, 3, global, local);
 }
 
-/* Routed calls by route (kiln__blas_test_routes): [0] kiln's kernel, [1] CLBlast. */
-static atomic_uint_fast64_t routed[2];
+/* Routed calls by route (kiln__blas_test_routes): [0] kiln's small kernel, [1] CLBlast, [2]
+ * kiln's large kernel. */
+static atomic_uint_fast64_t routed[3];
 
 /* The route a caller asks for instead of the usual choice (kiln__matmul_routed). */
 #define ROUTE_CHOOSE (-1)
 
 /*
- * Whether a GEMM-shaped call of this size goes to kiln's kernel: no CLBlast,
- * nothing to multiply (k == 0, alpha == 0) or f16/bf16 inputs, else the route
- * (kiln__blas_route_small). Call it before taking ctx->lock.
+ * The route of a GEMM-shaped call of this size: kiln's small kernel when there is nothing to
+ * multiply (k == 0, alpha == 0) or for f16/bf16 inputs, else kiln__blas_route. Call it before
+ * taking ctx->lock.
  */
+static int
+gemm_route(kiln_context *ctx, kiln_dtype dt, uint64_t m, uint64_t n, uint64_t k,
+           kiln_complex128 alpha, int route)
+{
+  /* CLBlast's half routines accumulate in half: f16/bf16 always run on kiln's kernels. */
+  if (k == 0 || scalar_is_zero(alpha) || kiln__dtype_is_half(dt))
+    return KILN__GEMM_ROUTE_KILN;
+  return kiln__blas_route(ctx, dt, mnk(m, n, k), route);
+}
+
+/* GEMV and SYRK have no large-kernel form: CLBlast where the route is not kiln's small kernel
+ * and the context has it. */
 static int
 use_small(kiln_context *ctx, kiln_dtype dt, uint64_t m, uint64_t n, uint64_t k,
           kiln_complex128 alpha, int route)
 {
-  /* CLBlast's half routines accumulate in half: f16/bf16 always run on kiln's kernels. */
-  if (!kiln__blas_use_clblast(ctx) || k == 0 || scalar_is_zero(alpha) || kiln__dtype_is_half(dt))
-    return 1;
-  return kiln__blas_route_small(ctx, dt, mnk(m, n, k), route);
+  return !kiln__blas_use_clblast(ctx) ||
+         gemm_route(ctx, dt, m, n, k, alpha, route) == KILN__GEMM_ROUTE_KILN;
 }
 
 static void
@@ -192,6 +241,12 @@ kiln__blas_test_routes(uint64_t out[2])
 {
   out[0] = atomic_load(&routed[0]);
   out[1] = atomic_load(&routed[1]);
+}
+
+uint64_t
+kiln__blas_test_large_calls(void)
+{
+  return atomic_load(&routed[2]);
 }
 
 /* ---- validation helpers ---- */
@@ -315,8 +370,9 @@ struct gemm_args {
   uint64_t m, n, k;
   kiln_complex128 alpha, beta;
   struct mat a, b, c;
-  int small; /* use_small(), decided before ctx->lock was taken */
+  int route; /* gemm_route(), decided before ctx->lock was taken */
   int cf32;  /* f16/bf16 inputs, f32 output */
+  struct kiln__gemm_large large; /* route KILN__GEMM_ROUTE_LARGE: its parameters */
 };
 
 #if KILN_HAVE_CLBLAST
@@ -368,13 +424,32 @@ realified_gemm(const char *op, kiln_context *ctx, const struct gemm_args *g, uin
 }
 #endif
 
+#if KILN_HAVE_CLBLAST
+/* KILN_DEBUG_GEMM_TEMP=1: one-matrix f32/f64 GEMMs on CLBlast get the context's temporary
+ * buffer (kiln__blas_gemm_temp) instead of creating and releasing theirs per call. */
+static int
+gemm_temp_on(void)
+{
+  return kiln__env_flag(KILN__ENV_DEBUG_GEMM_TEMP);
+}
+#endif
+
 /* One strided batch of GEMMs, routed by size (ctx->lock held). */
 static kiln_status
 gemm_strided(const char *op, kiln_context *ctx, const struct gemm_args *g, uint64_t astride,
              uint64_t bstride, uint64_t cstride, uint64_t batch)
 {
-  count_route(g->small);
-  if (g->small) {
+  int route = g->route;
+  if (route == KILN__GEMM_ROUTE_LARGE) {
+    atomic_fetch_add(&routed[2], 1);
+    kiln_status s = large_gemm(op, ctx, g->dt, &g->large, g->m, g->n, g->k, g->alpha, g->beta,
+                               &g->a, astride, &g->b, bstride, &g->c, cstride, batch);
+    if (s != KILN_ERR_UNSUPPORTED)
+      return s;
+    route = kiln__blas_use_clblast(ctx) ? KILN__GEMM_ROUTE_CLBLAST : KILN__GEMM_ROUTE_KILN;
+  }
+  count_route(route == KILN__GEMM_ROUTE_KILN);
+  if (route == KILN__GEMM_ROUTE_KILN) {
     /* alpha == 0 is BLAS's "A and B are not referenced": run it as k == 0. */
     uint64_t k = scalar_is_zero(g->alpha) ? 0 : g->k;
     return small_gemm(op, ctx, g->dt, g->m, g->n, k, g->alpha, g->beta, &g->a, astride, &g->b,
@@ -383,6 +458,18 @@ gemm_strided(const char *op, kiln_context *ctx, const struct gemm_args *g, uint6
 #if KILN_HAVE_CLBLAST
   if (realify_ok(g, bstride, batch))
     return realified_gemm(op, ctx, g, astride, bstride, cstride, batch);
+  if (batch == 1 && kiln__dtype_is_float(g->dt) && gemm_temp_on()) {
+    /* An upper bound of what CLBlast asks (Xgemm::GetTempSize: A, B and C each padded to its
+     * tiles, at most 128 here) instead of its size query, which builds its parameter database
+     * on every call (as kiln__lh_gemm). */
+    size_t ts = kiln_dtype_size(g->dt), mp = g->m + 127, np = g->n + 127, kp = g->k + 127;
+    cl_mem temp = kiln__blas_gemm_temp(ctx, (mp * kp + kp * np + mp * np) * ts);
+    if (temp && kiln__clblast_gemm_temp(op, ctx, g->dt, g->a.trans, g->b.trans, g->m, g->n, g->k,
+                                        g->alpha.re, g->a.mem, g->a.off, g->a.ld, g->b.mem,
+                                        g->b.off, g->b.ld, g->beta.re, g->c.mem, g->c.off,
+                                        g->c.ld, temp) == KILN_OK)
+      return KILN_OK;
+  }
   return kiln__clblast_gemm(op, ctx, g->dt, g->a.trans, g->b.trans, g->m, g->n, g->k, g->alpha,
                             g->a.mem, g->a.off, g->a.ld, astride, g->b.mem, g->b.off, g->b.ld,
                             bstride, g->beta, g->c.mem, g->c.off, g->c.ld, cstride, batch);
@@ -486,14 +573,17 @@ gemm_views(const char *op, kiln_context *ctx, int ta, int tb, kiln_complex128 al
                         {a->mem, elem_off(a), ac, ta},
                         {b->mem, elem_off(b), bc, tb},
                         {ct->mem, elem_off(ct), n, 0},
-                        use_small(ctx, a->dtype, m, n, k, alpha, route),
-                        out_dt != a->dtype};
+                        gemm_route(ctx, a->dtype, m, n, k, alpha, route),
+                        out_dt != a->dtype,
+                        {0}};
   uint64_t matsize[3] = {ar * ac, br * bc, m * n};
   struct batch_plan plan;
   plan_batches(&ab, &bb, &cb, matsize, &plan);
   /* Complex products may run as one real product (the CGEMM route): its precision's set. */
-  if (!g.small)
+  if (g.route == KILN__GEMM_ROUTE_CLBLAST)
     s = kiln__blas_xgemm_prepare_mnk(op, ctx, kiln__dtype_real_part(a->dtype), mnk(m, n, k));
+  else if (g.route == KILN__GEMM_ROUTE_LARGE)
+    s = kiln__gemm_large_params(op, ctx, a->dtype, m, n, ct->numel / (m * n), &g.large);
   if (s == KILN_OK) {
     kiln__ctx_lock(ctx);
     s = gemm_plan_run(op, ctx, &g, &plan);
@@ -598,7 +688,7 @@ kiln__matmul_routed(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *
   KILN_TRY(kiln__tensor_check(op, b, ctx));
   KILN_TRY(check_same_dtype(op, a, b, "a", "b"));
   KILN_RETURN_IF(route != KILN__GEMM_ROUTE_RULE && route != KILN__GEMM_ROUTE_KILN &&
-                     route != KILN__GEMM_ROUTE_CLBLAST,
+                     route != KILN__GEMM_ROUTE_CLBLAST && route != KILN__GEMM_ROUTE_LARGE,
                  KILN_ERR_INVALID_ARGUMENT, op, "route %d is not a kiln__gemm_route", route);
   KILN_RETURN_IF(route == KILN__GEMM_ROUTE_CLBLAST && !kiln__blas_use_clblast(ctx),
                  KILN_ERR_UNSUPPORTED, op, "the CLBlast route on a context without CLBlast");

@@ -24,6 +24,8 @@ struct blas_state {
   int64_t small_mnk; /* KILN_OPT_GEMM_SMALL_MNK */
   int small_mnk_set; /* the option was set: it routes every call, not the autotuner */
   int use_clblast;   /* built with CLBlast and not disabled by KILN_DEBUG_NO_CLBLAST */
+  cl_mem gemm_temp;  /* CLBlast's GEMM temporaries (kiln__blas_gemm_temp) */
+  size_t gemm_temp_bytes;
 };
 
 static kiln_status
@@ -43,6 +45,9 @@ blas_state_create(kiln_context *ctx, void **state)
 static void
 blas_state_destroy(kiln_context *ctx, void *state)
 {
+  struct blas_state *st = state;
+  if (st && st->gemm_temp)
+    clReleaseMemObject(st->gemm_temp);
   free(state);
 }
 
@@ -56,6 +61,24 @@ int
 kiln__blas_use_clblast(const kiln_context *ctx)
 {
   return state_of(ctx)->use_clblast;
+}
+
+cl_mem
+kiln__blas_gemm_temp(kiln_context *ctx, size_t bytes)
+{
+  struct blas_state *st = state_of(ctx);
+  if (st->gemm_temp_bytes < bytes) {
+    if (st->gemm_temp)
+      clReleaseMemObject(st->gemm_temp);
+    /* Doubling: a run of growing products reallocates a logarithmic number of times. */
+    size_t want = bytes < 2 * st->gemm_temp_bytes ? 2 * st->gemm_temp_bytes : bytes;
+    cl_int err;
+    st->gemm_temp = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, want, NULL, &err);
+    st->gemm_temp_bytes = err == CL_SUCCESS ? want : 0;
+    if (err != CL_SUCCESS)
+      st->gemm_temp = NULL;
+  }
+  return st->gemm_temp;
 }
 
 static void
@@ -76,8 +99,147 @@ blas_option_get(const kiln_context *ctx, const void *state, kiln_option option)
 static const struct kiln__tune_family gemm_tune;
 static int gemm_dtype_ok(kiln_dtype d);
 
+/*
+ * The large kernel's default sets: 128 x 128 tiles of C per 16 x 16 work-group, 8 x 8 results
+ * per work-item, k-steps of 8, double-buffered, reads as 16-byte vectors (the layout of the
+ * SIMT GEMMs that reach the FMA peak on NVIDIA GPUs).
+ */
+static const struct kiln__gemm_large large_default[2] = {
+    {8, 8, 16, 16, 8, 4, 1, 4}, /* f32 */
+    {8, 8, 16, 16, 8, 2, 1, 2}, /* f64 */
+};
+
+/* Why p cannot run for esize-byte elements on info's device (written to buf), or NULL. */
+static const char *
+large_invalid(const struct kiln__gemm_large *p, size_t esize, const kiln_device_info *info,
+              char *buf, size_t len)
+{
+  const uint32_t nl = p->wx * p->wy, mt = p->wy * p->tm, nt = p->wx * p->tn;
+  const uint64_t lbytes =
+      (uint64_t)(p->db + 1) * p->bk * (mt + p->pad + nt + p->pad) * (uint64_t)esize;
+  if (!p->tm || !p->tn || !p->wx || !p->wy || !p->bk || p->tm > 16 || p->tn > 16 ||
+      p->bk > 64 || p->wx > 64 || p->wy > 64 || p->pad > 16 || p->db > 1)
+    snprintf(buf, len, "tm and tn 1..16, wx and wy 1..64, bk 1..64, pad 0..16, db 0 or 1");
+  else if (p->vw != 1 && p->vw != 2 && p->vw != 4)
+    snprintf(buf, len, "vw=%u is not 1, 2 or 4", p->vw);
+  else if (p->tm % p->vw || p->tn % p->vw || p->pad % p->vw)
+    snprintf(buf, len, "tm=%u, tn=%u and pad=%u must be multiples of vw=%u", p->tm, p->tn,
+             p->pad, p->vw);
+  else if ((mt * p->bk) % nl || (nt * p->bk) % nl)
+    snprintf(buf, len,
+             "the tiles (wy*tm=%u and wx*tn=%u by bk=%u) do not split evenly over wx*wy=%u "
+             "work-items",
+             mt, nt, p->bk, nl);
+  else if (nl > info->max_work_group_size)
+    snprintf(buf, len, "wx*wy=%u work-items exceed the device's %zu", nl,
+             info->max_work_group_size);
+  else if (lbytes > info->local_mem_bytes - info->local_mem_bytes / 16)
+    snprintf(buf, len,
+             "the local tiles take %llu bytes, more than 15/16 of the device's %llu",
+             (unsigned long long)lbytes, (unsigned long long)info->local_mem_bytes);
+  else
+    return NULL;
+  return buf;
+}
+
+/*
+ * The default set for dt on info's device: large_default, or where its work-group or local
+ * tiles do not fit (the f64 tiles take 33 KiB: oclgrind's device has 32), the same single-
+ * buffered, then with 4x4 per work-item. Returns 0 when none fits.
+ */
+static int
+large_pick(const kiln_device_info *info, kiln_dtype dt, struct kiln__gemm_large *p)
+{
+  char why[160];
+  *p = large_default[dt == KILN_F64];
+  if (!large_invalid(p, kiln_dtype_size(dt), info, why, sizeof why))
+    return 1;
+  p->db = 0;
+  if (!large_invalid(p, kiln_dtype_size(dt), info, why, sizeof why))
+    return 1;
+  p->tm = p->tn = 4;
+  return !large_invalid(p, kiln_dtype_size(dt), info, why, sizeof why);
+}
+
+kiln_status
+kiln__gemm_large_params(const char *op, const kiln_context *ctx, kiln_dtype dt, uint64_t m,
+                        uint64_t n, uint64_t batch, struct kiln__gemm_large *p)
+{
+  static const char *const names[KILN__GEMM_LARGE_NPARAMS] = {KILN__GEMM_LARGE_NAMES};
+  large_pick(&ctx->info, dt, p);
+  const char *e = kiln__env(KILN__ENV_DEBUG_GEMM_LARGE);
+  /* Fewer tiles than compute units leaves some idle: 4x4 results per work-item (a quarter of
+   * the tile) where that runs. */
+  const uint64_t mt = (uint64_t)p->wy * p->tm, nt = (uint64_t)p->wx * p->tn;
+  if ((!e || !*e) && p->tm > 4 && p->tn > 4 &&
+      (m + mt - 1) / mt * ((n + nt - 1) / nt) * batch < ctx->info.compute_units) {
+    struct kiln__gemm_large q = *p;
+    char why[160];
+    q.tm = q.tn = 4;
+    if (!large_invalid(&q, kiln_dtype_size(dt), &ctx->info, why, sizeof why))
+      *p = q;
+  }
+  uint32_t *v = &p->tm;
+  for (const char *s = e ? e : ""; *s;) {
+    if (*s == ' ' || *s == ',') {
+      s++;
+      continue;
+    }
+    size_t len = strcspn(s, " ,"), nlen = strcspn(s, "=");
+    int i = 0;
+    while (i < KILN__GEMM_LARGE_NPARAMS &&
+           !(nlen < len && strlen(names[i]) == nlen && strncmp(s, names[i], nlen) == 0))
+      i++;
+    char *end = NULL;
+    unsigned long val = i < KILN__GEMM_LARGE_NPARAMS ? strtoul(s + nlen + 1, &end, 10) : 0;
+    KILN_RETURN_IF(i == KILN__GEMM_LARGE_NPARAMS || end == s + nlen + 1 || end != s + len,
+                   KILN_ERR_INVALID_ARGUMENT, op,
+                   "KILN_DEBUG_GEMM_LARGE: '%.*s' is not NAME=VALUE with NAME one of tm tn wx wy "
+                   "bk vw db pad",
+                   (int)len, s);
+    v[i] = val > 1024 ? 1024 : (uint32_t)val;
+    s += len;
+  }
+  char why[160];
+  const char *bad = large_invalid(p, kiln_dtype_size(dt), &ctx->info, why, sizeof why);
+  KILN_RETURN_IF(bad && e && *e, KILN_ERR_INVALID_ARGUMENT, op,
+                 "KILN_DEBUG_GEMM_LARGE for %s: %s", kiln_dtype_name(dt), bad);
+  KILN_RETURN_IF(bad, KILN_ERR_UNSUPPORTED, op, "the large GEMM kernel for %s: %s",
+                 kiln_dtype_name(dt), bad);
+  return KILN_OK;
+}
+
+/* The large kernel runs dt on ctx's device: f32/f64 and a default set fits the device. */
+static int
+large_ok(const kiln_context *ctx, kiln_dtype dt)
+{
+  struct kiln__gemm_large p;
+  return (dt == KILN_F32 || (dt == KILN_F64 && ctx->info.has_fp64)) &&
+         large_pick(&ctx->info, dt, &p);
+}
+
+/*
+ * Where the large kernel wins without tuning: the smallest m*n*k from which the default rule
+ * takes it, per dtype (f32, f64) on NVIDIA GPUs. UINT64_MAX: never (CLBlast, or kiln's small
+ * kernel without CLBlast).
+ */
+static const uint64_t large_from_nvidia[2] = {UINT64_MAX, UINT64_MAX};
+
+/* The built-in rule: kiln's small kernel up to the threshold, then the large kernel where it
+ * was measured faster, else CLBlast (kiln's small kernel without it). */
+static int
+rule_route(const kiln_context *ctx, kiln_dtype dt, uint64_t size)
+{
+  if (size <= (uint64_t)KILN__GEMM_SMALL_MNK_DEFAULT)
+    return KILN__GEMM_ROUTE_KILN;
+  if (ctx->info.is_gpu && strstr(ctx->info.vendor, "NVIDIA") && large_ok(ctx, dt) &&
+      size >= large_from_nvidia[dt == KILN_F64])
+    return KILN__GEMM_ROUTE_LARGE;
+  return state_of(ctx)->use_clblast ? KILN__GEMM_ROUTE_CLBLAST : KILN__GEMM_ROUTE_KILN;
+}
+
 int
-kiln__blas_route_small(kiln_context *ctx, kiln_dtype dt, uint64_t size, int route)
+kiln__blas_route(kiln_context *ctx, kiln_dtype dt, uint64_t size, int route)
 {
   if (route < 0) {
     struct blas_state *st = state_of(ctx);
@@ -85,18 +247,27 @@ kiln__blas_route_small(kiln_context *ctx, kiln_dtype dt, uint64_t size, int rout
     int64_t threshold = st->small_mnk;
     int set = st->small_mnk_set;
     kiln__ctx_unlock(ctx);
+    if (set && size <= (uint64_t)threshold)
+      return KILN__GEMM_ROUTE_KILN;
     /* The tuner times f32/f64 only: complex products follow the built-in rule. */
-    if (set)
-      return size <= (uint64_t)threshold;
     if (!gemm_dtype_ok(dt))
-      return size <= (uint64_t)KILN__GEMM_SMALL_MNK_DEFAULT;
-    uint32_t chosen;
-    kiln__tune_lookup(ctx, &gemm_tune, dt, KILN__LAYOUT_MNK, size ? size : 1, &chosen);
-    route = (int)chosen;
+      route = KILN__GEMM_ROUTE_RULE;
+    else {
+      uint32_t chosen;
+      kiln__tune_lookup(ctx, &gemm_tune, dt, KILN__LAYOUT_MNK, size ? size : 1, &chosen);
+      route = (int)chosen;
+    }
+    /* Above the option's threshold: CLBlast unless the tuner's route is the large kernel. */
+    if (set && route != KILN__GEMM_ROUTE_LARGE)
+      route = st->use_clblast ? KILN__GEMM_ROUTE_CLBLAST : KILN__GEMM_ROUTE_KILN;
   }
-  if (route == KILN__GEMM_ROUTE_KILN || route == KILN__GEMM_ROUTE_CLBLAST)
-    return route == KILN__GEMM_ROUTE_KILN;
-  return size <= (uint64_t)KILN__GEMM_SMALL_MNK_DEFAULT;
+  if (route == KILN__GEMM_ROUTE_KILN)
+    return route;
+  if (route == KILN__GEMM_ROUTE_CLBLAST && state_of(ctx)->use_clblast)
+    return route;
+  if (route == KILN__GEMM_ROUTE_LARGE && large_ok(ctx, dt))
+    return route;
+  return rule_route(ctx, dt, size);
 }
 
 size_t
@@ -127,6 +298,17 @@ static void
 blas_build_options(const kiln_device_info *info, const char *source, kiln_dtype dtype,
                    const void *variant, char *buf, size_t len)
 {
+  if (strcmp(source, "gemm_large") == 0) {
+    struct kiln__gemm_large d;
+    if (!variant)
+      large_pick(info, dtype, &d);
+    const struct kiln__gemm_large *p = variant ? variant : &d;
+    kiln__options_append(buf, len,
+                         " -DGL_TM=%u -DGL_TN=%u -DGL_WX=%u -DGL_WY=%u -DGL_BK=%u -DGL_VW=%u "
+                         "-DGL_DB=%u -DGL_PAD=%u -DGL_UNROLL=%d",
+                         p->tm, p->tn, p->wx, p->wy, p->bk, p->vw, p->db, p->pad, info->is_gpu);
+    return;
+  }
   kiln__options_append(buf, len, " -DKILN_GEMM_TILE=%u -DKILN_DOT_WG=%u",
                        (uint32_t)kiln__gemm_tile(info), (uint32_t)kiln__dot_wg(info));
   if (kiln__dtype_is_half(dtype))
@@ -139,19 +321,21 @@ blas_build_options(const kiln_device_info *info, const char *source, kiln_dtype 
 #define N_(a) (sizeof(a) / sizeof((a)[0]))
 #define P2(k) ((uint64_t)1 << (k))
 
-/* One parameter, the route (enum kiln__gemm_route); 0, the rule, is the default only. */
-static const uint64_t gemm_routes[] = {KILN__GEMM_ROUTE_KILN, KILN__GEMM_ROUTE_CLBLAST};
+/* One parameter, the route (enum kiln__gemm_route); 0, the rule, is the default only. The
+ * quick list leaves the large kernel to the full tuning. */
+static const uint64_t gemm_routes[] = {KILN__GEMM_ROUTE_KILN, KILN__GEMM_ROUTE_CLBLAST,
+                                       KILN__GEMM_ROUTE_LARGE};
 
 static const struct kiln__tune_param gemm_params[] = {
     {.name = "route",
      .offset = 0,
      .size = sizeof(uint32_t),
      .min = KILN__GEMM_ROUTE_RULE,
-     .max = KILN__GEMM_ROUTE_CLBLAST,
+     .max = KILN__GEMM_ROUTE_LARGE,
      .full = gemm_routes,
      .nfull = N_(gemm_routes),
      .quick = gemm_routes,
-     .nquick = N_(gemm_routes)},
+     .nquick = 2},
 };
 
 /* Every bucket matters for a choice between two routes: the defaults leave no gaps. */
@@ -181,11 +365,7 @@ gemm_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *param
 static uint32_t
 gemm_effective_route(const struct kiln__tune_problem *pb, const void *params)
 {
-  uint32_t route = *(const uint32_t *)params;
-  if (route != KILN__GEMM_ROUTE_RULE)
-    return route;
-  return pb->n <= (uint64_t)KILN__GEMM_SMALL_MNK_DEFAULT ? KILN__GEMM_ROUTE_KILN
-                                                         : KILN__GEMM_ROUTE_CLBLAST;
+  return (uint32_t)kiln__blas_route(pb->ctx, pb->dtype, pb->n, (int)*(const uint32_t *)params);
 }
 
 /*
@@ -263,7 +443,9 @@ static const struct kiln__tune_family gemm_tune = {
 /* ---------------------------------------------------------------- the family */
 
 static const struct kiln__source blas_sources[] = {
-    {"gemm_small", KILN__DT_FLOATS | KILN__DT_HALVES | KILN__DT_COMPLEX}, {NULL, 0}};
+    {"gemm_small", KILN__DT_FLOATS | KILN__DT_HALVES | KILN__DT_COMPLEX},
+    {"gemm_large", KILN__DT_FLOATS},
+    {NULL, 0}};
 
 static const struct kiln__family_option blas_options[] = {
     {KILN_OPT_GEMM_SMALL_MNK, 0, INT64_MAX},

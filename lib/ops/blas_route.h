@@ -15,19 +15,52 @@ enum kiln__gemm_route {
   KILN__GEMM_ROUTE_RULE = 0,    /* m*n*k <= KILN__GEMM_SMALL_MNK_DEFAULT: kiln's kernel (default) */
   KILN__GEMM_ROUTE_KILN = 1,    /* kiln's kernel (cl_kernels/gemm_small.cl) */
   KILN__GEMM_ROUTE_CLBLAST = 2, /* CLBlast */
+  KILN__GEMM_ROUTE_LARGE = 3,   /* kiln's large-product kernel (cl_kernels/gemm_large.cl), f32/f64 */
 };
 
 /* Nonzero when ctx runs CLBlast: built with it and KILN_DEBUG_NO_CLBLAST unset. No locks. */
 int kiln__blas_use_clblast(const kiln_context *ctx);
 
 /*
- * The route of a call of m*n*k = size, route a forced enum kiln__gemm_route
- * value or -1 to choose: KILN_OPT_GEMM_SMALL_MNK once set on the context (the
- * caller said so), else the gemm family of the autotuner for size's bucket,
- * whose default is the built-in threshold. Returns nonzero for kiln's kernel.
- * Call it before taking ctx->lock: the lookup may tune online.
+ * The context's buffer for CLBlast's GEMM temporaries, at least bytes long (grown by doubling,
+ * kept for the context's life); NULL when it cannot be had (the caller lets CLBlast allocate).
+ * ctx->lock held.
  */
-int kiln__blas_route_small(kiln_context *ctx, kiln_dtype dt, uint64_t size, int route);
+cl_mem kiln__blas_gemm_temp(kiln_context *ctx, size_t bytes);
+
+/*
+ * The route (KILN__GEMM_ROUTE_KILN, _CLBLAST or _LARGE) of a call of m*n*k = size, route a
+ * forced enum kiln__gemm_route value or -1 to choose: KILN_OPT_GEMM_SMALL_MNK once set on the
+ * context (the caller said so) sends products up to it to kiln's small kernel and larger ones
+ * to CLBlast, or to the large kernel where the gemm family's tuned or overridden route says so;
+ * without the option, the gemm family of the autotuner for size's bucket, whose default is the
+ * built-in rule (kiln__blas_rule_route). A route the context cannot run (CLBlast without it, the
+ * large kernel for another dtype or a device too small for its work-group) falls back to the
+ * rule. Call it before taking ctx->lock: the lookup may tune online.
+ */
+int kiln__blas_route(kiln_context *ctx, kiln_dtype dt, uint64_t size, int route);
+
+/*
+ * The large kernel's compile-time parameters (cl_kernels/gemm_large.cl): results per work-item
+ * tm x tn, work-group wx x wy, k-step bk, local vector width vw, double buffering db, padding
+ * pad. The fields are in the order of KILN__GEMM_LARGE_NAMES.
+ */
+struct kiln__gemm_large {
+  uint32_t tm, tn, wx, wy, bk, vw, db, pad;
+};
+#define KILN__GEMM_LARGE_NPARAMS 8
+#define KILN__GEMM_LARGE_NAMES "tm", "tn", "wx", "wy", "bk", "vw", "db", "pad"
+
+/*
+ * The parameters a large-kernel call of dt (batch products of m x n) runs with on ctx's
+ * device: KILN_DEBUG_GEMM_LARGE ("tm=8 tn=8 ...", names not given keep the default's values)
+ * when set, else the default set for dt, with 4x4 results per work-item where its tiles would
+ * be fewer than the device's compute units. Fails (naming op) on a malformed or unrunnable
+ * KILN_DEBUG_GEMM_LARGE.
+ */
+kiln_status kiln__gemm_large_params(const char *op, const kiln_context *ctx, kiln_dtype dt,
+                                    uint64_t m, uint64_t n, uint64_t batch,
+                                    struct kiln__gemm_large *p);
 
 /*
  * Launch geometry the BLAS kernels are built for: the GEMM tile edge

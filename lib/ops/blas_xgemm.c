@@ -302,6 +302,9 @@ kiln__blas_xgemm_prepare_mnk(const char *op, kiln_context *ctx, kiln_dtype dt, u
 #if KILN_HAVE_CLBLAST
   if (!xgemm_dtype_ok(dt) || !kiln__blas_use_clblast(ctx))
     return KILN_OK;
+  const char *cp = kiln__env(KILN__ENV_DEBUG_CLBLAST);
+  if (cp && *cp)
+    KILN_TRY(kiln__clblast_debug_params(op, ctx, dt, cp));
   size_t dv[KILN__XGEMM_NPARAMS];
   uint32_t did = 0;
   kiln_status ds = KILN_OK;

@@ -101,8 +101,8 @@ kiln__launch_params_check(const char *op, const kiln__launch_params *p)
   KILN_RETURN_IF(p->two_pass_min < 1, KILN_ERR_INVALID_ARGUMENT, op, "two-pass threshold is 0");
   KILN_RETURN_IF(p->groups_per_cu < 1, KILN_ERR_INVALID_ARGUMENT, op, "groups per CU is 0");
   KILN_RETURN_IF(p->blocked > 2, KILN_ERR_INVALID_ARGUMENT, op, "blocked must be 0, 1 or 2");
-  KILN_RETURN_IF(p->single_pass > 1, KILN_ERR_INVALID_ARGUMENT, op,
-                 "single_pass must be 0 or 1 (got %u)", p->single_pass);
+  KILN_RETURN_IF(p->single_pass > 2, KILN_ERR_INVALID_ARGUMENT, op,
+                 "single_pass must be 0, 1 or 2 (got %u)", p->single_pass);
   KILN_RETURN_IF(p->cols_per_item < 1 || p->cols_per_item > KILN__COLS_MAX,
                  KILN_ERR_INVALID_ARGUMENT, op, "columns per item must be 1 to %d (got %u)",
                  KILN__COLS_MAX, p->cols_per_item);
@@ -288,7 +288,7 @@ static const uint64_t cols_full[] = {1, 4, 16, 64};
 /* 256: the vector-state column kernel of sum/mean/max/min (the tile path stops at 64). */
 static const uint64_t red_cols_full[] = {1, 4, 16, 64, 256};
 static const uint64_t cols_quick[] = {4, 16};
-static const uint64_t single_pass_all[] = {0, 1};
+static const uint64_t single_pass_all[] = {0, 1, 2};
 
 /*
  * The kiln__launch_params fields, in the order the coordinate search visits
@@ -335,7 +335,7 @@ static const struct kiln__tune_param scan_params[] = {
     {.name = "single_pass",
      LP_FIELD(single_pass),
      .min = 0,
-     .max = 1,
+     .max = 2,
      CANDIDATES(single_pass_all, single_pass_all),
      .layouts = 1u << KILN__LAYOUT_FULL | 1u << KILN__LAYOUT_ROW},
     {.name = "wg_size",
@@ -392,7 +392,6 @@ red_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params
 static void
 scan_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
 {
-  (void)dtype;
   kiln__launch_params *p = params;
   kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, p);
   if (!ctx->info.is_gpu)
@@ -412,6 +411,18 @@ scan_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *param
     p->items_per_thread = 4;
     p->two_pass_min = 1024;
     p->groups_per_cu = layout == KILN__LAYOUT_ROW ? 16 : 8;
+  }
+  /*
+   * Whole tensors: NAME_chain, chunks of two tiles (128 bytes of input per item, whatever
+   * the dtype: items_per_thread counts elements) in 4 groups per compute unit, so that the
+   * chunks in flight (132 x 4 x 32 KiB on an H200) stay in the L2 cache for their second
+   * read.
+   */
+  if (layout == KILN__LAYOUT_FULL) {
+    size_t eb = kiln__dtype_is_half(dtype) ? 4 : kiln_dtype_size(dtype);
+    p->single_pass = 2;
+    p->items_per_thread = (uint32_t)(128 / (eb ? eb : 1));
+    p->groups_per_cu = 4;
   }
 }
 

@@ -42,8 +42,10 @@ typedef struct kiln__launch_params {
   uint32_t cols_per_item;
   /* Scans only (reductions ignore it): 1 scans contiguous lines of at least two_pass_min
    * elements in one pass (NAME_lookback: tiles chained by decoupled look-back, where the
-   * device lets a waiting work-group rely on the ones already running), 0 with the tile
-   * kernel and, for split lines, the totals and fixup passes. 0 or 1. */
+   * device lets a waiting work-group rely on the ones already running), 2 likewise but
+   * lines longer than a tile in chunks of items_per_thread elements per item (NAME_chain:
+   * one look-back per chunk, the chunk's tiles after the first read twice), 0 with the
+   * tile kernel and, for split lines, the totals and fixup passes. 0, 1 or 2. */
   uint32_t single_pass;
 } kiln__launch_params;
 

@@ -44,7 +44,7 @@
 static atomic_int hook_nb = -1, hook_small = -1, hook_own = -1, hook_leaf = -1, hook_route = -1;
 
 static atomic_llong hook_own_max = -1;
-static atomic_int hook_gemm = -1, hook_ahead = -1;
+static atomic_int hook_gemm = -1, hook_ahead = -1, hook_pwg = -1;
 
 void
 kiln__linalg_test_gemm(int gemm)
@@ -56,6 +56,12 @@ void
 kiln__linalg_test_ahead(int ahead)
 {
   atomic_store(&hook_ahead, ahead);
+}
+
+void
+kiln__linalg_test_pwg(int pwg)
+{
+  atomic_store(&hook_pwg, pwg);
 }
 
 void
@@ -117,6 +123,9 @@ kiln__linalg_choose(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t e
   int ha = atomic_load(&hook_ahead);
   if (ha >= 0)
     p->ahead = (uint32_t)ha;
+  int hp = atomic_load(&hook_pwg);
+  if (hp > 0)
+    p->pwg = (uint32_t)hp;
 }
 
 void
@@ -148,6 +157,7 @@ typedef struct la {
   uint64_t leaf; /* widest LU panel lu_panel factors without recursing */
   int tile;  /* every GEMM on gemm_tile (KILN__LINALG_GEMM_TILE) */
   int ahead; /* look-ahead on a second queue (device route LU and Cholesky) */
+  uint32_t pwg; /* LU panel work-groups (1: lu_panel, more: lu_panel_grid) */
   int host_lu, host_chol; /* LU, Cholesky panels on the host (the hybrid route) */
   uint64_t hnb_lu, hnb_chol; /* host route block sizes; 0: the whole matrix */
 } la;
@@ -189,6 +199,9 @@ la_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
                                   : KILN__LINALG_RULE_GEMM_CPU;
   L.tile = g == KILN__LINALG_GEMM_TILE;
   L.ahead = (p.ahead ? p.ahead : KILN__LINALG_RULE_AHEAD) == 2;
+  L.pwg = p.pwg                ? p.pwg
+          : ctx->info.is_gpu ? KILN__LINALG_RULE_PWG_GPU
+                             : KILN__LINALG_RULE_PWG_CPU;
   int hs = atomic_load(&hook_small);
   if (hs >= 0)
     L.small_max = (uint64_t)hs;
@@ -712,21 +725,105 @@ zero_fill(const la *L, kiln_tensor *t)
 
 /* ---------------------------------------------------------------- factorizations */
 
+/* The LU panel kernels of one call (lu_run): lu_panel, and lu_panel_grid when pwg > 1. */
+typedef struct lu_pan {
+  cl_kernel k;
+  size_t local;
+  cl_kernel gk;      /* NULL: lu_panel only */
+  uint64_t gmax;     /* lu_panel_grid's most work-groups */
+  uint64_t glocal;   /* and widest work-group */
+  kiln_tensor *x;    /* its exchange: rows (T) */
+  kiln_tensor *slot; /* and stamped candidates (2 gmax 16 bytes) */
+  uint64_t sbase;    /* columns stamped on slot so far */
+} lu_pan;
+
+static void
+lu_pan_free(lu_pan *P)
+{
+  kiln_tensor_release(P->x);
+  kiln_tensor_release(P->slot);
+}
+
+static kiln_status
+lu_pan_make(const la *L, lu_pan *P)
+{
+  *P = (lu_pan){0};
+  KILN_TRY(kern(L, "lu_panel", &P->k));
+  P->local = panel_local(L, P->k);
+  if (L->pwg <= 1)
+    return KILN_OK;
+  KILN_TRY(kern(L, "lu_panel_grid", &P->gk));
+  uint64_t cu = L->ctx->info.compute_units ? L->ctx->info.compute_units : 1;
+  P->gmax = !L->ctx->info.is_gpu ? 1 : L->pwg < cu ? L->pwg : cu;
+  size_t max = 0;
+  if (clGetKernelWorkGroupInfo(P->gk, L->ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof max,
+                               &max, NULL) != CL_SUCCESS)
+    max = 0;
+  /* 256 lanes of 64 registers rows: two groups fit a compute unit's register file */
+  P->glocal = 32;
+  while (P->glocal * 2 <= max && P->glocal * 2 <= 256)
+    P->glocal *= 2;
+  if (max < 32)
+    P->glocal = 0;
+  const uint64_t g = P->gmax, w = KILN__LINALG_GRID_W;
+  kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, 2 * (g + 1) * w, &P->x);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(L->op, L->ctx, KILN_I32, 2 * g * 4, &P->slot);
+  if (s == KILN_OK)
+    s = zero_fill(L, P->slot);
+  if (s != KILN_OK)
+    lu_pan_free(P);
+  return s;
+}
+
+/*
+ * lu_panel_grid's launch for a panel of `rows` rows: G groups of `local` lanes, one row per
+ * lane (a power of two for the argmax trees, at least a warp); 0 when the rows do not fit.
+ */
+static int
+lu_grid_shape(const lu_pan *P, uint64_t rows, uint64_t *G, size_t *local)
+{
+  if (!P->gk || P->glocal == 0)
+    return 0;
+  /* lanes about sqrt(rows), so that G <= lanes and each lane polls one group's slot */
+  uint64_t l = 32;
+  while (l * l < rows && l < P->glocal)
+    l *= 2;
+  uint64_t g = (rows + l - 1) / l;
+  if (g > P->gmax) {
+    g = P->gmax;
+    while (l * g < rows && l < P->glocal)
+      l *= 2;
+  }
+  if (l * g < rows)
+    return 0;
+  *G = g ? g : 1;
+  *local = (size_t)l;
+  return 1;
+}
+
 /*
  * LU of the panel columns c0 .. c0+w-1 (rows c0 .. m-1) of an m-row matrix with row stride
  * lda, in place, every interchange applied across the columns s0 .. s0+sw-1 (the top-level
- * panel, which contains these). Panels up to the leaf width run lu_panel (one work-group);
- * wider ones recurse (Toledo): the left half, TRSM and GEMM into the right half, the right
- * half. The leaves swap whole rows of the top-level panel, so the halves need no laswp. The
- * recursion moves most of the panel's flops and memory traffic from one work-group into GEMM
- * calls over the whole device.
+ * panel, which contains these). Panels up to the leaf width run one kernel (lu_panel_grid
+ * where its rows fit, else lu_panel); wider ones recurse (Toledo): the left half, TRSM and
+ * GEMM into the right half, the right half. The leaves swap whole rows of the top-level panel,
+ * so the halves need no laswp. The recursion moves most of lu_panel's flops and memory
+ * traffic from one work-group into GEMM calls over the whole device.
  */
 static kiln_status
-lu_panel_rec(const la *L, cl_kernel panel, size_t local, mat a, uint64_t lda, uint64_t m,
-             uint64_t c0, uint64_t w, mat piv, mat info, uint64_t s0, uint64_t sw)
+lu_panel_rec(const la *L, lu_pan *P, mat a, uint64_t lda, uint64_t m, uint64_t c0, uint64_t w,
+             mat piv, mat info, uint64_t s0, uint64_t sw)
 {
-  if (w <= L->leaf) {
-    kiln__args args = kiln__args_begin(L->op, panel);
+  uint64_t G = 0;
+  size_t gl = 0;
+  int grid = lu_grid_shape(P, m - c0, &G, &gl);
+  if (grid && w <= KILN__LINALG_GRID_W) {
+    if (P->sbase + w >= UINT32_MAX) { /* stamps restart from zeroed slots before they wrap */
+      KILN_TRY(zero_fill(L, P->slot));
+      P->sbase = 0;
+    }
+    kiln__args args = kiln__args_begin(L->op, P->gk);
     args_mat(&args, a);
     kiln__args_u64(&args, lda);
     kiln__args_u32(&args, (uint32_t)m);
@@ -734,28 +831,49 @@ lu_panel_rec(const la *L, cl_kernel panel, size_t local, mat a, uint64_t lda, ui
     kiln__args_u32(&args, (uint32_t)c0);
     args_mat(&args, piv);
     args_mat(&args, info);
-    kiln__args_local(&args, local * L->ts);
-    kiln__args_local(&args, local * sizeof(cl_int));
+    kiln__args_u32(&args, (uint32_t)s0);
+    kiln__args_u32(&args, (uint32_t)sw);
+    kiln__args_mem(&args, P->slot->mem);
+    kiln__args_u32(&args, (uint32_t)P->sbase);
+    kiln__args_mem(&args, P->x->mem);
+    kiln__args_local(&args, gl * L->ts);
+    kiln__args_local(&args, gl * sizeof(cl_int));
+    kiln__args_local(&args, KILN__LINALG_GRID_W * L->ts);
+    kiln__args_local(&args, KILN__LINALG_GRID_W * L->ts);
+    P->sbase += w;
+    return kiln__args_enqueue_1d(&args, L->ctx, G * gl, gl);
+  }
+  if (w <= (grid ? KILN__LINALG_GRID_W : L->leaf)) {
+    kiln__args args = kiln__args_begin(L->op, P->k);
+    args_mat(&args, a);
+    kiln__args_u64(&args, lda);
+    kiln__args_u32(&args, (uint32_t)m);
+    kiln__args_u32(&args, (uint32_t)w);
+    kiln__args_u32(&args, (uint32_t)c0);
+    args_mat(&args, piv);
+    args_mat(&args, info);
+    kiln__args_local(&args, P->local * L->ts);
+    kiln__args_local(&args, P->local * sizeof(cl_int));
     kiln__args_local(&args, 2 * sw * L->ts);
     kiln__args_u32(&args, (uint32_t)s0);
     kiln__args_u32(&args, (uint32_t)sw);
-    return kiln__args_enqueue_1d(&args, L->ctx, local, local);
+    return kiln__args_enqueue_1d(&args, L->ctx, P->local, P->local);
   }
   uint64_t w1 = w / 2, c1 = c0 + w1, w2 = w - w1;
-  KILN_TRY(lu_panel_rec(L, panel, local, a, lda, m, c0, w1, piv, info, s0, sw));
+  KILN_TRY(lu_panel_rec(L, P, a, lda, m, c0, w1, piv, info, s0, sw));
   KILN_TRY(tri(L, 1, 1, 0, 0, 1, w1, w2, 1.0, at(a, c0 * lda + c0), lda, 0, at(a, c0 * lda + c1),
                lda, 0, 1));
   KILN_TRY(gemm_sub(L, m - c1, w2, w1, at(a, c1 * lda + c0), lda, at(a, c0 * lda + c1), lda,
                     at(a, c1 * lda + c1), lda));
-  return lu_panel_rec(L, panel, local, a, lda, m, c1, w2, piv, info, s0, sw);
+  return lu_panel_rec(L, P, a, lda, m, c1, w2, piv, info, s0, sw);
 }
 
 /* LU of the panel columns c0 .. c0+w-1, interchanges across the panel (lu_panel_rec). */
 static kiln_status
-lu_panel_run(const la *L, cl_kernel panel, size_t local, mat a, uint64_t lda, uint64_t m,
-             uint64_t c0, uint64_t w, mat piv, mat info)
+lu_panel_run(const la *L, lu_pan *P, mat a, uint64_t lda, uint64_t m, uint64_t c0, uint64_t w,
+             mat piv, mat info)
 {
-  return lu_panel_rec(L, panel, local, a, lda, m, c0, w, piv, info, c0, w);
+  return lu_panel_rec(L, P, a, lda, m, c0, w, piv, info, c0, w);
 }
 
 /*
@@ -764,13 +882,13 @@ lu_panel_run(const la *L, cl_kernel panel, size_t local, mat a, uint64_t lda, ui
  * so far on the context's queue.
  */
 static kiln_status
-lu_panel_on(const la *L, cl_command_queue q2, cl_kernel panel, size_t local, mat a, uint64_t lda,
-            uint64_t m, uint64_t c0, uint64_t w, mat piv, mat info)
+lu_panel_on(const la *L, cl_command_queue q2, lu_pan *P, mat a, uint64_t lda, uint64_t m,
+            uint64_t c0, uint64_t w, mat piv, mat info)
 {
   cl_command_queue q = L->ctx->queue;
   KILN_TRY(kiln__lh_join(L->op, q, q2));
   L->ctx->queue = q2;
-  kiln_status s = lu_panel_run(L, panel, local, a, lda, m, c0, w, piv, info);
+  kiln_status s = lu_panel_run(L, P, a, lda, m, c0, w, piv, info);
   L->ctx->queue = q;
   return s;
 }
@@ -782,21 +900,18 @@ lu_panel_on(const la *L, cl_command_queue q2, cl_kernel panel, size_t local, mat
  * the panel's), and the next step's interchanges wait for it.
  */
 static kiln_status
-lu_blocked(const la *L, mat a, uint64_t m, uint64_t n, mat piv, mat info)
+lu_blocked(const la *L, lu_pan *P, mat a, uint64_t m, uint64_t n, mat piv, mat info)
 {
   uint64_t k = m < n ? m : n, nb = L->nb;
-  cl_kernel panel;
-  KILN_TRY(kern(L, "lu_panel", &panel));
-  size_t local = panel_local(L, panel);
   cl_command_queue q2 = NULL;
   if (L->ahead && k > nb)
     KILN_TRY(kiln__lh_queue2(L->op, L->ctx, &q2));
   if (q2)
-    KILN_TRY(lu_panel_run(L, panel, local, a, n, m, 0, nb, piv, info));
+    KILN_TRY(lu_panel_run(L, P, a, n, m, 0, nb, piv, info));
   for (uint64_t j0 = 0; j0 < k; j0 += nb) {
     uint64_t jb = k - j0 < nb ? k - j0 : nb, r = j0 + jb;
     if (!q2)
-      KILN_TRY(lu_panel_run(L, panel, local, a, n, m, j0, jb, piv, info));
+      KILN_TRY(lu_panel_run(L, P, a, n, m, j0, jb, piv, info));
     /* the columns left and right of the panel in one launch */
     KILN_TRY(laswp_skip(L, a, 0, n, n - jb, piv, 0, j0, r, 0, 1, j0, jb));
     if (r < n) {
@@ -807,7 +922,7 @@ lu_blocked(const la *L, mat a, uint64_t m, uint64_t n, mat piv, mat info)
       if (jn) {
         KILN_TRY(gemm_sub(L, m - r, jn, jb, at(a, r * n + j0), n, at(a, j0 * n + r), n,
                           at(a, r * n + r), n));
-        KILN_TRY(lu_panel_on(L, q2, panel, local, a, n, m, r, jn, piv, info));
+        KILN_TRY(lu_panel_on(L, q2, P, a, n, m, r, jn, piv, info));
       }
       KILN_TRY(gemm_sub(L, m - r, n - r - jn, jb, at(a, r * n + j0), n, at(a, j0 * n + r + jn), n,
                         at(a, r * n + r + jn), n));
@@ -1077,9 +1192,13 @@ lu_run(const la *L, mat a, uint64_t m, uint64_t n, uint64_t batch, mat piv, kiln
     return s;
   }
 #endif
-  for (uint64_t b = 0; b < batch; b++)
-    KILN_TRY(lu_blocked(L, at(a, b * m * n), m, n, at(piv, b * k), at(tmat(info), b)));
-  return KILN_OK;
+  lu_pan P;
+  KILN_TRY(lu_pan_make(L, &P));
+  kiln_status s = KILN_OK;
+  for (uint64_t b = 0; s == KILN_OK && b < batch; b++)
+    s = lu_blocked(L, &P, at(a, b * m * n), m, n, at(piv, b * k), at(tmat(info), b));
+  lu_pan_free(&P);
+  return s;
 }
 
 /*

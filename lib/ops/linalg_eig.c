@@ -25,6 +25,7 @@
 #include "core/log.h"
 #include "core/shape.h"
 #include "kiln_config.h"
+#include "ops/linalg_host.h"
 #include "ops/linalg_spectral_internal.h"
 #include "ops/ops_common.h"
 #if KILN_HAVE_LAPACKE
@@ -46,6 +47,26 @@ need_lapacke(const char *op, const char *what)
                     "(meson -Dlapacke=enabled with liblapacke-dev installed)",
                     what);
 #endif
+}
+
+/*
+ * The N of an entry "key=N" (key given with its '=') in KILN_DEBUG_LINALG_HOST when N lies in
+ * lo .. hi, else 0: the host threads and the reductions' launch shapes, to time them.
+ */
+static uint64_t
+debug_num(const char *key, long lo, long hi)
+{
+  const char *e = kiln__env(KILN__ENV_DEBUG_LINALG_HOST), *p = e ? strstr(e, key) : NULL;
+  long t = p ? strtol(p + strlen(key), NULL, 10) : 0;
+  return t >= lo && t <= hi ? (uint64_t)t : 0;
+}
+
+/* debug_num for a power of two from 8 (work-group sizes: the group reductions halve them). */
+static size_t
+debug_pow2(const char *key, size_t dflt)
+{
+  uint64_t v = debug_num(key, 8, 1024);
+  return v && (v & (v - 1)) == 0 ? (size_t)v : dflt;
 }
 
 static double
@@ -138,8 +159,8 @@ host_pick(const char *routine)
 static int
 use_mrrr(uint64_t n)
 {
-  if (host_pick("stemr") || host_pick("stedc"))
-    return host_pick("stemr");
+  if (host_pick("stemr") || host_pick("larrv") || host_pick("stedc"))
+    return !host_pick("stedc");
   int h = kiln__lsp_mrrr_min();
   if (h >= 0)
     return n >= (uint64_t)h;
@@ -158,11 +179,23 @@ kiln__linalg_spectral_test_mrrr_threads(int threads)
 }
 
 #if KILN_HAVE_LAPACKE
+typedef struct sv_ord {
+  double s;
+  uint64_t i;
+} sv_ord;
+
+static int
+sv_desc(const void *x, const void *y)
+{
+  double a = ((const sv_ord *)x)->s, b = ((const sv_ord *)y)->s;
+  return (a < b) - (a > b);
+}
+
 /* One thread's share of the parallel MRRR: eigenpairs il .. iu (1-based) of (d, e). */
 typedef struct mrrr_job {
   const double *d, *e;
   uint64_t n, il, iu;
-  double *w, *z; /* w[n] (the pairs' values from w[il-1]), z n x n row-major (their columns) */
+  double *w, *z; /* w[n] (the pairs' values from w[il-1]), z n x n: vector j in row j */
   lapack_int info;
 } mrrr_job;
 
@@ -188,9 +221,7 @@ mrrr_run(void *arg)
   }
   if (j->info == 0) {
     memcpy(j->w + j->il - 1, wt, m * sizeof *wt);
-    for (uint64_t c = 0; c < m; c++)
-      for (uint64_t i = 0; i < n; i++)
-        j->z[i * n + j->il - 1 + c] = zt[c * n + i];
+    memcpy(j->z + (j->il - 1) * n, zt, n * m * sizeof *zt);
   }
   free(dc);
   free(ec);
@@ -293,6 +324,12 @@ mrrr_parallel(uint64_t n, const double *d, const double *e, double *w, double *z
   return 0;
 }
 
+static uint64_t
+host_threads_env(void)
+{
+  return debug_num("threads=", 1, 64);
+}
+
 /* Host threads for the parallel MRRR and dbdsvdx: the online CPUs, at most one per 64 rows. */
 static uint64_t
 mrrr_threads(uint64_t n)
@@ -300,6 +337,8 @@ mrrr_threads(uint64_t n)
   int h = atomic_load(&hook_mrrr_threads);
   if (h > 0)
     return (uint64_t)h;
+  if (host_threads_env())
+    return host_threads_env();
   long c = sysconf(_SC_NPROCESSORS_ONLN);
   uint64_t t = c > 0 ? (uint64_t)c : 1, most = n / 64;
   t = t < most ? t : most;
@@ -309,12 +348,245 @@ mrrr_threads(uint64_t n)
 
 #if KILN_HAVE_LAPACKE
 /*
- * Eigenvalues (ascending, into d) and optionally vectors (z, n x n row-major, columns) of the
- * symmetric tridiagonal (d[n], e[n-1]; e has n entries, the last one scratch). Vectors come
- * from MRRR (dstemr, O(n^2); split over host threads from 128 rows, mrrr_parallel) where
- * use_mrrr says so (the reference LAPACK from order KILN__LSP_MRRR_MIN up: its divide and
- * conquer is O(n^3) through a single-threaded BLAS), otherwise, and whenever MRRR gives up,
- * from dstedc.
+ * dstemr's two stages, which LAPACKE does not wrap: dlarre (the root representations and
+ * every eigenvalue, by dqds for the whole spectrum) and dlarrv (the vectors of the index range
+ * dol .. dou). Looked up at run time in the LAPACK the process loaded (the reference one and
+ * OpenBLAS's both export them); without them eigh keeps the per-thread dstemr calls.
+ */
+typedef void dlarre_fn(const char *range, const lapack_int *n, double *vl, double *vu,
+                       const lapack_int *il, const lapack_int *iu, double *d, double *e, double *e2,
+                       const double *rtol1, const double *rtol2, const double *spltol,
+                       lapack_int *nsplit, lapack_int *isplit, lapack_int *m, double *w,
+                       double *werr, double *wgap, lapack_int *iblock, lapack_int *indexw,
+                       double *gers, double *pivmin, double *work, lapack_int *iwork,
+                       lapack_int *info, size_t range_len);
+typedef void dlarrv_fn(const lapack_int *n, const double *vl, const double *vu, double *d,
+                       double *l, const double *pivmin, const lapack_int *isplit,
+                       const lapack_int *m, const lapack_int *dol, const lapack_int *dou,
+                       const double *minrgp, const double *rtol1, const double *rtol2, double *w,
+                       double *werr, double *wgap, const lapack_int *iblock,
+                       const lapack_int *indexw, const double *gers, double *z,
+                       const lapack_int *ldz, lapack_int *isuppz, double *work, lapack_int *iwork,
+                       lapack_int *info);
+typedef void dlarrr_fn(const lapack_int *n, const double *d, const double *e, lapack_int *info);
+
+/* What dlarre leaves for dlarrv (dstemr's work arrays), shared read-only by the threads. */
+typedef struct mrrv_root {
+  lapack_int n, m;
+  double vl, vu, pivmin, rtol1, rtol2;
+  const double *d, *l, *w, *werr, *wgap, *gers;
+  const lapack_int *isplit, *iblock, *indexw;
+  dlarrv_fn *larrv;
+} mrrv_root;
+
+/* One thread's dlarrv call: the vectors dol .. dou (1-based, in dlarre's order). */
+typedef struct mrrv_job {
+  const mrrv_root *r;
+  lapack_int dol, dou, lo, info;
+  double *w, *zt; /* the refined value j - 1 into w[j - 1 - lo], its vector at zt + (j-1-lo) n */
+} mrrv_job;
+
+static void *
+mrrv_run(void *arg)
+{
+  mrrv_job *j = arg;
+  const mrrv_root *r = j->r;
+  size_t n = (size_t)r->n, m = (size_t)r->m;
+  /* dlarrv keeps cluster representations in the columns next to the range (dol - 1 and
+   * dou + 1) and zeroes them: the thread's own block of columns zl .. zu */
+  lapack_int zl = j->dol > 1 ? j->dol - 1 : 1, zu = j->dou < r->m ? j->dou + 1 : r->m;
+  size_t cols = (size_t)(zu - zl + 1);
+  double *d = malloc(n * sizeof *d), *l = malloc(n * sizeof *l), *w = malloc(m * sizeof *w);
+  double *werr = malloc(m * sizeof *werr), *wgap = malloc(m * sizeof *wgap);
+  double *work = malloc(12 * n * sizeof *work), *z = malloc(n * cols * sizeof *z);
+  lapack_int *iwork = malloc(7 * n * sizeof *iwork), *isuppz = malloc(2 * m * sizeof *isuppz);
+  j->info = -1;
+  if (d && l && w && werr && wgap && work && z && iwork && isuppz) {
+    memcpy(d, r->d, n * sizeof *d);
+    memcpy(l, r->l, n * sizeof *l);
+    memcpy(w, r->w, m * sizeof *w);
+    memcpy(werr, r->werr, m * sizeof *werr);
+    memcpy(wgap, r->wgap, m * sizeof *wgap);
+    /* Fortran's Z(1, zl) is z[0]: the base lies zl - 1 columns before the block, and dlarrv
+     * touches no column outside zl .. zu (an address computed, never dereferenced) */
+    double *zbase = (double *)((uintptr_t)z - (uintptr_t)(zl - 1) * n * sizeof *z);
+    lapack_int ldz = r->n;
+    const double minrgp = 1e-3; /* dstemr's */
+    r->larrv(&r->n, &r->vl, &r->vu, d, l, &r->pivmin, r->isplit, &r->m, &j->dol, &j->dou,
+             &minrgp, &r->rtol1, &r->rtol2, w, werr, wgap, r->iblock, r->indexw, r->gers, zbase,
+             &ldz, isuppz, work, iwork, &j->info);
+  }
+  if (j->info == 0) {
+    memcpy(j->w + j->dol - 1 - j->lo, w + j->dol - 1, (size_t)(j->dou - j->dol + 1) * sizeof *w);
+    memcpy(j->zt + (size_t)(j->dol - 1 - j->lo) * n, z + (size_t)(j->dol - zl) * n,
+           (size_t)(j->dou - j->dol + 1) * n * sizeof *z);
+  }
+  free(d);
+  free(l);
+  free(w);
+  free(werr);
+  free(wgap);
+  free(work);
+  free(z);
+  free(iwork);
+  free(isuppz);
+  return NULL;
+}
+
+/* Ascending order of eigenvalues that come block by block (dlarre's order). */
+static int
+w_asc(const void *x, const void *y)
+{
+  double a = ((const sv_ord *)x)->s, b = ((const sv_ord *)y)->s;
+  return (a > b) - (a < b);
+}
+
+/*
+ * The eigenpairs lo .. hi - 1 (0-based, ascending) of (d, e; n >= 3) by MRRR as dstemr
+ * computes them (RANGE 'A'; a subset lo > 0 or hi < n only where the matrix does not split,
+ * else info 1), with the vector stage on several host threads: dlarre once (root representations, every eigenvalue
+ * by dqds: O(n^2), a small share of the work), then one dlarrv call per thread for an index
+ * range (dlarrv's dol/dou, the subset interface ScaLAPACK's parallel MRRR uses). A cluster
+ * that straddles two ranges is refined by both threads alike (the same deterministic
+ * computation), so the vectors equal one call's. The per-thread dstemr calls
+ * (mrrr_parallel) instead each find their eigenvalues by bisection, which on the H200's
+ * host cost more than the vectors. w[hi - lo] ascending, the vector of w[j] at zt + j n.
+ * Returns LAPACK's info (nonzero: failed, or dlarre/dlarrv not found: the caller falls
+ * back); d and e kept.
+ */
+static lapack_int
+mrrv_parallel(uint64_t n, const double *d, const double *e, uint64_t lo, uint64_t hi, double *w,
+              double *zt, uint64_t threads)
+{
+  dlarre_fn *larre = (dlarre_fn *)(uintptr_t)dlsym(RTLD_DEFAULT, "dlarre_");
+  dlarrv_fn *larrv = (dlarrv_fn *)(uintptr_t)dlsym(RTLD_DEFAULT, "dlarrv_");
+  dlarrr_fn *larrr = (dlarrr_fn *)(uintptr_t)dlsym(RTLD_DEFAULT, "dlarrr_");
+  if (!larre || !larrv || !larrr || n < 3 || n > INT32_MAX / 16)
+    return -1;
+  if (threads > 64)
+    threads = 64;
+  if (threads > hi - lo)
+    threads = hi - lo;
+  size_t nn = (size_t)n;
+  double *dc = malloc(nn * sizeof *dc), *ec = malloc(nn * sizeof *ec),
+         *e2 = malloc(nn * sizeof *e2), *wr = malloc(nn * sizeof *wr),
+         *werr = malloc(nn * sizeof *werr), *wgap = malloc(nn * sizeof *wgap),
+         *gers = malloc(2 * nn * sizeof *gers), *work = malloc(6 * nn * sizeof *work);
+  lapack_int *isplit = malloc(nn * sizeof *isplit), *iblock = malloc(nn * sizeof *iblock),
+             *indexw = malloc(nn * sizeof *indexw), *iwork = malloc(5 * nn * sizeof *iwork);
+  sv_ord *ord = malloc(nn * sizeof *ord);
+  lapack_int info = -1;
+  if (!(dc && ec && e2 && wr && werr && wgap && gers && work && isplit && iblock && indexw &&
+        iwork && ord))
+    goto done;
+  /* dstemr's scaling into the range its pivot bounds assume */
+  double eps = DBL_EPSILON, smlnum = DBL_MIN / eps, rmin = sqrt(smlnum),
+         rmax = fmin(sqrt(1.0 / smlnum), 1.0 / sqrt(sqrt(DBL_MIN))), tnrm = 0, scale = 1.0;
+  for (size_t i = 0; i < nn; i++)
+    tnrm = fmax(tnrm, fmax(fabs(d[i]), i + 1 < nn ? fabs(e[i]) : 0.0));
+  if (tnrm > 0 && tnrm < rmin)
+    scale = rmin / tnrm;
+  else if (tnrm > rmax)
+    scale = rmax / tnrm;
+  for (size_t i = 0; i < nn; i++) {
+    dc[i] = d[i] * scale;
+    ec[i] = i + 1 < nn ? e[i] * scale : 0.0;
+    e2[i] = ec[i] * ec[i];
+  }
+  lapack_int ni = (lapack_int)n, rr = 0, il = 0, iu = 0, nsplit = 0, m = 0;
+  /* dstemr with tryrac: split where relative accuracy allows (its refinement of the values by
+   * dlarrj is left out: eigh promises absolute accuracy) */
+  larrr(&ni, dc, ec, &rr);
+  double thresh = rr == 0 ? eps : -eps, rtol1 = sqrt(eps), rtol2 = fmax(sqrt(eps) * 5e-3, 4 * eps);
+  double vl = 0, vu = 0, pivmin = 0;
+  larre("A", &ni, &vl, &vu, &il, &iu, dc, ec, e2, &rtol1, &rtol2, &thresh, &nsplit, isplit, &m,
+        wr, werr, wgap, iblock, indexw, gers, &pivmin, work, iwork, &info, 1);
+  if (info != 0 || m != ni || (nsplit > 1 && (lo > 0 || hi < n))) {
+    info = info ? info : 1;
+    goto done;
+  }
+  mrrv_root root = {.n = ni, .m = m, .vl = vl, .vu = vu, .pivmin = pivmin, .rtol1 = rtol1,
+                    .rtol2 = rtol2, .d = dc, .l = ec, .w = wr, .werr = werr, .wgap = wgap,
+                    .gers = gers, .isplit = isplit, .iblock = iblock, .indexw = indexw,
+                    .larrv = larrv};
+  /* ranges of equal size (dlarrv's cost is about even per vector), each end moved to the
+   * widest gap among the 8 values around it, so few clusters straddle two threads */
+  mrrv_job job[64];
+  uint64_t nj = 0, start = lo, cnt = hi - lo;
+  for (uint64_t t = 0; t < threads && start < hi; t++) {
+    uint64_t end = t + 1 < threads ? lo + (t + 1) * cnt / threads : hi;
+    if (end < hi) {
+      uint64_t a = end > start + 4 ? end - 4 : start + 1, b = end + 4 < hi ? end + 4 : hi;
+      double bg = -1;
+      for (uint64_t k = a; k < b; k++) /* a split before k: the gap right of k - 1 */
+        if (wgap[k - 1] > bg) {
+          bg = wgap[k - 1];
+          end = k;
+        }
+    }
+    if (end <= start)
+      continue;
+    job[nj++] = (mrrv_job){.r = &root, .dol = (lapack_int)start + 1, .dou = (lapack_int)end,
+                           .lo = (lapack_int)lo, .w = w, .zt = zt};
+    start = end;
+  }
+  run_jobs(mrrv_run, job, sizeof job[0], nj);
+  for (uint64_t t = 0; t < nj; t++)
+    if (job[t].info != 0) {
+      info = job[t].info;
+      goto done;
+    }
+  for (size_t i = 0; i < hi - lo; i++)
+    w[i] /= scale;
+  if (nsplit > 1) { /* blocks one after the other: sort, vectors along (one cycle at a time) */
+    for (size_t i = 0; i < nn; i++)
+      ord[i] = (sv_ord){w[i], i};
+    qsort(ord, nn, sizeof *ord, w_asc);
+    double *tmp = work; /* 6 n long */
+    for (size_t i = 0; i < nn; i++) {
+      if (ord[i].i == SIZE_MAX)
+        continue;
+      /* position i takes source ord[i].i; follow the cycle */
+      size_t dst = i, src = ord[i].i;
+      memcpy(tmp, zt + i * nn, nn * sizeof *tmp);
+      double wt = w[i];
+      while (src != i) {
+        memcpy(zt + dst * nn, zt + src * nn, nn * sizeof *zt);
+        w[dst] = w[src];
+        ord[dst].i = SIZE_MAX;
+        dst = src;
+        src = ord[dst].i;
+      }
+      memcpy(zt + dst * nn, tmp, nn * sizeof *tmp);
+      w[dst] = wt;
+      ord[dst].i = SIZE_MAX;
+    }
+  }
+done:
+  free(dc);
+  free(ec);
+  free(e2);
+  free(wr);
+  free(werr);
+  free(wgap);
+  free(gers);
+  free(work);
+  free(isplit);
+  free(iblock);
+  free(indexw);
+  free(iwork);
+  free(ord);
+  return info;
+}
+
+/*
+ * Eigenvalues (ascending, into d) and optionally vectors (z, n x n, vector j in row j: the
+ * column-major Z LAPACK writes, which the device transposes) of the symmetric tridiagonal
+ * (d[n], e[n-1]; e has n entries, the last one scratch). Vectors come from MRRR (O(n^2))
+ * where use_mrrr says so (the reference LAPACK from order KILN__LSP_MRRR_MIN up: its divide
+ * and conquer is O(n^3) through a single-threaded BLAS): dlarre once and dlarrv over host
+ * threads (mrrv_parallel), or with KILN_DEBUG_LINALG_HOST=stemr one dstemr call per thread
+ * (mrrr_parallel); otherwise, and whenever MRRR gives up, from dstedc.
  */
 static kiln_status
 tridiag_eig(const char *op, uint64_t b, uint64_t n, double *d, double *e, double *z)
@@ -334,11 +606,18 @@ tridiag_eig(const char *op, uint64_t b, uint64_t n, double *d, double *e, double
     e0[n - 1] = e[n - 1] = 0.0;
     lapack_int found = 0, tryrac = 1, info = 1;
     uint64_t th = use_mrrr(n) ? mrrr_threads(n) : 0;
-    if (th > 1) {
+    if (th && n >= 3 && !host_pick("stemr")) {
+      info = mrrv_parallel(n, d0, e0, 0, n, w, z, th);
+      found = info == 0 ? (lapack_int)n : 0;
+      if (info != 0)
+        kiln__log(KILN__LOG_DEBUG, "%s: dlarre/dlarrv gave up on matrix %llu (info %d): dstemr",
+                  op, (unsigned long long)b, (int)info);
+    }
+    if (info != 0 && th > 1) {
       info = mrrr_parallel(n, d0, e0, w, z, th);
       found = info == 0 ? (lapack_int)n : 0;
-    } else if (th == 1) {
-      info = LAPACKE_dstemr(LAPACK_ROW_MAJOR, 'V', 'A', (lapack_int)n, d, e, 0.0, 0.0, 0, 0, &found,
+    } else if (info != 0 && th == 1) {
+      info = LAPACKE_dstemr(LAPACK_COL_MAJOR, 'V', 'A', (lapack_int)n, d, e, 0.0, 0.0, 0, 0, &found,
                             w, z, (lapack_int)n, (lapack_int)n, supp, &tryrac);
     }
     if (info == 0 && (uint64_t)found == n) {
@@ -348,7 +627,7 @@ tridiag_eig(const char *op, uint64_t b, uint64_t n, double *d, double *e, double
         kiln__log(KILN__LOG_DEBUG, "%s: dstemr gave up on matrix %llu (info %d): dstedc", op,
                   (unsigned long long)b, (int)info);
       memcpy(d, d0, n * sizeof *d);
-      info = LAPACKE_dstedc(LAPACK_ROW_MAJOR, 'I', (lapack_int)n, d, e0, z, (lapack_int)n);
+      info = LAPACKE_dstedc(LAPACK_COL_MAJOR, 'I', (lapack_int)n, d, e0, z, (lapack_int)n);
       if (info != 0)
         s = no_conv(op, "dstedc", b, info);
     }
@@ -436,13 +715,15 @@ td_ws_make(const kiln__lsp *L, uint64_t n, td_ws *t)
   t->nb = L->nb;
   /* row chunks of the V^T x, W^T x partial sums: a few per compute unit on GPUs */
   t->nchunk = L->ctx->info.is_gpu ? 64 : 4;
+  if (debug_num("nchunk=", 1, 1024))
+    t->nchunk = debug_num("nchunk=", 1, 1024);
   KILN_TRY(kern_eig(L, "tr_symv", &t->ksym));
   KILN_TRY(kern_eig(L, "tr_fin", &t->kfin));
-  t->lsym = group_local(L, t->ksym, 128);
+  t->lsym = group_local(L, t->ksym, debug_pow2("lsym=", 128));
   /* tr_fin: TD_LPR lanes per row, each summing every TD_LPR-th column of the row's V and W
    * (one lane per row walked them alone, uncoalesced, in long dependent chains), 64 rows per
    * group on GPUs (64 groups at n = 4096: each group repeats the column's reductions) */
-  t->lfin = group_local(L, t->kfin, L->ctx->info.is_gpu ? 64 * TD_LPR : 64);
+  t->lfin = group_local(L, t->kfin, debug_pow2("lfin=", L->ctx->info.is_gpu ? 64 * TD_LPR : 64));
   uint64_t nn = n ? n : 1;
   kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, nn * 3 * t->nb, &t->vw);
   if (s == KILN_OK)
@@ -537,6 +818,8 @@ sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d
   return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueCopyBuffer");
 }
 
+static kiln_status grid2(const kiln__lsp *L, kiln__args *args, uint64_t g0, uint64_t g1);
+
 kiln_status
 kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_tensor **w,
                  kiln_tensor **v)
@@ -563,7 +846,7 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
     s = kiln__lsp_out(&o, op, ctx, a->dtype, &vs, v);
   if (s == KILN_OK)
     s = kiln__lsp_outs_check(&o, op, a, NULL);
-  kiln_tensor *work = NULL, *dd = NULL, *ee = NULL, *tau = NULL;
+  kiln_tensor *work = NULL, *dd = NULL, *ee = NULL, *tau = NULL, *qm = NULL;
   kiln__lsp_ws ws = {0};
   td_ws tw = {0};
   double t0 = 0;
@@ -616,39 +899,85 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
       s = kiln__lsp_download(&L, dd, &hd);
     if (s == KILN_OK)
       s = kiln__lsp_download(&L, ee, &he);
+    /* Q = diag(1, Q') formed on the device (the reflectors act on rows 1 .. n-1) while the
+     * host computes Z; then V = Q Z is one GEMM instead of the blocked update after it */
     if (s == KILN_OK && v)
+      s = kiln__ops_scratch(op, ctx, a->dtype, cnt * n, &qm);
+    cl_kernel ke;
+    if (s == KILN_OK && v)
+      s = kern(&L, "eye_rect", &ke);
+    if (s == KILN_OK && v) {
+      kiln__args args = kiln__args_begin(op, ke);
+      args_t(&args, qm);
+      kiln__args_u64(&args, n * n);
+      kiln__args_u32(&args, (uint32_t)n);
+      kiln__args_u32(&args, (uint32_t)n);
+      kiln__args_u64(&args, batch);
+      s = grid2(&L, &args, n, n * batch);
+    }
+    for (uint64_t b = 0; s == KILN_OK && v && b < batch && n > 2; b++) {
+      kiln__lsp_mat ab = kiln__lsp_tmat(work, n), tb = kiln__lsp_tmat(tau, 1),
+                    qb = kiln__lsp_tmat(qm, n);
+      ab.off += b * n * n + n;
+      tb.off += b * n;
+      qb.off += b * n * n + n;
+      s = kiln__lsp_ormqr(&L, ab, n - 1, n - 1, tb, 0, qb, n, &ws);
+    }
+    if (s == KILN_OK && v) {
+      cl_int err = clFlush(ctx->queue);
+      if (err != CL_SUCCESS)
+        s = kiln__fail_cl(op, err, "clFlush");
+    }
+    /* Z^T goes up from pinned memory (the transfer at full speed): f64 straight from LAPACK's
+     * output, f32 rounded into it. The slot is rewritten only after a later call's blocking
+     * read, which the in-order queue puts after this call's upload. */
+    kiln__lh_buf *pz = NULL;
+    if (s == KILN_OK && v)
+      s = kiln__lh_slot(op, ctx, KILN__LH_SLOT_VECS, cnt * n * L.ts, &pz);
+    if (s == KILN_OK && v && a->dtype == KILN_F64)
+      hz = pz->p;
+    else if (s == KILN_OK && v)
       s = host_mem(op, (hz = malloc(cnt * n * sizeof *hz)) != NULL);
 #if KILN_HAVE_LAPACKE
     for (uint64_t b = 0; s == KILN_OK && b < batch; b++)
       s = tridiag_eig(op, b, n, hd + b * n, he + b * n, v ? hz + b * n * n : NULL);
 #endif
-    phase(&L, v ? "host tridiagonal eigensolver (vectors)" : "host tridiagonal eigenvalues", n,
-          &t0);
+    phase(&L,
+          v ? "host tridiagonal eigensolver (vectors; Q formed on the device meanwhile)"
+            : "host tridiagonal eigenvalues",
+          n, &t0);
     if (s == KILN_OK)
       s = kiln__lsp_upload(&L, *w, hd);
-    if (s == KILN_OK && v)
-      s = kiln__lsp_upload(&L, *v, hz);
-    /* V = diag(1, Q') Z: the reflectors act on rows 1 .. n-1. */
-    for (uint64_t b = 0; s == KILN_OK && v && b < batch && n > 2; b++) {
-      kiln__lsp_mat ab = kiln__lsp_tmat(work, n), tb = kiln__lsp_tmat(tau, 1),
-                    zb = kiln__lsp_tmat(*v, n);
-      ab.off += b * n * n + n;
-      tb.off += b * n;
-      zb.off += b * n * n + n;
-      s = kiln__lsp_ormqr(&L, ab, n - 1, n - 1, tb, 0, zb, n, &ws);
+    /* the host gives Z^T (LAPACK's column-major Z), which the GEMM takes transposed */
+    if (s == KILN_OK && v && a->dtype == KILN_F32)
+      kiln__lh_store(KILN_F32, hz, cnt * n, pz->p);
+    if (s == KILN_OK && v) {
+      cl_int err = clEnqueueWriteBuffer(ctx->queue, pz->dev, CL_FALSE, 0, cnt * n * L.ts, pz->p, 0,
+                                        NULL, NULL);
+      if (err != CL_SUCCESS)
+        s = kiln__fail_cl(op, err, "clEnqueueWriteBuffer (eigenvectors)");
+    }
+    for (uint64_t b = 0; s == KILN_OK && v && b < batch; b++) {
+      kiln__lsp_mat qb = kiln__lsp_tmat(qm, n), zb = {pz->dev, b * n * n, n},
+                    vb = kiln__lsp_tmat(*v, n);
+      qb.off += b * n * n;
+      vb.off += b * n * n;
+      s = kiln__lsp_gemm(&L, 0, 1, n, n, n, 1.0, qb, zb, 0.0, vb);
     }
     if (v)
-      phase(&L, "back-transformation (with the upload of Z)", n, &t0);
+      phase(&L, "back-transformation (the upload of Z^T, V = Q Z)", n, &t0);
   }
   kiln__lsp_ws_release(&ws);
   kiln_tensor_release(work);
   kiln_tensor_release(dd);
   kiln_tensor_release(ee);
   kiln_tensor_release(tau);
+  kiln_tensor_release(qm);
   td_ws_release(&tw);
   free(hd);
   free(he);
-  free(hz);
+  if (a->dtype != KILN_F64)
+    free(hz);
   s = kiln__lsp_outs_end(&o, s);
   kiln__ctx_unlock(ctx);
   return s;
@@ -838,14 +1167,17 @@ gb_make(const kiln__lsp *L, uint64_t M, uint64_t N, gb_bufs *g)
 {
   g->nb = L->nb;
   g->nchunk = L->ctx->info.is_gpu ? 64 : 4;
+  if (debug_num("nchunk=", 1, 1024))
+    g->nchunk = debug_num("nchunk=", 1, 1024);
   KILN_TRY(kern_eig(L, "bd_ysum", &g->ysum));
   KILN_TRY(kern_eig(L, "bd_yfin", &g->yfin));
   KILN_TRY(kern_eig(L, "bd_xsum", &g->xsum));
   KILN_TRY(kern_eig(L, "bd_xfin", &g->xfin));
-  size_t ls = group_local(L, g->ysum, 128), lx = group_local(L, g->xsum, 128);
+  size_t ls = group_local(L, g->ysum, debug_pow2("lsym=", 128)),
+         lx = group_local(L, g->xsum, debug_pow2("lsym=", 128));
   g->lsum = ls < lx ? ls : lx;
   /* TD_LPR lanes per row or column, as tr_fin */
-  size_t cap = L->ctx->info.is_gpu ? 64 * TD_LPR : 64;
+  size_t cap = debug_pow2("lfin=", L->ctx->info.is_gpu ? 64 * TD_LPR : 64);
   size_t l1 = group_local(L, g->yfin, cap), l2 = group_local(L, g->xfin, cap);
   g->lfin = l1 < l2 ? l1 : l2;
   kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, M * 2 * g->nb, &g->lf);
@@ -1117,17 +1449,108 @@ bdsvdx_parallel(uint64_t n, const double *d, const double *e, double *s, double 
       return job[t].info;
   return 0;
 }
+#endif
 
-typedef struct sv_ord {
-  double s;
-  uint64_t i;
-} sv_ord;
-
+#if KILN_HAVE_LAPACKE
+/* Whether svd's bidiagonal stage tries gk_mrrr first: from the order eigh takes MRRR at. */
 static int
-sv_desc(const void *x, const void *y)
+gk_default(uint64_t n)
 {
-  double a = ((const sv_ord *)x)->s, b = ((const sv_ord *)y)->s;
-  return (a < b) - (a > b);
+  int h = kiln__lsp_mrrr_min();
+  return h >= 0 ? n >= (uint64_t)h : n >= KILN__LSP_MRRR_MIN;
+}
+
+/* One thread's share of gk_mrrr's read-out: columns c0 .. c1 - 1 of U, V and s. */
+typedef struct gk_job {
+  const double *zt, *w;
+  uint64_t n, c0, c1;
+  double *s, *u, *v, dev; /* dev: the largest | ||half||^2 - 1/2 | seen */
+} gk_job;
+
+static void *
+gk_run(void *arg)
+{
+  gk_job *j = arg;
+  uint64_t n = j->n, nc = j->c1 - j->c0;
+  double *f = malloc(2 * (nc ? nc : 1) * sizeof *f);
+  j->dev = INFINITY;
+  if (!f)
+    return NULL;
+  j->dev = 0;
+  /* column c (descending) is the Golub-Kahan pair n - 1 - c (ascending among the positive
+   * half): z = [v_1, u_1, v_2, u_2, ...] / sqrt(2); each half normalised on its own */
+  for (uint64_t c = j->c0; c < j->c1; c++) {
+    const double *z = j->zt + (n - 1 - c) * 2 * n;
+    double nu = 0, nv = 0;
+    for (uint64_t i = 0; i < n; i++) {
+      nv += z[2 * i] * z[2 * i];
+      nu += z[2 * i + 1] * z[2 * i + 1];
+    }
+    j->dev = fmax(j->dev, fmax(fabs(nu - 0.5), fabs(nv - 0.5)));
+    f[2 * (c - j->c0)] = nu > 0 ? 1 / sqrt(nu) : 0;
+    f[2 * (c - j->c0) + 1] = nv > 0 ? 1 / sqrt(nv) : 0;
+    j->s[c] = j->w[n - 1 - c];
+  }
+  /* row by row: each row's writes contiguous, the columns' lines reused over 4 rows */
+  for (uint64_t i = 0; i < n; i++)
+    for (uint64_t c = j->c0; c < j->c1; c++) {
+      const double *z = j->zt + (n - 1 - c) * 2 * n;
+      j->u[i * n + c] = z[2 * i + 1] * f[2 * (c - j->c0)];
+      j->v[i * n + c] = z[2 * i] * f[2 * (c - j->c0) + 1];
+    }
+  free(f);
+  return NULL;
+}
+
+/*
+ * The SVD of the upper bidiagonal (d[n], e[n-1]) through MRRR on its Golub-Kahan matrix
+ * (zero diagonal, off-diagonal d_1, e_1, d_2, ..., d_n; eigenvalues +-s_i, the vector of s_i
+ * [v_1, u_1, v_2, u_2, ...] / sqrt(2)): mrrv_parallel's positive half, O(n^2) and split over
+ * host threads, where dbdsvdx's bisection and inverse iteration (with Gram-Schmidt over
+ * clusters that for 4096 random values span the spectrum) took seconds. MRRR's vectors are
+ * orthogonal as 2n-vectors, but the halves stay orthogonal only while each s_i is apart from
+ * -s_i, i.e. not tiny: numerically zero values (<= n eps s_max, as dbdsvdx's route) and any
+ * pair whose halves' norms^2 stray from 1/2 by more than 10 (2n) eps decline (nonzero), as do
+ * splits of the matrix (mrrv_parallel's subset); the caller then takes dbdsvdx or dbdsqr.
+ * s descending, vectors in the columns of u and v (n x n row-major).
+ */
+static lapack_int
+gk_mrrr(uint64_t n, const double *d, const double *e, double *s, double *u, double *v,
+        uint64_t threads, double *dev)
+{
+  uint64_t N = 2 * n;
+  double *td = calloc(N, sizeof *td), *te = malloc(N * sizeof *te), *w = malloc(n * sizeof *w);
+  double *zt = malloc(n * N * sizeof *zt);
+  lapack_int info = -1;
+  *dev = INFINITY;
+  if (td && te && w && zt) {
+    for (uint64_t k = 0; k < n; k++) {
+      te[2 * k] = d[k];
+      te[2 * k + 1] = k + 1 < n ? e[k] : 0.0;
+    }
+    info = mrrv_parallel(N, td, te, n, N, w, zt, threads);
+  }
+  if (info == 0 && !(w[0] > (double)n * DBL_EPSILON * w[n - 1]))
+    info = 1;
+  if (info == 0) {
+    gk_job job[64];
+    uint64_t nj = threads < 64 ? threads : 64;
+    nj = nj < n ? nj : n;
+    for (uint64_t t = 0; t < nj; t++)
+      job[t] = (gk_job){.zt = zt, .w = w, .n = n, .c0 = t * n / nj, .c1 = (t + 1) * n / nj,
+                        .s = s, .u = u, .v = v};
+    run_jobs(gk_run, job, sizeof job[0], nj);
+    *dev = 0;
+    for (uint64_t t = 0; t < nj; t++)
+      *dev = fmax(*dev, job[t].dev);
+    if (!(*dev <= 10.0 * (double)N * DBL_EPSILON))
+      info = 1;
+  }
+  free(td);
+  free(te);
+  free(w);
+  free(zt);
+  return info;
 }
 #endif
 
@@ -1158,9 +1581,20 @@ bidiag_svd(const char *op, uint64_t b, uint64_t n, double *d, double *e, double 
     memcpy(e0, e, (n - 1) * sizeof *e0);
     e0[n - 1] = 0.0;
   }
-  /* dbdsdc (divide and conquer) with a threaded host BLAS, else dbdsvdx; dbdsqr last */
-  int dc = ub && (host_pick("bdsdc") ||
-                  (!host_pick("bdsvdx") && !host_pick("bdsqr") && host_fast_blas()));
+  /* MRRR on the Golub-Kahan matrix; else dbdsdc (divide and conquer) with a threaded host
+   * BLAS, else dbdsvdx; dbdsqr last */
+  int pick = host_pick("bdsdc") || host_pick("bdsvdx") || host_pick("bdsqr");
+  int gk = ub && n >= 2 && (host_pick("gkmrrr") || (!pick && gk_default(n)));
+  if (st == KILN_OK && gk) {
+    double dev = 0;
+    info = gk_mrrr(n, d0, e0, s, ub, vb, mrrr_threads(n), &dev);
+    kiln__log(KILN__LOG_DEBUG, "%s: Golub-Kahan MRRR on matrix %llu: info %d, halves' norms^2 "
+              "off 1/2 by %.3g (2n eps units)", op, (unsigned long long)b, (int)info,
+              dev / (2.0 * (double)n * DBL_EPSILON));
+    gk = info == 0;
+  }
+  int dc = ub && !gk && (host_pick("bdsdc") ||
+                         (!host_pick("bdsvdx") && !host_pick("bdsqr") && host_fast_blas()));
   if (st == KILN_OK && dc) {
     double *vt = z, dq = 0;
     lapack_int di = 0;
@@ -1177,7 +1611,7 @@ bidiag_svd(const char *op, uint64_t b, uint64_t n, double *d, double *e, double 
     }
   }
   uint64_t th = mrrr_threads(n);
-  if (st == KILN_OK && ub && !dc && !host_pick("bdsqr") && th > 1) {
+  if (st == KILN_OK && ub && !gk && !dc && !host_pick("bdsqr") && th > 1) {
     /* threaded: vectors straight into ub, vb (index order), then sorted descending */
     double *u2 = malloc(n * n * sizeof *u2), *v2 = malloc(n * n * sizeof *v2);
     sv_ord *o = malloc(n * sizeof *o);
@@ -1210,7 +1644,7 @@ bidiag_svd(const char *op, uint64_t b, uint64_t n, double *d, double *e, double 
       th = 1;
     }
   }
-  if (st == KILN_OK && ub && !dc && !host_pick("bdsqr") && th <= 1) {
+  if (st == KILN_OK && ub && !gk && !dc && !host_pick("bdsqr") && th <= 1) {
     info = LAPACKE_dbdsvdx(LAPACK_ROW_MAJOR, 'U', 'V', 'A', (lapack_int)n, d, e, 0.0, 0.0, 0, 0,
                            &ns, sw, z, (lapack_int)(n + 1), sup);
     /* A (numerically) zero singular value is a +-0 pair of the Golub-Kahan matrix's
@@ -1324,11 +1758,28 @@ copy_elems(const kiln__lsp *L, const kiln_tensor *src, uint64_t soff, kiln_tenso
   return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueCopyBuffer");
 }
 
+/* Sets the rows x cols matrix at x (row stride cols) to the identity's first rows x cols. */
+static kiln_status
+eye_mat(const kiln__lsp *L, kiln__lsp_mat x, uint64_t rows, uint64_t cols)
+{
+  cl_kernel k;
+  KILN_TRY(kern(L, "eye_rect", &k));
+  kiln__args args = kiln__args_begin(L->op, k);
+  args_mat(&args, x);
+  kiln__args_u64(&args, rows * cols);
+  kiln__args_u32(&args, (uint32_t)rows);
+  kiln__args_u32(&args, (uint32_t)cols);
+  kiln__args_u64(&args, 1);
+  return grid2(L, &args, cols, rows);
+}
+
 /*
  * The device route of kiln_linalg_svd for batch m x n matrices with k = min(m, n) > 0:
  * bidiagonalisation of A (or of A^T when wide) on the device, the bidiagonal SVD on the host,
- * the back-transformations U = Q [Ub 0; 0 I], V = P Vb on the device. For a wide A the roles
- * swap: A^T = U' S V'^T gives U = V' and V^T = U'^T.
+ * U = Q [Ub 0; 0 I], V = P Vb on the device. For a wide A the roles swap: A^T = U' S V'^T
+ * gives U = V' and V^T = U'^T. Q (its first ucM columns) and P are formed on the device
+ * (identities through the blocked reflector updates) while the host works; then
+ * U = Q[:, :N] Ub (and Q's other columns as they are) and V = P Vb are GEMMs.
  */
 static kiln_status
 svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uint64_t batch,
@@ -1336,21 +1787,28 @@ svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uin
 {
   uint64_t M = m > n ? m : n, N = m < n ? m : n, ucM = full ? M : N, vec = uo != NULL;
   uint64_t uc = full ? m : N, vr = full ? n : N;
-  kiln_tensor *t[7] = {NULL};
-  enum { A_, P_, D_, E_, TQ, TP, X_ };
-  uint64_t sizes[7] = {M * N, N * N, N, N, N, N, vec ? (m >= n ? N * N : M * ucM) : 1};
+  kiln_tensor *t[9] = {NULL};
+  enum { A_, P_, D_, E_, TQ, TP, X_, QM, PM };
+  uint64_t sizes[9] = {M * N, N * N, N, N, N, N, vec ? (m >= n ? N * N : M * ucM) : 1,
+                       vec ? M * ucM : 1, vec ? N * N : 1};
   kiln_status s = KILN_OK;
-  for (int i = 0; s == KILN_OK && i < 7; i++)
+  for (int i = 0; s == KILN_OK && i < 9; i++)
     s = kiln__ops_scratch(L->op, L->ctx, L->dt, sizes[i], &t[i]);
   kiln__lsp_ws ws = {0};
   if (s == KILN_OK && vec)
     s = kiln__lsp_ws_make(L, M, ucM > N ? ucM : N, &ws);
+  /* Ub and Vb go up from pinned memory, [Ub | Vb] (N^2 each): f64 straight from the host
+   * stage, f32 rounded into it. The slot is rewritten only after the next matrix's blocking
+   * read of d and e, which the in-order queue puts after this one's upload. */
+  kiln__lh_buf *pv = NULL;
+  if (s == KILN_OK && vec)
+    s = kiln__lh_slot(L->op, L->ctx, KILN__LH_SLOT_VECS, 2 * N * N * L->ts, &pv);
   double *hd = malloc(N * sizeof *hd), *he = malloc(N * sizeof *he), *hs = malloc(N * sizeof *hs);
-  double *hu = vec ? malloc(M * ucM * sizeof *hu) : NULL,
-         *hv = vec ? malloc(N * N * sizeof *hv) : NULL;
-  double *ub = vec ? malloc(N * N * sizeof *ub) : NULL;
+  int own = vec && L->dt != KILN_F64;
+  double *ub = !vec ? NULL : own ? malloc(2 * N * N * sizeof *ub) : s == KILN_OK ? pv->p : NULL;
+  double *hv = ub ? ub + N * N : NULL;
   if (s == KILN_OK)
-    s = host_mem(L->op, hd && he && hs && (!vec || (hu && hv && ub)));
+    s = host_mem(L->op, hd && he && hs && (!vec || ub));
   gb_bufs g;
   memset(&g, 0, sizeof g);
   if (s == KILN_OK) {
@@ -1375,48 +1833,74 @@ svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uin
       s = read_vec(L, t[D_], 0, N, hd);
     if (s == KILN_OK)
       s = read_vec(L, t[E_], 0, N, he);
+    kiln__lsp_mat qm = kiln__lsp_tmat(t[QM], ucM), pm = kiln__lsp_tmat(t[PM], N);
+    if (vec) { /* Q and P on the device while the host works */
+      if (s == KILN_OK)
+        s = eye_mat(L, qm, M, ucM);
+      if (s == KILN_OK)
+        s = kiln__lsp_ormqr(L, g.a, M, N, g.tauq, 0, qm, ucM, &ws);
+      if (s == KILN_OK)
+        s = eye_mat(L, pm, N, N);
+      if (s == KILN_OK && N > 2)
+        s = kiln__lsp_ormqr(L, el(g.p, N), N - 1, N - 1, g.taup, 0, el(pm, N), N, &ws);
+      cl_int err = s == KILN_OK ? clFlush(L->ctx->queue) : CL_SUCCESS;
+      if (err != CL_SUCCESS)
+        s = kiln__fail_cl(L->op, err, "clFlush");
+    }
 #if KILN_HAVE_LAPACKE
     if (s == KILN_OK)
       s = bidiag_svd(L->op, b, N, hd, he, hs, vec ? ub : NULL, hv);
 #endif
-    phase(L, vec ? "host bidiagonal svd (vectors)" : "host bidiagonal values", N, &t0);
+    phase(L, vec ? "host bidiagonal svd (vectors; Q, P formed on the device meanwhile)"
+                 : "host bidiagonal values",
+          N, &t0);
     if (s == KILN_OK)
       s = write_vec(L, so, b * N, N, hs);
     if (s != KILN_OK || !vec)
       continue;
-    /* [Ub 0; 0 I] (M x ucM) and Vb; which output each lands in depends on the shape */
-    for (uint64_t i = 0; i < M; i++)
-      for (uint64_t j = 0; j < ucM; j++)
-        hu[i * ucM + j] = i < N && j < N ? ub[i * N + j] : i == j ? 1.0 : 0.0;
+    /* which output U and V land in depends on the shape */
     kiln_tensor *ut = m >= n ? uo : t[X_], *vt = m >= n ? t[X_] : uo;
     uint64_t uoff = m >= n ? b * m * uc : 0, voff = m >= n ? 0 : b * m * uc;
-    s = write_vec(L, ut, uoff, M * ucM, hu);
-    if (s == KILN_OK)
-      s = write_vec(L, vt, voff, N * N, hv);
+    if (own)
+      kiln__lh_store(L->dt, ub, 2 * N * N, pv->p);
+    cl_int werr = clEnqueueWriteBuffer(L->ctx->queue, pv->dev, CL_FALSE, 0, 2 * N * N * L->ts,
+                                       pv->p, 0, NULL, NULL);
+    if (werr != CL_SUCCESS)
+      s = kiln__fail_cl(L->op, werr, "clEnqueueWriteBuffer (singular vectors)");
+    kiln__lsp_mat ubm = {pv->dev, 0, N}, vbm = {pv->dev, N * N, N};
     kiln__lsp_mat um = kiln__lsp_tmat(ut, ucM), vm = kiln__lsp_tmat(vt, N);
     um.off += uoff;
     vm.off += voff;
     if (s == KILN_OK)
-      s = kiln__lsp_ormqr(L, g.a, M, N, g.tauq, 0, um, ucM, &ws);
-    if (s == KILN_OK && N > 2)
-      s = kiln__lsp_ormqr(L, el(g.p, N), N - 1, N - 1, g.taup, 0, el(vm, N), N, &ws);
+      s = kiln__lsp_gemm(L, 0, 0, M, N, N, 1.0, qm, ubm, 0.0, um);
+    if (s == KILN_OK && ucM > N) { /* full: U's last columns are Q's */
+      size_t so_[3] = {(size_t)((qm.off % ucM + N) * L->ts), (size_t)(qm.off / ucM), 0},
+             dso[3] = {(size_t)((um.off % ucM + N) * L->ts), (size_t)(um.off / ucM), 0};
+      size_t reg[3] = {(size_t)((ucM - N) * L->ts), (size_t)M, 1};
+      cl_int err = clEnqueueCopyBufferRect(L->ctx->queue, qm.mem, um.mem, so_, dso, reg,
+                                           (size_t)(ucM * L->ts), 0, (size_t)(ucM * L->ts), 0, 0,
+                                           NULL, NULL);
+      if (err != CL_SUCCESS)
+        s = kiln__fail_cl(L->op, err, "clEnqueueCopyBufferRect");
+    }
+    if (s == KILN_OK)
+      s = kiln__lsp_gemm(L, 0, 0, N, N, N, 1.0, pm, vbm, 0.0, vm);
     /* V^T: the transpose of V (m >= n), or of U' (wide) */
     kiln__lsp_mat dst = kiln__lsp_tmat(vto, n);
     dst.off += b * vr * n;
     if (s == KILN_OK)
       s = m >= n ? transpose(L, vm, N, N, dst) : transpose(L, um, M, ucM, dst);
-    phase(L, "back-transformation (with the uploads of Ub, Vb)", N, &t0);
+    phase(L, "back-transformation (the uploads of Ub, Vb; U = Q Ub, V = P Vb)", N, &t0);
   }
   kiln__lsp_ws_release(&ws);
   gb_release(&g);
-  for (int i = 0; i < 7; i++)
+  for (int i = 0; i < 9; i++)
     kiln_tensor_release(t[i]);
   free(hd);
   free(he);
   free(hs);
-  free(hu);
-  free(hv);
-  free(ub);
+  if (own)
+    free(ub);
   return s;
 }
 

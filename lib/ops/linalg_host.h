@@ -32,9 +32,11 @@ void kiln__lh_buf_free(kiln_context *ctx, kiln__lh_buf *b);
  * Staging buffers kept per context (the linalg family's state), since pinning host memory
  * costs about as much as a small factorization: slot's buffer of at least bytes, grown when
  * needed. Valid until the next call with that slot (ctx->lock held throughout). Callers use
- * distinct slots within one operation.
+ * distinct slots within one operation: 0 .. 3 the hybrid factorizations' panels,
+ * KILN__LH_SLOT_VECS the eigenvectors and singular vectors eigh and svd upload.
  */
-#define KILN__LH_SLOTS 4
+#define KILN__LH_SLOTS 5
+#define KILN__LH_SLOT_VECS 4
 kiln_status kiln__lh_slot(const char *op, kiln_context *ctx, int slot, size_t bytes,
                           kiln__lh_buf **b);
 /*

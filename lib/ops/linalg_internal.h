@@ -78,7 +78,22 @@ typedef struct kiln__linalg_params {
   uint32_t gemm;  /* enum kiln__linalg_gemm */
   uint32_t ahead; /* 0 rule, 1 off, 2 on */
   uint32_t leaf;  /* GPU panel leaf width of LU and QR; 0: KILN__LINALG_LEAF_GPU, KILN__LSP_LEAF_GPU */
+  uint32_t pwg;   /* LU panel work-groups; 0: KILN__LINALG_RULE_PWG_GPU / _CPU */
 } kiln__linalg_params;
+
+/*
+ * Work-groups of the device route's LU panel (the linalg family's "pwg" parameter): 1 is
+ * lu_panel, one work-group streaming the panel (with the leaf recursion); k > 1 is
+ * lu_panel_grid over at most k work-groups (never more than the device's compute units, so
+ * all of them are resident at once: they wait for each other every column), each row of the
+ * panel held in registers; panels wider than its KILN__LINALG_GRID_W columns recurse (leaf
+ * KILN__LINALG_GRID_W). CPUs keep one work-group: PoCL's threads take work-groups in chunks,
+ * so two groups of one launch may run one after the other on the same thread and wait
+ * forever.
+ */
+#define KILN__LINALG_RULE_PWG_GPU 1 /* lu_panel until lu_panel_grid is measured */
+#define KILN__LINALG_RULE_PWG_CPU 1
+#define KILN__LINALG_GRID_W 64
 
 /*
  * Built-in block sizes of the host route on GPUs: the host's panel work grows with nb (LU
@@ -206,6 +221,9 @@ void kiln__linalg_args_scalar(struct kiln__args *a, kiln_dtype dt, double v);
 void kiln__linalg_test_gemm(int gemm);
 /* Test hook: ahead >= 0 forces the look-ahead parameter (0 rule, 1 off, 2 on); -1 restores. */
 void kiln__linalg_test_ahead(int ahead);
+/* Test hook: pwg > 0 forces the LU panel's work-groups (the "pwg" parameter; on CPUs the grid
+ * kernel then runs as one work-group); -1 restores the tuner's choice. */
+void kiln__linalg_test_pwg(int pwg);
 
 /* Test hook: GEMMs run with kiln's CLBlast temporary buffer since the process started. */
 uint64_t kiln__linalg_test_temp_gemms(void);

@@ -2,7 +2,8 @@
  * The autotuner's linalg family (runtime/tuner.h): where the panels of the blocked LU,
  * Cholesky and QR are factored (route: kiln's device kernels or the host through LAPACKE,
  * lib/ops/linalg_internal.h), the block size nb and the GEMM of the updates (gemm: CLBlast or
- * kiln's gemm_tile), the look-ahead (ahead) and the GPU panel leaf width (leaf), per precision and matrix size (elements of one matrix, "full" buckets),
+ * kiln's gemm_tile), the look-ahead (ahead), the GPU panel leaf width (leaf) and the LU panel's
+ * work-groups (pwg), per precision and matrix size (elements of one matrix, "full" buckets),
  * timed on LU of a square matrix.
  */
 #include <math.h>
@@ -25,6 +26,8 @@ static const uint64_t la_ahead[] = {1, 2};
 static const uint64_t la_ahead_quick[] = {0};
 static const uint64_t la_leaf[] = {8, 16, 32};
 static const uint64_t la_leaf_quick[] = {0};
+static const uint64_t la_pwg[] = {1, 32, 1024};
+static const uint64_t la_pwg_quick[] = {0};
 
 static const struct kiln__tune_param la_params[] = {
     {.name = "route",
@@ -72,6 +75,15 @@ static const struct kiln__tune_param la_params[] = {
      .nfull = N_(la_leaf),
      .quick = la_leaf_quick,
      .nquick = N_(la_leaf_quick)},
+    {.name = "pwg",
+     .offset = offsetof(kiln__linalg_params, pwg),
+     .size = sizeof(uint32_t),
+     .min = 0,
+     .max = 4096,
+     .full = la_pwg,
+     .nfull = N_(la_pwg),
+     .quick = la_pwg_quick,
+     .nquick = N_(la_pwg_quick)},
 };
 
 /*
@@ -98,6 +110,7 @@ la_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
   p->gemm = KILN__LINALG_GEMM_RULE;
   p->ahead = 0;
   p->leaf = 0;
+  p->pwg = 0;
 }
 
 /* LU of one square matrix of 2^k elements (2^(k/2) rows, k rounded down to even). */

@@ -143,6 +143,25 @@ kiln__nn_row_shape(kiln_context *ctx, cl_kernel k, const kiln__nn_knobs *kn, uin
   *lpr = p < wg ? p : (uint32_t)wg;
 }
 
+void
+kiln__nn_row_cache_args(kiln__args *a, kiln_context *ctx, const kiln__nn_knobs *kn,
+                        kiln_dtype dtype, size_t local, uint32_t lpr, uint64_t len, unsigned nbuf,
+                        unsigned nscratch)
+{
+  size_t ts = tsize(dtype);
+  uint64_t nch = 0, lanes = lpr & ~((uint32_t)1 << 31);
+  if (!kn->row_items && kn->row_local && lanes) {
+    uint64_t want = (len + 4 * lanes - 1) / (4 * lanes), step = (uint64_t)nbuf * local * 4 * ts;
+    uint64_t budget = (uint64_t)kn->row_local * 1024, scratch = (uint64_t)nscratch * local * ts;
+    uint64_t avail = ctx->info.local_mem_bytes > scratch ? ctx->info.local_mem_bytes - scratch : 0;
+    if (budget > avail)
+      budget = avail;
+    nch = budget / step < want ? budget / step : want;
+  }
+  kiln__args_u32(a, (uint32_t)nch);
+  kiln__args_local(a, nch ? nch * nbuf * local * 4 * ts : 4 * ts);
+}
+
 kiln_status
 kiln__nn_row_enqueue(const kiln__args *a, kiln_context *ctx, size_t local, uint32_t lpr,
                      uint64_t rows)
@@ -160,7 +179,7 @@ uint32_t
 kiln__nn_row_vec(const kiln__nn_knobs *k, uint64_t len, uint64_t inner,
                  const kiln_tensor *const *ts, size_t n)
 {
-  if (!k->row_items || inner != 1 || len % 4)
+  if ((!k->row_items && !k->row_local) || inner != 1 || len % 4)
     return 0;
   for (size_t i = 0; i < n; i++)
     if (ts[i] && (ts[i]->offset / kiln_dtype_size(ts[i]->dtype)) % 4)
@@ -169,22 +188,29 @@ kiln__nn_row_vec(const kiln__nn_knobs *k, uint64_t len, uint64_t inner,
 }
 
 /* A row kernel, its local size and lanes per row (with kiln__nn_row_vec's bit for the operands
- * ts). */
+ * ts), and the knobs it was built with. */
 typedef struct {
   cl_kernel k;
   size_t local;
   uint32_t lpr;
+  kiln__nn_knobs kn;
 } row_kernel;
+
+static void
+row_cache_args(kiln__args *a, kiln_context *ctx, const row_kernel *rk, kiln_dtype dtype,
+               uint64_t len, unsigned nbuf, unsigned nscratch)
+{
+  kiln__nn_row_cache_args(a, ctx, &rk->kn, dtype, rk->local, rk->lpr, len, nbuf, nscratch);
+}
 
 static kiln_status
 row_kernel_get(const char *op, kiln_context *ctx, kiln_dtype dtype, const char *name, uint64_t len,
                uint64_t inner, const kiln_tensor *const *ts, size_t nts, row_kernel *rk)
 {
-  kiln__nn_knobs kn;
-  kiln__nn_knobs_get(ctx, dtype, &kn);
-  KILN_TRY(kiln__nn_kernel(op, ctx, KILN__NN_ROWS, dtype, &kn, name, &rk->k));
-  kiln__nn_row_shape(ctx, rk->k, &kn, len, inner, &rk->local, &rk->lpr);
-  rk->lpr |= kiln__nn_row_vec(&kn, len, inner, ts, nts);
+  kiln__nn_knobs_get(ctx, dtype, &rk->kn);
+  KILN_TRY(kiln__nn_kernel(op, ctx, KILN__NN_ROWS, dtype, &rk->kn, name, &rk->k));
+  kiln__nn_row_shape(ctx, rk->k, &rk->kn, len, inner, &rk->local, &rk->lpr);
+  rk->lpr |= kiln__nn_row_vec(&rk->kn, len, inner, ts, nts);
   return KILN_OK;
 }
 
@@ -253,6 +279,7 @@ softmax_run(const char *op, kiln_context *ctx, int bwd, const kiln_tensor *grad,
       kiln__args_u32(&a, logmode);
       for (int i = 0; i < (bwd ? 1 : 2); i++)
         kiln__args_local(&a, rk.local * tsize(y->dtype));
+      row_cache_args(&a, ctx, &rk, y->dtype, len, bwd ? 2 : 1, bwd ? 1 : 2);
       s = kiln__nn_row_enqueue(&a, ctx, rk.local, rk.lpr, rows);
     }
   }
@@ -396,6 +423,7 @@ norm_forward(const char *op, kiln_context *ctx, const kiln_tensor *x, int64_t ax
       kiln__args_u32(&a, flags);
       for (int i = 0; i < 3; i++)
         kiln__args_local(&a, rk.local * tsize(x->dtype));
+      row_cache_args(&a, ctx, &rk, x->dtype, g.len, 1, 3);
       s = kiln__nn_row_enqueue(&a, ctx, rk.local, rk.lpr, g.rows);
     }
   }
@@ -515,6 +543,7 @@ norm_backward(const char *op, kiln_context *ctx, const kiln_tensor *grad, const 
       kiln__args_u32(&a, base);
       kiln__args_local(&a, rk.local * tsize(x->dtype));
       kiln__args_local(&a, rk.local * tsize(x->dtype));
+      row_cache_args(&a, ctx, &rk, x->dtype, g.len, 2, 2);
       s = kiln__nn_row_enqueue(&a, ctx, rk.local, rk.lpr, g.rows);
     }
   }
@@ -544,7 +573,7 @@ kiln_rms_norm_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_te
 
 /* ---------------------------------------------------------------- family */
 
-kiln__nn_knob_override kiln__nn_test_knobs = {-1, -1, -1, -1, -1, -1, -1};
+kiln__nn_knob_override kiln__nn_test_knobs = {-1, -1, -1, -1, -1, -1, -1, -1};
 
 /*
  * The device defaults (docs/nn.md, "Launch knobs"). GPUs: 32 bytes per work-item in the flat
@@ -569,6 +598,7 @@ nn_default_knobs(const kiln_device_info *info, kiln_dtype dtype, kiln__nn_knobs 
   k->row_wg = info->is_gpu ? 256 : 0;
   k->verbose = 0;
   k->maxreg = 0;
+  k->row_local = 0;
 }
 
 static int
@@ -586,6 +616,8 @@ knob_valid(const char *name, unsigned long v)
     return v >= 1 && v <= 1024 && (v & (v - 1)) == 0;
   if (strcmp(name, "verbose") == 0)
     return v <= 1;
+  if (strcmp(name, "row_local") == 0)
+    return v <= 64;
   if (strcmp(name, "maxreg") == 0)
     return v == 0 || v == 32 || v == 40 || v == 48 || v == 64 || v == 96 || v == 128;
   return 0;
@@ -608,6 +640,8 @@ knob_set(kiln__nn_knobs *k, const char *name, uint32_t v)
     k->verbose = v;
   else if (strcmp(name, "maxreg") == 0)
     k->maxreg = v;
+  else if (strcmp(name, "row_local") == 0)
+    k->row_local = v;
   else
     k->row_wg = v;
 }
@@ -638,7 +672,7 @@ knobs_from_env(kiln__nn_knobs *k)
           KILN__LOG_WARN,
           "KILN_DEBUG_NN: ignoring '%.*s' (act_items=1|2|4|8, act_vec=1|4, erf=0|1, fast=0|1, "
           "row_items=0|4|8|16, row_wg=a power of two up to 1024, verbose=0|1, "
-          "maxreg=0|32|40|48|64|96|128)",
+          "maxreg=0|32|40|48|64|96|128, row_local=KiB 0-64)",
           (int)n, e);
     e += n;
     if (*e == ',')
@@ -652,10 +686,11 @@ kiln__nn_knobs_get(const kiln_context *ctx, kiln_dtype dtype, kiln__nn_knobs *k)
   nn_default_knobs(&ctx->info, dtype, k);
   knobs_from_env(k);
   const kiln__nn_knob_override *o = &kiln__nn_test_knobs;
-  const char *names[7] = {"act_items", "erf", "row_items", "row_wg", "fast", "act_vec", "maxreg"};
-  const int32_t vals[7] = {o->act_items, o->erf,     o->row_items, o->row_wg,
-                           o->fast,      o->act_vec, o->maxreg};
-  for (int i = 0; i < 7; i++)
+  const char *names[8] = {"act_items", "erf",     "row_items", "row_wg",
+                          "fast",      "act_vec", "maxreg",    "row_local"};
+  const int32_t vals[8] = {o->act_items, o->erf,     o->row_items, o->row_wg,
+                           o->fast,      o->act_vec, o->maxreg,    o->row_local};
+  for (int i = 0; i < 8; i++)
     if (vals[i] >= 0 && knob_valid(names[i], (unsigned long)vals[i]))
       knob_set(k, names[i], (uint32_t)vals[i]);
   if (k->row_wg == 0)

@@ -18,55 +18,90 @@
 
 /* Must match cl_kernels/nn_attention.cl. */
 #define ATT_DMAX 128
-enum { ATT_CAUSAL = 1, ATT_MASK = 2, ATT_VEC = 4 };
+enum { ATT_CAUSAL = 1, ATT_MASK = 2, ATT_VEC = 4, ATT_DQF = 8 };
 enum { ROPE_HALF = 1, ROPE_INV = 2 };
+/* Rows of att_bwd_pre's work-groups of 256 (ATT_PRE_RW). */
+#define ATT_PRE_ROWS 8
 
 /*
- * The backward kernels' tiles (cl_kernels/nn_attention.cl, -DATT_BWD; ABK_KV ... AB_TN): keys
- * per work-group of att_bwd_dkdv and queries per work-group of att_bwd_dq, their work-group
- * size (4 x 4 register tiles over keys x query tile and queries x key tile, both kernels the
- * same) and local memory:
- *   1: 32 keys (x 64 queries), 64 queries (x 32 keys), 128 items, within 32 KiB (f64: 32 keys
- *      and queries, 64 items);
- *   2: (f32 and halves; f64 runs 1) 64 keys (x 64 queries), 128 queries (x 32 keys), 256
- *      items, 43 KiB;
- *   3: table 1 with staging chunks twice as large (half the barriers), 45 KiB (f64 37 KiB).
+ * The backward kernels' tiles (cl_kernels/nn_attention.cl, -DATT_BWD; ABK_KV ... AQ_TN): keys
+ * per work-group of att_bwd_dkdv and its register tile (keys x queries), queries per
+ * work-group of att_bwd_dq and its register tile (queries x keys), and the local memory of
+ * the larger of the two (f32 and halves; f64 has tables 1 and 3 only, 32 keys and queries,
+ * 64 items, 28 and 37 KiB):
+ *   1: 32 keys (x 64 queries), 64 queries (x 32 keys), 4 x 4, within 32 KiB;
+ *   2: 64 keys (x 64 queries), 128 queries (x 32 keys), 4 x 4, 256 items, 43 KiB;
+ *   3: table 1 with staging chunks twice as large (half the barriers), 45 KiB;
+ *   4: table 2's dK/dV; dQ 128 queries x 64 keys with 8 x 4 (256 items), 46 KiB;
+ *   5: dK/dV 64 x 64 with 4 keys x 8 queries (128 items), table 4's dQ;
+ *   6: dK/dV 64 x 64 with 8 keys x 4 queries (128 items), table 4's dQ;
+ *   7: table 2's att_bwd_dkdv computing dQ too (fused: five products instead of seven), added
+ *      with atomics to an f32 accumulator (dQ is then not bit-reproducible; dK and dV are);
+ *   8, 9: tables 5 and 6 with 7's fused dQ;
+ *   10, 11, 12: tables 7, 8, 9 with att_bwd_dkdv's loads issued one staging step ahead.
  * The `attention` tuner family's parameter "bwd" picks one (0: the rule, att_bwd_effective).
  */
-#define ATT_NBWD 4
+typedef struct {
+  uint16_t kv_keys, kv_queries, kv_tm, kv_tn, q_queries, q_keys, q_tm, q_tn;
+  uint32_t local; /* bytes, f32 */
+  int fused;      /* dQ from att_bwd_dkdv (atomics), no att_bwd_dq */
+} att_bwd_table;
 
-static uint64_t
-att_bwd_keys(kiln_dtype dt, uint32_t bwd)
-{
-  return dt != KILN_F64 && bwd == 2 ? 64 : 32;
-}
+static const att_bwd_table att_bwd_tables[] = {
+    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0},          /* 0: the rule */
+    {32, 64, 4, 4, 64, 32, 4, 4, 32256, 0},  /* 1: 32-key dK/dV, 64-query dQ */
+    {64, 64, 4, 4, 128, 32, 4, 4, 44032, 0}, /* 2: twice the work-group */
+    {32, 64, 4, 4, 64, 32, 4, 4, 45568, 0},  /* 3: larger chunks */
+    {64, 64, 4, 4, 128, 64, 8, 4, 46592, 0}, /* 4: 8 x 4 dQ */
+    {64, 64, 4, 8, 128, 64, 8, 4, 46592, 0}, /* 5: 4 x 8 dK/dV */
+    {64, 64, 8, 4, 128, 64, 8, 4, 46592, 0}, /* 6: 8 x 4 dK/dV */
+    {64, 64, 4, 4, 128, 32, 4, 4, 44032, 1}, /* 7: fused dQ */
+    {64, 64, 4, 8, 128, 64, 8, 4, 46592, 1}, /* 8: 5 with fused dQ */
+    {64, 64, 8, 4, 128, 64, 8, 4, 46592, 1}, /* 9: 6 with fused dQ */
+    {64, 64, 4, 4, 128, 32, 4, 4, 44032, 1}, /* 10: 7, loads ahead */
+    {64, 64, 4, 8, 128, 64, 8, 4, 46592, 1}, /* 11: 8, loads ahead */
+    {64, 64, 8, 4, 128, 64, 8, 4, 46592, 1}, /* 12: 9, loads ahead */
+};
+#define ATT_NBWD (sizeof att_bwd_tables / sizeof att_bwd_tables[0])
+/* f64's tables 1 and 3: 32 x 32 with 4 x 4 (64 items), 28 and 37 KiB. */
+static const att_bwd_table att_bwd_f64 = {32, 32, 4, 4, 32, 32, 4, 4, 37376, 0};
 
-static uint64_t
-att_bwd_queries(kiln_dtype dt, uint32_t bwd)
+static const att_bwd_table *
+att_bwd_table_of(kiln_dtype dt, uint32_t bwd)
 {
-  return dt == KILN_F64 ? 32 : bwd == 2 ? 128 : 64;
+  return dt == KILN_F64 ? &att_bwd_f64 : &att_bwd_tables[bwd];
 }
 
 static size_t
-att_bwd_items(kiln_dtype dt, uint32_t bwd)
+att_bwd_kv_items(const att_bwd_table *b)
 {
-  return dt == KILN_F64 ? 64 : bwd == 2 ? 256 : 128;
+  return (size_t)(b->kv_keys / b->kv_tm) * (b->kv_queries / b->kv_tn);
+}
+
+static size_t
+att_bwd_q_items(const att_bwd_table *b)
+{
+  return (size_t)(b->q_queries / b->q_tm) * (b->q_keys / b->q_tn);
 }
 
 /* The table a call runs: the one asked for when the device has its work-groups and local
- * memory (2 in f64 runs 1), else 1. The rule (0): on GPUs 2 (f32, halves) and 3 (f64), the
- * fastest on the H200 (batch 8 x 16 heads x 4096 tokens x head 128: f32 217, 202 and 207 ms
- * for tables 1, 2, 3; f64 708 and 681 ms for 1 and 3); 1 on CPUs. */
+ * memory (f64 has 1 and 3 only), else 1. The rule (0): on GPUs 2 (f32, halves) and 3 (f64),
+ * the fastest on the H200 (batch 8 x 16 heads x 4096 tokens x head 128: f32 217, 202 and 207
+ * ms for tables 1, 2, 3; f64 708 and 681 ms for 1 and 3); 1 on CPUs. */
 static uint32_t
 att_bwd_effective(const kiln_device_info *info, kiln_dtype dt, uint32_t want)
 {
   if (want == 0 && info->is_gpu)
     want = dt == KILN_F64 ? 3 : 2;
-  if (dt != KILN_F64 && want == 2 && info->max_work_group_size >= 256 &&
-      info->local_mem_bytes >= 44032)
-    return 2;
-  if (want == 3 && info->local_mem_bytes >= (dt == KILN_F64 ? 37376u : 45568u))
-    return 3;
+  if (dt == KILN_F64)
+    return want == 3 && info->local_mem_bytes >= att_bwd_f64.local ? 3 : 1;
+  if (want > 1 && want < ATT_NBWD) {
+    const att_bwd_table *b = &att_bwd_tables[want];
+    size_t items =
+        att_bwd_kv_items(b) > att_bwd_q_items(b) ? att_bwd_kv_items(b) : att_bwd_q_items(b);
+    if (items <= info->max_work_group_size && b->local <= info->local_mem_bytes)
+      return want;
+  }
   return 1;
 }
 
@@ -75,8 +110,8 @@ att_bwd_effective(const kiln_device_info *info, kiln_dtype dt, uint32_t want)
  * keys per tile, the register tile of scores per work-item (tm x tn), features per Q/K
  * staging chunk, keys per V staging chunk, whether loads run one staging step ahead (pf), and
  * whether the row reductions share the staging space (ra: two more barriers per key tile, for
- * the 128-query and 128-key tiles whose P alone takes 33-35 KiB). The `attention` tuner family's parameter
- * "tile" indexes this table; 0 is the rule (att_rule_tile).
+ * the 128-query and 128-key tiles whose P alone takes 33-35 KiB). The `attention` tuner
+ * family's parameter "tile" indexes this table; 0 is the rule (att_rule_tile).
  */
 typedef struct {
   uint16_t bq, bk, tm, tn, dc, vk, pf, ra;
@@ -214,8 +249,13 @@ kiln__nnt_build_options(const kiln_device_info *info, const char *source, kiln_d
   /* The backward kernels and rope come with the rule's tile at head 128 only (the variant
    * they run from, which a forward call with that tile shares); the other tiles build
    * att_fwd alone, which halves their compile time. */
-  if (v->tile == def.tile && v->dh == ATT_DMAX)
+  if (v->tile == def.tile && v->dh == ATT_DMAX) {
     kiln__options_append(buf, len, " -DATT_BWD=%u", v->bwd);
+    /* Another table than the rule's: a program only the backward pass runs (the forward
+     * always builds with the rule's table), so it leaves att_fwd out (half the compile). */
+    if (v->bwd != def.bwd)
+      kiln__options_append(buf, len, " -DATT_NF=1");
+  }
   if (info->is_gpu)
     kiln__options_append(buf, len, " -DATT_G=1");
 }
@@ -409,7 +449,8 @@ att_forward(kiln_context *ctx, const kiln_tensor *q, const kiln_tensor *k, const
     kiln__tune_lookup(ctx, &kiln__attention_tune, dt, KILN__LAYOUT_MNK, att_key(&g), &want);
   att_variant var;
   var.tile = att_effective_tile(&ctx->info, dt, g.D, g.Dv, want.tile);
-  var.bwd = att_bwd_effective(&ctx->info, dt, want.bwd);
+  /* The rule's backward table, whatever "bwd" says: the forward's program stays the same. */
+  var.bwd = att_bwd_effective(&ctx->info, dt, 0);
   KILN_RETURN_IF(var.tile == 0, KILN_ERR_UNSUPPORTED, op,
                  "no attention tile fits this device (%llu bytes of local memory, work-groups of "
                  "%zu items)",
@@ -506,13 +547,18 @@ kiln_attention_backward(kiln_context *ctx, const kiln_tensor *grad_out, const ki
                  (unsigned long long)ctx->info.local_mem_bytes, ctx->info.max_work_group_size);
   char options[256];
   kiln__program_options(&ctx->info, KILN__NNT_ATT, dt, &var, options, sizeof options);
-  uint64_t gq = 0, gk = 0;
-  KILN_TRY(group_count(op, g.BH, g.Sq, att_bwd_queries(dt, var.bwd), &gq));
-  KILN_TRY(group_count(op, g.BH, g.Sk, att_bwd_keys(dt, var.bwd), &gk));
-  size_t local = att_bwd_items(dt, var.bwd);
-  KILN_RETURN_IF(local > ctx->info.max_work_group_size, KILN_ERR_UNSUPPORTED, op,
-                 "the backward kernels need work-groups of %zu items; the device allows %zu",
-                 local, ctx->info.max_work_group_size);
+  const att_bwd_table *bt = att_bwd_table_of(dt, var.bwd);
+  uint64_t gq = 0, gk = 0, gp = 0;
+  KILN_TRY(group_count(op, g.BH, g.Sq, bt->q_queries, &gq));
+  KILN_TRY(group_count(op, g.BH, g.Sk, bt->kv_keys, &gk));
+  KILN_TRY(group_count(op, 1, g.BH * g.Sq, ATT_PRE_ROWS, &gp));
+  size_t lkv = att_bwd_kv_items(bt), lq = att_bwd_q_items(bt);
+  KILN_RETURN_IF(lkv > ctx->info.max_work_group_size || lq > ctx->info.max_work_group_size ||
+                     ctx->info.max_work_group_size < 256,
+                 KILN_ERR_UNSUPPORTED, op,
+                 "the backward kernels need work-groups of %zu and 256 items; the device allows "
+                 "%zu",
+                 lkv > lq ? lkv : lq, ctx->info.max_work_group_size);
   kiln_tensor **outs[3] = {grad_q, grad_k, grad_v};
   static const char *const names[3] = {"grad_q", "grad_k", "grad_v"};
   KILN_TRY(check_outs(op, ctx, outs, names, 3));
@@ -527,7 +573,10 @@ kiln_attention_backward(kiln_context *ctx, const kiln_tensor *grad_out, const ki
             kiln__ops_elem_offset(k) % 4 == 0 && kiln__ops_elem_offset(v) % 4 == 0 &&
             kiln__ops_elem_offset(grad_out) % 4 == 0;
   uint32_t flags = (causal ? ATT_CAUSAL : 0) | (mask ? ATT_MASK : 0) | (vec ? ATT_VEC : 0);
-  kiln__ops_tmp delta = {0};
+  /* Table 7: att_bwd_dkdv adds dQ to an f32 accumulator (zeroed here), which
+   * att_bwd_dq_store then writes out; dkdv runs whenever a gradient is wanted. */
+  int fused = bt->fused && grad_q;
+  kiln__ops_tmp delta = {0}, dqacc = {0};
   uint64_t rows = g.BH * g.Sq;
   if (rows && (grad_q || ((grad_k || grad_v) && g.Sk))) {
     s = kiln__ops_tmp_alloc(ctx, rows * kiln_dtype_size(cdt), &delta);
@@ -541,10 +590,20 @@ kiln_attention_backward(kiln_context *ctx, const kiln_tensor *grad_out, const ki
       kiln__args_mem(&a, delta.mem);
       kiln__args_u64(&a, rows);
       kiln__args_u64(&a, g.Dv);
-      s = kiln__args_launch_1d(&a, ctx, rows, 0);
+      s = kiln__args_enqueue_1d(&a, ctx, (size_t)gp * 256, 256);
     }
   }
-  if (s == KILN_OK && (grad_k || grad_v) && gk) {
+  if (s == KILN_OK && fused) {
+    uint64_t n = g.BH * g.Sq * g.D;
+    s = kiln__ops_tmp_alloc(ctx, n * sizeof(float), &dqacc);
+    float zero = 0;
+    cl_int err = s == KILN_OK && n ? clEnqueueFillBuffer(ctx->queue, dqacc.mem, &zero, sizeof zero,
+                                                         0, n * sizeof zero, 0, NULL, NULL)
+                                   : CL_SUCCESS;
+    if (err != CL_SUCCESS)
+      s = kiln__fail_cl(op, err, "clEnqueueFillBuffer");
+  }
+  if (s == KILN_OK && (grad_k || grad_v || fused) && gk) {
     /* dk and dv come from one kernel; an unwanted one goes to a scratch tensor. */
     kiln_tensor *dk = grad_k ? t[1].dst : NULL, *dv = grad_v ? t[2].dst : NULL;
     kiln_tensor *mk = NULL, *mv = NULL;
@@ -563,13 +622,24 @@ kiln_attention_backward(kiln_context *ctx, const kiln_tensor *grad_out, const ki
       kiln__args_mem(&a, delta.mem);
       kiln__args_tensor(&a, dk);
       kiln__args_tensor(&a, dv);
-      att_args_geo(&a, &g, dt, flags);
-      s = kiln__args_enqueue_1d(&a, ctx, (size_t)gk * local, local);
+      kiln__args_mem(&a, fused ? dqacc.mem : delta.mem);
+      att_args_geo(&a, &g, dt, flags | (fused ? ATT_DQF : 0));
+      s = kiln__args_enqueue_1d(&a, ctx, (size_t)gk * lkv, lkv);
     }
     kiln_tensor_release(mk);
     kiln_tensor_release(mv);
   }
-  if (s == KILN_OK && grad_q && gq) {
+  if (s == KILN_OK && fused && g.BH * g.Sq != 0) {
+    cl_kernel kk;
+    s = kiln__kernel_get(op, ctx, KILN__NNT_ATT, options, "att_bwd_dq_store", &kk);
+    if (s == KILN_OK) {
+      kiln__args a = kiln__args_begin(op, kk);
+      kiln__args_mem(&a, dqacc.mem);
+      kiln__args_tensor(&a, t[0].dst);
+      kiln__args_u64(&a, g.BH * g.Sq * g.D);
+      s = kiln__args_launch_1d(&a, ctx, g.BH * g.Sq * g.D, 0);
+    }
+  } else if (s == KILN_OK && grad_q && gq) {
     cl_kernel kk;
     s = kiln__kernel_get(op, ctx, KILN__NNT_ATT, options, "att_bwd_dq", &kk);
     if (s == KILN_OK) {
@@ -580,11 +650,13 @@ kiln_attention_backward(kiln_context *ctx, const kiln_tensor *grad_out, const ki
       kiln__args_mem(&a, delta.mem);
       kiln__args_tensor(&a, t[0].dst);
       att_args_geo(&a, &g, dt, flags);
-      s = kiln__args_enqueue_1d(&a, ctx, (size_t)gq * local, local);
+      s = kiln__args_enqueue_1d(&a, ctx, (size_t)gq * lq, lq);
     }
   }
   if (delta.mem)
     kiln__ops_tmp_free(ctx, &delta);
+  if (dqacc.mem)
+    kiln__ops_tmp_free(ctx, &dqacc);
   s = finish_targets(op, ctx, outs, 3, t, s);
   kiln__ctx_unlock(ctx);
   return s;
@@ -709,7 +781,7 @@ rope_run(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln_ten
 {
   KILN_TRY(kiln__ctx_check(op, ctx));
   KILN_RETURN_IF(!out, KILN_ERR_INVALID_ARGUMENT, op, "out is NULL");
-  KILN_TRY(kiln__nnt_check_float(op, ctx, x, inv ? "grad" : "x"));
+  KILN_TRY(kiln__nnt_check_real(op, ctx, x, inv ? "grad" : "x"));
   KILN_RETURN_IF(layout != KILN_ROPE_INTERLEAVED && layout != KILN_ROPE_HALF,
                  KILN_ERR_INVALID_ARGUMENT, op, "unknown layout %d", (int)layout);
   char a[128], b[128];

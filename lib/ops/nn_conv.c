@@ -243,14 +243,18 @@ conv_geometry(const char *op, const kiln_tensor *x, const kiln_tensor *w,
   return KILN_OK;
 }
 
+/* The kernels' channel vector: N, C_in, C_out, groups. */
+static cl_long4
+geo_channels(const conv_geo *g)
+{
+  cl_long4 v = {{g->N, g->Cin, g->Cout, g->G}};
+  return v;
+}
+
 static void
 args_geo(kiln__args *a, const conv_geo *g)
 {
-  cl_long4 v;
-  v.s[0] = g->N;
-  v.s[1] = g->Cin;
-  v.s[2] = g->Cout;
-  v.s[3] = g->G;
+  cl_long4 v = geo_channels(g);
   kiln__args_raw(a, sizeof v, &v);
   kiln__nn_args_dims(a, &g->in);
   kiln__nn_args_dims(a, &g->out);
@@ -762,7 +766,7 @@ wgrad_run(const char *op, kiln_context *ctx, uint32_t tile, const kiln_tensor *g
     return s;
   }
   /* The forward's table (dw is not read: no packed operand, mpad 0). */
-  cl_long4 chf = {{g->N, g->Cin, g->Cout, g->G}};
+  cl_long4 chf = geo_channels(g);
   s = launch_pack(op, ctx, dt, dw, tab.mem, tab.mem, 0, &chf, &g->in, g, 0, J, jpad, 0);
   if (s == KILN_OK) {
     kiln__args a = kiln__args_begin(op, k);
@@ -792,7 +796,12 @@ wgrad_run(const char *op, kiln_context *ctx, uint32_t tile, const kiln_tensor *g
   return s;
 }
 
-/* ---------------------------------------------------------------- forward */
+/* ---------------------------------------------------------------- passes */
+
+/* The three passes of a convolution: the forward (y from x and w; also the tuner's), the
+ * backward-data (dx from grad and w; also the transposed convolution's forward) and the
+ * weight gradient (dw from grad and x). */
+enum { PASS_FORWARD = 0, PASS_DATA = 1, PASS_WEIGHT = 2 };
 
 /* The im2col GEMM where CLBlast runs it and one sample's columns fit, else the direct
  * kernels: where route 4 or 3 cannot serve. */
@@ -803,7 +812,55 @@ fallback_route(kiln_context *ctx, const conv_geo *g, kiln_dtype dt)
                                                                                      : ROUTE_DIRECT;
 }
 
-/* y = conv(x, w) (+ bias) into y (ctx->lock held). */
+/* Samples in the chunk of at most nc that starts at sample n0. */
+static uint64_t
+chunk_len(const conv_geo *g, uint64_t n0, uint64_t nc)
+{
+  return (uint64_t)g->N - n0 < nc ? (uint64_t)g->N - n0 : nc;
+}
+
+/* Group grp's weight as a GEMM operand: [C_out/g, C_in/g kvol]. */
+static gmat
+w_group(const kiln_tensor *w, const conv_geo *g, int64_t grp)
+{
+  uint64_t kg = (uint64_t)g->cig * g->kvol;
+  return gm(w, (uint64_t)grp * (uint64_t)g->cog * kg, kg, 0);
+}
+
+/* Group grp's channels of an output-shaped tensor (y or grad) from sample n0 on: one
+ * [C_out/g, L] matrix per sample. */
+static gmat
+y_group(const kiln_tensor *t, const conv_geo *g, uint64_t n0, int64_t grp)
+{
+  return gm(t, (n0 * (uint64_t)g->Cout + (uint64_t)grp * (uint64_t)g->cog) * g->ovol, g->ovol,
+            (uint64_t)g->Cout * g->ovol);
+}
+
+/* Route 1 (ctx->lock held): one work-item per element of dst. The forward and backward-data
+ * kernels take the bias (per output, respectively input, channel), the weight gradient's
+ * none. */
+static kiln_status
+direct_run(const char *op, kiln_context *ctx, int pass, const kiln_tensor *a, const kiln_tensor *b,
+           const kiln_tensor *bias, const conv_geo *g, kiln_tensor *dst)
+{
+  static const char *const names[3] = {"conv_fwd", "conv_bwd_data", "conv_bwd_weight"};
+  cl_kernel k;
+  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dst->dtype, names[pass], &k));
+  kiln__args args = kiln__args_begin(op, k);
+  kiln__args_tensor(&args, a);
+  kiln__args_tensor(&args, b);
+  if (pass != PASS_WEIGHT)
+    kiln__args_tensor(&args, bias);
+  kiln__args_tensor(&args, dst);
+  args_geo(&args, g);
+  if (pass == PASS_WEIGHT)
+    return kiln__args_launch_1d(&args, ctx, dst->numel, 0);
+  kiln__args_u32(&args, bias ? 1u : 0u);
+  if (pass == PASS_DATA)
+    return kiln__nn_launch_planes(&args, ctx, g->ivol, (uint64_t)g->N * (uint64_t)g->Cin);
+  return kiln__nn_launch_planes(&args, ctx, g->ovol, (uint64_t)g->N * (uint64_t)g->Cout);
+}
+
 /* The im2col route's forward: columns of nc samples at a time, one batched GEMM per group. */
 static kiln_status
 im2col_forward(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *w,
@@ -814,57 +871,31 @@ im2col_forward(const char *op, kiln_context *ctx, const kiln_tensor *x, const ki
   KILN_TRY(kiln__ops_tmp_alloc(ctx, nc * kg * g->ovol * kiln_dtype_size(dt), &col));
   kiln_status s = KILN_OK;
   for (uint64_t n0 = 0; s == KILN_OK && n0 < (uint64_t)g->N; n0 += nc) {
-    uint64_t m = (uint64_t)g->N - n0 < nc ? (uint64_t)g->N - n0 : nc;
+    uint64_t m = chunk_len(g, n0, nc);
     for (int64_t grp = 0; s == KILN_OK && grp < g->G; grp++) {
       s = launch_im2col(op, ctx, dt, x, g, col.mem, n0, m, grp, 0);
       if (s == KILN_OK)
-        s = gemm(op, ctx, dt, 0, 0, (uint64_t)g->cog, g->ovol, kg,
-                 gm(w, (uint64_t)grp * (uint64_t)g->cog * kg, kg, 0),
-                 gmem(col.mem, 0, g->ovol, kg * g->ovol),
-                 gm(y, (n0 * (uint64_t)g->Cout + (uint64_t)grp * (uint64_t)g->cog) * g->ovol,
-                    g->ovol, (uint64_t)g->Cout * g->ovol),
-                 m, 0);
+        s = gemm(op, ctx, dt, 0, 0, (uint64_t)g->cog, g->ovol, kg, w_group(w, g, grp),
+                 gmem(col.mem, 0, g->ovol, kg * g->ovol), y_group(y, g, n0, grp), m, 0);
     }
   }
   kiln__ops_tmp_free(ctx, &col);
   return s;
 }
 
+/* Routes 2 and 3's forward (ctx->lock held): y = conv(x, w), then the bias. */
 static kiln_status
-forward_run(const char *op, kiln_context *ctx, int route, uint32_t tile, const kiln_tensor *x,
-            const kiln_tensor *w, const kiln_tensor *bias, const conv_geo *g, kiln_tensor *y)
+forward_gemm(const char *op, kiln_context *ctx, int route, const kiln_tensor *x,
+             const kiln_tensor *w, const kiln_tensor *bias, const conv_geo *g, kiln_tensor *y)
 {
   kiln_dtype dt = x->dtype;
-  uint64_t ny = (uint64_t)g->N * (uint64_t)g->Cout * g->ovol;
-  if (ny == 0)
-    return KILN_OK;
-  cl_kernel k;
-  if (route == ROUTE_IGEMM) {
-    int ran;
-    KILN_TRY(
-        igemm_run(op, ctx, 0, resolve_tile(&ctx->info, g, dt, tile, 0), x, w, bias, y, g, &ran));
-    if (ran)
-      return KILN_OK;
-    route = fallback_route(ctx, g, dt);
-  }
-  if (route == ROUTE_DIRECT) {
-    KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "conv_fwd", &k));
-    kiln__args a = kiln__args_begin(op, k);
-    kiln__args_tensor(&a, x);
-    kiln__args_tensor(&a, w);
-    kiln__args_tensor(&a, bias);
-    kiln__args_tensor(&a, y);
-    args_geo(&a, g);
-    kiln__args_u32(&a, bias ? 1u : 0u);
-    return kiln__nn_launch_planes(&a, ctx, g->ovol, (uint64_t)g->N * (uint64_t)g->Cout);
-  }
   uint64_t nc = chunk_samples(ctx, g, dt), kg = (uint64_t)g->cig * g->kvol;
   kiln_status s = KILN_OK;
   if (route == ROUTE_CONVGEMM) {
 #if KILN_HAVE_CLBLAST
     /* Chunked like the im2col route: CLBlast may build the columns internally. */
     for (uint64_t n0 = 0; s == KILN_OK && n0 < (uint64_t)g->N; n0 += nc) {
-      uint64_t m = (uint64_t)g->N - n0 < nc ? (uint64_t)g->N - n0 : nc;
+      uint64_t m = chunk_len(g, n0, nc);
       s = kiln__clblast_convgemm(
           op, ctx, dt, (size_t)g->Cin, (size_t)g->in.v[1], (size_t)g->in.v[2], (size_t)g->k.v[1],
           (size_t)g->k.v[2], (size_t)g->p.v[1], (size_t)g->p.v[2], (size_t)g->s.v[1],
@@ -880,6 +911,7 @@ forward_run(const char *op, kiln_context *ctx, int route, uint32_t tile, const k
     s = im2col_forward(op, ctx, x, w, g, y, nc, kg);
   }
   if (s == KILN_OK && bias) {
+    cl_kernel k;
     KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "bias_add", &k));
     kiln__args a = kiln__args_begin(op, k);
     kiln__args_tensor(&a, y);
@@ -892,99 +924,23 @@ forward_run(const char *op, kiln_context *ctx, int route, uint32_t tile, const k
   return s;
 }
 
+/* Route 2's backward-data (ctx->lock held): per chunk and group the transposed GEMM into
+ * columns, then col2im gathers them into dx (plus bias per input channel). */
 static kiln_status
-check_weight_bias(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *w,
-                  const kiln_tensor *bias)
-{
-  KILN_RETURN_IF(!w, KILN_ERR_INVALID_HANDLE, op, "weight is NULL");
-  KILN_TRY(kiln__tensor_check(op, w, ctx));
-  KILN_RETURN_IF(w->dtype != x->dtype, KILN_ERR_DTYPE, op, "weight is %s, expected %s",
-                 kiln_dtype_name(w->dtype), kiln_dtype_name(x->dtype));
-  if (bias) {
-    KILN_TRY(kiln__tensor_check(op, bias, ctx));
-    KILN_RETURN_IF(bias->dtype != x->dtype, KILN_ERR_DTYPE, op, "bias is %s, expected %s",
-                   kiln_dtype_name(bias->dtype), kiln_dtype_name(x->dtype));
-  }
-  return KILN_OK;
-}
-
-/* kiln_conv with a forced route and tile (NULL: look them up). */
-static kiln_status
-conv_forward(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *w, const kiln_tensor *bias,
-             const kiln_conv_desc *desc, const conv_choice *forced, kiln_tensor **out)
-{
-  const char *op = "kiln_conv";
-  KILN_TRY(kiln__nn_conv_check_input(op, ctx, x, out));
-  KILN_TRY(check_weight_bias(op, ctx, x, w, bias));
-  conv_geo g;
-  KILN_TRY(conv_geometry(op, x, w, desc, 0, &g));
-  if (bias)
-    KILN_TRY(kiln__nn_conv_check_tensor(op, ctx, bias, x->dtype, &g.b_shape, "bias"));
-  uint32_t tile;
-  int route = conv_route(ctx, &g, x->dtype, forced, &tile);
-  const kiln_tensor *ins[3] = {x, w, bias};
-  kiln__out_target t;
-  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &g.y_shape, out, ins, 3, 0, &t));
-  kiln__ctx_lock(ctx);
-  kiln_status s = forward_run(op, ctx, route, tile, x, w, bias, &g, t.dst);
-  s = kiln__ops_out_finish(op, ctx, &t, s);
-  kiln__ctx_unlock(ctx);
-  return s;
-}
-
-kiln_status
-kiln_conv(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *weight,
-          const kiln_tensor *bias, const kiln_conv_desc *desc, kiln_tensor **out)
-{
-  return conv_forward(ctx, x, weight, bias, desc, NULL, out);
-}
-
-/* ---------------------------------------------------------------- backward */
-
-/* dx = the backward-data pass of grad (y-shaped) through w, plus bias per input channel. */
-static kiln_status
-backward_data_run(const char *op, kiln_context *ctx, int route, uint32_t tile,
-                  const kiln_tensor *grad, const kiln_tensor *w, const kiln_tensor *bias,
-                  const conv_geo *g, kiln_tensor *dx)
+data_gemm(const char *op, kiln_context *ctx, const kiln_tensor *grad, const kiln_tensor *w,
+          const kiln_tensor *bias, const conv_geo *g, kiln_tensor *dx)
 {
   kiln_dtype dt = dx->dtype;
-  uint64_t nx = (uint64_t)g->N * (uint64_t)g->Cin * g->ivol;
-  if (nx == 0)
-    return KILN_OK;
-  cl_kernel k;
-  if (route == ROUTE_CONVGEMM)
-    route = fallback_route(ctx, g, dt);
-  if (route == ROUTE_IGEMM) {
-    int ran;
-    KILN_TRY(igemm_run(op, ctx, 1, resolve_tile(&ctx->info, g, dt, tile, 0), grad, w, bias, dx, g,
-                       &ran));
-    if (ran)
-      return KILN_OK;
-    route = fallback_route(ctx, g, dt);
-  }
-  if (route == ROUTE_DIRECT) {
-    KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "conv_bwd_data", &k));
-    kiln__args a = kiln__args_begin(op, k);
-    kiln__args_tensor(&a, grad);
-    kiln__args_tensor(&a, w);
-    kiln__args_tensor(&a, bias);
-    kiln__args_tensor(&a, dx);
-    args_geo(&a, g);
-    kiln__args_u32(&a, bias ? 1u : 0u);
-    return kiln__nn_launch_planes(&a, ctx, g->ivol, (uint64_t)g->N * (uint64_t)g->Cin);
-  }
   uint64_t nc = chunk_samples(ctx, g, dt), kg = (uint64_t)g->cig * g->kvol;
   kiln__ops_tmp col;
   KILN_TRY(kiln__ops_tmp_alloc(ctx, nc * kg * g->ovol * kiln_dtype_size(dt), &col));
+  cl_kernel k;
   kiln_status s = kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "col2im", &k);
   for (uint64_t n0 = 0; s == KILN_OK && n0 < (uint64_t)g->N; n0 += nc) {
-    uint64_t m = (uint64_t)g->N - n0 < nc ? (uint64_t)g->N - n0 : nc;
+    uint64_t m = chunk_len(g, n0, nc);
     for (int64_t grp = 0; s == KILN_OK && grp < g->G; grp++) {
-      s = gemm(op, ctx, dt, 1, 0, kg, g->ovol, (uint64_t)g->cog,
-               gm(w, (uint64_t)grp * (uint64_t)g->cog * kg, kg, 0),
-               gm(grad, (n0 * (uint64_t)g->Cout + (uint64_t)grp * (uint64_t)g->cog) * g->ovol,
-                  g->ovol, (uint64_t)g->Cout * g->ovol),
-               gmem(col.mem, 0, g->ovol, kg * g->ovol), m, 0);
+      s = gemm(op, ctx, dt, 1, 0, kg, g->ovol, (uint64_t)g->cog, w_group(w, g, grp),
+               y_group(grad, g, n0, grp), gmem(col.mem, 0, g->ovol, kg * g->ovol), m, 0);
       if (s != KILN_OK)
         break;
       kiln__args a = kiln__args_begin(op, k);
@@ -1037,38 +993,17 @@ weight_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, const conv_geo *g,
   return s;
 }
 
-/* dw from grad and x (ctx->lock held). */
+/* Route 2's weight gradient (ctx->lock held); the direct kernel where not even one sample's
+ * columns and gradient rows fit. */
 static kiln_status
-backward_weight_run(const char *op, kiln_context *ctx, int route, uint32_t tile,
-                    const kiln_tensor *grad, const kiln_tensor *x, const conv_geo *g,
-                    kiln_tensor *dw)
+wgrad_gemm(const char *op, kiln_context *ctx, const kiln_tensor *grad, const kiln_tensor *x,
+           const conv_geo *g, kiln_tensor *dw)
 {
-  kiln_dtype dt = x->dtype;
-  uint64_t kg = (uint64_t)g->cig * g->kvol, nw = (uint64_t)g->Cout * kg;
-  if (nw == 0)
-    return KILN_OK;
-  if (route == ROUTE_CONVGEMM)
-    route = fallback_route(ctx, g, dt);
-  if (route == ROUTE_IGEMM) {
-    int ran;
-    KILN_TRY(wgrad_run(op, ctx, resolve_tile(&ctx->info, g, dt, tile, 1), grad, x, g, dw, &ran));
-    if (ran)
-      return KILN_OK;
-    route = fallback_route(ctx, g, dt);
-  }
-  if (route == ROUTE_DIRECT) {
-    cl_kernel k;
-    KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "conv_bwd_weight", &k));
-    kiln__args a = kiln__args_begin(op, k);
-    kiln__args_tensor(&a, grad);
-    kiln__args_tensor(&a, x);
-    kiln__args_tensor(&a, dw);
-    args_geo(&a, g);
-    return kiln__args_launch_1d(&a, ctx, nw, 0);
-  }
-  uint64_t cog = (uint64_t)g->cog, nc = chunk_rows(ctx, g, dt, kg + cog);
+  kiln_dtype dt = dw->dtype;
+  uint64_t cog = (uint64_t)g->cog, kg = (uint64_t)g->cig * g->kvol;
+  uint64_t nc = chunk_rows(ctx, g, dt, kg + cog);
   if (nc == 0)
-    return backward_weight_run(op, ctx, ROUTE_DIRECT, 0, grad, x, g, dw);
+    return direct_run(op, ctx, PASS_WEIGHT, grad, x, NULL, g, dw);
   /* Per chunk and group one GEMM over all its samples' positions:
    * dW_g [C_out/g, K] (+)= grad_g [C_out/g, nc L] x col [K, nc L]^T, the chunks accumulating
    * in order (deterministic). */
@@ -1081,8 +1016,9 @@ backward_weight_run(const char *op, kiln_context *ctx, int route, uint32_t tile,
   }
   cl_kernel k;
   s = kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "grad_rows", &k);
+  const cl_long4 ch = geo_channels(g);
   for (uint64_t n0 = 0; s == KILN_OK && n0 < (uint64_t)g->N; n0 += nc) {
-    uint64_t m = (uint64_t)g->N - n0 < nc ? (uint64_t)g->N - n0 : nc;
+    uint64_t m = chunk_len(g, n0, nc);
     for (int64_t grp = 0; s == KILN_OK && grp < g->G; grp++) {
       s = launch_im2col(op, ctx, dt, x, g, col.mem, n0, m, grp, 1);
       if (s != KILN_OK)
@@ -1090,8 +1026,7 @@ backward_weight_run(const char *op, kiln_context *ctx, int route, uint32_t tile,
       kiln__args a = kiln__args_begin(op, k);
       kiln__args_tensor(&a, grad);
       kiln__args_mem(&a, gy.mem);
-      cl_long4 chv = {{g->N, g->Cin, g->Cout, g->G}};
-      kiln__args_raw(&a, sizeof chv, &chv);
+      kiln__args_raw(&a, sizeof ch, &ch);
       kiln__nn_args_dims(&a, &g->out);
       kiln__args_i64(&a, (int64_t)n0);
       kiln__args_i64(&a, (int64_t)m);
@@ -1104,6 +1039,101 @@ backward_weight_run(const char *op, kiln_context *ctx, int route, uint32_t tile,
   kiln__ops_tmp_free(ctx, &gy);
   kiln__ops_tmp_free(ctx, &col);
   return s;
+}
+
+/*
+ * One pass of g (ctx->lock held) on the route asked for: forward, dst = y from a = x, b = w
+ * (+ bias per output channel); data, dst = dx from a = grad, b = w (+ bias per input channel:
+ * the transposed convolution's); weight, dst = dw from a = grad, b = x. Route 4 falls back to
+ * fallback_route where its kernel cannot take 256 items; convgemm serves the forward only.
+ */
+static kiln_status
+pass_run(const char *op, kiln_context *ctx, int pass, int route, uint32_t tile,
+         const kiln_tensor *a, const kiln_tensor *b, const kiln_tensor *bias, const conv_geo *g,
+         kiln_tensor *dst)
+{
+  kiln_dtype dt = dst->dtype;
+  if (dst->numel == 0)
+    return KILN_OK;
+  if (route == ROUTE_CONVGEMM && pass != PASS_FORWARD)
+    route = fallback_route(ctx, g, dt);
+  if (route == ROUTE_IGEMM) {
+    int ran;
+    uint32_t t = resolve_tile(&ctx->info, g, dt, tile, pass == PASS_WEIGHT);
+    if (pass == PASS_WEIGHT)
+      KILN_TRY(wgrad_run(op, ctx, t, a, b, g, dst, &ran));
+    else
+      KILN_TRY(igemm_run(op, ctx, pass == PASS_DATA, t, a, b, bias, dst, g, &ran));
+    if (ran)
+      return KILN_OK;
+    route = fallback_route(ctx, g, dt);
+  }
+  if (route == ROUTE_DIRECT)
+    return direct_run(op, ctx, pass, a, b, bias, g, dst);
+  if (pass == PASS_FORWARD)
+    return forward_gemm(op, ctx, route, a, b, bias, g, dst);
+  if (pass == PASS_DATA)
+    return data_gemm(op, ctx, a, b, bias, g, dst);
+  return wgrad_gemm(op, ctx, a, b, g, dst);
+}
+
+/* ---------------------------------------------------------------- entry points */
+
+static kiln_status
+check_weight_bias(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *w,
+                  const kiln_tensor *bias)
+{
+  KILN_RETURN_IF(!w, KILN_ERR_INVALID_HANDLE, op, "weight is NULL");
+  KILN_TRY(kiln__tensor_check(op, w, ctx));
+  KILN_RETURN_IF(w->dtype != x->dtype, KILN_ERR_DTYPE, op, "weight is %s, expected %s",
+                 kiln_dtype_name(w->dtype), kiln_dtype_name(x->dtype));
+  if (bias) {
+    KILN_TRY(kiln__tensor_check(op, bias, ctx));
+    KILN_RETURN_IF(bias->dtype != x->dtype, KILN_ERR_DTYPE, op, "bias is %s, expected %s",
+                   kiln_dtype_name(bias->dtype), kiln_dtype_name(x->dtype));
+  }
+  return KILN_OK;
+}
+
+/* kiln_conv (transposed 0) and kiln_conv_transpose (1: the backward-data pass of the
+ * convolution whose weight w is), on a forced route and tile (NULL: look them up). */
+static kiln_status
+conv_one(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *w,
+         const kiln_tensor *bias, const kiln_conv_desc *desc, int transposed,
+         const conv_choice *forced, kiln_tensor **out)
+{
+  KILN_TRY(kiln__nn_conv_check_input(op, ctx, x, out));
+  KILN_TRY(check_weight_bias(op, ctx, x, w, bias));
+  conv_geo g;
+  KILN_TRY(conv_geometry(op, x, w, desc, transposed, &g));
+  if (bias)
+    KILN_TRY(kiln__nn_conv_check_tensor(op, ctx, bias, x->dtype, &g.b_shape, "bias"));
+  uint32_t tile;
+  int route = conv_route(ctx, &g, x->dtype, forced, &tile);
+  const kiln_tensor *ins[3] = {x, w, bias};
+  kiln__out_target t;
+  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, transposed ? &g.x_shape : &g.y_shape, out, ins, 3,
+                               0, &t));
+  kiln__ctx_lock(ctx);
+  kiln_status s =
+      pass_run(op, ctx, transposed ? PASS_DATA : PASS_FORWARD, route, tile, x, w, bias, &g, t.dst);
+  s = kiln__ops_out_finish(op, ctx, &t, s);
+  kiln__ctx_unlock(ctx);
+  return s;
+}
+
+kiln_status
+kiln_conv(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *weight,
+          const kiln_tensor *bias, const kiln_conv_desc *desc, kiln_tensor **out)
+{
+  return conv_one("kiln_conv", ctx, x, weight, bias, desc, 0, NULL, out);
+}
+
+kiln_status
+kiln_conv_transpose(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *weight,
+                    const kiln_tensor *bias, const kiln_conv_desc *desc, kiln_tensor **out)
+{
+  return conv_one("kiln_conv_transpose", ctx, x, weight, bias, desc, 1, NULL, out);
 }
 
 static kiln_status
@@ -1163,37 +1193,14 @@ kiln_conv_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_tensor
     begun--; /* the failed one unwound itself */
   kiln__ctx_lock(ctx);
   if (s == KILN_OK && grad_x)
-    s = backward_data_run(op, ctx, route, tile, grad, weight, NULL, &g, t[0].dst);
+    s = pass_run(op, ctx, PASS_DATA, route, tile, grad, weight, NULL, &g, t[0].dst);
   if (s == KILN_OK && grad_weight)
-    s = backward_weight_run(op, ctx, route, tile, grad, x, &g, t[1].dst);
+    s = pass_run(op, ctx, PASS_WEIGHT, route, tile, grad, x, NULL, &g, t[1].dst);
   if (s == KILN_OK && grad_bias)
     s = bias_grad_run(op, ctx, grad, &g, t[2].dst);
   for (int i = 0; i < begun; i++)
     if (outs[i])
       s = kiln__ops_out_finish(op, ctx, &t[i], s);
-  kiln__ctx_unlock(ctx);
-  return s;
-}
-
-kiln_status
-kiln_conv_transpose(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *weight,
-                    const kiln_tensor *bias, const kiln_conv_desc *desc, kiln_tensor **out)
-{
-  const char *op = "kiln_conv_transpose";
-  KILN_TRY(kiln__nn_conv_check_input(op, ctx, x, out));
-  KILN_TRY(check_weight_bias(op, ctx, x, weight, bias));
-  conv_geo g;
-  KILN_TRY(conv_geometry(op, x, weight, desc, 1, &g));
-  if (bias)
-    KILN_TRY(kiln__nn_conv_check_tensor(op, ctx, bias, x->dtype, &g.b_shape, "bias"));
-  uint32_t tile;
-  int route = conv_route(ctx, &g, x->dtype, NULL, &tile);
-  const kiln_tensor *ins[3] = {x, weight, bias};
-  kiln__out_target t;
-  KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &g.x_shape, out, ins, 3, 0, &t));
-  kiln__ctx_lock(ctx);
-  kiln_status s = backward_data_run(op, ctx, route, tile, x, weight, bias, &g, t.dst);
-  s = kiln__ops_out_finish(op, ctx, &t, s);
   kiln__ctx_unlock(ctx);
   return s;
 }
@@ -1280,7 +1287,7 @@ conv_tune_run(struct kiln__tune_problem *pb, const void *params)
   d.padding[0] = d.padding[1] = 1;
   conv_choice c;
   memcpy(&c, params, sizeof c);
-  return conv_forward(pb->ctx, pb->in[0], pb->in[1], NULL, &d, &c, &pb->out);
+  return conv_one("kiln_conv", pb->ctx, pb->in[0], pb->in[1], NULL, &d, 0, &c, &pb->out);
 }
 
 /* Two candidates that become the same route (and, for route 4, tile) on pb's problem run the

@@ -60,6 +60,7 @@ typedef struct kiln__nn_knobs {
   uint32_t row_wg;    /* least local size of the row kernels: a power of two, 1 to 1024 */
   uint32_t verbose;   /* 1: log each row kernel's private memory (and NVIDIA's ptxas report) */
   uint32_t maxreg;    /* NVIDIA: -cl-nv-maxrregcount (registers per work-item), 0 none */
+  uint32_t row_local; /* row kernels' local cache (row_items 0), KiB per work-group; 0 none */
 } kiln__nn_knobs;
 
 void kiln__nn_knobs_get(const kiln_context *ctx, kiln_dtype dtype, kiln__nn_knobs *k);
@@ -84,6 +85,16 @@ kiln_status kiln__nn_kernel(const char *op, kiln_context *ctx, const char *sourc
  */
 void kiln__nn_row_shape(kiln_context *ctx, cl_kernel k, const kiln__nn_knobs *kn, uint64_t len,
                         uint64_t inner, size_t *local, uint32_t *lpr);
+
+/*
+ * The last two arguments of every row kernel: the chunks of 4 elements per lane its local cache
+ * holds in each of nbuf buffers (nn_rows.cl, RN 0) and that cache, within the knob row_local
+ * and the device's local memory less the kernel's nscratch arrays of one T per work-item.
+ * 0 chunks (streaming) for register-cache builds (row_items > 0) or row_local 0.
+ */
+void kiln__nn_row_cache_args(kiln__args *a, kiln_context *ctx, const kiln__nn_knobs *kn,
+                             kiln_dtype dtype, size_t local, uint32_t lpr, uint64_t len,
+                             unsigned nbuf, unsigned nscratch);
 
 /* Enqueues row kernel a over rows rows with that shape (groups capped; the kernels loop). */
 kiln_status kiln__nn_row_enqueue(const kiln__args *a, kiln_context *ctx, size_t local, uint32_t lpr,

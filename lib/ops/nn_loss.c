@@ -267,6 +267,9 @@ class_launch(kiln__args *a, kiln_context *ctx, const kiln__nn_knobs *kn, cl_kern
     return kiln__args_launch_1d(a, ctx, items, 0);
   for (int i = 0; i < nlocal; i++)
     kiln__args_local(a, local * tsize(dtype));
+  /* ce_bwd keeps the smoothed target probabilities beside exp(z - m). */
+  unsigned nbuf = scale && g->probs ? 2 : 1;
+  kiln__nn_row_cache_args(a, ctx, kn, dtype, local, lpr, g->classes, nbuf, (unsigned)nlocal);
   return kiln__nn_row_enqueue(a, ctx, local, lpr, g->rows);
 }
 

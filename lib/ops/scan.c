@@ -136,9 +136,11 @@ lookback_safe(kiln_context *ctx)
 }
 
 /*
- * The single-pass scan of `lines` contiguous lines of len elements (NAME_lookback).
- * *done = 0 (and KILN_OK) where the device or the size rules it out: the caller then takes
- * the multi-pass path. ctx->lock held.
+ * The single-pass scan of `lines` contiguous lines of len elements: NAME_lookback (tiles
+ * chained by look-back), or with sc->lp->single_pass == 2 NAME_chain (chunks of several
+ * tiles chained, for lines longer than a tile; shorter ones take NAME_lookback, one tile
+ * each, whatever the mode). *done = 0 (and KILN_OK) where the device or the size rules it
+ * out: the caller then takes the multi-pass path. ctx->lock held.
  */
 static kiln_status
 run_lookback(struct scan_call *sc, const kiln_tensor *x, uint64_t lines, uint64_t len,
@@ -146,6 +148,7 @@ run_lookback(struct scan_call *sc, const kiln_tensor *x, uint64_t lines, uint64_
 {
   KILN__ASSERT_LOCKED(sc->ctx);
   kiln_context *ctx = sc->ctx;
+  const kiln__launch_params *lp = sc->lp;
   *done = 0;
   /* The rule of scan_contract.clh: SCAN_LB_BYTES of the wider of input and staged output. */
   size_t in = compute_bytes(x->dtype), out = compute_bytes(sc->out_dtype);
@@ -153,27 +156,38 @@ run_lookback(struct scan_call *sc, const kiln_tensor *x, uint64_t lines, uint64_
   e = e < 1 ? 1 : e > SCAN_LB_MAX_E ? SCAN_LB_MAX_E : e;
   /* cummin/cummax carry (value, i64 index) pairs; the other states are the value. */
   size_t state = need_idx ? 16 : sb;
-  cl_kernel k;
-  KILN_TRY(get(sc, "_lookback", &k));
-  /* Groups no wider than a line needs: a row of 1024 f32 is one tile of 64 items. */
-  uint64_t need = (len + e - 1) / e, want = 1;
-  while (want < need && want < sc->lp->wg_size)
-    want <<= 1;
-  if (want > sc->lp->wg_size)
-    want = sc->lp->wg_size;
-  size_t local;
   /* Per item: two scan slots, a stage slot per element and its padding; 8 bytes more
    * cover the group's few shared scalars (ctl below, one prefix) for groups of 64 and up. */
-  KILN_TRY(kiln__launch_local_size(sc->op, ctx, k, (uint32_t)want, 2 * state + (e + 1) * sb + 8,
-                                   &local));
-  uint64_t tile = (uint64_t)local * e, tpl = (len + tile - 1) / tile, total = lines * tpl;
-  /* The tile counter is 32 bits wide. */
-  if (tpl > 1 && (total >= UINT32_MAX || !lookback_safe(ctx)))
+  size_t per_item = 2 * state + (e + 1) * sb + 8;
+  cl_kernel k;
+  int chain = lp->single_pass == 2 && len > (uint64_t)lp->wg_size * e;
+  KILN_TRY(get(sc, chain ? "_chain" : "_lookback", &k));
+  /* Groups no wider than a line needs: a row of 1024 f32 is one tile of 64 items. */
+  uint64_t need = (len + e - 1) / e, want = 1;
+  while (want < need && want < lp->wg_size)
+    want <<= 1;
+  if (want > lp->wg_size)
+    want = lp->wg_size;
+  size_t local;
+  KILN_TRY(kiln__launch_local_size(sc->op, ctx, k, (uint32_t)want, per_item, &local));
+  /* Units chained by look-back: tiles, or chunks of `sub` tiles (items_per_thread
+   * elements per item, rounded up to whole tiles). */
+  uint64_t tile = (uint64_t)local * e, sub = 1;
+  if (chain) {
+    sub = (lp->items_per_thread + e - 1) / e;
+    if (sub < 1)
+      sub = 1;
+    if (sub > UINT32_MAX / 2)
+      sub = UINT32_MAX / 2;
+  }
+  uint64_t unit = tile * sub, upl = (len + unit - 1) / unit, total = lines * upl;
+  /* The unit counter is 32 bits wide. */
+  if ((chain || upl > 1) && (total >= UINT32_MAX || !lookback_safe(ctx)))
     return KILN_OK;
   kiln__ops_tmp desc = {0};
   kiln_status s = KILN_OK;
-  if (tpl > 1) {
-    /* The counter, then each tile's status words (one 64-bit word per 32 bits of state). */
+  if (chain || upl > 1) {
+    /* The counter, then each unit's status words (one 64-bit word per 32 bits of state). */
     uint64_t bytes = 8 * (1 + total * (state / 4));
     s = kiln__ops_tmp_alloc(ctx, bytes, &desc);
     if (s == KILN_OK) {
@@ -195,13 +209,22 @@ run_lookback(struct scan_call *sc, const kiln_tensor *x, uint64_t lines, uint64_
     kiln__args_mem(&a, desc.mem);
     kiln__args_u64(&a, lines);
     kiln__args_u64(&a, len);
-    kiln__args_u64(&a, tpl);
+    kiln__args_u64(&a, upl);
+    if (chain)
+      kiln__args_u32(&a, (uint32_t)sub);
     kiln__args_u32(&a, (uint32_t)(e | state << 8));
     kiln__args_u32(&a, sc->flags);
     kiln__args_raw(&a, (2 * local + 1) * state, NULL);
     kiln__args_raw(&a, (local * (e + 1) * sb + 15) / 16 * 16, NULL);
     kiln__args_raw(&a, SCAN_LB_CTL_WORDS * 8, NULL);
-    s = kiln__args_enqueue_1d(&a, ctx, kiln__launch_grid(total * local, local), local);
+    /* NAME_chain's groups loop over the chunks: as many as the device holds at once
+     * (groups_per_cu per compute unit), fewer for short lines. */
+    uint64_t groups = total;
+    if (chain) {
+      uint64_t most = kiln__launch_target_groups(ctx, lp);
+      groups = groups < most ? groups : most;
+    }
+    s = kiln__args_enqueue_1d(&a, ctx, kiln__launch_grid(groups * local, local), local);
   }
   kiln__ops_tmp_free(ctx, &desc);
   *done = s == KILN_OK;

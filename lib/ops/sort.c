@@ -101,7 +101,129 @@ fill_u32(const char *op, kiln_context *ctx, cl_mem mem, uint32_t v, uint64_t n)
   return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueFillBuffer");
 }
 
+/* Rows of x as the sort sees them: rows of len elements, inner apart. */
+typedef struct sort_geo {
+  uint64_t rows, len, inner;
+} sort_geo;
+
+/* The arguments the row kernels of sort.cl (sort_keys, sort_local, tk_hist, tk_collect,
+ * tk_rows_local) start with, in this order. */
+static void
+args_rows(kiln__args *a, const kiln_tensor *x, const sort_geo *g, int desc)
+{
+  kiln__args_tensor(a, x);
+  kiln__args_u64(a, g->rows);
+  kiln__args_u64(a, g->len);
+  kiln__args_u64(a, g->inner);
+  kiln__args_u32(a, (uint32_t) !!desc);
+}
+
+/* The placement arguments of the kernels that write results (sort_gather, sort_local,
+ * tk_rows_local): positions [ostart, ostart + olen) of each sorted row into vout and iout,
+ * either NULL. */
+static void
+args_out(kiln__args *a, uint64_t ostart, uint64_t olen, kiln_tensor *vout, kiln_tensor *iout)
+{
+  kiln__args_u64(a, ostart);
+  kiln__args_u64(a, olen);
+  kiln__args_tensor(a, vout);
+  kiln__args_tensor(a, iout);
+  kiln__args_u32(a, (vout ? 1u : 0u) | (iout ? 2u : 0u));
+}
+
+/* The local key and payload arrays of the work-group sorts (sort_local, tk_rows_local,
+ * pairs_local) for np pairs, and np. */
+static void
+args_local_pairs(kiln__args *a, uint64_t np, int key64)
+{
+  kiln__args_local(a, (size_t)(np * (key64 ? 8 : 4)));
+  kiln__args_local(a, (size_t)(np * 4));
+  kiln__args_u64(a, np);
+}
+
+/* sort_keys (kernel k of x's dtype): the keys of g's rows of x and, with vals, their
+ * positions. */
+static kiln_status
+launch_keys(const char *op, kiln_context *ctx, cl_kernel k, const kiln_tensor *x, const sort_geo *g,
+            int desc, kiln_tensor *keys, kiln_tensor *vals)
+{
+  kiln__args a = kiln__args_begin(op, k);
+  args_rows(&a, x, g, desc);
+  kiln__args_tensor(&a, keys);
+  kiln__args_tensor(&a, vals);
+  return kiln__args_launch_1d(&a, ctx, g->rows * g->len, 0);
+}
+
+/* sort_gather: places the sorted rows given by their payloads vals (rows of vlen) as args_out
+ * says. */
+static kiln_status
+launch_gather(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_geo *g,
+              const kiln_tensor *vals, uint64_t vlen, uint64_t ostart, uint64_t olen,
+              kiln_tensor *vout, kiln_tensor *iout)
+{
+  cl_kernel k;
+  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "sort_gather", &k));
+  kiln__args a = kiln__args_begin(op, k);
+  kiln__args_tensor(&a, x);
+  kiln__args_u64(&a, g->rows);
+  kiln__args_u64(&a, g->len);
+  kiln__args_u64(&a, g->inner);
+  kiln__args_tensor(&a, vals);
+  kiln__args_u64(&a, vlen);
+  args_out(&a, ostart, olen, vout, iout);
+  return kiln__args_launch_1d(&a, ctx, g->rows * olen, 0);
+}
+
+/* A producer of (keys, vals) that fails hands back neither. */
+static void
+drop_pairs(kiln_tensor **keys, kiln_tensor **vals)
+{
+  kiln_tensor_release(*keys);
+  kiln_tensor_release(*vals);
+  *keys = *vals = NULL;
+}
+
+/* A radix pass's result becomes its input: the pairs and their scratch trade places. */
+static void
+swap_pairs(kiln_tensor **keys, kiln_tensor **vals, kiln_tensor **k2, kiln_tensor **v2)
+{
+  kiln_tensor *t = *keys;
+  *keys = *k2;
+  *k2 = t;
+  t = *vals;
+  *vals = *v2;
+  *v2 = t;
+}
+
 /* ---------------------------------------------------------------- scan */
+
+uint64_t
+kiln__sort_chunk(const kiln_context *ctx, size_t L, uint64_t n)
+{
+  uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
+  /* GPUs: 16 per work-item; CPUs: a few long serial chunks per core. The chunk count stays
+   * small: one work-group scans the chunk sums. */
+  uint64_t chunk = ctx->info.is_gpu ? (uint64_t)L * 16 : (n + 4 * cu - 1) / (4 * cu);
+  if (chunk < 1024)
+    chunk = 1024;
+  while ((n + chunk - 1) / chunk > 8192)
+    chunk *= 2;
+  return chunk;
+}
+
+/* scan_reduce and scan_down: one group of L items per chunk of buf's m counts. */
+static kiln_status
+scan_chunks(const char *op, kiln_context *ctx, cl_kernel k, cl_mem buf, uint64_t m, uint64_t chunk,
+            cl_mem sums, uint64_t nb, size_t L)
+{
+  kiln__args a = kiln__args_begin(op, k);
+  kiln__args_mem(&a, buf);
+  kiln__args_u64(&a, m);
+  kiln__args_u64(&a, chunk);
+  kiln__args_mem(&a, sums);
+  kiln__args_local(&a, L * 4);
+  return kiln__args_enqueue_1d(&a, ctx, (size_t)(nb * L), L);
+}
 
 kiln_status
 kiln__sort_scan(const char *op, kiln_context *ctx, cl_mem buf, uint64_t m)
@@ -115,24 +237,11 @@ kiln__sort_scan(const char *op, kiln_context *ctx, cl_mem buf, uint64_t m)
   size_t L = ctx->info.is_gpu ? kiln__launch_pow2_local(ctx, kd) : 1;
   if (kiln__sort_radix_local)
     L = kiln__sort_radix_local;
-  uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
-  /* GPUs: 16 per work-item; CPUs: a few long serial chunks per core. The chunk count stays
-   * small: one work-group scans the chunk sums. */
-  uint64_t chunk = ctx->info.is_gpu ? (uint64_t)L * 16 : (m + 4 * cu - 1) / (4 * cu);
-  if (chunk < 1024)
-    chunk = 1024;
-  while ((m + chunk - 1) / chunk > 8192)
-    chunk *= 2;
+  uint64_t chunk = kiln__sort_chunk(ctx, L, m);
   uint64_t nb = (m + chunk - 1) / chunk;
   kiln__ops_tmp sums = {0};
   KILN_TRY(kiln__ops_tmp_alloc(ctx, nb * 4, &sums));
-  kiln__args a = kiln__args_begin(op, kr);
-  kiln__args_mem(&a, buf);
-  kiln__args_u64(&a, m);
-  kiln__args_u64(&a, chunk);
-  kiln__args_mem(&a, sums.mem);
-  kiln__args_local(&a, L * 4);
-  kiln_status s = kiln__args_enqueue_1d(&a, ctx, (size_t)(nb * L), L);
+  kiln_status s = scan_chunks(op, ctx, kr, buf, m, chunk, sums.mem, nb, L);
   if (s == KILN_OK) {
     kiln__args b = kiln__args_begin(op, kt);
     kiln__args_mem(&b, sums.mem);
@@ -140,15 +249,8 @@ kiln__sort_scan(const char *op, kiln_context *ctx, cl_mem buf, uint64_t m)
     kiln__args_local(&b, L * 4);
     s = kiln__args_enqueue_1d(&b, ctx, L, L);
   }
-  if (s == KILN_OK) {
-    kiln__args c = kiln__args_begin(op, kd);
-    kiln__args_mem(&c, buf);
-    kiln__args_u64(&c, m);
-    kiln__args_u64(&c, chunk);
-    kiln__args_mem(&c, sums.mem);
-    kiln__args_local(&c, L * 4);
-    s = kiln__args_enqueue_1d(&c, ctx, (size_t)(nb * L), L);
-  }
+  if (s == KILN_OK)
+    s = scan_chunks(op, ctx, kd, buf, m, chunk, sums.mem, nb, L);
   kiln__ops_tmp_free(ctx, &sums);
   return s;
 }
@@ -361,14 +463,8 @@ onesweep_passes(const char *op, kiln_context *ctx, kiln_dtype dt, kiln_tensor **
       kiln__args_u32(&a, (uint32_t) !!from->desc);
       s = kiln__args_enqueue_1d(&a, ctx, (size_t)(ntiles * OS_L), OS_L);
     }
-    if (s == KILN_OK) {
-      kiln_tensor *t = *keys;
-      *keys = k2;
-      k2 = t;
-      t = *vals;
-      *vals = v2;
-      v2 = t;
-    }
+    if (s == KILN_OK)
+      swap_pairs(keys, vals, &k2, &v2);
   }
   kiln__ops_tmp_free(ctx, &hist);
   kiln__ops_tmp_free(ctx, &look);
@@ -378,6 +474,23 @@ onesweep_passes(const char *op, kiln_context *ctx, kiln_dtype dt, kiln_tensor **
 }
 
 /* ---------------------------------------------------------------- radix passes */
+
+/* The arguments radix_count and radix_scatter (sort_radix.cl) start with: the pairs, the
+ * digit's tiles and the per-group digit counts. */
+static void
+args_digit(kiln__args *a, const kiln_tensor *keys, const kiln_tensor *vals, uint64_t n,
+           uint64_t tile, uint32_t shift, uint32_t rbits, uint32_t mode, uint64_t len, cl_mem hist)
+{
+  kiln__args_tensor(a, keys);
+  kiln__args_tensor(a, vals);
+  kiln__args_u64(a, n);
+  kiln__args_u64(a, tile);
+  kiln__args_u32(a, shift);
+  kiln__args_u32(a, rbits);
+  kiln__args_u32(a, mode);
+  kiln__args_u64(a, len);
+  kiln__args_mem(a, hist);
+}
 
 /*
  * Sorts the n pairs in (*keys, *vals) stably by key bits [0, kbits), then, with rows > 1, by
@@ -449,15 +562,7 @@ radix_passes(const char *op, kiln_context *ctx, kiln_dtype dt, kiln_tensor **key
   for (uint32_t p = 0; s == KILN_OK && p < passes; p++) {
     uint32_t mode = p >= key_passes, shift = rbits * (mode ? p - key_passes : p);
     kiln__args a = kiln__args_begin(op, kc);
-    kiln__args_tensor(&a, *keys);
-    kiln__args_tensor(&a, *vals);
-    kiln__args_u64(&a, n);
-    kiln__args_u64(&a, tile);
-    kiln__args_u32(&a, shift);
-    kiln__args_u32(&a, rbits);
-    kiln__args_u32(&a, mode | nov);
-    kiln__args_u64(&a, len);
-    kiln__args_mem(&a, hist.mem);
+    args_digit(&a, *keys, *vals, n, tile, shift, rbits, mode | nov, len, hist.mem);
     if (!one)
       kiln__args_local(&a, (size_t)(buckets * L * 4));
     s = kiln__args_enqueue_1d(&a, ctx, (size_t)(ng * L), (size_t)L);
@@ -465,15 +570,7 @@ radix_passes(const char *op, kiln_context *ctx, kiln_dtype dt, kiln_tensor **key
       s = kiln__sort_scan(op, ctx, hist.mem, ng * buckets);
     if (s == KILN_OK) {
       kiln__args b = kiln__args_begin(op, ks);
-      kiln__args_tensor(&b, *keys);
-      kiln__args_tensor(&b, *vals);
-      kiln__args_u64(&b, n);
-      kiln__args_u64(&b, tile);
-      kiln__args_u32(&b, shift);
-      kiln__args_u32(&b, rbits);
-      kiln__args_u32(&b, mode | nov);
-      kiln__args_u64(&b, len);
-      kiln__args_mem(&b, hist.mem);
+      args_digit(&b, *keys, *vals, n, tile, shift, rbits, mode | nov, len, hist.mem);
       kiln__args_tensor(&b, k2);
       kiln__args_tensor(&b, v2);
       if (!one)
@@ -481,14 +578,8 @@ radix_passes(const char *op, kiln_context *ctx, kiln_dtype dt, kiln_tensor **key
       kiln__args_mem(&b, special);
       s = kiln__args_enqueue_1d(&b, ctx, (size_t)(ng * L), (size_t)L);
     }
-    if (s == KILN_OK) {
-      kiln_tensor *t = *keys;
-      *keys = k2;
-      k2 = t;
-      t = *vals;
-      *vals = v2;
-      v2 = t;
-    }
+    if (s == KILN_OK)
+      swap_pairs(keys, vals, &k2, &v2);
   }
   kiln__ops_tmp_free(ctx, &hist);
   kiln_tensor_release(k2);
@@ -518,23 +609,13 @@ kiln__sort_pairs_radix(const char *op, kiln_context *ctx, const kiln_tensor *x, 
     s = onesweep_passes(op, ctx, x->dtype, keys, vals, n, key_bits(x->dtype), rows, len, ipt,
                         NULL, &from);
   } else if (s == KILN_OK) {
-    kiln__args a = kiln__args_begin(op, k);
-    kiln__args_tensor(&a, x);
-    kiln__args_u64(&a, rows);
-    kiln__args_u64(&a, len);
-    kiln__args_u64(&a, inner);
-    kiln__args_u32(&a, (uint32_t) !!desc);
-    kiln__args_tensor(&a, *keys);
-    kiln__args_tensor(&a, *vals);
-    s = kiln__args_launch_1d(&a, ctx, n, 0);
+    const sort_geo g = {rows, len, inner};
+    s = launch_keys(op, ctx, k, x, &g, desc, *keys, *vals);
     if (s == KILN_OK)
       s = radix_passes(op, ctx, x->dtype, keys, vals, n, key_bits(x->dtype), rows, len, NULL);
   }
-  if (s != KILN_OK) {
-    kiln_tensor_release(*keys);
-    kiln_tensor_release(*vals);
-    *keys = *vals = NULL;
-  }
+  if (s != KILN_OK)
+    drop_pairs(keys, vals);
   return s;
 }
 
@@ -579,19 +660,12 @@ kiln__sort_rows_radix(const char *op, kiln_context *ctx, const kiln_tensor *x, u
       s = kiln__args_launch_1d(&a, ctx, nrows, 0);
     }
   }
-  if (s != KILN_OK) {
-    kiln_tensor_release(*keys);
-    kiln_tensor_release(*vals);
-    *keys = *vals = NULL;
-  }
+  if (s != KILN_OK)
+    drop_pairs(keys, vals);
   return s;
 }
 
 /* ---------------------------------------------------------------- sort core */
-
-typedef struct sort_geo {
-  uint64_t rows, len, inner;
-} sort_geo;
 
 static kiln_status
 geometry(const char *op, const kiln_tensor *x, int64_t axis, size_t *ax, sort_geo *g)
@@ -640,7 +714,7 @@ select_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_
   kiln_tensor **prefix = &t[0], **need = &t[1], **ppre = &t[2], **tie = &t[3], **hist = &t[4],
               **rowcnt = &t[5];
   kiln_tensor *ck = NULL, *cv = NULL;
-  cl_kernel kh, kp, kc, kl, kg;
+  cl_kernel kh, kp, kc, kl;
   kiln_status s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "tk_hist", &kh);
   if (s == KILN_OK)
     s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "tk_pick", &kp);
@@ -648,8 +722,6 @@ select_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_
     s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "tk_collect", &kc);
   if (s == KILN_OK)
     s = kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, kdt, "pairs_local", &kl);
-  if (s == KILN_OK)
-    s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "sort_gather", &kg);
   const kiln_dtype tdt[NT] = {kdt, KILN_I32, KILN_I32, KILN_I32, KILN_I32, KILN_I32};
   const uint64_t tn[NT] = {rows, rows, rows, rows, rows * 256, rows};
   for (size_t i = 0; s == KILN_OK && i < NT; i++)
@@ -696,11 +768,7 @@ select_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_
     if (!k64)
       pmask &= 0xffffffffu;
     kiln__args a = kiln__args_begin(op, kh);
-    kiln__args_tensor(&a, x);
-    kiln__args_u64(&a, rows);
-    kiln__args_u64(&a, len);
-    kiln__args_u64(&a, g->inner);
-    kiln__args_u32(&a, (uint32_t) !!desc);
+    args_rows(&a, x, g, desc);
     kiln__args_u64(&a, nchunk);
     kiln__args_mem(&a, (*prefix)->mem);
     if (k64)
@@ -731,11 +799,7 @@ select_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_
   }
   if (s == KILN_OK) {
     kiln__args a = kiln__args_begin(op, kc);
-    kiln__args_tensor(&a, x);
-    kiln__args_u64(&a, rows);
-    kiln__args_u64(&a, len);
-    kiln__args_u64(&a, g->inner);
-    kiln__args_u32(&a, (uint32_t) !!desc);
+    args_rows(&a, x, g, desc);
     kiln__args_mem(&a, (*prefix)->mem);
     kiln__args_mem(&a, (*ppre)->mem);
     kiln__args_mem(&a, (*tie)->mem);
@@ -755,26 +819,11 @@ select_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_
     kiln__args_mem(&a, cv->mem);
     kiln__args_u64(&a, rows);
     kiln__args_u64(&a, k);
-    kiln__args_local(&a, (size_t)(np * (k64 ? 8 : 4)));
-    kiln__args_local(&a, (size_t)(np * 4));
-    kiln__args_u64(&a, np);
+    args_local_pairs(&a, np, k64);
     s = kiln__args_enqueue_1d(&a, ctx, (size_t)(groups_for(rows) * lsz), lsz);
   }
-  if (s == KILN_OK) {
-    kiln__args a = kiln__args_begin(op, kg);
-    kiln__args_tensor(&a, x);
-    kiln__args_u64(&a, rows);
-    kiln__args_u64(&a, len);
-    kiln__args_u64(&a, g->inner);
-    kiln__args_tensor(&a, cv);
-    kiln__args_u64(&a, k);
-    kiln__args_u64(&a, ostart);
-    kiln__args_u64(&a, olen);
-    kiln__args_tensor(&a, vout);
-    kiln__args_tensor(&a, iout);
-    kiln__args_u32(&a, (vout ? 1u : 0u) | (iout ? 2u : 0u));
-    s = kiln__args_launch_1d(&a, ctx, rows * olen, 0);
-  }
+  if (s == KILN_OK)
+    s = launch_gather(op, ctx, x, g, cv, k, ostart, olen, vout, iout);
   for (size_t i = 0; i < NT; i++)
     kiln_tensor_release(t[i]);
   kiln_tensor_release(ck);
@@ -801,20 +850,10 @@ select_rows_local(const char *op, kiln_context *ctx, const kiln_tensor *x, const
   if (kiln__sort_radix_local)
     L = kiln__sort_radix_local;
   kiln__args a = kiln__args_begin(op, kr);
-  kiln__args_tensor(&a, x);
-  kiln__args_u64(&a, g->rows);
-  kiln__args_u64(&a, g->len);
-  kiln__args_u64(&a, g->inner);
-  kiln__args_u32(&a, (uint32_t) !!desc);
+  args_rows(&a, x, g, desc);
   kiln__args_u64(&a, k);
-  kiln__args_u64(&a, ostart);
-  kiln__args_u64(&a, olen);
-  kiln__args_tensor(&a, vout);
-  kiln__args_tensor(&a, iout);
-  kiln__args_u32(&a, (vout ? 1u : 0u) | (iout ? 2u : 0u));
-  kiln__args_local(&a, (size_t)(kp * (kiln__sort_key64(x->dtype) ? 8 : 4)));
-  kiln__args_local(&a, (size_t)(kp * 4));
-  kiln__args_u64(&a, kp);
+  args_out(&a, ostart, olen, vout, iout);
+  args_local_pairs(&a, kp, kiln__sort_key64(x->dtype));
   kiln__args_u32(&a, key_bits(x->dtype));
   return kiln__args_enqueue_1d(&a, ctx, (size_t)(groups_for(g->rows) * L), L);
 }
@@ -840,15 +879,8 @@ kiln__sort_keys_only(const char *op, kiln_context *ctx, const kiln_tensor *x, ui
     s = onesweep_passes(op, ctx, x->dtype, &keys, &none, n, key_bits(x->dtype), 1, n, ipt, NULL,
                         &from);
   } else if (s == KILN_OK) {
-    kiln__args a = kiln__args_begin(op, kk);
-    kiln__args_tensor(&a, x);
-    kiln__args_u64(&a, 1);
-    kiln__args_u64(&a, n);
-    kiln__args_u64(&a, 1);
-    kiln__args_u32(&a, (uint32_t) !!desc);
-    kiln__args_tensor(&a, keys);
-    kiln__args_tensor(&a, NULL);
-    s = kiln__args_launch_1d(&a, ctx, n, 0);
+    const sort_geo g = {1, n, 1};
+    s = launch_keys(op, ctx, kk, x, &g, desc, keys, NULL);
     if (s == KILN_OK)
       s = radix_passes(op, ctx, x->dtype, &keys, &none, n, key_bits(x->dtype), 1, n, NULL);
   }
@@ -964,17 +996,8 @@ rows_serial(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_
     s = kiln__ops_scratch(op, ctx, kdt, n, &tk);
   if (s == KILN_OK)
     s = kiln__ops_scratch(op, ctx, KILN_I32, n, &tv);
-  if (s == KILN_OK) {
-    kiln__args a = kiln__args_begin(op, kk);
-    kiln__args_tensor(&a, x);
-    kiln__args_u64(&a, g->rows);
-    kiln__args_u64(&a, g->len);
-    kiln__args_u64(&a, g->inner);
-    kiln__args_u32(&a, (uint32_t) !!desc);
-    kiln__args_tensor(&a, *keys);
-    kiln__args_tensor(&a, *vals);
-    s = kiln__args_launch_1d(&a, ctx, n, 0);
-  }
+  if (s == KILN_OK)
+    s = launch_keys(op, ctx, kk, x, g, desc, *keys, *vals);
   if (s == KILN_OK) {
     kiln__args a = kiln__args_begin(op, kr);
     kiln__args_tensor(&a, *keys);
@@ -989,11 +1012,8 @@ rows_serial(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_
   }
   kiln_tensor_release(tk);
   kiln_tensor_release(tv);
-  if (s != KILN_OK) {
-    kiln_tensor_release(*keys);
-    kiln_tensor_release(*vals);
-    *keys = *vals = NULL;
-  }
+  if (s != KILN_OK)
+    drop_pairs(keys, vals);
   return s;
 }
 
@@ -1008,7 +1028,6 @@ sort_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_ge
   const uint64_t n = g->rows * g->len;
   if (!n || !olen)
     return KILN_OK;
-  const uint32_t want = (vout ? 1u : 0u) | (iout ? 2u : 0u);
   uint64_t lmax = kiln_sort_local_max(ctx, x->dtype);
   /* Only the first k of each row are wanted (topk, kthvalue): select them when rows are too
    * long for the work-group sort and k is short enough to be one. */
@@ -1027,57 +1046,32 @@ sort_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_ge
                       : select_core(op, ctx, x, g, desc, nk, ostart, olen, vout, iout);
   if (path == KILN_SORT_AUTO)
     path = g->len <= lmax && g->len > 1 && !cpu_rows ? KILN_SORT_LOCAL : KILN_SORT_RADIX;
-  cl_kernel k;
   if (path == KILN_SORT_LOCAL) {
+    cl_kernel k;
     KILN_TRY(kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "sort_local", &k));
     uint64_t np = kiln__ops_pow2(g->len);
     size_t local = kiln__launch_pow2_local(ctx, k);
     while (local > 1 && local > np / 2)
       local /= 2;
-    uint64_t ksz = kiln__sort_key64(x->dtype) ? 8 : 4;
     kiln__args a = kiln__args_begin(op, k);
-    kiln__args_tensor(&a, x);
-    kiln__args_u64(&a, g->rows);
-    kiln__args_u64(&a, g->len);
-    kiln__args_u64(&a, g->inner);
-    kiln__args_u32(&a, (uint32_t) !!desc);
-    kiln__args_u64(&a, ostart);
-    kiln__args_u64(&a, olen);
-    kiln__args_tensor(&a, vout);
-    kiln__args_tensor(&a, iout);
-    kiln__args_u32(&a, want);
-    kiln__args_local(&a, (size_t)(np * ksz));
-    kiln__args_local(&a, (size_t)(np * 4));
-    kiln__args_u64(&a, np);
+    args_rows(&a, x, g, desc);
+    args_out(&a, ostart, olen, vout, iout);
+    args_local_pairs(&a, np, kiln__sort_key64(x->dtype));
     return kiln__args_enqueue_1d(&a, ctx, (size_t)(groups_for(g->rows) * local), local);
   }
   kiln_tensor *keys = NULL, *vals = NULL;
-  if (!iout && g->rows == 1 && ostart == 0 && olen == g->len && !kiln__sort_force_pairs &&
-      (KILN__DT_INTS | KILN__DT_BIT(KILN_BOOL)) & KILN__DT_BIT(x->dtype))
+  /* The values of one whole row: no positions to carry (hook: force_pairs). */
+  const int row_values =
+      !iout && g->rows == 1 && ostart == 0 && olen == g->len && !kiln__sort_force_pairs;
+  if (row_values && (KILN__DT_INTS | KILN__DT_BIT(KILN_BOOL)) & KILN__DT_BIT(x->dtype))
     return keys_only(op, ctx, x, g->len, desc, vout);
-  if (!iout && g->rows == 1 && ostart == 0 && olen == g->len && !kiln__sort_force_pairs &&
-      (KILN__DT_HALVES | KILN__DT_BIT(KILN_F32)) & KILN__DT_BIT(x->dtype))
+  if (row_values && (KILN__DT_HALVES | KILN__DT_BIT(KILN_F32)) & KILN__DT_BIT(x->dtype))
     return raw_payloads(op, ctx, x, g->len, desc, vout);
   if (cpu_rows)
     KILN_TRY(rows_serial(op, ctx, x, g, desc, &keys, &vals));
   else
     KILN_TRY(kiln__sort_pairs_radix(op, ctx, x, g->rows, g->len, g->inner, desc, &keys, &vals));
-  kiln_status s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "sort_gather", &k);
-  if (s == KILN_OK) {
-    kiln__args a = kiln__args_begin(op, k);
-    kiln__args_tensor(&a, x);
-    kiln__args_u64(&a, g->rows);
-    kiln__args_u64(&a, g->len);
-    kiln__args_u64(&a, g->inner);
-    kiln__args_tensor(&a, vals);
-    kiln__args_u64(&a, g->len);
-    kiln__args_u64(&a, ostart);
-    kiln__args_u64(&a, olen);
-    kiln__args_tensor(&a, vout);
-    kiln__args_tensor(&a, iout);
-    kiln__args_u32(&a, want);
-    s = kiln__args_launch_1d(&a, ctx, g->rows * olen, 0);
-  }
+  kiln_status s = launch_gather(op, ctx, x, g, vals, g->len, ostart, olen, vout, iout);
   kiln_tensor_release(keys);
   kiln_tensor_release(vals);
   return s;
@@ -1146,26 +1140,44 @@ select_run(const char *op, kiln_context *ctx, const kiln_tensor *x, int64_t axis
 
 /* ---------------------------------------------------------------- public */
 
+/* The checks every public call of this file starts with. */
+static kiln_status
+check_call(const char *op, kiln_context *ctx, const kiln_tensor *x, kiln_tensor **values,
+           kiln_tensor **indices)
+{
+  KILN_TRY(kiln__ctx_check(op, ctx));
+  KILN_TRY(kiln__sort_check_x(op, ctx, x, "x"));
+  KILN_RETURN_IF(!values && !indices, KILN_ERR_INVALID_ARGUMENT, op,
+                 "values and indices are both NULL");
+  return KILN_OK;
+}
+
+/* x's length along axis into *len; a 0-D x is one element long. */
+static kiln_status
+axis_len(const char *op, const kiln_tensor *x, int64_t axis, uint64_t *len)
+{
+  *len = 1;
+  if (x->shape.ndim) {
+    size_t ax;
+    KILN_TRY(kiln__ops_axis(op, axis, x->shape.ndim, &ax));
+    *len = (uint64_t)x->shape.dims[ax];
+  }
+  return KILN_OK;
+}
+
 kiln_status
 kiln_sort(kiln_context *ctx, const kiln_tensor *x, int64_t axis, const kiln_sort_options *opts,
           kiln_tensor **values, kiln_tensor **indices)
 {
   const char *op = "kiln_sort";
-  KILN_TRY(kiln__ctx_check(op, ctx));
-  KILN_TRY(kiln__sort_check_x(op, ctx, x, "x"));
-  KILN_RETURN_IF(!values && !indices, KILN_ERR_INVALID_ARGUMENT, op,
-                 "values and indices are both NULL");
+  KILN_TRY(check_call(op, ctx, x, values, indices));
   kiln_sort_options o = {0};
   if (opts)
     o = *opts;
   KILN_RETURN_IF((unsigned)o.path > KILN_SORT_RADIX, KILN_ERR_INVALID_ARGUMENT, op,
                  "unknown path %d (auto, local or radix)", (int)o.path);
-  uint64_t len = x->shape.ndim ? 0 : 1;
-  if (x->shape.ndim) {
-    size_t ax;
-    KILN_TRY(kiln__ops_axis(op, axis, x->shape.ndim, &ax));
-    len = (uint64_t)x->shape.dims[ax];
-  }
+  uint64_t len;
+  KILN_TRY(axis_len(op, x, axis, &len));
   return select_run(op, ctx, x, axis, o.descending, o.path, 0, len, 0, values, indices);
 }
 
@@ -1185,16 +1197,9 @@ kiln_topk(kiln_context *ctx, const kiln_tensor *x, uint64_t k, int64_t axis, int
 {
   const char *op = "kiln_topk";
   (void)sorted; /* the sorted order is always given */
-  KILN_TRY(kiln__ctx_check(op, ctx));
-  KILN_TRY(kiln__sort_check_x(op, ctx, x, "x"));
-  KILN_RETURN_IF(!values && !indices, KILN_ERR_INVALID_ARGUMENT, op,
-                 "values and indices are both NULL");
-  uint64_t len = 1;
-  if (x->shape.ndim) {
-    size_t ax;
-    KILN_TRY(kiln__ops_axis(op, axis, x->shape.ndim, &ax));
-    len = (uint64_t)x->shape.dims[ax];
-  }
+  KILN_TRY(check_call(op, ctx, x, values, indices));
+  uint64_t len;
+  KILN_TRY(axis_len(op, x, axis, &len));
   KILN_RETURN_IF(k > len, KILN_ERR_INVALID_ARGUMENT, op, "k = %llu is above the axis length %llu",
                  (unsigned long long)k, (unsigned long long)len);
   return select_run(op, ctx, x, axis, largest, KILN_SORT_AUTO, 0, k, 0, values, indices);
@@ -1205,16 +1210,9 @@ kiln_kthvalue(kiln_context *ctx, const kiln_tensor *x, uint64_t k, int64_t axis,
               kiln_tensor **values, kiln_tensor **indices)
 {
   const char *op = "kiln_kthvalue";
-  KILN_TRY(kiln__ctx_check(op, ctx));
-  KILN_TRY(kiln__sort_check_x(op, ctx, x, "x"));
-  KILN_RETURN_IF(!values && !indices, KILN_ERR_INVALID_ARGUMENT, op,
-                 "values and indices are both NULL");
-  uint64_t len = 1;
-  if (x->shape.ndim) {
-    size_t ax;
-    KILN_TRY(kiln__ops_axis(op, axis, x->shape.ndim, &ax));
-    len = (uint64_t)x->shape.dims[ax];
-  }
+  KILN_TRY(check_call(op, ctx, x, values, indices));
+  uint64_t len;
+  KILN_TRY(axis_len(op, x, axis, &len));
   KILN_RETURN_IF(k == 0 || k > len, KILN_ERR_INVALID_ARGUMENT, op, "k = %llu is outside [1, %llu]",
                  (unsigned long long)k, (unsigned long long)len);
   return select_run(op, ctx, x, axis, 0, KILN_SORT_AUTO, k - 1, 1, !keepdim, values, indices);
@@ -1225,10 +1223,7 @@ kiln_sortrows(kiln_context *ctx, const kiln_tensor *x, const int64_t *cols, size
               const int *descending, kiln_tensor **values, kiln_tensor **indices)
 {
   const char *op = "kiln_sortrows";
-  KILN_TRY(kiln__ctx_check(op, ctx));
-  KILN_TRY(kiln__sort_check_x(op, ctx, x, "x"));
-  KILN_RETURN_IF(!values && !indices, KILN_ERR_INVALID_ARGUMENT, op,
-                 "values and indices are both NULL");
+  KILN_TRY(check_call(op, ctx, x, values, indices));
   KILN_RETURN_IF(x->shape.ndim != 2, KILN_ERR_SHAPE, op, "x has %zu dimensions, expected 2",
                  x->shape.ndim);
   KILN_RETURN_IF(!cols && ncols, KILN_ERR_INVALID_ARGUMENT, op, "cols is NULL with ncols = %zu",

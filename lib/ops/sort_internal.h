@@ -40,6 +40,11 @@ int kiln__sort_key64(kiln_dtype dt);
 kiln_status kiln__sort_check_x(const char *op, kiln_context *ctx, const kiln_tensor *x,
                                const char *what);
 
+/* Elements per chunk of the chunked passes over n elements with work-groups of L items
+ * (kiln__sort_scan, unique's run counts): at most 8192 chunks, whose sums one work-group
+ * scans. */
+uint64_t kiln__sort_chunk(const kiln_context *ctx, size_t L, uint64_t n);
+
 /* Exclusive scan in place of m uints at the start of buffer a. */
 kiln_status kiln__sort_scan(const char *op, kiln_context *ctx, cl_mem a, uint64_t m);
 

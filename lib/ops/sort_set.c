@@ -69,6 +69,34 @@ scan_count(const char *op, kiln_context *ctx, kiln_tensor *flags, uint64_t n, ki
   return s;
 }
 
+/* uniq_counts: counts of the nu runs that start at starts, of n items in all. */
+static kiln_status
+launch_counts(const char *op, kiln_context *ctx, kiln_dtype dt, const kiln_tensor *starts,
+              uint64_t nu, uint64_t n, kiln_tensor *counts)
+{
+  cl_kernel k;
+  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__SORT_SRC, dt, "uniq_counts", &k));
+  kiln__args a = kiln__args_begin(op, k);
+  kiln__args_mem(&a, starts->mem);
+  kiln__args_u64(&a, nu);
+  kiln__args_u64(&a, n);
+  kiln__args_tensor(&a, counts);
+  return kiln__args_launch_1d(&a, ctx, nu, 0);
+}
+
+/* The arguments uniq_chunk_count and uniq_chunk_emit start with: the n sorted keys, chunks of
+ * chunk keys, their sums, local room for L counts. */
+static void
+args_chunks(kiln__args *a, const kiln_tensor *keys, uint64_t n, uint64_t chunk,
+            const kiln_tensor *sums, size_t L)
+{
+  kiln__args_tensor(a, keys);
+  kiln__args_u64(a, n);
+  kiln__args_u64(a, chunk);
+  kiln__args_mem(a, sums->mem);
+  kiln__args_local(a, L * 4);
+}
+
 /*
  * The runs of equal keys of n sorted items (keys and payloads vals; rows of ncols columns
  * compared element by element when rows_mode) into new tensors: values ([u] or [u, ncols]),
@@ -134,15 +162,7 @@ emit_runs(const char *op, kiln_context *ctx, const kiln_tensor *x, int rows_mode
     s = kiln__args_launch_1d(&a, ctx, n, 0);
   }
   if (s == KILN_OK && n && counts)
-    s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "uniq_counts", &k);
-  if (s == KILN_OK && n && counts) {
-    kiln__args a = kiln__args_begin(op, k);
-    kiln__args_mem(&a, starts->mem);
-    kiln__args_u64(&a, nu);
-    kiln__args_u64(&a, n);
-    kiln__args_tensor(&a, *counts);
-    s = kiln__args_launch_1d(&a, ctx, nu, 0);
-  }
+    s = launch_counts(op, ctx, x->dtype, starts, nu, n, *counts);
   kiln_tensor_release(flags);
   kiln_tensor_release(pos);
   kiln_tensor_release(starts);
@@ -168,27 +188,18 @@ unique_int_keys(const char *op, kiln_context *ctx, const kiln_tensor *x, kiln_te
   const uint64_t n = x->numel;
   kiln_tensor *keys = NULL, *starts = NULL, *sums = NULL;
   uint64_t nu = 0;
-  cl_kernel kcnt, kemit, ktop, kc;
+  cl_kernel kcnt, kemit, ktop;
   kiln_status s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "uniq_chunk_count", &kcnt);
   if (s == KILN_OK)
     s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "uniq_chunk_emit", &kemit);
   if (s == KILN_OK)
     s = kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, KILN_I32, "scan_top", &ktop);
-  if (s == KILN_OK)
-    s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "uniq_counts", &kc);
   size_t L = s == KILN_OK && ctx->info.is_gpu ? kiln__launch_pow2_local(ctx, kemit) : 1;
   if (L > 256)
     L = 256;
   if (kiln__sort_radix_local)
     L = kiln__sort_radix_local;
-  uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
-  /* GPUs: 16 keys per work-item; CPUs: a few long serial chunks per core; at most 8192
-   * chunk sums, which one work-group scans (scan_top). */
-  uint64_t chunk = ctx->info.is_gpu ? (uint64_t)L * 16 : (n + 4 * cu - 1) / (4 * cu);
-  if (chunk < 1024)
-    chunk = 1024;
-  while ((n + chunk - 1) / chunk > 8192)
-    chunk *= 2;
+  const uint64_t chunk = kiln__sort_chunk(ctx, L, n);
   const uint64_t nb = (n + chunk - 1) / chunk;
   if (s == KILN_OK)
     s = kiln__sort_keys_only(op, ctx, x, n, 0, &keys);
@@ -196,11 +207,7 @@ unique_int_keys(const char *op, kiln_context *ctx, const kiln_tensor *x, kiln_te
     s = kiln__ops_scratch(op, ctx, KILN_I32, nb + 1, &sums);
   if (s == KILN_OK) {
     kiln__args a = kiln__args_begin(op, kcnt);
-    kiln__args_tensor(&a, keys);
-    kiln__args_u64(&a, n);
-    kiln__args_u64(&a, chunk);
-    kiln__args_mem(&a, sums->mem);
-    kiln__args_local(&a, L * 4);
+    args_chunks(&a, keys, n, chunk, sums, L);
     s = kiln__args_enqueue_1d(&a, ctx, (size_t)(nb * L), L);
   }
   if (s == KILN_OK) {
@@ -228,23 +235,13 @@ unique_int_keys(const char *op, kiln_context *ctx, const kiln_tensor *x, kiln_te
     s = kiln__ops_scratch(op, ctx, KILN_I32, nu, &starts);
   if (s == KILN_OK) {
     kiln__args a = kiln__args_begin(op, kemit);
-    kiln__args_tensor(&a, keys);
-    kiln__args_u64(&a, n);
-    kiln__args_u64(&a, chunk);
-    kiln__args_mem(&a, sums->mem);
-    kiln__args_local(&a, L * 4);
+    args_chunks(&a, keys, n, chunk, sums, L);
     kiln__args_tensor(&a, *values);
     kiln__args_mem(&a, starts->mem);
     s = kiln__args_enqueue_1d(&a, ctx, (size_t)(nb * L), L);
   }
-  if (s == KILN_OK && counts) {
-    kiln__args a = kiln__args_begin(op, kc);
-    kiln__args_mem(&a, starts->mem);
-    kiln__args_u64(&a, nu);
-    kiln__args_u64(&a, n);
-    kiln__args_tensor(&a, *counts);
-    s = kiln__args_launch_1d(&a, ctx, nu, 0);
-  }
+  if (s == KILN_OK && counts)
+    s = launch_counts(op, ctx, x->dtype, starts, nu, n, *counts);
   kiln_tensor_release(sums);
   kiln_tensor_release(keys);
   kiln_tensor_release(starts);

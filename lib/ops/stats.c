@@ -635,6 +635,28 @@ kiln_quantile_local_max(const kiln_context *ctx, kiln_dtype dtype)
   return n;
 }
 
+/* The slices the quantile kernels that read x start with: x, rows of len elements, inner
+ * apart. */
+static void
+args_slices(kiln__args *a, const kiln_tensor *x, uint64_t rows, uint64_t len, uint64_t inner)
+{
+  kiln__args_tensor(a, x);
+  kiln__args_u64(a, rows);
+  kiln__args_u64(a, len);
+  kiln__args_u64(a, inner);
+}
+
+/* The ranks wanted, as every quantile kernel that picks takes them: the nq q (QT) in q, the
+ * interpolation method, whether NaNs are omitted. */
+static void
+args_ranks(kiln__args *a, cl_mem q, uint64_t nq, uint32_t method, uint32_t omit)
+{
+  kiln__args_mem(a, q);
+  kiln__args_u64(a, nq);
+  kiln__args_u32(a, method);
+  kiln__args_u32(a, omit);
+}
+
 /* Largest rows * slots the radix selection takes (its digit counts grow with both). */
 #define RS_MAX_SLOTS 4096u
 
@@ -679,10 +701,7 @@ quantile_radix(const char *op, kiln_context *ctx, const kiln_tensor *x, uint64_t
     s = kiln__ops_tmp_alloc(ctx, rows * nchunk * nt * 256 * 4, &hist);
   if (s == KILN_OK) {
     kiln__args a = kiln__args_begin(op, kn);
-    kiln__args_tensor(&a, x);
-    kiln__args_u64(&a, rows);
-    kiln__args_u64(&a, len);
-    kiln__args_u64(&a, inner);
+    args_slices(&a, x, rows, len, inner);
     kiln__args_mem(&a, nnan->mem);
     s = kiln__args_launch_1d(&a, ctx, rows * len, 0);
   }
@@ -690,10 +709,7 @@ quantile_radix(const char *op, kiln_context *ctx, const kiln_tensor *x, uint64_t
     kiln__args a = kiln__args_begin(op, ki);
     kiln__args_u64(&a, rows);
     kiln__args_u64(&a, len);
-    kiln__args_mem(&a, q);
-    kiln__args_u64(&a, nq);
-    kiln__args_u32(&a, method);
-    kiln__args_u32(&a, omit);
+    args_ranks(&a, q, nq, method, omit);
     kiln__args_mem(&a, nnan->mem);
     kiln__args_mem(&a, sel->mem);
     s = kiln__args_launch_1d(&a, ctx, rows * nq, 0);
@@ -701,10 +717,7 @@ quantile_radix(const char *op, kiln_context *ctx, const kiln_tensor *x, uint64_t
   const uint32_t bits = x->dtype == KILN_F64 ? 64u : 32u;
   for (uint32_t shift = bits - 8; s == KILN_OK; shift -= 8) {
     kiln__args a = kiln__args_begin(op, kh);
-    kiln__args_tensor(&a, x);
-    kiln__args_u64(&a, rows);
-    kiln__args_u64(&a, len);
-    kiln__args_u64(&a, inner);
+    args_slices(&a, x, rows, len, inner);
     kiln__args_u64(&a, nchunk);
     kiln__args_u64(&a, nt);
     kiln__args_mem(&a, sel->mem);
@@ -729,10 +742,7 @@ quantile_radix(const char *op, kiln_context *ctx, const kiln_tensor *x, uint64_t
     kiln__args a = kiln__args_begin(op, kf);
     kiln__args_u64(&a, rows);
     kiln__args_u64(&a, len);
-    kiln__args_mem(&a, q);
-    kiln__args_u64(&a, nq);
-    kiln__args_u32(&a, method);
-    kiln__args_u32(&a, omit);
+    args_ranks(&a, q, nq, method, omit);
     kiln__args_mem(&a, nnan->mem);
     kiln__args_mem(&a, sel->mem);
     kiln__args_tensor(&a, out);
@@ -841,14 +851,8 @@ quantile_run(const char *op, kiln_context *ctx, const kiln_tensor *x, const doub
       s = kiln__ops_kernel(op, ctx, STATS_SRC, x->dtype, "quant_select", &k);
     if (s == KILN_OK) {
       kiln__args a = kiln__args_begin(op, k);
-      kiln__args_tensor(&a, x);
-      kiln__args_u64(&a, rows);
-      kiln__args_u64(&a, len);
-      kiln__args_u64(&a, inner);
-      kiln__args_mem(&a, qbuf.mem);
-      kiln__args_u64(&a, nq);
-      kiln__args_u32(&a, method);
-      kiln__args_u32(&a, omit);
+      args_slices(&a, x, rows, len, inner);
+      args_ranks(&a, qbuf.mem, nq, method, omit);
       kiln__args_tensor(&a, t.dst);
       kiln__args_tensor(&a, keys);
       s = kiln__args_launch_1d(&a, ctx, rows, ctx->info.is_gpu ? 0 : 1);
@@ -862,14 +866,8 @@ quantile_run(const char *op, kiln_context *ctx, const kiln_tensor *x, const doub
       while (local > 1 && local > np / 2)
         local /= 2;
       kiln__args a = kiln__args_begin(op, k);
-      kiln__args_tensor(&a, x);
-      kiln__args_u64(&a, rows);
-      kiln__args_u64(&a, len);
-      kiln__args_u64(&a, inner);
-      kiln__args_mem(&a, qbuf.mem);
-      kiln__args_u64(&a, nq);
-      kiln__args_u32(&a, method);
-      kiln__args_u32(&a, omit);
+      args_slices(&a, x, rows, len, inner);
+      args_ranks(&a, qbuf.mem, nq, method, omit);
       kiln__args_tensor(&a, t.dst);
       kiln__args_local(&a, (size_t)(np * quant_key_size(x->dtype)));
       kiln__args_u64(&a, np);
@@ -889,10 +887,7 @@ quantile_run(const char *op, kiln_context *ctx, const kiln_tensor *x, const doub
         s = kiln__ops_kernel(op, ctx, STATS_SRC, x->dtype, "quant_pack", &k);
       if (s == KILN_OK) {
         kiln__args a = kiln__args_begin(op, k);
-        kiln__args_tensor(&a, x);
-        kiln__args_u64(&a, rows);
-        kiln__args_u64(&a, len);
-        kiln__args_u64(&a, inner);
+        args_slices(&a, x, rows, len, inner);
         kiln__args_u64(&a, np);
         kiln__args_tensor(&a, keys);
         kiln__args_tensor(&a, vals);
@@ -909,10 +904,7 @@ quantile_run(const char *op, kiln_context *ctx, const kiln_tensor *x, const doub
       kiln__args_tensor(&a, vals);
       kiln__args_u64(&a, rows);
       kiln__args_u64(&a, len);
-      kiln__args_mem(&a, qbuf.mem);
-      kiln__args_u64(&a, nq);
-      kiln__args_u32(&a, method);
-      kiln__args_u32(&a, omit);
+      args_ranks(&a, qbuf.mem, nq, method, omit);
       kiln__args_tensor(&a, t.dst);
       s = kiln__args_launch_1d(&a, ctx, nq * rows, 0);
     }

@@ -71,6 +71,8 @@ kiln_status kiln__matmul_routed(kiln_context *ctx, const kiln_tensor *a, const k
  * kiln's kernel, out[1] on CLBlast.
  */
 void kiln__blas_test_routes(uint64_t out[2]);
+/* Calls routed to kiln's large GEMM kernel (cl_kernels/gemm_large.cl) in this process. */
+uint64_t kiln__blas_test_large_calls(void);
 
 /*
  * Test hook of the stats family: elements per histogram pass (default 2^31, what a
@@ -85,7 +87,7 @@ extern uint64_t kiln__stats_hist_chunk;
  * row_items, row_wg, fast, act_vec, maxreg); -1 leaves them. Read at every nn call.
  */
 typedef struct kiln__nn_knob_override {
-  int32_t act_items, erf, row_items, row_wg, fast, act_vec, maxreg;
+  int32_t act_items, erf, row_items, row_wg, fast, act_vec, maxreg, row_local;
 } kiln__nn_knob_override;
 extern kiln__nn_knob_override kiln__nn_test_knobs;
 

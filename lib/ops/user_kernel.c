@@ -512,6 +512,40 @@ static const char gen_head[] = "#ifdef KILN_FP64\n"
                                "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
                                "#endif\n";
 
+/* The end of every creator: *out gets k where s is KILN_OK, else k is freed and *out NULL. */
+static kiln_status
+uk_hand_out(kiln_user_kernel *k, kiln_status s, kiln_user_kernel **out)
+{
+  if (s != KILN_OK) {
+    uk_free(k);
+    *out = NULL;
+    return s;
+  }
+  *out = k;
+  return KILN_OK;
+}
+
+/*
+ * The end of a generated kernel's creation, s its status so far: k takes the text t (params
+ * and pro, parse_args' pieces, are freed), its build options (kiln's, extra, the caller's)
+ * and is compiled.
+ */
+static kiln_status
+gen_finish(const char *op, kiln_user_kernel *k, kiln_status s, struct sbuf *t, struct sbuf *params,
+           struct sbuf *pro, const char *extra, const char *options, kiln_user_kernel **out)
+{
+  if (s == KILN_OK && (t->oom || params->oom || pro->oom))
+    s = kiln__fail(KILN_ERR_HOST_MEMORY, op, 0, "cannot generate the kernel");
+  k->text = t->p;
+  free(params->p);
+  free(pro->p);
+  if (s == KILN_OK)
+    s = gen_options(op, k, extra, options);
+  if (s == KILN_OK)
+    s = uk_compile(op, k, NULL);
+  return uk_hand_out(k, s, out);
+}
+
 /* ---------------------------------------------------------------- elementwise */
 
 kiln_status
@@ -541,24 +575,8 @@ kiln_elementwise_kernel_create(kiln_context *ctx, const char *name, const char *
            pro.p ? pro.p : "");
     sb_add(&text, "  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {\n%s;\n  }\n}\n",
            operation);
-    s = text.oom || params.oom || pro.oom
-            ? kiln__fail(KILN_ERR_HOST_MEMORY, op, 0, "cannot generate the kernel")
-            : KILN_OK;
   }
-  k->text = text.p;
-  free(params.p);
-  free(pro.p);
-  if (s == KILN_OK)
-    s = gen_options(op, k, "", options);
-  if (s == KILN_OK)
-    s = uk_compile(op, k, NULL);
-  if (s != KILN_OK) {
-    uk_free(k);
-    *out = NULL;
-    return s;
-  }
-  *out = k;
-  return KILN_OK;
+  return gen_finish(op, k, s, &text, &params, &pro, "", options, out);
 }
 
 kiln_status
@@ -666,26 +684,10 @@ kiln_reduction_kernel_create(kiln_context *ctx, const char *name, kiln_dtype dty
            "    kiln_out__[kiln_off__] = kiln_scratch__[0];\n"
            "}\n",
            name, T, T, T, T, neutral);
-    s = t.oom || params.oom || pro.oom
-            ? kiln__fail(KILN_ERR_HOST_MEMORY, op, 0, "cannot generate the kernel")
-            : KILN_OK;
   }
-  k->text = t.p;
-  free(params.p);
-  free(pro.p);
   char extra[48];
   snprintf(extra, sizeof extra, " -DKILN_UK_BLOCKED=%u", uk_blocked(ctx) ? 1u : 0u);
-  if (s == KILN_OK)
-    s = gen_options(op, k, extra, options);
-  if (s == KILN_OK)
-    s = uk_compile(op, k, NULL);
-  if (s != KILN_OK) {
-    uk_free(k);
-    *out = NULL;
-    return s;
-  }
-  *out = k;
-  return KILN_OK;
+  return gen_finish(op, k, s, &t, &params, &pro, extra, options, out);
 }
 
 /* A power-of-two local size near want for k on ctx's device, with per-item local bytes. */
@@ -900,27 +902,11 @@ kiln_scan_kernel_create(kiln_context *ctx, const char *name, kiln_dtype dtype, c
            "  }\n"
            "}\n",
            name, T, T, neutral, T);
-    s = t.oom || params.oom || pro.oom
-            ? kiln__fail(KILN_ERR_HOST_MEMORY, op, 0, "cannot generate the kernel")
-            : KILN_OK;
   }
-  k->text = t.p;
-  free(params.p);
-  free(pro.p);
   char extra[48];
   snprintf(extra, sizeof extra, " -DKILN_UK_BLOCKED=%u", uk_blocked(ctx) ? 1u : 0u);
   k->blocked = uk_blocked(ctx);
-  if (s == KILN_OK)
-    s = gen_options(op, k, extra, options);
-  if (s == KILN_OK)
-    s = uk_compile(op, k, NULL);
-  if (s != KILN_OK) {
-    uk_free(k);
-    *out = NULL;
-    return s;
-  }
-  *out = k;
-  return KILN_OK;
+  return gen_finish(op, k, s, &t, &params, &pro, extra, options, out);
 }
 
 kiln_status
@@ -1091,13 +1077,7 @@ kiln_raw_kernel_create(kiln_context *ctx, const char *name, const char *source,
       kiln__ctx_unref(ctx);
     }
   }
-  if (s != KILN_OK) {
-    uk_free(k);
-    *out = NULL;
-    return s;
-  }
-  *out = k;
-  return KILN_OK;
+  return uk_hand_out(k, s, out);
 }
 
 kiln_status

@@ -34,8 +34,7 @@
 #include "runtime/disk_cache.h"
 #include "runtime/family.h"
 #include "runtime/runtime.h"
-
-extern char **environ;
+#include "spawn_child.h"
 
 #define NOBODY 65534
 
@@ -1606,68 +1605,6 @@ START_TEST(directory_resolution_order)
 }
 END_TEST
 
-/* Runs this binary (or a copy) with --child args; returns its exit status and fills out with stdout. */
-static int
-spawn_self(const char *exe, const char *const *args, const char *const *env_overrides, char *out,
-           size_t outlen)
-{
-  int pipefd[2];
-  ck_assert_int_eq(pipe(pipefd), 0);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
-  posix_spawn_file_actions_addclose(&fa, pipefd[0]);
-  char *argv[16];
-  int n = 0;
-  argv[n++] = (char *)"test_cache";
-  argv[n++] = (char *)"--child";
-  for (int i = 0; args[i]; i++)
-    argv[n++] = (char *)args[i];
-  argv[n] = NULL;
-  /* The child's environment: ours plus overrides ("NAME=value", or "NAME" to remove). */
-  size_t ne = 0;
-  while (environ[ne])
-    ne++;
-  char **envp = calloc(ne + 32, sizeof *envp);
-  size_t k = 0;
-  for (size_t i = 0; i < ne; i++) {
-    int drop = 0;
-    for (int j = 0; env_overrides && env_overrides[j]; j++) {
-      size_t l = strcspn(env_overrides[j], "=");
-      if (strncmp(environ[i], env_overrides[j], l) == 0 && environ[i][l] == '=')
-        drop = 1;
-    }
-    if (!drop)
-      envp[k++] = environ[i];
-  }
-  for (int j = 0; env_overrides && env_overrides[j]; j++)
-    if (strchr(env_overrides[j], '='))
-      envp[k++] = (char *)env_overrides[j];
-  envp[k] = NULL;
-  pid_t pid;
-  int rc = posix_spawn(&pid, exe, &fa, NULL, argv, envp);
-  posix_spawn_file_actions_destroy(&fa);
-  free(envp);
-  close(pipefd[1]);
-  ck_assert_msg(rc == 0, "posix_spawn: %s", strerror(rc));
-  size_t got = 0;
-  for (;;) {
-    ssize_t r = read(pipefd[0], out + got, outlen - 1 - got);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      break;
-    got += (size_t)r;
-    if (got == outlen - 1)
-      break;
-  }
-  out[got] = 0;
-  close(pipefd[0]);
-  int st;
-  waitpid(pid, &st, 0);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
 START_TEST(setuid_ignores_environment)
 {
 #if defined(__SANITIZE_ADDRESS__)
@@ -1690,7 +1627,7 @@ START_TEST(setuid_ignores_environment)
   char out[4096];
   const char *args[] = {"default-dir", NULL};
   const char *env[] = {"KILN_CACHE_DIR=/should/be/ignored", "XDG_CACHE_HOME=/ignored/too", NULL};
-  int rc = spawn_self(exe, args, env, out, sizeof out);
+  int rc = spawn_child(exe, "test_cache", args, env, out, sizeof out);
   ck_assert_msg(rc == 0, "setuid child failed (%d): %s", rc, out);
   if (strstr(out, "setuid=0")) {
     fprintf(stderr, "setuid_ignores_environment: %s is on a nosuid mount, skipped\n", tmp);
@@ -1702,7 +1639,7 @@ START_TEST(setuid_ignores_environment)
   ck_assert_msg(!strstr(out, "ignored"), "environment honoured under setuid: %s", out);
   ck_assert_msg(strstr(out, "/.cache/kiln"), "unexpected directory: %s", out);
   /* The same binary without the setuid bit honours the environment. */
-  rc = spawn_self("/proc/self/exe", args, env, out, sizeof out);
+  rc = spawn_child("/proc/self/exe", "test_cache", args, env, out, sizeof out);
   ck_assert_int_eq(rc, 0);
   ck_assert_msg(strstr(out, "dir=/should/be/ignored"), "environment not honoured: %s", out);
   harness_rmtree(tmp);
@@ -2183,7 +2120,7 @@ run_child_ops(struct run_report *r, const char *mode, const char *extra_env)
   const char *env[] = {env_dir, env_pocl, extra_env ? extra_env : "KILN_CACHE", NULL};
   const char *args[] = {mode, NULL};
   memset(r, 0, sizeof *r);
-  r->rc = spawn_self("/proc/self/exe", args, env, r->raw, sizeof r->raw);
+  r->rc = spawn_child("/proc/self/exe", "test_cache", args, env, r->raw, sizeof r->raw);
   const char *line = strstr(r->raw, "RESULT ");
   if (line)
     sscanf(line,
@@ -2205,20 +2142,7 @@ start_child_ops(const char *out_path, const char *const *env_overrides)
   posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_adddup2(&fa, 1, 2); /* a failing child's diagnostics with its output */
   char *argv[] = {(char *)"test_cache", (char *)"--child", (char *)"ops", NULL};
-  size_t ne = 0;
-  while (environ[ne])
-    ne++;
-  char **envp = calloc(ne + 16, sizeof *envp);
-  size_t k = 0;
-  for (size_t i = 0; i < ne; i++) {
-    int drop = 0;
-    for (int j = 0; env_overrides[j]; j++)
-      drop |= strncmp(environ[i], env_overrides[j], strcspn(env_overrides[j], "=") + 1) == 0;
-    if (!drop)
-      envp[k++] = environ[i];
-  }
-  for (int j = 0; env_overrides[j]; j++)
-    envp[k++] = (char *)env_overrides[j];
+  char **envp = child_env(env_overrides);
   pid_t pid;
   int rc = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, envp);
   posix_spawn_file_actions_destroy(&fa);

@@ -37,17 +37,6 @@ valid_entry(struct kiln__dc_req *r, uint8_t **out)
   return kiln__dc_serialize(r, payload, sizeof payload, 1700000000, fuzz_mac_key, out);
 }
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-
-static uint64_t
-next(void)
-{
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
-}
-
 static void
 put32(uint8_t *p, uint32_t v)
 {
@@ -63,21 +52,21 @@ mutate(const uint8_t *src, size_t n, uint8_t **out)
   uint8_t *b = malloc(cap);
   memcpy(b, src, n);
   size_t len = n;
-  switch (next() % 7) {
-  case 0: b[next() % n] ^= (uint8_t)(1u << (next() % 8)); break;
-  case 1: b[next() % n] = (uint8_t)next(); break;
-  case 2: len = (size_t)(next() % n); break;
+  switch (replay_next() % 7) {
+  case 0: b[replay_next() % n] ^= (uint8_t)(1u << (replay_next() % 8)); break;
+  case 1: b[replay_next() % n] = (uint8_t)replay_next(); break;
+  case 2: len = (size_t)(replay_next() % n); break;
   case 3: {
-    size_t extra = 1 + (size_t)(next() % 64);
+    size_t extra = 1 + (size_t)(replay_next() % 64);
     for (size_t i = 0; i < extra; i++)
-      b[n + i] = (uint8_t)next();
+      b[n + i] = (uint8_t)replay_next();
     len = n + extra;
     break;
   }
   case 4: {
-    size_t at = (size_t)(next() % n);
+    size_t at = (size_t)(replay_next() % n);
     memmove(b + at + 1, b + at, n - at);
-    b[at] = (uint8_t)next();
+    b[at] = (uint8_t)replay_next();
     len = n + 1;
     break;
   }
@@ -85,12 +74,12 @@ mutate(const uint8_t *src, size_t n, uint8_t **out)
     /* a length or size field (header size, string count, a string length) at an extreme */
     static const size_t fields[] = {12, 28, 80, 84};
     static const uint32_t values[] = {0, 1, 0x7fffffff, 0xffffffff, 79, 80, 4096};
-    put32(b + fields[next() % 4], values[next() % 7]);
+    put32(b + fields[replay_next() % 4], values[replay_next() % 7]);
     break;
   }
   default:
     for (int k = 0; k < 4; k++)
-      b[next() % n] = (uint8_t)next();
+      b[replay_next() % n] = (uint8_t)replay_next();
     break;
   }
   *out = b;
@@ -117,11 +106,8 @@ through_files(kiln_cache *c, const char *dir, const struct kiln__dc_req *r, cons
            r->key_hex + 2);
   /* A fresh file each time: ext4 flushes a file truncated and rewritten at close. */
   unlink(path);
-  FILE *f = fopen(path, "wb");
-  if (!f || fwrite(b, 1, n, f) != n || fclose(f) != 0) {
-    perror(path);
+  if (replay_write(path, b, n) != 0)
     return -1;
-  }
   void *buf;
   const void *p;
   size_t len;
@@ -152,10 +138,7 @@ write_corpus(const char *dir)
   } seeds[] = {{"valid", n}, {"empty", 0}, {"fixed-header-only", 80}, {"truncated-payload", n - 20}};
   mkdir(dir, 0755);
   for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/%s", dir, seeds[i].name);
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(e, 1, seeds[i].len, f) != seeds[i].len || fclose(f) != 0)
+    if (replay_write_seed(dir, seeds[i].name, e, seeds[i].len) != 0)
       return 1;
   }
   /* Hand-made hostile headers: huge lengths, a string overrunning the header, a NUL in a string. */
@@ -174,20 +157,14 @@ write_corpus(const char *dir)
     uint8_t *b = malloc(n);
     memcpy(b, e, n);
     put32(b + edits[i].off, edits[i].value);
-    char path[4200];
-    snprintf(path, sizeof path, "%s/%s", dir, edits[i].name);
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(b, 1, n, f) != n || fclose(f) != 0)
+    if (replay_write_seed(dir, edits[i].name, b, n) != 0)
       return 1;
     free(b);
   }
   uint8_t *b = malloc(n);
   memcpy(b, e, n);
   b[84] = 0; /* first byte of the platform name */
-  char path[4200];
-  snprintf(path, sizeof path, "%s/nul-in-string", dir);
-  FILE *f = fopen(path, "wb");
-  if (!f || fwrite(b, 1, n, f) != n || fclose(f) != 0)
+  if (replay_write_seed(dir, "nul-in-string", b, n) != 0)
     return 1;
   free(b);
   free(e);
@@ -197,16 +174,11 @@ write_corpus(const char *dir)
 int
 main(int argc, char **argv)
 {
-  if (argc == 3 && strcmp(argv[1], "--write-corpus") == 0)
-    return write_corpus(argv[2]);
-  if (argc < 2) {
-    fprintf(stderr, "usage: %s CORPUS_DIR [MUTATIONS]\n", argv[0]);
-    return 2;
-  }
-  long mutations = argc > 2 ? strtol(argv[2], NULL, 10) : 5000;
-  int files = replay_corpus(argv[1], 10);
-  if (files < 0)
-    return 1;
+  long mutations;
+  int files;
+  int rc = replay_start(argc, argv, write_corpus, 10, 0x9e3779b97f4a7c15ull, &mutations, &files);
+  if (rc >= 0)
+    return rc;
 
   struct kiln__dc_req r;
   uint8_t *e;

@@ -101,36 +101,25 @@ fix_crcs(uint8_t *a, size_t n)
     put32(a + n - 4, archive_crc32(0, a, n - 4));
 }
 
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-
-static uint64_t
-next(void)
-{
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
-}
-
 static size_t
 mutate(const uint8_t *src, size_t n, uint8_t *b)
 {
   memcpy(b, src, n);
   size_t len = n;
-  switch (next() % 5) {
+  switch (replay_next() % 5) {
   case 0:
-    b[next() % n] ^= (uint8_t)(1u << (next() % 8));
+    b[replay_next() % n] ^= (uint8_t)(1u << (replay_next() % 8));
     break;
   case 1:
-    b[next() % n] = (uint8_t)next();
+    b[replay_next() % n] = (uint8_t)replay_next();
     break;
   case 2:
-    len = (size_t)(next() % n);
+    len = (size_t)(replay_next() % n);
     break;
   case 3: {
-    size_t extra = 1 + (size_t)(next() % 64);
+    size_t extra = 1 + (size_t)(replay_next() % 64);
     for (size_t i = 0; i < extra; i++)
-      b[n + i] = (uint8_t)next();
+      b[n + i] = (uint8_t)replay_next();
     len = n + extra;
     break;
   }
@@ -138,11 +127,11 @@ mutate(const uint8_t *src, size_t n, uint8_t *b)
     /* a record length or the count at an extreme */
     static const uint64_t values[] = {0, 1, 15, 16, 1ull << 31, ~0ull};
     size_t at[] = {ARCHIVE_HEADER, ARCHIVE_HEADER + 16 + entry_len[0], n - 12};
-    put64(b + at[next() % 3], values[next() % 6]);
+    put64(b + at[replay_next() % 3], values[replay_next() % 6]);
     break;
   }
   }
-  if (next() % 2)
+  if (replay_next() % 2)
     fix_crcs(b, len);
   return len;
 }
@@ -164,29 +153,20 @@ only_originals(const uint8_t *e, size_t len, uint64_t index, void *user)
 }
 
 static int
-write_file(const char *dir, const char *name, const uint8_t *b, size_t n)
-{
-  char path[4200];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "wb");
-  return !f || fwrite(b, 1, n, f) != n || fclose(f) != 0;
-}
-
-static int
 write_corpus(const char *dir)
 {
   size_t n;
   uint8_t *a = valid_archive(&n);
   mkdir(dir, 0755);
-  int bad = write_file(dir, "valid", a, n) | write_file(dir, "empty", a, 0) |
-            write_file(dir, "header-only", a, ARCHIVE_HEADER) |
-            write_file(dir, "cut-in-first-entry", a, ARCHIVE_HEADER + 16 + 100) |
-            write_file(dir, "no-trailer", a, n - 20);
+  int bad = replay_write_seed(dir, "valid", a, n) | replay_write_seed(dir, "empty", a, 0) |
+            replay_write_seed(dir, "header-only", a, ARCHIVE_HEADER) |
+            replay_write_seed(dir, "cut-in-first-entry", a, ARCHIVE_HEADER + 16 + 100) |
+            replay_write_seed(dir, "no-trailer", a, n - 20);
   a[8] = 2;
-  bad |= write_file(dir, "version-2", a, n);
+  bad |= replay_write_seed(dir, "version-2", a, n);
   a[8] = 1;
   put64(a + ARCHIVE_HEADER, ~0ull);
-  bad |= write_file(dir, "huge-record-length", a, n);
+  bad |= replay_write_seed(dir, "huge-record-length", a, n);
   free(a);
   return bad;
 }
@@ -194,18 +174,13 @@ write_corpus(const char *dir)
 int
 main(int argc, char **argv)
 {
-  if (argc == 3 && strcmp(argv[1], "--write-corpus") == 0)
-    return write_corpus(argv[2]);
-  if (argc < 2) {
-    fprintf(stderr, "usage: %s CORPUS_DIR [MUTATIONS]\n", argv[0]);
-    return 2;
-  }
-  long mutations = argc > 2 ? strtol(argv[2], NULL, 10) : 5000;
+  long mutations;
+  int files;
+  int rc = replay_start(argc, argv, write_corpus, 7, 0x2545f4914f6cdd1dull, &mutations, &files);
+  if (rc >= 0)
+    return rc;
   size_t n;
   uint8_t *good = valid_archive(&n);
-  int files = replay_corpus(argv[1], 7);
-  if (files < 0)
-    return 1;
   uint64_t records;
   char err[512];
   int forged = 0;

@@ -34,17 +34,6 @@ static const char valid[] =
     "v1 scan f64 full.2^24 wg_size=256 items_per_thread=64 two_pass_min=18446744073709551615 "
     "groups_per_cu=8 time_ns=9 default_ns=10\n";
 
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-
-static uint64_t
-next(void)
-{
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
-}
-
 /* One random mutation of src into a new buffer; returns its length. */
 static size_t
 mutate(const char *src, size_t n, char **out)
@@ -53,19 +42,19 @@ mutate(const char *src, size_t n, char **out)
   char *b = malloc(cap);
   memcpy(b, src, n);
   size_t len = n;
-  switch (next() % 8) {
-  case 0: b[next() % n] ^= (char)(1u << (next() % 8)); break;
-  case 1: b[next() % n] = (char)next(); break;
-  case 2: len = (size_t)(next() % n); break;
+  switch (replay_next() % 8) {
+  case 0: b[replay_next() % n] ^= (char)(1u << (replay_next() % 8)); break;
+  case 1: b[replay_next() % n] = (char)replay_next(); break;
+  case 2: len = (size_t)(replay_next() % n); break;
   case 3: {
-    size_t at = (size_t)(next() % n);
+    size_t at = (size_t)(replay_next() % n);
     memmove(b + at + 1, b + at, n - at);
-    b[at] = " =\n\r\t#0123456789v.^_-"[next() % 21];
+    b[at] = " =\n\r\t#0123456789v.^_-"[replay_next() % 21];
     len = n + 1;
     break;
   }
   case 4: { /* delete a span */
-    size_t at = (size_t)(next() % n), k = 1 + (size_t)(next() % 16);
+    size_t at = (size_t)(replay_next() % n), k = 1 + (size_t)(replay_next() % 16);
     if (at + k > n)
       k = n - at;
     memmove(b + at, b + at + k, n - at - k);
@@ -73,7 +62,7 @@ mutate(const char *src, size_t n, char **out)
     break;
   }
   case 5: { /* repeat a line */
-    size_t at = (size_t)(next() % n);
+    size_t at = (size_t)(replay_next() % n);
     while (at > 0 && b[at - 1] != '\n')
       at--;
     const char *nl = memchr(b + at, '\n', n - at);
@@ -85,7 +74,7 @@ mutate(const char *src, size_t n, char **out)
   case 6: { /* a number at an edge */
     static const char *const nums[] = {"0", "18446744073709551615", "18446744073709551616",
                                        "99999999999999999999999", "-1", "", "0x10"};
-    size_t st = (size_t)(next() % n);
+    size_t st = (size_t)(replay_next() % n);
     char *eq = memchr(b + st, '=', n - st);
     if (!eq)
       eq = memchr(b, '=', n);
@@ -93,7 +82,7 @@ mutate(const char *src, size_t n, char **out)
       size_t at = (size_t)(eq - b) + 1, end = at;
       while (end < n && b[end] >= '0' && b[end] <= '9')
         end++;
-      const char *v = nums[next() % 7];
+      const char *v = nums[replay_next() % 7];
       size_t vl = strlen(v);
       memmove(b + at + vl, b + end, n - end);
       memcpy(b + at, v, vl);
@@ -103,22 +92,11 @@ mutate(const char *src, size_t n, char **out)
   }
   default:
     for (int k = 0; k < 4; k++)
-      b[next() % n] = (char)next();
+      b[replay_next() % n] = (char)replay_next();
     break;
   }
   *out = b;
   return len;
-}
-
-static int
-write_file(const char *path, const char *b, size_t n)
-{
-  FILE *f = fopen(path, "wb");
-  if (!f || fwrite(b, 1, n, f) != n || fclose(f) != 0) {
-    perror(path);
-    return -1;
-  }
-  return 0;
 }
 
 static int
@@ -149,7 +127,7 @@ write_corpus(const char *dir)
   for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
     snprintf(path, sizeof path, "%s/%s", dir, seeds[i].name);
     size_t n = strcmp(seeds[i].name, "junk") == 0 ? 27 : strlen(seeds[i].text);
-    if (write_file(path, seeds[i].text, n))
+    if (replay_write(path, seeds[i].text, n))
       return 1;
   }
   /* A line over the length limit and a NUL inside a line. */
@@ -160,22 +138,17 @@ write_corpus(const char *dir)
   buf[n++] = 0;
   n += snprintf(buf + n, sizeof buf - (size_t)n, "row.2^16 wg_size=1 time_ns=1 default_ns=2\n");
   snprintf(path, sizeof path, "%s/long-line-and-nul", dir);
-  return write_file(path, buf, (size_t)n) ? 1 : 0;
+  return replay_write(path, buf, (size_t)n) ? 1 : 0;
 }
 
 int
 main(int argc, char **argv)
 {
-  if (argc == 3 && strcmp(argv[1], "--write-corpus") == 0)
-    return write_corpus(argv[2]);
-  if (argc < 2) {
-    fprintf(stderr, "usage: %s CORPUS_DIR [MUTATIONS]\n", argv[0]);
-    return 2;
-  }
-  long mutations = argc > 2 ? strtol(argv[2], NULL, 10) : 5000;
-  int files = replay_corpus(argv[1], 12);
-  if (files < 0)
-    return 1;
+  long mutations;
+  int files;
+  int rc = replay_start(argc, argv, write_corpus, 12, 0x2545f4914f6cdd1dull, &mutations, &files);
+  if (rc >= 0)
+    return rc;
 
   struct kiln__tf_table t;
   kiln__tf_init(&t);
@@ -199,7 +172,7 @@ main(int argc, char **argv)
     LLVMFuzzerTestOneInput((const uint8_t *)b, len);
     /* Through a file and the reader the lookups use: a parse or a clean refusal. */
     if (i % 10 == 0) {
-      if (write_file(path, b, len) != 0) {
+      if (replay_write(path, b, len) != 0) {
         failures++;
       } else {
         const char *why = NULL;

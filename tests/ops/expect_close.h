@@ -1,7 +1,7 @@
 /*
  * Comparisons of device results read back as doubles with a double reference, for the
- * suites that check f32/f64 ops against host references (test_stats, test_nn_train and
- * test_nn_attention through nn_hostdata.h; test_nn and test_nn_conv keep copies).
+ * suites that check f32/f64 ops against host references (test_stats and test_nn, test_nn_train
+ * and test_nn_attention through nn_hostdata.h; test_nn_conv keeps copies).
  * close_to: NaN matches only NaN, an infinity only the same infinity, else
  * |got - want| <= tol * (1 + |want|).
  */

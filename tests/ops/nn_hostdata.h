@@ -1,9 +1,9 @@
 /*
  * Host data of the suites that check float ops against double references (test_nn_train,
- * test_nn_attention, test_stats): a xorshift stream of uniform doubles, rounding to the
- * device dtype (f32, f64, f16, bf16), and upload/download as doubles (download takes i64
- * results too, such as histogram counts). Static inline: each suite gets its own stream,
- * seeded the same.
+ * test_nn_attention, test_nn_conv, test_stats): a xorshift stream of uniform doubles,
+ * rounding to the device dtype (f32, f64, f16, bf16), and upload/download as doubles
+ * (download takes i64 results too, such as histogram counts). Static inline: each suite gets
+ * its own stream, seeded the same.
  */
 #ifndef KILN_TESTS_NN_HOSTDATA_H
 #define KILN_TESTS_NN_HOSTDATA_H

@@ -285,17 +285,25 @@ START_TEST(gemm_beta_zero_ignores_nan)
 }
 END_TEST
 
-/* A size-1000 product, through CLBlast's large-matrix path, with NaN in C and beta == 0. */
+/*
+ * A size-1000 product, through CLBlast's large-matrix path, with NaN in C and beta == 0; then
+ * again with the context's kept temporary buffer (KILN_DEBUG_GEMM_TEMP=1), B transposed too.
+ */
 START_TEST(gemm_large_1000)
 {
   if (!harness_fits(1000 * 1000))
     return;
-  struct gemm_case gc = {2, 2, {1000, 1000}, {1000, 1000}, 1, 0, 1.0, 0.0, 1};
-  run_gemm_case(KILN_F32, ROUTE_CLBLAST, &gc);
-  if (harness_has_fp64()) {
-    struct gemm_case g2 = {2, 2, {1000, 17}, {1000, 3}, 1, 0, -1.0, 1.0, 1};
-    run_gemm_case(KILN_F64, ROUTE_CLBLAST, &g2);
+  for (int temp = 0; temp < 2; temp++) {
+    if (temp)
+      setenv("KILN_DEBUG_GEMM_TEMP", "1", 1);
+    struct gemm_case gc = {2, 2, {1000, 1000}, {1000, 1000}, 1, temp, 1.0, 0.0, 1};
+    run_gemm_case(KILN_F32, ROUTE_CLBLAST, &gc);
+    if (harness_has_fp64()) {
+      struct gemm_case g2 = {2, 2, {1000, 17}, {1000, 3}, 1, 0, -1.0, 1.0, 1};
+      run_gemm_case(KILN_F64, ROUTE_CLBLAST, &g2);
+    }
   }
+  unsetenv("KILN_DEBUG_GEMM_TEMP");
 }
 END_TEST
 
@@ -1391,6 +1399,75 @@ START_TEST(gemm_offset_tensors)
 }
 END_TEST
 
+/*
+ * kiln's large-product kernel (cl_kernels/gemm_large.cl), forced with the gemm tuner family's
+ * route 3 over the option's CLBlast route: every transpose, edges of its 128-wide tiles (1, odd,
+ * one past a tile, k not a multiple of the k-step), alpha/beta, NaN in C with beta == 0, a
+ * broadcast batch, for the default parameter sets (the first two specs) and for each kind of
+ * parameter KILN_DEBUG_GEMM_LARGE can change (vector width 1, single buffer, no padding, small
+ * and non-square tiles, a k-step of 16). A malformed spec fails the call: proof that the route
+ * was taken.
+ */
+START_TEST(gemm_large_kernel)
+{
+  /* "tm=8": the default set as large products get it (a set variable skips the 4x4 choice for
+   * grids of fewer tiles than compute units); "": what these shapes get by default (4x4). */
+  static const char *const specs[] = {"tm=8", "", "vw=1 db=0 pad=0", "tm=4 tn=4 wx=8 wy=8 bk=16",
+                                      "tm=8 tn=4 wx=32 wy=8 vw=4 pad=0"};
+  static const int64_t dims[][3] = {{1, 1, 1},     {3, 17, 5},  {129, 130, 17},
+                                    {128, 128, 16}, {37, 200, 131}, {260, 7, 9}};
+  /* The small mode (oclgrind): one tile, three k-steps. */
+  static const int64_t dims_small[][3] = {{1, 1, 1}, {37, 40, 19}};
+  static const double ab[][2] = {{1, 0}, {-1, 1}, {0.5, -1}, {2, 0}, {1, 0.25}};
+  kiln_context *ctx = harness_ctx();
+  const int small = harness_small();
+  /* KILN_TEST_LARGE_SPECS=n: the first n sets only (bench/h200/gemm.sh: the defaults, 2). */
+  const char *ns = getenv("KILN_TEST_LARGE_SPECS");
+  size_t nspecs = small ? 1 : sizeof specs / sizeof specs[0];
+  if (ns && atoi(ns) > 0 && (size_t)atoi(ns) < nspecs)
+    nspecs = (size_t)atoi(ns);
+  const size_t ndims = small ? 2 : sizeof dims / sizeof dims[0];
+  for (size_t d = 0; d < 2; d++) {
+    kiln_dtype dt = float_dtypes[d];
+    if (skip_dtype(dt))
+      continue;
+    KOK(kiln_tune_override(ctx, "gemm", dt, NULL, "route=3"));
+    for (size_t sp = 0; sp < nspecs; sp++) {
+      setenv("KILN_DEBUG_GEMM_LARGE", specs[sp], 1);
+      for (int t = 0; t < 4; t++)
+        for (size_t s = 0; s < ndims; s++) {
+          int ta = t & 1, tb = t >> 1;
+          const int64_t *dm = small ? dims_small[s] : dims[s];
+          int64_t m = dm[0], n = dm[1], k = dm[2];
+          const double *sc = ab[(s + (size_t)t + sp) % 5];
+          struct gemm_case gc = {
+              2, 2, {ta ? k : m, ta ? m : k}, {tb ? n : k, tb ? k : n}, ta, tb, sc[0], sc[1], 1};
+          run_gemm_case(dt, ROUTE_CLBLAST, &gc);
+        }
+      /* A batch of 3 against one B, and one A against a batch (broadcast), C made fresh. */
+      struct gemm_case gb = {3, 2, {3, 33, 20}, {70, 20}, 0, 1, 1.5, 0.0, 0};
+      run_gemm_case(dt, ROUTE_CLBLAST, &gb);
+      struct gemm_case gc2 = {2, 3, {40, 19}, {2, 19, 9}, 0, 0, -1.0, 0.0, 1};
+      run_gemm_case(dt, ROUTE_CLBLAST, &gc2);
+    }
+    setenv("KILN_DEBUG_GEMM_LARGE", "tm=8 vw=3", 1);
+    int64_t sq[2] = {40, 40};
+    kiln_tensor *x = NULL, *c = NULL;
+    KOK(kiln_tensor_zeros(ctx, dt, 2, sq, &x));
+    KEXPECT(kiln_gemm(ctx, KILN_NO_TRANS, KILN_NO_TRANS, 1.0, x, x, 0.0, &c),
+            KILN_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(kiln_last_error(), "KILN_DEBUG_GEMM_LARGE"));
+    setenv("KILN_DEBUG_GEMM_LARGE", "bk=3", 1);
+    KEXPECT(kiln_gemm(ctx, KILN_NO_TRANS, KILN_NO_TRANS, 1.0, x, x, 0.0, &c),
+            KILN_ERR_INVALID_ARGUMENT);
+    unsetenv("KILN_DEBUG_GEMM_LARGE");
+    KOK(kiln_tune_override(ctx, "gemm", dt, NULL, NULL));
+    kiln_tensor_release(x);
+    kiln_tensor_release(c);
+  }
+}
+END_TEST
+
 /* The routing option and its bounds. */
 START_TEST(small_threshold_option)
 {
@@ -1499,6 +1576,11 @@ blas_suite(void)
   tcase_add_test(td, gemm_complex_dtypes);
   tcase_add_test(td, level2_level1_new_dtypes);
   suite_add_tcase(s, td);
+  /* Its own case, so CK_RUN_CASE=large runs it alone (bench/h200/gemm.sh on the GPU). */
+  TCase *tl = tcase_create("large");
+  tcase_set_timeout(tl, 600);
+  tcase_add_test(tl, gemm_large_kernel);
+  suite_add_tcase(s, tl);
   return s;
 }
 

@@ -23,14 +23,11 @@
  *   at construction naming the node, and bad arguments.
  * Sizes 0, 1, 7, 1031 (prime) and 2^18 + 3 (the last skipped in the small mode).
  */
-#include <errno.h>
 #include <math.h>
 #include <pthread.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,8 +36,7 @@
 #include "harness.h"
 #include "runtime/launch.h"
 #include "runtime/program_text.h"
-
-extern char **environ;
+#include "spawn_child.h"
 
 #define FUSED_REL_F32 1e-6
 #define FUSED_REL_F64 1e-14
@@ -1078,57 +1074,6 @@ END_TEST
 
 /* ------------------------------------------------------------------ a second process */
 
-static int
-spawn_child(const char *const *env_extra, const char *tag, char *out, size_t outlen)
-{
-  int pipefd[2];
-  ck_assert_int_eq(pipe(pipefd), 0);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
-  posix_spawn_file_actions_addclose(&fa, pipefd[0]);
-  char *argv[] = {(char *)"test_expr", (char *)"--child", (char *)tag, NULL};
-  size_t ne = 0;
-  while (environ[ne])
-    ne++;
-  char **envp = calloc(ne + 8, sizeof *envp);
-  size_t k = 0;
-  for (size_t i = 0; i < ne; i++) {
-    int drop = 0;
-    for (int j = 0; env_extra[j]; j++) {
-      size_t l = strcspn(env_extra[j], "=");
-      drop |= strncmp(environ[i], env_extra[j], l) == 0 && environ[i][l] == '=';
-    }
-    if (!drop)
-      envp[k++] = environ[i];
-  }
-  for (int j = 0; env_extra[j]; j++)
-    envp[k++] = (char *)env_extra[j];
-  envp[k] = NULL;
-  pid_t pid;
-  int rc = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, envp);
-  posix_spawn_file_actions_destroy(&fa);
-  free(envp);
-  close(pipefd[1]);
-  ck_assert_msg(rc == 0, "posix_spawn: %s", strerror(rc));
-  size_t got = 0;
-  for (;;) {
-    ssize_t r = read(pipefd[0], out + got, outlen - 1 - got);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      break;
-    got += (size_t)r;
-    if (got == outlen - 1)
-      break;
-  }
-  out[got] = 0;
-  close(pipefd[0]);
-  int st;
-  waitpid(pid, &st, 0);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
 /* Child: plans and runs a fused expression, reports compiles and cache counters. */
 static int
 child_main(const char *tag)
@@ -1187,13 +1132,16 @@ START_TEST(second_process_disk_hit)
     snprintf(tag, sizeof tag, "%d", (int)(getpid() % 1000) + 1000 * m);
     const char *env[] = {env_dir, "KILN_CACHE=on", "KILN_CACHE_STORE=auto", modes[m][0],
                          modes[m][1], NULL};
+    const char *args[] = {tag, NULL};
     char out[4096];
-    ck_assert_msg(spawn_child(env, tag, out, sizeof out) == 0, "first child: %s", out);
+    ck_assert_msg(spawn_child("/proc/self/exe", "test_expr", args, env, out, sizeof out) == 0,
+                  "first child: %s", out);
     ck_assert_msg(strstr(out, "compiles=1 ") && (m == 2 || !strstr(out, "stores=0")),
                   "first child (mode %d): %s", m, out);
     /* the second child reads the statistics, so it must not find a store pending */
     const char *env2[] = {env_dir, "KILN_CACHE=on", "KILN_CACHE_STORE=auto", modes[m][0], NULL};
-    ck_assert_msg(spawn_child(env2, tag, out, sizeof out) == 0, "second child: %s", out);
+    ck_assert_msg(spawn_child("/proc/self/exe", "test_expr", args, env2, out, sizeof out) == 0,
+                  "second child: %s", out);
     ck_assert_msg(strstr(out, "compiles=0 ") && !strstr(out, "hits=0"),
                   "second child (mode %d): %s", m, out);
     /* sigmoid(1) * cos(0) - 0 + tag */

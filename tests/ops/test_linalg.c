@@ -1294,6 +1294,76 @@ START_TEST(look_ahead)
 }
 END_TEST
 
+/*
+ * lu_panel_grid (the linalg family's pwg > 1; on CPUs it runs as one work-group, on GPUs over
+ * up to pwg compute units): square, tall, wide and batched LU, a zero pivot, a NaN pivot
+ * candidate, panels wider than the kernel (the recursion swapping the columns outside its
+ * leaf), more rows than its lanes (lu_panel for those panels), look-ahead, solve and inverse.
+ */
+START_TEST(lu_grid_panel)
+{
+  kiln__linalg_test_pwg(2);
+  hook_route = KILN__LINALG_ROUTE_DEVICE;
+  for (int own = harness_small(); own < 2; own++) {
+    set_hook(16, 0, own, -1);
+    FOR_DTYPES(dt)
+    {
+      if (own && dt == KILN_F32)
+        continue;
+      lu_case(dt, 0, NULL, 97, 97, NULL);
+      lu_case(dt, 0, NULL, 130, 70, NULL);
+      lu_case(dt, 0, NULL, 70, 130, NULL);
+      int64_t bd = 2;
+      lu_case(dt, 1, &bd, 33, 33, NULL);
+      singular_case(dt, 65, 40);
+      /* row 1's NaN in column 0 is never the pivot (row 2's 7 is) */
+      double a[9] = {1, 2, 3, NAN, 5, 6, 7, 8, 10};
+      int64_t s3[2] = {3, 3};
+      kiln_tensor *t = up(dt, 2, s3, a), *lu = NULL, *piv = NULL;
+      KOK(kiln_linalg_lu_factor(harness_ctx(), t, &lu, &piv));
+      int32_t *p = down_i32(piv);
+      ck_assert_int_eq(p[0], 3);
+      free(p);
+      kiln_tensor_release(t);
+      kiln_tensor_release(lu);
+      kiln_tensor_release(piv);
+      if (harness_small())
+        continue;
+      solve_case(dt, 1, 129, 5, 0, NULL);
+      inv_case(dt, 2, 70);
+    }
+  }
+  if (!harness_small()) {
+    /* blocks of 100 and 160: the grid kernel's 64-column leaves inside a wider panel */
+    for (int nb = 100; nb <= 160; nb += 60) {
+      set_hook(nb, 0, -1, -1);
+      FOR_DTYPES(dt)
+      {
+        lu_case(dt, 0, NULL, 150, 150, NULL);
+        lu_case(dt, 0, NULL, 200, 170, NULL);
+      }
+    }
+    /* 600 rows: more than one work-group's lanes, those panels on lu_panel */
+    set_hook(32, 0, -1, -1);
+    FOR_DTYPES(dt)
+    {
+      lu_case(dt, 0, NULL, 600, 40, NULL);
+    }
+    kiln__linalg_test_ahead(2);
+    FOR_DTYPES(dt)
+    {
+      lu_case(dt, 0, NULL, 150, 97, NULL);
+    }
+  }
+  kiln__linalg_test_ahead(-1);
+  kiln__linalg_test_pwg(-1);
+  hook_route = -1;
+  set_hook(-1, -1, -1, -1);
+  kiln__linalg_test_set(-1, -1, -1, -1);
+  kiln__linalg_test_route(-1);
+}
+END_TEST
+
 static int
 tune_event(const kiln_tune_progress *p, void *user)
 {
@@ -1313,8 +1383,8 @@ START_TEST(tuner_family)
   kiln_tune_family_desc d;
   int found = 0;
   for (size_t i = 0; kiln_tune_family_get(i, &d) == KILN_OK; i++)
-    found |= strcmp(d.name, "linalg") == 0 && strcmp(d.params, "route nb gemm ahead leaf") == 0;
-  EXPECT(found, "no linalg tuner family with parameters route, nb, gemm, ahead, leaf");
+    found |= strcmp(d.name, "linalg") == 0 && strcmp(d.params, "route nb gemm ahead leaf pwg") == 0;
+  EXPECT(found, "no linalg tuner family with parameters route, nb, gemm, ahead, leaf, pwg");
   kiln_tune_request req;
   memset(&req, 0, sizeof req);
   uint64_t n = 1u << 14;
@@ -1480,6 +1550,7 @@ reset_hooks(void)
   kiln__linalg_test_own_gemm_max(-1);
   kiln__linalg_test_gemm(-1);
   kiln__linalg_test_ahead(-1);
+  kiln__linalg_test_pwg(-1);
 }
 
 static Suite *
@@ -1510,6 +1581,12 @@ linalg_suite(void)
   tcase_add_test(tc, nan_and_in_place);
   tcase_add_test(tc, gemm_temp_buffer); /* last: its CLBlast override stays */
   suite_add_tcase(s, tc);
+  /* a case of its own, so that a GPU run can take it alone (CK_RUN_CASE=grid) */
+  TCase *grid = tcase_create("grid");
+  tcase_set_timeout(grid, 300);
+  tcase_add_checked_fixture(grid, reset_hooks, NULL);
+  tcase_add_test(grid, lu_grid_panel);
+  suite_add_tcase(s, grid);
   return s;
 }
 

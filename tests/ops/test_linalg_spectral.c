@@ -665,6 +665,34 @@ START_TEST(eigh)
     eigh_case(dt, 1, 33, NULL, NULL);
     if (harness_fits(160 * 160))
       eigh_case(dt, 1, 160, NULL, NULL);
+    /* dlarre's blocks come one after the other, each sorted: a diagonal matrix and a
+     * block-diagonal one (its tridiagonal splits) give values that the threads' ranges
+     * return out of order, sorted afterwards with their vectors */
+    static const double dv[12] = {3, -1, 2, 0.5, 7, -4, 2, 1, 0, -2, 5, 6};
+    static const double dvs[12] = {-4, -2, -1, 0, 0.5, 1, 2, 2, 3, 5, 6, 7};
+    double dg[144] = {0}, bd[21 * 21] = {0};
+    for (size_t i = 0; i < 12; i++)
+      dg[i * 12 + i] = dv[i];
+    if (!harness_small()) /* host routines: the simulator adds nothing */
+      eigh_case(dt, 1, 12, dg, dvs);
+    static const size_t blk[4] = {0, 7, 12, 21}; /* blocks 7, 5, 9, shifted apart by 0.3 */
+    for (size_t k = 0; k < 3; k++)
+      for (size_t i = blk[k]; i < blk[k + 1]; i++)
+        for (size_t j = blk[k]; j < blk[k + 1]; j++)
+          bd[i * 21 + j] = cos((double)((i + 1) * (j + 1))) + (i == j ? 0.3 * (double)k : 0.0);
+    if (!harness_small()) {
+      eigh_case(dt, 1, 21, bd, NULL);
+      /* one dstemr call per thread (KILN_DEBUG_LINALG_HOST=stemr) */
+      setenv("KILN_DEBUG_LINALG_HOST", "stemr", 1);
+      eigh_case(dt, 1, 8, a, sorted);
+      eigh_case(dt, 1, 33, NULL, NULL);
+      eigh_case(dt, 1, 21, bd, NULL);
+    }
+    /* the reductions' launch shapes as KILN_DEBUG_LINALG_HOST sets them for timing: 3 chunks
+     * of the partial sums, 32-lane sums, 16-lane fin groups (2 rows of 8 lanes) */
+    setenv("KILN_DEBUG_LINALG_HOST", "nchunk=3,lsym=32,lfin=16", 1);
+    eigh_case(dt, 1, 33, NULL, NULL);
+    unsetenv("KILN_DEBUG_LINALG_HOST");
     kiln__linalg_spectral_test_mrrr_threads(-1);
     kiln__linalg_spectral_test_mrrr(-1);
     orth_bound = BOUND;
@@ -899,14 +927,16 @@ svd_case(kiln_dtype dt, uint64_t batch, size_t m, size_t n, const double *given,
       EXPECT(e <= BOUND, "%s svd %zux%zu full %d: ||A - U S V^T|| error %g", kiln_dtype_name(dt), m,
              n, full, e);
       double ue = m ? orth_err(U, m, uc) / ((double)m * eps) : 0;
-      EXPECT(ue <= BOUND, "%s svd %zux%zu: U not orthonormal (%g)", kiln_dtype_name(dt), m, n, ue);
+      EXPECT(ue <= orth_bound, "%s svd %zux%zu: U not orthonormal (%g)", kiln_dtype_name(dt), m,
+             n, ue);
       /* V^T's rows orthonormal: V (n x vr) columns */
       double *vv = malloc((n * vr + 1) * sizeof *vv);
       for (size_t i = 0; i < vr; i++)
         for (size_t j = 0; j < n; j++)
           vv[j * vr + i] = V[i * n + j];
       double ve = n ? orth_err(vv, n, vr) / ((double)n * eps) : 0;
-      EXPECT(ve <= BOUND, "%s svd %zux%zu: V not orthonormal (%g)", kiln_dtype_name(dt), m, n, ve);
+      EXPECT(ve <= orth_bound, "%s svd %zux%zu: V not orthonormal (%g)", kiln_dtype_name(dt), m,
+             n, ve);
       free(vv);
       free(r);
     }
@@ -965,7 +995,33 @@ START_TEST(svd)
     if (!harness_small())
       svd_case(dt, 1, 45, 31, NULL, NULL);
     svd_case(dt, 1, 7, 7, NULL, NULL);
+    /* MRRR on the Golub-Kahan matrix (the default from order 512) at small orders: LAPACK's
+     * MRRR test threshold 50 for U and V; zero singular values decline to dbdsqr */
+    orth_bound = 50;
+    kiln__linalg_spectral_test_mrrr(0);
+    if (!harness_small()) { /* host routines: the simulator adds nothing */
+      for (size_t i = 2; i < nsh; i++)
+        svd_case(dt, 1, sh[i][0], sh[i][1], NULL, NULL);
+      a = with_svals(6, 4, sv);
+      svd_case(dt, 1, 6, 4, a, sv);
+      free(a);
+      a = with_svals(5, 8, sv0);
+      svd_case(dt, 1, 5, 8, a, sv0);
+      free(a);
+      svd_case(dt, 1, 6, 5, z, ones);
+      svd_case(dt, 1, 45, 31, NULL, NULL);
+      svd_case(dt, 1, 31, 45, NULL, NULL);
+      kiln__linalg_spectral_test_mrrr_threads(-1);
+      svd_case(dt, 1, 45, 31, NULL, NULL);
+      svd_case(dt, 2, 4, 3, NULL, NULL);
+    }
     kiln__linalg_spectral_test_mrrr_threads(-1);
+    kiln__linalg_spectral_test_mrrr(-1);
+    orth_bound = BOUND;
+    /* the reductions' launch shapes as KILN_DEBUG_LINALG_HOST sets them for timing */
+    setenv("KILN_DEBUG_LINALG_HOST", "nchunk=3,lsym=32,lfin=16", 1);
+    svd_case(dt, 1, 21, 17, NULL, NULL);
+    unsetenv("KILN_DEBUG_LINALG_HOST");
   }
 }
 END_TEST

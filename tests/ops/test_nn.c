@@ -19,17 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "expect_close.h"
 #include "harness.h"
 #include "hostdata.h"
 #include "ops/ops_common.h"
 #include "ops/tuned.h"
-
-/* ck_assert_msg records a checkpoint per call; bulk comparisons use this instead. */
-#define EXPECT(cond, ...)        \
-  do {                           \
-    if (!(cond))                 \
-      ck_abort_msg(__VA_ARGS__); \
-  } while (0)
 
 static const kiln_dtype dtypes[] = {KILN_F32, KILN_F64, KILN_F16, KILN_BF16};
 
@@ -124,24 +118,6 @@ tol_of(kiln_dtype dt)
   /* f16 and bf16 are computed in f32 and rounded once on the way out: a few units of their
    * last place (2^-11 and 2^-8 relative). */
   return dt == KILN_F32 ? 3e-5 : dt == KILN_F16 ? 2e-3 : dt == KILN_BF16 ? 1.6e-2 : 1e-11;
-}
-
-static int
-close_to(double got, double want, double tol)
-{
-  if (isnan(want))
-    return isnan(got);
-  if (isinf(want))
-    return got == want;
-  return fabs(got - want) <= tol * (1 + fabs(want));
-}
-
-static void
-expect_close(const double *got, const double *want, uint64_t n, double tol, const char *what)
-{
-  for (uint64_t i = 0; i < n; i++)
-    EXPECT(close_to(got[i], want[i], tol), "%s: element %llu is %.17g, expected %.17g", what,
-           (unsigned long long)i, got[i], want[i]);
 }
 
 /* Downloads t and compares it with want. */
@@ -1393,19 +1369,23 @@ misaligned_rows_check(void)
 
 START_TEST(row_knobs)
 {
-  /* {items, wg, local, cases}: cases 2 runs the full lists on f32 and the short ones on f64,
-   * f16 and bf16 (0, streamed, the GPUs' default, and 16, the CPUs' and the rest of the
-   * suite's, on every dtype); 1 the full lists on f32 (4 and 8, knobs only); 0 the short
-   * lists on f32 (the other least local sizes, some with the local size pinned small so that
-   * rows outgrow the registers). */
+  /* {items, wg, local, cases, row_local}: cases 2 runs the full lists on f32 and the short
+   * ones on f64, f16 and bf16 (0, streamed, 16, the CPUs' and the rest of the suite's, and
+   * the local cache of 32 KiB, on every dtype); 1 the full lists on f32 (4 and 8, knobs only,
+   * and local caches of 1 and 3 KiB, which hold only the first chunks of the longer rows and
+   * stream the rest); 0 the short lists on f32 (the other least local sizes, some with the
+   * local size pinned small so that rows outgrow the registers or the cache). */
   const struct {
     int32_t items, wg;
     size_t local;
     int cases;
+    int32_t row_local;
   } knobs[] = {
-      {0, 1, 0, 2},   {4, 16, 0, 1},   {4, 2, 32, 0},  {8, 2, 0, 1},
-      {8, 64, 0, 0},  {16, 256, 0, 2}, {16, 4, 64, 0}, {16, 8, 0, 0},
-      {16, 32, 0, 0}, {16, 128, 0, 0}, {4, 512, 0, 0}, {8, 1024, 0, 0},
+      {0, 1, 0, 2, 0},     {4, 16, 0, 1, 0},   {4, 2, 32, 0, 0},  {8, 2, 0, 1, 0},
+      {8, 64, 0, 0, 0},    {16, 256, 0, 2, 0}, {16, 4, 64, 0, 0}, {16, 8, 0, 0, 0},
+      {16, 32, 0, 0, 0},   {16, 128, 0, 0, 0}, {4, 512, 0, 0, 0}, {8, 1024, 0, 0, 0},
+      {0, 256, 0, 2, 32},  {0, 16, 0, 1, 1},   {0, 64, 0, 1, 3},  {0, 4, 32, 0, 2},
+      {0, 1024, 0, 0, 48}, {0, 128, 0, 0, 64},
   };
   /* Odd lengths move elements one by one, multiples of 4 as 4-vectors (kiln__nn_row_vec);
    * 2052 outgrows the pinned local sizes' registers with either. The short lists are the
@@ -1424,6 +1404,7 @@ START_TEST(row_knobs)
     kiln__nn_test_knobs.row_wg = knobs[ki].wg;
     /* NVIDIA's register cap (a build option elsewhere ignored) on the 4- and 8-item entries. */
     kiln__nn_test_knobs.maxreg = knobs[ki].cases == 1 ? 64 : -1;
+    kiln__nn_test_knobs.row_local = knobs[ki].row_local;
     kiln__launch_local_override = knobs[ki].local;
     FOR_DTYPES(dt)
     {
@@ -1447,6 +1428,7 @@ START_TEST(row_knobs)
     }
   }
   kiln__nn_test_knobs.row_items = kiln__nn_test_knobs.row_wg = kiln__nn_test_knobs.maxreg = -1;
+  kiln__nn_test_knobs.row_local = -1;
   kiln__launch_local_override = 0;
 }
 END_TEST

@@ -23,15 +23,9 @@
 #include <string.h>
 
 #include "harness.h"
-#include "hostdata.h"
+#include "kiln.h"
+#include "nn_hostdata.h"
 #include "ops/tuned.h"
-
-/* ck_assert_msg records a checkpoint per call; bulk comparisons use this instead. */
-#define EXPECT(cond, ...)        \
-  do {                           \
-    if (!(cond))                 \
-      ck_abort_msg(__VA_ARGS__); \
-  } while (0)
 
 static const kiln_dtype dtypes[] = {KILN_F32, KILN_F64, KILN_F16, KILN_BF16};
 
@@ -40,76 +34,21 @@ static const kiln_dtype dtypes[] = {KILN_F32, KILN_F64, KILN_F16, KILN_BF16};
     for (int dt##_k = dtypes[dt##_i] != KILN_F64 || harness_has_fp64(); dt##_k; dt##_k = 0) \
       for (kiln_dtype dt = dtypes[dt##_i]; dt##_k; dt##_k = 0)
 
-static int
-is_half(kiln_dtype dt)
-{
-  return dt == KILN_F16 || dt == KILN_BF16;
-}
-
 /* Case i of n is left out of the small mode (oclgrind): every other one, and f16/bf16 past
  * the first (their arithmetic is f32's; only the loads and stores differ). */
 static int
 small_skip(kiln_dtype dt, size_t i, size_t n)
 {
-  return harness_small() && ((i % 2 == 1 && i + 1 < n) || (is_half(dt) && i > 0));
+  return harness_small() && ((i % 2 == 1 && i + 1 < n) || (NN_HALF(dt) && i > 0));
 }
 
-static uint64_t rng = 88172645463325252ull;
-
-static double
-urand(double lo, double hi)
-{
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return lo + (hi - lo) * (double)(rng >> 11) / 9007199254740992.0;
-}
-
-static uint64_t
-numel(size_t nd, const int64_t *shape)
-{
-  uint64_t n = 1;
-  for (size_t i = 0; i < nd; i++)
-    n *= (uint64_t)shape[i];
-  return n;
-}
-
-/* Random values rounded to dt (the reference sees what the device sees). */
+/* n values in [-1, 1) rounded to dt (the reference sees what the device sees). */
 static double *
-rand_vec(kiln_dtype dt, uint64_t n)
+rand_in(kiln_dtype dt, uint64_t n)
 {
-  double *v = malloc((n ? n : 1) * sizeof *v), tmp[1];
-  for (uint64_t i = 0; i < n; i++) {
-    hd_setf(dt, tmp, 0, urand(-1, 1));
-    v[i] = hd_getf(dt, tmp, 0);
-  }
+  double *v = rand_vec(n, -1, 1);
+  round_to(dt, v, n);
   return v;
-}
-
-static kiln_tensor *
-up(kiln_dtype dt, size_t nd, const int64_t *shape, const double *v)
-{
-  uint64_t n = numel(nd, shape);
-  void *h = malloc((n ? n : 1) * 8);
-  for (uint64_t i = 0; i < n; i++)
-    hd_setf(dt, h, i, v[i]);
-  kiln_tensor *t = NULL;
-  KOK(kiln_tensor_from_host(harness_ctx(), dt, nd, shape, h, &t));
-  free(h);
-  return t;
-}
-
-static double *
-down(const kiln_tensor *t)
-{
-  uint64_t n = kiln_tensor_numel(t);
-  void *h = malloc(n * 8 + 8);
-  KOK(kiln_tensor_download(t, h, kiln_tensor_nbytes(t)));
-  double *d = malloc(n * sizeof *d + 8);
-  for (uint64_t i = 0; i < n; i++)
-    d[i] = hd_getf(kiln_tensor_dtype(t), h, i);
-  free(h);
-  return d;
 }
 
 static int64_t *
@@ -126,24 +65,6 @@ static double
 tol_of(kiln_dtype dt)
 {
   return dt == KILN_F32 ? 2e-5 : dt == KILN_F16 ? 2e-3 : dt == KILN_BF16 ? 1.6e-2 : 1e-11;
-}
-
-static int
-close_to(double got, double want, double tol)
-{
-  if (isnan(want))
-    return isnan(got);
-  if (isinf(want))
-    return got == want;
-  return fabs(got - want) <= tol * (1 + fabs(want));
-}
-
-static void
-expect_close(const double *got, const double *want, uint64_t n, double tol, const char *what)
-{
-  for (uint64_t i = 0; i < n; i++)
-    EXPECT(close_to(got[i], want[i], tol), "%s: element %llu is %.17g, expected %.17g", what,
-           (unsigned long long)i, got[i], want[i]);
 }
 
 /* ------------------------------------------------------------------------ pooling */
@@ -293,7 +214,7 @@ run_pool_case(const pool_case *c, kiln_dtype dt)
   pool_dims_of(c, &g);
   kiln_pool_desc desc = desc_of(c);
   uint64_t nx = g.planes * g.ivol, ny = g.planes * g.ovol;
-  double *x = rand_vec(dt, nx), *gy = rand_vec(dt, ny);
+  double *x = rand_in(dt, nx), *gy = rand_in(dt, ny);
   /* Ties in max pooling: a few repeated values, so "first index" is exercised. */
   for (uint64_t i = 1; i < nx; i += 7)
     x[i] = x[i - 1];
@@ -486,7 +407,7 @@ START_TEST(adaptive_shapes)
       }
       uint64_t planes = (uint64_t)(xs[0] * xs[1]), ivol = (uint64_t)(in[0] * in[1] * in[2]),
                ovol = (uint64_t)(out[0] * out[1] * out[2]);
-      double *x = rand_vec(dt, planes * ivol), *g = rand_vec(dt, planes * ovol);
+      double *x = rand_in(dt, planes * ivol), *g = rand_in(dt, planes * ovol);
       double *want = malloc(planes * ovol * sizeof *want), *wg = calloc(planes * ivol, 8);
       adaptive_ref(planes, in, out, x, want);
       /* The gradient is the transpose of the (linear) pooling: one unit vector per input of
@@ -713,8 +634,8 @@ run_conv_case(const conv_case *c, kiln_dtype dt, int route)
   conv_dims g;
   conv_dims_of(c, &g);
   kiln_conv_desc desc = cdesc_of(c);
-  double *x = rand_vec(dt, g.nx), *w = rand_vec(dt, g.nw), *b = rand_vec(dt, (uint64_t)g.Cout);
-  double *gy = rand_vec(dt, g.ny);
+  double *x = rand_in(dt, g.nx), *w = rand_in(dt, g.nw), *b = rand_in(dt, (uint64_t)g.Cout);
+  double *gy = rand_in(dt, g.ny);
   conv_ref r = {x, w, gy, calloc(g.ny + 1, 8), calloc(g.nx + 1, 8), calloc(g.nw + 1, 8)};
   conv_terms(&g, term_all, &r);
   double *db = calloc((size_t)g.Cout + 1, 8);
@@ -736,7 +657,7 @@ run_conv_case(const conv_case *c, kiln_dtype dt, int route)
   /* The transposed convolution of gy with w is the backward-data pass (plus bias of C_in). */
   kiln_tensor *tbi = NULL;
   int64_t bis = g.Cin;
-  double *bi = rand_vec(dt, (uint64_t)g.Cin);
+  double *bi = rand_in(dt, (uint64_t)g.Cin);
   tbi = up(dt, 1, &bis, bi);
   /* output_padding recovers the input size the forward's floor division lost. */
   kiln_conv_desc tdesc = desc;
@@ -810,9 +731,9 @@ START_TEST(conv_shapes)
       if (!harness_fits(g.ny))
         continue;
       static const int all[] = {0, 1, 2, 3, 4}, small[] = {1, 2, 4}, halves[] = {1, 4, 0, 2, 3};
-      const int *routes = is_half(dt) ? halves : harness_small() || dt == KILN_F64 ? small : all;
+      const int *routes = NN_HALF(dt) ? halves : harness_small() || dt == KILN_F64 ? small : all;
       size_t nr = harness_small()  ? (i == 0 ? 3u : 2u)
-                  : is_half(dt)    ? (i == 0 ? 5u : 2u)
+                  : NN_HALF(dt)    ? (i == 0 ? 5u : 2u)
                   : dt == KILN_F64 ? 3u
                                    : 5u;
       for (size_t r = 0; r < nr; r++)
@@ -898,8 +819,8 @@ START_TEST(conv_finite_differences)
       conv_dims g;
       conv_dims_of(c, &g);
       kiln_conv_desc desc = cdesc_of(c);
-      double *x = rand_vec(KILN_F64, g.nx), *w = rand_vec(KILN_F64, g.nw);
-      double *b = rand_vec(KILN_F64, (uint64_t)g.Cout), *rr = rand_vec(KILN_F64, g.ny);
+      double *x = rand_in(KILN_F64, g.nx), *w = rand_in(KILN_F64, g.nw);
+      double *b = rand_in(KILN_F64, (uint64_t)g.Cout), *rr = rand_in(KILN_F64, g.ny);
       int64_t bs = g.Cout;
       kiln_tensor *tr = up(KILN_F64, g.ndim, g.ys, rr), *dx = NULL, *dw = NULL, *db = NULL;
       kiln_tensor *tx = up(KILN_F64, g.ndim, g.xs, x), *tw = up(KILN_F64, g.ndim, g.ws, w);
@@ -951,7 +872,7 @@ START_TEST(pool_finite_differences)
   pool_dims_of(&c, &g);
   kiln_pool_desc d = desc_of(&c);
   uint64_t nx = g.planes * g.ivol, ny = g.planes * g.ovol;
-  double *x = rand_vec(KILN_F64, nx), *rr = rand_vec(KILN_F64, ny);
+  double *x = rand_in(KILN_F64, nx), *rr = rand_in(KILN_F64, ny);
   kiln_tensor *tx = up(KILN_F64, g.ndim, g.xshape, x), *tr = up(KILN_F64, g.ndim, g.yshape, rr);
   const double h = 1e-6;
   for (int max = 0; max < 2; max++) {
@@ -1058,7 +979,7 @@ START_TEST(many_rows)
   /* Pooling of 70000 planes of 4. */
   int64_t ps[2] = {70000, 4};
   uint64_t np = 70000 * 4;
-  double *xv = rand_vec(KILN_F32, np);
+  double *xv = rand_in(KILN_F32, np);
   kiln_tensor *x = up(KILN_F32, 2, ps, xv), *y = NULL, *ix = NULL, *gx = NULL;
   kiln_pool_desc pd = {.nd = 1, .kernel = {2}};
   KOK(kiln_max_pool(ctx, x, &pd, &y, &ix));
@@ -1079,8 +1000,8 @@ START_TEST(many_rows)
   conv_dims g;
   conv_dims_of(&c, &g);
   kiln_conv_desc desc = cdesc_of(&c);
-  double *xx = rand_vec(KILN_F32, g.nx), *w = rand_vec(KILN_F32, g.nw), *b = rand_vec(KILN_F32, 2);
-  double *gy = rand_vec(KILN_F32, g.ny);
+  double *xx = rand_in(KILN_F32, g.nx), *w = rand_in(KILN_F32, g.nw), *b = rand_in(KILN_F32, 2);
+  double *gy = rand_in(KILN_F32, g.ny);
   conv_ref r = {xx, w, gy, calloc(g.ny, 8), calloc(g.nx, 8), calloc(g.nw, 8)};
   conv_terms(&g, term_all, &r);
   for (uint64_t i = 0; i < g.ny; i++)
@@ -1168,9 +1089,5 @@ nn_conv_suite(void)
 int
 main(void)
 {
-  /* No disk cache (unless asked for): the harness points it at a directory it deletes at the
-   * end, and on PoCL storing a program compiles a second, generic work-group function of
-   * every kernel built, half of this suite's compile time. */
-  setenv("KILN_CACHE", "off", 0);
   return harness_main(nn_conv_suite(), 1);
 }

@@ -660,14 +660,56 @@ static void complex_scan(kiln_dtype dt, kiln_scan_op op, size_t ndim, const int6
                          int64_t axis, int excl, int nan, uint64_t seed,
                          const kiln__launch_params *lp);
 
+/* One op of test_single_pass (below) under lp. */
+static void
+single_pass_op(kiln_dtype dt, kiln_scan_op op, const kiln__launch_params *lp,
+               const int64_t *lens, size_t nlens, const int64_t *rows, const int64_t *cols)
+{
+  if (!kiln_scan_op_supports(op, dt))
+    return;
+  int cummax_dt = dt == KILN_F32 || dt == KILN_I64 || dt == KILN_U8;
+  if (op != KILN_SCAN_CUMSUM && dt != KILN_F32 && dt != KILN_C64 && dt != KILN_C128 &&
+      !(op == KILN_SCAN_CUMMAX && cummax_dt))
+    return;
+  for (int excl = 0; excl < 2; excl++) {
+    if (dt == KILN_C64 || dt == KILN_C128) {
+      for (size_t li = 0; li < nlens; li++)
+        complex_scan(dt, op, 1, &lens[li], 0, excl, 0, li, lp);
+      complex_scan(dt, op, 2, rows, 1, excl, excl * 2, 30, lp);
+      continue;
+    }
+    for (size_t li = 0; li < nlens; li++) {
+      struct scase c = mk(op, dt, 1, &lens[li], 0);
+      c.opts.exclusive = excl;
+      c.indexed = (op == KILN_SCAN_CUMMIN || op == KILN_SCAN_CUMMAX) && li % 2;
+      c.want_values = excl;
+      run_case(&c, lp, (uint64_t)op * 10 + li);
+    }
+    struct scase r = mk(op, dt, 2, rows, 1);
+    r.opts.exclusive = excl;
+    if (is_fl(dt) && excl) {
+      r.gen = GEN_NANROW;
+      r.opts.nan_policy = KILN_NAN_OMIT;
+    }
+    run_case(&r, lp, (uint64_t)op * 10 + 7);
+    if (dt == KILN_F32) {
+      struct scase c = mk(op, dt, 2, cols, 0);
+      c.opts.exclusive = excl;
+      run_case(&c, lp, (uint64_t)op * 10 + 8);
+    }
+  }
+}
+
 /*
- * The single-pass scan (NAME_lookback), forced on whatever the device's default, inclusive
+ * The single-pass scans (NAME_lookback, single_pass 1, and NAME_chain, 2), forced on
+ * whatever the device's default, inclusive
  * and exclusive, NaN omitted, on lines of 1, 2, primes, 2^k - 1 and 2^k + 1 elements, one
  * line (the whole tensor) and several (rows), in 4-item groups (tiles of 4 E elements, so
  * the longer lines take dozens of tiles): cumsum of every dtype (staged outputs; every
  * state type: f32, f64, i64 sums of the integers, f32 of f16/bf16, complex), cummax (stored
  * directly; (value, index) pairs of 1-, 4- and 8-byte values) of u8, f32 and i64, complex
- * cumprod, and every op of f32 (each (op, dtype) is a kernel build: seconds on PoCL). Column
+ * cumprod, and every op of f32 (each (op, dtype) is a kernel build: seconds on PoCL), each
+ * with single_pass 1 and 2 (CPU devices: 2 for f32, f64, i32, f16 and c64 only). Column
  * scans keep the line kernel whatever single_pass says.
  */
 START_TEST(test_single_pass)
@@ -678,53 +720,33 @@ START_TEST(test_single_pass)
     return;
   kiln__launch_params lp;
   kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, &lp);
-  lp.single_pass = 1;
   lp.two_pass_min = 1;
   lp.wg_size = 4;
   static const int64_t lens[] = {1, 2, 1009, 4097};
   const int64_t rows[2] = {3, 1023}, cols[2] = {257, 3};
-  for (int op = 0; op < KILN_SCAN_OP_COUNT; op++) {
-    if (!kiln_scan_op_supports((kiln_scan_op)op, dt))
-      continue;
-    int cummax_dt = dt == KILN_F32 || dt == KILN_I64 || dt == KILN_U8;
-    if (op != KILN_SCAN_CUMSUM && dt != KILN_F32 && dt != KILN_C64 && dt != KILN_C128 &&
-        !(op == KILN_SCAN_CUMMAX && cummax_dt))
-      continue;
-    for (int excl = 0; excl < 2; excl++) {
-      if (dt == KILN_C64 || dt == KILN_C128) {
-        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
-          complex_scan(dt, (kiln_scan_op)op, 1, &lens[li], 0, excl, 0, li, &lp);
-        complex_scan(dt, (kiln_scan_op)op, 2, rows, 1, excl, excl * 2, 30, &lp);
-        continue;
-      }
-      for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
-        struct scase c = mk((kiln_scan_op)op, dt, 1, &lens[li], 0);
-        c.opts.exclusive = excl;
-        c.indexed = (op == KILN_SCAN_CUMMIN || op == KILN_SCAN_CUMMAX) && li % 2;
-        c.want_values = excl;
-        run_case(&c, &lp, (uint64_t)op * 10 + li);
-      }
-      struct scase r = mk((kiln_scan_op)op, dt, 2, rows, 1);
-      r.opts.exclusive = excl;
-      if (is_fl(dt) && excl) {
-        r.gen = GEN_NANROW;
-        r.opts.nan_policy = KILN_NAN_OMIT;
-      }
-      run_case(&r, &lp, (uint64_t)op * 10 + 7);
-      if (dt == KILN_F32) {
-        struct scase c = mk((kiln_scan_op)op, dt, 2, cols, 0);
-        c.opts.exclusive = excl;
-        run_case(&c, &lp, (uint64_t)op * 10 + 8);
-      }
-    }
+  /* single_pass 1 (tiles) and 2 (chunks of 3 tiles of f32, 5 of f64: 40 elements per item
+   * rounded up to whole tiles; the 4097-element line is 22 f32 chunks, its last tile short). */
+  /* CPU devices (a work-group function build per kernel, slow for these barrier loops) run
+   * NAME_chain for one dtype of each state kind: f32 (every op), f64, i32 (i64 sums), f16
+   * (f32 states of halves) and c64. */
+  kiln_device_info info;
+  KOK(kiln_context_device_info(ctx, &info));
+  int chain = info.is_gpu || dt == KILN_F32 || dt == KILN_F64 || dt == KILN_I32 ||
+              dt == KILN_F16 || dt == KILN_C64;
+  for (int sp = 1; sp <= 1 + chain; sp++) {
+    lp.single_pass = (uint32_t)sp;
+    lp.items_per_thread = sp == 2 ? 40 : 4;
+    for (int op = 0; op < KILN_SCAN_OP_COUNT; op++)
+      single_pass_op(dt, (kiln_scan_op)op, &lp, lens, sizeof lens / sizeof lens[0], rows, cols);
   }
 }
 END_TEST
 
 /*
- * Adversarial scheduling for the look-back: groups of 1, 2 and 3 items (tiles of E to 3 E
- * elements, most waiting on predecessors still running), 32, 256 and the device's largest
- * (CPU devices: 1, 3 and 32);
+ * Adversarial scheduling for the look-back, over tiles (single_pass 1) and over chunks of
+ * one tile taken by as many groups as compute units (single_pass 2): groups of 1, 2 and 3
+ * items (tiles of E to 3 E elements, most waiting on predecessors still running), 32, 256
+ * and the device's largest (CPU devices: 1, 3 and 32, chunks in groups of 3);
  * one long line and many lines of several tiles. f32 and f64 cumsum, cummax with indices,
  * logcumsumexp. GPUs take 2^20 + 3 elements (65537 tiles of one item) and 37 lines of
  * 12289; CPU devices a few dozen tiles per line, since there a waiting group spins on a
@@ -746,16 +768,21 @@ START_TEST(test_single_pass_stress)
       continue;
     kiln__launch_params lp;
     kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, &lp);
-    lp.single_pass = 1;
     lp.two_pass_min = 1;
     lp.wg_size = wgs[w];
-    for (int k = 0; k < 4; k++) {
-      if (!gpu && w > 0 && k % 2)
+    /* k 0-3: tiles (single_pass 1); 4-7: chunks of one tile (items_per_thread 1), one
+     * group per compute unit, so groups loop over many chunks holding their next id. */
+    for (int k = 0; k < 8; k++) {
+      /* CPU devices: each (kernel, local size) is a work-group function build of its own. */
+      if (!gpu && ((w > 0 && k % 2) || (k >= 4 && w != 1)))
         continue;
-      kiln_dtype dt = k == 1 && harness_has_fp64() ? KILN_F64 : KILN_F32;
-      kiln_scan_op op = k == 2   ? KILN_SCAN_CUMMAX
-                        : k == 3 ? KILN_SCAN_LOGCUMSUMEXP
-                                 : KILN_SCAN_CUMSUM;
+      lp.single_pass = k < 4 ? 1 : 2;
+      lp.items_per_thread = 1;
+      lp.groups_per_cu = k < 4 ? 8 : 1;
+      kiln_dtype dt = k % 4 == 1 && harness_has_fp64() ? KILN_F64 : KILN_F32;
+      kiln_scan_op op = k % 4 == 2   ? KILN_SCAN_CUMMAX
+                        : k % 4 == 3 ? KILN_SCAN_LOGCUMSUMEXP
+                                     : KILN_SCAN_CUMSUM;
       struct scase c = mk(op, dt, 1, line, 0);
       c.opts.exclusive = (int)(w + (size_t)k) % 2;
       c.indexed = op == KILN_SCAN_CUMMAX;

@@ -4,15 +4,12 @@
  * reference, the disk cache across processes, one build for many threads,
  * build errors with their log.
  */
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,8 +20,7 @@
 #include "runtime/family.h"
 #include "runtime/program_text.h"
 #include "runtime/runtime.h"
-
-extern char **environ;
+#include "spawn_child.h"
 
 /* ------------------------------------------------------------ text programs */
 
@@ -932,64 +928,6 @@ START_TEST(every_source_builds_one_kernel_programs)
 }
 END_TEST
 
-/* Runs this binary with --child args under extra environment; returns the exit status, stdout in out. */
-static int
-spawn_child(const char *const *args, const char *const *env_extra, char *out, size_t outlen)
-{
-  int pipefd[2];
-  ck_assert_int_eq(pipe(pipefd), 0);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
-  posix_spawn_file_actions_addclose(&fa, pipefd[0]);
-  char *argv[16];
-  int n = 0;
-  argv[n++] = (char *)"test_user_kernel";
-  argv[n++] = (char *)"--child";
-  for (int i = 0; args[i] && n < 15; i++)
-    argv[n++] = (char *)args[i];
-  argv[n] = NULL;
-  size_t ne = 0;
-  while (environ[ne])
-    ne++;
-  char **envp = calloc(ne + 16, sizeof *envp);
-  size_t k = 0;
-  for (size_t i = 0; i < ne; i++) {
-    int drop = 0;
-    for (int j = 0; env_extra[j]; j++) {
-      size_t l = strcspn(env_extra[j], "=");
-      drop |= strncmp(environ[i], env_extra[j], l) == 0 && environ[i][l] == '=';
-    }
-    if (!drop)
-      envp[k++] = environ[i];
-  }
-  for (int j = 0; env_extra[j]; j++)
-    envp[k++] = (char *)env_extra[j];
-  envp[k] = NULL;
-  pid_t pid;
-  int rc = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, envp);
-  posix_spawn_file_actions_destroy(&fa);
-  free(envp);
-  close(pipefd[1]);
-  ck_assert_msg(rc == 0, "posix_spawn: %s", strerror(rc));
-  size_t got = 0;
-  for (;;) {
-    ssize_t r = read(pipefd[0], out + got, outlen - 1 - got);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      break;
-    got += (size_t)r;
-    if (got == outlen - 1)
-      break;
-  }
-  out[got] = 0;
-  close(pipefd[0]);
-  int st;
-  waitpid(pid, &st, 0);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
 /* Child: creates an elementwise user kernel tagged with tag and reports the cache counters. */
 static int
 child_ukernel(const char *tag)
@@ -1065,15 +1003,19 @@ START_TEST(second_process_gets_a_disk_hit)
   const char *env[] = {env_dir, "KILN_CACHE=on", "KILN_CACHE_STORE=auto", NULL};
   const char *args[] = {"text", tag, NULL};
   char out[4096];
-  ck_assert_msg(spawn_child(args, env, out, sizeof out) == 0, "first child: %s", out);
+  ck_assert_msg(spawn_child("/proc/self/exe", "test_user_kernel", args, env, out, sizeof out) == 0,
+                "first child: %s", out);
   ck_assert_msg(strstr(out, "compiles=1 hits=0 misses=1 stores=1"), "first child: %s", out);
-  ck_assert_msg(spawn_child(args, env, out, sizeof out) == 0, "second child: %s", out);
+  ck_assert_msg(spawn_child("/proc/self/exe", "test_user_kernel", args, env, out, sizeof out) == 0,
+                "second child: %s", out);
   ck_assert_msg(strstr(out, "compiles=0 hits=1 misses=0 stores=0"), "second child: %s", out);
   /* The same for a user kernel, which `kiln cache list` shows under its name. */
   const char *uargs[] = {"ukernel", tag, NULL};
-  ck_assert_msg(spawn_child(uargs, env, out, sizeof out) == 0, "first child: %s", out);
+  ck_assert_msg(spawn_child("/proc/self/exe", "test_user_kernel", uargs, env, out, sizeof out) == 0,
+                "first child: %s", out);
   ck_assert_msg(strstr(out, "compiles=1 hits=0 stores=1"), "first child: %s", out);
-  ck_assert_msg(spawn_child(uargs, env, out, sizeof out) == 0, "second child: %s", out);
+  ck_assert_msg(spawn_child("/proc/self/exe", "test_user_kernel", uargs, env, out, sizeof out) == 0,
+                "second child: %s", out);
   ck_assert_msg(strstr(out, "compiles=0 hits=1 stores=0"), "second child: %s", out);
   kiln_cache *c;
   KOK(kiln_cache_open(dir, KILN_CACHE_READONLY, &c));

@@ -30,8 +30,7 @@
 
 #include "harness.h"
 #include "runtime/disk_cache.h"
-
-extern char **environ;
+#include "tool_run.h"
 
 /* More variants than cast has dtypes (it builds every one), so the master holds two sources. */
 #define WARM_VARIANTS (KILN_DTYPE_COUNT + 2)
@@ -46,26 +45,6 @@ static char python[4096]; /* the interpreter itself: a launcher script (pyenv) c
 
 /* ------------------------------------------------------------ processes */
 
-static char *
-slurp(const char *path, size_t *len)
-{
-  FILE *f = fopen(path, "rb");
-  ck_assert_msg(f != NULL, "cannot open %s: %s", path, strerror(errno));
-  size_t cap = 4096, n = 0;
-  char *buf = malloc(cap);
-  size_t got;
-  while ((got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-    n += got;
-    if (cap - n - 1 == 0)
-      buf = realloc(buf, cap *= 2);
-  }
-  fclose(f);
-  buf[n] = 0;
-  if (len)
-    *len = n;
-  return buf;
-}
-
 static void
 spit(const char *path, const void *data, size_t len)
 {
@@ -75,89 +54,11 @@ spit(const char *path, const void *data, size_t len)
   ck_assert_int_eq(fclose(f), 0);
 }
 
-struct run {
-  int status; /* exit status, or 128 + signal */
-  char *out, *err;
-};
-
-static void
-run_free(struct run *r)
-{
-  free(r->out);
-  free(r->err);
-  memset(r, 0, sizeof *r);
-}
-
-/*
- * Runs argv with our environment plus env ("NAME=VALUE", replacing same
- * names; NULL-terminated or NULL), stdin from in_path (NULL: /dev/null),
- * stderr to err_path when given (a terminal, say; r->err is then "").
- */
-static void
-run_ex(struct run *r, const char *const *env, const char *in_path, const char *err_path,
-       const char *const *argv)
-{
-  char out[4300], err[4300];
-  snprintf(out, sizeof out, "%s/out", scratch);
-  snprintf(err, sizeof err, "%s/err", scratch);
-  size_t nenv = 0, nextra = 0;
-  while (environ[nenv])
-    nenv++;
-  while (env && env[nextra])
-    nextra++;
-  char **envp = calloc(nenv + nextra + 1, sizeof *envp);
-  size_t k = 0;
-  for (size_t i = 0; i < nenv; i++) {
-    int replaced = 0;
-    for (size_t j = 0; j < nextra; j++) {
-      size_t len = strcspn(env[j], "=") + 1;
-      replaced |= strncmp(environ[i], env[j], len) == 0;
-    }
-    if (!replaced)
-      envp[k++] = environ[i];
-  }
-  for (size_t j = 0; j < nextra; j++)
-    envp[k++] = (char *)env[j];
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, in_path ? in_path : "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path ? err_path : err,
-                                   err_path ? O_RDWR | O_NOCTTY : O_WRONLY | O_CREAT | O_TRUNC,
-                                   0600);
-  pid_t pid;
-  int e = posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, envp);
-  posix_spawn_file_actions_destroy(&fa);
-  free(envp);
-  ck_assert_msg(e == 0, "cannot run %s: %s", argv[0], strerror(e));
-  int st = 0;
-  ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-  r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  r->out = slurp(out, NULL);
-  r->err = err_path ? strdup("") : slurp(err, NULL);
-}
-
-static const char *
-kiln_path(void)
-{
-  const char *p = getenv("KILN_TEST_KILN");
-  ck_assert_msg(p && *p, "KILN_TEST_KILN is not set (tests/meson.build sets it)");
-  return p;
-}
-
-/* Runs the kiln tool with the given arguments (a NULL-terminated list). */
+/* The kiln tool with the given arguments (a NULL-terminated list), waited for. */
 static void
 kiln_v(struct run *r, const char *const *env, const char *const *args)
 {
-  const char *argv[64];
-  size_t n = 0;
-  argv[n++] = kiln_path();
-  for (size_t i = 0; args[i]; i++) {
-    ck_assert_uint_lt(n, 63);
-    argv[n++] = args[i];
-  }
-  argv[n] = NULL;
-  run_ex(r, env, NULL, NULL, argv);
+  run_kiln(r, scratch, env, 0, args);
 }
 
 #define KILN(r, env, ...) kiln_v((r), (env), (const char *const[]){__VA_ARGS__, NULL})
@@ -179,7 +80,7 @@ jq(const char *doc, const char *expr)
   snprintf(script, sizeof script, "import json, sys\nd = json.load(sys.stdin)\nprint(%s)\n", expr);
   const char *argv[] = {python, "-c", script, NULL};
   struct run r;
-  run_ex(&r, NULL, in, NULL, argv);
+  run_cmd(&r, scratch, NULL, in, NULL, 0, argv);
   ck_assert_msg(r.status == 0, "JSON check '%s' failed (%d): %s\ndocument:\n%s", expr, r.status,
                 r.err, doc);
   char *s = strdup(r.out);
@@ -1737,7 +1638,7 @@ START_TEST(warm_prints_lines_or_a_progress_bar_then_count_and_time)
   ck_assert_int_eq(unlockpt(m), 0);
   char *slave = strdup(ptsname(m));
   const char *argv[] = {kiln_path(), "cache", "warm", "--limit", "3", "--dir", dir, NULL};
-  run_ex(&r, NULL, NULL, slave, argv);
+  run_cmd(&r, scratch, NULL, NULL, slave, 0, argv);
   char *tty = read_pty(m);
   close(m);
   free(slave);

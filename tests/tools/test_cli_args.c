@@ -20,108 +20,16 @@
 
 #include "harness.h"
 #include "runtime/tune_file.h"
-
-extern char **environ;
+#include "tool_run.h"
 
 #define DEADLINE_S 120 /* per command; the slowest here compiles a few kernels on PoCL */
 
 static char *scratch;
 
-static char *
-slurp(const char *path)
-{
-  FILE *f = fopen(path, "rb");
-  ck_assert_msg(f != NULL, "cannot open %s: %s", path, strerror(errno));
-  size_t cap = 4096, n = 0, got;
-  char *buf = malloc(cap);
-  while ((got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-    n += got;
-    if (cap - n - 1 == 0)
-      buf = realloc(buf, cap *= 2);
-  }
-  fclose(f);
-  buf[n] = 0;
-  return buf;
-}
-
-struct run {
-  int status; /* exit status; 128 + signal; -1 when killed at the deadline */
-  char *out, *err;
-};
-
-static void
-run_free(struct run *r)
-{
-  free(r->out);
-  free(r->err);
-  memset(r, 0, sizeof *r);
-}
-
-/*
- * Runs argv with env ("NAME=VALUE" entries added to ours, NULL-terminated, or NULL) and stdin
- * from /dev/null; kills it after DEADLINE_S seconds.
- */
-static void
-run_argv(struct run *r, const char *const *env, const char *const *argv)
-{
-  char out[4300], err[4300];
-  snprintf(out, sizeof out, "%s/out", scratch);
-  snprintf(err, sizeof err, "%s/err", scratch);
-  size_t nenv = 0, nextra = 0;
-  while (environ[nenv])
-    nenv++;
-  while (env && env[nextra])
-    nextra++;
-  char **envp = calloc(nenv + nextra + 1, sizeof *envp);
-  size_t k = 0;
-  for (size_t i = 0; i < nenv; i++) {
-    int replaced = 0;
-    for (size_t j = 0; j < nextra; j++)
-      replaced |= strncmp(environ[i], env[j], strcspn(env[j], "=") + 1) == 0;
-    if (!replaced)
-      envp[k++] = environ[i];
-  }
-  for (size_t j = 0; j < nextra; j++)
-    envp[k++] = (char *)env[j];
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  pid_t pid;
-  int e = posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, envp);
-  posix_spawn_file_actions_destroy(&fa);
-  free(envp);
-  ck_assert_msg(e == 0, "cannot run %s: %s", argv[0], strerror(e));
-  int st = 0;
-  struct timespec nap = {0, 20 * 1000 * 1000};
-  pid_t w = 0;
-  for (int ticks = 0; (w = waitpid(pid, &st, WNOHANG)) == 0 && ticks < DEADLINE_S * 50; ticks++)
-    nanosleep(&nap, NULL);
-  if (w == 0) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &st, 0);
-    r->status = -1;
-  } else {
-    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  }
-  r->out = slurp(out);
-  r->err = slurp(err);
-}
-
 static void
 kiln_v(struct run *r, const char *const *env, const char *const *args)
 {
-  const char *argv[32];
-  size_t n = 0;
-  argv[n++] = getenv("KILN_TEST_KILN");
-  ck_assert_msg(argv[0] && *argv[0], "KILN_TEST_KILN is not set (tests/meson.build sets it)");
-  for (; args[n - 1]; n++) {
-    ck_assert_uint_lt(n, 31);
-    argv[n] = args[n - 1];
-  }
-  argv[n] = NULL;
-  run_argv(r, env, argv);
+  run_kiln(r, scratch, env, DEADLINE_S, args);
 }
 
 static const char *
@@ -355,7 +263,7 @@ json_eval(const char *doc, const char *expr)
   const char *py = getenv("KILN_TEST_PYTHON");
   ck_assert_msg(py && *py, "KILN_TEST_PYTHON is not set");
   struct run r;
-  run_argv(&r, NULL, ARGS(py, "-c", script, in));
+  run_cmd(&r, scratch, NULL, NULL, NULL, DEADLINE_S, ARGS(py, "-c", script, in));
   ck_assert_msg(r.status == 0, "JSON check '%s' failed (%d): %s\ndocument:\n%s", expr, r.status,
                 r.err, doc);
   char *s = strdup(r.out);

@@ -1209,7 +1209,7 @@ START_TEST(run_list_import_export)
       if (strcmp(d.name, fams[j]) == 0) {
         seen[j]++;
         if (strcmp(d.name, "linalg") == 0) {
-          ck_assert_str_eq(d.params, "route nb gemm ahead leaf");
+          ck_assert_str_eq(d.params, "route nb gemm ahead leaf pwg");
           ck_assert_str_eq(d.layouts, "full");
         }
       }
@@ -1608,7 +1608,13 @@ START_TEST(gemm_family_routes)
   ck_assert_int_eq(matmul_route(ctx, 128, 64, 64), ON_CLBLAST);
   KOK(kiln_tune_override(ctx, "gemm", KILN_F32, "mnk.2^12", NULL));
   KOK(kiln_tune_override(ctx, "gemm", KILN_F32, "mnk.2^18", NULL));
-  KEXPECT(kiln_tune_override(ctx, "gemm", KILN_F32, NULL, "route=3"), KILN_ERR_INVALID_ARGUMENT);
+  KEXPECT(kiln_tune_override(ctx, "gemm", KILN_F32, NULL, "route=4"), KILN_ERR_INVALID_ARGUMENT);
+  /* Route 3, kiln's large kernel: neither of the two counted routes, the product exact. */
+  KOK(kiln_tune_override(ctx, "gemm", KILN_F32, "mnk.2^18", "route=3"));
+  uint64_t large0 = kiln__blas_test_large_calls();
+  matmul_route_counted(ctx, 64, 64, 64, 0);
+  ck_assert_uint_eq(kiln__blas_test_large_calls(), large0 + 1);
+  KOK(kiln_tune_override(ctx, "gemm", KILN_F32, "mnk.2^18", NULL));
 
   /* A stored route is used. */
   plant(dir, "Fake Device", "1.0",
