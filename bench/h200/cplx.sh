@@ -27,5 +27,6 @@ D=c128 b 5 2^24 linalg.cinv
 el cinv
 D=c128 p 8 2^24 linalg.cinv
 el torch
-CK_FORK=no KILN_LOG=error timeout 22 build-gpu/tests/test_linalg_complex > $R/test-linalg_complex.txt 2>&1; echo "test_linalg_complex rc=$?" >> $R/rc.txt
+# KILN_TEST_KEEP_CACHE_ENV: the suite reuses the rows' compiled programs in /tmp/kc
+KILN_TEST_KEEP_CACHE_ENV=1 CK_FORK=no KILN_LOG=error timeout 22 build-gpu/tests/test_linalg_complex > $R/test-linalg_complex.txt 2>&1; echo "test_linalg_complex rc=$?" >> $R/rc.txt
 el tests
