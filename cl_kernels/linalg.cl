@@ -267,7 +267,7 @@ kernel void lu_panel(global T *a, ulong aoff, ulong lda, uint m, uint ncols, uin
  *        untorn (CUB's scan tile states rely on the same), so a reader that sees the stamp
  *        sees the candidate. Readers poll the slots: that is the grid barrier, and its data.
  *   x    [parity][G + 1][LUG_W] (T): the candidates' rows, then the diagonal row, stored
- *        before the slot (a global fence between).
+ *        (plain stores) before the slot (a global fence between).
  * Cross-group reads are volatile (NVIDIA serves plain loads from a compute unit's L1, which
  * another unit's stores do not update). Columns of the interchanges outside the kernel's own
  * (s0 .. s0+sw-1 minus j0 .. j0+ncols-1) are swapped in global memory by group 0, each column
@@ -309,6 +309,9 @@ kernel void lu_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
   for (uint jj = 0; jj < ncols; jj++) {
     const uint par = jj & 1u, stamp = sbase + jj + 1;
     volatile global T *xr = x + (ulong)par * (G + 1) * LUG_W;
+    /* plain stores for the rows (the fence before the slot's store publishes them): volatile
+     * ones are issued one at a time */
+    global T *xw = (global T *)xr;
     volatile global ulong2 *sl = slot + par * G;
     T xj = (T)0;
 #define LUG_PICK(c) xj = c == jj ? r##c : xj;
@@ -322,7 +325,7 @@ kernel void lu_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
     argmax_tree(rv, ri, lid, lsz);
     const int wbest = ri[0];
     const T wv = rv[0];
-#define LUG_PUT(c) xr[base + c] = r##c;
+#define LUG_PUT(c) xw[base + c] = r##c;
     if (own && (int)me == wbest) {
       const ulong base = (ulong)g * LUG_W;
       LUG_REP(LUG_PUT)

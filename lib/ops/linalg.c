@@ -752,7 +752,7 @@ lu_pan_make(const la *L, lu_pan *P)
   *P = (lu_pan){0};
   KILN_TRY(kern(L, "lu_panel", &P->k));
   P->local = panel_local(L, P->k);
-  if (L->pwg <= 1)
+  if (L->pwg <= 1 || kiln__dtype_is_complex(L->dt)) /* lu_panel_grid is real only */
     return KILN_OK;
   KILN_TRY(kern(L, "lu_panel_grid", &P->gk));
   uint64_t cu = L->ctx->info.compute_units ? L->ctx->info.compute_units : 1;

@@ -89,9 +89,11 @@ typedef struct kiln__linalg_params {
  * panel held in registers; panels wider than its KILN__LINALG_GRID_W columns recurse (leaf
  * KILN__LINALG_GRID_W). CPUs keep one work-group: PoCL's threads take work-groups in chunks,
  * so two groups of one launch may run one after the other on the same thread and wait
- * forever.
+ * forever. Complex dtypes keep lu_panel. On the H200 (2026-12-02, f64, docs/linalg.md) LU of
+ * 4096 took 35.4 ms with lu_panel_grid over all 132 compute units (35.8 over 32, 35.4 over
+ * 64) against 134 on lu_panel.
  */
-#define KILN__LINALG_RULE_PWG_GPU 1 /* lu_panel until lu_panel_grid is measured */
+#define KILN__LINALG_RULE_PWG_GPU 1024
 #define KILN__LINALG_RULE_PWG_CPU 1
 #define KILN__LINALG_GRID_W 64
 
