@@ -202,8 +202,6 @@ la_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
   L.pwg = p.pwg                ? p.pwg
           : ctx->info.is_gpu ? KILN__LINALG_RULE_PWG_GPU
                              : KILN__LINALG_RULE_PWG_CPU;
-  if (cplx) /* lu_panel_grid is built for real dtypes only */
-    L.pwg = 1;
   int hs = atomic_load(&hook_small);
   if (hs >= 0)
     L.small_max = (uint64_t)hs;
