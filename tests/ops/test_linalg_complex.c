@@ -312,6 +312,17 @@ START_TEST(lu_blocked_paths)
       lu_case(dt, 1, &bd, 33, 33);
     }
   }
+  /* a multi-group panel asked for (the tuner's pwg): complex keeps lu_panel */
+  kiln__linalg_test_pwg(4);
+  hook_nb = 16;
+  hook_small = 0;
+  hook_leaf = -1;
+  hook_gemm = -1;
+  FOR_DTYPES(dt)
+  {
+    lu_case(dt, 0, NULL, 40, 23);
+  }
+  kiln__linalg_test_pwg(-1);
   for (int ahead = 1; ahead <= 2; ahead++) {
     hook_nb = 64;
     hook_small = -1;
@@ -1416,6 +1427,7 @@ reset_hooks(void)
   kiln__linalg_test_own_gemm_max(-1);
   kiln__linalg_test_gemm(-1);
   kiln__linalg_test_ahead(-1);
+  kiln__linalg_test_pwg(-1);
   kiln__linalg_spectral_test_set(-1, -1, -1);
   kiln__linalg_spectral_test_split(-1);
 }
