@@ -61,6 +61,22 @@ debug_num(const char *key, long lo, long hi)
   return t >= lo && t <= hi ? (uint64_t)t : 0;
 }
 
+/* Whether KILN_DEBUG_LINALG_HOST names the routine (a comma-separated list). */
+static int
+host_pick(const char *routine)
+{
+  const char *e = kiln__env(KILN__ENV_DEBUG_LINALG_HOST);
+  size_t len = strlen(routine);
+  for (const char *p = e; p && *p;) {
+    const char *q = strchr(p, ',');
+    size_t l = q ? (size_t)(q - p) : strlen(p);
+    if (l == len && strncmp(p, routine, len) == 0)
+      return 1;
+    p = q ? q + 1 : NULL;
+  }
+  return 0;
+}
+
 /* debug_num for a power of two from 8 (work-group sizes: the group reductions halve them). */
 static size_t
 debug_pow2(const char *key, size_t dflt)
@@ -137,22 +153,6 @@ static int
 host_fast_blas(void)
 {
   return dlsym(RTLD_DEFAULT, "openblas_get_num_threads") != NULL;
-}
-
-/* Whether KILN_DEBUG_LINALG_HOST names the routine (a comma-separated list). */
-static int
-host_pick(const char *routine)
-{
-  const char *e = kiln__env(KILN__ENV_DEBUG_LINALG_HOST);
-  size_t len = strlen(routine);
-  for (const char *p = e; p && *p;) {
-    const char *q = strchr(p, ',');
-    size_t l = q ? (size_t)(q - p) : strlen(p);
-    if (l == len && strncmp(p, routine, len) == 0)
-      return 1;
-    p = q ? q + 1 : NULL;
-  }
-  return 0;
 }
 
 /* Whether eigh's tridiagonal eigenvectors of order n come from MRRR (else dstedc). */
@@ -767,6 +767,23 @@ tr_args(kiln__args *args, const td_ws *t, kiln__lsp_mat a, uint64_t n, uint64_t 
 }
 
 /*
+ * The reductions' trailing update C -= X Y^T through CLBlast wherever kiln has it, whatever the
+ * linalg family's gemm says (that choice, made for LU's and Cholesky's narrow updates, then
+ * applies to the back-transformations only): on the H200 kiln's gemm_tile ran the 4096
+ * reductions' updates (k = 2 nb) at about 2 TFLOP/s, 44 ms of eigh's 160 and 68 of svd's 460.
+ * KILN_DEBUG_LINALG_HOST=rtile keeps gemm_tile, to time them against each other.
+ */
+static kiln_status
+red_gemm(const kiln__lsp *L, uint64_t m, uint64_t n, uint64_t k, kiln__lsp_mat x, kiln__lsp_mat y,
+         kiln__lsp_mat c)
+{
+  kiln__lsp l2 = *L;
+  if (L->clblast && !host_pick("rtile"))
+    l2.tile = 0;
+  return kiln__lsp_gemm(&l2, 0, 1, m, n, k, -1.0, x, y, 1.0, c);
+}
+
+/*
  * Reduces the symmetric n x n matrix a (full, in place) to tridiagonal form as LAPACK's dsytrd
  * (lower) with dlatrd panels of nb columns: d[n], e[n-1], reflectors below the subdiagonal
  * with tau[n-1]. Per column two launches (tr_symv, tr_fin; no host wait: tr_fin also updates
@@ -816,7 +833,7 @@ sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d
     a22.off += r0 * n + r0;
     x.off += r0 * ld3;
     y.off += r0 * ld3 + nb;
-    KILN_TRY(kiln__lsp_gemm(L, 0, 1, nt, nt, 2 * nb, -1.0, x, y, 1.0, a22));
+    KILN_TRY(red_gemm(L, nt, nt, 2 * nb, x, y, a22));
   }
   cl_int err = clEnqueueCopyBuffer(L->ctx->queue, a.mem, d.mem, (a.off + (n - 1) * (n + 1)) * L->ts,
                                    (d.off + n - 1) * L->ts, L->ts, 0, NULL, NULL);
@@ -1292,7 +1309,7 @@ gebrd(const kiln__lsp *L, const gb_bufs *g, uint64_t M, uint64_t N)
       a22.off += r0 * N + r0;
       x.off += r0 * ld2;
       y.off += r0 * ld2;
-      KILN_TRY(kiln__lsp_gemm(L, 0, 1, M - r0, N - r0, ld2, -1.0, x, y, 1.0, a22));
+      KILN_TRY(red_gemm(L, M - r0, N - r0, ld2, x, y, a22));
     }
   }
   return KILN_OK;
