@@ -769,9 +769,10 @@ tr_args(kiln__args *args, const td_ws *t, kiln__lsp_mat a, uint64_t n, uint64_t 
 /*
  * The reductions' trailing update C -= X Y^T through CLBlast wherever kiln has it, whatever the
  * linalg family's gemm says (that choice, made for LU's and Cholesky's narrow updates, then
- * applies to the back-transformations only): on the H200 kiln's gemm_tile ran the 4096
- * reductions' updates (k = 2 nb) at about 2 TFLOP/s, 44 ms of eigh's 160 and 68 of svd's 460.
- * KILN_DEBUG_LINALG_HOST=rtile keeps gemm_tile, to time them against each other.
+ * applies to the back-transformations only). On the H200 gemm_tile took 44 ms of eigh's
+ * 4096 run and 68 of svd's, the back-transformations' GEMMs included (the trace does not
+ * tell them apart). KILN_DEBUG_LINALG_HOST=rtile keeps gemm_tile, to time them against each
+ * other.
  */
 static kiln_status
 red_gemm(const kiln__lsp *L, uint64_t m, uint64_t n, uint64_t k, kiln__lsp_mat x, kiln__lsp_mat y,
