@@ -366,12 +366,8 @@ kernel void bd_ysum(global const T *a, ulong aoff, uint M, uint N, uint c, uint 
   if (g < ntile * nchunk) {
     const uint k = g / ntile, s = c + 1 + (g % ntile) * lsz + lid;
     const uint r0 = c + 1 + min(R, k * cs), r1 = c + 1 + min(R, (k + 1) * cs);
-    if (s < N) {
-      T acc = (T)0;
-      for (uint r = r0; r < r1; r++)
-        acc += A[(ulong)r * N + s] * A[(ulong)r * N + c];
-      part[poff + (ulong)k * N + s] = acc;
-    }
+    if (s < N) /* column s against column c over the chunk's rows, four rows in flight */
+      part[poff + (ulong)k * N + s] = chunk_dot(A + s, N, 0, A + c, N, r0, r1);
     return;
   }
   const uint k = g - ntile * nchunk;

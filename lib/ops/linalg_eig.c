@@ -61,6 +61,22 @@ debug_num(const char *key, long lo, long hi)
   return t >= lo && t <= hi ? (uint64_t)t : 0;
 }
 
+/* Whether KILN_DEBUG_LINALG_HOST names the routine (a comma-separated list). */
+static int
+host_pick(const char *routine)
+{
+  const char *e = kiln__env(KILN__ENV_DEBUG_LINALG_HOST);
+  size_t len = strlen(routine);
+  for (const char *p = e; p && *p;) {
+    const char *q = strchr(p, ',');
+    size_t l = q ? (size_t)(q - p) : strlen(p);
+    if (l == len && strncmp(p, routine, len) == 0)
+      return 1;
+    p = q ? q + 1 : NULL;
+  }
+  return 0;
+}
+
 /* debug_num for a power of two from 8 (work-group sizes: the group reductions halve them). */
 static size_t
 debug_pow2(const char *key, size_t dflt)
@@ -139,22 +155,6 @@ host_fast_blas(void)
   return dlsym(RTLD_DEFAULT, "openblas_get_num_threads") != NULL;
 }
 
-/* Whether KILN_DEBUG_LINALG_HOST names the routine (a comma-separated list). */
-static int
-host_pick(const char *routine)
-{
-  const char *e = kiln__env(KILN__ENV_DEBUG_LINALG_HOST);
-  size_t len = strlen(routine);
-  for (const char *p = e; p && *p;) {
-    const char *q = strchr(p, ',');
-    size_t l = q ? (size_t)(q - p) : strlen(p);
-    if (l == len && strncmp(p, routine, len) == 0)
-      return 1;
-    p = q ? q + 1 : NULL;
-  }
-  return 0;
-}
-
 /* Whether eigh's tridiagonal eigenvectors of order n come from MRRR (else dstedc). */
 static int
 use_mrrr(uint64_t n)
@@ -194,8 +194,8 @@ sv_desc(const void *x, const void *y)
 /* One thread's share of the parallel MRRR: eigenpairs il .. iu (1-based) of (d, e). */
 typedef struct mrrr_job {
   const double *d, *e;
-  uint64_t n, il, iu;
-  double *w, *z; /* w[n] (the pairs' values from w[il-1]), z n x n: vector j in row j */
+  uint64_t n, il, iu, lo;
+  double *w, *z; /* pair j (0-based) into w[j - lo] and row j - lo of z (n long) */
   lapack_int info;
 } mrrr_job;
 
@@ -204,28 +204,26 @@ mrrr_run(void *arg)
 {
   mrrr_job *j = arg;
   uint64_t n = j->n, m = j->iu - j->il + 1;
-  double *dc = malloc(n * sizeof *dc), *ec = malloc(n * sizeof *ec),
-         *zt = malloc(n * m * sizeof *zt);
+  double *dc = malloc(n * sizeof *dc), *ec = malloc(n * sizeof *ec);
   double *wt = malloc(n * sizeof *wt);
   lapack_int *supp = malloc(2 * m * sizeof *supp), found = 0, tryrac = 1;
   j->info = -1;
-  if (dc && ec && zt && wt && supp) {
+  if (dc && ec && wt && supp) {
     memcpy(dc, j->d, n * sizeof *dc);
     memcpy(ec, j->e, n * sizeof *ec);
-    /* column-major: the vectors contiguous (row-major LAPACKE wants ldz >= n columns) */
+    /* column-major: the vectors contiguous, straight into the thread's rows of z (dstemr
+     * writes its m columns only) */
     j->info = LAPACKE_dstemr(LAPACK_COL_MAJOR, 'V', 'I', (lapack_int)n, dc, ec, 0.0, 0.0,
-                             (lapack_int)j->il, (lapack_int)j->iu, &found, wt, zt, (lapack_int)n,
-                             (lapack_int)m, supp, &tryrac);
+                             (lapack_int)j->il, (lapack_int)j->iu, &found, wt,
+                             j->z + (j->il - 1 - j->lo) * n, (lapack_int)n, (lapack_int)m, supp,
+                             &tryrac);
     if (j->info == 0 && (uint64_t)found != m)
       j->info = 1;
   }
-  if (j->info == 0) {
-    memcpy(j->w + j->il - 1, wt, m * sizeof *wt);
-    memcpy(j->z + (j->il - 1) * n, zt, n * m * sizeof *zt);
-  }
+  if (j->info == 0)
+    memcpy(j->w + j->il - 1 - j->lo, wt, m * sizeof *wt);
   free(dc);
   free(ec);
-  free(zt);
   free(wt);
   free(supp);
   return NULL;
@@ -286,35 +284,39 @@ gap_run(void *arg)
 }
 
 /*
- * All eigenpairs of (d, e; e[n-1] = 0) by MRRR on several host threads (MRRR computes each
- * vector on its own, which is what makes it parallel: ScaLAPACK's pdstegr and PMRRR split the
- * index range the same way): one dstemr call per index range. The ranges are cut at the
- * widest relative gap among the 8 eigenvalues around each even split (found by bisection,
- * in parallel), so that no pair of close eigenvalues straddles two calls, whose root
- * representations differ. Returns LAPACK's info (nonzero: the caller falls back to dstedc).
+ * The eigenpairs lo .. hi - 1 (0-based, ascending) of (d, e; e[n-1] = 0) by MRRR on several
+ * host threads (MRRR computes each vector on its own, which is what makes it parallel:
+ * ScaLAPACK's pdstegr and PMRRR split the index range the same way): one dstemr call per
+ * index range. The ranges are cut at the widest relative gap among the 8 eigenvalues around
+ * each even split (found by bisection, in parallel), so that no pair of close eigenvalues
+ * straddles two calls, whose root representations differ. w[hi - lo], the vector of w[j] at
+ * z + j n. Returns LAPACK's info (nonzero: the caller falls back).
  */
 static lapack_int
-mrrr_parallel(uint64_t n, const double *d, const double *e, double *w, double *z, uint64_t threads)
+mrrr_parallel(uint64_t n, const double *d, const double *e, uint64_t lo, uint64_t hi, double *w,
+              double *z, uint64_t threads)
 {
+  uint64_t cnt = hi - lo;
   if (threads > 64)
     threads = 64;
-  if (threads > n / 2)
-    threads = n / 2 ? n / 2 : 1;
+  if (threads > cnt / 2)
+    threads = cnt / 2 ? cnt / 2 : 1;
   gap_job gap[64];
   for (uint64_t t = 1; t < threads; t++) {
-    uint64_t target = t * n / threads; /* the split before 0-based index target */
-    uint64_t il = target > 3 ? target - 3 : 1, iu = target + 4 < n ? target + 4 : n;
+    uint64_t target = lo + t * cnt / threads; /* the split before 0-based index target */
+    uint64_t il = target > lo + 3 ? target - 3 : lo + 1, iu = target + 4 < hi ? target + 4 : hi;
     gap[t - 1] = (gap_job){.d = d, .e = e, .n = n, .il = il, .iu = iu};
   }
   if (threads > 1)
     run_jobs(gap_run, gap, sizeof gap[0], threads - 1);
   mrrr_job job[64];
-  uint64_t start = 0, nj = 0;
-  for (uint64_t t = 0; t < threads && start < n; t++) {
-    uint64_t end = t + 1 < threads ? gap[t].best : n;
+  uint64_t start = lo, nj = 0;
+  for (uint64_t t = 0; t < threads && start < hi; t++) {
+    uint64_t end = t + 1 < threads ? gap[t].best : hi;
     if (end <= start)
       continue;
-    job[nj++] = (mrrr_job){.d = d, .e = e, .n = n, .il = start + 1, .iu = end, .w = w, .z = z};
+    job[nj++] = (mrrr_job){
+        .d = d, .e = e, .n = n, .il = start + 1, .iu = end, .lo = lo, .w = w, .z = z};
     start = end;
   }
   run_jobs(mrrr_run, job, sizeof job[0], nj);
@@ -445,12 +447,14 @@ w_asc(const void *x, const void *y)
  * The eigenpairs lo .. hi - 1 (0-based, ascending) of (d, e; n >= 3) by MRRR as dstemr
  * computes them (RANGE 'A'; a subset lo > 0 or hi < n only where the matrix does not split,
  * else info 1), with the vector stage on several host threads: dlarre once (root representations, every eigenvalue
- * by dqds: O(n^2), a small share of the work), then one dlarrv call per thread for an index
- * range (dlarrv's dol/dou, the subset interface ScaLAPACK's parallel MRRR uses). A cluster
- * that straddles two ranges is refined by both threads alike (the same deterministic
- * computation), so the vectors equal one call's. The per-thread dstemr calls
- * (mrrr_parallel) instead each find their eigenvalues by bisection, which on the H200's
- * host cost more than the vectors. w[hi - lo] ascending, the vector of w[j] at zt + j n.
+ * by dqds), then one dlarrv call per thread for an index range (dlarrv's dol/dou, the subset
+ * interface ScaLAPACK's parallel MRRR uses). A cluster that straddles two ranges is refined
+ * by both threads alike (the same deterministic computation), so the vectors equal one
+ * call's. Measured on the H200's host (16 cores) it lost to the per-thread dstemr calls
+ * (mrrr_parallel): eigh's host stage 1.2 s against 0.47 s at 4096, 54 against 32 ms at 1024
+ * (123 ms on one thread, 80 on four): dlarre runs alone, and dlarrv's cost with a subset
+ * does not shrink with it (on 2 cores, 4 threads did 3.3 times one call's work). Kept as
+ * KILN_DEBUG_LINALG_HOST=larrv. w[hi - lo] ascending, the vector of w[j] at zt + j n.
  * Returns LAPACK's info (nonzero: failed, or dlarre/dlarrv not found: the caller falls
  * back); d and e kept.
  */
@@ -584,9 +588,10 @@ done:
  * column-major Z LAPACK writes, which the device transposes) of the symmetric tridiagonal
  * (d[n], e[n-1]; e has n entries, the last one scratch). Vectors come from MRRR (O(n^2))
  * where use_mrrr says so (the reference LAPACK from order KILN__LSP_MRRR_MIN up: its divide
- * and conquer is O(n^3) through a single-threaded BLAS): dlarre once and dlarrv over host
- * threads (mrrv_parallel), or with KILN_DEBUG_LINALG_HOST=stemr one dstemr call per thread
- * (mrrr_parallel); otherwise, and whenever MRRR gives up, from dstedc.
+ * and conquer is O(n^3) through a single-threaded BLAS): one dstemr call per host thread
+ * (mrrr_parallel), or with KILN_DEBUG_LINALG_HOST=larrv dlarre once and dlarrv over the
+ * threads (mrrv_parallel: 2.5x slower on the H200's host, see there); otherwise, and
+ * whenever MRRR gives up, from dstedc.
  */
 static kiln_status
 tridiag_eig(const char *op, uint64_t b, uint64_t n, double *d, double *e, double *z)
@@ -606,7 +611,7 @@ tridiag_eig(const char *op, uint64_t b, uint64_t n, double *d, double *e, double
     e0[n - 1] = e[n - 1] = 0.0;
     lapack_int found = 0, tryrac = 1, info = 1;
     uint64_t th = use_mrrr(n) ? mrrr_threads(n) : 0;
-    if (th && n >= 3 && !host_pick("stemr")) {
+    if (th && n >= 3 && host_pick("larrv")) {
       info = mrrv_parallel(n, d0, e0, 0, n, w, z, th);
       found = info == 0 ? (lapack_int)n : 0;
       if (info != 0)
@@ -614,7 +619,7 @@ tridiag_eig(const char *op, uint64_t b, uint64_t n, double *d, double *e, double
                   op, (unsigned long long)b, (int)info);
     }
     if (info != 0 && th > 1) {
-      info = mrrr_parallel(n, d0, e0, w, z, th);
+      info = mrrr_parallel(n, d0, e0, 0, n, w, z, th);
       found = info == 0 ? (lapack_int)n : 0;
     } else if (info != 0 && th == 1) {
       info = LAPACKE_dstemr(LAPACK_COL_MAJOR, 'V', 'A', (lapack_int)n, d, e, 0.0, 0.0, 0, 0, &found,
@@ -762,6 +767,24 @@ tr_args(kiln__args *args, const td_ws *t, kiln__lsp_mat a, uint64_t n, uint64_t 
 }
 
 /*
+ * The reductions' trailing update C -= X Y^T through CLBlast wherever kiln has it, whatever the
+ * linalg family's gemm says (that choice, made for LU's and Cholesky's narrow updates, then
+ * applies to the back-transformations only). On the H200 gemm_tile took 44 ms of eigh's
+ * 4096 run and 68 of svd's, the back-transformations' GEMMs included (the trace does not
+ * tell them apart). KILN_DEBUG_LINALG_HOST=rtile keeps gemm_tile, to time them against each
+ * other.
+ */
+static kiln_status
+red_gemm(const kiln__lsp *L, uint64_t m, uint64_t n, uint64_t k, kiln__lsp_mat x, kiln__lsp_mat y,
+         kiln__lsp_mat c)
+{
+  kiln__lsp l2 = *L;
+  if (L->clblast && !host_pick("rtile"))
+    l2.tile = 0;
+  return kiln__lsp_gemm(&l2, 0, 1, m, n, k, -1.0, x, y, 1.0, c);
+}
+
+/*
  * Reduces the symmetric n x n matrix a (full, in place) to tridiagonal form as LAPACK's dsytrd
  * (lower) with dlatrd panels of nb columns: d[n], e[n-1], reflectors below the subdiagonal
  * with tau[n-1]. Per column two launches (tr_symv, tr_fin; no host wait: tr_fin also updates
@@ -811,7 +834,7 @@ sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d
     a22.off += r0 * n + r0;
     x.off += r0 * ld3;
     y.off += r0 * ld3 + nb;
-    KILN_TRY(kiln__lsp_gemm(L, 0, 1, nt, nt, 2 * nb, -1.0, x, y, 1.0, a22));
+    KILN_TRY(red_gemm(L, nt, nt, 2 * nb, x, y, a22));
   }
   cl_int err = clEnqueueCopyBuffer(L->ctx->queue, a.mem, d.mem, (a.off + (n - 1) * (n + 1)) * L->ts,
                                    (d.off + n - 1) * L->ts, L->ts, 0, NULL, NULL);
@@ -1290,7 +1313,7 @@ gebrd(const kiln__lsp *L, const gb_bufs *g, uint64_t M, uint64_t N)
       a22.off += r0 * N + r0;
       x.off += r0 * ld2;
       y.off += r0 * ld2;
-      KILN_TRY(kiln__lsp_gemm(L, 0, 1, M - r0, N - r0, ld2, -1.0, x, y, 1.0, a22));
+      KILN_TRY(red_gemm(L, M - r0, N - r0, ld2, x, y, a22));
     }
   }
   return KILN_OK;
@@ -1505,13 +1528,14 @@ gk_run(void *arg)
 /*
  * The SVD of the upper bidiagonal (d[n], e[n-1]) through MRRR on its Golub-Kahan matrix
  * (zero diagonal, off-diagonal d_1, e_1, d_2, ..., d_n; eigenvalues +-s_i, the vector of s_i
- * [v_1, u_1, v_2, u_2, ...] / sqrt(2)): mrrv_parallel's positive half, O(n^2) and split over
- * host threads, where dbdsvdx's bisection and inverse iteration (with Gram-Schmidt over
+ * [v_1, u_1, v_2, u_2, ...] / sqrt(2)): mrrr_parallel's positive half (one dstemr call per
+ * thread), O(n^2), where dbdsvdx's bisection and inverse iteration (with Gram-Schmidt over
  * clusters that for 4096 random values span the spectrum) took seconds. MRRR's vectors are
  * orthogonal as 2n-vectors, but the halves stay orthogonal only while each s_i is apart from
  * -s_i, i.e. not tiny: numerically zero values (<= n eps s_max, as dbdsvdx's route) and any
- * pair whose halves' norms^2 stray from 1/2 by more than 10 (2n) eps decline (nonzero), as do
- * splits of the matrix (mrrv_parallel's subset); the caller then takes dbdsvdx or dbdsqr.
+ * pair whose halves' norms^2 stray from 1/2 by more than 10 (2n) eps decline (nonzero; for
+ * graded values the orthogonality error measured about 11 times that deviation); the caller
+ * then takes dbdsvdx or dbdsqr.
  * s descending, vectors in the columns of u and v (n x n row-major).
  */
 static lapack_int
@@ -1528,7 +1552,7 @@ gk_mrrr(uint64_t n, const double *d, const double *e, double *s, double *u, doub
       te[2 * k] = d[k];
       te[2 * k + 1] = k + 1 < n ? e[k] : 0.0;
     }
-    info = mrrv_parallel(N, td, te, n, N, w, zt, threads);
+    info = mrrr_parallel(N, td, te, n, N, w, zt, threads);
   }
   if (info == 0 && !(w[0] > (double)n * DBL_EPSILON * w[n - 1]))
     info = 1;

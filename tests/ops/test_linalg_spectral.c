@@ -665,9 +665,8 @@ START_TEST(eigh)
     eigh_case(dt, 1, 33, NULL, NULL);
     if (harness_fits(160 * 160))
       eigh_case(dt, 1, 160, NULL, NULL);
-    /* dlarre's blocks come one after the other, each sorted: a diagonal matrix and a
-     * block-diagonal one (its tridiagonal splits) give values that the threads' ranges
-     * return out of order, sorted afterwards with their vectors */
+    /* matrices whose tridiagonal splits: a diagonal one and a block-diagonal one (with
+     * larrv below, dlarre's blocks come one after the other and are sorted afterwards) */
     static const double dv[12] = {3, -1, 2, 0.5, 7, -4, 2, 1, 0, -2, 5, 6};
     static const double dvs[12] = {-4, -2, -1, 0, 0.5, 1, 2, 2, 3, 5, 6, 7};
     double dg[144] = {0}, bd[21 * 21] = {0};
@@ -682,8 +681,8 @@ START_TEST(eigh)
           bd[i * 21 + j] = cos((double)((i + 1) * (j + 1))) + (i == j ? 0.3 * (double)k : 0.0);
     if (!harness_small()) {
       eigh_case(dt, 1, 21, bd, NULL);
-      /* one dstemr call per thread (KILN_DEBUG_LINALG_HOST=stemr) */
-      setenv("KILN_DEBUG_LINALG_HOST", "stemr", 1);
+      /* dlarre once and dlarrv per thread (KILN_DEBUG_LINALG_HOST=larrv) */
+      setenv("KILN_DEBUG_LINALG_HOST", "larrv", 1);
       eigh_case(dt, 1, 8, a, sorted);
       eigh_case(dt, 1, 33, NULL, NULL);
       eigh_case(dt, 1, 21, bd, NULL);
