@@ -26,6 +26,9 @@ struct blas_state {
   int use_clblast;   /* built with CLBlast and not disabled by KILN_DEBUG_NO_CLBLAST */
   cl_mem gemm_temp;  /* CLBlast's GEMM temporaries (kiln__blas_gemm_temp) */
   size_t gemm_temp_bytes;
+  struct kiln__gemm_temp_key temp_key; /* kiln__blas_temp_lookup's memo */
+  size_t temp_key_bytes;
+  int temp_key_set;
 };
 
 static kiln_status
@@ -61,6 +64,25 @@ int
 kiln__blas_use_clblast(const kiln_context *ctx)
 {
   return state_of(ctx)->use_clblast;
+}
+
+int
+kiln__blas_temp_lookup(kiln_context *ctx, const struct kiln__gemm_temp_key *key, size_t *bytes)
+{
+  struct blas_state *st = state_of(ctx);
+  if (!st->temp_key_set || memcmp(&st->temp_key, key, sizeof *key) != 0)
+    return 0;
+  *bytes = st->temp_key_bytes;
+  return 1;
+}
+
+void
+kiln__blas_temp_store(kiln_context *ctx, const struct kiln__gemm_temp_key *key, size_t bytes)
+{
+  struct blas_state *st = state_of(ctx);
+  st->temp_key = *key;
+  st->temp_key_bytes = bytes;
+  st->temp_key_set = 1;
 }
 
 cl_mem
@@ -221,9 +243,11 @@ large_ok(const kiln_context *ctx, kiln_dtype dt)
 /*
  * Where the large kernel wins without tuning: the smallest m*n*k from which the default rule
  * takes it, per dtype (f32, f64) on NVIDIA GPUs. UINT64_MAX: never (CLBlast, or kiln's small
- * kernel without CLBlast).
+ * kernel without CLBlast). H200, 2026-12-02 (bench/h200/gemm.sh, docs/blas_fft.md): f64 19.1 /
+ * 19.4 / 20.3 TFLOP/s at 2048^3 / 4096^3 / 8192^3 against CLBlast's 14.3 / 18.9 / 19.9; f32
+ * 31.5 / 32.3 / 33.4 against 33.2 / 41.1 / 42.5 (CLBlast keeps f32).
  */
-static const uint64_t large_from_nvidia[2] = {UINT64_MAX, UINT64_MAX};
+static const uint64_t large_from_nvidia[2] = {UINT64_MAX, (uint64_t)1 << 33};
 
 /* The built-in rule: kiln's small kernel up to the threshold, then the large kernel where it
  * was measured faster, else CLBlast (kiln's small kernel without it). */

@@ -286,16 +286,16 @@ START_TEST(gemm_beta_zero_ignores_nan)
 END_TEST
 
 /*
- * A size-1000 product, through CLBlast's large-matrix path, with NaN in C and beta == 0; then
- * again with the context's kept temporary buffer (KILN_DEBUG_GEMM_TEMP=1), B transposed too.
+ * A size-1000 product, through CLBlast's large-matrix path, with NaN in C and beta == 0, with
+ * CLBlast's own temporaries (KILN_DEBUG_GEMM_TEMP=0) and with the context's kept buffer (the
+ * default), B transposed too.
  */
 START_TEST(gemm_large_1000)
 {
   if (!harness_fits(1000 * 1000))
     return;
   for (int temp = 0; temp < 2; temp++) {
-    if (temp)
-      setenv("KILN_DEBUG_GEMM_TEMP", "1", 1);
+    setenv("KILN_DEBUG_GEMM_TEMP", temp ? "1" : "0", 1);
     struct gemm_case gc = {2, 2, {1000, 1000}, {1000, 1000}, 1, temp, 1.0, 0.0, 1};
     run_gemm_case(KILN_F32, ROUTE_CLBLAST, &gc);
     if (harness_has_fp64()) {
