@@ -13,6 +13,7 @@
 #include "core/dtype_traits.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "kiln/blas.h"
 #include "kiln/layout.h"
 #include "kiln/reduce.h"
@@ -157,7 +158,17 @@ large_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, const struct kiln__
   char opts[256];
   kiln__program_options(&ctx->info, "gemm_large", dt, p, opts, sizeof opts);
   cl_kernel kern;
-  KILN_TRY(kiln__kernel_get(op, ctx, "gemm_large", opts, "gemm_large", &kern));
+  kiln_status ks = kiln__kernel_get(op, ctx, "gemm_large", opts, "gemm_large", &kern);
+  if (ks != KILN_OK && p->mma) {
+    /* The tensor-core form is inline PTX: a driver that refuses it still has the FMA form. */
+    struct kiln__gemm_large q = *p;
+    q.mma = 0;
+    kiln__log(KILN__LOG_WARN, "%s: the large GEMM kernel's mma form did not build; using FMAs",
+              op);
+    return large_gemm(op, ctx, dt, &q, m, n, k, alpha, beta, a, astride, b, bstride, c, cstride,
+                      batch);
+  }
+  KILN_TRY(ks);
   /* A set whose registers do not fit its work-group on this device: the caller falls back. */
   size_t kwg = 0;
   cl_int err = clGetKernelWorkGroupInfo(kern, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg,

@@ -57,9 +57,11 @@ int kiln__blas_route(kiln_context *ctx, kiln_dtype dt, uint64_t size, int route)
  */
 struct kiln__gemm_large {
   uint32_t tm, tn, wx, wy, bk, vw, db, pad;
+  uint32_t mma; /* f64 on the FP64 tensor cores: 1 m8n8k4 (NVIDIA, compute capability 8.0 on),
+                 * 2 m16n8k4 (9.0 on) */
 };
-#define KILN__GEMM_LARGE_NPARAMS 8
-#define KILN__GEMM_LARGE_NAMES "tm", "tn", "wx", "wy", "bk", "vw", "db", "pad"
+#define KILN__GEMM_LARGE_NPARAMS 9
+#define KILN__GEMM_LARGE_NAMES "tm", "tn", "wx", "wy", "bk", "vw", "db", "pad", "mma"
 
 /*
  * The parameters a large-kernel call of dt (batch products of m x n) runs with on ctx's
