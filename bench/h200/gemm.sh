@@ -77,7 +77,7 @@ bench m3-bk16 8 f64 $SZBIG blas.gemm_large KILN_LOG=warn KILN_DEBUG_GEMM_LARGE="
 summary
 # mid sizes, every route (blas.gemm matches all four rows: the default, CLBlast, kiln's small
 # and large kernels)
-bench mid 10 f64,f32 ${SIZES:-2^16,2^18,2^20} blas.gemm
+bench mid 14 f64,f32 ${SIZES:-2^16,2^18,2^20} blas.gemm
 summary
 lf=$(left)
 if [ -z "$DRY" ] && [ $lf -ge 8 ]; then

@@ -131,6 +131,10 @@ static const struct kiln__gemm_large large_default[2] = {
     {8, 8, 16, 16, 8, 2, 1, 2, 0}, /* f64 */
 };
 
+/* The tensor-core form f64 defaults take where the device has it (0: never; 1: m8n8k4,
+ * 2: m16n8k4, cl_kernels/gemm_large.cl's GL_MMA). */
+static const uint32_t large_mma = 0;
+
 /* CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV (cl_nv_device_attribute_query). */
 #define KILN__CL_CC_MAJOR_NV 0x4000
 
@@ -215,6 +219,12 @@ kiln__gemm_large_params(const char *op, const kiln_context *ctx, kiln_dtype dt, 
   static const char *const names[KILN__GEMM_LARGE_NPARAMS] = {KILN__GEMM_LARGE_NAMES};
   large_pick(&ctx->info, dt, p);
   const char *e = kiln__env(KILN__ENV_DEBUG_GEMM_LARGE);
+  /* f64 on the tensor cores where the device has them (the defaults' mma form, large_mma). */
+  if ((!e || !*e) && dt == KILN_F64 && large_mma && p->tm == 8 && p->tn == 8 && p->wx == 16 &&
+      p->wy == 16 && mma_capable(&ctx->info, ctx->device) >= (int)large_mma) {
+    p->mma = large_mma;
+    p->pad = 8;
+  }
   /* Fewer tiles than compute units leaves some idle: 4x4 results per work-item (a quarter of
    * the tile) where that runs. */
   const uint64_t mt = (uint64_t)p->wy * p->tm, nt = (uint64_t)p->wx * p->tn;
