@@ -20,11 +20,12 @@
  *                            slowed gemm_small.cl's work-group loops threefold) and
  *                            reqd_work_group_size (the register budget of exactly WX*WY work-items;
  *                            PoCL 5 failed an assertion with it, linalg.cl's gemm_tile says)
- *   -DGL_MMA=<0|1|2>         f64 on NVIDIA GPUs of compute capability 8.0 on: the k-step's
- *                            products on the FP64 tensor cores (PTX mma.sync m8n8k4, or with 2
- *                            m16n8k4 of compute capability 9.0, as inline assembly: NVIDIA's
- *                            OpenCL compiler takes CUDA's asm statements) instead of FMAs;
- *                            needs TM = TN = 8, WX = WY = 16, BK a multiple of 4. The 8 warps of a group split its 128x128 tile 2 x 4,
+ *   -DGL_MMA=<0..3>          f64 on NVIDIA GPUs of compute capability 8.0 on: the k-step's
+ *                            products on the FP64 tensor cores (PTX mma.sync m8n8k4, or of
+ *                            compute capability 9.0 with 2 m16n8k4 and with 3 m16n8k8, as inline
+ *                            assembly: NVIDIA's OpenCL compiler takes CUDA's asm statements)
+ *                            instead of FMAs; needs TM = TN = 8, WX = WY = 16, BK a multiple of
+ *                            4 (8 for m16n8k8). The 8 warps of a group split its 128x128 tile 2 x 4,
  *                            64x32 results each, as 8 x 4 blocks of 8x8; the operands still pass
  *                            through the same local tiles.
  * Constraints: WY*TM*BK and WX*TN*BK multiples of WX*WY (every work-item loads the same count).
@@ -164,6 +165,35 @@ gemm_large(ulong m, ulong n, ulong k, T alpha, T beta,
      * blocks, and C[l/4][2(l%4)] and C[l/4][2(l%4)+1] of the 8x8 block. */
     local const T *ast = as + cur * GL_BK * GL_LDA + wm0 + (lane >> 2);
     local const T *bst = bs + cur * GL_BK * GL_LDB + wn0 + (lane >> 2);
+#if GL_MMA == 3
+    /* m16n8k8 (compute capability 9.0): lane l holds A[l/4 + 8i][l%4 + 4j] (a0 i=j=0, a1 i=1,
+     * a2 j=1, a3 both) and B[l%4 + 4j][l/4] (b0, b1); C as m16n8k4. */
+#pragma unroll
+    for (uint kk = 0; kk < GL_BK / 4; kk += 2) {
+      const uint kr = kk * 4 + (lane & 3);
+      T af[8], ag[8], bf[4], bg[4];
+#pragma unroll
+      for (uint mb = 0; mb < 8; mb++) {
+        af[mb] = ast[kr * GL_LDA + mb * 8];
+        ag[mb] = ast[(kr + 4) * GL_LDA + mb * 8];
+      }
+#pragma unroll
+      for (uint nb = 0; nb < 4; nb++) {
+        bf[nb] = bst[kr * GL_LDB + nb * 8];
+        bg[nb] = bst[(kr + 4) * GL_LDB + nb * 8];
+      }
+#pragma unroll
+      for (uint mb = 0; mb < 8; mb += 2)
+#pragma unroll
+        for (uint nb = 0; nb < 4; nb++)
+          asm("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, "
+              "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+              : "+d"(acc[mb][2 * nb]), "+d"(acc[mb][2 * nb + 1]), "+d"(acc[mb + 1][2 * nb]),
+                "+d"(acc[mb + 1][2 * nb + 1])
+              : "d"(af[mb]), "d"(af[mb + 1]), "d"(ag[mb]), "d"(ag[mb + 1]), "d"(bf[nb]),
+                "d"(bg[nb]));
+    }
+#else
 #pragma unroll
     for (uint kk = 0; kk < GL_BK / 4; kk++) {
       const uint kr = kk * 4 + (lane & 3);
@@ -195,6 +225,7 @@ gemm_large(ulong m, ulong n, ulong k, T alpha, T beta,
               : "d"(af[mb]), "d"(af[mb + 1]), "d"(bf[nb]));
 #endif
     }
+#endif
 #else
 #if GL_UNROLL
 #pragma unroll

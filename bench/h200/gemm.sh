@@ -8,7 +8,7 @@
 #      default) and CLBlast with the kept temporary (blas.gemm_clblast: f32), f64 and f32 at
 #      2048^3, 4096^3, 8192^3 (--sizes 2^22,2^24,2^26);
 #   2. the large kernel on the FP64 tensor cores (KILN_DEBUG_GEMM_LARGE="mma=1 ...": PTX mma.sync
-#      m8n8k4 as inline assembly; mma=2: m16n8k4), KILN_LOG=warn so that a driver refusing it
+#      m8n8k4 as inline assembly; mma=2: m16n8k4, mma=3: m16n8k8), KILN_LOG=warn so that a driver refusing it
 #      says so (the kernel then falls back to FMAs);
 #   3. test_blas case large on the GPU: the default sets and both mma forms against the host
 #      reference (every transpose, tile edges, alpha/beta, batches);
@@ -67,11 +67,12 @@ bench m1-pad8 10 f64 $SZ blas.gemm_large KILN_LOG=warn KILN_DEBUG_GEMM_LARGE="mm
 summary
 lf=$(left)
 if [ -z "$DRY" ] && [ $lf -ge 4 ]; then
-  CK_FORK=no CK_RUN_CASE=large KILN_TEST_LARGE_SPECS=4 KILN_LOG=warn timeout -k 1 20 \
+  CK_FORK=no CK_RUN_CASE=large KILN_TEST_LARGE_SPECS=5 KILN_LOG=warn timeout -k 1 20 \
     build-gpu/tests/test_blas > $R/test-blas-large.txt 2>&1
   echo "test_blas large rc=$?" >> $R/rc.txt; el test
 fi
 bench m5-k16n8 10 f64 $SZ blas.gemm_large KILN_LOG=warn KILN_DEBUG_GEMM_LARGE="mma=2 pad=8"
+bench m6-k8 10 f64 $SZ blas.gemm_large KILN_LOG=warn KILN_DEBUG_GEMM_LARGE="mma=3 pad=8"
 bench m2-pad2 8 f64 $SZBIG blas.gemm_large KILN_LOG=warn KILN_DEBUG_GEMM_LARGE="mma=1 pad=2"
 bench m3-bk16 8 f64 $SZBIG blas.gemm_large KILN_LOG=warn KILN_DEBUG_GEMM_LARGE="mma=1 pad=8 bk=16 db=0"
 summary

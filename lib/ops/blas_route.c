@@ -139,7 +139,7 @@ static const uint32_t large_mma = 0;
 #define KILN__CL_CC_MAJOR_NV 0x4000
 
 /* The largest mma value the device takes: 0 none, 1 an NVIDIA GPU of compute capability 8.0
- * on (FP64 tensor cores, PTX mma.sync m8n8k4), 2 from 9.0 (m16n8k4 too). */
+ * on (FP64 tensor cores, PTX mma.sync m8n8k4), 3 from 9.0 (m16n8k4 and m16n8k8 too). */
 static int
 mma_capable(const kiln_device_info *info, cl_device_id dev)
 {
@@ -147,7 +147,7 @@ mma_capable(const kiln_device_info *info, cl_device_id dev)
   if (!info->is_gpu || !strstr(info->vendor, "NVIDIA") ||
       clGetDeviceInfo(dev, KILN__CL_CC_MAJOR_NV, sizeof major, &major, NULL) != CL_SUCCESS)
     return 0;
-  return major >= 9 ? 2 : major >= 8;
+  return major >= 9 ? 3 : major >= 8;
 }
 
 /* Why p cannot run for esize-byte elements on info's device (written to buf), or NULL. mma:
@@ -179,15 +179,15 @@ large_invalid(const struct kiln__gemm_large *p, size_t esize, const kiln_device_
     snprintf(buf, len,
              "the local tiles take %llu bytes, more than 15/16 of the device's %llu",
              (unsigned long long)lbytes, (unsigned long long)info->local_mem_bytes);
-  else if (p->mma > 2)
-    snprintf(buf, len, "mma=%u is not 0, 1 or 2", p->mma);
+  else if (p->mma > 3)
+    snprintf(buf, len, "mma=%u is not 0, 1, 2 or 3", p->mma);
   else if (p->mma > (uint32_t)mma)
     snprintf(buf, len, "mma=%u needs an NVIDIA GPU of compute capability %s or later", p->mma,
              p->mma == 1 ? "8.0" : "9.0");
   else if (p->mma && (esize != 8 || p->tm != 8 || p->tn != 8 || p->wx != 16 || p->wy != 16 ||
-                      p->bk % 4))
-    snprintf(buf, len, "mma=%u takes f64 with tm=tn=8, wx=wy=16 and bk a multiple of 4",
-             p->mma);
+                      p->bk % (p->mma == 3 ? 8 : 4)))
+    snprintf(buf, len, "mma=%u takes f64 with tm=tn=8, wx=wy=16 and bk a multiple of %d",
+             p->mma, p->mma == 3 ? 8 : 4);
   else
     return NULL;
   return buf;

@@ -58,7 +58,7 @@ int kiln__blas_route(kiln_context *ctx, kiln_dtype dt, uint64_t size, int route)
 struct kiln__gemm_large {
   uint32_t tm, tn, wx, wy, bk, vw, db, pad;
   uint32_t mma; /* f64 on the FP64 tensor cores: 1 m8n8k4 (NVIDIA, compute capability 8.0 on),
-                 * 2 m16n8k4 (9.0 on) */
+                 * 2 m16n8k4, 3 m16n8k8 (9.0 on) */
 };
 #define KILN__GEMM_LARGE_NPARAMS 9
 #define KILN__GEMM_LARGE_NAMES "tm", "tn", "wx", "wy", "bk", "vw", "db", "pad", "mma"

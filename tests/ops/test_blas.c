@@ -1418,6 +1418,7 @@ START_TEST(gemm_large_kernel)
                                       "",
                                       "mma=1 pad=8",
                                       "mma=2 pad=8",
+                                      "mma=3 pad=8",
                                       "vw=1 db=0 pad=0",
                                       "tm=4 tn=4 wx=8 wy=8 bk=16",
                                       "tm=8 tn=4 wx=32 wy=8 vw=4 pad=0"};
