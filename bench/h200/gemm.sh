@@ -73,12 +73,12 @@ if [ -z "$DRY" ] && [ $lf -ge 4 ]; then
 fi
 bench m5-k16n8 10 f64 $SZ blas.gemm_large KILN_LOG=warn KILN_DEBUG_GEMM_LARGE="mma=2 pad=8"
 bench m6-k8 10 f64 $SZ blas.gemm_large KILN_LOG=warn KILN_DEBUG_GEMM_LARGE="mma=3 pad=8"
-bench m2-pad2 8 f64 $SZBIG blas.gemm_large KILN_LOG=warn KILN_DEBUG_GEMM_LARGE="mma=1 pad=2"
-bench m3-bk16 8 f64 $SZBIG blas.gemm_large KILN_LOG=warn KILN_DEBUG_GEMM_LARGE="mma=1 pad=8 bk=16 db=0"
 summary
 # mid sizes, every route (blas.gemm matches all four rows: the default, CLBlast, kiln's small
 # and large kernels)
 bench mid 14 f64,f32 ${SIZES:-2^16,2^18,2^20} blas.gemm
+summary
+bench m3-bk16 8 f64 $SZBIG blas.gemm_large KILN_LOG=warn KILN_DEBUG_GEMM_LARGE="mma=1 pad=8 bk=16 db=0"
 summary
 lf=$(left)
 if [ -z "$DRY" ] && [ $lf -ge 8 ]; then
@@ -87,5 +87,6 @@ if [ -z "$DRY" ] && [ $lf -ge 8 ]; then
     > $R/torch.log 2>&1
   el torch
 fi
+bench m2-pad2 8 f64 $SZBIG blas.gemm_large KILN_LOG=warn KILN_DEBUG_GEMM_LARGE="mma=1 pad=2"
 bench m4-bk4 8 f64 $SZBIG blas.gemm_large KILN_LOG=warn KILN_DEBUG_GEMM_LARGE="mma=1 pad=8 bk=4"
 summary
