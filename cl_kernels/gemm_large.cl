@@ -20,6 +20,14 @@
  *                            slowed gemm_small.cl's work-group loops threefold) and
  *                            reqd_work_group_size (the register budget of exactly WX*WY work-items;
  *                            PoCL 5 failed an assertion with it, linalg.cl's gemm_tile says)
+ *   -DGL_MMA=<0..3>          f64 on NVIDIA GPUs of compute capability 8.0 on: the k-step's
+ *                            products on the FP64 tensor cores (PTX mma.sync m8n8k4, or of
+ *                            compute capability 9.0 with 2 m16n8k4 and with 3 m16n8k8, as inline
+ *                            assembly: NVIDIA's OpenCL compiler takes CUDA's asm statements)
+ *                            instead of FMAs; needs TM = TN = 8, WX = WY = 16, BK a multiple of
+ *                            4 (8 for m16n8k8). The 8 warps of a group split its 128x128 tile 2 x 4,
+ *                            64x32 results each, as 8 x 4 blocks of 8x8; the operands still pass
+ *                            through the same local tiles.
  * Constraints: WY*TM*BK and WX*TN*BK multiples of WX*WY (every work-item loads the same count).
  *
  *   gemm_large(m, n, k, alpha, beta, a, aoff, lda, abatch, ta, b, boff, ldb, bbatch, tb,
@@ -81,6 +89,11 @@ gemm_large(ulong m, ulong n, ulong k, T alpha, T beta,
   local T *as = (local T *)as_;
   local T *bs = (local T *)bs_;
   const uint tx = get_local_id(0), ty = get_local_id(1), lid = ty * GL_WX + tx;
+#if GL_MMA
+  /* Warps are consecutive local ids (dimension 0 fastest): warp w takes rows 64 (w % 2) and
+   * columns 32 (w / 2) of the tile. */
+  const uint lane = lid & 31u, wm0 = (lid >> 5 & 1u) * 64u, wn0 = (lid >> 6) * 32u;
+#endif
   const ulong row0 = get_group_id(1) * (ulong)GL_MT, col0 = get_group_id(0) * (ulong)GL_NT;
   const ulong z = get_group_id(2);
   global const T *ab = a + aoff + z * abatch;
@@ -147,6 +160,73 @@ gemm_large(ulong m, ulong n, ulong k, T alpha, T beta,
 #endif
     local const GL_VT *at = (local const GL_VT *)(as + cur * GL_BK * GL_LDA);
     local const GL_VT *bt = (local const GL_VT *)(bs + cur * GL_BK * GL_LDB);
+#if GL_MMA
+    /* m8n8k4 fragments (PTX ISA): lane l holds A[l/4][l%4] and B[l%4][l/4] of the 8x4 and 4x8
+     * blocks, and C[l/4][2(l%4)] and C[l/4][2(l%4)+1] of the 8x8 block. */
+    local const T *ast = as + cur * GL_BK * GL_LDA + wm0 + (lane >> 2);
+    local const T *bst = bs + cur * GL_BK * GL_LDB + wn0 + (lane >> 2);
+#if GL_MMA == 3
+    /* m16n8k8 (compute capability 9.0): lane l holds A[l/4 + 8i][l%4 + 4j] (a0 i=j=0, a1 i=1,
+     * a2 j=1, a3 both) and B[l%4 + 4j][l/4] (b0, b1); C as m16n8k4. */
+#pragma unroll
+    for (uint kk = 0; kk < GL_BK / 4; kk += 2) {
+      const uint kr = kk * 4 + (lane & 3);
+      T af[8], ag[8], bf[4], bg[4];
+#pragma unroll
+      for (uint mb = 0; mb < 8; mb++) {
+        af[mb] = ast[kr * GL_LDA + mb * 8];
+        ag[mb] = ast[(kr + 4) * GL_LDA + mb * 8];
+      }
+#pragma unroll
+      for (uint nb = 0; nb < 4; nb++) {
+        bf[nb] = bst[kr * GL_LDB + nb * 8];
+        bg[nb] = bst[(kr + 4) * GL_LDB + nb * 8];
+      }
+#pragma unroll
+      for (uint mb = 0; mb < 8; mb += 2)
+#pragma unroll
+        for (uint nb = 0; nb < 4; nb++)
+          asm("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, "
+              "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+              : "+d"(acc[mb][2 * nb]), "+d"(acc[mb][2 * nb + 1]), "+d"(acc[mb + 1][2 * nb]),
+                "+d"(acc[mb + 1][2 * nb + 1])
+              : "d"(af[mb]), "d"(af[mb + 1]), "d"(ag[mb]), "d"(ag[mb + 1]), "d"(bf[nb]),
+                "d"(bg[nb]));
+    }
+#else
+#pragma unroll
+    for (uint kk = 0; kk < GL_BK / 4; kk++) {
+      const uint kr = kk * 4 + (lane & 3);
+      T af[8], bf[4];
+#pragma unroll
+      for (uint mb = 0; mb < 8; mb++)
+        af[mb] = ast[kr * GL_LDA + mb * 8];
+#pragma unroll
+      for (uint nb = 0; nb < 4; nb++)
+        bf[nb] = bst[kr * GL_LDB + nb * 8];
+#if GL_MMA == 1
+#pragma unroll
+      for (uint mb = 0; mb < 8; mb++)
+#pragma unroll
+        for (uint nb = 0; nb < 4; nb++)
+          asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
+              : "+d"(acc[mb][2 * nb]), "+d"(acc[mb][2 * nb + 1])
+              : "d"(af[mb]), "d"(bf[nb]));
+#else
+      /* m16n8k4 (compute capability 9.0): the 8x8 blocks mb and mb + 1 as one 16-row block. */
+#pragma unroll
+      for (uint mb = 0; mb < 8; mb += 2)
+#pragma unroll
+        for (uint nb = 0; nb < 4; nb++)
+          asm("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5}, "
+              "{%6}, {%0, %1, %2, %3};"
+              : "+d"(acc[mb][2 * nb]), "+d"(acc[mb][2 * nb + 1]), "+d"(acc[mb + 1][2 * nb]),
+                "+d"(acc[mb + 1][2 * nb + 1])
+              : "d"(af[mb]), "d"(af[mb + 1]), "d"(bf[nb]));
+#endif
+    }
+#endif
+#else
 #if GL_UNROLL
 #pragma unroll
 #endif
@@ -172,6 +252,7 @@ gemm_large(ulong m, ulong n, ulong k, T alpha, T beta,
         for (uint j = 0; j < GL_TN; j++)
           acc[i][j] = fma(av[i], bv[j], acc[i][j]);
     }
+#endif
 #if GL_DB
     if (more)
       GL_STASH(cur ^ 1u);
@@ -188,6 +269,22 @@ gemm_large(ulong m, ulong n, ulong k, T alpha, T beta,
   }
 
   global T *cb = c + coff + z * cbatch;
+#if GL_MMA
+#pragma unroll
+  for (uint mb = 0; mb < 8; mb++) {
+    const ulong row = row0 + wm0 + mb * 8 + (lane >> 2);
+#pragma unroll
+    for (uint j = 0; j < 8; j++) {
+      const ulong col = col0 + wn0 + (j / 2) * 8 + (lane & 3) * 2 + j % 2;
+      if (row < m && col < n) {
+        T v = alpha * acc[mb][j];
+        if (beta != (T)0)
+          v += beta * cb[row * ldc + col];
+        cb[row * ldc + col] = v;
+      }
+    }
+  }
+#else
   for (uint i = 0; i < GL_TM; i++) {
     const ulong row = row0 + ((i / GL_VW) * GL_WY + ty) * GL_VW + i % GL_VW;
     if (row >= m)
@@ -202,6 +299,7 @@ gemm_large(ulong m, ulong n, ulong k, T alpha, T beta,
       }
     }
   }
+#endif
 }
 
 #endif /* KILN_DT_F32 || KILN_DT_F64 */

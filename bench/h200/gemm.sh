@@ -1,20 +1,21 @@
 #!/bin/bash
 # Run on the GPU machine from the checkout root, build-gpu/ present (docs/blas_fft.md, "The large
 # GEMM kernel"; docs/tuning.md, "gemm"):  bash bench/h200/gemm.sh
-# One variant round for GEMM, most important first, each stage under `timeout`, no new stage
-# started past BUDGET seconds (default 55; the whole script stays within 60):
-#   1. the defaults: kiln's large kernel (blas.gemm_large, its default sets) and CLBlast
-#      (blas.gemm_clblast), f64 and f32 at 2048^3, 4096^3, 8192^3 (--sizes 2^22,2^24,2^26);
-#   2. large-kernel variants through KILN_DEBUG_GEMM_LARGE (one kiln bench process each: one
-#      NVIDIA compile, about 1-2 s), f64 first, then f32;
-#   3. SGEMM's per-call overheads: CLBlast's f32 GEMM under the cltrace shim (bench/cltrace.c:
-#      its pad/transpose kernels and buffer calls), and CLBlast with every size on XgemmDirect
-#      (KILN_DEBUG_CLBLAST=GemmRoutine:XGEMM_MIN_INDIRECT_SIZE=8193: no copies at all);
-#   4. test_blas case large on the GPU (the default sets against the host reference; second);
-#   5. PyTorch's GEMM (cuBLAS, TF32 off) when time is left.
+# Round 2 of 2026-12-02 (round 1, the large kernel's parameter sweep and SGEMM's overheads, is
+# in git history, commit 7e39018, and its figures in docs/blas_fft.md). Most important first,
+# each stage under `timeout`, no new stage started past BUDGET seconds (default 55):
+#   1. the defaults as they are now: kiln's large kernel (blas.gemm_large: f64 from 2048^3 by
+#      default) and CLBlast with the kept temporary (blas.gemm_clblast: f32), f64 and f32 at
+#      2048^3, 4096^3, 8192^3 (--sizes 2^22,2^24,2^26);
+#   2. the large kernel on the FP64 tensor cores (KILN_DEBUG_GEMM_LARGE="mma=1 ...": PTX mma.sync
+#      m8n8k4 as inline assembly; mma=2: m16n8k4, mma=3: m16n8k8), KILN_LOG=warn so that a driver refusing it
+#      says so (the kernel then falls back to FMAs);
+#   3. test_blas case large on the GPU: the default sets and both mma forms against the host
+#      reference (every transpose, tile edges, alpha/beta, batches);
+#   4. more mma variants; mid sizes (512^3 to 1024^3) on every route; PyTorch (cuBLAS).
 # Results: $OUT/r/gemm/ (<label>.json per process, summary.txt: TFLOP/s per size and label,
 # times.txt, err-*.txt). Locally (PoCL, build-gpu a link to build): DRY=1 lists the stages;
-# SIZES=2^15 BUDGET=900 TMO=60 runs them small.
+# SIZES=2^15 BUDGET=900 TMO=60 runs them small (the mma rows fail there: no tensor cores).
 [ -f .device/setup.sh ] && source .device/setup.sh >/dev/null 2>&1
 K=build-gpu/tools/kiln
 R=$OUT/r/gemm; mkdir -p $R
@@ -62,45 +63,30 @@ bench() {
 
 bench defaults 16 f64,f32 $SZ blas.gemm_large,blas.gemm_clblast
 summary
-# the large kernel's default sets against the host reference on the GPU (every transpose, edges)
+bench m1-pad8 10 f64 $SZ blas.gemm_large KILN_LOG=warn KILN_DEBUG_GEMM_LARGE="mma=1 pad=8"
+summary
 lf=$(left)
 if [ -z "$DRY" ] && [ $lf -ge 4 ]; then
-  CK_FORK=no CK_RUN_CASE=large KILN_TEST_LARGE_SPECS=2 KILN_LOG=error timeout -k 1 15 \
+  CK_FORK=no CK_RUN_CASE=large KILN_TEST_LARGE_SPECS=5 KILN_LOG=warn timeout -k 1 20 \
     build-gpu/tests/test_blas > $R/test-blas-large.txt 2>&1
   echo "test_blas large rc=$?" >> $R/rc.txt; el test
 fi
-# f64 variants of the default set (tm=8 tn=8 wx=16 wy=16 bk=8 vw=2 db=1 pad=2)
-i=0
-for v in "wx=8" "tm=4 tn=4" "vw=4 pad=4" "bk=16 db=0" "tm=4 wy=32" "pad=0"; do
-  i=$((i+1)); bench d$i-${v// /_} 8 f64 $SZBIG blas.gemm_large KILN_DEBUG_GEMM_LARGE="$v"
-done
+bench m5-k16n8 10 f64 $SZ blas.gemm_large KILN_LOG=warn KILN_DEBUG_GEMM_LARGE="mma=2 pad=8"
+bench m6-k8 10 f64 $SZ blas.gemm_large KILN_LOG=warn KILN_DEBUG_GEMM_LARGE="mma=3 pad=8"
 summary
-# SGEMM's per-call overheads: XgemmDirect for every size, CLBlast with a kept temporary, and
-# the default CLBlast call traced
-bench sdirect 6 f32 ${SIZES:-2^22,2^24} blas.gemm_clblast KILN_DEBUG_CLBLAST="GemmRoutine:XGEMM_MIN_INDIRECT_SIZE=8193"
-bench stemp 6 f32 ${SIZES:-2^22,2^24} blas.gemm_clblast KILN_DEBUG_GEMM_TEMP=1
-if [ -f build-gpu/bench/libcltrace.so ]; then
-  bench strace 6 f32 ${SIZES:-2^22,2^24} blas.gemm_clblast CLTRACE_OUT=$R/trace-sgemm.txt \
-    CLTRACE_CSV=$R/trace-sgemm.csv LD_PRELOAD=$PWD/build-gpu/bench/libcltrace.so
-fi
+# mid sizes, every route (blas.gemm matches all four rows: the default, CLBlast, kiln's small
+# and large kernels)
+bench mid 14 f64,f32 ${SIZES:-2^16,2^18,2^20} blas.gemm
 summary
-# f32 variants of the default set (tm=8 tn=8 wx=16 wy=16 bk=8 vw=4 db=1 pad=4)
-i=0
-for v in "bk=16" "wx=8" "vw=2 pad=2"; do
-  i=$((i+1)); bench s$i-${v// /_} 8 f32 $SZ blas.gemm_large KILN_DEBUG_GEMM_LARGE="$v"
-done
+bench m3-bk16 8 f64 $SZBIG blas.gemm_large KILN_LOG=warn KILN_DEBUG_GEMM_LARGE="mma=1 pad=8 bk=16 db=0"
 summary
-# XgemmDirect with 64x64 tiles of 16x16 items (CLBlast's NVIDIA default is smaller)
-bench sdirect64 6 f32 ${SIZES:-2^22,2^24} blas.gemm_clblast KILN_DEBUG_CLBLAST="GemmRoutine:XGEMM_MIN_INDIRECT_SIZE=8193;XgemmDirect:WGD=64,MDIMCD=16,NDIMCD=16,MDIMAD=16,NDIMBD=16,KWID=2,VWMD=2,VWND=2,PADA=1,PADB=1"
-# the f64 variants the budget left out above
-i=6
-for v in "vw=1 pad=1" "db=0"; do
-  i=$((i+1)); bench d$i-${v// /_} 8 f64 $SZBIG blas.gemm_large KILN_DEBUG_GEMM_LARGE="$v"
-done
 lf=$(left)
 if [ -z "$DRY" ] && [ $lf -ge 8 ]; then
-  timeout -k 1 $lf python3 bench/peers_torch.py --no-startup --dtype f32,f64 --sizes $SZ \
-    --filter blas.gemm --out $R/torch.json > $R/torch.log 2>&1
+  timeout -k 1 $lf python3 bench/peers_torch.py --no-startup --dtype f32,f64 \
+    --sizes ${SIZES:-2^16,2^18,2^20,2^22,2^24,2^26} --filter blas.gemm --out $R/torch.json \
+    > $R/torch.log 2>&1
   el torch
 fi
+bench m2-pad2 8 f64 $SZBIG blas.gemm_large KILN_LOG=warn KILN_DEBUG_GEMM_LARGE="mma=1 pad=2"
+bench m4-bk4 8 f64 $SZBIG blas.gemm_large KILN_LOG=warn KILN_DEBUG_GEMM_LARGE="mma=1 pad=8 bk=4"
 summary

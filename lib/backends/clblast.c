@@ -201,6 +201,21 @@ kiln__clblast_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int
 }
 
 kiln_status
+kiln__clblast_gemm_temp_size(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int tb,
+                             size_t m, size_t n, size_t k, size_t aoff, size_t lda, size_t boff,
+                             size_t ldb, size_t coff, size_t ldc, size_t *bytes)
+{
+  cl_command_queue *q = &ctx->queue;
+  /* The column-major form of kiln__clblast_gemm; the answer is in bytes. */
+  CLBlastStatusCode code = dt == KILN_F32
+                               ? CLBlastSGemmTempBufferSize(COL, tr(tb), tr(ta), n, m, k, boff,
+                                                            ldb, aoff, lda, coff, ldc, q, bytes)
+                               : CLBlastDGemmTempBufferSize(COL, tr(tb), tr(ta), n, m, k, boff,
+                                                            ldb, aoff, lda, coff, ldc, q, bytes);
+  return check(op, "GemmTempBufferSize", code);
+}
+
+kiln_status
 kiln__clblast_gemm_temp(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int tb,
                         size_t m, size_t n, size_t k, double alpha, cl_mem a, size_t aoff,
                         size_t lda, cl_mem b, size_t boff, size_t ldb, double beta, cl_mem c,

@@ -13,6 +13,7 @@
 #include "core/dtype_traits.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "kiln/blas.h"
 #include "kiln/layout.h"
 #include "kiln/reduce.h"
@@ -157,7 +158,17 @@ large_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, const struct kiln__
   char opts[256];
   kiln__program_options(&ctx->info, "gemm_large", dt, p, opts, sizeof opts);
   cl_kernel kern;
-  KILN_TRY(kiln__kernel_get(op, ctx, "gemm_large", opts, "gemm_large", &kern));
+  kiln_status ks = kiln__kernel_get(op, ctx, "gemm_large", opts, "gemm_large", &kern);
+  if (ks != KILN_OK && p->mma) {
+    /* The tensor-core form is inline PTX: a driver that refuses it still has the FMA form. */
+    struct kiln__gemm_large q = *p;
+    q.mma = 0;
+    kiln__log(KILN__LOG_WARN, "%s: the large GEMM kernel's mma form did not build; using FMAs",
+              op);
+    return large_gemm(op, ctx, dt, &q, m, n, k, alpha, beta, a, astride, b, bstride, c, cstride,
+                      batch);
+  }
+  KILN_TRY(ks);
   /* A set whose registers do not fit its work-group on this device: the caller falls back. */
   size_t kwg = 0;
   cl_int err = clGetKernelWorkGroupInfo(kern, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg,
@@ -425,12 +436,17 @@ realified_gemm(const char *op, kiln_context *ctx, const struct gemm_args *g, uin
 #endif
 
 #if KILN_HAVE_CLBLAST
-/* KILN_DEBUG_GEMM_TEMP=1: one-matrix f32/f64 GEMMs on CLBlast get the context's temporary
- * buffer (kiln__blas_gemm_temp) instead of creating and releasing theirs per call. */
+/*
+ * One-matrix f32/f64 GEMMs on CLBlast get the context's temporary buffer (kiln__blas_gemm_temp)
+ * instead of creating and releasing theirs per call: on the H200 each release waited about
+ * 1.2 ms on the host (bench/cltrace.c), and SGEMM 2048^3 went from 0.517 to 0.445 ms.
+ * KILN_DEBUG_GEMM_TEMP=0 turns it off.
+ */
 static int
 gemm_temp_on(void)
 {
-  return kiln__env_flag(KILN__ENV_DEBUG_GEMM_TEMP);
+  const char *e = kiln__env(KILN__ENV_DEBUG_GEMM_TEMP);
+  return !e || strcmp(e, "0") != 0;
 }
 #endif
 
@@ -459,11 +475,21 @@ gemm_strided(const char *op, kiln_context *ctx, const struct gemm_args *g, uint6
   if (realify_ok(g, bstride, batch))
     return realified_gemm(op, ctx, g, astride, bstride, cstride, batch);
   if (batch == 1 && kiln__dtype_is_float(g->dt) && gemm_temp_on()) {
-    /* An upper bound of what CLBlast asks (Xgemm::GetTempSize: A, B and C each padded to its
-     * tiles, at most 128 here) instead of its size query, which builds its parameter database
-     * on every call (as kiln__lh_gemm). */
-    size_t ts = kiln_dtype_size(g->dt), mp = g->m + 127, np = g->n + 127, kp = g->k + 127;
-    cl_mem temp = kiln__blas_gemm_temp(ctx, (mp * kp + kp * np + mp * np) * ts);
+    /* CLBlast's size query builds its parameter database on every call: asked again only
+     * when the arguments change. */
+    struct kiln__gemm_temp_key key = {{(size_t)g->dt, (size_t)g->a.trans, (size_t)g->b.trans,
+                                       g->m, g->n, g->k, g->a.off, g->a.ld, g->b.off, g->b.ld,
+                                       g->c.off, g->c.ld}};
+    size_t bytes = 0;
+    cl_mem temp = NULL;
+    if (kiln__blas_temp_lookup(ctx, &key, &bytes) ||
+        kiln__clblast_gemm_temp_size(op, ctx, g->dt, g->a.trans, g->b.trans, g->m, g->n, g->k,
+                                     g->a.off, g->a.ld, g->b.off, g->b.ld, g->c.off, g->c.ld,
+                                     &bytes) == KILN_OK) {
+      kiln__blas_temp_store(ctx, &key, bytes);
+      /* A buffer of 0 bytes cannot be made: 1 element at least. */
+      temp = kiln__blas_gemm_temp(ctx, bytes ? bytes : 8);
+    }
     if (temp && kiln__clblast_gemm_temp(op, ctx, g->dt, g->a.trans, g->b.trans, g->m, g->n, g->k,
                                         g->alpha.re, g->a.mem, g->a.off, g->a.ld, g->b.mem,
                                         g->b.off, g->b.ld, g->beta.re, g->c.mem, g->c.off,

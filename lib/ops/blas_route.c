@@ -26,6 +26,9 @@ struct blas_state {
   int use_clblast;   /* built with CLBlast and not disabled by KILN_DEBUG_NO_CLBLAST */
   cl_mem gemm_temp;  /* CLBlast's GEMM temporaries (kiln__blas_gemm_temp) */
   size_t gemm_temp_bytes;
+  struct kiln__gemm_temp_key temp_key; /* kiln__blas_temp_lookup's memo */
+  size_t temp_key_bytes;
+  int temp_key_set;
 };
 
 static kiln_status
@@ -61,6 +64,25 @@ int
 kiln__blas_use_clblast(const kiln_context *ctx)
 {
   return state_of(ctx)->use_clblast;
+}
+
+int
+kiln__blas_temp_lookup(kiln_context *ctx, const struct kiln__gemm_temp_key *key, size_t *bytes)
+{
+  struct blas_state *st = state_of(ctx);
+  if (!st->temp_key_set || memcmp(&st->temp_key, key, sizeof *key) != 0)
+    return 0;
+  *bytes = st->temp_key_bytes;
+  return 1;
+}
+
+void
+kiln__blas_temp_store(kiln_context *ctx, const struct kiln__gemm_temp_key *key, size_t bytes)
+{
+  struct blas_state *st = state_of(ctx);
+  st->temp_key = *key;
+  st->temp_key_bytes = bytes;
+  st->temp_key_set = 1;
 }
 
 cl_mem
@@ -105,14 +127,34 @@ static int gemm_dtype_ok(kiln_dtype d);
  * SIMT GEMMs that reach the FMA peak on NVIDIA GPUs).
  */
 static const struct kiln__gemm_large large_default[2] = {
-    {8, 8, 16, 16, 8, 4, 1, 4}, /* f32 */
-    {8, 8, 16, 16, 8, 2, 1, 2}, /* f64 */
+    {8, 8, 16, 16, 8, 4, 1, 4, 0}, /* f32 */
+    {8, 8, 16, 16, 8, 2, 1, 2, 0}, /* f64 */
 };
 
-/* Why p cannot run for esize-byte elements on info's device (written to buf), or NULL. */
+/* The tensor-core form f64 defaults take where the device has it (0: never; 1: m8n8k4,
+ * 2: m16n8k4, cl_kernels/gemm_large.cl's GL_MMA). */
+static const uint32_t large_mma = 0;
+
+/* CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV (cl_nv_device_attribute_query). */
+#define KILN__CL_CC_MAJOR_NV 0x4000
+
+/* The largest mma value the device takes: 0 none, 1 an NVIDIA GPU of compute capability 8.0
+ * on (FP64 tensor cores, PTX mma.sync m8n8k4), 3 from 9.0 (m16n8k4 and m16n8k8 too). */
+static int
+mma_capable(const kiln_device_info *info, cl_device_id dev)
+{
+  cl_uint major = 0;
+  if (!info->is_gpu || !strstr(info->vendor, "NVIDIA") ||
+      clGetDeviceInfo(dev, KILN__CL_CC_MAJOR_NV, sizeof major, &major, NULL) != CL_SUCCESS)
+    return 0;
+  return major >= 9 ? 3 : major >= 8;
+}
+
+/* Why p cannot run for esize-byte elements on info's device (written to buf), or NULL. mma:
+ * the device can take mma = 1 (mma_capable). */
 static const char *
 large_invalid(const struct kiln__gemm_large *p, size_t esize, const kiln_device_info *info,
-              char *buf, size_t len)
+              int mma, char *buf, size_t len)
 {
   const uint32_t nl = p->wx * p->wy, mt = p->wy * p->tm, nt = p->wx * p->tn;
   const uint64_t lbytes =
@@ -137,6 +179,15 @@ large_invalid(const struct kiln__gemm_large *p, size_t esize, const kiln_device_
     snprintf(buf, len,
              "the local tiles take %llu bytes, more than 15/16 of the device's %llu",
              (unsigned long long)lbytes, (unsigned long long)info->local_mem_bytes);
+  else if (p->mma > 3)
+    snprintf(buf, len, "mma=%u is not 0, 1, 2 or 3", p->mma);
+  else if (p->mma > (uint32_t)mma)
+    snprintf(buf, len, "mma=%u needs an NVIDIA GPU of compute capability %s or later", p->mma,
+             p->mma == 1 ? "8.0" : "9.0");
+  else if (p->mma && (esize != 8 || p->tm != 8 || p->tn != 8 || p->wx != 16 || p->wy != 16 ||
+                      p->bk % (p->mma == 3 ? 8 : 4)))
+    snprintf(buf, len, "mma=%u takes f64 with tm=tn=8, wx=wy=16 and bk a multiple of %d",
+             p->mma, p->mma == 3 ? 8 : 4);
   else
     return NULL;
   return buf;
@@ -152,13 +203,13 @@ large_pick(const kiln_device_info *info, kiln_dtype dt, struct kiln__gemm_large 
 {
   char why[160];
   *p = large_default[dt == KILN_F64];
-  if (!large_invalid(p, kiln_dtype_size(dt), info, why, sizeof why))
+  if (!large_invalid(p, kiln_dtype_size(dt), info, 0, why, sizeof why))
     return 1;
   p->db = 0;
-  if (!large_invalid(p, kiln_dtype_size(dt), info, why, sizeof why))
+  if (!large_invalid(p, kiln_dtype_size(dt), info, 0, why, sizeof why))
     return 1;
   p->tm = p->tn = 4;
-  return !large_invalid(p, kiln_dtype_size(dt), info, why, sizeof why);
+  return !large_invalid(p, kiln_dtype_size(dt), info, 0, why, sizeof why);
 }
 
 kiln_status
@@ -168,6 +219,12 @@ kiln__gemm_large_params(const char *op, const kiln_context *ctx, kiln_dtype dt, 
   static const char *const names[KILN__GEMM_LARGE_NPARAMS] = {KILN__GEMM_LARGE_NAMES};
   large_pick(&ctx->info, dt, p);
   const char *e = kiln__env(KILN__ENV_DEBUG_GEMM_LARGE);
+  /* f64 on the tensor cores where the device has them (the defaults' mma form, large_mma). */
+  if ((!e || !*e) && dt == KILN_F64 && large_mma && p->tm == 8 && p->tn == 8 && p->wx == 16 &&
+      p->wy == 16 && mma_capable(&ctx->info, ctx->device) >= (int)large_mma) {
+    p->mma = large_mma;
+    p->pad = 8;
+  }
   /* Fewer tiles than compute units leaves some idle: 4x4 results per work-item (a quarter of
    * the tile) where that runs. */
   const uint64_t mt = (uint64_t)p->wy * p->tm, nt = (uint64_t)p->wx * p->tn;
@@ -176,7 +233,7 @@ kiln__gemm_large_params(const char *op, const kiln_context *ctx, kiln_dtype dt, 
     struct kiln__gemm_large q = *p;
     char why[160];
     q.tm = q.tn = 4;
-    if (!large_invalid(&q, kiln_dtype_size(dt), &ctx->info, why, sizeof why))
+    if (!large_invalid(&q, kiln_dtype_size(dt), &ctx->info, 0, why, sizeof why))
       *p = q;
   }
   uint32_t *v = &p->tm;
@@ -195,13 +252,15 @@ kiln__gemm_large_params(const char *op, const kiln_context *ctx, kiln_dtype dt, 
     KILN_RETURN_IF(i == KILN__GEMM_LARGE_NPARAMS || end == s + nlen + 1 || end != s + len,
                    KILN_ERR_INVALID_ARGUMENT, op,
                    "KILN_DEBUG_GEMM_LARGE: '%.*s' is not NAME=VALUE with NAME one of tm tn wx wy "
-                   "bk vw db pad",
+                   "bk vw db pad mma",
                    (int)len, s);
     v[i] = val > 1024 ? 1024 : (uint32_t)val;
     s += len;
   }
   char why[160];
-  const char *bad = large_invalid(p, kiln_dtype_size(dt), &ctx->info, why, sizeof why);
+  const char *bad = large_invalid(p, kiln_dtype_size(dt), &ctx->info,
+                                  p->mma ? mma_capable(&ctx->info, ctx->device) : 0, why,
+                                  sizeof why);
   KILN_RETURN_IF(bad && e && *e, KILN_ERR_INVALID_ARGUMENT, op,
                  "KILN_DEBUG_GEMM_LARGE for %s: %s", kiln_dtype_name(dt), bad);
   KILN_RETURN_IF(bad, KILN_ERR_UNSUPPORTED, op, "the large GEMM kernel for %s: %s",
@@ -221,9 +280,11 @@ large_ok(const kiln_context *ctx, kiln_dtype dt)
 /*
  * Where the large kernel wins without tuning: the smallest m*n*k from which the default rule
  * takes it, per dtype (f32, f64) on NVIDIA GPUs. UINT64_MAX: never (CLBlast, or kiln's small
- * kernel without CLBlast).
+ * kernel without CLBlast). H200, 2026-12-02 (bench/h200/gemm.sh, docs/blas_fft.md): f64 19.1 /
+ * 19.4 / 20.3 TFLOP/s at 2048^3 / 4096^3 / 8192^3 against CLBlast's 14.3 / 18.9 / 19.9; f32
+ * 31.5 / 32.3 / 33.4 against 33.2 / 41.1 / 42.5 (CLBlast keeps f32).
  */
-static const uint64_t large_from_nvidia[2] = {UINT64_MAX, UINT64_MAX};
+static const uint64_t large_from_nvidia[2] = {UINT64_MAX, (uint64_t)1 << 33};
 
 /* The built-in rule: kiln's small kernel up to the threshold, then the large kernel where it
  * was measured faster, else CLBlast (kiln's small kernel without it). */
@@ -305,8 +366,9 @@ blas_build_options(const kiln_device_info *info, const char *source, kiln_dtype 
     const struct kiln__gemm_large *p = variant ? variant : &d;
     kiln__options_append(buf, len,
                          " -DGL_TM=%u -DGL_TN=%u -DGL_WX=%u -DGL_WY=%u -DGL_BK=%u -DGL_VW=%u "
-                         "-DGL_DB=%u -DGL_PAD=%u -DGL_UNROLL=%d",
-                         p->tm, p->tn, p->wx, p->wy, p->bk, p->vw, p->db, p->pad, info->is_gpu);
+                         "-DGL_DB=%u -DGL_PAD=%u -DGL_UNROLL=%d -DGL_MMA=%u",
+                         p->tm, p->tn, p->wx, p->wy, p->bk, p->vw, p->db, p->pad, info->is_gpu,
+                         p->mma);
     return;
   }
   kiln__options_append(buf, len, " -DKILN_GEMM_TILE=%u -DKILN_DOT_WG=%u",

@@ -28,6 +28,16 @@ int kiln__blas_use_clblast(const kiln_context *ctx);
  */
 cl_mem kiln__blas_gemm_temp(kiln_context *ctx, size_t bytes);
 
+/* The arguments that decide the size of CLBlast's GEMM temporaries, and the context's memo of
+ * the last size asked (ctx->lock held): lookup returns nonzero with *bytes on a match. */
+struct kiln__gemm_temp_key {
+  size_t v[12]; /* dtype, ta, tb, m, n, k, aoff, lda, boff, ldb, coff, ldc */
+};
+int kiln__blas_temp_lookup(kiln_context *ctx, const struct kiln__gemm_temp_key *key,
+                           size_t *bytes);
+void kiln__blas_temp_store(kiln_context *ctx, const struct kiln__gemm_temp_key *key,
+                           size_t bytes);
+
 /*
  * The route (KILN__GEMM_ROUTE_KILN, _CLBLAST or _LARGE) of a call of m*n*k = size, route a
  * forced enum kiln__gemm_route value or -1 to choose: KILN_OPT_GEMM_SMALL_MNK once set on the
@@ -47,9 +57,11 @@ int kiln__blas_route(kiln_context *ctx, kiln_dtype dt, uint64_t size, int route)
  */
 struct kiln__gemm_large {
   uint32_t tm, tn, wx, wy, bk, vw, db, pad;
+  uint32_t mma; /* f64 on the FP64 tensor cores: 1 m8n8k4 (NVIDIA, compute capability 8.0 on),
+                 * 2 m16n8k4, 3 m16n8k8 (9.0 on) */
 };
-#define KILN__GEMM_LARGE_NPARAMS 8
-#define KILN__GEMM_LARGE_NAMES "tm", "tn", "wx", "wy", "bk", "vw", "db", "pad"
+#define KILN__GEMM_LARGE_NPARAMS 9
+#define KILN__GEMM_LARGE_NAMES "tm", "tn", "wx", "wy", "bk", "vw", "db", "pad", "mma"
 
 /*
  * The parameters a large-kernel call of dt (batch products of m x n) runs with on ctx's

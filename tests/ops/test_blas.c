@@ -286,16 +286,16 @@ START_TEST(gemm_beta_zero_ignores_nan)
 END_TEST
 
 /*
- * A size-1000 product, through CLBlast's large-matrix path, with NaN in C and beta == 0; then
- * again with the context's kept temporary buffer (KILN_DEBUG_GEMM_TEMP=1), B transposed too.
+ * A size-1000 product, through CLBlast's large-matrix path, with NaN in C and beta == 0, with
+ * CLBlast's own temporaries (KILN_DEBUG_GEMM_TEMP=0) and with the context's kept buffer (the
+ * default), B transposed too.
  */
 START_TEST(gemm_large_1000)
 {
   if (!harness_fits(1000 * 1000))
     return;
   for (int temp = 0; temp < 2; temp++) {
-    if (temp)
-      setenv("KILN_DEBUG_GEMM_TEMP", "1", 1);
+    setenv("KILN_DEBUG_GEMM_TEMP", temp ? "1" : "0", 1);
     struct gemm_case gc = {2, 2, {1000, 1000}, {1000, 1000}, 1, temp, 1.0, 0.0, 1};
     run_gemm_case(KILN_F32, ROUTE_CLBLAST, &gc);
     if (harness_has_fp64()) {
@@ -1412,7 +1412,15 @@ START_TEST(gemm_large_kernel)
 {
   /* "tm=8": the default set as large products get it (a set variable skips the 4x4 choice for
    * grids of fewer tiles than compute units); "": what these shapes get by default (4x4). */
-  static const char *const specs[] = {"tm=8", "", "vw=1 db=0 pad=0", "tm=4 tn=4 wx=8 wy=8 bk=16",
+  /* "mma=1/2 pad=8": f64 on the tensor cores, only where the device has them (NVIDIA, compute
+   * capability 8.0 / 9.0 on); elsewhere the call refuses it, which this test checks. */
+  static const char *const specs[] = {"tm=8",
+                                      "",
+                                      "mma=1 pad=8",
+                                      "mma=2 pad=8",
+                                      "mma=3 pad=8",
+                                      "vw=1 db=0 pad=0",
+                                      "tm=4 tn=4 wx=8 wy=8 bk=16",
                                       "tm=8 tn=4 wx=32 wy=8 vw=4 pad=0"};
   static const int64_t dims[][3] = {{1, 1, 1},     {3, 17, 5},  {129, 130, 17},
                                     {128, 128, 16}, {37, 200, 131}, {260, 7, 9}};
@@ -1434,6 +1442,19 @@ START_TEST(gemm_large_kernel)
     KOK(kiln_tune_override(ctx, "gemm", dt, NULL, "route=3"));
     for (size_t sp = 0; sp < nspecs; sp++) {
       setenv("KILN_DEBUG_GEMM_LARGE", specs[sp], 1);
+      if (strstr(specs[sp], "mma=")) {
+        int64_t sq1[2] = {8, 8};
+        kiln_tensor *y = NULL, *cy = NULL;
+        KOK(kiln_tensor_zeros(ctx, dt, 2, sq1, &y));
+        kiln_status ms = kiln_gemm(ctx, KILN_NO_TRANS, KILN_NO_TRANS, 1.0, y, y, 0.0, &cy);
+        kiln_tensor_release(y);
+        kiln_tensor_release(cy);
+        if (ms != KILN_OK) {
+          ck_assert_int_eq(ms, KILN_ERR_INVALID_ARGUMENT);
+          ck_assert_ptr_nonnull(strstr(kiln_last_error(), "mma="));
+          continue;
+        }
+      }
       for (int t = 0; t < 4; t++)
         for (size_t s = 0; s < ndims; s++) {
           int ta = t & 1, tb = t >> 1;
