@@ -187,7 +187,7 @@ kiln__clblast_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int
    * op(A)^T of the row-major A is op applied to its column-major view, conjugation included.
    */
   if (batch == 1) {
-#define GEMM_ARGS(cv)                                                                             \
+#define GEMM_ARGS(cv)                                                                              \
   (COL, tr(tb), tr(ta), n, m, k, cv(alpha), b, boff, ldb, a, aoff, lda, cv(beta), c, coff, ldc, q, \
    NULL)
     BY_DTYPE(op, ctx, dt, gemm, GEMM_ARGS);
@@ -208,29 +208,11 @@ kiln__clblast_gemm_temp_size(const char *op, kiln_context *ctx, kiln_dtype dt, i
   cl_command_queue *q = &ctx->queue;
   /* The column-major form of kiln__clblast_gemm; the answer is in bytes. */
   CLBlastStatusCode code = dt == KILN_F32
-                               ? CLBlastSGemmTempBufferSize(COL, tr(tb), tr(ta), n, m, k, boff,
-                                                            ldb, aoff, lda, coff, ldc, q, bytes)
-                               : CLBlastDGemmTempBufferSize(COL, tr(tb), tr(ta), n, m, k, boff,
-                                                            ldb, aoff, lda, coff, ldc, q, bytes);
+                               ? CLBlastSGemmTempBufferSize(COL, tr(tb), tr(ta), n, m, k, boff, ldb,
+                                                            aoff, lda, coff, ldc, q, bytes)
+                               : CLBlastDGemmTempBufferSize(COL, tr(tb), tr(ta), n, m, k, boff, ldb,
+                                                            aoff, lda, coff, ldc, q, bytes);
   return check(op, "GemmTempBufferSize", code);
-}
-
-kiln_status
-kiln__clblast_gemm_temp(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int tb,
-                        size_t m, size_t n, size_t k, double alpha, cl_mem a, size_t aoff,
-                        size_t lda, cl_mem b, size_t boff, size_t ldb, double beta, cl_mem c,
-                        size_t coff, size_t ldc, cl_mem temp)
-{
-  cl_command_queue *q = &ctx->queue;
-  /* The column-major form of kiln__clblast_gemm. */
-  if (dt == KILN_F32)
-    PROVIDER_CALL(op, ctx, "SgemmWithTempBuffer",
-                  CLBlastSgemmWithTempBuffer(COL, tr(tb), tr(ta), n, m, k, (float)alpha, b, boff,
-                                             ldb, a, aoff, lda, (float)beta, c, coff, ldc, q, NULL,
-                                             temp));
-  PROVIDER_CALL(op, ctx, "DgemmWithTempBuffer",
-                CLBlastDgemmWithTempBuffer(COL, tr(tb), tr(ta), n, m, k, alpha, b, boff, ldb, a,
-                                           aoff, lda, beta, c, coff, ldc, q, NULL, temp));
 }
 
 kiln_status
@@ -252,15 +234,16 @@ kiln__clblast_gemm_with_temp(const char *op, kiln_context *ctx, kiln_dtype dt, i
                              size_t coff, size_t ldc, cl_mem temp)
 {
   cl_command_queue *q = &ctx->queue;
+  /* The column-major form of kiln__clblast_gemm (kiln__clblast_gemm_temp_size sizes it). */
   if (dt == KILN_F32)
     PROVIDER_CALL(op, ctx, "SgemmWithTempBuffer",
-                  CLBlastSgemmWithTempBuffer(ROW, tr(ta), tr(tb), m, n, k, (float)alpha, a, aoff,
-                                             lda, b, boff, ldb, (float)beta, c, coff, ldc, q, NULL,
+                  CLBlastSgemmWithTempBuffer(COL, tr(tb), tr(ta), n, m, k, (float)alpha, b, boff,
+                                             ldb, a, aoff, lda, (float)beta, c, coff, ldc, q, NULL,
                                              temp));
   if (dt == KILN_F64)
     PROVIDER_CALL(op, ctx, "DgemmWithTempBuffer",
-                  CLBlastDgemmWithTempBuffer(ROW, tr(ta), tr(tb), m, n, k, alpha, a, aoff, lda, b,
-                                             boff, ldb, beta, c, coff, ldc, q, NULL, temp));
+                  CLBlastDgemmWithTempBuffer(COL, tr(tb), tr(ta), n, m, k, alpha, b, boff, ldb, a,
+                                             aoff, lda, beta, c, coff, ldc, q, NULL, temp));
   return kiln__fail(KILN_ERR_DTYPE, op, 0, "CLBlast GEMM with a temporary buffer for %s",
                     kiln_dtype_name(dt));
 }
@@ -487,8 +470,8 @@ kiln__clblast_convgemm(const char *op, kiln_context *ctx, kiln_dtype dt, size_t 
                        cl_mem im, size_t imoff, cl_mem w, size_t woff, cl_mem out, size_t outoff)
 {
   cl_command_queue *q = &ctx->queue;
-#define CONVGEMM_ARGS                                                                             \
-  (CLBlastKernelModeCrossCorrelation, channels, height, width, kh, kw, ph, pw, sh, sw, dh, dw,   \
+#define CONVGEMM_ARGS                                                                          \
+  (CLBlastKernelModeCrossCorrelation, channels, height, width, kh, kw, ph, pw, sh, sw, dh, dw, \
    kernels, batch, im, imoff, w, woff, out, outoff, q, NULL)
   if (dt == KILN_F32)
     PROVIDER_CALL(op, ctx, "Sconvgemm", CLBlastSconvgemm CONVGEMM_ARGS);

@@ -95,16 +95,12 @@ kiln_status kiln__clblast_scal(const char *op, kiln_context *ctx, kiln_dtype dt,
  * WithTempBuffer routines: no buffer created and released per call). CLBlast refuses a
  * buffer too small before it enqueues anything.
  */
-/* What kiln__clblast_gemm_temp's buffer needs for these arguments (CLBlast's
+/* What kiln__clblast_gemm_with_temp's buffer needs for these arguments (CLBlast's
  * GemmTempBufferSize: it builds its parameter database on each call, so callers cache it). */
 kiln_status kiln__clblast_gemm_temp_size(const char *op, kiln_context *ctx, kiln_dtype dt, int ta,
                                          int tb, size_t m, size_t n, size_t k, size_t aoff,
                                          size_t lda, size_t boff, size_t ldb, size_t coff,
                                          size_t ldc, size_t *bytes);
-kiln_status kiln__clblast_gemm_temp(const char *op, kiln_context *ctx, kiln_dtype dt, int ta,
-                                    int tb, size_t m, size_t n, size_t k, double alpha, cl_mem a,
-                                    size_t aoff, size_t lda, cl_mem b, size_t boff, size_t ldb,
-                                    double beta, cl_mem c, size_t coff, size_t ldc, cl_mem temp);
 
 /*
  * KILN_DEBUG_CLBLAST="Kernel:NAME=VALUE,...;Kernel:..." put in force for dt (f32/f64) on ctx's

@@ -163,8 +163,7 @@ large_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, const struct kiln__
     /* The tensor-core form is inline PTX: a driver that refuses it still has the FMA form. */
     struct kiln__gemm_large q = *p;
     q.mma = 0;
-    kiln__log(KILN__LOG_WARN, "%s: the large GEMM kernel's mma form did not build; using FMAs",
-              op);
+    kiln__log(KILN__LOG_WARN, "%s: the large GEMM kernel's mma form did not build; using FMAs", op);
     return large_gemm(op, ctx, dt, &q, m, n, k, alpha, beta, a, astride, b, bstride, c, cstride,
                       batch);
   }
@@ -174,8 +173,8 @@ large_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, const struct kiln__
   cl_int err = clGetKernelWorkGroupInfo(kern, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg,
                                         &kwg, NULL);
   KILN_RETURN_IF(err != CL_SUCCESS || kwg < (size_t)p->wx * p->wy, KILN_ERR_UNSUPPORTED, op,
-                 "the large GEMM kernel (%ux%u work-items) runs at most %zu per group here",
-                 p->wx, p->wy, kwg);
+                 "the large GEMM kernel (%ux%u work-items) runs at most %zu per group here", p->wx,
+                 p->wy, kwg);
   kiln__args args = kiln__args_begin(op, kern);
   kiln__args_u64(&args, m);
   kiln__args_u64(&args, n);
@@ -381,8 +380,8 @@ struct gemm_args {
   uint64_t m, n, k;
   kiln_complex128 alpha, beta;
   struct mat a, b, c;
-  int route; /* gemm_route(), decided before ctx->lock was taken */
-  int cf32;  /* f16/bf16 inputs, f32 output */
+  int route;                     /* gemm_route(), decided before ctx->lock was taken */
+  int cf32;                      /* f16/bf16 inputs, f32 output */
   struct kiln__gemm_large large; /* route KILN__GEMM_ROUTE_LARGE: its parameters */
 };
 
@@ -477,9 +476,9 @@ gemm_strided(const char *op, kiln_context *ctx, const struct gemm_args *g, uint6
   if (batch == 1 && kiln__dtype_is_float(g->dt) && gemm_temp_on()) {
     /* CLBlast's size query builds its parameter database on every call: asked again only
      * when the arguments change. */
-    struct kiln__gemm_temp_key key = {{(size_t)g->dt, (size_t)g->a.trans, (size_t)g->b.trans,
-                                       g->m, g->n, g->k, g->a.off, g->a.ld, g->b.off, g->b.ld,
-                                       g->c.off, g->c.ld}};
+    struct kiln__gemm_temp_key key = {{(size_t)g->dt, (size_t)g->a.trans, (size_t)g->b.trans, g->m,
+                                       g->n, g->k, g->a.off, g->a.ld, g->b.off, g->b.ld, g->c.off,
+                                       g->c.ld}};
     size_t bytes = 0;
     cl_mem temp = NULL;
     if (kiln__blas_temp_lookup(ctx, &key, &bytes) ||
@@ -490,10 +489,10 @@ gemm_strided(const char *op, kiln_context *ctx, const struct gemm_args *g, uint6
       /* A buffer of 0 bytes cannot be made: 1 element at least. */
       temp = kiln__blas_gemm_temp(ctx, bytes ? bytes : 8);
     }
-    if (temp && kiln__clblast_gemm_temp(op, ctx, g->dt, g->a.trans, g->b.trans, g->m, g->n, g->k,
-                                        g->alpha.re, g->a.mem, g->a.off, g->a.ld, g->b.mem,
-                                        g->b.off, g->b.ld, g->beta.re, g->c.mem, g->c.off,
-                                        g->c.ld, temp) == KILN_OK)
+    if (temp && kiln__clblast_gemm_with_temp(op, ctx, g->dt, g->a.trans, g->b.trans, g->m, g->n,
+                                             g->k, g->alpha.re, g->a.mem, g->a.off, g->a.ld,
+                                             g->b.mem, g->b.off, g->b.ld, g->beta.re, g->c.mem,
+                                             g->c.off, g->c.ld, temp) == KILN_OK)
       return KILN_OK;
   }
   return kiln__clblast_gemm(op, ctx, g->dt, g->a.trans, g->b.trans, g->m, g->n, g->k, g->alpha,
@@ -822,14 +821,13 @@ syrk_split_k(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, uint64_t 
   kiln_tensor *part = NULL, *view = NULL;
   kiln_status s = kiln__ops_scratch(op, ctx, dt, slots * n * n, &part);
   if (s == KILN_OK)
-    s = kiln__clblast_gemm(op, ctx, dt, ta, !ta, n, n, kc, alpha, am->mem, am->off, am->ld,
-                           chunk, am->mem, am->off, am->ld, chunk, real_scalar(0.0), part->mem,
-                           0, n, n * n, splits);
+    s = kiln__clblast_gemm(op, ctx, dt, ta, !ta, n, n, kc, alpha, am->mem, am->off, am->ld, chunk,
+                           am->mem, am->off, am->ld, chunk, real_scalar(0.0), part->mem, 0, n,
+                           n * n, splits);
   if (s == KILN_OK && rest)
     s = kiln__clblast_gemm(op, ctx, dt, ta, !ta, n, n, rest, alpha, am->mem,
-                           am->off + splits * chunk, am->ld, 0, am->mem,
-                           am->off + splits * chunk, am->ld, 0, real_scalar(0.0), part->mem,
-                           splits * n * n, n, 0, 1);
+                           am->off + splits * chunk, am->ld, 0, am->mem, am->off + splits * chunk,
+                           am->ld, 0, real_scalar(0.0), part->mem, splits * n * n, n, 0, 1);
   int64_t dims[KILN_MAX_DIMS + 1];
   dims[0] = (int64_t)slots;
   for (size_t i = 0; i < c->shape.ndim; i++)
