@@ -110,6 +110,24 @@ mat_args(kiln__args *a, const struct mat *x, uint64_t batch_stride, int with_tra
  * Large f16/bf16 products without a triangle run on gemm_tiled, the rest on
  * gemm_small.
  */
+/* The arguments gemm_small, gemm_tiled and gemm_large share, in their order. */
+static kiln__args
+gemm_args(const char *op, cl_kernel kern, kiln_dtype dt, uint64_t m, uint64_t n, uint64_t k,
+          kiln_complex128 alpha, kiln_complex128 beta, const struct mat *a, uint64_t astride,
+          const struct mat *b, uint64_t bstride, const struct mat *c, uint64_t cstride)
+{
+  kiln__args args = kiln__args_begin(op, kern);
+  kiln__args_u64(&args, m);
+  kiln__args_u64(&args, n);
+  kiln__args_u64(&args, k);
+  args_scalar(&args, dt, alpha);
+  args_scalar(&args, dt, beta);
+  mat_args(&args, a, astride, 1);
+  mat_args(&args, b, bstride, 1);
+  mat_args(&args, c, cstride, 0);
+  return args;
+}
+
 static kiln_status
 small_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t m, uint64_t n, uint64_t k,
            kiln_complex128 alpha, kiln_complex128 beta, const struct mat *a, uint64_t astride,
@@ -120,15 +138,8 @@ small_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t m, uint64_
               mnk(m, n, k) > (uint64_t)KILN__GEMM_SMALL_MNK_DEFAULT;
   cl_kernel kern;
   KILN_TRY(get_kernel(op, ctx, dt, tiled ? "gemm_tiled" : "gemm_small", &kern));
-  kiln__args args = kiln__args_begin(op, kern);
-  kiln__args_u64(&args, m);
-  kiln__args_u64(&args, n);
-  kiln__args_u64(&args, k);
-  args_scalar(&args, dt, alpha);
-  args_scalar(&args, dt, beta);
-  mat_args(&args, a, astride, 1);
-  mat_args(&args, b, bstride, 1);
-  mat_args(&args, c, cstride, 0);
+  kiln__args args =
+      gemm_args(op, kern, dt, m, n, k, alpha, beta, a, astride, b, bstride, c, cstride);
   if (!tiled)
     kiln__args_u32(&args, tri);
   kiln__args_u32(&args, (uint32_t)cf32);
@@ -175,15 +186,8 @@ large_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, const struct kiln__
   KILN_RETURN_IF(err != CL_SUCCESS || kwg < (size_t)p->wx * p->wy, KILN_ERR_UNSUPPORTED, op,
                  "the large GEMM kernel (%ux%u work-items) runs at most %zu per group here", p->wx,
                  p->wy, kwg);
-  kiln__args args = kiln__args_begin(op, kern);
-  kiln__args_u64(&args, m);
-  kiln__args_u64(&args, n);
-  kiln__args_u64(&args, k);
-  args_scalar(&args, dt, alpha);
-  args_scalar(&args, dt, beta);
-  mat_args(&args, a, astride, 1);
-  mat_args(&args, b, bstride, 1);
-  mat_args(&args, c, cstride, 0);
+  kiln__args args =
+      gemm_args(op, kern, dt, m, n, k, alpha, beta, a, astride, b, bstride, c, cstride);
   const uint64_t mt = (uint64_t)p->wy * p->tm, nt = (uint64_t)p->wx * p->tn;
   size_t global[3] = {(size_t)((n + nt - 1) / nt * p->wx), (size_t)((m + mt - 1) / mt * p->wy),
                       (size_t)batch};
