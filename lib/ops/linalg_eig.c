@@ -2310,8 +2310,7 @@ kiln_linalg_lstsq(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b,
     s = kiln__lsp_out(&o, op, ctx, a->dtype, &ss, sv);
   if (s == KILN_OK)
     s = kiln__lsp_outs_check(&o, op, a, b);
-  kiln_tensor *qa = NULL, *qb = NULL, *tau = NULL;
-  kiln__lsp_ws ws = {0};
+  kiln_tensor *qa = NULL, *qb = NULL;
   double *ha = NULL, *hb = NULL, *hx = NULL, *hres = NULL, *hs = NULL;
   int64_t *hr = NULL;
   int *via_svd = NULL;
@@ -2325,35 +2324,7 @@ kiln_linalg_lstsq(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b,
   }
   /* The QR route: every tall matrix factors on the device, then R's diagonal decides. */
   if (s == KILN_OK && m >= n && n > 0 && batch) {
-    s = kiln__ops_scratch(op, ctx, a->dtype, a->numel, &qa);
-    if (s == KILN_OK)
-      s = kiln__ops_scratch(op, ctx, a->dtype, b->numel ? b->numel : 1, &qb);
-    if (s == KILN_OK)
-      s = kiln__ops_scratch(op, ctx, a->dtype, batch * n, &tau);
-    if (s == KILN_OK)
-      s = kiln__lsp_ws_make(&L, m, n > nrhs ? n : nrhs, &ws);
-    kiln_tensor *view = NULL;
-    if (s == KILN_OK)
-      s = kiln__tensor_view(op, qa, 0, &a->shape, &view);
-    if (s == KILN_OK)
-      s = kiln__ops_copy(op, ctx, a, view);
-    kiln_tensor_release(view);
-    view = NULL;
-    if (s == KILN_OK && b->numel)
-      s = kiln__tensor_view(op, qb, 0, &b->shape, &view);
-    if (s == KILN_OK && b->numel)
-      s = kiln__ops_copy(op, ctx, b, view);
-    kiln_tensor_release(view);
-    for (uint64_t i = 0; s == KILN_OK && i < batch; i++) {
-      kiln__lsp_mat ab = kiln__lsp_tmat(qa, n), tb = kiln__lsp_tmat(tau, 1),
-                    bb = kiln__lsp_tmat(qb, nrhs);
-      ab.off += i * m * n;
-      tb.off += i * n;
-      bb.off += i * m * nrhs;
-      s = kiln__lsp_geqrf(&L, ab, m, n, tb, &ws);
-      if (s == KILN_OK && nrhs)
-        s = kiln__lsp_ormqr(&L, ab, m, n, tb, 1, bb, nrhs, &ws);
-    }
+    s = kiln__lsp_lstsq_qr(&L, a, b, m, n, nrhs, batch, &qa, &qb);
     if (s == KILN_OK)
       s = kiln__lsp_download(&L, qa, &ha);
     if (s == KILN_OK && b->numel)
@@ -2473,10 +2444,8 @@ kiln_linalg_lstsq(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b,
     if (s == KILN_OK && all_full)
       s = kiln__lsp_upload(&L, *residuals, hres);
   }
-  kiln__lsp_ws_release(&ws);
   kiln_tensor_release(qa);
   kiln_tensor_release(qb);
-  kiln_tensor_release(tau);
   free(ha);
   free(hb);
   free(hx);

@@ -237,6 +237,53 @@ kiln__lsp_ws_release(kiln__lsp_ws *ws)
   memset(ws, 0, sizeof *ws);
 }
 
+kiln_status
+kiln__lsp_lstsq_qr(const kiln__lsp *L, const kiln_tensor *a, const kiln_tensor *b, uint64_t m,
+                   uint64_t n, uint64_t nrhs, uint64_t batch, kiln_tensor **qa, kiln_tensor **qb)
+{
+  const char *op = L->op;
+  kiln_context *ctx = L->ctx;
+  kiln_tensor *tau = NULL, *view = NULL;
+  kiln__lsp_ws ws = {0};
+  *qa = *qb = NULL;
+  kiln_status s = kiln__ops_scratch(op, ctx, a->dtype, a->numel, qa);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(op, ctx, a->dtype, b->numel ? b->numel : 1, qb);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(op, ctx, a->dtype, batch * n, &tau);
+  if (s == KILN_OK)
+    s = kiln__lsp_ws_make(L, m, n > nrhs ? n : nrhs, &ws);
+  if (s == KILN_OK)
+    s = kiln__tensor_view(op, *qa, 0, &a->shape, &view);
+  if (s == KILN_OK)
+    s = kiln__ops_copy(op, ctx, a, view);
+  kiln_tensor_release(view);
+  view = NULL;
+  if (s == KILN_OK && b->numel)
+    s = kiln__tensor_view(op, *qb, 0, &b->shape, &view);
+  if (s == KILN_OK && b->numel)
+    s = kiln__ops_copy(op, ctx, b, view);
+  kiln_tensor_release(view);
+  for (uint64_t i = 0; s == KILN_OK && i < batch; i++) {
+    kiln__lsp_mat ab = kiln__lsp_tmat(*qa, n), tb = kiln__lsp_tmat(tau, 1),
+                  bb = kiln__lsp_tmat(*qb, nrhs);
+    ab.off += i * m * n;
+    tb.off += i * n;
+    bb.off += i * m * nrhs;
+    s = kiln__lsp_geqrf(L, ab, m, n, tb, &ws);
+    if (s == KILN_OK && nrhs) /* Q^T B (Q^H B for complex) */
+      s = kiln__lsp_ormqr(L, ab, m, n, tb, 1, bb, nrhs, &ws);
+  }
+  kiln__lsp_ws_release(&ws);
+  kiln_tensor_release(tau);
+  if (s != KILN_OK) {
+    kiln_tensor_release(*qa);
+    kiln_tensor_release(*qb);
+    *qa = *qb = NULL;
+  }
+  return s;
+}
+
 static kiln_status vt_c(const kiln__lsp *L, uint64_t rows, uint64_t jb, kiln__lsp_mat v,
                         kiln__lsp_mat c, uint64_t ncols, kiln__lsp_mat w);
 

@@ -129,8 +129,7 @@ kiln__lsp_lstsq_complex(kiln_context *ctx, const kiln_tensor *a, const kiln_tens
     s = kiln__lsp_out(&o, op, ctx, rdt, &ss, sv);
   if (s == KILN_OK)
     s = kiln__lsp_outs_check(&o, op, a, b);
-  kiln_tensor *qa = NULL, *qb = NULL, *tau = NULL;
-  kiln__lsp_ws ws = {0};
+  kiln_tensor *qa = NULL, *qb = NULL;
   zc *ha = NULL, *hb = NULL, *hx = NULL;
   double *hres = NULL, *hs = NULL;
   int64_t *hr = NULL;
@@ -145,35 +144,7 @@ kiln__lsp_lstsq_complex(kiln_context *ctx, const kiln_tensor *a, const kiln_tens
   }
   /* The QR route: every tall matrix factors on the device, then R's diagonal decides. */
   if (s == KILN_OK && m >= n && n > 0 && batch) {
-    s = kiln__ops_scratch(op, ctx, a->dtype, a->numel, &qa);
-    if (s == KILN_OK)
-      s = kiln__ops_scratch(op, ctx, a->dtype, b->numel ? b->numel : 1, &qb);
-    if (s == KILN_OK)
-      s = kiln__ops_scratch(op, ctx, a->dtype, batch * n, &tau);
-    if (s == KILN_OK)
-      s = kiln__lsp_ws_make(&L, m, n > nrhs ? n : nrhs, &ws);
-    kiln_tensor *view = NULL;
-    if (s == KILN_OK)
-      s = kiln__tensor_view(op, qa, 0, &a->shape, &view);
-    if (s == KILN_OK)
-      s = kiln__ops_copy(op, ctx, a, view);
-    kiln_tensor_release(view);
-    view = NULL;
-    if (s == KILN_OK && b->numel)
-      s = kiln__tensor_view(op, qb, 0, &b->shape, &view);
-    if (s == KILN_OK && b->numel)
-      s = kiln__ops_copy(op, ctx, b, view);
-    kiln_tensor_release(view);
-    for (uint64_t i = 0; s == KILN_OK && i < batch; i++) {
-      kiln__lsp_mat ab = kiln__lsp_tmat(qa, n), tb = kiln__lsp_tmat(tau, 1),
-                    bb = kiln__lsp_tmat(qb, nrhs);
-      ab.off += i * m * n;
-      tb.off += i * n;
-      bb.off += i * m * nrhs;
-      s = kiln__lsp_geqrf(&L, ab, m, n, tb, &ws);
-      if (s == KILN_OK && nrhs) /* Q^H B */
-        s = kiln__lsp_ormqr(&L, ab, m, n, tb, 1, bb, nrhs, &ws);
-    }
+    s = kiln__lsp_lstsq_qr(&L, a, b, m, n, nrhs, batch, &qa, &qb);
     if (s == KILN_OK)
       s = down_c(op, ctx, qa, &ha);
     if (s == KILN_OK && b->numel)
@@ -302,10 +273,8 @@ kiln__lsp_lstsq_complex(kiln_context *ctx, const kiln_tensor *a, const kiln_tens
     if (s == KILN_OK && all_full)
       s = up_any(op, ctx, *residuals, hres, 0);
   }
-  kiln__lsp_ws_release(&ws);
   kiln_tensor_release(qa);
   kiln_tensor_release(qb);
-  kiln_tensor_release(tau);
   free(ha);
   free(hb);
   free(hx);

@@ -111,6 +111,15 @@ kiln_status kiln__lsp_ormqr(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uin
                             kiln__lsp_ws *ws);
 
 /*
+ * lstsq's device stage for the batch of m x n (m >= n) matrices a and m x nrhs right-hand
+ * sides b: *qa the geqrf factors of every matrix (R on and above the diagonal), *qb Q^T B
+ * (Q^H B for complex). Both new scratch tensors the caller releases; NULL on failure.
+ */
+kiln_status kiln__lsp_lstsq_qr(const kiln__lsp *L, const kiln_tensor *a, const kiln_tensor *b,
+                               uint64_t m, uint64_t n, uint64_t nrhs, uint64_t batch,
+                               kiln_tensor **qa, kiln_tensor **qb);
+
+/*
  * C (m x n) = alpha op(A) op(B) + beta C over row-major views (the family's GEMM: CLBlast
  * above kiln__linalg_own_gemm_max() multiply-adds, kiln's gemm_s below it or without CLBlast).
  */
