@@ -7,12 +7,9 @@
  * of lstsq do for real matrices: the device reductions to tridiagonal and bidiagonal form that
  * the real eigh and svd use are real only (docs/linalg.md, "Complex matrices").
  *
- * lstsq: the real routine's rules with complex arithmetic, as
- * torch.linalg.lstsq (driver gelsd) returns them. A tall matrix whose R (the device's complex
- * QR) has every |R_ii| > eps(dtype) max(m, n) max|R_ii| is solved through the QR: Q^H B on
- * the device (ormqr), then R X = (Q^H B)[:n] by back substitution on the host, as the real
- * route does; every other matrix (wide or rank-deficient) takes the host's zgelsd. x is
- * complex, the residuals and singular values real (f32 for c64, f64 for c128), rank i64.
+ * lstsq is the real routine's body (lib/ops/linalg_lstsq_body.h) in complex arithmetic: Q^H B
+ * on the device (ormqr), zgelsd and zgesvd on the host. x is complex, the residuals and
+ * singular values real (f32 for c64, f64 for c128), rank i64.
  */
 #include <complex.h>
 #include <math.h>
@@ -83,210 +80,6 @@ host_mem(const char *op, int ok)
   return ok ? KILN_OK : kiln__fail(KILN_ERR_HOST_MEMORY, op, 0, "no memory for host workspaces");
 }
 
-kiln_status
-kiln__lsp_lstsq_complex(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b, double rcond,
-                        kiln_tensor **x, kiln_tensor **residuals, kiln_tensor **rank,
-                        kiln_tensor **sv)
-{
-  static const char op[] = "kiln_linalg_lstsq";
-  KILN_TRY(kiln__lsp_check_mat_complex(op, ctx, a, "a"));
-  KILN_TRY(kiln__lsp_check_mat_complex(op, ctx, b, "b"));
-  KILN_RETURN_IF(a->dtype != b->dtype, KILN_ERR_DTYPE, op, "a is %s but b is %s",
-                 kiln_dtype_name(a->dtype), kiln_dtype_name(b->dtype));
-  KILN_RETURN_IF(!x, KILN_ERR_INVALID_ARGUMENT, op, "x is NULL");
-  KILN_RETURN_IF(residuals && *residuals, KILN_ERR_INVALID_ARGUMENT, op,
-                 "*residuals must be NULL: its shape depends on the ranks found");
-  KILN_RETURN_IF(isnan(rcond), KILN_ERR_INVALID_ARGUMENT, op, "rcond is NaN");
-  size_t nd = a->shape.ndim, bnd = b->shape.ndim;
-  uint64_t m = (uint64_t)a->shape.dims[nd - 2], n = (uint64_t)a->shape.dims[nd - 1];
-  uint64_t kk = m < n ? m : n, batch = kiln__lsp_batch(a);
-  uint64_t nrhs = (uint64_t)b->shape.dims[bnd - 1];
-  char s1[128], s2[128];
-  int ok = bnd == nd && (uint64_t)b->shape.dims[bnd - 2] == m;
-  for (size_t i = 0; ok && i + 2 < nd; i++)
-    ok = a->shape.dims[i] == b->shape.dims[i];
-  KILN_RETURN_IF(!ok, KILN_ERR_SHAPE, op,
-                 "a %s and b %s: b must be [..., %llu, k] with a's batch dimensions",
-                 kiln__shape_format(&a->shape, s1, sizeof s1),
-                 kiln__shape_format(&b->shape, s2, sizeof s2), (unsigned long long)m);
-#if !KILN_HAVE_LAPACKE
-  KILN_RETURN_IF(sv, KILN_ERR_UNSUPPORTED, op,
-                 "the singular values of lstsq run on the host through LAPACKE, and this kiln "
-                 "was built without it");
-#endif
-  kiln_dtype rdt = kiln__dtype_real_part(a->dtype);
-  double eps = rdt == KILN_F32 ? 0x1p-23 : 0x1p-52, mx = (double)(m > n ? m : n);
-  double cut = rcond >= 0 ? rcond : eps * mx;
-  int64_t xt[2] = {(int64_t)n, (int64_t)nrhs}, st[1] = {(int64_t)kk};
-  kiln__shape xs = kiln__lsp_shape(a, xt, 2), ss = kiln__lsp_shape(a, st, 1),
-              rs = kiln__lsp_shape(a, NULL, 0);
-  kiln__lsp L = kiln__lsp_begin(op, ctx, a);
-  kiln__lsp_outs o = {0};
-  kiln_status s = kiln__lsp_out(&o, op, ctx, a->dtype, &xs, x);
-  if (s == KILN_OK && rank)
-    s = kiln__lsp_out(&o, op, ctx, KILN_I64, &rs, rank);
-  if (s == KILN_OK && sv)
-    s = kiln__lsp_out(&o, op, ctx, rdt, &ss, sv);
-  if (s == KILN_OK)
-    s = kiln__lsp_outs_check(&o, op, a, b);
-  kiln_tensor *qa = NULL, *qb = NULL;
-  zc *ha = NULL, *hb = NULL, *hx = NULL;
-  double *hres = NULL, *hs = NULL;
-  int64_t *hr = NULL;
-  int *via_svd = NULL;
-  if (s == KILN_OK) {
-    hx = calloc(batch * n * nrhs + 1, sizeof *hx);
-    hres = calloc(batch * nrhs + 1, sizeof *hres);
-    hs = calloc(batch * kk + 1, sizeof *hs);
-    hr = calloc(batch + 1, sizeof *hr);
-    via_svd = calloc(batch + 1, sizeof *via_svd);
-    s = host_mem(op, hx && hres && hs && hr && via_svd);
-  }
-  /* The QR route: every tall matrix factors on the device, then R's diagonal decides. */
-  if (s == KILN_OK && m >= n && n > 0 && batch) {
-    s = kiln__lsp_lstsq_qr(&L, a, b, m, n, nrhs, batch, &qa, &qb);
-    if (s == KILN_OK)
-      s = down_c(op, ctx, qa, &ha);
-    if (s == KILN_OK && b->numel)
-      s = down_c(op, ctx, qb, &hb);
-    for (uint64_t i = 0; s == KILN_OK && i < batch; i++) {
-      const zc *R = ha + i * m * n;
-      double big = 0.0;
-      for (uint64_t j = 0; j < n; j++)
-        big = fmax(big, cabs(R[j * n + j]));
-      int full = big > 0.0;
-      for (uint64_t j = 0; full && j < n; j++)
-        full = cabs(R[j * n + j]) > eps * mx * big;
-      if (!full) {
-        via_svd[i] = 1;
-        continue;
-      }
-      hr[i] = (int64_t)n;
-      /* x = R^-1 (Q^H b)[:n]; the rest of Q^H b is the residual */
-      for (uint64_t c = 0; c < nrhs; c++) {
-        const zc *qtb = hb + i * m * nrhs;
-        zc *X = hx + i * n * nrhs;
-        for (uint64_t j = n; j-- > 0;) {
-          zc t = qtb[j * nrhs + c];
-          for (uint64_t l = j + 1; l < n; l++)
-            t -= R[j * n + l] * X[l * nrhs + c];
-          X[j * nrhs + c] = t / R[j * n + j];
-        }
-        double r2 = 0.0;
-        for (uint64_t j = n; j < m; j++)
-          r2 += creal(qtb[j * nrhs + c] * conj(qtb[j * nrhs + c]));
-        hres[i * nrhs + c] = r2;
-      }
-#if KILN_HAVE_LAPACKE
-      if (sv) { /* the singular values of R are A's */
-        zc *rc = calloc(n * n + 1, sizeof *rc);
-        double *sup = malloc((n + 1) * sizeof *sup);
-        s = host_mem(op, rc && sup);
-        for (uint64_t r_ = 0; s == KILN_OK && r_ < n; r_++)
-          for (uint64_t c = r_; c < n; c++)
-            rc[r_ * n + c] = R[r_ * n + c];
-        lapack_int info =
-            s == KILN_OK ? LAPACKE_zgesvd(LAPACK_ROW_MAJOR, 'N', 'N', (lapack_int)n, (lapack_int)n,
-                                          rc, (lapack_int)n, hs + i * kk, NULL, 1, NULL, 1, sup)
-                         : 0;
-        if (s == KILN_OK && info != 0)
-          s = kiln__fail(info > 0 ? KILN_ERR_NO_CONVERGENCE : KILN_ERR_INTERNAL, op, (int)info,
-                         "LAPACK zgesvd failed on matrix %llu of the batch (info %d)",
-                         (unsigned long long)i, (int)info);
-        free(rc);
-        free(sup);
-      }
-#endif
-    }
-    free(ha);
-    free(hb);
-    ha = hb = NULL;
-  } else if (s == KILN_OK) {
-    for (uint64_t i = 0; i < batch; i++)
-      via_svd[i] = n > 0; /* n == 0: x is empty, rank 0 */
-  }
-  int any_svd = 0;
-  for (uint64_t i = 0; s == KILN_OK && i < batch; i++)
-    any_svd |= via_svd[i];
-#if KILN_HAVE_LAPACKE
-  if (s == KILN_OK && any_svd)
-    s = down_c(op, ctx, a, &ha);
-  if (s == KILN_OK && any_svd)
-    s = down_c(op, ctx, b, &hb);
-  uint64_t ldb = m > n ? m : n;
-  zc *bw = NULL;
-  if (s == KILN_OK && any_svd)
-    s = host_mem(op, (bw = calloc(ldb * (nrhs ? nrhs : 1) + 1, sizeof *bw)) != NULL);
-  for (uint64_t i = 0; s == KILN_OK && i < batch; i++) {
-    if (!via_svd[i])
-      continue;
-    memcpy(bw, hb + i * m * nrhs, m * nrhs * sizeof *bw);
-    memset(bw + m * nrhs, 0, (ldb - m) * nrhs * sizeof *bw);
-    lapack_int r_ = 0;
-    lapack_int info =
-        m == 0 ? 0
-               : LAPACKE_zgelsd(LAPACK_ROW_MAJOR, (lapack_int)m, (lapack_int)n,
-                                (lapack_int)(nrhs ? nrhs : 1), ha + i * m * n, (lapack_int)n, bw,
-                                (lapack_int)(nrhs ? nrhs : 1), hs + i * kk, cut, &r_);
-    if (info != 0) {
-      s = kiln__fail(info > 0 ? KILN_ERR_NO_CONVERGENCE : KILN_ERR_INVALID_ARGUMENT, op, (int)info,
-                     "LAPACK zgelsd failed on matrix %llu of the batch (info %d)",
-                     (unsigned long long)i, (int)info);
-      break;
-    }
-    hr[i] = r_;
-    if (m == 0) /* no equations: x = 0 */
-      continue;
-    memcpy(hx + i * n * nrhs, bw, n * nrhs * sizeof *bw);
-    for (uint64_t c = 0; c < nrhs; c++) {
-      double r2 = 0.0;
-      for (uint64_t j = n; j < m; j++)
-        r2 += creal(bw[j * nrhs + c] * conj(bw[j * nrhs + c]));
-      hres[i * nrhs + c] = r2;
-    }
-  }
-  free(bw);
-#else
-  (void)cut;
-  if (s == KILN_OK && any_svd)
-    s = kiln__fail(KILN_ERR_UNSUPPORTED, op, 0,
-                   "the minimum-norm (SVD) route of lstsq runs on the host through LAPACKE, and "
-                   "this kiln was built without it");
-#endif
-  if (s == KILN_OK)
-    s = up_any(op, ctx, *x, hx, 1);
-  if (s == KILN_OK && sv)
-    s = up_any(op, ctx, *sv, hs, 0);
-  if (s == KILN_OK && rank && batch) {
-    cl_int err = clEnqueueWriteBuffer(ctx->queue, (*rank)->mem, CL_TRUE, (*rank)->offset,
-                                      batch * sizeof *hr, hr, 0, NULL, NULL);
-    if (err != CL_SUCCESS)
-      s = kiln__fail_cl(op, err, "clEnqueueWriteBuffer");
-  }
-  if (s == KILN_OK && residuals) {
-    int all_full = m > n;
-    for (uint64_t i = 0; all_full && i < batch; i++)
-      all_full = hr[i] == (int64_t)n;
-    int64_t rt[1] = {all_full ? (int64_t)nrhs : 0};
-    kiln__shape res = all_full ? kiln__lsp_shape(a, rt, 1) : (kiln__shape){.ndim = 1};
-    s = kiln__lsp_out(&o, op, ctx, rdt, &res, residuals);
-    if (s == KILN_OK && all_full)
-      s = up_any(op, ctx, *residuals, hres, 0);
-  }
-  kiln_tensor_release(qa);
-  kiln_tensor_release(qb);
-  free(ha);
-  free(hb);
-  free(hx);
-  free(hres);
-  free(hs);
-  free(hr);
-  free(via_svd);
-  s = kiln__lsp_outs_end(&o, s);
-  kiln__ctx_unlock(ctx);
-  return s;
-}
-
 #if KILN_HAVE_LAPACKE
 static kiln_status
 lapack_fail(const char *op, const char *routine, uint64_t b, lapack_int info)
@@ -295,7 +88,40 @@ lapack_fail(const char *op, const char *routine, uint64_t b, lapack_int info)
                     "LAPACK %s failed on matrix %llu of the batch (info %d)", routine,
                     (unsigned long long)b, (int)info);
 }
+
+/* The singular values of lstsq's n x n R (destroyed), descending, into s[n]. */
+static kiln_status
+r_svals(const char *op, uint64_t b, zc *r, uint64_t n, double *s)
+{
+  double *sup = malloc((n + 1) * sizeof *sup);
+  KILN_TRY(host_mem(op, sup != NULL));
+  lapack_int info = LAPACKE_zgesvd(LAPACK_ROW_MAJOR, 'N', 'N', (lapack_int)n, (lapack_int)n, r,
+                                   (lapack_int)n, s, NULL, 1, NULL, 1, sup);
+  free(sup);
+  return info == 0 ? KILN_OK : lapack_fail(op, "zgesvd", b, info);
+}
 #endif
+
+#define LSQ_FN lstsq_complex
+#define LSQ_T zc
+#define LSQ_CHECK_MAT kiln__lsp_check_mat_complex
+#define LSQ_ABS(x) cabs(x)
+#define LSQ_ABS2(x) creal((x)*conj(x))
+#define LSQ_DOWNLOAD(L, t, out) down_c((L)->op, (L)->ctx, (t), (out))
+#define LSQ_UPLOAD(L, t, v) up_any((L)->op, (L)->ctx, (t), (v), 1)
+#define LSQ_UPLOAD_REAL(L, t, v) up_any((L)->op, (L)->ctx, (t), (v), 0)
+#define LSQ_GELSD LAPACKE_zgelsd
+#define LSQ_GELSD_NAME "zgelsd"
+#define LSQ_SVALS(op, b, r, n, s) r_svals((op), (b), (r), (n), (s))
+#include "ops/linalg_lstsq_body.h"
+
+kiln_status
+kiln__lsp_lstsq_complex(kiln_context *ctx, const kiln_tensor *a, const kiln_tensor *b, double rcond,
+                        kiln_tensor **x, kiln_tensor **residuals, kiln_tensor **rank,
+                        kiln_tensor **sv)
+{
+  return lstsq_complex(ctx, a, b, rcond, x, residuals, rank, sv);
+}
 
 static kiln_status
 no_lapacke(const char *op, const char *what)
