@@ -1574,7 +1574,6 @@ nn_suite(void)
   tcase_add_test(tc, cross_entropy_every_row_ignored_and_empty);
   tcase_add_test(tc, point_losses);
   tcase_add_test(tc, bad_input);
-  tcase_add_test(tc, row_knobs);
   tcase_add_test(tc, act_knobs);
   tcase_add_test(tc, gelu_tail_relative);
   if (!harness_small()) {
@@ -1585,6 +1584,11 @@ nn_suite(void)
     tcase_add_test(tc, point_losses_finite_differences);
   }
   suite_add_tcase(s, tc);
+  /* A case of its own: CK_RUN_CASE=row_knobs runs the row kernels' knobs alone. */
+  TCase *rk = tcase_create("row_knobs");
+  tcase_set_timeout(rk, 600);
+  tcase_add_test(rk, row_knobs);
+  suite_add_tcase(s, rk);
   return s;
 }
 

@@ -251,6 +251,10 @@ START_TEST(attention_every_tile)
       snprintf(params, sizeof params, "tile=%d", tile);
       KOK(kiln_tune_override(ctx, "attention", dt, NULL, params));
       for (size_t ci = 0; ci < sizeof att_tile_cases / sizeof att_tile_cases[0]; ci++) {
+        /* Not in the small mode: 130 x 130 at head 128 (4 M multiply-adds a pass, minutes in
+         * oclgrind); the other cases cross the same tile edges. */
+        if (harness_small() && ci == 0)
+          continue;
         const att_case *c = &att_tile_cases[ci];
         uint64_t BH = att_bh(c), nq = BH * (uint64_t)(c->Sq * c->D),
                  nk = BH * (uint64_t)(c->Sk * c->D), nv = BH * (uint64_t)(c->Sk * c->Dv),
