@@ -325,3 +325,70 @@ hd_expect_equal(kiln_dtype dt, const void *got, const void *want, uint64_t n, co
                   "%s (%s): element %llu is %g, expected %g", what, kiln_dtype_name(dt),
                   (unsigned long long)i, hd_getf(dt, got, i), hd_getf(dt, want, i));
 }
+
+void
+hd_host_alloc(struct hd_host *h, kiln_dtype dt, uint64_t n)
+{
+  h->dt = dt;
+  h->n = n;
+  h->raw = malloc(n * kiln_dtype_size(dt) + 8);
+  h->v = malloc(n * sizeof(long double) + 16);
+  ck_assert(h->raw && h->v);
+}
+
+void
+hd_host_set(struct hd_host *h, uint64_t i, long double v)
+{
+  switch (h->dt) {
+  case KILN_F32:
+    ((float *)h->raw)[i] = (float)v;
+    break;
+  case KILN_F64:
+    ((double *)h->raw)[i] = (double)v;
+    break;
+  case KILN_I32:
+    ((int32_t *)h->raw)[i] = (int32_t)v;
+    break;
+  case KILN_I64:
+    ((int64_t *)h->raw)[i] = (int64_t)v;
+    break;
+  case KILN_F16:
+    ((uint16_t *)h->raw)[i] = kiln_f16_from_f64((double)v);
+    break;
+  case KILN_BF16:
+    ((uint16_t *)h->raw)[i] = kiln_bf16_from_f64((double)v);
+    break;
+  default:
+    ((uint8_t *)h->raw)[i] = (uint8_t)(int64_t)v;
+    break;
+  }
+  h->v[i] = hd_elem(h->dt, h->raw, i);
+}
+
+void
+hd_host_free(struct hd_host *h)
+{
+  free(h->raw);
+  free(h->v);
+}
+
+long double
+hd_elem(kiln_dtype dt, const void *p, uint64_t i)
+{
+  switch (dt) {
+  case KILN_F32:
+    return ((const float *)p)[i];
+  case KILN_F64:
+    return ((const double *)p)[i];
+  case KILN_I32:
+    return ((const int32_t *)p)[i];
+  case KILN_I64:
+    return (long double)((const int64_t *)p)[i];
+  case KILN_F16:
+    return kiln_f16_to_f32(((const uint16_t *)p)[i]);
+  case KILN_BF16:
+    return kiln_bf16_to_f32(((const uint16_t *)p)[i]);
+  default:
+    return ((const uint8_t *)p)[i];
+  }
+}

@@ -104,4 +104,22 @@ void hd_expect_map(kiln_dtype dt, const void *got, const void *in, const int64_t
 void hd_expect_equal(kiln_dtype dt, const void *got, const void *want, uint64_t n,
                      const char *what);
 
+/*
+ * A host array of dtype dt beside its n values as the device holds them, in long double
+ * (exact for every dtype, i64 included, on x86's 64-bit mantissa): the reductions' and scans'
+ * references compute on v. hd_host_alloc aborts the test when out of memory; hd_host_set
+ * stores v rounded (or converted) to dt in raw and the stored value in v[i].
+ */
+struct hd_host {
+  kiln_dtype dt;
+  uint64_t n;
+  void *raw;
+  long double *v;
+};
+void hd_host_alloc(struct hd_host *h, kiln_dtype dt, uint64_t n);
+void hd_host_set(struct hd_host *h, uint64_t i, long double v);
+void hd_host_free(struct hd_host *h);
+/* Element i of a downloaded buffer of dtype dt (f32, f64, i32, i64, f16, bf16; else u8). */
+long double hd_elem(kiln_dtype dt, const void *p, uint64_t i);
+
 #endif

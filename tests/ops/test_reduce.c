@@ -134,56 +134,10 @@ unif(void)
   return (double)(rnd() >> 11) * 0x1.0p-53;
 }
 
-struct host {
-  kiln_dtype dt;
-  uint64_t n;
-  void *raw;
-  long double *v;
-};
-
 static void
-host_set(struct host *h, uint64_t i, long double v)
+host_make(struct hd_host *h, kiln_dtype dt, uint64_t n, enum gen g, uint64_t seed)
 {
-  switch (h->dt) {
-  case KILN_F32:
-    ((float *)h->raw)[i] = (float)v;
-    h->v[i] = ((float *)h->raw)[i];
-    break;
-  case KILN_F64:
-    ((double *)h->raw)[i] = (double)v;
-    h->v[i] = ((double *)h->raw)[i];
-    break;
-  case KILN_I32:
-    ((int32_t *)h->raw)[i] = (int32_t)v;
-    h->v[i] = ((int32_t *)h->raw)[i];
-    break;
-  case KILN_I64:
-    ((int64_t *)h->raw)[i] = (int64_t)v;
-    h->v[i] = (long double)((int64_t *)h->raw)[i];
-    break;
-  case KILN_F16:
-    ((uint16_t *)h->raw)[i] = kiln_f16_from_f64((double)v);
-    h->v[i] = kiln_f16_to_f32(((uint16_t *)h->raw)[i]);
-    break;
-  case KILN_BF16:
-    ((uint16_t *)h->raw)[i] = kiln_bf16_from_f64((double)v);
-    h->v[i] = kiln_bf16_to_f32(((uint16_t *)h->raw)[i]);
-    break;
-  default:
-    ((uint8_t *)h->raw)[i] = (uint8_t)v;
-    h->v[i] = ((uint8_t *)h->raw)[i];
-    break;
-  }
-}
-
-static void
-host_make(struct host *h, kiln_dtype dt, uint64_t n, enum gen g, uint64_t seed)
-{
-  h->dt = dt;
-  h->n = n;
-  h->raw = malloc(n * kiln_dtype_size(dt) + 8);
-  h->v = malloc(n * sizeof(long double) + 16);
-  ck_assert(h->raw && h->v);
+  hd_host_alloc(h, dt, n);
   rng_state = seed * 2654435761u + 0x9e3779b97f4a7c15ull;
   int is_float = is_fl(dt);
   for (uint64_t i = 0; i < n; i++) {
@@ -215,36 +169,7 @@ host_make(struct host *h, kiln_dtype dt, uint64_t n, enum gen g, uint64_t seed)
       if (g == GEN_NANROW && i >= n / 3 && i < n / 2)
         v = NAN;
     }
-    host_set(h, i, v);
-  }
-}
-
-static void
-host_free(struct host *h)
-{
-  free(h->raw);
-  free(h->v);
-}
-
-/* Element i of a downloaded buffer of dtype dt, as long double. */
-static long double
-elem(kiln_dtype dt, const void *p, uint64_t i)
-{
-  switch (dt) {
-  case KILN_F32:
-    return ((const float *)p)[i];
-  case KILN_F64:
-    return ((const double *)p)[i];
-  case KILN_I32:
-    return ((const int32_t *)p)[i];
-  case KILN_I64:
-    return (long double)((const int64_t *)p)[i];
-  case KILN_F16:
-    return kiln_f16_to_f32(((const uint16_t *)p)[i]);
-  case KILN_BF16:
-    return kiln_bf16_to_f32(((const uint16_t *)p)[i]);
-  default:
-    return ((const uint8_t *)p)[i];
+    hd_host_set(h, i, v);
   }
 }
 
@@ -548,13 +473,13 @@ run_case(const struct rcase *c, const kiln__launch_params *lp, uint64_t seed)
     n *= (uint64_t)c->shape[d];
   if (!harness_fits(n))
     return;
-  struct host h;
+  struct hd_host h;
   host_make(&h, c->dt, n, c->gen, seed);
   for (uint64_t i = 0; c->nan_planes && i < n; i++) {
     uint64_t t = i;
     for (size_t d = c->ndim; d-- > 0; t /= (uint64_t)c->shape[d]) {
       if (t % (uint64_t)c->shape[d] == (d + 1) % (uint64_t)c->shape[d]) {
-        host_set(&h, i, NAN);
+        hd_host_set(&h, i, NAN);
         break;
       }
     }
@@ -652,12 +577,12 @@ run_case(const struct rcase *c, const kiln__launch_params *lp, uint64_t seed)
       buf[rr] = h.v[off];
     }
     struct ref r = ref_op(c->op, &c->opts, c->dt, rdt, buf, nred);
-    long double g = elem(rdt, got, o);
+    long double g = hd_elem(rdt, got, o);
     if (is_arg) {
       EXPECT((int64_t)g == r.i, "%s: out[%llu] index %lld, expected %lld", what,
              (unsigned long long)o, (long long)g, (long long)r.i);
       if (vals) {
-        long double gv = elem(c->dt, gotv, o);
+        long double gv = hd_elem(c->dt, gotv, o);
         EXPECT(matches(gv, r.v, 0), "%s: out[%llu] value %Lg, expected %Lg", what,
                (unsigned long long)o, gv, r.v);
       }
@@ -685,7 +610,7 @@ run_case(const struct rcase *c, const kiln__launch_params *lp, uint64_t seed)
   kiln_tensor_release(y);
   kiln_tensor_release(x);
   kiln_tensor_release(whole);
-  host_free(&h);
+  hd_host_free(&h);
 }
 
 /* Shorthand constructors. */
@@ -889,7 +814,7 @@ START_TEST(test_empty)
     ck_assert_uint_eq(kiln_tensor_ndim(y), 0);
     unsigned char b[8];
     KOK(kiln_tensor_download(y, b, kiln_tensor_nbytes(y)));
-    long double g = elem(kiln_tensor_dtype(y), b, 0);
+    long double g = hd_elem(kiln_tensor_dtype(y), b, 0);
     ck_assert_msg(matches(g, vals[i].want, 0), "%s of nothing: %Lg",
                   kiln_reduce_op_name(vals[i].op), g);
     kiln_tensor_release(y);
@@ -902,7 +827,7 @@ START_TEST(test_empty)
     unsigned char b3[24];
     KOK(kiln_tensor_download(y, b3, kiln_tensor_nbytes(y)));
     for (int k = 0; k < 3; k++)
-      ck_assert(matches(elem(kiln_tensor_dtype(y), b3, (uint64_t)k), vals[i].want, 0));
+      ck_assert(matches(hd_elem(kiln_tensor_dtype(y), b3, (uint64_t)k), vals[i].want, 0));
     kiln_tensor_release(y);
   }
   /* Norm -inf of nothing is +inf (the empty min). */

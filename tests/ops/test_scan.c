@@ -103,56 +103,10 @@ rnd(void)
   return rng_state;
 }
 
-struct host {
-  kiln_dtype dt;
-  uint64_t n;
-  void *raw;
-  long double *v;
-};
-
 static void
-host_set(struct host *h, uint64_t i, long double v)
+host_make(struct hd_host *h, kiln_dtype dt, uint64_t n, enum gen g, uint64_t seed)
 {
-  switch (h->dt) {
-  case KILN_F32:
-    ((float *)h->raw)[i] = (float)v;
-    h->v[i] = ((float *)h->raw)[i];
-    break;
-  case KILN_F64:
-    ((double *)h->raw)[i] = (double)v;
-    h->v[i] = ((double *)h->raw)[i];
-    break;
-  case KILN_I32:
-    ((int32_t *)h->raw)[i] = (int32_t)v;
-    h->v[i] = ((int32_t *)h->raw)[i];
-    break;
-  case KILN_I64:
-    ((int64_t *)h->raw)[i] = (int64_t)v;
-    h->v[i] = (long double)((int64_t *)h->raw)[i];
-    break;
-  case KILN_F16:
-    ((uint16_t *)h->raw)[i] = kiln_f16_from_f64((double)v);
-    h->v[i] = kiln_f16_to_f32(((uint16_t *)h->raw)[i]);
-    break;
-  case KILN_BF16:
-    ((uint16_t *)h->raw)[i] = kiln_bf16_from_f64((double)v);
-    h->v[i] = kiln_bf16_to_f32(((uint16_t *)h->raw)[i]);
-    break;
-  default:
-    ((uint8_t *)h->raw)[i] = (uint8_t)(int64_t)v;
-    h->v[i] = ((uint8_t *)h->raw)[i];
-    break;
-  }
-}
-
-static void
-host_make(struct host *h, kiln_dtype dt, uint64_t n, enum gen g, uint64_t seed)
-{
-  h->dt = dt;
-  h->n = n;
-  h->raw = malloc(n * kiln_dtype_size(dt) + 8);
-  h->v = malloc(n * sizeof(long double) + 16);
-  ck_assert(h->raw && h->v);
+  hd_host_alloc(h, dt, n);
   rng_state = seed * 2654435761u + 0x9e3779b97f4a7c15ull;
   int is_float = is_fl(dt);
   for (uint64_t i = 0; i < n; i++) {
@@ -196,35 +150,7 @@ host_make(struct host *h, kiln_dtype dt, uint64_t n, enum gen g, uint64_t seed)
       if (g == GEN_NANROW && i >= n / 3 && i < n / 2)
         v = NAN;
     }
-    host_set(h, i, v);
-  }
-}
-
-static void
-host_free(struct host *h)
-{
-  free(h->raw);
-  free(h->v);
-}
-
-static long double
-elem(kiln_dtype dt, const void *p, uint64_t i)
-{
-  switch (dt) {
-  case KILN_F32:
-    return ((const float *)p)[i];
-  case KILN_F64:
-    return ((const double *)p)[i];
-  case KILN_I32:
-    return ((const int32_t *)p)[i];
-  case KILN_I64:
-    return (long double)((const int64_t *)p)[i];
-  case KILN_F16:
-    return kiln_f16_to_f32(((const uint16_t *)p)[i]);
-  case KILN_BF16:
-    return kiln_bf16_to_f32(((const uint16_t *)p)[i]);
-  default:
-    return ((const uint8_t *)p)[i];
+    hd_host_set(h, i, v);
   }
 }
 
@@ -378,7 +304,7 @@ run_case(const struct scase *c, const kiln__launch_params *lp, uint64_t seed)
     n *= (uint64_t)c->shape[d];
   if (!harness_fits(n))
     return;
-  struct host h;
+  struct hd_host h;
   host_make(&h, c->dt, n, c->gen, seed);
   kiln_tensor *x = NULL, *y = NULL, *yi = NULL;
   KOK(kiln_tensor_from_host(ctx, c->dt, c->ndim, c->shape, h.raw, &x));
@@ -431,7 +357,7 @@ run_case(const struct scase *c, const kiln__launch_params *lp, uint64_t seed)
       for (uint64_t j = 0; j < len; j++) {
         uint64_t k = (o * len + j) * inner + i;
         if (got) {
-          long double g = elem(rdt, got, k);
+          long double g = hd_elem(rdt, got, k);
           long double w = want[j], tol = 0;
           if (is_float) {
             if (!is_half(rdt))
@@ -476,7 +402,7 @@ run_case(const struct scase *c, const kiln__launch_params *lp, uint64_t seed)
     kiln_tensor_release(y);
   kiln_tensor_release(yi);
   kiln_tensor_release(x);
-  host_free(&h);
+  hd_host_free(&h);
 }
 
 static struct scase
@@ -982,11 +908,11 @@ START_TEST(test_diff)
     kiln_dtype dt = all_dtypes[d];
     if (dt == KILN_F64 && !harness_has_fp64())
       continue;
-    struct host h;
+    struct hd_host h;
     host_make(&h, dt, 120, GEN_DYADIC, d);
     if (dt == KILN_I32) { /* wrap-around: INT_MIN - 1 */
-      host_set(&h, 0, INT32_MIN);
-      host_set(&h, 5, 1);
+      hd_host_set(&h, 0, INT32_MIN);
+      hd_host_set(&h, 5, 1);
     }
     kiln_tensor *x = NULL;
     KOK(kiln_tensor_from_host(ctx, dt, 3, shape, h.raw, &x));
@@ -1028,7 +954,7 @@ START_TEST(test_diff)
               }
             for (int64_t j = 0; j < len; j++) {
               uint64_t k = (o * (uint64_t)len + (uint64_t)j) * inner + i;
-              long double g = elem(dt, got, k);
+              long double g = hd_elem(dt, got, k);
               EXPECT(g == w[j], "diff %s axis %lld order %lld: out[%llu] = %Lg, expected %Lg",
                      kiln_dtype_name(dt), (long long)ax, (long long)order, (unsigned long long)k, g,
                      w[j]);
@@ -1039,7 +965,7 @@ START_TEST(test_diff)
       }
     }
     kiln_tensor_release(x);
-    host_free(&h);
+    hd_host_free(&h);
   }
   /* Empty input along the axis, and a long axis (one launch per order). */
   const int64_t e[2] = {3, 0};
