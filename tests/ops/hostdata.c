@@ -375,20 +375,7 @@ hd_host_free(struct hd_host *h)
 long double
 hd_elem(kiln_dtype dt, const void *p, uint64_t i)
 {
-  switch (dt) {
-  case KILN_F32:
-    return ((const float *)p)[i];
-  case KILN_F64:
-    return ((const double *)p)[i];
-  case KILN_I32:
-    return ((const int32_t *)p)[i];
-  case KILN_I64:
-    return (long double)((const int64_t *)p)[i];
-  case KILN_F16:
-    return kiln_f16_to_f32(((const uint16_t *)p)[i]);
-  case KILN_BF16:
-    return kiln_bf16_to_f32(((const uint16_t *)p)[i]);
-  default:
-    return ((const uint8_t *)p)[i];
-  }
+  /* integers through int64_t: exact where double would round i64 past 2^53 */
+  int fl = dt == KILN_F32 || dt == KILN_F64 || dt == KILN_F16 || dt == KILN_BF16;
+  return fl ? (long double)hd_getf(dt, p, i) : (long double)hd_geti(dt, p, i);
 }

@@ -119,7 +119,7 @@ struct hd_host {
 void hd_host_alloc(struct hd_host *h, kiln_dtype dt, uint64_t n);
 void hd_host_set(struct hd_host *h, uint64_t i, long double v);
 void hd_host_free(struct hd_host *h);
-/* Element i of a downloaded buffer of dtype dt (f32, f64, i32, i64, f16, bf16; else u8). */
+/* Element i of a downloaded buffer of real dtype dt, integers exactly. */
 long double hd_elem(kiln_dtype dt, const void *p, uint64_t i);
 
 #endif
