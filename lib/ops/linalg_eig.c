@@ -326,8 +326,8 @@ mrrr_parallel(uint64_t n, const double *d, const double *e, uint64_t lo, uint64_
   /* Each call takes its own root representation, and vectors of two calls can lose
    * orthogonality far beyond what the gap between them predicts (a 33 x 33 case, cut at a
    * relative gap of 0.24: 3000 eps between vectors three places apart). The vectors around
-   * each cut are checked against each other (O(n) a pair); past 10 n eps the caller takes
-   * the single-call route instead. */
+   * each cut are checked against each other (O(n) a pair); past 10 n eps this returns
+   * nonzero and the caller falls back to dstedc. */
   double tol = 10.0 * (double)n * DBL_EPSILON;
   for (uint64_t t = 1; t < nj; t++) {
     uint64_t prev = job[t - 1].il - 1 - lo, cut = job[t].il - 1 - lo, end = job[t].iu - lo;
