@@ -336,32 +336,21 @@ hd_host_alloc(struct hd_host *h, kiln_dtype dt, uint64_t n)
   ck_assert(h->raw && h->v);
 }
 
+/* The real floating dtypes; the others (integers, bool) go through int64_t, exact where a
+ * double would round i64 past 2^53. */
+static int
+real_float(kiln_dtype dt)
+{
+  return dt == KILN_F32 || dt == KILN_F64 || dt == KILN_F16 || dt == KILN_BF16;
+}
+
 void
 hd_host_set(struct hd_host *h, uint64_t i, long double v)
 {
-  switch (h->dt) {
-  case KILN_F32:
-    ((float *)h->raw)[i] = (float)v;
-    break;
-  case KILN_F64:
-    ((double *)h->raw)[i] = (double)v;
-    break;
-  case KILN_I32:
-    ((int32_t *)h->raw)[i] = (int32_t)v;
-    break;
-  case KILN_I64:
-    ((int64_t *)h->raw)[i] = (int64_t)v;
-    break;
-  case KILN_F16:
-    ((uint16_t *)h->raw)[i] = kiln_f16_from_f64((double)v);
-    break;
-  case KILN_BF16:
-    ((uint16_t *)h->raw)[i] = kiln_bf16_from_f64((double)v);
-    break;
-  default:
-    ((uint8_t *)h->raw)[i] = (uint8_t)(int64_t)v;
-    break;
-  }
+  if (real_float(h->dt))
+    hd_setf(h->dt, h->raw, i, (double)v);
+  else
+    hd_seti(h->dt, h->raw, i, (int64_t)v);
   h->v[i] = hd_elem(h->dt, h->raw, i);
 }
 
@@ -375,7 +364,5 @@ hd_host_free(struct hd_host *h)
 long double
 hd_elem(kiln_dtype dt, const void *p, uint64_t i)
 {
-  /* integers through int64_t: exact where double would round i64 past 2^53 */
-  int fl = dt == KILN_F32 || dt == KILN_F64 || dt == KILN_F16 || dt == KILN_BF16;
-  return fl ? (long double)hd_getf(dt, p, i) : (long double)hd_geti(dt, p, i);
+  return real_float(dt) ? (long double)hd_getf(dt, p, i) : (long double)hd_geti(dt, p, i);
 }
