@@ -16,6 +16,9 @@
  *     QR of columns j0 .. j0+jb-1, rows j0 .. m-1, in place; tau[j0 + c]. sh: 8 T per lane
  *     and jb T.
  *   qr_larft_l(same arguments, tl)   the same with T built in local memory tl (jb * jb T).
+ *   qr_panel_grid(a, aoff, lda, m, ncols, tau, toff, nk, slot, sbase, x, xs, red, sv)   the
+ *     same over G work-groups of Q * 64 lanes (real dtypes; see its comment). xs: Q * 32 T,
+ *     red: Q * 64 T, sv: G T.
  *   qr_vcopy(a, aoff, lda, rows, jb, v, voff)   global (jb, rows): V (rows x jb, row stride
  *     jb) with the panel's reflectors, its unit diagonal and zeros above.
  *   qr_larft(g, goff, tau, toff, jb, t, tof)   one work-group: the upper triangular T of
@@ -131,6 +134,182 @@ kernel void qr_panel(global T *a, ulong aoff, ulong lda, uint m, uint j0, uint j
       tau[toff + j] = tj;
   }
 }
+
+/*
+ * qr_panel_grid: the Householder panel (up to QRG_W columns) spread over G work-groups that
+ * exchange through global memory once per column, as lu_panel_grid (cl_kernels/linalg.cl)
+ * does for LU; qr_panel's one work-group streams the panel once per column instead. Lane lid
+ * of a group of Q * QRG_W lanes owns column c = lid % QRG_W of the rows at positions
+ * g + G (q + Q k), q = lid / QRG_W, k < nk (<= QRG_R), in registers for the whole kernel
+ * (cyclic, so every group keeps rows as they retire).
+ *
+ * One grid exchange per column j: the column's sum of squares and its products with every
+ * later column come from one pass, before the reflector is known, as
+ *   v^T a_c = a_jc + (x^T a_c) / (alpha - beta),  x = a_j below the diagonal,
+ * where LAPACK (dlarfg, then dlarf) makes two. Overflow and underflow are kept out by
+ * scaling: each group divides its x by a power of two S_g >= its max |x| / 2 and publishes
+ * its partial sums with S_g; the readers rescale them to the largest S (exact power-of-two
+ * ratios), so every quantity is bounded as in LAPACK's scaled order (|x / S| <= 2,
+ * S / |alpha - beta| <= 2).
+ *
+ * Exchange (double-buffered by column parity, as lu_panel_grid's):
+ *   slot [parity][G] (ulong2): S_g's bits and the stamp sbase + j + 1, one untorn 16-byte
+ *        store after the partials (a global fence between); readers poll it.
+ *   x    [parity][G + 1][QRG_W] (T): each group's partial sums (column j's entry: the sum of
+ *        squares), then row j of the panel, stored by the group that holds it.
+ * Every group must be resident at once (GPUs: at most one group per compute unit; CPUs and
+ * the simulator run one group). The rows past the panel's m are zero; tau[toff + j].
+ * Real dtypes only.
+ */
+#define QRG_W 64
+#define QRG_R 32
+#define QRG_REP(M)                                                                          \
+  M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)   \
+  M(16) M(17) M(18) M(19) M(20) M(21) M(22) M(23) M(24) M(25) M(26) M(27) M(28) M(29)     \
+  M(30) M(31)
+#if !KILN_IS_COMPLEX
+#ifdef KILN_DT_F64
+#define QRG_BITS(v) as_ulong(v)
+#define QRG_VAL(b) as_double(b)
+#define QRG_EMAX 1022
+#else
+#define QRG_BITS(v) ((ulong)as_uint(v))
+#define QRG_VAL(b) as_float((uint)(b))
+#define QRG_EMAX 126
+#endif
+
+kernel void qr_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols, global T *tau,
+                          ulong toff, uint nk, volatile global ulong2 *slot, ulong sbase,
+                          volatile global T *x, local T *xs, local T *red, local T *sv)
+{
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  const uint g = get_group_id(0), G = get_num_groups(0);
+  const uint c = lid % QRG_W, q = lid / QRG_W, Q = lsz / QRG_W;
+  const int mine = c < ncols;
+  global T *A = a + aoff;
+#define QRG_POS(k) (g + G * (q + Q * (uint)(k)))
+#define QRG_LOAD(k)                                                                           \
+  T r##k = mine && (k) < nk && QRG_POS(k) < m ? A[(ulong)QRG_POS(k) * lda + c] : (T)0;
+  QRG_REP(QRG_LOAD)
+  for (uint j = 0; j < ncols; j++) {
+    const uint par = j & 1u;
+    const ulong stamp = sbase + j + 1;
+    volatile global T *xr = x + (ulong)par * (G + 1) * QRG_W;
+    global T *xw = (global T *)xr;
+    /* column j below the diagonal into local memory, and each row set's max |x| */
+    if (c == j) {
+      T mx = (T)0;
+#define QRG_XS(k)                                                                             \
+  if ((k) < nk) {                                                                             \
+    const T v = QRG_POS(k) > j ? r##k : (T)0;                                                 \
+    xs[q + Q * (k)] = v;                                                                      \
+    mx = fmax(mx, fabs(v));                                                                   \
+  }
+      QRG_REP(QRG_XS)
+      red[q] = mx;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    T smax = (T)0;
+    for (uint h = 0; h < Q; h++)
+      smax = fmax(smax, red[h]);
+    /* S_g: a power of two, |x| / S_g < 2 */
+    const int e = smax > (T)0 ? clamp(ilogb(smax), -QRG_EMAX, QRG_EMAX) : 0;
+    const T sg = smax > (T)0 ? ldexp((T)1, e) : (T)0, inv = smax > (T)0 ? ldexp((T)1, -e) : (T)0;
+    T d = (T)0;
+    if (mine && c >= j) {
+#define QRG_DOT(k)                                                                            \
+  if ((k) < nk) {                                                                             \
+    const T y = xs[q + Q * (k)] * inv;                                                        \
+    d += y * (c == j ? y : r##k);                                                             \
+  }
+      QRG_REP(QRG_DOT)
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    red[q * QRG_W + c] = d;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (q == 0 && mine) {
+      T s = (T)0;
+      for (uint h = 0; h < Q; h++)
+        s += red[h * QRG_W + c];
+      xw[(ulong)g * QRG_W + c] = s;
+    }
+    /* row j: position j = g + G (q + Q k) */
+    const uint jg = j % G, js = j / G;
+    if (g == jg && q == js % Q && mine) {
+      const uint jk = js / Q;
+      T v = (T)0;
+#define QRG_PICK(k) v = (k) == jk ? r##k : v;
+      QRG_REP(QRG_PICK)
+      xw[(ulong)G * QRG_W + c] = v;
+    }
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0)
+      slot[par * G + g] = (ulong2)(QRG_BITS(sg), stamp);
+    /* (PoCL 3.1 skipped that store when the polling loop below shared its region) */
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint h = lid; h < G; h += lsz) {
+      ulong2 s2;
+      do
+        s2 = slot[par * G + h];
+      while (s2.y != stamp);
+      sv[h] = QRG_VAL(s2.x);
+    }
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    T S = (T)0;
+    for (uint h = 0; h < G; h++)
+      S = fmax(S, sv[h]);
+    /* the partial sums rescaled to S: products by S_h / S, squares by its square */
+    T tot = (T)0, tq = (T)0;
+    if (mine && c >= j && S > (T)0)
+      for (uint h = q; h < G; h += Q) {
+        const T f = sv[h] / S;
+        tot += xr[(ulong)h * QRG_W + c] * (c == j ? f * f : f);
+      }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    red[q * QRG_W + c] = tot;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint h = 0; h < Q; h++)
+      tq += red[h * QRG_W + j];
+    const T alpha = xr[(ulong)G * QRG_W + j];
+    T beta = alpha, tj = (T)0, scal = (T)0;
+    if (S > (T)0) {
+      const T xnorm = S * sqrt(tq);
+      beta = -copysign(hypot(alpha, xnorm), alpha);
+      tj = (beta - alpha) / beta;
+      scal = (T)1 / (alpha - beta);
+    }
+    if (mine && c >= j) {
+      T w = (T)0;
+      if (c > j && S > (T)0) {
+        T dc = (T)0;
+        for (uint h = 0; h < Q; h++)
+          dc += red[h * QRG_W + c];
+        w = tj * (xr[(ulong)G * QRG_W + c] + dc * (S * scal));
+      }
+      /* the reflector's v = x / (alpha - beta) below the diagonal of column j; the later
+       * columns' rows below it take a_c -= tau v (v^T a_c), row j a_jc -= tau (v^T a_c) */
+#define QRG_UPD(k)                                                                            \
+  if ((k) < nk) {                                                                             \
+    const uint t = QRG_POS(k);                                                                \
+    if (t > j && t < m && S > (T)0)                                                           \
+      r##k = c == j ? xs[q + Q * (k)] * scal : r##k - (xs[q + Q * (k)] * scal) * w;          \
+    else if (t == j)                                                                          \
+      r##k = c == j ? beta : r##k - w;                                                        \
+  }
+      QRG_REP(QRG_UPD)
+    }
+    if (g == 0 && lid == 0)
+      tau[toff + j] = tj;
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+#define QRG_STORE(k)                                                                          \
+  if (mine && (k) < nk && QRG_POS(k) < m)                                                     \
+    A[(ulong)QRG_POS(k) * lda + c] = r##k;
+  QRG_REP(QRG_STORE)
+}
+#endif
 
 kernel void qr_vcopy(global const T *a, ulong aoff, ulong lda, uint rows, uint jb, global T *v,
                      ulong voff)

@@ -64,6 +64,12 @@ kiln__linalg_test_pwg(int pwg)
   atomic_store(&hook_pwg, pwg);
 }
 
+int
+kiln__linalg_test_pwg_set(void)
+{
+  return atomic_load(&hook_pwg) > 0;
+}
+
 void
 kiln__linalg_test_own_gemm_max(long long v)
 {
@@ -753,7 +759,7 @@ lu_pan_make(const la *L, lu_pan *P)
   /* lu_panel_grid is real only, and one group gains nothing by default (a device of one
    * compute unit, as the oclgrind simulator reports; the test hook still takes it) */
   if (L->pwg <= 1 || kiln__dtype_is_complex(L->dt) ||
-      (L->ctx->info.compute_units < 2 && atomic_load(&hook_pwg) <= 0))
+      (L->ctx->info.compute_units < 2 && !kiln__linalg_test_pwg_set()))
     return KILN_OK;
   KILN_TRY(kern(L, "lu_panel_grid", &P->gk));
   uint64_t cu = L->ctx->info.compute_units ? L->ctx->info.compute_units : 1;

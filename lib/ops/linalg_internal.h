@@ -223,9 +223,11 @@ void kiln__linalg_args_scalar(struct kiln__args *a, kiln_dtype dt, double v);
 void kiln__linalg_test_gemm(int gemm);
 /* Test hook: ahead >= 0 forces the look-ahead parameter (0 rule, 1 off, 2 on); -1 restores. */
 void kiln__linalg_test_ahead(int ahead);
-/* Test hook: pwg > 0 forces the LU panel's work-groups (the "pwg" parameter; on CPUs the grid
- * kernel then runs as one work-group); -1 restores the tuner's choice. */
+/* Test hook: pwg > 0 forces the LU and QR panels' work-groups (the "pwg" parameter; on CPUs
+ * the grid kernels then run as one work-group); -1 restores the tuner's choice. */
 void kiln__linalg_test_pwg(int pwg);
+/* Whether that hook is set (the grid kernels then run even on a device of one compute unit). */
+int kiln__linalg_test_pwg_set(void);
 
 /* Test hook: GEMMs run with kiln's CLBlast temporary buffer since the process started. */
 uint64_t kiln__linalg_test_temp_gemms(void);

@@ -99,6 +99,9 @@ kiln__lsp_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
            : !ctx->info.is_gpu ? UINT64_MAX
            : p.leaf            ? p.leaf
                                : KILN__LSP_LEAF_GPU;
+  L.pwg = p.pwg                ? p.pwg
+          : ctx->info.is_gpu ? KILN__LINALG_RULE_PWG_GPU
+                             : KILN__LINALG_RULE_PWG_CPU;
   return L;
 }
 
@@ -451,33 +454,131 @@ block_apply(const kiln__lsp *L, uint64_t rows, uint64_t jb, int trans_t, kiln__l
   return gemm(L, 0, 0, rows, ncols, jb, -1.0, v, w2, 1.0, c);
 }
 
+/* The panel kernels of one geqrf: qr_panel, and qr_panel_grid when pwg > 1. */
+typedef struct qr_pan {
+  cl_kernel k;
+  size_t local;
+  cl_kernel gk;      /* NULL: qr_panel only */
+  uint64_t gmax;     /* qr_panel_grid's most work-groups */
+  size_t glocal;     /* and its work-group size (a multiple of KILN__LSP_GRID_W) */
+  kiln_tensor *x;    /* its exchange: partial sums and a row (T) */
+  kiln_tensor *slot; /* and stamped scales (2 gmax 16 bytes) */
+  uint64_t sbase;    /* columns stamped on slot so far */
+} qr_pan;
+
+static void
+qr_pan_free(qr_pan *P)
+{
+  kiln_tensor_release(P->x);
+  kiln_tensor_release(P->slot);
+}
+
+static kiln_status
+qr_pan_make(const kiln__lsp *L, qr_pan *P)
+{
+  *P = (qr_pan){0};
+  KILN_TRY(kern(L, "qr_panel", &P->k));
+  P->local = group_local(L, P->k);
+  /* one group gains nothing by default (a device of one compute unit, as the oclgrind
+   * simulator reports; the test hook still takes it) */
+  if (L->pwg <= 1 || kiln__dtype_is_complex(L->dt) ||
+      (L->ctx->info.compute_units < 2 && !kiln__linalg_test_pwg_set()))
+    return KILN_OK;
+  cl_kernel gk;
+  KILN_TRY(kern(L, "qr_panel_grid", &gk));
+  size_t max = kiln__launch_pow2_local(L->ctx, gk);
+  P->glocal = max < 256 ? max : 256;
+  if (P->glocal < KILN__LSP_GRID_W)
+    return KILN_OK;
+  P->gk = gk;
+  uint64_t cu = L->ctx->info.compute_units ? L->ctx->info.compute_units : 1;
+  /* CPUs run one group: PoCL's threads take groups in chunks, and two groups of one launch
+   * on the same thread would wait for each other forever */
+  P->gmax = !L->ctx->info.is_gpu ? 1 : L->pwg < cu ? L->pwg : cu;
+  const uint64_t g = P->gmax, w = KILN__LSP_GRID_W;
+  kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, 2 * (g + 1) * w, &P->x);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(L->op, L->ctx, KILN_I32, 2 * g * 4, &P->slot);
+  if (s == KILN_OK) {
+    cl_int zero = 0;
+    cl_int err = clEnqueueFillBuffer(L->ctx->queue, P->slot->mem, &zero, sizeof zero,
+                                     P->slot->offset, P->slot->nbytes, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+      s = kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
+  }
+  if (s != KILN_OK)
+    qr_pan_free(P);
+  return s;
+}
+
 /*
- * QR of the rows x w panel at a in place, tau at tau: qr_panel up to the leaf width, else
- * the left half, its reflectors on the right half (compact WY), then the right half below
- * the left half's rows.
+ * qr_panel_grid's launch for a panel of `rows` rows: G groups, nk rows per lane; 0 when the
+ * rows do not fit.
+ */
+static int
+qr_grid_shape(const qr_pan *P, uint64_t rows, uint64_t *G, uint32_t *nk)
+{
+  if (!P->gk || rows == 0)
+    return 0;
+  uint64_t sets = P->glocal / KILN__LSP_GRID_W; /* row sets of a group */
+  uint64_t g = (rows + sets * KILN__LSP_GRID_ROWS - 1) / (sets * KILN__LSP_GRID_ROWS);
+  if (g > P->gmax)
+    g = P->gmax;
+  uint64_t k = (rows + g * sets - 1) / (g * sets);
+  if (k > KILN__LSP_GRID_R)
+    return 0;
+  *G = g;
+  *nk = (uint32_t)k;
+  return 1;
+}
+
+/*
+ * QR of the rows x w panel at a in place, tau at tau: qr_panel_grid where the panel fits it,
+ * qr_panel up to the leaf width, else the left half, its reflectors on the right half
+ * (compact WY), then the right half below the left half's rows.
  */
 static kiln_status
-panel_run(const kiln__lsp *L, cl_kernel panel, size_t local, kiln__lsp_mat a, uint64_t rows,
-          uint64_t w, kiln__lsp_mat tau, kiln__lsp_ws *ws)
+panel_run(const kiln__lsp *L, qr_pan *P, kiln__lsp_mat a, uint64_t rows, uint64_t w,
+          kiln__lsp_mat tau, kiln__lsp_ws *ws)
 {
+  uint64_t G = 0;
+  uint32_t nk = 0;
+  if (w <= KILN__LSP_GRID_W && qr_grid_shape(P, rows, &G, &nk)) {
+    kiln__args args = kiln__args_begin(L->op, P->gk);
+    args_mat(&args, a);
+    kiln__args_u64(&args, a.ld);
+    kiln__args_u32(&args, (uint32_t)rows);
+    kiln__args_u32(&args, (uint32_t)w);
+    args_mat(&args, tau);
+    kiln__args_u32(&args, nk);
+    kiln__args_mem(&args, P->slot->mem);
+    kiln__args_u64(&args, P->sbase);
+    kiln__args_mem(&args, P->x->mem);
+    size_t sets = P->glocal / KILN__LSP_GRID_W;
+    kiln__args_local(&args, sets * KILN__LSP_GRID_R * L->ts);
+    kiln__args_local(&args, sets * KILN__LSP_GRID_W * L->ts);
+    kiln__args_local(&args, G * L->ts);
+    P->sbase += w;
+    return kiln__args_enqueue_1d(&args, L->ctx, G * P->glocal, P->glocal);
+  }
   if (w <= L->leaf) {
-    kiln__args args = kiln__args_begin(L->op, panel);
+    kiln__args args = kiln__args_begin(L->op, P->k);
     args_mat(&args, a);
     kiln__args_u64(&args, a.ld);
     kiln__args_u32(&args, (uint32_t)rows);
     kiln__args_u32(&args, 0);
     kiln__args_u32(&args, (uint32_t)w);
     args_mat(&args, tau);
-    kiln__args_local(&args, (local * QR_CHUNK + w) * L->ts);
-    return kiln__args_enqueue_1d(&args, L->ctx, local, local);
+    kiln__args_local(&args, (P->local * QR_CHUNK + w) * L->ts);
+    return kiln__args_enqueue_1d(&args, L->ctx, P->local, P->local);
   }
   uint64_t w1 = w / 2;
-  KILN_TRY(panel_run(L, panel, local, a, rows, w1, tau, ws));
+  KILN_TRY(panel_run(L, P, a, rows, w1, tau, ws));
   KILN_TRY(block_vt(L, a, rows, w1, tau, ws));
   KILN_TRY(block_apply(L, rows, w1, 1, at(a, 0, w1), w - w1, ws));
   kiln__lsp_mat t2 = tau;
   t2.off += w1;
-  return panel_run(L, panel, local, at(a, w1, w1), rows - w1, w - w1, t2, ws);
+  return panel_run(L, P, at(a, w1, w1), rows - w1, w - w1, t2, ws);
 }
 
 #if KILN_HAVE_LAPACKE
@@ -619,20 +720,22 @@ kiln__lsp_geqrf(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t n, kil
   if (L->host)
     return geqrf_hybrid(L, a, m, n, tau, ws);
 #endif
-  cl_kernel panel;
-  KILN_TRY(kern(L, "qr_panel", &panel));
-  size_t local = group_local(L, panel);
-  for (uint64_t j0 = 0; j0 < k; j0 += nb) {
+  qr_pan P;
+  KILN_TRY(qr_pan_make(L, &P));
+  kiln_status s = KILN_OK;
+  for (uint64_t j0 = 0; s == KILN_OK && j0 < k; j0 += nb) {
     uint64_t jb = k - j0 < nb ? k - j0 : nb;
     kiln__lsp_mat tj = tau;
     tj.off += j0;
-    KILN_TRY(panel_run(L, panel, local, at(a, j0, j0), m - j0, jb, tj, ws));
-    if (j0 + jb < n) {
-      KILN_TRY(block_vt(L, at(a, j0, j0), m - j0, jb, tj, ws));
-      KILN_TRY(block_apply(L, m - j0, jb, 1, at(a, j0, j0 + jb), n - j0 - jb, ws));
+    s = panel_run(L, &P, at(a, j0, j0), m - j0, jb, tj, ws);
+    if (s == KILN_OK && j0 + jb < n) {
+      s = block_vt(L, at(a, j0, j0), m - j0, jb, tj, ws);
+      if (s == KILN_OK)
+        s = block_apply(L, m - j0, jb, 1, at(a, j0, j0 + jb), n - j0 - jb, ws);
     }
   }
-  return KILN_OK;
+  qr_pan_free(&P);
+  return s;
 }
 
 kiln_status

@@ -25,6 +25,17 @@
 #define KILN__LSP_LEAF_GPU 8
 
 /*
+ * Widest panel of qr_panel_grid (its QRG_W) and most rows each of its lanes holds (QRG_R).
+ * Panels up to that width whose rows fit factor in one launch over up to pwg work-groups
+ * (the linalg family's parameter, shared with LU's lu_panel_grid), without the recursion:
+ * one exchange through global memory per column where qr_panel streams the panel through one
+ * compute unit. Lanes aim at KILN__LSP_GRID_ROWS rows each.
+ */
+#define KILN__LSP_GRID_W 64
+#define KILN__LSP_GRID_R 32
+#define KILN__LSP_GRID_ROWS 16
+
+/*
  * Test hook: nb > 0 forces the block size, own > 0 kiln's GEMM kernel instead of CLBlast,
  * leaf > 0 the panel leaf width; -1 restores the default of each. Process-wide; not for
  * concurrent use.
@@ -70,6 +81,7 @@ typedef struct kiln__lsp {
   uint64_t leaf; /* widest panel qr_panel factors without recursing */
   int host;      /* QR panels on the host (the linalg family's HOST route) */
   int tile;      /* every GEMM on kiln's gemm_tile (the linalg family's gemm = TILE) */
+  uint32_t pwg;  /* QR panel work-groups (the linalg family's pwg; 1: no qr_panel_grid) */
 } kiln__lsp;
 
 /*

@@ -390,6 +390,113 @@ START_TEST(qr_routes)
 }
 END_TEST
 
+/*
+ * Column-wise backward error of the reduced QR of the m x n matrix a (m >= n):
+ * ||a_j - (Q R)_j|| / (||a_j|| m eps) for every column. Householder QR is column-wise
+ * backward stable, so columns scaled far apart (and far from 1) must each meet the bound:
+ * that checks the panels' scaling, where the norm and the products would overflow or
+ * underflow unscaled.
+ */
+static void
+qr_colwise(kiln_dtype dt, size_t m, size_t n, const double *given)
+{
+  int64_t shape[2] = {(int64_t)m, (int64_t)n};
+  double *a = malloc(m * n * sizeof *a);
+  memcpy(a, given, m * n * sizeof *a);
+  kiln_tensor *ta = up(dt, 2, shape, a), *q = NULL, *r = NULL;
+  KOK(kiln_linalg_qr(harness_ctx(), ta, KILN_QR_REDUCED, &q, &r));
+  double *hq = down(q), *hr = down(r), *qr = calloc(m * n + 1, sizeof *qr);
+  matmul_t(hq, 0, hr, 0, qr, m, n, n);
+  for (size_t j = 0; j < n; j++) {
+    double na = 0, ne = 0;
+    for (size_t i = 0; i < m; i++) {
+      na += (a[i * n + j] / a[j]) * (a[i * n + j] / a[j]); /* scaled: a[j] is column j's size */
+      double d = (qr[i * n + j] - a[i * n + j]) / a[j];
+      ne += d * d;
+    }
+    double e = sqrt(ne) / (sqrt(na) * (double)m * eps_of(dt));
+    EXPECT(e <= BOUND, "%s QR %zux%zu column %zu (scale %g): ||a_j - (QR)_j|| error %g",
+           kiln_dtype_name(dt), m, n, j, a[j], e);
+  }
+  EXPECT(orth_err(hq, m, n) / ((double)m * eps_of(dt)) <= BOUND, "%s QR %zux%zu scaled: Q",
+         kiln_dtype_name(dt), m, n);
+  free(a);
+  free(hq);
+  free(hr);
+  free(qr);
+  kiln_tensor_release(ta);
+  kiln_tensor_release(q);
+  kiln_tensor_release(r);
+}
+
+/* m x n, column j scaled by 2^e_j with e_j from lo to hi; row 0 holds the scales (so that
+ * qr_colwise finds them), the rest random. */
+static double *
+graded(size_t m, size_t n, int lo, int hi)
+{
+  double *a = rand_mat(m * n);
+  for (size_t j = 0; j < n; j++) {
+    double s = ldexp(1.0, n > 1 ? lo + (int)((long)(hi - lo) * (long)j / (long)(n - 1)) : lo);
+    a[j] = s;
+    for (size_t i = 1; i < m; i++)
+      a[i * n + j] *= s;
+  }
+  return a;
+}
+
+/*
+ * qr_panel_grid (the linalg family's pwg > 1: one work-group on CPUs, up to pwg compute units
+ * on GPUs): the small shapes, rank-deficient and zero columns, panels of the default block,
+ * of 64 columns (the kernel's widest) and halves of 100 (the recursion's leaves), more rows
+ * than one launch holds (those panels on qr_panel), lstsq, and graded and huge or tiny
+ * columns, whose norms and products the kernel scales.
+ */
+static void lstsq_case(kiln_dtype dt, size_t m, size_t n, size_t k, size_t rank);
+
+START_TEST(qr_grid_panel)
+{
+  /* its groups exchange through global memory across work-items by design, which the
+   * simulator's race detector reports (as lu_panel_grid's) */
+  if (harness_small())
+    return;
+  kiln__linalg_test_pwg(2);
+  kiln__linalg_test_route(KILN__LINALG_ROUTE_DEVICE);
+  FOR_DTYPES(dt)
+  {
+    qr_sizes(dt);
+    qr_case(dt, 1, 97, 61, NULL);
+    qr_case(dt, 1, 61, 97, NULL);
+    qr_case(dt, 1, 300, 20, NULL); /* 300 rows: more than a CPU launch holds */
+    qr_case(dt, 2, 40, 40, NULL);
+    lstsq_case(dt, 41, 17, 2, 17);
+    int f64 = dt == KILN_F64;
+    /* column scales 2^-60 .. 2^60 (f32) or 2^-900 .. 2^900, and all columns huge or tiny */
+    double *g = graded(90, 24, f64 ? -900 : -60, f64 ? 900 : 60);
+    qr_colwise(dt, 90, 24, g);
+    free(g);
+    g = graded(70, 8, f64 ? 600 : 70, f64 ? 600 : 70);
+    qr_colwise(dt, 70, 8, g);
+    free(g);
+    g = graded(70, 8, f64 ? -600 : -70, f64 ? -600 : -70);
+    qr_colwise(dt, 70, 8, g);
+    free(g);
+  }
+  hook_nb = 64;
+  FOR_DTYPES(dt)
+  {
+    qr_case(dt, 1, 100, 100, NULL);
+    qr_case(dt, 1, 130, 70, NULL);
+  }
+  hook_nb = 100;
+  hook_leaf = 3;
+  FOR_DTYPES(dt)
+  {
+    qr_case(dt, 1, 120, 110, NULL);
+  }
+  kiln__linalg_test_pwg(-1);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- lstsq */
 
 /* ||A^T (A x - b)|| scaled (normal equations) for each column. */
@@ -1381,6 +1488,7 @@ reset_hooks(void)
   kiln__linalg_test_route(-1);
   kiln__linalg_spectral_test_split(-1);
   kiln__linalg_test_own_gemm_max(-1);
+  kiln__linalg_test_pwg(-1);
 }
 
 static Suite *
@@ -1406,6 +1514,12 @@ spectral_suite(void)
   tcase_add_test(tc, norms_direct_and_unsupported);
   tcase_add_test(tc, bad_input);
   suite_add_tcase(s, tc);
+  /* a case of its own, so that a GPU run can take it alone (CK_RUN_CASE=grid) */
+  TCase *grid = tcase_create("grid");
+  tcase_set_timeout(grid, 300);
+  tcase_add_checked_fixture(grid, reset_hooks, NULL);
+  tcase_add_test(grid, qr_grid_panel);
+  suite_add_tcase(s, grid);
   return s;
 }
 
