@@ -16,9 +16,9 @@
  *     QR of columns j0 .. j0+jb-1, rows j0 .. m-1, in place; tau[j0 + c]. sh: 8 T per lane
  *     and jb T.
  *   qr_larft_l(same arguments, tl)   the same with T built in local memory tl (jb * jb T).
- *   qr_panel_grid(a, aoff, lda, m, ncols, tau, toff, nk, slot, sbase, x, xs, red, sv)   the
- *     same over G work-groups of Q * 64 lanes (real dtypes; see its comment). xs: Q * 32 T,
- *     red: Q * 64 T, sv: G T.
+ *   qr_panel_grid(a, aoff, lda, m, ncols, tau, toff, nk, slot, sbase, x, with_t, t, tof, xs,
+ *     rm, rv, rc, re, rg, tg)   the same over G work-groups of Q * 64 lanes, and optionally the
+ *     block reflector's T (real dtypes; see its comment).
  *   qr_vcopy(a, aoff, lda, rows, jb, v, voff)   global (jb, rows): V (rows x jb, row stride
  *     jb) with the panel's reflectors, its unit diagonal and zeros above.
  *   qr_larft(g, goff, tau, toff, jb, t, tof)   one work-group: the upper triangular T of
@@ -144,48 +144,62 @@ kernel void qr_panel(global T *a, ulong aoff, ulong lda, uint m, uint j0, uint j
  * (cyclic, so every group keeps rows as they retire).
  *
  * One grid exchange per column j: the column's sum of squares and its products with every
- * later column come from one pass, before the reflector is known, as
+ * other column come from one pass, before the reflector is known, as
  *   v^T a_c = a_jc + (x^T a_c) / (alpha - beta),  x = a_j below the diagonal,
- * where LAPACK (dlarfg, then dlarf) makes two. Overflow and underflow are kept out by
- * scaling: each group divides its x by a power of two S_g >= its max |x| / 2 and publishes
- * its partial sums with S_g; the readers rescale them to the largest S (exact power-of-two
- * ratios), so every quantity is bounded as in LAPACK's scaled order (|x / S| <= 2,
- * S / |alpha - beta| <= 2).
+ * where LAPACK (dlarfg, then dlarf) makes two. Lanes h < G poll the slots; the others wait
+ * at a local barrier (every lane polling slowed the exchange by a third on the H200). The products with the earlier columns c < j
+ * (their reflectors v_c) give V^T v_j, from which group 0 builds the block reflector's T
+ * (LAPACK dlarft, forward, columnwise) in local memory at the end when t is not NULL.
+ * Overflow and underflow are kept out by scaling: each group divides its x by 2^e_g, a power
+ * of two at most 2 max |x| apart, and publishes e_g with its partial sums; the readers rescale
+ * them to the largest exponent E by exact powers of two, so every quantity stays bounded as
+ * in LAPACK's scaled order (|x| 2^-E <= 2, 2^E / |alpha - beta| <= 2).
  *
- * Exchange (double-buffered by column parity, as lu_panel_grid's):
- *   slot [parity][G] (ulong2): S_g's bits and the stamp sbase + j + 1, one untorn 16-byte
- *        store after the partials (a global fence between); readers poll it.
- *   x    [parity][G + 1][QRG_W] (T): each group's partial sums (column j's entry: the sum of
- *        squares), then row j of the panel, stored by the group that holds it.
- * Every group must be resident at once (GPUs: at most one group per compute unit; CPUs and
- * the simulator run one group). The rows past the panel's m are zero; tau[toff + j].
- * Real dtypes only.
+ * Exchange (double-buffered by column parity, as lu_panel_grid's: a group may publish column
+ * j + 1 while a slower one still reads column j, and cannot get further):
+ *   slot [parity][G] (ulong2): e_g (QRG_NONE: x is zero there) and the stamp sbase + j + 1,
+ *        one untorn 16-byte store after the partials (a global fence between).
+ *   x    [parity][G + 1][QRG_W] (T): each group's partial sums (column j's entry: the sum
+ *        of squares), then row j of the panel, stored by the group that holds it.
+ * Cross-group reads are volatile (NVIDIA serves plain loads from a compute unit's L1, which
+ * another unit's stores do not update). Every group must be resident at once (GPUs: at most
+ * one group per compute unit; CPUs and the simulator run one group). Local memory: xs (x,
+ * 2 Q QRG_R T: both parities, so that a column needs no barrier after its update), rm (Q T:
+ * the row sets' max |x|), rv and rc (Q QRG_W T: partial sums, then totals), re (Q int) and
+ * rg (G int): exponents, tg (QRG_W^2 T, with_t only). The rows past m are zero; tau[toff + j]; with_t:
+ * T (ncols x ncols, row-major, zero below the diagonal) at t + tof. Real dtypes only.
  */
 #define QRG_W 64
 #define QRG_R 32
+#define QRG_NONE (-100000)
 #define QRG_REP(M)                                                                          \
   M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)   \
   M(16) M(17) M(18) M(19) M(20) M(21) M(22) M(23) M(24) M(25) M(26) M(27) M(28) M(29)     \
   M(30) M(31)
 #if !KILN_IS_COMPLEX
+/* 2^k for |k| <= QRG_EMAX (clamped there: the terms scaled below 2^-QRG_EMAX are negligible
+ * beside the largest), and the exponent of a positive v (denormals: -QRG_EMAX), by bits:
+ * ldexp and ilogb cost a library call each on the H200 */
 #ifdef KILN_DT_F64
-#define QRG_BITS(v) as_ulong(v)
-#define QRG_VAL(b) as_double(b)
 #define QRG_EMAX 1022
+#define QRG_POW2(k) as_double((ulong)(clamp((k), -QRG_EMAX, QRG_EMAX) + 1023) << 52)
+#define QRG_EXP(v) max((int)((as_ulong(v) >> 52) & 0x7ffu) - 1023, -QRG_EMAX)
 #else
-#define QRG_BITS(v) ((ulong)as_uint(v))
-#define QRG_VAL(b) as_float((uint)(b))
 #define QRG_EMAX 126
+#define QRG_POW2(k) as_float((uint)(clamp((k), -QRG_EMAX, QRG_EMAX) + 127) << 23)
+#define QRG_EXP(v) max((int)((as_uint(v) >> 23) & 0xffu) - 127, -QRG_EMAX)
 #endif
 
 kernel void qr_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols, global T *tau,
                           ulong toff, uint nk, volatile global ulong2 *slot, ulong sbase,
-                          volatile global T *x, local T *xs, local T *red, local T *sv)
+                          volatile global T *x, uint with_t, global T *t, ulong tof,
+                          local T *xs, local T *rm, local T *rv, local T *rc, local int *re,
+                          local int *rg, local T *tg)
 {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
   const uint g = get_group_id(0), G = get_num_groups(0);
   const uint c = lid % QRG_W, q = lid / QRG_W, Q = lsz / QRG_W;
-  const int mine = c < ncols;
+  const int mine = c < ncols, want_t = with_t && g == 0;
   global T *A = a + aoff;
 #define QRG_POS(k) (g + G * (q + Q * (uint)(k)))
 #define QRG_LOAD(k)                                                                           \
@@ -196,41 +210,43 @@ kernel void qr_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
     const ulong stamp = sbase + j + 1;
     volatile global T *xr = x + (ulong)par * (G + 1) * QRG_W;
     global T *xw = (global T *)xr;
+    volatile global ulong2 *sl = slot + par * G;
+    local T *xsp = xs + par * Q * QRG_R;
     /* column j below the diagonal into local memory, and each row set's max |x| */
     if (c == j) {
       T mx = (T)0;
 #define QRG_XS(k)                                                                             \
   if ((k) < nk) {                                                                             \
     const T v = QRG_POS(k) > j ? r##k : (T)0;                                                 \
-    xs[q + Q * (k)] = v;                                                                      \
+    xsp[q + Q * (k)] = v;                                                                     \
     mx = fmax(mx, fabs(v));                                                                   \
   }
       QRG_REP(QRG_XS)
-      red[q] = mx;
+      rm[q] = mx;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     T smax = (T)0;
     for (uint h = 0; h < Q; h++)
-      smax = fmax(smax, red[h]);
-    /* S_g: a power of two, |x| / S_g < 2 */
-    const int e = smax > (T)0 ? clamp(ilogb(smax), -QRG_EMAX, QRG_EMAX) : 0;
-    const T sg = smax > (T)0 ? ldexp((T)1, e) : (T)0, inv = smax > (T)0 ? ldexp((T)1, -e) : (T)0;
+      smax = fmax(smax, rm[h]);
+    const int eg = smax > (T)0 ? min(QRG_EXP(smax), QRG_EMAX) : QRG_NONE;
+    const T inv = smax > (T)0 ? QRG_POW2(-eg) : (T)0;
+    /* products of the scaled x with this lane's rows of column c (every c: those of the
+     * earlier columns are V^T v_j's); column j's own: the sum of squares */
     T d = (T)0;
-    if (mine && c >= j) {
+    if (mine) {
 #define QRG_DOT(k)                                                                            \
   if ((k) < nk) {                                                                             \
-    const T y = xs[q + Q * (k)] * inv;                                                        \
+    const T y = xsp[q + Q * (k)] * inv;                                                       \
     d += y * (c == j ? y : r##k);                                                             \
   }
       QRG_REP(QRG_DOT)
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    red[q * QRG_W + c] = d;
+    rv[q * QRG_W + c] = d;
     barrier(CLK_LOCAL_MEM_FENCE);
     if (q == 0 && mine) {
       T s = (T)0;
       for (uint h = 0; h < Q; h++)
-        s += red[h * QRG_W + c];
+        s += rv[h * QRG_W + c];
       xw[(ulong)g * QRG_W + c] = s;
     }
     /* row j: position j = g + G (q + Q k) */
@@ -245,64 +261,108 @@ kernel void qr_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
     mem_fence(CLK_GLOBAL_MEM_FENCE);
     barrier(CLK_LOCAL_MEM_FENCE);
     if (lid == 0)
-      slot[par * G + g] = (ulong2)(QRG_BITS(sg), stamp);
+      sl[g] = (ulong2)((ulong)(long)eg, stamp);
     /* (PoCL 3.1 skipped that store when the polling loop below shared its region) */
     barrier(CLK_LOCAL_MEM_FENCE);
+    /* lanes h < G wait for group h's stamp (row j's group among them) and keep its exponent */
     for (uint h = lid; h < G; h += lsz) {
       ulong2 s2;
       do
-        s2 = slot[par * G + h];
+        s2 = sl[h];
       while (s2.y != stamp);
-      sv[h] = QRG_VAL(s2.x);
+      rg[h] = (int)(long)s2.x;
     }
     mem_fence(CLK_GLOBAL_MEM_FENCE);
     barrier(CLK_LOCAL_MEM_FENCE);
-    T S = (T)0;
-    for (uint h = 0; h < G; h++)
-      S = fmax(S, sv[h]);
-    /* the partial sums rescaled to S: products by S_h / S, squares by its square */
-    T tot = (T)0, tq = (T)0;
-    if (mine && c >= j && S > (T)0)
-      for (uint h = q; h < G; h += Q) {
-        const T f = sv[h] / S;
-        tot += xr[(ulong)h * QRG_W + c] * (c == j ? f * f : f);
-      }
+    /* this lane's share of the groups (h = q mod Q): the largest exponent, then their partial
+     * sums rescaled to it (squares by its square); row j's alpha and a_jc loaded with them */
+    const T alpha = xr[(ulong)G * QRG_W + j], ajc = mine ? xr[(ulong)G * QRG_W + c] : (T)0;
+    int eq = QRG_NONE;
+    for (uint h = q; h < G; h += Q)
+      eq = max(eq, rg[h]);
+    T tot = (T)0;
+    const int sq = c == j ? 2 : 1;
+    if (mine && eq != QRG_NONE)
+      for (uint h = q; h < G; h += Q)
+        if (rg[h] != QRG_NONE)
+          tot += xr[(ulong)h * QRG_W + c] * QRG_POW2(sq * (rg[h] - eq));
+    rc[q * QRG_W + c] = tot;
+    if (c == 0)
+      re[q] = eq;
     barrier(CLK_LOCAL_MEM_FENCE);
-    red[q * QRG_W + c] = tot;
-    barrier(CLK_LOCAL_MEM_FENCE);
+    int E = QRG_NONE;
     for (uint h = 0; h < Q; h++)
-      tq += red[h * QRG_W + j];
-    const T alpha = xr[(ulong)G * QRG_W + j];
-    T beta = alpha, tj = (T)0, scal = (T)0;
-    if (S > (T)0) {
-      const T xnorm = S * sqrt(tq);
+      E = max(E, re[h]);
+    T tq = (T)0, dc = (T)0;
+    if (E != QRG_NONE)
+      for (uint h = 0; h < Q; h++)
+        if (re[h] != QRG_NONE) {
+          tq += rc[h * QRG_W + j] * QRG_POW2(2 * (re[h] - E));
+          dc += rc[h * QRG_W + c] * QRG_POW2(sq * (re[h] - E));
+        }
+    T beta = alpha, tj = (T)0, ss = (T)0, invE = (T)0;
+    if (E != QRG_NONE) {
+      invE = QRG_POW2(-E);
+      const T xnorm = sqrt(tq) * QRG_POW2(E);
       beta = -copysign(hypot(alpha, xnorm), alpha);
       tj = (beta - alpha) / beta;
-      scal = (T)1 / (alpha - beta);
+      ss = QRG_POW2(E) / (alpha - beta); /* v = x 2^-E ss, |ss| <= 2 */
     }
-    if (mine && c >= j) {
-      T w = (T)0;
-      if (c > j && S > (T)0) {
-        T dc = (T)0;
-        for (uint h = 0; h < Q; h++)
-          dc += red[h * QRG_W + c];
-        w = tj * (xr[(ulong)G * QRG_W + c] + dc * (S * scal));
-      }
-      /* the reflector's v = x / (alpha - beta) below the diagonal of column j; the later
-       * columns' rows below it take a_c -= tau v (v^T a_c), row j a_jc -= tau (v^T a_c) */
+    if (mine && c > j) {
+      const T w = E != QRG_NONE ? tj * (ajc + dc * ss) : (T)0;
+      /* rows below j: a_c -= v tau (v^T a_c); row j: a_jc -= tau (v^T a_c) */
 #define QRG_UPD(k)                                                                            \
   if ((k) < nk) {                                                                             \
-    const uint t = QRG_POS(k);                                                                \
-    if (t > j && t < m && S > (T)0)                                                           \
-      r##k = c == j ? xs[q + Q * (k)] * scal : r##k - (xs[q + Q * (k)] * scal) * w;          \
-    else if (t == j)                                                                          \
-      r##k = c == j ? beta : r##k - w;                                                        \
+    const uint tp = QRG_POS(k);                                                               \
+    if (tp > j && tp < m)                                                                     \
+      r##k -= (xsp[q + Q * (k)] * invE * ss) * w;                                             \
+    else if (tp == j)                                                                         \
+      r##k -= w;                                                                              \
   }
-      QRG_REP(QRG_UPD)
+      if (E != QRG_NONE)
+        QRG_REP(QRG_UPD)
+    } else if (c == j) {
+      /* the reflector below the diagonal, beta on it */
+#define QRG_V(k)                                                                              \
+  if ((k) < nk) {                                                                             \
+    const uint tp = QRG_POS(k);                                                               \
+    if (tp > j && tp < m && E != QRG_NONE)                                                    \
+      r##k = xsp[q + Q * (k)] * invE * ss;                                                    \
+    else if (tp == j)                                                                         \
+      r##k = beta;                                                                            \
+  }
+      QRG_REP(QRG_V)
     }
+    /* v_c^T v_j = v_c[j] + (x^T v_c) 2^-E ss for the earlier columns: T's column j */
+    if (want_t && q == 0 && c <= j)
+      tg[c * QRG_W + j] = c == j ? tj : E != QRG_NONE ? ajc + dc * ss : ajc;
     if (g == 0 && lid == 0)
       tau[toff + j] = tj;
+  }
+  if (want_t) {
+    /* dlarft: T(0:j, j) = -tau_j T(0:j, 0:j) (V^T v_j), in place over the Gram entries
+     * (column j's are read before any lane writes it); each row's sum split over the Q row
+     * sets' lanes, then added up through rv */
+    for (uint j = 1; j < ncols; j++) {
+      barrier(CLK_LOCAL_MEM_FENCE);
+      T s = (T)0;
+      if (c < j)
+        for (uint p = c + q; p < j; p += Q)
+          s += tg[c * QRG_W + p] * tg[p * QRG_W + j];
+      rv[q * QRG_W + c] = s;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      if (q == 0 && c < j) {
+        T u = (T)0;
+        for (uint h = 0; h < Q; h++)
+          u += rv[h * QRG_W + c];
+        tg[c * QRG_W + j] = -tg[j * QRG_W + j] * u;
+      }
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint e = lid; e < ncols * ncols; e += lsz) {
+      const uint i = e / ncols, k = e % ncols;
+      t[tof + e] = k >= i ? tg[i * QRG_W + k] : (T)0;
+    }
   }
 #define QRG_STORE(k)                                                                          \
   if (mine && (k) < nk && QRG_POS(k) < m)                                                     \

@@ -11,6 +11,7 @@
  */
 #include <math.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -290,13 +291,9 @@ kiln__lsp_lstsq_qr(const kiln__lsp *L, const kiln_tensor *a, const kiln_tensor *
 static kiln_status vt_c(const kiln__lsp *L, uint64_t rows, uint64_t jb, kiln__lsp_mat v,
                         kiln__lsp_mat c, uint64_t ncols, kiln__lsp_mat w);
 
-/*
- * V and T of the jb reflectors stored from (0, 0) of the rows-row view a (tau at tau):
- * ws->v (rows x jb) and ws->t (jb x jb).
- */
+/* V (ws->v, rows x jb) of the jb reflectors stored from (0, 0) of the rows-row view a. */
 static kiln_status
-block_vt(const kiln__lsp *L, kiln__lsp_mat a, uint64_t rows, uint64_t jb, kiln__lsp_mat tau,
-         kiln__lsp_ws *ws)
+block_v(const kiln__lsp *L, kiln__lsp_mat a, uint64_t rows, uint64_t jb, kiln__lsp_ws *ws)
 {
   cl_kernel k;
   KILN_TRY(kern(L, "qr_vcopy", &k));
@@ -306,14 +303,23 @@ block_vt(const kiln__lsp *L, kiln__lsp_mat a, uint64_t rows, uint64_t jb, kiln__
   kiln__args_u32(&args, (uint32_t)rows);
   kiln__args_u32(&args, (uint32_t)jb);
   kiln__args_tensor(&args, ws->v);
-  KILN_TRY(enqueue2(&args, L, jb, rows, 8, 8));
+  return enqueue2(&args, L, jb, rows, 8, 8);
+}
+
+/* V as block_v, and T (ws->t, jb x jb) of the same reflectors with tau at tau. */
+static kiln_status
+block_vt(const kiln__lsp *L, kiln__lsp_mat a, uint64_t rows, uint64_t jb, kiln__lsp_mat tau,
+         kiln__lsp_ws *ws)
+{
+  cl_kernel k;
+  KILN_TRY(block_v(L, a, rows, jb, ws));
   kiln__lsp_mat v = kiln__lsp_tmat(ws->v, jb), g = kiln__lsp_tmat(ws->g, jb);
   KILN_TRY(vt_c(L, rows, jb, v, v, jb, g)); /* G = V^T V: the same short, long-k shape */
   /* T in local memory up to 32 KiB (jb <= 64 for f64) where the device leaves room */
   uint64_t lm = L->ctx->info.local_mem_bytes, cap = lm > 40960 ? 32768 : lm / 2;
   int in_local = jb * jb * L->ts <= cap;
   KILN_TRY(kern(L, in_local ? "qr_larft_l" : "qr_larft", &k));
-  args = kiln__args_begin(L->op, k);
+  kiln__args args = kiln__args_begin(L->op, k);
   args_mat(&args, g);
   args_mat(&args, tau);
   kiln__args_u32(&args, (uint32_t)jb);
@@ -461,8 +467,10 @@ typedef struct qr_pan {
   cl_kernel gk;      /* NULL: qr_panel only */
   uint64_t gmax;     /* qr_panel_grid's most work-groups */
   size_t glocal;     /* and its work-group size (a multiple of KILN__LSP_GRID_W) */
+  uint64_t rows;     /* rows per lane it aims at */
+  int with_t;        /* whether it builds T (its local memory holds 64 x 64 T) */
   kiln_tensor *x;    /* its exchange: partial sums and a row (T) */
-  kiln_tensor *slot; /* and stamped scales (2 gmax 16 bytes) */
+  kiln_tensor *slot; /* and stamped exponents (2 gmax 16 bytes) */
   uint64_t sbase;    /* columns stamped on slot so far */
 } qr_pan;
 
@@ -471,6 +479,37 @@ qr_pan_free(qr_pan *P)
 {
   kiln_tensor_release(P->x);
   kiln_tensor_release(P->slot);
+}
+
+/* qr_panel_grid's local memory for groups of `local` lanes, at most g of them: xs, rm, rv,
+ * rc, re, rg, tg. */
+static size_t
+qr_grid_local(const kiln__lsp *L, size_t local, uint64_t g, int with_t)
+{
+  size_t q = local / KILN__LSP_GRID_W, w = KILN__LSP_GRID_W;
+  return (2 * q * KILN__LSP_GRID_R + q + 2 * q * w + (with_t ? w * w : 1)) * L->ts +
+         (q + g) * sizeof(cl_int);
+}
+
+/* KILN_DEBUG_QR_GRID=local=N,rows=N,t=0|1 (debug: the grid panel's shape for measuring). */
+static void
+qr_grid_debug(size_t *local, uint64_t *rows, int *with_t)
+{
+  const char *e = kiln__env(KILN__ENV_DEBUG_QR_GRID);
+  while (e && *e) {
+    unsigned long v = 0;
+    char name[8] = {0};
+    if (sscanf(e, "%7[a-z]=%lu", name, &v) == 2) {
+      if (!strcmp(name, "local") && v >= KILN__LSP_GRID_W && (v & (v - 1)) == 0)
+        *local = v;
+      else if (!strcmp(name, "rows") && v >= 1 && v <= KILN__LSP_GRID_R)
+        *rows = v;
+      else if (!strcmp(name, "t"))
+        *with_t = v != 0;
+    }
+    e = strchr(e, ',');
+    e = e ? e + 1 : NULL;
+  }
 }
 
 static kiln_status
@@ -486,16 +525,26 @@ qr_pan_make(const kiln__lsp *L, qr_pan *P)
     return KILN_OK;
   cl_kernel gk;
   KILN_TRY(kern(L, "qr_panel_grid", &gk));
-  size_t max = kiln__launch_pow2_local(L->ctx, gk);
-  P->glocal = max < 256 ? max : 256;
-  if (P->glocal < KILN__LSP_GRID_W)
-    return KILN_OK;
-  P->gk = gk;
+  size_t max = kiln__launch_pow2_local(L->ctx, gk), want = KILN__LSP_GRID_LOCAL;
+  P->rows = KILN__LSP_GRID_ROWS;
+  P->with_t = 1;
+  qr_grid_debug(&want, &P->rows, &P->with_t);
+  P->glocal = max < want ? max : want;
   uint64_t cu = L->ctx->info.compute_units ? L->ctx->info.compute_units : 1;
   /* CPUs run one group: PoCL's threads take groups in chunks, and two groups of one launch
    * on the same thread would wait for each other forever */
   P->gmax = !L->ctx->info.is_gpu ? 1 : L->pwg < cu ? L->pwg : cu;
   const uint64_t g = P->gmax, w = KILN__LSP_GRID_W;
+  /* T needs 64 x 64 T of local memory beside the rest; narrower groups, or no T, where the
+   * device has less */
+  uint64_t lm = L->ctx->info.local_mem_bytes;
+  while (P->with_t && P->glocal > KILN__LSP_GRID_W && qr_grid_local(L, P->glocal, g, 1) > lm)
+    P->glocal /= 2;
+  if (P->with_t && qr_grid_local(L, P->glocal, g, 1) > lm)
+    P->with_t = 0;
+  if (P->glocal < KILN__LSP_GRID_W || qr_grid_local(L, P->glocal, g, 0) > lm)
+    return KILN_OK;
+  P->gk = gk;
   kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, 2 * (g + 1) * w, &P->x);
   if (s == KILN_OK)
     s = kiln__ops_scratch(L->op, L->ctx, KILN_I32, 2 * g * 4, &P->slot);
@@ -521,7 +570,7 @@ qr_grid_shape(const qr_pan *P, uint64_t rows, uint64_t *G, uint32_t *nk)
   if (!P->gk || rows == 0)
     return 0;
   uint64_t sets = P->glocal / KILN__LSP_GRID_W; /* row sets of a group */
-  uint64_t g = (rows + sets * KILN__LSP_GRID_ROWS - 1) / (sets * KILN__LSP_GRID_ROWS);
+  uint64_t g = (rows + sets * P->rows - 1) / (sets * P->rows);
   if (g > P->gmax)
     g = P->gmax;
   uint64_t k = (rows + g * sets - 1) / (g * sets);
@@ -535,15 +584,19 @@ qr_grid_shape(const qr_pan *P, uint64_t rows, uint64_t *G, uint32_t *nk)
 /*
  * QR of the rows x w panel at a in place, tau at tau: qr_panel_grid where the panel fits it,
  * qr_panel up to the leaf width, else the left half, its reflectors on the right half
- * (compact WY), then the right half below the left half's rows.
+ * (compact WY), then the right half below the left half's rows. With t, *t_done tells
+ * whether the panel's T (w x w) is in t (qr_panel_grid builds it on the way).
  */
 static kiln_status
 panel_run(const kiln__lsp *L, qr_pan *P, kiln__lsp_mat a, uint64_t rows, uint64_t w,
-          kiln__lsp_mat tau, kiln__lsp_ws *ws)
+          kiln__lsp_mat tau, kiln__lsp_ws *ws, kiln_tensor *t, int *t_done)
 {
   uint64_t G = 0;
   uint32_t nk = 0;
+  if (t_done)
+    *t_done = 0;
   if (w <= KILN__LSP_GRID_W && qr_grid_shape(P, rows, &G, &nk)) {
+    int with_t = t && P->with_t;
     kiln__args args = kiln__args_begin(L->op, P->gk);
     args_mat(&args, a);
     kiln__args_u64(&args, a.ld);
@@ -554,11 +607,20 @@ panel_run(const kiln__lsp *L, qr_pan *P, kiln__lsp_mat a, uint64_t rows, uint64_
     kiln__args_mem(&args, P->slot->mem);
     kiln__args_u64(&args, P->sbase);
     kiln__args_mem(&args, P->x->mem);
-    size_t sets = P->glocal / KILN__LSP_GRID_W;
-    kiln__args_local(&args, sets * KILN__LSP_GRID_R * L->ts);
-    kiln__args_local(&args, sets * KILN__LSP_GRID_W * L->ts);
-    kiln__args_local(&args, G * L->ts);
+    kiln__args_u32(&args, (uint32_t)with_t);
+    kiln__args_mem(&args, with_t ? t->mem : P->x->mem);
+    kiln__args_u64(&args, with_t ? kiln__ops_elem_offset(t) : 0);
+    size_t q = P->glocal / KILN__LSP_GRID_W, wd = KILN__LSP_GRID_W;
+    kiln__args_local(&args, 2 * q * KILN__LSP_GRID_R * L->ts);
+    kiln__args_local(&args, q * L->ts);
+    kiln__args_local(&args, q * wd * L->ts);
+    kiln__args_local(&args, q * wd * L->ts);
+    kiln__args_local(&args, q * sizeof(cl_int));
+    kiln__args_local(&args, G * sizeof(cl_int));
+    kiln__args_local(&args, (with_t ? wd * wd : 1) * L->ts);
     P->sbase += w;
+    if (t_done)
+      *t_done = with_t;
     return kiln__args_enqueue_1d(&args, L->ctx, G * P->glocal, P->glocal);
   }
   if (w <= L->leaf) {
@@ -573,12 +635,12 @@ panel_run(const kiln__lsp *L, qr_pan *P, kiln__lsp_mat a, uint64_t rows, uint64_
     return kiln__args_enqueue_1d(&args, L->ctx, P->local, P->local);
   }
   uint64_t w1 = w / 2;
-  KILN_TRY(panel_run(L, P, a, rows, w1, tau, ws));
+  KILN_TRY(panel_run(L, P, a, rows, w1, tau, ws, NULL, NULL));
   KILN_TRY(block_vt(L, a, rows, w1, tau, ws));
   KILN_TRY(block_apply(L, rows, w1, 1, at(a, 0, w1), w - w1, ws));
   kiln__lsp_mat t2 = tau;
   t2.off += w1;
-  return panel_run(L, P, at(a, w1, w1), rows - w1, w - w1, t2, ws);
+  return panel_run(L, P, at(a, w1, w1), rows - w1, w - w1, t2, ws, NULL, NULL);
 }
 
 #if KILN_HAVE_LAPACKE
@@ -727,9 +789,11 @@ kiln__lsp_geqrf(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t n, kil
     uint64_t jb = k - j0 < nb ? k - j0 : nb;
     kiln__lsp_mat tj = tau;
     tj.off += j0;
-    s = panel_run(L, &P, at(a, j0, j0), m - j0, jb, tj, ws);
-    if (s == KILN_OK && j0 + jb < n) {
-      s = block_vt(L, at(a, j0, j0), m - j0, jb, tj, ws);
+    int t_done = 0, more = j0 + jb < n;
+    s = panel_run(L, &P, at(a, j0, j0), m - j0, jb, tj, ws, more ? ws->t : NULL, &t_done);
+    if (s == KILN_OK && more) {
+      s = t_done ? block_v(L, at(a, j0, j0), m - j0, jb, ws)
+                 : block_vt(L, at(a, j0, j0), m - j0, jb, tj, ws);
       if (s == KILN_OK)
         s = block_apply(L, m - j0, jb, 1, at(a, j0, j0 + jb), n - j0 - jb, ws);
     }

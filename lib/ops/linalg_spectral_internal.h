@@ -34,6 +34,8 @@
 #define KILN__LSP_GRID_W 64
 #define KILN__LSP_GRID_R 32
 #define KILN__LSP_GRID_ROWS 16
+/* Its work-group size (8 row sets of 64 lanes), where the device allows it. */
+#define KILN__LSP_GRID_LOCAL 512
 
 /*
  * Test hook: nb > 0 forces the block size, own > 0 kiln's GEMM kernel instead of CLBlast,
