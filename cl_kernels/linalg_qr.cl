@@ -16,8 +16,8 @@
  *     QR of columns j0 .. j0+jb-1, rows j0 .. m-1, in place; tau[j0 + c]. sh: 8 T per lane
  *     and jb T.
  *   qr_larft_l(same arguments, tl)   the same with T built in local memory tl (jb * jb T).
- *   qr_panel_grid(a, aoff, lda, m, ncols, tau, toff, nk, slot, sbase, x, with_t, t, tof, xs,
- *     rm, rv, rc, re, rg, tg)   the same over G work-groups of Q * 64 lanes, and optionally the
+ *   qr_panel_grid(a, aoff, lda, m, ncols, tau, toff, nk, slot, sbase, x, slots, with_t, t,
+ *     tof, xs, rm, rv, rc, re, tg)   the same over G work-groups of Q * 64 lanes, and optionally the
  *     block reflector's T (real dtypes; see its comment).
  *   qr_vcopy(a, aoff, lda, rows, jb, v, voff)   global (jb, rows): V (rows x jb, row stride
  *     jb) with the panel's reflectors, its unit diagonal and zeros above.
@@ -146,10 +146,9 @@ kernel void qr_panel(global T *a, ulong aoff, ulong lda, uint m, uint j0, uint j
  * One grid exchange per column j: the column's sum of squares and its products with every
  * other column come from one pass, before the reflector is known, as
  *   v^T a_c = a_jc + (x^T a_c) / (alpha - beta),  x = a_j below the diagonal,
- * where LAPACK (dlarfg, then dlarf) makes two. Lanes h < G poll the slots; the others wait
- * at a local barrier (every lane polling slowed the exchange by a third on the H200). The products with the earlier columns c < j
+ * where LAPACK (dlarfg, then dlarf) makes two. The products with the earlier columns c < j
  * (their reflectors v_c) give V^T v_j, from which group 0 builds the block reflector's T
- * (LAPACK dlarft, forward, columnwise) in local memory at the end when t is not NULL.
+ * (LAPACK dlarft, forward, columnwise) in local memory at the end (with_t).
  * Overflow and underflow are kept out by scaling: each group divides its x by 2^e_g, a power
  * of two at most 2 max |x| apart, and publishes e_g with its partial sums; the readers rescale
  * them to the largest exponent E by exact powers of two, so every quantity stays bounded as
@@ -157,16 +156,21 @@ kernel void qr_panel(global T *a, ulong aoff, ulong lda, uint m, uint j0, uint j
  *
  * Exchange (double-buffered by column parity, as lu_panel_grid's: a group may publish column
  * j + 1 while a slower one still reads column j, and cannot get further):
- *   slot [parity][G] (ulong2): e_g (QRG_NONE: x is zero there) and the stamp sbase + j + 1,
- *        one untorn 16-byte store after the partials (a global fence between).
- *   x    [parity][G + 1][QRG_W] (T): each group's partial sums (column j's entry: the sum
- *        of squares), then row j of the panel, stored by the group that holds it.
+ *   x    [parity][G + 1][QRG_W] (ulong2): each group's partial sums (column j's entry: the
+ *        sum of squares), then row j of the panel, stored by the group that holds it; each
+ *        entry is the value's bits and (stamp << 12 | e_g + 2048, 0 where x is zero in that
+ *        group), stamp = sbase + j + 1, in one untorn 16-byte store (NVIDIA GPUs perform
+ *        those whole; CUB's scan tile states rely on the same). Readers load an entry until
+ *        it shows the column's stamp: no fence between the data and a flag.
+ *   slot [parity][G] (ulong2): with slots, (0, stamp) after the group's entries; lanes
+ *        h < G poll it and the others wait at a local barrier, so that one warp per group
+ *        polls while the exchange is under way instead of every lane.
  * Cross-group reads are volatile (NVIDIA serves plain loads from a compute unit's L1, which
  * another unit's stores do not update). Every group must be resident at once (GPUs: at most
  * one group per compute unit; CPUs and the simulator run one group). Local memory: xs (x,
  * 2 Q QRG_R T: both parities, so that a column needs no barrier after its update), rm (Q T:
- * the row sets' max |x|), rv and rc (Q QRG_W T: partial sums, then totals), re (Q int) and
- * rg (G int): exponents, tg (QRG_W^2 T, with_t only). The rows past m are zero; tau[toff + j]; with_t:
+ * the row sets' max |x|), rv and rc (Q QRG_W T: partial sums, then totals), re (Q int:
+ * exponents), tg (QRG_W^2 T, with_t only). The rows past m are zero; tau[toff + j]; with_t:
  * T (ncols x ncols, row-major, zero below the diagonal) at t + tof. Real dtypes only.
  */
 #define QRG_W 64
@@ -182,19 +186,24 @@ kernel void qr_panel(global T *a, ulong aoff, ulong lda, uint m, uint j0, uint j
  * ldexp and ilogb cost a library call each on the H200 */
 #ifdef KILN_DT_F64
 #define QRG_EMAX 1022
+#define QRG_BITS(v) as_ulong(v)
+#define QRG_VAL(b) as_double(b)
 #define QRG_POW2(k) as_double((ulong)(clamp((k), -QRG_EMAX, QRG_EMAX) + 1023) << 52)
 #define QRG_EXP(v) max((int)((as_ulong(v) >> 52) & 0x7ffu) - 1023, -QRG_EMAX)
 #else
 #define QRG_EMAX 126
+#define QRG_BITS(v) ((ulong)as_uint(v))
+#define QRG_VAL(b) as_float((uint)(b))
 #define QRG_POW2(k) as_float((uint)(clamp((k), -QRG_EMAX, QRG_EMAX) + 127) << 23)
 #define QRG_EXP(v) max((int)((as_uint(v) >> 23) & 0xffu) - 127, -QRG_EMAX)
 #endif
 
 kernel void qr_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols, global T *tau,
                           ulong toff, uint nk, volatile global ulong2 *slot, ulong sbase,
-                          volatile global T *x, uint with_t, global T *t, ulong tof,
+                          volatile global ulong2 *x, uint slots, uint with_t, global T *t,
+                          ulong tof,
                           local T *xs, local T *rm, local T *rv, local T *rc, local int *re,
-                          local int *rg, local T *tg)
+                          local T *tg)
 {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
   const uint g = get_group_id(0), G = get_num_groups(0);
@@ -208,8 +217,6 @@ kernel void qr_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
   for (uint j = 0; j < ncols; j++) {
     const uint par = j & 1u;
     const ulong stamp = sbase + j + 1;
-    volatile global T *xr = x + (ulong)par * (G + 1) * QRG_W;
-    global T *xw = (global T *)xr;
     volatile global ulong2 *sl = slot + par * G;
     local T *xsp = xs + par * Q * QRG_R;
     /* column j below the diagonal into local memory, and each row set's max |x| */
@@ -243,11 +250,15 @@ kernel void qr_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
     }
     rv[q * QRG_W + c] = d;
     barrier(CLK_LOCAL_MEM_FENCE);
+    /* each entry carries its stamp (and the group's exponent): one untorn 16-byte store, so a
+     * reader that sees the stamp sees the value, and no fence is needed */
+    volatile global ulong2 *xe = x + (ulong)par * (G + 1) * QRG_W;
     if (q == 0 && mine) {
       T s = (T)0;
       for (uint h = 0; h < Q; h++)
         s += rv[h * QRG_W + c];
-      xw[(ulong)g * QRG_W + c] = s;
+      xe[(ulong)g * QRG_W + c] =
+          (ulong2)(QRG_BITS(s), stamp << 12 | (eg == QRG_NONE ? 0ul : (ulong)(eg + 2048)));
     }
     /* row j: position j = g + G (q + Q k) */
     const uint jg = j % G, js = j / G;
@@ -256,36 +267,57 @@ kernel void qr_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
       T v = (T)0;
 #define QRG_PICK(k) v = (k) == jk ? r##k : v;
       QRG_REP(QRG_PICK)
-      xw[(ulong)G * QRG_W + c] = v;
+      xe[(ulong)G * QRG_W + c] = (ulong2)(QRG_BITS(v), stamp << 12);
     }
-    mem_fence(CLK_GLOBAL_MEM_FENCE);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid == 0)
-      sl[g] = (ulong2)((ulong)(long)eg, stamp);
-    /* (PoCL 3.1 skipped that store when the polling loop below shared its region) */
-    barrier(CLK_LOCAL_MEM_FENCE);
-    /* lanes h < G wait for group h's stamp (row j's group among them) and keep its exponent */
-    for (uint h = lid; h < G; h += lsz) {
-      ulong2 s2;
+    /* (the group's own entries are read below: a CPU runs its lanes one after another
+     * between barriers) */
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    if (slots) {
+      /* lanes h < G wait for group h's slot, the others at a barrier, so that one warp per
+       * group polls while the exchange is under way */
+      if (lid == 0)
+        sl[g] = (ulong2)(0ul, stamp);
+      /* (PoCL 3.1 skipped that store when the polling loop below shared its region) */
+      barrier(CLK_LOCAL_MEM_FENCE);
+      for (uint h = lid; h < G; h += lsz) {
+        ulong2 s2;
+        do
+          s2 = sl[h];
+        while (s2.y != stamp);
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    /* this lane's share of the groups (h = q mod Q): their partial sums rescaled to the
+     * largest exponent as they come (squares by its square); row j's alpha and a_jc */
+    ulong2 ea, ec = (ulong2)(0ul, stamp << 12);
+    do
+      ea = xe[(ulong)G * QRG_W + j];
+    while (ea.y >> 12 != stamp);
+    if (mine)
       do
-        s2 = sl[h];
-      while (s2.y != stamp);
-      rg[h] = (int)(long)s2.x;
-    }
-    mem_fence(CLK_GLOBAL_MEM_FENCE);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    /* this lane's share of the groups (h = q mod Q): the largest exponent, then their partial
-     * sums rescaled to it (squares by its square); row j's alpha and a_jc loaded with them */
-    const T alpha = xr[(ulong)G * QRG_W + j], ajc = mine ? xr[(ulong)G * QRG_W + c] : (T)0;
+        ec = xe[(ulong)G * QRG_W + c];
+      while (ec.y >> 12 != stamp);
+    const T alpha = QRG_VAL(ea.x), ajc = QRG_VAL(ec.x);
     int eq = QRG_NONE;
-    for (uint h = q; h < G; h += Q)
-      eq = max(eq, rg[h]);
     T tot = (T)0;
     const int sq = c == j ? 2 : 1;
-    if (mine && eq != QRG_NONE)
-      for (uint h = q; h < G; h += Q)
-        if (rg[h] != QRG_NONE)
-          tot += xr[(ulong)h * QRG_W + c] * QRG_POW2(sq * (rg[h] - eq));
+    if (mine)
+      for (uint h = q; h < G; h += Q) {
+        ulong2 e;
+        do
+          e = xe[(ulong)h * QRG_W + c];
+        while (e.y >> 12 != stamp);
+        const int eh = (int)(e.y & 0xfffu);
+        if (eh == 0)
+          continue;
+        const T p = QRG_VAL(e.x);
+        if (eh - 2048 > eq) {
+          tot = eq == QRG_NONE ? p : tot * QRG_POW2(sq * (eq - (eh - 2048))) + p;
+          eq = eh - 2048;
+        } else {
+          tot += p * QRG_POW2(sq * (eh - 2048 - eq));
+        }
+      }
     rc[q * QRG_W + c] = tot;
     if (c == 0)
       re[q] = eq;

@@ -469,8 +469,9 @@ typedef struct qr_pan {
   size_t glocal;     /* and its work-group size (a multiple of KILN__LSP_GRID_W) */
   uint64_t rows;     /* rows per lane it aims at */
   int with_t;        /* whether it builds T (its local memory holds 64 x 64 T) */
-  kiln_tensor *x;    /* its exchange: partial sums and a row (T) */
-  kiln_tensor *slot; /* and stamped exponents (2 gmax 16 bytes) */
+  int slots;         /* whether one warp per group polls the slots before the entries */
+  kiln_tensor *x;    /* its exchange: stamped partial sums and a row (16 bytes each) */
+  kiln_tensor *slot; /* and stamps (2 gmax 16 bytes) */
   uint64_t sbase;    /* columns stamped on slot so far */
 } qr_pan;
 
@@ -481,19 +482,19 @@ qr_pan_free(qr_pan *P)
   kiln_tensor_release(P->slot);
 }
 
-/* qr_panel_grid's local memory for groups of `local` lanes, at most g of them: xs, rm, rv,
- * rc, re, rg, tg. */
+/* qr_panel_grid's local memory for groups of `local` lanes: xs, rm, rv, rc, re, tg. */
 static size_t
-qr_grid_local(const kiln__lsp *L, size_t local, uint64_t g, int with_t)
+qr_grid_local(const kiln__lsp *L, size_t local, int with_t)
 {
   size_t q = local / KILN__LSP_GRID_W, w = KILN__LSP_GRID_W;
   return (2 * q * KILN__LSP_GRID_R + q + 2 * q * w + (with_t ? w * w : 1)) * L->ts +
-         (q + g) * sizeof(cl_int);
+         q * sizeof(cl_int);
 }
 
-/* KILN_DEBUG_QR_GRID=local=N,rows=N,t=0|1 (debug: the grid panel's shape for measuring). */
+/* KILN_DEBUG_QR_GRID=local=N,rows=N,t=0|1,slots=0|1 (debug: the grid panel's shape and
+ * exchange, for measuring). */
 static void
-qr_grid_debug(size_t *local, uint64_t *rows, int *with_t)
+qr_grid_debug(size_t *local, uint64_t *rows, int *with_t, int *slots)
 {
   const char *e = kiln__env(KILN__ENV_DEBUG_QR_GRID);
   while (e && *e) {
@@ -506,10 +507,22 @@ qr_grid_debug(size_t *local, uint64_t *rows, int *with_t)
         *rows = v;
       else if (!strcmp(name, "t"))
         *with_t = v != 0;
+      else if (!strcmp(name, "slots"))
+        *slots = v != 0;
     }
     e = strchr(e, ',');
     e = e ? e + 1 : NULL;
   }
+}
+
+/* Zeroes the i32 scratch t (no stamp matches zero). */
+static kiln_status
+zero_i32(const kiln__lsp *L, kiln_tensor *t)
+{
+  cl_int zero = 0;
+  cl_int err = clEnqueueFillBuffer(L->ctx->queue, t->mem, &zero, sizeof zero, t->offset,
+                                   t->nbytes, 0, NULL, NULL);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
 }
 
 static kiln_status
@@ -528,7 +541,8 @@ qr_pan_make(const kiln__lsp *L, qr_pan *P)
   size_t max = kiln__launch_pow2_local(L->ctx, gk), want = KILN__LSP_GRID_LOCAL;
   P->rows = KILN__LSP_GRID_ROWS;
   P->with_t = 1;
-  qr_grid_debug(&want, &P->rows, &P->with_t);
+  P->slots = 0;
+  qr_grid_debug(&want, &P->rows, &P->with_t, &P->slots);
   P->glocal = max < want ? max : want;
   uint64_t cu = L->ctx->info.compute_units ? L->ctx->info.compute_units : 1;
   /* CPUs run one group: PoCL's threads take groups in chunks, and two groups of one launch
@@ -538,23 +552,20 @@ qr_pan_make(const kiln__lsp *L, qr_pan *P)
   /* T needs 64 x 64 T of local memory beside the rest; narrower groups, or no T, where the
    * device has less */
   uint64_t lm = L->ctx->info.local_mem_bytes;
-  while (P->with_t && P->glocal > KILN__LSP_GRID_W && qr_grid_local(L, P->glocal, g, 1) > lm)
+  while (P->with_t && P->glocal > KILN__LSP_GRID_W && qr_grid_local(L, P->glocal, 1) > lm)
     P->glocal /= 2;
-  if (P->with_t && qr_grid_local(L, P->glocal, g, 1) > lm)
+  if (P->with_t && qr_grid_local(L, P->glocal, 1) > lm)
     P->with_t = 0;
-  if (P->glocal < KILN__LSP_GRID_W || qr_grid_local(L, P->glocal, g, 0) > lm)
+  if (P->glocal < KILN__LSP_GRID_W || qr_grid_local(L, P->glocal, 0) > lm)
     return KILN_OK;
   P->gk = gk;
-  kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, 2 * (g + 1) * w, &P->x);
+  kiln_status s = kiln__ops_scratch(L->op, L->ctx, KILN_I32, 2 * (g + 1) * w * 4, &P->x);
+  if (s == KILN_OK)
+    s = zero_i32(L, P->x);
   if (s == KILN_OK)
     s = kiln__ops_scratch(L->op, L->ctx, KILN_I32, 2 * g * 4, &P->slot);
-  if (s == KILN_OK) {
-    cl_int zero = 0;
-    cl_int err = clEnqueueFillBuffer(L->ctx->queue, P->slot->mem, &zero, sizeof zero,
-                                     P->slot->offset, P->slot->nbytes, 0, NULL, NULL);
-    if (err != CL_SUCCESS)
-      s = kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
-  }
+  if (s == KILN_OK)
+    s = zero_i32(L, P->slot);
   if (s != KILN_OK)
     qr_pan_free(P);
   return s;
@@ -607,6 +618,7 @@ panel_run(const kiln__lsp *L, qr_pan *P, kiln__lsp_mat a, uint64_t rows, uint64_
     kiln__args_mem(&args, P->slot->mem);
     kiln__args_u64(&args, P->sbase);
     kiln__args_mem(&args, P->x->mem);
+    kiln__args_u32(&args, (uint32_t)P->slots);
     kiln__args_u32(&args, (uint32_t)with_t);
     kiln__args_mem(&args, with_t ? t->mem : P->x->mem);
     kiln__args_u64(&args, with_t ? kiln__ops_elem_offset(t) : 0);
@@ -616,7 +628,6 @@ panel_run(const kiln__lsp *L, qr_pan *P, kiln__lsp_mat a, uint64_t rows, uint64_
     kiln__args_local(&args, q * wd * L->ts);
     kiln__args_local(&args, q * wd * L->ts);
     kiln__args_local(&args, q * sizeof(cl_int));
-    kiln__args_local(&args, G * sizeof(cl_int));
     kiln__args_local(&args, (with_t ? wd * wd : 1) * L->ts);
     P->sbase += w;
     if (t_done)
@@ -802,9 +813,12 @@ kiln__lsp_geqrf(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t n, kil
   return s;
 }
 
-kiln_status
-kiln__lsp_ormqr(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t k, kiln__lsp_mat tau,
-                int trans, kiln__lsp_mat c, uint64_t ncols, kiln__lsp_ws *ws)
+/* kiln__lsp_ormqr; with identity (trans 0 only), C is the identity and each block touches
+ * only its own columns and those right of them (dorgqr): applied last to first, the blocks
+ * leave the identity's columns left of j0 zero in rows j0 and below. */
+static kiln_status
+ormqr_blocks(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t k, kiln__lsp_mat tau,
+             int trans, kiln__lsp_mat c, uint64_t ncols, kiln__lsp_ws *ws, int identity)
 {
   uint64_t nb = L->nb, nblk = (k + nb - 1) / nb;
   if (ncols == 0 || m == 0)
@@ -812,12 +826,27 @@ kiln__lsp_ormqr(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t k, kil
   /* Q C applies H_0 (H_1 (.. C)): the blocks last to first; Q^T C the other way round. */
   for (uint64_t i = 0; i < nblk; i++) {
     uint64_t blk = trans ? i : nblk - 1 - i, j0 = blk * nb, jb = k - j0 < nb ? k - j0 : nb;
+    uint64_t c0 = identity ? j0 : 0;
     kiln__lsp_mat tj = tau;
     tj.off += j0;
     KILN_TRY(block_vt(L, at(a, j0, j0), m - j0, jb, tj, ws));
-    KILN_TRY(block_apply(L, m - j0, jb, trans, at(c, j0, 0), ncols, ws));
+    KILN_TRY(block_apply(L, m - j0, jb, trans, at(c, j0, c0), ncols - c0, ws));
   }
   return KILN_OK;
+}
+
+kiln_status
+kiln__lsp_ormqr(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t k, kiln__lsp_mat tau,
+                int trans, kiln__lsp_mat c, uint64_t ncols, kiln__lsp_ws *ws)
+{
+  return ormqr_blocks(L, a, m, k, tau, trans, c, ncols, ws, 0);
+}
+
+kiln_status
+kiln__lsp_orgqr(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t k, kiln__lsp_mat tau,
+                kiln__lsp_mat q, uint64_t ncols, kiln__lsp_ws *ws)
+{
+  return ormqr_blocks(L, a, m, k, tau, 0, q, ncols, ws, 1);
 }
 
 /* ---------------------------------------------------------------- validation, results */
@@ -1051,7 +1080,7 @@ kiln_linalg_qr(kiln_context *ctx, const kiln_tensor *a, kiln_qr_mode mode, kiln_
       ab.off += b * m * n;
       tb.off += b * k;
       qb.off += b * m * qc;
-      s = kiln__lsp_ormqr(&L, ab, m, k, tb, 0, qb, qc, &ws);
+      s = kiln__lsp_orgqr(&L, ab, m, k, tb, qb, qc, &ws);
     }
   }
   kiln__lsp_ws_release(&ws);

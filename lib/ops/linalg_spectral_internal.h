@@ -125,6 +125,14 @@ kiln_status kiln__lsp_ormqr(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uin
                             kiln__lsp_ws *ws);
 
 /*
+ * Q (m x ncols, ncols >= k) = H_0 .. H_k-1 I in place over q, which holds the identity (as
+ * LAPACK's orgqr: each block updates only its own and the later columns).
+ */
+kiln_status kiln__lsp_orgqr(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t k,
+                            kiln__lsp_mat tau, kiln__lsp_mat q, uint64_t ncols,
+                            kiln__lsp_ws *ws);
+
+/*
  * lstsq's device stage for the batch of m x n (m >= n) matrices a and m x nrhs right-hand
  * sides b: *qa the geqrf factors of every matrix (R on and above the diagonal), *qb Q^T B
  * (Q^H B for complex). Both new scratch tensors the caller releases; NULL on failure.

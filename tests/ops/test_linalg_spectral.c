@@ -481,14 +481,15 @@ START_TEST(qr_grid_panel)
     free(g);
   }
   /* T left to qr_larft (where a device's local memory is short), and few rows per lane (more
-   * groups on a GPU); the work-group size stays, as PoCL compiles the kernel again for each */
+   * groups on a GPU) with one warp polling the slots first; the work-group size stays, as PoCL
+   * compiles the kernel again for each */
   setenv("KILN_DEBUG_QR_GRID", "t=0", 1);
   FOR_DTYPES(dt)
   {
     qr_sizes(dt);
     qr_case(dt, 1, 70, 33, NULL);
   }
-  setenv("KILN_DEBUG_QR_GRID", "rows=1", 1);
+  setenv("KILN_DEBUG_QR_GRID", "rows=1,slots=1", 1);
   FOR_DTYPES(dt)
   {
     qr_case(dt, 2, 40, 25, NULL);
