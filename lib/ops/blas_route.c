@@ -132,8 +132,11 @@ static const struct kiln__gemm_large large_default[2] = {
 };
 
 /* The tensor-core form f64 defaults take where the device has it (0: never; 1: m8n8k4,
- * 2: m16n8k4, cl_kernels/gemm_large.cl's GL_MMA). */
-static const uint32_t large_mma = 0;
+ * 2: m16n8k4, cl_kernels/gemm_large.cl's GL_MMA), or the largest below it the device takes.
+ * On the H200 (2026-12-02, bench/h200/gemm.sh, docs/blas_fft.md) mma=2 ran DGEMM 4096^3 at
+ * 30.9 TFLOP/s against 19.4 on FMAs (mma=1 22.0, mma=3 29.6), and test_blas's large case
+ * passed with every mma form there. */
+static const uint32_t large_mma = 2;
 
 /* CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV (cl_nv_device_attribute_query). */
 #define KILN__CL_CC_MAJOR_NV 0x4000
@@ -221,9 +224,12 @@ kiln__gemm_large_params(const char *op, const kiln_context *ctx, kiln_dtype dt, 
   const char *e = kiln__env(KILN__ENV_DEBUG_GEMM_LARGE);
   /* f64 on the tensor cores where the device has them (the defaults' mma form, large_mma). */
   if ((!e || !*e) && dt == KILN_F64 && large_mma && p->tm == 8 && p->tn == 8 && p->wx == 16 &&
-      p->wy == 16 && mma_capable(&ctx->info, ctx->device) >= (int)large_mma) {
-    p->mma = large_mma;
-    p->pad = 8;
+      p->wy == 16) {
+    int cap = mma_capable(&ctx->info, ctx->device);
+    if (cap > 0) {
+      p->mma = (uint32_t)cap < large_mma ? (uint32_t)cap : large_mma;
+      p->pad = 8;
+    }
   }
   /* Fewer tiles than compute units leaves some idle: 4x4 results per work-item (a quarter of
    * the tile) where that runs. */

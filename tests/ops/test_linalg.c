@@ -62,6 +62,18 @@ route_for(kiln_dtype dt)
   return 1;
 }
 
+/*
+ * The GEMM route a test starts on: the rule, but under the simulator (small mode) kiln's
+ * one-output-per-lane kernel (the CLBlast route, which KILN_DEBUG_NO_CLBLAST sends there):
+ * gemm_tile's 256-lane tiles cost about a second a call in oclgrind whatever the size, most
+ * of the simulator's time. tile_gemm and look_ahead take gemm_tile on purpose.
+ */
+static void
+default_gemm(void)
+{
+  kiln__linalg_test_gemm(harness_small() ? KILN__LINALG_GEMM_CLBLAST : -1);
+}
+
 #define FOR_DTYPES(dt)                                                                      \
   for (size_t dt##_i = 0; dt##_i < 2; dt##_i++)                                             \
     for (int dt##_k = dtypes[dt##_i] != KILN_F64 || harness_has_fp64(); dt##_k; dt##_k = 0) \
@@ -1248,7 +1260,7 @@ START_TEST(tile_gemm)
       qr_tile_case(dt, 200, 150, 0);
   }
   kiln__linalg_spectral_test_set(-1, -1, -1);
-  kiln__linalg_test_gemm(-1);
+  default_gemm();
   hook_route = -1;
   set_hook(-1, -1, -1, -1);
   kiln__linalg_test_set(-1, -1, -1, -1);
@@ -1285,7 +1297,7 @@ START_TEST(look_ahead)
       inv_case(dt, 2, 70);
     }
   }
-  kiln__linalg_test_gemm(-1);
+  default_gemm();
   kiln__linalg_test_ahead(-1);
   hook_route = -1;
   set_hook(-1, -1, -1, -1);
@@ -1413,14 +1425,15 @@ END_TEST
 
 /*
  * CLBlast's indirect GEMM (the one large GEMMs take on GPUs) with kiln's temporary buffer,
- * forced for f64 on this device: both routes' LU, Cholesky and solves. Runs last: the
- * override stays for the rest of the process.
+ * forced for f64 on this device: both routes' LU, Cholesky and solves, on CLBlast's GEMM
+ * (GPUs default to gemm_tile). Runs last: the override stays for the rest of the process.
  */
 START_TEST(gemm_temp_buffer)
 {
   if (!kiln_blas_has_clblast() || !harness_has_fp64() || harness_small())
     return;
   KOK(kiln__linalg_test_gemm_indirect(harness_ctx(), KILN_F64));
+  kiln__linalg_test_gemm(KILN__LINALG_GEMM_CLBLAST);
   uint64_t before = kiln__linalg_test_temp_gemms();
   for (int route = KILN__LINALG_ROUTE_DEVICE; route <= KILN__LINALG_ROUTE_HOST; route++) {
     hook_route = route;
@@ -1432,6 +1445,7 @@ START_TEST(gemm_temp_buffer)
     singular_case(KILN_F64, 65, 40);
   }
   EXPECT(kiln__linalg_test_temp_gemms() > before, "no GEMM used the temporary buffer");
+  default_gemm();
   hook_route = -1;
   set_hook(-1, -1, -1, -1);
   kiln__linalg_test_set(-1, -1, -1, -1);
@@ -1543,6 +1557,7 @@ START_TEST(nan_and_in_place)
 }
 END_TEST
 
+
 /* Every test starts on the defaults, also after a failed one left a hook set. */
 static void
 reset_hooks(void)
@@ -1552,7 +1567,7 @@ reset_hooks(void)
   hook_route = -1;
   kiln__linalg_test_route(-1);
   kiln__linalg_test_own_gemm_max(-1);
-  kiln__linalg_test_gemm(-1);
+  default_gemm();
   kiln__linalg_test_ahead(-1);
   kiln__linalg_test_pwg(-1);
 }
