@@ -174,12 +174,10 @@ kernel void qr_panel(global T *a, ulong aoff, ulong lda, uint m, uint j0, uint j
  * T (ncols x ncols, row-major, zero below the diagonal) at t + tof. Real dtypes only.
  */
 #define QRG_W 64
-#define QRG_R 32
+#define QRG_R 16
 #define QRG_NONE (-100000)
 #define QRG_REP(M)                                                                          \
-  M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)   \
-  M(16) M(17) M(18) M(19) M(20) M(21) M(22) M(23) M(24) M(25) M(26) M(27) M(28) M(29)     \
-  M(30) M(31)
+  M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)
 #if !KILN_IS_COMPLEX
 /* 2^k for |k| <= QRG_EMAX (clamped there: the terms scaled below 2^-QRG_EMAX are negligible
  * beside the largest), and the exponent of a positive v (denormals: -QRG_EMAX), by bits:

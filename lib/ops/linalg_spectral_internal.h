@@ -29,10 +29,12 @@
  * Panels up to that width whose rows fit factor in one launch over up to pwg work-groups
  * (the linalg family's parameter, shared with LU's lu_panel_grid), without the recursion:
  * one exchange through global memory per column where qr_panel streams the panel through one
- * compute unit. Lanes aim at KILN__LSP_GRID_ROWS rows each.
+ * compute unit. Lanes aim at KILN__LSP_GRID_ROWS rows each: on the H200 16 rows in groups of
+ * 512 lanes ran QR of 4096 (f64) at 92.9 ms, 32 at 99.6, 8 at 97.6 (docs/linalg.md); with 16
+ * rows at most, 132 groups of 512 lanes hold 16896 rows.
  */
 #define KILN__LSP_GRID_W 64
-#define KILN__LSP_GRID_R 32
+#define KILN__LSP_GRID_R 16
 #define KILN__LSP_GRID_ROWS 16
 /* Its work-group size (8 row sets of 64 lanes), where the device allows it. */
 #define KILN__LSP_GRID_LOCAL 512
