@@ -323,6 +323,9 @@ START_TEST(permute_6d)
   int64_t sr[4] = {9, 10, 11, 12}, pr[4] = {3, 2, 1, 0};
   HD_FOR_DTYPES(dt)
   {
+    /* the simulator (small mode): one dtype per element size, as the kernels move bytes */
+    if (harness_small() && (dt == KILN_I32 || dt == KILN_I64 || dt == KILN_BOOL))
+      continue;
     check_permute(dt, 5, s5, p5, 0);
     check_permute(dt, 4, sr, pr, 0);
   }
