@@ -30,8 +30,9 @@
  * (the linalg family's parameter, shared with LU's lu_panel_grid), without the recursion:
  * one exchange through global memory per column where qr_panel streams the panel through one
  * compute unit. Lanes aim at KILN__LSP_GRID_ROWS rows each: on the H200 16 rows in groups of
- * 512 lanes ran QR of 4096 (f64) at 92.9 ms, 32 at 99.6, 8 at 97.6 (docs/linalg.md); with 16
- * rows at most, 132 groups of 512 lanes hold 16896 rows.
+ * 512 lanes ran QR of 4096 (f64) at 92.9 ms, 32 at 99.6, 8 at 97.6 (docs/linalg.md), and the
+ * kernel built for at most 16 (fewer registers) at 77.9; 132 groups of 512 lanes hold 16896
+ * rows.
  */
 #define KILN__LSP_GRID_W 64
 #define KILN__LSP_GRID_R 16
