@@ -284,14 +284,6 @@ kernel void lu_panel(global T *a, ulong aoff, ulong lda, uint m, uint ncols, uin
   M(32) M(33) M(34) M(35) M(36) M(37) M(38) M(39) M(40) M(41) M(42) M(43) M(44) M(45) M(46) M(47) \
   M(48) M(49) M(50) M(51) M(52) M(53) M(54) M(55) M(56) M(57) M(58) M(59) M(60) M(61) M(62) M(63)
 #if !KILN_IS_COMPLEX
-#ifdef KILN_DT_F64
-#define LUG_BITS(v) as_ulong(v)
-#define LUG_VAL(b) as_double(b)
-#else
-#define LUG_BITS(v) ((ulong)as_uint(v))
-#define LUG_VAL(b) as_float((uint)(b))
-#endif
-
 kernel void lu_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols, uint j0,
                           global int *piv, ulong poff, global int *info, ulong ioff, uint s0,
                           uint sw, volatile global ulong2 *slot, uint sbase, volatile global T *x,
@@ -337,7 +329,7 @@ kernel void lu_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
     mem_fence(CLK_GLOBAL_MEM_FENCE);
     barrier(CLK_LOCAL_MEM_FENCE);
     if (lid == 0)
-      sl[g] = (ulong2)(LUG_BITS(wv), (ulong)stamp << 32 | (uint)wbest);
+      sl[g] = (ulong2)(LA_BITS(wv), (ulong)stamp << 32 | (uint)wbest);
     /* PoCL 3.1 skipped that store when the polling loop below shared its region */
     barrier(CLK_LOCAL_MEM_FENCE);
     /* wait for every group's candidate of this column; keep the best */
@@ -349,7 +341,7 @@ kernel void lu_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
         e = sl[h];
       while ((uint)(e.y >> 32) != stamp);
       const int i2 = (int)(uint)e.y;
-      const T v2 = LUG_VAL(e.x);
+      const T v2 = LA_VAL(e.x);
       if (i2 != INT_MAX && (v2 > bv || (v2 == bv && i2 < bi))) {
         bv = v2;
         bi = i2;

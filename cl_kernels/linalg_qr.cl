@@ -16,8 +16,8 @@
  *     QR of columns j0 .. j0+jb-1, rows j0 .. m-1, in place; tau[j0 + c]. sh: 8 T per lane
  *     and jb T.
  *   qr_larft_l(same arguments, tl)   the same with T built in local memory tl (jb * jb T).
- *   qr_panel_grid(a, aoff, lda, m, ncols, tau, toff, nk, slot, sbase, x, slots, with_t, t,
- *     tof, xs, rm, rv, rc, re, tg)   the same over G work-groups of Q * 64 lanes, and optionally the
+ *   qr_panel_grid(a, aoff, lda, m, ncols, tau, toff, nk, sbase, x, with_t, t, tof, xs, rm,
+ *     rv, rc, re, tg)   the same over G work-groups of Q * 64 lanes, and optionally the
  *     block reflector's T (real dtypes; see its comment).
  *   qr_vcopy(a, aoff, lda, rows, jb, v, voff)   global (jb, rows): V (rows x jb, row stride
  *     jb) with the panel's reflectors, its unit diagonal and zeros above.
@@ -161,10 +161,8 @@ kernel void qr_panel(global T *a, ulong aoff, ulong lda, uint m, uint j0, uint j
  *        entry is the value's bits and (stamp << 12 | e_g + 2048, 0 where x is zero in that
  *        group), stamp = sbase + j + 1, in one untorn 16-byte store (NVIDIA GPUs perform
  *        those whole; CUB's scan tile states rely on the same). Readers load an entry until
- *        it shows the column's stamp: no fence between the data and a flag.
- *   slot [parity][G] (ulong2): with slots, (0, stamp) after the group's entries; lanes
- *        h < G poll it and the others wait at a local barrier, so that one warp per group
- *        polls while the exchange is under way instead of every lane.
+ *        it shows the column's stamp: no fence between the data and a flag. (A flag per
+ *        group that one warp polled before the lanes read measured 2-3% slower on the H200.)
  * Cross-group reads are volatile (NVIDIA serves plain loads from a compute unit's L1, which
  * another unit's stores do not update). Every group must be resident at once (GPUs: at most
  * one group per compute unit; CPUs and the simulator run one group). Local memory: xs (x,
@@ -180,28 +178,22 @@ kernel void qr_panel(global T *a, ulong aoff, ulong lda, uint m, uint j0, uint j
   M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)
 #if !KILN_IS_COMPLEX
 /* 2^k for |k| <= QRG_EMAX (clamped there: the terms scaled below 2^-QRG_EMAX are negligible
- * beside the largest), and the exponent of a positive v (denormals: -QRG_EMAX), by bits:
- * ldexp and ilogb cost a library call each on the H200 */
+ * beside the largest), and the exponent of a positive v (denormals: -QRG_EMAX), by bits
+ * rather than through ldexp and ilogb */
 #ifdef KILN_DT_F64
 #define QRG_EMAX 1022
-#define QRG_BITS(v) as_ulong(v)
-#define QRG_VAL(b) as_double(b)
 #define QRG_POW2(k) as_double((ulong)(clamp((k), -QRG_EMAX, QRG_EMAX) + 1023) << 52)
 #define QRG_EXP(v) max((int)((as_ulong(v) >> 52) & 0x7ffu) - 1023, -QRG_EMAX)
 #else
 #define QRG_EMAX 126
-#define QRG_BITS(v) ((ulong)as_uint(v))
-#define QRG_VAL(b) as_float((uint)(b))
 #define QRG_POW2(k) as_float((uint)(clamp((k), -QRG_EMAX, QRG_EMAX) + 127) << 23)
 #define QRG_EXP(v) max((int)((as_uint(v) >> 23) & 0xffu) - 127, -QRG_EMAX)
 #endif
 
 kernel void qr_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols, global T *tau,
-                          ulong toff, uint nk, volatile global ulong2 *slot, ulong sbase,
-                          volatile global ulong2 *x, uint slots, uint with_t, global T *t,
-                          ulong tof,
-                          local T *xs, local T *rm, local T *rv, local T *rc, local int *re,
-                          local T *tg)
+                          ulong toff, uint nk, ulong sbase, volatile global ulong2 *x,
+                          uint with_t, global T *t, ulong tof, local T *xs, local T *rm,
+                          local T *rv, local T *rc, local int *re, local T *tg)
 {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
   const uint g = get_group_id(0), G = get_num_groups(0);
@@ -215,7 +207,6 @@ kernel void qr_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
   for (uint j = 0; j < ncols; j++) {
     const uint par = j & 1u;
     const ulong stamp = sbase + j + 1;
-    volatile global ulong2 *sl = slot + par * G;
     local T *xsp = xs + par * Q * QRG_R;
     /* column j below the diagonal into local memory, and each row set's max |x| */
     if (c == j) {
@@ -256,7 +247,7 @@ kernel void qr_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
       for (uint h = 0; h < Q; h++)
         s += rv[h * QRG_W + c];
       xe[(ulong)g * QRG_W + c] =
-          (ulong2)(QRG_BITS(s), stamp << 12 | (eg == QRG_NONE ? 0ul : (ulong)(eg + 2048)));
+          (ulong2)(LA_BITS(s), stamp << 12 | (eg == QRG_NONE ? 0ul : (ulong)(eg + 2048)));
     }
     /* row j: position j = g + G (q + Q k) */
     const uint jg = j % G, js = j / G;
@@ -265,26 +256,11 @@ kernel void qr_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
       T v = (T)0;
 #define QRG_PICK(k) v = (k) == jk ? r##k : v;
       QRG_REP(QRG_PICK)
-      xe[(ulong)G * QRG_W + c] = (ulong2)(QRG_BITS(v), stamp << 12);
+      xe[(ulong)G * QRG_W + c] = (ulong2)(LA_BITS(v), stamp << 12);
     }
     /* (the group's own entries are read below: a CPU runs its lanes one after another
      * between barriers) */
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-    if (slots) {
-      /* lanes h < G wait for group h's slot, the others at a barrier, so that one warp per
-       * group polls while the exchange is under way */
-      if (lid == 0)
-        sl[g] = (ulong2)(0ul, stamp);
-      /* (PoCL 3.1 skipped that store when the polling loop below shared its region) */
-      barrier(CLK_LOCAL_MEM_FENCE);
-      for (uint h = lid; h < G; h += lsz) {
-        ulong2 s2;
-        do
-          s2 = sl[h];
-        while (s2.y != stamp);
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
     /* this lane's share of the groups (h = q mod Q): their partial sums rescaled to the
      * largest exponent as they come (squares by its square); row j's alpha and a_jc */
     ulong2 ea, ec = (ulong2)(0ul, stamp << 12);
@@ -295,7 +271,7 @@ kernel void qr_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
       do
         ec = xe[(ulong)G * QRG_W + c];
       while (ec.y >> 12 != stamp);
-    const T alpha = QRG_VAL(ea.x), ajc = QRG_VAL(ec.x);
+    const T alpha = LA_VAL(ea.x), ajc = LA_VAL(ec.x);
     int eq = QRG_NONE;
     T tot = (T)0;
     const int sq = c == j ? 2 : 1;
@@ -308,7 +284,7 @@ kernel void qr_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
         const int eh = (int)(e.y & 0xfffu);
         if (eh == 0)
           continue;
-        const T p = QRG_VAL(e.x);
+        const T p = LA_VAL(e.x);
         if (eh - 2048 > eq) {
           tot = eq == QRG_NONE ? p : tot * QRG_POW2(sq * (eq - (eh - 2048))) + p;
           eq = eh - 2048;

@@ -9,8 +9,6 @@
 # then the whole linalg_spectral suite. Results under $OUT/r/qrgrid/.
 VARIANTS=${VARIANTS-"l256r16:local=256,rows=16 not:t=0"}
 source .device/setup.sh >/dev/null 2>&1
-d=/tmp/opencl/usr/lib/x86_64-linux-gnu # Debian's BLAS/LAPACK alternatives (dpkg -x skips them)
-ln -sf $d/blas/libblas.so.3 $d/libblas.so.3; ln -sf $d/lapack/liblapack.so.3 $d/liblapack.so.3
 K=build-gpu/tools/kiln
 R=$OUT/r/qrgrid; mkdir -p $R
 export KILN_CACHE_DIR=/tmp/kc-qr; mkdir -p $KILN_CACHE_DIR

@@ -64,10 +64,29 @@ kiln__linalg_test_pwg(int pwg)
   atomic_store(&hook_pwg, pwg);
 }
 
-int
-kiln__linalg_test_pwg_set(void)
+uint64_t
+kiln__linalg_grid_groups(const kiln_context *ctx, kiln_dtype dt, uint32_t pwg)
 {
-  return atomic_load(&hook_pwg) > 0;
+  /* real dtypes only, and one group gains nothing by default (a device of one compute unit,
+   * as the oclgrind simulator reports; the test hook still takes it) */
+  if (pwg <= 1 || kiln__dtype_is_complex(dt) ||
+      (ctx->info.compute_units < 2 && atomic_load(&hook_pwg) <= 0))
+    return 0;
+  /* CPUs run one group: PoCL's threads take a launch's groups in chunks, and two groups on
+   * the same thread would wait for each other forever */
+  uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
+  return !ctx->info.is_gpu ? 1 : pwg < cu ? pwg : cu;
+}
+
+kiln_status
+kiln__linalg_zero(const char *op, kiln_context *ctx, kiln_tensor *t)
+{
+  if (t->nbytes == 0)
+    return KILN_OK;
+  cl_int zero = 0;
+  cl_int err = clEnqueueFillBuffer(ctx->queue, t->mem, &zero, sizeof zero, t->offset, t->nbytes,
+                                   0, NULL, NULL);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueFillBuffer");
 }
 
 void
@@ -721,12 +740,7 @@ laswp(const la *L, mat a, uint64_t astride, uint64_t lda, uint64_t ncols, mat pi
 static kiln_status
 zero_fill(const la *L, kiln_tensor *t)
 {
-  if (t->nbytes == 0)
-    return KILN_OK;
-  cl_int zero = 0;
-  cl_int err = clEnqueueFillBuffer(L->ctx->queue, t->mem, &zero, sizeof zero, t->offset, t->nbytes,
-                                   0, NULL, NULL);
-  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
+  return kiln__linalg_zero(L->op, L->ctx, t);
 }
 
 /* ---------------------------------------------------------------- factorizations */
@@ -756,14 +770,10 @@ lu_pan_make(const la *L, lu_pan *P)
   *P = (lu_pan){0};
   KILN_TRY(kern(L, "lu_panel", &P->k));
   P->local = panel_local(L, P->k);
-  /* lu_panel_grid is real only, and one group gains nothing by default (a device of one
-   * compute unit, as the oclgrind simulator reports; the test hook still takes it) */
-  if (L->pwg <= 1 || kiln__dtype_is_complex(L->dt) ||
-      (L->ctx->info.compute_units < 2 && !kiln__linalg_test_pwg_set()))
+  P->gmax = kiln__linalg_grid_groups(L->ctx, L->dt, L->pwg);
+  if (P->gmax == 0)
     return KILN_OK;
   KILN_TRY(kern(L, "lu_panel_grid", &P->gk));
-  uint64_t cu = L->ctx->info.compute_units ? L->ctx->info.compute_units : 1;
-  P->gmax = !L->ctx->info.is_gpu ? 1 : L->pwg < cu ? L->pwg : cu;
   size_t max = 0;
   if (clGetKernelWorkGroupInfo(P->gk, L->ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof max,
                                &max, NULL) != CL_SUCCESS)

@@ -98,6 +98,17 @@ typedef struct kiln__linalg_params {
 #define KILN__LINALG_GRID_W 64
 
 /*
+ * The most work-groups the grid panel kernels (lu_panel_grid, qr_panel_grid) take for pwg on
+ * ctx's device: 0 where they do not run (pwg <= 1, complex dtypes, a device of one compute
+ * unit unless kiln__linalg_test_pwg is set), 1 on CPUs, else min(pwg, compute units), so
+ * that every group is resident at once.
+ */
+uint64_t kiln__linalg_grid_groups(const kiln_context *ctx, kiln_dtype dt, uint32_t pwg);
+
+/* Zeroes every byte of t (ctx->lock held); failures name op and clEnqueueFillBuffer. */
+kiln_status kiln__linalg_zero(const char *op, kiln_context *ctx, kiln_tensor *t);
+
+/*
  * Built-in block sizes of the host route on GPUs: the host's panel work grows with nb (LU
  * m nb^2, QR 2 m nb^2), the device's GEMM efficiency with it. Cholesky's host work is only
  * the diagonal block (reference dpotrf + dtrtri here: 0.04 ms at 64, 0.26 ms at 128, 3 ms
@@ -226,8 +237,6 @@ void kiln__linalg_test_ahead(int ahead);
 /* Test hook: pwg > 0 forces the LU and QR panels' work-groups (the "pwg" parameter; on CPUs
  * the grid kernels then run as one work-group); -1 restores the tuner's choice. */
 void kiln__linalg_test_pwg(int pwg);
-/* Whether that hook is set (the grid kernels then run even on a device of one compute unit). */
-int kiln__linalg_test_pwg_set(void);
 
 /* Test hook: GEMMs run with kiln's CLBlast temporary buffer since the process started. */
 uint64_t kiln__linalg_test_temp_gemms(void);

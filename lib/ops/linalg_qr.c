@@ -238,6 +238,7 @@ kiln__lsp_ws_release(kiln__lsp_ws *ws)
   kiln_tensor_release(ws->t);
   kiln_tensor_release(ws->w);
   kiln_tensor_release(ws->w2);
+  kiln_tensor_release(ws->gx);
   memset(ws, 0, sizeof *ws);
 }
 
@@ -464,23 +465,12 @@ block_apply(const kiln__lsp *L, uint64_t rows, uint64_t jb, int trans_t, kiln__l
 typedef struct qr_pan {
   cl_kernel k;
   size_t local;
-  cl_kernel gk;      /* NULL: qr_panel only */
-  uint64_t gmax;     /* qr_panel_grid's most work-groups */
-  size_t glocal;     /* and its work-group size (a multiple of KILN__LSP_GRID_W) */
-  uint64_t rows;     /* rows per lane it aims at */
-  int with_t;        /* whether it builds T (its local memory holds 64 x 64 T) */
-  int slots;         /* whether one warp per group polls the slots before the entries */
-  kiln_tensor *x;    /* its exchange: stamped partial sums and a row (16 bytes each) */
-  kiln_tensor *slot; /* and stamps (2 gmax 16 bytes) */
-  uint64_t sbase;    /* columns stamped on slot so far */
+  cl_kernel gk;  /* NULL: qr_panel only */
+  uint64_t gmax; /* qr_panel_grid's most work-groups */
+  size_t glocal; /* and its work-group size (a multiple of KILN__LSP_GRID_W) */
+  uint64_t rows; /* rows per lane it aims at */
+  int with_t;    /* whether it builds T (its local memory holds 64 x 64 T) */
 } qr_pan;
-
-static void
-qr_pan_free(qr_pan *P)
-{
-  kiln_tensor_release(P->x);
-  kiln_tensor_release(P->slot);
-}
 
 /* qr_panel_grid's local memory for groups of `local` lanes: xs, rm, rv, rc, re, tg. */
 static size_t
@@ -491,10 +481,9 @@ qr_grid_local(const kiln__lsp *L, size_t local, int with_t)
          q * sizeof(cl_int);
 }
 
-/* KILN_DEBUG_QR_GRID=local=N,rows=N,t=0|1,slots=0|1 (debug: the grid panel's shape and
- * exchange, for measuring). */
+/* KILN_DEBUG_QR_GRID=local=N,rows=N,t=0|1 (debug: the grid panel's shape, for measuring). */
 static void
-qr_grid_debug(size_t *local, uint64_t *rows, int *with_t, int *slots)
+qr_grid_debug(size_t *local, uint64_t *rows, int *with_t)
 {
   const char *e = kiln__env(KILN__ENV_DEBUG_QR_GRID);
   while (e && *e) {
@@ -507,48 +496,32 @@ qr_grid_debug(size_t *local, uint64_t *rows, int *with_t, int *slots)
         *rows = v;
       else if (!strcmp(name, "t"))
         *with_t = v != 0;
-      else if (!strcmp(name, "slots"))
-        *slots = v != 0;
     }
     e = strchr(e, ',');
     e = e ? e + 1 : NULL;
   }
 }
 
-/* Zeroes the i32 scratch t (no stamp matches zero). */
+/*
+ * The panel kernels for L; the grid kernel's exchange buffer lives in ws (ws->gx), made and
+ * zeroed once for all the matrices of a call, its stamps counted on in ws->gstamp.
+ */
 static kiln_status
-zero_i32(const kiln__lsp *L, kiln_tensor *t)
-{
-  cl_int zero = 0;
-  cl_int err = clEnqueueFillBuffer(L->ctx->queue, t->mem, &zero, sizeof zero, t->offset,
-                                   t->nbytes, 0, NULL, NULL);
-  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
-}
-
-static kiln_status
-qr_pan_make(const kiln__lsp *L, qr_pan *P)
+qr_pan_make(const kiln__lsp *L, kiln__lsp_ws *ws, qr_pan *P)
 {
   *P = (qr_pan){0};
   KILN_TRY(kern(L, "qr_panel", &P->k));
   P->local = group_local(L, P->k);
-  /* one group gains nothing by default (a device of one compute unit, as the oclgrind
-   * simulator reports; the test hook still takes it) */
-  if (L->pwg <= 1 || kiln__dtype_is_complex(L->dt) ||
-      (L->ctx->info.compute_units < 2 && !kiln__linalg_test_pwg_set()))
+  const uint64_t g = kiln__linalg_grid_groups(L->ctx, L->dt, L->pwg), w = KILN__LSP_GRID_W;
+  if (g == 0)
     return KILN_OK;
   cl_kernel gk;
   KILN_TRY(kern(L, "qr_panel_grid", &gk));
   size_t max = kiln__launch_pow2_local(L->ctx, gk), want = KILN__LSP_GRID_LOCAL;
   P->rows = KILN__LSP_GRID_ROWS;
   P->with_t = 1;
-  P->slots = 0;
-  qr_grid_debug(&want, &P->rows, &P->with_t, &P->slots);
+  qr_grid_debug(&want, &P->rows, &P->with_t);
   P->glocal = max < want ? max : want;
-  uint64_t cu = L->ctx->info.compute_units ? L->ctx->info.compute_units : 1;
-  /* CPUs run one group: PoCL's threads take groups in chunks, and two groups of one launch
-   * on the same thread would wait for each other forever */
-  P->gmax = !L->ctx->info.is_gpu ? 1 : L->pwg < cu ? L->pwg : cu;
-  const uint64_t g = P->gmax, w = KILN__LSP_GRID_W;
   /* T needs 64 x 64 T of local memory beside the rest; narrower groups, or no T, where the
    * device has less */
   uint64_t lm = L->ctx->info.local_mem_bytes;
@@ -558,17 +531,19 @@ qr_pan_make(const kiln__lsp *L, qr_pan *P)
     P->with_t = 0;
   if (P->glocal < KILN__LSP_GRID_W || qr_grid_local(L, P->glocal, 0) > lm)
     return KILN_OK;
+  if (!ws->gx) {
+    /* 2 (g + 1) w stamped 16-byte entries; no stamp is zero */
+    KILN_TRY(kiln__ops_scratch(L->op, L->ctx, KILN_I32, 2 * (g + 1) * w * 4, &ws->gx));
+    kiln_status s = kiln__linalg_zero(L->op, L->ctx, ws->gx);
+    if (s != KILN_OK) {
+      kiln_tensor_release(ws->gx);
+      ws->gx = NULL;
+      return s;
+    }
+  }
   P->gk = gk;
-  kiln_status s = kiln__ops_scratch(L->op, L->ctx, KILN_I32, 2 * (g + 1) * w * 4, &P->x);
-  if (s == KILN_OK)
-    s = zero_i32(L, P->x);
-  if (s == KILN_OK)
-    s = kiln__ops_scratch(L->op, L->ctx, KILN_I32, 2 * g * 4, &P->slot);
-  if (s == KILN_OK)
-    s = zero_i32(L, P->slot);
-  if (s != KILN_OK)
-    qr_pan_free(P);
-  return s;
+  P->gmax = g;
+  return KILN_OK;
 }
 
 /*
@@ -615,12 +590,10 @@ panel_run(const kiln__lsp *L, qr_pan *P, kiln__lsp_mat a, uint64_t rows, uint64_
     kiln__args_u32(&args, (uint32_t)w);
     args_mat(&args, tau);
     kiln__args_u32(&args, nk);
-    kiln__args_mem(&args, P->slot->mem);
-    kiln__args_u64(&args, P->sbase);
-    kiln__args_mem(&args, P->x->mem);
-    kiln__args_u32(&args, (uint32_t)P->slots);
+    kiln__args_u64(&args, ws->gstamp);
+    kiln__args_mem(&args, ws->gx->mem);
     kiln__args_u32(&args, (uint32_t)with_t);
-    kiln__args_mem(&args, with_t ? t->mem : P->x->mem);
+    kiln__args_mem(&args, with_t ? t->mem : ws->gx->mem);
     kiln__args_u64(&args, with_t ? kiln__ops_elem_offset(t) : 0);
     size_t q = P->glocal / KILN__LSP_GRID_W, wd = KILN__LSP_GRID_W;
     kiln__args_local(&args, 2 * q * KILN__LSP_GRID_R * L->ts);
@@ -629,7 +602,7 @@ panel_run(const kiln__lsp *L, qr_pan *P, kiln__lsp_mat a, uint64_t rows, uint64_
     kiln__args_local(&args, q * wd * L->ts);
     kiln__args_local(&args, q * sizeof(cl_int));
     kiln__args_local(&args, (with_t ? wd * wd : 1) * L->ts);
-    P->sbase += w;
+    ws->gstamp += w;
     if (t_done)
       *t_done = with_t;
     return kiln__args_enqueue_1d(&args, L->ctx, G * P->glocal, P->glocal);
@@ -794,7 +767,7 @@ kiln__lsp_geqrf(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t n, kil
     return geqrf_hybrid(L, a, m, n, tau, ws);
 #endif
   qr_pan P;
-  KILN_TRY(qr_pan_make(L, &P));
+  KILN_TRY(qr_pan_make(L, ws, &P));
   kiln_status s = KILN_OK;
   for (uint64_t j0 = 0; s == KILN_OK && j0 < k; j0 += nb) {
     uint64_t jb = k - j0 < nb ? k - j0 : nb;
@@ -809,7 +782,6 @@ kiln__lsp_geqrf(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t n, kil
         s = block_apply(L, m - j0, jb, 1, at(a, j0, j0 + jb), n - j0 - jb, ws);
     }
   }
-  qr_pan_free(&P);
   return s;
 }
 

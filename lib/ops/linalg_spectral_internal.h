@@ -104,9 +104,13 @@ typedef struct kiln__lsp_mat {
 
 kiln__lsp_mat kiln__lsp_tmat(const kiln_tensor *t, uint64_t ld);
 
-/* Scratch of the blocked QR and of applying Q to up to ncols columns of m-row matrices. */
+/*
+ * Scratch of the blocked QR and of applying Q to up to ncols columns of m-row matrices; gx
+ * (made on first use) is qr_panel_grid's exchange, gstamp the columns stamped on it so far.
+ */
 typedef struct kiln__lsp_ws {
-  kiln_tensor *v, *g, *t, *w, *w2;
+  kiln_tensor *v, *g, *t, *w, *w2, *gx;
+  uint64_t gstamp;
 } kiln__lsp_ws;
 
 kiln_status kiln__lsp_ws_make(const kiln__lsp *L, uint64_t m, uint64_t ncols, kiln__lsp_ws *ws);

@@ -65,7 +65,7 @@ route_for(kiln_dtype dt)
 /*
  * The GEMM route a test starts on: the rule, but under the simulator (small mode) kiln's
  * one-output-per-lane kernel (the CLBlast route, which KILN_DEBUG_NO_CLBLAST sends there):
- * gemm_tile's 256-lane tiles cost about a second a call in oclgrind whatever the size, most
+ * gemm_tile's 256-lane tiles cost 0.7-1 s a call in oclgrind whatever the size, most
  * of the simulator's time. tile_gemm and look_ahead take gemm_tile on purpose.
  */
 static void
@@ -84,7 +84,7 @@ default_gemm(void)
 /*
  * Whether a test's costliest cases (gemm_tile, the blocked LU at the GPU block size) take
  * dtype dt under the simulator (small mode): f64 alone where the device has it (the kernels
- * index memory the same way for both, and a gemm_tile call costs about a second in
+ * index memory the same way for both, and a gemm_tile call costs 0.7-1 s in
  * oclgrind), every dtype otherwise.
  */
 static int
