@@ -136,8 +136,7 @@ kiln_status kiln__lsp_ormqr(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uin
  * LAPACK's orgqr: each block updates only its own and the later columns).
  */
 kiln_status kiln__lsp_orgqr(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t k,
-                            kiln__lsp_mat tau, kiln__lsp_mat q, uint64_t ncols,
-                            kiln__lsp_ws *ws);
+                            kiln__lsp_mat tau, kiln__lsp_mat q, uint64_t ncols, kiln__lsp_ws *ws);
 
 /*
  * lstsq's device stage for the batch of m x n (m >= n) matrices a and m x nrhs right-hand
