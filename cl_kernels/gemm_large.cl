@@ -31,9 +31,11 @@
  * Constraints: WY*TM*BK and WX*TN*BK multiples of WX*WY (every work-item loads the same count).
  *
  *   gemm_large(m, n, k, alpha, beta, a, aoff, lda, abatch, ta, b, boff, ldb, bbatch, tb,
- *              c, coff, ldc, cbatch)
+ *              c, coff, ldc, cbatch, tri)
  *     Row-major C = alpha op(A) op(B) + beta C per matrix of a batch, the arguments as
- *     gemm_small's (gemm_small.cl) without tri and cf32; beta == 0 never reads C. k > 0.
+ *     gemm_small's (gemm_small.cl) without cf32; beta == 0 never reads C. k > 0. tri 1 writes
+ *     only j <= i of C, 2 only j >= i, and groups whose tile lies wholly on the other side
+ *     return at once (the linalg family's SYRK-shaped trailing updates).
  *     Launch: global (ceil(n/(WX*TN))*WX, ceil(m/(WY*TM))*WY, batch), local (WX, WY, 1).
  *
  * Work-item (tx, ty) owns rows (s*WY + ty)*VW + v (s < TM/VW, v < VW) and the columns built
@@ -82,7 +84,7 @@ kernel GL_WG(GL_WX, GL_WY) void
 gemm_large(ulong m, ulong n, ulong k, T alpha, T beta,
            global const T *a, ulong aoff, ulong lda, ulong abatch, uint ta,
            global const T *b, ulong boff, ulong ldb, ulong bbatch, uint tb,
-           global T *c, ulong coff, ulong ldc, ulong cbatch)
+           global T *c, ulong coff, ulong ldc, ulong cbatch, uint tri)
 {
   local GL_VT as_[GL_NBUF * GL_BK * GL_LDA / GL_VW];
   local GL_VT bs_[GL_NBUF * GL_BK * GL_LDB / GL_VW];
@@ -96,6 +98,8 @@ gemm_large(ulong m, ulong n, ulong k, T alpha, T beta,
 #endif
   const ulong row0 = get_group_id(1) * (ulong)GL_MT, col0 = get_group_id(0) * (ulong)GL_NT;
   const ulong z = get_group_id(2);
+  if ((tri == 1u && col0 >= row0 + GL_MT) || (tri == 2u && row0 >= col0 + GL_NT))
+    return; /* the whole group: no barrier is left waiting */
   global const T *ab = a + aoff + z * abatch;
   global const T *bb = b + boff + z * bbatch;
 
@@ -276,7 +280,7 @@ gemm_large(ulong m, ulong n, ulong k, T alpha, T beta,
 #pragma unroll
     for (uint j = 0; j < 8; j++) {
       const ulong col = col0 + wn0 + (j / 2) * 8 + (lane & 3) * 2 + j % 2;
-      if (row < m && col < n) {
+      if (row < m && col < n && !(tri == 1u && col > row) && !(tri == 2u && col < row)) {
         T v = alpha * acc[mb][j];
         if (beta != (T)0)
           v += beta * cb[row * ldc + col];
@@ -291,7 +295,7 @@ gemm_large(ulong m, ulong n, ulong k, T alpha, T beta,
       continue;
     for (uint j = 0; j < GL_TN; j++) {
       const ulong col = col0 + ((j / GL_VW) * GL_WX + tx) * GL_VW + j % GL_VW;
-      if (col < n) {
+      if (col < n && !(tri == 1u && col > row) && !(tri == 2u && col < row)) {
         T v = alpha * acc[i][j];
         if (beta != (T)0)
           v += beta * cb[row * ldc + col];

@@ -164,7 +164,7 @@ static kiln_status
 large_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, const struct kiln__gemm_large *p,
            uint64_t m, uint64_t n, uint64_t k, kiln_complex128 alpha, kiln_complex128 beta,
            const struct mat *a, uint64_t astride, const struct mat *b, uint64_t bstride,
-           const struct mat *c, uint64_t cstride, uint64_t batch)
+           const struct mat *c, uint64_t cstride, uint64_t batch, uint32_t tri)
 {
   char opts[256];
   kiln__program_options(&ctx->info, "gemm_large", dt, p, opts, sizeof opts);
@@ -176,7 +176,7 @@ large_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, const struct kiln__
     q.mma = 0;
     kiln__log(KILN__LOG_WARN, "%s: the large GEMM kernel's mma form did not build; using FMAs", op);
     return large_gemm(op, ctx, dt, &q, m, n, k, alpha, beta, a, astride, b, bstride, c, cstride,
-                      batch);
+                      batch, tri);
   }
   KILN_TRY(ks);
   /* A set whose registers do not fit its work-group on this device: the caller falls back. */
@@ -188,6 +188,7 @@ large_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, const struct kiln__
                  p->wy, kwg);
   kiln__args args =
       gemm_args(op, kern, dt, m, n, k, alpha, beta, a, astride, b, bstride, c, cstride);
+  kiln__args_u32(&args, tri);
   const uint64_t mt = (uint64_t)p->wy * p->tm, nt = (uint64_t)p->wx * p->tn;
   size_t global[3] = {(size_t)((n + nt - 1) / nt * p->wx), (size_t)((m + mt - 1) / mt * p->wy),
                       (size_t)batch};
@@ -261,6 +262,21 @@ uint64_t
 kiln__blas_test_large_calls(void)
 {
   return atomic_load(&routed[2]);
+}
+
+kiln_status
+kiln__gemm_large_views(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int tb, uint64_t m,
+                       uint64_t n, uint64_t k, double alpha, cl_mem a, uint64_t aoff, uint64_t lda,
+                       cl_mem b, uint64_t boff, uint64_t ldb, double beta, cl_mem c, uint64_t coff,
+                       uint64_t ldc, uint32_t tri)
+{
+  KILN__ASSERT_LOCKED(ctx);
+  struct kiln__gemm_large p;
+  KILN_TRY(kiln__gemm_large_params(op, ctx, dt, m, n, 1, &p));
+  const struct mat am = {a, aoff, lda, ta}, bm = {b, boff, ldb, tb}, cm = {c, coff, ldc, 0};
+  atomic_fetch_add(&routed[2], 1);
+  return large_gemm(op, ctx, dt, &p, m, n, k, real_scalar(alpha), real_scalar(beta), &am, 0, &bm, 0,
+                    &cm, 0, 1, tri);
 }
 
 /* ---- validation helpers ---- */
@@ -462,7 +478,7 @@ gemm_strided(const char *op, kiln_context *ctx, const struct gemm_args *g, uint6
   if (route == KILN__GEMM_ROUTE_LARGE) {
     atomic_fetch_add(&routed[2], 1);
     kiln_status s = large_gemm(op, ctx, g->dt, &g->large, g->m, g->n, g->k, g->alpha, g->beta,
-                               &g->a, astride, &g->b, bstride, &g->c, cstride, batch);
+                               &g->a, astride, &g->b, bstride, &g->c, cstride, batch, 0);
     if (s != KILN_ERR_UNSUPPORTED)
       return s;
     route = kiln__blas_use_clblast(ctx) ? KILN__GEMM_ROUTE_CLBLAST : KILN__GEMM_ROUTE_KILN;

@@ -156,20 +156,20 @@ mma_capable(const kiln_device_info *info, cl_device_id dev)
 /* Why p cannot run for esize-byte elements on info's device (written to buf), or NULL. mma:
  * the device can take mma = 1 (mma_capable). */
 static const char *
-large_invalid(const struct kiln__gemm_large *p, size_t esize, const kiln_device_info *info,
-              int mma, char *buf, size_t len)
+large_invalid(const struct kiln__gemm_large *p, size_t esize, const kiln_device_info *info, int mma,
+              char *buf, size_t len)
 {
   const uint32_t nl = p->wx * p->wy, mt = p->wy * p->tm, nt = p->wx * p->tn;
   const uint64_t lbytes =
       (uint64_t)(p->db + 1) * p->bk * (mt + p->pad + nt + p->pad) * (uint64_t)esize;
-  if (!p->tm || !p->tn || !p->wx || !p->wy || !p->bk || p->tm > 16 || p->tn > 16 ||
-      p->bk > 64 || p->wx > 64 || p->wy > 64 || p->pad > 16 || p->db > 1)
+  if (!p->tm || !p->tn || !p->wx || !p->wy || !p->bk || p->tm > 16 || p->tn > 16 || p->bk > 64 ||
+      p->wx > 64 || p->wy > 64 || p->pad > 16 || p->db > 1)
     snprintf(buf, len, "tm and tn 1..16, wx and wy 1..64, bk 1..64, pad 0..16, db 0 or 1");
   else if (p->vw != 1 && p->vw != 2 && p->vw != 4)
     snprintf(buf, len, "vw=%u is not 1, 2 or 4", p->vw);
   else if (p->tm % p->vw || p->tn % p->vw || p->pad % p->vw)
-    snprintf(buf, len, "tm=%u, tn=%u and pad=%u must be multiples of vw=%u", p->tm, p->tn,
-             p->pad, p->vw);
+    snprintf(buf, len, "tm=%u, tn=%u and pad=%u must be multiples of vw=%u", p->tm, p->tn, p->pad,
+             p->vw);
   else if ((mt * p->bk) % nl || (nt * p->bk) % nl)
     snprintf(buf, len,
              "the tiles (wy*tm=%u and wx*tn=%u by bk=%u) do not split evenly over wx*wy=%u "
@@ -179,8 +179,7 @@ large_invalid(const struct kiln__gemm_large *p, size_t esize, const kiln_device_
     snprintf(buf, len, "wx*wy=%u work-items exceed the device's %zu", nl,
              info->max_work_group_size);
   else if (lbytes > info->local_mem_bytes - info->local_mem_bytes / 16)
-    snprintf(buf, len,
-             "the local tiles take %llu bytes, more than 15/16 of the device's %llu",
+    snprintf(buf, len, "the local tiles take %llu bytes, more than 15/16 of the device's %llu",
              (unsigned long long)lbytes, (unsigned long long)info->local_mem_bytes);
   else if (p->mma > 3)
     snprintf(buf, len, "mma=%u is not 0, 1, 2 or 3", p->mma);
@@ -189,8 +188,8 @@ large_invalid(const struct kiln__gemm_large *p, size_t esize, const kiln_device_
              p->mma == 1 ? "8.0" : "9.0");
   else if (p->mma && (esize != 8 || p->tm != 8 || p->tn != 8 || p->wx != 16 || p->wy != 16 ||
                       p->bk % (p->mma == 3 ? 8 : 4)))
-    snprintf(buf, len, "mma=%u takes f64 with tm=tn=8, wx=wy=16 and bk a multiple of %d",
-             p->mma, p->mma == 3 ? 8 : 4);
+    snprintf(buf, len, "mma=%u takes f64 with tm=tn=8, wx=wy=16 and bk a multiple of %d", p->mma,
+             p->mma == 3 ? 8 : 4);
   else
     return NULL;
   return buf;
@@ -264,11 +263,11 @@ kiln__gemm_large_params(const char *op, const kiln_context *ctx, kiln_dtype dt, 
     s += len;
   }
   char why[160];
-  const char *bad = large_invalid(p, kiln_dtype_size(dt), &ctx->info,
-                                  p->mma ? mma_capable(&ctx->info, ctx->device) : 0, why,
-                                  sizeof why);
-  KILN_RETURN_IF(bad && e && *e, KILN_ERR_INVALID_ARGUMENT, op,
-                 "KILN_DEBUG_GEMM_LARGE for %s: %s", kiln_dtype_name(dt), bad);
+  const char *bad =
+      large_invalid(p, kiln_dtype_size(dt), &ctx->info,
+                    p->mma ? mma_capable(&ctx->info, ctx->device) : 0, why, sizeof why);
+  KILN_RETURN_IF(bad && e && *e, KILN_ERR_INVALID_ARGUMENT, op, "KILN_DEBUG_GEMM_LARGE for %s: %s",
+                 kiln_dtype_name(dt), bad);
   KILN_RETURN_IF(bad, KILN_ERR_UNSUPPORTED, op, "the large GEMM kernel for %s: %s",
                  kiln_dtype_name(dt), bad);
   return KILN_OK;
@@ -281,6 +280,12 @@ large_ok(const kiln_context *ctx, kiln_dtype dt)
   struct kiln__gemm_large p;
   return (dt == KILN_F32 || (dt == KILN_F64 && ctx->info.has_fp64)) &&
          large_pick(&ctx->info, dt, &p);
+}
+
+int
+kiln__gemm_large_ok(const kiln_context *ctx, kiln_dtype dt)
+{
+  return large_ok(ctx, dt);
 }
 
 /*

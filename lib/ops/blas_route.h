@@ -15,7 +15,7 @@ enum kiln__gemm_route {
   KILN__GEMM_ROUTE_RULE = 0,    /* m*n*k <= KILN__GEMM_SMALL_MNK_DEFAULT: kiln's kernel (default) */
   KILN__GEMM_ROUTE_KILN = 1,    /* kiln's kernel (cl_kernels/gemm_small.cl) */
   KILN__GEMM_ROUTE_CLBLAST = 2, /* CLBlast */
-  KILN__GEMM_ROUTE_LARGE = 3,   /* kiln's large-product kernel (cl_kernels/gemm_large.cl), f32/f64 */
+  KILN__GEMM_ROUTE_LARGE = 3, /* kiln's large-product kernel (cl_kernels/gemm_large.cl), f32/f64 */
 };
 
 /* Nonzero when ctx runs CLBlast: built with it and KILN_DEBUG_NO_CLBLAST unset. No locks. */
@@ -33,10 +33,8 @@ cl_mem kiln__blas_gemm_temp(kiln_context *ctx, size_t bytes);
 struct kiln__gemm_temp_key {
   size_t v[12]; /* dtype, ta, tb, m, n, k, aoff, lda, boff, ldb, coff, ldc */
 };
-int kiln__blas_temp_lookup(kiln_context *ctx, const struct kiln__gemm_temp_key *key,
-                           size_t *bytes);
-void kiln__blas_temp_store(kiln_context *ctx, const struct kiln__gemm_temp_key *key,
-                           size_t bytes);
+int kiln__blas_temp_lookup(kiln_context *ctx, const struct kiln__gemm_temp_key *key, size_t *bytes);
+void kiln__blas_temp_store(kiln_context *ctx, const struct kiln__gemm_temp_key *key, size_t bytes);
 
 /*
  * The route (KILN__GEMM_ROUTE_KILN, _CLBLAST or _LARGE) of a call of m*n*k = size, route a
@@ -73,6 +71,25 @@ struct kiln__gemm_large {
 kiln_status kiln__gemm_large_params(const char *op, const kiln_context *ctx, kiln_dtype dt,
                                     uint64_t m, uint64_t n, uint64_t batch,
                                     struct kiln__gemm_large *p);
+
+/*
+ * Whether kiln's large GEMM kernel runs dt on ctx's device (f32, or f64 with fp64, and a
+ * default parameter set the device takes).
+ */
+int kiln__gemm_large_ok(const kiln_context *ctx, kiln_dtype dt);
+
+/*
+ * C = alpha op(A) op(B) + beta C on the large kernel for one product over raw buffers (element
+ * offsets, row-major leading dimensions, ta/tb 0 or 1), f32/f64, k > 0, for the linalg
+ * family's updates; tri 1 writes only j <= i of C and 2 only j >= i (tiles wholly outside are
+ * skipped). beta 0 never reads C. ctx->lock held. KILN_ERR_UNSUPPORTED where the kernel does
+ * not run on the device (the caller takes another GEMM), else the launch's status.
+ */
+kiln_status kiln__gemm_large_views(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int tb,
+                                   uint64_t m, uint64_t n, uint64_t k, double alpha, cl_mem a,
+                                   uint64_t aoff, uint64_t lda, cl_mem b, uint64_t boff,
+                                   uint64_t ldb, double beta, cl_mem c, uint64_t coff, uint64_t ldc,
+                                   uint32_t tri);
 
 /*
  * Launch geometry the BLAS kernels are built for: the GEMM tile edge
@@ -116,8 +133,8 @@ kiln_status kiln__blas_xgemm_prepare_mnk(const char *op, kiln_context *ctx, kiln
  * products; for the tests. */
 uint32_t kiln__blas_xgemm_nvidia_set(kiln_dtype dt, int large);
 
-/* Test hook: puts Xgemm set `set` (0..KILN__XGEMM_NSETS, 0 CLBlast's database) of dt in force on ctx's device
- * whatever the device type, as kiln__blas_xgemm_prepare would. */
+/* Test hook: puts Xgemm set `set` (0..KILN__XGEMM_NSETS, 0 CLBlast's database) of dt in force on
+ * ctx's device whatever the device type, as kiln__blas_xgemm_prepare would. */
 kiln_status kiln__blas_xgemm_test_apply(kiln_context *ctx, kiln_dtype dt, uint32_t set);
 
 #define KILN__GEMM_TILED_WG 16

@@ -23,8 +23,8 @@
 #include "core/shape.h"
 #include "kiln/linalg.h"
 #include "kiln_config.h"
-#include "ops/families.h"
 #include "ops/blas_route.h"
+#include "ops/families.h"
 #include "ops/linalg_host.h"
 #include "ops/linalg_internal.h"
 #include "ops/ops_common.h"
@@ -43,7 +43,7 @@
 
 static atomic_int hook_nb = -1, hook_small = -1, hook_own = -1, hook_leaf = -1, hook_route = -1;
 
-static atomic_llong hook_own_max = -1;
+static atomic_llong hook_own_max = -1, hook_large_min = -1;
 static atomic_int hook_gemm = -1, hook_ahead = -1, hook_pwg = -1;
 
 void
@@ -84,8 +84,8 @@ kiln__linalg_zero(const char *op, kiln_context *ctx, kiln_tensor *t)
   if (t->nbytes == 0)
     return KILN_OK;
   cl_int zero = 0;
-  cl_int err = clEnqueueFillBuffer(ctx->queue, t->mem, &zero, sizeof zero, t->offset, t->nbytes,
-                                   0, NULL, NULL);
+  cl_int err = clEnqueueFillBuffer(ctx->queue, t->mem, &zero, sizeof zero, t->offset, t->nbytes, 0,
+                                   NULL, NULL);
   return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueFillBuffer");
 }
 
@@ -100,6 +100,27 @@ kiln__linalg_own_gemm_max(void)
 {
   long long h = atomic_load(&hook_own_max);
   return h >= 0 ? (uint64_t)h : KILN__LINALG_OWN_GEMM_MAX;
+}
+
+void
+kiln__linalg_test_large_min(long long v)
+{
+  atomic_store(&hook_large_min, v);
+}
+
+uint32_t
+kiln__linalg_gemm_of(const kiln_context *ctx, uint32_t gemm)
+{
+  return gemm ? gemm : ctx->info.is_gpu ? KILN__LINALG_RULE_GEMM_GPU : KILN__LINALG_RULE_GEMM_CPU;
+}
+
+uint32_t
+kiln__linalg_large_bit(const kiln_context *ctx, kiln_dtype dt, uint32_t gemm)
+{
+  return gemm == KILN__LINALG_GEMM_LARGE && (dt == KILN_F32 || dt == KILN_F64) &&
+                 kiln__gemm_large_ok(ctx, dt)
+             ? KILN__LINALG_TILE_LARGE
+             : 0u;
 }
 
 void
@@ -179,10 +200,11 @@ typedef struct la {
   size_t ts;
   int clblast; /* trailing updates through CLBlast */
   uint64_t nb, small_max;
-  uint64_t leaf; /* widest LU panel lu_panel factors without recursing */
-  int tile;  /* every GEMM on gemm_tile (KILN__LINALG_GEMM_TILE) */
-  int ahead; /* look-ahead on a second queue (device route LU and Cholesky) */
-  uint32_t pwg; /* LU panel work-groups (1: lu_panel, more: lu_panel_grid) */
+  uint64_t leaf;          /* widest LU panel lu_panel factors without recursing */
+  int tile;               /* every GEMM on gemm_tile (KILN__LINALG_GEMM_TILE or _LARGE) */
+  uint32_t large;         /* KILN__LINALG_TILE_LARGE: large products on kiln's large GEMM kernel */
+  int ahead;              /* look-ahead on a second queue (device route LU and Cholesky) */
+  uint32_t pwg;           /* LU panel work-groups (1: lu_panel, more: lu_panel_grid) */
   int host_lu, host_chol; /* LU, Cholesky panels on the host (the hybrid route) */
   uint64_t hnb_lu, hnb_chol; /* host route block sizes; 0: the whole matrix */
 } la;
@@ -219,14 +241,11 @@ la_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
     L.nb = p.nb;
   L.clblast = KILN_HAVE_CLBLAST && !kiln__env_flag(KILN__ENV_DEBUG_NO_CLBLAST) &&
               atomic_load(&hook_own) <= 0;
-  uint32_t g = p.gemm                ? p.gemm
-               : ctx->info.is_gpu ? KILN__LINALG_RULE_GEMM_GPU
-                                  : KILN__LINALG_RULE_GEMM_CPU;
-  L.tile = g == KILN__LINALG_GEMM_TILE;
+  uint32_t g = kiln__linalg_gemm_of(ctx, p.gemm);
+  L.tile = g == KILN__LINALG_GEMM_TILE || g == KILN__LINALG_GEMM_LARGE;
+  L.large = kiln__linalg_large_bit(ctx, dt, g);
   L.ahead = (p.ahead ? p.ahead : KILN__LINALG_RULE_AHEAD) == 2;
-  L.pwg = p.pwg                ? p.pwg
-          : ctx->info.is_gpu ? KILN__LINALG_RULE_PWG_GPU
-                             : KILN__LINALG_RULE_PWG_CPU;
+  L.pwg = p.pwg ? p.pwg : ctx->info.is_gpu ? KILN__LINALG_RULE_PWG_GPU : KILN__LINALG_RULE_PWG_CPU;
   int hs = atomic_load(&hook_small);
   if (hs >= 0)
     L.small_max = (uint64_t)hs;
@@ -366,9 +385,9 @@ is_small(const la *L, uint64_t m, uint64_t n)
 
 /* ---------------------------------------------------------------- primitives */
 
-static kiln_status tri(const la *L, int solve, int left, int upper, int trans, int unit,
-                       uint64_t m, uint64_t n, double alpha, mat a, uint64_t lda,
-                       uint64_t astride, mat b, uint64_t ldb, uint64_t bstride, uint64_t batch);
+static kiln_status tri(const la *L, int solve, int left, int upper, int trans, int unit, uint64_t m,
+                       uint64_t n, double alpha, mat a, uint64_t lda, uint64_t astride, mat b,
+                       uint64_t ldb, uint64_t bstride, uint64_t batch);
 static kiln_status tri_kernel(const la *L, int solve, int left, int upper, int trans, int unit,
                               uint64_t m, uint64_t n, double alpha, mat a, uint64_t lda,
                               uint64_t astride, mat b, uint64_t ldb, uint64_t bstride,
@@ -386,8 +405,8 @@ static kiln_status copy_rect(const la *L, mat src, uint64_t lds, mat dst, uint64
  * one work-group per block, n <= TRSM_NB.
  */
 static kiln_status
-tri_inv(const la *L, int upper, int unit, uint64_t n, mat a, uint64_t lda, uint64_t astride,
-        mat x, uint64_t xstride, uint64_t batch)
+tri_inv(const la *L, int upper, int unit, uint64_t n, mat a, uint64_t lda, uint64_t astride, mat x,
+        uint64_t xstride, uint64_t batch)
 {
   if (n == 0 || batch == 0)
     return KILN_OK;
@@ -451,8 +470,8 @@ tri_blocked(const la *L, int upper, int trans, int unit, uint64_t n, uint64_t nr
     s = tri_inv(L, upper, unit, nb, a, lda, nb * (lda + 1), di, nb * nb, full);
   uint64_t rest = n - full * nb;
   if (s == KILN_OK && rest)
-    s = tri_inv(L, upper, unit, rest, at(a, full * nb * (lda + 1)), lda, 0,
-                at(di, full * nb * nb), 0, 1);
+    s = tri_inv(L, upper, unit, rest, at(a, full * nb * (lda + 1)), lda, 0, at(di, full * nb * nb),
+                0, 1);
   /* op(A) lower: forward substitution, else backward */
   int fwd = upper == (trans != 0);
   for (uint64_t st = 0; s == KILN_OK && st < nblk; st++) {
@@ -523,9 +542,9 @@ tri(const la *L, int solve, int left, int upper, int trans, int unit, uint64_t m
         KILN_TRY(tri_right_one(L, upper, trans, unit, m, n, ai, lda, bi, ldb));
 #if KILN_HAVE_CLBLAST
       else
-        KILN_TRY((solve ? kiln__clblast_trsm : kiln__clblast_trmm)(
-            L->op, L->ctx, L->dt, left, upper, trans, unit, m, n, alpha, ai.mem, ai.off, lda,
-            bi.mem, bi.off, ldb));
+        KILN_TRY((solve ? kiln__clblast_trsm
+                        : kiln__clblast_trmm)(L->op, L->ctx, L->dt, left, upper, trans, unit, m, n,
+                                              alpha, ai.mem, ai.off, lda, bi.mem, bi.off, ldb));
 #endif
     }
     return KILN_OK;
@@ -536,8 +555,8 @@ tri(const la *L, int solve, int left, int upper, int trans, int unit, uint64_t m
 
 /* trsm_cols/trmm_cols: one work-item per right-hand side (column of B, row for a right A). */
 static kiln_status
-tri_kernel(const la *L, int solve, int left, int upper, int trans, int unit, uint64_t m,
-           uint64_t n, double alpha, mat a, uint64_t lda, uint64_t astride, mat b, uint64_t ldb,
+tri_kernel(const la *L, int solve, int left, int upper, int trans, int unit, uint64_t m, uint64_t n,
+           double alpha, mat a, uint64_t lda, uint64_t astride, mat b, uint64_t ldb,
            uint64_t bstride, uint64_t batch)
 {
   if (m == 0 || n == 0 || batch == 0)
@@ -583,6 +602,20 @@ kiln__linalg_tile_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_
 {
   if (m == 0 || n == 0 || batch == 0)
     return KILN_OK;
+  long long hl = atomic_load(&hook_large_min);
+  uint64_t lmin = hl >= 0 ? (uint64_t)hl : KILN__LINALG_LARGE_MIN;
+  /* op(A) is row-major with row stride ars (acs 1) or its transpose (ars 1), and so on */
+  int ta = acs != 1, tb = bcs != 1;
+  if ((tri_part & KILN__LINALG_TILE_LARGE) && batch == 1 && k > 0 && m >= lmin && n >= lmin &&
+      (ta ? ars == 1 && acs >= m : ars >= k) && (tb ? brs == 1 && bcs >= k : brs >= n) &&
+      ccs == 1 && crs >= n) {
+    kiln_status s = kiln__gemm_large_views(op, ctx, dt, ta, tb, m, n, k, alpha, a, aoff,
+                                           ta ? acs : ars, b, boff, tb ? bcs : brs,
+                                           overwrite ? 0.0 : 1.0, c, coff, crs, tri_part & 3u);
+    if (s != KILN_ERR_UNSUPPORTED)
+      return s;
+  }
+  tri_part &= ~KILN__LINALG_TILE_LARGE;
   cl_kernel kk;
   KILN_TRY(kiln__ops_kernel(op, ctx, SRC, dt, "gemm_tile", &kk));
   kiln__args args = kiln__args_begin(op, kk);
@@ -621,9 +654,9 @@ tile_gemm(const la *L, uint64_t m, uint64_t n, uint64_t k, double alpha, mat a, 
           uint64_t acs, mat b, uint64_t brs, uint64_t bcs, int overwrite, mat c, uint64_t crs,
           uint64_t ccs, uint32_t tri_part)
 {
-  return kiln__linalg_tile_gemm(L->op, L->ctx, L->dt, m, n, k, alpha, a.mem, a.off, ars, acs,
-                                b.mem, b.off, brs, bcs, overwrite, c.mem, c.off, crs, ccs,
-                                tri_part, 1, 0, 0, 0);
+  return kiln__linalg_tile_gemm(L->op, L->ctx, L->dt, m, n, k, alpha, a.mem, a.off, ars, acs, b.mem,
+                                b.off, brs, bcs, overwrite, c.mem, c.off, crs, ccs,
+                                tri_part | L->large, 1, 0, 0, 0);
 }
 
 /* C += alpha A B over strided views (tri: 0 all, 1 lower, 2 upper triangle of C). */
@@ -665,8 +698,8 @@ gemm_sub(const la *L, uint64_t m, uint64_t n, uint64_t k, mat a, uint64_t lda, m
     return tile_gemm(L, m, n, k, -1.0, a, lda, 1, b, ldb, 1, 0, c, ldc, 1, 0);
 #if KILN_HAVE_CLBLAST
   if (L->clblast && m * n * k > kiln__linalg_own_gemm_max())
-    return kiln__lh_gemm(L->op, L->ctx, L->dt, 0, 0, m, n, k, -1.0, a.mem, a.off, lda, b.mem,
-                         b.off, ldb, 1.0, c.mem, c.off, ldc);
+    return kiln__lh_gemm(L->op, L->ctx, L->dt, 0, 0, m, n, k, -1.0, a.mem, a.off, lda, b.mem, b.off,
+                         ldb, 1.0, c.mem, c.off, ldc);
 #endif
   return own_gemm(L, m, n, k, -1.0, a, lda, 1, b, ldb, 1, c, ldc, 1, 0);
 }
@@ -689,8 +722,8 @@ syrk_sub(const la *L, int upper, uint64_t n, uint64_t k, mat a, uint64_t lda, ma
   /* CLBlast's SYRK has no conjugate (HERK is another routine): complex takes a GEMM over the
    * whole block, whose other triangle the factorization never reads and zeroes at the end */
   if (L->clblast && cj)
-    return kiln__lh_gemm(L->op, L->ctx, L->dt, upper ? 2 : 0, upper ? 0 : 2, n, n, k, -1.0,
-                         a.mem, a.off, lda, a.mem, a.off, lda, 1.0, c.mem, c.off, ldc);
+    return kiln__lh_gemm(L->op, L->ctx, L->dt, upper ? 2 : 0, upper ? 0 : 2, n, n, k, -1.0, a.mem,
+                         a.off, lda, a.mem, a.off, lda, 1.0, c.mem, c.off, ldc);
   if (L->clblast)
     return kiln__clblast_syrk(L->op, L->ctx, L->dt, upper, upper, n, k,
                               (kiln_complex128){-1.0, 0.0}, a.mem, a.off, lda,
@@ -775,8 +808,8 @@ lu_pan_make(const la *L, lu_pan *P)
     return KILN_OK;
   KILN_TRY(kern(L, "lu_panel_grid", &P->gk));
   size_t max = 0;
-  if (clGetKernelWorkGroupInfo(P->gk, L->ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof max,
-                               &max, NULL) != CL_SUCCESS)
+  if (clGetKernelWorkGroupInfo(P->gk, L->ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof max, &max,
+                               NULL) != CL_SUCCESS)
     max = 0;
   /* 256 lanes of 64 registers rows: two groups fit a compute unit's register file */
   P->glocal = 32;
@@ -990,9 +1023,9 @@ copy_rect(const la *L, mat src, uint64_t lds, mat dst, uint64_t ldd, uint64_t ro
   size_t so[3] = {(size_t)(src.off % lds * L->ts), (size_t)(src.off / lds), 0},
          d0[3] = {(size_t)(dst.off % ldd * L->ts), (size_t)(dst.off / ldd), 0};
   size_t reg[3] = {(size_t)(cols * L->ts), (size_t)rows, 1};
-  cl_int err = clEnqueueCopyBufferRect(L->ctx->queue, src.mem, dst.mem, so, d0, reg,
-                                       (size_t)(lds * L->ts), 0, (size_t)(ldd * L->ts), 0, 0, NULL,
-                                       NULL);
+  cl_int err =
+      clEnqueueCopyBufferRect(L->ctx->queue, src.mem, dst.mem, so, d0, reg, (size_t)(lds * L->ts),
+                              0, (size_t)(ldd * L->ts), 0, 0, NULL, NULL);
   return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueCopyBufferRect");
 }
 
@@ -1000,7 +1033,7 @@ copy_rect(const la *L, mat src, uint64_t lds, mat dst, uint64_t ldd, uint64_t ro
 /* Host buffers of one hybrid factorization (ctx->lock held while they live). */
 typedef struct hy {
   kiln__lh_buf *panel, *inv, *piv; /* dtype panel, dtype inverse block, i32 pivots */
-  double *w, *t;                /* column-major f64 panel and diagonal block */
+  double *w, *t;                   /* column-major f64 panel and diagonal block */
   lapack_int *ipiv;
   kiln_tensor *dinv, *wk; /* device: inverse block (nb x nb), copy of the block row */
 } hy;
@@ -1051,8 +1084,8 @@ hy_make(const la *L, uint64_t rows, uint64_t nb, uint64_t wcols, uint64_t npiv, 
 static kiln_status
 hy_inverse(const la *L, hy *h, char uplo, char diag, uint64_t jb)
 {
-  lapack_int info = LAPACKE_dtrtri_work(LAPACK_COL_MAJOR, uplo, diag, (lapack_int)jb, h->t,
-                                        (lapack_int)jb);
+  lapack_int info =
+      LAPACKE_dtrtri_work(LAPACK_COL_MAJOR, uplo, diag, (lapack_int)jb, h->t, (lapack_int)jb);
   (void)info; /* a zero diagonal was caught by the factorization: its inverse is not used */
   for (uint64_t j = 0; j < jb; j++)
     for (uint64_t i = 0; i < jb; i++) {
@@ -1073,8 +1106,7 @@ hy_inverse(const la *L, hy *h, char uplo, char diag, uint64_t jb)
  * host's inverse (h->dinv) over a copy of the block (h->wk), else kiln's triangular solve.
  */
 static kiln_status
-hy_lu_trsm(const la *L, hy *h, mat a, uint64_t n, uint64_t j0, uint64_t jb, uint64_t c0,
-           uint64_t w)
+hy_lu_trsm(const la *L, hy *h, mat a, uint64_t n, uint64_t j0, uint64_t jb, uint64_t c0, uint64_t w)
 {
   if (w == 0)
     return KILN_OK;
@@ -1121,8 +1153,7 @@ lu_hybrid(const la *L, hy *h, mat a, uint64_t m, uint64_t n, mat piv, int32_t *z
     for (uint64_t i = 0; i < jb; i++)
       hp[j0 + i] = (int32_t)(h->ipiv[i] + (lapack_int)j0);
     kiln__lh_from_colmajor(L->dt, h->w, mr, mr, jb, h->panel->p);
-    KILN_TRY(kiln__lh_write(L->op, L->ctx, a.mem, a.off + j0 * n + j0, n, mr, jb, L->ts,
-                            h->panel));
+    KILN_TRY(kiln__lh_write(L->op, L->ctx, a.mem, a.off + j0 * n + j0, n, mr, jb, L->ts, h->panel));
     cl_int err = clEnqueueWriteBuffer(L->ctx->queue, piv.mem, CL_FALSE, (piv.off + j0) * 4, jb * 4,
                                       hp + j0, 0, NULL, NULL);
     if (err != CL_SUCCESS)
@@ -1146,8 +1177,8 @@ lu_hybrid(const la *L, hy *h, mat a, uint64_t m, uint64_t n, mat piv, int32_t *z
     }
     KILN_TRY(hy_lu_update(L, a, m, n, j0, jb, r, jn));
     cl_event ev;
-    KILN_TRY(kiln__lh_read(L->op, L->ctx, a.mem, a.off + r * n + r, n, m - r, jn, L->ts, h->panel,
-                           &ev));
+    KILN_TRY(
+        kiln__lh_read(L->op, L->ctx, a.mem, a.off + r * n + r, n, m - r, jn, L->ts, h->panel, &ev));
     kiln_status s = hy_lu_update(L, a, m, n, j0, jb, r + jn, n - r - jn);
     kiln_status sw = kiln__lh_wait(L->op, L->ctx, ev);
     KILN_TRY(s);
@@ -1279,15 +1310,14 @@ chol_hybrid(const la *L, hy *h, mat A, uint64_t n, int upper, int32_t *bad)
   for (uint64_t j0 = 0; j0 < n; j0 += nb) {
     uint64_t jb = n - j0 < nb ? n - j0 : nb, r = j0 + jb;
     kiln__lh_to_colmajor(L->dt, h->panel->p, jb, jb, h->t);
-    lapack_int info = LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, upper ? 'U' : 'L', (lapack_int)jb,
-                                          h->t, (lapack_int)jb);
+    lapack_int info = LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, upper ? 'U' : 'L', (lapack_int)jb, h->t,
+                                          (lapack_int)jb);
     if (info != 0) {
       *bad = (int32_t)(j0 + (uint64_t)(info > 0 ? info : 1));
       return KILN_OK;
     }
     kiln__lh_from_colmajor(L->dt, h->t, jb, jb, jb, h->panel->p);
-    KILN_TRY(kiln__lh_write(L->op, L->ctx, A.mem, A.off + j0 * n + j0, n, jb, jb, L->ts,
-                            h->panel));
+    KILN_TRY(kiln__lh_write(L->op, L->ctx, A.mem, A.off + j0 * n + j0, n, jb, jb, L->ts, h->panel));
     if (r == n)
       break;
     mat d = at(A, j0 * n + j0);
@@ -1311,8 +1341,8 @@ chol_hybrid(const la *L, hy *h, mat A, uint64_t n, int upper, int32_t *bad)
     uint64_t jn = n - r < nb ? n - r : nb;
     KILN_TRY(hy_chol_update(L, A, n, upper, j0, jb, r, jn));
     cl_event ev;
-    KILN_TRY(kiln__lh_read(L->op, L->ctx, A.mem, A.off + r * n + r, n, jn, jn, L->ts, h->panel,
-                           &ev));
+    KILN_TRY(
+        kiln__lh_read(L->op, L->ctx, A.mem, A.off + r * n + r, n, jn, jn, L->ts, h->panel, &ev));
     kiln_status s = hy_chol_update(L, A, n, upper, j0, jb, r + jn, n - r - jn);
     kiln_status sw = kiln__lh_wait(L->op, L->ctx, ev);
     KILN_TRY(s);
@@ -1322,19 +1352,56 @@ chol_hybrid(const la *L, hy *h, mat A, uint64_t n, int upper, int32_t *bad)
 }
 #endif
 
+/* The device route's Cholesky step kernels and the fused path's scratch (chol_run). */
+typedef struct {
+  cl_kernel sk, kk, ck; /* chol_small, chol_panel, chol_inv (NULL: not taken) */
+  size_t slocal, local, clocal;
+  mat inv, w; /* chol_inv's L11^-1 (nb x nb) and the block column's copy ((n - nb) x nb) */
+} chol_k;
+
+/* Largest diagonal block chol_inv takes: its 16 x 16 lanes hold 4 x 4 elements each. */
+#define CHOL_INV_MAX 64
+
 /*
  * Step j0 of the device route's blocked Cholesky of one n x n matrix: the jb x jb diagonal
- * block (chol_small in local memory when it fits, else chol_panel), then the block column
- * below it (lower: L21 = A21 L11^-T; upper: U12 = U11^-T A12) by the GEMM-based solve. With
- * look-ahead q2 (not NULL) both run there, after everything enqueued on the context's queue.
+ * block, then the block column below it (lower: L21 = A21 L11^-H; upper: U12 = U11^-H A12).
+ * Blocks chol_inv takes are factored and inverted in one launch, and the block column is one
+ * GEMM with the inverse; others run chol_small in local memory (chol_panel in global when the
+ * block does not fit) and the GEMM-based solve, which inverts the block again.
  */
 static kiln_status
-chol_step(const la *L, cl_kernel sk, size_t slocal, cl_kernel kk, size_t local, mat A, uint64_t n,
-          int upper, uint64_t j0, uint64_t jb, mat inf)
+chol_step(const la *L, const chol_k *K, mat A, uint64_t n, int upper, uint64_t j0, uint64_t jb,
+          mat inf)
 {
   uint64_t r = j0 + jb, rs = upper ? 1 : n, cs = upper ? n : 1;
+  if (K->ck && jb <= CHOL_INV_MAX) {
+    kiln__args args = kiln__args_begin(L->op, K->ck);
+    args_mat(&args, at(A, j0 * n + j0));
+    kiln__args_u64(&args, 0);
+    kiln__args_u32(&args, (uint32_t)jb);
+    kiln__args_u64(&args, rs);
+    kiln__args_u64(&args, cs);
+    args_mat(&args, inf);
+    kiln__args_u32(&args, (uint32_t)j0);
+    args_mat(&args, K->inv);
+    kiln__args_u64(&args, 0);
+    kiln__args_u32(&args, (uint32_t)upper);
+    kiln__args_local(&args, 2 * CHOL_INV_MAX * L->ts);
+    kiln__args_local(&args, 2 * CHOL_INV_MAX * L->ts);
+    size_t local = jb <= CHOL_INV_MAX / 2 ? K->clocal / 4 : K->clocal;
+    KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, local, local));
+    if (r == n)
+      return KILN_OK;
+    uint64_t m = n - r;
+    if (!upper) {
+      KILN_TRY(copy_rect(L, at(A, r * n + j0), n, K->w, jb, m, jb));
+      return gemm_g(L, 0, 2, m, jb, jb, 1.0, K->w, jb, K->inv, jb, 0.0, at(A, r * n + j0), n);
+    }
+    KILN_TRY(copy_rect(L, at(A, j0 * n + r), n, K->w, m, jb, m));
+    return gemm_g(L, 2, 0, jb, m, jb, 1.0, K->inv, jb, K->w, m, 0.0, at(A, j0 * n + r), n);
+  }
   if (is_small(L, jb, jb)) {
-    kiln__args args = kiln__args_begin(L->op, sk);
+    kiln__args args = kiln__args_begin(L->op, K->sk);
     args_mat(&args, at(A, j0 * n + j0));
     kiln__args_u64(&args, 0);
     kiln__args_u32(&args, (uint32_t)jb);
@@ -1343,16 +1410,16 @@ chol_step(const la *L, cl_kernel sk, size_t slocal, cl_kernel kk, size_t local, 
     args_mat(&args, inf);
     kiln__args_u32(&args, (uint32_t)j0);
     kiln__args_local(&args, jb * (jb | 1) * L->ts);
-    KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, slocal, slocal));
+    KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, K->slocal, K->slocal));
   } else {
-    kiln__args args = kiln__args_begin(L->op, kk);
+    kiln__args args = kiln__args_begin(L->op, K->kk);
     args_mat(&args, A);
     kiln__args_u64(&args, rs);
     kiln__args_u64(&args, cs);
     kiln__args_u32(&args, (uint32_t)jb);
     kiln__args_u32(&args, (uint32_t)j0);
     args_mat(&args, inf);
-    KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, local, local));
+    KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, K->local, K->local));
   }
   if (r == n)
     return KILN_OK;
@@ -1366,15 +1433,78 @@ chol_step(const la *L, cl_kernel sk, size_t slocal, cl_kernel kk, size_t local, 
 
 /* chol_step on the second queue q2 after the context queue's work (see lu_panel_on). */
 static kiln_status
-chol_step_on(const la *L, cl_command_queue q2, cl_kernel sk, size_t slocal, cl_kernel kk,
-             size_t local, mat A, uint64_t n, int upper, uint64_t j0, uint64_t jb, mat inf)
+chol_step_on(const la *L, cl_command_queue q2, const chol_k *K, mat A, uint64_t n, int upper,
+             uint64_t j0, uint64_t jb, mat inf)
 {
   cl_command_queue q = L->ctx->queue;
   KILN_TRY(kiln__lh_join(L->op, q, q2));
   L->ctx->queue = q2;
-  kiln_status s = chol_step(L, sk, slocal, kk, local, A, n, upper, j0, jb, inf);
+  kiln_status s = chol_step(L, K, A, n, upper, j0, jb, inf);
   L->ctx->queue = q;
   return s;
+}
+
+/*
+ * chol_inv for the device route's steps when its GEMMs can overwrite (CLBlast or gemm_tile;
+ * kiln's gemm_acc only accumulates) and the device gives it 256 lanes: K->ck and the scratch
+ * (*inv, *w, released by the caller), else K->ck stays NULL.
+ */
+static kiln_status
+chol_inv_setup(const la *L, uint64_t n, chol_k *K, kiln_tensor **inv, kiln_tensor **w)
+{
+  if (!(L->clblast || L->tile) || L->nb > CHOL_INV_MAX)
+    return KILN_OK;
+  cl_kernel ck;
+  KILN_TRY(kern(L, "chol_inv", &ck));
+  if (kiln__launch_pow2_local(L->ctx, ck) < 256)
+    return KILN_OK;
+  uint64_t nb = L->nb < n ? L->nb : n;
+  KILN_TRY(kiln__ops_scratch(L->op, L->ctx, L->dt, nb * nb, inv));
+  KILN_TRY(kiln__ops_scratch(L->op, L->ctx, L->dt, (n - nb) * nb, w));
+  K->ck = ck;
+  K->clocal = 256;
+  K->inv = tmat(*inv);
+  K->w = tmat(*w);
+  return KILN_OK;
+}
+
+/* The device route's blocked Cholesky of one n x n matrix (chol_run), the other triangle left. */
+static kiln_status
+chol_blocked(const la *L, const chol_k *K, mat A, uint64_t n, int upper, mat inf)
+{
+  cl_command_queue q2 = NULL;
+  if (L->ahead && n > L->nb)
+    KILN_TRY(kiln__lh_queue2(L->op, L->ctx, &q2));
+  if (q2)
+    KILN_TRY(chol_step(L, K, A, n, upper, 0, L->nb, inf));
+  for (uint64_t j0 = 0; j0 < n; j0 += L->nb) {
+    uint64_t jb = n - j0 < L->nb ? n - j0 : L->nb, r = j0 + jb;
+    if (!q2)
+      KILN_TRY(chol_step(L, K, A, n, upper, j0, jb, inf));
+    if (r == n)
+      break;
+    /* look-ahead: the next block column first (its diagonal block by SYRK, the rest by
+     * GEMM), factored and solved on the second queue while this one updates the rest */
+    uint64_t jn = q2 ? (n - r < L->nb ? n - r : L->nb) : 0, c = r + jn;
+    if (jn && !upper) {
+      KILN_TRY(syrk_sub(L, 0, jn, jb, at(A, r * n + j0), n, at(A, r * n + r), n));
+      KILN_TRY(gemm_g(L, 0, 2, n - c, jn, jb, -1.0, at(A, c * n + j0), n, at(A, r * n + j0), n, 1.0,
+                      at(A, c * n + r), n));
+    } else if (jn) {
+      KILN_TRY(syrk_sub(L, 1, jn, jb, at(A, j0 * n + r), n, at(A, r * n + r), n));
+      KILN_TRY(gemm_g(L, 2, 0, jn, n - c, jb, -1.0, at(A, j0 * n + r), n, at(A, j0 * n + c), n, 1.0,
+                      at(A, r * n + c), n));
+    }
+    if (jn)
+      KILN_TRY(chol_step_on(L, q2, K, A, n, upper, r, jn, inf));
+    if (c < n && !upper)
+      KILN_TRY(syrk_sub(L, 0, n - c, jb, at(A, c * n + j0), n, at(A, c * n + c), n));
+    else if (c < n)
+      KILN_TRY(syrk_sub(L, 1, n - c, jb, at(A, j0 * n + c), n, at(A, c * n + c), n));
+    if (jn)
+      KILN_TRY(kiln__lh_join(L->op, q2, L->ctx->queue));
+  }
+  return KILN_OK;
 }
 
 /* Cholesky of batch n x n matrices in place (the uplo triangle; the other one zeroed). */
@@ -1410,19 +1540,19 @@ chol_run(const la *L, mat a, uint64_t n, uint64_t batch, int upper, kiln_tensor 
     return kiln__args_enqueue_1d(&args, L->ctx, (size_t)batch * local, local);
   }
   /* Diagonal blocks that fit run chol_small in local memory, others chol_panel in global. */
-  cl_kernel sk;
-  KILN_TRY(kern(L, "chol_small", &sk));
+  chol_k K = {0};
+  KILN_TRY(kern(L, "chol_small", &K.sk));
   /* the diagonal blocks: 256 lanes on GPUs (64 took 176 us for a 64 x 64 block on the H200:
    * about 1400 updates per lane), one work-group each */
-  size_t slocal = small_local(L, sk, L->nb);
+  K.slocal = small_local(L, K.sk, L->nb);
   if (L->ctx->info.is_gpu) {
-    size_t mx = kiln__launch_pow2_local(L->ctx, sk);
-    slocal = mx < 256 ? mx : 256;
+    size_t mx = kiln__launch_pow2_local(L->ctx, K.sk);
+    K.slocal = mx < 256 ? mx : 256;
   }
-  KILN_TRY(kern(L, "chol_panel", &kk));
-  size_t local = kiln__launch_pow2_local(L->ctx, kk);
-  if (local > 256)
-    local = 256;
+  KILN_TRY(kern(L, "chol_panel", &K.kk));
+  K.local = kiln__launch_pow2_local(L->ctx, K.kk);
+  if (K.local > 256)
+    K.local = 256;
   cl_kernel zk;
   KILN_TRY(kern(L, "tri_zero", &zk));
 #if KILN_HAVE_LAPACKE
@@ -1439,11 +1569,15 @@ chol_run(const la *L, mat a, uint64_t n, uint64_t batch, int upper, kiln_tensor 
     }
   }
 #endif
-  for (uint64_t b = 0; b < batch; b++) {
+  kiln_status s = KILN_OK;
+  kiln_tensor *inv = NULL, *w = NULL;
+  if (!L->host_chol)
+    s = chol_inv_setup(L, n, &K, &inv, &w);
+  for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
     mat A = at(a, b * n * n), inf = at(tmat(info), b);
 #if KILN_HAVE_LAPACKE
     if (L->host_chol) {
-      kiln_status s = chol_hybrid(L, &h, A, n, upper, &bad[b]);
+      s = chol_hybrid(L, &h, A, n, upper, &bad[b]);
       kiln__args args = kiln__args_begin(L->op, zk);
       args_mat(&args, A);
       kiln__args_u64(&args, 0);
@@ -1466,47 +1600,19 @@ chol_run(const la *L, mat a, uint64_t n, uint64_t batch, int upper, kiln_tensor 
       continue;
     }
 #endif
-    cl_command_queue q2 = NULL;
-    if (L->ahead && n > L->nb)
-      KILN_TRY(kiln__lh_queue2(L->op, L->ctx, &q2));
-    if (q2)
-      KILN_TRY(chol_step(L, sk, slocal, kk, local, A, n, upper, 0, L->nb, inf));
-    for (uint64_t j0 = 0; j0 < n; j0 += L->nb) {
-      uint64_t jb = n - j0 < L->nb ? n - j0 : L->nb, r = j0 + jb;
-      if (!q2)
-        KILN_TRY(chol_step(L, sk, slocal, kk, local, A, n, upper, j0, jb, inf));
-      if (r == n)
-        break;
-      /* look-ahead: the next block column first (its diagonal block by SYRK, the rest by
-       * GEMM), factored and solved on the second queue while this one updates the rest */
-      uint64_t jn = q2 ? (n - r < L->nb ? n - r : L->nb) : 0, c = r + jn;
-      if (jn && !upper) {
-        KILN_TRY(syrk_sub(L, 0, jn, jb, at(A, r * n + j0), n, at(A, r * n + r), n));
-        KILN_TRY(gemm_g(L, 0, 2, n - c, jn, jb, -1.0, at(A, c * n + j0), n, at(A, r * n + j0), n,
-                        1.0, at(A, c * n + r), n));
-      } else if (jn) {
-        KILN_TRY(syrk_sub(L, 1, jn, jb, at(A, j0 * n + r), n, at(A, r * n + r), n));
-        KILN_TRY(gemm_g(L, 2, 0, jn, n - c, jb, -1.0, at(A, j0 * n + r), n, at(A, j0 * n + c), n,
-                        1.0, at(A, r * n + c), n));
-      }
-      if (jn)
-        KILN_TRY(chol_step_on(L, q2, sk, slocal, kk, local, A, n, upper, r, jn, inf));
-      if (c < n && !upper)
-        KILN_TRY(syrk_sub(L, 0, n - c, jb, at(A, c * n + j0), n, at(A, c * n + c), n));
-      else if (c < n)
-        KILN_TRY(syrk_sub(L, 1, n - c, jb, at(A, j0 * n + c), n, at(A, c * n + c), n));
-      if (jn)
-        KILN_TRY(kiln__lh_join(L->op, q2, L->ctx->queue));
-    }
+    s = chol_blocked(L, &K, A, n, upper, inf);
     kiln__args args = kiln__args_begin(L->op, zk);
     args_mat(&args, A);
     kiln__args_u64(&args, 0);
     kiln__args_u32(&args, (uint32_t)n);
     kiln__args_u64(&args, rs);
     kiln__args_u64(&args, cs);
-    KILN_TRY(enqueue2(&args, L, n * n, 1));
+    if (s == KILN_OK)
+      s = enqueue2(&args, L, n * n, 1);
   }
-  return KILN_OK;
+  kiln_tensor_release(inv);
+  kiln_tensor_release(w);
+  return s;
 }
 
 /*
@@ -2352,8 +2458,8 @@ kiln_linalg_rcond(kiln_context *ctx, const kiln_tensor *a, kiln_tensor **out)
       ((double *)hbuf)[b] = r;
   }
   if (s == KILN_OK && batch) {
-    cl_int err = clEnqueueWriteBuffer(ctx->queue, (*out)->mem, CL_TRUE, (*out)->offset,
-                                      batch * rts, hbuf, 0, NULL, NULL);
+    cl_int err = clEnqueueWriteBuffer(ctx->queue, (*out)->mem, CL_TRUE, (*out)->offset, batch * rts,
+                                      hbuf, 0, NULL, NULL);
     if (err != CL_SUCCESS)
       s = kiln__fail_cl(op, err, "clEnqueueWriteBuffer");
   }
@@ -2519,8 +2625,8 @@ tri_api(const char *op, int solve, kiln_context *ctx, kiln_side side, kiln_uplo 
     s = kiln__ops_copy(op, ctx, b, *x);
   if (s == KILN_OK)
     s = tri(&L, solve, side == KILN_LEFT, uplo == KILN_UPPER,
-            trans == KILN_CONJ_TRANS ? 2 : trans == KILN_TRANS,
-            diag == KILN_UNIT, bm, bn, alpha, tmat(a), n, n * n, tmat(*x), bn, bm * bn, batch);
+            trans == KILN_CONJ_TRANS ? 2 : trans == KILN_TRANS, diag == KILN_UNIT, bm, bn, alpha,
+            tmat(a), n, n * n, tmat(*x), bn, bm * bn, batch);
   s = outs_end(&o, s);
   kiln__ctx_unlock(ctx);
   return s;
@@ -2546,7 +2652,7 @@ static const struct kiln__source linalg_sources[] = {{SRC, KILN__DT_FLOATS | KIL
                                                      {NULL, 0}};
 
 const struct kiln__family kiln__linalg_family = {.name = "linalg",
-                                                .sources = linalg_sources,
-                                                .tune = &kiln__linalg_tune,
-                                                .state_create = kiln__lh_state_create,
-                                                .state_destroy = kiln__lh_state_destroy};
+                                                 .sources = linalg_sources,
+                                                 .tune = &kiln__linalg_tune,
+                                                 .state_create = kiln__lh_state_create,
+                                                 .state_destroy = kiln__lh_state_destroy};

@@ -44,8 +44,8 @@ enum kiln__linalg_route {
 
 /*
  * Which GEMM the blocked factorizations' updates run on (the linalg tuner family's "gemm"
- * parameter): RULE the built-in choice (KILN__LINALG_RULE_GEMM_GPU/_CPU), CLBLAST CLBlast's GEMM and SYRK
- * (large products; small ones kiln's gemm_acc, KILN__LINALG_OWN_GEMM_MAX), TILE kiln's
+ * parameter): RULE the built-in choice (KILN__LINALG_RULE_GEMM_GPU/_CPU), CLBLAST CLBlast's GEMM
+ * and SYRK (large products; small ones kiln's gemm_acc, KILN__LINALG_OWN_GEMM_MAX), TILE kiln's
  * gemm_tile for every product: 64 x 64 tiles read in place, where CLBlast's large-matrix GEMM
  * copies every view (an offset or a leading dimension: every trailing submatrix) into padded
  * temporaries, C in and out, and its SYRK allocates its temporaries on each call.
@@ -54,7 +54,11 @@ enum kiln__linalg_gemm {
   KILN__LINALG_GEMM_RULE = 0,
   KILN__LINALG_GEMM_CLBLAST = 1,
   KILN__LINALG_GEMM_TILE = 2,
+  /* TILE, with the products whose m and n are both at least KILN__LINALG_LARGE_MIN on kiln's
+   * large GEMM kernel (f32/f64 where kiln__gemm_large_ok: the FP64 tensor cores on NVIDIA) */
+  KILN__LINALG_GEMM_LARGE = 3,
 };
+#define KILN__LINALG_LARGE_MIN 256
 /*
  * The rule's GEMM: on GPUs gemm_tile (H200, 2026-12-02, f64 4096: Cholesky 23 ms against 39
  * on CLBlast, solve 149 against 161, LU 140 against 143, QR 411 at nb 64 against 472 on
@@ -77,8 +81,9 @@ typedef struct kiln__linalg_params {
   uint32_t nb;
   uint32_t gemm;  /* enum kiln__linalg_gemm */
   uint32_t ahead; /* 0 rule, 1 off, 2 on */
-  uint32_t leaf;  /* GPU panel leaf width of LU and QR; 0: KILN__LINALG_LEAF_GPU, KILN__LSP_LEAF_GPU */
-  uint32_t pwg;   /* LU panel work-groups; 0: KILN__LINALG_RULE_PWG_GPU / _CPU */
+  uint32_t
+      leaf; /* GPU panel leaf width of LU and QR; 0: KILN__LINALG_LEAF_GPU, KILN__LSP_LEAF_GPU */
+  uint32_t pwg; /* LU panel work-groups; 0: KILN__LINALG_RULE_PWG_GPU / _CPU */
 } kiln__linalg_params;
 
 /*
@@ -156,8 +161,7 @@ void kiln__linalg_choose(const char *op, kiln_context *ctx, kiln_dtype dt, uint6
  * has LAPACKE, and route is HOST, or RULE with rule_host (one of KILN__LINALG_RULE_HOST_*)
  * set or a CPU device.
  */
-int kiln__linalg_is_host(const kiln_context *ctx, uint32_t route, int rule_host,
-                         uint64_t elements);
+int kiln__linalg_is_host(const kiln_context *ctx, uint32_t route, int rule_host, uint64_t elements);
 
 /* The block size kiln uses on a device (the hook's override, else the built-in default). */
 unsigned kiln__linalg_block(const kiln_device_info *info);
@@ -228,6 +232,20 @@ void kiln__linalg_args_scalar(struct kiln__args *a, kiln_dtype dt, double v);
  */
 #define KILN__LINALG_TILE_CONJ_A 4u
 #define KILN__LINALG_TILE_CONJ_B 8u
+/* tri_part bit: the product may run on kiln's large GEMM kernel (KILN__LINALG_GEMM_LARGE) when
+ * it is one real product of at least KILN__LINALG_LARGE_MIN rows and columns whose views are
+ * plain or transposed row-major matrices. */
+#define KILN__LINALG_TILE_LARGE 16u
+
+/*
+ * The GEMM of the updates (enum kiln__linalg_gemm, RULE resolved for ctx's device) from the
+ * tuner's gemm parameter, and the tri_part bits that selects for dt (KILN__LINALG_TILE_LARGE
+ * or 0).
+ */
+uint32_t kiln__linalg_gemm_of(const kiln_context *ctx, uint32_t gemm);
+uint32_t kiln__linalg_large_bit(const kiln_context *ctx, kiln_dtype dt, uint32_t gemm);
+/* Test hook: v >= 0 replaces KILN__LINALG_LARGE_MIN; -1 restores it. */
+void kiln__linalg_test_large_min(long long v);
 
 /* Test hook: gemm >= 0 forces the GEMM (enum kiln__linalg_gemm) of LU, Cholesky and their
  * solves; -1 restores the tuner's choice. */

@@ -92,17 +92,15 @@ kiln__lsp_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
     L.nb = KILN__LINALG_HOST_NB_QR_MAX;
   L.clblast = KILN_HAVE_CLBLAST && !kiln__env_flag(KILN__ENV_DEBUG_NO_CLBLAST) &&
               atomic_load(&hook_own) <= 0;
-  L.tile = (p.gemm                ? p.gemm
-            : ctx->info.is_gpu ? KILN__LINALG_RULE_GEMM_GPU
-                               : KILN__LINALG_RULE_GEMM_CPU) == KILN__LINALG_GEMM_TILE;
+  uint32_t g = kiln__linalg_gemm_of(ctx, p.gemm);
+  L.tile = g == KILN__LINALG_GEMM_TILE || g == KILN__LINALG_GEMM_LARGE;
+  L.large = kiln__linalg_large_bit(ctx, dt, g);
   int hl = atomic_load(&hook_leaf);
   L.leaf = hl > 0              ? (uint64_t)hl
            : !ctx->info.is_gpu ? UINT64_MAX
            : p.leaf            ? p.leaf
                                : KILN__LSP_LEAF_GPU;
-  L.pwg = p.pwg                ? p.pwg
-          : ctx->info.is_gpu ? KILN__LINALG_RULE_PWG_GPU
-                             : KILN__LINALG_RULE_PWG_CPU;
+  L.pwg = p.pwg ? p.pwg : ctx->info.is_gpu ? KILN__LINALG_RULE_PWG_GPU : KILN__LINALG_RULE_PWG_CPU;
   return L;
 }
 
@@ -174,7 +172,7 @@ gemm(const kiln__lsp *L, int ta, int tb, uint64_t m, uint64_t n, uint64_t k, dou
   if (L->tile)
     return kiln__linalg_tile_gemm(L->op, L->ctx, L->dt, m, n, k, alpha, a.mem, a.off, ta ? 1 : a.ld,
                                   ta ? a.ld : 1, b.mem, b.off, tb ? 1 : b.ld, tb ? b.ld : 1,
-                                  beta == 0.0, c.mem, c.off, c.ld, 1, cj, 1, 0, 0, 0);
+                                  beta == 0.0, c.mem, c.off, c.ld, 1, cj | L->large, 1, 0, 0, 0);
 #if KILN_HAVE_CLBLAST
   if (L->clblast && k > 0 && m * n * k > kiln__linalg_own_gemm_max()) {
     if (beta == 0.0) { /* CLBlast scales C by beta, and 0 * NaN from scratch is NaN */
@@ -377,7 +375,8 @@ vt_c(const kiln__lsp *L, uint64_t rows, uint64_t jb, kiln__lsp_mat v, kiln__lsp_
      uint64_t ncols, kiln__lsp_mat w)
 {
   uint64_t parts = vtc_parts(L, rows, ncols);
-  if (parts <= 1 || (atomic_load(&hook_split) <= 0 && jb * ncols * rows <= kiln__linalg_own_gemm_max()))
+  if (parts <= 1 ||
+      (atomic_load(&hook_split) <= 0 && jb * ncols * rows <= kiln__linalg_own_gemm_max()))
     return gemm(L, ct(L), 0, jb, ncols, rows, 1.0, v, c, 0.0, w);
   uint64_t mc = rows / parts, rest = rows - parts * mc, len = jb * ncols;
   if (L->tile) {
@@ -431,9 +430,9 @@ vt_c(const kiln__lsp *L, uint64_t rows, uint64_t jb, kiln__lsp_mat v, kiln__lsp_
                            kiln__ops_elem_offset(p), ncols, len, parts);
   /* W = P^T ones: the partial products summed by one GEMV over the parts */
   if (s == KILN_OK)
-    s = kiln__clblast_gemv(L->op, L->ctx, L->dt, 1, parts, len, (kiln_complex128){1.0, 0.0},
-                           p->mem, kiln__ops_elem_offset(p), len, ones->mem,
-                           kiln__ops_elem_offset(ones), (kiln_complex128){0.0, 0.0}, w.mem, w.off);
+    s = kiln__clblast_gemv(L->op, L->ctx, L->dt, 1, parts, len, (kiln_complex128){1.0, 0.0}, p->mem,
+                           kiln__ops_elem_offset(p), len, ones->mem, kiln__ops_elem_offset(ones),
+                           (kiln_complex128){0.0, 0.0}, w.mem, w.off);
   if (s == KILN_OK && rest)
     s = gemm(L, ct(L), 0, jb, ncols, rest, 1.0, at(v, parts * mc, 0), at(c, parts * mc, 0), 1.0, w);
   kiln_tensor_release(p);
@@ -725,8 +724,8 @@ geqrf_hybrid(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t n, kiln__
     s = kiln__lh_write(L->op, L->ctx, ws->v->mem, kiln__ops_elem_offset(ws->v), jb, mr, jb, L->ts,
                        h.v);
     if (s == KILN_OK)
-      s = kiln__lh_write(L->op, L->ctx, ws->t->mem, kiln__ops_elem_offset(ws->t), jb, jb, jb,
-                         L->ts, h.t);
+      s = kiln__lh_write(L->op, L->ctx, ws->t->mem, kiln__ops_elem_offset(ws->t), jb, jb, jb, L->ts,
+                         h.t);
     /* C -= V (T^T (V^T C)) with the two small products over all n - r columns at once, the
      * last GEMM first on the next panel's columns, which are then read back */
     uint64_t jn = r < k ? (k - r < nb ? k - r : nb) : 0, nc = n - r;
@@ -1072,8 +1071,8 @@ const struct kiln__family kiln__linalg_spectral_family = {.name = "linalg_spectr
                                                           .sources = spectral_sources};
 
 kiln_status
-kiln__lsp_gemm(const kiln__lsp *L, int ta, int tb, uint64_t m, uint64_t n, uint64_t k,
-               double alpha, kiln__lsp_mat a, kiln__lsp_mat b, double beta, kiln__lsp_mat c)
+kiln__lsp_gemm(const kiln__lsp *L, int ta, int tb, uint64_t m, uint64_t n, uint64_t k, double alpha,
+               kiln__lsp_mat a, kiln__lsp_mat b, double beta, kiln__lsp_mat c)
 {
   return gemm(L, ta, tb, m, n, k, alpha, a, b, beta, c);
 }

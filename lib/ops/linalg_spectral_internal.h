@@ -83,10 +83,11 @@ typedef struct kiln__lsp {
   size_t ts;
   int clblast;
   uint64_t nb;
-  uint64_t leaf; /* widest panel qr_panel factors without recursing */
-  int host;      /* QR panels on the host (the linalg family's HOST route) */
-  int tile;      /* every GEMM on kiln's gemm_tile (the linalg family's gemm = TILE) */
-  uint32_t pwg;  /* QR panel work-groups (the linalg family's pwg; 1: no qr_panel_grid) */
+  uint64_t leaf;  /* widest panel qr_panel factors without recursing */
+  int host;       /* QR panels on the host (the linalg family's HOST route) */
+  int tile;       /* every GEMM on kiln's gemm_tile (the linalg family's gemm = TILE or LARGE) */
+  uint32_t large; /* KILN__LINALG_TILE_LARGE: large products on kiln's large GEMM kernel */
+  uint32_t pwg;   /* QR panel work-groups (the linalg family's pwg; 1: no qr_panel_grid) */
 } kiln__lsp;
 
 /*

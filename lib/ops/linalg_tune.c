@@ -20,7 +20,8 @@
 static const uint64_t la_routes[] = {KILN__LINALG_ROUTE_DEVICE, KILN__LINALG_ROUTE_HOST};
 static const uint64_t la_nb_full[] = {16, 32, 64, 128, 256};
 static const uint64_t la_nb_quick[] = {32, 64};
-static const uint64_t la_gemm[] = {KILN__LINALG_GEMM_CLBLAST, KILN__LINALG_GEMM_TILE};
+static const uint64_t la_gemm[] = {KILN__LINALG_GEMM_CLBLAST, KILN__LINALG_GEMM_TILE,
+                                   KILN__LINALG_GEMM_LARGE};
 static const uint64_t la_gemm_quick[] = {KILN__LINALG_GEMM_RULE};
 static const uint64_t la_ahead[] = {1, 2};
 static const uint64_t la_ahead_quick[] = {0};
@@ -52,7 +53,7 @@ static const struct kiln__tune_param la_params[] = {
      .offset = offsetof(kiln__linalg_params, gemm),
      .size = sizeof(uint32_t),
      .min = KILN__LINALG_GEMM_RULE,
-     .max = KILN__LINALG_GEMM_TILE,
+     .max = KILN__LINALG_GEMM_LARGE,
      .full = la_gemm,
      .nfull = N_(la_gemm),
      .quick = la_gemm_quick,
@@ -162,8 +163,9 @@ la_match(const struct kiln__tune_problem *pb, const void *ref, const void *got, 
 
 const struct kiln__tune_family kiln__linalg_tune = {
     .name = "linalg",
-    .description = "panel route (device kernels or host LAPACKE), block size, GEMM and look-ahead of LU, "
-                   "Cholesky and QR, timed on LU",
+    .description =
+        "panel route (device kernels or host LAPACKE), block size, GEMM and look-ahead of LU, "
+        "Cholesky and QR, timed on LU",
     .params_size = sizeof(kiln__linalg_params),
     .params = la_params,
     .nparams = N_(la_params),

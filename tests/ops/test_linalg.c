@@ -26,6 +26,7 @@
 #include "kiln/linalg_spectral.h"
 #include "ops/linalg_internal.h"
 #include "ops/linalg_spectral_internal.h"
+#include "ops/tuned.h"
 
 #define EXPECT(cond, ...)        \
   do {                           \
@@ -1286,6 +1287,55 @@ START_TEST(tile_gemm)
 END_TEST
 
 /*
+ * The large updates on kiln's large GEMM kernel (the linalg family's gemm=3), here from 16 rows
+ * and columns on (KILN__LINALG_LARGE_MIN is 256): its tiles cut at the matrix edge and across
+ * the diagonal of the SYRK-shaped Cholesky update (tri 1 and 2: tiles wholly on the other side
+ * skipped), plain and transposed views; LU square, tall and wide, Cholesky both triangles, solve,
+ * inverse and QR on the device route. The kernel must have run (its call counter moves).
+ */
+START_TEST(large_gemm_updates)
+{
+  kiln__linalg_test_gemm(KILN__LINALG_GEMM_LARGE);
+  kiln__linalg_test_large_min(16);
+  hook_route = KILN__LINALG_ROUTE_DEVICE;
+  uint64_t calls = kiln__blas_test_large_calls();
+  for (int nb = 16; nb <= 64; nb *= 4) {
+    set_hook(nb, 0, -1, nb == 16 ? 3 : -1);
+    FOR_DTYPES(dt)
+    {
+      if (harness_small()) { /* the simulator: one case of the two ops with a triangle */
+        if (nb == 16 && small_dtype(dt)) {
+          lu_case(dt, 0, NULL, 40, 37, NULL);
+          chol_case(dt, 1, 45);
+        }
+        continue;
+      }
+      lu_case(dt, 0, NULL, 97, 97, NULL);
+      lu_case(dt, 0, NULL, 150, 70, NULL);
+      lu_case(dt, 0, NULL, 70, 150, NULL);
+      chol_case(dt, 1, 131);
+      solve_case(dt, 1, 129, 5, 0, NULL);
+      inv_case(dt, 1, 70);
+    }
+  }
+  set_hook(-1, -1, -1, -1);
+  kiln__linalg_spectral_test_set(16, -1, 3);
+  FOR_DTYPES(dt)
+  {
+    if (!harness_small())
+      qr_tile_case(dt, 150, 70, 0);
+  }
+  kiln__linalg_spectral_test_set(-1, -1, -1);
+  hook_route = -1;
+  ck_assert_uint_gt(kiln__blas_test_large_calls(), calls);
+  kiln__linalg_test_large_min(-1);
+  default_gemm();
+  kiln__linalg_test_set(-1, -1, -1, -1);
+  kiln__linalg_test_route(-1);
+}
+END_TEST
+
+/*
  * Look-ahead (the linalg family's ahead=2) on the device route: the next panel on the second
  * queue, on CLBlast and on gemm_tile, square, tall and wide LU (the last panel narrower than
  * the block), Cholesky both triangles, solve and inverse.
@@ -1612,6 +1662,7 @@ linalg_suite(void)
   tcase_add_test(tc, batched_bitwise);
   tcase_add_test(tc, routes_and_blocks);
   tcase_add_test(tc, tile_gemm);
+  tcase_add_test(tc, large_gemm_updates);
   tcase_add_test(tc, look_ahead);
   tcase_add_test(tc, tuner_family);
   tcase_add_test(tc, bad_input);
