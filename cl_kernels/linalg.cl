@@ -594,6 +594,7 @@ kernel void chol_inv(global T *a, ulong aoff, ulong astride, uint n, ulong rs, u
       switch (jq) { CI_P(CI_SROW) }
   }
   CI_PQ(CI_STORE)
+  barrier(CLK_GLOBAL_MEM_FENCE); /* every lane has read info (the check above) */
   if (lid == 0)
     info[ioff + b] = bad;
 }

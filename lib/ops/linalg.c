@@ -203,6 +203,8 @@ typedef struct la {
   uint64_t leaf;          /* widest LU panel lu_panel factors without recursing */
   int tile;               /* every GEMM on gemm_tile (KILN__LINALG_GEMM_TILE or _LARGE) */
   uint32_t large;         /* KILN__LINALG_TILE_LARGE: large products on kiln's large GEMM kernel */
+  uint64_t chol_nb;       /* Cholesky's block (panel) size */
+  uint32_t chol_large;    /* Cholesky's large bit */
   int ahead;              /* look-ahead on a second queue (device route LU and Cholesky) */
   uint32_t pwg;           /* LU panel work-groups (1: lu_panel, more: lu_panel_grid) */
   int host_lu, host_chol; /* LU, Cholesky panels on the host (the hybrid route) */
@@ -246,6 +248,11 @@ la_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
   L.large = kiln__linalg_large_bit(ctx, dt, g);
   L.ahead = (p.ahead ? p.ahead : KILN__LINALG_RULE_AHEAD) == 2;
   L.pwg = p.pwg ? p.pwg : ctx->info.is_gpu ? KILN__LINALG_RULE_PWG_GPU : KILN__LINALG_RULE_PWG_CPU;
+  /* Cholesky's rule on GPUs: two-level panels with their SYRK on the large kernel */
+  int chol_rule = ctx->info.is_gpu && !p.nb && hnb <= 0 && !L.ahead;
+  L.chol_nb = chol_rule ? KILN__LINALG_CHOL_NB_GPU : L.nb;
+  L.chol_large =
+      chol_rule && !p.gemm ? kiln__linalg_large_bit(ctx, dt, KILN__LINALG_GEMM_LARGE) : L.large;
   int hs = atomic_load(&hook_small);
   if (hs >= 0)
     L.small_max = (uint64_t)hs;
@@ -1446,19 +1453,21 @@ chol_step_on(const la *L, cl_command_queue q2, const chol_k *K, mat A, uint64_t 
 
 /*
  * chol_inv for the device route's steps when its GEMMs can overwrite (CLBlast or gemm_tile;
- * kiln's gemm_acc only accumulates) and the device gives it 256 lanes: K->ck and the scratch
+ * kiln's gemm_acc only accumulates), the device gives it 256 lanes and blocks wider than it
+ * takes run without look-ahead (chol_blocked's two levels): K->ck and the scratch
  * (*inv, *w, released by the caller), else K->ck stays NULL.
  */
 static kiln_status
 chol_inv_setup(const la *L, uint64_t n, chol_k *K, kiln_tensor **inv, kiln_tensor **w)
 {
-  if (!(L->clblast || L->tile) || L->nb > CHOL_INV_MAX)
+  if (!(L->clblast || L->tile) || (L->nb > CHOL_INV_MAX && L->ahead))
     return KILN_OK;
   cl_kernel ck;
   KILN_TRY(kern(L, "chol_inv", &ck));
   if (kiln__launch_pow2_local(L->ctx, ck) < 256)
     return KILN_OK;
-  uint64_t nb = L->nb < n ? L->nb : n;
+  uint64_t nb = L->nb < CHOL_INV_MAX ? L->nb : CHOL_INV_MAX;
+  nb = nb < n ? nb : n;
   KILN_TRY(kiln__ops_scratch(L->op, L->ctx, L->dt, nb * nb, inv));
   KILN_TRY(kiln__ops_scratch(L->op, L->ctx, L->dt, (n - nb) * nb, w));
   K->ck = ck;
@@ -1472,6 +1481,34 @@ chol_inv_setup(const la *L, uint64_t n, chol_k *K, kiln_tensor **inv, kiln_tenso
 static kiln_status
 chol_blocked(const la *L, const chol_k *K, mat A, uint64_t n, int upper, mat inf)
 {
+  /*
+   * Blocks wider than chol_inv takes, without look-ahead: two levels. Each panel of nb columns
+   * runs chol_inv's blocks, each followed by its block column and the update of the panel's
+   * later columns only; the trailing matrix takes one SYRK per panel, nb deep instead of 64
+   * (a quarter of the passes over it at nb 256, and deep enough for the large GEMM kernel).
+   */
+  if (K->ck && L->nb > CHOL_INV_MAX && !L->ahead) {
+    for (uint64_t p0 = 0; p0 < n; p0 += L->nb) {
+      uint64_t pe = n - p0 < L->nb ? n : p0 + L->nb;
+      for (uint64_t j0 = p0; j0 < pe; j0 += CHOL_INV_MAX) {
+        uint64_t jb = pe - j0 < CHOL_INV_MAX ? pe - j0 : CHOL_INV_MAX, r = j0 + jb;
+        KILN_TRY(chol_step(L, K, A, n, upper, j0, jb, inf));
+        /* the panel's later columns, all rows below (the other triangle of its diagonal
+         * block takes values nobody reads) */
+        if (r < pe && !upper)
+          KILN_TRY(gemm_g(L, 0, 2, n - r, pe - r, jb, -1.0, at(A, r * n + j0), n, at(A, r * n + j0),
+                          n, 1.0, at(A, r * n + r), n));
+        else if (r < pe)
+          KILN_TRY(gemm_g(L, 2, 0, pe - r, n - r, jb, -1.0, at(A, j0 * n + r), n, at(A, j0 * n + r),
+                          n, 1.0, at(A, r * n + r), n));
+      }
+      if (pe < n && !upper)
+        KILN_TRY(syrk_sub(L, 0, n - pe, pe - p0, at(A, pe * n + p0), n, at(A, pe * n + pe), n));
+      else if (pe < n)
+        KILN_TRY(syrk_sub(L, 1, n - pe, pe - p0, at(A, p0 * n + pe), n, at(A, pe * n + pe), n));
+    }
+    return KILN_OK;
+  }
   cl_command_queue q2 = NULL;
   if (L->ahead && n > L->nb)
     KILN_TRY(kiln__lh_queue2(L->op, L->ctx, &q2));
@@ -1518,6 +1555,8 @@ chol_run(const la *L, mat a, uint64_t n, uint64_t batch, int upper, kiln_tensor 
    * take chol_panel, one global barrier per column: halve the block until chol_small takes
    * it. */
   la Lc = *L;
+  Lc.nb = L->chol_nb;
+  Lc.large = L->chol_large;
   while (kiln__dtype_is_complex(Lc.dt) && Lc.nb > 16 && Lc.nb <= Lc.small_max &&
          !is_small(&Lc, Lc.nb, Lc.nb))
     Lc.nb /= 2;

@@ -1290,8 +1290,9 @@ END_TEST
  * The large updates on kiln's large GEMM kernel (the linalg family's gemm=3), here from 16 rows
  * and columns on (KILN__LINALG_LARGE_MIN is 256): its tiles cut at the matrix edge and across
  * the diagonal of the SYRK-shaped Cholesky update (tri 1 and 2: tiles wholly on the other side
- * skipped), plain and transposed views; LU square, tall and wide, Cholesky both triangles, solve,
- * inverse and QR on the device route. The kernel must have run (its call counter moves).
+ * skipped), plain and transposed views; LU square, tall and wide, Cholesky both triangles (also
+ * with 128-column panels, chol_blocked's two levels), solve, inverse and QR on the device
+ * route. The kernel must have run (its call counter moves).
  */
 START_TEST(large_gemm_updates)
 {
@@ -1303,11 +1304,9 @@ START_TEST(large_gemm_updates)
     set_hook(nb, 0, -1, nb == 16 ? 3 : -1);
     FOR_DTYPES(dt)
     {
-      if (harness_small()) { /* the simulator: one case of the two ops with a triangle */
-        if (nb == 16 && small_dtype(dt)) {
-          lu_case(dt, 0, NULL, 40, 37, NULL);
-          chol_case(dt, 1, 45);
-        }
+      if (harness_small()) { /* the simulator: the triangle's tiles, one dtype */
+        if (nb == 16 && small_dtype(dt))
+          chol_case(dt, 1, 34);
         continue;
       }
       lu_case(dt, 0, NULL, 97, 97, NULL);
@@ -1317,6 +1316,13 @@ START_TEST(large_gemm_updates)
       solve_case(dt, 1, 129, 5, 0, NULL);
       inv_case(dt, 1, 70);
     }
+  }
+  /* Cholesky's two levels: 128-column panels of chol_inv blocks, a SYRK 128 deep per panel */
+  set_hook(128, 0, -1, -1);
+  FOR_DTYPES(dt)
+  {
+    if (!harness_small())
+      chol_case(dt, 1, 300);
   }
   set_hook(-1, -1, -1, -1);
   kiln__linalg_spectral_test_set(16, -1, 3);
