@@ -237,6 +237,7 @@ kiln__lsp_ws_release(kiln__lsp_ws *ws)
   kiln_tensor_release(ws->w);
   kiln_tensor_release(ws->w2);
   kiln_tensor_release(ws->gx);
+  kiln_tensor_release(ws->ts);
   memset(ws, 0, sizeof *ws);
 }
 
@@ -303,6 +304,16 @@ block_v(const kiln__lsp *L, kiln__lsp_mat a, uint64_t rows, uint64_t jb, kiln__l
   kiln__args_u32(&args, (uint32_t)jb);
   kiln__args_tensor(&args, ws->v);
   return enqueue2(&args, L, jb, rows, 8, 8);
+}
+
+/* The jb x jb T (contiguous, jb^2 elements) at element soff of src to doff of dst. */
+static kiln_status
+t_copy(const kiln__lsp *L, kiln_tensor *src, uint64_t soff, kiln_tensor *dst, uint64_t doff,
+       uint64_t jb)
+{
+  cl_int err = clEnqueueCopyBuffer(L->ctx->queue, src->mem, dst->mem, src->offset + soff * L->ts,
+                                   dst->offset + doff * L->ts, jb * jb * L->ts, 0, NULL, NULL);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueCopyBuffer (T)");
 }
 
 /* V as block_v, and T (ws->t, jb x jb) of the same reflectors with tau at tau. */
@@ -759,6 +770,7 @@ kiln__lsp_geqrf(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t n, kil
                 kiln__lsp_ws *ws)
 {
   uint64_t k = m < n ? m : n, nb = L->nb;
+  ws->ts_n = 0;
   if (k == 0)
     return KILN_OK;
 #if KILN_HAVE_LAPACKE
@@ -767,6 +779,8 @@ kiln__lsp_geqrf(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t n, kil
 #endif
   qr_pan P;
   KILN_TRY(qr_pan_make(L, ws, &P));
+  if (ws->ts)
+    ws->ts_n = n;
   kiln_status s = KILN_OK;
   for (uint64_t j0 = 0; s == KILN_OK && j0 < k; j0 += nb) {
     uint64_t jb = k - j0 < nb ? k - j0 : nb;
@@ -777,6 +791,8 @@ kiln__lsp_geqrf(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t n, kil
     if (s == KILN_OK && more) {
       s = t_done ? block_v(L, at(a, j0, j0), m - j0, jb, ws)
                  : block_vt(L, at(a, j0, j0), m - j0, jb, tj, ws);
+      if (s == KILN_OK && ws->ts)
+        s = t_copy(L, ws->t, 0, ws->ts, ws->ts_off + j0 * nb, jb);
       if (s == KILN_OK)
         s = block_apply(L, m - j0, jb, 1, at(a, j0, j0 + jb), n - j0 - jb, ws);
     }
@@ -800,7 +816,12 @@ ormqr_blocks(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t k, kiln__
     uint64_t c0 = identity ? j0 : 0;
     kiln__lsp_mat tj = tau;
     tj.off += j0;
-    KILN_TRY(block_vt(L, at(a, j0, j0), m - j0, jb, tj, ws));
+    if (ws->ts && j0 + jb < ws->ts_n) { /* geqrf's T of this block */
+      KILN_TRY(block_v(L, at(a, j0, j0), m - j0, jb, ws));
+      KILN_TRY(t_copy(L, ws->ts, ws->ts_off + j0 * nb, ws->t, 0, jb));
+    } else {
+      KILN_TRY(block_vt(L, at(a, j0, j0), m - j0, jb, tj, ws));
+    }
     KILN_TRY(block_apply(L, m - j0, jb, trans, at(c, j0, c0), ncols - c0, ws));
   }
   return KILN_OK;
@@ -1002,6 +1023,11 @@ kiln_linalg_qr(kiln_context *ctx, const kiln_tensor *a, kiln_qr_mode mode, kiln_
     s = kiln__ops_scratch(op, ctx, a->dtype, batch * k, &tau);
   if (s == KILN_OK && a->numel)
     s = kiln__lsp_ws_make(&L, m, n > qc ? n : qc, &ws);
+  /* forming Q reuses geqrf's T of each block: every matrix of the batch alike, so that
+   * batched results stay equal to unbatched ones bit for bit (at most 2 k nb elements each) */
+  uint64_t tsz = (k + L.nb - 1) / L.nb * L.nb * L.nb;
+  if (s == KILN_OK && a->numel && mode != KILN_QR_R && k > L.nb)
+    s = kiln__ops_scratch(op, ctx, a->dtype, batch * tsz, &ws.ts);
   if (s == KILN_OK && a->numel) {
     kiln_tensor *wv = NULL;
     s = kiln__tensor_view(op, w, 0, &a->shape, &wv);
@@ -1013,6 +1039,7 @@ kiln_linalg_qr(kiln_context *ctx, const kiln_tensor *a, kiln_qr_mode mode, kiln_
     kiln__lsp_mat ab = kiln__lsp_tmat(w, n), tb = kiln__lsp_tmat(tau, 1);
     ab.off += b * m * n;
     tb.off += b * k;
+    ws.ts_off = b * tsz;
     s = kiln__lsp_geqrf(&L, ab, m, n, tb, &ws);
   }
   /* R from the factored copy; zero rows past k (complete mode, m > n) and empty matrices. */
@@ -1051,6 +1078,7 @@ kiln_linalg_qr(kiln_context *ctx, const kiln_tensor *a, kiln_qr_mode mode, kiln_
       ab.off += b * m * n;
       tb.off += b * k;
       qb.off += b * m * qc;
+      ws.ts_off = b * tsz;
       s = kiln__lsp_orgqr(&L, ab, m, k, tb, qb, qc, &ws);
     }
   }

@@ -112,6 +112,13 @@ kiln__lsp_mat kiln__lsp_tmat(const kiln_tensor *t, uint64_t ld);
 typedef struct kiln__lsp_ws {
   kiln_tensor *v, *g, *t, *w, *w2, *gx;
   uint64_t gstamp;
+  /* When the caller makes ts, kiln__lsp_geqrf on the device keeps there, from element
+   * ts_off on (one nb x nb after the other), the T of each block it computes one for (every
+   * block but a last one that reaches column n, n kept in ts_n), and kiln__lsp_orgqr/ormqr of
+   * the same factors (ts_off set back to the same matrix's) take those instead of computing
+   * them again (V^T V and qr_larft per block). */
+  kiln_tensor *ts;
+  uint64_t ts_off, ts_n;
 } kiln__lsp_ws;
 
 kiln_status kiln__lsp_ws_make(const kiln__lsp *L, uint64_t m, uint64_t ncols, kiln__lsp_ws *ws);
