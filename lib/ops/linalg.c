@@ -1555,7 +1555,9 @@ chol_run(const la *L, mat a, uint64_t n, uint64_t batch, int upper, kiln_tensor 
    * take chol_panel, one global barrier per column: halve the block until chol_small takes
    * it. */
   la Lc = *L;
-  Lc.nb = L->chol_nb;
+  /* the rule's two-level panels (real dtypes; they need chol_inv, checked below) */
+  const uint64_t nb1 = L->nb;
+  Lc.nb = kiln__dtype_is_complex(L->dt) ? L->nb : L->chol_nb;
   Lc.large = L->chol_large;
   while (kiln__dtype_is_complex(Lc.dt) && Lc.nb > 16 && Lc.nb <= Lc.small_max &&
          !is_small(&Lc, Lc.nb, Lc.nb))
@@ -1612,6 +1614,8 @@ chol_run(const la *L, mat a, uint64_t n, uint64_t batch, int upper, kiln_tensor 
   kiln_tensor *inv = NULL, *w = NULL;
   if (!L->host_chol)
     s = chol_inv_setup(L, n, &K, &inv, &w);
+  if (!K.ck && Lc.nb > nb1)
+    Lc.nb = nb1; /* no chol_inv on this device: one level, as before the rule's panels */
   for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
     mat A = at(a, b * n * n), inf = at(tmat(info), b);
 #if KILN_HAVE_LAPACKE
