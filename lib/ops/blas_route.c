@@ -274,18 +274,12 @@ kiln__gemm_large_params(const char *op, const kiln_context *ctx, kiln_dtype dt, 
 }
 
 /* The large kernel runs dt on ctx's device: f32/f64 and a default set fits the device. */
-static int
-large_ok(const kiln_context *ctx, kiln_dtype dt)
+int
+kiln__gemm_large_ok(const kiln_context *ctx, kiln_dtype dt)
 {
   struct kiln__gemm_large p;
   return (dt == KILN_F32 || (dt == KILN_F64 && ctx->info.has_fp64)) &&
          large_pick(&ctx->info, dt, &p);
-}
-
-int
-kiln__gemm_large_ok(const kiln_context *ctx, kiln_dtype dt)
-{
-  return large_ok(ctx, dt);
 }
 
 /*
@@ -304,7 +298,7 @@ rule_route(const kiln_context *ctx, kiln_dtype dt, uint64_t size)
 {
   if (size <= (uint64_t)KILN__GEMM_SMALL_MNK_DEFAULT)
     return KILN__GEMM_ROUTE_KILN;
-  if (ctx->info.is_gpu && strstr(ctx->info.vendor, "NVIDIA") && large_ok(ctx, dt) &&
+  if (ctx->info.is_gpu && strstr(ctx->info.vendor, "NVIDIA") && kiln__gemm_large_ok(ctx, dt) &&
       size >= large_from_nvidia[dt == KILN_F64])
     return KILN__GEMM_ROUTE_LARGE;
   return state_of(ctx)->use_clblast ? KILN__GEMM_ROUTE_CLBLAST : KILN__GEMM_ROUTE_KILN;
@@ -337,7 +331,7 @@ kiln__blas_route(kiln_context *ctx, kiln_dtype dt, uint64_t size, int route)
     return route;
   if (route == KILN__GEMM_ROUTE_CLBLAST && state_of(ctx)->use_clblast)
     return route;
-  if (route == KILN__GEMM_ROUTE_LARGE && large_ok(ctx, dt))
+  if (route == KILN__GEMM_ROUTE_LARGE && kiln__gemm_large_ok(ctx, dt))
     return route;
   return rule_route(ctx, dt, size);
 }

@@ -1362,12 +1362,28 @@ chol_hybrid(const la *L, hy *h, mat A, uint64_t n, int upper, int32_t *bad)
 /* The device route's Cholesky step kernels and the fused path's scratch (chol_run). */
 typedef struct {
   cl_kernel sk, kk, ck; /* chol_small, chol_panel, chol_inv (NULL: not taken) */
-  size_t slocal, local, clocal;
+  size_t slocal, local;
   mat inv, w; /* chol_inv's L11^-1 (nb x nb) and the block column's copy ((n - nb) x nb) */
 } chol_k;
 
 /* Largest diagonal block chol_inv takes: its 16 x 16 lanes hold 4 x 4 elements each. */
 #define CHOL_INV_MAX 64
+
+/* chol_small's and chol_inv's leading arguments for the jb x jb diagonal block at j0 of A:
+ * (a, aoff, astride, n, rs, cs, info, ioff, j0) of cl_kernels/linalg.cl. */
+static kiln__args
+diag_args(const la *L, cl_kernel k, mat A, uint64_t n, int upper, uint64_t j0, uint64_t jb, mat inf)
+{
+  kiln__args args = kiln__args_begin(L->op, k);
+  args_mat(&args, at(A, j0 * n + j0));
+  kiln__args_u64(&args, 0);
+  kiln__args_u32(&args, (uint32_t)jb);
+  kiln__args_u64(&args, upper ? 1 : n);
+  kiln__args_u64(&args, upper ? n : 1);
+  args_mat(&args, inf);
+  kiln__args_u32(&args, (uint32_t)j0);
+  return args;
+}
 
 /*
  * Step j0 of the device route's blocked Cholesky of one n x n matrix: the jb x jb diagonal
@@ -1382,20 +1398,13 @@ chol_step(const la *L, const chol_k *K, mat A, uint64_t n, int upper, uint64_t j
 {
   uint64_t r = j0 + jb, rs = upper ? 1 : n, cs = upper ? n : 1;
   if (K->ck && jb <= CHOL_INV_MAX) {
-    kiln__args args = kiln__args_begin(L->op, K->ck);
-    args_mat(&args, at(A, j0 * n + j0));
-    kiln__args_u64(&args, 0);
-    kiln__args_u32(&args, (uint32_t)jb);
-    kiln__args_u64(&args, rs);
-    kiln__args_u64(&args, cs);
-    args_mat(&args, inf);
-    kiln__args_u32(&args, (uint32_t)j0);
+    kiln__args args = diag_args(L, K->ck, A, n, upper, j0, jb, inf);
     args_mat(&args, K->inv);
     kiln__args_u64(&args, 0);
     kiln__args_u32(&args, (uint32_t)upper);
     kiln__args_local(&args, 2 * CHOL_INV_MAX * L->ts);
     kiln__args_local(&args, 2 * CHOL_INV_MAX * L->ts);
-    size_t local = jb <= CHOL_INV_MAX / 2 ? K->clocal / 4 : K->clocal;
+    size_t local = jb <= CHOL_INV_MAX / 2 ? 64 : 256; /* 8 x 8 or 16 x 16 lanes */
     KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, local, local));
     if (r == n)
       return KILN_OK;
@@ -1408,14 +1417,7 @@ chol_step(const la *L, const chol_k *K, mat A, uint64_t n, int upper, uint64_t j
     return gemm_g(L, 2, 0, jb, m, jb, 1.0, K->inv, jb, K->w, m, 0.0, at(A, j0 * n + r), n);
   }
   if (is_small(L, jb, jb)) {
-    kiln__args args = kiln__args_begin(L->op, K->sk);
-    args_mat(&args, at(A, j0 * n + j0));
-    kiln__args_u64(&args, 0);
-    kiln__args_u32(&args, (uint32_t)jb);
-    kiln__args_u64(&args, rs);
-    kiln__args_u64(&args, cs);
-    args_mat(&args, inf);
-    kiln__args_u32(&args, (uint32_t)j0);
+    kiln__args args = diag_args(L, K->sk, A, n, upper, j0, jb, inf);
     kiln__args_local(&args, jb * (jb | 1) * L->ts);
     KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, K->slocal, K->slocal));
   } else {
@@ -1471,7 +1473,6 @@ chol_inv_setup(const la *L, uint64_t n, chol_k *K, kiln_tensor **inv, kiln_tenso
   KILN_TRY(kiln__ops_scratch(L->op, L->ctx, L->dt, nb * nb, inv));
   KILN_TRY(kiln__ops_scratch(L->op, L->ctx, L->dt, (n - nb) * nb, w));
   K->ck = ck;
-  K->clocal = 256;
   K->inv = tmat(*inv);
   K->w = tmat(*w);
   return KILN_OK;

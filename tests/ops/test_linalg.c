@@ -1286,6 +1286,19 @@ START_TEST(tile_gemm)
 }
 END_TEST
 
+/* The blocked paths' cases of one dtype: LU square, tall and wide (the last panel narrower
+ * than the block), Cholesky both triangles, solve, and inverse of inv_batch matrices. */
+static void
+blocked_ops(kiln_dtype dt, size_t inv_batch)
+{
+  lu_case(dt, 0, NULL, 97, 97, NULL);
+  lu_case(dt, 0, NULL, 150, 70, NULL);
+  lu_case(dt, 0, NULL, 70, 150, NULL);
+  chol_case(dt, 1, 131);
+  solve_case(dt, 1, 129, 5, 0, NULL);
+  inv_case(dt, inv_batch, 70);
+}
+
 /*
  * The large updates on kiln's large GEMM kernel (the linalg family's gemm=3), here from 16 rows
  * and columns on (KILN__LINALG_LARGE_MIN is 256): its tiles cut at the matrix edge and across
@@ -1309,12 +1322,7 @@ START_TEST(large_gemm_updates)
     set_hook(nb, 0, -1, nb == 16 ? 3 : -1);
     FOR_DTYPES(dt)
     {
-      lu_case(dt, 0, NULL, 97, 97, NULL);
-      lu_case(dt, 0, NULL, 150, 70, NULL);
-      lu_case(dt, 0, NULL, 70, 150, NULL);
-      chol_case(dt, 1, 131);
-      solve_case(dt, 1, 129, 5, 0, NULL);
-      inv_case(dt, 1, 70);
+      blocked_ops(dt, 1);
     }
   }
   /* Cholesky's two levels: 128-column panels of chol_inv blocks, a SYRK 128 deep per panel */
@@ -1362,12 +1370,7 @@ START_TEST(look_ahead)
         }
         continue;
       }
-      lu_case(dt, 0, NULL, 97, 97, NULL);
-      lu_case(dt, 0, NULL, 150, 70, NULL);
-      lu_case(dt, 0, NULL, 70, 150, NULL);
-      chol_case(dt, 1, 131);
-      solve_case(dt, 1, 129, 5, 0, NULL);
-      inv_case(dt, 2, 70);
+      blocked_ops(dt, 2);
     }
   }
   default_gemm();
