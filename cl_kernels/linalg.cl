@@ -20,10 +20,11 @@
  *     one work-group: unblocked LU of columns j0 .. j0+ncols-1, rows j0 .. m-1, in global
  *     memory; row swaps cover columns s0 .. s0+sw-1 (containing the leaf; laswp applies
  *     them elsewhere). srow: 2 sw T of local memory (the pivot row and the row it replaces).
- *   laswp(a, aoff, astride, lda, ncols, piv, pstride, k1, k2, reverse, s0, sw)
- *     global (columns, batch): the interchanges k1 .. k2-1 of piv to ncols columns,
- *     forward (reverse 0) or backward; columns from s0 on lie sw further right (one launch
- *     for the columns left and right of a panel).
+ *   laswp(a, aoff, astride, lda, ncols, piv, pstride, k1, k2, reverse, s0, sw, sj, sp, pos,
+ *         src, cnt, tile)
+ *     groups of LASWP_CW columns (dimension 1 the batch): the interchanges k1 .. k2-1
+ *     (at most LASWP_K) of piv to ncols columns, forward (reverse 0) or backward; columns
+ *     from s0 on lie sw further right (one launch for the columns left and right of a panel).
  *   chol_small(a, aoff, astride, n, rs, cs, info, ioff, j0, s)
  *     one work-group per n x n matrix (n <= 64): A = L L^T in local memory, lower triangle
  *     in the (rs, cs) view, the other triangle zeroed. Also the
@@ -43,10 +44,10 @@
  *     work-item), M the n x n triangle (lower or upper, unit diagonal or not) in the view,
  *     its elements conjugated when conja (complex conjugate transposes).
  *   trmm_cols(same arguments)  b = alpha M b, in place.
- *   tri_inv(a, aoff, astride, ars, acs, n, upper, unit, x, xoff, xstride, s, part)
- *     one work-group of 64 or 256 lanes per matrix (n <= 64): X (n x n, contiguous, zeros in
- *     the other triangle) = M^-1, M the triangle of the view; s: n * (n | 1) T and part:
- *     local size T of local memory.
+ *   tri_inv(a, aoff, astride, ars, acs, n, upper, unit, x, xoff, xstride, N, s, t)
+ *     one work-group of at least N lanes per matrix (n <= N <= 64, N a power of two from 8):
+ *     X (n x n, contiguous, zeros in the other triangle) = M^-1, M the triangle of the view;
+ *     s: N * (N | 1) T and t: N * N / 4 T of local memory.
  *   gemm_acc(m, n, k, alpha, a, aoff, ars, acs, b, boff, brs, bcs, c, coff, crs, ccs, tri)
  *     global (n, m): C += alpha A B over the views; tri & 3: 1 only j <= i, 2 only j >= i;
  *     tri & 4 conjugates A's elements, tri & 8 B's (complex dtypes).
@@ -309,9 +310,16 @@ kernel void lu_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
      * ones are issued one at a time */
     global T *xw = (global T *)xr;
     volatile global ulong2 *sl = slot + par * G;
+    /* a switch on the uniform column, not 64 selects (LU of 4096 f32 on the H200: 29.6 ->
+     * 27.2 ms, f64 32.4 -> 31.9) */
     T xj = (T)0;
-#define LUG_PICK(c) xj = c == jj ? r##c : xj;
-    LUG_REP(LUG_PICK)
+    switch (jj) {
+#define LUG_CASE(c)                                                                              \
+  case c:                                                                                        \
+    xj = r##c;                                                                                   \
+    break;
+      LUG_REP(LUG_CASE)
+    }
     /* LAPACK's idamax: the first largest |x|; NaN is never a candidate (a NaN on the
      * diagonal stays the pivot below, as in lu_panel) */
     const T v = fabs(xj);
@@ -409,8 +417,13 @@ kernel void lu_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
         if (me > jj) {
           const T d = prow[jj];
           T l = (T)0;
-#define LUG_L(c) l = c == jj ? r##c : l;
-          LUG_REP(LUG_L)
+          switch (jj) {
+#define LUG_SETL(c)                                                                              \
+  case c:                                                                                        \
+    l = r##c;                                                                                    \
+    break;
+            LUG_REP(LUG_SETL)
+          }
           if (d != (T)0)
             l = l / d;
 #define LUG_UPD(c) r##c = c == jj ? l : c > jj ? r##c - l * prow[c] : r##c;
@@ -428,25 +441,71 @@ kernel void lu_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
   if (g == 0 && lid == 0)
     info[ioff] = zero;
 }
+
+
 #endif
 
+/*
+ * laswp: at most LASWP_K interchanges in one launch, as one permutation of the rows they touch
+ * (at most 2 LASWP_K): the final source of each touched row is found by tracing it back through
+ * the swaps, then every column moves its touched rows at once (through local memory: the
+ * sources are the same rows as the destinations). Swapping in sequence costs a dependent
+ * global load and store per interchange (34 us for 64 of them on the H200, 2.5 ms for a
+ * solve's 4096). Work-groups of LASWP_CW columns x (local size / LASWP_CW) row lanes,
+ * dimension 1 the batch. sj, sp: LASWP_K int; pos, src: 2 LASWP_K int; cnt: 1 int; tile:
+ * 2 LASWP_K LASWP_CW T.
+ */
+#define LASWP_K 64
+#define LASWP_CW 16
 kernel void laswp(global T *a, ulong aoff, ulong astride, ulong lda, uint ncols, global int *piv,
-                  ulong poff, ulong pstride, uint k1, uint k2, uint reverse, uint s0, uint sw)
+                  ulong poff, ulong pstride, uint k1, uint k2, uint reverse, uint s0, uint sw,
+                  local int *sj, local int *sp, local int *pos, local int *src,
+                  volatile local int *cnt, local T *tile)
 {
-  const ulong c = get_global_id(0), b = get_global_id(1);
-  if (c >= ncols)
-    return;
-  global T *A = a + aoff + b * astride + c + (c >= s0 ? sw : 0);
-  global int *P = piv + poff + b * pstride;
-  for (uint t = 0; t < k2 - k1; t++) {
-    uint j = reverse ? k2 - 1 - t : k1 + t;
-    uint p = (uint)(P[j] - 1);
-    if (p != j) {
-      T x = A[j * lda];
-      A[j * lda] = A[p * lda];
-      A[p * lda] = x;
-    }
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  const ulong b = get_global_id(1);
+  const uint nk = k2 - k1;
+  global const int *P = piv + poff + b * pstride;
+  /* swap s (in the order applied) exchanges rows sj[s] and sp[s] */
+  for (uint t = lid; t < nk; t += lsz) {
+    const uint j = reverse ? k2 - 1 - t : k1 + t;
+    sj[t] = (int)j;
+    sp[t] = P[j] - 1;
+    pos[t] = (int)j;
   }
+  if (lid == 0)
+    *cnt = 0;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  /* the touched rows: every sj, and each sp that is no sj and not an earlier sp */
+  for (uint t = lid; t < nk; t += lsz) {
+    const int p = sp[t];
+    int fresh = 1;
+    for (uint u = 0; u < nk; u++)
+      fresh &= sj[u] != p && (u >= t || sp[u] != p);
+    if (fresh)
+      pos[nk + (uint)atomic_inc(cnt)] = p;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const uint tot = nk + (uint)*cnt;
+  for (uint u = lid; u < tot; u += lsz) {
+    int q = pos[u];
+    for (uint s = nk; s-- > 0;)
+      q = q == sj[s] ? sp[s] : q == sp[s] ? sj[s] : q;
+    src[u] = q;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const uint x = lid % LASWP_CW, y0 = lid / LASWP_CW, ys = lsz / LASWP_CW;
+  const ulong c = get_group_id(0) * LASWP_CW + x;
+  const int live = c < ncols;
+  global T *A = a + aoff + b * astride + c + (c >= s0 ? sw : 0);
+  for (uint u = y0; u < tot; u += ys)
+    if (live)
+      tile[u * LASWP_CW + x] = A[(ulong)src[u] * lda];
+  /* the rows read are the rows written, by other lanes of the column */
+  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+  for (uint u = y0; u < tot; u += ys)
+    if (live)
+      A[(ulong)pos[u] * lda] = tile[u * LASWP_CW + x];
 }
 
 kernel void chol_small(global T *a, ulong aoff, ulong astride, uint n, ulong rs, ulong cs,
@@ -665,42 +724,68 @@ kernel void tri_zero(global T *a, ulong aoff, ulong astride, uint n, ulong rs, u
  * solving M X = I column by column (trsm_cols on the identity) ran one work-item per column
  * through about n^2 / 2 dependent global loads.
  */
+/*
+ * tri_inv: the inverse of an n x n triangle (n <= N, N a power of two from 8 to 64, padded with
+ * the identity) in local memory, in place, as a lower triangle (an upper one is read
+ * transposed). Leaves of 8 rows first, all at once (forward substitution, one row a step),
+ * then blocks of 16, 32, 64 joined as inv([A 0; C B]) = [inv(A) 0; -inv(B) C inv(A) inv(B)]:
+ * 8 + 2 log2(N / 8) steps instead of one per column (the column-by-column form took about
+ * 45 us a 64 x 64 block on the H200, 64 dependent steps, on the LU's critical path).
+ * s: N (N | 1) T; t: N^2 / 4 T. Needs N lanes or more.
+ */
 kernel void tri_inv(global const T *a, ulong aoff, ulong astride, ulong ars, ulong acs, uint n,
-                    uint upper, uint unit, global T *x, ulong xoff, ulong xstride, local T *s,
-                    local T *part)
+                    uint upper, uint unit, global T *x, ulong xoff, ulong xstride, uint N,
+                    local T *s, local T *t)
 {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
   const ulong b = get_group_id(0), ab = aoff + b * astride, xb = xoff + b * xstride;
-  const uint ld = n | 1u;
-  /* tl lanes per row (lsz / 64: 4 with 256 lanes), each a strided part of the row's product:
-   * one lane per row ran a dependent chain of up to 64 local loads and adds per step, about
-   * 87 us for a 64 x 64 block on the H200 */
-  const uint tl = lsz >= 128 ? lsz / 64 : 1, q = lid % tl, rl = lid / tl;
-  for (uint e = lid; e < n * n; e += lsz) {
-    const uint i = e / n, j = e % n;
-    s[i * ld + j] = j > i ? (T)0 : upper ? a[IDX(ab, ars, acs, j, i)] : a[IDX(ab, ars, acs, i, j)];
+  const uint ld = N | 1u;
+  for (uint e = lid; e < N * N; e += lsz) {
+    const uint i = e / N, j = e % N;
+    T v = i == j ? KILN_ONE : (T)0;
+    if (i < n && j < i)
+      v = upper ? a[IDX(ab, ars, acs, j, i)] : a[IDX(ab, ars, acs, i, j)];
+    else if (i < n && i == j && !unit)
+      v = a[IDX(ab, ars, acs, i, i)];
+    s[i * ld + j] = v;
   }
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (int j = (int)n - 1; j >= 0; j--) {
-    const T xjj = unit ? KILN_ONE : LA_DIV(KILN_ONE, s[j * ld + j]);
-    const uint i = (uint)j + 1 + rl;
-    T t = (T)0;
-    if (i < n) {
-      for (uint k = (uint)j + 1 + q; k < i; k += tl)
-        t += LA_MUL(s[i * ld + k], s[k * ld + j]);
-      if (q == 0)
-        t += LA_MUL(unit ? KILN_ONE : s[i * ld + i], s[i * ld + j]);
+  /* leaves: step r computes row r of every 8 x 8 diagonal block (lane: block lid / 8, column
+   * lid % 8); the rows above are already the inverse's, row r itself still L's */
+  for (uint r = 0; r < 8; r++) {
+    const uint o = lid / 8 * 8, c = lid % 8, i = o + r, j = o + c;
+    const int act = lid < N && c <= r;
+    T v = (T)0;
+    if (act) {
+      const T dinv = LA_DIV(KILN_ONE, s[i * ld + i]);
+      T acc = (T)0;
+      for (uint k = j; k < i; k++)
+        acc += LA_MUL(s[i * ld + k], s[k * ld + j]);
+      v = c == r ? dinv : -LA_MUL(dinv, acc);
     }
-    part[lid] = t;
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (q == 0 && i < n) {
-      T sum = (T)0;
-      for (uint r = 0; r < tl; r++)
-        sum += part[lid + r];
-      s[i * ld + j] = -LA_MUL(xjj, sum);
+    if (act)
+      s[i * ld + j] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  /* joins of two h x h inverses (every pair at once): t = C inv(A), then C = -inv(B) t */
+  for (uint h = 8; h < N; h *= 2) {
+    const uint hh = h * h, cnt = N * h / 2;
+    for (uint e = lid; e < cnt; e += lsz) {
+      const uint o = e / hh * 2 * h, bb = e % hh / h, aa = e % h;
+      T acc = (T)0;
+      for (uint k = aa; k < h; k++)
+        acc += LA_MUL(s[(o + h + bb) * ld + o + k], s[(o + k) * ld + o + aa]);
+      t[e] = acc;
     }
-    if (lid == 0)
-      s[j * ld + j] = xjj;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint e = lid; e < cnt; e += lsz) {
+      const uint q = e / hh, o = q * 2 * h, bb = e % hh / h, aa = e % h;
+      T acc = (T)0;
+      for (uint k = 0; k <= bb; k++)
+        acc += LA_MUL(s[(o + h + bb) * ld + o + h + k], t[q * hh + k * h + aa]);
+      s[(o + h + bb) * ld + o + aa] = -acc;
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   for (uint e = lid; e < n * n; e += lsz) {
@@ -708,6 +793,7 @@ kernel void tri_inv(global const T *a, ulong aoff, ulong astride, ulong ars, ulo
     x[xb + e] = upper ? (i > j ? (T)0 : s[j * ld + i]) : (j > i ? (T)0 : s[i * ld + j]);
   }
 }
+
 
 kernel void trsm_cols(global const T *a, ulong aoff, ulong astride, ulong ars, ulong acs, uint n,
                       uint lower, uint unit, global T *b, ulong boff, ulong bstride, ulong brs,

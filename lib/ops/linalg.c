@@ -43,7 +43,7 @@
 
 static atomic_int hook_nb = -1, hook_small = -1, hook_own = -1, hook_leaf = -1, hook_route = -1;
 
-static atomic_llong hook_own_max = -1, hook_large_min = -1;
+static atomic_llong hook_own_max = -1, hook_large_min = -1, hook_solve_nb = -1;
 static atomic_int hook_gemm = -1, hook_ahead = -1, hook_pwg = -1;
 
 void
@@ -106,6 +106,12 @@ void
 kiln__linalg_test_large_min(long long v)
 {
   atomic_store(&hook_large_min, v);
+}
+
+void
+kiln__linalg_test_solve_nb(long long v)
+{
+  atomic_store(&hook_solve_nb, v);
 }
 
 uint32_t
@@ -200,14 +206,16 @@ typedef struct la {
   size_t ts;
   int clblast; /* trailing updates through CLBlast */
   uint64_t nb, small_max;
-  uint64_t leaf;          /* widest LU panel lu_panel factors without recursing */
-  int tile;               /* every GEMM on gemm_tile (KILN__LINALG_GEMM_TILE or _LARGE) */
-  uint32_t large;         /* KILN__LINALG_TILE_LARGE: large products on kiln's large GEMM kernel */
-  uint64_t chol_nb;       /* Cholesky's block (panel) size */
-  uint32_t chol_large;    /* Cholesky's large bit */
-  int ahead;              /* look-ahead on a second queue (device route LU and Cholesky) */
-  uint32_t pwg;           /* LU panel work-groups (1: lu_panel, more: lu_panel_grid) */
-  int host_lu, host_chol; /* LU, Cholesky panels on the host (the hybrid route) */
+  uint64_t leaf;        /* widest LU panel lu_panel factors without recursing */
+  int tile;             /* every GEMM on gemm_tile (KILN__LINALG_GEMM_TILE or _LARGE) */
+  uint32_t large;       /* KILN__LINALG_TILE_LARGE: large products on kiln's large GEMM kernel */
+  uint64_t chol_nb;     /* Cholesky's block (panel) size */
+  uint32_t chol_large;  /* Cholesky's large bit */
+  uint32_t solve_large; /* the blocked solves' large bit (two levels with many right-hand sides) */
+  uint64_t solve_nb;    /* and their outer block */
+  int ahead;            /* look-ahead on a second queue (device route LU and Cholesky) */
+  uint32_t pwg;         /* LU panel work-groups (1: lu_panel, more: lu_panel_grid) */
+  int host_lu, host_chol;    /* LU, Cholesky panels on the host (the hybrid route) */
   uint64_t hnb_lu, hnb_chol; /* host route block sizes; 0: the whole matrix */
 } la;
 
@@ -253,6 +261,11 @@ la_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
   L.chol_nb = chol_rule ? KILN__LINALG_CHOL_NB_GPU : L.nb;
   L.chol_large =
       chol_rule && !p.gemm ? kiln__linalg_large_bit(ctx, dt, KILN__LINALG_GEMM_LARGE) : L.large;
+  L.solve_large = L.tile && ctx->info.is_gpu && !p.gemm
+                      ? kiln__linalg_large_bit(ctx, dt, KILN__LINALG_GEMM_LARGE)
+                      : L.large;
+  long long hsn = atomic_load(&hook_solve_nb);
+  L.solve_nb = hsn > 0 ? (uint64_t)hsn : KILN__LINALG_SOLVE_NB_GPU;
   int hs = atomic_load(&hook_small);
   if (hs >= 0)
     L.small_max = (uint64_t)hs;
@@ -406,6 +419,24 @@ static kiln_status gemm_g(const la *L, int ta, int tb, uint64_t m, uint64_t n, u
 static kiln_status copy_rect(const la *L, mat src, uint64_t lds, mat dst, uint64_t ldd,
                              uint64_t rows, uint64_t cols);
 
+/* tri_inv's padded order: a power of two from 8 up, at least n. */
+static uint64_t
+tri_inv_order(uint64_t n)
+{
+  uint64_t N = 8;
+  while (N < n)
+    N *= 2;
+  return N;
+}
+
+/* Local memory of tri_inv for an n x n block (its copy padded to N, and the joins' products). */
+static uint64_t
+tri_inv_local(const la *L, uint64_t n)
+{
+  const uint64_t N = tri_inv_order(n);
+  return (N * (N | 1) + N * N / 4) * L->ts;
+}
+
 /*
  * X_b = M_b^-1 for the batch n x n triangles M_b (upper or lower, unit or not, row stride lda,
  * astride apart) into contiguous n x n blocks xstride apart (the other triangle zero): tri_inv,
@@ -417,9 +448,9 @@ tri_inv(const la *L, int upper, int unit, uint64_t n, mat a, uint64_t lda, uint6
 {
   if (n == 0 || batch == 0)
     return KILN_OK;
-  /* 4 lanes per row (a quarter of each row's dependent chain) */
+  const uint64_t N = tri_inv_order(n);
   size_t local = 256;
-  if ((n * (n | 1) + local) * L->ts > L->ctx->info.local_mem_bytes) { /* 64 x 65 f64: 33 KB */
+  if (tri_inv_local(L, n) > L->ctx->info.local_mem_bytes) { /* 64 x 64 f64: 41 KB */
     KILN_TRY(eye_fill(L, x, n, batch));
     return tri_kernel(L, 1, 1, upper, 0, unit, n, n, 1.0, a, lda, astride, x, n, xstride, batch);
   }
@@ -428,10 +459,10 @@ tri_inv(const la *L, int upper, int unit, uint64_t n, mat a, uint64_t lda, uint6
   size_t max = kiln__launch_pow2_local(L->ctx, k);
   if (local > max)
     local = max;
-  if (n > local)
+  if (N > local)
     return kiln__fail(KILN_ERR_INTERNAL, L->op, 0,
                       "tri_inv: a %llu x %llu block needs %llu lanes, the kernel takes %zu",
-                      (unsigned long long)n, (unsigned long long)n, (unsigned long long)n, local);
+                      (unsigned long long)n, (unsigned long long)n, (unsigned long long)N, local);
   kiln__args args = kiln__args_begin(L->op, k);
   args_mat(&args, a);
   kiln__args_u64(&args, astride);
@@ -442,8 +473,9 @@ tri_inv(const la *L, int upper, int unit, uint64_t n, mat a, uint64_t lda, uint6
   kiln__args_u32(&args, (uint32_t)unit);
   args_mat(&args, x);
   kiln__args_u64(&args, xstride);
-  kiln__args_local(&args, n * (n | 1) * L->ts);
-  kiln__args_local(&args, local * L->ts);
+  kiln__args_u32(&args, (uint32_t)N);
+  kiln__args_local(&args, N * (N | 1) * L->ts);
+  kiln__args_local(&args, N * N / 4 * L->ts);
   return kiln__args_enqueue_1d(&args, L->ctx, (size_t)batch * local, local);
 }
 
@@ -465,7 +497,7 @@ tri_blocked(const la *L, int upper, int trans, int unit, uint64_t n, uint64_t nr
   /* c128's 64 x 65 block (66 KB) does not fit 48 KiB of local memory, where tri_inv would fall
    * back to trsm_cols: halve the block until it fits */
   uint64_t nb = TRSM_NB;
-  while (nb > 16 && (nb * (nb | 1) + 256) * L->ts > L->ctx->info.local_mem_bytes)
+  while (nb > 16 && tri_inv_local(L, nb) > L->ctx->info.local_mem_bytes)
     nb /= 2;
   uint64_t nblk = (n + nb - 1) / nb, full = n / nb;
   kiln_tensor *inv = NULL, *w = NULL;
@@ -479,20 +511,40 @@ tri_blocked(const la *L, int upper, int trans, int unit, uint64_t n, uint64_t nr
   if (s == KILN_OK && rest)
     s = tri_inv(L, upper, unit, rest, at(a, full * nb * (lda + 1)), lda, 0, at(di, full * nb * nb),
                 0, 1);
-  /* op(A) lower: forward substitution, else backward */
+  /* op(A) lower: forward substitution, else backward. Two levels for many right-hand sides
+   * (L->solve_large): outer blocks of q inner ones, the inner steps updating only their outer
+   * block's rows, then one update q nb deep of the rows left, on the large GEMM kernel */
   int fwd = upper == (trans != 0);
-  for (uint64_t st = 0; s == KILN_OK && st < nblk; st++) {
-    uint64_t i = fwd ? st : nblk - 1 - st, r0 = i * nb, ib = n - r0 < nb ? n - r0 : nb;
-    mat bi = at(b, r0 * ldb);
-    s = copy_rect(L, bi, ldb, wk, nrhs, ib, nrhs);
-    if (s == KILN_OK)
-      s = gemm_g(L, trans, 0, ib, nrhs, ib, 1.0, at(di, i * nb * nb), ib, wk, nrhs, 0.0, bi, ldb);
-    /* the rows of op(A) in the other blocks times X_i: op(A)[R, C] = A[C, R]^T when trans */
-    uint64_t r1 = r0 + ib, rs = fwd ? r1 : 0, rn = fwd ? n - r1 : r0;
+  uint64_t q = nblk;
+  la Lo = *L;
+  if (L->solve_large && L->solve_nb >= 2 * nb && nrhs >= L->solve_nb && n >= 2 * L->solve_nb) {
+    q = L->solve_nb / nb;
+    Lo.large = L->solve_large;
+  }
+  uint64_t nout = (nblk + q - 1) / q;
+  for (uint64_t so = 0; s == KILN_OK && so < nout; so++) {
+    uint64_t o = fwd ? so : nout - 1 - so, i0 = o * q, i1 = i0 + q < nblk ? i0 + q : nblk;
+    uint64_t R0 = i0 * nb, R1 = i1 * nb < n ? i1 * nb : n;
+    for (uint64_t st = 0; s == KILN_OK && st < i1 - i0; st++) {
+      uint64_t i = fwd ? i0 + st : i1 - 1 - st, r0 = i * nb, ib = n - r0 < nb ? n - r0 : nb;
+      mat bi = at(b, r0 * ldb);
+      s = copy_rect(L, bi, ldb, wk, nrhs, ib, nrhs);
+      if (s == KILN_OK)
+        s = gemm_g(L, trans, 0, ib, nrhs, ib, 1.0, at(di, i * nb * nb), ib, wk, nrhs, 0.0, bi, ldb);
+      /* the rows of op(A) in the outer block's other inner blocks times X_i: op(A)[R, C] =
+       * A[C, R]^T when trans */
+      uint64_t r1 = r0 + ib, rs = fwd ? r1 : R0, rn = fwd ? R1 - r1 : r0 - R0;
+      if (s == KILN_OK && rn)
+        s = gemm_g(L, trans, 0, rn, nrhs, ib, -1.0,
+                   trans ? at(a, r0 * lda + rs) : at(a, rs * lda + r0), lda, bi, ldb, 1.0,
+                   at(b, rs * ldb), ldb);
+    }
+    /* the rows outside the outer block not yet solved, times its X */
+    uint64_t rs = fwd ? R1 : 0, rn = fwd ? n - R1 : R0;
     if (s == KILN_OK && rn)
-      s = gemm_g(L, trans, 0, rn, nrhs, ib, -1.0,
-                 trans ? at(a, r0 * lda + rs) : at(a, rs * lda + r0), lda, bi, ldb, 1.0,
-                 at(b, rs * ldb), ldb);
+      s = gemm_g(&Lo, trans, 0, rn, nrhs, R1 - R0, -1.0,
+                 trans ? at(a, R0 * lda + rs) : at(a, rs * lda + R0), lda, at(b, R0 * ldb), ldb,
+                 1.0, at(b, rs * ldb), ldb);
   }
   kiln_tensor_release(inv);
   kiln_tensor_release(w);
@@ -743,7 +795,8 @@ syrk_sub(const la *L, int upper, uint64_t n, uint64_t k, mat a, uint64_t lda, ma
 
 /*
  * Row interchanges k1 .. k2-1 of piv on ncols columns of batch matrices (row stride lda),
- * skipping sw columns from column s0 on (laswp_skip).
+ * skipping sw columns from column s0 on (laswp_skip): launches of at most KILN__LASWP_K
+ * interchanges, in the order they apply (from k2 down when reverse).
  */
 static kiln_status
 laswp_skip(const la *L, mat a, uint64_t astride, uint64_t lda, uint64_t ncols, mat piv,
@@ -754,19 +807,38 @@ laswp_skip(const la *L, mat a, uint64_t astride, uint64_t lda, uint64_t ncols, m
     return KILN_OK;
   cl_kernel k;
   KILN_TRY(kern(L, "laswp", &k));
-  kiln__args args = kiln__args_begin(L->op, k);
-  args_mat(&args, a);
-  kiln__args_u64(&args, astride);
-  kiln__args_u64(&args, lda);
-  kiln__args_u32(&args, (uint32_t)ncols);
-  args_mat(&args, piv);
-  kiln__args_u64(&args, pstride);
-  kiln__args_u32(&args, (uint32_t)k1);
-  kiln__args_u32(&args, (uint32_t)k2);
-  kiln__args_u32(&args, (uint32_t)reverse);
-  kiln__args_u32(&args, (uint32_t)s0);
-  kiln__args_u32(&args, (uint32_t)sw);
-  return enqueue2(&args, L, ncols, batch);
+  size_t lsz = kiln__launch_pow2_local(L->ctx, k);
+  lsz = lsz < 256 ? lsz : 256;
+  if (lsz < KILN__LASWP_CW)
+    return kiln__fail(KILN_ERR_UNSUPPORTED, L->op, 0,
+                      "laswp: the device runs %zu lanes a work-group, it needs %d", lsz,
+                      KILN__LASWP_CW);
+  const uint64_t K = KILN__LASWP_K;
+  for (uint64_t c = 0; c < k2 - k1; c += K) {
+    const uint64_t n = k2 - k1 - c < K ? k2 - k1 - c : K;
+    const uint64_t lo = reverse ? k2 - c - n : k1 + c;
+    kiln__args args = kiln__args_begin(L->op, k);
+    args_mat(&args, a);
+    kiln__args_u64(&args, astride);
+    kiln__args_u64(&args, lda);
+    kiln__args_u32(&args, (uint32_t)ncols);
+    args_mat(&args, piv);
+    kiln__args_u64(&args, pstride);
+    kiln__args_u32(&args, (uint32_t)lo);
+    kiln__args_u32(&args, (uint32_t)(lo + n));
+    kiln__args_u32(&args, (uint32_t)reverse);
+    kiln__args_u32(&args, (uint32_t)s0);
+    kiln__args_u32(&args, (uint32_t)sw);
+    kiln__args_local(&args, K * sizeof(cl_int));
+    kiln__args_local(&args, K * sizeof(cl_int));
+    kiln__args_local(&args, 2 * K * sizeof(cl_int));
+    kiln__args_local(&args, 2 * K * sizeof(cl_int));
+    kiln__args_local(&args, sizeof(cl_int));
+    kiln__args_local(&args, 2 * K * KILN__LASWP_CW * L->ts);
+    uint64_t groups = (ncols + KILN__LASWP_CW - 1) / KILN__LASWP_CW;
+    KILN_TRY(enqueue2l(&args, L, groups * lsz, batch, lsz, 1));
+  }
+  return KILN_OK;
 }
 
 /* Row interchanges k1 .. k2-1 of piv on ncols columns of batch matrices (row stride lda). */

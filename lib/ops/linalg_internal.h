@@ -21,6 +21,13 @@
  * 7.31 with 64-column steps on gemm_tile (docs/linalg.md, "Two levels").
  */
 #define KILN__LINALG_CHOL_NB_GPU 256
+/*
+ * The blocked triangular solves' outer block where the large GEMM kernel takes their updates (the
+ * GPU rule, or the linalg family's gemm=3), with at least this many right-hand sides and twice
+ * as many rows: 64-row steps inside each block of this many rows, then one update this deep of
+ * the rows below (inv's solves with n right-hand sides).
+ */
+#define KILN__LINALG_SOLVE_NB_GPU 256
 
 /*
  * Widest LU panel that one work-group (lu_panel) factors on GPUs; wider panels split in
@@ -109,6 +116,11 @@ typedef struct kiln__linalg_params {
 #define KILN__LINALG_RULE_PWG_GPU 1024
 #define KILN__LINALG_RULE_PWG_CPU 1
 #define KILN__LINALG_GRID_W 64
+
+/* laswp's interchanges per launch and columns per work-group (LASWP_K, LASWP_CW in
+ * cl_kernels/linalg.cl) */
+#define KILN__LASWP_K 64
+#define KILN__LASWP_CW 16
 
 /*
  * The most work-groups the grid panel kernels (lu_panel_grid, qr_panel_grid) take for pwg on
@@ -254,6 +266,8 @@ uint32_t kiln__linalg_gemm_of(const kiln_context *ctx, uint32_t gemm);
 uint32_t kiln__linalg_large_bit(const kiln_context *ctx, kiln_dtype dt, uint32_t gemm);
 /* Test hook: v >= 0 replaces KILN__LINALG_LARGE_MIN; -1 restores it. */
 void kiln__linalg_test_large_min(long long v);
+/* Test hook: v > 0 replaces KILN__LINALG_SOLVE_NB_GPU (a multiple of 64); -1 restores it. */
+void kiln__linalg_test_solve_nb(long long v);
 
 /* Test hook: gemm >= 0 forces the GEMM (enum kiln__linalg_gemm) of LU, Cholesky and their
  * solves; -1 restores the tuner's choice. */

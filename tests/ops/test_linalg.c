@@ -471,6 +471,63 @@ solve_case(kiln_dtype dt, size_t batch, size_t n, size_t k, int vec, const doubl
   kiln_tensor_release(x2);
 }
 
+/*
+ * lu_solve's row interchanges on their own: with the unit LU (L = U = I) the solution is B with
+ * the pivots' swaps applied in order (NO_TRANS) or in reverse (TRANS). The pivots are arbitrary
+ * (rows above the diagonal, the same row picked again and again), n spans several of laswp's
+ * 64-interchange launches and k more and fewer columns than its work-groups.
+ */
+static void
+pivot_case(kiln_dtype dt, size_t batch, size_t n, size_t k)
+{
+  int64_t as[3] = {(int64_t)batch, (int64_t)n, (int64_t)n},
+          bs[3] = {(int64_t)batch, (int64_t)n, (int64_t)k}, ps[2] = {(int64_t)batch, (int64_t)n};
+  double *eye = calloc(batch * n * n + 1, 8), *b = rand_mat(batch * n * k, -1, 1);
+  int32_t *pv = malloc((batch * n + 1) * 4);
+  for (size_t i = 0; i < batch; i++)
+    for (size_t j = 0; j < n; j++) {
+      eye[i * n * n + j * n + j] = 1;
+      /* a third repeat row 3 or the last row, the rest anywhere */
+      uint32_t r = (uint32_t)(urand(0, 3));
+      pv[i * n + j] = (int32_t)(r == 0   ? (n > 3 ? 4 : 1)
+                                : r == 1 ? n
+                                         : 1 + (size_t)urand(0, (double)n - 0.5));
+    }
+  kiln_tensor *lu = up(dt, 3, as, eye), *tb = up(dt, 3, bs, b), *piv = NULL, *x = NULL;
+  KOK(kiln_tensor_from_host(harness_ctx(), KILN_I32, 2, ps, pv, &piv));
+  for (int tr = 0; tr < 2; tr++) {
+    KOK(kiln_linalg_lu_solve(harness_ctx(), lu, piv, tb, tr ? KILN_TRANS : KILN_NO_TRANS, &x));
+    double *hx = down(x), *want = malloc((batch * n * k + 1) * 8);
+    memcpy(want, b, batch * n * k * 8);
+    for (size_t i = 0; i < batch; i++)
+      for (size_t t = 0; t < n; t++) {
+        size_t j = tr ? n - 1 - t : t, q = (size_t)pv[i * n + j] - 1;
+        for (size_t c = 0; c < k; c++) {
+          double *w = want + i * n * k;
+          double v = w[j * k + c];
+          w[j * k + c] = w[q * k + c];
+          w[q * k + c] = v;
+        }
+      }
+    size_t bad = 0;
+    for (size_t e = 0; e < batch * n * k; e++)
+      bad += hx[e] != want[e];
+    EXPECT(bad == 0,
+           "%s lu_solve pivots only, trans %d, batch %zu n %zu k %zu: %zu elements moved wrong",
+           kiln_dtype_name(dt), tr, batch, n, k, bad);
+    free(hx);
+    free(want);
+    kiln_tensor_release(x);
+    x = NULL;
+  }
+  free(eye);
+  free(b);
+  free(pv);
+  kiln_tensor_release(lu);
+  kiln_tensor_release(tb);
+  kiln_tensor_release(piv);
+}
+
 START_TEST(solve_and_lu_solve)
 {
   FOR_DTYPES(dt)
@@ -482,6 +539,8 @@ START_TEST(solve_and_lu_solve)
     solve_case(dt, 1, 67, 3, 0, NULL);
     solve_case(dt, 1, 67, 1, 1, NULL);
     solve_case(dt, 2, 0, 3, 0, NULL);
+    pivot_case(dt, 2, 150, 5);
+    pivot_case(dt, 1, 67, 20);
     double *h = hilbert(8);
     solve_case(dt, 1, 8, 2, 0, h);
     free(h);
@@ -1332,6 +1391,15 @@ START_TEST(large_gemm_updates)
     chol_case(dt, 1, 300);
   }
   set_hook(-1, -1, -1, -1);
+  /* the solves' two levels: outer blocks of 128 rows (two 64-row steps, the last block
+   * partial), then the rows below updated 128 deep, both directions and transposes */
+  kiln__linalg_test_solve_nb(128);
+  FOR_DTYPES(dt)
+  {
+    inv_case(dt, 1, 300);
+    solve_case(dt, 1, 300, 130, 0, NULL);
+  }
+  kiln__linalg_test_solve_nb(-1);
   kiln__linalg_spectral_test_set(16, -1, 3);
   FOR_DTYPES(dt)
   {
