@@ -17,7 +17,7 @@
  *     and jb T.
  *   qr_larft_l(same arguments, tl)   the same with T built in local memory tl (jb * jb T).
  *   qr_panel_grid(a, aoff, lda, m, ncols, tau, toff, nk, sbase, x, with_t, t, tof, xs, rm,
- *     rv, rc, re, tg)   the same over G work-groups of Q * 64 lanes, and optionally the
+ *     rv, rc, re, tg, ra)   the same over G work-groups of Q * 64 lanes, and optionally the
  *     block reflector's T (real dtypes; see its comment).
  *   qr_vcopy(a, aoff, lda, rows, jb, v, voff)   global (jb, rows): V (rows x jb, row stride
  *     jb) with the panel's reflectors, its unit diagonal and zeros above.
@@ -168,7 +168,7 @@ kernel void qr_panel(global T *a, ulong aoff, ulong lda, uint m, uint j0, uint j
  * one group per compute unit; CPUs and the simulator run one group). Local memory: xs (x,
  * 2 Q QRG_R T: both parities, so that a column needs no barrier after its update), rm (Q T:
  * the row sets' max |x|), rv and rc (Q QRG_W T: partial sums, then totals), re (Q int:
- * exponents), tg (QRG_W^2 T, with_t only). The rows past m are zero; tau[toff + j]; with_t:
+ * exponents), tg (QRG_W^2 T, with_t only), ra (QRG_W T: row j). The rows past m are zero; tau[toff + j]; with_t:
  * T (ncols x ncols, row-major, zero below the diagonal) at t + tof. Real dtypes only.
  */
 #define QRG_W 64
@@ -193,7 +193,7 @@ kernel void qr_panel(global T *a, ulong aoff, ulong lda, uint m, uint j0, uint j
 kernel void qr_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols, global T *tau,
                           ulong toff, uint nk, ulong sbase, volatile global ulong2 *x,
                           uint with_t, global T *t, ulong tof, local T *xs, local T *rm,
-                          local T *rv, local T *rc, local int *re, local T *tg)
+                          local T *rv, local T *rc, local int *re, local T *tg, local T *ra)
 {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
   const uint g = get_group_id(0), G = get_num_groups(0);
@@ -261,41 +261,54 @@ kernel void qr_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
     /* (the group's own entries are read below: a CPU runs its lanes one after another
      * between barriers) */
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-    /* this lane's share of the groups (h = q mod Q): their partial sums rescaled to the
-     * largest exponent as they come (squares by its square); row j's alpha and a_jc */
-    ulong2 ea, ec = (ulong2)(0ul, stamp << 12);
-    do
-      ea = xe[(ulong)G * QRG_W + j];
-    while (ea.y >> 12 != stamp);
-    if (mine)
-      do
-        ec = xe[(ulong)G * QRG_W + c];
-      while (ec.y >> 12 != stamp);
-    const T alpha = LA_VAL(ea.x), ajc = LA_VAL(ec.x);
+    /* row j (a_jc) by the first row set only, into local memory (every lane of every group
+     * polling the same entries queued on them in the L2); this lane's share of the groups
+     * (h = q mod Q), four loads in flight before any is waited for: their partial sums
+     * rescaled to the largest exponent as they come (squares by its square) */
+    const ulong2 none = (ulong2)(0ul, stamp << 12);
+    ulong2 ec = q == 0 && mine ? xe[(ulong)G * QRG_W + c] : none;
     int eq = QRG_NONE;
     T tot = (T)0;
     const int sq = c == j ? 2 : 1;
+#define QRG_WAIT(e, h)                                                                        \
+  while (e.y >> 12 != stamp)                                                                  \
+    e = xe[(ulong)(h)*QRG_W + c];
+#define QRG_ACC(e)                                                                            \
+  {                                                                                           \
+    const int eh = (int)(e.y & 0xfffu);                                                       \
+    const T p = LA_VAL(e.x);                                                                  \
+    if (eh != 0 && eh - 2048 > eq) {                                                          \
+      tot = eq == QRG_NONE ? p : tot * QRG_POW2(sq * (eq - (eh - 2048))) + p;                 \
+      eq = eh - 2048;                                                                         \
+    } else if (eh != 0) {                                                                     \
+      tot += p * QRG_POW2(sq * (eh - 2048 - eq));                                             \
+    }                                                                                         \
+  }
     if (mine)
-      for (uint h = q; h < G; h += Q) {
-        ulong2 e;
-        do
-          e = xe[(ulong)h * QRG_W + c];
-        while (e.y >> 12 != stamp);
-        const int eh = (int)(e.y & 0xfffu);
-        if (eh == 0)
-          continue;
-        const T p = LA_VAL(e.x);
-        if (eh - 2048 > eq) {
-          tot = eq == QRG_NONE ? p : tot * QRG_POW2(sq * (eq - (eh - 2048))) + p;
-          eq = eh - 2048;
-        } else {
-          tot += p * QRG_POW2(sq * (eh - 2048 - eq));
-        }
+      for (uint h = q; h < G; h += 4 * Q) {
+        const uint h1 = h + Q, h2 = h + 2 * Q, h3 = h + 3 * Q;
+        ulong2 e0 = xe[(ulong)h * QRG_W + c];
+        ulong2 e1 = h1 < G ? xe[(ulong)h1 * QRG_W + c] : none;
+        ulong2 e2 = h2 < G ? xe[(ulong)h2 * QRG_W + c] : none;
+        ulong2 e3 = h3 < G ? xe[(ulong)h3 * QRG_W + c] : none;
+        QRG_WAIT(e0, h)
+        QRG_WAIT(e1, h1)
+        QRG_WAIT(e2, h2)
+        QRG_WAIT(e3, h3)
+        QRG_ACC(e0)
+        QRG_ACC(e1)
+        QRG_ACC(e2)
+        QRG_ACC(e3)
       }
+    if (q == 0 && mine) {
+      QRG_WAIT(ec, G)
+      ra[c] = LA_VAL(ec.x);
+    }
     rc[q * QRG_W + c] = tot;
     if (c == 0)
       re[q] = eq;
     barrier(CLK_LOCAL_MEM_FENCE);
+    const T alpha = ra[j], ajc = mine ? ra[c] : (T)0;
     int E = QRG_NONE;
     for (uint h = 0; h < Q; h++)
       E = max(E, re[h]);

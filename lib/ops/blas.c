@@ -268,15 +268,16 @@ kiln_status
 kiln__gemm_large_views(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int tb, uint64_t m,
                        uint64_t n, uint64_t k, double alpha, cl_mem a, uint64_t aoff, uint64_t lda,
                        cl_mem b, uint64_t boff, uint64_t ldb, double beta, cl_mem c, uint64_t coff,
-                       uint64_t ldc, uint32_t tri)
+                       uint64_t ldc, uint32_t tri, uint64_t batch, uint64_t sa, uint64_t sb,
+                       uint64_t sc)
 {
   KILN__ASSERT_LOCKED(ctx);
   struct kiln__gemm_large p;
-  KILN_TRY(kiln__gemm_large_params(op, ctx, dt, m, n, 1, &p));
+  KILN_TRY(kiln__gemm_large_params(op, ctx, dt, m, n, batch, &p));
   const struct mat am = {a, aoff, lda, ta}, bm = {b, boff, ldb, tb}, cm = {c, coff, ldc, 0};
   atomic_fetch_add(&routed[2], 1);
-  return large_gemm(op, ctx, dt, &p, m, n, k, real_scalar(alpha), real_scalar(beta), &am, 0, &bm, 0,
-                    &cm, 0, 1, tri);
+  return large_gemm(op, ctx, dt, &p, m, n, k, real_scalar(alpha), real_scalar(beta), &am, sa, &bm,
+                    sb, &cm, sc, batch, tri);
 }
 
 /* ---- validation helpers ---- */

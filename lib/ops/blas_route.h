@@ -79,9 +79,9 @@ kiln_status kiln__gemm_large_params(const char *op, const kiln_context *ctx, kil
 int kiln__gemm_large_ok(const kiln_context *ctx, kiln_dtype dt);
 
 /*
- * C = alpha op(A) op(B) + beta C on the large kernel for one product over raw buffers (element
- * offsets, row-major leading dimensions, ta/tb 0 or 1), f32/f64, k > 0, for the linalg
- * family's updates; tri 1 writes only j <= i of C and 2 only j >= i (tiles wholly outside are
+ * C = alpha op(A) op(B) + beta C on the large kernel for batch products over raw buffers
+ * (element offsets, row-major leading dimensions, the batch's element strides sa, sb, sc; ta/tb
+ * 0 or 1), f32/f64, k > 0, for the linalg family's updates; tri 1 writes only j <= i of C and 2 only j >= i (tiles wholly outside are
  * skipped). beta 0 never reads C. ctx->lock held. KILN_ERR_UNSUPPORTED where the kernel does
  * not run on the device (the caller takes another GEMM), else the launch's status.
  */
@@ -89,7 +89,8 @@ kiln_status kiln__gemm_large_views(const char *op, kiln_context *ctx, kiln_dtype
                                    uint64_t m, uint64_t n, uint64_t k, double alpha, cl_mem a,
                                    uint64_t aoff, uint64_t lda, cl_mem b, uint64_t boff,
                                    uint64_t ldb, double beta, cl_mem c, uint64_t coff, uint64_t ldc,
-                                   uint32_t tri);
+                                   uint32_t tri, uint64_t batch, uint64_t sa, uint64_t sb,
+                                   uint64_t sc);
 
 /*
  * Launch geometry the BLAS kernels are built for: the GEMM tile edge

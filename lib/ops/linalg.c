@@ -108,6 +108,13 @@ kiln__linalg_test_large_min(long long v)
   atomic_store(&hook_large_min, v);
 }
 
+uint64_t
+kiln__linalg_large_min(void)
+{
+  long long hl = atomic_load(&hook_large_min);
+  return hl >= 0 ? (uint64_t)hl : KILN__LINALG_LARGE_MIN;
+}
+
 void
 kiln__linalg_test_solve_nb(long long v)
 {
@@ -661,16 +668,15 @@ kiln__linalg_tile_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_
 {
   if (m == 0 || n == 0 || batch == 0)
     return KILN_OK;
-  long long hl = atomic_load(&hook_large_min);
-  uint64_t lmin = hl >= 0 ? (uint64_t)hl : KILN__LINALG_LARGE_MIN;
+  uint64_t lmin = kiln__linalg_large_min();
   /* op(A) is row-major with row stride ars (acs 1) or its transpose (ars 1), and so on */
   int ta = acs != 1, tb = bcs != 1;
-  if ((tri_part & KILN__LINALG_TILE_LARGE) && batch == 1 && k > 0 && m >= lmin && n >= lmin &&
+  if ((tri_part & KILN__LINALG_TILE_LARGE) && k > 0 && m >= lmin && n >= lmin &&
       (ta ? ars == 1 && acs >= m : ars >= k) && (tb ? brs == 1 && bcs >= k : brs >= n) &&
       ccs == 1 && crs >= n) {
-    kiln_status s = kiln__gemm_large_views(op, ctx, dt, ta, tb, m, n, k, alpha, a, aoff,
-                                           ta ? acs : ars, b, boff, tb ? bcs : brs,
-                                           overwrite ? 0.0 : 1.0, c, coff, crs, tri_part & 3u);
+    kiln_status s = kiln__gemm_large_views(
+        op, ctx, dt, ta, tb, m, n, k, alpha, a, aoff, ta ? acs : ars, b, boff, tb ? bcs : brs,
+        overwrite ? 0.0 : 1.0, c, coff, crs, tri_part & 3u, batch, az, bz, cz);
     if (s != KILN_ERR_UNSUPPORTED)
       return s;
   }

@@ -266,6 +266,8 @@ uint32_t kiln__linalg_gemm_of(const kiln_context *ctx, uint32_t gemm);
 uint32_t kiln__linalg_large_bit(const kiln_context *ctx, kiln_dtype dt, uint32_t gemm);
 /* Test hook: v >= 0 replaces KILN__LINALG_LARGE_MIN; -1 restores it. */
 void kiln__linalg_test_large_min(long long v);
+/* KILN__LINALG_LARGE_MIN, or the test hook's value. */
+uint64_t kiln__linalg_large_min(void);
 /* Test hook: v > 0 replaces KILN__LINALG_SOLVE_NB_GPU (a multiple of 64); -1 restores it. */
 void kiln__linalg_test_solve_nb(long long v);
 

@@ -37,7 +37,8 @@
 /* qr_panel reduces this many columns' products at once (QR_CHUNK in cl_kernels/linalg_qr.cl) */
 #define QR_CHUNK 8
 
-static atomic_int hook_nb = -1, hook_own = -1, hook_mrrr = -1, hook_leaf = -1, hook_split = -1;
+static atomic_int hook_nb = -1, hook_own = -1, hook_mrrr = -1, hook_leaf = -1, hook_split = -1,
+                  hook_nb2 = -1;
 
 void
 kiln__linalg_spectral_test_split(int parts)
@@ -66,11 +67,19 @@ kiln__linalg_spectral_test_set(int nb, int own, int leaf)
   atomic_store(&hook_leaf, leaf);
 }
 
+void
+kiln__linalg_spectral_test_nb2(int nb2)
+{
+  atomic_store(&hook_nb2, nb2);
+}
+
 kiln__lsp
 kiln__lsp_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
 {
   size_t nd = a->shape.ndim;
   uint64_t elems = (uint64_t)a->shape.dims[nd - 1] * (uint64_t)a->shape.dims[nd - 2];
+  int64_t d1 = a->shape.dims[nd - 1], d2 = a->shape.dims[nd - 2];
+  uint64_t mn_min = (uint64_t)(d1 < d2 ? d1 : d2);
   kiln__linalg_params p;
   kiln__linalg_choose(op, ctx, a->dtype, elems, &p);
   kiln__ctx_lock(ctx);
@@ -101,6 +110,18 @@ kiln__lsp_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
            : p.leaf            ? p.leaf
                                : KILN__LSP_LEAF_GPU;
   L.pwg = p.pwg ? p.pwg : ctx->info.is_gpu ? KILN__LINALG_RULE_PWG_GPU : KILN__LINALG_RULE_PWG_CPU;
+  /* two levels: the GPU rule where the large kernel runs, or the test hook */
+  L.nb2 = L.nb;
+  L.large2 = L.large;
+  int h2 = atomic_load(&hook_nb2);
+  uint32_t lb = kiln__linalg_large_bit(ctx, dt, KILN__LINALG_GEMM_LARGE);
+  if (h2 > 0 && (uint64_t)h2 > L.nb && (uint64_t)h2 % L.nb == 0 && !L.host) {
+    L.nb2 = (uint64_t)h2;
+  } else if (h2 <= 0 && !L.host && L.tile && ctx->info.is_gpu && !p.gemm && !p.nb && h <= 0 && lb &&
+             KILN__LSP_NB2_GPU % L.nb == 0 && mn_min >= KILN__LSP_NB2_MIN) {
+    L.nb2 = KILN__LSP_NB2_GPU;
+    L.large2 = lb;
+  }
   return L;
 }
 
@@ -213,16 +234,20 @@ kiln_status
 kiln__lsp_ws_make(const kiln__lsp *L, uint64_t m, uint64_t ncols, kiln__lsp_ws *ws)
 {
   memset(ws, 0, sizeof *ws);
-  uint64_t nb = L->nb, wn = (ncols ? ncols : 1) * nb;
-  kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, (m ? m : 1) * nb, &ws->v);
+  uint64_t nb = L->nb, nb2 = L->nb2, wn = (ncols ? ncols : 1) * nb2;
+  kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, (m ? m : 1) * nb2, &ws->v);
   if (s == KILN_OK)
-    s = kiln__ops_scratch(L->op, L->ctx, L->dt, nb * nb, &ws->g);
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, nb2 * nb2, &ws->g);
   if (s == KILN_OK)
     s = kiln__ops_scratch(L->op, L->ctx, L->dt, nb * nb, &ws->t);
   if (s == KILN_OK)
     s = kiln__ops_scratch(L->op, L->ctx, L->dt, wn, &ws->w);
   if (s == KILN_OK)
     s = kiln__ops_scratch(L->op, L->ctx, L->dt, wn, &ws->w2);
+  if (s == KILN_OK && nb2 > nb)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, nb2 * nb2, &ws->tb);
+  if (s == KILN_OK && nb2 > nb)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, nb2 * nb, &ws->y);
   if (s != KILN_OK)
     kiln__lsp_ws_release(ws);
   return s;
@@ -238,6 +263,8 @@ kiln__lsp_ws_release(kiln__lsp_ws *ws)
   kiln_tensor_release(ws->w2);
   kiln_tensor_release(ws->gx);
   kiln_tensor_release(ws->ts);
+  kiln_tensor_release(ws->tb);
+  kiln_tensor_release(ws->y);
   memset(ws, 0, sizeof *ws);
 }
 
@@ -386,6 +413,15 @@ vt_c(const kiln__lsp *L, uint64_t rows, uint64_t jb, kiln__lsp_mat v, kiln__lsp_
      uint64_t ncols, kiln__lsp_mat w)
 {
   uint64_t parts = vtc_parts(L, rows, ncols);
+  uint64_t lmin = kiln__linalg_large_min();
+  int large = L->tile && L->large && jb >= lmin && ncols >= lmin;
+  if (large && parts > 1 && atomic_load(&hook_split) <= 0) {
+    /* the large kernel's 128 x 128 tiles: about one group per compute unit in all */
+    uint64_t tiles = (jb + 127) / 128 * ((ncols + 127) / 128), cu = L->ctx->info.compute_units;
+    parts = (cu + tiles - 1) / tiles;
+    if (parts > rows / 256)
+      parts = rows / 256;
+  }
   if (parts <= 1 ||
       (atomic_load(&hook_split) <= 0 && jb * ncols * rows <= kiln__linalg_own_gemm_max()))
     return gemm(L, ct(L), 0, jb, ncols, rows, 1.0, v, c, 0.0, w);
@@ -399,11 +435,12 @@ vt_c(const kiln__lsp *L, uint64_t rows, uint64_t jb, kiln__lsp_mat v, kiln__lsp_
     if (s == KILN_OK)
       s = fill_ones(L, ones->mem, kiln__ops_elem_offset(ones), parts);
     uint64_t po = p ? kiln__ops_elem_offset(p) : 0;
+    /* the outer blocks of a two-level QR take the large kernel (batched as gemm_tile) */
+    uint32_t cj = (ct(L) == 2 ? KILN__LINALG_TILE_CONJ_A : 0u) | (large ? L->large : 0u);
     if (s == KILN_OK)
       s = kiln__linalg_tile_gemm(L->op, L->ctx, L->dt, jb, ncols, mc, 1.0, v.mem, v.off, 1, v.ld,
-                                 c.mem, c.off, c.ld, 1, 1, p->mem, po, ncols, 1,
-                                 ct(L) == 2 ? KILN__LINALG_TILE_CONJ_A : 0u, parts, mc * v.ld,
-                                 mc * c.ld, len);
+                                 c.mem, c.off, c.ld, 1, 1, p->mem, po, ncols, 1, cj, parts,
+                                 mc * v.ld, mc * c.ld, len);
     if (s == KILN_OK)
       s = kiln__linalg_tile_gemm(L->op, L->ctx, L->dt, 1, len, parts, 1.0, ones->mem,
                                  kiln__ops_elem_offset(ones), parts, 1, p->mem, po, len, 1, 1,
@@ -459,16 +496,27 @@ vt_c(const kiln__lsp *L, uint64_t rows, uint64_t jb, kiln__lsp_mat v, kiln__lsp_
  * or Q^H C (trans_t 1: T^H).
  */
 static kiln_status
-block_apply(const kiln__lsp *L, uint64_t rows, uint64_t jb, int trans_t, kiln__lsp_mat c,
-            uint64_t ncols, kiln__lsp_ws *ws)
+block_apply_t(const kiln__lsp *L, uint64_t rows, uint64_t jb, int trans_t, kiln__lsp_mat c,
+              uint64_t ncols, kiln__lsp_mat t, kiln__lsp_ws *ws)
 {
   if (ncols == 0 || rows == 0)
     return KILN_OK;
-  kiln__lsp_mat v = kiln__lsp_tmat(ws->v, jb), t = kiln__lsp_tmat(ws->t, jb);
+  kiln__lsp_mat v = kiln__lsp_tmat(ws->v, jb);
   kiln__lsp_mat w = kiln__lsp_tmat(ws->w, ncols), w2 = kiln__lsp_tmat(ws->w2, ncols);
   KILN_TRY(vt_c(L, rows, jb, v, c, ncols, w));
-  KILN_TRY(gemm(L, trans_t ? ct(L) : 0, 0, jb, ncols, jb, 1.0, t, w, 0.0, w2));
+  /* op(T) W is a short product (jb x ncols, k = jb): gemm_tile's 64 x 64 tiles fill the device
+   * where the large kernel's would not */
+  kiln__lsp Ls = *L;
+  Ls.large = 0;
+  KILN_TRY(gemm(&Ls, trans_t ? ct(L) : 0, 0, jb, ncols, jb, 1.0, t, w, 0.0, w2));
   return gemm(L, 0, 0, rows, ncols, jb, -1.0, v, w2, 1.0, c);
+}
+
+static kiln_status
+block_apply(const kiln__lsp *L, uint64_t rows, uint64_t jb, int trans_t, kiln__lsp_mat c,
+            uint64_t ncols, kiln__lsp_ws *ws)
+{
+  return block_apply_t(L, rows, jb, trans_t, c, ncols, kiln__lsp_tmat(ws->t, jb), ws);
 }
 
 /* The panel kernels of one geqrf: qr_panel, and qr_panel_grid when pwg > 1. */
@@ -482,12 +530,12 @@ typedef struct qr_pan {
   int with_t;    /* whether it builds T (its local memory holds 64 x 64 T) */
 } qr_pan;
 
-/* qr_panel_grid's local memory for groups of `local` lanes: xs, rm, rv, rc, re, tg. */
+/* qr_panel_grid's local memory for groups of `local` lanes: xs, rm, rv, rc, re, tg, ra. */
 static size_t
 qr_grid_local(const kiln__lsp *L, size_t local, int with_t)
 {
   size_t q = local / KILN__LSP_GRID_W, w = KILN__LSP_GRID_W;
-  return (2 * q * KILN__LSP_GRID_R + q + 2 * q * w + (with_t ? w * w : 1)) * L->ts +
+  return (2 * q * KILN__LSP_GRID_R + q + 2 * q * w + (with_t ? w * w : 1) + w) * L->ts +
          q * sizeof(cl_int);
 }
 
@@ -612,6 +660,7 @@ panel_run(const kiln__lsp *L, qr_pan *P, kiln__lsp_mat a, uint64_t rows, uint64_
     kiln__args_local(&args, q * wd * L->ts);
     kiln__args_local(&args, q * sizeof(cl_int));
     kiln__args_local(&args, (with_t ? wd * wd : 1) * L->ts);
+    kiln__args_local(&args, wd * L->ts);
     ws->gstamp += w;
     if (t_done)
       *t_done = with_t;
@@ -765,12 +814,62 @@ geqrf_hybrid(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t n, kiln__
 }
 #endif
 
+/* Copies the jb x jb T of one panel (ws->t, contiguous) into the outer block's T (ws->tb, row
+ * stride JB) at (r, r). */
+static kiln_status
+t_place(const kiln__lsp *L, kiln__lsp_ws *ws, uint64_t JB, uint64_t r, uint64_t jb)
+{
+  uint64_t so = kiln__ops_elem_offset(ws->t), d = kiln__ops_elem_offset(ws->tb) + r * JB + r;
+  size_t src[3] = {(size_t)(so % jb * L->ts), (size_t)(so / jb), 0},
+         dst[3] = {(size_t)(d % JB * L->ts), (size_t)(d / JB), 0},
+         reg[3] = {(size_t)(jb * L->ts), (size_t)jb, 1};
+  cl_int err =
+      clEnqueueCopyBufferRect(L->ctx->queue, ws->t->mem, ws->tb->mem, src, dst, reg,
+                              (size_t)(jb * L->ts), 0, (size_t)(JB * L->ts), 0, 0, NULL, NULL);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueCopyBufferRect (T)");
+}
+
+/*
+ * The outer block's T (ws->tb, JB x JB, the panels' T already on its diagonal, zero below) of
+ * the JB reflectors in ws->v (rows x JB): block column c is -T[0:c, 0:c] (V[:, 0:c]^H V[:, c:])
+ * T_c, LAPACK dlarft's recurrence by blocks (V[:, c:] is zero above row c, so the product runs
+ * over rows c and below).
+ */
+static kiln_status
+t_join(const kiln__lsp *L, uint64_t rows, uint64_t JB, kiln__lsp_ws *ws)
+{
+  kiln__lsp_mat v = kiln__lsp_tmat(ws->v, JB), tb = kiln__lsp_tmat(ws->tb, JB);
+  for (uint64_t c = L->nb; c < JB && c < rows; c += L->nb) {
+    uint64_t jb = JB - c < L->nb ? JB - c : L->nb;
+    kiln__lsp_mat g = kiln__lsp_tmat(ws->g, jb), y = kiln__lsp_tmat(ws->y, jb);
+    KILN_TRY(vt_c(L, rows - c, c, at(v, c, 0), at(v, c, c), jb, g));
+    KILN_TRY(gemm(L, 0, 0, c, jb, jb, 1.0, g, at(tb, c, c), 0.0, y));
+    KILN_TRY(gemm(L, 0, 0, c, jb, c, -1.0, tb, y, 0.0, at(tb, 0, c)));
+  }
+  return KILN_OK;
+}
+
+static kiln_status
+zero_t(const kiln__lsp *L, kiln_tensor *t, uint64_t n)
+{
+  cl_int zero = 0;
+  cl_int err = clEnqueueFillBuffer(L->ctx->queue, t->mem, &zero, sizeof zero, t->offset, n * L->ts,
+                                   0, NULL, NULL);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
+}
+
+/*
+ * Device route: panels of nb columns; with two levels (L->nb2 > nb) each panel updates only
+ * the columns of its outer block of nb2, and the outer block's reflectors then update the
+ * trailing columns at once with its assembled T, on the large GEMM kernel (L->large2).
+ */
 kiln_status
 kiln__lsp_geqrf(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t n, kiln__lsp_mat tau,
                 kiln__lsp_ws *ws)
 {
-  uint64_t k = m < n ? m : n, nb = L->nb;
+  uint64_t k = m < n ? m : n, nb = L->nb, nb2 = L->nb2;
   ws->ts_n = 0;
+  ws->ts_big = 0;
   if (k == 0)
     return KILN_OK;
 #if KILN_HAVE_LAPACKE
@@ -779,43 +878,76 @@ kiln__lsp_geqrf(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t n, kil
 #endif
   qr_pan P;
   KILN_TRY(qr_pan_make(L, ws, &P));
-  if (ws->ts)
+  if (ws->ts) {
     ws->ts_n = n;
+    ws->ts_big = nb2 > nb;
+  }
+  kiln__lsp L2 = *L;
+  L2.large = L->large2;
   kiln_status s = KILN_OK;
-  for (uint64_t j0 = 0; s == KILN_OK && j0 < k; j0 += nb) {
-    uint64_t jb = k - j0 < nb ? k - j0 : nb;
-    kiln__lsp_mat tj = tau;
-    tj.off += j0;
-    int t_done = 0, more = j0 + jb < n;
-    s = panel_run(L, &P, at(a, j0, j0), m - j0, jb, tj, ws, more ? ws->t : NULL, &t_done);
-    if (s == KILN_OK && more) {
+  for (uint64_t J0 = 0; s == KILN_OK && J0 < k; J0 += nb2) {
+    uint64_t JB = k - J0 < nb2 ? k - J0 : nb2, JE = nb2 > nb ? J0 + JB : n;
+    int big = nb2 > nb && (J0 + JB < n || ws->ts);
+    if (big)
+      s = zero_t(L, ws->tb, JB * JB);
+    for (uint64_t j0 = J0; s == KILN_OK && j0 < J0 + JB; j0 += nb) {
+      uint64_t jb = J0 + JB - j0 < nb ? J0 + JB - j0 : nb;
+      kiln__lsp_mat tj = tau;
+      tj.off += j0;
+      int t_done = 0, more = j0 + jb < JE, want_t = more || big;
+      s = panel_run(L, &P, at(a, j0, j0), m - j0, jb, tj, ws, want_t ? ws->t : NULL, &t_done);
+      if (s != KILN_OK || !want_t)
+        continue;
       s = t_done ? block_v(L, at(a, j0, j0), m - j0, jb, ws)
                  : block_vt(L, at(a, j0, j0), m - j0, jb, tj, ws);
-      if (s == KILN_OK && ws->ts)
+      if (s == KILN_OK && ws->ts && !ws->ts_big)
         s = t_copy(L, ws->t, 0, ws->ts, ws->ts_off + j0 * nb, jb);
-      if (s == KILN_OK)
-        s = block_apply(L, m - j0, jb, 1, at(a, j0, j0 + jb), n - j0 - jb, ws);
+      if (s == KILN_OK && big)
+        s = t_place(L, ws, JB, j0 - J0, jb);
+      if (s == KILN_OK && more)
+        s = block_apply(L, m - j0, jb, 1, at(a, j0, j0 + jb), JE - j0 - jb, ws);
     }
+    if (s != KILN_OK || !big)
+      continue;
+    s = block_v(L, at(a, J0, J0), m - J0, JB, ws);
+    if (s == KILN_OK)
+      s = t_join(L, m - J0, JB, ws);
+    if (s == KILN_OK && ws->ts)
+      s = t_copy(L, ws->tb, 0, ws->ts, ws->ts_off + J0 * nb2, JB);
+    if (s == KILN_OK && J0 + JB < n)
+      s = block_apply_t(&L2, m - J0, JB, 1, at(a, J0, J0 + JB), n - J0 - JB,
+                        kiln__lsp_tmat(ws->tb, JB), ws);
   }
   return s;
 }
 
 /* kiln__lsp_ormqr; with identity (trans 0 only), C is the identity and each block touches
  * only its own columns and those right of them (dorgqr): applied last to first, the blocks
- * leave the identity's columns left of j0 zero in rows j0 and below. */
+ * leave the identity's columns left of j0 zero in rows j0 and below. With the outer blocks'
+ * T kept by geqrf (ws->ts_big) the blocks are those, on the large GEMM kernel. */
 static kiln_status
 ormqr_blocks(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t k, kiln__lsp_mat tau,
              int trans, kiln__lsp_mat c, uint64_t ncols, kiln__lsp_ws *ws, int identity)
 {
-  uint64_t nb = L->nb, nblk = (k + nb - 1) / nb;
+  int big = ws->ts && ws->ts_big;
+  uint64_t nb = big ? L->nb2 : L->nb, nblk = (k + nb - 1) / nb;
   if (ncols == 0 || m == 0)
     return KILN_OK;
+  kiln__lsp L2 = *L;
+  L2.large = L->large2;
   /* Q C applies H_0 (H_1 (.. C)): the blocks last to first; Q^T C the other way round. */
   for (uint64_t i = 0; i < nblk; i++) {
     uint64_t blk = trans ? i : nblk - 1 - i, j0 = blk * nb, jb = k - j0 < nb ? k - j0 : nb;
     uint64_t c0 = identity ? j0 : 0;
     kiln__lsp_mat tj = tau;
     tj.off += j0;
+    if (big) {
+      KILN_TRY(block_v(L, at(a, j0, j0), m - j0, jb, ws));
+      KILN_TRY(t_copy(L, ws->ts, ws->ts_off + j0 * nb, ws->tb, 0, jb));
+      KILN_TRY(block_apply_t(&L2, m - j0, jb, trans, at(c, j0, c0), ncols - c0,
+                             kiln__lsp_tmat(ws->tb, jb), ws));
+      continue;
+    }
     if (ws->ts && j0 + jb < ws->ts_n) { /* geqrf's T of this block */
       KILN_TRY(block_v(L, at(a, j0, j0), m - j0, jb, ws));
       KILN_TRY(t_copy(L, ws->ts, ws->ts_off + j0 * nb, ws->t, 0, jb));
@@ -1024,8 +1156,9 @@ kiln_linalg_qr(kiln_context *ctx, const kiln_tensor *a, kiln_qr_mode mode, kiln_
   if (s == KILN_OK && a->numel)
     s = kiln__lsp_ws_make(&L, m, n > qc ? n : qc, &ws);
   /* forming Q reuses geqrf's T of each block: every matrix of the batch alike, so that
-   * batched results stay equal to unbatched ones bit for bit (at most 2 k nb elements each) */
-  uint64_t tsz = (k + L.nb - 1) / L.nb * L.nb * L.nb;
+   * batched results stay equal to unbatched ones bit for bit (at most 2 k nb elements each;
+   * with two levels the outer blocks' T, at most 2 k nb2) */
+  uint64_t tsz = (k + L.nb2 - 1) / L.nb2 * L.nb2 * L.nb2;
   if (s == KILN_OK && a->numel && mode != KILN_QR_R && k > L.nb)
     s = kiln__ops_scratch(op, ctx, a->dtype, batch * tsz, &ws.ts);
   if (s == KILN_OK && a->numel) {

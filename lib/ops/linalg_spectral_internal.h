@@ -14,6 +14,19 @@
  */
 #define KILN__LSP_NB_GPU 64
 #define KILN__LSP_NB_CPU 16
+/*
+ * QR's outer block on GPUs where the large GEMM kernel runs (f32/f64, the linalg family's gemm
+ * and nb left to the rule, device route, KILN__LSP_NB2_MIN rows and columns or more): 64-column
+ * panels update only their 256-column block, then one block reflector 256 deep (its T assembled
+ * from the panels' T by small GEMMs) updates the trailing columns and forms Q on the large
+ * kernel.
+ */
+#define KILN__LSP_NB2_GPU 256
+/*
+ * The two levels from this many rows and columns on: on the H200 (f64) QR with Q of 4096 took
+ * 62.9 ms against 69.8 in one level, of 2048 24.5 against 23.9 (docs/linalg.md).
+ */
+#define KILN__LSP_NB2_MIN 4096
 
 /*
  * Widest QR panel that one work-group (qr_panel) factors on GPUs; wider panels split in
@@ -46,6 +59,9 @@
  * concurrent use.
  */
 void kiln__linalg_spectral_test_set(int nb, int own, int leaf);
+/* Test hook: nb2 > 0 forces QR's outer block (a multiple of the block size; the outer products
+ * take the GEMM the linalg family's gemm picks); -1 restores the rule. */
+void kiln__linalg_spectral_test_nb2(int nb2);
 
 /*
  * Test hook: parts > 0 forces the split of V^T C (the first product of applying a block
@@ -83,6 +99,8 @@ typedef struct kiln__lsp {
   size_t ts;
   int clblast;
   uint64_t nb;
+  uint64_t nb2;   /* outer block of the two-level QR (nb: one level) */
+  uint32_t large2; /* and the large bit of its outer products */
   uint64_t leaf;  /* widest panel qr_panel factors without recursing */
   int host;       /* QR panels on the host (the linalg family's HOST route) */
   int tile;       /* every GEMM on kiln's gemm_tile (the linalg family's gemm = TILE or LARGE) */
@@ -111,14 +129,17 @@ kiln__lsp_mat kiln__lsp_tmat(const kiln_tensor *t, uint64_t ld);
  */
 typedef struct kiln__lsp_ws {
   kiln_tensor *v, *g, *t, *w, *w2, *gx;
+  kiln_tensor *tb, *y; /* two levels: the outer block's T (nb2 x nb2) and a product (nb2 x nb) */
   uint64_t gstamp;
   /* When the caller makes ts, kiln__lsp_geqrf on the device keeps there, from element
    * ts_off on (one nb x nb after the other), the T of each block it computes one for (every
    * block but a last one that reaches column n, n kept in ts_n), and kiln__lsp_orgqr/ormqr of
    * the same factors (ts_off set back to the same matrix's) take those instead of computing
-   * them again (V^T V and qr_larft per block). */
+   * them again (V^T V and qr_larft per block). With two levels (nb2 > nb) it keeps the T of
+   * every outer block instead, nb2 x nb2 each, and ts_big is set. */
   kiln_tensor *ts;
   uint64_t ts_off, ts_n;
+  int ts_big;
 } kiln__lsp_ws;
 
 kiln_status kiln__lsp_ws_make(const kiln__lsp *L, uint64_t m, uint64_t ncols, kiln__lsp_ws *ws);

@@ -1405,6 +1405,15 @@ START_TEST(large_gemm_updates)
   {
     qr_tile_case(dt, 150, 70, 0);
   }
+  /* QR in two levels: 64-column outer blocks of 16-column panels, their T assembled, the
+   * outer products on the large kernel */
+  kiln__linalg_spectral_test_nb2(64);
+  FOR_DTYPES(dt)
+  {
+    qr_tile_case(dt, 150, 70, 3); /* V^T C in three row chunks, each on the large kernel */
+    qr_tile_case(dt, 70, 150, 0);
+  }
+  kiln__linalg_spectral_test_nb2(-1);
   kiln__linalg_spectral_test_set(-1, -1, -1);
   hook_route = -1;
   ck_assert_uint_gt(kiln__blas_test_large_calls(), calls);

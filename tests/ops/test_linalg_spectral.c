@@ -353,6 +353,40 @@ qr_bitwise(kiln_dtype dt, size_t m, size_t n)
   }
 }
 
+static void lstsq_case(kiln_dtype dt, size_t m, size_t n, size_t k, size_t rank);
+
+/*
+ * Two-level QR (outer blocks of four panels: each panel updates only its outer block, whose
+ * assembled T then updates the columns right of it and forms Q): square, tall, wide, the last
+ * outer block cut short, batched equal to unbatched bitwise, and lstsq (Q^T B one block at a
+ * time from the two-level factors). The GEMM routes of route_for (kiln's kernels for f32,
+ * CLBlast for f64).
+ */
+START_TEST(qr_two_level)
+{
+  kiln__linalg_test_route(KILN__LINALG_ROUTE_DEVICE);
+  int small = harness_small();
+  hook_nb = small ? 4 : 16;
+  kiln__linalg_spectral_test_nb2(4 * hook_nb);
+  FOR_DTYPES(dt)
+  {
+    if (small) {
+      qr_case(dt, 1, 21, 19, NULL);
+      continue;
+    }
+    qr_case(dt, 1, 70, 70, NULL);
+    qr_case(dt, 1, 150, 70, NULL);
+    qr_case(dt, 1, 70, 150, NULL);
+    qr_case(dt, 2, 97, 61, NULL);
+    qr_bitwise(dt, 130, 70);
+    lstsq_case(dt, 150, 70, 3, 70);
+  }
+  kiln__linalg_spectral_test_nb2(-1);
+  kiln__linalg_test_route(-1);
+  hook_nb = -1;
+}
+END_TEST
+
 START_TEST(qr_batched_bitwise)
 {
   FOR_DTYPES(dt)
@@ -451,7 +485,6 @@ graded(size_t m, size_t n, int lo, int hi)
  * than one launch holds (those panels on qr_panel), lstsq, and graded and huge or tiny
  * columns, whose norms and products the kernel scales.
  */
-static void lstsq_case(kiln_dtype dt, size_t m, size_t n, size_t k, size_t rank);
 
 START_TEST(qr_grid_panel)
 {
@@ -947,8 +980,7 @@ eig_case(kiln_dtype dt, size_t n, const double *given)
   for (size_t j = 0; j < n; j++)
     EXPECT(hcw[2 * j] == hwr[j] && hcw[2 * j + 1] == hwi[j], "eig_complex value %zu differs", j);
   for (size_t i = 0; i < n * n; i++)
-    EXPECT(hcv[2 * i] == hvr[i] && hcv[2 * i + 1] == hvi[i], "eig_complex vector element %zu",
-           i);
+    EXPECT(hcv[2 * i] == hvr[i] && hcv[2 * i + 1] == hvi[i], "eig_complex vector element %zu", i);
   /* values only, into a given tensor */
   kiln_tensor *cw2 = NULL;
   KOK(kiln_tensor_create(harness_ctx(), cdt, 1, (int64_t[]){(int64_t)n}, &cw2));
@@ -1048,16 +1080,16 @@ svd_case(kiln_dtype dt, uint64_t batch, size_t m, size_t n, const double *given,
       EXPECT(e <= BOUND, "%s svd %zux%zu full %d: ||A - U S V^T|| error %g", kiln_dtype_name(dt), m,
              n, full, e);
       double ue = m ? orth_err(U, m, uc) / ((double)m * eps) : 0;
-      EXPECT(ue <= orth_bound, "%s svd %zux%zu: U not orthonormal (%g)", kiln_dtype_name(dt), m,
-             n, ue);
+      EXPECT(ue <= orth_bound, "%s svd %zux%zu: U not orthonormal (%g)", kiln_dtype_name(dt), m, n,
+             ue);
       /* V^T's rows orthonormal: V (n x vr) columns */
       double *vv = malloc((n * vr + 1) * sizeof *vv);
       for (size_t i = 0; i < vr; i++)
         for (size_t j = 0; j < n; j++)
           vv[j * vr + i] = V[i * n + j];
       double ve = n ? orth_err(vv, n, vr) / ((double)n * eps) : 0;
-      EXPECT(ve <= orth_bound, "%s svd %zux%zu: V not orthonormal (%g)", kiln_dtype_name(dt), m,
-             n, ve);
+      EXPECT(ve <= orth_bound, "%s svd %zux%zu: V not orthonormal (%g)", kiln_dtype_name(dt), m, n,
+             ve);
       free(vv);
       free(r);
     }
@@ -1500,6 +1532,7 @@ reset_hooks(void)
   kiln__linalg_spectral_test_mrrr_threads(-1);
   kiln__linalg_test_route(-1);
   kiln__linalg_spectral_test_split(-1);
+  kiln__linalg_spectral_test_nb2(-1);
   kiln__linalg_test_own_gemm_max(-1);
   kiln__linalg_test_pwg(-1);
   /* under the simulator (small mode) kiln's one-output-per-lane GEMM (the CLBlast route, which
@@ -1519,6 +1552,7 @@ spectral_suite(void)
   tcase_add_test(tc, qr_blocked);
   tcase_add_test(tc, qr_batched_bitwise);
   tcase_add_test(tc, qr_routes);
+  tcase_add_test(tc, qr_two_level);
   tcase_add_test(tc, split_products);
   tcase_add_test(tc, lstsq);
   tcase_add_test(tc, eigh);
