@@ -849,15 +849,6 @@ t_join(const kiln__lsp *L, uint64_t rows, uint64_t JB, kiln__lsp_ws *ws)
   return KILN_OK;
 }
 
-static kiln_status
-zero_t(const kiln__lsp *L, kiln_tensor *t, uint64_t n)
-{
-  cl_int zero = 0;
-  cl_int err = clEnqueueFillBuffer(L->ctx->queue, t->mem, &zero, sizeof zero, t->offset, n * L->ts,
-                                   0, NULL, NULL);
-  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
-}
-
 /*
  * Device route: panels of nb columns; with two levels (L->nb2 > nb) each panel updates only
  * the columns of its outer block of nb2, and the outer block's reflectors then update the
@@ -889,7 +880,7 @@ kiln__lsp_geqrf(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t n, kil
     uint64_t JB = k - J0 < nb2 ? k - J0 : nb2, JE = nb2 > nb ? J0 + JB : n;
     int big = nb2 > nb && (J0 + JB < n || ws->ts);
     if (big)
-      s = zero_t(L, ws->tb, JB * JB);
+      s = kiln__linalg_zero(L->op, L->ctx, ws->tb);
     for (uint64_t j0 = J0; s == KILN_OK && j0 < J0 + JB; j0 += nb) {
       uint64_t jb = J0 + JB - j0 < nb ? J0 + JB - j0 : nb;
       kiln__lsp_mat tj = tau;
