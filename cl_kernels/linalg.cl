@@ -72,28 +72,12 @@
 
 #include "linalg_arith.clh"
 
-/* Tree reduction of (rv, ri) over the group: the largest |value|, lowest row on ties.
- * Ends with a barrier; the winner is ri[0]. */
-inline void argmax_tree(local RT *rv, local int *ri, uint lid, uint lsz)
-{
-  for (uint off = lsz >> 1; off > 0; off >>= 1) {
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid < off) {
-      RT v2 = rv[lid + off];
-      int i2 = ri[lid + off];
-      if (v2 > rv[lid] || (v2 == rv[lid] && i2 < ri[lid])) {
-        rv[lid] = v2;
-        ri[lid] = i2;
-      }
-    }
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-}
 
-/* argmax_tree by fours (a step by two first where log2(lsz) is odd): half the barriers; the
- * same result, the order being total. lu_panel_grid's two trees a column took 1.7 of its 5.5
- * us on the H200 by twos. */
-inline void argmax_tree4(local RT *rv, local int *ri, uint lid, uint lsz)
+/* Tree reduction of (rv, ri) over the group (lsz a power of two): the largest |value|, lowest
+ * row on ties (a total order, so any tree gives the same result). By fours (a step by two
+ * first where log2(lsz) is odd): lu_panel_grid's two trees a column took 1.7 of its 5.5 us on
+ * the H200 by twos. Ends with a barrier; the winner is ri[0]. */
+inline void argmax_tree(local RT *rv, local int *ri, uint lid, uint lsz)
 {
   for (uint n = lsz; n > 1;) {
     const uint s = (31 - clz(n)) & 1u ? n >> 1 : n >> 2;
@@ -362,7 +346,7 @@ kernel void lu_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
     const int cand = own && me >= jj && !isnan(v);
     rv[lid] = cand ? v : (T)-1;
     ri[lid] = cand ? (int)me : INT_MAX;
-    argmax_tree4(rv, ri, lid, lsz);
+    argmax_tree(rv, ri, lid, lsz);
     const int wbest = ri[0];
     const T wv = rv[0];
 #define LUG_PUT(c) xw[base + c] = r##c;
@@ -399,7 +383,7 @@ kernel void lu_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
     mem_fence(CLK_GLOBAL_MEM_FENCE);
     rv[lid] = bv;
     ri[lid] = bi;
-    argmax_tree4(rv, ri, lid, lsz);
+    argmax_tree(rv, ri, lid, lsz);
     /* the winning group is the one whose candidate has the winning position (one lane) */
     if (bi == ri[0] && bi != INT_MAX)
       rv[0] = (T)bg;
@@ -493,8 +477,6 @@ kernel void lu_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
   if (g == 0 && lid == 0)
     info[ioff] = zero;
 }
-
-
 #endif
 
 /*
@@ -769,21 +751,14 @@ kernel void tri_zero(global T *a, ulong aoff, ulong astride, uint n, ulong rs, u
 }
 
 /*
- * tri_inv: one work-group (at least n lanes, n <= 64) per matrix of the batch: X = M^-1 for the
- * n x n triangle M of the view (upper: handled as the lower M^T, X transposed back), by
- * LAPACK's trti2 in local memory: for j = n-1 .. 0 the column below the diagonal becomes
- * -x_jj (X22 m_j), X22 the part already inverted. n steps of one local product each, where
- * solving M X = I column by column (trsm_cols on the identity) ran one work-item per column
- * through about n^2 / 2 dependent global loads.
- */
-/*
- * tri_inv: the inverse of an n x n triangle (n <= N, N a power of two from 8 to 64, padded with
- * the identity) in local memory, in place, as a lower triangle (an upper one is read
- * transposed). Leaves of 8 rows first, all at once (forward substitution, one row a step),
- * then blocks of 16, 32, 64 joined as inv([A 0; C B]) = [inv(A) 0; -inv(B) C inv(A) inv(B)]:
- * 8 + 2 log2(N / 8) steps instead of one per column (the column-by-column form took about
- * 45 us a 64 x 64 block on the H200, 64 dependent steps, on the LU's critical path).
- * s: N (N | 1) T; t: N^2 / 4 T. Needs N lanes or more.
+ * tri_inv: one work-group per matrix of the batch: X = M^-1 for the n x n triangle M of the
+ * view (n <= N, N a power of two from 8 to 64, padded with the identity), in local memory, in
+ * place, as a lower triangle (an upper one is read transposed and X transposed back). Leaves
+ * of 8 rows first, all at once (forward substitution, one row a step), then blocks of 16, 32,
+ * 64 joined as inv([A 0; C B]) = [inv(A) 0; -inv(B) C inv(A) inv(B)]: 8 + 2 log2(N / 8) steps
+ * instead of one per column (LAPACK's trti2 form took about 45 us a 64 x 64 block on the H200,
+ * 64 dependent steps, on the LU's critical path). s: N (N | 1) T; t: N^2 / 4 T. Needs N lanes
+ * or more.
  */
 kernel void tri_inv(global const T *a, ulong aoff, ulong astride, ulong ars, ulong acs, uint n,
                     uint upper, uint unit, global T *x, ulong xoff, ulong xstride, uint N,
@@ -845,7 +820,6 @@ kernel void tri_inv(global const T *a, ulong aoff, ulong astride, ulong ars, ulo
     x[xb + e] = upper ? (i > j ? (T)0 : s[j * ld + i]) : (j > i ? (T)0 : s[i * ld + j]);
   }
 }
-
 
 kernel void trsm_cols(global const T *a, ulong aoff, ulong astride, ulong ars, ulong acs, uint n,
                       uint lower, uint unit, global T *b, ulong boff, ulong bstride, ulong brs,
