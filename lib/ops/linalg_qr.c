@@ -110,15 +110,16 @@ kiln__lsp_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
            : p.leaf            ? p.leaf
                                : KILN__LSP_LEAF_GPU;
   L.pwg = p.pwg ? p.pwg : ctx->info.is_gpu ? KILN__LINALG_RULE_PWG_GPU : KILN__LINALG_RULE_PWG_CPU;
-  /* two levels: the GPU rule where the large kernel runs, or the test hook */
+  /* two levels: on GPUs where the large kernel runs, with the gemm rule or gemm=3 (as the
+   * blocked solves), or the test hook */
   L.nb2 = L.nb;
   L.large2 = L.large;
   int h2 = atomic_load(&hook_nb2);
   uint32_t lb = kiln__linalg_large_bit(ctx, dt, KILN__LINALG_GEMM_LARGE);
   if (h2 > 0 && (uint64_t)h2 > L.nb && (uint64_t)h2 % L.nb == 0 && !L.host) {
     L.nb2 = (uint64_t)h2;
-  } else if (h2 <= 0 && !L.host && L.tile && ctx->info.is_gpu && !p.gemm && !p.nb && h <= 0 && lb &&
-             KILN__LSP_NB2_GPU % L.nb == 0 && mn_min >= KILN__LSP_NB2_MIN) {
+  } else if (h2 <= 0 && !L.host && ctx->info.is_gpu && (p.gemm ? L.large != 0 : L.tile) && !p.nb &&
+             h <= 0 && lb && KILN__LSP_NB2_GPU % L.nb == 0 && mn_min >= KILN__LSP_NB2_MIN) {
     L.nb2 = KILN__LSP_NB2_GPU;
     L.large2 = lb;
   }

@@ -16,10 +16,10 @@
 #define KILN__LSP_NB_CPU 16
 /*
  * QR's outer block on GPUs where the large GEMM kernel runs (f32/f64, the linalg family's gemm
- * and nb left to the rule, device route, KILN__LSP_NB2_MIN rows and columns or more): 64-column
- * panels update only their 256-column block, then one block reflector 256 deep (its T assembled
- * from the panels' T by small GEMMs) updates the trailing columns and forms Q on the large
- * kernel.
+ * left to the rule or 3, nb to the rule, device route, KILN__LSP_NB2_MIN rows and columns or
+ * more): 64-column panels update only their 256-column block, then one block reflector 256
+ * deep (its T assembled from the panels' T by small GEMMs) updates the trailing columns and
+ * forms Q on the large kernel.
  */
 #define KILN__LSP_NB2_GPU 256
 /*
