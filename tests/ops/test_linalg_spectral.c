@@ -485,7 +485,6 @@ graded(size_t m, size_t n, int lo, int hi)
  * than one launch holds (those panels on qr_panel), lstsq, and graded and huge or tiny
  * columns, whose norms and products the kernel scales.
  */
-
 START_TEST(qr_grid_panel)
 {
   /* its groups exchange through global memory across work-items by design, which the
