@@ -430,10 +430,7 @@ static kiln_status copy_rect(const la *L, mat src, uint64_t lds, mat dst, uint64
 static uint64_t
 tri_inv_order(uint64_t n)
 {
-  uint64_t N = 8;
-  while (N < n)
-    N *= 2;
-  return N;
+  return n <= 8 ? 8 : kiln__ops_pow2(n);
 }
 
 /* Local memory of tri_inv for an n x n block (its copy padded to N, and the joins' products). */
@@ -1099,19 +1096,27 @@ gemm_g(const la *L, int ta, int tb, uint64_t m, uint64_t n, uint64_t k, double a
                   c, ldc, 1, cj);
 }
 
+kiln_status
+kiln__linalg_copy_rect(const char *op, kiln_context *ctx, size_t ts, cl_mem src, uint64_t soff,
+                       uint64_t lds, cl_mem dst, uint64_t doff, uint64_t ldd, uint64_t rows,
+                       uint64_t cols)
+{
+  if (rows == 0 || cols == 0)
+    return KILN_OK;
+  size_t so[3] = {(size_t)(soff % lds * ts), (size_t)(soff / lds), 0},
+         d0[3] = {(size_t)(doff % ldd * ts), (size_t)(doff / ldd), 0};
+  size_t reg[3] = {(size_t)(cols * ts), (size_t)rows, 1};
+  cl_int err = clEnqueueCopyBufferRect(ctx->queue, src, dst, so, d0, reg, (size_t)(lds * ts), 0,
+                                       (size_t)(ldd * ts), 0, 0, NULL, NULL);
+  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(op, err, "clEnqueueCopyBufferRect");
+}
+
 /* Copies the rows x cols block at src (row stride lds) to dst (row stride ldd). */
 static kiln_status
 copy_rect(const la *L, mat src, uint64_t lds, mat dst, uint64_t ldd, uint64_t rows, uint64_t cols)
 {
-  if (rows == 0 || cols == 0)
-    return KILN_OK;
-  size_t so[3] = {(size_t)(src.off % lds * L->ts), (size_t)(src.off / lds), 0},
-         d0[3] = {(size_t)(dst.off % ldd * L->ts), (size_t)(dst.off / ldd), 0};
-  size_t reg[3] = {(size_t)(cols * L->ts), (size_t)rows, 1};
-  cl_int err =
-      clEnqueueCopyBufferRect(L->ctx->queue, src.mem, dst.mem, so, d0, reg, (size_t)(lds * L->ts),
-                              0, (size_t)(ldd * L->ts), 0, 0, NULL, NULL);
-  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueCopyBufferRect");
+  return kiln__linalg_copy_rect(L->op, L->ctx, L->ts, src.mem, src.off, lds, dst.mem, dst.off, ldd,
+                                rows, cols);
 }
 
 #if KILN_HAVE_LAPACKE

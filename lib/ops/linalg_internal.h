@@ -130,6 +130,12 @@ typedef struct kiln__linalg_params {
  */
 uint64_t kiln__linalg_grid_groups(const kiln_context *ctx, kiln_dtype dt, uint32_t pwg);
 
+/* Copies the rows x cols block of ts-byte elements at element soff of src (row stride lds) to
+ * doff of dst (row stride ldd), ctx->lock held; failures name op and clEnqueueCopyBufferRect. */
+kiln_status kiln__linalg_copy_rect(const char *op, kiln_context *ctx, size_t ts, cl_mem src,
+                                   uint64_t soff, uint64_t lds, cl_mem dst, uint64_t doff,
+                                   uint64_t ldd, uint64_t rows, uint64_t cols);
+
 /* Zeroes every byte of t (ctx->lock held); failures name op and clEnqueueFillBuffer. */
 kiln_status kiln__linalg_zero(const char *op, kiln_context *ctx, kiln_tensor *t);
 

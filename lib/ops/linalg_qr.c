@@ -820,14 +820,9 @@ geqrf_hybrid(const kiln__lsp *L, kiln__lsp_mat a, uint64_t m, uint64_t n, kiln__
 static kiln_status
 t_place(const kiln__lsp *L, kiln__lsp_ws *ws, uint64_t JB, uint64_t r, uint64_t jb)
 {
-  uint64_t so = kiln__ops_elem_offset(ws->t), d = kiln__ops_elem_offset(ws->tb) + r * JB + r;
-  size_t src[3] = {(size_t)(so % jb * L->ts), (size_t)(so / jb), 0},
-         dst[3] = {(size_t)(d % JB * L->ts), (size_t)(d / JB), 0},
-         reg[3] = {(size_t)(jb * L->ts), (size_t)jb, 1};
-  cl_int err =
-      clEnqueueCopyBufferRect(L->ctx->queue, ws->t->mem, ws->tb->mem, src, dst, reg,
-                              (size_t)(jb * L->ts), 0, (size_t)(JB * L->ts), 0, 0, NULL, NULL);
-  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueCopyBufferRect (T)");
+  return kiln__linalg_copy_rect(L->op, L->ctx, L->ts, ws->t->mem, kiln__ops_elem_offset(ws->t), jb,
+                                ws->tb->mem, kiln__ops_elem_offset(ws->tb) + r * JB + r, JB, jb,
+                                jb);
 }
 
 /*
