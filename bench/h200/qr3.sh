@@ -5,23 +5,14 @@
 # 4096, a trace of the default at 4096 f64 (with its per-command CSV), then
 # test_linalg_spectral and test_linalg. Run from the checkout root with build-gpu/ present:
 # NAMES=qr3 bash bench/h200/round.sh. Results under $OUT/r/qr3/.
-source .device/setup.sh >/dev/null 2>&1
-K=build-gpu/tools/kiln
-R=$OUT/r/qr3; mkdir -p $R
-export KILN_CACHE_DIR=/tmp/kc-qr3; mkdir -p $KILN_CACHE_DIR
-t0=$(date +%s); el() { echo "$1 $(( $(date +%s)-t0 ))s" >> $R/times.txt; }
-b() { local n=$1 to=$2; shift 2
-  timeout -k 1 $to $K bench --no-startup --json --reps 5 "$@" > $R/bench-$n.json 2>> $R/err.txt
-  echo "$n rc=$?" >> $R/runs.txt; el $n; }
+source bench/h200/common.sh qr3
 b one 40 --dtype f64 --sizes 2^22,2^24 --filter linalg.qr --tune "linalg:gemm=2"
 b nb256 40 --dtype f64 --sizes 2^22,2^24 --filter linalg.qr
 b f32 40 --dtype f32 --sizes 2^22,2^24 --filter linalg.qr
 b f32-one 40 --dtype f32 --sizes 2^22,2^24 --filter linalg.qr --tune "linalg:gemm=2"
+# one call traced (--reps 1: two warm-ups and the call), every command in the CSV
 CLTRACE_OUT=$R/trace-qr.txt CLTRACE_CSV=$R/trace-qr.csv LD_PRELOAD=$PWD/build-gpu/bench/libcltrace.so \
   timeout -k 1 30 $K bench --no-startup --json --reps 1 --dtype f64 --sizes 2^24 \
   --filter linalg.qr > $R/bench-trace-qr.json 2>> $R/err.txt; el trace
 gzip $R/trace-qr.csv
-for t in linalg_spectral linalg; do
-  CK_FORK=no KILN_LOG=error timeout 150 build-gpu/tests/test_$t \
-    > $R/test-$t.txt 2>&1; echo "test $t rc=$?" >> $R/runs.txt; el test-$t
-done
+tests 150 linalg_spectral linalg
