@@ -1523,29 +1523,52 @@ chol_step(const la *L, const chol_k *K, mat A, uint64_t n, int upper, uint64_t j
              1);
 }
 
-/* chol_step on the second queue q2 after the context queue's work (see lu_panel_on). */
+/*
+ * The columns [p0, pe) of the device route's blocked Cholesky (chol_blocked's panel), all rows
+ * below included. With chol_inv, a panel wider than it takes runs as its 64-column steps,
+ * each followed by the update of the panel's later columns only (the other triangle of their
+ * diagonal block takes values nobody reads); otherwise the panel is one step.
+ */
 static kiln_status
-chol_step_on(const la *L, cl_command_queue q2, const chol_k *K, mat A, uint64_t n, int upper,
-             uint64_t j0, uint64_t jb, mat inf)
+chol_panel(const la *L, const chol_k *K, mat A, uint64_t n, int upper, uint64_t p0, uint64_t pe,
+           mat inf)
+{
+  const uint64_t w = K->ck ? CHOL_INV_MAX : pe - p0;
+  for (uint64_t j0 = p0; j0 < pe; j0 += w) {
+    uint64_t jb = pe - j0 < w ? pe - j0 : w, r = j0 + jb;
+    KILN_TRY(chol_step(L, K, A, n, upper, j0, jb, inf));
+    if (r < pe && !upper)
+      KILN_TRY(gemm_g(L, 0, 2, n - r, pe - r, jb, -1.0, at(A, r * n + j0), n, at(A, r * n + j0), n,
+                      1.0, at(A, r * n + r), n));
+    else if (r < pe)
+      KILN_TRY(gemm_g(L, 2, 0, pe - r, n - r, jb, -1.0, at(A, j0 * n + r), n, at(A, j0 * n + r), n,
+                      1.0, at(A, r * n + r), n));
+  }
+  return KILN_OK;
+}
+
+/* chol_panel on the second queue q2 after the context queue's work (see lu_panel_on). */
+static kiln_status
+chol_panel_on(const la *L, cl_command_queue q2, const chol_k *K, mat A, uint64_t n, int upper,
+              uint64_t p0, uint64_t pe, mat inf)
 {
   cl_command_queue q = L->ctx->queue;
   KILN_TRY(kiln__lh_join(L->op, q, q2));
   L->ctx->queue = q2;
-  kiln_status s = chol_step(L, K, A, n, upper, j0, jb, inf);
+  kiln_status s = chol_panel(L, K, A, n, upper, p0, pe, inf);
   L->ctx->queue = q;
   return s;
 }
 
 /*
  * chol_inv for the device route's steps when its GEMMs can overwrite (CLBlast or gemm_tile;
- * kiln's gemm_acc only accumulates), the device gives it 256 lanes and blocks wider than it
- * takes run without look-ahead (chol_blocked's two levels): K->ck and the scratch
+ * kiln's gemm_acc only accumulates), and the device gives it 256 lanes: K->ck and the scratch
  * (*inv, *w, released by the caller), else K->ck stays NULL.
  */
 static kiln_status
 chol_inv_setup(const la *L, uint64_t n, chol_k *K, kiln_tensor **inv, kiln_tensor **w)
 {
-  if (!(L->clblast || L->tile) || (L->nb > CHOL_INV_MAX && L->ahead))
+  if (!(L->clblast || L->tile))
     return KILN_OK;
   cl_kernel ck;
   KILN_TRY(kern(L, "chol_inv", &ck));
@@ -1561,67 +1584,46 @@ chol_inv_setup(const la *L, uint64_t n, chol_k *K, kiln_tensor **inv, kiln_tenso
   return KILN_OK;
 }
 
-/* The device route's blocked Cholesky of one n x n matrix (chol_run), the other triangle left. */
+/*
+ * The device route's blocked Cholesky of one n x n matrix (chol_run), the other triangle left:
+ * panels of nb columns (chol_panel), each followed by one SYRK over the trailing matrix, nb
+ * deep. With chol_inv and nb above 64 that is two levels: at 4096 and nb 256, 15 SYRK passes
+ * instead of 63, deep enough for the large GEMM kernel. With look-ahead (L->ahead) the next
+ * panel's columns are updated first (SYRK of its diagonal block, GEMM below it), and that
+ * panel is factored on the second queue while this one runs the rest of the SYRK: the
+ * panels' chain of one-work-group chol_inv launches then overlaps the trailing updates.
+ */
 static kiln_status
 chol_blocked(const la *L, const chol_k *K, mat A, uint64_t n, int upper, mat inf)
 {
-  /*
-   * Blocks wider than chol_inv takes, without look-ahead: two levels. Each panel of nb columns
-   * runs chol_inv's blocks, each followed by its block column and the update of the panel's
-   * later columns only; the trailing matrix takes one SYRK per panel, nb deep instead of 64
-   * (a quarter of the passes over it at nb 256, and deep enough for the large GEMM kernel).
-   */
-  if (K->ck && L->nb > CHOL_INV_MAX && !L->ahead) {
-    for (uint64_t p0 = 0; p0 < n; p0 += L->nb) {
-      uint64_t pe = n - p0 < L->nb ? n : p0 + L->nb;
-      for (uint64_t j0 = p0; j0 < pe; j0 += CHOL_INV_MAX) {
-        uint64_t jb = pe - j0 < CHOL_INV_MAX ? pe - j0 : CHOL_INV_MAX, r = j0 + jb;
-        KILN_TRY(chol_step(L, K, A, n, upper, j0, jb, inf));
-        /* the panel's later columns, all rows below (the other triangle of its diagonal
-         * block takes values nobody reads) */
-        if (r < pe && !upper)
-          KILN_TRY(gemm_g(L, 0, 2, n - r, pe - r, jb, -1.0, at(A, r * n + j0), n, at(A, r * n + j0),
-                          n, 1.0, at(A, r * n + r), n));
-        else if (r < pe)
-          KILN_TRY(gemm_g(L, 2, 0, pe - r, n - r, jb, -1.0, at(A, j0 * n + r), n, at(A, j0 * n + r),
-                          n, 1.0, at(A, r * n + r), n));
-      }
-      if (pe < n && !upper)
-        KILN_TRY(syrk_sub(L, 0, n - pe, pe - p0, at(A, pe * n + p0), n, at(A, pe * n + pe), n));
-      else if (pe < n)
-        KILN_TRY(syrk_sub(L, 1, n - pe, pe - p0, at(A, p0 * n + pe), n, at(A, pe * n + pe), n));
-    }
-    return KILN_OK;
-  }
+  const uint64_t nb = L->nb;
   cl_command_queue q2 = NULL;
-  if (L->ahead && n > L->nb)
+  if (L->ahead && n > nb)
     KILN_TRY(kiln__lh_queue2(L->op, L->ctx, &q2));
   if (q2)
-    KILN_TRY(chol_step(L, K, A, n, upper, 0, L->nb, inf));
-  for (uint64_t j0 = 0; j0 < n; j0 += L->nb) {
-    uint64_t jb = n - j0 < L->nb ? n - j0 : L->nb, r = j0 + jb;
+    KILN_TRY(chol_panel(L, K, A, n, upper, 0, nb, inf));
+  for (uint64_t p0 = 0; p0 < n; p0 += nb) {
+    uint64_t pe = n - p0 < nb ? n : p0 + nb, kb = pe - p0;
     if (!q2)
-      KILN_TRY(chol_step(L, K, A, n, upper, j0, jb, inf));
-    if (r == n)
+      KILN_TRY(chol_panel(L, K, A, n, upper, p0, pe, inf));
+    if (pe == n)
       break;
-    /* look-ahead: the next block column first (its diagonal block by SYRK, the rest by
-     * GEMM), factored and solved on the second queue while this one updates the rest */
-    uint64_t jn = q2 ? (n - r < L->nb ? n - r : L->nb) : 0, c = r + jn;
+    uint64_t pn = q2 ? (n - pe < nb ? n : pe + nb) : pe, jn = pn - pe;
     if (jn && !upper) {
-      KILN_TRY(syrk_sub(L, 0, jn, jb, at(A, r * n + j0), n, at(A, r * n + r), n));
-      KILN_TRY(gemm_g(L, 0, 2, n - c, jn, jb, -1.0, at(A, c * n + j0), n, at(A, r * n + j0), n, 1.0,
-                      at(A, c * n + r), n));
+      KILN_TRY(syrk_sub(L, 0, jn, kb, at(A, pe * n + p0), n, at(A, pe * n + pe), n));
+      KILN_TRY(gemm_g(L, 0, 2, n - pn, jn, kb, -1.0, at(A, pn * n + p0), n, at(A, pe * n + p0), n,
+                      1.0, at(A, pn * n + pe), n));
     } else if (jn) {
-      KILN_TRY(syrk_sub(L, 1, jn, jb, at(A, j0 * n + r), n, at(A, r * n + r), n));
-      KILN_TRY(gemm_g(L, 2, 0, jn, n - c, jb, -1.0, at(A, j0 * n + r), n, at(A, j0 * n + c), n, 1.0,
-                      at(A, r * n + c), n));
+      KILN_TRY(syrk_sub(L, 1, jn, kb, at(A, p0 * n + pe), n, at(A, pe * n + pe), n));
+      KILN_TRY(gemm_g(L, 2, 0, jn, n - pn, kb, -1.0, at(A, p0 * n + pe), n, at(A, p0 * n + pn), n,
+                      1.0, at(A, pe * n + pn), n));
     }
     if (jn)
-      KILN_TRY(chol_step_on(L, q2, K, A, n, upper, r, jn, inf));
-    if (c < n && !upper)
-      KILN_TRY(syrk_sub(L, 0, n - c, jb, at(A, c * n + j0), n, at(A, c * n + c), n));
-    else if (c < n)
-      KILN_TRY(syrk_sub(L, 1, n - c, jb, at(A, j0 * n + c), n, at(A, c * n + c), n));
+      KILN_TRY(chol_panel_on(L, q2, K, A, n, upper, pe, pn, inf));
+    if (pn < n && !upper)
+      KILN_TRY(syrk_sub(L, 0, n - pn, kb, at(A, pn * n + p0), n, at(A, pn * n + pn), n));
+    else if (pn < n)
+      KILN_TRY(syrk_sub(L, 1, n - pn, kb, at(A, p0 * n + pn), n, at(A, pn * n + pn), n));
     if (jn)
       KILN_TRY(kiln__lh_join(L->op, q2, L->ctx->queue));
   }

@@ -1390,6 +1390,14 @@ START_TEST(large_gemm_updates)
   {
     chol_case(dt, 1, 300);
   }
+  /* and with look-ahead: each next panel (its two 64-column steps) on the second queue while
+   * the SYRK of the one before runs, the last one 44 columns */
+  kiln__linalg_test_ahead(2);
+  FOR_DTYPES(dt)
+  {
+    chol_case(dt, 1, 300);
+  }
+  kiln__linalg_test_ahead(-1);
   set_hook(-1, -1, -1, -1);
   /* the solves' two levels: outer blocks of 128 rows (two 64-row steps, the last block
    * partial), then the rows below updated 128 deep, both directions and transposes */

@@ -1168,6 +1168,18 @@ START_TEST(svd)
       kiln__linalg_spectral_test_mrrr_threads(-1);
       svd_case(dt, 1, 45, 31, NULL, NULL);
       svd_case(dt, 2, 4, 3, NULL, NULL);
+      /* graded singular values, 1 down to 1e-4 .. 1e-6 (f64 down to 1e-12): the halves' norms
+       * decide whether the Golub-Kahan vectors are kept (1e-4: norms^2 off 1/2 by about 1.8
+       * in 2n eps units, within the bound) or declined (1e-6 and beyond: 180 and more, or
+       * dstemr fails), which takes dbdsvdx (one thread at this order) */
+      for (int g = 4; g <= (dt == KILN_F64 ? 12 : 6); g += 2) {
+        double gs[40];
+        for (size_t i = 0; i < 40; i++)
+          gs[i] = pow(10.0, -g * (double)i / 39);
+        a = with_svals(48, 40, gs);
+        svd_case(dt, 1, 48, 40, a, gs);
+        free(a);
+      }
     }
     kiln__linalg_spectral_test_mrrr_threads(-1);
     kiln__linalg_spectral_test_mrrr(-1);
