@@ -28,6 +28,8 @@ struct lh_state {
   cl_mem gemm_temp; /* CLBlast GEMM temporary (kiln__lh_gemm) */
   size_t gemm_temp_bytes;
   cl_command_queue q2; /* kiln__lh_queue2 */
+  cl_mem ones[4];      /* kiln__lh_ones: f32, f64, c64, c128 */
+  uint64_t ones_n[4];
 };
 
 kiln_status
@@ -53,6 +55,9 @@ kiln__lh_state_destroy(kiln_context *ctx, void *state)
     clFinish(st->q2);
     clReleaseCommandQueue(st->q2);
   }
+  for (int i = 0; st && i < 4; i++)
+    if (st->ones[i])
+      clReleaseMemObject(st->ones[i]);
   free(st);
 }
 
@@ -70,6 +75,36 @@ kiln__lh_queue2(const char *op, kiln_context *ctx, cl_command_queue *q)
     }
   }
   *q = st->q2;
+  return KILN_OK;
+}
+
+kiln_status
+kiln__lh_ones(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t n, cl_mem *mem)
+{
+  static const float f1[2] = {1.0f, 0.0f};
+  static const double d1[2] = {1.0, 0.0};
+  const int i = dt == KILN_F32 ? 0 : dt == KILN_F64 ? 1 : dt == KILN_C64 ? 2 : 3;
+  const size_t ts = (size_t)(i == 0 ? 4 : i == 3 ? 16 : 8);
+  struct lh_state *st = kiln__family_state(ctx, &kiln__linalg_family);
+  if (st->ones_n[i] < n) {
+    if (st->ones[i])
+      clReleaseMemObject(st->ones[i]); /* commands still using it keep it alive */
+    st->ones[i] = NULL;
+    st->ones_n[i] = 0;
+    cl_int err;
+    cl_mem m = clCreateBuffer(ctx->cl, CL_MEM_READ_ONLY, n * ts, NULL, &err);
+    if (err != CL_SUCCESS)
+      return kiln__fail_cl(op, err, "clCreateBuffer (a vector of ones)");
+    err = clEnqueueFillBuffer(ctx->queue, m, i % 2 ? (const void *)d1 : (const void *)f1, ts, 0,
+                              n * ts, 0, NULL, NULL);
+    if (err != CL_SUCCESS) {
+      clReleaseMemObject(m);
+      return kiln__fail_cl(op, err, "clEnqueueFillBuffer (a vector of ones)");
+    }
+    st->ones[i] = m;
+    st->ones_n[i] = n;
+  }
+  *mem = st->ones[i];
   return KILN_OK;
 }
 
@@ -295,9 +330,9 @@ kiln__lh_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int tb, 
   }
   /* CLBlast checks the buffer's size before it enqueues anything: a refusal falls back to
    * the plain call, which allocates its own */
-  if (st->gemm_temp && kiln__clblast_gemm_with_temp(op, ctx, dt, ta, tb, m, n, k, alpha, a, aoff,
-                                                    lda, b, boff, ldb, beta, c, coff, ldc,
-                                                    st->gemm_temp) == KILN_OK) {
+  if (st->gemm_temp &&
+      kiln__clblast_gemm_with_temp(op, ctx, dt, ta, tb, m, n, k, alpha, a, aoff, lda, b, boff, ldb,
+                                   beta, c, coff, ldc, st->gemm_temp) == KILN_OK) {
     atomic_fetch_add(&temp_gemms, 1);
     return KILN_OK;
   }

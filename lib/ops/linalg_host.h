@@ -59,6 +59,15 @@ kiln_status kiln__lh_queue2(const char *op, kiln_context *ctx, cl_command_queue 
 /* Makes queue `to` wait for everything enqueued on `from` so far (a marker and a barrier). */
 kiln_status kiln__lh_join(const char *op, cl_command_queue from, cl_command_queue to);
 
+/*
+ * *mem: at least n ones of dt (f32, f64, c64 or c128; complex ones are 1 + 0i) from element 0,
+ * kept with the context (grown and refilled only when a longer run is asked for, freed with
+ * it), for the part sums of QR's V^T C (vt_c): a fill per call was two commands per QR panel
+ * on the H200. Enqueued on the context's queue; valid for commands enqueued after it.
+ */
+kiln_status kiln__lh_ones(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t n,
+                          cl_mem *mem);
+
 kiln_status kiln__lh_state_create(kiln_context *ctx, void **state);
 void kiln__lh_state_destroy(kiln_context *ctx, void *state);
 

@@ -393,18 +393,6 @@ vtc_parts(const kiln__lsp *L, uint64_t rows, uint64_t ncols)
   return parts ? parts : 1;
 }
 
-/* Fills n elements of T at element offset off of mem with 1 (complex: 1 + 0i). */
-static kiln_status
-fill_ones(const kiln__lsp *L, cl_mem mem, uint64_t off, uint64_t n)
-{
-  float f1[2] = {1.0f, 0.0f};
-  double d1[2] = {1.0, 0.0};
-  int single = L->dt == KILN_F32 || L->dt == KILN_C64;
-  cl_int err = clEnqueueFillBuffer(L->ctx->queue, mem, single ? (const void *)f1 : (const void *)d1,
-                                   L->ts, off * L->ts, n * L->ts, 0, NULL, NULL);
-  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
-}
-
 /*
  * W (jb x ncols, contiguous) = V^H C (V^T C for real dtypes), split over row chunks
  * (vtc_parts) and summed.
@@ -429,12 +417,11 @@ vt_c(const kiln__lsp *L, uint64_t rows, uint64_t jb, kiln__lsp_mat v, kiln__lsp_
   uint64_t mc = rows / parts, rest = rows - parts * mc, len = jb * ncols;
   if (L->tile) {
     /* the parts as one batched gemm_tile into P, then W = ones^T P (1 x len, k = parts) */
-    kiln_tensor *p = NULL, *ones = NULL;
+    kiln_tensor *p = NULL;
+    cl_mem ones = NULL;
     kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, parts * len, &p);
     if (s == KILN_OK)
-      s = kiln__ops_scratch(L->op, L->ctx, L->dt, parts, &ones);
-    if (s == KILN_OK)
-      s = fill_ones(L, ones->mem, kiln__ops_elem_offset(ones), parts);
+      s = kiln__lh_ones(L->op, L->ctx, L->dt, parts, &ones);
     uint64_t po = p ? kiln__ops_elem_offset(p) : 0;
     /* the outer blocks of a two-level QR take the large kernel (batched as gemm_tile) */
     uint32_t cj = (ct(L) == 2 ? KILN__LINALG_TILE_CONJ_A : 0u) | (large ? L->large : 0u);
@@ -443,24 +430,21 @@ vt_c(const kiln__lsp *L, uint64_t rows, uint64_t jb, kiln__lsp_mat v, kiln__lsp_
                                  c.mem, c.off, c.ld, 1, 1, p->mem, po, ncols, 1, cj, parts,
                                  mc * v.ld, mc * c.ld, len);
     if (s == KILN_OK)
-      s = kiln__linalg_tile_gemm(L->op, L->ctx, L->dt, 1, len, parts, 1.0, ones->mem,
-                                 kiln__ops_elem_offset(ones), parts, 1, p->mem, po, len, 1, 1,
-                                 w.mem, w.off, len, 1, 0, 1, 0, 0, 0);
+      s = kiln__linalg_tile_gemm(L->op, L->ctx, L->dt, 1, len, parts, 1.0, ones, 0, parts, 1,
+                                 p->mem, po, len, 1, 1, w.mem, w.off, len, 1, 0, 1, 0, 0, 0);
     if (s == KILN_OK && rest)
       s = gemm(L, ct(L), 0, jb, ncols, rest, 1.0, at(v, parts * mc, 0), at(c, parts * mc, 0), 1.0,
                w);
     kiln_tensor_release(p);
-    kiln_tensor_release(ones);
     return s;
   }
 #if KILN_HAVE_CLBLAST
-  kiln_tensor *p = NULL, *ones = NULL;
+  kiln_tensor *p = NULL;
+  cl_mem ones = NULL;
   kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, parts * len, &p);
-  if (s == KILN_OK)
-    s = kiln__ops_scratch(L->op, L->ctx, L->dt, parts, &ones);
   cl_int err = CL_SUCCESS;
   if (s == KILN_OK)
-    s = fill_ones(L, ones->mem, kiln__ops_elem_offset(ones), parts);
+    s = kiln__lh_ones(L->op, L->ctx, L->dt, parts, &ones);
   if (s == KILN_OK) {
     cl_int zero = 0;
     /* CLBlast scales C and y by beta: 0 * NaN from scratch would be NaN */
@@ -480,12 +464,11 @@ vt_c(const kiln__lsp *L, uint64_t rows, uint64_t jb, kiln__lsp_mat v, kiln__lsp_
   /* W = P^T ones: the partial products summed by one GEMV over the parts */
   if (s == KILN_OK)
     s = kiln__clblast_gemv(L->op, L->ctx, L->dt, 1, parts, len, (kiln_complex128){1.0, 0.0}, p->mem,
-                           kiln__ops_elem_offset(p), len, ones->mem, kiln__ops_elem_offset(ones),
-                           (kiln_complex128){0.0, 0.0}, w.mem, w.off);
+                           kiln__ops_elem_offset(p), len, ones, 0, (kiln_complex128){0.0, 0.0},
+                           w.mem, w.off);
   if (s == KILN_OK && rest)
     s = gemm(L, ct(L), 0, jb, ncols, rest, 1.0, at(v, parts * mc, 0), at(c, parts * mc, 0), 1.0, w);
   kiln_tensor_release(p);
-  kiln_tensor_release(ones);
   return s;
 #else
   return gemm(L, ct(L), 0, jb, ncols, rows, 1.0, v, c, 0.0, w);
