@@ -13,6 +13,13 @@ hd_dtype_ok(kiln_dtype dt)
   return (dt != KILN_F64 && dt != KILN_C128) || harness_has_fp64();
 }
 
+int
+hd_small_skip(kiln_dtype dt)
+{
+  return harness_small() &&
+         (dt == KILN_I32 || dt == KILN_I64 || dt == KILN_BOOL || dt == KILN_BF16 || dt == KILN_C64);
+}
+
 double
 hd_getf(kiln_dtype dt, const void *buf, uint64_t i)
 {

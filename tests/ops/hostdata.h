@@ -36,6 +36,10 @@ extern const kiln_dtype hd_every_dtype[10];
 /* Nonzero when the harness device supports dtype (f64 and c128 need fp64). */
 int hd_dtype_ok(kiln_dtype dt);
 
+/* Nonzero in the small mode (the simulator) for the dtypes a byte-moving op need not run
+ * there: all but one of each element size (f32, f64, u8, f16, c128 stay). */
+int hd_small_skip(kiln_dtype dt);
+
 /* Element i of a host buffer of dtype, as a double / as an exact integer (floats truncate;
  * f16/bf16 converted exactly; complex: the real part). */
 double hd_getf(kiln_dtype dt, const void *buf, uint64_t i);

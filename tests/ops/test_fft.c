@@ -753,7 +753,7 @@ c2r_backends(kiln_fft_backend out[3])
   return nb;
 }
 
-/* Batches 1-4; 2 and 4 as two leading dims. */
+/* Batches 1-3 (the bugs came with batch >= 2 and with even batches); 2 as two leading dims. */
 static size_t
 c2r_lead(int64_t batch, int64_t lead[2])
 {
@@ -778,7 +778,7 @@ START_TEST(c2r_ignores_dc_nyquist_imag)
   kiln_dtype dts[2] = {KILN_F64, KILN_F32};
   for (size_t t = harness_has_fp64() ? 0 : 1; t < 2; t++)
     for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++)
-      for (int64_t batch = 1; batch <= 4; batch++)
+      for (int64_t batch = 1; batch <= 3; batch++)
         for (size_t b = 0; b < nb; b++) {
           int64_t lead[2];
           size_t nl = c2r_lead(batch, lead);
@@ -800,7 +800,7 @@ START_TEST(c2r_ignores_dc_nyquist_imag_in_place_and_nd)
   size_t nb = c2r_backends(bes);
   kiln_dtype dt = harness_has_fp64() ? KILN_F64 : KILN_F32;
   for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++)
-    for (int64_t batch = 1; batch <= 4; batch++)
+    for (int64_t batch = 1; batch <= 3; batch++)
       for (size_t b = 0; b < nb; b++) {
         int64_t lead[2];
         size_t nl = c2r_lead(batch, lead);

@@ -1413,9 +1413,11 @@ START_TEST(row_knobs)
     kiln__launch_local_override = knobs[ki].local;
     FOR_DTYPES(dt)
     {
-      if (dt != KILN_F32 && knobs[ki].cases < 2)
+      /* the simulator: f32 and the short lists (the other dtypes' rows index memory as f32's
+       * at the same knobs, and run at the default knobs in the other tests) */
+      if (dt != KILN_F32 && (knobs[ki].cases < 2 || harness_small()))
         continue;
-      int full = dt == KILN_F32 && knobs[ki].cases > 0;
+      int full = dt == KILN_F32 && knobs[ki].cases > 0 && !harness_small();
       for (size_t i = 0; i < (full ? nsm : 4); i++)
         for (int logm = 0; logm < 2; logm++)
           softmax_case(dt, &sm[i], logm);

@@ -743,10 +743,9 @@ START_TEST(test_searchsorted)
             else
               break;
           }
-          EXPECT(ho[i] == want,
-                 "%s searchsorted right %d variant %d query %lld: %lld, expected %lld",
-                 kiln_dtype_name(dt), right, variant, (long long)i, (long long)ho[i],
-                 (long long)want);
+          EXPECT(
+              ho[i] == want, "%s searchsorted right %d variant %d query %lld: %lld, expected %lld",
+              kiln_dtype_name(dt), right, variant, (long long)i, (long long)ho[i], (long long)want);
         }
         free(ho);
         kiln_tensor_release(out);
@@ -1014,6 +1013,10 @@ START_TEST(test_small_every_kernel)
     kiln__sort_force_select = 2;
     topk_case(dt, 2, rows, 1, 4, 1);
     kiln__sort_force_select = 0;
+    /* the operations built on the sorts (sortrows, unique, the sets) on f32 only: their own
+     * kernels move indices and flags, whatever the key type */
+    if (dt != KILN_F32)
+      continue;
     void *h = make_data(dt, 60, PAT_DUPS);
     const int64_t m[2] = {20, 3};
     kiln_tensor *x = upload(dt, 2, m, h), *v = NULL, *ix = NULL, *f = NULL, *inv = NULL, *c = NULL;
