@@ -1590,8 +1590,9 @@ chol_inv_setup(const la *L, uint64_t n, chol_k *K, kiln_tensor **inv, kiln_tenso
  * deep. With chol_inv and nb above 64 that is two levels: at 4096 and nb 256, 15 SYRK passes
  * instead of 63, deep enough for the large GEMM kernel. With look-ahead (L->ahead) the next
  * panel's columns are updated first (SYRK of its diagonal block, GEMM below it), and that
- * panel is factored on the second queue while this one runs the rest of the SYRK: the
- * panels' chain of one-work-group chol_inv launches then overlaps the trailing updates.
+ * panel is factored on the second queue while this one runs the rest of the SYRK, so that the
+ * panels' chain of one-work-group chol_inv launches overlaps the trailing updates (on the H200
+ * it did not pay: the panel's chain is as long as the SYRK it hides; docs/linalg.md).
  */
 static kiln_status
 chol_blocked(const la *L, const chol_k *K, mat A, uint64_t n, int upper, mat inf)
