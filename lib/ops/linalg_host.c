@@ -83,8 +83,12 @@ kiln__lh_ones(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t n, cl_m
 {
   static const float f1[2] = {1.0f, 0.0f};
   static const double d1[2] = {1.0, 0.0};
+  KILN_RETURN_IF(dt != KILN_F32 && dt != KILN_F64 && dt != KILN_C64 && dt != KILN_C128,
+                 KILN_ERR_DTYPE, op, "a vector of ones of %s: only f32, f64, c64 and c128",
+                 kiln_dtype_name(dt));
   const int i = dt == KILN_F32 ? 0 : dt == KILN_F64 ? 1 : dt == KILN_C64 ? 2 : 3;
-  const size_t ts = (size_t)(i == 0 ? 4 : i == 3 ? 16 : 8);
+  const size_t ts = kiln_dtype_size(dt);
+  const void *one = dt == KILN_F32 || dt == KILN_C64 ? (const void *)f1 : (const void *)d1;
   struct lh_state *st = kiln__family_state(ctx, &kiln__linalg_family);
   if (st->ones_n[i] < n) {
     if (st->ones[i])
@@ -95,8 +99,7 @@ kiln__lh_ones(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t n, cl_m
     cl_mem m = clCreateBuffer(ctx->cl, CL_MEM_READ_ONLY, n * ts, NULL, &err);
     if (err != CL_SUCCESS)
       return kiln__fail_cl(op, err, "clCreateBuffer (a vector of ones)");
-    err = clEnqueueFillBuffer(ctx->queue, m, i % 2 ? (const void *)d1 : (const void *)f1, ts, 0,
-                              n * ts, 0, NULL, NULL);
+    err = clEnqueueFillBuffer(ctx->queue, m, one, ts, 0, n * ts, 0, NULL, NULL);
     if (err != CL_SUCCESS) {
       clReleaseMemObject(m);
       return kiln__fail_cl(op, err, "clEnqueueFillBuffer (a vector of ones)");
