@@ -25,11 +25,17 @@
  *       One work-group per (line, chunk 1..nchunk-1), each item a contiguous part of the
  *       chunk: combines the chunk's prefix into its outputs. (No per-element index
  *       division: 64-bit divisions cost more than the data on CPUs.)
- *   NAME_lookback(x, xoff, y, yoff, yi, yioff, desc, lines, len, tpl, e, flags, loc, stage)
+ *   NAME_lookback(x, xoff, y, yoff, yi, yioff, desc, pre, lines, len, tpl, e, flags, loc,
+ *                 stage, ctl)
  *       inner == 1, one pass: each line cut into tpl tiles of local_size * E elements (E
  *       from SCAN_LB_BYTES, scan_contract.clh); with tpl > 1 tiles take ids from a counter
  *       and find their prefix by decoupled look-back over the status words in desc (see
- *       scan_kernels.clh). Reads x once and writes y once.
+ *       scan_kernels.clh), or, pre not NULL, read it from pre[tile]. Reads x once and
+ *       writes y once.
+ *   NAME_tileagg(x, xoff, agg, lines, len, tpl, e, flags, loc)
+ *   NAME_tilepre(agg, lines, tpl, e, flags, loc)
+ *       The two passes before NAME_lookback with pre (single_pass = 3): every tile's fold
+ *       into agg, then each line's folds into exclusive prefixes in place.
  *   NAME_chain(x, xoff, y, yoff, yi, yioff, desc, lines, len, cpl, sub, e, flags, loc, stage, ctl)
  *       inner == 1, one launch: each line cut into cpl chunks of sub tiles of NAME_lookback's
  *       size; groups loop over chunk ids from the counter, fold a chunk into its aggregate,
@@ -43,8 +49,9 @@
  * yi: i64 indices of cummin/cummax (NULL when not wanted; the host always provides a
  * buffer when nchunk > 1, because the fixup needs them to tell an empty prefix from NaN).
  * Tunables (host side, lib/ops/launch_params.h): local size, ipt, nchunk/clen, and
- * single_pass (NAME_lookback, or NAME_chain with chunks of ipt elements per item, instead of
- * NAME_tiles and the chunk passes); every kernel is correct for any of them.
+ * single_pass (NAME_lookback, NAME_chain with chunks of ipt elements per item, or the tile
+ * prefixes and NAME_lookback, instead of NAME_tiles and the chunk passes); every kernel is
+ * correct for any of them.
  */
 #include "common.cl"
 #include "scan_contract.clh"

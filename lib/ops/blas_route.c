@@ -423,8 +423,9 @@ gemm_available(const kiln_context *ctx)
 }
 
 static void
-gemm_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
+gemm_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, int log2n, void *params)
 {
+  (void)log2n;
   *(uint32_t *)params = KILN__GEMM_ROUTE_RULE;
 }
 

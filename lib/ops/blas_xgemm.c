@@ -139,8 +139,9 @@ kiln__blas_xgemm_nvidia_set(kiln_dtype dt, int large)
 
 /* The defaults do not see the bucket: the rule is resolved where the product's size is known. */
 static void
-xgemm_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
+xgemm_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, int log2n, void *params)
 {
+  (void)log2n;
   (void)ctx;
   (void)dtype;
   (void)layout;

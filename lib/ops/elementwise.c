@@ -875,8 +875,9 @@ ew_dtype_ok(kiln_dtype d)
 }
 
 static void
-ew_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
+ew_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, int log2n, void *params)
 {
+  (void)log2n;
   (void)layout;
   struct ew_params *p = params;
   p->wg_size = (uint32_t)ctx->wg_size;
@@ -974,8 +975,9 @@ cc_dtype_ok(kiln_dtype d)
 }
 
 static void
-cast_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
+cast_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, int log2n, void *params)
 {
+  (void)log2n;
   (void)layout;
   (void)dtype;
   struct cast_params *p = params;
@@ -985,8 +987,9 @@ cast_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *param
 }
 
 static void
-copy_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
+copy_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, int log2n, void *params)
 {
+  (void)log2n;
   (void)layout;
   struct copy_params *p = params;
   copy_default(&ctx->info, dtype, p);

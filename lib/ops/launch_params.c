@@ -101,8 +101,8 @@ kiln__launch_params_check(const char *op, const kiln__launch_params *p)
   KILN_RETURN_IF(p->two_pass_min < 1, KILN_ERR_INVALID_ARGUMENT, op, "two-pass threshold is 0");
   KILN_RETURN_IF(p->groups_per_cu < 1, KILN_ERR_INVALID_ARGUMENT, op, "groups per CU is 0");
   KILN_RETURN_IF(p->blocked > 2, KILN_ERR_INVALID_ARGUMENT, op, "blocked must be 0, 1 or 2");
-  KILN_RETURN_IF(p->single_pass > 2, KILN_ERR_INVALID_ARGUMENT, op,
-                 "single_pass must be 0, 1 or 2 (got %u)", p->single_pass);
+  KILN_RETURN_IF(p->single_pass > 3, KILN_ERR_INVALID_ARGUMENT, op,
+                 "single_pass must be 0, 1, 2 or 3 (got %u)", p->single_pass);
   KILN_RETURN_IF(p->cols_per_item < 1 || p->cols_per_item > KILN__COLS_MAX,
                  KILN_ERR_INVALID_ARGUMENT, op, "columns per item must be 1 to %d (got %u)",
                  KILN__COLS_MAX, p->cols_per_item);
@@ -288,7 +288,7 @@ static const uint64_t cols_full[] = {1, 4, 16, 64};
 /* 256: the vector-state column kernel of sum/mean/max/min (the tile path stops at 64). */
 static const uint64_t red_cols_full[] = {1, 4, 16, 64, 256};
 static const uint64_t cols_quick[] = {4, 16};
-static const uint64_t single_pass_all[] = {0, 1, 2};
+static const uint64_t single_pass_all[] = {0, 1, 2, 3};
 
 /*
  * The kiln__launch_params fields, in the order the coordinate search visits
@@ -335,7 +335,7 @@ static const struct kiln__tune_param scan_params[] = {
     {.name = "single_pass",
      LP_FIELD(single_pass),
      .min = 0,
-     .max = 2,
+     .max = 3,
      CANDIDATES(single_pass_all, single_pass_all),
      .layouts = 1u << KILN__LAYOUT_FULL | 1u << KILN__LAYOUT_ROW},
     {.name = "wg_size",
@@ -381,8 +381,9 @@ cumsum_dtype_ok(kiln_dtype d)
 }
 
 static void
-red_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
+red_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, int log2n, void *params)
 {
+  (void)log2n;
   (void)dtype;
   kiln__launch_params_default(ctx, KILN__LAUNCH_REDUCE, params);
   if (layout == KILN__LAYOUT_COL)
@@ -390,9 +391,8 @@ red_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params
 }
 
 static void
-scan_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
+scan_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, int log2n, void *params)
 {
-  (void)dtype;
   kiln__launch_params *p = params;
   kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, p);
   if (!ctx->info.is_gpu)
@@ -412,6 +412,18 @@ scan_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *param
     p->items_per_thread = 4;
     p->two_pass_min = 1024;
     p->groups_per_cu = layout == KILN__LAYOUT_ROW ? 16 : 8;
+    /*
+     * Large tensors take the tile prefixes computed beforehand (single_pass 3: x read twice,
+     * no look-back). Measured on an H200 (bench/h200/scan5.sh, docs/reductions.md), cumsum
+     * over a whole tensor: f32 look-back / tile prefixes 0.0492 / 0.0522 ms at 2^23, 0.0853
+     * / 0.0810 at 2^24, 0.311 / 0.260 at 2^26; f64 0.0332 / 0.0328 at 2^21, 0.0575 / 0.0507
+     * at 2^22, 0.794 / 0.532 at 2^26. 8-byte states (f64, complex, the integers' i64 sums)
+     * make the look-back's tiles half as long and its status words twice as wide, so they
+     * switch at a quarter of the elements. Rows of one tile scan the same either way.
+     */
+    int wide = kiln_dtype_size(dtype) >= 8 || !kiln__dtype_is_floating(dtype);
+    if (log2n >= (wide ? 22 : 24))
+      p->single_pass = 3;
   }
 }
 

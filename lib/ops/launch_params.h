@@ -44,8 +44,11 @@ typedef struct kiln__launch_params {
    * elements in one pass (NAME_lookback: tiles chained by decoupled look-back, where the
    * device lets a waiting work-group rely on the ones already running), 2 likewise but
    * lines longer than a tile in chunks of items_per_thread elements per item (NAME_chain:
-   * one look-back per chunk, the chunk's tiles after the first read twice), 0 with the
-   * tile kernel and, for split lines, the totals and fixup passes. 0, 1 or 2. */
+   * one look-back per chunk, the chunk's tiles after the first read twice), 3 with
+   * NAME_lookback's tiles but their prefixes computed beforehand (NAME_tileagg folds every
+   * tile, NAME_tilepre scans the folds: x read twice, no group waits on another, so any
+   * device), 0 with the tile kernel and, for split lines, the totals and fixup passes.
+   * 0 to 3. */
   uint32_t single_pass;
 } kiln__launch_params;
 
@@ -83,8 +86,7 @@ void kiln__launch_params_columns(const kiln_context *ctx, kiln__launch_params *p
  * Call it before taking ctx->lock: in mode ONLINE it may tune.
  */
 void kiln__launch_params_for(kiln_context *ctx, enum kiln__launch_family fam, kiln_dtype dtype,
-                             uint64_t outer, uint64_t len, uint64_t inner,
-                             kiln__launch_params *p);
+                             uint64_t outer, uint64_t len, uint64_t inner, kiln__launch_params *p);
 
 /* INVALID_ARGUMENT with a message naming op for a value outside the ranges above. */
 kiln_status kiln__launch_params_check(const char *op, const kiln__launch_params *p);

@@ -100,8 +100,9 @@ la_dtype_ok(kiln_dtype d)
 }
 
 static void
-la_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
+la_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, int log2n, void *params)
 {
+  (void)log2n;
   (void)ctx;
   (void)dtype;
   (void)layout;

@@ -698,8 +698,9 @@ att_dtype_ok(kiln_dtype d)
 }
 
 static void
-att_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
+att_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, int log2n, void *params)
 {
+  (void)log2n;
   (void)ctx;
   (void)dtype;
   (void)layout;

@@ -1243,8 +1243,9 @@ conv_dtype_ok(kiln_dtype d)
 }
 
 static void
-conv_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
+conv_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, int log2n, void *params)
 {
+  (void)log2n;
   (void)ctx;
   (void)dtype;
   (void)layout;

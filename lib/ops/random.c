@@ -643,8 +643,9 @@ rng_dtype_ok(kiln_dtype d)
 }
 
 static void
-rng_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params)
+rng_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, int log2n, void *params)
 {
+  (void)log2n;
   (void)dtype;
   (void)layout;
   struct rng_params *p = params;

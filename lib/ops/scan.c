@@ -136,10 +136,55 @@ lookback_safe(kiln_context *ctx)
 }
 
 /*
+ * single_pass 3, the passes before NAME_lookback: kagg (NAME_tileagg) folds each of the
+ * lines * tpl tiles of local * E elements into pre, then NAME_tilepre turns each line's folds
+ * into exclusive prefixes there. e_host: E | state bytes << 8, as the kernels check it.
+ * ctx->lock held.
+ */
+static kiln_status
+run_tile_prefixes(struct scan_call *sc, cl_kernel kagg, const kiln_tensor *x, uint64_t lines,
+                  uint64_t len, uint64_t tpl, size_t local, uint32_t e_host, size_t state,
+                  cl_mem pre)
+{
+  kiln_context *ctx = sc->ctx;
+  /* Groups loop over the tiles: a grid of them all, at most 2^20 groups. */
+  uint64_t total = lines * tpl, groups = total < (1u << 20) ? total : (1u << 20);
+  kiln__args a = kiln__args_begin(sc->op, kagg);
+  kiln__args_mem(&a, x->mem);
+  kiln__args_u64(&a, kiln__ops_elem_offset(x));
+  kiln__args_mem(&a, pre);
+  kiln__args_u64(&a, lines);
+  kiln__args_u64(&a, len);
+  kiln__args_u64(&a, tpl);
+  kiln__args_u32(&a, e_host);
+  kiln__args_u32(&a, sc->flags);
+  kiln__args_raw(&a, 2 * local * state, NULL);
+  KILN_TRY(kiln__args_enqueue_1d(&a, ctx, groups * local, local));
+  cl_kernel k;
+  size_t lp;
+  KILN_TRY(get(sc, "_tilepre", &k));
+  /* One group walks a line's folds: on GPUs the widest the device takes, so that few blocks
+   * (each a global round trip and a group scan) follow one another; CPU devices run a group
+   * on one core whatever its width, and take wg_size. */
+  KILN_TRY(kiln__launch_local_size(sc->op, ctx, k, ctx->info.is_gpu ? 1024 : sc->lp->wg_size,
+                                   2 * state, &lp));
+  groups = lines < (1u << 20) ? lines : (1u << 20);
+  a = kiln__args_begin(sc->op, k);
+  kiln__args_mem(&a, pre);
+  kiln__args_u64(&a, lines);
+  kiln__args_u64(&a, tpl);
+  kiln__args_u32(&a, e_host);
+  kiln__args_u32(&a, sc->flags);
+  kiln__args_raw(&a, 2 * lp * state, NULL);
+  return kiln__args_enqueue_1d(&a, ctx, groups * lp, lp);
+}
+
+/*
  * The single-pass scan of `lines` contiguous lines of len elements: NAME_lookback (tiles
- * chained by look-back), or with sc->lp->single_pass == 2 NAME_chain (chunks of several
+ * chained by look-back), with sc->lp->single_pass == 2 NAME_chain (chunks of several
  * tiles chained, for lines longer than a tile; shorter ones take NAME_lookback, one tile
- * each, whatever the mode). *done = 0 (and KILN_OK) where the device or the size rules it
+ * each, whatever the mode), with 3 NAME_lookback given each tile's prefix by
+ * run_tile_prefixes. *done = 0 (and KILN_OK) where the device or the size rules it
  * out: the caller then takes the multi-pass path. ctx->lock held.
  */
 static kiln_status
@@ -170,6 +215,14 @@ run_lookback(struct scan_call *sc, const kiln_tensor *x, uint64_t lines, uint64_
     want = lp->wg_size;
   size_t local;
   KILN_TRY(kiln__launch_local_size(sc->op, ctx, k, (uint32_t)want, per_item, &local));
+  /* single_pass 3: NAME_tileagg folds the same tiles, so its groups are as wide. */
+  cl_kernel kagg = NULL;
+  if (lp->single_pass == 3 && len > local * e) {
+    size_t la;
+    KILN_TRY(get(sc, "_tileagg", &kagg));
+    KILN_TRY(kiln__launch_local_size(sc->op, ctx, kagg, (uint32_t)local, 2 * state + 8, &la));
+    local = la < local ? la : local;
+  }
   /* Units chained by look-back: tiles, or chunks of `sub` tiles (items_per_thread
    * elements per item, rounded up to whole tiles). */
   uint64_t tile = (uint64_t)local * e, sub = 1;
@@ -181,12 +234,21 @@ run_lookback(struct scan_call *sc, const kiln_tensor *x, uint64_t lines, uint64_
       sub = UINT32_MAX / 2;
   }
   uint64_t unit = tile * sub, upl = (len + unit - 1) / unit, total = lines * upl;
+  /* Tile prefixes computed beforehand: no group waits on another. */
+  int given = kagg && upl > 1;
   /* The unit counter is 32 bits wide. */
-  if ((chain || upl > 1) && (total >= UINT32_MAX || !lookback_safe(ctx)))
+  if ((chain || upl > 1) && !given && (total >= UINT32_MAX || !lookback_safe(ctx)))
     return KILN_OK;
-  kiln__ops_tmp desc = {0};
+  kiln__ops_tmp desc = {0}, pre = {0};
   kiln_status s = KILN_OK;
-  if (chain || upl > 1) {
+  if (given) {
+    /* Each line's tile prefixes start at a multiple of SCAN_PRE_K (NAME_tilepre). */
+    uint64_t tplp = (upl + SCAN_PRE_K - 1) / SCAN_PRE_K * SCAN_PRE_K;
+    s = kiln__ops_tmp_alloc(ctx, lines * tplp * state, &pre);
+    if (s == KILN_OK)
+      s = run_tile_prefixes(sc, kagg, x, lines, len, upl, local, (uint32_t)(e | state << 8), state,
+                            pre.mem);
+  } else if (chain || upl > 1) {
     /* The counter, then each unit's status words (one 64-bit word per 32 bits of state, in
      * SCAN_LB_SLOTS slots). */
     uint64_t bytes = 8 * (1 + total * (state / 4) * SCAN_LB_SLOTS(state / 4));
@@ -208,6 +270,8 @@ run_lookback(struct scan_call *sc, const kiln_tensor *x, uint64_t lines, uint64_
     kiln__args_mem(&a, yi ? yi->mem : NULL);
     kiln__args_u64(&a, kiln__ops_elem_offset(yi));
     kiln__args_mem(&a, desc.mem);
+    if (!chain)
+      kiln__args_mem(&a, pre.mem);
     kiln__args_u64(&a, lines);
     kiln__args_u64(&a, len);
     kiln__args_u64(&a, upl);
@@ -227,6 +291,7 @@ run_lookback(struct scan_call *sc, const kiln_tensor *x, uint64_t lines, uint64_
     }
     s = kiln__args_enqueue_1d(&a, ctx, kiln__launch_grid(groups * local, local), local);
   }
+  kiln__ops_tmp_free(ctx, &pre);
   kiln__ops_tmp_free(ctx, &desc);
   *done = s == KILN_OK;
   return s;

@@ -604,7 +604,7 @@ kiln__tn_tune_key(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int 
   kiln__tn_bucket_text(layout, k, res->bucket, sizeof res->bucket);
   res->elements = (uint64_t)1 << k;
   pbuf def;
-  f->defaults(ctx, dtype, layout, def.b);
+  f->defaults(ctx, dtype, layout, k, def.b);
   kiln__tn_params_text(f, def.b, res->default_params, sizeof res->default_params);
   snprintf(res->tuned_params, sizeof res->tuned_params, "%s", res->default_params);
 

@@ -586,7 +586,7 @@ kiln__tn_resolve(kiln_context *ctx, int fam, kiln_dtype dtype, int layout, int k
         int *online_wanted)
 {
   const struct kiln__tune_family *f = kiln__tn_fam_at(fam);
-  f->defaults(ctx, dtype, layout, params);
+  f->defaults(ctx, dtype, layout, k, params);
   if (online_wanted)
     *online_wanted = 0;
   struct kiln__tuner *t = ctx->tuner;
@@ -617,7 +617,7 @@ kiln__tune_lookup(kiln_context *ctx, const struct kiln__tune_family *family, kil
 {
   int fam = kiln__tn_fam_index(family);
   if (fam < 0) { /* a family outside kiln__families: nothing stored, nothing to tune */
-    family->defaults(ctx, dtype, (int)layout, params);
+    family->defaults(ctx, dtype, (int)layout, kiln__tn_log2_floor(elements), params);
     return;
   }
   if (kiln__tn_tl.fam == fam && kiln__tn_tl.ctx == ctx) {

@@ -38,7 +38,7 @@ struct kiln__tune_param {
   size_t nfull;
   const uint64_t *quick; /* the small set: online tuning, --quick, CI */
   size_t nquick;
-  int local_size; /* a work-group size: candidates above the kernels' limit are dropped */
+  int local_size;   /* a work-group size: candidates above the kernels' limit are dropped */
   unsigned layouts; /* layouts whose kernels it changes (bits of kiln__tune_layout); 0: all */
   int pow2;         /* only powers of two are valid (vector widths) */
 };
@@ -80,10 +80,12 @@ struct kiln__tune_family {
   unsigned layouts; /* bit per enum kiln__tune_layout */
   const char *layout_names;
   int ninputs;
-  int float_sum; /* float outputs are sums: compared within the sum tolerance, else bitwise */
+  int float_sum;  /* float outputs are sums: compared within the sum tolerance, else bitwise */
   int wall_clock; /* timed by wall time per call (host work included), else device time */
   int (*dtype_ok)(kiln_dtype dtype);
-  void (*defaults)(const kiln_context *ctx, kiln_dtype dtype, int layout, void *params);
+  /* the built-in parameters of (dtype, layout) for problems of 2^log2n to 2^(log2n+1) - 1
+   * elements (the tuner's size bucket) */
+  void (*defaults)(const kiln_context *ctx, kiln_dtype dtype, int layout, int log2n, void *params);
   kiln_status (*run)(struct kiln__tune_problem *pb, const void *params);
   double (*bytes)(const struct kiln__tune_problem *pb);
   /* Optional: */
@@ -92,8 +94,7 @@ struct kiln__tune_family {
   /* makes the inputs; NULL: ninputs of pb->shape (kiln__tune_input) */
   kiln_status (*setup)(struct kiln__tune_problem *pb);
   /* output comparison with the reference; NULL: bitwise, or the sum tolerance (float_sum) */
-  int (*match)(const struct kiln__tune_problem *pb, const void *ref, const void *got,
-               size_t bytes);
+  int (*match)(const struct kiln__tune_problem *pb, const void *ref, const void *got, size_t bytes);
   /* nonzero when a and b run the same code on pb: the candidate is not timed again */
   int (*same_run)(const struct kiln__tune_problem *pb, const void *a, const void *b);
   const uint64_t *sizes; /* kiln_tune_run's sizes when the request has none; NULL: defaults */

@@ -588,8 +588,8 @@ static void complex_scan(kiln_dtype dt, kiln_scan_op op, size_t ndim, const int6
 
 /* One op of test_single_pass (below) under lp. */
 static void
-single_pass_op(kiln_dtype dt, kiln_scan_op op, const kiln__launch_params *lp,
-               const int64_t *lens, size_t nlens, const int64_t *rows, const int64_t *cols)
+single_pass_op(kiln_dtype dt, kiln_scan_op op, const kiln__launch_params *lp, const int64_t *lens,
+               size_t nlens, const int64_t *rows, const int64_t *cols)
 {
   if (!kiln_scan_op_supports(op, dt))
     return;
@@ -635,8 +635,9 @@ single_pass_op(kiln_dtype dt, kiln_scan_op op, const kiln__launch_params *lp,
  * state type: f32, f64, i64 sums of the integers, f32 of f16/bf16, complex), cummax (stored
  * directly; (value, index) pairs of 1-, 4- and 8-byte values) of u8, f32 and i64, complex
  * cumprod, and every op of f32 (each (op, dtype) is a kernel build: seconds on PoCL), each
- * with single_pass 1 and 2 (CPU devices: 2 for f32, f64, i32, f16 and c64 only). Column
- * scans keep the line kernel whatever single_pass says.
+ * with single_pass 1, 2 and 3 (the tile prefixes computed beforehand; CPU devices: 2 and 3
+ * for f32, f64, i32, f16 and c64 only). Column scans keep the line kernel whatever
+ * single_pass says.
  */
 START_TEST(test_single_pass)
 {
@@ -653,13 +654,15 @@ START_TEST(test_single_pass)
   /* single_pass 1 (tiles) and 2 (chunks of 3 tiles of f32, 5 of f64: 40 elements per item
    * rounded up to whole tiles; the 4097-element line is 22 f32 chunks, its last tile short). */
   /* CPU devices (a work-group function build per kernel, slow for these barrier loops) run
-   * NAME_chain for one dtype of each state kind: f32 (every op), f64, i32 (i64 sums), f16
-   * (f32 states of halves) and c64. */
+   * NAME_chain and the tile prefixes for one dtype of each state kind: f32 (every op), f64,
+   * i32 (i64 sums), f16 (f32 states of halves) and c64. */
   kiln_device_info info;
   KOK(kiln_context_device_info(ctx, &info));
-  int chain = info.is_gpu || dt == KILN_F32 || dt == KILN_F64 || dt == KILN_I32 ||
-              dt == KILN_F16 || dt == KILN_C64;
-  for (int sp = 1; sp <= 1 + chain; sp++) {
+  int chain = info.is_gpu || dt == KILN_F32 || dt == KILN_F64 || dt == KILN_I32 || dt == KILN_F16 ||
+              dt == KILN_C64;
+  for (int sp = 1; sp <= 3; sp++) {
+    if (sp > 1 && !chain)
+      continue;
     lp.single_pass = (uint32_t)sp;
     lp.items_per_thread = sp == 2 ? 40 : 4;
     for (int op = 0; op < KILN_SCAN_OP_COUNT; op++)
@@ -670,7 +673,9 @@ END_TEST
 
 /*
  * Adversarial scheduling for the look-back, over tiles (single_pass 1) and over chunks of
- * one tile taken by as many groups as compute units (single_pass 2): groups of 1, 2 and 3
+ * one tile taken by as many groups as compute units (single_pass 2), and the same tiles
+ * with their prefixes computed beforehand (single_pass 3: NAME_tilepre walks thousands of
+ * tile folds in blocks, on GPUs 65537 of them in groups of 1): groups of 1, 2 and 3
  * items (tiles of E to 3 E elements, most waiting on predecessors still running), 32, 256
  * and the device's largest (CPU devices: 1, 3 and 32, chunks in groups of 3);
  * one long line and many lines of several tiles. f32 and f64 cumsum, cummax with indices,
@@ -697,14 +702,15 @@ START_TEST(test_single_pass_stress)
     lp.two_pass_min = 1;
     lp.wg_size = wgs[w];
     /* k 0-3: tiles (single_pass 1); 4-7: chunks of one tile (items_per_thread 1), one
-     * group per compute unit, so groups loop over many chunks holding their next id. */
-    for (int k = 0; k < 8; k++) {
+     * group per compute unit, so groups loop over many chunks holding their next id;
+     * 8-11: tiles with their prefixes given (single_pass 3). */
+    for (int k = 0; k < 12; k++) {
       /* CPU devices: each (kernel, local size) is a work-group function build of its own. */
-      if (!gpu && ((w > 0 && k % 2) || (k >= 4 && w != 1)))
+      if (!gpu && ((w > 0 && k % 2) || (k >= 4 && k < 8 && w != 1) || (k >= 8 && w != 0)))
         continue;
-      lp.single_pass = k < 4 ? 1 : 2;
+      lp.single_pass = (uint32_t)(k / 4 + 1);
       lp.items_per_thread = 1;
-      lp.groups_per_cu = k < 4 ? 8 : 1;
+      lp.groups_per_cu = k / 4 == 1 ? 1 : 8;
       kiln_dtype dt = k % 4 == 1 && harness_has_fp64() ? KILN_F64 : KILN_F32;
       kiln_scan_op op = k % 4 == 2   ? KILN_SCAN_CUMMAX
                         : k % 4 == 3 ? KILN_SCAN_LOGCUMSUMEXP
