@@ -33,9 +33,13 @@
  *       scan_kernels.clh), or, pre not NULL, read it from pre[tile]. Reads x once and
  *       writes y once.
  *   NAME_tileagg(x, xoff, agg, lines, len, tpl, e, flags, loc)
- *   NAME_tilepre(agg, lines, tpl, e, flags, loc)
- *       The two passes before NAME_lookback with pre (single_pass = 3): every tile's fold
- *       into agg, then each line's folds into exclusive prefixes in place.
+ *   NAME_tileblk(agg, lines, tpl, e, flags, loc)
+ *   NAME_tilepre(agg, aoff, lines, tpl, e, flags, loc)
+ *   NAME_tilefix(agg, lines, tpl, e, flags)
+ *       The passes before NAME_lookback with pre (single_pass = 3): every tile's fold into
+ *       agg, then each line's folds into exclusive prefixes in place, block after block by
+ *       NAME_tilepre, or, for lines of several blocks, each block alone by NAME_tileblk,
+ *       the blocks' folds by NAME_tilepre, and NAME_tilefix combining the two.
  *   NAME_chain(x, xoff, y, yoff, yi, yioff, desc, lines, len, cpl, sub, e, flags, loc, stage, ctl)
  *       inner == 1, one launch: each line cut into cpl chunks of sub tiles of NAME_lookback's
  *       size; groups loop over chunk ids from the counter, fold a chunk into its aggregate,

@@ -135,24 +135,72 @@ lookback_safe(kiln_context *ctx)
   return (t & (CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_CPU)) != 0;
 }
 
+/* Enqueues kernel k (NAME_tilepre, with_off, or NAME_tileblk) over pre (from aoff) in
+ * groups of lp. */
+static kiln_status
+run_pre_pass(struct scan_call *sc, cl_kernel k, int with_off, cl_mem pre, uint64_t aoff,
+             uint64_t lines, uint64_t tpl, uint64_t groups, size_t lp, uint32_t e_host,
+             size_t state)
+{
+  kiln__args a = kiln__args_begin(sc->op, k);
+  kiln__args_mem(&a, pre);
+  if (with_off)
+    kiln__args_u64(&a, aoff);
+  kiln__args_u64(&a, lines);
+  kiln__args_u64(&a, tpl);
+  kiln__args_u32(&a, e_host);
+  kiln__args_u32(&a, sc->flags);
+  kiln__args_raw(&a, 2 * lp * state, NULL);
+  groups = groups < (1u << 20) ? groups : (1u << 20);
+  return kiln__args_enqueue_1d(&a, sc->ctx, groups * lp, lp);
+}
+
 /*
- * single_pass 3, the passes before NAME_lookback: kagg (NAME_tileagg) folds each of the
- * lines * tpl tiles of local * E elements into pre, then NAME_tilepre turns each line's folds
- * into exclusive prefixes there. e_host: E | state bytes << 8, as the kernels check it.
+ * single_pass 3, the passes before NAME_lookback: allocates *pre, kagg (NAME_tileagg) folds
+ * each of the lines * tpl tiles of local * E elements into it, then each line's folds become
+ * exclusive prefixes: NAME_tilepre walks a line's blocks (SCAN_PRE_K folds per item) in one
+ * work-group, or, for lines of more than one block, NAME_tileblk scans every block in a
+ * work-group of its own, NAME_tilepre the blocks' folds, and NAME_tilefix combines those
+ * into the blocks' tiles. e_host: E | state bytes << 8, as the kernels check it.
  * ctx->lock held.
  */
 static kiln_status
 run_tile_prefixes(struct scan_call *sc, cl_kernel kagg, const kiln_tensor *x, uint64_t lines,
                   uint64_t len, uint64_t tpl, size_t local, uint32_t e_host, size_t state,
-                  cl_mem pre)
+                  kiln__ops_tmp *pre)
 {
   kiln_context *ctx = sc->ctx;
+  cl_kernel kpre, kblk, kfix;
+  size_t lp, lb, lf;
+  KILN_TRY(get(sc, "_tilepre", &kpre));
+  KILN_TRY(get(sc, "_tileblk", &kblk));
+  KILN_TRY(get(sc, "_tilefix", &kfix));
+  /* GPUs: the widest groups the device takes, so that a line is few blocks (each a global
+   * round trip and a group scan); CPU devices run a group on one core whatever its width,
+   * and take wg_size. The block passes (NAME_tileblk, NAME_tilefix) share one width. */
+  uint32_t want = ctx->info.is_gpu ? 1024 : sc->lp->wg_size;
+  /* The group scan's local buffer at most a quarter of local memory: some drivers count a
+   * kernel's local arguments from its last launch in CL_KERNEL_LOCAL_MEM_SIZE (oclgrind:
+   * 1024 cummin states took all its 32 KiB, and the next call found none left). */
+  uint64_t most = ctx->info.local_mem_bytes / (4 * 2 * state);
+  if (most < want)
+    want = most > 1 ? (uint32_t)most : 1;
+  KILN_TRY(kiln__launch_local_size(sc->op, ctx, kpre, want, 2 * state, &lp));
+  KILN_TRY(kiln__launch_local_size(sc->op, ctx, kblk, (uint32_t)lp, 2 * state, &lb));
+  KILN_TRY(kiln__launch_local_size(sc->op, ctx, kfix, (uint32_t)lb, 0, &lf));
+  lp = lf < lb ? lf : lb;
+  uint64_t blk = (uint64_t)lp * SCAN_PRE_K, nblk = (tpl + blk - 1) / blk;
+  /* Each line's run starts at a multiple of SCAN_PRE_K (16-byte accesses), the blocks' folds
+   * after the tiles'. */
+  uint64_t tplp = (tpl + SCAN_PRE_K - 1) / SCAN_PRE_K * SCAN_PRE_K;
+  uint64_t nblkp = nblk > 1 ? (nblk + SCAN_PRE_K - 1) / SCAN_PRE_K * SCAN_PRE_K : 0;
+  KILN_TRY(kiln__ops_tmp_alloc(ctx, lines * (tplp + nblkp) * state, pre));
   /* Groups loop over the tiles: a grid of them all, at most 2^20 groups. */
   uint64_t total = lines * tpl, groups = total < (1u << 20) ? total : (1u << 20);
   kiln__args a = kiln__args_begin(sc->op, kagg);
   kiln__args_mem(&a, x->mem);
   kiln__args_u64(&a, kiln__ops_elem_offset(x));
-  kiln__args_mem(&a, pre);
+  kiln__args_mem(&a, pre->mem);
   kiln__args_u64(&a, lines);
   kiln__args_u64(&a, len);
   kiln__args_u64(&a, tpl);
@@ -160,22 +208,18 @@ run_tile_prefixes(struct scan_call *sc, cl_kernel kagg, const kiln_tensor *x, ui
   kiln__args_u32(&a, sc->flags);
   kiln__args_raw(&a, 2 * local * state, NULL);
   KILN_TRY(kiln__args_enqueue_1d(&a, ctx, groups * local, local));
-  cl_kernel k;
-  size_t lp;
-  KILN_TRY(get(sc, "_tilepre", &k));
-  /* One group walks a line's folds: on GPUs the widest the device takes, so that few blocks
-   * (each a global round trip and a group scan) follow one another; CPU devices run a group
-   * on one core whatever its width, and take wg_size. */
-  KILN_TRY(kiln__launch_local_size(sc->op, ctx, k, ctx->info.is_gpu ? 1024 : sc->lp->wg_size,
-                                   2 * state, &lp));
-  groups = lines < (1u << 20) ? lines : (1u << 20);
-  a = kiln__args_begin(sc->op, k);
-  kiln__args_mem(&a, pre);
+  if (nblk == 1)
+    return run_pre_pass(sc, kpre, 1, pre->mem, 0, lines, tpl, lines, lp, e_host, state);
+  KILN_TRY(run_pre_pass(sc, kblk, 0, pre->mem, 0, lines, tpl, lines * nblk, lp, e_host, state));
+  KILN_TRY(
+      run_pre_pass(sc, kpre, 1, pre->mem, lines * tplp, lines, nblk, lines, lp, e_host, state));
+  groups = lines * (nblk - 1) < (1u << 20) ? lines * (nblk - 1) : (1u << 20);
+  a = kiln__args_begin(sc->op, kfix);
+  kiln__args_mem(&a, pre->mem);
   kiln__args_u64(&a, lines);
   kiln__args_u64(&a, tpl);
   kiln__args_u32(&a, e_host);
   kiln__args_u32(&a, sc->flags);
-  kiln__args_raw(&a, 2 * lp * state, NULL);
   return kiln__args_enqueue_1d(&a, ctx, groups * lp, lp);
 }
 
@@ -242,12 +286,8 @@ run_lookback(struct scan_call *sc, const kiln_tensor *x, uint64_t lines, uint64_
   kiln__ops_tmp desc = {0}, pre = {0};
   kiln_status s = KILN_OK;
   if (given) {
-    /* Each line's tile prefixes start at a multiple of SCAN_PRE_K (NAME_tilepre). */
-    uint64_t tplp = (upl + SCAN_PRE_K - 1) / SCAN_PRE_K * SCAN_PRE_K;
-    s = kiln__ops_tmp_alloc(ctx, lines * tplp * state, &pre);
-    if (s == KILN_OK)
-      s = run_tile_prefixes(sc, kagg, x, lines, len, upl, local, (uint32_t)(e | state << 8), state,
-                            pre.mem);
+    s = run_tile_prefixes(sc, kagg, x, lines, len, upl, local, (uint32_t)(e | state << 8), state,
+                          &pre);
   } else if (chain || upl > 1) {
     /* The counter, then each unit's status words (one 64-bit word per 32 bits of state, in
      * SCAN_LB_SLOTS slots). */

@@ -27,10 +27,14 @@ extern const kiln_dtype hd_all_dtypes[6];
 extern const kiln_dtype hd_every_dtype[10];
 #define HD_NEVERY 10
 
-/* As HD_FOR_DTYPES over hd_every_dtype (c128 too needs fp64). */
-#define HD_FOR_EVERY_DTYPE(dt)                                                 \
-  for (size_t dt##_i = 0; dt##_i < HD_NEVERY; dt##_i++)                        \
-    for (int dt##_k = hd_dtype_ok(hd_every_dtype[dt##_i]); dt##_k; dt##_k = 0) \
+/* As HD_FOR_DTYPES over hd_every_dtype (c128 too needs fp64); in the small mode (the
+ * simulator) without the dtypes hd_small_skip names: one per element size, as the
+ * byte-moving kernels index memory by element size alone. */
+#define HD_FOR_EVERY_DTYPE(dt)                                                              \
+  for (size_t dt##_i = 0; dt##_i < HD_NEVERY; dt##_i++)                                     \
+    for (int dt##_k =                                                                       \
+             hd_dtype_ok(hd_every_dtype[dt##_i]) && !hd_small_skip(hd_every_dtype[dt##_i]); \
+         dt##_k; dt##_k = 0)                                                                \
       for (kiln_dtype dt = hd_every_dtype[dt##_i]; dt##_k; dt##_k = 0)
 
 /* Nonzero when the harness device supports dtype (f64 and c128 need fp64). */

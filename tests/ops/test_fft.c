@@ -776,9 +776,13 @@ START_TEST(c2r_ignores_dc_nyquist_imag)
   double issue[18] = {1, 0.75};
   issue[17] = -0.5;
   kiln_dtype dts[2] = {KILN_F64, KILN_F32};
-  for (size_t t = harness_has_fp64() ? 0 : 1; t < 2; t++)
+  int both = harness_has_fp64();
+  for (size_t t = both ? 0 : 1; t < 2; t++)
     for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++)
-      for (int64_t batch = 1; batch <= 3; batch++)
+      /* The DC/Nyquist handling is the same for both precisions (every plan is a clFFT or
+       * VkFFT build of its own): f64 takes 2, 16 and 1024, f32 15, 16 and 100. */
+      for (int64_t batch = 1; batch <= 3 && !(both && lens[i] != 16 && (i % 2 == 0) != (t == 0));
+           batch++)
         for (size_t b = 0; b < nb; b++) {
           int64_t lead[2];
           size_t nl = c2r_lead(batch, lead);

@@ -207,12 +207,15 @@ START_TEST(attention_against_composition)
         expect_tensor(tq, dq, btol, "attention grad_q");
         expect_tensor(tk, dk, btol, "attention grad_k");
         expect_tensor(tv, dv, btol, "attention grad_v");
-        /* Only some gradients wanted. */
-        kiln_tensor *tk2 = NULL;
-        KOK(kiln_attention_backward(ctx, g, q, k, v, mask, c->causal, ci % 2 ? 0.3 : 0, o, l, NULL,
-                                    &tk2, NULL));
-        expect_tensor(tk2, dk, btol, "attention grad_k alone");
-        kiln_tensor_release(tk2);
+        /* Only some gradients wanted (the simulator: on one case, where the kernels' stores
+         * of the gradients not wanted are left out). */
+        if (!harness_small() || ci == 9) {
+          kiln_tensor *tk2 = NULL;
+          KOK(kiln_attention_backward(ctx, g, q, k, v, mask, c->causal, ci % 2 ? 0.3 : 0, o, l,
+                                      NULL, &tk2, NULL));
+          expect_tensor(tk2, dk, btol, "attention grad_k alone");
+          kiln_tensor_release(tk2);
+        }
         free(dq), free(dk), free(dv);
         kiln_tensor_release(tq), kiln_tensor_release(tk), kiln_tensor_release(tv);
       }
