@@ -12,10 +12,7 @@ CK_RUN_CASE=single_pass_stress KILN_TEST_KEEP_CACHE_ENV=1 tests 20 scan
 b sp1 25 --dtype f32,f64 --sizes $S --filter $A --override "scan:single_pass=1"
 b sp3 25 --dtype f32,f64 --sizes $S --filter $A --override "scan:single_pass=3"
 for dt in f32 f64; do
-  CLTRACE_OUT=$R/trace-sp3-$dt.txt LD_PRELOAD=$PWD/build-gpu/bench/libcltrace.so timeout -k 1 20 \
-    $K bench --no-startup --json --reps 5 --dtype $dt --sizes 2^26 --filter $A \
-    --override "scan:single_pass=3" > $R/bench-trace-sp3-$dt.json 2>> $R/err.txt
-  el trace-$dt
+  trace_at sp3-$dt $dt 2^26 5 --filter $A --override "scan:single_pass=3"
 done
 timeout 25 python3 bench/peers_torch.py --no-startup --dtype f32,f64 --sizes $S --filter $A \
   > $R/torch.txt 2> $R/torch.err

@@ -135,22 +135,26 @@ lookback_safe(kiln_context *ctx)
   return (t & (CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_CPU)) != 0;
 }
 
-/* Enqueues kernel k (NAME_tilepre, with_off, or NAME_tileblk) over pre (from aoff) in
- * groups of lp. */
+/* The passes over the tile folds, by their arguments after pre: NAME_tilepre takes an offset
+ * and a scan buffer, NAME_tileblk the buffer, NAME_tilefix neither. */
+enum pre_pass { PRE_SCAN, PRE_BLOCKS, PRE_FIX };
+
+/* Enqueues pass k over pre (from aoff, PRE_SCAN) in at most 2^20 groups of lp. */
 static kiln_status
-run_pre_pass(struct scan_call *sc, cl_kernel k, int with_off, cl_mem pre, uint64_t aoff,
+run_pre_pass(struct scan_call *sc, cl_kernel k, enum pre_pass pass, cl_mem pre, uint64_t aoff,
              uint64_t lines, uint64_t tpl, uint64_t groups, size_t lp, uint32_t e_host,
              size_t state)
 {
   kiln__args a = kiln__args_begin(sc->op, k);
   kiln__args_mem(&a, pre);
-  if (with_off)
+  if (pass == PRE_SCAN)
     kiln__args_u64(&a, aoff);
   kiln__args_u64(&a, lines);
   kiln__args_u64(&a, tpl);
   kiln__args_u32(&a, e_host);
   kiln__args_u32(&a, sc->flags);
-  kiln__args_raw(&a, 2 * lp * state, NULL);
+  if (pass != PRE_FIX)
+    kiln__args_raw(&a, 2 * lp * state, NULL);
   groups = groups < (1u << 20) ? groups : (1u << 20);
   return kiln__args_enqueue_1d(&a, sc->ctx, groups * lp, lp);
 }
@@ -208,19 +212,13 @@ run_tile_prefixes(struct scan_call *sc, cl_kernel kagg, const kiln_tensor *x, ui
   kiln__args_u32(&a, sc->flags);
   kiln__args_raw(&a, 2 * local * state, NULL);
   KILN_TRY(kiln__args_enqueue_1d(&a, ctx, groups * local, local));
+  cl_mem m = pre->mem;
   if (nblk == 1)
-    return run_pre_pass(sc, kpre, 1, pre->mem, 0, lines, tpl, lines, lp, e_host, state);
-  KILN_TRY(run_pre_pass(sc, kblk, 0, pre->mem, 0, lines, tpl, lines * nblk, lp, e_host, state));
+    return run_pre_pass(sc, kpre, PRE_SCAN, m, 0, lines, tpl, lines, lp, e_host, state);
+  KILN_TRY(run_pre_pass(sc, kblk, PRE_BLOCKS, m, 0, lines, tpl, lines * nblk, lp, e_host, state));
   KILN_TRY(
-      run_pre_pass(sc, kpre, 1, pre->mem, lines * tplp, lines, nblk, lines, lp, e_host, state));
-  groups = lines * (nblk - 1) < (1u << 20) ? lines * (nblk - 1) : (1u << 20);
-  a = kiln__args_begin(sc->op, kfix);
-  kiln__args_mem(&a, pre->mem);
-  kiln__args_u64(&a, lines);
-  kiln__args_u64(&a, tpl);
-  kiln__args_u32(&a, e_host);
-  kiln__args_u32(&a, sc->flags);
-  return kiln__args_enqueue_1d(&a, ctx, groups * lp, lp);
+      run_pre_pass(sc, kpre, PRE_SCAN, m, lines * tplp, lines, nblk, lines, lp, e_host, state));
+  return run_pre_pass(sc, kfix, PRE_FIX, m, 0, lines, tpl, lines * (nblk - 1), lp, e_host, state);
 }
 
 /*
