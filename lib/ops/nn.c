@@ -579,8 +579,11 @@ kiln__nn_knob_override kiln__nn_test_knobs = {-1, -1, -1, -1, -1, -1, -1, -1, -1
 
 /*
  * The device defaults (docs/nn.md, "Launch knobs"). GPUs: 32 bytes per work-item in the flat
- * kernels (8 floats: gelu over 2^26 on the H200 0.153 ms against 0.164 ms with 4; 4 doubles,
- * the elementwise family's default), kiln's erfc (f32: 0.164 ms against 0.300 ms with
+ * kernels, 4-byte types as two 4-vectors (H200, 2^26 f32, ms: gelu 0.136 against 0.152 with 8
+ * scalars, gelu_bwd 0.193 against 0.211, gelu_tanh 0.138 against 0.147, silu 0.138 against
+ * 0.144, relu 0.136 against 0.133; faster for all five at 2^22; bench/h200/act.sh, session
+ * 17), 4 doubles (the elementwise family's default; 4-vectors of doubles lost), 8 halves;
+ * kiln's erfc (f32: 0.164 ms against 0.300 ms with
  * OpenCL's), rows in groups of 256 held in a local cache of up to 32 KiB (H200, 2026-12-02,
  * 16384 x 4096 f32, ms: softmax 0.159 against 0.397 streamed and 0.441 with 16 per lane in
  * registers, layer_norm 0.175 against 0.347 and 0.432, cross_entropy 0.175 against 0.316;
@@ -594,10 +597,11 @@ kiln__nn_knob_override kiln__nn_test_knobs = {-1, -1, -1, -1, -1, -1, -1, -1, -1
 static void
 nn_default_knobs(const kiln_device_info *info, kiln_dtype dtype, kiln__nn_knobs *k)
 {
-  k->act_items = !info->is_gpu ? 1 : kiln_dtype_size(dtype) <= 4 ? 8 : 4;
+  const size_t esz = kiln_dtype_size(dtype);
+  k->act_items = !info->is_gpu ? 1 : esz == 4 ? 2 : esz < 4 ? 8 : 4;
   k->erf = 1;
   k->fast = 0;
-  k->act_vec = 1;
+  k->act_vec = info->is_gpu && esz == 4 ? 4 : 1;
   k->row_items = info->is_gpu ? 0 : 16;
   k->row_wg = info->is_gpu ? 256 : 0;
   k->verbose = 0;
