@@ -242,18 +242,19 @@ struct copy_params {
 static const struct kiln__tune_family cast_tune, copy_tune;
 
 /*
- * Defaults: copies through the kernel in 16-byte vectors, four per
- * work-item on GPUs, one 64-byte vector on CPU devices. H200 (bench/h200/core.sh, 2^26
- * against PyTorch's copy): f32 0.93x, f64 0.96x, where clEnqueueCopyBuffer
- * ran 0.85x and 0.92x. PoCL (2^22 f32, alternating runs under load): the
- * kernel 1.19-1.21 ms every time, the buffer copy 0.97-1.94 ms.
+ * Defaults: copies through the kernel, one 16-byte vector per work-item on GPUs, one 64-byte
+ * vector on CPU devices. H200 (bench/h200/flat.sh, session 17, 2^26 against PyTorch's copy
+ * in the same run): f32 0.96x, f64 0.99x with one vector, 0.93x and 0.96x with four (the
+ * earlier default), where clEnqueueCopyBuffer ran 0.85x and 0.92x (bench/h200/core.sh). PoCL
+ * (2^22 f32, alternating runs under load): the kernel 1.19-1.21 ms every time, the buffer
+ * copy 0.97-1.94 ms.
  */
 static void
 copy_default(const kiln_device_info *info, kiln_dtype dtype, struct copy_params *p)
 {
   size_t esz = kiln_dtype_size(dtype);
   p->wg_size = 0;
-  p->items_per_thread = info->is_gpu ? 4 : 1;
+  p->items_per_thread = 1;
   /* CPU devices: 64-byte vectors (a cache line, one AVX-512 register; at most 16 elements).
    * PoCL, 2^22 f32 in alternating runs under load: 43-56 GB/s against 29-30 with 4-wide
    * ones. */
@@ -324,7 +325,9 @@ copy_lookup(kiln_context *ctx, kiln_dtype dtype, uint64_t n, struct copy_params 
 /*
  * The shape of a cast of n elements of dtype: the cast family's local size and
  * items, in the program whose vector width copies of dtype use by default (the
- * casts ignore it), so that a cast and a copy share one build.
+ * casts ignore it), so that a cast and a copy share one build where their items agree (CPU
+ * devices; on GPUs a copy takes one step a work-item and a cast four: the H200's cast to i32
+ * of 2^26 f32 took 0.177 ms with one, 0.136 with four, bench/h200/copycast.sh).
  */
 static flat_shape
 cast_shape_for(kiln_context *ctx, kiln_dtype dtype, uint64_t n)
