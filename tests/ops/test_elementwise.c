@@ -1901,7 +1901,9 @@ START_TEST(flat_shape_case)
   const int misaligned = items == 1 || vec == 1;
   kiln_context *ctx = harness_ctx();
   char params[64];
-  snprintf(params, sizeof params, "items_per_thread=%u vec_width=%u", items, vec);
+  /* the simulator: 16-lane groups, so that 1000 elements span several groups at every shape */
+  snprintf(params, sizeof params, "%sitems_per_thread=%u vec_width=%u",
+           harness_small() ? "wg_size=16 " : "", items, vec);
   KOK(kiln_tune_override(ctx, "elementwise", dt, NULL, params));
   char got_params[256];
   kiln_tune_source src;
@@ -1930,7 +1932,7 @@ START_TEST(flat_shape_case)
       uint64_t n = flat_sizes[si], off = offsets[oi];
       if ((si >= 6 && oi == 1) /* large sizes: aligned and misaligned only */ ||
           (oi == 2 && !misaligned) || (oi == 1 && vec == 1) /* offset 1: oi 2 */ ||
-          !harness_fits(n) || (harness_small() && n > 4099) /* the simulator: up to 4099 */)
+          !harness_fits(n) || (harness_small() && n > 1000) /* the simulator: up to 1000 */)
         continue;
       int64_t shape[1] = {(int64_t)n};
       /* Regions of the buffer for a, b, cond, y, each starting at a multiple of 16

@@ -786,7 +786,9 @@ START_TEST(eigh)
       eigh_case(dt, 1, 70, NULL, NULL);
     if (harness_fits(160 * 160))
       eigh_case(dt, 1, 160, NULL, NULL);
+    eigh_quick = harness_small(); /* the simulator: each matrix launches as an unbatched one */
     eigh_case(dt, 3, 6, NULL, NULL);
+    eigh_quick = 0;
     /* repeated eigenvalues: Q diag(1, 1, 1, 2, 2, 5, -3, -3) Q^T */
     static const double lam[8] = {1, 1, 1, 2, 2, 5, -3, -3};
     static const double sorted[8] = {-3, -3, 1, 1, 1, 2, 2, 5};
@@ -850,7 +852,9 @@ START_TEST(eigh)
     /* the reductions' launch shapes as KILN_DEBUG_LINALG_HOST sets them for timing: 3 chunks
      * of the partial sums, 32-lane sums, 16-lane fin groups (2 rows of 8 lanes) */
     setenv("KILN_DEBUG_LINALG_HOST", "nchunk=3,lsym=32,lfin=16", 1);
+    eigh_quick = harness_small(); /* the simulator: the shapes are sytrd's, alike in every call */
     eigh_case(dt, 1, 33, NULL, NULL);
+    eigh_quick = 0;
     unsetenv("KILN_DEBUG_LINALG_HOST");
     kiln__linalg_spectral_test_mrrr_threads(-1);
     kiln__linalg_spectral_test_mrrr(-1);
@@ -903,7 +907,8 @@ START_TEST(eigh_blocked)
         continue;
       hook_nb = nbs[k];
       route_for(dt);
-      eigh_quick = nb > 16;
+      /* the simulator too: the other calls differ in sym_fill or in no back-transformation */
+      eigh_quick = nb > 16 || harness_small();
       if (!harness_small())
         eigh_case(dt, 1, nb - 1, NULL, NULL);
       eigh_case(dt, 1, nb + 1, NULL, NULL);
@@ -1147,11 +1152,12 @@ START_TEST(svd)
     }
     /* dbdsvdx split over host threads (index ranges cut at the widest relative gaps) */
     kiln__linalg_spectral_test_mrrr_threads(3);
-    a = with_svals(6, 4, sv);
-    svd_case(dt, 1, 6, 4, a, sv);
-    free(a);
-    if (!harness_small())
+    if (!harness_small()) { /* host routines: the simulator adds nothing */
+      a = with_svals(6, 4, sv);
+      svd_case(dt, 1, 6, 4, a, sv);
+      free(a);
       svd_case(dt, 1, 45, 31, NULL, NULL);
+    }
     svd_case(dt, 1, 7, 7, NULL, NULL);
     /* MRRR on the Golub-Kahan matrix (the default from order 512) at small orders: LAPACK's
      * MRRR test threshold 50 for U and V; zero singular values decline to dbdsqr */
@@ -1191,7 +1197,9 @@ START_TEST(svd)
     orth_bound = BOUND;
     /* the reductions' launch shapes as KILN_DEBUG_LINALG_HOST sets them for timing */
     setenv("KILN_DEBUG_LINALG_HOST", "nchunk=3,lsym=32,lfin=16", 1);
+    svd_quick = harness_small(); /* the simulator: the shapes are gebrd's, alike in every call */
     svd_case(dt, 1, 21, 17, NULL, NULL);
+    svd_quick = 0;
     unsetenv("KILN_DEBUG_LINALG_HOST");
   }
 }
@@ -1276,7 +1284,9 @@ START_TEST(eigh_svd_batched_bitwise)
     return;
   FOR_DTYPES(dt)
   {
-    int64_t s3[3] = {3, 9, 9}, s2[2] = {9, 9};
+    /* the simulator: two matrices, each with its own launches as any batch's */
+    const int nmat = harness_small() ? 2 : 3;
+    int64_t s3[3] = {nmat, 9, 9}, s2[2] = {9, 9};
     double *a = rand_mat(3 * 81);
     for (int b = 0; b < 3; b++) /* symmetric, for eigh */
       for (int i = 0; i < 9; i++)
@@ -1290,7 +1300,7 @@ START_TEST(eigh_svd_batched_bitwise)
     for (int i = 0; i < 5; i++)
       h[i] = down(all[i]);
     static const size_t per[5] = {9, 81, 81, 9, 81};
-    for (int b = 0; b < 3; b++) {
+    for (int b = 0; b < nmat; b++) {
       kiln_tensor *t1 = up(dt, 2, s2, a + b * 81), *o[5] = {NULL};
       KOK(kiln_linalg_eigh(harness_ctx(), t1, KILN_LOWER, &o[0], &o[1]));
       KOK(kiln_linalg_svd(harness_ctx(), t1, 0, &o[2], &o[3], &o[4]));
