@@ -421,9 +421,10 @@ static const uint64_t pair_sizes[] = {0, 1, 1031, (UINT64_C(1) << 18) + 1};
 
 /*
  * Every step count per work-item (1, 2, 4, 8) and step width (lanes 1, 8; 3 leaves a tail)
- * the cast family's tuner or defaults can pick (a program each): all of them for f32 and
- * f64 sources, the defaults and 4 steps (the GPU default) for the others; the non-default
- * ones at the smaller sizes.
+ * the cast family's tuner or defaults can pick (a program each): all of them for f32
+ * sources, for f64 (the other float source of the vector path) 4 steps and lanes 1 and 3,
+ * the defaults for the others (their GPU runs take the GPU defaults); the non-default ones
+ * at the smaller sizes.
  */
 static const char *const cast_shapes[] = {
     NULL, "items_per_thread=4", "items_per_thread=1 lanes=1", "items_per_thread=2 wg_size=64",
@@ -436,11 +437,13 @@ START_TEST(cast_every_pair)
   if (!dt_ok(from))
     return;
   kiln_context *ctx = harness_ctx();
-  size_t nshapes = from == KILN_F32 || from == KILN_F64 ? 7 : 2;
-  for (size_t si = 0; si < N_PAIR_SIZES * nshapes; si++) {
+  /* Bit k: cast_shapes[k] runs. */
+  unsigned shapes = from == KILN_F32 ? 0x7fu : from == KILN_F64 ? 0x47u : 1u;
+  for (size_t si = 0; si < N_PAIR_SIZES * 7; si++) {
     uint64_t n = pair_sizes[si % N_PAIR_SIZES];
     const char *shape = cast_shapes[si / N_PAIR_SIZES];
-    if (!harness_fits(n) || (shape && (n == 0 || n > 1031)))
+    if (!(shapes >> (si / N_PAIR_SIZES) & 1u) || !harness_fits(n) ||
+        (shape && (n == 0 || n > 1031)))
       continue;
     KOK(kiln_tune_override(ctx, "cast", from, NULL, shape));
     uint64_t seed = 1000 * (uint64_t)from + si;
@@ -497,10 +500,10 @@ END_TEST
 /*
  * kiln_copy (its kernel path lives in cast.cl): clEnqueueCopyBuffer and the copy kernel with
  * every vector width and element count per work-item the copy family's tuner or defaults can
- * pick, at view offsets that allow the vector width (0) and that force narrower ones (1, 3,
- * 6), sizes with and without a tail; the bytes around the destination stay untouched. Every
- * dtype takes the defaults, the buffer copy and 4 vectors per item (the cast program the GPU
- * defaults build); f32 and f64 every value. _i is the dtype.
+ * pick, at view offsets that allow the vector width (0 and 16) and, at the defaults, that
+ * force narrower ones (source at 2, destination at 1, 3, 6), sizes with and without a tail;
+ * the bytes around the destination stay untouched. Every dtype takes the defaults and the
+ * buffer copy, f32 and f64 every value. _i is the dtype.
  */
 START_TEST(copy_every_shape)
 {
@@ -510,17 +513,19 @@ START_TEST(copy_every_shape)
                                        "kernel=1 items_per_thread=1 vec_width=1 wg_size=64",
                                        "kernel=1 items_per_thread=2 vec_width=16",
                                        "kernel=1 items_per_thread=8 vec_width=4"};
-  static const uint64_t sizes[] = {1, 7, 1031, 4099};
-  static const uint64_t offs[] = {0, 1, 3, 6};
+  /* (size, source offset, destination offset); the narrowed widths (the last four) at the
+   * defaults only: each (items, width) is a program, and the aligned ones are cast_every_pair's. */
+  static const uint64_t cases[][3] = {{1, 0, 0},    {1031, 16, 0}, {4099, 0, 16}, {7, 2, 1},
+                                      {1031, 2, 3}, {4099, 2, 6},  {1, 2, 6}};
   kiln_dtype dt = (kiln_dtype)_i;
   if (!dt_ok(dt))
     return;
   kiln_context *ctx = harness_ctx();
-  size_t esz = kiln_dtype_size(dt), nshapes = dt == KILN_F32 || dt == KILN_F64 ? 6 : 3;
+  size_t esz = kiln_dtype_size(dt), nshapes = dt == KILN_F32 || dt == KILN_F64 ? 6 : 2;
   for (size_t sh = 0; sh < nshapes; sh++) {
     KOK(kiln_tune_override(ctx, "copy", dt, NULL, shapes[sh]));
-    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
-      uint64_t n = sizes[si], off = offs[si], whole = n + 16;
+    for (size_t si = 0; si < (sh == 0 ? 7u : 3u); si++) {
+      uint64_t n = cases[si][0], soff = cases[si][1], off = cases[si][2], whole = n + 16;
       uint64_t seed = 77 * (uint64_t)dt + si;
       unsigned char *h = xmalloc(whole * esz);
       for (uint64_t k = 0; k < whole; k++)
@@ -531,15 +536,14 @@ START_TEST(copy_every_shape)
       size_t bs, bd;
       KOK(kiln_tensor_cl_mem(src, &ms, &bs));
       KOK(kiln_tensor_cl_mem(buf, &md, &bd));
-      /* Source at element 2 (even), destination at off: unequal alignments too. */
-      KOK(kiln_tensor_wrap(ctx, ms, bs + 2 * esz, dt, 1, (const int64_t[]){(int64_t)n}, &s));
+      KOK(kiln_tensor_wrap(ctx, ms, bs + soff * esz, dt, 1, (const int64_t[]){(int64_t)n}, &s));
       KOK(kiln_tensor_wrap(ctx, md, bd + off * esz, dt, 1, (const int64_t[]){(int64_t)n}, &d));
       KOK(kiln_copy(ctx, s, d));
       unsigned char *got = hd_download(buf), *want = calloc(whole, esz);
-      memcpy(want + off * esz, h + 2 * esz, n * esz);
-      char what[96];
-      snprintf(what, sizeof what, "copy %s n = %llu at %llu, '%s'", kiln_dtype_name(dt),
-               (unsigned long long)n, (unsigned long long)off,
+      memcpy(want + off * esz, h + soff * esz, n * esz);
+      char what[128];
+      snprintf(what, sizeof what, "copy %s n = %llu from %llu to %llu, '%s'", kiln_dtype_name(dt),
+               (unsigned long long)n, (unsigned long long)soff, (unsigned long long)off,
                shapes[sh] ? shapes[sh] : "defaults");
       ck_assert_msg(memcmp(got, want, whole * esz) == 0, "%s: wrong bytes", what);
       free(got);

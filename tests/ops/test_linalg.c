@@ -1224,6 +1224,10 @@ START_TEST(routes_and_blocks)
         {
           if (own && dt == KILN_F32) /* f32 always runs kiln's kernels: done with own 0 */
             continue;
+          /* CLBlast (f64, own 0) takes each block size on one panel route, alternating: its
+           * updates are the same calls whichever route factors the panels. */
+          if (!own && dt == KILN_F64 && (route - KILN__LINALG_ROUTE_DEVICE + (int)ib) % 2)
+            continue;
           for (size_t i = small_nb ? 0 : 3; i < sizeof sq / sizeof sq[0]; i++) {
             lu_case(dt, 0, NULL, sq[i], sq[i], NULL);
             chol_case(dt, 1, sq[i]);
@@ -1319,6 +1323,11 @@ START_TEST(tile_gemm)
           }
           continue;
         }
+        /* Each (dtype, block) on one panel route, alternating: the updates on gemm_tile are
+         * the same calls whichever route factors the panels. */
+        if (harness_has_fp64() &&
+            (route - KILN__LINALG_ROUTE_DEVICE + (nb == 64) + (dt == KILN_F64)) % 2)
+          continue;
         lu_case(dt, 0, NULL, 97, 97, NULL);
         lu_case(dt, 0, NULL, 150, 70, NULL);
         chol_case(dt, 1, 131);

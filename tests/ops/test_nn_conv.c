@@ -626,10 +626,29 @@ set_tile(kiln_dtype dt, int tile)
   KOK(kiln_tune_override(harness_ctx(), "conv", dt, NULL, p));
 }
 
-/* route -1 - t: route 4 with tile t. */
+/*
+ * on 1: the im2col route's GEMMs on kiln's gemm_batched, as without CLBlast
+ * (KILN_DEBUG_NO_CLBLAST, unless the environment sets it already); on 0: back to CLBlast.
+ */
+static void
+own_gemm(int on)
+{
+  static int set;
+  if (on && !set && !getenv("KILN_DEBUG_NO_CLBLAST")) {
+    setenv("KILN_DEBUG_NO_CLBLAST", "1", 1);
+    set = 1;
+  } else if (!on && set) {
+    unsetenv("KILN_DEBUG_NO_CLBLAST");
+    set = 0;
+  }
+}
+
+/* route -1 - t: route 4 with tile t. f64 takes kiln's GEMM (own_gemm): CLBlast's calls are
+ * f32's, and its f64 programs cost seconds of compile each on PoCL. */
 static void
 run_conv_case(const conv_case *c, kiln_dtype dt, int route)
 {
+  own_gemm(dt == KILN_F64);
   kiln_context *ctx = harness_ctx();
   conv_dims g;
   conv_dims_of(c, &g);
@@ -694,6 +713,7 @@ run_conv_case(const conv_case *c, kiln_dtype dt, int route)
   kiln_tensor *ts[] = {tx, tw, tb, tg, ty, tdx, tdw, tdb, tt, tbi};
   for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
     kiln_tensor_release(ts[i]);
+  own_gemm(0);
 }
 
 /* nd, N, Cin, Cout, G, in, k, s, p, d, bias */
@@ -811,6 +831,7 @@ START_TEST(conv_finite_differences)
       {1, 2, 3, 2, 1, {9}, {3}, {2}, {1}, {2}, 1},
   };
   const double h = 1e-6;
+  own_gemm(1); /* f64, as in run_conv_case */
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
     for (int route = 1; route <= 4; route++) {
       if (route == 3)
@@ -858,6 +879,7 @@ START_TEST(conv_finite_differences)
       kiln_tensor_release(db), kiln_tensor_release(tx), kiln_tensor_release(tw);
       kiln_tensor_release(tb);
     }
+  own_gemm(0);
 }
 END_TEST
 
@@ -1010,9 +1032,14 @@ START_TEST(many_rows)
   kiln_tensor *tx = up(KILN_F32, g.ndim, g.xs, xx), *tw = up(KILN_F32, g.ndim, g.ws, w);
   kiln_tensor *tb = up(KILN_F32, 1, &bs, b), *tg = up(KILN_F32, g.ndim, g.ys, gy);
   static const int routes[] = {1, 2, 4};
+  kiln_device_info info;
+  KOK(kiln_context_device_info(ctx, &info));
   for (size_t ri = 0; ri < 3; ri++) {
     kiln_tensor *ty = NULL, *tt = NULL;
     set_route(KILN_F32, routes[ri]);
+    /* CPU devices: kiln's GEMM for route 2 (CLBlast pads each of the 66000 1 x 2 x 2 products
+     * to its tiles: most of this test's time on PoCL; the grid limits are GPUs'). */
+    own_gemm(!info.is_gpu);
     KOK(kiln_conv(ctx, tx, tw, tb, &desc, &ty));
     KOK(kiln_conv_transpose(ctx, tg, tw, NULL, &desc, &tt)); /* the backward-data pass */
     double *got = down(ty), *gt = down(tt);
@@ -1021,6 +1048,7 @@ START_TEST(many_rows)
     free(got), free(gt);
     kiln_tensor_release(ty), kiln_tensor_release(tt);
   }
+  own_gemm(0);
   set_route(KILN_F32, 0);
   free(xx), free(w), free(b), free(gy), free(r.y), free(r.dx), free(r.dw);
   kiln_tensor_release(tx), kiln_tensor_release(tw), kiln_tensor_release(tb);

@@ -771,15 +771,21 @@ START_TEST(test_tunables)
           c.gen = ops[oi] == KILN_SCAN_CUMMAX ? GEN_TIES : GEN_DYADIC;
           run_case(&c, &lp, w * 100 + (uint64_t)mode * 10 + oi);
           for (int64_t ax = 0; ax < 2; ax++) {
-            struct scase a = mk(ops[oi], KILN_F32, 2, m1, ax);
-            a.opts.exclusive = excl;
-            a.gen = c.gen;
-            run_case(&a, &lp, w * 100 + (uint64_t)mode * 10 + oi + 1);
-            struct scase b = mk(ops[oi], KILN_F32, 2, m2, ax);
-            b.opts.exclusive = excl;
-            b.indexed = c.indexed;
-            b.want_values = 1;
-            run_case(&b, &lp, w * 100 + (uint64_t)mode * 10 + oi + 2);
+            /* The device maximum (4096 on PoCL, where a column fixup runs a whole group per
+             * column and chunk: seconds a case) takes m1 inclusive and m2 exclusive. */
+            if (w != 3 || !excl) {
+              struct scase a = mk(ops[oi], KILN_F32, 2, m1, ax);
+              a.opts.exclusive = excl;
+              a.gen = c.gen;
+              run_case(&a, &lp, w * 100 + (uint64_t)mode * 10 + oi + 1);
+            }
+            if (w != 3 || excl) {
+              struct scase b = mk(ops[oi], KILN_F32, 2, m2, ax);
+              b.opts.exclusive = excl;
+              b.indexed = c.indexed;
+              b.want_values = 1;
+              run_case(&b, &lp, w * 100 + (uint64_t)mode * 10 + oi + 2);
+            }
           }
         }
       }
@@ -791,6 +797,9 @@ START_TEST(test_tunables)
         c.indexed = c.want_values = 1;
         run_case(&c, &lp, w * 100 + (uint64_t)mode * 10 + 8);
         for (int64_t ax = 0; ax < 2; ax++) {
+          /* The device maximum: columns of cummin, rows of cummax (as above). */
+          if (w == 3 && ax != op - KILN_SCAN_CUMMIN)
+            continue;
           struct scase b = mk((kiln_scan_op)op, KILN_BOOL, 2, m2, ax);
           b.opts.exclusive = 1;
           run_case(&b, &lp, w * 100 + (uint64_t)mode * 10 + 9);
