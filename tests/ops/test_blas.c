@@ -536,6 +536,8 @@ START_TEST(gemv_both_transposes)
       for (int t = 0; t < 2; t++)
         for (size_t s = 0; s < sizeof dims / sizeof dims[0]; s++)
           for (int give = 0; give < 2; give++) {
+            if (harness_small() && s == 3)
+              continue; /* the simulator's time: 17 already crosses gemm_small's 16-wide tiles */
             int64_t rows = dims[s][0], cols = dims[s][1];
             int64_t xl = t ? rows : cols, yl = t ? cols : rows;
             double alpha = give ? -0.5 : 1.0, beta = give ? (s % 2 ? 0.0 : 2.0) : 0.0;
@@ -1043,8 +1045,8 @@ START_TEST(gemm_half_dtypes)
         if ((s == 8 && t != 0) ||
             !harness_fits((uint64_t)(m > n ? m : n) * (uint64_t)(k > 1 ? k : 1)))
           continue; /* one large case: PoCL time */
-        if (harness_small() && (t == 1 || t == 2))
-          continue; /* the simulator's time: t 0 and 3 load both operands both ways */
+        if (harness_small() && (t == 1 || t == 2 || (h == 1 && t == 3)))
+          continue; /* the simulator's time: t 0 and 3 load both operands both ways (f16) */
         kiln_dtype odt = (t + (int)s) % 3 == 0 ? KILN_F32 : halves[h];
         const double *al = t == 1 ? ab : one, *be = t == 2 ? b2 : zero;
         /* t == 3 uses the conjugate flag (the transpose for reals). */
@@ -1465,6 +1467,8 @@ START_TEST(gemm_large_kernel)
       }
       for (int t = 0; t < 4; t++)
         for (size_t s = 0; s < ndims; s++) {
+          if (small && (t == 1 || t == 2))
+            continue; /* the simulator's time: t 0 and 3 load both operands both ways */
           int ta = t & 1, tb = t >> 1;
           const int64_t *dm = small ? dims_small[s] : dims[s];
           int64_t m = dm[0], n = dm[1], k = dm[2];
