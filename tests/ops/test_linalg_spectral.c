@@ -905,15 +905,11 @@ START_TEST(eigh_blocked)
       size_t nb = (size_t)nbs[k];
       if (harness_small() && nb != 4) /* the simulator: one block size, two panels and more */
         continue;
-      /* 128 on f32, 256 on f64: the same kernel templates; both dtypes at 4 .. 64 (the defaults) */
-      if (nb >= 128 && (dt == KILN_F32) != (nb == 128))
-        continue;
       hook_nb = nbs[k];
       route_for(dt);
       /* the simulator too: the other calls differ in sym_fill or in no back-transformation */
       eigh_quick = nb > 16 || harness_small();
-      /* n < nb (one partial panel) up to 32: past that only a larger matrix on the same path */
-      if (!harness_small() && nb <= 32)
+      if (!harness_small())
         eigh_case(dt, 1, nb - 1, NULL, NULL);
       eigh_case(dt, 1, nb + 1, NULL, NULL);
       if (nb <= 16)
