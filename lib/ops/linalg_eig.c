@@ -878,6 +878,24 @@ sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d
 
 static kiln_status grid2(const kiln__lsp *L, kiln__args *args, uint64_t g0, uint64_t g1);
 
+/*
+ * Whether eigh's tridiagonal stage of order n runs on the device (lib/ops/linalg_tridiag.c):
+ * on GPUs from KILN__LSP_TDEV_MIN; KILN_DEBUG_LINALG_HOST=tdev forces it, notdev (or naming
+ * a host routine) keeps the host's; the test hook overrides both.
+ */
+static int
+use_tdev(const kiln__lsp *L, uint64_t n)
+{
+  int h = kiln__lsp_tdev_hook();
+  if (h >= 0)
+    return h;
+  if (host_pick("tdev"))
+    return 1;
+  if (host_pick("notdev") || host_pick("stemr") || host_pick("stedc") || host_pick("larrv"))
+    return 0;
+  return L->ctx->info.is_gpu && n >= KILN__LSP_TDEV_MIN;
+}
+
 kiln_status
 kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_tensor **w,
                  kiln_tensor **v)
@@ -907,8 +925,11 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
   kiln__lsp_ws ws = {0};
   td_ws tw = {0};
   double t0 = 0;
-  double *hd = NULL, *he = NULL, *hz = NULL;
-  uint64_t cnt = batch * n;
+  double *hd = NULL, *he = NULL, *hz = NULL, *wd = NULL;
+  uint64_t cnt = batch * n, nhost = 0;
+  unsigned char *onhost = NULL;
+  kiln__lsp_tdev *tds = NULL;
+  kiln__lh_buf *pz = NULL;
   if (s == KILN_OK && cnt) {
     s = kiln__ops_scratch(op, ctx, a->dtype, a->numel, &work);
     if (s == KILN_OK)
@@ -956,6 +977,28 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
       s = kiln__lsp_download(&L, dd, &hd);
     if (s == KILN_OK)
       s = kiln__lsp_download(&L, ee, &he);
+    /* Z^T goes to the pinned slot's device buffer: from the device stage directly, from the
+     * host's through its pinned memory (the transfer at full speed: f64 straight from
+     * LAPACK's output, f32 rounded into it). The slot is rewritten only after a later call's
+     * blocking read, which the in-order queue puts after this call's upload. */
+    if (s == KILN_OK && v)
+      s = kiln__lh_slot(op, ctx, KILN__LH_SLOT_VECS, cnt * n * L.ts, &pz);
+    if (s == KILN_OK)
+      s = host_mem(op, (onhost = malloc(batch)) != NULL && (wd = malloc(n * sizeof *wd)) != NULL);
+    /* the device stage first: its reads of the eigenvalues would otherwise wait for Q */
+    int tdev = s == KILN_OK && use_tdev(&L, n);
+    for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
+      int done = 0;
+      kiln__lsp_mat zt = {v ? pz->dev : NULL, b * n * n, n};
+      if (tdev)
+        s = kiln__lsp_tridiag_device(&L, &tds, n, hd + b * n, he + b * n, wd, zt, &done);
+      if (done)
+        memcpy(hd + b * n, wd, n * sizeof *wd);
+      onhost[b] = !done;
+      nhost += !done;
+    }
+    if (tdev)
+      phase(&L, "device tridiagonal stage", n, &t0);
     /* Q = diag(1, Q') formed on the device (the reflectors act on rows 1 .. n-1) while the
      * host computes Z; then V = Q Z is one GEMM instead of the blocked update after it */
     if (s == KILN_OK && v)
@@ -985,32 +1028,31 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
       if (err != CL_SUCCESS)
         s = kiln__fail_cl(op, err, "clFlush");
     }
-    /* Z^T goes up from pinned memory (the transfer at full speed): f64 straight from LAPACK's
-     * output, f32 rounded into it. The slot is rewritten only after a later call's blocking
-     * read, which the in-order queue puts after this call's upload. */
-    kiln__lh_buf *pz = NULL;
-    if (s == KILN_OK && v)
-      s = kiln__lh_slot(op, ctx, KILN__LH_SLOT_VECS, cnt * n * L.ts, &pz);
-    if (s == KILN_OK && v && a->dtype == KILN_F64)
+    if (s == KILN_OK && v && nhost && a->dtype == KILN_F64)
       hz = pz->p;
-    else if (s == KILN_OK && v)
+    else if (s == KILN_OK && v && nhost)
       s = host_mem(op, (hz = malloc(cnt * n * sizeof *hz)) != NULL);
 #if KILN_HAVE_LAPACKE
     for (uint64_t b = 0; s == KILN_OK && b < batch; b++)
-      s = tridiag_eig(op, b, n, hd + b * n, he + b * n, v ? hz + b * n * n : NULL);
+      if (onhost[b])
+        s = tridiag_eig(op, b, n, hd + b * n, he + b * n, v ? hz + b * n * n : NULL);
 #endif
-    phase(&L,
-          v ? "host tridiagonal eigensolver (vectors; Q formed on the device meanwhile)"
-            : "host tridiagonal eigenvalues",
-          n, &t0);
+    if (nhost)
+      phase(&L,
+            v ? "host tridiagonal eigensolver (vectors; Q formed on the device meanwhile)"
+              : "host tridiagonal eigenvalues",
+            n, &t0);
     if (s == KILN_OK)
       s = kiln__lsp_upload(&L, *w, hd);
     /* the host gives Z^T (LAPACK's column-major Z), which the GEMM takes transposed */
-    if (s == KILN_OK && v && a->dtype == KILN_F32)
-      kiln__lh_store(KILN_F32, hz, cnt * n, pz->p);
-    if (s == KILN_OK && v) {
-      cl_int err = clEnqueueWriteBuffer(ctx->queue, pz->dev, CL_FALSE, 0, cnt * n * L.ts, pz->p, 0,
-                                        NULL, NULL);
+    for (uint64_t b = 0; s == KILN_OK && v && b < batch; b++) {
+      if (!onhost[b])
+        continue;
+      char *hp = (char *)pz->p + b * n * n * L.ts;
+      if (a->dtype == KILN_F32)
+        kiln__lh_store(KILN_F32, hz + b * n * n, n * n, hp);
+      cl_int err = clEnqueueWriteBuffer(ctx->queue, pz->dev, CL_FALSE, b * n * n * L.ts,
+                                        n * n * L.ts, hp, 0, NULL, NULL);
       if (err != CL_SUCCESS)
         s = kiln__fail_cl(op, err, "clEnqueueWriteBuffer (eigenvectors)");
     }
@@ -1031,8 +1073,11 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
   kiln_tensor_release(tau);
   kiln_tensor_release(qm);
   td_ws_release(&tw);
+  kiln__lsp_tdev_release(tds);
   free(hd);
   free(he);
+  free(wd);
+  free(onhost);
   if (a->dtype != KILN_F64)
     free(hz);
   s = kiln__lsp_outs_end(&o, s);

@@ -1195,8 +1195,10 @@ kiln_linalg_qr(kiln_context *ctx, const kiln_tensor *a, kiln_qr_mode mode, kiln_
 
 /* ---------------------------------------------------------------- family */
 
-static const struct kiln__source spectral_sources[] = {
-    {SRC, KILN__DT_FLOATS | KILN__DT_COMPLEX}, {"linalg_eig", KILN__DT_FLOATS}, {NULL, 0}};
+static const struct kiln__source spectral_sources[] = {{SRC, KILN__DT_FLOATS | KILN__DT_COMPLEX},
+                                                       {"linalg_eig", KILN__DT_FLOATS},
+                                                       {"linalg_tridiag", KILN__DT_BIT(KILN_F64)},
+                                                       {NULL, 0}};
 
 const struct kiln__family kiln__linalg_spectral_family = {.name = "linalg_spectral",
                                                           .sources = spectral_sources};

@@ -237,4 +237,39 @@ kiln_status kiln__lsp_outs_end(kiln__lsp_outs *o, kiln_status s);
 kiln_status kiln__lsp_download(const kiln__lsp *L, const kiln_tensor *t, double **out);
 kiln_status kiln__lsp_upload(const kiln__lsp *L, kiln_tensor *t, const double *v);
 
+/*
+ * eigh's tridiagonal stage on the device (lib/ops/linalg_tridiag.c) from this order on, on
+ * GPUs with fp64: bisection, one representation per group of KILN__TD_GROUP eigenvalues and
+ * the twisted factorization per vector, checked by ||Z^T Z - I|| and the residuals, the host
+ * route wherever that fails. On the H200 it replaced a host MRRR stage of about 0.47 s at 4096
+ * (docs/linalg.md).
+ */
+#define KILN__LSP_TDEV_MIN 256
+#define KILN__TD_GROUP 32
+
+/* The device stage's scratch, kept across the matrices of a batch. */
+typedef struct kiln__lsp_tdev kiln__lsp_tdev;
+
+/*
+ * Eigenvalues (ascending, into w[n]) of the tridiagonal (d[n], e[n-1]; host f64) on the
+ * device; with zt.mem, also Z^T in L->dt at zt (row k the unit vector of w[k]). *done = 0
+ * (nothing usable: n < 2, no fp64, non-finite or zero T, too many close eigenvalues, or the
+ * checks failed) leaves the host route to the caller; w may then hold anything. *ws is made
+ * on first use; kiln__lsp_tdev_release frees it. Statuses: device and host-memory failures.
+ */
+kiln_status kiln__lsp_tridiag_device(const kiln__lsp *L, kiln__lsp_tdev **ws, uint64_t n,
+                                     const double *d, const double *e, double *w, kiln__lsp_mat zt,
+                                     int *done);
+void kiln__lsp_tdev_release(kiln__lsp_tdev *ws);
+
+/*
+ * Test hook: mode 1 runs eigh's tridiagonal stage on the device at every order and on any
+ * device, 0 never, -1 the built-in rule; group > 0 (at least 4) sets the eigenvalues per
+ * representation; flag_gap > 0 sends to the host every eigenvalue whose gap is below that
+ * many mean gaps (the mixed route at will).
+ */
+void kiln__linalg_spectral_test_tdev(int mode, int group, double flag_gap);
+/* The hook's mode, -1 when it is not set. */
+int kiln__lsp_tdev_hook(void);
+
 #endif

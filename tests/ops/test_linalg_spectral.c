@@ -1562,6 +1562,7 @@ reset_hooks(void)
   kiln__linalg_spectral_test_set(-1, -1, -1);
   kiln__linalg_spectral_test_mrrr(-1);
   kiln__linalg_spectral_test_mrrr_threads(-1);
+  kiln__linalg_spectral_test_tdev(-1, -1, 0.0);
   kiln__linalg_test_route(-1);
   kiln__linalg_spectral_test_split(-1);
   kiln__linalg_spectral_test_nb2(-1);
@@ -1572,6 +1573,60 @@ reset_hooks(void)
    * in oclgrind whatever the size (test_linalg's tile_gemm checks them there) */
   kiln__linalg_test_gemm(harness_small() ? KILN__LINALG_GEMM_CLBLAST : -1);
 }
+
+/*
+ * eigh's tridiagonal stage on the device (bisection, a representation per group, twisted
+ * factorizations; lib/ops/linalg_tridiag.c), forced at every order through the hook: random
+ * matrices of orders 2 .. 301, batched, repeated eigenvalues and the identity (their close
+ * eigenvalues on the host's dstemr, or the whole matrix when too many), a diagonal matrix
+ * (T splits everywhere), a block-diagonal one, groups of 4, the mixed route (every gap below
+ * half the mean on the host), and the checks' rejection (the host route after the device's).
+ */
+START_TEST(eigh_device)
+{
+  if (!KILN_HAVE_LAPACKE || !harness_has_fp64())
+    return;
+  static const size_t ns[] = {2, 3, 5, 17, 33, 70, 160, 301};
+  FOR_DTYPES(dt)
+  {
+    kiln__linalg_spectral_test_tdev(1, -1, 0.0);
+    for (size_t i = 0; i < (harness_small() ? 4u : sizeof ns / sizeof ns[0]); i++)
+      eigh_case(dt, 1, ns[i], NULL, NULL);
+    eigh_quick = harness_small();
+    eigh_case(dt, 3, 12, NULL, NULL);
+    static const double lam[8] = {1, 1, 1, 2, 2, 5, -3, -3};
+    static const double sorted[8] = {-3, -3, 1, 1, 1, 2, 2, 5};
+    double *a = sym_with(8, lam);
+    eigh_case(dt, 1, 8, a, sorted);
+    free(a);
+    double id[25] = {0}, dg[144] = {0};
+    for (size_t i = 0; i < 5; i++)
+      id[i * 5 + i] = 1;
+    static const double ones[5] = {1, 1, 1, 1, 1};
+    eigh_case(dt, 1, 5, id, ones);
+    static const double dv[12] = {3, -1, 2, 0.5, 7, -4, 2.5, 1, 0, -2, 5, 6};
+    static const double dvs[12] = {-4, -2, -1, 0, 0.5, 1, 2, 2.5, 3, 5, 6, 7};
+    for (size_t i = 0; i < 12; i++)
+      dg[i * 12 + i] = dv[i];
+    eigh_case(dt, 1, 12, dg, dvs);
+    double bd[21 * 21] = {0};
+    static const size_t blk[4] = {0, 7, 12, 21};
+    for (size_t k = 0; k < 3; k++)
+      for (size_t i = blk[k]; i < blk[k + 1]; i++)
+        for (size_t j = blk[k]; j < blk[k + 1]; j++)
+          bd[i * 21 + j] = cos((double)((i + 1) * (j + 1))) + (i == j ? 0.3 * (double)k : 0.0);
+    eigh_case(dt, 1, 21, bd, NULL);
+    kiln__linalg_spectral_test_tdev(1, 4, 0.0);
+    eigh_case(dt, 1, 33, NULL, NULL);
+    kiln__linalg_spectral_test_tdev(1, -1, 0.2);
+    eigh_case(dt, 1, harness_small() ? 17 : 70, NULL, NULL);
+    kiln__linalg_spectral_test_tdev(1, -1, -1.0);
+    eigh_case(dt, 1, 17, NULL, NULL);
+    eigh_quick = 0;
+    kiln__linalg_spectral_test_tdev(-1, -1, 0.0);
+  }
+}
+END_TEST
 
 static Suite *
 spectral_suite(void)
@@ -1603,6 +1658,12 @@ spectral_suite(void)
   tcase_add_checked_fixture(grid, reset_hooks, NULL);
   tcase_add_test(grid, qr_grid_panel);
   suite_add_tcase(s, grid);
+  /* last, so that the shared random sequence of the cases above stays as it was */
+  TCase *tdev = tcase_create("tdev");
+  tcase_set_timeout(tdev, 300);
+  tcase_add_checked_fixture(tdev, reset_hooks, NULL);
+  tcase_add_test(tdev, eigh_device);
+  suite_add_tcase(s, tdev);
   return s;
 }
 

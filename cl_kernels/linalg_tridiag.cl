@@ -1,0 +1,312 @@
+/*
+ * linalg_spectral family, eigh's tridiagonal stage on the device (lib/ops/linalg_tridiag.c):
+ * the eigenpairs of one symmetric tridiagonal T = (d, e). Built for f64 only (T = double):
+ * the vectors need more precision than f32 carries, so f32 matrices send d and e widened.
+ *
+ * t: [d (n) | e (n, e[n-1] = 0) | e^2 (n)]. Eigenvalue k is the k-th smallest (0-based).
+ *
+ *   td_bisect(t, n, lo, hi, atol, pivmin, w)   n work-items: w[k] by bisection on Sturm
+ *     counts from the Gershgorin interval [lo, hi], to atol or 2 ulp of its size.
+ *   td_rrr(t, n, pivmin, cand, ng, sigma, rep)   ng work-items: group g's shift sigma[g],
+ *     cand[2 g] or cand[2 g + 1] (in the gaps left and right of it), and its representation
+ *     L D L^T = T - sigma[g] I into rep + 4 n g as [D | L | L D | L L D].
+ *   td_refine(rep, n, grp, sigma, w0, atol, pivmin, w)   n work-items: eigenvalue k of its
+ *     group's representation (group grp[k]) to relative accuracy, by bisection on the
+ *     stationary qd counts (LAPACK's dlaneg) from a bracket around w0[k] - sigma; w[k] is
+ *     that eigenvalue (the shift not added: td_vec needs it as is).
+ *   td_vec(rep, n, grp, sigma, w, pivmin, z)   n work-items: vector k by the twisted
+ *     factorization of L D L^T - w[k] I (LAPACK's dlar1v) into column k of z (row-major
+ *     n x n), normalised; w[k] += sigma.
+ *   td_cholqr(G, n, gs, z)   one group of TD_QR lanes per eigenvalue group (columns gs[g] ..
+ *     gs[g+1] - 1): those columns of z orthonormalised through G = Z^T Z's diagonal block.
+ *   td_resid(t, n, w, z, res)   n work-items: res[k] = ||T z_k - w[k] z_k||^2.
+ *   td_gram_dev(g, n, grp, out)   n work-items: out[j] = sum of g[i][j]^2 over the i of
+ *     other groups than j's (the blocks td_cholqr leaves as they were).
+ *   td_store(z, n, o64, o32, ooff, to32)   global (n, n) rounded up to 16, local 16 x 16:
+ *     row k of the output (at element ooff, f32 when to32) = column k of z.
+ */
+#include "common.cl"
+
+/* Pivots below pivmin in magnitude become -pivmin (LAPACK's guard), so no step divides by 0. */
+inline double td_guard(double x, double pivmin) { return fabs(x) < pivmin ? -pivmin : x; }
+
+/* Eigenvalues of T below x: the signs of the Sturm sequence's pivots. */
+inline uint td_count(global const double *d, global const double *e2, uint n, double x,
+                     double pivmin)
+{
+  double q = td_guard(d[0] - x, pivmin);
+  uint c = q < 0.0;
+  for (uint i = 1; i < n; i++) {
+    q = td_guard((d[i] - x) - e2[i - 1] / q, pivmin);
+    c += q < 0.0;
+  }
+  return c;
+}
+
+kernel void td_bisect(global const double *t, uint n, double lo0, double hi0, double atol,
+                      double pivmin, global double *w)
+{
+  uint k = get_global_id(0);
+  if (k >= n)
+    return;
+  global const double *d = t, *e2 = t + 2 * (ulong)n;
+  double lo = lo0, hi = hi0;
+  /* count(lo) <= k < count(hi) throughout; 2 ulp of |x| stops tiny values early on
+   * absolute grounds only through atol (about 60 steps from the Gershgorin width) */
+  for (int it = 0; it < 128; it++) {
+    double mid = 0.5 * (lo + hi);
+    if (hi - lo <= fmax(atol, 2.0 * DBL_EPSILON * fmax(fabs(lo), fabs(hi))) || mid <= lo ||
+        mid >= hi)
+      break;
+    if (td_count(d, e2, n, mid, pivmin) > k)
+      hi = mid;
+    else
+      lo = mid;
+  }
+  w[k] = 0.5 * (lo + hi);
+}
+
+/* The largest pivot of T - sigma I = L D L^T (its element growth). */
+inline double td_growth(global const double *d, global const double *e, uint n, double sigma,
+                        double pivmin)
+{
+  double dp = d[0] - sigma, big = 0.0;
+  for (uint i = 0; i + 1 < n; i++) {
+    dp = td_guard(dp, pivmin);
+    big = fmax(big, fabs(dp));
+    dp = (d[i + 1] - sigma) - (e[i] / dp) * e[i];
+  }
+  big = fmax(big, fabs(dp));
+  return isnan(big) ? INFINITY : big;
+}
+
+kernel void td_rrr(global const double *t, uint n, double pivmin, global const double *cand,
+                   uint ng, global double *sigma, global double *rep)
+{
+  uint g = get_global_id(0);
+  if (g >= ng)
+    return;
+  global const double *d = t, *e = t + n;
+  global double *D = rep + 4 * (ulong)n * g, *L = D + n, *LD = L + n, *LLD = LD + n;
+  /* the shift in the gap left or right of the group, whichever grows the pivots less (as
+   * LAPACK's dlarrf chooses between a cluster's two ends) */
+  double sl = cand[2 * g], sr = cand[2 * g + 1];
+  double s = td_growth(d, e, n, sl, pivmin) <= td_growth(d, e, n, sr, pivmin) ? sl : sr;
+  sigma[g] = s;
+  double dp = d[0] - s;
+  for (uint i = 0; i + 1 < n; i++) {
+    dp = td_guard(dp, pivmin);
+    double l = e[i] / dp;
+    D[i] = dp;
+    L[i] = l;
+    LD[i] = l * dp;
+    LLD[i] = l * l * dp;
+    dp = (d[i + 1] - s) - l * e[i];
+  }
+  D[n - 1] = dp;
+  L[n - 1] = LD[n - 1] = LLD[n - 1] = 0.0;
+}
+
+/* Eigenvalues of L D L^T below x: dlaneg's stationary transform, twist at n. */
+inline uint td_negc(global const double *D, global const double *LLD, uint n, double x,
+                    double pivmin)
+{
+  uint c = 0;
+  double s = -x;
+  for (uint i = 0; i + 1 < n; i++) {
+    double dplus = td_guard(D[i] + s, pivmin);
+    c += dplus < 0.0;
+    s = (s / dplus) * LLD[i] - x;
+  }
+  return c + (D[n - 1] + s < 0.0);
+}
+
+kernel void td_refine(global const double *rep, uint n, global const uint *grp,
+                      global const double *sigma, global const double *w0, double atol,
+                      double pivmin, global double *w)
+{
+  uint k = get_global_id(0);
+  if (k >= n)
+    return;
+  uint g = grp[k];
+  global const double *D = rep + 4 * (ulong)n * g, *LLD = D + 3 * (ulong)n;
+  double mu = w0[k] - sigma[g], step = atol;
+  double lo = mu - step, hi = mu + step;
+  /* widen the bracket until it holds eigenvalue k of this representation */
+  for (int it = 0; it < 64 && td_negc(D, LLD, n, lo, pivmin) > k; it++) {
+    step *= 2.0;
+    lo -= step;
+  }
+  step = atol;
+  for (int it = 0; it < 64 && td_negc(D, LLD, n, hi, pivmin) <= k; it++) {
+    step *= 2.0;
+    hi += step;
+  }
+  for (int it = 0; it < 96; it++) {
+    double mid = 0.5 * (lo + hi);
+    if (hi - lo <= 2.0 * DBL_EPSILON * fmax(fabs(lo), fabs(hi)) || mid <= lo || mid >= hi)
+      break;
+    if (td_negc(D, LLD, n, mid, pivmin) > k)
+      hi = mid;
+    else
+      lo = mid;
+  }
+  w[k] = 0.5 * (lo + hi);
+}
+
+kernel void td_vec(global const double *rep, uint n, global const uint *grp,
+                   global const double *sigma, global double *w, double pivmin,
+                   global double *z)
+{
+  uint k = get_global_id(0);
+  if (k >= n)
+    return;
+  uint g = grp[k];
+  global const double *D = rep + 4 * (ulong)n * g, *L = D + n, *LD = L + n, *LLD = LD + n;
+  double lam = w[k];
+  global double *zc = z + k; /* element i at zc[i * n]: a warp's lanes store side by side */
+  ulong ld = n;
+  /* progressive transform from the bottom: P_i into zc */
+  double p = D[n - 1] - lam;
+  zc[(n - 1) * ld] = p;
+  for (uint i = n - 1; i-- > 0;) {
+    double dminus = td_guard(LLD[i] + p, pivmin);
+    p = p * (D[i] / dminus) - lam;
+    zc[i * ld] = p;
+  }
+  /* stationary transform from the top; the twist r minimises |gamma_i| = |S_{i-1} + P_i| */
+  double s = -lam, sprev = 0.0, gmin = INFINITY;
+  uint r = 0;
+  for (uint i = 0; i < n; i++) {
+    double gam = sprev + zc[i * ld];
+    if (fabs(gam) <= gmin) {
+      gmin = fabs(gam);
+      r = i;
+    }
+    double dplus = td_guard(D[i] + s, pivmin);
+    sprev = s * (LD[i] / dplus) * L[i];
+    s = sprev - lam;
+  }
+  /* below r: z_{i+1} = -U-_i z_i with U-_i = L_i D_i / (LLD_i + P_{i+1}) */
+  double zz = 1.0, nrm = 1.0;
+  for (uint i = r; i + 1 < n; i++) {
+    double dminus = td_guard(LLD[i] + zc[(i + 1) * ld], pivmin);
+    zz = -(L[i] * (D[i] / dminus)) * zz;
+    zc[(i + 1) * ld] = zz;
+    nrm += zz * zz;
+  }
+  zc[r * ld] = 1.0;
+  /* L+_i for i < r into zc, then above r: z_i = -L+_i z_{i+1} */
+  s = -lam;
+  for (uint i = 0; i < r; i++) {
+    double dplus = td_guard(D[i] + s, pivmin), lp = LD[i] / dplus;
+    zc[i * ld] = lp;
+    s = s * lp * L[i] - lam;
+  }
+  zz = 1.0;
+  for (uint i = r; i-- > 0;) {
+    zz = -zc[i * ld] * zz;
+    zc[i * ld] = zz;
+    nrm += zz * zz;
+  }
+  /* normalise */
+  double sc = 1.0 / sqrt(nrm);
+  for (uint i = 0; i < n; i++)
+    zc[i * ld] *= sc;
+  w[k] = sigma[g] + lam;
+}
+
+/*
+ * Per group (one work-group of TD_QR lanes each, m = gs[g+1] - gs[g] <= TD_QR columns): the
+ * Cholesky factor R^T R of its diagonal block of G = Z^T Z, then its columns of Z times
+ * R^-1 (a triangular solve per row). The twisted vectors of close eigenvalues in one group
+ * can lean towards each other by eps |lambda - sigma| / gap; this makes them orthonormal
+ * again without moving them out of the group's span (their residuals grow by about eps
+ * |lambda - sigma|).
+ */
+#define TD_QR 64
+kernel void td_cholqr(global const double *G, uint n, global const uint *gs, global double *z)
+{
+  local double r[TD_QR * TD_QR];
+  uint g = get_group_id(0), lid = get_local_id(0), a = gs[g], m = gs[g + 1] - a;
+  for (uint i = lid; i < m * m; i += TD_QR)
+    r[i] = G[(ulong)(a + i / m) * n + a + i % m];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  /* lower Cholesky factor in place (row-major m x m): column j by the lanes of its rows */
+  for (uint j = 0; j < m; j++) {
+    double piv = sqrt(r[j * m + j]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid > j && lid < m)
+      r[lid * m + j] /= piv;
+    if (lid == j)
+      r[j * m + j] = piv;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid > j && lid < m)
+      for (uint c = j + 1; c <= lid; c++)
+        r[lid * m + c] -= r[lid * m + j] * r[c * m + j];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  /* row x of Z's block: x R^-1 = y with y L^T = x, i.e. L y^T = x^T (forward substitution) */
+  for (uint row = lid; row < n; row += TD_QR) {
+    global double *x = z + (ulong)row * n + a;
+    for (uint j = 0; j < m; j++) {
+      double v = x[j];
+      for (uint c = 0; c < j; c++)
+        v -= r[j * m + c] * x[c];
+      x[j] = v / r[j * m + j];
+    }
+  }
+}
+
+/* res[k] = ||T z_k - w[k] z_k||^2 (column k of z). */
+kernel void td_resid(global const double *t, uint n, global const double *w,
+                     global const double *z, global double *res)
+{
+  uint k = get_global_id(0);
+  if (k >= n)
+    return;
+  global const double *d = t, *e = t + n;
+  double lam = w[k], rr = 0.0, prev = 0.0, cur = z[k];
+  for (uint i = 0; i < n; i++) {
+    double next = i + 1 < n ? z[(ulong)(i + 1) * n + k] : 0.0;
+    double ri = (i ? e[i - 1] * prev : 0.0) + (d[i] - lam) * cur + e[i] * next;
+    rr += ri * ri;
+    prev = cur;
+    cur = next;
+  }
+  res[k] = isfinite(rr) ? rr : INFINITY;
+}
+
+kernel void td_gram_dev(global const double *g, uint n, global const uint *grp,
+                        global double *out)
+{
+  uint j = get_global_id(0);
+  if (j >= n)
+    return;
+  uint gj = grp[j];
+  double s = 0.0;
+  for (uint i = 0; i < n; i++) {
+    double x = grp[i] == gj ? 0.0 : g[(ulong)i * n + j];
+    s += x * x;
+  }
+  out[j] = s;
+}
+
+kernel void td_store(global const double *z, uint n, global double *o64, global float *o32,
+                     ulong ooff, uint to32)
+{
+  local double tile[16][17];
+  uint lx = get_local_id(0), ly = get_local_id(1);
+  uint c0 = get_group_id(0) * 16, r0 = get_group_id(1) * 16;
+  if (r0 + ly < n && c0 + lx < n)
+    tile[ly][lx] = z[(ulong)(r0 + ly) * n + c0 + lx];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  uint k = c0 + ly, i = r0 + lx; /* output row k (column k of z), element i */
+  if (k < n && i < n) {
+    ulong o = ooff + (ulong)k * n + i;
+    if (to32)
+      o32[o] = (float)tile[lx][ly];
+    else
+      o64[o] = tile[lx][ly];
+  }
+}
