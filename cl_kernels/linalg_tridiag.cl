@@ -5,14 +5,15 @@
  *
  * t: [d (n) | e (n, e[n-1] = 0) | e^2 (n)]. Eigenvalue k is the k-th smallest (0-based).
  *
- *   td_bisect(t, n, lo, hi, atol, pivmin, w)   n work-items: w[k] by bisection on Sturm
- *     counts from the Gershgorin interval [lo, hi], to atol or 2 ulp of its size.
+ *   td_bisect(t, n, lo, hi, atol, pivmin, rounds, w)   TD_MS lanes per eigenvalue, groups of
+ *     TD_MSG: w[k] by multisection on Sturm counts from the Gershgorin interval [lo, hi]
+ *     (rounds rounds), then bisection to atol or 2 ulp of its size.
  *   td_rrr(t, n, pivmin, cand, ng, sigma, rep)   ng work-items: group g's shift sigma[g],
  *     cand[2 g] or cand[2 g + 1] (in the gaps left and right of it), and its representation
  *     L D L^T = T - sigma[g] I into rep + 4 n g as [D | L | L D | L L D].
- *   td_refine(rep, n, grp, sigma, w0, atol, pivmin, w)   n work-items: eigenvalue k of its
- *     group's representation (group grp[k]) to relative accuracy, by bisection on the
- *     stationary qd counts (LAPACK's dlaneg) from a bracket around w0[k] - sigma; w[k] is
+ *   td_refine(rep, n, grp, sigma, w0, atol, pivmin, rounds, w)   as td_bisect: eigenvalue k
+ *     of its group's representation (group grp[k]) to relative accuracy, by multisection on
+ *     the stationary qd counts (LAPACK's dlaneg) from a bracket around w0[k] - sigma; w[k] is
  *     that eigenvalue (the shift not added: td_vec needs it as is).
  *   td_vec(rep, n, grp, sigma, w, pivmin, z)   n work-items: vector k by the twisted
  *     factorization of L D L^T - w[k] I (LAPACK's dlar1v) into column k of z (row-major
@@ -22,37 +23,83 @@
  *   td_resid(t, n, w, z, res)   n work-items: res[k] = ||T z_k - w[k] z_k||^2.
  *   td_gram_dev(g, n, grp, out)   n work-items: out[j] = sum of g[i][j]^2 over the i of
  *     other groups than j's (the blocks td_cholqr leaves as they were).
- *   td_store(z, n, o64, o32, ooff, to32)   global (n, n) rounded up to 16, local 16 x 16:
- *     row k of the output (at element ooff, f32 when to32) = column k of z.
+ *   td_store(z, count, o64, o32, ooff, to32)   count work-items: z into the output at element
+ *     ooff (f32 when to32).
  */
 #include "common.cl"
 
 /* Pivots below pivmin in magnitude become -pivmin (LAPACK's guard), so no step divides by 0. */
 inline double td_guard(double x, double pivmin) { return fabs(x) < pivmin ? -pivmin : x; }
 
-/* Eigenvalues of T below x: the signs of the Sturm sequence's pivots. */
+/* Eigenvalues of T below x: the signs of the Sturm sequence's pivots. Four steps' operands
+ * are loaded ahead of the chain of divisions (one work-item per eigenvalue leaves one warp per
+ * compute unit at 4096: nothing else hides a load's latency). */
 inline uint td_count(global const double *d, global const double *e2, uint n, double x,
                      double pivmin)
 {
   double q = td_guard(d[0] - x, pivmin);
-  uint c = q < 0.0;
-  for (uint i = 1; i < n; i++) {
+  uint c = q < 0.0, i = 1;
+  for (; i + 4 <= n; i += 4) {
+    double a0 = d[i] - x, a1 = d[i + 1] - x, a2 = d[i + 2] - x, a3 = d[i + 3] - x;
+    double b0 = e2[i - 1], b1 = e2[i], b2 = e2[i + 1], b3 = e2[i + 2];
+    q = td_guard(a0 - b0 / q, pivmin);
+    c += q < 0.0;
+    q = td_guard(a1 - b1 / q, pivmin);
+    c += q < 0.0;
+    q = td_guard(a2 - b2 / q, pivmin);
+    c += q < 0.0;
+    q = td_guard(a3 - b3 / q, pivmin);
+    c += q < 0.0;
+  }
+  for (; i < n; i++) {
     q = td_guard((d[i] - x) - e2[i - 1] / q, pivmin);
     c += q < 0.0;
   }
   return c;
 }
 
-kernel void td_bisect(global const double *t, uint n, double lo0, double hi0, double atol,
-                      double pivmin, global double *w)
+/*
+ * Multisection: TD_MS lanes per eigenvalue count at TD_MS points of its interval at once, so
+ * that a round narrows it ninefold (three bisection steps and more) and eight times as many
+ * lanes hide each other's latency. TD_MSG lanes a work-group. td_narrow keeps the part
+ * holding eigenvalue k from the counts cnt[0 .. TD_MS) at lo + (j + 1) h, h = (hi - lo) /
+ * (TD_MS + 1): the points are computed the same way by the lanes that counted them.
+ */
+#define TD_MS 8
+#define TD_MSG 64
+inline double td_point(double lo, double h, uint j) { return lo + (double)(j + 1) * h; }
+
+inline void td_narrow(local const uint *cnt, uint k, double *lo, double *hi)
 {
-  uint k = get_global_id(0);
-  if (k >= n)
-    return;
+  double a = *lo, h = (*hi - a) / (double)(TD_MS + 1);
+  uint j = 0;
+  while (j < TD_MS && cnt[j] <= k)
+    j++;
+  *lo = j ? td_point(a, h, j - 1) : a;
+  if (j < TD_MS)
+    *hi = td_point(a, h, j);
+}
+
+kernel void td_bisect(global const double *t, uint n, double lo0, double hi0, double atol,
+                      double pivmin, uint rounds, global double *w)
+{
+  local uint cnt[TD_MSG];
+  uint lid = get_local_id(0), e = lid / TD_MS, j = lid % TD_MS;
+  uint k = get_group_id(0) * (TD_MSG / TD_MS) + e;
   global const double *d = t, *e2 = t + 2 * (ulong)n;
   double lo = lo0, hi = hi0;
-  /* count(lo) <= k < count(hi) throughout; 2 ulp of |x| stops tiny values early on
-   * absolute grounds only through atol (about 60 steps from the Gershgorin width) */
+  /* count(lo) <= k < count(hi) throughout */
+  for (uint r = 0; r < rounds; r++) {
+    double h = (hi - lo) / (double)(TD_MS + 1);
+    cnt[lid] = k < n ? td_count(d, e2, n, td_point(lo, h, j), pivmin) : 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    td_narrow(cnt + e * TD_MS, k, &lo, &hi);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (k >= n || j)
+    return;
+  /* past the host's round count (its bound from the Gershgorin width to atol): bisection to
+   * atol or 2 ulp of the value */
   for (int it = 0; it < 128; it++) {
     double mid = 0.5 * (lo + hi);
     if (hi - lo <= fmax(atol, 2.0 * DBL_EPSILON * fmax(fabs(lo), fabs(hi))) || mid <= lo ||
@@ -107,41 +154,77 @@ kernel void td_rrr(global const double *t, uint n, double pivmin, global const d
   L[n - 1] = LD[n - 1] = LLD[n - 1] = 0.0;
 }
 
-/* Eigenvalues of L D L^T below x: dlaneg's stationary transform, twist at n. */
+/* Eigenvalues of L D L^T below x: dlaneg's stationary transform, twist at n (operands four
+ * steps ahead, as td_count). */
 inline uint td_negc(global const double *D, global const double *LLD, uint n, double x,
                     double pivmin)
 {
-  uint c = 0;
+  uint c = 0, i = 0;
   double s = -x;
-  for (uint i = 0; i + 1 < n; i++) {
-    double dplus = td_guard(D[i] + s, pivmin);
-    c += dplus < 0.0;
-    s = (s / dplus) * LLD[i] - x;
+  for (; i + 5 <= n; i += 4) {
+    double d0 = D[i], d1 = D[i + 1], d2 = D[i + 2], d3 = D[i + 3];
+    double l0 = LLD[i], l1 = LLD[i + 1], l2 = LLD[i + 2], l3 = LLD[i + 3];
+    double dp = td_guard(d0 + s, pivmin);
+    c += dp < 0.0;
+    s = (s / dp) * l0 - x;
+    dp = td_guard(d1 + s, pivmin);
+    c += dp < 0.0;
+    s = (s / dp) * l1 - x;
+    dp = td_guard(d2 + s, pivmin);
+    c += dp < 0.0;
+    s = (s / dp) * l2 - x;
+    dp = td_guard(d3 + s, pivmin);
+    c += dp < 0.0;
+    s = (s / dp) * l3 - x;
+  }
+  for (; i + 1 < n; i++) {
+    double dp = td_guard(D[i] + s, pivmin);
+    c += dp < 0.0;
+    s = (s / dp) * LLD[i] - x;
   }
   return c + (D[n - 1] + s < 0.0);
 }
 
+/* Multisection as td_bisect, from a bracket of 16 atol around w0[k] - sigma that lane 0 checks
+ * (and widens), to 2 ulp of the value. */
 kernel void td_refine(global const double *rep, uint n, global const uint *grp,
                       global const double *sigma, global const double *w0, double atol,
-                      double pivmin, global double *w)
+                      double pivmin, uint rounds, global double *w)
 {
-  uint k = get_global_id(0);
-  if (k >= n)
-    return;
-  uint g = grp[k];
+  local uint cnt[TD_MSG];
+  local double br[2 * TD_MSG / TD_MS];
+  uint lid = get_local_id(0), e = lid / TD_MS, j = lid % TD_MS;
+  uint k = get_group_id(0) * (TD_MSG / TD_MS) + e, live = k < n;
+  uint g = live ? grp[k] : 0;
   global const double *D = rep + 4 * (ulong)n * g, *LLD = D + 3 * (ulong)n;
-  double mu = w0[k] - sigma[g], step = atol;
-  double lo = mu - step, hi = mu + step;
-  /* widen the bracket until it holds eigenvalue k of this representation */
-  for (int it = 0; it < 64 && td_negc(D, LLD, n, lo, pivmin) > k; it++) {
-    step *= 2.0;
-    lo -= step;
+  double mu = live ? w0[k] - sigma[g] : 0.0;
+  double lo = mu - 16.0 * atol, hi = mu + 16.0 * atol;
+  if (j == 0) {
+    double step = 16.0 * atol;
+    for (int it = 0; live && it < 64 && td_negc(D, LLD, n, lo, pivmin) > k; it++) {
+      step *= 2.0;
+      lo -= step;
+    }
+    step = 16.0 * atol;
+    for (int it = 0; live && it < 64 && td_negc(D, LLD, n, hi, pivmin) <= k; it++) {
+      step *= 2.0;
+      hi += step;
+    }
+    br[2 * e] = lo;
+    br[2 * e + 1] = hi;
   }
-  step = atol;
-  for (int it = 0; it < 64 && td_negc(D, LLD, n, hi, pivmin) <= k; it++) {
-    step *= 2.0;
-    hi += step;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  lo = br[2 * e];
+  hi = br[2 * e + 1];
+  for (uint r = 0; r < rounds; r++) {
+    double h = (hi - lo) / (double)(TD_MS + 1);
+    cnt[lid] = live ? td_negc(D, LLD, n, td_point(lo, h, j), pivmin) : 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    td_narrow(cnt + e * TD_MS, k, &lo, &hi);
+    barrier(CLK_LOCAL_MEM_FENCE);
   }
+  if (!live || j)
+    return;
   for (int it = 0; it < 96; it++) {
     double mid = 0.5 * (lo + hi);
     if (hi - lo <= 2.0 * DBL_EPSILON * fmax(fabs(lo), fabs(hi)) || mid <= lo || mid >= hi)
@@ -154,6 +237,7 @@ kernel void td_refine(global const double *rep, uint n, global const uint *grp,
   w[k] = 0.5 * (lo + hi);
 }
 
+#define TD_PF 8
 kernel void td_vec(global const double *rep, uint n, global const uint *grp,
                    global const double *sigma, global double *w, double pivmin,
                    global double *z)
@@ -174,26 +258,46 @@ kernel void td_vec(global const double *rep, uint n, global const uint *grp,
     p = p * (D[i] / dminus) - lam;
     zc[i * ld] = p;
   }
-  /* stationary transform from the top; the twist r minimises |gamma_i| = |S_{i-1} + P_i| */
-  double s = -lam, sprev = 0.0, gmin = INFINITY;
+  /* stationary transform from the top; the twist r minimises |gamma_i| = |S_{i-1} + P_i|.
+   * The passes that read zc load TD_PF elements ahead of their chains (DRAM latency, one
+   * warp per compute unit: see td_count). */
+  double s = -lam, sprev = 0.0, gmin = INFINITY, pf[TD_PF];
   uint r = 0;
-  for (uint i = 0; i < n; i++) {
-    double gam = sprev + zc[i * ld];
-    if (fabs(gam) <= gmin) {
-      gmin = fabs(gam);
-      r = i;
+  for (uint i0 = 0; i0 < n; i0 += TD_PF) {
+#pragma unroll
+    for (uint u = 0; u < TD_PF; u++)
+      pf[u] = i0 + u < n ? zc[(i0 + u) * ld] : 0.0;
+#pragma unroll
+    for (uint u = 0; u < TD_PF; u++) {
+      uint i = i0 + u;
+      if (i < n) {
+        double gam = sprev + pf[u];
+        if (fabs(gam) <= gmin) {
+          gmin = fabs(gam);
+          r = i;
+        }
+        double dplus = td_guard(D[i] + s, pivmin);
+        sprev = s * (LD[i] / dplus) * L[i];
+        s = sprev - lam;
+      }
     }
-    double dplus = td_guard(D[i] + s, pivmin);
-    sprev = s * (LD[i] / dplus) * L[i];
-    s = sprev - lam;
   }
   /* below r: z_{i+1} = -U-_i z_i with U-_i = L_i D_i / (LLD_i + P_{i+1}) */
   double zz = 1.0, nrm = 1.0;
-  for (uint i = r; i + 1 < n; i++) {
-    double dminus = td_guard(LLD[i] + zc[(i + 1) * ld], pivmin);
-    zz = -(L[i] * (D[i] / dminus)) * zz;
-    zc[(i + 1) * ld] = zz;
-    nrm += zz * zz;
+  for (uint i0 = r; i0 + 1 < n; i0 += TD_PF) {
+#pragma unroll
+    for (uint u = 0; u < TD_PF; u++)
+      pf[u] = i0 + u + 1 < n ? zc[(i0 + u + 1) * ld] : 0.0;
+#pragma unroll
+    for (uint u = 0; u < TD_PF; u++) {
+      uint i = i0 + u;
+      if (i + 1 < n) {
+        double dminus = td_guard(LLD[i] + pf[u], pivmin);
+        zz = -(L[i] * (D[i] / dminus)) * zz;
+        zc[(i + 1) * ld] = zz;
+        nrm += zz * zz;
+      }
+    }
   }
   zc[r * ld] = 1.0;
   /* L+_i for i < r into zc, then above r: z_i = -L+_i z_{i+1} */
@@ -204,15 +308,31 @@ kernel void td_vec(global const double *rep, uint n, global const uint *grp,
     s = s * lp * L[i] - lam;
   }
   zz = 1.0;
-  for (uint i = r; i-- > 0;) {
-    zz = -zc[i * ld] * zz;
-    zc[i * ld] = zz;
-    nrm += zz * zz;
+  /* (a signed index: the unsigned form became a saturating subtraction, which oclgrind
+   * cannot run) */
+  for (int i0 = (int)r; i0 > 0; i0 -= TD_PF) {
+#pragma unroll
+    for (int u = 0; u < TD_PF; u++)
+      pf[u] = u < i0 ? zc[(ulong)(i0 - 1 - u) * ld] : 0.0;
+#pragma unroll
+    for (int u = 0; u < TD_PF; u++)
+      if (u < i0) {
+        zz = -pf[u] * zz;
+        zc[(ulong)(i0 - 1 - u) * ld] = zz;
+        nrm += zz * zz;
+      }
   }
   /* normalise */
   double sc = 1.0 / sqrt(nrm);
-  for (uint i = 0; i < n; i++)
-    zc[i * ld] *= sc;
+  for (uint i0 = 0; i0 < n; i0 += TD_PF) {
+#pragma unroll
+    for (uint u = 0; u < TD_PF; u++)
+      pf[u] = i0 + u < n ? zc[(i0 + u) * ld] : 0.0;
+#pragma unroll
+    for (uint u = 0; u < TD_PF; u++)
+      if (i0 + u < n)
+        zc[(i0 + u) * ld] = pf[u] * sc;
+  }
   w[k] = sigma[g] + lam;
 }
 
@@ -292,21 +412,14 @@ kernel void td_gram_dev(global const double *g, uint n, global const uint *grp,
   out[j] = s;
 }
 
-kernel void td_store(global const double *z, uint n, global double *o64, global float *o32,
+kernel void td_store(global const double *z, ulong count, global double *o64, global float *o32,
                      ulong ooff, uint to32)
 {
-  local double tile[16][17];
-  uint lx = get_local_id(0), ly = get_local_id(1);
-  uint c0 = get_group_id(0) * 16, r0 = get_group_id(1) * 16;
-  if (r0 + ly < n && c0 + lx < n)
-    tile[ly][lx] = z[(ulong)(r0 + ly) * n + c0 + lx];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  uint k = c0 + ly, i = r0 + lx; /* output row k (column k of z), element i */
-  if (k < n && i < n) {
-    ulong o = ooff + (ulong)k * n + i;
-    if (to32)
-      o32[o] = (float)tile[lx][ly];
-    else
-      o64[o] = tile[lx][ly];
-  }
+  ulong i = get_global_id(0);
+  if (i >= count)
+    return;
+  if (to32)
+    o32[ooff + i] = (float)z[i];
+  else
+    o64[ooff + i] = z[i];
 }

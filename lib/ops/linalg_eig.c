@@ -989,9 +989,13 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
     int tdev = s == KILN_OK && use_tdev(&L, n);
     for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
       int done = 0;
-      kiln__lsp_mat zt = {v ? pz->dev : NULL, b * n * n, n};
+      kiln__lsp_mat zb = {NULL, 0, n};
+      if (v) {
+        zb = kiln__lsp_tmat(*v, n);
+        zb.off += b * n * n;
+      }
       if (tdev)
-        s = kiln__lsp_tridiag_device(&L, &tds, n, hd + b * n, he + b * n, wd, zt, &done);
+        s = kiln__lsp_tridiag_device(&L, &tds, n, hd + b * n, he + b * n, wd, zb, &done);
       if (done)
         memcpy(hd + b * n, wd, n * sizeof *wd);
       onhost[b] = !done;
@@ -999,14 +1003,26 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
     }
     if (tdev)
       phase(&L, "device tridiagonal stage", n, &t0);
-    /* Q = diag(1, Q') formed on the device (the reflectors act on rows 1 .. n-1) while the
-     * host computes Z; then V = Q Z is one GEMM instead of the blocked update after it */
-    if (s == KILN_OK && v)
+    /* Z from the device stage is in V already: V = diag(1, Q') Z by the reflectors applied
+     * to its rows 1 .. n-1 (the blocked compact-WY update, about 2 n^3 flops). For the host
+     * route, Q = diag(1, Q') formed on the device while the host computes Z; then V = Q Z is
+     * one GEMM. */
+    for (uint64_t b = 0; s == KILN_OK && v && b < batch && n > 2; b++) {
+      if (onhost[b])
+        continue;
+      kiln__lsp_mat ab = kiln__lsp_tmat(work, n), tb = kiln__lsp_tmat(tau, 1),
+                    vb = kiln__lsp_tmat(*v, n);
+      ab.off += b * n * n + n;
+      tb.off += b * n;
+      vb.off += b * n * n + n;
+      s = kiln__lsp_ormqr(&L, ab, n - 1, n - 1, tb, 0, vb, n, &ws);
+    }
+    if (s == KILN_OK && v && nhost)
       s = kiln__ops_scratch(op, ctx, a->dtype, cnt * n, &qm);
     cl_kernel ke;
-    if (s == KILN_OK && v)
+    if (s == KILN_OK && v && nhost)
       s = kern(&L, "eye_rect", &ke);
-    if (s == KILN_OK && v) {
+    if (s == KILN_OK && v && nhost) {
       kiln__args args = kiln__args_begin(op, ke);
       args_t(&args, qm);
       kiln__args_u64(&args, n * n);
@@ -1015,7 +1031,7 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
       kiln__args_u64(&args, batch);
       s = grid2(&L, &args, n, n * batch);
     }
-    for (uint64_t b = 0; s == KILN_OK && v && b < batch && n > 2; b++) {
+    for (uint64_t b = 0; s == KILN_OK && v && nhost && b < batch && n > 2; b++) {
       kiln__lsp_mat ab = kiln__lsp_tmat(work, n), tb = kiln__lsp_tmat(tau, 1),
                     qb = kiln__lsp_tmat(qm, n);
       ab.off += b * n * n + n;
@@ -1057,6 +1073,8 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
         s = kiln__fail_cl(op, err, "clEnqueueWriteBuffer (eigenvectors)");
     }
     for (uint64_t b = 0; s == KILN_OK && v && b < batch; b++) {
+      if (!onhost[b])
+        continue;
       kiln__lsp_mat qb = kiln__lsp_tmat(qm, n), zb = {pz->dev, b * n * n, n},
                     vb = kiln__lsp_tmat(*v, n);
       qb.off += b * n * n;

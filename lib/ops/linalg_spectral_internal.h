@@ -252,13 +252,14 @@ typedef struct kiln__lsp_tdev kiln__lsp_tdev;
 
 /*
  * Eigenvalues (ascending, into w[n]) of the tridiagonal (d[n], e[n-1]; host f64) on the
- * device; with zt.mem, also Z^T in L->dt at zt (row k the unit vector of w[k]). *done = 0
+ * device; with z.mem, also Z in L->dt at z (n x n row-major, column k the unit vector of
+ * w[k]). *done = 0
  * (nothing usable: n < 2, no fp64, non-finite or zero T, too many close eigenvalues, or the
  * checks failed) leaves the host route to the caller; w may then hold anything. *ws is made
  * on first use; kiln__lsp_tdev_release frees it. Statuses: device and host-memory failures.
  */
 kiln_status kiln__lsp_tridiag_device(const kiln__lsp *L, kiln__lsp_tdev **ws, uint64_t n,
-                                     const double *d, const double *e, double *w, kiln__lsp_mat zt,
+                                     const double *d, const double *e, double *w, kiln__lsp_mat z,
                                      int *done);
 void kiln__lsp_tdev_release(kiln__lsp_tdev *ws);
 

@@ -41,8 +41,14 @@
 /* Acceptance: ||Z^T Z - I||_F <= TD_ORTH n eps and ||T Z - Z W||_F <= TD_RES n eps ||T||. */
 #define TD_ORTH 10.0
 #define TD_RES 10.0
-/* MRRR's bound on the relative gap of an eigenvalue whose vector one representation gives. */
-#define TD_MINRGP 1e-3
+/*
+ * The relative gap below which an eigenvalue's vector comes from the host. MRRR's bound is
+ * 1e-3; here the group's Cholesky QR repairs what closer eigenvalues cost (their vectors lean
+ * by about eps / relgap times the pivots' growth, far from parallel at 1e-6), and the checks
+ * catch the rest. At 1e-3 four values of a random 4096 went to the host, whose dstemr calls
+ * cost about 10 ms a call on the H200 (blocking writes of their columns).
+ */
+#define TD_MINRGP 1e-6
 
 static atomic_int hook_mode = -1, hook_group = -1;
 static _Atomic double hook_flag = 0.0;
@@ -89,6 +95,19 @@ put(const kiln__lsp *L, kiln_tensor *t, const void *src, size_t bytes)
   cl_int err =
       clEnqueueWriteBuffer(L->ctx->queue, t->mem, CL_TRUE, t->offset, bytes, src, 0, NULL, NULL);
   return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueWriteBuffer");
+}
+
+/* Multisection (cl_kernels/linalg_tridiag.cl): TD_MS lanes per eigenvalue, TD_MSG a group;
+ * td_refine's rounds from its bracket of 32 atol (2 ulp of values down to about 1e-5 ||T||;
+ * lane 0 bisects past that) */
+#define TD_MS 8
+#define TD_MSG 64
+#define TD_REFINE_ROUNDS 7
+
+static size_t
+ms_global(uint64_t n)
+{
+  return (size_t)((n + TD_MSG / TD_MS - 1) / (TD_MSG / TD_MS)) * TD_MSG;
 }
 
 /* Scratch tensors own their buffers (element offset 0): the kernels take plain pointers. */
@@ -312,10 +331,11 @@ vectors(const kiln__lsp *L, kiln__lsp_tdev *s, uint64_t n, const double *d, cons
     targ(&a, s->grp);
     targ(&a, s->sig);
     targ(&a, s->w0);
-    kiln__args_f64(&a, 4.0 * atol);
+    kiln__args_f64(&a, atol);
     kiln__args_f64(&a, pivmin);
+    kiln__args_u32(&a, TD_REFINE_ROUNDS);
     targ(&a, s->w);
-    st = launch(L, &a, n);
+    st = kiln__args_enqueue_1d(&a, L->ctx, ms_global(n), TD_MSG);
   }
   if (st == KILN_OK) {
     a = kiln__args_begin(L->op, kv);
@@ -430,7 +450,7 @@ done:
 
 kiln_status
 kiln__lsp_tridiag_device(const kiln__lsp *L, kiln__lsp_tdev **ws, uint64_t n, const double *d,
-                         const double *e, double *w, kiln__lsp_mat zt, int *done)
+                         const double *e, double *w, kiln__lsp_mat z, int *done)
 {
   *done = 0;
   if (n < 2 || !kiln__device_has_dtype(&L->ctx->info, KILN_F64))
@@ -450,7 +470,7 @@ kiln__lsp_tridiag_device(const kiln__lsp *L, kiln__lsp_tdev **ws, uint64_t n, co
   gl -= 2.1 * tnorm * eps * (double)n + 4.2 * pivmin;
   gu += 2.1 * tnorm * eps * (double)n + 4.2 * pivmin;
   double atol = 2.0 * eps * tnorm + pivmin;
-  KILN_TRY(scratch(L, ws, n, zt.mem != NULL));
+  KILN_TRY(scratch(L, ws, n, z.mem != NULL));
   kiln__lsp_tdev *s = *ws;
   double *t = malloc(3 * n * sizeof *t);
   KILN_RETURN_IF(!t, KILN_ERR_HOST_MEMORY, L->op, "no memory for %llu elements on the host",
@@ -473,12 +493,14 @@ kiln__lsp_tridiag_device(const kiln__lsp *L, kiln__lsp_tdev **ws, uint64_t n, co
     kiln__args_f64(&a, gu);
     kiln__args_f64(&a, atol);
     kiln__args_f64(&a, pivmin);
+    /* rounds of ninefold narrowing from the Gershgorin width to atol */
+    kiln__args_u32(&a, (uint32_t)ceil(log((gu - gl) / atol) / log(TD_MS + 1.0)));
     targ(&a, s->w0);
-    st = launch(L, &a, n);
+    st = kiln__args_enqueue_1d(&a, L->ctx, ms_global(n), TD_MSG);
   }
   if (st == KILN_OK)
     st = kiln__ops_read(L->op, L->ctx, s->w0, 0, w, n * sizeof *w);
-  if (st != KILN_OK || !zt.mem) {
+  if (st != KILN_OK || !z.mem) {
     *done = st == KILN_OK;
     return st;
   }
@@ -490,13 +512,12 @@ kiln__lsp_tridiag_device(const kiln__lsp *L, kiln__lsp_tdev **ws, uint64_t n, co
   KILN_TRY(kern(L, "td_store", &ks));
   kiln__args a = kiln__args_begin(L->op, ks);
   targ(&a, s->z);
-  kiln__args_u32(&a, (uint32_t)n);
-  kiln__args_mem(&a, zt.mem);
-  kiln__args_mem(&a, zt.mem);
-  kiln__args_u64(&a, zt.off);
+  kiln__args_u64(&a, n * n);
+  kiln__args_mem(&a, z.mem);
+  kiln__args_mem(&a, z.mem);
+  kiln__args_u64(&a, z.off);
   kiln__args_u32(&a, L->dt == KILN_F32);
-  size_t g16 = (size_t)((n + 15) / 16 * 16), global[2] = {g16, g16}, local[2] = {16, 16};
-  KILN_TRY(kiln__args_enqueue(&a, L->ctx, 2, global, local));
+  KILN_TRY(launch(L, &a, n * n));
   *done = 1;
   return KILN_OK;
 }
