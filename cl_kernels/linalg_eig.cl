@@ -516,3 +516,18 @@ kernel void bd_xfin(global T *a, ulong aoff, uint M, uint N, uint c, uint i, glo
     taup[tpoff + c] = tp;
   }
 }
+
+/* out[j] = sum_i (g[i][j] - delta_ij)^2 over the n x n row-major g at element goff (one
+ * work-item per column: svd's check of U^T U and V^T V from the Golub-Kahan route). */
+kernel void orth_dev(global const T *g, ulong goff, uint n, global T *out)
+{
+  uint j = get_global_id(0);
+  if (j >= n)
+    return;
+  T s = (T)0;
+  for (uint i = 0; i < n; i++) {
+    T x = g[goff + (ulong)i * n + j] - (i == j ? (T)1 : (T)0);
+    s += x * x;
+  }
+  out[j] = s;
+}

@@ -8,18 +8,20 @@
  *   td_bisect(t, n, lo, hi, atol, pivmin, rounds, w)   TD_MS lanes per eigenvalue, groups of
  *     TD_MSG: w[k] by multisection on Sturm counts from the Gershgorin interval [lo, hi]
  *     (rounds rounds), then bisection to atol or 2 ulp of its size.
- *   td_rrr(t, n, pivmin, cand, ng, sigma, rep)   ng work-items: group g's shift sigma[g],
- *     cand[2 g] or cand[2 g + 1] (in the gaps left and right of it), and its representation
- *     L D L^T = T - sigma[g] I into rep + 4 n g as [D | L | L D | L L D].
- *   td_refine(rep, n, grp, sigma, w0, atol, pivmin, rounds, w)   as td_bisect: eigenvalue k
+ *   td_rrr(t, n, pivmin, cand, nslots, rep, growth)   one work-item per candidate shift c
+ *     (2 g and 2 g + 1: the gaps left and right of group g): L D L^T = T - cand[c] I into
+ *     rep + 4 n c as [D | L | L D | L L D], its largest pivot into growth[c]; td_slot picks a
+ *     group's representation.
+ *   td_refine(rep, n, grp, cand, growth, w0, atol, pivmin, rounds, w)   as td_bisect: eigenvalue k
  *     of its group's representation (group grp[k]) to relative accuracy, by multisection on
  *     the stationary qd counts (LAPACK's dlaneg) from a bracket around w0[k] - sigma; w[k] is
  *     that eigenvalue (the shift not added: td_vec needs it as is).
- *   td_vec(rep, n, grp, sigma, w, pivmin, z)   n work-items: vector k by the twisted
+ *   td_vec(rep, n, grp, cand, growth, w, pivmin, z)   n work-items: vector k by the twisted
  *     factorization of L D L^T - w[k] I (LAPACK's dlar1v) into column k of z (row-major
  *     n x n), normalised; w[k] += sigma.
  *   td_cholqr(G, n, gs, z)   one group of TD_QR lanes per eigenvalue group (columns gs[g] ..
- *     gs[g+1] - 1): those columns of z orthonormalised through G = Z^T Z's diagonal block.
+ *     gs[g+1] - 1, at most TD_QM): those columns of z orthonormalised through G = Z^T Z's
+ *     diagonal block.
  *   td_resid(t, n, w, z, res)   n work-items: res[k] = ||T z_k - w[k] z_k||^2.
  *   td_gram_dev(g, n, grp, out)   n work-items: out[j] = sum of g[i][j]^2 over the i of
  *     other groups than j's (the blocks td_cholqr leaves as they were).
@@ -113,36 +115,18 @@ kernel void td_bisect(global const double *t, uint n, double lo0, double hi0, do
   w[k] = 0.5 * (lo + hi);
 }
 
-/* The largest pivot of T - sigma I = L D L^T (its element growth). */
-inline double td_growth(global const double *d, global const double *e, uint n, double sigma,
-                        double pivmin)
+kernel void td_rrr(global const double *t, uint n, double pivmin, global const double *cand,
+                   uint nslots, global double *rep, global double *growth)
 {
-  double dp = d[0] - sigma, big = 0.0;
+  uint c = get_global_id(0);
+  if (c >= nslots)
+    return;
+  global const double *d = t, *e = t + n;
+  global double *D = rep + 4 * (ulong)n * c, *L = D + n, *LD = L + n, *LLD = LD + n;
+  double s = cand[c], dp = d[0] - s, big = 0.0;
   for (uint i = 0; i + 1 < n; i++) {
     dp = td_guard(dp, pivmin);
     big = fmax(big, fabs(dp));
-    dp = (d[i + 1] - sigma) - (e[i] / dp) * e[i];
-  }
-  big = fmax(big, fabs(dp));
-  return isnan(big) ? INFINITY : big;
-}
-
-kernel void td_rrr(global const double *t, uint n, double pivmin, global const double *cand,
-                   uint ng, global double *sigma, global double *rep)
-{
-  uint g = get_global_id(0);
-  if (g >= ng)
-    return;
-  global const double *d = t, *e = t + n;
-  global double *D = rep + 4 * (ulong)n * g, *L = D + n, *LD = L + n, *LLD = LD + n;
-  /* the shift in the gap left or right of the group, whichever grows the pivots less (as
-   * LAPACK's dlarrf chooses between a cluster's two ends) */
-  double sl = cand[2 * g], sr = cand[2 * g + 1];
-  double s = td_growth(d, e, n, sl, pivmin) <= td_growth(d, e, n, sr, pivmin) ? sl : sr;
-  sigma[g] = s;
-  double dp = d[0] - s;
-  for (uint i = 0; i + 1 < n; i++) {
-    dp = td_guard(dp, pivmin);
     double l = e[i] / dp;
     D[i] = dp;
     L[i] = l;
@@ -152,6 +136,15 @@ kernel void td_rrr(global const double *t, uint n, double pivmin, global const d
   }
   D[n - 1] = dp;
   L[n - 1] = LD[n - 1] = LLD[n - 1] = 0.0;
+  big = fmax(big, fabs(dp));
+  growth[c] = isnan(big) ? INFINITY : big;
+}
+
+/* Group g's representation: of its two candidates, the one whose pivots grow less (as LAPACK's
+ * dlarrf chooses between a cluster's two ends). */
+inline uint td_slot(global const double *growth, uint g)
+{
+  return 2 * g + (growth[2 * g + 1] < growth[2 * g]);
 }
 
 /* Eigenvalues of L D L^T below x: dlaneg's stationary transform, twist at n (operands four
@@ -188,16 +181,17 @@ inline uint td_negc(global const double *D, global const double *LLD, uint n, do
 /* Multisection as td_bisect, from a bracket of 16 atol around w0[k] - sigma that lane 0 checks
  * (and widens), to 2 ulp of the value. */
 kernel void td_refine(global const double *rep, uint n, global const uint *grp,
-                      global const double *sigma, global const double *w0, double atol,
-                      double pivmin, uint rounds, global double *w)
+                      global const double *cand, global const double *growth,
+                      global const double *w0, double atol, double pivmin, uint rounds,
+                      global double *w)
 {
   local uint cnt[TD_MSG];
   local double br[2 * TD_MSG / TD_MS];
   uint lid = get_local_id(0), e = lid / TD_MS, j = lid % TD_MS;
   uint k = get_group_id(0) * (TD_MSG / TD_MS) + e, live = k < n;
-  uint g = live ? grp[k] : 0;
-  global const double *D = rep + 4 * (ulong)n * g, *LLD = D + 3 * (ulong)n;
-  double mu = live ? w0[k] - sigma[g] : 0.0;
+  uint c = live ? td_slot(growth, grp[k]) : 0;
+  global const double *D = rep + 4 * (ulong)n * c, *LLD = D + 3 * (ulong)n;
+  double mu = live ? w0[k] - cand[c] : 0.0;
   double lo = mu - 16.0 * atol, hi = mu + 16.0 * atol;
   if (j == 0) {
     double step = 16.0 * atol;
@@ -239,14 +233,14 @@ kernel void td_refine(global const double *rep, uint n, global const uint *grp,
 
 #define TD_PF 8
 kernel void td_vec(global const double *rep, uint n, global const uint *grp,
-                   global const double *sigma, global double *w, double pivmin,
-                   global double *z)
+                   global const double *cand, global const double *growth, global double *w,
+                   double pivmin, global double *z)
 {
   uint k = get_global_id(0);
   if (k >= n)
     return;
-  uint g = grp[k];
-  global const double *D = rep + 4 * (ulong)n * g, *L = D + n, *LD = L + n, *LLD = LD + n;
+  uint c = td_slot(growth, grp[k]);
+  global const double *D = rep + 4 * (ulong)n * c, *L = D + n, *LD = L + n, *LLD = LD + n;
   double lam = w[k];
   global double *zc = z + k; /* element i at zc[i * n]: a warp's lanes store side by side */
   ulong ld = n;
@@ -333,21 +327,23 @@ kernel void td_vec(global const double *rep, uint n, global const uint *grp,
       if (i0 + u < n)
         zc[(i0 + u) * ld] = pf[u] * sc;
   }
-  w[k] = sigma[g] + lam;
+  w[k] = cand[c] + lam;
 }
 
 /*
- * Per group (one work-group of TD_QR lanes each, m = gs[g+1] - gs[g] <= TD_QR columns): the
+ * Per group (one work-group of TD_QR lanes each, m = gs[g+1] - gs[g] <= TD_QM columns): the
  * Cholesky factor R^T R of its diagonal block of G = Z^T Z, then its columns of Z times
- * R^-1 (a triangular solve per row). The twisted vectors of close eigenvalues in one group
- * can lean towards each other by eps |lambda - sigma| / gap; this makes them orthonormal
- * again without moving them out of the group's span (their residuals grow by about eps
- * |lambda - sigma|).
+ * R^-1 (a triangular solve per row, TD_QR rows at a time staged in local memory). The twisted
+ * vectors of close eigenvalues in one group can lean towards each other by eps |lambda -
+ * sigma| / gap (more where the pivots grow); this makes them orthonormal again without moving
+ * them out of the group's span (their residuals grow by about eps |lambda - sigma|).
  */
-#define TD_QR 64
+#define TD_QR 32
+#define TD_QM 48
 kernel void td_cholqr(global const double *G, uint n, global const uint *gs, global double *z)
 {
-  local double r[TD_QR * TD_QR];
+  /* 31 KB of local memory (the host checks the device has it) */
+  local double r[TD_QM * TD_QM], xs[TD_QR * (TD_QM + 1)];
   uint g = get_group_id(0), lid = get_local_id(0), a = gs[g], m = gs[g + 1] - a;
   for (uint i = lid; i < m * m; i += TD_QR)
     r[i] = G[(ulong)(a + i / m) * n + a + i % m];
@@ -356,25 +352,35 @@ kernel void td_cholqr(global const double *G, uint n, global const uint *gs, glo
   for (uint j = 0; j < m; j++) {
     double piv = sqrt(r[j * m + j]);
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid > j && lid < m)
-      r[lid * m + j] /= piv;
-    if (lid == j)
+    for (uint row = j + 1 + lid; row < m; row += TD_QR)
+      r[row * m + j] /= piv;
+    if (lid == 0)
       r[j * m + j] = piv;
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid > j && lid < m)
-      for (uint c = j + 1; c <= lid; c++)
-        r[lid * m + c] -= r[lid * m + j] * r[c * m + j];
+    for (uint row = j + 1 + lid; row < m; row += TD_QR)
+      for (uint c = j + 1; c <= row; c++)
+        r[row * m + c] -= r[row * m + j] * r[c * m + j];
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   /* row x of Z's block: x R^-1 = y with y L^T = x, i.e. L y^T = x^T (forward substitution) */
-  for (uint row = lid; row < n; row += TD_QR) {
-    global double *x = z + (ulong)row * n + a;
-    for (uint j = 0; j < m; j++) {
-      double v = x[j];
-      for (uint c = 0; c < j; c++)
-        v -= r[j * m + c] * x[c];
-      x[j] = v / r[j * m + j];
+  for (uint r0 = 0; r0 < n; r0 += TD_QR) {
+    uint rows = n - r0 < TD_QR ? n - r0 : TD_QR;
+    for (uint i = lid; i < rows * m; i += TD_QR)
+      xs[(i / m) * (TD_QM + 1) + i % m] = z[(ulong)(r0 + i / m) * n + a + i % m];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid < rows) {
+      local double *x = xs + lid * (TD_QM + 1);
+      for (uint j = 0; j < m; j++) {
+        double v = x[j];
+        for (uint c = 0; c < j; c++)
+          v -= r[j * m + c] * x[c];
+        x[j] = v / r[j * m + j];
+      }
     }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint i = lid; i < rows * m; i += TD_QR)
+      z[(ulong)(r0 + i / m) * n + a + i % m] = xs[(i / m) * (TD_QM + 1) + i % m];
+    barrier(CLK_LOCAL_MEM_FENCE);
   }
 }
 

@@ -1690,12 +1690,16 @@ gk_mrrr(uint64_t n, const double *d, const double *e, double *s, double *u, doub
  * ub and vb (n x n, vectors in columns): dbdsdc (divide and conquer, O(n^3) in BLAS 3)
  * when the host BLAS is threaded (host_fast_blas), else dbdsvdx (the Golub-Kahan
  * tridiagonal's bisection and inverse iteration, about O(n^2), one core); dbdsqr when those
- * fail or for values only. KILN_DEBUG_LINALG_HOST forces one (bdsdc, bdsvdx, bdsqr).
+ * fail or for values only. KILN_DEBUG_LINALG_HOST forces one (bdsdc, bdsvdx, bdsqr). level 1
+ * leaves out the Golub-Kahan MRRR, level 2 takes dbdsqr alone; *checked says where the vectors
+ * came from: 2 the Golub-Kahan MRRR, 1 dbdsdc or dbdsvdx (both checked by the caller), 0
+ * dbdsqr.
  */
 static kiln_status
 bidiag_svd(const char *op, uint64_t b, uint64_t n, double *d, double *e, double *s, double *ub,
-           double *vb)
+           double *vb, int level, int *checked)
 {
+  *checked = 0;
   if (n == 0)
     return KILN_OK;
   double *d0 = malloc(n * sizeof *d0), *e0 = malloc(n * sizeof *e0);
@@ -1714,8 +1718,8 @@ bidiag_svd(const char *op, uint64_t b, uint64_t n, double *d, double *e, double 
   }
   /* MRRR on the Golub-Kahan matrix; else dbdsdc (divide and conquer) with a threaded host
    * BLAS, else dbdsvdx; dbdsqr last */
-  int pick = host_pick("bdsdc") || host_pick("bdsvdx") || host_pick("bdsqr");
-  int gk = ub && n >= 2 && (host_pick("gkmrrr") || (!pick && gk_default(n)));
+  int pick = level >= 2 || host_pick("bdsdc") || host_pick("bdsvdx") || host_pick("bdsqr");
+  int gk = ub && n >= 2 && level == 0 && (host_pick("gkmrrr") || (!pick && gk_default(n)));
   if (st == KILN_OK && gk) {
     double dev = 0;
     info = gk_mrrr(n, d0, e0, s, ub, vb, mrrr_threads(n), &dev);
@@ -1727,7 +1731,7 @@ bidiag_svd(const char *op, uint64_t b, uint64_t n, double *d, double *e, double 
     route = gk ? "MRRR on the Golub-Kahan matrix" : NULL;
   }
   int dc =
-      ub && !gk &&
+      ub && !gk && level < 2 &&
       (host_pick("bdsdc") || (!host_pick("bdsvdx") && !host_pick("bdsqr") && host_fast_blas()));
   if (st == KILN_OK && dc) {
     double *vt = z, dq = 0;
@@ -1746,7 +1750,7 @@ bidiag_svd(const char *op, uint64_t b, uint64_t n, double *d, double *e, double 
     }
   }
   uint64_t th = mrrr_threads(n);
-  if (st == KILN_OK && ub && !gk && !dc && !host_pick("bdsqr") && th > 1) {
+  if (st == KILN_OK && ub && !gk && !dc && level < 2 && !host_pick("bdsqr") && th > 1) {
     /* threaded: vectors straight into ub, vb (index order), then sorted descending */
     double *u2 = malloc(n * n * sizeof *u2), *v2 = malloc(n * n * sizeof *v2);
     sv_ord *o = malloc(n * sizeof *o);
@@ -1780,7 +1784,7 @@ bidiag_svd(const char *op, uint64_t b, uint64_t n, double *d, double *e, double 
       th = 1;
     }
   }
-  if (st == KILN_OK && ub && !gk && !dc && !host_pick("bdsqr") && th <= 1) {
+  if (st == KILN_OK && ub && !gk && !dc && level < 2 && !host_pick("bdsqr") && th <= 1) {
     info = LAPACKE_dbdsvdx(LAPACK_ROW_MAJOR, 'U', 'V', 'A', (lapack_int)n, d, e, 0.0, 0.0, 0, 0,
                            &ns, sw, z, (lapack_int)(n + 1), sup);
     /* A (numerically) zero singular value is a +-0 pair of the Golub-Kahan matrix's
@@ -1843,6 +1847,8 @@ bidiag_svd(const char *op, uint64_t b, uint64_t n, double *d, double *e, double 
   if (st == KILN_OK && ub)
     kiln__log(KILN__LOG_DEBUG, "%s: bidiagonal svd of matrix %llu (order %llu) by %s", op,
               (unsigned long long)b, (unsigned long long)n, route);
+  if (st == KILN_OK && ub && route && strcmp(route, "dbdsqr") != 0)
+    *checked = gk ? 2 : 1;
   free(d0);
   free(e0);
   free(z);
@@ -1922,6 +1928,41 @@ eye_mat(const kiln__lsp *L, kiln__lsp_mat x, uint64_t rows, uint64_t cols)
  * (identities through the blocked reflector updates) while the host works; then
  * U = Q[:, :N] Ub (and Q's other columns as they are) and V = P Vb are GEMMs.
  */
+/* ||X^T X - I||_F / (n eps) of the n x n x on the device (one GEMM, column sums read back). */
+static kiln_status
+orth_err_dev(const kiln__lsp *L, kiln__lsp_mat x, uint64_t n, double *err)
+{
+  kiln_tensor *g = NULL, *cs = NULL;
+  double *h = malloc(n * sizeof *h);
+  kiln_status s = host_mem(L->op, h != NULL);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, n * n, &g);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, n, &cs);
+  if (s == KILN_OK)
+    s = kiln__lsp_gemm(L, 1, 0, n, n, n, 1.0, x, x, 0.0, kiln__lsp_tmat(g, n));
+  cl_kernel k;
+  if (s == KILN_OK)
+    s = kern_eig(L, "orth_dev", &k);
+  if (s == KILN_OK) {
+    kiln__args args = kiln__args_begin(L->op, k);
+    args_t(&args, g);
+    kiln__args_u32(&args, (uint32_t)n);
+    kiln__args_mem(&args, cs->mem); /* a scratch tensor: its own buffer, element 0 */
+    s = kiln__args_launch_1d(&args, L->ctx, n, 0);
+  }
+  if (s == KILN_OK)
+    s = read_vec(L, cs, 0, n, h);
+  double t = 0;
+  for (uint64_t i = 0; s == KILN_OK && i < n; i++)
+    t += h[i];
+  *err = sqrt(t) / ((double)n * eps_of(L->dt));
+  free(h);
+  kiln_tensor_release(g);
+  kiln_tensor_release(cs);
+  return s;
+}
+
 static kiln_status
 svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uint64_t batch,
            int full, kiln_tensor *uo, kiln_tensor *so, kiln_tensor *vto)
@@ -1946,11 +1987,12 @@ svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uin
   if (s == KILN_OK && vec)
     s = kiln__lh_slot(L->op, L->ctx, KILN__LH_SLOT_VECS, 2 * N * N * L->ts, &pv);
   double *hd = malloc(N * sizeof *hd), *he = malloc(N * sizeof *he), *hs = malloc(N * sizeof *hs);
+  double *hd0 = malloc(N * sizeof *hd0), *he0 = malloc(N * sizeof *he0);
   int own = vec && L->dt != KILN_F64;
   double *ub = !vec ? NULL : own ? malloc(2 * N * N * sizeof *ub) : s == KILN_OK ? pv->p : NULL;
   double *hv = ub ? ub + N * N : NULL;
   if (s == KILN_OK)
-    s = host_mem(L->op, hd && he && hs && (!vec || ub));
+    s = host_mem(L->op, hd && he && hs && hd0 && he0 && (!vec || ub));
   gb_bufs g;
   memset(&g, 0, sizeof g);
   if (s == KILN_OK) {
@@ -1989,9 +2031,12 @@ svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uin
       if (err != CL_SUCCESS)
         s = kiln__fail_cl(L->op, err, "clFlush");
     }
+    int chk = 0, level;
+    memcpy(hd0, hd, N * sizeof *hd0);
+    memcpy(he0, he, N * sizeof *he0);
 #if KILN_HAVE_LAPACKE
     if (s == KILN_OK)
-      s = bidiag_svd(L->op, b, N, hd, he, hs, vec ? ub : NULL, hv);
+      s = bidiag_svd(L->op, b, N, hd, he, hs, vec ? ub : NULL, hv, 0, &chk);
 #endif
     phase(L,
           vec ? "host bidiagonal svd (vectors; Q, P formed on the device meanwhile)"
@@ -2004,13 +2049,42 @@ svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uin
     /* which output U and V land in depends on the shape */
     kiln_tensor *ut = m >= n ? uo : t[X_], *vt = m >= n ? t[X_] : uo;
     uint64_t uoff = m >= n ? b * m * uc : 0, voff = m >= n ? 0 : b * m * uc;
-    if (own)
-      kiln__lh_store(L->dt, ub, 2 * N * N, pv->p);
-    cl_int werr = clEnqueueWriteBuffer(L->ctx->queue, pv->dev, CL_FALSE, 0, 2 * N * N * L->ts,
-                                       pv->p, 0, NULL, NULL);
-    if (werr != CL_SUCCESS)
-      s = kiln__fail_cl(L->op, werr, "clEnqueueWriteBuffer (singular vectors)");
     kiln__lsp_mat ubm = {pv->dev, 0, N}, vbm = {pv->dev, N * N, N};
+    for (int again = 1; s == KILN_OK && again;) {
+      again = 0;
+      if (own)
+        kiln__lh_store(L->dt, ub, 2 * N * N, pv->p);
+      cl_int werr = clEnqueueWriteBuffer(L->ctx->queue, pv->dev, CL_FALSE, 0, 2 * N * N * L->ts,
+                                         pv->p, 0, NULL, NULL);
+      if (werr != CL_SUCCESS)
+        s = kiln__fail_cl(L->op, werr, "clEnqueueWriteBuffer (singular vectors)");
+      /* Neither the Golub-Kahan route's acceptance (the halves' norms) nor dbdsvdx bounds the
+       * orthogonality of U and V on graded singular values (docs/linalg.md): Ub^T Ub and
+       * Vb^T Vb on the device decide. Past LAPACK's MRRR threshold (50 n eps) the matrix is
+       * redone without the Golub-Kahan route, then by dbdsqr. */
+      double ou = 0, ov = 0;
+      if (s == KILN_OK && chk)
+        s = orth_err_dev(L, ubm, N, &ou);
+      if (s == KILN_OK && chk)
+        s = orth_err_dev(L, vbm, N, &ov);
+      if (s == KILN_OK && chk)
+        kiln__log(KILN__LOG_DEBUG,
+                  "%s: singular vectors of matrix %llu: ||U^T U - I|| %.1f, ||V^T V - I|| "
+                  "%.1f n eps%s",
+                  L->op, (unsigned long long)b, ou, ov,
+                  fmax(ou, ov) <= 50.0 ? "" : ": redone by the next host routine");
+      if (s == KILN_OK && chk && !(fmax(ou, ov) <= 50.0)) {
+        memcpy(hd, hd0, N * sizeof *hd);
+        memcpy(he, he0, N * sizeof *he);
+#if KILN_HAVE_LAPACKE
+        level = chk == 2 ? 1 : 2;
+        s = bidiag_svd(L->op, b, N, hd, he, hs, ub, hv, level, &chk);
+#endif
+        if (s == KILN_OK)
+          s = write_vec(L, so, b * N, N, hs);
+        again = 1;
+      }
+    }
     kiln__lsp_mat um = kiln__lsp_tmat(ut, ucM), vm = kiln__lsp_tmat(vt, N);
     um.off += uoff;
     vm.off += voff;
@@ -2042,6 +2116,8 @@ svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uin
   free(hd);
   free(he);
   free(hs);
+  free(hd0);
+  free(he0);
   if (own)
     free(ub);
   return s;

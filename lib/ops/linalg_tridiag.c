@@ -27,7 +27,9 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "kiln/linalg_spectral.h"
 #include "kiln_config.h"
+#include "ops/linalg_internal.h"
 #include "ops/linalg_spectral_internal.h"
 #include "ops/ops_common.h"
 #if KILN_HAVE_LAPACKE
@@ -35,8 +37,9 @@
 #endif
 
 #define SRC "linalg_tridiag"
-/* td_cholqr's lanes, and the widest group it takes (cl_kernels/linalg_tridiag.cl's TD_QR) */
-#define KILN__TD_QR 64
+/* td_cholqr's lanes and its local memory (cl_kernels/linalg_tridiag.cl's TD_QR, TD_QM) */
+#define KILN__TD_QR 32
+#define TD_LOCAL_BYTES ((48 * 48 + 32 * 49) * 8)
 
 /* Acceptance: ||Z^T Z - I||_F <= TD_ORTH n eps and ||T Z - Z W||_F <= TD_RES n eps ||T||. */
 #define TD_ORTH 10.0
@@ -71,9 +74,9 @@ kiln__lsp_tdev_hook(void)
 static uint64_t
 group_size(void)
 {
-  /* td_cholqr takes groups of up to 64: 1.5 times the size at most (td_groups) */
+  /* td_cholqr takes groups of up to 48 (TD_QM): 1.25 times the size at most (td_groups) */
   int h = atomic_load(&hook_group);
-  return h >= 4 && h <= 40 ? (uint64_t)h : KILN__TD_GROUP;
+  return h >= 4 && h <= 32 ? (uint64_t)h : KILN__TD_GROUP;
 }
 
 static uint64_t
@@ -192,7 +195,7 @@ host_range(const kiln__lsp *L, uint64_t n, const double *d, const double *e, uin
 
 /* The scratch of one call (kiln__lsp_tdev_release frees it). */
 struct kiln__lsp_tdev {
-  kiln_tensor *t, *w0, *w, *res, *cand, *sig, *grp, *gs, *rep, *z, *g;
+  kiln_tensor *t, *w0, *w, *res, *cand, *growth, *grp, *gs, *rep, *z, *g;
   uint64_t n;
 };
 
@@ -201,7 +204,7 @@ kiln__lsp_tdev_release(kiln__lsp_tdev *s)
 {
   if (!s)
     return;
-  kiln_tensor *all[] = {s->t,   s->w0, s->w,   s->res, s->cand, s->sig,
+  kiln_tensor *all[] = {s->t,   s->w0, s->w,   s->res, s->cand, s->growth,
                         s->grp, s->gs, s->rep, s->z,   s->g};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     kiln_tensor_release(all[i]);
@@ -231,13 +234,13 @@ scratch(const kiln__lsp *L, kiln__lsp_tdev **ws, uint64_t n, int vectors)
     if (st == KILN_OK)
       st = kiln__ops_scratch(op, ctx, KILN_F64, 2 * gmax, &s->cand);
     if (st == KILN_OK)
-      st = kiln__ops_scratch(op, ctx, KILN_F64, gmax, &s->sig);
+      st = kiln__ops_scratch(op, ctx, KILN_F64, 2 * gmax, &s->growth);
     if (st == KILN_OK)
       st = kiln__ops_scratch(op, ctx, KILN_I32, n, &s->grp);
     if (st == KILN_OK)
       st = kiln__ops_scratch(op, ctx, KILN_I32, gmax + 1, &s->gs);
     if (st == KILN_OK)
-      st = kiln__ops_scratch(op, ctx, KILN_F64, 4 * n * gmax, &s->rep);
+      st = kiln__ops_scratch(op, ctx, KILN_F64, 8 * n * gmax, &s->rep);
     if (st == KILN_OK)
       st = kiln__ops_scratch(op, ctx, KILN_F64, n * n, &s->z);
     if (st == KILN_OK)
@@ -268,7 +271,8 @@ vectors(const kiln__lsp *L, kiln__lsp_tdev *s, uint64_t n, const double *d, cons
   }
   uint64_t ng = td_groups(w, n, g, start);
   /* candidate shifts in the middle of the gaps left and right of each group (outside the
-   * spectrum at its ends); td_rrr keeps the one with the smaller pivots */
+   * spectrum at its ends); td_rrr makes both, the later kernels take the one with the smaller
+   * pivots */
   double outer = fmax(w[n - 1] - w[0], 4.0 * atol) / (double)n;
   for (uint64_t j = 0; j < ng; j++) {
     uint64_t a = start[j], b = start[j + 1];
@@ -320,16 +324,17 @@ vectors(const kiln__lsp *L, kiln__lsp_tdev *s, uint64_t n, const double *d, cons
   kiln__args_u32(&a, (uint32_t)n);
   kiln__args_f64(&a, pivmin);
   targ(&a, s->cand);
-  kiln__args_u32(&a, (uint32_t)ng);
-  targ(&a, s->sig);
+  kiln__args_u32(&a, (uint32_t)(2 * ng));
   targ(&a, s->rep);
-  st = launch(L, &a, ng);
+  targ(&a, s->growth);
+  st = launch(L, &a, 2 * ng);
   if (st == KILN_OK) {
     a = kiln__args_begin(L->op, kf);
     targ(&a, s->rep);
     kiln__args_u32(&a, (uint32_t)n);
     targ(&a, s->grp);
-    targ(&a, s->sig);
+    targ(&a, s->cand);
+    targ(&a, s->growth);
     targ(&a, s->w0);
     kiln__args_f64(&a, atol);
     kiln__args_f64(&a, pivmin);
@@ -342,7 +347,8 @@ vectors(const kiln__lsp *L, kiln__lsp_tdev *s, uint64_t n, const double *d, cons
     targ(&a, s->rep);
     kiln__args_u32(&a, (uint32_t)n);
     targ(&a, s->grp);
-    targ(&a, s->sig);
+    targ(&a, s->cand);
+    targ(&a, s->growth);
     targ(&a, s->w);
     kiln__args_f64(&a, pivmin);
     targ(&a, s->z);
@@ -383,6 +389,10 @@ vectors(const kiln__lsp *L, kiln__lsp_tdev *s, uint64_t n, const double *d, cons
   kiln__lsp L64 = *L;
   L64.dt = KILN_F64;
   L64.ts = 8;
+  /* a square product: kiln's large GEMM kernel where the device has it (on NVIDIA the FP64
+   * tensor cores) */
+  if (L64.tile)
+    L64.large = kiln__linalg_large_bit(L->ctx, KILN_F64, KILN__LINALG_GEMM_LARGE);
   kiln__lsp_mat zm = kiln__lsp_tmat(s->z, n), gm = kiln__lsp_tmat(s->g, n);
   if (st == KILN_OK)
     st = kiln__lsp_gemm(&L64, 1, 0, n, n, n, 1.0, zm, zm, 0.0, gm);
@@ -453,7 +463,8 @@ kiln__lsp_tridiag_device(const kiln__lsp *L, kiln__lsp_tdev **ws, uint64_t n, co
                          const double *e, double *w, kiln__lsp_mat z, int *done)
 {
   *done = 0;
-  if (n < 2 || !kiln__device_has_dtype(&L->ctx->info, KILN_F64))
+  if (n < 2 || !kiln__device_has_dtype(&L->ctx->info, KILN_F64) ||
+      (z.mem && L->ctx->info.local_mem_bytes < TD_LOCAL_BYTES))
     return KILN_OK;
   double gl = INFINITY, gu = -INFINITY, e2max = 0.0;
   for (uint64_t i = 0; i < n; i++) {

@@ -1633,6 +1633,36 @@ START_TEST(eigh_device)
 }
 END_TEST
 
+/*
+ * svd's host routines on graded singular values (1 down to 1e-3 .. 1e-5, several random U and
+ * V; the Golub-Kahan MRRR forced at this order): neither the Golub-Kahan route's acceptance
+ * (the halves' norms) nor dbdsvdx, which takes the matrices it declines, bounds U's and V's
+ * orthogonality there (U reached 55, 393 and 65 n eps on such matrices). The device check of
+ * Ub^T Ub and Vb^T Vb redoes those by the next routine, so every one meets LAPACK's MRRR
+ * threshold (50).
+ */
+START_TEST(svd_checked)
+{
+  if (!KILN_HAVE_LAPACKE || harness_small())
+    return;
+  FOR_DTYPES(dt)
+  {
+    orth_bound = 50;
+    kiln__linalg_spectral_test_mrrr(0);
+    double gs[40];
+    for (int r = 0; r < 15; r++) {
+      for (size_t i = 0; i < 40; i++)
+        gs[i] = pow(10.0, -(3.0 + (r % 5) * 0.5) * (double)i / 39);
+      double *a = with_svals(48, 40, gs);
+      svd_case(dt, 1, 48, 40, a, gs);
+      free(a);
+    }
+    kiln__linalg_spectral_test_mrrr(-1);
+    orth_bound = BOUND;
+  }
+}
+END_TEST
+
 static Suite *
 spectral_suite(void)
 {
@@ -1668,6 +1698,7 @@ spectral_suite(void)
   tcase_set_timeout(tdev, 300);
   tcase_add_checked_fixture(tdev, reset_hooks, NULL);
   tcase_add_test(tdev, eigh_device);
+  tcase_add_test(tdev, svd_checked);
   suite_add_tcase(s, tdev);
   return s;
 }
