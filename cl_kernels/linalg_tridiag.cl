@@ -23,8 +23,9 @@
  *     gs[g+1] - 1, at most TD_QM): those columns of z orthonormalised through G = Z^T Z's
  *     diagonal block.
  *   td_resid(t, n, w, z, res)   n work-items: res[k] = ||T z_k - w[k] z_k||^2.
- *   td_gram_dev(g, n, grp, out)   n work-items: out[j] = sum of g[i][j]^2 over the i of
- *     other groups than j's (the blocks td_cholqr leaves as they were).
+ *   td_gram_dev(g, n, grp, out)   n work-items: out[j] = twice the sum of g[i][j]^2 over the
+ *     i > j of other groups than j's (g symmetric, its lower triangle read: the blocks
+ *     td_cholqr leaves as they were).
  *   td_store(z, count, o64, o32, ooff, to32)   count work-items: z into the output at element
  *     ooff (f32 when to32).
  */
@@ -80,39 +81,6 @@ inline void td_narrow(local const uint *cnt, uint k, double *lo, double *hi)
   *lo = j ? td_point(a, h, j - 1) : a;
   if (j < TD_MS)
     *hi = td_point(a, h, j);
-}
-
-kernel void td_bisect(global const double *t, uint n, double lo0, double hi0, double atol,
-                      double pivmin, uint rounds, global double *w)
-{
-  local uint cnt[TD_MSG];
-  uint lid = get_local_id(0), e = lid / TD_MS, j = lid % TD_MS;
-  uint k = get_group_id(0) * (TD_MSG / TD_MS) + e;
-  global const double *d = t, *e2 = t + 2 * (ulong)n;
-  double lo = lo0, hi = hi0;
-  /* count(lo) <= k < count(hi) throughout */
-  for (uint r = 0; r < rounds; r++) {
-    double h = (hi - lo) / (double)(TD_MS + 1);
-    cnt[lid] = k < n ? td_count(d, e2, n, td_point(lo, h, j), pivmin) : 0;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    td_narrow(cnt + e * TD_MS, k, &lo, &hi);
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  if (k >= n || j)
-    return;
-  /* past the host's round count (its bound from the Gershgorin width to atol): bisection to
-   * atol or 2 ulp of the value */
-  for (int it = 0; it < 128; it++) {
-    double mid = 0.5 * (lo + hi);
-    if (hi - lo <= fmax(atol, 2.0 * DBL_EPSILON * fmax(fabs(lo), fabs(hi))) || mid <= lo ||
-        mid >= hi)
-      break;
-    if (td_count(d, e2, n, mid, pivmin) > k)
-      hi = mid;
-    else
-      lo = mid;
-  }
-  w[k] = 0.5 * (lo + hi);
 }
 
 kernel void td_rrr(global const double *t, uint n, double pivmin, global const double *cand,
@@ -178,6 +146,57 @@ inline uint td_negc(global const double *D, global const double *LLD, uint n, do
   return c + (D[n - 1] + s < 0.0);
 }
 
+/* Eigenvalues below x of T (rep 0: a = d, b = e^2) or of L D L^T (rep 1: a = D, b = LLD). */
+inline uint td_below(int rep, global const double *a, global const double *b, uint n, double x,
+                     double pivmin)
+{
+  return rep ? td_negc(a, b, n, x, pivmin) : td_count(a, b, n, x, pivmin);
+}
+
+/*
+ * The search of td_bisect and td_refine for eigenvalue k (lanes j of it, e its place in the
+ * group; every lane of the group calls it, live or not): rounds of multisection, then lane 0
+ * of a live eigenvalue bisects on to atol or 2 ulp of the value. Returns the bracket's
+ * midpoint.
+ */
+inline double td_search(int rep, global const double *a, global const double *b, uint n, uint k,
+                        int live, local uint *cnt, double lo, double hi, double atol,
+                        double pivmin, uint rounds)
+{
+  uint lid = get_local_id(0), e = lid / TD_MS, j = lid % TD_MS;
+  for (uint r = 0; r < rounds; r++) {
+    double h = (hi - lo) / (double)(TD_MS + 1);
+    cnt[lid] = live ? td_below(rep, a, b, n, td_point(lo, h, j), pivmin) : 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    td_narrow(cnt + e * TD_MS, k, &lo, &hi);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  for (int it = 0; live && j == 0 && it < 128; it++) {
+    double mid = 0.5 * (lo + hi);
+    if (hi - lo <= fmax(atol, 2.0 * DBL_EPSILON * fmax(fabs(lo), fabs(hi))) || mid <= lo ||
+        mid >= hi)
+      break;
+    if (td_below(rep, a, b, n, mid, pivmin) > k)
+      hi = mid;
+    else
+      lo = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+kernel void td_bisect(global const double *t, uint n, double lo0, double hi0, double atol,
+                      double pivmin, uint rounds, global double *w)
+{
+  local uint cnt[TD_MSG];
+  uint lid = get_local_id(0);
+  uint k = get_group_id(0) * (TD_MSG / TD_MS) + lid / TD_MS;
+  /* count(lo) <= k < count(hi) throughout; the host's round count is its bound from the
+   * Gershgorin width to atol */
+  double x = td_search(0, t, t + 2 * (ulong)n, n, k, k < n, cnt, lo0, hi0, atol, pivmin, rounds);
+  if (k < n && lid % TD_MS == 0)
+    w[k] = x;
+}
+
 /* Multisection as td_bisect, from a bracket of 16 atol around w0[k] - sigma that lane 0 checks
  * (and widens), to 2 ulp of the value. */
 kernel void td_refine(global const double *rep, uint n, global const uint *grp,
@@ -192,43 +211,22 @@ kernel void td_refine(global const double *rep, uint n, global const uint *grp,
   uint c = live ? td_slot(growth, grp[k]) : 0;
   global const double *D = rep + 4 * (ulong)n * c, *LLD = D + 3 * (ulong)n;
   double mu = live ? w0[k] - cand[c] : 0.0;
-  double lo = mu - 16.0 * atol, hi = mu + 16.0 * atol;
-  if (j == 0) {
-    double step = 16.0 * atol;
-    for (int it = 0; live && it < 64 && td_negc(D, LLD, n, lo, pivmin) > k; it++) {
+  /* lane 0 checks (and widens) the bracket's low end, lane 1 its high end */
+  if (j < 2) {
+    double step = 16.0 * atol, x = j ? mu + step : mu - step;
+    for (int it = 0; live && it < 64; it++) {
+      uint c = td_negc(D, LLD, n, x, pivmin);
+      if (j ? c > k : c <= k)
+        break;
       step *= 2.0;
-      lo -= step;
+      x += j ? step : -step;
     }
-    step = 16.0 * atol;
-    for (int it = 0; live && it < 64 && td_negc(D, LLD, n, hi, pivmin) <= k; it++) {
-      step *= 2.0;
-      hi += step;
-    }
-    br[2 * e] = lo;
-    br[2 * e + 1] = hi;
+    br[2 * e + j] = x;
   }
   barrier(CLK_LOCAL_MEM_FENCE);
-  lo = br[2 * e];
-  hi = br[2 * e + 1];
-  for (uint r = 0; r < rounds; r++) {
-    double h = (hi - lo) / (double)(TD_MS + 1);
-    cnt[lid] = live ? td_negc(D, LLD, n, td_point(lo, h, j), pivmin) : 0;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    td_narrow(cnt + e * TD_MS, k, &lo, &hi);
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  if (!live || j)
-    return;
-  for (int it = 0; it < 96; it++) {
-    double mid = 0.5 * (lo + hi);
-    if (hi - lo <= 2.0 * DBL_EPSILON * fmax(fabs(lo), fabs(hi)) || mid <= lo || mid >= hi)
-      break;
-    if (td_negc(D, LLD, n, mid, pivmin) > k)
-      hi = mid;
-    else
-      lo = mid;
-  }
-  w[k] = 0.5 * (lo + hi);
+  double x = td_search(1, D, LLD, n, k, live, cnt, br[2 * e], br[2 * e + 1], 0.0, pivmin, rounds);
+  if (live && j == 0)
+    w[k] = x;
 }
 
 #define TD_PF 8
@@ -411,11 +409,11 @@ kernel void td_gram_dev(global const double *g, uint n, global const uint *grp,
     return;
   uint gj = grp[j];
   double s = 0.0;
-  for (uint i = 0; i < n; i++) {
+  for (uint i = j + 1; i < n; i++) {
     double x = grp[i] == gj ? 0.0 : g[(ulong)i * n + j];
     s += x * x;
   }
-  out[j] = s;
+  out[j] = 2.0 * s;
 }
 
 kernel void td_store(global const double *z, ulong count, global double *o64, global float *o32,

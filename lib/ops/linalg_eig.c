@@ -938,8 +938,12 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
       s = kiln__ops_scratch(op, ctx, a->dtype, cnt, &ee);
     if (s == KILN_OK)
       s = kiln__ops_scratch(op, ctx, a->dtype, cnt, &tau);
+    /* the reduction's panel: narrower than the back-transformation's blocks on GPUs */
+    kiln__lsp Lr = L;
+    if (L.nb_rule && ctx->info.is_gpu)
+      Lr.nb = KILN__LSP_EIGH_NB_GPU;
     if (s == KILN_OK)
-      s = td_ws_make(&L, n, &tw);
+      s = td_ws_make(&Lr, n, &tw);
     if (s == KILN_OK && v)
       s = kiln__lsp_ws_make(&L, n, n, &ws);
     if (s == KILN_OK) {
@@ -977,12 +981,6 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
       s = kiln__lsp_download(&L, dd, &hd);
     if (s == KILN_OK)
       s = kiln__lsp_download(&L, ee, &he);
-    /* Z^T goes to the pinned slot's device buffer: from the device stage directly, from the
-     * host's through its pinned memory (the transfer at full speed: f64 straight from
-     * LAPACK's output, f32 rounded into it). The slot is rewritten only after a later call's
-     * blocking read, which the in-order queue puts after this call's upload. */
-    if (s == KILN_OK && v)
-      s = kiln__lh_slot(op, ctx, KILN__LH_SLOT_VECS, cnt * n * L.ts, &pz);
     if (s == KILN_OK)
       s = host_mem(op, (onhost = malloc(batch)) != NULL && (wd = malloc(n * sizeof *wd)) != NULL);
     /* the device stage first: its reads of the eigenvalues would otherwise wait for Q */
@@ -1044,6 +1042,11 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
       if (err != CL_SUCCESS)
         s = kiln__fail_cl(op, err, "clFlush");
     }
+    /* The host's Z^T goes up from pinned memory (the transfer at full speed: f64 straight
+     * from LAPACK's output, f32 rounded into it). The slot is rewritten only after a later
+     * call's blocking read, which the in-order queue puts after this call's upload. */
+    if (s == KILN_OK && v && nhost)
+      s = kiln__lh_slot(op, ctx, KILN__LH_SLOT_VECS, cnt * n * L.ts, &pz);
     if (s == KILN_OK && v && nhost && a->dtype == KILN_F64)
       hz = pz->p;
     else if (s == KILN_OK && v && nhost)

@@ -95,8 +95,10 @@ kiln__lsp_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
     L.nb = p.nb;
   else if (L.host)
     L.nb = KILN__LINALG_HOST_NB_QR;
-  else
+  else {
     L.nb = ctx->info.is_gpu ? KILN__LSP_NB_GPU : KILN__LSP_NB_CPU;
+    L.nb_rule = 1;
+  }
   if (L.host && h <= 0 && L.nb > KILN__LINALG_HOST_NB_QR_MAX)
     L.nb = KILN__LINALG_HOST_NB_QR_MAX;
   L.clblast = KILN_HAVE_CLBLAST && !kiln__env_flag(KILN__ENV_DEBUG_NO_CLBLAST) &&

@@ -15,6 +15,13 @@
 #define KILN__LSP_NB_GPU 64
 #define KILN__LSP_NB_CPU 16
 /*
+ * eigh's tridiagonal reduction on GPUs under the built-in rule (its back-transformation keeps
+ * KILN__LSP_NB_GPU): on the H200 at 4096 f64 the reduction took 157 ms with panels of 32
+ * against 168 with 64 and 207 with 128, while applying the reflectors in blocks of 32 took 64
+ * ms against 30 with 64 (docs/linalg.md).
+ */
+#define KILN__LSP_EIGH_NB_GPU 32
+/*
  * QR's outer block on GPUs where the large GEMM kernel runs (f32/f64, the linalg family's gemm
  * left to the rule or 3, nb to the rule, device route, KILN__LSP_NB2_MIN rows and columns or
  * more): 64-column panels update only their 256-column block, then one block reflector 256
@@ -106,6 +113,7 @@ typedef struct kiln__lsp {
   int tile;       /* every GEMM on kiln's gemm_tile (the linalg family's gemm = TILE or LARGE) */
   uint32_t large; /* KILN__LINALG_TILE_LARGE: large products on kiln's large GEMM kernel */
   uint32_t pwg;   /* QR panel work-groups (the linalg family's pwg; 1: no qr_panel_grid) */
+  int nb_rule;    /* nb is the built-in rule's (no tuner value, no test hook) */
 } kiln__lsp;
 
 /*

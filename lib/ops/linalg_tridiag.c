@@ -394,7 +394,13 @@ vectors(const kiln__lsp *L, kiln__lsp_tdev *s, uint64_t n, const double *d, cons
   if (L64.tile)
     L64.large = kiln__linalg_large_bit(L->ctx, KILN_F64, KILN__LINALG_GEMM_LARGE);
   kiln__lsp_mat zm = kiln__lsp_tmat(s->z, n), gm = kiln__lsp_tmat(s->g, n);
-  if (st == KILN_OK)
+  /* its lower triangle is enough (td_cholqr and td_gram_dev read no more): half the tiles of
+   * kiln's GEMM kernels */
+  if (st == KILN_OK && L64.tile)
+    st =
+        kiln__linalg_tile_gemm(L->op, L->ctx, KILN_F64, n, n, n, 1.0, s->z->mem, 0, 1, n, s->z->mem,
+                               0, n, 1, 1, s->g->mem, 0, n, 1, 1u | L64.large, 1, 0, 0, 0);
+  else if (st == KILN_OK)
     st = kiln__lsp_gemm(&L64, 1, 0, n, n, n, 1.0, zm, zm, 0.0, gm);
   if (st == KILN_OK) {
     a = kiln__args_begin(L->op, kq);
