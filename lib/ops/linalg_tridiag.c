@@ -2,22 +2,24 @@
  * linalg_spectral family: eigh's tridiagonal eigenproblem on the device
  * (cl_kernels/linalg_tridiag.cl, docs/linalg.md "The tridiagonal stage on the device").
  *
- * The host's MRRR spent most of eigh's time at large orders (0.47 s of 0.71 at 4096 on the
- * H200's host), and most of that in bisection, which is one independent search per
- * eigenvalue: the device's kind of work. So:
- *   1. every eigenvalue of T by bisection on Sturm counts (absolute accuracy, eps ||T||);
+ * The host's MRRR spent most of eigh's time at large orders (0.51 s of 0.69 at 4096 on the
+ * H200), and most of that in bisection, which is one independent search per eigenvalue: the
+ * device's kind of work. So:
+ *   1. every eigenvalue of T by multisection on Sturm counts (absolute accuracy, eps ||T||);
  *   2. the spectrum cut into groups of about KILN__TD_GROUP eigenvalues at the widest gaps;
- *      each group gets a representation L D L^T = T - sigma I with sigma in the gap to its
- *      left, in which its eigenvalues are found again to relative accuracy (as MRRR's
- *      child representations: the vectors' errors then scale with |lambda - sigma|, a few
- *      gaps, not with ||T||);
+ *      each group gets a representation L D L^T = T - sigma I with sigma in the gap on its
+ *      left or right (the smaller pivots), in which its eigenvalues are found again to
+ *      relative accuracy (as MRRR's child representations: the vectors' errors then scale
+ *      with |lambda - sigma|, a few gaps, not with ||T||);
  *   3. each vector by the twisted factorization of L D L^T - mu I (dlar1v);
- *   4. eigenvalues too close to their neighbours for that (relative gap below MRRR's 1e-3)
- *      go to the host's dstemr, their index range only;
- *   5. checks: ||Z^T Z - I|| by one GEMM, and every vector's residual against T. A matrix
- *      that fails them (or has too many close eigenvalues, or non-finite entries) goes
- *      wholly to the host route, so the device route never returns worse vectors than the
- *      bounds below.
+ *   4. eigenvalues too close to their neighbours even for that (TD_MINRGP) go to the host's
+ *      dstemr, their index range only;
+ *   5. a Cholesky QR per group through the diagonal blocks of Z^T Z (one GEMM), which makes
+ *      the vectors of close eigenvalues in one group orthonormal again;
+ *   6. checks: ||Z^T Z - I|| outside those blocks and every vector's residual against T. A
+ *      matrix that fails them (or has too many close eigenvalues, or non-finite entries) goes
+ *      wholly to the host route, so the device route never returns vectors past the bounds
+ *      below.
  */
 #include <float.h>
 #include <math.h>
