@@ -343,8 +343,10 @@ kernel void td_cholqr(global const double *G, uint n, global const uint *gs, glo
   /* 31 KB of local memory (the host checks the device has it) */
   local double r[TD_QM * TD_QM], xs[TD_QR * (TD_QM + 1)];
   uint g = get_group_id(0), lid = get_local_id(0), a = gs[g], m = gs[g + 1] - a;
+  /* the lower triangle (all the factorization reads, and all the check's GEMM writes) */
   for (uint i = lid; i < m * m; i += TD_QR)
-    r[i] = G[(ulong)(a + i / m) * n + a + i % m];
+    if (i % m <= i / m)
+      r[i] = G[(ulong)(a + i / m) * n + a + i % m];
   barrier(CLK_LOCAL_MEM_FENCE);
   /* lower Cholesky factor in place (row-major m x m): column j by the lanes of its rows */
   for (uint j = 0; j < m; j++) {

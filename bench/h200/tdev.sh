@@ -1,21 +1,46 @@
 #!/bin/bash
 # Issue 18, session 18: eigh with its tridiagonal stage on the device (lib/ops/linalg_tridiag.c)
-# at 1024 and 4096, f64 and f32, against the host MRRR route in the same run
-# (KILN_DEBUG_LINALG_HOST=notdev) and PyTorch; phase lines (KILN_LOG=debug) give each stage's
-# time and the device stage's checks; then the suite's tdev case (every order forced onto the
-# device) and the rest of test_linalg_spectral. NAMES=tdev bash bench/h200/round.sh
-source bench/h200/common.sh tdev
+# on the H200. One run: NAMES=tdev RUN=<results dir> STEPS="<steps>" bash bench/h200/round.sh
+# (results in $OUT/r/$RUN; docs/perf-data/h200-2026-12-03-s18/README.md gives each run's steps).
+# Steps, in the order given:
+#   dev    kiln bench eigh f64/f32 at 1024 and 4096 (reps 3), phases from KILN_LOG=debug
+#   host   the same f64 on the host MRRR route (KILN_DEBUG_LINALG_HOST=notdev, reps 2)
+#   trace  eigh f64 4096 under cltrace (per-kernel device time)
+#   svd    svd f64 at 1024 and 4096 with phases and the U/V check's norms
+#   torch  PyTorch's eigh at the same sizes and dtypes
+#   tests  test_linalg_spectral's tdev and all cases
+#   nb     eigh f64 4096 with the linalg family's nb at 64, 128 and 32
+source bench/h200/common.sh "${RUN:-tdev}"
 E=linalg.eigh
-KILN_LOG=debug timeout 60 $K bench --no-startup --json --reps 3 --dtype f64,f32 \
-  --sizes 2^20,2^24 --filter $E > $R/bench-dev.json 2> $R/phases-dev.txt; el dev
-KILN_DEBUG_LINALG_HOST=notdev KILN_LOG=debug timeout 30 $K bench --no-startup --json --reps 2 \
-  --dtype f64 --sizes 2^20,2^24 --filter $E > $R/bench-host.json 2> $R/phases-host.txt; el host
-CLTRACE_OUT=$R/trace-dev.txt LD_PRELOAD=$PWD/build-gpu/bench/libcltrace.so timeout -k 1 30 \
-  $K bench --no-startup --json --reps 2 --dtype f64 --sizes 2^24 --filter $E \
-  > $R/bench-trace-dev.json 2>> $R/err.txt; el trace
-timeout 40 python3 bench/peers_torch.py --no-startup --reps 3 --dtype f64,f32 \
-  --sizes 2^20,2^24 --filter $E --out $R/torch.json > $R/torch.log 2>&1; el torch
-CK_RUN_CASE=tdev CK_FORK=no KILN_LOG=error timeout 60 build-gpu/tests/test_linalg_spectral \
-  > $R/test-tdev.txt 2>&1; echo "tdev rc=$?" >> $R/runs.txt; el test-tdev
-CK_RUN_CASE=all CK_FORK=no KILN_LOG=error timeout 150 build-gpu/tests/test_linalg_spectral \
-  > $R/test-all.txt 2>&1; echo "all rc=$?" >> $R/runs.txt; el test-all
+for step in ${STEPS:-dev host trace torch tests}; do
+  case $step in
+  dev)
+    KILN_LOG=debug timeout 60 $K bench --no-startup --json --reps 3 --dtype f64,f32 \
+      --sizes 2^20,2^24 --filter $E > $R/bench-dev.json 2> $R/phases-dev.txt ;;
+  host)
+    KILN_DEBUG_LINALG_HOST=notdev KILN_LOG=debug timeout 30 $K bench --no-startup --json \
+      --reps 2 --dtype f64 --sizes 2^20,2^24 --filter $E > $R/bench-host.json \
+      2> $R/phases-host.txt ;;
+  trace)
+    trace_at dev f64 2^24 2 --filter $E ;;
+  svd)
+    KILN_LOG=debug timeout 40 $K bench --no-startup --json --reps 2 --dtype f64 \
+      --sizes 2^20,2^24 --filter linalg.svd > $R/bench-svd.json 2> $R/phases-svd.txt ;;
+  torch)
+    timeout 40 python3 bench/peers_torch.py --no-startup --reps 3 --dtype f64,f32 \
+      --sizes 2^20,2^24 --filter $E --out $R/torch.json > $R/torch.log 2>&1 ;;
+  tests)
+    for c in tdev all; do
+      CK_RUN_CASE=$c CK_FORK=no KILN_LOG=error timeout 150 build-gpu/tests/test_linalg_spectral \
+        > $R/test-$c.txt 2>&1
+      echo "$c rc=$?" >> $R/runs.txt
+    done ;;
+  nb)
+    for nb in 64 128 32; do
+      KILN_LOG=debug timeout 40 $K bench --no-startup --json --reps 3 --dtype f64 \
+        --sizes 2^24 --filter $E --tune "linalg:nb=$nb" > $R/bench-nb$nb.json \
+        2> $R/phases-nb$nb.txt
+    done ;;
+  esac
+  el $step
+done

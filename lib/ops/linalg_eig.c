@@ -1085,7 +1085,7 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
       s = kiln__lsp_gemm(&L, 0, 1, n, n, n, 1.0, qb, zb, 0.0, vb);
     }
     if (v)
-      phase(&L, "back-transformation (the upload of Z^T, V = Q Z)", n, &t0);
+      phase(&L, "back-transformation (V = Q Z)", n, &t0);
   }
   kiln__lsp_ws_release(&ws);
   kiln_tensor_release(work);
@@ -1931,9 +1931,12 @@ eye_mat(const kiln__lsp *L, kiln__lsp_mat x, uint64_t rows, uint64_t cols)
  * (identities through the blocked reflector updates) while the host works; then
  * U = Q[:, :N] Ub (and Q's other columns as they are) and V = P Vb are GEMMs.
  */
-/* ||X^T X - I||_F / (n eps) of the n x n x on the device (one GEMM, column sums read back). */
+/*
+ * ||X^T X - I||_F / (n eps) of the n x n x[0] and x[1] on the device into err[0], err[1] (one
+ * GEMM each into one scratch, the column sums read back).
+ */
 static kiln_status
-orth_err_dev(const kiln__lsp *L, kiln__lsp_mat x, uint64_t n, double *err)
+orth_err_dev(const kiln__lsp *L, const kiln__lsp_mat *x, uint64_t n, double *err)
 {
   kiln_tensor *g = NULL, *cs = NULL;
   double *h = malloc(n * sizeof *h);
@@ -1942,24 +1945,25 @@ orth_err_dev(const kiln__lsp *L, kiln__lsp_mat x, uint64_t n, double *err)
     s = kiln__ops_scratch(L->op, L->ctx, L->dt, n * n, &g);
   if (s == KILN_OK)
     s = kiln__ops_scratch(L->op, L->ctx, L->dt, n, &cs);
-  if (s == KILN_OK)
-    s = kiln__lsp_gemm(L, 1, 0, n, n, n, 1.0, x, x, 0.0, kiln__lsp_tmat(g, n));
   cl_kernel k;
   if (s == KILN_OK)
     s = kern_eig(L, "orth_dev", &k);
-  if (s == KILN_OK) {
-    kiln__args args = kiln__args_begin(L->op, k);
-    args_t(&args, g);
-    kiln__args_u32(&args, (uint32_t)n);
-    kiln__args_mem(&args, cs->mem); /* a scratch tensor: its own buffer, element 0 */
-    s = kiln__args_launch_1d(&args, L->ctx, n, 0);
+  for (int m = 0; m < 2 && s == KILN_OK; m++) {
+    s = kiln__lsp_gemm(L, 1, 0, n, n, n, 1.0, x[m], x[m], 0.0, kiln__lsp_tmat(g, n));
+    if (s == KILN_OK) {
+      kiln__args args = kiln__args_begin(L->op, k);
+      args_t(&args, g);
+      kiln__args_u32(&args, (uint32_t)n);
+      kiln__args_mem(&args, cs->mem); /* a scratch tensor: its own buffer, element 0 */
+      s = kiln__args_launch_1d(&args, L->ctx, n, 0);
+    }
+    if (s == KILN_OK)
+      s = read_vec(L, cs, 0, n, h);
+    double t = 0;
+    for (uint64_t i = 0; s == KILN_OK && i < n; i++)
+      t += h[i];
+    err[m] = sqrt(t) / ((double)n * eps_of(L->dt));
   }
-  if (s == KILN_OK)
-    s = read_vec(L, cs, 0, n, h);
-  double t = 0;
-  for (uint64_t i = 0; s == KILN_OK && i < n; i++)
-    t += h[i];
-  *err = sqrt(t) / ((double)n * eps_of(L->dt));
   free(h);
   kiln_tensor_release(g);
   kiln_tensor_release(cs);
@@ -2065,11 +2069,12 @@ svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uin
        * orthogonality of U and V on graded singular values (docs/linalg.md): Ub^T Ub and
        * Vb^T Vb on the device decide. Past LAPACK's MRRR threshold (50 n eps) the matrix is
        * redone without the Golub-Kahan route, then by dbdsqr. */
-      double ou = 0, ov = 0;
+      kiln__lsp_mat uv[2] = {ubm, vbm};
+      double oe[2] = {0, 0}, ou, ov;
       if (s == KILN_OK && chk)
-        s = orth_err_dev(L, ubm, N, &ou);
-      if (s == KILN_OK && chk)
-        s = orth_err_dev(L, vbm, N, &ov);
+        s = orth_err_dev(L, uv, N, oe);
+      ou = oe[0];
+      ov = oe[1];
       if (s == KILN_OK && chk)
         kiln__log(KILN__LOG_DEBUG,
                   "%s: singular vectors of matrix %llu: ||U^T U - I|| %.1f, ||V^T V - I|| "

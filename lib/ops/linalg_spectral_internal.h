@@ -273,11 +273,14 @@ void kiln__lsp_tdev_release(kiln__lsp_tdev *ws);
 
 /*
  * Test hook: mode 1 runs eigh's tridiagonal stage on the device at every order and on any
- * device, 0 never, -1 the built-in rule; group > 0 (at least 4) sets the eigenvalues per
- * representation; flag_gap > 0 sends to the host every eigenvalue whose gap is below that
- * many mean gaps (the mixed route at will).
+ * device, 0 never, -1 the built-in rule; group 4 .. 32 sets the eigenvalues per representation
+ * (anything else: KILN__TD_GROUP); flag_gap > 0 sends to the host every eigenvalue whose gap
+ * is below that many mean gaps (the mixed route at will), < 0 rejects every matrix after the
+ * checks (the host route after the device's).
  */
 void kiln__linalg_spectral_test_tdev(int mode, int group, double flag_gap);
+/* Test hook: how many matrices' vectors the device stage has given (process-wide, never reset). */
+unsigned kiln__linalg_spectral_test_tdev_accepted(void);
 /* The hook's mode, -1 when it is not set. */
 int kiln__lsp_tdev_hook(void);
 

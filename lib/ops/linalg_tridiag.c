@@ -39,9 +39,11 @@
 #endif
 
 #define SRC "linalg_tridiag"
-/* td_cholqr's lanes and its local memory (cl_kernels/linalg_tridiag.cl's TD_QR, TD_QM) */
+/* td_cholqr's lanes, its widest group and its local memory (cl_kernels/linalg_tridiag.cl's
+ * TD_QR, TD_QM, r and xs) */
 #define KILN__TD_QR 32
-#define TD_LOCAL_BYTES ((48 * 48 + 32 * 49) * 8)
+#define KILN__TD_QM 48
+#define TD_LOCAL_BYTES ((KILN__TD_QM * KILN__TD_QM + KILN__TD_QR * (KILN__TD_QM + 1)) * 8)
 
 /* Acceptance: ||Z^T Z - I||_F <= TD_ORTH n eps and ||T Z - Z W||_F <= TD_RES n eps ||T||. */
 #define TD_ORTH 10.0
@@ -57,6 +59,7 @@
 
 static atomic_int hook_mode = -1, hook_group = -1;
 static _Atomic double hook_flag = 0.0;
+static atomic_uint accepted; /* matrices whose vectors the device stage gave */
 
 void
 kiln__linalg_spectral_test_tdev(int mode, int group, double flag_gap)
@@ -72,11 +75,17 @@ kiln__lsp_tdev_hook(void)
   return atomic_load(&hook_mode);
 }
 
+unsigned
+kiln__linalg_spectral_test_tdev_accepted(void)
+{
+  return atomic_load(&accepted);
+}
+
 /* Eigenvalues per group, and the most groups that gives for n. */
 static uint64_t
 group_size(void)
 {
-  /* td_cholqr takes groups of up to 48 (TD_QM): 1.25 times the size at most (td_groups) */
+  /* td_cholqr takes groups of up to KILN__TD_QM: 1.25 times the size at most (td_groups) */
   int h = atomic_load(&hook_group);
   return h >= 4 && h <= 32 ? (uint64_t)h : KILN__TD_GROUP;
 }
@@ -538,5 +547,6 @@ kiln__lsp_tridiag_device(const kiln__lsp *L, kiln__lsp_tdev **ws, uint64_t n, co
   kiln__args_u32(&a, L->dt == KILN_F32);
   KILN_TRY(launch(L, &a, n * n));
   *done = 1;
+  atomic_fetch_add(&accepted, 1u);
   return KILN_OK;
 }

@@ -1582,6 +1582,24 @@ reset_hooks(void)
  * (T splits everywhere), a block-diagonal one, groups of 4, the mixed route (every gap below
  * half the mean on the host), and the checks' rejection (the host route after the device's).
  */
+/*
+ * eigh_case on the device tridiagonal stage, and that stage's own count of the matrices whose
+ * vectors it gave: all of them when taken (each call with vectors), none otherwise (the host
+ * route took them), so that a device route that always handed back would fail here.
+ */
+static void
+tdev_case(kiln_dtype dt, uint64_t batch, size_t n, const double *given, const double *known,
+          int taken)
+{
+  unsigned before = kiln__linalg_spectral_test_tdev_accepted();
+  eigh_case(dt, batch, n, given, known);
+  unsigned got = kiln__linalg_spectral_test_tdev_accepted() - before;
+  unsigned want =
+      taken && harness_fits(batch * n * n) ? (unsigned)batch * (eigh_quick ? 1u : 2u) : 0u;
+  EXPECT(got == want, "%s eigh n %zu: the device stage gave %u matrices' vectors, expected %u",
+         kiln_dtype_name(dt), n, got, want);
+}
+
 START_TEST(eigh_device)
 {
   if (!KILN_HAVE_LAPACKE || !harness_has_fp64())
@@ -1594,45 +1612,45 @@ START_TEST(eigh_device)
   {
     kiln__linalg_spectral_test_tdev(1, -1, 0.0);
     for (size_t i = 0; i < (small ? 3u : sizeof ns / sizeof ns[0]); i++)
-      eigh_case(dt, 1, ns[i], NULL, NULL);
+      tdev_case(dt, 1, ns[i], NULL, NULL, 1);
     /* several groups (their seams, each group's Cholesky QR): the lower triangle only, at 301
      * in f64 (a second of the reduction per call on PoCL) */
     eigh_quick = 1;
     if (!small)
-      eigh_case(dt, 1, dt == KILN_F64 ? 301 : 160, NULL, NULL);
+      tdev_case(dt, 1, dt == KILN_F64 ? 301 : 160, NULL, NULL, 1);
     eigh_quick = small;
-    eigh_case(dt, small ? 2 : 3, small ? 6 : 12, NULL, NULL);
+    tdev_case(dt, small ? 2 : 3, small ? 6 : 12, NULL, NULL, 1);
     static const double lam[8] = {1, 1, 1, 2, 2, 5, -3, -3};
     static const double sorted[8] = {-3, -3, 1, 1, 1, 2, 2, 5};
     double *a = sym_with(8, lam);
-    eigh_case(dt, 1, 8, a, sorted);
+    tdev_case(dt, 1, 8, a, sorted, 0); /* 7 of 8 too close: the host route */
     free(a);
     if (!small) { /* these run the same kernels as above */
       double id[25] = {0}, dg[144] = {0};
       for (size_t i = 0; i < 5; i++)
         id[i * 5 + i] = 1;
       static const double ones[5] = {1, 1, 1, 1, 1};
-      eigh_case(dt, 1, 5, id, ones);
+      tdev_case(dt, 1, 5, id, ones, 0);
       static const double dv[12] = {3, -1, 2, 0.5, 7, -4, 2.5, 1, 0, -2, 5, 6};
       static const double dvs[12] = {-4, -2, -1, 0, 0.5, 1, 2, 2.5, 3, 5, 6, 7};
       for (size_t i = 0; i < 12; i++)
         dg[i * 12 + i] = dv[i];
-      eigh_case(dt, 1, 12, dg, dvs);
+      tdev_case(dt, 1, 12, dg, dvs, 1);
       double bd[21 * 21] = {0};
       static const size_t blk[4] = {0, 7, 12, 21};
       for (size_t k = 0; k < 3; k++)
         for (size_t i = blk[k]; i < blk[k + 1]; i++)
           for (size_t j = blk[k]; j < blk[k + 1]; j++)
             bd[i * 21 + j] = cos((double)((i + 1) * (j + 1))) + (i == j ? 0.3 * (double)k : 0.0);
-      eigh_case(dt, 1, 21, bd, NULL);
+      tdev_case(dt, 1, 21, bd, NULL, 1);
     }
     kiln__linalg_spectral_test_tdev(1, 4, 0.0);
-    eigh_case(dt, 1, small ? 17 : 33, NULL, NULL);
+    tdev_case(dt, 1, small ? 17 : 33, NULL, NULL, 1);
     kiln__linalg_spectral_test_tdev(1, -1, 0.2);
-    eigh_case(dt, 1, small ? 17 : 70, NULL, NULL);
+    tdev_case(dt, 1, small ? 17 : 70, NULL, NULL, 1);
     if (!small) {
       kiln__linalg_spectral_test_tdev(1, -1, -1.0);
-      eigh_case(dt, 1, 17, NULL, NULL);
+      tdev_case(dt, 1, 17, NULL, NULL, 0);
     }
     eigh_quick = 0;
     kiln__linalg_spectral_test_tdev(-1, -1, 0.0);
