@@ -13,21 +13,32 @@
  * back-transformation applies).
  *
  * Per column c (index i in the panel, len = n - c - 1), two launches:
- *   tr_symv(a, aoff, n, c, i, vw, vwoff, nb, q, aa, part, nchunk, sh)   len + nchunk groups:
- *     group g < len: q[g] = A[c+1+g][c+2 ..] . x[1 ..], x = A[c][c+1 ..] (the column before
- *     its reflector is formed: v = (1, scal x[1 ..]) once the norm is known), and
- *     aa[g] = A[c+1+g][c+1]; group len + k: over its chunk of x[1 ..], the largest |x|, the
- *     sum of squares scaled by it, and V^T x, W^T x over the first i columns, into
- *     part[k * (2 + 2 nb) ..]. sh: lsz T.
- *   tr_fin(a, aoff, n, c, i, vw, vwoff, nb, q, aa, part, nchunk, tau, toff, d, doff, e, eoff,
- *     upd, lpr, sh)   lpr lanes per row (a power of two dividing lsz): every group combines
- *     the partials into the reflector
+ *   tr_symv(a, aoff, n, c, i, vw, vwoff, nb, wp, aa, part, nchunk, kt, sh)   32-lane groups
+ *     (SY_TS), the tile groups first, then nchunk aux groups. The symmetric product
+ *     q = A22[:, 1 ..] x[1 ..] (x = A[c][c+1 ..], the column before its reflector is formed:
+ *     v = (1, scal x[1 ..]) once the norm is known; A22 = A[c+1 ..][c+1 ..]) reads A22's upper
+ *     triangle once, in 32 x 32 tiles: block row (strip) b's tiles b .. nblk-1 in chunks of kt,
+ *     one group a chunk. A group sums its tiles' rows (A22 x for its 32 rows, into slot
+ *     bj0 of wp, bj0 its chunk's first tile) and each off-diagonal tile's columns (the lower
+ *     triangle's part: A22^T x for the tile's columns, into slot b), and its share of
+ *     x[1 ..]^T A22 x[1 ..] into wp[sy_slots(n) * n + group]; slots are rows of n elements,
+ *     each written by one group (sy_row sums a row's). An aux group k: over its chunk of
+ *     x[1 ..], the largest |x|, the sum of squares scaled by it, and V^T x, W^T x over the
+ *     first i columns, into part[k * (2 + 2 nb) ..]; and A22's first column (row c+1 as it
+ *     stands) into aa. sh: SY_TS (SY_TS + 2) T.
+ *   tr_fin(a, aoff, n, c, i, vw, vwoff, nb, wp, aa, part, nchunk, kt, tau, toff, d, doff, e,
+ *     eoff, upd, lpr, sh)   lpr lanes per row (a power of two dividing lsz): every group
+ *     combines the partials into the reflector
  *     (dlarfg: beta, tau, scal), y = V^T v, x = W^T v, and w . v = tau (v^T A22 v - 2 x . y)
  *     (so that alpha = -tau/2 w . v needs no second pass), then per row r = c+1+t: v_t into
  *     V's column i (and below A[c+1][c], the reflector's home), w_t + alpha v_t into W's
  *     column i; with upd (column c+1 in the panel) row c+1's update
  *     A[c+1][c+1 ..] -= V W[c+1]^T + W V[c+1]^T over the first i + 1 columns; d[c], e[c],
- *     tau[c]. sh: 2 nb + 3 lsz T.
+ *     tau[c]. sh: 2 nb + 4 lsz T.
+ *
+ * Within a panel A22 is read as it stood at the panel's start (dlatrd's product), so only
+ * the upper triangle and row c+1 (tr_fin's update) have to be current: the trailing GEMM may
+ * leave the lower triangle behind.
  */
 #include "common.cl"
 #include "linalg_house.clh"
@@ -152,63 +163,153 @@ inline void parts_cols(global const T *P, ulong stride, uint nchunk, uint n1, ui
   barrier(CLK_LOCAL_MEM_FENCE);
 }
 
-kernel void tr_symv(global const T *a, ulong aoff, uint n, uint c, uint i, global const T *vw,
-                    ulong vwoff, uint nb, global T *q, ulong qoff, global T *aa, ulong aaoff,
-                    global T *part, ulong poff, uint nchunk, local T *sh)
+/* The side of tr_symv's tiles and the lanes of its groups. */
+#define SY_TS 32
+
+/* Tile groups of tr_symv for nblk block rows, kt tiles a group: strip b has ceil((nblk-b)/kt). */
+inline uint sy_groups(uint nblk, uint kt)
 {
-  const uint lid = get_local_id(0), lsz = get_local_size(0), g = (uint)get_group_id(0);
-  const uint len = n - c - 1;
-  global const T *x = a + aoff + (ulong)c * n + c + 1;
-  if (g < len) {
-    global const T *row = a + aoff + (ulong)(c + 1 + g) * n + c + 1;
-    T s = (T)0;
-    for (uint t = 1 + lid; t < len; t += lsz)
-      s += row[t] * x[t];
-    s = group_sum(sh, s, lid, lsz);
+  uint gsum = 0;
+  for (uint b = 0; b < nblk; b++)
+    gsum += (nblk - b + kt - 1) / kt;
+  return gsum;
+}
+
+/* Rows of the slot array wp: block rows of the longest column (len = n - 1). */
+inline uint sy_slots(uint n) { return (n - 1 + SY_TS - 1) / SY_TS; }
+
+kernel void tr_symv(global const T *a, ulong aoff, uint n, uint c, uint i, global const T *vw,
+                    ulong vwoff, uint nb, global T *wp, ulong wpoff, global T *aa, ulong aaoff,
+                    global T *part, ulong poff, uint nchunk, uint kt, local T *sh)
+{
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  const uint len = n - c - 1, nblk = (len + SY_TS - 1) / SY_TS;
+  global const T *A = a + aoff;
+  global const T *x = A + (ulong)c * n + c + 1;
+  /* group -> (strip b, chunk rem) */
+  uint b = 0, rem = (uint)get_group_id(0);
+  for (; b < nblk; b++) {
+    const uint m = (nblk - b + kt - 1) / kt;
+    if (rem < m)
+      break;
+    rem -= m;
+  }
+  if (b < nblk) {
+    const uint r0 = b * SY_TS, bj0 = b + rem * kt, bj1 = min(nblk, bj0 + kt);
+    local T *xr = sh, *red = sh + SY_TS;
+    {
+      const uint rr = r0 + lid;
+      xr[lid] = rr > 0 && rr < len ? x[rr] : (T)0;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    T acc[SY_TS];
+#pragma unroll
+    for (uint r = 0; r < SY_TS; r++)
+      acc[r] = (T)0;
+    T qacc = (T)0, dcol = (T)0;
+    global T *W = wp + wpoff;
+    for (uint bj = bj0; bj < bj1; bj++) {
+      const uint col = bj * SY_TS + lid;
+      const int cv = col < len;
+      const T xc = cv && col > 0 ? x[col] : (T)0;
+      global const T *Bc = A + (ulong)(c + 1 + r0) * n + c + 1 + (cv ? col : 0);
+      T colp = (T)0;
+      if (bj == b) {
+        /* the diagonal tile: its upper part only (the lower one is not kept current), the
+         * diagonal in the row sums alone; rows past len only here (the last strip) */
+#pragma unroll
+        for (uint r = 0; r < SY_TS; r++) {
+          const T v = lid >= r && r0 + r < len && cv ? Bc[(ulong)r * n] : (T)0;
+          acc[r] += v * xc;
+          colp += (lid > r ? v : (T)0) * xr[r];
+        }
+        dcol = colp;
+      } else {
+#pragma unroll
+        for (uint r = 0; r < SY_TS; r++) {
+          const T v = Bc[(ulong)r * n];
+          acc[r] += (cv ? v : (T)0) * xc;
+          colp += (cv ? v : (T)0) * xr[r];
+        }
+        if (cv)
+          W[(ulong)b * n + col] = colp;
+      }
+      qacc += colp * xc;
+    }
+    /* row r's sum is spread over the lanes (one column each): transposed through local memory */
+#pragma unroll
+    for (uint r = 0; r < SY_TS; r++)
+      red[r * (SY_TS + 1) + lid] = acc[r];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    T rs = (T)0;
+    for (uint l = 0; l < SY_TS; l++)
+      rs += red[lid * (SY_TS + 1) + l];
+    if (r0 + lid < len)
+      W[(ulong)bj0 * n + r0 + lid] = rs + dcol;
+    qacc += rs * xr[lid];
+    qacc = group_sum(red, qacc, lid, lsz);
+    if (lid == 0)
+      W[(ulong)sy_slots(n) * n + get_group_id(0)] = qacc;
+  } else {
+    const uint k = rem, cs = (len - 1 + nchunk - 1) / nchunk;
+    const uint t0 = min(len, 1 + k * cs), t1 = min(len, t0 + cs);
+    /* A22's first column for tr_fin, as row c+1 holds it before tr_fin updates that row */
+    for (uint t = (k == 0 ? 0 : t0) + lid; t < t1 || (k == 0 && t == 0); t += lsz)
+      aa[aaoff + t] = x[(ulong)n + t];
+    T mx = (T)0;
+    for (uint t = t0 + lid; t < t1; t += lsz)
+      mx = fmax(mx, fabs(x[t]));
+    mx = group_max(sh, mx, lid, lsz);
+    T ss = (T)0;
+    if (mx > (T)0)
+      for (uint t = t0 + lid; t < t1; t += lsz) {
+        const T y = x[t] / mx;
+        ss += y * y;
+      }
+    ss = group_sum(sh, ss, lid, lsz);
+    global T *P = part + poff + (ulong)k * (2 + 2 * nb);
     if (lid == 0) {
-      q[qoff + g] = s;
-      aa[aaoff + g] = row[0];
+      P[0] = mx;
+      P[1] = ss;
     }
-    return;
-  }
-  const uint k = g - len, cs = (len - 1 + nchunk - 1) / nchunk;
-  const uint t0 = min(len, 1 + k * cs), t1 = min(len, t0 + cs);
-  T mx = (T)0;
-  for (uint t = t0 + lid; t < t1; t += lsz)
-    mx = fmax(mx, fabs(x[t]));
-  mx = group_max(sh, mx, lid, lsz);
-  T ss = (T)0;
-  if (mx > (T)0)
-    for (uint t = t0 + lid; t < t1; t += lsz) {
-      const T y = x[t] / mx;
-      ss += y * y;
+    const ulong ld3 = 3 * (ulong)nb;
+    global const T *V = vw + vwoff;
+    for (uint e = lid; e < 2 * i; e += lsz) {
+      const uint col = e < i ? e : nb + e - i;
+      P[2 + col] = chunk_dot(V + (ulong)(c + 1) * ld3, ld3, col, x, 1, t0, t1);
     }
-  ss = group_sum(sh, ss, lid, lsz);
-  global T *P = part + poff + (ulong)k * (2 + 2 * nb);
-  if (lid == 0) {
-    P[0] = mx;
-    P[1] = ss;
-  }
-  const ulong ld3 = 3 * (ulong)nb;
-  global const T *V = vw + vwoff;
-  for (uint e = lid; e < 2 * i; e += lsz) {
-    const uint col = e < i ? e : nb + e - i;
-    P[2 + col] = chunk_dot(V + (ulong)(c + 1) * ld3, ld3, col, x, 1, t0, t1);
   }
 }
 
+/*
+ * Row t's q (A22[t][1 ..] . x[1 ..]) from tr_symv's slots: those of the strips above its block
+ * b (their tiles' column sums) and of its own strip's chunks (row sums); this lane's share,
+ * every lpr-th slot from sub.
+ */
+inline T sy_row(global const T *W, uint n, uint t, uint nblk, uint kt, uint sub, uint lpr)
+{
+  const uint b = t / SY_TS, m = (nblk - b + kt - 1) / kt;
+  T s = (T)0;
+  for (uint q = sub; q < b + m; q += lpr) {
+    const uint k = q < b ? q : b + (q - b) * kt;
+    s += W[(ulong)k * n + t];
+  }
+  return s;
+}
+
 kernel void tr_fin(global T *a, ulong aoff, uint n, uint c, uint i, global T *vw, ulong vwoff,
-                   uint nb, global const T *q, ulong qoff, global const T *aa, ulong aaoff,
-                   global const T *part, ulong poff, uint nchunk, global T *tau, ulong toff,
+                   uint nb, global const T *wp, ulong wpoff, global const T *aa, ulong aaoff,
+                   global const T *part, ulong poff, uint nchunk, uint kt, global T *tau, ulong toff,
                    global T *d, ulong doff, global T *e, ulong eoff, uint upd, uint lpr,
                    local T *sh)
 {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
   /* lpr lanes per row: each sums every lpr-th column of its row's V and W */
   const uint sub = lid % lpr, t = (uint)get_group_id(0) * (lsz / lpr) + lid / lpr;
-  const uint len = n - c - 1;
+  const uint len = n - c - 1, nblk = (len + SY_TS - 1) / SY_TS;
   const ulong ld3 = 3 * (ulong)nb, stride = 2 + 2 * (ulong)nb;
   global T *A = a + aoff;
+  global const T *W = wp + wpoff;
   global T *V = vw + vwoff;
   global const T *P = part + poff;
   global const T *x = A + (ulong)c * n + c + 1;
@@ -218,26 +319,32 @@ kernel void tr_fin(global T *a, ulong aoff, uint n, uint c, uint i, global T *vw
   T beta, scal;
   const T tj = house_parts(P, stride, nchunk, x[0], &beta, &scal, tmp, lid, lsz);
   parts_cols(P, stride, nchunk, i, nb, i, V + (ulong)(c + 1) * ld3, scal, sh, tmp, lid, lsz);
-  /* v^T A22 v = p_0 + scal sum_{t>0} x_t p_t, p_t = aa_t + scal q_t; with it, in one
-   * three-way tree, xy = (V^T v) . (W^T v) and row c+1's correction corr1 (a term per lane
+  /* v^T A22 v = p_0 + scal sum_{t>0} x_t p_t, p_t = aa_t + scal q_t, where sum_{t>0} x_t q_t
+   * is the sum of tr_symv's groups' quadratic forms; with it, in one three-way tree,
+   * xy = (V^T v) . (W^T v) and row c+1's correction corr1 (a term per lane
    * l < i, where one lane's chain of i global loads was) */
   global const T *V1 = V + (ulong)(c + 1) * ld3;
   T s1 = (T)0, xy = (T)0, corr1 = (T)0;
   for (uint u = 1 + lid; u < len; u += lsz)
-    s1 += x[u] * (aa[aaoff + u] + scal * q[qoff + u]);
+    s1 += x[u] * aa[aaoff + u];
+  T quad = (T)0;
+  global const T *Q = W + (ulong)sy_slots(n) * n;
+  for (uint u = lid, ng = sy_groups(nblk, kt); u < ng; u += lsz)
+    quad += Q[u];
+  s1 += scal * quad;
   for (uint l = lid; l < i; l += lsz) {
     xy += sh[l] * sh[nb + l];
     corr1 += V1[l] * sh[nb + l] + V1[nb + l] * sh[l];
   }
   group_sum3(tmp, &s1, &xy, &corr1, lid, lsz);
-  const T p0 = aa[aaoff] + scal * q[qoff];
+  const T p0 = aa[aaoff] + scal * sy_row(W, n, 0, nblk, kt, 0, 1);
   const T wv = tj * (p0 + scal * s1 - (T)2 * xy);
   const T alpha = (T)-0.5 * tj * wv;
   /* w of row c+1 (v = 1 there), which row c+1's update needs in every group */
   const T wf1 = tj * (p0 - corr1) + alpha;
   const uint r = c + 1 + min(t, len - 1);
   global T *Vr = V + (ulong)r * ld3;
-  T corr = (T)0, acc = (T)0;
+  T corr = (T)0, acc = (T)0, qt = t < len ? sy_row(W, n, t, nblk, kt, sub, lpr) : (T)0;
   for (uint l = sub; l < i && t < len; l += lpr) {
     const T vl = Vr[l], wl = Vr[nb + l];
     corr += vl * sh[nb + l] + wl * sh[l];
@@ -247,14 +354,16 @@ kernel void tr_fin(global T *a, ulong aoff, uint n, uint c, uint i, global T *vw
   local T *red = sh + 2 * nb + lsz;
   red[lid] = corr;
   red[lsz + lid] = acc;
+  red[2 * lsz + lid] = qt;
   barrier(CLK_LOCAL_MEM_FENCE);
   if (sub == 0 && t < len) {
     for (uint k = 1; k < lpr; k++) {
       corr += red[lid + k];
       acc += red[lsz + lid + k];
+      qt += red[2 * lsz + lid + k];
     }
     const T vt = t == 0 ? (T)1 : scal * x[t];
-    const T wf = tj * (aa[aaoff + t] + scal * q[qoff + t] - corr) + alpha * vt;
+    const T wf = tj * (aa[aaoff + t] + scal * qt - corr) + alpha * vt;
     if (upd) /* column i: V[c+1][i] = 1 */
       A[(ulong)(c + 1) * n + r] -= acc + vt * wf1 + wf;
     Vr[i] = vt;

@@ -729,20 +729,43 @@ kern_eig(const kiln__lsp *L, const char *name, cl_kernel *k)
 
 /* Lanes per row of tr_fin. */
 #define TD_LPR 8
+/* tr_symv's tile side, which is also its work-group size (SY_TS in linalg_eig.cl). */
+#define TD_TS 32
 
 /* Scratch of the blocked tridiagonal reduction of n x n matrices with panels of nb columns. */
 typedef struct td_ws {
-  kiln_tensor *vw, *q, *aa, *part;
-  uint64_t nb, nchunk;
-  size_t lsym, lfin;
+  kiln_tensor *vw, *wp, *aa, *part;
+  uint64_t nb, nchunk, symk;
+  size_t lfin;
   cl_kernel ksym, kfin;
 } td_ws;
+
+/* Block rows of tr_symv's tiles for a column of len rows below the diagonal. */
+static uint64_t
+td_blocks(uint64_t len)
+{
+  return (len + TD_TS - 1) / TD_TS;
+}
+
+/*
+ * tr_symv's tiles per group for nblk block rows: enough groups to fill a GPU at every order
+ * (about nblk^2 / (2 kt) groups, 1088 at order 4096) with up to 8 tiles each, so that a group
+ * sums its rows across lanes once per 8 tiles. KILN_DEBUG_LINALG_HOST=symk=N fixes it.
+ */
+static uint64_t
+td_symk(const td_ws *t, uint64_t nblk)
+{
+  if (t->symk)
+    return t->symk;
+  uint64_t k = nblk / 16;
+  return k < 1 ? 1 : k > 8 ? 8 : k;
+}
 
 static void
 td_ws_release(td_ws *t)
 {
   kiln_tensor_release(t->vw);
-  kiln_tensor_release(t->q);
+  kiln_tensor_release(t->wp);
   kiln_tensor_release(t->aa);
   kiln_tensor_release(t->part);
   memset(t, 0, sizeof *t);
@@ -757,17 +780,21 @@ td_ws_make(const kiln__lsp *L, uint64_t n, td_ws *t)
   t->nchunk = L->ctx->info.is_gpu ? 64 : 4;
   if (debug_num("nchunk=", 1, 1024))
     t->nchunk = debug_num("nchunk=", 1, 1024);
+  t->symk = debug_num("symk=", 1, 64);
   KILN_TRY(kern_eig(L, "tr_symv", &t->ksym));
   KILN_TRY(kern_eig(L, "tr_fin", &t->kfin));
-  t->lsym = group_local(L, t->ksym, debug_pow2("lsym=", 128));
+  KILN_RETURN_IF(kiln__launch_pow2_local(L->ctx, t->ksym) < TD_TS, KILN_ERR_UNSUPPORTED, L->op,
+                 "the device runs tr_symv in work-groups of at most %zu work-items, not %d",
+                 kiln__launch_pow2_local(L->ctx, t->ksym), TD_TS);
   /* tr_fin: TD_LPR lanes per row, each summing every TD_LPR-th column of the row's V and W
    * (one lane per row walked them alone, uncoalesced, in long dependent chains), 64 rows per
    * group on GPUs (64 groups at n = 4096: each group repeats the column's reductions) */
   t->lfin = group_local(L, t->kfin, debug_pow2("lfin=", L->ctx->info.is_gpu ? 64 * TD_LPR : 64));
-  uint64_t nn = n ? n : 1;
+  uint64_t nn = n ? n : 1, slots = td_blocks(n > 1 ? n - 1 : 1);
   kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, nn * 3 * t->nb, &t->vw);
+  /* the slots (rows of n) and a quadratic-form partial per tile group (at most one a tile) */
   if (s == KILN_OK)
-    s = kiln__ops_scratch(L->op, L->ctx, L->dt, nn, &t->q);
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, slots * nn + slots * (slots + 1) / 2, &t->wp);
   if (s == KILN_OK)
     s = kiln__ops_scratch(L->op, L->ctx, L->dt, nn, &t->aa);
   if (s == KILN_OK)
@@ -787,7 +814,7 @@ args_t(kiln__args *a, const kiln_tensor *t)
 /* The arguments tr_symv and tr_fin share, in their order: column c (panel column i) of a. */
 static void
 tr_args(kiln__args *args, const td_ws *t, kiln__lsp_mat a, uint64_t n, uint64_t c, uint64_t i,
-        uint64_t nch)
+        uint64_t nch, uint64_t kt)
 {
   args_mat(args, a);
   kiln__args_u32(args, (uint32_t)n);
@@ -795,10 +822,11 @@ tr_args(kiln__args *args, const td_ws *t, kiln__lsp_mat a, uint64_t n, uint64_t 
   kiln__args_u32(args, (uint32_t)i);
   args_t(args, t->vw);
   kiln__args_u32(args, (uint32_t)t->nb);
-  args_t(args, t->q);
+  args_t(args, t->wp);
   args_t(args, t->aa);
   args_t(args, t->part);
   kiln__args_u32(args, (uint32_t)nch);
+  kiln__args_u32(args, (uint32_t)kt);
 }
 
 /*
@@ -846,21 +874,23 @@ sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d
       return kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
     for (uint64_t i = 0; i < jb; i++) {
       uint64_t c = j0 + i, len = n - c - 1;
-      uint64_t nch = (len + 31) / 32;
+      uint64_t nch = (len + 31) / 32, nblk = td_blocks(len), kt = td_symk(t, nblk), tiles = 0;
       if (nch > t->nchunk)
         nch = t->nchunk;
+      for (uint64_t b = 0; b < nblk; b++)
+        tiles += (nblk - b + kt - 1) / kt;
       kiln__args args = kiln__args_begin(L->op, t->ksym);
-      tr_args(&args, t, a, n, c, i, nch);
-      kiln__args_local(&args, t->lsym * L->ts);
-      KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, (size_t)(len + nch) * t->lsym, t->lsym));
+      tr_args(&args, t, a, n, c, i, nch, kt);
+      kiln__args_local(&args, TD_TS * (TD_TS + 2) * L->ts);
+      KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, (size_t)(tiles + nch) * TD_TS, TD_TS));
       args = kiln__args_begin(L->op, t->kfin);
-      tr_args(&args, t, a, n, c, i, nch);
+      tr_args(&args, t, a, n, c, i, nch, kt);
       args_mat(&args, tau);
       args_mat(&args, d);
       args_mat(&args, e);
       kiln__args_u32(&args, i + 1 < jb);
       kiln__args_u32(&args, (uint32_t)lpr);
-      kiln__args_local(&args, (2 * nb + 3 * t->lfin) * L->ts);
+      kiln__args_local(&args, (2 * nb + 4 * t->lfin) * L->ts);
       size_t rows = t->lfin / lpr, groups = (size_t)((len + rows - 1) / rows);
       KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, groups * t->lfin, t->lfin));
     }

@@ -1688,6 +1688,33 @@ START_TEST(svd_checked)
 }
 END_TEST
 
+/*
+ * eigh's reduction with tr_symv's tiles taken 1, 2, 3 and 8 to a work-group (the built-in rule
+ * picks 1 to 8 by order; 3 leaves short chunks at the strips' ends, 8 one chunk a strip here):
+ * 161 has 5 block rows of 32, the last one partial, 34 a last block row of one row.
+ */
+START_TEST(eigh_reduction_tiles)
+{
+  if (!KILN_HAVE_LAPACKE)
+    return;
+  int small = harness_small();
+  /* the simulator: chunks of two tiles at 38 (the other cases there run one tile a group) */
+  static const char *const ks[] = {"symk=3", "symk=1", "symk=2", "symk=8,lfin=16"};
+  FOR_DTYPES(dt)
+  {
+    eigh_quick = 1;
+    for (size_t k = 0; k < (small ? 1u : 4u); k++) {
+      setenv("KILN_DEBUG_LINALG_HOST", ks[k], 1);
+      eigh_case(dt, 1, small ? 38 : 161, NULL, NULL);
+      if (!small)
+        eigh_case(dt, 2, 34, NULL, NULL);
+    }
+    unsetenv("KILN_DEBUG_LINALG_HOST");
+    eigh_quick = 0;
+  }
+}
+END_TEST
+
 static Suite *
 spectral_suite(void)
 {
@@ -1725,6 +1752,11 @@ spectral_suite(void)
   tcase_add_test(tdev, eigh_device);
   tcase_add_test(tdev, svd_checked);
   suite_add_tcase(s, tdev);
+  TCase *tiles = tcase_create("tiles");
+  tcase_set_timeout(tiles, 300);
+  tcase_add_checked_fixture(tiles, reset_hooks, NULL);
+  tcase_add_test(tiles, eigh_reduction_tiles);
+  suite_add_tcase(s, tiles);
   return s;
 }
 
