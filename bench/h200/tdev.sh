@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 18, session 18: eigh with its tridiagonal stage on the device (lib/ops/linalg_tridiag.c)
+# Issue 18, sessions 18-19: eigh with its tridiagonal stage on the device (lib/ops/linalg_tridiag.c)
 # on the H200. One run: NAMES=tdev RUN=<results dir> STEPS="<steps>" bash bench/h200/round.sh
 # (results in $OUT/r/$RUN; docs/perf-data/h200-2026-12-03-s18/README.md gives each run's steps).
 # Steps, in the order given:
@@ -10,6 +10,8 @@
 #   torch  PyTorch's eigh at the same sizes and dtypes
 #   tests  test_linalg_spectral's tdev and all cases
 #   nb     eigh f64 4096 with the linalg family's nb at 64, 128 and 32
+#   var    eigh f64 at 1024 and 4096 with phases under each KILN_DEBUG_LINALG_HOST value of
+#          VARS (space-separated; session 19: rtri, symk=N)
 source bench/h200/common.sh "${RUN:-tdev}"
 E=linalg.eigh
 for step in ${STEPS:-dev host trace torch tests}; do
@@ -30,7 +32,7 @@ for step in ${STEPS:-dev host trace torch tests}; do
     timeout 40 python3 bench/peers_torch.py --no-startup --reps 3 --dtype f64,f32 \
       --sizes 2^20,2^24 --filter $E --out $R/torch.json > $R/torch.log 2>&1 ;;
   tests)
-    for c in tdev all; do
+    for c in tiles tdev all; do
       CK_RUN_CASE=$c CK_FORK=no KILN_LOG=error timeout 150 build-gpu/tests/test_linalg_spectral \
         > $R/test-$c.txt 2>&1
       echo "$c rc=$?" >> $R/runs.txt
@@ -40,6 +42,11 @@ for step in ${STEPS:-dev host trace torch tests}; do
       KILN_LOG=debug timeout 40 $K bench --no-startup --json --reps 3 --dtype f64 \
         --sizes 2^24 --filter $E --tune "linalg:nb=$nb" > $R/bench-nb$nb.json \
         2> $R/phases-nb$nb.txt
+    done ;;
+  var)
+    for v in $VARS; do
+      KILN_DEBUG_LINALG_HOST=$v KILN_LOG=debug timeout 40 $K bench --no-startup --json --reps 3 \
+        --dtype f64 --sizes 2^20,2^24 --filter $E > $R/bench-$v.json 2> $R/phases-$v.txt
     done ;;
   esac
   el $step

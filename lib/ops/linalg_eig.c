@@ -26,6 +26,7 @@
 #include "core/shape.h"
 #include "kiln_config.h"
 #include "ops/linalg_host.h"
+#include "ops/linalg_internal.h"
 #include "ops/linalg_spectral_internal.h"
 #include "ops/ops_common.h"
 #if KILN_HAVE_LAPACKE
@@ -899,7 +900,13 @@ sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d
     a22.off += r0 * n + r0;
     x.off += r0 * ld3;
     y.off += r0 * ld3 + nb;
-    KILN_TRY(red_gemm(L, nt, nt, 2 * nb, x, y, a22));
+    if (host_pick("rtri")) /* the upper triangle only, which is all the next panels read */
+      KILN_TRY(kiln__linalg_tile_gemm(
+          L->op, L->ctx, L->dt, nt, nt, 2 * nb, -1.0, x.mem, x.off, x.ld, 1, y.mem, y.off, 1, y.ld,
+          0, a22.mem, a22.off, a22.ld, 1,
+          2u | kiln__linalg_large_bit(L->ctx, L->dt, KILN__LINALG_GEMM_LARGE), 1, 0, 0, 0));
+    else
+      KILN_TRY(red_gemm(L, nt, nt, 2 * nb, x, y, a22));
   }
   cl_int err = clEnqueueCopyBuffer(L->ctx->queue, a.mem, d.mem, (a.off + (n - 1) * (n + 1)) * L->ts,
                                    (d.off + n - 1) * L->ts, L->ts, 0, NULL, NULL);
