@@ -166,12 +166,17 @@ inline void parts_cols(global const T *P, ulong stride, uint nchunk, uint n1, ui
 /* The side of tr_symv's tiles and the lanes of its groups. */
 #define SY_TS 32
 
-/* Tile groups of tr_symv for nblk block rows, kt tiles a group: strip b has ceil((nblk-b)/kt). */
+/*
+ * Tile groups of tr_symv for nblk block rows, kt tiles a group, in chunk-major order: chunk ch
+ * (tiles b + ch kt ..) exists for the strips b < nblk - ch kt. A loop of nblk / kt steps
+ * without divisions (16 by the built-in kt), where one step a strip cost every group of a
+ * 4096 matrix 128 integer divisions.
+ */
 inline uint sy_groups(uint nblk, uint kt)
 {
   uint gsum = 0;
-  for (uint b = 0; b < nblk; b++)
-    gsum += (nblk - b + kt - 1) / kt;
+  for (uint ch = 0; ch * kt < nblk; ch++)
+    gsum += nblk - ch * kt;
   return gsum;
 }
 
@@ -186,16 +191,12 @@ kernel void tr_symv(global const T *a, ulong aoff, uint n, uint c, uint i, globa
   const uint len = n - c - 1, nblk = (len + SY_TS - 1) / SY_TS;
   global const T *A = a + aoff;
   global const T *x = A + (ulong)c * n + c + 1;
-  /* group -> (strip b, chunk rem) */
-  uint b = 0, rem = (uint)get_group_id(0);
-  for (; b < nblk; b++) {
-    const uint m = (nblk - b + kt - 1) / kt;
-    if (rem < m)
-      break;
-    rem -= m;
-  }
-  if (b < nblk) {
-    const uint r0 = b * SY_TS, bj0 = b + rem * kt, bj1 = min(nblk, bj0 + kt);
+  /* group -> (chunk ch, strip b = rem), sy_groups' order */
+  uint ch = 0, rem = (uint)get_group_id(0);
+  for (; ch * kt < nblk && rem >= nblk - ch * kt; ch++)
+    rem -= nblk - ch * kt;
+  if (ch * kt < nblk) {
+    const uint b = rem, r0 = b * SY_TS, bj0 = b + ch * kt, bj1 = min(nblk, bj0 + kt);
     local T *xr = sh, *red = sh + SY_TS;
     {
       const uint rr = r0 + lid;

@@ -749,9 +749,10 @@ td_blocks(uint64_t len)
 }
 
 /*
- * tr_symv's tiles per group for nblk block rows: enough groups to fill a GPU at every order
- * (about nblk^2 / (2 kt) groups, 1088 at order 4096) with up to 8 tiles each, so that a group
- * sums its rows across lanes once per 8 tiles. KILN_DEBUG_LINALG_HOST=symk=N fixes it.
+ * tr_symv's tiles per group for nblk block rows: nblk / 16, from 1 to 4 (about nblk^2 / (2 kt)
+ * groups: 2080 at order 4096). On the H200 the reduction of 4096 took 140 ms with 4, 144 with
+ * 8 and 222 with 16 (fewer groups, longer chains); at 1024, 2 beat 4 (20.1 against 21.9 ms).
+ * KILN_DEBUG_LINALG_HOST=symk=N fixes it.
  */
 static uint64_t
 td_symk(const td_ws *t, uint64_t nblk)
@@ -759,7 +760,7 @@ td_symk(const td_ws *t, uint64_t nblk)
   if (t->symk)
     return t->symk;
   uint64_t k = nblk / 16;
-  return k < 1 ? 1 : k > 8 ? 8 : k;
+  return k < 1 ? 1 : k > 4 ? 4 : k;
 }
 
 static void
@@ -849,12 +850,25 @@ red_gemm(const kiln__lsp *L, uint64_t m, uint64_t n, uint64_t k, kiln__lsp_mat x
 }
 
 /*
+ * Whether sytrd's trailing update A22 -= [V W] [W V]^T writes the upper triangle alone, on
+ * gemm_tile (and the large GEMM kernel where it applies), rather than all of A22 on CLBlast:
+ * on GPUs (H200, 4096 f64: reduction 144 against 153 ms); KILN_DEBUG_LINALG_HOST=rtri or
+ * rfull chooses.
+ */
+static int
+upper_update(const kiln__lsp *L)
+{
+  if (host_pick("rtri") || host_pick("rfull"))
+    return host_pick("rtri");
+  return L->ctx->info.is_gpu;
+}
+
+/*
  * Reduces the symmetric n x n matrix a (full, in place) to tridiagonal form as LAPACK's dsytrd
  * (lower) with dlatrd panels of nb columns: d[n], e[n-1], reflectors below the subdiagonal
  * with tau[n-1]. Per column two launches (tr_symv, tr_fin; no host wait: tr_fin also updates
- * the next column of its panel), per panel one GEMM A22 -= [V W] [W V]^T over the full
- * trailing matrix (both triangles, so that the next panels' products read whole contiguous
- * rows).
+ * the next column of its panel), per panel one GEMM A22 -= [V W] [W V]^T over the trailing
+ * matrix's upper triangle (upper_update) or all of it: tr_symv reads the upper one only.
  */
 static kiln_status
 sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d, kiln__lsp_mat e,
@@ -878,8 +892,8 @@ sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d
       uint64_t nch = (len + 31) / 32, nblk = td_blocks(len), kt = td_symk(t, nblk), tiles = 0;
       if (nch > t->nchunk)
         nch = t->nchunk;
-      for (uint64_t b = 0; b < nblk; b++)
-        tiles += (nblk - b + kt - 1) / kt;
+      for (uint64_t ch = 0; ch * kt < nblk; ch++) /* chunk ch of the strips b < nblk - ch kt */
+        tiles += nblk - ch * kt;
       kiln__args args = kiln__args_begin(L->op, t->ksym);
       tr_args(&args, t, a, n, c, i, nch, kt);
       kiln__args_local(&args, TD_TS * (TD_TS + 2) * L->ts);
@@ -900,7 +914,7 @@ sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d
     a22.off += r0 * n + r0;
     x.off += r0 * ld3;
     y.off += r0 * ld3 + nb;
-    if (host_pick("rtri")) /* the upper triangle only, which is all the next panels read */
+    if (upper_update(L)) /* the upper triangle only, which is all the next panels read */
       KILN_TRY(kiln__linalg_tile_gemm(
           L->op, L->ctx, L->dt, nt, nt, 2 * nb, -1.0, x.mem, x.off, x.ld, 1, y.mem, y.off, 1, y.ld,
           0, a22.mem, a22.off, a22.ld, 1,

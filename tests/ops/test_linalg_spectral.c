@@ -1690,7 +1690,8 @@ END_TEST
 
 /*
  * eigh's reduction with tr_symv's tiles taken 1, 2, 3 and 8 to a work-group (the built-in rule
- * picks 1 to 8 by order; 3 leaves short chunks at the strips' ends, 8 one chunk a strip here):
+ * picks 1 to 4 by order; 3 leaves short chunks at the strips' ends, 8 one chunk a strip here),
+ * the trailing updates on the upper triangle (rtri, the GPU default) and on all of it (rfull):
  * 161 has 5 block rows of 32, the last one partial, 34 a last block row of one row.
  */
 START_TEST(eigh_reduction_tiles)
@@ -1699,7 +1700,7 @@ START_TEST(eigh_reduction_tiles)
     return;
   int small = harness_small();
   /* the simulator: chunks of two tiles at 38 (the other cases there run one tile a group) */
-  static const char *const ks[] = {"symk=3", "symk=1", "symk=2", "symk=8,lfin=16"};
+  static const char *const ks[] = {"symk=3,rtri", "symk=1,rfull", "symk=2", "symk=8,lfin=16,rtri"};
   FOR_DTYPES(dt)
   {
     eigh_quick = 1;
