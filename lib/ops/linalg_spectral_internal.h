@@ -284,4 +284,13 @@ unsigned kiln__linalg_spectral_test_tdev_accepted(void);
 /* The hook's mode, -1 when it is not set. */
 int kiln__lsp_tdev_hook(void);
 
+/* ||Z^T Z - I|| / (n eps) past which eigh redoes a host-route matrix by the next routine
+ * (LAPACK's test threshold for its eigensolvers, as svd's check). */
+#define KILN__LSP_ORTH_REDO 50.0
+/* Test hook: bound > 0 replaces KILN__LSP_ORTH_REDO (a tiny one redoes every host-route
+ * matrix with vectors), <= 0 restores it. */
+void kiln__linalg_spectral_test_eigh_check(double bound);
+/* Test hook: how many times eigh's check has redone a matrix (process-wide, never reset). */
+unsigned kiln__linalg_spectral_test_eigh_redone(void);
+
 #endif
