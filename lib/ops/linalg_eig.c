@@ -636,10 +636,9 @@ tridiag_eig(const char *op, uint64_t b, uint64_t n, double *d, double *e, double
   if (n == 0)
     return KILN_OK;
   if (z && level > 0) { /* the check's redo: dstedc, then dsteqr */
-    lapack_int info = level == 1 ? LAPACKE_dstedc(LAPACK_COL_MAJOR, 'I', (lapack_int)n, d, e, z,
-                                                  (lapack_int)n)
-                                 : LAPACKE_dsteqr(LAPACK_COL_MAJOR, 'I', (lapack_int)n, d, e, z,
-                                                  (lapack_int)n);
+    lapack_int info =
+        level == 1 ? LAPACKE_dstedc(LAPACK_COL_MAJOR, 'I', (lapack_int)n, d, e, z, (lapack_int)n)
+                   : LAPACKE_dsteqr(LAPACK_COL_MAJOR, 'I', (lapack_int)n, d, e, z, (lapack_int)n);
     return info == 0 ? KILN_OK : no_conv(op, level == 1 ? "dstedc" : "dsteqr", b, info);
   }
   if (!z) {
@@ -986,7 +985,8 @@ z_upload(const kiln__lsp *L, kiln__lh_buf *pz, const double *hz, uint64_t b, uin
     kiln__lh_store(KILN_F32, hz + b * n * n, n * n, hp);
   cl_int err = clEnqueueWriteBuffer(L->ctx->queue, pz->dev, CL_FALSE, b * n * n * L->ts,
                                     n * n * L->ts, hp, 0, NULL, NULL);
-  return err == CL_SUCCESS ? KILN_OK : kiln__fail_cl(L->op, err, "clEnqueueWriteBuffer (eigenvectors)");
+  return err == CL_SUCCESS ? KILN_OK
+                           : kiln__fail_cl(L->op, err, "clEnqueueWriteBuffer (eigenvectors)");
 }
 
 kiln_status
@@ -1176,8 +1176,9 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
         s = orth_err_dev(&L, &zb, 1, n, &oe);
         double bound = atomic_load(&hook_orth);
         bound = bound > 0 ? bound : KILN__LSP_ORTH_REDO;
-        kiln__log(KILN__LOG_DEBUG, "%s: eigenvectors of matrix %llu: ||Z^T Z - I|| %.1f n eps%s", op,
-                  (unsigned long long)b, oe, oe <= bound ? "" : ": redone by the next host routine");
+        kiln__log(KILN__LOG_DEBUG, "%s: eigenvectors of matrix %llu: ||Z^T Z - I|| %.1f n eps%s",
+                  op, (unsigned long long)b, oe,
+                  oe <= bound ? "" : ": redone by the next host routine");
         if (s != KILN_OK || oe <= bound)
           break;
         memcpy(hd + b * n, hd0 + b * n, n * sizeof *hd);
