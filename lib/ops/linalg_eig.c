@@ -729,6 +729,20 @@ phase(const kiln__lsp *L, const char *what, uint64_t n, double *t)
   *t = now;
 }
 
+/* With phase's timing: the host's time since *t, before waiting for the queue (how long the
+ * enqueues took: past the phase's whole time, the host limits it). */
+static void
+phase_host(const kiln__lsp *L, const char *what, uint64_t n, const double *t)
+{
+  if (kiln__log_level() < KILN_LOG_DEBUG || *t <= 0)
+    return;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  double now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+  kiln__log(KILN__LOG_DEBUG, "%s: phase %s n %llu %s enqueued in %.3f ms", L->op, what,
+            (unsigned long long)n, kiln_dtype_name(L->dt), (now - *t) * 1e3);
+}
+
 static kiln_status
 kern_eig(const kiln__lsp *L, const char *name, cl_kernel *k)
 {
@@ -1069,6 +1083,7 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
       if (s == KILN_OK)
         s = sytrd(&L, &tw, ab, n, db, eb, tb);
     }
+    phase_host(&L, "tridiagonal reduction", n, &t0);
     phase(&L, "tridiagonal reduction", n, &t0);
     if (s == KILN_OK)
       s = kiln__lsp_download(&L, dd, &hd);
