@@ -10,8 +10,8 @@
 #   torch  PyTorch's eigh at the same sizes and dtypes
 #   tests  test_linalg_spectral's tdev and all cases
 #   nb     eigh f64 4096 with the linalg family's nb at 64, 128 and 32
-#   var    eigh f64 at 1024 and 4096 with phases under each KILN_DEBUG_LINALG_HOST value of
-#          VARS (space-separated; session 19: rtri, symk=N)
+#   var    eigh at 1024 and 4096 (DTYPES, default f64) with phases under each
+#          KILN_DEBUG_LINALG_HOST value of VARS (space-separated; session 19: rtri, symk=N)
 source bench/h200/common.sh "${RUN:-tdev}"
 E=linalg.eigh
 for step in ${STEPS:-dev host trace torch tests}; do
@@ -46,7 +46,7 @@ for step in ${STEPS:-dev host trace torch tests}; do
   var)
     for v in $VARS; do
       KILN_DEBUG_LINALG_HOST=$v KILN_LOG=debug timeout 40 $K bench --no-startup --json --reps 3 \
-        --dtype f64 --sizes 2^20,2^24 --filter $E > $R/bench-$v.json 2> $R/phases-$v.txt
+        --dtype ${DTYPES:-f64} --sizes 2^20,2^24 --filter $E > $R/bench-$v.json 2> $R/phases-$v.txt
     done ;;
   esac
   el $step
