@@ -627,17 +627,20 @@ kernel void bd_xfin(global T *a, ulong aoff, uint M, uint N, uint c, uint i, glo
   }
 }
 
-/* out[j] = sum_i (g[i][j] - delta_ij)^2 over the n x n row-major g at element goff (one
- * work-item per column: svd's check of U^T U and V^T V from the Golub-Kahan route). */
-kernel void orth_dev(global const T *g, ulong goff, uint n, global T *out)
+/* out[b n + j] = sum_i (g_b[i][j] - delta_ij)^2 over count n x n row-major matrices g_b, n^2
+ * elements apart from element goff (one work-item per column: the checks of svd's U^T U and
+ * V^T V and of eigh's host Z^T Z). */
+kernel void orth_dev(global const T *g, ulong goff, uint n, uint count, global T *out)
 {
-  uint j = get_global_id(0);
-  if (j >= n)
+  const ulong id = get_global_id(0);
+  if (id >= (ulong)count * n)
     return;
+  const uint j = (uint)(id % n);
+  global const T *gb = g + goff + id / n * n * n;
   T s = (T)0;
   for (uint i = 0; i < n; i++) {
-    T x = g[goff + (ulong)i * n + j] - (i == j ? (T)1 : (T)0);
+    T x = gb[(ulong)i * n + j] - (i == j ? (T)1 : (T)0);
     s += x * x;
   }
-  out[j] = s;
+  out[id] = s;
 }

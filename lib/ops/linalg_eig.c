@@ -949,7 +949,7 @@ sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d
 }
 
 static kiln_status grid2(const kiln__lsp *L, kiln__args *args, uint64_t g0, uint64_t g1);
-static kiln_status orth_err_dev(const kiln__lsp *L, const kiln__lsp_mat *x, int count, uint64_t n,
+static kiln_status orth_err_dev(const kiln__lsp *L, kiln__lsp_mat x, uint64_t count, uint64_t n,
                                 double *err);
 
 /*
@@ -1184,17 +1184,19 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
      * (174 and 24 n eps on the H200's host for test matrices that passed here): Z^T Z on the
      * device decides, and past LAPACK's test threshold the matrix is redone by the next routine
      * (dstedc, then dsteqr, whose rotations keep Z orthogonal) */
-    for (uint64_t b = 0; s == KILN_OK && v && n > 1 && b < batch; b++) {
-      for (int level = use_mrrr(n) ? 0 : 1; s == KILN_OK && onhost[b] && level < 2; level++) {
-        kiln__lsp_mat zb = {pz->dev, b * n * n, n};
-        double oe = 0;
-        s = orth_err_dev(&L, &zb, 1, n, &oe);
-        double bound = atomic_load(&hook_orth);
-        bound = bound > 0 ? bound : KILN__LSP_ORTH_REDO;
+    double bound = atomic_load(&hook_orth), *oe = NULL;
+    bound = bound > 0 ? bound : KILN__LSP_ORTH_REDO;
+    if (s == KILN_OK && v && nhost && n > 1) /* the whole batch at once (the slots of device-route
+                                             * matrices hold nothing of use: their values unread) */
+      s = host_mem(op, (oe = malloc(batch * sizeof *oe)) != NULL);
+    if (oe && s == KILN_OK)
+      s = orth_err_dev(&L, (kiln__lsp_mat){pz->dev, 0, n}, batch, n, oe);
+    for (uint64_t b = 0; oe && s == KILN_OK && b < batch; b++) {
+      for (int level = use_mrrr(n) ? 0 : 1; s == KILN_OK && onhost[b]; level++) {
         kiln__log(KILN__LOG_DEBUG, "%s: eigenvectors of matrix %llu: ||Z^T Z - I|| %.1f n eps%s",
-                  op, (unsigned long long)b, oe,
-                  oe <= bound ? "" : ": redone by the next host routine");
-        if (s != KILN_OK || oe <= bound)
+                  op, (unsigned long long)b, oe[b],
+                  oe[b] <= bound ? "" : ": redone by the next host routine");
+        if (oe[b] <= bound)
           break;
         memcpy(hd + b * n, hd0 + b * n, n * sizeof *hd);
         memcpy(he + b * n, hd0 + cnt + b * n, n * sizeof *he);
@@ -1202,8 +1204,13 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
         if (s == KILN_OK)
           s = z_upload(&L, pz, hz, b, n);
         atomic_fetch_add(&redone, 1u);
+        if (level + 1 == 2) /* dsteqr: the last routine */
+          break;
+        if (s == KILN_OK)
+          s = orth_err_dev(&L, (kiln__lsp_mat){pz->dev, b * n * n, n}, 1, n, oe + b);
       }
     }
+    free(oe);
 #endif
     if (s == KILN_OK)
       s = kiln__lsp_upload(&L, *w, hd);
@@ -2065,36 +2072,49 @@ eye_mat(const kiln__lsp *L, kiln__lsp_mat x, uint64_t rows, uint64_t cols)
  * U = Q[:, :N] Ub (and Q's other columns as they are) and V = P Vb are GEMMs.
  */
 /*
- * ||X^T X - I||_F / (n eps) of the count n x n matrices x[m] on the device into err[m] (one
- * GEMM each into one scratch, the column sums read back).
+ * ||X^T X - I||_F / (n eps) on the device, into err[m], of the count n x n matrices X_m that
+ * lie n^2 elements apart from x (row stride n): for a few (svd's U and V) one GEMM each on the
+ * linalg route, for more (eigh's batches) one batched gemm_tile; then one launch of the column
+ * sums and one read-back for all.
  */
 static kiln_status
-orth_err_dev(const kiln__lsp *L, const kiln__lsp_mat *x, int count, uint64_t n, double *err)
+orth_err_dev(const kiln__lsp *L, kiln__lsp_mat x, uint64_t count, uint64_t n, double *err)
 {
   kiln_tensor *g = NULL, *cs = NULL;
-  double *h = malloc(n * sizeof *h);
+  uint64_t nn = n * n;
+  double *h = malloc(count * n * sizeof *h);
   kiln_status s = host_mem(L->op, h != NULL);
   if (s == KILN_OK)
-    s = kiln__ops_scratch(L->op, L->ctx, L->dt, n * n, &g);
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, count * nn, &g);
   if (s == KILN_OK)
-    s = kiln__ops_scratch(L->op, L->ctx, L->dt, n, &cs);
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, count * n, &cs);
   cl_kernel k;
   if (s == KILN_OK)
     s = kern_eig(L, "orth_dev", &k);
-  for (int m = 0; m < count && s == KILN_OK; m++) {
-    s = kiln__lsp_gemm(L, 1, 0, n, n, n, 1.0, x[m], x[m], 0.0, kiln__lsp_tmat(g, n));
-    if (s == KILN_OK) {
-      kiln__args args = kiln__args_begin(L->op, k);
-      args_t(&args, g);
-      kiln__args_u32(&args, (uint32_t)n);
-      kiln__args_mem(&args, cs->mem); /* a scratch tensor: its own buffer, element 0 */
-      s = kiln__args_launch_1d(&args, L->ctx, n, 0);
-    }
-    if (s == KILN_OK)
-      s = read_vec(L, cs, 0, n, h);
+  if (s == KILN_OK && count > 2)
+    s = kiln__linalg_tile_gemm(L->op, L->ctx, L->dt, n, n, n, 1.0, x.mem, x.off, 1, n, x.mem,
+                               x.off, n, 1, 1, g->mem, kiln__ops_elem_offset(g), n, 1, 0, count,
+                               nn, nn, nn);
+  for (uint64_t m = 0; m < count && count <= 2 && s == KILN_OK; m++) {
+    kiln__lsp_mat xm = x, gm = kiln__lsp_tmat(g, n);
+    xm.off += m * nn;
+    gm.off += m * nn;
+    s = kiln__lsp_gemm(L, 1, 0, n, n, n, 1.0, xm, xm, 0.0, gm);
+  }
+  if (s == KILN_OK) {
+    kiln__args args = kiln__args_begin(L->op, k);
+    args_t(&args, g);
+    kiln__args_u32(&args, (uint32_t)n);
+    kiln__args_u32(&args, (uint32_t)count);
+    kiln__args_mem(&args, cs->mem); /* a scratch tensor: its own buffer, element 0 */
+    s = kiln__args_launch_1d(&args, L->ctx, count * n, 0);
+  }
+  if (s == KILN_OK)
+    s = read_vec(L, cs, 0, count * n, h);
+  for (uint64_t m = 0; s == KILN_OK && m < count; m++) {
     double t = 0;
-    for (uint64_t i = 0; s == KILN_OK && i < n; i++)
-      t += h[i];
+    for (uint64_t i = 0; i < n; i++)
+      t += h[m * n + i];
     err[m] = sqrt(t) / ((double)n * eps_of(L->dt));
   }
   free(h);
@@ -2202,10 +2222,9 @@ svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uin
        * orthogonality of U and V on graded singular values (docs/linalg.md): Ub^T Ub and
        * Vb^T Vb on the device decide. Past LAPACK's MRRR threshold (50 n eps) the matrix is
        * redone without the Golub-Kahan route, then by dbdsqr. */
-      kiln__lsp_mat uv[2] = {ubm, vbm};
       double oe[2] = {0, 0}, ou, ov;
-      if (s == KILN_OK && chk)
-        s = orth_err_dev(L, uv, 2, N, oe);
+      if (s == KILN_OK && chk) /* Ub and Vb, N^2 elements apart */
+        s = orth_err_dev(L, ubm, 2, N, oe);
       ou = oe[0];
       ov = oe[1];
       if (s == KILN_OK && chk)
