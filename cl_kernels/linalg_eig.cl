@@ -255,7 +255,7 @@ kernel void tr_symv(global const T *a, ulong aoff, uint n, uint c, uint i, globa
     const uint k = rem, cs = (len - 1 + nchunk - 1) / nchunk;
     const uint t0 = min(len, 1 + k * cs), t1 = min(len, t0 + cs);
     /* A22's first column for tr_fin, as row c+1 holds it before tr_fin updates that row */
-    for (uint t = (k == 0 ? 0 : t0) + lid; t < t1 || (k == 0 && t == 0); t += lsz)
+    for (uint t = (k == 0 ? 0 : t0) + lid; t < t1; t += lsz) /* chunk 0 from t = 0: t1 >= 1 */
       aa[aaoff + t] = x[(ulong)n + t];
     T mx = (T)0;
     for (uint t = t0 + lid; t < t1; t += lsz)
