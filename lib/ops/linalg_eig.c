@@ -1193,10 +1193,11 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
       s = orth_err_dev(&L, (kiln__lsp_mat){pz->dev, 0, n}, batch, n, oe);
     for (uint64_t b = 0; oe && s == KILN_OK && b < batch; b++) {
       for (int level = use_mrrr(n) ? 0 : 1; s == KILN_OK && onhost[b]; level++) {
+        /* a NaN (non-finite input) is left as it is: no routine does better on it */
         kiln__log(KILN__LOG_DEBUG, "%s: eigenvectors of matrix %llu: ||Z^T Z - I|| %.1f n eps%s",
                   op, (unsigned long long)b, oe[b],
-                  oe[b] <= bound ? "" : ": redone by the next host routine");
-        if (oe[b] <= bound)
+                  oe[b] > bound ? ": redone by the next host routine" : "");
+        if (!(oe[b] > bound))
           break;
         memcpy(hd + b * n, hd0 + b * n, n * sizeof *hd);
         memcpy(he + b * n, hd0 + cnt + b * n, n * sizeof *he);
