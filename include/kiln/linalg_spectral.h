@@ -20,7 +20,9 @@
  * need it, naming the op; QR, the full-rank lstsq and the fro/1/inf norms work without it.
  *
  * Statuses common to every call: those of kiln/linalg.h, and KILN_ERR_NO_CONVERGENCE when a
- * LAPACK iteration did not converge (the message names the batch entry and LAPACK's info).
+ * LAPACK iteration did not converge (the message names the batch entry and LAPACK's info);
+ * KILN_ERR_INVALID_ARGUMENT when LAPACKE refuses the host stage's input for a NaN, which NaN
+ * or Inf entries of an eigh or svd input become (the message names the batch entry).
  */
 #ifndef KILN_LINALG_SPECTRAL_H
 #define KILN_LINALG_SPECTRAL_H

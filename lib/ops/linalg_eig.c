@@ -96,6 +96,13 @@ eps_of(kiln_dtype dt)
 static kiln_status
 no_conv(const char *op, const char *routine, uint64_t b, long info)
 {
+  /* LAPACKE refuses an array holding a NaN with minus its position (a NaN or Inf in the input
+   * matrix reaches the host stage as NaN): that is bad input, not an iteration that failed */
+  if (info < 0)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT, op, (int)info,
+                      "matrix %llu of the batch has NaN or Inf entries: LAPACK %s refused its "
+                      "argument %ld",
+                      (unsigned long long)b, routine, -info);
   return kiln__fail(KILN_ERR_NO_CONVERGENCE, op, (int)info,
                     "LAPACK %s did not converge on matrix %llu of the batch (info %ld)", routine,
                     (unsigned long long)b, info);

@@ -1544,6 +1544,19 @@ START_TEST(bad_input)
   /* a result over its input */
   kiln_tensor *sqc = sq;
   KEXPECT(kiln_linalg_qr(ctx, sq, KILN_QR_R, NULL, &sqc), KILN_ERR_INVALID_ARGUMENT);
+  /* NaN and Inf entries in eigh and svd: refused by LAPACKE at the host stage, named in the
+   * message (not "did not converge"); out stays NULL */
+  if (KILN_HAVE_LAPACKE) {
+    double nv[9] = {1, 2, 3, 2, NAN, 4, 3, 4, 5}, iv2[9] = {1, 2, 3, 2, INFINITY, 4, 3, 4, 5};
+    for (int k = 0; k < 2; k++) {
+      kiln_tensor *bad = up(KILN_F32, 2, s33, k ? iv2 : nv);
+      KEXPECT(kiln_linalg_eigh(ctx, bad, KILN_LOWER, &out, &o2), KILN_ERR_INVALID_ARGUMENT);
+      ck_assert_msg(strstr(kiln_last_error(), "NaN or Inf") != NULL, "%s", kiln_last_error());
+      KEXPECT(kiln_linalg_eigh(ctx, bad, KILN_LOWER, &out, NULL), KILN_ERR_INVALID_ARGUMENT);
+      KEXPECT(kiln_linalg_svd(ctx, bad, 0, &out, &o2, &o3), KILN_ERR_INVALID_ARGUMENT);
+      kiln_tensor_release(bad);
+    }
+  }
   ck_assert_ptr_null(out);
   ck_assert_ptr_null(o2);
   ck_assert_ptr_null(o3);
