@@ -10,6 +10,8 @@
 #   torch  PyTorch's eigh at the same sizes and dtypes
 #   tests  test_linalg_spectral's tdev and all cases
 #   nb     eigh f64 4096 with the linalg family's nb at 64, 128 and 32
+#   check  test_linalg_spectral's all case with KILN_LOG=debug: every line of eigh's and svd's
+#          checks of the host's vectors (||Z^T Z - I||, ||U^T U - I||), in call order
 #   var    eigh at 1024 and 4096 (DTYPES, default f64) with phases under each
 #          KILN_DEBUG_LINALG_HOST value of VARS (space-separated; session 19: rtri, symk=N)
 source bench/h200/common.sh "${RUN:-tdev}"
@@ -43,6 +45,9 @@ for step in ${STEPS:-dev host trace torch tests}; do
         --sizes 2^24 --filter $E --tune "linalg:nb=$nb" > $R/bench-nb$nb.json \
         2> $R/phases-nb$nb.txt
     done ;;
+  check)
+    CK_RUN_CASE=all CK_FORK=no KILN_LOG=debug timeout 150 build-gpu/tests/test_linalg_spectral \
+      2>&1 | grep -E "vectors of matrix|Checks|:F:" > $R/check-all.txt ;;
   var)
     for v in $VARS; do
       KILN_DEBUG_LINALG_HOST=$v KILN_LOG=debug timeout 40 $K bench --no-startup --json --reps 3 \

@@ -721,15 +721,21 @@ args_mat(kiln__args *a, kiln__lsp_mat x)
  * Phase timing (KILN_LOG=debug): waits for the queue and logs the time since *t, then
  * restarts it. The waits cost three synchronisations per call, so only debug logging pays.
  */
+static double
+mono_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static void
 phase(const kiln__lsp *L, const char *what, uint64_t n, double *t)
 {
   if (kiln__log_level() < KILN_LOG_DEBUG)
     return;
   clFinish(L->ctx->queue);
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  double now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+  double now = mono_s();
   if (*t > 0)
     kiln__log(KILN__LOG_DEBUG, "%s: phase %s n %llu %s %.3f ms", L->op, what, (unsigned long long)n,
               kiln_dtype_name(L->dt), (now - *t) * 1e3);
@@ -743,11 +749,8 @@ phase_host(const kiln__lsp *L, const char *what, uint64_t n, const double *t)
 {
   if (kiln__log_level() < KILN_LOG_DEBUG || *t <= 0)
     return;
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  double now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
   kiln__log(KILN__LOG_DEBUG, "%s: phase %s n %llu %s enqueued in %.3f ms", L->op, what,
-            (unsigned long long)n, kiln_dtype_name(L->dt), (now - *t) * 1e3);
+            (unsigned long long)n, kiln_dtype_name(L->dt), (mono_s() - *t) * 1e3);
 }
 
 static kiln_status
@@ -778,8 +781,9 @@ td_blocks(uint64_t len)
 
 /*
  * tr_symv's tiles per group for nblk block rows: nblk / 16, from 1 to 4 (about nblk^2 / (2 kt)
- * groups: 2080 at order 4096). On the H200 the reduction of 4096 took 140 ms with 4, 144 with
- * 8 and 222 with 16 (fewer groups, longer chains); at 1024, 2 beat 4 (20.1 against 21.9 ms).
+ * groups: 2080 at order 4096). On the H200 the reduction of 4096 took 140 ms with 4 and 144
+ * with 8 (16: 222 with CLBlast's full update, against 153 with 8); at 1024, 2 beat 4 (20.1
+ * against 21.9 ms).
  * KILN_DEBUG_LINALG_HOST=symk=N fixes it.
  */
 static uint64_t
@@ -860,28 +864,9 @@ tr_args(kiln__args *args, const td_ws *t, kiln__lsp_mat a, uint64_t n, uint64_t 
 }
 
 /*
- * The reductions' trailing update C -= X Y^T through CLBlast wherever kiln has it, whatever the
- * linalg family's gemm says (that choice, made for LU's and Cholesky's narrow updates, then
- * applies to the back-transformations only). On the H200 gemm_tile took 44 ms of eigh's
- * 4096 run and 68 of svd's, the back-transformations' GEMMs included (the trace does not
- * tell them apart). KILN_DEBUG_LINALG_HOST=rtile keeps gemm_tile, to time them against each
- * other.
- */
-static kiln_status
-red_gemm(const kiln__lsp *L, uint64_t m, uint64_t n, uint64_t k, kiln__lsp_mat x, kiln__lsp_mat y,
-         kiln__lsp_mat c)
-{
-  kiln__lsp l2 = *L;
-  if (L->clblast && !host_pick("rtile"))
-    l2.tile = 0;
-  return kiln__lsp_gemm(&l2, 0, 1, m, n, k, -1.0, x, y, 1.0, c);
-}
-
-/*
- * Whether sytrd's trailing update A22 -= [V W] [W V]^T writes the upper triangle alone, on
- * gemm_tile (and the large GEMM kernel where it applies), rather than all of A22 on CLBlast:
- * on GPUs (H200, 4096 f64: reduction 144 against 153 ms); KILN_DEBUG_LINALG_HOST=rtri or
- * rfull chooses.
+ * Whether sytrd's trailing update writes the upper triangle alone (red_gemm's upper): on GPUs
+ * (H200, 4096 f64: reduction 144 against 153 ms); KILN_DEBUG_LINALG_HOST=rtri or rfull
+ * chooses.
  */
 static int
 upper_update(const kiln__lsp *L)
@@ -889,6 +874,30 @@ upper_update(const kiln__lsp *L)
   if (host_pick("rtri") || host_pick("rfull"))
     return host_pick("rtri");
   return L->ctx->info.is_gpu;
+}
+
+/*
+ * The reductions' trailing update C -= X Y^T. With upper, C's upper triangle alone (all that
+ * eigh's tr_symv reads) on gemm_tile, the large GEMM kernel where it applies. Otherwise all of
+ * C through CLBlast wherever kiln has it, whatever the linalg family's gemm says (that choice,
+ * made for LU's and Cholesky's narrow updates, then applies to the back-transformations
+ * only). On the H200 gemm_tile took 44 ms of eigh's 4096 run and 68 of svd's, the
+ * back-transformations' GEMMs included (the trace does not tell them apart).
+ * KILN_DEBUG_LINALG_HOST=rtile keeps gemm_tile, to time them against each other.
+ */
+static kiln_status
+red_gemm(const kiln__lsp *L, uint64_t m, uint64_t n, uint64_t k, kiln__lsp_mat x, kiln__lsp_mat y,
+         kiln__lsp_mat c, int upper)
+{
+  if (upper)
+    return kiln__linalg_tile_gemm(
+        L->op, L->ctx, L->dt, m, n, k, -1.0, x.mem, x.off, x.ld, 1, y.mem, y.off, 1, y.ld, 0,
+        c.mem, c.off, c.ld, 1,
+        2u | kiln__linalg_large_bit(L->ctx, L->dt, KILN__LINALG_GEMM_LARGE), 1, 0, 0, 0);
+  kiln__lsp l2 = *L;
+  if (L->clblast && !host_pick("rtile"))
+    l2.tile = 0;
+  return kiln__lsp_gemm(&l2, 0, 1, m, n, k, -1.0, x, y, 1.0, c);
 }
 
 /*
@@ -942,13 +951,7 @@ sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d
     a22.off += r0 * n + r0;
     x.off += r0 * ld3;
     y.off += r0 * ld3 + nb;
-    if (upper_update(L)) /* the upper triangle only, which is all the next panels read */
-      KILN_TRY(kiln__linalg_tile_gemm(
-          L->op, L->ctx, L->dt, nt, nt, 2 * nb, -1.0, x.mem, x.off, x.ld, 1, y.mem, y.off, 1, y.ld,
-          0, a22.mem, a22.off, a22.ld, 1,
-          2u | kiln__linalg_large_bit(L->ctx, L->dt, KILN__LINALG_GEMM_LARGE), 1, 0, 0, 0));
-    else
-      KILN_TRY(red_gemm(L, nt, nt, 2 * nb, x, y, a22));
+    KILN_TRY(red_gemm(L, nt, nt, 2 * nb, x, y, a22, upper_update(L)));
   }
   cl_int err = clEnqueueCopyBuffer(L->ctx->queue, a.mem, d.mem, (a.off + (n - 1) * (n + 1)) * L->ts,
                                    (d.off + n - 1) * L->ts, L->ts, 0, NULL, NULL);
@@ -1187,23 +1190,30 @@ kiln_linalg_eigh(kiln_context *ctx, const kiln_tensor *a, kiln_uplo uplo, kiln_t
       if (onhost[b])
         s = z_upload(&L, pz, hz, b, n);
 #if KILN_HAVE_LAPACKE
-    /* MRRR and dstedc do not bound the orthogonality of Z on clustered or graded spectra
-     * (174 and 24 n eps on the H200's host for test matrices that passed here): Z^T Z on the
-     * device decides, and past LAPACK's test threshold the matrix is redone by the next routine
-     * (dstedc, then dsteqr, whose rotations keep Z orthogonal) */
+    /* MRRR does not bound the orthogonality of Z on clustered spectra (86 and 175 n eps on
+     * the H200's host for a test matrix under 5 here), nor does dstedc promise LAPACK's test
+     * threshold: Z^T Z on the device decides, and past that threshold the matrix is redone by
+     * the next routine (dstedc, then dsteqr, whose rotations keep Z orthogonal) */
     double bound = atomic_load(&hook_orth), *oe = NULL;
     bound = bound > 0 ? bound : KILN__LSP_ORTH_REDO;
-    if (s == KILN_OK && v && nhost && n > 1) /* the whole batch at once (the slots of device-route
-                                             * matrices hold nothing of use: their values unread) */
+    if (s == KILN_OK && v && nhost && n > 1)
       s = host_mem(op, (oe = malloc(batch * sizeof *oe)) != NULL);
-    if (oe && s == KILN_OK)
+    /* an all-host batch at once; a mixed one matrix by matrix (the device route's slots hold
+     * nothing) */
+    if (oe && s == KILN_OK && nhost == batch)
       s = orth_err_dev(&L, (kiln__lsp_mat){pz->dev, 0, n}, batch, n, oe);
+    for (uint64_t b = 0; oe && nhost < batch && s == KILN_OK && b < batch; b++)
+      if (onhost[b])
+        s = orth_err_dev(&L, (kiln__lsp_mat){pz->dev, b * n * n, n}, 1, n, oe + b);
     for (uint64_t b = 0; oe && s == KILN_OK && b < batch; b++) {
       for (int level = use_mrrr(n) ? 0 : 1; s == KILN_OK && onhost[b]; level++) {
-        /* a NaN (non-finite input) is left as it is: no routine does better on it */
-        kiln__log(KILN__LOG_DEBUG, "%s: eigenvectors of matrix %llu: ||Z^T Z - I|| %.1f n eps%s",
-                  op, (unsigned long long)b, oe[b],
-                  oe[b] > bound ? ": redone by the next host routine" : "");
+        /* a NaN (non-finite input) is left as it is: no routine does better on it. level: 0
+         * MRRR, 1 dstedc, 2 dsteqr */
+        kiln__log(KILN__LOG_DEBUG,
+                  "%s: eigenvectors of matrix %llu (n %llu, %s, level %d): ||Z^T Z - I|| %.1f n "
+                  "eps%s",
+                  op, (unsigned long long)b, (unsigned long long)n, kiln_dtype_name(L.dt), level,
+                  oe[b], oe[b] > bound ? ": redone by the next host routine" : "");
         if (!(oe[b] > bound))
           break;
         memcpy(hd + b * n, hd0 + b * n, n * sizeof *hd);
@@ -1561,7 +1571,7 @@ gebrd(const kiln__lsp *L, const gb_bufs *g, uint64_t M, uint64_t N)
       a22.off += r0 * N + r0;
       x.off += r0 * ld2;
       y.off += r0 * ld2;
-      KILN_TRY(red_gemm(L, M - r0, N - r0, ld2, x, y, a22));
+      KILN_TRY(red_gemm(L, M - r0, N - r0, ld2, x, y, a22, 0));
     }
   }
   return KILN_OK;
