@@ -36,6 +36,9 @@
  *     A[c+1][c+1 ..] -= V W[c+1]^T + W V[c+1]^T over the first i + 1 columns; d[c], e[c],
  *     tau[c]. sh: 2 nb + 4 lsz T.
  *
+ * On GPUs one launch per panel does both (tr_panel, below), its work-groups meeting at grid
+ * barriers where the launches' boundaries were.
+ *
  * Within a panel A22 is read as it stood at the panel's start (dlatrd's product), so only
  * the upper triangle and row c+1 (tr_fin's update) have to be current: the trailing GEMM may
  * leave the lower triangle behind.
@@ -64,32 +67,52 @@ inline T chunk_dot(global const T *B, ulong ldb, uint col, global const T *x, ul
 }
 
 /*
- * Sums over the group of three values per lane (every lane gets them); sh: 3 lsz T, of
- * which only sh[0 .. 3) are read after the last barrier (tr_fin reuses the rest at once).
- * lsz >= 4.
+ * Sums over the group of four values per lane (every lane gets them); sh: 4 lsz T, of which
+ * only sh[0 .. 4) are read after the last barrier (tr_fin reuses the rest at once). lsz >= 4.
  */
-inline void group_sum3(local T *sh, T *a, T *b, T *c, uint lid, uint lsz)
+inline void group_sum4(local T *sh, T *a, T *b, T *c, T *d, uint lid, uint lsz)
 {
   barrier(CLK_LOCAL_MEM_FENCE);
   sh[lid] = *a;
   sh[lsz + lid] = *b;
   sh[2 * lsz + lid] = *c;
+  sh[3 * lsz + lid] = *d;
   for (uint off = lsz >> 1; off > 0; off >>= 1) {
     barrier(CLK_LOCAL_MEM_FENCE);
     if (lid < off) {
       sh[lid] += sh[lid + off];
       sh[lsz + lid] += sh[lsz + lid + off];
       sh[2 * lsz + lid] += sh[2 * lsz + lid + off];
+      sh[3 * lsz + lid] += sh[3 * lsz + lid + off];
     }
   }
   if (lid == 0) {
     sh[1] = sh[lsz];
     sh[2] = sh[2 * lsz];
+    sh[3] = sh[3 * lsz];
   }
   barrier(CLK_LOCAL_MEM_FENCE);
   *a = sh[0];
   *b = sh[1];
   *c = sh[2];
+  *d = sh[3];
+}
+
+/*
+ * dlarfg's beta, tau (returned) and 1 / (alpha - beta) for x = (alpha0, x[1 ..]) from the
+ * largest |x[1 ..]| (mxa) and the sum of the squares of x[1 ..] / mxa (ss).
+ */
+inline T house_finish(T mxa, T ss, T alpha0, T *beta, T *scal)
+{
+  *beta = alpha0;
+  *scal = (T)1;
+  if (mxa == (T)0)
+    return (T)0;
+  const T xnorm = mxa * sqrt(ss);
+  const T b = -copysign(hypot(alpha0, xnorm), alpha0);
+  *beta = b;
+  *scal = (T)1 / (alpha0 - b);
+  return (b - alpha0) / b;
 }
 
 /*
@@ -112,15 +135,61 @@ inline T house_parts(global const T *P, ulong stride, uint nchunk, T alpha0, T *
       s0 += P[k * stride + 1] * f * f;
     }
   const T ss = group_sum(tmp, s0, lid, lsz);
-  *beta = alpha0;
-  *scal = (T)1;
-  if (mxa == (T)0)
-    return (T)0;
-  const T xnorm = mxa * sqrt(ss);
-  const T b = -copysign(hypot(alpha0, xnorm), alpha0);
-  *beta = b;
-  *scal = (T)1 / (alpha0 - b);
-  return (b - alpha0) / b;
+  return house_finish(mxa, ss, alpha0, beta, scal);
+}
+
+/* The side of tr_symv's tiles and the lanes of its groups. */
+#define SY_TS 32
+
+/*
+ * Tile groups of tr_symv for nblk block rows, kt tiles a group, in chunk-major order: chunk ch
+ * (tiles b + ch kt ..) exists for the strips b < nblk - ch kt, so m = ceil(nblk / kt) chunks
+ * make m nblk - kt m (m - 1) / 2 groups (a closed form: the persistent kernel evaluates it for
+ * several kt a column; one integer division a strip had cost every group of a 4096 matrix 128).
+ */
+inline uint sy_groups(uint nblk, uint kt)
+{
+  const uint m = (nblk + kt - 1) / kt;
+  return m * nblk - kt * (m * (m - 1) / 2);
+}
+
+/* Rows of the slot array wp: block rows of the longest column (len = n - 1). */
+inline uint sy_slots(uint n) { return (n - 1 + SY_TS - 1) / SY_TS; }
+
+#define TRV
+#define TRN(f) f
+#define TRNP 1
+#include "linalg_tr.clh"
+#undef TRV
+#undef TRN
+#undef TRNP
+#define TRV volatile
+#define TRN(f) f##_v
+#define TRNP 4
+#include "linalg_tr.clh"
+#undef TRV
+#undef TRN
+#undef TRNP
+
+/* The per-column kernels' pieces (tr_panel has its own: tr_fin_panel). */
+
+/* sum p[k] q[k] over k = k0, k0 + st, ... below k1, TR_FLIGHT loads of each in flight. */
+inline T strided_dot(global const T *p, global const T *r, uint k0, uint k1, uint st)
+{
+  T s = (T)0;
+  for (uint b = k0; b < k1; b += TR_FLIGHT * st) {
+    T v[TR_FLIGHT], w[TR_FLIGHT];
+#pragma unroll
+    for (uint q = 0; q < TR_FLIGHT; q++) {
+      const int in = b + q * st < k1;
+      v[q] = in ? p[b + q * st] : (T)0;
+      w[q] = in ? r[b + q * st] : (T)0;
+    }
+#pragma unroll
+    for (uint q = 0; q < TR_FLIGHT; q++)
+      s += v[q] * w[q];
+  }
+  return s;
 }
 
 /*
@@ -136,20 +205,14 @@ inline void parts_cols(global const T *P, ulong stride, uint nchunk, uint n1, ui
   if (ns == 0) {
     for (uint el = lid; el < w; el += lsz) {
       const uint col = el < n1 ? el : off2 + el - n1;
-      T s = (T)0;
-      for (uint k = 0; k < nchunk; k++)
-        s += P[k * stride + 2 + col];
-      sh[col] = base[col] + scal * s;
+      sh[col] = base[col] + scal * strided_sum(P + 2 + col, stride, 0, nchunk, 1);
     }
   } else {
     const uint el = lid % w, sl = lid / w;
     barrier(CLK_LOCAL_MEM_FENCE); /* tmp may still hold a caller's group sum being read */
     if (sl < ns) {
       const uint col = el < n1 ? el : off2 + el - n1;
-      T s = (T)0;
-      for (uint k = sl; k < nchunk; k += ns)
-        s += P[k * stride + 2 + col];
-      tmp[sl * w + el] = s;
+      tmp[sl * w + el] = strided_sum(P + 2 + col, stride, sl, nchunk, ns);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     if (lid < w) {
@@ -163,96 +226,110 @@ inline void parts_cols(global const T *P, ulong stride, uint nchunk, uint n1, ui
   barrier(CLK_LOCAL_MEM_FENCE);
 }
 
-/* The side of tr_symv's tiles and the lanes of its groups. */
-#define SY_TS 32
-
 /*
- * Tile groups of tr_symv for nblk block rows, kt tiles a group, in chunk-major order: chunk ch
- * (tiles b + ch kt ..) exists for the strips b < nblk - ch kt. A loop of nblk / kt steps
- * without divisions (16 by the built-in kt), where one step a strip cost every group of a
- * 4096 matrix 128 integer divisions.
+ * tr_fin's reductions after dlarfg (tj, scal): y = V^T v into sh[0 .. i), x = W^T v into
+ * sh[nb .. nb + i) from the nchunk partials P, then w . v = tau (v^T A22 v - 2 x . y) and the
+ * alpha = -tau/2 w . v that w needs, and row c+1's w (v = 1 there: *wf1). v^T A22 v =
+ * p_0 + scal sum_{t>0} x_t p_t, p_t = aa_t + scal q_t, where sum_{t>0} x_t q_t is the sum of
+ * the tile tasks' quadratic forms. V1: V's row c+1. tmp: 4 lsz T after sh's 2 nb. All lanes.
  */
-inline uint sy_groups(uint nblk, uint kt)
+inline void fin_tail(global const T *x, global const T *aa, global const T *W, global const T *P,
+                     ulong stride, uint nchunk, global const T *V1, uint n, uint len, uint nblk,
+                     uint kt, uint i, uint nb, T tj, T scal, local T *sh, local T *tmp, uint lid,
+                     uint lsz, T *alpha, T *wf1)
 {
-  uint gsum = 0;
-  for (uint ch = 0; ch * kt < nblk; ch++)
-    gsum += nblk - ch * kt;
-  return gsum;
+  parts_cols(P, stride, nchunk, i, nb, i, V1, scal, sh, tmp, lid, lsz);
+  /* in one four-way tree: the quadratic form, xy = (V^T v) . (W^T v), row c+1's correction
+   * corr1 (a term per lane l < i, where one lane's chain of i global loads was) and q_0 (row
+   * c+1's slots, likewise) */
+  global const T *Q = W + (ulong)sy_slots(n) * n;
+  T s1 = strided_dot(x, aa, 1 + lid, len, lsz) +
+         scal * strided_sum(Q, 1, lid, sy_groups(nblk, kt), lsz);
+  T xy = (T)0, corr1 = (T)0, q0 = sy_row(W, n, 0, nblk, kt, lid, lsz);
+  for (uint l = lid; l < i; l += lsz) {
+    xy += sh[l] * sh[nb + l];
+    corr1 += V1[l] * sh[nb + l] + V1[nb + l] * sh[l];
+  }
+  group_sum4(tmp, &s1, &xy, &corr1, &q0, lid, lsz);
+  const T p0 = aa[0] + scal * q0;
+  const T wv = tj * (p0 + scal * s1 - (T)2 * xy);
+  *alpha = (T)-0.5 * tj * wv;
+  *wf1 = tj * (p0 - corr1) + *alpha;
 }
 
-/* Rows of the slot array wp: block rows of the longest column (len = n - 1). */
-inline uint sy_slots(uint n) { return (n - 1 + SY_TS - 1) / SY_TS; }
+/*
+ * tr_fin's rows: row r = c+1+t (lpr lanes a row, sub the lane's share): v_t into V's column i
+ * (and below A[c+1][c], the reflector's home), w_t + alpha v_t into W's column i; with upd
+ * (column c+1 in the panel) row c+1's update A[c+1][c+1 ..] -= V W[c+1]^T + W V[c+1]^T over
+ * the first i + 1 columns; d[c], e[c], tau[c] from t = 0. red: 3 lsz T (not sh's first 2 nb).
+ */
+inline void fin_rows(global T *A, global const T *x, global const T *aa, global const T *W,
+                     global T *V, uint n, uint c, uint i, uint nb, uint len, uint nblk, uint kt,
+                     uint t, uint sub, uint lpr, uint upd, T tj, T beta, T scal, T alpha, T wf1,
+                     global T *tau, global T *d, global T *e, local T *sh, local T *red, uint lid,
+                     uint lsz)
+{
+  const ulong ld3 = 3 * (ulong)nb;
+  const uint r = c + 1 + min(t, len - 1);
+  global T *Vr = V + (ulong)r * ld3, *V1 = V + (ulong)(c + 1) * ld3;
+  T corr = (T)0, acc = (T)0, qt = t < len ? sy_row(W, n, t, nblk, kt, sub, lpr) : (T)0;
+  for (uint l0 = sub; l0 < i && t < len; l0 += 4 * lpr) {
+    T vl[4], wl[4], v1[4], w1[4]; /* every load of four columns in flight */
+#pragma unroll
+    for (uint q = 0; q < 4; q++) {
+      const uint l = min(l0 + q * lpr, i - 1);
+      vl[q] = Vr[l], wl[q] = Vr[nb + l], v1[q] = V1[l], w1[q] = V1[nb + l];
+    }
+#pragma unroll
+    for (uint q = 0; q < 4; q++) {
+      const uint l = l0 + q * lpr;
+      const T on = l < i ? (T)1 : (T)0;
+      corr += on * (vl[q] * sh[nb + min(l, i - 1)] + wl[q] * sh[min(l, i - 1)]);
+      acc += on * (vl[q] * w1[q] + wl[q] * v1[q]);
+    }
+  }
+  /* the row's lpr partial sums */
+  red[lid] = corr;
+  red[lsz + lid] = acc;
+  red[2 * lsz + lid] = qt;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (sub == 0 && t < len) {
+    for (uint k = 1; k < lpr; k++) {
+      corr += red[lid + k];
+      acc += red[lsz + lid + k];
+      qt += red[2 * lsz + lid + k];
+    }
+    const T vt = t == 0 ? (T)1 : scal * x[t];
+    const T wf = tj * (aa[t] + scal * qt - corr) + alpha * vt;
+    if (upd) /* column i: V[c+1][i] = 1 */
+      A[(ulong)(c + 1) * n + r] -= acc + vt * wf1 + wf;
+    Vr[i] = vt;
+    Vr[nb + i] = wf;
+    Vr[2 * nb + i] = vt;
+    if (t > 0)
+      A[(ulong)r * n + c] = vt;
+  }
+  if (t == 0 && sub == 0) {
+    tau[c] = tj;
+    e[c] = beta;
+    d[c] = x[-1]; /* A[c][c] */
+  }
+}
 
 kernel void tr_symv(global const T *a, ulong aoff, uint n, uint c, uint i, global const T *vw,
                     ulong vwoff, uint nb, global T *wp, ulong wpoff, global T *aa, ulong aaoff,
                     global T *part, ulong poff, uint nchunk, uint kt, local T *sh)
 {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
-  const uint len = n - c - 1, nblk = (len + SY_TS - 1) / SY_TS;
+  const uint len = n - c - 1, nblk = (len + SY_TS - 1) / SY_TS, ng = sy_groups(nblk, kt);
   global const T *A = a + aoff;
   global const T *x = A + (ulong)c * n + c + 1;
-  /* group -> (chunk ch, strip b = rem), sy_groups' order */
-  uint ch = 0, rem = (uint)get_group_id(0);
-  for (; ch * kt < nblk && rem >= nblk - ch * kt; ch++)
-    rem -= nblk - ch * kt;
-  if (ch * kt < nblk) {
-    const uint b = rem, r0 = b * SY_TS, bj0 = b + ch * kt, bj1 = min(nblk, bj0 + kt);
-    local T *xr = sh, *red = sh + SY_TS;
-    {
-      const uint rr = r0 + lid;
-      xr[lid] = rr > 0 && rr < len ? x[rr] : (T)0;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    T acc[SY_TS];
-#pragma unroll
-    for (uint r = 0; r < SY_TS; r++)
-      acc[r] = (T)0;
-    T qacc = (T)0, dcol = (T)0;
-    global T *W = wp + wpoff;
-    for (uint bj = bj0; bj < bj1; bj++) {
-      const uint col = bj * SY_TS + lid;
-      const int cv = col < len;
-      const T xc = cv && col > 0 ? x[col] : (T)0;
-      global const T *Bc = A + (ulong)(c + 1 + r0) * n + c + 1 + (cv ? col : 0);
-      T colp = (T)0;
-      if (bj == b) {
-        /* the diagonal tile: its upper part only (the lower one is not kept current), the
-         * diagonal in the row sums alone; rows past len only here (the last strip) */
-#pragma unroll
-        for (uint r = 0; r < SY_TS; r++) {
-          const T v = lid >= r && r0 + r < len && cv ? Bc[(ulong)r * n] : (T)0;
-          acc[r] += v * xc;
-          colp += (lid > r ? v : (T)0) * xr[r];
-        }
-        dcol = colp;
-      } else {
-#pragma unroll
-        for (uint r = 0; r < SY_TS; r++) {
-          const T v = Bc[(ulong)r * n];
-          acc[r] += (cv ? v : (T)0) * xc;
-          colp += (cv ? v : (T)0) * xr[r];
-        }
-        if (cv)
-          W[(ulong)b * n + col] = colp;
-      }
-      qacc += colp * xc;
-    }
-    /* row r's sum is spread over the lanes (one column each): transposed through local memory */
-#pragma unroll
-    for (uint r = 0; r < SY_TS; r++)
-      red[r * (SY_TS + 1) + lid] = acc[r];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    T rs = (T)0;
-    for (uint l = 0; l < SY_TS; l++)
-      rs += red[lid * (SY_TS + 1) + l];
-    if (r0 + lid < len)
-      W[(ulong)bj0 * n + r0 + lid] = rs + dcol;
-    qacc += rs * xr[lid];
-    qacc = group_sum(red, qacc, lid, lsz);
-    if (lid == 0)
-      W[(ulong)sy_slots(n) * n + get_group_id(0)] = qacc;
+  const uint grp = (uint)get_group_id(0);
+  if (grp < ng) {
+    sy_task(x + n, x, n, len, nblk, kt, ng, grp, 1, lid, wp + wpoff, sh, sh + SY_TS, 0, x, 0,
+            nb, i, part, 0, aa);
   } else {
-    const uint k = rem, cs = (len - 1 + nchunk - 1) / nchunk;
+    const uint k = grp - ng, cs = (len - 1 + nchunk - 1) / nchunk;
     const uint t0 = min(len, 1 + k * cs), t1 = min(len, t0 + cs);
     /* A22's first column for tr_fin, as row c+1 holds it before tr_fin updates that row */
     for (uint t = (k == 0 ? 0 : t0) + lid; t < t1; t += lsz) /* chunk 0 from t = 0: t1 >= 1 */
@@ -282,22 +359,6 @@ kernel void tr_symv(global const T *a, ulong aoff, uint n, uint c, uint i, globa
   }
 }
 
-/*
- * Row t's q (A22[t][1 ..] . x[1 ..]) from tr_symv's slots: those of the strips above its block
- * b (their tiles' column sums) and of its own strip's chunks (row sums); this lane's share,
- * every lpr-th slot from sub.
- */
-inline T sy_row(global const T *W, uint n, uint t, uint nblk, uint kt, uint sub, uint lpr)
-{
-  const uint b = t / SY_TS, m = (nblk - b + kt - 1) / kt;
-  T s = (T)0;
-  for (uint q = sub; q < b + m; q += lpr) {
-    const uint k = q < b ? q : b + (q - b) * kt;
-    s += W[(ulong)k * n + t];
-  }
-  return s;
-}
-
 kernel void tr_fin(global T *a, ulong aoff, uint n, uint c, uint i, global T *vw, ulong vwoff,
                    uint nb, global const T *wp, ulong wpoff, global const T *aa, ulong aaoff,
                    global const T *part, ulong poff, uint nchunk, uint kt, global T *tau, ulong toff,
@@ -310,76 +371,287 @@ kernel void tr_fin(global T *a, ulong aoff, uint n, uint c, uint i, global T *vw
   const uint len = n - c - 1, nblk = (len + SY_TS - 1) / SY_TS;
   const ulong ld3 = 3 * (ulong)nb, stride = 2 + 2 * (ulong)nb;
   global T *A = a + aoff;
-  global const T *W = wp + wpoff;
   global T *V = vw + vwoff;
-  global const T *P = part + poff;
   global const T *x = A + (ulong)c * n + c + 1;
-  /* dlarfg from the chunks' partials; then y = V^T v into sh[0 .. i), x = W^T v into
-   * sh[nb .. nb + i) (row c+1 holds v's 1). tmp: the 3 lsz T after sh's 2 nb. */
+  /* dlarfg from the chunks' partials; y = V^T v, x = W^T v into sh (row c+1 holds v's 1).
+   * tmp: the 4 lsz T after sh's 2 nb. */
   local T *tmp = sh + 2 * nb;
-  T beta, scal;
-  const T tj = house_parts(P, stride, nchunk, x[0], &beta, &scal, tmp, lid, lsz);
-  parts_cols(P, stride, nchunk, i, nb, i, V + (ulong)(c + 1) * ld3, scal, sh, tmp, lid, lsz);
-  /* v^T A22 v = p_0 + scal sum_{t>0} x_t p_t, p_t = aa_t + scal q_t, where sum_{t>0} x_t q_t
-   * is the sum of tr_symv's groups' quadratic forms; with it, in one three-way tree,
-   * xy = (V^T v) . (W^T v) and row c+1's correction corr1 (a term per lane
-   * l < i, where one lane's chain of i global loads was) */
-  global const T *V1 = V + (ulong)(c + 1) * ld3;
-  T s1 = (T)0, xy = (T)0, corr1 = (T)0;
-  for (uint u = 1 + lid; u < len; u += lsz)
-    s1 += x[u] * aa[aaoff + u];
-  T quad = (T)0;
-  global const T *Q = W + (ulong)sy_slots(n) * n;
-  for (uint u = lid, ng = sy_groups(nblk, kt); u < ng; u += lsz)
-    quad += Q[u];
-  s1 += scal * quad;
-  for (uint l = lid; l < i; l += lsz) {
-    xy += sh[l] * sh[nb + l];
-    corr1 += V1[l] * sh[nb + l] + V1[nb + l] * sh[l];
+  T beta, scal, alpha, wf1;
+  const T tj = house_parts(part + poff, stride, nchunk, x[0], &beta, &scal, tmp, lid, lsz);
+  fin_tail(x, aa + aaoff, wp + wpoff, part + poff, stride, nchunk, V + (ulong)(c + 1) * ld3, n,
+           len, nblk, kt, i, nb, tj, scal, sh, tmp, lid, lsz, &alpha, &wf1);
+  fin_rows(A, x, aa + aaoff, wp + wpoff, V, n, c, i, nb, len, nblk, kt, t, sub, lpr, upd, tj,
+           beta, scal, alpha, wf1, tau + toff, d + doff, e + eoff, sh, sh + 2 * nb + lsz, lid,
+           lsz);
+}
+
+/*
+ * The panel grid barrier: every group's stores before it reach every group's volatile loads
+ * after it (CUDA's grid sync has this form: a group barrier, one lane's fence and counter,
+ * a group barrier). *ctr counts the groups that arrived; target is the count at which all of
+ * this barrier's have.
+ */
+inline void tr_grid_sync(volatile global uint *ctr, uint target, uint lid)
+{
+  barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+  if (lid == 0) {
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    atomic_inc(ctr);
+    while (*ctr < target)
+      ;
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
   }
-  group_sum3(tmp, &s1, &xy, &corr1, lid, lsz);
-  const T p0 = aa[aaoff] + scal * sy_row(W, n, 0, nblk, kt, 0, 1);
-  const T wv = tj * (p0 + scal * s1 - (T)2 * xy);
-  const T alpha = (T)-0.5 * tj * wv;
-  /* w of row c+1 (v = 1 there), which row c+1's update needs in every group */
-  const T wf1 = tj * (p0 - corr1) + alpha;
-  const uint r = c + 1 + min(t, len - 1);
-  global T *Vr = V + (ulong)r * ld3;
-  T corr = (T)0, acc = (T)0, qt = t < len ? sy_row(W, n, t, nblk, kt, sub, lpr) : (T)0;
-  for (uint l = sub; l < i && t < len; l += lpr) {
-    const T vl = Vr[l], wl = Vr[nb + l];
-    corr += vl * sh[nb + l] + wl * sh[l];
-    acc += vl * V1[nb + l] + wl * V1[l];
+  barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+}
+
+/*
+ * tr_panel's second half of a column, per group. Its global reads are all known when it
+ * starts (the first half's slots and partials, the current row, V and W), so they are issued
+ * before any is used: one round trip of the device's memory for what a chain of dependent
+ * loops took eight to ten (about 0.5 us each on the H200).
+ *
+ * A row's share (row t, lane sub of lpr): the slots of q_t, V's and W's first i columns of
+ * row r = c+1+t and of row c+1 (four columns a lane: i <= 4 lpr), x_t, aa_t, A[c+1][r].
+ */
+typedef struct {
+  T qt, xt, at, ar, vl[4], wl[4], v1[4], w1[4];
+} tr_row;
+
+inline void tr_row_load(tr_row *R, volatile global const T *x, volatile global const T *aa,
+                        volatile global const T *W, volatile global const T *Vv,
+                        global const T *A, uint n, uint c, uint i, uint nb, uint len, uint nblk,
+                        uint kt, uint t, uint sub, uint lpr)
+{
+  const ulong ld3 = 3 * (ulong)nb;
+  const uint tt = min(t, len - 1), r = c + 1 + tt;
+  volatile global const T *Vr = Vv + (ulong)r * ld3, *V1 = Vv + (ulong)(c + 1) * ld3;
+#pragma unroll
+  for (uint q = 0; q < 4; q++) {
+    const uint l = min(sub + q * lpr, max(i, 1u) - 1);
+    R->vl[q] = Vr[l], R->wl[q] = Vr[nb + l], R->v1[q] = V1[l], R->w1[q] = V1[nb + l];
   }
-  /* the row's lpr partial sums, through local memory after the 2 nb + lsz used above */
-  local T *red = sh + 2 * nb + lsz;
+  R->xt = x[tt];
+  R->at = aa[tt];
+  R->ar = A[(ulong)(c + 1) * n + r];
+  R->qt = t < len ? sy_row_v(W, n, t, nblk, kt, sub, lpr) : (T)0;
+}
+
+/* tr_fin's row work from the loaded share (fin_rows'); red: 3 lsz T, not sh's first 2 nb. */
+inline void tr_row_finish(const tr_row *R, global T *A, global T *Vw, uint n, uint c, uint i,
+                          uint nb, uint len, uint t, uint sub, uint lpr, uint upd, T tj, T beta,
+                          T scal, T alpha, T wf1, volatile global const T *x, global T *tau,
+                          global T *d, global T *e, local T *sh, local T *red, uint lid,
+                          uint lsz)
+{
+  T corr = (T)0, acc = (T)0, qt = R->qt;
+#pragma unroll
+  for (uint q = 0; q < 4; q++) {
+    const uint l = sub + q * lpr;
+    if (l < i) {
+      corr += R->vl[q] * sh[nb + l] + R->wl[q] * sh[l];
+      acc += R->vl[q] * R->w1[q] + R->wl[q] * R->v1[q];
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
   red[lid] = corr;
   red[lsz + lid] = acc;
   red[2 * lsz + lid] = qt;
   barrier(CLK_LOCAL_MEM_FENCE);
+  const uint r = c + 1 + min(t, len - 1);
   if (sub == 0 && t < len) {
     for (uint k = 1; k < lpr; k++) {
       corr += red[lid + k];
       acc += red[lsz + lid + k];
       qt += red[2 * lsz + lid + k];
     }
-    const T vt = t == 0 ? (T)1 : scal * x[t];
-    const T wf = tj * (aa[aaoff + t] + scal * qt - corr) + alpha * vt;
+    const T vt = t == 0 ? (T)1 : scal * R->xt;
+    const T wf = tj * (R->at + scal * qt - corr) + alpha * vt;
     if (upd) /* column i: V[c+1][i] = 1 */
-      A[(ulong)(c + 1) * n + r] -= acc + vt * wf1 + wf;
-    Vr[i] = vt;
-    Vr[nb + i] = wf;
-    Vr[2 * nb + i] = vt;
+      A[(ulong)(c + 1) * n + r] = R->ar - (acc + vt * wf1 + wf);
+    global T *Vo = Vw + (ulong)r * 3 * nb;
+    Vo[i] = vt;
+    Vo[nb + i] = wf;
+    Vo[2 * nb + i] = vt;
     if (t > 0)
       A[(ulong)r * n + c] = vt;
   }
   if (t == 0 && sub == 0) {
-    tau[toff + c] = tj;
-    e[eoff + c] = beta;
-    d[doff + c] = A[(ulong)c * n + c];
+    tau[c] = tj;
+    e[c] = beta;
+    d[c] = x[-1]; /* A[c][c] */
   }
 }
 
+/*
+ * The group's part: its lanes' shares of dlarfg's norm of x[1 ..] (dlassq's scale and sum),
+ * of x . aa, of the tile tasks' quadratic forms, of q_0 and of the strips' V^T x, W^T x
+ * partials, in one pass (TR_FLIGHT of each in flight), then one tree for the first four; the
+ * reflector; y = V^T v, x = W^T v into sh; then every lane forms x . y and row c+1's correction
+ * from sh alone (i <= 31 terms: cheaper than a tree's barriers); then the rows, the group's
+ * first block loaded before all of it. sh: 4 nb + 6 lsz T.
+ */
+inline void tr_fin_panel(global T *A, volatile global const T *x, volatile global const T *aa,
+                         volatile global const T *W, volatile global const T *P, ulong stride,
+                         global T *V, uint n, uint c, uint i, uint nb, uint len, uint nblk,
+                         uint kt, uint lpr, uint upd, global T *tau, global T *d, global T *e,
+                         local T *sh, uint lid, uint lsz, uint g, uint G)
+{
+  const uint rows = lsz / lpr, sub = lid % lpr;
+  const ulong ld3 = 3 * (ulong)nb;
+  volatile global const T *Vv = V, *V1 = Vv + (ulong)(c + 1) * ld3;
+  volatile global const T *Q = W + (ulong)sy_slots(n) * n;
+  tr_row R;
+  tr_row_load(&R, x, aa, W, Vv, A, n, c, i, nb, len, nblk, kt, g * rows + lid / lpr, sub, lpr);
+  const uint w = 2 * i, ns = w ? min(8u, lsz / w) : 0, el = w ? lid % w : 0;
+  const uint sl = w ? lid / w : lsz, colp = el < i ? el : nb + el - i;
+  const uint ng = sy_groups(nblk, kt), m0 = (nblk + kt - 1) / kt;
+  const uint bcol = lid < i ? lid : nb + lid - i;
+  const T base = lid < w ? V1[bcol] : (T)0, aa0 = aa[0], x0 = x[0];
+  T sc = (T)0, sq = (T)0, dot = (T)0, quad = (T)0, q0 = (T)0, ps = (T)0;
+  for (uint j = 0;; j += TR_FLIGHT) {
+    const uint u0 = 1 + lid + j * lsz, g0 = lid + j * lsz, pj = sl + j * ns;
+    if (u0 >= len && g0 >= ng && g0 >= m0 && (sl >= ns || pj >= nblk))
+      break;
+    T xv[TR_FLIGHT], av[TR_FLIGHT], qv[TR_FLIGHT], zv[TR_FLIGHT], pv[TR_FLIGHT];
+#pragma unroll
+    for (uint k = 0; k < TR_FLIGHT; k++) {
+      const uint u = u0 + k * lsz, gq = g0 + k * lsz, pk = pj + k * ns;
+      xv[k] = u < len ? x[u] : (T)0;
+      av[k] = u < len ? aa[u] : (T)0;
+      qv[k] = gq < ng ? Q[gq] : (T)0;
+      zv[k] = gq < m0 ? W[(ulong)gq * kt * n] : (T)0;
+      pv[k] = sl < ns && pk < nblk ? P[pk * stride + 2 + colp] : (T)0;
+    }
+#pragma unroll
+    for (uint k = 0; k < TR_FLIGHT; k++) {
+      const T v = fabs(xv[k]);
+      if (v > sc) {
+        const T f = sc / v;
+        sq = (T)1 + sq * f * f;
+        sc = v;
+      } else if (v > (T)0) {
+        const T f = v / sc;
+        sq += f * f;
+      }
+      dot += xv[k] * av[k];
+      quad += qv[k];
+      q0 += zv[k];
+      ps += pv[k];
+    }
+  }
+  local T *S = sh + 2 * nb, *slice = S + 5 * lsz, *bsh = S + 6 * lsz;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  S[lid] = sc;
+  S[lsz + lid] = sq;
+  S[2 * lsz + lid] = dot;
+  S[3 * lsz + lid] = quad;
+  S[4 * lsz + lid] = q0;
+  if (sl < ns)
+    slice[sl * w + el] = ps;
+  for (uint off = lsz >> 1; off > 0; off >>= 1) {
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid < off) {
+      const T s1 = S[lid], s2 = S[lid + off], m = fmax(s1, s2);
+      if (m > (T)0) {
+        const T f1 = s1 / m, f2 = s2 / m;
+        S[lsz + lid] = S[lsz + lid] * f1 * f1 + S[lsz + lid + off] * f2 * f2;
+        S[lid] = m;
+      }
+      S[2 * lsz + lid] += S[2 * lsz + lid + off];
+      S[3 * lsz + lid] += S[3 * lsz + lid + off];
+      S[4 * lsz + lid] += S[4 * lsz + lid + off];
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  T beta, scal;
+  const T tj = house_finish(S[0], S[lsz], x0, &beta, &scal);
+  const T s1 = S[2 * lsz] + scal * S[3 * lsz], p0 = aa0 + scal * S[4 * lsz];
+  if (lid < w) {
+    T su = (T)0;
+    for (uint q = 0; q < ns; q++)
+      su += slice[q * w + lid];
+    sh[bcol] = base + scal * su;
+    bsh[bcol] = base;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  T xy = (T)0, corr1 = (T)0;
+  for (uint l = 0; l < i; l++) {
+    const T y = sh[l], z = sh[nb + l];
+    xy += y * z;
+    corr1 += bsh[l] * z + bsh[nb + l] * y;
+  }
+  const T wv = tj * (p0 + scal * s1 - (T)2 * xy);
+  const T alpha = (T)-0.5 * tj * wv, wf1 = tj * (p0 - corr1) + alpha;
+  local T *red = sh + 2 * nb + lsz;
+  for (uint q = g;; q += G) {
+    const uint t = q * rows + lid / lpr;
+    tr_row_finish(&R, A, V, n, c, i, nb, len, t, sub, lpr, upd, tj, beta, scal, alpha, wf1, x,
+                  tau, d, e, sh, red, lid, lsz);
+    if ((q + G) * rows >= len)
+      break;
+    tr_row_load(&R, x, aa, W, Vv, A, n, c, i, nb, len, nblk, kt, (q + G) * rows + lid / lpr, sub,
+                lpr);
+  }
+}
+
+/* Tiles per task: the fewest that make at most `slots` tasks (one round of the launch's). */
+inline uint tr_kt(uint nblk, uint slots)
+{
+  uint k = max(1u, nblk * (nblk + 1) / (2 * slots));
+  while (k < nblk && sy_groups(nblk, k) > slots)
+    k++;
+  return k;
+}
+
+/*
+ * tr_panel: the jb columns of the panel from j0 in one launch of G work-groups, which must
+ * all be resident at once (one per compute unit, GPUs). Per column, tr_symv's tile tasks and
+ * one task per strip (its share of V^T x and W^T x, and aa) on the groups' SY_TS-lane sets
+ * (task k to set k / G of group k % G; tiles per task so that one round covers them); a grid
+ * barrier; every group forms the reflector (the norm of x[1 ..] read directly, not from
+ * partials) and tr_fin's reductions, then tr_fin's row blocks (block q to group q % G):
+ * tr_fin_panel; a grid barrier before the next column, which reads the row and V's column this
+ * one wrote. The per-column launches' host enqueues (about 6 us each with NVIDIA's driver) and
+ * the gaps between them go away. sync: the barrier counter, at sbase when the launch starts.
+ * symk > 0 fixes the tiles per task. sh: the larger of (lsz / SY_TS) (SY_TS + 8 (SY_TS + 1))
+ * and 4 nb + 6 lsz T. nb <= 4 lpr, 2 nb <= lsz.
+ */
+kernel void tr_panel(global T *a, ulong aoff, uint n, uint j0, uint jb, global T *vw,
+                     ulong vwoff, uint nb, global T *wp, ulong wpoff, global T *aa, ulong aaoff,
+                     global T *part, ulong poff, uint symk, global T *tau, ulong toff,
+                     global T *d, ulong doff, global T *e, ulong eoff, uint lpr,
+                     volatile global uint *sync, uint sbase, local T *sh)
+{
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  const uint g = (uint)get_group_id(0), G = (uint)get_num_groups(0);
+  const uint sets = lsz / SY_TS, set = lid / SY_TS, l = lid % SY_TS;
+  const uint rows = lsz / lpr, sub = lid % lpr;
+  const ulong ld3 = 3 * (ulong)nb, stride = 2 + 2 * (ulong)nb;
+  global T *A = a + aoff;
+  global T *V = vw + vwoff;
+  global T *W = wp + wpoff;
+  global T *AA = aa + aaoff;
+  global T *P = part + poff;
+  local T *xr = sh + set * (SY_TS + 8 * (SY_TS + 1));
+  uint target = sbase;
+  for (uint i = 0; i < jb; i++) {
+    const uint c = j0 + i, len = n - c - 1, nblk = (len + SY_TS - 1) / SY_TS;
+    /* the strips' tasks take nblk of the launch's G sets sets */
+    const uint kt = symk ? symk : tr_kt(nblk, max(G * sets, 2 * nblk) - nblk);
+    const uint ng = sy_groups(nblk, kt);
+    volatile global const T *x = A + (ulong)c * n + c + 1;
+    for (uint r0 = 0; r0 < ng + nblk; r0 += G * sets) {
+      const uint vg = r0 + set * G + g;
+      sy_task_v(A + (ulong)(c + 1) * n + c + 1, x, n, len, nblk, kt, ng, vg, vg < ng + nblk, l,
+                W, xr, xr + SY_TS, 1, V + (ulong)(c + 1) * ld3, ld3, nb, i, P, stride, AA);
+    }
+    tr_grid_sync(sync, target += G, lid);
+    tr_fin_panel(A, x, AA, W, P, stride, V, n, c, i, nb, len, nblk, kt, lpr, i + 1 < jb,
+                 tau + toff, d + doff, e + eoff, sh, lid, lsz, g, G);
+    if (i + 1 < jb)
+      tr_grid_sync(sync, target += G, lid);
+  }
+}
 /*
  * The blocked bidiagonalisation of svd (LAPACK dgebrd with dlabrd, M >= N, upper): A is
  * M x N row-major (ld N). A panel of columns j0 .. j0+jb-1 keeps lf (M rows, row stride

@@ -770,6 +770,12 @@ typedef struct td_ws {
   uint64_t nb, nchunk, symk;
   size_t lfin;
   cl_kernel ksym, kfin;
+  /* tr_panel (td_panel_groups > 0): its kernel, groups, lanes, grid-barrier counter (one
+   * uint) and that counter's value so far */
+  cl_kernel kpan;
+  uint64_t gpan, sbase;
+  size_t lpan;
+  kiln_tensor *sync;
 } td_ws;
 
 /* Block rows of tr_symv's tiles for a column of len rows below the diagonal. */
@@ -795,6 +801,42 @@ td_symk(const td_ws *t, uint64_t nblk)
   return k < 1 ? 1 : k > 4 ? 4 : k;
 }
 
+static atomic_int hook_panel = -1;
+static atomic_uint panel_launches;
+
+void
+kiln__linalg_spectral_test_tr_panel(int mode)
+{
+  atomic_store(&hook_panel, mode);
+}
+
+unsigned
+kiln__linalg_spectral_test_tr_panel_launches(void)
+{
+  return atomic_load(&panel_launches);
+}
+
+/*
+ * The work-groups of tr_panel, 0 for the per-column kernels: on GPUs of two compute units or
+ * more, one group per compute unit (all must be resident at once; KILN_DEBUG_LINALG_HOST=gpan=N
+ * takes fewer); `notpanel` or the test hook's 0 keep the per-column kernels, `tpanel` or its
+ * 1 force the panel kernel, on CPU devices with one group (PoCL's threads take a launch's
+ * groups in chunks: two on one thread would wait for each other forever).
+ */
+static uint64_t
+td_panel_groups(const kiln__lsp *L)
+{
+  int h = atomic_load(&hook_panel);
+  int on = h >= 0 ? h : host_pick("tpanel") ? 1 : host_pick("notpanel") ? 0 : -1;
+  uint64_t cu = L->ctx->info.compute_units;
+  if (on == 0 || (on < 0 && (!L->ctx->info.is_gpu || cu < 2)))
+    return 0;
+  if (!L->ctx->info.is_gpu || cu < 1)
+    return 1;
+  uint64_t g = debug_num("gpan=", 1, 4096);
+  return g && g < cu ? g : cu;
+}
+
 static void
 td_ws_release(td_ws *t)
 {
@@ -802,6 +844,7 @@ td_ws_release(td_ws *t)
   kiln_tensor_release(t->wp);
   kiln_tensor_release(t->aa);
   kiln_tensor_release(t->part);
+  kiln_tensor_release(t->sync);
   memset(t, 0, sizeof *t);
 }
 
@@ -824,7 +867,19 @@ td_ws_make(const kiln__lsp *L, uint64_t n, td_ws *t)
    * (one lane per row walked them alone, uncoalesced, in long dependent chains), 64 rows per
    * group on GPUs (64 groups at n = 4096: each group repeats the column's reductions) */
   t->lfin = group_local(L, t->kfin, debug_pow2("lfin=", L->ctx->info.is_gpu ? 64 * TD_LPR : 64));
+  t->gpan = td_panel_groups(L);
+  if (t->gpan) {
+    KILN_TRY(kern_eig(L, "tr_panel", &t->kpan));
+    /* 8 sets of SY_TS lanes: a task round of 8 x 132 sets covers order 1024's 528 tiles */
+    t->lpan = group_local(L, t->kpan, debug_pow2("lpan=", 256));
+    /* a row's V and W columns in four loads a lane (nb <= 4 TD_LPR), the partials' columns
+     * one lane each */
+    if (t->lpan < TD_TS || t->lpan < 2 * t->nb || t->nb > 4 * TD_LPR)
+      t->gpan = 0;
+  }
   uint64_t nn = n ? n : 1, slots = td_blocks(n > 1 ? n - 1 : 1);
+  /* partials: tr_symv's aux groups, or tr_panel's strips */
+  uint64_t nparts = t->nchunk > slots ? t->nchunk : slots;
   kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, nn * 3 * t->nb, &t->vw);
   /* the slots (rows of n) and a quadratic-form partial per tile group (at most one a tile) */
   if (s == KILN_OK)
@@ -832,7 +887,9 @@ td_ws_make(const kiln__lsp *L, uint64_t n, td_ws *t)
   if (s == KILN_OK)
     s = kiln__ops_scratch(L->op, L->ctx, L->dt, nn, &t->aa);
   if (s == KILN_OK)
-    s = kiln__ops_scratch(L->op, L->ctx, L->dt, t->nchunk * (2 + 2 * t->nb), &t->part);
+    s = kiln__ops_scratch(L->op, L->ctx, L->dt, nparts * (2 + 2 * t->nb), &t->part);
+  if (s == KILN_OK && t->gpan)
+    s = kiln__ops_scratch(L->op, L->ctx, KILN_I32, 1, &t->sync);
   if (s != KILN_OK)
     td_ws_release(t);
   return s;
@@ -900,6 +957,36 @@ red_gemm(const kiln__lsp *L, uint64_t m, uint64_t n, uint64_t k, kiln__lsp_mat x
   return kiln__lsp_gemm(&l2, 0, 1, m, n, k, -1.0, x, y, 1.0, c);
 }
 
+/* tr_panel over the jb columns of the panel from j0 (linalg_eig.cl). */
+static kiln_status
+tr_panel(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, uint64_t j0, uint64_t jb,
+         kiln__lsp_mat d, kiln__lsp_mat e, kiln__lsp_mat tau)
+{
+  uint64_t nb = t->nb, lpr = t->lpan >= TD_LPR ? TD_LPR : t->lpan;
+  size_t sets = t->lpan / TD_TS, lm = sets * (TD_TS + 8 * (TD_TS + 1)), lf = 4 * nb + 6 * t->lpan;
+  kiln__args args = kiln__args_begin(L->op, t->kpan);
+  args_mat(&args, a);
+  kiln__args_u32(&args, (uint32_t)n);
+  kiln__args_u32(&args, (uint32_t)j0);
+  kiln__args_u32(&args, (uint32_t)jb);
+  args_t(&args, t->vw);
+  kiln__args_u32(&args, (uint32_t)nb);
+  args_t(&args, t->wp);
+  args_t(&args, t->aa);
+  args_t(&args, t->part);
+  kiln__args_u32(&args, (uint32_t)t->symk);
+  args_mat(&args, tau);
+  args_mat(&args, d);
+  args_mat(&args, e);
+  kiln__args_u32(&args, (uint32_t)lpr);
+  kiln__args_mem(&args, t->sync->mem);
+  kiln__args_u32(&args, (uint32_t)t->sbase);
+  kiln__args_local(&args, (lm > lf ? lm : lf) * L->ts);
+  t->sbase += t->gpan * (2 * jb - 1);
+  atomic_fetch_add(&panel_launches, 1);
+  return kiln__args_enqueue_1d(&args, L->ctx, t->gpan * t->lpan, t->lpan);
+}
+
 /*
  * Reduces the symmetric n x n matrix a (full, in place) to tridiagonal form as LAPACK's dsytrd
  * (lower) with dlatrd panels of nb columns: d[n], e[n-1], reflectors below the subdiagonal
@@ -915,6 +1002,10 @@ sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d
     return KILN_OK;
   uint64_t nb = t->nb, ld3 = 3 * nb, lpr = t->lfin >= TD_LPR ? TD_LPR : t->lfin;
   kiln__lsp_mat vw = kiln__lsp_tmat(t->vw, ld3);
+  if (t->gpan) {
+    KILN_TRY(kiln__linalg_zero(L->op, L->ctx, t->sync));
+    t->sbase = 0;
+  }
   for (uint64_t j0 = 0; j0 + 1 < n; j0 += nb) {
     uint64_t jb = n - 1 - j0 < nb ? n - 1 - j0 : nb;
     /* the trailing GEMM reads all 2 nb columns: those past jb must be zero */
@@ -924,7 +1015,9 @@ sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d
                             (vw.off + j0 * ld3) * L->ts, (n - j0) * ld3 * L->ts, 0, NULL, NULL);
     if (err != CL_SUCCESS)
       return kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
-    for (uint64_t i = 0; i < jb; i++) {
+    if (t->gpan)
+      KILN_TRY(tr_panel(L, t, a, n, j0, jb, d, e, tau));
+    for (uint64_t i = 0; i < jb && !t->gpan; i++) {
       uint64_t c = j0 + i, len = n - c - 1;
       uint64_t nch = (len + 31) / 32, nblk = td_blocks(len), kt = td_symk(t, nblk), tiles = 0;
       if (nch > t->nchunk)

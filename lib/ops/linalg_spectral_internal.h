@@ -292,5 +292,11 @@ int kiln__lsp_tdev_hook(void);
 void kiln__linalg_spectral_test_eigh_check(double bound);
 /* Test hook: how many times eigh's check has redone a matrix (process-wide, never reset). */
 unsigned kiln__linalg_spectral_test_eigh_redone(void);
+/* Test hook: eigh's tridiagonal reduction by the persistent panel kernel (tr_panel): mode 1
+ * always (one work-group on CPU devices), 0 never (the per-column kernels), -1 the built-in
+ * rule (GPUs). Process-wide. */
+void kiln__linalg_spectral_test_tr_panel(int mode);
+/* Test hook: tr_panel's launches so far (process-wide, never reset). */
+unsigned kiln__linalg_spectral_test_tr_panel_launches(void);
 
 #endif

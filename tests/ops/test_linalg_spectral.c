@@ -1578,6 +1578,7 @@ reset_hooks(void)
   kiln__linalg_spectral_test_mrrr_threads(-1);
   kiln__linalg_spectral_test_tdev(-1, -1, 0.0);
   kiln__linalg_spectral_test_eigh_check(-1);
+  kiln__linalg_spectral_test_tr_panel(-1);
   kiln__linalg_test_route(-1);
   kiln__linalg_spectral_test_split(-1);
   kiln__linalg_spectral_test_nb2(-1);
@@ -1763,6 +1764,45 @@ START_TEST(eigh_checked)
 }
 END_TEST
 
+/*
+ * eigh's reduction by the persistent panel kernel (tr_panel: one work-group on CPU devices, one
+ * per compute unit on GPUs, which then meet at its grid barriers): orders of one panel and of
+ * several, tiles a task chosen by the kernel (several at 300 with one group) and fixed at 3 and
+ * 1, both trailing updates, a batch; the launch count shows the kernel ran.
+ */
+START_TEST(eigh_panel_kernel)
+{
+  if (!KILN_HAVE_LAPACKE)
+    return;
+  int small = harness_small();
+  static const char *const ks[] = {"", "symk=3,rtri", "symk=1,rfull"};
+  kiln__linalg_spectral_test_tr_panel(1);
+  FOR_DTYPES(dt)
+  {
+    eigh_quick = 1;
+    unsigned before = kiln__linalg_spectral_test_tr_panel_launches();
+    for (size_t k = 0; k < (small ? 1u : 3u); k++) {
+      if (*ks[k])
+        setenv("KILN_DEBUG_LINALG_HOST", ks[k], 1);
+      else
+        unsetenv("KILN_DEBUG_LINALG_HOST");
+      eigh_case(dt, 1, small ? 38 : 129, NULL, NULL);
+      if (!small) {
+        eigh_case(dt, 2, 34, NULL, NULL);
+        eigh_case(dt, 1, 3, NULL, NULL);
+      }
+    }
+    if (!small)
+      eigh_case(dt, 1, 300, NULL, NULL);
+    unsetenv("KILN_DEBUG_LINALG_HOST");
+    eigh_quick = 0;
+    ck_assert_msg(kiln__linalg_spectral_test_tr_panel_launches() > before,
+                  "%s: eigh never launched tr_panel", kiln_dtype_name(dt));
+  }
+  kiln__linalg_spectral_test_tr_panel(-1);
+}
+END_TEST
+
 /* A tcase of s with the suite's timeout and hooks' reset, in the order of the calls. */
 static TCase *
 spectral_case(Suite *s, const char *name)
@@ -1805,6 +1845,7 @@ spectral_suite(void)
   TCase *tiles = spectral_case(s, "tiles");
   tcase_add_test(tiles, eigh_reduction_tiles);
   tcase_add_test(tiles, eigh_checked);
+  tcase_add_test(spectral_case(s, "panel"), eigh_panel_kernel);
   return s;
 }
 
