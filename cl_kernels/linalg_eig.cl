@@ -405,6 +405,20 @@ inline void tr_grid_sync(volatile global uint *ctr, uint target, uint lid)
 }
 
 /*
+ * The largest |x[1 ..]| for which tr_fin_panel sums the squares unscaled: no overflow for
+ * 2^32 elements, no digits lost to underflow (the square's rounding stays far from the
+ * subnormals); outside it, a second, scaled pass. Set where the suite can reach both sides
+ * while the reduction's other sums (x^T A x: the cube of the scale) stay finite.
+ */
+#if defined(KILN_DT_F64)
+#define TR_NRM_LO 1e-60
+#define TR_NRM_HI 1e60
+#else
+#define TR_NRM_LO 1e-9f
+#define TR_NRM_HI 1e9f
+#endif
+
+/*
  * tr_panel's second half of a column, per group. Its global reads are all known when it
  * starts (the first half's slots and partials, the current row, V and W), so they are issued
  * before any is used: one round trip of the device's memory for what a chain of dependent
@@ -423,17 +437,25 @@ inline void tr_row_load(tr_row *R, volatile global const T *x, volatile global c
                         uint kt, uint t, uint sub, uint lpr)
 {
   const ulong ld3 = 3 * (ulong)nb;
-  const uint tt = min(t, len - 1), r = c + 1 + tt;
+  const int on = t < len; /* rows past the last read nothing: another lane writes there */
+  const uint r = c + 1 + min(t, len - 1);
   volatile global const T *Vr = Vv + (ulong)r * ld3, *V1 = Vv + (ulong)(c + 1) * ld3;
 #pragma unroll
   for (uint q = 0; q < 4; q++) {
-    const uint l = min(sub + q * lpr, max(i, 1u) - 1);
-    R->vl[q] = Vr[l], R->wl[q] = Vr[nb + l], R->v1[q] = V1[l], R->w1[q] = V1[nb + l];
+    const uint l = sub + q * lpr;
+    const int in = on && l < i;
+    R->vl[q] = in ? Vr[l] : (T)0;
+    R->wl[q] = in ? Vr[nb + l] : (T)0;
+    R->v1[q] = in ? V1[l] : (T)0;
+    R->w1[q] = in ? V1[nb + l] : (T)0;
   }
-  R->xt = x[tt];
-  R->at = aa[tt];
-  R->ar = A[(ulong)(c + 1) * n + r];
-  R->qt = t < len ? sy_row_v(W, n, t, nblk, kt, sub, lpr) : (T)0;
+  /* the row's first lane alone, which alone stores A[c+1][r] (its other lanes would race with
+   * that store: the group's barriers fence local memory only) */
+  const int first = on && sub == 0;
+  R->xt = first ? x[t] : (T)0;
+  R->at = first ? aa[t] : (T)0;
+  R->ar = first ? A[(ulong)(c + 1) * n + r] : (T)0;
+  R->qt = on ? sy_row_v(W, n, t, nblk, kt, sub, lpr) : (T)0;
 }
 
 /* tr_fin's row work from the loaded share (fin_rows'); red: 3 lsz T, not sh's first 2 nb. */
@@ -483,7 +505,8 @@ inline void tr_row_finish(const tr_row *R, global T *A, global T *Vw, uint n, ui
 }
 
 /*
- * The group's part: its lanes' shares of dlarfg's norm of x[1 ..] (dlassq's scale and sum),
+ * The group's part: its lanes' shares of dlarfg's norm of x[1 ..] (largest |x| and sum of
+ * squares, without a division: f64 divisions in a dependent chain cost about 2 us a column),
  * of x . aa, of the tile tasks' quadratic forms, of q_0 and of the strips' V^T x, W^T x
  * partials, in one pass (TR_FLIGHT of each in flight), then one tree for the first four; the
  * reflector; y = V^T v, x = W^T v into sh; then every lane forms x . y and row c+1's correction
@@ -507,7 +530,7 @@ inline void tr_fin_panel(global T *A, volatile global const T *x, volatile globa
   const uint ng = sy_groups(nblk, kt), m0 = (nblk + kt - 1) / kt;
   const uint bcol = lid < i ? lid : nb + lid - i;
   const T base = lid < w ? V1[bcol] : (T)0, aa0 = aa[0], x0 = x[0];
-  T sc = (T)0, sq = (T)0, dot = (T)0, quad = (T)0, q0 = (T)0, ps = (T)0;
+  T mx = (T)0, sq = (T)0, dot = (T)0, quad = (T)0, q0 = (T)0, ps = (T)0;
   for (uint j = 0;; j += TR_FLIGHT) {
     const uint u0 = 1 + lid + j * lsz, g0 = lid + j * lsz, pj = sl + j * ns;
     if (u0 >= len && g0 >= ng && g0 >= m0 && (sl >= ns || pj >= nblk))
@@ -524,15 +547,8 @@ inline void tr_fin_panel(global T *A, volatile global const T *x, volatile globa
     }
 #pragma unroll
     for (uint k = 0; k < TR_FLIGHT; k++) {
-      const T v = fabs(xv[k]);
-      if (v > sc) {
-        const T f = sc / v;
-        sq = (T)1 + sq * f * f;
-        sc = v;
-      } else if (v > (T)0) {
-        const T f = v / sc;
-        sq += f * f;
-      }
+      mx = fmax(mx, fabs(xv[k]));
+      sq += xv[k] * xv[k];
       dot += xv[k] * av[k];
       quad += qv[k];
       q0 += zv[k];
@@ -541,7 +557,7 @@ inline void tr_fin_panel(global T *A, volatile global const T *x, volatile globa
   }
   local T *S = sh + 2 * nb, *slice = S + 5 * lsz, *bsh = S + 6 * lsz;
   barrier(CLK_LOCAL_MEM_FENCE);
-  S[lid] = sc;
+  S[lid] = mx;
   S[lsz + lid] = sq;
   S[2 * lsz + lid] = dot;
   S[3 * lsz + lid] = quad;
@@ -551,21 +567,38 @@ inline void tr_fin_panel(global T *A, volatile global const T *x, volatile globa
   for (uint off = lsz >> 1; off > 0; off >>= 1) {
     barrier(CLK_LOCAL_MEM_FENCE);
     if (lid < off) {
-      const T s1 = S[lid], s2 = S[lid + off], m = fmax(s1, s2);
-      if (m > (T)0) {
-        const T f1 = s1 / m, f2 = s2 / m;
-        S[lsz + lid] = S[lsz + lid] * f1 * f1 + S[lsz + lid + off] * f2 * f2;
-        S[lid] = m;
-      }
+      S[lid] = fmax(S[lid], S[lid + off]);
+      S[lsz + lid] += S[lsz + lid + off];
       S[2 * lsz + lid] += S[2 * lsz + lid + off];
       S[3 * lsz + lid] += S[3 * lsz + lid + off];
       S[4 * lsz + lid] += S[4 * lsz + lid + off];
     }
   }
   barrier(CLK_LOCAL_MEM_FENCE);
-  T beta, scal;
-  const T tj = house_finish(S[0], S[lsz], x0, &beta, &scal);
-  const T s1 = S[2 * lsz] + scal * S[3 * lsz], p0 = aa0 + scal * S[4 * lsz];
+  const T mxa = S[0], sumsq = S[lsz], dotv = S[2 * lsz], quadv = S[3 * lsz], q0v = S[4 * lsz];
+  T beta, scal, tj;
+  if (mxa == (T)0 || (mxa >= TR_NRM_LO && mxa <= TR_NRM_HI && fabs(x0) <= TR_NRM_HI)) {
+    /* dlarfg from the plain sums: beta = -sign(alpha) sqrt(alpha^2 + |x|^2), no hypot and no
+     * scaling division on the column's chain */
+    beta = x0;
+    scal = (T)1;
+    tj = (T)0;
+    if (mxa > (T)0) {
+      beta = -copysign(sqrt(x0 * x0 + sumsq), x0);
+      scal = (T)1 / (x0 - beta);
+      tj = (beta - x0) / beta;
+    }
+  } else {
+    /* outside the range where the plain sum of squares can neither overflow nor lose digits
+     * to underflow: again, scaled (dlassq's way) */
+    T s0 = (T)0;
+    for (uint u = 1 + lid; u < len; u += lsz) {
+      const T f = x[u] / mxa;
+      s0 += f * f;
+    }
+    tj = house_finish(mxa, group_sum(S, s0, lid, lsz), x0, &beta, &scal);
+  }
+  const T s1 = dotv + scal * quadv, p0 = aa0 + scal * q0v;
   if (lid < w) {
     T su = (T)0;
     for (uint q = 0; q < ns; q++)

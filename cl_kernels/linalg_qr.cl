@@ -15,7 +15,8 @@
  *   qr_panel(a, aoff, lda, m, j0, jb, tau, toff, sh)   one work-group: unblocked Householder
  *     QR of columns j0 .. j0+jb-1, rows j0 .. m-1, in place; tau[j0 + c]. sh: 8 T per lane
  *     and jb T.
- *   qr_larft_l(same arguments, tl)   the same with T built in local memory tl (jb * jb T).
+ *   qr_larft_l(same arguments, tl)   the same with T built in local memory, by leaves of 8
+ *     columns and joins (tl: jb (jb + 1) + 8 ceil8(jb) + jb T).
  *   qr_panel_grid(a, aoff, lda, m, ncols, tau, toff, nk, sbase, x, with_t, t, tof, xs, rm,
  *     rv, rc, re, tg, ra)   the same over G work-groups of Q * 64 lanes, and optionally the
  *     block reflector's T (real dtypes; see its comment).
@@ -398,31 +399,73 @@ kernel void qr_vcopy(global const T *a, ulong aoff, ulong lda, uint rows, uint j
 }
 
 /*
- * qr_larft with T in local memory (jb * jb T, jb <= 64 for f64): the steps exchange T's
- * columns through local barriers, where qr_larft's global fences cost tens of microseconds per
- * call on the H200.
+ * qr_larft with T in local memory (jb <= 64 for f64), in 8 + 2 log2(jb / 8) steps instead of
+ * jb: the 8 x 8 diagonal blocks of T first, all at once (dlarft's recurrence within each),
+ * then neighbouring blocks joined as T12 = -T1 G12 T2 (G12 = V1^H V2, a block of G). The
+ * recurrence over all 64 columns took 64-100 us a call on the H200 (every step waits for the
+ * one before; qr_larft's global fences cost tens of microseconds more).
  */
 kernel void qr_larft_l(global const T *g, ulong goff, global const T *tau, ulong toff, uint jb,
                        global T *t, ulong tof, local T *tl)
 {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
   global const T *G = g + goff;
-  for (uint i = 0; i < jb; i++) {
-    const T ti = tau[toff + i];
-    for (uint l = lid; l < jb; l += lsz) {
-      if (l < i) {
-        T s = (T)0;
-        for (uint p = l; p < i; p++)
-          s += LA_MUL(tl[l * jb + p], G[p * jb + i]);
-        tl[l * jb + i] = -LA_MUL(ti, s);
-      } else {
-        tl[l * jb + i] = l == i ? ti : (T)0;
-      }
+  /* tl: T at row stride ld (odd where jb is even: column walks without bank conflicts), its
+   * lower triangle holding each join's X; then the leaves' 8 x 8 blocks of G, and tau */
+  const uint ld = jb + 1, jb8 = (jb + 7) / 8 * 8;
+  local T *lg = tl + jb * ld, *ts = lg + 8 * jb8;
+  for (uint e = lid; e < jb * ld; e += lsz)
+    tl[e] = (T)0;
+  for (uint e = lid; e < 8 * jb8; e += lsz) { /* row `row` of its leaf's block */
+    const uint row = e / 8, c = (row & ~7u) + e % 8;
+    lg[e] = row < jb && c < jb ? G[(ulong)row * jb + c] : (T)0;
+  }
+  for (uint e = lid; e < jb; e += lsz)
+    ts[e] = tau[toff + e];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  /* leaves: column i of every 8 x 8 diagonal block at once (LAPACK's dlarft within it) */
+  for (uint i = 0; i < 8; i++) {
+    for (uint row = lid; row < jb8; row += lsz) {
+      const uint o = row & ~7u, r = row % 8, ci = o + i;
+      if (ci >= jb || row >= jb || r > i)
+        continue;
+      T s0 = (T)0;
+      for (uint p = r; p < i; p++)
+        s0 += LA_MUL(tl[row * ld + o + p], lg[(o + p) * 8 + i]);
+      tl[row * ld + ci] = r == i ? ts[ci] : -LA_MUL(ts[ci], s0);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  for (uint e = lid; e < jb * jb; e += lsz)
-    t[tof + e] = tl[e];
+  /* joins of neighbouring blocks of h columns (every pair of a level at once):
+   * T12 = -T1 (V1^H V2) T2, the middle factor a block of G; X = G12 T2 first, into the
+   * lower triangle's mirror of T12's place (lane order: column c fastest) */
+  for (uint h = 8; h < jb; h *= 2) {
+    const uint pw = 2 * h, nel = (jb + pw - 1) / pw * h * h;
+    for (uint e = lid; e < nel; e += lsz) {
+      const uint c = e % h, r = e / h % h, o1 = e / (h * h) * pw, o2 = o1 + h;
+      if (o2 + c >= jb)
+        continue;
+      T s0 = (T)0;
+      for (uint k = 0; k <= c; k++)
+        s0 += LA_MUL(G[(ulong)(o1 + r) * jb + o2 + k], tl[(o2 + k) * ld + o2 + c]);
+      tl[(o2 + c) * ld + o1 + r] = s0;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint e = lid; e < nel; e += lsz) {
+      const uint c = e % h, r = e / h % h, o1 = e / (h * h) * pw, o2 = o1 + h;
+      if (o2 + c >= jb)
+        continue;
+      T s0 = (T)0;
+      for (uint k = r; k < h; k++)
+        s0 += LA_MUL(tl[(o1 + r) * ld + o1 + k], tl[(o2 + c) * ld + o1 + k]);
+      tl[(o1 + r) * ld + o2 + c] = -s0;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  for (uint e = lid; e < jb * jb; e += lsz) {
+    const uint l = e / jb, i = e % jb;
+    t[tof + e] = l <= i ? tl[l * ld + i] : (T)0;
+  }
 }
 
 kernel void qr_larft(global const T *g, ulong goff, global const T *tau, ulong toff, uint jb,

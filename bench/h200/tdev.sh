@@ -5,7 +5,7 @@
 # Steps, in the order given:
 #   dev    kiln bench eigh f64/f32 at 1024 and 4096 (or SIZES; reps 3), phases from KILN_LOG=debug
 #   host   the same f64 on the host MRRR route (KILN_DEBUG_LINALG_HOST=notdev, reps 2)
-#   trace  eigh f64 4096 under cltrace (per-kernel device time)
+#   trace  eigh f64 4096 (or TRACE_SIZE) under cltrace (per-kernel device time)
 #   svd    svd f64 at 1024 and 4096 with phases and the U/V check's norms
 #   torch  PyTorch's eigh at the same sizes and dtypes
 #   tests  test_linalg_spectral's cases CASES (default panel, tiles, tdev and all)
@@ -28,7 +28,7 @@ for step in ${STEPS:-dev host trace torch tests}; do
       --reps 2 --dtype f64 --sizes 2^20,2^24 --filter $E > $R/bench-host.json \
       2> $R/phases-host.txt ;;
   trace)
-    trace_at dev f64 2^24 2 --filter $E ;;
+    trace_at dev f64 ${TRACE_SIZE:-2^24} 2 --filter $E ;;
   svd)
     KILN_LOG=debug timeout 40 $K bench --no-startup --json --reps 2 --dtype f64 \
       --sizes 2^20,2^24 --filter linalg.svd > $R/bench-svd.json 2> $R/phases-svd.txt ;;

@@ -355,9 +355,11 @@ block_vt(const kiln__lsp *L, kiln__lsp_mat a, uint64_t rows, uint64_t jb, kiln__
   KILN_TRY(block_v(L, a, rows, jb, ws));
   kiln__lsp_mat v = kiln__lsp_tmat(ws->v, jb), g = kiln__lsp_tmat(ws->g, jb);
   KILN_TRY(vt_c(L, rows, jb, v, v, jb, g)); /* G = V^T V: the same short, long-k shape */
-  /* T in local memory up to 32 KiB (jb <= 64 for f64) where the device leaves room */
-  uint64_t lm = L->ctx->info.local_mem_bytes, cap = lm > 40960 ? 32768 : lm / 2;
-  int in_local = jb * jb * L->ts <= cap;
+  /* T in local memory (with the leaves' blocks of G and tau: jb <= 64 for f64) where the
+   * device leaves room */
+  uint64_t lm = L->ctx->info.local_mem_bytes, cap = lm > 40960 ? lm - 2048 : lm / 2;
+  uint64_t lt = jb * (jb + 1) + 8 * ((jb + 7) / 8 * 8) + jb;
+  int in_local = lt * L->ts <= cap;
   KILN_TRY(kern(L, in_local ? "qr_larft_l" : "qr_larft", &k));
   kiln__args args = kiln__args_begin(L->op, k);
   args_mat(&args, g);
@@ -365,7 +367,7 @@ block_vt(const kiln__lsp *L, kiln__lsp_mat a, uint64_t rows, uint64_t jb, kiln__
   kiln__args_u32(&args, (uint32_t)jb);
   kiln__args_tensor(&args, ws->t);
   if (in_local)
-    kiln__args_local(&args, jb * jb * L->ts);
+    kiln__args_local(&args, lt * L->ts);
   size_t local = group_local(L, k);
   return kiln__args_enqueue_1d(&args, L->ctx, local, local);
 }

@@ -1768,7 +1768,8 @@ END_TEST
  * eigh's reduction by the persistent panel kernel (tr_panel: one work-group on CPU devices, one
  * per compute unit on GPUs, which then meet at its grid barriers): orders of one panel and of
  * several, tiles a task chosen by the kernel (several at 300 with one group) and fixed at 3 and
- * 1, both trailing updates, a batch; the launch count shows the kernel ran.
+ * 1, both trailing updates, a batch, tiny and huge entries; the launch count shows the kernel
+ * ran.
  */
 START_TEST(eigh_panel_kernel)
 {
@@ -1795,6 +1796,17 @@ START_TEST(eigh_panel_kernel)
     if (!small)
       eigh_case(dt, 1, 300, NULL, NULL);
     unsetenv("KILN_DEBUG_LINALG_HOST");
+    /* columns whose largest entry lies outside the range of tr_panel's unscaled sum of
+     * squares (its scaled second pass) */
+    const double scales[] = {dt == KILN_F32 ? 1e-10 : 1e-70, dt == KILN_F32 ? 1e10 : 1e70};
+    const size_t ns = small ? 9 : 40;
+    double *g = malloc(ns * ns * sizeof *g);
+    for (size_t k = 0; k < 2; k++) {
+      for (size_t e = 0; e < ns * ns; e++)
+        g[e] = scales[k] * urand(-1, 1);
+      eigh_case(dt, 1, ns, g, NULL);
+    }
+    free(g);
     eigh_quick = 0;
     ck_assert_msg(kiln__linalg_spectral_test_tr_panel_launches() > before,
                   "%s: eigh never launched tr_panel", kiln_dtype_name(dt));
