@@ -288,12 +288,26 @@ kernel void lu_panel(global T *a, ulong aoff, ulong lda, uint m, uint ncols, uin
  * another unit's stores do not update). Columns of the interchanges outside the kernel's own
  * (s0 .. s0+sw-1 minus j0 .. j0+ncols-1) are swapped in global memory by group 0, each column
  * always by the same lane, so no other lane or group touches them inside the kernel.
- * Real dtypes only.
+ * Complex dtypes hold LUG_W = 32 columns (the host's leaf width for them).
  */
+/* M(0) .. M(LUG_W - 1): the row is LUG_W scalars r0 .., every access at a constant index.
+ * NVIDIA's compiler kept a private array T r[64] (and r[32]) in off-chip memory even with every
+ * loop over it unrolled (CL_KERNEL_PRIVATE_MEM_SIZE 608 bytes; the panel then cost 9 us a
+ * column). Complex rows are 32 wide (two registers an element, as 64 real ones). */
+#define LUG_REP32(M)                                                                             \
+  M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15) \
+  M(16) M(17) M(18) M(19) M(20) M(21) M(22) M(23) M(24) M(25) M(26) M(27) M(28) M(29) M(30) M(31)
+#define LUG_REP2_32(M) \
+  M(0, 1) M(1, 2) M(2, 3) M(3, 4) M(4, 5) M(5, 6) M(6, 7) M(7, 8) M(8, 9) M(9, 10) M(10, 11) \
+  M(11, 12) M(12, 13) M(13, 14) M(14, 15) M(15, 16) M(16, 17) M(17, 18) M(18, 19) M(19, 20) \
+  M(20, 21) M(21, 22) M(22, 23) M(23, 24) M(24, 25) M(25, 26) M(26, 27) M(27, 28) M(28, 29) \
+  M(29, 30) M(30, 31)
+#if KILN_IS_COMPLEX
+#define LUG_W 32
+#define LUG_REP LUG_REP32
+#define LUG_REP2 LUG_REP2_32
+#else
 #define LUG_W 64
-/* M(0) .. M(63): the row is 64 scalars r0 .. r63, every access at a constant index. NVIDIA's
- * compiler kept a private array T r[64] (and r[32]) in off-chip memory even with every loop
- * over it unrolled (CL_KERNEL_PRIVATE_MEM_SIZE 608 bytes; the panel then cost 9 us a column). */
 #define LUG_REP(M)                                                                               \
   M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15) \
   M(16) M(17) M(18) M(19) M(20) M(21) M(22) M(23) M(24) M(25) M(26) M(27) M(28) M(29) M(30) M(31) \
@@ -308,11 +322,11 @@ kernel void lu_panel(global T *a, ulong aoff, ulong lda, uint m, uint ncols, uin
   M(38, 39) M(39, 40) M(40, 41) M(41, 42) M(42, 43) M(43, 44) M(44, 45) M(45, 46) M(46, 47) \
   M(47, 48) M(48, 49) M(49, 50) M(50, 51) M(51, 52) M(52, 53) M(53, 54) M(54, 55) M(55, 56) \
   M(56, 57) M(57, 58) M(58, 59) M(59, 60) M(60, 61) M(61, 62) M(62, 63)
-#if !KILN_IS_COMPLEX
+#endif
 kernel void lu_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols, uint j0,
                           global int *piv, ulong poff, global int *info, ulong ioff, uint s0,
                           uint sw, volatile global ulong2 *slot, uint sbase, volatile global T *x,
-                          local T *rv, local int *ri, local T *wrow, local T *drow)
+                          local RT *rv, local int *ri, local T *wrow, local T *drow)
 {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
   const uint g = get_group_id(0), G = get_num_groups(0);
@@ -340,15 +354,15 @@ kernel void lu_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
     break;
       LUG_REP(LUG_CASE)
     }
-    /* LAPACK's idamax: the first largest |x|; NaN is never a candidate (a NaN on the
-     * diagonal stays the pivot below, as in lu_panel) */
-    const T v = fabs(xj);
+    /* LAPACK's idamax (izamax: |re| + |im|): the first largest; NaN is never a candidate (a
+     * NaN on the diagonal stays the pivot below, as in lu_panel) */
+    const RT v = LA_ABS1(xj);
     const int cand = own && me >= jj && !isnan(v);
-    rv[lid] = cand ? v : (T)-1;
+    rv[lid] = cand ? v : (RT)-1;
     ri[lid] = cand ? (int)me : INT_MAX;
     argmax_tree(rv, ri, lid, lsz);
     const int wbest = ri[0];
-    const T wv = rv[0];
+    const RT wv = rv[0];
 #define LUG_PUT(c) xw[base + c] = r##c;
     if (own && (int)me == wbest) {
       const ulong base = (ulong)g * LUG_W;
@@ -365,7 +379,7 @@ kernel void lu_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
     /* PoCL 3.1 skipped that store when the polling loop below shared its region */
     barrier(CLK_LOCAL_MEM_FENCE);
     /* wait for every group's candidate of this column; keep the best */
-    T bv = (T)-1;
+    RT bv = (RT)-1;
     int bi = INT_MAX, bg = 0;
     for (uint h = lid; h < G; h += lsz) {
       ulong2 e;
@@ -373,7 +387,7 @@ kernel void lu_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
         e = sl[h];
       while ((uint)(e.y >> 32) != stamp);
       const int i2 = (int)(uint)e.y;
-      const T v2 = LA_VAL(e.x);
+      const RT v2 = LA_VAL(e.x);
       if (i2 != INT_MAX && (v2 > bv || (v2 == bv && i2 < bi))) {
         bv = v2;
         bi = i2;
@@ -386,7 +400,7 @@ kernel void lu_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
     argmax_tree(rv, ri, lid, lsz);
     /* the winning group is the one whose candidate has the winning position (one lane) */
     if (bi == ri[0] && bi != INT_MAX)
-      rv[0] = (T)bg;
+      rv[0] = (RT)bg;
     barrier(CLK_LOCAL_MEM_FENCE);
     const int best = ri[0];
     const uint wg = best == INT_MAX ? G : (uint)rv[0];
@@ -405,12 +419,12 @@ kernel void lu_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
       }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    const uint p = isnan(drow[jj]) || best == INT_MAX ? jj : (uint)best;
+    const uint p = LA_ISNAN(drow[jj]) || best == INT_MAX ? jj : (uint)best;
     local const T *prow = p == jj ? drow : wrow;
     if (g == 0) {
       if (lid == 0) {
         piv[poff + j0 + jj] = (int)(j0 + p) + 1;
-        if (prow[jj] == (T)0 && zero == 0)
+        if (LA_ISZERO(prow[jj]) && zero == 0)
           zero = (int)(j0 + jj) + 1;
       }
       if (p != jj)
@@ -444,8 +458,8 @@ kernel void lu_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
     break;
             LUG_REP(LUG_SETL)
           }
-          if (d != (T)0)
-            l = l / d;
+          if (!LA_ISZERO(d))
+            l = LA_DIV(l, d);
           /* the multiplier into column jj, then columns jj + 1 .. 63 from a jump into
            * straight-line code: the form with a select per column (every column tested
            * against jj) took 2.7 of the 5.5 us a column on the H200 */
@@ -459,7 +473,7 @@ kernel void lu_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
           switch (jj) {
 #define LUG_FALL(c, d1)                                                                          \
   case c:                                                                                        \
-    r##d1 -= l * prow[d1];
+    r##d1 -= LA_MUL(l, prow[d1]);
             LUG_REP2(LUG_FALL)
           default:
             break;
@@ -477,7 +491,6 @@ kernel void lu_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
   if (g == 0 && lid == 0)
     info[ioff] = zero;
 }
-#endif
 
 /*
  * laswp: at most LASWP_K interchanges in one launch, as one permutation of the rows they touch

@@ -669,7 +669,7 @@ kernel void tr_panel(global T *a, ulong aoff, uint n, uint j0, uint jb, global T
   uint target = sbase;
   for (uint i = 0; i < jb; i++) {
     const uint c = j0 + i, len = n - c - 1, nblk = (len + SY_TS - 1) / SY_TS;
-    /* the strips' tasks take nblk of the launch's G sets sets */
+    /* the strips' tasks take nblk of the launch's G x sets lane sets */
     const uint kt = symk ? symk : tr_kt(nblk, max(G * sets, 2 * nblk) - nblk);
     const uint ng = sy_groups(nblk, kt);
     volatile global const T *x = A + (ulong)c * n + c + 1;

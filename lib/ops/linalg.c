@@ -65,12 +65,11 @@ kiln__linalg_test_pwg(int pwg)
 }
 
 uint64_t
-kiln__linalg_grid_groups(const kiln_context *ctx, kiln_dtype dt, uint32_t pwg)
+kiln__linalg_grid_groups(const kiln_context *ctx, uint32_t pwg)
 {
-  /* real dtypes only, and one group gains nothing by default (a device of one compute unit,
-   * as the oclgrind simulator reports; the test hook still takes it) */
-  if (pwg <= 1 || kiln__dtype_is_complex(dt) ||
-      (ctx->info.compute_units < 2 && atomic_load(&hook_pwg) <= 0))
+  /* one group gains nothing by default (a device of one compute unit, as the oclgrind
+   * simulator reports; the test hook still takes it) */
+  if (pwg <= 1 || (ctx->info.compute_units < 2 && atomic_load(&hook_pwg) <= 0))
     return 0;
   /* CPUs run one group: PoCL's threads take a launch's groups in chunks, and two groups on
    * the same thread would wait for each other forever */
@@ -860,6 +859,13 @@ zero_fill(const la *L, kiln_tensor *t)
 
 /* ---------------------------------------------------------------- factorizations */
 
+/* lu_panel_grid's columns (LUG_W in cl_kernels/linalg.cl): complex elements take two registers. */
+static uint64_t
+lu_grid_w(kiln_dtype dt)
+{
+  return kiln__dtype_is_complex(dt) ? KILN__LINALG_GRID_W_COMPLEX : KILN__LINALG_GRID_W;
+}
+
 /* The LU panel kernels of one call (lu_run): lu_panel, and lu_panel_grid when pwg > 1. */
 typedef struct lu_pan {
   cl_kernel k;
@@ -885,7 +891,7 @@ lu_pan_make(const la *L, lu_pan *P)
   *P = (lu_pan){0};
   KILN_TRY(kern(L, "lu_panel", &P->k));
   P->local = panel_local(L, P->k);
-  P->gmax = kiln__linalg_grid_groups(L->ctx, L->dt, L->pwg);
+  P->gmax = kiln__linalg_grid_groups(L->ctx, L->pwg);
   if (P->gmax == 0)
     return KILN_OK;
   KILN_TRY(kern(L, "lu_panel_grid", &P->gk));
@@ -899,7 +905,7 @@ lu_pan_make(const la *L, lu_pan *P)
     P->glocal *= 2;
   if (max < 32)
     P->glocal = 0;
-  const uint64_t g = P->gmax, w = KILN__LINALG_GRID_W;
+  const uint64_t g = P->gmax, w = lu_grid_w(L->dt);
   kiln_status s = kiln__ops_scratch(L->op, L->ctx, L->dt, 2 * (g + 1) * w, &P->x);
   if (s == KILN_OK)
     s = kiln__ops_scratch(L->op, L->ctx, KILN_I32, 2 * g * 4, &P->slot);
@@ -952,7 +958,7 @@ lu_panel_rec(const la *L, lu_pan *P, mat a, uint64_t lda, uint64_t m, uint64_t c
   uint64_t G = 0;
   size_t gl = 0;
   int grid = lu_grid_shape(P, m - c0, &G, &gl);
-  if (grid && w <= KILN__LINALG_GRID_W) {
+  if (grid && w <= lu_grid_w(L->dt)) {
     if (P->sbase + w >= UINT32_MAX) { /* stamps restart from zeroed slots before they wrap */
       KILN_TRY(zero_fill(L, P->slot));
       P->sbase = 0;
@@ -972,12 +978,12 @@ lu_panel_rec(const la *L, lu_pan *P, mat a, uint64_t lda, uint64_t m, uint64_t c
     kiln__args_mem(&args, P->x->mem);
     kiln__args_local(&args, gl * L->ts);
     kiln__args_local(&args, gl * sizeof(cl_int));
-    kiln__args_local(&args, KILN__LINALG_GRID_W * L->ts);
-    kiln__args_local(&args, KILN__LINALG_GRID_W * L->ts);
+    kiln__args_local(&args, lu_grid_w(L->dt) * L->ts);
+    kiln__args_local(&args, lu_grid_w(L->dt) * L->ts);
     P->sbase += w;
     return kiln__args_enqueue_1d(&args, L->ctx, G * gl, gl);
   }
-  if (w <= (grid ? KILN__LINALG_GRID_W : L->leaf)) {
+  if (w <= (grid ? lu_grid_w(L->dt) : L->leaf)) {
     kiln__args args = kiln__args_begin(L->op, P->k);
     args_mat(&args, a);
     kiln__args_u64(&args, lda);

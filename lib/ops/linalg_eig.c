@@ -957,6 +957,37 @@ red_gemm(const kiln__lsp *L, uint64_t m, uint64_t n, uint64_t k, kiln__lsp_mat x
   return kiln__lsp_gemm(&l2, 0, 1, m, n, k, -1.0, x, y, 1.0, c);
 }
 
+/* The per-column kernels over the jb columns of the panel from j0: tr_symv, tr_fin. */
+static kiln_status
+tr_columns(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, uint64_t j0, uint64_t jb,
+           kiln__lsp_mat d, kiln__lsp_mat e, kiln__lsp_mat tau)
+{
+  uint64_t nb = t->nb, lpr = t->lfin >= TD_LPR ? TD_LPR : t->lfin;
+  for (uint64_t i = 0; i < jb; i++) {
+    uint64_t c = j0 + i, len = n - c - 1;
+    uint64_t nch = (len + 31) / 32, nblk = td_blocks(len), kt = td_symk(t, nblk), tiles = 0;
+    if (nch > t->nchunk)
+      nch = t->nchunk;
+    for (uint64_t ch = 0; ch * kt < nblk; ch++) /* chunk ch of the strips b < nblk - ch kt */
+      tiles += nblk - ch * kt;
+    kiln__args args = kiln__args_begin(L->op, t->ksym);
+    tr_args(&args, t, a, n, c, i, nch, kt);
+    kiln__args_local(&args, TD_TS * (TD_TS + 2) * L->ts);
+    KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, (size_t)(tiles + nch) * TD_TS, TD_TS));
+    args = kiln__args_begin(L->op, t->kfin);
+    tr_args(&args, t, a, n, c, i, nch, kt);
+    args_mat(&args, tau);
+    args_mat(&args, d);
+    args_mat(&args, e);
+    kiln__args_u32(&args, i + 1 < jb);
+    kiln__args_u32(&args, (uint32_t)lpr);
+    kiln__args_local(&args, (2 * nb + 4 * t->lfin) * L->ts);
+    size_t rows = t->lfin / lpr, groups = (size_t)((len + rows - 1) / rows);
+    KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, groups * t->lfin, t->lfin));
+  }
+  return KILN_OK;
+}
+
 /* tr_panel over the jb columns of the panel from j0 (linalg_eig.cl). */
 static kiln_status
 tr_panel(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, uint64_t j0, uint64_t jb,
@@ -990,9 +1021,10 @@ tr_panel(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, uint64_t j0,
 /*
  * Reduces the symmetric n x n matrix a (full, in place) to tridiagonal form as LAPACK's dsytrd
  * (lower) with dlatrd panels of nb columns: d[n], e[n-1], reflectors below the subdiagonal
- * with tau[n-1]. Per column two launches (tr_symv, tr_fin; no host wait: tr_fin also updates
- * the next column of its panel), per panel one GEMM A22 -= [V W] [W V]^T over the trailing
- * matrix's upper triangle (upper_update) or all of it: tr_symv reads the upper one only.
+ * with tau[n-1]. Per panel one launch of tr_panel (td_panel_groups) or per column two
+ * (tr_symv, tr_fin; no host wait: tr_fin also updates the next column of its panel), then one
+ * GEMM A22 -= [V W] [W V]^T over the trailing matrix's upper triangle (upper_update) or all of
+ * it: tr_symv reads the upper one only.
  */
 static kiln_status
 sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d, kiln__lsp_mat e,
@@ -1000,7 +1032,7 @@ sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d
 {
   if (n == 0)
     return KILN_OK;
-  uint64_t nb = t->nb, ld3 = 3 * nb, lpr = t->lfin >= TD_LPR ? TD_LPR : t->lfin;
+  uint64_t nb = t->nb, ld3 = 3 * nb;
   kiln__lsp_mat vw = kiln__lsp_tmat(t->vw, ld3);
   if (t->gpan) {
     KILN_TRY(kiln__linalg_zero(L->op, L->ctx, t->sync));
@@ -1015,30 +1047,8 @@ sytrd(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, kiln__lsp_mat d
                             (vw.off + j0 * ld3) * L->ts, (n - j0) * ld3 * L->ts, 0, NULL, NULL);
     if (err != CL_SUCCESS)
       return kiln__fail_cl(L->op, err, "clEnqueueFillBuffer");
-    if (t->gpan)
-      KILN_TRY(tr_panel(L, t, a, n, j0, jb, d, e, tau));
-    for (uint64_t i = 0; i < jb && !t->gpan; i++) {
-      uint64_t c = j0 + i, len = n - c - 1;
-      uint64_t nch = (len + 31) / 32, nblk = td_blocks(len), kt = td_symk(t, nblk), tiles = 0;
-      if (nch > t->nchunk)
-        nch = t->nchunk;
-      for (uint64_t ch = 0; ch * kt < nblk; ch++) /* chunk ch of the strips b < nblk - ch kt */
-        tiles += nblk - ch * kt;
-      kiln__args args = kiln__args_begin(L->op, t->ksym);
-      tr_args(&args, t, a, n, c, i, nch, kt);
-      kiln__args_local(&args, TD_TS * (TD_TS + 2) * L->ts);
-      KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, (size_t)(tiles + nch) * TD_TS, TD_TS));
-      args = kiln__args_begin(L->op, t->kfin);
-      tr_args(&args, t, a, n, c, i, nch, kt);
-      args_mat(&args, tau);
-      args_mat(&args, d);
-      args_mat(&args, e);
-      kiln__args_u32(&args, i + 1 < jb);
-      kiln__args_u32(&args, (uint32_t)lpr);
-      kiln__args_local(&args, (2 * nb + 4 * t->lfin) * L->ts);
-      size_t rows = t->lfin / lpr, groups = (size_t)((len + rows - 1) / rows);
-      KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, groups * t->lfin, t->lfin));
-    }
+    KILN_TRY(t->gpan ? tr_panel(L, t, a, n, j0, jb, d, e, tau)
+                     : tr_columns(L, t, a, n, j0, jb, d, e, tau));
     uint64_t r0 = j0 + jb, nt = n - r0;
     kiln__lsp_mat a22 = a, x = vw, y = vw;
     a22.off += r0 * n + r0;

@@ -109,13 +109,14 @@ typedef struct kiln__linalg_params {
  * panel held in registers; panels wider than its KILN__LINALG_GRID_W columns recurse (leaf
  * KILN__LINALG_GRID_W). CPUs keep one work-group: PoCL's threads take work-groups in chunks,
  * so two groups of one launch may run one after the other on the same thread and wait
- * forever. Complex dtypes keep lu_panel. On the H200 (2026-12-02, f64, docs/linalg.md) LU of
- * 4096 took 35.4 ms with lu_panel_grid over all 132 compute units (35.8 over 32, 35.4 over
- * 64) against 134 on lu_panel.
+ * forever. Complex rows hold KILN__LINALG_GRID_W_COMPLEX columns (two registers an element).
+ * On the H200 (2026-12-02, f64, docs/linalg.md) LU of 4096 took 35.4 ms with lu_panel_grid over
+ * all 132 compute units (35.8 over 32, 35.4 over 64) against 134 on lu_panel.
  */
 #define KILN__LINALG_RULE_PWG_GPU 1024
 #define KILN__LINALG_RULE_PWG_CPU 1
 #define KILN__LINALG_GRID_W 64
+#define KILN__LINALG_GRID_W_COMPLEX 32
 
 /* laswp's interchanges per launch and columns per work-group (LASWP_K, LASWP_CW in
  * cl_kernels/linalg.cl) */
@@ -124,11 +125,11 @@ typedef struct kiln__linalg_params {
 
 /*
  * The most work-groups the grid panel kernels (lu_panel_grid, qr_panel_grid) take for pwg on
- * ctx's device: 0 where they do not run (pwg <= 1, complex dtypes, a device of one compute
- * unit unless kiln__linalg_test_pwg is set), 1 on CPUs, else min(pwg, compute units), so
- * that every group is resident at once.
+ * ctx's device: 0 where they do not run (pwg <= 1, a device of one compute unit unless
+ * kiln__linalg_test_pwg is set), 1 on CPUs, else min(pwg, compute units), so that every group
+ * is resident at once. (qr_panel_grid is real only: its caller checks the dtype.)
  */
-uint64_t kiln__linalg_grid_groups(const kiln_context *ctx, kiln_dtype dt, uint32_t pwg);
+uint64_t kiln__linalg_grid_groups(const kiln_context *ctx, uint32_t pwg);
 
 /* Copies the rows x cols block of ts-byte elements at element soff of src (row stride lds) to
  * doff of dst (row stride ldd), ctx->lock held; failures name op and clEnqueueCopyBufferRect. */

@@ -558,7 +558,9 @@ qr_pan_make(const kiln__lsp *L, kiln__lsp_ws *ws, qr_pan *P)
   *P = (qr_pan){0};
   KILN_TRY(kern(L, "qr_panel", &P->k));
   P->local = group_local(L, P->k);
-  const uint64_t g = kiln__linalg_grid_groups(L->ctx, L->dt, L->pwg), w = KILN__LSP_GRID_W;
+  /* qr_panel_grid is built for real dtypes only */
+  const uint64_t g = kiln__dtype_is_complex(L->dt) ? 0 : kiln__linalg_grid_groups(L->ctx, L->pwg);
+  const uint64_t w = KILN__LSP_GRID_W;
   if (g == 0)
     return KILN_OK;
   cl_kernel gk;

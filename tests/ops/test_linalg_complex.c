@@ -312,15 +312,18 @@ START_TEST(lu_blocked_paths)
       lu_case(dt, 1, &bd, 33, 33);
     }
   }
-  /* a multi-group panel asked for (the tuner's pwg): complex keeps lu_panel */
+  /* a multi-group panel asked for (the tuner's pwg): lu_panel_grid, its rows 32 complex
+   * columns wide (panels of 16 in one launch, of 64 in two leaves of 32) */
   kiln__linalg_test_pwg(4);
-  hook_nb = 16;
   hook_small = 0;
   hook_leaf = -1;
   hook_gemm = -1;
   FOR_DTYPES(dt)
   {
+    hook_nb = 16;
     lu_case(dt, 0, NULL, 40, 23);
+    hook_nb = 64;
+    lu_case(dt, 0, NULL, harness_small() ? 70 : 150, harness_small() ? 66 : 131);
   }
   kiln__linalg_test_pwg(-1);
   for (int ahead = 1; ahead <= 2; ahead++) {
