@@ -2244,6 +2244,165 @@ orth_err_dev(const kiln__lsp *L, kiln__lsp_mat x, uint64_t count, uint64_t n, do
   return s;
 }
 
+#if KILN_HAVE_LAPACKE
+static atomic_uint gk_dev_taken;
+
+unsigned
+kiln__linalg_spectral_test_gk_device(void)
+{
+  return atomic_load(&gk_dev_taken);
+}
+
+/*
+ * Whether svd's bidiagonal SVD of order n (with vectors) tries the device: where eigh's
+ * tridiagonal stage of order 2n would (use_tdev: GPUs with fp64, its hook, `tdev` / `notdev`),
+ * unless KILN_DEBUG_LINALG_HOST names one of svd's host routines.
+ */
+static int
+gk_on_device(const kiln__lsp *L, uint64_t n)
+{
+  if (host_pick("gkmrrr") || host_pick("bdsdc") || host_pick("bdsvdx") || host_pick("bdsqr"))
+    return 0;
+  return n >= 2 && use_tdev(L, 2 * n);
+}
+
+/*
+ * One thread's share of the read-out of the device's Golub-Kahan eigenvectors (gk_run's for
+ * the host's): columns c0 .. c1 - 1 of U, V and s. r is the positive half of Z component-major
+ * (2n rows of n; column k the vector of the k-th positive eigenvalue w[k], ascending; z = [v_1,
+ * u_1, v_2, u_2, ...] / sqrt(2)), each half normalised on its own; a thread walks its own
+ * stretch of every row of r. dev: the largest | ||half||^2 - 1/2 | of its columns.
+ */
+typedef struct gk_rows_job {
+  const double *r, *w;
+  uint64_t n, c0, c1;
+  double *s, *u, *v, dev;
+} gk_rows_job;
+
+static void *
+gk_rows_run(void *arg)
+{
+  gk_rows_job *j = arg;
+  const uint64_t n = j->n, nc = j->c1 - j->c0, k0 = n - j->c1; /* its k: k0 .. k0 + nc - 1 */
+  double *nu = calloc(2 * (nc ? nc : 1), sizeof *nu), *nv = nu + nc;
+  j->dev = INFINITY;
+  if (!nu)
+    return NULL;
+  for (uint64_t i = 0; i < n; i++)
+    for (uint64_t q = 0; q < nc; q++) {
+      const double a = j->r[2 * i * n + k0 + q], b = j->r[(2 * i + 1) * n + k0 + q];
+      nv[q] += a * a;
+      nu[q] += b * b;
+    }
+  j->dev = 0;
+  for (uint64_t q = 0; q < nc; q++) {
+    j->dev = fmax(j->dev, fmax(fabs(nu[q] - 0.5), fabs(nv[q] - 0.5)));
+    nu[q] = nu[q] > 0 ? 1 / sqrt(nu[q]) : 0;
+    nv[q] = nv[q] > 0 ? 1 / sqrt(nv[q]) : 0;
+  }
+  for (uint64_t c = j->c0; c < j->c1; c++)
+    j->s[c] = j->w[n - 1 - c];
+  for (uint64_t i = 0; i < n; i++)
+    for (uint64_t c = j->c0; c < j->c1; c++) {
+      const uint64_t q = n - 1 - c - k0;
+      j->u[i * n + c] = j->r[(2 * i + 1) * n + k0 + q] * nu[q];
+      j->v[i * n + c] = j->r[2 * i * n + k0 + q] * nv[q];
+    }
+  free(nu);
+  return NULL;
+}
+
+/* gk_rows_run over the host threads; the largest deviation. */
+static double
+gk_rows(uint64_t n, const double *r, const double *w, double *s, double *u, double *v)
+{
+  gk_rows_job job[64];
+  uint64_t nj = mrrr_threads(n);
+  nj = nj < 64 ? nj : 64;
+  nj = nj < n ? nj : n;
+  for (uint64_t t = 0; t < nj; t++)
+    job[t] = (gk_rows_job){.r = r,
+                           .w = w,
+                           .n = n,
+                           .c0 = t * n / nj,
+                           .c1 = (t + 1) * n / nj,
+                           .s = s,
+                           .u = u,
+                           .v = v};
+  run_jobs(gk_rows_run, job, sizeof job[0], nj);
+  double dev = 0;
+  for (uint64_t t = 0; t < nj; t++)
+    dev = fmax(dev, job[t].dev);
+  return dev;
+}
+
+/*
+ * svd's bidiagonal SVD of order n (d[n], e[n-1]; host f64) on the device: eigh's tridiagonal
+ * stage (in f64) on the 2n Golub-Kahan matrix (zero diagonal, off-diagonal d_1, e_1, d_2, ...,
+ * d_n: eigenvalues +-s_i), its positive half read back (*z: the 2n x 2n f64 Z, made on first
+ * use) and split into U and V as the host's Golub-Kahan MRRR does. *ok = 0 (the stage declined,
+ * a numerically zero singular value, or a half's norm^2 off 1/2 by more than 3 (2n) eps, as
+ * gk_mrrr) leaves the host routines to the caller; the caller's check of U^T U and V^T V
+ * decides the rest, as for gk_mrrr's vectors.
+ */
+static kiln_status
+gk_device(const kiln__lsp *L, kiln__lsp_tdev **tds, kiln_tensor **z, uint64_t b, uint64_t n,
+          const double *d, const double *e, double *s, double *u, double *v, int *ok)
+{
+  *ok = 0;
+  const uint64_t N = 2 * n;
+  kiln__lsp L64 = *L;
+  L64.dt = KILN_F64;
+  L64.ts = 8;
+  if (!*z)
+    KILN_TRY(kiln__ops_scratch(L->op, L->ctx, KILN_F64, N * N, z));
+  double *td = calloc(N, sizeof *td), *te = malloc(N * sizeof *te), *w = malloc(N * sizeof *w);
+  double *r = malloc(N * n * sizeof *r);
+  kiln_status st = host_mem(L->op, td && te && w && r);
+  int done = 0;
+  double tm[4] = {mono_s(), 0, 0, 0}; /* for the debug line: the stage, the read, the split */
+  if (st == KILN_OK) {
+    for (uint64_t k = 0; k < n; k++) {
+      te[2 * k] = d[k];
+      te[2 * k + 1] = k + 1 < n ? e[k] : 0.0;
+    }
+    st = kiln__lsp_tridiag_device(&L64, tds, N, td, te, w, kiln__lsp_tmat(*z, N), &done);
+  }
+  tm[1] = tm[2] = tm[3] = mono_s();
+  /* a numerically zero s: the +-s pair's vectors may put their weight in one half */
+  int zero = done && !(w[n] > (double)n * DBL_EPSILON * w[N - 1]);
+  double dev = INFINITY;
+  if (st == KILN_OK && done && !zero) {
+    size_t org[3] = {(size_t)(n * 8), 0, 0}, hor[3] = {0, 0, 0}, reg[3] = {(size_t)(n * 8), N, 1};
+    cl_int err = clEnqueueReadBufferRect(L->ctx->queue, (*z)->mem, CL_TRUE, org, hor, reg,
+                                         (size_t)(N * 8), 0, (size_t)(n * 8), 0, r, 0, NULL, NULL);
+    tm[2] = tm[3] = mono_s();
+    if (err != CL_SUCCESS)
+      st = kiln__fail_cl(L->op, err, "clEnqueueReadBufferRect (Golub-Kahan vectors)");
+    else
+      dev = gk_rows(n, r, w + n, s, u, v);
+    tm[3] = mono_s();
+    *ok = st == KILN_OK && dev <= 3.0 * (double)N * DBL_EPSILON;
+  }
+  if (st == KILN_OK)
+    kiln__log(KILN__LOG_DEBUG,
+              "%s: Golub-Kahan stage on the device, matrix %llu: %s%.3g (2n eps units)%s; "
+              "stage %.1f ms (the queue's earlier work included), read %.1f, split %.1f",
+              L->op, (unsigned long long)b,
+              !done  ? "the device stage declined: "
+              : zero ? "a numerically zero singular value: "
+                     : "halves' norms^2 off 1/2 by ",
+              done && !zero ? dev / ((double)N * DBL_EPSILON) : 0.0,
+              *ok ? "" : "; the host routines instead", (tm[1] - tm[0]) * 1e3,
+              (tm[2] - tm[1]) * 1e3, (tm[3] - tm[2]) * 1e3);
+  free(td);
+  free(te);
+  free(w);
+  free(r);
+  return st;
+}
+#endif
+
 static kiln_status
 svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uint64_t batch,
            int full, kiln_tensor *uo, kiln_tensor *so, kiln_tensor *vto)
@@ -2286,6 +2445,8 @@ svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uin
     s = gb_make(L, M, N, &g);
   }
   double t0 = 0;
+  kiln__lsp_tdev *tds = NULL;
+  kiln_tensor *gz = NULL; /* the device Golub-Kahan stage's Z */
   phase(L, "start", N, &t0);
   for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
     kiln__lsp_mat ab = kiln__lsp_tmat(a, n);
@@ -2312,16 +2473,24 @@ svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uin
       if (err != CL_SUCCESS)
         s = kiln__fail_cl(L->op, err, "clFlush");
     }
-    int chk = 0, level;
+    int chk = 0, level, gkd = 0;
     memcpy(hd0, hd, N * sizeof *hd0);
     memcpy(he0, he, N * sizeof *he0);
 #if KILN_HAVE_LAPACKE
-    if (s == KILN_OK)
+    if (s == KILN_OK && vec && gk_on_device(L, N)) {
+      s = gk_device(L, &tds, &gz, b, N, hd, he, hs, ub, hv, &gkd);
+      if (gkd) { /* checked below as gk_mrrr's: a redo leaves the Golub-Kahan route out */
+        chk = 2;
+        atomic_fetch_add(&gk_dev_taken, 1);
+      }
+    }
+    if (s == KILN_OK && !gkd)
       s = bidiag_svd(L->op, b, N, hd, he, hs, vec ? ub : NULL, hv, 0, &chk);
 #endif
     phase(L,
-          vec ? "host bidiagonal svd (vectors; Q, P formed on the device meanwhile)"
-              : "host bidiagonal values",
+          gkd   ? "device bidiagonal svd (the Golub-Kahan matrix's eigenvectors)"
+          : vec ? "host bidiagonal svd (vectors; Q, P formed on the device meanwhile)"
+                : "host bidiagonal values",
           N, &t0);
     if (s == KILN_OK)
       s = write_vec(L, so, b * N, N, hs);
@@ -2394,6 +2563,10 @@ svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uin
   gb_release(&g);
   for (int i = 0; i < 9; i++)
     kiln_tensor_release(t[i]);
+#if KILN_HAVE_LAPACKE
+  kiln__lsp_tdev_release(tds);
+#endif
+  kiln_tensor_release(gz);
   free(hd);
   free(he);
   free(hs);

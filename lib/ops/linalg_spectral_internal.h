@@ -296,6 +296,9 @@ unsigned kiln__linalg_spectral_test_eigh_redone(void);
  * always (one work-group on CPU devices), 0 never (the per-column kernels), -1 the built-in
  * rule (GPUs). Process-wide. */
 void kiln__linalg_spectral_test_tr_panel(int mode);
+/* Test hook: how many matrices svd's bidiagonal SVD took on the device (the Golub-Kahan matrix
+ * through eigh's tridiagonal stage; process-wide, never reset). */
+unsigned kiln__linalg_spectral_test_gk_device(void);
 /* Test hook: tr_panel's launches so far (process-wide, never reset). */
 unsigned kiln__linalg_spectral_test_tr_panel_launches(void);
 

@@ -1815,6 +1815,41 @@ START_TEST(eigh_panel_kernel)
 }
 END_TEST
 
+/*
+ * svd's bidiagonal SVD on the device (eigh's tridiagonal stage on the 2n Golub-Kahan matrix,
+ * forced on any device by the stage's hook): random tall, wide and square matrices, repeated
+ * singular values, and the cases it declines (zero singular values: the host routines) meet
+ * the usual bounds; the count shows the device route served some.
+ */
+START_TEST(svd_gk_device)
+{
+  if (!KILN_HAVE_LAPACKE)
+    return;
+  int small = harness_small();
+  kiln__linalg_spectral_test_tdev(1, -1, 0.0);
+  FOR_DTYPES(dt)
+  {
+    unsigned before = kiln__linalg_spectral_test_gk_device();
+    static const size_t sh[][2] = {{9, 6}, {6, 9}, {40, 33}, {70, 70}};
+    for (size_t i = 0; i < (small ? 2u : 4u); i++)
+      svd_case(dt, 1, sh[i][0], sh[i][1], NULL, NULL);
+    static const double sv[4] = {5, 2, 2, 0.5}; /* repeated singular values */
+    double *a = with_svals(6, 4, sv);
+    svd_case(dt, 1, 6, 4, a, sv);
+    free(a);
+    static const double sv0[5] = {3, 1, 0, 0, 0}; /* declined: zero singular values */
+    a = with_svals(5, 8, sv0);
+    svd_case(dt, 1, 5, 8, a, sv0);
+    free(a);
+    if (!small)
+      svd_case(dt, 2, 30, 20, NULL, NULL);
+    ck_assert_msg(kiln__linalg_spectral_test_gk_device() > before,
+                  "%s: svd never took the device's Golub-Kahan stage", kiln_dtype_name(dt));
+  }
+  kiln__linalg_spectral_test_tdev(-1, -1, 0.0);
+}
+END_TEST
+
 /* A tcase of s with the suite's timeout and hooks' reset, in the order of the calls. */
 static TCase *
 spectral_case(Suite *s, const char *name)
@@ -1858,6 +1893,7 @@ spectral_suite(void)
   tcase_add_test(tiles, eigh_reduction_tiles);
   tcase_add_test(tiles, eigh_checked);
   tcase_add_test(spectral_case(s, "panel"), eigh_panel_kernel);
+  tcase_add_test(spectral_case(s, "gkdev"), svd_gk_device);
   return s;
 }
 
