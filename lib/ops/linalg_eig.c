@@ -2479,6 +2479,12 @@ svd_device(const kiln__lsp *L, const kiln_tensor *a, uint64_t m, uint64_t n, uin
 #if KILN_HAVE_LAPACKE
     if (s == KILN_OK && vec && gk_on_device(L, N)) {
       s = gk_device(L, &tds, &gz, b, N, hd, he, hs, ub, hv, &gkd);
+      if (s == KILN_ERR_DEVICE_MEMORY) { /* its 2N x 2N buffers: the host's routines need none */
+        kiln__log(KILN__LOG_DEBUG, "%s: no device memory for the Golub-Kahan stage of order %llu",
+                  L->op, (unsigned long long)(2 * N));
+        s = KILN_OK;
+        gkd = 0;
+      }
       if (gkd) { /* checked below as gk_mrrr's: a redo leaves the Golub-Kahan route out */
         chk = 2;
         atomic_fetch_add(&gk_dev_taken, 1);
