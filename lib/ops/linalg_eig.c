@@ -801,6 +801,14 @@ td_symk(const td_ws *t, uint64_t nblk)
   return k < 1 ? 1 : k > 4 ? 4 : k;
 }
 
+/* tr_panel's local memory in elements: its lane sets' tile scratch or tr_fin_panel's. */
+static size_t
+tr_panel_local(const td_ws *t)
+{
+  size_t lm = t->lpan / TD_TS * (TD_TS + 8 * (TD_TS + 1)), lf = 4 * t->nb + 6 * t->lpan;
+  return lm > lf ? lm : lf;
+}
+
 static atomic_int hook_panel = -1;
 static atomic_uint panel_launches;
 
@@ -874,7 +882,8 @@ td_ws_make(const kiln__lsp *L, uint64_t n, td_ws *t)
     t->lpan = group_local(L, t->kpan, debug_pow2("lpan=", 256));
     /* a row's V and W columns in four loads a lane (nb <= 4 TD_LPR), the partials' columns
      * one lane each */
-    if (t->lpan < TD_TS || t->lpan < 2 * t->nb || t->nb > 4 * TD_LPR)
+    if (t->lpan < TD_TS || t->lpan < 2 * t->nb || t->nb > 4 * TD_LPR ||
+        tr_panel_local(t) * L->ts > L->ctx->info.local_mem_bytes)
       t->gpan = 0;
   }
   uint64_t nn = n ? n : 1, slots = td_blocks(n > 1 ? n - 1 : 1);
@@ -994,7 +1003,6 @@ tr_panel(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, uint64_t j0,
          kiln__lsp_mat d, kiln__lsp_mat e, kiln__lsp_mat tau)
 {
   uint64_t nb = t->nb, lpr = t->lpan >= TD_LPR ? TD_LPR : t->lpan;
-  size_t sets = t->lpan / TD_TS, lm = sets * (TD_TS + 8 * (TD_TS + 1)), lf = 4 * nb + 6 * t->lpan;
   kiln__args args = kiln__args_begin(L->op, t->kpan);
   args_mat(&args, a);
   kiln__args_u32(&args, (uint32_t)n);
@@ -1012,7 +1020,7 @@ tr_panel(const kiln__lsp *L, td_ws *t, kiln__lsp_mat a, uint64_t n, uint64_t j0,
   kiln__args_u32(&args, (uint32_t)lpr);
   kiln__args_mem(&args, t->sync->mem);
   kiln__args_u32(&args, (uint32_t)t->sbase);
-  kiln__args_local(&args, (lm > lf ? lm : lf) * L->ts);
+  kiln__args_local(&args, tr_panel_local(t) * L->ts);
   t->sbase += t->gpan * (2 * jb - 1);
   atomic_fetch_add(&panel_launches, 1);
   return kiln__args_enqueue_1d(&args, L->ctx, t->gpan * t->lpan, t->lpan);
