@@ -308,17 +308,15 @@ kernel void lu_panel(global T *a, ulong aoff, ulong lda, uint m, uint ncols, uin
 #define LUG_REP2 LUG_REP2_32
 #else
 #define LUG_W 64
+/* the 64-wide rows: the 32-wide lists and their second halves (M(c, c + 1): the update of
+ * the columns after c, by fallthrough) */
 #define LUG_REP(M)                                                                               \
-  M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15) \
-  M(16) M(17) M(18) M(19) M(20) M(21) M(22) M(23) M(24) M(25) M(26) M(27) M(28) M(29) M(30) M(31) \
+  LUG_REP32(M)                                                                                   \
   M(32) M(33) M(34) M(35) M(36) M(37) M(38) M(39) M(40) M(41) M(42) M(43) M(44) M(45) M(46) M(47) \
   M(48) M(49) M(50) M(51) M(52) M(53) M(54) M(55) M(56) M(57) M(58) M(59) M(60) M(61) M(62) M(63)
-/* M(c, c + 1) for c = 0 .. 62: the update of the columns after c, by fallthrough */
 #define LUG_REP2(M) \
-  M(0, 1) M(1, 2) M(2, 3) M(3, 4) M(4, 5) M(5, 6) M(6, 7) M(7, 8) M(8, 9) M(9, 10) M(10, 11) \
-  M(11, 12) M(12, 13) M(13, 14) M(14, 15) M(15, 16) M(16, 17) M(17, 18) M(18, 19) M(19, 20) \
-  M(20, 21) M(21, 22) M(22, 23) M(23, 24) M(24, 25) M(25, 26) M(26, 27) M(27, 28) M(28, 29) \
-  M(29, 30) M(30, 31) M(31, 32) M(32, 33) M(33, 34) M(34, 35) M(35, 36) M(36, 37) M(37, 38) \
+  LUG_REP2_32(M) \
+  M(31, 32) M(32, 33) M(33, 34) M(34, 35) M(35, 36) M(36, 37) M(37, 38) \
   M(38, 39) M(39, 40) M(40, 41) M(41, 42) M(42, 43) M(43, 44) M(44, 45) M(45, 46) M(46, 47) \
   M(47, 48) M(48, 49) M(49, 50) M(50, 51) M(51, 52) M(52, 53) M(53, 54) M(54, 55) M(55, 56) \
   M(56, 57) M(57, 58) M(58, 59) M(59, 60) M(60, 61) M(61, 62) M(62, 63)

@@ -258,10 +258,9 @@ inline void fin_tail(global const T *x, global const T *aa, global const T *W, g
 }
 
 /*
- * tr_fin's rows: row r = c+1+t (lpr lanes a row, sub the lane's share): v_t into V's column i
- * (and below A[c+1][c], the reflector's home), w_t + alpha v_t into W's column i; with upd
- * (column c+1 in the panel) row c+1's update A[c+1][c+1 ..] -= V W[c+1]^T + W V[c+1]^T over
- * the first i + 1 columns; d[c], e[c], tau[c] from t = 0. red: 3 lsz T (not sh's first 2 nb).
+ * tr_fin's rows: row r = c+1+t (lpr lanes a row, sub the lane's share): this lane's sums over
+ * the row's V and W columns and its slots of q_t, then fin_row_end. red: 3 lsz T (not sh's
+ * first 2 nb).
  */
 inline void fin_rows(global T *A, global const T *x, global const T *aa, global const T *W,
                      global T *V, uint n, uint c, uint i, uint nb, uint len, uint nblk, uint kt,
@@ -288,32 +287,10 @@ inline void fin_rows(global T *A, global const T *x, global const T *aa, global 
       acc += on * (vl[q] * w1[q] + wl[q] * v1[q]);
     }
   }
-  /* the row's lpr partial sums */
-  red[lid] = corr;
-  red[lsz + lid] = acc;
-  red[2 * lsz + lid] = qt;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (sub == 0 && t < len) {
-    for (uint k = 1; k < lpr; k++) {
-      corr += red[lid + k];
-      acc += red[lsz + lid + k];
-      qt += red[2 * lsz + lid + k];
-    }
-    const T vt = t == 0 ? (T)1 : scal * x[t];
-    const T wf = tj * (aa[t] + scal * qt - corr) + alpha * vt;
-    if (upd) /* column i: V[c+1][i] = 1 */
-      A[(ulong)(c + 1) * n + r] -= acc + vt * wf1 + wf;
-    Vr[i] = vt;
-    Vr[nb + i] = wf;
-    Vr[2 * nb + i] = vt;
-    if (t > 0)
-      A[(ulong)r * n + c] = vt;
-  }
-  if (t == 0 && sub == 0) {
-    tau[c] = tj;
-    e[c] = beta;
-    d[c] = x[-1]; /* A[c][c] */
-  }
+  const int first = sub == 0 && t < len;
+  fin_row_end(corr, acc, qt, first ? x[t] : (T)0, first ? aa[t] : (T)0,
+              first ? A[(ulong)(c + 1) * n + r] : (T)0, A, V, n, c, i, nb, len, t, sub, lpr, upd,
+              tj, beta, scal, alpha, wf1, x, tau, d, e, red, lid, lsz);
 }
 
 kernel void tr_symv(global const T *a, ulong aoff, uint n, uint c, uint i, global const T *vw,
@@ -458,7 +435,7 @@ inline void tr_row_load(tr_row *R, volatile global const T *x, volatile global c
   R->qt = on ? sy_row_v(W, n, t, nblk, kt, sub, lpr) : (T)0;
 }
 
-/* tr_fin's row work from the loaded share (fin_rows'); red: 3 lsz T, not sh's first 2 nb. */
+/* tr_fin's row work from the loaded share, as fin_rows; red: 3 lsz T, not sh's first 2 nb. */
 inline void tr_row_finish(const tr_row *R, global T *A, global T *Vw, uint n, uint c, uint i,
                           uint nb, uint len, uint t, uint sub, uint lpr, uint upd, T tj, T beta,
                           T scal, T alpha, T wf1, volatile global const T *x, global T *tau,
@@ -474,34 +451,8 @@ inline void tr_row_finish(const tr_row *R, global T *A, global T *Vw, uint n, ui
       acc += R->vl[q] * R->w1[q] + R->wl[q] * R->v1[q];
     }
   }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  red[lid] = corr;
-  red[lsz + lid] = acc;
-  red[2 * lsz + lid] = qt;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  const uint r = c + 1 + min(t, len - 1);
-  if (sub == 0 && t < len) {
-    for (uint k = 1; k < lpr; k++) {
-      corr += red[lid + k];
-      acc += red[lsz + lid + k];
-      qt += red[2 * lsz + lid + k];
-    }
-    const T vt = t == 0 ? (T)1 : scal * R->xt;
-    const T wf = tj * (R->at + scal * qt - corr) + alpha * vt;
-    if (upd) /* column i: V[c+1][i] = 1 */
-      A[(ulong)(c + 1) * n + r] = R->ar - (acc + vt * wf1 + wf);
-    global T *Vo = Vw + (ulong)r * 3 * nb;
-    Vo[i] = vt;
-    Vo[nb + i] = wf;
-    Vo[2 * nb + i] = vt;
-    if (t > 0)
-      A[(ulong)r * n + c] = vt;
-  }
-  if (t == 0 && sub == 0) {
-    tau[c] = tj;
-    e[c] = beta;
-    d[c] = x[-1]; /* A[c][c] */
-  }
+  fin_row_end_v(corr, acc, qt, R->xt, R->at, R->ar, A, Vw, n, c, i, nb, len, t, sub, lpr, upd,
+                tj, beta, scal, alpha, wf1, x, tau, d, e, red, lid, lsz);
 }
 
 /*

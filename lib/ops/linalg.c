@@ -64,6 +64,14 @@ kiln__linalg_test_pwg(int pwg)
   atomic_store(&hook_pwg, pwg);
 }
 
+static atomic_uint grid_launches;
+
+unsigned
+kiln__linalg_test_grid_launches(void)
+{
+  return atomic_load(&grid_launches);
+}
+
 uint64_t
 kiln__linalg_grid_groups(const kiln_context *ctx, uint32_t pwg)
 {
@@ -981,6 +989,7 @@ lu_panel_rec(const la *L, lu_pan *P, mat a, uint64_t lda, uint64_t m, uint64_t c
     kiln__args_local(&args, lu_grid_w(L->dt) * L->ts);
     kiln__args_local(&args, lu_grid_w(L->dt) * L->ts);
     P->sbase += w;
+    atomic_fetch_add(&grid_launches, 1);
     return kiln__args_enqueue_1d(&args, L->ctx, G * gl, gl);
   }
   if (w <= (grid ? lu_grid_w(L->dt) : L->leaf)) {

@@ -286,6 +286,8 @@ void kiln__linalg_test_ahead(int ahead);
 /* Test hook: pwg > 0 forces the LU and QR panels' work-groups (the "pwg" parameter; on CPUs
  * the grid kernels then run as one work-group); -1 restores the tuner's choice. */
 void kiln__linalg_test_pwg(int pwg);
+/* Test hook: lu_panel_grid's launches since the process started. */
+unsigned kiln__linalg_test_grid_launches(void);
 
 /* Test hook: GEMMs run with kiln's CLBlast temporary buffer since the process started. */
 uint64_t kiln__linalg_test_temp_gemms(void);

@@ -320,10 +320,13 @@ START_TEST(lu_blocked_paths)
   hook_gemm = -1;
   FOR_DTYPES(dt)
   {
+    unsigned before = kiln__linalg_test_grid_launches();
     hook_nb = 16;
     lu_case(dt, 0, NULL, 40, 23);
     hook_nb = 64;
     lu_case(dt, 0, NULL, harness_small() ? 70 : 150, harness_small() ? 66 : 131);
+    ck_assert_msg(kiln__linalg_test_grid_launches() > before, "%s: LU never launched lu_panel_grid",
+                  kiln_dtype_name(dt));
   }
   kiln__linalg_test_pwg(-1);
   for (int ahead = 1; ahead <= 2; ahead++) {
