@@ -636,24 +636,26 @@ kernel void chol_small(global T *a, ulong aoff, ulong astride, uint n, ulong rs,
     rj[tx + 3 * G] = x##p##3;                                                        \
     break;
 /* Every entry of both buffers is written each step (rows past n hold zeros that stay zeros),
- * so the rows and columns the update must not touch are scaled by 0 instead of branched
- * around; the other triangle of A collects finite values nobody reads (written back as 0). */
-#define CI_L(p)                                                               \
-  const T li##p = cj[ty + G * p] * (ty + G * p > j ? rd : (RT)0);             \
-  const T lc##p = LA_CONJ(cj[tx + G * p] * (tx + G * p > j ? rd : (RT)0));    \
-  const T xr##p = rj[tx + G * p] * (tx + G * p <= j ? rd : (RT)0);
-#define CI_UPD(p, q)               \
-  a##p##q -= LA_MUL(li##p, lc##q); \
-  x##p##q -= LA_MUL(li##p, xr##q);
+ * so within the blocks a step updates, the rows and columns it must not touch are scaled by 0
+ * instead of branched around; the other triangle of A's diagonal blocks collects finite
+ * values nobody reads (written back as 0). Which blocks a step updates is known from the
+ * group-uniform jq = j / G alone: A's (p, q) for jq <= q <= p (columns right of j), X's for
+ * q <= jq <= p (X = L^-1 is lower and its row j has entries up to column j only). One switch
+ * on jq takes them as straight-line code: 14, 12, 9 and 5 of the 32 block updates a step
+ * where every block took one before. */
+#define CI_LI(p) const T li##p = cj[ty + G * p] * (ty + G * p > j ? rd : (RT)0);
+#define CI_LC(q) const T lc##q = LA_CONJ(cj[tx + G * q] * (tx + G * q > j ? rd : (RT)0));
+#define CI_XR(q) const T xr##q = rj[tx + G * q] * (tx + G * q <= j ? rd : (RT)0);
+#define CI_UA(p, q) a##p##q -= LA_MUL(li##p, lc##q);
+#define CI_UX(p, q) x##p##q -= LA_MUL(li##p, xr##q);
 /* column j of L (the update left it unchanged: lc is 0 there), row j of X = L^-1 */
 #define CI_SETA(p, q) a##p##q = ty + G * p == j ? LA_REAL(sd) : ty + G * p > j ? li##p : a##p##q;
-#define CI_SCOL(q)                                                  \
-  case q:                                                           \
-    CI_SETA(0, q) CI_SETA(1, q) CI_SETA(2, q) CI_SETA(3, q) break;
-#define CI_SROW(p)                                                       \
-  case p:                                                                \
-    x##p##0 = xr0, x##p##1 = xr1, x##p##2 = xr2, x##p##3 = xr3;          \
-    break;
+#define CI_SETX(p, q) x##p##q = xr##q;
+#define CI_STEP(k, LI, LC, XR, UA, UX, SETA, SETX) \
+  case k: {                                        \
+    LI LC XR UA UX if (tx == jl) { SETA }          \
+    if (ty == jl) { SETX }                         \
+  } break;
 #define CI_STORE(p, q)                                                                 \
   {                                                                                    \
     const uint i = ty + G * p, c = tx + G * q;                                         \
@@ -690,12 +692,25 @@ kernel void chol_inv(global T *a, ulong aoff, ulong astride, uint n, ulong rs, u
     }
     /* one reciprocal square root in the step's dependent chain, not sqrt and a division */
     const RT rd = rsqrt(d), sd = d * rd;
-    CI_P(CI_L)
-    CI_PQ(CI_UPD)
-    if (tx == jl)
-      switch (jq) { CI_P(CI_SCOL) }
-    if (ty == jl)
-      switch (jq) { CI_P(CI_SROW) }
+    switch (jq) {
+      CI_STEP(0, CI_LI(0) CI_LI(1) CI_LI(2) CI_LI(3), CI_LC(0) CI_LC(1) CI_LC(2) CI_LC(3),
+              CI_XR(0),
+              CI_UA(0, 0) CI_UA(1, 0) CI_UA(1, 1) CI_UA(2, 0) CI_UA(2, 1) CI_UA(2, 2)
+                  CI_UA(3, 0) CI_UA(3, 1) CI_UA(3, 2) CI_UA(3, 3),
+              CI_UX(0, 0) CI_UX(1, 0) CI_UX(2, 0) CI_UX(3, 0),
+              CI_SETA(0, 0) CI_SETA(1, 0) CI_SETA(2, 0) CI_SETA(3, 0), CI_SETX(0, 0))
+      CI_STEP(1, CI_LI(1) CI_LI(2) CI_LI(3), CI_LC(1) CI_LC(2) CI_LC(3), CI_XR(0) CI_XR(1),
+              CI_UA(1, 1) CI_UA(2, 1) CI_UA(2, 2) CI_UA(3, 1) CI_UA(3, 2) CI_UA(3, 3),
+              CI_UX(1, 0) CI_UX(1, 1) CI_UX(2, 0) CI_UX(2, 1) CI_UX(3, 0) CI_UX(3, 1),
+              CI_SETA(1, 1) CI_SETA(2, 1) CI_SETA(3, 1), CI_SETX(1, 0) CI_SETX(1, 1))
+      CI_STEP(2, CI_LI(2) CI_LI(3), CI_LC(2) CI_LC(3), CI_XR(0) CI_XR(1) CI_XR(2),
+              CI_UA(2, 2) CI_UA(3, 2) CI_UA(3, 3),
+              CI_UX(2, 0) CI_UX(2, 1) CI_UX(2, 2) CI_UX(3, 0) CI_UX(3, 1) CI_UX(3, 2),
+              CI_SETA(2, 2) CI_SETA(3, 2), CI_SETX(2, 0) CI_SETX(2, 1) CI_SETX(2, 2))
+      CI_STEP(3, CI_LI(3), CI_LC(3), CI_XR(0) CI_XR(1) CI_XR(2) CI_XR(3), CI_UA(3, 3),
+              CI_UX(3, 0) CI_UX(3, 1) CI_UX(3, 2) CI_UX(3, 3), CI_SETA(3, 3),
+              CI_SETX(3, 0) CI_SETX(3, 1) CI_SETX(3, 2) CI_SETX(3, 3))
+    }
   }
   CI_PQ(CI_STORE)
   barrier(CLK_GLOBAL_MEM_FENCE); /* every lane has read info (the check above) */
@@ -708,11 +723,14 @@ kernel void chol_inv(global T *a, ulong aoff, ulong astride, uint n, ulong rs, u
 #undef CI_LOAD
 #undef CI_WCOL
 #undef CI_WROW
-#undef CI_L
-#undef CI_UPD
+#undef CI_LI
+#undef CI_LC
+#undef CI_XR
+#undef CI_UA
+#undef CI_UX
 #undef CI_SETA
-#undef CI_SCOL
-#undef CI_SROW
+#undef CI_SETX
+#undef CI_STEP
 #undef CI_STORE
 
 kernel void chol_panel(global T *a, ulong aoff, ulong rs, ulong cs, uint nb, uint j0,
