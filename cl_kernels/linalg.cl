@@ -37,7 +37,7 @@
  *   chol_panel(a, aoff, rs, cs, nb, j0, info, ioff)
  *     one work-group: unblocked Cholesky of the diagonal block at (j0, j0) of size nb, in
  *     place; does nothing once info is set.
- *   tri_zero(a, aoff, astride, n, rs, cs)   global (n*n, batch): zero elements j > i
+ *   tri_zero(a, aoff, n, rs, cs)   global (n, n): zero elements j > i of the view
  *   trsm_cols(a, aoff, astride, ars, acs, n, lower, unit, b, boff, bstride, brs, bcs, nrhs,
  *             alpha, conja)
  *     global (nrhs, batch): solves M x = alpha b for each right-hand side (one per
@@ -664,16 +664,16 @@ kernel void chol_small(global T *a, ulong aoff, ulong astride, uint n, ulong rs,
       x[xb + (upper ? (ulong)c * n + i : (ulong)i * n + c)] = c <= i ? x##p##q : (T)0; \
     }                                                                                  \
   }
-kernel void chol_inv(global T *a, ulong aoff, ulong astride, uint n, ulong rs, ulong cs,
-                     global int *info, ulong ioff, uint j0, global T *x, ulong xoff,
-                     ulong xstride, uint upper, local T *col, local T *row)
+/* The block at base of A and its X at xb by the group's lanes lid (G = 2^gs lanes a side);
+ * info[ib] as chol_inv's. Always inlined: its callers keep the block in registers. */
+inline __attribute__((always_inline)) void
+chol_inv_blk(global T *a, ulong base, uint n, ulong rs, ulong cs, global int *info, ulong ib,
+             uint j0, global T *x, ulong xb, uint upper, local T *col, local T *row, uint lid,
+             uint gs)
 {
-  const uint lid = get_local_id(0), gs = get_local_size(0) >= 256 ? 4u : 3u, G = 1u << gs;
-  const uint tx = lid & (G - 1), ty = lid >> gs;
-  const ulong b = get_group_id(0);
-  if (j0 != 0 && info[ioff + b] != 0)
+  const uint G = 1u << gs, tx = lid & (G - 1), ty = lid >> gs;
+  if (j0 != 0 && info[ib] != 0)
     return; /* a diagonal block of the blocked path after a failed one */
-  const ulong base = aoff + b * astride, xb = xoff + b * xstride;
   CI_PQ(CI_DECL)
   CI_PQ(CI_LOAD)
   int bad = 0;
@@ -715,7 +715,16 @@ kernel void chol_inv(global T *a, ulong aoff, ulong astride, uint n, ulong rs, u
   CI_PQ(CI_STORE)
   barrier(CLK_GLOBAL_MEM_FENCE); /* every lane has read info (the check above) */
   if (lid == 0)
-    info[ioff + b] = bad;
+    info[ib] = bad;
+}
+
+kernel void chol_inv(global T *a, ulong aoff, ulong astride, uint n, ulong rs, ulong cs,
+                     global int *info, ulong ioff, uint j0, global T *x, ulong xoff,
+                     ulong xstride, uint upper, local T *col, local T *row)
+{
+  const ulong b = get_group_id(0);
+  chol_inv_blk(a, aoff + b * astride, n, rs, cs, info, ioff + b, j0, x, xoff + b * xstride, upper,
+               col, row, get_local_id(0), get_local_size(0) >= 256 ? 4u : 3u);
 }
 #undef CI_P
 #undef CI_PQ
@@ -769,14 +778,14 @@ kernel void chol_panel(global T *a, ulong aoff, ulong rs, ulong cs, uint nb, uin
     info[ioff] = bad;
 }
 
-kernel void tri_zero(global T *a, ulong aoff, ulong astride, uint n, ulong rs, ulong cs)
+/* Zeros the upper triangle of the lower view (rs, cs): dimension 0 runs along the view's
+ * stride-1 index, so that neighbouring lanes store neighbouring elements. */
+kernel void tri_zero(global T *a, ulong aoff, uint n, ulong rs, ulong cs)
 {
-  const ulong e = get_global_id(0), b = get_global_id(1);
-  if (e >= (ulong)n * n)
-    return;
-  const uint i = (uint)(e / n), j = (uint)(e % n);
-  if (j > i)
-    a[IDX(aoff + b * astride, rs, cs, i, j)] = (T)0;
+  const uint x = (uint)get_global_id(0), y = (uint)get_global_id(1);
+  const uint i = cs == 1 ? y : x, j = cs == 1 ? x : y;
+  if (x < n && y < n && j > i)
+    a[IDX(aoff, rs, cs, i, j)] = (T)0;
 }
 
 /*
@@ -923,6 +932,23 @@ kernel void gemm_acc(uint m, uint n, uint k, T alpha, global const T *a, ulong a
 #define GT_M 64
 #define GT_K 16
 
+/* gt_acc and gt_acc_v (GTV volatile: data other work-groups of the same launch stored) */
+#define GTV
+#define GTN(f) f
+#include "linalg_gtacc.clh"
+#undef GTV
+#undef GTN
+#define GTV volatile
+#define GTN(f) f##_v
+#include "linalg_gtacc.clh"
+#undef GTV
+#undef GTN
+
+#define GT_ZERO(acc)                    \
+  for (uint zr = 0; zr < 4; zr++)         \
+    for (uint zq = 0; zq < 4; zq++)       \
+      acc[zr][zq] = (T)0;
+
 kernel void
 gemm_tile(uint m, uint n, uint k, T alpha, global const T *a, ulong aoff, ulong ars, ulong acs,
           global const T *b, ulong boff, ulong brs, ulong bcs, uint overwrite, global T *c,
@@ -930,7 +956,7 @@ gemm_tile(uint m, uint n, uint k, T alpha, global const T *a, ulong aoff, ulong 
 {
   local T As[GT_K][GT_M + 1];
   local T Bs[GT_K][GT_M + 1];
-  const uint tx = get_local_id(0), ty = get_local_id(1), lid = ty * 16 + tx;
+  const uint tx = get_local_id(0), ty = get_local_id(1);
   const ulong z = get_group_id(2);
   aoff += z * az;
   boff += z * bz;
@@ -939,42 +965,8 @@ gemm_tile(uint m, uint n, uint k, T alpha, global const T *a, ulong aoff, ulong 
   if (i0 >= m || j0 >= n || (tp == 1 && j0 > i0 + GT_M - 1) || (tp == 2 && i0 > j0 + GT_M - 1))
     return;
   T acc[4][4];
-#pragma unroll
-  for (uint r = 0; r < 4; r++)
-#pragma unroll
-    for (uint q = 0; q < 4; q++)
-      acc[r][q] = (T)0;
-  for (uint p0 = 0; p0 < k; p0 += GT_K) {
-#pragma unroll
-    for (uint e = lid; e < GT_M * GT_K; e += 256) {
-      const uint i = acs == 1 ? e / GT_K : e % GT_M, p = acs == 1 ? e % GT_K : e / GT_M;
-      const uint gi = i0 + i, gp = p0 + p;
-      As[p][i] = gi < m && gp < k ? LA_CJ(a[aoff + gi * ars + gp * acs], tri & 4u) : (T)0;
-    }
-#pragma unroll
-    for (uint e = lid; e < GT_M * GT_K; e += 256) {
-      const uint j = bcs == 1 ? e % GT_M : e / GT_K, p = bcs == 1 ? e / GT_M : e % GT_K;
-      const uint gj = j0 + j, gp = p0 + p;
-      Bs[p][j] = gj < n && gp < k ? LA_CJ(b[boff + gp * brs + gj * bcs], tri & 8u) : (T)0;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-#pragma unroll
-    for (uint p = 0; p < GT_K; p++) {
-      T av[4], bv[4];
-#pragma unroll
-      for (uint r = 0; r < 4; r++)
-        av[r] = As[p][ty + 16 * r];
-#pragma unroll
-      for (uint q = 0; q < 4; q++)
-        bv[q] = Bs[p][tx + 16 * q];
-#pragma unroll
-      for (uint r = 0; r < 4; r++)
-#pragma unroll
-        for (uint q = 0; q < 4; q++)
-          acc[r][q] += LA_MUL(av[r], bv[q]);
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
+  GT_ZERO(acc)
+  gt_acc(a, aoff, ars, acs, tri & 4u, b, boff, brs, bcs, tri & 8u, m, n, k, i0, j0, As, Bs, acc);
 #pragma unroll
   for (uint r = 0; r < 4; r++)
 #pragma unroll
@@ -986,6 +978,99 @@ gemm_tile(uint m, uint n, uint k, T alpha, global const T *a, ulong aoff, ulong 
       }
     }
 }
+
+/*
+ * chol_col: what follows chol_inv at step j0 of the blocked Cholesky (jb <= 64 columns, in the
+ * lower view (rs, cs) as chol_inv's), in one launch where it took a copy and two GEMMs:
+ *   1. the block column L21 = A21 X^H (rows r = j0 + jb .. n; X = L11^-1 from chol_inv, stored
+ *      as x with upper transposed), in place, 64 rows a work-group;
+ *   2. the panel's later columns [r, pe): A(i, c) -= L21(i, :) L21(c, :)^H, for c up to the end
+ *      of row i's 64-row tile (the rest is the other triangle).
+ * Row tile t's L21 is computed once, by work-group (t, 0), which then also updates its rows'
+ * first 64 later columns; groups (t, u) for 1 <= u <= t update column tile u of row tile t.
+ * Both need the L21 of row tiles t and u, which their phase-1 groups publish by storing the
+ * launch's stamp in sync[2 + t]. Groups take their roles from a ticket (sync[0], counted across
+ * the launches of one call from tbase) in the order they start, phase-1 groups first, so a
+ * group only waits for groups that started before it and wait for nothing before publishing:
+ * it needs a started work-group to keep running (GPUs) or to run to completion (CPUs), not all
+ * of them resident at once. Replaces a copy of A21 (the GEMM cannot overwrite what it reads
+ * across work-groups) and two launches per step; on the H200 their gaps were most of a step.
+ * Within a panel (pe > r), group (0, 0), whose update finishes the next diagonal block, then
+ * factors and inverts it as chol_inv would (X into x2off, info[ioff]) while the other groups
+ * still update: the next step's chol_inv launch, and its wait for this whole launch, are gone.
+ */
+kernel void chol_col(global T *a, ulong aoff, ulong rs, ulong cs, uint n, uint j0, uint jb,
+                     uint pe, global T *x, ulong xoff, ulong x2off, uint upper, global int *info,
+                     ulong ioff, volatile global uint *sync, ulong soff, uint tbase, uint stamp)
+{
+  local T As[GT_K][GT_M + 1];
+  local T Bs[GT_K][GT_M + 1];
+  local T ccol[2 * CHOL_R * 16], crow[2 * CHOL_R * 16];
+  local uint tk;
+  sync += soff;
+  const uint tx = get_local_id(0), ty = get_local_id(1), lid = ty * 16 + tx;
+  if (lid == 0)
+    tk = atomic_inc(sync) - tbase;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const uint r = j0 + jb, m = n - r, nt = (m + GT_M - 1) / GT_M;
+  const uint nu = pe > r ? (pe - r + GT_M - 1) / GT_M : 0;
+  const ulong lb = aoff + r * rs + j0 * cs; /* L21's (0, 0) */
+  uint t = tk, u = 0;
+  T acc[4][4];
+  if (t < nt) {
+    GT_ZERO(acc)
+    gt_acc(a, lb, rs, cs, 0, x, xoff, upper ? jb : 1, upper ? 1 : jb, 1, m, jb, jb, t * GT_M, 0,
+           As, Bs, acc);
+#pragma unroll
+    for (uint r2 = 0; r2 < 4; r2++)
+#pragma unroll
+      for (uint q = 0; q < 4; q++) {
+        const uint i = t * GT_M + ty + 16 * r2, j = tx + 16 * q;
+        if (i < m && j < jb)
+          a[lb + i * rs + j * cs] = acc[r2][q];
+      }
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    if (lid == 0) {
+      mem_fence(CLK_GLOBAL_MEM_FENCE);
+      sync[2 + t] = stamp;
+    }
+    if (nu == 0)
+      return;
+  } else {
+    /* (t, u) with 1 <= u < nu and u <= t, u-major */
+    uint e = t - nt;
+    for (u = 1; u < nu && e >= nt - u; u++)
+      e -= nt - u;
+    if (u >= nu)
+      return; /* not launched: the host counts the groups */
+    t = u + e;
+  }
+  if (lid == 0) {
+    while (sync[2 + t] != stamp || sync[2 + u] != stamp)
+      ;
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+  }
+  barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+  GT_ZERO(acc)
+  /* B(p, c) = conj(L21(c, p)): L21^H read along its rows */
+  gt_acc_v(a, lb, rs, cs, 0, a, lb, cs, rs, 1, m, pe - r, jb, t * GT_M, u * GT_M, As, Bs, acc);
+#pragma unroll
+  for (uint r2 = 0; r2 < 4; r2++)
+#pragma unroll
+    for (uint q = 0; q < 4; q++) {
+      const uint i = t * GT_M + ty + 16 * r2, c = u * GT_M + tx + 16 * q;
+      if (i < m && c < pe - r) {
+        const ulong o = aoff + (r + i) * rs + (r + c) * cs;
+        a[o] -= acc[r2][q];
+      }
+    }
+  if (t == 0) {
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    chol_inv_blk(a, aoff + r * rs + r * cs, min(pe - r, (uint)GT_M), rs, cs, info, ioff, r, x,
+                 x2off, upper, ccol, crow, lid, 4u);
+  }
+}
+#undef GT_ZERO
 
 kernel void lu_det(global const T *lu, ulong off, ulong stride, uint n, global const int *piv,
                    ulong poff, ulong pstride, uint mode, global T *sign, ulong soff,

@@ -23,6 +23,9 @@ for nb in ${NBS-128 256 512}; do
     b nb$nb-g$g 20 --dtype f64 --sizes 2^20,2^24 --filter $F --tune "linalg:nb=$nb gemm=$g"
   done
 done
+# OTHER (environment): more linalg filters timed at 4096 f64 with the defaults, e.g. the ops
+# that share gemm_tile
+[ -n "$OTHER" ] && b other 60 --dtype f64 --sizes 2^24 --filter $OTHER
 tr() { local n=$1; shift
   CLTRACE_OUT=$R/trace-$n.txt LD_PRELOAD=$PWD/build-gpu/bench/libcltrace.so timeout -k 1 30 \
     $K bench --no-startup --json --reps 2 --dtype f64 --sizes 2^24 --filter $F "$@" \

@@ -64,7 +64,13 @@ kiln__linalg_test_pwg(int pwg)
   atomic_store(&hook_pwg, pwg);
 }
 
-static atomic_uint grid_launches;
+static atomic_uint grid_launches, chol_col_cross;
+
+unsigned
+kiln__linalg_test_chol_col_cross(void)
+{
+  return atomic_load(&chol_col_cross);
+}
 
 unsigned
 kiln__linalg_test_grid_launches(void)
@@ -1459,9 +1465,12 @@ chol_hybrid(const la *L, hy *h, mat A, uint64_t n, int upper, int32_t *bad)
 
 /* The device route's Cholesky step kernels and the fused path's scratch (chol_run). */
 typedef struct {
-  cl_kernel sk, kk, ck; /* chol_small, chol_panel, chol_inv (NULL: not taken) */
+  cl_kernel sk, kk, ck, colk; /* chol_small, chol_panel, chol_inv, chol_col (NULL: not taken) */
   size_t slocal, local;
-  mat inv, w; /* chol_inv's L11^-1 (nb x nb) and the block column's copy ((n - nb) x nb) */
+  mat inv;  /* two nb x nb halves: L11^-1 of the step, of the next one (chol_col's) */
+  int half; /* the half holding the current step's L11^-1 */
+  mat sync; /* chol_col's ticket counter, unused word and row-tile stamps, zeroed per call */
+  uint32_t tickets, stamp; /* chol_col's groups launched and launches so far in this call */
 } chol_k;
 
 /* Largest diagonal block chol_inv takes: its 16 x 16 lanes hold 4 x 4 elements each. */
@@ -1484,35 +1493,72 @@ diag_args(const la *L, cl_kernel k, mat A, uint64_t n, int upper, uint64_t j0, u
 }
 
 /*
- * Step j0 of the device route's blocked Cholesky of one n x n matrix: the jb x jb diagonal
- * block, then the block column below it (lower: L21 = A21 L11^-H; upper: U12 = U11^-H A12).
- * Blocks chol_inv takes are factored and inverted in one launch, and the block column is one
- * GEMM with the inverse; others run chol_small in local memory (chol_panel in global when the
- * block does not fit) and the GEMM-based solve, which inverts the block again.
+ * chol_col after chol_inv at step j0 (jb columns): the block column below the diagonal block
+ * (L21 = A21 L11^-H) and the panel's later columns [j0 + jb, pe) updated by it, one launch
+ * (cl_kernels/linalg.cl), which within a panel also factors and inverts the next diagonal
+ * block into the other half of K->inv. Its groups: one per 64-row tile of the n - r rows below,
+ * and one more per (row tile t, later column tile u) with 1 <= u <= t.
  */
 static kiln_status
-chol_step(const la *L, const chol_k *K, mat A, uint64_t n, int upper, uint64_t j0, uint64_t jb,
-          mat inf)
+chol_col(const la *L, chol_k *K, mat A, uint64_t n, int upper, uint64_t j0, uint64_t jb,
+         uint64_t pe, mat inf)
+{
+  uint64_t r = j0 + jb, nt = (n - r + 63) / 64, nu = pe > r ? (pe - r + 63) / 64 : 0;
+  uint64_t groups = nt;
+  for (uint64_t u = 1; u < nu; u++)
+    groups += nt - u;
+  if (nu > 1)
+    atomic_fetch_add(&chol_col_cross, 1);
+  kiln__args args = kiln__args_begin(L->op, K->colk);
+  args_mat(&args, A);
+  kiln__args_u64(&args, upper ? 1 : n);
+  kiln__args_u64(&args, upper ? n : 1);
+  kiln__args_u32(&args, (uint32_t)n);
+  kiln__args_u32(&args, (uint32_t)j0);
+  kiln__args_u32(&args, (uint32_t)jb);
+  kiln__args_u32(&args, (uint32_t)(pe > r ? pe : r));
+  args_mat(&args, at(K->inv, (uint64_t)K->half * CHOL_INV_MAX * CHOL_INV_MAX));
+  kiln__args_u64(&args, K->inv.off + (uint64_t)!K->half * CHOL_INV_MAX * CHOL_INV_MAX);
+  kiln__args_u32(&args, (uint32_t)upper);
+  args_mat(&args, inf);
+  args_mat(&args, K->sync);
+  kiln__args_u32(&args, K->tickets);
+  kiln__args_u32(&args, ++K->stamp);
+  K->tickets += (uint32_t)groups;
+  if (pe > r)
+    K->half = !K->half;
+  if (args.status != KILN_OK)
+    return args.status;
+  size_t global[2] = {(size_t)groups * 16, 16}, local[2] = {16, 16};
+  return kiln__args_enqueue(&args, L->ctx, 2, global, local);
+}
+
+/*
+ * Step j0 of the device route's blocked Cholesky of one n x n matrix: the jb x jb diagonal
+ * block, then the block column below it (lower: L21 = A21 L11^-H; upper: U12 = U11^-H A12).
+ * Blocks chol_inv takes are factored and inverted in one launch (at a panel's first step;
+ * the later ones chol_col did), and chol_col computes the block column with the inverse and
+ * updates the panel's later columns [j0 + jb, pe); others run chol_small in local memory
+ * (chol_panel in global when the block does not fit) and the GEMM-based solve, which inverts
+ * the block again (pe is then j0 + jb).
+ */
+static kiln_status
+chol_step(const la *L, chol_k *K, mat A, uint64_t n, int upper, uint64_t j0, uint64_t jb,
+          uint64_t pe, int first, mat inf)
 {
   uint64_t r = j0 + jb, rs = upper ? 1 : n, cs = upper ? n : 1;
+  if (K->ck && jb <= CHOL_INV_MAX && !first)
+    return r == n ? KILN_OK : chol_col(L, K, A, n, upper, j0, jb, pe, inf);
   if (K->ck && jb <= CHOL_INV_MAX) {
     kiln__args args = diag_args(L, K->ck, A, n, upper, j0, jb, inf);
-    args_mat(&args, K->inv);
+    args_mat(&args, at(K->inv, (uint64_t)K->half * CHOL_INV_MAX * CHOL_INV_MAX));
     kiln__args_u64(&args, 0);
     kiln__args_u32(&args, (uint32_t)upper);
     kiln__args_local(&args, 2 * CHOL_INV_MAX * L->ts);
     kiln__args_local(&args, 2 * CHOL_INV_MAX * L->ts);
     size_t local = jb <= CHOL_INV_MAX / 2 ? 64 : 256; /* 8 x 8 or 16 x 16 lanes */
     KILN_TRY(kiln__args_enqueue_1d(&args, L->ctx, local, local));
-    if (r == n)
-      return KILN_OK;
-    uint64_t m = n - r;
-    if (!upper) {
-      KILN_TRY(copy_rect(L, at(A, r * n + j0), n, K->w, jb, m, jb));
-      return gemm_g(L, 0, 2, m, jb, jb, 1.0, K->w, jb, K->inv, jb, 0.0, at(A, r * n + j0), n);
-    }
-    KILN_TRY(copy_rect(L, at(A, j0 * n + r), n, K->w, m, jb, m));
-    return gemm_g(L, 2, 0, jb, m, jb, 1.0, K->inv, jb, K->w, m, 0.0, at(A, j0 * n + r), n);
+    return r == n ? KILN_OK : chol_col(L, K, A, n, upper, j0, jb, pe, inf);
   }
   if (is_small(L, jb, jb)) {
     kiln__args args = diag_args(L, K->sk, A, n, upper, j0, jb, inf);
@@ -1541,30 +1587,22 @@ chol_step(const la *L, const chol_k *K, mat A, uint64_t n, int upper, uint64_t j
 /*
  * The columns [p0, pe) of the device route's blocked Cholesky (chol_blocked's panel), all rows
  * below included. With chol_inv, a panel wider than it takes runs as its 64-column steps,
- * each followed by the update of the panel's later columns only (the other triangle of their
- * diagonal block takes values nobody reads); otherwise the panel is one step.
+ * each chol_col updating the panel's later columns (the other triangle of their diagonal
+ * block takes values nobody reads); otherwise the panel is one step.
  */
 static kiln_status
-chol_panel(const la *L, const chol_k *K, mat A, uint64_t n, int upper, uint64_t p0, uint64_t pe,
+chol_panel(const la *L, chol_k *K, mat A, uint64_t n, int upper, uint64_t p0, uint64_t pe,
            mat inf)
 {
   const uint64_t w = K->ck ? CHOL_INV_MAX : pe - p0;
-  for (uint64_t j0 = p0; j0 < pe; j0 += w) {
-    uint64_t jb = pe - j0 < w ? pe - j0 : w, r = j0 + jb;
-    KILN_TRY(chol_step(L, K, A, n, upper, j0, jb, inf));
-    if (r < pe && !upper)
-      KILN_TRY(gemm_g(L, 0, 2, n - r, pe - r, jb, -1.0, at(A, r * n + j0), n, at(A, r * n + j0), n,
-                      1.0, at(A, r * n + r), n));
-    else if (r < pe)
-      KILN_TRY(gemm_g(L, 2, 0, pe - r, n - r, jb, -1.0, at(A, j0 * n + r), n, at(A, j0 * n + r), n,
-                      1.0, at(A, r * n + r), n));
-  }
+  for (uint64_t j0 = p0; j0 < pe; j0 += w)
+    KILN_TRY(chol_step(L, K, A, n, upper, j0, pe - j0 < w ? pe - j0 : w, pe, j0 == p0, inf));
   return KILN_OK;
 }
 
 /* chol_panel on the second queue q2 after the context queue's work (see lu_panel_on). */
 static kiln_status
-chol_panel_on(const la *L, cl_command_queue q2, const chol_k *K, mat A, uint64_t n, int upper,
+chol_panel_on(const la *L, cl_command_queue q2, chol_k *K, mat A, uint64_t n, int upper,
               uint64_t p0, uint64_t pe, mat inf)
 {
   cl_command_queue q = L->ctx->queue;
@@ -1576,26 +1614,30 @@ chol_panel_on(const la *L, cl_command_queue q2, const chol_k *K, mat A, uint64_t
 }
 
 /*
- * chol_inv for the device route's steps when its GEMMs can overwrite (CLBlast or gemm_tile;
- * kiln's gemm_acc only accumulates), and the device gives it 256 lanes: K->ck and the scratch
- * (*inv, *w, released by the caller), else K->ck stays NULL.
+ * chol_inv and chol_col for the device route's steps where the other updates run on CLBlast
+ * or gemm_tile (kiln's gemm_acc-only route keeps the solves) and the device gives chol_inv 256
+ * lanes: K->ck, K->colk and the scratch (*inv, *sync, released by the caller; sync zeroed),
+ * else K->ck stays NULL.
  */
 static kiln_status
-chol_inv_setup(const la *L, uint64_t n, chol_k *K, kiln_tensor **inv, kiln_tensor **w)
+chol_inv_setup(const la *L, uint64_t n, chol_k *K, kiln_tensor **inv, kiln_tensor **sync)
 {
   if (!(L->clblast || L->tile))
     return KILN_OK;
-  cl_kernel ck;
+  cl_kernel ck, colk;
   KILN_TRY(kern(L, "chol_inv", &ck));
   if (kiln__launch_pow2_local(L->ctx, ck) < 256)
     return KILN_OK;
-  uint64_t nb = L->nb < CHOL_INV_MAX ? L->nb : CHOL_INV_MAX;
-  nb = nb < n ? nb : n;
-  KILN_TRY(kiln__ops_scratch(L->op, L->ctx, L->dt, nb * nb, inv));
-  KILN_TRY(kiln__ops_scratch(L->op, L->ctx, L->dt, (n - nb) * nb, w));
+  KILN_TRY(kern(L, "chol_col", &colk));
+  if (kiln__launch_pow2_local(L->ctx, colk) < 256)
+    return KILN_OK;
+  KILN_TRY(kiln__ops_scratch(L->op, L->ctx, L->dt, 2 * CHOL_INV_MAX * CHOL_INV_MAX, inv));
+  KILN_TRY(kiln__ops_scratch(L->op, L->ctx, KILN_I32, 2 + (n + 63) / 64, sync));
+  KILN_TRY(zero_fill(L, *sync));
   K->ck = ck;
+  K->colk = colk;
   K->inv = tmat(*inv);
-  K->w = tmat(*w);
+  K->sync = tmat(*sync);
   return KILN_OK;
 }
 
@@ -1610,7 +1652,7 @@ chol_inv_setup(const la *L, uint64_t n, chol_k *K, kiln_tensor **inv, kiln_tenso
  * it did not pay: the panel's chain is as long as the SYRK it hides; docs/linalg.md).
  */
 static kiln_status
-chol_blocked(const la *L, const chol_k *K, mat A, uint64_t n, int upper, mat inf)
+chol_blocked(const la *L, chol_k *K, mat A, uint64_t n, int upper, mat inf)
 {
   const uint64_t nb = L->nb;
   cl_command_queue q2 = NULL;
@@ -1644,6 +1686,18 @@ chol_blocked(const la *L, const chol_k *K, mat A, uint64_t n, int upper, mat inf
       KILN_TRY(kiln__lh_join(L->op, q2, L->ctx->queue));
   }
   return KILN_OK;
+}
+
+/* Zeros the triangle of the n x n matrix A other than the factor's (tri_zero, kernel zk). */
+static kiln_status
+tri_zero(const la *L, cl_kernel zk, mat A, uint64_t n, int upper)
+{
+  kiln__args args = kiln__args_begin(L->op, zk);
+  args_mat(&args, A);
+  kiln__args_u32(&args, (uint32_t)n);
+  kiln__args_u64(&args, upper ? 1 : n);
+  kiln__args_u64(&args, upper ? n : 1);
+  return enqueue2(&args, L, n, n);
 }
 
 /* Cholesky of batch n x n matrices in place (the uplo triangle; the other one zeroed). */
@@ -1713,9 +1767,9 @@ chol_run(const la *L, mat a, uint64_t n, uint64_t batch, int upper, kiln_tensor 
   }
 #endif
   kiln_status s = KILN_OK;
-  kiln_tensor *inv = NULL, *w = NULL;
+  kiln_tensor *inv = NULL, *sync = NULL;
   if (!L->host_chol)
-    s = chol_inv_setup(L, n, &K, &inv, &w);
+    s = chol_inv_setup(L, n, &K, &inv, &sync);
   if (!K.ck && Lc.nb > nb1)
     Lc.nb = nb1; /* no chol_inv on this device: one level, as before the rule's panels */
   for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
@@ -1723,14 +1777,8 @@ chol_run(const la *L, mat a, uint64_t n, uint64_t batch, int upper, kiln_tensor 
 #if KILN_HAVE_LAPACKE
     if (L->host_chol) {
       s = chol_hybrid(L, &h, A, n, upper, &bad[b]);
-      kiln__args args = kiln__args_begin(L->op, zk);
-      args_mat(&args, A);
-      kiln__args_u64(&args, 0);
-      kiln__args_u32(&args, (uint32_t)n);
-      kiln__args_u64(&args, rs);
-      kiln__args_u64(&args, cs);
       if (s == KILN_OK)
-        s = enqueue2(&args, L, n * n, 1);
+        s = tri_zero(L, zk, A, n, upper);
       if (s == KILN_OK && b + 1 == batch) {
         cl_int err = clEnqueueWriteBuffer(L->ctx->queue, info->mem, CL_TRUE, info->offset,
                                           batch * sizeof *bad, bad, 0, NULL, NULL);
@@ -1746,17 +1794,11 @@ chol_run(const la *L, mat a, uint64_t n, uint64_t batch, int upper, kiln_tensor 
     }
 #endif
     s = chol_blocked(L, &K, A, n, upper, inf);
-    kiln__args args = kiln__args_begin(L->op, zk);
-    args_mat(&args, A);
-    kiln__args_u64(&args, 0);
-    kiln__args_u32(&args, (uint32_t)n);
-    kiln__args_u64(&args, rs);
-    kiln__args_u64(&args, cs);
     if (s == KILN_OK)
-      s = enqueue2(&args, L, n * n, 1);
+      s = tri_zero(L, zk, A, n, upper);
   }
   kiln_tensor_release(inv);
-  kiln_tensor_release(w);
+  kiln_tensor_release(sync);
   return s;
 }
 

@@ -288,6 +288,9 @@ void kiln__linalg_test_ahead(int ahead);
 void kiln__linalg_test_pwg(int pwg);
 /* Test hook: lu_panel_grid's launches since the process started. */
 unsigned kiln__linalg_test_grid_launches(void);
+/* Test hook: chol_col's launches with groups for later column tiles past the first (its
+ * (row tile, column tile) groups that wait for two row tiles) since the process started. */
+unsigned kiln__linalg_test_chol_col_cross(void);
 
 /* Test hook: GEMMs run with kiln's CLBlast temporary buffer since the process started. */
 uint64_t kiln__linalg_test_temp_gemms(void);

@@ -1758,6 +1758,38 @@ reset_hooks(void)
   kiln__linalg_test_pwg(-1);
 }
 
+/*
+ * Cholesky's two levels with chol_col on gemm_tile: panels of 128, 192 and 256 columns (the GPU
+ * rule's), so that a 64-column step updates up to three later column tiles of its panel, with
+ * groups waiting for the row tiles other groups publish; orders of several row tiles, the last
+ * panel partial, a batch of two, both triangles (chol_case). chol_col's groups for later
+ * column tiles past the first must have run.
+ */
+START_TEST(cholesky_panels)
+{
+  unsigned before = kiln__linalg_test_chol_col_cross();
+  kiln__linalg_test_gemm(KILN__LINALG_GEMM_TILE);
+  hook_route = KILN__LINALG_ROUTE_DEVICE;
+  static const size_t ns[] = {300, 517};
+  for (int nb = 128; nb <= 256; nb += 64) {
+    set_hook(nb, 0, -1, -1);
+    FOR_DTYPES(dt)
+    {
+      if (harness_small() && (nb != 256 || !small_dtype(dt)))
+        continue;
+      chol_case(dt, nb == 192 ? 2 : 1, ns[harness_small() ? 0 : (nb / 64) % 2]);
+    }
+  }
+  hook_route = -1;
+  set_hook(-1, -1, -1, -1);
+  default_gemm();
+  kiln__linalg_test_set(-1, -1, -1, -1);
+  kiln__linalg_test_route(-1);
+  ck_assert_msg(kiln__linalg_test_chol_col_cross() > before,
+                "chol_col never launched groups for a second later column tile");
+}
+END_TEST
+
 static Suite *
 linalg_suite(void)
 {
@@ -1793,6 +1825,11 @@ linalg_suite(void)
   tcase_add_checked_fixture(grid, reset_hooks, NULL);
   tcase_add_test(grid, lu_grid_panel);
   suite_add_tcase(s, grid);
+  TCase *chol = tcase_create("chol");
+  tcase_set_timeout(chol, 300);
+  tcase_add_checked_fixture(chol, reset_hooks, NULL);
+  tcase_add_test(chol, cholesky_panels);
+  suite_add_tcase(s, chol);
   return s;
 }
 
