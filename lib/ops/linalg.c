@@ -1591,8 +1591,7 @@ chol_step(const la *L, chol_k *K, mat A, uint64_t n, int upper, uint64_t j0, uin
  * block takes values nobody reads); otherwise the panel is one step.
  */
 static kiln_status
-chol_panel(const la *L, chol_k *K, mat A, uint64_t n, int upper, uint64_t p0, uint64_t pe,
-           mat inf)
+chol_panel(const la *L, chol_k *K, mat A, uint64_t n, int upper, uint64_t p0, uint64_t pe, mat inf)
 {
   const uint64_t w = K->ck ? CHOL_INV_MAX : pe - p0;
   for (uint64_t j0 = p0; j0 < pe; j0 += w)
