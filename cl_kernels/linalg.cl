@@ -622,7 +622,7 @@ kernel void chol_small(global T *a, ulong aoff, ulong astride, uint n, ulong rs,
 #define CI_LOAD(p, q)                                               \
   {                                                                 \
     const uint i = ty + G * p, c = tx + G * q;                      \
-    a##p##q = i < n && c <= i ? a[IDX(base, rs, cs, i, c)] : (T)0; \
+    a##p##q = i < n && c <= i ? a[IDX(base, rs, cs, i, c)] - sub[p][q] : (T)0; \
     x##p##q = i == c ? KILN_ONE : (T)0;                             \
   }
 /* publish column j of A (its owners: tx == j % G) and row j of X (ty == j % G) */
@@ -664,12 +664,13 @@ kernel void chol_small(global T *a, ulong aoff, ulong astride, uint n, ulong rs,
       x[xb + (upper ? (ulong)c * n + i : (ulong)i * n + c)] = c <= i ? x##p##q : (T)0; \
     }                                                                                  \
   }
-/* The block at base of A and its X at xb by the group's lanes lid (G = 2^gs lanes a side);
- * info[ib] as chol_inv's. Always inlined: its callers keep the block in registers. */
+/* The block at base of A, less sub (lane's rows ty + G p, columns tx + G q, as chol_col's
+ * tiles), and its X at xb by the group's lanes lid (G = 2^gs lanes a side); info[ib] as
+ * chol_inv's. Always inlined: its callers keep the block in registers. */
 inline __attribute__((always_inline)) void
 chol_inv_blk(global T *a, ulong base, uint n, ulong rs, ulong cs, global int *info, ulong ib,
              uint j0, global T *x, ulong xb, uint upper, local T *col, local T *row, uint lid,
-             uint gs)
+             uint gs, T (*sub)[4])
 {
   const uint G = 1u << gs, tx = lid & (G - 1), ty = lid >> gs;
   if (j0 != 0 && info[ib] != 0)
@@ -723,8 +724,12 @@ kernel void chol_inv(global T *a, ulong aoff, ulong astride, uint n, ulong rs, u
                      ulong xstride, uint upper, local T *col, local T *row)
 {
   const ulong b = get_group_id(0);
+  T z[4][4];
+  for (uint zr = 0; zr < 4; zr++)
+    for (uint zq = 0; zq < 4; zq++)
+      z[zr][zq] = (T)0;
   chol_inv_blk(a, aoff + b * astride, n, rs, cs, info, ioff + b, j0, x, xoff + b * xstride, upper,
-               col, row, get_local_id(0), get_local_size(0) >= 256 ? 4u : 3u);
+               col, row, get_local_id(0), get_local_size(0) >= 256 ? 4u : 3u, z);
 }
 #undef CI_P
 #undef CI_PQ
@@ -932,17 +937,21 @@ kernel void gemm_acc(uint m, uint n, uint k, T alpha, global const T *a, ulong a
 #define GT_M 64
 #define GT_K 16
 
-/* gt_acc and gt_acc_v (GTV volatile: data other work-groups of the same launch stored) */
+/* gt_acc (gemm_tile's) and gt_acc_v (chol_col's: volatile loads, the next step's issued early) */
 #define GTV
 #define GTN(f) f
+#define GTP 0
 #include "linalg_gtacc.clh"
 #undef GTV
 #undef GTN
+#undef GTP
 #define GTV volatile
 #define GTN(f) f##_v
+#define GTP 1
 #include "linalg_gtacc.clh"
 #undef GTV
 #undef GTN
+#undef GTP
 
 #define GT_ZERO(acc)                    \
   for (uint zr = 0; zr < 4; zr++)         \
@@ -995,6 +1004,7 @@ gemm_tile(uint m, uint n, uint k, T alpha, global const T *a, ulong aoff, ulong 
  * it needs a started work-group to keep running (GPUs) or to run to completion (CPUs), not all
  * of them resident at once. Replaces a copy of A21 (the GEMM cannot overwrite what it reads
  * across work-groups) and two launches per step; on the H200 their gaps were most of a step.
+ * Phase-1 groups also zero the other triangle in the step's rows, from column r on.
  * Within a panel (pe > r), group (0, 0), whose update finishes the next diagonal block, then
  * factors and inverts it as chol_inv would (X into x2off, info[ioff]) while the other groups
  * still update: the next step's chol_inv launch, and its wait for this whole launch, are gone.
@@ -1019,8 +1029,8 @@ kernel void chol_col(global T *a, ulong aoff, ulong rs, ulong cs, uint n, uint j
   T acc[4][4];
   if (t < nt) {
     GT_ZERO(acc)
-    gt_acc(a, lb, rs, cs, 0, x, xoff, upper ? jb : 1, upper ? 1 : jb, 1, m, jb, jb, t * GT_M, 0,
-           As, Bs, acc);
+    gt_acc_v(a, lb, rs, cs, 0, x, xoff, upper ? jb : 1, upper ? 1 : jb, 1, m, jb, jb, t * GT_M, 0,
+             As, Bs, acc);
 #pragma unroll
     for (uint r2 = 0; r2 < 4; r2++)
 #pragma unroll
@@ -1033,6 +1043,13 @@ kernel void chol_col(global T *a, ulong aoff, ulong rs, ulong cs, uint n, uint j
     if (lid == 0) {
       mem_fence(CLK_GLOBAL_MEM_FENCE);
       sync[2 + t] = stamp;
+    }
+    /* the other triangle of the step's rows, columns r + 64 t on: nothing writes there after
+     * this step (the later updates are all below), so the result needs no tri_zero pass */
+    for (uint e = lid; e < jb * GT_M; e += 256) {
+      const uint i = cs == 1 ? e / GT_M : e % jb, c = t * GT_M + (cs == 1 ? e % GT_M : e / jb);
+      if (c < m)
+        a[aoff + (j0 + i) * rs + (r + c) * cs] = (T)0;
     }
     if (nu == 0)
       return;
@@ -1054,21 +1071,21 @@ kernel void chol_col(global T *a, ulong aoff, ulong rs, ulong cs, uint n, uint j
   GT_ZERO(acc)
   /* B(p, c) = conj(L21(c, p)): L21^H read along its rows */
   gt_acc_v(a, lb, rs, cs, 0, a, lb, cs, rs, 1, m, pe - r, jb, t * GT_M, u * GT_M, As, Bs, acc);
+  /* tile (0, 0)'s rows of the next diagonal block go to chol_inv_blk in registers */
+  const uint dn = t == 0 ? min(pe - r, (uint)GT_M) : 0;
 #pragma unroll
   for (uint r2 = 0; r2 < 4; r2++)
 #pragma unroll
     for (uint q = 0; q < 4; q++) {
       const uint i = t * GT_M + ty + 16 * r2, c = u * GT_M + tx + 16 * q;
-      if (i < m && c < pe - r) {
+      if (i < m && c < pe - r && i >= dn) {
         const ulong o = aoff + (r + i) * rs + (r + c) * cs;
         a[o] -= acc[r2][q];
       }
     }
-  if (t == 0) {
-    barrier(CLK_GLOBAL_MEM_FENCE);
-    chol_inv_blk(a, aoff + r * rs + r * cs, min(pe - r, (uint)GT_M), rs, cs, info, ioff, r, x,
-                 x2off, upper, ccol, crow, lid, 4u);
-  }
+  if (t == 0)
+    chol_inv_blk(a, aoff + r * rs + r * cs, dn, rs, cs, info, ioff, r, x, x2off, upper, ccol,
+                 crow, lid, 4u, acc);
 }
 #undef GT_ZERO
 

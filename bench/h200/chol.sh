@@ -16,7 +16,8 @@ F=linalg.cholesky
 b() { local n=$1 to=$2; shift 2
   timeout -k 1 $to $K bench --no-startup --json --reps 5 "$@" > $R/bench-$n.json 2>> $R/err.txt
   echo "$n rc=$?" >> $R/runs.txt; el $n; }
-b default 30 --dtype f64,f32 --sizes 2^20,2^24 --filter $F
+# SIZES (environment): the default run's and PyTorch's sizes
+b default 30 --dtype f64,f32 --sizes ${SIZES-2^20,2^24} --filter $F
 # NBS and GS (environment) narrow the panel widths and GEMMs timed
 for nb in ${NBS-128 256 512}; do
   for g in ${GS-2 3}; do
@@ -31,10 +32,12 @@ tr() { local n=$1; shift
     $K bench --no-startup --json --reps 2 --dtype f64 --sizes 2^24 --filter $F "$@" \
     > $R/bench-trace-$n.json 2>> $R/err.txt; el trace-$n; }
 tr default
-tr nb64 --tune "linalg:nb=64"
+# TRACES (environment): more traced variants as NAME=TUNE pairs, + for the spaces between the
+# parameters, e.g. "nb512=linalg:nb=512+gemm=3"
+for v in ${TRACES-nb64=linalg:nb=64}; do t=${v#*=}; tr ${v%%=*} --tune "${t//+/ }"; done
 mkdir -p $R/ptx; for f in $(grep -rl "chol_inv" $KILN_CACHE_DIR | head -4); do cp "$f" $R/ptx/; done
 tar czf $R/ptx.tgz -C $R ptx && rm -rf $R/ptx
-timeout 60 python3 bench/peers_torch.py --no-startup --dtype f32,f64 --sizes 2^20,2^24 \
+timeout 60 python3 bench/peers_torch.py --no-startup --dtype f32,f64 --sizes ${SIZES-2^20,2^24} \
   --filter $F > $R/torch.json 2>> $R/err.txt; el torch
 for t in linalg linalg_complex; do
   CK_FORK=no KILN_LOG=error timeout 150 build-gpu/tests/test_$t \

@@ -278,7 +278,10 @@ la_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
   L.pwg = p.pwg ? p.pwg : ctx->info.is_gpu ? KILN__LINALG_RULE_PWG_GPU : KILN__LINALG_RULE_PWG_CPU;
   /* Cholesky's rule on GPUs: two-level panels with their SYRK on the large kernel */
   int chol_rule = ctx->info.is_gpu && !p.nb && hnb <= 0 && !L.ahead;
-  L.chol_nb = chol_rule ? KILN__LINALG_CHOL_NB_GPU : L.nb;
+  uint64_t order = a->shape.dims[nd - 1];
+  L.chol_nb = !chol_rule ? L.nb
+              : order <= KILN__LINALG_CHOL_ONE_PANEL_GPU ? order
+                                                         : KILN__LINALG_CHOL_NB_GPU;
   L.chol_large =
       chol_rule && !p.gemm ? kiln__linalg_large_bit(ctx, dt, KILN__LINALG_GEMM_LARGE) : L.large;
   L.solve_large = L.tile && ctx->info.is_gpu && !p.gemm
@@ -1793,7 +1796,7 @@ chol_run(const la *L, mat a, uint64_t n, uint64_t batch, int upper, kiln_tensor 
     }
 #endif
     s = chol_blocked(L, &K, A, n, upper, inf);
-    if (s == KILN_OK)
+    if (s == KILN_OK && !K.ck) /* chol_col zeroes the other triangle as it goes */
       s = tri_zero(L, zk, A, n, upper);
   }
   kiln_tensor_release(inv);

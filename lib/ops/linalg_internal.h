@@ -15,12 +15,16 @@
 #define KILN__LINALG_NB_CPU 32
 /*
  * Cholesky's built-in panel width on GPUs for real dtypes where chol_inv runs, when neither the
- * tuner nor look-ahead sets one:
- * panels of 256 columns, each factored as 64-column chol_inv blocks, and one SYRK 256 deep per
- * panel on kiln's large GEMM kernel (f32/f64 where it runs). H200, f64 4096: 6.45 ms against
- * 7.31 with 64-column steps on gemm_tile (docs/linalg.md, "Two levels").
+ * tuner nor look-ahead sets one: panels of 768 columns, each factored as 64-column steps
+ * (chol_inv at the panel's first, then chol_col, which updates the panel's later columns and
+ * factors the next diagonal block), and one SYRK 768 deep per panel on kiln's large GEMM
+ * kernel (f32/f64 where it runs). H200, f64 4096: 4.46 ms against 5.06 with 256-column
+ * panels and 4.66 with 512 (docs/linalg.md, "chol_col").
  */
-#define KILN__LINALG_CHOL_NB_GPU 256
+#define KILN__LINALG_CHOL_NB_GPU 768
+/* Orders up to which that rule takes the whole matrix as one panel (no SYRK: chol_col's
+ * updates alone): H200, f64 1024, 0.88 ms against 0.98 in 768-column panels. */
+#define KILN__LINALG_CHOL_ONE_PANEL_GPU 1024
 /*
  * The blocked triangular solves' outer block where the large GEMM kernel takes their updates (the
  * GPU rule, or the linalg family's gemm=3), with at least this many right-hand sides and twice

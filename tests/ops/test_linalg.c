@@ -1759,11 +1759,12 @@ reset_hooks(void)
 }
 
 /*
- * Cholesky's two levels with chol_col on gemm_tile: panels of 128, 192 and 256 columns (the GPU
- * rule's), so that a 64-column step updates up to three later column tiles of its panel, with
- * groups waiting for the row tiles other groups publish; orders of several row tiles, the last
- * panel partial, a batch of two, both triangles (chol_case). chol_col's groups for later
- * column tiles past the first must have run.
+ * Cholesky's two levels with chol_col on gemm_tile: panels of 128, 192, 256 and 768 columns (the
+ * GPU rule's) and one panel of the whole matrix (the rule's up to 1024), so that a 64-column
+ * step updates up to thirteen later column tiles of its panel, with groups waiting for the row
+ * tiles other groups publish; orders of several row tiles, the last panel partial, a batch of
+ * two, both triangles (chol_case). chol_col's groups for later column tiles past the first
+ * must have run.
  */
 START_TEST(cholesky_panels)
 {
@@ -1778,6 +1779,16 @@ START_TEST(cholesky_panels)
       if (harness_small() && (nb != 256 || !small_dtype(dt)))
         continue;
       chol_case(dt, nb == 192 ? 2 : 1, ns[harness_small() ? 0 : (nb / 64) % 2]);
+    }
+  }
+  /* the GPU rule's 768-column panels (eleven later column tiles in a panel's first step) and
+   * its whole matrix as one panel up to 1024 */
+  for (int nb = 768; nb <= 1024; nb += 256) {
+    set_hook(nb, 0, -1, -1);
+    FOR_DTYPE_AT(dt, nb == 768)
+    {
+      if (!harness_small())
+        chol_case(dt, 1, nb == 768 ? 833 : 700);
     }
   }
   hook_route = -1;
