@@ -1031,6 +1031,9 @@ kernel void chol_col(global T *a, ulong aoff, ulong rs, ulong cs, uint n, uint j
     GT_ZERO(acc)
     gt_acc_v(a, lb, rs, cs, 0, x, xoff, upper ? jb : 1, upper ? 1 : jb, 1, m, jb, jb, t * GT_M, 0,
              As, Bs, acc);
+    /* the tile's rows are stored where the group read them: gt_acc's barriers fence local
+     * memory only */
+    barrier(CLK_GLOBAL_MEM_FENCE);
 #pragma unroll
     for (uint r2 = 0; r2 < 4; r2++)
 #pragma unroll
