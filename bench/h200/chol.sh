@@ -27,6 +27,14 @@ done
 # OTHER (environment): more linalg filters timed at 4096 f64 with the defaults, e.g. the ops
 # that share gemm_tile
 [ -n "$OTHER" ] && b other 60 --dtype f64 --sizes 2^24 --filter $OTHER
+# CPLX (environment, any value): complex Cholesky (c64, c128) with the defaults, PyTorch's
+# beside it (the linalg tuner family takes no --tune for complex dtypes)
+if [ -n "$CPLX" ]; then
+  b cplx 60 --dtype c64,c128 --sizes ${SIZES-2^20,2^24} --filter linalg.ccholesky
+  timeout 60 python3 bench/peers_torch.py --no-startup --dtype c64,c128 --sizes \
+    ${SIZES-2^20,2^24} --filter linalg.ccholesky > $R/torch-cplx.json 2>> $R/err.txt
+  el torch-cplx
+fi
 tr() { local n=$1; shift
   CLTRACE_OUT=$R/trace-$n.txt LD_PRELOAD=$PWD/build-gpu/bench/libcltrace.so timeout -k 1 30 \
     $K bench --no-startup --json --reps 2 --dtype f64 --sizes 2^24 --filter $F "$@" \

@@ -1709,17 +1709,11 @@ chol_run(const la *L, mat a, uint64_t n, uint64_t batch, int upper, kiln_tensor 
   KILN_TRY(zero_fill(L, info));
   if (n == 0 || batch == 0)
     return KILN_OK;
-  /* Complex diagonal blocks that do not fit the local memory (c128 64 x 64 on 48 KiB) would
-   * take chol_panel, one global barrier per column: halve the block until chol_small takes
-   * it. */
   la Lc = *L;
-  /* the rule's two-level panels (real dtypes; they need chol_inv, checked below) */
+  /* the rule's two-level panels (they need chol_inv, checked below) */
   const uint64_t nb1 = L->nb;
-  Lc.nb = kiln__dtype_is_complex(L->dt) ? L->nb : L->chol_nb;
+  Lc.nb = L->chol_nb;
   Lc.large = L->chol_large;
-  while (kiln__dtype_is_complex(Lc.dt) && Lc.nb > 16 && Lc.nb <= Lc.small_max &&
-         !is_small(&Lc, Lc.nb, Lc.nb))
-    Lc.nb /= 2;
   L = &Lc;
   /* Upper is the lower algorithm on the transposed view: U = L^T, A symmetric. */
   uint64_t rs = upper ? 1 : n, cs = upper ? n : 1;
@@ -1774,6 +1768,12 @@ chol_run(const la *L, mat a, uint64_t n, uint64_t batch, int upper, kiln_tensor 
     s = chol_inv_setup(L, n, &K, &inv, &sync);
   if (!K.ck && Lc.nb > nb1)
     Lc.nb = nb1; /* no chol_inv on this device: one level, as before the rule's panels */
+  /* Without chol_inv, complex diagonal blocks that do not fit the local memory (c128 64 x 64
+   * on 48 KiB) would take chol_panel, one global barrier per column: halve the block until
+   * chol_small takes it. */
+  while (!K.ck && kiln__dtype_is_complex(Lc.dt) && Lc.nb > 16 && Lc.nb <= Lc.small_max &&
+         !is_small(&Lc, Lc.nb, Lc.nb))
+    Lc.nb /= 2;
   for (uint64_t b = 0; s == KILN_OK && b < batch; b++) {
     mat A = at(a, b * n * n), inf = at(tmat(info), b);
 #if KILN_HAVE_LAPACKE

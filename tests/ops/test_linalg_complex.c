@@ -1438,6 +1438,31 @@ reset_hooks(void)
   kiln__linalg_spectral_test_split(-1);
 }
 
+/*
+ * Hermitian Cholesky in panels of 64-column steps (the GPU rule's two levels): chol_col's
+ * update of a panel's later columns takes L21 L21^H with the conjugate where it belongs,
+ * lower and upper, 128- and 256-column panels over several row tiles; its groups for later
+ * column tiles past the first must have run.
+ */
+START_TEST(cholesky_panels)
+{
+  if (harness_small()) /* the simulator's sizes hold one 64-row tile: test_linalg's chol */
+    return;
+  unsigned before = kiln__linalg_test_chol_col_cross();
+  kiln__linalg_test_route(KILN__LINALG_ROUTE_DEVICE);
+  hook_gemm = KILN__LINALG_GEMM_TILE;
+  for (hook_nb = 128; hook_nb <= 256; hook_nb *= 2) {
+    FOR_DTYPES(dt)
+    {
+      chol_case(dt, hook_nb == 128 ? 201 : 270, 1, KILN_LOWER);
+      chol_case(dt, hook_nb == 128 ? 201 : 270, 1, KILN_UPPER);
+    }
+  }
+  ck_assert_msg(kiln__linalg_test_chol_col_cross() > before,
+                "chol_col never launched groups for a second later column tile");
+}
+END_TEST
+
 static Suite *
 linalg_complex_suite(void)
 {
@@ -1462,6 +1487,11 @@ linalg_complex_suite(void)
   tcase_add_test(tc, batched_bitwise);
   tcase_add_test(tc, singular_and_bad_input);
   suite_add_tcase(s, tc);
+  TCase *chol = tcase_create("chol");
+  tcase_set_timeout(chol, 300);
+  tcase_add_checked_fixture(chol, reset_hooks, NULL);
+  tcase_add_test(chol, cholesky_panels);
+  suite_add_tcase(s, chol);
   return s;
 }
 
