@@ -1663,7 +1663,14 @@ chol_blocked(const la *L, chol_k *K, mat A, uint64_t n, int upper, mat inf)
   if (q2)
     KILN_TRY(chol_panel(L, K, A, n, upper, 0, nb, inf));
   for (uint64_t p0 = 0; p0 < n; p0 += nb) {
-    uint64_t pe = n - p0 < nb ? n : p0 + nb, kb = pe - p0;
+    uint64_t pe = n - p0 < nb ? n : p0 + nb;
+    /* With chol_col's steps, a remainder under half a panel joins the panel before it: its own
+     * SYRK pass would take a whole wave of the large GEMM kernel for a few tiles (H200, f64
+     * 4096 in 768-column panels: the SYRK passes 0.97 ms a call against 1.10 with a last panel
+     * of 256 columns, docs/linalg.md). */
+    if (!q2 && K->ck && n - pe < nb / 2)
+      pe = n;
+    const uint64_t kb = pe - p0;
     if (!q2)
       KILN_TRY(chol_panel(L, K, A, n, upper, p0, pe, inf));
     if (pe == n)

@@ -1795,7 +1795,8 @@ START_TEST(cholesky_panels)
       chol_case(dt, nb == 192 ? 2 : 1, ns[(nb / 64) % 2]);
     }
   }
-  /* the GPU rule's 768-column panels (eleven later column tiles in a panel's first step) and
+  /* the GPU rule's 768-column panels (eleven later column tiles in a panel's first step; at
+   * order 833 the 65 columns left join the panel: a remainder under half a panel does) and
    * its whole matrix as one panel up to 1024 */
   for (int nb = 768; nb <= 1024; nb += 256) {
     set_hook(nb, 0, -1, -1);
