@@ -610,6 +610,11 @@ kernel void chol_small(global T *a, ulong aoff, ulong astride, uint n, ulong rs,
  * 64 block on the H200.
  */
 #define CHOL_R 4
+/* zeros a 4 x 4 private array (chol_inv's sub, the tiles' acc) */
+#define GT_ZERO(acc)              \
+  for (uint zr = 0; zr < 4; zr++)   \
+    for (uint zq = 0; zq < 4; zq++) \
+      acc[zr][zq] = (T)0;
 /* The 4 x 4 elements of A and X per lane are named scalars, not arrays: selecting a column by
  * comparing the loop index with j let NVIDIA's compiler index the arrays dynamically, which
  * put both in off-chip memory (PTX .local; 104 us a 64 x 64 block on the H200). Which of them
@@ -725,9 +730,7 @@ kernel void chol_inv(global T *a, ulong aoff, ulong astride, uint n, ulong rs, u
 {
   const ulong b = get_group_id(0);
   T z[4][4];
-  for (uint zr = 0; zr < 4; zr++)
-    for (uint zq = 0; zq < 4; zq++)
-      z[zr][zq] = (T)0;
+  GT_ZERO(z)
   chol_inv_blk(a, aoff + b * astride, n, rs, cs, info, ioff + b, j0, x, xoff + b * xstride, upper,
                col, row, get_local_id(0), get_local_size(0) >= 256 ? 4u : 3u, z);
 }
@@ -952,11 +955,6 @@ kernel void gemm_acc(uint m, uint n, uint k, T alpha, global const T *a, ulong a
 #undef GTV
 #undef GTN
 #undef GTP
-
-#define GT_ZERO(acc)                    \
-  for (uint zr = 0; zr < 4; zr++)         \
-    for (uint zq = 0; zq < 4; zq++)       \
-      acc[zr][zq] = (T)0;
 
 kernel void
 gemm_tile(uint m, uint n, uint k, T alpha, global const T *a, ulong aoff, ulong ars, ulong acs,

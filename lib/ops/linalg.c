@@ -1479,6 +1479,13 @@ typedef struct {
 /* Largest diagonal block chol_inv takes: its 16 x 16 lanes hold 4 x 4 elements each. */
 #define CHOL_INV_MAX 64
 
+/* Half h (0 or 1) of K->inv. */
+static mat
+chol_inv_half(const chol_k *K, int h)
+{
+  return at(K->inv, (uint64_t)h * CHOL_INV_MAX * CHOL_INV_MAX);
+}
+
 /* chol_small's and chol_inv's leading arguments for the jb x jb diagonal block at j0 of A:
  * (a, aoff, astride, n, rs, cs, info, ioff, j0) of cl_kernels/linalg.cl. */
 static kiln__args
@@ -1520,8 +1527,8 @@ chol_col(const la *L, chol_k *K, mat A, uint64_t n, int upper, uint64_t j0, uint
   kiln__args_u32(&args, (uint32_t)j0);
   kiln__args_u32(&args, (uint32_t)jb);
   kiln__args_u32(&args, (uint32_t)(pe > r ? pe : r));
-  args_mat(&args, at(K->inv, (uint64_t)K->half * CHOL_INV_MAX * CHOL_INV_MAX));
-  kiln__args_u64(&args, K->inv.off + (uint64_t)!K->half * CHOL_INV_MAX * CHOL_INV_MAX);
+  args_mat(&args, chol_inv_half(K, K->half));
+  kiln__args_u64(&args, chol_inv_half(K, !K->half).off);
   kiln__args_u32(&args, (uint32_t)upper);
   args_mat(&args, inf);
   args_mat(&args, K->sync);
@@ -1554,7 +1561,7 @@ chol_step(const la *L, chol_k *K, mat A, uint64_t n, int upper, uint64_t j0, uin
     return r == n ? KILN_OK : chol_col(L, K, A, n, upper, j0, jb, pe, inf);
   if (K->ck && jb <= CHOL_INV_MAX) {
     kiln__args args = diag_args(L, K->ck, A, n, upper, j0, jb, inf);
-    args_mat(&args, at(K->inv, (uint64_t)K->half * CHOL_INV_MAX * CHOL_INV_MAX));
+    args_mat(&args, chol_inv_half(K, K->half));
     kiln__args_u64(&args, 0);
     kiln__args_u32(&args, (uint32_t)upper);
     kiln__args_local(&args, 2 * CHOL_INV_MAX * L->ts);
