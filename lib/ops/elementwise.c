@@ -827,6 +827,9 @@ ew_build_options(const kiln_device_info *info, const char *source, kiln_dtype dt
     kiln__options_append(buf, len, " -DKILN_EW_ITEMS=%u -DKILN_EW_VEC=%u", items, vec);
   if (v && v->nt_store)
     kiln__options_append(buf, len, " -DKILN_NT_STORE=1");
+  /* kiln's own branch-free exp for doubles where PoCL-like CPU compilers vectorize it */
+  if (strcmp(source, "elementwise") == 0 && dtype == KILN_F64 && !info->is_gpu)
+    kiln__options_append(buf, len, " -DKILN_EXP64=1");
   uint32_t lanes = v && v->cast_lanes ? v->cast_lanes : cast_default_lanes(info);
   if (strcmp(source, "cast") == 0 && lanes != 1)
     kiln__options_append(buf, len, " -DKILN_CAST_LANES=%u", lanes);

@@ -2539,6 +2539,62 @@ START_TEST(exact_alias)
 }
 END_TEST
 
+/*
+ * exp of doubles at its range's edges and across it (kiln's own exp on CPU devices,
+ * KILN_EXP64; the builtin on GPUs): the last finite result and the first inf, subnormal
+ * results down to the smallest and the first 0, NaN and the infinities, and 4099 values
+ * spread over [-750, 750] (n not a multiple of the vector width: the tail loop too).
+ * Relative 1e-12 of the host's exp, or 2 subnormal steps where the result is subnormal.
+ */
+START_TEST(exp_f64_range)
+{
+  if (!harness_has_fp64())
+    return;
+  kiln_context *ctx = harness_ctx();
+  static const double edges[] = {709.782712893384,
+                                 709.7827128933841,
+                                 710.0,
+                                 1000.0,
+                                 -708.3964185322641,
+                                 -708.4,
+                                 -740.0,
+                                 -744.44,
+                                 -745.1332191019411,
+                                 -745.1332191019412,
+                                 -746.0,
+                                 -1e4,
+                                 1e-320,
+                                 -1e-320,
+                                 0.0,
+                                 -0.0,
+                                 NAN,
+                                 INFINITY,
+                                 -INFINITY};
+  const size_t ne = sizeof edges / sizeof edges[0], n = ne + 4099;
+  double *x = malloc(n * sizeof *x), *got = malloc(n * sizeof *got);
+  ck_assert_ptr_nonnull(x);
+  ck_assert_ptr_nonnull(got);
+  for (size_t i = 0; i < n; i++)
+    x[i] = i < ne ? edges[i] : -750.0 + 1500.0 * (double)(i - ne) / 4098.0;
+  const int64_t shape = (int64_t)n;
+  kiln_tensor *tx = NULL, *ty = NULL;
+  KOK(kiln_tensor_from_host(ctx, KILN_F64, 1, &shape, x, &tx));
+  KOK(kiln_unary(ctx, KILN_OP_EXP, tx, &ty));
+  KOK(kiln_tensor_download(ty, got, n * sizeof *got));
+  for (size_t i = 0; i < n; i++) {
+    const double want = exp(x[i]);
+    const int ok = isnan(want)   ? isnan(got[i])
+                   : isinf(want) ? got[i] == want
+                                 : fabs(got[i] - want) <= 1e-12 * fabs(want) + 1e-323;
+    ck_assert_msg(ok, "exp(%.17g) = %.17g, want %.17g", x[i], got[i], want);
+  }
+  KOK(kiln_tensor_release(tx));
+  KOK(kiln_tensor_release(ty));
+  free(x);
+  free(got);
+}
+END_TEST
+
 static Suite *
 elementwise_suite(void)
 {
@@ -2571,6 +2627,7 @@ elementwise_suite(void)
       {"overlap_outputs", overlap_outputs, 0},
       {"exact_alias", exact_alias, 0},
       {"subbuffer_overlap", subbuffer_overlap, 0},
+      {"exp_f64_range", exp_f64_range, 0},
   };
   for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
     TCase *tc = tcase_create(groups[g].name);
