@@ -47,7 +47,8 @@
  * moves: ln 2's first part has 32 bits so that k ln2hi is exact without an fma, k is rounded
  * by adding and subtracting 1.5 2^52, and the powers of two are built from the bits of
  * k + 1023 + 2^52, so that no call (rint, fma, a conversion) keeps PoCL's vectorizer from
- * taking the lanes together, where its builtin exp runs element by element.
+ * taking the lanes together, where its builtin exp runs element by element. k_exp is it
+ * there (the op table's exp, and sigmoid, gelu_tanh and softplus below), else the builtin.
  */
 inline double k_exp64(double x)
 {
@@ -75,7 +76,9 @@ inline double k_exp64(double x)
   const double y = p * s1 * s2;
   return x != x ? x : y;
 }
-#define exp(x) k_exp64(x)
+#define k_exp k_exp64
+#else
+#define k_exp exp
 #endif
 #if KILN_IS_FLOAT
 #define k_add(a, b) ((a) + (b))
@@ -90,7 +93,7 @@ inline double k_exp64(double x)
 #define k_isfinite(x) isfinite(x)
 #define k_bitwise_not(x) (x)
 inline T k_sign(T x) { return x > (T)0 ? (T)1 : x < (T)0 ? (T)-1 : x; }
-inline T k_sigmoid(T x) { return (T)1 / ((T)1 + exp(-x)); }
+inline T k_sigmoid(T x) { return (T)1 / ((T)1 + k_exp(-x)); }
 /*
  * GELU and its tanh approximation, rewritten without the cancellation of
  * 1 + erf(.) and 1 + tanh(.) near -1, which cost all relative accuracy for
@@ -103,10 +106,10 @@ inline T k_gelu(T x) { return (T)0.5 * x * erfc(-x * (T)0.70710678118654752440);
 inline T k_gelu_tanh(T x)
 {
   T u = (T)0.79788456080286535588 * (x + (T)0.044715 * x * x * x);
-  return x / ((T)1 + exp((T)-2 * u));
+  return x / ((T)1 + k_exp((T)-2 * u));
 }
 /* log(1 + e^x) without overflow: max(x, 0) + log1p(e^-|x|). */
-inline T k_softplus(T x) { return fmax(x, (T)0) + log1p(exp(-fabs(x))); }
+inline T k_softplus(T x) { return fmax(x, (T)0) + log1p(k_exp(-fabs(x))); }
 /* NumPy remainder: the result takes the divisor's sign. */
 inline T k_remainder(T a, T b)
 {

@@ -46,7 +46,7 @@
   X(SQRT, sqrt, FLOAT, SAME, sqrt(x))                        \
   X(RSQRT, rsqrt, FLOAT, SAME, ((T)1 / sqrt(x)))             \
   X(RECIPROCAL, reciprocal, FLOAT, SAME, ((T)1 / x))         \
-  X(EXP, exp, FLOAT, SAME, exp(x))                           \
+  X(EXP, exp, FLOAT, SAME, k_exp(x))                         \
   X(EXP2, exp2, FLOAT, SAME, exp2(x))                        \
   X(EXPM1, expm1, FLOAT, SAME, expm1(x))                     \
   X(LOG, log, FLOAT, SAME, log(x))                           \
