@@ -1055,12 +1055,10 @@ kernel void chol_col(global T *a, ulong aoff, ulong rs, ulong cs, uint n, uint j
     if (nu == 0)
       return;
   } else {
-    /* (t, u) with 1 <= u < nu and u <= t, u-major */
+    /* (t, u) with 1 <= u < nu and u <= t, u-major (the host launches exactly these) */
     uint e = t - nt;
-    for (u = 1; u < nu && e >= nt - u; u++)
+    for (u = 1; e >= nt - u; u++)
       e -= nt - u;
-    if (u >= nu)
-      return; /* not launched: the host counts the groups */
     t = u + e;
   }
   if (lid == 0) {

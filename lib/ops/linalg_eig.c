@@ -2285,6 +2285,7 @@ typedef struct gk_rows_job {
   const double *r, *w;
   uint64_t n, c0, c1;
   double *s, *u, *v, dev;
+  double *nu; /* 2 (c1 - c0) zeroed doubles: the columns' sums of squares, then 1 / norms */
 } gk_rows_job;
 
 static void *
@@ -2292,10 +2293,7 @@ gk_rows_run(void *arg)
 {
   gk_rows_job *j = arg;
   const uint64_t n = j->n, nc = j->c1 - j->c0, k0 = n - j->c1; /* its k: k0 .. k0 + nc - 1 */
-  double *nu = calloc(2 * (nc ? nc : 1), sizeof *nu), *nv = nu + nc;
-  j->dev = INFINITY;
-  if (!nu)
-    return NULL;
+  double *nu = j->nu, *nv = nu + nc;
   for (uint64_t i = 0; i < n; i++)
     for (uint64_t q = 0; q < nc; q++) {
       const double a = j->r[2 * i * n + k0 + q], b = j->r[(2 * i + 1) * n + k0 + q];
@@ -2316,32 +2314,34 @@ gk_rows_run(void *arg)
       j->u[i * n + c] = j->r[(2 * i + 1) * n + k0 + q] * nu[q];
       j->v[i * n + c] = j->r[2 * i * n + k0 + q] * nv[q];
     }
-  free(nu);
   return NULL;
 }
 
-/* gk_rows_run over the host threads; the largest deviation. */
-static double
-gk_rows(uint64_t n, const double *r, const double *w, double *s, double *u, double *v)
+/* gk_rows_run over the host threads; *dev the largest deviation. nu: 2n zeroed doubles. */
+static void
+gk_rows(uint64_t n, const double *r, const double *w, double *s, double *u, double *v, double *nu,
+        double *dev)
 {
   gk_rows_job job[64];
   uint64_t nj = mrrr_threads(n);
   nj = nj < 64 ? nj : 64;
   nj = nj < n ? nj : n;
-  for (uint64_t t = 0; t < nj; t++)
+  for (uint64_t t = 0; t < nj; t++) {
+    const uint64_t c0 = t * n / nj;
     job[t] = (gk_rows_job){.r = r,
                            .w = w,
                            .n = n,
-                           .c0 = t * n / nj,
+                           .c0 = c0,
                            .c1 = (t + 1) * n / nj,
                            .s = s,
                            .u = u,
-                           .v = v};
+                           .v = v,
+                           .nu = nu + 2 * c0};
+  }
   run_jobs(gk_rows_run, job, sizeof job[0], nj);
-  double dev = 0;
+  *dev = 0;
   for (uint64_t t = 0; t < nj; t++)
-    dev = fmax(dev, job[t].dev);
-  return dev;
+    *dev = fmax(*dev, job[t].dev);
 }
 
 /*
@@ -2365,8 +2365,8 @@ gk_device(const kiln__lsp *L, kiln__lsp_tdev **tds, kiln_tensor **z, uint64_t b,
   if (!*z)
     KILN_TRY(kiln__ops_scratch(L->op, L->ctx, KILN_F64, N * N, z));
   double *td = calloc(N, sizeof *td), *te = malloc(N * sizeof *te), *w = malloc(N * sizeof *w);
-  double *r = malloc(N * n * sizeof *r);
-  kiln_status st = host_mem(L->op, td && te && w && r);
+  double *r = malloc(N * n * sizeof *r), *nu = calloc(2 * n, sizeof *nu);
+  kiln_status st = host_mem(L->op, td && te && w && r && nu);
   int done = 0;
   double tm[4] = {mono_s(), 0, 0, 0}; /* for the debug line: the stage, the read, the split */
   if (st == KILN_OK) {
@@ -2388,7 +2388,7 @@ gk_device(const kiln__lsp *L, kiln__lsp_tdev **tds, kiln_tensor **z, uint64_t b,
     if (err != CL_SUCCESS)
       st = kiln__fail_cl(L->op, err, "clEnqueueReadBufferRect (Golub-Kahan vectors)");
     else
-      dev = gk_rows(n, r, w + n, s, u, v);
+      gk_rows(n, r, w + n, s, u, v, nu, &dev);
     tm[3] = mono_s();
     *ok = st == KILN_OK && dev <= 3.0 * (double)N * DBL_EPSILON;
   }
@@ -2407,6 +2407,7 @@ gk_device(const kiln__lsp *L, kiln__lsp_tdev **tds, kiln_tensor **z, uint64_t b,
   free(te);
   free(w);
   free(r);
+  free(nu);
   return st;
 }
 #endif
