@@ -18,12 +18,12 @@
  * tuner nor look-ahead sets one: panels of 768 columns, each factored as 64-column steps
  * (chol_inv at the panel's first, then chol_col, which updates the panel's later columns and
  * factors the next diagonal block), and one SYRK 768 deep per panel on kiln's large GEMM
- * kernel (f32/f64 where it runs). H200, f64 4096: 4.46 ms against 5.06 with 256-column
- * panels and 4.66 with 512 (docs/linalg.md, "chol_col").
+ * kernel (f32/f64 where it runs). H200, f64 4096: 4.38 ms against 4.99 with 256-column
+ * panels, 4.80 with 512 and 4.70 with 1024 (docs/perf-data/h200-2026-12-04-s21/chol8/).
  */
 #define KILN__LINALG_CHOL_NB_GPU 768
 /* Orders up to which that rule takes the whole matrix as one panel (no SYRK: chol_col's
- * updates alone): H200, f64 1024, 0.88 ms against 0.98 in 768-column panels. */
+ * updates alone): H200, f64 1024, 0.86 ms against 0.93 in 768-column panels (chol8/). */
 #define KILN__LINALG_CHOL_ONE_PANEL_GPU 1024
 /*
  * The blocked triangular solves' outer block where the large GEMM kernel takes their updates (the
