@@ -19,7 +19,7 @@
  *     columns and joins (tl: jb (jb + 1) + 8 ceil8(jb) + jb T).
  *   qr_panel_grid(a, aoff, lda, m, ncols, tau, toff, nk, sbase, x, with_t, t, tof, xs, rm,
  *     rv, rc, re, tg, ra)   the same over G work-groups of Q * 64 lanes, and optionally the
- *     block reflector's T (real dtypes; see its comment).
+ *     block reflector's T (see its comment).
  *   qr_vcopy(a, aoff, lda, rows, jb, v, voff)   global (jb, rows): V (rows x jb, row stride
  *     jb) with the panel's reflectors, its unit diagonal and zeros above.
  *   qr_larft(g, goff, tau, toff, jb, t, tof)   one work-group: the upper triangular T of
@@ -157,11 +157,12 @@ kernel void qr_panel(global T *a, ulong aoff, ulong lda, uint m, uint j0, uint j
  *
  * Exchange (double-buffered by column parity, as lu_panel_grid's: a group may publish column
  * j + 1 while a slower one still reads column j, and cannot get further):
- *   x    [parity][G + 1][QRG_W] (ulong2): each group's partial sums (column j's entry: the
- *        sum of squares), then row j of the panel, stored by the group that holds it; each
- *        entry is the value's bits and (stamp << 12 | e_g + 2048, 0 where x is zero in that
- *        group), stamp = sbase + j + 1, in one untorn 16-byte store (NVIDIA GPUs perform
- *        those whole; CUB's scan tile states rely on the same). Readers load an entry until
+ *   x    [parity][G + 1][QRG_W][QRG_NP] (ulong2): each group's partial sums (column j's
+ *        entry: the sum of squares), then row j of the panel, stored by the group that holds
+ *        it; a value takes QRG_NP entries (complex: one per part), each the part's bits and
+ *        (stamp << 12 | e_g + 2048, 0 where x is zero in that group), stamp = sbase + j + 1,
+ *        in one untorn 16-byte store (NVIDIA GPUs perform those whole; CUB's scan tile
+ *        states rely on the same). Readers load an entry until
  *        it shows the column's stamp: no fence between the data and a flag. (A flag per
  *        group that one warp polled before the lanes read measured 2-3% slower on the H200.)
  * Cross-group reads are volatile (NVIDIA serves plain loads from a compute unit's L1, which
@@ -169,19 +170,20 @@ kernel void qr_panel(global T *a, ulong aoff, ulong lda, uint m, uint j0, uint j
  * one group per compute unit; CPUs and the simulator run one group). Local memory: xs (x,
  * 2 Q QRG_R T: both parities, so that a column needs no barrier after its update), rm (Q T:
  * the row sets' max |x|), rv and rc (Q QRG_W T: partial sums, then totals), re (Q int:
- * exponents), tg (QRG_W^2 T, with_t only), ra (QRG_W T: row j). The rows past m are zero; tau[toff + j]; with_t:
- * T (ncols x ncols, row-major, zero below the diagonal) at t + tof. Real dtypes only.
+ * exponents), tg (QRG_W^2 T, with_t only), ra (QRG_W T: row j). The rows past m are zero;
+ * tau[toff + j]; with_t: T (ncols x ncols, row-major, zero below the diagonal) at t + tof.
+ * Complex T (zgeqr2, zlarft): the products are x^H a_c, V^H v_j, the panel's update applies
+ * H^H, and a complex alpha over a zero x still gets its reflector.
  */
 #define QRG_W 64
 #define QRG_R 16
 #define QRG_NONE (-100000)
 #define QRG_REP(M)                                                                          \
   M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)
-#if !KILN_IS_COMPLEX
 /* 2^k for |k| <= QRG_EMAX (clamped there: the terms scaled below 2^-QRG_EMAX are negligible
  * beside the largest), and the exponent of a positive v (denormals: -QRG_EMAX), by bits
- * rather than through ldexp and ilogb */
-#ifdef KILN_DT_F64
+ * rather than through ldexp and ilogb; in RT, the part type of complex T */
+#if defined(KILN_DT_F64) || defined(KILN_DT_C128)
 #define QRG_EMAX 1022
 #define QRG_POW2(k) as_double((ulong)(clamp((k), -QRG_EMAX, QRG_EMAX) + 1023) << 52)
 #define QRG_EXP(v) max((int)((as_ulong(v) >> 52) & 0x7ffu) - 1023, -QRG_EMAX)
@@ -189,6 +191,28 @@ kernel void qr_panel(global T *a, ulong aoff, ulong lda, uint m, uint j0, uint j
 #define QRG_EMAX 126
 #define QRG_POW2(k) as_float((uint)(clamp((k), -QRG_EMAX, QRG_EMAX) + 127) << 23)
 #define QRG_EXP(v) max((int)((as_uint(v) >> 23) & 0xffu) - 127, -QRG_EMAX)
+#endif
+/* A value of the exchange takes QRG_NP stamped entries, one per real part (QRG_PART). The
+ * scale of complex x is max(|re|, |im|), within sqrt 2 of |x|; products are conj(y) r. */
+#if KILN_IS_COMPLEX
+#define QRG_NP 2
+#define QRG_PART(v, p) LA_BITS((p) ? (v).y : (v).x)
+#define QRG_VALUE(e) ((T)(LA_VAL(e[0].x), LA_VAL(e[1].x)))
+#define QRG_MAXABS(v) fmax(fabs((v).x), fabs((v).y))
+#define QRG_CDOT(y, r, acc)                                                                   \
+  {                                                                                           \
+    acc.x = fma(y.x, r.x, fma(y.y, r.y, acc.x));                                              \
+    acc.y = fma(y.x, r.y, fma(-y.y, r.x, acc.y));                                             \
+  }
+/* zlarfg: a complex alpha gets a reflector even where x is zero (beta must be real) */
+#define QRG_REFL(E, alpha) ((E) != QRG_NONE || (alpha).y != (RT)0)
+#else
+#define QRG_NP 1
+#define QRG_PART(v, p) LA_BITS(v)
+#define QRG_VALUE(e) LA_VAL(e[0].x)
+#define QRG_MAXABS(v) fabs(v)
+#define QRG_CDOT(y, r, acc) acc = fma(y, r, acc);
+#define QRG_REFL(E, alpha) ((E) != QRG_NONE)
 #endif
 
 kernel void qr_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols, global T *tau,
@@ -211,31 +235,32 @@ kernel void qr_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
     local T *xsp = xs + par * Q * QRG_R;
     /* column j below the diagonal into local memory, and each row set's max |x| */
     if (c == j) {
-      T mx = (T)0;
+      RT mx = (RT)0;
 #define QRG_XS(k)                                                                             \
   {                                                                                           \
     const T v = QRG_POS(k) > j ? r##k : (T)0;                                                 \
     xsp[q + Q * (k)] = v;                                                                     \
-    mx = fmax(mx, fabs(v));                                                                   \
+    mx = fmax(mx, QRG_MAXABS(v));                                                             \
   }
       QRG_REP(QRG_XS)
-      rm[q] = mx;
+      rm[q] = LA_REAL(mx);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    T smax = (T)0;
+    RT smax = (RT)0;
     for (uint h = 0; h < Q; h++)
-      smax = fmax(smax, rm[h]);
-    const int eg = smax > (T)0 ? min(QRG_EXP(smax), QRG_EMAX) : QRG_NONE;
-    const T inv = smax > (T)0 ? QRG_POW2(-eg) : (T)0;
+      smax = fmax(smax, LA_RE(rm[h]));
+    const int eg = smax > (RT)0 ? min(QRG_EXP(smax), QRG_EMAX) : QRG_NONE;
+    const RT inv = smax > (RT)0 ? QRG_POW2(-eg) : (RT)0;
     /* products of the scaled x with this lane's rows of column c (every c: those of the
-     * earlier columns are V^T v_j's); column j's own: the sum of squares */
+     * earlier columns are V^H v_j's); column j's own: the sum of squares */
     T d = (T)0;
     if (mine) {
       T d1 = (T)0, d2 = (T)0, d3 = (T)0;
 #define QRG_DOT(k, acc)                                                                       \
   {                                                                                           \
     const T y = xsp[q + Q * (k)] * inv;                                                       \
-    acc = fma(y, c == j ? y : r##k, acc);                                                     \
+    const T rr = c == j ? y : r##k;                                                           \
+    QRG_CDOT(y, rr, acc)                                                                      \
   }
       QRG_DOT(0, d) QRG_DOT(1, d1) QRG_DOT(2, d2) QRG_DOT(3, d3)
       QRG_DOT(4, d) QRG_DOT(5, d1) QRG_DOT(6, d2) QRG_DOT(7, d3)
@@ -247,13 +272,14 @@ kernel void qr_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
     barrier(CLK_LOCAL_MEM_FENCE);
     /* each entry carries its stamp (and the group's exponent): one untorn 16-byte store, so a
      * reader that sees the stamp sees the value, and no fence is needed */
-    volatile global ulong2 *xe = x + (ulong)par * (G + 1) * QRG_W;
+    volatile global ulong2 *xe = x + (ulong)par * (G + 1) * QRG_W * QRG_NP;
     if (q == 0 && mine) {
       T s = (T)0;
       for (uint h = 0; h < Q; h++)
         s += rv[h * QRG_W + c];
-      xe[(ulong)g * QRG_W + c] =
-          (ulong2)(LA_BITS(s), stamp << 12 | (eg == QRG_NONE ? 0ul : (ulong)(eg + 2048)));
+      const ulong tag = stamp << 12 | (eg == QRG_NONE ? 0ul : (ulong)(eg + 2048));
+      for (uint p = 0; p < QRG_NP; p++)
+        xe[((ulong)g * QRG_W + c) * QRG_NP + p] = (ulong2)(QRG_PART(s, p), tag);
     }
     /* row j: position j = g + G (q + Q k) */
     const uint jg = j % G, js = j / G;
@@ -262,7 +288,8 @@ kernel void qr_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
       T v = (T)0;
 #define QRG_PICK(k) v = (k) == jk ? r##k : v;
       QRG_REP(QRG_PICK)
-      xe[(ulong)G * QRG_W + c] = (ulong2)(LA_BITS(v), stamp << 12);
+      for (uint p = 0; p < QRG_NP; p++)
+        xe[((ulong)G * QRG_W + c) * QRG_NP + p] = (ulong2)(QRG_PART(v, p), stamp << 12);
     }
     /* (the group's own entries are read below: a CPU runs its lanes one after another
      * between barriers) */
@@ -272,31 +299,38 @@ kernel void qr_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
      * (h = q mod Q), four loads in flight before any is waited for: their partial sums
      * rescaled to the largest exponent as they come (squares by its square) */
     const ulong2 none = (ulong2)(0ul, stamp << 12);
-    ulong2 ec = q == 0 && mine ? xe[(ulong)G * QRG_W + c] : none;
+#define QRG_AT(h, p) xe[((ulong)(h)*QRG_W + c) * QRG_NP + (p)]
+    ulong2 ec[QRG_NP];
+    for (uint p = 0; p < QRG_NP; p++)
+      ec[p] = q == 0 && mine ? QRG_AT(G, p) : none;
     int eq = QRG_NONE;
     T tot = (T)0;
     const int sq = c == j ? 2 : 1;
 #define QRG_WAIT(e, h)                                                                        \
-  while (e.y >> 12 != stamp)                                                                  \
-    e = xe[(ulong)(h)*QRG_W + c];
+  for (uint p = 0; p < QRG_NP; p++)                                                           \
+    while (e[p].y >> 12 != stamp)                                                             \
+      e[p] = QRG_AT(h, p);
 #define QRG_ACC(e)                                                                            \
   {                                                                                           \
-    const int eh = (int)(e.y & 0xfffu);                                                       \
-    const T p = LA_VAL(e.x);                                                                  \
+    const int eh = (int)(e[0].y & 0xfffu);                                                    \
+    const T pv = QRG_VALUE(e);                                                                \
     if (eh != 0 && eh - 2048 > eq) {                                                          \
-      tot = eq == QRG_NONE ? p : tot * QRG_POW2(sq * (eq - (eh - 2048))) + p;                 \
+      tot = eq == QRG_NONE ? pv : tot * QRG_POW2(sq * (eq - (eh - 2048))) + pv;               \
       eq = eh - 2048;                                                                         \
     } else if (eh != 0) {                                                                     \
-      tot += p * QRG_POW2(sq * (eh - 2048 - eq));                                             \
+      tot += pv * QRG_POW2(sq * (eh - 2048 - eq));                                            \
     }                                                                                         \
   }
     if (mine)
       for (uint h = q; h < G; h += 4 * Q) {
         const uint h1 = h + Q, h2 = h + 2 * Q, h3 = h + 3 * Q;
-        ulong2 e0 = xe[(ulong)h * QRG_W + c];
-        ulong2 e1 = h1 < G ? xe[(ulong)h1 * QRG_W + c] : none;
-        ulong2 e2 = h2 < G ? xe[(ulong)h2 * QRG_W + c] : none;
-        ulong2 e3 = h3 < G ? xe[(ulong)h3 * QRG_W + c] : none;
+        ulong2 e0[QRG_NP], e1[QRG_NP], e2[QRG_NP], e3[QRG_NP];
+        for (uint p = 0; p < QRG_NP; p++) {
+          e0[p] = QRG_AT(h, p);
+          e1[p] = h1 < G ? QRG_AT(h1, p) : none;
+          e2[p] = h2 < G ? QRG_AT(h2, p) : none;
+          e3[p] = h3 < G ? QRG_AT(h3, p) : none;
+        }
         QRG_WAIT(e0, h)
         QRG_WAIT(e1, h1)
         QRG_WAIT(e2, h2)
@@ -308,7 +342,7 @@ kernel void qr_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
       }
     if (q == 0 && mine) {
       QRG_WAIT(ec, G)
-      ra[c] = LA_VAL(ec.x);
+      ra[c] = QRG_VALUE(ec);
     }
     rc[q * QRG_W + c] = tot;
     if (c == 0)
@@ -318,47 +352,56 @@ kernel void qr_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
     int E = QRG_NONE;
     for (uint h = 0; h < Q; h++)
       E = max(E, re[h]);
-    T tq = (T)0, dc = (T)0;
+    RT tq = (RT)0;
+    T dc = (T)0;
     if (E != QRG_NONE)
       for (uint h = 0; h < Q; h++)
         if (re[h] != QRG_NONE) {
-          tq += rc[h * QRG_W + j] * QRG_POW2(2 * (re[h] - E));
+          tq += LA_RE(rc[h * QRG_W + j]) * QRG_POW2(2 * (re[h] - E));
           dc += rc[h * QRG_W + c] * QRG_POW2(sq * (re[h] - E));
         }
-    T beta = alpha, tj = (T)0, ss = (T)0, invE = (T)0;
-    if (E != QRG_NONE) {
-      invE = QRG_POW2(-E);
-      const T xnorm = sqrt(tq) * QRG_POW2(E);
-      beta = -copysign(hypot(alpha, xnorm), alpha);
-      tj = (beta - alpha) / beta;
-      ss = QRG_POW2(E) / (alpha - beta); /* v = x 2^-E ss, |ss| <= 2 */
+    /* dlarfg (zlarfg): beta = -sign(re alpha) ||(alpha, x)||, tau = (beta - alpha) / beta,
+     * v = x / (alpha - beta) = x 2^-E ss */
+    const int refl = QRG_REFL(E, alpha);
+    T beta = alpha, tj = (T)0, ss = (T)0;
+    RT invE = (RT)0;
+    if (refl) {
+      const RT xnorm = E != QRG_NONE ? sqrt(tq) * QRG_POW2(E) : (RT)0;
+      beta = LA_REAL(-copysign(hypot(LA_ABS(alpha), xnorm), LA_RE(alpha)));
+      tj = LA_DIV(beta - alpha, beta);
+      if (E != QRG_NONE) {
+        invE = QRG_POW2(-E);
+        ss = LA_DIV(LA_REAL(QRG_POW2(E)), alpha - beta); /* |ss| <= 2 */
+      }
     }
-    /* rows below j: a_c -= v tau (v^T a_c) (c > j), the reflector (c = j); row j: a_jc -=
-     * tau (v^T a_c), beta. Every row of every lane the same way, without a branch: y is zero
-     * above row j and past m (and past nk rows, whose registers are zero and never stored).
-     * Branches per row kept each row's shared load and update in turn; QR of 4096 f64 on the
-     * H200 took 60.9 ms with them, 44.5 without (here, in the products and the column copy). */
+    /* rows below j: a_c -= v conj(tau) (v^H a_c) (c > j; v^H a_c = a_jc + conj(ss) dc), the
+     * reflector (c = j); row j: a_jc -= conj(tau) (v^H a_c), beta. Every row of every lane the
+     * same way, without a branch: y is zero above row j and past m (and past nk rows, whose
+     * registers are zero and never stored). Branches per row kept each row's shared load and
+     * update in turn; QR of 4096 f64 on the H200 took 60.9 ms with them, 44.5 without (here,
+     * in the products and the column copy). */
     if (mine && c >= j) {
-      const T w = c > j && E != QRG_NONE ? tj * (ajc + dc * ss) : (T)0;
-      const T f = E != QRG_NONE ? invE : (T)0;
+      const T w = c > j && refl ? LA_MUL(LA_CONJ(tj), ajc + LA_MUL(LA_CONJ(ss), dc)) : (T)0;
       const int isj = c == j;
 #define QRG_UPD(k)                                                                            \
   {                                                                                           \
     const uint tp = QRG_POS(k);                                                               \
-    const T y = (xsp[q + Q * (k)] * f) * ss;                                                  \
-    const T u = r##k - y * w - (tp == j ? w : (T)0);                                          \
+    const T y = LA_MUL(xsp[q + Q * (k)] * invE, ss);                                          \
+    const T u = r##k - LA_MUL(y, w) - (tp == j ? w : (T)0);                                   \
     r##k = isj ? (tp > j ? y : tp == j ? beta : r##k) : u;                                    \
   }
       QRG_REP(QRG_UPD)
     }
-    /* v_c^T v_j = v_c[j] + (x^T v_c) 2^-E ss for the earlier columns: T's column j */
+    /* v_c^H v_j = conj(v_c[j]) + conj(x^H v_c 2^-E) ss for the earlier columns: T's column j */
     if (want_t && q == 0 && c <= j)
-      tg[c * QRG_W + j] = c == j ? tj : E != QRG_NONE ? ajc + dc * ss : ajc;
+      tg[c * QRG_W + j] = c == j ? tj
+                          : refl ? LA_CONJ(ajc) + LA_MUL(LA_CONJ(dc), ss)
+                                 : LA_CONJ(ajc);
     if (g == 0 && lid == 0)
       tau[toff + j] = tj;
   }
   if (want_t) {
-    /* dlarft: T(0:j, j) = -tau_j T(0:j, 0:j) (V^T v_j), in place over the Gram entries
+    /* dlarft: T(0:j, j) = -tau_j T(0:j, 0:j) (V^H v_j), in place over the Gram entries
      * (column j's are read before any lane writes it); each row's sum split over the Q row
      * sets' lanes, then added up through rv */
     for (uint j = 1; j < ncols; j++) {
@@ -366,14 +409,14 @@ kernel void qr_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
       T s = (T)0;
       if (c < j)
         for (uint p = c + q; p < j; p += Q)
-          s += tg[c * QRG_W + p] * tg[p * QRG_W + j];
+          s += LA_MUL(tg[c * QRG_W + p], tg[p * QRG_W + j]);
       rv[q * QRG_W + c] = s;
       barrier(CLK_LOCAL_MEM_FENCE);
       if (q == 0 && c < j) {
         T u = (T)0;
         for (uint h = 0; h < Q; h++)
           u += rv[h * QRG_W + c];
-        tg[c * QRG_W + j] = -tg[j * QRG_W + j] * u;
+        tg[c * QRG_W + j] = -LA_MUL(tg[j * QRG_W + j], u);
       }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -387,7 +430,6 @@ kernel void qr_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
     A[(ulong)QRG_POS(k) * lda + c] = r##k;
   QRG_REP(QRG_STORE)
 }
-#endif
 
 kernel void qr_vcopy(global const T *a, ulong aoff, ulong lda, uint rows, uint jb, global T *v,
                      ulong voff)

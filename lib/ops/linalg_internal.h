@@ -290,8 +290,9 @@ void kiln__linalg_test_ahead(int ahead);
 /* Test hook: pwg > 0 forces the LU and QR panels' work-groups (the "pwg" parameter; on CPUs
  * the grid kernels then run as one work-group); -1 restores the tuner's choice. */
 void kiln__linalg_test_pwg(int pwg);
-/* Test hook: lu_panel_grid's launches since the process started. */
+/* Test hooks: lu_panel_grid's and qr_panel_grid's launches since the process started. */
 unsigned kiln__linalg_test_grid_launches(void);
+unsigned kiln__linalg_test_qr_grid_launches(void);
 /* Test hook: chol_col's launches with groups for later column tiles past the first (its
  * (row tile, column tile) groups that wait for two row tiles) since the process started. */
 unsigned kiln__linalg_test_chol_col_cross(void);

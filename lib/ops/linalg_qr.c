@@ -39,6 +39,13 @@
 
 static atomic_int hook_nb = -1, hook_own = -1, hook_mrrr = -1, hook_leaf = -1, hook_split = -1,
                   hook_nb2 = -1;
+static atomic_uint qr_grid_launches;
+
+unsigned
+kiln__linalg_test_qr_grid_launches(void)
+{
+  return atomic_load(&qr_grid_launches);
+}
 
 void
 kiln__linalg_spectral_test_split(int parts)
@@ -558,9 +565,9 @@ qr_pan_make(const kiln__lsp *L, kiln__lsp_ws *ws, qr_pan *P)
   *P = (qr_pan){0};
   KILN_TRY(kern(L, "qr_panel", &P->k));
   P->local = group_local(L, P->k);
-  /* qr_panel_grid is built for real dtypes only */
-  const uint64_t g = kiln__dtype_is_complex(L->dt) ? 0 : kiln__linalg_grid_groups(L->ctx, L->pwg);
-  const uint64_t w = KILN__LSP_GRID_W;
+  const uint64_t g = kiln__linalg_grid_groups(L->ctx, L->pwg);
+  /* stamped 16-byte entries per exchanged value: one per real part */
+  const uint64_t w = KILN__LSP_GRID_W, np = kiln__dtype_is_complex(L->dt) ? 2 : 1;
   if (g == 0)
     return KILN_OK;
   cl_kernel gk;
@@ -580,8 +587,8 @@ qr_pan_make(const kiln__lsp *L, kiln__lsp_ws *ws, qr_pan *P)
   if (P->glocal < KILN__LSP_GRID_W || qr_grid_local(L, P->glocal, 0) > lm)
     return KILN_OK;
   if (!ws->gx) {
-    /* 2 (g + 1) w stamped 16-byte entries; no stamp is zero */
-    KILN_TRY(kiln__ops_scratch(L->op, L->ctx, KILN_I32, 2 * (g + 1) * w * 4, &ws->gx));
+    /* 2 (g + 1) w np stamped 16-byte entries; no stamp is zero */
+    KILN_TRY(kiln__ops_scratch(L->op, L->ctx, KILN_I32, 2 * (g + 1) * w * np * 4, &ws->gx));
     kiln_status s = kiln__linalg_zero(L->op, L->ctx, ws->gx);
     if (s != KILN_OK) {
       kiln_tensor_release(ws->gx);
@@ -652,6 +659,7 @@ panel_run(const kiln__lsp *L, qr_pan *P, kiln__lsp_mat a, uint64_t rows, uint64_
     kiln__args_local(&args, (with_t ? wd * wd : 1) * L->ts);
     kiln__args_local(&args, wd * L->ts);
     ws->gstamp += w;
+    atomic_fetch_add(&qr_grid_launches, 1);
     if (t_done)
       *t_done = with_t;
     return kiln__args_enqueue_1d(&args, L->ctx, G * P->glocal, P->glocal);

@@ -856,13 +856,26 @@ END_TEST
 
 /* ---------------------------------------------------------------- QR */
 
+/*
+ * QR of a batch of random m x n matrices, their column j scaled by colscale[j] (NULL: 1), with
+ * upper set zero below the diagonal; checked by ||A - Q R|| (also column by column with
+ * colscale: Householder QR's backward error is relative to each column), ||Q^H Q - I|| and R.
+ */
 static void
-qr_case(kiln_dtype dt, size_t batch, size_t m, size_t n, kiln_qr_mode mode)
+qr_case_x(kiln_dtype dt, size_t batch, size_t m, size_t n, kiln_qr_mode mode,
+          const double *colscale, int upper)
 {
   kiln_context *ctx = harness_ctx();
   size_t k = m < n ? m : n, qc = mode == KILN_QR_COMPLETE ? m : k, rr = qc;
   int64_t sh[3] = {(int64_t)batch, (int64_t)m, (int64_t)n};
   cplx *a = rand_c(batch * m * n);
+  for (size_t e = 0; e < batch * m * n; e++) {
+    size_t i = e / n % m, j = e % n;
+    if (colscale)
+      a[e] *= colscale[j];
+    if (upper && i > j)
+      a[e] = 0;
+  }
   kiln_tensor *ta = up(dt, 3, sh, a), *q = NULL, *r = NULL;
   KOK(kiln_linalg_qr(ctx, ta, mode, mode == KILN_QR_R ? NULL : &q, &r));
   ck_assert_int_eq(kiln_tensor_dtype(r), dt);
@@ -882,14 +895,25 @@ qr_case(kiln_dtype dt, size_t batch, size_t m, size_t n, kiln_qr_mode mode)
     if (!Q)
       continue;
     double r1 = 0, r2 = 0;
-    for (size_t i = 0; i < m; i++)
-      for (size_t j = 0; j < n; j++) {
+    for (size_t j = 0; j < n; j++) {
+      /* a scaled column's sums by its scale (a power of two), whose square may overflow */
+      double rj = 0, aj = 0, u = colscale && colscale[j] != 0 ? 1 / colscale[j] : 1;
+      for (size_t i = 0; i < m; i++) {
         cplx s = 0;
         for (size_t p = 0; p < rr; p++)
           s += Q[i * qc + p] * R[p * n + j];
-        cplx d = s - A[i * n + j];
-        r1 += creal(d * conj(d));
+        cplx d = (s - A[i * n + j]) * u, aa = A[i * n + j] * u;
+        rj += creal(d * conj(d));
+        aj += creal(aa * conj(aa));
       }
+      r1 += rj;
+      if (colscale)
+        EXPECT(sqrt(rj) <= BOUND * (double)mx * eps * sqrt(aj),
+               "%s qr %zux%zu: column %zu (scale %g) off by %g of its norm %g",
+               kiln_dtype_name(dt), m, n, j, colscale[j], sqrt(rj), sqrt(aj));
+    }
+    if (colscale) /* checked column by column */
+      r1 = 0;
     for (size_t i = 0; i < qc; i++)
       for (size_t j = 0; j < qc; j++) {
         cplx s = 0;
@@ -912,6 +936,12 @@ qr_case(kiln_dtype dt, size_t batch, size_t m, size_t n, kiln_qr_mode mode)
   kiln_tensor_release(ta);
   kiln_tensor_release(q);
   kiln_tensor_release(r);
+}
+
+static void
+qr_case(kiln_dtype dt, size_t batch, size_t m, size_t n, kiln_qr_mode mode)
+{
+  qr_case_x(dt, batch, m, n, mode, NULL, 0);
 }
 
 START_TEST(qr)
@@ -1463,6 +1493,67 @@ START_TEST(cholesky_panels)
 }
 END_TEST
 
+/*
+ * Complex QR on qr_panel_grid (the linalg family's pwg > 1; one work-group on CPUs): tall,
+ * wide and batched shapes, more rows than one launch holds (qr_panel then), lstsq, columns
+ * scaled from tiny to huge, zero and triangular columns (a complex diagonal over zeros still
+ * gets its reflector), T left to qr_larft, one row per lane, panels of 64 columns and leaves.
+ */
+START_TEST(qr_grid_panel)
+{
+  /* its groups exchange through global memory across work-items by design, which the
+   * simulator's race detector reports */
+  if (harness_small())
+    return;
+  unsigned before = kiln__linalg_test_qr_grid_launches();
+  kiln__linalg_test_pwg(2);
+  kiln__linalg_test_route(KILN__LINALG_ROUTE_DEVICE);
+  double sc[24];
+  FOR_DTYPES(dt)
+  {
+    qr_case(dt, 1, 97, 61, KILN_QR_REDUCED);
+    qr_case(dt, 1, 61, 97, KILN_QR_COMPLETE);
+    qr_case(dt, 1, 300, 20, KILN_QR_REDUCED); /* more rows than a CPU launch holds */
+    qr_case(dt, 2, 40, 40, KILN_QR_REDUCED);
+    lstsq_case(dt, 1, 41, 17, 2, 0);
+    /* column scales 2^-60 .. 2^60 (c64) or 2^-900 .. 2^900, a zero column, all huge */
+    int hi = dt == KILN_C64 ? 60 : 900;
+    for (int j = 0; j < 24; j++)
+      sc[j] = j == 5 ? 0.0 : ldexp(1.0, -hi + 2 * hi * j / 23);
+    qr_case_x(dt, 1, 90, 24, KILN_QR_REDUCED, sc, 0);
+    for (int j = 0; j < 8; j++)
+      sc[j] = ldexp(1.0, dt == KILN_C64 ? 70 : 600);
+    qr_case_x(dt, 1, 70, 8, KILN_QR_REDUCED, sc, 0);
+    for (int j = 0; j < 8; j++)
+      sc[j] = ldexp(1.0, dt == KILN_C64 ? -70 : -600);
+    qr_case_x(dt, 1, 70, 8, KILN_QR_REDUCED, sc, 0);
+    qr_case_x(dt, 1, 30, 20, KILN_QR_COMPLETE, NULL, 1);
+  }
+  /* T left to qr_larft, and one row per lane (more groups on a GPU) */
+  setenv("KILN_DEBUG_QR_GRID", "t=0", 1);
+  FOR_DTYPES(dt)
+  {
+    qr_case(dt, 1, 70, 33, KILN_QR_REDUCED);
+  }
+  setenv("KILN_DEBUG_QR_GRID", "rows=1", 1);
+  FOR_DTYPES(dt)
+  {
+    qr_case(dt, 2, 40, 25, KILN_QR_REDUCED);
+  }
+  unsetenv("KILN_DEBUG_QR_GRID");
+  FOR_DTYPES(dt)
+  {
+    kiln__linalg_spectral_test_set(64, dt == KILN_C64 ? 1 : -1, -1);
+    qr_case(dt, 1, 100, 100, KILN_QR_REDUCED);
+    qr_case(dt, 1, 130, 70, KILN_QR_COMPLETE);
+    kiln__linalg_spectral_test_set(100, dt == KILN_C64 ? 1 : -1, 3);
+    qr_case(dt, 1, 120, 110, KILN_QR_REDUCED);
+  }
+  ck_assert_msg(kiln__linalg_test_qr_grid_launches() > before,
+                "complex QR never launched qr_panel_grid");
+}
+END_TEST
+
 static Suite *
 linalg_complex_suite(void)
 {
@@ -1492,6 +1583,11 @@ linalg_complex_suite(void)
   tcase_add_checked_fixture(chol, reset_hooks, NULL);
   tcase_add_test(chol, cholesky_panels);
   suite_add_tcase(s, chol);
+  TCase *qrg = tcase_create("qrgrid");
+  tcase_set_timeout(qrg, 300);
+  tcase_add_checked_fixture(qrg, reset_hooks, NULL);
+  tcase_add_test(qrg, qr_grid_panel);
+  suite_add_tcase(s, qrg);
   return s;
 }
 
