@@ -909,8 +909,8 @@ qr_case_x(kiln_dtype dt, size_t batch, size_t m, size_t n, kiln_qr_mode mode,
       r1 += rj;
       if (colscale)
         EXPECT(sqrt(rj) <= BOUND * (double)mx * eps * sqrt(aj),
-               "%s qr %zux%zu: column %zu (scale %g) off by %g of its norm %g",
-               kiln_dtype_name(dt), m, n, j, colscale[j], sqrt(rj), sqrt(aj));
+               "%s qr %zux%zu: column %zu (scale %g) off by %g of its norm %g", kiln_dtype_name(dt),
+               m, n, j, colscale[j], sqrt(rj), sqrt(aj));
     }
     if (colscale) /* checked column by column */
       r1 = 0;
