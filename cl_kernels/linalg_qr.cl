@@ -170,14 +170,17 @@ kernel void qr_panel(global T *a, ulong aoff, ulong lda, uint m, uint j0, uint j
  * one group per compute unit; CPUs and the simulator run one group). Local memory: xs (x,
  * 2 Q QRG_R T: both parities, so that a column needs no barrier after its update), rm (Q T:
  * the row sets' max |x|), rv and rc (Q QRG_W T: partial sums, then totals), re (Q int:
- * exponents), tg (QRG_W^2 T, with_t only), ra (QRG_W T: row j). The rows past m are zero;
- * tau[toff + j]; with_t: T (ncols x ncols, row-major, zero below the diagonal) at t + tof.
+ * exponents), tg (QRG_W (QRG_W + 1) / 2 T, with_t only), ra (QRG_W T: row j). The rows
+ * past m are zero; tau[toff + j]; with_t: T (ncols x ncols, row-major, zero below the
+ * diagonal) at t + tof.
  * Complex T (zgeqr2, zlarft): the products are x^H a_c, V^H v_j, the panel's update applies
  * H^H, and a complex alpha over a zero x still gets its reflector.
  */
 #define QRG_W 64
 #define QRG_R 16
 #define QRG_NONE (-100000)
+/* T's upper triangle in tg, packed by columns: (i, k), i <= k, at k (k + 1) / 2 + i */
+#define QRG_TG(i, k) tg[(k) * ((k) + 1) / 2 + (i)]
 #define QRG_REP(M)                                                                          \
   M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)
 /* 2^k for |k| <= QRG_EMAX (clamped there: the terms scaled below 2^-QRG_EMAX are negligible
@@ -394,7 +397,7 @@ kernel void qr_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
     }
     /* v_c^H v_j = conj(v_c[j]) + conj(x^H v_c 2^-E) ss for the earlier columns: T's column j */
     if (want_t && q == 0 && c <= j)
-      tg[c * QRG_W + j] = c == j ? tj
+      QRG_TG(c, j) = c == j ? tj
                           : refl ? LA_CONJ(ajc) + LA_MUL(LA_CONJ(dc), ss)
                                  : LA_CONJ(ajc);
     if (g == 0 && lid == 0)
@@ -409,20 +412,20 @@ kernel void qr_panel_grid(global T *a, ulong aoff, ulong lda, uint m, uint ncols
       T s = (T)0;
       if (c < j)
         for (uint p = c + q; p < j; p += Q)
-          s += LA_MUL(tg[c * QRG_W + p], tg[p * QRG_W + j]);
+          s += LA_MUL(QRG_TG(c, p), QRG_TG(p, j));
       rv[q * QRG_W + c] = s;
       barrier(CLK_LOCAL_MEM_FENCE);
       if (q == 0 && c < j) {
         T u = (T)0;
         for (uint h = 0; h < Q; h++)
           u += rv[h * QRG_W + c];
-        tg[c * QRG_W + j] = -LA_MUL(tg[j * QRG_W + j], u);
+        QRG_TG(c, j) = -LA_MUL(QRG_TG(j, j), u);
       }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint e = lid; e < ncols * ncols; e += lsz) {
       const uint i = e / ncols, k = e % ncols;
-      t[tof + e] = k >= i ? tg[i * QRG_W + k] : (T)0;
+      t[tof + e] = k >= i ? QRG_TG(i, k) : (T)0;
     }
   }
 #define QRG_STORE(k)                                                                          \

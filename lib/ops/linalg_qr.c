@@ -530,7 +530,7 @@ static size_t
 qr_grid_local(const kiln__lsp *L, size_t local, int with_t)
 {
   size_t q = local / KILN__LSP_GRID_W, w = KILN__LSP_GRID_W;
-  return (2 * q * KILN__LSP_GRID_R + q + 2 * q * w + (with_t ? w * w : 1) + w) * L->ts +
+  return (2 * q * KILN__LSP_GRID_R + q + 2 * q * w + (with_t ? w * (w + 1) / 2 : 1) + w) * L->ts +
          q * sizeof(cl_int);
 }
 
@@ -577,13 +577,21 @@ qr_pan_make(const kiln__lsp *L, kiln__lsp_ws *ws, qr_pan *P)
   P->with_t = 1;
   qr_grid_debug(&want, &P->rows, &P->with_t);
   P->glocal = max < want ? max : want;
-  /* T needs 64 x 64 T of local memory beside the rest; narrower groups, or no T, where the
-   * device has less */
+  /* T needs 64 x 65 / 2 T of local memory beside the rest; narrower groups where the device
+   * has less, down to four row sets (c128 on 48 KiB), else no T and the widest groups (c128
+   * had 64 lanes on the H200 while its T never fit: 4096 panel rows then overflowed the
+   * grid and took qr_panel's recursion, 10x slower) */
   uint64_t lm = L->ctx->info.local_mem_bytes;
-  while (P->with_t && P->glocal > KILN__LSP_GRID_W && qr_grid_local(L, P->glocal, 1) > lm)
-    P->glocal /= 2;
-  if (P->with_t && qr_grid_local(L, P->glocal, 1) > lm)
+  size_t floor = 4 * KILN__LSP_GRID_W < P->glocal ? 4 * KILN__LSP_GRID_W : P->glocal;
+  size_t tl = P->glocal;
+  while (tl > floor && qr_grid_local(L, tl, 1) > lm)
+    tl /= 2;
+  if (qr_grid_local(L, tl, 1) <= lm)
+    P->glocal = tl;
+  else
     P->with_t = 0;
+  while (P->glocal > KILN__LSP_GRID_W && qr_grid_local(L, P->glocal, P->with_t) > lm)
+    P->glocal /= 2;
   if (P->glocal < KILN__LSP_GRID_W || qr_grid_local(L, P->glocal, 0) > lm)
     return KILN_OK;
   if (!ws->gx) {
@@ -656,7 +664,7 @@ panel_run(const kiln__lsp *L, qr_pan *P, kiln__lsp_mat a, uint64_t rows, uint64_
     kiln__args_local(&args, q * wd * L->ts);
     kiln__args_local(&args, q * wd * L->ts);
     kiln__args_local(&args, q * sizeof(cl_int));
-    kiln__args_local(&args, (with_t ? wd * wd : 1) * L->ts);
+    kiln__args_local(&args, (with_t ? wd * (wd + 1) / 2 : 1) * L->ts);
     kiln__args_local(&args, wd * L->ts);
     ws->gstamp += w;
     atomic_fetch_add(&qr_grid_launches, 1);
