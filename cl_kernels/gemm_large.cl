@@ -35,7 +35,8 @@
  *     Row-major C = alpha op(A) op(B) + beta C per matrix of a batch, the arguments as
  *     gemm_small's (gemm_small.cl) without cf32; beta == 0 never reads C. k > 0. tri 1 writes
  *     only j <= i of C, 2 only j >= i, and groups whose tile lies wholly on the other side
- *     return at once (the linalg family's SYRK-shaped trailing updates).
+ *     return at once (the linalg family's SYRK-shaped trailing updates); with tri & 4 the
+ *     triangle takes column j as complex column j / 2 (C the real view of a complex matrix).
  *     Launch: global (ceil(n/(WX*TN))*WX, ceil(m/(WY*TM))*WY, batch), local (WX, WY, 1).
  *
  * Work-item (tx, ty) owns rows (s*WY + ty)*VW + v (s < TM/VW, v < VW) and the columns built
@@ -98,7 +99,11 @@ gemm_large(ulong m, ulong n, ulong k, T alpha, T beta,
 #endif
   const ulong row0 = get_group_id(1) * (ulong)GL_MT, col0 = get_group_id(0) * (ulong)GL_NT;
   const ulong z = get_group_id(2);
-  if ((tri == 1u && col0 >= row0 + GL_MT) || (tri == 2u && row0 >= col0 + GL_NT))
+  /* tri & 4: C's columns are (re, im) pairs of complex columns (the linalg family's complex
+   * products on this kernel), so the triangle compares col >> 1 with the row */
+  const uint tp = tri & 3u, cp = tri >> 2 & 1u;
+  if ((tp == 1u && (col0 >> cp) >= row0 + GL_MT) ||
+      (tp == 2u && ((col0 + GL_NT - 1) >> cp) < row0))
     return; /* the whole group: no barrier is left waiting */
   global const T *ab = a + aoff + z * abatch;
   global const T *bb = b + boff + z * bbatch;
@@ -280,7 +285,7 @@ gemm_large(ulong m, ulong n, ulong k, T alpha, T beta,
 #pragma unroll
     for (uint j = 0; j < 8; j++) {
       const ulong col = col0 + wn0 + (j / 2) * 8 + (lane & 3) * 2 + j % 2;
-      if (row < m && col < n && !(tri == 1u && col > row) && !(tri == 2u && col < row)) {
+      if (row < m && col < n && !(tp == 1u && (col >> cp) > row) && !(tp == 2u && (col >> cp) < row)) {
         T v = alpha * acc[mb][j];
         if (beta != (T)0)
           v += beta * cb[row * ldc + col];
@@ -295,7 +300,7 @@ gemm_large(ulong m, ulong n, ulong k, T alpha, T beta,
       continue;
     for (uint j = 0; j < GL_TN; j++) {
       const ulong col = col0 + ((j / GL_VW) * GL_WX + tx) * GL_VW + j % GL_VW;
-      if (col < n && !(tri == 1u && col > row) && !(tri == 2u && col < row)) {
+      if (col < n && !(tp == 1u && (col >> cp) > row) && !(tp == 2u && (col >> cp) < row)) {
         T v = alpha * acc[i][j];
         if (beta != (T)0)
           v += beta * cb[row * ldc + col];

@@ -55,6 +55,8 @@
  *             ccs, tri, az, bz, cz)
  *     work-groups of 16 x 16 over 64 x 64 tiles of C, dimension 2 a batch (element strides
  *     az, bz, cz): C = alpha A B (overwrite 1) or C += alpha A B; tri as gemm_acc.
+ *   cplx_expand(b, boff, brs, bcs, k, n, cj, e)   complex only: the real form of a product's
+ *     B (2k x 2n, see its comment), for complex GEMMs on the real large kernel.
  *   lu_det(lu, off, stride, n, piv, pstride, mode, sign, val)
  *     global (batch): mode 0 sign = det; mode 1 sign (complex: det / |det|) and val = log|det|
  *     (val is RT: real for complex dtypes).
@@ -1087,6 +1089,33 @@ kernel void chol_col(global T *a, ulong aoff, ulong rs, ulong cs, uint n, uint j
                  crow, lid, 4u, acc);
 }
 #undef GT_ZERO
+
+#if KILN_IS_COMPLEX
+/*
+ * cplx_expand: the real form of a complex product's B, so that a complex GEMM runs on the real
+ * large kernel: E (2k x 2n RT, row-major) holds for each B(p, j) = br + i bi the block
+ * [[br, bi], [-bi, br]] at rows 2p, 2p + 1 and columns 2j, 2j + 1; then the real view of A
+ * (m x 2k, each row's re and im interleaved) times E is the real view of A B. cj & 8 takes
+ * conj(B). Global (contiguous index, the other): dimension 0 runs along whichever of B's
+ * strides is 1.
+ */
+kernel void cplx_expand(global const T *b, ulong boff, ulong brs, ulong bcs, uint k, uint n,
+                        uint cj, global RT *e)
+{
+  const int pfast = brs == 1 && bcs != 1;
+  const uint g0 = (uint)get_global_id(0), g1 = (uint)get_global_id(1);
+  const uint p = pfast ? g0 : g1, j = pfast ? g1 : g0;
+  if (p >= k || j >= n)
+    return;
+  const T v = b[boff + (ulong)p * brs + (ulong)j * bcs];
+  const RT br = v.x, bi = cj & 8u ? -v.y : v.y;
+  global RT *r0 = e + (ulong)(2 * p) * (2 * (ulong)n) + 2 * (ulong)j;
+  r0[0] = br;
+  r0[1] = bi;
+  r0[2 * (ulong)n] = -bi;
+  r0[2 * (ulong)n + 1] = br;
+}
+#endif
 
 kernel void lu_det(global const T *lu, ulong off, ulong stride, uint n, global const int *piv,
                    ulong poff, ulong pstride, uint mode, global T *sign, ulong soff,

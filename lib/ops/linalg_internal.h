@@ -290,6 +290,11 @@ void kiln__linalg_test_ahead(int ahead);
 /* Test hook: pwg > 0 forces the LU and QR panels' work-groups (the "pwg" parameter; on CPUs
  * the grid kernels then run as one work-group); -1 restores the tuner's choice. */
 void kiln__linalg_test_pwg(int pwg);
+/* Test hook: complex products run on the real large GEMM kernel since the process started. */
+unsigned kiln__linalg_test_cplx_large(void);
+/* Test hook: on > 0 lets complex products take the real large kernel (as
+ * KILN_DEBUG_CPLX_LARGE=1), 0 keeps them off it; -1 restores the environment's choice. */
+void kiln__linalg_test_cplx_large_on(int on);
 /* Test hooks: lu_panel_grid's and qr_panel_grid's launches since the process started. */
 unsigned kiln__linalg_test_grid_launches(void);
 unsigned kiln__linalg_test_qr_grid_launches(void);

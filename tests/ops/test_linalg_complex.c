@@ -1464,6 +1464,8 @@ reset_hooks(void)
   kiln__linalg_test_gemm(-1);
   kiln__linalg_test_ahead(-1);
   kiln__linalg_test_pwg(-1);
+  kiln__linalg_test_large_min(-1);
+  kiln__linalg_test_cplx_large_on(-1);
   kiln__linalg_spectral_test_set(-1, -1, -1);
   kiln__linalg_spectral_test_split(-1);
 }
@@ -1554,6 +1556,57 @@ START_TEST(qr_grid_panel)
 }
 END_TEST
 
+/*
+ * Complex products on the real large GEMM kernel (cplx_expand's real form of B, the real views
+ * of A and C), from 16 rows and columns on: LU square and tall, Cholesky both triangles (the
+ * update's triangle by complex columns) with one- and two-level panels, blocked triangular
+ * solves with every transpose, QR. The route must have run (its counter moves), and fails the
+ * backward-error checks when the real form is wrong.
+ */
+START_TEST(large_gemm_complex)
+{
+  if (harness_small()) /* each large-kernel launch takes seconds in the simulator */
+    return;
+  unsigned before = kiln__linalg_test_cplx_large();
+  kiln__linalg_test_cplx_large_on(1);
+  kiln__linalg_test_large_min(16);
+  kiln__linalg_test_route(KILN__LINALG_ROUTE_DEVICE);
+  hook_gemm = KILN__LINALG_GEMM_LARGE;
+  hook_small = 0;
+  for (hook_nb = 16; hook_nb <= 64; hook_nb *= 4) {
+    FOR_DTYPES(dt)
+    {
+      lu_case(dt, 0, NULL, 150, 131);
+      lu_case(dt, 0, NULL, 131, 70);
+      chol_case(dt, 150, 1, KILN_LOWER);
+      chol_case(dt, 150, 1, KILN_UPPER);
+    }
+  }
+  hook_nb = 128;
+  FOR_DTYPES(dt)
+  {
+    chol_case(dt, 300, 1, KILN_LOWER);
+  }
+  hook_nb = 16;
+  static const kiln_trans ts[3] = {KILN_NO_TRANS, KILN_TRANS, KILN_CONJ_TRANS};
+  FOR_DTYPES(dt)
+  {
+    for (int t = 0; t < 3; t++)
+      for (int up_ = 0; up_ < 2; up_++)
+        tri_case(dt, KILN_LEFT, up_ ? KILN_UPPER : KILN_LOWER, ts[t], KILN_NON_UNIT, 70, 40, 1);
+  }
+  FOR_DTYPES(dt)
+  {
+    kiln__linalg_spectral_test_set(16, dt == KILN_C64 ? 1 : -1, 3);
+    qr_case(dt, 1, 150, 70, KILN_QR_REDUCED);
+    qr_case(dt, 1, 70, 150, KILN_QR_COMPLETE);
+  }
+  kiln__linalg_test_large_min(-1);
+  ck_assert_msg(kiln__linalg_test_cplx_large() > before,
+                "no complex product ran on the real large kernel");
+}
+END_TEST
+
 static Suite *
 linalg_complex_suite(void)
 {
@@ -1588,6 +1641,11 @@ linalg_complex_suite(void)
   tcase_add_checked_fixture(qrg, reset_hooks, NULL);
   tcase_add_test(qrg, qr_grid_panel);
   suite_add_tcase(s, qrg);
+  TCase *cl = tcase_create("cplxlarge");
+  tcase_set_timeout(cl, 300);
+  tcase_add_checked_fixture(cl, reset_hooks, NULL);
+  tcase_add_test(cl, large_gemm_complex);
+  suite_add_tcase(s, cl);
   return s;
 }
 
