@@ -1109,7 +1109,7 @@ kernel void cplx_expand(global const T *b, ulong boff, ulong brs, ulong bcs, uin
     return;
   const T v = b[boff + (ulong)p * brs + (ulong)j * bcs];
   const RT br = v.x, bi = cj & 8u ? -v.y : v.y;
-  global RT *r0 = e + (ulong)(2 * p) * (2 * (ulong)n) + 2 * (ulong)j;
+  global RT *r0 = e + 2 * (ulong)p * (2 * (ulong)n) + 2 * (ulong)j;
   r0[0] = br;
   r0[1] = bi;
   r0[2 * (ulong)n] = -bi;

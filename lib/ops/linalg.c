@@ -719,8 +719,11 @@ cplx_large(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t m, uint64_
   kiln_dtype rt = dt == KILN_C64 ? KILN_F32 : KILN_F64;
   cl_kernel kk;
   KILN_TRY(kiln__ops_kernel(op, ctx, SRC, dt, "cplx_expand", &kk));
+  /* E takes 4 k n real values (k = n = 4096 in c128: 512 MiB): where the device cannot hold
+   * it, the caller keeps gemm_tile */
   kiln__ops_tmp e = {0};
-  KILN_TRY(kiln__ops_tmp_alloc(ctx, 4 * k * n * kiln_dtype_size(rt), &e));
+  if (kiln__ops_tmp_alloc(ctx, 4 * k * n * kiln_dtype_size(rt), &e) != KILN_OK)
+    return KILN_ERR_UNSUPPORTED;
   kiln__args args = kiln__args_begin(op, kk);
   kiln__args_mem(&args, b);
   kiln__args_u64(&args, boff);

@@ -522,7 +522,7 @@ typedef struct qr_pan {
   uint64_t gmax; /* qr_panel_grid's most work-groups */
   size_t glocal; /* and its work-group size (a multiple of KILN__LSP_GRID_W) */
   uint64_t rows; /* rows per lane it aims at */
-  int with_t;    /* whether it builds T (its local memory holds 64 x 64 T) */
+  int with_t;    /* whether it builds T (its local memory holds T's 64 x 65 / 2 entries) */
 } qr_pan;
 
 /* qr_panel_grid's local memory for groups of `local` lanes: xs, rm, rv, rc, re, tg, ra. */
@@ -582,14 +582,16 @@ qr_pan_make(const kiln__lsp *L, kiln__lsp_ws *ws, qr_pan *P)
    * had 64 lanes on the H200 while its T never fit: 4096 panel rows then overflowed the
    * grid and took qr_panel's recursion, 10x slower) */
   uint64_t lm = L->ctx->info.local_mem_bytes;
-  size_t floor = 4 * KILN__LSP_GRID_W < P->glocal ? 4 * KILN__LSP_GRID_W : P->glocal;
-  size_t tl = P->glocal;
-  while (tl > floor && qr_grid_local(L, tl, 1) > lm)
-    tl /= 2;
-  if (qr_grid_local(L, tl, 1) <= lm)
-    P->glocal = tl;
-  else
-    P->with_t = 0;
+  if (P->with_t) {
+    size_t floor = 4 * KILN__LSP_GRID_W < P->glocal ? 4 * KILN__LSP_GRID_W : P->glocal;
+    size_t tl = P->glocal;
+    while (tl > floor && qr_grid_local(L, tl, 1) > lm)
+      tl /= 2;
+    if (qr_grid_local(L, tl, 1) <= lm)
+      P->glocal = tl;
+    else
+      P->with_t = 0;
+  }
   while (P->glocal > KILN__LSP_GRID_W && qr_grid_local(L, P->glocal, P->with_t) > lm)
     P->glocal /= 2;
   if (P->glocal < KILN__LSP_GRID_W || qr_grid_local(L, P->glocal, 0) > lm)
@@ -667,10 +669,12 @@ panel_run(const kiln__lsp *L, qr_pan *P, kiln__lsp_mat a, uint64_t rows, uint64_
     kiln__args_local(&args, (with_t ? wd * (wd + 1) / 2 : 1) * L->ts);
     kiln__args_local(&args, wd * L->ts);
     ws->gstamp += w;
-    atomic_fetch_add(&qr_grid_launches, 1);
     if (t_done)
       *t_done = with_t;
-    return kiln__args_enqueue_1d(&args, L->ctx, G * P->glocal, P->glocal);
+    kiln_status s = kiln__args_enqueue_1d(&args, L->ctx, G * P->glocal, P->glocal);
+    if (s == KILN_OK)
+      atomic_fetch_add(&qr_grid_launches, 1);
+    return s;
   }
   if (w <= L->leaf) {
     kiln__args args = kiln__args_begin(L->op, P->k);

@@ -1466,6 +1466,7 @@ reset_hooks(void)
   kiln__linalg_test_pwg(-1);
   kiln__linalg_test_large_min(-1);
   kiln__linalg_test_cplx_large_on(-1);
+  kiln__linalg_spectral_test_nb2(-1);
   kiln__linalg_spectral_test_set(-1, -1, -1);
   kiln__linalg_spectral_test_split(-1);
 }
@@ -1601,6 +1602,16 @@ START_TEST(large_gemm_complex)
     qr_case(dt, 1, 150, 70, KILN_QR_REDUCED);
     qr_case(dt, 1, 70, 150, KILN_QR_COMPLETE);
   }
+  /* QR in two levels (the large kernel's bit enables them on GPUs): 64-column outer blocks
+   * of 16-column panels */
+  kiln__linalg_spectral_test_nb2(64);
+  FOR_DTYPES(dt)
+  {
+    kiln__linalg_spectral_test_set(16, dt == KILN_C64 ? 1 : -1, 3);
+    qr_case(dt, 1, 150, 70, KILN_QR_REDUCED);
+    qr_case(dt, 1, 70, 150, KILN_QR_COMPLETE);
+  }
+  kiln__linalg_spectral_test_nb2(-1);
   kiln__linalg_test_large_min(-1);
   ck_assert_msg(kiln__linalg_test_cplx_large() > before,
                 "no complex product ran on the real large kernel");
