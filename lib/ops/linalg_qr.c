@@ -525,12 +525,19 @@ typedef struct qr_pan {
   int with_t;    /* whether it builds T (its local memory holds T's 64 x 65 / 2 entries) */
 } qr_pan;
 
+/* qr_panel_grid's tg: T's upper triangle packed (with_t), else one unused element. */
+static size_t
+qr_grid_tg(int with_t)
+{
+  return with_t ? KILN__LSP_GRID_W * (KILN__LSP_GRID_W + 1) / 2 : 1;
+}
+
 /* qr_panel_grid's local memory for groups of `local` lanes: xs, rm, rv, rc, re, tg, ra. */
 static size_t
 qr_grid_local(const kiln__lsp *L, size_t local, int with_t)
 {
   size_t q = local / KILN__LSP_GRID_W, w = KILN__LSP_GRID_W;
-  return (2 * q * KILN__LSP_GRID_R + q + 2 * q * w + (with_t ? w * (w + 1) / 2 : 1) + w) * L->ts +
+  return (2 * q * KILN__LSP_GRID_R + q + 2 * q * w + qr_grid_tg(with_t) + w) * L->ts +
          q * sizeof(cl_int);
 }
 
@@ -666,7 +673,7 @@ panel_run(const kiln__lsp *L, qr_pan *P, kiln__lsp_mat a, uint64_t rows, uint64_
     kiln__args_local(&args, q * wd * L->ts);
     kiln__args_local(&args, q * wd * L->ts);
     kiln__args_local(&args, q * sizeof(cl_int));
-    kiln__args_local(&args, (with_t ? wd * (wd + 1) / 2 : 1) * L->ts);
+    kiln__args_local(&args, qr_grid_tg(with_t) * L->ts);
     kiln__args_local(&args, wd * L->ts);
     ws->gstamp += w;
     if (t_done)
