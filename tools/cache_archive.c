@@ -26,6 +26,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -100,6 +101,24 @@ cache_export(int argc, char **argv)
   }
   if (!file || !*file)
     return cli_usage_error(&c, "which file? give the archive to write");
+  /* The archive replaces FILE by a rename: a device, FIFO or directory there (/dev/stdout,
+   * /dev/full) would be replaced by a regular file, or could not be, so it is refused, as
+   * import refuses one. A symbolic link to a regular file keeps the link: the archive
+   * replaces the file it names. */
+  static char target[PATH_MAX];
+  struct stat st;
+  if (stat(file, &st) == 0) {
+    if (!S_ISREG(st.st_mode))
+      return cli_fail(&c, "%s is not a regular file: the archive is written to a temporary file "
+                          "next to it and renamed into place",
+                      file);
+    struct stat lst;
+    if (lstat(file, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+      if (!realpath(file, target))
+        return cli_fail(&c, "cannot resolve the symbolic link %s: %s", file, strerror(errno));
+      file = target;
+    }
+  }
   int rc = cli_resolve_dir(&c);
   if (rc)
     return rc;

@@ -1241,6 +1241,62 @@ START_TEST(import_refuses_a_fifo_without_waiting)
 }
 END_TEST
 
+/*
+ * export replaces FILE by a rename: a FIFO or a directory there is refused before anything is
+ * written and stays what it was; a symbolic link to a regular file stays a link, the archive
+ * replacing the file it names (an import of the link then gives the entries back).
+ */
+START_TEST(export_refuses_special_files_and_keeps_links)
+{
+  char *dir = copy_master();
+  char fifo[4300], link[4300], real[4300], target[4300];
+  snprintf(fifo, sizeof fifo, "%s/export.fifo", scratch);
+  snprintf(link, sizeof link, "%s/export-link.kca", scratch);
+  snprintf(real, sizeof real, "%s/export-real.kca", scratch);
+  snprintf(target, sizeof target, "%s/export-link-target", scratch);
+  unlink(fifo);
+  ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+  struct run r;
+  alarm(60); /* an export that opened the FIFO would block: the alarm ends the test */
+  KILN(&r, NULL, "cache", "export", fifo, "--dir", dir);
+  EXPECT_STATUS(&r, 1, "export to a FIFO");
+  ck_assert_msg(strstr(r.err, "is not a regular file"), "%s", r.err);
+  run_free(&r);
+  alarm(0);
+  struct stat st;
+  ck_assert_int_eq(lstat(fifo, &st), 0);
+  ck_assert_msg(S_ISFIFO(st.st_mode), "export replaced the FIFO");
+  KILN(&r, NULL, "cache", "export", scratch, "--dir", dir);
+  EXPECT_STATUS(&r, 1, "export to a directory");
+  ck_assert_msg(strstr(r.err, "is not a regular file"), "%s", r.err);
+  run_free(&r);
+  FILE *f = fopen(real, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("old contents\n", f);
+  fclose(f);
+  unlink(link);
+  ck_assert_int_eq(symlink(real, link), 0);
+  KILN(&r, NULL, "cache", "export", link, "--dir", dir);
+  EXPECT_STATUS(&r, 0, "export through a symbolic link");
+  run_free(&r);
+  ck_assert_int_eq(lstat(link, &st), 0);
+  ck_assert_msg(S_ISLNK(st.st_mode), "export replaced the symbolic link");
+  char *key = key_file_of(dir);
+  KILN(&r, NULL, "cache", "import", link, "--all", "--dir", target, "--key", key);
+  EXPECT_STATUS(&r, 0, "import of the linked archive");
+  run_free(&r);
+  struct kfile g[64];
+  ck_assert_uint_gt(entry_files(target, g, 64), 0);
+  unlink(fifo);
+  unlink(link);
+  unlink(real);
+  free(key);
+  harness_rmtree(target);
+  harness_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 START_TEST(bad_arguments_exit_2_with_a_message)
 {
   char *dir = copy_master();
@@ -1683,6 +1739,10 @@ suite(void)
   tcase_add_test(tc, tuning_results_in_stats_and_list);
   tcase_add_test(tc, warm_prints_lines_or_a_progress_bar_then_count_and_time);
   suite_add_tcase(s, tc);
+  TCase *ex = tcase_create("export_files");
+  tcase_set_timeout(ex, 120);
+  tcase_add_test(ex, export_refuses_special_files_and_keeps_links);
+  suite_add_tcase(s, ex);
   return s;
 }
 
