@@ -1618,6 +1618,16 @@ START_TEST(large_gemm_complex)
 }
 END_TEST
 
+static void
+single_case(Suite *s, const char *name, const TTest *test)
+{
+  TCase *tc = tcase_create(name);
+  tcase_set_timeout(tc, 300);
+  tcase_add_checked_fixture(tc, reset_hooks, NULL);
+  tcase_add_test(tc, test);
+  suite_add_tcase(s, tc);
+}
+
 static Suite *
 linalg_complex_suite(void)
 {
@@ -1642,21 +1652,10 @@ linalg_complex_suite(void)
   tcase_add_test(tc, batched_bitwise);
   tcase_add_test(tc, singular_and_bad_input);
   suite_add_tcase(s, tc);
-  TCase *chol = tcase_create("chol");
-  tcase_set_timeout(chol, 300);
-  tcase_add_checked_fixture(chol, reset_hooks, NULL);
-  tcase_add_test(chol, cholesky_panels);
-  suite_add_tcase(s, chol);
-  TCase *qrg = tcase_create("qrgrid");
-  tcase_set_timeout(qrg, 300);
-  tcase_add_checked_fixture(qrg, reset_hooks, NULL);
-  tcase_add_test(qrg, qr_grid_panel);
-  suite_add_tcase(s, qrg);
-  TCase *cl = tcase_create("cplxlarge");
-  tcase_set_timeout(cl, 300);
-  tcase_add_checked_fixture(cl, reset_hooks, NULL);
-  tcase_add_test(cl, large_gemm_complex);
-  suite_add_tcase(s, cl);
+  /* one test each, in their order, so that a run can take one alone (CK_RUN_CASE) */
+  single_case(s, "chol", cholesky_panels);
+  single_case(s, "qrgrid", qr_grid_panel);
+  single_case(s, "cplxlarge", large_gemm_complex);
   return s;
 }
 
