@@ -322,9 +322,12 @@ KILN_API kiln_status kiln_tune_import(kiln_context *ctx, const char *path, unsig
 
 /**
  * Writes the stored entries kiln_tune_list() reports (overrides are not
- * included) to path, atomically, as a tuning file for ctx's device.
+ * included) to path, atomically (a temporary file next to it, renamed into
+ * place), as a tuning file for ctx's device. A symbolic link to a regular
+ * file stays a link: the file it names is replaced.
  * @return KILN_OK; KILN_ERR_INVALID_HANDLE; KILN_ERR_INVALID_ARGUMENT (NULL
- *         path); KILN_ERR_IO (errno in kiln_last_error_code());
+ *         path); KILN_ERR_IO (path is a device, FIFO or directory, left as it
+ *         is; or the write failed, errno in kiln_last_error_code());
  *         KILN_ERR_HOST_MEMORY.
  */
 KILN_API kiln_status kiln_tune_export(kiln_context *ctx, const char *path);

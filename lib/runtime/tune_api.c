@@ -1,6 +1,8 @@
 /* The public autotuner API (include/kiln/tune.h) and the test hooks of runtime/tuner.h. */
 #include "runtime/tune_internal.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdalign.h>
 #include <stdatomic.h>
@@ -8,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "core/dtype_traits.h"
@@ -481,6 +484,23 @@ kiln_tune_export(kiln_context *ctx, const char *path)
   static const char op[] = "kiln_tune_export";
   KILN_TRY(kiln__ctx_check(op, ctx));
   KILN_RETURN_IF(!path, KILN_ERR_INVALID_ARGUMENT, op, "path is NULL");
+  /* The file is replaced by a rename: a device, FIFO or directory at path would be replaced
+   * too (a device node, by root), so it is refused, as kiln_tune_import refuses one. A
+   * symbolic link to a regular file stays a link: the file it names is replaced. */
+  struct stat st;
+  char target[PATH_MAX];
+  if (stat(path, &st) == 0) {
+    KILN_RETURN_IF(!S_ISREG(st.st_mode), KILN_ERR_IO, op,
+                   "%s is not a regular file: the tuning file is written next to it and "
+                   "renamed into place",
+                   path);
+    struct stat lst;
+    if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+      KILN_RETURN_IF(!realpath(path, target), KILN_ERR_IO, op,
+                     "cannot resolve the symbolic link %s: %s", path, strerror(errno));
+      path = target;
+    }
+  }
   struct kiln__tf_table tab;
   char exact[4600], other[4600];
   KILN_TRY(effective_table(ctx, &tab, exact, other, sizeof exact));

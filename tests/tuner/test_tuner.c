@@ -1892,6 +1892,46 @@ START_TEST(online_tuning_shared_by_threads)
 }
 END_TEST
 
+/*
+ * kiln_tune_export replaces path by a rename: a FIFO or a directory there is refused
+ * (KILN_ERR_IO) and stays what it was; a symbolic link to a regular file stays a link, the
+ * file it names getting the entries (an import through the link takes them back).
+ */
+START_TEST(export_refuses_special_files)
+{
+  char *dir = harness_tempdir();
+  plant(dir, "Fake Device", "1.0", good_file);
+  kiln_context *ctx = use(dir, "Fake Device", "1.0");
+  char fifo[4300], real[4300], link[4300];
+  snprintf(fifo, sizeof fifo, "%s/export.fifo", dir);
+  snprintf(real, sizeof real, "%s/real.txt", dir);
+  snprintf(link, sizeof link, "%s/link.txt", dir);
+  ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+  alarm(60); /* an export that opened the FIFO would block */
+  KEXPECT(kiln_tune_export(ctx, fifo), KILN_ERR_IO);
+  alarm(0);
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "not a regular file"));
+  struct stat st;
+  ck_assert_int_eq(lstat(fifo, &st), 0);
+  ck_assert_msg(S_ISFIFO(st.st_mode), "kiln_tune_export replaced the FIFO");
+  KEXPECT(kiln_tune_export(ctx, dir), KILN_ERR_IO);
+  write_text(real, "old\n", 4);
+  ck_assert_int_eq(symlink(real, link), 0);
+  KOK(kiln_tune_export(ctx, link));
+  ck_assert_int_eq(lstat(link, &st), 0);
+  ck_assert_msg(S_ISLNK(st.st_mode), "kiln_tune_export replaced the symbolic link");
+  char *dir2 = harness_tempdir();
+  ctx = use(dir2, "Fake Device", "1.0");
+  size_t imported = 0;
+  KOK(kiln_tune_import(ctx, link, 0, &imported));
+  ck_assert_uint_eq(imported, 4);
+  harness_rmtree(dir2);
+  harness_rmtree(dir);
+  free(dir2);
+  free(dir);
+}
+END_TEST
+
 static Suite *
 tuner_suite(void)
 {
@@ -1931,6 +1971,9 @@ tuner_suite(void)
   tcase_add_test(threads, online_tuning_shared_by_threads);
   tcase_set_timeout(threads, 240);
   suite_add_tcase(s, threads);
+  TCase *exports = tcase_create("export_files");
+  tcase_add_test(exports, export_refuses_special_files);
+  suite_add_tcase(s, exports);
   return s;
 }
 
