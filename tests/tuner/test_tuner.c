@@ -1899,9 +1899,14 @@ END_TEST
  */
 START_TEST(export_refuses_special_files)
 {
+  /* a context of its own: the tcases before it may have released the shared one */
   char *dir = harness_tempdir();
   plant(dir, "Fake Device", "1.0", good_file);
-  kiln_context *ctx = use(dir, "Fake Device", "1.0");
+  kiln_context *ctx = NULL;
+  KOK(kiln_context_create(NULL, &ctx));
+  KOK(kiln_context_set_cache_dir(ctx, dir));
+  kiln__tune_set_identity(ctx, "Fake Device", "1.0");
+  KOK(kiln_context_set_option(ctx, KILN_OPT_TUNE_MODE, KILN_TUNE_CACHED));
   char fifo[4300], real[4300], link[4300];
   snprintf(fifo, sizeof fifo, "%s/export.fifo", dir);
   snprintf(real, sizeof real, "%s/real.txt", dir);
@@ -1921,10 +1926,11 @@ START_TEST(export_refuses_special_files)
   ck_assert_int_eq(lstat(link, &st), 0);
   ck_assert_msg(S_ISLNK(st.st_mode), "kiln_tune_export replaced the symbolic link");
   char *dir2 = harness_tempdir();
-  ctx = use(dir2, "Fake Device", "1.0");
+  KOK(kiln_context_set_cache_dir(ctx, dir2));
   size_t imported = 0;
   KOK(kiln_tune_import(ctx, link, 0, &imported));
   ck_assert_uint_eq(imported, 4);
+  KOK(kiln_context_release(ctx));
   harness_rmtree(dir2);
   harness_rmtree(dir);
   free(dir2);
