@@ -17,10 +17,12 @@ static pthread_mutex_t handler_lock = PTHREAD_MUTEX_INITIALIZER;
 static kiln_log_fn handler;
 static void *handler_user;
 
+/* The level KILN_LOG names; *bad set when it names none (warn then, as other variables). */
 static int
-level_from_env(void)
+level_from_env(int *bad)
 {
   const char *v = kiln__env(KILN__ENV_LOG);
+  *bad = 0;
   if (!v || !*v)
     return KILN__LOG_WARN;
   static const char *names[] = {"error", "warn", "info", "debug"};
@@ -29,6 +31,7 @@ level_from_env(void)
       return i;
   if (strcasecmp(v, "off") == 0 || strcasecmp(v, "none") == 0)
     return -1;
+  *bad = 1;
   return KILN__LOG_WARN;
 }
 
@@ -37,11 +40,15 @@ current_threshold(void)
 {
   int t = atomic_load(&threshold);
   if (t == -2) {
-    t = level_from_env();
+    int bad;
+    t = level_from_env(&bad);
     int expected = -2;
     /* A level set by the API meanwhile wins over the environment. */
     if (!atomic_compare_exchange_strong(&threshold, &expected, t))
       t = expected;
+    else if (bad) /* once: the threshold is set now, so this does not come back here */
+      kiln__log(KILN__LOG_WARN, "KILN_LOG=\"%s\" is not error, warn, info, debug or off; using warn",
+                kiln__env(KILN__ENV_LOG));
   }
   return t;
 }

@@ -593,6 +593,31 @@ START_TEST(log_handler_and_level)
 }
 END_TEST
 
+/* KILN_LOG naming no level gives the default (warn) and says so once, as the other variables
+ * do; a valid name is taken silently. */
+START_TEST(log_level_from_env)
+{
+  kiln_log_level saved = kiln_log_get_level();
+  struct captured c = {0};
+  kiln_log_set_handler(capture, &c);
+  setenv("KILN_LOG", "bogus", 1);
+  kiln__log_set_level(-2); /* read the environment again */
+  ck_assert_int_eq(kiln_log_get_level(), KILN_LOG_WARN);
+  ck_assert_int_eq(c.calls, 1);
+  ck_assert_int_eq(c.level, KILN_LOG_WARN);
+  ck_assert_ptr_nonnull(strstr(c.text, "KILN_LOG=\"bogus\""));
+  kiln__log(KILN__LOG_INFO, "dropped");
+  ck_assert_int_eq(c.calls, 1);
+  setenv("KILN_LOG", "DEBUG", 1);
+  kiln__log_set_level(-2);
+  ck_assert_int_eq(kiln_log_get_level(), KILN_LOG_DEBUG);
+  ck_assert_int_eq(c.calls, 1);
+  unsetenv("KILN_LOG");
+  kiln_log_set_handler(NULL, NULL);
+  ck_assert_int_eq(kiln_log_set_level(saved), KILN_OK);
+}
+END_TEST
+
 /* Every KILN_ variable kiln reads is in the README's table (and so documented). */
 START_TEST(env_vars_documented)
 {
@@ -649,6 +674,7 @@ unit_suite(void)
   tcase_add_test(tc, log_handler_and_level);
   tcase_add_test(tc, env_vars_documented);
   tcase_add_test(tc, context_lock_ownership);
+  tcase_add_test(tc, log_level_from_env);
   suite_add_tcase(s, tc);
   return s;
 }
