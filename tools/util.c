@@ -48,6 +48,11 @@ tool_opt_value(const char *cmd, int argc, char **argv, int *i, const char *name,
     return 0;
   if (a[n] == '=') {
     *value = a + n + 1;
+  } else if (*i + 1 < argc && strncmp(argv[*i + 1], "--", 2) == 0) {
+    /* `--device --dir D` left out the value: --dir is the next option, not a device name */
+    tool_usage_error(cmd, "%s needs a value before %s (%s=VALUE takes one that starts with --)",
+                     name, argv[*i + 1], name);
+    return -1;
   } else if (*i + 1 < argc) {
     *value = argv[++*i];
   } else {

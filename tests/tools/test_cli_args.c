@@ -183,6 +183,13 @@ START_TEST(size_arguments_are_range_checked)
          scratch);
   EXPECT(NULL, 2, ARGS("--device needs a value"), "cache", "export", "x.kca", "--device", "",
          "--dir", scratch);
+  /* A value left out before the next option used to take the option as the value (list
+   * --device --dir D then read D as an unexpected argument); --name=VALUE still takes any. */
+  EXPECT(NULL, 2, ARGS("--device needs a value before --dir"), "cache", "list", "--device",
+         "--dir", scratch);
+  EXPECT(NULL, 2, ARGS("--filter needs a value before --sizes"), "bench", "--filter", "--sizes",
+         "16");
+  EXPECT(NULL, 0, NULL, "cache", "list", "--device=--x", "--dir", scratch);
 
   /* In range but more than the device can hold: a failure with the reason, not a crash. */
   EXPECT(NULL, 1, ARGS("kiln demo: ", "largest allocation"), "demo", "--size", "2^40");
