@@ -31,7 +31,8 @@ except ImportError:  # the table then simply has no PyOpenCL column
 # bytes(n, esz) as tools/bench_sort.c counts them)
 CASES = [
     ("copy.kiln_copy", 2), ("unary.neg", 2), ("unary.exp", 2), ("binary.add", 3),
-    ("binary.add_row_bcast", 2), ("binary.mul_scalar", 2), ("reduce.sum_all", 1),
+    ("binary.add_row_bcast", 2), ("binary.add_col_bcast", 2), ("binary.mul_scalar", 2),
+    ("reduce.sum_all", 1),
     ("sort.sort", 2), ("sort.argsort", lambda n, esz: n * (esz + 8)), ("sort.sort_rows", 2),
     ("sort.topk", 1), ("sort.topk_rows", 1), ("sort.searchsorted", lambda n, esz: n * (esz + 8)),
     ("scan.cumsum_rows", 2), ("scan.cumsum_cols", 2), ("scan.cumsum_all", 2),
@@ -99,6 +100,7 @@ def numpy_cases(n, dtype):
     cols = min(n, 1024)
     a2 = a.reshape(n // cols, cols)
     row = b[:cols].copy()
+    col = b[:n // cols].copy().reshape(n // cols, 1)
     out2 = out.reshape(n // cols, cols)
     len8 = min(n, 8192)
     a8 = a.reshape(n // len8, len8)
@@ -116,6 +118,7 @@ def numpy_cases(n, dtype):
         "unary.exp": lambda: np.exp(a, out=out),
         "binary.add": lambda: np.add(a, b, out=out),
         "binary.add_row_bcast": lambda: np.add(a2, row, out=out2),
+        "binary.add_col_bcast": lambda: np.add(a2, col, out=out2),
         "binary.mul_scalar": lambda: np.multiply(a, dtype(3), out=out),
         "reduce.sum_all": lambda: a.sum(),
         # sort family (tools/bench_sort.c): rows of 8192, k = 100 and 16, queries into n / 16

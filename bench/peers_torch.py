@@ -247,6 +247,14 @@ def setup_add_row_bcast(e, n):
     return (lambda: e.torch.add(a, row, out=out)), shape, "torch.add(x[N,1024], row[1024], out=out)"
 
 
+def setup_add_col_bcast(e, n):
+    # kiln: [n/cols, cols] + [n/cols, 1] with cols = min(n, 1024), a value per row
+    cols = min(n, 1024)
+    shape = [n // cols, cols]
+    a, col, out = e.uniform(*shape), e.uniform(n // cols, 1), e.empty(*shape)
+    return (lambda: e.torch.add(a, col, out=out)), shape, "torch.add(x[N,1024], col[N,1], out=out)"
+
+
 def setup_mul(e, n):
     a, b, out = e.uniform(n), e.uniform(n), e.empty(n)
     return (lambda: e.torch.mul(a, b, out=out)), [n], "torch.mul(a, b, out=out)"
@@ -822,6 +830,7 @@ CASES = [
     ("binary.add", setup_add, bytes_2in_1out, None),
     ("binary.mul", setup_mul, bytes_2in_1out, None),
     ("binary.add_row_bcast", setup_add_row_bcast, bytes_bcast, None),
+    ("binary.add_col_bcast", setup_add_col_bcast, bytes_bcast, None),
     ("binary.mul_scalar", setup_mul_scalar, bytes_1in_1out, None),
     ("where", setup_where, bytes_where, None),
     ("cast.to_i32", setup_cast, bytes_cast, None),

@@ -168,6 +168,20 @@ setup_row_bcast(struct bench_state *st)
   return s;
 }
 
+/* [n/1024, 1024] + [n/1024, 1]: the column form (a value per row, as x - rowmax). */
+static kiln_status
+setup_col_bcast(struct bench_state *st)
+{
+  int64_t cols = st->n < 1024 ? st->n : 1024;
+  int64_t shape[2] = {st->n / cols, cols}, cshape[2] = {st->n / cols, 1};
+  kiln_status s = bench_random_tensor(st->ctx, st->dtype, 2, shape, &st->in[0]);
+  if (s == KILN_OK)
+    s = bench_random_tensor(st->ctx, st->dtype, 2, cshape, &st->in[1]);
+  if (s == KILN_OK)
+    s = kiln_tensor_create(st->ctx, st->dtype, 2, shape, &st->out);
+  return s;
+}
+
 static kiln_status
 setup_where(struct bench_state *st)
 {
@@ -1361,6 +1375,7 @@ const struct bench_case bench_cases[] = {
     {"binary.add", "elementwise", add_dtype, setup_two, run_add, bytes_2in_1out, NULL},
     {"binary.mul", "elementwise", mul_dtype, setup_two, run_mul, bytes_2in_1out, NULL},
     {"binary.add_row_bcast", "elementwise", add_dtype, setup_row_bcast, run_add, bytes_bcast, NULL},
+    {"binary.add_col_bcast", "elementwise", add_dtype, setup_col_bcast, run_add, bytes_bcast, NULL},
     {"binary.mul_scalar", "elementwise", mul_dtype, setup_one, run_mul_scalar, bytes_1in_1out, NULL},
     {"where", "elementwise", where_dtype, setup_where, run_where, bytes_where, NULL},
     {"cast.to_i32", "elementwise", any_dtype, setup_cast, run_cast, bytes_cast, NULL},

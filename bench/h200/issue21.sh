@@ -9,7 +9,7 @@ K=build-gpu/tools/kiln
 R=$OUT/r/issue21; mkdir -p $R
 export KILN_CACHE_DIR=/tmp/kc-issue21; rm -rf $KILN_CACHE_DIR; mkdir -p $KILN_CACHE_DIR
 t0=$(date +%s); el() { echo "$1 $(( $(date +%s)-t0 ))s" >> $R/times.txt; tar czf $OUT/r.tgz -C $OUT r; }
-F=${F:-scan.,binary.add_row_bcast,binary.mul_scalar,random.normal,cast.to_i32,copy.kiln_copy,fft.c2c}
+F=${F:-scan.,binary.add_row_bcast,binary.add_col_bcast,binary.mul_scalar,random.normal,cast.to_i32,copy.kiln_copy,fft.c2c}
 S=2^22,2^26
 $K info > $R/info.txt 2>&1
 KILN_TUNE=off timeout 120 $K bench --no-startup --json --dtype f32,f64 --sizes $S --filter "$F" > $R/untuned.json 2> $R/err.txt
