@@ -300,7 +300,8 @@ KILN_API kiln_status kiln_user_kernel_release(kiln_user_kernel *k);
  * @param out totals (variants = items in the file); may be NULL.
  * @return KILN_OK; KILN_ERR_INVALID_HANDLE; KILN_ERR_INVALID_ARGUMENT (path NULL,
  *         a file that does not parse: the message gives FILE:LINE); KILN_ERR_IO (the
- *         file cannot be read); KILN_ERR_BUILD (some items did not compile: the first
+ *         file cannot be read, or is a FIFO, device or directory: refused without
+ *         blocking); KILN_ERR_BUILD (some items did not compile: the first
  *         is named); KILN_ERR_UNSUPPORTED ([expr] sections when expressions are not
  *         built in, or an f64 kernel without fp64); KILN_ERR_HOST_MEMORY.
  */

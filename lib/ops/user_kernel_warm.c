@@ -14,12 +14,15 @@
  *   text = EXPRESSION
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/error.h"
+#include "core/file.h"
 #include "kiln/kernel.h"
 #include "runtime/program_text.h"
 #include "runtime/runtime.h"
@@ -317,9 +320,18 @@ kiln_user_kernel_warm_file(kiln_context *ctx, const char *path, kiln_cache_warm_
   memset(&res, 0, sizeof res);
   if (out)
     *out = res;
-  FILE *fp = fopen(path, "rb");
-  if (!fp)
-    return kiln__fail(KILN_ERR_IO, op, errno, "cannot open %s: %s", path, strerror(errno));
+  /* a FIFO or device in the file's place must not hang the caller (kiln cache warm --from) */
+  const char *why = "";
+  int fd = kiln__open_regular(path, O_RDONLY, 0, NULL, &why);
+  if (fd < 0)
+    return kiln__fail(KILN_ERR_IO, op, errno, "cannot open %s: %s (%s)", path, why,
+                      strerror(errno));
+  FILE *fp = fdopen(fd, "rb");
+  if (!fp) {
+    int e = errno;
+    close(fd);
+    return kiln__fail(KILN_ERR_IO, op, e, "cannot open %s: %s", path, strerror(e));
+  }
   char *text = malloc(WF_MAX_BYTES + 1);
   size_t len = text ? fread(text, 1, WF_MAX_BYTES + 1, fp) : 0;
   int rerr = ferror(fp);

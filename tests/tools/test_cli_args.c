@@ -228,6 +228,11 @@ START_TEST(device_selectors_and_special_files)
   EXPECT(NULL, 1, ARGS("not a regular file"), "cache", "import", fifo, "--all", "--dir", dir);
   EXPECT(NULL, 1, ARGS("not a regular file"), "cache", "import", "/dev/null", "--all", "--dir",
          dir);
+  /* and as the kernel list to warm from: kiln_user_kernel_warm_file used to block in open() */
+  alarm(60);
+  EXPECT(NULL, 1, ARGS("not a regular file"), "cache", "warm", "--from", fifo, "--dir", dir);
+  alarm(0);
+  EXPECT(NULL, 1, ARGS("is a directory"), "cache", "warm", "--from", scratch, "--dir", dir);
   unlink(fifo);
 
   /* A FIFO as this device's tuning file: every command that reads it must not block. */
