@@ -1,4 +1,5 @@
 /* kiln: command-line tool. Subcommands live in tools/cmd_*.c. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -27,8 +28,8 @@ usage(FILE *f)
              "found or an operation failed, 2 usage error.\n");
 }
 
-int
-main(int argc, char **argv)
+static int
+run(int argc, char **argv)
 {
   if (argc < 2) {
     usage(stderr);
@@ -49,4 +50,19 @@ main(int argc, char **argv)
   fprintf(stderr, "kiln: unknown command '%s'\n\n", argv[1]);
   usage(stderr);
   return 2;
+}
+
+int
+main(int argc, char **argv)
+{
+  int rc = run(argc, argv);
+  /* Output lost to a full disk or a closed pipe (kiln bench --json > results.json) is a
+   * failure, not a silent success with a truncated file. */
+  errno = 0;
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    fprintf(stderr, "kiln: cannot write the output: %s\n", errno ? strerror(errno) : "error");
+    if (rc == 0)
+      rc = 1;
+  }
+  return rc;
 }

@@ -393,6 +393,34 @@ START_TEST(bench_and_tune_new_dtypes)
 }
 END_TEST
 
+/*
+ * Output lost to a full device (or a closed pipe) is a failure: `kiln bench --json >
+ * results.json` on a full disk used to exit 0 with a truncated file.
+ */
+START_TEST(lost_output_is_a_failure)
+{
+  const char *const cmds[][8] = {
+      {"--version"},
+      {"info"},
+      {"bench", "--no-startup", "--json", "--filter", "unary.neg", "--sizes", "16"},
+      {"cache", "stats", "--dir", scratch},
+  };
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+    char line[8192];
+    int n = snprintf(line, sizeof line, "exec '%s'", kiln_path());
+    for (size_t j = 0; j < 8 && cmds[i][j]; j++)
+      n += snprintf(line + n, sizeof line - (size_t)n, " '%s'", cmds[i][j]);
+    snprintf(line + n, sizeof line - (size_t)n, " > /dev/full");
+    const char *argv[] = {"/bin/sh", "-c", line, NULL};
+    struct run r;
+    run_cmd(&r, scratch, NULL, NULL, NULL, 120, argv);
+    ck_assert_msg(r.status == 1 && strstr(r.err, "cannot write the output"),
+                  "%s: exit %d, stderr:\n%s", line, r.status, r.err);
+    run_free(&r);
+  }
+}
+END_TEST
+
 static Suite *
 cli_suite(void)
 {
@@ -405,6 +433,10 @@ cli_suite(void)
   tcase_add_test(tc, bench_and_tune_new_dtypes);
   tcase_set_timeout(tc, 600);
   suite_add_tcase(s, tc);
+  TCase *out = tcase_create("output");
+  tcase_add_test(out, lost_output_is_a_failure);
+  tcase_set_timeout(out, 300);
+  suite_add_tcase(s, out);
   return s;
 }
 
