@@ -285,7 +285,8 @@ gemm_large(ulong m, ulong n, ulong k, T alpha, T beta,
 #pragma unroll
     for (uint j = 0; j < 8; j++) {
       const ulong col = col0 + wn0 + (j / 2) * 8 + (lane & 3) * 2 + j % 2;
-      if (row < m && col < n && !(tp == 1u && (col >> cp) > row) && !(tp == 2u && (col >> cp) < row)) {
+      if (row < m && col < n && !(tp == 1u && (col >> cp) > row) &&
+          !(tp == 2u && (col >> cp) < row)) {
         T v = alpha * acc[mb][j];
         if (beta != (T)0)
           v += beta * cb[row * ldc + col];
