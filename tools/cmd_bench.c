@@ -106,8 +106,11 @@ parse_options(int argc, char **argv, struct options *o)
       const char *name = strncmp(a, "--tune", 6) == 0 ? "--tune" : "--override";
       if (r < 0)
         return -1;
-      if (!strchr(v, ':')) {
-        tool_usage_error("bench", "%s: '%s' is not FAMILY:PARAMS", name, v);
+      const char *colon = strchr(v, ':');
+      if (!colon || colon == v || !colon[1] || strspn(colon + 1, " ") == strlen(colon + 1)) {
+        /* an empty family or parameter list would time the defaults under the option's name */
+        tool_usage_error("bench", "%s: '%s' is not FAMILY:PARAMS (e.g. 'reduce:wg_size=64')", name,
+                         v);
         return -1;
       }
       if (o->ntune == (int)(sizeof o->tune / sizeof o->tune[0])) {
