@@ -189,13 +189,20 @@ parse_params(const char *op, const struct kiln__tune_family *f, const char *text
     KILN_RETURN_IF(*mask & (1u << p), KILN_ERR_INVALID_ARGUMENT, op, "%s given twice", name);
     uint64_t v = 0;
     const char *d = eq + 1;
-    int ok = d < end;
-    for (; d < end && ok; d++) {
-      ok = *d >= '0' && *d <= '9' && v <= (UINT64_MAX - (uint64_t)(*d - '0')) / 10;
-      if (ok)
+    int digits = d < end, fits = 1;
+    for (; d < end && digits; d++) {
+      digits = *d >= '0' && *d <= '9';
+      if (digits && fits && v > (UINT64_MAX - (uint64_t)(*d - '0')) / 10)
+        fits = 0;
+      if (digits && fits)
         v = v * 10 + (uint64_t)(*d - '0');
     }
-    KILN_RETURN_IF(!ok || !kiln__tn_param_value_ok(&f->params[p], v), KILN_ERR_INVALID_ARGUMENT, op,
+    KILN_RETURN_IF(!digits, KILN_ERR_INVALID_ARGUMENT, op,
+                   "%s=%.*s is not a whole number (%s takes %llu to %llu)", name,
+                   (int)(end - eq - 1), eq + 1, name, (unsigned long long)f->params[p].min,
+                   (unsigned long long)f->params[p].max);
+    KILN_RETURN_IF(!fits || !kiln__tn_param_value_ok(&f->params[p], v), KILN_ERR_INVALID_ARGUMENT,
+                   op,
                    "%s=%.*s is outside [%llu, %llu]%s", name, (int)(end - eq - 1), eq + 1,
                    (unsigned long long)f->params[p].min, (unsigned long long)f->params[p].max,
                    f->params[p].pow2 ? " or not a power of two" : "");

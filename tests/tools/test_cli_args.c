@@ -187,6 +187,10 @@ START_TEST(size_arguments_are_range_checked)
   EXPECT(NULL, 2, ARGS("is not FAMILY:PARAMS"), "bench", "--tune", "linalg:", "--sizes", "16");
   EXPECT(NULL, 2, ARGS("is not FAMILY:PARAMS"), "bench", "--tune", ":wg_size=64", "--sizes", "16");
   EXPECT(NULL, 2, ARGS("is not FAMILY:PARAMS"), "bench", "--override=reduce: ", "--sizes", "16");
+  EXPECT(NULL, 2, ARGS("wg_size=abc is not a whole number"), "bench", "--tune", "reduce:wg_size=abc",
+         "--sizes", "16");
+  EXPECT(NULL, 2, ARGS("wg_size=99999999999999999999 is outside"), "bench", "--tune",
+         "reduce:wg_size=99999999999999999999", "--sizes", "16");
   /* A value left out before the next option used to take the option as the value (list
    * --device --dir D then read D as an unexpected argument); --name=VALUE still takes any. */
   EXPECT(NULL, 2, ARGS("--device needs a value before --dir"), "cache", "list", "--device",
