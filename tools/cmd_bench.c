@@ -35,7 +35,7 @@ static const char usage[] =
     "  --reps N           timed runs per point (default: adaptive, 5 to 50)\n"
     "  --json             one JSON document on stdout instead of the table\n"
     "  --no-startup       skip the dispatch-overhead and first-result measurements\n"
-    "  --list             print the case names and exit\n"
+    "  --list             print the case names and their families and exit (JSON with --json)\n"
     "  --tune FAMILY:PARAMS  time with these tuner parameters of FAMILY for every dtype and\n"
     "                     size (kiln_tune_override), e.g. --tune 'linalg:route=2 nb=64';\n"
     "                     repeatable (up to 8; --override is the same option). A dtype the\n"
@@ -444,9 +444,22 @@ cmd_bench(int argc, char **argv)
                             "names them)",
                             o.filter);
   if (o.list) {
-    for (size_t i = 0; i < bench_case_count; i++)
-      if (filter_match(o.filter, bench_cases[i].name))
+    /* with --json: {"cases": [{"name": ..., "family": ...}, ...]} (the names are identifiers) */
+    int first = 1;
+    if (o.json)
+      printf("{\"cases\": [");
+    for (size_t i = 0; i < bench_case_count; i++) {
+      if (!filter_match(o.filter, bench_cases[i].name))
+        continue;
+      if (o.json)
+        printf("%s\n  {\"name\": \"%s\", \"family\": \"%s\"}", first ? "" : ",",
+               bench_cases[i].name, bench_cases[i].family);
+      else
         printf("%-28s %s\n", bench_cases[i].name, bench_cases[i].family);
+      first = 0;
+    }
+    if (o.json)
+      printf("\n]}\n");
     return 0;
   }
   kiln_context *ctx = NULL;

@@ -309,8 +309,16 @@ START_TEST(tune_list_json)
   snprintf(env_dir, sizeof env_dir, "KILN_CACHE_DIR=%s", cache);
   const char *env[] = {env_dir, NULL};
 
-  /* No tuning file: an empty list, still a JSON document (it printed plain text before). */
+  /* bench --list --json: the cases as a JSON document (it printed the text list before) */
   struct run r;
+  kiln_v(&r, NULL, ARGS("bench", "--list", "--json", "--filter", "nn.gelu"));
+  ck_assert_msg(r.status == 0, "%d: %s", r.status, r.err);
+  char *cases = json_eval(r.out, "[c['name'] + ':' + c['family'] for c in d['cases']]");
+  ck_assert_str_eq(cases, "['nn.gelu:nn', 'nn.gelu_tanh:nn', 'nn.gelu_bwd:nn']");
+  free(cases);
+  run_free(&r);
+
+  /* No tuning file: an empty list, still a JSON document (it printed plain text before). */
   kiln_v(&r, env, ARGS("tune", "--list", "--json"));
   ck_assert_msg(r.status == 0, "%d: %s", r.status, r.err);
   char *v = json_eval(r.out, "(len(d['entries']), sorted(d['device']))");
