@@ -13,6 +13,7 @@
 
 #include "tools/bench.h"
 #include "tools/commands.h"
+#include "tools/json.h"
 
 extern char **environ;
 
@@ -581,9 +582,15 @@ cmd_bench(int argc, char **argv)
   }
 
   if (o.json) {
-    printf("{\n  \"kiln_version\": \"%s\",\n  \"device\": {\"name\": \"%s\", \"platform\": \"%s\", "
-           "\"driver\": \"%s\"},\n  \"results\": [\n",
-           kiln_version(), info.name, info.platform_name, info.driver_version);
+    /* the driver's strings escaped (a quote or backslash in a device name would end the
+     * document's string early) */
+    printf("{\n  \"kiln_version\": \"%s\",\n  \"device\": {\"name\": ", kiln_version());
+    json_write_string(stdout, info.name);
+    printf(", \"platform\": ");
+    json_write_string(stdout, info.platform_name);
+    printf(", \"driver\": ");
+    json_write_string(stdout, info.driver_version);
+    printf("},\n  \"results\": [\n");
     int first = 1;
     for (size_t i = 0; i < nres; i++) {
       struct result *r = &res[i];
