@@ -52,7 +52,16 @@ struct parser {
   char inames[KILN_EXPR_MAX_INPUTS][64];
   int32_t inode[KILN_EXPR_MAX_INPUTS];
   size_t ninames;
+  int depth; /* parse_unary's nesting, bounded by PARSE_MAX_DEPTH */
 };
+
+/*
+ * Every recursion of the grammar (parentheses, calls, unary signs, powers) passes through
+ * parse_unary, so bounding its nesting bounds the parser's stack: 20000 nested parentheses
+ * overflowed an 8 MiB stack (about 420 bytes a level), and a thread's stack may be far
+ * smaller. 256 levels take about 110 KiB; deeper text is a parse error, not a crash.
+ */
+#define PARSE_MAX_DEPTH 256
 
 static void
 position(const struct parser *ps, const char *at, int *line, int *col)
@@ -453,7 +462,7 @@ parse_power(struct parser *ps, int32_t *id)
 }
 
 static kiln_status
-parse_unary(struct parser *ps, int32_t *id)
+parse_unary_at(struct parser *ps, int32_t *id)
 {
   skip(ps);
   const char *at = ps->p;
@@ -465,6 +474,19 @@ parse_unary(struct parser *ps, int32_t *id)
   if (accept(ps, "+"))
     return parse_unary(ps, id);
   return parse_power(ps, id);
+}
+
+static kiln_status
+parse_unary(struct parser *ps, int32_t *id)
+{
+  if (ps->depth >= PARSE_MAX_DEPTH) {
+    skip(ps);
+    return perr(ps, ps->p, "nesting deeper than %d levels", PARSE_MAX_DEPTH);
+  }
+  ps->depth++;
+  kiln_status s = parse_unary_at(ps, id);
+  ps->depth--;
+  return s;
 }
 
 static kiln_status

@@ -1344,6 +1344,39 @@ START_TEST(type_errors_and_bad_arguments)
 }
 END_TEST
 
+/* Nesting past the parser's bound is a parse error, not a stack overflow: 20000 parentheses
+ * crashed the process before. 200 levels still parse. */
+START_TEST(deep_nesting_is_a_parse_error)
+{
+  enum { DEEP = 100000 };
+  char *t = malloc((size_t)DEEP * 5 + 64); /* "exp(" and ")" a level */
+  ck_assert_ptr_nonnull(t);
+  kiln_expr_var v = {"x", KILN_F32, 0};
+  for (int kind = 0; kind < 3; kind++) {
+    for (int depth = 200; depth <= DEEP; depth = depth == 200 ? DEEP : DEEP + 1) {
+      char *p = t + sprintf(t, "y = ");
+      for (int i = 0; i < depth; i++)
+        p += sprintf(p, "%s", kind == 0 ? "(" : kind == 1 ? "-" : "exp(");
+      *p++ = 'x';
+      for (int i = 0; kind != 1 && i < depth; i++)
+        *p++ = ')';
+      *p = 0;
+      kiln_expr *e = NULL;
+      kiln_status s = kiln_expr_parse(t, &v, 1, &e);
+      if (depth == 200) {
+        ck_assert_msg(s == KILN_OK, "kind %d, %d levels: %s", kind, depth, kiln_last_error());
+        kiln_expr_release(e);
+      } else {
+        ck_assert_int_eq(s, KILN_ERR_PARSE);
+        ck_assert_ptr_null(e);
+        ck_assert_ptr_nonnull(strstr(kiln_last_error(), "nesting deeper than 256 levels"));
+      }
+    }
+  }
+  free(t);
+}
+END_TEST
+
 static Suite *
 expr_suite(void)
 {
@@ -1374,6 +1407,9 @@ expr_suite(void)
   tcase_set_timeout(ts, 600);
   tcase_add_test(ts, scans);
   suite_add_tcase(s, ts);
+  TCase *tn = tcase_create("nesting");
+  tcase_add_test(tn, deep_nesting_is_a_parse_error);
+  suite_add_tcase(s, tn);
   return s;
 }
 
