@@ -415,6 +415,9 @@ END_TEST
  */
 START_TEST(lost_output_is_a_failure)
 {
+  struct stat full;
+  if (stat("/dev/full", &full) != 0 || !S_ISCHR(full.st_mode))
+    return; /* a machine without /dev/full (a minimal container): nothing to write into */
   const char *const cmds[][8] = {
       {"--version"},
       {"info"},
