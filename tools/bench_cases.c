@@ -154,32 +154,34 @@ setup_two(struct bench_state *st)
   return s;
 }
 
-/* [n/1024, 1024] + [1024]: the common bias-add broadcast. */
+/*
+ * [n/1024, 1024] + b: b = [1024] (per_row 0), the common bias-add broadcast, or
+ * [n/1024, 1] (per_row 1), the column form (a value per row, as x - rowmax).
+ */
 static kiln_status
-setup_row_bcast(struct bench_state *st)
+setup_bcast(struct bench_state *st, int per_row)
 {
   int64_t cols = st->n < 1024 ? st->n : 1024;
-  int64_t shape[2] = {st->n / cols, cols};
+  int64_t shape[2] = {st->n / cols, cols}, bshape[2] = {st->n / cols, 1};
   kiln_status s = bench_random_tensor(st->ctx, st->dtype, 2, shape, &st->in[0]);
   if (s == KILN_OK)
-    s = bench_random_tensor(st->ctx, st->dtype, 1, &cols, &st->in[1]);
+    s = per_row ? bench_random_tensor(st->ctx, st->dtype, 2, bshape, &st->in[1])
+                : bench_random_tensor(st->ctx, st->dtype, 1, &cols, &st->in[1]);
   if (s == KILN_OK)
     s = kiln_tensor_create(st->ctx, st->dtype, 2, shape, &st->out);
   return s;
 }
 
-/* [n/1024, 1024] + [n/1024, 1]: the column form (a value per row, as x - rowmax). */
+static kiln_status
+setup_row_bcast(struct bench_state *st)
+{
+  return setup_bcast(st, 0);
+}
+
 static kiln_status
 setup_col_bcast(struct bench_state *st)
 {
-  int64_t cols = st->n < 1024 ? st->n : 1024;
-  int64_t shape[2] = {st->n / cols, cols}, cshape[2] = {st->n / cols, 1};
-  kiln_status s = bench_random_tensor(st->ctx, st->dtype, 2, shape, &st->in[0]);
-  if (s == KILN_OK)
-    s = bench_random_tensor(st->ctx, st->dtype, 2, cshape, &st->in[1]);
-  if (s == KILN_OK)
-    s = kiln_tensor_create(st->ctx, st->dtype, 2, shape, &st->out);
-  return s;
+  return setup_bcast(st, 1);
 }
 
 static kiln_status

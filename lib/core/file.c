@@ -2,6 +2,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static const char not_regular[] = "the file is not a regular file (a FIFO, socket or device)";
@@ -50,4 +53,25 @@ kiln__open_regular(const char *path, int oflags, mode_t mode, struct stat *st, c
   if (fl >= 0)
     fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
   return fd;
+}
+
+const char *
+kiln__replace_target(const char *path, char *buf, size_t cap, const char **why)
+{
+  struct stat st, lst;
+  if (stat(path, &st) != 0)
+    return path; /* nothing there (or a dangling link, which the rename replaces) */
+  if (!S_ISREG(st.st_mode)) {
+    *why = S_ISDIR(st.st_mode) ? "the file is not a regular file (a directory)" : not_regular;
+    return NULL;
+  }
+  if (lstat(path, &lst) != 0 || !S_ISLNK(lst.st_mode))
+    return path;
+  char full[PATH_MAX];
+  if (!realpath(path, full) || strlen(full) >= cap) {
+    *why = "the symbolic link cannot be resolved";
+    return NULL;
+  }
+  memcpy(buf, full, strlen(full) + 1);
+  return buf;
 }

@@ -26,4 +26,13 @@
 int kiln__open_regular(const char *path, int oflags, mode_t mode, struct stat *st,
                        const char **why);
 
+/*
+ * The path a file written next to path and renamed into place should replace: path itself
+ * when nothing is there or a regular file is, the file a symbolic link names (into buf, cap
+ * bytes) so that the link stays a link. NULL, with *why following "<path>: ", where the rename
+ * would replace what is not a regular file ("the file is not a regular file (a directory)",
+ * "... (a FIFO, socket or device)": a device node, by root) or a link cannot be resolved.
+ */
+const char *kiln__replace_target(const char *path, char *buf, size_t cap, const char **why);
+
 #endif

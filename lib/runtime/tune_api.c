@@ -1,7 +1,6 @@
 /* The public autotuner API (include/kiln/tune.h) and the test hooks of runtime/tuner.h. */
 #include "runtime/tune_internal.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdalign.h>
@@ -10,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "core/dtype_traits.h"
 #include "core/error.h"
+#include "core/file.h"
 #include "core/log.h"
 #include "kiln/profile.h"
 #include "runtime/disk_cache.h"
@@ -491,23 +490,15 @@ kiln_tune_export(kiln_context *ctx, const char *path)
   static const char op[] = "kiln_tune_export";
   KILN_TRY(kiln__ctx_check(op, ctx));
   KILN_RETURN_IF(!path, KILN_ERR_INVALID_ARGUMENT, op, "path is NULL");
-  /* The file is replaced by a rename: a device, FIFO or directory at path would be replaced
-   * too (a device node, by root), so it is refused, as kiln_tune_import refuses one. A
-   * symbolic link to a regular file stays a link: the file it names is replaced. */
-  struct stat st;
+  /* The file is replaced by a rename: a device, FIFO or directory at path is refused, as
+   * kiln_tune_import refuses one; a link to a file stays a link. */
   char target[PATH_MAX];
-  if (stat(path, &st) == 0) {
-    KILN_RETURN_IF(!S_ISREG(st.st_mode), KILN_ERR_IO, op,
-                   "%s is not a regular file: the tuning file is written next to it and "
-                   "renamed into place",
-                   path);
-    struct stat lst;
-    if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
-      KILN_RETURN_IF(!realpath(path, target), KILN_ERR_IO, op,
-                     "cannot resolve the symbolic link %s: %s", path, strerror(errno));
-      path = target;
-    }
-  }
+  const char *why = "";
+  const char *dest = kiln__replace_target(path, target, sizeof target, &why);
+  KILN_RETURN_IF(!dest, KILN_ERR_IO, op,
+                 "%s: %s; the tuning file is written next to it and renamed into place", path,
+                 why);
+  path = dest;
   struct kiln__tf_table tab;
   char exact[4600], other[4600];
   KILN_TRY(effective_table(ctx, &tab, exact, other, sizeof exact));
