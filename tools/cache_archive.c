@@ -33,7 +33,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/file.h"
 #include "tools/cache_archive_read.h"
 #include "tools/cache_cli.h"
 #include "tools/commands.h"
@@ -103,14 +102,23 @@ cache_export(int argc, char **argv)
   if (!file || !*file)
     return cli_usage_error(&c, "which file? give the archive to write");
   /* The archive replaces FILE by a rename: a device, FIFO or directory there (/dev/stdout,
-   * /dev/full) is refused, as import refuses one; a link to a file stays a link. */
+   * /dev/full) would be replaced by a regular file, or could not be, so it is refused, as
+   * import refuses one. A symbolic link to a regular file keeps the link: the archive
+   * replaces the file it names. */
   static char target[PATH_MAX];
-  const char *why = "";
-  const char *dest = kiln__replace_target(file, target, sizeof target, &why);
-  if (!dest)
-    return cli_fail(&c, "%s: %s; the archive is written next to it and renamed into place",
-                    file, why);
-  file = dest;
+  struct stat st;
+  if (stat(file, &st) == 0) {
+    if (!S_ISREG(st.st_mode))
+      return cli_fail(&c, "%s is not a regular file: the archive is written to a temporary file "
+                          "next to it and renamed into place",
+                      file);
+    struct stat lst;
+    if (lstat(file, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+      if (!realpath(file, target))
+        return cli_fail(&c, "cannot resolve the symbolic link %s: %s", file, strerror(errno));
+      file = target;
+    }
+  }
   int rc = cli_resolve_dir(&c);
   if (rc)
     return rc;
@@ -330,16 +338,14 @@ stage_record(kiln_cache *staging, const struct import_keys *k, const uint8_t *da
 static FILE *
 open_archive(const struct cache_cli *c, const char *file, struct stat *st)
 {
-  const char *why = "";
-  int fd = kiln__open_regular(file, O_RDONLY, 0, st, &why);
+  int fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
-    int e = errno;
-    if (e == EISDIR)
-      cli_fail(c, "%s is not a regular file (a directory)", file);
-    else if (e == EINVAL || e == ENXIO) /* why: "the file is not a regular file (a FIFO, ...)" */
-      cli_fail(c, "%s: %s", file, why);
-    else
-      cli_fail(c, "cannot open %s: %s (%s)", file, why, strerror(e));
+    cli_fail(c, "cannot open %s: %s", file, strerror(errno));
+    return NULL;
+  }
+  if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+    cli_fail(c, "%s is not a regular file", file);
+    close(fd);
     return NULL;
   }
   FILE *f = fdopen(fd, "rb");

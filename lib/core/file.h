@@ -1,6 +1,8 @@
 /*
  * Opening files whose paths come from the caller, the environment or a shared
- * directory (no OpenCL; POSIX only, so the kiln tool compiles it too).
+ * directory (no OpenCL; POSIX only, so the fuzz targets compile it alone). The
+ * kiln tool may use only the public API (tests/layers), so its archive export
+ * and import (tools/cache_archive.c) keep checks of their own.
  */
 #ifndef KILN_CORE_FILE_H
 #define KILN_CORE_FILE_H
