@@ -109,6 +109,8 @@ check_supports(const char *op, const struct op_row *row, kiln_dtype dtype)
 /* Limits of the flat shape: vector widths are 1, 2, 4, 8 or 16. */
 #define EW_ITEMS_MAX 16
 #define EW_VEC_MAX 16
+/* The widest vector a flat kernel's tail follows (vec_width, cast lanes, copy widths). */
+#define FLAT_TAIL_ITEMS 16
 
 /* The family's tuned parameters (flat 1-D launches). */
 struct ew_params {
@@ -282,9 +284,11 @@ cast_default_lanes(const kiln_device_info *info)
 }
 
 #define CAST_LANES_MAX 16
-
 #define COPY_ITEMS_MAX 16
 #define COPY_VEC_MAX 16
+_Static_assert(CAST_LANES_MAX <= FLAT_TAIL_ITEMS && COPY_VEC_MAX <= FLAT_TAIL_ITEMS &&
+                   EW_VEC_MAX <= FLAT_TAIL_ITEMS,
+               "a flat kernel's tail takes a work-item per element");
 
 /*
  * Whether kiln_copy's kernel stores its vectors non-temporally (KILN_NT_STORE, a program of
@@ -355,7 +359,11 @@ launch_flat(const char *op, kiln_context *ctx, cl_kernel k, uint64_t n, const fl
 {
   /* flat_shape_for's fields are validated launch parameters: both at least 1. */
   uint64_t per_item = (uint64_t)sh->variant.ew_items * sh->variant.ew_vec;
-  return kiln__launch_1d(op, ctx, k, n / per_item + (n % per_item != 0), sh->local);
+  uint64_t items = n / per_item + (n % per_item != 0);
+  /* FLAT_TAIL (ew_loops.clh) gives each of the fewer than 16 elements after the last whole
+   * vector a work-item of its own, without a loop. */
+  uint64_t tail = n < FLAT_TAIL_ITEMS ? n : FLAT_TAIL_ITEMS;
+  return kiln__launch_1d(op, ctx, k, items > tail ? items : tail, sh->local);
 }
 
 /*
