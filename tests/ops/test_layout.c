@@ -1384,6 +1384,38 @@ START_TEST(overlapping_outputs)
 }
 END_TEST
 
+/*
+ * CPU devices move transposes in blocks of 32 x 1 KiB (permute_blocked), with
+ * non-temporal stores for outputs of 16 MiB and more whose destination lines are all
+ * aligned (permute_blocked_nt): outputs just over 16 MiB with aligned rows and partial
+ * blocks at both edges, batched, with rows that are not a multiple of 8 (the plain kernel),
+ * for 4- and 8-byte dtypes. GPUs run the tiled kernel on the same shapes.
+ */
+START_TEST(blocked_runs_and_nt)
+{
+  static const struct {
+    kiln_dtype dt;
+    size_t nd;
+    int64_t shape[3];
+  } cases[] = {
+      {KILN_F32, 2, {2056, 2047, 0}}, /* out rows of 2056: aligned; a and b edges partial */
+      {KILN_I32, 3, {2, 1033, 2048}}, /* batched; out rows of 1033: not aligned */
+      {KILN_F64, 2, {1456, 1441, 0}}, /* aligned */
+      {KILN_C64, 3, {2, 1032, 1021}}, /* batched and aligned */
+      {KILN_I64, 2, {1441, 1456, 0}}, /* not aligned */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    if (!hd_dtype_ok(cases[i].dt))
+      continue;
+    size_t nd = cases[i].nd;
+    int64_t perm[3] = {0, 1, 2};
+    perm[nd - 2] = (int64_t)nd - 1;
+    perm[nd - 1] = (int64_t)nd - 2;
+    check_permute(cases[i].dt, nd, cases[i].shape, perm, nd == 2);
+  }
+}
+END_TEST
+
 static Suite *
 layout_suite(void)
 {
@@ -1411,6 +1443,10 @@ layout_suite(void)
   tcase_add_test(tc, overlapping_outputs);
   tcase_add_test(tc, bad_handles_and_contexts);
   tcase_add_test(tc, provider_slots);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("blocked");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, blocked_runs_and_nt);
   suite_add_tcase(s, tc);
   return s;
 }
