@@ -174,6 +174,53 @@ remap_affine32(global const MT *src, ulong soff, global MT *dst, ulong doff, ulo
   }
 }
 
+/*
+ * remap_affine's work for CPU devices when the innermost plan dimension is contiguous on
+ * both sides (permute (0, 2, 1, 3), slices of rows): work-item i copies runs
+ * [i per, (i + 1) per) of the rows (the other dimensions), each run of extent[ndim - 1]
+ * elements as 8-element vectors, and steps its coordinates from run to run instead of
+ * dividing (they are divided once, for its first run). A grid-stride loop takes the
+ * work-items past the grid.
+ */
+kernel void
+remap_runs(global const MT *src, ulong soff, global MT *dst, ulong doff, ulong rows, ulong per,
+           uint ndim, kiln_remap plan)
+{
+  const uint d0 = ndim - 1;
+  const ulong e0 = plan.extent[d0];
+  for (ulong r0 = get_global_id(0) * per; r0 < rows; r0 += get_global_size(0) * per) {
+    ulong c[8], rem = r0;
+    long s = 0, d = 0;
+    for (uint k = d0; k-- > 0;) {
+      c[k] = rem % plan.extent[k];
+      rem /= plan.extent[k];
+      s += (long)c[k] * plan.sstride[k];
+      d += (long)c[k] * plan.dstride[k];
+    }
+    const ulong r1 = min(r0 + per, rows);
+    for (ulong r = r0; r < r1; r++) {
+      global const MT *sp = src + soff + s;
+      global MT *dp = dst + doff + d;
+      ulong j = 0;
+#if !defined(KILN_DT_C128)
+      for (; j + 8 <= e0; j += 8)
+        vstore8(vload8(0, sp + j), 0, dp + j);
+#endif
+      for (; j < e0; j++)
+        dp[j] = sp[j];
+      for (uint k = d0; k-- > 0;) {
+        s += plan.sstride[k];
+        d += plan.dstride[k];
+        if (++c[k] < plan.extent[k])
+          break;
+        s -= (long)plan.extent[k] * plan.sstride[k];
+        d -= (long)plan.extent[k] * plan.dstride[k];
+        c[k] = 0;
+      }
+    }
+  }
+}
+
 #define TILE 32
 #define TILE_ROWS 8
 

@@ -1416,6 +1416,29 @@ START_TEST(blocked_runs_and_nt)
 }
 END_TEST
 
+/*
+ * CPU devices copy permutes whose innermost axis stays innermost as runs (remap_runs): a
+ * work-item takes several consecutive runs and steps its coordinates across them, wrapping
+ * more than one axis; runs shorter than, equal to and longer than the 8-element vectors,
+ * with tails. GPUs run the remap kernels on the same shapes.
+ */
+START_TEST(remap_runs_shapes)
+{
+  static const struct {
+    kiln_dtype dt;
+    size_t nd;
+    int64_t shape[5], perm[5];
+  } cases[] = {
+      {KILN_F32, 4, {4, 6, 10, 12}, {0, 2, 1, 3}}, {KILN_I32, 5, {3, 5, 7, 9, 8}, {1, 3, 0, 2, 4}},
+      {KILN_U8, 3, {64, 33, 17}, {1, 0, 2}},       {KILN_C128, 3, {8, 9, 5}, {1, 0, 2}},
+      {KILN_F16, 4, {2, 7, 3, 3}, {1, 2, 0, 3}},   {KILN_F64, 4, {16, 256, 8, 64}, {0, 2, 1, 3}},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    if (hd_dtype_ok(cases[i].dt))
+      check_permute(cases[i].dt, cases[i].nd, cases[i].shape, cases[i].perm, 0);
+}
+END_TEST
+
 static Suite *
 layout_suite(void)
 {
@@ -1447,6 +1470,7 @@ layout_suite(void)
   tc = tcase_create("blocked");
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, blocked_runs_and_nt);
+  tcase_add_test(tc, remap_runs_shapes);
   suite_add_tcase(s, tc);
   return s;
 }
