@@ -12,6 +12,7 @@
  * Kernels (offsets in elements; 1-D grid-stride loops unless noted):
  *   gather_axis(x, xoff, idx, ioff, is64, out, ooff, n, ndim, axis, len, plan, flag)
  *     out[c] = x[c with axis coordinate idx[c]] over the index shape (torch.gather)
+ *   gather_axis_rows(same arguments)   the CPU form: one item per row of the last axis
  *   index_select(x, xoff, idx, ioff, is64, out, ooff, outer, nidx, len, inner, flag)
  *     out[o, j, k] = x[o, idx[j], k] (numpy.take along an axis; embedding);
  *     3-D: grid dimension 0 over k, 1 over j, 2 over o
@@ -105,6 +106,57 @@ gather_axis(global const MT *x, ulong xoff, global const void *idx, ulong ioff, 
     } else {
       out[ooff + i] = x[xoff + base + (ulong)v * plan.stride[axis]];
     }
+  }
+}
+
+/*
+ * gather_axis for CPU devices: one work-item per row of the index tensor's last dimension.
+ * The row's offset is divided out once; along the row the source moves by the last
+ * dimension's stride (none when that is the gathered axis) and the index picks the rest.
+ * Every load is made (an out-of-range index reads the row's first element and stores 0)
+ * and bad indices are only counted, so that the compiler vectorises the loop as a gather;
+ * a row with a bad index is then walked again for its first position. PoCL, [4096, 1024]
+ * f32 gathered along axis 1 (bench/bench_layout --only gather): 8.6 ms with one work-item
+ * an element (gather_axis), 6.5 with a private minimum of the bad positions (not
+ * vectorised), 2.3 with the count (61% of an 8192 x 8192 copy's time).
+ */
+#define GATHER_ROW(IT)                                                                    \
+  do {                                                                                    \
+    global const IT *ip = (global const IT *)idx + ioff + r * inner;                      \
+    uint nbad = 0;                                                                        \
+    for (ulong j = 0; j < inner; j++) {                                                   \
+      long v = (long)ip[j];                                                               \
+      v = v < 0 ? v + len : v;                                                            \
+      const int ok = v >= 0 && v < len;                                                   \
+      const MT val = xr[(long)j * sl + (ok ? v : 0) * sa];                                \
+      o[j] = ok ? val : (MT)0;                                                            \
+      nbad += !ok;                                                                        \
+    }                                                                                     \
+    for (ulong j = 0; nbad && j < inner; j++) {                                           \
+      const long v = (long)ip[j];                                                         \
+      if (v < -len || v >= len) {                                                         \
+        flag_bad(flag, r * inner + j);                                                    \
+        break;                                                                            \
+      }                                                                                   \
+    }                                                                                     \
+  } while (0)
+
+kernel void
+gather_axis_rows(global const MT *restrict x, ulong xoff, global const void *restrict idx,
+                 ulong ioff, uint is64, global MT *restrict out, ulong ooff, ulong n, uint ndim,
+                 uint axis, long len, kiln_iplan plan, global uint *flag)
+{
+  const uint dl = ndim - 1;
+  const ulong inner = plan.shape[dl], rows = n / inner;
+  const long sl = axis == dl ? 0 : (long)plan.stride[dl], sa = (long)plan.stride[axis];
+  for (ulong r = get_global_id(0); r < rows; r += get_global_size(0)) {
+    ulong ac = 0;
+    global const MT *xr = x + xoff + plan_offset(r * inner, ndim, axis, &plan, &ac);
+    global MT *o = out + ooff + r * inner;
+    if (is64)
+      GATHER_ROW(long);
+    else
+      GATHER_ROW(int);
   }
 }
 

@@ -222,7 +222,11 @@ kiln_gather(kiln_context *ctx, const kiln_tensor *x, int64_t axis, const kiln_te
   plan_fill(&p, &index->shape, &x->shape);
   kiln_status s = KILN_OK;
   if (n) {
-    kiln__args ar = kernel_args(op, ctx, kiln__ops_move_dtype(x->dtype), "gather_axis");
+    /* CPUs: one work-item per row of index's last axis, a plain loop (gather_axis_rows). */
+    int gpu = kiln__index_force_layout ? kiln__index_force_layout == 1 : ctx->info.is_gpu;
+    uint64_t inner = (uint64_t)index->shape.dims[nd - 1];
+    kiln__args ar = kernel_args(op, ctx, kiln__ops_move_dtype(x->dtype),
+                                gpu ? "gather_axis" : "gather_axis_rows");
     kiln__args_tensor(&ar, x);
     kiln__args_tensor(&ar, index);
     kiln__args_u32(&ar, is64(index));
@@ -233,7 +237,7 @@ kiln_gather(kiln_context *ctx, const kiln_tensor *x, int64_t axis, const kiln_te
     kiln__args_i64(&ar, len);
     kiln__args_raw(&ar, sizeof p, &p);
     struct check c = {index, -len, len, "the gathered axis", 1};
-    s = launch(&ar, ctx, n, NULL, &c);
+    s = launch(&ar, ctx, gpu ? n : n / inner, NULL, &c);
   }
   return out_end(op, ctx, &t, s);
 }

@@ -75,46 +75,76 @@ static const kiln_dtype index_dtypes[2] = {KILN_I32, KILN_I64};
 /* gather, index_select, embedding                                      */
 /* ------------------------------------------------------------------ */
 
+/* x[xs] gathered along axis by an index of shape is (values in [-len, len)), checked. */
+static void
+check_gather(kiln_dtype dt, kiln_dtype idt, size_t nd, const int64_t *xs, const int64_t *is,
+             int64_t axis, uint64_t seed)
+{
+  if (!hd_dtype_ok(dt))
+    return;
+  size_t ax = (size_t)(axis < 0 ? axis + (int64_t)nd : axis);
+  void *hx;
+  kiln_tensor *x = hd_make(dt, nd, xs, seed, &hx);
+  int64_t len = xs[ax], *iv;
+  kiln_tensor *idx = make_index(idt, nd, is, -len, len, &iv);
+  kiln_tensor *out = NULL;
+  KOK(kiln_gather(ctx(), x, axis, idx, &out));
+  uint64_t n = hd_numel(nd, is);
+  int64_t *src = calloc(n ? n : 1, sizeof *src), c[KILN_MAX_DIMS];
+  for (uint64_t i = 0; i < n; i++) {
+    hd_unravel(i, nd, is, c);
+    c[ax] = iv[i] < 0 ? iv[i] + len : iv[i];
+    src[i] = (int64_t)hd_ravel(nd, xs, c);
+  }
+  hd_expect_shape(out, dt, nd, is);
+  void *g = hd_download(out);
+  hd_expect_map(dt, g, hx, src, n, NULL, "gather");
+  free(g);
+  free(src);
+  free(iv);
+  free(hx);
+  KOK(kiln_tensor_release(out));
+  KOK(kiln_tensor_release(idx));
+  KOK(kiln_tensor_release(x));
+}
+
+/*
+ * Both forms of gather on every device (kiln__index_force_layout): one work-item per
+ * element (GPUs) and one per row of the index's last axis (CPUs), over every dtype and
+ * axis, then rows longer than a vector or a work-group, an index narrower than x outside
+ * the axis (its rows start at x's strides), and a 1-wide last axis.
+ */
 START_TEST(gather_all_dtypes)
 {
-  int64_t xs[3] = {4, 5, 3};
-  HD_FOR_EVERY_DTYPE(dt)
-  {
-    void *hx;
-    kiln_tensor *x = hd_make(dt, 3, xs, 1, &hx);
-    for (int ii = 0; ii < 2; ii++) {
-      for (int64_t axis = -1; axis < 3; axis++) {
-        size_t ax = (size_t)(axis < 0 ? axis + 3 : axis);
-        int64_t is[3] = {3, 5, 2};
-        is[ax] = 7; /* the gathered axis may be longer than x's */
-        int64_t len = xs[ax], *iv;
-        kiln_tensor *idx = make_index(index_dtypes[ii], 3, is, -len, len, &iv);
-        kiln_tensor *out = NULL;
-        KOK(kiln_gather(ctx(), x, axis, idx, &out));
-        uint64_t n = hd_numel(3, is);
-        int64_t *src = calloc(n, sizeof *src), c[3];
-        for (uint64_t i = 0; i < n; i++) {
-          hd_unravel(i, 3, is, c);
-          c[ax] = iv[i] < 0 ? iv[i] + len : iv[i];
-          src[i] = (int64_t)hd_ravel(3, xs, c);
+  for (int form = 1; form <= 2; form++) {
+    kiln__index_force_layout = form;
+    int64_t xs3[3] = {4, 5, 3};
+    HD_FOR_EVERY_DTYPE(dt)
+    {
+      for (int ii = 0; ii < 2; ii++) {
+        for (int64_t axis = -1; axis < 3; axis++) {
+          int64_t is[3] = {3, 5, 2};
+          is[axis < 0 ? 2 : axis] = 7; /* the gathered axis may be longer than x's */
+          check_gather(dt, index_dtypes[ii], 3, xs3, is, axis, 1);
         }
-        hd_expect_shape(out, dt, 3, is);
-        void *g = hd_download(out);
-        hd_expect_map(dt, g, hx, src, n, NULL, "gather");
-        free(g);
-        free(src);
-        free(iv);
-        KOK(kiln_tensor_release(out));
-        KOK(kiln_tensor_release(idx));
       }
     }
-    free(hx);
-    KOK(kiln_tensor_release(x));
+    int64_t xs[2] = {37, 300}, is1[2] = {37, 1029}, is0[2] = {50, 300}, isn[2] = {20, 77};
+    int64_t x3[3] = {4, 6, 9}, i3[3] = {3, 5, 1};
+    check_gather(KILN_F32, KILN_I32, 2, xs, is1, 1, 5);
+    check_gather(KILN_F64, KILN_I64, 2, xs, is0, 0, 6);
+    check_gather(KILN_I64, KILN_I32, 2, xs, isn, 1, 7);
+    check_gather(KILN_U8, KILN_I64, 2, xs, isn, 0, 8);
+    check_gather(KILN_C128, KILN_I64, 3, x3, i3, 1, 9);
+    check_gather(KILN_F16, KILN_I32, 3, x3, i3, -1, 10);
   }
+  kiln__index_force_layout = 0;
 }
 END_TEST
 
-START_TEST(gather_errors)
+/* gather's statuses and messages, in the form kiln__index_force_layout selects. */
+static void
+gather_error_cases(void)
 {
   int64_t xs[2] = {4, 5}, is[2] = {2, 5};
   kiln_tensor *x = hd_make(KILN_F32, 2, xs, 0, NULL), *out = NULL;
@@ -128,6 +158,12 @@ START_TEST(gather_errors)
   idx = index_from(KILN_I32, 2, is, bad);
   KEXPECT(kiln_gather(ctx(), x, 0, idx, &out), KILN_ERR_INVALID_ARGUMENT);
   ck_assert_ptr_nonnull(strstr(kiln_last_error(), "index -5 at position 7"));
+  KOK(kiln_tensor_release(idx));
+  /* Two bad indices in the second row, another one later: the first position is named. */
+  int64_t two[15] = {0, 1, 2, 3, 4, 0, 9, 0, 7, -6, 0, 1, 5, 0, 0}, is3[2] = {3, 5};
+  idx = index_from(KILN_I32, 2, is3, two);
+  KEXPECT(kiln_gather(ctx(), x, 1, idx, &out), KILN_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "index 9 at position 6"));
   KOK(kiln_tensor_release(idx));
   int64_t big[2] = {2, 6};
   idx = make_index(KILN_I32, 2, big, 0, 4, NULL);
@@ -149,6 +185,15 @@ START_TEST(gather_errors)
   KOK(kiln_tensor_release(out));
   KOK(kiln_tensor_release(idx));
   KOK(kiln_tensor_release(x));
+}
+
+START_TEST(gather_errors)
+{
+  for (int form = 1; form <= 2; form++) {
+    kiln__index_force_layout = form;
+    gather_error_cases();
+  }
+  kiln__index_force_layout = 0;
 }
 END_TEST
 
