@@ -32,11 +32,18 @@
 /* The family's build options add the tile and dot sizes (blas_route.c), so `kiln cache warm`
  * builds the same variant. */
 static kiln_status
-get_kernel(const char *op, kiln_context *ctx, kiln_dtype dt, const char *name, cl_kernel *k)
+get_kernel_of(const char *op, kiln_context *ctx, const char *source, kiln_dtype dt,
+              const char *name, cl_kernel *k)
 {
   char opts[192];
-  kiln__program_options(&ctx->info, "gemm_small", dt, NULL, opts, sizeof opts);
-  return kiln__kernel_get(op, ctx, "gemm_small", opts, name, k);
+  kiln__program_options(&ctx->info, source, dt, NULL, opts, sizeof opts);
+  return kiln__kernel_get(op, ctx, source, opts, name, k);
+}
+
+static kiln_status
+get_kernel(const char *op, kiln_context *ctx, kiln_dtype dt, const char *name, cl_kernel *k)
+{
+  return get_kernel_of(op, ctx, "gemm_small", dt, name, k);
 }
 
 /* One matrix operand as the kernels and CLBlast see it (offset and ld in elements). */
@@ -156,9 +163,48 @@ small_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t m, uint64_
   return kiln__args_enqueue(&args, ctx, 3, global, local);
 }
 
+static atomic_uint_fast64_t cpu_calls; /* kiln__blas_test_cpu_calls */
+
+uint64_t
+kiln__blas_test_cpu_calls(void)
+{
+  return atomic_load(&cpu_calls);
+}
+
+/*
+ * The large route's kernel on a CPU device, cl_kernels/gemm_cpu.cl (ctx->lock held): each
+ * work-item a block of C in registers, the block kiln__gemm_cpu_block gives. op(A)^T op(B)^T
+ * is KILN_ERR_UNSUPPORTED (the caller falls back).
+ */
+static kiln_status
+cpu_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t m, uint64_t n, uint64_t k,
+         kiln_complex128 alpha, kiln_complex128 beta, const struct mat *a, uint64_t astride,
+         const struct mat *b, uint64_t bstride, const struct mat *c, uint64_t cstride,
+         uint64_t batch, uint32_t tri)
+{
+  KILN_RETURN_IF(a->trans && b->trans, KILN_ERR_UNSUPPORTED, op,
+                 "the CPU GEMM kernel does not take both operands transposed");
+  cl_kernel kern;
+  KILN_TRY(get_kernel_of(op, ctx, "gemm_cpu", dt, "gemm_cpu", &kern));
+  kiln__args args =
+      gemm_args(op, kern, dt, m, n, k, alpha, beta, a, astride, b, bstride, c, cstride);
+  kiln__args_u32(&args, tri);
+  uint32_t br, bc;
+  kiln__gemm_cpu_block(dt, b->trans, &br, &bc);
+  atomic_fetch_add(&cpu_calls, 1);
+  /* groups of 8 along m, which share their columns of op(B) (gemm_cpu.cl), and one local
+   * shape (one PoCL compile) */
+  size_t local[3] = {8, 1, 1};
+  size_t global[3] = {(size_t)((m + br - 1) / br + 7) / 8 * 8, (size_t)((n + bc - 1) / bc),
+                      (size_t)batch};
+  return kiln__args_enqueue(&args, ctx, 3, global, local);
+}
+
 /*
  * kiln's large-product kernel (cl_kernels/gemm_large.cl) over batch matrices, f32/f64, k > 0
  * (ctx->lock held). The parameters come from kiln__gemm_large_params, read before the lock.
+ * CPU devices run cpu_gemm instead, unless KILN_DEBUG_GEMM_LARGE is set (its parameters are
+ * gemm_large.cl's) or the test hook asks for gemm_large.cl.
  */
 static kiln_status
 large_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, const struct kiln__gemm_large *p,
@@ -166,6 +212,9 @@ large_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, const struct kiln__
            const struct mat *a, uint64_t astride, const struct mat *b, uint64_t bstride,
            const struct mat *c, uint64_t cstride, uint64_t batch, uint32_t tri)
 {
+  if (kiln__gemm_cpu_form(ctx))
+    return cpu_gemm(op, ctx, dt, m, n, k, alpha, beta, a, astride, b, bstride, c, cstride, batch,
+                    tri);
   char opts[256];
   kiln__program_options(&ctx->info, "gemm_large", dt, p, opts, sizeof opts);
   cl_kernel kern;

@@ -5,6 +5,7 @@
  */
 #include "ops/blas_route.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -279,7 +280,43 @@ kiln__gemm_large_ok(const kiln_context *ctx, kiln_dtype dt)
 {
   struct kiln__gemm_large p;
   return (dt == KILN_F32 || (dt == KILN_F64 && ctx->info.has_fp64)) &&
-         large_pick(&ctx->info, dt, &p);
+         (kiln__gemm_cpu_form(ctx) || large_pick(&ctx->info, dt, &p));
+}
+
+static atomic_int hook_large_form;
+
+void
+kiln__blas_test_large_form(int form)
+{
+  atomic_store(&hook_large_form, form);
+}
+
+int
+kiln__gemm_cpu_form(const kiln_context *ctx)
+{
+  int h = atomic_load(&hook_large_form);
+  if (h)
+    return h == 2;
+  return !ctx->info.is_gpu && !kiln__env(KILN__ENV_DEBUG_GEMM_LARGE);
+}
+
+/*
+ * gemm_cpu's blocks, per dtype (f32, f64): {vector width, rows and columns with op(B) as
+ * stored, rows and columns of the dot form (op(B) transposed)}. Measured on PoCL here (2
+ * cores with AVX-512, copies of the kernel in PyOpenCL, 1536^3): f32 12 x 32 (two 16-wide
+ * vectors a row) at 150 GFLOP/s, 8 x 32 136, 8 x 16 115, 6 x 32 114; f64 12 x 16 (two
+ * 8-wide) at 61, 8 x 16 58, 12 x 32 55; the dot form, f32, 4 x 6 at 119, 6 x 4 106, 4 x 4
+ * 101 (8-wide vectors: 49). OpenBLAS through NumPy took 260-274 GFLOP/s f32 in the same
+ * minutes, CLBlast's kernels 5-12 (docs/blas_fft.md).
+ */
+static const uint32_t cpu_blocks[2][5] = {{16, 12, 32, 4, 6}, {8, 12, 16, 4, 6}};
+
+void
+kiln__gemm_cpu_block(kiln_dtype dt, int tb, uint32_t *r, uint32_t *c)
+{
+  const uint32_t *b = cpu_blocks[dt == KILN_F64];
+  *r = tb ? b[3] : b[1];
+  *c = tb ? b[4] : b[2];
 }
 
 /*
@@ -300,6 +337,9 @@ rule_route(const kiln_context *ctx, kiln_dtype dt, uint64_t size)
     return KILN__GEMM_ROUTE_KILN;
   if (ctx->info.is_gpu && strstr(ctx->info.vendor, "NVIDIA") && kiln__gemm_large_ok(ctx, dt) &&
       size >= large_from_nvidia[dt == KILN_F64])
+    return KILN__GEMM_ROUTE_LARGE;
+  /* CPU devices: gemm_cpu.cl, 10-20x CLBlast's GPU-shaped kernels there (cpu_blocks). */
+  if (!ctx->info.is_gpu && kiln__gemm_cpu_form(ctx) && kiln__gemm_large_ok(ctx, dt))
     return KILN__GEMM_ROUTE_LARGE;
   return state_of(ctx)->use_clblast ? KILN__GEMM_ROUTE_CLBLAST : KILN__GEMM_ROUTE_KILN;
 }
@@ -364,6 +404,12 @@ static void
 blas_build_options(const kiln_device_info *info, const char *source, kiln_dtype dtype,
                    const void *variant, char *buf, size_t len)
 {
+  if (strcmp(source, "gemm_cpu") == 0) {
+    const uint32_t *b = cpu_blocks[dtype == KILN_F64];
+    kiln__options_append(buf, len, " -DGC_VW=%u -DGC_MR=%u -DGC_NR=%u -DGC_DM=%u -DGC_DN=%u", b[0],
+                         b[1], b[2], b[3], b[4]);
+    return;
+  }
   if (strcmp(source, "gemm_large") == 0) {
     struct kiln__gemm_large d;
     if (!variant)
@@ -513,6 +559,7 @@ static const struct kiln__tune_family gemm_tune = {
 static const struct kiln__source blas_sources[] = {
     {"gemm_small", KILN__DT_FLOATS | KILN__DT_HALVES | KILN__DT_COMPLEX},
     {"gemm_large", KILN__DT_FLOATS},
+    {"gemm_cpu", KILN__DT_FLOATS},
     {NULL, 0}};
 
 static const struct kiln__family_option blas_options[] = {

@@ -74,16 +74,31 @@ kiln_status kiln__gemm_large_params(const char *op, const kiln_context *ctx, kil
 
 /*
  * Whether kiln's large GEMM kernel runs dt on ctx's device (f32, or f64 with fp64, and a
- * default parameter set the device takes).
+ * default parameter set the device takes, or a CPU device: kiln__gemm_cpu_form).
  */
 int kiln__gemm_large_ok(const kiln_context *ctx, kiln_dtype dt);
 
 /*
+ * Whether the large route runs cl_kernels/gemm_cpu.cl (nonzero) rather than gemm_large.cl on
+ * ctx's device: on devices that are not GPUs, unless KILN_DEBUG_GEMM_LARGE is set (even empty:
+ * its parameters are gemm_large.cl's) or the test hook kiln__blas_test_large_form (ops/tuned.h)
+ * says otherwise. No locks.
+ */
+int kiln__gemm_cpu_form(const kiln_context *ctx);
+
+/*
+ * The block of C one work-item of gemm_cpu computes for dt (f32 or f64): rows *r by columns
+ * *c, for op(B) transposed (tb) or not. The kernel's build options come from the same table.
+ */
+void kiln__gemm_cpu_block(kiln_dtype dt, int tb, uint32_t *r, uint32_t *c);
+
+/*
  * C = alpha op(A) op(B) + beta C on the large kernel for batch products over raw buffers
  * (element offsets, row-major leading dimensions, the batch's element strides sa, sb, sc; ta/tb
- * 0 or 1), f32/f64, k > 0, for the linalg family's updates; tri 1 writes only j <= i of C and 2 only j >= i (tiles wholly outside are
- * skipped). beta 0 never reads C. ctx->lock held. KILN_ERR_UNSUPPORTED where the kernel does
- * not run on the device (the caller takes another GEMM), else the launch's status.
+ * 0 or 1), f32/f64, k > 0, for the linalg family's updates; tri 1 writes only j <= i of C and 2
+ * only j >= i (tiles wholly outside are skipped). beta 0 never reads C. ctx->lock held.
+ * KILN_ERR_UNSUPPORTED where the kernel does not run on the device (the caller takes another GEMM),
+ * else the launch's status.
  */
 kiln_status kiln__gemm_large_views(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int tb,
                                    uint64_t m, uint64_t n, uint64_t k, double alpha, cl_mem a,

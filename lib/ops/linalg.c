@@ -1496,6 +1496,20 @@ hy_chol_update(const la *L, mat A, uint64_t n, int upper, uint64_t j0, uint64_t 
 }
 
 /*
+ * The order of the first NaN on the diagonal of a jb x jb factor, 0 if none. Reference
+ * LAPACK's dpotrf stops at a NaN pivot; OpenBLAS's (the liblapack.so.3 Debian installs with
+ * libopenblas0) only at one <= 0, and carries a NaN through with info 0.
+ */
+static lapack_int
+nan_pivot(const double *t, uint64_t jb)
+{
+  for (uint64_t i = 0; i < jb; i++)
+    if (isnan(t[i * jb + i]))
+      return (lapack_int)(i + 1);
+  return 0;
+}
+
+/*
  * Hybrid Cholesky of one n x n matrix in place: each diagonal block goes to the host (dpotrf,
  * and dtrtri for the block column's solve as a GEMM), the device solves the block column and
  * updates the trailing matrix, the next diagonal block first (look-ahead). *bad gets the
@@ -1513,6 +1527,8 @@ chol_hybrid(const la *L, hy *h, mat A, uint64_t n, int upper, int32_t *bad)
     kiln__lh_to_colmajor(L->dt, h->panel->p, jb, jb, h->t);
     lapack_int info = LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, upper ? 'U' : 'L', (lapack_int)jb, h->t,
                                           (lapack_int)jb);
+    if (info == 0)
+      info = nan_pivot(h->t, jb);
     if (info != 0) {
       *bad = (int32_t)(j0 + (uint64_t)(info > 0 ? info : 1));
       return KILN_OK;

@@ -73,6 +73,11 @@ kiln_status kiln__matmul_routed(kiln_context *ctx, const kiln_tensor *a, const k
 void kiln__blas_test_routes(uint64_t out[2]);
 /* Calls routed to kiln's large GEMM kernel (cl_kernels/gemm_large.cl) in this process. */
 uint64_t kiln__blas_test_large_calls(void);
+/* Which kernel the large route runs: 0 the rule (gemm_cpu.cl on CPU devices, unless
+ * KILN_DEBUG_GEMM_LARGE is set), 1 gemm_large.cl, 2 gemm_cpu.cl, on any device. */
+void kiln__blas_test_large_form(int form);
+/* Launches of gemm_cpu.cl in this process. */
+uint64_t kiln__blas_test_cpu_calls(void);
 
 /*
  * Test hook of the stats family: elements per histogram pass (default 2^31, what a

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "harness.h"
+#include "ops/tuned.h"
 
 static const kiln_dtype float_dtypes[] = {KILN_F32, KILN_F64};
 
@@ -1501,6 +1502,52 @@ START_TEST(gemm_large_kernel)
 }
 END_TEST
 
+/*
+ * The large route's CPU kernel (cl_kernels/gemm_cpu.cl, the default on CPU devices, forced
+ * with the test hook on any device): op(B) as stored (its broadcast form) and transposed (its
+ * dot form), op(A) both ways, sizes on and off its blocks (12 x 32 and 4 x 6 for f32, 12 x 16
+ * for f64), k of 1, below a vector, not a multiple of one and long, alpha/beta, NaN in C with
+ * beta == 0, broadcast batches. Both operands transposed fall back (and stay correct). The
+ * kernel must have run once per case that is not the fallback.
+ */
+START_TEST(gemm_cpu_kernel)
+{
+  static const int64_t dims[][3] = {{1, 1, 1},    {11, 13, 7}, {12, 32, 16}, {13, 33, 17},
+                                    {37, 65, 33}, {25, 97, 1}, {65, 7, 129}, {100, 70, 300}};
+  static const double ab[][2] = {{1, 0}, {-1, 1}, {0.5, -1}, {2, 0}, {1, 0.25}};
+  kiln_context *ctx = harness_ctx();
+  const size_t ndims = harness_small() ? 3 : sizeof dims / sizeof dims[0];
+  kiln__blas_test_large_form(2);
+  for (size_t d = 0; d < 2; d++) {
+    kiln_dtype dt = float_dtypes[d];
+    if (skip_dtype(dt))
+      continue;
+    KOK(kiln_tune_override(ctx, "gemm", dt, NULL, "route=3"));
+    uint64_t calls = kiln__blas_test_cpu_calls(), want = 0;
+    for (int t = 0; t < 4; t++)
+      for (size_t s = 0; s < ndims; s++) {
+        int ta = t & 1, tb = t >> 1;
+        const int64_t *dm = dims[s];
+        int64_t m = dm[0], n = dm[1], k = dm[2];
+        const double *sc = ab[(s + (size_t)t) % 5];
+        struct gemm_case gc = {
+            2, 2, {ta ? k : m, ta ? m : k}, {tb ? n : k, tb ? k : n}, ta, tb, sc[0], sc[1], 1};
+        run_gemm_case(dt, ROUTE_CLBLAST, &gc);
+        want += !(ta && tb);
+      }
+    /* A batch of 3 against one B (dot form), one A against a batch of B, C made fresh. */
+    struct gemm_case gb = {3, 2, {3, 33, 20}, {70, 20}, 0, 1, 1.5, 0.0, 0};
+    run_gemm_case(dt, ROUTE_CLBLAST, &gb);
+    struct gemm_case gc2 = {2, 3, {40, 19}, {2, 19, 9}, 0, 0, -1.0, 0.0, 1};
+    run_gemm_case(dt, ROUTE_CLBLAST, &gc2);
+    want += 2;
+    ck_assert_uint_eq(kiln__blas_test_cpu_calls() - calls, want);
+    KOK(kiln_tune_override(ctx, "gemm", dt, NULL, NULL));
+  }
+  kiln__blas_test_large_form(0);
+}
+END_TEST
+
 /* The routing option and its bounds. */
 START_TEST(small_threshold_option)
 {
@@ -1614,6 +1661,10 @@ blas_suite(void)
   tcase_set_timeout(tl, 600);
   tcase_add_test(tl, gemm_large_kernel);
   suite_add_tcase(s, tl);
+  TCase *tg = tcase_create("cpu");
+  tcase_set_timeout(tg, 600);
+  tcase_add_test(tg, gemm_cpu_kernel);
+  suite_add_tcase(s, tg);
   return s;
 }
 

@@ -1383,6 +1383,8 @@ blocked_ops(kiln_dtype dt, size_t inv_batch)
  * with 128-column panels, chol_blocked's two levels), solve, inverse and QR on the device
  * route. The kernel must have run (its call counter moves).
  */
+static void large_updates_cases(int form);
+
 START_TEST(large_gemm_updates)
 {
   /* Not under the simulator (small mode): there each large-kernel launch costs seconds, and
@@ -1393,7 +1395,25 @@ START_TEST(large_gemm_updates)
   kiln__linalg_test_gemm(KILN__LINALG_GEMM_LARGE);
   kiln__linalg_test_large_min(16);
   hook_route = KILN__LINALG_ROUTE_DEVICE;
-  uint64_t calls = kiln__blas_test_large_calls();
+  /* Both of the large route's kernels on every device: gemm_large.cl, then gemm_cpu.cl. */
+  for (int form = 1; form <= 2; form++) {
+    kiln__blas_test_large_form(form);
+    large_updates_cases(form);
+  }
+  kiln__blas_test_large_form(0);
+  hook_route = -1;
+  kiln__linalg_test_large_min(-1);
+  default_gemm();
+  kiln__linalg_test_set(-1, -1, -1, -1);
+  kiln__linalg_test_route(-1);
+}
+END_TEST
+
+/* large_gemm_updates' cases, in the large route's kernel form (1 gemm_large.cl, 2 gemm_cpu.cl). */
+static void
+large_updates_cases(int form)
+{
+  uint64_t calls = kiln__blas_test_large_calls(), cpu = kiln__blas_test_cpu_calls();
   /* The routing of the updates to the large kernel is host logic, the same for f32 and f64
    * (test_blas's gemm_large_kernel checks the kernel in both): each case below takes one
    * dtype, the two alternating. */
@@ -1449,14 +1469,10 @@ START_TEST(large_gemm_updates)
   }
   kiln__linalg_spectral_test_nb2(-1);
   kiln__linalg_spectral_test_set(-1, -1, -1);
-  hook_route = -1;
   ck_assert_uint_gt(kiln__blas_test_large_calls(), calls);
-  kiln__linalg_test_large_min(-1);
-  default_gemm();
-  kiln__linalg_test_set(-1, -1, -1, -1);
-  kiln__linalg_test_route(-1);
+  /* the CPU kernel ran exactly when it was asked for */
+  ck_assert_int_eq(kiln__blas_test_cpu_calls() > cpu, form == 2);
 }
-END_TEST
 
 /*
  * Look-ahead (the linalg family's ahead=2) on the device route: the next panel on the second

@@ -30,6 +30,7 @@
 #include "kiln/linalg_spectral.h"
 #include "ops/linalg_internal.h"
 #include "ops/linalg_spectral_internal.h"
+#include "ops/tuned.h"
 
 #define EXPECT(cond, ...)        \
   do {                           \
@@ -1564,10 +1565,9 @@ END_TEST
  * solves with every transpose, QR. The route must have run (its counter moves), and fails the
  * backward-error checks when the real form is wrong.
  */
-START_TEST(large_gemm_complex)
+static void
+large_complex_cases(void)
 {
-  if (harness_small()) /* each large-kernel launch takes seconds in the simulator */
-    return;
   unsigned before = kiln__linalg_test_cplx_large();
   kiln__linalg_test_cplx_large_on(1);
   kiln__linalg_test_large_min(16);
@@ -1615,6 +1615,20 @@ START_TEST(large_gemm_complex)
   kiln__linalg_test_large_min(-1);
   ck_assert_msg(kiln__linalg_test_cplx_large() > before,
                 "no complex product ran on the real large kernel");
+}
+
+START_TEST(large_gemm_complex)
+{
+  if (harness_small()) /* each large-kernel launch takes seconds in the simulator */
+    return;
+  /* Both of the large route's kernels on every device: gemm_large.cl, then gemm_cpu.cl. */
+  for (int form = 1; form <= 2; form++) {
+    kiln__blas_test_large_form(form);
+    uint64_t cpu = kiln__blas_test_cpu_calls();
+    large_complex_cases();
+    ck_assert_int_eq(kiln__blas_test_cpu_calls() > cpu, form == 2);
+  }
+  kiln__blas_test_large_form(0);
 }
 END_TEST
 
