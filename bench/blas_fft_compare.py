@@ -60,13 +60,14 @@ def kiln_bench(build, filt, sizes, dtypes, env=None):
 
 def gemm_table(build, dims, dtypes):
     import numpy as np
+    # blas.gemm (the default route) and blas.gemm_clblast (CLBlast forced) in one run
     res = kiln_bench(build, 'blas.gemm', [d * d for d in dims], dtypes)
     rows = {(r['case'], r['dtype'], r['n']): r for r in res['results']}
     print(f"\n### GEMM on {res['device']['name']} ({res['device']['platform']}), "
           f"NumPy {np.__version__} with {blas_library()}\n")
     print('| op | n | kiln device ms | kiln GFLOP/s (device) | kiln GFLOP/s (wall) '
-          '| NumPy ms | NumPy GFLOP/s | kiln / NumPy |')
-    print('|---|---|---|---|---|---|---|---|')
+          '| CLBlast GFLOP/s (device) | NumPy ms | NumPy GFLOP/s | kiln / NumPy |')
+    print('|---|---|---|---|---|---|---|---|---|')
     rng = np.random.default_rng(1)
     for dt in dtypes:
         npdt = np.float32 if dt == 'f32' else np.float64
@@ -78,12 +79,14 @@ def gemm_table(build, dims, dtypes):
             flops = 2.0 * d ** 3
             np_gf = flops / t * 1e-9
             name = 'SGEMM' if dt == 'f32' else 'DGEMM'
+            cb = rows.get(('blas.gemm_clblast', dt, d * d))
+            cb_gf = f"{cb['gflops']:.1f}" if cb else '-'
             if r is None:
-                print(f'| {name} | {d} | - | - | - | {t * 1e3:.3f} | {np_gf:.1f} | - |')
+                print(f'| {name} | {d} | - | - | - | {cb_gf} | {t * 1e3:.3f} | {np_gf:.1f} | - |')
                 continue
             wall_gf = flops / (r['wall_ms'] * 1e-3) * 1e-9
             print(f"| {name} | {d} | {r['device_ms']:.3f} | {r['gflops']:.1f} | {wall_gf:.1f} "
-                  f"| {t * 1e3:.3f} | {np_gf:.1f} | {r['gflops'] / np_gf:.2f} |")
+                  f"| {cb_gf} | {t * 1e3:.3f} | {np_gf:.1f} | {r['gflops'] / np_gf:.2f} |")
 
 
 def fft_table(build, exps, dtypes):

@@ -38,6 +38,10 @@
 #define GC_LOAD GC_CAT(vload, GC_VW)
 #define GC_STORE GC_CAT(vstore, GC_VW)
 #define GC_NV (GC_NR / GC_VW)
+/* Every loop over the block fully unrolled, so that the accumulators live in registers:
+ * without it PoCL kept them in a private array in memory (f32 1536^3: 150 GFLOP/s, 407 with
+ * the loops unrolled; f64 61 and 158). */
+#define GC_UNROLL _Pragma("unroll")
 
 /* Whether C's element (row, col) is written under tri's triangle (gemm_large.cl's rule). */
 inline int
@@ -81,6 +85,7 @@ gemm_cpu(ulong m, ulong n, ulong k, T alpha, T beta, global const T *a, ulong ao
       return;
     /* element (i, p) of op(A) is ab[ao[i - i0] + p * as] */
     ulong ao[GC_MR];
+    GC_UNROLL
     for (uint r = 0; r < GC_MR; r++) {
       const ulong i = min(i0 + r, m - 1);
       ao[r] = ta ? i : i * lda;
@@ -88,32 +93,42 @@ gemm_cpu(ulong m, ulong n, ulong k, T alpha, T beta, global const T *a, ulong ao
     const ulong as = ta ? lda : 1;
     const int full = j0 + GC_NR <= n;
     GC_VT acc[GC_MR][GC_NV];
+    GC_UNROLL
     for (uint r = 0; r < GC_MR; r++)
+      GC_UNROLL
       for (uint v = 0; v < GC_NV; v++)
         acc[r][v] = (GC_VT)0;
     for (ulong p = 0; p < k; p++) {
       global const T *br = bb + p * ldb + j0;
       GC_VT bv[GC_NV];
       if (full) {
+        GC_UNROLL
         for (uint v = 0; v < GC_NV; v++)
           bv[v] = GC_LOAD(v, br);
       } else {
         T e[GC_NR];
         for (uint j = 0; j < GC_NR; j++)
           e[j] = br[min((ulong)j, n - 1 - j0)];
+        GC_UNROLL
         for (uint v = 0; v < GC_NV; v++)
           bv[v] = GC_LOAD(v, e);
       }
+      GC_UNROLL
       for (uint r = 0; r < GC_MR; r++) {
         const GC_VT av = (GC_VT)(ab[ao[r] + p * as]);
+        GC_UNROLL
         for (uint v = 0; v < GC_NV; v++)
           acc[r][v] = fma(av, bv[v], acc[r][v]);
       }
     }
-    for (uint r = 0; r < GC_MR && i0 + r < m; r++) {
+    GC_UNROLL
+    for (uint r = 0; r < GC_MR; r++) {
       const ulong row = i0 + r;
+      if (row >= m)
+        break;
       global T *cr = cb + row * ldc + j0;
       if (full && tp == 0u) {
+        GC_UNROLL
         for (uint v = 0; v < GC_NV; v++) {
           GC_VT w = alpha * acc[r][v];
           if (beta != (T)0)
@@ -123,6 +138,7 @@ gemm_cpu(ulong m, ulong n, ulong k, T alpha, T beta, global const T *a, ulong ao
         continue;
       }
       T e[GC_NR];
+      GC_UNROLL
       for (uint v = 0; v < GC_NV; v++)
         GC_STORE(acc[r][v], v, e);
       for (uint j = 0; j < GC_NR && j0 + j < n; j++)
@@ -138,28 +154,42 @@ gemm_cpu(ulong m, ulong n, ulong k, T alpha, T beta, global const T *a, ulong ao
     return;
   global const T *ar[GC_DM];
   global const T *brow[GC_DN];
+  GC_UNROLL
   for (uint r = 0; r < GC_DM; r++)
     ar[r] = ab + min(i0 + r, m - 1) * lda;
+  GC_UNROLL
   for (uint s = 0; s < GC_DN; s++)
     brow[s] = bb + min(j0 + s, n - 1) * ldb;
   GC_VT acc[GC_DM][GC_DN];
+  GC_UNROLL
   for (uint r = 0; r < GC_DM; r++)
+    GC_UNROLL
     for (uint s = 0; s < GC_DN; s++)
       acc[r][s] = (GC_VT)0;
   ulong p = 0;
   for (; p + GC_VW <= k; p += GC_VW) {
     GC_VT av[GC_DM], bv[GC_DN];
+    GC_UNROLL
     for (uint r = 0; r < GC_DM; r++)
       av[r] = GC_LOAD(0, ar[r] + p);
+    GC_UNROLL
     for (uint s = 0; s < GC_DN; s++)
       bv[s] = GC_LOAD(0, brow[s] + p);
+    GC_UNROLL
     for (uint r = 0; r < GC_DM; r++)
+      GC_UNROLL
       for (uint s = 0; s < GC_DN; s++)
         acc[r][s] = fma(av[r], bv[s], acc[r][s]);
   }
-  for (uint r = 0; r < GC_DM && i0 + r < m; r++) {
+  GC_UNROLL
+  for (uint r = 0; r < GC_DM; r++) {
     const ulong row = i0 + r;
-    for (uint s = 0; s < GC_DN && j0 + s < n; s++) {
+    if (row >= m)
+      break;
+    GC_UNROLL
+    for (uint s = 0; s < GC_DN; s++) {
+      if (j0 + s >= n)
+        break;
       T e[GC_VW], sum = (T)0;
       GC_STORE(acc[r][s], 0, e);
       for (uint l = 0; l < GC_VW; l++)
