@@ -25,7 +25,8 @@
  *
  * Who runs it. Problems whose m*n*k (per matrix) is at most the context
  * option KILN_OPT_GEMM_SMALL_MNK (default 32^3) run on kiln's own tiled
- * kernel, larger ones on CLBlast. CLBlast compiles each routine's kernels
+ * kernel, larger ones on CLBlast, except f32/f64 GEMMs on CPU devices, which
+ * run on kiln's CPU kernel (docs/blas_fft.md). CLBlast compiles each routine's kernels
  * once per process and per OpenCL context, and keeps no disk cache: the
  * first call of a routine and precision takes seconds (measured in
  * docs/blas_fft.md). kiln_blas_warm() pays that cost up front.

@@ -34,6 +34,7 @@
 #include "core/shape.h"
 #include "kiln/nn_conv.h"
 #include "kiln_config.h"
+#include "ops/blas_route.h"
 #include "ops/families.h"
 #include "ops/nn_conv_internal.h"
 #include "ops/tuned.h"
@@ -545,6 +546,14 @@ static kiln_status
 gemm(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int tb, uint64_t m, uint64_t n,
      uint64_t k, gmat a, gmat b, gmat c, uint64_t batch, int acc)
 {
+  /* CPU devices: kiln's CPU GEMM kernel (docs/blas_fft.md), about 10x CLBlast's there */
+  if (kiln__gemm_cpu_form(ctx) && kiln__gemm_large_ok(ctx, dt) && k > 0 && !(ta && tb)) {
+    kiln_status s = kiln__gemm_large_views(op, ctx, dt, ta, tb, m, n, k, 1.0, a.mem, a.off, a.ld,
+                                           b.mem, b.off, b.ld, acc ? 1.0 : 0.0, c.mem, c.off, c.ld,
+                                           0, batch, a.stride, b.stride, c.stride);
+    if (s != KILN_ERR_UNSUPPORTED)
+      return s;
+  }
 #if KILN_HAVE_CLBLAST
   if (have_clblast())
     return kiln__clblast_gemm(op, ctx, dt, ta, tb, m, n, k, (kiln_complex128){1.0, 0.0}, a.mem,
