@@ -961,13 +961,18 @@ kiln_syrk(kiln_context *ctx, kiln_uplo uplo, kiln_trans trans, double alpha, con
   struct mat cm = {ct->mem, elem_off(ct), n, 0};
   uint64_t astride = ar * ac, cstride = n * n;
   int small = use_small(ctx, a->dtype, n, n, k, real_scalar(alpha), ROUTE_CHOOSE);
+  /* CPU devices: the triangle on kiln's CPU GEMM kernel, whose tri counts the other way */
+  int cpu = !small && kiln__gemm_cpu_form(ctx) && kiln__gemm_large_ok(ctx, a->dtype);
   count_route(small);
-  if (!small)
+  if (!small && !cpu)
     s = kiln__blas_xgemm_prepare_mnk(op, ctx, a->dtype, mnk(n, n, k));
   kiln__ctx_lock(ctx);
   if (small) {
     s = small_gemm(op, ctx, a->dtype, n, n, alpha == 0.0 ? 0 : k, real_scalar(alpha),
                    real_scalar(b), &am, astride, &bm, astride, &cm, cstride, batch, tri, 0);
+  } else if (cpu) {
+    s = cpu_gemm(op, ctx, a->dtype, n, n, k, real_scalar(alpha), real_scalar(b), &am, astride, &bm,
+                 astride, &cm, cstride, batch, uplo == KILN_UPPER ? 2u : 1u);
   } else {
 #if KILN_HAVE_CLBLAST
     uint64_t splits = batch == 1 && b == 0.0 && fill_other ? syrk_splits(n, k) : 1;

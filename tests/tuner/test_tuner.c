@@ -1199,9 +1199,9 @@ START_TEST(run_list_import_export)
   ck_assert_ptr_nonnull(strstr(d.params, "two_pass_min"));
   ck_assert_str_eq(d.layouts, "full row col");
   /* Every family once, whatever the registration order; the list ends with NOT_FOUND. */
-  static const char *const fams[] = {"elementwise", "reduce", "scan",      "fft",
-                                     "gemm",        "xgemm",  "linalg",    "conv",
-                                     "attention",   "cast",   "copy",      "random"};
+  static const char *const fams[] = {"elementwise", "reduce", "scan",   "fft",
+                                     "gemm",        "xgemm",  "linalg", "conv",
+                                     "attention",   "cast",   "copy",   "random"};
   size_t nfam = sizeof fams / sizeof fams[0];
   int seen[sizeof fams / sizeof fams[0]] = {0};
   for (size_t i = 0; i < nfam; i++) {
@@ -1391,8 +1391,8 @@ START_TEST(fft_family_chooses_auto_backend)
 }
 END_TEST
 
-/* Where matmul_route() saw a product run. */
-enum { ON_KILN, ON_CLBLAST };
+/* Where matmul_route() saw a product run: kiln's small kernel, CLBlast, the large route. */
+enum { ON_KILN, ON_CLBLAST, ON_LARGE };
 
 /*
  * [m, k] x [k, n] f32 through kiln_matmul on ctx, checked exactly against the
@@ -1413,10 +1413,11 @@ matmul_route_counted(kiln_context *ctx, int64_t m, int64_t k, int64_t n, int onl
   kiln_tensor *ta = NULL, *tb = NULL, *tc = NULL;
   KOK(kiln_tensor_from_host(ctx, KILN_F32, 2, as, a, &ta));
   KOK(kiln_tensor_from_host(ctx, KILN_F32, 2, bs, b, &tb));
-  uint64_t before[2], after[2];
+  uint64_t before[2], after[2], large0 = kiln__blas_test_large_calls();
   kiln__blas_test_routes(before);
   KOK(kiln_matmul(ctx, ta, tb, &tc));
   kiln__blas_test_routes(after);
+  uint64_t large = kiln__blas_test_large_calls() - large0;
   KOK(kiln_tensor_download(tc, c, sizeof(float) * (size_t)(m * n)));
   for (int64_t i = 0; i < m; i++)
     for (int64_t j = 0; j < n; j++) {
@@ -1427,14 +1428,14 @@ matmul_route_counted(kiln_context *ctx, int64_t m, int64_t k, int64_t n, int onl
                     (long long)j, c[i * n + j], s);
     }
   if (only_one)
-    ck_assert_uint_eq(after[0] - before[0] + after[1] - before[1], 1);
+    ck_assert_uint_eq(after[0] - before[0] + after[1] - before[1] + large, 1);
   kiln_tensor_release(ta);
   kiln_tensor_release(tb);
   kiln_tensor_release(tc);
   free(a);
   free(b);
   free(c);
-  return after[1] > before[1] ? ON_CLBLAST : ON_KILN;
+  return large ? ON_LARGE : after[1] > before[1] ? ON_CLBLAST : ON_KILN;
 }
 
 static int
@@ -1599,26 +1600,28 @@ START_TEST(gemm_family_routes)
   ck_assert_uint_eq(param_value(ctx, "gemm", "mnk.2^12", &src), 0);
   ck_assert_int_eq(src, KILN_TUNE_SOURCE_DEFAULT);
 
-  /* Defaults: the built-in threshold, 32^3. */
+  /* Defaults: the built-in threshold, 32^3; above it CLBlast, or on CPU devices kiln's CPU
+   * GEMM kernel (the large route). */
+  kiln_device_info info;
+  KOK(kiln_context_device_info(ctx, &info));
+  const int big = info.is_gpu ? ON_CLBLAST : ON_LARGE;
   ck_assert_int_eq(matmul_route(ctx, 16, 16, 16), ON_KILN);
   ck_assert_int_eq(matmul_route(ctx, 32, 32, 32), ON_KILN);
-  ck_assert_int_eq(matmul_route(ctx, 33, 32, 32), ON_CLBLAST);
-  ck_assert_int_eq(matmul_route(ctx, 64, 64, 64), ON_CLBLAST);
+  ck_assert_int_eq(matmul_route(ctx, 33, 32, 32), big);
+  ck_assert_int_eq(matmul_route(ctx, 64, 64, 64), big);
   /* Per-bucket overrides turn both around; other buckets keep the threshold. */
   KOK(kiln_tune_override(ctx, "gemm", KILN_F32, "mnk.2^12", "route=2"));
   KOK(kiln_tune_override(ctx, "gemm", KILN_F32, "mnk.2^18", "route=1"));
   ck_assert_int_eq(matmul_route(ctx, 16, 16, 16), ON_CLBLAST);
   ck_assert_int_eq(matmul_route(ctx, 64, 64, 64), ON_KILN);
   ck_assert_int_eq(matmul_route(ctx, 32, 32, 32), ON_KILN);
-  ck_assert_int_eq(matmul_route(ctx, 128, 64, 64), ON_CLBLAST);
+  ck_assert_int_eq(matmul_route(ctx, 128, 64, 64), big);
   KOK(kiln_tune_override(ctx, "gemm", KILN_F32, "mnk.2^12", NULL));
   KOK(kiln_tune_override(ctx, "gemm", KILN_F32, "mnk.2^18", NULL));
   KEXPECT(kiln_tune_override(ctx, "gemm", KILN_F32, NULL, "route=4"), KILN_ERR_INVALID_ARGUMENT);
-  /* Route 3, kiln's large kernel: neither of the two counted routes, the product exact. */
+  /* Route 3, kiln's large kernel, the product exact. */
   KOK(kiln_tune_override(ctx, "gemm", KILN_F32, "mnk.2^18", "route=3"));
-  uint64_t large0 = kiln__blas_test_large_calls();
-  matmul_route_counted(ctx, 64, 64, 64, 0);
-  ck_assert_uint_eq(kiln__blas_test_large_calls(), large0 + 1);
+  ck_assert_int_eq(matmul_route(ctx, 64, 64, 64), ON_LARGE);
   KOK(kiln_tune_override(ctx, "gemm", KILN_F32, "mnk.2^18", NULL));
 
   /* A stored route is used. */
