@@ -38,6 +38,7 @@
 #define GC_LOAD GC_CAT(vload, GC_VW)
 #define GC_STORE GC_CAT(vstore, GC_VW)
 #define GC_NV (GC_NR / GC_VW)
+#define T8 GC_CAT(T, 8)
 /* Every loop over the block fully unrolled, so that the accumulators live in registers:
  * without it PoCL kept them in a private array in memory (f32 1536^3: 150 GFLOP/s, 407 with
  * the loops unrolled; f64 61 and 158). */
@@ -199,6 +200,53 @@ gemm_cpu(ulong m, ulong n, ulong k, T alpha, T beta, global const T *a, ulong ao
       if (gc_keep(row, j0 + s, tp, cp))
         gc_put(cb, ldc, row, j0 + s, sum, alpha, beta);
     }
+  }
+}
+
+/*
+ * gemm_cpu_pack_bt(b, boff, ldb, bbatch, k, n, out, ooff): out[ooff + (z k + p) n + j] =
+ * b[boff + z bbatch + j ldb + p] for p < k, j < n: op(B) = B^T written as stored, k x n row-major per matrix, so that a
+ * transposed B runs on the broadcast form. One work-item per 8 x 64 block (8 rows of B, 64
+ * along k), moved as 8 x 8 register transposes (elements past the edges one by one).
+ * Launch: global (ceil(n / 8), ceil(k / 64), batch).
+ */
+kernel void
+gemm_cpu_pack_bt(global const T *b, ulong boff, ulong ldb, ulong bbatch, ulong k, ulong n,
+                 global T *out, ulong ooff)
+{
+  const ulong j0 = get_global_id(0) * 8, p0 = get_global_id(1) * 64, z = get_global_id(2);
+  if (j0 >= n || p0 >= k)
+    return;
+  global const T *bz = b + boff + z * bbatch;
+  global T *oz = out + ooff + z * k * n;
+  const ulong p1 = min(p0 + 64, k);
+  for (ulong p = p0; p < p1; p += 8) {
+    if (j0 + 8 <= n && p + 8 <= p1) {
+      T8 r[8];
+      GC_UNROLL
+      for (uint q = 0; q < 8; q++)
+        r[q] = vload8(0, bz + (j0 + q) * ldb + p);
+      T8 c0 = (T8)(r[0].s0, r[1].s0, r[2].s0, r[3].s0, r[4].s0, r[5].s0, r[6].s0, r[7].s0);
+      T8 c1 = (T8)(r[0].s1, r[1].s1, r[2].s1, r[3].s1, r[4].s1, r[5].s1, r[6].s1, r[7].s1);
+      T8 c2 = (T8)(r[0].s2, r[1].s2, r[2].s2, r[3].s2, r[4].s2, r[5].s2, r[6].s2, r[7].s2);
+      T8 c3 = (T8)(r[0].s3, r[1].s3, r[2].s3, r[3].s3, r[4].s3, r[5].s3, r[6].s3, r[7].s3);
+      T8 c4 = (T8)(r[0].s4, r[1].s4, r[2].s4, r[3].s4, r[4].s4, r[5].s4, r[6].s4, r[7].s4);
+      T8 c5 = (T8)(r[0].s5, r[1].s5, r[2].s5, r[3].s5, r[4].s5, r[5].s5, r[6].s5, r[7].s5);
+      T8 c6 = (T8)(r[0].s6, r[1].s6, r[2].s6, r[3].s6, r[4].s6, r[5].s6, r[6].s6, r[7].s6);
+      T8 c7 = (T8)(r[0].s7, r[1].s7, r[2].s7, r[3].s7, r[4].s7, r[5].s7, r[6].s7, r[7].s7);
+      vstore8(c0, 0, oz + p * n + j0);
+      vstore8(c1, 0, oz + (p + 1) * n + j0);
+      vstore8(c2, 0, oz + (p + 2) * n + j0);
+      vstore8(c3, 0, oz + (p + 3) * n + j0);
+      vstore8(c4, 0, oz + (p + 4) * n + j0);
+      vstore8(c5, 0, oz + (p + 5) * n + j0);
+      vstore8(c6, 0, oz + (p + 6) * n + j0);
+      vstore8(c7, 0, oz + (p + 7) * n + j0);
+      continue;
+    }
+    for (ulong pp = p; pp < min(p + 8, p1); pp++)
+      for (ulong j = j0; j < min(j0 + 8, n); j++)
+        oz[pp * n + j] = bz[j * ldb + pp];
   }
 }
 

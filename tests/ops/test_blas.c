@@ -1507,8 +1507,9 @@ END_TEST
  * with the test hook on any device): op(B) as stored (its broadcast form) and transposed (its
  * dot form), op(A) both ways, sizes on and off its blocks (12 x 32 and 4 x 6 for f32, 12 x 16
  * for f64), k of 1, below a vector, not a multiple of one and long, alpha/beta, NaN in C with
- * beta == 0, broadcast batches. Both operands transposed fall back (and stay correct). The
- * kernel must have run once per case that is not the fallback.
+ * beta == 0, broadcast batches. A transposed B with 32 rows of C or more (or with A transposed
+ * too) runs packed as stored (gemm_cpu_pack_bt) on the broadcast form. The kernel must have
+ * run once per case.
  */
 START_TEST(gemm_cpu_kernel)
 {
@@ -1533,14 +1534,20 @@ START_TEST(gemm_cpu_kernel)
         struct gemm_case gc = {
             2, 2, {ta ? k : m, ta ? m : k}, {tb ? n : k, tb ? k : n}, ta, tb, sc[0], sc[1], 1};
         run_gemm_case(dt, ROUTE_CLBLAST, &gc);
-        want += !(ta && tb);
+        want++;
       }
-    /* A batch of 3 against one B (dot form), one A against a batch of B, C made fresh. */
+    /* A batch of 3 against one transposed B (packed once), one A against a batch of B, as
+     * stored and transposed (packed per matrix), a batch of 2 below the packing's rows (the
+     * dot form), C made fresh. */
     struct gemm_case gb = {3, 2, {3, 33, 20}, {70, 20}, 0, 1, 1.5, 0.0, 0};
     run_gemm_case(dt, ROUTE_CLBLAST, &gb);
     struct gemm_case gc2 = {2, 3, {40, 19}, {2, 19, 9}, 0, 0, -1.0, 0.0, 1};
     run_gemm_case(dt, ROUTE_CLBLAST, &gc2);
-    want += 2;
+    struct gemm_case gc3 = {2, 3, {40, 19}, {2, 9, 19}, 0, 1, 0.5, 0.0, 1};
+    run_gemm_case(dt, ROUTE_CLBLAST, &gc3);
+    struct gemm_case gc4 = {3, 3, {2, 5, 19}, {2, 9, 19}, 0, 1, 2.0, 0.0, 1};
+    run_gemm_case(dt, ROUTE_CLBLAST, &gc4);
+    want += 4;
     ck_assert_uint_eq(kiln__blas_test_cpu_calls() - calls, want);
     KOK(kiln_tune_override(ctx, "gemm", dt, NULL, NULL));
   }
