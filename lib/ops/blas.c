@@ -202,13 +202,14 @@ cpu_pack_bt(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t n, uint64
 /*
  * The large route's kernel on a CPU device, cl_kernels/gemm_cpu.cl (ctx->lock held): each
  * work-item a block of C in registers, the block kiln__gemm_cpu_block gives. A transposed B
- * is packed as stored first where C has at least KILN__GEMM_CPU_PACK_M rows (or A is
- * transposed too), so that the broadcast form runs it: its dot form reuses each vector of A 6
- * times where the broadcast form reuses each value 32 times. PoCL, f32 (bench/gemm_shapes
- * M N K f32 nt, and the same with the packing turned off): 4096 x 4096 x 256 286 GFLOP/s
- * packed against 128, 512^3 298 against 193, 1024^3 283 against 243, 256 x 256 x 16384 211
- * against 224. Without the scratch memory the dot form runs it, or, A transposed too,
- * KILN_ERR_UNSUPPORTED (the caller falls back).
+ * is packed as stored first where C has at least KILN__GEMM_CPU_PACK_M rows and
+ * KILN__GEMM_CPU_PACK_N columns (or A is transposed too), so that the broadcast form runs it: its
+ * dot form reuses each vector of A 6 times where the broadcast form reuses each value 32 times.
+ * PoCL, f32 (bench/gemm_shapes M N K f32 nt, and the same with the packing turned off): 4096 x 4096
+ * x 256 286 GFLOP/s packed against 128, 512^3 298 against 193, 1024^3 283 against 243, 256 x 256 x
+ * 16384 211 against 224; kiln_cov's [256, 256] products (stats.cov) ran 25-35% slower packed, the
+ * dot form's passes over A being few there. Without the scratch memory the dot form runs it, or, A
+ * transposed too, KILN_ERR_UNSUPPORTED (the caller falls back).
  */
 static kiln_status
 cpu_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t m, uint64_t n, uint64_t k,
@@ -220,7 +221,7 @@ cpu_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t m, uint64_t 
   struct mat bp = *b;
   uint64_t bps = bstride;
   kiln_status s = KILN_OK;
-  if (b->trans && (a->trans || m >= KILN__GEMM_CPU_PACK_M) &&
+  if (b->trans && (a->trans || (m >= KILN__GEMM_CPU_PACK_M && n >= KILN__GEMM_CPU_PACK_N)) &&
       kiln__ops_scratch(op, ctx, dt, (bstride ? batch : 1) * k * n, &packed) == KILN_OK)
     s = cpu_pack_bt(op, ctx, dt, n, k, b, bstride, batch, packed, &bp, &bps);
   cl_kernel kern;

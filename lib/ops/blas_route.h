@@ -92,9 +92,10 @@ int kiln__gemm_cpu_form(const kiln_context *ctx);
  */
 void kiln__gemm_cpu_block(kiln_dtype dt, int tb, uint32_t *r, uint32_t *c);
 
-/* From this many rows of C on, gemm_cpu runs a transposed B packed as stored (lib/ops/blas.c,
- * cpu_gemm): below it the dot form, which reads B where it lies. */
+/* From this many rows and columns of C on, gemm_cpu runs a transposed B packed as stored
+ * (lib/ops/blas.c, cpu_gemm): below them the dot form, which reads B where it lies. */
 #define KILN__GEMM_CPU_PACK_M 32
+#define KILN__GEMM_CPU_PACK_N 512
 
 /*
  * C = alpha op(A) op(B) + beta C on the large kernel for batch products over raw buffers

@@ -1507,14 +1507,16 @@ END_TEST
  * with the test hook on any device): op(B) as stored (its broadcast form) and transposed (its
  * dot form), op(A) both ways, sizes on and off its blocks (12 x 32 and 4 x 6 for f32, 12 x 16
  * for f64), k of 1, below a vector, not a multiple of one and long, alpha/beta, NaN in C with
- * beta == 0, broadcast batches. A transposed B with 32 rows of C or more (or with A transposed
- * too) runs packed as stored (gemm_cpu_pack_bt) on the broadcast form. The kernel must have
- * run once per case.
+ * beta == 0, broadcast batches. A transposed B with 32 rows and 512 columns of C or more (or
+ * with A transposed too) runs packed as stored (gemm_cpu_pack_bt) on the broadcast form, one
+ * B or a batch of them, edges of its 8 x 64 blocks included. The kernel must have run once
+ * per case.
  */
 START_TEST(gemm_cpu_kernel)
 {
-  static const int64_t dims[][3] = {{1, 1, 1},    {11, 13, 7}, {12, 32, 16}, {13, 33, 17},
-                                    {37, 65, 33}, {25, 97, 1}, {65, 7, 129}, {100, 70, 300}};
+  static const int64_t dims[][3] = {{1, 1, 1},    {11, 13, 7},    {12, 32, 16},
+                                    {13, 33, 17}, {37, 65, 33},   {25, 97, 1},
+                                    {65, 7, 129}, {100, 70, 300}, {40, 523, 33}};
   static const double ab[][2] = {{1, 0}, {-1, 1}, {0.5, -1}, {2, 0}, {1, 0.25}};
   kiln_context *ctx = harness_ctx();
   const size_t ndims = harness_small() ? 3 : sizeof dims / sizeof dims[0];
@@ -1547,7 +1549,9 @@ START_TEST(gemm_cpu_kernel)
     run_gemm_case(dt, ROUTE_CLBLAST, &gc3);
     struct gemm_case gc4 = {3, 3, {2, 5, 19}, {2, 9, 19}, 0, 1, 2.0, 0.0, 1};
     run_gemm_case(dt, ROUTE_CLBLAST, &gc4);
-    want += 4;
+    struct gemm_case gc5 = {2, 3, {40, 19}, {2, 530, 19}, 0, 1, 1.0, 0.5, 1};
+    run_gemm_case(dt, ROUTE_CLBLAST, &gc5);
+    want += 5;
     ck_assert_uint_eq(kiln__blas_test_cpu_calls() - calls, want);
     KOK(kiln_tune_override(ctx, "gemm", dt, NULL, NULL));
   }
