@@ -3,8 +3,8 @@
  * is not a GPU). gemm_large.cl stages tiles in local memory for a GPU's work-groups; PoCL runs
  * a group's work-items one after another and keeps local memory in ordinary memory, so there
  * each work-item instead holds a whole block of C in vector registers and reads A and B where
- * they lie. On PoCL here (2 cores with AVX-512) f32 1536^3 ran at 150 GFLOP/s and f64 at 61,
- * where CLBlast's kernels reach 5-12 (docs/blas_fft.md).
+ * they lie. On PoCL here (2 cores with AVX-512) f32 1024^3 runs at about 300 GFLOP/s and f64
+ * at 140, where CLBlast's kernels reach 20-40 (docs/blas_fft.md, "The CPU GEMM kernel").
  *
  * Build options (set by lib/ops/blas_route.c, blas_build_options, from its cpu_blocks table):
  *   -DGC_VW=<v>               vector width (16 for f32, 8 for f64: 64 bytes)
@@ -16,7 +16,7 @@
  *            c, coff, ldc, cbatch, tri)
  *     gemm_large's arguments and result (row-major C = alpha op(A) op(B) + beta C per matrix
  *     of a batch, beta == 0 never reads C, k > 0, tri as there), except that ta and tb are not
- *     both set (the host runs that case elsewhere).
+ *     both set (the host packs B^T as stored first, gemm_cpu_pack_bt below).
  *     tb == 0: each p adds A's column p (GC_MR values, each broadcast) times B's row p (GC_NR
  *       contiguous values, GC_NR / GC_VW vectors) into GC_MR x GC_NR / GC_VW vector
  *       accumulators. Launch: global (ceil(m / GC_MR), ceil(n / GC_NR), batch).
@@ -25,8 +25,9 @@
  *       across its lanes at the end (the k % GC_VW last terms added one by one). Launch:
  *       global (ceil(m / GC_DM), ceil(n / GC_DN), batch).
  *     Any local size; groups along m share their columns of op(B), which then stay in the
- *     core's cache (PoCL, f32 2016^3: 110 GFLOP/s with groups of 8 along m, 56 along n). Rows of A past m and columns of B past n are read as row m - 1 and column
- *     n - 1 (in bounds), and their results are not stored.
+ *     core's cache (PoCL, f32 2016^3: 110 GFLOP/s with groups of 8 along m, 56 along n).
+ *     Rows of A past m and columns of B past n are read as row m - 1 and column n - 1 (in
+ *     bounds), and their results are not stored.
  */
 #include "common.cl"
 
@@ -205,9 +206,10 @@ gemm_cpu(ulong m, ulong n, ulong k, T alpha, T beta, global const T *a, ulong ao
 
 /*
  * gemm_cpu_pack_bt(b, boff, ldb, bbatch, k, n, out, ooff): out[ooff + (z k + p) n + j] =
- * b[boff + z bbatch + j ldb + p] for p < k, j < n: op(B) = B^T written as stored, k x n row-major per matrix, so that a
- * transposed B runs on the broadcast form. One work-item per 8 x 64 block (8 rows of B, 64
- * along k), moved as 8 x 8 register transposes (elements past the edges one by one).
+ * b[boff + z bbatch + j ldb + p] for p < k, j < n: op(B) = B^T written as stored, k x n
+ * row-major per matrix, so that a transposed B runs on the broadcast form. One work-item per
+ * 8 x 64 block (8 rows of B, 64 along k), moved as 8 x 8 register transposes (elements past
+ * the edges one by one).
  * Launch: global (ceil(n / 8), ceil(k / 64), batch).
  */
 kernel void

@@ -203,13 +203,14 @@ cpu_pack_bt(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t n, uint64
  * The large route's kernel on a CPU device, cl_kernels/gemm_cpu.cl (ctx->lock held): each
  * work-item a block of C in registers, the block kiln__gemm_cpu_block gives. A transposed B
  * is packed as stored first where C has at least KILN__GEMM_CPU_PACK_M rows and
- * KILN__GEMM_CPU_PACK_N columns (or A is transposed too), so that the broadcast form runs it: its
- * dot form reuses each vector of A 6 times where the broadcast form reuses each value 32 times.
- * PoCL, f32 (bench/gemm_shapes M N K f32 nt, and the same with the packing turned off): 4096 x 4096
- * x 256 286 GFLOP/s packed against 128, 512^3 298 against 193, 1024^3 283 against 243, 256 x 256 x
- * 16384 211 against 224; kiln_cov's [256, 256] products (stats.cov) ran 25-35% slower packed, the
- * dot form's passes over A being few there. Without the scratch memory the dot form runs it, or, A
- * transposed too, KILN_ERR_UNSUPPORTED (the caller falls back).
+ * KILN__GEMM_CPU_PACK_N columns (or A is transposed too), so that the broadcast form runs
+ * it: the dot form reuses each vector of A 6 times, the broadcast form each value 32 times.
+ * PoCL, f32 (bench/gemm_shapes M N K f32 nt, and the same with the packing turned off):
+ * 4096 x 4096 x 256 286 GFLOP/s packed against 128, 512^3 298 against 193, 1024^3 283
+ * against 243, 256 x 256 x 16384 211 against 224; kiln_cov's [256, 256] products
+ * (stats.cov) ran 25-35% slower packed, the dot form's passes over A being few there.
+ * Without the scratch memory the dot form runs it, or, A transposed too,
+ * KILN_ERR_UNSUPPORTED (the caller falls back).
  */
 static kiln_status
 cpu_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t m, uint64_t n, uint64_t k,
