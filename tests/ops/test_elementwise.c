@@ -47,8 +47,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "ew_ref.h"
 #include "harness.h"
+#include "ew_ref.h"
 #include "hostdata.h"
 
 /* ------------------------------------------------------------------ */
@@ -96,6 +96,7 @@ static int verbose;
 /* ------------------------------------------------------------------ */
 /* Host helpers: dtypes, shapes, random numbers                       */
 /* ------------------------------------------------------------------ */
+
 
 static const char *
 fmt_elem(kiln_dtype dt, const void *p, size_t i, char *buf, size_t len)
@@ -263,6 +264,7 @@ xmalloc(size_t n)
 /* Comparison                                                          */
 /* ------------------------------------------------------------------ */
 
+
 /* The inputs behind each output element, for failure messages. */
 typedef struct inputs_t {
   int n;
@@ -284,8 +286,8 @@ in_index(const inputs_t *in, int k, size_t i)
  * label (op, dtype, shape), the first mismatching index, its inputs and values.
  */
 static void
-check_result(const char *label, kiln_dtype dt, const void *got, const void *want, size_t n, tol_t t,
-             const inputs_t *in)
+check_result(const char *label, kiln_dtype dt, const void *got, const void *want, size_t n,
+             tol_t t, const inputs_t *in)
 {
   size_t bad = 0, first = 0;
   double worst = 0, worst_abs = 0;
@@ -332,8 +334,8 @@ download(const char *label, const kiln_tensor *t, kiln_dtype dt, const shape_t *
   ck_assert_msg(kiln_tensor_ndim(t) == s->nd, "%s: result ndim %zu, want %zu", label,
                 kiln_tensor_ndim(t), s->nd);
   for (size_t k = 0; k < s->nd; k++)
-    ck_assert_msg(kiln_tensor_dim(t, k) == s->d[k], "%s: result dim %zu is %lld, want %lld", label,
-                  k, (long long)kiln_tensor_dim(t, k), (long long)s->d[k]);
+    ck_assert_msg(kiln_tensor_dim(t, k) == s->d[k], "%s: result dim %zu is %lld, want %lld",
+                  label, k, (long long)kiln_tensor_dim(t, k), (long long)s->d[k]);
   size_t n = shape_numel(s);
   ck_assert_uint_eq(kiln_tensor_numel(t), n);
   size_t bytes = n * kiln_dtype_size(dt);
@@ -367,6 +369,7 @@ garbage_tensor(kiln_dtype dt, const shape_t *s)
 /* Host references                                                     */
 /* ------------------------------------------------------------------ */
 
+
 /* A kiln_scalar converted to dtype (the kiln_cast rules), into element 0 of out. */
 static void
 scalar_value(kiln_scalar s, kiln_dtype dt, void *out)
@@ -387,6 +390,7 @@ scalar_str(kiln_scalar s, char *buf, size_t len)
 /* ------------------------------------------------------------------ */
 /* Tolerances                                                          */
 /* ------------------------------------------------------------------ */
+
 
 /* ------------------------------------------------------------------ */
 /* Inputs                                                              */
@@ -409,8 +413,8 @@ static size_t n_sizes = NSIZES;
 #define SPECIALS_MIN shape_numel(&sizes[MID_SIZE])
 
 static const double float_specials[] = {
-    NAN, INFINITY, -INFINITY, 0.0,  -0.0, 0.5, -0.5, 1.5,  -1.5,  2.5,    -2.5,       3.5,    -3.5,
-    1.0, -1.0,     2.0,       -2.0, 3.0,  0.1, -0.1, 1e-3, 100.0, -100.0, 0.49999997, -1e-30,
+    NAN, INFINITY, -INFINITY, 0.0, -0.0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 3.5, -3.5, 1.0,
+    -1.0, 2.0, -2.0, 3.0, 0.1, -0.1, 1e-3, 100.0, -100.0, 0.49999997, -1e-30,
 };
 #define N_FLOAT_SPECIALS (sizeof float_specials / sizeof float_specials[0])
 
@@ -425,18 +429,7 @@ int_special(kiln_dtype dt, size_t k)
     static const int64_t u8v[] = {0, 255, 1, 2, 127, 128, 7, 254, 3, 16};
     return u8v[k % 10];
   }
-  const int64_t vals[] = {mn,
-                          mx,
-                          0,
-                          -1,
-                          1,
-                          2,
-                          -2,
-                          7,
-                          mn + 1,
-                          mx - 1,
-                          -7,
-                          3,
+  const int64_t vals[] = {mn, mx, 0, -1, 1, 2, -2, 7, mn + 1, mx - 1, -7, 3,
                           dt == KILN_I64 ? (INT64_C(1) << 53) + 1 : 65537,
                           dt == KILN_I64 ? -((INT64_C(1) << 53) + 1) : -65537};
   return vals[k % (sizeof vals / sizeof vals[0])];
@@ -558,9 +551,9 @@ binary_draw(kiln_binary_op op, kiln_dtype dt, int which, rng_t *r, void *h, size
 static const double float_pair_vals[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 1.0, -1.0, 2.5};
 #define N_FPV (sizeof float_pair_vals / sizeof float_pair_vals[0])
 static const double float_pair_extra[][2] = {
-    {-2, 3},  {-2, -2},   {-3, 0.5},   {7, 2},      {-7, 2},      {7, -2},
-    {-7, -2}, {5.5, 2.5}, {-5.5, 2.5}, {5.5, -2.5}, {-5.5, -2.5}, {6, 3},
-    {-6, 3},  {1e-3, 0},  {-1e-3, 0},  {0.5, 1e30}, {2, 1e30},    {-8, 1.0 / 3},
+    {-2, 3},    {-2, -2},   {-3, 0.5},   {7, 2},      {-7, 2},     {7, -2},
+    {-7, -2},   {5.5, 2.5}, {-5.5, 2.5}, {5.5, -2.5}, {-5.5, -2.5}, {6, 3},
+    {-6, 3},    {1e-3, 0},  {-1e-3, 0},  {0.5, 1e30}, {2, 1e30},   {-8, 1.0 / 3},
 };
 #define N_FPE (sizeof float_pair_extra / sizeof float_pair_extra[0])
 
@@ -587,9 +580,8 @@ binary_specials(kiln_binary_op op, kiln_dtype dt, void *a, void *b)
   for (size_t i = 0; i < m; i++)
     for (size_t j = 0; j < m; j++, k++) {
       puti(dt, a, k, int_special(dt, i));
-      puti(dt, b, k,
-           shift && dt != KILN_BOOL ? (dt == KILN_U8 && counts[j] < 0 ? 2 : counts[j])
-                                    : int_special(dt, j));
+      puti(dt, b, k, shift && dt != KILN_BOOL ? (dt == KILN_U8 && counts[j] < 0 ? 2 : counts[j])
+                                              : int_special(dt, j));
     }
   return k;
 }
@@ -765,8 +757,7 @@ test_scalar(kiln_dtype dt, int scalar_first)
   }
 }
 
-/* Reference of a binary op over out (shape so) with a and b read through their maps (NULL: same
- * index). */
+/* Reference of a binary op over out (shape so) with a and b read through their maps (NULL: same index). */
 static void
 binary_reference(kiln_binary_op op, kiln_dtype dt, kiln_dtype rdt, const void *a, const size_t *ma,
                  int a_scalar, const void *b, const size_t *mb, int b_scalar, void *want, size_t n)
@@ -779,9 +770,8 @@ binary_reference(kiln_binary_op op, kiln_dtype dt, kiln_dtype rdt, const void *a
     int ok = fl ? binary_ref(op, dt, getf(dt, a, ia), getf(dt, b, ib), 0, 0, &r)
                 : binary_ref(op, dt, 0, 0, geti(dt, a, ia), geti(dt, b, ib), &r);
     if (!ok)
-      ck_abort_msg(
-          "binary %s: no host reference in binary_ref() (add one for the new op-table row)",
-          kiln_binary_op_name(op));
+      ck_abort_msg("binary %s: no host reference in binary_ref() (add one for the new op-table row)",
+                   kiln_binary_op_name(op));
     if (is_float(rdt))
       putf(rdt, want, k, r.f);
     else
@@ -828,14 +818,11 @@ START_TEST(binary_case)
     void *want = xmalloc(n * kiln_dtype_size(rdt));
     binary_reference(c->op, dt, rdt, sf ? (void *)sval : xs, NULL, sf, sf ? xs : (void *)sval, NULL,
                      !sf, want, n);
-    snprintf(label, sizeof label, "binary_scalar %s %s %s scalar %s %s", name, kiln_dtype_name(dt),
-             shape_str(s, sa, sizeof sa), sf ? "first" : "second", scalar_str(sc, sv, sizeof sv));
-    inputs_t ins = {2,
-                    {"a", "b"},
-                    {dt, dt},
-                    {sf ? (void *)sval : xs, sf ? xs : (void *)sval},
-                    {NULL, NULL},
-                    {sf, !sf}};
+    snprintf(label, sizeof label, "binary_scalar %s %s %s scalar %s %s", name,
+             kiln_dtype_name(dt), shape_str(s, sa, sizeof sa), sf ? "first" : "second",
+             scalar_str(sc, sv, sizeof sv));
+    inputs_t ins = {2, {"a", "b"}, {dt, dt}, {sf ? (void *)sval : xs, sf ? xs : (void *)sval},
+                    {NULL, NULL}, {sf, !sf}};
     kiln_tensor *x = upload(dt, s, xs), *y = NULL;
     KOK(kiln_binary_scalar(ctx, c->op, x, sc, sf, &y));
     void *got = download(label, y, rdt, s);
@@ -1006,8 +993,10 @@ value_fill(kiln_dtype dt, rng_t *r, void *h, size_t n)
 static const struct {
   shape_t c, a, b;
 } wshapes[] = {
-    {{3, {3, 1, 5}}, {2, {4, 1}}, {1, {1}}},    {{1, {1023}}, {1, {1023}}, {1, {1023}}},
-    {{1, {1}}, {2, {2, 3}}, {2, {2, 3}}},       {{2, {2, 1}}, {0, {0}}, {3, {4, 1, 6}}},
+    {{3, {3, 1, 5}}, {2, {4, 1}}, {1, {1}}},
+    {{1, {1023}}, {1, {1023}}, {1, {1023}}},
+    {{1, {1}}, {2, {2, 3}}, {2, {2, 3}}},
+    {{2, {2, 1}}, {0, {0}}, {3, {4, 1, 6}}},
     {{1, {1 << 20}}, {1, {1 << 20}}, {1, {1}}},
 };
 #define NWSHAPES (sizeof wshapes / sizeof wshapes[0])
@@ -1048,8 +1037,8 @@ START_TEST(where_case)
     snprintf(label, sizeof label, "where cond %s %s, a %s b %s %s", kiln_dtype_name(c->cdt),
              shape_str(sc, s1, sizeof s1), kiln_dtype_name(c->vdt), shape_str(sa, s2, sizeof s2),
              shape_str(sb, s3, sizeof s3));
-    inputs_t ins = {
-        3, {"cond", "a", "b"}, {c->cdt, c->vdt, c->vdt}, {hc, ha, hb}, {mc, ma, mb}, {0, 0, 0}};
+    inputs_t ins = {3, {"cond", "a", "b"}, {c->cdt, c->vdt, c->vdt}, {hc, ha, hb}, {mc, ma, mb},
+                    {0, 0, 0}};
     kiln_tensor *tc = upload(c->cdt, sc, hc), *ta = upload(c->vdt, sa, ha),
                 *tb = upload(c->vdt, sb, hb), *y = NULL;
     KOK(kiln_where(ctx, tc, ta, tb, &y));
@@ -1117,8 +1106,7 @@ START_TEST(clamp_case)
     else
       puti(dt, h, k, rint_dt(&r, dt, 10));
   }
-  /* lo/hi pairs: floats into integer dtypes truncate and saturate, integers wrap (u8: -3 is 253).
-   */
+  /* lo/hi pairs: floats into integer dtypes truncate and saturate, integers wrap (u8: -3 is 253). */
   const kiln_scalar bounds[][2] = {
       {kiln_scalar_f64(-2.5), kiln_scalar_f64(3.5)},
       {kiln_scalar_i64(-3), kiln_scalar_i64(4)},
@@ -1177,81 +1165,20 @@ END_TEST
 /* ------------------------------------------------------------------ */
 
 static const double cast_float_edges[] = {
-    NAN,
-    INFINITY,
-    -INFINITY,
-    0.0,
-    -0.0,
-    0.5,
-    -0.5,
-    1.5,
-    2.5,
-    -1.9,
-    1.9,
-    127.5,
-    255.5,
-    255.9,
-    256.0,
-    300.0,
-    -1.0,
-    -300.0,
-    2147483647.0,
-    2147483648.0,
-    2147483520.0,
-    -2147483648.0,
-    -2147483904.0,
-    -2147483649.0,
-    4294967296.0,
-    4294967301.0,
-    9007199254740993.0 /* 2^53+1 -> 2^53 */,
-    9223372036854775808.0,
-    9223372036854774784.0,
-    -9223372036854775808.0,
-    -9.3e18,
-    1e20,
-    -1e20,
-    3.4e38,
-    1e300,
-    -1e300,
-    1e-40,
-    1e-310,
-    1.0 + 0x1p-24 /* f32 tie: to 1 */,
-    1.0 + 3 * 0x1p-24 /* f32 tie: to 1 + 2^-22 */,
-    0.1,
-    16777217.0,
-    16777219.0,
-    -0.99,
-    0.99,
+    NAN, INFINITY, -INFINITY, 0.0, -0.0, 0.5, -0.5, 1.5, 2.5, -1.9, 1.9, 127.5, 255.5, 255.9,
+    256.0, 300.0, -1.0, -300.0, 2147483647.0, 2147483648.0, 2147483520.0, -2147483648.0,
+    -2147483904.0, -2147483649.0, 4294967296.0, 4294967301.0, 9007199254740993.0 /* 2^53+1 -> 2^53 */,
+    9223372036854775808.0, 9223372036854774784.0, -9223372036854775808.0, -9.3e18, 1e20, -1e20,
+    3.4e38, 1e300, -1e300, 1e-40, 1e-310, 1.0 + 0x1p-24 /* f32 tie: to 1 */,
+    1.0 + 3 * 0x1p-24 /* f32 tie: to 1 + 2^-22 */, 0.1, 16777217.0, 16777219.0, -0.99, 0.99,
 };
 #define N_CAST_FLOAT_EDGES (sizeof cast_float_edges / sizeof cast_float_edges[0])
 
 static const int64_t cast_int_edges[] = {
-    0,
-    1,
-    -1,
-    2,
-    127,
-    128,
-    255,
-    256,
-    257,
-    -255,
-    -256,
-    16777217,
-    16777219,
-    2147483647,
-    (int64_t)INT32_MIN,
-    (INT64_C(1) << 32) + 5,
-    -(INT64_C(1) << 32) - 5,
-    (INT64_C(1) << 53) + 1,
-    (INT64_C(1) << 53) + 3,
-    INT64_MAX,
-    INT64_MIN,
-    INT64_MAX - 1,
-    (INT64_C(1) << 40) + 0x80,
-    -(INT64_C(1) << 31) - 1,
-    0x7fffff80ll,
-    0x7fffffc0ll,
+    0, 1, -1, 2, 127, 128, 255, 256, 257, -255, -256, 16777217, 16777219, 2147483647,
+    (int64_t)INT32_MIN, (INT64_C(1) << 32) + 5, -(INT64_C(1) << 32) - 5,
+    (INT64_C(1) << 53) + 1, (INT64_C(1) << 53) + 3, INT64_MAX, INT64_MIN, INT64_MAX - 1,
+    (INT64_C(1) << 40) + 0x80, -(INT64_C(1) << 31) - 1, 0x7fffff80ll, 0x7fffffc0ll,
 };
 #define N_CAST_INT_EDGES (sizeof cast_int_edges / sizeof cast_int_edges[0])
 
@@ -1575,8 +1502,7 @@ START_TEST(zero_size_tensors)
       for (size_t o = 0; o < 2; o++) {
         kiln_tensor *t1 = NULL;
         KOK(kiln_tensor_zeros(ctx, dt, others[o]->nd, others[o]->d, &t1));
-        snprintf(what, sizeof what, "broadcast %s %s", kiln_dtype_name(dt),
-                 shape_str(s, sh, sizeof sh));
+        snprintf(what, sizeof what, "broadcast %s %s", kiln_dtype_name(dt), shape_str(s, sh, sizeof sh));
         y = NULL;
         KOK(kiln_binary(ctx, KILN_OP_MAX, t1, x, &y));
         expect_shape(y, dt, s, what);
@@ -1661,7 +1587,7 @@ END_TEST
     KEXPECT(call, status);       \
   } while (0)
 
-#define EXPECT_MSG_HAS(text)                                                              \
+#define EXPECT_MSG_HAS(text)                                                                  \
   ck_assert_msg(strstr(kiln_last_error(), (text)) != NULL, "message \"%s\" lacks \"%s\"", \
                 kiln_last_error(), (text))
 
@@ -1765,8 +1691,8 @@ START_TEST(bad_ops_and_dtypes)
 
   /* dtypes an op does not accept: every unsupported (op, dtype) pair of the real table
    * (complex has its own table and its refusals are tested in test_complex.c) */
-  static const kiln_dtype bad_dtypes[] = {KILN_F32, KILN_F64,  KILN_I32, KILN_I64,
-                                          KILN_U8,  KILN_BOOL, KILN_F16, KILN_BF16};
+  static const kiln_dtype bad_dtypes[] = {KILN_F32,  KILN_F64, KILN_I32,  KILN_I64,
+                                          KILN_U8,   KILN_BOOL, KILN_F16, KILN_BF16};
   for (size_t d = 0; d < sizeof bad_dtypes / sizeof bad_dtypes[0]; d++) {
     kiln_dtype dt = bad_dtypes[d];
     if (dt == KILN_F64 && !harness_has_fp64())
@@ -1896,10 +1822,10 @@ END_TEST
  * product each dtype takes four shapes that between them hold every value of both, its
  * CPU default (the program the other cases use: no build of its own) and its GPU default
  * (ew_default_shape: 2 items of 4-wide vectors for 4-byte types and f16, 2 of 8 for bf16,
- * 4 scalars otherwise; CPU devices: one 4-wide vector for 8-byte types), with widths 2, 4 and 8
- * beside item counts above 1. Width 1 with one item (bf16's vec_width 1) comes from the misaligned
- * offsets, which run where they fall back to a program that exists anyway: width 1 shapes, and one
- * item (the plain program the broadcast and offset cases build). f16 and bf16 vectors move through
+ * 4 scalars otherwise; CPU devices: one 4-wide vector for 8-byte types), with widths 2, 4 and 8 beside item counts above 1. Width 1 with
+ * one item (bf16's vec_width 1) comes from the misaligned offsets, which run where they
+ * fall back to a program that exists anyway: width 1 shapes, and one item (the plain
+ * program the broadcast and offset cases build). f16 and bf16 vectors move through
  * vloada_halfN / ushortN, so they take every width too; the item loop is the same code for
  * every dtype.
  */
@@ -1953,15 +1879,15 @@ flat_fill(kiln_dtype dt, void *p, uint64_t n, int which)
 }
 
 /* Checks n elements of dtype dt (or bool) at got against want(i). */
-#define FLAT_CHECK(what, dt, got, n, want_expr)                                                  \
-  for (uint64_t i = 0; i < (n); i++) {                                                           \
-    int64_t want_ = (want_expr), got_ = (int64_t)getf((dt), (got), i);                           \
-    if ((dt) == KILN_U8 || (dt) == KILN_BOOL)                                                    \
-      want_ &= 0xff;                                                                             \
-    ck_assert_msg(                                                                               \
-        got_ == want_, "%s, items %u vec %u, %s n=%llu offset %llu: [%llu] = %lld, want %lld",   \
-        what, items, vec, kiln_dtype_name(dt), (unsigned long long)(n), (unsigned long long)off, \
-        (unsigned long long)i, (long long)got_, (long long)want_);                               \
+#define FLAT_CHECK(what, dt, got, n, want_expr)                                            \
+  for (uint64_t i = 0; i < (n); i++) {                                                     \
+    int64_t want_ = (want_expr), got_ = (int64_t)getf((dt), (got), i);                     \
+    if ((dt) == KILN_U8 || (dt) == KILN_BOOL)                                              \
+      want_ &= 0xff;                                                                       \
+    ck_assert_msg(got_ == want_, "%s, items %u vec %u, %s n=%llu offset %llu: [%llu] = %lld, want %lld", \
+                  what, items, vec, kiln_dtype_name(dt), (unsigned long long)(n),          \
+                  (unsigned long long)off, (unsigned long long)i, (long long)got_,         \
+                  (long long)want_);                                                       \
   }
 
 START_TEST(flat_shape_case)
@@ -2049,9 +1975,7 @@ START_TEST(flat_shape_case)
       KOK(kiln_clamp(ctx, b, kiln_scalar_i64(2), kiln_scalar_i64(9), &y));
       KOK(kiln_tensor_download(y, got, n * esz));
       FLAT_CHECK("clamp(b, 2, 9)", dt, got, n,
-                 flat_value(dt, i, 1) < 2   ? 2
-                 : flat_value(dt, i, 1) > 9 ? 9
-                                            : flat_value(dt, i, 1));
+                 flat_value(dt, i, 1) < 2 ? 2 : flat_value(dt, i, 1) > 9 ? 9 : flat_value(dt, i, 1));
 
       KOK(kiln_where(ctx, c, a, b, &y));
       KOK(kiln_tensor_download(y, got, n * esz));
@@ -2334,8 +2258,7 @@ START_TEST(bcast_beyond_grid)
   KOK(kiln_tensor_download(y, got, n * sizeof *got));
   for (size_t i = 0; i < n; i++)
     if (got[i] != ha[i] + hb[i % (size_t)inner])
-      ck_abort_msg("a + b beyond the grid: [%zu] = %g, want %g", i, got[i],
-                   ha[i] + hb[i % (size_t)inner]);
+      ck_abort_msg("a + b beyond the grid: [%zu] = %g, want %g", i, got[i], ha[i] + hb[i % (size_t)inner]);
   KOK(kiln_where(ctx, c, a, b, &y));
   KOK(kiln_tensor_download(y, got, n * sizeof *got));
   for (size_t i = 0; i < n; i++) {
@@ -2783,7 +2706,6 @@ elementwise_suite(void)
 int
 main(void)
 {
-  verbose =
-      getenv("KILN_EW_VERBOSE") && *getenv("KILN_EW_VERBOSE") && *getenv("KILN_EW_VERBOSE") != '0';
+  verbose = getenv("KILN_EW_VERBOSE") && *getenv("KILN_EW_VERBOSE") && *getenv("KILN_EW_VERBOSE") != '0';
   return harness_main(elementwise_suite(), 1);
 }
