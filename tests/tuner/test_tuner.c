@@ -1199,9 +1199,9 @@ START_TEST(run_list_import_export)
   ck_assert_ptr_nonnull(strstr(d.params, "two_pass_min"));
   ck_assert_str_eq(d.layouts, "full row col");
   /* Every family once, whatever the registration order; the list ends with NOT_FOUND. */
-  static const char *const fams[] = {"elementwise", "reduce", "scan",   "fft",
-                                     "gemm",        "xgemm",  "linalg", "conv",
-                                     "attention",   "cast",   "copy",   "random"};
+  static const char *const fams[] = {"elementwise", "reduce", "scan",      "fft",
+                                     "gemm",        "xgemm",  "linalg",    "conv",
+                                     "attention",   "cast",   "copy",      "random"};
   size_t nfam = sizeof fams / sizeof fams[0];
   int seen[sizeof fams / sizeof fams[0]] = {0};
   for (size_t i = 0; i < nfam; i++) {
