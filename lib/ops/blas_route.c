@@ -303,13 +303,14 @@ kiln__gemm_cpu_form(const kiln_context *ctx)
 /*
  * gemm_cpu's blocks, per dtype (f32, f64): {vector width, rows and columns with op(B) as
  * stored, rows and columns of the dot form (op(B) transposed)}. Measured on PoCL here (2
- * cores with AVX-512, copies of the kernel in PyOpenCL, 1536^3): f32 12 x 32 (two 16-wide
- * vectors a row) at 150 GFLOP/s, 8 x 32 136, 8 x 16 115, 6 x 32 114; f64 12 x 16 (two
- * 8-wide) at 61, 8 x 16 58, 12 x 32 55; the dot form, f32, 4 x 6 at 119, 6 x 4 106, 4 x 4
- * 101 (8-wide vectors: 49). OpenBLAS through NumPy took 260-274 GFLOP/s f32 in the same
- * minutes, CLBlast's kernels 5-12 (docs/blas_fft.md).
+ * cores with AVX-512, copies of the unrolled kernel in PyOpenCL), GFLOP/s at 1024^3 and
+ * 2048^3: f32 6 x 64 (four 16-wide vectors a row) 359 and 336, 8 x 32 352 and 256, 12 x 32
+ * 306 and 258, 8 x 48 271 and 258; f64 6 x 32 (four 8-wide) 203 and 124, 8 x 32 173 and
+ * 129, 12 x 16 144 and 103, 6 x 40 154 and 106. The dot form, f32 1536^3 before the
+ * unrolling: 4 x 6 at 119, 6 x 4 106, 4 x 4 101 (8-wide vectors: 49). OpenBLAS through NumPy
+ * took 240-255 GFLOP/s f32 and 118-125 f64 on the same machine (docs/blas_fft.md).
  */
-static const uint32_t cpu_blocks[2][5] = {{16, 12, 32, 4, 6}, {8, 12, 16, 4, 6}};
+static const uint32_t cpu_blocks[2][5] = {{16, 6, 64, 4, 6}, {8, 6, 32, 4, 6}};
 
 void
 kiln__gemm_cpu_block(kiln_dtype dt, int tb, uint32_t *r, uint32_t *c)
