@@ -3,8 +3,8 @@
  * is not a GPU). gemm_large.cl stages tiles in local memory for a GPU's work-groups; PoCL runs
  * a group's work-items one after another and keeps local memory in ordinary memory, so there
  * each work-item instead holds a whole block of C in vector registers and reads A and B where
- * they lie. On PoCL here (2 cores with AVX-512) f32 1024^3 runs at about 300 GFLOP/s and f64
- * at 140, where CLBlast's kernels reach 20-40 (docs/blas_fft.md, "The CPU GEMM kernel").
+ * they lie. On PoCL here (2 cores with AVX-512) f32 1024^3 runs at about 440 GFLOP/s and f64
+ * at 210, where CLBlast's kernels reach 20-40 (docs/blas_fft.md, "The CPU GEMM kernel").
  *
  * Build options (set by lib/ops/blas_route.c, blas_build_options, from its cpu_blocks table):
  *   -DGC_VW=<v>               vector width (16 for f32, 8 for f64: 64 bytes)

@@ -1505,7 +1505,7 @@ END_TEST
 /*
  * The large route's CPU kernel (cl_kernels/gemm_cpu.cl, the default on CPU devices, forced
  * with the test hook on any device): op(B) as stored (its broadcast form) and transposed (its
- * dot form), op(A) both ways, sizes on and off its blocks (12 x 32 and 4 x 6 for f32, 12 x 16
+ * dot form), op(A) both ways, sizes on and off its blocks (6 x 64 and 4 x 6 for f32, 6 x 32
  * for f64), k of 1, below a vector, not a multiple of one and long, alpha/beta, NaN in C with
  * beta == 0, broadcast batches. A transposed B with 32 rows and 512 columns of C or more (or
  * with A transposed too) runs packed as stored (gemm_cpu_pack_bt) on the broadcast form, one
