@@ -25,7 +25,8 @@
  *       across its lanes at the end (the k % GC_VW last terms added one by one). Launch:
  *       global (ceil(m / GC_DM), ceil(n / GC_DN), batch).
  *     Any local size; groups along m share their columns of op(B), which then stay in the
- *     core's cache (PoCL, f32 2016^3: 110 GFLOP/s with groups of 8 along m, 56 along n).
+ *     core's cache (PoCL, f32 2016^3: 110 GFLOP/s with groups of 8 along m, 56 along n,
+ *     bench/pocl_proto/gemm_group_order.py 2016).
  *     Rows of A past m and columns of B past n are read as row m - 1 and column n - 1 (in
  *     bounds), and their results are not stored.
  */
@@ -41,9 +42,12 @@
 #define GC_NV (GC_NR / GC_VW)
 #define T8 GC_CAT(T, 8)
 /* Every loop over the block fully unrolled, so that the accumulators live in registers:
- * without it PoCL kept them in a private array in memory (f32 1536^3: 150 GFLOP/s, 407 with
- * the loops unrolled; f64 61 and 158). */
+ * without it PoCL kept them in a private array in memory (12 x 32 blocks, f32 1536^3: 150
+ * GFLOP/s, 407 unrolled; f64 61 and 158; bench/pocl_proto/gemm_cpu_blocks.py 1536 f32
+ * --no-unroll 12x32 and without --no-unroll). */
+#ifndef GC_UNROLL /* bench/pocl_proto/gemm_cpu_blocks.py --no-unroll defines it empty */
 #define GC_UNROLL _Pragma("unroll")
+#endif
 
 /* Whether C's element (row, col) is written under tri's triangle (gemm_large.cl's rule). */
 inline int

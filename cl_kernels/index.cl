@@ -117,8 +117,9 @@ gather_axis(global const MT *x, ulong xoff, global const void *idx, ulong ioff, 
  * and bad indices are only counted, so that the compiler vectorises the loop as a gather;
  * a row with a bad index is then walked again for its first position. PoCL, [4096, 1024]
  * f32 gathered along axis 1 (bench/bench_layout --only gather): 8.6 ms with one work-item
- * an element (gather_axis), 6.5 with a private minimum of the bad positions (not
- * vectorised), 2.3 with the count (61% of an 8192 x 8192 copy's time).
+ * an element (gather_axis), 2.3 with this (61% of an 8192 x 8192 copy's time); a private
+ * minimum of the bad positions instead of the count was not vectorised, 2-3x slower
+ * (bench/pocl_proto/gather.py).
  */
 #define GATHER_ROW(IT)                                                                    \
   do {                                                                                    \

@@ -205,10 +205,11 @@ cpu_pack_bt(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t n, uint64
  * is packed as stored first where C has at least KILN__GEMM_CPU_PACK_M rows and
  * KILN__GEMM_CPU_PACK_N columns (or A is transposed too), so that the broadcast form runs
  * it: the dot form reuses each vector of A 6 times, the broadcast form each value 32 times.
- * PoCL, f32 (bench/gemm_shapes M N K f32 nt, and the same with the packing turned off):
- * 4096 x 4096 x 256 286 GFLOP/s packed against 128, 512^3 298 against 193, 1024^3 283
- * against 243, 256 x 256 x 16384 211 against 224; kiln_cov's [256, 256] products
- * (stats.cov) ran 25-35% slower packed, the dot form's passes over A being few there.
+ * PoCL, f32 2048^3: A B^T through kiln_gemm, packed, 300 GFLOP/s (bench/gemm_shapes 2048 2048
+ * 2048 f32 nt), the dot form alone 226 (bench/pocl_proto/gemm_cpu_blocks.py 2048 f32 --dot
+ * 4x6); with 12 x 32 blocks, 4096 x 4096 x 256 ran 286 packed against 128 on the dot form.
+ * kiln_cov's [256, 256] products (stats.cov) ran 25-35% slower packed, the dot form's passes
+ * over A being few there: hence the columns bound.
  * Without the scratch memory the dot form runs it, or, A transposed too,
  * KILN_ERR_UNSUPPORTED (the caller falls back).
  */

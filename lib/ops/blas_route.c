@@ -220,6 +220,10 @@ kiln__gemm_large_params(const char *op, const kiln_context *ctx, kiln_dtype dt, 
                         uint64_t n, uint64_t batch, struct kiln__gemm_large *p)
 {
   static const char *const names[KILN__GEMM_LARGE_NPARAMS] = {KILN__GEMM_LARGE_NAMES};
+  memset(p, 0, sizeof *p);
+  /* gemm_cpu.cl takes none of these: a device gemm_large.cl's sets do not fit still runs it */
+  if (kiln__gemm_cpu_form(ctx))
+    return KILN_OK;
   large_pick(&ctx->info, dt, p);
   const char *e = kiln__env(KILN__ENV_DEBUG_GEMM_LARGE);
   /* f64 on the tensor cores where the device has them (the defaults' mma form, large_mma). */
@@ -303,7 +307,7 @@ kiln__gemm_cpu_form(const kiln_context *ctx)
 /*
  * gemm_cpu's blocks, per dtype (f32, f64): {vector width, rows and columns with op(B) as
  * stored, rows and columns of the dot form (op(B) transposed)}. Measured on PoCL here (2
- * cores with AVX-512, copies of the unrolled kernel in PyOpenCL), GFLOP/s at 1024^3 and
+ * cores with AVX-512, bench/pocl_proto/gemm_cpu_blocks.py N DTYPE BLOCKS), GFLOP/s at 1024^3 and
  * 2048^3: f32 6 x 64 (four 16-wide vectors a row) 359 and 336, 8 x 32 352 and 256, 12 x 32
  * 306 and 258, 8 x 48 271 and 258; f64 6 x 32 (four 8-wide) 203 and 124, 8 x 32 173 and
  * 129, 12 x 16 144 and 103, 6 x 40 154 and 106. The dot form, f32 1536^3 before the

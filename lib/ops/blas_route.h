@@ -66,7 +66,8 @@ struct kiln__gemm_large {
  * device: KILN_DEBUG_GEMM_LARGE ("tm=8 tn=8 ...", names not given keep the default's values)
  * when set, else the default set for dt, with 4x4 results per work-item where its tiles would
  * be fewer than the device's compute units. Fails (naming op) on a malformed or unrunnable
- * KILN_DEBUG_GEMM_LARGE.
+ * KILN_DEBUG_GEMM_LARGE. Where the large route runs gemm_cpu.cl (kiln__gemm_cpu_form), *p
+ * is all zeros and the call succeeds: that kernel takes none of these.
  */
 kiln_status kiln__gemm_large_params(const char *op, const kiln_context *ctx, kiln_dtype dt,
                                     uint64_t m, uint64_t n, uint64_t batch,

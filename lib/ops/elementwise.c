@@ -305,7 +305,7 @@ static uint32_t
 copy_nt_store(const kiln_context *ctx, kiln_dtype dtype, uint64_t n, uint32_t vec)
 {
   size_t esz = kiln_dtype_size(dtype);
-  return !ctx->info.is_gpu && vec * esz >= 64 && n * esz >= ((uint64_t)1 << 24);
+  return !ctx->info.is_gpu && vec * esz >= 64 && n * esz >= KILN__NT_STORE_MIN_BYTES;
 }
 
 static void

@@ -147,7 +147,8 @@ plan_affine(const struct remap *r)
 
 /*
  * The b extent of permute_blocked's blocks: runs of 1 KiB of every destination row (on
- * PoCL, f32 4096 x 4096: 3.5 ms against 6.2 with 32 x 32 blocks), halved down to 32
+ * PoCL, f32 4096 x 4096: 3.5 ms against 6.2 with 32 x 32 blocks,
+ * bench/pocl_proto/transpose.py 4096), halved down to 32
  * elements while that leaves fewer than four blocks a compute unit.
  */
 static uint64_t
@@ -161,17 +162,17 @@ blocked_run(const kiln_context *ctx, kiln_dtype dtype, uint64_t ea, uint64_t eb,
 }
 
 /*
- * Whether permute_blocked_nt stores the n-element output: 16 MiB and more (as kiln_copy:
- * such an output leaves the cache before the next op reads it), elements of 4 or 8 bytes
+ * Whether permute_blocked_nt stores the n-element output: KILN__NT_STORE_MIN_BYTES and more
+ * (as kiln_copy), elements of 4 or 8 bytes
  * (8 of them fill 32 or 64 bytes), and every 8-element destination line aligned to its
  * size, which a non-temporal vector store requires. PoCL, 4096 x 4096 f64: 6.7 against
- * 8.9 ms with plain stores.
+ * 8.9 ms with plain stores (bench/pocl_proto/transpose.py 4096 f64).
  */
 static int
 blocked_nt(kiln_dtype dtype, const struct remap *r, uint64_t doff, uint64_t n)
 {
   size_t esz = kiln_dtype_size(dtype);
-  if ((esz != 4 && esz != 8) || n * esz < ((uint64_t)1 << 24) || doff % 8 != 0)
+  if ((esz != 4 && esz != 8) || n * esz < KILN__NT_STORE_MIN_BYTES || doff % 8 != 0)
     return 0;
   for (size_t k = 0; k + 1 < r->ndim; k++) /* every axis but b, whose stride is 1 */
     if (r->p.dstride[k] % 8 != 0)

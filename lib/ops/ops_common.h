@@ -17,6 +17,13 @@
 #include "runtime/runtime.h"
 
 /*
+ * Outputs of this many bytes and more are stored non-temporally on CPU devices (kiln_copy's
+ * kernel, the CPU transpose): they leave the cache before a next op would read them, and a
+ * plain store first reads its line (measured in lib/ops/elementwise.c, copy_nt_store).
+ */
+#define KILN__NT_STORE_MIN_BYTES ((uint64_t)1 << 24)
+
+/*
  * Test hook of the random family: raw Philox4x32-10 words of nblocks blocks
  * whose counters are (ctr[0], ctr[1]) + j as a 64-bit number with ctr[2],
  * ctr[3] fixed, under key (key[0], key[1]), into host (4 * nblocks words).
