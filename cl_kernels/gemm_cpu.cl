@@ -31,6 +31,7 @@
  *     bounds), and their results are not stored.
  */
 #include "common.cl"
+#include "tile8.clh"
 
 #if defined(KILN_DT_F32) || defined(KILN_DT_F64)
 
@@ -41,6 +42,7 @@
 #define GC_STORE GC_CAT(vstore, GC_VW)
 #define GC_NV (GC_NR / GC_VW)
 #define T8 GC_CAT(T, 8)
+#define GC_PUT8(v, q) vstore8((v), 0, (q))
 /* Every loop over the block fully unrolled, so that the accumulators live in registers:
  * without it PoCL kept them in a private array in memory (12 x 32 blocks, f32 1536^3: 150
  * GFLOP/s, 407 unrolled; f64 61 and 158; bench/pocl_proto/gemm_cpu_blocks.py 1536 f32
@@ -228,26 +230,8 @@ gemm_cpu_pack_bt(global const T *b, ulong boff, ulong ldb, ulong bbatch, ulong k
   const ulong p1 = min(p0 + 64, k);
   for (ulong p = p0; p < p1; p += 8) {
     if (j0 + 8 <= n && p + 8 <= p1) {
-      T8 r[8];
-      GC_UNROLL
-      for (uint q = 0; q < 8; q++)
-        r[q] = vload8(0, bz + (j0 + q) * ldb + p);
-      T8 c0 = (T8)(r[0].s0, r[1].s0, r[2].s0, r[3].s0, r[4].s0, r[5].s0, r[6].s0, r[7].s0);
-      T8 c1 = (T8)(r[0].s1, r[1].s1, r[2].s1, r[3].s1, r[4].s1, r[5].s1, r[6].s1, r[7].s1);
-      T8 c2 = (T8)(r[0].s2, r[1].s2, r[2].s2, r[3].s2, r[4].s2, r[5].s2, r[6].s2, r[7].s2);
-      T8 c3 = (T8)(r[0].s3, r[1].s3, r[2].s3, r[3].s3, r[4].s3, r[5].s3, r[6].s3, r[7].s3);
-      T8 c4 = (T8)(r[0].s4, r[1].s4, r[2].s4, r[3].s4, r[4].s4, r[5].s4, r[6].s4, r[7].s4);
-      T8 c5 = (T8)(r[0].s5, r[1].s5, r[2].s5, r[3].s5, r[4].s5, r[5].s5, r[6].s5, r[7].s5);
-      T8 c6 = (T8)(r[0].s6, r[1].s6, r[2].s6, r[3].s6, r[4].s6, r[5].s6, r[6].s6, r[7].s6);
-      T8 c7 = (T8)(r[0].s7, r[1].s7, r[2].s7, r[3].s7, r[4].s7, r[5].s7, r[6].s7, r[7].s7);
-      vstore8(c0, 0, oz + p * n + j0);
-      vstore8(c1, 0, oz + (p + 1) * n + j0);
-      vstore8(c2, 0, oz + (p + 2) * n + j0);
-      vstore8(c3, 0, oz + (p + 3) * n + j0);
-      vstore8(c4, 0, oz + (p + 4) * n + j0);
-      vstore8(c5, 0, oz + (p + 5) * n + j0);
-      vstore8(c6, 0, oz + (p + 6) * n + j0);
-      vstore8(c7, 0, oz + (p + 7) * n + j0);
+      TILE8_LOAD(T8, r, bz + j0 * ldb + p, ldb);
+      TILE8_STORE(T8, r, oz + p * n + j0, n, GC_PUT8);
       continue;
     }
     for (ulong pp = p; pp < min(p + 8, p1); pp++)

@@ -39,6 +39,7 @@
  * block is 32 elements of a by 1 KiB of b, fewer where that leaves too few blocks).
  */
 #include "common.cl"
+#include "tile8.clh"
 
 /* Source coordinate maps of the remap kernel; mirror enum remap_mode in lib/ops/layout.c. */
 #define REMAP_AFFINE 0u  /* ic = c (offsets and signed strides are folded in on the host) */
@@ -291,8 +292,6 @@ permute_tiled(global const MT *src, ulong soff, global MT *dst, ulong doff, ulon
 #else
 #define PERM_VEC 1
 #define MT8 KILN_CAT(MT, 8)
-/* Column j of the 8 x 8 tile in rows r0..r7. */
-#define PERM_COL(j) ((MT8)(r0.s##j, r1.s##j, r2.s##j, r3.s##j, r4.s##j, r5.s##j, r6.s##j, r7.s##j))
 #endif
 #define PERM_PUT(v, q) vstore8((v), 0, (q))
 #if defined(__clang__)
@@ -334,19 +333,8 @@ permute_tiled(global const MT *src, ulong soff, global MT *dst, ulong doff, ulon
 /* A whole 8 x 8 tile through registers, then on to the next tile. */
 #define PERM_TILE(PUT)                                                                      \
   if (a + 8 <= a1 && b + 8 <= b1) {                                                         \
-    global const MT *p = s + (long)a + (long)b * sb;                                        \
-    MT8 r0 = vload8(0, p), r1 = vload8(0, p + sb), r2 = vload8(0, p + 2 * sb);              \
-    MT8 r3 = vload8(0, p + 3 * sb), r4 = vload8(0, p + 4 * sb), r5 = vload8(0, p + 5 * sb); \
-    MT8 r6 = vload8(0, p + 6 * sb), r7 = vload8(0, p + 7 * sb);                             \
-    global MT *q = d + (long)b + (long)a * da;                                              \
-    PUT(PERM_COL(0), q);                                                                    \
-    PUT(PERM_COL(1), q + da);                                                               \
-    PUT(PERM_COL(2), q + 2 * da);                                                           \
-    PUT(PERM_COL(3), q + 3 * da);                                                           \
-    PUT(PERM_COL(4), q + 4 * da);                                                           \
-    PUT(PERM_COL(5), q + 5 * da);                                                           \
-    PUT(PERM_COL(6), q + 6 * da);                                                           \
-    PUT(PERM_COL(7), q + 7 * da);                                                           \
+    TILE8_LOAD(MT8, r, s + (long)a + (long)b * sb, sb);                                     \
+    TILE8_STORE(MT8, r, d + (long)b + (long)a * da, da, PUT);                               \
     continue;                                                                               \
   }
 PERMUTE_BLOCKED(permute_blocked, PERM_PUT)
