@@ -16,6 +16,7 @@
 #include "ops/ops_common.h"
 
 int kiln__index_force_layout = 0;
+_Atomic unsigned kiln__index_lines_calls[2];
 
 /* Mirrors kiln_iplan in cl_kernels/index.cl. */
 struct iplan {
@@ -276,16 +277,27 @@ take(const char *op, kiln_context *ctx, const kiln_tensor *x, size_t ax, const k
      * (index_select_rows; the 3-D form measured 20-40x slower there). */
     int gpu = kiln__index_force_layout ? kiln__index_force_layout == 1 : ctx->info.is_gpu;
     uint64_t grid[3] = {inner, index->numel, n / inner / index->numel};
-    kiln__args ar = kernel_args(op, ctx, kiln__ops_move_dtype(x->dtype),
-                                gpu ? "index_select" : "index_select_rows");
-    kiln__args_tensor(&ar, x);
+    /* CPU devices: rows of whole 64-byte lines at line-aligned offsets move as lines */
+    size_t esz = kiln_dtype_size(x->dtype);
+    uint64_t xoff = kiln__ops_elem_offset(x), ooff = kiln__ops_elem_offset(t.dst), unit = 1;
+    const char *kname = gpu ? "index_select" : "index_select_rows";
+    if (!gpu && (inner * esz) % 64 == 0 && (xoff * esz) % 64 == 0 && (ooff * esz) % 64 == 0) {
+      unit = 64 / esz;
+      int nt = n * esz >= KILN__NT_STORE_MIN_BYTES;
+      kname = nt ? "index_select_lines_nt" : "index_select_lines";
+      atomic_fetch_add(&kiln__index_lines_calls[nt], 1);
+    }
+    kiln__args ar = kernel_args(op, ctx, kiln__ops_move_dtype(x->dtype), kname);
+    kiln__args_mem(&ar, x->mem);
+    kiln__args_u64(&ar, xoff / unit);
     kiln__args_tensor(&ar, index);
     kiln__args_u32(&ar, is64(index));
-    kiln__args_tensor(&ar, t.dst);
+    kiln__args_mem(&ar, t.dst->mem);
+    kiln__args_u64(&ar, ooff / unit);
     kiln__args_u64(&ar, grid[2]);
     kiln__args_u64(&ar, index->numel);
     kiln__args_i64(&ar, len);
-    kiln__args_u64(&ar, inner);
+    kiln__args_u64(&ar, inner / unit);
     struct check c = {index, -len, len, "the selected axis", 1};
     s = launch(&ar, ctx, gpu ? n : n / inner, gpu ? grid : NULL, &c);
   }

@@ -921,6 +921,102 @@ START_TEST(overlapping_outputs)
 }
 END_TEST
 
+
+/* index_select of x [outer, len, inner] along axis 1 (idx: nidx values), checked against the
+ * host: the counter kiln__index_lines_calls[which] must have moved by `moves`. */
+static void
+select_lines_case(kiln_dtype dt, kiln_tensor *x, const void *hx, int64_t outer, int64_t len,
+                  int64_t inner, kiln_dtype idt, int64_t nidx, int which, unsigned moves,
+                  const char *what)
+{
+  int64_t is[1] = {nidx}, *iv;
+  kiln_tensor *idx = make_index(idt, 1, is, -len, len, &iv);
+  unsigned before = atomic_load(&kiln__index_lines_calls[which]);
+  kiln_tensor *out = NULL;
+  KOK(kiln_index_select(ctx(), x, outer > 1 ? 1 : 0, idx, &out));
+  ck_assert_uint_eq(atomic_load(&kiln__index_lines_calls[which]) - before, moves);
+  uint64_t n = (uint64_t)(outer * nidx * inner);
+  int64_t *src = malloc(n * sizeof *src);
+  for (uint64_t e = 0; e < n; e++) {
+    int64_t o = (int64_t)(e / (uint64_t)(nidx * inner)), j = (int64_t)(e / (uint64_t)inner) % nidx;
+    int64_t v = iv[j] < 0 ? iv[j] + len : iv[j];
+    src[e] = (o * len + v) * inner + (int64_t)(e % (uint64_t)inner);
+  }
+  void *g = hd_download(out);
+  hd_expect_map(dt, g, hx, src, n, NULL, what);
+  free(g);
+  free(src);
+  free(iv);
+  KOK(kiln_tensor_release(out));
+  KOK(kiln_tensor_release(idx));
+}
+
+/*
+ * The CPU form over 64-byte lines (index_select_lines and its non-temporal variant, forced on
+ * any device): rows of two lines in every dtype, along axis 0 and along axis 1 of a 3-D
+ * tensor (several outer slices), a bad index (zeros, its position named), rows of a line and
+ * an element (the element loop), a table at an offset that is not a whole line (the element
+ * loop), and a 16 MiB output (non-temporal stores).
+ */
+START_TEST(index_select_lines)
+{
+  kiln__index_force_layout = 2;
+  HD_FOR_EVERY_DTYPE(dt)
+  {
+    int64_t inner = 128 / (int64_t)kiln_dtype_size(dt);
+    int64_t s2[2] = {37, inner}, s3[3] = {3, 11, inner};
+    void *h2, *h3;
+    kiln_tensor *x2 = hd_make(dt, 2, s2, 5, &h2), *x3 = hd_make(dt, 3, s3, 6, &h3);
+    select_lines_case(dt, x2, h2, 1, 37, inner, KILN_I32, 53, 0, 1, "lines, axis 0");
+    select_lines_case(dt, x3, h3, 3, 11, inner, KILN_I64, 7, 0, 1, "lines, axis 1");
+    free(h2);
+    free(h3);
+    KOK(kiln_tensor_release(x2));
+    KOK(kiln_tensor_release(x3));
+  }
+  int64_t s[2] = {29, 17}, b3[1] = {3}, badv[3] = {4, 2, 40};
+  void *h;
+  kiln_tensor *x = hd_make(KILN_F32, 2, s, 7, &h);
+  select_lines_case(KILN_F32, x, h, 1, 29, 17, KILN_I64, 31, 0, 0, "rows of 17 f32");
+  free(h);
+  KOK(kiln_tensor_release(x));
+  s[1] = 16;
+  x = hd_make(KILN_F32, 2, s, 8, &h);
+  kiln_tensor *bad = index_from(KILN_I64, 1, b3, badv), *bo = NULL;
+  unsigned before = atomic_load(&kiln__index_lines_calls[0]);
+  KEXPECT(kiln_index_select(ctx(), x, 0, bad, &bo), KILN_ERR_INVALID_ARGUMENT);
+  ck_assert_uint_eq(atomic_load(&kiln__index_lines_calls[0]) - before, 1);
+  ck_assert_ptr_nonnull(strstr(kiln_last_error(), "at position 2"));
+  ck_assert_ptr_null(bo);
+  KOK(kiln_tensor_release(bad));
+  /* The same table one element into a buffer: its rows are not whole lines apart from 0. */
+  cl_mem mem;
+  size_t off;
+  KOK(kiln_tensor_cl_mem(x, &mem, &off));
+  cl_int err;
+  cl_context clc;
+  KOK(kiln_context_cl_objects(ctx(), &clc, NULL, NULL));
+  cl_mem big = clCreateBuffer(clc, CL_MEM_READ_WRITE,
+                              (29 * 16 + 1) * sizeof(float), NULL, &err);
+  ck_assert_int_eq(err, CL_SUCCESS);
+  kiln_tensor *shifted = NULL;
+  KOK(kiln_tensor_wrap(ctx(), big, sizeof(float), KILN_F32, 2, s, &shifted));
+  clReleaseMemObject(big);
+  KOK(kiln_tensor_upload(shifted, h, 29 * 16 * sizeof(float)));
+  select_lines_case(KILN_F32, shifted, h, 1, 29, 16, KILN_I32, 31, 0, 0, "shifted table");
+  KOK(kiln_tensor_release(shifted));
+  free(h);
+  KOK(kiln_tensor_release(x));
+  /* 4096 rows of 1024 f32: 16 MiB out */
+  int64_t sl[2] = {300, 1024};
+  x = hd_make(KILN_F32, 2, sl, 9, &h);
+  select_lines_case(KILN_F32, x, h, 1, 300, 1024, KILN_I64, 4096, 1, 1, "16 MiB, non-temporal");
+  free(h);
+  KOK(kiln_tensor_release(x));
+  kiln__index_force_layout = 0;
+}
+END_TEST
+
 static Suite *
 index_suite(void)
 {
@@ -939,6 +1035,10 @@ index_suite(void)
   tcase_add_test(tc, one_hot_all_dtypes);
   tcase_add_test(tc, overlapping_outputs);
   tcase_add_test(tc, bad_handles_and_contexts);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("lines");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, index_select_lines);
   suite_add_tcase(s, tc);
   return s;
 }
