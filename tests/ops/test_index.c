@@ -921,7 +921,6 @@ START_TEST(overlapping_outputs)
 }
 END_TEST
 
-
 /* index_select of x [outer, len, inner] along axis 1 (idx: nidx values), checked against the
  * host: the counter kiln__index_lines_calls[which] must have moved by `moves`. */
 static void
@@ -996,8 +995,7 @@ START_TEST(index_select_lines)
   cl_int err;
   cl_context clc;
   KOK(kiln_context_cl_objects(ctx(), &clc, NULL, NULL));
-  cl_mem big = clCreateBuffer(clc, CL_MEM_READ_WRITE,
-                              (29 * 16 + 1) * sizeof(float), NULL, &err);
+  cl_mem big = clCreateBuffer(clc, CL_MEM_READ_WRITE, (29 * 16 + 1) * sizeof(float), NULL, &err);
   ck_assert_int_eq(err, CL_SUCCESS);
   kiln_tensor *shifted = NULL;
   KOK(kiln_tensor_wrap(ctx(), big, sizeof(float), KILN_F32, 2, s, &shifted));
