@@ -130,9 +130,13 @@ backend_supports(kiln_fft_backend b, const struct kiln__fft_key *key, char *why,
 }
 
 kiln_fft_backend
-kiln__fft_default_backend(const kiln_context *ctx)
+kiln__fft_default_backend(const kiln_context *ctx, kiln_dtype precision, int log2n)
 {
-  kiln_fft_backend b = ctx->info.is_gpu ? KILN_FFT_BACKEND_VKFFT : KILN__FFT_CPU_BACKEND;
+  static const int f32[2] = {KILN__FFT_CPU_CLFFT_F32_LOG2}, f64[2] = {KILN__FFT_CPU_CLFFT_F64_LOG2};
+  const int *r = precision == KILN_F64 ? f64 : f32;
+  kiln_fft_backend b = !ctx->info.is_gpu && log2n >= r[0] && log2n <= r[1]
+                           ? KILN_FFT_BACKEND_CLFFT
+                           : KILN_FFT_BACKEND_VKFFT;
   if (!kiln_fft_backend_available(b))
     b = b == KILN_FFT_BACKEND_VKFFT ? KILN_FFT_BACKEND_CLFFT : KILN_FFT_BACKEND_VKFFT;
   return b;
@@ -181,7 +185,7 @@ resolve_backend(const char *op, kiln_context *ctx, kiln_fft_backend asked,
     } else if (clfft_ok || vkfft_ok)
       b = clfft_ok ? KILN_FFT_BACKEND_CLFFT : KILN_FFT_BACKEND_VKFFT;
     else
-      b = kiln__fft_default_backend(ctx); /* fails below, naming why */
+      b = kiln__fft_default_backend(ctx, key->precision, 0); /* fails below, naming why */
   }
   KILN_RETURN_IF(!kiln_fft_backend_available(b), KILN_ERR_UNSUPPORTED, op,
                  "this libkiln was built without %s", kiln_fft_backend_name(b));

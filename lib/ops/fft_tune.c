@@ -53,10 +53,8 @@ fft_available(const kiln_context *ctx)
 static void
 fft_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, int log2n, void *params)
 {
-  (void)log2n;
   (void)layout;
-  (void)dtype;
-  *(uint32_t *)params = (uint32_t)kiln__fft_default_backend(ctx);
+  *(uint32_t *)params = (uint32_t)kiln__fft_default_backend(ctx, dtype, log2n);
 }
 
 static kiln_status

@@ -24,11 +24,15 @@
 #define KILN__GEMM_TILE_DEFAULT 16
 
 /*
- * FFT back end that KILN_FFT_BACKEND_AUTO picks on non-GPU devices when both
- * can do a size and the autotuner's fft family has no choice stored (GPUs
- * get VkFFT). Measured on PoCL here: docs/blas_fft.md.
+ * The sizes (log2 of the points, inclusive) for which KILN_FFT_BACKEND_AUTO picks clFFT on
+ * non-GPU devices when both back ends can do a plan and the autotuner's fft family has no
+ * choice stored; VkFFT outside them (and on GPUs). PoCL here, session 24, fastest of 2-3
+ * alternating runs of `kiln bench --filter fft.c2c_clfft,fft.c2c_vkfft`: clFFT 1.2x-2.7x
+ * faster for f32 at 2^14-2^22 (but for one size, 2^18, where the runs disagreed) and for
+ * f64 at 2^12-2^20; VkFFT 1.1x-2.1x faster above and 1.2x-1.6x at 2^10-2^12 (docs/blas_fft.md).
  */
-#define KILN__FFT_CPU_BACKEND KILN_FFT_BACKEND_VKFFT
+#define KILN__FFT_CPU_CLFFT_F32_LOG2 13, 22
+#define KILN__FFT_CPU_CLFFT_F64_LOG2 11, 20
 
 /* FFT plans kept per context (LRU over plans no caller holds). */
 #define KILN__FFT_PLAN_CACHE_CAPACITY 16

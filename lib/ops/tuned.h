@@ -39,11 +39,13 @@ kiln_status kiln__scan_indexed_tuned(kiln_context *ctx, kiln_scan_op op, const k
 
 /*
  * The back end KILN_FFT_BACKEND_AUTO takes when the autotuner has no choice
- * for a size bucket (the fft family's default): VkFFT on GPUs,
- * KILN__FFT_CPU_BACKEND on other devices, the other one when this libkiln
- * lacks that one.
+ * for a transform of 2^log2n to 2^(log2n+1) points of precision (f32 or f64; the fft
+ * family's default): VkFFT on GPUs; on other devices clFFT within
+ * KILN__FFT_CPU_CLFFT_F32_LOG2 / _F64_LOG2 and VkFFT outside; the other one when this
+ * libkiln lacks that one.
  */
-kiln_fft_backend kiln__fft_default_backend(const kiln_context *ctx);
+kiln_fft_backend kiln__fft_default_backend(const kiln_context *ctx, kiln_dtype precision,
+                                           int log2n);
 
 /*
  * One forward, unnormalised, out-of-place 1-D C2C transform of x ([n, 2],

@@ -1391,6 +1391,46 @@ START_TEST(fft_family_chooses_auto_backend)
 }
 END_TEST
 
+
+/*
+ * The fft family's built-in rule by size (kiln__fft_default_backend): on CPU devices clFFT for
+ * f32 at 2^13-2^22 points and f64 at 2^11-2^20, VkFFT outside; VkFFT on GPUs.
+ */
+START_TEST(fft_default_by_size)
+{
+  if (!kiln_fft_backend_available(KILN_FFT_BACKEND_CLFFT) ||
+      !kiln_fft_backend_available(KILN_FFT_BACKEND_VKFFT))
+    return; /* one back end: nothing to choose */
+  char *dir = harness_tempdir();
+  kiln_context *ctx = use(dir, "Fake Device", "1.0");
+  kiln_device_info info;
+  KOK(kiln_context_device_info(ctx, &info));
+  static const struct {
+    kiln_dtype dt;
+    const char *bucket;
+    int clfft_on_cpu;
+  } rule[] = {{KILN_F32, "points.2^12", 0}, {KILN_F32, "points.2^13", 1},
+              {KILN_F32, "points.2^22", 1}, {KILN_F32, "points.2^23", 0},
+              {KILN_F64, "points.2^10", 0}, {KILN_F64, "points.2^11", 1},
+              {KILN_F64, "points.2^20", 1}, {KILN_F64, "points.2^21", 0}};
+  for (size_t i = 0; i < sizeof rule / sizeof rule[0]; i++) {
+    if (rule[i].dt == KILN_F64 && !info.has_fp64)
+      continue;
+    char buf[64];
+    kiln_tune_source src;
+    KOK(kiln_tune_params_get(ctx, "fft", rule[i].dt, rule[i].bucket, buf, sizeof buf, &src));
+    ck_assert_int_eq(src, KILN_TUNE_SOURCE_DEFAULT);
+    int want = !info.is_gpu && rule[i].clfft_on_cpu ? KILN_FFT_BACKEND_CLFFT : KILN_FFT_BACKEND_VKFFT;
+    char expect[32];
+    snprintf(expect, sizeof expect, "backend=%d", want);
+    ck_assert_msg(strcmp(buf, expect) == 0, "%s %s: %s, expected %s",
+                  kiln_dtype_name(rule[i].dt), rule[i].bucket, buf, expect);
+  }
+  harness_rmtree(dir);
+  free(dir);
+}
+END_TEST
+
 /* Where matmul_route() saw a product run: kiln's small kernel, CLBlast, the large route. */
 enum { ON_KILN, ON_CLBLAST, ON_LARGE };
 
@@ -1983,6 +2023,9 @@ tuner_suite(void)
   TCase *exports = tcase_create("export_files");
   tcase_add_test(exports, export_refuses_special_files);
   suite_add_tcase(s, exports);
+  TCase *fft_rule = tcase_create("fft_rule");
+  tcase_add_test(fft_rule, fft_default_by_size);
+  suite_add_tcase(s, fft_rule);
   return s;
 }
 
