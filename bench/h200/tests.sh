@@ -4,7 +4,7 @@
 # directory and under TT seconds. NAMES=tests SUITES="..." bash bench/h200/round.sh;
 # results in $OUT/r/tests/ (test-SUITE.txt, and runs.txt with each exit status).
 source bench/h200/common.sh tests
-for t in ${SUITES:-elementwise layout index blas linalg linalg_complex linalg_spectral tuner scan nn}; do
+for t in ${SUITES:-elementwise layout index blas linalg linalg_complex linalg_spectral tuner scan nn fft}; do
   (KILN_CACHE_DIR=/tmp/kc-t-$t CK_FORK=no KILN_LOG=error timeout ${TT:-240} \
      build-gpu/tests/test_$t > $R/test-$t.txt 2>&1
    echo "test_$t rc=$?" >> $R/runs.txt) &
