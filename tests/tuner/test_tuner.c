@@ -1401,8 +1401,13 @@ START_TEST(fft_default_by_size)
   if (!kiln_fft_backend_available(KILN_FFT_BACKEND_CLFFT) ||
       !kiln_fft_backend_available(KILN_FFT_BACKEND_VKFFT))
     return; /* one back end: nothing to choose */
+  /* a context of its own: the tcases before it may have released the shared one */
   char *dir = harness_tempdir();
-  kiln_context *ctx = use(dir, "Fake Device", "1.0");
+  kiln_context *ctx = NULL;
+  KOK(kiln_context_create(NULL, &ctx));
+  KOK(kiln_context_set_cache_dir(ctx, dir));
+  kiln__tune_set_identity(ctx, "Fake Device", "1.0");
+  KOK(kiln_context_set_option(ctx, KILN_OPT_TUNE_MODE, KILN_TUNE_CACHED));
   kiln_device_info info;
   KOK(kiln_context_device_info(ctx, &info));
   static const struct {
@@ -1426,6 +1431,7 @@ START_TEST(fft_default_by_size)
     ck_assert_msg(strcmp(buf, expect) == 0, "%s %s: %s, expected %s",
                   kiln_dtype_name(rule[i].dt), rule[i].bucket, buf, expect);
   }
+  KOK(kiln_context_release(ctx));
   harness_rmtree(dir);
   free(dir);
 }
