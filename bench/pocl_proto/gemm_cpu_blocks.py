@@ -5,8 +5,9 @@ launches, GFLOP/s and the relative error against NumPy.
     /usr/bin/python3 bench/pocl_proto/gemm_cpu_blocks.py 1024 f32 6x64 12x32 8x32
     /usr/bin/python3 bench/pocl_proto/gemm_cpu_blocks.py 1536 f32 --dot 4x6 6x4 4x4
     /usr/bin/python3 bench/pocl_proto/gemm_cpu_blocks.py 1536 f32 --no-unroll 12x32
+    /usr/bin/python3 bench/pocl_proto/gemm_cpu_blocks.py 1024 f32 --vw=8 6x16 6x32
 Blocks are RxC: rows and columns of the broadcast form (C a multiple of the vector width, 16
-for f32 and 8 for f64), or of the dot form with --dot. --no-unroll drops the kernel's
+for f32 and 8 for f64 unless --vw=W gives another), or of the dot form with --dot. --no-unroll drops the kernel's
 #pragma unroll. The figures in lib/ops/blas_route.c (cpu_blocks) and docs/blas_fft.md come
 from this script."""
 import os
@@ -20,6 +21,7 @@ args = [a for a in sys.argv[1:] if not a.startswith('--')]
 N, dt, blocks = int(args[0]), args[1], args[2:]
 dot, unroll = '--dot' in sys.argv, '--no-unroll' not in sys.argv
 T, npdt, vw = ('float', np.float32, 16) if dt == 'f32' else ('double', np.float64, 8)
+vw = next((int(a[5:]) for a in sys.argv if a.startswith('--vw=')), vw)
 ctx = cl.create_some_context(interactive=False)
 q = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
 src = open(os.path.join(ROOT, 'cl_kernels', 'gemm_cpu.cl')).read()

@@ -36,7 +36,9 @@ get_kernel_of(const char *op, kiln_context *ctx, const char *source, kiln_dtype 
               const char *name, cl_kernel *k)
 {
   char opts[192];
-  kiln__program_options(&ctx->info, source, dt, NULL, opts, sizeof opts);
+  /* gemm_cpu's blocks depend on the device's vector width, not only on its info */
+  const void *variant = strcmp(source, "gemm_cpu") == 0 ? kiln__gemm_cpu_shape(ctx, dt) : NULL;
+  kiln__program_options(&ctx->info, source, dt, variant, opts, sizeof opts);
   return kiln__kernel_get(op, ctx, source, opts, name, k);
 }
 
@@ -237,7 +239,7 @@ cpu_gemm(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t m, uint64_t 
         gemm_args(op, kern, dt, m, n, k, alpha, beta, a, astride, &bp, bps, c, cstride);
     kiln__args_u32(&args, tri);
     uint32_t br, bc;
-    kiln__gemm_cpu_block(dt, bp.trans, &br, &bc);
+    kiln__gemm_cpu_block(ctx, dt, bp.trans, &br, &bc);
     atomic_fetch_add(&cpu_calls, 1);
     /* groups of 8 along m, which share their columns of op(B) (gemm_cpu.cl), and one local
      * shape (one PoCL compile) */

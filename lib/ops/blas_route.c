@@ -30,6 +30,7 @@ struct blas_state {
   struct kiln__gemm_temp_key temp_key; /* kiln__blas_temp_lookup's memo */
   size_t temp_key_bytes;
   int temp_key_set;
+  cl_uint cpu_width; /* CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT: gemm_cpu's blocks */
 };
 
 static kiln_status
@@ -42,6 +43,9 @@ blas_state_create(kiln_context *ctx, void **state)
   st->small_mnk = KILN__GEMM_SMALL_MNK_DEFAULT;
   /* Debug switch: run a CLBlast build as if it had none (tests reach kiln's own kernels). */
   st->use_clblast = KILN_HAVE_CLBLAST && !kiln__env_flag(KILN__ENV_DEBUG_NO_CLBLAST);
+  if (clGetDeviceInfo(ctx->device, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof st->cpu_width,
+                      &st->cpu_width, NULL) != CL_SUCCESS)
+    st->cpu_width = 0; /* the narrowest blocks */
   *state = st;
   return KILN_OK;
 }
@@ -305,21 +309,51 @@ kiln__gemm_cpu_form(const kiln_context *ctx)
 }
 
 /*
- * gemm_cpu's blocks, per dtype (f32, f64): {vector width, rows and columns with op(B) as
- * stored, rows and columns of the dot form (op(B) transposed)}. Measured on PoCL here (2
- * cores with AVX-512, bench/pocl_proto/gemm_cpu_blocks.py N DTYPE BLOCKS), GFLOP/s at 1024^3 and
- * 2048^3: f32 6 x 64 (four 16-wide vectors a row) 359 and 336, 8 x 32 352 and 256, 12 x 32
- * 306 and 258, 8 x 48 271 and 258; f64 6 x 32 (four 8-wide) 203 and 124, 8 x 32 173 and
- * 129, 12 x 16 144 and 103, 6 x 40 154 and 106. The dot form, f32 1536^3 before the
- * unrolling: 4 x 6 at 119, 6 x 4 106, 4 x 4 101 (8-wide vectors: 49). OpenBLAS through NumPy
- * took 240-255 GFLOP/s f32 and 118-125 f64 on the same machine (docs/blas_fft.md).
+ * gemm_cpu's blocks by the width of the device's vectors (CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT:
+ * 16 and up, 8, 4 and less), per dtype (f32, f64): {vector width, rows and columns with op(B)
+ * as stored, rows and columns of the dot form (op(B) transposed)}.
+ *
+ * 64-byte vectors (AVX-512, 32 registers), measured on PoCL here (2 cores,
+ * bench/pocl_proto/gemm_cpu_blocks.py N DTYPE BLOCKS), GFLOP/s at 1024^3 and 2048^3: f32
+ * 6 x 64 (four 16-wide vectors a row) 359 and 336, 8 x 32 352 and 256, 12 x 32 306 and 258,
+ * 8 x 48 271 and 258; f64 6 x 32 (four 8-wide) 203 and 124, 8 x 32 173 and 129, 12 x 16 144
+ * and 103, 6 x 40 154 and 106. The dot form, f32 1536^3 before the unrolling: 4 x 6 at 119,
+ * 6 x 4 106, 4 x 4 101 (8-wide vectors: 49). OpenBLAS through NumPy took 240-255 GFLOP/s
+ * f32 and 118-125 f64 on the same machine (docs/blas_fft.md).
+ *
+ * Narrower vectors (AVX2 and SSE have 16 registers): the 64-byte blocks would take 48 of
+ * them for accumulators alone. There the blocks hold 12 accumulators, as OpenBLAS's AVX2
+ * kernels do (6 x 16 f32): 6 rows of two vectors, and 3 x 4 dot products. Not measured on
+ * such a CPU; on this one (--vw=8, which the compiler still gives 32 registers) they run
+ * 6 x 16 f32 at 147 GFLOP/s and the 3 x 4 dot form at 210, with results as exact.
  */
-static const uint32_t cpu_blocks[2][5] = {{16, 6, 64, 4, 6}, {8, 6, 32, 4, 6}};
+static const uint32_t cpu_blocks[3][2][5] = {
+    {{16, 6, 64, 4, 6}, {8, 6, 32, 4, 6}},
+    {{8, 6, 16, 3, 4}, {4, 6, 8, 3, 4}},
+    {{4, 6, 8, 3, 4}, {2, 6, 4, 3, 4}},
+};
+
+static atomic_uint hook_cpu_width;
 
 void
-kiln__gemm_cpu_block(kiln_dtype dt, int tb, uint32_t *r, uint32_t *c)
+kiln__blas_test_cpu_width(unsigned width)
 {
-  const uint32_t *b = cpu_blocks[dt == KILN_F64];
+  atomic_store(&hook_cpu_width, width);
+}
+
+const uint32_t *
+kiln__gemm_cpu_shape(const kiln_context *ctx, kiln_dtype dt)
+{
+  unsigned w = atomic_load(&hook_cpu_width);
+  if (!w)
+    w = state_of(ctx)->cpu_width;
+  return cpu_blocks[w >= 16 ? 0 : w >= 8 ? 1 : 2][dt == KILN_F64];
+}
+
+void
+kiln__gemm_cpu_block(const kiln_context *ctx, kiln_dtype dt, int tb, uint32_t *r, uint32_t *c)
+{
+  const uint32_t *b = kiln__gemm_cpu_shape(ctx, dt);
   *r = tb ? b[3] : b[1];
   *c = tb ? b[4] : b[2];
 }
@@ -410,7 +444,8 @@ blas_build_options(const kiln_device_info *info, const char *source, kiln_dtype 
                    const void *variant, char *buf, size_t len)
 {
   if (strcmp(source, "gemm_cpu") == 0) {
-    const uint32_t *b = cpu_blocks[dtype == KILN_F64];
+    /* the variant is kiln__gemm_cpu_shape's row (lib/ops/blas.c) */
+    const uint32_t *b = variant ? variant : cpu_blocks[0][dtype == KILN_F64];
     kiln__options_append(buf, len, " -DGC_VW=%u -DGC_MR=%u -DGC_NR=%u -DGC_DM=%u -DGC_DN=%u", b[0],
                          b[1], b[2], b[3], b[4]);
     return;
@@ -567,6 +602,13 @@ static const struct kiln__source blas_sources[] = {
     {"gemm_cpu", KILN__DT_FLOATS},
     {NULL, 0}};
 
+/* `kiln cache warm` builds gemm_cpu with the device's blocks (kiln__gemm_cpu_shape). */
+static const void *
+blas_warm_variant(const kiln_context *ctx, const char *source, kiln_dtype dtype)
+{
+  return strcmp(source, "gemm_cpu") == 0 ? kiln__gemm_cpu_shape(ctx, dtype) : NULL;
+}
+
 static const struct kiln__family_option blas_options[] = {
     {KILN_OPT_GEMM_SMALL_MNK, 0, INT64_MAX},
 };
@@ -582,4 +624,5 @@ const struct kiln__family kiln__blas_family = {
     .noptions = N_(blas_options),
     .option_set = blas_option_set,
     .option_get = blas_option_get,
+    .warm_variant = blas_warm_variant,
 };

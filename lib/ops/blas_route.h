@@ -88,10 +88,15 @@ int kiln__gemm_large_ok(const kiln_context *ctx, kiln_dtype dt);
 int kiln__gemm_cpu_form(const kiln_context *ctx);
 
 /*
- * The block of C one work-item of gemm_cpu computes for dt (f32 or f64): rows *r by columns
- * *c, for op(B) transposed (tb) or not. The kernel's build options come from the same table.
+ * gemm_cpu's shape on ctx's device for dt (f32 or f64), chosen by the width of the device's
+ * vectors: {vector width, rows and columns of the block of C one work-item computes with op(B)
+ * as stored, the same with op(B) transposed}. It is also the program variant of gemm_cpu
+ * (its build options). kiln__gemm_cpu_block: the block's rows *r and columns *c for op(B)
+ * transposed (tb) or not.
  */
-void kiln__gemm_cpu_block(kiln_dtype dt, int tb, uint32_t *r, uint32_t *c);
+const uint32_t *kiln__gemm_cpu_shape(const kiln_context *ctx, kiln_dtype dt);
+void kiln__gemm_cpu_block(const kiln_context *ctx, kiln_dtype dt, int tb, uint32_t *r,
+                          uint32_t *c);
 
 /* From this many rows and columns of C on, gemm_cpu runs a transposed B packed as stored
  * (lib/ops/blas.c, cpu_gemm): below them the dot form, which reads B where it lies. */

@@ -80,6 +80,9 @@ uint64_t kiln__blas_test_large_calls(void);
 void kiln__blas_test_large_form(int form);
 /* Launches of gemm_cpu.cl in this process. */
 uint64_t kiln__blas_test_cpu_calls(void);
+/* gemm_cpu.cl's blocks as for a device whose native float vectors have this width (16, 8 or
+ * 4: lib/ops/blas_route.c, cpu_blocks); 0 takes the device's. */
+void kiln__blas_test_cpu_width(unsigned width);
 
 /*
  * Test hook of the stats family: elements per histogram pass (default 2^31, what a

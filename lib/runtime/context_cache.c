@@ -153,7 +153,10 @@ kiln_context_cache_warm(kiln_context *ctx, kiln_cache_warm_fn progress, void *us
           !(source_dtypes[i] & KILN__DT_BIT(d)))
         continue;
       char options[192];
-      kiln__program_options(&ctx->info, source, (kiln_dtype)d, NULL, options, sizeof options);
+      const struct kiln__family *fam = kiln__family_of_source(source, NULL);
+      const void *variant =
+          fam && fam->warm_variant ? fam->warm_variant(ctx, source, (kiln_dtype)d) : NULL;
+      kiln__program_options(&ctx->info, source, (kiln_dtype)d, variant, options, sizeof options);
       struct kiln__build_outcome oc;
       kiln__ctx_lock(ctx);
       kiln_status s = kiln__program_warm_locked(op, ctx, source, options, &oc);

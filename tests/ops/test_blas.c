@@ -1510,7 +1510,8 @@ END_TEST
  * beta == 0, broadcast batches. A transposed B with 32 rows and 512 columns of C or more (or
  * with A transposed too) runs packed as stored (gemm_cpu_pack_bt) on the broadcast form, one
  * B or a batch of them, edges of its 8 x 64 blocks included. The kernel must have run once
- * per case.
+ * per case. All of it with the blocks of each vector width (64, 32 and 16 bytes: 6 x 16 and
+ * 3 x 4 of 8-wide f32 vectors, and so on; cpu_blocks in lib/ops/blas_route.c).
  */
 START_TEST(gemm_cpu_kernel)
 {
@@ -1521,7 +1522,11 @@ START_TEST(gemm_cpu_kernel)
   kiln_context *ctx = harness_ctx();
   const size_t ndims = harness_small() ? 3 : sizeof dims / sizeof dims[0];
   kiln__blas_test_large_form(2);
-  for (size_t d = 0; d < 2; d++) {
+  /* the blocks of 64-, 32- and 16-byte vectors (AVX-512, AVX2, SSE), whatever the device */
+  static const unsigned widths[3] = {16, 8, 4};
+  for (size_t wd = 0; wd < (harness_small() ? 1 : 3) * 2; wd++) {
+    size_t d = wd % 2;
+    kiln__blas_test_cpu_width(widths[wd / 2]);
     kiln_dtype dt = float_dtypes[d];
     if (skip_dtype(dt))
       continue;
@@ -1555,6 +1560,7 @@ START_TEST(gemm_cpu_kernel)
     ck_assert_uint_eq(kiln__blas_test_cpu_calls() - calls, want);
     KOK(kiln_tune_override(ctx, "gemm", dt, NULL, NULL));
   }
+  kiln__blas_test_cpu_width(0);
   kiln__blas_test_large_form(0);
 }
 END_TEST
