@@ -95,8 +95,7 @@ int kiln__gemm_cpu_form(const kiln_context *ctx);
  * transposed (tb) or not.
  */
 const uint32_t *kiln__gemm_cpu_shape(const kiln_context *ctx, kiln_dtype dt);
-void kiln__gemm_cpu_block(const kiln_context *ctx, kiln_dtype dt, int tb, uint32_t *r,
-                          uint32_t *c);
+void kiln__gemm_cpu_block(const kiln_context *ctx, kiln_dtype dt, int tb, uint32_t *r, uint32_t *c);
 
 /* From this many rows and columns of C on, gemm_cpu runs a transposed B packed as stored
  * (lib/ops/blas.c, cpu_gemm): below them the dot form, which reads B where it lies. */
