@@ -147,9 +147,19 @@ ew_default_shape(const kiln_device_info *info, kiln_dtype dtype, uint32_t *items
      * next to PyTorch: a * 3 0.88x -> 0.97x, -a 0.96x -> 0.95x, a + b 0.99x -> 0.98x; at
      * 2^22 a * 3 0.54x -> 0.65x, -a 0.65x -> 0.70x; /work/gpu-results/core, 2026-12-02).
      */
+    /*
+     * 8-byte types (not complex): likewise 2 items of 2-wide vectors. H200, session 24
+     * (bench/h200/ew64.sh, `--tune 'elementwise:items_per_thread=2 vec_width=2'` against the
+     * default then, 4 scalar items; ms at 2^26, PyTorch in the same run): the row and column
+     * broadcasts of f64 0.313 -> 0.270 and 0.314 -> 0.272 (PyTorch 0.276 and 0.283; with
+     * scalars the broadcast launch has no vector path), a + b 0.378 -> 0.374, a * 3 0.266 ->
+     * 0.263, exp 0.264 -> 0.262. One 4-wide vector per item ran the broadcasts at 0.260-0.265
+     * but exp 3% slower.
+     */
     int four = kiln_dtype_size(dtype) == 4;
-    *items = kiln__dtype_is_half(dtype) || four ? 2 : 4;
-    *vec = dtype == KILN_F16 || four ? 4 : dtype == KILN_BF16 ? 8 : 1;
+    int eight = kiln_dtype_size(dtype) == 8 && !kiln__dtype_is_complex(dtype);
+    *items = kiln__dtype_is_half(dtype) || four || eight ? 2 : 4;
+    *vec = dtype == KILN_F16 || four ? 4 : dtype == KILN_BF16 ? 8 : eight ? 2 : 1;
     return;
   }
   *items = 1;

@@ -1822,7 +1822,8 @@ END_TEST
  * product each dtype takes four shapes that between them hold every value of both, its
  * CPU default (the program the other cases use: no build of its own) and its GPU default
  * (ew_default_shape: 2 items of 4-wide vectors for 4-byte types and f16, 2 of 8 for bf16,
- * 4 scalars otherwise; CPU devices: one 4-wide vector for 8-byte types), with widths 2, 4 and 8 beside item counts above 1. Width 1 with
+ * 2 of 2 for 8-byte types, 4 scalars for complex ones; CPU devices: one 4-wide vector for
+ * 8-byte types), with widths 2, 4 and 8 beside item counts above 1. Width 1 with
  * one item (bf16's vec_width 1) comes from the misaligned offsets, which run where they
  * fall back to a program that exists anyway: width 1 shapes, and one item (the plain
  * program the broadcast and offset cases build). f16 and bf16 vectors move through
@@ -1835,11 +1836,11 @@ static const kiln_dtype flat_dtypes[] = {KILN_F32, KILN_I64,  KILN_U8,
 #define NFLAT_SHAPES 4
 static const uint32_t flat_shapes[NFLAT_DTYPES][NFLAT_SHAPES][2] = {
     {{1, 8}, {2, 4}, {4, 2}, {8, 1}}, /* f32 */
-    {{1, 4}, {4, 1}, {2, 8}, {8, 2}}, /* i64 */
+    {{1, 4}, {4, 1}, {2, 2}, {8, 8}}, /* i64 */
     {{1, 8}, {4, 1}, {2, 4}, {8, 2}}, /* u8 */
     {{1, 8}, {2, 4}, {4, 2}, {8, 1}}, /* f16 */
     {{1, 8}, {2, 8}, {4, 2}, {8, 4}}, /* bf16 */
-    {{1, 4}, {4, 1}, {2, 8}, {8, 2}}, /* f64 */
+    {{1, 4}, {4, 1}, {2, 2}, {8, 8}}, /* f64 */
 };
 
 /*
