@@ -1005,12 +1005,14 @@ START_TEST(index_select_lines)
   KOK(kiln_tensor_release(shifted));
   free(h);
   KOK(kiln_tensor_release(x));
-  /* 4096 rows of 1024 f32: 16 MiB out */
-  int64_t sl[2] = {300, 1024};
-  x = hd_make(KILN_F32, 2, sl, 9, &h);
-  select_lines_case(KILN_F32, x, h, 1, 300, 1024, KILN_I64, 4096, 1, 1, "16 MiB, non-temporal");
-  free(h);
-  KOK(kiln_tensor_release(x));
+  /* 4096 rows of 1024 f32: 16 MiB out (not in the simulator's small mode: 12 s there) */
+  if (!harness_small()) {
+    int64_t sl[2] = {300, 1024};
+    x = hd_make(KILN_F32, 2, sl, 9, &h);
+    select_lines_case(KILN_F32, x, h, 1, 300, 1024, KILN_I64, 4096, 1, 1, "16 MiB, non-temporal");
+    free(h);
+    KOK(kiln_tensor_release(x));
+  }
   kiln__index_force_layout = 0;
 }
 END_TEST
