@@ -395,8 +395,20 @@ scan_defaults(const kiln_context *ctx, kiln_dtype dtype, int layout, int log2n, 
 {
   kiln__launch_params *p = params;
   kiln__launch_params_default(ctx, KILN__LAUNCH_SCAN, p);
-  if (!ctx->info.is_gpu)
+  if (!ctx->info.is_gpu) {
+    /*
+     * Column scans on CPU devices: 64 columns per work-item, a row's 256 bytes of f32 per
+     * step. PoCL (2 cores), scan.cumsum_cols of [1024, n / 1024], fastest of three
+     * alternating runs with `--tune scan:cols_per_item=16` and `=64`: f32 2^20 / 2^22 / 2^24
+     * 0.271 / 0.956 / 12.1 ms with 16 against 0.072 / 0.946 / 5.04 with 64, f64 0.307 / 2.05
+     * / 11.1 against 0.153 / 1.65 / 7.78; `kiln tune --family scan` had picked 64 for every
+     * column key (docs/perf-data/pocl-2026-12-02-issue21). Fewer work-items: a line of fewer
+     * than 64 columns per core leaves cores idle (the tuner can pick 16 or 4 there).
+     */
+    if (layout == KILN__LAYOUT_COL)
+      p->cols_per_item = 64;
     return;
+  }
   /*
    * Rows and whole tensors take the single pass (NAME_lookback) from 1024 elements on; its
    * groups are cut down to what a line needs (64 items for a row of 1024 f32), so wg_size
