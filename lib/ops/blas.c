@@ -19,6 +19,7 @@
 #include "kiln/reduce.h"
 #include "kiln_config.h"
 #include "ops/blas_route.h"
+#include "ops/families.h"
 #include "ops/ops_common.h"
 #include "ops/tunables.h"
 #include "ops/tuned.h"
@@ -36,9 +37,8 @@ get_kernel_of(const char *op, kiln_context *ctx, const char *source, kiln_dtype 
               const char *name, cl_kernel *k)
 {
   char opts[192];
-  /* gemm_cpu's blocks depend on the device's vector width, not only on its info */
-  const void *variant = strcmp(source, "gemm_cpu") == 0 ? kiln__gemm_cpu_shape(ctx, dt) : NULL;
-  kiln__program_options(&ctx->info, source, dt, variant, opts, sizeof opts);
+  kiln__program_options(&ctx->info, source, dt, kiln__blas_family.default_variant(ctx, source, dt),
+                        opts, sizeof opts);
   return kiln__kernel_get(op, ctx, source, opts, name, k);
 }
 

@@ -602,9 +602,10 @@ static const struct kiln__source blas_sources[] = {
     {"gemm_cpu", KILN__DT_FLOATS},
     {NULL, 0}};
 
-/* `kiln cache warm` builds gemm_cpu with the device's blocks (kiln__gemm_cpu_shape). */
+/* gemm_cpu's blocks follow the device's vector width (kiln__gemm_cpu_shape): the variant
+ * that `kiln cache warm` builds and that lib/ops/blas.c's lookups take. */
 static const void *
-blas_warm_variant(const kiln_context *ctx, const char *source, kiln_dtype dtype)
+blas_default_variant(const kiln_context *ctx, const char *source, kiln_dtype dtype)
 {
   return strcmp(source, "gemm_cpu") == 0 ? kiln__gemm_cpu_shape(ctx, dtype) : NULL;
 }
@@ -624,5 +625,5 @@ const struct kiln__family kiln__blas_family = {
     .noptions = N_(blas_options),
     .option_set = blas_option_set,
     .option_get = blas_option_get,
-    .warm_variant = blas_warm_variant,
+    .default_variant = blas_default_variant,
 };

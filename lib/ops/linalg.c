@@ -170,7 +170,7 @@ large_real(const kiln_context *ctx, kiln_dtype dt)
   int on = atomic_load(&hook_cplx_large);
   if (on < 0) {
     const char *v = kiln__env(KILN__ENV_DEBUG_CPLX_LARGE);
-    on = v && *v ? kiln__env_flag(KILN__ENV_DEBUG_CPLX_LARGE) : ctx->info.is_gpu && dt == KILN_C128;
+    on = v && *v ? strcmp(v, "0") != 0 : ctx->info.is_gpu && dt == KILN_C128;
   }
   if (!on)
     return dt;

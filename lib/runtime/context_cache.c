@@ -155,7 +155,7 @@ kiln_context_cache_warm(kiln_context *ctx, kiln_cache_warm_fn progress, void *us
       char options[192];
       const struct kiln__family *fam = kiln__family_of_source(source, NULL);
       const void *variant =
-          fam && fam->warm_variant ? fam->warm_variant(ctx, source, (kiln_dtype)d) : NULL;
+          fam && fam->default_variant ? fam->default_variant(ctx, source, (kiln_dtype)d) : NULL;
       kiln__program_options(&ctx->info, source, (kiln_dtype)d, variant, options, sizeof options);
       struct kiln__build_outcome oc;
       kiln__ctx_lock(ctx);

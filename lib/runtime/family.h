@@ -62,10 +62,10 @@ struct kiln__family {
   size_t noptions;
   void (*option_set)(kiln_context *ctx, void *state, kiln_option option, int64_t value);
   int64_t (*option_get)(const kiln_context *ctx, const void *state, kiln_option option);
-  /* The variant `kiln cache warm` builds source with for dtype where the device defaults
-   * depend on more than ctx->info (state made by state_create); NULL callback or result:
-   * the variant NULL. */
-  const void *(*warm_variant)(const kiln_context *ctx, const char *source, kiln_dtype dtype);
+  /* The variant that stands for the device defaults of source for dtype where they depend on
+   * more than ctx->info (on state made by state_create): `kiln cache warm` builds it, and the
+   * family's own lookups take it. NULL callback or result: the variant NULL. */
+  const void *(*default_variant)(const kiln_context *ctx, const char *source, kiln_dtype dtype);
 };
 
 /* lib/ops/families.c: every family, NULL-terminated. */

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "harness.h"
+#include "ops/blas_route.h"
 #include "ops/tuned.h"
 
 static const kiln_dtype float_dtypes[] = {KILN_F32, KILN_F64};
@@ -1528,6 +1529,8 @@ START_TEST(gemm_cpu_kernel)
     size_t d = wd % 2;
     kiln__blas_test_cpu_width(widths[wd / 2]);
     kiln_dtype dt = float_dtypes[d];
+    /* the hook's width in force: 64, 32 or 16 bytes of f32, and of f64 */
+    ck_assert_uint_eq(kiln__gemm_cpu_shape(ctx, dt)[0], widths[wd / 2] / (d ? 2u : 1u));
     if (skip_dtype(dt))
       continue;
     KOK(kiln_tune_override(ctx, "gemm", dt, NULL, "route=3"));
