@@ -201,8 +201,9 @@ index_select_rows(global const MT *x, ulong xoff, global const void *idx, ulong 
                   global uint *flag)
 {
   for (ulong r = get_global_id(0); r < outer * nidx; r += get_global_size(0)) {
-    /* A 64-bit division per row cost PoCL 1.3 of 5 ms for 2^18 rows of 64 f32: none where
-     * there is one outer slice (index_select along axis 0, embedding). */
+    /* A 64-bit division per row cost PoCL 1.3 of 5 ms for 2^18 rows of 64 f32 (kiln_nt_div
+     * against kiln_nt in bench/pocl_proto/index_select.py): none where there is one outer
+     * slice (index_select along axis 0, embedding). */
     ulong o = outer > 1 ? r / nidx : 0, j = r - o * nidx;
     long v = load_index(idx, ioff + j, is64);
     if (v < 0)
@@ -225,9 +226,9 @@ index_select_rows(global const MT *x, ulong xoff, global const void *idx, ulong 
  * index_select_rows over rows of whole 64-byte lines (the host checked that the row length
  * and both offsets, here in lines, are whole lines): each work-item copies its row a line at
  * a time, as one 64-byte vector. The _nt form stores them non-temporally (outputs that would
- * not stay in cache). PoCL, 2^18 random rows of 64 f32 (bench/pocl_proto/index_select.py):
- * 3.3 ms with non-temporal lines, 3.7 with plain ones, 4.7 for the element loop above, where
- * a plain buffer copy of the table takes 3.0.
+ * not stay in cache). PoCL, 2^18 random rows of 64 f32 (`bench/pocl_proto/index_select.py
+ * 2**24`, fastest of 7): 3.7-3.8 ms as lines (plain or non-temporal), 4.6 for the element
+ * loop above, where a plain buffer copy of the table takes 3.0.
  */
 #define SELECT_LINES(name, PUT)                                                            \
   kernel void name(global const uint16 *x, ulong xoff, global const void *idx, ulong ioff,  \

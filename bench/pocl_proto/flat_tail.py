@@ -17,6 +17,21 @@ from kexp import k_exp64_source  # noqa: E402
 ctx = cl.create_some_context(interactive=False)
 q = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
 common = k_exp64_source()
+
+
+def time_variants(srcs, variants, rounds, n, args, fmt):
+    """Each variant's kernel k over n elements (W a work-item, groups of 256), the variants
+    alternating for `rounds` rounds; prints each one's median and minimum, ms."""
+    ts = {v: [] for v, _ in variants}
+    for _ in range(rounds):
+        for v, W in variants:
+            g = (n // W + 255) // 256 * 256
+            ev = srcs[v].k(q, (g,), (256,), *args)
+            ev.wait()
+            ts[v].append((ev.profile.end - ev.profile.start) * 1e-6)
+    for v, _ in variants:
+        print(v, ('median %s min %s' % (fmt, fmt)) % (np.median(ts[v]), min(ts[v])))
+
 body = r"""
 #define W %(W)d
 kernel void k(global const double *xs, ulong xoff, global double *ys, ulong yoff, ulong n)
@@ -52,14 +67,7 @@ x = np.random.default_rng(1).uniform(-700, 700, n)
 mf = cl.mem_flags
 xb = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=x)
 yb = cl.Buffer(ctx, mf.READ_WRITE, x.nbytes)
-ts = {v: [] for v, _ in variants}
-for r in range(15):
-    for v, W in variants:
-        g = (n // W + 255) // 256 * 256
-        ev = srcs[v].k(q, (g,), (256,), xb, np.uint64(0), yb, np.uint64(0), np.uint64(n)); ev.wait()
-        ts[v].append((ev.profile.end - ev.profile.start) * 1e-6)
-for v, _ in variants:
-    print(v, 'median %.3f min %.3f' % (np.median(ts[v]), min(ts[v])))
+time_variants(srcs, variants, 15, n, (xb, np.uint64(0), yb, np.uint64(0), np.uint64(n)), '%.3f')
 
 # f32 a + b, 8-wide, the tail a loop or an if
 body_add = r"""
@@ -91,11 +99,5 @@ mf = cl.mem_flags
 xb = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=x)
 yb = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=x)
 zb = cl.Buffer(ctx, mf.READ_WRITE, x.nbytes)
-ts2 = {v: [] for v, _ in variants}
-for r in range(41):
-    for v, W in variants:
-        g = (n // W + 255) // 256 * 256
-        ev = srcs[v].k(q, (g,), (256,), xb, np.uint64(0), yb, np.uint64(0), zb, np.uint64(0), np.uint64(n)); ev.wait()
-        ts2[v].append((ev.profile.end - ev.profile.start) * 1e-6)
-for v, _ in variants:
-    print(v, 'median %.4f min %.4f' % (np.median(ts2[v]), min(ts2[v])))
+time_variants(srcs, variants, 41, n,
+              (xb, np.uint64(0), yb, np.uint64(0), zb, np.uint64(0), np.uint64(n)), '%.4f')

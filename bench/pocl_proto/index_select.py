@@ -1,79 +1,85 @@
 #!/usr/bin/env python3
-"""Prototypes of the CPU index_select over rows (index_select_rows / index_select_lines,
-cl_kernels/index.cl) on PoCL through PyOpenCL: 2^N/64 random rows of a [2^N/64, 64] f32 table
-(kiln bench's index.gather_rows). cur: the element loop (one work-item per row); vec16: vload16 /
-vstore16; vec16nt: float16 loads and stores; vnt / vnt64: float16 lines with non-temporal
-stores, groups of 8 / 64; curnt: the element loop with non-temporal stores; chunk: one
-work-item per element; copy: clEnqueueCopyBuffer of the table. ms, min and median of 7.
+"""Prototypes of the CPU index_select over rows (cl_kernels/index.cl: index_select_rows and
+index_select_lines[_nt]) on PoCL through PyOpenCL: 2^N/64 random rows of a [2^N/64, 64] f32
+table (kiln bench's index.gather_rows). ms, min and median of 7 alternating runs:
+  elem / elem_nt    the element loop, one work-item per row (plain / non-temporal stores)
+  lines / lines_nt  64-byte lines as float16 (plain / non-temporal stores; groups of 64)
+  vload16           lines through vload16 / vstore16
+  kiln_nt           index.cl's index_select_lines_nt itself
+  kiln_nt_div       the same with the row's 64-bit division by the index length that it
+                    skips when there is one outer slice
+  copy              clEnqueueCopyBuffer of the table
     /usr/bin/python3 bench/pocl_proto/index_select.py 2**24"""
-import pyopencl as cl, numpy as np, sys
+import os
+import re
+import sys
+
+import numpy as np
+import pyopencl as cl
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
 ctx = cl.create_some_context(interactive=False)
 q = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
-src = r"""
-inline long li(global const long *p, ulong i){return p[i];}
-kernel void cur(global const float *x, global const long *idx, global float *out, ulong nidx, long len, ulong inner)
-{
-  for (ulong r = get_global_id(0); r < nidx; r += get_global_size(0)) {
-    long v = idx[r]; if (v < 0) v += len;
-    global float *dst = out + r * inner;
-    if (v < 0 || v >= len) { for (ulong k = 0; k < inner; k++) dst[k] = 0; }
-    else { global const float *row = x + (ulong)v * inner; for (ulong k = 0; k < inner; k++) dst[k] = row[k]; }
-  }
+proto = r"""
+#define PUT(p, x) (*(p) = (x))
+#define PUT_NT(p, x) __builtin_nontemporal_store((x), (p))
+#define ELEM(name, P)                                                                      \
+kernel void name(global const float *x, global const long *idx, global float *out,        \
+                 ulong nidx, long len, ulong inner)                                       \
+{                                                                                          \
+  ulong r = get_global_id(0);                                                              \
+  if (r >= nidx) return;                                                                   \
+  long v = idx[r]; if (v < 0) v += len;                                                    \
+  int ok = v >= 0 && v < len;                                                              \
+  global const float *row = x + (ulong)(ok ? v : 0) * inner;                               \
+  for (ulong k = 0; k < inner; k++) P(out + r * inner + k, ok ? row[k] : 0.0f);            \
 }
-kernel void vec16(global const float *x, global const long *idx, global float *out, ulong nidx, long len, ulong inner)
+#define LINES(name, P)                                                                     \
+kernel void name(global const float *x, global const long *idx, global float *out,        \
+                 ulong nidx, long len, ulong inner)                                       \
+{                                                                                          \
+  ulong r = get_global_id(0);                                                              \
+  if (r >= nidx) return;                                                                   \
+  long v = idx[r]; if (v < 0) v += len;                                                    \
+  int ok = v >= 0 && v < len;                                                              \
+  global const float16 *row = (global const float16 *)(x + (ulong)(ok ? v : 0) * inner);   \
+  global float16 *dst = (global float16 *)(out + r * inner);                               \
+  for (ulong k = 0; k < inner / 16; k++) P(dst + k, ok ? row[k] : (float16)0);             \
+}
+ELEM(elem, PUT)
+ELEM(elem_nt, PUT_NT)
+LINES(lines, PUT)
+LINES(lines_nt, PUT_NT)
+kernel void vload16_lines(global const float *x, global const long *idx, global float *out,
+                          ulong nidx, long len, ulong inner)
 {
   ulong r = get_global_id(0);
   if (r >= nidx) return;
   long v = idx[r]; if (v < 0) v += len;
-  global float *dst = out + r * inner;
   int ok = v >= 0 && v < len;
   global const float *row = x + (ulong)(ok ? v : 0) * inner;
-  ulong k = 0;
-  for (; k + 16 <= inner; k += 16) { float16 t = vload16(0, row + k); vstore16(ok ? t : (float16)0, 0, dst + k); }
-  for (; k < inner; k++) dst[k] = ok ? row[k] : 0;
-}
-kernel void vec16nt(global const float *x, global const long *idx, global float *out, ulong nidx, long len, ulong inner)
-{
-  ulong r = get_global_id(0);
-  if (r >= nidx) return;
-  long v = idx[r]; if (v < 0) v += len;
-  int ok = v >= 0 && v < len;
-  global const float16 *row = (global const float16 *)(x + (ulong)(ok ? v : 0) * inner);
-  global float16 *dst = (global float16 *)(out + r * inner);
-  for (ulong k = 0; k < inner / 16; k++) { float16 t = row[k]; dst[k] = ok ? t : (float16)0; }
-}
-kernel void vnt(global const float *x, global const long *idx, global float *out, ulong nidx, long len, ulong inner)
-{
-  ulong r = get_global_id(0);
-  if (r >= nidx) return;
-  long v = idx[r]; if (v < 0) v += len;
-  int ok = v >= 0 && v < len;
-  global const float16 *row = (global const float16 *)(x + (ulong)(ok ? v : 0) * inner);
-  global float16 *dst = (global float16 *)(out + r * inner);
-  for (ulong k = 0; k < inner / 16; k++) { float16 t = row[k]; __builtin_nontemporal_store(ok ? t : (float16)0, dst + k); }
-}
-kernel void curnt(global const float *x, global const long *idx, global float *out, ulong nidx, long len, ulong inner)
-{
-  for (ulong r = get_global_id(0); r < nidx; r += get_global_size(0)) {
-    long v = idx[r]; if (v < 0) v += len;
-    global float *dst = out + r * inner;
-    int ok = v >= 0 && v < len;
-    global const float *row = x + (ulong)(ok ? v : 0) * inner;
-    for (ulong k = 0; k < inner; k++) __builtin_nontemporal_store(ok ? row[k] : 0.0f, dst + k);
-  }
-}
-kernel void chunk(global const float *x, global const long *idx, global float *out, ulong nidx, long len, ulong inner)
-{
-  ulong c = get_global_id(0), r = get_global_id(1);
-  long v = idx[r]; if (v < 0) v += len;
-  int ok = v >= 0 && v < len;
-  float t = x[(ulong)(ok ? v : 0) * inner + c];
-  out[r * inner + c] = ok ? t : 0;
+  for (ulong k = 0; k + 16 <= inner; k += 16)
+    vstore16(ok ? vload16(0, row + k) : (float16)0, 0, out + r * inner + k);
 }
 """
-prg = cl.Program(ctx, src).build()
+# index.cl's line kernels, with the helpers they call
+index_cl = open(os.path.join(ROOT, 'cl_kernels', 'index.cl')).read()
+lines_src = re.search(r'#define SELECT_LINES.*?SELECT_LINES\(index_select_lines_nt, LINE_PUT_NT\)',
+                      index_cl, re.S).group(0)
+helpers = r"""
+inline long load_index(global const void *p, ulong i, uint is64)
+{ return is64 ? ((global const long *)p)[i] : (long)((global const int *)p)[i]; }
+inline void flag_bad(global uint *flag, ulong pos) { atomic_or(flag, 1u); }
+"""
+div = 'ulong o = outer > 1 ? r / nidx : 0,'
+assert div in lines_src
+prg = cl.Program(ctx, proto).build()
+kiln = cl.Program(ctx, helpers + lines_src).build()
+kiln_div = cl.Program(ctx, helpers + lines_src.replace(div, 'ulong o = r / nidx,')).build()
+
 n = int(eval(sys.argv[1])) if len(sys.argv) > 1 else 1 << 24
-inner = 64; rows = n // inner
+inner = 64
+rows = n // inner
 rng = np.random.default_rng(1)
 x = rng.random((rows, inner), dtype=np.float32)
 ix = rng.integers(0, rows, rows).astype(np.int64)
@@ -82,24 +88,37 @@ xb = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=x)
 ib = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=ix)
 ob = cl.Buffer(ctx, mf.READ_WRITE, x.nbytes)
 cb = cl.Buffer(ctx, mf.READ_WRITE, x.nbytes)
+fb = cl.Buffer(ctx, mf.READ_WRITE, 16)
+U, I = np.uint64, np.int64
+
+
+def proto_run(name):
+    return lambda: getattr(prg, name)(q, (rows,), (64,), xb, ib, ob, U(rows), I(rows), U(inner))
+
+
+def kiln_run(p):
+    # (x, xoff, idx, ioff, is64, out, ooff, outer, nidx, len, inner in lines, flag)
+    return lambda: p.index_select_lines_nt(q, (rows,), (64,), xb, U(0), ib, U(0), np.uint32(1),
+                                           ob, U(0), U(1), U(rows), I(rows), U(inner // 16), fb)
+
+
+runs = {k: proto_run(k) for k in ('elem', 'elem_nt', 'lines', 'lines_nt')}
+runs['vload16'] = proto_run('vload16_lines')
+runs['kiln_nt'] = kiln_run(kiln)
+runs['kiln_nt_div'] = kiln_run(kiln_div)
+runs['copy'] = lambda: cl.enqueue_copy(q, cb, xb)
 want = x[ix]
-runs = {
- 'cur': lambda: prg.cur(q, (rows,), (64,), xb, ib, ob, np.uint64(rows), np.int64(rows), np.uint64(inner)),
- 'cur8': lambda: prg.cur(q, (rows,), (8,), xb, ib, ob, np.uint64(rows), np.int64(rows), np.uint64(inner)),
- 'vec16': lambda: prg.vec16(q, (rows,), (8,), xb, ib, ob, np.uint64(rows), np.int64(rows), np.uint64(inner)),
- 'vec16nt': lambda: prg.vec16nt(q, (rows,), (8,), xb, ib, ob, np.uint64(rows), np.int64(rows), np.uint64(inner)),
- 'vnt': lambda: prg.vnt(q, (rows,), (8,), xb, ib, ob, np.uint64(rows), np.int64(rows), np.uint64(inner)),
- 'vnt64': lambda: prg.vnt(q, (rows,), (64,), xb, ib, ob, np.uint64(rows), np.int64(rows), np.uint64(inner)),
- 'curnt': lambda: prg.curnt(q, (rows,), (64,), xb, ib, ob, np.uint64(rows), np.int64(rows), np.uint64(inner)),
- 'chunk': lambda: prg.chunk(q, (inner, rows), (64, 1), xb, ib, ob, np.uint64(rows), np.int64(rows), np.uint64(inner)),
- 'copy': lambda: cl.enqueue_copy(q, cb, xb),
-}
 ts = {k: [] for k in runs}
-for r in range(7):
+for _ in range(7):
     for k, f in runs.items():
-        ev = f(); ev.wait(); ts[k].append((ev.profile.end - ev.profile.start) * 1e-6)
+        ev = f()
+        ev.wait()
+        ts[k].append((ev.profile.end - ev.profile.start) * 1e-6)
 for k, f in runs.items():
+    ok = True
     if k != 'copy':
-        f().wait(); got = np.empty_like(x); cl.enqueue_copy(q, got, ob); ok = np.array_equal(got, want)
-    else: ok = True
-    print('%-8s min %.3f med %.3f ok=%s' % (k, min(ts[k]), np.median(ts[k]), ok))
+        f().wait()
+        got = np.empty_like(x)
+        cl.enqueue_copy(q, got, ob)
+        ok = np.array_equal(got, want)
+    print('%-12s min %.3f med %.3f ok=%s' % (k, min(ts[k]), np.median(ts[k]), ok))

@@ -26,10 +26,10 @@
 /*
  * The sizes (log2 of the points, inclusive) for which KILN_FFT_BACKEND_AUTO picks clFFT on
  * non-GPU devices when both back ends can do a plan and the autotuner's fft family has no
- * choice stored; VkFFT outside them (and on GPUs). PoCL here, session 24, fastest of 2-3
- * alternating runs of `kiln bench --filter fft.c2c_clfft,fft.c2c_vkfft`: clFFT 1.2x-2.7x
- * faster for f32 at 2^14-2^22 (but for one size, 2^18, where the runs disagreed) and for
- * f64 at 2^12-2^20; VkFFT 1.1x-2.1x faster above and 1.2x-1.6x at 2^10-2^12 (docs/blas_fft.md).
+ * choice stored; VkFFT outside them (and on GPUs). PoCL here, session 24
+ * (`bench/pocl_fft_backends.sh build 3`, docs/blas_fft.md): clFFT 1.24x-2.48x faster for f32
+ * at 2^16 and 2^19-2^22 and 1.3x-2.0x for f64 at 2^12-2^20, within 11% of VkFFT at the other sizes
+ * inside; VkFFT 1.15x-2.1x faster above and up to 1.8x below.
  */
 #define KILN__FFT_CPU_CLFFT_F32_LOG2 13, 22
 #define KILN__FFT_CPU_CLFFT_F64_LOG2 11, 20
