@@ -23,7 +23,9 @@ q = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE
 proto = r"""
 #define PUT(p, x) (*(p) = (x))
 #define PUT_NT(p, x) __builtin_nontemporal_store((x), (p))
-#define ELEM(name, P)                                                                      \
+/* One work-item per gathered row r: BODY copies x's row (row, ok: whether the index was in
+ * range; a bad one reads row 0 and stores zeros) to out's row r. */
+#define ROWS(name, BODY)                                                                   \
 kernel void name(global const float *x, global const long *idx, global float *out,        \
                  ulong nidx, long len, ulong inner)                                       \
 {                                                                                          \
@@ -32,35 +34,21 @@ kernel void name(global const float *x, global const long *idx, global float *ou
   long v = idx[r]; if (v < 0) v += len;                                                    \
   int ok = v >= 0 && v < len;                                                              \
   global const float *row = x + (ulong)(ok ? v : 0) * inner;                               \
-  for (ulong k = 0; k < inner; k++) P(out + r * inner + k, ok ? row[k] : 0.0f);            \
+  BODY                                                                                     \
 }
-#define LINES(name, P)                                                                     \
-kernel void name(global const float *x, global const long *idx, global float *out,        \
-                 ulong nidx, long len, ulong inner)                                       \
-{                                                                                          \
-  ulong r = get_global_id(0);                                                              \
-  if (r >= nidx) return;                                                                   \
-  long v = idx[r]; if (v < 0) v += len;                                                    \
-  int ok = v >= 0 && v < len;                                                              \
-  global const float16 *row = (global const float16 *)(x + (ulong)(ok ? v : 0) * inner);   \
+#define ELEM(name, P) ROWS(name,                                                           \
+  for (ulong k = 0; k < inner; k++) P(out + r * inner + k, ok ? row[k] : 0.0f);)
+#define LINES(name, P) ROWS(name,                                                          \
+  global const float16 *rv = (global const float16 *)row;                                  \
   global float16 *dst = (global float16 *)(out + r * inner);                               \
-  for (ulong k = 0; k < inner / 16; k++) P(dst + k, ok ? row[k] : (float16)0);             \
-}
+  for (ulong k = 0; k < inner / 16; k++) P(dst + k, ok ? rv[k] : (float16)0);)
 ELEM(elem, PUT)
 ELEM(elem_nt, PUT_NT)
 LINES(lines, PUT)
 LINES(lines_nt, PUT_NT)
-kernel void vload16_lines(global const float *x, global const long *idx, global float *out,
-                          ulong nidx, long len, ulong inner)
-{
-  ulong r = get_global_id(0);
-  if (r >= nidx) return;
-  long v = idx[r]; if (v < 0) v += len;
-  int ok = v >= 0 && v < len;
-  global const float *row = x + (ulong)(ok ? v : 0) * inner;
+ROWS(vload16_lines,
   for (ulong k = 0; k + 16 <= inner; k += 16)
-    vstore16(ok ? vload16(0, row + k) : (float16)0, 0, out + r * inner + k);
-}
+    vstore16(ok ? vload16(0, row + k) : (float16)0, 0, out + r * inner + k);)
 """
 # index.cl's line kernels, with the helpers they call
 index_cl = open(os.path.join(ROOT, 'cl_kernels', 'index.cl')).read()
