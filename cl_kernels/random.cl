@@ -255,57 +255,57 @@ perm_write(global const ulong *vals, ulong voff, ulong n, global T *out, ulong o
   }
 
 /*
- * sin and cos of 2 pi k 2^-BITS for k < 2^BITS: the quadrant from the top two
- * bits, the rest folded into [0, pi/4] by octant symmetry, then polynomials
- * (both evaluated once at the folded argument, then swapped by a select).
- * The quadrant's swaps and sign flips are selects and sign-bit xors: -x is
- * the sign-bit flip in IEEE arithmetic. One body for both precisions: FT the
- * float type, UT its bits (also the type of k), S the scalar bits type, INV
- * the exact 2^-(BITS - 2).
+ * sin and cos of 2 pi k 2^-BITS for k < 2^BITS: the nearest quarter turn q from the top bits of
+ * k + 2^(BITS-3), the signed rest r (|r| <= 2^(BITS-3), an angle t in [-pi/4, pi/4]), then
+ * both polynomials at t, swapped and negated by the quadrant: (sin, cos) of q pi/2 + t is
+ * (S, C), (C, -S), (-S, -C), (-C, S) for q = 0..3. The swaps are selects and the negations
+ * sign-bit xors (-x is the sign-bit flip in IEEE arithmetic): no branch. One body for both
+ * precisions: FT the float type, UT its bits (also the type of k), S and IT the scalar
+ * unsigned and signed bits types, TURN the float nearest 2 pi 2^-BITS.
  */
-#define DET_SINCOS(NAME, FT, UT, S, BITS, INV, SUF)                                        \
+#define DET_SINCOS(NAME, FT, UT, S, IT, BITS, TURN, SUF)                                    \
   inline void NAME(UT k, FT *s, FT *c)                                                     \
   {                                                                                        \
-    UT q = k >> (BITS - 2);                                                                \
-    FT f = RCONV(SUF, k & (((S)1 << (BITS - 2)) - 1)) * (FT)(INV);                         \
-    FT t = RSEL((FT)1 - f, f, f <= (FT)0.5) * (FT)1.5707963267948966;                      \
+    UT h = k + (UT)((S)1 << (BITS - 3));                                                   \
+    UT q = (h >> (BITS - 2)) & (UT)3;                                                      \
+    FT t = RCONV(SUF, RAS(IT, h & (UT)(((S)1 << (BITS - 2)) - 1)) - ((IT)1 << (BITS - 3))) * \
+           (FT)(TURN);                                                                     \
     FT sp = sin_poly_##SUF(t), cp = cos_poly_##SUF(t);                                     \
-    FT a = RSEL(cp, sp, f <= (FT)0.5), b = RSEL(sp, cp, f <= (FT)0.5);                     \
     UT sgn = (UT)((S)1 << (sizeof(S) * 8 - 1));                                            \
     UT ss = RSEL((UT)0, sgn, (q & 2) != 0), cs = RSEL((UT)0, sgn, ((q ^ (q >> 1)) & 1) != 0); \
-    *s = RAS(SUF, RAS(S, RSEL(a, b, (q & 1) != 0)) ^ ss);                                  \
-    *c = RAS(SUF, RAS(S, RSEL(b, a, (q & 1) != 0)) ^ cs);                                  \
+    *s = RAS(SUF, RAS(S, RSEL(sp, cp, (q & 1) != 0)) ^ ss);                                \
+    *c = RAS(SUF, RAS(S, RSEL(cp, sp, (q & 1) != 0)) ^ cs);                                \
   }
 
 #if RNG_F32
 #define FV RV(float)
-/* ln(k * 2^-24) for k in [1, 2^24]: exponent split, then 2 atanh(s) with s = f / (2 + f). */
+/*
+ * -2 ln(k * 2^-24) for k in [1, 2^24], Box-Muller's radius squared. x = k = 2^e m with m in
+ * [sqrt(2)/2, sqrt(2)) taken from the bits of x minus those of sqrt(2)/2 (no compare, no
+ * select); ln m = f + f^2 P(f), f = m - 1, P of degree 7 (a weighted least-squares fit of
+ * (ln(1 + f) - f) / f^2: no division). The factor -2 is folded into the constants: g = -2f
+ * (exact, as m - 1 is) and the coefficients scaled by powers of two, which changes no
+ * rounding, so the result is exactly -2 times the unscaled sequence's. e - 24 becomes a float
+ * through the bits of 1.5 * 2^23 + (e - 24). Max relative error 9.5e-8 over every k.
+ */
 inline FV
-det_log_f32(RV(uint) k)
+det_m2log_f32(RV(uint) k)
 {
   FV x = RCONV(float, k);
-  RV(uint) bits = RAS(uint, x);
-  RV(int) e = RAS(int, bits >> 23) - 127;
-  FV m = RAS(float, (bits & 0x007fffffu) | 0x3f800000u);
-  e = RSEL(e, e + 1, m > 1.41421354f);
-  m = RSEL(m, m * 0.5f, m > 1.41421354f);
-  FV f = m - 1.0f;
-  FV d = f + 2.0f;
-  /* 1/d by Newton from a linear start (relative error 1.5% -> float precision in 3 steps). */
-  FV y = fma((FV)-0.239f, d, (FV)0.984995544f);
-  y = y * fma(-d, y, (FV)2.0f);
-  y = y * fma(-d, y, (FV)2.0f);
-  y = y * fma(-d, y, (FV)2.0f);
-  FV s = f * y;
-  FV s2 = s * s;
-  FV p = (FV)0.111111112f;
-  p = fma(p, s2, (FV)0.142857149f);
-  p = fma(p, s2, (FV)0.200000003f);
-  p = fma(p, s2, (FV)0.333333343f);
-  p = fma(p, s2, (FV)1.0f);
-  FV lnm = (2.0f * s) * p;
-  FV ef = RCONV(float, e - 24);
-  return fma(ef, (FV)0.693145752f, fma(ef, (FV)1.42860677e-06f, lnm));
+  RV(int) e = RAS(int, RAS(uint, x) - 0x3f3504f3u) >> 23;
+  FV m = RAS(float, RAS(uint, x) - RAS(uint, e << 23));
+  FV g = fma(m, (FV)-2.0f, (FV)2.0f);
+  FV p = (FV)3.4120394e-04f;
+  p = fma(p, g, (FV)1.1177751e-03f);
+  p = fma(p, g, (FV)2.3309346e-03f);
+  p = fma(p, g, (FV)5.178284e-03f);
+  p = fma(p, g, (FV)1.2476294e-02f);
+  p = fma(p, g, (FV)3.1252194e-02f);
+  p = fma(p, g, (FV)8.333488e-02f);
+  p = fma(p, g, (FV)2.4999996e-01f);
+  FV r = fma(g * g, p, g);
+  FV ef = RAS(float, RAS(uint, e + (0x4b400000 - 24))) - 12582912.0f;
+  return fma(ef, (FV)-1.3862915f, fma(ef, (FV)-2.8572135e-06f, r));
 }
 
 /* sqrt(x) for x >= 0 by Newton on 1/sqrt from the classic bit-level start. */
@@ -344,7 +344,7 @@ cos_poly_float(FV t)
 }
 
 /* sin and cos of 2 pi k 2^-24 for k < 2^24 (DET_SINCOS). */
-DET_SINCOS(det_sincos_f32, FV, RV(uint), uint, 24, 0x1p-22f, float)
+DET_SINCOS(det_sincos_f32, FV, RV(uint), uint, int, 24, 0x1.921fb6p-22f, float)
 #endif
 
 /* 53 random bits from two words (each of type t). */
@@ -415,7 +415,7 @@ cos_poly_double(DV t)
 }
 
 /* sin and cos of 2 pi K 2^-53 for K < 2^53 (DET_SINCOS). */
-DET_SINCOS(det_sincos_f64, DV, RV(ulong), ulong, 53, 0x1p-51, double)
+DET_SINCOS(det_sincos_f64, DV, RV(ulong), ulong, long, 53, 0x1.921fb54442d18p-51, double)
 #endif
 
 #if KILN_IS_FLOAT
@@ -541,8 +541,8 @@ normal_blocks(global ST *out, ulong off, ulong n, ulong nb, ulong first, ulong b
     if (first + l < nb)
       normal_store(out, off, n, first + l, z0.s[l], z1.s[l], aligned);
 #else
-  RV(float) r0 = det_sqrt_f32(-2.0f * det_log_f32((w0 >> 8) + 1u));
-  RV(float) r1 = det_sqrt_f32(-2.0f * det_log_f32((w2 >> 8) + 1u));
+  RV(float) r0 = det_sqrt_f32(det_m2log_f32((w0 >> 8) + 1u));
+  RV(float) r1 = det_sqrt_f32(det_m2log_f32((w2 >> 8) + 1u));
   RV(float) s0, c0, s1, c1;
   det_sincos_f32(w1 >> 8, &s0, &c0);
   det_sincos_f32(w3 >> 8, &s1, &c1);

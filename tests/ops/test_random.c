@@ -104,33 +104,22 @@ as_ul(double d)
   return u;
 }
 
+/* -2 ln(k 2^-24): random.cl's det_m2log_f32, step for step. */
 static float
-det_log_f32(uint32_t k)
+det_m2log_f32(uint32_t k)
 {
+  static const float q[] = {2.4999996e-01f, 8.333488e-02f,  3.1252194e-02f, 1.2476294e-02f,
+                            5.178284e-03f,  2.3309346e-03f, 1.1177751e-03f, 3.4120394e-04f};
   float x = (float)k;
-  uint32_t bits = as_u(x);
-  int e = (int)(bits >> 23) - 127;
-  float m = as_f((bits & 0x007fffffu) | 0x3f800000u);
-  if (m > 1.41421354f) {
-    m = m * 0.5f;
-    e += 1;
-  }
-  float f = m - 1.0f;
-  float d = f + 2.0f;
-  float y = fmaf(-0.239f, d, 0.984995544f);
-  y = y * fmaf(-d, y, 2.0f);
-  y = y * fmaf(-d, y, 2.0f);
-  y = y * fmaf(-d, y, 2.0f);
-  float s = f * y;
-  float s2 = s * s;
-  float p = 0.111111112f;
-  p = fmaf(p, s2, 0.142857149f);
-  p = fmaf(p, s2, 0.200000003f);
-  p = fmaf(p, s2, 0.333333343f);
-  p = fmaf(p, s2, 1.0f);
-  float lnm = (2.0f * s) * p;
-  float ef = (float)(e - 24);
-  return fmaf(ef, 0.693145752f, fmaf(ef, 1.42860677e-06f, lnm));
+  int32_t e = (int32_t)(as_u(x) - 0x3f3504f3u) >> 23;
+  float m = as_f(as_u(x) - ((uint32_t)e << 23));
+  float g = fmaf(m, -2.0f, 2.0f);
+  float p = q[7];
+  for (int i = 6; i >= 0; i--)
+    p = fmaf(p, g, q[i]);
+  float r = fmaf(g * g, p, g);
+  float ef = as_f((uint32_t)(e + (0x4b400000 - 24))) - 12582912.0f;
+  return fmaf(ef, -1.3862915f, fmaf(ef, -2.8572135e-06f, r));
 }
 
 static float
@@ -169,23 +158,15 @@ cos_poly_f32(float t)
   return fmaf(t2, p, 1.0f);
 }
 
+/* random.cl's DET_SINCOS: the nearest quarter turn q, the rest t in [-pi/4, pi/4]. */
 static void
 det_sincos_f32(uint32_t k, float *s, float *c)
 {
-  uint32_t q = k >> 22;
-  float f = (float)(k & 0x3fffffu) * 0x1p-22f;
-  float a, b;
-  if (f <= 0.5f) {
-    float t = f * 1.57079637f;
-    a = sin_poly_f32(t);
-    b = cos_poly_f32(t);
-  } else {
-    float t = (1.0f - f) * 1.57079637f;
-    a = cos_poly_f32(t);
-    b = sin_poly_f32(t);
-  }
-  *s = q == 0 ? a : q == 1 ? b : q == 2 ? -a : -b;
-  *c = q == 0 ? b : q == 1 ? -a : q == 2 ? -b : a;
+  uint32_t h = k + (1u << 21), q = (h >> 22) & 3;
+  float t = (float)((int32_t)(h & 0x3fffffu) - (1 << 21)) * 0x1.921fb6p-22f;
+  float sp = sin_poly_f32(t), cp = cos_poly_f32(t);
+  *s = q == 0 ? sp : q == 1 ? cp : q == 2 ? -sp : -cp;
+  *c = q == 0 ? cp : q == 1 ? -sp : q == 2 ? -cp : sp;
 }
 
 static double
@@ -241,20 +222,11 @@ cos_poly_f64(double t)
 static void
 det_sincos_f64(uint64_t k, double *s, double *c)
 {
-  uint64_t q = k >> 51;
-  double f = (double)(k & 0x7ffffffffffffull) * 0x1p-51;
-  double a, b;
-  if (f <= 0.5) {
-    double t = f * 1.5707963267948966;
-    a = sin_poly_f64(t);
-    b = cos_poly_f64(t);
-  } else {
-    double t = (1.0 - f) * 1.5707963267948966;
-    a = cos_poly_f64(t);
-    b = sin_poly_f64(t);
-  }
-  *s = q == 0 ? a : q == 1 ? b : q == 2 ? -a : -b;
-  *c = q == 0 ? b : q == 1 ? -a : q == 2 ? -b : a;
+  uint64_t h = k + (1ull << 50), q = (h >> 51) & 3;
+  double t = (double)((int64_t)(h & 0x7ffffffffffffull) - (1ll << 50)) * 0x1.921fb54442d18p-51;
+  double sp = sin_poly_f64(t), cp = cos_poly_f64(t);
+  *s = q == 0 ? sp : q == 1 ? cp : q == 2 ? -sp : -cp;
+  *c = q == 0 ? cp : q == 1 ? -sp : q == 2 ? -cp : sp;
 }
 
 static uint64_t
@@ -386,7 +358,7 @@ replica(enum gen g, kiln_dtype dt, uint64_t seed, uint64_t counter, uint64_t n,
         float mean = (float)p->a, sd = cx ? (float)(p->b * 0.70710678118654752440) : (float)p->b;
         for (int part = 0; part <= cx; part++) {
           uint64_t tt = cx ? 2 * t + (uint64_t)part : t, pr = tt / 2;
-          float r = det_sqrt_f32(-2.0f * det_log_f32((w[2 * pr] >> 8) + 1u));
+          float r = det_sqrt_f32(det_m2log_f32((w[2 * pr] >> 8) + 1u));
           float s, c;
           det_sincos_f32(w[2 * pr + 1] >> 8, &s, &c);
           float z = tt % 2 ? r * s : r * c;
