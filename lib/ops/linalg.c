@@ -43,7 +43,7 @@
 
 static atomic_int hook_nb = -1, hook_small = -1, hook_own = -1, hook_leaf = -1, hook_route = -1;
 
-static atomic_llong hook_own_max = -1, hook_large_min = -1, hook_solve_nb = -1;
+static atomic_llong hook_own_max = -1, hook_large_min = -1, hook_solve_nb = -1, hook_lu_nb2 = -1;
 static atomic_int hook_gemm = -1, hook_ahead = -1, hook_pwg = -1;
 
 void
@@ -138,6 +138,20 @@ void
 kiln__linalg_test_solve_nb(long long v)
 {
   atomic_store(&hook_solve_nb, v);
+}
+
+void
+kiln__linalg_test_lu_nb2(long long v)
+{
+  atomic_store(&hook_lu_nb2, v);
+}
+
+static atomic_uint lu2_runs;
+
+unsigned
+kiln__linalg_test_lu2_runs(void)
+{
+  return atomic_load(&lu2_runs);
 }
 
 uint32_t
@@ -271,6 +285,8 @@ typedef struct la {
   uint32_t chol_large;  /* Cholesky's large bit */
   uint32_t solve_large; /* the blocked solves' large bit (two levels with many right-hand sides) */
   uint64_t solve_nb;    /* and their outer block */
+  uint64_t lu_nb2;      /* the device route LU's outer block (0: one level) */
+  uint32_t lu_large;    /* and the large bit of its outer updates */
   int ahead;            /* look-ahead on a second queue (device route LU and Cholesky) */
   uint32_t pwg;         /* LU panel work-groups (1: lu_panel, more: lu_panel_grid) */
   int host_lu, host_chol;    /* LU, Cholesky panels on the host (the hybrid route) */
@@ -325,6 +341,15 @@ la_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
   L.solve_large = L.tile && ctx->info.is_gpu && !p.gemm
                       ? kiln__linalg_large_bit(ctx, dt, KILN__LINALG_GEMM_LARGE)
                       : L.large;
+  /* LU's two levels: the same conditions as Cholesky's rule, orders of two outer blocks on */
+  uint64_t rows = (uint64_t)a->shape.dims[nd - 2], kmin = rows < order ? rows : order;
+  long long hn2 = atomic_load(&hook_lu_nb2);
+  const char *en2 = kiln__env(KILN__ENV_DEBUG_LU_NB2);
+  L.lu_nb2 = hn2 >= 0 ? (uint64_t)hn2
+             : en2    ? strtoull(en2, NULL, 10)
+             : chol_rule && kmin >= 2 * KILN__LINALG_LU_NB2_GPU ? KILN__LINALG_LU_NB2_GPU
+                                                              : 0;
+  L.lu_large = L.chol_large;
   long long hsn = atomic_load(&hook_solve_nb);
   L.solve_nb = hsn > 0 ? (uint64_t)hsn : KILN__LINALG_SOLVE_NB_GPU;
   int hs = atomic_load(&hook_small);
@@ -1146,6 +1171,46 @@ lu_panel_on(const la *L, cl_command_queue q2, lu_pan *P, mat a, uint64_t lda, ui
 }
 
 /*
+ * Blocked LU in two levels (L->lu_nb2 > L->nb, no look-ahead): outer blocks of lu_nb2 columns,
+ * each factored by steps of nb columns whose interchanges, TRSMs and updates stay inside the
+ * block; then the block's interchanges on the columns left and right of it, its TRSM and one
+ * update lu_nb2 deep of the trailing matrix, with the large bit of L->lu_large. The steps' TRSMs
+ * (nb rows, at most lu_nb2 - nb right-hand sides) run tri_blocked whatever their size where it
+ * has GEMMs to run on: trsm_cols, one work-item per right-hand side, took the small ones.
+ */
+static kiln_status
+lu_two_level(const la *L, lu_pan *P, mat a, uint64_t m, uint64_t n, mat piv, mat info)
+{
+  uint64_t k = m < n ? m : n, nb = L->nb, ob = L->lu_nb2;
+  la Lo = *L;
+  Lo.large = L->lu_large;
+  atomic_fetch_add(&lu2_runs, 1);
+  for (uint64_t J0 = 0; J0 < k; J0 += ob) {
+    uint64_t JB = k - J0 < ob ? k - J0 : ob, J1 = J0 + JB;
+    for (uint64_t j0 = J0; j0 < J1; j0 += nb) {
+      uint64_t jb = J1 - j0 < nb ? J1 - j0 : nb, r = j0 + jb;
+      KILN_TRY(lu_panel_rec(L, P, a, n, m, j0, jb, piv, info, J0, JB));
+      if (r < J1) {
+        mat a11 = at(a, j0 * n + j0), a12 = at(a, j0 * n + r);
+        if (L->clblast || L->tile)
+          KILN_TRY(tri_blocked(L, 0, 0, 1, jb, J1 - r, a11, n, a12, n));
+        else
+          KILN_TRY(tri(L, 1, 1, 0, 0, 1, jb, J1 - r, 1.0, a11, n, 0, a12, n, 0, 1));
+        KILN_TRY(gemm_sub(L, m - r, J1 - r, jb, at(a, r * n + j0), n, a12, n, at(a, r * n + r), n));
+      }
+    }
+    KILN_TRY(laswp_skip(L, a, 0, n, n - JB, piv, 0, J0, J1, 0, 1, J0, JB));
+    if (J1 < n) {
+      KILN_TRY(tri(L, 1, 1, 0, 0, 1, JB, n - J1, 1.0, at(a, J0 * n + J0), n, 0, at(a, J0 * n + J1),
+                   n, 0, 1));
+      KILN_TRY(gemm_sub(&Lo, m - J1, n - J1, JB, at(a, J1 * n + J0), n, at(a, J0 * n + J1), n,
+                        at(a, J1 * n + J1), n));
+    }
+  }
+  return KILN_OK;
+}
+
+/*
  * Blocked right-looking LU of one m x n matrix in place. With look-ahead (L->ahead) the
  * update of each step does the next panel's columns first; that panel is then factored on a
  * second queue while the context's queue runs the rest of the update (columns disjoint from
@@ -1155,6 +1220,8 @@ static kiln_status
 lu_blocked(const la *L, lu_pan *P, mat a, uint64_t m, uint64_t n, mat piv, mat info)
 {
   uint64_t k = m < n ? m : n, nb = L->nb;
+  if (L->lu_nb2 > nb && !L->ahead && k > nb)
+    return lu_two_level(L, P, a, m, n, piv, info);
   cl_command_queue q2 = NULL;
   if (L->ahead && k > nb)
     KILN_TRY(kiln__lh_queue2(L->op, L->ctx, &q2));

@@ -22,6 +22,14 @@
  * panels, 4.80 with 512 and 4.70 with 1024 (docs/perf-data/h200-2026-12-04-s21/chol8/).
  */
 #define KILN__LINALG_CHOL_NB_GPU 768
+/*
+ * The device route LU's outer block on GPUs (the rule where Cholesky's two levels apply, for
+ * orders of at least twice it): steps of KILN__LINALG_NB_GPU columns whose updates stay inside
+ * the outer block, then the block's interchanges, its TRSM and one update KILN__LINALG_LU_NB2_GPU
+ * deep on kiln's large GEMM kernel (rank-64 updates on gemm_tile ran at 6.5 TFLOP/s on an
+ * H200). KILN_DEBUG_LU_NB2 (0: one level) or the test hook overrides it.
+ */
+#define KILN__LINALG_LU_NB2_GPU 256
 /* Orders up to which that rule takes the whole matrix as one panel (no SYRK: chol_col's
  * updates alone): H200, f64 1024, 0.86 ms against 0.93 in 768-column panels (chol8/). */
 #define KILN__LINALG_CHOL_ONE_PANEL_GPU 1024
@@ -281,6 +289,11 @@ void kiln__linalg_test_large_min(long long v);
 uint64_t kiln__linalg_large_min(void);
 /* Test hook: v > 0 replaces KILN__LINALG_SOLVE_NB_GPU (a multiple of 64); -1 restores it. */
 void kiln__linalg_test_solve_nb(long long v);
+/* Test hook: v >= 0 sets the device route LU's outer block (0: one level; any device, any
+ * block size); -1 restores the rule (KILN__LINALG_LU_NB2_GPU, KILN_DEBUG_LU_NB2). */
+void kiln__linalg_test_lu_nb2(long long v);
+/* Test hook: LU factorizations that took the two levels since the process started. */
+unsigned kiln__linalg_test_lu2_runs(void);
 
 /* Test hook: gemm >= 0 forces the GEMM (enum kiln__linalg_gemm) of LU, Cholesky and their
  * solves; -1 restores the tuner's choice. */

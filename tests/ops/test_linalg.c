@@ -1772,6 +1772,8 @@ reset_hooks(void)
   default_gemm();
   kiln__linalg_test_ahead(-1);
   kiln__linalg_test_pwg(-1);
+  kiln__linalg_test_lu_nb2(-1);
+  kiln__linalg_test_large_min(-1);
 }
 
 /*
@@ -1831,6 +1833,57 @@ START_TEST(cholesky_panels)
 }
 END_TEST
 
+/*
+ * LU in two levels (the GPU rule's outer blocks, here forced on any device): outer blocks of 24
+ * columns (three 8-column steps) and of 20 (two steps and a 4-column one), square, tall, wide,
+ * batched and singular LU, solve and inverse, on each GEMM: CLBlast (or kiln's simple kernels
+ * where the hooks ask for them: the steps' solves then on trsm_cols), gemm_tile, and the large
+ * kernel from 16 rows and columns on (the outer updates there); then the grid panel's leaves
+ * inside the outer blocks. Every factorization is checked by its backward error (lu_case).
+ */
+START_TEST(lu_two_levels)
+{
+  unsigned runs = kiln__linalg_test_lu2_runs();
+  hook_route = KILN__LINALG_ROUTE_DEVICE;
+  for (int g = KILN__LINALG_GEMM_CLBLAST; g <= KILN__LINALG_GEMM_LARGE; g++) {
+    if (harness_small() && g != KILN__LINALG_GEMM_CLBLAST)
+      continue;
+    kiln__linalg_test_gemm(g);
+    kiln__linalg_test_large_min(g == KILN__LINALG_GEMM_LARGE ? 16 : -1);
+    for (int ob = 24; ob >= 20; ob -= 4) {
+      kiln__linalg_test_lu_nb2(ob);
+      set_hook(8, 0, g == KILN__LINALG_GEMM_CLBLAST && ob == 20, -1);
+      FOR_DTYPE_AT(dt, ob == 20)
+      {
+        lu_case(dt, 0, NULL, 97, 97, NULL);
+        lu_case(dt, 0, NULL, 130, 70, NULL);
+        lu_case(dt, 0, NULL, 70, 130, NULL);
+        if (harness_small())
+          continue;
+        int64_t bd = 2;
+        lu_case(dt, 1, &bd, 45, 45, NULL);
+        singular_case(dt, 65, 40);
+        solve_case(dt, 1, 129, 5, 0, NULL);
+        inv_case(dt, 2, 70);
+      }
+    }
+  }
+  if (!harness_small()) {
+    /* the grid panel (on CPUs one work-group) as the steps' kernel, 16-column steps */
+    kiln__linalg_test_pwg(2);
+    kiln__linalg_test_lu_nb2(48);
+    set_hook(16, 0, -1, -1);
+    FOR_DTYPES(dt)
+    {
+      lu_case(dt, 0, NULL, 150, 150, NULL);
+      lu_case(dt, 0, NULL, 200, 110, NULL);
+    }
+  }
+  ck_assert_uint_gt(kiln__linalg_test_lu2_runs(), runs);
+  reset_hooks();
+}
+END_TEST
+
 static Suite *
 linalg_suite(void)
 {
@@ -1871,6 +1924,11 @@ linalg_suite(void)
   tcase_add_checked_fixture(chol, reset_hooks, NULL);
   tcase_add_test(chol, cholesky_panels);
   suite_add_tcase(s, chol);
+  TCase *lu2 = tcase_create("lu2");
+  tcase_set_timeout(lu2, 300);
+  tcase_add_checked_fixture(lu2, reset_hooks, NULL);
+  tcase_add_test(lu2, lu_two_levels);
+  suite_add_tcase(s, lu2);
   return s;
 }
 
