@@ -1,0 +1,23 @@
+#!/bin/bash
+# Session 25, issue 18: LU, solve and inverse with the two-level LU (KILN_DEBUG_LU_NB2=256, the
+# GPU rule from order 512; 512) against one level (0), real and complex, PyTorch in the same
+# run, a trace of LU f64 4096 in two levels, then test_linalg's lu2 and grid cases.
+# NAMES=s25b LIMIT=560 bash bench/h200/round.sh; results under $OUT/r/s25b/.
+source bench/h200/common.sh s25b
+F=linalg.lu,linalg.solve,linalg.inv
+CF=linalg.clu,linalg.csolve,linalg.cinv
+for v in 256 0 512; do
+  KILN_DEBUG_LU_NB2=$v b nb2-$v 120 --reps 3 --dtype f32,f64 --sizes 2^20,2^22,2^24 --filter $F
+done
+for v in 256 0; do
+  KILN_DEBUG_LU_NB2=$v b c-nb2-$v 120 --reps 3 --dtype c64,c128 --sizes 2^22,2^24 --filter $CF
+done
+timeout 120 python3 bench/peers_torch.py --no-startup --reps 3 --dtype f32,f64 \
+  --sizes 2^20,2^22,2^24 --filter $F --out $R/torch.json > $R/torch.log 2>&1
+timeout 90 python3 bench/peers_torch.py --no-startup --reps 3 --dtype c64,c128 \
+  --sizes 2^22,2^24 --filter $CF --out $R/torch-c.json > $R/torch-c.log 2>&1
+el torch
+KILN_DEBUG_LU_NB2=256 trace_at lu-256 f64 2^24 2 --filter linalg.lu
+(CK_RUN_CASE=lu2 KILN_CACHE_DIR=/tmp/kc-t-lu2 tests 200 linalg; mv $R/test-linalg.txt $R/test-linalg-lu2.txt) &
+(CK_RUN_CASE=grid KILN_CACHE_DIR=/tmp/kc-t-grid tests 200 linalg; mv $R/test-linalg.txt $R/test-linalg-grid.txt) &
+wait
