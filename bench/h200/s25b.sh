@@ -1,6 +1,7 @@
 #!/bin/bash
-# Session 25, issue 18: LU, solve and inverse with the two-level LU (KILN_DEBUG_LU_NB2=256, the
-# GPU rule from order 512; 512) against one level (0), real and complex, PyTorch in the same
+# Session 25, issue 18 (written then; no GPU was lent to run it): LU, solve and inverse in two
+# levels (KILN_DEBUG_LU_NB2=256 and 512; the rule, KILN__LINALG_LU_NB2_GPU, stays off until
+# this has run) against one level (0), real and complex, PyTorch in the same
 # run, a trace of LU f64 4096 in two levels, then test_linalg's lu2 and grid cases.
 # NAMES=s25b LIMIT=560 bash bench/h200/round.sh; results under $OUT/r/s25b/.
 source bench/h200/common.sh s25b

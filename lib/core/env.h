@@ -31,7 +31,7 @@
   X(DEBUG_GEMM_TEMP, "KILN_DEBUG_GEMM_TEMP") /* debug: CLBlast GEMMs with a kept temporary */ \
   X(DEBUG_QR_GRID, "KILN_DEBUG_QR_GRID")   /* debug: qr_panel_grid's lanes, rows, T (docs/linalg.md) */ \
   X(DEBUG_CPLX_LARGE, "KILN_DEBUG_CPLX_LARGE") /* debug: 1 / 0 forces complex linalg GEMMs on / off the large kernel */ \
-  X(DEBUG_LU_NB2, "KILN_DEBUG_LU_NB2") /* debug: the device route LU's outer block (0: one level) */ \
+  X(DEBUG_LU_NB2, "KILN_DEBUG_LU_NB2") /* debug: the device route LU's two levels: outer block width (0: one level) */ \
   X(TEST_CACHE_KILL_AT, "KILN_TEST_CACHE_KILL_AT") /* test hook of the cache's writers */    \
   X(TEST_TUNING_DATA, "KILN_TEST_TUNING_DATA") /* test hook: the packaged tuning files' dir */ \
   X(XDG_CACHE_HOME, "XDG_CACHE_HOME")        /* the default cache directory */               \

@@ -23,13 +23,15 @@
  */
 #define KILN__LINALG_CHOL_NB_GPU 768
 /*
- * The device route LU's outer block on GPUs (the rule where Cholesky's two levels apply, for
- * orders of at least twice it): steps of KILN__LINALG_NB_GPU columns whose updates stay inside
- * the outer block, then the block's interchanges, its TRSM and one update KILN__LINALG_LU_NB2_GPU
- * deep on kiln's large GEMM kernel (rank-64 updates on gemm_tile ran at 6.5 TFLOP/s on an
- * H200). KILN_DEBUG_LU_NB2 (0: one level) or the test hook overrides it.
+ * The device route LU's outer block on GPUs where Cholesky's two levels apply, for orders of
+ * at least twice it: steps of KILN__LINALG_NB_GPU columns whose updates stay inside the outer
+ * block, then the block's interchanges, its TRSM and one update that deep on kiln's large GEMM
+ * kernel (rank-64 updates on gemm_tile ran at 6.5 TFLOP/s on an H200). The rule is off (0)
+ * until a GPU run has timed it against one level (bench/h200/s25b.sh, written in session 25,
+ * when no GPU was lent for it); KILN_DEBUG_LU_NB2 (a width, 0 one level) or the test hook
+ * (kiln__linalg_test_lu_nb2) turns it on.
  */
-#define KILN__LINALG_LU_NB2_GPU 256
+#define KILN__LINALG_LU_NB2_GPU 0
 /* Orders up to which that rule takes the whole matrix as one panel (no SYRK: chol_col's
  * updates alone): H200, f64 1024, 0.86 ms against 0.93 in 768-column panels (chol8/). */
 #define KILN__LINALG_CHOL_ONE_PANEL_GPU 1024
