@@ -346,10 +346,10 @@ la_begin(const char *op, kiln_context *ctx, const kiln_tensor *a)
   long long hn2 = atomic_load(&hook_lu_nb2);
   const char *en2 = kiln__env(KILN__ENV_DEBUG_LU_NB2);
   uint64_t w2 = KILN__LINALG_LU_NB2_GPU;
-  L.lu_nb2 = hn2 >= 0 ? (uint64_t)hn2
-             : en2    ? strtoull(en2, NULL, 10)
+  L.lu_nb2 = hn2 >= 0                      ? (uint64_t)hn2
+             : en2                         ? strtoull(en2, NULL, 10)
              : chol_rule && kmin / 2 >= w2 ? w2
-                                          : 0;
+                                           : 0;
   L.lu_large = L.chol_large;
   long long hsn = atomic_load(&hook_solve_nb);
   L.solve_nb = hsn > 0 ? (uint64_t)hsn : KILN__LINALG_SOLVE_NB_GPU;
