@@ -39,44 +39,11 @@
 
 /* ---- helpers named in the op table ---- */
 #if KILN_EXP64 && defined(KILN_DT_F64)
-/*
- * e^x for doubles on CPU devices (KILN_EXP64, set by the elementwise family's build options
- * there): x = k ln 2 + r with |r| <= ln 2 / 2, e^r by its Taylor series to r^13 (the next
- * term is below 2^-57 of the result), 2^k as two exact powers of two so that subnormal
- * results round once and large ones overflow to inf. Only multiplies, adds, compares and bit
- * moves: ln 2's first part has 32 bits so that k ln2hi is exact without an fma, k is rounded
- * by adding and subtracting 1.5 2^52, and the powers of two are built from the bits of
- * k + 1023 + 2^52, so that no call (rint, fma, a conversion) keeps PoCL's vectorizer from
- * taking the lanes together, where its builtin exp runs element by element. k_exp is it
- * there (the op table's exp, and sigmoid, gelu_tanh and softplus below), else the builtin.
- */
-inline double k_exp64(double x)
-{
-  const double xc = x < -746.0 ? -746.0 : x > 710.0 ? 710.0 : x; /* NaN stays NaN */
-  const double kd = (xc * 1.4426950408889634074 + 0x1.8p52) - 0x1.8p52;
-  const double r = (xc - kd * 6.93147180369123816490e-01) - kd * 1.90821492927058770002e-10;
-  double p = 1.6059043836821614599e-10; /* 1 / 13! */
-  p = p * r + 2.0876756987868098979e-09;
-  p = p * r + 2.5052108385441718775e-08;
-  p = p * r + 2.7557319223985890653e-07;
-  p = p * r + 2.7557319223985890653e-06;
-  p = p * r + 2.4801587301587301587e-05;
-  p = p * r + 1.9841269841269841270e-04;
-  p = p * r + 1.3888888888888888889e-03;
-  p = p * r + 8.3333333333333333333e-03;
-  p = p * r + 4.1666666666666666667e-02;
-  p = p * r + 1.6666666666666666667e-01;
-  p = p * r + 0.5;
-  p = p * r + 1.0;
-  p = p * r + 1.0;
-  /* k1 = floor(k / 2) by the same rounding, k2 = k - k1: both in [-538, 513] */
-  const double k1 = ((kd * 0.5 - 0.25) + 0x1.8p52) - 0x1.8p52, k2 = kd - k1;
-  const double s1 = as_double(as_long(k1 + (1023.0 + 0x1p52)) << 52);
-  const double s2 = as_double(as_long(k2 + (1023.0 + 0x1p52)) << 52);
-  const double y = p * s1 * s2;
-  return x != x ? x : y;
-}
-#define k_exp k_exp64
+/* e^x for doubles on CPU devices (KILN_EXP64, set by the elementwise family's build options
+ * there): kiln_exp64 (exp64.clh). k_exp is it there (the op table's exp, and sigmoid,
+ * gelu_tanh and softplus below), else the builtin. */
+#include "exp64.clh"
+#define k_exp kiln_exp64
 #else
 #define k_exp exp
 #endif

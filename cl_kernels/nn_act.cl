@@ -55,48 +55,22 @@ inline T a_softplus(T x) { return fmax(x, (T)0) + log1p(exp(-fabs(x))); }
 #endif
 #if defined(KILN_DT_F64)
 #if KILN_NN_ERF == 2
-/*
- * e^y for y <= 0, 0 below -708 (where e^y leaves the normal range): y = k ln 2 + r with k
- * rounded through the bits of 1.5 * 2^52 + y / ln 2 and |r| <= ln(2) / 2 (ln 2 in two parts),
- * e^r = 1 + r + r^2 Q(r) with Q of degree 9 (a weighted least-squares fit in 60 digits,
- * relative error 4e-18 before the roundings), 2^k added to the result's exponent bits. No
- * branch and no range checks: on PoCL f64 gelu ran 1.4x and gelu_bwd 2.0x faster with it
- * than with OpenCL's exp (2^22 elements); on an H100 1-2% slower, so GPUs keep OpenCL's
- * (KILN_NN_ERF 1; docs/nn.md).
- */
-inline double a_exp_neg(double y)
-{
-  double kd = fma(y, 1.4426950408889634, 6755399441055744.0), k = kd - 6755399441055744.0;
-  double r = fma(k, -6.93147180559945286e-01, y);
-  r = fma(k, -2.319046813846299558e-17, r);
-  double p = 2.5000036652530476e-08;
-  p = fma(p, r, 2.763026313862644e-07);
-  p = fma(p, r, 2.755758653005099e-06);
-  p = fma(p, r, 2.480149306065045e-05);
-  p = fma(p, r, 0.00019841269506317533);
-  p = fma(p, r, 0.0013888888943663614);
-  p = fma(p, r, 0.008333333333494623);
-  p = fma(p, r, 0.041666666666530044);
-  p = fma(p, r, 0.16666666666666413);
-  p = fma(p, r, 0.5000000000000011);
-  p = fma(p, r, 1.0);
-  p = fma(p, r, 1.0);
-  /* The low word of kd is k (two's complement); p in [0.70, 1.42] times 2^k stays normal
-   * for k >= -1021, which y >= -708 ensures. */
-  double e = as_double(as_long(p) + ((long)(int)as_long(kd) << 52));
-  return y < -708.0 ? 0.0 : e;
-}
+/* kiln_exp64 (exp64.clh): on PoCL f64 gelu ran 1.4x and gelu_bwd 2.0x faster with a form of
+ * it than with OpenCL's exp (2^22 elements); on an H100 1-2% slower, so GPUs keep OpenCL's
+ * (KILN_NN_ERF 1; docs/nn.md). */
+#include "exp64.clh"
+#define a_exp64 kiln_exp64_neg
 #else
-inline double a_exp_neg(double y) { return exp(y); }
+#define a_exp64 exp
 #endif
 /* e^(-x^2 / 2) with x^2 split exactly by an fma (hh + hl): the rounding of x^2 alone would
  * cost up to 1e-13 of the result in gelu's tails. |x| is capped at 40 so that inf and NaN
- * give 0 rather than NaN from inf - inf (with kiln's exp the result is 0 from |x| = 37.63
- * on, with OpenCL's from 38.6). */
+ * give 0 rather than NaN from inf - inf (the result is 0 from |x| = 38.6 on, from 37.63 with
+ * kiln_exp64_neg). */
 inline T a_gauss(T x)
 {
   double xs = fmin(fabs(x), 40.0), hh = xs * xs, hl = fma(xs, xs, -hh);
-  return a_exp_neg(-0.5 * hh) * (1.0 - 0.5 * hl);
+  return a_exp64(-0.5 * hh) * (1.0 - 0.5 * hl);
 }
 #else
 inline T a_gauss(T x) { return exp((T)-0.5 * x * x); }

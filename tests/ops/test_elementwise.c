@@ -2545,7 +2545,8 @@ END_TEST
  * KILN_EXP64; the builtin on GPUs): the last finite result and the first inf, subnormal
  * results down to the smallest and the first 0, NaN and the infinities, and 4099 values
  * spread over [-750, 750] (n not a multiple of the vector width: the tail loop too).
- * Relative 1e-12 of the host's exp, or 2 subnormal steps where the result is subnormal.
+ * Relative 1e-15 of the host's exp (4.5 ulp: OpenCL allows 3 for the builtin; kiln's own is
+ * within 0.64), or 2 subnormal steps where the result is subnormal.
  */
 START_TEST(exp_f64_range)
 {
@@ -2586,7 +2587,7 @@ START_TEST(exp_f64_range)
     const double want = exp(x[i]);
     const int ok = isnan(want)   ? isnan(got[i])
                    : isinf(want) ? got[i] == want
-                                 : fabs(got[i] - want) <= 1e-12 * fabs(want) + 1e-323;
+                                 : fabs(got[i] - want) <= 1e-15 * fabs(want) + 1e-323;
     ck_assert_msg(ok, "exp(%.17g) = %.17g, want %.17g", x[i], got[i], want);
   }
   KOK(kiln_tensor_release(tx));
