@@ -7,8 +7,8 @@
  * device defaults, KILN_DEBUG_NN and the tests' hook): KILN_NN_ITEMS (elements per work-item,
  * a work-group apart so a group's accesses stay contiguous; 1, 2, 4 or 8: 4 on GPUs, 1 on
  * CPUs); KILN_NN_ERF (1: gelu's erfc is kiln's own f32 one below for f32 and the half types,
- * kiln's own f64 one for f64, 0: OpenCL's erfc; 2: as 1, with kiln's own exp in f64, the CPU
- * default for f64).
+ * kiln's own f64 one for f64, 0: OpenCL's erfc); KILN_EXP64 (f64 on CPU devices: kiln's own
+ * exp, exp64.clh).
  * Kernels (offsets in elements, n elements, grid-stride loops: any global size works):
  *   act_fwd_<name>(x, xoff, y, yoff, n, p0, p1)
  *   act_bwd_<name>(g, goff, v, voff, dx, dxoff, n, p0, p1)
@@ -38,9 +38,18 @@
 #ifndef KILN_NN_FAST
 #define KILN_NN_FAST 0
 #endif
+/* KILN_EXP64 (f64 on CPU devices, as in the elementwise family): every f64 exp below is
+ * kiln's branch-free one (exp64.clh), which PoCL vectorizes where its builtin runs element by
+ * element. */
+#if KILN_EXP64 && defined(KILN_DT_F64)
+#include "exp64.clh"
+#endif
 #if KILN_NN_FAST && !defined(KILN_DT_F64)
 #define A_EXP(x) native_exp(x)
 #define A_RCP(x) native_recip(x)
+#elif KILN_EXP64 && defined(KILN_DT_F64)
+#define A_EXP(x) kiln_exp64(x)
+#define A_RCP(x) ((T)1 / (x))
 #else
 #define A_EXP(x) exp(x)
 #define A_RCP(x) ((T)1 / (x))
@@ -49,16 +58,14 @@
 /* 1 / (1 + e^-x), without overflow warnings mattering: exp(-x) = inf gives 0. */
 inline T a_sigmoid(T x) { return A_RCP((T)1 + A_EXP(-x)); }
 /* log(1 + e^x) without overflow. */
-inline T a_softplus(T x) { return fmax(x, (T)0) + log1p(exp(-fabs(x))); }
+inline T a_softplus(T x) { return fmax(x, (T)0) + log1p(A_EXP(-fabs(x))); }
 #ifndef KILN_NN_ERF
 #define KILN_NN_ERF 1
 #endif
 #if defined(KILN_DT_F64)
-#if KILN_NN_ERF == 2
-/* kiln_exp64 (exp64.clh): on PoCL f64 gelu ran 1.4x and gelu_bwd 2.0x faster with a form of
- * it than with OpenCL's exp (2^22 elements); on an H100 1-2% slower, so GPUs keep OpenCL's
- * (KILN_NN_ERF 1; docs/nn.md). */
-#include "exp64.clh"
+#if KILN_EXP64
+/* on PoCL f64 gelu ran 1.3x-1.4x and gelu_bwd 1.6x faster with it than with OpenCL's exp; on
+ * an H100 a form of it was 1-2% slower, so GPUs keep OpenCL's (docs/nn.md) */
 #define a_exp64 kiln_exp64_neg
 #else
 #define a_exp64 exp

@@ -599,7 +599,7 @@ nn_default_knobs(const kiln_device_info *info, kiln_dtype dtype, kiln__nn_knobs 
 {
   const size_t esz = kiln_dtype_size(dtype);
   k->act_items = !info->is_gpu ? 1 : esz == 4 ? 2 : esz < 4 ? 8 : 4;
-  k->erf = !info->is_gpu && dtype == KILN_F64 ? 2 : 1;
+  k->erf = 1;
   k->fast = 0;
   k->act_vec = info->is_gpu && esz == 4 ? 4 : 1;
   k->row_items = info->is_gpu ? 0 : 16;
@@ -617,9 +617,7 @@ knob_valid(const char *name, unsigned long v)
     return v == 1 || v == 2 || v == 4 || v == 8;
   if (strcmp(name, "act_vec") == 0)
     return v == 1 || v == 4;
-  if (strcmp(name, "erf") == 0)
-    return v <= 2;
-  if (strcmp(name, "fast") == 0)
+  if (strcmp(name, "erf") == 0 || strcmp(name, "fast") == 0)
     return v <= 1;
   if (strcmp(name, "row_items") == 0)
     return v == 0 || v == 4 || v == 8 || v == 16;
@@ -685,7 +683,7 @@ knobs_from_env(kiln__nn_knobs *k)
     if (!end)
       kiln__log(
           KILN__LOG_WARN,
-          "KILN_DEBUG_NN: ignoring '%.*s' (act_items=1|2|4|8, act_vec=1|4, erf=0|1|2, fast=0|1, "
+          "KILN_DEBUG_NN: ignoring '%.*s' (act_items=1|2|4|8, act_vec=1|4, erf=0|1, fast=0|1, "
           "row_items=0|4|8|16, row_wg=a power of two up to 1024, verbose=0|1, "
           "maxreg=0|32|40|48|64|96|128, row_local=KiB 0-64, col_items=0-22)",
           (int)n, e);
@@ -810,6 +808,10 @@ nn_build_options(const kiln_device_info *info, const char *source, kiln_dtype dt
       kiln__options_append(buf, len, " -DKILN_NN_FAST=1");
     if (k.act_vec != 1)
       kiln__options_append(buf, len, " -DKILN_NN_VEC=%u", k.act_vec);
+    /* kiln's own branch-free exp for doubles on CPU devices (exp64.clh), as the elementwise
+     * family's */
+    if (dtype == KILN_F64 && !info->is_gpu)
+      kiln__options_append(buf, len, " -DKILN_EXP64=1");
   } else if (strcmp(source, KILN__NN_ROWS) == 0 && k.row_items != 0) {
     kiln__options_append(buf, len, " -DKILN_NN_ROW_ITEMS=%u", k.row_items);
   }

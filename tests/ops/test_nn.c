@@ -1497,8 +1497,7 @@ START_TEST(act_knobs)
   /* {act_items, erf, fast, act_vec, dtypes (1: f32, 2: + f64, 3: + f16, bf16, 4: f64 only)}:
    * every value of each knob, fast (native exp and reciprocal) and 4-vectors on every dtype
    * they change, each entry a program per dtype (gelu_tail_relative reuses them). */
-  const int32_t knobs[][5] = {
-      {2, 0, 0, 4, 1}, {4, 1, 0, 4, 2}, {8, 1, 1, 4, 3}, {8, 0, 0, 1, 4}, {8, 2, 0, 1, 4}};
+  const int32_t knobs[][5] = {{2, 0, 0, 4, 1}, {4, 1, 0, 4, 2}, {8, 1, 1, 4, 3}, {8, 0, 0, 1, 4}};
   const kiln_activation acts[] = {KILN_ACT_GELU, KILN_ACT_GELU_TANH, KILN_ACT_SILU, KILN_ACT_RELU};
   const int64_t sizes[] = {0, 1, 7, 1031, harness_size(20011, 600)};
   const int64_t ls[][2] = {{0, 3}, {3, 7}, {harness_size(61, 9), 333}};
@@ -1555,15 +1554,14 @@ START_TEST(gelu_tail_relative)
       ones[i] = 1;
     }
     int64_t n = N;
-    /* erf 0 and 1; in f32 also kiln's erfc with the native exp and reciprocal (fast), in
-     * f64 erf 2 (kiln's erfc with kiln's exp). */
-    for (int mode = 0; mode < 3; mode++) {
-      int erf = mode == 0 ? 0 : f64 ? mode : 1;
+    /* erf 0 and 1; in f32 also kiln's erfc with the native exp and reciprocal (fast) */
+    for (int mode = 0; mode < (f64 ? 2 : 3); mode++) {
+      int erf = mode > 0;
       double tol = !f64 ? 2e-5 : erf ? 1e-14 : 1e-12;
       kiln__nn_test_knobs.erf = erf;
-      kiln__nn_test_knobs.fast = !f64 && mode == 2;
-      /* act_knobs' programs (OpenCL's erfc: {2, 4} in f32, {8, 1} in f64; fast {8, 4}; erf 2
-       * {8, 1}), or the default. */
+      kiln__nn_test_knobs.fast = mode == 2;
+      /* act_knobs' programs (OpenCL's erfc: {2, 4} in f32, {8, 1} in f64; fast {8, 4}), or
+       * the default. */
       kiln__nn_test_knobs.act_items = mode == 1 ? -1 : mode == 2 || f64 ? 8 : 2;
       kiln__nn_test_knobs.act_vec = mode == 1 ? -1 : f64 ? 1 : 4;
       kiln_tensor *tx = up(dt, 1, &n, x), *tg = up(dt, 1, &n, ones), *ty = NULL, *tdx = NULL;
