@@ -1554,7 +1554,7 @@ START_TEST(gelu_tail_relative)
       ones[i] = 1;
     }
     int64_t n = N;
-    /* erf 0 and 1; in f32 also kiln's erfc with the native exp and reciprocal (fast) */
+    /* erf 0 and 1; in f32 also kiln's erfc with the native exp and reciprocal (fast). */
     for (int mode = 0; mode < (f64 ? 2 : 3); mode++) {
       int erf = mode > 0;
       double tol = !f64 ? 2e-5 : erf ? 1e-14 : 1e-12;
