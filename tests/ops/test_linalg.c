@@ -1884,6 +1884,20 @@ START_TEST(lu_two_levels)
     }
   }
   ck_assert_uint_gt(kiln__linalg_test_lu2_runs(), runs);
+  /* KILN_DEBUG_LU_NB2 turns it on where the hook is unset, and 0 off */
+  reset_hooks();
+  hook_route = KILN__LINALG_ROUTE_DEVICE;
+  set_hook(8, 0, -1, -1);
+  for (int on = 1; on >= 0; on--) {
+    setenv("KILN_DEBUG_LU_NB2", on ? "16" : "0", 1);
+    unsigned before = kiln__linalg_test_lu2_runs();
+    FOR_DTYPE_AT(dt, 0)
+    {
+      lu_case(dt, 0, NULL, 21, 18, NULL);
+    }
+    ck_assert_uint_eq(kiln__linalg_test_lu2_runs(), before + (unsigned)on);
+  }
+  unsetenv("KILN_DEBUG_LU_NB2");
   reset_hooks();
 }
 END_TEST
