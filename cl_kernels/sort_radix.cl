@@ -207,17 +207,19 @@ pairs_local(global K *ckeys, global uint *cvals, ulong rows, ulong k, local K *l
 }
 
 /*
- * rows_serial(keys, koff, vals, voff, tkeys, tvals, rows, len, kbits)  one work-item per row
- * (CPUs with many long rows): a serial LSD radix sort of the row's pairs, 8 bits a pass,
- * ping-ponging with tkeys/tvals (rows x len); the row stays in the core's cache for all its
- * passes; rows of at most 32 take an insertion sort instead. The result is in keys/vals.
- * Stable: each pass walks the row in order.
+ * rows_serial(keys, koff, vals, voff, tkeys, tvals, rows, len, kbits, special)  one work-item
+ * per row (CPUs with many long rows): a serial LSD radix sort of the row's pairs, 8 bits a
+ * pass, ping-ponging with tkeys/tvals (rows x len); the row stays in the core's cache for all
+ * its passes; rows of at most 32 take an insertion sort instead. The result is in keys/vals.
+ * Stable: each pass walks the row in order. With special non-NULL and special[0] == 0 (f32
+ * values without -0.0 and NaNs, whose keys give the values back) the payloads stay unmoved.
  */
 kernel void
 rows_serial(global K *keys, ulong koff, global uint *vals, ulong voff, global K *tkeys,
-            global uint *tvals, ulong rows, ulong len, uint kbits)
+            global uint *tvals, ulong rows, ulong len, uint kbits, global const uint *special)
 {
   uint cnt[256];
+  const int pay = !special || special[0];
   for (ulong r = get_global_id(0); r < rows; r += get_global_size(0)) {
     global K *ka = keys + koff + r * len, *kb = tkeys + r * len;
     global uint *va = vals + voff + r * len, *vb = tvals + r * len;
@@ -226,14 +228,16 @@ rows_serial(global K *keys, ulong koff, global uint *vals, ulong voff, global K 
        * keeps it stable. */
       for (ulong j = 1; j < len; j++) {
         K kv = ka[j];
-        uint vv = va[j];
+        uint vv = pay ? va[j] : 0u;
         ulong i = j;
         for (; i > 0 && ka[i - 1] > kv; i--) {
           ka[i] = ka[i - 1];
-          va[i] = va[i - 1];
+          if (pay)
+            va[i] = va[i - 1];
         }
         ka[i] = kv;
-        va[i] = vv;
+        if (pay)
+          va[i] = vv;
       }
       continue;
     }
@@ -249,11 +253,15 @@ rows_serial(global K *keys, ulong koff, global uint *vals, ulong voff, global K 
         cnt[b] = run;
         run += c;
       }
-      for (ulong j = 0; j < len; j++) {
-        uint p = cnt[(uint)(ka[j] >> shift) & 255u]++;
-        kb[p] = ka[j];
-        vb[p] = va[j];
-      }
+      if (pay)
+        for (ulong j = 0; j < len; j++) {
+          uint p = cnt[(uint)(ka[j] >> shift) & 255u]++;
+          kb[p] = ka[j];
+          vb[p] = va[j];
+        }
+      else
+        for (ulong j = 0; j < len; j++)
+          kb[cnt[(uint)(ka[j] >> shift) & 255u]++] = ka[j];
       global K *tk = ka;
       ka = kb;
       kb = tk;
@@ -265,7 +273,8 @@ rows_serial(global K *keys, ulong koff, global uint *vals, ulong voff, global K 
       /* An odd number of passes (bool, u8) left the row in the temporaries. */
       for (ulong j = 0; j < len; j++) {
         kb[j] = ka[j];
-        vb[j] = va[j];
+        if (pay)
+          vb[j] = va[j];
       }
     }
   }

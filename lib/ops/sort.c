@@ -914,14 +914,53 @@ keys_only(const char *op, kiln_context *ctx, const kiln_tensor *x, uint64_t n, i
 }
 
 /*
- * Values-only sort of one row of f32, f16 or bf16: the payloads are the values' own bits
- * (32 bits hold them), so the stable passes carry -0.0 and NaN bits in input order and the
- * result needs no gather through positions.
+ * rows_serial over rows x len contiguous (key, payload) pairs in keys/vals: one work-item per
+ * row sorts it in the core's cache (CPUs with many long rows). special: NULL, or the f32 flag
+ * without which the payloads stay unmoved (ctx->lock held).
  */
 static kiln_status
-raw_payloads(const char *op, kiln_context *ctx, const kiln_tensor *x, uint64_t n, int desc,
-             kiln_tensor *vout)
+launch_rows_serial(const char *op, kiln_context *ctx, kiln_dtype dt, kiln_tensor *keys,
+                   kiln_tensor *vals, uint64_t rows, uint64_t len, cl_mem special)
 {
+  const kiln_dtype kdt = key_dtype(dt);
+  const uint64_t n = rows * len;
+  kiln_tensor *tk = NULL, *tv = NULL;
+  cl_kernel kr;
+  kiln_status s = kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, kdt, "rows_serial", &kr);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(op, ctx, kdt, n, &tk);
+  if (s == KILN_OK)
+    s = kiln__ops_scratch(op, ctx, KILN_I32, n, &tv);
+  if (s == KILN_OK) {
+    kiln__args a = kiln__args_begin(op, kr);
+    kiln__args_tensor(&a, keys);
+    kiln__args_tensor(&a, vals);
+    kiln__args_mem(&a, tk->mem);
+    kiln__args_mem(&a, tv->mem);
+    kiln__args_u64(&a, rows);
+    kiln__args_u64(&a, len);
+    kiln__args_u32(&a, key_bits(dt));
+    kiln__args_mem(&a, special);
+    /* One work-item per group: PoCL runs each group's rows on one thread. */
+    s = kiln__args_launch_1d(&a, ctx, rows, 1);
+  }
+  kiln_tensor_release(tk);
+  kiln_tensor_release(tv);
+  return s;
+}
+
+/*
+ * Values-only sort of f32, f16 or bf16, rows rows of len contiguous elements: the payloads are
+ * the values' own bits (32 bits hold them), so the stable passes carry -0.0 and NaN bits in
+ * input order and the result needs no gather through positions. One row takes the global
+ * passes; many (CPUs with many long rows) rows_serial, where f32 without -0.0 and NaNs moves
+ * the keys alone.
+ */
+static kiln_status
+raw_payloads(const char *op, kiln_context *ctx, const kiln_tensor *x, uint64_t rows, uint64_t len,
+             int desc, kiln_tensor *vout)
+{
+  const uint64_t n = rows * len;
   kiln_tensor *keys = NULL, *vals = NULL, *special = NULL;
   cl_kernel kk, kv;
   kiln_status s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "sort_keys_raw", &kk);
@@ -937,7 +976,7 @@ raw_payloads(const char *op, kiln_context *ctx, const kiln_tensor *x, uint64_t n
   if (s == KILN_OK && special)
     s = fill_u32(op, ctx, special->mem, 0, 1);
   uint32_t ipt;
-  if (s == KILN_OK && special && os_fused(op, ctx, x, n, 1, 0, &ipt)) {
+  if (s == KILN_OK && rows == 1 && special && os_fused(op, ctx, x, n, 1, 0, &ipt)) {
     /* The histogram pass flags -0.0 and NaNs and the first pass makes the keys. */
     const os_source from = {x, 2, desc};
     s = onesweep_passes(op, ctx, x->dtype, &keys, &vals, n, key_bits(x->dtype), 1, n, ipt,
@@ -951,7 +990,10 @@ raw_payloads(const char *op, kiln_context *ctx, const kiln_tensor *x, uint64_t n
     kiln__args_tensor(&a, vals);
     kiln__args_mem(&a, special ? special->mem : NULL);
     s = kiln__args_launch_1d(&a, ctx, n, 0);
-    if (s == KILN_OK)
+    if (s == KILN_OK && rows > 1)
+      s = launch_rows_serial(op, ctx, x->dtype, keys, vals, rows, len,
+                             special ? special->mem : NULL);
+    else if (s == KILN_OK)
       s = radix_passes(op, ctx, x->dtype, &keys, &vals, n, key_bits(x->dtype), 1, n,
                        special ? special->mem : NULL);
   }
@@ -981,37 +1023,17 @@ rows_serial(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_
             kiln_tensor **keys, kiln_tensor **vals)
 {
   const uint64_t n = g->rows * g->len;
-  const kiln_dtype kdt = key_dtype(x->dtype);
   *keys = *vals = NULL;
-  kiln_tensor *tk = NULL, *tv = NULL;
-  cl_kernel kk, kr;
+  cl_kernel kk;
   kiln_status s = kiln__ops_kernel(op, ctx, KILN__SORT_SRC, x->dtype, "sort_keys", &kk);
   if (s == KILN_OK)
-    s = kiln__ops_kernel(op, ctx, KILN__SORT_RADIX_SRC, kdt, "rows_serial", &kr);
-  if (s == KILN_OK)
-    s = kiln__ops_scratch(op, ctx, kdt, n, keys);
+    s = kiln__ops_scratch(op, ctx, key_dtype(x->dtype), n, keys);
   if (s == KILN_OK)
     s = kiln__ops_scratch(op, ctx, KILN_I32, n, vals);
   if (s == KILN_OK)
-    s = kiln__ops_scratch(op, ctx, kdt, n, &tk);
-  if (s == KILN_OK)
-    s = kiln__ops_scratch(op, ctx, KILN_I32, n, &tv);
-  if (s == KILN_OK)
     s = launch_keys(op, ctx, kk, x, g, desc, *keys, *vals);
-  if (s == KILN_OK) {
-    kiln__args a = kiln__args_begin(op, kr);
-    kiln__args_tensor(&a, *keys);
-    kiln__args_tensor(&a, *vals);
-    kiln__args_mem(&a, tk->mem);
-    kiln__args_mem(&a, tv->mem);
-    kiln__args_u64(&a, g->rows);
-    kiln__args_u64(&a, g->len);
-    kiln__args_u32(&a, key_bits(x->dtype));
-    /* One work-item per group: PoCL runs each group's rows on one thread. */
-    s = kiln__args_launch_1d(&a, ctx, g->rows, 1);
-  }
-  kiln_tensor_release(tk);
-  kiln_tensor_release(tv);
+  if (s == KILN_OK)
+    s = launch_rows_serial(op, ctx, x->dtype, *keys, *vals, g->rows, g->len, NULL);
   if (s != KILN_OK)
     drop_pairs(keys, vals);
   return s;
@@ -1063,10 +1085,15 @@ sort_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_ge
   /* The values of one whole row: no positions to carry (hook: force_pairs). */
   const int row_values =
       !iout && g->rows == 1 && ostart == 0 && olen == g->len && !kiln__sort_force_pairs;
+  const int raw = (KILN__DT_HALVES | KILN__DT_BIT(KILN_F32)) & KILN__DT_BIT(x->dtype);
   if (row_values && (KILN__DT_INTS | KILN__DT_BIT(KILN_BOOL)) & KILN__DT_BIT(x->dtype))
     return keys_only(op, ctx, x, g->len, desc, vout);
-  if (row_values && (KILN__DT_HALVES | KILN__DT_BIT(KILN_F32)) & KILN__DT_BIT(x->dtype))
-    return raw_payloads(op, ctx, x, g->len, desc, vout);
+  if (row_values && raw)
+    return raw_payloads(op, ctx, x, 1, g->len, desc, vout);
+  /* Whole contiguous rows of values on a CPU: their own bits as payloads, no gather. */
+  if (cpu_rows && raw && !iout && g->inner == 1 && ostart == 0 && olen == g->len &&
+      !kiln__sort_force_pairs)
+    return raw_payloads(op, ctx, x, g->rows, g->len, desc, vout);
   if (cpu_rows)
     KILN_TRY(rows_serial(op, ctx, x, g, desc, &keys, &vals));
   else

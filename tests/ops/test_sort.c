@@ -1078,6 +1078,29 @@ START_TEST(test_small_every_kernel)
 }
 END_TEST
 
+/*
+ * Many whole rows of f32, f16 and bf16 values (on CPUs rows_serial with the values' own bits as
+ * payloads, f32 without -0.0 and NaNs moving its keys alone): rows longer than 32 (the radix
+ * passes) and of 20 (the insertion sort), random, duplicated and special values (-0.0, NaN,
+ * infinities: the f32 flag set), both directions; values, indices, and values alone bit for
+ * bit (sort_case).
+ */
+START_TEST(test_sort_value_rows)
+{
+  static const kiln_dtype dts[] = {KILN_F32, KILN_F16, KILN_BF16};
+  const int64_t longr[2] = {40, 301}, shortr[2] = {40, 20};
+  for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+    if (!dt_ok(dts[d]))
+      continue;
+    for (int desc = 0; desc < 2; desc++)
+      for (int pat = PAT_RANDOM; pat <= PAT_SPECIAL; pat++) {
+        sort_case(dts[d], 2, longr, -1, pat, desc, KILN_SORT_AUTO, "value rows");
+        sort_case(dts[d], 2, shortr, 1, pat, desc, KILN_SORT_AUTO, "short value rows");
+      }
+  }
+}
+END_TEST
+
 static Suite *
 sort_suite(void)
 {
@@ -1100,6 +1123,10 @@ sort_suite(void)
     tcase_add_test(tc, test_errors);
   }
   suite_add_tcase(s, tc);
+  TCase *vr = tcase_create("value_rows");
+  tcase_set_timeout(vr, 300);
+  tcase_add_test(vr, test_sort_value_rows);
+  suite_add_tcase(s, vr);
   return s;
 }
 
