@@ -80,12 +80,14 @@ kiln__launch_params_columns(const kiln_context *ctx, kiln__launch_params *p)
      * Measured on PoCL (2 cores; `kiln tune --family reduce`, docs/tuning.md): an item
      * that reads 1 KB of each row (256 f32 columns as 16-vectors, NAME_colsv) lets the
      * prefetchers stream, where 64 bytes per row at a stride of 16-64 KB left the tuned
-     * sum over axis 0 of 2^22 and 2^24 floats at 1.9 and 2.2 GB/s; with these defaults
-     * 40 and 27 GB/s (rows: 28). With so few items per row, 8-item groups give both cores
-     * work.
+     * sum over axis 0 of 2^22 and 2^24 floats at 1.9 and 2.2 GB/s; 4 KB (1024 columns) in
+     * groups of one item streams further: reduce.sum_cols over [1024, n / 1024], medians of
+     * seven alternating rounds (session 25, docs/reductions.md), f32 2^22 / 2^24 0.592 /
+     * 2.68 ms with 256 columns in 8-item groups against 0.462 / 2.15, f64 1.02 / 5.01
+     * against 0.88 / 4.64. One-item groups let PoCL spread the few items over the cores.
      */
-    p->wg_size = 8;
-    p->cols_per_item = 256;
+    p->wg_size = 1;
+    p->cols_per_item = 1024;
     return;
   }
   p->wg_size = p->wg_size < 64 ? p->wg_size : 64;

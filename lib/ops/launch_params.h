@@ -37,8 +37,9 @@ typedef struct kiln__launch_params {
   /* Neighbouring columns (inner positions) one work-item of the column kernels handles, 1 to
    * KILN__COLS_MAX; above 1 it reads 16-row tiles so each column folds as one vector (at
    * most KILN__TILE_COLS_MAX); on CPU devices, multiples of 16 take vector states for sum,
-   * mean, max and min (NAME_colsv: 256 reads 1 KB of f32 per row). 4 suits GPUs (more
-   * spills registers). A program build option, so each value is its own program. */
+   * mean, max and min (NAME_colsv: 1024, the CPU default, reads 4 KB of f32 per row). 4
+   * suits GPUs (more spills registers). A program build option, so each value is its own
+   * program. */
   uint32_t cols_per_item;
   /* Scans only (reductions ignore it): 1 scans contiguous lines of at least two_pass_min
    * elements in one pass (NAME_lookback: tiles chained by decoupled look-back, where the
@@ -52,7 +53,7 @@ typedef struct kiln__launch_params {
   uint32_t single_pass;
 } kiln__launch_params;
 
-#define KILN__COLS_MAX 256
+#define KILN__COLS_MAX 1024
 /* Most columns per item of the tile path (NAME_cols); reductions without vector states
  * (lib/ops/reduce.c) take min(cols_per_item, this). */
 #define KILN__TILE_COLS_MAX 64
