@@ -1509,6 +1509,18 @@ START_TEST(look_ahead)
 }
 END_TEST
 
+/* LU of a square, a tall and a wide matrix, a batch of two b x b and a singular matrix. */
+static void
+lu_shapes(kiln_dtype dt, size_t b)
+{
+  lu_case(dt, 0, NULL, 97, 97, NULL);
+  lu_case(dt, 0, NULL, 130, 70, NULL);
+  lu_case(dt, 0, NULL, 70, 130, NULL);
+  int64_t bd = 2;
+  lu_case(dt, 1, &bd, b, b, NULL);
+  singular_case(dt, 65, 40);
+}
+
 /*
  * lu_panel_grid (the linalg family's pwg > 1; on CPUs it runs as one work-group, on GPUs over
  * up to pwg compute units): square, tall, wide and batched LU, a zero pivot, a NaN pivot
@@ -1529,12 +1541,7 @@ START_TEST(lu_grid_panel)
     {
       if (own && dt == KILN_F32)
         continue;
-      lu_case(dt, 0, NULL, 97, 97, NULL);
-      lu_case(dt, 0, NULL, 130, 70, NULL);
-      lu_case(dt, 0, NULL, 70, 130, NULL);
-      int64_t bd = 2;
-      lu_case(dt, 1, &bd, 33, 33, NULL);
-      singular_case(dt, 65, 40);
+      lu_shapes(dt, 33);
       /* row 1's NaN in column 0 is never the pivot (row 2's 7 is) */
       double a[9] = {1, 2, 3, NAN, 5, 6, 7, 8, 10};
       int64_t s3[2] = {3, 3};
@@ -1861,12 +1868,7 @@ START_TEST(lu_two_levels)
           lu_case(dt, 0, NULL, 18, 21, NULL);
           continue;
         }
-        lu_case(dt, 0, NULL, 97, 97, NULL);
-        lu_case(dt, 0, NULL, 130, 70, NULL);
-        lu_case(dt, 0, NULL, 70, 130, NULL);
-        int64_t bd = 2;
-        lu_case(dt, 1, &bd, 45, 45, NULL);
-        singular_case(dt, 65, 40);
+        lu_shapes(dt, 45);
         solve_case(dt, 1, 129, 5, 0, NULL);
         inv_case(dt, 2, 70);
       }
