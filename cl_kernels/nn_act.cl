@@ -54,6 +54,14 @@
 #define A_EXP(x) exp(x)
 #define A_RCP(x) ((T)1 / (x))
 #endif
+/* e^y for y <= 0 (gelu's Gaussian): kiln_exp64_neg where KILN_EXP64 is set (on PoCL f64 gelu
+ * ran 1.3x-1.4x and gelu_bwd 1.6x faster than with OpenCL's exp; on an H100 a form of it was
+ * 1-2% slower, so GPUs keep OpenCL's: docs/nn.md) */
+#if KILN_EXP64 && defined(KILN_DT_F64)
+#define A_EXP_NEG(y) kiln_exp64_neg(y)
+#else
+#define A_EXP_NEG(y) exp(y)
+#endif
 
 /* 1 / (1 + e^-x), without overflow warnings mattering: exp(-x) = inf gives 0. */
 inline T a_sigmoid(T x) { return A_RCP((T)1 + A_EXP(-x)); }
@@ -63,13 +71,6 @@ inline T a_softplus(T x) { return fmax(x, (T)0) + log1p(A_EXP(-fabs(x))); }
 #define KILN_NN_ERF 1
 #endif
 #if defined(KILN_DT_F64)
-#if KILN_EXP64
-/* on PoCL f64 gelu ran 1.3x-1.4x and gelu_bwd 1.6x faster with it than with OpenCL's exp; on
- * an H100 a form of it was 1-2% slower, so GPUs keep OpenCL's (docs/nn.md) */
-#define a_exp64 kiln_exp64_neg
-#else
-#define a_exp64 exp
-#endif
 /* e^(-x^2 / 2) with x^2 split exactly by an fma (hh + hl): the rounding of x^2 alone would
  * cost up to 1e-13 of the result in gelu's tails. |x| is capped at 40 so that inf and NaN
  * give 0 rather than NaN from inf - inf (the result is 0 from |x| = 38.6 on, from 37.63 with
@@ -77,7 +78,7 @@ inline T a_softplus(T x) { return fmax(x, (T)0) + log1p(A_EXP(-fabs(x))); }
 inline T a_gauss(T x)
 {
   double xs = fmin(fabs(x), 40.0), hh = xs * xs, hl = fma(xs, xs, -hh);
-  return a_exp64(-0.5 * hh) * (1.0 - 0.5 * hl);
+  return A_EXP_NEG(-0.5 * hh) * (1.0 - 0.5 * hl);
 }
 #else
 inline T a_gauss(T x) { return exp((T)-0.5 * x * x); }

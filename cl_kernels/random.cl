@@ -286,7 +286,8 @@ perm_write(global const ulong *vals, ulong voff, ulong n, global T *out, ulong o
  * (ln(1 + f) - f) / f^2: no division). The factor -2 is folded into the constants: g = -2f
  * (exact, as m - 1 is) and the coefficients scaled by powers of two, which changes no
  * rounding, so the result is exactly -2 times the unscaled sequence's. e - 24 becomes a float
- * through the bits of 1.5 * 2^23 + (e - 24). Max relative error 9.5e-8 over every k.
+ * through the bits of 1.5 * 2^23 + (e - 24). Max relative error 9.5e-8 over every k
+ * (bench/fits/fit_poly.py fits P, bench/fits/check_math.c measures the function).
  */
 inline FV
 det_m2log_f32(RV(uint) k)

@@ -1082,17 +1082,13 @@ sort_core(const char *op, kiln_context *ctx, const kiln_tensor *x, const sort_ge
     return kiln__args_enqueue_1d(&a, ctx, (size_t)(groups_for(g->rows) * local), local);
   }
   kiln_tensor *keys = NULL, *vals = NULL;
-  /* The values of one whole row: no positions to carry (hook: force_pairs). */
-  const int row_values =
-      !iout && g->rows == 1 && ostart == 0 && olen == g->len && !kiln__sort_force_pairs;
+  /* Whole rows of values: no positions to carry (hook: force_pairs); one row, or on a CPU
+   * many contiguous ones (rows_serial with the values' own bits as payloads). */
+  const int values = !iout && ostart == 0 && olen == g->len && !kiln__sort_force_pairs;
   const int raw = (KILN__DT_HALVES | KILN__DT_BIT(KILN_F32)) & KILN__DT_BIT(x->dtype);
-  if (row_values && (KILN__DT_INTS | KILN__DT_BIT(KILN_BOOL)) & KILN__DT_BIT(x->dtype))
+  if (values && g->rows == 1 && (KILN__DT_INTS | KILN__DT_BIT(KILN_BOOL)) & KILN__DT_BIT(x->dtype))
     return keys_only(op, ctx, x, g->len, desc, vout);
-  if (row_values && raw)
-    return raw_payloads(op, ctx, x, 1, g->len, desc, vout);
-  /* Whole contiguous rows of values on a CPU: their own bits as payloads, no gather. */
-  if (cpu_rows && raw && !iout && g->inner == 1 && ostart == 0 && olen == g->len &&
-      !kiln__sort_force_pairs)
+  if (values && raw && (g->rows == 1 || (cpu_rows && g->inner == 1)))
     return raw_payloads(op, ctx, x, g->rows, g->len, desc, vout);
   if (cpu_rows)
     KILN_TRY(rows_serial(op, ctx, x, g, desc, &keys, &vals));
