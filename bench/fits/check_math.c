@@ -9,86 +9,16 @@
  *     long double, and its value at the edges beside glibc's;
  *   - nn_act.cl's f64 gelu (kiln's erfc form) with OpenCL's exp replaced by glibc's and by
  *     kiln_exp64_neg, relative to a long double reference from -37.5 to 9.
- * docs/layout.md and docs/nn.md quote these; the replicas must follow the kernels.
+ * docs/layout.md and docs/nn.md quote these. The random.cl replicas are test_random's
+ * (tests/ops/det_math.h), which the suite holds to the kernels bit for bit; the exp and gelu
+ * ones here follow exp64.clh and nn_act.cl.
  */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-static uint32_t as_u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-static float as_f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
-static double as_d(int64_t v) { double d; memcpy(&d, &v, 8); return d; }
-static int64_t as_l(double d) { int64_t v; memcpy(&v, &d, 8); return v; }
-
-static float m2log_f32(uint32_t k)
-{
-  static const float q[] = {2.4999996e-01f, 8.333488e-02f,  3.1252194e-02f, 1.2476294e-02f,
-                            5.178284e-03f,  2.3309346e-03f, 1.1177751e-03f, 3.4120394e-04f};
-  float x = (float)k;
-  int32_t e = (int32_t)(as_u(x) - 0x3f3504f3u) >> 23;
-  float m = as_f(as_u(x) - ((uint32_t)e << 23)), g = fmaf(m, -2.0f, 2.0f), p = q[7];
-  for (int i = 6; i >= 0; i--)
-    p = fmaf(p, g, q[i]);
-  float r = fmaf(g * g, p, g), ef = as_f((uint32_t)(e + (0x4b400000 - 24))) - 12582912.0f;
-  return fmaf(ef, -1.3862915f, fmaf(ef, -2.8572135e-06f, r));
-}
-
-static float sinp_f(float t)
-{
-  float t2 = t * t, p = 2.75573188e-06f;
-  p = fmaf(p, t2, -0.000198412701f);
-  p = fmaf(p, t2, 0.00833333377f);
-  p = fmaf(p, t2, -0.166666672f);
-  return fmaf(t, t2 * p, t);
-}
-static float cosp_f(float t)
-{
-  float t2 = t * t, p = -2.755732e-07f;
-  p = fmaf(p, t2, 2.48015876e-05f);
-  p = fmaf(p, t2, -0.00138888892f);
-  p = fmaf(p, t2, 0.0416666679f);
-  p = fmaf(p, t2, -0.5f);
-  return fmaf(t2, p, 1.0f);
-}
-static double sinp_d(double t)
-{
-  static const double c[] = {-8.22063524662433e-18, 2.8114572543455206e-15, -7.647163731819816e-13,
-                             1.6059043836821613e-10, -2.505210838544172e-08, 2.7557319223985893e-06,
-                             -0.0001984126984126984, 0.008333333333333333, -0.16666666666666666};
-  double t2 = t * t, p = c[0];
-  for (int i = 1; i < 9; i++)
-    p = fma(p, t2, c[i]);
-  return fma(t, t2 * p, t);
-}
-static double cosp_d(double t)
-{
-  static const double c[] = {4.110317623312165e-19, -1.5619206968586225e-16, 4.779477332387385e-14,
-                             -1.1470745597729725e-11, 2.08767569878681e-09, -2.755731922398589e-07,
-                             2.48015873015873e-05, -0.001388888888888889, 0.041666666666666664, -0.5};
-  double t2 = t * t, p = c[0];
-  for (int i = 1; i < 10; i++)
-    p = fma(p, t2, c[i]);
-  return fma(t2, p, 1.0);
-}
-/* (sin, cos) of q pi/2 + t as DET_SINCOS swaps and negates them */
-#define QUARTER(q, S, C, s, c)                                                             \
-  do {                                                                                     \
-    *(s) = (q) == 0 ? (S) : (q) == 1 ? (C) : (q) == 2 ? -(S) : -(C);                       \
-    *(c) = (q) == 0 ? (C) : (q) == 1 ? -(S) : (q) == 2 ? -(C) : (S);                       \
-  } while (0)
-static void sincos_f32(uint32_t k, float *s, float *c)
-{
-  uint32_t h = k + (1u << 21), q = (h >> 22) & 3;
-  float t = (float)((int32_t)(h & 0x3fffffu) - (1 << 21)) * 0x1.921fb6p-22f;
-  QUARTER(q, sinp_f(t), cosp_f(t), s, c);
-}
-static void sincos_f64(uint64_t k, double *s, double *c)
-{
-  uint64_t h = k + (1ull << 50), q = (h >> 51) & 3;
-  double t = (double)((int64_t)(h & 0x7ffffffffffffull) - (1ll << 50)) * 0x1.921fb54442d18p-51;
-  QUARTER(q, sinp_d(t), cosp_d(t), s, c);
-}
+#include "../../tests/ops/det_math.h" /* random.cl's replicas, test_random's too */
 
 static double exp_reduced(double x, double *kd)
 {
@@ -109,13 +39,13 @@ static double kexp(double x)
   const double xc = x < -746.0 ? -746.0 : x > 710.0 ? 710.0 : x;
   double kd, p = exp_reduced(xc, &kd);
   const double k1 = ((kd * 0.5 - 0.25) + 0x1.8p52) - 0x1.8p52, k2 = kd - k1;
-  const double y = p * as_d(as_l(k1 + (1023.0 + 0x1p52)) << 52) * as_d(as_l(k2 + (1023.0 + 0x1p52)) << 52);
+  const double y = p * as_d(as_ul(k1 + (1023.0 + 0x1p52)) << 52) * as_d(as_ul(k2 + (1023.0 + 0x1p52)) << 52);
   return x != x ? x : y;
 }
 static double kexp_neg(double y)
 {
   double kd, p = exp_reduced(y, &kd);
-  double e = as_d(as_l(p) + (int64_t)((uint64_t)as_l(kd + 0x1.8p52) << 52));
+  double e = as_d(as_ul(p) + (as_ul(kd + 0x1.8p52) << 52));
   return y < -708.0 ? 0.0 : e;
 }
 
@@ -159,18 +89,18 @@ int main(void)
   double lmax = 0, sf = 0;
   for (uint32_t k = 1; k <= (1u << 24); k++) {
     double t = -2 * log((double)k * 0x1p-24);
-    if (t > 0 && fabs(m2log_f32(k) - t) / t > lmax)
-      lmax = fabs(m2log_f32(k) - t) / t;
+    if (t > 0 && fabs(det_m2log_f32(k) - t) / t > lmax)
+      lmax = fabs(det_m2log_f32(k) - t) / t;
     float s, c;
     double a = 2 * M_PI * (double)(k - 1) * 0x1p-24;
-    sincos_f32(k - 1, &s, &c);
+    det_sincos_f32(k - 1, &s, &c);
     sf = fmax(sf, fmax(fabs(s - sin(a)), fabs(c - cos(a))));
   }
   double sd = 0;
   for (long i = 0; i < 20000000; i++) {
     uint64_t k = next() >> 11;
     double s, c;
-    sincos_f64(k, &s, &c);
+    det_sincos_f64(k, &s, &c);
     long double a = 6.28318530717958647692528676655900577L * (long double)k / 9007199254740992.0L;
     sd = fmax(sd, fmax(fabs(s - (double)sinl(a)), fabs(c - (double)cosl(a))));
   }
