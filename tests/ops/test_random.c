@@ -29,10 +29,10 @@
 
 #include "det_math.h"
 #include "hostdata.h"
+#include "kiln/create.h"
 #include "kiln/index.h"
 #include "kiln/layout.h"
 #include "kiln/random.h"
-#include "kiln/create.h"
 #include "kiln/tune.h"
 #include "ops/ops_common.h"
 
