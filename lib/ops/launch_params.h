@@ -89,6 +89,12 @@ void kiln__launch_params_columns(const kiln_context *ctx, kiln__launch_params *p
 void kiln__launch_params_for(kiln_context *ctx, enum kiln__launch_family fam, kiln_dtype dtype,
                              uint64_t outer, uint64_t len, uint64_t inner, kiln__launch_params *p);
 
+/*
+ * Test hook (lib/ops/reduce.c): nonzero makes the reduce rows kernels share rows between
+ * lanes as on GPUs on every device, so CPU devices run that path too.
+ */
+extern int kiln__reduce_test_gpu_rows;
+
 /* INVALID_ARGUMENT with a message naming op for a value outside the ranges above. */
 kiln_status kiln__launch_params_check(const char *op, const kiln__launch_params *p);
 
