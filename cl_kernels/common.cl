@@ -60,6 +60,17 @@ inline ushort kiln_f32_to_bf16(float f)
   return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
+/* kiln_f32_to_bf16 on vectors: KILN_BF16_FROM_FLOATV(N) defines kiln_bf16_from_floatv for
+ * floatN (N empty: float). */
+#define KILN_BF16_FROM_FLOATV(N)                                                         \
+  inline KILN_CAT(ushort, N) kiln_bf16_from_floatv(KILN_CAT(float, N) f)                 \
+  {                                                                                      \
+    KILN_CAT(uint, N) u = KILN_CAT(as_uint, N)(f);                                       \
+    KILN_CAT(uint, N) r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;                        \
+    r = select(r, (u >> 16) | 0x40u, (u & 0x7fffffffu) > 0x7f800000u); /* NaN: quiet */ \
+    return KILN_CAT(convert_ushort, N)(r);                                               \
+  }
+
 #if defined(KILN_DT_F16)
 #define ST half
 #define KILN_LOAD(p, i) vload_half((i), (p))

@@ -170,13 +170,11 @@ inline T k_shr(T a, T b)
 /* kiln_bf16_to_f32 / kiln_f32_to_bf16 of common.cl, a vector at a time. */
 #define VEC_AS(t, x) KILN_CAT(as_, VEC_OF(t))(x)
 #define VLOAD_T(p, v) VEC_AS(float, KILN_CAT(convert_, VEC_OF(uint))(VAT_CONST(ushort, p, v)) << 16)
-inline VEC_OF(ushort) kiln_bf16_from_floatv(VEC_OF(float) f)
-{
-  VEC_OF(uint) u = VEC_AS(uint, f);
-  VEC_OF(uint) r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  r = select(r, (u >> 16) | 0x40u, (u & 0x7fffffffu) > 0x7f800000u); /* NaN stays quiet NaN */
-  return KILN_CAT(convert_, VEC_OF(ushort))(r);
-}
+#if KILN_EW_VEC > 1
+KILN_BF16_FROM_FLOATV(KILN_EW_VEC)
+#else
+KILN_BF16_FROM_FLOATV()
+#endif
 #define VSTORE_T(p, v, x) (VAT(ushort, p, v) = kiln_bf16_from_floatv(x))
 #else
 #define VLOAD_T(p, v) VAT_CONST(T, p, v)

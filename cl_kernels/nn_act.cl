@@ -41,8 +41,32 @@
 /* KILN_EXP64 (f64 on CPU devices, as in the elementwise family): every f64 exp below is
  * kiln's branch-free one (exp64.clh), which PoCL vectorizes where its builtin runs element by
  * element. */
+#ifndef KILN_NN_VEC
+#define KILN_NN_VEC 1
+#endif
+/* Vector math (KILN_NN_VEC 8 or 16, CPU devices): the activations compute on whole vectors of
+ * KILN_NN_VEC elements through overloads of their helpers, which clang gives OpenCL C
+ * (KILN_OV); PoCL then emits vector instructions where it ran the grid-stride loop of scalars
+ * element by element. Other compilers take the scalar loop (the grid-stride loops cover any
+ * launch). */
+#if KILN_NN_VEC >= 8 && defined(__clang__)
+#define NN_VMATH 1
+#define KILN_OV __attribute__((overloadable))
+#else
+#define NN_VMATH 0
+#define KILN_OV
+#if KILN_NN_VEC >= 8
+#undef KILN_NN_VEC
+#define KILN_NN_VEC 1
+#endif
+#endif
 #if KILN_EXP64 && defined(KILN_DT_F64)
 #include "exp64.clh"
+#if NN_VMATH
+#define KILN_E64_N KILN_NN_VEC
+#include "exp64.clh"
+#undef KILN_E64_N
+#endif
 #endif
 #if KILN_NN_FAST && !defined(KILN_DT_F64)
 #define A_EXP(x) native_exp(x)
@@ -63,137 +87,17 @@
 #define A_EXP_NEG(y) exp(y)
 #endif
 
-/* 1 / (1 + e^-x), without overflow warnings mattering: exp(-x) = inf gives 0. */
-inline T a_sigmoid(T x) { return A_RCP((T)1 + A_EXP(-x)); }
-/* log(1 + e^x) without overflow. */
-inline T a_softplus(T x) { return fmax(x, (T)0) + log1p(A_EXP(-fabs(x))); }
 #ifndef KILN_NN_ERF
 #define KILN_NN_ERF 1
 #endif
-#if defined(KILN_DT_F64)
-/* e^(-x^2 / 2) with x^2 split exactly by an fma (hh + hl): the rounding of x^2 alone would
- * cost up to 1e-13 of the result in gelu's tails. |x| is capped at 40 so that inf and NaN
- * give 0 rather than NaN from inf - inf (the result is 0 from |x| = 38.6 on, from 37.63 with
- * kiln_exp64_neg). */
-inline T a_gauss(T x)
-{
-  double xs = fmin(fabs(x), 40.0), hh = xs * xs, hl = fma(xs, xs, -hh);
-  return A_EXP_NEG(-0.5 * hh) * (1.0 - 0.5 * hl);
-}
-#else
-inline T a_gauss(T x) { return exp((T)-0.5 * x * x); }
-#endif
-#if KILN_NN_ERF && (defined(KILN_DT_F32) || KILN_IS_HALF)
-/*
- * erfc(z) for z >= 0 in float: Numerical Recipes' erfcc, t exp(-z^2 + P(t)) with
- * t = 1 / (1 + z / 2), a Chebyshev fit whose fractional error is below 1.2e-7 for every
- * z >= 0. Evaluated in float its relative error stays near 1e-6 (the rounding of z^2 - P
- * inside the exp) down to the subnormals, at one exp and one division. With OpenCL's erfc
- * (KILN_NN_ERF=0), gelu over 2^26 floats took 2.3x the time of a copy on the H200.
- * z = inf gives 0, NaN gives NaN.
- */
-inline float a_erfc_pos(float z)
-{
-  float t = A_RCP(1.0f + 0.5f * z);
-  float p = 0.17087277f;
-  p = fma(p, t, -0.82215223f);
-  p = fma(p, t, 1.48851587f);
-  p = fma(p, t, -1.13520398f);
-  p = fma(p, t, 0.27886807f);
-  p = fma(p, t, -0.18628806f);
-  p = fma(p, t, 0.09678418f);
-  p = fma(p, t, 0.37409196f);
-  p = fma(p, t, 1.00002368f);
-  p = fma(p, t, -1.26551223f);
-  return t * A_EXP(p - z * z);
-}
-/* The standard normal CDF P(N(0, 1) <= x) = erfc(-x / sqrt 2) / 2, the small side computed
- * directly, so that the lower tail keeps its relative accuracy. */
-inline T a_phi(T x)
-{
-  T h = (T)0.5 * a_erfc_pos(fabs(x) * INV_SQRT2);
-  return x < (T)0 ? h : (T)1 - h;
-}
-#elif KILN_NN_ERF && defined(KILN_DT_F64)
-/*
- * The standard normal CDF in double from erfc(z), z = |x| / sqrt 2, in Shepherd and
- * Laframboise's form (Math. Comp. 36, 1981; CUDA's erfc takes it too): (1 + 2z) e^(z^2)
- * erfc(z) is smooth in t = (z - 4) / (z + 4) over all z >= 0, here a polynomial of degree 23
- * (Chebyshev interpolation at 24 nodes, computed with mpmath; relative error 3e-16 evaluated in
- * double). No branch (a warp's elements take one path), one exp, one reciprocal; e^(-z^2) is
- * a_gauss(x). OpenCL's f64 erfc made gelu 2.3x slower than PyTorch on the H200. z is capped
- * (at 40 / sqrt 2, where a_gauss is 0) so that inf and NaN stay finite in t: NaN gives NaN
- * through x itself.
- */
-inline T a_phi(T x)
-{
-  double z = fmin(fabs(x), 40.0) * 0.70710678118654752440;
-  /* One reciprocal for both quotients: r = 1 / d, d = (z + 4)(1 + 2z) in [4, 1900], from
-   * float's (within 2.5 ulp, OpenCL's bound) and one third-order Newton step, r0 (1 + e +
-   * e^2) with e = 1 - d r0: relative error e^3 < 1e-20, then the rounding. The f64 division
-   * it replaces is a longer sequence on GPUs (a reciprocal, its refinement and a check for
-   * the slow path). */
-  double zp = z + 4.0, zc = 1.0 + 2.0 * z, d = zp * zc, r = (double)(1.0f / (float)d);
-  double e = fma(-d, r, 1.0);
-  r = fma(r, fma(e, e, e), r);
-  double t = (z - 4.0) * zc * r;
-  double p = 9.655408225482863e-10;
-  p = fma(p, t, 1.5712153638319064e-09);
-  p = fma(p, t, -1.2544825403855518e-08);
-  p = fma(p, t, -1.6357383982124768e-08);
-  p = fma(p, t, 1.0683442926744586e-07);
-  p = fma(p, t, 7.111912428010423e-08);
-  p = fma(p, t, -8.218020654813044e-07);
-  p = fma(p, t, 2.980596055322769e-07);
-  p = fma(p, t, 5.707239573693257e-06);
-  p = fma(p, t, -1.1225140354449658e-05);
-  p = fma(p, t, -2.439811794207995e-05);
-  p = fma(p, t, 0.0001506231178516207);
-  p = fma(p, t, -0.00019925700412184815);
-  p = fma(p, t, -0.0007577737141838885);
-  p = fma(p, t, 0.005031970032548695);
-  p = fma(p, t, -0.01619773397992426);
-  p = fma(p, t, 0.0371675155318432);
-  p = fma(p, t, -0.06633036582050367);
-  p = fma(p, t, 0.09373283499865172);
-  p = fma(p, t, -0.10103906603585294);
-  p = fma(p, t, 0.0680970542546862);
-  p = fma(p, t, 0.015379652102610162);
-  p = fma(p, t, -0.1396211168405625);
-  p = fma(p, t, 1.2329951186255526);
-  double h = 0.5 * a_gauss(x) * p * (zp * r);
-  return x < 0.0 ? h : 1.0 - h;
-}
-#else
-/* erfc rather than 1 + erf: no cancellation in the lower tail (elementwise.cl's k_gelu). */
-inline T a_phi(T x) { return (T)0.5 * erfc(-x * INV_SQRT2); }
-#endif
-/* 0.5 x (1 + erf(x / sqrt 2)) = x Phi(x). */
-inline T a_gelu(T x) { return x * a_phi(x); }
-inline T a_gelu_d(T x) { return a_phi(x) + x * INV_SQRT2PI * a_gauss(x); }
 #define GELU_K ((T)0.79788456080286535588) /* sqrt(2 / pi) */
 #define GELU_C ((T)0.044715)
-inline T a_gelu_tanh(T x)
-{
-  T u = GELU_K * (x + GELU_C * x * x * x);
-  return x * A_RCP((T)1 + A_EXP((T)-2 * u));
-}
-inline T a_gelu_tanh_d(T x)
-{
-  T u = GELU_K * (x + GELU_C * x * x * x);
-  T t = tanh(u);
-  return (T)0.5 * ((T)1 + t) + (T)0.5 * x * ((T)1 - t * t) * GELU_K * ((T)1 + (T)3 * GELU_C * x * x);
-}
-inline T a_silu_d(T x)
-{
-  T s = a_sigmoid(x);
-  return s * ((T)1 + x * ((T)1 - s));
-}
-inline T a_mish_d(T x)
-{
-  T t = tanh(a_softplus(x));
-  return t + x * a_sigmoid(x) * ((T)1 - t * t);
-}
+#define AT_SFX
+#include "nn_act_math.clh"
+#if NN_VMATH
+#define AT_SFX KILN_NN_VEC
+#include "nn_act_math.clh"
+#endif
 
 /* Losses. */
 inline T l_sign(T d) { return d > (T)0 ? (T)1 : d < (T)0 ? (T)-1 : d; }
@@ -239,29 +143,51 @@ inline T l_bce(T x, T y)
   }
 
 /*
- * KILN_NN_VEC 4 (activations only): each work-item's items are 4-vectors of consecutive
- * elements (one 16-byte access in f32 instead of four, one index computation per four), when
- * every operand's offset is a multiple of 4 (checked here: the buffers themselves are
- * aligned far beyond); the last n % 4 elements, and any unaligned call, take the scalar
- * loop.
+ * KILN_NN_VEC (activations only): each work-item's items are vectors of KILN_NN_VEC
+ * consecutive elements, the last n % KILN_NN_VEC elements taking the scalar loop.
+ *   4 (GPUs): one 16-byte access in f32 instead of four, one index computation per four; the
+ *     expression runs component by component. Only where every operand's offset is a multiple
+ *     of 4 (checked here: the buffers themselves are aligned far beyond); any other call takes
+ *     the scalar loop.
+ *   8, 16 (NN_VMATH, CPU devices): the expression runs on whole vectors (vloadN/vstoreN, any
+ *     offset).
  */
-#ifndef KILN_NN_VEC
-#define KILN_NN_VEC 1
-#endif
-#define T4 KILN_CAT(T, 4)
-#if defined(KILN_DT_F16)
-#define LOAD4(p, i) vload_half4(0, (p) + (i))
-#define STORE4(p, i, v) vstore_half4_rte(v, 0, (p) + (i))
-#elif defined(KILN_DT_BF16)
-#define LOAD4(p, i) as_float4(convert_uint4(vload4(0, (p) + (i))) << 16)
-#define STORE4(p, i, v)                                                                  \
-  vstore4((ushort4)(kiln_f32_to_bf16((v).x), kiln_f32_to_bf16((v).y),                    \
-                    kiln_f32_to_bf16((v).z), kiln_f32_to_bf16((v).w)),                   \
-          0, (p) + (i))
+#if NN_VMATH
+#define NN_VW KILN_NN_VEC
+#define VEC_OK(off) 1
 #else
-#define LOAD4(p, i) (*(global const T4 *)((p) + (i)))
-#define STORE4(p, i, v) (*(global T4 *)((p) + (i)) = (v))
+#define NN_VW 4 /* also where KILN_NN_VEC is 1: that vector branch is compiled, never taken */
+#define VEC_OK(off) (((off) & 3) == 0)
 #endif
+#define TV KILN_CAT(T, NN_VW)
+#if defined(KILN_DT_F16)
+#define LOADV(p, i) KILN_CAT(vload_half, NN_VW)(0, (p) + (i))
+#define STOREV(p, i, v) KILN_CAT(KILN_CAT(vstore_half, NN_VW), _rte)(v, 0, (p) + (i))
+#elif defined(KILN_DT_BF16)
+KILN_BF16_FROM_FLOATV(NN_VW)
+#define LOADV(p, i)                                                                      \
+  KILN_CAT(as_, TV)(KILN_CAT(convert_uint, NN_VW)(KILN_CAT(vload, NN_VW)(0, (p) + (i))) << 16)
+#define STOREV(p, i, v) KILN_CAT(vstore, NN_VW)(kiln_bf16_from_floatv(v), 0, (p) + (i))
+#elif NN_VMATH
+#define LOADV(p, i) KILN_CAT(vload, NN_VW)(0, (p) + (i))
+#define STOREV(p, i, v) KILN_CAT(vstore, NN_VW)(v, 0, (p) + (i))
+#else
+#define LOADV(p, i) (*(global const TV *)((p) + (i)))
+#define STOREV(p, i, v) (*(global TV *)((p) + (i)) = (v))
+#endif
+#if NN_VMATH
+/* r = expr over whole vectors: x (forward), g and v (backward) name vectors. */
+#define VEC_FWD(r, xv, expr)                                                             \
+  {                                                                                      \
+    TV x = (xv);                                                                         \
+    (r) = (expr);                                                                        \
+  }
+#define VEC_BWD(r, gv, vv, expr)                                                         \
+  {                                                                                      \
+    TV g = (gv), v = (vv);                                                               \
+    (r) = (expr);                                                                        \
+  }
+#else
 /* r.c = expr with the scalar names bound to component c of their vectors. */
 #define VEC_FWD1(r, xv, c, expr)                                                         \
   {                                                                                      \
@@ -273,14 +199,24 @@ inline T l_bce(T x, T y)
     T g = (gv).c, v = (vv).c;                                                            \
     (r).c = (T)(expr);                                                                   \
   }
-/* The vector loop of a flat kernel over the n / 4 whole vectors (a work-item's KILN_NN_ITEMS
- * vectors a work-group apart), then the scalar tail from nv = 4 (n / 4) on. */
+#define VEC_FWD(r, xv, expr)                                                             \
+  VEC_FWD1(r, xv, x, expr) VEC_FWD1(r, xv, y, expr) VEC_FWD1(r, xv, z, expr)             \
+  VEC_FWD1(r, xv, w, expr)
+#define VEC_BWD(r, gv, vv, expr)                                                         \
+  VEC_BWD1(r, gv, vv, x, expr) VEC_BWD1(r, gv, vv, y, expr) VEC_BWD1(r, gv, vv, z, expr)  \
+  VEC_BWD1(r, gv, vv, w, expr)
+#endif
+/* The vector loop of a flat kernel over the n / NN_VW whole vectors (a work-item's
+ * KILN_NN_ITEMS vectors a work-group apart), then the scalar tail from nv = NN_VW
+ * (n / NN_VW) on. */
 #define VEC_BEGIN(n)                                                                     \
-  const ulong n4_ = (n) / 4;                                                             \
-  for (ulong q0_ = get_group_id(0) * (lsz_ * KILN_NN_ITEMS) + get_local_id(0); q0_ < n4_;  \
-       q0_ += get_num_groups(0) * (lsz_ * KILN_NN_ITEMS))
-#define VEC_EACH(e) for (uint e = 0; e < KILN_NN_ITEMS; e++) if (q0_ + (ulong)(e) * lsz_ < n4_)
-#define VEC_I(e) (4 * (q0_ + (ulong)(e) * lsz_))
+  const ulong nvec_ = (n) / NN_VW;                                                 \
+  for (ulong q0_ = get_group_id(0) * (lsz_ * KILN_NN_ITEMS) + get_local_id(0);           \
+       q0_ < nvec_; q0_ += get_num_groups(0) * (lsz_ * KILN_NN_ITEMS))
+#define VEC_EACH(e)                                                                      \
+  for (uint e = 0; e < KILN_NN_ITEMS; e++)                                               \
+    if (q0_ + (ulong)(e) * lsz_ < nvec_)
+#define VEC_I(e) (NN_VW * (q0_ + (ulong)(e) * lsz_))
 
 /* Names are pasted before any expansion: builtins such as tanh may be macros. */
 #define ACT_KERNELS(E, name, vcol, fwd, bwd)                                             \
@@ -290,21 +226,20 @@ inline T l_bce(T x, T y)
     global const ST *xp = xs + xoff;                                                     \
     global ST *yp = ys + yoff;                                                           \
     ulong nv_ = 0;                                                                       \
-    if (KILN_NN_VEC == 4 && ((xoff | yoff) & 3) == 0) {                                  \
+    if (KILN_NN_VEC > 1 && VEC_OK(xoff | yoff)) {                                        \
       const ulong lsz_ = get_local_size(0);                                              \
       VEC_BEGIN(n)                                                                       \
       {                                                                                  \
-        T4 xv[KILN_NN_ITEMS];                                                            \
-        VEC_EACH(e) xv[e] = LOAD4(xp, VEC_I(e));                                         \
+        TV xv[KILN_NN_ITEMS];                                                            \
+        VEC_EACH(e) xv[e] = LOADV(xp, VEC_I(e));                                         \
         VEC_EACH(e)                                                                      \
         {                                                                                \
-          T4 r;                                                                          \
-          VEC_FWD1(r, xv[e], x, fwd) VEC_FWD1(r, xv[e], y, fwd)                          \
-          VEC_FWD1(r, xv[e], z, fwd) VEC_FWD1(r, xv[e], w, fwd)                          \
-          STORE4(yp, VEC_I(e), r);                                                       \
+          TV r;                                                                          \
+          VEC_FWD(r, xv[e], fwd)                                                         \
+          STOREV(yp, VEC_I(e), r);                                                       \
         }                                                                                \
       }                                                                                  \
-      nv_ = 4 * n4_;                                                                     \
+      nv_ = NN_VW * nvec_;                                                           \
     }                                                                                    \
     xp += nv_;                                                                           \
     yp += nv_;                                                                           \
@@ -327,25 +262,24 @@ inline T l_bce(T x, T y)
     global const ST *vp = vs + voff;                                                     \
     global ST *dxp = dxs + dxoff;                                                        \
     ulong nv_ = 0;                                                                       \
-    if (KILN_NN_VEC == 4 && ((goff | voff | dxoff) & 3) == 0) {                          \
+    if (KILN_NN_VEC > 1 && VEC_OK(goff | voff | dxoff)) {                                \
       const ulong lsz_ = get_local_size(0);                                              \
       VEC_BEGIN(n)                                                                       \
       {                                                                                  \
-        T4 gv[KILN_NN_ITEMS], vv[KILN_NN_ITEMS];                                         \
+        TV gv[KILN_NN_ITEMS], vv[KILN_NN_ITEMS];                                         \
         VEC_EACH(e)                                                                      \
         {                                                                                \
-          gv[e] = LOAD4(gp, VEC_I(e));                                                   \
-          vv[e] = LOAD4(vp, VEC_I(e));                                                   \
+          gv[e] = LOADV(gp, VEC_I(e));                                                   \
+          vv[e] = LOADV(vp, VEC_I(e));                                                   \
         }                                                                                \
         VEC_EACH(e)                                                                      \
         {                                                                                \
-          T4 r;                                                                          \
-          VEC_BWD1(r, gv[e], vv[e], x, bwd) VEC_BWD1(r, gv[e], vv[e], y, bwd)            \
-          VEC_BWD1(r, gv[e], vv[e], z, bwd) VEC_BWD1(r, gv[e], vv[e], w, bwd)            \
-          STORE4(dxp, VEC_I(e), r);                                                      \
+          TV r;                                                                          \
+          VEC_BWD(r, gv[e], vv[e], bwd)                                                  \
+          STOREV(dxp, VEC_I(e), r);                                                      \
         }                                                                                \
       }                                                                                  \
-      nv_ = 4 * n4_;                                                                     \
+      nv_ = NN_VW * nvec_;                                                           \
     }                                                                                    \
     gp += nv_;                                                                           \
     vp += nv_;                                                                           \

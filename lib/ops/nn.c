@@ -588,8 +588,12 @@ kiln__nn_knob_override kiln__nn_test_knobs = {-1, -1, -1, -1, -1, -1, -1, -1, -1
  * 16384 x 4096 f32, ms: softmax 0.159 against 0.397 streamed and 0.441 with 16 per lane in
  * registers, layer_norm 0.175 against 0.347 and 0.432, cross_entropy 0.175 against 0.316;
  * groups of 512 and 1024 within 1%; the register caches' kernels take so many registers that
- * the 16-per-lane form lost everywhere, and lost further under a 64-register cap). CPUs: one
- * element per work-item, where PoCL vectorises across work-items, and 16 elements per lane
+ * the 16-per-lane form lost everywhere, and lost further under a 64-register cap). CPUs: the
+ * activations on whole vectors of 64 bytes (16 floats, 8 doubles: nn_act.cl's vector math),
+ * where the scalar grid-stride loop ran element by element (PoCL, 2 cores, 2^18 f32, ms, the
+ * PyTorch 2.15 CPU build with 2 threads beside it in the same minutes: gelu 1.57 -> TODO
+ * against 0.034, relu 0.050 -> TODO against 0.012, f64 gelu 3.41 -> TODO against 0.23),
+ * and 16 elements per lane
  * in registers (PoCL, 2 shared cores, [256, 4096] f32: softmax 15.8 ms against 52.3 ms
  * streamed, layer_norm 1.5 against 3.6; the local cache there: softmax about 34 ms, the
  * register cache 9). row_wg 0 stands for the context's work-group size.
@@ -601,7 +605,7 @@ nn_default_knobs(const kiln_device_info *info, kiln_dtype dtype, kiln__nn_knobs 
   k->act_items = !info->is_gpu ? 1 : esz == 4 ? 2 : esz < 4 ? 8 : 4;
   k->erf = 1;
   k->fast = 0;
-  k->act_vec = info->is_gpu && esz == 4 ? 4 : 1;
+  k->act_vec = info->is_gpu ? (esz == 4 ? 4 : 1) : kiln_dtype_size(kiln__nn_compute_dtype(dtype)) == 8 ? 8 : 16;
   k->row_items = info->is_gpu ? 0 : 16;
   k->row_wg = info->is_gpu ? 256 : 0;
   k->verbose = 0;
@@ -616,7 +620,7 @@ knob_valid(const char *name, unsigned long v)
   if (strcmp(name, "act_items") == 0)
     return v == 1 || v == 2 || v == 4 || v == 8;
   if (strcmp(name, "act_vec") == 0)
-    return v == 1 || v == 4;
+    return v == 1 || v == 4 || v == 8 || v == 16;
   if (strcmp(name, "erf") == 0 || strcmp(name, "fast") == 0)
     return v <= 1;
   if (strcmp(name, "row_items") == 0)
@@ -683,7 +687,7 @@ knobs_from_env(kiln__nn_knobs *k)
     if (!end)
       kiln__log(
           KILN__LOG_WARN,
-          "KILN_DEBUG_NN: ignoring '%.*s' (act_items=1|2|4|8, act_vec=1|4, erf=0|1, fast=0|1, "
+          "KILN_DEBUG_NN: ignoring '%.*s' (act_items=1|2|4|8, act_vec=1|4|8|16, erf=0|1, fast=0|1, "
           "row_items=0|4|8|16, row_wg=a power of two up to 1024, verbose=0|1, "
           "maxreg=0|32|40|48|64|96|128, row_local=KiB 0-64, col_items=0-22)",
           (int)n, e);

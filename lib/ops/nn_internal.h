@@ -55,7 +55,7 @@ typedef struct kiln__nn_knobs {
   uint32_t act_items; /* KILN_NN_ITEMS of nn_act.cl: 1, 2, 4 or 8 */
   uint32_t erf;       /* KILN_NN_ERF of nn_act.cl: 0 or 1 */
   uint32_t fast;      /* KILN_NN_FAST of nn_act.cl: 0 or 1 */
-  uint32_t act_vec;   /* KILN_NN_VEC of nn_act.cl: 1 or 4 (activations' vector width) */
+  uint32_t act_vec;   /* KILN_NN_VEC of nn_act.cl: 1, 4 (by components), 8 or 16 (vector math) */
   uint32_t row_items; /* KILN_NN_ROW_ITEMS of nn_rows.cl: 0, 4, 8 or 16 */
   uint32_t row_wg;    /* least local size of the row kernels: a power of two, 1 to 1024 */
   uint32_t verbose;   /* 1: log each row kernel's private memory (and NVIDIA's ptxas report) */

@@ -1496,8 +1496,11 @@ START_TEST(act_knobs)
 {
   /* {act_items, erf, fast, act_vec, dtypes (1: f32, 2: + f64, 3: + f16, bf16, 4: f64 only)}:
    * every value of each knob, fast (native exp and reciprocal) and 4-vectors on every dtype
-   * they change, each entry a program per dtype (gelu_tail_relative reuses them). */
-  const int32_t knobs[][5] = {{2, 0, 0, 4, 1}, {4, 1, 0, 4, 2}, {8, 1, 1, 4, 3}, {8, 0, 0, 1, 4}};
+   * they change, vector math (act_vec 8 and 16: CPU devices' defaults are 8 for f64 and 16
+   * for the others) with OpenCL's erfc and with several vectors per item, each entry a program
+   * per dtype (gelu_tail_relative reuses them). */
+  const int32_t knobs[][5] = {{2, 0, 0, 4, 1},  {4, 1, 0, 4, 2},  {8, 1, 1, 4, 3},
+                              {8, 0, 0, 1, 4},  {2, 1, 1, 16, 3}, {1, 0, 0, 8, 2}};
   const kiln_activation acts[] = {KILN_ACT_GELU, KILN_ACT_GELU_TANH, KILN_ACT_SILU, KILN_ACT_RELU};
   const int64_t sizes[] = {0, 1, 7, 1031, harness_size(20011, 600)};
   const int64_t ls[][2] = {{0, 3}, {3, 7}, {harness_size(61, 9), 333}};
