@@ -1532,6 +1532,59 @@ START_TEST(act_knobs)
 END_TEST
 
 /*
+ * Special values through every activation, forward and backward, on the device's default
+ * knobs (CPU devices: vector math; GPUs: 4-vectors) and on scalars (act_vec 1): both give the
+ * same NaNs, the same infinities and values within the dtype's tolerance. The values are laid
+ * out three times, rotated, over 37 elements, so that each lands both in whole vectors and in
+ * the scalar tail.
+ */
+START_TEST(act_special_values)
+{
+  kiln_context *ctx = harness_ctx();
+  static const double sv[] = {INFINITY, -INFINITY, NAN, 0.0, -0.0, 1e300, -1e300, 3e38, -3e38,
+                              700, -700, 50, -50, 20, -20, 6, -6, 3, -3, 1e-30, -1e-30, 0.5};
+  enum { NS = sizeof sv / sizeof sv[0], N = 37 };
+  int64_t n = N;
+  double x[N], g[N];
+  for (int i = 0; i < N; i++) {
+    x[i] = sv[(i + 5 * (i / NS)) % NS];
+    g[i] = i % 3 ? 1.5 : -0.75;
+  }
+  FOR_DTYPES(dt)
+  {
+    if (harness_small() && dt != KILN_F32)
+      continue;
+    double xd[N];
+    memcpy(xd, x, sizeof xd);
+    round_to(dt, xd, N);
+    kiln_tensor *tx = up(dt, 1, &n, xd), *tg = up(dt, 1, &n, g);
+    for (int ai = 0; ai < KILN_ACTIVATION_COUNT; ai++) {
+      kiln_activation a = (kiln_activation)ai;
+      double p0, p1, *y[2], *dx[2];
+      act_params(a, &p0, &p1);
+      for (int scalar = 0; scalar < 2; scalar++) {
+        kiln__nn_test_knobs.act_vec = scalar ? 1 : -1;
+        kiln_tensor *ty = NULL, *tdx = NULL;
+        KOK(kiln_activation_forward(ctx, a, tx, p0, p1, &ty));
+        KOK(kiln_activation_backward(ctx, a, tg, kiln_activation_backward_uses_output(a) ? ty : tx,
+                                     p0, p1, &tdx));
+        y[scalar] = down(ty), dx[scalar] = down(tdx);
+        kiln_tensor_release(ty), kiln_tensor_release(tdx);
+      }
+      char what[96];
+      snprintf(what, sizeof what, "%s %s special values, vectors against scalars",
+               kiln_dtype_name(dt), kiln_activation_name(a));
+      expect_close(y[0], y[1], N, tol_of(dt), what);
+      expect_close(dx[0], dx[1], N, tol_of(dt) * (dt != KILN_F64 ? 10 : 1), what);
+      free(y[0]), free(y[1]), free(dx[0]), free(dx[1]);
+    }
+    kiln_tensor_release(tx), kiln_tensor_release(tg);
+  }
+  kiln__nn_test_knobs.act_vec = -1;
+}
+END_TEST
+
+/*
  * kiln's erfc (the default) keeps gelu's relative accuracy in the lower tail, where x Phi(x)
  * is tiny, and gelu's derivative likewise (relative to its two terms): in f32 within 2e-5 of
  * the reference down to x = -12 (Phi about 2e-33); in f64 within 1e-14 (kiln's) or 1e-12
@@ -1604,6 +1657,7 @@ nn_suite(void)
   tcase_add_test(tc, point_losses);
   tcase_add_test(tc, bad_input);
   tcase_add_test(tc, act_knobs);
+  tcase_add_test(tc, act_special_values);
   tcase_add_test(tc, gelu_tail_relative);
   if (!harness_small()) {
     tcase_add_test(tc, softmax_finite_differences);
