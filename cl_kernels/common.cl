@@ -72,6 +72,19 @@ inline ushort kiln_f32_to_bf16(float f)
   }
 
 #if defined(KILN_DT_F16)
+/* vstore_halfN_rte for N = 8 and 16 at any 2-byte-aligned address: PoCL 3.1's own 8- and
+ * 16-wide forms store with 16-byte-aligned moves, which fault elsewhere (its 4-wide form does
+ * not). */
+inline void kiln_vstore_half8(float8 v, global half *p)
+{
+  vstore_half4_rte(v.lo, 0, p);
+  vstore_half4_rte(v.hi, 0, p + 4);
+}
+inline void kiln_vstore_half16(float16 v, global half *p)
+{
+  kiln_vstore_half8(v.lo, p);
+  kiln_vstore_half8(v.hi, p + 8);
+}
 #define ST half
 #define KILN_LOAD(p, i) vload_half((i), (p))
 #define KILN_STORE(p, i, v) vstore_half_rte((v), (i), (p))

@@ -162,7 +162,11 @@ inline T l_bce(T x, T y)
 #define TV KILN_CAT(T, NN_VW)
 #if defined(KILN_DT_F16)
 #define LOADV(p, i) KILN_CAT(vload_half, NN_VW)(0, (p) + (i))
-#define STOREV(p, i, v) KILN_CAT(KILN_CAT(vstore_half, NN_VW), _rte)(v, 0, (p) + (i))
+#if NN_VW == 4
+#define STOREV(p, i, v) vstore_half4_rte(v, 0, (p) + (i))
+#else
+#define STOREV(p, i, v) KILN_CAT(kiln_vstore_half, NN_VW)(v, (p) + (i))
+#endif
 #elif defined(KILN_DT_BF16)
 KILN_BF16_FROM_FLOATV(NN_VW)
 #define LOADV(p, i)                                                                      \

@@ -79,6 +79,11 @@
 #ifndef KILN_NN_ROW_ITEMS
 #define KILN_NN_ROW_ITEMS 0
 #endif
+/* KILN_NN_ROW_CPU: softmax_fwd/bwd, norm_fwd/bwd and ce_fwd/bwd in their CPU forms
+ * (nn_rows_cpu.clh, one work-item per row), the others as they are. */
+#ifndef KILN_NN_ROW_CPU
+#define KILN_NN_ROW_CPU 0
+#endif
 /* RN: elements per lane kept in registers (0, 4, 8 or 16), one OpenCL vector VT of RN
  * components, so that no array (which NVIDIA's compiler may place in off-chip local memory when
  * a loop over it stays rolled) and no unrolling is involved: every operation on the cache is a
@@ -400,6 +405,7 @@ inline void lse_merge(T *m, T *s, T m2, T s2)
       s = NAN;                                                                           \
   } while (0)
 
+#if !KILN_NN_ROW_CPU
 kernel void
 softmax_fwd(global const ST *x, ulong xoff, global ST *y, ulong yoff, ulong rows, ulong len,
             ulong inner, uint lprv, uint logmode, local T *lm, local T *ls, uint nchv,
@@ -747,6 +753,8 @@ norm_bwd(global const ST *g, ulong goff, global const ST *x, ulong xoff, global 
   ROWS_END
 }
 
+#endif /* !KILN_NN_ROW_CPU */
+
 kernel void
 norm_cols(global const ST *g, ulong goff, global const ST *x, ulong xoff, global const ST *mean,
           ulong moff, global const ST *rstd, ulong roff, global T *part, ulong rows, ulong len,
@@ -819,6 +827,9 @@ norm_cols_finish(global const T *part, ulong nchunk, ulong len, global ST *dw, u
 /* The smoothed target weight of class j: (1 - eps) [j == t] + eps / C. */
 #define CE_Q(j, t) (((j) == (ulong)(t) ? (T)1 - eps : (T)0) + eps / (T)len)
 
+#if KILN_NN_ROW_CPU
+#include "nn_rows_cpu.clh"
+#else
 kernel void
 ce_fwd(global const ST *z, ulong zoff, global const long *ti, ulong tioff, global const ST *tp,
        ulong tpoff, global ST *out, ulong outoff, global T *lr, global T *lv, ulong rows,
@@ -1007,6 +1018,7 @@ ce_bwd(global const ST *gout, ulong goff, global const ST *z, ulong zoff, global
   }
   ROWS_END
 }
+#endif /* KILN_NN_ROW_CPU */
 
 kernel void
 nll_fwd(global const ST *x, ulong xoff, global const long *ti, ulong tioff, global ST *out,

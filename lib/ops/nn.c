@@ -115,8 +115,8 @@ kiln__nn_finish(const char *op, kiln_context *ctx, kiln_dtype dtype, cl_mem a, c
 /* ---------------------------------------------------------------- row launches */
 
 void
-kiln__nn_row_shape(kiln_context *ctx, cl_kernel k, const kiln__nn_knobs *kn, uint64_t len,
-                   uint64_t inner, size_t *local, uint32_t *lpr)
+kiln__nn_row_shape(kiln_context *ctx, cl_kernel k, const kiln__nn_knobs *kn, uint64_t rows,
+                   uint64_t len, uint64_t inner, size_t *local, uint32_t *lpr)
 {
   /* The kernel's limit as a power of two (the scratch trees need one); the tests' local
    * size hook fixes the local size. */
@@ -130,6 +130,16 @@ kiln__nn_row_shape(kiln_context *ctx, cl_kernel k, const kiln__nn_knobs *kn, uin
   if (kiln__launch_local_override)
     max = kiln__launch_local_override;
   size_t wg = kiln__launch_local_override ? max : kn->row_wg < max ? kn->row_wg : max;
+  if (kn->row_cpu) {
+    /* One row per work-item, in groups of rows that give each compute unit a few groups. */
+    uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1, per = rows / (4 * cu);
+    size_t g = 1;
+    while (g * 2 <= per && g * 2 <= wg)
+      g *= 2;
+    *local = kiln__launch_local_override ? wg : g;
+    *lpr = 1;
+    return;
+  }
   uint64_t per = kn->row_items ? (len + kn->row_items - 1) / kn->row_items : len;
   uint32_t p = 1;
   while (p < per && p < max)
@@ -204,12 +214,13 @@ row_cache_args(kiln__args *a, kiln_context *ctx, const row_kernel *rk, kiln_dtyp
 }
 
 static kiln_status
-row_kernel_get(const char *op, kiln_context *ctx, kiln_dtype dtype, const char *name, uint64_t len,
-               uint64_t inner, const kiln_tensor *const *ts, size_t nts, row_kernel *rk)
+row_kernel_get(const char *op, kiln_context *ctx, kiln_dtype dtype, const char *name, uint64_t rows,
+               uint64_t len, uint64_t inner, const kiln_tensor *const *ts, size_t nts,
+               row_kernel *rk)
 {
   kiln__nn_knobs_get(ctx, dtype, &rk->kn);
   KILN_TRY(kiln__nn_kernel(op, ctx, KILN__NN_ROWS, dtype, &rk->kn, name, &rk->k));
-  kiln__nn_row_shape(ctx, rk->k, &rk->kn, len, inner, &rk->local, &rk->lpr);
+  kiln__nn_row_shape(ctx, rk->k, &rk->kn, rows, len, inner, &rk->local, &rk->lpr);
   rk->lpr |= kiln__nn_row_vec(&rk->kn, len, inner, ts, nts);
   return KILN_OK;
 }
@@ -264,7 +275,7 @@ softmax_run(const char *op, kiln_context *ctx, int bwd, const kiln_tensor *grad,
   if (y->numel) {
     row_kernel rk;
     const kiln_tensor *ops[3] = {grad, y, t.dst};
-    s = row_kernel_get(op, ctx, y->dtype, bwd ? "softmax_bwd" : "softmax_fwd", len, inner, ops, 3,
+    s = row_kernel_get(op, ctx, y->dtype, bwd ? "softmax_bwd" : "softmax_fwd", rows, len, inner, ops, 3,
                        &rk);
     if (s == KILN_OK) {
       kiln__args a = kiln__args_begin(op, rk.k);
@@ -405,7 +416,7 @@ norm_forward(const char *op, kiln_context *ctx, const kiln_tensor *x, int64_t ax
   if (x->numel) {
     row_kernel rk;
     const kiln_tensor *ops[4] = {x, w, b, t[0].dst};
-    s = row_kernel_get(op, ctx, x->dtype, "norm_fwd", g.len, 1, ops, 4, &rk);
+    s = row_kernel_get(op, ctx, x->dtype, "norm_fwd", g.rows, g.len, 1, ops, 4, &rk);
     if (s == KILN_OK) {
       uint32_t flags = (w ? NORM_W : 0) | (b ? NORM_B : 0) | (rms ? NORM_RMS : 0) |
                        (mean ? NORM_MEAN : 0) | (rstd ? NORM_RSTD : 0);
@@ -530,7 +541,7 @@ norm_backward(const char *op, kiln_context *ctx, const kiln_tensor *grad, const 
   if (s == KILN_OK && gx && x->numel) {
     row_kernel rk;
     const kiln_tensor *ops[4] = {grad, x, w, t[0].dst};
-    s = row_kernel_get(op, ctx, x->dtype, "norm_bwd", g.len, 1, ops, 4, &rk);
+    s = row_kernel_get(op, ctx, x->dtype, "norm_bwd", g.rows, g.len, 1, ops, 4, &rk);
     if (s == KILN_OK) {
       kiln__args a = kiln__args_begin(op, rk.k);
       kiln__args_tensor(&a, grad);
@@ -575,7 +586,7 @@ kiln_rms_norm_backward(kiln_context *ctx, const kiln_tensor *grad, const kiln_te
 
 /* ---------------------------------------------------------------- family */
 
-kiln__nn_knob_override kiln__nn_test_knobs = {-1, -1, -1, -1, -1, -1, -1, -1, -1};
+kiln__nn_knob_override kiln__nn_test_knobs = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
 
 /*
  * The device defaults (docs/nn.md, "Launch knobs"). GPUs: 32 bytes per work-item in the flat
@@ -612,6 +623,7 @@ nn_default_knobs(const kiln_device_info *info, kiln_dtype dtype, kiln__nn_knobs 
   k->maxreg = 0;
   k->row_local = info->is_gpu ? 32 : 0;
   k->col_items = 17;
+  k->row_cpu = !info->is_gpu;
 }
 
 static int
@@ -633,6 +645,8 @@ knob_valid(const char *name, unsigned long v)
     return v <= 64;
   if (strcmp(name, "col_items") == 0)
     return v <= 22;
+  if (strcmp(name, "row_cpu") == 0)
+    return v <= 1;
   if (strcmp(name, "maxreg") == 0)
     return v == 0 || v == 32 || v == 40 || v == 48 || v == 64 || v == 96 || v == 128;
   return 0;
@@ -659,6 +673,8 @@ knob_set(kiln__nn_knobs *k, const char *name, uint32_t v)
     k->row_local = v;
   else if (strcmp(name, "col_items") == 0)
     k->col_items = v;
+  else if (strcmp(name, "row_cpu") == 0)
+    k->row_cpu = v;
   else
     k->row_wg = v;
 }
@@ -689,7 +705,7 @@ knobs_from_env(kiln__nn_knobs *k)
           KILN__LOG_WARN,
           "KILN_DEBUG_NN: ignoring '%.*s' (act_items=1|2|4|8, act_vec=1|4|8|16, erf=0|1, fast=0|1, "
           "row_items=0|4|8|16, row_wg=a power of two up to 1024, verbose=0|1, "
-          "maxreg=0|32|40|48|64|96|128, row_local=KiB 0-64, col_items=0-22)",
+          "maxreg=0|32|40|48|64|96|128, row_local=KiB 0-64, col_items=0-22, row_cpu=0|1)",
           (int)n, e);
     e += n;
     if (*e == ',')
@@ -703,11 +719,11 @@ kiln__nn_knobs_get(const kiln_context *ctx, kiln_dtype dtype, kiln__nn_knobs *k)
   nn_default_knobs(&ctx->info, dtype, k);
   knobs_from_env(k);
   const kiln__nn_knob_override *o = &kiln__nn_test_knobs;
-  const char *names[9] = {"act_items", "erf",    "row_items", "row_wg",   "fast",
-                          "act_vec",   "maxreg", "row_local", "col_items"};
-  const int32_t vals[9] = {o->act_items, o->erf,    o->row_items, o->row_wg,   o->fast,
-                           o->act_vec,   o->maxreg, o->row_local, o->col_items};
-  for (int i = 0; i < 9; i++)
+  const char *names[10] = {"act_items", "erf",    "row_items", "row_wg",    "fast",
+                           "act_vec",   "maxreg", "row_local", "col_items", "row_cpu"};
+  const int32_t vals[10] = {o->act_items, o->erf,    o->row_items, o->row_wg,    o->fast,
+                            o->act_vec,   o->maxreg, o->row_local, o->col_items, o->row_cpu};
+  for (int i = 0; i < 10; i++)
     if (vals[i] >= 0 && knob_valid(names[i], (unsigned long)vals[i]))
       knob_set(k, names[i], (uint32_t)vals[i]);
   if (k->row_wg == 0)
@@ -772,6 +788,7 @@ kiln__nn_kernel(const char *op, kiln_context *ctx, const char *source, kiln_dtyp
   v.nn_row_items = k->row_items + 1;
   v.nn_verbose = k->verbose;
   v.nn_maxreg = k->maxreg;
+  v.nn_row_cpu = k->row_cpu + 1;
   KILN_TRY(kiln__ops_kernel_variant(op, ctx, source, dtype, &v, name, out));
   if (k->verbose)
     log_kernel(ctx, *out, source, dtype, k, name);
@@ -795,6 +812,8 @@ nn_build_options(const kiln_device_info *info, const char *source, kiln_dtype dt
     k.act_vec = v->nn_vec;
   if (v && v->nn_row_items)
     k.row_items = v->nn_row_items - 1;
+  if (v && v->nn_row_cpu)
+    k.row_cpu = v->nn_row_cpu - 1;
   if (v && v->nn_verbose && strstr(info->vendor, "NVIDIA"))
     kiln__options_append(buf, len, " -cl-nv-verbose");
   if (v && v->nn_maxreg)
@@ -816,8 +835,14 @@ nn_build_options(const kiln_device_info *info, const char *source, kiln_dtype dt
      * family's */
     if (dtype == KILN_F64 && !info->is_gpu)
       kiln__options_append(buf, len, " -DKILN_EXP64=1");
-  } else if (strcmp(source, KILN__NN_ROWS) == 0 && k.row_items != 0) {
-    kiln__options_append(buf, len, " -DKILN_NN_ROW_ITEMS=%u", k.row_items);
+  } else if (strcmp(source, KILN__NN_ROWS) == 0) {
+    if (k.row_items != 0)
+      kiln__options_append(buf, len, " -DKILN_NN_ROW_ITEMS=%u", k.row_items);
+    if (k.row_cpu)
+      kiln__options_append(buf, len, " -DKILN_NN_ROW_CPU=1");
+    /* The CPU forms' exps of doubles: kiln's own, as the activations' (nn_rows_cpu.clh). */
+    if (k.row_cpu && dtype == KILN_F64 && !info->is_gpu)
+      kiln__options_append(buf, len, " -DKILN_EXP64=1");
   }
 }
 

@@ -62,6 +62,8 @@ typedef struct kiln__nn_knobs {
   uint32_t maxreg;    /* NVIDIA: -cl-nv-maxrregcount (registers per work-item), 0 none */
   uint32_t row_local; /* row kernels' local cache (row_items 0), KiB per work-group; 0 none */
   uint32_t col_items; /* norm backward's column sums: about 2^col_items work-items, 0 to 22 */
+  uint32_t row_cpu;   /* KILN_NN_ROW_CPU of nn_rows.cl: 1 the row kernels' CPU forms, one
+                       * work-item per row in 64-byte vectors (CPU devices' default) */
 } kiln__nn_knobs;
 
 void kiln__nn_knobs_get(const kiln_context *ctx, kiln_dtype dtype, kiln__nn_knobs *k);
@@ -83,9 +85,11 @@ kiln_status kiln__nn_kernel(const char *op, kiln_context *ctx, const char *sourc
  * inner apart: the knobs' local size, raised (up to the kernel's limit) until a row fits in
  * the lanes' register caches (not when streaming: row_items 0); lanes per row the next power
  * of two of len / row_items (of len when streaming), up to the local size; 1 when inner > 1.
+ * The CPU forms (knob row_cpu): one lane per row, groups of a power of two of rows up to the
+ * knobs' local size, about rows / (4 compute units) (the tests' local size hook still wins).
  */
-void kiln__nn_row_shape(kiln_context *ctx, cl_kernel k, const kiln__nn_knobs *kn, uint64_t len,
-                        uint64_t inner, size_t *local, uint32_t *lpr);
+void kiln__nn_row_shape(kiln_context *ctx, cl_kernel k, const kiln__nn_knobs *kn, uint64_t rows,
+                        uint64_t len, uint64_t inner, size_t *local, uint32_t *lpr);
 
 /*
  * The last two arguments of every row kernel: the chunks of 4 elements per lane its local cache

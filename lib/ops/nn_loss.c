@@ -254,7 +254,7 @@ class_launch(kiln__args *a, kiln_context *ctx, const kiln__nn_knobs *kn, cl_kern
   size_t local = 0;
   uint32_t lpr = 1;
   if (ce) {
-    kiln__nn_row_shape(ctx, k, kn, g->classes, 1, &local, &lpr);
+    kiln__nn_row_shape(ctx, k, kn, g->rows, g->classes, 1, &local, &lpr);
     kiln__args_u32(a, lpr | kiln__nn_row_vec(kn, g->classes, 1, vts, 3));
   }
   kiln__args_i64(a, ignore);

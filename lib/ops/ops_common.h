@@ -57,6 +57,7 @@ typedef struct kiln__program_variant {
   uint32_t nn_vec;       /* nn: KILN_NN_VEC of nn_act.cl (0 default) */
   uint32_t nn_verbose;   /* nn: 1 adds -cl-nv-verbose on NVIDIA (KILN_DEBUG_NN=verbose=1) */
   uint32_t nn_maxreg;    /* nn: -cl-nv-maxrregcount on NVIDIA (0: none) */
+  uint32_t nn_row_cpu;   /* nn: KILN_NN_ROW_CPU + 1 of nn_rows.cl (0 default) */
   uint32_t cast_lanes; /* elementwise (cast.cl): KILN_CAST_LANES (elements per cast step) */
   uint32_t rng_blocks; /* random: KILN_RNG_BLOCKS (block vectors per work-item of normals) */
   uint32_t rng_vec;    /* random: KILN_RNG_VEC (counter blocks per vector, as SIMD lanes) */

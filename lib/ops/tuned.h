@@ -97,7 +97,7 @@ extern uint64_t kiln__stats_hist_chunk;
  * row_items, row_wg, fast, act_vec, maxreg); -1 leaves them. Read at every nn call.
  */
 typedef struct kiln__nn_knob_override {
-  int32_t act_items, erf, row_items, row_wg, fast, act_vec, maxreg, row_local, col_items;
+  int32_t act_items, erf, row_items, row_wg, fast, act_vec, maxreg, row_local, col_items, row_cpu;
 } kiln__nn_knob_override;
 extern kiln__nn_knob_override kiln__nn_test_knobs;
 

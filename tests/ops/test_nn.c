@@ -1027,6 +1027,14 @@ class_case(kiln_dtype dt, int nll, int mode, uint64_t rows, uint64_t C)
     else
       KOK(kiln_cross_entropy_backward(ctx, tgo, tz, tt, ignore, e, red, &tdz));
     expect_tensor(tdz, dz, tol_of(dt) * 4, what);
+    if (!nll && red == KILN_REDUCTION_NONE) {
+      /* In place: into copies of the logits and (probabilities) of the target. */
+      kiln_tensor *cz = up(dt, 2, zs, z), *ct = probs ? up(dt, 2, zs, p) : NULL;
+      kiln_tensor *into = probs ? ct : cz;
+      KOK(kiln_cross_entropy_backward(ctx, tgo, cz, probs ? ct : tt, ignore, e, red, &into));
+      expect_tensor(into, dz, tol_of(dt) * 4, what);
+      kiln_tensor_release(cz), kiln_tensor_release(ct);
+    }
     kiln_tensor_release(tl), kiln_tensor_release(tgo), kiln_tensor_release(tdz);
   }
   free(z), free(p), free(t), free(loss), free(wgt), free(gr), free(dz), free(ones);
@@ -1386,23 +1394,24 @@ misaligned_rows_check(void)
 
 START_TEST(row_knobs)
 {
-  /* {items, wg, local, cases, row_local}: cases 2 runs the full lists on f32 and the short
-   * ones on f64, f16 and bf16 (0, streamed, 16, the CPUs' and the rest of the suite's, and
-   * the local cache of 32 KiB, on every dtype); 1 the full lists on f32 (4 and 8, knobs only,
-   * and local caches of 1 and 3 KiB, which hold only the first chunks of the longer rows and
-   * stream the rest); 0 the short lists on f32 (the other least local sizes, some with the
-   * local size pinned small so that rows outgrow the registers or the cache). */
+  /* {items, wg, local, cases, row_local, cpu}: cases 2 runs the full lists on f32 and the short
+   * ones on f64, f16 and bf16 (0, streamed, 16, the GPU forms' register cache, the local cache
+   * of 32 KiB, and the CPU forms (row_cpu, the CPU devices' default), on every dtype); 1 the
+   * full lists on f32 (4 and 8, knobs only, and local caches of 1 and 3 KiB, which hold only
+   * the first chunks of the longer rows and stream the rest); 0 the short lists on f32 (the
+   * other least local sizes, some with the local size pinned small so that rows outgrow the
+   * registers or the cache). */
   const struct {
     int32_t items, wg;
     size_t local;
     int cases;
-    int32_t row_local;
+    int32_t row_local, cpu;
   } knobs[] = {
-      {0, 1, 0, 2, 0},     {4, 16, 0, 1, 0},   {4, 2, 32, 0, 0},  {8, 2, 0, 1, 0},
-      {8, 64, 0, 0, 0},    {16, 256, 0, 2, 0}, {16, 4, 64, 0, 0}, {16, 8, 0, 0, 0},
-      {16, 32, 0, 0, 0},   {16, 128, 0, 0, 0}, {4, 512, 0, 0, 0}, {8, 1024, 0, 0, 0},
-      {0, 256, 0, 2, 32},  {0, 16, 0, 1, 1},   {0, 64, 0, 1, 3},  {0, 4, 32, 0, 2},
-      {0, 1024, 0, 0, 48}, {0, 128, 0, 0, 64},
+      {0, 1, 0, 2, 0, 0},     {4, 16, 0, 1, 0, 0},   {4, 2, 32, 0, 0, 0},  {8, 2, 0, 1, 0, 0},
+      {8, 64, 0, 0, 0, 0},    {16, 256, 0, 2, 0, 0}, {16, 4, 64, 0, 0, 0}, {16, 8, 0, 0, 0, 0},
+      {16, 32, 0, 0, 0, 0},   {16, 128, 0, 0, 0, 0}, {4, 512, 0, 0, 0, 0}, {8, 1024, 0, 0, 0, 0},
+      {0, 256, 0, 2, 32, 0},  {0, 16, 0, 1, 1, 0},   {0, 64, 0, 1, 3, 0},  {0, 4, 32, 0, 2, 0},
+      {0, 1024, 0, 0, 48, 0}, {0, 128, 0, 0, 64, 0}, {16, 256, 0, 2, 0, 1}, {0, 1, 0, 1, 0, 1},
   };
   /* Odd lengths move elements one by one, multiples of 4 as 4-vectors (kiln__nn_row_vec);
    * 2052 outgrows the pinned local sizes' registers with either. The short lists are the
@@ -1428,6 +1437,7 @@ START_TEST(row_knobs)
     /* NVIDIA's register cap (a build option elsewhere ignored) on the 4- and 8-item entries. */
     kiln__nn_test_knobs.maxreg = knobs[ki].cases == 1 ? 64 : -1;
     kiln__nn_test_knobs.row_local = knobs[ki].row_local;
+    kiln__nn_test_knobs.row_cpu = knobs[ki].cpu;
     /* The norm backward's column sums: one chunk of every row (2^0 items) and chunks of a few
      * rows (2^10) beside the default's chunks of one row. */
     kiln__nn_test_knobs.col_items = knobs[ki].cases == 1 ? (ki % 2 ? 0 : 10) : -1;
@@ -1457,6 +1467,7 @@ START_TEST(row_knobs)
   }
   kiln__nn_test_knobs.row_items = kiln__nn_test_knobs.row_wg = kiln__nn_test_knobs.maxreg = -1;
   kiln__nn_test_knobs.row_local = kiln__nn_test_knobs.col_items = -1;
+  kiln__nn_test_knobs.row_cpu = -1;
   kiln__launch_local_override = 0;
 }
 END_TEST
@@ -1468,7 +1479,8 @@ END_TEST
  * 8), silu, relu and the mse loss, forward and backward; sizes 0, 1, primes and a non-multiple of
  * any group.
  */
-/* gelu forward and backward over views one element in (no 4-vectors), against the reference. */
+/* gelu forward and backward over views one element in (no 4-vectors; any offset on the vector
+ * math), forward also in place, against the reference. */
 static void
 misaligned_act_check(kiln_dtype dt)
 {
@@ -1487,6 +1499,10 @@ misaligned_act_check(kiln_dtype dt)
   KOK(kiln_activation_backward(ctx, KILN_ACT_GELU, tg, tx, 0, 0, &tdx));
   expect_tensor(ty, y, tol_of(dt), "gelu, misaligned");
   expect_tensor(tdx, dx, tol_of(dt), "gelu backward, misaligned");
+  /* In place: the stores land one element off too (PoCL's 8- and 16-wide vstore_half faulted
+   * there). */
+  KOK(kiln_activation_forward(ctx, KILN_ACT_GELU, tx, 0, 0, &tx));
+  expect_tensor(tx, y, tol_of(dt), "gelu in place, misaligned");
   free(x), free(g), free(y), free(dx);
   kiln_tensor_release(bx), kiln_tensor_release(bg), kiln_tensor_release(tx);
   kiln_tensor_release(tg), kiln_tensor_release(ty), kiln_tensor_release(tdx);
