@@ -31,6 +31,11 @@
  *   norm_apply(x, xoff, mean, moff, rstd, roff, w, woff, b, boff, y, yoff, N, C, S, G, cpg,
  *              flags)    3-D over (S / APPLY_ITEMS, C, N): y = (x - mean) rstd w + b (NN_BN:
  *                        per channel)
+ *   stats_store(s, soff, out, ooff, n)   flat: out = s in the storage type
+ * The forward statistics (gn_stats, chan_fin's CP_STAT, bn_eval_stats, norm_apply) are T
+ * buffers: the 16-bit types normalize with their float values, not with the rounded ones
+ * their outputs hold (a group of close values would have lost percents to the mean's rounding).
+ * The backward kernels read the saved statistics as given (ST).
  *     (CP_GRAD): sums[c] = sum g, sums[C + c] = sum g xhat over n, s; dw, db the same
  *   bn_dx(g, goff, x, xoff, mean, moff, rstd, roff, w, woff, sums, dx, dxoff, N, C, S,
  *         flags)          3-D over (S, C, N): training dx = w rstd (g - sum g / M - xhat sum(g xhat) / M);
@@ -126,7 +131,7 @@ group_sum(local T *ls, T v)
 /* Two passes (the mean, then the centred squares), the row served from cache the second
  * time: no cancellation for rows with a large mean. */
 kernel void
-gn_stats(global const ST *x, ulong xoff, global ST *mean, ulong moff, global ST *rstd, ulong roff,
+gn_stats(global const ST *x, ulong xoff, global T *mean, ulong moff, global T *rstd, ulong roff,
          ulong rows, ulong len, T eps, local T *ls)
 {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
@@ -143,8 +148,8 @@ gn_stats(global const ST *x, ulong xoff, global ST *mean, ulong moff, global ST 
     }
     T var = group_sum(ls, a) / (T)len;
     if (lid == 0) {
-      KILN_STORE(mean, moff + r, mu);
-      KILN_STORE(rstd, roff + r, (T)1 / sqrt(var + eps));
+      mean[moff + r] = mu;
+      rstd[roff + r] = (T)1 / sqrt(var + eps);
     }
   }
 }
@@ -286,7 +291,7 @@ chan_part(global const ST *x, ulong xoff, global const ST *g, ulong goff, global
  */
 kernel void
 chan_fin(global const T *part, ulong nchunk, ulong C, ulong M, uint mode, uint flags,
-         global ST *mean, ulong moff, global ST *rstd, ulong roff, global ST *rm, ulong rmoff,
+         global T *mean, ulong moff, global T *rstd, ulong roff, global ST *rm, ulong rmoff,
          global ST *rv, ulong rvoff, T eps, T momentum, global T *sums, global ST *dw,
          ulong dwoff, global ST *db, ulong dboff)
 {
@@ -297,8 +302,8 @@ chan_fin(global const T *part, ulong nchunk, ulong C, ulong M, uint mode, uint f
         global const T *q = part + 3 * (c * nchunk + ch);
         chan_merge(&cnt, &mu, &a, q[0], q[1], q[2]);
       }
-      KILN_STORE(mean, moff + c, mu);
-      KILN_STORE(rstd, roff + c, (T)1 / sqrt(a / (T)M + eps));
+      mean[moff + c] = mu;
+      rstd[roff + c] = (T)1 / sqrt(a / (T)M + eps);
       if (flags & BN_RUNNING) {
         /* PyTorch's running variance is the unbiased one (M - 1; M = 1 gives inf / NaN as
          * there). */
@@ -325,27 +330,35 @@ chan_fin(global const T *part, ulong nchunk, ulong C, ulong M, uint mode, uint f
 }
 
 kernel void
-bn_eval_stats(global ST *mean, ulong moff, global ST *rstd, ulong roff, global const ST *rm,
+bn_eval_stats(global T *mean, ulong moff, global T *rstd, ulong roff, global const ST *rm,
               ulong rmoff, global const ST *rv, ulong rvoff, ulong C, T eps)
 {
   for (ulong c = get_global_id(0); c < C; c += get_global_size(0)) {
-    KILN_STORE(mean, moff + c, KILN_LOAD(rm, rmoff + c));
-    KILN_STORE(rstd, roff + c, (T)1 / sqrt(KILN_LOAD(rv, rvoff + c) + eps));
+    mean[moff + c] = KILN_LOAD(rm, rmoff + c);
+    rstd[roff + c] = (T)1 / sqrt(KILN_LOAD(rv, rvoff + c) + eps);
   }
+}
+
+/* The statistics' outputs of the 16-bit types, from their compute-type values. */
+kernel void
+stats_store(global const T *s, ulong soff, global ST *out, ulong ooff, ulong n)
+{
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0))
+    KILN_STORE(out, ooff + i, s[soff + i]);
 }
 
 
 kernel void
-norm_apply(global const ST *x, ulong xoff, global const ST *mean, ulong moff,
-           global const ST *rstd, ulong roff, global const ST *w, ulong woff, global const ST *b,
+norm_apply(global const ST *x, ulong xoff, global const T *mean, ulong moff,
+           global const T *rstd, ulong roff, global const ST *w, ulong woff, global const ST *b,
            ulong boff, global ST *y, ulong yoff, ulong N, ulong C, ulong S, ulong G, ulong cpg,
            uint flags)
 {
   FOR_NCS(n, c)
   {
     const ulong si = STAT_INDEX(n, c), base = (n * C + c) * S;
-    const T mu = KILN_LOAD(mean, moff + si);
-    T k = KILN_LOAD(rstd, roff + si), o = (T)0;
+    const T mu = mean[moff + si];
+    T k = rstd[roff + si], o = (T)0;
     if (flags & NN_W)
       k *= KILN_LOAD(w, woff + c);
     if (flags & NN_B)

@@ -16,7 +16,8 @@
  *     flags: OPT_MAXIMIZE, OPT_NESTEROV, OPT_FIRST (buf = d on the first step), OPT_MOMENTUM
  *   adam_step(slots(p, g, m, v, vmax, n)..., nslots, lr, beta1, beta2, eps, wd, step_size,
  *             bc2_sqrt, flags)   flags: OPT_MAXIMIZE, OPT_AMSGRAD, OPT_DECOUPLED
- *     one element per work-item; adam_step4 (same arguments): four (max(n) / 4 items)
+ *     one element per work-item; adam_step4 (same arguments): four (max(n) / 4 items);
+ *     adam_stepv: 16 (f64: 8) as one vector (CPU devices)
  *   sumsq_part(slots(g, n)..., nslots, part, poff, ls)
  *     each work-group writes the sum of squares of its share of every slot to part[poff + group]
  *   norm_finish(part, n, out, ooff, ls)   one work-group: out[0] = sqrt(sum(part[0..n)))
@@ -77,8 +78,9 @@ sgd_step(FOR_SLOTS(SGD_PARAMS) uint nslots, T lr, T mom, T damp, T wd, uint flag
 
 /* ---------------------------------------------------------------- Adam, AdamW */
 
-/* One element of Adam (all T values); returns the new parameter, updates m, v, vm. */
-#define ADAM_ELEM(pv, gv, mv, vv, vmv)                                                       \
+/* One element of Adam (all TY values: T, or T vectors in adam_vec); returns the new parameter,
+ * updates m, v, vm. */
+#define ADAM_ELEM(TY, pv, gv, mv, vv, vmv)                                                   \
   do {                                                                                     \
     if (flags & OPT_MAXIMIZE)                                                              \
       gv = -gv;                                                                            \
@@ -89,7 +91,7 @@ sgd_step(FOR_SLOTS(SGD_PARAMS) uint nslots, T lr, T mom, T damp, T wd, uint flag
     /* PyTorch's m.lerp_(g, 1 - beta1) and v.mul_(beta2).addcmul_(g, g, 1 - beta2). */    \
     mv += ((T)1 - b1) * (gv - mv);                                                         \
     vv = b2 * vv + ((T)1 - b2) * gv * gv;                                                  \
-    T den_;                                                                                \
+    TY den_;                                                                               \
     if (flags & OPT_AMSGRAD) {                                                             \
       vmv = fmax(vmv, vv);                                                                 \
       den_ = sqrt(vmv) / bc2s + eps;                                                       \
@@ -109,7 +111,7 @@ adam_one(global ST *p, global const ST *g, global ST *m, global ST *v, global ST
   {
     T pv = KILN_LOAD(p, i), gv = KILN_LOAD(g, i), mv = KILN_LOAD(m, i), vv = KILN_LOAD(v, i);
     T xv = (flags & OPT_AMSGRAD) ? KILN_LOAD(vm, i) : (T)0;
-    ADAM_ELEM(pv, gv, mv, vv, xv);
+    ADAM_ELEM(T, pv, gv, mv, vv, xv);
     KILN_STORE(p, i, pv);
     KILN_STORE(m, i, mv);
     KILN_STORE(v, i, vv);
@@ -139,6 +141,23 @@ adam_one(global ST *p, global const ST *g, global ST *m, global ST *v, global ST
 #define STORE4(p, v) vstore4(v, 0, p)
 #endif
 
+/* Elements i0 to n - 1, one by one (the last partial vector of adam_four and adam_vec). */
+inline void
+adam_tail(global ST *p, global const ST *g, global ST *m, global ST *v, global ST *vm, ulong i0,
+          ulong n, T lr, T b1, T b2, T eps, T wd, T step_size, T bc2s, uint flags)
+{
+  for (ulong i = i0; i < n; i++) {
+    T pv = KILN_LOAD(p, i), gv = KILN_LOAD(g, i), mv = KILN_LOAD(m, i), vv = KILN_LOAD(v, i);
+    T xv = (flags & OPT_AMSGRAD) ? KILN_LOAD(vm, i) : (T)0;
+    ADAM_ELEM(T, pv, gv, mv, vv, xv);
+    KILN_STORE(p, i, pv);
+    KILN_STORE(m, i, mv);
+    KILN_STORE(v, i, vv);
+    if (flags & OPT_AMSGRAD)
+      KILN_STORE(vm, i, xv);
+  }
+}
+
 inline void
 adam_four(global ST *p, global const ST *g, global ST *m, global ST *v, global ST *vm, ulong n,
           T lr, T b1, T b2, T eps, T wd, T step_size, T bc2s, uint flags)
@@ -154,23 +173,57 @@ adam_four(global ST *p, global const ST *g, global ST *m, global ST *v, global S
       if (flags & OPT_AMSGRAD)
         vstore4(LOAD4(vm + i0), 0, xa);
       for (int u = 0; u < 4; u++)
-        ADAM_ELEM(pa[u], ga[u], ma[u], va[u], xa[u]);
+        ADAM_ELEM(T, pa[u], ga[u], ma[u], va[u], xa[u]);
       STORE4(p + i0, vload4(0, pa));
       STORE4(m + i0, vload4(0, ma));
       STORE4(v + i0, vload4(0, va));
       if (flags & OPT_AMSGRAD)
         STORE4(vm + i0, vload4(0, xa));
     } else {
-      for (ulong i = i0; i < n; i++) {
-        T pv = KILN_LOAD(p, i), gv = KILN_LOAD(g, i), mv = KILN_LOAD(m, i), vv = KILN_LOAD(v, i);
-        T xv = (flags & OPT_AMSGRAD) ? KILN_LOAD(vm, i) : (T)0;
-        ADAM_ELEM(pv, gv, mv, vv, xv);
-        KILN_STORE(p, i, pv);
-        KILN_STORE(m, i, mv);
-        KILN_STORE(v, i, vv);
-        if (flags & OPT_AMSGRAD)
-          KILN_STORE(vm, i, xv);
-      }
+      adam_tail(p, g, m, v, vm, i0, n, lr, b1, b2, eps, wd, step_size, bc2s, flags);
+    }
+  }
+}
+
+/*
+ * CPU devices: one vector of AV elements (64 bytes: 16 floats, 8 doubles) per work-item, the
+ * update on whole vectors (the scalar grid-stride loop ran element by element on PoCL).
+ */
+#if defined(KILN_DT_F64)
+#define AV 8
+#else
+#define AV 16
+#endif
+#define AVT KILN_CAT(T, AV)
+#if defined(KILN_DT_F16)
+#define LDV(p) KILN_CAT(vload_half, AV)(0, p)
+#define STV(p, v) KILN_CAT(kiln_vstore_half, AV)(v, p)
+#elif defined(KILN_DT_BF16)
+KILN_BF16_FROM_FLOATV(AV)
+#define LDV(p) KILN_CAT(as_, AVT)(KILN_CAT(convert_uint, AV)(KILN_CAT(vload, AV)(0, p)) << 16)
+#define STV(p, v) KILN_CAT(vstore, AV)(kiln_bf16_from_floatv(v), 0, p)
+#else
+#define LDV(p) KILN_CAT(vload, AV)(0, p)
+#define STV(p, v) KILN_CAT(vstore, AV)(v, 0, p)
+#endif
+
+inline void
+adam_vec(global ST *p, global const ST *g, global ST *m, global ST *v, global ST *vm, ulong n,
+         T lr, T b1, T b2, T eps, T wd, T step_size, T bc2s, uint flags)
+{
+  for (ulong q = get_global_id(0); AV * q < n; q += get_global_size(0)) {
+    const ulong i0 = AV * q;
+    if (i0 + AV <= n) {
+      AVT pv = LDV(p + i0), gv = LDV(g + i0), mv = LDV(m + i0), vv = LDV(v + i0);
+      AVT xv = (flags & OPT_AMSGRAD) ? LDV(vm + i0) : (AVT)0;
+      ADAM_ELEM(AVT, pv, gv, mv, vv, xv);
+      STV(p + i0, pv);
+      STV(m + i0, mv);
+      STV(v + i0, vv);
+      if (flags & OPT_AMSGRAD)
+        STV(vm + i0, xv);
+    } else {
+      adam_tail(p, g, m, v, vm, i0, n, lr, b1, b2, eps, wd, step_size, bc2s, flags);
     }
   }
 }
@@ -195,6 +248,15 @@ adam_step(FOR_SLOTS(ADAM_PARAMS) uint nslots, T lr, T b1, T b2, T eps, T wd, T s
 #define ADAM_FN adam_four
 kernel void
 adam_step4(FOR_SLOTS(ADAM_PARAMS) uint nslots, T lr, T b1, T b2, T eps, T wd, T step_size,
+           T bc2s, uint flags)
+{
+  FOR_SLOTS(ADAM_RUN)
+}
+#undef ADAM_FN
+
+#define ADAM_FN adam_vec
+kernel void
+adam_stepv(FOR_SLOTS(ADAM_PARAMS) uint nslots, T lr, T b1, T b2, T eps, T wd, T step_size,
            T bc2s, uint flags)
 {
   FOR_SLOTS(ADAM_RUN)

@@ -193,19 +193,40 @@ group_launch(kiln__args *a, kiln_context *ctx, cl_kernel k, uint64_t groups, kil
   return kiln__args_enqueue_1d(a, ctx, (size_t)groups * local, local);
 }
 
-/* Stats (scratch when not wanted) into st[0..1]; ctx->lock held. */
+/* The forward statistics in the compute type into st[0..1] (nn_norm.cl): the wanted outputs
+ * themselves when they have that type, else scratch (made); ctx->lock held. */
 static kiln_status
 stats_scratch(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t n, kiln__out_target *t,
               kiln_tensor **const *outs, kiln_tensor **st, kiln_tensor **made)
 {
   for (int i = 0; i < 2; i++) {
-    if (outs[1 + i]) {
+    if (outs[1 + i] && kiln__nnt_cdt(dt) == dt) {
       st[i] = t[1 + i].dst;
     } else {
-      KILN_TRY(kiln__ops_scratch(op, ctx, dt, n, &made[i]));
+      KILN_TRY(kiln__ops_scratch(op, ctx, kiln__nnt_cdt(dt), n, &made[i]));
       st[i] = made[i];
     }
   }
+  return KILN_OK;
+}
+
+/* The wanted statistics outputs of the 16-bit types from their scratch (stats_scratch). */
+static kiln_status
+stats_store(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t n, kiln__out_target *t,
+            kiln_tensor **const *outs, kiln_tensor *const *st)
+{
+  if (kiln__nnt_cdt(dt) == dt)
+    return KILN_OK;
+  for (int i = 0; i < 2; i++)
+    if (outs[1 + i]) {
+      cl_kernel k;
+      KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NNT_NORM, dt, "stats_store", &k));
+      kiln__args a = kiln__args_begin(op, k);
+      kiln__args_tensor(&a, st[i]);
+      kiln__args_tensor(&a, t[1 + i].dst);
+      kiln__args_u64(&a, n);
+      KILN_TRY(kiln__args_launch_1d(&a, ctx, n, 0));
+    }
   return KILN_OK;
 }
 
@@ -286,6 +307,8 @@ kiln_group_norm(kiln_context *ctx, const kiln_tensor *x, int64_t groups,
     }
     if (s == KILN_OK)
       s = apply_launch(op, ctx, x, st, weight, bias, t[0].dst, &g, G, cpg, 0);
+    if (s == KILN_OK)
+      s = stats_store(op, ctx, x->dtype, rows, t, outs, st);
   }
   kiln_tensor_release(made[0]);
   kiln_tensor_release(made[1]);
@@ -522,6 +545,8 @@ kiln_batch_norm(kiln_context *ctx, const kiln_tensor *x, const kiln_tensor *weig
     }
     if (s == KILN_OK)
       s = apply_launch(op, ctx, x, st, weight, bias, t[0].dst, &g, g.C, 1, NN_BN);
+    if (s == KILN_OK)
+      s = stats_store(op, ctx, x->dtype, g.C, t, outs, st);
   }
   kiln_tensor_release(made[0]);
   kiln_tensor_release(made[1]);

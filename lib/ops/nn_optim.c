@@ -15,7 +15,7 @@
 #include "ops/nn_train.h"
 #include "runtime/runtime.h"
 
-int kiln__nnt_adam_vec4 = 0;
+int kiln__nnt_adam_form = 0;
 
 /* Tensors per launch; must match OPT_SLOTS of nn_optim.cl. */
 #define OPT_SLOTS 8
@@ -235,14 +235,17 @@ kiln_adam_step(kiln_context *ctx, size_t n, kiln_tensor *const *params,
   double bc1 = 1 - pow(opt->beta1, (double)step);
   double bc2 = 1 - pow(opt->beta2, (double)step);
   /* Four elements per work-item on GPUs (as the elementwise family's measured H200 default),
-   * one on CPUs; kiln__nnt_adam_vec4 (test hook) forces either. */
-  int vec4 = kiln__nnt_adam_vec4 ? kiln__nnt_adam_vec4 > 0 : ctx->info.is_gpu;
+   * on CPUs one vector of 64 bytes (16 floats, 8 doubles: the one-element form ran element by
+   * element on PoCL); kiln__nnt_adam_form (test hook) forces one of the three. */
+  int form = kiln__nnt_adam_form ? kiln__nnt_adam_form : ctx->info.is_gpu ? 4 : 16;
+  uint64_t per = form != 16 ? (uint64_t)form : kiln_dtype_size(kiln__nnt_cdt(params[0]->dtype)) == 8 ? 8 : 16;
   uint32_t flags = (opt->maximize ? OPT_MAXIMIZE : 0) | (opt->amsgrad ? OPT_AMSGRAD : 0) |
                    (opt->decoupled ? OPT_DECOUPLED : 0);
   kiln__ctx_lock(ctx);
   cl_kernel k;
   kiln_status s =
-      kiln__ops_kernel(op, ctx, KILN__NNT_OPTIM, dt, vec4 ? "adam_step4" : "adam_step", &k);
+      kiln__ops_kernel(op, ctx, KILN__NNT_OPTIM, dt,
+                       form == 1 ? "adam_step" : form == 4 ? "adam_step4" : "adam_stepv", &k);
   for (size_t first = 0; s == KILN_OK && first < n; first += OPT_SLOTS) {
     kiln__args a = kiln__args_begin(op, k);
     uint64_t most = push_slots(&a, n, first, lists, 5);
@@ -255,7 +258,7 @@ kiln_adam_step(kiln_context *ctx, size_t n, kiln_tensor *const *params,
     kiln__args_float(&a, cdt, opt->lr / bc1);
     kiln__args_float(&a, cdt, sqrt(bc2));
     kiln__args_u32(&a, flags);
-    s = kiln__args_launch_1d(&a, ctx, vec4 ? (most + 3) / 4 : most, 0);
+    s = kiln__args_launch_1d(&a, ctx, (most + per - 1) / per, 0);
   }
   kiln__ctx_unlock(ctx);
   return s;

@@ -44,8 +44,8 @@ extern const struct kiln__tune_family kiln__attention_tune;
  * (0: the device default, 2048 on GPUs, 1 on CPUs: one per channel). */
 extern uint64_t kiln__nnt_chan_groups;
 
-/* Test hook: Adam's elements per work-item (0: the device default, 4 on GPUs and 1 on CPUs;
- * > 0: four; < 0: one). */
-extern int kiln__nnt_adam_vec4;
+/* Test hook: Adam's kernel form (0: the device default, 4 on GPUs and 16 on CPUs; 1: one
+ * element per work-item, 4: four, 16: one vector of 16 elements, 8 for f64). */
+extern int kiln__nnt_adam_form;
 
 #endif

@@ -169,9 +169,11 @@ ref_adam(double *p, const double *g, double *m, double *v, double *vm, size_t n,
 
 START_TEST(adam_against_reference)
 {
-  /* Both the one-element (CPU) and the four-element (GPU) forms of the kernel. */
-  for (int vec = 0; vec < 2; vec++) {
-    kiln__nnt_adam_vec4 = vec ? 1 : -1;
+  /* Every form of the kernel: one element, four (GPUs) and one vector of 16 (8 in f64: CPUs)
+   * per work-item. */
+  static const int forms[] = {1, 4, 16};
+  for (size_t fi = 0; fi < sizeof forms / sizeof forms[0]; fi++) {
+    kiln__nnt_adam_form = forms[fi];
     static const kiln_adam_options cases[] = {
         {1e-3, 0.9, 0.999, 1e-8, 0, 0, 0, 0},  {1e-2, 0.9, 0.99, 1e-6, 0.01, 0, 0, 0},
         {1e-2, 0.8, 0.95, 1e-8, 0.1, 0, 1, 0}, {5e-3, 0.9, 0.999, 1e-8, 0, 1, 0, 0},
@@ -214,7 +216,7 @@ START_TEST(adam_against_reference)
       }
     }
   }
-  kiln__nnt_adam_vec4 = 0;
+  kiln__nnt_adam_form = 0;
 }
 END_TEST
 
@@ -637,6 +639,41 @@ END_TEST
  * spread of 1 keep their f32 variance (sums of x and x^2 would lose it all), with one group
  * per channel and with chunks; a NaN in a channel gives that channel NaN statistics.
  */
+/*
+ * Groups of close values whose mean the 16-bit types cannot hold: 2, 2 + d, 2 + d with d the
+ * type's spacing at 2 (f16's for the wider types; mean 2 + 2d/3). group_norm and batch_norm normalize with the float
+ * statistics (the outputs hold them rounded: normalizing with those put x - mean off by d/3,
+ * half the result's size); every dtype, against the reference from the rounded inputs.
+ */
+START_TEST(norm_close_values)
+{
+  kiln_context *ctx = harness_ctx();
+  FOR_DTYPES(dt)
+  {
+    double d = dt == KILN_BF16 ? 0x1p-6 : 0x1p-9;
+    const nc_case c = {2, 3, 1, 1};
+    double xh[6] = {2, 2 + d, 2 + d, 2 + d, 2, 2 + d}, y[6], mu[2], rs[2];
+    for (int bn = 0; bn < 2; bn++) {
+      const nc_case cb = {3, 2, 1, 1}; /* batch_norm: channels of three values */
+      const nc_case *cc = bn ? &cb : &c;
+      double xb[6] = {2, 2 + d, 2, 2 + d, 2 + d, 2 + d};
+      const double *xv = bn ? xb : xh;
+      ref_nc_norm(xv, NULL, NULL, (uint64_t)cc->N, (uint64_t)cc->C, 1, 1, bn, 1e-5, y, mu, rs);
+      kiln_tensor *x = up_nc(dt, cc, xv), *yt = NULL;
+      if (bn)
+        KOK(kiln_batch_norm(ctx, x, NULL, NULL, NULL, NULL, 1, 0.1, 1e-5, &yt, NULL, NULL));
+      else
+        KOK(kiln_group_norm(ctx, x, 1, NULL, NULL, 1e-5, &yt, NULL, NULL));
+      char what[64];
+      snprintf(what, sizeof what, "%s %s of close values", kiln_dtype_name(dt),
+               bn ? "batch_norm" : "group_norm");
+      expect_tensor(yt, y, dtol(dt, 5e-5, 1e-9), what);
+      kiln_tensor_release(x), kiln_tensor_release(yt);
+    }
+  }
+}
+END_TEST
+
 START_TEST(batch_norm_large_mean)
 {
   kiln_context *ctx = harness_ctx();
@@ -1211,6 +1248,7 @@ nn_train_suite(void)
   tcase_add_test(tc, dropout_launch_shapes_and_rate);
   tcase_add_test(tc, group_and_batch_norm_against_reference);
   tcase_add_test(tc, batch_norm_large_mean);
+  tcase_add_test(tc, norm_close_values);
   tcase_add_test(tc, norm_bad_input);
   tcase_add_test(tc, rope_against_reference);
   tcase_add_test(tc, embedding_backward_against_reference);
