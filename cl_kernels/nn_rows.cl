@@ -753,8 +753,6 @@ norm_bwd(global const ST *g, ulong goff, global const ST *x, ulong xoff, global 
   ROWS_END
 }
 
-#endif /* !KILN_NN_ROW_CPU */
-
 kernel void
 norm_cols(global const ST *g, ulong goff, global const ST *x, ulong xoff, global const ST *mean,
           ulong moff, global const ST *rstd, ulong roff, global T *part, ulong rows, ulong len,
@@ -793,6 +791,8 @@ norm_cols(global const ST *g, ulong goff, global const ST *x, ulong xoff, global
     part[(nchunk + p) * len + j] = sb;
   }
 }
+
+#endif /* !KILN_NN_ROW_CPU */
 
 kernel void
 norm_cols_finish(global const T *part, ulong nchunk, ulong len, global ST *dw, ulong dwoff,

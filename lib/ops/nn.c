@@ -464,10 +464,14 @@ norm_param_grads(const char *op, kiln_context *ctx, const kiln_tensor *grad, con
                  const kiln_tensor *mean, const kiln_tensor *rstd, const norm_geo *g,
                  uint32_t flags, kiln_tensor *dw, kiln_tensor *db)
 {
-  /* Enough chunks for about 2^col_items work-items, each summing rows / nchunk rows. */
+  /* Enough chunks for about 2^col_items work-items, each summing rows / nchunk rows; the CPU
+   * forms (row_cpu: a work-item per strip of 64 bytes of columns) for about four per compute
+   * unit. */
   kiln__nn_knobs kn;
   kiln__nn_knobs_get(ctx, x->dtype, &kn);
-  uint64_t nchunk = ((uint64_t)1 << kn.col_items) / g->len;
+  uint64_t strip = 64 / tsize(x->dtype), nb = (g->len + strip - 1) / strip;
+  uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
+  uint64_t nchunk = kn.row_cpu ? 4 * cu / nb : ((uint64_t)1 << kn.col_items) / g->len;
   if (nchunk > g->rows)
     nchunk = g->rows;
   if (nchunk < 1)
@@ -475,7 +479,7 @@ norm_param_grads(const char *op, kiln_context *ctx, const kiln_tensor *grad, con
   kiln__ops_tmp part;
   KILN_TRY(kiln__ops_tmp_alloc(ctx, 2 * nchunk * g->len * tsize(x->dtype), &part));
   cl_kernel k;
-  kiln_status s = kiln__ops_kernel(op, ctx, KILN__NN_ROWS, x->dtype, "norm_cols", &k);
+  kiln_status s = kiln__nn_kernel(op, ctx, KILN__NN_ROWS, x->dtype, &kn, "norm_cols", &k);
   if (s == KILN_OK) {
     kiln__args a = kiln__args_begin(op, k);
     kiln__args_tensor(&a, grad);
@@ -487,10 +491,10 @@ norm_param_grads(const char *op, kiln_context *ctx, const kiln_tensor *grad, con
     kiln__args_u64(&a, g->len);
     kiln__args_u64(&a, nchunk);
     kiln__args_u32(&a, flags);
-    s = kiln__args_launch_1d(&a, ctx, nchunk * g->len, 0);
+    s = kiln__args_launch_1d(&a, ctx, nchunk * (kn.row_cpu ? nb : g->len), 0);
   }
   if (s == KILN_OK)
-    s = kiln__ops_kernel(op, ctx, KILN__NN_ROWS, x->dtype, "norm_cols_finish", &k);
+    s = kiln__nn_kernel(op, ctx, KILN__NN_ROWS, x->dtype, &kn, "norm_cols_finish", &k);
   if (s == KILN_OK) {
     kiln__args a = kiln__args_begin(op, k);
     kiln__args_mem(&a, part.mem);
