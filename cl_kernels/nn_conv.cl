@@ -24,6 +24,7 @@
  *     (the transposed convolution's bias).
  *   conv_bwd_weight(g, goff, x, xoff, dw, dwoff, ch, in, out, k, s, p, d)  over dw
  *   im2col(x, xoff, col, ch, in, out, k, s, p, d, n0, nc, grp, tr)   over out x nc * rows
+ *   im2col_lines(the same arguments)   its CPU form, 1-D over lines of out.z positions
  *     col [nc][rows = C_in/groups * kvol][L] (L = output volume), samples n0.. of group grp;
  *     tr 1: col [rows][nc][L] (the weight gradient's operand).
  *   grad_rows(g, goff, dst, ch, out, n0, nc, grp)   over out x C_out/groups * nc
@@ -31,6 +32,7 @@
  *   col2im(col, dx, dxoff, b, boff, ch, in, out, k, s, p, d, n0, nc, grp, flags)
  *     over in x nc * C_in/groups: the gather inverse, dx of samples n0.., channels of group
  *     grp; flags 1 adds b.
+ *   col2im_lines(the same arguments)   its CPU form, 1-D over lines of in.z positions
  *   bias_add(y, yoff, b, boff, nrow, C, L)   over L x nrow * C: y[n, c, l] += b[c]
  *   bias_grad(g, goff, db, dboff, N, C, L, scratch)  one work-group per channel
  *   sum_parts(part, n, nparts, dst, doff, base, acc)   1-D: dst[base + i] (+)= the sum over p
@@ -206,6 +208,38 @@ im2col(global const ST *x, ulong xoff, global ST *col, long4 ch, long4 in, long4
   PLANE_END
 }
 
+/*
+ * im2col's CPU form: a work-item per line of a column row (out.z positions along x), the
+ * source line's address and the row's taps computed once per line; the line copies with a
+ * bounds test per element (one work-item per element spent most of its time in the divisions
+ * of its indices on PoCL). 1-D over nc * rows * out.x * out.y lines.
+ */
+kernel void
+im2col_lines(global const ST *x, ulong xoff, global ST *col, long4 ch, long4 in, long4 out,
+             long4 k, long4 s, long4 p, long4 d, long n0, long nc, long grp, uint tr)
+{
+  x += xoff;
+  const long cig = ch.y / ch.w;
+  const long ovol = out.x * out.y * out.z, ivol = in.x * in.y * in.z, kvol = k.x * k.y * k.z;
+  const ulong rows = (ulong)(cig * kvol), per = (ulong)(out.x * out.y);
+  for (ulong ln = get_global_id(0); ln < (ulong)nc * rows * per; ln += get_global_size(0)) {
+    const ulong t = ln / per, q = ln % per;
+    const long oz = (long)(q / (ulong)out.y), oy = (long)(q % (ulong)out.y);
+    const ulong row = tr ? t / (ulong)nc : t % rows, nb = tr ? t % (ulong)nc : t / rows;
+    const long cl = (long)(row / (ulong)kvol), kk = (long)(row % (ulong)kvol);
+    const long a = kk / (k.y * k.z), bb = kk / k.z % k.y, c = kk % k.z;
+    const long zz = oz * s.x - p.x + a * d.x, yy = oy * s.y - p.y + bb * d.y;
+    global ST *dst = col + t * (ulong)ovol + (ulong)((oz * out.y + oy) * out.z);
+    const int in_plane = zz >= 0 && zz < in.x && yy >= 0 && yy < in.y;
+    global const ST *src =
+        x + (((long)n0 + (long)nb) * ch.y + grp * cig + cl) * ivol + (zz * in.y + yy) * in.z;
+    for (long ox = 0; ox < out.z; ox++) {
+      const long xx = ox * s.z - p.z + c * d.z;
+      KILN_STORE(dst, ox, in_plane && xx >= 0 && xx < in.z ? KILN_LOAD(src, xx) : (T)0);
+    }
+  }
+}
+
 kernel void
 grad_rows(global const ST *g, ulong goff, global ST *dst, long4 ch, long4 out, long n0, long nc,
           long grp)
@@ -252,6 +286,67 @@ col2im(global const ST *col, global ST *dx, ulong dxoff, global const ST *b, ulo
     KILN_STORE(dx, ((n0 + nb) * ch.y + ci) * ivol + q, acc);
   }
   PLANE_END
+}
+
+/*
+ * col2im's CPU form: a work-item per line of dx (in.z positions along x), in chunks of
+ * C2I_CHUNK positions summed in private memory tap row by tap row, so that the depth and
+ * height taps are resolved once per line rather than once per element (one work-item per
+ * element spent most of its time in tap_out's divisions on PoCL). Stride 1 along x needs no
+ * division at all. 1-D over nc * C_in/groups * in.x * in.y lines.
+ */
+#define C2I_CHUNK 64
+kernel void
+col2im_lines(global const ST *col, global ST *dx, ulong dxoff, global const ST *b, ulong boff,
+             long4 ch, long4 in, long4 out, long4 k, long4 s, long4 p, long4 d, long n0, long nc,
+             long grp, uint flags)
+{
+  dx += dxoff;
+  const long cig = ch.y / ch.w;
+  const long ovol = out.x * out.y * out.z, ivol = in.x * in.y * in.z, kvol = k.x * k.y * k.z;
+  const ulong per = (ulong)(in.x * in.y);
+  for (ulong ln = get_global_id(0); ln < (ulong)(nc * cig) * per; ln += get_global_size(0)) {
+    const ulong t = ln / per, q = ln % per;
+    const long zz = (long)(q / (ulong)in.y), yy = (long)(q % (ulong)in.y);
+    const long cl = (long)(t % (ulong)cig), nb = (long)(t / (ulong)cig), ci = grp * cig + cl;
+    global const ST *cp = col + (nb * cig + cl) * kvol * ovol;
+    global ST *dst = dx + ((n0 + nb) * ch.y + ci) * ivol + (zz * in.y + yy) * in.z;
+    const T bias = (flags & 1u) ? KILN_LOAD(b, boff + ci) : (T)0;
+    for (long x0 = 0; x0 < in.z; x0 += C2I_CHUNK) {
+      const long nx = min((long)C2I_CHUNK, in.z - x0);
+      T acc[C2I_CHUNK];
+      for (long i = 0; i < nx; i++)
+        acc[i] = bias;
+      for (long a = 0; a < k.x; a++) {
+        const long oz = tap_out(zz, a, s.x, p.x, d.x, out.x);
+        if (oz < 0)
+          continue;
+        for (long bb = 0; bb < k.y; bb++) {
+          const long oy = tap_out(yy, bb, s.y, p.y, d.y, out.y);
+          if (oy < 0)
+            continue;
+          for (long c = 0; c < k.z; c++) {
+            global const ST *cr = cp + ((a * k.y + bb) * k.z + c) * ovol + (oz * out.y + oy) * out.z;
+            if (s.z == 1) {
+              /* ox = xx + p - c d, within [0, out.z) */
+              const long sh = p.z - c * d.z;
+              const long lo = max(0L, -sh - x0), hi = min(nx, out.z - sh - x0);
+              for (long i = lo; i < hi; i++)
+                acc[i] += KILN_LOAD(cr, x0 + i + sh);
+            } else {
+              for (long i = 0; i < nx; i++) {
+                const long ox = tap_out(x0 + i, c, s.z, p.z, d.z, out.z);
+                if (ox >= 0)
+                  acc[i] += KILN_LOAD(cr, ox);
+              }
+            }
+          }
+        }
+      }
+      for (long i = 0; i < nx; i++)
+        KILN_STORE(dst, x0 + i, acc[i]);
+    }
+  }
 }
 
 kernel void

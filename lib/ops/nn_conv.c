@@ -85,9 +85,18 @@ kiln__nn_launch_planes(const kiln__args *a, kiln_context *ctx, uint64_t vol, uin
     local = want < local ? want : local;
   }
   /* Grids of more than 65535 groups along dimension 1 fail on some drivers (CUDA's limit):
-   * the kernels loop over the rows beyond. */
-  size_t global[2] = {(size_t)((vol + local - 1) / local * local),
-                      (size_t)(rows < 65535 ? rows : 65535)};
+   * the kernels loop over the rows beyond. CPU devices take about eight groups per compute
+   * unit in all, each work-item looping over rows: PoCL pays for every work-group, and one row
+   * per group made im2col over [576 rows, 3136 positions] (a 3x3 convolution of 64 channels
+   * at 56 x 56) take 11 ms, 0.65 GB/s of columns. */
+  uint64_t g0 = (vol + local - 1) / local, g1 = rows < 65535 ? rows : 65535;
+  if (!ctx->info.is_gpu) {
+    uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
+    uint64_t want = (8 * cu + g0 - 1) / g0;
+    if (g1 > want)
+      g1 = want;
+  }
+  size_t global[2] = {(size_t)(g0 * local), (size_t)g1};
   size_t loc[2] = {local, 1};
   return kiln__args_enqueue(a, ctx, 2, global, loc);
 }
@@ -488,10 +497,13 @@ route_effective(const kiln_device_info *info, const conv_geo *g, kiln_dtype dt, 
   int half = kiln__dtype_is_half(dt);
   if (route == ROUTE_RULE) {
     int big = (uint64_t)g->cog * (uint64_t)g->cig * g->kvol >= KILN__CONV_GEMM_MIN_REUSE;
-    /* The implicit GEMM (no column traffic; on PoCL too its register tiles run 2-3 times
-     * faster than CLBlast's GEMM on the columns: docs/nn_conv.md), else CLBlast's GEMM on the
-     * columns where route 4 cannot run; small channel counts: the direct kernel. */
-    if (big && igemm_ok(info, g, dt, tile))
+    /* GPUs: the implicit GEMM (no column traffic), else CLBlast's GEMM on the columns where
+     * route 4 cannot run; small channel counts: the direct kernel. CPU devices: the columns
+     * (im2col_lines) and kiln's CPU GEMM kernel, f32 and f64 (PoCL, [1, 64, 56, 56] with 64
+     * 3x3 filters: forward 1.0-1.4 ms against 18 ms on route 4, docs/nn_conv.md). */
+    if (big && !half && !info->is_gpu && nc > 0)
+      route = ROUTE_GEMM;
+    else if (big && igemm_ok(info, g, dt, tile))
       route = ROUTE_IGEMM;
     else
       route = big && have_clblast() && !half ? ROUTE_GEMM : ROUTE_DIRECT;
@@ -584,6 +596,8 @@ gemm(const char *op, kiln_context *ctx, kiln_dtype dt, int ta, int tb, uint64_t 
   return kiln__args_launch_1d(&x, ctx, batch * m * n, 0);
 }
 
+int kiln__nn_test_gpu_im2col;
+
 static gmat
 gm(const kiln_tensor *t, uint64_t off, uint64_t ld, uint64_t stride)
 {
@@ -602,8 +616,12 @@ static kiln_status
 launch_im2col(const char *op, kiln_context *ctx, kiln_dtype dt, const kiln_tensor *x,
               const conv_geo *g, cl_mem col, uint64_t n0, uint64_t nc, int64_t grp, uint32_t tr)
 {
+  /* CPU devices: a work-item per line of positions (im2col_lines; col2im_lines likewise),
+   * kiln__nn_test_gpu_im2col aside. */
+  int lines = !ctx->info.is_gpu && !kiln__nn_test_gpu_im2col;
   cl_kernel k;
-  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "im2col", &k));
+  KILN_TRY(
+      kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, lines ? "im2col_lines" : "im2col", &k));
   kiln__args a = kiln__args_begin(op, k);
   kiln__args_tensor(&a, x);
   kiln__args_mem(&a, col);
@@ -612,7 +630,10 @@ launch_im2col(const char *op, kiln_context *ctx, kiln_dtype dt, const kiln_tenso
   kiln__args_i64(&a, (int64_t)nc);
   kiln__args_i64(&a, grp);
   kiln__args_u32(&a, tr);
-  return kiln__nn_launch_planes(&a, ctx, g->ovol, nc * (uint64_t)g->cig * g->kvol);
+  uint64_t rows = nc * (uint64_t)g->cig * g->kvol;
+  if (lines)
+    return kiln__args_launch_1d(&a, ctx, rows * (uint64_t)(g->out.v[0] * g->out.v[1]), 0);
+  return kiln__nn_launch_planes(&a, ctx, g->ovol, rows);
 }
 
 /* dw[base + i] (+ dw[base + i] with acc) = the sum over p < nparts of part[p nout + i], in
@@ -944,7 +965,9 @@ data_gemm(const char *op, kiln_context *ctx, const kiln_tensor *grad, const kiln
   kiln__ops_tmp col;
   KILN_TRY(kiln__ops_tmp_alloc(ctx, nc * kg * g->ovol * kiln_dtype_size(dt), &col));
   cl_kernel k;
-  kiln_status s = kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, "col2im", &k);
+  int lines = !ctx->info.is_gpu && !kiln__nn_test_gpu_im2col;
+  kiln_status s =
+      kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, lines ? "col2im_lines" : "col2im", &k);
   for (uint64_t n0 = 0; s == KILN_OK && n0 < (uint64_t)g->N; n0 += nc) {
     uint64_t m = chunk_len(g, n0, nc);
     for (int64_t grp = 0; s == KILN_OK && grp < g->G; grp++) {
@@ -961,7 +984,11 @@ data_gemm(const char *op, kiln_context *ctx, const kiln_tensor *grad, const kiln
       kiln__args_i64(&a, (int64_t)m);
       kiln__args_i64(&a, grp);
       kiln__args_u32(&a, bias ? 1u : 0u);
-      s = kiln__nn_launch_planes(&a, ctx, g->ivol, m * (uint64_t)g->cig);
+      if (lines)
+        s = kiln__args_launch_1d(&a, ctx, m * (uint64_t)g->cig * (uint64_t)(g->in.v[0] * g->in.v[1]),
+                                 0);
+      else
+        s = kiln__nn_launch_planes(&a, ctx, g->ivol, m * (uint64_t)g->cig);
     }
   }
   kiln__ops_tmp_free(ctx, &col);

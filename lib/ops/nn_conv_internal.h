@@ -26,7 +26,9 @@ void kiln__nn_args_dims(kiln__args *a, const kiln__nn_dims *d);
 
 /*
  * Enqueues the arguments' kernel on the 2-D grid of the nn_conv kernels: dimension 0 over vol
- * positions (rounded up to the work-group size), dimension 1 over rows (planes, channels).
+ * positions (rounded up to the work-group size), dimension 1 over rows (planes, channels;
+ * on CPU devices fewer, for about eight work-groups per compute unit: the kernels loop over
+ * rows).
  * vol must be below 2^31 (the kernels split positions in 32-bit arithmetic). Nothing to do
  * for vol or rows 0.
  */

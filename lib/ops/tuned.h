@@ -108,6 +108,10 @@ extern kiln__nn_knob_override kiln__nn_test_knobs;
  */
 extern uint64_t kiln__conv_col_bytes;
 
+/* Test hook of the nn_conv family: nonzero makes CPU devices take the GPUs' im2col and col2im
+ * (one work-item per element) instead of im2col_lines and col2im_lines. */
+extern int kiln__nn_test_gpu_im2col;
+
 /* The autotuner's description of the fft family (lib/ops/fft_tune.c). */
 struct kiln__tune_family;
 extern const struct kiln__tune_family kiln__fft_tune;

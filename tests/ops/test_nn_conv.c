@@ -730,6 +730,9 @@ static const conv_case conv_cases[] = {
     {2, 4, 16, 32, 1, {13, 11}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},            /* GEMM-sized */
     {2, 2, 6, 140, 2, {9, 10}, {2, 3}, {1, 1}, {0, 1}, {1, 1}, 1}, /* 70 rows per group */
     {2, 1, 1, 1, 1, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 1},    /* one element */
+    /* 1-D lines longer than col2im_lines' chunk of 64 positions, stride 1 and 2 */
+    {1, 2, 3, 4, 1, {150}, {5}, {1}, {2}, {2}, 1},
+    {1, 1, 2, 2, 1, {131}, {3}, {2}, {1}, {1}, 0},
 };
 
 START_TEST(conv_shapes)
@@ -756,8 +759,16 @@ START_TEST(conv_shapes)
                   : NN_HALF(dt)    ? (i == 0 ? 5u : 2u)
                   : dt == KILN_F64 ? 3u
                                    : 5u;
-      for (size_t r = 0; r < nr; r++)
+      for (size_t r = 0; r < nr; r++) {
         run_conv_case(&conv_cases[i], dt, routes[r]);
+        /* CPU devices' im2col_lines and col2im_lines on route 2 (their default there), and
+         * on every other case the GPUs' one-element forms too. */
+        if (routes[r] == 2 && i % 2) {
+          kiln__nn_test_gpu_im2col = 1;
+          run_conv_case(&conv_cases[i], dt, 2);
+          kiln__nn_test_gpu_im2col = 0;
+        }
+      }
     }
   }
 }
