@@ -75,6 +75,7 @@ inline ushort kiln_f32_to_bf16(float f)
 /* vstore_halfN_rte for N = 8 and 16 at any 2-byte-aligned address: PoCL 3.1's own 8- and
  * 16-wide forms store with 16-byte-aligned moves, which fault elsewhere (its 4-wide form does
  * not). */
+inline void kiln_vstore_half4(float4 v, global half *p) { vstore_half4_rte(v, 0, p); }
 inline void kiln_vstore_half8(float8 v, global half *p)
 {
   vstore_half4_rte(v.lo, 0, p);
@@ -187,6 +188,23 @@ inline void kiln_vstore_half16(float16 v, global half *p)
 
 #define KILN_CAT_(a, b) a##b
 #define KILN_CAT(a, b) KILN_CAT_(a, b)
+
+/*
+ * N consecutive elements of a `global ST *` as a T vector and back, at any element offset:
+ * KILN_VLOAD_ST(N, p), KILN_VSTORE_ST(N, v, p) (N 4, 8 or 16). bf16 stores go through
+ * kiln_bf16_from_floatv, which the includer instantiates for its N (KILN_BF16_FROM_FLOATV).
+ */
+#if defined(KILN_DT_F16)
+#define KILN_VLOAD_ST(N, p) KILN_CAT(vload_half, N)(0, (p))
+#define KILN_VSTORE_ST(N, v, p) KILN_CAT(kiln_vstore_half, N)((v), (p))
+#elif defined(KILN_DT_BF16)
+#define KILN_VLOAD_ST(N, p)                                                              \
+  KILN_CAT(as_float, N)(KILN_CAT(convert_uint, N)(KILN_CAT(vload, N)(0, (p))) << 16)
+#define KILN_VSTORE_ST(N, v, p) KILN_CAT(vstore, N)(kiln_bf16_from_floatv(v), 0, (p))
+#else
+#define KILN_VLOAD_ST(N, p) KILN_CAT(vload, N)(0, (p))
+#define KILN_VSTORE_ST(N, v, p) KILN_CAT(vstore, N)((v), 0, (p))
+#endif
 /* Fixed arity on purpose: OpenCL C forbids variadic macros (NVIDIA's compiler enforces it). */
 #define KILN_GEN_0(body, a, b, c)
 #define KILN_GEN_1(body, a, b, c) body(a, b, c)

@@ -160,21 +160,12 @@ inline T l_bce(T x, T y)
 #define VEC_OK(off) (((off) & 3) == 0)
 #endif
 #define TV KILN_CAT(T, NN_VW)
-#if defined(KILN_DT_F16)
-#define LOADV(p, i) KILN_CAT(vload_half, NN_VW)(0, (p) + (i))
-#if NN_VW == 4
-#define STOREV(p, i, v) vstore_half4_rte(v, 0, (p) + (i))
-#else
-#define STOREV(p, i, v) KILN_CAT(kiln_vstore_half, NN_VW)(v, (p) + (i))
-#endif
-#elif defined(KILN_DT_BF16)
+#if NN_VMATH || KILN_IS_HALF
+#if defined(KILN_DT_BF16)
 KILN_BF16_FROM_FLOATV(NN_VW)
-#define LOADV(p, i)                                                                      \
-  KILN_CAT(as_, TV)(KILN_CAT(convert_uint, NN_VW)(KILN_CAT(vload, NN_VW)(0, (p) + (i))) << 16)
-#define STOREV(p, i, v) KILN_CAT(vstore, NN_VW)(kiln_bf16_from_floatv(v), 0, (p) + (i))
-#elif NN_VMATH
-#define LOADV(p, i) KILN_CAT(vload, NN_VW)(0, (p) + (i))
-#define STOREV(p, i, v) KILN_CAT(vstore, NN_VW)(v, 0, (p) + (i))
+#endif
+#define LOADV(p, i) KILN_VLOAD_ST(NN_VW, (p) + (i))
+#define STOREV(p, i, v) KILN_VSTORE_ST(NN_VW, v, (p) + (i))
 #else
 #define LOADV(p, i) (*(global const TV *)((p) + (i)))
 #define STOREV(p, i, v) (*(global TV *)((p) + (i)) = (v))

@@ -31,6 +31,8 @@
  *   norm_apply(x, xoff, mean, moff, rstd, roff, w, woff, b, boff, y, yoff, N, C, S, G, cpg,
  *              flags)    3-D over (S / APPLY_ITEMS, C, N): y = (x - mean) rstd w + b (NN_BN:
  *                        per channel)
+ *   chan_stats_lines(the same arguments as chan_stats)   its CPU form, 1-D over C N planes
+ *   norm_apply_lines(the same arguments, nch)   its CPU form, 1-D over N C nch chunks of planes
  *   stats_store(s, soff, out, ooff, n)   flat: out = s in the storage type
  * The forward statistics (gn_stats, chan_fin's CP_STAT, bn_eval_stats, norm_apply) are T
  * buffers: the 16-bit types normalize with their float values, not with the rounded ones
@@ -46,8 +48,6 @@
 #include "common.cl"
 #include "philox.clh"
 
-#define KILN_CAT(a, b) KILN_CAT_(a, b)
-#define KILN_CAT_(a, b) a##b
 
 #define DROP_MASK_IN 1u
 #define DROP_MASK_OUT 2u
@@ -375,6 +375,102 @@ norm_apply(global const ST *x, ulong xoff, global const T *mean, ulong moff,
         if (s0 + u * gs < S)
           KILN_STORE(y, yoff + base + s0 + u * gs, (v[u] - mu) * k + o);
     }
+  }
+}
+
+/* The CPU forms' vectors: NV elements, 64 bytes. */
+#if defined(KILN_DT_F64)
+#define NV 8
+#else
+#define NV 16
+#endif
+#if defined(KILN_DT_BF16)
+KILN_BF16_FROM_FLOATV(NV)
+#endif
+#define VCAT_NV(t) KILN_CAT(t, NV)
+/* Horizontal sum of a vector of NV, halving it. */
+inline T nv_hsum(VCAT_NV(T) v)
+{
+#if NV == 16
+  KILN_CAT(T, 8) a = v.lo + v.hi;
+#else
+  KILN_CAT(T, 8) a = v;
+#endif
+  KILN_CAT(T, 4) b = a.lo + a.hi;
+  return (b.s0 + b.s1) + (b.s2 + b.s3);
+}
+
+/*
+ * chan_stats' CPU form (same arguments; the host passes nchunk = N): chunk n of channel c is
+ * the plane (n, c), a work-item's S contiguous elements summed in 64-byte vectors about its
+ * first element K (the GPU form's shifted sums), into the same partial states.
+ */
+kernel void
+chan_stats_lines(global const ST *x, ulong xoff, global T *part, ulong N, ulong C, ulong S,
+                 ulong nchunk, local T *ln, local T *lm, local T *lq)
+{
+  for (ulong w = get_global_id(0); w < C * N; w += get_global_size(0)) {
+    const ulong c = w / N, n = w % N;
+    global const ST *xp = x + xoff + (n * C + c) * S;
+    const T K = S ? KILN_LOAD(xp, 0) : (T)0;
+    VCAT_NV(T) s1v = (VCAT_NV(T))0, s2v = (VCAT_NV(T))0;
+    T s1 = (T)0, s2 = (T)0;
+    ulong s = 0;
+    for (; s + NV <= S; s += NV) {
+      VCAT_NV(T) d = KILN_VLOAD_ST(NV, xp + s) - K;
+      s1v += d;
+      s2v += d * d;
+    }
+    for (; s < S; s++) {
+      T d = KILN_LOAD(xp, s) - K;
+      s1 += d;
+      s2 += d * d;
+    }
+    s1 += nv_hsum(s1v);
+    s2 += nv_hsum(s2v);
+    T cnt = (T)S, mu = (T)0, m2 = (T)0;
+    if (S) {
+      mu = K + s1 / cnt;
+      m2 = s2 - s1 * s1 / cnt;
+      /* Rounding may leave a tiny negative; NaN stays NaN. */
+      if (m2 < (T)0)
+        m2 = (T)0;
+    }
+    global T *q = part + 3 * (c * nchunk + n);
+    q[0] = cnt;
+    q[1] = mu;
+    q[2] = m2;
+  }
+}
+
+/*
+ * norm_apply's CPU form (same arguments, then nch): a work-item per chunk of a plane (nch
+ * chunks of each of the N C planes of S elements), whole vectors of NV elements (64 bytes)
+ * along it. 1-D over N C nch.
+ */
+kernel void
+norm_apply_lines(global const ST *x, ulong xoff, global const T *mean, ulong moff,
+                 global const T *rstd, ulong roff, global const ST *w, ulong woff,
+                 global const ST *b, ulong boff, global ST *y, ulong yoff, ulong N, ulong C,
+                 ulong S, ulong G, ulong cpg, uint flags, ulong nch)
+{
+  const ulong clen = ((S + nch - 1) / nch + NV - 1) / NV * NV;
+  for (ulong u = get_global_id(0); u < N * C * nch; u += get_global_size(0)) {
+    const ulong pl = u / nch, n = pl / C, c = pl % C, s0 = u % nch * clen;
+    const ulong s1 = min(S, s0 + clen), si = STAT_INDEX(n, c);
+    const T mu = mean[moff + si];
+    T k = rstd[roff + si], o = (T)0;
+    if (flags & NN_W)
+      k *= KILN_LOAD(w, woff + c);
+    if (flags & NN_B)
+      o = KILN_LOAD(b, boff + c);
+    global const ST *xp = x + xoff + pl * S;
+    global ST *yp = y + yoff + pl * S;
+    ulong s = s0;
+    for (; s + NV <= s1; s += NV)
+      KILN_VSTORE_ST(NV, (KILN_VLOAD_ST(NV, xp + s) - mu) * k + o, yp + s);
+    for (; s < s1; s++)
+      KILN_STORE(yp, s, (KILN_LOAD(xp, s) - mu) * k + o);
   }
 }
 

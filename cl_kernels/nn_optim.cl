@@ -195,17 +195,11 @@ adam_four(global ST *p, global const ST *g, global ST *m, global ST *v, global S
 #define AV 16
 #endif
 #define AVT KILN_CAT(T, AV)
-#if defined(KILN_DT_F16)
-#define LDV(p) KILN_CAT(vload_half, AV)(0, p)
-#define STV(p, v) KILN_CAT(kiln_vstore_half, AV)(v, p)
-#elif defined(KILN_DT_BF16)
+#if defined(KILN_DT_BF16)
 KILN_BF16_FROM_FLOATV(AV)
-#define LDV(p) KILN_CAT(as_, AVT)(KILN_CAT(convert_uint, AV)(KILN_CAT(vload, AV)(0, p)) << 16)
-#define STV(p, v) KILN_CAT(vstore, AV)(kiln_bf16_from_floatv(v), 0, p)
-#else
-#define LDV(p) KILN_CAT(vload, AV)(0, p)
-#define STV(p, v) KILN_CAT(vstore, AV)(v, 0, p)
 #endif
+#define LDV(p) KILN_VLOAD_ST(AV, p)
+#define STV(p, v) KILN_VSTORE_ST(AV, v, p)
 
 inline void
 adam_vec(global ST *p, global const ST *g, global ST *m, global ST *v, global ST *vm, ulong n,

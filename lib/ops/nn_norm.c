@@ -230,6 +230,8 @@ stats_store(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t n, kiln__
   return KILN_OK;
 }
 
+int kiln__nnt_norm_gpu;
+
 static kiln_status
 apply_launch(const char *op, kiln_context *ctx, const kiln_tensor *x, kiln_tensor *const *st,
              const kiln_tensor *w, const kiln_tensor *b, kiln_tensor *y, const nc_geo *g,
@@ -237,8 +239,13 @@ apply_launch(const char *op, kiln_context *ctx, const kiln_tensor *x, kiln_tenso
 {
   if (!x->numel)
     return KILN_OK;
+  /* CPU devices: a work-item per chunk of a plane in 64-byte vectors (norm_apply_lines),
+   * about eight chunks per compute unit; the 3-D launch's strided items ran element by
+   * element there. kiln__nnt_norm_gpu (test hook) takes the GPUs' form anyway. */
+  int lines = !ctx->info.is_gpu && !kiln__nnt_norm_gpu;
   cl_kernel k;
-  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NNT_NORM, x->dtype, "norm_apply", &k));
+  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NNT_NORM, x->dtype,
+                            lines ? "norm_apply_lines" : "norm_apply", &k));
   kiln__args a = kiln__args_begin(op, k);
   kiln__args_tensor(&a, x);
   kiln__args_tensor(&a, st[0]);
@@ -252,6 +259,13 @@ apply_launch(const char *op, kiln_context *ctx, const kiln_tensor *x, kiln_tenso
   kiln__args_u64(&a, G);
   kiln__args_u64(&a, cpg);
   kiln__args_u32(&a, flags | (w ? NN_W : 0) | (b ? NN_B : 0));
+  if (lines) {
+    uint64_t planes = g->N * g->C, cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
+    uint64_t nch = (8 * cu + planes - 1) / planes, most = (g->S + 1023) / 1024;
+    nch = nch < most ? nch : most;
+    kiln__args_u64(&a, nch ? nch : 1);
+    return kiln__args_launch_1d(&a, ctx, planes * (nch ? nch : 1), 0);
+  }
   KILN_TRY(a.status);
   /* Four elements per work-item along S (APPLY_ITEMS of nn_norm.cl). */
   return kiln__launch_3d(op, ctx, k, (g->S + 3) / 4, g->C, g->N);
@@ -343,14 +357,18 @@ chan_pass(const char *op, kiln_context *ctx, uint32_t mode, const kiln_tensor *x
           uint32_t flags)
 {
   kiln_dtype dt = x->dtype;
-  uint64_t nchunk = chan_chunks(ctx, g);
   int stat = mode == CP_STAT;
+  /* CPU devices' statistics: a work-item per (sample, channel) plane, a chunk each
+   * (chan_stats_lines; one group per channel strode through the planes element by element). */
+  int lines = stat && !ctx->info.is_gpu && !kiln__nnt_norm_gpu && g->N > 0;
+  uint64_t nchunk = lines ? g->N : chan_chunks(ctx, g);
   kiln__ops_tmp part;
   size_t ts = kiln_dtype_size(kiln__nnt_cdt(dt));
   KILN_TRY(kiln__ops_tmp_alloc(ctx, (stat ? 3 : 2) * g->C * nchunk * ts, &part));
   cl_kernel k;
   kiln_status s =
-      kiln__ops_kernel(op, ctx, KILN__NNT_NORM, dt, stat ? "chan_stats" : "chan_part", &k);
+      kiln__ops_kernel(op, ctx, KILN__NNT_NORM, dt,
+                       lines ? "chan_stats_lines" : stat ? "chan_stats" : "chan_part", &k);
   if (s == KILN_OK && stat) {
     kiln__args a = kiln__args_begin(op, k);
     kiln__args_tensor(&a, x);
@@ -359,7 +377,13 @@ chan_pass(const char *op, kiln_context *ctx, uint32_t mode, const kiln_tensor *x
     kiln__args_u64(&a, g->C);
     kiln__args_u64(&a, g->S);
     kiln__args_u64(&a, nchunk);
-    s = group_launch(&a, ctx, k, g->C * nchunk, dt, 3);
+    if (lines) {
+      for (int i = 0; i < 3; i++)
+        kiln__args_local(&a, kiln_dtype_size(kiln__nnt_cdt(dt)));
+      s = kiln__args_launch_1d(&a, ctx, g->C * nchunk, 0);
+    } else {
+      s = group_launch(&a, ctx, k, g->C * nchunk, dt, 3);
+    }
   } else if (s == KILN_OK) {
     kiln__args a = kiln__args_begin(op, k);
     kiln__args_tensor(&a, x);

@@ -44,6 +44,11 @@ extern const struct kiln__tune_family kiln__attention_tune;
  * (0: the device default, 2048 on GPUs, 1 on CPUs: one per channel). */
 extern uint64_t kiln__nnt_chan_groups;
 
+/* Test hook: nonzero makes CPU devices take the GPUs' forms of group_norm's and batch_norm's
+ * normalization (norm_apply, not norm_apply_lines) and of batch_norm's statistics
+ * (chan_stats, not chan_stats_lines). */
+extern int kiln__nnt_norm_gpu;
+
 /* Test hook: Adam's kernel form (0: the device default, 4 on GPUs and 16 on CPUs; 1: one
  * element per work-item, 4: four, 16: one vector of 16 elements, 8 for f64). */
 extern int kiln__nnt_adam_form;

@@ -532,11 +532,13 @@ START_TEST(group_and_batch_norm_against_reference)
 {
   kiln_context *ctx = harness_ctx();
   /* The per-channel reductions split into chunks (the GPU path) on even passes, one group
-   * per channel on odd ones. */
+   * per channel on odd ones; the normalization in the GPUs' form (norm_apply) on odd passes,
+   * else in the device's (CPU devices: norm_apply_lines). */
   for (int split = 0; split < (harness_small() ? 1 : 2); split++)
     FOR_DTYPES(dt)
     {
       kiln__nnt_chan_groups = split ? 1 : 4096;
+      kiln__nnt_norm_gpu = split;
       double tol = dtol(dt, 5e-5, 1e-11);
       for (size_t ci = 0; ci < sizeof nc_cases / sizeof nc_cases[0]; ci++)
         for (int bn = 0; bn < 2 && !(harness_small() && (ci == 3 || ci == 4 || ci == 2)); bn++)
@@ -631,6 +633,7 @@ START_TEST(group_and_batch_norm_against_reference)
           }
     }
   kiln__nnt_chan_groups = 0;
+  kiln__nnt_norm_gpu = 0;
 }
 END_TEST
 
