@@ -184,9 +184,13 @@ kiln_sgd_step(kiln_context *ctx, size_t n, kiln_tensor *const *params,
   kiln_dtype dt = params[0]->dtype;
   uint32_t flags = (opt->maximize ? OPT_MAXIMIZE : 0) | (opt->nesterov ? OPT_NESTEROV : 0) |
                    (step == 1 ? OPT_FIRST : 0) | (mom ? OPT_MOMENTUM : 0);
+  /* CPU devices: one 64-byte vector per work-item (as Adam's; kiln__nnt_adam_form 1 or 4
+   * takes the one-element form there too). */
+  int vec = !ctx->info.is_gpu && (kiln__nnt_adam_form == 0 || kiln__nnt_adam_form == 16);
+  uint64_t per = vec ? (kiln_dtype_size(kiln__nnt_cdt(dt)) == 8 ? 8 : 16) : 1;
   kiln__ctx_lock(ctx);
   cl_kernel k;
-  kiln_status s = kiln__ops_kernel(op, ctx, KILN__NNT_OPTIM, dt, "sgd_step", &k);
+  kiln_status s = kiln__ops_kernel(op, ctx, KILN__NNT_OPTIM, dt, vec ? "sgd_stepv" : "sgd_step", &k);
   for (size_t first = 0; s == KILN_OK && first < n; first += OPT_SLOTS) {
     kiln__args a = kiln__args_begin(op, k);
     uint64_t most = push_slots(&a, n, first, lists, 3);
@@ -195,7 +199,7 @@ kiln_sgd_step(kiln_context *ctx, size_t n, kiln_tensor *const *params,
     kiln__args_float(&a, kiln__nnt_cdt(dt), opt->dampening);
     kiln__args_float(&a, kiln__nnt_cdt(dt), opt->weight_decay);
     kiln__args_u32(&a, flags);
-    s = kiln__args_launch_1d(&a, ctx, most, 0);
+    s = kiln__args_launch_1d(&a, ctx, (most + per - 1) / per, 0);
   }
   kiln__ctx_unlock(ctx);
   return s;

@@ -50,7 +50,8 @@ extern uint64_t kiln__nnt_chan_groups;
 extern int kiln__nnt_norm_gpu;
 
 /* Test hook: Adam's kernel form (0: the device default, 4 on GPUs and 16 on CPUs; 1: one
- * element per work-item, 4: four, 16: one vector of 16 elements, 8 for f64). */
+ * element per work-item, 4: four, 16: one vector of 16 elements, 8 for f64); SGD's on CPU
+ * devices (0 and 16: the vector, else one element). */
 extern int kiln__nnt_adam_form;
 
 #endif

@@ -111,37 +111,43 @@ ref_sgd(double *p, const double *g, double *buf, size_t n, const kiln_sgd_option
 
 START_TEST(sgd_against_reference)
 {
-  static const kiln_sgd_options cases[] = {
-      {0.1, 0, 0, 0, 0, 0},      {0.05, 0.9, 0, 0, 0, 0},   {0.05, 0.9, 0.25, 0.01, 0, 0},
-      {0.02, 0.8, 0, 0.1, 1, 0}, {0.03, 0.5, 0.1, 0, 0, 1},
-  };
-  FOR_DTYPES(dt)
-  {
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-      if (SMALL_SKIP(c, sizeof cases / sizeof cases[0]))
-        continue;
-      const kiln_sgd_options *o = &cases[c];
-      tlist p, b;
-      tlist_make(&p, dt, -2, 2);
-      tlist_make(&b, dt, -1, 1); /* garbage before step 1: must be ignored */
-      for (int64_t step = 1; step <= OPT_STEPS; step++) {
-        tlist g;
-        tlist_make(&g, dt, -1, 1);
-        KOK(kiln_sgd_step(harness_ctx(), NOPT, p.t, (const kiln_tensor *const *)g.t, b.t, o, step));
-        /* The state is stored in the parameters' dtype after every step (PyTorch's). */
-        for (size_t i = 0; i < NOPT; i++) {
-          ref_sgd(p.h[i], g.h[i], b.h[i], (size_t)opt_sizes[i], o, step);
-          round_to(dt, p.h[i], (size_t)opt_sizes[i]), round_to(dt, b.h[i], (size_t)opt_sizes[i]);
+  /* CPU devices: the vector form (the default) and the one-element form. */
+  for (int form = 0; form < 2; form++) {
+    kiln__nnt_adam_form = form ? 1 : 0;
+    static const kiln_sgd_options cases[] = {
+        {0.1, 0, 0, 0, 0, 0},      {0.05, 0.9, 0, 0, 0, 0},   {0.05, 0.9, 0.25, 0.01, 0, 0},
+        {0.02, 0.8, 0, 0.1, 1, 0}, {0.03, 0.5, 0.1, 0, 0, 1},
+    };
+    FOR_DTYPES(dt)
+    {
+      for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        if (SMALL_SKIP(c, sizeof cases / sizeof cases[0]))
+          continue;
+        const kiln_sgd_options *o = &cases[c];
+        tlist p, b;
+        tlist_make(&p, dt, -2, 2);
+        tlist_make(&b, dt, -1, 1); /* garbage before step 1: must be ignored */
+        for (int64_t step = 1; step <= OPT_STEPS; step++) {
+          tlist g;
+          tlist_make(&g, dt, -1, 1);
+          KOK(kiln_sgd_step(harness_ctx(), NOPT, p.t, (const kiln_tensor *const *)g.t, b.t, o,
+                            step));
+          /* The state is stored in the parameters' dtype after every step (PyTorch's). */
+          for (size_t i = 0; i < NOPT; i++) {
+            ref_sgd(p.h[i], g.h[i], b.h[i], (size_t)opt_sizes[i], o, step);
+            round_to(dt, p.h[i], (size_t)opt_sizes[i]), round_to(dt, b.h[i], (size_t)opt_sizes[i]);
+          }
+          tlist_free(&g);
         }
-        tlist_free(&g);
+        tlist_expect(&p, opt_tol(dt), "sgd params");
+        if (o->momentum > 0)
+          tlist_expect(&b, opt_tol(dt), "sgd momentum");
+        tlist_free(&p);
+        tlist_free(&b);
       }
-      tlist_expect(&p, opt_tol(dt), "sgd params");
-      if (o->momentum > 0)
-        tlist_expect(&b, opt_tol(dt), "sgd momentum");
-      tlist_free(&p);
-      tlist_free(&b);
     }
   }
+  kiln__nnt_adam_form = 0;
 }
 END_TEST
 
