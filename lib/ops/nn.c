@@ -275,8 +275,8 @@ softmax_run(const char *op, kiln_context *ctx, int bwd, const kiln_tensor *grad,
   if (y->numel) {
     row_kernel rk;
     const kiln_tensor *ops[3] = {grad, y, t.dst};
-    s = row_kernel_get(op, ctx, y->dtype, bwd ? "softmax_bwd" : "softmax_fwd", rows, len, inner, ops, 3,
-                       &rk);
+    s = row_kernel_get(op, ctx, y->dtype, bwd ? "softmax_bwd" : "softmax_fwd", rows, len, inner,
+                       ops, 3, &rk);
     if (s == KILN_OK) {
       kiln__args a = kiln__args_begin(op, rk.k);
       if (bwd)
@@ -620,7 +620,9 @@ nn_default_knobs(const kiln_device_info *info, kiln_dtype dtype, kiln__nn_knobs 
   k->act_items = !info->is_gpu ? 1 : esz == 4 ? 2 : esz < 4 ? 8 : 4;
   k->erf = 1;
   k->fast = 0;
-  k->act_vec = info->is_gpu ? (esz == 4 ? 4 : 1) : kiln_dtype_size(kiln__nn_compute_dtype(dtype)) == 8 ? 8 : 16;
+  k->act_vec = info->is_gpu                                          ? (esz == 4 ? 4 : 1)
+               : kiln_dtype_size(kiln__nn_compute_dtype(dtype)) == 8 ? 8
+                                                                     : 16;
   k->row_items = info->is_gpu ? 0 : 16;
   k->row_wg = info->is_gpu ? 256 : 0;
   k->verbose = 0;

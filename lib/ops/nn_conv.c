@@ -620,8 +620,7 @@ launch_im2col(const char *op, kiln_context *ctx, kiln_dtype dt, const kiln_tenso
    * kiln__nn_test_gpu_im2col aside. */
   int lines = !ctx->info.is_gpu && !kiln__nn_test_gpu_im2col;
   cl_kernel k;
-  KILN_TRY(
-      kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, lines ? "im2col_lines" : "im2col", &k));
+  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_CONV_SRC, dt, lines ? "im2col_lines" : "im2col", &k));
   kiln__args a = kiln__args_begin(op, k);
   kiln__args_tensor(&a, x);
   kiln__args_mem(&a, col);
@@ -985,8 +984,8 @@ data_gemm(const char *op, kiln_context *ctx, const kiln_tensor *grad, const kiln
       kiln__args_i64(&a, grp);
       kiln__args_u32(&a, bias ? 1u : 0u);
       if (lines)
-        s = kiln__args_launch_1d(&a, ctx, m * (uint64_t)g->cig * (uint64_t)(g->in.v[0] * g->in.v[1]),
-                                 0);
+        s = kiln__args_launch_1d(&a, ctx,
+                                 m * (uint64_t)g->cig * (uint64_t)(g->in.v[0] * g->in.v[1]), 0);
       else
         s = kiln__nn_launch_planes(&a, ctx, g->ivol, m * (uint64_t)g->cig);
     }

@@ -366,9 +366,11 @@ chan_pass(const char *op, kiln_context *ctx, uint32_t mode, const kiln_tensor *x
   size_t ts = kiln_dtype_size(kiln__nnt_cdt(dt));
   KILN_TRY(kiln__ops_tmp_alloc(ctx, (stat ? 3 : 2) * g->C * nchunk * ts, &part));
   cl_kernel k;
-  kiln_status s =
-      kiln__ops_kernel(op, ctx, KILN__NNT_NORM, dt,
-                       lines ? "chan_stats_lines" : stat ? "chan_stats" : "chan_part", &k);
+  kiln_status s = kiln__ops_kernel(op, ctx, KILN__NNT_NORM, dt,
+                                   lines  ? "chan_stats_lines"
+                                   : stat ? "chan_stats"
+                                          : "chan_part",
+                                   &k);
   if (s == KILN_OK && stat) {
     kiln__args a = kiln__args_begin(op, k);
     kiln__args_tensor(&a, x);

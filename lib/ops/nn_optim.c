@@ -190,7 +190,8 @@ kiln_sgd_step(kiln_context *ctx, size_t n, kiln_tensor *const *params,
   uint64_t per = vec ? (kiln_dtype_size(kiln__nnt_cdt(dt)) == 8 ? 8 : 16) : 1;
   kiln__ctx_lock(ctx);
   cl_kernel k;
-  kiln_status s = kiln__ops_kernel(op, ctx, KILN__NNT_OPTIM, dt, vec ? "sgd_stepv" : "sgd_step", &k);
+  kiln_status s =
+      kiln__ops_kernel(op, ctx, KILN__NNT_OPTIM, dt, vec ? "sgd_stepv" : "sgd_step", &k);
   for (size_t first = 0; s == KILN_OK && first < n; first += OPT_SLOTS) {
     kiln__args a = kiln__args_begin(op, k);
     uint64_t most = push_slots(&a, n, first, lists, 3);
@@ -242,14 +243,18 @@ kiln_adam_step(kiln_context *ctx, size_t n, kiln_tensor *const *params,
    * on CPUs one vector of 64 bytes (16 floats, 8 doubles: the one-element form ran element by
    * element on PoCL); kiln__nnt_adam_form (test hook) forces one of the three. */
   int form = kiln__nnt_adam_form ? kiln__nnt_adam_form : ctx->info.is_gpu ? 4 : 16;
-  uint64_t per = form != 16 ? (uint64_t)form : kiln_dtype_size(kiln__nnt_cdt(params[0]->dtype)) == 8 ? 8 : 16;
+  uint64_t per = form != 16                                              ? (uint64_t)form
+                 : kiln_dtype_size(kiln__nnt_cdt(params[0]->dtype)) == 8 ? 8
+                                                                         : 16;
   uint32_t flags = (opt->maximize ? OPT_MAXIMIZE : 0) | (opt->amsgrad ? OPT_AMSGRAD : 0) |
                    (opt->decoupled ? OPT_DECOUPLED : 0);
   kiln__ctx_lock(ctx);
   cl_kernel k;
-  kiln_status s =
-      kiln__ops_kernel(op, ctx, KILN__NNT_OPTIM, dt,
-                       form == 1 ? "adam_step" : form == 4 ? "adam_step4" : "adam_stepv", &k);
+  kiln_status s = kiln__ops_kernel(op, ctx, KILN__NNT_OPTIM, dt,
+                                   form == 1   ? "adam_step"
+                                   : form == 4 ? "adam_step4"
+                                               : "adam_stepv",
+                                   &k);
   for (size_t first = 0; s == KILN_OK && first < n; first += OPT_SLOTS) {
     kiln__args a = kiln__args_begin(op, k);
     uint64_t most = push_slots(&a, n, first, lists, 5);

@@ -304,7 +304,8 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
       s = kernel(rc, "_rows_p", &k);
       size_t local2 = 0;
       if (s == KILN_OK)
-        s = kiln__launch_local_size(rc->op, ctx, k, cpu ? cpu_group(outer, target, lp) : lp->wg_size,
+        s = kiln__launch_local_size(rc->op, ctx, k,
+                                    cpu ? cpu_group(outer, target, lp) : lp->wg_size,
                                     rc->state_bytes, &local2);
       if (s == KILN_OK) {
         uint32_t lanes2 = cpu ? 1 : lanes_for(nchunk, 1, local2, outer, target * local2);

@@ -1407,10 +1407,10 @@ START_TEST(row_knobs)
     int cases;
     int32_t row_local, cpu;
   } knobs[] = {
-      {0, 1, 0, 2, 0, 0},     {4, 16, 0, 1, 0, 0},   {4, 2, 32, 0, 0, 0},  {8, 2, 0, 1, 0, 0},
-      {8, 64, 0, 0, 0, 0},    {16, 256, 0, 2, 0, 0}, {16, 4, 64, 0, 0, 0}, {16, 8, 0, 0, 0, 0},
-      {16, 32, 0, 0, 0, 0},   {16, 128, 0, 0, 0, 0}, {4, 512, 0, 0, 0, 0}, {8, 1024, 0, 0, 0, 0},
-      {0, 256, 0, 2, 32, 0},  {0, 16, 0, 1, 1, 0},   {0, 64, 0, 1, 3, 0},  {0, 4, 32, 0, 2, 0},
+      {0, 1, 0, 2, 0, 0},     {4, 16, 0, 1, 0, 0},   {4, 2, 32, 0, 0, 0},   {8, 2, 0, 1, 0, 0},
+      {8, 64, 0, 0, 0, 0},    {16, 256, 0, 2, 0, 0}, {16, 4, 64, 0, 0, 0},  {16, 8, 0, 0, 0, 0},
+      {16, 32, 0, 0, 0, 0},   {16, 128, 0, 0, 0, 0}, {4, 512, 0, 0, 0, 0},  {8, 1024, 0, 0, 0, 0},
+      {0, 256, 0, 2, 32, 0},  {0, 16, 0, 1, 1, 0},   {0, 64, 0, 1, 3, 0},   {0, 4, 32, 0, 2, 0},
       {0, 1024, 0, 0, 48, 0}, {0, 128, 0, 0, 64, 0}, {16, 256, 0, 2, 0, 1}, {0, 1, 0, 1, 0, 1},
   };
   /* Odd lengths move elements one by one, multiples of 4 as 4-vectors (kiln__nn_row_vec);
@@ -1515,8 +1515,8 @@ START_TEST(act_knobs)
    * they change, vector math (act_vec 8 and 16: CPU devices' defaults are 8 for f64 and 16
    * for the others) with OpenCL's erfc and with several vectors per item, each entry a program
    * per dtype (gelu_tail_relative reuses them). */
-  const int32_t knobs[][5] = {{2, 0, 0, 4, 1},  {4, 1, 0, 4, 2},  {8, 1, 1, 4, 3},
-                              {8, 0, 0, 1, 4},  {2, 1, 1, 16, 3}, {1, 0, 0, 8, 2}};
+  const int32_t knobs[][5] = {{2, 0, 0, 4, 1}, {4, 1, 0, 4, 2},  {8, 1, 1, 4, 3},
+                              {8, 0, 0, 1, 4}, {2, 1, 1, 16, 3}, {1, 0, 0, 8, 2}};
   const kiln_activation acts[] = {KILN_ACT_GELU, KILN_ACT_GELU_TANH, KILN_ACT_SILU, KILN_ACT_RELU};
   const int64_t sizes[] = {0, 1, 7, 1031, harness_size(20011, 600)};
   const int64_t ls[][2] = {{0, 3}, {3, 7}, {harness_size(61, 9), 333}};
@@ -1557,8 +1557,9 @@ END_TEST
 START_TEST(act_special_values)
 {
   kiln_context *ctx = harness_ctx();
-  static const double sv[] = {INFINITY, -INFINITY, NAN, 0.0, -0.0, 1e300, -1e300, 3e38, -3e38,
-                              700, -700, 50, -50, 20, -20, 6, -6, 3, -3, 1e-30, -1e-30, 0.5};
+  static const double sv[] = {INFINITY, -INFINITY, NAN,  0.0,   -0.0,   1e300, -1e300, 3e38,
+                              -3e38,    700,       -700, 50,    -50,    20,    -20,    6,
+                              -6,       3,         -3,   1e-30, -1e-30, 0.5};
   enum { NS = sizeof sv / sizeof sv[0], N = 37 };
   int64_t n = N;
   double x[N], g[N];

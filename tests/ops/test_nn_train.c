@@ -650,9 +650,10 @@ END_TEST
  */
 /*
  * Groups of close values whose mean the 16-bit types cannot hold: 2, 2 + d, 2 + d with d the
- * type's spacing at 2 (f16's for the wider types; mean 2 + 2d/3). group_norm and batch_norm normalize with the float
- * statistics (the outputs hold them rounded: normalizing with those put x - mean off by d/3,
- * half the result's size); every dtype, against the reference from the rounded inputs.
+ * type's spacing at 2 (f16's for the wider types; mean 2 + 2d/3). group_norm and batch_norm
+ * normalize with the float statistics (the outputs hold them rounded: normalizing with those put x
+ * - mean off by d/3, half the result's size); every dtype, against the reference from the rounded
+ * inputs.
  */
 START_TEST(norm_close_values)
 {
