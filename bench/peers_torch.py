@@ -436,6 +436,16 @@ def setup_act(name):
     return setup
 
 
+def setup_mse(e, n):
+    a, b = e.uniform(n), e.uniform(n)
+    f = e.torch.nn.functional
+    return (lambda: f.mse_loss(a, b)), [n], "F.mse_loss(x, y)"
+
+
+def bytes_2in(n, esz):  # both operands read once
+    return 2 * n * esz
+
+
 def setup_gelu_bwd(e, n):
     x, g = e.uniform(n), e.uniform(n)
     aten = e.torch.ops.aten
@@ -850,6 +860,7 @@ CASES = [
     ("nn.softmax", setup_softmax, bytes_1in_1out, None),
     ("nn.layer_norm", setup_layer_norm, bytes_1in_1out, None),
     ("nn.gelu", setup_gelu, bytes_1in_1out, None),
+    ("nn.mse", setup_mse, bytes_2in, None),
     ("nn.cross_entropy", setup_cross_entropy, bytes_ce, None),
     ("nn.log_softmax", setup_log_softmax, bytes_1in_1out, None),
     ("nn.softmax_bwd", setup_softmax_bwd, bytes_2in_1out, None),

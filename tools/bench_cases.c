@@ -642,6 +642,21 @@ run_gelu(struct bench_state *st)
   return kiln_activation_forward(st->ctx, KILN_ACT_GELU, st->in[0], 0, 0, &st->out);
 }
 
+/* nn.mse: the mean squared error of two flat operands (setup_two), reduced to a 0-d mean. */
+static kiln_status
+run_mse(struct bench_state *st)
+{
+  return kiln_loss(st->ctx, KILN_LOSS_MSE, st->in[0], st->in[1], NULL, 0, KILN_REDUCTION_MEAN,
+                   &st->out);
+}
+
+/* Both operands read once. */
+static double
+bytes_2in(int64_t n, size_t esz)
+{
+  return 2.0 * (double)n * (double)esz;
+}
+
 /* Cross entropy with mean reduction: logits [n/4096, 4096] and one class index per row. */
 static kiln_status
 setup_cross_entropy(struct bench_state *st)
@@ -1404,6 +1419,7 @@ const struct bench_case bench_cases[] = {
     {"nn.softmax", "nn", float_dtype, setup_nn_rows, run_softmax, bytes_1in_1out, NULL},
     {"nn.layer_norm", "nn", float_dtype, setup_layer_norm, run_layer_norm, bytes_1in_1out, NULL},
     {"nn.gelu", "nn", float_dtype, setup_flat, run_gelu, bytes_1in_1out, NULL},
+    {"nn.mse", "nn", float_dtype, setup_two, run_mse, bytes_2in, NULL},
     {"nn.cross_entropy", "nn", float_dtype, setup_cross_entropy, run_cross_entropy, bytes_ce, NULL},
     {"nn.log_softmax", "nn", float_dtype, setup_nn_rows, run_log_softmax, bytes_1in_1out, NULL},
     {"nn.softmax_bwd", "nn", float_dtype, setup_softmax_bwd, run_softmax_bwd, bytes_2in_1out, NULL},
