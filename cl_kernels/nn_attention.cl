@@ -42,6 +42,10 @@
  *   att_bwd_dq_store(acc, dq, dqoff, n)              (table 7: dQ from dqacc)
  *   att_bwd_dq(q, qoff, k, koff, v, voff, mask, moff, dout, doff, lse, loff, delta, dq, dqoff,
  *              BH, Sq, Sk, D, Dv, mstride, scale, flags)
+ *   att_rows_cpu(s, mask, moff, mstride, lse, loff, b0, m, Sq, Sk, flags)
+ *     CPU devices' forward (lib/ops/nn_attention.c, att_forward_gemm): the scaled scores s of
+ *     m heads from b0 (m Sq rows of Sk, from a GEMM) become the probabilities in place: the
+ *     mask added, causal keys hidden, lse[loff + b0 Sq + row] written; 1-D over the rows.
  *   rope(x, xoff, cosv, coff, sinv, soff, y, yoff, rows, S, D, R, flags)
  *     rotary embedding of x [rows = B S, D] (position = row % S) with cos/sin tables [S, R/2]
  *     over the first R features; flags ROPE_HALF: pairs (d, d + R/2), else (2d, 2d + 1);
@@ -57,6 +61,87 @@
 
 #define ROPE_HALF 1u
 #define ROPE_INV 2u
+
+/* att_rows_cpu: a row of scores in 64-byte vectors, then element by element. */
+#if defined(KILN_DT_F64)
+#define AR_W 8
+#else
+#define AR_W 16
+#endif
+#define AR_V KILN_CAT(T, AR_W)
+inline T ar_hmax(AR_V v)
+{
+#if AR_W == 16
+  KILN_CAT(T, 8) a = fmax(v.lo, v.hi);
+#else
+  KILN_CAT(T, 8) a = v;
+#endif
+  KILN_CAT(T, 4) b = fmax(a.lo, a.hi);
+  return fmax(fmax(b.s0, b.s1), fmax(b.s2, b.s3));
+}
+inline T ar_hsum(AR_V v)
+{
+#if AR_W == 16
+  KILN_CAT(T, 8) a = v.lo + v.hi;
+#else
+  KILN_CAT(T, 8) a = v;
+#endif
+  KILN_CAT(T, 4) b = a.lo + a.hi;
+  return (b.s0 + b.s1) + (b.s2 + b.s3);
+}
+kernel void
+att_rows_cpu(global T *s, global const ST *mask, ulong moff, ulong mstride, global T *lse,
+             ulong loff, ulong b0, ulong m, ulong Sq, ulong Sk, uint flags)
+{
+  for (ulong r = get_global_id(0); r < m * Sq; r += get_global_size(0)) {
+    const ulong i = r % Sq;
+    global T *sr = s + r * Sk;
+    global const ST *mr = mask + moff + (b0 + r / Sq) * mstride + i * Sk;
+    /* causal: keys past i are hidden (probability 0) */
+    const ulong kend = (flags & ATT_CAUSAL) ? min(Sk, i + 1) : Sk;
+    AR_V mv = (AR_V)(-INFINITY);
+    T mx = -INFINITY;
+    ulong j = 0;
+    for (; j + AR_W <= kend; j += AR_W) {
+      AR_V v = KILN_CAT(vload, AR_W)(0, sr + j);
+      if (flags & ATT_MASK) {
+        v += KILN_VLOAD_ST(AR_W, mr + j);
+        KILN_CAT(vstore, AR_W)(v, 0, sr + j);
+      }
+      mv = fmax(mv, v);
+    }
+    for (; j < kend; j++) {
+      T v = sr[j] + ((flags & ATT_MASK) ? KILN_LOAD(mr, j) : (T)0);
+      sr[j] = v;
+      mx = fmax(mx, v);
+    }
+    mx = fmax(mx, ar_hmax(mv));
+    /* -inf scores add 0 (a row of only -inf keeps sum 0: NaN probabilities, lse -inf, as
+     * PyTorch); a NaN makes the sum NaN */
+    AR_V sv = (AR_V)0;
+    T sum = (T)0;
+    for (j = 0; j + AR_W <= kend; j += AR_W) {
+      AR_V v = KILN_CAT(vload, AR_W)(0, sr + j);
+      AR_V e = select(exp(v - mx), (AR_V)0, v == (AR_V)(-INFINITY));
+      KILN_CAT(vstore, AR_W)(e, 0, sr + j);
+      sv += e;
+    }
+    for (; j < kend; j++) {
+      T v = sr[j], e = v == -INFINITY ? (T)0 : exp(v - mx);
+      sr[j] = e;
+      sum += e;
+    }
+    sum += ar_hsum(sv);
+    lse[loff + b0 * Sq + r] = mx + log(sum);
+    const T inv = (T)1 / sum;
+    for (j = 0; j + AR_W <= kend; j += AR_W)
+      KILN_CAT(vstore, AR_W)(KILN_CAT(vload, AR_W)(0, sr + j) * inv, 0, sr + j);
+    for (; j < kend; j++)
+      sr[j] *= inv;
+    for (j = kend; j < Sk; j++)
+      sr[j] = (T)0;
+  }
+}
 
 
 /*

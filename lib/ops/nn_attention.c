@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/shape.h"
 #include "kiln/nn_attention.h"
+#include "ops/blas_route.h"
 #include "ops/nn_internal.h"
 #include "ops/nn_train.h"
 #include "runtime/runtime.h"
@@ -428,6 +429,74 @@ att_key(const att_geo *g)
 }
 
 /* forced: a tile of att_tiles (the tuner's candidate), or -1 to look it up. */
+int kiln__nnt_att_flash;
+
+/* Scores of one head of the CPU forward at most, and of a chunk of heads (bytes). */
+#define ATT_CPU_HEAD_MAX ((uint64_t)256 << 20)
+#define ATT_CPU_CHUNK ((uint64_t)64 << 20)
+
+/* Whether the forward runs as att_forward_gemm: CPU devices, f32 and f64, kiln's CPU GEMM,
+ * keys to attend to, a head's scores within ATT_CPU_HEAD_MAX; not for the tuner's timings of
+ * the flash tiles (forced) nor with the test hook kiln__nnt_att_flash. */
+static int
+att_cpu_form(kiln_context *ctx, const att_geo *g, kiln_dtype dt, int forced)
+{
+  return !ctx->info.is_gpu && forced < 0 && !kiln__nnt_att_flash &&
+         (dt == KILN_F32 || dt == KILN_F64) && kiln__gemm_cpu_form(ctx) &&
+         kiln__gemm_large_ok(ctx, dt) && g->Sk > 0 &&
+         g->Sq * g->Sk * kiln_dtype_size(dt) <= ATT_CPU_HEAD_MAX;
+}
+
+/*
+ * The forward on CPU devices (ctx->lock held): for chunks of heads, the scaled scores q k^T
+ * by kiln's CPU GEMM into a temporary, att_rows_cpu turning them into probabilities (mask,
+ * causal keys, lse), and out = p v by the same GEMM. The flash kernel's tiles and barriers ran
+ * at a tenth of PyTorch's speed on PoCL; the GEMM runs near the machine's peak.
+ */
+static kiln_status
+att_forward_gemm(const char *op, kiln_context *ctx, const att_geo *g, const kiln_tensor *q,
+                 const kiln_tensor *k, const kiln_tensor *v, const kiln_tensor *mask, int causal,
+                 const char *options, kiln_tensor *out, kiln_tensor *lt)
+{
+  kiln_dtype dt = q->dtype;
+  uint64_t head = g->Sq * g->Sk, esz = kiln_dtype_size(dt);
+  uint64_t nb = ATT_CPU_CHUNK / (head * esz);
+  nb = nb < 1 ? 1 : nb > g->BH ? g->BH : nb;
+  cl_kernel kr;
+  KILN_TRY(kiln__kernel_get(op, ctx, KILN__NNT_ATT, options, "att_rows_cpu", &kr));
+  kiln__ops_tmp sc;
+  KILN_TRY(kiln__ops_tmp_alloc(ctx, nb * head * esz, &sc));
+  uint64_t qo = kiln__ops_elem_offset(q), ko = kiln__ops_elem_offset(k);
+  uint64_t vo = kiln__ops_elem_offset(v), oo = kiln__ops_elem_offset(out);
+  kiln_status s = KILN_OK;
+  for (uint64_t b0 = 0; s == KILN_OK && b0 < g->BH; b0 += nb) {
+    uint64_t m = g->BH - b0 < nb ? g->BH - b0 : nb;
+    s = kiln__gemm_large_views(op, ctx, dt, 0, 1, g->Sq, g->Sk, g->D, g->scale, q->mem,
+                               qo + b0 * g->Sq * g->D, g->D, k->mem, ko + b0 * g->Sk * g->D, g->D,
+                               0.0, sc.mem, 0, g->Sk, 0, m, g->Sq * g->D, g->Sk * g->D, head);
+    if (s == KILN_OK) {
+      kiln__args a = kiln__args_begin(op, kr);
+      kiln__args_mem(&a, sc.mem);
+      kiln__args_tensor(&a, mask);
+      kiln__args_u64(&a, g->mstride);
+      kiln__args_tensor(&a, lt);
+      kiln__args_u64(&a, b0);
+      kiln__args_u64(&a, m);
+      kiln__args_u64(&a, g->Sq);
+      kiln__args_u64(&a, g->Sk);
+      kiln__args_u32(&a, (causal ? ATT_CAUSAL : 0) | (mask ? ATT_MASK : 0));
+      s = kiln__args_launch_1d(&a, ctx, m * g->Sq, 0);
+    }
+    if (s == KILN_OK)
+      s = kiln__gemm_large_views(op, ctx, dt, 0, 0, g->Sq, g->Dv, g->Sk, 1.0, sc.mem, 0, g->Sk,
+                                 v->mem, vo + b0 * g->Sk * g->Dv, g->Dv, 0.0, out->mem,
+                                 oo + b0 * g->Sq * g->Dv, g->Dv, 0, m, head, g->Sk * g->Dv,
+                                 g->Sq * g->Dv);
+  }
+  kiln__ops_tmp_free(ctx, &sc);
+  return s;
+}
+
 static kiln_status
 att_forward(kiln_context *ctx, const kiln_tensor *q, const kiln_tensor *k, const kiln_tensor *v,
             const kiln_tensor *mask, int causal, double scale, int forced, kiln_tensor **out,
@@ -473,9 +542,12 @@ att_forward(kiln_context *ctx, const kiln_tensor *q, const kiln_tensor *k, const
     char options[256];
     kiln__program_options(&ctx->info, KILN__NNT_ATT, dt, &var, options, sizeof options);
     cl_kernel kk;
-    if (s == KILN_OK)
+    int cpu = att_cpu_form(ctx, &g, dt, forced);
+    if (s == KILN_OK && cpu)
+      s = att_forward_gemm(op, ctx, &g, q, k, v, mask, causal, options, t[0].dst, lt);
+    else if (s == KILN_OK)
       s = kiln__kernel_get(op, ctx, KILN__NNT_ATT, options, "att_fwd", &kk);
-    if (s == KILN_OK) {
+    if (s == KILN_OK && !cpu) {
       kiln__args a = kiln__args_begin(op, kk);
       att_args_qkvm(&a, q, k, v, mask);
       kiln__args_tensor(&a, t[0].dst);

@@ -49,6 +49,10 @@ extern uint64_t kiln__nnt_chan_groups;
  * (chan_stats, not chan_stats_lines). */
 extern int kiln__nnt_norm_gpu;
 
+/* Test hook: nonzero makes CPU devices run the attention forward on the flash kernel (att_fwd)
+ * instead of att_forward_gemm's GEMMs. */
+extern int kiln__nnt_att_flash;
+
 /* Test hook: Adam's kernel form (0: the device default, 4 on GPUs and 16 on CPUs; 1: one
  * element per work-item, 4: four, 16: one vector of 16 elements, 8 for f64); SGD's on CPU
  * devices (0 and 16: the vector, else one element). */

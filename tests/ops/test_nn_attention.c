@@ -16,6 +16,7 @@
 #include "kiln.h"
 #include "kiln/nn_attention.h"
 #include "nn_hostdata.h"
+#include "ops/nn_train.h"
 
 static const kiln_dtype dtypes[] = {KILN_F32, KILN_F64, KILN_F16, KILN_BF16};
 
@@ -249,6 +250,9 @@ static const att_case att_tile_cases[] = {
 START_TEST(attention_every_tile)
 {
   kiln_context *ctx = harness_ctx();
+  /* The flash kernel's tiles on every device (CPU devices run the forward as GEMMs by default,
+   * attention_against_composition). */
+  kiln__nnt_att_flash = 1;
   FOR_DTYPES(dt)
   {
     if (NN_HALF(dt))
@@ -305,6 +309,7 @@ START_TEST(attention_every_tile)
   }
   KEXPECT(kiln_tune_override(ctx, "attention", KILN_F32, NULL, "tile=12"),
           KILN_ERR_INVALID_ARGUMENT);
+  kiln__nnt_att_flash = 0;
 }
 END_TEST
 
@@ -476,6 +481,53 @@ START_TEST(attention_finite_differences)
 }
 END_TEST
 
+/*
+ * A query row whose keys the mask hides entirely gives NaN and lse -inf, a causal row its keys
+ * up to itself; on the flash kernel and on the CPU devices' GEMM form alike, rows of 37 keys
+ * (a whole vector and a tail), f32 and f64.
+ */
+START_TEST(attention_hidden_rows)
+{
+  kiln_context *ctx = harness_ctx();
+  const att_case c = {2, 0, 5, 37, 8, 6, 0, 1};
+  for (int causal = 0; causal < 2; causal++)
+    for (int flash = 0; flash < 2; flash++)
+      FOR_DTYPES(dt)
+      {
+        if (dt != KILN_F32 && dt != KILN_F64)
+          continue;
+        kiln__nnt_att_flash = flash;
+        att_case cc = c;
+        cc.causal = causal;
+        uint64_t BH = att_bh(&cc), nq = BH * 5 * 8, nk = BH * 37 * 8, nv = BH * 37 * 6;
+        double *qh = rand_vec(nq, -1, 1), *kh = rand_vec(nk, -1, 1), *vh = rand_vec(nv, -1, 1);
+        double *mh = rand_vec(5 * 37, -1, 1);
+        for (int j = 0; j < 37; j++)
+          mh[2 * 37 + j] = -INFINITY; /* row 2 sees nothing */
+        round_to(dt, qh, nq), round_to(dt, kh, nk), round_to(dt, vh, nv);
+        round_to(dt, mh, 5 * 37);
+        double *out = malloc((BH * 5 * 6 + 1) * 8), *lse = malloc((BH * 5 + 1) * 8);
+        double *p = malloc((BH * 5 * 37 + 1) * 8);
+        ref_attention(&cc, qh, kh, vh, mh, 0.25, out, lse, p);
+        int64_t ms[2] = {5, 37};
+        kiln_tensor *q = att_up(dt, &cc, 5, 8, qh), *k = att_up(dt, &cc, 37, 8, kh);
+        kiln_tensor *v = att_up(dt, &cc, 37, 6, vh), *mask = up(dt, 2, ms, mh);
+        kiln_tensor *o = NULL, *l = NULL;
+        KOK(kiln_attention(ctx, q, k, v, mask, causal, 0.25, &o, &l));
+        char what[80];
+        snprintf(what, sizeof what, "hidden rows, causal %d, flash %d, %s", causal, flash,
+                 kiln_dtype_name(dt));
+        double tol = dt == KILN_F32 ? 2e-5 : 1e-12;
+        expect_tensor(o, out, tol, what);
+        expect_tensor(l, lse, tol, what);
+        free(qh), free(kh), free(vh), free(mh), free(out), free(lse), free(p);
+        kiln_tensor_release(q), kiln_tensor_release(k), kiln_tensor_release(v);
+        kiln_tensor_release(mask), kiln_tensor_release(o), kiln_tensor_release(l);
+      }
+  kiln__nnt_att_flash = 0;
+}
+END_TEST
+
 START_TEST(attention_bad_input)
 {
   kiln_context *ctx = harness_ctx();
@@ -520,6 +572,7 @@ nn_attention_suite(void)
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, attention_against_composition);
   tcase_add_test(tc, attention_bad_input);
+  tcase_add_test(tc, attention_hidden_rows);
   tcase_add_test(tc, attention_every_tile);
   /* Not in the small mode: oclgrind's 32 KiB run table 2 as table 1, which the rest covers. */
   if (!harness_small())
