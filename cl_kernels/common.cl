@@ -189,6 +189,17 @@ inline void kiln_vstore_half16(float16 v, global half *p)
 #define KILN_CAT_(a, b) a##b
 #define KILN_CAT(a, b) KILN_CAT_(a, b)
 
+/* Horizontal sums and NaN-skipping maxima of T vectors of 4, 8 and 16 lanes, by halving
+ * (floating T; the CPU forms of the nn kernels). */
+#if KILN_IS_FLOAT
+inline T kiln_hsum4(KILN_CAT(T, 4) b) { return (b.s0 + b.s1) + (b.s2 + b.s3); }
+inline T kiln_hsum8(KILN_CAT(T, 8) a) { return kiln_hsum4(a.lo + a.hi); }
+inline T kiln_hsum16(KILN_CAT(T, 16) v) { return kiln_hsum8(v.lo + v.hi); }
+inline T kiln_hmax4(KILN_CAT(T, 4) b) { return fmax(fmax(b.s0, b.s1), fmax(b.s2, b.s3)); }
+inline T kiln_hmax8(KILN_CAT(T, 8) a) { return kiln_hmax4(fmax(a.lo, a.hi)); }
+inline T kiln_hmax16(KILN_CAT(T, 16) v) { return kiln_hmax8(fmax(v.lo, v.hi)); }
+#endif
+
 /*
  * N consecutive elements of a `global ST *` as a T vector and back, at any element offset:
  * KILN_VLOAD_ST(N, p), KILN_VSTORE_ST(N, v, p) (N 4, 8 or 16). bf16 stores go through

@@ -69,26 +69,8 @@
 #define AR_W 16
 #endif
 #define AR_V KILN_CAT(T, AR_W)
-inline T ar_hmax(AR_V v)
-{
-#if AR_W == 16
-  KILN_CAT(T, 8) a = fmax(v.lo, v.hi);
-#else
-  KILN_CAT(T, 8) a = v;
-#endif
-  KILN_CAT(T, 4) b = fmax(a.lo, a.hi);
-  return fmax(fmax(b.s0, b.s1), fmax(b.s2, b.s3));
-}
-inline T ar_hsum(AR_V v)
-{
-#if AR_W == 16
-  KILN_CAT(T, 8) a = v.lo + v.hi;
-#else
-  KILN_CAT(T, 8) a = v;
-#endif
-  KILN_CAT(T, 4) b = a.lo + a.hi;
-  return (b.s0 + b.s1) + (b.s2 + b.s3);
-}
+#define ar_hmax KILN_CAT(kiln_hmax, AR_W)
+#define ar_hsum KILN_CAT(kiln_hsum, AR_W)
 kernel void
 att_rows_cpu(global T *s, global const ST *mask, ulong moff, ulong mstride, global T *lse,
              ulong loff, ulong b0, ulong m, ulong Sq, ulong Sk, uint flags)

@@ -348,6 +348,15 @@ stats_store(global const T *s, ulong soff, global ST *out, ulong ooff, ulong n)
 }
 
 
+/* y = (x - mean) k + o for channel c: k = rstd w[c], o = b[c] (w, b absent: 1, 0). */
+inline void
+norm_affine(T rs, global const ST *w, ulong woff, global const ST *b, ulong boff, ulong c,
+            uint flags, T *k, T *o)
+{
+  *k = (flags & NN_W) ? rs * KILN_LOAD(w, woff + c) : rs;
+  *o = (flags & NN_B) ? KILN_LOAD(b, boff + c) : (T)0;
+}
+
 kernel void
 norm_apply(global const ST *x, ulong xoff, global const T *mean, ulong moff,
            global const T *rstd, ulong roff, global const ST *w, ulong woff, global const ST *b,
@@ -358,11 +367,8 @@ norm_apply(global const ST *x, ulong xoff, global const T *mean, ulong moff,
   {
     const ulong si = STAT_INDEX(n, c), base = (n * C + c) * S;
     const T mu = mean[moff + si];
-    T k = rstd[roff + si], o = (T)0;
-    if (flags & NN_W)
-      k *= KILN_LOAD(w, woff + c);
-    if (flags & NN_B)
-      o = KILN_LOAD(b, boff + c);
+    T k, o;
+    norm_affine(rstd[roff + si], w, woff, b, boff, c, flags, &k, &o);
     /* APPLY_ITEMS elements per work-item, a grid apart, all loaded first: one load in flight
      * per item left the pass latency-bound (the host sizes dimension 0 for S / APPLY_ITEMS). */
     const ulong gs = get_global_size(0);
@@ -388,17 +394,7 @@ norm_apply(global const ST *x, ulong xoff, global const T *mean, ulong moff,
 KILN_BF16_FROM_FLOATV(NV)
 #endif
 #define VCAT_NV(t) KILN_CAT(t, NV)
-/* Horizontal sum of a vector of NV, halving it. */
-inline T nv_hsum(VCAT_NV(T) v)
-{
-#if NV == 16
-  KILN_CAT(T, 8) a = v.lo + v.hi;
-#else
-  KILN_CAT(T, 8) a = v;
-#endif
-  KILN_CAT(T, 4) b = a.lo + a.hi;
-  return (b.s0 + b.s1) + (b.s2 + b.s3);
-}
+#define nv_hsum KILN_CAT(kiln_hsum, NV)
 
 /*
  * chan_stats' CPU form (same arguments; the host passes nchunk = N): chunk n of channel c is
@@ -459,11 +455,8 @@ norm_apply_lines(global const ST *x, ulong xoff, global const T *mean, ulong mof
     const ulong pl = u / nch, n = pl / C, c = pl % C, s0 = u % nch * clen;
     const ulong s1 = min(S, s0 + clen), si = STAT_INDEX(n, c);
     const T mu = mean[moff + si];
-    T k = rstd[roff + si], o = (T)0;
-    if (flags & NN_W)
-      k *= KILN_LOAD(w, woff + c);
-    if (flags & NN_B)
-      o = KILN_LOAD(b, boff + c);
+    T k, o;
+    norm_affine(rstd[roff + si], w, woff, b, boff, c, flags, &k, &o);
     global const ST *xp = x + xoff + pl * S;
     global ST *yp = y + yoff + pl * S;
     ulong s = s0;
