@@ -605,13 +605,13 @@ kiln__nn_knob_override kiln__nn_test_knobs = {-1, -1, -1, -1, -1, -1, -1, -1, -1
  * groups of 512 and 1024 within 1%; the register caches' kernels take so many registers that
  * the 16-per-lane form lost everywhere, and lost further under a 64-register cap). CPUs: the
  * activations on whole vectors of 64 bytes (16 floats, 8 doubles: nn_act.cl's vector math),
- * where the scalar grid-stride loop ran element by element (PoCL, 2 cores, 2^18 f32, ms, the
- * PyTorch 2.15 CPU build with 2 threads beside it in the same minutes: gelu 1.57 -> TODO
- * against 0.034, relu 0.050 -> TODO against 0.012, f64 gelu 3.41 -> TODO against 0.23),
- * and 16 elements per lane
- * in registers (PoCL, 2 shared cores, [256, 4096] f32: softmax 15.8 ms against 52.3 ms
- * streamed, layer_norm 1.5 against 3.6; the local cache there: softmax about 34 ms, the
- * register cache 9). row_wg 0 stands for the context's work-group size.
+ * where the scalar grid-stride loop ran element by element, and the row kernels' CPU forms,
+ * one work-item per row in the same vectors (row_cpu), where the lanes' trees and barriers ran
+ * element by element too (PoCL, 2 cores, ms at 2^18, PyTorch 2.15's CPU build on the same
+ * cores beside it, docs/perf-data/pocl-2026-12-05-s26: gelu f32 1.57 -> 0.18 against 0.031,
+ * relu 0.050 -> 0.018 against 0.012, gelu f64 3.41 -> 0.38 against 0.23, softmax f32 1.16 ->
+ * 0.085 against 0.053, layer_norm 0.35 -> 0.041 against 0.037; docs/nn.md, "CPU devices").
+ * row_wg 0 stands for the context's work-group size.
  */
 static void
 nn_default_knobs(const kiln_device_info *info, kiln_dtype dtype, kiln__nn_knobs *k)

@@ -171,9 +171,9 @@ pow2_ceil(uint64_t v)
 }
 
 /*
- * Work-items sharing a row: enough that each folds about items_per_thread elements, but no
- * more than it takes to give the device its target number of work-items (a CPU needs few:
- * there, rows are best reduced whole by one item each), and at most the group size.
+ * Work-items sharing a row (GPUs; CPU devices take one, cpu_rows): enough that each folds
+ * about items_per_thread elements, but no more than it takes to give the device its target
+ * number of work-items, and at most the group size.
  */
 static uint32_t
 lanes_for(uint64_t len, uint32_t ipt, size_t local, uint64_t rows, uint64_t target_items)
