@@ -7,8 +7,9 @@
  * device defaults, KILN_DEBUG_NN and the tests' hook): KILN_NN_ITEMS (elements per work-item,
  * a work-group apart so a group's accesses stay contiguous; 1, 2, 4 or 8: 4 on GPUs, 1 on
  * CPUs); KILN_NN_ERF (1: gelu's erfc is kiln's own f32 one below for f32 and the half types,
- * kiln's own f64 one for f64, 0: OpenCL's erfc); KILN_EXP64 (f64 on CPU devices: kiln's own
- * exp, exp64.clh).
+ * kiln's own f64 one for f64, 0: OpenCL's erfc); KILN_NN_VEC (activations: 1, 4 on GPUs, 8
+ * or 16 on CPUs with vector math, below); KILN_NN_FAST; KILN_EXP64 (f64 on CPU devices:
+ * kiln's own exp, exp64.clh). The activations' helpers are in nn_act_math.clh.
  * Kernels (offsets in elements, n elements, grid-stride loops: any global size works):
  *   act_fwd_<name>(x, xoff, y, yoff, n, p0, p1)
  *   act_bwd_<name>(g, goff, v, voff, dx, dxoff, n, p0, p1)
