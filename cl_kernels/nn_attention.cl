@@ -46,6 +46,11 @@
  *     CPU devices' forward (lib/ops/nn_attention.c, att_forward_gemm): the scaled scores s of
  *     m heads from b0 (m Sq rows of Sk, from a GEMM) become the probabilities in place: the
  *     mask added, causal keys hidden, lse[loff + b0 Sq + row] written; 1-D over the rows.
+ *   att_bwd_rows_cpu(s, dp, mask, moff, mstride, lse, loff, delta, b0, m, Sq, Sk, scale,
+ *                    flags)
+ *     CPU devices' backward: from the scaled scores s and dp = dout v^T of m heads (GEMMs),
+ *     s becomes p = exp(s + mask - lse) (0 for hidden keys) and dp becomes
+ *     ds = scale p (dp - delta); 1-D over the m Sq rows.
  *   rope(x, xoff, cosv, coff, sinv, soff, y, yoff, rows, S, D, R, flags)
  *     rotary embedding of x [rows = B S, D] (position = row % S) with cos/sin tables [S, R/2]
  *     over the first R features; flags ROPE_HALF: pairs (d, d + R/2), else (2d, 2d + 1);
@@ -71,6 +76,37 @@
 #define AR_V KILN_CAT(T, AR_W)
 #define ar_hmax KILN_CAT(kiln_hmax, AR_W)
 #define ar_hsum KILN_CAT(kiln_hsum, AR_W)
+kernel void
+att_bwd_rows_cpu(global T *s, global T *dp, global const ST *mask, ulong moff, ulong mstride,
+                 global const T *lse, ulong loff, global const T *delta, ulong b0, ulong m,
+                 ulong Sq, ulong Sk, T scale, uint flags)
+{
+  for (ulong r = get_global_id(0); r < m * Sq; r += get_global_size(0)) {
+    const ulong i = r % Sq;
+    global T *sr = s + r * Sk, *dr = dp + r * Sk;
+    global const ST *mr = mask + moff + (b0 + r / Sq) * mstride + i * Sk;
+    const ulong kend = (flags & ATT_CAUSAL) ? min(Sk, i + 1) : Sk;
+    const T l = lse[loff + b0 * Sq + r], dl = delta[b0 * Sq + r];
+    ulong j = 0;
+    for (; j + AR_W <= kend; j += AR_W) {
+      AR_V v = KILN_CAT(vload, AR_W)(0, sr + j);
+      if (flags & ATT_MASK)
+        v += KILN_VLOAD_ST(AR_W, mr + j);
+      const AR_V p = select(exp(v - l), (AR_V)0, v == (AR_V)(-INFINITY));
+      KILN_CAT(vstore, AR_W)(p, 0, sr + j);
+      KILN_CAT(vstore, AR_W)(scale * p * (KILN_CAT(vload, AR_W)(0, dr + j) - dl), 0, dr + j);
+    }
+    for (; j < kend; j++) {
+      const T v = sr[j] + ((flags & ATT_MASK) ? KILN_LOAD(mr, j) : (T)0);
+      const T p = v == -INFINITY ? (T)0 : exp(v - l);
+      sr[j] = p;
+      dr[j] = scale * p * (dr[j] - dl);
+    }
+    for (j = kend; j < Sk; j++)
+      sr[j] = dr[j] = (T)0;
+  }
+}
+
 kernel void
 att_rows_cpu(global T *s, global const ST *mask, ulong moff, ulong mstride, global T *lse,
              ulong loff, ulong b0, ulong m, ulong Sq, ulong Sk, uint flags)

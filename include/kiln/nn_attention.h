@@ -1,7 +1,7 @@
 /*
- * Scaled dot-product attention (one flash-style kernel forward, on CPU devices in f32 and f64
- * two GEMMs around a row kernel; FlashAttention-2 style recomputation backward) and rotary
- * position embedding (docs/nn.md, "Attention" and "CPU devices").
+ * Scaled dot-product attention (one flash-style kernel forward, FlashAttention-2 style
+ * recomputation backward; on CPU devices in f32 and f64 both as GEMMs around a row kernel)
+ * and rotary position embedding (docs/nn.md, "Attention" and "CPU devices").
  *
  * dtypes: f32 and f64 (f64 needs fp64: KILN_ERR_UNSUPPORTED), f16 and bf16 (stored in 2
  * bytes, computed in f32, each output rounded once; attention and RoPE alike). Every

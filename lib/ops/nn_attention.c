@@ -497,6 +497,80 @@ att_forward_gemm(const char *op, kiln_context *ctx, const att_geo *g, const kiln
   return s;
 }
 
+/*
+ * The backward pass on CPU devices (ctx->lock held; Sq and Sk > 0), FlashAttention-2's
+ * products as GEMMs over chunks of heads: s = q k^T scale and dp = dout v^T, then
+ * att_bwd_rows_cpu (p = exp(s + mask - lse), ds = scale p (dp - delta)), then the wanted
+ * gradients dv = p^T dout, dq = ds k, dk = ds^T q (dq, dk, dv NULL: not wanted).
+ */
+static kiln_status
+att_backward_gemm(const char *op, kiln_context *ctx, const att_geo *g, const kiln_tensor *q,
+                  const kiln_tensor *k, const kiln_tensor *v, const kiln_tensor *mask, int causal,
+                  const kiln_tensor *dout, const kiln_tensor *lse, cl_mem delta,
+                  const char *options, kiln_tensor *dq, kiln_tensor *dk, kiln_tensor *dv)
+{
+  kiln_dtype dt = q->dtype;
+  uint64_t head = g->Sq * g->Sk, esz = kiln_dtype_size(dt);
+  uint64_t nb = ATT_CPU_CHUNK / (2 * head * esz);
+  nb = nb < 1 ? 1 : nb > g->BH ? g->BH : nb;
+  cl_kernel kr;
+  KILN_TRY(kiln__kernel_get(op, ctx, KILN__NNT_ATT, options, "att_bwd_rows_cpu", &kr));
+  kiln__ops_tmp ps, ds;
+  KILN_TRY(kiln__ops_tmp_alloc(ctx, nb * head * esz, &ps));
+  kiln_status s = kiln__ops_tmp_alloc(ctx, nb * head * esz, &ds);
+  if (s != KILN_OK) {
+    kiln__ops_tmp_free(ctx, &ps);
+    return s;
+  }
+  uint64_t qo = kiln__ops_elem_offset(q), ko = kiln__ops_elem_offset(k);
+  uint64_t vo = kiln__ops_elem_offset(v), go = kiln__ops_elem_offset(dout);
+  uint64_t Sq = g->Sq, Sk = g->Sk, D = g->D, Dv = g->Dv;
+  for (uint64_t b0 = 0; s == KILN_OK && b0 < g->BH; b0 += nb) {
+    uint64_t m = g->BH - b0 < nb ? g->BH - b0 : nb;
+    s = kiln__gemm_large_views(op, ctx, dt, 0, 1, Sq, Sk, D, g->scale, q->mem, qo + b0 * Sq * D,
+                               D, k->mem, ko + b0 * Sk * D, D, 0.0, ps.mem, 0, Sk, 0, m, Sq * D,
+                               Sk * D, head);
+    if (s == KILN_OK)
+      s = kiln__gemm_large_views(op, ctx, dt, 0, 1, Sq, Sk, Dv, 1.0, dout->mem,
+                                 go + b0 * Sq * Dv, Dv, v->mem, vo + b0 * Sk * Dv, Dv, 0.0,
+                                 ds.mem, 0, Sk, 0, m, Sq * Dv, Sk * Dv, head);
+    if (s == KILN_OK) {
+      kiln__args a = kiln__args_begin(op, kr);
+      kiln__args_mem(&a, ps.mem);
+      kiln__args_mem(&a, ds.mem);
+      kiln__args_tensor(&a, mask);
+      kiln__args_u64(&a, g->mstride);
+      kiln__args_tensor(&a, lse);
+      kiln__args_mem(&a, delta);
+      kiln__args_u64(&a, b0);
+      kiln__args_u64(&a, m);
+      kiln__args_u64(&a, Sq);
+      kiln__args_u64(&a, Sk);
+      kiln__args_float(&a, dt, g->scale);
+      kiln__args_u32(&a, (causal ? ATT_CAUSAL : 0) | (mask ? ATT_MASK : 0));
+      s = kiln__args_launch_1d(&a, ctx, m * Sq, 0);
+    }
+    if (s == KILN_OK && dv)
+      s = kiln__gemm_large_views(op, ctx, dt, 1, 0, Sk, Dv, Sq, 1.0, ps.mem, 0, Sk, dout->mem,
+                                 go + b0 * Sq * Dv, Dv, 0.0, dv->mem,
+                                 kiln__ops_elem_offset(dv) + b0 * Sk * Dv, Dv, 0, m, head,
+                                 Sq * Dv, Sk * Dv);
+    if (s == KILN_OK && dq)
+      s = kiln__gemm_large_views(op, ctx, dt, 0, 0, Sq, D, Sk, 1.0, ds.mem, 0, Sk, k->mem,
+                                 ko + b0 * Sk * D, D, 0.0, dq->mem,
+                                 kiln__ops_elem_offset(dq) + b0 * Sq * D, D, 0, m, head, Sk * D,
+                                 Sq * D);
+    if (s == KILN_OK && dk)
+      s = kiln__gemm_large_views(op, ctx, dt, 1, 0, Sk, D, Sq, 1.0, ds.mem, 0, Sk, q->mem,
+                                 qo + b0 * Sq * D, D, 0.0, dk->mem,
+                                 kiln__ops_elem_offset(dk) + b0 * Sk * D, D, 0, m, head, Sq * D,
+                                 Sk * D);
+  }
+  kiln__ops_tmp_free(ctx, &ds);
+  kiln__ops_tmp_free(ctx, &ps);
+  return s;
+}
+
 static kiln_status
 att_forward(kiln_context *ctx, const kiln_tensor *q, const kiln_tensor *k, const kiln_tensor *v,
             const kiln_tensor *mask, int causal, double scale, int forced, kiln_tensor **out,
@@ -659,6 +733,13 @@ kiln_attention_backward(kiln_context *ctx, const kiln_tensor *grad_out, const ki
       kiln__args_u64(&a, g.Dv);
       s = kiln__args_enqueue_1d(&a, ctx, (size_t)gp * 256, 256);
     }
+  }
+  /* CPU devices: GEMMs over the recomputed probabilities (att_backward_gemm). */
+  if (s == KILN_OK && rows && (grad_q || grad_k || grad_v) && att_cpu_form(ctx, &g, dt, -1)) {
+    s = att_backward_gemm(op, ctx, &g, q, k, v, mask, causal, grad_out, lse, delta.mem, options,
+                          grad_q ? t[0].dst : NULL, grad_k ? t[1].dst : NULL,
+                          grad_v ? t[2].dst : NULL);
+    fused = 0, gk = 0, gq = 0; /* nothing left for the flash kernels */
   }
   if (s == KILN_OK && fused) {
     uint64_t n = g.BH * g.Sq * g.D;

@@ -49,8 +49,8 @@ extern uint64_t kiln__nnt_chan_groups;
  * (chan_stats, not chan_stats_lines). */
 extern int kiln__nnt_norm_gpu;
 
-/* Test hook: nonzero makes CPU devices run the attention forward on the flash kernel (att_fwd)
- * instead of att_forward_gemm's GEMMs. */
+/* Test hook: nonzero makes CPU devices run attention on the flash kernels (att_fwd and the
+ * backward tables) instead of att_forward_gemm's and att_backward_gemm's GEMMs. */
 extern int kiln__nnt_att_flash;
 
 /* Test hook: Adam's kernel form (0: the device default, 4 on GPUs and 16 on CPUs; 1: one

@@ -352,6 +352,9 @@ att_bwd_wanted(int bwd)
 START_TEST(attention_every_backward)
 {
   kiln_context *ctx = harness_ctx();
+  /* The flash kernels' tables on every device (CPU devices run the backward as GEMMs by
+   * default: attention_against_composition, attention_finite_differences). */
+  kiln__nnt_att_flash = 1;
   FOR_DTYPES(dt)
   {
     for (size_t ci = 0; ci < sizeof att_bwd_cases / sizeof att_bwd_cases[0]; ci++) {
@@ -417,6 +420,7 @@ START_TEST(attention_every_backward)
     }
   }
   KEXPECT(kiln_tune_override(ctx, "attention", KILN_F32, NULL, "bwd=8"), KILN_ERR_INVALID_ARGUMENT);
+  kiln__nnt_att_flash = 0;
 }
 END_TEST
 
