@@ -1003,7 +1003,7 @@ START_TEST(embedding_backward_against_reference)
   }
   /* Bad input: an index out of range, bad offsets, mismatched shapes. */
   int64_t bad[3] = {0, 5, 1}, offs_bad[2] = {1, 2}, offs_dec[3] = {0, 2, 1};
-  double gz[15] = {0};
+  double gz[25] = {0}; /* w [5, 5] reads 25 */
   int64_t gs[2] = {3, 5}, ws[2] = {5, 5};
   kiln_tensor *ti = up_idx(KILN_I64, 3, bad), *g = up(KILN_F32, 2, gs, gz),
               *w = up(KILN_F32, 2, ws, gz);
