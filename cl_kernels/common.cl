@@ -189,6 +189,14 @@ inline void kiln_vstore_half16(float16 v, global half *p)
 #define KILN_CAT_(a, b) a##b
 #define KILN_CAT(a, b) KILN_CAT_(a, b)
 
+/* KILN_VW64: lanes of a 64-byte vector of T (a cache line, one AVX-512 register), the width of
+ * the nn kernels' CPU forms: 8 doubles, else 16 (floats; the 16-bit types compute in float). */
+#if defined(KILN_DT_F64)
+#define KILN_VW64 8
+#else
+#define KILN_VW64 16
+#endif
+
 /* Horizontal sums and NaN-skipping maxima of T vectors of 4, 8 and 16 lanes, by halving
  * (floating T; the CPU forms of the nn kernels). */
 #if KILN_IS_FLOAT

@@ -68,11 +68,7 @@
 #define ROPE_INV 2u
 
 /* att_rows_cpu: a row of scores in 64-byte vectors, then element by element. */
-#if defined(KILN_DT_F64)
-#define AR_W 8
-#else
-#define AR_W 16
-#endif
+#define AR_W KILN_VW64
 #define AR_V KILN_CAT(T, AR_W)
 #define ar_hmax KILN_CAT(kiln_hmax, AR_W)
 #define ar_hsum KILN_CAT(kiln_hsum, AR_W)

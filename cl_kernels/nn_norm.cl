@@ -385,11 +385,7 @@ norm_apply(global const ST *x, ulong xoff, global const T *mean, ulong moff,
 }
 
 /* The CPU forms' vectors: NV elements, 64 bytes. */
-#if defined(KILN_DT_F64)
-#define NV 8
-#else
-#define NV 16
-#endif
+#define NV KILN_VW64
 #if defined(KILN_DT_BF16)
 KILN_BF16_FROM_FLOATV(NV)
 #endif

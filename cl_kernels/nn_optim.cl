@@ -201,11 +201,7 @@ adam_four(global ST *p, global const ST *g, global ST *m, global ST *v, global S
  * CPU devices: one vector of AV elements (64 bytes: 16 floats, 8 doubles) per work-item, the
  * update on whole vectors (the scalar grid-stride loop ran element by element on PoCL).
  */
-#if defined(KILN_DT_F64)
-#define AV 8
-#else
-#define AV 16
-#endif
+#define AV KILN_VW64
 #define AVT KILN_CAT(T, AV)
 #if defined(KILN_DT_BF16)
 KILN_BF16_FROM_FLOATV(AV)

@@ -469,7 +469,7 @@ norm_param_grads(const char *op, kiln_context *ctx, const kiln_tensor *grad, con
    * unit. */
   kiln__nn_knobs kn;
   kiln__nn_knobs_get(ctx, x->dtype, &kn);
-  uint64_t strip = 64 / tsize(x->dtype), nb = (g->len + strip - 1) / strip;
+  uint64_t strip = kiln__nn_vw64(x->dtype), nb = (g->len + strip - 1) / strip;
   uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
   uint64_t nchunk = kn.row_cpu ? 4 * cu / nb : ((uint64_t)1 << kn.col_items) / g->len;
   if (nchunk > g->rows)
@@ -620,9 +620,7 @@ nn_default_knobs(const kiln_device_info *info, kiln_dtype dtype, kiln__nn_knobs 
   k->act_items = !info->is_gpu ? 1 : esz == 4 ? 2 : esz < 4 ? 8 : 4;
   k->erf = 1;
   k->fast = 0;
-  k->act_vec = info->is_gpu                                          ? (esz == 4 ? 4 : 1)
-               : kiln_dtype_size(kiln__nn_compute_dtype(dtype)) == 8 ? 8
-                                                                     : 16;
+  k->act_vec = info->is_gpu ? (esz == 4 ? 4 : 1) : kiln__nn_vw64(dtype);
   k->row_items = info->is_gpu ? 0 : 16;
   k->row_wg = info->is_gpu ? 256 : 0;
   k->verbose = 0;

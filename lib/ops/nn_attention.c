@@ -734,13 +734,14 @@ kiln_attention_backward(kiln_context *ctx, const kiln_tensor *grad_out, const ki
       s = kiln__args_enqueue_1d(&a, ctx, (size_t)gp * 256, 256);
     }
   }
-  /* CPU devices: GEMMs over the recomputed probabilities (att_backward_gemm). */
-  if (s == KILN_OK && rows && (grad_q || grad_k || grad_v) && att_cpu_form(ctx, &g, dt, -1)) {
+  /* CPU devices: GEMMs over the recomputed probabilities (att_backward_gemm), else the flash
+   * kernels below. */
+  int flash = !(rows && (grad_q || grad_k || grad_v) && att_cpu_form(ctx, &g, dt, -1));
+  if (s == KILN_OK && !flash)
     s = att_backward_gemm(op, ctx, &g, q, k, v, mask, causal, grad_out, lse, delta.mem, options,
                           grad_q ? t[0].dst : NULL, grad_k ? t[1].dst : NULL,
                           grad_v ? t[2].dst : NULL);
-    fused = 0, gk = 0, gq = 0; /* nothing left for the flash kernels */
-  }
+  fused = fused && flash;
   if (s == KILN_OK && fused) {
     uint64_t n = g.BH * g.Sq * g.D;
     s = kiln__ops_tmp_alloc(ctx, n * sizeof(float), &dqacc);
@@ -751,7 +752,7 @@ kiln_attention_backward(kiln_context *ctx, const kiln_tensor *grad_out, const ki
     if (err != CL_SUCCESS)
       s = kiln__fail_cl(op, err, "clEnqueueFillBuffer");
   }
-  if (s == KILN_OK && (grad_k || grad_v || fused) && gk) {
+  if (s == KILN_OK && flash && (grad_k || grad_v || fused) && gk) {
     /* dk and dv come from one kernel; an unwanted one goes to a scratch tensor. */
     kiln_tensor *dk = grad_k ? t[1].dst : NULL, *dv = grad_v ? t[2].dst : NULL;
     kiln_tensor *mk = NULL, *mv = NULL;
@@ -787,7 +788,7 @@ kiln_attention_backward(kiln_context *ctx, const kiln_tensor *grad_out, const ki
       kiln__args_u64(&a, g.BH * g.Sq * g.D);
       s = kiln__args_launch_1d(&a, ctx, g.BH * g.Sq * g.D, 0);
     }
-  } else if (s == KILN_OK && grad_q && gq) {
+  } else if (s == KILN_OK && flash && grad_q && gq) {
     cl_kernel kk;
     s = kiln__kernel_get(op, ctx, KILN__NNT_ATT, options, "att_bwd_dq", &kk);
     if (s == KILN_OK) {

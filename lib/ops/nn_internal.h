@@ -20,6 +20,13 @@
 /* The dtype kernels compute and keep scratch buffers in (T of common.cl) for dtype. */
 kiln_dtype kiln__nn_compute_dtype(kiln_dtype dtype);
 
+/* Lanes of the CPU forms' 64-byte vectors for dtype (KILN_VW64 of common.cl): 8 or 16. */
+static inline uint32_t
+kiln__nn_vw64(kiln_dtype dtype)
+{
+  return (uint32_t)(64 / kiln_dtype_size(kiln__nn_compute_dtype(dtype)));
+}
+
 /* Checks t (a live tensor of ctx) holds a dtype the source accepts. */
 kiln_status kiln__nn_check_float(const char *op, kiln_context *ctx, const kiln_tensor *t);
 

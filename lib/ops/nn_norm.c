@@ -215,12 +215,12 @@ static kiln_status
 stats_store(const char *op, kiln_context *ctx, kiln_dtype dt, uint64_t n, kiln__out_target *t,
             kiln_tensor **const *outs, kiln_tensor *const *st)
 {
-  if (kiln__nnt_cdt(dt) == dt)
+  if (kiln__nnt_cdt(dt) == dt || (!outs[1] && !outs[2]))
     return KILN_OK;
+  cl_kernel k;
+  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NNT_NORM, dt, "stats_store", &k));
   for (int i = 0; i < 2; i++)
     if (outs[1 + i]) {
-      cl_kernel k;
-      KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NNT_NORM, dt, "stats_store", &k));
       kiln__args a = kiln__args_begin(op, k);
       kiln__args_tensor(&a, st[i]);
       kiln__args_tensor(&a, t[1 + i].dst);

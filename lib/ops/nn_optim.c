@@ -12,10 +12,11 @@
 #include "kiln/dtype.h"
 #include "kiln/nn_optim.h"
 #include "ops/families.h"
+#include "ops/nn_internal.h"
 #include "ops/nn_train.h"
 #include "runtime/runtime.h"
 
-int kiln__nnt_adam_form = 0;
+int kiln__nnt_optim_form = 0;
 
 /* Tensors per launch; must match OPT_SLOTS of nn_optim.cl. */
 #define OPT_SLOTS 8
@@ -184,10 +185,10 @@ kiln_sgd_step(kiln_context *ctx, size_t n, kiln_tensor *const *params,
   kiln_dtype dt = params[0]->dtype;
   uint32_t flags = (opt->maximize ? OPT_MAXIMIZE : 0) | (opt->nesterov ? OPT_NESTEROV : 0) |
                    (step == 1 ? OPT_FIRST : 0) | (mom ? OPT_MOMENTUM : 0);
-  /* CPU devices: one 64-byte vector per work-item (as Adam's; kiln__nnt_adam_form 1 or 4
+  /* CPU devices: one 64-byte vector per work-item (as Adam's; kiln__nnt_optim_form 1 or 4
    * takes the one-element form there too). */
-  int vec = !ctx->info.is_gpu && (kiln__nnt_adam_form == 0 || kiln__nnt_adam_form == 16);
-  uint64_t per = vec ? (kiln_dtype_size(kiln__nnt_cdt(dt)) == 8 ? 8 : 16) : 1;
+  int vec = !ctx->info.is_gpu && (kiln__nnt_optim_form == 0 || kiln__nnt_optim_form == 16);
+  uint64_t per = vec ? kiln__nn_vw64(dt) : 1;
   kiln__ctx_lock(ctx);
   cl_kernel k;
   kiln_status s =
@@ -241,11 +242,9 @@ kiln_adam_step(kiln_context *ctx, size_t n, kiln_tensor *const *params,
   double bc2 = 1 - pow(opt->beta2, (double)step);
   /* Four elements per work-item on GPUs (as the elementwise family's measured H200 default),
    * on CPUs one vector of 64 bytes (16 floats, 8 doubles: the one-element form ran element by
-   * element on PoCL); kiln__nnt_adam_form (test hook) forces one of the three. */
-  int form = kiln__nnt_adam_form ? kiln__nnt_adam_form : ctx->info.is_gpu ? 4 : 16;
-  uint64_t per = form != 16                                              ? (uint64_t)form
-                 : kiln_dtype_size(kiln__nnt_cdt(params[0]->dtype)) == 8 ? 8
-                                                                         : 16;
+   * element on PoCL); kiln__nnt_optim_form (test hook) forces one of the three. */
+  int form = kiln__nnt_optim_form ? kiln__nnt_optim_form : ctx->info.is_gpu ? 4 : 16;
+  uint64_t per = form != 16 ? (uint64_t)form : kiln__nn_vw64(params[0]->dtype);
   uint32_t flags = (opt->maximize ? OPT_MAXIMIZE : 0) | (opt->amsgrad ? OPT_AMSGRAD : 0) |
                    (opt->decoupled ? OPT_DECOUPLED : 0);
   kiln__ctx_lock(ctx);

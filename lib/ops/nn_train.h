@@ -53,9 +53,9 @@ extern int kiln__nnt_norm_gpu;
  * backward tables) instead of att_forward_gemm's and att_backward_gemm's GEMMs. */
 extern int kiln__nnt_att_flash;
 
-/* Test hook: Adam's kernel form (0: the device default, 4 on GPUs and 16 on CPUs; 1: one
- * element per work-item, 4: four, 16: one vector of 16 elements, 8 for f64); SGD's on CPU
- * devices (0 and 16: the vector, else one element). */
-extern int kiln__nnt_adam_form;
+/* Test hook: the optimizer steps' kernel form. Adam: 0 the device default (4 on GPUs, 16 on
+ * CPUs), 1 one element per work-item, 4 four, 16 one 64-byte vector (16 elements, 8 in f64).
+ * SGD on CPU devices: 0 and 16 the vector, else one element. */
+extern int kiln__nnt_optim_form;
 
 #endif

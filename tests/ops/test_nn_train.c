@@ -113,7 +113,7 @@ START_TEST(sgd_against_reference)
 {
   /* CPU devices: the vector form (the default) and the one-element form. */
   for (int form = 0; form < 2; form++) {
-    kiln__nnt_adam_form = form ? 1 : 0;
+    kiln__nnt_optim_form = form ? 1 : 0;
     static const kiln_sgd_options cases[] = {
         {0.1, 0, 0, 0, 0, 0},      {0.05, 0.9, 0, 0, 0, 0},   {0.05, 0.9, 0.25, 0.01, 0, 0},
         {0.02, 0.8, 0, 0.1, 1, 0}, {0.03, 0.5, 0.1, 0, 0, 1},
@@ -147,7 +147,7 @@ START_TEST(sgd_against_reference)
       }
     }
   }
-  kiln__nnt_adam_form = 0;
+  kiln__nnt_optim_form = 0;
 }
 END_TEST
 
@@ -179,7 +179,7 @@ START_TEST(adam_against_reference)
    * per work-item. */
   static const int forms[] = {1, 4, 16};
   for (size_t fi = 0; fi < sizeof forms / sizeof forms[0]; fi++) {
-    kiln__nnt_adam_form = forms[fi];
+    kiln__nnt_optim_form = forms[fi];
     static const kiln_adam_options cases[] = {
         {1e-3, 0.9, 0.999, 1e-8, 0, 0, 0, 0},  {1e-2, 0.9, 0.99, 1e-6, 0.01, 0, 0, 0},
         {1e-2, 0.8, 0.95, 1e-8, 0.1, 0, 1, 0}, {5e-3, 0.9, 0.999, 1e-8, 0, 1, 0, 0},
@@ -222,7 +222,7 @@ START_TEST(adam_against_reference)
       }
     }
   }
-  kiln__nnt_adam_form = 0;
+  kiln__nnt_optim_form = 0;
 }
 END_TEST
 
