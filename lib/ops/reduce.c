@@ -206,11 +206,11 @@ cpu_rows(const kiln_context *ctx)
 /* Items per group for `units` one-item units over `target` groups: a power of two, at most
  * the work-group size. */
 static uint32_t
-cpu_group(uint64_t units, uint64_t target, const kiln__launch_params *lp)
+cpu_group(uint64_t units, uint64_t target, uint32_t most)
 {
   uint64_t per = units / (target ? target : 1);
-  if (per > lp->wg_size)
-    per = lp->wg_size;
+  if (per > most)
+    per = most;
   return per < 1 ? 1 : (uint32_t)pow2_floor(per);
 }
 
@@ -274,7 +274,7 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
     if (cpu) {
       nchunk = kiln__launch_chunks(lp, outer, red, (uint64_t)lp->wg_size * lp->items_per_thread,
                                    target, &clen);
-      KILN_TRY(kiln__launch_local_size(rc->op, ctx, k, cpu_group(outer * nchunk, target, lp),
+      KILN_TRY(kiln__launch_local_size(rc->op, ctx, k, cpu_group(outer * nchunk, target, lp->wg_size),
                                        rc->state_bytes, &local));
     } else {
       KILN_TRY(kiln__launch_local_size(rc->op, ctx, k, lp->wg_size, rc->state_bytes, &local));
@@ -305,7 +305,7 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
       size_t local2 = 0;
       if (s == KILN_OK)
         s = kiln__launch_local_size(rc->op, ctx, k,
-                                    cpu ? cpu_group(outer, target, lp) : lp->wg_size,
+                                    cpu ? cpu_group(outer, target, lp->wg_size) : lp->wg_size,
                                     rc->state_bytes, &local2);
       if (s == KILN_OK) {
         uint32_t lanes2 = cpu ? 1 : lanes_for(nchunk, 1, local2, outer, target * local2);
@@ -351,7 +351,10 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
   if (s == KILN_OK && nchunk > 1) {
     s = kernel(rc, "_cols_p", &k);
     if (s == KILN_OK)
-      s = kiln__launch_local_size(rc->op, ctx, k, lp->wg_size, 0, &local);
+      s = kiln__launch_local_size(rc->op, ctx, k,
+                                  cpu_rows(ctx) ? cpu_group(outer * inner, target, 256)
+                                                : lp->wg_size,
+                                  0, &local);
     if (s == KILN_OK) {
       kiln__args b = kiln__args_begin(rc->op, k);
       kiln__args_mem(&b, part.mem);
