@@ -17,6 +17,7 @@
 #include "runtime/runtime.h"
 
 int kiln__nnt_optim_form = 0;
+int kiln__nnt_optim_run = 0;
 
 /* Tensors per launch; must match OPT_SLOTS of nn_optim.cl. */
 #define OPT_SLOTS 8
@@ -153,6 +154,27 @@ check_hyper(const char *op, const char *name, double v, double lo, int lo_open, 
   return KILN_OK;
 }
 
+/*
+ * Launches a step over slots of at most `most` elements, `per` elements per work-item; the
+ * vector forms (vec: sgd_stepv, adam_stepv, CPU devices) also take `run`, the adjacent vectors
+ * each work-item updates: enough to cover the slot with two groups per compute unit, at most
+ * 32 (measured in nn_optim.cl, VEC_RUNS).
+ */
+static kiln_status
+launch_slots(kiln__args *a, kiln_context *ctx, uint64_t most, uint64_t per, int vec)
+{
+  uint64_t nvec = (most + per - 1) / per, run = 1;
+  if (vec) {
+    uint64_t fill = (uint64_t)ctx->info.compute_units * ctx->wg_size * 2;
+    run = fill ? nvec / fill : 1;
+    run = run < 1 ? 1 : run > 32 ? 32 : run;
+    if (kiln__nnt_optim_run > 0)
+      run = (uint64_t)kiln__nnt_optim_run;
+    kiln__args_u64(a, run);
+  }
+  return kiln__args_launch_1d(a, ctx, (nvec + run - 1) / run, 0);
+}
+
 kiln_status
 kiln_sgd_step(kiln_context *ctx, size_t n, kiln_tensor *const *params,
               const kiln_tensor *const *grads, kiln_tensor *const *momentum_bufs,
@@ -201,7 +223,7 @@ kiln_sgd_step(kiln_context *ctx, size_t n, kiln_tensor *const *params,
     kiln__args_float(&a, kiln__nnt_cdt(dt), opt->dampening);
     kiln__args_float(&a, kiln__nnt_cdt(dt), opt->weight_decay);
     kiln__args_u32(&a, flags);
-    s = kiln__args_launch_1d(&a, ctx, (most + per - 1) / per, 0);
+    s = launch_slots(&a, ctx, most, per, vec);
   }
   kiln__ctx_unlock(ctx);
   return s;
@@ -266,7 +288,7 @@ kiln_adam_step(kiln_context *ctx, size_t n, kiln_tensor *const *params,
     kiln__args_float(&a, cdt, opt->lr / bc1);
     kiln__args_float(&a, cdt, sqrt(bc2));
     kiln__args_u32(&a, flags);
-    s = kiln__args_launch_1d(&a, ctx, (most + per - 1) / per, 0);
+    s = launch_slots(&a, ctx, most, per, form == 16);
   }
   kiln__ctx_unlock(ctx);
   return s;

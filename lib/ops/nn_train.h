@@ -57,5 +57,8 @@ extern int kiln__nnt_att_flash;
  * CPUs), 1 one element per work-item, 4 four, 16 one 64-byte vector (16 elements, 8 in f64).
  * SGD on CPU devices: 0 and 16 the vector, else one element. */
 extern int kiln__nnt_optim_form;
+/* Test hook: nonzero forces the adjacent vectors per work-item of the vector forms
+ * (sgd_stepv, adam_stepv), which otherwise follow the size (launch_slots in nn_optim.c). */
+extern int kiln__nnt_optim_run;
 
 #endif

@@ -111,9 +111,12 @@ ref_sgd(double *p, const double *g, double *buf, size_t n, const kiln_sgd_option
 
 START_TEST(sgd_against_reference)
 {
-  /* CPU devices: the vector form (the default) and the one-element form. */
-  for (int form = 0; form < 2; form++) {
-    kiln__nnt_optim_form = form ? 1 : 0;
+  /* CPU devices: the vector form (the default), the one-element form, and the vector form
+   * with runs of 3 adjacent vectors per work-item (ragged last runs; the default runs follow
+   * the size and are 1 at these sizes). */
+  for (int form = 0; form < 3; form++) {
+    kiln__nnt_optim_form = form == 1 ? 1 : 0;
+    kiln__nnt_optim_run = form == 2 ? 3 : 0;
     static const kiln_sgd_options cases[] = {
         {0.1, 0, 0, 0, 0, 0},      {0.05, 0.9, 0, 0, 0, 0},   {0.05, 0.9, 0.25, 0.01, 0, 0},
         {0.02, 0.8, 0, 0.1, 1, 0}, {0.03, 0.5, 0.1, 0, 0, 1},
@@ -148,6 +151,7 @@ START_TEST(sgd_against_reference)
     }
   }
   kiln__nnt_optim_form = 0;
+  kiln__nnt_optim_run = 0;
 }
 END_TEST
 
@@ -176,10 +180,11 @@ ref_adam(double *p, const double *g, double *m, double *v, double *vm, size_t n,
 START_TEST(adam_against_reference)
 {
   /* Every form of the kernel: one element, four (GPUs) and one vector of 16 (8 in f64: CPUs)
-   * per work-item. */
-  static const int forms[] = {1, 4, 16};
+   * per work-item, the last also in runs of 3 adjacent vectors per work-item. */
+  static const int forms[] = {1, 4, 16, 16}, runs[] = {0, 0, 0, 3};
   for (size_t fi = 0; fi < sizeof forms / sizeof forms[0]; fi++) {
     kiln__nnt_optim_form = forms[fi];
+    kiln__nnt_optim_run = runs[fi];
     static const kiln_adam_options cases[] = {
         {1e-3, 0.9, 0.999, 1e-8, 0, 0, 0, 0},  {1e-2, 0.9, 0.99, 1e-6, 0.01, 0, 0, 0},
         {1e-2, 0.8, 0.95, 1e-8, 0.1, 0, 1, 0}, {5e-3, 0.9, 0.999, 1e-8, 0, 1, 0, 0},
@@ -223,6 +228,7 @@ START_TEST(adam_against_reference)
     }
   }
   kiln__nnt_optim_form = 0;
+  kiln__nnt_optim_run = 0;
 }
 END_TEST
 
