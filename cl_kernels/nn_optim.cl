@@ -79,8 +79,10 @@ sgd_one(global ST *p, global const ST *g, global ST *buf, ulong n, T lr, T mom, 
 #define SGD_RUN(s)                                                                         \
   if (s < nslots)                                                                          \
     SGD_FN(p##s + po##s, g##s + go##s, b##s ? b##s + bo##s : b##s, n##s, lr, mom, damp, wd,  \
-           flags);
+           flags OPT_RUN);
 
+/* OPT_RUN: nothing, or `, run` for the vector forms' run argument. */
+#define OPT_RUN
 #define SGD_FN sgd_one
 kernel void
 sgd_step(FOR_SLOTS(SGD_PARAMS) uint nslots, T lr, T mom, T damp, T wd, uint flags)
@@ -265,13 +267,17 @@ sgd_vec(global ST *p, global const ST *g, global ST *buf, ulong n, T lr, T mom, 
   }
 }
 
-#define SGD_FN(...) sgd_vec(__VA_ARGS__, run)
+#undef OPT_RUN
+#define OPT_RUN , run
+#define SGD_FN sgd_vec
 kernel void
 sgd_stepv(FOR_SLOTS(SGD_PARAMS) uint nslots, T lr, T mom, T damp, T wd, uint flags, ulong run)
 {
   FOR_SLOTS(SGD_RUN)
 }
 #undef SGD_FN
+#undef OPT_RUN
+#define OPT_RUN
 
 #define ADAM_PARAMS(s)                                                                     \
   global ST *p##s, ulong po##s, global const ST *g##s, ulong go##s, global ST *m##s,       \
@@ -279,7 +285,8 @@ sgd_stepv(FOR_SLOTS(SGD_PARAMS) uint nslots, T lr, T mom, T damp, T wd, uint fla
 #define ADAM_RUN(s)                                                                        \
   if (s < nslots)                                                                          \
     ADAM_FN(p##s + po##s, g##s + go##s, m##s + mo##s, v##s + vo##s,                        \
-            x##s ? x##s + xo##s : x##s, n##s, lr, b1, b2, eps, wd, step_size, bc2s, flags);
+            x##s ? x##s + xo##s : x##s, n##s, lr, b1, b2, eps, wd, step_size, bc2s,          \
+            flags OPT_RUN);
 
 #define ADAM_FN adam_one
 kernel void
@@ -299,7 +306,9 @@ adam_step4(FOR_SLOTS(ADAM_PARAMS) uint nslots, T lr, T b1, T b2, T eps, T wd, T 
 }
 #undef ADAM_FN
 
-#define ADAM_FN(...) adam_vec(__VA_ARGS__, run)
+#undef OPT_RUN
+#define OPT_RUN , run
+#define ADAM_FN adam_vec
 kernel void
 adam_stepv(FOR_SLOTS(ADAM_PARAMS) uint nslots, T lr, T b1, T b2, T eps, T wd, T step_size,
            T bc2s, uint flags, ulong run)
@@ -307,6 +316,7 @@ adam_stepv(FOR_SLOTS(ADAM_PARAMS) uint nslots, T lr, T b1, T b2, T eps, T wd, T 
   FOR_SLOTS(ADAM_RUN)
 }
 #undef ADAM_FN
+#undef OPT_RUN
 
 /* ---------------------------------------------------------------- gradient-norm clipping */
 
