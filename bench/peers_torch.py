@@ -764,6 +764,18 @@ def setup_attention_backward(e, n):
             "autograd.grad(F.scaled_dot_product_attention(q, k, v), (q, k, v), g) (TF32 off)")
 
 
+def setup_attention_backward_causal(e, n):
+    # kiln's nn.attn_backward_causal: the same from a causal forward
+    shape = [8, 16, attention_tokens(n), 128]
+    t = e.torch
+    q, k, v = (e.uniform(*shape).requires_grad_() for _ in range(3))
+    g = e.uniform(*shape)
+    out = t.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    return ((lambda: t.autograd.grad(out, (q, k, v), g, retain_graph=True)), shape,
+            "autograd.grad(F.scaled_dot_product_attention(q, k, v, is_causal=True), ...) "
+            "(TF32 off)")
+
+
 def flops_attention_backward(n):
     return 2.5 * flops_attention(n)
 
@@ -904,6 +916,7 @@ CASES = [
     ("nn.attention", setup_attention, None, flops_attention),
     ("nn.attention_causal", setup_attention_causal, None, flops_attention),
     ("nn.attn_backward", setup_attention_backward, None, flops_attention_backward),
+    ("nn.attn_backward_causal", setup_attention_backward_causal, None, flops_attention_backward),
     ("expr.demo_chain", setup_demo_chain, bytes_1in_1out, None),
     ("expr.sum8", setup_sum8, bytes_4in, None),
     ("user.axpy", setup_user_axpy, bytes_2in_1out, None),

@@ -42,14 +42,16 @@
  *   att_bwd_dq_store(acc, dq, dqoff, n)              (table 7: dQ from dqacc)
  *   att_bwd_dq(q, qoff, k, koff, v, voff, mask, moff, dout, doff, lse, loff, delta, dq, dqoff,
  *              BH, Sq, Sk, D, Dv, mstride, scale, flags)
- *   att_rows_cpu(s, mask, moff, mstride, lse, loff, b0, m, Sq, Sk, flags)
+ *   att_rows_cpu(s, mask, moff, mstride, lse, loff, b0, m, Sq, Sk, flags, zb)
  *     CPU devices' forward (lib/ops/nn_attention.c, att_forward_gemm): the scaled scores s of
  *     m heads from b0 (m Sq rows of Sk, from a GEMM) become the probabilities in place: the
  *     mask added, causal keys hidden, lse[loff + b0 Sq + row] written; 1-D over the rows.
+ *     Only a row's visible keys are read; hidden ones get 0 up to the end of the row's block
+ *     of zb queries (ZEND), past which nothing is read or written.
  *   att_bwd_rows_cpu(s, dp, mask, moff, mstride, lse, loff, delta, b0, m, Sq, Sk, scale,
- *                    flags)
+ *                    flags, zb)
  *     CPU devices' backward: from the scaled scores s and dp = dout v^T of m heads (GEMMs),
- *     s becomes p = exp(s + mask - lse) (0 for hidden keys) and dp becomes
+ *     s becomes p = exp(s + mask - lse) (0 for hidden keys, up to ZEND) and dp becomes
  *     ds = scale p (dp - delta); 1-D over the m Sq rows.
  *   rope(x, xoff, cosv, coff, sinv, soff, y, yoff, rows, S, D, R, flags)
  *     rotary embedding of x [rows = B S, D] (position = row % S) with cos/sin tables [S, R/2]
@@ -67,6 +69,10 @@
 #define ROPE_HALF 1u
 #define ROPE_INV 2u
 
+/* The end of row i's zeros past its visible keys: its block of zb rows' last key (the
+ * products over keys run per block: lib/ops/nn_attention.c, att_cpu_qblock). */
+#define ZEND(i) min(Sk, ((i) / zb + 1) * zb)
+
 /* att_rows_cpu: a row of scores in 64-byte vectors, then element by element. */
 #define AR_W KILN_VW64
 #define AR_V KILN_CAT(T, AR_W)
@@ -75,7 +81,7 @@
 kernel void
 att_bwd_rows_cpu(global T *s, global T *dp, global const ST *mask, ulong moff, ulong mstride,
                  global const T *lse, ulong loff, global const T *delta, ulong b0, ulong m,
-                 ulong Sq, ulong Sk, T scale, uint flags)
+                 ulong Sq, ulong Sk, T scale, uint flags, ulong zb)
 {
   for (ulong r = get_global_id(0); r < m * Sq; r += get_global_size(0)) {
     const ulong i = r % Sq;
@@ -98,14 +104,14 @@ att_bwd_rows_cpu(global T *s, global T *dp, global const ST *mask, ulong moff, u
       sr[j] = p;
       dr[j] = scale * p * (dr[j] - dl);
     }
-    for (j = kend; j < Sk; j++)
+    for (j = kend; j < ZEND(i); j++)
       sr[j] = dr[j] = (T)0;
   }
 }
 
 kernel void
 att_rows_cpu(global T *s, global const ST *mask, ulong moff, ulong mstride, global T *lse,
-             ulong loff, ulong b0, ulong m, ulong Sq, ulong Sk, uint flags)
+             ulong loff, ulong b0, ulong m, ulong Sq, ulong Sk, uint flags, ulong zb)
 {
   for (ulong r = get_global_id(0); r < m * Sq; r += get_global_size(0)) {
     const ulong i = r % Sq;
@@ -152,7 +158,7 @@ att_rows_cpu(global T *s, global const ST *mask, ulong moff, ulong mstride, glob
       KILN_CAT(vstore, AR_W)(KILN_CAT(vload, AR_W)(0, sr + j) * inv, 0, sr + j);
     for (; j < kend; j++)
       sr[j] *= inv;
-    for (j = kend; j < Sk; j++)
+    for (j = kend; j < ZEND(i); j++)
       sr[j] = (T)0;
   }
 }

@@ -1290,22 +1290,43 @@ run_attention_causal(struct bench_state *st)
  * a call is the backward pass alone (dq, dk, dv: in[6], in[7] and out). GFLOP/s counts
  * FlashAttention's 10 B H S^2 D of a backward pass with recomputation (five products). */
 static kiln_status
-setup_attention_backward(struct bench_state *st)
+setup_attention_backward_of(struct bench_state *st, int causal)
 {
   int64_t shape[4] = {8, 16, att_tokens(st->n), 128};
   kiln_status s = setup_attention(st);
   if (s == KILN_OK)
     s = bench_random_tensor(st->ctx, st->dtype, 4, shape, &st->in[3]);
   if (s == KILN_OK)
-    s = kiln_attention(st->ctx, st->in[0], st->in[1], st->in[2], NULL, 0, 0, &st->in[4],
+    s = kiln_attention(st->ctx, st->in[0], st->in[1], st->in[2], NULL, causal, 0, &st->in[4],
                        &st->in[5]);
   return s;
+}
+
+static kiln_status
+setup_attention_backward(struct bench_state *st)
+{
+  return setup_attention_backward_of(st, 0);
 }
 
 static kiln_status
 run_attention_backward(struct bench_state *st)
 {
   return kiln_attention_backward(st->ctx, st->in[3], st->in[0], st->in[1], st->in[2], NULL, 0, 0,
+                                 st->in[4], st->in[5], &st->in[6], &st->in[7], &st->out);
+}
+
+/* nn.attn_backward_causal: the same from a causal forward (GFLOP/s counts the full 10 B H S^2 D
+ * as nn.attention_causal counts the full forward). */
+static kiln_status
+setup_attention_backward_causal(struct bench_state *st)
+{
+  return setup_attention_backward_of(st, 1);
+}
+
+static kiln_status
+run_attention_backward_causal(struct bench_state *st)
+{
+  return kiln_attention_backward(st->ctx, st->in[3], st->in[0], st->in[1], st->in[2], NULL, 1, 0,
                                  st->in[4], st->in[5], &st->in[6], &st->in[7], &st->out);
 }
 
@@ -1477,6 +1498,8 @@ const struct bench_case bench_cases[] = {
      flops_attention},
     {"nn.attn_backward", "nn_train", att_dtype, setup_attention_backward,
      run_attention_backward, NULL, flops_attention_backward},
+    {"nn.attn_backward_causal", "nn_train", att_dtype, setup_attention_backward_causal,
+     run_attention_backward_causal, NULL, flops_attention_backward},
     /* fused expressions (tools/bench_expr.c); GB/s counts the bytes the fused kernel moves */
     {"expr.demo_chain", "expr", bench_expr_demo_dtype, bench_expr_demo_setup, bench_expr_run,
      bytes_1in_1out, NULL},

@@ -434,6 +434,8 @@ int kiln__nnt_att_flash;
 /* Scores of one head of the CPU forward at most, and of a chunk of heads (bytes). */
 #define ATT_CPU_HEAD_MAX ((uint64_t)256 << 20)
 #define ATT_CPU_CHUNK ((uint64_t)64 << 20)
+/* The fewest query rows in a block of the causal CPU products (att_cpu_qblock). */
+#define ATT_CPU_QB_MIN 32
 
 /* Whether the forward runs as att_forward_gemm: CPU devices, f32 and f64, kiln's CPU GEMM,
  * keys to attend to, a head's scores within ATT_CPU_HEAD_MAX; not for the tuner's timings of
@@ -445,6 +447,26 @@ att_cpu_form(kiln_context *ctx, const att_geo *g, kiln_dtype dt, int forced)
          (dt == KILN_F32 || dt == KILN_F64) && kiln__gemm_cpu_form(ctx) &&
          kiln__gemm_large_ok(ctx, dt) && g->Sk > 0 &&
          g->Sq * g->Sk * kiln_dtype_size(dt) <= ATT_CPU_HEAD_MAX;
+}
+
+/*
+ * Query rows per block of the CPU forms' causal products (top-left causal: query i sees keys
+ * j <= i). The scores are computed under the GEMM's lower triangle (tri 1, blocks wholly above
+ * it skipped); the products over keys (p v, ds k) run per block of queries [r0, r1) against
+ * keys [0, min(Sk, r1)), and those over queries (p^T dout, ds^T q) per block of keys [c0, c1)
+ * against queries [c0, Sq): about (nb + 1) / (2 nb) of the full products for nb blocks. Rows
+ * past a row's visible keys up to its block's end hold zeros (the row kernels' zb). Without
+ * causal, or with too few queries to split, one block (the full products).
+ */
+static uint64_t
+att_cpu_qblock(const att_geo *g, int causal)
+{
+  uint64_t all = g->Sq > g->Sk ? g->Sq : g->Sk;
+  if (!causal || g->Sq < 4 * ATT_CPU_QB_MIN)
+    return all;
+  uint64_t qb = (g->Sq + 7) / 8;
+  qb = (qb + 15) / 16 * 16;
+  return qb < ATT_CPU_QB_MIN ? ATT_CPU_QB_MIN : qb;
 }
 
 /*
@@ -469,11 +491,12 @@ att_forward_gemm(const char *op, kiln_context *ctx, const att_geo *g, const kiln
   uint64_t qo = kiln__ops_elem_offset(q), ko = kiln__ops_elem_offset(k);
   uint64_t vo = kiln__ops_elem_offset(v), oo = kiln__ops_elem_offset(out);
   kiln_status s = KILN_OK;
+  const uint64_t qb = att_cpu_qblock(g, causal), Sq = g->Sq, Sk = g->Sk, D = g->D, Dv = g->Dv;
   for (uint64_t b0 = 0; s == KILN_OK && b0 < g->BH; b0 += nb) {
     uint64_t m = g->BH - b0 < nb ? g->BH - b0 : nb;
-    s = kiln__gemm_large_views(op, ctx, dt, 0, 1, g->Sq, g->Sk, g->D, g->scale, q->mem,
-                               qo + b0 * g->Sq * g->D, g->D, k->mem, ko + b0 * g->Sk * g->D, g->D,
-                               0.0, sc.mem, 0, g->Sk, 0, m, g->Sq * g->D, g->Sk * g->D, head);
+    s = kiln__gemm_large_views(op, ctx, dt, 0, 1, Sq, Sk, D, g->scale, q->mem, qo + b0 * Sq * D, D,
+                               k->mem, ko + b0 * Sk * D, D, 0.0, sc.mem, 0, Sk, causal ? 1 : 0, m,
+                               Sq * D, Sk * D, head);
     if (s == KILN_OK) {
       kiln__args a = kiln__args_begin(op, kr);
       kiln__args_mem(&a, sc.mem);
@@ -482,19 +505,39 @@ att_forward_gemm(const char *op, kiln_context *ctx, const att_geo *g, const kiln
       kiln__args_tensor(&a, lt);
       kiln__args_u64(&a, b0);
       kiln__args_u64(&a, m);
-      kiln__args_u64(&a, g->Sq);
-      kiln__args_u64(&a, g->Sk);
+      kiln__args_u64(&a, Sq);
+      kiln__args_u64(&a, Sk);
       kiln__args_u32(&a, (causal ? ATT_CAUSAL : 0) | (mask ? ATT_MASK : 0));
-      s = kiln__args_launch_1d(&a, ctx, m * g->Sq, 0);
+      kiln__args_u64(&a, qb);
+      s = kiln__args_launch_1d(&a, ctx, m * Sq, 0);
     }
-    if (s == KILN_OK)
-      s = kiln__gemm_large_views(op, ctx, dt, 0, 0, g->Sq, g->Dv, g->Sk, 1.0, sc.mem, 0, g->Sk,
-                                 v->mem, vo + b0 * g->Sk * g->Dv, g->Dv, 0.0, out->mem,
-                                 oo + b0 * g->Sq * g->Dv, g->Dv, 0, m, head, g->Sk * g->Dv,
-                                 g->Sq * g->Dv);
+    for (uint64_t r0 = 0; s == KILN_OK && r0 < Sq; r0 += qb) {
+      uint64_t r1 = Sq - r0 < qb ? Sq : r0 + qb, kv = causal && r1 < Sk ? r1 : Sk;
+      s = kiln__gemm_large_views(op, ctx, dt, 0, 0, r1 - r0, Dv, kv, 1.0, sc.mem, r0 * Sk, Sk,
+                                 v->mem, vo + b0 * Sk * Dv, Dv, 0.0, out->mem,
+                                 oo + (b0 * Sq + r0) * Dv, Dv, 0, m, head, Sk * Dv, Sq * Dv);
+    }
   }
   kiln__ops_tmp_free(ctx, &sc);
   return s;
+}
+
+/* Zeroes rows [c0, c1) of the [rows, width] matrices b0 .. b0 + m - 1 of t (NULL: nothing),
+ * the gradients of keys no query sees (ctx->lock held). */
+static kiln_status
+zero_rows(const char *op, kiln_context *ctx, kiln_tensor *t, uint64_t b0, uint64_t m, uint64_t rows,
+          uint64_t width, uint64_t c0, uint64_t c1)
+{
+  size_t esz = kiln_dtype_size(t ? t->dtype : KILN_F32);
+  for (uint64_t b = b0; t && b < b0 + m; b++) {
+    const uint64_t zero = 0;
+    cl_int err = clEnqueueFillBuffer(ctx->queue, t->mem, &zero, esz,
+                                     t->offset + ((b * rows + c0) * width) * esz,
+                                     (c1 - c0) * width * esz, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+      return kiln__fail_cl(op, err, "clEnqueueFillBuffer");
+  }
+  return KILN_OK;
 }
 
 /*
@@ -524,16 +567,17 @@ att_backward_gemm(const char *op, kiln_context *ctx, const att_geo *g, const kil
   }
   uint64_t qo = kiln__ops_elem_offset(q), ko = kiln__ops_elem_offset(k);
   uint64_t vo = kiln__ops_elem_offset(v), go = kiln__ops_elem_offset(dout);
-  uint64_t Sq = g->Sq, Sk = g->Sk, D = g->D, Dv = g->Dv;
+  const uint64_t Sq = g->Sq, Sk = g->Sk, D = g->D, Dv = g->Dv, qb = att_cpu_qblock(g, causal);
+  const uint32_t tri = causal ? 1 : 0;
   for (uint64_t b0 = 0; s == KILN_OK && b0 < g->BH; b0 += nb) {
     uint64_t m = g->BH - b0 < nb ? g->BH - b0 : nb;
-    s = kiln__gemm_large_views(op, ctx, dt, 0, 1, Sq, Sk, D, g->scale, q->mem, qo + b0 * Sq * D,
-                               D, k->mem, ko + b0 * Sk * D, D, 0.0, ps.mem, 0, Sk, 0, m, Sq * D,
+    s = kiln__gemm_large_views(op, ctx, dt, 0, 1, Sq, Sk, D, g->scale, q->mem, qo + b0 * Sq * D, D,
+                               k->mem, ko + b0 * Sk * D, D, 0.0, ps.mem, 0, Sk, tri, m, Sq * D,
                                Sk * D, head);
     if (s == KILN_OK)
-      s = kiln__gemm_large_views(op, ctx, dt, 0, 1, Sq, Sk, Dv, 1.0, dout->mem,
-                                 go + b0 * Sq * Dv, Dv, v->mem, vo + b0 * Sk * Dv, Dv, 0.0,
-                                 ds.mem, 0, Sk, 0, m, Sq * Dv, Sk * Dv, head);
+      s = kiln__gemm_large_views(op, ctx, dt, 0, 1, Sq, Sk, Dv, 1.0, dout->mem, go + b0 * Sq * Dv,
+                                 Dv, v->mem, vo + b0 * Sk * Dv, Dv, 0.0, ds.mem, 0, Sk, tri, m,
+                                 Sq * Dv, Sk * Dv, head);
     if (s == KILN_OK) {
       kiln__args a = kiln__args_begin(op, kr);
       kiln__args_mem(&a, ps.mem);
@@ -548,23 +592,37 @@ att_backward_gemm(const char *op, kiln_context *ctx, const att_geo *g, const kil
       kiln__args_u64(&a, Sk);
       kiln__args_float(&a, dt, g->scale);
       kiln__args_u32(&a, (causal ? ATT_CAUSAL : 0) | (mask ? ATT_MASK : 0));
+      kiln__args_u64(&a, qb);
       s = kiln__args_launch_1d(&a, ctx, m * Sq, 0);
     }
-    if (s == KILN_OK && dv)
-      s = kiln__gemm_large_views(op, ctx, dt, 1, 0, Sk, Dv, Sq, 1.0, ps.mem, 0, Sk, dout->mem,
-                                 go + b0 * Sq * Dv, Dv, 0.0, dv->mem,
-                                 kiln__ops_elem_offset(dv) + b0 * Sk * Dv, Dv, 0, m, head,
-                                 Sq * Dv, Sk * Dv);
-    if (s == KILN_OK && dq)
-      s = kiln__gemm_large_views(op, ctx, dt, 0, 0, Sq, D, Sk, 1.0, ds.mem, 0, Sk, k->mem,
-                                 ko + b0 * Sk * D, D, 0.0, dq->mem,
-                                 kiln__ops_elem_offset(dq) + b0 * Sq * D, D, 0, m, head, Sk * D,
-                                 Sq * D);
-    if (s == KILN_OK && dk)
-      s = kiln__gemm_large_views(op, ctx, dt, 1, 0, Sk, D, Sq, 1.0, ds.mem, 0, Sk, q->mem,
-                                 qo + b0 * Sq * D, D, 0.0, dk->mem,
-                                 kiln__ops_elem_offset(dk) + b0 * Sk * D, D, 0, m, head, Sq * D,
-                                 Sk * D);
+    /* dv and dk per block of keys [c0, c1), over the queries that see them ([c0, Sq) when
+     * causal; keys no query sees get zeros), dq per block of queries over their keys. */
+    for (uint64_t c0 = 0; s == KILN_OK && (dv || dk) && c0 < Sk; c0 += qb) {
+      uint64_t c1 = Sk - c0 < qb ? Sk : c0 + qb, i0 = causal ? c0 : 0;
+      if (i0 >= Sq) {
+        s = zero_rows(op, ctx, dv, b0, m, Sk, Dv, c0, Sk);
+        if (s == KILN_OK)
+          s = zero_rows(op, ctx, dk, b0, m, Sk, D, c0, Sk);
+        break;
+      }
+      if (dv)
+        s = kiln__gemm_large_views(op, ctx, dt, 1, 0, c1 - c0, Dv, Sq - i0, 1.0, ps.mem,
+                                   i0 * Sk + c0, Sk, dout->mem, go + (b0 * Sq + i0) * Dv, Dv, 0.0,
+                                   dv->mem, kiln__ops_elem_offset(dv) + (b0 * Sk + c0) * Dv, Dv, 0,
+                                   m, head, Sq * Dv, Sk * Dv);
+      if (s == KILN_OK && dk)
+        s = kiln__gemm_large_views(op, ctx, dt, 1, 0, c1 - c0, D, Sq - i0, 1.0, ds.mem,
+                                   i0 * Sk + c0, Sk, q->mem, qo + (b0 * Sq + i0) * D, D, 0.0,
+                                   dk->mem, kiln__ops_elem_offset(dk) + (b0 * Sk + c0) * D, D, 0, m,
+                                   head, Sq * D, Sk * D);
+    }
+    for (uint64_t r0 = 0; s == KILN_OK && dq && r0 < Sq; r0 += qb) {
+      uint64_t r1 = Sq - r0 < qb ? Sq : r0 + qb, kv = causal && r1 < Sk ? r1 : Sk;
+      s = kiln__gemm_large_views(op, ctx, dt, 0, 0, r1 - r0, D, kv, 1.0, ds.mem, r0 * Sk, Sk,
+                                 k->mem, ko + b0 * Sk * D, D, 0.0, dq->mem,
+                                 kiln__ops_elem_offset(dq) + (b0 * Sq + r0) * D, D, 0, m, head,
+                                 Sk * D, Sq * D);
+    }
   }
   kiln__ops_tmp_free(ctx, &ds);
   kiln__ops_tmp_free(ctx, &ps);

@@ -55,6 +55,9 @@ static const att_case att_cases[] = {
     {2, 0, 33, 17, 128, 128, 1, 2}, {1, 0, 100, 45, 24, 40, 0, 0},  {2, 0, 5, 0, 16, 16, 0, 0},
     {0, 2, 3, 3, 16, 16, 0, 0},     {1, 0, 129, 129, 32, 32, 1, 1}, {1, 2, 20, 31, 128, 8, 0, 2},
     {1, 0, 9, 13, 16, 16, 1, 1},    {1, 0, 11, 6, 7, 9, 0, 1},
+    /* causal with enough queries for the CPU forms' blocks (att_cpu_qblock: 32 rows here),
+     * keys no query sees (Sk > Sq) and queries that see every key (Sq > Sk) */
+    {1, 0, 130, 200, 16, 16, 1, 0}, {2, 0, 200, 70, 16, 24, 1, 1},
 };
 /* The cases the small mode (oclgrind) runs: every kernel path at the smallest cost. */
 static int
