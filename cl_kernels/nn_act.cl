@@ -100,26 +100,6 @@
 #include "nn_act_math.clh"
 #endif
 
-/* Losses. */
-inline T l_sign(T d) { return d > (T)0 ? (T)1 : d < (T)0 ? (T)-1 : d; }
-inline T l_smooth_l1(T d, T beta)
-{
-  T a = fabs(d);
-  return a < beta ? (T)0.5 * d * d / beta : a - (T)0.5 * beta;
-}
-inline T l_smooth_l1_d(T d, T beta) { return fabs(d) < beta ? d / beta : l_sign(d); }
-inline T l_huber(T d, T delta)
-{
-  T a = fabs(d);
-  return a < delta ? (T)0.5 * d * d : delta * (a - (T)0.5 * delta);
-}
-inline T l_huber_d(T d, T delta) { return fabs(d) < delta ? d : delta * l_sign(d); }
-/* PyTorch clamps each log at -100, so that x = 0 or 1 give a finite loss. */
-inline T l_bce(T x, T y)
-{
-  return -(y * fmax(log(x), (T)-100) + ((T)1 - y) * fmax(log((T)1 - x), (T)-100));
-}
-
 /*
  * The flat loop: FLAT_BEGIN(n) visits this work-item's KILN_NN_ITEMS elements FLAT_I(e),
  * one work-group apart (FLAT_EACH(e) skips those past n), then the next block.
@@ -307,10 +287,54 @@ inline void group_sum_store(T v, local T *sh, global T *part)
     part[get_group_id(0)] = sh[0];
 }
 
-/* x, y and the weight w (1 without one, flags bit 2) of element e in the loss kernels. */
-#define LOSS_XYW(e)                                                                      \
+
+/*
+ * The losses' vector loops (NN_VMATH, CPU devices; without a weight, flags bit 2, whose index
+ * is per element): LOSS_VEC_FWD adds the expression over the n / NN_VW whole vectors into acc
+ * (or stores it) and LOSS_VEC_BWD stores the gradient, a contiguous run of vectors per
+ * work-item (LOSS_RUN); both set nv_, where the scalar loop starts. A reducing loss launches
+ * few groups (nn_loss.c, loss_groups): one vector per work-item spent its time in the groups'
+ * merge trees, and vectors a grid apart defeated the prefetchers.
+ */
+#if NN_VMATH
+#define LOSS_RUN(q)                                                                      \
+  const ulong nvec_ = n / NN_VW, gsz_ = get_global_size(0), run_ = (nvec_ + gsz_ - 1) / gsz_; \
+  for (ulong q = get_global_id(0) * run_, qe_ = min(nvec_, q + run_); q < qe_; q++)
+#define LOSS_VEC_FWD(fwd)                                                                \
+  if (!(flags & 2u)) {                                                                   \
+    TV av_ = (TV)0;                                                                      \
+    LOSS_RUN(q)                                                                          \
+    {                                                                                    \
+      TV x = LOADV(xp, NN_VW * q), y = LOADV(yp, NN_VW * q), w = (TV)1;                  \
+      TV l = (fwd);                                                                      \
+      if (flags & 1u)                                                                    \
+        av_ += l;                                                                        \
+      else                                                                               \
+        STOREV(op, NN_VW * q, l);                                                        \
+    }                                                                                    \
+    acc = KILN_CAT(kiln_hsum, NN_VW)(av_);                                               \
+    nv_ = NN_VW * nvec_;                                                                 \
+  }
+#define LOSS_VEC_BWD(bwd)                                                                \
+  if (!(flags & 2u)) {                                                                   \
+    LOSS_RUN(q)                                                                          \
+    {                                                                                    \
+      TV x = LOADV(xp, NN_VW * q), y = LOADV(yp, NN_VW * q), w = (TV)1;                  \
+      TV g = (flags & 4u) ? LOADV(gop, NN_VW * q) * scale : (TV)g0;                      \
+      STOREV(dxp, NN_VW * q, g * (bwd));                                                 \
+    }                                                                                    \
+    nv_ = NN_VW * nvec_;                                                                 \
+  }
+#else
+#define LOSS_VEC_FWD(fwd)
+#define LOSS_VEC_BWD(bwd)
+#endif
+
+/* x, y and the weight w (1 without one, flags bit 2) of element e of the loss kernels'
+ * scalar loop, element nv_ + FLAT_I(e) of the tensors (the vector loop took those before). */
+#define LOSS_XYW_AT(e)                                                                   \
   T x = xv[e], y = yv[e];                                                                \
-  T w = (flags & 2u) ? KILN_LOAD(wp, FLAT_I(e) % wlen) : (T)1;
+  T w = (flags & 2u) ? KILN_LOAD(wp, (nv_ + FLAT_I(e)) % wlen) : (T)1;
 
 #define LOSS_KERNELS(E, name, fwd, bwd)                                                  \
   kernel void loss_##name(global const ST *xs, ulong xoff, global const ST *ys,          \
@@ -323,12 +347,18 @@ inline void group_sum_store(T v, local T *sh, global T *part)
     global const ST *wp = ws + woff;                                                     \
     global ST *op = outs + outoff;                                                       \
     T acc = (T)0;                                                                        \
+    ulong nv_ = 0;                                                                       \
+    LOSS_VEC_FWD(fwd)                                                                    \
+    xp += nv_;                                                                           \
+    yp += nv_;                                                                           \
+    op += nv_;                                                                           \
+    n -= nv_;                                                                            \
     FLAT_BEGIN(n)                                                                        \
     {                                                                                    \
       FLAT_LOAD2(xv, xp, yv, yp, n)                                                      \
       FLAT_EACH(e, n)                                                                    \
       {                                                                                  \
-        LOSS_XYW(e)                                                                      \
+        LOSS_XYW_AT(e)                                                                   \
         T l = (fwd);                                                                     \
         if (flags & 1u)                                                                  \
           acc += l;                                                                      \
@@ -350,12 +380,19 @@ inline void group_sum_store(T v, local T *sh, global T *part)
     global const ST *wp = ws + woff;                                                     \
     global ST *dxp = dxs + dxoff;                                                        \
     T g0 = (flags & 4u) ? (T)0 : KILN_LOAD(gop, 0) * scale;                              \
+    ulong nv_ = 0;                                                                       \
+    LOSS_VEC_BWD(bwd)                                                                    \
+    gop += nv_;                                                                          \
+    xp += nv_;                                                                           \
+    yp += nv_;                                                                           \
+    dxp += nv_;                                                                          \
+    n -= nv_;                                                                            \
     FLAT_BEGIN(n)                                                                        \
     {                                                                                    \
       FLAT_LOAD2(xv, xp, yv, yp, n)                                                      \
       FLAT_EACH(e, n)                                                                    \
       {                                                                                  \
-        LOSS_XYW(e)                                                                      \
+        LOSS_XYW_AT(e)                                                                   \
         T g = (flags & 4u) ? KILN_LOAD(gop, FLAT_I(e)) * scale : g0;                     \
         KILN_STORE(dxp, FLAT_I(e), g * (T)(bwd));                                        \
       }                                                                                  \

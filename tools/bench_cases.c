@@ -154,6 +154,16 @@ setup_two(struct bench_state *st)
   return s;
 }
 
+/* Two inputs and no output: the first run makes it (a loss's scalar). */
+static kiln_status
+setup_two_inputs(struct bench_state *st)
+{
+  kiln_status s = bench_random_tensor(st->ctx, st->dtype, 1, &st->n, &st->in[0]);
+  if (s == KILN_OK)
+    s = bench_random_tensor(st->ctx, st->dtype, 1, &st->n, &st->in[1]);
+  return s;
+}
+
 /*
  * [n/1024, 1024] + b: b = [1024] (per_row 0), the common bias-add broadcast, or
  * [n/1024, 1] (per_row 1), the column form (a value per row, as x - rowmax).
@@ -1414,7 +1424,8 @@ const struct bench_case bench_cases[] = {
     {"binary.mul", "elementwise", mul_dtype, setup_two, run_mul, bytes_2in_1out, NULL},
     {"binary.add_row_bcast", "elementwise", add_dtype, setup_row_bcast, run_add, bytes_bcast, NULL},
     {"binary.add_col_bcast", "elementwise", add_dtype, setup_col_bcast, run_add, bytes_bcast, NULL},
-    {"binary.mul_scalar", "elementwise", mul_dtype, setup_one, run_mul_scalar, bytes_1in_1out, NULL},
+    {"binary.mul_scalar", "elementwise", mul_dtype, setup_one, run_mul_scalar, bytes_1in_1out,
+     NULL},
     {"where", "elementwise", where_dtype, setup_where, run_where, bytes_where, NULL},
     {"cast.to_i32", "elementwise", any_dtype, setup_cast, run_cast, bytes_cast, NULL},
     {"reduce.sum_all", "reduce", sum_dtype, setup_flat, run_sum_all, bytes_read, NULL},
@@ -1435,12 +1446,13 @@ const struct bench_case bench_cases[] = {
     {"fft.c2c_complex", "fft", complex_dtype, setup_fft_complex, run_fft, bytes_fft_complex,
      flops_fft},
     {"layout.transpose", "layout", any_dtype, setup_square, run_transpose, bytes_1in_1out, NULL},
-    {"index.gather_rows", "index", any_dtype, setup_gather_rows, run_gather_rows, bytes_gather, NULL},
+    {"index.gather_rows", "index", any_dtype, setup_gather_rows, run_gather_rows, bytes_gather,
+     NULL},
     {"random.normal", "random", float_dtype, setup_out_only, run_normal, bytes_write, NULL},
     {"nn.softmax", "nn", float_dtype, setup_nn_rows, run_softmax, bytes_1in_1out, NULL},
     {"nn.layer_norm", "nn", float_dtype, setup_layer_norm, run_layer_norm, bytes_1in_1out, NULL},
     {"nn.gelu", "nn", float_dtype, setup_flat, run_gelu, bytes_1in_1out, NULL},
-    {"nn.mse", "nn", float_dtype, setup_two, run_mse, bytes_2in, NULL},
+    {"nn.mse", "nn", float_dtype, setup_two_inputs, run_mse, bytes_2in, NULL},
     {"nn.cross_entropy", "nn", float_dtype, setup_cross_entropy, run_cross_entropy, bytes_ce, NULL},
     {"nn.log_softmax", "nn", float_dtype, setup_nn_rows, run_log_softmax, bytes_1in_1out, NULL},
     {"nn.softmax_bwd", "nn", float_dtype, setup_softmax_bwd, run_softmax_bwd, bytes_2in_1out, NULL},
@@ -1458,7 +1470,8 @@ const struct bench_case bench_cases[] = {
     {"stats.quantile", "stats", float_dtype, setup_quantile, run_quantile, bytes_quantile, NULL},
     {"stats.cov", "stats", float_dtype, setup_cov, run_cov, NULL, flops_cov},
     {"linalg.lu", "linalg", float_dtype, setup_linalg_square, run_lu, NULL, flops_lu},
-    {"linalg.cholesky", "linalg", float_dtype, setup_linalg_spd, run_cholesky, NULL, flops_cholesky},
+    {"linalg.cholesky", "linalg", float_dtype, setup_linalg_spd, run_cholesky, NULL,
+     flops_cholesky},
     {"linalg.solve", "linalg", float_dtype, setup_linalg_solve, run_solve, NULL, flops_solve},
     {"linalg.inv", "linalg", float_dtype, setup_linalg_square, run_inv, NULL, flops_inv},
     {"linalg.lu_batched", "linalg", float_dtype, setup_lu_batched, run_lu, NULL, flops_lu_batched},
@@ -1467,18 +1480,20 @@ const struct bench_case bench_cases[] = {
      flops_ccholesky},
     {"linalg.csolve", "linalg", complex_dtype, setup_linalg_solve, run_solve, NULL, flops_csolve},
     {"linalg.cinv", "linalg", complex_dtype, setup_linalg_square, run_inv, NULL, flops_cinv},
-    {"sort.sort", "sort", bench_sort_dtype, bench_setup_sort, bench_run_sort, bench_bytes_sort, NULL},
+    {"sort.sort", "sort", bench_sort_dtype, bench_setup_sort, bench_run_sort, bench_bytes_sort,
+     NULL},
     {"sort.argsort", "sort", bench_sort_dtype, bench_setup_argsort, bench_run_argsort,
      bench_bytes_argsort, NULL},
     {"sort.sort_rows", "sort", bench_sort_dtype, bench_setup_sort_rows, bench_run_sort,
      bench_bytes_sort, NULL},
-    {"sort.topk", "sort", bench_sort_dtype, bench_setup_topk, bench_run_topk, bench_bytes_read, NULL},
+    {"sort.topk", "sort", bench_sort_dtype, bench_setup_topk, bench_run_topk, bench_bytes_read,
+     NULL},
     {"sort.topk_rows", "sort", bench_sort_dtype, bench_setup_topk_rows, bench_run_topk_rows,
      bench_bytes_read, NULL},
-    {"sort.unique", "sort", bench_sort_i32, bench_setup_unique, bench_run_unique, bench_bytes_unique,
-     NULL},
-    {"sort.searchsorted", "sort", bench_sort_dtype, bench_setup_searchsorted, bench_run_searchsorted,
-     bench_bytes_searchsorted, NULL},
+    {"sort.unique", "sort", bench_sort_i32, bench_setup_unique, bench_run_unique,
+     bench_bytes_unique, NULL},
+    {"sort.searchsorted", "sort", bench_sort_dtype, bench_setup_searchsorted,
+     bench_run_searchsorted, bench_bytes_searchsorted, NULL},
     {"linalg.qr", "linalg", float_dtype, setup_linalg_square, run_qr, NULL, flops_qr},
     {"linalg.cqr", "linalg", complex_dtype, setup_linalg_square, run_qr, NULL, flops_cqr},
     {"linalg.eigh", "linalg", float_dtype, setup_linalg_spd, run_eigh, NULL, NULL},
@@ -1492,12 +1507,11 @@ const struct bench_case bench_cases[] = {
     {"nn.dropout", "nn_train", float_dtype, setup_flat, run_dropout, bytes_1in_1out, NULL},
     {"nn.batch_norm", "nn_train", float_dtype, setup_batch_norm, run_batch_norm, bytes_1in_1out,
      NULL},
-    {"nn.attention", "nn_train", att_dtype, setup_attention, run_attention, NULL,
-     flops_attention},
+    {"nn.attention", "nn_train", att_dtype, setup_attention, run_attention, NULL, flops_attention},
     {"nn.attention_causal", "nn_train", att_dtype, setup_attention, run_attention_causal, NULL,
      flops_attention},
-    {"nn.attn_backward", "nn_train", att_dtype, setup_attention_backward,
-     run_attention_backward, NULL, flops_attention_backward},
+    {"nn.attn_backward", "nn_train", att_dtype, setup_attention_backward, run_attention_backward,
+     NULL, flops_attention_backward},
     {"nn.attn_backward_causal", "nn_train", att_dtype, setup_attention_backward_causal,
      run_attention_backward_causal, NULL, flops_attention_backward},
     /* fused expressions (tools/bench_expr.c); GB/s counts the bytes the fused kernel moves */
