@@ -465,11 +465,11 @@ norm_param_grads(const char *op, kiln_context *ctx, const kiln_tensor *grad, con
                  uint32_t flags, kiln_tensor *dw, kiln_tensor *db)
 {
   /* Enough chunks for about 2^col_items work-items, each summing rows / nchunk rows; the CPU
-   * forms (row_cpu: a work-item per strip of 64 bytes of columns) for about four per compute
-   * unit. */
+   * forms (row_cpu: a work-item per band of KILN__NN_COL_BAND 64-byte vectors of columns,
+   * nn_rows_cpu.clh's NC_BAND) for about four per compute unit. */
   kiln__nn_knobs kn;
   kiln__nn_knobs_get(ctx, x->dtype, &kn);
-  uint64_t strip = kiln__nn_vw64(x->dtype), nb = (g->len + strip - 1) / strip;
+  uint64_t strip = KILN__NN_COL_BAND * kiln__nn_vw64(x->dtype), nb = (g->len + strip - 1) / strip;
   uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
   uint64_t nchunk = kn.row_cpu ? 4 * cu / nb : ((uint64_t)1 << kn.col_items) / g->len;
   if (nchunk > g->rows)

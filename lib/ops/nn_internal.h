@@ -27,6 +27,10 @@ kiln__nn_vw64(kiln_dtype dtype)
   return (uint32_t)(64 / kiln_dtype_size(kiln__nn_compute_dtype(dtype)));
 }
 
+/* 64-byte vectors of columns per work-item of the CPU forms' norm_cols (NC_BAND of
+ * cl_kernels/nn_rows_cpu.clh). */
+#define KILN__NN_COL_BAND 16
+
 /* Checks t (a live tensor of ctx) holds a dtype the source accepts. */
 kiln_status kiln__nn_check_float(const char *op, kiln_context *ctx, const kiln_tensor *t);
 
