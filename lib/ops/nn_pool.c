@@ -124,13 +124,18 @@ pool_tiles(const pool_geo *g)
   return 1;
 }
 
+int kiln__nn_test_gpu_pool;
+
 /* The tiled forward (ctx->lock held). */
 static kiln_status
 pool_tiled_launch(const char *op, kiln_context *ctx, const kiln_tensor *x, kiln_tensor *y,
                   kiln_tensor *ix, const pool_geo *g, uint32_t flags)
 {
+  /* CPU devices: a work-item per output row (pool_tiled_rows). */
+  int rows = !ctx->info.is_gpu && !kiln__nn_test_gpu_pool;
   cl_kernel k;
-  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_POOL_SRC, x->dtype, "pool_tiled", &k));
+  KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_POOL_SRC, x->dtype,
+                            rows ? "pool_tiled_rows" : "pool_tiled", &k));
   uint64_t total = g->planes * vol(&g->out);
   kiln__args a = kiln__args_begin(op, k);
   kiln__args_tensor(&a, x);
@@ -144,7 +149,7 @@ pool_tiled_launch(const char *op, kiln_context *ctx, const kiln_tensor *x, kiln_
   kiln__args_u32(&a, (uint32_t)g->k.v[1]);
   kiln__args_u32(&a, (uint32_t)g->k.v[2]);
   kiln__args_u32(&a, flags);
-  return kiln__args_launch_1d(&a, ctx, total, 0);
+  return kiln__args_launch_1d(&a, ctx, rows ? total / (uint64_t)g->out.v[2] : total, 0);
 }
 
 /* Forward of max (with optional indices) or average pooling. */

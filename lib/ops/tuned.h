@@ -112,6 +112,10 @@ extern uint64_t kiln__conv_col_bytes;
  * (one work-item per element) instead of im2col_lines and col2im_lines. */
 extern int kiln__nn_test_gpu_im2col;
 
+/* Test hook of the nn_conv family: nonzero makes CPU devices take the GPUs' pool_tiled (one
+ * work-item per output) instead of pool_tiled_rows. */
+extern int kiln__nn_test_gpu_pool;
+
 /* The autotuner's description of the fft family (lib/ops/fft_tune.c). */
 struct kiln__tune_family;
 extern const struct kiln__tune_family kiln__fft_tune;

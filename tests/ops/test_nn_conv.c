@@ -298,17 +298,87 @@ static const pool_case pool_cases[] = {
     {1, {3}, 2, {8, 9}, {2, 3}, {2, 3}, {0, 0}, {0, 0}, 1, 0},
     {2, {2, 3}, 1, {11}, {2}, {2}, {0}, {0}, 0, 0},
     {2, {3, 37}, 2, {28, 28}, {2, 2}, {2, 2}, {0, 0}, {0, 0}, 0, 0},
+    /* 2x2 rows of 18 outputs over an odd width (CPU devices' pool_tiled_rows: whole vectors
+     * of 8 or 4 outputs, then the rest one by one). */
+    {2, {2, 3}, 2, {6, 37}, {2, 2}, {2, 2}, {0, 0}, {0, 0}, 0, 0},
 };
+
+/* Whether a case may take the tiled kernels (the host's rule decides; this only skips the
+ * cases that surely do not when the GPU form runs again). */
+static int
+pool_case_tiles(const pool_case *c)
+{
+  for (int64_t i = 0; i < c->nd; i++)
+    if (c->p[i] || (c->s[i] && c->s[i] != c->k[i]) || c->d[i] > 1)
+      return 0;
+  return c->nd <= 2;
+}
 
 START_TEST(pool_shapes)
 {
   size_t n = sizeof pool_cases / sizeof pool_cases[0];
-  FOR_DTYPES(dt)
-  {
-    for (size_t i = 0; i < n; i++)
-      if (!small_skip(dt, i, n))
-        run_pool_case(&pool_cases[i], dt);
+  /* CPU devices: the row form (the default), then the GPUs' pool_tiled. */
+  for (int gpu = 0; gpu < 2; gpu++) {
+    kiln__nn_test_gpu_pool = gpu;
+    FOR_DTYPES(dt)
+    {
+      for (size_t i = 0; i < n; i++)
+        if (!small_skip(dt, i, n) && (!gpu || pool_case_tiles(&pool_cases[i])))
+          run_pool_case(&pool_cases[i], dt);
+    }
   }
+  kiln__nn_test_gpu_pool = 0;
+}
+END_TEST
+
+/* 2x2 max windows over rows of 36 with NaNs (one alone, two in one window: the last wins),
+ * ties and -inf, against pool_tiled's rule on the host; both forms on CPU devices. */
+START_TEST(pool_tiled_nan_rows)
+{
+  kiln_context *ctx = harness_ctx();
+  enum { W = 36, H = 4 };
+  double xv[H * W];
+  for (int i = 0; i < H * W; i++)
+    xv[i] = (double)((i * 7) % 11) - 5;
+  xv[3] = NAN, xv[W + 8] = NAN, xv[20] = NAN, xv[W + 21] = NAN, xv[2 * W + 30] = -INFINITY;
+  xv[2 * W + 31] = -INFINITY, xv[3 * W + 30] = -INFINITY, xv[3 * W + 31] = -INFINITY;
+  int64_t xs[3] = {1, H, W};
+  double want[H / 2 * W / 2];
+  int64_t wix[H / 2 * W / 2];
+  for (int oy = 0; oy < H / 2; oy++)
+    for (int ox = 0; ox < W / 2; ox++) {
+      int q0 = 2 * oy * W + 2 * ox, mi = q0;
+      double m = xv[q0];
+      for (int b = 0; b < 2; b++)
+        for (int c = b ? 0 : 1; c < 2; c++) {
+          double v = xv[q0 + b * W + c];
+          if (v > m || isnan(v))
+            m = v, mi = q0 + b * W + c;
+        }
+      want[oy * W / 2 + ox] = m, wix[oy * W / 2 + ox] = mi;
+    }
+  FOR_DTYPES(dt)
+  for (int gpu = 0; gpu < 2; gpu++) {
+    kiln__nn_test_gpu_pool = gpu;
+    kiln_tensor *x = up(dt, 3, xs, xv), *y = NULL, *ix = NULL;
+    kiln_pool_desc d;
+    memset(&d, 0, sizeof d);
+    d.nd = 2;
+    d.kernel[0] = d.kernel[1] = 2;
+    KOK(kiln_max_pool(ctx, x, &d, &y, &ix));
+    double *got = down(y);
+    int64_t *gi = down_i64(ix);
+    for (int i = 0; i < H / 2 * W / 2; i++) {
+      EXPECT(gi[i] == wix[i], "%s gpu form %d: index %d is %lld, expected %lld",
+             kiln_dtype_name(dt), gpu, i, (long long)gi[i], (long long)wix[i]);
+      EXPECT(isnan(want[i]) ? isnan(got[i]) : got[i] == want[i],
+             "%s gpu form %d: out %d is %g, expected %g", kiln_dtype_name(dt), gpu, i, got[i],
+             want[i]);
+    }
+    free(got), free(gi);
+    kiln_tensor_release(y), kiln_tensor_release(ix), kiln_tensor_release(x);
+  }
+  kiln__nn_test_gpu_pool = 0;
 }
 END_TEST
 
@@ -1108,6 +1178,7 @@ nn_conv_suite(void)
   TCase *tc = tcase_create("nn_conv");
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, pool_shapes);
+  tcase_add_test(tc, pool_tiled_nan_rows);
   tcase_add_test(tc, pool_nan_and_empty);
   tcase_add_test(tc, adaptive_shapes);
   tcase_add_test(tc, pool_bad_input);
