@@ -676,6 +676,23 @@ def setup_max_pool2d(e, n):
     return (lambda: f.max_pool2d(x, 2)), [b, 64, 56, 56], "F.max_pool2d(x, 2)"
 
 
+def setup_max_pool2d_bwd(e, n):
+    # kiln's nn.max_pool2d_bwd: the gradient through the indices of one forward
+    b = conv_batch(n)
+    x = e.uniform(b, 64, 56, 56)
+    t = e.torch
+    y, idx = t.nn.functional.max_pool2d(x, 2, return_indices=True)
+    g = e.uniform(b, 64, 28, 28)
+    return ((lambda: t.ops.aten.max_pool2d_with_indices_backward(g, x, [2, 2], [2, 2], [0, 0],
+                                                                 [1, 1], False, idx)),
+            [b, 64, 56, 56], "aten.max_pool2d_with_indices_backward(g, x, 2, ...)")
+
+
+def bytes_max_pool2d_bwd(n, esz):  # g and the i64 indices read, the input gradient written
+    v = conv_batch(n) * 64 * 56 * 56
+    return v * esz + v / 4 * (esz + 8)
+
+
 def bytes_max_pool2d(n, esz):  # the input read once, a quarter of it written
     return conv_batch(n) * 64 * 56 * 56 * 1.25 * esz
 
@@ -910,6 +927,7 @@ CASES = [
     ("nn.conv2d", setup_conv2d, None, flops_conv2d),
     ("nn.conv2d_bwd", setup_conv2d_bwd, None, flops_conv2d_bwd),
     ("nn.max_pool2d", setup_max_pool2d, bytes_max_pool2d, None),
+    ("nn.max_pool2d_bwd", setup_max_pool2d_bwd, bytes_max_pool2d_bwd, None),
     ("nn.adam", setup_adam, bytes_adam, None),
     ("nn.dropout", setup_dropout, bytes_1in_1out, None),
     ("nn.batch_norm", setup_batch_norm, bytes_1in_1out, None),

@@ -20,6 +20,9 @@
  *     the input (2-D or 1-D, stride = window, no padding or dilation, every window inside),
  *     in 32-bit index arithmetic; each input element is read at most once.
  *   pool_tiled_rows(the same arguments)   its CPU form, 1-D over the planes oh output rows
+ *   pool_bwd_rows(g, goff, ix, ixoff, dx, dxoff, rows, ih, iw, oh, ow, kh, kw, flags)
+ *     CPU devices' backward of tiling windows (max with ix, or average), 1-D over the
+ *     rows = planes ih input rows
  *   pool_max_bwd(g, goff, ix, ixoff, dx, dxoff, planes, in, out, k, s, p, d)  over inputs
  *   pool_avg_bwd(g, goff, dx, dxoff, planes, in, out, k, s, p, flags)          over inputs
  *   adaptive_fwd(x, xoff, y, yoff, planes, in, out)                            over outputs
@@ -159,10 +162,15 @@ pool_tiled(global const ST *x, ulong xoff, global ST *y, ulong yoff, global long
 #define PW 4 /* KILN_VW64 / 2, the outputs of one 64-byte vector of a row */
 #define PMV KILN_CAT(long, PW) /* the comparisons' lane masks, and the offsets kept in them */
 #define PLANE2 ((PMV)(0, 2, 4, 6))
+#define PZIP ((ulong8)(0, 4, 1, 5, 2, 6, 3, 7)) /* interleaves two PW vectors (shuffle2) */
 #else
 #define PW 8
 #define PMV KILN_CAT(int, PW)
 #define PLANE2 ((PMV)(0, 2, 4, 6, 8, 10, 12, 14))
+#define PZIP ((uint16)(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15))
+#endif
+#if defined(KILN_DT_BF16)
+KILN_BF16_FROM_FLOATV(KILN_VW64)
 #endif
 /* a, with the window offset in o, becomes v (offset vo) where v is larger or NaN. */
 #define POOL_STEP(a, o, v, vo)                                                           \
@@ -237,6 +245,69 @@ pool_tiled_rows(global const ST *x, ulong xoff, global ST *y, ulong yoff, global
       }
       KILN_STORE(y, yoff + i0 + ox, acc);
     }
+  }
+}
+
+/*
+ * The backward of tiling windows on CPU devices (pool_bwd_rows): a work-item per input row,
+ * each input in at most one window (oy = yy / kh, ox = xx / kw), so the gradient of input q is
+ * g[o] where ix[o] == q (max, POOL_MAX) or g[o] / (kh kw) (average), 0 outside every window;
+ * pool_max_bwd's and pool_avg_bwd's results without their per-element window search (as the
+ * forward's one output per work-item, one input per work-item with index divisions is slow on
+ * PoCL). Windows 2 wide take 64-byte vectors of the row, the rest element by element. ix unused
+ * for the average.
+ */
+kernel void
+pool_bwd_rows(global const ST *g, ulong goff, global const long *ix, ulong ixoff, global ST *dx,
+              ulong dxoff, uint rows, uint ih, uint iw, uint oh, uint ow, uint kh, uint kw,
+              uint flags)
+{
+  const T div = (T)(kh * kw);
+  for (uint row = (uint)get_global_id(0); row < rows; row += (uint)get_global_size(0)) {
+    const uint yy = row % ih, pl = row / ih, oy = yy / kh;
+    global ST *dr = dx + dxoff + (ulong)row * iw;
+    uint xx = 0;
+    if (oy < oh) {
+      const ulong o0 = ((ulong)pl * oh + oy) * ow;
+      global const ST *gp = g + goff + o0;
+      global const long *ip = ix + ixoff + o0;
+      const long qb = (long)yy * iw;
+      uint ox = 0;
+      if (kw == 2 && ow >= PW) {
+        /* PW outputs a step: their gradients to the even and odd lanes of 2 PW inputs, the
+         * last step overlapping the one before where PW does not divide ow (as
+         * pool_tiled_rows) */
+        for (uint v = 0; v < ow; v += PW) {
+          ox = min(v, ow - PW);
+          const PTV gv = KILN_VLOAD_ST(PW, gp + ox);
+          PTV ev, od;
+          if (flags & POOL_MAX) {
+            const KILN_CAT(long, PW) iv = KILN_CAT(vload, PW)(0, ip + ox);
+            const KILN_CAT(long, PW) qe = (long)(qb + 2 * ox) + KILN_CAT(convert_long, PW)(PLANE2);
+            ev = select((PTV)0, gv, KILN_CAT(convert_, PMV)(iv == qe));
+            od = select((PTV)0, gv, KILN_CAT(convert_, PMV)(iv == qe + 1));
+          } else {
+            ev = od = gv / div;
+          }
+          KILN_VSTORE_ST(KILN_VW64, shuffle2(ev, od, PZIP), dr + 2 * ox);
+        }
+        ox = ow;
+        xx = 2 * ow;
+      }
+      for (; ox < ow; ox++) {
+        const T gv = KILN_LOAD(gp, ox);
+        if (flags & POOL_MAX) {
+          const long iv = ip[ox];
+          for (uint c = 0; c < kw; c++, xx++)
+            KILN_STORE(dr, xx, iv == qb + (long)xx ? gv : (T)0);
+        } else {
+          for (uint c = 0; c < kw; c++, xx++)
+            KILN_STORE(dr, xx, gv / div);
+        }
+      }
+    }
+    for (; xx < iw; xx++)
+      KILN_STORE(dr, xx, (T)0);
   }
 }
 

@@ -1178,6 +1178,37 @@ run_max_pool2d(struct bench_state *st)
   return kiln_max_pool(st->ctx, st->in[0], &d, &st->out, NULL);
 }
 
+/* The gradient and the indices read (a quarter of the input each; the indices 8 bytes), the
+ * input gradient written. */
+static double
+bytes_max_pool2d_bwd(int64_t n, size_t esz)
+{
+  double in = (double)conv_batch(n) * 64 * 56 * 56;
+  return in * (double)esz + in / 4 * ((double)esz + 8);
+}
+
+/* nn.max_pool2d_bwd: the gradient of the same pooling through its indices (in[1], from one
+ * forward at setup; in[2] the output gradient). */
+static kiln_status
+setup_max_pool2d_bwd(struct bench_state *st)
+{
+  kiln_pool_desc d = {.nd = 2, .kernel = {2, 2}};
+  int64_t gs[4] = {conv_batch(st->n), 64, 28, 28};
+  kiln_status s = setup_max_pool2d(st);
+  if (s == KILN_OK)
+    s = kiln_max_pool(st->ctx, st->in[0], &d, &st->in[3], &st->in[1]);
+  if (s == KILN_OK)
+    s = bench_random_tensor(st->ctx, st->dtype, 4, gs, &st->in[2]);
+  return s;
+}
+
+static kiln_status
+run_max_pool2d_bwd(struct bench_state *st)
+{
+  kiln_pool_desc d = {.nd = 2, .kernel = {2, 2}};
+  return kiln_max_pool_backward(st->ctx, st->in[2], st->in[1], st->in[0], &d, &st->out);
+}
+
 /* The input read once, a quarter of it written. */
 static double
 bytes_max_pool2d(int64_t n, size_t esz)
@@ -1503,6 +1534,8 @@ const struct bench_case bench_cases[] = {
      flops_conv2d_bwd},
     {"nn.max_pool2d", "nn_conv", conv_dtype, setup_max_pool2d, run_max_pool2d, bytes_max_pool2d,
      NULL},
+    {"nn.max_pool2d_bwd", "nn_conv", conv_dtype, setup_max_pool2d_bwd, run_max_pool2d_bwd,
+     bytes_max_pool2d_bwd, NULL},
     {"nn.adam", "nn_train", float_dtype, setup_adam, run_adam, bytes_adam, NULL},
     {"nn.dropout", "nn_train", float_dtype, setup_flat, run_dropout, bytes_1in_1out, NULL},
     {"nn.batch_norm", "nn_train", float_dtype, setup_batch_norm, run_batch_norm, bytes_1in_1out,

@@ -234,7 +234,28 @@ pool_backward(const char *op, kiln_context *ctx, const kiln_tensor *grad,
   KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &x->shape, grad_x, ins, indices ? 2 : 1, 0, &t));
   kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
-  if (g->planes && vol(&g->in)) {
+  if (g->planes && vol(&g->in) && window && pool_tiles(g) && !ctx->info.is_gpu &&
+      !kiln__nn_test_gpu_pool) {
+    /* CPU devices, tiling windows: a work-item per input row (pool_bwd_rows). */
+    cl_kernel k;
+    s = kiln__ops_kernel(op, ctx, KILN__NN_POOL_SRC, x->dtype, "pool_bwd_rows", &k);
+    if (s == KILN_OK) {
+      uint64_t rows = g->planes * (uint64_t)g->in.v[1];
+      kiln__args a = kiln__args_begin(op, k);
+      kiln__args_tensor(&a, grad);
+      kiln__args_tensor(&a, indices);
+      kiln__args_tensor(&a, t.dst);
+      kiln__args_u32(&a, (uint32_t)rows);
+      kiln__args_u32(&a, (uint32_t)g->in.v[1]);
+      kiln__args_u32(&a, (uint32_t)g->in.v[2]);
+      kiln__args_u32(&a, (uint32_t)g->out.v[1]);
+      kiln__args_u32(&a, (uint32_t)g->out.v[2]);
+      kiln__args_u32(&a, (uint32_t)g->k.v[1]);
+      kiln__args_u32(&a, (uint32_t)g->k.v[2]);
+      kiln__args_u32(&a, indices ? POOL_MAX : 0);
+      s = kiln__args_launch_1d(&a, ctx, rows, 0);
+    }
+  } else if (g->planes && vol(&g->in)) {
     cl_kernel k;
     s = kiln__ops_kernel(op, ctx, KILN__NN_POOL_SRC, x->dtype, kernel, &k);
     if (s == KILN_OK) {
