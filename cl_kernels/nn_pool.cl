@@ -15,6 +15,8 @@
  *   pool_fwd(x, xoff, y, yoff, ix, ixoff, planes, in, out, k, s, p, d, flags)  over outputs
  *     flags POOL_MAX: max (else average); POOL_IDX: write i64 argmax indices (max);
  *     POOL_INCLUDE_PAD: the average's divisor counts the padding.
+ *   pool_max_s2_rows(the same arguments)   its CPU form for 2-D max pooling with stride 2
+ *     along x, 1-D over the planes out.y output rows
  *   pool_tiled(x, xoff, y, yoff, ix, ixoff, total, ih, iw, oh, ow, kh, kw, flags)
  *     1-D over the total = planes oh ow outputs (below 2^32): pool_fwd for windows that tile
  *     the input (2-D or 1-D, stride = window, no padding or dilation, every window inside),
@@ -59,20 +61,16 @@ avg_window(long o, long in, long k, long s, long p, long *lo, long *hi, long *pa
   *hi = b < in ? b : in;
 }
 
-kernel void
-pool_fwd(global const ST *x, ulong xoff, global ST *y, ulong yoff, global long *ix, ulong ixoff,
-         ulong planes, long4 in, long4 out, long4 k, long4 s, long4 p, long4 d, uint flags)
+/* Output (oz, oy, ox) of pool_fwd from its plane xp: the maximum (with its index in *mi) or
+ * the average of its window. */
+inline T
+pool_one(global const ST *xp, long oz, long oy, long ox, long4 in, long4 k, long4 s, long4 p,
+         long4 d, uint flags, long *mi)
 {
-  const ulong ovol = (ulong)(out.x * out.y * out.z), ivol = (ulong)(in.x * in.y * in.z);
-  PLANE_BEGIN(ovol, planes, pl)
-  SPLIT(r, out, oz, oy, ox)
-  const ulong i = pl * ovol + r;
-  global const ST *xp = x + xoff + pl * ivol;
-  global ST *yp = y + yoff;
   if (flags & POOL_MAX) {
     const long z0 = oz * s.x - p.x, y0 = oy * s.y - p.y, x0 = ox * s.z - p.z;
     T m = -INFINITY;
-    long mi = -1;
+    *mi = -1;
     for (long a = 0; a < k.x; a++) {
       const long zz = z0 + a * d.x;
       if (zz < 0 || zz >= in.x)
@@ -88,30 +86,42 @@ pool_fwd(global const ST *x, ulong xoff, global ST *y, ulong yoff, global long *
           const long q = (zz * in.y + yy) * in.z + xx;
           const T v = KILN_LOAD(xp, q);
           /* PyTorch's rule: a larger value or any NaN takes the place. */
-          if (mi < 0 || v > m || isnan(v)) {
+          if (*mi < 0 || v > m || isnan(v)) {
             m = v;
-            mi = q;
+            *mi = q;
           }
         }
       }
     }
-    KILN_STORE(yp, i, m);
-    if (flags & POOL_IDX)
-      ix[ixoff + i] = mi;
-  } else {
-    long zl, zh, zpad, yl, yh, ypad, xl, xh, xpad;
-    avg_window(oz, in.x, k.x, s.x, p.x, &zl, &zh, &zpad);
-    avg_window(oy, in.y, k.y, s.y, p.y, &yl, &yh, &ypad);
-    avg_window(ox, in.z, k.z, s.z, p.z, &xl, &xh, &xpad);
-    T acc = (T)0;
-    for (long zz = zl; zz < zh; zz++)
-      for (long yy = yl; yy < yh; yy++)
-        for (long xx = xl; xx < xh; xx++)
-          acc += KILN_LOAD(xp, (zz * in.y + yy) * in.z + xx);
-    const long div =
-        (flags & POOL_INCLUDE_PAD) ? zpad * ypad * xpad : (zh - zl) * (yh - yl) * (xh - xl);
-    KILN_STORE(yp, i, acc / (T)div);
+    return m;
   }
+  long zl, zh, zpad, yl, yh, ypad, xl, xh, xpad;
+  avg_window(oz, in.x, k.x, s.x, p.x, &zl, &zh, &zpad);
+  avg_window(oy, in.y, k.y, s.y, p.y, &yl, &yh, &ypad);
+  avg_window(ox, in.z, k.z, s.z, p.z, &xl, &xh, &xpad);
+  T acc = (T)0;
+  for (long zz = zl; zz < zh; zz++)
+    for (long yy = yl; yy < yh; yy++)
+      for (long xx = xl; xx < xh; xx++)
+        acc += KILN_LOAD(xp, (zz * in.y + yy) * in.z + xx);
+  const long div =
+      (flags & POOL_INCLUDE_PAD) ? zpad * ypad * xpad : (zh - zl) * (yh - yl) * (xh - xl);
+  return acc / (T)div;
+}
+
+kernel void
+pool_fwd(global const ST *x, ulong xoff, global ST *y, ulong yoff, global long *ix, ulong ixoff,
+         ulong planes, long4 in, long4 out, long4 k, long4 s, long4 p, long4 d, uint flags)
+{
+  const ulong ovol = (ulong)(out.x * out.y * out.z), ivol = (ulong)(in.x * in.y * in.z);
+  PLANE_BEGIN(ovol, planes, pl)
+  SPLIT(r, out, oz, oy, ox)
+  const ulong i = pl * ovol + r;
+  long mi;
+  const T v = pool_one(x + xoff + pl * ivol, oz, oy, ox, in, k, s, p, d, flags, &mi);
+  KILN_STORE(y, yoff + i, v);
+  if ((flags & POOL_MAX) && (flags & POOL_IDX))
+    ix[ixoff + i] = mi;
   PLANE_END
 }
 
@@ -244,6 +254,62 @@ pool_tiled_rows(global const ST *x, ulong xoff, global ST *y, ulong yoff, global
         acc /= (T)(kh * kw);
       }
       KILN_STORE(y, yoff + i0 + ox, acc);
+    }
+  }
+}
+
+/*
+ * pool_fwd's CPU form for 2-D max pooling with stride 2 along x (no dilation there; the
+ * ResNet stem's 3x3 stride 2 padding 1, say): a work-item per output row, the outputs whose
+ * windows lie inside the row PW at a time (tap c of lane u reads element 2 (ox + u) - p + c:
+ * the even lanes of one 64-byte load per tap and window row), the rest through pool_one. One
+ * output per work-item took about 80 ns on PoCL. 1-D over the planes out.y rows.
+ */
+kernel void
+pool_max_s2_rows(global const ST *x, ulong xoff, global ST *y, ulong yoff, global long *ix,
+                 ulong ixoff, ulong planes, long4 in, long4 out, long4 k, long4 s, long4 p,
+                 long4 d, uint flags)
+{
+  const ulong ivol = (ulong)(in.y * in.z), rows = planes * (ulong)out.y;
+  /* vector steps start where every tap's load lies in the row: 2 ox - p.z >= 0 and
+   * 2 ox - p.z + k.z - 1 + 2 PW - 1 <= in.z - 1 */
+  const long olo = (p.z + 1) / 2, ohi = in.z - k.z - 2 * PW + 1 + p.z;
+  for (ulong row = get_global_id(0); row < rows; row += get_global_size(0)) {
+    const long oy = (long)(row % (ulong)out.y), y0 = oy * s.y - p.y;
+    global const ST *xp = x + xoff + (row / (ulong)out.y) * ivol;
+    const ulong i0 = row * (ulong)out.z;
+    long ox = 0;
+    while (ox < out.z) {
+      if (ox >= olo && ohi >= 0 && 2 * ox <= ohi && ox + PW <= out.z) {
+        PTV m = (PTV)(-INFINITY);
+        PMV o = (PMV)(-1);
+        for (long b = 0; b < k.y; b++) {
+          const long yy = y0 + b * d.y;
+          if (yy < 0 || yy >= in.y)
+            continue;
+          for (long c = 0; c < k.z; c++) {
+            const long q = yy * in.z + 2 * ox - p.z + c;
+            const PTV v = KILN_VLOAD_ST(KILN_VW64, xp + q).even;
+            const PMV take = (o < (PMV)0) | isgreater(v, m) | isnan(v);
+            m = select(m, v, take);
+            o = select(o, (PMV)q + PLANE2, take);
+          }
+        }
+        T mv[PW];
+        KILN_CAT(vstore, PW)(m, 0, mv);
+        for (uint u = 0; u < PW; u++)
+          KILN_STORE(y, yoff + i0 + ox + u, mv[u]);
+        if (flags & POOL_IDX)
+          KILN_CAT(vstore, PW)(KILN_CAT(convert_long, PW)(o), 0, ix + ixoff + i0 + ox);
+        ox += PW;
+      } else {
+        long mi;
+        const T v = pool_one(xp, 0, oy, ox, in, k, s, p, d, flags, &mi);
+        KILN_STORE(y, yoff + i0 + ox, v);
+        if (flags & POOL_IDX)
+          ix[ixoff + i0 + ox] = mi;
+        ox++;
+      }
     }
   }
 }

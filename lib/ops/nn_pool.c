@@ -186,8 +186,12 @@ pool_forward(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln
   if (g.planes && vol(&g.out) && pool_tiles(&g)) {
     s = pool_tiled_launch(op, ctx, x, t.dst, indices ? ti.dst : NULL, &g, flags);
   } else if (g.planes && vol(&g.out)) {
+    /* CPU devices, 2-D max pooling with stride 2 along x: pool_max_s2_rows. */
+    int s2 = !ctx->info.is_gpu && !kiln__nn_test_gpu_pool && max && g.in.v[0] == 1 &&
+             g.k.v[0] == 1 && g.p.v[0] == 0 && g.s.v[2] == 2 && g.d.v[2] == 1;
     cl_kernel k;
-    s = kiln__ops_kernel(op, ctx, KILN__NN_POOL_SRC, x->dtype, "pool_fwd", &k);
+    s = kiln__ops_kernel(op, ctx, KILN__NN_POOL_SRC, x->dtype, s2 ? "pool_max_s2_rows" : "pool_fwd",
+                         &k);
     if (s == KILN_OK) {
       kiln__args a = kiln__args_begin(op, k);
       kiln__args_tensor(&a, x);
@@ -196,7 +200,8 @@ pool_forward(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln
       args_geo(&a, &g, 1);
       kiln__nn_args_dims(&a, &g.d);
       kiln__args_u32(&a, flags);
-      s = kiln__nn_launch_planes(&a, ctx, vol(&g.out), g.planes);
+      s = s2 ? kiln__args_launch_1d(&a, ctx, g.planes * (uint64_t)g.out.v[1], 0)
+             : kiln__nn_launch_planes(&a, ctx, vol(&g.out), g.planes);
     }
   }
   s = kiln__ops_out_finish(op, ctx, &t, s);

@@ -301,29 +301,23 @@ static const pool_case pool_cases[] = {
     /* 2x2 rows of 18 outputs over an odd width (CPU devices' pool_tiled_rows: whole vectors
      * of 8 or 4 outputs, then the rest one by one). */
     {2, {2, 3}, 2, {6, 37}, {2, 2}, {2, 2}, {0, 0}, {0, 0}, 0, 0},
+    /* 2-D max pooling with stride 2 along x on rows of 23 and 22 outputs (CPU devices'
+     * pool_max_s2_rows: vectors inside the row, the edges one by one), ceil mode, 2x2 padded */
+    {2, {1, 3}, 2, {9, 45}, {3, 3}, {2, 2}, {1, 1}, {0, 0}, 0, 0},
+    {1, {2}, 2, {8, 44}, {3, 3}, {2, 2}, {1, 1}, {0, 0}, 1, 0},
+    {1, {2}, 2, {5, 40}, {2, 2}, {2, 2}, {1, 1}, {0, 0}, 0, 0},
 };
-
-/* Whether a case may take the tiled kernels (the host's rule decides; this only skips the
- * cases that surely do not when the GPU form runs again). */
-static int
-pool_case_tiles(const pool_case *c)
-{
-  for (int64_t i = 0; i < c->nd; i++)
-    if (c->p[i] || (c->s[i] && c->s[i] != c->k[i]) || c->d[i] > 1)
-      return 0;
-  return c->nd <= 2;
-}
 
 START_TEST(pool_shapes)
 {
   size_t n = sizeof pool_cases / sizeof pool_cases[0];
-  /* CPU devices: the row form (the default), then the GPUs' pool_tiled. */
+  /* CPU devices: the row forms (the default), then the GPUs' pool_fwd and pool_tiled. */
   for (int gpu = 0; gpu < 2; gpu++) {
     kiln__nn_test_gpu_pool = gpu;
     FOR_DTYPES(dt)
     {
       for (size_t i = 0; i < n; i++)
-        if (!small_skip(dt, i, n) && (!gpu || pool_case_tiles(&pool_cases[i])))
+        if (!small_skip(dt, i, n))
           run_pool_case(&pool_cases[i], dt);
     }
   }
