@@ -224,6 +224,17 @@ inline T kiln_hmax16(KILN_CAT(T, 16) v) { return kiln_hmax8(fmax(v.lo, v.hi)); }
 #define KILN_VLOAD_ST(N, p) KILN_CAT(vload, N)(0, (p))
 #define KILN_VSTORE_ST(N, v, p) KILN_CAT(vstore, N)((v), 0, (p))
 #endif
+/*
+ * KILN_RUN_LOOP(q, n): this work-item's contiguous run of [0, n) in a 1-D launch, indices
+ * [g r, min(n, g r + r)) with g its global id and r = ceil(n / global size). The CPU forms
+ * take their vectors this way: PoCL runs a group's work-items one after another, so a run per
+ * item streams memory in order where a grid stride jumps, and a few long runs pay the per-item
+ * overhead once (the host sets the run length through the global size).
+ */
+#define KILN_RUN_LOOP(q, n)                                                              \
+  const ulong q##_run = ((ulong)(n) + get_global_size(0) - 1) / get_global_size(0);     \
+  for (ulong q = get_global_id(0) * q##_run, q##_end = min((ulong)(n), q + q##_run);     \
+       q < q##_end; q++)
 /* Fixed arity on purpose: OpenCL C forbids variadic macros (NVIDIA's compiler enforces it). */
 #define KILN_GEN_0(body, a, b, c)
 #define KILN_GEN_1(body, a, b, c) body(a, b, c)

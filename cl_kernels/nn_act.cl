@@ -292,18 +292,15 @@ inline void group_sum_store(T v, local T *sh, global T *part)
  * The losses' vector loops (NN_VMATH, CPU devices; without a weight, flags bit 2, whose index
  * is per element): LOSS_VEC_FWD adds the expression over the n / NN_VW whole vectors into acc
  * (or stores it) and LOSS_VEC_BWD stores the gradient, a contiguous run of vectors per
- * work-item (LOSS_RUN); both set nv_, where the scalar loop starts. A reducing loss launches
- * few groups (nn_loss.c, loss_groups): one vector per work-item spent its time in the groups'
- * merge trees, and vectors a grid apart defeated the prefetchers.
+ * work-item (KILN_RUN_LOOP); both set nv_, where the scalar loop starts. A reducing loss
+ * launches few groups (nn_loss.c, loss_groups): one vector per work-item spent its time in the
+ * groups' merge trees, and vectors a grid apart defeated the prefetchers.
  */
 #if NN_VMATH
-#define LOSS_RUN(q)                                                                      \
-  const ulong nvec_ = n / NN_VW, gsz_ = get_global_size(0), run_ = (nvec_ + gsz_ - 1) / gsz_; \
-  for (ulong q = get_global_id(0) * run_, qe_ = min(nvec_, q + run_); q < qe_; q++)
 #define LOSS_VEC_FWD(fwd)                                                                \
   if (!(flags & 2u)) {                                                                   \
     TV av_ = (TV)0;                                                                      \
-    LOSS_RUN(q)                                                                          \
+    KILN_RUN_LOOP(q, n / NN_VW)                                                          \
     {                                                                                    \
       TV x = LOADV(xp, NN_VW * q), y = LOADV(yp, NN_VW * q), w = (TV)1;                  \
       TV l = (fwd);                                                                      \
@@ -313,17 +310,17 @@ inline void group_sum_store(T v, local T *sh, global T *part)
         STOREV(op, NN_VW * q, l);                                                        \
     }                                                                                    \
     acc = KILN_CAT(kiln_hsum, NN_VW)(av_);                                               \
-    nv_ = NN_VW * nvec_;                                                                 \
+    nv_ = NN_VW * (n / NN_VW);                                                           \
   }
 #define LOSS_VEC_BWD(bwd)                                                                \
   if (!(flags & 2u)) {                                                                   \
-    LOSS_RUN(q)                                                                          \
+    KILN_RUN_LOOP(q, n / NN_VW)                                                          \
     {                                                                                    \
       TV x = LOADV(xp, NN_VW * q), y = LOADV(yp, NN_VW * q), w = (TV)1;                  \
       TV g = (flags & 4u) ? LOADV(gop, NN_VW * q) * scale : (TV)g0;                      \
       STOREV(dxp, NN_VW * q, g * (bwd));                                                 \
     }                                                                                    \
-    nv_ = NN_VW * nvec_;                                                                 \
+    nv_ = NN_VW * (n / NN_VW);                                                           \
   }
 #else
 #define LOSS_VEC_FWD(fwd)

@@ -14,12 +14,12 @@
  * Kernels:
  *   sgd_step(slots(p, g, buf, n)..., nslots, lr, momentum, dampening, wd, flags)
  *     flags: OPT_MAXIMIZE, OPT_NESTEROV, OPT_FIRST (buf = d on the first step), OPT_MOMENTUM;
- *     sgd_stepv (the same arguments, then `run`): 16 (f64: 8) elements as one vector, `run`
- *     adjacent vectors per work-item (CPUs)
+ *     sgd_stepv (same arguments): 16 (f64: 8) elements as one vector, a contiguous run of
+ *     vectors per work-item (CPUs)
  *   adam_step(slots(p, g, m, v, vmax, n)..., nslots, lr, beta1, beta2, eps, wd, step_size,
  *             bc2_sqrt, flags)   flags: OPT_MAXIMIZE, OPT_AMSGRAD, OPT_DECOUPLED
  *     one element per work-item; adam_step4 (same arguments): four (max(n) / 4 items);
- *     adam_stepv (the same arguments, then `run`): as sgd_stepv (CPU devices)
+ *     adam_stepv (same arguments): as sgd_stepv (CPU devices)
  *   sumsq_part(slots(g, n)..., nslots, part, poff, ls)
  *     each work-group writes the sum of squares of its share of every slot to part[poff + group]
  *   norm_finish(part, n, out, ooff, ls)   one work-group: out[0] = sqrt(sum(part[0..n)))
@@ -79,10 +79,8 @@ sgd_one(global ST *p, global const ST *g, global ST *buf, ulong n, T lr, T mom, 
 #define SGD_RUN(s)                                                                         \
   if (s < nslots)                                                                          \
     SGD_FN(p##s + po##s, g##s + go##s, b##s ? b##s + bo##s : b##s, n##s, lr, mom, damp, wd,  \
-           flags OPT_RUN);
+           flags);
 
-/* OPT_RUN: nothing, or `, run` for the vector forms' run argument. */
-#define OPT_RUN
 #define SGD_FN sgd_one
 kernel void
 sgd_step(FOR_SLOTS(SGD_PARAMS) uint nslots, T lr, T mom, T damp, T wd, uint flags)
@@ -201,8 +199,12 @@ adam_four(global ST *p, global const ST *g, global ST *m, global ST *v, global S
 }
 
 /*
- * CPU devices: one vector of AV elements (64 bytes: 16 floats, 8 doubles) per work-item, the
- * update on whole vectors (the scalar grid-stride loop ran element by element on PoCL).
+ * CPU devices: vectors of AV elements (64 bytes: 16 floats, 8 doubles), the update on whole
+ * vectors (the scalar grid-stride loop ran element by element on PoCL), a contiguous run of
+ * them per work-item in each slot (KILN_RUN_LOOP; the host's global size sets the run).
+ * Measured on PoCL (2 cores, `bench/ab.sh` on nn.adam f32, docs/nn.md): one vector per
+ * work-item, whose every item paid the eight slots' dispatch for 64 bytes, 0.123 / 0.477 /
+ * 2.43 ms at 2^18 / 2^20 / 2^22, runs of up to 32 vectors 0.068 / 0.141 / 1.10.
  */
 #define AV KILN_VW64
 #define AVT KILN_CAT(T, AV)
@@ -211,19 +213,11 @@ KILN_BF16_FROM_FLOATV(AV)
 #endif
 #define LDV(p) KILN_VLOAD_ST(AV, p)
 #define STV(p, v) KILN_VSTORE_ST(AV, v, p)
-/* Vectors q of a slot of n elements: work-item c takes vectors [c run, c run + run), a
- * contiguous run, and the grid strides over runs. Measured on PoCL (2 cores, Adam f32, device
- * ms at 2^18 / 2^20 / 2^22): one vector per work-item 0.21 / 0.92 / 2.43 (each item pays the
- * eight slots' dispatch for 64 bytes), runs of 32 vectors 0.073 / 0.34 / 1.38. */
-#define VEC_RUNS(q, n, run)                                                                \
-  for (ulong c_ = get_global_id(0); AV * run * c_ < (n); c_ += get_global_size(0))         \
-    for (ulong q = c_ * run; q < c_ * run + run && AV * q < (n); q++)
-
 inline void
 adam_vec(global ST *p, global const ST *g, global ST *m, global ST *v, global ST *vm, ulong n,
-         T lr, T b1, T b2, T eps, T wd, T step_size, T bc2s, uint flags, ulong run)
+         T lr, T b1, T b2, T eps, T wd, T step_size, T bc2s, uint flags)
 {
-  VEC_RUNS(q, n, run)
+  KILN_RUN_LOOP(q, (n + AV - 1) / AV)
   {
     const ulong i0 = AV * q;
     if (i0 + AV <= n) {
@@ -241,12 +235,12 @@ adam_vec(global ST *p, global const ST *g, global ST *m, global ST *v, global ST
   }
 }
 
-/* SGD's CPU form: one vector of AV elements per work-item, as adam_vec. */
+/* SGD's CPU form, as adam_vec. */
 inline void
 sgd_vec(global ST *p, global const ST *g, global ST *buf, ulong n, T lr, T mom, T damp, T wd,
-        uint flags, ulong run)
+        uint flags)
 {
-  VEC_RUNS(q, n, run)
+  KILN_RUN_LOOP(q, (n + AV - 1) / AV)
   {
     const ulong i0 = AV * q;
     if (i0 + AV <= n) {
@@ -267,17 +261,13 @@ sgd_vec(global ST *p, global const ST *g, global ST *buf, ulong n, T lr, T mom, 
   }
 }
 
-#undef OPT_RUN
-#define OPT_RUN , run
 #define SGD_FN sgd_vec
 kernel void
-sgd_stepv(FOR_SLOTS(SGD_PARAMS) uint nslots, T lr, T mom, T damp, T wd, uint flags, ulong run)
+sgd_stepv(FOR_SLOTS(SGD_PARAMS) uint nslots, T lr, T mom, T damp, T wd, uint flags)
 {
   FOR_SLOTS(SGD_RUN)
 }
 #undef SGD_FN
-#undef OPT_RUN
-#define OPT_RUN
 
 #define ADAM_PARAMS(s)                                                                     \
   global ST *p##s, ulong po##s, global const ST *g##s, ulong go##s, global ST *m##s,       \
@@ -285,8 +275,7 @@ sgd_stepv(FOR_SLOTS(SGD_PARAMS) uint nslots, T lr, T mom, T damp, T wd, uint fla
 #define ADAM_RUN(s)                                                                        \
   if (s < nslots)                                                                          \
     ADAM_FN(p##s + po##s, g##s + go##s, m##s + mo##s, v##s + vo##s,                        \
-            x##s ? x##s + xo##s : x##s, n##s, lr, b1, b2, eps, wd, step_size, bc2s,          \
-            flags OPT_RUN);
+            x##s ? x##s + xo##s : x##s, n##s, lr, b1, b2, eps, wd, step_size, bc2s, flags);
 
 #define ADAM_FN adam_one
 kernel void
@@ -306,17 +295,14 @@ adam_step4(FOR_SLOTS(ADAM_PARAMS) uint nslots, T lr, T b1, T b2, T eps, T wd, T 
 }
 #undef ADAM_FN
 
-#undef OPT_RUN
-#define OPT_RUN , run
 #define ADAM_FN adam_vec
 kernel void
 adam_stepv(FOR_SLOTS(ADAM_PARAMS) uint nslots, T lr, T b1, T b2, T eps, T wd, T step_size,
-           T bc2s, uint flags, ulong run)
+           T bc2s, uint flags)
 {
   FOR_SLOTS(ADAM_RUN)
 }
 #undef ADAM_FN
-#undef OPT_RUN
 
 /* ---------------------------------------------------------------- gradient-norm clipping */
 

@@ -125,38 +125,44 @@ pool_fwd(global const ST *x, ulong xoff, global ST *y, ulong yoff, global long *
   PLANE_END
 }
 
+/* The tiling window at plane offset q0 of pool_tiled: its maximum (pool_fwd's rule: the first
+ * largest value, or the last NaN; its position in *mi) or its average. */
+inline T
+tiled_one(global const ST *xp, uint q0, uint iw, uint kh, uint kw, uint flags, uint *mi)
+{
+  if (flags & POOL_MAX) {
+    T acc = KILN_LOAD(xp, q0);
+    *mi = q0;
+    for (uint b = 0; b < kh; b++)
+      for (uint c = b ? 0 : 1; c < kw; c++) {
+        const uint q = q0 + b * iw + c;
+        const T v = KILN_LOAD(xp, q);
+        if (v > acc || isnan(v)) {
+          acc = v;
+          *mi = q;
+        }
+      }
+    return acc;
+  }
+  T acc = (T)0;
+  for (uint b = 0; b < kh; b++)
+    for (uint c = 0; c < kw; c++)
+      acc += KILN_LOAD(xp, q0 + b * iw + c);
+  return acc / (T)(kh * kw);
+}
+
 kernel void
 pool_tiled(global const ST *x, ulong xoff, global ST *y, ulong yoff, global long *ix, ulong ixoff,
            uint total, uint ih, uint iw, uint oh, uint ow, uint kh, uint kw, uint flags)
 {
   for (uint i = (uint)get_global_id(0); i < total; i += (uint)get_global_size(0)) {
     const uint ox = i % ow, t = i / ow, oy = t % oh, pl = t / oh;
-    const uint q0 = oy * kh * iw + ox * kw;
-    global const ST *xp = x + xoff + (ulong)pl * ih * iw;
-    T acc;
-    if (flags & POOL_MAX) {
-      /* pool_fwd's rule: the first largest value, or the last NaN. */
-      acc = KILN_LOAD(xp, q0);
-      uint mi = q0;
-      for (uint b = 0; b < kh; b++)
-        for (uint c = b ? 0 : 1; c < kw; c++) {
-          const uint q = q0 + b * iw + c;
-          const T v = KILN_LOAD(xp, q);
-          if (v > acc || isnan(v)) {
-            acc = v;
-            mi = q;
-          }
-        }
-      if (flags & POOL_IDX)
-        ix[ixoff + i] = (long)mi;
-    } else {
-      acc = (T)0;
-      for (uint b = 0; b < kh; b++)
-        for (uint c = 0; c < kw; c++)
-          acc += KILN_LOAD(xp, q0 + b * iw + c);
-      acc /= (T)(kh * kw);
-    }
-    KILN_STORE(y, yoff + i, acc);
+    uint mi;
+    const T v = tiled_one(x + xoff + (ulong)pl * ih * iw, oy * kh * iw + ox * kw, iw, kh, kw,
+                          flags, &mi);
+    if ((flags & POOL_MAX) && (flags & POOL_IDX))
+      ix[ixoff + i] = (long)mi;
+    KILN_STORE(y, yoff + i, v);
   }
 }
 
@@ -189,6 +195,16 @@ KILN_BF16_FROM_FLOATV(KILN_VW64)
     (a) = select((a), (v), m_);                                                          \
     (o) = select((o), (PMV)(vo), m_);                                                    \
   }
+/* The PW lanes of v to y[at ..] (lane by lane: every storage type, any offset). */
+inline void
+pool_store_lanes(global ST *y, ulong at, PTV v)
+{
+  T l[PW];
+  KILN_CAT(vstore, PW)(v, 0, l);
+  for (uint u = 0; u < PW; u++)
+    KILN_STORE(y, at + u, l[u]);
+}
+
 kernel void
 pool_tiled_rows(global const ST *x, ulong xoff, global ST *y, ulong yoff, global long *ix,
                 ulong ixoff, uint total, uint ih, uint iw, uint oh, uint ow, uint kh, uint kw,
@@ -218,10 +234,7 @@ pool_tiled_rows(global const ST *x, ulong xoff, global ST *y, ulong yoff, global
         } else {
           a = (((a + r0.odd) + r1.even) + r1.odd) / (T)4; /* the scalar loop's order */
         }
-        T av[PW];
-        KILN_CAT(vstore, PW)(a, 0, av);
-        for (uint u = 0; u < PW; u++)
-          KILN_STORE(y, yoff + i0 + ox + u, av[u]);
+        pool_store_lanes(y, yoff + i0 + ox, a);
         if (flags & POOL_IDX) {
           KILN_CAT(long, PW) iv = KILN_CAT(convert_long, PW)(o + PLANE2) + (long)q;
           KILN_CAT(vstore, PW)(iv, 0, ix + ixoff + i0 + ox);
@@ -230,30 +243,11 @@ pool_tiled_rows(global const ST *x, ulong xoff, global ST *y, ulong yoff, global
       ox = ow;
     }
     for (; ox < ow; ox++) {
-      const uint q0 = qr + ox * kw;
-      T acc;
-      if (flags & POOL_MAX) {
-        acc = KILN_LOAD(xp, q0);
-        uint mi = q0;
-        for (uint b = 0; b < kh; b++)
-          for (uint c = b ? 0 : 1; c < kw; c++) {
-            const uint q = q0 + b * iw + c;
-            const T v = KILN_LOAD(xp, q);
-            if (v > acc || v != v) { /* larger, or NaN */
-              acc = v;
-              mi = q;
-            }
-          }
-        if (flags & POOL_IDX)
-          ix[ixoff + i0 + ox] = (long)mi;
-      } else {
-        acc = (T)0;
-        for (uint b = 0; b < kh; b++)
-          for (uint c = 0; c < kw; c++)
-            acc += KILN_LOAD(xp, q0 + b * iw + c);
-        acc /= (T)(kh * kw);
-      }
-      KILN_STORE(y, yoff + i0 + ox, acc);
+      uint mi;
+      const T v = tiled_one(xp, qr + ox * kw, iw, kh, kw, flags, &mi);
+      if ((flags & POOL_MAX) && (flags & POOL_IDX))
+        ix[ixoff + i0 + ox] = (long)mi;
+      KILN_STORE(y, yoff + i0 + ox, v);
     }
   }
 }
@@ -295,10 +289,7 @@ pool_max_s2_rows(global const ST *x, ulong xoff, global ST *y, ulong yoff, globa
             o = select(o, (PMV)q + PLANE2, take);
           }
         }
-        T mv[PW];
-        KILN_CAT(vstore, PW)(m, 0, mv);
-        for (uint u = 0; u < PW; u++)
-          KILN_STORE(y, yoff + i0 + ox + u, mv[u]);
+        pool_store_lanes(y, yoff + i0 + ox, m);
         if (flags & POOL_IDX)
           KILN_CAT(vstore, PW)(KILN_CAT(convert_long, PW)(o), 0, ix + ixoff + i0 + ox);
         ox += PW;

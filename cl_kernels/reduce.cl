@@ -1002,10 +1002,8 @@ inline void min_vlanes(vst_min a, st_min *out) { vstore16(a, 0, out); }
  * NAME_vrows(a, p, inner, f): folds the 16-vectors at p, p + inner, ... p + (VROWS - 1)
  * inner (VROWS rows of the same 16 columns). Compensated states add the rows in order
  * first, one compensated step per block (at most 3 roundings in a block of 4: within the
- * tiles' bound, which allow a depth-4 tree); the others fold row by row. Measured on PoCL
- * (2 cores, a [n / 1024, 1024] f32 column sum, one item per 1024 columns, device ms):
- * blocks of 16 rows added by a pairwise tree took 0.070 / 0.386 at 2^20 / 2^22, 4 rows in
- * order 0.042 / 0.23 (the tree's 16 live row vectors per column cost more than the adds).
+ * tiles' bound, which allow a depth-4 tree); the others fold row by row. On PoCL the 16-row
+ * pairwise trees this replaced were 1.5x-1.8x slower at 2^20-2^22 (docs/reductions.md).
  */
 #define VROWS 4
 #define VROWS_EACH(NAME)                                                                       \

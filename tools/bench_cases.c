@@ -1350,10 +1350,16 @@ setup_attention_backward(struct bench_state *st)
 }
 
 static kiln_status
+run_attention_backward_of(struct bench_state *st, int causal)
+{
+  return kiln_attention_backward(st->ctx, st->in[3], st->in[0], st->in[1], st->in[2], NULL, causal,
+                                 0, st->in[4], st->in[5], &st->in[6], &st->in[7], &st->out);
+}
+
+static kiln_status
 run_attention_backward(struct bench_state *st)
 {
-  return kiln_attention_backward(st->ctx, st->in[3], st->in[0], st->in[1], st->in[2], NULL, 0, 0,
-                                 st->in[4], st->in[5], &st->in[6], &st->in[7], &st->out);
+  return run_attention_backward_of(st, 0);
 }
 
 /* nn.attn_backward_causal: the same from a causal forward (GFLOP/s counts the full 10 B H S^2 D
@@ -1367,8 +1373,7 @@ setup_attention_backward_causal(struct bench_state *st)
 static kiln_status
 run_attention_backward_causal(struct bench_state *st)
 {
-  return kiln_attention_backward(st->ctx, st->in[3], st->in[0], st->in[1], st->in[2], NULL, 1, 0,
-                                 st->in[4], st->in[5], &st->in[6], &st->in[7], &st->out);
+  return run_attention_backward_of(st, 1);
 }
 
 static double

@@ -85,10 +85,8 @@ loss_vec(const kiln__nn_knobs *kn, const kiln_tensor *pw)
 /*
  * The groups (and their local size) of a reducing pointwise loss over n elements, each group
  * writing one partial sum. The vector loop (vec) in few small groups, each work-item a
- * contiguous run of vectors: measured on PoCL (2 cores, kiln bench nn.mse, fastest of five
- * rounds, ms at 2^18 / 2^22), f32 0.090 / 1.41 with one vector per work-item in groups of 256
- * (up to 1024 groups), 0.028 / 0.34 in 16 groups of 16 (f64 0.160 / 1.90 -> 0.022 / 0.69;
- * PyTorch's CPU build 0.028 / 0.905, f64 0.049 / 9.2).
+ * contiguous run of vectors (one vector per work-item in groups of 256 spent its time in the
+ * groups' merge trees on PoCL: docs/nn.md, "CPU devices", has the figures).
  */
 static uint64_t
 loss_groups(kiln_context *ctx, cl_kernel k, const kiln__nn_knobs *kn, int vec, uint64_t n,
@@ -98,9 +96,9 @@ loss_groups(kiln_context *ctx, cl_kernel k, const kiln__nn_knobs *kn, int vec, u
   if (vec && *local > 16)
     *local = 16;
   uint64_t per = (uint64_t)*local * kn->act_items * (vec ? kn->act_vec : 1);
-  uint64_t groups = (n + per - 1) / per, most = vec ? 8 * (uint64_t)ctx->info.compute_units : 0;
-  if (most < 1 || most > LOSS_MAX_GROUPS)
-    most = LOSS_MAX_GROUPS;
+  uint64_t groups = (n + per - 1) / per, most = LOSS_MAX_GROUPS;
+  if (vec && ctx->info.compute_units && 8 * (uint64_t)ctx->info.compute_units < most)
+    most = 8 * (uint64_t)ctx->info.compute_units;
   return groups > most ? most : groups < 1 ? 1 : groups;
 }
 

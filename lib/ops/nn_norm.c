@@ -263,8 +263,9 @@ apply_launch(const char *op, kiln_context *ctx, const kiln_tensor *x, kiln_tenso
     uint64_t planes = g->N * g->C, cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
     uint64_t nch = (8 * cu + planes - 1) / planes, most = (g->S + 1023) / 1024;
     nch = nch < most ? nch : most;
-    kiln__args_u64(&a, nch ? nch : 1);
-    return kiln__args_launch_1d(&a, ctx, planes * (nch ? nch : 1), 0);
+    nch = nch ? nch : 1;
+    kiln__args_u64(&a, nch);
+    return kiln__args_launch_1d(&a, ctx, planes * nch, 0);
   }
   KILN_TRY(a.status);
   /* Four elements per work-item along S (APPLY_ITEMS of nn_norm.cl). */
@@ -381,7 +382,7 @@ chan_pass(const char *op, kiln_context *ctx, uint32_t mode, const kiln_tensor *x
     kiln__args_u64(&a, nchunk);
     if (lines) {
       for (int i = 0; i < 3; i++)
-        kiln__args_local(&a, kiln_dtype_size(kiln__nnt_cdt(dt)));
+        kiln__args_local(&a, ts);
       s = kiln__args_launch_1d(&a, ctx, g->C * nchunk, 0);
     } else {
       s = group_launch(&a, ctx, k, g->C * nchunk, dt, 3);

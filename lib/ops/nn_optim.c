@@ -156,9 +156,9 @@ check_hyper(const char *op, const char *name, double v, double lo, int lo_open, 
 
 /*
  * Launches a step over slots of at most `most` elements, `per` elements per work-item; the
- * vector forms (vec: sgd_stepv, adam_stepv, CPU devices) also take `run`, the adjacent vectors
- * each work-item updates: enough to cover the slot with two groups per compute unit, at most
- * 32 (measured in nn_optim.cl, VEC_RUNS).
+ * vector forms (vec: sgd_stepv, adam_stepv, CPU devices) take a contiguous run of vectors per
+ * work-item (KILN_RUN_LOOP of common.cl), the launch sized for runs of up to 32 vectors with
+ * two groups per compute unit (measured in nn_optim.cl, above adam_vec).
  */
 static kiln_status
 launch_slots(kiln__args *a, kiln_context *ctx, uint64_t most, uint64_t per, int vec)
@@ -170,7 +170,6 @@ launch_slots(kiln__args *a, kiln_context *ctx, uint64_t most, uint64_t per, int 
     run = run < 1 ? 1 : run > 32 ? 32 : run;
     if (kiln__nnt_optim_run > 0)
       run = (uint64_t)kiln__nnt_optim_run;
-    kiln__args_u64(a, run);
   }
   return kiln__args_launch_1d(a, ctx, (nvec + run - 1) / run, 0);
 }
@@ -207,8 +206,8 @@ kiln_sgd_step(kiln_context *ctx, size_t n, kiln_tensor *const *params,
   kiln_dtype dt = params[0]->dtype;
   uint32_t flags = (opt->maximize ? OPT_MAXIMIZE : 0) | (opt->nesterov ? OPT_NESTEROV : 0) |
                    (step == 1 ? OPT_FIRST : 0) | (mom ? OPT_MOMENTUM : 0);
-  /* CPU devices: one 64-byte vector per work-item (as Adam's; kiln__nnt_optim_form 1 or 4
-   * takes the one-element form there too). */
+  /* CPU devices: 64-byte vectors, runs of them per work-item (as Adam's; kiln__nnt_optim_form
+   * 1 or 4 takes the one-element form there too). */
   int vec = !ctx->info.is_gpu && (kiln__nnt_optim_form == 0 || kiln__nnt_optim_form == 16);
   uint64_t per = vec ? kiln__nn_vw64(dt) : 1;
   kiln__ctx_lock(ctx);
@@ -263,7 +262,7 @@ kiln_adam_step(kiln_context *ctx, size_t n, kiln_tensor *const *params,
   double bc1 = 1 - pow(opt->beta1, (double)step);
   double bc2 = 1 - pow(opt->beta2, (double)step);
   /* Four elements per work-item on GPUs (as the elementwise family's measured H200 default),
-   * on CPUs one vector of 64 bytes (16 floats, 8 doubles: the one-element form ran element by
+   * on CPUs runs of 64-byte vectors (16 floats, 8 doubles: the one-element form ran element by
    * element on PoCL); kiln__nnt_optim_form (test hook) forces one of the three. */
   int form = kiln__nnt_optim_form ? kiln__nnt_optim_form : ctx->info.is_gpu ? 4 : 16;
   uint64_t per = form != 16 ? (uint64_t)form : kiln__nn_vw64(params[0]->dtype);

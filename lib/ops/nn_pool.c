@@ -126,13 +126,34 @@ pool_tiles(const pool_geo *g)
 
 int kiln__nn_test_gpu_pool;
 
+/* Whether ctx takes the CPU forms (a work-item per row: pool_tiled_rows, pool_max_s2_rows,
+ * pool_bwd_rows); kiln__nn_test_gpu_pool keeps the GPUs' kernels tested on CPU devices. */
+static int
+cpu_rows(const kiln_context *ctx)
+{
+  return !ctx->info.is_gpu && !kiln__nn_test_gpu_pool;
+}
+
+/* The tiled kernels' 32-bit geometry (pool_tiles bounds it): count, ih, iw, oh, ow, kh, kw. */
+static void
+args_tiled(kiln__args *a, const pool_geo *g, uint64_t count)
+{
+  kiln__args_u32(a, (uint32_t)count);
+  kiln__args_u32(a, (uint32_t)g->in.v[1]);
+  kiln__args_u32(a, (uint32_t)g->in.v[2]);
+  kiln__args_u32(a, (uint32_t)g->out.v[1]);
+  kiln__args_u32(a, (uint32_t)g->out.v[2]);
+  kiln__args_u32(a, (uint32_t)g->k.v[1]);
+  kiln__args_u32(a, (uint32_t)g->k.v[2]);
+}
+
 /* The tiled forward (ctx->lock held). */
 static kiln_status
 pool_tiled_launch(const char *op, kiln_context *ctx, const kiln_tensor *x, kiln_tensor *y,
                   kiln_tensor *ix, const pool_geo *g, uint32_t flags)
 {
   /* CPU devices: a work-item per output row (pool_tiled_rows). */
-  int rows = !ctx->info.is_gpu && !kiln__nn_test_gpu_pool;
+  int rows = cpu_rows(ctx);
   cl_kernel k;
   KILN_TRY(kiln__ops_kernel(op, ctx, KILN__NN_POOL_SRC, x->dtype,
                             rows ? "pool_tiled_rows" : "pool_tiled", &k));
@@ -141,13 +162,7 @@ pool_tiled_launch(const char *op, kiln_context *ctx, const kiln_tensor *x, kiln_
   kiln__args_tensor(&a, x);
   kiln__args_tensor(&a, y);
   kiln__args_tensor(&a, ix);
-  kiln__args_u32(&a, (uint32_t)total);
-  kiln__args_u32(&a, (uint32_t)g->in.v[1]);
-  kiln__args_u32(&a, (uint32_t)g->in.v[2]);
-  kiln__args_u32(&a, (uint32_t)g->out.v[1]);
-  kiln__args_u32(&a, (uint32_t)g->out.v[2]);
-  kiln__args_u32(&a, (uint32_t)g->k.v[1]);
-  kiln__args_u32(&a, (uint32_t)g->k.v[2]);
+  args_tiled(&a, g, total);
   kiln__args_u32(&a, flags);
   return kiln__args_launch_1d(&a, ctx, rows ? total / (uint64_t)g->out.v[2] : total, 0);
 }
@@ -187,8 +202,8 @@ pool_forward(const char *op, kiln_context *ctx, const kiln_tensor *x, const kiln
     s = pool_tiled_launch(op, ctx, x, t.dst, indices ? ti.dst : NULL, &g, flags);
   } else if (g.planes && vol(&g.out)) {
     /* CPU devices, 2-D max pooling with stride 2 along x: pool_max_s2_rows. */
-    int s2 = !ctx->info.is_gpu && !kiln__nn_test_gpu_pool && max && g.in.v[0] == 1 &&
-             g.k.v[0] == 1 && g.p.v[0] == 0 && g.s.v[2] == 2 && g.d.v[2] == 1;
+    int s2 = cpu_rows(ctx) && max && g.in.v[0] == 1 && g.k.v[0] == 1 && g.p.v[0] == 0 &&
+             g.s.v[2] == 2 && g.d.v[2] == 1;
     cl_kernel k;
     s = kiln__ops_kernel(op, ctx, KILN__NN_POOL_SRC, x->dtype, s2 ? "pool_max_s2_rows" : "pool_fwd",
                          &k);
@@ -239,8 +254,7 @@ pool_backward(const char *op, kiln_context *ctx, const kiln_tensor *grad,
   KILN_TRY(kiln__ops_out_begin(op, ctx, x->dtype, &x->shape, grad_x, ins, indices ? 2 : 1, 0, &t));
   kiln__ctx_lock(ctx);
   kiln_status s = KILN_OK;
-  if (g->planes && vol(&g->in) && window && pool_tiles(g) && !ctx->info.is_gpu &&
-      !kiln__nn_test_gpu_pool) {
+  if (g->planes && vol(&g->in) && window && pool_tiles(g) && cpu_rows(ctx)) {
     /* CPU devices, tiling windows: a work-item per input row (pool_bwd_rows). */
     cl_kernel k;
     s = kiln__ops_kernel(op, ctx, KILN__NN_POOL_SRC, x->dtype, "pool_bwd_rows", &k);
@@ -250,13 +264,7 @@ pool_backward(const char *op, kiln_context *ctx, const kiln_tensor *grad,
       kiln__args_tensor(&a, grad);
       kiln__args_tensor(&a, indices);
       kiln__args_tensor(&a, t.dst);
-      kiln__args_u32(&a, (uint32_t)rows);
-      kiln__args_u32(&a, (uint32_t)g->in.v[1]);
-      kiln__args_u32(&a, (uint32_t)g->in.v[2]);
-      kiln__args_u32(&a, (uint32_t)g->out.v[1]);
-      kiln__args_u32(&a, (uint32_t)g->out.v[2]);
-      kiln__args_u32(&a, (uint32_t)g->k.v[1]);
-      kiln__args_u32(&a, (uint32_t)g->k.v[2]);
+      args_tiled(&a, g, rows);
       kiln__args_u32(&a, indices ? POOL_MAX : 0);
       s = kiln__args_launch_1d(&a, ctx, rows, 0);
     }

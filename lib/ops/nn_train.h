@@ -54,11 +54,13 @@ extern int kiln__nnt_norm_gpu;
 extern int kiln__nnt_att_flash;
 
 /* Test hook: the optimizer steps' kernel form. Adam: 0 the device default (4 on GPUs, 16 on
- * CPUs), 1 one element per work-item, 4 four, 16 one 64-byte vector (16 elements, 8 in f64).
+ * CPUs), 1 one element per work-item, 4 four, 16 runs of 64-byte vectors (16 elements, 8 in
+ * f64).
  * SGD on CPU devices: 0 and 16 the vector, else one element. */
 extern int kiln__nnt_optim_form;
-/* Test hook: nonzero forces the adjacent vectors per work-item of the vector forms
- * (sgd_stepv, adam_stepv), which otherwise follow the size (launch_slots in nn_optim.c). */
+/* Test hook: nonzero sizes the vector forms' launch (sgd_stepv, adam_stepv) for runs of this
+ * many vectors per work-item in the largest slot, which otherwise follow the size
+ * (launch_slots in nn_optim.c). */
 extern int kiln__nnt_optim_run;
 
 #endif

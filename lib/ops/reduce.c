@@ -349,6 +349,9 @@ run_reduce(struct red_call *rc, cl_mem src, uint64_t srcoff, uint64_t outer, uin
   global = kiln__launch_grid(outer * nchunk * nblk, local);
   s = kiln__args_enqueue_1d(&a, ctx, global, local);
   if (s == KILN_OK && nchunk > 1) {
+    /* CPU devices: one item per column as the row kernels size their groups (up to 256, the
+     * CPU default; the first pass's one-item groups, 1024 of them scheduled one by one, took
+     * 0.77 of a 1.4 ms f32 [4096, 1024] column sum on PoCL). */
     s = kernel(rc, "_cols_p", &k);
     if (s == KILN_OK)
       s = kiln__launch_local_size(rc->op, ctx, k,

@@ -336,29 +336,17 @@ START_TEST(pool_tiled_nan_rows)
     xv[i] = (double)((i * 7) % 11) - 5;
   xv[3] = NAN, xv[W + 8] = NAN, xv[20] = NAN, xv[W + 21] = NAN, xv[2 * W + 30] = -INFINITY;
   xv[2 * W + 31] = -INFINITY, xv[3 * W + 30] = -INFINITY, xv[3 * W + 31] = -INFINITY;
-  int64_t xs[3] = {1, H, W};
+  const pool_case c = {1, {1}, 2, {H, W}, {2, 2}, {0, 0}, {0, 0}, {0, 0}, 0, 0};
+  pool_dims g;
+  pool_dims_of(&c, &g);
+  kiln_pool_desc d = desc_of(&c);
   double want[H / 2 * W / 2];
   int64_t wix[H / 2 * W / 2];
-  for (int oy = 0; oy < H / 2; oy++)
-    for (int ox = 0; ox < W / 2; ox++) {
-      int q0 = 2 * oy * W + 2 * ox, mi = q0;
-      double m = xv[q0];
-      for (int b = 0; b < 2; b++)
-        for (int c = b ? 0 : 1; c < 2; c++) {
-          double v = xv[q0 + b * W + c];
-          if (v > m || isnan(v))
-            m = v, mi = q0 + b * W + c;
-        }
-      want[oy * W / 2 + ox] = m, wix[oy * W / 2 + ox] = mi;
-    }
+  pool_ref(&g, 1, 0, xv, want, wix);
   FOR_DTYPES(dt)
   for (int gpu = 0; gpu < 2; gpu++) {
     kiln__nn_test_gpu_pool = gpu;
-    kiln_tensor *x = up(dt, 3, xs, xv), *y = NULL, *ix = NULL;
-    kiln_pool_desc d;
-    memset(&d, 0, sizeof d);
-    d.nd = 2;
-    d.kernel[0] = d.kernel[1] = 2;
+    kiln_tensor *x = up(dt, g.ndim, g.xshape, xv), *y = NULL, *ix = NULL;
     KOK(kiln_max_pool(ctx, x, &d, &y, &ix));
     double *got = down(y);
     int64_t *gi = down_i64(ix);
